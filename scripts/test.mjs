@@ -1,0 +1,57 @@
+#!/usr/bin/env node
+// The project's test command: lint, type-check, build the test control plane when e2e tests need it,
+// then every vitest project. Ends with the line `N passed, N failed` that CI reads.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, mkdtempSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const args = process.argv.slice(2);
+const e2eOnly = args.includes('--e2e-only');
+const unitOnly = args.includes('--unit-only');
+
+function run(label, cmd, cmdArgs, opts = {}) {
+  process.stderr.write(`\n── ${label} ──\n`);
+  const r = spawnSync(cmd, cmdArgs, { stdio: ['ignore', 'inherit', 'inherit'], ...opts });
+  return r.status ?? 1;
+}
+
+let failedSteps = 0;
+if (!e2eOnly) {
+  if (run('lint', 'npx', ['eslint', '--max-warnings', '0', 'src', 'scripts', 'bin']) !== 0) failedSteps++;
+  if (run('type-check', 'npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failedSteps++;
+}
+
+const env = { ...process.env };
+if (!unitOnly && existsSync('tools/k8s/ensure.mjs')) {
+  process.stderr.write('\n── control plane binaries ──\n');
+  const r = spawnSync('node', ['tools/k8s/ensure.mjs'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write('cannot provide kube-apiserver/etcd for the e2e tests (see above)\n');
+    failedSteps++;
+  } else {
+    const lines = r.stdout.trim().split('\n');
+    env.SITS_K8S_BIN = lines[lines.length - 1];
+  }
+}
+
+const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
+const projects = e2eOnly ? ['--project', 'e2e'] : unitOnly ? ['--project', 'unit'] : [];
+run('tests', 'npx', ['vitest', 'run', ...projects, '--reporter=default', '--reporter=json', `--outputFile.json=${out}`], { env });
+
+let passed = 0;
+let failed = failedSteps;
+let skipped = 0;
+try {
+  const report = JSON.parse(readFileSync(out, 'utf8'));
+  passed += report.numPassedTests;
+  failed += report.numFailedTests + (report.numRuntimeErrorTestSuites ?? 0);
+  skipped += report.numPendingTests + (report.numTodoTests ?? 0);
+  for (const f of report.testResults ?? []) if (f.status === 'failed' && (f.assertionResults ?? []).length === 0) failed++;
+} catch {
+  failed++;
+  process.stderr.write('no test report was written\n');
+}
+if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check or control plane), counted as failures\n`);
+console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
+process.exit(failed > 0 ? 1 : 0);

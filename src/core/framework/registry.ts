@@ -1,0 +1,181 @@
+/**
+ * Explicit plugin registration and named profiles. Every plugin name lives in this file; an unknown name
+ * in a profile is an error returned to the caller (a start-up error for hosts), never a log line.
+ */
+import { err, ok, type Result } from '../result.ts';
+import { fitPlugin } from '../plugins/fit/fit.ts';
+import { bestFitGpuPlugin, randomGpuPlugin } from '../plugins/baselines/gpu-pick.ts';
+import { bestFitPlugin, dotProdPlugin, gpuClusteringPlugin, gpuPackingPlugin } from '../plugins/baselines/paper-scores.ts';
+import { balancedAllocationPlugin, leastAllocatedPlugin } from '../plugins/baselines/kube-default.ts';
+import { fgdPlugin } from '../plugins/fgd/fgd.ts';
+import { sitsFragPlugin } from '../plugins/fgd/sits-frag.ts';
+import type { TypicalShape } from '../plugins/fgd/fragmentation.ts';
+import { pickTopologyGpus } from '../plugins/topology/gpu-topology-pick.ts';
+import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
+import type { Plugin, Profile, QueuedUnit, Selector } from './types.ts';
+
+export const PLUGIN_NAMES = [
+  'priority-fifo',
+  'fit',
+  'least-allocated',
+  'balanced-allocation',
+  'dotprod',
+  'gpu-clustering',
+  'gpu-packing',
+  'best-fit',
+  'fgd',
+  'sits-frag',
+  'gpu-best-fit',
+  'gpu-random',
+  'gpu-first-fit',
+  'gpu-topology',
+] as const;
+export type PluginName = (typeof PLUGIN_NAMES)[number];
+
+/** What plugins may be configured with: the expected workload for fragmentation-aware scoring. */
+export interface PluginEnv {
+  readonly typicalShapes: readonly TypicalShape[];
+}
+
+/** Priority first, then arrival, then submission sequence: deterministic FIFO within a priority. */
+export function priorityFifo(a: QueuedUnit, b: QueuedUnit): number {
+  return b.priority - a.priority || a.arrivalMs - b.arrivalMs || a.seq - b.seq;
+}
+
+const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
+  'priority-fifo': () => ({ name: 'priority-fifo', queueSort: priorityFifo }),
+  fit: fitPlugin,
+  'least-allocated': leastAllocatedPlugin,
+  'balanced-allocation': balancedAllocationPlugin,
+  dotprod: dotProdPlugin,
+  'gpu-clustering': gpuClusteringPlugin,
+  'gpu-packing': gpuPackingPlugin,
+  'best-fit': bestFitPlugin,
+  fgd: (env) => fgdPlugin(env.typicalShapes),
+  'sits-frag': (env) => sitsFragPlugin(env.typicalShapes),
+  'gpu-best-fit': bestFitGpuPlugin,
+  'gpu-random': randomGpuPlugin,
+  // The kubelet device plugin default: the lowest-index free devices.
+  'gpu-first-fit': () => ({ name: 'gpu-first-fit', pickGpus: (pod, node) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli) }),
+  'gpu-topology': () => ({ name: 'gpu-topology', pickGpus: (pod, node) => (pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli) : pickTopologyGpus(pod, node)) }),
+};
+
+export interface ProfileConfig {
+  readonly name: string;
+  readonly description: string;
+  readonly queueSort: string;
+  readonly filters: readonly string[];
+  readonly scorers: readonly { readonly name: string; readonly weight: number }[];
+  readonly devicePicker: string;
+  readonly selector: Selector;
+  readonly gangSearch: 'topology' | 'flat';
+}
+
+export type ProfileError = { readonly code: 'UnknownPlugin'; readonly name: string; readonly profile: string; readonly field: string } | { readonly code: 'MissingExtensionPoint'; readonly name: string; readonly profile: string; readonly point: string } | { readonly code: 'UnknownProfile'; readonly profile: string };
+
+export function formatProfileError(e: ProfileError): string {
+  switch (e.code) {
+    case 'UnknownPlugin':
+      return `profile ${e.profile}: ${e.field}: unknown plugin "${e.name}" (known: ${PLUGIN_NAMES.join(', ')})`;
+    case 'MissingExtensionPoint':
+      return `profile ${e.profile}: plugin "${e.name}" does not implement ${e.point}`;
+    case 'UnknownProfile':
+      return `unknown profile "${e.profile}" (known: ${PROFILE_NAMES.join(', ')})`;
+  }
+}
+
+function isPluginName(n: string): n is PluginName {
+  return (PLUGIN_NAMES as readonly string[]).includes(n);
+}
+
+/** Resolves a profile configuration into plugin instances. */
+export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile, ProfileError> {
+  const instances = new Map<string, Plugin>();
+  const get = (name: string, field: string, point: keyof Plugin): Result<Plugin, ProfileError> => {
+    if (!isPluginName(name)) return err({ code: 'UnknownPlugin', name, profile: cfg.name, field });
+    let p = instances.get(name);
+    if (p === undefined) {
+      p = FACTORIES[name](env);
+      instances.set(name, p);
+    }
+    if (p[point] === undefined) return err({ code: 'MissingExtensionPoint', name, profile: cfg.name, point });
+    return ok(p);
+  };
+  const qs = get(cfg.queueSort, 'queueSort', 'queueSort');
+  if (!qs.ok) return qs;
+  const filters: Plugin[] = [];
+  for (const f of cfg.filters) {
+    const p = get(f, 'filters', 'filter');
+    if (!p.ok) return p;
+    filters.push(p.value);
+  }
+  const scorers: { plugin: Plugin; weight: number }[] = [];
+  for (const s of cfg.scorers) {
+    const p = get(s.name, 'scorers', 'score');
+    if (!p.ok) return p;
+    scorers.push({ plugin: p.value, weight: s.weight });
+  }
+  const dp = get(cfg.devicePicker, 'devicePicker', 'pickGpus');
+  if (!dp.ok) return dp;
+  const all = [...instances.values()];
+  return ok({
+    name: cfg.name,
+    description: cfg.description,
+    queueSort: qs.value,
+    preFilters: all.filter((p) => p.preFilter !== undefined),
+    filters,
+    scorers,
+    devicePicker: dp.value,
+    reserves: all.filter((p) => p.reserve !== undefined),
+    permits: all.filter((p) => p.permit !== undefined),
+    selector: cfg.selector,
+    gangSearch: cfg.gangSearch,
+  });
+}
+
+const base = { queueSort: 'priority-fifo', filters: ['fit'], selector: 'best' as Selector, gangSearch: 'flat' as const };
+
+export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
+  sits: {
+    ...base,
+    name: 'sits',
+    description: 'SITS default: fit, fragmentation-aware scoring for the expected workload, topology-aware gangs and GPU choice',
+    scorers: [{ name: 'sits-frag', weight: 1 }],
+    devicePicker: 'sits-frag',
+    gangSearch: 'topology',
+  },
+  'kube-default': {
+    ...base,
+    name: 'kube-default',
+    description: 'kube-scheduler-like: LeastAllocated + BalancedAllocation over CPU and memory; kubelet first-fit GPUs',
+    scorers: [
+      { name: 'least-allocated', weight: 1 },
+      { name: 'balanced-allocation', weight: 1 },
+    ],
+    devicePicker: 'gpu-first-fit',
+  },
+  random: { ...base, name: 'random', description: 'uniformly random feasible node and fitting GPU', scorers: [], selector: 'random', devicePicker: 'gpu-random' },
+  'round-robin': { ...base, name: 'round-robin', description: 'next feasible node after the last one chosen', scorers: [], selector: 'round-robin', devicePicker: 'gpu-best-fit' },
+  dotprod: { ...base, name: 'dotprod', description: 'FGD paper baseline: smallest dot product of free and requested', scorers: [{ name: 'dotprod', weight: 1 }], devicePicker: 'gpu-best-fit' },
+  'gpu-clustering': { ...base, name: 'gpu-clustering', description: 'FGD paper baseline: nodes running the same kind of GPU pod first', scorers: [{ name: 'gpu-clustering', weight: 1 }], devicePicker: 'gpu-best-fit' },
+  'gpu-packing': { ...base, name: 'gpu-packing', description: 'FGD paper baseline: partly used GPUs, then used nodes, then idle nodes', scorers: [{ name: 'gpu-packing', weight: 1 }], devicePicker: 'gpu-best-fit' },
+  'best-fit': { ...base, name: 'best-fit', description: 'FGD paper baseline: least CPU and GPU left after placement', scorers: [{ name: 'best-fit', weight: 1 }], devicePicker: 'gpu-best-fit' },
+  fgd: { ...base, name: 'fgd', description: 'FGD (ATC ’23): least growth of fragmentation for the expected workload', scorers: [{ name: 'fgd', weight: 1 }], devicePicker: 'fgd' },
+};
+
+export const PROFILE_NAMES = Object.keys(PROFILES);
+
+/** Policy names of the FGD benchmark's command line, mapped to profiles. */
+export const PROFILE_ALIASES: Readonly<Record<string, string>> = {
+  gpuclustering: 'gpu-clustering',
+  gpupacking: 'gpu-packing',
+  bestfit: 'best-fit',
+  default: 'kube-default',
+  roundrobin: 'round-robin',
+};
+
+export function resolveProfile(name: string, env: PluginEnv): Result<Profile, ProfileError> {
+  const cfg = PROFILES[PROFILE_ALIASES[name] ?? name];
+  if (cfg === undefined) return err({ code: 'UnknownProfile', profile: name });
+  return buildProfile(cfg, env);
+}

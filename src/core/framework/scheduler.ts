@@ -1,0 +1,361 @@
+/**
+ * One scheduling cycle for a pod or a gang over the cluster state, under one profile. Decisions are made
+ * in a Statement; the caller commits (and binds) or discards. Nothing here does I/O.
+ */
+import type { GangSpec, PodSpec } from '../model/pod.ts';
+import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
+import { allocationFor, type ClusterState, type Domain, type NodeState } from '../snapshot/cluster-state.ts';
+import { Statement } from '../statement/statement.ts';
+import type { Rng } from '../ports.ts';
+import { Reason, REASONS, type ReasonCode } from './reasons.ts';
+import { ScoreIndex, shapeKey } from './score-index.ts';
+import type { CycleContext, Profile } from './types.ts';
+
+export interface Placement {
+  readonly podId: string;
+  readonly node: string;
+  /** GPU device indices the pod was given; what its container must see. */
+  readonly gpus: readonly number[];
+}
+
+export interface ReasonCount {
+  readonly reason: string;
+  readonly count: number;
+}
+
+export interface Explanation {
+  readonly subject: string;
+  readonly nodes: number;
+  readonly fitting: number;
+  readonly reasons: readonly ReasonCount[];
+  /** `0/32 nodes fit gang train-a (16×1 GPU): 20 insufficient nvidia.com/gpu, ...` */
+  readonly message: string;
+  /** True when only a cluster change (not preemption or waiting) could help. */
+  readonly unresolvable: boolean;
+}
+
+export type PodOutcome = { readonly ok: true; readonly placement: Placement } | { readonly ok: false; readonly explanation: Explanation };
+export type GangOutcome =
+  | { readonly ok: true; readonly placements: readonly Placement[]; readonly level: TopologyLevel | 'cluster'; readonly pending: readonly string[] }
+  | { readonly ok: false; readonly explanation: Explanation };
+
+export interface Range {
+  readonly start: number;
+  readonly end: number;
+}
+
+const MAX_INDICES = 192;
+/** Candidate domains tried per topology level before widening; bounds a gang attempt's cost. */
+const MAX_DOMAIN_TRIALS = 24;
+
+export class Scheduler {
+  private readonly indices = new Map<string, ScoreIndex>();
+  private tick = 0;
+  private rrCursor = 0;
+  readonly ctx: CycleContext;
+
+  constructor(
+    readonly profile: Profile,
+    readonly state: ClusterState,
+    rng: Rng,
+  ) {
+    this.ctx = { state, rng };
+  }
+
+  /** Places one pod and commits it; returns the placement or why not. */
+  schedulePod(pod: PodSpec): PodOutcome {
+    const stmt = new Statement(this.state);
+    const r = this.placePod(pod, stmt);
+    if (r.ok) stmt.commit();
+    else stmt.discard();
+    return r;
+  }
+
+  /** Places a gang all-or-nothing and commits it. */
+  scheduleGang(gang: GangSpec): GangOutcome {
+    const stmt = new Statement(this.state);
+    const r = this.placeGang(gang, stmt);
+    if (r.ok) stmt.commit();
+    else stmt.discard();
+    return r;
+  }
+
+  /** Tentatively places a pod inside `stmt`, optionally restricted to a node index range. */
+  placePod(pod: PodSpec, stmt: Statement, range?: Range): PodOutcome {
+    for (const p of this.profile.preFilters) {
+      const s = (p.preFilter as NonNullable<typeof p.preFilter>)(pod, this.ctx);
+      if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(pod, s.reasons ?? []) };
+    }
+    const idx = this.index(pod);
+    const start = range?.start ?? 0;
+    const end = range?.end ?? this.state.size;
+    const i = this.select(idx, start, end);
+    if (i < 0) return { ok: false, explanation: this.explainIndex(`pod ${pod.id}`, pod, idx, start, end) };
+    const node = this.state.nodes[i] as NodeState;
+    return this.commitTo(pod, node, stmt) ? { ok: true, placement: this.lastPlacement } : { ok: false, explanation: this.explainIndex(`pod ${pod.id}`, pod, idx, start, end) };
+  }
+
+  private lastPlacement: Placement = { podId: '', node: '', gpus: [] };
+
+  /** Allocates pod on node inside stmt (GPU pick + reserve plugins); false if a plugin refuses. */
+  private commitTo(pod: PodSpec, node: NodeState, stmt: Statement): boolean {
+    let gpus: readonly number[] = [];
+    if (pod.request.gpuCount > 0) {
+      const picked = (this.profile.devicePicker.pickGpus as NonNullable<typeof this.profile.devicePicker.pickGpus>)(pod, node, this.ctx);
+      if (picked === undefined) return false;
+      gpus = picked;
+    }
+    const cp = stmt.checkpoint();
+    stmt.allocate(allocationFor(pod, node.name, gpus));
+    for (const r of this.profile.reserves) {
+      const s = (r.reserve as NonNullable<typeof r.reserve>)(pod, node, this.ctx);
+      if (s.code !== 'Success') {
+        for (const u of this.profile.reserves) u.unreserve?.(pod, node, this.ctx);
+        stmt.rollback(cp);
+        return false;
+      }
+    }
+    this.lastPlacement = { podId: pod.id, node: node.name, gpus };
+    return true;
+  }
+
+  private select(idx: ScoreIndex, start: number, end: number): number {
+    switch (this.profile.selector) {
+      case 'best':
+        return idx.best(start, end);
+      case 'random': {
+        const c = idx.feasibleCount(start, end);
+        return c === 0 ? -1 : idx.kthFeasibleFrom(start, this.ctx.rng.int(c));
+      }
+      case 'round-robin': {
+        const c = idx.feasibleCount(start, end);
+        if (c === 0) return -1;
+        const from = this.rrCursor >= start && this.rrCursor < end ? this.rrCursor : start;
+        let i = idx.feasibleCount(from, end) > 0 ? idx.kthFeasibleFrom(from, 0) : idx.kthFeasibleFrom(start, 0);
+        if (i >= end) i = idx.kthFeasibleFrom(start, 0);
+        this.rrCursor = i + 1;
+        return i;
+      }
+    }
+  }
+
+  /** The up-to-date index for the pod's shape. */
+  index(pod: PodSpec): ScoreIndex {
+    const key = shapeKey(pod);
+    let idx = this.indices.get(key);
+    if (idx === undefined) {
+      if (this.indices.size >= MAX_INDICES) this.evictIndex();
+      idx = new ScoreIndex(this.state, this.profile, pod);
+      this.indices.set(key, idx);
+    }
+    idx.lastUsed = ++this.tick;
+    idx.refresh();
+    return idx;
+  }
+
+  private evictIndex(): void {
+    let oldestKey = '';
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const [k, v] of this.indices) {
+      if (v.lastUsed < oldest) {
+        oldest = v.lastUsed;
+        oldestKey = k;
+      }
+    }
+    this.indices.delete(oldestKey);
+  }
+
+  /**
+   * Places a gang: all members or (at least minMember) nothing. With topology search, the smallest domain
+   * level that can hold the whole gang wins (node, NVLink domain, rack, block, zone, then the cluster), and
+   * inside a level the domain that leaves the least free capacity (best fit), so large free domains stay whole.
+   * A required level is a hard limit: the gang waits rather than span wider.
+   */
+  placeGang(gang: GangSpec, stmt: Statement): GangOutcome {
+    const members = gang.members;
+    const subject = `gang ${gang.name} (${describeMembers(members)})`;
+    if (members.length < gang.minMember) {
+      return { ok: false, explanation: simpleExplanation(subject, this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false) };
+    }
+    for (const m of members) {
+      for (const p of this.profile.preFilters) {
+        const s = (p.preFilter as NonNullable<typeof p.preFilter>)(m, this.ctx);
+        if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(m, s.reasons ?? [], subject) };
+      }
+    }
+    const required = gang.topology.required;
+    const levels: (TopologyLevel | 'cluster')[] = [];
+    if (this.profile.gangSearch === 'topology') {
+      for (const l of TOPOLOGY_LEVELS) {
+        levels.push(l);
+        if (l === required) break;
+      }
+      if (required === undefined) levels.push('cluster');
+    } else {
+      levels.push(required ?? 'cluster');
+    }
+    const need = demand(members, gang.minMember);
+    const allNodeDomains = this.state.domains['nvlink-domain'].length === this.state.size;
+    for (const level of levels) {
+      if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
+      const domains: readonly Range[] = level === 'cluster' ? [{ start: 0, end: this.state.size }] : this.state.domains[level];
+      const candidates = this.rankDomains(domains, need);
+      let trials = 0;
+      for (const d of candidates) {
+        if (trials++ >= MAX_DOMAIN_TRIALS) break;
+        const cp = stmt.checkpoint();
+        // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island.
+        const islandOnly = required === 'nvlink-domain' && 'key' in d && (d as Domain).key.includes('/node:');
+        const placed = this.placeMembers(members, gang.minMember, stmt, d, islandOnly);
+        if (placed !== undefined) {
+          const permitted = this.profile.permits.every((p) => (p.permit as NonNullable<typeof p.permit>)(gang, placed.placements.length, this.ctx).code === 'Success');
+          if (permitted) return { ok: true, placements: placed.placements, level, pending: placed.pending };
+        }
+        stmt.rollback(cp);
+      }
+    }
+    return { ok: false, explanation: this.explainGang(gang, subject) };
+  }
+
+  /** Domains that could hold the demand, best fit first (least free capacity left), then index order. */
+  private rankDomains<D extends Range>(domains: readonly D[], need: Demand): D[] {
+    const fits: { d: D; left: number }[] = [];
+    for (const d of domains) {
+      const full = this.state.fullyFreeGpusIn(d.start, d.end);
+      const milli = this.state.gpuFreeMilliIn(d.start, d.end);
+      if (full < need.wholeGpus || milli < need.gpuMilli) continue;
+      fits.push({ d, left: milli - need.gpuMilli });
+    }
+    if (fits.length <= 1) return fits.map((f) => f.d);
+    // Stable bucket-free sort: small lists in practice (≤ number of domains at the level).
+    fits.sort((a, b) => a.left - b.left || a.d.start - b.d.start);
+    return fits.map((f) => f.d);
+  }
+
+  /**
+   * Places members inside range `d`; a member first tries the nodes the gang already uses (fewest nodes,
+   * best ring bandwidth), then the best-scoring node of the range.
+   */
+  private placeMembers(members: readonly PodSpec[], minMember: number, stmt: Statement, d: Range, sameIsland: boolean): { placements: Placement[]; pending: string[] } | undefined {
+    const placements: Placement[] = [];
+    const pending: string[] = [];
+    const used: number[] = [];
+    for (let m = 0; m < members.length; m++) {
+      const pod = members[m] as PodSpec;
+      const idx = this.index(pod);
+      let chosen = -1;
+      for (let u = used.length - 1; u >= 0; u--) {
+        const i = used[u] as number;
+        if (idx.best(i, i + 1) === i) {
+          chosen = i;
+          break;
+        }
+      }
+      if (chosen < 0) chosen = idx.best(d.start, d.end);
+      const ok = chosen >= 0 && this.commitTo(pod, this.state.nodes[chosen] as NodeState, stmt);
+      if (ok && sameIsland && !this.withinOneIsland([...placements, this.lastPlacement])) return undefined;
+      if (!ok) {
+        // Members past minMember may stay pending (elastic gangs); below it the gang fails here.
+        if (placements.length + (members.length - m - 1) < minMember) return undefined;
+        pending.push(pod.id);
+        continue;
+      }
+      placements.push(this.lastPlacement);
+      if (!used.includes(chosen)) used.push(chosen);
+    }
+    return placements.length >= minMember ? { placements, pending } : undefined;
+  }
+
+  /** Every GPU of the placements on one node and inside one NVLink island of it. */
+  private withinOneIsland(placed: readonly Placement[]): boolean {
+    const first = placed[0];
+    if (first === undefined) return true;
+    const topo = this.state.node(first.node)?.spec.topology;
+    if (topo === undefined) return false;
+    const island = topo.islandOf[first.gpus[0] ?? 0];
+    return placed.every((p) => p.node === first.node && p.gpus.every((g) => topo.islandOf[g] === island));
+  }
+
+  /** Why a pod cannot be placed in [start, end), from the shape index's cached filter results. */
+  explainPod(pod: PodSpec, range?: Range): Explanation {
+    const idx = this.index(pod);
+    return this.explainIndex(`pod ${pod.id}`, pod, idx, range?.start ?? 0, range?.end ?? this.state.size);
+  }
+
+  private explainIndex(subject: string, pod: PodSpec, idx: ScoreIndex, start: number, end: number, extra: ReasonCount[] = []): Explanation {
+    const counts = idx.reasonCounts(start, end);
+    const fitting = counts[Reason.Fits] as number;
+    const reasons: ReasonCount[] = [];
+    let unresolvable = fitting === 0;
+    for (let code = 1; code < counts.length; code++) {
+      const c = counts[code] as number;
+      if (c === 0) continue;
+      const info = REASONS[code];
+      if (info === undefined) continue;
+      if (info.resolvable) unresolvable = false;
+      reasons.push({ reason: info.text(pod), count: c });
+    }
+    reasons.push(...extra);
+    reasons.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1));
+    const total = end - start;
+    const head = `${fitting}/${total} nodes fit ${subject}`;
+    const message = reasons.length === 0 ? `${head}: a device plugin or reserve step refused the best node` : `${head}: ${reasons.map((r) => `${r.count} ${r.reason}`).join(', ')}`;
+    return { subject, nodes: total, fitting, reasons, message, unresolvable };
+  }
+
+  private explainGang(gang: GangSpec, subject: string): Explanation {
+    const first = gang.members[0];
+    if (first === undefined) return simpleExplanation(subject, this.state.size, 'the gang has no members', true);
+    const idx = this.index(first);
+    const fitOne = idx.feasibleCount();
+    const extra: ReasonCount[] = [];
+    if (fitOne > 0) {
+      const required = gang.topology.required;
+      const what = required === undefined ? `could hold single members, but not ${gang.minMember} of them together` : `would split the ${required === 'nvlink-domain' ? 'NVLink domain' : required} (required)`;
+      extra.push({ reason: what, count: fitOne });
+    }
+    const base = this.explainIndex(subject, first, idx, 0, this.state.size, extra);
+    // Nodes that fit one member do not fit the gang: report 0 fitting for the gang as a whole.
+    const reasons = base.reasons;
+    const message = `0/${base.nodes} nodes fit ${subject}: ${reasons.map((r) => `${r.count} ${r.reason}`).join(', ')}`;
+    return { ...base, fitting: 0, message, unresolvable: base.unresolvable && fitOne === 0 };
+  }
+
+  private preFilterExplanation(pod: PodSpec, reasons: readonly string[], subject = `pod ${pod.id}`): Explanation {
+    return simpleExplanation(subject, this.state.size, reasons.join('; ') || 'rejected before filtering', true);
+  }
+}
+
+interface Demand {
+  readonly wholeGpus: number;
+  readonly gpuMilli: number;
+}
+
+function demand(members: readonly PodSpec[], minMember: number): Demand {
+  // Capacity pre-check uses the cheapest minMember members, so elastic extras never block a domain.
+  const per = members.map((m) => ({ whole: m.request.gpuMilli >= 1000 ? m.request.gpuCount : 0, milli: m.request.gpuCount * m.request.gpuMilli }));
+  per.sort((a, b) => a.milli - b.milli);
+  let wholeGpus = 0;
+  let gpuMilli = 0;
+  for (let i = 0; i < minMember && i < per.length; i++) {
+    wholeGpus += (per[i] as { whole: number }).whole;
+    gpuMilli += (per[i] as { milli: number }).milli;
+  }
+  return { wholeGpus, gpuMilli };
+}
+
+export function describeMembers(members: readonly PodSpec[]): string {
+  const groups = new Map<string, number>();
+  for (const m of members) {
+    const r = m.request;
+    const g = r.gpuCount === 0 ? 'no GPU' : r.gpuMilli < 1000 ? `${(r.gpuMilli / 1000).toFixed(2).replace(/0+$/, '')} GPU` : `${r.gpuCount} GPU`;
+    groups.set(g, (groups.get(g) ?? 0) + 1);
+  }
+  return [...groups].map(([g, c]) => `${c}×${g}`).join(' + ');
+}
+
+function simpleExplanation(subject: string, nodes: number, why: string, unresolvable: boolean): Explanation {
+  return { subject, nodes, fitting: 0, reasons: [{ reason: why, count: nodes }], message: `0/${nodes} nodes fit ${subject}: ${why}`, unresolvable };
+}
+
+export type { ReasonCode };

@@ -1,0 +1,78 @@
+/**
+ * Extension points of the scheduling framework (after kube-scheduler's): a plugin is a named object that
+ * implements any of them. Filter and score are pure functions of (pod, node state); because they see
+ * nothing else, their results can be cached per node version and per pod shape (see score-index.ts).
+ */
+import type { PodSpec, GangSpec } from '../model/pod.ts';
+import type { NodeState, ClusterState } from '../snapshot/cluster-state.ts';
+import type { ReasonCode } from './reasons.ts';
+import type { Rng } from '../ports.ts';
+
+export type StatusCode = 'Success' | 'Unschedulable' | 'UnschedulableAndUnresolvable' | 'Wait' | 'Skip' | 'Error';
+export interface Status {
+  readonly code: StatusCode;
+  readonly reasons?: readonly string[];
+  readonly plugin?: string;
+}
+export const SUCCESS: Status = { code: 'Success' };
+
+/** Something waiting in the scheduling queue. */
+export interface QueuedUnit {
+  readonly key: string;
+  readonly priority: number;
+  readonly queue: string;
+  /** Arrival order (virtual or real ms, then sequence). */
+  readonly arrivalMs: number;
+  readonly seq: number;
+}
+
+/** What a plugin may see of the cycle besides pod and node: read-only cluster and a seeded RNG. */
+export interface CycleContext {
+  readonly state: ClusterState;
+  readonly rng: Rng;
+}
+
+export interface Plugin {
+  readonly name: string;
+  /** Orders the scheduling queue: negative when a goes first. */
+  queueSort?(a: QueuedUnit, b: QueuedUnit): number;
+  /** Cluster-wide checks before any node is looked at (e.g. no node could ever hold the pod). */
+  preFilter?(pod: PodSpec, ctx: CycleContext): Status;
+  /** Returns Reason.Fits (0) or the reason the node cannot take the pod. Pure. */
+  filter?(pod: PodSpec, node: NodeState): ReasonCode;
+  /**
+   * Node score 0..100 (higher is better). Must depend only on the pod's shape and the node's state, so that
+   * it can be cached per node version; `normalize` is not offered for that reason (see ADR 0002).
+   */
+  score?(pod: PodSpec, node: NodeState): number;
+  /** Chooses the GPU devices on the chosen node; undefined = cannot. */
+  pickGpus?(pod: PodSpec, node: NodeState, ctx: CycleContext): readonly number[] | undefined;
+  /** Called after a tentative allocation in a statement; a failure rolls the gang back. */
+  reserve?(pod: PodSpec, node: NodeState, ctx: CycleContext): Status;
+  unreserve?(pod: PodSpec, node: NodeState, ctx: CycleContext): void;
+  /** Gang-level gate after every member is reserved: allow, wait (live: until members arrive) or reject. */
+  permit?(gang: GangSpec, placed: number, ctx: CycleContext): Status;
+}
+
+export type Selector = 'best' | 'random' | 'round-robin';
+
+export interface WeightedScorer {
+  readonly plugin: Plugin;
+  readonly weight: number;
+}
+
+/** A named, fully resolved profile. */
+export interface Profile {
+  readonly name: string;
+  readonly description: string;
+  readonly queueSort: Plugin;
+  readonly preFilters: readonly Plugin[];
+  readonly filters: readonly Plugin[];
+  readonly scorers: readonly WeightedScorer[];
+  readonly devicePicker: Plugin;
+  readonly reserves: readonly Plugin[];
+  readonly permits: readonly Plugin[];
+  readonly selector: Selector;
+  /** Gang topology search: try the smallest domains first (topology-aware) or the whole cluster at once. */
+  readonly gangSearch: 'topology' | 'flat';
+}

@@ -1,0 +1,29 @@
+/** A node as the scheduler sees it: allocatable host resources, GPU devices, in-node and cluster topology. */
+import type { GpuDevice } from './gpu.ts';
+import type { NodeGpuTopology, NodeLocation } from './topology.ts';
+
+export interface Taint {
+  readonly key: string;
+  readonly value?: string;
+  readonly effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export interface NodeSpec {
+  readonly name: string;
+  readonly cpuMilli: number;
+  readonly memoryMiB: number;
+  readonly maxPods: number;
+  readonly gpus: readonly GpuDevice[];
+  readonly topology: NodeGpuTopology;
+  readonly location: NodeLocation;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly taints: readonly Taint[];
+  readonly unschedulable: boolean;
+  /** Preset id the node was made from, when any (informational). */
+  readonly shape?: string;
+}
+
+/** The GPU model of a node: a node carries one model (mixed nodes report the first). */
+export function nodeGpuModel(node: NodeSpec): string {
+  return node.gpus[0]?.model ?? '';
+}

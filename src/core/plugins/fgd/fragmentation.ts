@@ -1,0 +1,118 @@
+/**
+ * Fragmentation of a node for a target workload (FGD, ATC '23; ../shared/docs/fgd-reproduction.md §5).
+ * The fragment of node n for a typical pod shape t is the free GPU milli that t could not use:
+ * - t is CPU-only, or n's GPU model is not allowed for t: all free milli;
+ * - n has ≥ n_t GPUs with free ≥ m_t and CPU ≥ cpu_t: only the free milli of GPUs with free < m_t;
+ * - otherwise (too few GPUs, or too little CPU): all free milli.
+ * Node fragment = Σ_t p_t · fragment(t). An idle GPU is partly "fragment" because CPU-only shapes count.
+ */
+
+export interface TypicalShape {
+  readonly cpuMilli: number;
+  /** Per-GPU milli, 0 for CPU-only. */
+  readonly gpuMilli: number;
+  readonly gpuCount: number;
+  /** Allowed models; empty = any. */
+  readonly gpuModels: readonly string[];
+  /** Popularity weight; the weights of a workload sum to 1. */
+  readonly weight: number;
+}
+
+/** Per-node precomputation of which typical shapes its GPU model allows. */
+export interface FragModel {
+  readonly shapes: readonly TypicalShape[];
+}
+
+/**
+ * Fragment of a node state. `free` holds the free milli of each usable GPU (any order), `modelAllowed[t]`
+ * whether shape t may use this node's GPU model.
+ */
+export function nodeFragment(shapes: readonly TypicalShape[], modelAllowed: Uint8Array, cpuLeftMilli: number, free: ArrayLike<number>): number {
+  let total = 0;
+  for (let g = 0; g < free.length; g++) total += free[g] as number;
+  if (total === 0) return 0;
+  // Summed per category (Q1, Q2, Q4, XL, XR, NA) in shape order, then the categories in that order,
+  // exactly as the paper's code: FGD truncates scores, so the last bit of rounding can flip a choice.
+  let q1 = 0;
+  let q2 = 0;
+  let q4 = 0;
+  let xl = 0;
+  let xr = 0;
+  let na = 0;
+  for (let t = 0; t < shapes.length; t++) {
+    const s = shapes[t] as TypicalShape;
+    const cpuOk = cpuLeftMilli >= s.cpuMilli;
+    if (s.gpuMilli === 0) {
+      if (cpuOk) xl += s.weight * total;
+      else xr += s.weight * total;
+      continue;
+    }
+    if (modelAllowed[t] === 0) {
+      na += s.weight * total;
+      continue;
+    }
+    let fitting = 0;
+    let small = 0;
+    for (let g = 0; g < free.length; g++) {
+      const f = free[g] as number;
+      if (f >= s.gpuMilli) fitting++;
+      else small += f;
+    }
+    if (fitting >= s.gpuCount) {
+      if (cpuOk) q2 += s.weight * small;
+      else q4 += s.weight * total;
+    } else if (cpuOk) q2 += s.weight * total;
+    else q1 += s.weight * total;
+  }
+  return q1 + q2 + q4 + xl + xr + na;
+}
+
+export function modelMask(shapes: readonly TypicalShape[], model: string): Uint8Array {
+  const m = new Uint8Array(shapes.length);
+  shapes.forEach((s, i) => {
+    m[i] = s.gpuModels.length === 0 || s.gpuModels.includes(model) ? 1 : 0;
+  });
+  return m;
+}
+
+export interface PodShapeInput {
+  readonly cpuMilli: number;
+  readonly gpuMilli: number;
+  readonly gpuCount: number;
+  readonly gpuModels: readonly string[];
+}
+
+/**
+ * The typical workload: the most frequent shapes covering ≥ `coverage` of pods, weights renormalised to 1.
+ * Ties in count go to the larger key (cpu, then milli, then count, then model string), as the paper's code.
+ */
+export function typicalShapes(pods: readonly PodShapeInput[], coverage = 0.95): TypicalShape[] {
+  const counts = new Map<string, { shape: PodShapeInput; count: number }>();
+  for (const p of pods) {
+    const shape = p.gpuCount === 0 || p.gpuMilli === 0 ? { cpuMilli: p.cpuMilli, gpuMilli: 0, gpuCount: 0, gpuModels: [] } : p;
+    const key = `${shape.cpuMilli}|${shape.gpuMilli}|${shape.gpuCount}|${shape.gpuModels.join('|')}`;
+    const e = counts.get(key);
+    if (e === undefined) counts.set(key, { shape, count: 1 });
+    else e.count++;
+  }
+  const entries = [...counts.values()].sort((a, b) => {
+    if (a.count !== b.count) return b.count - a.count;
+    const x = a.shape;
+    const y = b.shape;
+    if (x.cpuMilli !== y.cpuMilli) return y.cpuMilli - x.cpuMilli;
+    if (x.gpuMilli !== y.gpuMilli) return y.gpuMilli - x.gpuMilli;
+    if (x.gpuCount !== y.gpuCount) return y.gpuCount - x.gpuCount;
+    const mx = x.gpuModels.join('|');
+    const my = y.gpuModels.join('|');
+    return mx === my ? 0 : mx < my ? 1 : -1;
+  });
+  const n = pods.length;
+  const out: { shape: PodShapeInput; count: number }[] = [];
+  let c = 0;
+  for (const e of entries) {
+    out.push(e);
+    c += e.count;
+    if (c >= coverage * n) break;
+  }
+  return out.map((e) => ({ ...e.shape, gpuModels: [...e.shape.gpuModels], weight: e.count / n / (c / n) }));
+}

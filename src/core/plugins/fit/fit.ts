@@ -1,0 +1,68 @@
+/**
+ * Fit: can this node hold this pod right now? Static checks come first so that an explanation names the
+ * reason a person can act on (a model mismatch, not "insufficient GPU" on a node that could never fit).
+ *
+ * Rule, in order: cordoned → taints with NoSchedule/NoExecute not tolerated → node selector → no usable GPU
+ * when GPUs are requested (no GPUs / all unhealthy) → GPU model not in the allowed list → compute capability
+ * below the minimum → GPU memory per device too small → pod count → CPU → memory → GPUs: one fractional
+ * or whole device needs a usable GPU with free ≥ gpuMilli; n devices need n usable GPUs with free ≥ gpuMilli.
+ */
+import type { NodeState } from '../../snapshot/cluster-state.ts';
+import type { PodSpec, Toleration } from '../../model/pod.ts';
+import type { Taint } from '../../model/node.ts';
+import { Reason, type ReasonCode } from '../../framework/reasons.ts';
+import type { Plugin } from '../../framework/types.ts';
+
+export function tolerates(tolerations: readonly Toleration[], taint: Taint): boolean {
+  return tolerations.some(
+    (t) => (t.effect === undefined || t.effect === taint.effect) && (t.key === undefined ? t.operator === 'Exists' : t.key === taint.key && (t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? ''))),
+  );
+}
+
+/** Number of usable GPUs on the node with at least `milli` free. */
+export function gpusWithFree(node: NodeState, milli: number): number {
+  const free = node.gpuFree;
+  const usable = node.gpuUsable;
+  let c = 0;
+  for (let i = 0; i < free.length; i++) if (usable[i] === 1 && (free[i] as number) >= milli) c++;
+  return c;
+}
+
+export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
+  const spec = node.spec;
+  const r = pod.request;
+  if (spec.unschedulable) return Reason.Unschedulable;
+  for (const t of spec.taints) {
+    if (t.effect !== 'PreferNoSchedule' && !tolerates(pod.tolerations, t)) return Reason.Taint;
+  }
+  for (const k in pod.nodeSelector) {
+    if (spec.labels[k] !== pod.nodeSelector[k]) return Reason.NodeSelector;
+  }
+  if (r.gpuCount > 0) {
+    const gpus = spec.gpus;
+    if (gpus.length === 0) return Reason.NoGpus;
+    const model = gpus[0]?.model ?? '';
+    if (pod.gpuModels.length > 0 && !pod.gpuModels.includes(model)) return Reason.GpuModel;
+    if (pod.minComputeCapability > 0 && (gpus[0]?.computeCapability ?? 0) < pod.minComputeCapability) return Reason.ComputeCapability;
+    if (r.gpuMemoryMiB !== undefined && r.gpuMemoryMiB > 0 && (gpus[0]?.memoryMiB ?? 0) > 0 && (gpus[0]?.memoryMiB ?? 0) < r.gpuMemoryMiB) return Reason.GpuMemory;
+    if (node.usableGpuCount() < r.gpuCount) return gpus.length >= r.gpuCount ? Reason.GpuUnhealthy : Reason.Gpu;
+  }
+  if (node.podCount + 1 > spec.maxPods) return Reason.TooManyPods;
+  if (node.cpuUsedMilli + r.cpuMilli > spec.cpuMilli) return Reason.Cpu;
+  if (node.memUsedMiB + r.memoryMiB > spec.memoryMiB) return Reason.Memory;
+  if (r.gpuCount > 0 && gpusWithFree(node, r.gpuMilli) < r.gpuCount) return Reason.Gpu;
+  return Reason.Fits;
+}
+
+export const fitPlugin = (): Plugin => ({
+  name: 'fit',
+  filter: fitFilter,
+  preFilter(pod) {
+    const r = pod.request;
+    const bad: string[] = [];
+    if (r.gpuCount > 1 && r.gpuMilli < 1000) bad.push(`a fractional GPU request (${r.gpuMilli} milli) is only allowed for one device, not ${r.gpuCount}`);
+    if (r.gpuMilli > 1000) bad.push(`gpuMilli ${r.gpuMilli} exceeds one device (1000)`);
+    if (r.cpuMilli < 0 || r.memoryMiB < 0 || r.gpuCount < 0) bad.push('negative request');
+    return bad.length === 0 ? { code: 'Success' } : { code: 'UnschedulableAndUnresolvable', reasons: bad, plugin: 'fit' };
+  },
+});

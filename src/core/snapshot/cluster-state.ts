@@ -1,0 +1,314 @@
+/**
+ * The scheduler's view of the cluster: node states in topology order (zone, block, rack, NVLink domain,
+ * name) so that every domain of every level is a contiguous index range. Mutated only through
+ * `allocate`/`release`, which a Statement records so that a gang can be rolled back.
+ * Every mutation bumps the node's version and appends it to a change log that score indices replay.
+ */
+import type { NodeSpec } from '../model/node.ts';
+import type { PodSpec } from '../model/pod.ts';
+import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
+
+export interface Allocation {
+  readonly podId: string;
+  readonly node: string;
+  /** GPU device indices on the node, ascending. */
+  readonly gpus: readonly number[];
+  /** Milli taken from each of those GPUs. */
+  readonly gpuMilli: number;
+  readonly cpuMilli: number;
+  readonly memoryMiB: number;
+  readonly gang?: string;
+  readonly priority: number;
+  readonly queue: string;
+}
+
+export interface Domain {
+  readonly level: TopologyLevel;
+  readonly key: string;
+  /** Node index range [start, end). */
+  readonly start: number;
+  readonly end: number;
+}
+
+export class NodeState {
+  cpuUsedMilli = 0;
+  memUsedMiB = 0;
+  podCount = 0;
+  version = 0;
+  /** Free milli per GPU; unhealthy GPUs are 0 and flagged in `gpuUsable`. */
+  readonly gpuFree: Int32Array;
+  readonly gpuUsable: Uint8Array;
+  readonly allocations = new Map<string, Allocation>();
+  /** GPU-pod kinds present (for clustering policies), as counts per tag. */
+  readonly gpuPodTags = new Map<string, number>();
+  /** Index in topology order. */
+  idx = 0;
+  /** Tie-break priority: lower rank wins ties. */
+  rank = 0;
+
+  constructor(readonly spec: NodeSpec) {
+    const n = spec.gpus.length;
+    this.gpuFree = new Int32Array(n);
+    this.gpuUsable = new Uint8Array(n);
+    for (let i = 0; i < n; i++) {
+      const healthy = spec.gpus[i]?.healthy ?? false;
+      this.gpuUsable[i] = healthy ? 1 : 0;
+      this.gpuFree[i] = healthy ? 1000 : 0;
+    }
+  }
+
+  get name(): string {
+    return this.spec.name;
+  }
+  get cpuFreeMilli(): number {
+    return this.spec.cpuMilli - this.cpuUsedMilli;
+  }
+  get memFreeMiB(): number {
+    return this.spec.memoryMiB - this.memUsedMiB;
+  }
+  /** Σ free milli over usable GPUs. */
+  gpuFreeMilli(): number {
+    let s = 0;
+    for (let i = 0; i < this.gpuFree.length; i++) s += this.gpuFree[i] as number;
+    return s;
+  }
+  /** GPUs with all 1000 milli free. */
+  fullyFreeGpus(): number {
+    let c = 0;
+    for (let i = 0; i < this.gpuFree.length; i++) if (this.gpuFree[i] === 1000) c++;
+    return c;
+  }
+  usableGpuCount(): number {
+    let c = 0;
+    for (let i = 0; i < this.gpuUsable.length; i++) c += this.gpuUsable[i] as number;
+    return c;
+  }
+}
+
+/** GPU-pod tag used by clustering policies: `share`, `<n>-gpu`, or undefined for CPU-only pods. */
+export function gpuPodTag(gpuCount: number, gpuMilli: number): string | undefined {
+  if (gpuCount === 0 || gpuMilli === 0) return undefined;
+  if (gpuCount === 1 && gpuMilli < 1000) return 'share';
+  return `${gpuCount}-gpu`;
+}
+
+const LOG_SLACK = 4;
+
+export class ClusterState {
+  readonly nodes: readonly NodeState[];
+  private readonly byName = new Map<string, NodeState>();
+  /** Domains per level (node level included), each a contiguous range. */
+  readonly domains: Readonly<Record<TopologyLevel, readonly Domain[]>>;
+  /** domainOf[level][nodeIdx] = index into domains[level]. */
+  readonly domainOf: Readonly<Record<TopologyLevel, Int32Array>>;
+  private readonly podNode = new Map<string, NodeState>();
+  /** Change log: node indices in mutation order; entries before `logBase` are dropped. */
+  private log: number[] = [];
+  private logBase = 0;
+  /** Fenwick trees over node index: fully free GPUs and free GPU milli. */
+  private readonly fenFull: Float64Array;
+  private readonly fenMilli: Float64Array;
+  private readonly lastFull: Int32Array;
+  private readonly lastMilli: Int32Array;
+
+  /**
+   * @param specs nodes in any order; they are sorted into topology order.
+   * @param rankOf tie-break rank per node name (lower wins); default: name order.
+   */
+  constructor(specs: readonly NodeSpec[], rankOf?: (name: string, i: number) => number) {
+    const sorted = [...specs].sort(compareTopology);
+    const nodes = sorted.map((s) => new NodeState(s));
+    const byName = [...nodes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    const nameOrder = new Map(byName.map((n, i) => [n.name, i]));
+    nodes.forEach((n, i) => {
+      n.idx = i;
+      n.rank = rankOf === undefined ? (nameOrder.get(n.name) as number) : rankOf(n.name, i);
+      if (this.byName.has(n.name)) throw new Error(`duplicate node name ${n.name}`);
+      this.byName.set(n.name, n);
+    });
+    this.nodes = nodes;
+    const domains = {} as Record<TopologyLevel, Domain[]>;
+    const domainOf = {} as Record<TopologyLevel, Int32Array>;
+    for (const level of TOPOLOGY_LEVELS) {
+      const list: Domain[] = [];
+      const of = new Int32Array(nodes.length);
+      let start = 0;
+      for (let i = 1; i <= nodes.length; i++) {
+        const prev = nodes[i - 1] as NodeState;
+        const cur = nodes[i];
+        if (cur === undefined || domainKey(cur.spec, level) !== domainKey(prev.spec, level)) {
+          for (let j = start; j < i; j++) of[j] = list.length;
+          list.push({ level, key: domainKey(prev.spec, level), start, end: i });
+          start = i;
+        }
+      }
+      domains[level] = list;
+      domainOf[level] = of;
+    }
+    this.domains = domains;
+    this.domainOf = domainOf;
+    this.fenFull = new Float64Array(nodes.length + 1);
+    this.fenMilli = new Float64Array(nodes.length + 1);
+    this.lastFull = new Int32Array(nodes.length);
+    this.lastMilli = new Int32Array(nodes.length);
+    for (const n of nodes) this.refreshAggregates(n);
+  }
+
+  get size(): number {
+    return this.nodes.length;
+  }
+  node(name: string): NodeState | undefined {
+    return this.byName.get(name);
+  }
+  nodeOfPod(podId: string): NodeState | undefined {
+    return this.podNode.get(podId);
+  }
+  allocation(podId: string): Allocation | undefined {
+    return this.podNode.get(podId)?.allocations.get(podId);
+  }
+  /** Current change sequence number. */
+  get seq(): number {
+    return this.logBase + this.log.length;
+  }
+  /** Node indices changed since `since`, or undefined when the log no longer reaches back that far. */
+  changesSince(since: number): readonly number[] | undefined {
+    if (since < this.logBase) return undefined;
+    return since === this.seq ? [] : this.log.slice(since - this.logBase);
+  }
+  /** Like changesSince but calls `fn` for each entry without copying. Returns false if out of reach. */
+  forEachChange(since: number, fn: (idx: number) => void): boolean {
+    if (since < this.logBase) return false;
+    const log = this.log;
+    for (let i = since - this.logBase; i < log.length; i++) fn(log[i] as number);
+    return true;
+  }
+
+  /** Applies an allocation; the caller has checked that it fits. */
+  allocate(a: Allocation): void {
+    const n = this.byName.get(a.node);
+    if (n === undefined) throw new Error(`allocate: unknown node ${a.node}`);
+    if (this.podNode.has(a.podId)) throw new Error(`allocate: pod ${a.podId} already allocated`);
+    n.cpuUsedMilli += a.cpuMilli;
+    n.memUsedMiB += a.memoryMiB;
+    n.podCount += 1;
+    for (const g of a.gpus) {
+      const free = (n.gpuFree[g] as number) - a.gpuMilli;
+      if (free < 0 || n.gpuUsable[g] !== 1) throw new Error(`allocate: GPU ${g} of ${a.node} over-committed by ${a.podId}`);
+      n.gpuFree[g] = free;
+    }
+    const tag = gpuPodTag(a.gpus.length, a.gpuMilli);
+    if (tag !== undefined) n.gpuPodTags.set(tag, (n.gpuPodTags.get(tag) ?? 0) + 1);
+    n.allocations.set(a.podId, a);
+    this.podNode.set(a.podId, n);
+    this.touched(n);
+  }
+
+  release(podId: string): Allocation | undefined {
+    const n = this.podNode.get(podId);
+    if (n === undefined) return undefined;
+    const a = n.allocations.get(podId) as Allocation;
+    n.cpuUsedMilli -= a.cpuMilli;
+    n.memUsedMiB -= a.memoryMiB;
+    n.podCount -= 1;
+    for (const g of a.gpus) n.gpuFree[g] = (n.gpuFree[g] as number) + a.gpuMilli;
+    const tag = gpuPodTag(a.gpus.length, a.gpuMilli);
+    if (tag !== undefined) {
+      const c = (n.gpuPodTags.get(tag) ?? 1) - 1;
+      if (c === 0) n.gpuPodTags.delete(tag);
+      else n.gpuPodTags.set(tag, c);
+    }
+    n.allocations.delete(podId);
+    this.podNode.delete(podId);
+    this.touched(n);
+    return a;
+  }
+
+  /** Marks a GPU healthy or not (device plugin health); allocations on it stay until their pods go. */
+  setGpuHealth(nodeName: string, gpu: number, healthy: boolean): void {
+    const n = this.byName.get(nodeName);
+    if (n === undefined || gpu < 0 || gpu >= n.gpuFree.length) return;
+    if ((n.gpuUsable[gpu] === 1) === healthy) return;
+    let used = 1000;
+    for (const a of n.allocations.values()) if (a.gpus.includes(gpu)) used -= a.gpuMilli;
+    n.gpuUsable[gpu] = healthy ? 1 : 0;
+    n.gpuFree[gpu] = healthy ? used : 0;
+    this.touched(n);
+  }
+
+  /** Sum of fully free GPUs over node index range [start, end). */
+  fullyFreeGpusIn(start: number, end: number): number {
+    return prefix(this.fenFull, end) - prefix(this.fenFull, start);
+  }
+  gpuFreeMilliIn(start: number, end: number): number {
+    return prefix(this.fenMilli, end) - prefix(this.fenMilli, start);
+  }
+
+  private touched(n: NodeState): void {
+    n.version++;
+    this.log.push(n.idx);
+    if (this.log.length > LOG_SLACK * this.nodes.length + 1024) {
+      const drop = this.log.length >> 1;
+      this.log = this.log.slice(drop);
+      this.logBase += drop;
+    }
+    this.refreshAggregates(n);
+  }
+
+  private refreshAggregates(n: NodeState): void {
+    const full = n.fullyFreeGpus();
+    const milli = n.gpuFreeMilli();
+    const df = full - (this.lastFull[n.idx] as number);
+    const dm = milli - (this.lastMilli[n.idx] as number);
+    if (df !== 0) add(this.fenFull, n.idx, df);
+    if (dm !== 0) add(this.fenMilli, n.idx, dm);
+    this.lastFull[n.idx] = full;
+    this.lastMilli[n.idx] = milli;
+  }
+}
+
+function add(fen: Float64Array, i: number, v: number): void {
+  for (let x = i + 1; x < fen.length; x += x & -x) fen[x] = (fen[x] as number) + v;
+}
+function prefix(fen: Float64Array, end: number): number {
+  let s = 0;
+  for (let x = end; x > 0; x -= x & -x) s += fen[x] as number;
+  return s;
+}
+
+export function domainKey(spec: NodeSpec, level: TopologyLevel): string {
+  const l = spec.location;
+  switch (level) {
+    case 'zone':
+      return l.zone;
+    case 'block':
+      return `${l.zone}/${l.block}`;
+    case 'rack':
+      return `${l.zone}/${l.block}/${l.rack}`;
+    case 'nvlink-domain':
+      return `${l.zone}/${l.block}/${l.rack}/${l.nvlinkDomain ?? `node:${spec.name}`}`;
+    case 'node':
+      return spec.name;
+  }
+}
+
+function compareTopology(a: NodeSpec, b: NodeSpec): number {
+  const ka = domainKey(a, 'nvlink-domain');
+  const kb = domainKey(b, 'nvlink-domain');
+  if (ka !== kb) return ka < kb ? -1 : 1;
+  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/** Allocation of a pod on a node with given GPUs (no checks). */
+export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
+  return {
+    podId: pod.id,
+    node,
+    gpus,
+    gpuMilli: pod.request.gpuCount === 0 ? 0 : pod.request.gpuMilli,
+    cpuMilli: pod.request.cpuMilli,
+    memoryMiB: pod.request.memoryMiB,
+    priority: pod.priority,
+    queue: pod.queue,
+    ...(pod.gang === undefined ? {} : { gang: pod.gang }),
+  };
+}

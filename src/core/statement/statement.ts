@@ -1,0 +1,66 @@
+/**
+ * A statement records allocate/release steps against the cluster state (the "assume" of kube-scheduler,
+ * the Statement of Volcano/KAI). `checkpoint()`/`rollback()` make a gang all-or-nothing; `commit()` hands the
+ * recorded steps to the caller, which is the only path by which a decision reaches a cluster.
+ */
+import type { Allocation, ClusterState } from '../snapshot/cluster-state.ts';
+
+export type StatementOp = { readonly kind: 'allocate'; readonly allocation: Allocation } | { readonly kind: 'release'; readonly allocation: Allocation };
+
+export class Statement {
+  private ops: StatementOp[] = [];
+  private closed = false;
+
+  constructor(private readonly state: ClusterState) {}
+
+  allocate(a: Allocation): void {
+    this.assertOpen();
+    this.state.allocate(a);
+    this.ops.push({ kind: 'allocate', allocation: a });
+  }
+
+  /** Releases a pod's allocation (eviction in a preemption plan). */
+  release(podId: string): Allocation | undefined {
+    this.assertOpen();
+    const a = this.state.release(podId);
+    if (a !== undefined) this.ops.push({ kind: 'release', allocation: a });
+    return a;
+  }
+
+  checkpoint(): number {
+    return this.ops.length;
+  }
+
+  /** Undoes every step after the checkpoint, newest first. */
+  rollback(checkpoint = 0): void {
+    this.assertOpen();
+    while (this.ops.length > checkpoint) {
+      const op = this.ops.pop() as StatementOp;
+      if (op.kind === 'allocate') this.state.release(op.allocation.podId);
+      else this.state.allocate(op.allocation);
+    }
+  }
+
+  /** Ends the statement; the returned steps stay applied to the state and must now be carried out. */
+  commit(): readonly StatementOp[] {
+    this.assertOpen();
+    this.closed = true;
+    const ops = this.ops;
+    this.ops = [];
+    return ops;
+  }
+
+  /** Rolls everything back and ends the statement. */
+  discard(): void {
+    this.rollback(0);
+    this.closed = true;
+  }
+
+  get size(): number {
+    return this.ops.length;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error('statement already committed or discarded');
+  }
+}
