@@ -24,10 +24,7 @@ describe('Environment', () => {
     });
     env.schedule(5, 0, 'start');
     env.run(12);
-    expect(seen).toEqual([
-      [5, 'start'],
-      [12 - 12 + 15, 'later'],
-    ].filter(([t]) => (t as number) <= 12));
+    expect(seen).toEqual([[5, 'start']]);
     expect(env.nowMs).toBe(12);
     env.run();
     expect(seen.at(-1)).toEqual([15, 'later']);
