@@ -1,0 +1,76 @@
+/**
+ * Places a batch of pods and gangs on a cluster with one profile, in queue order (priority, then file
+ * order), and reports placements with GPU indices and the explanation of everything left pending.
+ */
+import type { NodeSpec } from '../core/model/node.ts';
+import type { PodSpec } from '../core/model/pod.ts';
+import { ClusterState } from '../core/snapshot/cluster-state.ts';
+import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
+import { resolveProfile, formatProfileError, priorityFifo } from '../core/framework/registry.ts';
+import { typicalShapes, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { seededRng } from '../core/ports.ts';
+import { err, ok, type Result } from '../core/result.ts';
+import type { WorkloadUnit } from '../spec/workload-file.ts';
+
+export interface BatchResult {
+  readonly profile: string;
+  readonly placements: readonly (Placement & { readonly gang?: string })[];
+  readonly pending: readonly { readonly subject: string; readonly explanation: string; readonly unresolvable: boolean }[];
+  readonly summary: { readonly pods: number; readonly placed: number; readonly gangs: number; readonly gangsPlaced: number; readonly gpuAllocatedPct: number };
+}
+
+/** The expected workload for fragmentation scoring: the pod shapes of the batch itself. */
+export function expectedWorkload(units: readonly WorkloadUnit[]): TypicalShape[] {
+  const pods: PodSpec[] = [];
+  for (const u of units) {
+    if (u.kind === 'pod') pods.push(u.pod);
+    else pods.push(...u.gang.members);
+  }
+  return typicalShapes(pods.map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels })));
+}
+
+export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1): Result<BatchResult, string> {
+  const profile = resolveProfile(profileName, { typicalShapes: expectedWorkload(units) });
+  if (!profile.ok) return err(formatProfileError(profile.error));
+  const state = new ClusterState(nodes);
+  const scheduler = new Scheduler(profile.value, state, seededRng(seed));
+  const order = units
+    .map((u, seq) => ({ u, q: { key: u.kind === 'pod' ? u.pod.id : u.gang.name, priority: u.kind === 'pod' ? u.pod.priority : u.gang.priority, queue: 'default', arrivalMs: u.timing.arrivalSec * 1000, seq } }))
+    .sort((a, b) => (profile.value.queueSort.queueSort ?? priorityFifo)(a.q, b.q));
+  const placements: (Placement & { gang?: string })[] = [];
+  const pending: { subject: string; explanation: string; unresolvable: boolean }[] = [];
+  let pods = 0;
+  let placed = 0;
+  let gangs = 0;
+  let gangsPlaced = 0;
+  const note = (subject: string, e: Explanation): void => {
+    pending.push({ subject, explanation: e.message, unresolvable: e.unresolvable });
+  };
+  for (const { u } of order) {
+    if (u.kind === 'pod') {
+      pods++;
+      const r = scheduler.schedulePod(u.pod);
+      if (r.ok) {
+        placed++;
+        placements.push(r.placement);
+      } else note(`pod ${u.pod.id}`, r.explanation);
+    } else {
+      gangs++;
+      pods += u.gang.members.length;
+      const r = scheduler.scheduleGang(u.gang);
+      if (r.ok) {
+        gangsPlaced++;
+        placed += r.placements.length;
+        for (const p of r.placements) placements.push({ ...p, gang: u.gang.name });
+      } else note(`gang ${u.gang.name}`, r.explanation);
+    }
+  }
+  let total = 0;
+  let free = 0;
+  for (const n of state.nodes) {
+    total += n.usableGpuCount() * 1000;
+    free += n.gpuFreeMilli();
+  }
+  const gpuAllocatedPct = total === 0 ? 0 : Math.round(((total - free) / total) * 10000) / 100;
+  return ok({ profile: profile.value.name, placements, pending, summary: { pods, placed, gangs, gangsPlaced, gpuAllocatedPct } });
+}

@@ -1,0 +1,50 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { stringify } from 'yaml';
+import { scheduleBatch, type BatchResult } from '../../app/schedule-batch.ts';
+import { loadClusterText } from '../../spec/cluster-file.ts';
+import { loadWorkloadText } from '../../spec/workload-file.ts';
+import { CliError } from '../errors.ts';
+import { table } from '../format.ts';
+
+export function readInput(file: string, what: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new CliError(`${file}: cannot read the ${what} file: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
+  }
+}
+
+export function renderBatch(r: BatchResult): string {
+  const rows = r.placements.map((p) => [p.podId, p.gang ?? '', p.node, p.gpus.length === 0 ? '-' : p.gpus.join(',')]);
+  const out = [`profile ${r.profile}: placed ${r.summary.placed}/${r.summary.pods} pods (${r.summary.gangsPlaced}/${r.summary.gangs} gangs), GPU allocation ${r.summary.gpuAllocatedPct}%`, ''];
+  if (rows.length > 0) out.push(table(['pod', 'gang', 'node', 'gpus'], rows), '');
+  if (r.pending.length > 0) {
+    out.push('pending:');
+    for (const p of r.pending) out.push(`  ${p.explanation}`);
+    out.push('');
+  }
+  return out.join('\n');
+}
+
+export function registerSchedule(program: Command): void {
+  program
+    .command('schedule')
+    .description('place a batch of pods and gangs on a cluster and print placements (node, GPU indices) and explanations')
+    .requiredOption('--cluster <file>', 'cluster YAML (node groups, shapes, racks)')
+    .requiredOption('--workload <file>', 'workload YAML (pods and gangs)')
+    .option('--profile <name>', 'scheduling profile', 'sits')
+    .option('-o, --output <format>', 'table | json | yaml', 'table')
+    .action((o: { cluster: string; workload: string; profile: string; output: string }) => {
+      if (!['table', 'json', 'yaml'].includes(o.output)) throw new CliError(`--output must be table, json or yaml, got "${o.output}"`);
+      const nodes = loadClusterText(o.cluster, readInput(o.cluster, 'cluster'));
+      if (!nodes.ok) throw nodes.error;
+      const units = loadWorkloadText(o.workload, readInput(o.workload, 'workload'));
+      if (!units.ok) throw units.error;
+      const r = scheduleBatch(nodes.value, units.value, o.profile);
+      if (!r.ok) throw new CliError(r.error);
+      if (o.output === 'json') process.stdout.write(`${JSON.stringify(r.value, null, 2)}\n`);
+      else if (o.output === 'yaml') process.stdout.write(stringify(r.value));
+      else process.stdout.write(renderBatch(r.value));
+    });
+}

@@ -1,0 +1,37 @@
+/** The `sits` command. Every subcommand has --help; errors go to stderr with a non-zero exit code. */
+import { Command, CommanderError } from 'commander';
+import { InputError } from '../spec/yaml-source.ts';
+import { CliError } from './errors.ts';
+import { registerDemo } from './commands/demo.ts';
+import { registerSchedule } from './commands/schedule.ts';
+import { registerInfo } from './commands/info.ts';
+import { registerBench } from './commands/bench.ts';
+
+export function buildProgram(): Command {
+  const program = new Command('sits')
+    .description('SITS — Scalable Intelligent Task Scheduler: GPU-, topology- and fragmentation-aware scheduling for ML on Kubernetes')
+    .version('0.1.0')
+    .showHelpAfterError()
+    .exitOverride();
+  registerDemo(program);
+  registerSchedule(program);
+  registerInfo(program);
+  registerBench(program);
+  return program;
+}
+
+/** Runs the CLI; returns the exit code. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const program = buildProgram();
+  try {
+    await program.parseAsync([...argv]);
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof InputError || e instanceof CliError) {
+      process.stderr.write(`sits: ${e.message}\n`);
+      return 2;
+    }
+    throw e;
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Import of the GPU matrix printed by `nvidia-smi topo -m`. Cells: X (self), NV<n> (n NVLinks), PIX/PXB
+ * (same PCIe switch / several switches), PHB/NODE (same NUMA host bridge), SYS (across sockets).
+ * When every GPU pair is NVLinked with the same link count the node is treated as NVSwitch all-to-all.
+ * NUMA affinity comes from the "NUMA Affinity" column when present, else from PHB/NODE vs SYS groups.
+ */
+import { buildTopology, type LinkClass, type NodeGpuTopology } from '../core/model/topology.ts';
+import { err, ok, type Result } from '../core/result.ts';
+
+export interface SmiOptions {
+  /** GB/s per NVLink per direction (NVLink 2: 25, NVLink 3: 25, NVLink 4: 25 — x links). */
+  readonly nvlinkGBpsPerLink?: number;
+}
+
+export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<NodeGpuTopology, string> {
+  const perLink = opts.nvlinkGBpsPerLink ?? 25;
+  const lines = text.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l.trim() !== '');
+  const header = lines.find((l) => /\bGPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l) && !/^GPU\d+\s/.test(l.trimStart()));
+  if (header === undefined) return err('no header line with GPU0 found (paste the whole `nvidia-smi topo -m` output)');
+  const cols = header.trim().split(/\s{2,}|\t+/).map((c) => c.trim());
+  const gpuCols = cols.filter((c) => /^GPU\d+$/.test(c));
+  const n = gpuCols.length;
+  const numaCol = cols.findIndex((c) => /NUMA Affinity/i.test(c));
+  const rows = lines.filter((l) => /^GPU\d+\s/.test(l.trimStart()));
+  if (rows.length !== n) return err(`header lists ${n} GPUs but ${rows.length} GPU rows follow`);
+  const cells: string[][] = [];
+  const numa: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const parts = (rows[i] as string).trim().split(/\s+/);
+    if (parts[0] !== `GPU${i}`) return err(`row ${i + 1} should start with GPU${i}, found ${parts[0] ?? ''}`);
+    const row = parts.slice(1, 1 + n);
+    if (row.length !== n) return err(`row GPU${i} has ${row.length} cells, expected ${n}`);
+    for (const [j, c] of row.entries()) {
+      if (i === j ? c !== 'X' : !/^(NV\d+|PIX|PXB|PHB|NODE|SYS)$/.test(c)) return err(`row GPU${i}, column GPU${j}: unknown cell "${c}"`);
+    }
+    cells.push(row);
+    // Columns after the matrix: CPU Affinity, NUMA Affinity, GPU NUMA ID — read NUMA when it is a number.
+    const rest = parts.slice(1 + n);
+    const numaGuess = numaCol >= 0 ? rest.find((x, k) => k > 0 && /^\d+$/.test(x)) : undefined;
+    numa.push(numaGuess === undefined ? -1 : Number(numaGuess));
+  }
+  if (numa.some((x) => x < 0)) {
+    // Group GPUs that reach each other without crossing sockets.
+    let next = 0;
+    for (let i = 0; i < n; i++) numa[i] = -1;
+    for (let i = 0; i < n; i++) {
+      if (numa[i] !== -1) continue;
+      numa[i] = next;
+      for (let j = i + 1; j < n; j++) if (numa[j] === -1 && cells[i]?.[j] !== 'SYS') numa[j] = next;
+      next++;
+    }
+  }
+  const nvCounts = new Set<number>();
+  let allNv = true;
+  for (let i = 0; i < n; i++) {
+    for (let j = 0; j < n; j++) {
+      if (i === j) continue;
+      const c = cells[i]?.[j] ?? '';
+      if (c.startsWith('NV')) nvCounts.add(Number(c.slice(2)));
+      else allNv = false;
+    }
+  }
+  const nvswitch = n > 2 && allNv && nvCounts.size === 1;
+  const pcie: number[] = Array.from({ length: n }, (_, i) => i);
+  for (let i = 0; i < n; i++) for (let j = 0; j < i; j++) if (cells[i]?.[j] === 'PIX' && pcie[i] === i) pcie[i] = pcie[j] as number;
+  return ok(
+    buildTopology({
+      gpuCount: n,
+      numaOf: numa,
+      pcieSwitchOf: pcie,
+      pair: (a, b) => {
+        const c = cells[a]?.[b] ?? 'SYS';
+        if (c.startsWith('NV')) return { cls: nvswitch ? 'nvswitch' : 'nvlink', gbps: Number(c.slice(2)) * perLink };
+        const cls: LinkClass = c === 'PIX' || c === 'PXB' ? 'pcie-switch' : c === 'PHB' || c === 'NODE' ? 'numa' : 'cross-socket';
+        return c === 'PXB' ? { cls, gbps: 12 } : { cls };
+      },
+    }),
+  );
+}

@@ -1,0 +1,105 @@
+/**
+ * YAML input with positions: every error names the file, line, column and field, so a person can fix a
+ * cluster or workload file without guessing. Parsing and validation are all-or-nothing.
+ */
+import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { Value } from '@sinclair/typebox/value';
+import type { Static, TSchema } from '@sinclair/typebox';
+import { err, ok, type Result } from '../core/result.ts';
+
+export interface InputIssue {
+  readonly file: string;
+  readonly line: number;
+  readonly column: number;
+  /** Dotted field path, e.g. `nodes[3].shape`. */
+  readonly field: string;
+  readonly message: string;
+}
+
+export function formatIssue(i: InputIssue): string {
+  return `${i.file}:${i.line}:${i.column}: ${i.field === '' ? '' : `${i.field}: `}${i.message}`;
+}
+
+export class InputError extends Error {
+  readonly code = 'InvalidInput';
+  constructor(readonly issues: readonly InputIssue[]) {
+    super(issues.map(formatIssue).join('\n'));
+    this.name = 'InputError';
+  }
+}
+
+export interface YamlSource {
+  readonly file: string;
+  readonly doc: Document.Parsed;
+  readonly lines: LineCounter;
+}
+
+/** `/nodes/3/shape` or ['nodes', 3, 'shape'] → `nodes[3].shape`. */
+export function fieldName(path: readonly (string | number)[]): string {
+  let s = '';
+  for (const p of path) s += typeof p === 'number' || /^\d+$/.test(String(p)) ? `[${p}]` : s === '' ? String(p) : `.${p}`;
+  return s;
+}
+
+export function pointerToPath(pointer: string): (string | number)[] {
+  if (pointer === '' || pointer === '/') return [];
+  return pointer
+    .slice(1)
+    .split('/')
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : p));
+}
+
+/** Position of the deepest YAML node on `path` (falls back to the nearest existing parent). */
+export function issueAt(src: YamlSource, path: readonly (string | number)[], message: string): InputIssue {
+  let p = [...path];
+  for (;;) {
+    const node = p.length === 0 ? src.doc.contents : src.doc.getIn(p, true);
+    if (isNode(node) && node.range !== undefined && node.range !== null) {
+      const pos = src.lines.linePos(node.range[0]);
+      return { file: src.file, line: pos.line, column: pos.col, field: fieldName(path), message };
+    }
+    if (p.length === 0) return { file: src.file, line: 1, column: 1, field: fieldName(path), message };
+    p = p.slice(0, -1);
+  }
+}
+
+export function parseYaml(file: string, text: string): Result<YamlSource, InputError> {
+  const lines = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    return err(
+      new InputError(
+        doc.errors.map((e) => {
+          const pos = lines.linePos(e.pos[0]);
+          return { file, line: pos.line, column: pos.col, field: '', message: `YAML: ${e.message.split('\n')[0] ?? e.code}` };
+        }),
+      ),
+    );
+  }
+  return ok({ file, doc, lines });
+}
+
+/** Validates the document against a TypeBox schema; issues carry YAML positions. */
+export function validateYaml<S extends TSchema>(src: YamlSource, schema: S): Result<Static<S>, InputError> {
+  const value: unknown = src.doc.toJS({ maxAliasCount: 100 });
+  if (Value.Check(schema, value)) return ok(value);
+  const issues: InputIssue[] = [];
+  const seen = new Set<string>();
+  for (const e of Value.Errors(schema, value)) {
+    const path = pointerToPath(e.path);
+    const key = `${e.path}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    issues.push(issueAt(src, path, describe(e.message, e.schema, e.value)));
+    if (issues.length >= 20) break;
+  }
+  return err(new InputError(issues));
+}
+
+function describe(message: string, schema: TSchema, value: unknown): string {
+  const allowed = (schema as { enum?: unknown[]; anyOf?: { const?: unknown }[] }).anyOf?.map((s) => s.const).filter((c) => c !== undefined);
+  if (allowed !== undefined && allowed.length > 0) return `${JSON.stringify(value)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`;
+  if (message === 'Unexpected property') return 'unknown field';
+  return `${message}${value === undefined ? '' : ` (got ${JSON.stringify(value)})`}`;
+}
