@@ -1,0 +1,235 @@
+// BatchInferenceJob: offline inference over a dataset (seed 004 §2–§4): batch size, sequence length and
+// KV-cache policy as first-class fields (§2.3), dynamic batching (§4.2), SLA/accuracy-driven placement
+// (§2.5), weighted fair time slicing between tenants (§4.1), fault recovery (§2.5) and long-tail
+// re-sharding (§4.4), with progress checkpoints so a restart resumes instead of starting over.
+import { Type, type Static } from '@sinclair/typebox';
+import {
+  Conditions,
+  ContainerOverrides,
+  DataRef,
+  GpuRequirements,
+  Obj,
+  PodTemplate,
+  PriorityClassName,
+  QueueName,
+  Resource,
+  ResourceList,
+  StringEnum,
+  nameLengthRule,
+  withRules,
+} from './common.ts';
+import { INFERENCE_RUNTIMES } from './inference-service.ts';
+
+export const KV_CACHE_POLICIES = ['recycle', 'retain', 'evict'] as const;
+export type KvCachePolicy = (typeof KV_CACHE_POLICIES)[number];
+
+export const DynamicBatching = withRules(
+  Obj(
+    {
+      minBatchSize: Type.Integer({ description: 'Smallest batch the controller may shrink to. Default: 1.', minimum: 1, maximum: 2048, default: 1 }),
+      maxBatchSize: Type.Integer({ description: 'Largest batch the controller may grow to. Default: 2048.', minimum: 1, maximum: 2048, default: 2048 }),
+      targetLatencyMs: Type.Optional(Type.Integer({ description: 'Shrink batches when the p99 batch latency exceeds this.', minimum: 1, maximum: 3600000 })),
+      maxGpuMemoryPercent: Type.Integer({ description: 'Grow batches only while GPU memory use stays below this percentage. Default: 90.', minimum: 1, maximum: 100, default: 90 }),
+    },
+    { description: 'Dynamic batch sizing from GPU memory, sequence lengths and latency; when set, batchSize is the starting point.' },
+  ),
+  [
+    {
+      rule: 'self.minBatchSize <= self.maxBatchSize',
+      message: 'minBatchSize must be less than or equal to maxBatchSize',
+      fieldPath: '.minBatchSize',
+      check: (self) => self.minBatchSize <= self.maxBatchSize,
+    },
+  ],
+);
+export type DynamicBatching = Static<typeof DynamicBatching>;
+
+export const BatchingSpec = withRules(
+  Obj(
+    {
+      batchSize: Type.Integer({ description: 'Sequences per batch (the starting size with dynamic batching). Default: 32.', minimum: 1, maximum: 2048, default: 32 }),
+      seqLen: Type.Integer({ description: 'Maximum sequence length in tokens (prompt plus output). Default: 2048.', minimum: 1, maximum: 32768, default: 2048 }),
+      kvCachePolicy: StringEnum(KV_CACHE_POLICIES, {
+        description:
+          'KV-cache lifetime between batches: recycle reuses blocks (best below ~4096 tokens), retain keeps prefixes for reuse (long contexts), evict frees them after each batch. Default: recycle.',
+        default: 'recycle',
+      }),
+      throughputMode: StringEnum(['burst', 'steady'], {
+        description: 'burst fills the GPUs as fast as possible; steady keeps a constant rate that leaves room for other tenants. Default: steady.',
+        default: 'steady',
+      }),
+      dynamic: Type.Optional(DynamicBatching),
+    },
+    { description: 'How records are batched on the GPU. Default: {} (every field defaulted).', default: {} },
+  ),
+  [
+    {
+      rule: '!has(self.dynamic) || (self.dynamic.minBatchSize <= self.batchSize && self.batchSize <= self.dynamic.maxBatchSize)',
+      message: 'batchSize must be within dynamic.minBatchSize and dynamic.maxBatchSize',
+      fieldPath: '.batchSize',
+      check: (self) => self.dynamic === undefined || (self.dynamic.minBatchSize <= self.batchSize && self.batchSize <= self.dynamic.maxBatchSize),
+    },
+  ],
+);
+export type BatchingSpec = Static<typeof BatchingSpec>;
+
+export const TimeSlicing = Obj(
+  {
+    quantumMs: Type.Integer({ description: 'GPU time slice per turn in milliseconds, scaled by the queue\'s weight (gold 4, silver 2, bronze 1). Default: 30.', minimum: 1, maximum: 60000, default: 30 }),
+  },
+  { description: 'Share GPUs with other tenants\' jobs in weighted fair time slices at batch boundaries; unset means the job holds its GPUs.' },
+);
+
+export const Sharding = Obj(
+  {
+    shards: Type.Optional(Type.Integer({ description: 'Number of input shards; unset means one per worker.', minimum: 1, maximum: 100000 })),
+    reshardStragglers: Type.Boolean({ description: 'Split a shard predicted to finish late and hand the parts to idle workers. Default: true.', default: true }),
+    stragglerThresholdPercent: Type.Integer({
+      description: 'A shard is a straggler when its predicted time exceeds this percentage of the median shard time. Default: 130.',
+      minimum: 101,
+      maximum: 1000,
+      default: 130,
+    }),
+  },
+  { description: 'How the input is split between workers, and long-tail handling. Default: {} (every field defaulted).', default: {} },
+);
+
+export const FaultRecovery = Obj(
+  {
+    maxRetries: Type.Integer({ description: 'Retries of a failed shard before the job fails. Default: 3.', minimum: 0, maximum: 100, default: 3 }),
+    retryAtReducedClock: Type.Boolean({ description: 'First retry on the same GPU model at a reduced power limit. Default: true.', default: true }),
+    splitOnRetry: Type.Boolean({ description: 'Retry a failed batch as smaller token chunks. Default: true.', default: true }),
+    cpuFallback: Type.Boolean({ description: 'As a last resort run the failed shard on CPU. Default: false.', default: false }),
+    quarantineMinutes: Type.Integer({
+      description: 'A GPU that failed a shard gets no work from this job for this long. Default: 15.',
+      minimum: 0,
+      maximum: 1440,
+      default: 15,
+    }),
+  },
+  { description: 'What happens when a batch or a GPU fails. Default: {} (every field defaulted).', default: {} },
+);
+
+export const ProgressCheckpoint = Obj(
+  {
+    intervalSeconds: Type.Integer({ description: 'Record progress (completed shards and offsets) at least this often. Default: 300.', minimum: 1, maximum: 86400, default: 300 }),
+    intervalRecords: Type.Optional(Type.Integer({ description: 'Also record progress after this many records.', minimum: 1, format: 'int64' })),
+    uri: Type.Optional(Type.String({ description: 'Where progress is stored; unset means next to the output.', minLength: 1, maxLength: 2048 })),
+  },
+  { description: 'Progress checkpoints, so a restarted or preempted job resumes where it stopped. Default: {} (every field defaulted).', default: {} },
+);
+
+export const SlaSpec = Obj(
+  {
+    class: StringEnum(['P0', 'P1', 'P2', 'P3'], { description: 'SLA class, P0 most urgent; steers GPU choice and preemption. Default: P2.', default: 'P2' }),
+    deadlineSeconds: Type.Optional(Type.Integer({ description: 'Desired completion time after start; drives resharding and the ETA.', minimum: 1, format: 'int64' })),
+    accuracyTolerance: Type.Optional(
+      Type.Number({ description: 'Fraction of full-precision accuracy that is acceptable (0-1); below 1 allows quantized execution.', minimum: 0, maximum: 1 }),
+    ),
+  },
+  { description: 'Service level and accuracy tolerance, used to choose GPUs and batching.' },
+);
+
+export const BatchInferenceJobSpec = withRules(
+  Obj(
+    {
+      runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Inference engine: vllm, tgi or triton. Default: vllm.', default: 'vllm' }),
+      model: Obj(
+        {
+          uri: Type.String({ description: 'Where the weights are: hf://, s3://, gs://, pvc:// or oci://.', minLength: 1, maxLength: 2048 }),
+          revision: Type.Optional(Type.String({ description: 'Revision, tag or commit of the weights.', minLength: 1, maxLength: 128 })),
+          quantization: Type.Optional(StringEnum(['awq', 'gptq', 'fp8', 'int8', 'int4'], { description: 'Quantization of the weights; unset means none.' })),
+        },
+        { description: 'The model to run.' },
+      ),
+      input: DataRef('Records to run inference on.'),
+      output: DataRef('Where results are written.'),
+      batching: BatchingSpec,
+      workers: Type.Integer({ description: 'Parallel workers (pods). Default: 1.', minimum: 1, maximum: 1024, default: 1 }),
+      gpusPerWorker: Type.Integer({ description: 'GPUs per worker. Default: 1.', minimum: 0, maximum: 64, default: 1 }),
+      gpu: Type.Optional(GpuRequirements),
+      resources: Type.Optional(ResourceList('Additional resources per worker (cpu, memory, ...); GPUs come from gpusPerWorker.')),
+      sharding: Sharding,
+      timeSlicing: Type.Optional(TimeSlicing),
+      faultRecovery: FaultRecovery,
+      checkpoint: ProgressCheckpoint,
+      sla: Type.Optional(SlaSpec),
+      container: Type.Optional(ContainerOverrides),
+      podTemplate: Type.Optional(PodTemplate),
+      queue: Type.Optional(QueueName()),
+      priorityClassName: Type.Optional(PriorityClassName()),
+      suspend: Type.Boolean({ description: 'When true workers stop after checkpointing; resuming continues from the checkpoint. Default: false.', default: false }),
+      activeDeadlineSeconds: Type.Optional(Type.Integer({ description: 'Wall-clock limit for the job.', minimum: 1, format: 'int64' })),
+      ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the finished job after this many seconds; unset keeps it.', minimum: 0, format: 'int64' })),
+      expectedRuntimeSeconds: Type.Optional(Type.Integer({ description: 'User estimate of the run time, for start-time predictions and backfill.', minimum: 1, format: 'int64' })),
+    },
+    { description: 'Desired state of a BatchInferenceJob.' },
+  ),
+  [
+    {
+      rule: '!has(self.sla) || !has(self.sla.deadlineSeconds) || !has(self.activeDeadlineSeconds) || self.sla.deadlineSeconds <= self.activeDeadlineSeconds',
+      message: 'sla.deadlineSeconds must not exceed activeDeadlineSeconds',
+      fieldPath: '.sla.deadlineSeconds',
+      check: (self) =>
+        self.sla?.deadlineSeconds === undefined || self.activeDeadlineSeconds === undefined || self.sla.deadlineSeconds <= self.activeDeadlineSeconds,
+    },
+    {
+      rule: '!has(self.sharding.shards) || self.sharding.shards >= self.workers',
+      message: 'sharding.shards must be at least workers, or every worker would not get a shard',
+      fieldPath: '.sharding.shards',
+      check: (self) => self.sharding.shards === undefined || self.sharding.shards >= self.workers,
+    },
+  ],
+);
+export type BatchInferenceJobSpec = Static<typeof BatchInferenceJobSpec>;
+
+export const BATCH_INFERENCE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Suspended'] as const;
+
+const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int64' });
+const Timestamp = (description: string) => Type.String({ description, format: 'date-time' });
+
+export const BatchProgress = Obj(
+  {
+    recordsTotal: Type.Optional(Count('Records in the input, once known.')),
+    recordsProcessed: Type.Optional(Count('Records with a result written.')),
+    recordsFailed: Type.Optional(Count('Records that failed after all retries.')),
+    tokensProcessed: Type.Optional(Count('Tokens processed (prompt plus generated).')),
+    shardsTotal: Type.Optional(Count('Shards in the job, including splits.')),
+    shardsCompleted: Type.Optional(Count('Shards finished.')),
+    percent: Type.Optional(Type.Integer({ description: 'Completion percentage.', minimum: 0, maximum: 100 })),
+    lastCheckpointTime: Type.Optional(Timestamp('When progress was last checkpointed.')),
+  },
+  { description: 'Progress, as of the last checkpoint.' },
+);
+
+export const BatchInferenceJobStatus = Obj(
+  {
+    phase: Type.Optional(StringEnum(BATCH_INFERENCE_PHASES, { description: 'Pending, Running, Succeeded, Failed or Suspended.' })),
+    conditions: Type.Optional(Conditions),
+    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    progress: Type.Optional(BatchProgress),
+    readyWorkers: Type.Optional(Type.Integer({ description: 'Workers running.', minimum: 0, format: 'int32' })),
+    currentBatchSize: Type.Optional(Type.Integer({ description: 'Batch size in use (changes with dynamic batching).', minimum: 1, maximum: 2048 })),
+    tokensPerSecond: Type.Optional(Type.Number({ description: 'Observed throughput across workers.', minimum: 0 })),
+    retries: Type.Optional(Type.Integer({ description: 'Shard retries used so far.', minimum: 0, format: 'int32' })),
+    quarantinedGpus: Type.Optional(
+      Type.Array(Type.String({ description: 'node/GPU index, e.g. node-3/2.', maxLength: 260 }), {
+        description: 'GPUs currently quarantined after failures.',
+        maxItems: 1024,
+      }),
+    ),
+    startTime: Type.Optional(Timestamp('When the first worker started.')),
+    completionTime: Type.Optional(Timestamp('When the job finished.')),
+    estimatedCompletionTime: Type.Optional(Timestamp('Predicted completion time from the observed rate.')),
+    estimatedStartTime: Type.Optional(Timestamp('Predicted start time while pending.')),
+    queue: Type.Optional(Type.String({ description: 'Queue holding or running the job.', maxLength: 63 })),
+  },
+  { description: 'Observed state of a BatchInferenceJob, written by the controller.' },
+);
+export type BatchInferenceJobStatus = Static<typeof BatchInferenceJobStatus>;
+
+export const BatchInferenceJob = withRules(
+  Resource('BatchInferenceJob', BatchInferenceJobSpec, BatchInferenceJobStatus, 'Offline inference over a dataset with dynamic batching, fair GPU time slicing and resumable progress.'),
+  [nameLengthRule(48, 'worker pods are named <name>-<index> and must stay valid DNS labels')],
+);
+export type BatchInferenceJob = Static<typeof BatchInferenceJob>;

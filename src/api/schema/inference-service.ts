@@ -1,0 +1,199 @@
+// InferenceService: one abstraction over vLLM, TGI and Triton (seed 000 §1 "ModelMesh-Accelerator",
+// seed 001 §2.4 mixed GPU models, §5 unified fine-tune/serve), autoscaled on tokens and queue depth
+// rather than request counts (landscape: KServe #3561, #4028).
+import { Type, type Static } from '@sinclair/typebox';
+import {
+  Conditions,
+  ContainerOverrides,
+  DnsLabel,
+  GpuRequirements,
+  Obj,
+  PodTemplate,
+  PriorityClassName,
+  QueueName,
+  Resource,
+  ResourceList,
+  StringEnum,
+  nameLengthRule,
+  withRules,
+} from './common.ts';
+
+export const INFERENCE_RUNTIMES = ['vllm', 'tgi', 'triton'] as const;
+export type InferenceRuntime = (typeof INFERENCE_RUNTIMES)[number];
+
+/** Default serving port of each runtime, used when spec.port is unset. */
+export const RUNTIME_DEFAULT_PORT: Readonly<Record<InferenceRuntime, number>> = { vllm: 8000, tgi: 8080, triton: 8000 };
+
+export const ModelAdapter = Obj(
+  {
+    name: DnsLabel('Adapter name clients select (e.g. the LoRA adapter id).'),
+    uri: Type.String({ description: 'Location of the adapter weights.', minLength: 1, maxLength: 2048 }),
+  },
+  { description: 'A LoRA adapter loaded on top of the base model and hot-swappable without a restart.' },
+);
+
+export const ModelSpec = Obj(
+  {
+    uri: Type.String({ description: 'Where the weights are: hf://org/model, s3://..., gs://..., pvc://claim/path or oci://...', minLength: 1, maxLength: 2048 }),
+    name: Type.Optional(Type.String({ description: 'Model name clients request; unset means the last path segment of uri.', minLength: 1, maxLength: 253 })),
+    revision: Type.Optional(Type.String({ description: 'Revision, tag or commit of the weights.', minLength: 1, maxLength: 128 })),
+    format: Type.Optional(
+      StringEnum(['safetensors', 'gguf', 'onnx', 'tensorrt', 'pytorch', 'torchscript'], { description: 'Weight format; unset means detected by the runtime.' }),
+    ),
+    dtype: StringEnum(['auto', 'float16', 'bfloat16', 'float32'], { description: 'Compute dtype. Default: auto.', default: 'auto' }),
+    quantization: Type.Optional(StringEnum(['awq', 'gptq', 'fp8', 'int8', 'int4'], { description: 'Quantization of the weights; unset means none.' })),
+    maxModelLen: Type.Optional(Type.Integer({ description: 'Maximum context length in tokens; unset means the model\'s own.', minimum: 1, maximum: 1048576 })),
+    adapters: Type.Optional(
+      Type.Array(ModelAdapter, {
+        description: 'LoRA adapters served with the base model (vllm and tgi only).',
+        maxItems: 32,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+      }),
+    ),
+  },
+  { description: 'The model to serve.' },
+);
+export type ModelSpec = Static<typeof ModelSpec>;
+
+export const InferenceAutoscaling = withRules(
+  Obj(
+    {
+      tokensPerSecondPerReplica: Type.Optional(
+        Type.Integer({ description: 'Target generated tokens per second per replica; above it the service scales out.', minimum: 1, maximum: 10000000 }),
+      ),
+      queueDepthPerReplica: Type.Optional(
+        Type.Integer({ description: 'Target waiting requests per replica (the runtime\'s queue); above it the service scales out.', minimum: 1, maximum: 100000 }),
+      ),
+      concurrencyPerReplica: Type.Optional(Type.Integer({ description: 'Target in-flight requests per replica.', minimum: 1, maximum: 100000 })),
+      gpuUtilizationPercent: Type.Optional(Type.Integer({ description: 'Target GPU utilisation per replica in percent.', minimum: 1, maximum: 100 })),
+      scaleUpStabilizationSeconds: Type.Integer({
+        description: 'How long a higher recommendation must persist before scaling out. Default: 0.',
+        minimum: 0,
+        maximum: 3600,
+        default: 0,
+      }),
+      scaleDownStabilizationSeconds: Type.Integer({
+        description: 'How long a lower recommendation must persist before scaling in. Default: 300.',
+        minimum: 0,
+        maximum: 3600,
+        default: 300,
+      }),
+    },
+    { description: 'Token-based autoscaling between minReplicas and maxReplicas; the most demanding target wins.' },
+  ),
+  [
+    {
+      rule: 'has(self.tokensPerSecondPerReplica) || has(self.queueDepthPerReplica) || has(self.concurrencyPerReplica) || has(self.gpuUtilizationPercent)',
+      message: 'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent',
+      reason: 'FieldValueRequired',
+      fieldPath: '.tokensPerSecondPerReplica',
+      check: (self) =>
+        self.tokensPerSecondPerReplica !== undefined ||
+        self.queueDepthPerReplica !== undefined ||
+        self.concurrencyPerReplica !== undefined ||
+        self.gpuUtilizationPercent !== undefined,
+    },
+  ],
+);
+export type InferenceAutoscaling = Static<typeof InferenceAutoscaling>;
+
+export const InferenceServiceSpec = withRules(
+  Obj(
+    {
+      runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Serving engine: vllm, tgi (Text Generation Inference) or triton.' }),
+      model: ModelSpec,
+      replicas: Type.Integer({ description: 'Desired replicas; the autoscaler and the scale subresource change it. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
+      minReplicas: Type.Integer({ description: 'Lower bound for replicas; 0 allows scale to zero. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
+      maxReplicas: Type.Optional(Type.Integer({ description: 'Upper bound for replicas; required with autoscaling.', minimum: 1, maximum: 1000 })),
+      gpusPerReplica: Type.Integer({ description: 'GPUs per replica. Default: 1.', minimum: 0, maximum: 64, default: 1 }),
+      tensorParallelSize: Type.Optional(
+        Type.Integer({ description: 'Tensor-parallel degree inside a replica; must divide gpusPerReplica. Unset means gpusPerReplica.', minimum: 1, maximum: 64 }),
+      ),
+      gpu: Type.Optional(GpuRequirements),
+      resources: Type.Optional(ResourceList('Additional resources per replica (cpu, memory, ...); GPUs come from gpusPerReplica.')),
+      autoscaling: Type.Optional(InferenceAutoscaling),
+      profile: StringEnum(['auto', 'low-latency', 'batch-throughput'], {
+        description: 'Resource profile: low-latency favours small batches and fast GPUs, batch-throughput large batches; auto lets SITS choose. Default: auto.',
+        default: 'auto',
+      }),
+      port: Type.Optional(Type.Integer({ description: 'Serving port; unset means the runtime default (vllm 8000, tgi 8080, triton 8000).', minimum: 1, maximum: 65535 })),
+      container: Type.Optional(ContainerOverrides),
+      podTemplate: Type.Optional(PodTemplate),
+      queue: Type.Optional(QueueName()),
+      priorityClassName: Type.Optional(PriorityClassName()),
+    },
+    { description: 'Desired state of an InferenceService.' },
+  ),
+  [
+    {
+      rule: 'self.minReplicas <= self.replicas',
+      message: 'replicas must be greater than or equal to minReplicas',
+      fieldPath: '.replicas',
+      check: (self) => self.minReplicas <= self.replicas,
+    },
+    {
+      rule: '!has(self.maxReplicas) || self.replicas <= self.maxReplicas',
+      message: 'replicas must be less than or equal to maxReplicas',
+      fieldPath: '.replicas',
+      check: (self) => self.maxReplicas === undefined || self.replicas <= self.maxReplicas,
+    },
+    {
+      rule: '!has(self.maxReplicas) || self.minReplicas <= self.maxReplicas',
+      message: 'minReplicas must be less than or equal to maxReplicas',
+      fieldPath: '.minReplicas',
+      check: (self) => self.maxReplicas === undefined || self.minReplicas <= self.maxReplicas,
+    },
+    {
+      rule: '!has(self.autoscaling) || has(self.maxReplicas)',
+      message: 'maxReplicas is required when autoscaling is set',
+      fieldPath: '.maxReplicas',
+      reason: 'FieldValueRequired',
+      check: (self) => self.autoscaling === undefined || self.maxReplicas !== undefined,
+    },
+    {
+      rule: '!has(self.tensorParallelSize) || (self.tensorParallelSize <= self.gpusPerReplica && self.gpusPerReplica % self.tensorParallelSize == 0)',
+      message: 'tensorParallelSize must divide gpusPerReplica',
+      fieldPath: '.tensorParallelSize',
+      check: (self) =>
+        self.tensorParallelSize === undefined || (self.tensorParallelSize <= self.gpusPerReplica && self.gpusPerReplica % self.tensorParallelSize === 0),
+    },
+    {
+      rule: "self.runtime != 'triton' || !has(self.model.adapters) || size(self.model.adapters) == 0",
+      message: 'LoRA adapters are supported by the vllm and tgi runtimes, not triton',
+      fieldPath: '.model.adapters',
+      check: (self) => self.runtime !== 'triton' || (self.model.adapters ?? []).length === 0,
+    },
+  ],
+);
+export type InferenceServiceSpec = Static<typeof InferenceServiceSpec>;
+
+export const INFERENCE_SERVICE_PHASES = ['Pending', 'Loading', 'Ready', 'Scaling', 'Degraded', 'Failed'] as const;
+export type InferenceServicePhase = (typeof INFERENCE_SERVICE_PHASES)[number];
+
+const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int32' });
+
+export const InferenceServiceStatus = Obj(
+  {
+    phase: Type.Optional(StringEnum(INFERENCE_SERVICE_PHASES, { description: 'Pending, Loading (weights), Ready, Scaling, Degraded (some replicas down) or Failed.' })),
+    conditions: Type.Optional(Conditions),
+    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    replicas: Type.Optional(Count('Replicas (pods) that currently exist; the scale subresource reads it.')),
+    readyReplicas: Type.Optional(Count('Replicas serving traffic.')),
+    desiredReplicas: Type.Optional(Count('The autoscaler\'s latest recommendation.')),
+    selector: Type.Optional(Type.String({ description: 'Label selector of the pods, for the scale subresource.', maxLength: 1024 })),
+    url: Type.Optional(Type.String({ description: 'In-cluster URL of the service endpoint.', maxLength: 2048 })),
+    runtimeVersion: Type.Optional(Type.String({ description: 'Version of the serving engine in use.', maxLength: 128 })),
+    tokensPerSecond: Type.Optional(Type.Number({ description: 'Observed generated tokens per second across replicas.', minimum: 0 })),
+    queueDepth: Type.Optional(Count('Observed waiting requests across replicas.')),
+    lastScaleTime: Type.Optional(Type.String({ description: 'When replicas last changed.', format: 'date-time' })),
+  },
+  { description: 'Observed state of an InferenceService, written by the controller.' },
+);
+export type InferenceServiceStatus = Static<typeof InferenceServiceStatus>;
+
+export const InferenceService = withRules(
+  Resource('InferenceService', InferenceServiceSpec, InferenceServiceStatus, 'A model served by vLLM, TGI or Triton, autoscaled on tokens and queue depth.'),
+  [nameLengthRule(50, 'the name is used for the Service and pod names, which must stay valid DNS labels')],
+);
+export type InferenceService = Static<typeof InferenceService>;
