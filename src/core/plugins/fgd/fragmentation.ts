@@ -67,6 +67,91 @@ export function nodeFragment(shapes: readonly TypicalShape[], modelAllowed: Uint
   return q1 + q2 + q4 + xl + xr + na;
 }
 
+/**
+ * A typical workload compiled for fast evaluation: the distinct per-GPU shares ("thresholds") of its GPU
+ * shapes, ascending, and per shape the index of its threshold. For a node, per threshold j, fit[j] = GPUs
+ * with free ≥ M_j and small[j] = Σ free of GPUs with free < M_j decide every shape's category, so the
+ * fragment costs O(thresholds × GPUs + shapes) instead of O(shapes × GPUs), and a change of one GPU
+ * updates fit/small in O(thresholds). Results are bit-identical to `nodeFragment` (same float sums in the
+ * same order; fit and small are exact integers).
+ */
+export interface CompiledShapes {
+  readonly shapes: readonly TypicalShape[];
+  readonly thresholds: Int32Array;
+  /** Threshold index per shape, -1 for CPU-only shapes. */
+  readonly thrOf: Int32Array;
+  readonly cpu: Float64Array;
+  readonly count: Int32Array;
+  readonly weight: Float64Array;
+}
+
+export function compileShapes(shapes: readonly TypicalShape[]): CompiledShapes {
+  const values = [...new Set(shapes.filter((s) => s.gpuMilli > 0).map((s) => s.gpuMilli))].sort((a, b) => a - b);
+  const thrIndex = new Map(values.map((v, i) => [v, i]));
+  return {
+    shapes,
+    thresholds: Int32Array.from(values),
+    thrOf: Int32Array.from(shapes.map((s) => (s.gpuMilli > 0 ? (thrIndex.get(s.gpuMilli) as number) : -1))),
+    cpu: Float64Array.from(shapes.map((s) => s.cpuMilli)),
+    count: Int32Array.from(shapes.map((s) => s.gpuCount)),
+    weight: Float64Array.from(shapes.map((s) => s.weight)),
+  };
+}
+
+/** fit[j] and small[j] of `free` for every threshold j (see CompiledShapes); returns Σ free. */
+export function thresholdAggregates(c: CompiledShapes, free: ArrayLike<number>, fit: Int32Array, small: Int32Array): number {
+  const th = c.thresholds;
+  let total = 0;
+  for (let j = 0; j < th.length; j++) {
+    fit[j] = 0;
+    small[j] = 0;
+  }
+  for (let g = 0; g < free.length; g++) {
+    const f = free[g] as number;
+    total += f;
+    for (let j = 0; j < th.length; j++) {
+      if (f >= (th[j] as number)) fit[j] = (fit[j] as number) + 1;
+      else small[j] = (small[j] as number) + f;
+    }
+  }
+  return total;
+}
+
+/** The node fragment from threshold aggregates: the same sums, in the same order, as `nodeFragment`. */
+export function fragmentFromAggregates(c: CompiledShapes, modelAllowed: Uint8Array, cpuLeftMilli: number, total: number, fit: Int32Array, small: Int32Array): number {
+  if (total === 0) return 0;
+  let q1 = 0;
+  let q2 = 0;
+  let q4 = 0;
+  let xl = 0;
+  let xr = 0;
+  let na = 0;
+  const thrOf = c.thrOf;
+  const cpu = c.cpu;
+  const w = c.weight;
+  const count = c.count;
+  for (let t = 0; t < thrOf.length; t++) {
+    const j = thrOf[t] as number;
+    const cpuOk = cpuLeftMilli >= (cpu[t] as number);
+    const wt = w[t] as number;
+    if (j < 0) {
+      if (cpuOk) xl += wt * total;
+      else xr += wt * total;
+      continue;
+    }
+    if (modelAllowed[t] === 0) {
+      na += wt * total;
+      continue;
+    }
+    if ((fit[j] as number) >= (count[t] as number)) {
+      if (cpuOk) q2 += wt * (small[j] as number);
+      else q4 += wt * total;
+    } else if (cpuOk) q2 += wt * total;
+    else q1 += wt * total;
+  }
+  return q1 + q2 + q4 + xl + xr + na;
+}
+
 export function modelMask(shapes: readonly TypicalShape[], model: string): Uint8Array {
   const m = new Uint8Array(shapes.length);
   shapes.forEach((s, i) => {
