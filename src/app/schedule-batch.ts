@@ -4,10 +4,14 @@
  */
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { ClusterState } from '../core/snapshot/cluster-state.ts';
+import { allocationFor, ClusterState } from '../core/snapshot/cluster-state.ts';
+import { fitFilter } from '../core/plugins/fit/fit.ts';
+import { Reason, REASONS } from '../core/framework/reasons.ts';
+import { lowestFreeGpus } from '../core/plugins/baselines/gpu-pick.ts';
 import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
 import { resolveProfile, formatProfileError, priorityFifo } from '../core/framework/registry.ts';
-import { typicalShapes, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { expectedFromBatch } from './expected-workload.ts';
 import { seededRng } from '../core/ports.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import type { WorkloadUnit } from '../spec/workload-file.ts';
@@ -16,6 +20,8 @@ export interface BatchResult {
   readonly profile: string;
   readonly placements: readonly (Placement & { readonly gang?: string })[];
   readonly pending: readonly { readonly subject: string; readonly explanation: string; readonly unresolvable: boolean }[];
+  /** Rack of every node, for reading placements. */
+  readonly racks: Readonly<Record<string, string>>;
   readonly summary: { readonly pods: number; readonly placed: number; readonly gangs: number; readonly gangsPlaced: number; readonly gpuAllocatedPct: number };
 }
 
@@ -26,13 +32,24 @@ export function expectedWorkload(units: readonly WorkloadUnit[]): TypicalShape[]
     if (u.kind === 'pod') pods.push(u.pod);
     else pods.push(...u.gang.members);
   }
-  return typicalShapes(pods.map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels })));
+  return expectedFromBatch(pods);
 }
 
-export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1): Result<BatchResult, string> {
+/** A pod already running before the batch: on `node`, with the given GPUs or the lowest fitting ones. */
+export interface RunningPod {
+  readonly pod: PodSpec;
+  readonly node: string;
+  readonly gpus?: readonly number[];
+}
+
+export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1, running: readonly RunningPod[] = []): Result<BatchResult, string> {
   const profile = resolveProfile(profileName, { typicalShapes: expectedWorkload(units) });
   if (!profile.ok) return err(formatProfileError(profile.error));
   const state = new ClusterState(nodes);
+  for (const r of running) {
+    const placed = placeRunning(state, r);
+    if (placed !== undefined) return err(placed);
+  }
   const scheduler = new Scheduler(profile.value, state, seededRng(seed));
   const order = units
     .map((u, seq) => ({ u, q: { key: u.kind === 'pod' ? u.pod.id : u.gang.name, priority: u.kind === 'pod' ? u.pod.priority : u.gang.priority, queue: 'default', arrivalMs: u.timing.arrivalSec * 1000, seq } }))
@@ -72,5 +89,29 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
     free += n.gpuFreeMilli();
   }
   const gpuAllocatedPct = total === 0 ? 0 : Math.round(((total - free) / total) * 10000) / 100;
-  return ok({ profile: profile.value.name, placements, pending, summary: { pods, placed, gangs, gangsPlaced, gpuAllocatedPct } });
+  const racks = Object.fromEntries(state.nodes.map((n) => [n.name, n.spec.location.rack]));
+  return ok({ profile: profile.value.name, placements, pending, racks, summary: { pods, placed, gangs, gangsPlaced, gpuAllocatedPct } });
+}
+
+/** Puts a running pod in place; returns an error text when it does not fit where it is said to run. */
+function placeRunning(state: ClusterState, r: RunningPod): string | undefined {
+  const node = state.node(r.node);
+  if (node === undefined) return `running pod ${r.pod.id}: unknown node ${r.node}`;
+  const reason = fitFilter(r.pod, node);
+  if (reason !== Reason.Fits) return `running pod ${r.pod.id} does not fit on ${r.node}: ${REASONS[reason]?.text(r.pod) ?? reason}`;
+  const req = r.pod.request;
+  let gpus: readonly number[] = [];
+  if (req.gpuCount > 0) {
+    if (r.gpus !== undefined) {
+      if (r.gpus.length !== req.gpuCount) return `running pod ${r.pod.id}: ${r.gpus.length} GPU indices given for ${req.gpuCount} GPUs`;
+      for (const g of r.gpus) if (g < 0 || g >= node.gpuFree.length || (node.gpuFree[g] as number) < req.gpuMilli) return `running pod ${r.pod.id}: GPU ${g} of ${r.node} does not have ${req.gpuMilli} milli free`;
+      gpus = r.gpus;
+    } else {
+      const picked = lowestFreeGpus(node, req.gpuCount, req.gpuMilli);
+      if (picked === undefined) return `running pod ${r.pod.id}: no fitting GPUs on ${r.node}`;
+      gpus = picked;
+    }
+  }
+  state.allocate(allocationFor(r.pod, r.node, gpus));
+  return undefined;
 }

@@ -20,7 +20,7 @@ import { NODE_SHAPES, type NodeShape } from '../core/model/presets.ts';
 import { buildTopology, flatTopology, type LinkClass, type NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { parseNvidiaSmiTopo } from './nvidia-smi-topo.ts';
-import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from './yaml-source.ts';
+import { InputError, issueAt, parseYaml, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' });
 const LinkClassT = Type.Union([Type.Literal('nvswitch'), Type.Literal('nvlink'), Type.Literal('pcie-switch'), Type.Literal('numa'), Type.Literal('cross-socket')]);
@@ -100,12 +100,16 @@ type ShapeInput = Static<typeof ShapeT>;
 /** Parses and validates a cluster file; all nodes or an error listing every problem. */
 export function loadClusterText(file: string, text: string): Result<NodeSpec[], InputError> {
   const src = parseYaml(file, text);
-  if (!src.ok) return src;
-  const v = validateYaml(src.value, ClusterFileSchema);
+  return src.ok ? loadCluster(src.value) : src;
+}
+
+/** Loads the cluster at `prefix` of a parsed document (a section of a scenario file, or the whole file). */
+export function loadCluster(src: YamlSource, prefix: readonly (string | number)[] = []): Result<NodeSpec[], InputError> {
+  const v = validateYaml(src, ClusterFileSchema, prefix);
   if (!v.ok) return v;
   const issues: InputIssue[] = [];
   const at = (path: (string | number)[], msg: string): void => {
-    issues.push(issueAt(src.value, path, msg));
+    issues.push(issueAt(src, [...prefix, ...path], msg));
   };
   const custom = new Map<string, NodeShape>();
   for (const [id, s] of Object.entries(v.value.shapes ?? {})) {

@@ -17,11 +17,11 @@ import { parseComputeCapability } from '../core/model/gpu.ts';
 import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
-import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from './yaml-source.ts';
+import { InputError, issueAt, parseYaml, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
 
 const Level = Type.Union(TOPOLOGY_LEVELS.map((l) => Type.Literal(l)));
 
-const PodT = Type.Object(
+export const PodT = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     count: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
@@ -85,12 +85,16 @@ export type WorkloadUnit = ({ readonly kind: 'pod'; readonly pod: PodSpec } | { 
 
 export function loadWorkloadText(file: string, text: string): Result<WorkloadUnit[], InputError> {
   const src = parseYaml(file, text);
-  if (!src.ok) return src;
-  const v = validateYaml(src.value, WorkloadFileSchema);
+  return src.ok ? loadWorkload(src.value) : src;
+}
+
+/** Loads the workload at `prefix` of a parsed document. */
+export function loadWorkload(src: YamlSource, prefix: readonly (string | number)[] = []): Result<WorkloadUnit[], InputError> {
+  const v = validateYaml(src, WorkloadFileSchema, prefix);
   if (!v.ok) return v;
   const issues: InputIssue[] = [];
   const at = (path: (string | number)[], msg: string): void => {
-    issues.push(issueAt(src.value, path, msg));
+    issues.push(issueAt(src, [...prefix, ...path], msg));
   };
   const units: WorkloadUnit[] = [];
   const ids = new Set<string>();
@@ -150,7 +154,7 @@ function timing(arrivalSec: number | undefined, durationSec: number | undefined)
   return { arrivalSec: arrivalSec ?? 0, ...(durationSec === undefined ? {} : { durationSec }) };
 }
 
-function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { gang?: string; priority?: number; queue?: string }, at: (field: string, msg: string) => void): PodSpec | undefined {
+export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { gang?: string; priority?: number; queue?: string }, at: (field: string, msg: string) => void): PodSpec | undefined {
   let gpuCount = 0;
   let gpuMilli = 0;
   if (p.gpuMilli !== undefined) {

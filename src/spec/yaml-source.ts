@@ -81,13 +81,13 @@ export function parseYaml(file: string, text: string): Result<YamlSource, InputE
 }
 
 /** Validates the document against a TypeBox schema; issues carry YAML positions. */
-export function validateYaml<S extends TSchema>(src: YamlSource, schema: S): Result<Static<S>, InputError> {
-  const value: unknown = src.doc.toJS({ maxAliasCount: 100 });
+export function validateYaml<S extends TSchema>(src: YamlSource, schema: S, prefix: readonly (string | number)[] = []): Result<Static<S>, InputError> {
+  const value = valueAt(src, prefix);
   if (Value.Check(schema, value)) return ok(value);
   const issues: InputIssue[] = [];
   const seen = new Set<string>();
   for (const e of Value.Errors(schema, value)) {
-    const path = pointerToPath(e.path);
+    const path = [...prefix, ...pointerToPath(e.path)];
     const key = `${e.path}`;
     if (seen.has(key)) continue;
     seen.add(key);
@@ -95,6 +95,14 @@ export function validateYaml<S extends TSchema>(src: YamlSource, schema: S): Res
     if (issues.length >= 20) break;
   }
   return err(new InputError(issues));
+}
+
+/** The plain value at `prefix` of the document (the whole document for []). */
+export function valueAt(src: YamlSource, prefix: readonly (string | number)[]): unknown {
+  const all: unknown = src.doc.toJS({ maxAliasCount: 100 });
+  let v = all;
+  for (const p of prefix) v = v !== null && typeof v === 'object' ? (v as Record<string | number, unknown>)[p] : undefined;
+  return v;
 }
 
 function describe(message: string, schema: TSchema, value: unknown): string {

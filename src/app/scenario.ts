@@ -1,0 +1,151 @@
+/**
+ * Declarative scenarios: a cluster, pods already running, a workload and the placements expected — one
+ * YAML file shared by the tests, `sits scenario` and the docs (after KAI's scenario tests).
+ *
+ * ```yaml
+ * name: gang-takes-whole-island
+ * profile: sits
+ * cluster: {nodes: [{namePrefix: h100-, count: 3, shape: dgx-h100}]}
+ * running: [{name: busy, node: h100-0, gpu: 4}]
+ * workload: {gangs: [{name: train, replicas: 8, pod: {gpu: 1}}]}
+ * expect:
+ *   - {gang: train, nodes: [h100-2]}
+ *   - {pending: gang other, messageContains: "insufficient nvidia.com/gpu"}
+ * ```
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { err, ok, type Result } from '../core/result.ts';
+import { loadCluster } from '../spec/cluster-file.ts';
+import { loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
+import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
+import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
+
+const ExpectT = Type.Object(
+  {
+    gang: Type.Optional(Type.String()),
+    pod: Type.Optional(Type.String()),
+    pending: Type.Optional(Type.String()),
+    /** Exact set of nodes used. */
+    nodes: Type.Optional(Type.Array(Type.String())),
+    node: Type.Optional(Type.String()),
+    nodeCount: Type.Optional(Type.Integer({ minimum: 0 })),
+    sameRack: Type.Optional(Type.Boolean()),
+    notOnNodesMatching: Type.Optional(Type.String()),
+    gpus: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))),
+    message: Type.Optional(Type.String()),
+    messageContains: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: false },
+);
+
+const ScenarioT = Type.Object(
+  {
+    name: Type.String({ minLength: 1 }),
+    description: Type.Optional(Type.String()),
+    profile: Type.Optional(Type.String()),
+    seed: Type.Optional(Type.Integer()),
+    cluster: Type.Unknown(),
+    running: Type.Optional(Type.Array(Type.Composite([Type.Omit(PodT, ['count', 'arrivalSec', 'durationSec']), Type.Object({ node: Type.String(), gpuIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))) })], { additionalProperties: false }))),
+    workload: Type.Unknown(),
+    expect: Type.Array(ExpectT),
+  },
+  { additionalProperties: false },
+);
+type Expectation = Static<typeof ExpectT>;
+
+export interface Scenario {
+  readonly file: string;
+  readonly name: string;
+  readonly description: string;
+  readonly run: () => Result<BatchResult, string>;
+  readonly expectations: readonly { readonly expect: Expectation; readonly where: InputIssue }[];
+}
+
+export function loadScenarioText(file: string, text: string): Result<Scenario, InputError> {
+  const src = parseYaml(file, text);
+  if (!src.ok) return src;
+  const v = validateYaml(src.value, ScenarioT);
+  if (!v.ok) return v;
+  const nodes = loadCluster(src.value, ['cluster']);
+  if (!nodes.ok) return nodes;
+  const units = loadWorkload(src.value, ['workload']);
+  if (!units.ok) return units;
+  const issues: InputIssue[] = [];
+  const running: RunningPod[] = [];
+  (v.value.running ?? []).forEach((r, i) => {
+    const pod = toPod(r.name ?? `running-${i}`, r, {}, (f, m) => issues.push(issueAt(src.value, ['running', i, f], m)));
+    if (pod !== undefined) running.push({ pod, node: r.node, ...(r.gpuIndices === undefined ? {} : { gpus: r.gpuIndices }) });
+  });
+  const expectations = v.value.expect.map((e, i) => {
+    const targets = [e.gang, e.pod, e.pending].filter((x) => x !== undefined).length;
+    if (targets !== 1) issues.push(issueAt(src.value, ['expect', i], 'give exactly one of gang, pod, pending'));
+    return { expect: e, where: issueAt(src.value, ['expect', i], '') };
+  });
+  if (issues.length > 0) return err(new InputError(issues));
+  const profile = v.value.profile ?? 'sits';
+  const seed = v.value.seed ?? 1;
+  return ok({
+    file,
+    name: v.value.name,
+    description: v.value.description ?? '',
+    run: () => scheduleBatch(nodes.value, units.value, profile, seed, running),
+    expectations,
+  });
+}
+
+/** Runs a scenario; returns the failed expectations as readable lines (empty = all met). */
+export function checkScenario(s: Scenario): { result: BatchResult | undefined; failures: string[] } {
+  const r = s.run();
+  if (!r.ok) return { result: undefined, failures: [`${s.file}: ${r.error}`] };
+  const failures: string[] = [];
+  for (const { expect: e, where } of s.expectations) {
+    const loc = `${where.file}:${where.line}`;
+    const fail = (m: string): void => {
+      failures.push(`${loc}: ${m}`);
+    };
+    if (e.pending !== undefined) {
+      const p = r.value.pending.find((x) => x.subject === e.pending);
+      if (p === undefined) {
+        fail(`expected ${e.pending} to be pending, but it was placed`);
+        continue;
+      }
+      if (e.message !== undefined && p.explanation !== e.message) fail(`${e.pending}: explanation\n    "${p.explanation}"\n  expected\n    "${e.message}"`);
+      for (const c of e.messageContains ?? []) if (!p.explanation.includes(c)) fail(`${e.pending}: explanation "${p.explanation}" does not contain "${c}"`);
+      if (e.pending.startsWith('gang ')) {
+        const g = e.pending.slice(5);
+        const bound = r.value.placements.filter((x) => x.gang === g);
+        if (bound.length > 0) fail(`${e.pending} is pending but ${bound.length} of its pods were placed`);
+      }
+      continue;
+    }
+    const placements = e.gang !== undefined ? r.value.placements.filter((x) => x.gang === e.gang) : r.value.placements.filter((x) => x.podId === e.pod);
+    const what = e.gang !== undefined ? `gang ${e.gang}` : `pod ${e.pod ?? ''}`;
+    if (placements.length === 0) {
+      const why = r.value.pending.find((x) => x.subject === what)?.explanation ?? 'not in the workload';
+      fail(`expected ${what} to be placed; pending: ${why}`);
+      continue;
+    }
+    const nodes = [...new Set(placements.map((p) => p.node))].sort();
+    if (e.nodes !== undefined && JSON.stringify(nodes) !== JSON.stringify([...e.nodes].sort())) fail(`${what} on nodes ${nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`);
+    if (e.node !== undefined && (nodes.length !== 1 || nodes[0] !== e.node)) fail(`${what} on ${nodes.join(',')}, expected ${e.node}`);
+    if (e.nodeCount !== undefined && nodes.length !== e.nodeCount) fail(`${what} on ${nodes.length} nodes (${nodes.join(',')}), expected ${e.nodeCount}`);
+    if (e.notOnNodesMatching !== undefined) {
+      const re = new RegExp(e.notOnNodesMatching);
+      const bad = nodes.filter((n) => re.test(n));
+      if (bad.length > 0) fail(`${what} landed on ${bad.join(',')}, which match /${e.notOnNodesMatching}/`);
+    }
+    if (e.gpus !== undefined) {
+      const gpus = placements.flatMap((p) => p.gpus);
+      if (JSON.stringify(gpus) !== JSON.stringify(e.gpus)) fail(`${what} got GPUs [${gpus.join(',')}], expected [${e.gpus.join(',')}]`);
+    }
+    if (e.sameRack === true) {
+      const racks = new Set(nodes.map((n) => rackOf(r.value, n)));
+      if (racks.size !== 1) fail(`${what} spans racks ${[...racks].join(',')}`);
+    }
+  }
+  return { result: r.value, failures };
+}
+
+function rackOf(r: BatchResult, node: string): string {
+  return r.racks[node] ?? '?';
+}

@@ -1,0 +1,89 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = join(import.meta.dirname, '../..');
+const sits = (args: string[]): { code: number; out: string; err: string } => {
+  const r = spawnSync(process.execPath, [join(root, 'bin/sits.mjs'), ...args], { encoding: 'utf8', cwd: root });
+  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+};
+const tmp = mkdtempSync(join(tmpdir(), 'sits-cli-'));
+
+describe('sits demo', () => {
+  it('the same seed gives byte-identical JSON, another seed differs', () => {
+    const a = join(tmp, 'a.json');
+    const b = join(tmp, 'b.json');
+    const c = join(tmp, 'c.json');
+    expect(sits(['demo', '--seed', '7', '--hours', '2', '--json', a]).code).toBe(0);
+    expect(sits(['demo', '--seed', '7', '--hours', '2', '--json', b]).code).toBe(0);
+    expect(sits(['demo', '--seed', '8', '--hours', '2', '--json', c]).code).toBe(0);
+    expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
+    expect(readFileSync(a, 'utf8')).not.toBe(readFileSync(c, 'utf8'));
+    const j = JSON.parse(readFileSync(a, 'utf8'));
+    expect(j.results.map((r: { profile: string }) => r.profile)).toEqual(['sits', 'kube-default']);
+    for (const r of j.results) {
+      expect(r.gpuAllocationPct).toBeGreaterThan(0);
+      expect(r.gpuAllocationPct).toBeLessThanOrEqual(100);
+      expect(r.jobsStarted + r.jobsNeverStarted).toBe(j.workload.jobs);
+    }
+  }, 60_000);
+
+  it('rejects a bad seed with a clear message and exit code 2', () => {
+    const r = sits(['demo', '--seed', 'abc']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--seed must be an integer');
+  });
+});
+
+describe('sits schedule', () => {
+  const cluster = join(tmp, 'cluster.yaml');
+  writeFileSync(cluster, 'nodes:\n  - {namePrefix: h100-, count: 2, shape: dgx-h100, rack: r0}\n');
+
+  it('prints placements with GPU indices and explanations', () => {
+    const wl = join(tmp, 'wl.yaml');
+    writeFileSync(wl, 'pods:\n  - {name: a, gpu: 2}\n  - {name: huge, gpu: 16}\n');
+    const r = sits(['schedule', '--cluster', cluster, '--workload', wl, '-o', 'json']);
+    expect(r.code).toBe(0);
+    const j = JSON.parse(r.out);
+    expect(j.placements).toHaveLength(1);
+    expect(j.placements[0].gpus).toHaveLength(2);
+    expect(j.pending[0].explanation).toBe('0/2 nodes fit pod huge: 2 insufficient nvidia.com/gpu');
+  });
+
+  it('names file, line, column and field of a bad workload, exits 2 and places nothing', () => {
+    const wl = join(tmp, 'bad.yaml');
+    writeFileSync(wl, 'pods:\n  - {name: a, gpu: 1}\n  - name: b\n    gpu: two\n');
+    const r = sits(['schedule', '--cluster', cluster, '--workload', wl]);
+    expect(r.code).toBe(2);
+    expect(r.out).toBe('');
+    expect(r.err).toContain(`${wl}:4:10: pods[1].gpu: Expected number (got "two")`);
+  });
+
+  it('names an unknown shape in the cluster file', () => {
+    const bad = join(tmp, 'bad-cluster.yaml');
+    writeFileSync(bad, 'nodes:\n  - {name: n0, shape: dgx-h200}\n');
+    const wl = join(tmp, 'ok.yaml');
+    writeFileSync(wl, 'pods: [{name: a, gpu: 1}]\n');
+    const r = sits(['schedule', '--cluster', bad, '--workload', wl]);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(new RegExp(`${bad}:2:23: nodes\\[0\\]\\.shape: unknown shape "dgx-h200"`));
+  });
+
+  it('reports a missing file', () => {
+    const r = sits(['schedule', '--cluster', join(tmp, 'nope.yaml'), '--workload', cluster]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('nope.yaml: cannot read the cluster file: ENOENT');
+  });
+});
+
+describe('help', () => {
+  it('every command has --help', () => {
+    for (const cmd of [[], ['demo'], ['schedule'], ['presets'], ['profiles'], ['bench']]) {
+      const r = sits([...cmd, '--help']);
+      expect(r.code, cmd.join(' ')).toBe(0);
+      expect(r.out).toContain('Usage: sits');
+    }
+  });
+});
