@@ -6,6 +6,7 @@ import { registerDemo } from './commands/demo.ts';
 import { registerSchedule } from './commands/schedule.ts';
 import { registerInfo } from './commands/info.ts';
 import { registerBench } from './commands/bench.ts';
+import { registerScenario } from './commands/scenario.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -15,6 +16,7 @@ export function buildProgram(): Command {
     .exitOverride();
   registerDemo(program);
   registerSchedule(program);
+  registerScenario(program);
   registerInfo(program);
   registerBench(program);
   return program;

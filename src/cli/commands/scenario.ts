@@ -1,0 +1,25 @@
+import type { Command } from 'commander';
+import { checkScenario, loadScenarioText } from '../../app/scenario.ts';
+import { CliError } from '../errors.ts';
+import { renderBatch, readInput } from './schedule.ts';
+
+export function registerScenario(program: Command): void {
+  program
+    .command('scenario')
+    .description('run declarative scenario files (cluster, running pods, workload, expected placements) and check them')
+    .argument('<files...>', 'scenario YAML files (see scenarios/)')
+    .option('-v, --verbose', 'print every placement')
+    .action((files: string[], o: { verbose?: boolean }) => {
+      let failed = 0;
+      for (const f of files) {
+        const s = loadScenarioText(f, readInput(f, 'scenario'));
+        if (!s.ok) throw s.error;
+        const { result, failures } = checkScenario(s.value);
+        process.stdout.write(`${failures.length === 0 ? 'ok  ' : 'FAIL'} ${s.value.name}${s.value.description === '' ? '' : ` — ${s.value.description.trim()}`}\n`);
+        for (const x of failures) process.stdout.write(`     ${x}\n`);
+        if (o.verbose === true && result !== undefined) process.stdout.write(`${renderBatch(result).replace(/^/gm, '     ')}\n`);
+        if (failures.length > 0) failed++;
+      }
+      if (failed > 0) throw new CliError(`${failed} of ${files.length} scenarios failed`);
+    });
+}
