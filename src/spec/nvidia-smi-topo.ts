@@ -15,13 +15,15 @@ export interface SmiOptions {
 export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<NodeGpuTopology, string> {
   const perLink = opts.nvlinkGBpsPerLink ?? 25;
   const lines = text.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l.trim() !== '');
-  const header = lines.find((l) => /\bGPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l) && !/^GPU\d+\s/.test(l.trimStart()));
+  // The header is indented (`\tGPU0\tGPU1…`), so after trimming it starts like a row: tell them apart by the X cell.
+  const headerIdx = lines.findIndex((l) => /\bGPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l));
+  const header = lines[headerIdx];
   if (header === undefined) return err('no header line with GPU0 found (paste the whole `nvidia-smi topo -m` output)');
   const cols = header.trim().split(/\s{2,}|\t+/).map((c) => c.trim());
   const gpuCols = cols.filter((c) => /^GPU\d+$/.test(c));
   const n = gpuCols.length;
   const numaCol = cols.findIndex((c) => /NUMA Affinity/i.test(c));
-  const rows = lines.filter((l) => /^GPU\d+\s/.test(l.trimStart()));
+  const rows = lines.slice(headerIdx + 1).filter((l) => /^GPU\d+\s/.test(l.trimStart()));
   if (rows.length !== n) return err(`header lists ${n} GPUs but ${rows.length} GPU rows follow`);
   const cells: string[][] = [];
   const numa: number[] = [];
