@@ -42,13 +42,20 @@ export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<
     numa.push(numaGuess === undefined ? -1 : Number(numaGuess));
   }
   if (numa.some((x) => x < 0)) {
-    // Group GPUs that reach each other without crossing sockets.
+    // Group GPUs that reach each other without crossing sockets. An NVLink cell says nothing about the
+    // socket, so a GPU joins a group only when it is SYS to none of its members.
     let next = 0;
     for (let i = 0; i < n; i++) numa[i] = -1;
     for (let i = 0; i < n; i++) {
       if (numa[i] !== -1) continue;
       numa[i] = next;
-      for (let j = i + 1; j < n; j++) if (numa[j] === -1 && cells[i]?.[j] !== 'SYS') numa[j] = next;
+      const group = [i];
+      for (let j = i + 1; j < n; j++) {
+        if (numa[j] === -1 && group.every((m) => cells[m]?.[j] !== 'SYS')) {
+          numa[j] = next;
+          group.push(j);
+        }
+      }
       next++;
     }
   }
