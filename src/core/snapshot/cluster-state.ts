@@ -210,7 +210,8 @@ export class ClusterState {
     n.cpuUsedMilli -= a.cpuMilli;
     n.memUsedMiB -= a.memoryMiB;
     n.podCount -= 1;
-    for (const g of a.gpus) n.gpuFree[g] = (n.gpuFree[g] as number) + a.gpuMilli;
+    // An unhealthy GPU stays at 0 free; setGpuHealth recomputes its share when it comes back.
+    for (const g of a.gpus) if (n.gpuUsable[g] === 1) n.gpuFree[g] = (n.gpuFree[g] as number) + a.gpuMilli;
     const tag = gpuPodTag(a.gpus.length, a.gpuMilli);
     if (tag !== undefined) {
       const c = (n.gpuPodTags.get(tag) ?? 1) - 1;
