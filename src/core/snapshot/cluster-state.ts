@@ -188,14 +188,14 @@ export class ClusterState {
     const n = this.byName.get(a.node);
     if (n === undefined) throw new Error(`allocate: unknown node ${a.node}`);
     if (this.podNode.has(a.podId)) throw new Error(`allocate: pod ${a.podId} already allocated`);
+    // Check every GPU before touching anything, so that a refused allocation leaves the node as it was.
+    for (const [k, g] of a.gpus.entries()) {
+      if (n.gpuUsable[g] !== 1 || (n.gpuFree[g] as number) < a.gpuMilli || a.gpus.indexOf(g) !== k) throw new Error(`allocate: GPU ${g} of ${a.node} over-committed by ${a.podId}`);
+    }
     n.cpuUsedMilli += a.cpuMilli;
     n.memUsedMiB += a.memoryMiB;
     n.podCount += 1;
-    for (const g of a.gpus) {
-      const free = (n.gpuFree[g] as number) - a.gpuMilli;
-      if (free < 0 || n.gpuUsable[g] !== 1) throw new Error(`allocate: GPU ${g} of ${a.node} over-committed by ${a.podId}`);
-      n.gpuFree[g] = free;
-    }
+    for (const g of a.gpus) n.gpuFree[g] = (n.gpuFree[g] as number) - a.gpuMilli;
     const tag = gpuPodTag(a.gpus.length, a.gpuMilli);
     if (tag !== undefined) n.gpuPodTags.set(tag, (n.gpuPodTags.get(tag) ?? 0) + 1);
     n.allocations.set(a.podId, a);
