@@ -4,7 +4,7 @@
  */
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
-import { allocationFor, type ClusterState, type Domain, type NodeState } from '../snapshot/cluster-state.ts';
+import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
@@ -204,8 +204,9 @@ export class Scheduler {
       for (const d of candidates) {
         if (trials++ >= MAX_DOMAIN_TRIALS) break;
         const cp = stmt.checkpoint();
-        // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island.
-        const islandOnly = required === 'nvlink-domain' && 'key' in d && (d as Domain).key.includes('/node:');
+        // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
+        // at the node level as well as at the nvlink-domain level (both ranges are then that one node).
+        const islandOnly = required === 'nvlink-domain' && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
         const placed = this.placeMembers(members, gang.minMember, stmt, d, islandOnly);
         if (placed !== undefined) {
           const permitted = this.profile.permits.every((p) => (p.permit as NonNullable<typeof p.permit>)(gang, placed.placements.length, this.ctx).code === 'Success');
