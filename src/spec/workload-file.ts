@@ -133,6 +133,8 @@ export function loadWorkload(src: YamlSource, prefix: readonly (string | number)
     }
     const members: PodSpec[] = [];
     for (let k = 0; k < g.replicas; k++) {
+      // Members are pods too: their ids must not collide with another pod's (allocate would throw).
+      if (!claim(`${g.name}-${k}`, [...path, 'name'])) return;
       const pod = toPod(`${g.name}-${k}`, g.pod, { gang: g.name, priority: g.priority ?? g.pod.priority ?? 0, queue: g.queue ?? g.pod.queue ?? 'default' }, (f, m) => at([...path, 'pod', f], m));
       if (pod === undefined) return;
       members.push(pod);
