@@ -2,10 +2,11 @@
  * Fit: can this node hold this pod right now? Static checks come first so that an explanation names the
  * reason a person can act on (a model mismatch, not "insufficient GPU" on a node that could never fit).
  *
- * Rule, in order: cordoned → taints with NoSchedule/NoExecute not tolerated → node selector → no usable GPU
- * when GPUs are requested (no GPUs / all unhealthy) → GPU model not in the allowed list → compute capability
- * below the minimum → GPU memory per device too small → pod count → CPU → memory → GPUs: one fractional
- * or whole device needs a usable GPU with free ≥ gpuMilli; n devices need n usable GPUs with free ≥ gpuMilli.
+ * Rule, in order: cordoned → taints with NoSchedule/NoExecute not tolerated → node selector → when GPUs are
+ * requested: no GPUs on the node → GPU model not in the allowed list → compute capability below the minimum →
+ * GPU memory per device too small → fewer usable GPUs than requested (unhealthy when the node has enough
+ * devices, else insufficient GPUs) → pod count → CPU → memory → GPUs: one fractional or whole device needs a
+ * usable GPU with free ≥ gpuMilli; n devices need n usable GPUs with free ≥ gpuMilli.
  */
 import type { NodeState } from '../../snapshot/cluster-state.ts';
 import type { PodSpec, Toleration } from '../../model/pod.ts';
