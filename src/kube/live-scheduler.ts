@@ -1,0 +1,474 @@
+/**
+ * The live SITS scheduler: informers keep the ClusterCache, the leader runs scheduling cycles with the
+ * same core as the simulator, and commits reach the API server only through bindings (and, for gangs, a
+ * plan written first so that a crash in the middle of a gang can be completed on restart, never left
+ * half-bound). Pods of other schedulers count as allocated; pods of ours wait in the pending set.
+ */
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { GangSpec, PodSpec, TopologyConstraint } from '../core/model/pod.ts';
+import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
+import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
+import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
+import type { Profile } from '../core/framework/types.ts';
+import { allocationFor, type ClusterState } from '../core/snapshot/cluster-state.ts';
+import { seededRng } from '../core/ports.ts';
+import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../app/expected-workload.ts';
+import { isStatus, KubeApiError, type KubeClient } from './client.ts';
+import { ClusterCache, type PendingPod } from './cluster-cache.ts';
+import { ANNOTATION, LABEL, parseGpuIndices, podKey, SCHEDULER_NAME } from './labels.ts';
+import { LeaderElector } from './leader.ts';
+import { objectKey, Reflector } from './reflector.ts';
+
+export interface LiveOptions {
+  readonly profile?: string;
+  readonly schedulerName?: string;
+  readonly identity: string;
+  /** Lease namespace; undefined = no leader election (single replica). */
+  readonly leaseNamespace?: string;
+  readonly leaseDurationSec?: number;
+  readonly events?: boolean;
+  /** Fault injection for crash tests: exit the process after this many gang-member bindings. */
+  readonly crashAfterGangBinds?: number;
+  readonly log?: (msg: string) => void;
+}
+
+export interface PodGroupObject {
+  metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
+  spec?: { minMember?: number; topology?: { required?: string; preferred?: string }; queue?: string; priorityClassName?: string };
+}
+
+interface FailedUnit {
+  generation: number;
+  retryAtMs: number;
+  message: string;
+  lastEventMs: number;
+}
+
+const RETRY_MS = 30_000;
+const EVENT_REPEAT_MS = 60_000;
+
+export class LiveScheduler {
+  readonly cache: ClusterCache;
+  private readonly reflectors: Reflector<{ metadata?: { name?: string } }>[] = [];
+  private readonly podGroups = new Map<string, PodGroupObject>();
+  private readonly failed = new Map<string, FailedUnit>();
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private leader: LeaderElector | undefined;
+  private scheduler: Scheduler | undefined;
+  private schedulerState: ClusterState | undefined;
+  private profile: Profile | undefined;
+  private profileShapesKey = '';
+  private profileAtMs = 0;
+  private wake: (() => void) | undefined;
+  private stopped = false;
+  private recovered = false;
+  private gangBinds = 0;
+  private loopDone: Promise<void> | undefined;
+  readonly stats = { cycles: 0, bound: 0, bindErrors: 0, failedAttempts: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
+  private readonly schedulerName: string;
+  private readonly log: (m: string) => void;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly opts: LiveOptions,
+  ) {
+    this.schedulerName = opts.schedulerName ?? SCHEDULER_NAME;
+    this.log = opts.log ?? (() => undefined);
+    this.cache = new ClusterCache(this.schedulerName, this.log);
+  }
+
+  isLeader(): boolean {
+    return this.leader === undefined ? true : this.leader.isLeader();
+  }
+
+  async start(): Promise<void> {
+    const poke = (): void => this.poke();
+    const nodes = new Reflector<V1Node>(this.client, '/api/v1/nodes', {
+      add: (n) => (this.cache.upsertNode(n), poke()),
+      update: (n) => (this.cache.upsertNode(n), poke()),
+      delete: (n) => (this.cache.deleteNode(n), poke()),
+      error: (e) => this.log(`nodes watch: ${e.message}`),
+    });
+    const pods = new Reflector<V1Pod>(this.client, '/api/v1/pods', {
+      add: (p) => (this.cache.upsertPod(p), poke()),
+      update: (p) => (this.cache.upsertPod(p), poke()),
+      delete: (p) => (this.cache.deletePod(p), poke()),
+      error: (e) => this.log(`pods watch: ${e.message}`),
+    });
+    const groups = new Reflector<PodGroupObject>(this.client, '/apis/ai.sits2026.dev/v1/podgroups', {
+      add: (g) => (this.podGroups.set(objectKey(g), g), poke()),
+      update: (g) => (this.podGroups.set(objectKey(g), g), poke()),
+      delete: (g) => this.podGroups.delete(objectKey(g)),
+      error: (e) => this.log(`podgroups watch: ${e.message}`),
+    });
+    this.reflectors.push(nodes, pods, groups);
+    await nodes.start();
+    await pods.start();
+    try {
+      await groups.start();
+    } catch (e) {
+      // Without the PodGroup CRD, gangs are described by pod annotations alone.
+      if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+      this.log('PodGroup CRD not installed: gangs read from pod annotations');
+      this.reflectors.pop();
+    }
+    if (this.opts.leaseNamespace !== undefined) {
+      this.leader = new LeaderElector(this.client, {
+        namespace: this.opts.leaseNamespace,
+        name: this.schedulerName,
+        identity: this.opts.identity,
+        ...(this.opts.leaseDurationSec === undefined ? {} : { leaseDurationSec: this.opts.leaseDurationSec, renewDeadlineSec: Math.max(1, this.opts.leaseDurationSec * 0.66), retryPeriodSec: Math.max(0.5, this.opts.leaseDurationSec / 7) }),
+        log: this.log,
+        onStartedLeading: () => {
+          this.recovered = false;
+          this.poke();
+        },
+      });
+      this.leader.start();
+    }
+    this.loopDone = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.poke();
+    for (const r of this.reflectors) r.stop();
+    await this.loopDone;
+    await Promise.allSettled([...this.inFlight]);
+    await this.leader?.stop(true);
+  }
+
+  /** Resolves when nothing is pending or in flight (tests, benchmarks). */
+  async idle(timeoutMs = 60_000): Promise<boolean> {
+    const end = performance.now() + timeoutMs;
+    while (performance.now() < end) {
+      if (this.inFlight.size === 0 && [...this.cache.pending.keys()].every((k) => this.failed.has(k) || this.failed.has(this.unitKeyOf(k)))) return true;
+      await sleep(50);
+    }
+    return false;
+  }
+
+  private unitKeyOf(podKeyStr: string): string {
+    const p = this.cache.pending.get(podKeyStr);
+    return p?.spec.gang === undefined ? podKeyStr : `gang:${p.spec.gang}`;
+  }
+
+  private poke(): void {
+    const w = this.wake;
+    this.wake = undefined;
+    w?.();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        setTimeout(resolve, 1000);
+      });
+      if (this.stopped) break;
+      if (!this.isLeader()) continue;
+      try {
+        if (!this.recovered) {
+          await this.recover();
+          this.recovered = true;
+        }
+        await this.cycle();
+      } catch (e) {
+        this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
+      }
+    }
+  }
+
+  private ensureScheduler(): Scheduler {
+    const state = this.cache.state();
+    const now = performance.now();
+    const pods: PodSpec[] = [...this.cache.pending.values()].map((p) => p.spec);
+    const shapes = blendShapes(shapesOf(pods), WHOLE_GPU_PRIOR, pods.length === 0 ? 0 : 0.7);
+    const key = JSON.stringify(shapes.map((s) => [s.cpuMilli, s.gpuMilli, s.gpuCount, s.gpuModels.join('|')]));
+    const stale = this.profile === undefined || (key !== this.profileShapesKey && now - this.profileAtMs > 30_000);
+    if (stale) {
+      const p = resolveProfile(this.opts.profile ?? 'sits', { typicalShapes: shapes });
+      if (!p.ok) throw new Error(formatProfileError(p.error));
+      this.profile = p.value;
+      this.profileShapesKey = key;
+      this.profileAtMs = now;
+    }
+    if (stale || this.scheduler === undefined || this.schedulerState !== state) {
+      this.scheduler = new Scheduler(this.profile as Profile, state, seededRng(1));
+      this.schedulerState = state;
+    }
+    return this.scheduler;
+  }
+
+  /** One pass over the pending pods, in queue order; failed units wait for a relevant change. */
+  private async cycle(): Promise<void> {
+    if (this.cache.pending.size === 0) return;
+    const sch = this.ensureScheduler();
+    this.stats.cycles++;
+    const now = performance.now();
+    const gen = this.cache.generation;
+    const singles: PendingPod[] = [];
+    const gangs = new Map<string, PendingPod[]>();
+    for (const p of this.cache.pending.values()) {
+      if (p.obj.metadata?.annotations?.[ANNOTATION.planId] !== undefined && p.obj.metadata.annotations[ANNOTATION.assignedNode] !== undefined) continue; // in a plan being bound
+      if (p.spec.gang === undefined) singles.push(p);
+      else {
+        const list = gangs.get(p.spec.gang) ?? [];
+        list.push(p);
+        gangs.set(p.spec.gang, list);
+      }
+    }
+    type Unit = { key: string; priority: number; createdMs: number; seq: number; run: () => Promise<void> | void };
+    const units: Unit[] = [];
+    for (const p of singles) units.push({ key: p.key, priority: p.spec.priority, createdMs: p.createdMs, seq: p.seq, run: () => this.scheduleSingle(sch, p) });
+    for (const [g, members] of gangs) {
+      const first = members.reduce((a, b) => (a.seq < b.seq ? a : b));
+      units.push({ key: `gang:${g}`, priority: Math.max(...members.map((m) => m.spec.priority)), createdMs: first.createdMs, seq: first.seq, run: () => this.scheduleGang(sch, g, members) });
+    }
+    units.sort((a, b) => b.priority - a.priority || a.createdMs - b.createdMs || a.seq - b.seq);
+    for (const u of units) {
+      if (this.stopped || !this.isLeader()) return;
+      const f = this.failed.get(u.key);
+      if (f !== undefined && f.generation === gen && now < f.retryAtMs) continue;
+      await u.run();
+    }
+  }
+
+  private scheduleSingle(sch: Scheduler, p: PendingPod): void {
+    const r = sch.schedulePod(p.spec);
+    if (!r.ok) {
+      this.noteFailure(p.key, [p], r.explanation);
+      return;
+    }
+    this.failed.delete(p.key);
+    const a = sch.state.allocation(p.spec.id);
+    if (a !== undefined) this.cache.assume(a);
+    this.track(this.bind(p, r.placement).catch(() => undefined));
+  }
+
+  private gangInfo(name: string, members: readonly PendingPod[]): { minMember: number; topology: TopologyConstraint } {
+    const g = this.podGroups.get(name);
+    const ann = members[0]?.obj.metadata?.annotations ?? {};
+    const level = (v: string | undefined): TopologyLevel | undefined => ((TOPOLOGY_LEVELS as readonly string[]).includes(v ?? '') ? (v as TopologyLevel) : undefined);
+    const required = level(g?.spec?.topology?.required ?? ann['ai.sits2026.dev/topology-required']);
+    const preferred = level(g?.spec?.topology?.preferred ?? ann['ai.sits2026.dev/topology-preferred']);
+    const minMember = g?.spec?.minMember ?? Number(ann['ai.sits2026.dev/min-member'] ?? members.length);
+    return { minMember: Number.isInteger(minMember) && minMember > 0 ? minMember : members.length, topology: { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) } };
+  }
+
+  private async scheduleGang(sch: Scheduler, name: string, members: PendingPod[]): Promise<void> {
+    const key = `gang:${name}`;
+    const info = this.gangInfo(name, members);
+    let boundAlready = 0;
+    for (const p of this.cache.allPods()) if (p.metadata?.labels?.[LABEL.podGroup] !== undefined && `${p.metadata.namespace}/${p.metadata.labels[LABEL.podGroup]}` === name && (p.spec?.nodeName ?? '') !== '') boundAlready++;
+    const need = Math.max(0, info.minMember - boundAlready);
+    if (members.length < need) {
+      const e: Explanation = { subject: `gang ${name}`, nodes: sch.state.size, fitting: 0, reasons: [], message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`, unresolvable: false };
+      this.noteFailure(key, members, e, false);
+      return;
+    }
+    const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
+    const gang: GangSpec = { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority: sorted[0]?.spec.priority ?? 0, queue: sorted[0]?.spec.queue ?? 'default' };
+    const r = sch.scheduleGang(gang);
+    if (!r.ok) {
+      this.noteFailure(key, members, r.explanation);
+      return;
+    }
+    this.failed.delete(key);
+    const byKey = new Map(sorted.map((m) => [m.key, m]));
+    const plan = r.placements.map((pl) => ({ pod: byKey.get(pl.podId) as PendingPod, placement: pl }));
+    for (const { placement } of plan) {
+      const a = sch.state.allocation(placement.podId);
+      if (a !== undefined) this.cache.assume(a);
+    }
+    const task = this.bindGang(name, plan);
+    this.track(task);
+    await task;
+  }
+
+  /**
+   * Two phases: write the plan on every member (assigned node, GPUs, plan id and size), then bind. A crash
+   * after phase 1 is completed by `recover()`; a failure in phase 1 undoes the plan before anything is bound.
+   */
+  private async bindGang(name: string, plan: { pod: PendingPod; placement: Placement }[]): Promise<void> {
+    const planId = `${name.replace('/', '.')}.${Date.now().toString(36)}`;
+    const annotate = plan.map(({ pod, placement }) =>
+      this.client.mergePatch(podPath(pod.key), {
+        metadata: { annotations: { [ANNOTATION.assignedNode]: placement.node, [ANNOTATION.gpuIndices]: placement.gpus.join(','), [ANNOTATION.planId]: planId, 'ai.sits2026.dev/plan-size': String(plan.length) } },
+      }),
+    );
+    const results = await Promise.allSettled(annotate);
+    if (results.some((x) => x.status === 'rejected')) {
+      this.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
+      await Promise.allSettled(plan.map(({ pod }) => this.client.mergePatch(podPath(pod.key), { metadata: { annotations: planCleared() } })));
+      for (const { placement } of plan) this.cache.forget(placement.podId);
+      this.stats.rollbacks++;
+      return;
+    }
+    const binds = await Promise.allSettled(
+      plan.map(async ({ pod, placement }) => {
+        await this.bind(pod, placement, false);
+        this.gangBinds++;
+        if (this.opts.crashAfterGangBinds !== undefined && this.gangBinds >= this.opts.crashAfterGangBinds) {
+          this.log(`failpoint: crashing after ${this.gangBinds} gang bindings`);
+          process.kill(process.pid, 'SIGKILL');
+        }
+      }),
+    );
+    if (binds.some((b) => b.status === 'rejected')) {
+      this.log(`gang ${name}: some bindings failed; completing or rolling back`);
+      await this.recoverPlan(planId);
+    } else {
+      this.stats.gangsBound++;
+      this.emitEvents(plan.map(({ pod, placement }) => ({ pod: pod.obj, reason: 'Scheduled', type: 'Normal', message: `Successfully assigned ${pod.key} to ${placement.node} (GPUs ${placement.gpus.join(',') || 'none'}; gang ${name})` })));
+    }
+  }
+
+  private async bind(p: PendingPod, pl: Placement, event = true): Promise<void> {
+    const [ns, name] = split(p.key);
+    try {
+      await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name, namespace: ns, ...(p.obj.metadata?.uid === undefined ? {} : { uid: p.obj.metadata.uid }), annotations: { [ANNOTATION.gpuIndices]: pl.gpus.join(',') } },
+        target: { apiVersion: 'v1', kind: 'Node', name: pl.node },
+      });
+      this.stats.bound++;
+      if (event) this.emitEvents([{ pod: p.obj, reason: 'Scheduled', type: 'Normal', message: `Successfully assigned ${p.key} to ${pl.node} (GPUs ${pl.gpus.join(',') || 'none'})` }]);
+    } catch (e) {
+      this.stats.bindErrors++;
+      // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
+      this.log(`bind ${p.key} → ${pl.node}: ${(e as Error).message}`);
+      this.cache.forget(p.key);
+      throw e;
+    }
+  }
+
+  /** Completes a written plan, or rolls it back when it cannot be completed. */
+  private async recoverPlan(planId: string): Promise<void> {
+    const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
+    const size = Number(members[0]?.metadata?.annotations?.['ai.sits2026.dev/plan-size'] ?? '0');
+    const bound = members.filter((p) => (p.spec?.nodeName ?? '') !== '');
+    const unbound = members.filter((p) => (p.spec?.nodeName ?? '') === '' && p.metadata?.deletionTimestamp === undefined);
+    if (unbound.length === 0 && members.length >= size) return;
+    let complete = members.length >= size;
+    if (complete) {
+      const state = this.cache.state();
+      for (const p of unbound) {
+        const node = p.metadata?.annotations?.[ANNOTATION.assignedNode] ?? '';
+        const gpus = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]) ?? [];
+        const pending = this.cache.pending.get(podKey(p));
+        const n = state.node(node);
+        if (pending === undefined || n === undefined) {
+          complete = false;
+          break;
+        }
+        if (state.allocation(pending.key) === undefined) {
+          const ok = gpus.every((g) => (n.gpuFree[g] as number) >= pending.spec.request.gpuMilli) && n.cpuFreeMilli >= pending.spec.request.cpuMilli;
+          if (!ok) {
+            complete = false;
+            break;
+          }
+          state.allocate(allocationFor(pending.spec, node, gpus));
+          const a = state.allocation(pending.key);
+          if (a !== undefined) this.cache.assume(a);
+        }
+        try {
+          await this.bind(pending, { podId: pending.key, node, gpus }, false);
+        } catch (e) {
+          if (!isStatus(e, 409)) {
+            complete = false;
+            break;
+          }
+        }
+      }
+    }
+    if (complete) {
+      this.stats.recoveries++;
+      this.log(`plan ${planId}: completed ${unbound.length} bindings`);
+      return;
+    }
+    // Roll back: bound members are deleted (their owner recreates them), the rest lose the plan.
+    this.stats.rollbacks++;
+    this.log(`plan ${planId}: rolling back ${bound.length} bound members`);
+    await Promise.allSettled(bound.map((p) => this.client.delete(podPath(podKey(p)))));
+    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podPath(podKey(p)), { metadata: { annotations: planCleared() } })));
+    for (const p of unbound) this.cache.forget(podKey(p));
+  }
+
+  /** After (re)gaining leadership: finish or undo every gang plan left by a previous leader. */
+  private async recover(): Promise<void> {
+    const plans = new Set<string>();
+    for (const p of this.cache.allPods()) {
+      const id = p.metadata?.annotations?.[ANNOTATION.planId];
+      if (id !== undefined && p.spec?.schedulerName === this.schedulerName) plans.add(id);
+    }
+    for (const id of [...plans].sort()) await this.recoverPlan(id);
+  }
+
+  private noteFailure(key: string, pods: readonly PendingPod[], e: Explanation, warn = true): void {
+    this.stats.failedAttempts++;
+    const now = performance.now();
+    const prev = this.failed.get(key);
+    const repeat = prev !== undefined && prev.message === e.message && now - prev.lastEventMs < EVENT_REPEAT_MS;
+    this.failed.set(key, { generation: this.cache.generation, retryAtMs: now + RETRY_MS, message: e.message, lastEventMs: repeat ? (prev?.lastEventMs ?? now) : now });
+    if (repeat) return;
+    this.emitEvents(pods.map((p) => ({ pod: p.obj, reason: 'FailedScheduling', type: warn ? 'Warning' : 'Normal', message: e.message })));
+    for (const p of pods) this.track(this.markUnschedulable(p, e.message).catch(() => undefined));
+  }
+
+  private async markUnschedulable(p: PendingPod, message: string): Promise<void> {
+    await this.client.request('PATCH', `${podPath(p.key)}/status`, {
+      contentType: 'application/strategic-merge-patch+json',
+      body: { status: { conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastTransitionTime: new Date().toISOString() }] } },
+    });
+  }
+
+  private emitEvents(list: { pod: V1Pod; reason: string; type: 'Normal' | 'Warning'; message: string }[]): void {
+    if (this.opts.events === false) return;
+    for (const ev of list) {
+      const ns = ev.pod.metadata?.namespace ?? 'default';
+      const now = new Date().toISOString();
+      this.track(
+        this.client
+          .post(`/api/v1/namespaces/${ns}/events`, {
+            apiVersion: 'v1',
+            kind: 'Event',
+            metadata: { generateName: `${ev.pod.metadata?.name ?? 'pod'}.`, namespace: ns },
+            involvedObject: { apiVersion: 'v1', kind: 'Pod', name: ev.pod.metadata?.name, namespace: ns, uid: ev.pod.metadata?.uid },
+            reason: ev.reason,
+            message: ev.message.slice(0, 1000),
+            type: ev.type,
+            source: { component: this.schedulerName },
+            reportingComponent: this.schedulerName,
+            reportingInstance: this.opts.identity,
+            firstTimestamp: now,
+            lastTimestamp: now,
+            count: 1,
+          })
+          .catch((e: unknown) => this.log(`event: ${(e as Error).message}`)),
+      );
+    }
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+}
+
+function split(key: string): [string, string] {
+  const i = key.indexOf('/');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+function podPath(key: string): string {
+  const [ns, name] = split(key);
+  return `/api/v1/namespaces/${ns}/pods/${name}`;
+}
+
+function planCleared(): Record<string, null> {
+  return { [ANNOTATION.assignedNode]: null, [ANNOTATION.planId]: null, 'ai.sits2026.dev/plan-size': null };
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,161 @@
+/**
+ * List-then-watch of one resource into handlers, the way client-go's reflector does it: a full list
+ * replaces the known set (synthesising deletes for objects that vanished while we were away), the watch
+ * resumes from the last resourceVersion, `410 Gone` forces a relist, any other error or a dropped stream
+ * backs off (0.5 s doubling to 30 s) and resumes. Handlers see a consistent add/update/delete stream.
+ */
+import { KubeApiError, type KubeClient, type WatchHandle } from './client.ts';
+
+export interface KubeObject {
+  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly uid?: string; readonly resourceVersion?: string };
+}
+
+export interface ReflectorHandlers<T> {
+  add(obj: T): void;
+  update(obj: T, old: T): void;
+  delete(obj: T): void;
+  /** After each (re)list has been applied. */
+  synced?(): void;
+  /** Every error, for logs and metrics. */
+  error?(err: Error): void;
+}
+
+interface ListResponse<T> {
+  readonly metadata?: { readonly resourceVersion?: string; readonly continue?: string };
+  readonly items: T[];
+}
+
+export const objectKey = (o: KubeObject): string => (o.metadata?.namespace === undefined || o.metadata.namespace === '' ? (o.metadata?.name ?? '') : `${o.metadata.namespace}/${o.metadata.name ?? ''}`);
+
+export class Reflector<T extends KubeObject> {
+  private readonly known = new Map<string, T>();
+  private rv = '';
+  private handle: WatchHandle | undefined;
+  private stopped = false;
+  private backoffMs = 500;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Relists done (the first list included). */
+  relists = 0;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly path: string,
+    private readonly handlers: ReflectorHandlers<T>,
+    private readonly query: Readonly<Record<string, string>> = {},
+  ) {}
+
+  get items(): ReadonlyMap<string, T> {
+    return this.known;
+  }
+
+  /** Lists once (resolving when the first list is applied), then keeps watching in the background. */
+  async start(): Promise<void> {
+    await this.relist();
+    this.watch();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.handle?.stop();
+    if (this.timer !== undefined) clearTimeout(this.timer);
+  }
+
+  private async relist(): Promise<void> {
+    const fresh = new Map<string, T>();
+    let cont: string | undefined;
+    let rv = '';
+    do {
+      const page: ListResponse<T> = await this.client.get<ListResponse<T>>(this.path, { ...this.query, limit: 2000, ...(cont === undefined ? {} : { continue: cont }) });
+      for (const item of page.items) fresh.set(objectKey(item), item);
+      cont = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
+      rv = page.metadata?.resourceVersion ?? rv;
+    } while (cont !== undefined);
+    this.relists++;
+    for (const [k, old] of this.known) {
+      if (!fresh.has(k)) {
+        this.known.delete(k);
+        this.handlers.delete(old);
+      }
+    }
+    for (const [k, obj] of fresh) {
+      const old = this.known.get(k);
+      this.known.set(k, obj);
+      if (old === undefined) this.handlers.add(obj);
+      else if (old.metadata?.resourceVersion !== obj.metadata?.resourceVersion) this.handlers.update(obj, old);
+    }
+    this.rv = rv;
+    this.handlers.synced?.();
+  }
+
+  private watch(): void {
+    if (this.stopped) return;
+    let sawEvent = false;
+    void this.client
+      .watch<T & { code?: number }>(
+        this.path,
+        { ...this.query, resourceVersion: this.rv, timeoutSeconds: 300 },
+        (ev) => {
+          sawEvent = true;
+          if (ev.type === 'ERROR') {
+            const code = (ev.object as { code?: number }).code;
+            this.handle?.stop();
+            this.retry(code === 410 ? 'relist' : 'watch', new KubeApiError(code ?? 0, 'WatchError', JSON.stringify(ev.object), 'WATCH', this.path));
+            return;
+          }
+          const rv = ev.object.metadata?.resourceVersion;
+          if (rv !== undefined) this.rv = rv;
+          if (ev.type === 'BOOKMARK') return;
+          const k = objectKey(ev.object);
+          const old = this.known.get(k);
+          if (ev.type === 'DELETED') {
+            this.known.delete(k);
+            this.handlers.delete(old ?? ev.object);
+          } else {
+            this.known.set(k, ev.object);
+            if (old === undefined) this.handlers.add(ev.object);
+            else this.handlers.update(ev.object, old);
+          }
+        },
+        (err) => {
+          if (this.stopped) return;
+          if (err === undefined) {
+            // A clean close (server timeout): resume at once from the last resourceVersion.
+            if (sawEvent) this.backoffMs = 500;
+            this.retry('watch', undefined, 0);
+            return;
+          }
+          this.retry(err instanceof KubeApiError && err.status === 410 ? 'relist' : 'watch', err);
+        },
+      )
+      .then((h) => {
+        this.handle = h;
+        if (this.stopped) h.stop();
+      })
+      .catch((e: unknown) => this.retry('watch', e as Error));
+  }
+
+  private retry(kind: 'relist' | 'watch', err: Error | undefined, delayMs = this.backoffMs): void {
+    if (this.stopped) return;
+    if (err !== undefined) {
+      this.handlers.error?.(err);
+      this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
+    }
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = setTimeout(
+      () => {
+        this.timer = undefined;
+        if (kind === 'watch') {
+          this.watch();
+          return;
+        }
+        this.relist()
+          .then(() => {
+            this.backoffMs = 500;
+            this.watch();
+          })
+          .catch((e: unknown) => this.retry('relist', e as Error));
+      },
+      kind === 'relist' && err instanceof KubeApiError && err.status === 410 ? 0 : delayMs,
+    );
+  }
+}
