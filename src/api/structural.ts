@@ -169,6 +169,9 @@ function convert(schema: unknown, path: string, rules: WeakMap<JSONSchemaProps, 
   if (typeof src.format === 'string') out.format = src.format;
   if (src.default !== undefined) out.default = src.default as JsonValue;
   copyBounds(src, out);
+  // The apiserver's CEL cost estimator assumes unbounded strings are ~3 MB; an enum is never longer
+  // than its longest value, and saying so keeps rules that compare enums within budget.
+  if (out.enum && out.type === 'string' && out.maxLength === undefined) out.maxLength = Math.max(...out.enum.map((v) => String(v).length));
   if (src.nullable === true) out.nullable = true;
 
   if (out.type === 'object') {

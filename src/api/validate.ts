@@ -221,6 +221,10 @@ function schemaErrors(kind: ResourceKind, value: unknown, root: JSONSchemaProps)
     }
     if (e.type === ValueErrorType.ObjectRequiredProperty) required.add(path);
     else if (required.has(path)) continue; // TypeBox also reports the missing value's type
+    // The CRD bounds enums by their longest value; the apiserver reports that before the enum.
+    if (e.type === ValueErrorType.Union && node?.enum && node.maxLength !== undefined && typeof e.value === 'string' && e.value.length > node.maxLength) {
+      errors.push({ path, code: 'TooLong', message: `Too long: may not be more than ${node.maxLength} bytes` });
+    }
     errors.push({ path, ...schemaProblem(e, node) });
   }
   return errors;

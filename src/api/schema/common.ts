@@ -301,8 +301,16 @@ export function topologyRank(level: TopologyLevel): number {
   return TOPOLOGY_LEVELS.indexOf(level);
 }
 
-/** The CEL list literal of TOPOLOGY_LEVELS, so rules can compare levels with indexOf(). */
-export const TOPOLOGY_LEVELS_CEL = `[${TOPOLOGY_LEVELS.map((l) => `'${l}'`).join(', ')}]`;
+/**
+ * CEL for "level `narrow` is the same as or narrower than level `wide`", spelled out as equalities:
+ * the apiserver's cost estimator prices indexOf() on a list literal as if it were unbounded.
+ */
+export function celLevelAtMost(narrow: string, wide: string): string {
+  return TOPOLOGY_LEVELS.map((w, i) => {
+    const allowed = TOPOLOGY_LEVELS.slice(0, i + 1).map((n) => `${narrow} == '${n}'`).join(' || ');
+    return `(${wide} == '${w}' && (${allowed}))`;
+  }).join(' || ');
+}
 
 export const GpuRequirements = Obj(
   {

@@ -88,9 +88,10 @@ export const PipelineStage = withRules(
 );
 export type PipelineStage = Static<typeof PipelineStage>;
 
-// indexOf over the stage names implements "listed earlier"; bounded lists keep the CEL cost small.
+// An index-aware comprehension (CEL two-variable all/exists, Kubernetes >= 1.33) expresses "listed
+// earlier" directly; indexOf() over a map() result is priced as unbounded by the cost estimator.
 const STAGE_ORDER_RULE =
-  'self.stages.all(s, !has(s.dependsOn) || s.dependsOn.all(d, self.stages.map(t, t.name).indexOf(d) >= 0 && self.stages.map(t, t.name).indexOf(d) < self.stages.map(t, t.name).indexOf(s.name)))';
+  'self.stages.all(i, s, !has(s.dependsOn) || s.dependsOn.all(d, self.stages.exists(j, t, j < i && t.name == d)))';
 
 export const DataPipelineSpec = withRules(
   Obj(
@@ -121,10 +122,7 @@ export const DataPipelineSpec = withRules(
       rule: STAGE_ORDER_RULE,
       message: 'dependsOn must name stages listed earlier in stages (so the graph has no cycles)',
       fieldPath: '.stages',
-      check: (self) => {
-        const names = self.stages.map((s) => s.name);
-        return self.stages.every((s) => (s.dependsOn ?? []).every((d) => names.indexOf(d) >= 0 && names.indexOf(d) < names.indexOf(s.name)));
-      },
+      check: (self) => self.stages.every((s, i) => (s.dependsOn ?? []).every((d) => self.stages.some((t, j) => j < i && t.name === d))),
     },
   ],
 );

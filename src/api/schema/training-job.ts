@@ -13,7 +13,7 @@ import {
   Resource,
   ResourceList,
   StringEnum,
-  TOPOLOGY_LEVELS_CEL,
+  celLevelAtMost,
   TopologyLevelEnum,
   gpusIn,
   nameLengthRule,
@@ -43,7 +43,7 @@ export const TrainingTopology = withRules(
   ),
   [
     {
-      rule: `!has(self.requiredLevel) || !has(self.preferredLevel) || ${TOPOLOGY_LEVELS_CEL}.indexOf(self.preferredLevel) <= ${TOPOLOGY_LEVELS_CEL}.indexOf(self.requiredLevel)`,
+      rule: `!has(self.requiredLevel) || !has(self.preferredLevel) || ${celLevelAtMost('self.preferredLevel', 'self.requiredLevel')}`,
       message: 'preferredLevel must be the same as or narrower than requiredLevel (nvlink-domain < node < rack < block < zone)',
       fieldPath: '.preferredLevel',
       check: (self) =>
