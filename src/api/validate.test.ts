@@ -1,3 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ELASTIC_TRAINING_JOB, EXAMPLES, INVALID_CASES, SEED_TRAINING_JOB } from './examples.ts';
 import { RESOURCE_KINDS } from './kinds.ts';
@@ -193,5 +197,17 @@ describe('validateManifest', () => {
 
   it('formats errors one per line with the path first', () => {
     expect(formatErrors([{ path: 'spec.replicas', code: 'Invalid', message: 'Invalid value: 0' }, { path: '', code: 'TypeInvalid', message: 'x' }])).toBe('spec.replicas: Invalid value: 0\nx');
+  });
+});
+
+describe('docs/crds.md', () => {
+  const doc = readFileSync(resolve(dirname(fileURLToPath(import.meta.url)), '../../docs/crds.md'), 'utf8');
+  const blocks = [...doc.matchAll(/```yaml\n([\s\S]*?)```/g)].map((m) => parse(m[1] ?? '') as unknown);
+
+  it('shows one valid example per kind, the first being the seed exactly', () => {
+    expect(blocks.length).toBe(RESOURCE_KINDS.length);
+    expect(blocks[0]).toEqual(SEED_TRAINING_JOB);
+    for (const b of blocks) expect(errorsOf(validateManifest(b)), JSON.stringify(b)).toEqual([]);
+    expect(blocks.map((b) => (b as { kind: string }).kind).sort()).toEqual([...RESOURCE_KINDS].sort());
   });
 });
