@@ -12,5 +12,7 @@ export { buildCrd, buildCrds, crdFiles, crdName, crdYaml, structuralSchemaOf, GE
 export type { CustomResourceDefinition } from './crd.ts';
 export { resourceStructuralSchema, toStructural } from './structural.ts';
 export type { JSONSchemaProps, JsonValue, OpenApiType, StructuralSchema } from './structural.ts';
+export { ELASTIC_TRAINING_JOB, EXAMPLES, INVALID_CASES, SEED_TRAINING_JOB } from './examples.ts';
+export type { InvalidCase } from './examples.ts';
 export { formatErrors, validateManifest, validateResource, withDefaults } from './validate.ts';
 export type { FieldError, FieldErrorCode, ResourceTypes, SitsResource, ValidationResult } from './validate.ts';
