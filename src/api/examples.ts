@@ -225,11 +225,16 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     ];
   }),
   invalid('TrainingJob', 'master port out of range', 'spec.masterPort', SEED_TRAINING_JOB, (s) => (s.masterPort = 70000)),
+  invalid('TrainingJob', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', SEED_TRAINING_JOB, (s) => {
+    obj(s.container).env = [{ name: 'HF_TOKEN', value: 'x', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }];
+  }),
+  { name: 'name too long for pod hostnames', kind: 'TrainingJob', path: 'metadata', manifest: { ...SEED_TRAINING_JOB, metadata: { name: `bert-${'x'.repeat(44)}` } } },
   invalid('InferenceService', 'unknown runtime', 'spec.runtime', EXAMPLE_INFERENCE_SERVICE, (s) => (s.runtime = 'sglang')),
   invalid('InferenceService', 'minReplicas > maxReplicas', 'spec.minReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => {
     s.minReplicas = 9;
     s.replicas = 9;
   }),
+  invalid('InferenceService', 'replicas below minReplicas', 'spec.replicas', EXAMPLE_INFERENCE_SERVICE, (s) => (s.replicas = 0)),
   invalid('InferenceService', 'autoscaling without a target', 'spec.autoscaling.tokensPerSecondPerReplica', EXAMPLE_INFERENCE_SERVICE, (s) => (s.autoscaling = {})),
   invalid('InferenceService', 'autoscaling without maxReplicas', 'spec.maxReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => delete s.maxReplicas),
   invalid('InferenceService', 'tensorParallelSize does not divide GPUs', 'spec.tensorParallelSize', EXAMPLE_INFERENCE_SERVICE, (s) => (s.tensorParallelSize = 3)),
@@ -244,6 +249,10 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     list(s.stages)[1] = { ...list(s.stages)[1], workload: { kind: 'BatchInferenceJob', spec: {} } };
   }),
   invalid('DataPipeline', 'no stages', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (s.stages = [])),
+  invalid('DataPipeline', 'gpu requirements on a cpu stage', 'spec.stages[0].gpu', EXAMPLE_DATA_PIPELINE, (s) => {
+    list(s.stages)[0] = { ...list(s.stages)[0], gpu: { minComputeCapability: '8.0' } };
+  }),
+  { name: 'name too long for stage pods', kind: 'DataPipeline', path: 'metadata', manifest: { ...EXAMPLE_DATA_PIPELINE, metadata: { name: 'x'.repeat(37) } } },
   invalid('BatchInferenceJob', 'batchSize above 2048', 'spec.batching.batchSize', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
     s.batching = { batchSize: 4096 };
   }),
@@ -259,10 +268,33 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     s.activeDeadlineSeconds = 3600;
   }),
   invalid('BatchInferenceJob', 'fewer shards than workers', 'spec.sharding.shards', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.sharding = { shards: 2 })),
+  // Shared pieces (resource lists, env, name limits) are compiled into each CRD separately, so each kind gets a case.
+  invalid('InferenceService', 'fractional GPUs', 'spec.resources', EXAMPLE_INFERENCE_SERVICE, (s) => (s.resources = { 'nvidia.com/gpu': '0.5' })),
+  invalid('InferenceService', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', EXAMPLE_INFERENCE_SERVICE, (s) => {
+    s.container = { env: [{ name: 'HF_TOKEN', value: 'x', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }] };
+  }),
+  { name: 'name too long', kind: 'InferenceService', path: 'metadata', manifest: { ...EXAMPLE_INFERENCE_SERVICE, metadata: { name: 'q'.repeat(51) } } },
+  invalid('DataPipeline', 'fractional GPUs', 'spec.stages[1].resources', EXAMPLE_DATA_PIPELINE, (s) => {
+    list(s.stages)[1] = { ...list(s.stages)[1], resources: { 'nvidia.com/gpu': '1.5' } };
+  }),
+  invalid('DataPipeline', 'env with value and valueFrom', 'spec.stages[0].container.env[0].valueFrom', EXAMPLE_DATA_PIPELINE, (s) => {
+    list(s.stages)[0] = { ...list(s.stages)[0], container: { image: 'x', env: [{ name: 'A', value: 'x', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] } };
+  }),
+  invalid('BatchInferenceJob', 'fractional GPUs', 'spec.resources', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.resources = { 'nvidia.com/gpu': '250m' })),
+  invalid('BatchInferenceJob', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
+    s.container = { env: [{ name: 'HF_TOKEN', value: 'x', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }] };
+  }),
+  { name: 'name too long', kind: 'BatchInferenceJob', path: 'metadata', manifest: { ...EXAMPLE_BATCH_INFERENCE_JOB, metadata: { name: 'b'.repeat(49) } } },
   invalid('Queue', 'tier and weight', 'spec.weight', EXAMPLE_QUEUE, (s) => (s.weight = 3)),
   invalid('Queue', 'unknown tier', 'spec.tier', EXAMPLE_QUEUE, (s) => (s.tier = 'platinum')),
   invalid('Queue', 'lendingLimit above nominal', 'spec.resources[2].lendingLimit', EXAMPLE_QUEUE, (s) => {
     list(s.resources)[2] = { name: 'memory', nominal: '8Ti', lendingLimit: '9000Gi' };
+  }),
+  invalid('Queue', 'guaranteed above nominal', 'spec.resources[2].guaranteed', EXAMPLE_QUEUE, (s) => {
+    list(s.resources)[2] = { name: 'memory', nominal: '8Ti', guaranteed: '8.5Ti' };
+  }),
+  invalid('Queue', 'lendingLimit above nominal GPUs of a model', 'spec.gpuModels[0].lendingLimit', EXAMPLE_QUEUE, (s) => {
+    list(s.gpuModels)[0] = { model: 'NVIDIA-H100-80GB-HBM3', nominal: 32, lendingLimit: 33 };
   }),
   invalid('Queue', 'guaranteed above nominal GPUs of a model', 'spec.gpuModels[1].guaranteed', EXAMPLE_QUEUE, (s) => {
     list(s.gpuModels)[1] = { model: 'NVIDIA-A800-SXM4-80GB', nominal: 32, guaranteed: 40 };

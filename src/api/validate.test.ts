@@ -4,7 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { describe, expect, expectTypeOf, it } from 'vitest';
 import { ELASTIC_TRAINING_JOB, EXAMPLES, INVALID_CASES, SEED_TRAINING_JOB } from './examples.ts';
-import { RESOURCE_KINDS } from './kinds.ts';
+import { structuralSchemaOf } from './crd.ts';
+import { RESOURCE_KINDS, type ResourceKind } from './kinds.ts';
+import type { JSONSchemaProps } from './structural.ts';
 import { trainingJobGpusPerReplica, type TrainingJob } from './schema/training-job.ts';
 import { queueWeight } from './schema/queue.ts';
 import { formatErrors, validateManifest, validateResource, withDefaults, type FieldError } from './validate.ts';
@@ -71,6 +73,26 @@ describe('invalid manifests are rejected with the field named', () => {
     expect(r.ok).toBe(false);
     const errors = errorsOf(r);
     expect(names(errors, c.path), `expected ${c.path} in:\n${formatErrors(errors)}`).toBe(true);
+  });
+
+  it('exercise every CEL rule of every kind (so the e2e run checks each one on a real apiserver)', () => {
+    const messages = (kind: ResourceKind): Set<string> => {
+      const { root, rules } = structuralSchemaOf(kind);
+      const out = new Set<string>();
+      const walk = (n: JSONSchemaProps) => {
+        for (const r of rules.get(n) ?? []) out.add(r.message);
+        for (const p of Object.values(n.properties ?? {})) walk(p);
+        if (n.items) walk(n.items);
+        if (n.additionalProperties) walk(n.additionalProperties);
+      };
+      walk(root);
+      return out;
+    };
+    const missing = RESOURCE_KINDS.flatMap((kind) => {
+      const hit = new Set(INVALID_CASES.filter((c) => c.kind === kind).flatMap((c) => errorsOf(validateResource(kind, c.manifest)).map((e) => e.message)));
+      return [...messages(kind)].filter((m) => !hit.has(m)).map((m) => `${kind}: ${m}`);
+    });
+    expect(missing).toEqual([]);
   });
 
   it('covers issue 5: replicas 0, minReplicas > maxReplicas, unknown strategy, negative GPUs', () => {
