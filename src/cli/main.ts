@@ -7,6 +7,8 @@ import { registerSchedule } from './commands/schedule.ts';
 import { registerInfo } from './commands/info.ts';
 import { registerBench } from './commands/bench.ts';
 import { registerScenario } from './commands/scenario.ts';
+import { registerRun } from './commands/run.ts';
+import { registerDev } from './commands/dev.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -19,6 +21,8 @@ export function buildProgram(): Command {
   registerScenario(program);
   registerInfo(program);
   registerBench(program);
+  registerRun(program);
+  registerDev(program);
   return program;
 }
 

@@ -149,6 +149,7 @@ export class KubeClient {
           timeout: opts.timeoutMs ?? 30_000,
         },
         (res) => {
+          res.on('error', reject);
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
@@ -167,7 +168,6 @@ export class KubeClient {
               reject(new KubeApiError(status, st.reason ?? res.statusMessage ?? '', st.message ?? text.slice(0, 500), method, u.pathname));
             }
           });
-          res.on('error', reject);
         },
       );
       req.on('timeout', () => req.destroy(new Error(`${method} ${u.pathname}: timed out`)));
@@ -212,6 +212,7 @@ export class KubeClient {
       onDone(err);
     };
     const req = mod.request(u, { method: 'GET', agent: this.agent, headers: { ...auth.headers, Accept: 'application/json', 'User-Agent': this.userAgent } }, (res) => {
+      res.on('error', (e) => finish(e));
       const status = res.statusCode ?? 0;
       if (status !== 200) {
         const chunks: Buffer[] = [];
@@ -239,7 +240,8 @@ export class KubeClient {
         onEvent(ev);
       });
       lines.on('close', () => finish());
-      res.on('error', (e) => finish(e));
+      // readline re-emits input errors (e.g. a reset connection) on the interface itself.
+      lines.on('error', (e) => finish(e));
     });
     req.on('error', (e) => finish(e));
     req.end();

@@ -217,3 +217,38 @@ export function parseGpuIndices(text: string | undefined): number[] | undefined 
   const out = text.split(',').map((s) => Number(s.trim()));
   return out.every((x) => Number.isInteger(x) && x >= 0) ? out : undefined;
 }
+
+/** Labels, annotations and capacity that describe a node of a preset shape in the documented format. */
+export function nodeObjectFor(name: string, shapeId: string, location: { zone: string; block: string; rack: string; nvlinkDomain?: string }): { name: string; labels: Record<string, string>; annotations: Record<string, string>; capacity: Record<string, string> } {
+  const shape = NODE_SHAPES[shapeId];
+  if (shape === undefined) throw new Error(`unknown preset ${shapeId}`);
+  const gpu = shape.gpus[0];
+  const labels: Record<string, string> = {
+    'kubernetes.io/hostname': name,
+    [LABEL.zone]: location.zone,
+    [LABEL.block]: location.block,
+    [LABEL.rack]: location.rack,
+    [LABEL.gpuModel]: gpu?.model ?? '',
+    [LABEL.gfdCount]: String(shape.gpus.length),
+    ...(gpu === undefined ? {} : { [LABEL.gfdMajor]: String(Math.floor(gpu.computeCapability / 10)), [LABEL.gfdMinor]: String(gpu.computeCapability % 10), [LABEL.gfdMemory]: String(gpu.memoryMiB) }),
+    ...(location.nvlinkDomain === undefined ? {} : { [LABEL.nvlinkDomain]: location.nvlinkDomain }),
+  };
+  return {
+    name,
+    labels,
+    annotations: { [ANNOTATION.nodeShape]: shapeId },
+    capacity: { cpu: formatCpu(shape.cpuMilli), memory: formatMemory(shape.memoryMiB), pods: String(shape.maxPods), [GPU_RESOURCE]: String(shape.gpus.length) },
+  };
+}
+
+/** CPU quantity in the API server's canonical form (`128`, `1500m`). */
+export function formatCpu(milli: number): string {
+  return milli % 1000 === 0 ? String(milli / 1000) : `${milli}m`;
+}
+
+/** Memory quantity in canonical binary-suffix form (`512Gi`, `1536Mi`). */
+export function formatMemory(mib: number): string {
+  if (mib % (1024 * 1024) === 0) return `${mib / (1024 * 1024)}Ti`;
+  if (mib % 1024 === 0) return `${mib / 1024}Gi`;
+  return `${mib}Mi`;
+}

@@ -406,15 +406,16 @@ export class LiveScheduler {
     for (const id of [...plans].sort()) await this.recoverPlan(id);
   }
 
-  private noteFailure(key: string, pods: readonly PendingPod[], e: Explanation, warn = true): void {
+  private noteFailure(key: string, pods: readonly PendingPod[], e: Explanation, unschedulable = true): void {
     this.stats.failedAttempts++;
     const now = performance.now();
     const prev = this.failed.get(key);
     const repeat = prev !== undefined && prev.message === e.message && now - prev.lastEventMs < EVENT_REPEAT_MS;
     this.failed.set(key, { generation: this.cache.generation, retryAtMs: now + RETRY_MS, message: e.message, lastEventMs: repeat ? (prev?.lastEventMs ?? now) : now });
     if (repeat) return;
-    this.emitEvents(pods.map((p) => ({ pod: p.obj, reason: 'FailedScheduling', type: warn ? 'Warning' : 'Normal', message: e.message })));
-    for (const p of pods) this.track(this.markUnschedulable(p, e.message).catch(() => undefined));
+    // A gang still waiting for its pods is not a scheduling failure: say so without a Warning.
+    this.emitEvents(pods.map((p) => ({ pod: p.obj, reason: unschedulable ? 'FailedScheduling' : 'WaitingForGang', type: unschedulable ? 'Warning' : 'Normal', message: e.message })));
+    if (unschedulable) for (const p of pods) this.track(this.markUnschedulable(p, e.message).catch(() => undefined));
   }
 
   private async markUnschedulable(p: PendingPod, message: string): Promise<void> {

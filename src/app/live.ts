@@ -1,0 +1,59 @@
+/**
+ * Composition root of the live scheduler: kubeconfig → client → LiveScheduler (+ leader election). The
+ * only place that wires the Kubernetes adapters to the core for `sits run` and `sits dev up`.
+ */
+import { hostname } from 'node:os';
+import { KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '../kube/client.ts';
+import { LiveScheduler } from '../kube/live-scheduler.ts';
+
+export interface LiveAppOptions {
+  /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
+  readonly kubeconfig?: string;
+  readonly profile?: string;
+  readonly identity?: string;
+  /** Namespace of the leader-election Lease; undefined disables leader election. */
+  readonly leaseNamespace?: string;
+  readonly leaseDurationSec?: number;
+  readonly events?: boolean;
+  readonly maxInFlight?: number;
+  readonly crashAfterGangBinds?: number;
+  readonly log?: (m: string) => void;
+}
+
+export interface LiveApp {
+  readonly scheduler: LiveScheduler;
+  readonly client: KubeClient;
+  stop(): Promise<void>;
+}
+
+export function loadKubeConfig(path?: string): KubeConfig {
+  const kc = new KubeConfig();
+  if (path !== undefined) kc.loadFromFile(path);
+  else if (process.env.KUBERNETES_SERVICE_HOST !== undefined && process.env.KUBECONFIG === undefined) kc.loadFromCluster();
+  else kc.loadFromDefault();
+  return kc;
+}
+
+export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
+  const kc = loadKubeConfig(opts.kubeconfig);
+  const client = new KubeClient(kc, { maxInFlight: opts.maxInFlight ?? 64 });
+  const scheduler = new LiveScheduler(client, {
+    identity: opts.identity ?? `${hostname()}-${process.pid}`,
+    ...(opts.profile === undefined ? {} : { profile: opts.profile }),
+    ...(opts.leaseNamespace === undefined ? {} : { leaseNamespace: opts.leaseNamespace }),
+    ...(opts.leaseDurationSec === undefined ? {} : { leaseDurationSec: opts.leaseDurationSec }),
+    ...(opts.events === undefined ? {} : { events: opts.events }),
+    ...(opts.crashAfterGangBinds === undefined ? {} : { crashAfterGangBinds: opts.crashAfterGangBinds }),
+    ...(opts.log === undefined ? {} : { log: opts.log }),
+  });
+  await scheduler.start();
+  return {
+    scheduler,
+    client,
+    stop: async () => {
+      await scheduler.stop();
+      client.close();
+    },
+  };
+}

@@ -1,0 +1,27 @@
+import type { Command } from 'commander';
+import { startDevCluster } from '../../dev/dev-cluster.ts';
+import { intOption } from '../options.ts';
+import { untilSignal } from './run.ts';
+
+export function registerDev(program: Command): void {
+  const dev = program.command('dev').description('a local cluster for people and tools (dev mode, not for production)');
+  dev
+    .command('up')
+    .description('start etcd + kube-apiserver, N fake GPU nodes of one shape, the SITS CRDs, scheduler and a fake kubelet; print "ready kubeconfig=FILE"; stop on SIGINT/SIGTERM')
+    .option('--nodes <n>', 'number of fake nodes', intOption('--nodes', 1, 20_000), 4)
+    .option('--shape <preset>', 'node preset (sits presets)', 'dgx-h100')
+    .option('--nodes-per-rack <n>', 'nodes per rack', intOption('--nodes-per-rack', 1, 1000), 8)
+    .option('--kubeconfig <file>', 'where to write the kubeconfig', 'sits-dev.kubeconfig')
+    .option('--profile <name>', 'scheduling profile', 'sits')
+    .option('-v, --verbose', 'print control-plane and scheduler logs')
+    .action(async (o: { nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; verbose?: boolean }) => {
+      const log = (m: string): void => {
+        if (o.verbose === true) process.stderr.write(`${m}\n`);
+      };
+      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log });
+      process.stdout.write(`ready kubeconfig=${cluster.kubeconfigPath}\n`);
+      const sig = await untilSignal();
+      process.stderr.write(`${sig}: stopping the dev cluster\n`);
+      await cluster.stop();
+    });
+}

@@ -1,0 +1,95 @@
+/**
+ * Dev mode only — not part of the product. Plays the kubelet for nodes that have none: a bound pod on a
+ * fake node becomes Running (with a pod IP and a started container); annotation
+ * `dev.sits2026.dev/exit-code: "0"` (or any other code) makes it Succeeded (or Failed) with that exit code;
+ * a pod being deleted on a fake node is removed at once.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '../kube/client.ts';
+import { objectKey, Reflector } from '../kube/reflector.ts';
+
+export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
+
+export class FakeKubelet {
+  private reflector: Reflector<V1Pod> | undefined;
+  private ipSeq = 2;
+  private readonly busy = new Set<string>();
+  readonly stats = { started: 0, finished: 0, deleted: 0 };
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly isFakeNode: (node: string) => boolean,
+    private readonly log: (m: string) => void = () => undefined,
+  ) {}
+
+  async start(): Promise<void> {
+    const handle = (p: V1Pod): void => void this.reconcile(p);
+    this.reflector = new Reflector<V1Pod>(this.client, '/api/v1/pods', { add: handle, update: handle, delete: () => undefined, error: (e) => this.log(`fake kubelet watch: ${e.message}`) });
+    await this.reflector.start();
+  }
+
+  stop(): void {
+    this.reflector?.stop();
+  }
+
+  private async reconcile(p: V1Pod): Promise<void> {
+    const node = p.spec?.nodeName ?? '';
+    if (node === '' || !this.isFakeNode(node)) return;
+    const key = objectKey(p);
+    if (this.busy.has(key)) return;
+    this.busy.add(key);
+    const path = `/api/v1/namespaces/${p.metadata?.namespace ?? 'default'}/pods/${p.metadata?.name ?? ''}`;
+    try {
+      if (p.metadata?.deletionTimestamp !== undefined) {
+        await this.client.delete(path, { gracePeriodSeconds: 0 });
+        this.stats.deleted++;
+        return;
+      }
+      const phase = p.status?.phase ?? 'Pending';
+      const exit = p.metadata?.annotations?.[EXIT_CODE_ANNOTATION];
+      const now = new Date().toISOString();
+      const containers = p.spec?.containers ?? [];
+      if (phase === 'Pending') {
+        const ip = `10.${(this.ipSeq >> 16) & 255}.${(this.ipSeq >> 8) & 255}.${this.ipSeq & 255}`;
+        this.ipSeq++;
+        await this.client.request('PATCH', `${path}/status`, {
+          contentType: 'application/merge-patch+json',
+          body: {
+            status: {
+              phase: 'Running',
+              podIP: ip,
+              podIPs: [{ ip }],
+              hostIP: '10.255.0.1',
+              startTime: now,
+              conditions: [
+                { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+                { type: 'Initialized', status: 'True', lastTransitionTime: now },
+                { type: 'ContainersReady', status: 'True', lastTransitionTime: now },
+                { type: 'Ready', status: 'True', lastTransitionTime: now },
+              ],
+              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
+            },
+          },
+        });
+        this.stats.started++;
+      } else if (phase === 'Running' && exit !== undefined) {
+        const code = Number(exit);
+        await this.client.request('PATCH', `${path}/status`, {
+          contentType: 'application/merge-patch+json',
+          body: {
+            status: {
+              phase: code === 0 ? 'Succeeded' : 'Failed',
+              conditions: [{ type: 'Ready', status: 'False', reason: code === 0 ? 'PodCompleted' : 'PodFailed', lastTransitionTime: now }],
+              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now } } })),
+            },
+          },
+        });
+        this.stats.finished++;
+      }
+    } catch (e) {
+      this.log(`fake kubelet ${key}: ${(e as Error).message}`);
+    } finally {
+      this.busy.delete(key);
+    }
+  }
+}
