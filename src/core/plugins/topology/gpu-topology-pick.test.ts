@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import { bestGpuSet, pickTopologyGpus } from './gpu-topology-pick.ts';
+import { ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
+import { NODE_SHAPES } from '../../model/presets.ts';
+import { makeGpus } from '../../model/gpu.ts';
+import type { NodeSpec } from '../../model/node.ts';
+import { makePod } from '../../model/pod.ts';
+import { buildTopology, type NodeGpuTopology } from '../../model/topology.ts';
+
+function spec(shapeId: string, extra: Partial<NodeSpec> = {}): NodeSpec {
+  const s = NODE_SHAPES[shapeId];
+  if (s === undefined) throw new Error(`no preset ${shapeId}`);
+  return { name: 'n', cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false, ...extra };
+}
+
+/** A node whose listed GPUs already hold the given milli. */
+function node(shapeId: string, used: Readonly<Record<number, number>> = {}, extra: Partial<NodeSpec> = {}): NodeState {
+  const st = new ClusterState([spec(shapeId, extra)]);
+  let k = 0;
+  for (const [g, milli] of Object.entries(used)) st.allocate({ podId: `u${k++}`, node: 'n', gpus: [Number(g)], gpuMilli: milli, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+  return st.nodes[0] as NodeState;
+}
+
+const pick = (n: NodeState, count: number): number[] | undefined => pickTopologyGpus(makePod('p', { gpuCount: count }), n);
+
+/** Four GPUs, every pair the same NVLink bandwidth (one island), so only NUMA/PCIe/index rules decide. */
+function flatRing(numaOf: number[], pcieSwitchOf: number[]): NodeGpuTopology {
+  return buildTopology({ gpuCount: 4, numaOf, pcieSwitchOf, pair: () => ({ cls: 'nvlink', gbps: 100 }) });
+}
+
+describe('pickTopologyGpus', () => {
+  it('nvlink-2x4: a 4-GPU pod takes one whole island', () => {
+    expect(pick(node('nvlink-2x4'), 4)).toEqual([0, 1, 2, 3]);
+    // One GPU of the first island is busy: the other island is the only 200 GB/s ring.
+    expect(pick(node('nvlink-2x4', { 1: 1000 }), 4)).toEqual([4, 5, 6, 7]);
+    // A partly used GPU is not free either.
+    expect(pick(node('nvlink-2x4', { 2: 1 }), 4)).toEqual([4, 5, 6, 7]);
+  });
+
+  it('nvlink-2x4: a 2-GPU pod packs the island with 2 free rather than opening the island with 4 free', () => {
+    // Second island has {6, 7} free, first island all four: lowest-index first fit would take {0, 1}.
+    expect(pick(node('nvlink-2x4', { 4: 1000, 5: 1000 }), 2)).toEqual([6, 7]);
+    // Mirror image.
+    expect(pick(node('nvlink-2x4', { 0: 1000, 1: 1000 }), 2)).toEqual([2, 3]);
+    // One whole GPU goes to the fuller island too.
+    expect(pick(node('nvlink-2x4', { 4: 1000 }), 1)).toEqual([5]);
+  });
+
+  it('v100-hcm: a 4-GPU pod takes a fully NVLinked quad on one socket', () => {
+    expect(pick(node('v100-hcm'), 4)).toEqual([0, 1, 2, 3]);
+    // With GPU 1 busy, {0,3,4,7} also rings at 25 GB/s but spans both sockets; {4,5,6,7} does not.
+    expect(pick(node('v100-hcm', { 1: 1000 }), 4)).toEqual([4, 5, 6, 7]);
+  });
+
+  it('v100-hcm: a 2-GPU pod takes an NV2 pair (50 GB/s) under one PCIe switch: {2,3}, not the NV1 pair {0,1}', () => {
+    expect(pick(node('v100-hcm'), 2)).toEqual([2, 3]);
+    expect(pick(node('v100-hcm', { 2: 1000 }), 2)).toEqual([6, 7]);
+  });
+
+  it('PCIe only: a pair under one switch before a pair across switches or sockets', () => {
+    expect(pick(node('l4x8'), 2)).toEqual([0, 1]);
+    expect(pick(node('l4x8', { 0: 1000 }), 2)).toEqual([2, 3]);
+    // Free {1, 2, 4, 7}: {1, 2} and {4, 7} both ring at 12 GB/s inside one socket (two switches each); index order decides.
+    expect(pick(node('l4x8', { 0: 1000, 3: 1000, 5: 1000, 6: 1000 }), 2)).toEqual([1, 2]);
+    // Free {0, 4, 5}: the switch pair {4, 5} (16) beats first fit {0, 4} across sockets (8).
+    expect(pick(node('l4x8', { 1: 1000, 2: 1000, 3: 1000, 6: 1000, 7: 1000 }), 2)).toEqual([4, 5]);
+    // Free {0, 4, 6}: the same-socket pair {4, 6} (12) beats {0, 4} and {0, 6} (8).
+    expect(pick(node('l4x8', { 1: 1000, 2: 1000, 3: 1000, 5: 1000, 7: 1000 }), 2)).toEqual([4, 6]);
+  });
+
+  it('dgx-h100: any set rings at 450, so NUMA, then PCIe switches, then index order decide', () => {
+    expect(pick(node('dgx-h100'), 8)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(pick(node('dgx-h100'), 2)).toEqual([0, 1]);
+    // GPU 0 busy: {2,3} (one switch) beats {1,2} (two switches).
+    expect(pick(node('dgx-h100', { 0: 1000 }), 2)).toEqual([2, 3]);
+    // GPUs 0 and 2 busy: socket 0 has only {1, 3} free, so 3 GPUs come from socket 1.
+    expect(pick(node('dgx-h100', { 0: 1000, 2: 1000 }), 3)).toEqual([4, 5, 6]);
+  });
+
+  it('skips unhealthy and partly used GPUs, and returns undefined when too few are fully free', () => {
+    const gpus = makeGpus(4, 'T4').map((g) => (g.index === 1 ? { ...g, healthy: false } : g));
+    const n = node('t4x4', { 0: 500 }, { gpus });
+    expect(pick(n, 2)).toEqual([2, 3]);
+    expect(pick(n, 3)).toBeUndefined();
+  });
+});
+
+describe('bestGpuSet tie rules', () => {
+  it('ring bandwidth first, even across NUMA nodes', () => {
+    const t = buildTopology({ gpuCount: 4, numaOf: [0, 0, 1, 1], pcieSwitchOf: [0, 1, 2, 3], pair: (a, b) => (a === 0 && b === 2 ? { cls: 'nvlink', gbps: 100 } : undefined) });
+    expect(bestGpuSet(t, [0, 1, 2, 3], 2)).toEqual([0, 2]);
+  });
+
+  it('with equal rings, fewer NUMA nodes wins over fewer PCIe switches', () => {
+    // {0,1}: 2 NUMA nodes, 1 switch. {0,2}: 1 NUMA node, 2 switches.
+    const t = flatRing([0, 1, 0, 1], [0, 0, 1, 2]);
+    expect(bestGpuSet(t, [0, 1, 2, 3], 2)).toEqual([0, 2]);
+  });
+
+  it('with equal rings and NUMA nodes, fewer PCIe switches wins over lower indices', () => {
+    const t = flatRing([0, 0, 0, 0], [0, 1, 1, 2]);
+    expect(bestGpuSet(t, [0, 1, 2, 3], 2)).toEqual([1, 2]);
+    expect(bestGpuSet(t, [0, 1, 2, 3], 3)).toEqual([0, 1, 2]);
+  });
+
+  it('with everything else equal, the set that leaves the fewest free GPUs in the islands it touches', () => {
+    // Two NVLink islands {0,1,2} and {3,4}, every GPU on its own switch and socket 0: {3,4} empties its island.
+    const t = buildTopology({ gpuCount: 5, numaOf: [0, 0, 0, 0, 0], pcieSwitchOf: [0, 1, 2, 3, 4], pair: (a, b) => ((a < 3) === (b < 3) ? { cls: 'nvlink', gbps: 100 } : { cls: 'numa', gbps: 1 }) });
+    expect(t.islandOf).toEqual([0, 0, 0, 1, 1]);
+    expect(bestGpuSet(t, [0, 1, 2, 3, 4], 2)).toEqual([3, 4]);
+    expect(bestGpuSet(t, [0, 1, 2, 3, 4], 1)).toEqual([3]);
+  });
+
+  it('lowest indices last', () => {
+    const t = flatRing([0, 0, 0, 0], [0, 1, 2, 3]);
+    expect(bestGpuSet(t, [1, 2, 3], 2)).toEqual([1, 2]);
+  });
+
+  it('edge cases: nothing asked, everything asked, too much asked', () => {
+    const t = flatRing([0, 0, 0, 0], [0, 1, 2, 3]);
+    expect(bestGpuSet(t, [0, 1, 2, 3], 0)).toBeUndefined();
+    expect(bestGpuSet(t, [1, 3], 2)).toEqual([1, 3]);
+    expect(bestGpuSet(t, [1, 3], 3)).toBeUndefined();
+  });
+});

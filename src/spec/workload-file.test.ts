@@ -1,0 +1,180 @@
+import { describe, expect, it } from 'vitest';
+import { loadWorkloadText, type WorkloadUnit } from './workload-file.ts';
+import type { InputIssue } from './yaml-source.ts';
+import type { GangSpec, PodSpec } from '../core/model/pod.ts';
+
+const yaml = (...lines: string[]): string => `${lines.join('\n')}\n`;
+
+function units(text: string): WorkloadUnit[] {
+  const r = loadWorkloadText('jobs.yaml', text);
+  if (!r.ok) throw new Error(r.error.message);
+  return r.value;
+}
+
+function issues(text: string): readonly InputIssue[] {
+  const r = loadWorkloadText('jobs.yaml', text);
+  if (r.ok) throw new Error('expected an input error');
+  return r.error.issues;
+}
+
+const brief = (i: InputIssue): [string, number, number, string] => [i.field, i.line, i.column, i.message];
+
+function pod(u: WorkloadUnit | undefined): PodSpec {
+  if (u?.kind !== 'pod') throw new Error('expected a pod');
+  return u.pod;
+}
+function gang(u: WorkloadUnit | undefined): GangSpec {
+  if (u?.kind !== 'gang') throw new Error('expected a gang');
+  return u.gang;
+}
+
+describe('loadWorkloadText: valid files', () => {
+  const text = yaml(
+    'kind: Workload',
+    'pods:',
+    '  - {name: infer, count: 2, gpu: 0.5, cpuMilli: 4000, memoryMiB: 16384}',
+    '  - {name: big, gpu: 2, gpuModels: [H100-SXM], minComputeCapability: sm_90, priority: 5, queue: prod}',
+    '  - {name: milli, gpuMilli: 250, gpuMemoryMiB: 8192, arrivalSec: 30, durationSec: 60}',
+    '  - name: cpu',
+    '    nodeSelector: {pool: batch}',
+    '    tolerations: [{key: spot, operator: Exists}]',
+    '  - {gpu: 1, minComputeCapability: "8.0"}',
+    'gangs:',
+    '  - {name: train-a, replicas: 3, minMember: 2, pod: {gpu: 1}, topology: {required: rack, preferred: node}, priority: 7, queue: research, arrivalSec: 5}',
+    '  - {name: train-b, replicas: 2, pod: {gpu: 8, priority: 3, queue: q2}}',
+  );
+
+  it('keeps file order: pods (expanded by count) first, then gangs', () => {
+    const list = units(text);
+    expect(list.map((u) => (u.kind === 'pod' ? u.pod.id : `gang ${u.gang.name}`))).toEqual(['infer-0', 'infer-1', 'big', 'milli', 'cpu', 'pod-4', 'gang train-a', 'gang train-b']);
+  });
+
+  it('a fraction below 1 is one shared device; a whole number is that many devices; gpuMilli is a share of one', () => {
+    const list = units(text);
+    expect(pod(list[0]).request).toEqual({ cpuMilli: 4000, memoryMiB: 16_384, gpuCount: 1, gpuMilli: 500 });
+    expect(pod(list[3]).request).toEqual({ cpuMilli: 1000, memoryMiB: 4096, gpuCount: 1, gpuMilli: 250, gpuMemoryMiB: 8192 });
+    expect(pod(list[4]).request).toEqual({ cpuMilli: 1000, memoryMiB: 4096, gpuCount: 0, gpuMilli: 0 });
+    const big = pod(list[2]);
+    expect(big.request).toMatchObject({ gpuCount: 2, gpuMilli: 1000 });
+    expect(big.gpuModels).toEqual(['H100-SXM']);
+    expect(big.minComputeCapability).toBe(90);
+    expect(big.priority).toBe(5);
+    expect(big.queue).toBe('prod');
+    expect(pod(list[5]).minComputeCapability).toBe(80);
+  });
+
+  it('selectors, tolerations and timing', () => {
+    const list = units(text);
+    expect(pod(list[4]).nodeSelector).toEqual({ pool: 'batch' });
+    expect(pod(list[4]).tolerations).toEqual([{ key: 'spot', operator: 'Exists' }]);
+    expect(list[3]?.timing).toEqual({ arrivalSec: 30, durationSec: 60 });
+    expect(list[0]?.timing).toEqual({ arrivalSec: 0 });
+  });
+
+  it('gangs: members named <gang>-<k>, minMember defaulting to replicas, gang priority and queue over the pod template', () => {
+    const list = units(text);
+    const a = gang(list[6]);
+    expect(a.minMember).toBe(2);
+    expect(a.topology).toEqual({ required: 'rack', preferred: 'node' });
+    expect(a.members.map((m) => [m.id, m.gang, m.priority, m.queue, m.request.gpuCount])).toEqual([
+      ['train-a-0', 'train-a', 7, 'research', 1],
+      ['train-a-1', 'train-a', 7, 'research', 1],
+      ['train-a-2', 'train-a', 7, 'research', 1],
+    ]);
+    expect([a.priority, a.queue]).toEqual([7, 'research']);
+    expect(list[6]?.timing).toEqual({ arrivalSec: 5 });
+    const b = gang(list[7]);
+    expect(b.minMember).toBe(2);
+    expect(b.topology).toEqual({});
+    expect(b.members.map((m) => [m.priority, m.queue])).toEqual([
+      [3, 'q2'],
+      [3, 'q2'],
+    ]);
+    expect([b.priority, b.queue]).toEqual([0, 'default']);
+  });
+
+  it('an empty workload is valid', () => {
+    expect(units(yaml('kind: Workload'))).toEqual([]);
+  });
+});
+
+describe('loadWorkloadText: errors name file, line, column and field', () => {
+  it('schema errors: unknown field, wrong type, value outside an enumeration, unknown field in a gang pod template', () => {
+    const found = issues(
+      yaml(
+        'pods:',
+        '  - name: p',
+        '    prio: 3',
+        '  - name: q',
+        '    gpu: two',
+        'gangs:',
+        '  - {name: g, replicas: 2, pod: {gpu: 1}, topology: {required: galaxy}}',
+        '  - {name: h, replicas: 2, pod: {gpu: 1, name: x}}',
+      ),
+    );
+    expect(found.map(brief)).toEqual([
+      ['pods[0].prio', 3, 11, 'unknown field'],
+      ['pods[1].gpu', 5, 10, 'Expected number (got "two")'],
+      ['gangs[0].topology.required', 7, 64, '"galaxy" is not one of "node", "nvlink-domain", "rack", "block", "zone"'],
+      ['gangs[1].pod.name', 8, 48, 'unknown field'],
+    ]);
+    expect(found.every((i) => i.file === 'jobs.yaml')).toBe(true);
+  });
+
+  it('pod rules: fractional device counts, gpuMilli with several devices, bad compute capability, duplicate names', () => {
+    const found = issues(
+      yaml(
+        'pods:',
+        '  - name: p',
+        '    gpu: 1.5',
+        '  - name: p',
+        '  - {name: q, gpuMilli: 300, gpu: 2}',
+        '  - {name: r, minComputeCapability: sm_x}',
+        '  - {name: x, count: 2}',
+        '  - {name: x-1}',
+      ),
+    );
+    expect(found.map(brief)).toEqual([
+      ['pods[0].gpu', 3, 10, '1.5 GPUs: use a whole number of devices, or a fraction below 1 for a shared device'],
+      ['pods[1].name', 4, 11, 'duplicate name "p"'],
+      ['pods[2].gpuMilli', 5, 25, 'gpuMilli describes one device: use it with gpu: 1 or without gpu'],
+      ['pods[3].minComputeCapability', 6, 37, '"sm_x" is not a compute capability (use sm_90, 9.0 or 90)'],
+      ['pods[5].name', 8, 12, 'duplicate name "x-1"'],
+    ]);
+  });
+
+  it('gang rules: minMember above replicas, preferred wider than required, a bad member template', () => {
+    const found = issues(
+      yaml(
+        'gangs:',
+        '  - {name: a, replicas: 2, minMember: 3, pod: {gpu: 1}}',
+        '  - {name: b, replicas: 2, pod: {gpu: 1}, topology: {required: rack, preferred: zone}}',
+        '  - {name: c, replicas: 2, pod: {gpu: 2.5}}',
+        '  - {name: a, replicas: 1, pod: {gpu: 1}}',
+      ),
+    );
+    expect(found.map(brief)).toEqual([
+      ['gangs[0].minMember', 2, 39, 'minMember 3 exceeds replicas 2'],
+      ['gangs[1].topology.preferred', 3, 81, 'preferred level zone is wider than required level rack'],
+      ['gangs[2].pod.gpu', 4, 39, '2.5 GPUs: use a whole number of devices, or a fraction below 1 for a shared device'],
+      ['gangs[3].name', 5, 12, 'duplicate name "a"'],
+    ]);
+  });
+
+  it('a gang member id that collides with a pod name is a duplicate, not two pods with one id', () => {
+    const found = issues(yaml('pods:', '  - {name: train-0, gpu: 1}', 'gangs:', '  - {name: train, replicas: 2, pod: {gpu: 1}}'));
+    expect(found.map(brief)).toEqual([['gangs[0].name', 4, 12, 'duplicate name "train-0"']]);
+  });
+
+  it('malformed YAML', () => {
+    const found = issues('pods:\n  - {name: a, gpu: 1\n');
+    expect(found[0]).toMatchObject({ file: 'jobs.yaml', field: '' });
+    expect(found[0]?.line).toBeGreaterThanOrEqual(2);
+    expect(found[0]?.message).toMatch(/^YAML: /);
+  });
+
+  it('a wrong top-level kind', () => {
+    const [i] = issues(yaml('kind: Cluster', 'pods: []'));
+    expect(i).toMatchObject({ line: 1, column: 7, field: 'kind' });
+  });
+});
