@@ -305,16 +305,18 @@ export class LiveScheduler {
       this.stats.rollbacks++;
       return;
     }
-    const binds = await Promise.allSettled(
-      plan.map(async ({ pod, placement }) => {
-        await this.bind(pod, placement, false);
-        this.gangBinds++;
-        if (this.opts.crashAfterGangBinds !== undefined && this.gangBinds >= this.opts.crashAfterGangBinds) {
-          this.log(`failpoint: crashing after ${this.gangBinds} gang bindings`);
-          process.kill(process.pid, 'SIGKILL');
-        }
-      }),
-    );
+    const bindOne = async ({ pod, placement }: { pod: PendingPod; placement: Placement }): Promise<void> => {
+      await this.bind(pod, placement, false);
+      this.gangBinds++;
+      if (this.opts.crashAfterGangBinds !== undefined && this.gangBinds >= this.opts.crashAfterGangBinds) {
+        this.log(`failpoint: crashing after ${this.gangBinds} gang bindings`);
+        process.kill(process.pid, 'SIGKILL');
+      }
+    };
+    // With the crash failpoint, bind one at a time so that the crash lands between two bindings.
+    const binds: PromiseSettledResult<void>[] = [];
+    if (this.opts.crashAfterGangBinds !== undefined) for (const x of plan) binds.push(...(await Promise.allSettled([bindOne(x)])));
+    else binds.push(...(await Promise.allSettled(plan.map(bindOne))));
     if (binds.some((b) => b.status === 'rejected')) {
       this.log(`gang ${name}: some bindings failed; completing or rolling back`);
       await this.recoverPlan(planId);

@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeClient } from './client.ts';
+import { startControlPlane, type ControlPlane } from './testing/control-plane.ts';
+import { createFakeGpuNodes } from './testing/fake-nodes.ts';
+import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
+import { applyCrds, devNodes } from '../dev/dev-cluster.ts';
+
+const root = join(import.meta.dirname, '../..');
+
+interface Proc {
+  child: ChildProcess;
+  log: string[];
+  exited: Promise<number | null>;
+}
+
+function startScheduler(kubeconfig: string, identity: string, env: Record<string, string> = {}): Proc {
+  const child = spawn(process.execPath, [join(root, 'bin/sits.mjs'), 'run', '--kubeconfig', kubeconfig, '--identity', identity, '--lease-namespace', 'kube-system', '--lease-duration', '4'], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const log: string[] = [];
+  child.stdout?.on('data', (d: Buffer) => log.push(d.toString()));
+  child.stderr?.on('data', (d: Buffer) => log.push(d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code, sig) => r(code ?? (sig === null ? null : -1))));
+  return { child, log, exited };
+}
+
+async function holder(client: KubeClient): Promise<string | undefined> {
+  try {
+    const l = await client.get<{ spec?: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler');
+    return l.spec?.holderIdentity;
+  } catch {
+    return undefined;
+  }
+}
+
+describe('high availability and crash safety (scheduler processes on a real control plane)', () => {
+  let plane: ControlPlane;
+  let client: KubeClient;
+  const procs: Proc[] = [];
+  const nodes = devNodes(8, 'dgx-h100', 4);
+
+  beforeAll(async () => {
+    plane = await startControlPlane();
+    client = new KubeClient(plane.kubeConfig());
+    await applyCrds(client);
+    await createFakeGpuNodes(plane.kubeConfig(), nodes);
+  });
+  afterAll(async () => {
+    for (const p of procs) p.child.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    client?.close();
+    await plane?.stop();
+  });
+
+  it('exactly one of two replicas leads; after SIGKILL the other takes over within the lease time; no pod bound twice', async () => {
+    await createNs(client, 'ha');
+    const a = startScheduler(plane.kubeconfigPath, 'replica-a');
+    procs.push(a);
+    await waitFor('replica-a leads', async () => (await holder(client)) === 'replica-a', 30_000);
+    const b = startScheduler(plane.kubeconfigPath, 'replica-b');
+    procs.push(b);
+    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('ha', `before-${i}`)));
+    await waitFor('8 pods bound', async () => (await listPods(client, 'ha')).filter((p) => p.spec?.nodeName).length === 8);
+    expect(await holder(client)).toBe('replica-a');
+
+    a.child.kill('SIGKILL');
+    await a.exited;
+    const killedAt = performance.now();
+    await waitFor('replica-b leads', async () => (await holder(client)) === 'replica-b', 15_000, 50);
+    const takeoverMs = performance.now() - killedAt;
+    // client-go semantics: a standby takes over once the record has not changed for a lease duration (4 s)
+    // on its own clock, at its next retry; on a loaded 2-core machine allow one more lease of slack.
+    console.log(`takeover after SIGKILL: ${Math.round(takeoverMs)} ms (lease 4000 ms)`);
+    expect(takeoverMs).toBeLessThan(8000);
+
+    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('ha', `after-${i}`)));
+    const pods = await waitFor('16 pods bound', async () => {
+      const ps = await listPods(client, 'ha');
+      return ps.filter((p) => p.spec?.nodeName).length === 16 ? ps : undefined;
+    });
+    gpuUsage(pods, 8);
+    const scheduled = (await listEvents(client, 'ha')).filter((e) => e.reason === 'Scheduled');
+    const perPod = new Map<string, number>();
+    for (const e of scheduled) perPod.set(e.involvedObject?.name ?? '', (perPod.get(e.involvedObject?.name ?? '') ?? 0) + 1);
+    expect([...perPod.values()].every((c) => c === 1)).toBe(true);
+    expect(perPod.size).toBe(16);
+    expect(b.log.join('')).not.toMatch(/bind .* 409/);
+    b.child.kill('SIGTERM');
+    expect(await b.exited).toBe(0);
+  });
+
+  it('SIGKILL in the middle of binding a gang: the restarted scheduler completes it, never leaving it half-bound', async () => {
+    for (const p of procs) p.child.kill('SIGKILL');
+    await Promise.all(procs.map((p) => p.exited));
+    await createNs(client, 'crash');
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/crash/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'g', namespace: 'crash' }, spec: { minMember: 4 } });
+    const first = startScheduler(plane.kubeconfigPath, 'crashy', { SITS_FAILPOINT_CRASH_AFTER_GANG_BINDS: '2' });
+    procs.push(first);
+    await createPods(client, Array.from({ length: 4 }, (_, i) => testPod('crash', `g-${i}`, { gpus: 4, group: 'g' })));
+    await first.exited;
+    expect(first.log.join('')).toContain('failpoint: crashing after 2 gang bindings');
+    const half = (await listPods(client, 'crash')).filter((p) => p.spec?.nodeName);
+    expect(half).toHaveLength(2); // the crash really left the gang half-bound
+
+    const second = startScheduler(plane.kubeconfigPath, 'recoverer');
+    procs.push(second);
+    const pods = await waitFor('the gang completed by the new leader', async () => {
+      const ps = await listPods(client, 'crash');
+      return ps.length === 4 && ps.every((p) => p.spec?.nodeName) ? ps : undefined;
+    }, 30_000);
+    gpuUsage(pods, 8);
+    const planned = pods.map((p) => p.metadata?.annotations?.['ai.sits2026.dev/assigned-node']);
+    expect(pods.map((p) => p.spec?.nodeName)).toEqual(planned);
+    expect(second.log.join('')).toMatch(/plan .*: completed 2 bindings/);
+    second.child.kill('SIGTERM');
+    await second.exited;
+  });
+});
