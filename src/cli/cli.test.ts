@@ -49,7 +49,8 @@ describe('sits schedule', () => {
     const j = JSON.parse(r.out);
     expect(j.placements).toHaveLength(1);
     expect(j.placements[0].gpus).toHaveLength(2);
-    expect(j.pending[0].explanation).toBe('0/2 nodes fit pod huge: 2 insufficient nvidia.com/gpu');
+    expect(j.pending[0].explanation).toBe('0/2 nodes fit pod huge: 2 with fewer GPUs than the 16 requested');
+    expect(j.pending[0].unresolvable).toBe(true);
   });
 
   it('names file, line, column and field of a bad workload, exits 2 and places nothing', () => {

@@ -22,9 +22,10 @@ export const Reason = {
   OutsideDomain: 13,
   SplitsDomain: 14,
   Reserved: 15,
+  TooFewGpus: 16,
 } as const;
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
-export const REASON_COUNT = 16;
+export const REASON_COUNT = 17;
 
 /** `resolvable`: preemption could help (resources held by pods); otherwise only a cluster change could. */
 export interface ReasonInfo {
@@ -52,4 +53,5 @@ export const REASONS: readonly ReasonInfo[] = [
   { code: Reason.OutsideDomain, resolvable: false, text: () => 'outside the topology domain being tried' },
   { code: Reason.SplitsDomain, resolvable: true, text: () => 'would split the NVLink domain (required)' },
   { code: Reason.Reserved, resolvable: true, text: () => 'held by a reservation for a waiting gang' },
+  { code: Reason.TooFewGpus, resolvable: false, text: (p) => `with fewer GPUs than the ${p.request.gpuCount} requested` },
 ];

@@ -129,7 +129,7 @@ describe('fitFilter, one reason at a time', () => {
     const busy = node('t4x4', {}, { 0: 1000, 1: 1 });
     expect(fitFilter(gpu(3), busy)).toBe(Reason.Gpu); // only 2, 3 are whole
     expect(fitFilter(gpu(2), busy)).toBe(Reason.Fits);
-    expect(fitFilter(gpu(5), node('t4x4'))).toBe(Reason.Gpu);
+    expect(fitFilter(gpu(5), node('t4x4'))).toBe(Reason.TooFewGpus);
   });
 
   it('fractional: fits on a partly used GPU with enough left; a whole GPU does not', () => {

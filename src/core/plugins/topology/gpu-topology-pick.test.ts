@@ -29,6 +29,17 @@ function flatRing(numaOf: number[], pcieSwitchOf: number[]): NodeGpuTopology {
 }
 
 describe('pickTopologyGpus', () => {
+  it('packs islands before PCIe switches: nvlink-2x4 with GPU 0 busy, a 2-GPU pod stays in the first island', () => {
+    // Island A has {1,2,3} free, island B all four: {2,3} (one switch, island A) beats {4,5} (one switch, island B).
+    expect(pick(node('nvlink-2x4', { 0: 1000 }), 2)).toEqual([2, 3]);
+  });
+
+  it('packs PCIe switches for one GPU: l4x8 with GPU 2 busy gives GPU 3, its switch partner', () => {
+    expect(pick(node('l4x8', { 2: 1000 }), 1)).toEqual([3]);
+    // Same socket first: with GPU 5 busy the partner 4 is taken, not GPU 0.
+    expect(pick(node('l4x8', { 5: 1000 }), 1)).toEqual([4]);
+  });
+
   it('nvlink-2x4: a 4-GPU pod takes one whole island', () => {
     expect(pick(node('nvlink-2x4'), 4)).toEqual([0, 1, 2, 3]);
     // One GPU of the first island is busy: the other island is the only 200 GB/s ring.
