@@ -45,7 +45,10 @@ export interface Range {
 }
 
 const MAX_INDICES = 192;
-/** Candidate domains tried per topology level before widening; bounds a gang attempt's cost. */
+/**
+ * Candidate domains tried per topology level, above the gang's preferred/required level, before widening;
+ * bounds a gang attempt's cost. At or below that level every candidate is tried.
+ */
 const MAX_DOMAIN_TRIALS = 24;
 
 export class Scheduler {
@@ -200,9 +203,11 @@ export class Scheduler {
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
       const domains: readonly Range[] = level === 'cluster' ? [{ start: 0, end: this.state.size }] : this.state.domains[level];
       const candidates = this.rankDomains(domains, need);
+      // Up to the preferred (or required) level every candidate domain is tried; wider levels are capped.
+      const exhaustive = levelRank(level) <= Math.max(levelRank(gang.topology.preferred), levelRank(required));
       let trials = 0;
       for (const d of candidates) {
-        if (trials++ >= MAX_DOMAIN_TRIALS) break;
+        if (!exhaustive && trials++ >= MAX_DOMAIN_TRIALS) break;
         const cp = stmt.checkpoint();
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
         // at the node level as well as at the nvlink-domain level (both ranges are then that one node).
@@ -325,6 +330,11 @@ export class Scheduler {
   private preFilterExplanation(pod: PodSpec, reasons: readonly string[], subject = `pod ${pod.id}`): Explanation {
     return simpleExplanation(subject, this.state.size, reasons.join('; ') || 'rejected before filtering', true);
   }
+}
+
+/** Position of a level from the narrowest (0); undefined or cluster → -1 (no level asked). */
+function levelRank(level: TopologyLevel | 'cluster' | undefined): number {
+  return level === undefined || level === 'cluster' ? -1 : TOPOLOGY_LEVELS.indexOf(level);
 }
 
 interface Demand {
