@@ -26,7 +26,7 @@ describe('buildCrds', () => {
   const crds = buildCrds();
 
   it('yields one apiextensions.k8s.io/v1 CRD per kind in group ai.sits2026.dev, version v1', () => {
-    expect(crds.map((c) => c.spec.names.kind)).toEqual(['TrainingJob', 'InferenceService', 'DataPipeline', 'BatchInferenceJob', 'Queue']);
+    expect(crds.map((c) => c.spec.names.kind)).toEqual(['TrainingJob', 'InferenceService', 'DataPipeline', 'BatchInferenceJob', 'Queue', 'PodGroup']);
     for (const crd of crds) {
       expect(crd.apiVersion).toBe('apiextensions.k8s.io/v1');
       expect(crd.metadata.name).toBe(`${crd.spec.names.plural}.${API_GROUP}`);

@@ -155,6 +155,14 @@ export const EXAMPLE_QUEUE: Manifest = {
   },
 };
 
+/** A gang as the TrainingJob controller writes it (users may write their own). */
+export const EXAMPLE_POD_GROUP: Manifest = {
+  apiVersion: 'ai.sits2026.dev/v1',
+  kind: 'PodGroup',
+  metadata: { name: 'bert-large-finetune' },
+  spec: { minMember: 8, queue: 'research', topology: { preferred: 'nvlink-domain' } },
+};
+
 /** One valid example per kind (the seed's TrainingJob for TrainingJob). */
 export const EXAMPLES: Readonly<Record<ResourceKind, Manifest>> = {
   TrainingJob: SEED_TRAINING_JOB,
@@ -162,6 +170,7 @@ export const EXAMPLES: Readonly<Record<ResourceKind, Manifest>> = {
   DataPipeline: EXAMPLE_DATA_PIPELINE,
   BatchInferenceJob: EXAMPLE_BATCH_INFERENCE_JOB,
   Queue: EXAMPLE_QUEUE,
+  PodGroup: EXAMPLE_POD_GROUP,
 };
 
 export interface InvalidCase {
@@ -302,4 +311,6 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('Queue', 'borrowing without a cohort', 'spec.cohort', EXAMPLE_QUEUE, (s) => delete s.cohort),
   invalid('Queue', 'default priority class not allowed', 'spec.defaultPriorityClassName', EXAMPLE_QUEUE, (s) => (s.defaultPriorityClassName = 'batch-low')),
   invalid('Queue', 'negative quota', 'spec.resources[1].nominal', EXAMPLE_QUEUE, (s) => (list(s.resources)[1] = { name: 'cpu', nominal: -4 })),
+  invalid('PodGroup', 'minMember 0', 'spec.minMember', EXAMPLE_POD_GROUP, (s) => (s.minMember = 0)),
+  invalid('PodGroup', 'preferred topology wider than required', 'spec.topology.preferred', EXAMPLE_POD_GROUP, (s) => (s.topology = { required: 'node', preferred: 'rack' })),
 ];

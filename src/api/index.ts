@@ -5,6 +5,7 @@ export * from './schema/inference-service.ts';
 export * from './schema/data-pipeline.ts';
 export * from './schema/batch-inference-job.ts';
 export * from './schema/queue.ts';
+export * from './schema/pod-group.ts';
 export * from './quantity.ts';
 export { KINDS, RESOURCE_KINDS, isResourceKind, kindDefinition } from './kinds.ts';
 export type { KindDefinition, PrinterColumn, ResourceKind, ScaleSubresource } from './kinds.ts';

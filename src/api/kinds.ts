@@ -4,6 +4,7 @@ import type { TSchema } from '@sinclair/typebox';
 import { BatchInferenceJob } from './schema/batch-inference-job.ts';
 import { DataPipeline } from './schema/data-pipeline.ts';
 import { InferenceService } from './schema/inference-service.ts';
+import { PodGroup } from './schema/pod-group.ts';
 import { Queue } from './schema/queue.ts';
 import { TrainingJob } from './schema/training-job.ts';
 
@@ -133,12 +134,27 @@ export const KINDS = {
       age,
     ],
   },
+  PodGroup: {
+    kind: 'PodGroup',
+    plural: 'podgroups',
+    singular: 'podgroup',
+    listKind: 'PodGroupList',
+    shortNames: ['pg'],
+    categories: CATEGORIES,
+    scope: 'Namespaced',
+    schema: PodGroup,
+    printerColumns: [
+      { name: 'MinMember', type: 'integer', jsonPath: '.spec.minMember', description: 'Pods placed together or not at all.' },
+      { name: 'Phase', type: 'string', jsonPath: '.status.phase', description: 'Gang phase.' },
+      age,
+    ],
+  },
 } as const satisfies Record<string, KindDefinition>;
 
 export type ResourceKind = keyof typeof KINDS;
 
 /** Kinds in the order the CRDs are written. */
-export const RESOURCE_KINDS: readonly ResourceKind[] = ['TrainingJob', 'InferenceService', 'DataPipeline', 'BatchInferenceJob', 'Queue'];
+export const RESOURCE_KINDS: readonly ResourceKind[] = ['TrainingJob', 'InferenceService', 'DataPipeline', 'BatchInferenceJob', 'Queue', 'PodGroup'];
 
 export function isResourceKind(kind: unknown): kind is ResourceKind {
   return typeof kind === 'string' && Object.hasOwn(KINDS, kind);

@@ -11,6 +11,7 @@ import { API_GROUP_VERSION, type CelReason } from './schema/common.ts';
 import type { BatchInferenceJob } from './schema/batch-inference-job.ts';
 import type { DataPipeline } from './schema/data-pipeline.ts';
 import type { InferenceService } from './schema/inference-service.ts';
+import type { PodGroup } from './schema/pod-group.ts';
 import type { Queue } from './schema/queue.ts';
 import type { TrainingJob } from './schema/training-job.ts';
 import type { JSONSchemaProps, StructuralSchema } from './structural.ts';
@@ -21,6 +22,7 @@ export interface ResourceTypes {
   DataPipeline: DataPipeline;
   BatchInferenceJob: BatchInferenceJob;
   Queue: Queue;
+  PodGroup: PodGroup;
 }
 export type SitsResource = ResourceTypes[ResourceKind];
 

@@ -12,7 +12,6 @@ import { NODE_SHAPES } from '../core/model/presets.ts';
 import { startControlPlane, type ControlPlane } from '../kube/testing/control-plane.ts';
 import { createFakeGpuNodes } from '../kube/testing/fake-nodes.ts';
 import { FakeKubelet } from './fake-kubelet.ts';
-import { POD_GROUP_CRD } from '../kube/pod-group-crd.ts';
 
 export interface DevClusterOptions {
   readonly nodes: number;
@@ -46,7 +45,7 @@ export function devNodes(count: number, shape: string, nodesPerRack = 8, racksPe
 }
 
 export async function applyCrds(client: KubeClient): Promise<void> {
-  const crds = [...buildCrds(), POD_GROUP_CRD];
+  const crds = buildCrds();
   for (const crd of crds) {
     try {
       await client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
