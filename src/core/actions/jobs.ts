@@ -1,0 +1,48 @@
+/** Jobs as the queueing layer sees them: a gang waiting in a queue, or a gang running on the cluster. */
+import type { GangSpec } from '../model/pod.ts';
+import type { Resources } from '../queue/model.ts';
+
+export interface QueuedJob {
+  readonly id: string;
+  readonly queue: string;
+  readonly priority: number;
+  readonly arrivalMs: number;
+  /** Every job is a gang; a single pod is a gang of one. */
+  readonly gang: GangSpec;
+  /** Runtime estimate (user-given or learned); used by backfill and ETAs. */
+  readonly estRuntimeMs: number;
+}
+
+export interface RunningJob {
+  readonly id: string;
+  readonly queue: string;
+  readonly priority: number;
+  readonly startMs: number;
+  readonly estEndMs: number;
+  readonly podIds: readonly string[];
+  readonly resources: Resources;
+  readonly gpuModel?: string;
+  /** In a checkpoint or all-reduce window until then: never interrupted before it (seed 001 §4.2). */
+  readonly criticalUntilMs?: number;
+  /** Last completed checkpoint: work since then is what preemption destroys. */
+  readonly lastCheckpointMs?: number;
+  readonly preemptible: boolean;
+}
+
+export function jobResources(job: QueuedJob): Resources {
+  let gpuMilli = 0;
+  let cpuMilli = 0;
+  let memoryMiB = 0;
+  const members = job.gang.members.slice(0, Math.max(job.gang.minMember, job.gang.members.length));
+  for (const m of members) {
+    gpuMilli += m.request.gpuCount * m.request.gpuMilli;
+    cpuMilli += m.request.cpuMilli;
+    memoryMiB += m.request.memoryMiB;
+  }
+  return { gpuMilli, cpuMilli, memoryMiB };
+}
+
+/** GPU-milliseconds of work a preemption would destroy: since the last checkpoint, or since start. */
+export function lostWork(job: RunningJob, nowMs: number): number {
+  return Math.max(0, nowMs - Math.max(job.startMs, job.lastCheckpointMs ?? job.startMs)) * (job.resources.gpuMilli / 1000);
+}

@@ -1,0 +1,363 @@
+/**
+ * One scheduling cycle over queued jobs (the session of Volcano/KAI, as a function):
+ *   1. order: the queue with the lowest weighted dominant share goes next; inside a queue, priority then FIFO;
+ *   2. admission: quota (nominal, borrowing within the cohort) AND a topology-feasible placement of the
+ *      whole gang, both against the same cluster state — a job is admitted only by being placed;
+ *   3. reservations: the first job of a queue that cannot be placed gets a reservation (the nodes and the
+ *      time it would start as running jobs end), and later jobs backfill only where they cannot delay it;
+ *   4. preemption: whole gangs only, fewest and cheapest victims, topology-aware, borrowed quota first,
+ *      never a job in a critical phase (it gets a bounded grace instead), never a job younger than the
+ *      cooldown, and never so that the preemptor's queue would exceed its deserved share (no loops).
+ * Everything happens in statements on the ClusterState; the caller carries out the result.
+ */
+import type { Placement } from '../framework/scheduler.ts';
+import type { Scheduler } from '../framework/scheduler.ts';
+import type { TopologyLevel } from '../model/topology.ts';
+import type { Allocation } from '../snapshot/cluster-state.ts';
+import { Statement } from '../statement/statement.ts';
+import { deservedGpu, weightedShare } from '../queue/fair-share.ts';
+import { add, sub, ZERO, type QueueSpec, type Resources } from '../queue/model.ts';
+import { borrowedBy, checkQuota, type QueueUsage } from '../queue/quota.ts';
+import { jobResources, lostWork, type QueuedJob, type RunningJob } from './jobs.ts';
+
+export interface CycleOptions {
+  readonly backfill: boolean;
+  readonly preemption: boolean;
+  /** Queues ordered by weighted fair share; false = one FIFO over all jobs (the baseline). */
+  readonly fairShare: boolean;
+  /** A job that (re)started less than this ago is not preempted (cooldown against loops). */
+  readonly minRuntimeMs: number;
+  /** A victim in a critical phase ending within this is preempted when it ends; later ones are spared. */
+  readonly criticalGraceMs: number;
+  /** Reservations at most (one per queue head, in fair-share order). */
+  readonly maxReservations: number;
+}
+
+export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4 };
+
+export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim';
+
+export interface Waiting {
+  readonly reason: WaitReason;
+  readonly message: string;
+}
+
+export interface Reservation {
+  readonly jobId: string;
+  readonly startMs: number;
+  readonly nodes: readonly string[];
+}
+
+export interface CycleInput {
+  readonly nowMs: number;
+  readonly scheduler: Scheduler;
+  readonly queues: ReadonlyMap<string, QueueSpec>;
+  readonly pending: readonly QueuedJob[];
+  readonly running: ReadonlyMap<string, RunningJob>;
+  readonly options?: Partial<CycleOptions>;
+}
+
+export interface CycleResult {
+  readonly started: readonly { readonly job: QueuedJob; readonly placements: readonly Placement[] }[];
+  readonly preempted: readonly { readonly victim: RunningJob; readonly by: string; readonly reason: string }[];
+  /** Victims in a critical phase: to be preempted for `by` once `atMs` passes. */
+  readonly deferred: readonly { readonly victim: RunningJob; readonly by: string; readonly atMs: number }[];
+  readonly waiting: ReadonlyMap<string, Waiting>;
+  readonly reservations: readonly Reservation[];
+}
+
+const jobOrder = (a: QueuedJob, b: QueuedJob): number => b.priority - a.priority || a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+
+export function usageOf(running: Iterable<RunningJob>): Map<string, QueueUsage> {
+  const m = new Map<string, { total: Resources; byModel: Record<string, number> }>();
+  for (const r of running) {
+    const u = m.get(r.queue) ?? { total: ZERO, byModel: {} };
+    u.total = add(u.total, r.resources);
+    if (r.gpuModel !== undefined) u.byModel[r.gpuModel] = (u.byModel[r.gpuModel] ?? 0) + r.resources.gpuMilli;
+    m.set(r.queue, u);
+  }
+  return m;
+}
+
+export function clusterCapacity(s: Scheduler): Resources {
+  let gpuMilli = 0;
+  let cpuMilli = 0;
+  let memoryMiB = 0;
+  for (const n of s.state.nodes) {
+    gpuMilli += n.usableGpuCount() * 1000;
+    cpuMilli += n.spec.cpuMilli;
+    memoryMiB += n.spec.memoryMiB;
+  }
+  return { gpuMilli, cpuMilli, memoryMiB };
+}
+
+export function runCycle(input: CycleInput): CycleResult {
+  const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
+  const { scheduler, queues, nowMs } = input;
+  const state = scheduler.state;
+  const running = new Map(input.running);
+  const usage = usageOf(running.values());
+  const capacity = clusterCapacity(scheduler);
+  const started: { job: QueuedJob; placements: readonly Placement[] }[] = [];
+  const preempted: { victim: RunningJob; by: string; reason: string }[] = [];
+  const deferred: { victim: RunningJob; by: string; atMs: number }[] = [];
+  const waiting = new Map<string, Waiting>();
+  const reservations: Reservation[] = [];
+  const reservedNodes = new Set<string>();
+
+  const demandByQueue = new Map<string, number>();
+  for (const j of input.pending) demandByQueue.set(j.queue, (demandByQueue.get(j.queue) ?? 0) + jobResources(j).gpuMilli);
+  const deserved = deservedGpu(
+    [...queues.values()].map((q) => ({ queue: q, demandGpuMilli: (usage.get(q.name)?.total.gpuMilli ?? 0) + (demandByQueue.get(q.name) ?? 0) })),
+    capacity.gpuMilli,
+  );
+
+  // Per-queue FIFO lists (or one global list for the baseline).
+  const lists = new Map<string, QueuedJob[]>();
+  for (const j of input.pending) {
+    const key = opts.fairShare ? j.queue : '*';
+    const l = lists.get(key) ?? [];
+    l.push(j);
+    lists.set(key, l);
+  }
+  for (const l of lists.values()) l.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));
+  const headReserved = new Set<string>();
+
+  const queueOf = (name: string): QueueSpec => queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
+  const share = (q: string): number => weightedShare(queueOf(q), usage.get(q)?.total ?? ZERO, capacity);
+  const addUsage = (q: string, r: Resources, sign: 1 | -1, model?: string): void => {
+    const u = usage.get(q) ?? { total: ZERO, byModel: {} };
+    const byModel = { ...u.byModel };
+    if (model !== undefined) byModel[model] = (byModel[model] ?? 0) + sign * r.gpuMilli;
+    usage.set(q, { total: sign === 1 ? add(u.total, r) : sub(u.total, r), byModel });
+  };
+
+  const next = (): QueuedJob | undefined => {
+    let bestKey: string | undefined;
+    let bestShare = Infinity;
+    for (const [key, l] of lists) {
+      if (l.length === 0) continue;
+      const s = opts.fairShare ? share(key) : 0;
+      if (s < bestShare || (s === bestShare && bestKey !== undefined && key < bestKey)) {
+        bestShare = s;
+        bestKey = key;
+      }
+    }
+    if (bestKey === undefined) return undefined;
+    return (lists.get(bestKey) as QueuedJob[]).shift();
+  };
+
+  for (let job = next(); job !== undefined; job = next()) {
+    const q = queueOf(job.queue);
+    const demand = jobResources(job);
+    const quota = checkQuota(q, queues, usage, demand);
+    if (!quota.ok) {
+      waiting.set(job.id, { reason: 'quota', message: quota.reason });
+      continue;
+    }
+    const stmt = new Statement(state);
+    const placed = scheduler.placeGang(job.gang, stmt);
+    if (placed.ok) {
+      const endMs = nowMs + job.estRuntimeMs;
+      const blocking = reservations.find((r) => r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node)));
+      if (blocking === undefined) {
+        stmt.commit();
+        const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
+        addUsage(job.queue, demand, 1, model);
+        started.push({ job, placements: placed.placements });
+        continue;
+      }
+      stmt.discard();
+      waiting.set(job.id, { reason: 'reservation', message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s` });
+      continue;
+    }
+    stmt.discard();
+    const why = placed.explanation.message;
+    if (opts.preemption) {
+      const p = tryPreempt(job, demand);
+      if (p === 'started') continue;
+    }
+    if (opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*')) {
+      headReserved.add(opts.fairShare ? job.queue : '*');
+      const r = planReservation(job);
+      if (r !== undefined) {
+        reservations.push(r);
+        for (const n of r.nodes) reservedNodes.add(n);
+        // A deferred preemption says more than the reservation: keep its reason.
+        if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'capacity', message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
+        continue;
+      }
+    }
+    if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'capacity', message: why });
+  }
+
+  return { started, preempted, deferred, waiting, reservations };
+
+  /** Earliest start of `job` as running jobs end in estimated order; reserved nodes of earlier reservations are off limits. */
+  function planReservation(job: QueuedJob): Reservation | undefined {
+    const stmt = new Statement(state);
+    blockNodes(stmt, reservedNodes);
+    const order = [...running.values()].sort((a, b) => a.estEndMs - b.estEndMs || (a.id < b.id ? -1 : 1));
+    // Placement is monotone in the set of jobs released, so the shortest prefix can be found by bisection.
+    const base = stmt.checkpoint();
+    const feasibleAfter = (k: number): Placement[] | undefined => {
+      stmt.rollback(base);
+      for (let i = 0; i < k; i++) for (const pod of (order[i] as RunningJob).podIds) stmt.release(pod);
+      const cp = stmt.checkpoint();
+      const r = scheduler.placeGang(job.gang, stmt);
+      stmt.rollback(cp);
+      return r.ok ? [...r.placements] : undefined;
+    };
+    let lo = 0;
+    let hi = order.length;
+    if (feasibleAfter(hi) === undefined) {
+      stmt.discard();
+      return undefined;
+    }
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (feasibleAfter(mid) !== undefined) hi = mid;
+      else lo = mid + 1;
+    }
+    const placements = feasibleAfter(lo) as Placement[];
+    stmt.discard();
+    const startMs = Math.max(nowMs, lo === 0 ? nowMs : (order[lo - 1] as RunningJob).estEndMs);
+    return { jobId: job.id, startMs, nodes: [...new Set(placements.map((p) => p.node))] };
+  }
+
+  /** Takes every free GPU of the given nodes with placeholder allocations (YuniKorn-style), inside stmt. */
+  function blockNodes(stmt: Statement, nodes: ReadonlySet<string>): void {
+    for (const name of nodes) {
+      const n = state.node(name);
+      if (n === undefined) continue;
+      const gpus: number[] = [];
+      for (let g = 0; g < n.gpuFree.length; g++) if (n.gpuUsable[g] === 1 && n.gpuFree[g] === 1000) gpus.push(g);
+      if (gpus.length > 0) stmt.allocate({ podId: `reservation/${name}`, node: name, gpus, gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: '' });
+    }
+  }
+
+  function tryPreempt(job: QueuedJob, demand: Resources): 'started' | 'no' {
+    const myUsage = usage.get(job.queue)?.total ?? ZERO;
+    const myDeserved = deserved.get(job.queue) ?? 0;
+    const reclaimAllowed = myUsage.gpuMilli + demand.gpuMilli <= myDeserved + 1e-6;
+    const candidates: { r: RunningJob; borrowing: boolean; cost: number }[] = [];
+    for (const r of running.values()) {
+      if (!r.preemptible || nowMs - r.startMs < opts.minRuntimeMs) continue;
+      const samePriorityRule = r.queue === job.queue && r.priority < job.priority;
+      const vq = queueOf(r.queue);
+      const vUsage = usage.get(r.queue)?.total ?? ZERO;
+      const overShare = r.queue !== job.queue && vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
+      if (!samePriorityRule && !(reclaimAllowed && overShare)) continue;
+      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, cost: lostWork(r, nowMs) });
+    }
+    if (candidates.length === 0) return 'no';
+    // Borrowed quota first, then lower priority, then the least work lost, then the newest.
+    candidates.sort((a, b) => Number(b.borrowing) - Number(a.borrowing) || a.r.priority - b.r.priority || a.cost - b.cost || b.r.startMs - a.r.startMs);
+    const level: TopologyLevel | undefined = job.gang.topology.required ?? job.gang.topology.preferred;
+    const groups = level === undefined ? [candidates] : byDomain(candidates, level);
+    let best: { victims: RunningJob[]; placements: Placement[]; cost: Cost } | undefined;
+    for (const group of groups) {
+      const plan = victimsFor(job, group.map((c) => c.r));
+      if (plan === undefined) continue;
+      const cost: Cost = [Math.max(...plan.victims.map((v) => v.priority)), plan.victims.length, plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0)];
+      if (best === undefined || lessCost(cost, best.cost)) best = { ...plan, cost };
+    }
+    if (best === undefined) return 'no';
+    const critical = best.victims.filter((v) => (v.criticalUntilMs ?? 0) > nowMs);
+    if (critical.length > 0) {
+      const waitMs = Math.max(...critical.map((v) => (v.criticalUntilMs as number) - nowMs));
+      if (waitMs <= opts.criticalGraceMs) for (const v of critical) deferred.push({ victim: v, by: job.id, atMs: v.criticalUntilMs as number });
+      waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s` });
+      return 'no';
+    }
+    const stmt = new Statement(state);
+    for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod);
+    const placed = scheduler.placeGang(job.gang, stmt);
+    if (!placed.ok) {
+      stmt.discard();
+      return 'no';
+    }
+    stmt.commit();
+    for (const v of best.victims) {
+      running.delete(v.id);
+      addUsage(v.queue, v.resources, -1, v.gpuModel);
+      preempted.push({ victim: v, by: job.id, reason: v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}` });
+    }
+    const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
+    addUsage(job.queue, demand, 1, model);
+    started.push({ job, placements: placed.placements });
+    return 'started';
+  }
+
+  /** Greedy: release victims in cost order until the gang fits, then drop every victim not needed. */
+  function victimsFor(job: QueuedJob, cands: readonly RunningJob[]): { victims: RunningJob[]; placements: Placement[] } | undefined {
+    const stmt = new Statement(state);
+    const chosen: RunningJob[] = [];
+    const saved = new Map<string, Allocation>();
+    let fit: Placement[] | undefined;
+    for (const c of cands) {
+      for (const pod of c.podIds) {
+        const a = stmt.release(pod);
+        if (a !== undefined) saved.set(pod, a);
+      }
+      chosen.push(c);
+      const cp = stmt.checkpoint();
+      const r = scheduler.placeGang(job.gang, stmt);
+      stmt.rollback(cp);
+      if (r.ok) {
+        fit = [...r.placements];
+        break;
+      }
+    }
+    if (fit === undefined) {
+      stmt.discard();
+      return undefined;
+    }
+    // Prune: put back each victim (most expensive first) if the gang still fits without it.
+    for (let i = chosen.length - 1; i >= 0 && chosen.length > 1; i--) {
+      const v = chosen[i] as RunningJob;
+      const cp = stmt.checkpoint();
+      if (!reallocate(stmt, v, saved)) {
+        stmt.rollback(cp);
+        continue;
+      }
+      const trial = stmt.checkpoint();
+      const r = scheduler.placeGang(job.gang, stmt);
+      stmt.rollback(trial);
+      if (r.ok) {
+        fit = [...r.placements];
+        chosen.splice(i, 1);
+      } else stmt.rollback(cp);
+    }
+    stmt.discard();
+    return { victims: chosen, placements: fit };
+  }
+
+  function reallocate(stmt: Statement, v: RunningJob, saved: ReadonlyMap<string, Allocation>): boolean {
+    for (const pod of v.podIds) {
+      const a = saved.get(pod);
+      if (a === undefined) return false;
+      const n = state.node(a.node);
+      if (n === undefined || !a.gpus.every((g) => (n.gpuFree[g] as number) >= a.gpuMilli)) return false;
+      stmt.allocate(a);
+    }
+    return true;
+  }
+
+  function byDomain(cands: readonly { r: RunningJob }[], level: TopologyLevel): { r: RunningJob }[][] {
+    const groups = new Map<number, { r: RunningJob }[]>();
+    for (const c of cands) {
+      const doms = new Set<number>();
+      for (const pod of c.r.podIds) {
+        const n = state.nodeOfPod(pod);
+        if (n !== undefined) doms.add(state.domainOf[level][n.idx] as number);
+      }
+      for (const d of doms) groups.set(d, [...(groups.get(d) ?? []), c]);
+    }
+    return [...groups.values()].slice(0, 32);
+  }
+}
+
+/** Preemption cost, compared in order: highest victim priority, number of victims, work lost. */
+type Cost = readonly [number, number, number];
+const lessCost = (a: Cost, b: Cost): boolean => a[0] !== b[0] ? a[0] < b[0] : a[1] !== b[1] ? a[1] < b[1] : a[2] < b[2];

@@ -1,0 +1,67 @@
+/**
+ * Queues (tenants) as the core sees them: a fair-share weight, quotas per resource and per GPU model,
+ * cohorts that borrow and lend (Kueue's nominal/borrowing/lending limits), and a guaranteed minimum
+ * (seed 004 §4.1). Integer units: gpuMilli, cpuMilli, memoryMiB. A missing limit is Infinity.
+ */
+
+export interface Resources {
+  readonly gpuMilli: number;
+  readonly cpuMilli: number;
+  readonly memoryMiB: number;
+}
+
+export const ZERO: Resources = { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
+export const UNLIMITED: Resources = { gpuMilli: Infinity, cpuMilli: Infinity, memoryMiB: Infinity };
+export const RESOURCE_KEYS = ['gpuMilli', 'cpuMilli', 'memoryMiB'] as const;
+export type ResourceKey = (typeof RESOURCE_KEYS)[number];
+
+export const add = (a: Resources, b: Resources): Resources => ({ gpuMilli: a.gpuMilli + b.gpuMilli, cpuMilli: a.cpuMilli + b.cpuMilli, memoryMiB: a.memoryMiB + b.memoryMiB });
+export const sub = (a: Resources, b: Resources): Resources => ({ gpuMilli: a.gpuMilli - b.gpuMilli, cpuMilli: a.cpuMilli - b.cpuMilli, memoryMiB: a.memoryMiB - b.memoryMiB });
+export const min = (a: Resources, b: Resources): Resources => ({ gpuMilli: Math.min(a.gpuMilli, b.gpuMilli), cpuMilli: Math.min(a.cpuMilli, b.cpuMilli), memoryMiB: Math.min(a.memoryMiB, b.memoryMiB) });
+export const max0 = (a: Resources): Resources => ({ gpuMilli: Math.max(0, a.gpuMilli), cpuMilli: Math.max(0, a.cpuMilli), memoryMiB: Math.max(0, a.memoryMiB) });
+export const fits = (a: Resources, limit: Resources): boolean => a.gpuMilli <= limit.gpuMilli && a.cpuMilli <= limit.cpuMilli && a.memoryMiB <= limit.memoryMiB;
+
+export interface ModelQuota {
+  readonly nominalGpuMilli: number;
+  readonly borrowingLimitGpuMilli: number;
+  readonly lendingLimitGpuMilli: number;
+  readonly guaranteedGpuMilli: number;
+}
+
+export interface QueueSpec {
+  readonly name: string;
+  readonly tenant: string;
+  /** Fair-share weight: tiers gold/silver/bronze are 4/2/1. */
+  readonly weight: number;
+  readonly cohort?: string;
+  readonly nominal: Resources;
+  readonly borrowingLimit: Resources;
+  readonly lendingLimit: Resources;
+  /** Never lent; reclaim never takes a queue below it. */
+  readonly guaranteed: Resources;
+  /** Per GPU model quotas, on top of the resource quotas. */
+  readonly models: Readonly<Record<string, ModelQuota>>;
+}
+
+export const TIER_WEIGHTS: Readonly<Record<string, number>> = { gold: 4, silver: 2, bronze: 1 };
+
+export function makeQueue(name: string, o: Partial<Omit<QueueSpec, 'name'>> = {}): QueueSpec {
+  return {
+    name,
+    tenant: o.tenant ?? name,
+    weight: o.weight ?? 1,
+    ...(o.cohort === undefined ? {} : { cohort: o.cohort }),
+    nominal: o.nominal ?? UNLIMITED,
+    borrowingLimit: o.borrowingLimit ?? UNLIMITED,
+    lendingLimit: o.lendingLimit ?? UNLIMITED,
+    guaranteed: o.guaranteed ?? ZERO,
+    models: o.models ?? {},
+  };
+}
+
+/** What a job asks of its queue's quota: its total requests, and GPU milli per model it may use. */
+export interface Demand {
+  readonly resources: Resources;
+  /** GPU model the job will use when it is known (placement decided), else undefined. */
+  readonly gpuModel?: string;
+}
