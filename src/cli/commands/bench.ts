@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
+import { registerBenchKube } from './bench-kube.ts';
 
 /** `sits bench …`: benchmarks that write JSON. Subcommands register themselves here. */
 export function registerBench(program: Command): void {
-  program.command('bench').description('benchmarks that write JSON results (placement quality, throughput)');
+  const bench = program.command('bench').description('benchmarks that write JSON results (placement quality, throughput)');
+  registerBenchKube(bench);
 }

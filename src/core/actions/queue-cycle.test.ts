@@ -7,7 +7,7 @@ import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod, type TopologyConstraint } from '../model/pod.ts';
-import { makeQueue, UNLIMITED, type QueueSpec } from '../queue/model.ts';
+import { makeQueue, type QueueSpec } from '../queue/model.ts';
 import { seededRng } from '../ports.ts';
 
 function cluster(shape: string, racks: number, perRack: number): Scheduler {

@@ -5,6 +5,7 @@
  */
 import { Scheduler } from '../../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import type { Profile } from '../../core/framework/types.ts';
 import { ClusterState, type NodeState } from '../../core/snapshot/cluster-state.ts';
 import { FragCache } from '../../core/plugins/fgd/fgd.ts';
 import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
@@ -52,10 +53,12 @@ export interface FgdRunOptions {
   readonly tune?: number;
   /** Monotonic clock for runMs (hosts pass performance.now); absent → runMs 0. */
   readonly now?: () => number;
+  /** Use this profile instead of resolving `policy` (experiments with unregistered scorers). */
+  readonly profile?: Profile;
 }
 
 export function runFgd(trace: FgdTrace, policy: string, seed: number, opts: FgdRunOptions = {}): FgdRun {
-  const profile = resolveProfile(policy, { typicalShapes: trace.typical });
+  const profile = opts.profile === undefined ? resolveProfile(policy, { typicalShapes: trace.typical }) : { ok: true as const, value: opts.profile };
   if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
   const wl = fgdWorkload(trace.nodes, trace.pods, seed, opts.tune ?? 1.3);
   const state = new ClusterState(
