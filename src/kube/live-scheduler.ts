@@ -65,6 +65,8 @@ export class LiveScheduler {
   private gangBinds = 0;
   private loopDone: Promise<void> | undefined;
   readonly stats = { cycles: 0, bound: 0, bindErrors: 0, failedAttempts: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
+  /** Called after each scheduling attempt (one pod, or one gang with its binding) with its duration; for metrics. */
+  onAttempt: ((seconds: number, result: 'scheduled' | 'unschedulable') => void) | undefined;
   private readonly schedulerName: string;
   private readonly log: (m: string) => void;
 
@@ -230,7 +232,10 @@ export class LiveScheduler {
       if (this.stopped || !this.isLeader()) return;
       const f = this.failed.get(u.key);
       if (f !== undefined && f.generation === gen && now < f.retryAtMs) continue;
+      const startMs = performance.now();
+      const failedBefore = this.stats.failedAttempts;
       await u.run();
+      this.onAttempt?.((performance.now() - startMs) / 1000, this.stats.failedAttempts === failedBefore ? 'scheduled' : 'unschedulable');
     }
   }
 
