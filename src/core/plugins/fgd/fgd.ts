@@ -70,6 +70,22 @@ export class FragCache {
     return this.fromScratch(node, cpuMilli, milli);
   }
 
+  /** Fragment after taking only cpu (a CPU-only pod). */
+  afterCpu(node: NodeState, cpuMilli: number): number {
+    this.load(node);
+    return this.fromScratch(node, cpuMilli, 0);
+  }
+
+  /** Fragment after taking cpu and `count` fully free GPUs (any: all are equal for the fragment); undefined if too few. */
+  afterWhole(node: NodeState, cpuMilli: number, count: number): number | undefined {
+    let full = 0;
+    for (let g = 0; g < node.gpuFree.length; g++) if (node.gpuUsable[g] === 1 && node.gpuFree[g] === 1000) full++;
+    if (full < count) return undefined;
+    this.load(node);
+    for (let k = 0; k < count; k++) this.change(1000, 0);
+    return this.fromScratch(node, cpuMilli, count * 1000);
+  }
+
   private fromScratch(node: NodeState, cpuMilli: number, takenMilli: number): number {
     const i = node.idx;
     return fragmentFromAggregates(this.compiled, this.masks[i] as Uint8Array, node.cpuFreeMilli - cpuMilli, (this.totals[i] as number) - takenMilli, this.fit, this.small);

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { makePod } from '../../model/pod.ts';
+import { ClusterState } from '../../snapshot/cluster-state.ts';
+import { FragCache, fgdChoice } from './fgd.ts';
+import type { TypicalShape } from './fragmentation.ts';
+import { cpuPerGpuMilli, excludedWeight, SitsFragModel, sitsFragChoice, sitsFragPlugin, strandedGpuMilli } from './sits-frag.ts';
+import { nodeInState, nodeSpec, oneNode } from './test-helpers.ts';
+
+const shapes: TypicalShape[] = [
+  { cpuMilli: 2000, gpuMilli: 500, gpuCount: 1, gpuModels: [], weight: 0.4 },
+  { cpuMilli: 8000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 0.4 },
+  { cpuMilli: 8000, gpuMilli: 1000, gpuCount: 1, gpuModels: ['V100'], weight: 0.1 },
+  { cpuMilli: 16000, gpuMilli: 0, gpuCount: 0, gpuModels: [], weight: 0.1 },
+];
+
+describe('workload constants', () => {
+  it('κ = Σ p·cpu / Σ p·n·m over GPU shapes', () => {
+    // (0.4·2000 + 0.4·8000 + 0.1·8000) / (0.4·500 + 0.4·1000 + 0.1·1000) = 4800 / 700
+    expect(cpuPerGpuMilli(shapes)).toBeCloseTo(4800 / 700, 12);
+    expect(cpuPerGpuMilli([{ cpuMilli: 1, gpuMilli: 0, gpuCount: 0, gpuModels: [], weight: 1 }])).toBe(0);
+  });
+  it('stranded GPU = free GPU the CPU cannot feed, never negative, off when κ = 0', () => {
+    expect(strandedGpuMilli(4000, 8000, 4)).toBe(2000);
+    expect(strandedGpuMilli(1000, 8000, 4)).toBe(0);
+    expect(strandedGpuMilli(4000, 0, 0)).toBe(0);
+  });
+  it('excluded weight = GPU shapes whose model list leaves the model out', () => {
+    expect(excludedWeight(shapes, 'T4')).toBeCloseTo(0.1, 12);
+    expect(excludedWeight(shapes, 'V100')).toBe(0);
+  });
+});
+
+describe('sitsFragChoice', () => {
+  it('equals FGD when nothing is stranded and no shape is constrained', () => {
+    const plain = shapes.filter((s) => s.gpuModels.length === 0);
+    const { node } = oneNode(4, 'T4', 64000, [1000, 500, 1000, 300], 64000);
+    const pod = makePod('p', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 });
+    const f = fgdChoice(new FragCache(plain), pod, node);
+    const s = sitsFragChoice(new SitsFragModel(plain), pod, node);
+    expect(s.score).toBe(f.score);
+    expect([s.gpu]).toEqual(f.gpus);
+  });
+  it('a CPU-only pod avoids the node it would leave CPU-starved next to free GPUs', () => {
+    const state = new ClusterState([nodeSpec('gpu-free', 4, 'T4', 40000), nodeSpec('gpu-full', 4, 'T4', 40000)]);
+    const free = nodeInState(state, 'gpu-free', [1000, 1000, 1000, 1000], 40000);
+    const full = nodeInState(state, 'gpu-full', [0, 0, 0, 0], 40000);
+    const m = new SitsFragModel(shapes);
+    const pod = makePod('cpu', { cpuMilli: 16000 });
+    expect(sitsFragChoice(m, pod, full).score).toBeGreaterThan(sitsFragChoice(m, pod, free).score);
+  });
+  it('a pod that may run anywhere prefers the model that constrained pods cannot use', () => {
+    const state = new ClusterState([nodeSpec('t4', 4, 'T4', 64000), nodeSpec('v100', 4, 'V100', 64000)]);
+    const t4 = nodeInState(state, 't4', [1000, 1000, 1000, 1000], 64000);
+    const v100 = nodeInState(state, 'v100', [1000, 1000, 1000, 1000], 64000);
+    const m = new SitsFragModel(shapes);
+    const pod = makePod('any', { cpuMilli: 8000, gpuCount: 2 });
+    expect(sitsFragChoice(m, pod, t4).score).toBeGreaterThan(sitsFragChoice(m, pod, v100).score);
+  });
+  it('no fit → score 0 and no GPU', () => {
+    const { node } = oneNode(2, 'T4', 16000, [300, 0], 16000);
+    expect(sitsFragChoice(new SitsFragModel(shapes), makePod('p', { cpuMilli: 1000, gpuCount: 1, gpuMilli: 500 }), node)).toEqual({ score: 0, gpu: -1 });
+    expect(sitsFragChoice(new SitsFragModel(shapes), makePod('p', { cpuMilli: 1000, gpuCount: 1 }), node).score).toBe(0);
+  });
+  it('the plugin gives a fractional pod its chosen GPU and whole GPUs from the topology pick', () => {
+    const { node } = oneNode(4, 'T4', 64000, [1000, 500, 1000, 1000], 64000);
+    const p = sitsFragPlugin(shapes);
+    const ctx = { state: undefined as never, rng: { next: () => 0, int: () => 0 } };
+    expect(p.pickGpus?.(makePod('f', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 }), node, ctx)).toEqual([1]);
+    expect(p.pickGpus?.(makePod('w', { cpuMilli: 2000, gpuCount: 2 }), node, ctx)).toEqual([0, 2]);
+  });
+});
