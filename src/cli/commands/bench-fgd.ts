@@ -1,0 +1,112 @@
+/**
+ * `sits bench fgd`: the FGD experiment (USENIX ATC '23) on an Alibaba openb trace for several policies
+ * and seeds, in parallel on worker threads. Writes the JSON contract of issue 3 §6, prints a table, and
+ * optionally an offline HTML report with charts.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import type { Command } from 'commander';
+import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
+import { PUBLISHED_UNALLOCATED_100, publishedName } from '../../sim/fgd/published.ts';
+import { FRAG_RATE_AT, UNALLOCATED_AT, fgdBenchJson, fgdCurves, parseSeeds, type FgdBenchJson } from '../../sim/fgd/summary.ts';
+import { defaultWorkers, GridTaskError, runGrid } from '../../sim/grid/pool.ts';
+import { loadFgdTrace, type FgdTask } from '../../sim/grid/tasks.ts';
+import { fgdReportHtml } from '../../sim/report/fgd-html.ts';
+import { TraceError } from '../../sim/trace/errors.ts';
+import { CliError } from '../errors.ts';
+import { table } from '../format.ts';
+import { intOption, numberOption } from '../options.ts';
+
+export const FGD_POLICIES = ['random', 'dotprod', 'gpuclustering', 'gpupacking', 'bestfit', 'fgd', 'sits'];
+
+interface FgdOptions {
+  nodes?: string;
+  pods?: string;
+  policies: string;
+  seeds: string;
+  json?: string;
+  html?: string;
+  detail?: string;
+  tune: number;
+  workers: number;
+  timing: boolean;
+}
+
+export function writeFileMkdir(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, text);
+}
+
+export function fgdTable(json: FgdBenchJson): string {
+  const published = PUBLISHED_UNALLOCATED_100[json.trace];
+  const f = (v: number | null | undefined, d = 2): string => (v === null || v === undefined ? '–' : v.toFixed(d));
+  const head = ['policy', ...UNALLOCATED_AT.map((b) => `@${b}`), ...(published ? ['paper@100'] : []), ...FRAG_RATE_AT.map((b) => `frag@${b}`), 'run ms'];
+  const rows = json.results.map((r) => [r.policy, ...UNALLOCATED_AT.map((b) => f(r.unallocatedPct[String(b)])), ...(published ? [f(published[publishedName(r.policy)])] : []), ...FRAG_RATE_AT.map((b) => f(r.fragRatePct[String(b)], 1)), f(r.runMs, 0)]);
+  return `unallocated GPU % by arrived workload %, frag rate %, median of ${json.seeds.length} seeds — ${json.trace}\n${table(head, rows)}`;
+}
+
+export function registerBenchFgd(bench: Command): void {
+  bench
+    .command('fgd')
+    .description('FGD experiment (ATC ’23) on an Alibaba openb trace: unallocated GPU % vs arrived workload, fragmentation rate, per policy, median over seeds')
+    .requiredOption('--nodes <csv>', 'node list, e.g. ../shared/traces/alibaba-gpu-v2023/openb_node_list_gpu_node.csv')
+    .requiredOption('--pods <csv>', 'pod list, e.g. ../shared/traces/alibaba-gpu-v2023/openb_pod_list_default.csv')
+    .option('--policies <list>', 'comma-separated profiles or aliases', FGD_POLICIES.join(','))
+    .option('--seeds <list>', 'seeds: a range 42-51 and/or a list 42,45', '42-51')
+    .option('--json <file>', 'write the medians as JSON')
+    .option('--html <file>', 'write an offline HTML report with charts')
+    .option('--detail <file>', 'write per-policy median curves (every arrived %) and per-seed values as JSON')
+    .option('--tune <ratio>', 'workload as a multiple of GPU capacity', numberOption('--tune', 0.1, 10), 1.3)
+    .option('--workers <n>', 'worker threads (0 = run in this thread)', intOption('--workers', 0, 256), defaultWorkers())
+    .option('--no-timing', 'report runMs as 0 so that the JSON is byte-identical across runs')
+    .action(async (o: FgdOptions) => {
+      const seeds = parseSeeds(o.seeds);
+      if (seeds === undefined) throw new CliError(`--seeds must look like 42-51 or 42,43,50, got "${o.seeds}"`);
+      const policies = o.policies.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      if (policies.length === 0) throw new CliError('--policies is empty');
+      if (new Set(policies).size !== policies.length) throw new CliError(`--policies lists a policy twice: ${o.policies}`);
+      for (const p of policies) {
+        const r = resolveProfile(p, { typicalShapes: [] });
+        if (!r.ok) throw new CliError(`--policies: ${formatProfileError(r.error)}`);
+      }
+      const nodesFile = o.nodes as string;
+      const podsFile = o.pods as string;
+      try {
+        loadFgdTrace(nodesFile, podsFile); // fail fast on a bad file, before any thread starts
+      } catch (e) {
+        if (e instanceof TraceError) throw new CliError(e.message);
+        throw e;
+      }
+      const tasks: FgdTask[] = [];
+      for (const policy of policies) for (const seed of seeds) tasks.push({ nodesFile, podsFile, policy, seed, tune: o.tune, timing: o.timing });
+      const tty = process.stderr.isTTY === true;
+      const t0 = performance.now();
+      let runs;
+      try {
+        runs = await runGrid(tasks, {
+          workers: o.workers,
+          onProgress: (p) => {
+            if (!tty) return;
+            const u = p.run.buckets.allocPct[100];
+            const msg = `[${p.done}/${p.total}] ${p.task.policy} seed ${p.task.seed}: unallocated @100 ${u === null || u === undefined ? '–' : (100 - u).toFixed(2)} % (${p.run.runMs.toFixed(0)} ms)`;
+            process.stderr.write(`\r\x1b[K${msg.slice(0, (process.stderr.columns ?? 120) - 1)}`);
+          },
+        });
+      } catch (e) {
+        if (e instanceof GridTaskError) throw new CliError(`${e.task.policy} seed ${e.task.seed}: ${e.message}`);
+        throw e;
+      } finally {
+        if (tty) process.stderr.write('\r\x1b[K');
+      }
+      const wallMs = performance.now() - t0;
+      const json = fgdBenchJson(basename(podsFile), seeds, policies, runs);
+      process.stdout.write(`${fgdTable(json)}\n${tasks.length} runs in ${(wallMs / 1000).toFixed(1)} s on ${Math.min(o.workers, tasks.length) || 1} thread(s)\n`);
+      if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(json, null, 2)}\n`);
+      const curves = o.html !== undefined || o.detail !== undefined ? fgdCurves(policies, runs) : [];
+      if (o.html !== undefined) writeFileMkdir(o.html, fgdReportHtml(json, curves));
+      if (o.detail !== undefined) {
+        const failed = policies.map((p) => ({ policy: p, perSeed: runs.filter((r) => r.policy === p).map((r) => ({ seed: r.seed, pods: r.pods, placed: r.placed, failedTo100: r.failedTo100.slice(0, 20) })) }));
+        writeFileMkdir(o.detail, `${JSON.stringify({ trace: json.trace, seeds, curves, failed }, null, 1)}\n`);
+      }
+    });
+}
