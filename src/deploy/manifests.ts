@@ -1,0 +1,210 @@
+/**
+ * The SITS deployment as manifest trees (see tree.ts): Namespace, ServiceAccount, RBAC, the Deployment
+ * running `sits run --controllers` with leader election, a metrics Service and a PodDisruptionBudget.
+ * Each tree gives both the plain manifest (for given values) and the Helm template.
+ */
+import { SCHEDULER_NAME } from '../kube/labels.ts';
+import { CONTROLLER_RULES, LEASE_CREATE_RULE, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
+
+export const NAMES = {
+  serviceAccount: 'sits-scheduler',
+  schedulerRole: 'sits-scheduler',
+  controllersRole: 'sits-controllers',
+  leaseRole: 'sits-leader-election',
+  deployment: 'sits-scheduler',
+  metricsService: 'sits-scheduler-metrics',
+  pdb: 'sits-scheduler',
+  container: 'sits',
+  schedulerName: SCHEDULER_NAME,
+} as const;
+
+export const SELECTOR_LABELS = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'scheduler' } as const;
+const labels = (): Record<string, Node> => ({ ...SELECTOR_LABELS, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('namespace') } : {}), labels: labels() });
+
+const rules = (list: readonly PolicyRule[]): Node[] =>
+  list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
+
+const subjects = (): Node[] => [{ kind: 'ServiceAccount', name: NAMES.serviceAccount, namespace: quoted('namespace') }];
+
+function namespace(): Doc {
+  return {
+    file: 'namespace.yaml',
+    when: 'createNamespace',
+    body: {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: quoted('namespace'),
+        labels: {
+          ...labels(),
+          // The scheduler's own pods meet the "restricted" Pod Security Standard; enforce it.
+          'pod-security.kubernetes.io/enforce': 'restricted',
+          'pod-security.kubernetes.io/enforce-version': 'latest',
+          'pod-security.kubernetes.io/warn': 'restricted',
+          'pod-security.kubernetes.io/audit': 'restricted',
+        },
+      },
+    },
+  };
+}
+
+const serviceAccount = (): Doc => ({
+  file: 'serviceaccount.yaml',
+  body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(NAMES.serviceAccount), automountServiceAccountToken: true },
+});
+
+const clusterRole = (file: string, name: string, list: readonly PolicyRule[], when?: string): Doc => ({
+  file,
+  ...(when === undefined ? {} : { when }),
+  body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(name, false), rules: rules(list) },
+});
+
+const clusterRoleBinding = (file: string, name: string, when?: string): Doc => ({
+  file,
+  ...(when === undefined ? {} : { when }),
+  body: {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: meta(name, false),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+    subjects: subjects(),
+  },
+});
+
+const leaseRole = (): Doc => ({
+  file: 'role-leader-election.yaml',
+  when: 'leaderElection.enabled',
+  body: {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: meta(NAMES.leaseRole),
+    rules: [...rules([LEASE_CREATE_RULE]), { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: block('leaderElection.leaseNames'), verbs: ['get', 'update'] }],
+  },
+});
+
+const leaseRoleBinding = (): Doc => ({
+  file: 'rolebinding-leader-election.yaml',
+  when: 'leaderElection.enabled',
+  body: {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: meta(NAMES.leaseRole),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: NAMES.leaseRole },
+    subjects: subjects(),
+  },
+});
+
+const probe = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'metrics', scheme: 'HTTP' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
+
+function deployment(): Doc {
+  return {
+    file: 'deployment.yaml',
+    body: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: meta(NAMES.deployment),
+      spec: {
+        replicas: raw('replicas'),
+        revisionHistoryLimit: 5,
+        selector: { matchLabels: { ...SELECTOR_LABELS } },
+        template: {
+          metadata: { labels: labels() },
+          spec: {
+            serviceAccountName: NAMES.serviceAccount,
+            automountServiceAccountToken: true,
+            ...entriesIf('priorityClassName', { priorityClassName: quoted('priorityClassName') }),
+            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+            // A leader that stops renewing loses the lease within the renew deadline; 30 s covers the release on SIGTERM.
+            terminationGracePeriodSeconds: 30,
+            affinity: {
+              podAntiAffinity: {
+                preferredDuringSchedulingIgnoredDuringExecution: [
+                  { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { ...SELECTOR_LABELS } } } },
+                ],
+              },
+            },
+            ...entriesIf('nodeSelector', { nodeSelector: block('nodeSelector') }),
+            ...entriesIf('tolerations', { tolerations: block('tolerations') }),
+            containers: [
+              {
+                name: NAMES.container,
+                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                imagePullPolicy: raw('image.pullPolicy'),
+                args: [
+                  'run',
+                  ifItems('controllers.enabled', ['--controllers']),
+                  concat('--profile=', raw('profile')),
+                  concat('--metrics-port=', raw('metrics.port')),
+                  '--identity=$(POD_NAME)',
+                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw('namespace')), concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
+                ],
+                env: [
+                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                ],
+                ports: [{ name: 'metrics', containerPort: raw('metrics.port'), protocol: 'TCP' }],
+                // The server starts before the informers' first list, so /healthz answers during start-up.
+                startupProbe: probe('/healthz', 2, 30),
+                livenessProbe: probe('/healthz', 10, 3),
+                readinessProbe: probe('/readyz', 5, 3),
+                resources: block('resources'),
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  privileged: false,
+                  readOnlyRootFilesystem: true,
+                  runAsNonRoot: true,
+                  capabilities: { drop: ['ALL'] },
+                  seccompProfile: { type: 'RuntimeDefault' },
+                },
+                // The TypeScript loader caches compiled modules in the temp dir: the only writable path.
+                volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+              },
+            ],
+            volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '256Mi' } }],
+          },
+        },
+      },
+    },
+  };
+}
+
+const metricsService = (): Doc => ({
+  file: 'service-metrics.yaml',
+  body: {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { ...meta(NAMES.metricsService), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': quoted('metrics.port'), 'prometheus.io/path': '/metrics' } },
+    spec: { type: 'ClusterIP', selector: { ...SELECTOR_LABELS }, ports: [{ name: 'metrics', port: raw('metrics.port'), targetPort: 'metrics', protocol: 'TCP' }] },
+  },
+});
+
+const podDisruptionBudget = (): Doc => ({
+  file: 'poddisruptionbudget.yaml',
+  when: 'podDisruptionBudget.enabled',
+  body: {
+    apiVersion: 'policy/v1',
+    kind: 'PodDisruptionBudget',
+    metadata: meta(NAMES.pdb),
+    spec: { minAvailable: raw('podDisruptionBudget.minAvailable'), selector: { matchLabels: { ...SELECTOR_LABELS } } },
+  },
+});
+
+/** RBAC documents alone (deploy/rbac.yaml), in apply order. */
+export function rbacDocs(): Doc[] {
+  return [
+    serviceAccount(),
+    clusterRole('clusterrole-scheduler.yaml', NAMES.schedulerRole, SCHEDULER_RULES),
+    clusterRoleBinding('clusterrolebinding-scheduler.yaml', NAMES.schedulerRole),
+    clusterRole('clusterrole-controllers.yaml', NAMES.controllersRole, CONTROLLER_RULES, 'controllers.enabled'),
+    clusterRoleBinding('clusterrolebinding-controllers.yaml', NAMES.controllersRole, 'controllers.enabled'),
+    leaseRole(),
+    leaseRoleBinding(),
+  ];
+}
+
+/** Every document except the CRDs, in apply order. */
+export function deployDocs(): Doc[] {
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget()];
+}

@@ -1,0 +1,51 @@
+/**
+ * What the SITS process may do, and why. Least privilege: no wildcards, no secrets or configmaps, no
+ * write access to nodes, no RBAC or CRD management; the Lease only in the scheduler's own namespace
+ * (a Role) and, for get/update, only the named leases.
+ */
+import { API_GROUP } from '../api/schema/common.ts';
+
+export interface PolicyRule {
+  readonly apiGroups: readonly string[];
+  readonly resources: readonly string[];
+  readonly verbs: readonly string[];
+  readonly resourceNames?: readonly string[];
+}
+
+/** src/kube/live-scheduler.ts, cluster-cache.ts and reflector.ts. */
+export const SCHEDULER_RULES: readonly PolicyRule[] = [
+  // Informers: nodes (topology labels, capacity) and every pod (what holds resources, what waits for us).
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  // patch: the gang plan annotations; delete: rolling back a half-bound gang (the owner recreates the pods).
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
+  { apiGroups: [''], resources: ['pods/binding'], verbs: ['create'] },
+  // PodScheduled=False/Unschedulable with the explanation.
+  { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
+  // Scheduled / FailedScheduling / WaitingForGang.
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch'] },
+];
+
+/** src/controllers/ (TrainingJob now; more kinds get their rules here when their controllers land). */
+export const CONTROLLER_RULES: readonly PolicyRule[] = [
+  { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['trainingjobs/status'], verbs: ['get', 'update', 'patch'] },
+  // Owner references with blockOwnerDeletion need update on the owner's finalizers.
+  { apiGroups: [API_GROUP], resources: ['trainingjobs/finalizers'], verbs: ['update'] },
+  { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // Headless services for rendezvous (MASTER_ADDR).
+  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // Either events API: the controllers may record through core/v1 or events.k8s.io/v1.
+  { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+];
+
+/** Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by name. */
+export const LEASE_CREATE_RULE: PolicyRule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] };
+export const leaseRenewRule = (names: readonly string[]): PolicyRule => ({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: names, verbs: ['get', 'update'] });
+
+/** Resources the process must never be able to touch (checked by a unit test and, for real, by the e2e test). */
+export const FORBIDDEN_RESOURCES = ['secrets', 'configmaps', 'serviceaccounts/token', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'customresourcedefinitions'];
+/** Verbs that would let the holder gain more rights than it has. */
+export const FORBIDDEN_VERBS = ['*', 'escalate', 'bind', 'impersonate', 'deletecollection'];

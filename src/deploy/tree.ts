@@ -1,0 +1,205 @@
+/**
+ * Manifests are written once, as trees whose leaves may refer to a value (`.Values.x`). The same tree
+ * evaluates to a plain manifest for given values (`evaluate`) and prints as a Helm template (`emitTemplate`),
+ * so the chart and the plain YAML cannot drift apart: they come from one builder, and a test renders the
+ * chart's text again with the default values and compares.
+ *
+ * Builders never read values directly, only through these nodes; a builder that branched on a value
+ * would make a chart that ignores that value.
+ */
+import { stringify } from 'yaml';
+import { goFloat } from './go-template.ts';
+
+export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
+
+/** A value from values.yaml: printed raw (numbers, booleans, safe strings), quoted, or as a YAML block. */
+export interface Ref {
+  readonly $ref: string;
+  readonly style: 'raw' | 'quote' | 'yaml';
+}
+/** A string made of literal parts and values, e.g. `--profile={{ .Values.profile }}`. */
+export interface Concat {
+  readonly $concat: readonly (string | Ref)[];
+}
+/** In a list: items present when the value at `$if` is truthy (Go template truthiness), else `else`. */
+export interface IfItems {
+  readonly $if: string;
+  readonly then: readonly Node[];
+  readonly else: readonly Node[];
+}
+/** In a mapping (under any key starting with `$if`): entries present when the value is truthy. */
+export interface IfEntries {
+  readonly $ifEntries: string;
+  readonly then: Readonly<Record<string, Node>>;
+}
+
+export type Node = string | number | boolean | null | Ref | Concat | IfItems | IfEntries | readonly Node[] | { readonly [key: string]: Node };
+
+/** A manifest file: one object, present when `when` (a values path) is truthy. */
+export interface Doc {
+  readonly file: string;
+  readonly when?: string;
+  readonly body: Node;
+}
+
+export const raw = (path: string): Ref => ({ $ref: path, style: 'raw' });
+export const quoted = (path: string): Ref => ({ $ref: path, style: 'quote' });
+export const block = (path: string): Ref => ({ $ref: path, style: 'yaml' });
+export const concat = (...parts: (string | Ref)[]): Concat => ({ $concat: parts });
+export const ifItems = (path: string, then: readonly Node[], otherwise: readonly Node[] = []): IfItems => ({ $if: path, then, else: otherwise });
+let ifKeySeq = 0;
+/** Use as `{ ...entriesIf('priorityClassName', { priorityClassName: quoted('priorityClassName') }) }`. */
+export const entriesIf = (path: string, then: Record<string, Node>): Record<string, IfEntries> => ({ [`$if${ifKeySeq++}`]: { $ifEntries: path, then } });
+
+const isObj = (n: unknown): n is Record<string, unknown> => n !== null && typeof n === 'object' && !Array.isArray(n);
+const isRef = (n: unknown): n is Ref => isObj(n) && typeof n.$ref === 'string';
+const isConcat = (n: unknown): n is Concat => isObj(n) && Array.isArray(n.$concat);
+const isIfItems = (n: unknown): n is IfItems => isObj(n) && typeof n.$if === 'string';
+const isIfEntries = (n: unknown): n is IfEntries => isObj(n) && typeof n.$ifEntries === 'string';
+
+export function lookup(values: unknown, path: string): unknown {
+  let cur: unknown = values;
+  for (const part of path.split('.')) {
+    if (!isObj(cur)) return undefined;
+    cur = cur[part];
+  }
+  return cur;
+}
+
+/** Go template truthiness: false, 0, nil and empty strings, lists and maps are false. */
+export function truthy(v: unknown): boolean {
+  if (v === undefined || v === null || v === false || v === 0 || v === '') return false;
+  if (Array.isArray(v)) return v.length > 0;
+  if (isObj(v)) return Object.keys(v).length > 0;
+  return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evaluation with values: the plain manifests
+
+export function evaluate(node: Node, values: unknown): Json {
+  if (node === null || typeof node !== 'object') return node;
+  if (Array.isArray(node)) return evaluateList(node, values);
+  if (isRef(node)) {
+    const v = lookup(values, node.$ref);
+    if (v === undefined) throw new Error(`no value at ${node.$ref}`);
+    // `| quote` makes a string of anything, as Helm prints it.
+    if (node.style === 'quote') return typeof v === 'number' ? goFloat(v) : String(v);
+    return structuredClone(v) as Json;
+  }
+  if (isConcat(node)) return node.$concat.map((p) => (typeof p === 'string' ? p : String(evaluate(p, values)))).join('');
+  if (isIfItems(node) || isIfEntries(node)) throw new Error(`conditional ${JSON.stringify(node)} outside a list or mapping`);
+  const out: Record<string, Json> = {};
+  for (const [k, v] of Object.entries(node as Record<string, Node>)) {
+    if (isIfEntries(v)) {
+      if (truthy(lookup(values, v.$ifEntries))) for (const [k2, v2] of Object.entries(v.then)) out[k2] = evaluate(v2, values);
+    } else out[k] = evaluate(v, values);
+  }
+  return out;
+}
+
+function evaluateList(list: readonly Node[], values: unknown): Json[] {
+  const out: Json[] = [];
+  for (const item of list) {
+    if (isIfItems(item)) out.push(...evaluateList(truthy(lookup(values, item.$if)) ? item.then : item.else, values));
+    else out.push(evaluate(item, values));
+  }
+  return out;
+}
+
+export function evaluateDocs(docs: readonly Doc[], values: unknown): { file: string; object: Json }[] {
+  return docs.filter((d) => d.when === undefined || truthy(lookup(values, d.when))).map((d) => ({ file: d.file, object: evaluate(d.body, values) }));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Emission as a Helm template (block-style YAML with Go template actions)
+
+export const TEMPLATE_HEADER = '{{/* Generated by scripts/gen-deploy.ts from src/deploy; do not edit by hand. */}}\n';
+
+export function emitTemplate(doc: Doc): string {
+  const lines: string[] = [];
+  if (!isObj(doc.body) || isRef(doc.body) || isConcat(doc.body)) throw new Error(`${doc.file}: a document must be a mapping`);
+  if (doc.when !== undefined) lines.push(`{{- if .Values.${doc.when} }}`);
+  emitMap(doc.body as Record<string, Node>, 0, lines);
+  if (doc.when !== undefined) lines.push('{{- end }}');
+  return `${TEMPLATE_HEADER}${lines.join('\n')}\n`;
+}
+
+const pad = (n: number): string => ' '.repeat(n);
+
+function scalar(v: string | number | boolean | null): string {
+  if (typeof v === 'string' && v.includes('{{')) throw new Error(`literal ${JSON.stringify(v)} would be read as a template action`);
+  return stringify(v, { lineWidth: 0 }).trimEnd();
+}
+
+function action(r: Ref): string {
+  return r.style === 'quote' ? `{{ .Values.${r.$ref} | quote }}` : `{{ .Values.${r.$ref} }}`;
+}
+
+/** A string with values inside, double-quoted; the values are printed raw, so they must not contain `"` or `\`. */
+function emitConcat(c: Concat): string {
+  const literal = (p: string): string => {
+    if (p.includes('{{')) throw new Error(`literal ${JSON.stringify(p)} would be read as a template action`);
+    return JSON.stringify(p).slice(1, -1);
+  };
+  return `"${c.$concat.map((p) => (typeof p === 'string' ? literal(p) : action({ ...p, style: 'raw' }))).join('')}"`;
+}
+
+/** The text after `key:` / `- ` for leaves; undefined for nested structures. */
+function inline(n: Node): string | undefined {
+  if (n === null || typeof n !== 'object') return scalar(n);
+  if (isRef(n)) return n.style === 'yaml' ? undefined : action(n);
+  if (isConcat(n)) return emitConcat(n);
+  if (Array.isArray(n) && n.length === 0) return '[]';
+  if (isObj(n) && !Array.isArray(n) && Object.keys(n).length === 0) return '{}';
+  return undefined;
+}
+
+function emitMap(map: Readonly<Record<string, Node>>, indent: number, out: string[]): void {
+  for (const [k, v] of Object.entries(map)) {
+    if (isIfEntries(v)) {
+      out.push(`${pad(indent)}{{- if .Values.${v.$ifEntries} }}`);
+      emitMap(v.then, indent, out);
+      out.push(`${pad(indent)}{{- end }}`);
+      continue;
+    }
+    const key = scalar(k);
+    const text = inline(v);
+    if (text !== undefined) out.push(`${pad(indent)}${key}: ${text}`);
+    else if (isRef(v)) out.push(`${pad(indent)}${key}:`, `${pad(indent + 2)}{{- toYaml .Values.${v.$ref} | nindent ${indent + 2} }}`);
+    else if (Array.isArray(v)) {
+      out.push(`${pad(indent)}${key}:`);
+      emitList(v, indent + 2, out);
+    } else {
+      out.push(`${pad(indent)}${key}:`);
+      emitMap(v as Record<string, Node>, indent + 2, out);
+    }
+  }
+}
+
+function emitList(list: readonly Node[], indent: number, out: string[]): void {
+  for (const item of list) {
+    if (isIfItems(item)) {
+      out.push(`${pad(indent)}{{- if .Values.${item.$if} }}`);
+      emitList(item.then, indent, out);
+      if (item.else.length > 0) {
+        out.push(`${pad(indent)}{{- else }}`);
+        emitList(item.else, indent, out);
+      }
+      out.push(`${pad(indent)}{{- end }}`);
+      continue;
+    }
+    const text = inline(item);
+    if (text !== undefined) {
+      out.push(`${pad(indent)}- ${text}`);
+      continue;
+    }
+    if (Array.isArray(item) || isRef(item)) throw new Error('lists of lists and YAML blocks as list items are not supported');
+    const inner: string[] = [];
+    emitMap(item as Record<string, Node>, indent + 2, inner);
+    const first = inner[0];
+    if (first === undefined || first.trimStart().startsWith('{{')) throw new Error('a mapping in a list must start with a plain entry');
+    inner[0] = `${pad(indent)}- ${first.slice(indent + 2)}`;
+    out.push(...inner);
+  }
+}

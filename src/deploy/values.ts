@@ -1,0 +1,91 @@
+/**
+ * The deployment's settings: one TypeBox schema that gives the TypeScript type, the defaults, the
+ * validation of `sits deploy --values FILE`, and the Helm chart's `values.yaml` / `values.schema.json`.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+const Quantity = Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$', maxLength: 32 });
+const ResourceList = Type.Object({ cpu: Type.Optional(Quantity), memory: Type.Optional(Quantity), 'ephemeral-storage': Type.Optional(Quantity) }, { additionalProperties: false });
+const DnsLabel = Type.String({ pattern: '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$', maxLength: 63 });
+
+export const DeployValuesSchema = Type.Object(
+  {
+    namespace: Type.String({ ...DnsLabel, description: 'Namespace of the scheduler, its ServiceAccount and its leader-election Lease.' }),
+    createNamespace: Type.Boolean({ description: 'Create the Namespace (labelled for Pod Security "restricted"). Set false with `helm install --create-namespace`.' }),
+    image: Type.Object(
+      {
+        repository: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s:@]+(:[0-9]+)?(/[^\\s:@]+)*$' }),
+        tag: Type.String({ minLength: 1, maxLength: 128, pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]*$' }),
+        pullPolicy: Type.Union([Type.Literal('IfNotPresent'), Type.Literal('Always'), Type.Literal('Never')]),
+      },
+      { additionalProperties: false, description: 'The SITS image; its entrypoint is the `sits` command (node bin/sits.mjs).' },
+    ),
+    replicas: Type.Integer({ minimum: 1, maximum: 10, description: 'Scheduler replicas; more than 1 needs leader election.' }),
+    profile: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][-a-z0-9]*$', description: 'Scheduling profile (`sits info profiles`).' }),
+    controllers: Type.Object({ enabled: Type.Boolean() }, { additionalProperties: false, description: 'Run the workload controllers (TrainingJob, ...) in the same process (`sits run --controllers`), with their RBAC.' }),
+    leaderElection: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        leaseDurationSeconds: Type.Integer({ minimum: 1, maximum: 300 }),
+        leaseNames: Type.Array(DnsLabel, { minItems: 1, maxItems: 8, uniqueItems: true }),
+      },
+      { additionalProperties: false, description: 'One active replica at a time, through a Lease in `namespace`; leaseNames are the Leases it may read and renew (Role resourceNames).' },
+    ),
+    metrics: Type.Object({ port: Type.Integer({ minimum: 1024, maximum: 65535 }) }, { additionalProperties: false, description: 'Port of /metrics, /healthz and /readyz (above 1023: the container runs as non-root).' }),
+    resources: Type.Object({ requests: ResourceList, limits: ResourceList }, { additionalProperties: false, description: 'Container requests and limits.' }),
+    podDisruptionBudget: Type.Object({ enabled: Type.Boolean(), minAvailable: Type.Integer({ minimum: 0, maximum: 10 }) }, { additionalProperties: false, description: 'Keeps a standby replica through voluntary disruptions (node drains).' }),
+    priorityClassName: Type.String({ maxLength: 253, description: 'PriorityClass of the scheduler pods; empty: none.' }),
+    nodeSelector: Type.Record(Type.String(), Type.String(), { description: 'Where the scheduler pods may run.' }),
+    tolerations: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'Tolerations of the scheduler pods.' }),
+  },
+  { additionalProperties: false },
+);
+
+export type DeployValues = Static<typeof DeployValuesSchema>;
+
+export const DEFAULT_VALUES: DeployValues = {
+  namespace: 'sits-system',
+  createNamespace: true,
+  image: { repository: 'registry.sits2026.dev/sits/sits', tag: '0.1.0', pullPolicy: 'IfNotPresent' },
+  replicas: 2,
+  profile: 'sits',
+  controllers: { enabled: true },
+  leaderElection: { enabled: true, leaseDurationSeconds: 15, leaseNames: ['sits-scheduler'] },
+  metrics: { port: 8080 },
+  resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '2', memory: '2Gi' } },
+  podDisruptionBudget: { enabled: true, minAvailable: 1 },
+  priorityClassName: '',
+  nodeSelector: {},
+  tolerations: [],
+};
+
+export type ValuesResult = { ok: true; value: DeployValues } | { ok: false; errors: string[] };
+
+/** Overlays `overrides` on the defaults (objects merged, lists and scalars replaced, as Helm does) and validates. */
+export function resolveValues(overrides: unknown = {}): ValuesResult {
+  if (overrides === null || typeof overrides !== 'object' || Array.isArray(overrides)) return { ok: false, errors: ['values: must be a mapping'] };
+  const merged = mergeValues(structuredClone(DEFAULT_VALUES) as unknown as Record<string, unknown>, overrides as Record<string, unknown>);
+  const errors = [...Value.Errors(DeployValuesSchema, merged)].map((e) => `values${e.path.replaceAll('/', '.')}: ${e.message}`);
+  const v = merged as unknown as DeployValues;
+  if (errors.length === 0 && v.replicas > 1 && !v.leaderElection.enabled) errors.push('values.replicas: more than one replica needs leaderElection.enabled');
+  if (errors.length === 0 && v.podDisruptionBudget.enabled && v.podDisruptionBudget.minAvailable >= v.replicas && v.replicas > 1)
+    errors.push('values.podDisruptionBudget.minAvailable: must be below replicas, or no pod could ever be evicted');
+  return errors.length === 0 ? { ok: true, value: v } : { ok: false, errors };
+}
+
+function mergeValues(base: Record<string, unknown>, over: Record<string, unknown>): Record<string, unknown> {
+  for (const [k, v] of Object.entries(over)) {
+    const b = base[k];
+    if (isMapping(b) && isMapping(v) && Object.keys(b).length > 0) base[k] = mergeValues(b, v);
+    else base[k] = v;
+  }
+  return base;
+}
+
+const isMapping = (x: unknown): x is Record<string, unknown> => x !== null && typeof x === 'object' && !Array.isArray(x);
+
+/** values.schema.json for the chart (Helm validates values against it on install, upgrade, lint and template). */
+export function valuesJsonSchema(): Record<string, unknown> {
+  return { $schema: 'http://json-schema.org/draft-07/schema#', title: 'SITS Helm chart values', ...(JSON.parse(JSON.stringify(DeployValuesSchema)) as Record<string, unknown>) };
+}
