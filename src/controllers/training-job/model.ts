@@ -1,0 +1,67 @@
+/** What the TrainingJob reconcile reads and returns. Plain values: no clients, no clocks. */
+import type { TrainingJob, TrainingJobStatus } from '../../api/schema/training-job.ts';
+import type { PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
+import type { BuildConfig } from './pods.ts';
+
+/** A TrainingJob as read from the apiserver, defaults applied, with the metadata the controller needs. */
+export type TrainingJobObject = TrainingJob & {
+  readonly metadata: TrainingJob['metadata'] & { readonly deletionTimestamp?: string; readonly finalizers?: readonly string[] };
+};
+
+export interface ControllerConfig extends BuildConfig {
+  /** First gang-restart delay after a failure; doubles per restart. */
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  /** An elastic gang runs at least this long at one size before it grows (each resize restarts training). */
+  readonly resizeCooldownMs: number;
+}
+
+export const DEFAULT_CONTROLLER_CONFIG: ControllerConfig = {
+  backoffBaseMs: 10_000,
+  backoffMaxMs: 360_000,
+  resizeCooldownMs: 60_000,
+  placeholderImage: 'registry.k8s.io/pause:3.10',
+};
+
+/** An error the runner met applying the previous actions of this job (fed back so that status can show it). */
+export interface ApplyError {
+  readonly action: Action['kind'] | 'writeStatus';
+  readonly name?: string;
+  /** HTTP status, 0 for a network error. */
+  readonly status: number;
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface Observed {
+  readonly job: TrainingJobObject;
+  /** Pods labelled with the job's name (the reconcile keeps those the job owns). */
+  readonly pods: readonly PodObject[];
+  readonly services: readonly ServiceObject[];
+  readonly podGroups: readonly PodGroupObject[];
+  readonly nowMs: number;
+  readonly lastErrors?: readonly ApplyError[];
+}
+
+export type Action =
+  | { readonly kind: 'addFinalizer' }
+  | { readonly kind: 'removeFinalizer' }
+  | { readonly kind: 'createService'; readonly service: ServiceObject }
+  | { readonly kind: 'deleteService'; readonly name: string; readonly uid: string }
+  /** Create the PodGroup, or (exists) merge-patch its spec. */
+  | { readonly kind: 'applyPodGroup'; readonly podGroup: PodGroupObject; readonly exists: boolean }
+  | { readonly kind: 'deletePodGroup'; readonly name: string; readonly uid: string }
+  | { readonly kind: 'createPod'; readonly pod: PodObject }
+  | { readonly kind: 'deletePod'; readonly name: string; readonly uid: string }
+  /** ttlSecondsAfterFinished elapsed. */
+  | { readonly kind: 'deleteJob' }
+  | { readonly kind: 'event'; readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
+
+export interface ReconcileResult {
+  /** The whole desired status; undefined leaves it alone. The runner writes it before any action. */
+  readonly status?: TrainingJobStatus;
+  /** In order; consecutive actions of one kind may run concurrently. */
+  readonly actions: readonly Action[];
+  /** Reconcile again after this long even if nothing changes (backoff, deadlines, timeouts, TTL). */
+  readonly requeueAfterMs?: number;
+}

@@ -1,0 +1,259 @@
+/**
+ * The objects a TrainingJob owns, built from its spec: one pod per replica, the placeholder pods that probe for
+ * room to grow, the headless Service for rendezvous and the PodGroups the scheduler places as gangs.
+ */
+import { quantityToMilli } from '../../api/quantity.ts';
+import { trainingJobGpusPerReplica, type TrainingJob, type TrainingJobSpec } from '../../api/schema/training-job.ts';
+import type { TopologyLevel } from '../../api/schema/common.ts';
+import { topologyRank } from '../../api/schema/common.ts';
+import type { ContainerObject, EnvVarObject, OwnerReference, PodGroupObject, PodObject, PodSpecObject, ServiceObject } from '../kube-objects.ts';
+import { injectedEnv, mergeEnv, nprocPerNode } from './env.ts';
+import {
+  GPU_RESOURCE,
+  SCHEDULER_FORMAT,
+  TJ_ANNOTATION,
+  TJ_LABEL,
+  TRAINER_CONTAINER,
+  TRAINING_JOB_API_VERSION,
+  TRAINING_JOB_KIND,
+  podGroupName,
+  probeGroupName,
+  probePodName,
+  replicaPodName,
+  replicaSelector,
+  serviceName,
+} from './names.ts';
+
+export interface BuildConfig {
+  /** Image of the placeholder pods (does nothing, holds the requested resources while bound). */
+  readonly placeholderImage: string;
+  /** Extra names a GPU model may go by on nodes (e.g. GFD product → the scheduler's model name). */
+  readonly gpuModelAliases?: (model: string) => readonly string[];
+}
+
+export const jobName = (job: TrainingJob): string => job.metadata.name ?? '';
+export const jobNamespace = (job: TrainingJob): string => job.metadata.namespace ?? 'default';
+
+export function ownerReference(job: TrainingJob): OwnerReference {
+  return { apiVersion: TRAINING_JOB_API_VERSION, kind: TRAINING_JOB_KIND, name: jobName(job), uid: job.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+}
+
+/** Resource keys that go on the pod: cpu, memory, ephemeral-storage, hugepages-*, and any name with a domain. */
+export function isPodResource(key: string): boolean {
+  return key === 'cpu' || key === 'memory' || key === 'ephemeral-storage' || key.startsWith('hugepages-') || key.includes('/');
+}
+
+/** Requests and limits of the trainer container: the spec's pod resources (requests = limits) plus the GPUs. */
+export function podResources(spec: TrainingJobSpec): { requests: Record<string, string>; limits: Record<string, string> } {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(spec.resources ?? {})) if (isPodResource(k) && k !== GPU_RESOURCE) out[k] = String(v);
+  const gpus = trainingJobGpusPerReplica(spec);
+  if (gpus > 0) out[GPU_RESOURCE] = String(gpus);
+  return { requests: { ...out }, limits: { ...out } };
+}
+
+/**
+ * The topology constraint of the gang. ring-, tree- and hierarchical-allreduce prefer one rack unless the user says
+ * otherwise: the scheduler then searches every node, NVLink domain and rack exhaustively before spanning wider, and
+ * inside a domain packs members onto the nodes the gang already uses (fewest nodes and NVLink islands, so the best
+ * ring bandwidth). parameter-server and none ask for nothing.
+ */
+export function gangTopology(spec: TrainingJobSpec): { required?: TopologyLevel; preferred?: TopologyLevel } {
+  const t = spec.topology;
+  let preferred: TopologyLevel | undefined = t.preferredLevel;
+  if (preferred === undefined && (t.strategy === 'ring-allreduce' || t.strategy === 'tree-allreduce' || t.strategy === 'hierarchical-allreduce')) {
+    preferred = t.requiredLevel !== undefined && topologyRank(t.requiredLevel) < topologyRank('rack') ? t.requiredLevel : 'rack';
+  }
+  return { ...(t.requiredLevel === undefined ? {} : { required: t.requiredLevel }), ...(preferred === undefined ? {} : { preferred }) };
+}
+
+function schedulingAnnotations(spec: TrainingJobSpec, cfg: BuildConfig): Record<string, string> {
+  const out: Record<string, string> = {};
+  const models = spec.gpu?.allowedModels ?? [];
+  if (models.length > 0) {
+    const all: string[] = [];
+    for (const m of models) for (const name of [m, ...(cfg.gpuModelAliases?.(m) ?? [])]) if (!all.includes(name)) all.push(name);
+    out[SCHEDULER_FORMAT.gpuModelsAnnotation] = all.join(',');
+  }
+  if (spec.gpu?.minComputeCapability !== undefined) out[SCHEDULER_FORMAT.minComputeCapabilityAnnotation] = spec.gpu.minComputeCapability;
+  return out;
+}
+
+function templateSpec(spec: TrainingJobSpec): PodSpecObject {
+  if (spec.podTemplate !== undefined) {
+    const s = structuredClone(spec.podTemplate.spec) as Record<string, unknown>;
+    const containers = Array.isArray(s.containers) ? (s.containers as ContainerObject[]) : [];
+    return { ...s, containers } as PodSpecObject;
+  }
+  const c = spec.container;
+  const container: ContainerObject = {
+    name: TRAINER_CONTAINER,
+    image: c?.image ?? '',
+    ...(c?.command === undefined ? {} : { command: [...c.command] }),
+    ...(c?.args === undefined ? {} : { args: [...c.args] }),
+    ...(c?.workingDir === undefined ? {} : { workingDir: c.workingDir }),
+    ...(c?.imagePullPolicy === undefined ? {} : { imagePullPolicy: c.imagePullPolicy }),
+    ...(c?.env === undefined ? {} : { env: c.env.map((e) => ({ ...e })) }),
+  };
+  return { containers: [container] };
+}
+
+/** Index of the container SITS configures: the one named "trainer", else the first. */
+export function trainerIndex(containers: readonly ContainerObject[]): number {
+  const i = containers.findIndex((c) => c.name === TRAINER_CONTAINER);
+  return i >= 0 ? i : 0;
+}
+
+function withResources(c: ContainerObject, res: { requests: Record<string, string>; limits: Record<string, string> }): ContainerObject {
+  // The template's own values win; the spec fills what it leaves out.
+  return { ...c, resources: { requests: { ...res.requests, ...c.resources?.requests }, limits: { ...res.limits, ...c.resources?.limits } } };
+}
+
+function cpuLimitMilli(c: ContainerObject): number | undefined {
+  const q = c.resources?.limits?.cpu ?? c.resources?.requests?.cpu;
+  return q === undefined ? undefined : quantityToMilli(q);
+}
+
+export interface ReplicaParams {
+  readonly rank: number;
+  readonly replicas: number;
+  readonly attempt: number;
+}
+
+/** The pod of one replica (rank) of the given gang. */
+export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig): PodObject {
+  const spec = job.spec;
+  const name = jobName(job);
+  const ns = jobNamespace(job);
+  const base = templateSpec(spec);
+  const res = podResources(spec);
+  const ti = trainerIndex(base.containers);
+  const nproc = nprocPerNode(spec, trainingJobGpusPerReplica(spec));
+  const containers = base.containers.map((c, i) => {
+    if (i !== ti) return c;
+    const withRes = withResources(c, res);
+    const cpu = cpuLimitMilli(withRes);
+    const env: EnvVarObject[] = mergeEnv(
+      injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }) }),
+      c.env,
+    );
+    const ports = c.ports ?? [];
+    const withPort = ports.some((x) => x.containerPort === spec.masterPort) ? ports : [...ports, { name: 'rendezvous', containerPort: spec.masterPort, protocol: 'TCP' }];
+    return { ...withRes, env, ports: withPort };
+  });
+  const tmplMeta = spec.podTemplate?.metadata;
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: replicaPodName(name, p.rank),
+      namespace: ns,
+      labels: {
+        ...tmplMeta?.labels,
+        [TJ_LABEL.job]: name,
+        [TJ_LABEL.role]: 'replica',
+        [TJ_LABEL.rank]: String(p.rank),
+        [TJ_LABEL.attempt]: String(p.attempt),
+        [SCHEDULER_FORMAT.podGroupLabel]: podGroupName(name),
+        ...(spec.queue === undefined ? {} : { [SCHEDULER_FORMAT.queueLabel]: spec.queue }),
+      },
+      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [TJ_ANNOTATION.worldSize]: String(p.replicas * nproc) },
+      ownerReferences: [ownerReference(job)],
+    },
+    spec: {
+      ...base,
+      containers,
+      schedulerName: SCHEDULER_FORMAT.schedulerName,
+      hostname: replicaPodName(name, p.rank),
+      subdomain: serviceName(name),
+      // Restarts are the controller's: the whole gang, never one container in place (DDP tolerates no lone replica).
+      restartPolicy: 'Never',
+      ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
+    },
+  };
+}
+
+/**
+ * A placeholder with the replica's resources and placement constraints and nothing else: if the scheduler binds it,
+ * one more replica would fit now.
+ */
+export function probePod(job: TrainingJob, index: number, attempt: number, cfg: BuildConfig): PodObject {
+  const spec = job.spec;
+  const name = jobName(job);
+  const base = templateSpec(spec);
+  const pick = (k: string): Record<string, unknown> => (base[k] === undefined ? {} : { [k]: structuredClone(base[k]) });
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: probePodName(name, index),
+      namespace: jobNamespace(job),
+      labels: {
+        [TJ_LABEL.job]: name,
+        [TJ_LABEL.role]: 'probe',
+        [TJ_LABEL.attempt]: String(attempt),
+        [SCHEDULER_FORMAT.podGroupLabel]: probeGroupName(name),
+        ...(spec.queue === undefined ? {} : { [SCHEDULER_FORMAT.queueLabel]: spec.queue }),
+      },
+      annotations: schedulingAnnotations(spec, cfg),
+      ownerReferences: [ownerReference(job)],
+    },
+    spec: {
+      ...pick('nodeSelector'),
+      ...pick('tolerations'),
+      ...pick('affinity'),
+      containers: [{ name: 'placeholder', image: cfg.placeholderImage, resources: podResources(spec) }],
+      schedulerName: SCHEDULER_FORMAT.schedulerName,
+      restartPolicy: 'Never',
+      terminationGracePeriodSeconds: 0,
+      ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
+    },
+  };
+}
+
+/** Headless, and publishing not-ready addresses: rank 0's DNS name resolves before any readiness (seed 001 §1). */
+export function headlessService(job: TrainingJob): ServiceObject {
+  const name = jobName(job);
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: serviceName(name), namespace: jobNamespace(job), labels: { [TJ_LABEL.job]: name }, ownerReferences: [ownerReference(job)] },
+    spec: {
+      clusterIP: 'None',
+      publishNotReadyAddresses: true,
+      selector: replicaSelector(name),
+      ports: [{ name: 'rendezvous', port: job.spec.masterPort, targetPort: job.spec.masterPort, protocol: 'TCP' }],
+    },
+  };
+}
+
+export function replicaPodGroup(job: TrainingJob, minMember: number): PodGroupObject {
+  const name = jobName(job);
+  const topology = gangTopology(job.spec);
+  return {
+    apiVersion: TRAINING_JOB_API_VERSION,
+    kind: 'PodGroup',
+    metadata: { name: podGroupName(name), namespace: jobNamespace(job), labels: { [TJ_LABEL.job]: name }, ownerReferences: [ownerReference(job)] },
+    spec: {
+      minMember,
+      ...(job.spec.queue === undefined ? {} : { queue: job.spec.queue }),
+      ...(job.spec.priorityClassName === undefined ? {} : { priorityClassName: job.spec.priorityClassName }),
+      ...(Object.keys(topology).length === 0 ? {} : { topology }),
+    },
+  };
+}
+
+/** Probes are placed one by one (minMember 1): each one bound is one more replica that fits. */
+export function probePodGroup(job: TrainingJob): PodGroupObject {
+  const name = jobName(job);
+  return {
+    apiVersion: TRAINING_JOB_API_VERSION,
+    kind: 'PodGroup',
+    metadata: { name: probeGroupName(name), namespace: jobNamespace(job), labels: { [TJ_LABEL.job]: name, [TJ_LABEL.role]: 'probe' }, ownerReferences: [ownerReference(job)] },
+    spec: {
+      minMember: 1,
+      ...(job.spec.queue === undefined ? {} : { queue: job.spec.queue }),
+      ...(job.spec.priorityClassName === undefined ? {} : { priorityClassName: job.spec.priorityClassName }),
+    },
+  };
+}
