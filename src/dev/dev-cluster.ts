@@ -12,6 +12,7 @@ import { NODE_SHAPES } from '../core/model/presets.ts';
 import { startControlPlane, type ControlPlane } from '../kube/testing/control-plane.ts';
 import { createFakeGpuNodes } from '../kube/testing/fake-nodes.ts';
 import { FakeKubelet } from './fake-kubelet.ts';
+import { startControllers, type ControllerOptions, type Controllers } from '../controllers/runner.ts';
 
 export interface DevClusterOptions {
   readonly nodes: number;
@@ -22,6 +23,8 @@ export interface DevClusterOptions {
   readonly kubeconfig?: string;
   readonly profile?: string;
   readonly withScheduler?: boolean;
+  /** The workload controllers (TrainingJob): on by default; false leaves them out. */
+  readonly controllers?: false | ControllerOptions;
   readonly log?: (m: string) => void;
   readonly binDir?: string;
 }
@@ -31,6 +34,7 @@ export interface DevCluster {
   readonly kubeconfigPath: string;
   readonly app: LiveApp | undefined;
   readonly kubelet: FakeKubelet;
+  readonly controllers: Controllers | undefined;
   readonly client: KubeClient;
   readonly nodeNames: readonly string[];
   stop(): Promise<void>;
@@ -78,16 +82,19 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const kubelet = new FakeKubelet(client, (n) => names.has(n), log);
     await kubelet.start();
     const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log });
+    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...opts.controllers });
     if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
     return {
       plane,
       kubeconfigPath: opts.kubeconfig ?? plane.kubeconfigPath,
       app,
       kubelet,
+      controllers,
       client,
       nodeNames: [...names],
       stop: async () => {
         kubelet.stop();
+        await controllers?.stop();
         await app?.stop();
         client.close();
         await plane.stop();
