@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
 import { createLiveApp } from '../../app/live.ts';
+import { SitsMetrics } from '../../server/metrics.ts';
+import { startServer, type SitsServer } from '../../server/server.ts';
 import { intOption, numberOption } from '../options.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -29,9 +31,13 @@ export function registerRun(program: Command): void {
     .option('--lease-duration <sec>', 'lease duration in seconds', numberOption('--lease-duration', 1, 300), 15)
     .option('--max-in-flight <n>', 'API requests in flight at most', intOption('--max-in-flight', 1, 10_000), 64)
     .option('--no-events', 'do not write Scheduled/FailedScheduling events')
+    .option('--metrics-port <port>', 'port of /metrics, /healthz and /readyz (0 = off)', intOption('--metrics-port', 0, 65535), 8080)
+    .option('--metrics-host <addr>', 'address the metrics server listens on', '0.0.0.0')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; verbose?: boolean }) => {
+    .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; verbose?: boolean }) => {
       const failpoint = process.env.SITS_FAILPOINT_CRASH_AFTER_GANG_BINDS;
+      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log);
       const app = await createLiveApp({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         profile: o.profile,
@@ -40,11 +46,32 @@ export function registerRun(program: Command): void {
         maxInFlight: o.maxInFlight,
         events: o.events,
         ...(failpoint === undefined ? {} : { crashAfterGangBinds: Number(failpoint) }),
-        log: (m) => process.stderr.write(stamp(m)),
+        log,
+      }).catch(async (e: unknown) => {
+        await server?.close();
+        throw e;
       });
-      process.stderr.write(stamp(`sits-scheduler running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes)`));
+      server?.attach(app.scheduler, app.client);
+      process.stderr.write(stamp(`sits-scheduler running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${server === undefined ? '' : `, metrics on ${server.url}`})`));
       const sig = await untilSignal();
       process.stderr.write(stamp(`${sig}: stopping`));
+      server?.draining();
       await app.stop();
+      await server?.close();
     });
+}
+
+/**
+ * Starts /metrics, /healthz and /readyz before the informers sync, so probes answer during start-up. A port
+ * in use is reported and the scheduler runs without them (several `sits run` on one machine); in a pod the
+ * failing probes make it visible.
+ */
+async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void): Promise<SitsServer | undefined> {
+  try {
+    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime() }), log });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
+    log(`metrics server: ${host}:${port} is in use; running without /metrics, /healthz and /readyz (--metrics-port to choose another, 0 for none)`);
+    return undefined;
+  }
 }
