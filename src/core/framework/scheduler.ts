@@ -201,6 +201,8 @@ export class Scheduler {
     const allNodeDomains = this.state.domains['nvlink-domain'].length === this.state.size;
     for (const level of levels) {
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
+      // No domain of this level is large enough, even empty: skip the scan of all its domains.
+      if (level !== 'cluster' && !this.levelCanHold(level, need)) continue;
       const domains: readonly Range[] = level === 'cluster' ? [{ start: 0, end: this.state.size }] : this.state.domains[level];
       const candidates = this.rankDomains(domains, need);
       // Up to the preferred (or required) level every candidate domain is tried; wider levels are capped.
@@ -221,6 +223,24 @@ export class Scheduler {
       }
     }
     return { ok: false, explanation: this.explainGang(gang, subject) };
+  }
+
+  private readonly levelCapacity = new Map<TopologyLevel, Demand>();
+
+  /** Whether the largest domain of the level, with every GPU free, could hold the demand. */
+  private levelCanHold(level: TopologyLevel, need: Demand): boolean {
+    let cap = this.levelCapacity.get(level);
+    if (cap === undefined) {
+      let wholeGpus = 0;
+      for (const d of this.state.domains[level]) {
+        let gpus = 0;
+        for (let i = d.start; i < d.end; i++) gpus += (this.state.nodes[i] as NodeState).spec.gpus.length;
+        wholeGpus = Math.max(wholeGpus, gpus);
+      }
+      cap = { wholeGpus, gpuMilli: wholeGpus * 1000 };
+      this.levelCapacity.set(level, cap);
+    }
+    return need.wholeGpus <= cap.wholeGpus && need.gpuMilli <= cap.gpuMilli;
   }
 
   /** Domains that could hold the demand, best fit first (least free capacity left), then index order. */
