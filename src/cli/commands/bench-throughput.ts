@@ -1,0 +1,65 @@
+/**
+ * `sits bench throughput`: scheduling decisions per second of the full `sits` profile in-process (no API
+ * calls) on a synthetic cluster, with a workload sized to ~90 % of GPU capacity (issue 3 §7).
+ */
+import type { Command } from 'commander';
+import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
+import { runThroughput, type ThroughputJson, type ThroughputResult } from '../../sim/throughput/run.ts';
+import { WORKLOADS, type WorkloadKind } from '../../sim/throughput/workload.ts';
+import { CliError } from '../errors.ts';
+import { table } from '../format.ts';
+import { intOption } from '../options.ts';
+import { writeFileMkdir } from './bench-fgd.ts';
+
+interface ThroughputOptions {
+  nodes: number;
+  gpusPerNode: number;
+  pods?: number;
+  workload: string;
+  json?: string;
+  profile: string;
+  seed: number;
+  warmup: boolean;
+}
+
+export function throughputJson(r: ThroughputResult): ThroughputJson {
+  return { nodes: r.nodes, pods: r.pods, workload: r.workload, podsPerSecond: r.podsPerSecond, gangAttemptMs: r.gangAttemptMs, rssMiB: r.rssMiB };
+}
+
+export function throughputTable(r: ThroughputResult): string {
+  const f = (v: number | null): string => (v === null ? '–' : v.toFixed(3));
+  return table(
+    ['nodes', 'GPUs', 'workload', 'pods', 'placed', 'gangs', 'filled %', 'pods/s', 'gang p50 ms', 'gang p99 ms', 'RSS MiB'],
+    [[r.nodes, r.gpus, r.workload, r.pods, r.placedPods, `${r.gangsPlaced}/${r.gangs}`, r.allocatedPct.toFixed(1), r.podsPerSecond, f(r.gangAttemptMs.p50), f(r.gangAttemptMs.p99), r.rssMiB]],
+  );
+}
+
+export function registerBenchThroughput(bench: Command): void {
+  bench
+    .command('throughput')
+    .description('scheduling decisions per second of a profile in-process, on N nodes with a workload sized to ~90 % of GPU capacity')
+    .option('--nodes <n>', 'nodes', intOption('--nodes', 1, 1_000_000), 5000)
+    .option('--gpus-per-node <n>', 'GPUs per node', intOption('--gpus-per-node', 1, 64), 8)
+    .option('--pods <n>', 'pods (default: ~90 % of GPU capacity: 0.9 per GPU for single, 0.9 per node for gang, one per GPU for fractional and mixed)', intOption('--pods', 1, 100_000_000))
+    .option('--workload <kind>', `one of ${WORKLOADS.join(', ')}`, 'mixed')
+    .option('--json <file>', 'write the result as JSON')
+    .option('--profile <name>', 'scheduling profile', 'sits')
+    .option('--seed <n>', 'workload shuffle seed', intOption('--seed', 0, 2 ** 31 - 1), 1)
+    .option('--no-warmup', 'skip the untimed warm-up run on a small cluster (JIT)')
+    .action((o: ThroughputOptions) => {
+      if (!(WORKLOADS as readonly string[]).includes(o.workload)) throw new CliError(`--workload must be one of ${WORKLOADS.join(', ')}, got "${o.workload}"`);
+      const workload = o.workload as WorkloadKind;
+      const probe = resolveProfile(o.profile, { typicalShapes: [] });
+      if (!probe.ok) throw new CliError(`--profile: ${formatProfileError(probe.error)}`);
+      const gpus = o.nodes * o.gpusPerNode;
+      const pods = o.pods ?? (workload === 'single' ? Math.floor(0.9 * gpus) : workload === 'gang' ? Math.max(8, Math.round((0.9 * o.nodes) / 8) * 8) : gpus);
+      if (workload === 'single' && pods > gpus) throw new CliError(`${pods} single-GPU pods do not fit on ${gpus} GPUs`);
+      if (workload === 'gang' && pods < 8) throw new CliError('--workload gang needs at least 8 pods (one 8-pod gang)');
+      if (workload === 'gang' && pods > o.nodes) throw new CliError(`${pods} gang pods of a whole node each do not fit on ${o.nodes} nodes`);
+      const now = (): number => performance.now();
+      if (o.warmup) runThroughput({ nodes: Math.min(o.nodes, 256), gpusPerNode: o.gpusPerNode, pods: Math.max(8, Math.round((pods * Math.min(o.nodes, 256)) / o.nodes)), workload, profile: o.profile, seed: o.seed + 1, now });
+      const r = runThroughput({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, now, rssBytes: () => process.memoryUsage().rss });
+      process.stdout.write(`${throughputTable(r)}\n`);
+      if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(throughputJson(r), null, 2)}\n`);
+    });
+}

@@ -1,0 +1,108 @@
+/**
+ * The throughput benchmark: scheduling decisions per second of a full profile in-process (no API calls),
+ * over the synthetic cluster and workload of workload.ts. Every unit is scheduled once, in order: a pod
+ * with `schedulePod`, a gang with `scheduleGang` (all-or-nothing, topology search). The clock (a port)
+ * measures the whole loop and each gang attempt; building the cluster and the workload is not timed.
+ */
+import { Scheduler } from '../../core/framework/scheduler.ts';
+import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import { seededRng } from '../../core/ports.ts';
+import { typicalShapes } from '../../core/plugins/fgd/fragmentation.ts';
+import { ClusterState } from '../../core/snapshot/cluster-state.ts';
+import { PolicyError } from '../fgd/run.ts';
+import { median } from '../fgd/summary.ts';
+import { benchNodes, benchWorkload, type WorkloadKind } from './workload.ts';
+
+export interface ThroughputOptions {
+  readonly nodes: number;
+  readonly gpusPerNode: number;
+  readonly pods: number;
+  readonly workload: WorkloadKind;
+  readonly profile?: string;
+  readonly seed?: number;
+  /** Monotonic clock in ms (performance.now). */
+  readonly now: () => number;
+  /** Resident set size in bytes (process.memoryUsage().rss). */
+  readonly rssBytes?: () => number;
+}
+
+/** The JSON contract of `sits bench throughput` (issue 3 §7). */
+export interface ThroughputJson {
+  readonly nodes: number;
+  readonly pods: number;
+  readonly workload: WorkloadKind;
+  readonly podsPerSecond: number;
+  readonly gangAttemptMs: { readonly p50: number | null; readonly p99: number | null };
+  readonly rssMiB: number;
+}
+
+export interface ThroughputResult extends ThroughputJson {
+  readonly gpus: number;
+  readonly placedPods: number;
+  readonly gangs: number;
+  readonly gangsPlaced: number;
+  readonly fillPct: number;
+  readonly allocatedPct: number;
+  readonly seconds: number;
+}
+
+/** Nearest-rank percentile. */
+export function percentile(values: readonly number[], p: number): number | null {
+  if (values.length === 0) return null;
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
+}
+
+const r3 = (x: number): number => Math.round(x * 1000) / 1000;
+
+export function runThroughput(o: ThroughputOptions): ThroughputResult {
+  const seed = o.seed ?? 1;
+  const wl = benchWorkload(o.workload, o.nodes, o.gpusPerNode, o.pods, seed);
+  const allPods = wl.units.flatMap((u) => (u.kind === 'pod' ? [u.pod] : u.gang.members));
+  // The expected workload is learned from the pods given, as a live scheduler learns it from pods seen.
+  const typical = typicalShapes(allPods.map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels })));
+  const profile = resolveProfile(o.profile ?? 'sits', { typicalShapes: typical });
+  if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
+  const state = new ClusterState(benchNodes(o.nodes, o.gpusPerNode));
+  const scheduler = new Scheduler(profile.value, state, seededRng(seed));
+  const gangMs: number[] = [];
+  let placed = 0;
+  let gangsPlaced = 0;
+  let usedMilli = 0;
+  const t0 = o.now();
+  for (const u of wl.units) {
+    if (u.kind === 'pod') {
+      const r = scheduler.schedulePod(u.pod);
+      if (r.ok) {
+        placed++;
+        usedMilli += u.pod.request.gpuCount * u.pod.request.gpuMilli;
+      }
+    } else {
+      const g0 = o.now();
+      const r = scheduler.scheduleGang(u.gang);
+      gangMs.push(o.now() - g0);
+      if (r.ok) {
+        gangsPlaced++;
+        placed += r.placements.length;
+        for (const m of u.gang.members) usedMilli += m.request.gpuCount * m.request.gpuMilli;
+      }
+    }
+  }
+  const seconds = (o.now() - t0) / 1000;
+  const rss = o.rssBytes?.() ?? 0;
+  return {
+    nodes: o.nodes,
+    pods: wl.pods,
+    workload: o.workload,
+    podsPerSecond: Math.round(wl.pods / seconds),
+    gangAttemptMs: { p50: gangMs.length === 0 ? null : r3(median(gangMs)), p99: gangMs.length === 0 ? null : r3(percentile(gangMs, 99) as number) },
+    rssMiB: Math.round(rss / 1048576),
+    gpus: o.nodes * o.gpusPerNode,
+    placedPods: placed,
+    gangs: wl.gangs,
+    gangsPlaced,
+    fillPct: Math.round(wl.fillPct * 10) / 10,
+    allocatedPct: Math.round((1000 * usedMilli) / (o.nodes * o.gpusPerNode * 1000)) / 10,
+    seconds: r3(seconds),
+  };
+}
