@@ -9,6 +9,8 @@ import { registerBench } from './commands/bench.ts';
 import { registerScenario } from './commands/scenario.ts';
 import { registerRun } from './commands/run.ts';
 import { registerDev } from './commands/dev.ts';
+import { registerCrds } from './commands/crds.ts';
+import { registerDeploy } from './commands/deploy.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -23,6 +25,8 @@ export function buildProgram(): Command {
   registerBench(program);
   registerRun(program);
   registerDev(program);
+  registerCrds(program);
+  registerDeploy(program);
   return program;
 }
 
