@@ -1,9 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
+import { startControllers } from '../controllers/runner.ts';
 import { applyCrds, devNodes } from '../dev/dev-cluster.ts';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../kube/testing/control-plane.ts';
@@ -172,6 +174,11 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { mode: 0o600 },
       );
       sa = new KubeClient(loadKubeConfig(saKubeconfig));
+      // The live scheduler with only that token, and its HTTP server.
+      await createFakeGpuNodes(plane.kubeConfig(), devNodes(2, 'dgx-h100', 2));
+      server = await startServer({ port: 0, host: '127.0.0.1' });
+      app = await createLiveApp({ kubeconfig: saKubeconfig, identity: 'rbac-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(m) });
+      server.attach(app.scheduler, app.client);
     });
     afterAll(async () => {
       await server?.close();
@@ -200,7 +207,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
         { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system' },
         // the TrainingJob controller
-        { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+        { verb: 'patch', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+        { verb: 'delete', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
         { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'finalizers', namespace: 'team-a' },
         { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
         { verb: 'create', resource: 'services', namespace: 'team-a' },
@@ -221,6 +229,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'create', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
         { verb: 'deletecollection', resource: 'pods', namespace: 'team-a' },
         { verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'team-a' },
+        { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
       ];
       const wrong: string[] = [];
       for (const a of allowed) if (!(await can(a))) wrong.push(`should be allowed: ${JSON.stringify(a)}`);
@@ -229,12 +238,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
     });
 
     it('runs the live scheduler: leads through the Lease, binds pods and a gang, writes events and status; reading secrets is forbidden', async () => {
-      await createFakeGpuNodes(plane.kubeConfig(), devNodes(2, 'dgx-h100', 2));
+      if (app === undefined || server === undefined) throw new Error('not started');
       await createNs(admin, 'rbac');
       await admin.post('/api/v1/namespaces/rbac/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hidden' }, stringData: { k: 'v' } });
-      server = await startServer({ port: 0, host: '127.0.0.1' });
-      app = await createLiveApp({ kubeconfig: saKubeconfig, identity: 'rbac-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(m) });
-      server.attach(app.scheduler, app.client);
 
       await admin.post('/apis/ai.sits2026.dev/v1/namespaces/rbac/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'g', namespace: 'rbac' }, spec: { minMember: 2 } });
       await createPods(admin, [
@@ -291,6 +297,44 @@ describe('deploy manifests on a real kube-apiserver', () => {
       expect(sampleValue(families, METRIC.apiRequests)).toBeGreaterThan(0);
       const ready = await fetch(`${server.url}/readyz`);
       expect(await ready.text()).toContain('role: leader');
+    });
+
+    it('runs the TrainingJob controller: pods, Service and PodGroup created, status and finalizer written, all deleted with the job', async () => {
+      const jobs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/trainingjobs';
+      await createNs(admin, 'rbac-tj');
+      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      try {
+        await admin.post(jobs, {
+          apiVersion: 'ai.sits2026.dev/v1',
+          kind: 'TrainingJob',
+          metadata: { name: 'tj' },
+          spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+        });
+        await waitFor("the job's pods created and bound, its status and finalizer written", async () => {
+          const job = await admin.get<{ metadata: { finalizers?: string[] }; status?: { phase?: string } }>(`${jobs}/tj`);
+          const pods = (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
+          return (job.metadata.finalizers ?? []).length > 0 && job.status?.phase !== undefined && pods.length === 2 && pods.every((p) => (p.spec?.nodeName ?? '') !== '');
+        });
+        const owned = (list: { metadata?: { ownerReferences?: { kind: string }[] } }[]): number => list.filter((o) => o.metadata?.ownerReferences?.some((r) => r.kind === 'TrainingJob') === true).length;
+        expect(owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/api/v1/namespaces/rbac-tj/services')).items)).toBeGreaterThanOrEqual(1);
+        expect(owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/podgroups')).items)).toBeGreaterThanOrEqual(1);
+
+        await admin.delete(`${jobs}/tj`);
+        const ownedPods = async (): Promise<V1Pod[]> => (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
+        const deleting = await waitFor('the controller deletes the pods', async () => {
+          const pods = await ownedPods();
+          return pods.every((p) => p.metadata?.deletionTimestamp !== undefined) ? pods : undefined;
+        });
+        // No kubelet here to finish the graceful deletion: do its part.
+        for (const p of deleting) await admin.delete(`/api/v1/namespaces/rbac-tj/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+        await waitFor('the controller removes its finalizer: the job is gone', async () => {
+          const job = await admin.get(`${jobs}/tj`).catch((e: unknown) => (e instanceof KubeApiError && e.status === 404 ? undefined : Promise.reject(e)));
+          return job === undefined && (await ownedPods()).length === 0;
+        });
+        expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
+      } finally {
+        await controllers.stop();
+      }
     });
   });
 });

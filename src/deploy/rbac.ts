@@ -26,24 +26,25 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch'] },
 ];
 
-/** src/controllers/ (TrainingJob now; more kinds get their rules here when their controllers land). */
+/** src/controllers/runner.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [
-  { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'update', 'patch'] },
-  { apiGroups: [API_GROUP], resources: ['trainingjobs/status'], verbs: ['get', 'update', 'patch'] },
-  // Owner references with blockOwnerDeletion need update on the owner's finalizers.
+  // patch: the finalizer; delete: ttlSecondsAfterFinished.
+  { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
+  { apiGroups: [API_GROUP], resources: ['trainingjobs/status'], verbs: ['get', 'patch'] },
+  // Owned objects carry ownerReferences with blockOwnerDeletion, which needs update on the owner's finalizers.
   { apiGroups: [API_GROUP], resources: ['trainingjobs/finalizers'], verbs: ['update'] },
-  { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-  // Headless services for rendezvous (MASTER_ADDR).
+  // Headless services for the rendezvous (MASTER_ADDR).
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-  // Either events API: the controllers may record through core/v1 or events.k8s.io/v1.
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
-  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 
-/** Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by name. */
+/**
+ * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by
+ * name; get/update are, to `leaderElection.leaseNames` (manifests.ts).
+ */
 export const LEASE_CREATE_RULE: PolicyRule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] };
-export const leaseRenewRule = (names: readonly string[]): PolicyRule => ({ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: names, verbs: ['get', 'update'] });
 
 /** Resources the process must never be able to touch (checked by a unit test and, for real, by the e2e test). */
 export const FORBIDDEN_RESOURCES = ['secrets', 'configmaps', 'serviceaccounts/token', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'customresourcedefinitions'];
