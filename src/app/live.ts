@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LiveScheduler } from '../kube/live-scheduler.ts';
+import { startControllers, type Controllers } from '../controllers/runner.ts';
 
 export interface LiveAppOptions {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
@@ -18,12 +19,15 @@ export interface LiveAppOptions {
   readonly events?: boolean;
   readonly maxInFlight?: number;
   readonly crashAfterGangBinds?: number;
+  /** Also run the workload controllers (TrainingJob); they act only while this replica leads. */
+  readonly controllers?: boolean;
   readonly log?: (m: string) => void;
 }
 
 export interface LiveApp {
   readonly scheduler: LiveScheduler;
   readonly client: KubeClient;
+  readonly controllers: Controllers | undefined;
   stop(): Promise<void>;
 }
 
@@ -48,10 +52,13 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.log === undefined ? {} : { log: opts.log }),
   });
   await scheduler.start();
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }) }) : undefined;
   return {
     scheduler,
     client,
+    controllers,
     stop: async () => {
+      await controllers?.stop();
       await scheduler.stop();
       client.close();
     },
