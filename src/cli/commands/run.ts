@@ -33,8 +33,10 @@ export function registerRun(program: Command): void {
     .option('--no-events', 'do not write Scheduled/FailedScheduling events')
     .option('--metrics-port <port>', 'port of /metrics, /healthz and /readyz (0 = off)', intOption('--metrics-port', 0, 65535), 8080)
     .option('--metrics-host <addr>', 'address the metrics server listens on', '0.0.0.0')
+    .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads')
+    .option('--no-controllers', 'run the scheduler only (the default)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; verbose?: boolean }) => {
+    .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; controllers?: boolean; verbose?: boolean }) => {
       const failpoint = process.env.SITS_FAILPOINT_CRASH_AFTER_GANG_BINDS;
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log);
@@ -46,13 +48,14 @@ export function registerRun(program: Command): void {
         maxInFlight: o.maxInFlight,
         events: o.events,
         ...(failpoint === undefined ? {} : { crashAfterGangBinds: Number(failpoint) }),
+        controllers: o.controllers === true,
         log,
       }).catch(async (e: unknown) => {
         await server?.close();
         throw e;
       });
       server?.attach(app.scheduler, app.client);
-      process.stderr.write(stamp(`sits-scheduler running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${server === undefined ? '' : `, metrics on ${server.url}`})`));
+      process.stderr.write(stamp(`sits-scheduler running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}`})`));
       const sig = await untilSignal();
       process.stderr.write(stamp(`${sig}: stopping`));
       server?.draining();
