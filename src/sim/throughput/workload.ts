@@ -71,13 +71,12 @@ function gangOf(name: string, gpus: number): GangSpec {
   return { name, minMember: GANG_SIZE, members, topology: { preferred: 'rack' }, priority: 0, queue: 'default' };
 }
 
-/** Fractional sizes: multiples of 100 spread around `mean` (clamped to 100..900), in a fixed rotation. */
+/** Fractional sizes: multiples of 100 spread evenly around `mean` (100..900), in a fixed rotation. */
 function fractionalSizes(mean: number): number[] {
   const m = Math.min(900, Math.max(100, Math.round(mean / 100) * 100));
-  const lo = Math.max(100, m - 200);
-  const hi = Math.min(900, m + 200);
+  const d = Math.min(200, m - 100, 900 - m);
   const sizes: number[] = [];
-  for (let s = lo; s <= hi; s += 100) sizes.push(s);
+  for (let s = m - d; s <= m + d; s += 100) sizes.push(s);
   return sizes;
 }
 

@@ -1,0 +1,40 @@
+import { describe, expect, it } from 'vitest';
+import { percentile, runThroughput } from './run.ts';
+import { benchWorkload, WORKLOADS } from './workload.ts';
+
+let t = 0;
+const fakeClock = (): number => (t += 0.5);
+
+describe('benchWorkload', () => {
+  it.each(WORKLOADS)('%s: about 90 %% of GPU capacity', (kind) => {
+    const pods = kind === 'single' ? 576 : kind === 'gang' ? 72 : 640;
+    const w = benchWorkload(kind, 80, 8, pods, 1);
+    expect(w.pods).toBe(pods);
+    expect(w.fillPct).toBeGreaterThan(85);
+    expect(w.fillPct).toBeLessThanOrEqual(100);
+  });
+  it('mixed has single-GPU, fractional and 8-pod × 8-GPU gang pods', () => {
+    const w = benchWorkload('mixed', 160, 8, 1280, 1);
+    const pods = w.units.flatMap((u) => (u.kind === 'pod' ? [u.pod] : []));
+    expect(w.gangs).toBeGreaterThan(0);
+    expect(w.units.find((u) => u.kind === 'gang')).toMatchObject({ gang: { minMember: 8 } });
+    expect(pods.some((p) => p.request.gpuMilli === 1000)).toBe(true);
+    expect(pods.some((p) => p.request.gpuMilli < 1000)).toBe(true);
+  });
+});
+
+describe('runThroughput', () => {
+  it('places the whole mixed workload and reports the contract’s fields', () => {
+    const r = runThroughput({ nodes: 64, gpusPerNode: 8, pods: 512, workload: 'mixed', now: fakeClock, rssBytes: () => 3 * 1048576 });
+    expect(r.placedPods).toBe(r.pods);
+    expect(r.gangsPlaced).toBe(r.gangs);
+    expect(r.rssMiB).toBe(3);
+    expect(r.podsPerSecond).toBeGreaterThan(0);
+    expect(r.gangAttemptMs.p50).not.toBeNull();
+  });
+  it('percentile is nearest-rank', () => {
+    expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
+    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBe(99);
+    expect(percentile([], 99)).toBeNull();
+  });
+});
