@@ -1,4 +1,6 @@
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -73,6 +75,17 @@ async function dryRunAll(client: KubeClient, objects: readonly Json[]): Promise<
     accepted.push(label(o));
   }
   return accepted;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
 }
 
 describe('deploy manifests on a real kube-apiserver', () => {
@@ -335,6 +348,37 @@ describe('deploy manifests on a real kube-apiserver', () => {
       } finally {
         await controllers.stop();
       }
+    });
+
+    it("the Deployment's command line runs `sits run` with that token: ready, standby behind the leader, stops on SIGTERM", async () => {
+      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+      const port = await freePort();
+      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`));
+      expect(args).toContain('--controllers');
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--metrics-host=127.0.0.1', `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      try {
+        const body = await waitFor(
+          '/readyz of the spawned replica',
+          async () => {
+            const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+            return r.status === 200 ? r.text() : undefined;
+          },
+          60_000,
+          200,
+        );
+        // The in-process scheduler above holds the Lease: this one stands by.
+        expect(body).toContain('role: standby');
+        const families = parsePromText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+        expect(sampleValue(families, METRIC.leader)).toBe(0);
+        expect(sampleValue(families, METRIC.nodes)).toBe(2);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited).toBe(0);
+      expect(stderr).not.toMatch(/forbidden|403/i);
     });
   });
 });
