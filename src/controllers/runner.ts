@@ -154,6 +154,7 @@ class TrainingJobRunner {
         this.jobs.delete(objectKey(j));
         this.expectations.delete(objectKey(j));
         this.lastErrors.delete(objectKey(j));
+        this.errorStreak.delete(objectKey(j));
       },
       error: (e) => this.log(`trainingjobs watch: ${e.message}`),
     });
@@ -299,7 +300,8 @@ class TrainingJobRunner {
       this.lastErrors.delete(key);
       this.errorStreak.delete(key);
     }
-    if (res.requeueAfterMs !== undefined) this.queue.addAfter(key, res.requeueAfterMs + 20);
+    // Long waits (deadlines, TTLs of days) are re-evaluated hourly: setTimeout cannot hold more than ~24 days.
+    if (res.requeueAfterMs !== undefined) this.queue.addAfter(key, Math.min(res.requeueAfterMs + 20, 3_600_000));
   }
 
   /** Keeps the errors for the next reconcile (status shows them) and retries with backoff (1 s doubling to 60 s). */

@@ -14,12 +14,15 @@ export interface ControllerConfig extends BuildConfig {
   readonly backoffMaxMs: number;
   /** An elastic gang runs at least this long at one size before it grows (each resize restarts training). */
   readonly resizeCooldownMs: number;
+  /** A pod still unbound this long after creation, with no binding in progress, counts as unplaceable (elastic sizing). */
+  readonly settleMs: number;
 }
 
 export const DEFAULT_CONTROLLER_CONFIG: ControllerConfig = {
   backoffBaseMs: 10_000,
   backoffMaxMs: 360_000,
   resizeCooldownMs: 60_000,
+  settleMs: 10_000,
   placeholderImage: 'registry.k8s.io/pause:3.10',
 };
 

@@ -544,6 +544,20 @@ describe('elastic jobs (minReplicas < replicas)', () => {
     expect(c.job.status?.phase).toBe('Running');
   });
 
+  it('extras the scheduler leaves unbound without a word count as unplaceable after settleMs (it does not repeat an explanation within a minute)', () => {
+    const c = elastic();
+    c.step();
+    const [a, b, x] = names(c);
+    for (const n of [a, b]) c.setPod(n as string, { node: 'n0' });
+    c.setPod(x as string, { unschedulable: 'full' });
+    const r = c.step();
+    expect(c.job.status?.phase).toBe('Scheduling');
+    expect(r.requeueAfterMs).toBe(10_000);
+    c.now += 10_000;
+    c.step();
+    expect(c.job.status).toMatchObject({ phase: 'Restarting', currentReplicas: 2 });
+  });
+
   it('fewer than minReplicas placed: it waits (no resize)', () => {
     const c = elastic();
     c.step();

@@ -22,8 +22,8 @@
  *    b. every replica Succeeded → Succeeded;
  *    c. the size asked for changed (spec.replicas below the gang, or minReplicas above it) → resize at once;
  *    d. missing Service, PodGroup or (before the gang started) pods are created;
- *    e. elastic: when the scheduler placed at least minReplicas and declared the rest unschedulable → resize to
- *       what fitted; a partly placed gang older than gangSchedulingTimeoutSeconds → released and recreated
+ *    e. elastic: when the scheduler placed at least minReplicas and declared the rest unschedulable (or left them
+ *       unbound for settleMs) → resize to what fitted; a partly placed gang older than gangSchedulingTimeoutSeconds → released and recreated
  *       (not counted as a failure);
  *    f. elastic and running below spec.replicas for resizeCooldown → placeholder pods ask the scheduler for room;
  *       as soon as one or more are placed (and the rest declared unschedulable) → resize up.
@@ -67,6 +67,22 @@ const isReady = (p: PodObject): boolean => phaseOf(p) === 'Running' && (p.status
 export function isUnschedulable(p: PodObject): boolean {
   if (isBound(p) || p.metadata.annotations?.[SCHEDULER_FORMAT.assignedNodeAnnotation] !== undefined) return false;
   return (p.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable');
+}
+
+/**
+ * Unplaced after the scheduler has had its chance: declared unschedulable, or still unbound (and not being bound)
+ * `settleMs` after creation — the scheduler does not repeat an identical explanation on new pods within a minute.
+ */
+function givenUp(p: PodObject, now: number, settleMs: number): boolean {
+  if (isUnschedulable(p)) return true;
+  if (isBound(p) || p.metadata.annotations?.[SCHEDULER_FORMAT.assignedNodeAnnotation] !== undefined) return false;
+  const created = parseTime(p.metadata.creationTimestamp);
+  return created !== undefined && now - created >= settleMs;
+}
+
+/** When the pods that are neither placed nor declared unschedulable will count as given up. */
+function settleAt(pods: readonly PodObject[], settleMs: number): number | undefined {
+  return minTime(...pods.filter((p) => !isBound(p) && !isUnschedulable(p)).map((p) => (parseTime(p.metadata.creationTimestamp) ?? 0) + settleMs));
 }
 
 const schedulerMessage = (p: PodObject): string | undefined => (p.status?.conditions ?? []).find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
@@ -495,7 +511,8 @@ function active(ctx: Ctx): ReconcileResult {
   } else {
     const unsched = unbound.filter(isUnschedulable);
     const why = unbound.map(schedulerMessage).find((m) => m !== undefined && m !== '');
-    const settled = current.length === k && unbound.length > 0 && unsched.length === unbound.length;
+    const settled = current.length === k && unbound.length > 0 && unbound.every((p) => givenUp(p, ctx.now, ctx.cfg.settleMs));
+    if (elastic && bound.length >= min && !settled) wakeAt = settleAt(unbound, ctx.cfg.settleMs);
     if (elastic && settled && bound.length >= min) {
       return restartGang(ctx, base, {
         replicas: bound.length,
@@ -521,7 +538,7 @@ function active(ctx: Ctx): ReconcileResult {
           eventType: 'Warning',
         });
       }
-      wakeAt = due;
+      wakeAt = minTime(wakeAt, due);
     }
     status.phase = bound.length === 0 && unsched.length > 0 ? 'Pending' : 'Scheduling';
     status.conditions = cond(ctx, base.conditions, {
@@ -556,7 +573,8 @@ function active(ctx: Ctx): ReconcileResult {
   const have = new Set(keep.map((p) => p.metadata.name));
   for (let i = 0; i < want; i++) if (!have.has(probePodName(ctx.name, i))) actions.push({ kind: 'createPod', pod: probePod(ctx.job, i, ctx.attempt, ctx.cfg) });
   const placed = keep.filter((p) => isBound(p) && !isTerminating(p));
-  const settled = keep.length === want && keep.every((p) => isBound(p) || isUnschedulable(p));
+  const settled = keep.length === want && keep.every((p) => isBound(p) || givenUp(p, ctx.now, ctx.cfg.settleMs));
+  if (!settled) wakeAt = minTime(wakeAt, settleAt(keep, ctx.cfg.settleMs));
   if (settled && placed.length > 0) {
     const next = k + placed.length;
     return restartGang(ctx, base, {
