@@ -41,8 +41,6 @@ export interface SitsChoice {
   readonly gpu: number;
 }
 
-const NO_FIT: SitsChoice = { score: 0, gpu: -1 };
-
 /** κ: expected CPU milli per GPU milli of the typical GPU shapes; 0 when there are none. */
 export function cpuPerGpuMilli(shapes: readonly TypicalShape[]): number {
   let cpu = 0;
@@ -71,6 +69,8 @@ export function excludedWeight(shapes: readonly TypicalShape[], model: string): 
 export class SitsFragModel {
   readonly cache: FragCache;
   readonly kappa: number;
+  /** GPU chosen by the last `sitsFragScore` for a fractional pod (-1 otherwise): no object per evaluation. */
+  chosenGpu = -1;
   private readonly excluded = new Map<string, number>();
 
   constructor(readonly shapes: readonly TypicalShape[]) {
@@ -90,10 +90,17 @@ export class SitsFragModel {
 
 const toScore = (d: number): number => Math.trunc(sigmoid(d / 1000) * 100);
 
-/** Score of `pod` on `node`, and the GPU for a fractional pod (see the file comment for the rule). */
+/** Score and chosen GPU of `pod` on `node` (see the file comment for the rule). */
 export function sitsFragChoice(model: SitsFragModel, pod: PodSpec, node: NodeState): SitsChoice {
+  const score = sitsFragScore(model, pod, node);
+  return { score, gpu: model.chosenGpu };
+}
+
+/** Score of `pod` on `node`; for a fractional pod the GPU it implies is left in `model.chosenGpu`. */
+export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeState): number {
   const r = pod.request;
   const cache = model.cache;
+  model.chosenGpu = -1;
   const before = cache.current(node);
   const taken = r.gpuCount * r.gpuMilli;
   const freeBefore = node.gpuFreeMilli();
@@ -114,11 +121,12 @@ export function sitsFragChoice(model: SitsFragModel, pod: PodSpec, node: NodeSta
         bestGpu = g;
       }
     }
-    return bestGpu < 0 ? NO_FIT : { score: best, gpu: bestGpu };
+    model.chosenGpu = bestGpu;
+    return bestGpu < 0 ? 0 : best;
   }
-  if (r.gpuCount === 0 || r.gpuMilli === 0) return { score: toScore(before - cache.afterCpu(node, r.cpuMilli) + extra), gpu: -1 };
+  if (r.gpuCount === 0 || r.gpuMilli === 0) return toScore(before - cache.afterCpu(node, r.cpuMilli) + extra);
   const after = r.gpuMilli >= 1000 ? cache.afterWhole(node, r.cpuMilli, r.gpuCount) : undefined;
-  return after === undefined ? NO_FIT : { score: toScore(before - after + extra), gpu: -1 };
+  return after === undefined ? 0 : toScore(before - after + extra);
 }
 
 /** A usable GPU before index g has the same free milli (and so the same score). */
@@ -131,12 +139,12 @@ export const sitsFragPlugin = (shapes: readonly TypicalShape[]): Plugin => {
   const model = new SitsFragModel(shapes);
   return {
     name: 'sits-frag',
-    score: (pod, node) => sitsFragChoice(model, pod, node).score,
+    score: (pod, node) => sitsFragScore(model, pod, node),
     pickGpus: (pod, node) => {
       const r = pod.request;
       if (r.gpuCount === 1 && r.gpuMilli < 1000) {
-        const g = sitsFragChoice(model, pod, node).gpu;
-        return g < 0 ? undefined : [g];
+        sitsFragScore(model, pod, node);
+        return model.chosenGpu < 0 ? undefined : [model.chosenGpu];
       }
       return pickTopologyGpus(pod, node);
     },
