@@ -29,8 +29,8 @@ export function throughputJson(r: ThroughputResult): ThroughputJson {
 export function throughputTable(r: ThroughputResult): string {
   const f = (v: number | null): string => (v === null ? '–' : v.toFixed(3));
   return table(
-    ['nodes', 'GPUs', 'workload', 'pods', 'placed', 'gangs', 'filled %', 'pods/s', 'gang p50 ms', 'gang p99 ms', 'RSS MiB'],
-    [[r.nodes, r.gpus, r.workload, r.pods, r.placedPods, `${r.gangsPlaced}/${r.gangs}`, r.allocatedPct.toFixed(1), r.podsPerSecond, f(r.gangAttemptMs.p50), f(r.gangAttemptMs.p99), r.rssMiB]],
+    ['nodes', 'GPUs', 'workload', 'pods', 'placed', 'gangs', 'filled %', 'pods/s', 'pods/CPU-s', 'gang p50 ms', 'gang p99 ms', 'gang CPU p50', 'gang CPU p99', 'RSS MiB'],
+    [[r.nodes, r.gpus, r.workload, r.pods, r.placedPods, `${r.gangsPlaced}/${r.gangs}`, r.allocatedPct.toFixed(1), r.podsPerSecond, r.podsPerCpuSecond ?? '–', f(r.gangAttemptMs.p50), f(r.gangAttemptMs.p99), f(r.gangAttemptCpuMs.p50), f(r.gangAttemptCpuMs.p99), r.rssMiB]],
   );
 }
 
@@ -58,7 +58,11 @@ export function registerBenchThroughput(bench: Command): void {
       if (workload === 'gang' && pods > o.nodes) throw new CliError(`${pods} gang pods of a whole node each do not fit on ${o.nodes} nodes`);
       const now = (): number => performance.now();
       if (o.warmup) runThroughput({ nodes: Math.min(o.nodes, 256), gpusPerNode: o.gpusPerNode, pods: Math.max(8, Math.round((pods * Math.min(o.nodes, 256)) / o.nodes)), workload, profile: o.profile, seed: o.seed + 1, now });
-      const r = runThroughput({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, now, rssBytes: () => process.memoryUsage().rss });
+      const cpuMs = (): number => {
+        const u = process.cpuUsage();
+        return (u.user + u.system) / 1000;
+      };
+      const r = runThroughput({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, now, cpuMs, rssBytes: () => process.memoryUsage().rss });
       process.stdout.write(`${throughputTable(r)}\n`);
       if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(throughputJson(r), null, 2)}\n`);
     });

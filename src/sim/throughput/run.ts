@@ -24,6 +24,8 @@ export interface ThroughputOptions {
   readonly now: () => number;
   /** Resident set size in bytes (process.memoryUsage().rss). */
   readonly rssBytes?: () => number;
+  /** CPU time of the process in ms (process.cpuUsage); shows how much of a slow attempt was waiting for a core. */
+  readonly cpuMs?: () => number;
 }
 
 /** The JSON contract of `sits bench throughput` (issue 3 §7). */
@@ -38,6 +40,10 @@ export interface ThroughputJson {
 
 export interface ThroughputResult extends ThroughputJson {
   readonly gpus: number;
+  /** Gang attempt CPU time (all threads of the process), when a CPU clock was given. */
+  readonly gangAttemptCpuMs: { readonly p50: number | null; readonly p99: number | null };
+  /** Pods per CPU second of the loop. */
+  readonly podsPerCpuSecond: number | null;
   readonly placedPods: number;
   readonly gangs: number;
   readonly gangsPlaced: number;
@@ -66,10 +72,13 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
   const state = new ClusterState(benchNodes(o.nodes, o.gpusPerNode));
   const scheduler = new Scheduler(profile.value, state, seededRng(seed));
   const gangMs: number[] = [];
+  const gangCpuMs: number[] = [];
+  const cpu = o.cpuMs;
   let placed = 0;
   let gangsPlaced = 0;
   let usedMilli = 0;
   const t0 = o.now();
+  const c0 = cpu?.() ?? 0;
   for (const u of wl.units) {
     if (u.kind === 'pod') {
       const r = scheduler.schedulePod(u.pod);
@@ -79,8 +88,10 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
       }
     } else {
       const g0 = o.now();
+      const gc0 = cpu?.() ?? 0;
       const r = scheduler.scheduleGang(u.gang);
       gangMs.push(o.now() - g0);
+      if (cpu !== undefined) gangCpuMs.push(cpu() - gc0);
       if (r.ok) {
         gangsPlaced++;
         placed += r.placements.length;
@@ -89,6 +100,7 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
     }
   }
   const seconds = (o.now() - t0) / 1000;
+  const cpuSeconds = cpu === undefined ? undefined : (cpu() - c0) / 1000;
   const rss = o.rssBytes?.() ?? 0;
   return {
     nodes: o.nodes,
@@ -98,6 +110,8 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
     gangAttemptMs: { p50: gangMs.length === 0 ? null : r3(median(gangMs)), p99: gangMs.length === 0 ? null : r3(percentile(gangMs, 99) as number) },
     rssMiB: Math.round(rss / 1048576),
     gpus: o.nodes * o.gpusPerNode,
+    gangAttemptCpuMs: { p50: gangCpuMs.length === 0 ? null : r3(median(gangCpuMs)), p99: gangCpuMs.length === 0 ? null : r3(percentile(gangCpuMs, 99) as number) },
+    podsPerCpuSecond: cpuSeconds === undefined || cpuSeconds <= 0 ? null : Math.round(wl.pods / cpuSeconds),
     placedPods: placed,
     gangs: wl.gangs,
     gangsPlaced,
