@@ -1,0 +1,548 @@
+/**
+ * `sits bench kube`: kube-scheduler and the SITS scheduler, each on its own fresh control plane (etcd +
+ * kube-apiserver built from source), on the same fake nodes and the same plain 1-GPU pods, created by the same
+ * code with the same concurrency while the scheduler runs; a pod is done when the benchmark's watch shows
+ * `spec.nodeName` set. Throughput is computed as scheduler_perf does. The method and its reasons are in
+ * docs/adr/0007-kube-scheduler-benchmark-method.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { request as httpsRequest } from 'node:https';
+import { cpus } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { createInterface } from 'node:readline';
+import { KubeClient } from '../../kube/client.ts';
+import { startControlPlane, type ControlPlane } from '../../kube/testing/control-plane.ts';
+import { SCHEDULER_NAME } from '../../kube/labels.ts';
+import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, parsePrometheus, percentiles, promSum, rate, schedulerPerfThroughput, type PromSample, type ThroughputSummary } from './measure.ts';
+import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
+import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
+import { benchNodes, benchPod, createNodes, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
+import type { SitsChildConfig } from './sits-child.ts';
+
+export type SchedulerId = 'kube-scheduler' | 'sits';
+
+export interface KubeBenchOptions {
+  readonly nodes: number;
+  readonly pods: number;
+  readonly shape: NodeShapeChoice;
+  /** kube-scheduler clientConnection.qps and .burst. */
+  readonly qps: number;
+  readonly burst: number;
+  /** SITS KubeClient requests in flight at most (it has no QPS limiter). */
+  readonly maxInFlight: number;
+  /** Parallel pod creators (scheduler_perf: 30), also used for nodes. */
+  readonly createConcurrency: number;
+  /**
+   * streamed (scheduler_perf): the scheduler runs, then the pods are created and the window starts at the
+   * first POST; precreated: all pods exist first, the window starts when the scheduler process is started.
+   */
+  readonly mode: 'streamed' | 'precreated';
+  readonly runs: number;
+  readonly schedulers: readonly SchedulerId[];
+  readonly sitsProfile: string;
+  /** Write a V8 CPU profile of each SITS scheduler process into this folder. */
+  readonly sitsCpuProfDir?: string;
+  readonly timeoutSec: number;
+  /** Pause between the scheduler being ready and the first pod (lets start-up work settle). */
+  readonly settleMs: number;
+  readonly binDir?: string;
+  readonly progress: Progress;
+  readonly verbose?: boolean;
+}
+
+export interface Progress {
+  /** A line that stays. */
+  line(msg: string): void;
+  /** A status line that is overwritten (TTY) or printed every few seconds. */
+  status(msg: string): void;
+}
+
+export interface LatencySummary {
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly n: number;
+}
+
+export interface SchedulerRun {
+  readonly scheduler: SchedulerId;
+  readonly run: number;
+  readonly mode: 'streamed' | 'precreated';
+  /** scheduler_perf's SchedulingThroughput average (the headline). */
+  readonly podsPerSecond: number;
+  readonly throughput: ThroughputSummary | null;
+  /** Pods / (last bind seen − window start). */
+  readonly overallPodsPerSecond: number;
+  /** Until the last pod's Scheduled event was seen too (events queued behind bindings are still owed work). */
+  readonly withEvents: { readonly scheduledEvents: number; readonly seconds: number; readonly podsPerSecond: number; readonly cpuSeconds: Readonly<Record<string, number>>; readonly cpuCores: Readonly<Record<string, number>> };
+  readonly createPodsPerSecond: number;
+  readonly windowSeconds: number;
+  readonly createSeconds: number;
+  readonly bound: number;
+  readonly timeToBindMs: LatencySummary;
+  readonly cpuSeconds: Readonly<Record<string, number>>;
+  readonly cpuCores: Readonly<Record<string, number>>;
+  /** CPU milliseconds per bound pod of each process, until the last Scheduled event (events included). */
+  readonly cpuMsPerPod: Readonly<Record<string, number>>;
+  readonly eventLoopUtilization?: number;
+  readonly boundBy: string;
+  readonly api: {
+    readonly probeWriteMs: LatencySummary;
+    readonly probeWatchLagMs: LatencySummary;
+    readonly probeGetMs: LatencySummary;
+    /** Server-side mean latency (apiserver_request_duration_seconds) in the window. */
+    readonly serverMeanMs: Readonly<Record<string, number>>;
+    readonly serverP99Ms: Readonly<Record<string, number>>;
+    readonly serverRequests: Readonly<Record<string, number>>;
+  };
+  readonly schedulerRequests: number;
+  readonly schedulerDetails: Readonly<Record<string, unknown>>;
+  readonly overcommittedNodes: number;
+  readonly loadAverage: { readonly before: number; readonly after: number };
+  readonly timeline: readonly { readonly s: number; readonly created: number; readonly bound: number; readonly events: number; readonly cores: Readonly<Record<string, number>> }[];
+}
+
+export interface KubeBenchResult {
+  readonly nodes: number;
+  readonly pods: number;
+  readonly sits: { readonly podsPerSecond: number } & Partial<Summary>;
+  readonly kubeScheduler: { readonly podsPerSecond: number } & Partial<Summary>;
+  readonly ratio: number;
+  /** The same ratio for the other two rates: pods/(window to last bind), and until the last Scheduled event. */
+  readonly ratioOverall: number;
+  readonly ratioWithEvents: number;
+  readonly method: Readonly<Record<string, unknown>>;
+  readonly machine: Readonly<Record<string, unknown>>;
+  readonly runs: readonly SchedulerRun[];
+}
+
+interface Summary {
+  readonly runs: number;
+  readonly podsPerSecondPerRun: readonly number[];
+  readonly overallPodsPerSecond: number;
+  readonly podsPerSecondWithEvents: number;
+  readonly timeToBindP50Ms: number;
+  readonly timeToBindP99Ms: number;
+  readonly cpuCores: Readonly<Record<string, number>>;
+  readonly boundBy: string;
+}
+
+const NAMESPACE = 'bench';
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const round = (x: number, d = 1): number => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
+
+function latency(values: readonly number[]): LatencySummary {
+  const [p50, p90, p99, max] = percentiles(values, [50, 90, 99, 100]).map((v) => round(v));
+  return { p50: p50 as number, p90: p90 as number, p99: p99 as number, max: max as number, n: values.length };
+}
+
+const median = (xs: readonly number[]): number => {
+  const s = [...xs].filter(Number.isFinite).sort((a, b) => a - b);
+  if (s.length === 0) return Number.NaN;
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+function httpsText(url: string, token: string, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(url, { method: 'GET', headers: { Authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => ((res.statusCode ?? 0) === 200 ? resolve(Buffer.concat(chunks).toString('utf8')) : reject(new Error(`GET ${url}: ${res.statusCode}`))));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${url}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function scrape(url: string, token: string): Promise<PromSample[]> {
+  try {
+    return parsePrometheus(await httpsText(url, token));
+  } catch {
+    return [];
+  }
+}
+
+/** The SITS scheduler in its own process (sits-child.ts), talking JSON lines on stdio. */
+class SitsProcess {
+  readonly child: ChildProcess;
+  private readonly replies: ((o: Record<string, unknown>) => void)[] = [];
+  private readonly ready: Promise<Record<string, unknown>>;
+  readonly stderrTail: string[] = [];
+  private readonly exited: Promise<number | null>;
+
+  constructor(cfg: SitsChildConfig, cpuProfDir: string | undefined, log?: (m: string) => void) {
+    const entry = fileURLToPath(new URL('./sits-child.ts', import.meta.url));
+    const tsx = import.meta.resolve('tsx');
+    const prof = cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`];
+    this.child = spawn(process.execPath, [...prof, '--import', tsx, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.exited = new Promise((r) => this.child.once('exit', (code) => r(code)));
+    let onReady: (o: Record<string, unknown>) => void = () => undefined;
+    let onFail: (e: Error) => void = () => undefined;
+    this.ready = new Promise((res, rej) => {
+      onReady = res;
+      onFail = rej;
+    });
+    void this.exited.then((code) => onFail(new Error(`SITS scheduler process exited (code ${code}) before it was ready:\n${this.stderrTail.join('\n')}`)));
+    createInterface({ input: this.child.stdout as NodeJS.ReadableStream }).on('line', (l) => {
+      let o: Record<string, unknown>;
+      try {
+        o = JSON.parse(l) as Record<string, unknown>;
+      } catch {
+        return;
+      }
+      if (o.type === 'ready') onReady(o);
+      else this.replies.shift()?.(o);
+    });
+    createInterface({ input: this.child.stderr as NodeJS.ReadableStream }).on('line', (l) => {
+      this.stderrTail.push(l);
+      if (this.stderrTail.length > 40) this.stderrTail.shift();
+      log?.(`[sits] ${l}`);
+    });
+  }
+
+  get pid(): number {
+    return this.child.pid as number;
+  }
+
+  waitReady(): Promise<Record<string, unknown>> {
+    return this.ready;
+  }
+
+  stats(): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => {
+      this.replies.push(resolve);
+      this.child.stdin?.write('stats\n');
+    });
+  }
+
+  async stop(): Promise<void> {
+    if (this.child.exitCode !== null || this.child.signalCode !== null) return;
+    this.child.stdin?.write('stop\n');
+    const done = await Promise.race([this.exited.then(() => true), sleep(20_000).then(() => false)]);
+    if (!done) {
+      this.child.kill('SIGKILL');
+      await this.exited;
+    }
+  }
+}
+
+/** One scheduler on one fresh control plane. */
+export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runIndex: number): Promise<SchedulerRun> {
+  const tag = `[${scheduler} ${runIndex + 1}/${o.runs}]`;
+  const p = o.progress;
+  p.line(`${tag} starting a fresh control plane`);
+  const plane: ControlPlane = await startControlPlane({ ...(o.binDir === undefined ? {} : { binDir: o.binDir }), ...(o.verbose === true ? { log: (l: string) => p.line(l) } : {}) });
+  let sits: SitsProcess | undefined;
+  const clients: KubeClient[] = [];
+  const cleanup: (() => void)[] = [];
+  try {
+    const kc = plane.kubeConfig();
+    const creator = new KubeClient(kc, { maxInFlight: o.createConcurrency, userAgent: 'sits-bench-creator' });
+    const watcher = new KubeClient(kc, { maxInFlight: 8, userAgent: 'sits-bench-watch' });
+    const prober = new KubeClient(kc, { maxInFlight: 4, userAgent: 'sits-bench-probe' });
+    clients.push(creator, watcher, prober);
+    const pids = new Map<string, number>();
+    for (const pid of plane.childPids()) {
+      const n = processName(pid);
+      if (n === 'etcd' || n === 'kube-apiserver') pids.set(n, pid);
+    }
+    await creator.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
+    const t0Nodes = performance.now();
+    await createNodes(creator, benchNodes(o.nodes, o.shape), o.createConcurrency);
+
+    const schedulerName = scheduler === 'kube-scheduler' ? 'default-scheduler' : SCHEDULER_NAME;
+    let metricsUrl: string | undefined;
+    pids.set('bench', process.pid);
+    const meter = new CpuMeter(pids);
+    const startScheduler = async (): Promise<void> => {
+      if (scheduler === 'kube-scheduler') {
+        const s = await plane.startScheduler(kubeSchedulerConfigYaml(o.qps, o.burst));
+        pids.set('kube-scheduler', s.pid);
+        metricsUrl = `${s.url}/metrics`;
+      } else {
+        sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: o.sitsProfile }, o.sitsCpuProfDir, o.verbose === true ? (l) => p.line(l) : undefined);
+        pids.set('sits', sits.pid);
+        const ready = await sits.waitReady();
+        if (ready.nodes !== o.nodes) throw new Error(`SITS scheduler sees ${String(ready.nodes)} nodes, expected ${o.nodes}`);
+      }
+    };
+    const createStart = new Map<number, number>();
+    let created = 0;
+    const createAll = (): Promise<void> =>
+      runPool(o.pods, o.createConcurrency, async (i) => {
+        createStart.set(i, performance.now());
+        await createWithRetry(creator, `/api/v1/namespaces/${NAMESPACE}/pods`, benchPod(NAMESPACE, podName(i), schedulerName));
+        created++;
+      });
+
+    const watch = new BindWatch(watcher, NAMESPACE);
+    await watch.start();
+    const events = new ScheduledEventWatch(watcher, NAMESPACE);
+    await events.start();
+    const probe = new LatencyProbe(prober, NAMESPACE);
+    await probe.start();
+    cleanup.push(() => watch.stop(), () => events.stop(), () => probe.stop());
+    const apiMetrics = `${plane.server}/metrics`;
+    if (o.mode === 'streamed') {
+      p.line(`${tag} ${o.nodes} nodes created in ${((performance.now() - t0Nodes) / 1000).toFixed(1)} s; starting ${scheduler}`);
+      await startScheduler();
+    } else {
+      const tc = performance.now();
+      await createAll();
+      while (watch.seenAt.size < o.pods) await sleep(50);
+      p.line(`${tag} ${o.nodes} nodes and ${o.pods} pods created in ${((performance.now() - t0Nodes) / 1000).toFixed(1)} s (pods: ${((performance.now() - tc) / 1000).toFixed(1)} s); the scheduler starts inside the measured window`);
+    }
+    await sleep(o.settleMs);
+    const apiBefore = await scrape(apiMetrics, plane.token);
+    const schedBefore = metricsUrl === undefined ? [] : await scrape(metricsUrl, plane.token);
+    const sitsBefore = await sits?.stats();
+    const loadBefore = loadAverage();
+
+    // ---- measured window: from the first pod POST (streamed) or the scheduler's start (precreated) to the last pod seen bound
+    const cpu0 = meter.sample();
+    const t0 = performance.now();
+    const timeline: { s: number; created: number; bound: number; events: number; cores: Record<string, number> }[] = [];
+    let lastCpu = cpu0;
+    let lastTick = t0;
+    const ticker = setInterval(() => {
+      const now = performance.now();
+      const cpu = meter.sample();
+      const d = withOther(diff(lastCpu, cpu));
+      const sec = (now - lastTick) / 1000;
+      const cores: Record<string, number> = {};
+      for (const [k, v] of Object.entries(d)) cores[k] = round(v / sec, 2);
+      timeline.push({ s: round((now - t0) / 1000), created, bound: watch.boundAt.size, events: events.seenAt.size, cores });
+      lastCpu = cpu;
+      lastTick = now;
+      const recent = timeline.slice(-3);
+      const r = recent.length < 2 ? 0 : ((recent.at(-1)?.bound ?? 0) - (recent[0]?.bound ?? 0)) / ((recent.length - 1) || 1);
+      p.status(`${tag} created ${created}/${o.pods}  bound ${watch.boundAt.size}/${o.pods}  events ${events.seenAt.size}  ~${r.toFixed(0)} pods/s  cores: ${Object.entries(cores).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
+    }, 1000);
+    cleanup.push(() => clearInterval(ticker));
+    probe.run();
+    if (o.mode === 'streamed') await createAll();
+    else await startScheduler();
+    const tCreated = performance.now();
+    const all = await watch.waitBound(o.pods, o.timeoutSec * 1000);
+    const cpu1 = meter.sample();
+    const tEnd = performance.now();
+    const sitsAtBind = await sits?.stats();
+    probe.stop();
+    // Binding is done; the Scheduled events may still be owed (SITS queues them behind its bindings).
+    const eventsDone = await events.waitCount(o.pods, 60_000);
+    const cpu2 = meter.sample();
+    const tEvents = performance.now();
+    const sitsAfter = await sits?.stats();
+    clearInterval(ticker);
+    const loadAfter = loadAverage();
+    p.status('');
+    if (!all) p.line(`${tag} timed out after ${o.timeoutSec} s with ${watch.boundAt.size}/${o.pods} pods bound`);
+    if (!eventsDone) p.line(`${tag} only ${events.seenAt.size}/${o.pods} Scheduled events were written (no progress for 60 s)`);
+
+    const apiAfter = await scrape(apiMetrics, plane.token);
+    const schedAfter = metricsUrl === undefined ? [] : await scrape(metricsUrl, plane.token);
+
+    // ---- results
+    const bindTimes = [...watch.boundAt.values()];
+    const lastBind = Math.max(...bindTimes);
+    const windowEnd = all ? lastBind : tEnd;
+    const windowSeconds = (windowEnd - t0) / 1000;
+    const ttb: number[] = [];
+    for (let i = 0; i < o.pods; i++) {
+      const b = watch.boundAt.get(podName(i));
+      // Precreated: from the scheduler's start, since every pod was already waiting.
+      const c = o.mode === 'streamed' ? createStart.get(i) : t0;
+      if (b !== undefined && c !== undefined) ttb.push(b - c);
+    }
+    const tp = schedulerPerfThroughput(bindTimes, t0);
+    const cpuWindow = withOther(diff(cpu0, cpu1));
+    const cores: Record<string, number> = {};
+    for (const [k, v] of Object.entries(cpuWindow)) cores[k] = round(v / ((tEnd - t0) / 1000), 2);
+    const cpuAll = withOther(diff(cpu0, cpu2));
+    const coresAll: Record<string, number> = {};
+    for (const [k, v] of Object.entries(cpuAll)) coresAll[k] = round(v / ((tEvents - t0) / 1000), 2);
+    const eventTimes = [...events.seenAt.values()];
+    const allDone = Math.max(windowEnd, ...eventTimes);
+    let elu: number | undefined;
+    const zero = { eventLoop: { idleMs: 0, activeMs: 0 }, client: { requests: 0, errors: 0 }, scheduler: {} };
+    const sitsBase = sitsBefore ?? (sits === undefined ? undefined : zero);
+    if (sitsBase !== undefined && sitsAtBind !== undefined) {
+      const b = sitsBase.eventLoop as { idleMs: number; activeMs: number };
+      const a = sitsAtBind.eventLoop as { idleMs: number; activeMs: number };
+      const active = a.activeMs - b.activeMs;
+      const idle = a.idleMs - b.idleMs;
+      elu = active + idle > 0 ? active / (active + idle) : undefined;
+    }
+    const schedKey = scheduler === 'kube-scheduler' ? 'kube-scheduler' : 'sits';
+    let boundBy = boundVerdict({
+      windowSeconds: (tEnd - t0) / 1000,
+      cores: cpus().length,
+      scheduler: schedKey,
+      shares: Object.entries(cpuWindow).map(([name, cpuSeconds]) => ({ name, cpuSeconds })),
+      ...(elu === undefined ? {} : { eventLoopUtilization: elu }),
+      schedulerSingleThreaded: scheduler === 'sits',
+    });
+    const kinds: Record<string, Record<string, string>> = {
+      binding: { verb: 'POST', resource: 'pods', subresource: 'binding' },
+      createPod: { verb: 'POST', resource: 'pods', subresource: '' },
+      createEvent: { verb: 'POST', resource: 'events' },
+      patchPodStatus: { verb: 'PATCH', resource: 'pods', subresource: 'status' },
+    };
+    const serverMeanMs: Record<string, number> = {};
+    const serverP99Ms: Record<string, number> = {};
+    const serverRequests: Record<string, number> = {};
+    for (const [k, want] of Object.entries(kinds)) {
+      const h = histogramDelta(apiBefore, apiAfter, 'apiserver_request_duration_seconds', want);
+      serverMeanMs[k] = round(h.meanMs);
+      serverRequests[k] = h.count;
+      serverP99Ms[k] = round(histogramQuantile(apiBefore, apiAfter, 'apiserver_request_duration_seconds', 0.99, want) * 1000);
+    }
+    serverRequests.all = promSum(apiAfter, 'apiserver_request_total') - promSum(apiBefore, 'apiserver_request_total');
+    let schedulerRequests = Number.NaN;
+    let schedulerDetails: Record<string, unknown> = {};
+    if (scheduler === 'kube-scheduler') {
+      schedulerRequests = promSum(schedAfter, 'rest_client_requests_total') - promSum(schedBefore, 'rest_client_requests_total');
+      const attempts = histogramDelta(schedBefore, schedAfter, 'scheduler_scheduling_attempt_duration_seconds', { result: 'scheduled' });
+      const limiter = histogramDelta(schedBefore, schedAfter, 'rest_client_rate_limiter_duration_seconds');
+      const restLatency = histogramDelta(schedBefore, schedAfter, 'rest_client_request_duration_seconds', { verb: 'POST' });
+      const algorithm = histogramDelta(schedBefore, schedAfter, 'scheduler_scheduling_algorithm_duration_seconds');
+      const ext = (point: string): number => round(histogramDelta(schedBefore, schedAfter, 'scheduler_framework_extension_point_duration_seconds', { extension_point: point }).meanMs, 3);
+      boundBy += `; its serial scheduling loop spent ${(100 * algorithm.sumSeconds / windowSeconds).toFixed(0)}% of the window in the scheduling algorithm (${algorithm.meanMs.toFixed(2)} ms per pod)`;
+      schedulerDetails = {
+        schedulingAlgorithmMeanMs: round(algorithm.meanMs, 3),
+        /** Share of the bind window the serial scheduling loop spent in the algorithm (filter + score). */
+        schedulingAlgorithmBusy: round(algorithm.sumSeconds / windowSeconds, 3),
+        extensionPointMeanMs: { PreFilter: ext('PreFilter'), Filter: ext('Filter'), PreScore: ext('PreScore'), Score: ext('Score'), Reserve: ext('Reserve'), PreBind: ext('PreBind'), Bind: ext('Bind') },
+        scheduleAttempts: promSum(schedAfter, 'scheduler_schedule_attempts_total') - promSum(schedBefore, 'scheduler_schedule_attempts_total'),
+        scheduledAttempts: attempts.count,
+        schedulingAttemptMeanMs: round(attempts.meanMs, 2),
+        clientRateLimiterWaitMeanMs: round(limiter.meanMs, 3),
+        clientRateLimiterWaitTotalSeconds: round(limiter.sumSeconds, 3),
+        clientPostMeanMs: round(restLatency.meanMs, 1),
+        qps: o.qps,
+        burst: o.burst,
+      };
+    } else if (sitsBase !== undefined && sitsAfter !== undefined) {
+      const cb = sitsBase.client as { requests: number; errors: number };
+      const ca = sitsAfter.client as { requests: number; errors: number };
+      schedulerRequests = ca.requests - cb.requests;
+      const sb = sitsBase.scheduler as Record<string, number>;
+      const sa = sitsAfter.scheduler as Record<string, number>;
+      const d: Record<string, number> = {};
+      for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
+      schedulerDetails = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, logs: sitsAfter.logs };
+    }
+    // No node may hold more GPU pods than it has GPUs.
+    const perNode = new Map<string, number>();
+    for (const n of watch.nodeOf.values()) perNode.set(n, (perNode.get(n) ?? 0) + 1);
+    const cap = gpusPerNode(o.shape);
+    const overcommittedNodes = [...perNode.values()].filter((c) => c > cap).length;
+    const result: SchedulerRun = {
+      scheduler,
+      run: runIndex + 1,
+      mode: o.mode,
+      podsPerSecond: round(tp?.average ?? Number.NaN),
+      throughput: tp === undefined ? null : { average: round(tp.average), perc50: round(tp.perc50), perc90: round(tp.perc90), perc95: round(tp.perc95), perc99: round(tp.perc99), samples: tp.samples },
+      overallPodsPerSecond: round(rate(watch.boundAt.size, t0, windowEnd)),
+      withEvents: {
+        scheduledEvents: events.seenAt.size,
+        seconds: round((allDone - t0) / 1000, 2),
+        podsPerSecond: round(rate(Math.min(watch.boundAt.size, events.seenAt.size), t0, allDone)),
+        cpuSeconds: Object.fromEntries(Object.entries(cpuAll).map(([k, v]) => [k, round(v, 2)])),
+        cpuCores: coresAll,
+      },
+      createPodsPerSecond: round(rate(o.pods, t0, tCreated)),
+      windowSeconds: round(windowSeconds, 2),
+      createSeconds: round((tCreated - t0) / 1000, 2),
+      bound: watch.boundAt.size,
+      timeToBindMs: latency(ttb),
+      cpuSeconds: Object.fromEntries(Object.entries(cpuWindow).map(([k, v]) => [k, round(v, 2)])),
+      cpuCores: cores,
+      cpuMsPerPod: Object.fromEntries(Object.entries(cpuAll).filter(([k]) => k !== 'other').map(([k, v]) => [k, round((v * 1000) / Math.max(1, watch.boundAt.size), 2)])),
+      ...(elu === undefined ? {} : { eventLoopUtilization: round(elu, 3) }),
+      boundBy,
+      api: { probeWriteMs: latency(probe.writeMs), probeWatchLagMs: latency(probe.watchMs), probeGetMs: latency(probe.getMs), serverMeanMs, serverP99Ms, serverRequests },
+      schedulerRequests,
+      schedulerDetails,
+      overcommittedNodes,
+      loadAverage: { before: loadBefore, after: loadAfter },
+      timeline,
+    };
+    p.line(
+      `${tag} ${result.bound}/${o.pods} bound in ${result.windowSeconds} s: ${result.podsPerSecond} pods/s (scheduler_perf average), ${result.overallPodsPerSecond} overall, ` +
+        `${result.withEvents.podsPerSecond} counting until the last Scheduled event (${result.withEvents.seconds} s); ` +
+        `time-to-bind p50 ${result.timeToBindMs.p50} ms p99 ${result.timeToBindMs.p99} ms; ${boundBy}`,
+    );
+    if (overcommittedNodes > 0) p.line(`${tag} WARNING: ${overcommittedNodes} nodes hold more 1-GPU pods than they have GPUs`);
+    return result;
+  } finally {
+    for (const c of cleanup) c();
+    await sits?.stop();
+    for (const c of clients) c.close();
+    await plane.stop();
+  }
+}
+
+function summarize(runs: readonly SchedulerRun[]): { podsPerSecond: number } & Summary {
+  const cores: Record<string, number> = {};
+  const keys = new Set(runs.flatMap((r) => Object.keys(r.cpuCores)));
+  for (const k of keys) cores[k] = round(median(runs.map((r) => r.cpuCores[k] ?? Number.NaN)), 2);
+  const mid = [...runs].sort((a, b) => a.podsPerSecond - b.podsPerSecond)[Math.floor((runs.length - 1) / 2)];
+  return {
+    podsPerSecond: round(median(runs.map((r) => r.podsPerSecond))),
+    runs: runs.length,
+    podsPerSecondPerRun: runs.map((r) => r.podsPerSecond),
+    overallPodsPerSecond: round(median(runs.map((r) => r.overallPodsPerSecond))),
+    podsPerSecondWithEvents: round(median(runs.map((r) => r.withEvents.podsPerSecond))),
+    timeToBindP50Ms: round(median(runs.map((r) => r.timeToBindMs.p50))),
+    timeToBindP99Ms: round(median(runs.map((r) => r.timeToBindMs.p99))),
+    cpuCores: cores,
+    boundBy: mid?.boundBy ?? '',
+  };
+}
+
+/** All runs; kube-scheduler and SITS alternate (K S, then S K, …) so that drifting machine load hits both. */
+export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult> {
+  const runs: SchedulerRun[] = [];
+  for (let r = 0; r < o.runs; r++) {
+    const order = r % 2 === 0 ? o.schedulers : [...o.schedulers].reverse();
+    for (const s of order) runs.push(await runOne(o, s, r));
+  }
+  const sitsRuns = runs.filter((r) => r.scheduler === 'sits');
+  const kubeRuns = runs.filter((r) => r.scheduler === 'kube-scheduler');
+  const sits = sitsRuns.length > 0 ? summarize(sitsRuns) : { podsPerSecond: Number.NaN };
+  const kube = kubeRuns.length > 0 ? summarize(kubeRuns) : { podsPerSecond: Number.NaN };
+  return {
+    nodes: o.nodes,
+    pods: o.pods,
+    sits,
+    kubeScheduler: kube,
+    ratio: round(sits.podsPerSecond / kube.podsPerSecond, 2),
+    ratioOverall: round(((sits as Partial<Summary>).overallPodsPerSecond ?? Number.NaN) / ((kube as Partial<Summary>).overallPodsPerSecond ?? Number.NaN), 2),
+    ratioWithEvents: round(((sits as Partial<Summary>).podsPerSecondWithEvents ?? Number.NaN) / ((kube as Partial<Summary>).podsPerSecondWithEvents ?? Number.NaN), 2),
+    method: {
+      podsPerSecond: 'scheduler_perf SchedulingThroughput average: 1-s samples of pods seen bound over the window, first sample skipped; median over runs',
+      mode: o.mode,
+      creation:
+        o.mode === 'streamed'
+          ? `streamed (as scheduler_perf): the scheduler is running and synced, then the pods are created by ${o.createConcurrency} parallel creators (scheduler_perf: 30), same code for both; window from the first pod POST to the last pod seen bound`
+          : `precreated: all pods created (${o.createConcurrency} parallel creators) before the scheduler starts; window from the scheduler's start (process spawn) to the last pod seen bound`,
+      done: 'the benchmark watch shows spec.nodeName set',
+      nodeShape: o.shape.preset ?? `plain, ${o.shape.gpusPerNode}× ${o.shape.gpuModel}`,
+      gpusPerNode: gpusPerNode(o.shape),
+      pod: '1 nvidia.com/gpu, 100m CPU, 500Mi',
+      kubeSchedulerClient: { qps: o.qps, burst: o.burst },
+      sitsClient: { maxInFlight: o.maxInFlight, qpsLimit: 'none' },
+      events: 'on for both (kube-scheduler cannot switch its events off)',
+      sitsProfile: o.sitsProfile,
+      controlPlane: 'fresh etcd + kube-apiserver v1.36.3 per scheduler per run; admin token (system:masters, exempt from API priority and fairness) for everyone',
+      adr: 'docs/adr/0007-kube-scheduler-benchmark-method.md',
+    },
+    machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, date: new Date().toISOString() },
+    runs,
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * What `sits bench kube` puts on each control plane, identical for both schedulers: fake GPU nodes in the
+ * documented node format (docs/kubernetes.md) and plain 1-GPU pods, created by the same code with the same
+ * concurrency.
+ */
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '../../kube/client.ts';
+import { isStatus } from '../../kube/client.ts';
+import { GPU_RESOURCE, LABEL, nodeObjectFor } from '../../kube/labels.ts';
+import { NODE_SHAPES } from '../../core/model/presets.ts';
+import { GPU_MODELS } from '../../core/model/gpu.ts';
+
+export interface NodeShapeChoice {
+  /** A SITS preset (e.g. dgx-h100); undefined = plain nodes with `gpusPerNode` GPUs and no topology annotation. */
+  readonly preset?: string;
+  readonly gpusPerNode: number;
+  readonly gpuModel: string;
+  readonly nodesPerRack: number;
+}
+
+export function gpusPerNode(c: NodeShapeChoice): number {
+  if (c.preset === undefined) return c.gpusPerNode;
+  const s = NODE_SHAPES[c.preset];
+  if (s === undefined) throw new Error(`unknown preset "${c.preset}" (presets: ${Object.keys(NODE_SHAPES).join(', ')})`);
+  return s.gpus.length;
+}
+
+/** Node objects (with status) for `count` fake nodes: racks of `nodesPerRack`, 4 racks per block. */
+export function benchNodes(count: number, c: NodeShapeChoice): V1Node[] {
+  return Array.from({ length: count }, (_, i) => {
+    const name = `node-${String(i).padStart(5, '0')}`;
+    const rack = Math.floor(i / c.nodesPerRack);
+    const loc = { zone: 'zone-0', block: `block-${Math.floor(rack / 4)}`, rack: `rack-${rack}` };
+    let labels: Record<string, string>;
+    let annotations: Record<string, string> = {};
+    let capacity: Record<string, string>;
+    if (c.preset !== undefined) {
+      const o = nodeObjectFor(name, c.preset, loc);
+      labels = o.labels;
+      annotations = o.annotations;
+      capacity = o.capacity;
+    } else {
+      const model = GPU_MODELS[c.gpuModel];
+      labels = {
+        'kubernetes.io/hostname': name,
+        [LABEL.zone]: loc.zone,
+        [LABEL.block]: loc.block,
+        [LABEL.rack]: loc.rack,
+        [LABEL.gpuModel]: c.gpuModel,
+        [LABEL.gfdCount]: String(c.gpusPerNode),
+        ...(model === undefined ? {} : { [LABEL.gfdMemory]: String(model.memoryMiB) }),
+      };
+      capacity = { cpu: String(16 * c.gpusPerNode), memory: `${128 * c.gpusPerNode}Gi`, pods: '110', [GPU_RESOURCE]: String(c.gpusPerNode) };
+    }
+    const now = new Date().toISOString();
+    return {
+      apiVersion: 'v1',
+      kind: 'Node',
+      metadata: { name, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...labels }, annotations },
+      spec: {},
+      status: {
+        capacity,
+        allocatable: capacity,
+        conditions: [{ type: 'Ready', status: 'True', reason: 'FakeNodeReady', message: 'fake node (sits bench kube, no kubelet)', lastHeartbeatTime: now as unknown as Date, lastTransitionTime: now as unknown as Date }],
+        addresses: [{ type: 'Hostname', address: name }],
+      },
+    } as V1Node;
+  });
+}
+
+/** A plain pod asking for one GPU (and a little CPU and memory, as scheduler_perf's default pod does). */
+export function benchPod(namespace: string, name: string, schedulerName: string): V1Pod {
+  const requests = { cpu: '100m', memory: '500Mi', [GPU_RESOURCE]: '1' };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels: { app: 'sits-bench' } },
+    spec: {
+      schedulerName,
+      containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10', resources: { requests, limits: requests } }],
+      terminationGracePeriodSeconds: 0,
+    },
+  };
+}
+
+export const podName = (i: number): string => `pod-${String(i).padStart(6, '0')}`;
+
+/** Runs `fn(i)` for i in [0, n) with at most `concurrency` at a time (scheduler_perf creates with 30 workers). */
+export async function runPool(n: number, concurrency: number, fn: (i: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  let failure: unknown;
+  const worker = async (): Promise<void> => {
+    while (failure === undefined) {
+      const i = next++;
+      if (i >= n) return;
+      try {
+        await fn(i);
+      } catch (e) {
+        failure ??= e;
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, n) }, worker));
+  if (failure !== undefined) throw failure;
+}
+
+/** POST with a few retries on transient errors (429, 5xx, connection resets); 409 counts as created. */
+export async function createWithRetry(client: KubeClient, path: string, body: unknown): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await client.post(path, body);
+      return;
+    } catch (e) {
+      if (isStatus(e, 409)) return;
+      const status = (e as { status?: number }).status;
+      const transient = status === undefined || status === 429 || status >= 500;
+      if (!transient || attempt >= 5) throw e;
+      await new Promise((r) => setTimeout(r, 100 * 2 ** attempt));
+    }
+  }
+}
+
+export async function createNodes(client: KubeClient, nodes: readonly V1Node[], concurrency: number): Promise<void> {
+  await runPool(nodes.length, concurrency, (i) => createWithRetry(client, '/api/v1/nodes', nodes[i]));
+}
