@@ -21,6 +21,8 @@ export interface EtaInput {
   readonly options?: Partial<CycleOptions>;
   /** Stop looking this far ahead (default 7 days). */
   readonly horizonMs?: number;
+  /** Stop as soon as this job has started (the question asked is usually about one job). */
+  readonly untilStarted?: string;
 }
 
 /** A copy of the cluster state: same nodes, ranks and allocations, independent from now on. */
@@ -65,6 +67,7 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
       });
     }
     const startedIds = new Set(r.started.map((s) => s.job.id));
+    if (input.untilStarted !== undefined && eta.has(input.untilStarted)) break;
     pending = pending.filter((j) => !startedIds.has(j.id));
     // Next event: the earliest estimated end among running jobs (ends already past release now).
     let nextEnd = Infinity;

@@ -102,7 +102,7 @@ describe('queue cycle: reservation and backfill', () => {
     const long = job('long', 'a', 1, 4, { arrivalMs: 2, estRuntimeMs: 3_600_000 });
     const short = job('short', 'a', 1, 4, { arrivalMs: 3, estRuntimeMs: 300_000 });
     const r = cycle(s, qs, [head, long, short], [run1, run2], now, { preemption: false });
-    expect(r.reservations).toEqual([{ jobId: 'head', startMs: now + 600_000, nodes: [nodeA] }]);
+    expect(r.reservations).toEqual([{ jobId: 'head', startMs: now + 600_000, nodes: [nodeA], needs: { [nodeA]: 8000 } }]);
     expect(startedIds(r)).toEqual(['short']); // ends before the reservation starts
     expect(r.waiting.get('long')?.reason).toBe('reservation');
     expect(r.waiting.get('long')?.message).toContain('would delay the reservation of head (starts in 600 s');

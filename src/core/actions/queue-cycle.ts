@@ -12,6 +12,7 @@
  */
 import type { Placement } from '../framework/scheduler.ts';
 import type { Scheduler } from '../framework/scheduler.ts';
+import { shapeKey } from '../framework/score-index.ts';
 import type { TopologyLevel } from '../model/topology.ts';
 import type { Allocation } from '../snapshot/cluster-state.ts';
 import { Statement } from '../statement/statement.ts';
@@ -31,9 +32,11 @@ export interface CycleOptions {
   readonly criticalGraceMs: number;
   /** Reservations at most (one per queue head, in fair-share order). */
   readonly maxReservations: number;
+  /** Explain why each waiting job did not fit (costs a pass over the nodes per failed job). */
+  readonly explain: boolean;
 }
 
-export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4 };
+export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4, explain: true };
 
 export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim';
 
@@ -46,6 +49,8 @@ export interface Reservation {
   readonly jobId: string;
   readonly startMs: number;
   readonly nodes: readonly string[];
+  /** GPU milli the reserved job needs on each of its nodes. */
+  readonly needs: Readonly<Record<string, number>>;
 }
 
 export interface CycleInput {
@@ -147,6 +152,10 @@ export function runCycle(input: CycleInput): CycleResult {
     return (lists.get(bestKey) as QueuedJob[]).shift();
   };
 
+  // Equivalence classes: a gang shape that failed (placement and preemption) fails again in this cycle
+  // unless something was released since — skip the retry.
+  const failedShapes = new Map<string, { releases: number; waiting: Waiting }>();
+  let releases = 0;
   for (let job = next(); job !== undefined; job = next()) {
     const q = queueOf(job.queue);
     const demand = jobResources(job);
@@ -155,11 +164,18 @@ export function runCycle(input: CycleInput): CycleResult {
       waiting.set(job.id, { reason: 'quota', message: quota.reason });
       continue;
     }
+    const shape = gangShapeKey(job);
+    const prior = failedShapes.get(shape);
+    if (prior !== undefined && prior.releases === releases && !(opts.backfill && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
+      waiting.set(job.id, prior.waiting);
+      continue;
+    }
     const stmt = new Statement(state);
-    const placed = scheduler.placeGang(job.gang, stmt);
+    const placed = scheduler.placeGang(job.gang, stmt, { explain: opts.explain });
     if (placed.ok) {
       const endMs = nowMs + job.estRuntimeMs;
-      const blocking = reservations.find((r) => r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node)));
+      // A backfill job may share a reserved node only if it ends first or leaves the node enough free GPUs.
+      const blocking = reservations.find((r) => r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0)));
       if (blocking === undefined) {
         stmt.commit();
         const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
@@ -189,6 +205,7 @@ export function runCycle(input: CycleInput): CycleResult {
       }
     }
     if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'capacity', message: why });
+    failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting });
   }
 
   return { started, preempted, deferred, waiting, reservations };
@@ -204,7 +221,7 @@ export function runCycle(input: CycleInput): CycleResult {
       stmt.rollback(base);
       for (let i = 0; i < k; i++) for (const pod of (order[i] as RunningJob).podIds) stmt.release(pod);
       const cp = stmt.checkpoint();
-      const r = scheduler.placeGang(job.gang, stmt);
+      const r = scheduler.placeGang(job.gang, stmt, { explain: false });
       stmt.rollback(cp);
       return r.ok ? [...r.placements] : undefined;
     };
@@ -222,7 +239,12 @@ export function runCycle(input: CycleInput): CycleResult {
     const placements = feasibleAfter(lo) as Placement[];
     stmt.discard();
     const startMs = Math.max(nowMs, lo === 0 ? nowMs : (order[lo - 1] as RunningJob).estEndMs);
-    return { jobId: job.id, startMs, nodes: [...new Set(placements.map((p) => p.node))] };
+    const needs: Record<string, number> = {};
+    for (const p of placements) {
+      const member = job.gang.members.find((m) => m.id === p.podId);
+      needs[p.node] = (needs[p.node] ?? 0) + (member === undefined ? 0 : member.request.gpuCount * member.request.gpuMilli);
+    }
+    return { jobId: job.id, startMs, nodes: Object.keys(needs).sort(), needs };
   }
 
   /** Takes every free GPU of the given nodes with placeholder allocations (YuniKorn-style), inside stmt. */
@@ -272,12 +294,13 @@ export function runCycle(input: CycleInput): CycleResult {
     }
     const stmt = new Statement(state);
     for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod);
-    const placed = scheduler.placeGang(job.gang, stmt);
+    const placed = scheduler.placeGang(job.gang, stmt, { explain: false });
     if (!placed.ok) {
       stmt.discard();
       return 'no';
     }
     stmt.commit();
+    releases++;
     for (const v of best.victims) {
       running.delete(v.id);
       addUsage(v.queue, v.resources, -1, v.gpuModel);
@@ -302,7 +325,7 @@ export function runCycle(input: CycleInput): CycleResult {
       }
       chosen.push(c);
       const cp = stmt.checkpoint();
-      const r = scheduler.placeGang(job.gang, stmt);
+      const r = scheduler.placeGang(job.gang, stmt, { explain: false });
       stmt.rollback(cp);
       if (r.ok) {
         fit = [...r.placements];
@@ -322,7 +345,7 @@ export function runCycle(input: CycleInput): CycleResult {
         continue;
       }
       const trial = stmt.checkpoint();
-      const r = scheduler.placeGang(job.gang, stmt);
+      const r = scheduler.placeGang(job.gang, stmt, { explain: false });
       stmt.rollback(trial);
       if (r.ok) {
         fit = [...r.placements];
@@ -356,6 +379,12 @@ export function runCycle(input: CycleInput): CycleResult {
     }
     return [...groups.values()].slice(0, 32);
   }
+}
+
+/** Everything placement and preemption look at: member shapes, minMember, topology, queue and priority. */
+function gangShapeKey(job: QueuedJob): string {
+  const g = job.gang;
+  return `${job.queue}|${job.priority}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
 }
 
 /** Preemption cost, compared in order: highest victim priority, number of victims, work lost. */

@@ -174,9 +174,10 @@ export class Scheduler {
    * inside a level the domain that leaves the least free capacity (best fit), so large free domains stay whole.
    * A required level is a hard limit: the gang waits rather than span wider.
    */
-  placeGang(gang: GangSpec, stmt: Statement): GangOutcome {
+  placeGang(gang: GangSpec, stmt: Statement, opts: { readonly explain?: boolean } = {}): GangOutcome {
     const members = gang.members;
-    const subject = `gang ${gang.name} (${describeMembers(members)})`;
+    const explain = opts.explain !== false;
+    const subject = explain ? `gang ${gang.name} (${describeMembers(members)})` : `gang ${gang.name}`;
     if (members.length < gang.minMember) {
       return { ok: false, explanation: simpleExplanation(subject, this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false) };
     }
@@ -222,7 +223,8 @@ export class Scheduler {
         stmt.rollback(cp);
       }
     }
-    return { ok: false, explanation: this.explainGang(gang, subject) };
+    // Trial placements (preemption, reservations, ETAs) skip the O(nodes) explanation.
+    return { ok: false, explanation: explain ? this.explainGang(gang, subject) : simpleExplanation(subject, this.state.size, 'not placed (trial)', false) };
   }
 
   private readonly levelCapacity = new Map<TopologyLevel, Demand>();

@@ -1,0 +1,51 @@
+/** `sits bench tenants`: the Philly busy window under SITS and under FIFO, as the JSON contract of issue 6. */
+import { readFileSync } from 'node:fs';
+import { busiestWindow, parsePhilly, TIERS, type Tier } from './philly-window.ts';
+import { runTenantSim, type TenantSimResult, type TierMetrics } from './tenant-sim.ts';
+
+export interface BenchTenantsOptions {
+  readonly trace: string;
+  readonly nodes: number;
+  readonly windowHours: number;
+  readonly maxDurationHours: number;
+  readonly etaSamples: number;
+  readonly seed: number;
+  readonly onProgress?: (mode: string, done: number, total: number) => void;
+}
+
+export interface BenchTenantsReport {
+  readonly trace: string;
+  readonly window: { readonly startUtc: string; readonly hours: number; readonly jobs: number; readonly demandGpuHours: number; readonly capacityGpuHours: number; readonly jobsByTier: Record<Tier, number> };
+  readonly cluster: { readonly nodes: number; readonly gpus: number; readonly shape: string };
+  readonly sits: TenantSimResult;
+  readonly fifo: TenantSimResult;
+  readonly goals: { readonly everyTierWithin10PctOfEntitled: boolean; readonly utilizationNotBelowFifo: boolean; readonly etaMedianErrorAtMost20Pct: boolean };
+}
+
+export function benchTenants(o: BenchTenantsOptions): BenchTenantsReport {
+  const jobs = parsePhilly(readFileSync(o.trace, 'utf8'), o.trace);
+  const w = busiestWindow(jobs, { windowSec: o.windowHours * 3600, maxDurationSec: o.maxDurationHours * 3600, maxGpus: o.nodes * 8 });
+  const common = { nodes: o.nodes, shape: 'dgx-h100', windowMs: o.windowHours * 3_600_000, checkpointEveryMs: 30 * 60_000, seed: o.seed };
+  const sits = runTenantSim(w.jobs, { ...common, mode: 'sits', etaSamples: o.etaSamples, ...(o.onProgress === undefined ? {} : { onProgress: (d: number, t: number) => o.onProgress?.('sits', d, t) }) });
+  const fifo = runTenantSim(w.jobs, { ...common, mode: 'fifo', etaSamples: 0, ...(o.onProgress === undefined ? {} : { onProgress: (d: number, t: number) => o.onProgress?.('fifo', d, t) }) });
+  const within = (m: TierMetrics): boolean => m.entitledPct === 0 || Math.abs(m.sharePct - m.entitledPct) / m.entitledPct <= 0.1;
+  return {
+    trace: o.trace.split('/').pop() ?? o.trace,
+    window: {
+      startUtc: new Date(w.windowStartSec * 1000).toISOString(),
+      hours: o.windowHours,
+      jobs: w.jobs.length,
+      demandGpuHours: Math.round(w.demandGpuHours),
+      capacityGpuHours: o.nodes * 8 * o.windowHours,
+      jobsByTier: Object.fromEntries(TIERS.map((t) => [t, w.jobs.filter((j) => j.tier === t).length])) as Record<Tier, number>,
+    },
+    cluster: { nodes: o.nodes, gpus: o.nodes * 8, shape: 'dgx-h100' },
+    sits,
+    fifo,
+    goals: {
+      everyTierWithin10PctOfEntitled: TIERS.every((t) => within(sits.tiers[t])),
+      utilizationNotBelowFifo: sits.utilizationPct >= fifo.utilizationPct,
+      etaMedianErrorAtMost20Pct: (sits.etaErrorPct?.p50 ?? Infinity) <= 20,
+    },
+  };
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { busiestWindow, parsePhilly, tierAssignment, type TenantJob } from './philly-window.ts';
+import { podsFor, runTenantSim } from './tenant-sim.ts';
+
+const CSV = `timestamp,duration,num_gpus,gpu_time,cluster
+2017-10-01 00:00:00,600.0,1,600.0,aaa
+2017-10-01 00:10:00,600.0,2,1200.0,aaa
+2017-10-01 05:00:00,7200.0,8,57600.0,bbb
+2017-10-01 05:30:00,3600.0,16,57600.0,ccc
+2017-10-01 05:40:00,60.0,1,60.0,aaa
+
+`;
+
+describe('philly window', () => {
+  it('parses rows and names file, line and field of a bad one', () => {
+    expect(parsePhilly(CSV, 'p.csv')).toHaveLength(5);
+    expect(() => parsePhilly(CSV.replace('7200.0,8', '7200.0,eight'), 'p.csv')).toThrow('p.csv:4: field "num_gpus": expected an integer, got "eight"');
+    expect(() => parsePhilly(CSV.replace('2017-10-01 05:30:00', '2017/10/01'), 'p.csv')).toThrow('p.csv:5: field "timestamp"');
+  });
+
+  it('deals virtual clusters to tiers by job count and picks the busiest window', () => {
+    const jobs = parsePhilly(CSV, 'p.csv');
+    expect(tierAssignment(jobs)).toEqual({ aaa: 'gold', bbb: 'silver', ccc: 'bronze' });
+    const w = busiestWindow(jobs, { windowSec: 3600, maxDurationSec: 3600, maxGpus: 64 });
+    // 05:00–06:00 holds 8 GPU × 1 h (clipped) + 16 × 1 h + 1 × 60 s.
+    expect(w.jobs.map((j) => [j.tier, j.gpus, j.submitMs, j.durationMs])).toEqual([
+      ['silver', 8, 0, 3_600_000],
+      ['bronze', 16, 1_800_000, 3_600_000],
+      ['gold', 1, 2_400_000, 60_000],
+    ]);
+  });
+
+  it('splits wide jobs into 8-GPU pods plus the rest', () => {
+    expect(podsFor({ id: 'j', tier: 'gold', submitMs: 0, durationMs: 1, gpus: 12 }, 'gold').map((p) => p.request.gpuCount)).toEqual([8, 4]);
+  });
+});
+
+describe('tenant simulation', () => {
+  // Three tiers flood a 16-node (128 GPU) cluster with 1-GPU jobs of 1 h: shares must follow 4/2/1.
+  // (On a much smaller cluster whole jobs cannot split 4/2/1 finely enough: 16 GPUs give 9/4/3 at best.)
+  const flood: TenantJob[] = [];
+  for (let i = 0; i < 200; i++) for (const tier of ['bronze', 'silver', 'gold'] as const) flood.push({ id: `${tier}-${i}`, tier, submitMs: i * 1000, durationMs: 3_600_000, gpus: 1 });
+  const opts = { nodes: 16, shape: 'dgx-h100', windowMs: 4 * 3_600_000, checkpointEveryMs: 1_800_000, etaSamples: 10, seed: 1 };
+
+  it('SITS gives contending tiers their weighted share; FIFO does not', () => {
+    const sits = runTenantSim(flood, { ...opts, mode: 'sits' });
+    const fifo = runTenantSim(flood, { ...opts, mode: 'fifo' });
+    for (const t of ['gold', 'silver', 'bronze'] as const) {
+      expect(Math.abs(sits.tiers[t].sharePct - sits.tiers[t].entitledPct) / sits.tiers[t].entitledPct).toBeLessThan(0.1);
+    }
+    expect(sits.jain).toBeGreaterThan(0.99);
+    expect(fifo.jain).toBeLessThan(0.95);
+    expect(sits.etaErrorPct?.samples).toBeGreaterThan(0);
+  });
+
+  it('is deterministic: same input, same result', () => {
+    expect(JSON.stringify(runTenantSim(flood, { ...opts, mode: 'sits' }))).toBe(JSON.stringify(runTenantSim(flood, { ...opts, mode: 'sits' })));
+  });
+});
