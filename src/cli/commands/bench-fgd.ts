@@ -3,8 +3,9 @@
  * and seeds, in parallel on worker threads. Writes the JSON contract of issue 3 §6, prints a table, and
  * optionally an offline HTML report with charts.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { basename, dirname } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
 import { PUBLISHED_UNALLOCATED_100, publishedName } from '../../sim/fgd/published.ts';
@@ -108,5 +109,61 @@ export function registerBenchFgd(bench: Command): void {
         const failed = policies.map((p) => ({ policy: p, perSeed: runs.filter((r) => r.policy === p).map((r) => ({ seed: r.seed, pods: r.pods, placed: r.placed, failedTo100: r.failedTo100.slice(0, 20) })) }));
         writeFileMkdir(o.detail, `${JSON.stringify({ trace: json.trace, seeds, curves, failed }, null, 1)}\n`);
       }
+    });
+}
+
+interface AllOptions {
+  out: string;
+  traces: string;
+  philly: string;
+  workers: number;
+  seeds: string;
+  skipFgd?: boolean;
+}
+
+/** Runs one `sits` subcommand in a child process (fresh heap: honest RSS), echoing its table. */
+function runChild(args: readonly string[]): void {
+  const entry = process.argv[1];
+  if (entry === undefined) throw new CliError('cannot find the sits entry point to run a benchmark in a child process');
+  process.stdout.write(`$ sits ${args.join(' ')}\n`);
+  const r = spawnSync(process.execPath, [...process.execArgv, entry, ...args], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (r.status !== 0) throw new CliError(`sits ${args.join(' ')} failed with exit code ${r.status ?? r.signal}`);
+}
+
+/**
+ * `sits bench all`: the benchmark set of issue 3 (§6–§9) into one directory — the FGD grid on every openb
+ * pod list found, the throughput table at 1k/5k/10k nodes (each size in a fresh process), and two replays.
+ * Every step is an ordinary subcommand; the commands it runs are printed.
+ */
+export function registerBenchAll(bench: Command): void {
+  bench
+    .command('all')
+    .description('every benchmark of issue 3 into one directory: FGD grid per trace, throughput at 1k/5k/10k nodes, replays')
+    .option('--out <dir>', 'directory for the JSON (and HTML) results', 'bench/results')
+    .option('--traces <dir>', 'folder with openb_node_list_gpu_node.csv and openb_pod_list_*.csv', '../shared/traces/alibaba-gpu-v2023')
+    .option('--philly <dir>', 'folder with the Pollux/Philly workloads', '../shared/traces/pollux-philly')
+    .option('--seeds <list>', 'FGD seeds', '42-51')
+    .option('--workers <n>', 'worker threads for the FGD grid', intOption('--workers', 0, 256), defaultWorkers())
+    .option('--skip-fgd', 'skip the FGD grids')
+    .action((o: AllOptions) => {
+      const nodes = join(o.traces, 'openb_node_list_gpu_node.csv');
+      if (!existsSync(nodes)) throw new CliError(`--traces: ${nodes} not found`);
+      const lists = readdirSync(o.traces)
+        .filter((f) => /^openb_pod_list_.+\.csv$/.test(f))
+        .sort();
+      if (o.skipFgd !== true) {
+        for (const f of lists) {
+          const name = f.replace(/^openb_pod_list_/, '').replace(/\.csv$/, '');
+          const html = name === 'default' ? ['--html', join(o.out, 'fgd-default.html')] : [];
+          runChild(['bench', 'fgd', '--nodes', nodes, '--pods', join(o.traces, f), '--seeds', o.seeds, '--workers', String(o.workers), '--json', join(o.out, `fgd-${name}.json`), ...html]);
+        }
+      }
+      for (const n of [1000, 5000, 10000]) runChild(['bench', 'throughput', '--nodes', String(n), '--gpus-per-node', '8', '--workload', 'mixed', '--json', join(o.out, `throughput-mixed-${n}.json`)]);
+      runChild(['bench', 'throughput', '--nodes', '10000', '--gpus-per-node', '8', '--pods', '100000', '--workload', 'mixed', '--json', join(o.out, 'throughput-mixed-10000-100k.json')]);
+      runChild(['bench', 'throughput', '--nodes', '5000', '--gpus-per-node', '8', '--workload', 'gang', '--json', join(o.out, 'throughput-gang-5000.json')]);
+      const defaultPods = join(o.traces, 'openb_pod_list_default.csv');
+      if (existsSync(defaultPods)) runChild(['bench', 'replay', '--trace', defaultPods, '--nodes', nodes, '--compress', '1000', '--policies', 'sits,fgd,bestfit', '--json', join(o.out, 'replay-openb-default-x1000.json')]);
+      const w6 = join(o.philly, 'workloads', 'workload-6.csv');
+      if (existsSync(w6)) runChild(['bench', 'replay', '--trace', w6, '--cluster-size', '8x8', '--policies', 'sits,fgd,bestfit', '--json', join(o.out, 'replay-pollux-workload-6.json')]);
     });
 }
