@@ -18,6 +18,10 @@ import { ClusterCache, type PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL, parseGpuIndices, podKey, SCHEDULER_NAME } from './labels.ts';
 import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
+import { ANNOTATION_EXPECTED_RUNTIME, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { runCycle } from '../core/actions/queue-cycle.ts';
+import type { QueuedJob } from '../core/actions/jobs.ts';
+import type { QueueSpec } from '../core/queue/model.ts';
 
 export interface LiveOptions {
   readonly profile?: string;
@@ -45,12 +49,16 @@ interface FailedUnit {
 }
 
 const RETRY_MS = 30_000;
+const DEFAULT_RUNTIME_MS = 3_600_000;
 const EVENT_REPEAT_MS = 60_000;
 
 export class LiveScheduler {
   readonly cache: ClusterCache;
   private readonly reflectors: Reflector<{ metadata?: { name?: string } }>[] = [];
   private readonly podGroups = new Map<string, PodGroupObject>();
+  private readonly queueObjs = new Map<string, QueueObject>();
+  private lastQueueGen = -1;
+  private lastQueueCycleMs = 0;
   private readonly failed = new Map<string, FailedUnit>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private leader: LeaderElector | undefined;
@@ -64,7 +72,7 @@ export class LiveScheduler {
   private recovered = false;
   private gangBinds = 0;
   private loopDone: Promise<void> | undefined;
-  readonly stats = { cycles: 0, bound: 0, bindErrors: 0, failedAttempts: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
+  readonly stats = { preemptions: 0, cycles: 0, bound: 0, bindErrors: 0, failedAttempts: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
   /** Called after each scheduling attempt (one pod, or one gang with its binding) with its duration; for metrics. */
   onAttempt: ((seconds: number, result: 'scheduled' | 'unschedulable') => void) | undefined;
   private readonly schedulerName: string;
@@ -103,16 +111,30 @@ export class LiveScheduler {
       delete: (g) => this.podGroups.delete(objectKey(g)),
       error: (e) => this.log(`podgroups watch: ${e.message}`),
     });
+    const queueObjs = new Reflector<QueueObject>(this.client, '/apis/ai.sits2026.dev/v1/queues', {
+      add: (q) => (this.queueObjs.set(objectKey(q), q), poke()),
+      update: (q) => (this.queueObjs.set(objectKey(q), q), poke()),
+      delete: (q) => (this.queueObjs.delete(objectKey(q)), poke()),
+      error: (e) => this.log(`queues watch: ${e.message}`),
+    });
     this.reflectors.push(nodes, pods, groups);
     await nodes.start();
     await pods.start();
+    try {
+      await queueObjs.start();
+      this.reflectors.push(queueObjs);
+    } catch (e) {
+      // Without the Queue CRD every pod is scheduled in priority/FIFO order with no quotas.
+      if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+      this.log('Queue CRD not installed: no quotas or fair share');
+    }
     try {
       await groups.start();
     } catch (e) {
       // Without the PodGroup CRD, gangs are described by pod annotations alone.
       if (!(e instanceof KubeApiError && e.status === 404)) throw e;
       this.log('PodGroup CRD not installed: gangs read from pod annotations');
-      this.reflectors.pop();
+      this.reflectors.splice(this.reflectors.indexOf(groups as unknown as Reflector<{ metadata?: { name?: string } }>), 1);
     }
     if (this.opts.leaseNamespace !== undefined) {
       this.leader = new LeaderElector(this.client, {
@@ -220,6 +242,10 @@ export class LiveScheduler {
         gangs.set(p.spec.gang, list);
       }
     }
+    if (this.queueObjs.size > 0) {
+      await this.queueCycle(sch, singles, gangs);
+      return;
+    }
     type Unit = { key: string; priority: number; createdMs: number; seq: number; run: () => Promise<void> | void };
     const units: Unit[] = [];
     for (const p of singles) units.push({ key: p.key, priority: p.spec.priority, createdMs: p.createdMs, seq: p.seq, run: () => this.scheduleSingle(sch, p) });
@@ -236,6 +262,88 @@ export class LiveScheduler {
       const failedBefore = this.stats.failedAttempts;
       await u.run();
       this.onAttempt?.((performance.now() - startMs) / 1000, this.stats.failedAttempts === failedBefore ? 'scheduled' : 'unschedulable');
+    }
+  }
+
+  /**
+   * With Queue objects present, a cycle is the core's queue cycle: quota and topology checked together,
+   * weighted fair share across queues, reservations with backfill, and gang-aware preemption. Victims are
+   * deleted whole (their owner requeues them); whatever waits says which queue holds it and why.
+   */
+  private async queueCycle(sch: Scheduler, singles: readonly PendingPod[], gangs: ReadonlyMap<string, PendingPod[]>): Promise<void> {
+    const gen = this.cache.generation;
+    const now = performance.now();
+    if (gen === this.lastQueueGen && now - this.lastQueueCycleMs < RETRY_MS) return;
+    this.lastQueueGen = gen;
+    this.lastQueueCycleMs = now;
+    const queues = new Map<string, QueueSpec>();
+    for (const o of this.queueObjs.values()) {
+      const q = queueFromObject(o);
+      queues.set(q.name, q);
+    }
+    const runtimeOf = (p: PendingPod): number => {
+      const s = Number(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
+      return Number.isFinite(s) && s > 0 ? s * 1000 : DEFAULT_RUNTIME_MS;
+    };
+    const jobs: QueuedJob[] = [];
+    const podsOf = new Map<string, readonly PendingPod[]>();
+    for (const p of singles) {
+      const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
+      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p) });
+      podsOf.set(p.key, [p]);
+    }
+    for (const [name, members] of gangs) {
+      const key = `gang:${name}`;
+      const info = this.gangInfo(name, members);
+      let boundAlready = 0;
+      for (const p of this.cache.allPods()) if (p.metadata?.labels?.[LABEL.podGroup] !== undefined && `${p.metadata.namespace}/${p.metadata.labels[LABEL.podGroup]}` === name && (p.spec?.nodeName ?? '') !== '') boundAlready++;
+      const need = Math.max(0, info.minMember - boundAlready);
+      if (members.length < need) {
+        this.noteFailure(key, members, { subject: `gang ${name}`, nodes: sch.state.size, fitting: 0, reasons: [], message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`, unresolvable: false }, false);
+        continue;
+      }
+      const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
+      const priority = Math.max(...sorted.map((m) => m.spec.priority));
+      const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
+      const first = sorted.reduce((a, b) => (a.createdMs <= b.createdMs ? a : b));
+      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first) });
+      podsOf.set(key, sorted);
+    }
+    const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS);
+    // A victim is protected for its queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds).
+    const cooldowns = [...this.queueObjs.values()].map((o) => o.spec?.preemption?.cooldownSeconds ?? 60);
+    const minRuntimeMs = (cooldowns.length === 0 ? 60 : Math.min(...cooldowns)) * 1000;
+    const res = runCycle({ nowMs: Date.now(), scheduler: sch, queues, pending: jobs, running, options: { minRuntimeMs } });
+    this.stats.cycles++;
+    for (const p of res.preempted) {
+      this.stats.preemptions++;
+      const victims = p.victim.podIds.map((k) => this.cache.pod(k)).filter((x): x is V1Pod => x !== undefined);
+      this.emitEvents(victims.map((pod) => ({ pod, reason: 'Preempted', type: 'Warning' as const, message: `${p.reason} (whole gang ${p.victim.id} evicted)` })));
+      for (const pod of p.victim.podIds) this.track(this.client.delete(podPath(pod)).catch((e: unknown) => this.log(`evict ${pod}: ${(e as Error).message}`)));
+    }
+    for (const s of res.started) {
+      const members = podsOf.get(s.job.id) ?? [];
+      this.failed.delete(s.job.id);
+      for (const pl of s.placements) {
+        const a = sch.state.allocation(pl.podId);
+        if (a !== undefined) this.cache.assume(a);
+      }
+      if (s.job.id.startsWith('gang:')) {
+        const byKey = new Map(members.map((m) => [m.key, m]));
+        const task = this.bindGang(s.job.gang.name, s.placements.map((pl) => ({ pod: byKey.get(pl.podId) as PendingPod, placement: pl })));
+        this.track(task);
+        await task;
+      } else {
+        const p = members[0];
+        const pl = s.placements[0];
+        if (p !== undefined && pl !== undefined) this.track(this.bind(p, pl).catch(() => undefined));
+      }
+    }
+    for (const [id, w] of res.waiting) {
+      const members = podsOf.get(id) ?? [];
+      const job = jobs.find((j) => j.id === id);
+      const message = `queue ${job?.queue ?? '?'} holds ${id.startsWith('gang:') ? id.slice(5) : id} (${w.reason}): ${w.message}`;
+      this.noteFailure(id, members, { subject: id, nodes: sch.state.size, fitting: 0, reasons: [], message, unresolvable: false });
     }
   }
 

@@ -1,0 +1,80 @@
+// Issue 6 on a real control plane: two queues of one cohort, two TrainingJobs competing for 8 GPUs. The
+// borrowing, lower-priority job is preempted whole when the other queue claims its quota, and its controller
+// requeues it; it waits saying which queue holds it and why.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { V1Pod } from '@kubernetes/client-node';
+import { startDevCluster, type DevCluster } from '../dev/dev-cluster.ts';
+import type { KubeClient } from './client.ts';
+import { createNs, listEvents, listPods, waitFor } from './testing/e2e-kit.ts';
+
+let cluster: DevCluster;
+let client: KubeClient;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  cluster = await startDevCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: { config: { backoffBaseMs: 500, backoffMaxMs: 2000 } } });
+  client = cluster.client;
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const queue = (name: string, tier: string, priorityClasses?: string[]): Record<string, unknown> => ({
+  apiVersion: 'ai.sits2026.dev/v1',
+  kind: 'Queue',
+  metadata: { name },
+  spec: { tenant: name, tier, cohort: 'research', resources: [{ name: 'nvidia.com/gpu', nominal: '4' }], preemption: { cooldownSeconds: 0 }, ...(priorityClasses === undefined ? {} : { priorityClasses }) },
+});
+
+const trainingJob = (name: string, queueName: string, priorityClassName: string): Record<string, unknown> => ({
+  apiVersion: 'ai.sits2026.dev/v1',
+  kind: 'TrainingJob',
+  metadata: { name },
+  spec: { replicas: 2, queue: queueName, priorityClassName, resources: { 'nvidia.com/gpu': 2 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+});
+
+const bound = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.deletionTimestamp === undefined);
+
+describe('queues on the live scheduler', () => {
+  it('two queues, two TrainingJobs: the lower-priority borrower is preempted whole and requeued', async () => {
+    for (const [name, value] of [['research-low', 100], ['research-high', 1000]] as const) {
+      await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
+    }
+    await client.post('/apis/ai.sits2026.dev/v1/queues', queue('team-a', 'gold'));
+    await client.post('/apis/ai.sits2026.dev/v1/queues', queue('team-b', 'bronze'));
+    await createNs(client, 'ml');
+    // team-b borrows team-a's idle quota: 2 × 4 GPUs = the whole cluster.
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs', { ...trainingJob('low', 'team-b', 'research-low'), spec: { ...(trainingJob('low', 'team-b', 'research-low').spec as object), resources: { 'nvidia.com/gpu': 4 } } });
+    await waitFor('low runs on all 8 GPUs', async () => bound(await listPods(client, 'ml')).length === 2, 30_000);
+    const lowPods = bound(await listPods(client, 'ml')).map((p) => p.metadata?.uid);
+
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs', trainingJob('high', 'team-a', 'research-high'));
+    const highPods = await waitFor(
+      'high bound after reclaiming its quota',
+      async () => {
+        const ps = bound(await listPods(client, 'ml')).filter((p) => p.metadata?.name?.startsWith('high'));
+        return ps.length === 2 ? ps : undefined;
+      },
+      45_000,
+    );
+    expect(highPods).toHaveLength(2);
+    // Both pods of the victim went — never half of the gang.
+    const events = await listEvents(client, 'ml');
+    const preempted = events.filter((e) => e.reason === 'Preempted');
+    expect(new Set(preempted.map((e) => e.involvedObject?.name)).size).toBe(2);
+    expect(preempted[0]?.message).toContain('reclaimed by queue team-a');
+    const survivors = (await listPods(client, 'ml')).filter((p) => lowPods.includes(p.metadata?.uid));
+    expect(survivors.filter((p) => p.metadata?.deletionTimestamp === undefined)).toEqual([]);
+    // The victim is requeued by its controller and waits, its pods saying which queue holds it and why.
+    const msg = await waitFor(
+      'the requeued low job waits with a queue message',
+      async () => {
+        const ps = (await listPods(client, 'ml')).filter((p) => p.metadata?.name?.startsWith('low') && !lowPods.includes(p.metadata?.uid));
+        const c = ps[0]?.status?.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False');
+        return c?.message;
+      },
+      30_000,
+    );
+    expect(msg).toMatch(/^queue team-b holds ml\/.+ \((quota|capacity|reservation)\): /);
+  });
+});

@@ -1,0 +1,130 @@
+/**
+ * Queue objects (ai.sits2026.dev/v1, cluster-scoped) as core QueueSpecs, and the live cluster's running
+ * gangs as RunningJobs, for the queue cycle. Quantities follow Kubernetes syntax; a resource a queue does
+ * not list is not limited by it.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import type { RunningJob } from '../core/actions/jobs.ts';
+import { makeQueue, TIER_WEIGHTS, UNLIMITED, ZERO, type ModelQuota, type QueueSpec, type Resources } from '../core/queue/model.ts';
+import { GPU_RESOURCE, LABEL, modelFromProduct, parseQuantity, podFromK8s, podKey } from './labels.ts';
+
+export interface QueueObject {
+  metadata?: { name?: string; resourceVersion?: string };
+  spec?: {
+    tenant?: string;
+    tier?: string;
+    weight?: number;
+    cohort?: string;
+    resources?: { name: string; nominal: string | number; borrowingLimit?: string | number; lendingLimit?: string | number; guaranteed?: string | number }[];
+    gpuModels?: { model: string; nominal: number; borrowingLimit?: number; lendingLimit?: number; guaranteed?: number }[];
+    preemption?: { cooldownSeconds?: number };
+  };
+}
+
+const P = 'ai.sits2026.dev';
+export const ANNOTATION_EXPECTED_RUNTIME = `${P}/expected-runtime-seconds`;
+/** Set by a training job while it checkpoints or is in an all-reduce window (RFC 3339 end time). */
+export const ANNOTATION_CRITICAL_UNTIL = `${P}/critical-until`;
+export const ANNOTATION_LAST_CHECKPOINT = `${P}/last-checkpoint`;
+export const ANNOTATION_PREEMPTIBLE = `${P}/preemptible`;
+
+function amount(name: string, q: string | number | undefined): number | undefined {
+  if (q === undefined) return undefined;
+  if (name === GPU_RESOURCE) {
+    const n = parseQuantity(q, 'milli');
+    return n;
+  }
+  if (name === 'cpu') return parseQuantity(q, 'milli');
+  if (name === 'memory') return parseQuantity(q, 'MiB');
+  return undefined;
+}
+
+const KEY: Readonly<Record<string, keyof Resources>> = { [GPU_RESOURCE]: 'gpuMilli', cpu: 'cpuMilli', memory: 'memoryMiB' };
+
+export function queueFromObject(o: QueueObject): QueueSpec {
+  const s = o.spec ?? {};
+  const nominal: Record<keyof Resources, number> = { ...UNLIMITED };
+  const borrowing: Record<keyof Resources, number> = { ...UNLIMITED };
+  const lending: Record<keyof Resources, number> = { ...UNLIMITED };
+  const guaranteed: Record<keyof Resources, number> = { ...ZERO };
+  for (const r of s.resources ?? []) {
+    const k = KEY[r.name];
+    if (k === undefined) continue;
+    nominal[k] = amount(r.name, r.nominal) ?? Infinity;
+    borrowing[k] = amount(r.name, r.borrowingLimit) ?? Infinity;
+    lending[k] = amount(r.name, r.lendingLimit) ?? Infinity;
+    guaranteed[k] = amount(r.name, r.guaranteed) ?? 0;
+  }
+  const models: Record<string, ModelQuota> = {};
+  for (const m of s.gpuModels ?? []) {
+    models[modelFromProduct(m.model)] = { nominalGpuMilli: m.nominal * 1000, borrowingLimitGpuMilli: (m.borrowingLimit ?? Infinity) * 1000, lendingLimitGpuMilli: (m.lendingLimit ?? Infinity) * 1000, guaranteedGpuMilli: (m.guaranteed ?? 0) * 1000 };
+  }
+  return makeQueue(o.metadata?.name ?? '', {
+    tenant: s.tenant ?? o.metadata?.name ?? '',
+    weight: s.weight ?? (s.tier === undefined ? 1 : (TIER_WEIGHTS[s.tier] ?? 1)),
+    ...(s.cohort === undefined ? {} : { cohort: s.cohort }),
+    nominal,
+    borrowingLimit: borrowing,
+    lendingLimit: lending,
+    guaranteed,
+    models,
+  });
+}
+
+const time = (s: string | undefined): number | undefined => {
+  if (s === undefined) return undefined;
+  const t = Date.parse(s);
+  return Number.isFinite(t) ? t : undefined;
+};
+
+/**
+ * Running jobs of our scheduler: bound pods grouped by pod group (or alone), with the queue of their group,
+ * their total requests, and the preemption hints their annotations carry.
+ */
+export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number): Map<string, RunningJob> {
+  const groups = new Map<string, V1Pod[]>();
+  for (const p of pods) {
+    if (p.spec?.schedulerName !== schedulerName || (p.spec.nodeName ?? '') === '' || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    const g = p.metadata?.labels?.[LABEL.podGroup];
+    const id = g === undefined ? podKey(p) : `gang:${p.metadata?.namespace ?? 'default'}/${g}`;
+    groups.set(id, [...(groups.get(id) ?? []), p]);
+  }
+  const out = new Map<string, RunningJob>();
+  for (const [id, members] of groups) {
+    let res: Resources = ZERO;
+    let priority = Number.NEGATIVE_INFINITY;
+    let start = Infinity;
+    let critical: number | undefined;
+    let checkpoint: number | undefined;
+    let preemptible = true;
+    for (const p of members) {
+      const spec = podFromK8s(p);
+      if (spec.ok) res = { gpuMilli: res.gpuMilli + spec.value.request.gpuCount * spec.value.request.gpuMilli, cpuMilli: res.cpuMilli + spec.value.request.cpuMilli, memoryMiB: res.memoryMiB + spec.value.request.memoryMiB };
+      priority = Math.max(priority, p.spec?.priority ?? 0);
+      start = Math.min(start, time(p.status?.startTime?.toString()) ?? time(p.metadata?.creationTimestamp?.toString()) ?? 0);
+      const ann = p.metadata?.annotations ?? {};
+      const c = time(ann[ANNOTATION_CRITICAL_UNTIL]);
+      if (c !== undefined) critical = Math.max(critical ?? 0, c);
+      const k = time(ann[ANNOTATION_LAST_CHECKPOINT]);
+      if (k !== undefined) checkpoint = Math.min(checkpoint ?? Infinity, k);
+      if (ann[ANNOTATION_PREEMPTIBLE] === 'false') preemptible = false;
+    }
+    const first = members[0] as V1Pod;
+    const group = first.metadata?.labels?.[LABEL.podGroup];
+    const queue = (group === undefined ? undefined : groupQueue(`${first.metadata?.namespace ?? 'default'}/${group}`)) ?? first.metadata?.labels?.[LABEL.queue] ?? 'default';
+    const runtime = Number(first.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN) * 1000;
+    out.set(id, {
+      id,
+      queue,
+      priority: Number.isFinite(priority) ? priority : 0,
+      startMs: start,
+      estEndMs: start + (Number.isFinite(runtime) && runtime > 0 ? runtime : defaultRuntimeMs),
+      podIds: members.map(podKey),
+      resources: res,
+      preemptible,
+      ...(critical === undefined ? {} : { criticalUntilMs: critical }),
+      ...(checkpoint === undefined ? {} : { lastCheckpointMs: checkpoint }),
+    });
+  }
+  return out;
+}
