@@ -24,7 +24,7 @@ export interface ThroughputOptions {
   readonly now: () => number;
   /** Resident set size in bytes (process.memoryUsage().rss). */
   readonly rssBytes?: () => number;
-  /** CPU time of the process in ms (process.cpuUsage); shows how much of a slow attempt was waiting for a core. */
+  /** CPU time of the process in ms (process.cpuUsage), read around the whole loop only: kernel CPU accounting is too coarse for one attempt. */
   readonly cpuMs?: () => number;
 }
 
@@ -40,8 +40,6 @@ export interface ThroughputJson {
 
 export interface ThroughputResult extends ThroughputJson {
   readonly gpus: number;
-  /** Gang attempt CPU time (all threads of the process), when a CPU clock was given. */
-  readonly gangAttemptCpuMs: { readonly p50: number | null; readonly p99: number | null };
   /** Pods per CPU second of the loop. */
   readonly podsPerCpuSecond: number | null;
   readonly placedPods: number;
@@ -72,7 +70,6 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
   const state = new ClusterState(benchNodes(o.nodes, o.gpusPerNode));
   const scheduler = new Scheduler(profile.value, state, seededRng(seed));
   const gangMs: number[] = [];
-  const gangCpuMs: number[] = [];
   const cpu = o.cpuMs;
   let placed = 0;
   let gangsPlaced = 0;
@@ -88,10 +85,8 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
       }
     } else {
       const g0 = o.now();
-      const gc0 = cpu?.() ?? 0;
       const r = scheduler.scheduleGang(u.gang);
       gangMs.push(o.now() - g0);
-      if (cpu !== undefined) gangCpuMs.push(cpu() - gc0);
       if (r.ok) {
         gangsPlaced++;
         placed += r.placements.length;
@@ -110,7 +105,6 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
     gangAttemptMs: { p50: gangMs.length === 0 ? null : r3(median(gangMs)), p99: gangMs.length === 0 ? null : r3(percentile(gangMs, 99) as number) },
     rssMiB: Math.round(rss / 1048576),
     gpus: o.nodes * o.gpusPerNode,
-    gangAttemptCpuMs: { p50: gangCpuMs.length === 0 ? null : r3(median(gangCpuMs)), p99: gangCpuMs.length === 0 ? null : r3(percentile(gangCpuMs, 99) as number) },
     podsPerCpuSecond: cpuSeconds === undefined || cpuSeconds <= 0 ? null : Math.round(wl.pods / cpuSeconds),
     placedPods: placed,
     gangs: wl.gangs,
