@@ -1,4 +1,3 @@
-/* eslint-disable no-restricted-imports, no-restricted-globals, no-restricted-properties -- the runner is the controllers' adapter: it owns the client, watches, timers and clock that the pure reconcile must not touch. */
 /**
  * The thin runner around the pure TrainingJob reconcile: Reflectors (list + watch) on TrainingJobs and on the
  * Pods, Services and PodGroups labelled `ai.sits2026.dev/training-job`, a keyed work queue (one reconcile in flight

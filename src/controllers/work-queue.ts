@@ -1,4 +1,3 @@
-/* eslint-disable no-restricted-globals, no-restricted-properties -- the work queue is runner plumbing: it owns the timers and the monotonic clock that reconcile must not touch. */
 /**
  * A keyed work queue as controllers use it (client-go's workqueue): a key is processed by one worker at a time;
  * a key added while it is being processed is processed again right after; `addAfter` keeps the earliest timer

@@ -189,7 +189,8 @@ export function podFromK8s(p: V1Pod): Result<PodSpec, string> {
       key,
       { cpuMilli, memoryMiB, gpuCount, gpuMilli },
       {
-        gpuModels: (ann[ANNOTATION.gpuModels] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== ''),
+        // Product names (NVIDIA-A800-SXM4-80GB) are mapped like node labels are, so both sides compare equal.
+        gpuModels: [...new Set((ann[ANNOTATION.gpuModels] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(modelFromProduct))],
         minComputeCapability: cc,
         priority: p.spec?.priority ?? 0,
         queue: labels[LABEL.queue] ?? 'default',

@@ -527,7 +527,17 @@ export class LiveScheduler {
     const prev = this.failed.get(key);
     const repeat = prev !== undefined && prev.message === e.message && now - prev.lastEventMs < EVENT_REPEAT_MS;
     this.failed.set(key, { generation: this.cache.generation, retryAtMs: now + RETRY_MS, message: e.message, lastEventMs: repeat ? (prev?.lastEventMs ?? now) : now });
-    if (repeat) return;
+    if (repeat) {
+      // No new event for the same words, but a pod that does not carry them yet (e.g. a gang recreated by its
+      // controller) still gets its PodScheduled condition: controllers read it.
+      if (unschedulable) {
+        for (const p of pods) {
+          const c = p.obj.status?.conditions?.find((x) => x.type === 'PodScheduled');
+          if (c?.status !== 'False' || c.message !== e.message) this.track(this.markUnschedulable(p, e.message).catch(() => undefined));
+        }
+      }
+      return;
+    }
     // A gang still waiting for its pods is not a scheduling failure: say so without a Warning.
     this.emitEvents(pods.map((p) => ({ pod: p.obj, reason: unschedulable ? 'FailedScheduling' : 'WaitingForGang', type: unschedulable ? 'Warning' : 'Normal', message: e.message })));
     if (unschedulable) for (const p of pods) this.track(this.markUnschedulable(p, e.message).catch(() => undefined));
