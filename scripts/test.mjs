@@ -37,7 +37,7 @@ if (!unitOnly && existsSync('tools/k8s/ensure.mjs')) {
 
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
 const projects = e2eOnly ? ['--project', 'e2e'] : unitOnly ? ['--project', 'unit'] : [];
-run('tests', 'npx', ['vitest', 'run', ...projects, '--reporter=default', '--reporter=json', `--outputFile.json=${out}`], { env });
+const vitestStatus = run('tests', 'npx', ['vitest', 'run', ...projects, '--reporter=default', '--reporter=json', `--outputFile.json=${out}`], { env });
 
 let passed = 0;
 let failed = failedSteps;
@@ -47,7 +47,10 @@ try {
   passed += report.numPassedTests;
   failed += report.numFailedTests + (report.numRuntimeErrorTestSuites ?? 0);
   skipped += report.numPendingTests + (report.numTodoTests ?? 0);
-  for (const f of report.testResults ?? []) if (f.status === 'failed' && (f.assertionResults ?? []).length === 0) failed++;
+  // A file that failed without a failed test (an error in a hook or at import) is a failure too, and
+  // its skipped tests are not a pass: count it once.
+  for (const f of report.testResults ?? []) if (f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed')) failed++;
+  if (vitestStatus !== 0 && failed === 0) failed++;
 } catch {
   failed++;
   process.stderr.write('no test report was written\n');

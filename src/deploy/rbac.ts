@@ -24,6 +24,8 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // Scheduled / FailedScheduling / WaitingForGang.
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch'] },
+  // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
+  { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
 ];
 
 /** src/controllers/runner.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
