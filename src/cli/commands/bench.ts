@@ -1,10 +1,17 @@
 import type { Command } from 'commander';
+import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
+import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
+import { registerBenchThroughput } from './bench-throughput.ts';
 
 /** `sits bench …`: benchmarks that write JSON. Subcommands register themselves here. */
 export function registerBench(program: Command): void {
-  const bench = program.command('bench').description('benchmarks that write JSON results (placement quality, throughput)');
-  registerBenchKube(bench);
+  const bench = program.command('bench').description('benchmarks that write JSON results (placement quality, throughput, fairness, live binding)');
+  registerBenchFgd(bench);
+  registerBenchThroughput(bench);
+  registerBenchReplay(bench);
   registerBenchTenants(bench);
+  registerBenchKube(bench);
+  registerBenchAll(bench);
 }
