@@ -34,7 +34,7 @@ export function registerBenchTenants(bench: Command): void {
       writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
       const rows = TIERS.map((t) => [t, r.sits.tiers[t].sharePct.toFixed(2), r.sits.tiers[t].entitledPct.toFixed(2), r.fifo.tiers[t].sharePct.toFixed(2), r.sits.tiers[t].queueDelaySec.p50, r.fifo.tiers[t].queueDelaySec.p50]);
       process.stdout.write(
-        `${r.window.jobs} jobs in the busiest ${r.window.hours} h window (${r.window.startUtc}), ${r.window.demandGpuHours} GPU-h asked of ${r.window.capacityGpuHours}\n\n` +
+        `${r.window.jobs} jobs in the busiest ${r.window.hours} h window (${r.window.startHoursIntoTrace} h into the trace), ${r.window.demandGpuHours} GPU-h asked of ${r.window.capacityGpuHours}\n\n` +
           `${table(['tier', 'SITS share %', 'entitled %', 'FIFO share %', 'SITS wait p50 s', 'FIFO wait p50 s'], rows)}\n\n` +
           `Jain: SITS ${r.sits.jain}, FIFO ${r.fifo.jain}; utilisation: SITS ${r.sits.utilizationPct} %, FIFO ${r.fifo.utilizationPct} %; preemptions ${r.sits.preemptions}; ` +
           `ETA error p50 ${r.sits.etaErrorPct?.p50 ?? '-'} % p90 ${r.sits.etaErrorPct?.p90 ?? '-'} %\n` +

@@ -15,7 +15,7 @@ export interface BenchTenantsOptions {
 
 export interface BenchTenantsReport {
   readonly trace: string;
-  readonly window: { readonly startUtc: string; readonly hours: number; readonly jobs: number; readonly demandGpuHours: number; readonly capacityGpuHours: number; readonly jobsByTier: Record<Tier, number> };
+  readonly window: { readonly startHoursIntoTrace: number; readonly hours: number; readonly jobs: number; readonly demandGpuHours: number; readonly capacityGpuHours: number; readonly jobsByTier: Record<Tier, number> };
   readonly cluster: { readonly nodes: number; readonly gpus: number; readonly shape: string };
   readonly sits: TenantSimResult;
   readonly fifo: TenantSimResult;
@@ -32,7 +32,7 @@ export function benchTenants(o: BenchTenantsOptions): BenchTenantsReport {
   return {
     trace: o.trace.split('/').pop() ?? o.trace,
     window: {
-      startUtc: new Date(w.windowStartSec * 1000).toISOString(),
+      startHoursIntoTrace: Math.round((w.windowStartSec / 3600) * 100) / 100,
       hours: o.windowHours,
       jobs: w.jobs.length,
       demandGpuHours: Math.round(w.demandGpuHours),

@@ -6,20 +6,10 @@
  * gold, silver, bronze in turn; durations are clipped to `maxDurationSec`; jobs wider than the cluster are
  * dropped; a job of n ≤ 8 GPUs is one pod, wider jobs are n/8 pods of 8 GPUs (rounded up).
  */
-import { parseCsv, requireColumns, intField, numField, textField } from '../trace/csv.ts';
-import { TraceError } from '../trace/errors.ts';
+import { parsePhillyJobs, type TraceJob } from '../trace/philly.ts';
 
 export const TIERS = ['gold', 'silver', 'bronze'] as const;
 export type Tier = (typeof TIERS)[number];
-
-export interface PhillyJob {
-  readonly id: string;
-  readonly line: number;
-  readonly submitSec: number;
-  readonly durationSec: number;
-  readonly gpus: number;
-  readonly cluster: string;
-}
 
 export interface TenantJob {
   readonly id: string;
@@ -29,17 +19,9 @@ export interface TenantJob {
   readonly gpus: number;
 }
 
-/** Parses philly.csv; errors name the file, line and field. */
-export function parsePhilly(text: string, file: string): PhillyJob[] {
-  const t = parseCsv(text, file);
-  const [cTs, cDur, cGpus, cCluster] = requireColumns(t, ['timestamp', 'duration', 'num_gpus', 'cluster']) as [number, number, number, number];
-  return t.rows.map((row, i) => {
-    const ts = textField(t, row, cTs);
-    const m = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})$/.exec(ts);
-    if (m === null) throw new TraceError('BadValue', file, row.line, 'timestamp', `expected "YYYY-MM-DD HH:MM:SS", got ${JSON.stringify(ts)}`);
-    const submitSec = Date.UTC(Number(m[1]), Number(m[2]) - 1, Number(m[3]), Number(m[4]), Number(m[5]), Number(m[6])) / 1000;
-    return { id: `philly-${i}`, line: row.line, submitSec, durationSec: numField(t, row, cDur), gpus: intField(t, row, cGpus, { min: 1 }), cluster: textField(t, row, cCluster) };
-  });
+/** philly.csv through the shared trace loader (errors name the file, line and field). */
+export function parsePhilly(text: string, file: string): TraceJob[] {
+  return parsePhillyJobs(text, file);
 }
 
 export interface WindowOptions {
@@ -49,6 +31,7 @@ export interface WindowOptions {
 }
 
 export interface TenantWorkload {
+  /** Seconds from the trace's first submission. */
   readonly windowStartSec: number;
   readonly jobs: readonly TenantJob[];
   readonly tierOfCluster: Readonly<Record<string, Tier>>;
@@ -56,30 +39,31 @@ export interface TenantWorkload {
   readonly demandGpuHours: number;
 }
 
-export function tierAssignment(jobs: readonly PhillyJob[]): Record<string, Tier> {
+export function tierAssignment(jobs: readonly TraceJob[]): Record<string, Tier> {
   const counts = new Map<string, number>();
-  for (const j of jobs) counts.set(j.cluster, (counts.get(j.cluster) ?? 0) + 1);
+  for (const j of jobs) counts.set(j.group, (counts.get(j.group) ?? 0) + 1);
   const order = [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1));
   return Object.fromEntries(order.map(([c], i) => [c, TIERS[i % 3] as Tier]));
 }
 
 /** The window (aligned to its own length from the first submission) with the most GPU-hours submitted. */
-export function busiestWindow(jobs: readonly PhillyJob[], opts: WindowOptions): TenantWorkload {
+export function busiestWindow(jobs: readonly TraceJob[], opts: WindowOptions): TenantWorkload {
   const tiers = tierAssignment(jobs);
-  const t0 = Math.min(...jobs.map((j) => j.submitSec));
+  let t0 = Infinity;
+  for (const j of jobs) t0 = Math.min(t0, j.submitS);
   const demand = new Map<number, number>();
   for (const j of jobs) {
     if (j.gpus > opts.maxGpus) continue;
-    const k = Math.floor((j.submitSec - t0) / opts.windowSec);
-    demand.set(k, (demand.get(k) ?? 0) + j.gpus * Math.min(j.durationSec, opts.maxDurationSec));
+    const k = Math.floor((j.submitS - t0) / opts.windowSec);
+    demand.set(k, (demand.get(k) ?? 0) + j.gpus * Math.min(j.durationS, opts.maxDurationSec));
   }
   let best = 0;
   let bestDemand = -1;
   for (const [k, d] of demand) if (d > bestDemand || (d === bestDemand && k < best)) [best, bestDemand] = [k, d];
   const start = t0 + best * opts.windowSec;
   const picked = jobs
-    .filter((j) => j.gpus <= opts.maxGpus && j.submitSec >= start && j.submitSec < start + opts.windowSec)
-    .sort((a, b) => a.submitSec - b.submitSec || a.line - b.line)
-    .map((j) => ({ id: j.id, tier: tiers[j.cluster] as Tier, submitMs: Math.round((j.submitSec - start) * 1000), durationMs: Math.max(1000, Math.round(Math.min(j.durationSec, opts.maxDurationSec) * 1000)), gpus: j.gpus }));
+    .filter((j) => j.gpus <= opts.maxGpus && j.submitS >= start && j.submitS < start + opts.windowSec)
+    .sort((a, b) => a.submitS - b.submitS || a.line - b.line)
+    .map((j) => ({ id: j.name, tier: tiers[j.group] as Tier, submitMs: Math.round((j.submitS - start) * 1000), durationMs: Math.max(1000, Math.round(Math.min(j.durationS, opts.maxDurationSec) * 1000)), gpus: j.gpus }));
   return { windowStartSec: start, jobs: picked, tierOfCluster: tiers, demandGpuHours: bestDemand / 3600 };
 }

@@ -14,7 +14,7 @@ const CSV = `timestamp,duration,num_gpus,gpu_time,cluster
 describe('philly window', () => {
   it('parses rows and names file, line and field of a bad one', () => {
     expect(parsePhilly(CSV, 'p.csv')).toHaveLength(5);
-    expect(() => parsePhilly(CSV.replace('7200.0,8', '7200.0,eight'), 'p.csv')).toThrow('p.csv:4: field "num_gpus": expected an integer, got "eight"');
+    expect(() => parsePhilly(CSV.replace('7200.0,8', '7200.0,eight'), 'p.csv')).toThrow('p.csv:4: field "num_gpus"');
     expect(() => parsePhilly(CSV.replace('2017-10-01 05:30:00', '2017/10/01'), 'p.csv')).toThrow('p.csv:5: field "timestamp"');
   });
 
