@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { registerBenchAdmission } from './bench-admission.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
 import { registerBenchReplay } from './bench-replay.ts';
@@ -12,6 +13,7 @@ export function registerBench(program: Command): void {
   registerBenchThroughput(bench);
   registerBenchReplay(bench);
   registerBenchTenants(bench);
+  registerBenchAdmission(bench);
   registerBenchKube(bench);
   registerBenchAll(bench);
 }

@@ -118,14 +118,15 @@ export function runCycle(input: CycleInput): CycleResult {
   );
 
   // Per-queue FIFO lists (or one global list for the baseline).
-  const lists = new Map<string, QueuedJob[]>();
+  // A cursor per list: shift() would make a large backlog quadratic.
+  const lists = new Map<string, { items: QueuedJob[]; pos: number }>();
   for (const j of input.pending) {
     const key = opts.fairShare ? j.queue : '*';
-    const l = lists.get(key) ?? [];
-    l.push(j);
+    const l = lists.get(key) ?? { items: [], pos: 0 };
+    l.items.push(j);
     lists.set(key, l);
   }
-  for (const l of lists.values()) l.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));
+  for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));
   const headReserved = new Set<string>();
 
   const queueOf = (name: string): QueueSpec => queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
@@ -141,7 +142,7 @@ export function runCycle(input: CycleInput): CycleResult {
     let bestKey: string | undefined;
     let bestShare = Infinity;
     for (const [key, l] of lists) {
-      if (l.length === 0) continue;
+      if (l.pos >= l.items.length) continue;
       const s = opts.fairShare ? share(key) : 0;
       if (s < bestShare || (s === bestShare && bestKey !== undefined && key < bestKey)) {
         bestShare = s;
@@ -149,7 +150,8 @@ export function runCycle(input: CycleInput): CycleResult {
       }
     }
     if (bestKey === undefined) return undefined;
-    return (lists.get(bestKey) as QueuedJob[]).shift();
+    const l = lists.get(bestKey) as { items: QueuedJob[]; pos: number };
+    return l.items[l.pos++];
   };
 
   // Equivalence classes: a gang shape that failed (placement and preemption) fails again in this cycle

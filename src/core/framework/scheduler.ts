@@ -189,7 +189,9 @@ export class Scheduler {
     }
     const required = gang.topology.required;
     const levels: (TopologyLevel | 'cluster')[] = [];
-    if (this.profile.gangSearch === 'topology') {
+    // A gang of one pod has nothing to keep together: it is placed like a pod, by the profile's scores.
+    if (members.length === 1 && required === undefined) levels.push('cluster');
+    else if (this.profile.gangSearch === 'topology') {
       for (const l of TOPOLOGY_LEVELS) {
         levels.push(l);
         if (l === required) break;
