@@ -287,6 +287,7 @@ export class LiveScheduler {
     };
     const jobs: QueuedJob[] = [];
     const podsOf = new Map<string, readonly PendingPod[]>();
+    const bound = this.boundByGroup();
     for (const p of singles) {
       const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
       jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p) });
@@ -294,14 +295,9 @@ export class LiveScheduler {
     }
     for (const [name, members] of gangs) {
       const key = `gang:${name}`;
-      const info = this.gangInfo(name, members);
-      let boundAlready = 0;
-      for (const p of this.cache.allPods()) if (p.metadata?.labels?.[LABEL.podGroup] !== undefined && `${p.metadata.namespace}/${p.metadata.labels[LABEL.podGroup]}` === name && (p.spec?.nodeName ?? '') !== '') boundAlready++;
-      const need = Math.max(0, info.minMember - boundAlready);
-      if (members.length < need) {
-        this.noteFailure(key, members, { subject: `gang ${name}`, nodes: sch.state.size, fitting: 0, reasons: [], message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`, unresolvable: false }, false);
-        continue;
-      }
+      const ready = this.readyGang(sch, name, members, bound);
+      if (ready === undefined) continue;
+      const { info, need } = ready;
       const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
       const priority = Math.max(...sorted.map((m) => m.spec.priority));
       const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
@@ -369,17 +365,32 @@ export class LiveScheduler {
     return { minMember: Number.isInteger(minMember) && minMember > 0 ? minMember : members.length, topology: { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) } };
   }
 
+  /** Bound members per pod group (`namespace/name`), counted once per cycle. */
+  private boundByGroup(): Map<string, number> {
+    const m = new Map<string, number>();
+    for (const p of this.cache.allPods()) {
+      const g = p.metadata?.labels?.[LABEL.podGroup];
+      if (g !== undefined && (p.spec?.nodeName ?? '') !== '') m.set(`${p.metadata?.namespace ?? 'default'}/${g}`, (m.get(`${p.metadata?.namespace ?? 'default'}/${g}`) ?? 0) + 1);
+    }
+    return m;
+  }
+
+  /** How many members the gang still needs placed, or undefined (noted as waiting) while too few pods exist. */
+  private readyGang(sch: Scheduler, name: string, members: readonly PendingPod[], bound: ReadonlyMap<string, number>): { info: { minMember: number; topology: TopologyConstraint }; need: number } | undefined {
+    const info = this.gangInfo(name, members);
+    const boundAlready = bound.get(name) ?? 0;
+    const need = Math.max(0, info.minMember - boundAlready);
+    if (members.length >= need) return { info, need };
+    const e: Explanation = { subject: `gang ${name}`, nodes: sch.state.size, fitting: 0, reasons: [], message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`, unresolvable: false };
+    this.noteFailure(`gang:${name}`, members, e, false);
+    return undefined;
+  }
+
   private async scheduleGang(sch: Scheduler, name: string, members: PendingPod[]): Promise<void> {
     const key = `gang:${name}`;
-    const info = this.gangInfo(name, members);
-    let boundAlready = 0;
-    for (const p of this.cache.allPods()) if (p.metadata?.labels?.[LABEL.podGroup] !== undefined && `${p.metadata.namespace}/${p.metadata.labels[LABEL.podGroup]}` === name && (p.spec?.nodeName ?? '') !== '') boundAlready++;
-    const need = Math.max(0, info.minMember - boundAlready);
-    if (members.length < need) {
-      const e: Explanation = { subject: `gang ${name}`, nodes: sch.state.size, fitting: 0, reasons: [], message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`, unresolvable: false };
-      this.noteFailure(key, members, e, false);
-      return;
-    }
+    const ready = this.readyGang(sch, name, members, this.boundByGroup());
+    if (ready === undefined) return;
+    const { info, need } = ready;
     const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
     const gang: GangSpec = { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority: sorted[0]?.spec.priority ?? 0, queue: sorted[0]?.spec.queue ?? 'default' };
     const r = sch.scheduleGang(gang);
