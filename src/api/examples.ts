@@ -238,6 +238,7 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     obj(s.container).env = [{ name: 'HF_TOKEN', value: 'x', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }];
   }),
   { name: 'name too long for pod hostnames', kind: 'TrainingJob', path: 'metadata', manifest: { ...SEED_TRAINING_JOB, metadata: { name: `bert-${'x'.repeat(44)}` } } },
+  { name: 'name with a dot (the headless Service needs a DNS label)', kind: 'TrainingJob', path: 'metadata', manifest: { ...SEED_TRAINING_JOB, metadata: { name: 'bert.large' } } },
   invalid('InferenceService', 'unknown runtime', 'spec.runtime', EXAMPLE_INFERENCE_SERVICE, (s) => (s.runtime = 'sglang')),
   invalid('InferenceService', 'minReplicas > maxReplicas', 'spec.minReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => {
     s.minReplicas = 9;

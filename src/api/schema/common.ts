@@ -401,4 +401,14 @@ export function nameLengthRule<T extends { metadata: ObjectMeta }>(max: number, 
   };
 }
 
+/** The name becomes a DNS label (a Service, pod hostnames): no dots, lower case, alphanumeric ends. */
+export function dnsLabelNameRule<T extends { metadata: ObjectMeta }>(why: string): CelRule<T> {
+  return {
+    rule: "self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",
+    message: `metadata.name must be a DNS label (lower-case letters, digits and '-', no dots): ${why}`,
+    fieldPath: '.metadata',
+    check: (self) => /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(self.metadata.name ?? ''),
+  };
+}
+
 export type { QuantityValue };

@@ -17,6 +17,7 @@ import {
   TopologyLevelEnum,
   gpusIn,
   nameLengthRule,
+  dnsLabelNameRule,
   topologyRank,
   withRules,
 } from './common.ts';
@@ -273,7 +274,7 @@ export type TrainingJobStatus = Static<typeof TrainingJobStatus>;
 
 export const TrainingJob = withRules(
   Resource('TrainingJob', TrainingJobSpec, TrainingJobStatus, 'A distributed training job run as one gang of replicas.'),
-  [nameLengthRule(48, 'pod hostnames <name>-<rank> and the headless Service must stay valid DNS labels')],
+  [nameLengthRule(48, 'pod hostnames <name>-<rank> and the headless Service must stay valid DNS labels'), dnsLabelNameRule('the headless Service for rendezvous takes the job name')],
 );
 export type TrainingJob = Static<typeof TrainingJob>;
 
