@@ -1,7 +1,7 @@
 /**
  * Pure parts of `sits bench kube`: throughput as kube-scheduler's scheduler_perf computes it, rates over a
  * window, percentiles, /proc/<pid>/stat parsing, Prometheus text parsing, and the kube-scheduler config the
- * benchmark writes. No I/O here (see docs/adr/0007-kube-scheduler-benchmark-method.md).
+ * benchmark writes. No I/O here (see docs/adr/0020-kube-scheduler-benchmark-method.md).
  */
 
 /**

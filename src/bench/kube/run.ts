@@ -3,7 +3,7 @@
  * kube-apiserver built from source), on the same fake nodes and the same plain 1-GPU pods, created by the same
  * code with the same concurrency while the scheduler runs; a pod is done when the benchmark's watch shows
  * `spec.nodeName` set. Throughput is computed as scheduler_perf does. The method and its reasons are in
- * docs/adr/0007-kube-scheduler-benchmark-method.md.
+ * docs/adr/0020-kube-scheduler-benchmark-method.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
@@ -112,6 +112,11 @@ export interface KubeBenchResult {
   /** The same ratio for the other two rates: pods/(window to last bind), and until the last Scheduled event. */
   readonly ratioOverall: number;
   readonly ratioWithEvents: number;
+  /**
+   * Per run index, the two schedulers measured back to back (K S, then S K, …): ratios of runs that saw
+   * similar machine load, with the cores other processes took during each (`other`).
+   */
+  readonly pairs: readonly { readonly run: number; readonly ratio: number; readonly ratioOverall: number; readonly ratioWithEvents: number; readonly otherCores: { readonly sits: number; readonly kubeScheduler: number } }[];
   readonly method: Readonly<Record<string, unknown>>;
   readonly machine: Readonly<Record<string, unknown>>;
   readonly runs: readonly SchedulerRun[];
@@ -516,6 +521,19 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
   const kubeRuns = runs.filter((r) => r.scheduler === 'kube-scheduler');
   const sits = sitsRuns.length > 0 ? summarize(sitsRuns) : { podsPerSecond: Number.NaN };
   const kube = kubeRuns.length > 0 ? summarize(kubeRuns) : { podsPerSecond: Number.NaN };
+  const pairs = sitsRuns.flatMap((sr) => {
+    const kr = kubeRuns.find((k) => k.run === sr.run);
+    if (kr === undefined) return [];
+    return [
+      {
+        run: sr.run,
+        ratio: round(sr.podsPerSecond / kr.podsPerSecond, 2),
+        ratioOverall: round(sr.overallPodsPerSecond / kr.overallPodsPerSecond, 2),
+        ratioWithEvents: round(sr.withEvents.podsPerSecond / kr.withEvents.podsPerSecond, 2),
+        otherCores: { sits: sr.cpuCores.other ?? Number.NaN, kubeScheduler: kr.cpuCores.other ?? Number.NaN },
+      },
+    ];
+  });
   return {
     nodes: o.nodes,
     pods: o.pods,
@@ -524,6 +542,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
     ratio: round(sits.podsPerSecond / kube.podsPerSecond, 2),
     ratioOverall: round(((sits as Partial<Summary>).overallPodsPerSecond ?? Number.NaN) / ((kube as Partial<Summary>).overallPodsPerSecond ?? Number.NaN), 2),
     ratioWithEvents: round(((sits as Partial<Summary>).podsPerSecondWithEvents ?? Number.NaN) / ((kube as Partial<Summary>).podsPerSecondWithEvents ?? Number.NaN), 2),
+    pairs,
     method: {
       podsPerSecond: 'scheduler_perf SchedulingThroughput average: 1-s samples of pods seen bound over the window, first sample skipped; median over runs',
       mode: o.mode,
@@ -540,7 +559,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
       events: 'on for both (kube-scheduler cannot switch its events off)',
       sitsProfile: o.sitsProfile,
       controlPlane: 'fresh etcd + kube-apiserver v1.36.3 per scheduler per run; admin token (system:masters, exempt from API priority and fairness) for everyone',
-      adr: 'docs/adr/0007-kube-scheduler-benchmark-method.md',
+      adr: 'docs/adr/0020-kube-scheduler-benchmark-method.md',
     },
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, date: new Date().toISOString() },
     runs,

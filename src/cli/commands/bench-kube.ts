@@ -84,7 +84,7 @@ export function registerBenchKube(bench: Command): void {
         progress: stderrProgress(),
         ...(o.verbose === true ? { verbose: true } : {}),
       });
-      const head = { nodes: result.nodes, pods: result.pods, sits: { podsPerSecond: result.sits.podsPerSecond }, kubeScheduler: { podsPerSecond: result.kubeScheduler.podsPerSecond }, ratio: result.ratio };
+      const head = { nodes: result.nodes, pods: result.pods, sits: { podsPerSecond: result.sits.podsPerSecond }, kubeScheduler: { podsPerSecond: result.kubeScheduler.podsPerSecond }, ratio: result.ratio, ratioOverall: result.ratioOverall, ratioWithEvents: result.ratioWithEvents };
       if (o.json !== undefined) {
         mkdirSync(dirname(o.json), { recursive: true });
         writeFileSync(o.json, `${JSON.stringify(result, null, 2)}\n`);
