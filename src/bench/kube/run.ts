@@ -5,7 +5,7 @@
  * `spec.nodeName` set. Throughput is computed as scheduler_perf does. The method and its reasons are in
  * docs/adr/0020-kube-scheduler-benchmark-method.md.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -118,6 +118,8 @@ export interface KubeBenchResult {
    */
   readonly pairs: readonly { readonly run: number; readonly ratio: number; readonly ratioOverall: number; readonly ratioWithEvents: number; readonly otherCores: { readonly sits: number; readonly kubeScheduler: number } }[];
   readonly method: Readonly<Record<string, unknown>>;
+  /** The commit the schedulers ran from, and source files that differed from it (other engineers' work in progress). */
+  readonly source: { readonly commit: string; readonly modified: readonly string[] };
   readonly machine: Readonly<Record<string, unknown>>;
   readonly runs: readonly SchedulerRun[];
 }
@@ -510,8 +512,23 @@ function summarize(runs: readonly SchedulerRun[]): { podsPerSecond: number } & S
   };
 }
 
+function sourceState(): { commit: string; modified: string[] } {
+  const cwd = fileURLToPath(new URL('../../..', import.meta.url));
+  try {
+    const commit = execFileSync('git', ['rev-parse', 'HEAD'], { cwd, encoding: 'utf8' }).trim();
+    const modified = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd, encoding: 'utf8' })
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => l.slice(3));
+    return { commit, modified };
+  } catch {
+    return { commit: 'unknown', modified: [] };
+  }
+}
+
 /** All runs; kube-scheduler and SITS alternate (K S, then S K, …) so that drifting machine load hits both. */
 export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult> {
+  const source = sourceState();
   const runs: SchedulerRun[] = [];
   for (let r = 0; r < o.runs; r++) {
     const order = r % 2 === 0 ? o.schedulers : [...o.schedulers].reverse();
@@ -561,6 +578,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
       controlPlane: 'fresh etcd + kube-apiserver v1.36.3 per scheduler per run; admin token (system:masters, exempt from API priority and fairness) for everyone',
       adr: 'docs/adr/0020-kube-scheduler-benchmark-method.md',
     },
+    source,
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, date: new Date().toISOString() },
     runs,
   };

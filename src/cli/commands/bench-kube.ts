@@ -45,13 +45,13 @@ export function registerBenchKube(bench: Command): void {
     .option('--burst <n>', 'kube-scheduler clientConnection.burst', intOption('--burst', 1, 1_000_000), 5000)
     .option('--max-in-flight <n>', 'SITS API requests in flight at most', intOption('--max-in-flight', 1, 10_000), 64)
     .option('--create-concurrency <n>', 'parallel pod creators (scheduler_perf uses 30)', intOption('--create-concurrency', 1, 1000), 30)
-    .option('--mode <mode>', 'precreated: all pods exist before the scheduler starts (default); streamed: pods created while the scheduler runs, as scheduler_perf does', 'precreated')
+    .option('--mode <mode>', 'precreated: all pods exist before the scheduler starts; streamed: pods created while the scheduler runs, as scheduler_perf does', 'precreated')
     .option('--runs <n>', 'runs per scheduler (alternating order); the median is reported', intOption('--runs', 1, 20), 1)
     .option('--only <scheduler>', 'run only "sits" or "kube-scheduler" (no ratio)')
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
     .option('--sits-cpu-prof <dir>', 'write a V8 CPU profile (.cpuprofile) of each SITS scheduler process here')
     .option('--timeout <sec>', 'give up on a run after this long', intOption('--timeout', 10, 36_000), 1800)
-    .option('--settle <ms>', 'pause between the scheduler being ready and the first pod', intOption('--settle', 0, 60_000), 2000)
+    .option('--settle <ms>', 'pause before the measured window (after the scheduler is ready, or after the pods are created)', intOption('--settle', 0, 60_000), 2000)
     .option('-v, --verbose', 'print control-plane and scheduler logs')
     .action(async (o: { nodes: number; pods: number; json?: string; shape?: string; gpusPerNode: number; gpuModel: string; nodesPerRack: number; qps: number; burst: number; maxInFlight: number; createConcurrency: number; mode: string; runs: number; only?: string; profile: string; sitsCpuProf?: string; timeout: number; settle: number; verbose?: boolean }) => {
       if (o.only !== undefined && o.only !== 'sits' && o.only !== 'kube-scheduler') throw new CliError(`--only must be "sits" or "kube-scheduler", got "${o.only}"`);
