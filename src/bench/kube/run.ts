@@ -267,7 +267,13 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     const meter = new CpuMeter(pids);
     const startScheduler = async (): Promise<void> => {
       if (scheduler === 'kube-scheduler') {
-        const s = await plane.startScheduler(kubeSchedulerConfigYaml(o.qps, o.burst));
+        // Its pid is known only once it is ready; find it as soon as it runs, so that the timeline's CPU
+        // samples charge its start-up to it (not to `other`).
+        const find = setInterval(() => {
+          for (const pid of plane.childPids()) if (processName(pid) === 'kube-scheduler') pids.set('kube-scheduler', pid);
+          if (pids.has('kube-scheduler')) clearInterval(find);
+        }, 10);
+        const s = await plane.startScheduler(kubeSchedulerConfigYaml(o.qps, o.burst)).finally(() => clearInterval(find));
         pids.set('kube-scheduler', s.pid);
         metricsUrl = `${s.url}/metrics`;
       } else {
