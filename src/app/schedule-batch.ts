@@ -11,7 +11,7 @@ import { lowestFreeGpus } from '../core/plugins/baselines/gpu-pick.ts';
 import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
 import { resolveProfile, formatProfileError, priorityFifo } from '../core/framework/registry.ts';
 import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
-import { expectedFromBatch } from './expected-workload.ts';
+import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import { seededRng } from '../core/ports.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import type { WorkloadUnit } from '../spec/workload-file.ts';

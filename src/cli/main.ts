@@ -9,6 +9,7 @@ import { registerBench } from './commands/bench.ts';
 import { registerScenario } from './commands/scenario.ts';
 import { registerRun } from './commands/run.ts';
 import { registerDev } from './commands/dev.ts';
+import { registerExplain } from './commands/explain.ts';
 import { registerCrds } from './commands/crds.ts';
 import { registerDeploy } from './commands/deploy.ts';
 
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
   registerBench(program);
   registerRun(program);
   registerDev(program);
+  registerExplain(program);
   registerCrds(program);
   registerDeploy(program);
   return program;

@@ -12,7 +12,7 @@ import { formatProfileError, resolveProfile } from '../core/framework/registry.t
 import type { Profile } from '../core/framework/types.ts';
 import { allocationFor, type ClusterState } from '../core/snapshot/cluster-state.ts';
 import { seededRng } from '../core/ports.ts';
-import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../app/expected-workload.ts';
+import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import { isStatus, KubeApiError, type KubeClient } from './client.ts';
 import { ClusterCache, type PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL, parseGpuIndices, podKey, SCHEDULER_NAME } from './labels.ts';
@@ -20,7 +20,9 @@ import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
 import { ANNOTATION_EXPECTED_RUNTIME, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { runCycle } from '../core/actions/queue-cycle.ts';
-import type { QueuedJob } from '../core/actions/jobs.ts';
+import { cloneState, estimateStarts } from '../core/actions/eta.ts';
+import { Statement } from '../core/statement/statement.ts';
+import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 
 export interface LiveOptions {
@@ -31,9 +33,18 @@ export interface LiveOptions {
   readonly leaseNamespace?: string;
   readonly leaseDurationSec?: number;
   readonly events?: boolean;
+  /** Watch only, never schedule or lead (used by `sits explain`). */
+  readonly passive?: boolean;
   /** Fault injection for crash tests: exit the process after this many gang-member bindings. */
   readonly crashAfterGangBinds?: number;
   readonly log?: (msg: string) => void;
+}
+
+export interface ExplainReport {
+  readonly target: string;
+  readonly state: 'bound' | 'fits' | 'waiting' | 'unknown';
+  readonly lines: readonly string[];
+  readonly etaMs?: number;
 }
 
 export interface PodGroupObject {
@@ -136,6 +147,7 @@ export class LiveScheduler {
       this.log('PodGroup CRD not installed: gangs read from pod annotations');
       this.reflectors.splice(this.reflectors.indexOf(groups as unknown as Reflector<{ metadata?: { name?: string } }>), 1);
     }
+    if (this.opts.passive === true) return;
     if (this.opts.leaseNamespace !== undefined) {
       this.leader = new LeaderElector(this.client, {
         namespace: this.opts.leaseNamespace,
@@ -224,17 +236,57 @@ export class LiveScheduler {
     return this.scheduler;
   }
 
-  /** One pass over the pending pods, in queue order; failed units wait for a relevant change. */
-  private async cycle(): Promise<void> {
-    if (this.cache.pending.size === 0) return;
+  /**
+   * `sits explain`: for a pending pod or pod group (`namespace/name`), why it is not placed — the core's
+   * explanation on the current state, the queue's reason from a cycle run on a copy, and the start time the
+   * queue cycle predicts when run forward (runtimes from `ai.sits2026.dev/expected-runtime-seconds`, else 1 h).
+   * Nothing is written.
+   */
+  explain(target: string, nowMs: number): ExplainReport {
     const sch = this.ensureScheduler();
-    this.stats.cycles++;
-    const now = performance.now();
-    const gen = this.cache.generation;
+    const { singles, gangs } = this.pendingUnits();
+    const single = singles.find((p) => p.key === target);
+    const gangMembers = gangs.get(target);
+    if (single === undefined && gangMembers === undefined) {
+      const pod = this.cache.pod(target);
+      if (pod !== undefined && (pod.spec?.nodeName ?? '') !== '') return { target, state: 'bound', lines: [`${target} is bound to ${pod.spec?.nodeName ?? ''} (GPUs ${pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? 'none'})`] };
+      return { target, state: 'unknown', lines: [`${target}: no pending pod or pod group of ${this.schedulerName} with that name`] };
+    }
+    const lines: string[] = [];
+    const { queues, jobs, running, minRuntimeMs } = this.queueInputs(sch, singles, gangs, false);
+    const id = single !== undefined ? single.key : `gang:${target}`;
+    const job = jobs.find((j) => j.id === id);
+    if (job === undefined) {
+      const members = gangMembers ?? [];
+      const info = this.gangInfo(target, members);
+      return { target, state: 'waiting', lines: [`gang ${target}: waiting for pods: ${members.length} pending of minMember ${info.minMember}`] };
+    }
+    // 1. Placement on the current state, rolled back.
+    const trial = new Statement(sch.state);
+    const r = sch.placeGang(job.gang, trial);
+    trial.discard();
+    lines.push(r.ok ? `fits now: ${[...new Set(r.placements.map((p) => p.node))].join(', ')}` : r.explanation.message);
+    let eta: number | undefined;
+    if (queues.size > 0) {
+      // 2. The queue's view: one cycle over a copy of the cluster.
+      const copy = new Scheduler(sch.profile, cloneState(sch.state), seededRng(1));
+      const res = runCycle({ nowMs, scheduler: copy, queues, pending: jobs, running, options: { minRuntimeMs } });
+      const w = res.waiting.get(id);
+      if (w !== undefined) lines.push(`queue ${job.queue} holds it (${w.reason}): ${w.message}`);
+      else if (res.started.some((x) => x.job.id === id)) lines.push(`queue ${job.queue}: admitted at the next cycle`);
+      // 3. When: the cycle run forward in virtual time.
+      eta = estimateStarts({ nowMs, state: sch.state, profile: sch.profile, queues, pending: jobs, running, options: { minRuntimeMs }, untilStarted: id }).get(id);
+      lines.push(eta === undefined ? 'expected start: not within 7 days at current estimates' : `expected start: ${new Date(eta).toISOString()} (in ${Math.max(0, Math.round((eta - nowMs) / 1000))} s)`);
+    }
+    return { target, state: r.ok ? 'fits' : 'waiting', lines, ...(eta === undefined ? {} : { etaMs: eta }) };
+  }
+
+  /** Pending pods as units: single pods, and gangs by pod group (pods inside a plan being bound are left out). */
+  private pendingUnits(): { singles: PendingPod[]; gangs: Map<string, PendingPod[]> } {
     const singles: PendingPod[] = [];
     const gangs = new Map<string, PendingPod[]>();
     for (const p of this.cache.pending.values()) {
-      if (p.obj.metadata?.annotations?.[ANNOTATION.planId] !== undefined && p.obj.metadata.annotations[ANNOTATION.assignedNode] !== undefined) continue; // in a plan being bound
+      if (p.obj.metadata?.annotations?.[ANNOTATION.planId] !== undefined && p.obj.metadata.annotations[ANNOTATION.assignedNode] !== undefined) continue;
       if (p.spec.gang === undefined) singles.push(p);
       else {
         const list = gangs.get(p.spec.gang) ?? [];
@@ -242,6 +294,17 @@ export class LiveScheduler {
         gangs.set(p.spec.gang, list);
       }
     }
+    return { singles, gangs };
+  }
+
+  /** One pass over the pending pods, in queue order; failed units wait for a relevant change. */
+  private async cycle(): Promise<void> {
+    if (this.cache.pending.size === 0) return;
+    const sch = this.ensureScheduler();
+    this.stats.cycles++;
+    const now = performance.now();
+    const gen = this.cache.generation;
+    const { singles, gangs } = this.pendingUnits();
     if (this.queueObjs.size > 0) {
       await this.queueCycle(sch, singles, gangs);
       return;
@@ -276,39 +339,7 @@ export class LiveScheduler {
     if (gen === this.lastQueueGen && now - this.lastQueueCycleMs < RETRY_MS) return;
     this.lastQueueGen = gen;
     this.lastQueueCycleMs = now;
-    const queues = new Map<string, QueueSpec>();
-    for (const o of this.queueObjs.values()) {
-      const q = queueFromObject(o);
-      queues.set(q.name, q);
-    }
-    const runtimeOf = (p: PendingPod): number => {
-      const s = Number(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
-      return Number.isFinite(s) && s > 0 ? s * 1000 : DEFAULT_RUNTIME_MS;
-    };
-    const jobs: QueuedJob[] = [];
-    const podsOf = new Map<string, readonly PendingPod[]>();
-    const bound = this.boundByGroup();
-    for (const p of singles) {
-      const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
-      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p) });
-      podsOf.set(p.key, [p]);
-    }
-    for (const [name, members] of gangs) {
-      const key = `gang:${name}`;
-      const ready = this.readyGang(sch, name, members, bound);
-      if (ready === undefined) continue;
-      const { info, need } = ready;
-      const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
-      const priority = Math.max(...sorted.map((m) => m.spec.priority));
-      const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
-      const first = sorted.reduce((a, b) => (a.createdMs <= b.createdMs ? a : b));
-      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first) });
-      podsOf.set(key, sorted);
-    }
-    const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS);
-    // A victim is protected for its queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds).
-    const cooldowns = [...this.queueObjs.values()].map((o) => o.spec?.preemption?.cooldownSeconds ?? 60);
-    const minRuntimeMs = (cooldowns.length === 0 ? 60 : Math.min(...cooldowns)) * 1000;
+    const { queues, jobs, podsOf, running, minRuntimeMs } = this.queueInputs(sch, singles, gangs, true);
     const res = runCycle({ nowMs: Date.now(), scheduler: sch, queues, pending: jobs, running, options: { minRuntimeMs } });
     this.stats.cycles++;
     for (const p of res.preempted) {
@@ -365,6 +396,44 @@ export class LiveScheduler {
     return { minMember: Number.isInteger(minMember) && minMember > 0 ? minMember : members.length, topology: { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) } };
   }
 
+  /** What the queue cycle needs, from the cache: queues, pending jobs (with their pods), running jobs. */
+  private queueInputs(sch: Scheduler, singles: readonly PendingPod[], gangs: ReadonlyMap<string, PendingPod[]>, note: boolean): { queues: Map<string, QueueSpec>; jobs: QueuedJob[]; podsOf: Map<string, readonly PendingPod[]>; running: Map<string, RunningJob>; minRuntimeMs: number } {
+    const queues = new Map<string, QueueSpec>();
+    for (const o of this.queueObjs.values()) {
+      const q = queueFromObject(o);
+      queues.set(q.name, q);
+    }
+    const runtimeOf = (p: PendingPod): number => {
+      const s = Number(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
+      return Number.isFinite(s) && s > 0 ? s * 1000 : DEFAULT_RUNTIME_MS;
+    };
+    const jobs: QueuedJob[] = [];
+    const podsOf = new Map<string, readonly PendingPod[]>();
+    const bound = this.boundByGroup();
+    for (const p of singles) {
+      const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
+      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p) });
+      podsOf.set(p.key, [p]);
+    }
+    for (const [name, members] of gangs) {
+      const key = `gang:${name}`;
+      const ready = this.readyGang(sch, name, members, bound, note);
+      if (ready === undefined) continue;
+      const { info, need } = ready;
+      const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
+      const priority = Math.max(...sorted.map((m) => m.spec.priority));
+      const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
+      const first = sorted.reduce((a, b) => (a.createdMs <= b.createdMs ? a : b));
+      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first) });
+      podsOf.set(key, sorted);
+    }
+    const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS);
+    // A victim is protected for its queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds).
+    const cooldowns = [...this.queueObjs.values()].map((o) => o.spec?.preemption?.cooldownSeconds ?? 60);
+    const minRuntimeMs = (cooldowns.length === 0 ? 60 : Math.min(...cooldowns)) * 1000;
+    return { queues, jobs, podsOf, running, minRuntimeMs };
+  }
+
   /** Bound members per pod group (`namespace/name`), counted once per cycle. */
   private boundByGroup(): Map<string, number> {
     const m = new Map<string, number>();
@@ -376,13 +445,13 @@ export class LiveScheduler {
   }
 
   /** How many members the gang still needs placed, or undefined (noted as waiting) while too few pods exist. */
-  private readyGang(sch: Scheduler, name: string, members: readonly PendingPod[], bound: ReadonlyMap<string, number>): { info: { minMember: number; topology: TopologyConstraint }; need: number } | undefined {
+  private readyGang(sch: Scheduler, name: string, members: readonly PendingPod[], bound: ReadonlyMap<string, number>, note = true): { info: { minMember: number; topology: TopologyConstraint }; need: number } | undefined {
     const info = this.gangInfo(name, members);
     const boundAlready = bound.get(name) ?? 0;
     const need = Math.max(0, info.minMember - boundAlready);
     if (members.length >= need) return { info, need };
     const e: Explanation = { subject: `gang ${name}`, nodes: sch.state.size, fitting: 0, reasons: [], message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`, unresolvable: false };
-    this.noteFailure(`gang:${name}`, members, e, false);
+    if (note) this.noteFailure(`gang:${name}`, members, e, false);
     return undefined;
   }
 

@@ -4,8 +4,8 @@
  * training and inference pods: without that prior, breaking an idle GPU for a fractional pod would look
  * free whenever the batch happens to hold only fractional pods.
  */
-import type { PodSpec } from '../core/model/pod.ts';
-import { typicalShapes, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import type { PodSpec } from '../model/pod.ts';
+import { typicalShapes, type TypicalShape } from '../plugins/fgd/fragmentation.ts';
 
 /** Whole-GPU demand every GPU cluster sees: 1, 2, 4 and 8-GPU pods, fewer as they grow. */
 export const WHOLE_GPU_PRIOR: readonly TypicalShape[] = [

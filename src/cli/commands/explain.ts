@@ -1,0 +1,29 @@
+import type { Command } from 'commander';
+import { loadKubeConfig } from '../../app/live.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { LiveScheduler } from '../../kube/live-scheduler.ts';
+import { CliError } from '../errors.ts';
+
+export function registerExplain(program: Command): void {
+  program
+    .command('explain')
+    .description('why a pending pod or pod group waits, which queue holds it, and when it is expected to start (reads the cluster, writes nothing)')
+    .argument('<target>', 'namespace/name of a pod or of a PodGroup (gang)')
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster, else $KUBECONFIG or ~/.kube/config)')
+    .option('--profile <name>', 'scheduling profile the scheduler runs', 'sits')
+    .option('--json', 'print the report as JSON')
+    .action(async (target: string, o: { kubeconfig?: string; profile: string; json?: boolean }) => {
+      if (!/^[^/]+\/[^/]+$/.test(target)) throw new CliError(`target must be namespace/name, got "${target}"`);
+      const client = new KubeClient(loadKubeConfig(o.kubeconfig));
+      const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, profile: o.profile });
+      try {
+        await s.start();
+        const r = s.explain(target, Date.now());
+        process.stdout.write(o.json === true ? `${JSON.stringify(r, null, 2)}\n` : `${r.lines.join('\n')}\n`);
+        if (r.state === 'unknown') process.exitCode = 1;
+      } finally {
+        await s.stop();
+        client.close();
+      }
+    });
+}
