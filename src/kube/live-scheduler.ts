@@ -61,6 +61,8 @@ interface FailedUnit {
 
 const RETRY_MS = 30_000;
 const DEFAULT_RUNTIME_MS = 3_600_000;
+/** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
+const NOMINATION_WAIT_MS = 120_000;
 const EVENT_REPEAT_MS = 60_000;
 
 export class LiveScheduler {
@@ -68,6 +70,8 @@ export class LiveScheduler {
   private readonly reflectors: Reflector<{ metadata?: { name?: string } }>[] = [];
   private readonly podGroups = new Map<string, PodGroupObject>();
   private readonly queueObjs = new Map<string, QueueObject>();
+  /** Preemptors placed but not bound until their victims' pods are gone. */
+  private nominated: { id: string; gang: string | undefined; plan: { pod: PendingPod; placement: Placement }[]; victims: string[]; sinceMs: number }[] = [];
   private lastQueueGen = -1;
   private lastQueueCycleMs = 0;
   private readonly failed = new Map<string, FailedUnit>();
@@ -208,6 +212,7 @@ export class LiveScheduler {
           await this.recover();
           this.recovered = true;
         }
+        await this.bindNominated();
         await this.cycle();
       } catch (e) {
         this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
@@ -355,16 +360,12 @@ export class LiveScheduler {
         const a = sch.state.allocation(pl.podId);
         if (a !== undefined) this.cache.assume(a);
       }
-      if (s.job.id.startsWith('gang:')) {
-        const byKey = new Map(members.map((m) => [m.key, m]));
-        const task = this.bindGang(s.job.gang.name, s.placements.map((pl) => ({ pod: byKey.get(pl.podId) as PendingPod, placement: pl })));
-        this.track(task);
-        await task;
-      } else {
-        const p = members[0];
-        const pl = s.placements[0];
-        if (p !== undefined && pl !== undefined) this.track(this.bind(p, pl).catch(() => undefined));
-      }
+      const byKey = new Map(members.map((m) => [m.key, m]));
+      const plan = s.placements.map((pl) => ({ pod: byKey.get(pl.podId) as PendingPod, placement: pl }));
+      // A preemptor is bound only once its victims are gone: a kubelet would refuse it while they terminate.
+      const victims = res.preempted.filter((p) => p.by === s.job.id).flatMap((p) => [...p.victim.podIds]);
+      if (victims.length > 0) this.nominated.push({ id: s.job.id, gang: s.job.id.startsWith('gang:') ? s.job.gang.name : undefined, plan, victims, sinceMs: performance.now() });
+      else await this.bindPlan(s.job.id.startsWith('gang:') ? s.job.gang.name : undefined, plan);
     }
     for (const [id, w] of res.waiting) {
       const members = podsOf.get(id) ?? [];
@@ -432,6 +433,26 @@ export class LiveScheduler {
     const cooldowns = [...this.queueObjs.values()].map((o) => o.spec?.preemption?.cooldownSeconds ?? 60);
     const minRuntimeMs = (cooldowns.length === 0 ? 60 : Math.min(...cooldowns)) * 1000;
     return { queues, jobs, podsOf, running, minRuntimeMs };
+  }
+
+  private async bindPlan(gang: string | undefined, plan: { pod: PendingPod; placement: Placement }[]): Promise<void> {
+    if (gang !== undefined) {
+      const task = this.bindGang(gang, plan);
+      this.track(task);
+      await task;
+      return;
+    }
+    const x = plan[0];
+    if (x !== undefined) this.track(this.bind(x.pod, x.placement).catch(() => undefined));
+  }
+
+  /** Binds nominated preemptors whose victims have left (or after a bounded wait: the victims may hang). */
+  private async bindNominated(): Promise<void> {
+    const now = performance.now();
+    const ready = this.nominated.filter((n) => n.victims.every((k) => this.cache.pod(k) === undefined) || now - n.sinceMs > NOMINATION_WAIT_MS);
+    if (ready.length === 0) return;
+    this.nominated = this.nominated.filter((n) => !ready.includes(n));
+    for (const n of ready) await this.bindPlan(n.gang, n.plan);
   }
 
   /** Bound members per pod group (`namespace/name`), counted once per cycle. */
