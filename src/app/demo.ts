@@ -7,8 +7,8 @@
 import { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
-import { nodeFragment, typicalShapes, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
-import { modelMask } from '../core/plugins/fgd/fragmentation.ts';
+import { modelMask, nodeFragment, typicalShapes, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { percentile } from '../core/estimate/stats.ts';
 import { seededRng } from '../core/ports.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { Environment } from '../sim/engine.ts';
@@ -43,12 +43,6 @@ export interface DemoOptions {
 type Ev = { kind: 'arrive'; job: DemoJob } | { kind: 'finish'; job: DemoJob } | { kind: 'pass' };
 
 const round2 = (x: number): number => Math.round(x * 100) / 100;
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
-  return sorted[i] as number;
-}
 
 export function runDemo(opts: DemoOptions): DemoResult {
   const hours = opts.hours ?? 8;

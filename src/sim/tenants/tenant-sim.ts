@@ -17,6 +17,7 @@ import { makeQueue, type QueueSpec } from '../../core/queue/model.ts';
 import { seededRng } from '../../core/ports.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { Environment } from '../engine.ts';
+import { percentile } from '../../core/estimate/stats.ts';
 import { TIERS, type TenantJob, type Tier } from './philly-window.ts';
 
 export const TIER_WEIGHT: Readonly<Record<Tier, number>> = { gold: 4, silver: 2, bronze: 1 };
@@ -61,11 +62,6 @@ interface Live {
 }
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
-
-export function percentile(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] as number;
-}
 
 export function podsFor(job: TenantJob, queue: string): PodSpec[] {
   const sizes: number[] = [];
