@@ -18,11 +18,11 @@ import { ClusterCache, type PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL, parseGpuIndices, podKey, SCHEDULER_NAME } from './labels.ts';
 import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
-import { ANNOTATION_EXPECTED_RUNTIME, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { ANNOTATION_EXPECTED_RUNTIME, ANNOTATION_EXPECTED_START, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { runCycle } from '../core/actions/queue-cycle.ts';
 import { cloneState, estimateStarts } from '../core/actions/eta.ts';
 import { Statement } from '../core/statement/statement.ts';
-import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
+import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 
 export interface LiveOptions {
@@ -63,6 +63,9 @@ const RETRY_MS = 30_000;
 const DEFAULT_RUNTIME_MS = 3_600_000;
 /** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
 const NOMINATION_WAIT_MS = 120_000;
+const ETA_REFRESH_MS = 60_000;
+/** Above this many waiting jobs the forward run is skipped (it would cost more than a cycle). */
+const ETA_MAX_JOBS = 2000;
 const EVENT_REPEAT_MS = 60_000;
 
 export class LiveScheduler {
@@ -74,6 +77,7 @@ export class LiveScheduler {
   private nominated: { id: string; gang: string | undefined; plan: { pod: PendingPod; placement: Placement }[]; victims: string[]; sinceMs: number }[] = [];
   private lastQueueGen = -1;
   private lastQueueCycleMs = 0;
+  private lastEtaMs = Number.NEGATIVE_INFINITY;
   private readonly failed = new Map<string, FailedUnit>();
   private readonly inFlight = new Set<Promise<unknown>>();
   private leader: LeaderElector | undefined;
@@ -372,6 +376,34 @@ export class LiveScheduler {
       const job = jobs.find((j) => j.id === id);
       const message = `queue ${job?.queue ?? '?'} holds ${id.startsWith('gang:') ? id.slice(5) : id} (${w.reason}): ${w.message}`;
       this.noteFailure(id, members, { subject: id, nodes: sch.state.size, fitting: 0, reasons: [], message, unresolvable: false });
+    }
+    this.publishEstimates(sch, queues, jobs, running, res, podsOf, minRuntimeMs);
+  }
+
+  /**
+   * "When will my job start": at most once a minute, the queue cycle is run forward over a copy of the
+   * cluster and each waiting pod gets annotation `ai.sits2026.dev/expected-start` (RFC 3339) when its estimate
+   * moved by more than a minute; controllers copy it into their status.
+   */
+  private publishEstimates(sch: Scheduler, queues: ReadonlyMap<string, QueueSpec>, jobs: readonly QueuedJob[], running: ReadonlyMap<string, RunningJob>, res: ReturnType<typeof runCycle>, podsOf: ReadonlyMap<string, readonly PendingPod[]>, minRuntimeMs: number): void {
+    const nowMs = Date.now();
+    if (res.waiting.size === 0 || res.waiting.size > ETA_MAX_JOBS || performance.now() - this.lastEtaMs < ETA_REFRESH_MS) return;
+    this.lastEtaMs = performance.now();
+    const started = new Set(res.started.map((x) => x.job.id));
+    const stillRunning = new Map(running);
+    for (const p of res.preempted) stillRunning.delete(p.victim.id);
+    for (const x of res.started) {
+      stillRunning.set(x.job.id, { id: x.job.id, queue: x.job.queue, priority: x.job.priority, startMs: nowMs, estEndMs: nowMs + x.job.estRuntimeMs, podIds: x.placements.map((pl) => pl.podId), resources: jobResources(x.job), preemptible: true });
+    }
+    const eta = estimateStarts({ nowMs, state: sch.state, profile: sch.profile, queues, pending: jobs.filter((j) => !started.has(j.id)), running: stillRunning, options: { minRuntimeMs, explain: false } });
+    for (const id of res.waiting.keys()) {
+      const at = eta.get(id);
+      if (at === undefined) continue;
+      for (const p of podsOf.get(id) ?? []) {
+        const prev = Date.parse(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_START] ?? '');
+        if (Number.isFinite(prev) && Math.abs(prev - at) < 60_000) continue;
+        this.track(this.client.mergePatch(podPath(p.key), { metadata: { annotations: { [ANNOTATION_EXPECTED_START]: new Date(at).toISOString() } } }).catch((e: unknown) => this.log(`expected-start ${p.key}: ${(e as Error).message}`)));
+      }
     }
   }
 

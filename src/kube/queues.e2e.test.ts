@@ -89,5 +89,9 @@ describe('queues on the live scheduler', () => {
     expect(lines[0]).toMatch(/^0\/2 nodes fit gang ml\/low \(2×4 GPU\): .*nvidia.com\/gpu/);
     expect(lines[1]).toMatch(/^queue team-b holds it \((capacity|quota|reservation)\): /);
     expect(lines[2]).toMatch(/^expected start: \d{4}-\d\d-\d\dT.+ \(in \d+ s\)$/);
+
+    // The same estimate reaches the job's status: the scheduler annotates the waiting pods, the controller copies it.
+    const eta = await waitFor('status.estimatedStartTime of the waiting job', async () => (await client.get<{ status?: { estimatedStartTime?: string } }>('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs/low')).status?.estimatedStartTime, 30_000);
+    expect(Date.parse(eta)).toBeGreaterThan(Date.now() - 60_000);
   });
 });

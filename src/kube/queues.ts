@@ -23,6 +23,8 @@ export interface QueueObject {
 
 const P = 'ai.sits2026.dev';
 export const ANNOTATION_EXPECTED_RUNTIME = `${P}/expected-runtime-seconds`;
+/** Written by the scheduler on waiting pods: when the queue cycle run forward expects them to start. */
+export const ANNOTATION_EXPECTED_START = `${P}/expected-start`;
 /** Set by a training job while it checkpoints or is in an all-reduce window (RFC 3339 end time). */
 export const ANNOTATION_CRITICAL_UNTIL = `${P}/critical-until`;
 export const ANNOTATION_LAST_CHECKPOINT = `${P}/last-checkpoint`;

@@ -226,6 +226,18 @@ describe('status while the gang is placed and started', () => {
     expect(condition(c.job, 'Scheduled')).toMatchObject({ status: 'False', reason: 'Unschedulable', message: why });
     expect(kinds(r)).toEqual([]);
   });
+
+  it('estimatedStartTime is the latest expected start the scheduler wrote on the waiting replicas', () => {
+    const c = new FakeCluster(makeJob({ ...SEED_SPEC, replicas: 2, resources: { 'nvidia.com/gpu': 8 } }));
+    c.step();
+    const [a, b] = c.replicaPods().map((p) => p.metadata.name ?? '');
+    c.setPod(a ?? '', { unschedulable: 'queue q holds it (capacity): full', expectedStart: '2026-11-29T11:00:00.000Z' });
+    c.step();
+    expect(c.job.status?.estimatedStartTime).toBeUndefined(); // not every waiting replica has an estimate yet
+    c.setPod(b ?? '', { unschedulable: 'queue q holds it (capacity): full', expectedStart: '2026-11-29T11:30:00.000Z' });
+    c.step();
+    expect(c.job.status?.estimatedStartTime).toBe('2026-11-29T11:30:00.000Z');
+  });
 });
 
 describe('failures restart the whole gang', () => {

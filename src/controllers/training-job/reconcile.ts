@@ -85,6 +85,9 @@ function settleAt(pods: readonly PodObject[], settleMs: number): number | undefi
   return minTime(...pods.filter((p) => !isBound(p) && !isUnschedulable(p)).map((p) => (parseTime(p.metadata.creationTimestamp) ?? 0) + settleMs));
 }
 
+/** Set on waiting pods by the SITS scheduler (src/kube/queues.ts). */
+export const EXPECTED_START_ANNOTATION = 'ai.sits2026.dev/expected-start';
+
 const schedulerMessage = (p: PodObject): string | undefined => (p.status?.conditions ?? []).find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
 
 /** Exit code of the trainer container (or of any terminated container). */
@@ -511,6 +514,9 @@ function active(ctx: Ctx): ReconcileResult {
   } else {
     const unsched = unbound.filter(isUnschedulable);
     const why = unbound.map(schedulerMessage).find((m) => m !== undefined && m !== '');
+    // The scheduler's forward run of the queue: the latest expected start over the replicas still waiting.
+    const expected = unbound.map((p) => parseTime(p.metadata.annotations?.[EXPECTED_START_ANNOTATION])).filter((t): t is number => t !== undefined);
+    if (expected.length === unbound.length && expected.length > 0) status.estimatedStartTime = new Date(Math.max(...expected)).toISOString();
     const settled = current.length === k && unbound.length > 0 && unbound.every((p) => givenUp(p, ctx.now, ctx.cfg.settleMs));
     if (elastic && bound.length >= min && !settled) wakeAt = settleAt(unbound, ctx.cfg.settleMs);
     if (elastic && settled && bound.length >= min) {

@@ -38,6 +38,8 @@ export interface PodState {
   reason?: string;
   unschedulable?: string;
   assigned?: string;
+  /** The scheduler's expected start (annotation ai.sits2026.dev/expected-start), RFC 3339. */
+  expectedStart?: string;
   deleting?: boolean;
   startTime?: number;
 }
@@ -147,6 +149,7 @@ export class FakeCluster {
         ...p.metadata,
         ...(s.deleting === true ? { deletionTimestamp: new Date(this.now).toISOString() } : {}),
         ...(s.assigned === undefined ? {} : { annotations: { ...p.metadata.annotations, 'ai.sits2026.dev/assigned-node': s.assigned } }),
+        ...(s.expectedStart === undefined ? {} : { annotations: { ...p.metadata.annotations, 'ai.sits2026.dev/expected-start': s.expectedStart } }),
       },
       spec: { ...(p.spec ?? { containers: [] }), ...(s.node === undefined ? {} : { nodeName: s.node }) },
       status: {
