@@ -17,6 +17,9 @@ import {
   StringEnum,
   nameLengthRule,
   withRules,
+  Count,
+  Timestamp,
+  ObservedGeneration,
 } from './common.ts';
 import { INFERENCE_RUNTIMES } from './inference-service.ts';
 
@@ -185,17 +188,16 @@ export type BatchInferenceJobSpec = Static<typeof BatchInferenceJobSpec>;
 
 export const BATCH_INFERENCE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Suspended'] as const;
 
-const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int64' });
-const Timestamp = (description: string) => Type.String({ description, format: 'date-time' });
+const Count64 = (description: string) => Count(description, 'int64');
 
 export const BatchProgress = Obj(
   {
-    recordsTotal: Type.Optional(Count('Records in the input, once known.')),
-    recordsProcessed: Type.Optional(Count('Records with a result written.')),
-    recordsFailed: Type.Optional(Count('Records that failed after all retries.')),
-    tokensProcessed: Type.Optional(Count('Tokens processed (prompt plus generated).')),
-    shardsTotal: Type.Optional(Count('Shards in the job, including splits.')),
-    shardsCompleted: Type.Optional(Count('Shards finished.')),
+    recordsTotal: Type.Optional(Count64('Records in the input, once known.')),
+    recordsProcessed: Type.Optional(Count64('Records with a result written.')),
+    recordsFailed: Type.Optional(Count64('Records that failed after all retries.')),
+    tokensProcessed: Type.Optional(Count64('Tokens processed (prompt plus generated).')),
+    shardsTotal: Type.Optional(Count64('Shards in the job, including splits.')),
+    shardsCompleted: Type.Optional(Count64('Shards finished.')),
     percent: Type.Optional(Type.Integer({ description: 'Completion percentage.', minimum: 0, maximum: 100 })),
     lastCheckpointTime: Type.Optional(Timestamp('When progress was last checkpointed.')),
   },
@@ -206,7 +208,7 @@ export const BatchInferenceJobStatus = Obj(
   {
     phase: Type.Optional(StringEnum(BATCH_INFERENCE_PHASES, { description: 'Pending, Running, Succeeded, Failed or Suspended.' })),
     conditions: Type.Optional(Conditions),
-    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    observedGeneration: ObservedGeneration(),
     progress: Type.Optional(BatchProgress),
     readyWorkers: Type.Optional(Type.Integer({ description: 'Workers running.', minimum: 0, format: 'int32' })),
     currentBatchSize: Type.Optional(Type.Integer({ description: 'Batch size in use (changes with dynamic batching).', minimum: 1, maximum: 2048 })),

@@ -411,4 +411,11 @@ export function dnsLabelNameRule<T extends { metadata: ObjectMeta }>(why: string
   };
 }
 
+/** A non-negative count in a status (int32, or int64 where counts can exceed 2³¹). */
+export const Count = (description: string, format: 'int32' | 'int64' = 'int32') => Type.Integer({ description, minimum: 0, format });
+/** An RFC 3339 time in a status. */
+export const Timestamp = (description: string) => Type.String({ description, format: 'date-time' });
+/** status.observedGeneration, the same in every kind. */
+export const ObservedGeneration = () => Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' }));
+
 export type { QuantityValue };

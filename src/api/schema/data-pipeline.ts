@@ -17,6 +17,9 @@ import {
   StringEnum,
   nameLengthRule,
   withRules,
+  Count,
+  Timestamp,
+  ObservedGeneration,
 } from './common.ts';
 
 /** Stage names are short because pods are named <pipeline>-<stage>-<index>. */
@@ -131,8 +134,6 @@ export type DataPipelineSpec = Static<typeof DataPipelineSpec>;
 export const STAGE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Skipped'] as const;
 export const DATA_PIPELINE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Suspended'] as const;
 
-const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int32' });
-const Timestamp = (description: string) => Type.String({ description, format: 'date-time' });
 
 export const StageStatus = Obj(
   {
@@ -151,7 +152,7 @@ export const DataPipelineStatus = Obj(
   {
     phase: Type.Optional(StringEnum(DATA_PIPELINE_PHASES, { description: 'Pending, Running, Succeeded, Failed or Suspended.' })),
     conditions: Type.Optional(Conditions),
-    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    observedGeneration: ObservedGeneration(),
     stages: Type.Optional(
       Type.Array(StageStatus, {
         description: 'Per-stage progress.',

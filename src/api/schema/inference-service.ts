@@ -16,6 +16,8 @@ import {
   StringEnum,
   nameLengthRule,
   withRules,
+  Count,
+  ObservedGeneration,
 } from './common.ts';
 
 export const INFERENCE_RUNTIMES = ['vllm', 'tgi', 'triton'] as const;
@@ -171,13 +173,12 @@ export type InferenceServiceSpec = Static<typeof InferenceServiceSpec>;
 export const INFERENCE_SERVICE_PHASES = ['Pending', 'Loading', 'Ready', 'Scaling', 'Degraded', 'Failed'] as const;
 export type InferenceServicePhase = (typeof INFERENCE_SERVICE_PHASES)[number];
 
-const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int32' });
 
 export const InferenceServiceStatus = Obj(
   {
     phase: Type.Optional(StringEnum(INFERENCE_SERVICE_PHASES, { description: 'Pending, Loading (weights), Ready, Scaling, Degraded (some replicas down) or Failed.' })),
     conditions: Type.Optional(Conditions),
-    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    observedGeneration: ObservedGeneration(),
     replicas: Type.Optional(Count('Replicas (pods) that currently exist; the scale subresource reads it.')),
     readyReplicas: Type.Optional(Count('Replicas serving traffic.')),
     desiredReplicas: Type.Optional(Count('The autoscaler\'s latest recommendation.')),

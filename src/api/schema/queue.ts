@@ -12,6 +12,8 @@ import {
   Resource,
   StringEnum,
   withRules,
+  Count,
+  ObservedGeneration,
 } from './common.ts';
 
 export const QUEUE_TIERS = ['gold', 'silver', 'bronze'] as const;
@@ -186,12 +188,11 @@ export const QueueSpec = withRules(
 );
 export type QueueSpec = Static<typeof QueueSpec>;
 
-const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int32' });
 
 export const QueueStatus = Obj(
   {
     conditions: Type.Optional(Conditions),
-    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    observedGeneration: ObservedGeneration(),
     effectiveWeight: Type.Optional(Type.Integer({ description: 'Fair-share weight in use (from weight or tier).', minimum: 1 })),
     pendingWorkloads: Type.Optional(Count('Jobs waiting for admission.')),
     admittedWorkloads: Type.Optional(Count('Jobs admitted and not finished.')),

@@ -20,6 +20,9 @@ import {
   dnsLabelNameRule,
   topologyRank,
   withRules,
+  Count,
+  Timestamp,
+  ObservedGeneration,
 } from './common.ts';
 
 export const TRAINING_STRATEGIES = ['ring-allreduce', 'tree-allreduce', 'hierarchical-allreduce', 'parameter-server', 'none'] as const;
@@ -236,14 +239,12 @@ export type TrainingJobSpec = Static<typeof TrainingJobSpec>;
 export const TRAINING_JOB_PHASES = ['Pending', 'Scheduling', 'Running', 'Restarting', 'Succeeded', 'Failed'] as const;
 export type TrainingJobPhase = (typeof TRAINING_JOB_PHASES)[number];
 
-const Timestamp = (description: string) => Type.String({ description, format: 'date-time' });
-const Count = (description: string) => Type.Integer({ description, minimum: 0, format: 'int32' });
 
 export const TrainingJobStatus = Obj(
   {
     phase: Type.Optional(StringEnum(TRAINING_JOB_PHASES, { description: 'Lifecycle phase: Pending, Scheduling, Running, Restarting, Succeeded or Failed.' })),
     conditions: Type.Optional(Conditions),
-    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation this status reflects.', minimum: 0, format: 'int64' })),
+    observedGeneration: ObservedGeneration(),
     replicas: Type.Optional(Count('Replicas (pods) that currently exist; the scale subresource reads it.')),
     readyReplicas: Type.Optional(Count('Replicas whose pod is Running and ready.')),
     succeededReplicas: Type.Optional(Count('Replicas whose pod succeeded.')),
