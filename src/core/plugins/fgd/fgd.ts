@@ -181,8 +181,8 @@ export function fgdChoice(cache: FragCache, pod: PodSpec, node: NodeState): FgdC
   return { score, gpus };
 }
 
-/** A usable GPU before index g has the same free milli. */
-function seenBefore(node: NodeState, g: number, f: number): boolean {
+/** A usable GPU before index g has the same free milli (and so the same score). */
+export function seenBefore(node: NodeState, g: number, f: number): boolean {
   for (let k = 0; k < g; k++) if (node.gpuFree[k] === f && node.gpuUsable[k] === 1) return true;
   return false;
 }

@@ -25,7 +25,7 @@ import type { PodSpec } from '../../model/pod.ts';
 import type { NodeState } from '../../snapshot/cluster-state.ts';
 import type { Plugin } from '../../framework/types.ts';
 import { pickTopologyGpus } from '../topology/gpu-topology-pick.ts';
-import { FragCache } from './fgd.ts';
+import { FragCache, seenBefore } from './fgd.ts';
 import type { TypicalShape } from './fragmentation.ts';
 
 const sigmoid = (d: number): number => 1 / (1 + Math.exp(-d));
@@ -127,12 +127,6 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   if (r.gpuCount === 0 || r.gpuMilli === 0) return toScore(before - cache.afterCpu(node, r.cpuMilli) + extra);
   const after = r.gpuMilli >= 1000 ? cache.afterWhole(node, r.cpuMilli, r.gpuCount) : undefined;
   return after === undefined ? 0 : toScore(before - after + extra);
-}
-
-/** A usable GPU before index g has the same free milli (and so the same score). */
-function seenBefore(node: NodeState, g: number, f: number): boolean {
-  for (let k = 0; k < g; k++) if (node.gpuFree[k] === f && node.gpuUsable[k] === 1) return true;
-  return false;
 }
 
 export const sitsFragPlugin = (shapes: readonly TypicalShape[]): Plugin => {
