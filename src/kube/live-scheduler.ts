@@ -320,10 +320,11 @@ export class LiveScheduler {
     }
     type Unit = { key: string; priority: number; createdMs: number; seq: number; run: () => Promise<void> | void };
     const units: Unit[] = [];
+    const bound = gangs.size === 0 ? new Map<string, number>() : this.boundByGroup();
     for (const p of singles) units.push({ key: p.key, priority: p.spec.priority, createdMs: p.createdMs, seq: p.seq, run: () => this.scheduleSingle(sch, p) });
     for (const [g, members] of gangs) {
       const first = members.reduce((a, b) => (a.seq < b.seq ? a : b));
-      units.push({ key: `gang:${g}`, priority: Math.max(...members.map((m) => m.spec.priority)), createdMs: first.createdMs, seq: first.seq, run: () => this.scheduleGang(sch, g, members) });
+      units.push({ key: `gang:${g}`, priority: Math.max(...members.map((m) => m.spec.priority)), createdMs: first.createdMs, seq: first.seq, run: () => this.scheduleGang(sch, g, members, bound) });
     }
     units.sort((a, b) => b.priority - a.priority || a.createdMs - b.createdMs || a.seq - b.seq);
     for (const u of units) {
@@ -508,9 +509,9 @@ export class LiveScheduler {
     return undefined;
   }
 
-  private async scheduleGang(sch: Scheduler, name: string, members: PendingPod[]): Promise<void> {
+  private async scheduleGang(sch: Scheduler, name: string, members: PendingPod[], bound: ReadonlyMap<string, number>): Promise<void> {
     const key = `gang:${name}`;
-    const ready = this.readyGang(sch, name, members, this.boundByGroup());
+    const ready = this.readyGang(sch, name, members, bound);
     if (ready === undefined) return;
     const { info, need } = ready;
     const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
