@@ -134,7 +134,6 @@ export type DataPipelineSpec = Static<typeof DataPipelineSpec>;
 export const STAGE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Skipped'] as const;
 export const DATA_PIPELINE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Suspended'] as const;
 
-
 export const StageStatus = Obj(
   {
     name: Type.String({ description: 'Stage name.', maxLength: STAGE_NAME_MAX }),

@@ -173,7 +173,6 @@ export type InferenceServiceSpec = Static<typeof InferenceServiceSpec>;
 export const INFERENCE_SERVICE_PHASES = ['Pending', 'Loading', 'Ready', 'Scaling', 'Degraded', 'Failed'] as const;
 export type InferenceServicePhase = (typeof INFERENCE_SERVICE_PHASES)[number];
 
-
 export const InferenceServiceStatus = Obj(
   {
     phase: Type.Optional(StringEnum(INFERENCE_SERVICE_PHASES, { description: 'Pending, Loading (weights), Ready, Scaling, Degraded (some replicas down) or Failed.' })),

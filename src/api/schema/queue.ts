@@ -188,7 +188,6 @@ export const QueueSpec = withRules(
 );
 export type QueueSpec = Static<typeof QueueSpec>;
 
-
 export const QueueStatus = Obj(
   {
     conditions: Type.Optional(Conditions),

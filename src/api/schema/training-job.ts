@@ -239,7 +239,6 @@ export type TrainingJobSpec = Static<typeof TrainingJobSpec>;
 export const TRAINING_JOB_PHASES = ['Pending', 'Scheduling', 'Running', 'Restarting', 'Succeeded', 'Failed'] as const;
 export type TrainingJobPhase = (typeof TRAINING_JOB_PHASES)[number];
 
-
 export const TrainingJobStatus = Obj(
   {
     phase: Type.Optional(StringEnum(TRAINING_JOB_PHASES, { description: 'Lifecycle phase: Pending, Scheduling, Running, Restarting, Succeeded or Failed.' })),
