@@ -35,6 +35,19 @@ if (!unitOnly && existsSync('tools/k8s/ensure.mjs')) {
   }
 }
 
+if (!unitOnly) {
+  // The browser tests (HTML reports) need Chromium: Debian's package, installed here when missing.
+  process.stderr.write('\n── chromium ──\n');
+  const r = spawnSync('node', ['tools/chromium/ensure.mjs'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  if (r.status !== 0) {
+    process.stderr.write('cannot provide Chromium for the browser tests (see above)\n');
+    failedSteps++;
+  } else {
+    const lines = r.stdout.trim().split('\n');
+    env.SITS_CHROMIUM = lines[lines.length - 1];
+  }
+}
+
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
 const projects = e2eOnly ? ['--project', 'e2e'] : unitOnly ? ['--project', 'unit'] : [];
 const vitestStatus = run('tests', 'npx', ['vitest', 'run', ...projects, '--reporter=default', '--reporter=json', `--outputFile.json=${out}`], { env });
@@ -55,6 +68,6 @@ try {
   failed++;
   process.stderr.write('no test report was written\n');
 }
-if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check or control plane), counted as failures\n`);
+if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check, control plane or chromium), counted as failures\n`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);

@@ -3,37 +3,11 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Command } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { registerBenchFgd } from '../cli/commands/bench-fgd.ts';
-import { registerBenchReplay } from '../cli/commands/bench-replay.ts';
-import { registerBenchThroughput } from '../cli/commands/bench-throughput.ts';
 import { CliError } from '../cli/errors.ts';
+import { runBench as run, simFixture as fixture } from './testing/bench-cli.ts';
 
-const fixture = (f: string): string => fileURLToPath(new URL(`./testdata/${f}`, import.meta.url));
 const tmp = mkdtempSync(join(tmpdir(), 'sits-bench-'));
-
-async function run(args: string[]): Promise<{ out: string; error?: Error }> {
-  const program = new Command('sits').exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });
-  const bench = program.command('bench');
-  registerBenchFgd(bench);
-  registerBenchThroughput(bench);
-  registerBenchReplay(bench);
-  let out = '';
-  const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
-    out += String(chunk);
-    return true;
-  });
-  try {
-    await program.parseAsync(['node', 'sits', 'bench', ...args]);
-    return { out };
-  } catch (e) {
-    return { out, error: e as Error };
-  } finally {
-    spy.mockRestore();
-  }
-}
 
 afterEach(() => vi.restoreAllMocks());
 
