@@ -11,6 +11,10 @@ export interface QueuedJob {
   readonly gang: GangSpec;
   /** Runtime estimate (user-given or learned); used by backfill and ETAs. */
   readonly estRuntimeMs: number;
+  /** PriorityClass name, checked against the queue's priorityClasses. */
+  readonly priorityClass?: string;
+  /** Namespace the job was submitted from, checked against the queue's namespaces (unset: `default`). */
+  readonly namespace?: string;
 }
 
 export interface RunningJob {

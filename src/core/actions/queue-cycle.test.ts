@@ -7,7 +7,7 @@ import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod, type TopologyConstraint } from '../model/pod.ts';
-import { makeQueue, type QueueSpec } from '../queue/model.ts';
+import { makeQueue, type QueuePreemption, type QueueSpec } from '../queue/model.ts';
 import { seededRng } from '../ports.ts';
 
 function cluster(shape: string, racks: number, perRack: number): Scheduler {
@@ -173,5 +173,90 @@ describe('queue cycle: preemption', () => {
       running = running.filter((x) => !r.preempted.some((p) => p.victim.id === x.id));
     }
     expect(preemptions).toBe(0);
+  });
+});
+
+describe('queue cycle: what a queue accepts', () => {
+  const withClass = (j: QueuedJob, priorityClass?: string, namespace?: string): QueuedJob => ({ ...j, ...(priorityClass === undefined ? {} : { priorityClass }), ...(namespace === undefined ? {} : { namespace }) });
+
+  it('holds a job whose priority class the queue does not accept, and says which it accepts', () => {
+    const s = cluster('dgx-h100', 1, 1);
+    const qs = queues(makeQueue('a', { priorityClasses: ['train-high', 'train-low'] }));
+    const r = cycle(s, qs, [withClass(job('ok', 'a', 1, 1), 'train-low'), withClass(job('other', 'a', 1, 1), 'inference'), job('none', 'a', 1, 1)]);
+    expect(startedIds(r)).toEqual(['ok']);
+    expect(r.waiting.get('other')).toEqual({ reason: 'inadmissible', message: 'queue a does not accept priority class inference (accepts train-high, train-low)' });
+    expect(r.waiting.get('none')).toEqual({ reason: 'inadmissible', message: 'queue a accepts priority classes train-high, train-low; the job names none' });
+  });
+
+  it('a job naming no priority class is of the queue’s default class', () => {
+    const s = cluster('dgx-h100', 1, 1);
+    const qs = queues(makeQueue('a', { priorityClasses: ['train-low'], defaultPriorityClass: 'train-low' }));
+    expect(startedIds(cycle(s, qs, [job('none', 'a', 1, 1)]))).toEqual(['none']);
+  });
+
+  it('holds a job from a namespace the queue does not admit (no namespace means default)', () => {
+    const s = cluster('dgx-h100', 1, 1);
+    const qs = queues(makeQueue('a', { namespaces: ['team-a'] }));
+    const r = cycle(s, qs, [withClass(job('mine', 'a', 1, 1), undefined, 'team-a'), withClass(job('theirs', 'a', 1, 1), undefined, 'team-b'), job('dflt', 'a', 1, 1)]);
+    expect(startedIds(r)).toEqual(['mine']);
+    expect(r.waiting.get('theirs')).toEqual({ reason: 'inadmissible', message: 'namespace team-b may not submit to queue a (allowed: team-a)' });
+    expect(r.waiting.get('dflt')?.message).toBe('namespace default may not submit to queue a (allowed: team-a)');
+  });
+});
+
+describe('queue cycle: per-queue preemption policy', () => {
+  const now = 100_000_000;
+  /** Queue b borrows a's 8 GPUs with two gangs of the given priorities; a asks for its 8 back. */
+  function reclaimSetup(aPolicy: QueuePreemption | undefined, bPolicy: QueuePreemption = {}, prio = { b1: 0, b2: 0, a1: 50 }, bStartedMs = now - 3_600_000): { r: CycleResult } {
+    const s = cluster('dgx-h100', 1, 2);
+    const qs = queues(makeQueue('a', { cohort: 'c', nominal: G(8), ...(aPolicy === undefined ? {} : { preemption: aPolicy }) }), makeQueue('b', { cohort: 'c', nominal: G(8), preemption: bPolicy }));
+    const b1 = start(s, job('b1', 'b', 1, 8, { priority: prio.b1 }), bStartedMs);
+    const b2 = start(s, job('b2', 'b', 1, 8, { priority: prio.b2 }), bStartedMs);
+    return { r: cycle(s, qs, [job('a1', 'a', 1, 8, { priority: prio.a1 })], [b1, b2], now) };
+  }
+
+  it('reclaimWithinCohort Never: a queue under its share does not take its quota back by preemption', () => {
+    const { r } = reclaimSetup({ reclaimWithinCohort: 'Never' });
+    expect(r.preempted).toEqual([]);
+    expect(r.waiting.get('a1')?.reason).toBe('capacity');
+  });
+
+  it('reclaimWithinCohort LowerPriority: only another queue’s jobs of lower priority than the preemptor', () => {
+    expect(reclaimSetup({ reclaimWithinCohort: 'LowerPriority' }, {}, { b1: 100, b2: 10, a1: 50 }).r.preempted.map((p) => p.victim.id)).toEqual(['b2']);
+    expect(reclaimSetup({ reclaimWithinCohort: 'LowerPriority' }, {}, { b1: 100, b2: 100, a1: 50 }).r.preempted).toEqual([]);
+    expect(reclaimSetup({ reclaimWithinCohort: 'LowerPriority' }, {}, { b1: 50, b2: 50, a1: 50 }).r.preempted).toEqual([]);
+  });
+
+  it('reclaimWithinCohort Any (the default): irrespective of priority', () => {
+    expect(reclaimSetup({ reclaimWithinCohort: 'Any' }, {}, { b1: 100, b2: 100, a1: 0 }).r.preempted).toHaveLength(1);
+    expect(reclaimSetup(undefined, {}, { b1: 100, b2: 100, a1: 0 }).r.preempted).toHaveLength(1);
+  });
+
+  it('withinQueue Never: no preemption of the queue’s own lower-priority jobs', () => {
+    const s = cluster('dgx-h100', 1, 1);
+    const g1 = start(s, job('g1', 'a', 1, 8), now - 3_600_000);
+    const never = cycle(s, queues(makeQueue('a', { preemption: { withinQueue: 'Never' } })), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
+    expect(never.preempted).toEqual([]);
+    const lower = cycle(s, queues(makeQueue('a', { preemption: { withinQueue: 'LowerPriority' } })), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
+    expect(lower.preempted.map((p) => p.victim.id)).toEqual(['g1']);
+  });
+
+  it('the cooldown is the victim queue’s, not one global value', () => {
+    // b's jobs started 10 min ago: b's cooldown of 1 h protects them even though the cycle default is 5 min.
+    expect(reclaimSetup({}, { cooldownMs: 3_600_000 }, undefined, now - 600_000).r.preempted).toEqual([]);
+    expect(reclaimSetup({}, { cooldownMs: 300_000 }, undefined, now - 600_000).r.preempted).toHaveLength(1);
+    // A queue with no cooldown of its own: 1 min old jobs are preempted when the queue says 0, not under the 5 min default.
+    expect(reclaimSetup({}, { cooldownMs: 0 }, undefined, now - 60_000).r.preempted).toHaveLength(1);
+    expect(reclaimSetup({}, {}, undefined, now - 60_000).r.preempted).toEqual([]);
+  });
+
+  it('the critical-phase grace is the victim queue’s: beyond it the preemption is not even deferred', () => {
+    const s = cluster('dgx-h100', 1, 1);
+    const g1 = start(s, job('g1', 'a', 1, 8), now - 3_600_000, { criticalUntilMs: now + 30_000 });
+    const short = cycle(s, queues(makeQueue('a', { preemption: { criticalGraceMs: 10_000 } })), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
+    expect(short.deferred).toEqual([]);
+    expect(short.waiting.get('urgent')?.reason).toBe('critical-victim');
+    const long = cycle(s, queues(makeQueue('a', { preemption: { criticalGraceMs: 60_000 } })), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
+    expect(long.deferred.map((d) => d.victim.id)).toEqual(['g1']);
   });
 });

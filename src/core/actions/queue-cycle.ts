@@ -1,13 +1,17 @@
 /**
  * One scheduling cycle over queued jobs (the session of Volcano/KAI, as a function):
  *   1. order: the queue with the lowest weighted dominant share goes next; inside a queue, priority then FIFO;
+ *      a job whose priority class or namespace its queue does not accept is held ('inadmissible');
  *   2. admission: quota (nominal, borrowing within the cohort) AND a topology-feasible placement of the
  *      whole gang, both against the same cluster state — a job is admitted only by being placed;
  *   3. reservations: the first job of a queue that cannot be placed gets a reservation (the nodes and the
  *      time it would start as running jobs end), and later jobs backfill only where they cannot delay it;
  *   4. preemption: whole gangs only, fewest and cheapest victims, topology-aware, borrowed quota first,
  *      never a job in a critical phase (it gets a bounded grace instead), never a job younger than the
- *      cooldown, and never so that the preemptor's queue would exceed its deserved share (no loops).
+ *      cooldown, and never so that the preemptor's queue would exceed its deserved share (no loops). The
+ *      preemptor's queue policy says whether it may preempt in its own queue (withinQueue) and other
+ *      queues' jobs (reclaimWithinCohort: Never, LowerPriority, Any); the cooldown and the critical-phase
+ *      grace are the victim's queue's.
  * Everything happens in statements on the ClusterState; the caller carries out the result.
  */
 import type { Placement } from '../framework/scheduler.ts';
@@ -17,7 +21,7 @@ import type { TopologyLevel } from '../model/topology.ts';
 import type { Allocation } from '../snapshot/cluster-state.ts';
 import { Statement } from '../statement/statement.ts';
 import { deservedGpu, weightedShare } from '../queue/fair-share.ts';
-import { add, sub, ZERO, type QueueSpec, type Resources } from '../queue/model.ts';
+import { add, inadmissible, sub, ZERO, type QueueSpec, type Resources } from '../queue/model.ts';
 import { borrowedBy, checkQuota, type QueueUsage } from '../queue/quota.ts';
 import { jobResources, lostWork, type QueuedJob, type RunningJob } from './jobs.ts';
 
@@ -26,9 +30,9 @@ export interface CycleOptions {
   readonly preemption: boolean;
   /** Queues ordered by weighted fair share; false = one FIFO over all jobs (the baseline). */
   readonly fairShare: boolean;
-  /** A job that (re)started less than this ago is not preempted (cooldown against loops). */
+  /** A job that (re)started less than this ago is not preempted (cooldown against loops); a queue's own cooldown overrides it. */
   readonly minRuntimeMs: number;
-  /** A victim in a critical phase ending within this is preempted when it ends; later ones are spared. */
+  /** A victim in a critical phase ending within this is preempted when it ends; later ones are spared. A queue's own grace overrides it. */
   readonly criticalGraceMs: number;
   /** Reservations at most (one per queue head, in fair-share order). */
   readonly maxReservations: number;
@@ -38,7 +42,7 @@ export interface CycleOptions {
 
 export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4, explain: true };
 
-export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim';
+export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim' | 'inadmissible';
 
 export interface Waiting {
   readonly reason: WaitReason;
@@ -160,6 +164,11 @@ export function runCycle(input: CycleInput): CycleResult {
   let releases = 0;
   for (let job = next(); job !== undefined; job = next()) {
     const q = queueOf(job.queue);
+    const refused = inadmissible(q, job);
+    if (refused !== undefined) {
+      waiting.set(job.id, { reason: 'inadmissible', message: refused });
+      continue;
+    }
     const demand = jobResources(job);
     const quota = checkQuota(q, queues, usage, demand);
     if (!quota.ok) {
@@ -264,14 +273,21 @@ export function runCycle(input: CycleInput): CycleResult {
     const myUsage = usage.get(job.queue)?.total ?? ZERO;
     const myDeserved = deserved.get(job.queue) ?? 0;
     const reclaimAllowed = myUsage.gpuMilli + demand.gpuMilli <= myDeserved + 1e-6;
+    const policy = queueOf(job.queue).preemption ?? {};
+    const withinQueue = policy.withinQueue ?? 'LowerPriority';
+    const reclaim = policy.reclaimWithinCohort ?? 'Any';
     const candidates: { r: RunningJob; borrowing: boolean; cost: number }[] = [];
     for (const r of running.values()) {
-      if (!r.preemptible || nowMs - r.startMs < opts.minRuntimeMs) continue;
-      const samePriorityRule = r.queue === job.queue && r.priority < job.priority;
       const vq = queueOf(r.queue);
+      if (!r.preemptible || nowMs - r.startMs < (vq.preemption?.cooldownMs ?? opts.minRuntimeMs)) continue;
       const vUsage = usage.get(r.queue)?.total ?? ZERO;
-      const overShare = r.queue !== job.queue && vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
-      if (!samePriorityRule && !(reclaimAllowed && overShare)) continue;
+      if (r.queue === job.queue) {
+        if (withinQueue === 'Never' || r.priority >= job.priority) continue;
+      } else {
+        if (reclaim === 'Never' || (reclaim === 'LowerPriority' && r.priority >= job.priority) || !reclaimAllowed) continue;
+        const overShare = vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
+        if (!overShare) continue;
+      }
       candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, cost: lostWork(r, nowMs) });
     }
     if (candidates.length === 0) return 'no';
@@ -290,7 +306,8 @@ export function runCycle(input: CycleInput): CycleResult {
     const critical = best.victims.filter((v) => (v.criticalUntilMs ?? 0) > nowMs);
     if (critical.length > 0) {
       const waitMs = Math.max(...critical.map((v) => (v.criticalUntilMs as number) - nowMs));
-      if (waitMs <= opts.criticalGraceMs) for (const v of critical) deferred.push({ victim: v, by: job.id, atMs: v.criticalUntilMs as number });
+      const withinGrace = critical.every((v) => (v.criticalUntilMs as number) - nowMs <= (queueOf(v.queue).preemption?.criticalGraceMs ?? opts.criticalGraceMs));
+      if (withinGrace) for (const v of critical) deferred.push({ victim: v, by: job.id, atMs: v.criticalUntilMs as number });
       waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s` });
       return 'no';
     }

@@ -41,6 +41,29 @@ export interface QueueSpec {
   readonly guaranteed: Resources;
   /** Per GPU model quotas, on top of the resource quotas. */
   readonly models: Readonly<Record<string, ModelQuota>>;
+  /** PriorityClasses whose jobs the queue accepts; unset or empty accepts any. */
+  readonly priorityClasses?: readonly string[];
+  /** The class of a job that names none (it must be one of priorityClasses). */
+  readonly defaultPriorityClass?: string;
+  /** Namespaces whose jobs may use the queue; unset or empty allows all. A job without one is in `default`. */
+  readonly namespaces?: readonly string[];
+  readonly preemption?: QueuePreemption;
+}
+
+/**
+ * Preemption policy of a queue (Kueue's ClusterQueue preemption, names kept):
+ * - withinQueue: whether a pending job may preempt lower-priority jobs of its own queue (Never | LowerPriority);
+ * - reclaimWithinCohort: whether a job of this queue, while the queue is under its fair share, may preempt
+ *   jobs of other queues above theirs: Never, only jobs of lower priority than it, or Any priority;
+ * - cooldownMs and criticalGraceMs protect the queue's own running jobs as victims: not preempted within
+ *   cooldownMs of their (re)start, and a critical phase is waited for at most criticalGraceMs.
+ * Unset fields take LowerPriority, Any and the cycle's minRuntimeMs / criticalGraceMs.
+ */
+export interface QueuePreemption {
+  readonly withinQueue?: 'Never' | 'LowerPriority';
+  readonly reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any';
+  readonly cooldownMs?: number;
+  readonly criticalGraceMs?: number;
 }
 
 export const TIER_WEIGHTS: Readonly<Record<string, number>> = { gold: 4, silver: 2, bronze: 1 };
@@ -56,7 +79,28 @@ export function makeQueue(name: string, o: Partial<Omit<QueueSpec, 'name'>> = {}
     lendingLimit: o.lendingLimit ?? UNLIMITED,
     guaranteed: o.guaranteed ?? ZERO,
     models: o.models ?? {},
+    ...(o.priorityClasses === undefined ? {} : { priorityClasses: o.priorityClasses }),
+    ...(o.defaultPriorityClass === undefined ? {} : { defaultPriorityClass: o.defaultPriorityClass }),
+    ...(o.namespaces === undefined ? {} : { namespaces: o.namespaces }),
+    ...(o.preemption === undefined ? {} : { preemption: o.preemption }),
   };
+}
+
+/**
+ * Why `queue` refuses a job outright (whatever its quota): a priority class or a namespace the queue does
+ * not accept. Undefined when the queue accepts it.
+ */
+export function inadmissible(queue: QueueSpec, job: { readonly priorityClass?: string; readonly namespace?: string }): string | undefined {
+  const classes = queue.priorityClasses ?? [];
+  if (classes.length > 0) {
+    const cls = job.priorityClass ?? queue.defaultPriorityClass;
+    if (cls === undefined) return `queue ${queue.name} accepts priority classes ${classes.join(', ')}; the job names none`;
+    if (!classes.includes(cls)) return `queue ${queue.name} does not accept priority class ${cls} (accepts ${classes.join(', ')})`;
+  }
+  const namespaces = queue.namespaces ?? [];
+  const ns = job.namespace ?? 'default';
+  if (namespaces.length > 0 && !namespaces.includes(ns)) return `namespace ${ns} may not submit to queue ${queue.name} (allowed: ${namespaces.join(', ')})`;
+  return undefined;
 }
 
 /** What a job asks of its queue's quota: its total requests, and GPU milli per model it may use. */
