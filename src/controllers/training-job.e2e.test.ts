@@ -165,6 +165,23 @@ describe('TrainingJob controller on a real kube-apiserver (4 × a800x4)', () => 
     await deleteJobAndWait(ns, 'huge');
   });
 
+  it('GPU memory reaches the scheduler: 96Gi per GPU does not fit 80 GB A800s, 40Gi does', async () => {
+    const ns = await newNs('gpumem');
+    await client.post(jobsPath(ns), trainingJob('bigmem', { replicas: 1, resources: { 'nvidia.com/gpu': 1, 'memory-gpu-optimized': '96Gi' } }));
+    const job = await waitFor('status explaining why', async () => {
+      const j = await getJob(ns, 'bigmem');
+      const c = j.status?.conditions?.find((x) => x.type === 'Scheduled');
+      return c?.reason === 'Unschedulable' ? j : undefined;
+    }, 30_000);
+    expect(job.status?.conditions?.find((c) => c.type === 'Scheduled')?.message).toMatch(/^0\/4 nodes fit .*: 4 insufficient GPU memory per device/);
+    await client.post(jobsPath(ns), trainingJob('fits', { replicas: 1, resources: { 'nvidia.com/gpu': 1 }, gpu: { minMemoryGiB: 40 } }));
+    await waitFor('the 40Gi job bound', async () => ((await replicaPods(ns, 'fits')).filter((p) => (p.spec?.nodeName ?? '') !== '').length === 1 ? true : undefined), 30_000);
+    expect((await replicaPods(ns, 'bigmem')).filter((p) => (p.spec?.nodeName ?? '') !== '')).toEqual([]);
+    // deleteJobAndWait waits for the whole namespace to empty: delete the other job first.
+    await client.delete(`${jobsPath(ns)}/fits`);
+    await deleteJobAndWait(ns, 'bigmem');
+  });
+
   it('a failed replica restarts the whole gang with exponential backoff; after backoffLimit the job is Failed with the reason, then deleted by its TTL', async () => {
     const ns = await newNs('flaky');
     await client.post(jobsPath(ns), trainingJob('flaky', { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, backoffLimit: 2, ttlSecondsAfterFinished: 4 }));

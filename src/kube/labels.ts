@@ -12,7 +12,8 @@
  * Pods — requests are summed over containers (max with init containers, as kube-scheduler does):
  * cpu, memory and `nvidia.com/gpu`. A fractional GPU is annotation `ai.sits2026.dev/gpu-fraction: "0.5"`
  * (one shared device, no `nvidia.com/gpu` request). Constraints: `ai.sits2026.dev/gpu-models: "H100-SXM,A100-80G"`,
- * `ai.sits2026.dev/min-compute-capability: sm_90`. Gang: label `ai.sits2026.dev/pod-group` naming a PodGroup
+ * `ai.sits2026.dev/min-compute-capability: sm_90`, `ai.sits2026.dev/gpu-memory: 40Gi` (memory each GPU device must
+ * have; nodes without a known GPU memory are not filtered). Gang: label `ai.sits2026.dev/pod-group` naming a PodGroup
  * in the pod's namespace. Queue: label `ai.sits2026.dev/queue`. Priority: `spec.priority`.
  * SITS writes `ai.sits2026.dev/gpu-indices: "0,1"` on each pod it binds (through the Binding object).
  */
@@ -48,6 +49,7 @@ export const ANNOTATION = {
   gpuFraction: `${P}/gpu-fraction`,
   gpuModels: `${P}/gpu-models`,
   minComputeCapability: `${P}/min-compute-capability`,
+  gpuMemory: `${P}/gpu-memory`,
   gpuIndices: `${P}/gpu-indices`,
   /** Set on a pod that SITS has placed as part of a gang plan, before its binding (see gang-binder.ts). */
   assignedNode: `${P}/assigned-node`,
@@ -183,11 +185,15 @@ export function podFromK8s(p: V1Pod): Result<PodSpec, string> {
     if (parsed === undefined) return err(`pod ${key}: annotation ${ANNOTATION.minComputeCapability}: "${ccText}" is not a compute capability (sm_90, 9.0 or 90)`);
     cc = parsed;
   }
+  const memText = ann[ANNOTATION.gpuMemory];
+  const gpuMemoryMiB = memText === undefined ? undefined : parseQuantity(memText, 'MiB');
+  if (gpuMemoryMiB !== undefined && !(gpuMemoryMiB > 0)) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a positive memory quantity (e.g. 40Gi)`);
+  if (memText !== undefined && gpuMemoryMiB === undefined) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a memory quantity (e.g. 40Gi)`);
   const group = labels[LABEL.podGroup];
   return ok(
     makePod(
       key,
-      { cpuMilli, memoryMiB, gpuCount, gpuMilli },
+      { cpuMilli, memoryMiB, gpuCount, gpuMilli, ...(gpuMemoryMiB === undefined ? {} : { gpuMemoryMiB }) },
       {
         // Product names (NVIDIA-A800-SXM4-80GB) are mapped like node labels are, so both sides compare equal.
         gpuModels: [...new Set((ann[ANNOTATION.gpuModels] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(modelFromProduct))],

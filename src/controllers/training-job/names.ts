@@ -14,6 +14,7 @@ export const SCHEDULER_FORMAT = {
   queueLabel: `${P}/queue`,
   gpuModelsAnnotation: `${P}/gpu-models`,
   minComputeCapabilityAnnotation: `${P}/min-compute-capability`,
+  gpuMemoryAnnotation: `${P}/gpu-memory`,
   /** Written by the scheduler while it binds a gang (plan phase). */
   assignedNodeAnnotation: `${P}/assigned-node`,
 } as const;

@@ -2,7 +2,7 @@
  * The objects a TrainingJob owns, built from its spec: one pod per replica, the placeholder pods that probe for
  * room to grow, the headless Service for rendezvous and the PodGroups the scheduler places as gangs.
  */
-import { quantityToMilli } from '../../api/quantity.ts';
+import { quantityToMiB, quantityToMilli } from '../../api/quantity.ts';
 import { trainingJobGpusPerReplica, type TrainingJob, type TrainingJobSpec } from '../../api/schema/training-job.ts';
 import type { TopologyLevel } from '../../api/schema/common.ts';
 import { topologyRank } from '../../api/schema/common.ts';
@@ -76,7 +76,22 @@ function schedulingAnnotations(spec: TrainingJobSpec, cfg: BuildConfig): Record<
     out[SCHEDULER_FORMAT.gpuModelsAnnotation] = all.join(',');
   }
   if (spec.gpu?.minComputeCapability !== undefined) out[SCHEDULER_FORMAT.minComputeCapabilityAnnotation] = spec.gpu.minComputeCapability;
+  const memMiB = gpuMemoryPerDeviceMiB(spec);
+  if (memMiB > 0) out[SCHEDULER_FORMAT.gpuMemoryAnnotation] = `${memMiB}Mi`;
   return out;
+}
+
+/**
+ * Memory each GPU device must have: gpu.minMemoryGiB, or the replica's `memory-gpu-optimized` hint spread over
+ * its GPUs (32Gi on 2 GPUs needs 16Gi devices), whichever is larger; 0 when neither is given.
+ */
+export function gpuMemoryPerDeviceMiB(spec: TrainingJobSpec): number {
+  const fromMin = (spec.gpu?.minMemoryGiB ?? 0) * 1024;
+  const hint = spec.resources?.['memory-gpu-optimized'];
+  const gpus = trainingJobGpusPerReplica(spec);
+  const total = hint === undefined ? undefined : quantityToMiB(hint);
+  const fromHint = total === undefined || gpus <= 0 ? 0 : Math.ceil(total / gpus);
+  return Math.max(fromMin, fromHint);
 }
 
 function templateSpec(spec: TrainingJobSpec): PodSpecObject {

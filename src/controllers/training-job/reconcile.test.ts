@@ -138,6 +138,18 @@ describe('replica pods', () => {
     expect(c.replicaPods()[0]?.metadata.annotations).toMatchObject({ 'ai.sits2026.dev/gpu-models': 'NVIDIA-A800-SXM4-80GB,A800,H100-SXM', 'ai.sits2026.dev/min-compute-capability': '8.0' });
   });
 
+  it('carry the GPU memory each device needs: minMemoryGiB, or memory-gpu-optimized spread over the replica\'s GPUs', () => {
+    const ann = (spec: Record<string, unknown>) => {
+      const c = new FakeCluster(makeJob({ ...SEED_SPEC, ...spec }));
+      c.step();
+      return c.replicaPods()[0]?.metadata.annotations?.['ai.sits2026.dev/gpu-memory'];
+    };
+    expect(ann({})).toBe('32768Mi'); // the seed example: 32Gi on 1 GPU
+    expect(ann({ resources: { 'nvidia.com/gpu': 2, 'memory-gpu-optimized': '32Gi' } })).toBe('16384Mi');
+    expect(ann({ resources: { 'nvidia.com/gpu': 2, 'memory-gpu-optimized': '32Gi' }, gpu: { minMemoryGiB: 40 } })).toBe('40960Mi');
+    expect(ann({ resources: { 'nvidia.com/gpu': 1 } })).toBeUndefined();
+  });
+
   it('with a pod template: the SITS environment goes into the "trainer" container, the template\'s own values win', () => {
     const c = new FakeCluster(
       makeJob({
