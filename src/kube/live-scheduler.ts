@@ -18,7 +18,7 @@ import { ClusterCache, type PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL, parseGpuIndices, podKey, SCHEDULER_NAME } from './labels.ts';
 import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
-import { ANNOTATION_EXPECTED_RUNTIME, ANNOTATION_EXPECTED_START, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { ANNOTATION_EXPECTED_RUNTIME, ANNOTATION_EXPECTED_START, DEFAULT_COOLDOWN_SECONDS, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { runCycle } from '../core/actions/queue-cycle.ts';
 import { cloneState, estimateStarts } from '../core/actions/eta.ts';
 import { Statement } from '../core/statement/statement.ts';
@@ -441,12 +441,17 @@ export class LiveScheduler {
       const s = Number(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
       return Number.isFinite(s) && s > 0 ? s * 1000 : DEFAULT_RUNTIME_MS;
     };
+    // Namespace and PriorityClass, which the queue may restrict (Queue spec.namespaces, spec.priorityClasses).
+    const submitter = (p: PendingPod, g: PodGroupObject | undefined): { namespace: string; priorityClass?: string } => {
+      const cls = g?.spec?.priorityClassName ?? p.obj.spec?.priorityClassName;
+      return { namespace: p.obj.metadata?.namespace ?? 'default', ...(cls === undefined || cls === '' ? {} : { priorityClass: cls }) };
+    };
     const jobs: QueuedJob[] = [];
     const podsOf = new Map<string, readonly PendingPod[]>();
     const bound = this.boundByGroup();
     for (const p of singles) {
       const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
-      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p) });
+      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p), ...submitter(p, undefined) });
       podsOf.set(p.key, [p]);
     }
     for (const [name, members] of gangs) {
@@ -458,13 +463,13 @@ export class LiveScheduler {
       const priority = Math.max(...sorted.map((m) => m.spec.priority));
       const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
       const first = sorted.reduce((a, b) => (a.createdMs <= b.createdMs ? a : b));
-      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first) });
+      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first), ...submitter(first, this.podGroups.get(name)) });
       podsOf.set(key, sorted);
     }
     const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS);
-    // A victim is protected for its queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds).
-    const cooldowns = [...this.queueObjs.values()].map((o) => o.spec?.preemption?.cooldownSeconds ?? 60);
-    const minRuntimeMs = (cooldowns.length === 0 ? 60 : Math.min(...cooldowns)) * 1000;
+    // A victim is protected for its own queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds,
+    // carried by each QueueSpec); this default covers jobs whose queue has no Queue object.
+    const minRuntimeMs = DEFAULT_COOLDOWN_SECONDS * 1000;
     return { queues, jobs, podsOf, running, minRuntimeMs };
   }
 

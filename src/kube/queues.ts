@@ -17,7 +17,10 @@ export interface QueueObject {
     cohort?: string;
     resources?: { name: string; nominal: string | number; borrowingLimit?: string | number; lendingLimit?: string | number; guaranteed?: string | number }[];
     gpuModels?: { model: string; nominal: number; borrowingLimit?: number; lendingLimit?: number; guaranteed?: number }[];
-    preemption?: { cooldownSeconds?: number };
+    priorityClasses?: string[];
+    defaultPriorityClassName?: string;
+    namespaces?: string[];
+    preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number };
   };
 }
 
@@ -41,6 +44,10 @@ function amount(name: string, q: string | number | undefined): number | undefine
   return undefined;
 }
 
+/** The Queue CRD's defaults for spec.preemption.cooldownSeconds and criticalPhaseGraceSeconds. */
+export const DEFAULT_COOLDOWN_SECONDS = 60;
+export const DEFAULT_CRITICAL_GRACE_SECONDS = 300;
+
 const KEY: Readonly<Record<string, keyof Resources>> = { [GPU_RESOURCE]: 'gpuMilli', cpu: 'cpuMilli', memory: 'memoryMiB' };
 
 export function queueFromObject(o: QueueObject): QueueSpec {
@@ -61,6 +68,14 @@ export function queueFromObject(o: QueueObject): QueueSpec {
   for (const m of s.gpuModels ?? []) {
     models[modelFromProduct(m.model)] = { nominalGpuMilli: m.nominal * 1000, borrowingLimitGpuMilli: (m.borrowingLimit ?? Infinity) * 1000, lendingLimitGpuMilli: (m.lendingLimit ?? Infinity) * 1000, guaranteedGpuMilli: (m.guaranteed ?? 0) * 1000 };
   }
+  const p = s.preemption ?? {};
+  // The apiserver defaults every preemption field; an object that has none (a scenario file, a test) gets the same defaults.
+  const preemption = {
+    withinQueue: p.withinQueue ?? 'LowerPriority',
+    reclaimWithinCohort: p.reclaimWithinCohort ?? 'Any',
+    cooldownMs: (p.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS) * 1000,
+    criticalGraceMs: (p.criticalPhaseGraceSeconds ?? DEFAULT_CRITICAL_GRACE_SECONDS) * 1000,
+  } as const;
   return makeQueue(o.metadata?.name ?? '', {
     tenant: s.tenant ?? o.metadata?.name ?? '',
     weight: s.weight ?? (s.tier === undefined ? 1 : (TIER_WEIGHTS[s.tier] ?? 1)),
@@ -70,6 +85,10 @@ export function queueFromObject(o: QueueObject): QueueSpec {
     lendingLimit: lending,
     guaranteed,
     models,
+    ...(s.priorityClasses === undefined || s.priorityClasses.length === 0 ? {} : { priorityClasses: s.priorityClasses }),
+    ...(s.defaultPriorityClassName === undefined ? {} : { defaultPriorityClass: s.defaultPriorityClassName }),
+    ...(s.namespaces === undefined || s.namespaces.length === 0 ? {} : { namespaces: s.namespaces }),
+    preemption,
   });
 }
 
