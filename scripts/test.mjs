@@ -2,7 +2,7 @@
 // The project's test command: lint, type-check, build the test control plane when e2e tests need it,
 // then every vitest project. Ends with the line `N passed, N failed` that CI reads.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, mkdtempSync, existsSync } from 'node:fs';
+import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -23,29 +23,22 @@ if (!e2eOnly) {
 }
 
 const env = { ...process.env };
-if (!unitOnly && existsSync('tools/k8s/ensure.mjs')) {
-  process.stderr.write('\n── control plane binaries ──\n');
-  const r = spawnSync('node', ['tools/k8s/ensure.mjs'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+/** Runs a tools/<name>/ensure.mjs script; the last line it prints is put in the tests' environment as `envVar`. */
+function provide(label, script, envVar, what) {
+  process.stderr.write(`\n── ${label} ──\n`);
+  const r = spawnSync('node', [script], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
   if (r.status !== 0) {
-    process.stderr.write('cannot provide kube-apiserver/etcd for the e2e tests (see above)\n');
+    process.stderr.write(`cannot provide ${what} (see above)\n`);
     failedSteps++;
-  } else {
-    const lines = r.stdout.trim().split('\n');
-    env.SITS_K8S_BIN = lines[lines.length - 1];
+    return;
   }
+  const lines = r.stdout.trim().split('\n');
+  env[envVar] = lines[lines.length - 1];
 }
-
 if (!unitOnly) {
-  // The browser tests (HTML reports) need Chromium: Debian's package, installed here when missing.
-  process.stderr.write('\n── chromium ──\n');
-  const r = spawnSync('node', ['tools/chromium/ensure.mjs'], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
-  if (r.status !== 0) {
-    process.stderr.write('cannot provide Chromium for the browser tests (see above)\n');
-    failedSteps++;
-  } else {
-    const lines = r.stdout.trim().split('\n');
-    env.SITS_CHROMIUM = lines[lines.length - 1];
-  }
+  provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
+  // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
+  provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
 }
 
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
