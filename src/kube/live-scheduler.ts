@@ -466,7 +466,7 @@ export class LiveScheduler {
       jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first), ...submitter(first, this.podGroups.get(name)) });
       podsOf.set(key, sorted);
     }
-    const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS);
+    const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS, (n) => sch.state.node(n)?.spec.gpus[0]?.model);
     // A victim is protected for its own queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds,
     // carried by each QueueSpec); this default covers jobs whose queue has no Queue object.
     const minRuntimeMs = DEFAULT_COOLDOWN_SECONDS * 1000;

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { queueFromObject } from './queues.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { LABEL } from './labels.ts';
+import { queueFromObject, runningJobs } from './queues.ts';
 
 describe('Queue objects as core queues', () => {
   it('carries quotas, weight, cohort, accepted priority classes and namespaces, and the preemption policy', () => {
@@ -35,5 +37,17 @@ describe('Queue objects as core queues', () => {
     expect(q.preemption).toEqual({ withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any', cooldownMs: 60_000, criticalGraceMs: 300_000 });
     expect(q.priorityClasses).toBeUndefined();
     expect(q.namespaces).toBeUndefined();
+  });
+});
+
+describe('running gangs as core jobs', () => {
+  it('a bound gang is one job with its queue, total requests and the GPU model of its node', () => {
+    const pod = (name: string, node: string): V1Pod => ({
+      metadata: { name, namespace: 'ml', labels: { [LABEL.podGroup]: 'train' }, creationTimestamp: new Date(1000) },
+      spec: { schedulerName: 'sits-scheduler', nodeName: node, priority: 10, containers: [{ name: 'c', resources: { requests: { 'nvidia.com/gpu': '4', cpu: '1', memory: '1Gi' } } }] },
+    });
+    const jobs = runningJobs([pod('train-0', 'n0'), pod('train-1', 'n0')], 'sits-scheduler', () => 'research', 3_600_000, (n) => (n === 'n0' ? 'H100-SXM' : undefined));
+    const j = jobs.get('gang:ml/train');
+    expect(j).toMatchObject({ queue: 'research', priority: 10, podIds: ['ml/train-0', 'ml/train-1'], resources: { gpuMilli: 8000, cpuMilli: 2000, memoryMiB: 2048 }, gpuModel: 'H100-SXM', preemptible: true });
   });
 });

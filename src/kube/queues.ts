@@ -102,7 +102,7 @@ const time = (s: string | undefined): number | undefined => {
  * Running jobs of our scheduler: bound pods grouped by pod group (or alone), with the queue of their group,
  * their total requests, and the preemption hints their annotations carry.
  */
-export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number): Map<string, RunningJob> {
+export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number, nodeModel: (node: string) => string | undefined = () => undefined): Map<string, RunningJob> {
   const groups = new Map<string, V1Pod[]>();
   for (const p of pods) {
     if (p.spec?.schedulerName !== schedulerName || (p.spec.nodeName ?? '') === '' || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
@@ -134,6 +134,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQ
     const group = first.metadata?.labels?.[LABEL.podGroup];
     const queue = (group === undefined ? undefined : groupQueue(`${first.metadata?.namespace ?? 'default'}/${group}`)) ?? first.metadata?.labels?.[LABEL.queue] ?? 'default';
     const runtime = Number(first.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN) * 1000;
+    // The GPU model its pods run on, for per-model quotas (a gang's members share one model in practice).
+    const model = res.gpuMilli > 0 ? nodeModel(first.spec?.nodeName ?? '') : undefined;
     out.set(id, {
       id,
       queue,
@@ -142,6 +144,7 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQ
       estEndMs: start + (Number.isFinite(runtime) && runtime > 0 ? runtime : defaultRuntimeMs),
       podIds: members.map(podKey),
       resources: res,
+      ...(model === undefined ? {} : { gpuModel: model }),
       preemptible,
       ...(critical === undefined ? {} : { criticalUntilMs: critical }),
       ...(checkpoint === undefined ? {} : { lastCheckpointMs: checkpoint }),

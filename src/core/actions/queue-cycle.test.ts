@@ -60,6 +60,35 @@ describe('queue cycle: quota', () => {
   });
 });
 
+function mixed(shapes: readonly string[]): Scheduler {
+  const specs: NodeSpec[] = shapes.map((shape, i) => {
+    const s = NODE_SHAPES[shape];
+    if (s === undefined) throw new Error(shape);
+    return { name: `${shape}-${i}`, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: 110, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'rack-0' }, labels: {}, taints: [], unschedulable: false };
+  });
+  const p = resolveProfile('sits', { typicalShapes: [] });
+  if (!p.ok) throw new Error('profile');
+  return new Scheduler(p.value, new ClusterState(specs), seededRng(1));
+}
+
+describe('queue cycle: per GPU model quota', () => {
+  it('a model whose quota is used up is taken out of the gang’s choice; a job that needs only it waits for quota', () => {
+    const s = mixed(['dgx-h100', 'dgx-h100', 'hgx-a100']);
+    const qs = queues(makeQueue('a', { models: { 'H100-SXM': { nominalGpuMilli: 8000, borrowingLimitGpuMilli: 0, lendingLimitGpuMilli: 0, guaranteedGpuMilli: 0 } } }));
+    const h = job('h', 'a', 1, 8);
+    const r0 = s.scheduleGang(h.gang);
+    if (!r0.ok) throw new Error('setup');
+    expect(r0.placements[0]?.node.startsWith('dgx-h100')).toBe(true);
+    const running: RunningJob = { id: 'h', queue: 'a', priority: 0, startMs: 0, estEndMs: 3_600_000, podIds: ['h-0'], resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 }, gpuModel: 'H100-SXM', preemptible: true };
+    const anyModel = job('any', 'a', 1, 4);
+    const onlyH100: QueuedJob = { ...job('only', 'a', 1, 4), gang: { ...job('only-g', 'a', 1, 4).gang, members: [makePod('only-0', { gpuCount: 4, cpuMilli: 1000, memoryMiB: 1024 }, { gang: 'only', queue: 'a', gpuModels: ['H100-SXM'] })] } };
+    const r = cycle(s, qs, [anyModel, onlyH100], [running], 10_000, { preemption: false });
+    expect(startedIds(r)).toEqual(['any']);
+    expect(r.started[0]?.placements.every((p) => p.node.startsWith('hgx-a100'))).toBe(true); // free H100s exist, but not in a's H100 quota
+    expect(r.waiting.get('only')).toEqual({ reason: 'quota', message: 'queue a quota: 12 H100-SXM GPUs would exceed nominal 8' });
+  });
+});
+
 describe('queue cycle: admission checks quota and topology together', () => {
   it('a cluster with 2×4 free GPUs does not admit an 8-GPU single-node gang (Kueue #4329)', () => {
     const s = cluster('dgx-h100', 1, 2);

@@ -132,6 +132,7 @@ export function runCycle(input: CycleInput): CycleResult {
   }
   for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));
   const headReserved = new Set<string>();
+  const clusterModels = [...new Set(state.nodes.flatMap((n) => n.spec.gpus.map((g) => g.model)))].sort();
 
   const queueOf = (name: string): QueueSpec => queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
   const share = (q: string): number => weightedShare(queueOf(q), usage.get(q)?.total ?? ZERO, capacity);
@@ -175,6 +176,14 @@ export function runCycle(input: CycleInput): CycleResult {
       waiting.set(job.id, { reason: 'quota', message: quota.reason });
       continue;
     }
+    // Per GPU model quotas: placement decides the model, so the models without room are taken out of the
+    // gang's choice before it is placed (quota and topology together); none left means a quota wait.
+    const restricted = withinModelQuotas(job, q, demand);
+    if (typeof restricted === 'string') {
+      waiting.set(job.id, { reason: 'quota', message: restricted });
+      continue;
+    }
+    job = restricted;
     const shape = gangShapeKey(job);
     const prior = failedShapes.get(shape);
     if (prior !== undefined && prior.releases === releases && !(opts.backfill && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
@@ -220,6 +229,24 @@ export function runCycle(input: CycleInput): CycleResult {
   }
 
   return { started, preempted, deferred, waiting, reservations };
+
+  /** The job with its members limited to GPU models whose per-model quota has room, or why none has. */
+  function withinModelQuotas(job: QueuedJob, q: QueueSpec, demand: Resources): QueuedJob | string {
+    if (demand.gpuMilli === 0 || Object.keys(q.models).length === 0) return job;
+    const refused = new Map<string, string>();
+    for (const m of clusterModels) {
+      if (q.models[m] === undefined) continue;
+      const v = checkQuota(q, queues, usage, demand, m);
+      if (!v.ok) refused.set(m, v.reason);
+    }
+    if (refused.size === 0) return job;
+    const members = job.gang.members.map((pod) => {
+      const allowed = (pod.gpuModels.length > 0 ? pod.gpuModels : clusterModels).filter((m) => !refused.has(m));
+      return allowed.length === 0 ? undefined : { ...pod, gpuModels: allowed };
+    });
+    if (members.some((m) => m === undefined)) return [...refused.values()].join('; ');
+    return { ...job, gang: { ...job.gang, members: members as QueuedJob['gang']['members'] } };
+  }
 
   /** Earliest start of `job` as running jobs end in estimated order; reserved nodes of earlier reservations are off limits. */
   function planReservation(job: QueuedJob): Reservation | undefined {
