@@ -2,7 +2,8 @@
  * Quota: may a queue take `demand` more, given what every queue of its cohort uses now?
  * Rule (Kueue semantics): usage + demand ≤ nominal, or, with a cohort, the excess above nominal is
  * ≤ borrowingLimit and ≤ what the cohort can lend: Σ over other cohort queues of
- * min(lendingLimit, max(0, nominal − usage)). Per GPU model the same rule applies to that model's GPUs.
+ * min(lendingLimit, max(0, nominal − max(usage, guaranteed))), less what those queues already borrow (a
+ * GPU lent to one queue is not lent again to another). Per GPU model the same rule applies to that model's GPUs.
  */
 import { add, fits, max0, min, RESOURCE_KEYS, sub, type Resources, type QueueSpec } from './model.ts';
 
@@ -40,7 +41,7 @@ export function checkQuota(queue: QueueSpec, queues: ReadonlyMap<string, QueueSp
             const m = q.models[gpuModel];
             if (m === undefined) continue;
             const usedThere = usage.get(q.name)?.byModel[gpuModel] ?? 0;
-            lend += Math.min(m.lendingLimitGpuMilli, Math.max(0, m.nominalGpuMilli - Math.max(usedThere, m.guaranteedGpuMilli)));
+            lend += Math.min(m.lendingLimitGpuMilli, Math.max(0, m.nominalGpuMilli - Math.max(usedThere, m.guaranteedGpuMilli))) - Math.max(0, usedThere - m.nominalGpuMilli);
           }
         }
         if (queue.cohort === undefined || excess > mq.borrowingLimitGpuMilli || excess > lend) return { ok: false, reason: `queue ${queue.name} quota: ${used / 1000} ${gpuModel} GPUs would exceed nominal ${mq.nominalGpuMilli / 1000}` };
@@ -50,7 +51,7 @@ export function checkQuota(queue: QueueSpec, queues: ReadonlyMap<string, QueueSp
   return { ok: true, borrowed: over };
 }
 
-/** What the other queues of the cohort can lend right now. */
+/** What the other queues of the cohort can lend right now (their unused, unguaranteed nominal less what they borrow themselves). */
 export function cohortLendable(queue: QueueSpec, queues: ReadonlyMap<string, QueueSpec>, usage: ReadonlyMap<string, QueueUsage>): Resources {
   let total: Resources = { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
   if (queue.cohort === undefined) return total;
@@ -59,7 +60,7 @@ export function cohortLendable(queue: QueueSpec, queues: ReadonlyMap<string, Que
     const used = usage.get(q.name)?.total ?? { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
     // Unused nominal, never the guaranteed part, at most the lending limit.
     const unused = max0(sub(q.nominal, maxOf(used, q.guaranteed)));
-    total = add(total, min(unused, q.lendingLimit));
+    total = sub(add(total, min(unused, q.lendingLimit)), borrowedBy(q, used));
   }
   return total;
 }
