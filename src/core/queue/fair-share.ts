@@ -6,7 +6,8 @@
  *   share / weight. The queue with the lowest weighted share goes next (Volcano's drf, KAI's fair share).
  * - Deserved share: capacity is poured into queues in proportion to their weights, each capped at its
  *   demand (usage + pending) and at its quota ceiling (nominal + borrowing limit); what a capped queue does
- *   not take flows to the others. A queue's guaranteed minimum is served first.
+ *   not take flows to the others. A queue's guaranteed minimum is served first, then its nominal quota (the
+ *   quota it owns; by weight when the nominal quotas add up to more than the cluster), then the rest.
  */
 import { RESOURCE_KEYS, type Resources, type QueueSpec } from './model.ts';
 
@@ -40,6 +41,15 @@ export function deservedGpu(inputs: readonly ShareInput[], capacityGpuMilli: num
     out.set(i.queue.name, g);
     left -= g;
   }
+  // Then the nominal quotas, then the rest. With nominal quotas in proportion to the weights (or none) this
+  // is the same as one weighted water-filling up to the ceilings.
+  left = waterFill(inputs, (i) => Math.min(cap(i), i.queue.nominal.gpuMilli), left, out);
+  waterFill(inputs, cap, left, out);
+  return out;
+}
+
+/** Pours `left` into the inputs by weight, each up to `cap`, on top of `out`; returns what is left over. */
+function waterFill(inputs: readonly ShareInput[], cap: (i: ShareInput) => number, left: number, out: Map<string, number>): number {
   let active = inputs.filter((i) => (out.get(i.queue.name) ?? 0) < cap(i));
   while (left > 1e-6 && active.length > 0) {
     const w = active.reduce((s, i) => s + i.queue.weight, 0);
@@ -56,5 +66,5 @@ export function deservedGpu(inputs: readonly ShareInput[], capacityGpuMilli: num
     if (next.length === active.length) break; // nobody capped: the split is final
     active = next;
   }
-  return out;
+  return left;
 }
