@@ -1,6 +1,7 @@
 /**
  * Declarative scenarios: a cluster, pods already running, a workload and the placements expected — one
- * YAML file shared by the tests, `sits scenario` and the docs (after KAI's scenario tests).
+ * YAML file shared by the tests, `sits scenario` and the docs (after KAI's scenario tests). A scenario that
+ * lists `queues` runs the queue cycle over `jobs` and `runningJobs` instead (see ./queue-scenario.ts).
  *
  * ```yaml
  * name: gang-takes-whole-island
@@ -18,6 +19,7 @@ import { err, ok, type Result } from '../core/result.ts';
 import { loadCluster } from '../spec/cluster-file.ts';
 import { loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
+import { loadQueueScenario } from './queue-scenario.ts';
 import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
 
 const ExpectT = Type.Object(
@@ -46,19 +48,34 @@ const ScenarioT = Type.Object(
     seed: Type.Optional(Type.Integer()),
     cluster: Type.Unknown(),
     running: Type.Optional(Type.Array(Type.Composite([Type.Omit(PodT, ['count', 'arrivalSec', 'durationSec']), Type.Object({ node: Type.String(), gpuIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))) })], { additionalProperties: false }))),
-    workload: Type.Unknown(),
-    expect: Type.Array(ExpectT),
+    workload: Type.Optional(Type.Unknown()),
+    /** Queue scenarios (validated in ./queue-scenario.ts). */
+    queues: Type.Optional(Type.Unknown()),
+    jobs: Type.Optional(Type.Unknown()),
+    runningJobs: Type.Optional(Type.Unknown()),
+    cycles: Type.Optional(Type.Unknown()),
+    options: Type.Optional(Type.Unknown()),
+    expect: Type.Array(Type.Unknown()),
   },
   { additionalProperties: false },
 );
 type Expectation = Static<typeof ExpectT>;
 
+export interface ScenarioOutcome {
+  /** The batch's placements (placement scenarios). */
+  readonly result: BatchResult | undefined;
+  /** What happened, cycle by cycle (queue scenarios). */
+  readonly log: readonly string[];
+  /** Failed expectations and broken invariants as `file:line: text` (empty = all met). */
+  readonly failures: string[];
+}
+
 export interface Scenario {
   readonly file: string;
   readonly name: string;
   readonly description: string;
-  readonly run: () => Result<BatchResult, string>;
-  readonly expectations: readonly { readonly expect: Expectation; readonly where: InputIssue }[];
+  readonly kind: 'placement' | 'queues';
+  readonly check: () => ScenarioOutcome;
 }
 
 export function loadScenarioText(file: string, text: string): Result<Scenario, InputError> {
@@ -68,37 +85,48 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   if (!v.ok) return v;
   const nodes = loadCluster(src.value, ['cluster']);
   if (!nodes.ok) return nodes;
-  const units = loadWorkload(src.value, ['workload']);
-  if (!units.ok) return units;
   const issues: InputIssue[] = [];
   const running: RunningPod[] = [];
   (v.value.running ?? []).forEach((r, i) => {
     const pod = toPod(r.name ?? `running-${i}`, r, {}, (f, m) => issues.push(issueAt(src.value, ['running', i, f], m)));
     if (pod !== undefined) running.push({ pod, node: r.node, ...(r.gpuIndices === undefined ? {} : { gpus: r.gpuIndices }) });
   });
-  const expectations = v.value.expect.map((e, i) => {
+  const profile = v.value.profile ?? 'sits';
+  const seed = v.value.seed ?? 1;
+  const base = { file, name: v.value.name, description: v.value.description ?? '' };
+  if (v.value.queues !== undefined) {
+    if (v.value.workload !== undefined) issues.push(issueAt(src.value, ['workload'], 'a scenario with queues lists its pending work under jobs'));
+    if (issues.length > 0) return err(new InputError(issues));
+    const q = loadQueueScenario(src.value, nodes.value, running, profile, seed);
+    if (!q.ok) return q;
+    return ok({ ...base, kind: 'queues', check: () => ({ result: undefined, ...q.value.check() }) });
+  }
+  for (const k of ['jobs', 'runningJobs', 'cycles', 'options'] as const) if (v.value[k] !== undefined) issues.push(issueAt(src.value, [k], 'only scenarios with queues use this field'));
+  if (v.value.workload === undefined) issues.push(issueAt(src.value, [], 'give a workload (or queues and jobs)'));
+  if (issues.length > 0) return err(new InputError(issues));
+  const units = loadWorkload(src.value, ['workload']);
+  if (!units.ok) return units;
+  const ev = validateYaml(src.value, Type.Array(ExpectT), ['expect']);
+  if (!ev.ok) return ev;
+  const expectations = ev.value.map((e, i) => {
     const targets = [e.gang, e.pod, e.pending].filter((x) => x !== undefined).length;
     if (targets !== 1) issues.push(issueAt(src.value, ['expect', i], 'give exactly one of gang, pod, pending'));
     return { expect: e, where: issueAt(src.value, ['expect', i], '') };
   });
   if (issues.length > 0) return err(new InputError(issues));
-  const profile = v.value.profile ?? 'sits';
-  const seed = v.value.seed ?? 1;
-  return ok({
-    file,
-    name: v.value.name,
-    description: v.value.description ?? '',
-    run: () => scheduleBatch(nodes.value, units.value, profile, seed, running),
-    expectations,
-  });
+  return ok({ ...base, kind: 'placement', check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running), expectations) });
 }
 
 /** Runs a scenario; returns the failed expectations as readable lines (empty = all met). */
-export function checkScenario(s: Scenario): { result: BatchResult | undefined; failures: string[] } {
-  const r = s.run();
-  if (!r.ok) return { result: undefined, failures: [`${s.file}: ${r.error}`] };
+export function checkScenario(s: Scenario): ScenarioOutcome {
+  return s.check();
+}
+
+function checkPlacements(file: string, run: () => Result<BatchResult, string>, expectations: readonly { readonly expect: Expectation; readonly where: InputIssue }[]): ScenarioOutcome {
+  const r = run();
+  if (!r.ok) return { result: undefined, log: [], failures: [`${file}: ${r.error}`] };
   const failures: string[] = [];
-  for (const { expect: e, where } of s.expectations) {
+  for (const { expect: e, where } of expectations) {
     const loc = `${where.file}:${where.line}`;
     const fail = (m: string): void => {
       failures.push(`${loc}: ${m}`);
@@ -143,7 +171,7 @@ export function checkScenario(s: Scenario): { result: BatchResult | undefined; f
       if (racks.size !== 1) fail(`${what} spans racks ${[...racks].join(',')}`);
     }
   }
-  return { result: r.value, failures };
+  return { result: r.value, log: [], failures };
 }
 
 function rackOf(r: BatchResult, node: string): string {

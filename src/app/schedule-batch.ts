@@ -94,7 +94,7 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
 }
 
 /** Puts a running pod in place; returns an error text when it does not fit where it is said to run. */
-function placeRunning(state: ClusterState, r: RunningPod): string | undefined {
+export function placeRunning(state: ClusterState, r: RunningPod): string | undefined {
   const node = state.node(r.node);
   if (node === undefined) return `running pod ${r.pod.id}: unknown node ${r.node}`;
   const reason = fitFilter(r.pod, node);

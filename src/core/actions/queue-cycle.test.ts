@@ -1,3 +1,6 @@
+// Unit tests of the queue cycle. The behaviours issue 6 names (quota, borrowing and reclaim, Kueue #4329, 4/2/1
+// shares, backfill behind a reservation, whole-gang preemption, critical phases, no loops) are declarative
+// scenarios in scenarios/queues/, run by src/app/scenario.test.ts; what is here tests finer cases.
 import { describe, expect, it } from 'vitest';
 import { runCycle, type CycleOptions, type CycleResult } from './queue-cycle.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
@@ -40,26 +43,6 @@ const startedIds = (r: CycleResult): string[] => r.started.map((x) => x.job.id).
 const cycle = (s: Scheduler, qs: Map<string, QueueSpec>, pending: QueuedJob[], running: RunningJob[] = [], nowMs = 10_000_000, options: Partial<CycleOptions> = {}): CycleResult =>
   runCycle({ nowMs, scheduler: s, queues: qs, pending, running: new Map(running.map((r) => [r.id, r])), options });
 
-describe('queue cycle: quota', () => {
-  it('never admits past the nominal quota of a queue without a cohort, and says so', () => {
-    const s = cluster('dgx-h100', 1, 4);
-    const qs = queues(makeQueue('a', { nominal: G(8) }));
-    const r = cycle(s, qs, [job('a1', 'a', 1, 4), job('a2', 'a', 1, 4), job('a3', 'a', 1, 4)]);
-    expect(startedIds(r)).toEqual(['a1', 'a2']);
-    expect(r.waiting.get('a3')).toEqual({ reason: 'quota', message: 'queue a quota: 12 GPU would exceed nominal 8 GPU' });
-  });
-
-  it('borrows unused nominal quota from the cohort up to the borrowing limit, never the lender’s guarantee', () => {
-    const s = cluster('dgx-h100', 1, 4);
-    const qs = queues(makeQueue('a', { cohort: 'c', nominal: G(8), borrowingLimit: G(8) }), makeQueue('b', { cohort: 'c', nominal: G(24), guaranteed: G(16) }));
-    const r = cycle(s, qs, [job('a1', 'a', 2, 8)]);
-    expect(startedIds(r)).toEqual(['a1']); // 8 own + 8 borrowed from b's unguaranteed 8
-    const r2 = cycle(s, qs, [job('a2', 'a', 1, 1)], [{ ...start(cluster('dgx-h100', 1, 4), job('x', 'a', 2, 8), 0), id: 'a1' }]);
-    expect(r2.waiting.get('a2')?.reason).toBe('quota');
-    expect(r2.waiting.get('a2')?.message).toContain('borrowing 9 GPU would exceed its borrowing limit 8 GPU');
-  });
-});
-
 function mixed(shapes: readonly string[]): Scheduler {
   const specs: NodeSpec[] = shapes.map((shape, i) => {
     const s = NODE_SHAPES[shape];
@@ -89,20 +72,6 @@ describe('queue cycle: per GPU model quota', () => {
   });
 });
 
-describe('queue cycle: admission checks quota and topology together', () => {
-  it('a cluster with 2×4 free GPUs does not admit an 8-GPU single-node gang (Kueue #4329)', () => {
-    const s = cluster('dgx-h100', 1, 2);
-    s.state.allocate({ podId: 'busy-0', node: 'r0-n0', gpus: [0, 1, 2, 3], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'x' });
-    s.state.allocate({ podId: 'busy-1', node: 'r0-n1', gpus: [0, 1, 2, 3], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'x' });
-    const qs = queues(makeQueue('a', { nominal: G(8) }));
-    const r = cycle(s, qs, [job('big', 'a', 1, 8, { topology: { required: 'node' } })], [], 0, { preemption: false, backfill: false });
-    expect(r.started).toEqual([]);
-    expect(r.waiting.get('big')?.reason).toBe('capacity');
-    expect(r.waiting.get('big')?.message).toMatch(/^0\/2 nodes fit gang big \(1×8 GPU\): 2 insufficient nvidia.com\/gpu/);
-    expect(s.state.nodes.map((n) => n.fullyFreeGpus())).toEqual([4, 4]); // nothing half-admitted
-  });
-});
-
 describe('queue cycle: weighted fair share', () => {
   it('weights 4/2/1 give shares 4/2/1 of a contended cluster', () => {
     const s = cluster('dgx-h100', 2, 4); // 64 GPUs
@@ -120,24 +89,6 @@ describe('queue cycle: weighted fair share', () => {
 });
 
 describe('queue cycle: reservation and backfill', () => {
-  it('the blocked head gang gets a reservation; a short job backfills, a long one would delay it and waits', () => {
-    const s = cluster('dgx-h100', 1, 2); // two 8-GPU nodes
-    const qs = queues(makeQueue('a'));
-    const now = 1_000_000;
-    const run1 = start(s, job('run1', 'a', 1, 4), now - 1000, { estEndMs: now + 600_000 }); // half a node, ends in 10 min
-    const run2 = start(s, job('run2', 'a', 1, 8), now - 1000, { estEndMs: now + 7_200_000 }); // the other node, 2 h
-    const nodeA = s.state.nodeOfPod(run1.podIds[0] as string)?.name as string;
-    const head = job('head', 'a', 1, 8, { arrivalMs: 1 });
-    const long = job('long', 'a', 1, 4, { arrivalMs: 2, estRuntimeMs: 3_600_000 });
-    const short = job('short', 'a', 1, 4, { arrivalMs: 3, estRuntimeMs: 300_000 });
-    const r = cycle(s, qs, [head, long, short], [run1, run2], now, { preemption: false });
-    expect(r.reservations).toEqual([{ jobId: 'head', startMs: now + 600_000, nodes: [nodeA], needs: { [nodeA]: 8000 } }]);
-    expect(startedIds(r)).toEqual(['short']); // ends before the reservation starts
-    expect(r.waiting.get('long')?.reason).toBe('reservation');
-    expect(r.waiting.get('long')?.message).toContain('would delay the reservation of head (starts in 600 s');
-    expect(r.waiting.get('head')?.message).toContain('expected start in 600 s');
-  });
-
   it('without backfill (plain FIFO) the long job takes the space and the head waits longer', () => {
     const s = cluster('dgx-h100', 1, 2);
     const now = 1_000_000;
@@ -145,63 +96,6 @@ describe('queue cycle: reservation and backfill', () => {
     const run2 = start(s, job('run2', 'a', 1, 8), now - 1000, { estEndMs: now + 7_200_000 });
     const r = cycle(s, queues(makeQueue('a')), [job('head', 'a', 1, 8, { arrivalMs: 1 }), job('long', 'a', 1, 4, { arrivalMs: 2 })], [run1, run2], now, { preemption: false, backfill: false });
     expect(startedIds(r)).toEqual(['long']);
-  });
-});
-
-describe('queue cycle: preemption', () => {
-  const now = 100_000_000;
-  it('priority preemption evicts one whole gang — the cheapest — and never a part of one', () => {
-    const s = cluster('dgx-h100', 1, 2);
-    const qs = queues(makeQueue('a'));
-    const g1 = start(s, job('g1', 'a', 2, 4), now - 3_600_000, { lastCheckpointMs: now - 60_000 }); // 2 pods, little lost work
-    const g2 = start(s, job('g2', 'a', 2, 4), now - 3_600_000); // never checkpointed: an hour lost
-    const r = cycle(s, qs, [job('urgent', 'a', 1, 8, { priority: 100 })], [g1, g2], now);
-    expect(r.preempted.map((p) => p.victim.id)).toEqual(['g1']);
-    expect(startedIds(r)).toEqual(['urgent']);
-    for (const pod of g1.podIds) expect(s.state.allocation(pod)).toBeUndefined(); // the whole gang
-    for (const pod of g2.podIds) expect(s.state.allocation(pod)).toBeDefined();
-  });
-
-  it('never interrupts a job in a critical phase: the preemption is deferred to the end of the window', () => {
-    const s = cluster('dgx-h100', 1, 1);
-    const g1 = start(s, job('g1', 'a', 1, 8), now - 3_600_000, { criticalUntilMs: now + 30_000 });
-    const r = cycle(s, queues(makeQueue('a')), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
-    expect(r.preempted).toEqual([]);
-    expect(r.deferred.map((d) => [d.victim.id, d.atMs])).toEqual([['g1', now + 30_000]]);
-    expect(r.waiting.get('urgent')?.reason).toBe('critical-victim');
-    expect(s.state.allocation(g1.podIds[0] as string)).toBeDefined();
-  });
-
-  it('reclaims borrowed GPUs for a queue under its fair share, whole gangs only', () => {
-    const s = cluster('dgx-h100', 1, 2); // 16 GPUs
-    const qs = queues(makeQueue('a', { cohort: 'c', nominal: G(8) }), makeQueue('b', { cohort: 'c', nominal: G(8) }));
-    const b1 = start(s, job('b1', 'b', 1, 8), now - 3_600_000);
-    const b2 = start(s, job('b2', 'b', 2, 4), now - 3_600_000); // b borrows a's 8
-    const r = cycle(s, qs, [job('a1', 'a', 1, 8)], [b1, b2], now);
-    expect(startedIds(r)).toEqual(['a1']);
-    expect(r.preempted).toHaveLength(1);
-    expect(r.preempted[0]?.reason).toContain('reclaimed by queue a');
-  });
-
-  it('respects the cooldown: a job that just (re)started is not preempted again', () => {
-    const s = cluster('dgx-h100', 1, 1);
-    const g1 = start(s, job('g1', 'a', 1, 8), now - 60_000);
-    const r = cycle(s, queues(makeQueue('a')), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now, { minRuntimeMs: 300_000 });
-    expect(r.preempted).toEqual([]);
-  });
-
-  it('no preemption loop: two queues at their fair share keep their jobs over many cycles', () => {
-    const s = cluster('dgx-h100', 1, 2);
-    const qs = queues(makeQueue('a', { cohort: 'c', nominal: G(8) }), makeQueue('b', { cohort: 'c', nominal: G(8) }));
-    let running = [start(s, job('a0', 'a', 1, 8), 0), start(s, job('b0', 'b', 1, 8), 0)];
-    const pending = [job('a-more', 'a', 1, 8), job('b-more', 'b', 1, 8)];
-    let preemptions = 0;
-    for (let c = 0; c < 50; c++) {
-      const r = cycle(s, qs, pending, running, now + c * 600_000);
-      preemptions += r.preempted.length;
-      running = running.filter((x) => !r.preempted.some((p) => p.victim.id === x.id));
-    }
-    expect(preemptions).toBe(0);
   });
 });
 
