@@ -9,7 +9,7 @@ import { Statement } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { ScoreIndex, shapeKey } from './score-index.ts';
-import type { CycleContext, Profile } from './types.ts';
+import type { CycleContext, Plugin, Profile } from './types.ts';
 
 export interface Placement {
   readonly podId: string;
@@ -177,56 +177,138 @@ export class Scheduler {
   placeGang(gang: GangSpec, stmt: Statement, opts: { readonly explain?: boolean } = {}): GangOutcome {
     const members = gang.members;
     const explain = opts.explain !== false;
-    const subject = explain ? `gang ${gang.name} (${describeMembers(members)})` : `gang ${gang.name}`;
+    // Built only when an explanation is returned: a placed gang needs none.
+    const subject = (): string => (explain ? `gang ${gang.name} (${describeMembers(members)})` : `gang ${gang.name}`);
     if (members.length < gang.minMember) {
-      return { ok: false, explanation: simpleExplanation(subject, this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false) };
+      return { ok: false, explanation: simpleExplanation(subject(), this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false) };
     }
-    for (const m of members) {
-      for (const p of this.profile.preFilters) {
+    const preFilters = this.profile.preFilters;
+    for (let i = 0; i < members.length; i++) {
+      const m = members[i] as PodSpec;
+      for (let j = 0; j < preFilters.length; j++) {
+        const p = preFilters[j] as Plugin;
         const s = (p.preFilter as NonNullable<typeof p.preFilter>)(m, this.ctx);
-        if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(m, s.reasons ?? [], subject) };
+        if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(m, s.reasons ?? [], subject()) };
       }
     }
     const required = gang.topology.required;
-    const levels: (TopologyLevel | 'cluster')[] = [];
-    // A gang of one pod has nothing to keep together: it is placed like a pod, by the profile's scores.
-    if (members.length === 1 && required === undefined) levels.push('cluster');
-    else if (this.profile.gangSearch === 'topology') {
-      for (const l of TOPOLOGY_LEVELS) {
-        levels.push(l);
-        if (l === required) break;
-      }
-      if (required === undefined) levels.push('cluster');
-    } else {
-      levels.push(required ?? 'cluster');
-    }
+    const levels = this.gangLevels(required, members.length === 1);
     const need = demand(members, gang.minMember);
     const allNodeDomains = this.state.domains['nvlink-domain'].length === this.state.size;
-    for (const level of levels) {
+    for (let li = 0; li < levels.length; li++) {
+      const level = levels[li] as TopologyLevel | 'cluster';
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
       // No domain of this level is large enough, even empty: skip the scan of all its domains.
       if (level !== 'cluster' && !this.levelCanHold(level, need)) continue;
-      const domains: readonly Range[] = level === 'cluster' ? [{ start: 0, end: this.state.size }] : this.state.domains[level];
-      const candidates = this.rankDomains(domains, need);
+      const domains: readonly Range[] = level === 'cluster' ? [this.clusterRange()] : this.state.domains[level];
+      const nCand = this.collectCandidates(level, domains, need);
       // Up to the preferred (or required) level every candidate domain is tried; wider levels are capped.
       const exhaustive = levelRank(level) <= Math.max(levelRank(gang.topology.preferred), levelRank(required));
-      let trials = 0;
-      for (const d of candidates) {
-        if (!exhaustive && trials++ >= MAX_DOMAIN_TRIALS) break;
+      const limit = exhaustive ? nCand : Math.min(nCand, MAX_DOMAIN_TRIALS);
+      for (let t = 0; t < limit; t++) {
+        const d = domains[this.candidate(t, nCand, domains.length)] as Range;
         const cp = stmt.checkpoint();
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
         // at the node level as well as at the nvlink-domain level (both ranges are then that one node).
         const islandOnly = required === 'nvlink-domain' && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
         const placed = this.placeMembers(members, gang.minMember, stmt, d, islandOnly);
-        if (placed !== undefined) {
-          const permitted = this.profile.permits.every((p) => (p.permit as NonNullable<typeof p.permit>)(gang, placed.placements.length, this.ctx).code === 'Success');
-          if (permitted) return { ok: true, placements: placed.placements, level, pending: placed.pending };
-        }
+        if (placed !== undefined && this.permitted(gang, placed.placements.length)) return { ok: true, placements: placed.placements, level, pending: placed.pending };
         stmt.rollback(cp);
       }
     }
     // Trial placements (preemption, reservations, ETAs) skip the O(nodes) explanation.
-    return { ok: false, explanation: explain ? this.explainGang(gang, subject) : simpleExplanation(subject, this.state.size, 'not placed (trial)', false) };
+    return { ok: false, explanation: explain ? this.explainGang(gang, subject()) : simpleExplanation(subject(), this.state.size, 'not placed (trial)', false) };
+  }
+
+  private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
+
+  /** The levels a gang search walks, narrowest first (one list per required level, made once). */
+  private gangLevels(required: TopologyLevel | undefined, single: boolean): readonly (TopologyLevel | 'cluster')[] {
+    const key = `${required ?? ''}${single ? '1' : ''}`;
+    let levels = this.levelLists.get(key);
+    if (levels === undefined) {
+      const list: (TopologyLevel | 'cluster')[] = [];
+      // A gang of one pod has nothing to keep together: it is placed like a pod, by the profile's scores.
+      if (single && required === undefined) list.push('cluster');
+      else if (this.profile.gangSearch === 'topology') {
+        for (const l of TOPOLOGY_LEVELS) {
+          list.push(l);
+          if (l === required) break;
+        }
+        if (required === undefined) list.push('cluster');
+      } else {
+        list.push(required ?? 'cluster');
+      }
+      levels = list;
+      this.levelLists.set(key, levels);
+    }
+    return levels;
+  }
+
+  private permitted(gang: GangSpec, placed: number): boolean {
+    const permits = this.profile.permits;
+    for (let i = 0; i < permits.length; i++) {
+      const p = permits[i] as Plugin;
+      if ((p.permit as NonNullable<typeof p.permit>)(gang, placed, this.ctx).code !== 'Success') return false;
+    }
+    return true;
+  }
+
+  private clusterRangeCache: Range | undefined;
+  private clusterRange(): Range {
+    if (this.clusterRangeCache?.end !== this.state.size) this.clusterRangeCache = { start: 0, end: this.state.size };
+    return this.clusterRangeCache;
+  }
+
+  /** Candidate domains of the current level: sort keys (left × domains + domain index), `sorted` once past the first. */
+  private candKeys = new Float64Array(64);
+  private candSorted = false;
+
+  /**
+   * Collects the domains that could hold the demand (free whole GPUs and free milli, from the cluster
+   * state's per-domain counts, O(1) each) with their best-fit key: least free milli left, then index order.
+   * Nothing is sorted yet: most gangs are placed in their first candidate (see `candidate`).
+   */
+  private collectCandidates(level: TopologyLevel | 'cluster', domains: readonly Range[], need: Demand): number {
+    if (this.candKeys.length < domains.length) this.candKeys = new Float64Array(Math.max(domains.length, 2 * this.candKeys.length));
+    const keys = this.candKeys;
+    const nd = domains.length;
+    let n = 0;
+    for (let di = 0; di < nd; di++) {
+      let full: number;
+      let milli: number;
+      if (level === 'cluster') {
+        const d = domains[di] as Range;
+        full = this.state.fullyFreeGpusIn(d.start, d.end);
+        milli = this.state.gpuFreeMilliIn(d.start, d.end);
+      } else {
+        full = this.state.domainFullyFreeGpus(level, di);
+        milli = this.state.domainGpuFreeMilli(level, di);
+      }
+      if (full < need.wholeGpus || milli < need.gpuMilli) continue;
+      // Exact: left ≤ 2^31 milli and nd ≤ 2^21 domains keep the key below 2^53.
+      keys[n++] = (milli - need.gpuMilli) * nd + di;
+    }
+    this.candSorted = false;
+    return n;
+  }
+
+  /**
+   * Domain index of the t-th candidate in best-fit order (least free capacity left, then index order).
+   * The first is found by a linear scan; only when it fails are the candidates sorted.
+   */
+  private candidate(t: number, n: number, nd: number): number {
+    const keys = this.candKeys;
+    if (t === 0) {
+      let min = 0;
+      for (let i = 1; i < n; i++) if ((keys[i] as number) < (keys[min] as number)) min = i;
+      return (keys[min] as number) % nd;
+    }
+    if (!this.candSorted) {
+      keys.subarray(0, n).sort();
+      this.candSorted = true;
+    }
+    return (keys[t] as number) % nd;
   }
 
   private readonly levelCapacity = new Map<TopologyLevel, Demand>();
@@ -245,21 +327,6 @@ export class Scheduler {
       this.levelCapacity.set(level, cap);
     }
     return need.wholeGpus <= cap.wholeGpus && need.gpuMilli <= cap.gpuMilli;
-  }
-
-  /** Domains that could hold the demand, best fit first (least free capacity left), then index order. */
-  private rankDomains<D extends Range>(domains: readonly D[], need: Demand): D[] {
-    const fits: { d: D; left: number }[] = [];
-    for (const d of domains) {
-      const full = this.state.fullyFreeGpusIn(d.start, d.end);
-      const milli = this.state.gpuFreeMilliIn(d.start, d.end);
-      if (full < need.wholeGpus || milli < need.gpuMilli) continue;
-      fits.push({ d, left: milli - need.gpuMilli });
-    }
-    if (fits.length <= 1) return fits.map((f) => f.d);
-    // Stable bucket-free sort: small lists in practice (≤ number of domains at the level).
-    fits.sort((a, b) => a.left - b.left || a.d.start - b.d.start);
-    return fits.map((f) => f.d);
   }
 
   /**
@@ -368,6 +435,12 @@ interface Demand {
 
 function demand(members: readonly PodSpec[], minMember: number): Demand {
   // Capacity pre-check uses the cheapest minMember members, so elastic extras never block a domain.
+  const first = members[0];
+  if (first !== undefined && members.every((m) => m.request.gpuCount === first.request.gpuCount && m.request.gpuMilli === first.request.gpuMilli)) {
+    const k = Math.min(minMember, members.length);
+    const r = first.request;
+    return { wholeGpus: k * (r.gpuMilli >= 1000 ? r.gpuCount : 0), gpuMilli: k * r.gpuCount * r.gpuMilli };
+  }
   const per = members.map((m) => ({ whole: m.request.gpuMilli >= 1000 ? m.request.gpuCount : 0, milli: m.request.gpuCount * m.request.gpuMilli }));
   per.sort((a, b) => a.milli - b.milli);
   let wholeGpus = 0;

@@ -170,7 +170,8 @@ describe('ScoreIndex', () => {
   it('re-evaluates only the nodes that changed since the last refresh', () => {
     let calls = 0;
     const counting: Plugin = { name: 'counting', score: () => ++calls };
-    const st = new ClusterState(Array.from({ length: 6 }, (_, i) => nodeSpec(`n${i}`, 'l4x8')));
+    // Labels make every node its own spec class, so the first build evaluates each (see the next test).
+    const st = new ClusterState(Array.from({ length: 6 }, (_, i) => nodeSpec(`n${i}`, 'l4x8', { labels: { i: String(i) } })));
     const idx = new ScoreIndex(st, profileWith([fit], [{ plugin: counting, weight: 1 }]), makePod('p', { gpuCount: 1 }));
     idx.refresh();
     expect(calls).toBe(6);
@@ -181,6 +182,69 @@ describe('ScoreIndex', () => {
     idx.refresh();
     expect(calls).toBe(7);
     expect(idx.best()).toBe(3); // the counter makes the freshest evaluation the highest score
+  });
+
+  it('a build filters and scores one untouched node per spec class; touched nodes are evaluated one by one', () => {
+    const evaluated: string[] = [];
+    const spy: Plugin = { name: 'spy', filter: (p, n) => (evaluated.push(n.name), fitFilter(p, n)) };
+    const loc = (rack: string): Partial<NodeSpec> => ({ location: { zone: 'z', block: 'b', rack } });
+    const st = new ClusterState([
+      nodeSpec('a1', 'l4x8', loc('r1')),
+      nodeSpec('a2', 'l4x8', loc('r2')),
+      nodeSpec('a3', 'l4x8', loc('r3')),
+      nodeSpec('a4', 'l4x8', loc('r1')),
+      nodeSpec('b1', 't4x4', loc('r1')),
+      nodeSpec('b2', 't4x4', loc('r2')),
+      nodeSpec('c1', 'l4x8', { ...loc('r2'), taints: [{ key: 'k', effect: 'NoSchedule' }] }),
+    ]);
+    // a3 is changed and changed back: the same state, but no longer provably so; a4 keeps a pod.
+    st.allocate({ podId: 'x', node: 'a3', gpus: [0], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    st.release('x');
+    st.allocate({ podId: 'y', node: 'a4', gpus: [1], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    const profile = profileWith([spy], SCORERS);
+    const pod = makePod('p', { gpuCount: 2 });
+    const idx = new ScoreIndex(st, profile, pod);
+    idx.refresh();
+    expect(evaluated.sort()).toEqual(['a1', 'a3', 'a4', 'b1', 'c1']);
+    const b = brute(profile, pod, st);
+    expect([...idx.reason]).toEqual(b.reasons);
+    for (let i = 0; i < st.size; i++) if (b.reasons[i] === Reason.Fits) expect(idx.score[i]).toBe(b.scores[i]);
+    expect(idx.best()).toBe(bruteBest(b, st, 0, st.size));
+    expect(idx.feasibleCount()).toBe(b.reasons.filter((r) => r === Reason.Fits).length);
+    // A node that took another's result is re-evaluated by itself once it changes.
+    evaluated.length = 0;
+    st.allocate({ podId: 'z', node: 'a2', gpus: [0, 1, 2, 3, 4, 5, 6], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    idx.refresh();
+    expect(evaluated).toEqual(['a2']);
+    const a2 = st.node('a2')!.idx;
+    expect(idx.reason[a2]).toBe(Reason.Gpu);
+    expect(idx.feasibleCount()).toBe(b.reasons.filter((r) => r === Reason.Fits).length - 1);
+  });
+
+  it.each([21, 22])('an index created after random changes equals a brute-force scan (seed %i)', (seed) => {
+    const rng = seededRng(seed);
+    const profile = profileWith([fit], SCORERS);
+    const problems: string[] = [];
+    for (let round = 0; round < 20; round++) {
+      // Many nodes of few spec classes, a few of them changed: the build copies results within a class.
+      const specs = Array.from({ length: 24 }, (_, i) => nodeSpec(`n${String(i).padStart(2, '0')}`, i % 5 === 0 ? 't4x4' : 'l4x8', { location: { zone: 'z', block: 'b', rack: `r${i % 4}` } }));
+      const ranks = shuffle(Array.from({ length: specs.length }, (_, i) => i), rng);
+      const st = new ClusterState(specs, (_name, i) => ranks[i]!);
+      const live: string[] = [];
+      const next = { n: 0 };
+      for (let c = rng.int(12); c > 0; c--) mutate(st, rng, live, next);
+      for (const pod of PODS) {
+        const idx = new ScoreIndex(st, profile, pod);
+        idx.refresh();
+        const b = brute(profile, pod, st);
+        for (let i = 0; i < st.size; i++) {
+          if (idx.reason[i] !== b.reasons[i]) problems.push(`round ${round} ${pod.id} reason of ${i}`);
+          else if (b.reasons[i] === Reason.Fits && idx.score[i] !== b.scores[i]) problems.push(`round ${round} ${pod.id} score of ${i}`);
+        }
+        for (let s = 0; s <= st.size; s += 3) for (let e = s; e <= st.size; e += 2) if (idx.best(s, e) !== bruteBest(b, st, s, e)) problems.push(`round ${round} ${pod.id} best [${s},${e})`);
+      }
+    }
+    expect(problems).toEqual([]);
   });
 
   it('rebuilds from scratch when the change log no longer reaches back', () => {
@@ -214,6 +278,38 @@ describe('evaluateFilters', () => {
 });
 
 describe('shapeKey', () => {
+  it('equals the key built from the fields for random pods, seen once or many times, whatever their order', () => {
+    const rng = seededRng(5);
+    const pick = <T,>(xs: readonly T[]): T => xs[rng.int(xs.length)] as T;
+    const build = (pod: PodSpec): string => {
+      const r = pod.request;
+      let k = `${r.cpuMilli}|${r.memoryMiB}|${r.gpuCount}|${r.gpuMilli}|${r.gpuMemoryMiB ?? 0}|${pod.gpuModels.join(',')}|${pod.minComputeCapability}`;
+      if (pod.tolerations.length > 0) k += `|t${JSON.stringify(pod.tolerations)}`;
+      const sel = Object.keys(pod.nodeSelector);
+      if (sel.length > 0) k += `|s${JSON.stringify(sel.sort().map((x) => [x, pod.nodeSelector[x]]))}`;
+      return k;
+    };
+    const problems: string[] = [];
+    for (let i = 0; i < 3000; i++) {
+      const gpuCount = pick([0, 1, 1, 2, 8]);
+      const selector: Record<string, string> = {};
+      for (const k of ['a', 'b', 'c']) if (rng.next() < 0.2) selector[k] = pick(['x', 'y']);
+      const pod = makePod(
+        `p${i}`,
+        { gpuCount, gpuMilli: pick([1000, 500, 300]), cpuMilli: pick([1000, 2000]), memoryMiB: pick([1024, 2048]), ...(rng.next() < 0.2 ? { gpuMemoryMiB: pick([4096, 8192]) } : {}) },
+        {
+          gpuModels: pick([[], ['L4'], ['L4', 'T4'], ['T4', 'L4'], ['L4,T4']]),
+          minComputeCapability: pick([0, 0, 80]),
+          tolerations: pick([[], [], [{ key: 'gpu', operator: 'Exists' }], [{ key: 'gpu', operator: 'Equal', value: 'v' }]]),
+          nodeSelector: selector,
+        },
+      );
+      if (shapeKey(pod) !== build(pod)) problems.push(`${pod.id}: ${shapeKey(pod)} vs ${build(pod)}`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+
   it('is equal for pods that filter and score alike, whatever their id, gang or priority', () => {
     const a = makePod('a', { gpuCount: 2 }, { priority: 1 });
     const b = makePod('b', { gpuCount: 2 }, { gang: 'g', queue: 'other' });

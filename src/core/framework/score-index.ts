@@ -46,13 +46,51 @@ export class ScoreIndex {
   /** Brings every entry up to date with the cluster state. */
   refresh(): void {
     const st = this.state;
-    if (this.seenSeq >= 0 && st.forEachChange(this.seenSeq, (i) => this.update(i))) {
+    if (this.seenSeq >= 0 && st.forEachChange(this.seenSeq, this.onChange)) {
       this.seenSeq = st.seq;
       return;
     }
-    for (let i = 0; i < this.n; i++) this.evaluate(i);
-    for (let p = this.size - 1; p >= 1; p--) this.pull(p);
+    this.build();
     this.seenSeq = st.seq;
+  }
+
+  private readonly onChange = (i: number): void => this.update(i);
+
+  /**
+   * Evaluates every node. Nodes never mutated (version 0) are in their initial state, which their spec
+   * determines; nodes of one spec class (equal but for name and location, which plugins may not read) then
+   * evaluate the same, so the first such node is filtered and scored and the others take its result.
+   */
+  private build(): void {
+    const { of, count } = this.state.specClasses();
+    const first = new Int32Array(count).fill(-1);
+    const nodes = this.state.nodes;
+    const { tree, reason, score, version } = this;
+    const size = this.size;
+    for (let i = 0; i < this.n; i++) {
+      if ((nodes[i] as NodeState).version === 0) {
+        const c = of[i] as number;
+        const j = first[c] as number;
+        if (j >= 0) {
+          // Node i takes node j's result: same class, both unchanged since creation.
+          version[i] = 0;
+          const r = reason[j] as number;
+          reason[i] = r;
+          if (r === Reason.Fits) {
+            score[i] = score[j] as number;
+            tree[size + i] = i;
+            this.count[size + i] = 1;
+          } else {
+            tree[size + i] = -1;
+            this.count[size + i] = 0;
+          }
+          continue;
+        }
+        first[c] = i;
+      }
+      this.evaluate(i);
+    }
+    for (let p = size - 1; p >= 1; p--) this.pull(p);
   }
 
   /** Filters and scores node i into the leaf (no tree update). */
@@ -77,8 +115,13 @@ export class ScoreIndex {
   private update(i: number): void {
     const node = this.state.nodes[i] as NodeState;
     if (this.version[i] === node.version) return;
+    const leaf = this.size + i;
+    const wasFeasible = (this.tree[leaf] as number) >= 0;
+    const oldScore = this.score[i] as number;
     this.evaluate(i);
-    for (let p = (this.size + i) >> 1; p >= 1; p >>= 1) this.pull(p);
+    // Infeasible before and after, or the same score: no winner or count above the leaf changes.
+    if ((this.tree[leaf] as number) >= 0 ? wasFeasible && this.score[i] === oldScore : !wasFeasible) return;
+    for (let p = leaf >> 1; p >= 1; p >>= 1) this.pull(p);
   }
 
   private pull(p: number): void {
@@ -157,18 +200,63 @@ export function evaluateFilters(profile: Profile, pod: PodSpec, node: NodeState)
   return Reason.Fits;
 }
 
-const shapeKeys = new WeakMap<PodSpec, string>();
+/** Pods of every shape seen so far, by a hash of their fields: a known shape's key is found without building a string. */
+const knownShapes = new Map<number, { readonly pod: PodSpec; readonly key: string; readonly tolerations: string }[]>();
+let knownShapeCount = 0;
+/** Bounds the table in a long-running scheduler; past it, the table starts over (keys stay the same). */
+const MAX_KNOWN_SHAPES = 65_536;
 
 /** Everything filters and node scores may read of a pod; pods with equal keys are interchangeable. */
 export function shapeKey(pod: PodSpec): string {
-  let k = shapeKeys.get(pod);
-  if (k === undefined) {
-    const r = pod.request;
-    k = `${r.cpuMilli}|${r.memoryMiB}|${r.gpuCount}|${r.gpuMilli}|${r.gpuMemoryMiB ?? 0}|${pod.gpuModels.join(',')}|${pod.minComputeCapability}`;
-    if (pod.tolerations.length > 0) k += `|t${JSON.stringify(pod.tolerations)}`;
-    const sel = Object.keys(pod.nodeSelector);
-    if (sel.length > 0) k += `|s${JSON.stringify(sel.sort().map((x) => [x, pod.nodeSelector[x]]))}`;
-    shapeKeys.set(pod, k);
+  const r = pod.request;
+  let h = Math.imul(r.cpuMilli | 0, 0x9e3779b1) ^ Math.imul(r.memoryMiB | 0, 0x85ebca6b) ^ Math.imul(r.gpuCount | 0, 0xc2b2ae35);
+  h = Math.imul(h ^ (r.gpuMilli | 0), 0x27d4eb2f) ^ ((r.gpuMemoryMiB ?? 0) | 0) ^ Math.imul(pod.minComputeCapability | 0, 0x165667b1);
+  h = (h ^ (pod.gpuModels.length << 8) ^ (pod.tolerations.length << 16)) | 0;
+  let bucket = knownShapes.get(h);
+  if (bucket !== undefined) {
+    for (const known of bucket) if (sameShape(known.pod, known.tolerations, pod)) return known.key;
   }
+  const key = buildShapeKey(pod);
+  if (knownShapeCount >= MAX_KNOWN_SHAPES) {
+    knownShapes.clear();
+    knownShapeCount = 0;
+    bucket = undefined;
+  }
+  if (bucket === undefined) {
+    bucket = [];
+    knownShapes.set(h, bucket);
+  }
+  bucket.push({ pod, key, tolerations: pod.tolerations.length > 0 ? JSON.stringify(pod.tolerations) : '' });
+  knownShapeCount++;
+  return key;
+}
+
+/** Field by field: true only if the two pods' keys are equal (never a false match; a false miss only adds an entry). */
+function sameShape(a: PodSpec, aTolerations: string, b: PodSpec): boolean {
+  const ra = a.request;
+  const rb = b.request;
+  if (ra.cpuMilli !== rb.cpuMilli || ra.memoryMiB !== rb.memoryMiB || ra.gpuCount !== rb.gpuCount || ra.gpuMilli !== rb.gpuMilli) return false;
+  if ((ra.gpuMemoryMiB ?? 0) !== (rb.gpuMemoryMiB ?? 0) || a.minComputeCapability !== b.minComputeCapability) return false;
+  if (a.gpuModels.length !== b.gpuModels.length) return false;
+  for (let i = 0; i < a.gpuModels.length; i++) if (a.gpuModels[i] !== b.gpuModels[i]) return false;
+  if (a.tolerations.length !== b.tolerations.length) return false;
+  if (b.tolerations.length > 0 && JSON.stringify(b.tolerations) !== aTolerations) return false;
+  let na = 0;
+  for (const k in a.nodeSelector) {
+    if (!Object.hasOwn(a.nodeSelector, k)) continue;
+    na++;
+    if (!Object.hasOwn(b.nodeSelector, k) || b.nodeSelector[k] !== a.nodeSelector[k]) return false;
+  }
+  let nb = 0;
+  for (const k in b.nodeSelector) if (Object.hasOwn(b.nodeSelector, k)) nb++;
+  return na === nb;
+}
+
+function buildShapeKey(pod: PodSpec): string {
+  const r = pod.request;
+  let k = `${r.cpuMilli}|${r.memoryMiB}|${r.gpuCount}|${r.gpuMilli}|${r.gpuMemoryMiB ?? 0}|${pod.gpuModels.join(',')}|${pod.minComputeCapability}`;
+  if (pod.tolerations.length > 0) k += `|t${JSON.stringify(pod.tolerations)}`;
+  const sel = Object.keys(pod.nodeSelector);
+  if (sel.length > 0) k += `|s${JSON.stringify(sel.sort().map((x) => [x, pod.nodeSelector[x]]))}`;
   return k;
 }

@@ -227,11 +227,11 @@ function bruteMilli(st: ClusterState, s: number, e: number): number {
   return c;
 }
 
-describe('range sums (Fenwick trees)', () => {
-  it.each([7, 8, 9])('fullyFreeGpusIn and gpuFreeMilliIn equal brute force after random allocate/release/health changes (seed %i)', (seed) => {
+describe('range sums (Fenwick trees) and per-domain counts', () => {
+  it.each([7, 8, 9])('fullyFreeGpusIn, gpuFreeMilliIn and the per-domain counts equal brute force after random allocate/release/health changes (seed %i)', (seed) => {
     const rng = seededRng(seed);
     const shapes = ['l4x8', 'dgx-h100', 't4x4', 'a800x4'];
-    const specs = Array.from({ length: 11 }, (_, i) => nodeSpec(`n${i}`, shapes[i % shapes.length], { rack: `r${i % 3}` }));
+    const specs = Array.from({ length: 11 }, (_, i) => nodeSpec(`n${i}`, shapes[i % shapes.length], { block: `b${i % 2}`, rack: `r${i % 3}`, ...(i % 4 === 0 ? {} : { nvlinkDomain: `d${i % 4}` }) }));
     const st = new ClusterState(specs);
     const live: string[] = [];
     const mismatches: string[] = [];
@@ -262,6 +262,12 @@ describe('range sums (Fenwick trees)', () => {
           if (st.gpuFreeMilliIn(s, e) !== bruteMilli(st, s, e)) mismatches.push(`step ${step} milli [${s},${e})`);
         }
       }
+      for (const level of TOPOLOGY_LEVELS) {
+        st.domains[level].forEach((d, di) => {
+          if (st.domainFullyFreeGpus(level, di) !== bruteFull(st, d.start, d.end)) mismatches.push(`step ${step} ${level} ${d.key} full`);
+          if (st.domainGpuFreeMilli(level, di) !== bruteMilli(st, d.start, d.end)) mismatches.push(`step ${step} ${level} ${d.key} milli`);
+        });
+      }
     }
     expect(mismatches).toEqual([]);
     // Every pod gone and every GPU healthy again: back to the empty cluster.
@@ -270,6 +276,32 @@ describe('range sums (Fenwick trees)', () => {
     const total = specs.reduce((s, n) => s + n.gpus.length, 0);
     expect(st.fullyFreeGpusIn(0, st.size)).toBe(total);
     expect(st.gpuFreeMilliIn(0, st.size)).toBe(total * 1000);
+  });
+});
+
+describe('spec classes', () => {
+  it('nodes equal in everything but name and location share a class; any other field separates them', () => {
+    const st = new ClusterState([
+      nodeSpec('a', 'l4x8', { rack: 'r1' }),
+      nodeSpec('b', 'l4x8', { rack: 'r2', nvlinkDomain: 'x' }),
+      { ...nodeSpec('c', 'l4x8'), gpus: NODE_SHAPES['l4x8']!.gpus.map((g) => ({ ...g })) }, // equal content, other objects
+      { ...nodeSpec('d', 'l4x8'), labels: { pool: 'x' } },
+      { ...nodeSpec('e', 'l4x8'), taints: [{ key: 'k', effect: 'NoSchedule' }] },
+      { ...nodeSpec('f', 'l4x8'), cpuMilli: 1 },
+      { ...nodeSpec('g', 'l4x8'), unschedulable: true },
+      { ...nodeSpec('h', 'l4x8'), gpus: NODE_SHAPES['l4x8']!.gpus.map((g, i) => ({ ...g, healthy: i !== 3 })) },
+      nodeSpec('i', 't4x4'),
+      nodeSpec('j', 't4x4', { zone: 'z2' }),
+    ]);
+    const { of, count } = st.specClasses();
+    const cls = (name: string): number => of[must(st, name).idx]!;
+    expect(cls('b')).toBe(cls('a'));
+    expect(cls('c')).toBe(cls('a'));
+    expect(cls('j')).toBe(cls('i'));
+    expect(new Set(['a', 'd', 'e', 'f', 'g', 'h', 'i'].map(cls)).size).toBe(7);
+    expect(count).toBe(7);
+    expect(Math.max(...of)).toBe(count - 1);
+    expect(st.specClasses().of).toBe(of); // computed once
   });
 });
 

@@ -89,10 +89,12 @@ export class NodeState {
 export function gpuPodTag(gpuCount: number, gpuMilli: number): string | undefined {
   if (gpuCount === 0 || gpuMilli === 0) return undefined;
   if (gpuCount === 1 && gpuMilli < 1000) return 'share';
-  return `${gpuCount}-gpu`;
+  return WHOLE_TAGS[gpuCount] ?? `${gpuCount}-gpu`;
 }
+const WHOLE_TAGS = Array.from({ length: 65 }, (_, i) => `${i}-gpu`);
 
 const LOG_SLACK = 4;
+const LEVEL_POS = Object.fromEntries(TOPOLOGY_LEVELS.map((l, i) => [l, i])) as Record<TopologyLevel, number>;
 
 export class ClusterState {
   readonly nodes: readonly NodeState[];
@@ -110,6 +112,13 @@ export class ClusterState {
   private readonly fenMilli: Float64Array;
   private readonly lastFull: Int32Array;
   private readonly lastMilli: Int32Array;
+  /** Per level (TOPOLOGY_LEVELS order), per domain: fully free GPUs and free GPU milli, kept on every mutation. */
+  private readonly domFull: Float64Array[] = [];
+  private readonly domMilli: Float64Array[] = [];
+  private readonly levelOf: Int32Array[] = [];
+  /** Spec class per node index (see specClasses), computed on first use. */
+  private specClassOf: Int32Array | undefined;
+  private specClassCount = 0;
 
   /**
    * @param specs nodes in any order; they are sorted into topology order.
@@ -151,6 +160,11 @@ export class ClusterState {
     this.fenMilli = new Float64Array(nodes.length + 1);
     this.lastFull = new Int32Array(nodes.length);
     this.lastMilli = new Int32Array(nodes.length);
+    for (const level of TOPOLOGY_LEVELS) {
+      this.domFull.push(new Float64Array(domains[level].length));
+      this.domMilli.push(new Float64Array(domains[level].length));
+      this.levelOf.push(domainOf[level]);
+    }
     for (const n of nodes) this.refreshAggregates(n);
   }
 
@@ -189,7 +203,8 @@ export class ClusterState {
     if (n === undefined) throw new Error(`allocate: unknown node ${a.node}`);
     if (this.podNode.has(a.podId)) throw new Error(`allocate: pod ${a.podId} already allocated`);
     // Check every GPU before touching anything, so that a refused allocation leaves the node as it was.
-    for (const [k, g] of a.gpus.entries()) {
+    for (let k = 0; k < a.gpus.length; k++) {
+      const g = a.gpus[k] as number;
       if (n.gpuUsable[g] !== 1 || (n.gpuFree[g] as number) < a.gpuMilli || a.gpus.indexOf(g) !== k) throw new Error(`allocate: GPU ${g} of ${a.node} over-committed by ${a.podId}`);
     }
     n.cpuUsedMilli += a.cpuMilli;
@@ -244,6 +259,82 @@ export class ClusterState {
     return prefix(this.fenMilli, end) - prefix(this.fenMilli, start);
   }
 
+  /** Fully free GPUs in domain `d` (an index into `domains[level]`); O(1), kept up to date on every mutation. */
+  domainFullyFreeGpus(level: TopologyLevel, d: number): number {
+    return (this.domFull[LEVEL_POS[level]] as Float64Array)[d] as number;
+  }
+  /** Free GPU milli in domain `d` of `level`; O(1). */
+  domainGpuFreeMilli(level: TopologyLevel, d: number): number {
+    return (this.domMilli[LEVEL_POS[level]] as Float64Array)[d] as number;
+  }
+
+  /**
+   * Equivalence classes of node specs: nodes get the same class id when their specs are equal in every field
+   * but `name` and `location` (resources, GPU devices, GPU topology, labels, taints, unschedulable, shape).
+   * Filter and score plugins may read neither name nor location (types.ts), so two nodes of one class in the
+   * same state evaluate the same for every pod. `count` = number of classes; ids are 0..count-1.
+   */
+  specClasses(): { readonly of: Int32Array; readonly count: number } {
+    if (this.specClassOf === undefined) {
+      const of = new Int32Array(this.nodes.length);
+      const ids = new Map<string, number>();
+      // Sub-objects (GPU list, topology, labels, taints) become small ids by content, cached by identity:
+      // nodes usually share them, and the class key then stays short.
+      const contentIds = new Map<string, number>();
+      const byObject = new Map<object, number>();
+      const sub = (o: object): number => {
+        let id = byObject.get(o);
+        if (id === undefined) {
+          const json = JSON.stringify(o);
+          id = contentIds.get(json);
+          if (id === undefined) {
+            id = contentIds.size;
+            contentIds.set(json, id);
+          }
+          byObject.set(o, id);
+        }
+        return id;
+      };
+      const same = (a: object, b: object): boolean => a === b || sub(a) === sub(b);
+      const noLabels = (x: NodeSpec): boolean => Object.keys(x.labels).length === 0;
+      let prev: NodeSpec | undefined;
+      let prevId = -1;
+      for (const n of this.nodes) {
+        const s = n.spec;
+        // Neighbours in topology order are usually alike: compare with the previous node before building a key.
+        if (
+          prev !== undefined &&
+          s.cpuMilli === prev.cpuMilli &&
+          s.memoryMiB === prev.memoryMiB &&
+          s.maxPods === prev.maxPods &&
+          s.unschedulable === prev.unschedulable &&
+          s.shape === prev.shape &&
+          same(s.gpus, prev.gpus) &&
+          same(s.topology, prev.topology) &&
+          (noLabels(s) ? noLabels(prev) : !noLabels(prev) && same(s.labels, prev.labels)) &&
+          (s.taints.length === 0 ? prev.taints.length === 0 : prev.taints.length > 0 && same(s.taints, prev.taints))
+        ) {
+          of[n.idx] = prevId;
+          continue;
+        }
+        const labels = noLabels(s) ? -1 : sub(s.labels);
+        const taints = s.taints.length === 0 ? -1 : sub(s.taints);
+        const key = `${s.cpuMilli}|${s.memoryMiB}|${s.maxPods}|${s.unschedulable}|${s.shape ?? ''}|${sub(s.gpus)}|${sub(s.topology)}|${labels}|${taints}`;
+        let id = ids.get(key);
+        if (id === undefined) {
+          id = ids.size;
+          ids.set(key, id);
+        }
+        of[n.idx] = id;
+        prev = s;
+        prevId = id;
+      }
+      this.specClassOf = of;
+      this.specClassCount = ids.size;
+    }
+    return { of: this.specClassOf, count: this.specClassCount };
+  }
+
   private touched(n: NodeState): void {
     n.version++;
     this.log.push(n.idx);
@@ -260,8 +351,22 @@ export class ClusterState {
     const milli = n.gpuFreeMilli();
     const df = full - (this.lastFull[n.idx] as number);
     const dm = milli - (this.lastMilli[n.idx] as number);
-    if (df !== 0) add(this.fenFull, n.idx, df);
-    if (dm !== 0) add(this.fenMilli, n.idx, dm);
+    if (df !== 0) {
+      add(this.fenFull, n.idx, df);
+      for (let l = 0; l < this.levelOf.length; l++) {
+        const d = (this.levelOf[l] as Int32Array)[n.idx] as number;
+        const a = this.domFull[l] as Float64Array;
+        a[d] = (a[d] as number) + df;
+      }
+    }
+    if (dm !== 0) {
+      add(this.fenMilli, n.idx, dm);
+      for (let l = 0; l < this.levelOf.length; l++) {
+        const d = (this.levelOf[l] as Int32Array)[n.idx] as number;
+        const a = this.domMilli[l] as Float64Array;
+        a[d] = (a[d] as number) + dm;
+      }
+    }
     this.lastFull[n.idx] = full;
     this.lastMilli[n.idx] = milli;
   }
@@ -301,15 +406,9 @@ function compareTopology(a: NodeSpec, b: NodeSpec): number {
 
 /** Allocation of a pod on a node with given GPUs (no checks). */
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
-  return {
-    podId: pod.id,
-    node,
-    gpus,
-    gpuMilli: pod.request.gpuCount === 0 ? 0 : pod.request.gpuMilli,
-    cpuMilli: pod.request.cpuMilli,
-    memoryMiB: pod.request.memoryMiB,
-    priority: pod.priority,
-    queue: pod.queue,
-    ...(pod.gang === undefined ? {} : { gang: pod.gang }),
-  };
+  const r = pod.request;
+  const gpuMilli = r.gpuCount === 0 ? 0 : r.gpuMilli;
+  return pod.gang === undefined
+    ? { podId: pod.id, node, gpus, gpuMilli, cpuMilli: r.cpuMilli, memoryMiB: r.memoryMiB, priority: pod.priority, queue: pod.queue }
+    : { podId: pod.id, node, gpus, gpuMilli, cpuMilli: r.cpuMilli, memoryMiB: r.memoryMiB, priority: pod.priority, queue: pod.queue, gang: pod.gang };
 }

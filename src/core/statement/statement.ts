@@ -7,8 +7,11 @@ import type { Allocation, ClusterState } from '../snapshot/cluster-state.ts';
 
 export type StatementOp = { readonly kind: 'allocate'; readonly allocation: Allocation } | { readonly kind: 'release'; readonly allocation: Allocation };
 
+/** Shared by every statement without steps (most hold one or none): never pushed to. */
+const NO_OPS: StatementOp[] = [];
+
 export class Statement {
-  private ops: StatementOp[] = [];
+  private ops: StatementOp[] = NO_OPS;
   private closed = false;
 
   constructor(private readonly state: ClusterState) {}
@@ -16,15 +19,20 @@ export class Statement {
   allocate(a: Allocation): void {
     this.assertOpen();
     this.state.allocate(a);
-    this.ops.push({ kind: 'allocate', allocation: a });
+    this.record({ kind: 'allocate', allocation: a });
   }
 
   /** Releases a pod's allocation (eviction in a preemption plan). */
   release(podId: string): Allocation | undefined {
     this.assertOpen();
     const a = this.state.release(podId);
-    if (a !== undefined) this.ops.push({ kind: 'release', allocation: a });
+    if (a !== undefined) this.record({ kind: 'release', allocation: a });
     return a;
+  }
+
+  private record(op: StatementOp): void {
+    if (this.ops === NO_OPS) this.ops = [op];
+    else this.ops.push(op);
   }
 
   checkpoint(): number {
@@ -46,7 +54,7 @@ export class Statement {
     this.assertOpen();
     this.closed = true;
     const ops = this.ops;
-    this.ops = [];
+    this.ops = NO_OPS;
     return ops;
   }
 

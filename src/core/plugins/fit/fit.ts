@@ -12,7 +12,7 @@ import type { NodeState } from '../../snapshot/cluster-state.ts';
 import type { PodSpec, Toleration } from '../../model/pod.ts';
 import type { Taint } from '../../model/node.ts';
 import { Reason, type ReasonCode } from '../../framework/reasons.ts';
-import type { Plugin } from '../../framework/types.ts';
+import { SUCCESS, type Plugin } from '../../framework/types.ts';
 
 export function tolerates(tolerations: readonly Toleration[], taint: Taint): boolean {
   return tolerations.some(
@@ -61,6 +61,8 @@ export const fitPlugin = (): Plugin => ({
   filter: fitFilter,
   preFilter(pod) {
     const r = pod.request;
+    // The common case allocates nothing: it runs for every pod and every gang member of every attempt.
+    if (r.gpuMilli <= 1000 && (r.gpuCount <= 1 || r.gpuMilli >= 1000) && r.cpuMilli >= 0 && r.memoryMiB >= 0 && r.gpuCount >= 0) return SUCCESS;
     const bad: string[] = [];
     if (r.gpuCount > 1 && r.gpuMilli < 1000) bad.push(`a fractional GPU request (${r.gpuMilli} milli) is only allowed for one device, not ${r.gpuCount}`);
     if (r.gpuMilli > 1000) bad.push(`gpuMilli ${r.gpuMilli} exceeds one device (1000)`);

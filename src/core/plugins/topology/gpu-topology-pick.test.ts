@@ -5,7 +5,8 @@ import { NODE_SHAPES } from '../../model/presets.ts';
 import { makeGpus } from '../../model/gpu.ts';
 import type { NodeSpec } from '../../model/node.ts';
 import { makePod } from '../../model/pod.ts';
-import { buildTopology, type NodeGpuTopology } from '../../model/topology.ts';
+import { seededRng } from '../../ports.ts';
+import { buildTopology, ringBottleneckGBps, type NodeGpuTopology } from '../../model/topology.ts';
 
 function spec(shapeId: string, extra: Partial<NodeSpec> = {}): NodeSpec {
   const s = NODE_SHAPES[shapeId];
@@ -132,5 +133,82 @@ describe('bestGpuSet tie rules', () => {
     expect(bestGpuSet(t, [0, 1, 2, 3], 0)).toBeUndefined();
     expect(bestGpuSet(t, [1, 3], 2)).toEqual([1, 3]);
     expect(bestGpuSet(t, [1, 3], 3)).toBeUndefined();
+  });
+});
+
+/** The first implementation (a Set and an object per candidate set), kept as the reference for the allocation-free one. */
+function referenceBestGpuSet(topo: NodeGpuTopology, freeSet: readonly number[], count: number): number[] | undefined {
+  type C = { gpus: number[]; ring: number; numa: number; pcie: number; islandFreeLeft: number; numaFreeLeft: number; pcieFreeLeft: number };
+  const distinct = (values: readonly number[], gpus: readonly number[]): number => new Set(gpus.map((g) => values[g])).size;
+  const freeLeftIn = (groupOf: readonly number[], gpus: readonly number[]): number => {
+    const touched = new Set(gpus.map((g) => groupOf[g]));
+    return freeSet.filter((f) => touched.has(groupOf[f]) && !gpus.includes(f)).length;
+  };
+  const better = (a: C, b: C): boolean => {
+    if (a.ring !== b.ring) return a.ring > b.ring;
+    if (a.islandFreeLeft !== b.islandFreeLeft) return a.islandFreeLeft < b.islandFreeLeft;
+    if (a.numa !== b.numa) return a.numa < b.numa;
+    if (a.pcie !== b.pcie) return a.pcie < b.pcie;
+    if (a.numaFreeLeft !== b.numaFreeLeft) return a.numaFreeLeft < b.numaFreeLeft;
+    if (a.pcieFreeLeft !== b.pcieFreeLeft) return a.pcieFreeLeft < b.pcieFreeLeft;
+    for (let i = 0; i < a.gpus.length; i++) if (a.gpus[i] !== b.gpus[i]) return a.gpus[i]! < b.gpus[i]!;
+    return false;
+  };
+  if (count > freeSet.length || count <= 0) return undefined;
+  if (count === freeSet.length) return [...freeSet];
+  let best: C | undefined;
+  const pickSet: number[] = [];
+  const rec = (from: number): void => {
+    if (pickSet.length === count) {
+      const gpus = [...pickSet];
+      const c = { gpus, ring: ringBottleneckGBps(topo, gpus), numa: distinct(topo.numaOf, gpus), pcie: distinct(topo.pcieSwitchOf, gpus), islandFreeLeft: freeLeftIn(topo.islandOf, gpus), numaFreeLeft: freeLeftIn(topo.numaOf, gpus), pcieFreeLeft: freeLeftIn(topo.pcieSwitchOf, gpus) };
+      if (best === undefined || better(c, best)) best = c;
+      return;
+    }
+    for (let i = from; i <= freeSet.length - (count - pickSet.length); i++) {
+      pickSet.push(freeSet[i]!);
+      rec(i + 1);
+      pickSet.pop();
+    }
+  };
+  rec(0);
+  return best?.gpus;
+}
+
+describe('bestGpuSet equals the reference implementation', () => {
+  it('on every preset, every free set of up to 8 GPUs and every count', () => {
+    const problems: string[] = [];
+    for (const [id, shape] of Object.entries(NODE_SHAPES)) {
+      const topo = shape.topology;
+      const n = Math.min(topo.gpuCount, 8);
+      for (let mask = 0; mask < 1 << n; mask++) {
+        const free: number[] = [];
+        for (let g = 0; g < n; g++) if (mask & (1 << g)) free.push(g);
+        for (let count = 1; count <= free.length; count++) {
+          const got = bestGpuSet(topo, free, count);
+          const want = referenceBestGpuSet(topo, free, count);
+          if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`${id} free ${free.join(',')} count ${count}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('pickTopologyGpus on nodes in random states (its scratch list of free GPUs shrinks and grows between calls)', () => {
+    const rng = seededRng(3);
+    const problems: string[] = [];
+    for (let t = 0; t < 400; t++) {
+      const shapeId = ['hgx-a100', 'dgx-h100', 'l4x8', 'v100-hcm', 'nvlink-2x4'][rng.int(5)]!;
+      const n = NODE_SHAPES[shapeId]!.topology.gpuCount;
+      const used: Record<number, number> = {};
+      for (let g = 0; g < n; g++) if (rng.next() < 0.4) used[g] = rng.next() < 0.5 ? 1000 : 300;
+      const nd = node(shapeId, used);
+      const free = Array.from({ length: n }, (_, g) => g).filter((g) => used[g] === undefined);
+      const count = 1 + rng.int(4);
+      const got = pick(nd, count);
+      const want = referenceBestGpuSet(nd.spec.topology, free, count);
+      if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`${shapeId} used ${JSON.stringify(used)} count ${count}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+    }
+    expect(problems).toEqual([]);
   });
 });

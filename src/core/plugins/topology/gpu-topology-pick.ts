@@ -26,10 +26,16 @@ interface Candidate {
   pcieFreeLeft: number;
 }
 
+/** Distinct values of `values[g]` over `gpus` (a handful of GPUs: a quadratic scan allocates nothing). */
 function distinct(values: readonly number[], gpus: readonly number[]): number {
-  const s = new Set<number>();
-  for (const g of gpus) s.add(values[g] as number);
-  return s.size;
+  let c = 0;
+  for (let i = 0; i < gpus.length; i++) {
+    const v = values[gpus[i] as number] as number;
+    let seen = false;
+    for (let j = 0; j < i && !seen; j++) seen = values[gpus[j] as number] === v;
+    if (!seen) c++;
+  }
+  return c;
 }
 
 function better(a: Candidate, b: Candidate): boolean {
@@ -43,55 +49,95 @@ function better(a: Candidate, b: Candidate): boolean {
   return false;
 }
 
-/** Free GPUs outside `gpus` that share a group (island, NUMA node, switch) with one of them. */
-function freeLeftIn(groupOf: readonly number[], freeSet: readonly number[], gpus: readonly number[]): number {
-  const touched = new Set<number>();
-  for (const g of gpus) touched.add(groupOf[g] as number);
+/** Free GPUs (the first `nFree` of `free`) outside `gpus` that share a group (island, NUMA node, switch) with one of them. */
+function freeLeftIn(groupOf: readonly number[], free: readonly number[], nFree: number, gpus: readonly number[]): number {
   let left = 0;
-  for (const f of freeSet) if (touched.has(groupOf[f] as number) && !gpus.includes(f)) left++;
+  for (let k = 0; k < nFree; k++) {
+    const f = free[k] as number;
+    const group = groupOf[f] as number;
+    let touched = false;
+    let inside = false;
+    for (let i = 0; i < gpus.length; i++) {
+      const g = gpus[i] as number;
+      if (g === f) inside = true;
+      else if (groupOf[g] === group) touched = true;
+    }
+    // f itself in `gpus` touches its own group, but is not left over.
+    if (touched && !inside) left++;
+  }
   return left;
 }
 
-function evaluate(topo: NodeGpuTopology, freeSet: readonly number[], gpus: number[]): Candidate {
-  return {
-    gpus,
-    ring: ringBottleneckGBps(topo, gpus),
-    numa: distinct(topo.numaOf, gpus),
-    pcie: distinct(topo.pcieSwitchOf, gpus),
-    islandFreeLeft: freeLeftIn(topo.islandOf, freeSet, gpus),
-    numaFreeLeft: freeLeftIn(topo.numaOf, freeSet, gpus),
-    pcieFreeLeft: freeLeftIn(topo.pcieSwitchOf, freeSet, gpus),
-  };
+/** Fills `c` for the set `gpus` (kept by reference). */
+function evaluate(c: Candidate, topo: NodeGpuTopology, free: readonly number[], nFree: number, gpus: number[]): void {
+  c.gpus = gpus;
+  c.ring = ringBottleneckGBps(topo, gpus);
+  c.numa = distinct(topo.numaOf, gpus);
+  c.pcie = distinct(topo.pcieSwitchOf, gpus);
+  c.islandFreeLeft = freeLeftIn(topo.islandOf, free, nFree, gpus);
+  c.numaFreeLeft = freeLeftIn(topo.numaOf, free, nFree, gpus);
+  c.pcieFreeLeft = freeLeftIn(topo.pcieSwitchOf, free, nFree, gpus);
 }
+
+const blank = (): Candidate => ({ gpus: [], ring: 0, numa: 0, pcie: 0, islandFreeLeft: 0, numaFreeLeft: 0, pcieFreeLeft: 0 });
+/** Scratch: the search is synchronous and not re-entrant, so one set of records serves every call. */
+const BEST = blank();
+const CUR = blank();
+/** Free GPU indices of the node being picked for; only the first `nFree` entries count (never shrunk, so never re-grown). */
+const FREE: number[] = [];
 
 /** Best set of `count` GPUs among `freeSet` (ascending indices) by the rules above. */
 export function bestGpuSet(topo: NodeGpuTopology, freeSet: readonly number[], count: number): number[] | undefined {
-  if (count > freeSet.length || count <= 0) return undefined;
-  if (count === freeSet.length) return [...freeSet];
-  let best: Candidate | undefined;
+  return bestOf(topo, freeSet, freeSet.length, count);
+}
+
+/**
+ * Sets are visited in lexicographic order; the candidate records are reused, the set being built is one
+ * array per call and the best one is copied into the result (one more), so a call makes no garbage per set.
+ */
+function bestOf(topo: NodeGpuTopology, free: readonly number[], nFree: number, count: number): number[] | undefined {
+  if (count > nFree || count <= 0) return undefined;
+  if (count === nFree) return free.slice(0, nFree);
+  const best = BEST;
+  const cur = CUR;
+  const result = new Array<number>(count).fill(0);
+  best.gpus = result;
+  const pick = new Array<number>(count).fill(0);
+  let depth = 0;
+  let found = false;
   let visited = 0;
-  const pick: number[] = [];
   const rec = (from: number): void => {
     if (visited >= MAX_SUBSETS) return;
-    if (pick.length === count) {
+    if (depth === count) {
       visited++;
-      const c = evaluate(topo, freeSet, [...pick]);
-      if (best === undefined || better(c, best)) best = c;
+      evaluate(cur, topo, free, nFree, pick);
+      if (!found || better(cur, best)) {
+        best.ring = cur.ring;
+        best.numa = cur.numa;
+        best.pcie = cur.pcie;
+        best.islandFreeLeft = cur.islandFreeLeft;
+        best.numaFreeLeft = cur.numaFreeLeft;
+        best.pcieFreeLeft = cur.pcieFreeLeft;
+        for (let i = 0; i < count; i++) result[i] = pick[i] as number;
+        found = true;
+      }
       return;
     }
-    for (let i = from; i <= freeSet.length - (count - pick.length); i++) {
-      pick.push(freeSet[i] as number);
+    for (let i = from; i <= nFree - (count - depth); i++) {
+      pick[depth++] = free[i] as number;
       rec(i + 1);
-      pick.pop();
+      depth--;
     }
   };
   rec(0);
-  return best?.gpus;
+  // Drop the references to this call's arrays so the scratch records hold nothing.
+  best.gpus = cur.gpus = EMPTY;
+  return found ? result : undefined;
 }
+const EMPTY: number[] = [];
 
 export function pickTopologyGpus(pod: PodSpec, node: NodeState): number[] | undefined {
-  const r = pod.request;
-  const freeSet: number[] = [];
-  for (let i = 0; i < node.gpuFree.length; i++) if (node.gpuUsable[i] === 1 && node.gpuFree[i] === 1000) freeSet.push(i);
-  return bestGpuSet(node.spec.topology, freeSet, r.gpuCount);
+  let nFree = 0;
+  for (let i = 0; i < node.gpuFree.length; i++) if (node.gpuUsable[i] === 1 && node.gpuFree[i] === 1000) FREE[nFree++] = i;
+  return bestOf(node.spec.topology, FREE, nFree, pod.request.gpuCount);
 }
