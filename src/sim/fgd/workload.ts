@@ -41,9 +41,9 @@ export function toPodSpec(p: TracePod, id = p.name): PodSpec {
 
 export const byName = <T extends { name: string }>(a: T, b: T): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-/** The typical workload of a trace: from the name-sorted originals, CPU-only pods included (§5). */
+/** The typical workload of a trace: from the name-sorted originals, CPU-only pods included (§5), with mean memory per shape. */
 export function traceTypicalShapes(pods: readonly TracePod[]): TypicalShape[] {
-  return typicalShapes(pods.map((p) => ({ cpuMilli: p.cpuMilli, gpuMilli: p.gpuCount === 0 ? 0 : p.gpuMilli, gpuCount: p.gpuCount, gpuModels: p.gpuCount === 0 ? [] : p.gpuModels })));
+  return typicalShapes(pods.map((p) => ({ cpuMilli: p.cpuMilli, gpuMilli: p.gpuCount === 0 ? 0 : p.gpuMilli, gpuCount: p.gpuCount, gpuModels: p.gpuCount === 0 ? [] : p.gpuModels, memoryMiB: p.memoryMiB })));
 }
 
 export function capacityGpuMilli(nodes: readonly TraceNode[]): number {

@@ -78,4 +78,15 @@ describe('typicalShapes', () => {
     ]);
     expect(t).toEqual([{ cpuMilli: 1000, gpuMilli: 0, gpuCount: 0, gpuModels: [], weight: 1 }]);
   });
+  it('a shape carries the mean memory of its pods when memory is given (not part of the key)', () => {
+    const t = typicalShapes([
+      { cpuMilli: 1000, gpuMilli: 500, gpuCount: 1, gpuModels: [], memoryMiB: 4000 },
+      { cpuMilli: 1000, gpuMilli: 500, gpuCount: 1, gpuModels: [], memoryMiB: 8000 },
+      { cpuMilli: 2000, gpuMilli: 0, gpuCount: 0, gpuModels: [] },
+    ]);
+    expect(t).toEqual([
+      { cpuMilli: 1000, gpuMilli: 500, gpuCount: 1, gpuModels: [], weight: 2 / 3, memoryMiB: 6000 },
+      { cpuMilli: 2000, gpuMilli: 0, gpuCount: 0, gpuModels: [], weight: 1 / 3 },
+    ]);
+  });
 });

@@ -3,7 +3,7 @@ import { makePod } from '../../model/pod.ts';
 import { ClusterState } from '../../snapshot/cluster-state.ts';
 import { FragCache, fgdChoice } from './fgd.ts';
 import type { TypicalShape } from './fragmentation.ts';
-import { cpuPerGpuMilli, excludedWeight, SitsFragModel, sitsFragChoice, sitsFragPlugin, strandedGpuMilli } from './sits-frag.ts';
+import { cpuPerGpuMilli, excludedWeight, holeWaste, memPerGpuMilli, SitsFragModel, sitsFragChoice, sitsFragPlugin, strandedGpuMilli } from './sits-frag.ts';
 import { nodeInState, nodeSpec, oneNode } from './test-helpers.ts';
 
 const shapes: TypicalShape[] = [
@@ -23,6 +23,32 @@ describe('workload constants', () => {
     expect(strandedGpuMilli(4000, 8000, 4)).toBe(2000);
     expect(strandedGpuMilli(1000, 8000, 4)).toBe(0);
     expect(strandedGpuMilli(4000, 0, 0)).toBe(0);
+  });
+  it('memory per GPU milli = Σ p·mem / Σ p·n·m over GPU shapes that carry memory, else 0', () => {
+    const withMem: TypicalShape[] = [
+      { cpuMilli: 2000, gpuMilli: 500, gpuCount: 1, gpuModels: [], weight: 0.5, memoryMiB: 8000 },
+      { cpuMilli: 8000, gpuMilli: 1000, gpuCount: 2, gpuModels: [], weight: 0.5, memoryMiB: 32000 },
+    ];
+    // (0.5·8000 + 0.5·32000) / (0.5·500 + 0.5·2000) = 20000 / 1250
+    expect(memPerGpuMilli(withMem)).toBeCloseTo(16, 12);
+    expect(memPerGpuMilli(shapes)).toBe(0);
+  });
+  it('hole waste W(h) = h·(1 − φ(h))^100: a hole no single-GPU shape fits is all waste, one a common shape fits ~none', () => {
+    const w = holeWaste(shapes);
+    // Single-GPU shapes: 500 (0.4) and 1000 (0.4 + 0.1); φ = 0 below 500, 0.4 / 0.9 from 500.
+    expect(w[0]).toBe(0);
+    expect(w[100]).toBe(100);
+    expect(w[499]).toBe(499);
+    expect(w[600]).toBeCloseTo(600 * (5 / 9) ** 100, 12);
+    expect(w[600]).toBeLessThan(1e-20);
+    expect(w[1000]).toBe(0);
+    // A shape of 1 % of pods barely keeps a hole alive over 100 pods: (0.99)^100 ≈ 0.37.
+    const rare = holeWaste([
+      { cpuMilli: 1, gpuMilli: 200, gpuCount: 1, gpuModels: [], weight: 0.01 },
+      { cpuMilli: 1, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 0.99 },
+    ]);
+    expect(rare[300]).toBeCloseTo(300 * 0.99 ** 100, 9);
+    expect(holeWaste([{ cpuMilli: 1, gpuMilli: 1000, gpuCount: 4, gpuModels: [], weight: 1 }]).every((x) => x === 0)).toBe(true);
   });
   it('excluded weight = GPU shapes whose model list leaves the model out', () => {
     expect(excludedWeight(shapes, 'T4')).toBeCloseTo(0.1, 12);
@@ -55,6 +81,30 @@ describe('sitsFragChoice', () => {
     const m = new SitsFragModel(shapes);
     const pod = makePod('any', { cpuMilli: 8000, gpuCount: 2 });
     expect(sitsFragChoice(m, pod, t4).score).toBeGreaterThan(sitsFragChoice(m, pod, v100).score);
+  });
+  it('a fractional pod leaves a hole that common shapes fit rather than a dead one (FGD picks the dead one)', () => {
+    const holes: TypicalShape[] = [
+      { cpuMilli: 1000, gpuMilli: 300, gpuCount: 1, gpuModels: [], weight: 0.3 },
+      { cpuMilli: 1000, gpuMilli: 500, gpuCount: 1, gpuModels: [], weight: 0.3 },
+      { cpuMilli: 1000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 0.4 },
+    ];
+    const { node } = oneNode(2, 'T4', 64000, [600, 800], 64000);
+    const pod = makePod('p', { cpuMilli: 1000, gpuCount: 1, gpuMilli: 500 });
+    // FGD: 600 → 100 gives the lower fragment (the 800 still fits 500); but 100 milli is dead, 300 is not.
+    expect(fgdChoice(new FragCache(holes), pod, node).gpus).toEqual([0]);
+    expect(sitsFragChoice(new SitsFragModel(holes), pod, node).gpu).toBe(1);
+  });
+  it('a pod avoids the node it would leave short of memory next to free GPUs', () => {
+    const withMem = shapes.map((s) => ({ ...s, memoryMiB: s.gpuMilli > 0 ? 16 * s.gpuMilli * s.gpuCount : 4096 }));
+    const state = new ClusterState([nodeSpec('gpu-free', 4, 'T4', 64000, 65536), nodeSpec('gpu-full', 4, 'T4', 64000, 65536)]);
+    const free = nodeInState(state, 'gpu-free', [1000, 1000, 1000, 1000], 64000);
+    const full = nodeInState(state, 'gpu-full', [0, 0, 0, 0], 64000);
+    const pod = makePod('mem', { cpuMilli: 1000, memoryMiB: 60000 });
+    const m = new SitsFragModel(withMem);
+    expect(sitsFragChoice(m, pod, full).score).toBeGreaterThan(sitsFragChoice(m, pod, free).score);
+    // Without memory in the typical shapes the term is off and the two nodes tie.
+    const plain = new SitsFragModel(shapes);
+    expect(sitsFragChoice(plain, pod, full).score).toBe(sitsFragChoice(plain, pod, free).score);
   });
   it('no fit → score 0 and no GPU', () => {
     const { node } = oneNode(2, 'T4', 16000, [300, 0], 16000);

@@ -1,8 +1,8 @@
 /**
- * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with two
- * lookahead terms that FGD lacks, both learned from the typical workload only (see docs/adr/0003):
+ * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with lookahead
+ * terms that FGD lacks, all learned from the typical workload only (see docs/adr/0003):
  *
- *   D = ΔFrag + (β − 1) · W_na(model) · taken − λ · max(0, S(after) − S(before))
+ *   D = ΔFrag + (β − 1) · W_na(model) · taken − λ · ΔS_cpu − λ · ΔS_mem − η · ΔW_hole
  *   score = trunc(100 · σ(D / 1000)),   σ(x) = 1 / (1 + e^−x)
  *
  * - ΔFrag = Frag(node) − Frag(after), the paper's node fragment (fragmentation.ts) for the typical shapes.
@@ -12,7 +12,15 @@
  * - CPU stranding: S(x) = max(0, F − cpuLeft / κ) is the free GPU milli the node's CPU cannot feed,
  *   with κ = Σ p_t·cpu_t / Σ p_t·n_t·m_t the workload's CPU per GPU milli. A placement that makes the
  *   node more CPU-starved than it was pays λ = 1 per milli (never a reward: a node that is CPU-poor by
- *   build does not attract pods for that reason).
+ *   build does not attract pods for that reason). ΔS = max(0, S(after) − S(before)).
+ * - Memory stranding: the same with the node's free memory and the workload's memory per GPU milli
+ *   (off when the typical shapes carry no memory).
+ * - Hole waste (fractional pods only): a GPU left with h milli free wastes W(h) = h · (1 − φ(h))^K, where
+ *   φ(h) is the share of single-GPU typical pods that fit in h: the chance that none of the next K = 100
+ *   such pods could use the hole. Holes that only rare shapes fit (< ~1 % of pods, e.g. 60 milli beside
+ *   two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0. The pod pays
+ *   η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same hole only
+ *   through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
  * Integer truncation is kept on purpose: equal scores go to the fixed node order (ranks), which
  * consolidates placements like first fit; removing it loses ~1.4 pp on the default trace.
  *
@@ -32,8 +40,12 @@ const sigmoid = (d: number): number => 1 / (1 + Math.exp(-d));
 
 /** Weight of capacity that some constrained typical shape may not use (FGD's NA category counts 1). */
 export const SCARCE_MODEL_WEIGHT = 3;
-/** Penalty per milli of GPU capacity newly stranded by lack of CPU. */
+/** Penalty per milli of GPU capacity newly stranded by lack of CPU (and, the same, of memory). */
 export const CPU_STRAND_WEIGHT = 1;
+/** Penalty per milli of expected hole waste a fractional pod leaves on its GPU. */
+export const HOLE_WASTE_WEIGHT = 2;
+/** Pods a hole waits through: a hole that none of the next K single-GPU pods fits is counted dead. */
+export const HOLE_LOOKAHEAD_PODS = 100;
 
 export interface SitsChoice {
   readonly score: number;
@@ -53,6 +65,40 @@ export function cpuPerGpuMilli(shapes: readonly TypicalShape[]): number {
   return gpu > 0 ? cpu / gpu : 0;
 }
 
+/** Expected memory MiB per GPU milli of the typical GPU shapes; 0 when they carry no memory. */
+export function memPerGpuMilli(shapes: readonly TypicalShape[]): number {
+  let mem = 0;
+  let gpu = 0;
+  for (const s of shapes) {
+    if (s.gpuMilli <= 0 || s.gpuCount <= 0 || s.memoryMiB === undefined) continue;
+    mem += s.weight * s.memoryMiB;
+    gpu += s.weight * s.gpuMilli * s.gpuCount;
+  }
+  return gpu > 0 ? mem / gpu : 0;
+}
+
+/**
+ * W(h) for h = 0..1000: expected waste of a GPU hole of h milli, h · (1 − φ(h))^K, with φ(h) the share of
+ * single-GPU typical pods whose milli ≤ h (model lists ignored). All zeros without single-GPU shapes.
+ */
+export function holeWaste(shapes: readonly TypicalShape[], lookahead = HOLE_LOOKAHEAD_PODS): Float64Array {
+  const w = new Float64Array(1001);
+  let all = 0;
+  const weightAt = new Float64Array(1001);
+  for (const s of shapes) {
+    if (s.gpuCount !== 1 || s.gpuMilli <= 0 || s.gpuMilli > 1000) continue;
+    all += s.weight;
+    weightAt[s.gpuMilli] = (weightAt[s.gpuMilli] as number) + s.weight;
+  }
+  if (all === 0) return w;
+  let fits = 0;
+  for (let h = 0; h <= 1000; h++) {
+    fits += weightAt[h] as number;
+    w[h] = h * Math.pow(Math.max(0, 1 - fits / all), lookahead);
+  }
+  return w;
+}
+
 /** S: free GPU milli that the node's CPU cannot feed at κ CPU milli per GPU milli (0 when κ = 0). */
 export function strandedGpuMilli(freeGpuMilli: number, cpuLeftMilli: number, kappa: number): number {
   return kappa > 0 ? Math.max(0, freeGpuMilli - cpuLeftMilli / kappa) : 0;
@@ -69,6 +115,10 @@ export function excludedWeight(shapes: readonly TypicalShape[], model: string): 
 export class SitsFragModel {
   readonly cache: FragCache;
   readonly kappa: number;
+  /** Memory MiB per GPU milli (the memory analogue of κ). */
+  readonly memKappa: number;
+  /** W(h), indexed by free milli. */
+  readonly holeWaste: Float64Array;
   /** GPU chosen by the last `sitsFragScore` for a fractional pod (-1 otherwise): no object per evaluation. */
   chosenGpu = -1;
   private readonly excluded = new Map<string, number>();
@@ -76,6 +126,8 @@ export class SitsFragModel {
   constructor(readonly shapes: readonly TypicalShape[]) {
     this.cache = new FragCache(shapes);
     this.kappa = cpuPerGpuMilli(shapes);
+    this.memKappa = memPerGpuMilli(shapes);
+    this.holeWaste = holeWaste(shapes);
   }
 
   excludedWeight(model: string): number {
@@ -86,6 +138,11 @@ export class SitsFragModel {
     }
     return w;
   }
+}
+
+/** max(0, S(after) − S(before)) for one resource: GPU milli newly left without `left` to feed it. */
+function newlyStranded(freeGpu: number, takenGpu: number, left: number, taken: number, perGpuMilli: number): number {
+  return Math.max(0, strandedGpuMilli(freeGpu - takenGpu, left - taken, perGpuMilli) - strandedGpuMilli(freeGpu, left, perGpuMilli));
 }
 
 const toScore = (d: number): number => Math.trunc(sigmoid(d / 1000) * 100);
@@ -104,18 +161,19 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   const before = cache.current(node);
   const taken = r.gpuCount * r.gpuMilli;
   const freeBefore = node.gpuFreeMilli();
-  const cpuLeft = node.cpuFreeMilli;
-  const strandBefore = strandedGpuMilli(freeBefore, cpuLeft, model.kappa);
-  const strandAfter = strandedGpuMilli(freeBefore - taken, cpuLeft - r.cpuMilli, model.kappa);
-  const extra = (SCARCE_MODEL_WEIGHT - 1) * model.excludedWeight(node.spec.gpus[0]?.model ?? '') * taken - CPU_STRAND_WEIGHT * Math.max(0, strandAfter - strandBefore);
+  const cpuStrand = newlyStranded(freeBefore, taken, node.cpuFreeMilli, r.cpuMilli, model.kappa);
+  const memStrand = newlyStranded(freeBefore, taken, node.memFreeMiB, r.memoryMiB, model.memKappa);
+  const extra = (SCARCE_MODEL_WEIGHT - 1) * model.excludedWeight(node.spec.gpus[0]?.model ?? '') * taken - CPU_STRAND_WEIGHT * (cpuStrand + memStrand);
   if (r.gpuCount === 1 && r.gpuMilli < 1000) {
     let best = -1;
     let bestGpu = -1;
     const free = node.gpuFree;
+    const waste = model.holeWaste;
     for (let g = 0; g < free.length; g++) {
       const f = free[g] as number;
       if (node.gpuUsable[g] !== 1 || f < r.gpuMilli || seenBefore(node, g, f)) continue;
-      const sc = toScore(before - cache.afterOne(node, r.cpuMilli, f, r.gpuMilli) + extra);
+      const hole = HOLE_WASTE_WEIGHT * ((waste[f - r.gpuMilli] as number) - (waste[f] as number));
+      const sc = toScore(before - cache.afterOne(node, r.cpuMilli, f, r.gpuMilli) + extra - hole);
       if (sc > best) {
         best = sc;
         bestGpu = g;
