@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../dev/dev-cluster.ts';
 import type { KubeClient } from './client.ts';
-import { createNs, listEvents, listPods, waitFor } from './testing/e2e-kit.ts';
+import { createNs, createPods, listEvents, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
 
 let cluster: DevCluster;
 let client: KubeClient;
@@ -93,5 +93,27 @@ describe('queues on the live scheduler', () => {
     // The same estimate reaches the job's status: the scheduler annotates the waiting pods, the controller copies it.
     const eta = await waitFor('status.estimatedStartTime of the waiting job', async () => (await client.get<{ status?: { estimatedStartTime?: string } }>('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs/low')).status?.estimatedStartTime, 30_000);
     expect(Date.parse(eta)).toBeGreaterThan(Date.now() - 60_000);
+  });
+
+  it('a queue holds jobs from namespaces and of PriorityClasses it does not accept, and says so', async () => {
+    for (const [name, value] of [['vision-low', 10], ['vision-high', 20]] as const) {
+      await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
+    }
+    await client.post('/apis/ai.sits2026.dev/v1/queues', { apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name: 'vision' }, spec: { tenant: 'vision', namespaces: ['vision'], priorityClasses: ['vision-high'] } });
+    await createNs(client, 'vision');
+    await createNs(client, 'stray');
+    await new Promise((r) => setTimeout(r, 1000)); // the scheduler's watch sees the Queue before the pods
+    const labels = { 'ai.sits2026.dev/queue': 'vision' };
+    const pod = (ns: string, name: string, priorityClassName: string): V1Pod => {
+      const p = testPod(ns, name, { labels });
+      return { ...p, spec: { ...p.spec, containers: p.spec?.containers ?? [], priorityClassName } };
+    };
+    await createPods(client, [pod('stray', 'elsewhere', 'vision-high'), pod('vision', 'wrong-class', 'vision-low')]);
+    const held = async (ns: string): Promise<string | undefined> => {
+      const m = (await listPods(client, ns))[0]?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
+      return m?.includes('(inadmissible)') === true ? m : undefined;
+    };
+    expect(await waitFor('the pod from another namespace is held', () => held('stray'), 30_000)).toBe('queue vision holds stray/elsewhere (inadmissible): namespace stray may not submit to queue vision (allowed: vision)');
+    expect(await waitFor('the pod of another PriorityClass is held', () => held('vision'), 30_000)).toBe('queue vision holds vision/wrong-class (inadmissible): queue vision does not accept priority class vision-low (accepts vision-high)');
   });
 });
