@@ -496,7 +496,7 @@ function names(ids: readonly string[]): string {
 function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: ClusterState): string | undefined {
   const heldText = (id: string): string => {
     const w = t.waiting.get(id);
-    return w === undefined ? 'never considered' : `held (${w.reason}): ${w.message}`;
+    return w === undefined ? (t.started.has(id) ? 'it ran and finished' : 'never considered') : `held (${w.reason}): ${w.message}`;
   };
   const sec = (ms: number): number => Math.round(ms) / 1000;
   switch (target) {
@@ -521,7 +521,7 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       } else {
         if (t.running.has(id)) return `expected ${id} to be held, but it was admitted at ${sec(s?.atMs ?? 0)} s`;
         w = t.waiting.get(id);
-        if (w === undefined) return `expected ${id} to be held with a reason; it was never considered`;
+        if (w === undefined) return `expected ${id} to be held with a reason; ${s === undefined ? 'it was never considered' : `it was admitted at ${sec(s.atMs)} s and finished`}`;
       }
       if (e.reason !== undefined && w.reason !== e.reason) return `${id} held for ${w.reason} (${w.message}), expected ${e.reason}`;
       if (e.message !== undefined && w.message !== e.message) return `${id}: message\n    "${w.message}"\n  expected\n    "${e.message}"`;
