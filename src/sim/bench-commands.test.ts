@@ -64,6 +64,14 @@ describe('sits bench throughput', () => {
     expect(Object.keys(j.gangAttemptMs)).toEqual(['p50', 'p99']);
     expect(j).toMatchObject({ nodes: 32, pods: 256, workload: 'mixed' });
   });
+  it('--slowest lists the slowest gang attempts with their work (the JSON stays the contract)', async () => {
+    const f = join(tmp, 's.json');
+    const r = await run(['throughput', '--nodes', '32', '--workload', 'gang', '--pods', '16', '--no-warmup', '--slowest', '2', '--json', f]);
+    expect(r.error).toBeUndefined();
+    expect(r.out).toMatch(/2 slowest of 2 gang attempts/);
+    expect(r.out).toMatch(/index builds +nodes evaluated +domains tried +GC ms/);
+    expect(Object.keys(JSON.parse(readFileSync(f, 'utf8')))).toEqual(['nodes', 'pods', 'workload', 'podsPerSecond', 'gangAttemptMs', 'rssMiB']);
+  });
   it('rejects an unknown workload and oversized single workloads', async () => {
     expect((await run(['throughput', '--nodes', '4', '--workload', 'huge'])).error?.message).toMatch(/--workload must be one of/);
     expect((await run(['throughput', '--nodes', '4', '--workload', 'single', '--pods', '100'])).error?.message).toMatch(/do not fit/);

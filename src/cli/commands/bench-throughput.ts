@@ -3,8 +3,11 @@
  * calls) on a synthetic cluster, with a workload sized to ~90 % of GPU capacity (issue 3 §7).
  */
 import type { Command } from 'commander';
+import { readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
-import { runThroughput, type ThroughputJson, type ThroughputResult } from '../../sim/throughput/run.ts';
+import { runThroughput, type GangAttempt, type ThroughputJson, type ThroughputResult } from '../../sim/throughput/run.ts';
 import { WORKLOADS, type WorkloadKind } from '../../sim/throughput/workload.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
@@ -20,6 +23,38 @@ interface ThroughputOptions {
   profile: string;
   seed: number;
   warmup: boolean;
+  slowest?: number;
+}
+
+interface GcPause {
+  readonly startMs: number;
+  readonly ms: number;
+}
+
+/**
+ * The n slowest gang attempts and what they did: index builds, nodes evaluated, domains tried, and the GC
+ * pauses that overlapped them. Time not explained by those is mostly waiting for a core (other processes).
+ */
+export function slowestTable(attempts: readonly GangAttempt[], gc: readonly GcPause[], n: number): string {
+  const rows = [...attempts]
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, n)
+    .map((a) => {
+      let overlap = 0;
+      for (const g of gc) overlap += Math.max(0, Math.min(a.startMs + a.ms, g.startMs + g.ms) - Math.max(a.startMs, g.startMs));
+      return [a.i, a.ms.toFixed(3), a.placed ? 'yes' : 'no', a.builds, a.evaluations, a.domainTrials, overlap.toFixed(2), a.waitMs === undefined ? '–' : a.waitMs.toFixed(2)];
+    });
+  return table(['attempt', 'ms', 'placed', 'index builds', 'nodes evaluated', 'domains tried', 'GC ms', 'waiting for a core ms'], rows);
+}
+
+/** This thread's run-queue wait so far in ms (Linux schedstat; updated at context switches), or undefined elsewhere. */
+function runQueueWaitReader(): (() => number) | undefined {
+  const read = (): number => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
+  try {
+    return Number.isFinite(read()) ? read : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function throughputJson(r: ThroughputResult): ThroughputJson {
@@ -46,7 +81,8 @@ export function registerBenchThroughput(bench: Command): void {
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('--seed <n>', 'workload shuffle seed', intOption('--seed', 0, 2 ** 31 - 1), 1)
     .option('--no-warmup', 'skip the untimed warm-up run on a small cluster (JIT)')
-    .action((o: ThroughputOptions) => {
+    .option('--slowest <n>', 'also print the n slowest gang attempts with their work and overlapping GC pauses', intOption('--slowest', 1, 10_000))
+    .action(async (o: ThroughputOptions) => {
       if (!(WORKLOADS as readonly string[]).includes(o.workload)) throw new CliError(`--workload must be one of ${WORKLOADS.join(', ')}, got "${o.workload}"`);
       const workload = o.workload as WorkloadKind;
       const probe = resolveProfile(o.profile, { typicalShapes: [] });
@@ -62,8 +98,20 @@ export function registerBenchThroughput(bench: Command): void {
         const u = process.cpuUsage();
         return (u.user + u.system) / 1000;
       };
-      const r = runThroughput({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, now, cpuMs, rssBytes: () => process.memoryUsage().rss });
+      const gc: GcPause[] = [];
+      const obs = o.slowest === undefined ? undefined : new PerformanceObserver((list) => gc.push(...list.getEntries().map((e) => ({ startMs: e.startTime, ms: e.duration }))));
+      obs?.observe({ entryTypes: ['gc'] });
+      // Read around each gang attempt (outside its timing) only when the slowest attempts are asked for.
+      const wait = o.slowest === undefined ? undefined : runQueueWaitReader();
+      const r = runThroughput({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, now, cpuMs, rssBytes: () => process.memoryUsage().rss, ...(wait === undefined ? {} : { runQueueWaitMs: wait }) });
       process.stdout.write(`${throughputTable(r)}\n`);
+      if (obs !== undefined && o.slowest !== undefined) {
+        // GC entries arrive after the synchronous run: let them in.
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        obs.disconnect();
+        const [l1, l5] = loadavg();
+        process.stdout.write(`\n${o.slowest} slowest of ${r.attempts.length} gang attempts (load average ${(l1 ?? 0).toFixed(2)} / ${(l5 ?? 0).toFixed(2)}):\n${slowestTable(r.attempts, gc, o.slowest)}\n`);
+      }
       if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(throughputJson(r), null, 2)}\n`);
     });
 }

@@ -8,7 +8,7 @@ import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cl
 import { Statement } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
-import { ScoreIndex, shapeKey } from './score-index.ts';
+import { ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
 import type { CycleContext, Plugin, Profile } from './types.ts';
 
 export interface Placement {
@@ -53,6 +53,8 @@ const MAX_DOMAIN_TRIALS = 24;
 
 export class Scheduler {
   private readonly indices = new Map<string, ScoreIndex>();
+  /** Work done so far: node evaluations and index builds of every shape, candidate domains tried by gangs. */
+  readonly counters: IndexCounters & { domainTrials: number } = { evaluations: 0, builds: 0, domainTrials: 0 };
   private tick = 0;
   private rrCursor = 0;
   readonly ctx: CycleContext;
@@ -148,7 +150,7 @@ export class Scheduler {
     let idx = this.indices.get(key);
     if (idx === undefined) {
       if (this.indices.size >= MAX_INDICES) this.evictIndex();
-      idx = new ScoreIndex(this.state, this.profile, pod);
+      idx = new ScoreIndex(this.state, this.profile, pod, this.counters);
       this.indices.set(key, idx);
     }
     idx.lastUsed = ++this.tick;
@@ -206,6 +208,7 @@ export class Scheduler {
       const exhaustive = levelRank(level) <= Math.max(levelRank(gang.topology.preferred), levelRank(required));
       const limit = exhaustive ? nCand : Math.min(nCand, MAX_DOMAIN_TRIALS);
       for (let t = 0; t < limit; t++) {
+        this.counters.domainTrials++;
         const d = domains[this.candidate(t, nCand, domains.length)] as Range;
         const cp = stmt.checkpoint();
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,

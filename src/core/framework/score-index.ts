@@ -2,13 +2,22 @@
  * Per pod-shape index of filter results and scores over all nodes, kept incrementally: a placement changes
  * one node, so only that node is re-evaluated (lazily, when the shape is next scheduled) instead of
  * rescanning the cluster. Every node is still filtered and scored — results are just reused while the
- * node's state is unchanged. A segment tree over node index answers "best node in [start, end)" in
- * O(log N), which makes topology domains (contiguous ranges) cheap to search.
+ * node's state is unchanged, and a first build shares one evaluation among untouched nodes of one spec class
+ * (equal state, and plugins may not read name or location). A segment tree over node index answers "best
+ * node in [start, end)" in O(log N), which makes topology domains (contiguous ranges) cheap to search.
  */
 import type { PodSpec } from '../model/pod.ts';
 import type { ClusterState, NodeState } from '../snapshot/cluster-state.ts';
 import { Reason, type ReasonCode } from './reasons.ts';
 import type { Profile } from './types.ts';
+
+/** Work counters a host may read around a call (benchmarks: where an attempt's time went). */
+export interface IndexCounters {
+  /** Nodes filtered (and scored when feasible). */
+  evaluations: number;
+  /** Full builds (first use of a shape, or a change log that no longer reaches back). */
+  builds: number;
+}
 
 export class ScoreIndex {
   private readonly n: number;
@@ -29,6 +38,7 @@ export class ScoreIndex {
     private readonly profile: Profile,
     /** Representative pod of the shape: every pod with the same shape key evaluates the same. */
     readonly pod: PodSpec,
+    private readonly counters: IndexCounters = { evaluations: 0, builds: 0 },
   ) {
     this.n = state.size;
     let size = 1;
@@ -62,6 +72,7 @@ export class ScoreIndex {
    * evaluate the same, so the first such node is filtered and scored and the others take its result.
    */
   private build(): void {
+    this.counters.builds++;
     const { of, count } = this.state.specClasses();
     const first = new Int32Array(count).fill(-1);
     const nodes = this.state.nodes;
@@ -95,6 +106,7 @@ export class ScoreIndex {
 
   /** Filters and scores node i into the leaf (no tree update). */
   private evaluate(i: number): void {
+    this.counters.evaluations++;
     const node = this.state.nodes[i] as NodeState;
     this.version[i] = node.version;
     const leaf = this.size + i;

@@ -38,11 +38,16 @@ export interface Plugin {
   queueSort?(a: QueuedUnit, b: QueuedUnit): number;
   /** Cluster-wide checks before any node is looked at (e.g. no node could ever hold the pod). */
   preFilter?(pod: PodSpec, ctx: CycleContext): Status;
-  /** Returns Reason.Fits (0) or the reason the node cannot take the pod. Pure. */
+  /**
+   * Returns Reason.Fits (0) or the reason the node cannot take the pod. Pure; like `score`, it may not read
+   * the node's name or location (where the node is, is the gang search's business): nodes with equal specs
+   * otherwise and equal state must get equal results, so that a score-index build reuses them (ADR 0001).
+   */
   filter?(pod: PodSpec, node: NodeState): ReasonCode;
   /**
-   * Node score 0..100 (higher is better). Must depend only on the pod's shape and the node's state, so that
-   * it can be cached per node version; `normalize` is not offered for that reason (see ADR 0002).
+   * Node score 0..100 (higher is better). Must depend only on the pod's shape and the node's state (not its
+   * name or location), so that it can be cached per node version and shared by nodes of one spec class;
+   * `normalize` is not offered for that reason (see ADR 0002).
    */
   score?(pod: PodSpec, node: NodeState): number;
   /** Chooses the GPU devices on the chosen node; undefined = cannot. */

@@ -26,6 +26,8 @@ export interface ThroughputOptions {
   readonly rssBytes?: () => number;
   /** CPU time of the process in ms (process.cpuUsage), read around the whole loop only: kernel CPU accounting is too coarse for one attempt. */
   readonly cpuMs?: () => number;
+  /** Time this thread has waited for a core so far, in ms (Linux schedstat), read around each gang attempt when given. */
+  readonly runQueueWaitMs?: () => number;
 }
 
 /** The JSON contract of `sits bench throughput` (issue 3 §7). */
@@ -38,6 +40,23 @@ export interface ThroughputJson {
   readonly rssMiB: number;
 }
 
+/** One gang attempt: when it started and how long it took (the clock's ms), and the work it did. */
+export interface GangAttempt {
+  /** Position among the gang attempts, from 0. */
+  readonly i: number;
+  readonly startMs: number;
+  readonly ms: number;
+  readonly placed: boolean;
+  /** Score-index builds (a shape's first use) during the attempt. */
+  readonly builds: number;
+  /** Nodes filtered and scored during the attempt (index refreshes and builds). */
+  readonly evaluations: number;
+  /** Candidate domains tried. */
+  readonly domainTrials: number;
+  /** Time spent waiting for a core during the attempt, when the host can tell. */
+  readonly waitMs?: number;
+}
+
 export interface ThroughputResult extends ThroughputJson {
   readonly gpus: number;
   /** Pods per CPU second of the loop. */
@@ -48,6 +67,8 @@ export interface ThroughputResult extends ThroughputJson {
   readonly fillPct: number;
   readonly allocatedPct: number;
   readonly seconds: number;
+  /** Every gang attempt, in order (for `--slowest`). */
+  readonly attempts: readonly GangAttempt[];
 }
 
 /** Nearest-rank percentile. */
@@ -70,6 +91,8 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
   const state = new ClusterState(benchNodes(o.nodes, o.gpusPerNode));
   const scheduler = new Scheduler(profile.value, state, seededRng(seed));
   const gangMs: number[] = [];
+  const attempts: GangAttempt[] = [];
+  const k = scheduler.counters;
   const cpu = o.cpuMs;
   let placed = 0;
   let gangsPlaced = 0;
@@ -84,9 +107,17 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
         usedMilli += u.pod.request.gpuCount * u.pod.request.gpuMilli;
       }
     } else {
+      const b0 = k.builds;
+      const e0 = k.evaluations;
+      const d0 = k.domainTrials;
+      const w0 = o.runQueueWaitMs?.();
       const g0 = o.now();
       const r = scheduler.scheduleGang(u.gang);
-      gangMs.push(o.now() - g0);
+      const ms = o.now() - g0;
+      const w1 = o.runQueueWaitMs?.();
+      gangMs.push(ms);
+      const a = { i: attempts.length, startMs: g0, ms, placed: r.ok, builds: k.builds - b0, evaluations: k.evaluations - e0, domainTrials: k.domainTrials - d0 };
+      attempts.push(w0 === undefined || w1 === undefined ? a : { ...a, waitMs: w1 - w0 });
       if (r.ok) {
         gangsPlaced++;
         placed += r.placements.length;
@@ -112,5 +143,6 @@ export function runThroughput(o: ThroughputOptions): ThroughputResult {
     fillPct: Math.round(wl.fillPct * 10) / 10,
     allocatedPct: Math.round((1000 * usedMilli) / (o.nodes * o.gpusPerNode * 1000)) / 10,
     seconds: r3(seconds),
+    attempts,
   };
 }

@@ -32,6 +32,16 @@ describe('runThroughput', () => {
     expect(r.podsPerSecond).toBeGreaterThan(0);
     expect(r.gangAttemptMs.p50).not.toBeNull();
   });
+  it('records every gang attempt with the work it did: the first use of the gang shape builds its index', () => {
+    let wait = 0;
+    const r = runThroughput({ nodes: 64, gpusPerNode: 8, pods: 64, workload: 'gang', now: fakeClock, runQueueWaitMs: () => (wait += 0.25) });
+    expect(r.attempts).toHaveLength(r.gangs);
+    expect(r.attempts.map((a) => a.i)).toEqual(r.attempts.map((_, i) => i));
+    expect(r.attempts[0]).toMatchObject({ builds: 1, placed: true, domainTrials: 1, ms: 0.5, waitMs: 0.25 });
+    expect(r.attempts.slice(1).every((a) => a.builds === 0 && a.placed && a.evaluations >= 1 && a.evaluations <= 8)).toBe(true);
+    // A first build evaluates one node per spec class plus the touched ones: the bench cluster is one class.
+    expect(r.attempts[0]?.evaluations).toBeLessThanOrEqual(8);
+  });
   it('percentile is nearest-rank', () => {
     expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
     expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBe(99);
