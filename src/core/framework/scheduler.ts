@@ -276,23 +276,25 @@ export class Scheduler {
     if (this.candKeys.length < domains.length) this.candKeys = new Float64Array(Math.max(domains.length, 2 * this.candKeys.length));
     const keys = this.candKeys;
     const nd = domains.length;
+    this.candSorted = false;
+    if (level === 'cluster') {
+      const d = domains[0] as Range;
+      const full = this.state.fullyFreeGpusIn(d.start, d.end);
+      const milli = this.state.gpuFreeMilliIn(d.start, d.end);
+      if (full < need.wholeGpus || milli < need.gpuMilli) return 0;
+      keys[0] = (milli - need.gpuMilli) * nd;
+      return 1;
+    }
+    const { fullyFreeGpus, gpuFreeMilli } = this.state.domainFreeCounts(level);
+    const wholeGpus = need.wholeGpus;
+    const gpuMilli = need.gpuMilli;
     let n = 0;
     for (let di = 0; di < nd; di++) {
-      let full: number;
-      let milli: number;
-      if (level === 'cluster') {
-        const d = domains[di] as Range;
-        full = this.state.fullyFreeGpusIn(d.start, d.end);
-        milli = this.state.gpuFreeMilliIn(d.start, d.end);
-      } else {
-        full = this.state.domainFullyFreeGpus(level, di);
-        milli = this.state.domainGpuFreeMilli(level, di);
-      }
-      if (full < need.wholeGpus || milli < need.gpuMilli) continue;
+      const milli = gpuFreeMilli[di] as number;
+      if ((fullyFreeGpus[di] as number) < wholeGpus || milli < gpuMilli) continue;
       // Exact: left ≤ 2^31 milli and nd ≤ 2^21 domains keep the key below 2^53.
-      keys[n++] = (milli - need.gpuMilli) * nd + di;
+      keys[n++] = (milli - gpuMilli) * nd + di;
     }
-    this.candSorted = false;
     return n;
   }
 

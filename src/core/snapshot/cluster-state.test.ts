@@ -263,9 +263,12 @@ describe('range sums (Fenwick trees) and per-domain counts', () => {
         }
       }
       for (const level of TOPOLOGY_LEVELS) {
+        const counts = st.domainFreeCounts(level);
         st.domains[level].forEach((d, di) => {
-          if (st.domainFullyFreeGpus(level, di) !== bruteFull(st, d.start, d.end)) mismatches.push(`step ${step} ${level} ${d.key} full`);
-          if (st.domainGpuFreeMilli(level, di) !== bruteMilli(st, d.start, d.end)) mismatches.push(`step ${step} ${level} ${d.key} milli`);
+          const full = bruteFull(st, d.start, d.end);
+          const milli = bruteMilli(st, d.start, d.end);
+          if (st.domainFullyFreeGpus(level, di) !== full || counts.fullyFreeGpus[di] !== full) mismatches.push(`step ${step} ${level} ${d.key} full`);
+          if (st.domainGpuFreeMilli(level, di) !== milli || counts.gpuFreeMilli[di] !== milli) mismatches.push(`step ${step} ${level} ${d.key} milli`);
         });
       }
     }

@@ -267,6 +267,14 @@ export class ClusterState {
   domainGpuFreeMilli(level: TopologyLevel, d: number): number {
     return (this.domMilli[LEVEL_POS[level]] as Float64Array)[d] as number;
   }
+  /**
+   * Both per-domain counts of a level as arrays indexed like `domains[level]`, for scans over all domains.
+   * Live views: read them, never write them.
+   */
+  domainFreeCounts(level: TopologyLevel): { readonly fullyFreeGpus: Float64Array; readonly gpuFreeMilli: Float64Array } {
+    const l = LEVEL_POS[level];
+    return { fullyFreeGpus: this.domFull[l] as Float64Array, gpuFreeMilli: this.domMilli[l] as Float64Array };
+  }
 
   /**
    * Equivalence classes of node specs: nodes get the same class id when their specs are equal in every field
