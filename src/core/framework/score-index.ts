@@ -49,8 +49,7 @@ export class ScoreIndex {
     this.score = new Float64Array(this.n);
     this.reason = new Uint8Array(this.n);
     this.version = new Int32Array(this.n).fill(-1);
-    this.rank = new Int32Array(this.n);
-    for (const node of state.nodes) this.rank[node.idx] = node.rank;
+    this.rank = state.ranks();
   }
 
   /** Brings every entry up to date with the cluster state. */

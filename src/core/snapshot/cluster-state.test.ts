@@ -206,6 +206,10 @@ describe('topology order', () => {
     const custom = new ClusterState(specs, (name) => (name === 'c' ? 0 : 5));
     expect(custom.node('c')?.rank).toBe(0);
     expect(custom.node('a')?.rank).toBe(5);
+    // The shared rank array (score indices' tie-break) follows node index.
+    expect([...st.ranks()]).toEqual([1, 2, 0]);
+    expect([...custom.ranks()]).toEqual(custom.nodes.map((n) => n.rank));
+    expect(st.ranks()).toBe(st.ranks());
   });
 });
 

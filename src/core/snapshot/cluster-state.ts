@@ -259,6 +259,17 @@ export class ClusterState {
     return prefix(this.fenMilli, end) - prefix(this.fenMilli, start);
   }
 
+  private rankArray: Int32Array | undefined;
+  /** Tie-break rank per node index (fixed at construction), shared by every score index. Read only. */
+  ranks(): Int32Array {
+    if (this.rankArray === undefined) {
+      const r = new Int32Array(this.nodes.length);
+      for (const n of this.nodes) r[n.idx] = n.rank;
+      this.rankArray = r;
+    }
+    return this.rankArray;
+  }
+
   /** Fully free GPUs in domain `d` (an index into `domains[level]`); O(1), kept up to date on every mutation. */
   domainFullyFreeGpus(level: TopologyLevel, d: number): number {
     return (this.domFull[LEVEL_POS[level]] as Float64Array)[d] as number;
