@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
-import { runThroughput, type GangAttempt, type ThroughputJson, type ThroughputResult } from '../../sim/throughput/run.ts';
+import { percentile, runThroughput, type GangAttempt, type ThroughputJson, type ThroughputResult } from '../../sim/throughput/run.ts';
 import { WORKLOADS, type WorkloadKind } from '../../sim/throughput/workload.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
@@ -111,6 +111,9 @@ export function registerBenchThroughput(bench: Command): void {
         obs.disconnect();
         const [l1, l5] = loadavg();
         process.stdout.write(`\n${o.slowest} slowest of ${r.attempts.length} gang attempts (load average ${(l1 ?? 0).toFixed(2)} / ${(l5 ?? 0).toFixed(2)}):\n${slowestTable(r.attempts, gc, o.slowest)}\n`);
+        // A diagnostic only: the reported p99 is wall time, waits included.
+        const own = r.attempts.flatMap((a) => (a.waitMs === undefined ? [] : [a.ms - a.waitMs]));
+        if (own.length === r.attempts.length && own.length > 0) process.stdout.write(`gang attempt p99 without the time spent waiting for a core: ${(percentile(own, 99) as number).toFixed(3)} ms (wall-time p99 ${r.gangAttemptMs.p99?.toFixed(3) ?? '–'} ms)\n`);
       }
       if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(throughputJson(r), null, 2)}\n`);
     });
