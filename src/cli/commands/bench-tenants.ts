@@ -18,8 +18,9 @@ export function registerBenchTenants(bench: Command): void {
     .option('--max-duration-hours <h>', 'job durations are clipped to this', numberOption('--max-duration-hours', 0.1, 1000), 6)
     .option('--eta-samples <n>', 'jobs whose start is predicted at submission', intOption('--eta-samples', 0, 100_000), 100)
     .option('--seed <n>', 'seed', intOption('--seed'), 1)
+    .option('--eta-ablation', 'also rerun SITS with parts of the start-time estimate off or oracle-fed (8 more runs)', false)
     .requiredOption('--json <file>', 'write the results here')
-    .action((o: { trace: string; nodes: number; windowHours: number; maxDurationHours: number; etaSamples: number; seed: number; json: string }) => {
+    .action((o: { trace: string; nodes: number; windowHours: number; maxDurationHours: number; etaSamples: number; seed: number; etaAblation: boolean; json: string }) => {
       const tty = process.stderr.isTTY;
       const r = benchTenants({
         trace: o.trace,
@@ -28,6 +29,7 @@ export function registerBenchTenants(bench: Command): void {
         maxDurationHours: o.maxDurationHours,
         etaSamples: o.etaSamples,
         seed: o.seed,
+        etaAblation: o.etaAblation,
         ...(tty ? { onProgress: (mode: string, d: number, t: number) => process.stderr.write(`\r${mode}: ${d}/${t} jobs finished   `) } : {}),
       });
       if (tty) process.stderr.write('\n');
@@ -37,7 +39,8 @@ export function registerBenchTenants(bench: Command): void {
         `${r.window.jobs} jobs in the busiest ${r.window.hours} h window (${r.window.startHoursIntoTrace} h into the trace), ${r.window.demandGpuHours} GPU-h asked of ${r.window.capacityGpuHours}\n\n` +
           `${table(['tier', 'SITS share %', 'entitled %', 'FIFO share %', 'SITS wait p50 s', 'FIFO wait p50 s'], rows)}\n\n` +
           `Jain: SITS ${r.sits.jain}, FIFO ${r.fifo.jain}; utilisation: SITS ${r.sits.utilizationPct} %, FIFO ${r.fifo.utilizationPct} %; preemptions ${r.sits.preemptions}; ` +
-          `ETA error p50 ${r.sits.etaErrorPct?.p50 ?? '-'} % p90 ${r.sits.etaErrorPct?.p90 ?? '-'} %\n` +
+          `ETA error p50 ${r.sits.etaErrorPct?.p50 ?? '-'} % p90 ${r.sits.etaErrorPct?.p90 ?? '-'} % (${r.sits.etaErrorPct?.samples ?? 0} jobs estimated at submission)\n` +
+          (r.etaAblation === undefined ? '' : `${table(['ETA variant', 'p50 %', 'p90 %', 'signed p50 %'], Object.entries(r.etaAblation).map(([k, v]) => [k, v.p50, v.p90, v.signedP50]))}\n`) +
           `goals: ${Object.entries(r.goals).map(([k, v]) => `${k} ${v ? 'yes' : 'NO'}`).join(', ')}\n`,
       );
     });

@@ -1,7 +1,9 @@
 /**
  * "When will my job start": run the same queue cycle forward in virtual time over a copy of the cluster,
  * letting running jobs end at their estimated times and pending jobs start as the cycle decides (with its
- * quotas, fair share, reservations and preemption). Estimates are only as good as the runtime estimates.
+ * quotas, fair share, reservations and preemption). Estimates are only as good as the runtime estimates
+ * and, for jobs that later arrivals can overtake (a queue under its fair share goes first), the forecast of
+ * those arrivals (ADR 0021).
  */
 import { Scheduler } from '../framework/scheduler.ts';
 import type { Profile } from '../framework/types.ts';
@@ -23,6 +25,23 @@ export interface EtaInput {
   readonly horizonMs?: number;
   /** Stop as soon as this job has started (the question asked is usually about one job). */
   readonly untilStarted?: string;
+  /**
+   * Work expected to arrive later — a forecast (e.g. `forecastArrivals`), never known future jobs: each joins
+   * the pending jobs at its `arrivalMs`. Forecast jobs get no estimate of their own.
+   */
+  readonly arrivals?: readonly QueuedJob[];
+  /**
+   * A job preempted during the forward run goes back to its queue as this job (e.g. with the runtime still
+   * expected after its last checkpoint); without it, or when it returns undefined, the victim is dropped.
+   */
+  readonly requeue?: (victim: RunningJob, atMs: number) => QueuedJob | undefined;
+  /** Runtime estimate of a job started in the forward run (default its estRuntimeMs). */
+  readonly runtimeOf?: (job: QueuedJob) => number;
+  /**
+   * When the scheduler runs its cycles: at `nextMs` and every `everyMs` after (a periodic pass that also
+   * picks up arrivals and completions). Without it a cycle runs at every event (an event-driven scheduler).
+   */
+  readonly cadence?: { readonly nextMs: number; readonly everyMs: number };
 }
 
 /** A copy of the cluster state: same nodes, ranks and allocations, independent from now on. */
@@ -45,41 +64,65 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
   const scheduler = new Scheduler(input.profile, state, seededRng(7));
   const running = new Map(input.running);
   let pending = [...input.pending];
+  const arrivals = [...(input.arrivals ?? [])].sort((a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));
+  const forecast = new Set(arrivals.map((a) => a.id));
+  let nextArrival = 0;
   const eta = new Map<string, number>();
-  let now = input.nowMs;
   const horizon = input.nowMs + (input.horizonMs ?? 7 * 86_400_000);
-  for (let step = 0; step < 10_000 && pending.length > 0 && now <= horizon; step++) {
+  const c = input.cadence;
+  const grid = (t: number): number => (c === undefined || t <= c.nextMs ? Math.max(t, c?.nextMs ?? t) : c.nextMs + Math.ceil((t - c.nextMs) / c.everyMs) * c.everyMs);
+  // Moving the clock: running jobs that end by then release their GPUs, forecast arrivals join their queues.
+  const admit = (to: number): void => {
+    while (nextArrival < arrivals.length && (arrivals[nextArrival] as QueuedJob).arrivalMs <= to) pending.push(arrivals[nextArrival++] as QueuedJob);
+  };
+  const advance = (to: number): void => {
+    for (const [id, j] of running) {
+      if (j.estEndMs <= to) {
+        for (const pod of j.podIds) state.release(pod);
+        running.delete(id);
+      }
+    }
+    admit(to);
+  };
+  // The first cycle sees the cluster as it is (a job past its estimated end still holds its GPUs then).
+  let now = grid(input.nowMs);
+  if (now > input.nowMs) advance(now);
+  else admit(now);
+  let real = pending.filter((j) => !forecast.has(j.id)).length;
+  for (let step = 0; step < 10_000 && real > 0 && now <= horizon; step++) {
     const r = runCycle({ nowMs: now, scheduler, queues: input.queues, pending, running, ...(input.options === undefined ? {} : { options: input.options }) });
-    for (const p of r.preempted) running.delete(p.victim.id);
+    const requeued: QueuedJob[] = [];
+    for (const p of r.preempted) {
+      running.delete(p.victim.id);
+      const back = input.requeue?.(p.victim, now);
+      if (back !== undefined) requeued.push(back);
+    }
     for (const s of r.started) {
-      eta.set(s.job.id, now);
+      if (!forecast.has(s.job.id) && !eta.has(s.job.id)) eta.set(s.job.id, now);
       const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
       running.set(s.job.id, {
         id: s.job.id,
         queue: s.job.queue,
         priority: s.job.priority,
         startMs: now,
-        estEndMs: now + s.job.estRuntimeMs,
+        estEndMs: now + Math.max(1, input.runtimeOf?.(s.job) ?? s.job.estRuntimeMs),
         podIds: s.placements.map((p) => p.podId),
         resources: jobResources(s.job),
         ...(model === undefined ? {} : { gpuModel: model }),
         preemptible: true,
       });
     }
-    const startedIds = new Set(r.started.map((s) => s.job.id));
     if (input.untilStarted !== undefined && eta.has(input.untilStarted)) break;
-    pending = pending.filter((j) => !startedIds.has(j.id));
-    // Next event: the earliest estimated end among running jobs (ends already past release now).
-    let nextEnd = Infinity;
-    for (const j of running.values()) nextEnd = Math.min(nextEnd, j.estEndMs);
-    if (!Number.isFinite(nextEnd)) break;
-    now = Math.max(now + 1, nextEnd);
-    for (const [id, j] of running) {
-      if (j.estEndMs <= now) {
-        for (const pod of j.podIds) state.release(pod);
-        running.delete(id);
-      }
-    }
+    const startedIds = new Set(r.started.map((s) => s.job.id));
+    pending = [...pending.filter((j) => !startedIds.has(j.id)), ...requeued];
+    real = pending.filter((j) => !forecast.has(j.id) && !eta.has(j.id)).length;
+    // Next event: the earliest estimated end among running jobs (ends already past release now), or the
+    // next forecast arrival; with a cadence, the first cycle at or after it.
+    let next = nextArrival < arrivals.length ? (arrivals[nextArrival] as QueuedJob).arrivalMs : Infinity;
+    for (const j of running.values()) next = Math.min(next, j.estEndMs);
+    if (!Number.isFinite(next)) break;
+    now = grid(Math.max(now + 1, next));
+    advance(now);
   }
   return eta;
 }

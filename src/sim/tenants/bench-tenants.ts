@@ -1,7 +1,7 @@
 /** `sits bench tenants`: the Philly busy window under SITS and under FIFO, as the JSON contract of issue 6. */
 import { readFileSync } from 'node:fs';
 import { busiestWindow, parsePhilly, TIERS, type Tier } from './philly-window.ts';
-import { runTenantSim, type TenantSimResult, type TierMetrics } from './tenant-sim.ts';
+import { runTenantSim, type EtaMethod, type TenantSimResult, type TierMetrics } from './tenant-sim.ts';
 
 export interface BenchTenantsOptions {
   readonly trace: string;
@@ -10,6 +10,8 @@ export interface BenchTenantsOptions {
   readonly maxDurationHours: number;
   readonly etaSamples: number;
   readonly seed: number;
+  /** Also rerun SITS with parts of the start-time estimate switched off or given oracle knowledge (ADR 0021). */
+  readonly etaAblation?: boolean;
   readonly onProgress?: (mode: string, done: number, total: number) => void;
 }
 
@@ -19,6 +21,8 @@ export interface BenchTenantsReport {
   readonly cluster: { readonly nodes: number; readonly gpus: number; readonly shape: string };
   readonly sits: TenantSimResult;
   readonly fifo: TenantSimResult;
+  /** Error of the start-time estimate with one part changed (diagnostics: oracle variants are not achievable). */
+  readonly etaAblation?: Record<string, { readonly p50: number; readonly p90: number; readonly signedP50: number }>;
   readonly goals: { readonly everyTierWithin10PctOfEntitled: boolean; readonly utilizationNotBelowFifo: boolean; readonly etaMedianErrorAtMost20Pct: boolean };
 }
 
@@ -28,6 +32,7 @@ export function benchTenants(o: BenchTenantsOptions): BenchTenantsReport {
   const common = { nodes: o.nodes, shape: 'dgx-h100', windowMs: o.windowHours * 3_600_000, checkpointEveryMs: 30 * 60_000, seed: o.seed };
   const sits = runTenantSim(w.jobs, { ...common, mode: 'sits', etaSamples: o.etaSamples, ...(o.onProgress === undefined ? {} : { onProgress: (d: number, t: number) => o.onProgress?.('sits', d, t) }) });
   const fifo = runTenantSim(w.jobs, { ...common, mode: 'fifo', etaSamples: 0, ...(o.onProgress === undefined ? {} : { onProgress: (d: number, t: number) => o.onProgress?.('fifo', d, t) }) });
+  const etaAblation = o.etaAblation === true ? ablation(w.jobs, { ...common, mode: 'sits', etaSamples: o.etaSamples }) : undefined;
   const within = (m: TierMetrics): boolean => m.entitledPct === 0 || Math.abs(m.sharePct - m.entitledPct) / m.entitledPct <= 0.1;
   return {
     trace: o.trace.split('/').pop() ?? o.trace,
@@ -42,10 +47,32 @@ export function benchTenants(o: BenchTenantsOptions): BenchTenantsReport {
     cluster: { nodes: o.nodes, gpus: o.nodes * 8, shape: 'dgx-h100' },
     sits,
     fifo,
+    ...(etaAblation === undefined ? {} : { etaAblation }),
     goals: {
       everyTierWithin10PctOfEntitled: TIERS.every((t) => within(sits.tiers[t])),
       utilizationNotBelowFifo: sits.utilizationPct >= fifo.utilizationPct,
       etaMedianErrorAtMost20Pct: (sits.etaErrorPct?.p50 ?? Infinity) <= 20,
     },
   };
+}
+
+/** Variants of the estimate, each one change from the method used for the reported error. */
+export const ETA_VARIANTS: Readonly<Record<string, Partial<EtaMethod>>> = {
+  'no arrival forecast': { forecast: false },
+  'no cadence (cycle at every event)': { cadence: false },
+  'preempted jobs vanish': { requeue: false },
+  'waiting jobs keep their submit-time estimate': { refreshPending: false },
+  'none of the four': { forecast: false, cadence: false, requeue: false, refreshPending: false },
+  'oracle: true runtimes': { oracle: { runtimes: true } },
+  'oracle: true later arrivals': { oracle: { arrivals: true } },
+  'oracle: both': { oracle: { runtimes: true, arrivals: true } },
+};
+
+function ablation(jobs: Parameters<typeof runTenantSim>[0], opts: Parameters<typeof runTenantSim>[1]): Record<string, { p50: number; p90: number; signedP50: number }> {
+  const out: Record<string, { p50: number; p90: number; signedP50: number }> = {};
+  for (const [name, eta] of Object.entries(ETA_VARIANTS)) {
+    const e = runTenantSim(jobs, { ...opts, eta }).etaErrorPct;
+    if (e !== undefined) out[name] = { p50: e.p50, p90: e.p90, signedP50: e.signedP50 };
+  }
+  return out;
 }

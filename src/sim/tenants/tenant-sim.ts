@@ -5,7 +5,8 @@
  */
 import { runCycle, type CycleOptions } from '../../core/actions/queue-cycle.ts';
 import { estimateStarts } from '../../core/actions/eta.ts';
-import { expectedFromCurve, survival, type SurvivalCurve } from '../../core/estimate/runtime.ts';
+import { ArrivalHistory } from '../../core/estimate/arrivals.ts';
+import { RuntimeModel } from '../../core/estimate/runtime.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
 import { Scheduler } from '../../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
@@ -32,7 +33,37 @@ export interface TenantSimOptions {
   /** Jobs (evenly spaced by submission) whose start is estimated when they arrive; SITS only. */
   readonly etaSamples: number;
   readonly seed: number;
+  /** How start times are estimated (default: every refinement on; switches exist to measure each one). */
+  readonly eta?: Partial<EtaMethod>;
   readonly onProgress?: (doneJobs: number, totalJobs: number) => void;
+  /** Every estimate with its outcome, after the run (for error breakdowns). */
+  readonly onEtaSample?: (s: { readonly id: string; readonly tier: Tier; readonly gpus: number; readonly submitMs: number; readonly etaMs: number; readonly startMs: number }) => void;
+}
+
+/** The parts of the start-time estimate (ADR 0021); each can be switched off to measure what it is worth. */
+export interface EtaMethod {
+  /** Expected arrivals per queue from its recent arrival rate (only arrivals already seen). */
+  readonly forecast: boolean;
+  /** A job preempted in the forward run goes back to its queue (else it vanishes). */
+  readonly requeue: boolean;
+  /** The forward run cycles on the scheduler's own cadence (its periodic pass), not at every event. */
+  readonly cadence: boolean;
+  /** Waiting jobs get today's runtime estimate (else the one made when they were queued). */
+  readonly refreshPending: boolean;
+  /**
+   * Diagnostics only — never for the reported error: give the estimate what the scheduler cannot know, the
+   * true remaining runtimes (`runtimes`) or the trace's true later arrivals (`arrivals`), to measure how much
+   * of the error each unknown causes.
+   */
+  readonly oracle?: { readonly runtimes?: boolean; readonly arrivals?: boolean };
+}
+
+export const DEFAULT_ETA_METHOD: EtaMethod = { forecast: true, requeue: true, cadence: true, refreshPending: true };
+
+export interface EtaError {
+  readonly p50: number;
+  readonly p90: number;
+  readonly samples: number;
 }
 
 export interface TierMetrics {
@@ -48,7 +79,12 @@ export interface TenantSimResult {
   readonly jain: number;
   readonly utilizationPct: number;
   readonly preemptions: number;
-  readonly etaErrorPct?: { readonly p50: number; readonly p90: number; readonly samples: number };
+  /**
+   * |estimated start − actual start| / (actual start − time of the estimate), in %, over jobs whose start was
+   * estimated when they were submitted (the denominator is at least 60 s); by tier, by how long the job
+   * then waited (how far ahead the estimate looked), and the signed median (< 0: estimates too early).
+   */
+  readonly etaErrorPct?: EtaError & { readonly signedP50: number; readonly byTier: Record<Tier, EtaError>; readonly byWait: Record<string, EtaError> };
   readonly contendedHours: number;
 }
 
@@ -60,6 +96,15 @@ interface Live {
   version: number;
   firstStartMs?: number;
 }
+
+/** Buckets of the wait that an estimate made at submission had to predict. */
+const WAIT_BUCKETS: readonly (readonly [string, number, number])[] = [
+  ['<10m', 0, 600_000],
+  ['10m-1h', 600_000, 3_600_000],
+  ['1-3h', 3_600_000, 3 * 3_600_000],
+  ['3-6h', 3 * 3_600_000, 6 * 3_600_000],
+  ['>6h', 6 * 3_600_000, Infinity],
+];
 
 const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
 
@@ -86,6 +131,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
   }));
   const profile = resolveProfile('sits', { typicalShapes: [] });
   if (!profile.ok) throw new Error(formatProfileError(profile.error));
+  const prof = profile.value;
   const state = new ClusterState(specs);
   const scheduler = new Scheduler(profile.value, state, seededRng(opts.seed));
   const capacityMilli = specs.reduce((s, n) => s + n.gpus.length * 1000, 0);
@@ -107,42 +153,31 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
   const running = new Map<string, RunningJob>();
   const tierOf = new Map(jobs.map((j) => [j.id, j.tier]));
   // Learned runtime estimates (no user estimates in the trace): Kaplan–Meier over finished jobs of the same
-  // tier and size class, with running jobs as censored observations, conditioned on the time already run.
-  const finished = new Map<string, number[]>();
+  // tier and size class (else of the tier), with running jobs as censored observations, conditioned on the
+  // time already run. A restarted job has run its checkpointed work plus the time since the restart.
+  const rt = new RuntimeModel();
   const sizeClass = (gpus: number): string => (gpus === 1 ? '1' : gpus <= 8 ? '2-8' : '9+');
-  const remember = (t: Tier, gpus: number, d: number): void => {
-    for (const k of [`${t}|${sizeClass(gpus)}`, t]) {
-      const l = finished.get(k) ?? [];
-      l.push(d);
-      finished.set(k, l);
-    }
-  };
-  let censored = new Map<string, number[]>();
-  let curves = new Map<string, SurvivalCurve>();
-  const estimateTotal = (t: Tier, gpus: number, elapsedMs: number): number => {
-    const own = finished.get(`${t}|${sizeClass(gpus)}`) ?? [];
-    const key = own.length >= 5 ? `${t}|${sizeClass(gpus)}` : t;
-    let curve = curves.get(key);
-    if (curve === undefined) {
-      curve = survival([...(finished.get(key) ?? []).map((d) => ({ durationMs: d, finished: true })), ...(censored.get(key) ?? []).map((d) => ({ durationMs: d, finished: false }))]);
-      curves.set(key, curve);
-    }
-    return expectedFromCurve(curve, elapsedMs) ?? Math.max(3_600_000, 2 * elapsedMs);
-  };
-  const estimate = (t: Tier, gpus = 1): number => estimateTotal(t, gpus, 0);
+  const keysOf = (j: TenantJob): string[] => [`${j.tier}|${sizeClass(j.gpus)}`, j.tier];
+  const keptMs = (l: Live): number => l.job.durationMs - l.remainingMs;
+  /** Expected remaining runtime of a job that has done `doneMs` of work (known to the scheduler: run time and checkpoints, never the true duration). */
+  const remainingAfter = (j: TenantJob, doneMs: number): number => Math.max(1000, rt.expectedTotal(keysOf(j), doneMs) - doneMs);
+  const estimate = (t: Tier, gpus = 1): number => rt.expectedTotal([`${t}|${sizeClass(gpus)}`, t], 0);
   const refreshEstimates = (now: number): void => {
-    censored = new Map();
-    curves = new Map();
+    // Work done = checkpointed work before the last restart + time since it; censored at that.
+    rt.setRunning([...running.values()].map((r) => {
+      const l = live.get(r.id) as Live;
+      return { keys: keysOf(l.job), elapsedMs: keptMs(l) + now - r.startMs };
+    }));
     for (const [id, r] of running) {
       const l = live.get(id) as Live;
-      for (const k of [`${l.job.tier}|${sizeClass(l.job.gpus)}`, l.job.tier]) censored.set(k, [...(censored.get(k) ?? []), now - r.startMs]);
-    }
-    for (const [id, r] of running) {
-      // Only what the scheduler could know: the job's size, tier and how long it has run — never its true duration.
-      const l = live.get(id) as Live;
-      running.set(id, { ...r, estEndMs: r.startMs + Math.max(now - r.startMs + 1000, estimateTotal(l.job.tier, l.job.gpus, now - r.startMs)) });
+      const done = keptMs(l) + now - r.startMs;
+      running.set(id, { ...r, estEndMs: now + remainingAfter(l.job, done) });
     }
   };
+  const method: EtaMethod = { ...DEFAULT_ETA_METHOD, ...opts.eta };
+  const seen = new ArrivalHistory<TenantJob>();
+  let nextCycleMs = 0;
+  const trueEndMs = new Map<string, number>();
   const sampleEvery = opts.etaSamples > 0 ? Math.max(1, Math.floor(jobs.length / opts.etaSamples)) : Infinity;
   const etaOf = new Map<string, number>();
   let preemptions = 0;
@@ -192,10 +227,9 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       const l: Live = { job: ev.job, remainingMs: ev.job.durationMs, version: 0 };
       live.set(ev.job.id, l);
       pending.set(ev.job.id, toQueued(l, en.nowMs));
+      seen.record(queueOf(ev.job.tier), en.nowMs, ev.job);
       if ((jobs.indexOf(ev.job) + 1) % sampleEvery === 0 && opts.mode === 'sits') {
-        refreshEstimates(en.nowMs);
-        const eta = estimateStarts({ nowMs: en.nowMs, state, profile: profile.value, queues, pending: [...pending.values()], running, options: cycleOptions, untilStarted: ev.job.id, horizonMs: 14 * 86_400_000 });
-        const at = eta.get(ev.job.id);
+        const at = estimateStart(ev.job.id, en.nowMs, cycleQueued ? nextCycleMs : en.nowMs);
         if (at !== undefined) etaOf.set(ev.job.id, at);
       }
     } else if (ev.kind === 'finish') {
@@ -204,7 +238,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       if (l === undefined || r === undefined || l.version !== ev.version) return;
       for (const pod of r.podIds) state.release(pod);
       running.delete(ev.id);
-      remember(l.job.tier, l.job.gpus, l.job.durationMs);
+      rt.observeFinished(keysOf(l.job), l.job.durationMs);
       done++;
       opts.onProgress?.(done, jobs.length);
     } else {
@@ -241,11 +275,13 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
           lastCheckpointMs: en.nowMs,
         });
         en.schedule(l.remainingMs, 0, { kind: 'finish', id: s.job.id, version: l.version });
+        trueEndMs.set(s.job.id, en.nowMs + l.remainingMs);
       }
       // Like the live scheduler's periodic pass: waiting work is looked at again a minute later, so that
       // cooldowns and fair-share reclaim take effect between arrivals and completions.
       if (pending.size > 0 && !cycleQueued) {
         cycleQueued = true;
+        nextCycleMs = en.nowMs + 60_000;
         en.schedule(60_000, 9, { kind: 'cycle' });
       }
       // Checkpoint windows: a running job spends the first minute of every checkpoint period checkpointing.
@@ -259,9 +295,61 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     }
     if (!cycleQueued) {
       cycleQueued = true;
+      nextCycleMs = en.nowMs;
       en.schedule(0, 9, { kind: 'cycle' });
     }
   });
+
+  /**
+   * When `id` (just submitted) will start: the queue cycle run forward from a copy of now, as the scheduler
+   * could know it — runtime estimates, never true durations; arrivals forecast from the past, never the trace's.
+   */
+  function estimateStart(id: string, nowMs: number, firstCycleMs: number): number | undefined {
+    refreshEstimates(nowMs);
+    const oracle = method.oracle ?? {};
+    const pend = [...pending.values()].map((j) => (oracle.runtimes === true ? { ...j, estRuntimeMs: (live.get(j.id) as Live).remainingMs } : method.refreshPending ? { ...j, estRuntimeMs: remainingAfter((live.get(j.id) as Live).job, keptMs(live.get(j.id) as Live)) } : j));
+    const run = oracle.runtimes === true ? new Map([...running].map(([rid, r]) => [rid, { ...r, estEndMs: trueEndMs.get(rid) as number }])) : running;
+    const forecastJobs = new Map<string, { job: TenantJob; queued: QueuedJob }>();
+    if (oracle.arrivals === true) {
+      for (const j of jobs) {
+        if (j.submitMs <= nowMs) continue;
+        const q = queueOf(j.tier);
+        const members = podsFor(j, q);
+        forecastJobs.set(j.id, { job: j, queued: { id: j.id, queue: q, priority: 0, arrivalMs: j.submitMs, gang: { name: j.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: oracle.runtimes === true ? j.durationMs : remainingAfter(j, 0) } });
+      }
+    } else if (method.forecast) {
+      for (const f of seen.forecast(nowMs)) {
+        const job: TenantJob = { ...f.template, id: f.id, submitMs: f.atMs };
+        const q = queueOf(job.tier);
+        const members = podsFor(job, q);
+        forecastJobs.set(f.id, { job, queued: { id: f.id, queue: q, priority: 0, arrivalMs: f.atMs, gang: { name: f.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: remainingAfter(job, 0) } });
+      }
+    }
+    // A victim of the forward run returns to its queue with the work since its last checkpoint to redo.
+    const requeue = (v: RunningJob, atMs: number): QueuedJob | undefined => {
+      const l = live.get(v.id);
+      const f = forecastJobs.get(v.id);
+      const base = l === undefined ? f?.queued : pending.get(v.id) ?? toQueued(l, atMs);
+      if (base === undefined) return undefined;
+      const kept = Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs;
+      return { ...base, estRuntimeMs: Math.max(1000, v.estEndMs - v.startMs - kept) };
+    };
+    const eta = estimateStarts({
+      nowMs,
+      state,
+      profile: prof,
+      queues,
+      pending: pend,
+      running: run,
+      options: cycleOptions,
+      untilStarted: id,
+      horizonMs: 14 * 86_400_000,
+      ...(method.forecast || oracle.arrivals === true ? { arrivals: [...forecastJobs.values()].map((f) => f.queued) } : {}),
+      ...(method.requeue ? { requeue } : {}),
+      ...(method.cadence ? { cadence: { nextMs: firstCycleMs, everyMs: 60_000 } } : {}),
+    });
+    return eta.get(id);
+  }
 
   function toQueued(l: Live, nowMs: number): QueuedJob {
     const q = queueOf(l.job.tier);
@@ -292,20 +380,31 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     tiers[t] = { sharePct: round(share), entitledPct: round(entitled), queueDelaySec: { p50: Math.round(percentile(delays, 50)), p99: Math.round(percentile(delays, 99)) }, jobs: mine.length, neverStarted: mine.length - delays.length };
   }
   const jain = ratios.length === 0 ? 1 : ratios.reduce((s, x) => s + x, 0) ** 2 / (ratios.length * ratios.reduce((s, x) => s + x * x, 0));
-  const errors: number[] = [];
+  const errors: { tier: Tier; waitMs: number; pct: number; signed: number }[] = [];
   for (const [id, eta] of etaOf) {
     const l = live.get(id);
     if (l?.firstStartMs === undefined) continue;
+    // Estimated at submission: the error is relative to the wait that was being predicted.
     const wait = Math.max(60_000, l.firstStartMs - l.job.submitMs);
-    errors.push((100 * Math.abs(eta - l.firstStartMs)) / wait);
+    opts.onEtaSample?.({ id, tier: l.job.tier, gpus: l.job.gpus, submitMs: l.job.submitMs, etaMs: eta, startMs: l.firstStartMs });
+    errors.push({ tier: l.job.tier, waitMs: l.firstStartMs - l.job.submitMs, pct: (100 * Math.abs(eta - l.firstStartMs)) / wait, signed: (100 * (eta - l.firstStartMs)) / wait });
   }
-  errors.sort((a, b) => a - b);
+  const summary = (xs: readonly number[]): EtaError => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return { p50: round(percentile(sorted, 50)), p90: round(percentile(sorted, 90)), samples: sorted.length };
+  };
+  const etaErrorPct = {
+    ...summary(errors.map((e) => e.pct)),
+    signedP50: round(percentile([...errors.map((e) => e.signed)].sort((a, b) => a - b), 50)),
+    byTier: Object.fromEntries(TIERS.map((t) => [t, summary(errors.filter((e) => e.tier === t).map((e) => e.pct))])) as Record<Tier, EtaError>,
+    byWait: Object.fromEntries(WAIT_BUCKETS.map(([name, lo, hi]) => [name, summary(errors.filter((e) => e.waitMs >= lo && e.waitMs < hi).map((e) => e.pct))])),
+  };
   return {
     tiers,
     jain: round(jain, 4),
     utilizationPct: round((100 * usedInWindow) / (capacityMilli * opts.windowMs)),
     preemptions,
-    ...(opts.mode === 'sits' ? { etaErrorPct: { p50: round(percentile(errors, 50)), p90: round(percentile(errors, 90)), samples: errors.length } } : {}),
+    ...(opts.mode === 'sits' ? { etaErrorPct } : {}),
     contendedHours: round(contendedMs / 3_600_000),
   };
 }
