@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { percentile, runThroughput } from './run.ts';
+import { percentile, prepareThroughput, runThroughput } from './run.ts';
 import { benchWorkload, WORKLOADS } from './workload.ts';
 
 let t = 0;
@@ -41,6 +41,14 @@ describe('runThroughput', () => {
     expect(r.attempts.slice(1).every((a) => a.builds === 0 && a.placed && a.evaluations >= 1 && a.evaluations <= 8)).toBe(true);
     // A first build evaluates one node per spec class plus the touched ones: the bench cluster is one class.
     expect(r.attempts[0]?.evaluations).toBeLessThanOrEqual(8);
+  });
+  it('prepareThroughput does the untimed preparation first; its run() is the same loop as runThroughput', () => {
+    const o = { nodes: 64, gpusPerNode: 8, pods: 512, workload: 'mixed' as const, now: fakeClock };
+    const prepared = prepareThroughput(o);
+    const a = prepared.run();
+    const b = runThroughput(o);
+    expect(a.placedPods).toBe(b.placedPods);
+    expect(a.attempts.map((x) => [x.evaluations, x.builds, x.domainTrials])).toEqual(b.attempts.map((x) => [x.evaluations, x.builds, x.domainTrials]));
   });
   it('percentile is nearest-rank', () => {
     expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
