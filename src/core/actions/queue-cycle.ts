@@ -173,7 +173,12 @@ export function runCycle(input: CycleInput): CycleResult {
     const demand = jobResources(job);
     const quota = checkQuota(q, queues, usage, demand);
     if (!quota.ok) {
-      waiting.set(job.id, { reason: 'quota', message: quota.reason });
+      // Only the cohort's lendable quota is short (other queues borrowed it): a queue under its fair share
+      // takes borrowed GPUs back, as with capacity (Kueue's fair-sharing preemption). Without this a queue
+      // over its nominal quota but under its share waits on quota while others keep more than theirs.
+      const reclaimable = quota.cohortShort === true && opts.preemption ? withinModelQuotas(job, q, demand) : undefined;
+      if (reclaimable !== undefined && typeof reclaimable !== 'string' && tryPreempt(reclaimable, demand, true) === 'started') continue;
+      if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'quota', message: quota.reason });
       continue;
     }
     // Per GPU model quotas: placement decides the model, so the models without room are taken out of the
@@ -296,10 +301,15 @@ export function runCycle(input: CycleInput): CycleResult {
     }
   }
 
-  function tryPreempt(job: QueuedJob, demand: Resources): 'started' | 'no' {
+  /**
+   * Frees room for `job` by preempting whole gangs. With `forQuota` the victims must also bring the job within
+   * its quota (they return what their queues borrowed from the cohort), not only make the gang fit.
+   */
+  function tryPreempt(job: QueuedJob, demand: Resources, forQuota = false): 'started' | 'no' {
     const myUsage = usage.get(job.queue)?.total ?? ZERO;
     const myDeserved = deserved.get(job.queue) ?? 0;
     const reclaimAllowed = myUsage.gpuMilli + demand.gpuMilli <= myDeserved + 1e-6;
+    if (forQuota && !reclaimAllowed) return 'no';
     const policy = queueOf(job.queue).preemption ?? {};
     const withinQueue = policy.withinQueue ?? 'LowerPriority';
     const reclaim = policy.reclaimWithinCohort ?? 'Any';
@@ -324,7 +334,7 @@ export function runCycle(input: CycleInput): CycleResult {
     const groups = level === undefined ? [candidates] : byDomain(candidates, level);
     let best: { victims: RunningJob[]; placements: Placement[]; cost: Cost } | undefined;
     for (const group of groups) {
-      const plan = victimsFor(job, group.map((c) => c.r));
+      const plan = victimsFor(job, group.map((c) => c.r), forQuota ? (victims) => quotaAllowsWithout(job, demand, victims) : undefined);
       if (plan === undefined) continue;
       const cost: Cost = [Math.max(...plan.victims.map((v) => v.priority)), plan.victims.length, plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0)];
       if (best === undefined || lessCost(cost, best.cost)) best = { ...plan, cost };
@@ -358,8 +368,22 @@ export function runCycle(input: CycleInput): CycleResult {
     return 'started';
   }
 
-  /** Greedy: release victims in cost order until the gang fits, then drop every victim not needed. */
-  function victimsFor(job: QueuedJob, cands: readonly RunningJob[]): { victims: RunningJob[]; placements: Placement[] } | undefined {
+  /** Whether `job`'s quota admits it once `victims` no longer count against their queues. */
+  function quotaAllowsWithout(job: QueuedJob, demand: Resources, victims: readonly RunningJob[]): boolean {
+    const after = new Map(usage);
+    for (const v of victims) {
+      const u = after.get(v.queue) ?? { total: ZERO, byModel: {} };
+      const byModel = v.gpuModel === undefined ? u.byModel : { ...u.byModel, [v.gpuModel]: (u.byModel[v.gpuModel] ?? 0) - v.resources.gpuMilli };
+      after.set(v.queue, { total: sub(u.total, v.resources), byModel });
+    }
+    return checkQuota(queueOf(job.queue), queues, after, demand).ok;
+  }
+
+  /**
+   * Greedy: release victims in cost order until the gang fits (and `enough` holds for the victims so far),
+   * then drop every victim not needed.
+   */
+  function victimsFor(job: QueuedJob, cands: readonly RunningJob[], enough?: (victims: readonly RunningJob[]) => boolean): { victims: RunningJob[]; placements: Placement[] } | undefined {
     const stmt = new Statement(state);
     const chosen: RunningJob[] = [];
     const saved = new Map<string, Allocation>();
@@ -370,6 +394,7 @@ export function runCycle(input: CycleInput): CycleResult {
         if (a !== undefined) saved.set(pod, a);
       }
       chosen.push(c);
+      if (enough !== undefined && !enough(chosen)) continue;
       const cp = stmt.checkpoint();
       const r = scheduler.placeGang(job.gang, stmt, { explain: false });
       stmt.rollback(cp);
@@ -385,6 +410,7 @@ export function runCycle(input: CycleInput): CycleResult {
     // Prune: put back each victim (most expensive first) if the gang still fits without it.
     for (let i = chosen.length - 1; i >= 0 && chosen.length > 1; i--) {
       const v = chosen[i] as RunningJob;
+      if (enough !== undefined && !enough(chosen.filter((_, k) => k !== i))) continue;
       const cp = stmt.checkpoint();
       if (!reallocate(stmt, v, saved)) {
         stmt.rollback(cp);

@@ -19,6 +19,13 @@ describe('cohort borrowing', () => {
   it('a GPU lent to one queue is not lent again to another', () => {
     const usage = new Map([['a', used(16)]]); // a borrows b's 8 lendable GPUs
     expect(cohortLendable(d, qs, usage).gpuMilli).toBe(0);
-    expect(checkQuota(d, qs, usage, G(1))).toEqual({ ok: false, reason: 'queue d quota: needs to borrow 1 GPU, cohort c can lend 0 GPU' });
+    expect(checkQuota(d, qs, usage, G(1))).toEqual({ ok: false, reason: 'queue d quota: needs to borrow 1 GPU, cohort c can lend 0 GPU', cohortShort: true });
+  });
+
+  it('only a cohort that has nothing left to lend is "short" (reclaim can help); a borrowing limit is final', () => {
+    const capped = makeQueue('e', { cohort: 'c', nominal: G(0), borrowingLimit: G(0) });
+    const withE = new Map(qs).set('e', capped);
+    const usage = new Map([['a', used(16)]]);
+    expect(checkQuota(capped, withE, usage, G(1))).toEqual({ ok: false, reason: 'queue e quota: borrowing 1 GPU would exceed its borrowing limit 0 GPU' });
   });
 });

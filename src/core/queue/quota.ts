@@ -13,7 +13,11 @@ export interface QueueUsage {
   readonly byModel: Readonly<Record<string, number>>;
 }
 
-export type QuotaVerdict = { readonly ok: true; readonly borrowed: Resources } | { readonly ok: false; readonly reason: string };
+/**
+ * `cohortShort`: the only obstacle is that the cohort has nothing left to lend (its idle quota is borrowed by
+ * other queues) — reclaim can fix that; nominal, borrowing-limit and per-model refusals it cannot.
+ */
+export type QuotaVerdict = { readonly ok: true; readonly borrowed: Resources } | { readonly ok: false; readonly reason: string; readonly cohortShort?: true };
 
 const fmt = (r: Resources, k: (typeof RESOURCE_KEYS)[number]): string => (k === 'gpuMilli' ? `${r[k] / 1000} GPU` : k === 'cpuMilli' ? `${r[k] / 1000} CPU` : `${Math.round(r[k] / 1024)} GiB`);
 
@@ -22,12 +26,14 @@ export function checkQuota(queue: QueueSpec, queues: ReadonlyMap<string, QueueSp
   const after = add(own, demand);
   const over = max0(sub(after, queue.nominal));
   const lendable = cohortLendable(queue, queues, usage);
+  let short: string | undefined;
   for (const k of RESOURCE_KEYS) {
     if (over[k] === 0) continue;
     if (queue.cohort === undefined) return { ok: false, reason: `queue ${queue.name} quota: ${fmt(after, k)} would exceed nominal ${fmt(queue.nominal, k)}` };
     if (over[k] > queue.borrowingLimit[k]) return { ok: false, reason: `queue ${queue.name} quota: borrowing ${fmt(over, k)} would exceed its borrowing limit ${fmt(queue.borrowingLimit, k)}` };
-    if (over[k] > lendable[k]) return { ok: false, reason: `queue ${queue.name} quota: needs to borrow ${fmt(over, k)}, cohort ${queue.cohort} can lend ${fmt(lendable, k)}` };
+    if (over[k] > lendable[k]) short ??= `queue ${queue.name} quota: needs to borrow ${fmt(over, k)}, cohort ${queue.cohort} can lend ${fmt(lendable, k)}`;
   }
+  if (short !== undefined) return { ok: false, reason: short, cohortShort: true };
   if (gpuModel !== undefined && demand.gpuMilli > 0) {
     const mq = queue.models[gpuModel];
     if (mq !== undefined) {
