@@ -316,22 +316,10 @@ export class Scheduler {
     return (keys[t] as number) % nd;
   }
 
-  private readonly levelCapacity = new Map<TopologyLevel, Demand>();
-
   /** Whether the largest domain of the level, with every GPU free, could hold the demand. */
   private levelCanHold(level: TopologyLevel, need: Demand): boolean {
-    let cap = this.levelCapacity.get(level);
-    if (cap === undefined) {
-      let wholeGpus = 0;
-      for (const d of this.state.domains[level]) {
-        let gpus = 0;
-        for (let i = d.start; i < d.end; i++) gpus += (this.state.nodes[i] as NodeState).spec.gpus.length;
-        wholeGpus = Math.max(wholeGpus, gpus);
-      }
-      cap = { wholeGpus, gpuMilli: wholeGpus * 1000 };
-      this.levelCapacity.set(level, cap);
-    }
-    return need.wholeGpus <= cap.wholeGpus && need.gpuMilli <= cap.gpuMilli;
+    const cap = this.state.maxDomainGpus(level);
+    return need.wholeGpus <= cap && need.gpuMilli <= cap * 1000;
   }
 
   /**

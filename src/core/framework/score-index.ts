@@ -72,10 +72,11 @@ export class ScoreIndex {
    */
   private build(): void {
     this.counters.builds++;
-    const { of, count } = this.state.specClasses();
-    const first = new Int32Array(count).fill(-1);
+    const classes = this.state.specClasses();
+    const of = classes.of;
+    const first = new Int32Array(classes.count).fill(-1);
     const nodes = this.state.nodes;
-    const { tree, reason, score, version } = this;
+    const { tree, count, reason, score, version } = this;
     const size = this.size;
     for (let i = 0; i < this.n; i++) {
       if ((nodes[i] as NodeState).version === 0) {
@@ -89,10 +90,10 @@ export class ScoreIndex {
           if (r === Reason.Fits) {
             score[i] = score[j] as number;
             tree[size + i] = i;
-            this.count[size + i] = 1;
+            count[size + i] = 1;
           } else {
             tree[size + i] = -1;
-            this.count[size + i] = 0;
+            count[size + i] = 0;
           }
           continue;
         }
@@ -100,6 +101,7 @@ export class ScoreIndex {
       }
       this.evaluate(i);
     }
+    // pull() is hot in update(), hence compiled early: calling it beats inlining it in a loop that runs once per shape.
     for (let p = size - 1; p >= 1; p--) this.pull(p);
   }
 

@@ -286,6 +286,22 @@ describe('range sums (Fenwick trees) and per-domain counts', () => {
   });
 });
 
+describe('largest domain per level', () => {
+  it('counts the GPU devices of the largest domain of each level, unhealthy ones included', () => {
+    const st = new ClusterState([
+      nodeSpec('a', 'l4x8', { rack: 'r1' }),
+      nodeSpec('b', 't4x4', { rack: 'r1' }),
+      nodeSpec('c', 'dgx-h100', { rack: 'r2', block: 'b2' }),
+      { ...nodeSpec('d', 'l4x8', { rack: 'r3', block: 'b2' }), gpus: NODE_SHAPES['l4x8']!.gpus.map((g) => ({ ...g, healthy: false })) },
+    ]);
+    expect(st.maxDomainGpus('node')).toBe(8);
+    expect(st.maxDomainGpus('nvlink-domain')).toBe(8);
+    expect(st.maxDomainGpus('rack')).toBe(12);
+    expect(st.maxDomainGpus('block')).toBe(16);
+    expect(st.maxDomainGpus('zone')).toBe(28);
+  });
+});
+
 describe('spec classes', () => {
   it('nodes equal in everything but name and location share a class; any other field separates them', () => {
     const st = new ClusterState([

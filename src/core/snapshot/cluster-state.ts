@@ -116,7 +116,9 @@ export class ClusterState {
   private readonly domFull: Float64Array[] = [];
   private readonly domMilli: Float64Array[] = [];
   private readonly levelOf: Int32Array[] = [];
-  /** Spec class per node index (see specClasses), computed on first use. */
+  /** Per level: GPU devices in its largest domain. */
+  private readonly maxGpus: number[] = [];
+  /** Spec class per node index (see specClasses), computed with the snapshot. */
   private specClassOf: Int32Array | undefined;
   private specClassCount = 0;
 
@@ -164,8 +166,23 @@ export class ClusterState {
       this.domFull.push(new Float64Array(domains[level].length));
       this.domMilli.push(new Float64Array(domains[level].length));
       this.levelOf.push(domainOf[level]);
+      const gpus = new Float64Array(domains[level].length);
+      const of = domainOf[level];
+      for (const n of nodes) {
+        const d = of[n.idx] as number;
+        gpus[d] = (gpus[d] as number) + n.spec.gpus.length;
+      }
+      this.maxGpus.push(gpus.reduce((m, g) => Math.max(m, g), 0));
     }
     for (const n of nodes) this.refreshAggregates(n);
+    // Static, like the domains: computed with the snapshot, not by the first score index that needs them.
+    this.specClasses();
+    this.ranks();
+  }
+
+  /** GPU devices (healthy or not) of the largest domain of the level: no demand above it fits any domain. */
+  maxDomainGpus(level: TopologyLevel): number {
+    return this.maxGpus[LEVEL_POS[level]] as number;
   }
 
   get size(): number {
