@@ -88,6 +88,15 @@ describe('queue cycle: weighted fair share', () => {
   });
 });
 
+describe('queue cycle: explanations', () => {
+  it('jobs of one shape held in one cycle each get the explanation with their own name', () => {
+    const s = cluster('dgx-h100', 1, 1);
+    const r = cycle(s, queues(makeQueue('a')), [job('big-1', 'a', 2, 8), job('big-2', 'a', 2, 8), job('big-3', 'a', 2, 8)], [], 1_000_000, { preemption: false, backfill: false });
+    expect(startedIds(r)).toEqual([]);
+    for (const id of ['big-1', 'big-2', 'big-3']) expect(r.waiting.get(id)?.message).toMatch(new RegExp(`^0/1 nodes fit gang ${id} \\(2×8 GPU\\)`));
+  });
+});
+
 describe('queue cycle: reservation and backfill', () => {
   it('without backfill (plain FIFO) the long job takes the space and the head waits longer', () => {
     const s = cluster('dgx-h100', 1, 2);

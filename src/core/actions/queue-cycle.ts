@@ -161,7 +161,7 @@ export function runCycle(input: CycleInput): CycleResult {
 
   // Equivalence classes: a gang shape that failed (placement and preemption) fails again in this cycle
   // unless something was released since — skip the retry.
-  const failedShapes = new Map<string, { releases: number; waiting: Waiting }>();
+  const failedShapes = new Map<string, { releases: number; waiting: Waiting; gang: string }>();
   let releases = 0;
   for (let job = next(); job !== undefined; job = next()) {
     const q = queueOf(job.queue);
@@ -192,7 +192,7 @@ export function runCycle(input: CycleInput): CycleResult {
     const shape = gangShapeKey(job);
     const prior = failedShapes.get(shape);
     if (prior !== undefined && prior.releases === releases && !(opts.backfill && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
-      waiting.set(job.id, prior.waiting);
+      waiting.set(job.id, renamed(prior.waiting, prior.gang, job.gang.name));
       continue;
     }
     const stmt = new Statement(state);
@@ -230,7 +230,7 @@ export function runCycle(input: CycleInput): CycleResult {
       }
     }
     if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'capacity', message: why });
-    failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting });
+    failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting, gang: job.gang.name });
   }
 
   return { started, preempted, deferred, waiting, reservations };
@@ -451,6 +451,16 @@ export function runCycle(input: CycleInput): CycleResult {
     }
     return [...groups.values()].slice(0, 32);
   }
+}
+
+/** A reused explanation names the gang it is shown for ("0/4 nodes fit gang b-50 …", not b-49). */
+function renamed(w: Waiting, from: string, to: string): Waiting {
+  if (from === to) return w;
+  for (const kind of ['gang', 'pod']) {
+    const at = w.message.indexOf(`fit ${kind} ${from}`);
+    if (at >= 0) return { ...w, message: `${w.message.slice(0, at)}fit ${kind} ${to}${w.message.slice(at + `fit ${kind} ${from}`.length)}` };
+  }
+  return w;
 }
 
 /** Everything placement and preemption look at: member shapes, minMember, topology, queue and priority. */
