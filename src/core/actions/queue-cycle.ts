@@ -213,10 +213,17 @@ export function runCycle(input: CycleInput): CycleResult {
       continue;
     }
     stmt.discard();
-    const why = placed.explanation.message;
+    let why = placed.explanation.message;
+    let reason: WaitReason = 'capacity';
     if (opts.preemption) {
       const p = tryPreempt(job, demand);
       if (p === 'started') continue;
+      // Other queues hold GPUs, but this one would pass its fair share: it waits for them, it does not reclaim.
+      const over = opts.fairShare ? aboveShare(job, demand) : undefined;
+      if (over !== undefined) {
+        reason = 'fair-share';
+        why = `${why}; ${over}`;
+      }
     }
     if (opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*')) {
       headReserved.add(opts.fairShare ? job.queue : '*');
@@ -225,11 +232,11 @@ export function runCycle(input: CycleInput): CycleResult {
         reservations.push(r);
         for (const n of r.nodes) reservedNodes.add(n);
         // A deferred preemption says more than the reservation: keep its reason.
-        if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'capacity', message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
+        if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
         continue;
       }
     }
-    if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'capacity', message: why });
+    if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: why });
     failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting, gang: job.gang.name });
   }
 
@@ -366,6 +373,15 @@ export function runCycle(input: CycleInput): CycleResult {
     addUsage(job.queue, demand, 1, model);
     started.push({ job, placements: placed.placements });
     return 'started';
+  }
+
+  /** Why `job`'s queue may not reclaim GPUs from other queues that hold some, or undefined when it may (or none do). */
+  function aboveShare(job: QueuedJob, demand: Resources): string | undefined {
+    const mine = (usage.get(job.queue)?.total.gpuMilli ?? 0) + demand.gpuMilli;
+    const fair = deserved.get(job.queue) ?? 0;
+    if (mine <= fair + 1e-6) return undefined;
+    for (const r of running.values()) if (r.queue !== job.queue) return `queue ${job.queue} would be above its fair share (${mine / 1000} of ${Math.round(fair) / 1000} GPU), so it waits for GPUs other queues hold`;
+    return undefined;
   }
 
   /** Whether `job`'s quota admits it once `victims` no longer count against their queues. */
