@@ -7,7 +7,8 @@
 import { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
-import { modelMask, nodeFragment, typicalShapes, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { modelMask, nodeFragment, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { shapesOf } from '../core/estimate/expected-workload.ts';
 import { percentile } from '../core/estimate/stats.ts';
 import { seededRng } from '../core/ports.ts';
 import type { PodSpec } from '../core/model/pod.ts';
@@ -48,7 +49,7 @@ export function runDemo(opts: DemoOptions): DemoResult {
   const hours = opts.hours ?? 8;
   const jobs = demoWorkload(seededRng(opts.seed), { hours, load: opts.load ?? 1 });
   const pods: PodSpec[] = jobs.flatMap((j) => (j.unit.kind === 'pod' ? [j.unit.pod] : j.unit.gang.members));
-  const typical = typicalShapes(pods.map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels })));
+  const typical = shapesOf(pods);
   const nodes = demoCluster();
   const results = (opts.profiles ?? ['sits', 'kube-default']).map((p) => runProfile(p, jobs, typical, opts.seed, hours));
   return {

@@ -15,7 +15,8 @@ import { shapeKey } from '../../core/framework/score-index.ts';
 import type { Profile } from '../../core/framework/types.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
 import { seededRng, type Rng } from '../../core/ports.ts';
-import { typicalShapes } from '../../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
+import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { Environment, type SimEvent } from '../engine.ts';
 import { PolicyError } from '../fgd/run.ts';
@@ -94,8 +95,8 @@ function unitKey(u: ReplayUnit): string {
 }
 
 /** Expected workload for fragmentation-aware profiles: learned from the pods of the trace given. */
-export function replayTypicalShapes(units: readonly ReplayUnit[]): ReturnType<typeof typicalShapes> {
-  return typicalShapes(units.flatMap((u) => unitPods(u)).map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels })));
+export function replayTypicalShapes(units: readonly ReplayUnit[]): TypicalShape[] {
+  return shapesOf(units.flatMap((u) => unitPods(u)));
 }
 
 export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions): ReplayResult {

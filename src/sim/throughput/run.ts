@@ -7,7 +7,7 @@
 import { Scheduler } from '../../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
 import { seededRng } from '../../core/ports.ts';
-import { typicalShapes } from '../../core/plugins/fgd/fragmentation.ts';
+import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { median } from '../fgd/summary.ts';
@@ -94,7 +94,7 @@ export function prepareThroughput(o: ThroughputOptions): { run: () => Throughput
   const wl = benchWorkload(o.workload, o.nodes, o.gpusPerNode, o.pods, seed);
   const allPods = wl.units.flatMap((u) => (u.kind === 'pod' ? [u.pod] : u.gang.members));
   // The expected workload is learned from the pods given, as a live scheduler learns it from pods seen.
-  const typical = typicalShapes(allPods.map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels })));
+  const typical = shapesOf(allPods);
   const profile = resolveProfile(o.profile ?? 'sits', { typicalShapes: typical });
   if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
   const state = new ClusterState(benchNodes(o.nodes, o.gpusPerNode));
