@@ -131,14 +131,15 @@ function runChild(args: readonly string[]): void {
 }
 
 /**
- * `sits bench all`: the benchmark set of issue 3 (§6–§9) into one directory — the FGD grid on every openb
- * pod list found, the throughput table at 1k/5k/10k nodes (each size in a fresh process), and two replays.
+ * `sits bench all`: every in-process benchmark into one directory — the FGD grid on every openb pod list
+ * found, the throughput table at 1k/5k/10k nodes (each size in a fresh process), two replays, admission at
+ * 1k/5k/10k nodes and the multi-tenant experiment. `bench kube` starts control planes and runs on its own.
  * Every step is an ordinary subcommand; the commands it runs are printed.
  */
 export function registerBenchAll(bench: Command): void {
   bench
     .command('all')
-    .description('every benchmark of issue 3 into one directory: FGD grid per trace, throughput at 1k/5k/10k nodes, replays')
+    .description('every in-process benchmark into one directory: FGD grid per trace, throughput at 1k/5k/10k nodes, replays, admission, tenants (bench kube, which starts control planes, runs on its own)')
     .option('--out <dir>', 'directory for the JSON (and HTML) results', 'bench/results')
     .option('--traces <dir>', 'folder with openb_node_list_gpu_node.csv and openb_pod_list_*.csv', '../shared/traces/alibaba-gpu-v2023')
     .option('--philly <dir>', 'folder with the Pollux/Philly workloads', '../shared/traces/pollux-philly')
@@ -165,5 +166,9 @@ export function registerBenchAll(bench: Command): void {
       if (existsSync(defaultPods)) runChild(['bench', 'replay', '--trace', defaultPods, '--nodes', nodes, '--compress', '1000', '--policies', 'sits,fgd,bestfit', '--json', join(o.out, 'replay-openb-default-x1000.json')]);
       const w6 = join(o.philly, 'workloads', 'workload-6.csv');
       if (existsSync(w6)) runChild(['bench', 'replay', '--trace', w6, '--cluster-size', '8x8', '--policies', 'sits,fgd,bestfit', '--json', join(o.out, 'replay-pollux-workload-6.json')]);
+      // Issue 6: admission decisions per second, and the multi-tenant fairness / ETA experiment.
+      for (const n of [1000, 5000, 10000]) runChild(['bench', 'admission', '--nodes', String(n), '--json', join(o.out, `admission-${n}.json`)]);
+      const philly = join(o.philly, 'philly.csv');
+      if (existsSync(philly)) runChild(['bench', 'tenants', '--trace', philly, '--json', join(o.out, 'tenants.json')]);
     });
 }
