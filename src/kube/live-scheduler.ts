@@ -15,10 +15,13 @@ import { seededRng } from '../core/ports.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import { isStatus, KubeApiError, type KubeClient } from './client.ts';
 import { ClusterCache, type PendingPod } from './cluster-cache.ts';
-import { ANNOTATION, LABEL, parseGpuIndices, podKey, SCHEDULER_NAME } from './labels.ts';
+import { ANNOTATION, LABEL, parseGpuIndices, podFromK8s, podKey, SCHEDULER_NAME } from './labels.ts';
 import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
-import { ANNOTATION_EXPECTED_RUNTIME, ANNOTATION_EXPECTED_START, DEFAULT_COOLDOWN_SECONDS, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { ANNOTATION_EXPECTED_START, DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
+import { requeueAfterCheckpoint } from '../core/estimate/job-runtimes.ts';
+import { LiveArrivals } from './arrival-forecast.ts';
 import { runCycle } from '../core/actions/queue-cycle.ts';
 import { cloneState, estimateStarts } from '../core/actions/eta.ts';
 import { Statement } from '../core/statement/statement.ts';
@@ -79,6 +82,10 @@ export class LiveScheduler {
   private lastQueueCycleMs = 0;
   private lastEtaMs = Number.NEGATIVE_INFINITY;
   private readonly failed = new Map<string, FailedUnit>();
+  /** Runtimes learned from the jobs SITS bound (finished, stopped, running), for the expected starts. */
+  readonly runtimes = new LiveRuntimes();
+  /** Arrivals per queue seen so far, for the forecast of later work in the expected starts. */
+  readonly arrivals = new LiveArrivals();
   private readonly inFlight = new Set<Promise<unknown>>();
   private leader: LeaderElector | undefined;
   private scheduler: Scheduler | undefined;
@@ -119,9 +126,9 @@ export class LiveScheduler {
       error: (e) => this.log(`nodes watch: ${e.message}`),
     });
     const pods = new Reflector<V1Pod>(this.client, '/api/v1/pods', {
-      add: (p) => (this.cache.upsertPod(p), poke()),
-      update: (p) => (this.cache.upsertPod(p), poke()),
-      delete: (p) => (this.cache.deletePod(p), poke()),
+      add: (p) => (this.cache.upsertPod(p), this.learn(p), poke()),
+      update: (p) => (this.cache.upsertPod(p), this.learn(p), poke()),
+      delete: (p) => (this.cache.deletePod(p), this.learn(p, true), poke()),
       error: (e) => this.log(`pods watch: ${e.message}`),
     });
     const groups = new Reflector<PodGroupObject>(this.client, '/apis/ai.sits2026.dev/v1/podgroups', {
@@ -192,6 +199,61 @@ export class LiveScheduler {
     return false;
   }
 
+  private groupQueue = (group: string): string | undefined => this.podGroups.get(group)?.spec?.queue;
+
+  /** Follows the runs of the jobs SITS bound, for learned runtimes (`LiveRuntimes`). */
+  private learn(p: V1Pod, deleted = false): void {
+    if (p.spec?.schedulerName !== this.schedulerName) return;
+    const job = jobOfPod(p, this.groupQueue);
+    if (deleted) {
+      this.runtimes.gone(p, job, Date.now());
+      return;
+    }
+    const gpus = (): number => {
+      const s = podFromK8s(p);
+      return s.ok ? (s.value.request.gpuCount * s.value.request.gpuMilli) / 1000 : 0;
+    };
+    this.runtimes.seen(p, job, gpus, Date.now());
+  }
+
+  /** The forward run's forecast of later arrivals (at most what keeps it within ETA_MAX_JOBS jobs). */
+  private forecast(nowMs: number, waiting: number): QueuedJob[] {
+    return this.arrivals.forecast(nowMs, (q, gpus) => this.runtimes.pendingRuntime(q, gpus, undefined), Math.max(0, ETA_MAX_JOBS - waiting));
+  }
+
+  /** The forward run's victims go back to their queue when their controller recreates them (`requeueVictim`). */
+  private requeueOf(jobs: readonly QueuedJob[], forecast: readonly QueuedJob[]): (v: RunningJob, atMs: number) => QueuedJob | undefined {
+    const byId = new Map(jobs.map((j) => [j.id, j]));
+    const forecastById = new Map(forecast.map((j) => [j.id, j]));
+    return (v, atMs) => {
+      // A forecast job has no pods yet: assumed to be recreated like the jobs it repeats.
+      const f = forecastById.get(v.id);
+      if (f !== undefined) return requeueAfterCheckpoint({ ...f, arrivalMs: atMs }, v, 0);
+      const pods = v.podIds.map((k) => this.cache.pod(k)).filter((x): x is V1Pod => x !== undefined);
+      return requeueVictim(byId.get(v.id) ?? this.queuedFromPods(v, pods), v, pods, atMs);
+    };
+  }
+
+  /** A running job in its queued form (for the forward run to put it back in its queue). */
+  private queuedFromPods(v: RunningJob, pods: readonly V1Pod[]): QueuedJob | undefined {
+    const members = pods.map(podFromK8s).flatMap((r) => (r.ok ? [r.value] : []));
+    const first = pods[0];
+    if (members.length === 0 || first === undefined) return undefined;
+    const name = v.id.startsWith('gang:') ? v.id.slice(5) : v.id;
+    const topology = v.id.startsWith('gang:') ? this.gangInfo(name, pods.map((obj) => ({ obj }))).topology : {};
+    const cls = this.podGroups.get(name)?.spec?.priorityClassName ?? first.spec?.priorityClassName;
+    return {
+      id: v.id,
+      queue: v.queue,
+      priority: v.priority,
+      arrivalMs: v.startMs,
+      gang: { name, minMember: members.length, members, topology, priority: v.priority, queue: v.queue },
+      estRuntimeMs: v.estEndMs - v.startMs,
+      namespace: first.metadata?.namespace ?? 'default',
+      ...(cls === undefined || cls === '' ? {} : { priorityClass: cls }),
+    };
+  }
+
   private unitKeyOf(podKeyStr: string): string {
     const p = this.cache.pending.get(podKeyStr);
     return p?.spec.gang === undefined ? podKeyStr : `gang:${p.spec.gang}`;
@@ -248,7 +310,8 @@ export class LiveScheduler {
   /**
    * `sits explain`: for a pending pod or pod group (`namespace/name`), why it is not placed — the core's
    * explanation on the current state, the queue's reason from a cycle run on a copy, and the start time the
-   * queue cycle predicts when run forward (runtimes from `ai.sits2026.dev/expected-runtime-seconds`, else 1 h).
+   * queue cycle predicts when run forward (as `publishEstimates`: runtimes given or learned, victims requeued,
+   * later arrivals forecast from the pods this process has seen).
    * Nothing is written.
    */
   explain(target: string, nowMs: number): ExplainReport {
@@ -284,7 +347,8 @@ export class LiveScheduler {
       if (w !== undefined) lines.push(`queue ${job.queue} holds it (${w.reason}): ${w.message}`);
       else if (res.started.some((x) => x.job.id === id)) lines.push(`queue ${job.queue}: admitted at the next cycle`);
       // 3. When: the cycle run forward in virtual time.
-      eta = estimateStarts({ nowMs, state: sch.state, profile: sch.profile, queues, pending: jobs, running, options: { minRuntimeMs }, untilStarted: id }).get(id);
+      const arrivals = this.forecast(nowMs, jobs.length);
+      eta = estimateStarts({ nowMs, state: sch.state, profile: sch.profile, queues, pending: jobs, running, options: { minRuntimeMs }, untilStarted: id, requeue: this.requeueOf(jobs, arrivals), arrivals }).get(id);
       lines.push(eta === undefined ? 'expected start: not within 7 days at current estimates' : `expected start: ${new Date(eta).toISOString()} (in ${Math.max(0, Math.round((eta - nowMs) / 1000))} s)`);
     }
     return { target, state: r.ok ? 'fits' : 'waiting', lines, ...(eta === undefined ? {} : { etaMs: eta }) };
@@ -384,7 +448,12 @@ export class LiveScheduler {
   /**
    * "When will my job start": at most once a minute, the queue cycle is run forward over a copy of the
    * cluster and each waiting pod gets annotation `ai.sits2026.dev/expected-start` (RFC 3339) when its estimate
-   * moved by more than a minute; controllers copy it into their status.
+   * moved by more than a minute; controllers copy it into their status. As in the simulator (ADR 0021):
+   * runtimes are the user's (`expected-runtime-seconds`) or learned from the queue's finished jobs
+   * (`LiveRuntimes`; running jobs end at their conditional expectation given the time they ran), victims of
+   * the forward run go back to their queue if a controller recreates them, and later arrivals are forecast
+   * per queue (`LiveArrivals`). No cadence: the live queue cycle runs on every change (within a second of a
+   * completion or an arrival), which is the forward run's event-driven mode.
    */
   private publishEstimates(sch: Scheduler, queues: ReadonlyMap<string, QueueSpec>, jobs: readonly QueuedJob[], running: ReadonlyMap<string, RunningJob>, res: ReturnType<typeof runCycle>, podsOf: ReadonlyMap<string, readonly PendingPod[]>, minRuntimeMs: number): void {
     const nowMs = Date.now();
@@ -396,7 +465,8 @@ export class LiveScheduler {
     for (const x of res.started) {
       stillRunning.set(x.job.id, { id: x.job.id, queue: x.job.queue, priority: x.job.priority, startMs: nowMs, estEndMs: nowMs + x.job.estRuntimeMs, podIds: x.placements.map((pl) => pl.podId), resources: jobResources(x.job), preemptible: true });
     }
-    const eta = estimateStarts({ nowMs, state: sch.state, profile: sch.profile, queues, pending: jobs.filter((j) => !started.has(j.id)), running: stillRunning, options: { minRuntimeMs, explain: false } });
+    const arrivals = this.forecast(nowMs, jobs.length);
+    const eta = estimateStarts({ nowMs, state: sch.state, profile: sch.profile, queues, pending: jobs.filter((j) => !started.has(j.id)), running: stillRunning, options: { minRuntimeMs, explain: false }, requeue: this.requeueOf(jobs, arrivals), arrivals });
     for (const id of res.waiting.keys()) {
       const at = eta.get(id);
       if (at === undefined) continue;
@@ -420,7 +490,7 @@ export class LiveScheduler {
     this.track(this.bind(p, r.placement).catch(() => undefined));
   }
 
-  private gangInfo(name: string, members: readonly PendingPod[]): { minMember: number; topology: TopologyConstraint } {
+  private gangInfo(name: string, members: readonly { readonly obj: V1Pod }[]): { minMember: number; topology: TopologyConstraint } {
     const g = this.podGroups.get(name);
     const ann = members[0]?.obj.metadata?.annotations ?? {};
     const level = (v: string | undefined): TopologyLevel | undefined => ((TOPOLOGY_LEVELS as readonly string[]).includes(v ?? '') ? (v as TopologyLevel) : undefined);
@@ -437,10 +507,10 @@ export class LiveScheduler {
       const q = queueFromObject(o);
       queues.set(q.name, q);
     }
-    const runtimeOf = (p: PendingPod): number => {
-      const s = Number(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
-      return Number.isFinite(s) && s > 0 ? s * 1000 : DEFAULT_RUNTIME_MS;
-    };
+    // Runtimes: the user's (annotation), else learned from this queue's jobs of the same size class (1 h with nothing learned).
+    this.runtimes.flush((id) => (id.startsWith('gang:') ? this.groupQueue(id.slice(5)) : undefined));
+    const gpusOf = (ps: readonly PendingPod[]): number => ps.reduce((s, p) => s + (p.spec.request.gpuCount * p.spec.request.gpuMilli) / 1000, 0);
+    const runtimeOf = (p: PendingPod, queue: string, members: readonly PendingPod[]): number => this.runtimes.pendingRuntime(queue, gpusOf(members), givenRuntimeMs(p.obj));
     // Namespace and PriorityClass, which the queue may restrict (Queue spec.namespaces, spec.priorityClasses).
     const submitter = (p: PendingPod, g: PodGroupObject | undefined): { namespace: string; priorityClass?: string } => {
       const cls = g?.spec?.priorityClassName ?? p.obj.spec?.priorityClassName;
@@ -451,7 +521,7 @@ export class LiveScheduler {
     const bound = this.boundByGroup();
     for (const p of singles) {
       const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
-      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p), ...submitter(p, undefined) });
+      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, gang, estRuntimeMs: runtimeOf(p, p.spec.queue, [p]), ...submitter(p, undefined) });
       podsOf.set(p.key, [p]);
     }
     for (const [name, members] of gangs) {
@@ -463,10 +533,12 @@ export class LiveScheduler {
       const priority = Math.max(...sorted.map((m) => m.spec.priority));
       const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
       const first = sorted.reduce((a, b) => (a.createdMs <= b.createdMs ? a : b));
-      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first), ...submitter(first, this.podGroups.get(name)) });
+      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first, queue, sorted), ...submitter(first, this.podGroups.get(name)) });
       podsOf.set(key, sorted);
     }
-    const running = runningJobs(this.cache.allPods(), this.schedulerName, (g) => this.podGroups.get(g)?.spec?.queue, DEFAULT_RUNTIME_MS, (n) => sch.state.node(n)?.spec.gpus[0]?.model);
+    const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MS, (n) => sch.state.node(n)?.spec.gpus[0]?.model);
+    const running = this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, Date.now());
+    this.arrivals.observe(jobs, Date.now());
     // A victim is protected for its own queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds,
     // carried by each QueueSpec); this default covers jobs whose queue has no Queue object.
     const minRuntimeMs = DEFAULT_COOLDOWN_SECONDS * 1000;

@@ -98,6 +98,21 @@ const time = (s: string | undefined): number | undefined => {
   return Number.isFinite(t) ? t : undefined;
 };
 
+/** The job a pod of ours belongs to (its pod group, or the pod alone) and that job's queue. */
+export function jobOfPod(p: V1Pod, groupQueue: (group: string) => string | undefined): { id: string; queue: string } {
+  const ns = p.metadata?.namespace ?? 'default';
+  const g = p.metadata?.labels?.[LABEL.podGroup];
+  const id = g === undefined ? podKey(p) : `gang:${ns}/${g}`;
+  const queue = (g === undefined ? undefined : groupQueue(`${ns}/${g}`)) ?? p.metadata?.labels?.[LABEL.queue] ?? 'default';
+  return { id, queue };
+}
+
+/** The runtime its user gave a pod (annotation `expected-runtime-seconds`), in ms, if any. */
+export function givenRuntimeMs(p: V1Pod | undefined): number | undefined {
+  const s = Number(p?.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
+  return Number.isFinite(s) && s > 0 ? s * 1000 : undefined;
+}
+
 /**
  * Running jobs of our scheduler: bound pods grouped by pod group (or alone), with the queue of their group,
  * their total requests, and the preemption hints their annotations carry.
@@ -106,8 +121,7 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQ
   const groups = new Map<string, V1Pod[]>();
   for (const p of pods) {
     if (p.spec?.schedulerName !== schedulerName || (p.spec.nodeName ?? '') === '' || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
-    const g = p.metadata?.labels?.[LABEL.podGroup];
-    const id = g === undefined ? podKey(p) : `gang:${p.metadata?.namespace ?? 'default'}/${g}`;
+    const { id } = jobOfPod(p, groupQueue);
     groups.set(id, [...(groups.get(id) ?? []), p]);
   }
   const out = new Map<string, RunningJob>();
@@ -131,9 +145,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQ
       if (ann[ANNOTATION_PREEMPTIBLE] === 'false') preemptible = false;
     }
     const first = members[0] as V1Pod;
-    const group = first.metadata?.labels?.[LABEL.podGroup];
-    const queue = (group === undefined ? undefined : groupQueue(`${first.metadata?.namespace ?? 'default'}/${group}`)) ?? first.metadata?.labels?.[LABEL.queue] ?? 'default';
-    const runtime = Number(first.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN) * 1000;
+    const { queue } = jobOfPod(first, groupQueue);
+    const runtime = givenRuntimeMs(first);
     // The GPU model its pods run on, for per-model quotas (a gang's members share one model in practice).
     const model = res.gpuMilli > 0 ? nodeModel(first.spec?.nodeName ?? '') : undefined;
     out.set(id, {
@@ -141,7 +154,7 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQ
       queue,
       priority: Number.isFinite(priority) ? priority : 0,
       startMs: start,
-      estEndMs: start + (Number.isFinite(runtime) && runtime > 0 ? runtime : defaultRuntimeMs),
+      estEndMs: start + (runtime ?? defaultRuntimeMs),
       podIds: members.map(podKey),
       resources: res,
       ...(model === undefined ? {} : { gpuModel: model }),

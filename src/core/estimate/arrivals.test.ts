@@ -36,4 +36,11 @@ describe('ArrivalHistory forecast', () => {
     ]);
     expect(new ArrivalHistory().forecast(0)).toEqual([]);
   });
+
+  it('prune forgets what is older than the lookback without forecasting', () => {
+    const h = new ArrivalHistory<string>({ lookbackMs: 20 * MIN, horizonMs: 120 * MIN, minSpanMs: 5 * MIN });
+    for (const [t, s] of [[0, 'x'], [10, 'y'], [20, 'z']] as const) h.record('a', t * MIN, s);
+    h.prune(30 * MIN);
+    expect(h.rates(30 * MIN).get('a')).toBeCloseTo(1 / (20 * MIN), 15);
+  });
 });

@@ -65,13 +65,20 @@ export class ArrivalHistory<T> {
     return Math.max(this.opts.minSpanMs, Math.min(this.opts.lookbackMs, nowMs - this.firstMs));
   }
 
-  private recent(nowMs: number): Map<string, { atMs: number; template: T }[]> {
+  /** Forgets arrivals older than the lookback (memory stays bounded by the arrivals of one lookback). */
+  prune(nowMs: number): void {
     const from = nowMs - this.opts.lookbackMs;
-    const out = new Map<string, { atMs: number; template: T }[]>();
-    for (const [q, l] of this.byQueue) {
+    for (const l of this.byQueue.values()) {
       let cut = 0;
       while (cut < l.length && (l[cut] as { atMs: number }).atMs <= from) cut++;
       if (cut > 0) l.splice(0, cut);
+    }
+  }
+
+  private recent(nowMs: number): Map<string, { atMs: number; template: T }[]> {
+    this.prune(nowMs);
+    const out = new Map<string, { atMs: number; template: T }[]>();
+    for (const [q, l] of this.byQueue) {
       out.set(
         q,
         l.filter((a) => a.atMs <= nowMs),

@@ -114,7 +114,7 @@ export interface RuntimeModelOptions {
   readonly minFinished: number;
   /** With no observation at all (nothing finished, nothing running): this, or twice the time already run when longer. */
   readonly fallbackMs: number;
-  /** Only the most recent finished jobs of a key count (the job mix drifts); 0 = all. */
+  /** Only the most recent finished (and, apart, stopped) jobs of a key count (the job mix drifts; memory stays bounded); 0 = all. */
   readonly recent: number;
   /** Tail index beyond the longest observation (`expectedWithTail`); 2 = a survivor runs as long again. */
   readonly tailAlpha: number;
@@ -131,6 +131,8 @@ export const DEFAULT_RUNTIME_MODEL: RuntimeModelOptions = { minFinished: 5, fall
  */
 export class RuntimeModel {
   private readonly finished = new Map<string, number[]>();
+  /** Jobs that stopped before finishing (preempted, deleted): censored at the time they ran, kept like finished ones. */
+  private readonly stopped = new Map<string, number[]>();
   private censored = new Map<string, number[]>();
   private curves = new Map<string, SurvivalCurve>();
   private readonly opts: RuntimeModelOptions;
@@ -140,11 +142,20 @@ export class RuntimeModel {
   }
 
   observeFinished(keys: readonly string[], durationMs: number): void {
+    this.keep(this.finished, keys, durationMs);
+  }
+
+  /** A job that stopped without finishing (preempted, deleted) after running `durationMs`: it would have run at least that long. */
+  observeStopped(keys: readonly string[], durationMs: number): void {
+    this.keep(this.stopped, keys, durationMs);
+  }
+
+  private keep(into: Map<string, number[]>, keys: readonly string[], durationMs: number): void {
     for (const k of keys) {
-      const l = this.finished.get(k) ?? [];
+      const l = into.get(k) ?? [];
       l.push(durationMs);
       if (this.opts.recent > 0 && l.length > this.opts.recent) l.splice(0, l.length - this.opts.recent);
-      this.finished.set(k, l);
+      into.set(k, l);
       this.curves.delete(k);
     }
   }
@@ -153,7 +164,13 @@ export class RuntimeModel {
   setRunning(jobs: readonly { readonly keys: readonly string[]; readonly elapsedMs: number }[]): void {
     this.censored = new Map();
     this.curves = new Map();
-    for (const j of jobs) for (const k of j.keys) this.censored.set(k, [...(this.censored.get(k) ?? []), j.elapsedMs]);
+    for (const j of jobs) {
+      for (const k of j.keys) {
+        const l = this.censored.get(k);
+        if (l === undefined) this.censored.set(k, [j.elapsedMs]);
+        else l.push(j.elapsedMs);
+      }
+    }
   }
 
   finishedCount(key: string): number {
@@ -165,11 +182,11 @@ export class RuntimeModel {
    * Kaplan–Meier conditional mean E[T | T > e] with the doubling tail; never less than a second beyond e.
    */
   expectedTotal(keys: readonly string[], elapsedMs = 0): number {
-    const key = keys.find((k) => this.finishedCount(k) >= this.opts.minFinished) ?? [...keys].reverse().find((k) => this.finishedCount(k) > 0 || (this.censored.get(k)?.length ?? 0) > 0);
+    const key = keys.find((k) => this.finishedCount(k) >= this.opts.minFinished) ?? [...keys].reverse().find((k) => this.finishedCount(k) > 0 || (this.censored.get(k)?.length ?? 0) > 0 || (this.stopped.get(k)?.length ?? 0) > 0);
     if (key === undefined) return Math.max(this.opts.fallbackMs, 2 * elapsedMs);
     let curve = this.curves.get(key);
     if (curve === undefined) {
-      curve = survival([...(this.finished.get(key) ?? []).map((d) => ({ durationMs: d, finished: true })), ...(this.censored.get(key) ?? []).map((d) => ({ durationMs: d, finished: false }))]);
+      curve = survival([...(this.finished.get(key) ?? []).map((d) => ({ durationMs: d, finished: true })), ...[...(this.stopped.get(key) ?? []), ...(this.censored.get(key) ?? [])].map((d) => ({ durationMs: d, finished: false }))]);
       this.curves.set(key, curve);
     }
     return Math.max(elapsedMs + 1000, expectedWithTail(curve, elapsedMs, this.opts.tailAlpha) ?? Math.max(this.opts.fallbackMs, 2 * elapsedMs));

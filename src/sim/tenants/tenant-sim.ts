@@ -7,6 +7,7 @@ import { runCycle, type CycleOptions } from '../../core/actions/queue-cycle.ts';
 import { estimateStarts } from '../../core/actions/eta.ts';
 import { ArrivalHistory } from '../../core/estimate/arrivals.ts';
 import { RuntimeModel } from '../../core/estimate/runtime.ts';
+import { expectedRemaining, requeueAfterCheckpoint, runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
 import { Scheduler } from '../../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
@@ -156,23 +157,18 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
   // tier and size class (else of the tier), with running jobs as censored observations, conditioned on the
   // time already run. A restarted job has run its checkpointed work plus the time since the restart.
   const rt = new RuntimeModel();
-  const sizeClass = (gpus: number): string => (gpus === 1 ? '1' : gpus <= 8 ? '2-8' : '9+');
-  const keysOf = (j: TenantJob): string[] => [`${j.tier}|${sizeClass(j.gpus)}`, j.tier];
+  const keysOf = (j: TenantJob): string[] => runtimeKeys(j.tier, j.gpus);
   const keptMs = (l: Live): number => l.job.durationMs - l.remainingMs;
   /** Expected remaining runtime of a job that has done `doneMs` of work (known to the scheduler: run time and checkpoints, never the true duration). */
-  const remainingAfter = (j: TenantJob, doneMs: number): number => Math.max(1000, rt.expectedTotal(keysOf(j), doneMs) - doneMs);
-  const estimate = (t: Tier, gpus = 1): number => rt.expectedTotal([`${t}|${sizeClass(gpus)}`, t], 0);
+  const remainingAfter = (j: TenantJob, doneMs: number): number => expectedRemaining(rt, keysOf(j), doneMs);
+  const estimate = (t: Tier, gpus = 1): number => rt.expectedTotal(runtimeKeys(t, gpus), 0);
   const refreshEstimates = (now: number): void => {
     // Work done = checkpointed work before the last restart + time since it; censored at that.
-    rt.setRunning([...running.values()].map((r) => {
+    const work = (r: RunningJob): { keys: string[]; doneMs: number } => {
       const l = live.get(r.id) as Live;
-      return { keys: keysOf(l.job), elapsedMs: keptMs(l) + now - r.startMs };
-    }));
-    for (const [id, r] of running) {
-      const l = live.get(id) as Live;
-      const done = keptMs(l) + now - r.startMs;
-      running.set(id, { ...r, estEndMs: now + remainingAfter(l.job, done) });
-    }
+      return { keys: keysOf(l.job), doneMs: keptMs(l) + now - r.startMs };
+    };
+    for (const [id, r] of withLearnedEnds(rt, running, work, now)) running.set(id, r);
   };
   const method: EtaMethod = { ...DEFAULT_ETA_METHOD, ...opts.eta };
   const seen = new ArrivalHistory<TenantJob>();
@@ -331,8 +327,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       const f = forecastJobs.get(v.id);
       const base = l === undefined ? f?.queued : pending.get(v.id) ?? toQueued(l, atMs);
       if (base === undefined) return undefined;
-      const kept = Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs;
-      return { ...base, estRuntimeMs: Math.max(1000, v.estEndMs - v.startMs - kept) };
+      return requeueAfterCheckpoint(base, v, Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs);
     };
     const eta = estimateStarts({
       nowMs,
