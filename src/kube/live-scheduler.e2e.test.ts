@@ -51,11 +51,11 @@ describe('live SITS scheduler on a real kube-apiserver', () => {
     const ev = await waitFor('FailedScheduling event', async () => (await listEvents(client, 'toobig')).find((e) => e.reason === 'FailedScheduling' && e.message?.startsWith('0/') === true));
     expect(ev.message).toMatch(/^0\/12 nodes fit gang toobig\/huge \(6×8 GPU\): /);
     expect(ev.message).toContain('would split the rack (required)');
+    // The event and the pod's condition are two writes that may land in either order: wait for the condition.
+    const cond = await waitFor('PodScheduled=False on the pod', async () => (await listPods(client, 'toobig'))[0]?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'));
+    expect(cond.reason).toBe('Unschedulable');
     const pods = await listPods(client, 'toobig');
     expect(pods.filter((p) => (p.spec?.nodeName ?? '') !== '')).toEqual([]);
-    const cond = pods[0]?.status?.conditions?.find((c) => c.type === 'PodScheduled');
-    expect(cond?.status).toBe('False');
-    expect(cond?.reason).toBe('Unschedulable');
   });
 
   it('survives a kube-apiserver restart and goes on binding', async () => {
