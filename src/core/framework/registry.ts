@@ -56,8 +56,8 @@ const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
   'gpu-best-fit': bestFitGpuPlugin,
   'gpu-random': randomGpuPlugin,
   // The kubelet device plugin default: the lowest-index free devices.
-  'gpu-first-fit': () => ({ name: 'gpu-first-fit', pickGpus: (pod, node) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli) }),
-  'gpu-topology': () => ({ name: 'gpu-topology', pickGpus: (pod, node) => (pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli) : pickTopologyGpus(pod, node)) }),
+  'gpu-first-fit': () => ({ name: 'gpu-first-fit', pickGpus: (pod, node, _ctx, allowed) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli, allowed) }),
+  'gpu-topology': () => ({ name: 'gpu-topology', pickGpus: (pod, node, _ctx, allowed) => (pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli, allowed) : pickTopologyGpus(pod, node, allowed)) }),
 };
 
 export interface ProfileConfig {

@@ -313,6 +313,60 @@ describe('Scheduler.scheduleGang', () => {
     ]);
   });
 
+  it('required: nvlink-domain picks the island that holds the whole gang, not the one the GPU picker packs first', () => {
+    const s = scheduler([nodeSpec('n', 'nvlink-2x4')]);
+    // Island 0 keeps 2 free GPUs, island 1 all 4: the picker alone would put member 0 into island 0.
+    occupy(s, 'n', [0, 1]);
+    const o = gangOk(s.scheduleGang(gang('g', 2, 2, { required: 'nvlink-domain' })));
+    expect(o.placements.map((p) => [p.node, p.gpus])).toEqual([
+      ['n', [4, 5]],
+      ['n', [6, 7]],
+    ]);
+    // Best fit among islands that hold the whole gang: now island 0 (2 free) is the one left with none.
+    const o2 = gangOk(s.scheduleGang(gang('h', 2, 1, { required: 'nvlink-domain' })));
+    expect(o2.placements.map((p) => p.gpus)).toEqual([[2], [3]]);
+  });
+
+  it('required: nvlink-domain tries the next island when the members do not fit the best-fit one', () => {
+    const s = scheduler([nodeSpec('n', 'nvlink-2x4')]);
+    // Island 0: four half-used GPUs (2000 milli free, no GPU with 600); island 1: two whole GPUs free.
+    for (const g of [0, 1, 2, 3]) s.state.allocate({ podId: `half-${g}`, node: 'n', gpus: [g], gpuMilli: 500, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    occupy(s, 'n', [4, 5]);
+    const o = gangOk(s.scheduleGang(gang('f', 2, 1, { required: 'nvlink-domain' }, 2, { gpuMilli: 600 })));
+    expect(o.placements.map((p) => p.gpus)).toEqual([[6], [7]]);
+  });
+
+  it('required: nvlink-domain explains that no NVLink island holds the whole gang, and changes nothing', () => {
+    const s = scheduler([nodeSpec('n', 'nvlink-2x4'), nodeSpec('m', 'nvlink-2x4', { nvlinkDomain: 'd' })]);
+    occupy(s, 'n', [0, 1, 4]);
+    occupy(s, 'm', [0, 1, 2, 3, 4, 5, 6]);
+    const before = resources(s);
+    // n has 5 free GPUs, but 2 and 3 in its islands; m (its own multi-node domain) has 1.
+    const o = gangFail(s.scheduleGang(gang('g', 2, 2, { required: 'nvlink-domain' })));
+    expect(o.explanation.message).toBe('0/2 nodes fit gang g (2×2 GPU): 1 insufficient nvidia.com/gpu, 1 would split the NVLink domain (required: no NVLink island of the node holds the whole gang)');
+    expect(resources(s)).toEqual(before);
+  });
+
+  it('required: nvlink-domain inside a multi-node NVLink domain is not bound to one island of a node', () => {
+    const s = scheduler([nodeSpec('a', 'nvlink-2x4', { nvlinkDomain: 'd' }), nodeSpec('b', 'nvlink-2x4', { nvlinkDomain: 'd' })]);
+    const o = gangOk(s.scheduleGang(gang('g', 2, 4, { required: 'nvlink-domain' })));
+    expect(o.placements.map((p) => [p.node, p.gpus])).toEqual([
+      ['a', [0, 1, 2, 3]],
+      ['a', [4, 5, 6, 7]],
+    ]);
+    const t = scheduler([nodeSpec('a', 'nvlink-2x4', { nvlinkDomain: 'd' }), nodeSpec('b', 'nvlink-2x4', { nvlinkDomain: 'd' })]);
+    occupy(t, 'a', [0, 1, 2, 3, 4, 5, 6]);
+    occupy(t, 'b', [0, 1, 2, 3, 4, 5, 6]);
+    // One GPU free per node: two members span the domain's nodes, three do not fit it.
+    const msg = gangFail(t.scheduleGang(gang('h', 3, 1, { required: 'nvlink-domain' }))).explanation.message;
+    expect(msg).toBe('0/2 nodes fit gang h (3×1 GPU): 2 would split the NVLink domain (required)');
+    const o2 = gangOk(t.scheduleGang(gang('i', 2, 1, { required: 'nvlink-domain' })));
+    expect(o2.placements.map((p) => [p.node, p.gpus])).toEqual([
+      ['a', [7]],
+      ['b', [7]],
+    ]);
+  });
+
   it('required: nvlink-domain may span the nodes of one multi-node NVLink domain, never two domains', () => {
     const s = scheduler([
       nodeSpec('d1-a', 'dgx-h100', { rack: 'r1', nvlinkDomain: 'd1' }),

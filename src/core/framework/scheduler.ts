@@ -9,7 +9,7 @@ import { Statement } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
-import type { CycleContext, Plugin, Profile } from './types.ts';
+import type { CycleContext, GpuMask, Plugin, Profile } from './types.ts';
 
 export interface Placement {
   readonly podId: string;
@@ -102,11 +102,11 @@ export class Scheduler {
 
   private lastPlacement: Placement = { podId: '', node: '', gpus: [] };
 
-  /** Allocates pod on node inside stmt (GPU pick + reserve plugins); false if a plugin refuses. */
-  private commitTo(pod: PodSpec, node: NodeState, stmt: Statement): boolean {
+  /** Allocates pod on node inside stmt (GPU pick, only among `allowed` GPUs if given, + reserve plugins); false if a plugin refuses. */
+  private commitTo(pod: PodSpec, node: NodeState, stmt: Statement, allowed?: GpuMask): boolean {
     let gpus: readonly number[] = [];
     if (pod.request.gpuCount > 0) {
-      const picked = (this.profile.devicePicker.pickGpus as NonNullable<typeof this.profile.devicePicker.pickGpus>)(pod, node, this.ctx);
+      const picked = (this.profile.devicePicker.pickGpus as NonNullable<typeof this.profile.devicePicker.pickGpus>)(pod, node, this.ctx, allowed);
       if (picked === undefined) return false;
       gpus = picked;
     }
@@ -174,7 +174,8 @@ export class Scheduler {
    * Places a gang: all members or (at least minMember) nothing. With topology search, the smallest domain
    * level that can hold the whole gang wins (node, NVLink domain, rack, block, zone, then the cluster), and
    * inside a level the domain that leaves the least free capacity (best fit), so large free domains stay whole.
-   * A required level is a hard limit: the gang waits rather than span wider.
+   * A required level is a hard limit: the gang waits rather than span wider. `required: nvlink-domain` on a
+   * node outside any multi-node NVLink domain means one NVLink island of that node (see `placeInIsland`).
    */
   placeGang(gang: GangSpec, stmt: Statement, opts: { readonly explain?: boolean } = {}): GangOutcome {
     const members = gang.members;
@@ -197,6 +198,8 @@ export class Scheduler {
     const levels = this.gangLevels(required, members.length === 1);
     const need = demand(members, gang.minMember);
     const allNodeDomains = this.state.domains['nvlink-domain'].length === this.state.size;
+    // Only a gang that must stay in one NVLink domain and asks for GPUs can be bound to one island.
+    const islandGang = required === 'nvlink-domain' && usesGpus(members);
     for (let li = 0; li < levels.length; li++) {
       const level = levels[li] as TopologyLevel | 'cluster';
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
@@ -208,13 +211,15 @@ export class Scheduler {
       const exhaustive = levelRank(level) <= Math.max(levelRank(gang.topology.preferred), levelRank(required));
       const limit = exhaustive ? nCand : Math.min(nCand, MAX_DOMAIN_TRIALS);
       for (let t = 0; t < limit; t++) {
-        this.counters.domainTrials++;
         const d = domains[this.candidate(t, nCand, domains.length)] as Range;
-        const cp = stmt.checkpoint();
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
         // at the node level as well as at the nvlink-domain level (both ranges are then that one node).
-        const islandOnly = required === 'nvlink-domain' && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
-        const placed = this.placeMembers(members, gang.minMember, stmt, d, islandOnly);
+        const islandOnly = islandGang && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
+        // Such a node's islands were all tried at the node level already (every candidate, same free counts).
+        if (islandOnly && level === 'nvlink-domain' && levels[0] === 'node') continue;
+        this.counters.domainTrials++;
+        const cp = stmt.checkpoint();
+        const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
         if (placed !== undefined && this.permitted(gang, placed.placements.length)) return { ok: true, placements: placed.placements, level, pending: placed.pending };
         stmt.rollback(cp);
       }
@@ -323,10 +328,49 @@ export class Scheduler {
   }
 
   /**
-   * Places members inside range `d`; a member first tries the nodes the gang already uses (fewest nodes,
-   * best ring bandwidth), then the best-scoring node of the range.
+   * Places the whole gang inside one NVLink island of node `ni`. The islands that could hold the demand
+   * (free whole GPUs and free milli) are tried best fit first: fewest free whole GPUs left, then island
+   * order; each with every member's GPU pick restricted to that island. The next island is tried when the
+   * members do not fit after all (CPU, memory, pods per node or a reserve step). Node scores are not touched:
+   * the island only narrows the GPU choice on the node, so the score index stays valid.
    */
-  private placeMembers(members: readonly PodSpec[], minMember: number, stmt: Statement, d: Range, sameIsland: boolean): { placements: Placement[]; pending: string[] } | undefined {
+  private placeInIsland(members: readonly PodSpec[], minMember: number, stmt: Statement, ni: number, need: Demand): { placements: Placement[]; pending: string[] } | undefined {
+    const node = this.state.nodes[ni] as NodeState;
+    const islandOf = node.spec.topology.islandOf;
+    const n = islandOf.length;
+    let islands = 0;
+    for (let g = 0; g < n; g++) islands = Math.max(islands, (islandOf[g] as number) + 1);
+    const full = new Array<number>(islands).fill(0);
+    const milli = new Array<number>(islands).fill(0);
+    for (let g = 0; g < n; g++) {
+      if (node.gpuUsable[g] !== 1) continue;
+      const k = islandOf[g] as number;
+      const f = node.gpuFree[g] as number;
+      if (f === 1000) full[k] = (full[k] as number) + 1;
+      milli[k] = (milli[k] as number) + f;
+    }
+    const order: number[] = [];
+    for (let k = 0; k < islands; k++) if ((full[k] as number) >= need.wholeGpus && (milli[k] as number) >= need.gpuMilli) order.push(k);
+    order.sort((a, b) => (full[a] as number) - (full[b] as number) || a - b);
+    const range = { start: ni, end: ni + 1 };
+    const mask = new Uint8Array(n);
+    for (let t = 0; t < order.length; t++) {
+      const k = order[t] as number;
+      for (let g = 0; g < n; g++) mask[g] = islandOf[g] === k ? 1 : 0;
+      const cp = stmt.checkpoint();
+      const placed = this.placeMembers(members, minMember, stmt, range, mask);
+      if (placed !== undefined) return placed;
+      stmt.rollback(cp);
+    }
+    return undefined;
+  }
+
+  /**
+   * Places members inside range `d`; a member first tries the nodes the gang already uses (fewest nodes,
+   * best ring bandwidth), then the best-scoring node of the range. With `allowed`, every GPU pick is
+   * restricted to those GPUs (for one node: `d` is then that node).
+   */
+  private placeMembers(members: readonly PodSpec[], minMember: number, stmt: Statement, d: Range, allowed?: GpuMask): { placements: Placement[]; pending: string[] } | undefined {
     const placements: Placement[] = [];
     const pending: string[] = [];
     const used: number[] = [];
@@ -342,8 +386,7 @@ export class Scheduler {
         }
       }
       if (chosen < 0) chosen = idx.best(d.start, d.end);
-      const ok = chosen >= 0 && this.commitTo(pod, this.state.nodes[chosen] as NodeState, stmt);
-      if (ok && sameIsland && !this.withinOneIsland([...placements, this.lastPlacement])) return undefined;
+      const ok = chosen >= 0 && this.commitTo(pod, this.state.nodes[chosen] as NodeState, stmt, allowed);
       if (!ok) {
         // Members past minMember may stay pending (elastic gangs); below it the gang fails here.
         if (placements.length + (members.length - m - 1) < minMember) return undefined;
@@ -354,16 +397,6 @@ export class Scheduler {
       if (!used.includes(chosen)) used.push(chosen);
     }
     return placements.length >= minMember ? { placements, pending } : undefined;
-  }
-
-  /** Every GPU of the placements on one node and inside one NVLink island of it. */
-  private withinOneIsland(placed: readonly Placement[]): boolean {
-    const first = placed[0];
-    if (first === undefined) return true;
-    const topo = this.state.node(first.node)?.spec.topology;
-    if (topo === undefined) return false;
-    const island = topo.islandOf[first.gpus[0] ?? 0];
-    return placed.every((p) => p.node === first.node && p.gpus.every((g) => topo.islandOf[g] === island));
   }
 
   /** Why a pod cannot be placed in [start, end), from the shape index's cached filter results. */
@@ -401,8 +434,16 @@ export class Scheduler {
     const extra: ReasonCount[] = [];
     if (fitOne > 0) {
       const required = gang.topology.required;
-      const what = required === undefined ? `could hold single members, but not ${gang.minMember} of them together` : `would split the ${required === 'nvlink-domain' ? 'NVLink domain' : required} (required)`;
-      extra.push({ reason: what, count: fitOne });
+      if (required === 'nvlink-domain' && usesGpus(gang.members)) {
+        // On a node outside any multi-node NVLink domain, the gang had to fit one NVLink island of it.
+        let island = 0;
+        for (let i = 0; i < this.state.size; i++) if (idx.reason[i] === Reason.Fits && (this.state.nodes[i] as NodeState).spec.location.nvlinkDomain === undefined) island++;
+        if (island > 0) extra.push({ reason: 'would split the NVLink domain (required: no NVLink island of the node holds the whole gang)', count: island });
+        if (fitOne > island) extra.push({ reason: 'would split the NVLink domain (required)', count: fitOne - island });
+      } else {
+        const what = required === undefined ? `could hold single members, but not ${gang.minMember} of them together` : `would split the ${required === 'nvlink-domain' ? 'NVLink domain' : required} (required)`;
+        extra.push({ reason: what, count: fitOne });
+      }
     }
     const base = this.explainIndex(subject, first, idx, 0, this.state.size, extra);
     // Nodes that fit one member do not fit the gang: report 0 fitting for the gang as a whole.
@@ -424,6 +465,11 @@ function levelRank(level: TopologyLevel | 'cluster' | undefined): number {
 interface Demand {
   readonly wholeGpus: number;
   readonly gpuMilli: number;
+}
+
+function usesGpus(members: readonly PodSpec[]): boolean {
+  for (let i = 0; i < members.length; i++) if ((members[i] as PodSpec).request.gpuCount > 0) return true;
+  return false;
 }
 
 function demand(members: readonly PodSpec[], minMember: number): Demand {

@@ -50,14 +50,21 @@ export interface Plugin {
    * `normalize` is not offered for that reason (see ADR 0002).
    */
   score?(pod: PodSpec, node: NodeState): number;
-  /** Chooses the GPU devices on the chosen node; undefined = cannot. */
-  pickGpus?(pod: PodSpec, node: NodeState, ctx: CycleContext): readonly number[] | undefined;
+  /**
+   * Chooses the GPU devices on the chosen node; undefined = cannot. With `allowed`, only GPUs g with
+   * `allowed[g] === 1` may be chosen (e.g. one NVLink island, for a gang that must stay inside it); the
+   * rules are otherwise the same. The node's score never depends on `allowed`: only the choice within it.
+   */
+  pickGpus?(pod: PodSpec, node: NodeState, ctx: CycleContext, allowed?: GpuMask): readonly number[] | undefined;
   /** Called after a tentative allocation in a statement; a failure rolls the gang back. */
   reserve?(pod: PodSpec, node: NodeState, ctx: CycleContext): Status;
   unreserve?(pod: PodSpec, node: NodeState, ctx: CycleContext): void;
   /** Gang-level gate after every member is reserved: allow, wait (live: until members arrive) or reject. */
   permit?(gang: GangSpec, placed: number, ctx: CycleContext): Status;
 }
+
+/** GPUs of one node a pick may use, by device index: 1 = allowed (see `Plugin.pickGpus`). */
+export type GpuMask = ArrayLike<number>;
 
 export type Selector = 'best' | 'random' | 'round-robin';
 

@@ -65,4 +65,12 @@ describe('fgdChoice', () => {
     expect(p.pickGpus?.(pod, node, { state: undefined as never, rng: seededRng(1) })).toEqual([1]);
     expect(p.score?.(pod, node)).toBeGreaterThan(50);
   });
+  it('with an allowed mask picks among the allowed GPUs only', () => {
+    const { node } = oneNode(4, 'T4', 16000, [1000, 500, 1000, 1000], 16000);
+    const p = fgdPlugin(shapes);
+    const ctx = { state: undefined as never, rng: seededRng(1) };
+    expect(p.pickGpus?.(makePod('p', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 }), node, ctx, [0, 0, 1, 1])).toEqual([2]);
+    expect(p.pickGpus?.(makePod('p', { cpuMilli: 1000, gpuCount: 2 }), node, ctx, [0, 1, 1, 1])).toEqual([2, 3]);
+    expect(p.pickGpus?.(makePod('p', { cpuMilli: 1000, gpuCount: 2 }), node, ctx, [1, 1, 0, 0])).toBeUndefined();
+  });
 });

@@ -6,7 +6,7 @@
  */
 import type { PodSpec } from '../../model/pod.ts';
 import type { NodeState } from '../../snapshot/cluster-state.ts';
-import type { Plugin } from '../../framework/types.ts';
+import type { GpuMask, Plugin } from '../../framework/types.ts';
 import { lowestFreeGpus } from '../baselines/gpu-pick.ts';
 import { compileShapes, fragmentFromAggregates, modelMask, thresholdAggregates, type CompiledShapes, type TypicalShape } from './fragmentation.ts';
 
@@ -155,9 +155,10 @@ export class FragCache {
 /**
  * The paper's FGD choice on one node: integer score and the GPUs it implies. A fractional pod tries each
  * fitting GPU in index order and keeps the first with the highest integer score; GPUs with equal free
- * milli give equal scores, so only the first GPU of each free value is tried.
+ * milli give equal scores, so only the first GPU of each free value is tried. With `allowed`, the same
+ * choice among the allowed GPUs only (the score then is that choice's).
  */
-export function fgdChoice(cache: FragCache, pod: PodSpec, node: NodeState): FgdChoice {
+export function fgdChoice(cache: FragCache, pod: PodSpec, node: NodeState, allowed?: GpuMask): FgdChoice {
   const r = pod.request;
   const before = cache.current(node);
   if (r.gpuCount === 1 && r.gpuMilli < 1000) {
@@ -166,7 +167,7 @@ export function fgdChoice(cache: FragCache, pod: PodSpec, node: NodeState): FgdC
     const free = node.gpuFree;
     for (let g = 0; g < free.length; g++) {
       const f = free[g] as number;
-      if (node.gpuUsable[g] !== 1 || f < r.gpuMilli || seenBefore(node, g, f)) continue;
+      if (node.gpuUsable[g] !== 1 || f < r.gpuMilli || (allowed !== undefined && allowed[g] !== 1) || seenBefore(node, g, f, allowed)) continue;
       const sc = Math.trunc(sigmoid((before - cache.afterOne(node, r.cpuMilli, f, r.gpuMilli)) / 1000) * 100);
       if (sc > best) {
         best = sc;
@@ -175,15 +176,15 @@ export function fgdChoice(cache: FragCache, pod: PodSpec, node: NodeState): FgdC
     }
     return bestGpu < 0 ? { score: 0, gpus: undefined } : { score: best, gpus: [bestGpu] };
   }
-  const gpus = r.gpuCount === 0 ? [] : lowestFreeGpus(node, r.gpuCount);
+  const gpus = r.gpuCount === 0 ? [] : lowestFreeGpus(node, r.gpuCount, 1000, allowed);
   if (gpus === undefined) return { score: 0, gpus: undefined };
   const score = Math.trunc(sigmoid((before - cache.after(node, r.cpuMilli, gpus, r.gpuMilli)) / 1000) * 100);
   return { score, gpus };
 }
 
-/** A usable GPU before index g has the same free milli (and so the same score). */
-export function seenBefore(node: NodeState, g: number, f: number): boolean {
-  for (let k = 0; k < g; k++) if (node.gpuFree[k] === f && node.gpuUsable[k] === 1) return true;
+/** A usable (and allowed) GPU before index g has the same free milli (and so the same score). */
+export function seenBefore(node: NodeState, g: number, f: number, allowed?: GpuMask): boolean {
+  for (let k = 0; k < g; k++) if (node.gpuFree[k] === f && node.gpuUsable[k] === 1 && (allowed === undefined || allowed[k] === 1)) return true;
   return false;
 }
 
@@ -192,6 +193,6 @@ export const fgdPlugin = (shapes: readonly TypicalShape[]): Plugin => {
   return {
     name: 'fgd',
     score: (pod, node) => fgdChoice(cache, pod, node).score,
-    pickGpus: (pod, node) => fgdChoice(cache, pod, node).gpus,
+    pickGpus: (pod, node, _ctx, allowed) => fgdChoice(cache, pod, node, allowed).gpus,
   };
 };

@@ -117,5 +117,9 @@ describe('sitsFragChoice', () => {
     const ctx = { state: undefined as never, rng: { next: () => 0, int: () => 0 } };
     expect(p.pickGpus?.(makePod('f', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 }), node, ctx)).toEqual([1]);
     expect(p.pickGpus?.(makePod('w', { cpuMilli: 2000, gpuCount: 2 }), node, ctx)).toEqual([0, 2]);
+    // Restricted to GPUs 2 and 3: the same rules among them.
+    expect(p.pickGpus?.(makePod('f', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 }), node, ctx, [0, 0, 1, 1])).toEqual([2]);
+    expect(p.pickGpus?.(makePod('w', { cpuMilli: 2000, gpuCount: 2 }), node, ctx, [0, 0, 1, 1])).toEqual([2, 3]);
+    expect(p.pickGpus?.(makePod('w', { cpuMilli: 2000, gpuCount: 3 }), node, ctx, [0, 0, 1, 1])).toBeUndefined();
   });
 });

@@ -31,7 +31,7 @@
  */
 import type { PodSpec } from '../../model/pod.ts';
 import type { NodeState } from '../../snapshot/cluster-state.ts';
-import type { Plugin } from '../../framework/types.ts';
+import type { GpuMask, Plugin } from '../../framework/types.ts';
 import { pickTopologyGpus } from '../topology/gpu-topology-pick.ts';
 import { FragCache, seenBefore } from './fgd.ts';
 import type { TypicalShape } from './fragmentation.ts';
@@ -153,8 +153,11 @@ export function sitsFragChoice(model: SitsFragModel, pod: PodSpec, node: NodeSta
   return { score, gpu: model.chosenGpu };
 }
 
-/** Score of `pod` on `node`; for a fractional pod the GPU it implies is left in `model.chosenGpu`. */
-export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeState): number {
+/**
+ * Score of `pod` on `node`; for a fractional pod the GPU it implies is left in `model.chosenGpu`. With
+ * `allowed` (a pick restricted to some GPUs), only those GPUs are tried.
+ */
+export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeState, allowed?: GpuMask): number {
   const r = pod.request;
   const cache = model.cache;
   model.chosenGpu = -1;
@@ -171,7 +174,7 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
     const waste = model.holeWaste;
     for (let g = 0; g < free.length; g++) {
       const f = free[g] as number;
-      if (node.gpuUsable[g] !== 1 || f < r.gpuMilli || seenBefore(node, g, f)) continue;
+      if (node.gpuUsable[g] !== 1 || f < r.gpuMilli || (allowed !== undefined && allowed[g] !== 1) || seenBefore(node, g, f, allowed)) continue;
       const hole = HOLE_WASTE_WEIGHT * ((waste[f - r.gpuMilli] as number) - (waste[f] as number));
       const sc = toScore(before - cache.afterOne(node, r.cpuMilli, f, r.gpuMilli) + extra - hole);
       if (sc > best) {
@@ -192,13 +195,13 @@ export const sitsFragPlugin = (shapes: readonly TypicalShape[]): Plugin => {
   return {
     name: 'sits-frag',
     score: (pod, node) => sitsFragScore(model, pod, node),
-    pickGpus: (pod, node) => {
+    pickGpus: (pod, node, _ctx, allowed) => {
       const r = pod.request;
       if (r.gpuCount === 1 && r.gpuMilli < 1000) {
-        sitsFragScore(model, pod, node);
+        sitsFragScore(model, pod, node, allowed);
         return model.chosenGpu < 0 ? undefined : [model.chosenGpu];
       }
-      return pickTopologyGpus(pod, node);
+      return pickTopologyGpus(pod, node, allowed);
     },
   };
 };

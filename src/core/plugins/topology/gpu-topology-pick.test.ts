@@ -30,6 +30,18 @@ function flatRing(numaOf: number[], pcieSwitchOf: number[]): NodeGpuTopology {
 }
 
 describe('pickTopologyGpus', () => {
+  it('with an allowed mask picks among the allowed GPUs only, by the same rules', () => {
+    const n = node('nvlink-2x4', { 0: 1000 });
+    const island1 = [0, 0, 0, 0, 1, 1, 1, 1];
+    // Unmasked the pod packs island 0 ([2, 3]); restricted to island 1 it takes a PCIe-switch pair there.
+    expect(pickTopologyGpus(makePod('p', { gpuCount: 2 }), n, island1)).toEqual([4, 5]);
+    expect(pickTopologyGpus(makePod('p', { gpuCount: 4 }), n, island1)).toEqual([4, 5, 6, 7]);
+    expect(pickTopologyGpus(makePod('p', { gpuCount: 4 }), n, [1, 1, 1, 1, 0, 0, 0, 0])).toBeUndefined();
+    // Packing still counts the node's other free GPUs: with GPU 4 busy, one GPU goes to its switch partner 5.
+    const busy4 = node('nvlink-2x4', { 4: 1000 });
+    expect(pickTopologyGpus(makePod('p', { gpuCount: 1 }), busy4, [0, 0, 0, 0, 0, 1, 1, 1])).toEqual([5]);
+  });
+
   it('packs islands before PCIe switches: nvlink-2x4 with GPU 0 busy, a 2-GPU pod stays in the first island', () => {
     // Island A has {1,2,3} free, island B all four: {2,3} (one switch, island A) beats {4,5} (one switch, island B).
     expect(pick(node('nvlink-2x4', { 0: 1000 }), 2)).toEqual([2, 3]);

@@ -8,11 +8,13 @@
  *   4. the fewest free GPUs left on the NUMA nodes, then under the PCIe switches it touches (pack them too),
  *   5. the lowest indices (first fit).
  * For one whole GPU the same rules read "the most used island, socket and switch first". Fractional pods
- * are left to the fragmentation plugin's choice (they share one device).
+ * are left to the fragmentation plugin's choice (they share one device). With an `allowed` mask only the
+ * allowed GPUs are candidates; the packing rules still count every free GPU of the node.
  */
 import type { PodSpec } from '../../model/pod.ts';
 import { ringBottleneckGBps, type NodeGpuTopology } from '../../model/topology.ts';
 import type { NodeState } from '../../snapshot/cluster-state.ts';
+import type { GpuMask } from '../../framework/types.ts';
 
 const MAX_SUBSETS = 4096;
 
@@ -85,6 +87,8 @@ const BEST = blank();
 const CUR = blank();
 /** Free GPU indices of the node being picked for; only the first `nFree` entries count (never shrunk, so never re-grown). */
 const FREE: number[] = [];
+/** The allowed ones among them, when the pick has a mask (same reuse). */
+const ALLOWED: number[] = [];
 
 /** Best set of `count` GPUs among `freeSet` (ascending indices) by the rules above. */
 export function bestGpuSet(topo: NodeGpuTopology, freeSet: readonly number[], count: number): number[] | undefined {
@@ -92,12 +96,14 @@ export function bestGpuSet(topo: NodeGpuTopology, freeSet: readonly number[], co
 }
 
 /**
- * Sets are visited in lexicographic order; the candidate records are reused, the set being built is one
- * array per call and the best one is copied into the result (one more), so a call makes no garbage per set.
+ * Sets of `count` among the first `nCand` of `cand` (a subset of the free GPUs, by default all of them) are
+ * visited in lexicographic order; the packing rules count the first `nFree` of `free`. The candidate records
+ * are reused, the set being built is one array per call and the best one is copied into the result (one
+ * more), so a call makes no garbage per set.
  */
-function bestOf(topo: NodeGpuTopology, free: readonly number[], nFree: number, count: number): number[] | undefined {
-  if (count > nFree || count <= 0) return undefined;
-  if (count === nFree) return free.slice(0, nFree);
+function bestOf(topo: NodeGpuTopology, free: readonly number[], nFree: number, count: number, cand: readonly number[] = free, nCand: number = nFree): number[] | undefined {
+  if (count > nCand || count <= 0) return undefined;
+  if (count === nCand) return cand.slice(0, nCand);
   const best = BEST;
   const cur = CUR;
   const result = new Array<number>(count).fill(0);
@@ -123,8 +129,8 @@ function bestOf(topo: NodeGpuTopology, free: readonly number[], nFree: number, c
       }
       return;
     }
-    for (let i = from; i <= nFree - (count - depth); i++) {
-      pick[depth++] = free[i] as number;
+    for (let i = from; i <= nCand - (count - depth); i++) {
+      pick[depth++] = cand[i] as number;
       rec(i + 1);
       depth--;
     }
@@ -136,8 +142,11 @@ function bestOf(topo: NodeGpuTopology, free: readonly number[], nFree: number, c
 }
 const EMPTY: number[] = [];
 
-export function pickTopologyGpus(pod: PodSpec, node: NodeState): number[] | undefined {
+export function pickTopologyGpus(pod: PodSpec, node: NodeState, allowed?: GpuMask): number[] | undefined {
   let nFree = 0;
   for (let i = 0; i < node.gpuFree.length; i++) if (node.gpuUsable[i] === 1 && node.gpuFree[i] === 1000) FREE[nFree++] = i;
-  return bestOf(node.spec.topology, FREE, nFree, pod.request.gpuCount);
+  if (allowed === undefined) return bestOf(node.spec.topology, FREE, nFree, pod.request.gpuCount);
+  let nAllowed = 0;
+  for (let k = 0; k < nFree; k++) if (allowed[FREE[k] as number] === 1) ALLOWED[nAllowed++] = FREE[k] as number;
+  return bestOf(node.spec.topology, FREE, nFree, pod.request.gpuCount, ALLOWED, nAllowed);
 }
