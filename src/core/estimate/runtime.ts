@@ -65,18 +65,23 @@ export function expectedFromCurve(curve: SurvivalCurve, elapsedMs = 0): number |
   if (curve.t.length === 0) return undefined;
   const se = survivalAt(curve, elapsedMs);
   if (se <= 0) return undefined;
+  const { area, lastT, lastS } = areaAfter(curve, elapsedMs, se);
+  return elapsedMs + (area + lastS * Math.max(0, curve.maxMs - lastT)) / se;
+}
+
+/** ∫ S(t) dt from `elapsedMs` to the last step of the curve, with S(elapsedMs) = `se`; and where it stopped. */
+function areaAfter(curve: SurvivalCurve, elapsedMs: number, se: number): { area: number; lastT: number; lastS: number } {
   let area = 0;
-  let prevT = elapsedMs;
-  let prevS = se;
+  let lastT = elapsedMs;
+  let lastS = se;
   for (let i = 0; i < curve.t.length; i++) {
     const ti = curve.t[i] as number;
     if (ti <= elapsedMs) continue;
-    area += prevS * (ti - prevT);
-    prevT = ti;
-    prevS = curve.s[i] as number;
+    area += lastS * (ti - lastT);
+    lastT = ti;
+    lastS = curve.s[i] as number;
   }
-  area += prevS * Math.max(0, curve.maxMs - prevT);
-  return elapsedMs + area / se;
+  return { area, lastT, lastS };
 }
 
 /**
@@ -95,18 +100,8 @@ export function expectedWithTail(curve: SurvivalCurve, elapsedMs = 0, alpha = 2)
   if (elapsedMs >= M) return elapsedMs + residual(elapsedMs);
   const se = survivalAt(curve, elapsedMs);
   if (se <= 0) return elapsedMs + residual(elapsedMs);
-  let area = 0;
-  let prevT = elapsedMs;
-  let prevS = se;
-  for (let i = 0; i < curve.t.length; i++) {
-    const ti = curve.t[i] as number;
-    if (ti <= elapsedMs) continue;
-    area += prevS * (ti - prevT);
-    prevT = ti;
-    prevS = curve.s[i] as number;
-  }
-  area += prevS * (M - prevT) + prevS * residual(M);
-  return elapsedMs + area / se;
+  const { area, lastT, lastS } = areaAfter(curve, elapsedMs, se);
+  return elapsedMs + (area + lastS * (M - lastT) + lastS * residual(M)) / se;
 }
 
 export interface RuntimeModelOptions {
