@@ -88,6 +88,14 @@ export function usageOf(running: Iterable<RunningJob>): Map<string, QueueUsage> 
   return m;
 }
 
+/** Adds (or with sign −1 removes) `r` to queue `q`'s usage in `usage`, and its GPUs to `model`'s when known. */
+function addUsageTo(usage: Map<string, QueueUsage>, q: string, r: Resources, sign: 1 | -1, model?: string): void {
+  const u = usage.get(q) ?? { total: ZERO, byModel: {} };
+  const byModel = { ...u.byModel };
+  if (model !== undefined) byModel[model] = (byModel[model] ?? 0) + sign * r.gpuMilli;
+  usage.set(q, { total: sign === 1 ? add(u.total, r) : sub(u.total, r), byModel });
+}
+
 export function clusterCapacity(s: Scheduler): Resources {
   let gpuMilli = 0;
   let cpuMilli = 0;
@@ -136,12 +144,7 @@ export function runCycle(input: CycleInput): CycleResult {
 
   const queueOf = (name: string): QueueSpec => queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
   const share = (q: string): number => weightedShare(queueOf(q), usage.get(q)?.total ?? ZERO, capacity);
-  const addUsage = (q: string, r: Resources, sign: 1 | -1, model?: string): void => {
-    const u = usage.get(q) ?? { total: ZERO, byModel: {} };
-    const byModel = { ...u.byModel };
-    if (model !== undefined) byModel[model] = (byModel[model] ?? 0) + sign * r.gpuMilli;
-    usage.set(q, { total: sign === 1 ? add(u.total, r) : sub(u.total, r), byModel });
-  };
+  const addUsage = (q: string, r: Resources, sign: 1 | -1, model?: string): void => addUsageTo(usage, q, r, sign, model);
 
   const next = (): QueuedJob | undefined => {
     let bestKey: string | undefined;
@@ -387,11 +390,7 @@ export function runCycle(input: CycleInput): CycleResult {
   /** Whether `job`'s quota admits it once `victims` no longer count against their queues. */
   function quotaAllowsWithout(job: QueuedJob, demand: Resources, victims: readonly RunningJob[]): boolean {
     const after = new Map(usage);
-    for (const v of victims) {
-      const u = after.get(v.queue) ?? { total: ZERO, byModel: {} };
-      const byModel = v.gpuModel === undefined ? u.byModel : { ...u.byModel, [v.gpuModel]: (u.byModel[v.gpuModel] ?? 0) - v.resources.gpuMilli };
-      after.set(v.queue, { total: sub(u.total, v.resources), byModel });
-    }
+    for (const v of victims) addUsageTo(after, v.queue, v.resources, -1, v.gpuModel);
     return checkQuota(queueOf(job.queue), queues, after, demand).ok;
   }
 
