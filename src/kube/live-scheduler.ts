@@ -20,6 +20,7 @@ import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
 import { ANNOTATION_EXPECTED_START, DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
+import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
 import { requeueAfterCheckpoint } from '../core/estimate/job-runtimes.ts';
 import { LiveArrivals } from './arrival-forecast.ts';
 import { runCycle } from '../core/actions/queue-cycle.ts';
@@ -63,7 +64,6 @@ interface FailedUnit {
 }
 
 const RETRY_MS = 30_000;
-const DEFAULT_RUNTIME_MS = 3_600_000;
 /** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
 const NOMINATION_WAIT_MS = 120_000;
 const ETA_REFRESH_MS = 60_000;
@@ -536,7 +536,7 @@ export class LiveScheduler {
       jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first, queue, sorted), ...submitter(first, this.podGroups.get(name)) });
       podsOf.set(key, sorted);
     }
-    const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MS, (n) => sch.state.node(n)?.spec.gpus[0]?.model);
+    const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => sch.state.node(n)?.spec.gpus[0]?.model);
     const running = this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, Date.now());
     this.arrivals.observe(jobs, Date.now());
     // A victim is protected for its own queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds,
