@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LiveScheduler } from '../kube/live-scheduler.ts';
-import { startControllers, type Controllers } from '../controllers/runner.ts';
+import { startControllers, type Controllers } from './controllers.ts';
 
 export interface LiveAppOptions {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */

@@ -7,7 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
-import { startControllers } from '../controllers/runner.ts';
+import { startControllers } from '../app/controllers.ts';
 import { applyCrds, devNodes } from '../dev/dev-cluster.ts';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../kube/testing/control-plane.ts';

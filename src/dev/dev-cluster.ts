@@ -12,7 +12,7 @@ import { NODE_SHAPES } from '../core/model/presets.ts';
 import { startControlPlane, type ControlPlane } from '../kube/testing/control-plane.ts';
 import { createFakeGpuNodes } from '../kube/testing/fake-nodes.ts';
 import { FakeKubelet } from './fake-kubelet.ts';
-import { startControllers, type ControllerOptions, type Controllers } from '../controllers/runner.ts';
+import { startControllers, type ControllerOptions, type Controllers } from '../app/controllers.ts';
 
 export interface DevClusterOptions {
   readonly nodes: number;
