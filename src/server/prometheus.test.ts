@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { escapeHelp, escapeLabelValue, formatValue, Registry } from './prometheus.ts';
-import { parsePromText, sampleValue } from './testing/prom-text.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 
 describe('Registry', () => {
   it('renders counters, gauges and histograms that the strict parser reads back', () => {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { METRIC, SitsMetrics, type SchedulerView } from './metrics.ts';
 import { startServer, type SitsServer } from './server.ts';
-import { parsePromText, sampleValue } from './testing/prom-text.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import { CONTENT_TYPE } from './prometheus.ts';
 
 /** Two nodes of 8 and 4 GPUs; GPUs 0-2 of the first in use (one of them half), GPU 3 of the second unhealthy. */
