@@ -15,7 +15,7 @@ import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '..
 import { createFakeGpuNodes } from '../kube/testing/fake-nodes.ts';
 import { METRIC } from '../server/metrics.ts';
 import { startServer, type SitsServer } from '../server/server.ts';
-import { parsePromText, sampleValue } from '../server/testing/prom-text.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import { deployFiles, plainObjects, renderChart } from './bundle.ts';
 import { NAMES } from './manifests.ts';
 import type { Json } from './tree.ts';
