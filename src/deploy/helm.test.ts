@@ -3,10 +3,13 @@
  * with its values.yaml and with overrides, it gives the same objects, field for field, as the plain builder
  * (src/deploy/manifests.ts) with the same values merged by resolveValues.
  */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { plainObjects } from './bundle.ts';
 import { ensureHelm, helmTemplate, runHelm, valuesFile, writeChart } from './testing/helm.ts';
-import type { Json } from './tree.ts';
+import { goFloat, type Json } from './tree.ts';
 import { resolveValues, type DeployValues } from './values.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
@@ -131,5 +134,21 @@ describe('the Helm chart, by the real helm', () => {
     const tag = runHelm(helm, ['template', 'sits', chart, '--set', 'image.tag=2']);
     expect(tag.code).not.toBe(0);
     expect(tag.stderr).toContain('/image/tag');
+  });
+
+  it('`| quote` prints numbers of values.yaml as goFloat does (the plain manifests use goFloat)', () => {
+    const numbers = [8080, 65535, 123456, 1234567, 1000000, 0.5, 0.0001, 0.00001, -2, 0];
+    const dir = mkdtempSync(join(tmpdir(), 'sits-quote-chart-'));
+    try {
+      mkdirSync(join(dir, 'templates'));
+      writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: quote\nversion: 0.1.0\n');
+      writeFileSync(join(dir, 'values.yaml'), numbers.map((n, i) => `n${i}: ${n}\n`).join(''));
+      writeFileSync(join(dir, 'templates/cm.yaml'), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: q\ndata:\n${numbers.map((_, i) => `  n${i}: {{ .Values.n${i} | quote }}\n`).join('')}`);
+      const [cm] = helmTemplate(helm, dir) as { data: Record<string, string> }[];
+      expect(numbers.map((_, i) => cm?.data[`n${i}`])).toEqual(numbers.map(goFloat));
+      expect(cm?.data.n3).toBe('1.234567e+06');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
