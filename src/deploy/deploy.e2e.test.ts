@@ -18,7 +18,7 @@ import { startServer, type SitsServer } from '../server/server.ts';
 import { parsePromText, sampleValue } from '../server/testing/prom-text.ts';
 import { plainObjects } from './bundle.ts';
 import { NAMES } from './manifests.ts';
-import { ensureHelm, helmTemplate, runHelm, valuesFile, writeChart } from './testing/helm.ts';
+import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
 import type { Json } from './tree.ts';
 import { resolveValues, type DeployValues } from './values.ts';
 
@@ -114,6 +114,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     admin?.close();
     await plane?.stop();
     if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
+    removeHelmScratch();
   });
 
   it('server-side dry run accepts every object of deploy/sits.yaml and nothing is stored', async () => {

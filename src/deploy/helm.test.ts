@@ -6,9 +6,9 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plainObjects } from './bundle.ts';
-import { ensureHelm, helmTemplate, runHelm, valuesFile, writeChart } from './testing/helm.ts';
+import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
 import { goFloat, type Json } from './tree.ts';
 import { resolveValues, type DeployValues } from './values.ts';
 
@@ -64,6 +64,7 @@ describe('the Helm chart, by the real helm', () => {
     helm = await ensureHelm();
     chart = writeChart();
   }, 1_200_000);
+  afterAll(removeHelmScratch);
 
   it('is helm v3', () => {
     const r = runHelm(helm, ['version', '--short']);

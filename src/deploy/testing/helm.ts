@@ -19,14 +19,16 @@ const ENSURE_SCRIPT = join(REPO_ROOT, 'tools/helm/ensure.mjs');
 let ensured: Promise<string> | undefined;
 
 let scratchDir: string | undefined;
-/** One temp folder per process for charts, values files and helm homes, removed when the process exits. */
+/** One temp folder for charts, values files and helm homes; removeHelmScratch() removes it. */
 function scratch(prefix: string): string {
-  if (scratchDir === undefined) {
-    const dir = mkdtempSync(join(tmpdir(), 'sits-helm-test-'));
-    scratchDir = dir;
-    process.on('exit', () => rmSync(dir, { recursive: true, force: true }));
-  }
+  scratchDir ??= mkdtempSync(join(tmpdir(), 'sits-helm-test-'));
   return mkdtempSync(join(scratchDir, prefix));
+}
+
+/** Call in `afterAll` (vitest ends its workers without running process 'exit' hooks). */
+export function removeHelmScratch(): void {
+  if (scratchDir !== undefined) rmSync(scratchDir, { recursive: true, force: true });
+  scratchDir = undefined;
 }
 
 /** Resolves to the helm binary (once per process). A first build takes minutes: call it in a `beforeAll` with a long timeout. */
