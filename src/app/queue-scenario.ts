@@ -29,21 +29,22 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { celChecksOf } from '../api/schema/common.ts';
 import { GpuModelQuota, QueuePreemption, QueueSpec as QueueSpecSchema, ResourceQuota } from '../api/schema/queue.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
-import { runCycle, usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
+import { usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
-import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
-import { Scheduler, type Placement } from '../core/framework/scheduler.ts';
+import type { Scheduler} from '../core/framework/scheduler.ts';
+import { type Placement } from '../core/framework/scheduler.ts';
 import type { NodeSpec } from '../core/model/node.ts';
 import type { GangSpec, PodSpec } from '../core/model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
 import { seededRng } from '../core/ports.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import { err, ok, type Result } from '../core/result.ts';
-import { ClusterState } from '../core/snapshot/cluster-state.ts';
+import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { queueFromObject, type QueueObject } from '../kube/queues.ts';
 import { PodT, toPod } from '../spec/workload-file.ts';
 import { InputError, issueAt, validateYaml, valueAt, type InputIssue, type YamlSource } from '../spec/yaml-source.ts';
 import { placeRunning, type RunningPod } from './schedule-batch.ts';
+import { createSimApp, type SimApp } from './sim-app.ts';
 
 const Level = Type.Union(TOPOLOGY_LEVELS.map((l) => Type.Literal(l)));
 const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -313,14 +314,14 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
 
   return ok({
     check: () => {
-      const profile = resolveProfile(profileName, { typicalShapes: expectedFromBatch(allPods) });
-      if (!profile.ok) return { failures: [`${src.file}: ${formatProfileError(profile.error)}`], log: [] };
-      const state = new ClusterState(nodes);
+      const made = createSimApp({ nodes, profile: profileName, typicalShapes: expectedFromBatch(allPods), rng: seededRng(seed) });
+      if (!made.ok) return { failures: [`${src.file}: ${made.error}`], log: [] };
+      const app = made.value;
+      const { state, scheduler } = app;
       for (const r of runningPods) {
         const e = placeRunning(state, r);
         if (e !== undefined) return { failures: [`${src.file}: ${e}`], log: [] };
       }
-      const scheduler = new Scheduler(profile.value, state, seededRng(seed));
       const running = new Map<string, RunningJob>();
       for (const r of runningDefs) {
         const placed = startRunning(scheduler, state, r);
@@ -328,7 +329,7 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
         if (typeof placed === 'string') return { failures: [`${loc.file}:${loc.line}: running job ${r.job.id}: ${placed}`], log: [] };
         running.set(r.job.id, placed);
       }
-      const trace = simulate(src.file, scheduler, state, queues, jobDefs, runningDefs, running, cycles, options);
+      const trace = simulate(src.file, app, queues, jobDefs, runningDefs, running, cycles, options);
       const failures = [...trace.failures];
       for (const { e, target, where } of expectations) {
         const m = checkExpectation(e, target as Target, trace, state);
@@ -393,10 +394,14 @@ interface Trace {
   readonly gpuTime: Map<string, Map<string, number>>;
 }
 
+/**
+ * The cycles on the simulator's spine: jobs join the scheduling queue when they arrive (or come back after a
+ * preemption), running jobs that reached their end leave the cluster (an event that wakes parked jobs), and
+ * every `everySec` the spine runs one queue cycle whose commits reach the simulated cluster.
+ */
 function simulate(
   file: string,
-  scheduler: Scheduler,
-  state: ClusterState,
+  app: SimApp,
   queues: ReadonlyMap<string, QueueSpec>,
   jobDefs: readonly JobDef[],
   runningDefs: readonly RunningDef[],
@@ -409,7 +414,13 @@ function simulate(
     if (!t.failures.includes(`${file}: ${m}`)) t.failures.push(`${file}: ${m}`);
   };
   const template = new Map<string, QueuedJob>([...runningDefs.map((r) => [r.job.id, r.job] as const), ...jobDefs.map((j) => [j.job.id, j.job] as const)]);
+  const { scheduler, state, queue } = app;
   const pending = new Map<string, QueuedJob>();
+  const enqueue = (j: QueuedJob, now: number): void => {
+    pending.set(j.id, j);
+    queue.add(j, now);
+    queue.onEvent({ kind: 'arrived', queue: j.queue }, now);
+  };
   const arrivals = [...jobDefs].sort((a, b) => a.submitMs - b.submitMs);
   let next = 0;
   const everyMs = cycles.everySec * 1000;
@@ -424,12 +435,15 @@ function simulate(
       running.delete(id);
       finished.push(id);
     }
-    if (finished.length > 0) t.log.push(`t=${sec(now)} finished: ${names(finished)}`);
+    if (finished.length > 0) {
+      t.log.push(`t=${sec(now)} finished: ${names(finished)}`);
+      queue.onEvent({ kind: 'freed' }, now);
+    }
     while (next < arrivals.length && (arrivals[next] as JobDef).submitMs <= now) {
       const j = (arrivals[next++] as JobDef).job;
-      pending.set(j.id, j);
+      enqueue(j, now);
     }
-    const res = runCycle({ nowMs: now, scheduler, queues, pending: [...pending.values()], running, options });
+    const res = app.spine.cycle({ nowMs: now, scheduler, queues, running, options });
     for (const p of res.preempted) {
       const v = p.victim;
       const left = v.podIds.filter((pod) => state.allocation(pod) !== undefined);
@@ -441,7 +455,7 @@ function simulate(
       // Back to its queue with the work since its last checkpoint to do again.
       const tmpl = template.get(v.id) as QueuedJob;
       const redo = now - Math.max(v.startMs, v.lastCheckpointMs ?? v.startMs);
-      pending.set(v.id, { ...tmpl, estRuntimeMs: Math.max(1000, v.estEndMs - now + redo) });
+      enqueue({ ...tmpl, estRuntimeMs: Math.max(1000, v.estEndMs - now + redo) }, now);
     }
     for (const d of res.deferred) {
       t.deferred.set(d.victim.id, { by: d.by, untilMs: d.atMs });

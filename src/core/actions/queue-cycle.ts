@@ -81,6 +81,8 @@ export interface CycleResult {
   readonly deferred: readonly { readonly victim: RunningJob; readonly by: string; readonly atMs: number }[];
   readonly waiting: ReadonlyMap<string, Waiting>;
   readonly reservations: readonly Reservation[];
+  /** Jobs whose placement was tried (the rest were admitted by reuse: parked, same shape as a failed one, or held). */
+  readonly attempted: number;
 }
 
 const byId = (a: QueuedJob, b: QueuedJob): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -179,6 +181,7 @@ export function runCycle(input: CycleInput): CycleResult {
   // unless something was released since — skip the retry.
   const failedShapes = new Map<string, { releases: number; waiting: Waiting; gang: string }>();
   let releases = 0;
+  let attempted = 0;
   const parked = input.parked;
   for (let job = next(); job !== undefined; job = next()) {
     const held = parked?.get(job.id);
@@ -218,6 +221,7 @@ export function runCycle(input: CycleInput): CycleResult {
       waiting.set(job.id, renamed(prior.waiting, prior.gang, job.gang.name));
       continue;
     }
+    attempted++;
     const stmt = scheduler.statement();
     const placed = scheduler.placeGang(job.gang, stmt, { explain: opts.explain });
     if (placed.ok) {
@@ -263,7 +267,7 @@ export function runCycle(input: CycleInput): CycleResult {
     failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting, gang: job.gang.name });
   }
 
-  return { started, preempted, deferred, waiting, reservations };
+  return { started, preempted, deferred, waiting, reservations, attempted };
 
   /** The job with its members limited to GPU models whose per-model quota has room, or why none has. */
   function withinModelQuotas(job: QueuedJob, q: QueueSpec, demand: Resources): QueuedJob | string {

@@ -17,7 +17,7 @@ import { DEFAULT_CYCLE_OPTIONS, runCycle, type CycleOptions, type CycleResult, t
 import type { Scheduler } from '../framework/scheduler.ts';
 import type { EventSink, StatusWriter } from '../ports.ts';
 import type { QueueSpec } from '../queue/model.ts';
-import type { Hints, SchedulingQueue } from '../queue/scheduling-queue.ts';
+import type { Hints, QueueEvent, SchedulingQueue } from '../queue/scheduling-queue.ts';
 
 export interface SpineCycleInput {
   readonly nowMs: number;
@@ -104,11 +104,11 @@ export function heldMessage(queue: string, name: string, w: Waiting): string {
 
 /**
  * What could change a wait's outcome. Inadmissible: only its queue's spec. Quota or capacity without
- * preemption: released resources (usage falls, room appears) or a changed queue. With preemption, also
- * whatever changes who may be preempted — a job started (usage above a share), arrived or withdrawn (the
- * fair shares move), or a running job leaving its cooldown (`atMs`). Other waits (held behind a
- * reservation, over the fair share, a victim in a critical phase) depend on time and are retried every
- * cycle, as are jobs holding a reservation.
+ * preemption: released resources (usage falls, room appears) or a changed queue. With preemption — and for
+ * a job over its fair share — also whatever changes who may be preempted: a job started (usage above a
+ * share), arrived or withdrawn (the fair shares move), or a running job leaving its cooldown (`atMs`).
+ * Retried every cycle: a job held behind a reservation (its message counts down to the reserved start), one
+ * waiting for a victim's critical phase (time), and jobs holding a reservation (it must stand).
  */
 export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | undefined): Hints | undefined {
   switch (w.reason) {
@@ -116,12 +116,16 @@ export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | 
       return { on: ['queue-changed'] };
     case 'quota':
     case 'capacity':
-      if (!opts.preemption) return { on: ['freed', 'queue-changed'] };
-      return eligibleAtMs === undefined ? { on: ['freed', 'queue-changed', 'started', 'arrived', 'withdrawn'] } : { on: ['freed', 'queue-changed', 'started', 'arrived', 'withdrawn'], atMs: eligibleAtMs };
-    default:
+    case 'fair-share':
+      if (!opts.preemption && w.reason !== 'fair-share') return { on: ['freed', 'queue-changed'] };
+      return eligibleAtMs === undefined ? { on: ANY_CHANGE } : { on: ANY_CHANGE, atMs: eligibleAtMs };
+    case 'reservation':
+    case 'critical-victim':
       return undefined;
   }
 }
+
+const ANY_CHANGE: readonly QueueEvent['kind'][] = ['freed', 'queue-changed', 'started', 'arrived', 'withdrawn'];
 
 /** When the next running job leaves its cooldown (becomes a possible victim); undefined when none is in one. */
 export function nextEligibleMs(running: ReadonlyMap<string, RunningJob>, queues: ReadonlyMap<string, QueueSpec>, opts: CycleOptions, nowMs: number): number | undefined {

@@ -1,0 +1,144 @@
+import { describe, expect, it } from 'vitest';
+import { jobResources, type QueuedJob, type RunningJob } from '../actions/jobs.ts';
+import { runCycle, type CycleResult } from '../actions/queue-cycle.ts';
+import { priorityFifo, resolveProfile } from '../framework/registry.ts';
+import { Scheduler } from '../framework/scheduler.ts';
+import type { NodeSpec } from '../model/node.ts';
+import { makePod } from '../model/pod.ts';
+import { NODE_SHAPES } from '../model/presets.ts';
+import { seededRng, type BindBatch, type SchedulingEvent } from '../ports.ts';
+import { makeQueue, type QueueSpec } from '../queue/model.ts';
+import { SchedulingQueue, SIM_QUEUE_TIMING } from '../queue/scheduling-queue.ts';
+import { ClusterState } from '../snapshot/cluster-state.ts';
+import { commitToPorts } from '../statement/commit-to-ports.ts';
+import { SchedulingSpine } from './scheduling-spine.ts';
+
+const H = 3_600_000;
+
+function nodes(n: number): NodeSpec[] {
+  const s = NODE_SHAPES['dgx-h100'];
+  if (s === undefined) throw new Error('no preset');
+  return Array.from({ length: n }, (_, i) => ({ name: `n-${i}`, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: `r-${i % 2}` }, labels: {}, taints: [], unschedulable: false }));
+}
+
+const gpu = (g: number): { gpuMilli: number; cpuMilli: number; memoryMiB: number } => ({ gpuMilli: g * 1000, cpuMilli: Infinity, memoryMiB: Infinity });
+const QUEUES = new Map<string, QueueSpec>([
+  // Quota enough for the whole cluster each: the waits are for capacity, fair share and reservations.
+  ['a', makeQueue('a', { weight: 2, cohort: 'c', nominal: gpu(64) })],
+  ['b', makeQueue('b', { weight: 1, cohort: 'c', nominal: gpu(64) })],
+  ['c', makeQueue('c', { weight: 1, cohort: 'c', nominal: gpu(64) })],
+]);
+
+/**
+ * Seeded jobs: gangs of 1–4 pods of 1, 2, 4 or 8 GPUs, three queues, a few priorities, arrivals over the
+ * first `arrivalH` hours, runs of 1–4 h: a busy phase, then long quiet stretches between completions.
+ */
+function workload(seed: number, count: number, arrivalH = 2): { job: QueuedJob; runMs: number }[] {
+  const rng = seededRng(seed);
+  const out: { job: QueuedJob; runMs: number }[] = [];
+  for (let i = 0; i < count; i++) {
+    const queue = ['a', 'b', 'c'][rng.int(3)] as string;
+    const per = [1, 2, 4, 8][rng.int(4)] as number;
+    const members = 1 + (per === 8 ? rng.int(4) : 0);
+    const priority = rng.int(3) * 10;
+    const id = `j-${i}`;
+    const pods = Array.from({ length: members }, (_, k) => makePod(`${id}-${k}`, { gpuCount: per, cpuMilli: 1000 * per, memoryMiB: 4096 * per }, { gang: id, queue, priority }));
+    const runMs = (1 + rng.next() * 3) * H;
+    out.push({ job: { id, queue, priority, arrivalMs: Math.floor(rng.next() * arrivalH * H), seq: i, gang: { name: id, minMember: members, members: pods, topology: members > 1 ? { preferred: 'rack' } : {}, priority, queue }, estRuntimeMs: runMs }, runMs });
+  }
+  return out.sort((x, y) => x.job.arrivalMs - y.job.arrivalMs || x.job.seq! - y.job.seq!);
+}
+
+interface Run {
+  readonly decisions: string[];
+  readonly attempted: number;
+  readonly binds: readonly BindBatch[];
+  readonly evicted: readonly string[];
+  readonly events: readonly SchedulingEvent[];
+}
+
+/**
+ * Cycles every minute for 10 h over the workload: with the spine (parked jobs not tried again), or, as the
+ * reference, with the queue cycle run over every waiting job each time.
+ */
+function simulate(seed: number, viaSpine: boolean): Run {
+  const profile = resolveProfile('sits', { typicalShapes: [] });
+  if (!profile.ok) throw new Error('profile');
+  const state = new ClusterState(nodes(8));
+  const binds: BindBatch[] = [];
+  const events: SchedulingEvent[] = [];
+  const evicted: string[] = [];
+  const scheduler = new Scheduler(profile.value, state, seededRng(1), commitToPorts({ binder: { bind: (b) => binds.push(b) }, evictor: { evict: (p) => evicted.push(...p) } }));
+  const queue = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+  const spine = new SchedulingSpine(queue, { events: { emit: (e) => events.push(e) }, status: { unschedulable: () => undefined, expectedStart: () => undefined } });
+  const jobs = workload(seed, 120);
+  const runOf = new Map(jobs.map((j) => [j.job.id, j.runMs]));
+  const pending = new Map<string, QueuedJob>();
+  const running = new Map<string, RunningJob>();
+  const decisions: string[] = [];
+  let attempted = 0;
+  let next = 0;
+  const add = (j: QueuedJob, now: number): void => {
+    pending.set(j.id, j);
+    queue.add(j, now);
+    queue.onEvent({ kind: 'arrived', queue: j.queue }, now);
+  };
+  for (let now = 0; now <= 10 * H; now += 60_000) {
+    for (const [id, r] of running) {
+      if (r.estEndMs > now) continue;
+      for (const p of r.podIds) state.release(p);
+      running.delete(id);
+      queue.onEvent({ kind: 'freed' }, now);
+    }
+    while (next < jobs.length && (jobs[next]?.job.arrivalMs as number) <= now) add((jobs[next++] as { job: QueuedJob }).job, now);
+    const options = { minRuntimeMs: 20 * 60_000 };
+    const res: CycleResult = viaSpine ? spine.cycle({ nowMs: now, scheduler, queues: QUEUES, running, options }) : runCycle({ nowMs: now, scheduler, queues: QUEUES, pending: [...pending.values()], running, options });
+    attempted += res.attempted;
+    for (const p of res.preempted) {
+      running.delete(p.victim.id);
+      const back = jobs.find((j) => j.job.id === p.victim.id)?.job as QueuedJob;
+      add(back, now);
+      decisions.push(`${now} preempt ${p.victim.id} by ${p.by}`);
+    }
+    for (const s of res.started) {
+      pending.delete(s.job.id);
+      running.set(s.job.id, { id: s.job.id, queue: s.job.queue, priority: s.job.priority, startMs: now, estEndMs: now + (runOf.get(s.job.id) as number), podIds: s.placements.map((p) => p.podId), resources: jobResources(s.job), preemptible: true });
+      decisions.push(`${now} start ${s.job.id} on ${s.placements.map((p) => `${p.node}:${p.gpus.join('.')}`).join(' ')}`);
+    }
+    for (const [id, w] of [...res.waiting].sort(([x], [y]) => (x < y ? -1 : 1))) decisions.push(`${now} wait ${id} ${w.reason}: ${w.message}`);
+  }
+  return { decisions, attempted, binds, evicted, events };
+}
+
+describe('SchedulingSpine', () => {
+  it.each([3, 11, 29])('parking jobs the cycle could not help never changes a decision (seed %i), and saves work', (seed) => {
+    const reference = simulate(seed, false);
+    const spine = simulate(seed, true);
+    expect(spine.decisions.length).toBeGreaterThan(500);
+    expect(spine.decisions.some((d) => d.includes(' preempt '))).toBe(true);
+    expect(spine.decisions).toEqual(reference.decisions);
+    // Placements tried: the parked jobs are not tried again until something could help them.
+    expect(spine.attempted).toBeLessThan(reference.attempted * 0.8);
+  });
+
+  it('every start reaches the Binder (gang members in one batch, victims to wait for), waits reach the EventSink once per message', () => {
+    const run = simulate(3, true);
+    const starts = run.decisions.filter((d) => / start /.test(d) && !d.includes(' wait '));
+    expect(run.binds).toHaveLength(starts.length);
+    for (const b of run.binds) expect(new Set(b.requests.map((r) => r.podId.replace(/-\d+$/, ''))).size).toBe(1);
+    // A preemptor's batch waits for exactly the pods of its victims, which were evicted.
+    const preempting = run.binds.filter((b) => b.after.length > 0);
+    expect(preempting.length).toBeGreaterThan(0);
+    for (const b of preempting) for (const v of b.after) expect(run.evicted).toContain(v);
+    // A wait is told once: never the same message twice in a row for a pod.
+    const last = new Map<string, string>();
+    for (const e of run.events) {
+      // After a preemption the job waits afresh: its first wait is told again.
+      if (e.kind === 'Preempted') last.delete(e.subject);
+      if (e.kind !== 'FailedScheduling') continue;
+      expect(last.get(e.subject)).not.toBe(e.message);
+      last.set(e.subject, e.message);
+    }
+    expect(run.events.some((e) => e.kind === 'Preempted')).toBe(true);
+  });
+});
