@@ -1,6 +1,6 @@
 /**
  * The thin runner around the pure TrainingJob reconcile: Reflectors (list + watch) on TrainingJobs and on the
- * Pods, Services and PodGroups labelled `ai.sits2026.dev/training-job`, a keyed work queue (one reconcile in flight
+ * Pods, Services and PodGroups labelled `LABEL.trainingJob`, a keyed work queue (one reconcile in flight
  * per job; requeue after the delay reconcile asks for), and the apply step: status first (JSON merge patch of the
  * status subresource with a resourceVersion precondition, so a stale cache can never count a restart twice), then
  * the actions in order, consecutive actions of one kind concurrently.
@@ -16,7 +16,7 @@ import { withDefaults } from '../api/validate.ts';
 import type { TrainingJobStatus } from '../api/schema/training-job.ts';
 import type { ObjectMeta, PodGroupObject, PodObject, ServiceObject } from './kube-objects.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type Action, type ApplyError, type ControllerConfig, type ReconcileResult, type TrainingJobObject } from './training-job/model.ts';
-import { FINALIZER, TJ_LABEL } from './training-job/names.ts';
+import { API_GROUP_VERSION, API_PATH, FINALIZER, KIND, LABEL } from '../api/wire.ts';
 import { reconcileTrainingJob } from './training-job/reconcile.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -36,7 +36,7 @@ export interface Controllers {
   stop(): Promise<void>;
 }
 
-const GROUP_PATH = '/apis/ai.sits2026.dev/v1';
+const GROUP_PATH = API_PATH;
 const EXPECTATION_TIMEOUT_MS = 15_000;
 const CRD_RETRY_MS = 5_000;
 
@@ -74,7 +74,7 @@ class Index<T extends Keyed> {
 
   upsert(obj: T): void {
     const key = objectKey(obj);
-    const label = obj.metadata?.labels?.[TJ_LABEL.job];
+    const label = obj.metadata?.labels?.[LABEL.trainingJob];
     const prev = this.jobOf.get(key);
     if (prev !== undefined) this.byJob.get(prev)?.delete(key);
     if (label === undefined) {
@@ -140,7 +140,7 @@ class TrainingJobRunner {
   }
 
   async start(): Promise<void> {
-    const sel = { labelSelector: TJ_LABEL.job };
+    const sel = { labelSelector: LABEL.trainingJob };
     const owned = <T extends Keyed>(what: string, path: string, index: Index<T>): Reflector<T> =>
       new Reflector<T>(this.client, path, { add: (o) => index.upsert(o), update: (o) => index.upsert(o), delete: (o) => index.remove(o), error: (e) => this.log(`${what} watch: ${e.message}`) }, sel);
     const pods = owned('pods', '/api/v1/pods', this.pods);
@@ -318,7 +318,7 @@ class TrainingJobRunner {
       case 'addFinalizer':
       case 'removeFinalizer': {
         const have = job.metadata.finalizers ?? [];
-        const finalizers = a.kind === 'addFinalizer' ? [...have.filter((f) => f !== FINALIZER), FINALIZER] : have.filter((f) => f !== FINALIZER);
+        const finalizers = a.kind === 'addFinalizer' ? [...have.filter((f) => f !== FINALIZER.trainingJobCleanup), FINALIZER.trainingJobCleanup] : have.filter((f) => f !== FINALIZER.trainingJobCleanup);
         const updated = await this.client.mergePatch<TrainingJobObject>(this.jobPath(job), { metadata: { resourceVersion: job.metadata.resourceVersion, finalizers } });
         this.upsertJob(updated);
         return;
@@ -364,7 +364,7 @@ class TrainingJobRunner {
           apiVersion: 'v1',
           kind: 'Event',
           metadata: { generateName: `${name}.`, namespace: ns },
-          involvedObject: { apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name, namespace: ns, uid: job.metadata.uid },
+          involvedObject: { apiVersion: API_GROUP_VERSION, kind: KIND.trainingJob, name, namespace: ns, uid: job.metadata.uid },
           reason: a.reason,
           message: a.message.slice(0, 1000),
           type: a.type,

@@ -4,6 +4,7 @@
  * Helm, with the subset of Go templates in go-template.ts.
  */
 import { Document, isScalar, parseAllDocuments, parse as parseYaml, stringify, type Pair } from 'yaml';
+import { LABEL, SCHEDULER_NAME } from '../api/wire.ts';
 import { crdFiles } from '../api/crd.ts';
 import { deployDocs, rbacDocs } from './manifests.ts';
 import { emitTemplate, evaluateDocs, type Doc, type Json } from './tree.ts';
@@ -55,7 +56,7 @@ function valuesYaml(values: DeployValues): string {
 }
 
 const NOTES = `SITS {{ .Chart.AppVersion }} runs in namespace {{ .Values.namespace }} ({{ .Values.replicas }} replicas).
-Pods opt in with spec.schedulerName: sits-scheduler; gangs with the label ai.sits2026.dev/pod-group.
+Pods opt in with spec.schedulerName: ${SCHEDULER_NAME}; gangs with the label ${LABEL.podGroup}.
 
   kubectl -n {{ .Values.namespace }} get pods -l app.kubernetes.io/name=sits
   kubectl -n {{ .Values.namespace }} port-forward svc/sits-scheduler-metrics {{ .Values.metrics.port }}

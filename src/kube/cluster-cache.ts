@@ -8,7 +8,8 @@ import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { allocationFor, ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
 import { lowestFreeGpus } from '../core/plugins/baselines/gpu-pick.ts';
-import { ANNOTATION, nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey, SCHEDULER_NAME } from './labels.ts';
+import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
+import { nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey } from './labels.ts';
 
 export interface PendingPod {
   readonly key: string;

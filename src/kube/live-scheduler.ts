@@ -15,10 +15,11 @@ import { seededRng } from '../core/ports.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import { isStatus, KubeApiError, type KubeClient } from './client.ts';
 import { ClusterCache, type PendingPod } from './cluster-cache.ts';
-import { ANNOTATION, LABEL, parseGpuIndices, podFromK8s, podKey, SCHEDULER_NAME } from './labels.ts';
+import { ANNOTATION, API_PATH, LABEL, REASON, SCHEDULER_NAME } from '../api/wire.ts';
+import { parseGpuIndices, podFromK8s, podKey } from './labels.ts';
 import { LeaderElector } from './leader.ts';
 import { objectKey, Reflector } from './reflector.ts';
-import { ANNOTATION_EXPECTED_START, DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
 import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
 import { requeueAfterCheckpoint } from '../core/estimate/job-runtimes.ts';
@@ -131,13 +132,13 @@ export class LiveScheduler {
       delete: (p) => (this.cache.deletePod(p), this.learn(p, true), poke()),
       error: (e) => this.log(`pods watch: ${e.message}`),
     });
-    const groups = new Reflector<PodGroupObject>(this.client, '/apis/ai.sits2026.dev/v1/podgroups', {
+    const groups = new Reflector<PodGroupObject>(this.client, `${API_PATH}/podgroups`, {
       add: (g) => (this.podGroups.set(objectKey(g), g), poke()),
       update: (g) => (this.podGroups.set(objectKey(g), g), poke()),
       delete: (g) => this.podGroups.delete(objectKey(g)),
       error: (e) => this.log(`podgroups watch: ${e.message}`),
     });
-    const queueObjs = new Reflector<QueueObject>(this.client, '/apis/ai.sits2026.dev/v1/queues', {
+    const queueObjs = new Reflector<QueueObject>(this.client, `${API_PATH}/queues`, {
       add: (q) => (this.queueObjs.set(objectKey(q), q), poke()),
       update: (q) => (this.queueObjs.set(objectKey(q), q), poke()),
       delete: (q) => (this.queueObjs.delete(objectKey(q)), poke()),
@@ -419,7 +420,7 @@ export class LiveScheduler {
     for (const p of res.preempted) {
       this.stats.preemptions++;
       const victims = p.victim.podIds.map((k) => this.cache.pod(k)).filter((x): x is V1Pod => x !== undefined);
-      this.emitEvents(victims.map((pod) => ({ pod, reason: 'Preempted', type: 'Warning' as const, message: `${p.reason} (whole gang ${p.victim.id} evicted)` })));
+      this.emitEvents(victims.map((pod) => ({ pod, reason: REASON.preempted, type: 'Warning' as const, message: `${p.reason} (whole gang ${p.victim.id} evicted)` })));
       for (const pod of p.victim.podIds) this.track(this.client.delete(podPath(pod)).catch((e: unknown) => this.log(`evict ${pod}: ${(e as Error).message}`)));
     }
     for (const s of res.started) {
@@ -447,7 +448,7 @@ export class LiveScheduler {
 
   /**
    * "When will my job start": at most once a minute, the queue cycle is run forward over a copy of the
-   * cluster and each waiting pod gets annotation `ai.sits2026.dev/expected-start` (RFC 3339) when its estimate
+   * cluster and each waiting pod gets annotation `ANNOTATION.expectedStart` (RFC 3339) when its estimate
    * moved by more than a minute; controllers copy it into their status. As in the simulator (ADR 0021):
    * runtimes are the user's (`expected-runtime-seconds`) or learned from the queue's finished jobs
    * (`LiveRuntimes`; running jobs end at their conditional expectation given the time they ran), victims of
@@ -471,9 +472,9 @@ export class LiveScheduler {
       const at = eta.get(id);
       if (at === undefined) continue;
       for (const p of podsOf.get(id) ?? []) {
-        const prev = Date.parse(p.obj.metadata?.annotations?.[ANNOTATION_EXPECTED_START] ?? '');
+        const prev = Date.parse(p.obj.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
         if (Number.isFinite(prev) && Math.abs(prev - at) < 60_000) continue;
-        this.track(this.client.mergePatch(podPath(p.key), { metadata: { annotations: { [ANNOTATION_EXPECTED_START]: new Date(at).toISOString() } } }).catch((e: unknown) => this.log(`expected-start ${p.key}: ${(e as Error).message}`)));
+        this.track(this.client.mergePatch(podPath(p.key), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(at).toISOString() } } }).catch((e: unknown) => this.log(`expected-start ${p.key}: ${(e as Error).message}`)));
       }
     }
   }
@@ -494,9 +495,9 @@ export class LiveScheduler {
     const g = this.podGroups.get(name);
     const ann = members[0]?.obj.metadata?.annotations ?? {};
     const level = (v: string | undefined): TopologyLevel | undefined => ((TOPOLOGY_LEVELS as readonly string[]).includes(v ?? '') ? (v as TopologyLevel) : undefined);
-    const required = level(g?.spec?.topology?.required ?? ann['ai.sits2026.dev/topology-required']);
-    const preferred = level(g?.spec?.topology?.preferred ?? ann['ai.sits2026.dev/topology-preferred']);
-    const minMember = g?.spec?.minMember ?? Number(ann['ai.sits2026.dev/min-member'] ?? members.length);
+    const required = level(g?.spec?.topology?.required ?? ann[ANNOTATION.topologyRequired]);
+    const preferred = level(g?.spec?.topology?.preferred ?? ann[ANNOTATION.topologyPreferred]);
+    const minMember = g?.spec?.minMember ?? Number(ann[ANNOTATION.minMember] ?? members.length);
     return { minMember: Number.isInteger(minMember) && minMember > 0 ? minMember : members.length, topology: { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) } };
   }
 
@@ -618,7 +619,7 @@ export class LiveScheduler {
     const planId = `${name.replace('/', '.')}.${Date.now().toString(36)}`;
     const annotate = plan.map(({ pod, placement }) =>
       this.client.mergePatch(podPath(pod.key), {
-        metadata: { annotations: { [ANNOTATION.assignedNode]: placement.node, [ANNOTATION.gpuIndices]: placement.gpus.join(','), [ANNOTATION.planId]: planId, 'ai.sits2026.dev/plan-size': String(plan.length) } },
+        metadata: { annotations: { [ANNOTATION.assignedNode]: placement.node, [ANNOTATION.gpuIndices]: placement.gpus.join(','), [ANNOTATION.planId]: planId, [ANNOTATION.planSize]: String(plan.length) } },
       }),
     );
     const results = await Promise.allSettled(annotate);
@@ -646,7 +647,7 @@ export class LiveScheduler {
       await this.recoverPlan(planId);
     } else {
       this.stats.gangsBound++;
-      this.emitEvents(plan.map(({ pod, placement }) => ({ pod: pod.obj, reason: 'Scheduled', type: 'Normal', message: `Successfully assigned ${pod.key} to ${placement.node} (GPUs ${placement.gpus.join(',') || 'none'}; gang ${name})` })));
+      this.emitEvents(plan.map(({ pod, placement }) => ({ pod: pod.obj, reason: REASON.scheduled, type: 'Normal', message: `Successfully assigned ${pod.key} to ${placement.node} (GPUs ${placement.gpus.join(',') || 'none'}; gang ${name})` })));
     }
   }
 
@@ -660,7 +661,7 @@ export class LiveScheduler {
         target: { apiVersion: 'v1', kind: 'Node', name: pl.node },
       });
       this.stats.bound++;
-      if (event) this.emitEvents([{ pod: p.obj, reason: 'Scheduled', type: 'Normal', message: `Successfully assigned ${p.key} to ${pl.node} (GPUs ${pl.gpus.join(',') || 'none'})` }]);
+      if (event) this.emitEvents([{ pod: p.obj, reason: REASON.scheduled, type: 'Normal', message: `Successfully assigned ${p.key} to ${pl.node} (GPUs ${pl.gpus.join(',') || 'none'})` }]);
     } catch (e) {
       this.stats.bindErrors++;
       // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
@@ -673,7 +674,7 @@ export class LiveScheduler {
   /** Completes a written plan, or rolls it back when it cannot be completed. */
   private async recoverPlan(planId: string): Promise<void> {
     const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
-    const size = Number(members[0]?.metadata?.annotations?.['ai.sits2026.dev/plan-size'] ?? '0');
+    const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
     const bound = members.filter((p) => (p.spec?.nodeName ?? '') !== '');
     const unbound = members.filter((p) => (p.spec?.nodeName ?? '') === '' && p.metadata?.deletionTimestamp === undefined);
     if (unbound.length === 0 && members.length >= size) return;
@@ -750,14 +751,14 @@ export class LiveScheduler {
       return;
     }
     // A gang still waiting for its pods is not a scheduling failure: say so without a Warning.
-    this.emitEvents(pods.map((p) => ({ pod: p.obj, reason: unschedulable ? 'FailedScheduling' : 'WaitingForGang', type: unschedulable ? 'Warning' : 'Normal', message: e.message })));
+    this.emitEvents(pods.map((p) => ({ pod: p.obj, reason: unschedulable ? REASON.failedScheduling : REASON.waitingForGang, type: unschedulable ? 'Warning' : 'Normal', message: e.message })));
     if (unschedulable) for (const p of pods) this.track(this.markUnschedulable(p, e.message).catch(() => undefined));
   }
 
   private async markUnschedulable(p: PendingPod, message: string): Promise<void> {
     await this.client.request('PATCH', `${podPath(p.key)}/status`, {
       contentType: 'application/strategic-merge-patch+json',
-      body: { status: { conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastTransitionTime: new Date().toISOString() }] } },
+      body: { status: { conditions: [{ type: 'PodScheduled', status: 'False', reason: REASON.unschedulable, message, lastTransitionTime: new Date().toISOString() }] } },
     });
   }
 
@@ -805,7 +806,7 @@ function podPath(key: string): string {
 }
 
 function planCleared(): Record<string, null> {
-  return { [ANNOTATION.assignedNode]: null, [ANNOTATION.planId]: null, 'ai.sits2026.dev/plan-size': null };
+  return { [ANNOTATION.assignedNode]: null, [ANNOTATION.planId]: null, [ANNOTATION.planSize]: null };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { KubeClient } from '../../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../../kube/testing/control-plane.ts';
-import { SCHEDULER_NAME } from '../../kube/labels.ts';
+import { SCHEDULER_NAME } from '../../api/wire.ts';
 import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, parsePrometheus, percentiles, promSum, rate, schedulerPerfThroughput, type PromSample, type ThroughputSummary } from './measure.ts';
 import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
 import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
