@@ -10,7 +10,8 @@ import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
 import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
 import type { Profile } from '../core/framework/types.ts';
-import { allocationFor, type ClusterState } from '../core/snapshot/cluster-state.ts';
+import type { ClusterState } from '../core/snapshot/cluster-state.ts';
+import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { seededRng } from '../core/ports.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import { isStatus, KubeApiError, type KubeClient } from './client.ts';
@@ -691,12 +692,12 @@ export class LiveScheduler {
           break;
         }
         if (state.allocation(pending.key) === undefined) {
-          const ok = gpus.every((g) => (n.gpuFree[g] as number) >= pending.spec.request.gpuMilli) && n.cpuFreeMilli >= pending.spec.request.cpuMilli;
-          if (!ok) {
+          const placed = placeExisting(state, pending.spec, node, 'planned', gpus);
+          if (!placed.ok) {
             complete = false;
             break;
           }
-          state.allocate(allocationFor(pending.spec, node, gpus));
+          state.allocate(placed.value.allocation);
           const a = state.allocation(pending.key);
           if (a !== undefined) this.cache.assume(a);
         }
