@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildCrds, crdFiles } from '../src/api/crd.ts';
-import { API_GROUP } from '../src/api/schema/common.ts';
+import { API_GROUP } from '../src/api/wire.ts';
 import { structuralIssues } from '../src/api/structural-check.ts';
 
 const OUT_DIR = resolve(dirname(fileURLToPath(import.meta.url)), '../deploy/crds');

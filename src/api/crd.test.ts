@@ -5,7 +5,7 @@ import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { buildCrd, buildCrds, crdFiles, crdYaml, structuralSchemaOf } from './crd.ts';
 import { KINDS, RESOURCE_KINDS } from './kinds.ts';
-import { API_GROUP } from './schema/common.ts';
+import { API_GROUP } from './wire.ts';
 import { resolveFieldPath, structuralIssues } from './structural-check.ts';
 import type { JSONSchemaProps } from './structural.ts';
 

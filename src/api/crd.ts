@@ -1,6 +1,6 @@
 // CRD generator: the apiextensions.k8s.io/v1 objects for every SITS kind, from the TypeBox schemas.
 import { stringify } from 'yaml';
-import { API_GROUP, API_VERSION } from './schema/common.ts';
+import { API_GROUP, API_VERSION } from './wire.ts';
 import { KINDS, RESOURCE_KINDS, type KindDefinition, type PrinterColumn, type ResourceKind, type ScaleSubresource } from './kinds.ts';
 import { resourceStructuralSchema, type JSONSchemaProps, type StructuralSchema } from './structural.ts';
 

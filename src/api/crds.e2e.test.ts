@@ -11,7 +11,7 @@ import type { ControlPlane } from '../kube/testing/control-plane.ts';
 import { buildCrds } from './crd.ts';
 import { EXAMPLES, INVALID_CASES, ELASTIC_TRAINING_JOB } from './examples.ts';
 import { KINDS, RESOURCE_KINDS, type ResourceKind } from './kinds.ts';
-import { API_GROUP, API_VERSION } from './schema/common.ts';
+import { API_GROUP, API_VERSION } from './wire.ts';
 import { validateResource } from './validate.ts';
 
 const NAMESPACE = 'crd-test';

@@ -8,6 +8,7 @@ import {
   quantityToMilli,
   quantityToNano,
   quantityToUnits,
+  readQuantity,
 } from './quantity.ts';
 
 describe('quantity parsing', () => {
@@ -59,5 +60,33 @@ describe('quantity parsing', () => {
     const re = new RegExp(NON_NEGATIVE_QUANTITY_PATTERN);
     for (const ok of ['0', '1', '32Gi', '500m', '1.5', '.5', '1e3', '2E-2', '8Ti']) expect(re.test(ok), ok).toBe(true);
     for (const bad of ['-1', '+1', '1Gb', '', 'abc', '1e']) expect(re.test(bad), bad).toBe(false);
+  });
+});
+
+describe('readQuantity (the core units, as Kubernetes rounds)', () => {
+  const read = (v: string | number, unit: 'milli' | 'MiB' | 'count'): number | string => {
+    const r = readQuantity(v, unit, 'f');
+    return r.ok ? r.value : r.error;
+  };
+  it('rounds milli-units and MiB up, as MilliValue() and Value() do', () => {
+    expect(read('.5', 'milli')).toBe(500);
+    expect(read('100u', 'milli')).toBe(1);
+    expect(read('1n', 'milli')).toBe(1);
+    expect(read('1e3', 'milli')).toBe(1_000_000);
+    expect(read(2, 'milli')).toBe(2000);
+    expect(read('1Ki', 'MiB')).toBe(1);
+    expect(read('1025Mi', 'MiB')).toBe(1025);
+    expect(read('1Gi', 'MiB')).toBe(1024);
+  });
+  it('takes counts of integer resources only when whole', () => {
+    expect(read('8', 'count')).toBe(8);
+    expect(read('3000m', 'count')).toBe(3);
+    expect(read('1.5', 'count')).toBe('f: "1.5" must be a whole number');
+    expect(read(0.5, 'count')).toBe('f: 0.5 must be a whole number');
+  });
+  it('names the field when the text is not a quantity or is negative', () => {
+    expect(read('1e3m', 'milli')).toBe('f: "1e3m" is not a quantity (e.g. 500m, 1.5, 32Gi)');
+    expect(read('', 'milli')).toBe('f: "" is not a quantity (e.g. 500m, 1.5, 32Gi)');
+    expect(read('-1', 'MiB')).toBe('f: "-1" must not be negative');
   });
 });

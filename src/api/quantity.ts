@@ -99,3 +99,29 @@ function ceilDiv(n: bigint, d: bigint): bigint {
   if (n >= 0n) return (n + d - 1n) / d;
   return n / d;
 }
+
+/** The integer units the core counts in: thousandths (CPU, fractional GPU quota), mebibytes, whole units. */
+export type QuantityUnit = 'milli' | 'MiB' | 'count';
+
+/**
+ * A resource quantity in the core's integer unit, as Kubernetes reads it: resource.Quantity's MilliValue()
+ * and Value() round up, and so does the conversion to MiB; `count` is for integer resources (extended
+ * resources such as nvidia.com/gpu, and pods), which the apiserver rejects unless whole ("must be an
+ * integer"), so a fraction is an error here too rather than being rounded. Negative values are errors as
+ * for requests and capacity. `field` names where the value came from, for the error message.
+ */
+export function readQuantity(value: QuantityValue, unit: QuantityUnit, field: string): { readonly ok: true; readonly value: number } | { readonly ok: false; readonly error: string } {
+  const n = quantityToNano(value);
+  const shown = JSON.stringify(value);
+  if (n === undefined) return { ok: false, error: `${field}: ${shown} is not a quantity (e.g. 500m, 1.5, 32Gi)` };
+  if (n < 0n) return { ok: false, error: `${field}: ${shown} must not be negative` };
+  switch (unit) {
+    case 'milli':
+      return { ok: true, value: Number(ceilDiv(n, 1_000_000n)) };
+    case 'MiB':
+      return { ok: true, value: Number(ceilDiv(n, NANO * 1_048_576n)) };
+    case 'count':
+      if (n % NANO !== 0n) return { ok: false, error: `${field}: ${shown} must be a whole number` };
+      return { ok: true, value: Number(n / NANO) };
+  }
+}

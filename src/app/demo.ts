@@ -9,7 +9,7 @@ import { Scheduler } from '../core/framework/scheduler.ts';
 import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
 import { modelMask, nodeFragment, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
 import { shapesOf } from '../core/estimate/expected-workload.ts';
-import { percentile } from '../core/estimate/stats.ts';
+import { nearestRank } from '../core/stats.ts';
 import { seededRng } from '../core/ports.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { Environment } from '../sim/engine.ts';
@@ -168,7 +168,7 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
       oneNvlinkDomainPct: pct(multi.filter((j) => started.get(j.id)?.oneNvlink === true).length, multi.length),
       oneRackPct: pct(multi.filter((j) => started.get(j.id)?.oneRack === true).length, multi.length),
     },
-    gangWaitSec: { p50: Math.round(percentile(waits, 50)), p99: Math.round(percentile(waits, 99)) },
+    gangWaitSec: { p50: Math.round(nearestRank(waits, 50) ?? 0), p99: Math.round(nearestRank(waits, 99) ?? 0) },
     jobsStarted: started.size,
     jobsNeverStarted: jobs.length - started.size,
   };

@@ -4,10 +4,8 @@
  */
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { allocationFor, ClusterState } from '../core/snapshot/cluster-state.ts';
-import { fitFilter } from '../core/plugins/fit/fit.ts';
-import { Reason, REASONS } from '../core/framework/reasons.ts';
-import { lowestFreeGpus } from '../core/plugins/baselines/gpu-pick.ts';
+import { ClusterState } from '../core/snapshot/cluster-state.ts';
+import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
 import { resolveProfile, formatProfileError, priorityFifo } from '../core/framework/registry.ts';
 import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
@@ -94,24 +92,10 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
 }
 
 /** Puts a running pod in place; returns an error text when it does not fit where it is said to run. */
+/** Puts a declared running pod into the state (see placeExisting), or says why the input is wrong. */
 export function placeRunning(state: ClusterState, r: RunningPod): string | undefined {
-  const node = state.node(r.node);
-  if (node === undefined) return `running pod ${r.pod.id}: unknown node ${r.node}`;
-  const reason = fitFilter(r.pod, node);
-  if (reason !== Reason.Fits) return `running pod ${r.pod.id} does not fit on ${r.node}: ${REASONS[reason]?.text(r.pod) ?? reason}`;
-  const req = r.pod.request;
-  let gpus: readonly number[] = [];
-  if (req.gpuCount > 0) {
-    if (r.gpus !== undefined) {
-      if (r.gpus.length !== req.gpuCount) return `running pod ${r.pod.id}: ${r.gpus.length} GPU indices given for ${req.gpuCount} GPUs`;
-      for (const g of r.gpus) if (g < 0 || g >= node.gpuFree.length || (node.gpuFree[g] as number) < req.gpuMilli) return `running pod ${r.pod.id}: GPU ${g} of ${r.node} does not have ${req.gpuMilli} milli free`;
-      gpus = r.gpus;
-    } else {
-      const picked = lowestFreeGpus(node, req.gpuCount, req.gpuMilli);
-      if (picked === undefined) return `running pod ${r.pod.id}: no fitting GPUs on ${r.node}`;
-      gpus = picked;
-    }
-  }
-  state.allocate(allocationFor(r.pod, r.node, gpus));
+  const placed = placeExisting(state, r.pod, r.node, 'declared', r.gpus);
+  if (!placed.ok) return `running ${placed.error}`;
+  state.allocate(placed.value.allocation);
   return undefined;
 }

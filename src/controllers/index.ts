@@ -4,4 +4,3 @@ export { trainingJobController, toControllerAction, TRAINING_JOB_RESOURCE } from
 export { reconcileTrainingJob, backoffDelayMs, isRetryableExitCode, sizes } from './training-job/reconcile.ts';
 export { DEFAULT_CONTROLLER_CONFIG } from './training-job/model.ts';
 export type { Action, ApplyError, ControllerConfig, Observed, ReconcileResult, TrainingJobObject } from './training-job/model.ts';
-export { FINALIZER, TJ_LABEL, TJ_ANNOTATION } from './training-job/names.ts';

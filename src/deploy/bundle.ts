@@ -4,6 +4,7 @@
  * and `helm template` in helm.test.ts.
  */
 import { Document, isScalar, parse as parseYaml, stringify, type Pair } from 'yaml';
+import { LABEL, SCHEDULER_NAME } from '../api/wire.ts';
 import { crdFiles } from '../api/crd.ts';
 import { deployDocs, rbacDocs } from './manifests.ts';
 import { emitTemplate, evaluateDocs, type Doc, type Json } from './tree.ts';
@@ -54,7 +55,7 @@ function valuesYaml(values: DeployValues): string {
 }
 
 const NOTES = `SITS {{ .Chart.AppVersion }} runs in namespace {{ .Values.namespace }} ({{ .Values.replicas }} replicas).
-Pods opt in with spec.schedulerName: sits-scheduler; gangs with the label ai.sits2026.dev/pod-group.
+Pods opt in with spec.schedulerName: ${SCHEDULER_NAME}; gangs with the label ${LABEL.podGroup}.
 
   kubectl -n {{ .Values.namespace }} get pods -l app.kubernetes.io/name=sits
   kubectl -n {{ .Values.namespace }} port-forward svc/sits-scheduler-metrics {{ .Values.metrics.port }}

@@ -3,7 +3,7 @@
  * running `sits run --controllers` with leader election, a metrics Service and a PodDisruptionBudget.
  * Each tree gives both the plain manifest (for given values) and the Helm template.
  */
-import { SCHEDULER_NAME } from '../kube/labels.ts';
+import { SCHEDULER_NAME } from '../api/wire.ts';
 import { CONTROLLER_RULES, LEASE_CREATE_RULE, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 

@@ -3,7 +3,7 @@
  * write access to nodes, no RBAC or CRD management; the Lease only in the scheduler's own namespace
  * (a Role) and, for get/update, only the named leases.
  */
-import { API_GROUP } from '../api/schema/common.ts';
+import { API_GROUP } from '../api/wire.ts';
 
 export interface PolicyRule {
   readonly apiGroups: readonly string[];

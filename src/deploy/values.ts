@@ -4,6 +4,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { SCHEDULER_NAME } from '../api/wire.ts';
 
 const Quantity = Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|Ki|Mi|Gi|Ti|k|M|G|T)?$', maxLength: 32 });
 const ResourceList = Type.Object({ cpu: Type.Optional(Quantity), memory: Type.Optional(Quantity), 'ephemeral-storage': Type.Optional(Quantity) }, { additionalProperties: false });
@@ -51,7 +52,8 @@ export const DEFAULT_VALUES: DeployValues = {
   replicas: 2,
   profile: 'sits',
   controllers: { enabled: true },
-  leaderElection: { enabled: true, leaseDurationSeconds: 15, leaseNames: ['sits-scheduler'] },
+  // The scheduler's Lease is named after the scheduler (RBAC grants exactly these names).
+  leaderElection: { enabled: true, leaseDurationSeconds: 15, leaseNames: [SCHEDULER_NAME] },
   metrics: { port: 8080 },
   resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '2', memory: '2Gi' } },
   podDisruptionBudget: { enabled: true, minAvailable: 1 },

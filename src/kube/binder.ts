@@ -8,10 +8,11 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
-import { allocationFor } from '../core/snapshot/cluster-state.ts';
+import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { isStatus, type KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import { ANNOTATION, parseGpuIndices, podKey } from './labels.ts';
+import { ANNOTATION } from '../api/wire.ts';
+import { parseGpuIndices, podKey } from './labels.ts';
 
 /** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
 const NOMINATION_WAIT_MS = 120_000;
@@ -173,12 +174,12 @@ export class KubeBinder implements Binder {
           break;
         }
         if (state.allocation(pending.key) === undefined) {
-          const ok = gpus.every((g) => (n.gpuFree[g] as number) >= pending.spec.request.gpuMilli) && n.cpuFreeMilli >= pending.spec.request.cpuMilli;
-          if (!ok) {
+          const placed = placeExisting(state, pending.spec, node, 'planned', gpus);
+          if (!placed.ok) {
             complete = false;
             break;
           }
-          state.allocate(allocationFor(pending.spec, node, gpus));
+          state.allocate(placed.value.allocation);
           const a = state.allocation(pending.key);
           if (a !== undefined) this.cache.assume(a);
         }

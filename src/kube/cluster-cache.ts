@@ -9,9 +9,10 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { allocationFor, ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
-import { lowestFreeGpus } from '../core/plugins/baselines/gpu-pick.ts';
-import { ANNOTATION, nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey, SCHEDULER_NAME } from './labels.ts';
+import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
+import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
+import { nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey } from './labels.ts';
 
 export interface PendingPod {
   readonly key: string;
@@ -187,23 +188,13 @@ export class ClusterCache {
     const key = podKey(p);
     if (state.allocation(key) !== undefined) return;
     const nodeName = p.spec?.nodeName ?? (p.metadata?.annotations?.[ANNOTATION.assignedNode] as string);
-    const node = state.node(nodeName);
     const spec = podFromK8s(p);
-    if (node === undefined || !spec.ok) return;
-    const req = spec.value.request;
-    let gpus: readonly number[] = [];
-    if (req.gpuCount > 0) {
-      const ann = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]);
-      const valid = ann !== undefined && ann.length === req.gpuCount && ann.every((g) => g < node.gpuFree.length && (node.gpuFree[g] as number) >= req.gpuMilli);
-      gpus = valid ? ann : (lowestFreeGpus(node, req.gpuCount, req.gpuMilli) ?? []);
-      if (gpus.length !== req.gpuCount) {
-        // Over-committed from our point of view (another scheduler, or a device plugin we do not know):
-        // count CPU and memory, take what GPU is left, and say so.
-        this.log(`pod ${key} on ${nodeName}: GPUs over-committed; counting it without devices`);
-        gpus = [];
-      }
-    }
-    state.allocate({ ...allocationFor(spec.value, nodeName, gpus), gpuMilli: gpus.length === 0 ? 0 : req.gpuMilli });
+    if (!spec.ok) return;
+    // An unknown node is skipped: the pod is counted when its node appears (rebuild).
+    const placed = placeExisting(state, spec.value, nodeName, 'observed', parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]));
+    if (!placed.ok) return;
+    if (placed.value.withoutDevices) this.log(`pod ${key} on ${nodeName}: GPUs over-committed; counting it without devices`);
+    state.allocate(placed.value.allocation);
   }
 
   private rebuild(): void {

@@ -7,7 +7,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../dev/dev-cluster.ts';
 import { EXIT_CODE_ANNOTATION } from '../dev/fake-kubelet.ts';
 import type { KubeClient } from './client.ts';
-import { ANNOTATION_EXPECTED_RUNTIME, ANNOTATION_EXPECTED_START } from './queues.ts';
+import { ANNOTATION } from '../api/wire.ts';
 import { createNs, createPods, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
 
 let cluster: DevCluster;
@@ -47,7 +47,7 @@ describe('expected start on the live scheduler', () => {
     expect(learnedMs).toBeLessThan(60_000);
 
     // 2. Another queue's job holds the node; its user says it runs 600 s (a user-given runtime wins).
-    await createPods(client, [job('blocker', 'other', { [ANNOTATION_EXPECTED_RUNTIME]: '600' })]);
+    await createPods(client, [job('blocker', 'other', { [ANNOTATION.expectedRuntimeSeconds]: '600' })]);
     const blocker = await waitFor('blocker runs', async () => {
       const p = await get('blocker');
       return p.status?.phase === 'Running' && p.status.startTime !== undefined ? p : undefined;
@@ -58,7 +58,7 @@ describe('expected start on the live scheduler', () => {
     await createPods(client, [job('w1', 'train')]);
     await createPods(client, [job('w2', 'train')]);
     const eta = async (name: string): Promise<number | undefined> => {
-      const v = (await get(name)).metadata?.annotations?.[ANNOTATION_EXPECTED_START];
+      const v = (await get(name)).metadata?.annotations?.[ANNOTATION.expectedStart];
       return v === undefined ? undefined : ms(v);
     };
     // Estimates are refreshed at most once a minute: w2 may get its own a minute after w1.

@@ -12,7 +12,7 @@ import type { Profile } from '../core/framework/types.ts';
 import type { Rng } from '../core/ports.ts';
 import { Statement } from '../core/statement/statement.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import { ANNOTATION } from './labels.ts';
+import { ANNOTATION } from '../api/wire.ts';
 import type { PodJobs } from './pod-jobs.ts';
 
 export interface ExplainReport {

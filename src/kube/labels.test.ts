@@ -1,6 +1,7 @@
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { ANNOTATION, podFromK8s } from './labels.ts';
+import { ANNOTATION } from '../api/wire.ts';
+import { nodeFromK8s, podFromK8s } from './labels.ts';
 
 const pod = (annotations: Record<string, string>, gpus = '1'): V1Pod => ({
   metadata: { name: 'p', namespace: 'ml', annotations, labels: { 'ai.sits2026.dev/queue': 'team-a' } },
@@ -31,5 +32,67 @@ describe('podFromK8s', () => {
     expect(r.ok).toBe(false);
     if (!r.ok) expect(r.error).toMatch(/^pod ml\/p: annotation ai\.sits2026\.dev\//);
     if (!r.ok) expect(r.error).toMatch(message);
+  });
+});
+
+describe('resource quantities (one exact parser, rounded as Kubernetes rounds)', () => {
+  const withRequests = (requests: Record<string, string>): V1Pod => ({ metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image: 'x', resources: { requests } }] } });
+  const request = (requests: Record<string, string>): unknown => {
+    const r = podFromK8s(withRequests(requests));
+    return r.ok ? r.value.request : r.error;
+  };
+
+  it.each([
+    ['.5', 500],
+    ['100u', 1],
+    ['500m', 500],
+    ['1.5', 1500],
+    ['1e3', 1_000_000],
+    ['2', 2000],
+  ])('reads cpu %j as %d milli-CPUs (MilliValue rounds up)', (cpu, milli) => {
+    expect(request({ cpu })).toMatchObject({ cpuMilli: milli });
+  });
+
+  it.each([
+    ['1Ki', 1],
+    ['1Mi', 1],
+    ['1.5Gi', 1536],
+    ['1e3', 1],
+    ['8Gi', 8192],
+  ])('reads memory %j as %d MiB (rounded up)', (memory, mib) => {
+    expect(request({ memory })).toMatchObject({ memoryMiB: mib });
+  });
+
+  it('reads whole GPU counts in any integer spelling', () => {
+    expect(request({ 'nvidia.com/gpu': '2' })).toMatchObject({ gpuCount: 2, gpuMilli: 1000 });
+    expect(request({ 'nvidia.com/gpu': '2000m' })).toMatchObject({ gpuCount: 2 });
+    expect(request({ 'nvidia.com/gpu': '1e1' })).toMatchObject({ gpuCount: 10 });
+  });
+
+  it.each([
+    [{ 'nvidia.com/gpu': '1.5' }, 'pod ml/p: spec.containers[0].resources.requests[nvidia.com/gpu]: "1.5" must be a whole number'],
+    [{ 'nvidia.com/gpu': '500m' }, 'pod ml/p: spec.containers[0].resources.requests[nvidia.com/gpu]: "500m" must be a whole number'],
+    [{ cpu: '1e3m' }, 'pod ml/p: spec.containers[0].resources.requests[cpu]: "1e3m" is not a quantity (e.g. 500m, 1.5, 32Gi)'],
+    [{ memory: 'lots' }, 'pod ml/p: spec.containers[0].resources.requests[memory]: "lots" is not a quantity (e.g. 500m, 1.5, 32Gi)'],
+    [{ memory: '1GB' }, 'pod ml/p: spec.containers[0].resources.requests[memory]: "1GB" is not a quantity (e.g. 500m, 1.5, 32Gi)'],
+    [{ cpu: '-1' }, 'pod ml/p: spec.containers[0].resources.requests[cpu]: "-1" must not be negative'],
+  ])('rejects %j naming the pod and the field', (requests, message) => {
+    expect(request(requests)).toBe(message);
+  });
+
+  it('names the init container and a limit used as the request', () => {
+    const r = podFromK8s({ metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image: 'x' }], initContainers: [{ name: 'i', image: 'x', resources: { limits: { 'nvidia.com/gpu': '0.5' } } }] } });
+    expect(r.ok ? r.value : r.error).toBe('pod ml/p: spec.initContainers[0].resources.limits[nvidia.com/gpu]: "0.5" must be a whole number');
+  });
+
+  it('reads node allocatable with the same parser and names the field', () => {
+    const node = (allocatable: Record<string, string>): V1Node => ({ metadata: { name: 'n' }, status: { allocatable } });
+    const ok = nodeFromK8s(node({ cpu: '.5', memory: '1Ki', pods: '110', 'nvidia.com/gpu': '8' }));
+    expect(ok.ok && ok.value).toMatchObject({ cpuMilli: 500, memoryMiB: 1, maxPods: 110 });
+    expect(ok.ok && ok.value.gpus.length).toBe(8);
+    const bad = nodeFromK8s(node({ cpu: '4', 'nvidia.com/gpu': '7.5' }));
+    expect(bad.ok ? bad.value : bad.error).toBe('node n: status.allocatable[nvidia.com/gpu]: "7.5" must be a whole number');
+    const capacityOnly = nodeFromK8s({ metadata: { name: 'n' }, status: { capacity: { cpu: 'x' } } });
+    expect(capacityOnly.ok ? capacityOnly.value : capacityOnly.error).toBe('node n: status.capacity[cpu]: "x" is not a quantity (e.g. 500m, 1.5, 32Gi)');
   });
 });

@@ -1,21 +1,22 @@
 /**
- * How SITS reads GPU nodes and pods from Kubernetes objects (documented in docs/kubernetes.md).
+ * How SITS reads GPU nodes and pods from Kubernetes objects (documented in docs/kubernetes.md; the label and
+ * annotation names are in api/wire.ts).
  *
  * Nodes — GPU model and count come from the NVIDIA GPU Feature Discovery labels when present
- * (`nvidia.com/gpu.product`, `nvidia.com/gpu.count`, `nvidia.com/gpu.memory`, `nvidia.com/gpu.compute.major`
- * and `.minor`, `nvidia.com/gpu.clique` for multi-node NVLink), with `ai.sits2026.dev/*` labels overriding;
- * the GPU count that can be allocated is `status.allocatable["nvidia.com/gpu"]`. Place in the cluster:
- * `topology.kubernetes.io/zone`, `ai.sits2026.dev/block`, `ai.sits2026.dev/rack`, `ai.sits2026.dev/nvlink-domain`.
- * In-node GPU links: annotation `ai.sits2026.dev/node-shape` (a preset id) or `ai.sits2026.dev/gpu-topology`
- * (the text of `nvidia-smi topo -m`); unhealthy devices: annotation `ai.sits2026.dev/unhealthy-gpus: "3,5"`.
+ * (`LABEL.gfdProduct`, `gfdCount`, `gfdMemory`, `gfdMajor`, `gfdMinor`, `gfdClique` for multi-node NVLink), with
+ * our `LABEL.gpuModel` overriding; the GPU count that can be allocated is `status.allocatable["nvidia.com/gpu"]`.
+ * Place in the cluster: `LABEL.zone`, `block`, `rack`, `nvlinkDomain`. In-node GPU links: `ANNOTATION.nodeShape`
+ * (a preset id) or `ANNOTATION.gpuTopology` (the text of `nvidia-smi topo -m`); unhealthy devices:
+ * `ANNOTATION.unhealthyGpus: "3,5"`.
  *
- * Pods — requests are summed over containers (max with init containers, as kube-scheduler does):
- * cpu, memory and `nvidia.com/gpu`. A fractional GPU is annotation `ai.sits2026.dev/gpu-fraction: "0.5"`
- * (one shared device, no `nvidia.com/gpu` request). Constraints: `ai.sits2026.dev/gpu-models: "H100-SXM,A100-80G"`,
- * `ai.sits2026.dev/min-compute-capability: sm_90`, `ai.sits2026.dev/gpu-memory: 40Gi` (memory each GPU device must
- * have; nodes without a known GPU memory are not filtered). Gang: label `ai.sits2026.dev/pod-group` naming a PodGroup
- * in the pod's namespace. Queue: label `ai.sits2026.dev/queue`. Priority: `spec.priority`.
- * SITS writes `ai.sits2026.dev/gpu-indices: "0,1"` on each pod it binds (through the Binding object).
+ * Pods — requests are summed over containers (max with init containers, as kube-scheduler does): cpu, memory
+ * and `nvidia.com/gpu`, read with the exact quantity parser of api/quantity.ts (rounded up as Kubernetes does;
+ * a fractional `nvidia.com/gpu` is an error, as the apiserver rejects it). A fractional GPU is
+ * `ANNOTATION.gpuFraction: "0.5"` (one shared device, no `nvidia.com/gpu` request). Constraints:
+ * `ANNOTATION.gpuModels: "H100-SXM,A100-80G"`, `minComputeCapability: sm_90`, `gpuMemory: 40Gi` (memory each
+ * GPU device must have; nodes without a known GPU memory are not filtered). Gang: `LABEL.podGroup` naming a
+ * PodGroup in the pod's namespace. Queue: `LABEL.queue`. Priority: `spec.priority`.
+ * SITS writes `ANNOTATION.gpuIndices: "0,1"` on each pod it binds (through the Binding object).
  */
 import type { V1Node, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
 import { GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
@@ -25,64 +26,8 @@ import { NODE_SHAPES } from '../core/model/presets.ts';
 import { flatTopology, type NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { parseNvidiaSmiTopo } from '../spec/nvidia-smi-topo.ts';
-
-const P = 'ai.sits2026.dev';
-export const LABEL = {
-  gpuModel: `${P}/gpu-model`,
-  rack: `${P}/rack`,
-  block: `${P}/block`,
-  nvlinkDomain: `${P}/nvlink-domain`,
-  zone: 'topology.kubernetes.io/zone',
-  podGroup: `${P}/pod-group`,
-  queue: `${P}/queue`,
-  gfdProduct: 'nvidia.com/gpu.product',
-  gfdCount: 'nvidia.com/gpu.count',
-  gfdMemory: 'nvidia.com/gpu.memory',
-  gfdMajor: 'nvidia.com/gpu.compute.major',
-  gfdMinor: 'nvidia.com/gpu.compute.minor',
-  gfdClique: 'nvidia.com/gpu.clique',
-} as const;
-export const ANNOTATION = {
-  nodeShape: `${P}/node-shape`,
-  gpuTopology: `${P}/gpu-topology`,
-  unhealthyGpus: `${P}/unhealthy-gpus`,
-  gpuFraction: `${P}/gpu-fraction`,
-  gpuModels: `${P}/gpu-models`,
-  minComputeCapability: `${P}/min-compute-capability`,
-  gpuMemory: `${P}/gpu-memory`,
-  gpuIndices: `${P}/gpu-indices`,
-  /** Set on a pod that SITS has placed as part of a gang plan, before its binding (see gang-binder.ts). */
-  assignedNode: `${P}/assigned-node`,
-  planId: `${P}/plan-id`,
-  /** Members of the gang plan, written with it: recovery completes a plan only when all of them exist. */
-  planSize: `${P}/plan-size`,
-  /** Gang description on the pods when there is no PodGroup object. */
-  minMember: `${P}/min-member`,
-  topologyRequired: `${P}/topology-required`,
-  topologyPreferred: `${P}/topology-preferred`,
-} as const;
-export const GPU_RESOURCE = 'nvidia.com/gpu';
-export const SCHEDULER_NAME = 'sits-scheduler';
-
-/** Kubernetes quantity → integer in the unit asked for (milli-units for CPU, MiB for memory). */
-export function parseQuantity(q: string | number | undefined, unit: 'milli' | 'MiB' | 'count'): number | undefined {
-  if (q === undefined) return 0;
-  const s = String(q).trim();
-  const m = /^([+-]?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/.exec(s);
-  if (m === null) return undefined;
-  const n = Number(m[1]);
-  const suffix = m[2] ?? '';
-  const factor: Record<string, number> = { '': 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4, Pi: 1024 ** 5, Ei: 1024 ** 6 };
-  const base = n * (factor[suffix] as number);
-  switch (unit) {
-    case 'milli':
-      return Math.ceil(base * 1000 - 1e-9);
-    case 'MiB':
-      return Math.ceil(base / 1024 ** 2 - 1e-9);
-    case 'count':
-      return Math.floor(base + 1e-9);
-  }
-}
+import { quantityToMiB, readQuantity, type QuantityUnit } from '../api/quantity.ts';
+import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
 
 /** GFD product strings (`NVIDIA-H100-80GB-HBM3`) mapped onto our model names where we know them. */
 export function modelFromProduct(product: string): string {
@@ -106,11 +51,17 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   const labels = n.metadata?.labels ?? {};
   const ann = n.metadata?.annotations ?? {};
   const alloc = n.status?.allocatable ?? n.status?.capacity ?? {};
-  const cpuMilli = parseQuantity(alloc.cpu, 'milli');
-  const memoryMiB = parseQuantity(alloc.memory, 'MiB');
-  const maxPods = parseQuantity(alloc.pods ?? '110', 'count');
-  const gpuCount = parseQuantity(alloc[GPU_RESOURCE], 'count');
-  if (cpuMilli === undefined || memoryMiB === undefined || maxPods === undefined || gpuCount === undefined) return err(`node ${name}: unreadable allocatable ${JSON.stringify(alloc)}`);
+  const field = n.status?.allocatable === undefined ? 'status.capacity' : 'status.allocatable';
+  const read = (key: string, unit: QuantityUnit, absent: string): Result<number, string> => readQuantity(alloc[key] ?? absent, unit, `node ${name}: ${field}[${key}]`);
+  const cpu = read('cpu', 'milli', '0');
+  const memory = read('memory', 'MiB', '0');
+  const pods = read('pods', 'count', '110');
+  const gpu = read(GPU_RESOURCE, 'count', '0');
+  if (!cpu.ok) return cpu;
+  if (!memory.ok) return memory;
+  if (!pods.ok) return pods;
+  if (!gpu.ok) return gpu;
+  const [cpuMilli, memoryMiB, maxPods, gpuCount] = [cpu.value, memory.value, pods.value, gpu.value];
   const shapeId = ann[ANNOTATION.nodeShape];
   const shape = shapeId === undefined ? undefined : NODE_SHAPES[shapeId];
   if (shapeId !== undefined && shape === undefined) return err(`node ${name}: annotation ${ANNOTATION.nodeShape}: unknown preset "${shapeId}"`);
@@ -149,14 +100,18 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   });
 }
 
-function sumRequests(containers: readonly { resources?: V1ResourceRequirements }[] | undefined, key: string, unit: 'milli' | 'MiB' | 'count', pick: 'sum' | 'max'): number | undefined {
+/** One resource summed (containers) or maxed (init containers) over a pod's containers; requests default to limits as in the apiserver. */
+function sumRequests(containers: readonly { resources?: V1ResourceRequirements }[] | undefined, list: string, key: string, unit: QuantityUnit, pick: 'sum' | 'max'): Result<number, string> {
   let acc = 0;
-  for (const c of containers ?? []) {
-    const v = parseQuantity(c.resources?.requests?.[key] ?? c.resources?.limits?.[key], unit);
-    if (v === undefined) return undefined;
-    acc = pick === 'sum' ? acc + v : Math.max(acc, v);
+  for (const [i, c] of (containers ?? []).entries()) {
+    const from = c.resources?.requests?.[key] !== undefined ? 'requests' : 'limits';
+    const q = c.resources?.[from]?.[key];
+    if (q === undefined) continue;
+    const v = readQuantity(q, unit, `spec.${list}[${i}].resources.${from}[${key}]`);
+    if (!v.ok) return v;
+    acc = pick === 'sum' ? acc + v.value : Math.max(acc, v.value);
   }
-  return acc;
+  return ok(acc);
 }
 
 export const podKey = (p: V1Pod): string => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
@@ -166,15 +121,21 @@ export function podFromK8s(p: V1Pod): Result<PodSpec, string> {
   const key = podKey(p);
   const ann = p.metadata?.annotations ?? {};
   const labels = p.metadata?.labels ?? {};
-  const req = (k: string, unit: 'milli' | 'MiB' | 'count'): number | undefined => {
-    const main = sumRequests(p.spec?.containers, k, unit, 'sum');
-    const init = sumRequests(p.spec?.initContainers, k, unit, 'max');
-    return main === undefined || init === undefined ? undefined : Math.max(main, init);
+  const req = (k: string, unit: QuantityUnit): Result<number, string> => {
+    const main = sumRequests(p.spec?.containers, 'containers', k, unit, 'sum');
+    const init = sumRequests(p.spec?.initContainers, 'initContainers', k, unit, 'max');
+    if (!main.ok) return err(`pod ${key}: ${main.error}`);
+    if (!init.ok) return err(`pod ${key}: ${init.error}`);
+    return ok(Math.max(main.value, init.value));
   };
-  const cpuMilli = req('cpu', 'milli');
-  const memoryMiB = req('memory', 'MiB');
-  let gpuCount = req(GPU_RESOURCE, 'count');
-  if (cpuMilli === undefined || memoryMiB === undefined || gpuCount === undefined) return err(`pod ${key}: unreadable resource requests`);
+  const cpu = req('cpu', 'milli');
+  const memory = req('memory', 'MiB');
+  const gpu = req(GPU_RESOURCE, 'count');
+  if (!cpu.ok) return cpu;
+  if (!memory.ok) return memory;
+  if (!gpu.ok) return gpu;
+  const [cpuMilli, memoryMiB] = [cpu.value, memory.value];
+  let gpuCount = gpu.value;
   let gpuMilli = gpuCount > 0 ? 1000 : 0;
   const frac = ann[ANNOTATION.gpuFraction];
   if (frac !== undefined) {
@@ -192,7 +153,7 @@ export function podFromK8s(p: V1Pod): Result<PodSpec, string> {
     cc = parsed;
   }
   const memText = ann[ANNOTATION.gpuMemory];
-  const gpuMemoryMiB = memText === undefined ? undefined : parseQuantity(memText, 'MiB');
+  const gpuMemoryMiB = memText === undefined ? undefined : quantityToMiB(memText);
   if (gpuMemoryMiB !== undefined && !(gpuMemoryMiB > 0)) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a positive memory quantity (e.g. 40Gi)`);
   if (memText !== undefined && gpuMemoryMiB === undefined) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a memory quantity (e.g. 40Gi)`);
   const group = labels[LABEL.podGroup];
@@ -237,7 +198,7 @@ export function nodeObjectFor(name: string, shapeId: string, location: { zone: s
   if (shape === undefined) throw new Error(`unknown preset ${shapeId}`);
   const gpu = shape.gpus[0];
   const labels: Record<string, string> = {
-    'kubernetes.io/hostname': name,
+    [LABEL.hostname]: name,
     [LABEL.zone]: location.zone,
     [LABEL.block]: location.block,
     [LABEL.rack]: location.rack,

@@ -25,7 +25,7 @@ import { KubeEventSink } from './event-sink.ts';
 import { KubeEvictor } from './evictor.ts';
 import { explainTarget, type ExplainReport } from './explain.ts';
 import { startInformers, type Informers } from './informers.ts';
-import { SCHEDULER_NAME } from './labels.ts';
+import { SCHEDULER_NAME } from '../api/wire.ts';
 import { LeaderElector } from './leader.ts';
 import { PodJobs, type JobsView } from './pod-jobs.ts';
 import { KubeStatusWriter } from './status-writer.ts';

@@ -15,7 +15,8 @@ import type { QueueSpec } from '../core/queue/model.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { LiveArrivals } from './arrival-forecast.ts';
 import type { ClusterCache, PendingPod } from './cluster-cache.ts';
-import { ANNOTATION, LABEL, podFromK8s } from './labels.ts';
+import { ANNOTATION, LABEL } from '../api/wire.ts';
+import { podFromK8s } from './labels.ts';
 import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
 

@@ -3,8 +3,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient } from './client.ts';
 import { LiveScheduler } from './live-scheduler.ts';
-import { ANNOTATION } from './labels.ts';
-import { ANNOTATION_EXPECTED_START } from './queues.ts';
+import { ANNOTATION } from '../api/wire.ts';
 import { startControlPlane } from './testing/control-plane.ts';
 import { createFakeGpuNodes } from './testing/fake-nodes.ts';
 import { createNs, createPods, listEvents, testPod, waitFor } from './testing/e2e-kit.ts';
@@ -52,7 +51,7 @@ describePortContracts('live adapters on a real kube-apiserver', async () => {
     events: async (id) => (await listEvents(client, 'contract')).filter((e) => e.involvedObject?.name === id.split('/')[1]).map((e) => ({ kind: e.reason ?? '', message: e.message ?? '' })),
     unschedulableMessage: async (id) => (await pod(id))?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message,
     expectedStartMs: async (id) => {
-      const t = Date.parse((await pod(id))?.metadata?.annotations?.[ANNOTATION_EXPECTED_START] ?? '');
+      const t = Date.parse((await pod(id))?.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
       return Number.isFinite(t) ? t : undefined;
     },
     eventually: (what, read, ok) => waitFor(what, async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { LABEL } from './labels.ts';
+import { LABEL } from '../api/wire.ts';
 import { queueFromObject, runningJobs } from './queues.ts';
 
 describe('Queue objects as core queues', () => {

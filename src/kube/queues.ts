@@ -1,12 +1,14 @@
 /**
- * Queue objects (ai.sits2026.dev/v1, cluster-scoped) as core QueueSpecs, and the live cluster's running
+ * Queue objects (`API_GROUP_VERSION`, cluster-scoped) as core QueueSpecs, and the live cluster's running
  * gangs as RunningJobs, for the queue cycle. Quantities follow Kubernetes syntax; a resource a queue does
  * not list is not limited by it.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { RunningJob } from '../core/actions/jobs.ts';
 import { makeQueue, TIER_WEIGHTS, UNLIMITED, ZERO, type ModelQuota, type QueueSpec, type Resources } from '../core/queue/model.ts';
-import { GPU_RESOURCE, LABEL, modelFromProduct, parseQuantity, podFromK8s, podKey } from './labels.ts';
+import { quantityToMiB, quantityToMilli } from '../api/quantity.ts';
+import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
+import { modelFromProduct, podFromK8s, podKey } from './labels.ts';
 
 export interface QueueObject {
   metadata?: { name?: string; resourceVersion?: string };
@@ -24,23 +26,11 @@ export interface QueueObject {
   };
 }
 
-const P = 'ai.sits2026.dev';
-export const ANNOTATION_EXPECTED_RUNTIME = `${P}/expected-runtime-seconds`;
-/** Written by the scheduler on waiting pods: when the queue cycle run forward expects them to start. */
-export const ANNOTATION_EXPECTED_START = `${P}/expected-start`;
-/** Set by a training job while it checkpoints or is in an all-reduce window (RFC 3339 end time). */
-export const ANNOTATION_CRITICAL_UNTIL = `${P}/critical-until`;
-export const ANNOTATION_LAST_CHECKPOINT = `${P}/last-checkpoint`;
-export const ANNOTATION_PREEMPTIBLE = `${P}/preemptible`;
-
+// Queue quotas may be fractional GPUs ("0.5"): GPUs are counted in thousandths here, rounded up like CPU.
 function amount(name: string, q: string | number | undefined): number | undefined {
   if (q === undefined) return undefined;
-  if (name === GPU_RESOURCE) {
-    const n = parseQuantity(q, 'milli');
-    return n;
-  }
-  if (name === 'cpu') return parseQuantity(q, 'milli');
-  if (name === 'memory') return parseQuantity(q, 'MiB');
+  if (name === GPU_RESOURCE || name === 'cpu') return quantityToMilli(q);
+  if (name === 'memory') return quantityToMiB(q);
   return undefined;
 }
 
@@ -109,7 +99,7 @@ export function jobOfPod(p: V1Pod, groupQueue: (group: string) => string | undef
 
 /** The runtime its user gave a pod (annotation `expected-runtime-seconds`), in ms, if any. */
 export function givenRuntimeMs(p: V1Pod | undefined): number | undefined {
-  const s = Number(p?.metadata?.annotations?.[ANNOTATION_EXPECTED_RUNTIME] ?? Number.NaN);
+  const s = Number(p?.metadata?.annotations?.[ANNOTATION.expectedRuntimeSeconds] ?? Number.NaN);
   return Number.isFinite(s) && s > 0 ? s * 1000 : undefined;
 }
 
@@ -138,11 +128,11 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQ
       priority = Math.max(priority, p.spec?.priority ?? 0);
       start = Math.min(start, time(p.status?.startTime?.toString()) ?? time(p.metadata?.creationTimestamp?.toString()) ?? 0);
       const ann = p.metadata?.annotations ?? {};
-      const c = time(ann[ANNOTATION_CRITICAL_UNTIL]);
+      const c = time(ann[ANNOTATION.criticalUntil]);
       if (c !== undefined) critical = Math.max(critical ?? 0, c);
-      const k = time(ann[ANNOTATION_LAST_CHECKPOINT]);
+      const k = time(ann[ANNOTATION.lastCheckpoint]);
       if (k !== undefined) checkpoint = Math.min(checkpoint ?? Infinity, k);
-      if (ann[ANNOTATION_PREEMPTIBLE] === 'false') preemptible = false;
+      if (ann[ANNOTATION.preemptible] === 'false') preemptible = false;
     }
     const first = members[0] as V1Pod;
     const { queue } = jobOfPod(first, groupQueue);

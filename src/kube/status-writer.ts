@@ -8,7 +8,7 @@ import type { StatusWriter } from '../core/ports.ts';
 import type { KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { podPath } from './binder.ts';
-import { ANNOTATION_EXPECTED_START } from './queues.ts';
+import { ANNOTATION } from '../api/wire.ts';
 
 export class KubeStatusWriter implements StatusWriter {
   private readonly inFlight = new Set<Promise<unknown>>();
@@ -39,9 +39,9 @@ export class KubeStatusWriter implements StatusWriter {
     for (const id of podIds) {
       const pod = this.cache.pod(id);
       if (pod === undefined) continue;
-      const prev = Date.parse(pod.metadata?.annotations?.[ANNOTATION_EXPECTED_START] ?? '');
+      const prev = Date.parse(pod.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
       if (Number.isFinite(prev) && Math.abs(prev - atMs) < 60_000) continue;
-      this.track(this.client.mergePatch(podPath(id), { metadata: { annotations: { [ANNOTATION_EXPECTED_START]: new Date(atMs).toISOString() } } }), `expected-start ${id}`);
+      this.track(this.client.mergePatch(podPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }), `expected-start ${id}`);
     }
   }
 

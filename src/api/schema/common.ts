@@ -12,13 +12,7 @@ import {
   type TUnion,
 } from '@sinclair/typebox';
 import { NON_NEGATIVE_QUANTITY_PATTERN, isWholeQuantity, type QuantityValue } from '../quantity.ts';
-
-export const API_GROUP = 'ai.sits2026.dev';
-export const API_VERSION = 'v1';
-export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
-
-/** The extended resource name of NVIDIA GPUs, also how the scheduler counts GPUs per replica. */
-export const GPU_RESOURCE = 'nvidia.com/gpu';
+import { API_GROUP_VERSION, GPU_RESOURCE } from '../wire.ts';
 
 // ---------------------------------------------------------------------------------------------
 // CEL rules with a TypeScript mirror

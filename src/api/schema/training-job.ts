@@ -1,10 +1,10 @@
 // TrainingJob: distributed (PyTorch DDP / torchrun) training as one gang (seed 000 §1, seed 001 §1 and §3,
 // issue 5). Field names follow what PyTorchJob / TrainJob / Volcano Job users expect.
 import { Type, type Static } from '@sinclair/typebox';
+import { GPU_RESOURCE } from '../wire.ts';
 import {
   Conditions,
   Container,
-  GPU_RESOURCE,
   GpuRequirements,
   Obj,
   PodTemplate,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, nearestRank, parseProcStat, perSecond, promSum, rate, schedulerPerfThroughput } from './measure.ts';
+import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, parseProcStat, perSecond, promSum, rate, schedulerPerfThroughput } from './measure.ts';
 import { promSamples } from '../../harness/prom-text.ts';
 import { parse as parseYaml } from 'yaml';
 
@@ -41,14 +41,6 @@ describe('schedulerPerfThroughput (scheduler_perf throughputCollector semantics)
 });
 
 describe('rates and percentiles', () => {
-  it('nearest rank as scheduler_perf: sorted[ceil(n·p/100) − 1]', () => {
-    const s = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10];
-    expect(nearestRank(s, 50)).toBe(5);
-    expect(nearestRank(s, 90)).toBe(9);
-    expect(nearestRank(s, 99)).toBe(10);
-    expect(nearestRank(s, 100)).toBe(10);
-    expect(nearestRank([], 50)).toBeNaN();
-  });
   it('rate is count per second of the window', () => {
     expect(rate(1000, 0, 4000)).toBe(250);
     expect(rate(10, 5, 5)).toBeNaN();

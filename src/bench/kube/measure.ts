@@ -5,6 +5,7 @@
  * docs/adr/0020-kube-scheduler-benchmark-method.md).
  */
 import type { Sample } from '../../harness/prom-text.ts';
+import { mean, nearestRank } from '../../core/stats.ts';
 
 /**
  * scheduler_perf's "SchedulingThroughput" (test/integration/scheduler_perf/util.go, throughputCollector):
@@ -57,26 +58,13 @@ export function schedulerPerfThroughput(boundAtMs: readonly number[], startMs: n
   if (samples.length === 0) return undefined;
   samples.sort((a, b) => a - b);
   return {
-    average: samples.reduce((a, b) => a + b, 0) / samples.length,
-    perc50: nearestRank(samples, 50),
-    perc90: nearestRank(samples, 90),
-    perc95: nearestRank(samples, 95),
-    perc99: nearestRank(samples, 99),
+    average: mean(samples),
+    perc50: nearestRank(samples, 50) as number,
+    perc90: nearestRank(samples, 90) as number,
+    perc95: nearestRank(samples, 95) as number,
+    perc99: nearestRank(samples, 99) as number,
     samples: samples.length,
   };
-}
-
-/** Nearest-rank percentile of ascending `sorted` (scheduler_perf's `sorted[ceil(n·p/100) − 1]`). */
-export function nearestRank(sorted: readonly number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const idx = Math.min(sorted.length, Math.max(1, Math.ceil((sorted.length * p) / 100))) - 1;
-  return sorted[idx] as number;
-}
-
-/** Percentiles of unsorted values (nearest rank); NaN for an empty list. */
-export function percentiles(values: readonly number[], ps: readonly number[]): number[] {
-  const s = [...values].sort((a, b) => a - b);
-  return ps.map((p) => nearestRank(s, p));
 }
 
 /** Pods per second over [fromMs, toMs]: count / seconds; NaN when the window is empty. */

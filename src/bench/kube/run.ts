@@ -12,8 +12,9 @@ import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { KubeClient } from '../../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../../kube/testing/control-plane.ts';
-import { SCHEDULER_NAME } from '../../kube/labels.ts';
-import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, percentiles, promSum, rate, schedulerPerfThroughput, type ThroughputSummary } from './measure.ts';
+import { SCHEDULER_NAME } from '../../api/wire.ts';
+import { median, percentiles } from '../../core/stats.ts';
+import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, promSum, rate, schedulerPerfThroughput, type ThroughputSummary } from './measure.ts';
 import { promSamples, type Sample } from '../../harness/prom-text.ts';
 import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
 import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
@@ -141,16 +142,13 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const round = (x: number, d = 1): number => (Number.isFinite(x) ? Math.round(x * 10 ** d) / 10 ** d : x);
 
 function latency(values: readonly number[]): LatencySummary {
-  const [p50, p90, p99, max] = percentiles(values, [50, 90, 99, 100]).map((v) => round(v));
+  // An empty sample reports NaN (printed as such).
+  const [p50, p90, p99, max] = percentiles(values, [50, 90, 99, 100]).map((v) => round(v ?? Number.NaN));
   return { p50: p50 as number, p90: p90 as number, p99: p99 as number, max: max as number, n: values.length };
 }
 
-const median = (xs: readonly number[]): number => {
-  const s = [...xs].filter(Number.isFinite).sort((a, b) => a - b);
-  if (s.length === 0) return Number.NaN;
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
+/** Median over runs, ignoring runs that measured nothing (NaN). */
+const medianOfRuns = (xs: readonly number[]): number => median(xs.filter(Number.isFinite));
 
 function httpsText(url: string, token: string, timeoutMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -507,16 +505,16 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
 function summarize(runs: readonly SchedulerRun[]): { podsPerSecond: number } & Summary {
   const cores: Record<string, number> = {};
   const keys = new Set(runs.flatMap((r) => Object.keys(r.cpuCores)));
-  for (const k of keys) cores[k] = round(median(runs.map((r) => r.cpuCores[k] ?? Number.NaN)), 2);
+  for (const k of keys) cores[k] = round(medianOfRuns(runs.map((r) => r.cpuCores[k] ?? Number.NaN)), 2);
   const mid = [...runs].sort((a, b) => a.podsPerSecond - b.podsPerSecond)[Math.floor((runs.length - 1) / 2)];
   return {
-    podsPerSecond: round(median(runs.map((r) => r.podsPerSecond))),
+    podsPerSecond: round(medianOfRuns(runs.map((r) => r.podsPerSecond))),
     runs: runs.length,
     podsPerSecondPerRun: runs.map((r) => r.podsPerSecond),
-    overallPodsPerSecond: round(median(runs.map((r) => r.overallPodsPerSecond))),
-    podsPerSecondWithEvents: round(median(runs.map((r) => r.withEvents.podsPerSecond))),
-    timeToBindP50Ms: round(median(runs.map((r) => r.timeToBindMs.p50))),
-    timeToBindP99Ms: round(median(runs.map((r) => r.timeToBindMs.p99))),
+    overallPodsPerSecond: round(medianOfRuns(runs.map((r) => r.overallPodsPerSecond))),
+    podsPerSecondWithEvents: round(medianOfRuns(runs.map((r) => r.withEvents.podsPerSecond))),
+    timeToBindP50Ms: round(medianOfRuns(runs.map((r) => r.timeToBindMs.p50))),
+    timeToBindP99Ms: round(medianOfRuns(runs.map((r) => r.timeToBindMs.p99))),
     cpuCores: cores,
     boundBy: mid?.boundBy ?? '',
   };

@@ -6,7 +6,8 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../../kube/client.ts';
 import { isStatus } from '../../kube/client.ts';
-import { GPU_RESOURCE, LABEL, nodeObjectFor } from '../../kube/labels.ts';
+import { GPU_RESOURCE, LABEL } from '../../api/wire.ts';
+import { nodeObjectFor } from '../../kube/labels.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
 import { GPU_MODELS } from '../../core/model/gpu.ts';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { actionLabel } from '../../api/controller.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type Action } from './model.ts';
 import { toControllerAction, trainingJobController } from './controller.ts';
-import { FINALIZER } from './names.ts';
+import { FINALIZER } from '../../api/wire.ts';
 import { FakeCluster, makeJob } from './testing.ts';
 
 const meta = { name: 'x', namespace: 'ns' };
@@ -33,7 +33,7 @@ describe('TrainingJob definition', () => {
       patch: { spec: { minMember: 2, queue: 'q', priorityClassName: null, topology: null } },
       label: 'applyPodGroup',
     });
-    expect(toControllerAction({ kind: 'addFinalizer' })).toEqual({ op: 'addFinalizer', finalizer: FINALIZER });
+    expect(toControllerAction({ kind: 'addFinalizer' })).toEqual({ op: 'addFinalizer', finalizer: FINALIZER.trainingJobCleanup });
   });
 
   it('reconciles through the definition as the reconcile does directly, and feeds failures back', () => {

@@ -4,14 +4,13 @@
  * the TrainingJob reconcile's own (model.ts). Pure: no client, no clock, no timers.
  */
 import { withDefaults } from '../../api/validate.ts';
-import { API_GROUP_VERSION } from '../../api/schema/common.ts';
+import { API_GROUP_VERSION, FINALIZER, KIND, LABEL } from '../../api/wire.ts';
 import type { ApplyFailure, ControllerAction, ControllerDefinition, ControllerInput, OwnedResource, ResourceType } from '../../api/controller.ts';
 import type { PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
 import type { Action, ApplyError, ControllerConfig, TrainingJobObject } from './model.ts';
-import { FINALIZER, TJ_LABEL, TRAINING_JOB_KIND } from './names.ts';
 import { reconcileTrainingJob } from './reconcile.ts';
 
-export const TRAINING_JOB_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: TRAINING_JOB_KIND, plural: 'trainingjobs' };
+export const TRAINING_JOB_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.trainingJob, plural: 'trainingjobs' };
 
 const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
 const SERVICE: OwnedResource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
@@ -39,7 +38,7 @@ export function toControllerAction(a: Action): ControllerAction {
   switch (a.kind) {
     case 'addFinalizer':
     case 'removeFinalizer':
-      return { op: a.kind, finalizer: FINALIZER };
+      return { op: a.kind, finalizer: FINALIZER.trainingJobCleanup };
     case 'createPod':
       return { op: 'create', kind: POD.kind, object: a.pod };
     case 'deletePod':
@@ -77,7 +76,7 @@ export function trainingJobController(cfg: ControllerConfig): ControllerDefiniti
   return {
     primary: TRAINING_JOB_RESOURCE,
     owned: [POD, SERVICE, POD_GROUP],
-    ownerLabel: TJ_LABEL.job,
+    ownerLabel: LABEL.trainingJob,
     component: 'sits-trainingjob-controller',
     reconcile(input: ControllerInput<TrainingJobObject>) {
       const errors = input.lastErrors?.filter(isApplyError);

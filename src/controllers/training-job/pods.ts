@@ -8,14 +8,9 @@ import type { TopologyLevel } from '../../api/schema/common.ts';
 import { topologyRank } from '../../api/schema/common.ts';
 import type { ContainerObject, EnvVarObject, OwnerReference, PodGroupObject, PodObject, PodSpecObject, ServiceObject } from '../kube-objects.ts';
 import { injectedEnv, mergeEnv, nprocPerNode } from './env.ts';
+import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import {
-  GPU_RESOURCE,
-  SCHEDULER_FORMAT,
-  TJ_ANNOTATION,
-  TJ_LABEL,
   TRAINER_CONTAINER,
-  TRAINING_JOB_API_VERSION,
-  TRAINING_JOB_KIND,
   podGroupName,
   probeGroupName,
   probePodName,
@@ -35,7 +30,7 @@ export const jobName = (job: TrainingJob): string => job.metadata.name ?? '';
 export const jobNamespace = (job: TrainingJob): string => job.metadata.namespace ?? 'default';
 
 export function ownerReference(job: TrainingJob): OwnerReference {
-  return { apiVersion: TRAINING_JOB_API_VERSION, kind: TRAINING_JOB_KIND, name: jobName(job), uid: job.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  return { apiVersion: API_GROUP_VERSION, kind: KIND.trainingJob, name: jobName(job), uid: job.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
 }
 
 /** Resource keys that go on the pod: cpu, memory, ephemeral-storage, hugepages-*, and any name with a domain. */
@@ -73,11 +68,11 @@ function schedulingAnnotations(spec: TrainingJobSpec, cfg: BuildConfig): Record<
   if (models.length > 0) {
     const all: string[] = [];
     for (const m of models) for (const name of [m, ...(cfg.gpuModelAliases?.(m) ?? [])]) if (!all.includes(name)) all.push(name);
-    out[SCHEDULER_FORMAT.gpuModelsAnnotation] = all.join(',');
+    out[ANNOTATION.gpuModels] = all.join(',');
   }
-  if (spec.gpu?.minComputeCapability !== undefined) out[SCHEDULER_FORMAT.minComputeCapabilityAnnotation] = spec.gpu.minComputeCapability;
+  if (spec.gpu?.minComputeCapability !== undefined) out[ANNOTATION.minComputeCapability] = spec.gpu.minComputeCapability;
   const memMiB = gpuMemoryPerDeviceMiB(spec);
-  if (memMiB > 0) out[SCHEDULER_FORMAT.gpuMemoryAnnotation] = `${memMiB}Mi`;
+  if (memMiB > 0) out[ANNOTATION.gpuMemory] = `${memMiB}Mi`;
   return out;
 }
 
@@ -165,20 +160,20 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
       namespace: ns,
       labels: {
         ...tmplMeta?.labels,
-        [TJ_LABEL.job]: name,
-        [TJ_LABEL.role]: 'replica',
-        [TJ_LABEL.rank]: String(p.rank),
-        [TJ_LABEL.attempt]: String(p.attempt),
-        [SCHEDULER_FORMAT.podGroupLabel]: podGroupName(name),
-        ...(spec.queue === undefined ? {} : { [SCHEDULER_FORMAT.queueLabel]: spec.queue }),
+        [LABEL.trainingJob]: name,
+        [LABEL.role]: 'replica',
+        [LABEL.rank]: String(p.rank),
+        [LABEL.attempt]: String(p.attempt),
+        [LABEL.podGroup]: podGroupName(name),
+        ...(spec.queue === undefined ? {} : { [LABEL.queue]: spec.queue }),
       },
-      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [TJ_ANNOTATION.worldSize]: String(p.replicas * nproc) },
+      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [ANNOTATION.worldSize]: String(p.replicas * nproc) },
       ownerReferences: [ownerReference(job)],
     },
     spec: {
       ...base,
       containers,
-      schedulerName: SCHEDULER_FORMAT.schedulerName,
+      schedulerName: SCHEDULER_NAME,
       hostname: replicaPodName(name, p.rank),
       subdomain: serviceName(name),
       // Restarts are the controller's: the whole gang, never one container in place (DDP tolerates no lone replica).
@@ -204,11 +199,11 @@ export function probePod(job: TrainingJob, index: number, attempt: number, cfg: 
       name: probePodName(name, index),
       namespace: jobNamespace(job),
       labels: {
-        [TJ_LABEL.job]: name,
-        [TJ_LABEL.role]: 'probe',
-        [TJ_LABEL.attempt]: String(attempt),
-        [SCHEDULER_FORMAT.podGroupLabel]: probeGroupName(name),
-        ...(spec.queue === undefined ? {} : { [SCHEDULER_FORMAT.queueLabel]: spec.queue }),
+        [LABEL.trainingJob]: name,
+        [LABEL.role]: 'probe',
+        [LABEL.attempt]: String(attempt),
+        [LABEL.podGroup]: probeGroupName(name),
+        ...(spec.queue === undefined ? {} : { [LABEL.queue]: spec.queue }),
       },
       annotations: schedulingAnnotations(spec, cfg),
       ownerReferences: [ownerReference(job)],
@@ -218,7 +213,7 @@ export function probePod(job: TrainingJob, index: number, attempt: number, cfg: 
       ...pick('tolerations'),
       ...pick('affinity'),
       containers: [{ name: 'placeholder', image: cfg.placeholderImage, resources: podResources(spec) }],
-      schedulerName: SCHEDULER_FORMAT.schedulerName,
+      schedulerName: SCHEDULER_NAME,
       restartPolicy: 'Never',
       terminationGracePeriodSeconds: 0,
       ...(spec.priorityClassName === undefined ? {} : { priorityClassName: spec.priorityClassName }),
@@ -232,7 +227,7 @@ export function headlessService(job: TrainingJob): ServiceObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name: serviceName(name), namespace: jobNamespace(job), labels: { [TJ_LABEL.job]: name }, ownerReferences: [ownerReference(job)] },
+    metadata: { name: serviceName(name), namespace: jobNamespace(job), labels: { [LABEL.trainingJob]: name }, ownerReferences: [ownerReference(job)] },
     spec: {
       clusterIP: 'None',
       publishNotReadyAddresses: true,
@@ -246,9 +241,9 @@ export function replicaPodGroup(job: TrainingJob, minMember: number): PodGroupOb
   const name = jobName(job);
   const topology = gangTopology(job.spec);
   return {
-    apiVersion: TRAINING_JOB_API_VERSION,
+    apiVersion: API_GROUP_VERSION,
     kind: 'PodGroup',
-    metadata: { name: podGroupName(name), namespace: jobNamespace(job), labels: { [TJ_LABEL.job]: name }, ownerReferences: [ownerReference(job)] },
+    metadata: { name: podGroupName(name), namespace: jobNamespace(job), labels: { [LABEL.trainingJob]: name }, ownerReferences: [ownerReference(job)] },
     spec: {
       minMember,
       ...(job.spec.queue === undefined ? {} : { queue: job.spec.queue }),
@@ -262,9 +257,9 @@ export function replicaPodGroup(job: TrainingJob, minMember: number): PodGroupOb
 export function probePodGroup(job: TrainingJob): PodGroupObject {
   const name = jobName(job);
   return {
-    apiVersion: TRAINING_JOB_API_VERSION,
+    apiVersion: API_GROUP_VERSION,
     kind: 'PodGroup',
-    metadata: { name: probeGroupName(name), namespace: jobNamespace(job), labels: { [TJ_LABEL.job]: name, [TJ_LABEL.role]: 'probe' }, ownerReferences: [ownerReference(job)] },
+    metadata: { name: probeGroupName(name), namespace: jobNamespace(job), labels: { [LABEL.trainingJob]: name, [LABEL.role]: 'probe' }, ownerReferences: [ownerReference(job)] },
     spec: {
       minMember: 1,
       ...(job.spec.queue === undefined ? {} : { queue: job.spec.queue }),

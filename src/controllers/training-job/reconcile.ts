@@ -34,7 +34,8 @@ import { findCondition, setCondition, setIfPresent, type ConditionUpdate } from 
 import { isOwnedBy, type PodObject } from '../kube-objects.ts';
 import { nprocPerNode } from './env.ts';
 import type { Action, ControllerConfig, Observed, ReconcileResult, TrainingJobObject } from './model.ts';
-import { FINALIZER, SCHEDULER_FORMAT, TJ_LABEL, probeGroupName, podGroupName, probePodName, replicaPodName, selectorString, serviceName } from './names.ts';
+import { ANNOTATION, FINALIZER, LABEL, REASON } from '../../api/wire.ts';
+import { probeGroupName, podGroupName, probePodName, replicaPodName, selectorString, serviceName } from './names.ts';
 import { headlessService, jobName, probePod, probePodGroup, replicaPod, replicaPodGroup, trainerIndex } from './pods.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -53,9 +54,9 @@ const labelInt = (p: PodObject, key: string): number | undefined => {
   if (v === undefined || !/^\d+$/.test(v)) return undefined;
   return Number(v);
 };
-const roleOf = (p: PodObject): string | undefined => p.metadata.labels?.[TJ_LABEL.role];
-const attemptOf = (p: PodObject): number | undefined => labelInt(p, TJ_LABEL.attempt);
-const rankOf = (p: PodObject): number | undefined => labelInt(p, TJ_LABEL.rank);
+const roleOf = (p: PodObject): string | undefined => p.metadata.labels?.[LABEL.role];
+const attemptOf = (p: PodObject): number | undefined => labelInt(p, LABEL.attempt);
+const rankOf = (p: PodObject): number | undefined => labelInt(p, LABEL.rank);
 const isTerminating = (p: { metadata: { deletionTimestamp?: string } }): boolean => p.metadata.deletionTimestamp !== undefined;
 const isBound = (p: PodObject): boolean => (p.spec?.nodeName ?? '') !== '';
 const phaseOf = (p: PodObject): string => p.status?.phase ?? 'Pending';
@@ -65,8 +66,8 @@ const isReady = (p: PodObject): boolean => phaseOf(p) === 'Running' && (p.status
 
 /** The scheduler has looked at the pod and found no room (and is not in the middle of binding it). */
 export function isUnschedulable(p: PodObject): boolean {
-  if (isBound(p) || p.metadata.annotations?.[SCHEDULER_FORMAT.assignedNodeAnnotation] !== undefined) return false;
-  return (p.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === 'Unschedulable');
+  if (isBound(p) || p.metadata.annotations?.[ANNOTATION.assignedNode] !== undefined) return false;
+  return (p.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === REASON.unschedulable);
 }
 
 /**
@@ -75,7 +76,7 @@ export function isUnschedulable(p: PodObject): boolean {
  */
 function givenUp(p: PodObject, now: number, settleMs: number): boolean {
   if (isUnschedulable(p)) return true;
-  if (isBound(p) || p.metadata.annotations?.[SCHEDULER_FORMAT.assignedNodeAnnotation] !== undefined) return false;
+  if (isBound(p) || p.metadata.annotations?.[ANNOTATION.assignedNode] !== undefined) return false;
   const created = parseTime(p.metadata.creationTimestamp);
   return created !== undefined && now - created >= settleMs;
 }
@@ -84,9 +85,6 @@ function givenUp(p: PodObject, now: number, settleMs: number): boolean {
 function settleAt(pods: readonly PodObject[], settleMs: number): number | undefined {
   return minTime(...pods.filter((p) => !isBound(p) && !isUnschedulable(p)).map((p) => (parseTime(p.metadata.creationTimestamp) ?? 0) + settleMs));
 }
-
-/** Set on waiting pods by the SITS scheduler (src/kube/queues.ts). */
-export const EXPECTED_START_ANNOTATION = 'ai.sits2026.dev/expected-start';
 
 const schedulerMessage = (p: PodObject): string | undefined => (p.status?.conditions ?? []).find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
 
@@ -223,7 +221,7 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
   };
 
   if (job.metadata.deletionTimestamp !== undefined) return finalize(ctx);
-  if (!(job.metadata.finalizers ?? []).includes(FINALIZER)) return { actions: [{ kind: 'addFinalizer' }] };
+  if (!(job.metadata.finalizers ?? []).includes(FINALIZER.trainingJobCleanup)) return { actions: [{ kind: 'addFinalizer' }] };
 
   const phase = ctx.st.phase;
   if (phase === 'Succeeded' || phase === 'Failed') return finished(ctx, baseStatus(ctx), []);
@@ -280,7 +278,7 @@ function finalize(ctx: Ctx): ReconcileResult {
     ...groups.filter((g) => !isTerminating(g)).map((g) => ({ kind: 'deletePodGroup', name: g.metadata.name ?? '', uid: g.metadata.uid ?? '' }) as const),
   ];
   const left = ctx.pods.length + services.length + groups.length;
-  if (left === 0 && (ctx.job.metadata.finalizers ?? []).includes(FINALIZER)) actions.push({ kind: 'removeFinalizer' });
+  if (left === 0 && (ctx.job.metadata.finalizers ?? []).includes(FINALIZER.trainingJobCleanup)) actions.push({ kind: 'removeFinalizer' });
   return { actions };
 }
 
@@ -384,7 +382,7 @@ function waiting(ctx: Ctx): ReconcileResult {
   const at = parseTime(ctx.st.nextAttemptTime) ?? ctx.now;
   // Pods with our names that are not ours (a deleted job of the same name still terminating) block creation.
   const ours = new Set(ctx.pods.map((p) => p.metadata.name));
-  const blocked = ctx.o.pods.some((p) => !ours.has(p.metadata.name) && roleOf(p) === 'replica' && p.metadata.labels?.[TJ_LABEL.job] === ctx.name);
+  const blocked = ctx.o.pods.some((p) => !ours.has(p.metadata.name) && roleOf(p) === 'replica' && p.metadata.labels?.[LABEL.trainingJob] === ctx.name);
   if (ctx.pods.length > 0 || blocked || ctx.now < at) {
     const status: Status = { ...base, phase: 'Restarting', ...summary(ctx, [], replicas) };
     return result(ctx, status, actions, ctx.now < at ? at : undefined);
@@ -515,7 +513,7 @@ function active(ctx: Ctx): ReconcileResult {
     const unsched = unbound.filter(isUnschedulable);
     const why = unbound.map(schedulerMessage).find((m) => m !== undefined && m !== '');
     // The scheduler's forward run of the queue: the latest expected start over the replicas still waiting.
-    const expected = unbound.map((p) => parseTime(p.metadata.annotations?.[EXPECTED_START_ANNOTATION])).filter((t): t is number => t !== undefined);
+    const expected = unbound.map((p) => parseTime(p.metadata.annotations?.[ANNOTATION.expectedStart])).filter((t): t is number => t !== undefined);
     if (expected.length === unbound.length && expected.length > 0) status.estimatedStartTime = new Date(Math.max(...expected)).toISOString();
     const settled = current.length === k && unbound.length > 0 && unbound.every((p) => givenUp(p, ctx.now, ctx.cfg.settleMs));
     if (elastic && bound.length >= min && !settled) wakeAt = settleAt(unbound, ctx.cfg.settleMs);

@@ -6,15 +6,15 @@
 import { withDefaults } from '../../api/validate.ts';
 import type { PodCondition, PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type Action, type ControllerConfig, type ReconcileResult, type TrainingJobObject } from './model.ts';
-import { FINALIZER } from './names.ts';
+import { ANNOTATION, API_GROUP_VERSION, FINALIZER, KIND, LABEL } from '../../api/wire.ts';
 import { reconcileTrainingJob } from './reconcile.ts';
 
 export const T0 = Date.parse('2026-11-29T10:00:00Z');
 
 export function makeJob(spec: Record<string, unknown>, opts: { name?: string; status?: Record<string, unknown>; finalizer?: boolean; deleting?: boolean } = {}): TrainingJobObject {
   const manifest = {
-    apiVersion: 'ai.sits2026.dev/v1',
-    kind: 'TrainingJob',
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND.trainingJob,
     metadata: {
       name: opts.name ?? 'bert',
       namespace: 'ml',
@@ -22,7 +22,7 @@ export function makeJob(spec: Record<string, unknown>, opts: { name?: string; st
       resourceVersion: '1',
       generation: 1,
       creationTimestamp: new Date(T0).toISOString(),
-      ...(opts.finalizer === false ? {} : { finalizers: [FINALIZER] }),
+      ...(opts.finalizer === false ? {} : { finalizers: [FINALIZER.trainingJobCleanup] }),
       ...(opts.deleting === true ? { deletionTimestamp: new Date(T0).toISOString() } : {}),
     },
     spec: { container: { image: 'pytorch:2.3', command: ['torchrun', 'train.py'] }, ...spec },
@@ -38,7 +38,7 @@ export interface PodState {
   reason?: string;
   unschedulable?: string;
   assigned?: string;
-  /** The scheduler's expected start (annotation ai.sits2026.dev/expected-start), RFC 3339. */
+  /** The scheduler's expected start (annotation ANNOTATION.expectedStart), RFC 3339. */
   expectedStart?: string;
   deleting?: boolean;
   startTime?: number;
@@ -102,10 +102,10 @@ export class FakeCluster {
     const meta = (m: PodObject['metadata']) => ({ ...m, uid: this.nextUid('uid'), creationTimestamp: new Date(this.now).toISOString() });
     switch (a.kind) {
       case 'addFinalizer':
-        this.job = { ...this.job, metadata: { ...this.job.metadata, finalizers: [...(this.job.metadata.finalizers ?? []), FINALIZER] } };
+        this.job = { ...this.job, metadata: { ...this.job.metadata, finalizers: [...(this.job.metadata.finalizers ?? []), FINALIZER.trainingJobCleanup] } };
         return;
       case 'removeFinalizer':
-        this.job = { ...this.job, metadata: { ...this.job.metadata, finalizers: (this.job.metadata.finalizers ?? []).filter((f) => f !== FINALIZER) } };
+        this.job = { ...this.job, metadata: { ...this.job.metadata, finalizers: (this.job.metadata.finalizers ?? []).filter((f) => f !== FINALIZER.trainingJobCleanup) } };
         return;
       case 'createPod':
         if (!this.pods.has(a.pod.metadata.name ?? '')) this.pods.set(a.pod.metadata.name ?? '', { ...a.pod, metadata: meta(a.pod.metadata), status: { phase: 'Pending' } });
@@ -148,8 +148,8 @@ export class FakeCluster {
       metadata: {
         ...p.metadata,
         ...(s.deleting === true ? { deletionTimestamp: new Date(this.now).toISOString() } : {}),
-        ...(s.assigned === undefined ? {} : { annotations: { ...p.metadata.annotations, 'ai.sits2026.dev/assigned-node': s.assigned } }),
-        ...(s.expectedStart === undefined ? {} : { annotations: { ...p.metadata.annotations, 'ai.sits2026.dev/expected-start': s.expectedStart } }),
+        ...(s.assigned === undefined ? {} : { annotations: { ...p.metadata.annotations, [ANNOTATION.assignedNode]: s.assigned } }),
+        ...(s.expectedStart === undefined ? {} : { annotations: { ...p.metadata.annotations, [ANNOTATION.expectedStart]: s.expectedStart } }),
       },
       spec: { ...(p.spec ?? { containers: [] }), ...(s.node === undefined ? {} : { nodeName: s.node }) },
       status: {
@@ -169,11 +169,11 @@ export class FakeCluster {
   }
 
   replicaPods(): PodObject[] {
-    return [...this.pods.values()].filter((p) => p.metadata.labels?.['ai.sits2026.dev/role'] === 'replica').sort((a, b) => Number(a.metadata.labels?.['ai.sits2026.dev/rank']) - Number(b.metadata.labels?.['ai.sits2026.dev/rank']));
+    return [...this.pods.values()].filter((p) => p.metadata.labels?.[LABEL.role] === 'replica').sort((a, b) => Number(a.metadata.labels?.[LABEL.rank]) - Number(b.metadata.labels?.[LABEL.rank]));
   }
 
   probePods(): PodObject[] {
-    return [...this.pods.values()].filter((p) => p.metadata.labels?.['ai.sits2026.dev/role'] === 'probe');
+    return [...this.pods.values()].filter((p) => p.metadata.labels?.[LABEL.role] === 'probe');
   }
 
   /** A foreign pod (not owned by the job) carrying the job's label. */

@@ -1,7 +1,7 @@
 /** Small helpers for end-to-end tests against the real control plane. */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../client.ts';
-import { GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../labels.ts';
+import { ANNOTATION, GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../../api/wire.ts';
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
   const end = performance.now() + timeoutMs;
@@ -64,7 +64,7 @@ export function gpuUsage(pods: readonly V1Pod[], gpusPerNode: number): Map<strin
   for (const p of pods) {
     const node = p.spec?.nodeName;
     if (node === undefined || node === '') continue;
-    const idx = (p.metadata?.annotations?.['ai.sits2026.dev/gpu-indices'] ?? '').split(',').filter((x) => x !== '').map(Number);
+    const idx = (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((x) => x !== '').map(Number);
     const want = Number(p.spec?.containers[0]?.resources?.requests?.[GPU_RESOURCE] ?? '0');
     if (idx.length !== want) throw new Error(`pod ${p.metadata?.name}: gpu-indices "${idx.join(',')}" for ${want} GPUs`);
     const arr = used.get(node) ?? new Array<number>(gpusPerNode).fill(0);

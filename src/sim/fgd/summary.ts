@@ -2,6 +2,7 @@
  * Medians over seeds of an FGD grid: the JSON contract of `sits bench fgd` (issue 3 §6) and the curves the
  * HTML report draws. Values are rounded to 4 decimals so that float noise never shows.
  */
+import { median } from '../../core/stats.ts';
 import type { FgdRun } from './run.ts';
 
 export const UNALLOCATED_AT = [90, 95, 100, 110, 120, 130] as const;
@@ -21,17 +22,6 @@ export interface FgdBenchJson {
 }
 
 export const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;
-
-export function median(values: readonly number[]): number {
-  const s = [...values].sort((a, b) => a - b);
-  const n = s.length;
-  if (n === 0) return Number.NaN;
-  return n % 2 === 1 ? (s[(n - 1) / 2] as number) : ((s[n / 2 - 1] as number) + (s[n / 2] as number)) / 2;
-}
-
-export function mean(values: readonly number[]): number {
-  return values.reduce((a, b) => a + b, 0) / values.length;
-}
 
 /** Median over runs of a per-bucket value; null when some run has no value there. */
 function medianAt(runs: readonly FgdRun[], pick: (r: FgdRun) => readonly (number | null)[], b: number, transform: (v: number) => number = (v) => v): number | null {

@@ -18,10 +18,9 @@ import { seededRng, type Rng } from '../../core/ports.ts';
 import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
+import { mean, median, percentile } from '../../core/stats.ts';
 import { Environment, type SimEvent } from '../engine.ts';
 import { PolicyError } from '../fgd/run.ts';
-import { mean, median } from '../fgd/summary.ts';
-import { percentile } from '../throughput/run.ts';
 import { unitPods, type ReplayUnit } from './units.ts';
 
 export interface FailureModel {

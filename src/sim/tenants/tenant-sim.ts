@@ -19,7 +19,7 @@ import { makeQueue, type QueueSpec } from '../../core/queue/model.ts';
 import { seededRng } from '../../core/ports.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { Environment } from '../engine.ts';
-import { percentile } from '../../core/estimate/stats.ts';
+import { nearestRank } from '../../core/stats.ts';
 import { TIERS, type TenantJob, type Tier } from './philly-window.ts';
 
 export const TIER_WEIGHT: Readonly<Record<Tier, number>> = { gold: 4, silver: 2, bronze: 1 };
@@ -373,7 +373,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     const share = allocSum === 0 ? 0 : (100 * allocTime[t]) / allocSum;
     const entitled = entSum === 0 ? 0 : (100 * entitledTime[t]) / entSum;
     if (entitled > 0) ratios.push(share / entitled);
-    tiers[t] = { sharePct: round(share), entitledPct: round(entitled), queueDelaySec: { p50: Math.round(percentile(delays, 50)), p99: Math.round(percentile(delays, 99)) }, jobs: mine.length, neverStarted: mine.length - delays.length };
+    tiers[t] = { sharePct: round(share), entitledPct: round(entitled), queueDelaySec: { p50: Math.round(nearestRank(delays, 50) ?? 0), p99: Math.round(nearestRank(delays, 99) ?? 0) }, jobs: mine.length, neverStarted: mine.length - delays.length };
   }
   const jain = ratios.length === 0 ? 1 : ratios.reduce((s, x) => s + x, 0) ** 2 / (ratios.length * ratios.reduce((s, x) => s + x * x, 0));
   const errors: { tier: Tier; waitMs: number; pct: number; signed: number }[] = [];
@@ -387,11 +387,11 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
   }
   const summary = (xs: readonly number[]): EtaError => {
     const sorted = [...xs].sort((a, b) => a - b);
-    return { p50: round(percentile(sorted, 50)), p90: round(percentile(sorted, 90)), samples: sorted.length };
+    return { p50: round(nearestRank(sorted, 50) ?? 0), p90: round(nearestRank(sorted, 90) ?? 0), samples: sorted.length };
   };
   const etaErrorPct = {
     ...summary(errors.map((e) => e.pct)),
-    signedP50: round(percentile([...errors.map((e) => e.signed)].sort((a, b) => a - b), 50)),
+    signedP50: round(nearestRank([...errors.map((e) => e.signed)].sort((a, b) => a - b), 50) ?? 0),
     byTier: Object.fromEntries(TIERS.map((t) => [t, summary(errors.filter((e) => e.tier === t).map((e) => e.pct))])) as Record<Tier, EtaError>,
     byWait: Object.fromEntries(WAIT_BUCKETS.map(([name, lo, hi]) => [name, summary(errors.filter((e) => e.waitMs >= lo && e.waitMs < hi).map((e) => e.pct))])),
   };

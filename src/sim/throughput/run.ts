@@ -10,7 +10,7 @@ import { seededRng } from '../../core/ports.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { PolicyError } from '../fgd/run.ts';
-import { median } from '../fgd/summary.ts';
+import { median, percentile } from '../../core/stats.ts';
 import { benchNodes, benchWorkload, type BenchWorkload, type WorkloadKind } from './workload.ts';
 
 export interface ThroughputOptions {
@@ -69,13 +69,6 @@ export interface ThroughputResult extends ThroughputJson {
   readonly seconds: number;
   /** Every gang attempt, in order (for `--slowest`). */
   readonly attempts: readonly GangAttempt[];
-}
-
-/** Nearest-rank percentile. */
-export function percentile(values: readonly number[], p: number): number | null {
-  if (values.length === 0) return null;
-  const s = [...values].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] as number;
 }
 
 const r3 = (x: number): number => Math.round(x * 1000) / 1000;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { percentile, prepareThroughput, runThroughput } from './run.ts';
+import { prepareThroughput, runThroughput } from './run.ts';
 import { benchWorkload, WORKLOADS } from './workload.ts';
 
 let t = 0;
@@ -49,10 +49,5 @@ describe('runThroughput', () => {
     const b = runThroughput(o);
     expect(a.placedPods).toBe(b.placedPods);
     expect(a.attempts.map((x) => [x.evaluations, x.builds, x.domainTrials])).toEqual(b.attempts.map((x) => [x.evaluations, x.builds, x.domainTrials]));
-  });
-  it('percentile is nearest-rank', () => {
-    expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);
-    expect(percentile(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBe(99);
-    expect(percentile([], 99)).toBeNull();
   });
 });

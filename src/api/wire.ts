@@ -1,0 +1,102 @@
+/**
+ * The wire format SITS shares between its components and with users: API group, labels, annotations,
+ * finalizers, resource names, the scheduler name and the event/condition reasons one component writes and
+ * another reads. Every component imports these values from here, so the scheduler, the controllers, the
+ * deploy bundle, the dev tools and the tests cannot drift apart. Documented for users in docs/kubernetes.md.
+ *
+ * This module is a leaf: plain values, no imports, so every layer (core excepted) may depend on it.
+ */
+
+export const API_GROUP = 'ai.sits2026.dev';
+export const API_VERSION = 'v1';
+export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
+/** REST prefix of the SITS resources (`/apis/ai.sits2026.dev/v1`). */
+export const API_PATH = `/apis/${API_GROUP_VERSION}`;
+
+export const KIND = { trainingJob: 'TrainingJob', podGroup: 'PodGroup', queue: 'Queue' } as const;
+
+/** spec.schedulerName of the pods SITS schedules (also its event source and default lease name). */
+export const SCHEDULER_NAME = 'sits-scheduler';
+
+/** The device-plugin resource of an NVIDIA GPU (an extended resource: whole numbers only). */
+export const GPU_RESOURCE = 'nvidia.com/gpu';
+
+const P = API_GROUP;
+
+export const LABEL = {
+  // Nodes: place in the cluster and GPU model.
+  gpuModel: `${P}/gpu-model`,
+  rack: `${P}/rack`,
+  block: `${P}/block`,
+  nvlinkDomain: `${P}/nvlink-domain`,
+  zone: 'topology.kubernetes.io/zone',
+  hostname: 'kubernetes.io/hostname',
+  // NVIDIA GPU Feature Discovery labels, read when present.
+  gfdProduct: 'nvidia.com/gpu.product',
+  gfdCount: 'nvidia.com/gpu.count',
+  gfdMemory: 'nvidia.com/gpu.memory',
+  gfdMajor: 'nvidia.com/gpu.compute.major',
+  gfdMinor: 'nvidia.com/gpu.compute.minor',
+  gfdClique: 'nvidia.com/gpu.clique',
+  // Pods: gang and queue, read by the scheduler.
+  podGroup: `${P}/pod-group`,
+  queue: `${P}/queue`,
+  // Objects the TrainingJob controller creates.
+  /** Every object the controller creates for a job carries the job's name here. */
+  trainingJob: `${P}/training-job`,
+  /** `replica` (a torchrun node) or `probe` (a placeholder that asks the scheduler whether more would fit). */
+  role: `${P}/role`,
+  rank: `${P}/rank`,
+  /** Gang generation, bumped on every restart and elastic resize. */
+  attempt: `${P}/attempt`,
+} as const;
+
+export const ANNOTATION = {
+  // Nodes.
+  nodeShape: `${P}/node-shape`,
+  gpuTopology: `${P}/gpu-topology`,
+  unhealthyGpus: `${P}/unhealthy-gpus`,
+  // Pods: what they ask for.
+  gpuFraction: `${P}/gpu-fraction`,
+  gpuModels: `${P}/gpu-models`,
+  minComputeCapability: `${P}/min-compute-capability`,
+  gpuMemory: `${P}/gpu-memory`,
+  /** Gang parameters for a pod-group label without a PodGroup object. */
+  topologyRequired: `${P}/topology-required`,
+  topologyPreferred: `${P}/topology-preferred`,
+  minMember: `${P}/min-member`,
+  expectedRuntimeSeconds: `${P}/expected-runtime-seconds`,
+  /** Set by a training job while it checkpoints or is in an all-reduce window (RFC 3339 end time). */
+  criticalUntil: `${P}/critical-until`,
+  lastCheckpoint: `${P}/last-checkpoint`,
+  preemptible: `${P}/preemptible`,
+  // Pods: what the scheduler writes.
+  /** The devices a bound pod holds ("0,1"), written through the Binding object. */
+  gpuIndices: `${P}/gpu-indices`,
+  /** Set on a pod that SITS has placed as part of a gang plan, before its binding (ADR 0006). */
+  assignedNode: `${P}/assigned-node`,
+  planId: `${P}/plan-id`,
+  planSize: `${P}/plan-size`,
+  /** Written on waiting pods: when the queue cycle run forward expects them to start (RFC 3339). */
+  expectedStart: `${P}/expected-start`,
+  // Pods: what the TrainingJob controller writes.
+  worldSize: `${P}/world-size`,
+} as const;
+
+export const FINALIZER = {
+  trainingJobCleanup: `${P}/training-job-cleanup`,
+} as const;
+
+/** Reasons one component writes and another (or a user's tooling) reads. */
+export const REASON = {
+  /** Event: a pod was bound. */
+  scheduled: 'Scheduled',
+  /** Event: no node fits (Warning). */
+  failedScheduling: 'FailedScheduling',
+  /** Event: a gang still waits for its members (Normal). */
+  waitingForGang: 'WaitingForGang',
+  /** Event: the pod's gang was evicted to make room. */
+  preempted: 'Preempted',
+  /** PodScheduled=False condition reason, as kube-scheduler writes it; the controllers read it. */
+  unschedulable: 'Unschedulable',
+} as const;
