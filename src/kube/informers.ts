@@ -4,6 +4,7 @@
  * the next cycle. A missing Queue or PodGroup CRD is logged and lived without.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { API_PATH } from '../api/wire.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import type { PodGroupObject, PodJobs } from './pod-jobs.ts';
@@ -42,13 +43,13 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     delete: (p) => (cache.deletePod(p), jobs.learn(p, true), changed()),
     error: (e) => log(`pods watch: ${e.message}`),
   });
-  const groups = new Reflector<PodGroupObject>(client, '/apis/ai.sits2026.dev/v1/podgroups', {
+  const groups = new Reflector<PodGroupObject>(client, `${API_PATH}/podgroups`, {
     add: (g) => (jobs.podGroups.set(objectKey(g), g), changed()),
     update: (g) => (jobs.podGroups.set(objectKey(g), g), changed()),
     delete: (g) => (jobs.podGroups.delete(objectKey(g)), changed()),
     error: (e) => log(`podgroups watch: ${e.message}`),
   });
-  const queues = new Reflector<QueueObject>(client, '/apis/ai.sits2026.dev/v1/queues', {
+  const queues = new Reflector<QueueObject>(client, `${API_PATH}/queues`, {
     add: (q) => (jobs.queueObjs.set(objectKey(q), q), queuesChanged(), changed()),
     update: (q) => (jobs.queueObjs.set(objectKey(q), q), queuesChanged(), changed()),
     delete: (q) => (jobs.queueObjs.delete(objectKey(q)), queuesChanged(), changed()),
