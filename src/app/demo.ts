@@ -4,9 +4,6 @@
  * Gangs are all-or-nothing under both profiles (the default gets coscheduling, or it would deadlock);
  * only SITS places them topology-aware and scores for fragmentation.
  */
-import { ClusterState } from '../core/snapshot/cluster-state.ts';
-import { Scheduler } from '../core/framework/scheduler.ts';
-import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
 import { modelMask, nodeFragment, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
 import { shapesOf } from '../core/estimate/expected-workload.ts';
 import { nearestRank } from '../core/stats.ts';
@@ -14,6 +11,7 @@ import { seededRng } from '../core/ports.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { Environment } from '../sim/engine.ts';
 import { demoCluster, demoWorkload, type DemoJob } from './demo-cluster.ts';
+import { simAppOrThrow } from './sim-app.ts';
 
 export interface DemoProfileResult {
   readonly profile: string;
@@ -61,10 +59,7 @@ export function runDemo(opts: DemoOptions): DemoResult {
 }
 
 function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly TypicalShape[], seed: number, hours: number): DemoProfileResult {
-  const profile = resolveProfile(name, { typicalShapes: typical });
-  if (!profile.ok) throw new Error(formatProfileError(profile.error));
-  const state = new ClusterState(demoCluster());
-  const scheduler = new Scheduler(profile.value, state, seededRng(seed + 1));
+  const { state, scheduler, profile } = simAppOrThrow({ nodes: demoCluster(), profile: name, typicalShapes: typical, rng: seededRng(seed + 1) });
   const masks = state.nodes.map((n) => modelMask(typical, n.spec.gpus[0]?.model ?? ''));
   const totalMilli = state.nodes.reduce((s, n) => s + n.usableGpuCount() * 1000, 0);
   const horizonMs = hours * 3_600_000;
@@ -160,7 +155,7 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
     .sort((a, b) => a - b);
   const pct = (n: number, d: number): number => (d === 0 ? 0 : round2((100 * n) / d));
   return {
-    profile: profile.value.name,
+    profile: profile.name,
     gpuAllocationPct: round2((100 * allocIntegral) / horizonMs),
     fragmentationPct: round2((100 * fragIntegral) / horizonMs),
     multiGpuJobs: {

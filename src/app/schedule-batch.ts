@@ -4,15 +4,16 @@
  */
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { ClusterState } from '../core/snapshot/cluster-state.ts';
+import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
-import { Scheduler, type Explanation, type Placement } from '../core/framework/scheduler.ts';
-import { resolveProfile, formatProfileError, priorityFifo } from '../core/framework/registry.ts';
+import type { Explanation, Placement } from '../core/framework/scheduler.ts';
+import { priorityFifo } from '../core/framework/registry.ts';
 import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import { seededRng } from '../core/ports.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import type { WorkloadUnit } from '../spec/workload-file.ts';
+import { createSimApp } from './sim-app.ts';
 
 export interface BatchResult {
   readonly profile: string;
@@ -41,17 +42,16 @@ export interface RunningPod {
 }
 
 export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1, running: readonly RunningPod[] = []): Result<BatchResult, string> {
-  const profile = resolveProfile(profileName, { typicalShapes: expectedWorkload(units) });
-  if (!profile.ok) return err(formatProfileError(profile.error));
-  const state = new ClusterState(nodes);
+  const app = createSimApp({ nodes, profile: profileName, typicalShapes: expectedWorkload(units), rng: seededRng(seed) });
+  if (!app.ok) return err(app.error);
+  const { state, scheduler, profile } = app.value;
   for (const r of running) {
     const placed = placeRunning(state, r);
     if (placed !== undefined) return err(placed);
   }
-  const scheduler = new Scheduler(profile.value, state, seededRng(seed));
   const order = units
     .map((u, seq) => ({ u, q: { key: u.kind === 'pod' ? u.pod.id : u.gang.name, priority: u.kind === 'pod' ? u.pod.priority : u.gang.priority, queue: 'default', arrivalMs: u.timing.arrivalSec * 1000, seq } }))
-    .sort((a, b) => (profile.value.queueSort.queueSort ?? priorityFifo)(a.q, b.q));
+    .sort((a, b) => (profile.queueSort.queueSort ?? priorityFifo)(a.q, b.q));
   const placements: (Placement & { gang?: string })[] = [];
   const pending: { subject: string; explanation: string; unresolvable: boolean }[] = [];
   let pods = 0;
@@ -88,7 +88,7 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
   }
   const gpuAllocatedPct = total === 0 ? 0 : Math.round(((total - free) / total) * 10000) / 100;
   const racks = Object.fromEntries(state.nodes.map((n) => [n.name, n.spec.location.rack]));
-  return ok({ profile: profile.value.name, placements, pending, racks, summary: { pods, placed, gangs, gangsPlaced, gpuAllocatedPct } });
+  return ok({ profile: profile.name, placements, pending, racks, summary: { pods, placed, gangs, gangsPlaced, gpuAllocatedPct } });
 }
 
 /** Puts a running pod in place; returns an error text when it does not fit where it is said to run. */
