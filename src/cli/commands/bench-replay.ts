@@ -6,9 +6,9 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
-import { replay, type ReplayResult } from '../../sim/replay/replay.ts';
-import { compressTime, InputError, loadClusterSource, loadUnits, parseClusterSize, TRACE_FORMATS, type ClusterSource, type TraceFormat } from '../../sim/replay/sources.ts';
-import { replayReportHtml } from '../../sim/report/replay-html.ts';
+import { replay, type ReplayResult } from '../../bench/replay/replay.ts';
+import { compressTime, InputError, loadClusterSource, loadUnits, parseClusterSize, TRACE_FORMATS, type ClusterSource, type TraceFormat } from '../../bench/replay/sources.ts';
+import { replayReportHtml } from '../../bench/report/replay-html.ts';
 import { TraceError } from '../../sim/trace/errors.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';

@@ -1,8 +1,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { benchTenants } from '../../sim/tenants/bench-tenants.ts';
-import { TIERS } from '../../sim/tenants/philly-window.ts';
+import { benchTenants } from '../../bench/tenants/bench-tenants.ts';
+import { TIERS } from '../../bench/tenants/philly-window.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
 

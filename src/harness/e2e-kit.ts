@@ -1,7 +1,7 @@
 /** Small helpers for end-to-end tests against the real control plane. */
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../client.ts';
-import { GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../labels.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../kube/labels.ts';
 
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
   const end = performance.now() + timeoutMs;

@@ -2,12 +2,12 @@
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { vi } from 'vitest';
-import { registerBenchFgd } from '../../cli/commands/bench-fgd.ts';
-import { registerBenchReplay } from '../../cli/commands/bench-replay.ts';
-import { registerBenchThroughput } from '../../cli/commands/bench-throughput.ts';
+import { registerBenchFgd } from '../commands/bench-fgd.ts';
+import { registerBenchReplay } from '../commands/bench-replay.ts';
+import { registerBenchThroughput } from '../commands/bench-throughput.ts';
 
 /** Path of a file in src/sim/testdata. */
-export const simFixture = (f: string): string => fileURLToPath(new URL(`../testdata/${f}`, import.meta.url));
+export const simFixture = (f: string): string => fileURLToPath(new URL(`../../sim/testdata/${f}`, import.meta.url));
 
 export async function runBench(args: readonly string[]): Promise<{ out: string; error?: Error }> {
   const program = new Command('sits').exitOverride().configureOutput({ writeErr: () => undefined, writeOut: () => undefined });

@@ -6,7 +6,7 @@
  * gold, silver, bronze in turn; durations are clipped to `maxDurationSec`; jobs wider than the cluster are
  * dropped; a job of n ≤ 8 GPUs is one pod, wider jobs are n/8 pods of 8 GPUs (rounded up).
  */
-import { parsePhillyJobs, type TraceJob } from '../trace/philly.ts';
+import { parsePhillyJobs, type TraceJob } from '../../sim/trace/philly.ts';
 
 export const TIERS = ['gold', 'silver', 'bronze'] as const;
 export type Tier = (typeof TIERS)[number];

@@ -18,7 +18,7 @@ import { seededRng, type Rng } from '../../core/ports.ts';
 import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
-import { Environment, type SimEvent } from '../engine.ts';
+import { Environment, type SimEvent } from '../../sim/engine.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { mean, median } from '../fgd/summary.ts';
 import { percentile } from '../throughput/run.ts';

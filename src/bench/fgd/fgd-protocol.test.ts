@@ -1,14 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { fileURLToPath } from 'node:url';
-import { loadOpenbNodes, loadOpenbPods } from '../trace/openb.ts';
-import type { TracePod } from '../trace/types.ts';
+import { loadOpenbNodes, loadOpenbPods } from '../../sim/trace/openb.ts';
+import type { TracePod } from '../../sim/trace/types.ts';
 import { FgdMeter } from './metrics.ts';
 import { pyRound, pyRound2 } from './py-round.ts';
 import { prepareFgdTrace, runFgd } from './run.ts';
 import { fgdBenchJson, parseSeeds, summarizePolicy } from './summary.ts';
 import { fgdWorkload } from './workload.ts';
 
-const fixture = (f: string): string => fileURLToPath(new URL(`../testdata/${f}`, import.meta.url));
+const fixture = (f: string): string => fileURLToPath(new URL(`../../sim/testdata/${f}`, import.meta.url));
 const nodes = loadOpenbNodes(fixture('tiny_nodes.csv'));
 const pods = loadOpenbPods(fixture('tiny_pods.csv')).pods;
 const trace = prepareFgdTrace('tiny_pods.csv', nodes, pods);

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium, pageErrors } from '../../testing/chromium.ts';
-import { runBench, simFixture } from '../testing/bench-cli.ts';
+import { launchChromium, pageErrors } from '../testing/chromium.ts';
+import { runBench, simFixture } from './testing/bench-cli.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'sits-report-'));
 let browser: Browser;

@@ -6,8 +6,8 @@
 import { makePod, type GangSpec, type PodSpec } from '../../core/model/pod.ts';
 import type { WorkloadUnit } from '../../spec/workload-file.ts';
 import { toPodSpec } from '../fgd/workload.ts';
-import type { TraceJob } from '../trace/philly.ts';
-import type { TracePod } from '../trace/types.ts';
+import type { TraceJob } from '../../sim/trace/philly.ts';
+import type { TracePod } from '../../sim/trace/types.ts';
 
 export interface ReplayUnit {
   readonly id: string;

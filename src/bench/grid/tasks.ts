@@ -3,7 +3,7 @@
  * thread, and the function that performs it. Traces are parsed once per thread and reused.
  */
 import { basename } from 'node:path';
-import { loadOpenbNodes, loadOpenbPods } from '../trace/openb.ts';
+import { loadOpenbNodes, loadOpenbPods } from '../../sim/trace/openb.ts';
 import { prepareFgdTrace, runFgd, type FgdRun, type FgdTrace } from '../fgd/run.ts';
 
 export interface FgdTask {

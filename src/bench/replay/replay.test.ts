@@ -44,7 +44,7 @@ describe('replay', () => {
 });
 
 describe('replay sources', () => {
-  const fixture = (f: string): string => fileURLToPath(new URL(`../testdata/${f}`, import.meta.url));
+  const fixture = (f: string): string => fileURLToPath(new URL(`../../sim/testdata/${f}`, import.meta.url));
   it('recognises formats and loads the openb fixture with its times', () => {
     expect(detectFormat('w.yaml', '')).toBe('yaml');
     expect(detectFormat('x.csv', 'timestamp,duration,num_gpus,gpu_time,cluster\n')).toBe('philly');

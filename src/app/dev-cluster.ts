@@ -5,13 +5,13 @@
  */
 import { writeFileSync } from 'node:fs';
 import { buildCrds } from '../api/crd.ts';
-import { createLiveApp, type LiveApp } from '../app/live.ts';
+import { createLiveApp, type LiveApp } from './live.ts';
 import { KubeClient, isStatus } from '../kube/client.ts';
 import { nodeObjectFor } from '../kube/labels.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
-import { startControlPlane, type ControlPlane } from '../kube/testing/control-plane.ts';
-import { createFakeGpuNodes } from '../kube/testing/fake-nodes.ts';
-import { FakeKubelet } from './fake-kubelet.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { FakeKubelet } from '../harness/fake-kubelet.ts';
 import { startControllers, type ControllerOptions, type Controllers } from '../controllers/runner.ts';
 
 export interface DevClusterOptions {

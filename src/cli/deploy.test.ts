@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { buildCrds } from '../api/crd.ts';
-import { deployFiles } from './bundle.ts';
+import { deployFiles } from '../deploy/bundle.ts';
 
 const root = join(import.meta.dirname, '../..');
 const sits = (args: string[]): { code: number; out: string; err: string } => {

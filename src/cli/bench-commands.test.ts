@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CliError } from '../cli/errors.ts';
+import { CliError } from './errors.ts';
 import { runBench as run, simFixture as fixture } from './testing/bench-cli.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'sits-bench-'));

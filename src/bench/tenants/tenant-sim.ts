@@ -18,7 +18,7 @@ import { deservedGpu } from '../../core/queue/fair-share.ts';
 import { makeQueue, type QueueSpec } from '../../core/queue/model.ts';
 import { seededRng } from '../../core/ports.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
-import { Environment } from '../engine.ts';
+import { Environment } from '../../sim/engine.ts';
 import { percentile } from '../../core/estimate/stats.ts';
 import { TIERS, type TenantJob, type Tier } from './philly-window.ts';
 

@@ -76,7 +76,7 @@ export interface ControlPlane {
   stop(): Promise<void>;
 }
 
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ENSURE_SCRIPT = join(REPO_ROOT, 'tools/k8s/ensure.mjs');
 const LOG_TAIL_LINES = 40;
 

@@ -11,7 +11,7 @@ import { makePod, type PodSpec } from '../../core/model/pod.ts';
 import { flatTopology } from '../../core/model/topology.ts';
 import { seededRng, shuffle, type Rng } from '../../core/ports.ts';
 import { typicalShapes, type TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
-import type { TraceNode, TracePod } from '../trace/types.ts';
+import type { TraceNode, TracePod } from '../../sim/trace/types.ts';
 
 /** The paper's simulator allows 1001 pods per node (never binding in practice). */
 export const FGD_MAX_PODS = 1001;

@@ -8,9 +8,9 @@ import { InputError } from '../../spec/yaml-source.ts';
 import { loadClusterText } from '../../spec/cluster-file.ts';
 import { loadWorkloadText } from '../../spec/workload-file.ts';
 import { toNodeSpec } from '../fgd/workload.ts';
-import { TraceError } from '../trace/errors.ts';
-import { parseOpenbNodes, parseOpenbPods, readText } from '../trace/openb.ts';
-import { parsePhillyJobs, parsePolluxWorkload } from '../trace/philly.ts';
+import { TraceError } from '../../sim/trace/errors.ts';
+import { parseOpenbNodes, parseOpenbPods, readText } from '../../sim/trace/openb.ts';
+import { parsePhillyJobs, parsePolluxWorkload } from '../../sim/trace/philly.ts';
 import { benchNodes } from '../throughput/workload.ts';
 import { jobUnits, openbUnits, yamlUnits, type ReplayUnit } from './units.ts';
 

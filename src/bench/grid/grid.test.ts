@@ -4,7 +4,7 @@ import { fgdBenchJson } from '../fgd/summary.ts';
 import { runGrid, GridTaskError } from './pool.ts';
 import type { FgdTask } from './tasks.ts';
 
-const fixture = (f: string): string => fileURLToPath(new URL(`../testdata/${f}`, import.meta.url));
+const fixture = (f: string): string => fileURLToPath(new URL(`../../sim/testdata/${f}`, import.meta.url));
 const tasks: FgdTask[] = ['bestfit', 'sits'].flatMap((policy) => [42, 43, 44].map((seed) => ({ nodesFile: fixture('tiny_nodes.csv'), podsFile: fixture('tiny_pods.csv'), policy, seed, tune: 1.3, timing: false })));
 
 describe('runGrid', () => {
