@@ -1,7 +1,11 @@
 /** `sits bench tenants`: the Philly busy window under SITS and under FIFO, as the JSON contract of issue 6. */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { busiestWindow, parsePhilly, TIERS, type Tier } from './philly-window.ts';
 import { runTenantSim, type EtaMethod, type TenantSimResult, type TierMetrics } from './tenant-sim.ts';
+
+/** The Pollux artifact's philly.csv in the shared traces folder next to the repository. */
+export const DEFAULT_TENANTS_TRACE = join(import.meta.dirname, '../../../../shared/traces/pollux-philly/philly.csv');
 
 export interface BenchTenantsOptions {
   readonly trace: string;
