@@ -1,3 +1,5 @@
+// Lives in cli/: it runs the whole product (live scheduler, controllers, HTTP server, `sits run`) under the generated RBAC,
+// and only the cli layer may import all of them.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -16,10 +18,10 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { METRIC } from '../server/metrics.ts';
 import { startServer, type SitsServer } from '../server/server.ts';
 import { parsePromText, sampleValue } from '../server/testing/prom-text.ts';
-import { deployFiles, plainObjects, renderChart } from './bundle.ts';
-import { NAMES } from './manifests.ts';
-import type { Json } from './tree.ts';
-import { resolveValues } from './values.ts';
+import { deployFiles, plainObjects, renderChart } from '../deploy/bundle.ts';
+import { NAMES } from '../deploy/manifests.ts';
+import type { Json } from '../deploy/tree.ts';
+import { resolveValues } from '../deploy/values.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: { template?: { metadata?: unknown; spec?: Record<string, unknown> } } };
 
