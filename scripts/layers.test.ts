@@ -1,12 +1,12 @@
 // The layer table of eslint.config.js (docs/adr/0040-layers.md) covers every folder under src/, and its
 // rules fire: each forbidden import is an error, each allowed one is not, at every depth.
-import { existsSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { ESLint } from 'eslint';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url);
-type Config = { LAYERS: Record<string, string[]>; TEST_IMPORTS: string[]; PURE: string[]; CONTROLLERS_EXEMPT: string[] };
-const { LAYERS, TEST_IMPORTS, PURE, CONTROLLERS_EXEMPT } = (await import(new URL('eslint.config.js', root).href)) as Config;
+type Config = { LAYERS: Record<string, string[]>; TEST_IMPORTS: string[]; PURE: string[] };
+const { LAYERS, TEST_IMPORTS, PURE } = (await import(new URL('eslint.config.js', root).href)) as Config;
 const folders = readdirSync(new URL('src', root), { withFileTypes: true })
   .filter((d) => d.isDirectory())
   .map((d) => d.name)
@@ -99,12 +99,5 @@ describe('the layer rules', () => {
     for (const code of impure) expect(await lint(probe('kube', 0), code), code).toEqual([]);
     // Tests of the core may use the clock and the file system.
     expect(await lint(probe('core', 0, true), impure[0] as string)).toEqual([]);
-  });
-
-  it('exempt only the controller runner and its work queue (bound for kube/), and hold them to kube\'s layer', async () => {
-    expect(CONTROLLERS_EXEMPT).toEqual(['src/controllers/runner.ts', 'src/controllers/work-queue.ts']);
-    for (const f of CONTROLLERS_EXEMPT) expect(existsSync(new URL(f, root)), `${f} has moved: delete its exemption (CONTROLLERS_EXEMPT in eslint.config.js)`).toBe(true);
-    expect(await lint('src/controllers/runner.ts', importOf(0, 'kube'))).toEqual([]);
-    expect(await lint('src/controllers/runner.ts', importOf(0, 'app'))).toEqual([expect.stringContaining('the controller runner (bound for kube/) may import only controllers, core, api, spec, kube')]);
   });
 });

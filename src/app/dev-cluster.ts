@@ -12,7 +12,7 @@ import { NODE_SHAPES } from '../core/model/presets.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
-import { startControllers, type ControllerOptions, type Controllers } from '../controllers/runner.ts';
+import { startControllers, type ControllerOptions, type Controllers } from './controllers.ts';
 
 export interface DevClusterOptions {
   readonly nodes: number;

@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LiveScheduler } from '../kube/live-scheduler.ts';
-import { startControllers, type Controllers } from '../controllers/runner.ts';
+import { startControllers, type Controllers } from './controllers.ts';
 
 export interface LiveAppOptions {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
@@ -18,7 +18,8 @@ export interface LiveAppOptions {
   readonly leaseDurationSec?: number;
   readonly events?: boolean;
   readonly maxInFlight?: number;
-  readonly crashAfterGangBinds?: number;
+  /** Test seam of the binder (crash tests): see KubeBinderOptions.afterGangMemberBound. */
+  readonly afterGangMemberBound?: (count: number) => void;
   /** Also run the workload controllers (TrainingJob); they act only while this replica leads. */
   readonly controllers?: boolean;
   readonly log?: (m: string) => void;
@@ -48,7 +49,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.leaseNamespace === undefined ? {} : { leaseNamespace: opts.leaseNamespace }),
     ...(opts.leaseDurationSec === undefined ? {} : { leaseDurationSec: opts.leaseDurationSec }),
     ...(opts.events === undefined ? {} : { events: opts.events }),
-    ...(opts.crashAfterGangBinds === undefined ? {} : { crashAfterGangBinds: opts.crashAfterGangBinds }),
+    ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
     ...(opts.log === undefined ? {} : { log: opts.log }),
   });
   await scheduler.start();

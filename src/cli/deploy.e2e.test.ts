@@ -9,7 +9,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
-import { startControllers } from '../controllers/runner.ts';
+import { startControllers } from '../app/controllers.ts';
 import { applyCrds, devNodes } from '../app/dev-cluster.ts';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
@@ -17,7 +17,7 @@ import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '..
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { METRIC } from '../server/metrics.ts';
 import { startServer, type SitsServer } from '../server/server.ts';
-import { parsePromText, sampleValue } from '../server/testing/prom-text.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import { deployFiles, plainObjects, renderChart } from '../deploy/bundle.ts';
 import { NAMES } from '../deploy/manifests.ts';
 import type { Json } from '../deploy/tree.ts';

@@ -1,6 +1,6 @@
-// Workload controllers: pure reconcile functions and the runner that drives them against kube-apiserver.
-export { startControllers } from './runner.ts';
-export type { ControllerOptions, Controllers } from './runner.ts';
+// Workload controllers: pure reconcile functions and the definitions kube/controller-runner.ts drives
+// (app/controllers.ts starts them).
+export { trainingJobController, toControllerAction, TRAINING_JOB_RESOURCE } from './training-job/controller.ts';
 export { reconcileTrainingJob, backoffDelayMs, isRetryableExitCode, sizes } from './training-job/reconcile.ts';
 export { DEFAULT_CONTROLLER_CONFIG } from './training-job/model.ts';
 export type { Action, ApplyError, ControllerConfig, Observed, ReconcileResult, TrainingJobObject } from './training-job/model.ts';

@@ -1,60 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { safeReason, setCondition } from './conditions.ts';
-import { statusPatch } from './runner.ts';
-import { WorkQueue } from './work-queue.ts';
 import { dataLoaderHint, mergeEnv } from './training-job/env.ts';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-describe('WorkQueue', () => {
-  it('runs one worker per key; a key added while it runs runs once more afterwards', async () => {
-    const log: string[] = [];
-    let release: (() => void) | undefined;
-    const q = new WorkQueue(async (k) => {
-      log.push(`start ${k}`);
-      if (k === 'a' && release === undefined) await new Promise<void>((r) => (release = r));
-      log.push(`end ${k}`);
-    }, 2);
-    q.add('a');
-    q.add('b');
-    await sleep(10);
-    q.add('a');
-    q.add('a');
-    await sleep(10);
-    expect(log).toEqual(['start a', 'start b', 'end b']);
-    release?.();
-    await sleep(20);
-    expect(log).toEqual(['start a', 'start b', 'end b', 'end a', 'start a', 'end a']);
-    await q.stop();
-  });
-
-  it('addAfter keeps the earliest timer per key; stop cancels timers', async () => {
-    const seen: string[] = [];
-    const q = new WorkQueue(async (k) => {
-      seen.push(k);
-    });
-    q.addAfter('k', 200);
-    q.addAfter('k', 20);
-    q.addAfter('k', 500);
-    // Timers fire in deadline order: the 20 ms one before this sleep ends.
-    await sleep(120);
-    expect(seen).toHaveLength(1);
-    await sleep(500);
-    expect(seen).toHaveLength(1);
-    q.addAfter('late', 50);
-    await q.stop();
-    await sleep(80);
-    expect(seen).toHaveLength(1);
-  });
-});
-
-describe('statusPatch', () => {
-  it('sends only what changed, null for removed fields, nothing when equal', () => {
-    expect(statusPatch({ phase: 'Running', restartCount: 1, nextAttemptTime: '2026-01-01T00:00:00Z' }, { phase: 'Running', restartCount: 2 })).toEqual({ restartCount: 2, nextAttemptTime: null });
-    expect(statusPatch({ nodes: ['a'] }, { nodes: ['a'] })).toBeUndefined();
-    expect(statusPatch({}, { phase: 'Pending' })).toEqual({ phase: 'Pending' });
-  });
-});
 
 describe('conditions', () => {
   it('keep lastTransitionTime unless the status changes; reasons always match the metav1 pattern', () => {

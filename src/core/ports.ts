@@ -45,21 +45,53 @@ export interface BindRequest {
   readonly gpus: readonly number[];
 }
 
-/** Carries committed placements to a cluster. */
-export interface Binder {
-  bind(requests: readonly BindRequest[]): Promise<void>;
+/**
+ * What one committed statement asks to bind: a single pod, or the members of one gang that the statement
+ * placed together (an adapter binds them all-or-nothing). `after` lists pods the same statement evicted
+ * (preemption victims): the members are bound only once those are gone.
+ */
+export interface BindBatch {
+  readonly requests: readonly BindRequest[];
+  readonly gang?: string;
+  readonly after: readonly string[];
 }
 
-export interface Evictor {
-  evict(podIds: readonly string[], reason: string): Promise<void>;
+/**
+ * Carries committed placements to a cluster. Called synchronously at commit, like kube-scheduler's assume:
+ * an adapter that talks to a server binds in the background and reports failures back to its host.
+ */
+export interface Binder {
+  bind(batch: BindBatch): void;
 }
+
+/** Removes committed victims from a cluster (a whole gang at a time: the statement released all its pods). */
+export interface Evictor {
+  evict(podIds: readonly string[], reason: string): void;
+}
+
+export type SchedulingEventKind = 'Scheduled' | 'FailedScheduling' | 'Preempted' | 'WaitingForGang';
 
 export interface SchedulingEvent {
-  readonly kind: 'Scheduled' | 'FailedScheduling' | 'Preempted';
+  readonly kind: SchedulingEventKind;
+  /** Pod id (`namespace/name` live). */
   readonly subject: string;
   readonly message: string;
 }
 
 export interface EventSink {
   emit(event: SchedulingEvent): void;
+}
+
+/** What the scheduler says about pods that wait: the PodScheduled condition and the expected start. */
+export interface StatusWriter {
+  unschedulable(podIds: readonly string[], message: string): void;
+  expectedStart(podIds: readonly string[], atMs: number): void;
+}
+
+/** Every port a scheduling spine needs to reach a cluster. */
+export interface ClusterPorts {
+  readonly binder: Binder;
+  readonly evictor: Evictor;
+  readonly events: EventSink;
+  readonly status: StatusWriter;
 }

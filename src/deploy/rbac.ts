@@ -28,7 +28,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
 ];
 
-/** src/controllers/runner.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
+/** The workload controllers of src/app/controllers.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the finalizer; delete: ttlSecondsAfterFinished.
   { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },

@@ -1,7 +1,10 @@
 /**
- * The live scheduler's view, kept from watch events: nodes and every pod that holds resources, applied
- * incrementally to the core's ClusterState; pods waiting for SITS; gang membership. A change in the node
- * set or a node's shape rebuilds the ClusterState (rare); pod events only allocate or release.
+ * The live scheduler's cache (kube-scheduler's): the objects the watches deliver, the allocations SITS
+ * assumed before the watch confirmed them, and the pods waiting for SITS. The core's ClusterState is the
+ * per-cycle snapshot: watch events only mark pods dirty, and `snapshot()` — called at the start of a
+ * cycle, never during one — applies them (allocate or release per dirty pod; a change in the node set or
+ * a node's shape rebuilds the state, rarely). A cycle therefore sees one consistent cluster, whatever
+ * arrives while its bindings are in flight.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import type { NodeSpec } from '../core/model/node.ts';
@@ -26,9 +29,11 @@ export class ClusterCache {
   readonly pending = new Map<string, PendingPod>();
   private stateDirty = true;
   private current: ClusterState | undefined;
+  /** Pods whose objects changed since the last snapshot. */
+  private readonly dirty = new Set<string>();
   private seq = 0;
-  /** Incremented by any change that could let a waiting pod fit. */
-  generation = 0;
+  /** Resources released (or nodes changed) by the last snapshot: waiting jobs may now fit. */
+  private freedSinceSnapshot = false;
   readonly problems = new Map<string, string>();
 
   constructor(
@@ -40,10 +45,23 @@ export class ClusterCache {
     return this.nodeObjs.size;
   }
 
-  /** The ClusterState, rebuilt if the node set changed. */
-  state(): ClusterState {
+  /**
+   * The snapshot: the ClusterState with every change since the last call applied (rebuilt if the node set
+   * changed). `freed` says whether that released anything (or changed nodes), i.e. whether parked jobs may
+   * now fit.
+   */
+  snapshot(): { readonly state: ClusterState; readonly freed: boolean } {
     if (this.current === undefined || this.stateDirty) this.rebuild();
-    return this.current as ClusterState;
+    else for (const key of this.dirty) this.reconcile(key);
+    this.dirty.clear();
+    const freed = this.freedSinceSnapshot;
+    this.freedSinceSnapshot = false;
+    return { state: this.current as ClusterState, freed };
+  }
+
+  /** The snapshot as of now (`snapshot().state`). */
+  state(): ClusterState {
+    return this.snapshot().state;
   }
 
   pod(key: string): V1Pod | undefined {
@@ -66,23 +84,17 @@ export class ClusterCache {
     const sig = JSON.stringify(r.value);
     const old = this.nodeObjs.get(name);
     this.nodeObjs.set(name, { obj: n, spec: r.value, sig });
-    if (old?.sig !== sig) {
-      this.stateDirty = true;
-      this.generation++;
-    }
+    if (old?.sig !== sig) this.stateDirty = true;
   }
 
   deleteNode(n: V1Node): void {
-    if (this.nodeObjs.delete(n.metadata?.name ?? '')) {
-      this.stateDirty = true;
-      this.generation++;
-    }
+    if (this.nodeObjs.delete(n.metadata?.name ?? '')) this.stateDirty = true;
   }
 
   upsertPod(p: V1Pod): void {
     const key = podKey(p);
-    const old = this.pods.get(key);
     this.pods.set(key, p);
+    this.dirty.add(key);
     const ours = p.spec?.schedulerName === this.schedulerName;
     const unbound = (p.spec?.nodeName ?? '') === '';
     if (ours && unbound && !this.assumed.has(key) && p.metadata?.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') {
@@ -94,40 +106,48 @@ export class ClusterCache {
         } else {
           this.problems.delete(key);
           this.pending.set(key, { key, obj: p, spec: spec.value, createdMs: Date.parse(p.metadata?.creationTimestamp?.toString() ?? '') || 0, seq: this.seq++ });
-          this.generation++;
         }
       } else {
         const cur = this.pending.get(key) as PendingPod;
         this.pending.set(key, { ...cur, obj: p });
       }
     } else this.pending.delete(key);
-    if (this.current === undefined || this.stateDirty) return;
-    const holds = podHoldsResources(p);
-    const held = old !== undefined && podHoldsResources(old);
-    if (holds) {
-      // Confirmed by the watch: an assumed allocation becomes a plain one.
-      if (!this.assumed.delete(key) && !held) this.account(p);
-    } else if (held) this.release(key);
   }
 
   deletePod(p: V1Pod): void {
     const key = podKey(p);
     this.pods.delete(key);
     this.pending.delete(key);
-    if (this.assumed.has(key)) this.assumed.delete(key);
-    if (this.current !== undefined && !this.stateDirty) this.release(key);
+    this.assumed.delete(key);
+    this.dirty.add(key);
   }
 
-  /** Records a decision made by SITS before the watch reports the binding. */
+  /**
+   * Records a decision made by SITS before the watch reports the binding (the allocation is already in the
+   * snapshot: the statement made it).
+   */
   assume(a: Allocation): void {
     this.assumed.set(a.podId, a);
     this.pending.delete(a.podId);
   }
 
+  /** Assumes the allocation the current snapshot holds for the pod (made by a committed statement); false if none. */
+  assumePlaced(podId: string): boolean {
+    const a = this.current?.allocation(podId);
+    if (a === undefined) return false;
+    this.assume(a);
+    return true;
+  }
+
+  /** Whether SITS assumed the pod and the watch has not confirmed it yet. */
+  isAssumed(podId: string): boolean {
+    return this.assumed.has(podId);
+  }
+
   /** Forgets an assumed allocation whose binding failed; the pod goes back to pending if it still exists. */
   forget(podId: string): void {
     this.assumed.delete(podId);
-    if (this.current !== undefined && !this.stateDirty) this.release(podId);
+    this.dirty.add(podId);
     const p = this.pods.get(podId);
     if (p !== undefined) {
       this.pods.delete(podId);
@@ -135,8 +155,30 @@ export class ClusterCache {
     }
   }
 
+  /** Brings one pod's allocation in the snapshot in line with its object (and SITS's assumption). */
+  private reconcile(key: string): void {
+    const state = this.current as ClusterState;
+    const p = this.pods.get(key);
+    const holds = p !== undefined && podHoldsResources(p);
+    const have = state.allocation(key);
+    if (holds) {
+      const node = p.spec?.nodeName ?? p.metadata?.annotations?.[ANNOTATION.assignedNode];
+      if (have !== undefined && have.node === node) {
+        // Confirmed by the watch: an assumed allocation becomes a plain one.
+        if ((p.spec?.nodeName ?? '') !== '') this.assumed.delete(key);
+        return;
+      }
+      if (have !== undefined) this.release(key);
+      this.assumed.delete(key);
+      this.account(p);
+      return;
+    }
+    if (this.assumed.has(key)) return;
+    if (have !== undefined) this.release(key);
+  }
+
   private release(key: string): void {
-    if (this.current?.release(key) !== undefined) this.generation++;
+    if (this.current?.release(key) !== undefined) this.freedSinceSnapshot = true;
   }
 
   /** Puts a resource-holding pod into the state; GPU indices from its annotation, else the lowest free. */
@@ -175,6 +217,6 @@ export class ClusterCache {
       const fits = a.gpus.every((g) => (node.gpuFree[g] as number) >= a.gpuMilli);
       if (fits) this.current.allocate(a);
     }
-    this.generation++;
+    this.freedSinceSnapshot = true;
   }
 }

@@ -15,11 +15,13 @@ interface Proc {
   exited: Promise<number | null>;
 }
 
-function startScheduler(kubeconfig: string, identity: string, env: Record<string, string> = {}): Proc {
-  const child = spawn(process.execPath, [join(root, 'bin/sits.mjs'), 'run', '--kubeconfig', kubeconfig, '--identity', identity, '--lease-namespace', 'kube-system', '--lease-duration', '4'], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+/** `sits run`, or with `crashAfterGangBinds` the test seam that kills the scheduler after that many gang-member bindings. */
+function startScheduler(kubeconfig: string, identity: string, crashAfterGangBinds?: number): Proc {
+  const args =
+    crashAfterGangBinds === undefined
+      ? [join(root, 'bin/sits.mjs'), 'run', '--kubeconfig', kubeconfig, '--identity', identity, '--lease-namespace', 'kube-system', '--lease-duration', '4']
+      : ['--import', 'tsx', join(root, 'src/app/crashing-scheduler.ts'), kubeconfig, identity, String(crashAfterGangBinds)];
+  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   const log: string[] = [];
   child.stdout?.on('data', (d: Buffer) => log.push(d.toString()));
   child.stderr?.on('data', (d: Buffer) => log.push(d.toString()));
@@ -97,7 +99,7 @@ describe('high availability and crash safety (scheduler processes on a real cont
     await Promise.all(procs.map((p) => p.exited));
     await createNs(client, 'crash');
     await client.post('/apis/ai.sits2026.dev/v1/namespaces/crash/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'g', namespace: 'crash' }, spec: { minMember: 4 } });
-    const first = startScheduler(plane.kubeconfigPath, 'crashy', { SITS_FAILPOINT_CRASH_AFTER_GANG_BINDS: '2' });
+    const first = startScheduler(plane.kubeconfigPath, 'crashy', 2);
     procs.push(first);
     await createPods(client, Array.from({ length: 4 }, (_, i) => testPod('crash', `g-${i}`, { gpus: 4, group: 'g' })));
     await first.exited;

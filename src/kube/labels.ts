@@ -54,6 +54,12 @@ export const ANNOTATION = {
   /** Set on a pod that SITS has placed as part of a gang plan, before its binding (see gang-binder.ts). */
   assignedNode: `${P}/assigned-node`,
   planId: `${P}/plan-id`,
+  /** Members of the gang plan, written with it: recovery completes a plan only when all of them exist. */
+  planSize: `${P}/plan-size`,
+  /** Gang description on the pods when there is no PodGroup object. */
+  minMember: `${P}/min-member`,
+  topologyRequired: `${P}/topology-required`,
+  topologyPreferred: `${P}/topology-preferred`,
 } as const;
 export const GPU_RESOURCE = 'nvidia.com/gpu';
 export const SCHEDULER_NAME = 'sits-scheduler';

@@ -1,8 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { METRIC, SitsMetrics, type SchedulerView } from './metrics.ts';
 import { startServer, type SitsServer } from './server.ts';
-import { parsePromText, sampleValue } from './testing/prom-text.ts';
-import { CONTENT_TYPE } from './prometheus.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 
 /** Two nodes of 8 and 4 GPUs; GPUs 0-2 of the first in use (one of them half), GPU 3 of the second unhealthy. */
 function fakeScheduler(): SchedulerView & { leader: boolean } {
@@ -71,7 +70,7 @@ describe('the scheduler HTTP server', () => {
 
     const r = await get(`${server.url}/metrics`);
     expect(r.status).toBe(200);
-    expect(r.type).toBe(CONTENT_TYPE);
+    expect(r.type).toBe('text/plain; version=0.0.4; charset=utf-8');
     const families = parsePromText(r.body); // strict: throws on any malformed line
 
     for (const name of Object.values(METRIC)) {
@@ -124,6 +123,18 @@ describe('the scheduler HTTP server', () => {
     const families = parsePromText((await get(`${server.url}/metrics`)).body);
     expect(sampleValue(families, METRIC.bindings)).toBe(0);
     expect(sampleValue(families, `${METRIC.attemptDuration}_count`, { result: 'scheduled' })).toBe(0);
+  });
+
+  it('answers 500 and logs when the metrics cannot be read', async () => {
+    const logs: string[] = [];
+    const metrics = new SitsMetrics();
+    metrics.attachSource(() => {
+      throw new Error('cache gone');
+    });
+    server = await startServer({ port: 0, host: '127.0.0.1', metrics, log: (m) => logs.push(m) });
+    expect(await get(`${server.url}/metrics`)).toMatchObject({ status: 500, body: 'metrics unavailable\n' });
+    expect(logs).toEqual(['metrics: cache gone']);
+    expect((await get(`${server.url}/healthz`)).status).toBe(200);
   });
 
   it('fails to start on a port in use, and closes cleanly', async () => {

@@ -1,12 +1,11 @@
 /**
  * The scheduler process's HTTP server: `/healthz` (the process is alive), `/readyz` (the informers have
  * listed everything once; the body says whether this replica leads or stands by) and `/metrics`
- * (Prometheus text format). It starts before the scheduler so that probes answer during start-up;
- * `attach()` hands it the running scheduler.
+ * (Prometheus text format, rendered by prom-client). It starts before the scheduler so that probes answer
+ * during start-up; `attach()` hands it the running scheduler.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { CONTENT_TYPE } from './prometheus.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
 
 export interface ServerOptions {
@@ -65,18 +64,15 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
         else send(res, 200, `ok\ninformers: synced\nrole: ${scheduler.isLeader() ? 'leader' : 'standby'}\n`);
         return;
       }
-      case '/metrics': {
-        let text: string;
-        try {
-          text = metrics.render();
-        } catch (e) {
-          opts.log?.(`metrics: ${(e as Error).message}`);
-          send(res, 500, 'metrics unavailable\n');
-          return;
-        }
-        send(res, 200, text, CONTENT_TYPE);
+      case '/metrics':
+        metrics.metrics().then(
+          (text) => send(res, 200, text, metrics.contentType),
+          (e: unknown) => {
+            opts.log?.(`metrics: ${(e as Error).message}`);
+            send(res, 500, 'metrics unavailable\n');
+          },
+        );
         return;
-      }
       default:
         send(res, 404, 'not found\n');
     }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, nearestRank, parseProcStat, parsePrometheus, perSecond, promSum, rate, schedulerPerfThroughput } from './measure.ts';
+import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, nearestRank, parseProcStat, perSecond, promSum, rate, schedulerPerfThroughput } from './measure.ts';
+import { promSamples } from '../../harness/prom-text.ts';
 import { parse as parseYaml } from 'yaml';
 
 describe('schedulerPerfThroughput (scheduler_perf throughputCollector semantics)', () => {
@@ -68,20 +69,30 @@ describe('/proc/<pid>/stat', () => {
 });
 
 describe('Prometheus text', () => {
-  const before = parsePrometheus(`# HELP x
+  // As kube-apiserver and kube-scheduler write it (HELP, TYPE, complete histograms): the parser is strict.
+  const before = promSamples(`# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in seconds.
+# TYPE apiserver_request_duration_seconds histogram
 apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="0.1"} 10
 apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="0.2"} 10
 apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="+Inf"} 10
 apiserver_request_duration_seconds_sum{verb="POST",resource="pods",subresource="binding"} 0.5
 apiserver_request_duration_seconds_count{verb="POST",resource="pods",subresource="binding"} 10
 `);
-  const after = parsePrometheus(`apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="0.1"} 60
+  const after = promSamples(`# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in seconds.
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="0.1"} 60
 apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="0.2"} 110
 apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="binding",le="+Inf"} 110
 apiserver_request_duration_seconds_sum{verb="POST",resource="pods",subresource="binding"} 10.5
 apiserver_request_duration_seconds_count{verb="POST",resource="pods",subresource="binding"} 110
+apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="",le="0.1"} 7
+apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="",le="0.2"} 7
+apiserver_request_duration_seconds_bucket{verb="POST",resource="pods",subresource="",le="+Inf"} 7
+apiserver_request_duration_seconds_sum{verb="POST",resource="pods",subresource=""} 0.07
 apiserver_request_duration_seconds_count{verb="POST",resource="pods",subresource=""} 7
+# TYPE rest_client_requests_total counter
 rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 3e+03
+# TYPE weird_label gauge
 weird_label{msg="a \\"quoted\\" value"} 1
 `);
   it('parses names, labels (with escapes) and values', () => {

@@ -1,8 +1,10 @@
 /**
  * Pure parts of `sits bench kube`: throughput as kube-scheduler's scheduler_perf computes it, rates over a
- * window, percentiles, /proc/<pid>/stat parsing, Prometheus text parsing, and the kube-scheduler config the
- * benchmark writes. No I/O here (see docs/adr/0020-kube-scheduler-benchmark-method.md).
+ * window, percentiles, /proc/<pid>/stat parsing, sums and histograms over scraped Prometheus samples (parsed
+ * by harness/prom-text.ts), and the kube-scheduler config the benchmark writes. No I/O here (see
+ * docs/adr/0020-kube-scheduler-benchmark-method.md).
  */
+import type { Sample } from '../../harness/prom-text.ts';
 
 /**
  * scheduler_perf's "SchedulingThroughput" (test/integration/scheduler_perf/util.go, throughputCollector):
@@ -106,34 +108,10 @@ export function parseProcStat(text: string): { utime: number; stime: number } {
   return { utime, stime };
 }
 
-export interface PromSample {
-  readonly name: string;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly value: number;
-}
-
-/** Prometheus text exposition format → samples (comments and unparsable lines skipped). */
-export function parsePrometheus(text: string): PromSample[] {
-  const out: PromSample[] = [];
-  for (const raw of text.split('\n')) {
-    const line = raw.trim();
-    if (line === '' || line.startsWith('#')) continue;
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)/.exec(line);
-    if (m === null) continue;
-    const labels: Record<string, string> = {};
-    const body = m[3] ?? '';
-    for (const lm of body.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[lm[1] as string] = (lm[2] as string).replace(/\\"/g, '"').replace(/\\n/g, '\n').replace(/\\\\/g, '\\');
-    const v = m[4] === '+Inf' ? Number.POSITIVE_INFINITY : m[4] === '-Inf' ? Number.NEGATIVE_INFINITY : Number(m[4]);
-    if (Number.isNaN(v) && m[4] !== 'NaN') continue;
-    out.push({ name: m[1] as string, labels, value: v });
-  }
-  return out;
-}
-
 const matches = (labels: Readonly<Record<string, string>>, want: Readonly<Record<string, string>>): boolean => Object.entries(want).every(([k, v]) => labels[k] === v);
 
 /** Sum of every sample of `name` whose labels include `want`. */
-export function promSum(samples: readonly PromSample[], name: string, want: Readonly<Record<string, string>> = {}): number {
+export function promSum(samples: readonly Sample[], name: string, want: Readonly<Record<string, string>> = {}): number {
   let s = 0;
   for (const x of samples) if (x.name === name && matches(x.labels, want)) s += x.value;
   return s;
@@ -147,7 +125,7 @@ export interface HistogramDelta {
 }
 
 /** Count, sum and mean of a histogram between two scrapes (`before` may be empty for a fresh process). */
-export function histogramDelta(before: readonly PromSample[], after: readonly PromSample[], name: string, want: Readonly<Record<string, string>> = {}): HistogramDelta {
+export function histogramDelta(before: readonly Sample[], after: readonly Sample[], name: string, want: Readonly<Record<string, string>> = {}): HistogramDelta {
   const count = promSum(after, `${name}_count`, want) - promSum(before, `${name}_count`, want);
   const sumSeconds = promSum(after, `${name}_sum`, want) - promSum(before, `${name}_sum`, want);
   return { count, sumSeconds, meanMs: count > 0 ? (sumSeconds / count) * 1000 : Number.NaN };
@@ -157,9 +135,9 @@ export function histogramDelta(before: readonly PromSample[], after: readonly Pr
  * Quantile estimate from cumulative histogram buckets (`<name>_bucket{le=…}`) between two scrapes, linear
  * inside the bucket as Prometheus' histogram_quantile does. NaN without observations.
  */
-export function histogramQuantile(before: readonly PromSample[], after: readonly PromSample[], name: string, q: number, want: Readonly<Record<string, string>> = {}): number {
+export function histogramQuantile(before: readonly Sample[], after: readonly Sample[], name: string, q: number, want: Readonly<Record<string, string>> = {}): number {
   const acc = new Map<number, number>();
-  const add = (list: readonly PromSample[], sign: number): void => {
+  const add = (list: readonly Sample[], sign: number): void => {
     for (const x of list) {
       if (x.name !== `${name}_bucket` || !matches(x.labels, want)) continue;
       const le = x.labels.le === '+Inf' ? Number.POSITIVE_INFINITY : Number(x.labels.le);

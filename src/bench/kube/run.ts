@@ -13,7 +13,8 @@ import { createInterface } from 'node:readline';
 import { KubeClient } from '../../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
 import { SCHEDULER_NAME } from '../../kube/labels.ts';
-import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, parsePrometheus, percentiles, promSum, rate, schedulerPerfThroughput, type PromSample, type ThroughputSummary } from './measure.ts';
+import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, percentiles, promSum, rate, schedulerPerfThroughput, type ThroughputSummary } from './measure.ts';
+import { promSamples, type Sample } from '../../harness/prom-text.ts';
 import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
 import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
 import { benchNodes, benchPod, createNodes, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
@@ -165,12 +166,15 @@ function httpsText(url: string, token: string, timeoutMs = 20_000): Promise<stri
   });
 }
 
-async function scrape(url: string, token: string): Promise<PromSample[]> {
+async function scrape(url: string, token: string): Promise<Sample[]> {
+  let text: string;
   try {
-    return parsePrometheus(await httpsText(url, token));
+    text = await httpsText(url, token);
   } catch {
     return [];
   }
+  // Outside the try: output the strict parser refuses is a bug to see, not a run without numbers.
+  return promSamples(text);
 }
 
 /** The SITS scheduler in its own process (sits-child.ts), talking JSON lines on stdio. */

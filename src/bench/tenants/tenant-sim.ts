@@ -333,6 +333,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       nowMs,
       state,
       profile: prof,
+      rng: seededRng(7),
       queues,
       pending: pend,
       running: run,

@@ -37,7 +37,6 @@ export function registerRun(program: Command): void {
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('-v, --verbose', 'log every decision problem')
     .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; controllers?: boolean; verbose?: boolean }) => {
-      const failpoint = process.env.SITS_FAILPOINT_CRASH_AFTER_GANG_BINDS;
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log);
       const app = await createLiveApp({
@@ -47,7 +46,6 @@ export function registerRun(program: Command): void {
         ...(o.leaderElect ? { leaseNamespace: o.leaseNamespace, leaseDurationSec: o.leaseDuration } : {}),
         maxInFlight: o.maxInFlight,
         events: o.events,
-        ...(failpoint === undefined ? {} : { crashAfterGangBinds: Number(failpoint) }),
         controllers: o.controllers === true,
         log,
       }).catch(async (e: unknown) => {

@@ -6,6 +6,7 @@ import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import { makePod } from '../model/pod.ts';
 import { makeQueue } from '../queue/model.ts';
+import { seededRng } from '../ports.ts';
 
 const shape = NODE_SHAPES['dgx-h100'] as NonNullable<(typeof NODE_SHAPES)['dgx-h100']>;
 const specs = [0, 1].map((i) => ({ name: `n${i}`, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: 110, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false }));
@@ -41,7 +42,7 @@ describe('estimateStarts', () => {
     ]);
     const p = profile();
     if (!p.ok) throw new Error('profile');
-    const eta = estimateStarts({ nowMs: 0, state, profile: p.value, queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, 4 * H, 1), job('b', 8, H, 2), job('c', 4, H, 3)], running });
+    const eta = estimateStarts({ nowMs: 0, state, profile: p.value, rng: seededRng(7), queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, 4 * H, 1), job('b', 8, H, 2), job('c', 4, H, 3)], running });
     expect(eta.get('a')).toBe(1 * H); // n0 frees at 1 h
     expect(eta.get('b')).toBe(3 * H); // n1 frees at 3 h
     expect(eta.get('c')).toBe(4 * H); // after b ends (a runs until 5 h)
@@ -53,12 +54,12 @@ describe('estimateStarts', () => {
     const { state, running } = fullCluster(H + 10_000, 3 * H);
     const p = profile();
     if (!p.ok) throw new Error('profile');
-    const eta = estimateStarts({ nowMs: 0, state, profile: p.value, queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, H, 1)], running, cadence: { nextMs: 30_000, everyMs: 60_000 } });
+    const eta = estimateStarts({ nowMs: 0, state, profile: p.value, rng: seededRng(7), queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, H, 1)], running, cadence: { nextMs: 30_000, everyMs: 60_000 } });
     // Cycles at 30 s + k·60 s: the first one after 1 h 10 s is 30 s + 60·60 s = 1 h 30 s.
     expect(eta.get('a')).toBe(H + 30_000);
     // The first cycle is the next one, not now: a job that fits now starts at 30 s.
     const free = new ClusterState(specs);
-    expect(estimateStarts({ nowMs: 0, state: free, profile: p.value, queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, H, 1)], running: new Map(), cadence: { nextMs: 30_000, everyMs: 60_000 } }).get('a')).toBe(30_000);
+    expect(estimateStarts({ nowMs: 0, state: free, profile: p.value, rng: seededRng(7), queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, H, 1)], running: new Map(), cadence: { nextMs: 30_000, everyMs: 60_000 } }).get('a')).toBe(30_000);
   });
 
   it('a forecast arrival of a queue under its fair share goes first', () => {
@@ -67,7 +68,7 @@ describe('estimateStarts', () => {
     const p = profile();
     if (!p.ok) throw new Error('profile');
     const queues = new Map([['a', makeQueue('a')], ['b', makeQueue('b')]]);
-    const base = { nowMs: 0, state, profile: p.value, queues, pending: [job('x', 8, H, 1, 'a')], running, options: { preemption: false } };
+    const base = { nowMs: 0, state, profile: p.value, rng: seededRng(7), queues, pending: [job('x', 8, H, 1, 'a')], running, options: { preemption: false } };
     expect(estimateStarts(base).get('x')).toBe(H);
     // b is expected to submit an 8-GPU job at 30 min: at 1 h b (share 0) goes before a (share ½).
     const eta = estimateStarts({ ...base, arrivals: [job('forecast/b/1', 8, H, 0.5 * H, 'b')] });
@@ -82,7 +83,7 @@ describe('estimateStarts', () => {
     const queues = new Map([['a', makeQueue('a')], ['b', makeQueue('b')]]);
     // At 30 min y (queue b, under its share) reclaims r1 (r1 and r2 cost the same; the first one is taken)
     // and runs 1 h.
-    const base = { nowMs: 0, state, profile: p.value, queues, pending: [job('x', 8, H, 1, 'a')], running, arrivals: [job('forecast/b/1', 8, H, 0.5 * H, 'b')] };
+    const base = { nowMs: 0, state, profile: p.value, rng: seededRng(7), queues, pending: [job('x', 8, H, 1, 'a')], running, arrivals: [job('forecast/b/1', 8, H, 0.5 * H, 'b')] };
     const dropped = estimateStarts(base).get('x') as number;
     const requeued = estimateStarts({ ...base, requeue: (v) => job(v.id, 8, v.estEndMs - v.startMs, 0, v.queue) }).get('x') as number;
     // Dropped victim: x takes the GPUs y frees at 1.5 h. Requeued victim (submitted at 0, before x) goes

@@ -7,7 +7,7 @@
  */
 import { Scheduler } from '../framework/scheduler.ts';
 import type { Profile } from '../framework/types.ts';
-import { seededRng } from '../ports.ts';
+import type { Rng } from '../ports.ts';
 import type { QueueSpec } from '../queue/model.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { jobResources, type QueuedJob, type RunningJob } from './jobs.ts';
@@ -17,6 +17,8 @@ export interface EtaInput {
   readonly nowMs: number;
   readonly state: ClusterState;
   readonly profile: Profile;
+  /** Randomness of the forward run's scheduler (a profile with random choices; hosts pass a seeded one). */
+  readonly rng: Rng;
   readonly queues: ReadonlyMap<string, QueueSpec>;
   readonly pending: readonly QueuedJob[];
   readonly running: ReadonlyMap<string, RunningJob>;
@@ -61,7 +63,7 @@ export function cloneState(state: ClusterState): ClusterState {
 /** Estimated start time per pending job id; a job missing from the map does not start within the horizon. */
 export function estimateStarts(input: EtaInput): Map<string, number> {
   const state = cloneState(input.state);
-  const scheduler = new Scheduler(input.profile, state, seededRng(7));
+  const scheduler = new Scheduler(input.profile, state, input.rng);
   const running = new Map(input.running);
   let pending = [...input.pending];
   const arrivals = [...(input.arrivals ?? [])].sort((a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));

@@ -7,6 +7,8 @@ export interface QueuedJob {
   readonly queue: string;
   readonly priority: number;
   readonly arrivalMs: number;
+  /** Submission order among jobs of equal arrival (the queue sort's last key before the id); default 0. */
+  readonly seq?: number;
   /** Every job is a gang; a single pod is a gang of one. */
   readonly gang: GangSpec;
   /** Runtime estimate (user-given or learned); used by backfill and ETAs. */

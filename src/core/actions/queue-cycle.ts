@@ -17,6 +17,7 @@
 import type { Placement } from '../framework/scheduler.ts';
 import type { Scheduler } from '../framework/scheduler.ts';
 import { shapeKey } from '../framework/score-index.ts';
+import type { QueuedUnit } from '../framework/types.ts';
 import type { TopologyLevel } from '../model/topology.ts';
 import type { Allocation } from '../snapshot/cluster-state.ts';
 import { Statement } from '../statement/statement.ts';
@@ -64,6 +65,13 @@ export interface CycleInput {
   readonly pending: readonly QueuedJob[];
   readonly running: ReadonlyMap<string, RunningJob>;
   readonly options?: Partial<CycleOptions>;
+  /**
+   * Jobs the scheduling queue holds back (nothing that could help them happened since they last failed),
+   * with the wait they got then. They count for demand and order but are not tried again, unless this cycle
+   * frees resources by preemption or would give the job a reservation (it heads its queue): then the answer
+   * could differ, and they are tried as before.
+   */
+  readonly parked?: ReadonlyMap<string, Waiting>;
 }
 
 export interface CycleResult {
@@ -75,7 +83,7 @@ export interface CycleResult {
   readonly reservations: readonly Reservation[];
 }
 
-const jobOrder = (a: QueuedJob, b: QueuedJob): number => b.priority - a.priority || a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+const byId = (a: QueuedJob, b: QueuedJob): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 
 export function usageOf(running: Iterable<RunningJob>): Map<string, QueueUsage> {
   const m = new Map<string, { total: Resources; byModel: Record<string, number> }>();
@@ -138,7 +146,12 @@ export function runCycle(input: CycleInput): CycleResult {
     l.items.push(j);
     lists.set(key, l);
   }
-  for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : 1));
+  // Inside a queue the profile's queue sort decides (priority, arrival, submission order), then the id; the
+  // baseline's one global list is plain arrival order.
+  const sort = scheduler.profile.queueSort.queueSort;
+  const unit = (j: QueuedJob): QueuedUnit => ({ key: j.id, priority: j.priority, queue: j.queue, arrivalMs: j.arrivalMs, seq: j.seq ?? 0 });
+  const jobOrder = sort === undefined ? (a: QueuedJob, b: QueuedJob) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byId(a, b) : (a: QueuedJob, b: QueuedJob) => sort(unit(a), unit(b)) || byId(a, b);
+  for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || byId(a, b));
   const headReserved = new Set<string>();
   const clusterModels = [...new Set(state.nodes.flatMap((n) => n.spec.gpus.map((g) => g.model)))].sort();
 
@@ -166,7 +179,13 @@ export function runCycle(input: CycleInput): CycleResult {
   // unless something was released since — skip the retry.
   const failedShapes = new Map<string, { releases: number; waiting: Waiting; gang: string }>();
   let releases = 0;
+  const parked = input.parked;
   for (let job = next(); job !== undefined; job = next()) {
+    const held = parked?.get(job.id);
+    if (held !== undefined && releases === 0 && !(opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
+      waiting.set(job.id, held);
+      continue;
+    }
     const q = queueOf(job.queue);
     const refused = inadmissible(q, job);
     if (refused !== undefined) {
@@ -174,7 +193,8 @@ export function runCycle(input: CycleInput): CycleResult {
       continue;
     }
     const demand = jobResources(job);
-    const quota = checkQuota(q, queues, usage, demand);
+    // A queue nobody declared (a pod's queue label with no Queue object) has no quota: only capacity limits it.
+    const quota = queues.has(job.queue) ? checkQuota(q, queues, usage, demand) : UNLIMITED_QUOTA;
     if (!quota.ok) {
       // Only the cohort's lendable quota is short (other queues borrowed it): a queue under its fair share
       // takes borrowed GPUs back, as with capacity (Kueue's fair-sharing preemption). Without this a queue
@@ -198,7 +218,7 @@ export function runCycle(input: CycleInput): CycleResult {
       waiting.set(job.id, renamed(prior.waiting, prior.gang, job.gang.name));
       continue;
     }
-    const stmt = new Statement(state);
+    const stmt = scheduler.statement();
     const placed = scheduler.placeGang(job.gang, stmt, { explain: opts.explain });
     if (placed.ok) {
       const endMs = nowMs + job.estRuntimeMs;
@@ -358,19 +378,21 @@ export function runCycle(input: CycleInput): CycleResult {
       waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s` });
       return 'no';
     }
-    const stmt = new Statement(state);
-    for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod);
+    const stmt = scheduler.statement();
+    const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`);
+    for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod, `${reasonFor(v)} (whole gang ${v.id} evicted)`);
     const placed = scheduler.placeGang(job.gang, stmt, { explain: false });
     if (!placed.ok) {
       stmt.discard();
       return 'no';
     }
+    // Victims and preemptor in one statement: the binder binds the preemptor once the victims are gone.
     stmt.commit();
     releases++;
     for (const v of best.victims) {
       running.delete(v.id);
       addUsage(v.queue, v.resources, -1, v.gpuModel);
-      preempted.push({ victim: v, by: job.id, reason: v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}` });
+      preempted.push({ victim: v, by: job.id, reason: reasonFor(v) });
     }
     const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
     addUsage(job.queue, demand, 1, model);
@@ -467,6 +489,8 @@ export function runCycle(input: CycleInput): CycleResult {
     return [...groups.values()].slice(0, 32);
   }
 }
+
+const UNLIMITED_QUOTA = { ok: true } as const;
 
 /** A reused explanation names the gang it is shown for ("0/4 nodes fit gang b-50 …", not b-49). */
 function renamed(w: Waiting, from: string, to: string): Waiting {

@@ -5,7 +5,7 @@
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
-import { Statement } from '../statement/statement.ts';
+import { Statement, type CommitTarget } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
@@ -59,17 +59,27 @@ export class Scheduler {
   private rrCursor = 0;
   readonly ctx: CycleContext;
 
+  /**
+   * @param commits where committed statements go (the host's ports, `commitToPorts`); without it the
+   *   scheduler is a trial one (a forward run or an explanation over a copy): commits reach no cluster.
+   */
   constructor(
     readonly profile: Profile,
     readonly state: ClusterState,
     rng: Rng,
+    readonly commits?: CommitTarget,
   ) {
     this.ctx = { state, rng };
   }
 
+  /** A statement over this scheduler's state whose commit goes to its commit target. */
+  statement(): Statement {
+    return new Statement(this.state, this.commits);
+  }
+
   /** Places one pod and commits it; returns the placement or why not. */
   schedulePod(pod: PodSpec): PodOutcome {
-    const stmt = new Statement(this.state);
+    const stmt = this.statement();
     const r = this.placePod(pod, stmt);
     if (r.ok) stmt.commit();
     else stmt.discard();
@@ -78,7 +88,7 @@ export class Scheduler {
 
   /** Places a gang all-or-nothing and commits it. */
   scheduleGang(gang: GangSpec): GangOutcome {
-    const stmt = new Statement(this.state);
+    const stmt = this.statement();
     const r = this.placeGang(gang, stmt);
     if (r.ok) stmt.commit();
     else stmt.discard();

@@ -1,11 +1,20 @@
 /**
  * A statement records allocate/release steps against the cluster state (the "assume" of kube-scheduler,
  * the Statement of Volcano/KAI). `checkpoint()`/`rollback()` make a gang all-or-nothing; `commit()` hands the
- * recorded steps to the caller, which is the only path by which a decision reaches a cluster.
+ * recorded steps to the statement's commit target (the host's Binder and Evictor, see `commitToPorts`), which
+ * is the only path by which a decision reaches a cluster. A statement without a target is a trial: its
+ * commit changes the state and reaches nothing else (forward runs, explanations over a copy).
  */
 import type { Allocation, ClusterState } from '../snapshot/cluster-state.ts';
 
-export type StatementOp = { readonly kind: 'allocate'; readonly allocation: Allocation } | { readonly kind: 'release'; readonly allocation: Allocation };
+export type StatementOp =
+  | { readonly kind: 'allocate'; readonly allocation: Allocation }
+  | { readonly kind: 'release'; readonly allocation: Allocation; readonly reason?: string };
+
+/** Receives the steps of every committed statement, in order. */
+export interface CommitTarget {
+  commit(ops: readonly StatementOp[]): void;
+}
 
 /** Shared by every statement without steps (most hold one or none): never pushed to. */
 const NO_OPS: StatementOp[] = [];
@@ -14,7 +23,10 @@ export class Statement {
   private ops: StatementOp[] = NO_OPS;
   private closed = false;
 
-  constructor(private readonly state: ClusterState) {}
+  constructor(
+    private readonly state: ClusterState,
+    private readonly target?: CommitTarget,
+  ) {}
 
   allocate(a: Allocation): void {
     this.assertOpen();
@@ -22,11 +34,11 @@ export class Statement {
     this.record({ kind: 'allocate', allocation: a });
   }
 
-  /** Releases a pod's allocation (eviction in a preemption plan). */
-  release(podId: string): Allocation | undefined {
+  /** Releases a pod's allocation (an eviction in a preemption plan, with its reason when it is one). */
+  release(podId: string, reason?: string): Allocation | undefined {
     this.assertOpen();
     const a = this.state.release(podId);
-    if (a !== undefined) this.record({ kind: 'release', allocation: a });
+    if (a !== undefined) this.record(reason === undefined ? { kind: 'release', allocation: a } : { kind: 'release', allocation: a, reason });
     return a;
   }
 
@@ -49,12 +61,13 @@ export class Statement {
     }
   }
 
-  /** Ends the statement; the returned steps stay applied to the state and must now be carried out. */
+  /** Ends the statement: the steps stay applied to the state and go to the commit target to be carried out. */
   commit(): readonly StatementOp[] {
     this.assertOpen();
     this.closed = true;
     const ops = this.ops;
     this.ops = NO_OPS;
+    if (ops.length > 0) this.target?.commit(ops);
     return ops;
   }
 

@@ -14,6 +14,11 @@ h_seconds_sum 4.5
 h_seconds_count 3
 untyped_thing -1.5e-3
 g NaN
+# TYPE s_seconds summary
+s_seconds{quantile="0.5"} 0.2
+s_seconds{quantile="0.9"} NaN
+s_seconds_sum 1.5
+s_seconds_count 4
 `;
 
 describe('parsePromText', () => {
@@ -27,6 +32,8 @@ describe('parsePromText', () => {
     expect(sampleValue(f, 'untyped_thing')).toBe(-0.0015);
     expect(f.get('untyped_thing')?.type).toBe('untyped');
     expect(sampleValue(f, 'g')).toBeNaN();
+    expect(f.get('s_seconds')?.samples.map((x) => x.name)).toEqual(['s_seconds', 's_seconds', 's_seconds_sum', 's_seconds_count']);
+    expect(sampleValue(f, 's_seconds', { quantile: '0.5' })).toBe(0.2);
   });
 
   const bad: [string, string][] = [
@@ -58,6 +65,8 @@ describe('parsePromText', () => {
     ['histogram without _sum', '# TYPE h histogram\nh_bucket{le="+Inf"} 1\nh_count 1\n'],
     ['histogram bucket without le', '# TYPE h histogram\nh_bucket 1\nh_sum 1\nh_count 1\n'],
     ['histogram bare sample', '# TYPE h histogram\nh 1\n'],
+    ['summary sample without quantile', '# TYPE s summary\ns 1\ns_sum 1\ns_count 1\n'],
+    ['summary with a bucket', '# TYPE s summary\ns_bucket{le="1"} 1\ns_sum 1\ns_count 1\n'],
     ['carriage return', 'a 1\r\n'],
   ];
   it.each(bad)('rejects %s', (_what, text) => {

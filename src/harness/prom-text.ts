@@ -1,10 +1,10 @@
 /**
- * A strict parser of the Prometheus text exposition format 0.0.4, for tests: it rejects what Prometheus'
- * own parser rejects (bad names, bad escapes, unterminated label values, duplicate labels, values that
- * are not floats, a TYPE after samples or twice, a family split into groups, no final newline) and then
- * checks what the format promises about each family: counters not negative, no duplicate series,
- * histograms with increasing `le`, cumulative counts that never go down, a `+Inf` bucket equal to
- * `_count`, and a `_sum`.
+ * The one parser of the Prometheus text exposition format 0.0.4, for tests and benchmarks (why our own:
+ * docs/adr/0033-prometheus-text-parser.md). It is strict: it rejects what Prometheus' own parser rejects
+ * (bad names, bad escapes, unterminated label values, duplicate labels, values that are not floats, a TYPE
+ * after samples or twice, a family split into groups, no final newline) and then checks what the format
+ * promises about each family: counters not negative, no duplicate series, histograms with increasing `le`,
+ * cumulative counts that never go down, a `+Inf` bucket equal to `_count`, and a `_sum`.
  */
 
 export type FamilyType = 'counter' | 'gauge' | 'histogram' | 'summary' | 'untyped';
@@ -179,7 +179,9 @@ export function parsePromText(text: string): Map<string, MetricFamily> {
     enter(fname, line);
     const f = family(fname);
     if (f.type === 'histogram' && name === `${fname}_bucket` && labels.le === undefined) throw new PromParseError(line, `${name} without le`);
-    if ((f.type === 'histogram' || f.type === 'summary') && name === fname) throw new PromParseError(line, `${f.type} ${fname} has a sample without _bucket/_sum/_count`);
+    if (f.type === 'histogram' && name === fname) throw new PromParseError(line, `histogram ${fname} has a sample without _bucket/_sum/_count`);
+    // A summary's quantiles are samples of the bare name (kube-apiserver writes some).
+    if (f.type === 'summary' && name === fname && labels.quantile === undefined) throw new PromParseError(line, `summary ${fname} has a sample without quantile, _sum or _count`);
     if (f.type !== 'histogram' && f.type !== 'summary' && name !== fname) throw new PromParseError(line, `sample ${name} in family ${fname}`);
     f.samples.push({ name, labels, value, ...(timestampMs === undefined ? {} : { timestampMs }) });
   });
@@ -233,6 +235,11 @@ function checkFamily(f: MetricFamily): void {
     if (g.sum === undefined) throw new PromParseError(0, `${where}: no _sum`);
     if (g.counts.at(-1) !== g.count) throw new PromParseError(0, `${where}: +Inf bucket ${g.counts.at(-1)} differs from _count ${g.count}`);
   }
+}
+
+/** Every sample of a scrape, in the order of the text (families are never split): for sums across families. */
+export function promSamples(text: string): Sample[] {
+  return [...parsePromText(text).values()].flatMap((f) => f.samples);
 }
 
 /** The value of one series (labels must match exactly), or undefined. */

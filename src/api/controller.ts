@@ -1,0 +1,128 @@
+/**
+ * The contract between a workload controller and the runner that drives it (ADR 0038). A controller is a
+ * definition — which kind it reconciles, which kinds it owns and how they point back at their owner — plus a pure
+ * reconcile from what the caches show (and the time) to a desired status and a list of actions. The runner in
+ * kube/controller-runner.ts does all the I/O: watches, work queue, expectations, status writes, actions, backoff.
+ * Plain types and pure helpers only: controllers/ and kube/ both import this module.
+ */
+
+/** What the runner needs of any object it watches or writes (a subset of metav1.ObjectMeta). */
+export interface WireMeta {
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+  readonly resourceVersion?: string;
+  readonly deletionTimestamp?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly finalizers?: readonly string[];
+}
+
+export interface WireObject {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: WireMeta;
+}
+
+/** A namespaced resource type: `v1` (core) or `group/version`, its kind and its plural (the URL segment). */
+export interface ResourceType {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly plural: string;
+}
+
+export interface OwnedResource extends ResourceType {
+  /**
+   * After creating or deleting one, wait until the watch shows it before reconciling the owner again (client-go's
+   * "expectations"), so that a slow watch never looks like a missing object. Needed where reconcile counts the
+   * objects (pods of a gang); a no-op risk elsewhere (a second create meets 409 and is ignored).
+   */
+  readonly awaitWatch?: boolean;
+}
+
+/**
+ * One step of an apply. Steps on owned objects name a kind from the definition's `owned` list; the `*Self` and
+ * finalizer steps act on the reconciled object itself. `label` names the step in ApplyFailure and groups it:
+ * consecutive steps with one label run concurrently, the groups in order. Default label: `create<Kind>`,
+ * `patch<Kind>`, `delete<Kind>`, or the op itself.
+ */
+export type ControllerAction =
+  /** POST; 409 (already there) counts as done. */
+  | { readonly op: 'create'; readonly kind: string; readonly object: WireObject; readonly label?: string }
+  /** JSON merge patch of the object; every error counts. */
+  | { readonly op: 'patch'; readonly kind: string; readonly name: string; readonly patch: Readonly<Record<string, unknown>>; readonly label?: string }
+  /** DELETE with a uid precondition; 404 (already gone) counts as done. */
+  | { readonly op: 'delete'; readonly kind: string; readonly name: string; readonly uid: string; readonly label?: string }
+  /** Merge patch of metadata.finalizers with a resourceVersion precondition; 409 retries soon, 404 is done. */
+  | { readonly op: 'addFinalizer' | 'removeFinalizer'; readonly finalizer: string; readonly label?: string }
+  /** DELETE of the reconciled object itself (uid precondition); 404 is done. */
+  | { readonly op: 'deleteSelf'; readonly label?: string }
+  /** A core/v1 Event about the reconciled object; a failure is only logged. */
+  | { readonly op: 'event'; readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
+
+/** An error met applying the previous outcome, fed back to the next reconcile (so that status can show it). */
+export interface ApplyFailure {
+  /** The step's label, or `writeStatus`. */
+  readonly action: string;
+  /** The owned object's name (steps on owned objects only). */
+  readonly name?: string;
+  /** HTTP status, 0 for a network error. */
+  readonly status: number;
+  readonly reason: string;
+  readonly message: string;
+}
+
+export interface ControllerInput<P extends WireObject = WireObject> {
+  /** As read from the apiserver (no defaults applied). */
+  readonly object: P;
+  /** Owned objects labelled with the object's name, per owned kind (every owned kind present, maybe empty). */
+  readonly owned: ReadonlyMap<string, readonly WireObject[]>;
+  readonly nowMs: number;
+  readonly lastErrors?: readonly ApplyFailure[];
+}
+
+export interface ControllerOutcome {
+  /** The whole desired status; undefined leaves it alone. Written (merge patch of the changes) before any action. */
+  readonly status?: Readonly<Record<string, unknown>>;
+  readonly actions: readonly ControllerAction[];
+  /** Reconcile again after this long even if nothing changes. */
+  readonly requeueAfterMs?: number;
+}
+
+export interface ControllerDefinition<P extends WireObject = WireObject> {
+  /** The reconciled kind; it has a status subresource. */
+  readonly primary: ResourceType;
+  readonly owned: readonly OwnedResource[];
+  /** Owned objects carry the owner's name under this label (same namespace); the runner watches only those. */
+  readonly ownerLabel: string;
+  /** Event source component, e.g. `sits-trainingjob-controller`. */
+  readonly component: string;
+  /** Pure: the same input gives the same outcome. */
+  reconcile(input: ControllerInput<P>): ControllerOutcome;
+}
+
+/** The step's name in failures and its concurrency group. */
+export function actionLabel(a: ControllerAction): string {
+  if (a.op === 'event') return 'event';
+  if (a.label !== undefined) return a.label;
+  return a.op === 'create' || a.op === 'patch' || a.op === 'delete' ? `${a.op}${a.kind}` : a.op;
+}
+
+/** `/api/v1` or `/apis/<group>/<version>`. */
+export function apiBase(t: Pick<ResourceType, 'apiVersion'>): string {
+  return t.apiVersion.includes('/') ? `/apis/${t.apiVersion}` : `/api/${t.apiVersion}`;
+}
+
+/** The cluster-wide collection (list/watch), a namespace's collection, or one object. */
+export function resourcePath(t: ResourceType, namespace?: string, name?: string): string {
+  const ns = namespace === undefined ? '' : `/namespaces/${namespace}`;
+  return `${apiBase(t)}${ns}/${t.plural}${name === undefined ? '' : `/${name}`}`;
+}
+
+/** Top-level merge patch from `from` to `to` (removed keys become null); undefined when nothing changed. */
+export function statusPatch(from: Readonly<Record<string, unknown>>, to: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
+  const patch: Record<string, unknown> = {};
+  for (const k of new Set([...Object.keys(from), ...Object.keys(to)])) {
+    if (JSON.stringify(from[k]) !== JSON.stringify(to[k])) patch[k] = to[k] ?? null;
+  }
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}

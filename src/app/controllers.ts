@@ -1,0 +1,40 @@
+/**
+ * Composition of the workload controllers: each is a pure definition (controllers/) driven by the generic runner
+ * (kube/controller-runner.ts). A new controller is one more entry in `definitions` below.
+ */
+import type { Clock } from '../core/ports.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { runController, type RunningController } from '../kube/controller-runner.ts';
+import { modelFromProduct } from '../kube/labels.ts';
+import { trainingJobController } from '../controllers/training-job/controller.ts';
+import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
+
+export interface ControllerOptions {
+  readonly log?: (m: string) => void;
+  /** Wall clock (default Date.now); reconcile sees time only through it. */
+  readonly clock?: Clock;
+  /** Overrides of the TrainingJob controller defaults (backoff, resize cooldown, placeholder image). */
+  readonly config?: Partial<ControllerConfig>;
+  /** When given, only the leader reconciles (the others keep their caches warm). */
+  readonly isLeader?: () => boolean;
+  /** Objects reconciled at once, per controller. */
+  readonly concurrency?: number;
+}
+
+export interface Controllers {
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts the workload controllers (today: TrainingJob) against the API server behind `client`. Resolves once the
+ * caches are filled (or, when a CRD is missing, once that has been logged; the watch then keeps retrying).
+ */
+export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
+  // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
+  const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
+  const { config: _, ...runnerOpts } = opts;
+  const definitions = [trainingJobController(cfg)];
+  const running: RunningController[] = [];
+  for (const def of definitions) running.push(await runController(client, def, runnerOpts));
+  return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) };
+}

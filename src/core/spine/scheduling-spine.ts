@@ -1,0 +1,135 @@
+/**
+ * The scheduling spine, the same in every host: the scheduling queue hands the queue cycle every waiting job
+ * (parked ones with the wait they got), the cycle decides in statements whose commits reach the cluster
+ * through the host's Binder and Evictor (the scheduler's commit target, `commitToPorts`), and the spine
+ * then tells the queue what happened (started jobs leave it, waiting ones are parked with the hints of
+ * their wait) and the cluster what waits and why (StatusWriter, EventSink).
+ *
+ *   host events ─► SchedulingQueue ─► runCycle (statements over the snapshot) ─► commit ─► Binder / Evictor
+ *                        ▲                                   │
+ *                        └──── failed(hints) / delete ◄──────┴──► StatusWriter, EventSink
+ *
+ * Hosts (the simulator's and the live scheduler's) only keep the queue fed (jobs arriving, leaving, events)
+ * and the running jobs current, and call `cycle`.
+ */
+import type { RunningJob } from '../actions/jobs.ts';
+import { DEFAULT_CYCLE_OPTIONS, runCycle, type CycleOptions, type CycleResult, type Waiting } from '../actions/queue-cycle.ts';
+import type { Scheduler } from '../framework/scheduler.ts';
+import type { EventSink, StatusWriter } from '../ports.ts';
+import type { QueueSpec } from '../queue/model.ts';
+import type { Hints, SchedulingQueue } from '../queue/scheduling-queue.ts';
+
+export interface SpineCycleInput {
+  readonly nowMs: number;
+  readonly scheduler: Scheduler;
+  readonly queues: ReadonlyMap<string, QueueSpec>;
+  readonly running: ReadonlyMap<string, RunningJob>;
+  readonly options?: Partial<CycleOptions>;
+}
+
+/** What the spine says about waiting and preempted pods; the placements go through the scheduler's commit target. */
+export interface SpinePorts {
+  readonly events: EventSink;
+  readonly status: StatusWriter;
+}
+
+export class SchedulingSpine {
+  /** Last message reported per job, so that an unchanged wait is not written again every cycle. */
+  private readonly reported = new Map<string, string>();
+
+  constructor(
+    readonly queue: SchedulingQueue,
+    private readonly ports: SpinePorts,
+  ) {}
+
+  /** One cycle over the queue at `nowMs`. */
+  cycle(input: SpineCycleInput): CycleResult {
+    const { nowMs } = input;
+    const queue = this.queue;
+    queue.flush(nowMs);
+    const { jobs, parked } = queue.forCycle();
+    const res = runCycle({ nowMs, scheduler: input.scheduler, queues: input.queues, pending: jobs, running: input.running, parked, ...(input.options === undefined ? {} : { options: input.options }) });
+    const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
+    const startedQueues = new Set<string>();
+    for (const s of res.started) {
+      queue.delete(s.job.id);
+      this.reported.delete(s.job.id);
+      startedQueues.add(s.job.queue);
+    }
+    for (const p of res.preempted) {
+      const message = `${p.reason} (whole gang ${p.victim.id} evicted)`;
+      for (const pod of p.victim.podIds) this.ports.events.emit({ kind: 'Preempted', subject: pod, message });
+    }
+    const reserved = new Set(res.reservations.map((r) => r.jobId));
+    let wakeAtMs: number | undefined;
+    for (const [id, w] of res.waiting) {
+      const job = queue.get(id);
+      // Not tried this cycle: it stays where it was, with what it was told.
+      if (job === undefined || parked.get(id) === w) continue;
+      // A job heading its queue with a reservation is looked at every cycle (its reservation must stand).
+      wakeAtMs ??= opts.preemption ? nextEligibleMs(input.running, input.queues, opts, nowMs) : undefined;
+      queue.failed(id, w, reserved.has(id) ? undefined : hintsFor(w, opts, wakeAtMs), nowMs);
+      // Without a Queue object for it, the job is in its queue label's default queue: the wait speaks for itself.
+      const message = input.queues.has(job.queue) ? heldMessage(job.queue, job.gang.name, w) : w.message;
+      if (this.reported.get(id) === message) continue;
+      this.reported.set(id, message);
+      const pods = job.gang.members.map((m) => m.id);
+      this.ports.status.unschedulable(pods, message);
+      for (const pod of pods) this.ports.events.emit({ kind: 'FailedScheduling', subject: pod, message });
+    }
+    // Jobs tried before these started did not see their queues' usage: a reclaim may now be possible.
+    for (const q of startedQueues) queue.onEvent({ kind: 'started', queue: q }, nowMs);
+    return res;
+  }
+
+  /** A job left without starting (deleted, no longer ours): it no longer counts for demand. */
+  withdraw(id: string, nowMs: number): void {
+    const job = this.queue.get(id);
+    if (job === undefined) return;
+    this.queue.delete(id);
+    this.reported.delete(id);
+    this.queue.onEvent({ kind: 'withdrawn', queue: job.queue }, nowMs);
+  }
+
+  /** The message a waiting job's pods carry: which queue holds it and why. */
+  lastMessage(id: string): string | undefined {
+    return this.reported.get(id);
+  }
+}
+
+/** `queue q holds train-a (capacity): 0/12 nodes fit gang train-a (16×1 GPU): ...` */
+export function heldMessage(queue: string, name: string, w: Waiting): string {
+  return `queue ${queue} holds ${name} (${w.reason}): ${w.message}`;
+}
+
+/**
+ * What could change a wait's outcome. Inadmissible: only its queue's spec. Quota or capacity without
+ * preemption: released resources (usage falls, room appears) or a changed queue. With preemption, also
+ * whatever changes who may be preempted — a job started (usage above a share), arrived or withdrawn (the
+ * fair shares move), or a running job leaving its cooldown (`atMs`). Other waits (held behind a
+ * reservation, over the fair share, a victim in a critical phase) depend on time and are retried every
+ * cycle, as are jobs holding a reservation.
+ */
+export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | undefined): Hints | undefined {
+  switch (w.reason) {
+    case 'inadmissible':
+      return { on: ['queue-changed'] };
+    case 'quota':
+    case 'capacity':
+      if (!opts.preemption) return { on: ['freed', 'queue-changed'] };
+      return eligibleAtMs === undefined ? { on: ['freed', 'queue-changed', 'started', 'arrived', 'withdrawn'] } : { on: ['freed', 'queue-changed', 'started', 'arrived', 'withdrawn'], atMs: eligibleAtMs };
+    default:
+      return undefined;
+  }
+}
+
+/** When the next running job leaves its cooldown (becomes a possible victim); undefined when none is in one. */
+export function nextEligibleMs(running: ReadonlyMap<string, RunningJob>, queues: ReadonlyMap<string, QueueSpec>, opts: CycleOptions, nowMs: number): number | undefined {
+  let t = Number.POSITIVE_INFINITY;
+  for (const r of running.values()) {
+    if (!r.preemptible) continue;
+    const until = r.startMs + (queues.get(r.queue)?.preemption?.cooldownMs ?? opts.minRuntimeMs);
+    if (until > nowMs && until < t) t = until;
+  }
+  return Number.isFinite(t) ? t : undefined;
+}

@@ -1,0 +1,221 @@
+/**
+ * The live Binder: carries committed placements to the API server through pods/binding, in the background
+ * (kube-scheduler's binding cycle), after recording them as assumed in the cache. A gang is bound in two
+ * phases (ADR 0006): the plan (assigned node, GPUs, plan id and size) is written on every member first, then
+ * each member is bound; a crash after phase 1 is completed or rolled back by `recover()` on the next leader,
+ * a failure in phase 1 undoes the plan before anything is bound. A batch with victims (`after`) waits until
+ * their pods are gone — a kubelet would refuse the preemptor while they terminate — or a bounded time.
+ */
+import type { V1Pod } from '@kubernetes/client-node';
+import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
+import { allocationFor } from '../core/snapshot/cluster-state.ts';
+import { isStatus, type KubeClient } from './client.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+import { ANNOTATION, parseGpuIndices, podKey } from './labels.ts';
+
+/** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
+const NOMINATION_WAIT_MS = 120_000;
+
+export interface BinderStats {
+  bound: number;
+  bindErrors: number;
+  gangsBound: number;
+  rollbacks: number;
+  recoveries: number;
+}
+
+export interface KubeBinderOptions {
+  readonly schedulerName: string;
+  readonly events: EventSink;
+  readonly log: (m: string) => void;
+  readonly nowMs: () => number;
+  /**
+   * Test seam: called after each gang member's binding, in order (members are then bound one at a time).
+   * Crash tests end the process here to leave a gang half-bound for the next leader to complete.
+   */
+  readonly afterGangMemberBound?: (count: number) => void;
+}
+
+export class KubeBinder implements Binder {
+  readonly stats: BinderStats = { bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
+  private nominated: { batch: BindBatch; sinceMs: number }[] = [];
+  private readonly inFlight = new Set<Promise<unknown>>();
+  private gangMembersBound = 0;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly cache: ClusterCache,
+    private readonly opts: KubeBinderOptions,
+  ) {}
+
+  bind(batch: BindBatch): void {
+    // Assumed now, in the same cycle: the next snapshot keeps these allocations until the watch confirms them.
+    for (const r of batch.requests) this.cache.assumePlaced(r.podId);
+    if (batch.after.length > 0) {
+      this.nominated.push({ batch, sinceMs: this.opts.nowMs() });
+      return;
+    }
+    this.start(batch);
+  }
+
+  /** Binds nominated preemptors whose victims have left (or after a bounded wait: the victims may hang). */
+  tick(): void {
+    if (this.nominated.length === 0) return;
+    const now = this.opts.nowMs();
+    const ready = this.nominated.filter((n) => n.batch.after.every((k) => this.cache.pod(k) === undefined) || now - n.sinceMs > NOMINATION_WAIT_MS);
+    if (ready.length === 0) return;
+    this.nominated = this.nominated.filter((n) => !ready.includes(n));
+    for (const n of ready) this.start(n.batch);
+  }
+
+  /** Bindings in flight or waiting for victims. */
+  get busy(): number {
+    return this.inFlight.size + this.nominated.length;
+  }
+
+  /** Resolves when every binding started so far has finished. */
+  async drain(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private start(batch: BindBatch): void {
+    const task = batch.gang === undefined && batch.requests.length === 1 ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined) : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests);
+    this.track(task);
+  }
+
+  private track(p: Promise<unknown>): void {
+    this.inFlight.add(p);
+    void p.finally(() => this.inFlight.delete(p));
+  }
+
+  private async bindOne(r: BindRequest, event = true): Promise<void> {
+    const pod = this.cache.pod(r.podId);
+    const [ns, name] = split(r.podId);
+    try {
+      await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name, namespace: ns, ...(pod?.metadata?.uid === undefined ? {} : { uid: pod.metadata.uid }), annotations: { [ANNOTATION.gpuIndices]: r.gpus.join(',') } },
+        target: { apiVersion: 'v1', kind: 'Node', name: r.node },
+      });
+      this.stats.bound++;
+      if (event) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})` });
+    } catch (e) {
+      this.stats.bindErrors++;
+      // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
+      this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);
+      this.cache.forget(r.podId);
+      throw e;
+    }
+  }
+
+  private async bindGang(name: string, plan: readonly BindRequest[]): Promise<void> {
+    const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
+    const annotate = plan.map((r) =>
+      this.client.mergePatch(podPath(r.podId), {
+        metadata: { annotations: { [ANNOTATION.assignedNode]: r.node, [ANNOTATION.gpuIndices]: r.gpus.join(','), [ANNOTATION.planId]: planId, [ANNOTATION.planSize]: String(plan.length) } },
+      }),
+    );
+    const results = await Promise.allSettled(annotate);
+    if (results.some((x) => x.status === 'rejected')) {
+      this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
+      await Promise.allSettled(plan.map((r) => this.client.mergePatch(podPath(r.podId), { metadata: { annotations: planCleared() } })));
+      for (const r of plan) this.cache.forget(r.podId);
+      this.stats.rollbacks++;
+      return;
+    }
+    const seam = this.opts.afterGangMemberBound;
+    const bindMember = async (r: BindRequest): Promise<void> => {
+      await this.bindOne(r, false);
+      this.gangMembersBound++;
+      seam?.(this.gangMembersBound);
+    };
+    // With the seam, one at a time: a crash in it lands between two bindings.
+    const binds: PromiseSettledResult<void>[] = [];
+    if (seam !== undefined) for (const r of plan) binds.push(...(await Promise.allSettled([bindMember(r)])));
+    else binds.push(...(await Promise.allSettled(plan.map(bindMember))));
+    if (binds.some((b) => b.status === 'rejected')) {
+      this.opts.log(`gang ${name}: some bindings failed; completing or rolling back`);
+      await this.recoverPlan(planId);
+      return;
+    }
+    this.stats.gangsBound++;
+    for (const r of plan) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'}; gang ${name})` });
+  }
+
+  /** After (re)gaining leadership: finish or undo every gang plan left by a previous leader. */
+  async recover(): Promise<void> {
+    const plans = new Set<string>();
+    for (const p of this.cache.allPods()) {
+      const id = p.metadata?.annotations?.[ANNOTATION.planId];
+      if (id !== undefined && p.spec?.schedulerName === this.opts.schedulerName) plans.add(id);
+    }
+    for (const id of [...plans].sort()) await this.recoverPlan(id);
+  }
+
+  /** Completes a written plan, or rolls it back when it cannot be completed. */
+  private async recoverPlan(planId: string): Promise<void> {
+    const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
+    const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
+    const bound = members.filter((p) => (p.spec?.nodeName ?? '') !== '');
+    const unbound = members.filter((p) => (p.spec?.nodeName ?? '') === '' && p.metadata?.deletionTimestamp === undefined);
+    if (unbound.length === 0 && members.length >= size) return;
+    let complete = members.length >= size;
+    if (complete) {
+      const state = this.cache.state();
+      for (const p of unbound) {
+        const node = p.metadata?.annotations?.[ANNOTATION.assignedNode] ?? '';
+        const gpus = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]) ?? [];
+        const pending = this.cache.pending.get(podKey(p));
+        const n = state.node(node);
+        if (pending === undefined || n === undefined) {
+          complete = false;
+          break;
+        }
+        if (state.allocation(pending.key) === undefined) {
+          const ok = gpus.every((g) => (n.gpuFree[g] as number) >= pending.spec.request.gpuMilli) && n.cpuFreeMilli >= pending.spec.request.cpuMilli;
+          if (!ok) {
+            complete = false;
+            break;
+          }
+          state.allocate(allocationFor(pending.spec, node, gpus));
+          const a = state.allocation(pending.key);
+          if (a !== undefined) this.cache.assume(a);
+        }
+        try {
+          await this.bindOne({ podId: pending.key, node, gpus }, false);
+        } catch (e) {
+          if (!isStatus(e, 409)) {
+            complete = false;
+            break;
+          }
+        }
+      }
+    }
+    if (complete) {
+      this.stats.recoveries++;
+      this.opts.log(`plan ${planId}: completed ${unbound.length} bindings`);
+      return;
+    }
+    // Roll back: bound members are deleted (their owner recreates them), the rest lose the plan.
+    this.stats.rollbacks++;
+    this.opts.log(`plan ${planId}: rolling back ${bound.length} bound members`);
+    await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
+    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podPath(podKey(p)), { metadata: { annotations: planCleared() } })));
+    for (const p of unbound) this.cache.forget(podKey(p));
+  }
+}
+
+export function split(key: string): [string, string] {
+  const i = key.indexOf('/');
+  return [key.slice(0, i), key.slice(i + 1)];
+}
+
+export function podPath(key: string): string {
+  const [ns, name] = split(key);
+  return `/api/v1/namespaces/${ns}/pods/${name}`;
+}
+
+function planCleared(): Record<string, null> {
+  return { [ANNOTATION.assignedNode]: null, [ANNOTATION.planId]: null, [ANNOTATION.planSize]: null };
+}

@@ -1,0 +1,67 @@
+/**
+ * `sits explain`: for a pending pod or pod group (`namespace/name`), why it is not placed — the core's
+ * explanation on the current snapshot, the queue's reason from a cycle run on a copy, and the start time
+ * the queue cycle predicts when run forward (as the ETA publisher does: runtimes given or learned, victims
+ * requeued, later arrivals forecast from the pods this process has seen). Nothing is written: every
+ * scheduler here is a trial one over a copy of the cluster.
+ */
+import { cloneState, estimateStarts } from '../core/actions/eta.ts';
+import { runCycle } from '../core/actions/queue-cycle.ts';
+import { Scheduler } from '../core/framework/scheduler.ts';
+import type { Profile } from '../core/framework/types.ts';
+import type { Rng } from '../core/ports.ts';
+import { Statement } from '../core/statement/statement.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+import { ANNOTATION } from './labels.ts';
+import type { PodJobs } from './pod-jobs.ts';
+
+export interface ExplainReport {
+  readonly target: string;
+  readonly state: 'bound' | 'fits' | 'waiting' | 'unknown';
+  readonly lines: readonly string[];
+  readonly etaMs?: number;
+}
+
+export interface ExplainContext {
+  readonly cache: ClusterCache;
+  readonly jobs: PodJobs;
+  readonly profile: Profile;
+  readonly schedulerName: string;
+  readonly rng: () => Rng;
+}
+
+export function explainTarget(ctx: ExplainContext, target: string, nowMs: number): ExplainReport {
+  const { cache, jobs: podJobs, profile } = ctx;
+  const state = cache.state();
+  const { singles, gangs } = podJobs.pendingUnits();
+  const single = singles.find((p) => p.key === target);
+  const gangMembers = gangs.get(target);
+  if (single === undefined && gangMembers === undefined) {
+    const pod = cache.pod(target);
+    if (pod !== undefined && (pod.spec?.nodeName ?? '') !== '') return { target, state: 'bound', lines: [`${target} is bound to ${pod.spec?.nodeName ?? ''} (GPUs ${pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? 'none'})`] };
+    return { target, state: 'unknown', lines: [`${target}: no pending pod or pod group of ${ctx.schedulerName} with that name`] };
+  }
+  const view = podJobs.view(state);
+  const id = single !== undefined ? single.key : `gang:${target}`;
+  const job = view.jobs.find((j) => j.id === id);
+  if (job === undefined) return { target, state: 'waiting', lines: [view.short.find((s) => s.id === id)?.message ?? `gang ${target}: waiting for pods`] };
+  const lines: string[] = [];
+  // 1. Placement on the current snapshot, in a copy, rolled back.
+  const trial = new Scheduler(profile, cloneState(state), ctx.rng());
+  const stmt = new Statement(trial.state);
+  const r = trial.placeGang(job.gang, stmt);
+  stmt.discard();
+  lines.push(r.ok ? `fits now: ${[...new Set(r.placements.map((p) => p.node))].join(', ')}` : r.explanation.message);
+  // 2. The queue's view: one cycle over a copy of the cluster (every pod is in a queue: its label's default one without Queue objects).
+  const copy = new Scheduler(profile, cloneState(state), ctx.rng());
+  const options = { minRuntimeMs: view.minRuntimeMs };
+  const res = runCycle({ nowMs, scheduler: copy, queues: view.queues, pending: view.jobs, running: view.running, options });
+  const w = res.waiting.get(id);
+  if (w !== undefined) lines.push(`queue ${job.queue} holds it (${w.reason}): ${w.message}`);
+  else if (res.started.some((x) => x.job.id === id)) lines.push(`queue ${job.queue}: admitted at the next cycle`);
+  // 3. When: the cycle run forward in virtual time.
+  const arrivals = podJobs.forecast(nowMs, view.jobs.length);
+  const eta = estimateStarts({ nowMs, state, profile, rng: ctx.rng(), queues: view.queues, pending: view.jobs, running: view.running, options, untilStarted: id, requeue: podJobs.requeueOf(view.jobs, arrivals), arrivals }).get(id);
+  lines.push(eta === undefined ? 'expected start: not within 7 days at current estimates' : `expected start: ${new Date(eta).toISOString()} (in ${Math.max(0, Math.round((eta - nowMs) / 1000))} s)`);
+  return { target, state: r.ok ? 'fits' : 'waiting', lines, ...(eta === undefined ? {} : { etaMs: eta }) };
+}

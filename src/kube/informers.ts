@@ -1,0 +1,81 @@
+/**
+ * The live scheduler's informers: list-then-watch of nodes, pods, pod groups and Queue objects into the
+ * cache (and the pod→job translation's maps). Handlers only record: the snapshot is taken at the start of
+ * the next cycle. A missing Queue or PodGroup CRD is logged and lived without.
+ */
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { KubeApiError, type KubeClient } from './client.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+import type { PodGroupObject, PodJobs } from './pod-jobs.ts';
+import type { QueueObject } from './queues.ts';
+import { objectKey, Reflector } from './reflector.ts';
+
+export interface InformerHandlers {
+  /** Anything changed: a cycle may have work. */
+  readonly changed: () => void;
+  /** A Queue object changed: queue-held jobs may now be admitted. */
+  readonly queuesChanged: () => void;
+  readonly log: (m: string) => void;
+}
+
+export interface Informers {
+  stop(): void;
+}
+
+type AnyReflector = Reflector<{ metadata?: { name?: string } }>;
+
+export async function startInformers(client: KubeClient, cache: ClusterCache, jobs: PodJobs, h: InformerHandlers): Promise<Informers> {
+  const { changed, queuesChanged, log } = h;
+  const started: AnyReflector[] = [];
+  const stop = (): void => {
+    for (const r of started) r.stop();
+  };
+  const nodes = new Reflector<V1Node>(client, '/api/v1/nodes', {
+    add: (n) => (cache.upsertNode(n), changed()),
+    update: (n) => (cache.upsertNode(n), changed()),
+    delete: (n) => (cache.deleteNode(n), changed()),
+    error: (e) => log(`nodes watch: ${e.message}`),
+  });
+  const pods = new Reflector<V1Pod>(client, '/api/v1/pods', {
+    add: (p) => (cache.upsertPod(p), jobs.learn(p), changed()),
+    update: (p) => (cache.upsertPod(p), jobs.learn(p), changed()),
+    delete: (p) => (cache.deletePod(p), jobs.learn(p, true), changed()),
+    error: (e) => log(`pods watch: ${e.message}`),
+  });
+  const groups = new Reflector<PodGroupObject>(client, '/apis/ai.sits2026.dev/v1/podgroups', {
+    add: (g) => (jobs.podGroups.set(objectKey(g), g), changed()),
+    update: (g) => (jobs.podGroups.set(objectKey(g), g), changed()),
+    delete: (g) => (jobs.podGroups.delete(objectKey(g)), changed()),
+    error: (e) => log(`podgroups watch: ${e.message}`),
+  });
+  const queues = new Reflector<QueueObject>(client, '/apis/ai.sits2026.dev/v1/queues', {
+    add: (q) => (jobs.queueObjs.set(objectKey(q), q), queuesChanged(), changed()),
+    update: (q) => (jobs.queueObjs.set(objectKey(q), q), queuesChanged(), changed()),
+    delete: (q) => (jobs.queueObjs.delete(objectKey(q)), queuesChanged(), changed()),
+    error: (e) => log(`queues watch: ${e.message}`),
+  });
+  try {
+    await nodes.start();
+    started.push(nodes as unknown as AnyReflector);
+    await pods.start();
+    started.push(pods as unknown as AnyReflector);
+    if (await optional(queues, 'Queue CRD not installed: every pod is in its queue label\'s default queue, no quotas', log)) started.push(queues as unknown as AnyReflector);
+    if (await optional(groups, 'PodGroup CRD not installed: gangs read from pod annotations', log)) started.push(groups as unknown as AnyReflector);
+  } catch (e) {
+    stop();
+    throw e;
+  }
+  return { stop };
+}
+
+/** Starts a reflector on a CRD that may be missing (404: logged, false). */
+async function optional<T extends { metadata?: { name?: string } }>(r: Reflector<T>, missing: string, log: (m: string) => void): Promise<boolean> {
+  try {
+    await r.start();
+    return true;
+  } catch (e) {
+    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+    log(missing);
+    return false;
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * The live StatusWriter: a waiting pod gets `PodScheduled=False, reason Unschedulable` with the message
+ * that says which queue holds it and why (controllers read it), and the annotation
+ * `ai.sits2026.dev/expected-start` (RFC 3339) with the start the forward run expects. A pod that already
+ * says the same is not written again; an expected start that moved by less than a minute is left alone.
+ */
+import type { StatusWriter } from '../core/ports.ts';
+import type { KubeClient } from './client.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+import { podPath } from './binder.ts';
+import { ANNOTATION_EXPECTED_START } from './queues.ts';
+
+export class KubeStatusWriter implements StatusWriter {
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly cache: ClusterCache,
+    private readonly opts: { readonly log: (m: string) => void; readonly nowMs: () => number },
+  ) {}
+
+  unschedulable(podIds: readonly string[], message: string): void {
+    for (const id of podIds) {
+      const pod = this.cache.pod(id);
+      if (pod === undefined || (pod.spec?.nodeName ?? '') !== '') continue;
+      const c = pod.status?.conditions?.find((x) => x.type === 'PodScheduled');
+      if (c?.status === 'False' && c.message === message) continue;
+      this.track(
+        this.client.request('PATCH', `${podPath(id)}/status`, {
+          contentType: 'application/strategic-merge-patch+json',
+          body: { status: { conditions: [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastTransitionTime: new Date(this.opts.nowMs()).toISOString() }] } },
+        }),
+        `condition ${id}`,
+      );
+    }
+  }
+
+  expectedStart(podIds: readonly string[], atMs: number): void {
+    for (const id of podIds) {
+      const pod = this.cache.pod(id);
+      if (pod === undefined) continue;
+      const prev = Date.parse(pod.metadata?.annotations?.[ANNOTATION_EXPECTED_START] ?? '');
+      if (Number.isFinite(prev) && Math.abs(prev - atMs) < 60_000) continue;
+      this.track(this.client.mergePatch(podPath(id), { metadata: { annotations: { [ANNOTATION_EXPECTED_START]: new Date(atMs).toISOString() } } }), `expected-start ${id}`);
+    }
+  }
+
+  async drain(): Promise<void> {
+    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+  }
+
+  private track(p: Promise<unknown>, what: string): void {
+    const task = p.catch((e: unknown) => this.opts.log(`${what}: ${(e as Error).message}`));
+    this.inFlight.add(task);
+    void task.finally(() => this.inFlight.delete(task));
+  }
+}
