@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The project's test command: lint, type-check, build the test control plane when e2e tests need it,
+// The project's test command: lint, type-check, build helm and (when e2e tests need it) the test control plane,
 // then every vitest project. Ends with the line `N passed, N failed` that CI reads.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, mkdtempSync } from 'node:fs';
@@ -35,6 +35,9 @@ function provide(label, script, envVar, what) {
   const lines = r.stdout.trim().split('\n');
   env[envVar] = lines[lines.length - 1];
 }
+// helm (built from Go modules like the control plane, cached by version): `helm lint` and `helm template` in the
+// unit tests of src/deploy, `helm install` in its e2e test.
+provide('helm', 'tools/helm/ensure.mjs', 'SITS_HELM', 'helm for the deploy tests');
 if (!unitOnly) {
   provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
@@ -61,6 +64,6 @@ try {
   failed++;
   process.stderr.write('no test report was written\n');
 }
-if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check, control plane or chromium), counted as failures\n`);
+if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check, helm, control plane or chromium), counted as failures\n`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);

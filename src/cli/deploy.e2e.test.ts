@@ -18,10 +18,11 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { METRIC } from '../server/metrics.ts';
 import { startServer, type SitsServer } from '../server/server.ts';
 import { parsePromText, sampleValue } from '../harness/prom-text.ts';
-import { deployFiles, plainObjects, renderChart } from '../deploy/bundle.ts';
+import { plainObjects } from '../deploy/bundle.ts';
 import { NAMES } from '../deploy/manifests.ts';
+import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from '../deploy/testing/helm.ts';
 import type { Json } from '../deploy/tree.ts';
-import { resolveValues } from '../deploy/values.ts';
+import { resolveValues, type DeployValues } from '../deploy/values.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: { template?: { metadata?: unknown; spec?: Record<string, unknown> } } };
 
@@ -90,12 +91,22 @@ function freePort(): Promise<number> {
   });
 }
 
+function resolved(over: Record<string, unknown>): DeployValues {
+  const r = resolveValues(over);
+  if (!r.ok) throw new Error(r.errors.join('; '));
+  return r.value;
+}
+
 describe('deploy manifests on a real kube-apiserver', () => {
   let plane: ControlPlane;
   let admin: KubeClient;
   let tmp: string;
+  let helm: string;
+  let chart: string;
 
   beforeAll(async () => {
+    helm = await ensureHelm();
+    chart = writeChart();
     plane = await startControlPlane();
     admin = new KubeClient(plane.kubeConfig());
     tmp = mkdtempSync(join(tmpdir(), 'sits-deploy-e2e-'));
@@ -105,6 +116,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     admin?.close();
     await plane?.stop();
     if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
+    removeHelmScratch();
   });
 
   it('server-side dry run accepts every object of deploy/sits.yaml and nothing is stored', async () => {
@@ -115,8 +127,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     await expect(admin.get(objectPath(objects.find((o) => kindOf(o) === 'Deployment') as Obj))).rejects.toMatchObject({ status: 404 });
   });
 
-  it('server-side dry run accepts the Helm chart rendered with its defaults and with other values', async () => {
-    const files = deployFiles();
+  it('server-side dry run accepts what `helm template` renders, with the defaults and with other values', async () => {
     const variants = [
       undefined,
       { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false } },
@@ -132,13 +143,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
       },
     ];
     for (const v of variants) {
-      let values;
-      if (v !== undefined) {
-        const r = resolveValues(v);
-        if (!r.ok) throw new Error(r.errors.join('; '));
-        values = r.value;
-      }
-      const { objects } = renderChart(files, values);
+      const objects = helmTemplate(helm, chart, v === undefined ? [] : ['-f', valuesFile(v)]);
+      // Helm rendered what the builder gives for the same values (helm.test.ts checks this field for field).
+      expect(objects.length).toBe(plainObjects(v === undefined ? undefined : resolved(v)).length);
       expect(await dryRunAll(admin, objects)).toHaveLength(objects.length);
     }
   });
@@ -157,6 +164,34 @@ describe('deploy manifests on a real kube-apiserver', () => {
     expect(refused).toBeInstanceOf(KubeApiError);
     expect((refused as KubeApiError).status).toBe(403);
     expect((refused as KubeApiError).message).toContain('violates PodSecurity "restricted:latest"');
+  });
+
+  it('helm install creates the release on the apiserver (NOTES with the values), helm uninstall removes it', async () => {
+    // As docs/deploy.md says: the namespace first (the release record lives in it), the chart's Namespace off.
+    await createNs(admin, 'helm-e2e');
+    const kc = ['--kubeconfig', plane.kubeconfigPath, '--namespace', 'helm-e2e'];
+    const inst = runHelm(helm, ['install', 'sits', chart, ...kc, '--set', 'namespace=helm-e2e', '--set', 'createNamespace=false', '--set', 'replicas=3']);
+    expect(inst.code, inst.stderr).toBe(0);
+    expect(inst.stdout).toContain('STATUS: deployed');
+    expect(inst.stdout).toContain('SITS 0.1.0 runs in namespace helm-e2e (3 replicas).');
+    expect(inst.stdout).toContain('kubectl -n helm-e2e port-forward svc/sits-scheduler-metrics 8080');
+    const dep = await admin.get<{ metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } }>(
+      '/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler',
+    );
+    expect(dep.metadata.annotations['meta.helm.sh/release-name']).toBe('sits');
+    expect(dep.spec.replicas).toBe(3);
+    expect(dep.spec.template.spec.containers[0]?.args).toContain('--lease-namespace=helm-e2e');
+    const binding = await admin.get<{ subjects: unknown[] }>('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler');
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'sits-scheduler', namespace: 'helm-e2e' }]);
+    const list = runHelm(helm, ['list', ...kc, '-o', 'json']);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'sits', namespace: 'helm-e2e', status: 'deployed', chart: 'sits-0.1.0' }]);
+
+    const un = runHelm(helm, ['uninstall', 'sits', ...kc]);
+    expect(un.code, un.stderr).toBe(0);
+    for (const path of ['/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler', '/apis/rbac.authorization.k8s.io/v1/clusterroles/sits-scheduler', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler'])
+      await expect(admin.get(path), path).rejects.toMatchObject({ status: 404 });
+    // Helm never deletes crds/: the CRDs stay.
+    await admin.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.ai.sits2026.dev');
   });
 
   describe('with exactly the generated RBAC', () => {

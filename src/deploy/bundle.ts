@@ -1,13 +1,12 @@
 /**
  * The files under deploy/ (except deploy/crds/, written by scripts/gen-crds.ts): the all-in-one
- * `sits.yaml`, `rbac.yaml`, and the Helm chart `helm/sits/`. Also renders the chart here, without
- * Helm, with the subset of Go templates in go-template.ts.
+ * `sits.yaml`, `rbac.yaml`, and the Helm chart `helm/sits/`. The chart is checked by the real `helm lint`
+ * and `helm template` in helm.test.ts.
  */
-import { Document, isScalar, parseAllDocuments, parse as parseYaml, stringify, type Pair } from 'yaml';
+import { Document, isScalar, parse as parseYaml, stringify, type Pair } from 'yaml';
 import { crdFiles } from '../api/crd.ts';
 import { deployDocs, rbacDocs } from './manifests.ts';
 import { emitTemplate, evaluateDocs, type Doc, type Json } from './tree.ts';
-import { renderTemplate } from './go-template.ts';
 import { DEFAULT_VALUES, DeployValuesSchema, valuesJsonSchema, type DeployValues } from './values.ts';
 
 export interface GeneratedFile {
@@ -82,51 +81,4 @@ export function deployFiles(values: DeployValues = DEFAULT_VALUES): GeneratedFil
 export function plainObjects(values: DeployValues = DEFAULT_VALUES): Json[] {
   const crds = crdFiles().map((c) => parseYaml(c.content) as Json);
   return [...crds, ...evaluateDocs(deployDocs(), values).map((d) => d.object)];
-}
-
-export interface RenderedChart {
-  /** CRDs from crds/, then the templates' objects in file order. */
-  readonly objects: Json[];
-  readonly notes: string;
-}
-
-/**
- * Renders the chart as `helm template` would with the chart's own values.yaml, optionally overridden
- * (no merging: `values` replaces values.yaml, so pass complete values).
- */
-export function renderChart(files: readonly GeneratedFile[], values?: DeployValues): RenderedChart {
-  const inChart = files.filter((f) => f.path.startsWith(`${CHART_DIR}/`)).map((f) => ({ ...f, path: f.path.slice(CHART_DIR.length + 1) }));
-  const get = (p: string): string => {
-    const f = inChart.find((x) => x.path === p);
-    if (f === undefined) throw new Error(`chart has no ${p}`);
-    return f.content;
-  };
-  const chart = parseYaml(get('Chart.yaml')) as { name: string; version: string; appVersion: string };
-  const vals = values ?? (parseYaml(get('values.yaml')) as DeployValues);
-  const root = {
-    Values: vals,
-    Release: { Name: 'sits', Namespace: vals.namespace, Service: 'Helm', IsInstall: true, IsUpgrade: false, Revision: 1 },
-    Chart: { Name: chart.name, Version: chart.version, AppVersion: chart.appVersion },
-  };
-  const objects: Json[] = [];
-  for (const f of inChart.filter((x) => x.path.startsWith('crds/')).sort((a, b) => (a.path < b.path ? -1 : 1))) objects.push(...yamlObjects(f.content, f.path));
-  let notes = '';
-  for (const f of inChart.filter((x) => x.path.startsWith('templates/'))) {
-    const base = f.path.slice('templates/'.length);
-    if (base.startsWith('_')) continue;
-    const text = renderTemplate(f.content, root);
-    if (base === 'NOTES.txt') notes = text;
-    else objects.push(...yamlObjects(text, f.path));
-  }
-  return { objects, notes };
-}
-
-function yamlObjects(text: string, source: string): Json[] {
-  const out: Json[] = [];
-  for (const d of parseAllDocuments(text)) {
-    if (d.errors.length > 0) throw new Error(`${source}: ${d.errors.map((e) => e.message).join('; ')}`);
-    const o = d.toJS() as Json;
-    if (o !== null && o !== undefined) out.push(o);
-  }
-  return out;
 }

@@ -1,14 +1,13 @@
 /**
  * Manifests are written once, as trees whose leaves may refer to a value (`.Values.x`). The same tree
  * evaluates to a plain manifest for given values (`evaluate`) and prints as a Helm template (`emitTemplate`),
- * so the chart and the plain YAML cannot drift apart: they come from one builder, and a test renders the
- * chart's text again with the default values and compares.
+ * so the chart and the plain YAML cannot drift apart: they come from one builder, and src/deploy/helm.test.ts
+ * renders the chart with the real `helm template` and compares.
  *
  * Builders never read values directly, only through these nodes; a builder that branched on a value
  * would make a chart that ignores that value.
  */
 import { stringify } from 'yaml';
-import { goFloat } from './go-template.ts';
 
 export type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 
@@ -64,6 +63,18 @@ export function lookup(values: unknown, path: string): unknown {
     cur = cur[part];
   }
   return cur;
+}
+
+/** strconv.FormatFloat(f, 'g', -1, 64): how Helm prints a number of values.yaml (a float64) with `quote`. */
+export function goFloat(f: number): string {
+  if (Number.isNaN(f)) return 'NaN';
+  if (!Number.isFinite(f)) return f > 0 ? '+Inf' : '-Inf';
+  if (f === 0) return Object.is(f, -0) ? '-0' : '0';
+  const [mant, expStr] = f.toExponential().split('e') as [string, string];
+  const exp = Number(expStr);
+  // Shortest %g decides with precision 6: exponent form below 1e-4 and from 1e6 on.
+  if (exp < -4 || exp >= 6) return `${mant}e${exp < 0 ? '-' : '+'}${String(Math.abs(exp)).padStart(2, '0')}`;
+  return String(f);
 }
 
 /** Go template truthiness: false, 0, nil and empty strings, lists and maps are false. */

@@ -1,0 +1,155 @@
+/**
+ * The chart checked by Helm itself (`helm lint`, `helm template`, built by tools/helm/ensure.mjs): rendered
+ * with its values.yaml and with overrides, it gives the same objects, field for field, as the plain builder
+ * (src/deploy/manifests.ts) with the same values merged by resolveValues.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { plainObjects } from './bundle.ts';
+import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
+import { goFloat, type Json } from './tree.ts';
+import { resolveValues, type DeployValues } from './values.ts';
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
+type Dep = Obj & { metadata: { namespace: string }; spec: { replicas: number; template: { spec: Record<string, unknown> & { containers: { image: string; imagePullPolicy: string; args: string[] }[] } } } };
+const key = (o: Json): string => {
+  const x = o as Obj;
+  return `${x.apiVersion}/${x.kind}/${x.metadata.namespace ?? ''}/${x.metadata.name}`;
+};
+const byKey = (list: readonly Json[]): Map<string, Json> => {
+  const m = new Map(list.map((o) => [key(o), o]));
+  expect(m.size, 'no two objects with the same kind and name').toBe(list.length);
+  return m;
+};
+const kinds = (list: readonly Json[]): string[] => list.map((o) => (o as Obj).kind).filter((k) => k !== 'CustomResourceDefinition');
+const deploymentOf = (list: readonly Json[]): Dep => {
+  const d = list.find((o) => (o as Obj).kind === 'Deployment');
+  if (d === undefined) throw new Error('no Deployment');
+  return d as unknown as Dep;
+};
+const withValues = (over: Record<string, unknown>): DeployValues => {
+  const r = resolveValues(over);
+  if (!r.ok) throw new Error(r.errors.join('\n'));
+  return r.value;
+};
+
+// Every conditional and value of the templates (both sides of each `if`), as -f files Helm merges over values.yaml.
+const VARIANTS: [string, Record<string, unknown>][] = [
+  ['single replica without leader election, PDB or controllers', { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false } }],
+  [
+    'another namespace, image, profile, port, placement and resources',
+    {
+      namespace: 'sched',
+      createNamespace: false,
+      image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', pullPolicy: 'Always' },
+      profile: 'binpack',
+      metrics: { port: 9464 },
+      replicas: 3,
+      leaderElection: { leaseDurationSeconds: 30, leaseNames: ['sits-scheduler', 'sits-controllers'] },
+      priorityClassName: 'system-cluster-critical',
+      nodeSelector: { 'node-role.kubernetes.io/control-plane': '' },
+      tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
+      resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '4Gi' } },
+    },
+  ],
+];
+
+describe('the Helm chart, by the real helm', () => {
+  let helm: string;
+  let chart: string;
+  // A first run may build helm from the Go module proxy (minutes); scripts/test.mjs builds it before the tests.
+  beforeAll(async () => {
+    helm = await ensureHelm();
+    chart = writeChart();
+  }, 1_200_000);
+  afterAll(removeHelmScratch);
+
+  it('is helm v3', () => {
+    const r = runHelm(helm, ['version', '--short']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^v3\.\d+\.\d+/);
+  });
+
+  it('helm lint --strict passes, with values.yaml and with each override', () => {
+    for (const args of [[], ...VARIANTS.map(([, over]) => ['-f', valuesFile(over)])]) {
+      const r = runHelm(helm, ['lint', chart, '--strict', ...args]);
+      expect(r.code, `${args.join(' ')}\n${r.stdout}${r.stderr}`).toBe(0);
+      expect(r.stdout).toContain('1 chart(s) linted, 0 chart(s) failed');
+      expect(r.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
+    }
+  });
+
+  it('helm template with values.yaml gives exactly the plain manifests (deploy/sits.yaml)', () => {
+    const rendered = helmTemplate(helm, chart, ['--namespace', 'sits-system']);
+    expect(byKey(rendered)).toEqual(byKey(plainObjects()));
+  });
+
+  it.each(VARIANTS)('helm template -f gives the plain manifests with the same values: %s', (_what, over) => {
+    const values = withValues(over);
+    const rendered = helmTemplate(helm, chart, ['--namespace', values.namespace, '-f', valuesFile(over)]);
+    expect(byKey(rendered)).toEqual(byKey(plainObjects(values)));
+  });
+
+  it('helm template --set / --set-string gives the plain manifests with the same values', () => {
+    const rendered = helmTemplate(helm, chart, ['--set', 'replicas=4', '--set-string', 'image.tag=1.2.3', '--set', 'profile=binpack', '--set', 'podDisruptionBudget.minAvailable=2']);
+    const values = withValues({ replicas: 4, image: { tag: '1.2.3' }, profile: 'binpack', podDisruptionBudget: { minAvailable: 2 } });
+    expect(byKey(rendered)).toEqual(byKey(plainObjects(values)));
+    const dep = deploymentOf(rendered);
+    expect(dep.spec.replicas).toBe(4);
+    expect(dep.spec.template.spec.containers[0]?.image).toBe('registry.sits2026.dev/sits/sits:1.2.3');
+    expect(dep.spec.template.spec.containers[0]?.args).toContain('--profile=binpack');
+  });
+
+  it('the overrides really change what Helm renders', () => {
+    const single = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS[0]?.[1])]);
+    expect(kinds(single)).not.toContain('PodDisruptionBudget');
+    expect(kinds(single)).not.toContain('Role');
+    expect(kinds(single).filter((k) => k === 'ClusterRole')).toHaveLength(1);
+    expect(deploymentOf(single).spec.template.spec.containers[0]?.args).toEqual(['run', '--profile=sits', '--metrics-port=8080', '--identity=$(POD_NAME)', '--no-leader-elect']);
+    const other = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS[1]?.[1])]);
+    expect(kinds(other)).not.toContain('Namespace');
+    const dep = deploymentOf(other);
+    expect(dep.metadata.namespace).toBe('sched');
+    expect(dep.spec.replicas).toBe(3);
+    expect(dep.spec.template.spec.containers[0]?.image).toBe('example.org:5000/team/sits:v2.0.0-rc.1');
+    expect(dep.spec.template.spec.containers[0]?.imagePullPolicy).toBe('Always');
+    expect(dep.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
+    expect(dep.spec.template.spec.tolerations).toHaveLength(1);
+    const svc = other.find((o) => (o as Obj).kind === 'Service') as unknown as { metadata: { annotations: Record<string, string> } };
+    expect(svc.metadata.annotations['prometheus.io/port']).toBe('9464');
+  });
+
+  it('values.schema.json makes helm template and helm lint fail on bad values, naming them', () => {
+    const bad = valuesFile({ replicas: 0, metrics: { port: 80 }, image: { pullPolicy: 'Sometimes' }, unknown: 1 });
+    const t = runHelm(helm, ['template', 'sits', chart, '-f', bad]);
+    expect(t.code).not.toBe(0);
+    expect(t.stdout).toBe('');
+    expect(t.stderr).toContain("values don't meet the specifications of the schema");
+    for (const where of ['/replicas', '/metrics/port', '/image/pullPolicy', 'unknown']) expect(t.stderr, where).toContain(where);
+    const l = runHelm(helm, ['lint', chart, '-f', bad]);
+    expect(l.code).not.toBe(0);
+    expect(l.stdout).toContain('[ERROR] values.yaml');
+    // One wrong type alone is enough.
+    const tag = runHelm(helm, ['template', 'sits', chart, '--set', 'image.tag=2']);
+    expect(tag.code).not.toBe(0);
+    expect(tag.stderr).toContain('/image/tag');
+  });
+
+  it('`| quote` prints numbers of values.yaml as goFloat does (the plain manifests use goFloat)', () => {
+    const numbers = [8080, 65535, 123456, 1234567, 1000000, 0.5, 0.0001, 0.00001, -2, 0];
+    const dir = mkdtempSync(join(tmpdir(), 'sits-quote-chart-'));
+    try {
+      mkdirSync(join(dir, 'templates'));
+      writeFileSync(join(dir, 'Chart.yaml'), 'apiVersion: v2\nname: quote\nversion: 0.1.0\n');
+      writeFileSync(join(dir, 'values.yaml'), numbers.map((n, i) => `n${i}: ${n}\n`).join(''));
+      writeFileSync(join(dir, 'templates/cm.yaml'), `apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: q\ndata:\n${numbers.map((_, i) => `  n${i}: {{ .Values.n${i} | quote }}\n`).join('')}`);
+      const [cm] = helmTemplate(helm, dir) as { data: Record<string, string> }[];
+      expect(numbers.map((_, i) => cm?.data[`n${i}`])).toEqual(numbers.map(goFloat));
+      expect(cm?.data.n3).toBe('1.234567e+06');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
