@@ -15,7 +15,8 @@ export const LAYERS = {
   sim: ['core', 'api', 'spec'],
   kube: ['core', 'api', 'spec'],
   controllers: ['core', 'api'],
-  harness: ['core', 'api', 'spec', 'kube'],
+  // The test harness (also started by dev mode and the kube bench) may use the shared test helpers.
+  harness: ['core', 'api', 'spec', 'kube', 'testing'],
   deploy: ['core', 'api', 'spec', 'kube'],
   app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy'],
   bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
