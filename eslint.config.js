@@ -1,7 +1,38 @@
-// Lint rules that keep the architecture honest: the pure core never reaches for a clock,
-// randomness, the environment or the network, and imports only other core modules.
+// Lint rules that keep the architecture honest: every folder under src/ imports only the folders of its
+// layer (docs/adr/0040-layers.md), and the pure core never reaches for a clock, randomness, the
+// environment or the network.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+
+/**
+ * The layers: the folders under src/ each folder may import (besides itself). Every top-level folder of
+ * src/ must be listed (scripts/layers.test.ts fails otherwise).
+ */
+export const LAYERS = {
+  core: [],
+  api: ['core'],
+  spec: ['core', 'api'],
+  sim: ['core', 'api', 'spec'],
+  kube: ['core', 'api', 'spec'],
+  controllers: ['core', 'api'],
+  // The test harness (also started by dev mode and the kube bench) may use the shared test helpers.
+  harness: ['core', 'api', 'spec', 'kube', 'testing'],
+  deploy: ['core', 'api', 'spec', 'kube'],
+  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy'],
+  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
+  server: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
+  // Helpers every folder's tests may use (port contract suites, headless Chromium): only the core's ports.
+  testing: ['core'],
+  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app', 'bench', 'server', 'testing'],
+};
+
+/** What tests (*.test.ts) may import on top of their folder's layer. */
+export const TEST_IMPORTS = ['harness', 'app', 'testing'];
+
+/** Folders whose code is pure: no clock, randomness, environment, timers or I/O. */
+export const PURE = ['core', 'controllers'];
+
+const TOP = Object.keys(LAYERS);
 
 const impureInCore = [
   { object: 'Date', property: 'now', message: 'core is pure: take time from the Clock port' },
@@ -9,6 +40,45 @@ const impureInCore = [
   { object: 'process', property: 'env', message: 'core is pure: configuration comes in as values' },
   { object: 'performance', property: 'now', message: 'core is pure: take time from the Clock port' },
 ];
+const pureGlobals = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask', 'fetch', 'performance', 'process', 'crypto'].map((name) => ({ name, message: `core is pure: no ${name} (clock, timers, I/O and the process belong to adapters)` }));
+const pureImports = [
+  { group: ['node:*', 'fs', 'fs/*', 'path', 'http', 'https', 'net', 'os', 'child_process', 'crypto', 'worker_threads', 'perf_hooks', 'timers', 'timers/*', 'url'], message: 'core is pure: I/O belongs to adapters' },
+  { group: ['@kubernetes/*'], message: 'core is pure: it never touches the cluster' },
+];
+
+const list = (xs) => (xs.length === 0 ? 'nothing else' : xs.join(', '));
+const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/**
+ * One config object per folder, depth and kind (product or test), so that each file gets exactly one
+ * no-restricted-imports setting (ESLint replaces, not merges, rule options). A relative import leaves its
+ * folder only by climbing to src/: from src/<folder>/<d dirs>/file.ts that is (d+1) × '../', so the
+ * pattern matches exactly the imports that reach another top-level folder.
+ */
+function layerConfigs() {
+  const out = [];
+  const MAX_DEPTH = 8;
+  for (const folder of TOP) {
+    const pure = PURE.includes(folder);
+    for (const test of [false, true]) {
+      const allowed = test ? [...new Set([...LAYERS[folder], ...TEST_IMPORTS])] : LAYERS[folder];
+      const forbidden = TOP.filter((f) => f !== folder && !allowed.includes(f));
+      const message = `layers (docs/adr/0040-layers.md): ${folder}${test ? ' tests' : ''} may import only ${list(allowed)}`;
+      for (let depth = 0; depth < MAX_DEPTH; depth++) {
+        const dir = `src/${folder}/${'*/'.repeat(depth)}`;
+        const patterns = forbidden.length === 0 ? [] : [{ regex: `^(\\./)?(\\.\\./){${depth + 1}}(${forbidden.map(esc).join('|')})(/|$)`, message }];
+        if (pure && !test) patterns.push(...pureImports);
+        if (patterns.length === 0) continue;
+        out.push({
+          files: test ? [`${dir}*.test.ts`] : [`${dir}*.ts`, `${dir}*.mjs`],
+          ...(test ? {} : { ignores: ['**/*.test.ts'] }),
+          rules: { 'no-restricted-imports': ['error', { patterns }] },
+        });
+      }
+    }
+  }
+  return out;
+}
 
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'web/vendor/**', 'bench/results/**'] },
@@ -22,18 +92,15 @@ export default tseslint.config(
       'no-restricted-exports': ['error', { restrictDefaultExports: { direct: true, named: true, defaultFrom: true, namedFrom: true, namespaceFrom: true } }],
     },
   },
+  ...layerConfigs(),
   {
-    files: ['src/core/**/*.ts', 'src/controllers/**/*.ts'],
+    files: PURE.map((f) => `src/${f}/**/*.ts`),
     // Controllers are pure definitions; the impure runner that drives them is kube/controller-runner.ts.
     ignores: ['**/*.test.ts'],
     rules: {
       'no-restricted-properties': ['error', ...impureInCore],
-      'no-restricted-globals': ['error', { name: 'setTimeout', message: 'core is pure' }, { name: 'setInterval', message: 'core is pure' }, { name: 'fetch', message: 'core is pure' }],
-      'no-restricted-imports': ['error', { patterns: [
-        { group: ['node:*', 'fs', 'path', 'http', 'https', 'os', 'child_process'], message: 'core is pure: I/O belongs to adapters' },
-        { group: ['**/sim/**', '**/kube/**', '**/server/**', '**/cli/**', '**/app/**'], message: 'core imports only core' },
-        { group: ['@kubernetes/*'], message: 'core never touches the cluster' },
-      ] }],
+      'no-restricted-globals': ['error', ...pureGlobals],
+      'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'core is pure: take time from the Clock port' }],
     },
   },
 );

@@ -6,8 +6,8 @@ import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 
-import { ensureK8sBinaries, startControlPlane } from '../kube/testing/control-plane.ts';
-import type { ControlPlane } from '../kube/testing/control-plane.ts';
+import { ensureK8sBinaries, startControlPlane } from '../harness/control-plane.ts';
+import type { ControlPlane } from '../harness/control-plane.ts';
 import { buildCrds } from './crd.ts';
 import { EXAMPLES, INVALID_CASES, ELASTIC_TRAINING_JOB } from './examples.ts';
 import { KINDS, RESOURCE_KINDS, type ResourceKind } from './kinds.ts';

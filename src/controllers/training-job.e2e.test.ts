@@ -4,10 +4,9 @@
 import { request as httpsRequest } from 'node:https';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { startDevCluster, type DevCluster } from '../dev/dev-cluster.ts';
-import { EXIT_CODE_ANNOTATION } from '../dev/fake-kubelet.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { createNs, listPods, testPod, waitFor } from '../kube/testing/e2e-kit.ts';
+import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
+import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
+import { createNs, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { SEED_TRAINING_JOB } from '../api/examples.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
 
@@ -15,7 +14,7 @@ const TJ = '/apis/ai.sits2026.dev/v1';
 const jobsPath = (ns: string): string => `${TJ}/namespaces/${ns}/trainingjobs`;
 
 let cluster: DevCluster;
-let client: KubeClient;
+let client: DevCluster['client'];
 const logs: string[] = [];
 
 beforeAll(async () => {

@@ -6,8 +6,8 @@ import type { ApplyFailure, ControllerAction, ControllerDefinition, OwnedResourc
 import type { Clock } from '../core/ports.ts';
 import { KubeClient } from './client.ts';
 import { runController, type RunningController } from './controller-runner.ts';
-import { startControlPlane, type ControlPlane } from './testing/control-plane.ts';
-import { createNs, waitFor } from './testing/e2e-kit.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createNs, waitFor } from '../harness/e2e-kit.ts';
 
 const GROUP = 'toy.sits.test';
 const OWNER_LABEL = `${GROUP}/echo`;

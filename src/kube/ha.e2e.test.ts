@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from './client.ts';
-import { startControlPlane, type ControlPlane } from './testing/control-plane.ts';
-import { createFakeGpuNodes } from './testing/fake-nodes.ts';
-import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
-import { applyCrds, devNodes } from '../dev/dev-cluster.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { applyCrds, devNodes } from '../app/dev-cluster.ts';
 
 const root = join(import.meta.dirname, '../..');
 
@@ -20,7 +20,7 @@ function startScheduler(kubeconfig: string, identity: string, crashAfterGangBind
   const args =
     crashAfterGangBinds === undefined
       ? [join(root, 'bin/sits.mjs'), 'run', '--kubeconfig', kubeconfig, '--identity', identity, '--lease-namespace', 'kube-system', '--lease-duration', '4']
-      : ['--import', 'tsx', join(root, 'src/harness/crashing-scheduler.ts'), kubeconfig, identity, String(crashAfterGangBinds)];
+      : ['--import', 'tsx', join(root, 'src/app/crashing-scheduler.ts'), kubeconfig, identity, String(crashAfterGangBinds)];
   const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
   const log: string[] = [];
   child.stdout?.on('data', (d: Buffer) => log.push(d.toString()));

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeClient } from './client.ts';
-import { startControlPlane, type ControlPlane } from './testing/control-plane.ts';
-import { createFakeGpuNodes } from './testing/fake-nodes.ts';
-import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
-import { devNodes, applyCrds } from '../dev/dev-cluster.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { devNodes, applyCrds } from '../app/dev-cluster.ts';
 import { createLiveApp, type LiveApp } from '../app/live.ts';
 
 // 12 dgx-h100 nodes in 3 racks of 4 (96 GPUs); the SITS scheduler runs in-process.

@@ -4,11 +4,11 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient } from './client.ts';
 import { LiveScheduler } from './live-scheduler.ts';
 import { ANNOTATION } from '../api/wire.ts';
-import { startControlPlane } from './testing/control-plane.ts';
-import { createFakeGpuNodes } from './testing/fake-nodes.ts';
-import { createNs, createPods, listEvents, testPod, waitFor } from './testing/e2e-kit.ts';
-import { applyCrds, devNodes } from '../dev/dev-cluster.ts';
-import { FakeKubelet } from '../dev/fake-kubelet.ts';
+import { startControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { createNs, createPods, listEvents, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { applyCrds, devNodes } from '../app/dev-cluster.ts';
+import { FakeKubelet } from '../harness/fake-kubelet.ts';
 import { describePortContracts } from '../testing/port-contracts.ts';
 
 describePortContracts('live adapters on a real kube-apiserver', async () => {

@@ -5,9 +5,9 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { startDevCluster, type DevCluster } from '../dev/dev-cluster.ts';
+import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import type { KubeClient } from './client.ts';
-import { createNs, createPods, listEvents, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
+import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 
 let cluster: DevCluster;
 let client: KubeClient;

@@ -5,9 +5,9 @@ import { request } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
 import { parsePromText, promSamples, type FamilyType } from '../../harness/prom-text.ts';
-import { ensureK8sBinaries, startControlPlane, type ControlPlane } from '../../kube/testing/control-plane.ts';
-import { createFakeGpuNodes, createNamespace } from '../../kube/testing/fake-nodes.ts';
-import { waitFor } from '../../kube/testing/e2e-kit.ts';
+import { ensureK8sBinaries, startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
+import { createFakeGpuNodes, createNamespace } from '../../harness/fake-nodes.ts';
+import { waitFor } from '../../harness/e2e-kit.ts';
 import { histogramDelta, kubeSchedulerConfigYaml, promSum } from './measure.ts';
 
 function getText(url: string, token: string): Promise<string> {

@@ -11,7 +11,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
 import { KubeClient } from '../../kube/client.ts';
-import { startControlPlane, type ControlPlane } from '../../kube/testing/control-plane.ts';
+import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
 import { median, percentiles } from '../../core/stats.ts';
 import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, promSum, rate, schedulerPerfThroughput, type ThroughputSummary } from './measure.ts';

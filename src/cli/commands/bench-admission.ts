@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { runAdmissionBench } from '../../sim/admission/admission-bench.ts';
+import { runAdmissionBench } from '../../bench/admission/admission-bench.ts';
 import { intOption, numberOption } from '../options.ts';
 
 export function registerBenchAdmission(bench: Command): void {

@@ -4,21 +4,17 @@
  * optionally an offline HTML report with charts.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
-import { PUBLISHED_UNALLOCATED_100, publishedName } from '../../sim/fgd/published.ts';
-import { FRAG_RATE_AT, UNALLOCATED_AT, fgdBenchJson, fgdCurves, parseSeeds, type FgdBenchJson } from '../../sim/fgd/summary.ts';
-import { defaultWorkers, GridTaskError, runGrid } from '../../sim/grid/pool.ts';
-import { loadFgdTrace, type FgdTask } from '../../sim/grid/tasks.ts';
-import { fgdReportHtml } from '../../sim/report/fgd-html.ts';
+import { benchAllCommands, BenchInputError } from '../../bench/all/bench-all.ts';
+import { FGD_POLICIES, prepareFgdBench, writeFgdOutputs } from '../../bench/fgd/fgd-bench.ts';
+import { PUBLISHED_UNALLOCATED_100, publishedName } from '../../bench/fgd/published.ts';
+import { FRAG_RATE_AT, UNALLOCATED_AT, parseSeeds, type FgdBenchJson } from '../../bench/fgd/summary.ts';
+import { defaultWorkers, GridTaskError } from '../../bench/grid/pool.ts';
 import { TraceError } from '../../sim/trace/errors.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
-
-export const FGD_POLICIES = ['random', 'dotprod', 'gpuclustering', 'gpupacking', 'bestfit', 'fgd', 'sits'];
 
 interface FgdOptions {
   nodes?: string;
@@ -31,11 +27,6 @@ interface FgdOptions {
   tune: number;
   workers: number;
   timing: boolean;
-}
-
-export function writeFileMkdir(file: string, text: string): void {
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, text);
 }
 
 export function fgdTable(json: FgdBenchJson): string {
@@ -72,19 +63,17 @@ export function registerBenchFgd(bench: Command): void {
       }
       const nodesFile = o.nodes as string;
       const podsFile = o.pods as string;
+      let bench;
       try {
-        loadFgdTrace(nodesFile, podsFile); // fail fast on a bad file, before any thread starts
+        bench = prepareFgdBench({ nodesFile, podsFile, policies, seeds, tune: o.tune, timing: o.timing }); // fails fast on a bad file, before any thread starts
       } catch (e) {
         if (e instanceof TraceError) throw new CliError(e.message);
         throw e;
       }
-      const tasks: FgdTask[] = [];
-      for (const policy of policies) for (const seed of seeds) tasks.push({ nodesFile, podsFile, policy, seed, tune: o.tune, timing: o.timing });
       const tty = process.stderr.isTTY === true;
-      const t0 = performance.now();
-      let runs;
+      let b;
       try {
-        runs = await runGrid(tasks, {
+        b = await bench.run({
           workers: o.workers,
           onProgress: (p) => {
             if (!tty) return;
@@ -99,16 +88,8 @@ export function registerBenchFgd(bench: Command): void {
       } finally {
         if (tty) process.stderr.write('\r\x1b[K');
       }
-      const wallMs = performance.now() - t0;
-      const json = fgdBenchJson(basename(podsFile), seeds, policies, runs);
-      process.stdout.write(`${fgdTable(json)}\n${tasks.length} runs in ${(wallMs / 1000).toFixed(1)} s on ${Math.min(o.workers, tasks.length) || 1} thread(s)\n`);
-      if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(json, null, 2)}\n`);
-      const curves = o.html !== undefined || o.detail !== undefined ? fgdCurves(policies, runs) : [];
-      if (o.html !== undefined) writeFileMkdir(o.html, fgdReportHtml(json, curves));
-      if (o.detail !== undefined) {
-        const failed = policies.map((p) => ({ policy: p, perSeed: runs.filter((r) => r.policy === p).map((r) => ({ seed: r.seed, pods: r.pods, placed: r.placed, failedTo100: r.failedTo100.slice(0, 20) })) }));
-        writeFileMkdir(o.detail, `${JSON.stringify({ trace: json.trace, seeds, curves, failed }, null, 1)}\n`);
-      }
+      process.stdout.write(`${fgdTable(b.json)}\n${b.tasks} runs in ${(b.wallMs / 1000).toFixed(1)} s on ${Math.min(o.workers, b.tasks) || 1} thread(s)\n`);
+      writeFgdOutputs(b, policies, seeds, { ...(o.json === undefined ? {} : { json: o.json }), ...(o.html === undefined ? {} : { html: o.html }), ...(o.detail === undefined ? {} : { detail: o.detail }) });
     });
 }
 
@@ -147,28 +128,13 @@ export function registerBenchAll(bench: Command): void {
     .option('--workers <n>', 'worker threads for the FGD grid', intOption('--workers', 0, 256), defaultWorkers())
     .option('--skip-fgd', 'skip the FGD grids')
     .action((o: AllOptions) => {
-      const nodes = join(o.traces, 'openb_node_list_gpu_node.csv');
-      if (!existsSync(nodes)) throw new CliError(`--traces: ${nodes} not found`);
-      const lists = readdirSync(o.traces)
-        .filter((f) => /^openb_pod_list_.+\.csv$/.test(f))
-        .sort();
-      if (o.skipFgd !== true) {
-        for (const f of lists) {
-          const name = f.replace(/^openb_pod_list_/, '').replace(/\.csv$/, '');
-          const html = name === 'default' ? ['--html', join(o.out, 'fgd-default.html')] : [];
-          runChild(['bench', 'fgd', '--nodes', nodes, '--pods', join(o.traces, f), '--seeds', o.seeds, '--workers', String(o.workers), '--json', join(o.out, `fgd-${name}.json`), ...html]);
-        }
+      let commands;
+      try {
+        commands = benchAllCommands({ out: o.out, traces: o.traces, philly: o.philly, seeds: o.seeds, workers: o.workers, fgd: o.skipFgd !== true });
+      } catch (e) {
+        if (e instanceof BenchInputError) throw new CliError(e.message);
+        throw e;
       }
-      for (const n of [1000, 5000, 10000]) runChild(['bench', 'throughput', '--nodes', String(n), '--gpus-per-node', '8', '--workload', 'mixed', '--json', join(o.out, `throughput-mixed-${n}.json`)]);
-      runChild(['bench', 'throughput', '--nodes', '10000', '--gpus-per-node', '8', '--pods', '100000', '--workload', 'mixed', '--json', join(o.out, 'throughput-mixed-10000-100k.json')]);
-      runChild(['bench', 'throughput', '--nodes', '5000', '--gpus-per-node', '8', '--workload', 'gang', '--json', join(o.out, 'throughput-gang-5000.json')]);
-      const defaultPods = join(o.traces, 'openb_pod_list_default.csv');
-      if (existsSync(defaultPods)) runChild(['bench', 'replay', '--trace', defaultPods, '--nodes', nodes, '--compress', '1000', '--policies', 'sits,fgd,bestfit', '--json', join(o.out, 'replay-openb-default-x1000.json')]);
-      const w6 = join(o.philly, 'workloads', 'workload-6.csv');
-      if (existsSync(w6)) runChild(['bench', 'replay', '--trace', w6, '--cluster-size', '8x8', '--policies', 'sits,fgd,bestfit', '--json', join(o.out, 'replay-pollux-workload-6.json')]);
-      // Issue 6: admission decisions per second, and the multi-tenant fairness / ETA experiment.
-      for (const n of [1000, 5000, 10000]) runChild(['bench', 'admission', '--nodes', String(n), '--json', join(o.out, `admission-${n}.json`)]);
-      const philly = join(o.philly, 'philly.csv');
-      if (existsSync(philly)) runChild(['bench', 'tenants', '--trace', philly, '--json', join(o.out, 'tenants.json')]);
+      for (const args of commands) runChild(args);
     });
 }

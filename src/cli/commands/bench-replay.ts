@@ -6,14 +6,13 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
-import { replay, type ReplayResult } from '../../sim/replay/replay.ts';
-import { compressTime, InputError, loadClusterSource, loadUnits, parseClusterSize, TRACE_FORMATS, type ClusterSource, type TraceFormat } from '../../sim/replay/sources.ts';
-import { replayReportHtml } from '../../sim/report/replay-html.ts';
+import type { ReplayResult } from '../../bench/replay/replay.ts';
+import { runReplayBench, writeReplayOutputs } from '../../bench/replay/replay-bench.ts';
+import { InputError, parseClusterSize, TRACE_FORMATS, type ClusterSource, type TraceFormat } from '../../bench/replay/sources.ts';
 import { TraceError } from '../../sim/trace/errors.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
-import { writeFileMkdir } from './bench-fgd.ts';
 
 interface ReplayOptions {
   trace: string;
@@ -73,36 +72,24 @@ export function registerBenchReplay(bench: Command): void {
         const r = resolveProfile(p, { typicalShapes: [] });
         if (!r.ok) throw new CliError(`--policies: ${formatProfileError(r.error)}`);
       }
-      let loaded;
-      let nodes;
+      let b;
       try {
-        loaded = loadUnits(o.trace, o.format as TraceFormat | undefined);
-        nodes = loadClusterSource(cluster);
+        b = runReplayBench({
+          trace: o.trace,
+          ...(o.format === undefined ? {} : { format: o.format as TraceFormat }),
+          cluster,
+          policies,
+          seed: o.seed,
+          compress: o.compress,
+          ...(o.untilHours === undefined ? {} : { untilHours: o.untilHours }),
+          ...(o.failMtbfHours === undefined ? {} : { failMtbfHours: o.failMtbfHours }),
+          repairHours: o.repairHours,
+        });
       } catch (e) {
         if (e instanceof TraceError || e instanceof InputError) throw new CliError(e.message);
         throw e;
       }
-      const units = compressTime(loaded.units, o.compress);
-      const origin = units.reduce((m, u) => Math.min(m, u.arrivalMs), Number.POSITIVE_INFINITY);
-      const results = policies.map((policy) =>
-        replay(nodes, units, {
-          policy,
-          seed: o.seed,
-          ...(o.untilHours === undefined || !Number.isFinite(origin) ? {} : { untilMs: origin + o.untilHours * 3600e3 }),
-          ...(o.failMtbfHours === undefined ? {} : { failures: { mtbfMs: o.failMtbfHours * 3600e3, repairMs: o.repairHours * 3600e3 } }),
-        }),
-      );
-      const gpus = nodes.reduce((s, n) => s + n.gpus.length, 0);
-      process.stdout.write(`${basename(o.trace)} (${loaded.format}) on ${nodes.length} nodes / ${gpus} GPUs${o.compress === 1 ? '' : `, time compressed ×${o.compress}`}\n${replayTable(results)}\n`);
-      const json = {
-        trace: basename(o.trace),
-        format: loaded.format,
-        cluster: { nodes: nodes.length, gpus },
-        compress: o.compress,
-        seed: o.seed,
-        results: results.map((r) => ({ policy: r.policy, units: r.units, pods: r.pods, placedPods: r.placedPods, gpuUtilisationPct: r.gpuUtilisationPct, peakAllocationPct: r.peakAllocationPct, queueDelayS: r.queueDelayS, neverPlaced: r.neverPlaced, evictions: r.evictions, failures: r.failures, spanS: r.spanS })),
-      };
-      if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(json, null, 2)}\n`);
-      if (o.html !== undefined) writeFileMkdir(o.html, replayReportHtml(`${basename(o.trace)} on ${nodes.length} nodes / ${gpus} GPUs`, `format ${loaded.format}; time compression ×${o.compress}; seed ${o.seed}${o.failMtbfHours === undefined ? '' : `; node MTBF ${o.failMtbfHours} h, repair ${o.repairHours} h`}`, results));
+      process.stdout.write(`${basename(o.trace)} (${b.format}) on ${b.nodes} nodes / ${b.gpus} GPUs${o.compress === 1 ? '' : `, time compressed ×${o.compress}`}\n${replayTable(b.results)}\n`);
+      writeReplayOutputs(b, { ...(o.json === undefined ? {} : { json: o.json }), ...(o.html === undefined ? {} : { html: o.html }) });
     });
 }

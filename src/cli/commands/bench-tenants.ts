@@ -1,18 +1,15 @@
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
-import { benchTenants } from '../../sim/tenants/bench-tenants.ts';
-import { TIERS } from '../../sim/tenants/philly-window.ts';
+import { benchTenants, DEFAULT_TENANTS_TRACE } from '../../bench/tenants/bench-tenants.ts';
+import { TIERS } from '../../bench/tenants/philly-window.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
-
-const DEFAULT_TRACE = join(import.meta.dirname, '../../../../shared/traces/pollux-philly/philly.csv');
 
 export function registerBenchTenants(bench: Command): void {
   bench
     .command('tenants')
     .description('multi-tenant fairness: the busiest Philly window on a smaller cluster, SITS queues (gold/silver/bronze 4/2/1) vs one FIFO queue')
-    .option('--trace <csv>', 'philly.csv of the Pollux artifact', DEFAULT_TRACE)
+    .option('--trace <csv>', 'philly.csv of the Pollux artifact', DEFAULT_TENANTS_TRACE)
     .option('--nodes <n>', '8-GPU nodes in the cluster', intOption('--nodes', 1, 10_000), 16)
     .option('--window-hours <h>', 'length of the busy window', numberOption('--window-hours', 0.5, 168), 4)
     .option('--max-duration-hours <h>', 'job durations are clipped to this', numberOption('--max-duration-hours', 0.1, 1000), 6)

@@ -3,17 +3,14 @@
  * calls) on a synthetic cluster, with a workload sized to ~90 % of GPU capacity (issue 3 §7).
  */
 import type { Command } from 'commander';
-import { readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
-import { PerformanceObserver } from 'node:perf_hooks';
 import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
-import { percentile } from '../../core/stats.ts';
-import { prepareThroughput, runThroughput, type GangAttempt, type ThroughputJson, type ThroughputResult } from '../../sim/throughput/run.ts';
-import { WORKLOADS, type WorkloadKind } from '../../sim/throughput/workload.ts';
+import { writeFileMkdir } from '../../bench/output.ts';
+import type { GangAttempt, ThroughputResult } from '../../bench/throughput/run.ts';
+import { defaultThroughputPods, p99WithoutWaits, runThroughputBench, slowestAttempts, throughputFitError, throughputJson, type GcPause } from '../../bench/throughput/throughput-bench.ts';
+import { WORKLOADS, type WorkloadKind } from '../../bench/throughput/workload.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
 import { intOption } from '../options.ts';
-import { writeFileMkdir } from './bench-fgd.ts';
 
 interface ThroughputOptions {
   nodes: number;
@@ -27,43 +24,10 @@ interface ThroughputOptions {
   slowest?: number;
 }
 
-const WARMUP_NODES = 512;
-const WARMUP_RUNS = 3;
-const SETTLE_MS = 100;
-
-interface GcPause {
-  readonly startMs: number;
-  readonly ms: number;
-}
-
-/**
- * The n slowest gang attempts and what they did: index builds, nodes evaluated, domains tried, and the GC
- * pauses that overlapped them. Time not explained by those is mostly waiting for a core (other processes).
- */
+/** The n slowest gang attempts and what they did (see slowestAttempts). */
 export function slowestTable(attempts: readonly GangAttempt[], gc: readonly GcPause[], n: number): string {
-  const rows = [...attempts]
-    .sort((a, b) => b.ms - a.ms)
-    .slice(0, n)
-    .map((a) => {
-      let overlap = 0;
-      for (const g of gc) overlap += Math.max(0, Math.min(a.startMs + a.ms, g.startMs + g.ms) - Math.max(a.startMs, g.startMs));
-      return [a.i, a.ms.toFixed(3), a.placed ? 'yes' : 'no', a.builds, a.evaluations, a.domainTrials, overlap.toFixed(2), a.waitMs === undefined ? '–' : a.waitMs.toFixed(2)];
-    });
+  const rows = slowestAttempts(attempts, gc, n).map((a) => [a.i, a.ms.toFixed(3), a.placed ? 'yes' : 'no', a.builds, a.evaluations, a.domainTrials, a.gcMs.toFixed(2), a.waitMs === undefined ? '–' : a.waitMs.toFixed(2)]);
   return table(['attempt', 'ms', 'placed', 'index builds', 'nodes evaluated', 'domains tried', 'GC ms', 'waiting for a core ms'], rows);
-}
-
-/** This thread's run-queue wait so far in ms (Linux schedstat; updated at context switches), or undefined elsewhere. */
-function runQueueWaitReader(): (() => number) | undefined {
-  const read = (): number => Number(readFileSync('/proc/thread-self/schedstat', 'utf8').split(' ')[1]) / 1e6;
-  try {
-    return Number.isFinite(read()) ? read : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-export function throughputJson(r: ThroughputResult): ThroughputJson {
-  return { nodes: r.nodes, pods: r.pods, workload: r.workload, podsPerSecond: r.podsPerSecond, gangAttemptMs: r.gangAttemptMs, rssMiB: r.rssMiB };
 }
 
 export function throughputTable(r: ThroughputResult): string {
@@ -92,42 +56,16 @@ export function registerBenchThroughput(bench: Command): void {
       const workload = o.workload as WorkloadKind;
       const probe = resolveProfile(o.profile, { typicalShapes: [] });
       if (!probe.ok) throw new CliError(`--profile: ${formatProfileError(probe.error)}`);
-      const gpus = o.nodes * o.gpusPerNode;
-      const pods = o.pods ?? (workload === 'single' ? Math.floor(0.9 * gpus) : workload === 'gang' ? Math.max(8, Math.round((0.9 * o.nodes) / 8) * 8) : gpus);
-      if (workload === 'single' && pods > gpus) throw new CliError(`${pods} single-GPU pods do not fit on ${gpus} GPUs`);
-      if (workload === 'gang' && pods < 8) throw new CliError('--workload gang needs at least 8 pods (one 8-pod gang)');
-      if (workload === 'gang' && pods > o.nodes) throw new CliError(`${pods} gang pods of a whole node each do not fit on ${o.nodes} nodes`);
-      const now = (): number => performance.now();
-      if (o.warmup) {
-        // Untimed: three runs on up to 512 nodes get the scheduling code compiled before the clock starts (one run
-        // on 256 nodes left the gang path to be optimised, on V8's background threads, during the timed loop).
-        const wn = Math.min(o.nodes, WARMUP_NODES);
-        for (let w = 0; w < WARMUP_RUNS; w++) runThroughput({ nodes: wn, gpusPerNode: o.gpusPerNode, pods: Math.max(8, Math.round((pods * wn) / o.nodes)), workload, profile: o.profile, seed: o.seed + 1 + w, now });
-      }
-      const cpuMs = (): number => {
-        const u = process.cpuUsage();
-        return (u.user + u.system) / 1000;
-      };
-      const gc: GcPause[] = [];
-      const obs = o.slowest === undefined ? undefined : new PerformanceObserver((list) => gc.push(...list.getEntries().map((e) => ({ startMs: e.startTime, ms: e.duration }))));
-      obs?.observe({ entryTypes: ['gc'] });
-      // Read around each gang attempt (outside its timing) only when the slowest attempts are asked for.
-      const wait = o.slowest === undefined ? undefined : runQueueWaitReader();
-      const prepared = prepareThroughput({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, now, cpuMs, rssBytes: () => process.memoryUsage().rss, ...(wait === undefined ? {} : { runQueueWaitMs: wait }) });
-      // The untimed preparation (workload, cluster, profile) leaves compilation and GC work on V8's background
-      // threads; let it finish rather than compete with the timed loop for the cores.
-      if (o.warmup) await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
-      const r = prepared.run();
+      const pods = o.pods ?? defaultThroughputPods(workload, o.nodes, o.gpusPerNode);
+      const misfit = throughputFitError(workload, pods, o.nodes, o.gpusPerNode);
+      if (misfit !== undefined) throw new CliError(misfit);
+      const { result: r, gc, loadAverage } = await runThroughputBench({ nodes: o.nodes, gpusPerNode: o.gpusPerNode, pods, workload, profile: o.profile, seed: o.seed, warmup: o.warmup, diagnose: o.slowest !== undefined });
       process.stdout.write(`${throughputTable(r)}\n`);
-      if (obs !== undefined && o.slowest !== undefined) {
-        // GC entries arrive after the synchronous run: let them in.
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        obs.disconnect();
-        const [l1, l5] = loadavg();
-        process.stdout.write(`\n${o.slowest} slowest of ${r.attempts.length} gang attempts (load average ${(l1 ?? 0).toFixed(2)} / ${(l5 ?? 0).toFixed(2)}):\n${slowestTable(r.attempts, gc, o.slowest)}\n`);
-        // A diagnostic only: the reported p99 is wall time, waits included.
-        const own = r.attempts.flatMap((a) => (a.waitMs === undefined ? [] : [a.ms - a.waitMs]));
-        if (own.length === r.attempts.length && own.length > 0) process.stdout.write(`gang attempt p99 without the time spent waiting for a core: ${(percentile(own, 99) as number).toFixed(3)} ms (wall-time p99 ${r.gangAttemptMs.p99?.toFixed(3) ?? '–'} ms)\n`);
+      if (gc !== undefined && loadAverage !== undefined && o.slowest !== undefined) {
+        const [l1, l5] = loadAverage;
+        process.stdout.write(`\n${o.slowest} slowest of ${r.attempts.length} gang attempts (load average ${l1.toFixed(2)} / ${l5.toFixed(2)}):\n${slowestTable(r.attempts, gc, o.slowest)}\n`);
+        const own = p99WithoutWaits(r.attempts);
+        if (own !== undefined) process.stdout.write(`gang attempt p99 without the time spent waiting for a core: ${own.toFixed(3)} ms (wall-time p99 ${r.gangAttemptMs.p99?.toFixed(3) ?? '–'} ms)\n`);
       }
       if (o.json !== undefined) writeFileMkdir(o.json, `${JSON.stringify(throughputJson(r), null, 2)}\n`);
     });

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { startDevCluster } from '../../dev/dev-cluster.ts';
+import { startDevCluster } from '../../app/dev-cluster.ts';
 import { intOption } from '../options.ts';
 import { untilSignal } from './run.ts';
 

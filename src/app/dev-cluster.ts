@@ -1,0 +1,107 @@
+/**
+ * `sits dev up`: a local cluster for people and tools — etcd and kube-apiserver built from source, N fake
+ * GPU nodes of one preset (Node objects only, no kubelet), the SITS CRDs, the SITS scheduler, and a fake
+ * kubelet that runs bound pods. Everything started here is stopped by `stop()`.
+ */
+import { writeFileSync } from 'node:fs';
+import { buildCrds } from '../api/crd.ts';
+import { createLiveApp, type LiveApp } from './live.ts';
+import { KubeClient, isStatus } from '../kube/client.ts';
+import { nodeObjectFor } from '../kube/labels.ts';
+import { NODE_SHAPES } from '../core/model/presets.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { FakeKubelet } from '../harness/fake-kubelet.ts';
+import { startControllers, type ControllerOptions, type Controllers } from './controllers.ts';
+
+export interface DevClusterOptions {
+  readonly nodes: number;
+  readonly shape: string;
+  readonly nodesPerRack?: number;
+  readonly racksPerBlock?: number;
+  /** Where to copy the kubeconfig (besides the control plane's own). */
+  readonly kubeconfig?: string;
+  readonly profile?: string;
+  readonly withScheduler?: boolean;
+  /** The workload controllers (TrainingJob): on by default; false leaves them out. */
+  readonly controllers?: false | ControllerOptions;
+  readonly log?: (m: string) => void;
+  readonly binDir?: string;
+}
+
+export interface DevCluster {
+  readonly plane: ControlPlane;
+  readonly kubeconfigPath: string;
+  readonly app: LiveApp | undefined;
+  readonly kubelet: FakeKubelet;
+  readonly controllers: Controllers | undefined;
+  readonly client: KubeClient;
+  readonly nodeNames: readonly string[];
+  stop(): Promise<void>;
+}
+
+export function devNodes(count: number, shape: string, nodesPerRack = 8, racksPerBlock = 4): ReturnType<typeof nodeObjectFor>[] {
+  if (NODE_SHAPES[shape] === undefined) throw new Error(`unknown shape "${shape}" (presets: ${Object.keys(NODE_SHAPES).join(', ')})`);
+  return Array.from({ length: count }, (_, i) => {
+    const rack = Math.floor(i / nodesPerRack);
+    return nodeObjectFor(`${shape}-${String(i).padStart(3, '0')}`, shape, { zone: 'zone-0', block: `block-${Math.floor(rack / racksPerBlock)}`, rack: `rack-${rack}` });
+  });
+}
+
+export async function applyCrds(client: KubeClient): Promise<void> {
+  const crds = buildCrds();
+  for (const crd of crds) {
+    try {
+      await client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+    } catch (e) {
+      if (!isStatus(e, 409)) throw e;
+    }
+  }
+  const deadline = performance.now() + 60_000;
+  for (const crd of crds) {
+    const name = (crd as { metadata: { name: string } }).metadata.name;
+    for (;;) {
+      const got = await client.get<{ status?: { conditions?: { type: string; status: string }[] } }>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true) break;
+      if (performance.now() > deadline) throw new Error(`CRD ${name} not Established after 60 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+export async function startDevCluster(opts: DevClusterOptions): Promise<DevCluster> {
+  const log = opts.log ?? (() => undefined);
+  const plane = await startControlPlane({ ...(opts.binDir === undefined ? {} : { binDir: opts.binDir }), log: (l) => log(l) });
+  try {
+    const kc = plane.kubeConfig();
+    const client = new KubeClient(kc);
+    await applyCrds(client);
+    const nodes = devNodes(opts.nodes, opts.shape, opts.nodesPerRack, opts.racksPerBlock);
+    await createFakeGpuNodes(kc, nodes);
+    const names = new Set(nodes.map((n) => n.name));
+    const kubelet = new FakeKubelet(client, (n) => names.has(n), log);
+    await kubelet.start();
+    const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log });
+    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...opts.controllers });
+    if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
+    return {
+      plane,
+      kubeconfigPath: opts.kubeconfig ?? plane.kubeconfigPath,
+      app,
+      kubelet,
+      controllers,
+      client,
+      nodeNames: [...names],
+      stop: async () => {
+        kubelet.stop();
+        await controllers?.stop();
+        await app?.stop();
+        client.close();
+        await plane.stop();
+      },
+    };
+  } catch (e) {
+    await plane.stop();
+    throw e;
+  }
+}

@@ -1,0 +1,338 @@
+/**
+ * Time-based replay on the discrete-event engine (engine.ts): units arrive at their trace times, wait in a
+ * queue until a scheduling pass places them, run for their duration and leave. Optional GPU-node failures
+ * (exponential, seeded) take a node's GPUs away, evict what runs there (a gang loses all members) and
+ * requeue it to restart; a repair gives the GPUs back. The core's Scheduler makes every decision.
+ *
+ * Event order at one instant (priority): completions, repairs, failures, deadlines, arrivals, then one
+ * scheduling pass. A pass tries waiting units in (arrival, sequence) order, but after a unit of some
+ * shape fails, later units of the same shape are not tried in that pass (they would fail the same way);
+ * a pass after arrivals only tries the new units, since nothing was freed for the others.
+ */
+import { Scheduler } from '../../core/framework/scheduler.ts';
+import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import { shapeKey } from '../../core/framework/score-index.ts';
+import type { Profile } from '../../core/framework/types.ts';
+import type { NodeSpec } from '../../core/model/node.ts';
+import { seededRng, type Rng } from '../../core/ports.ts';
+import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
+import { shapesOf } from '../../core/estimate/expected-workload.ts';
+import { ClusterState } from '../../core/snapshot/cluster-state.ts';
+import { mean, median, percentile } from '../../core/stats.ts';
+import { Environment, type SimEvent } from '../../sim/engine.ts';
+import { PolicyError } from '../fgd/run.ts';
+import { unitPods, type ReplayUnit } from './units.ts';
+
+export interface FailureModel {
+  /** Mean time between failures of one node. */
+  readonly mtbfMs: number;
+  readonly repairMs: number;
+}
+
+export interface ReplayOptions {
+  readonly policy: string;
+  readonly profile?: Profile;
+  readonly seed?: number;
+  readonly failures?: FailureModel;
+  /** Stop at this virtual time (default: when nothing is left to happen). */
+  readonly untilMs?: number;
+  /** Points of the utilisation series (default 400). */
+  readonly samples?: number;
+}
+
+export interface DelayStats {
+  readonly mean: number;
+  readonly p50: number;
+  readonly p90: number;
+  readonly p99: number;
+  readonly max: number;
+}
+
+export interface ReplayResult {
+  readonly policy: string;
+  readonly units: number;
+  readonly pods: number;
+  readonly placedPods: number;
+  /** Time-weighted allocated GPU share over the trace window (first to last arrival, or to untilMs), in %. */
+  readonly gpuUtilisationPct: number;
+  /** Peak of the allocated GPU share, in %. */
+  readonly peakAllocationPct: number;
+  /** Seconds between arrival and placement, over placed pods (a gang's members count each). */
+  readonly queueDelayS: DelayStats;
+  readonly neverPlaced: { readonly pods: number; readonly gpus: number; readonly abandoned: number; readonly waitingAtEnd: number };
+  readonly evictions: number;
+  readonly failures: number;
+  readonly spanS: number;
+  /** Sampled series: time (s from the first arrival), allocated GPU %, pods waiting. */
+  readonly series: { readonly tS: readonly number[]; readonly allocatedPct: readonly number[]; readonly waitingPods: readonly number[] };
+}
+
+type Payload =
+  | { readonly type: 'complete'; readonly unit: Tracked }
+  | { readonly type: 'repair'; readonly node: number }
+  | { readonly type: 'fail'; readonly node: number }
+  | { readonly type: 'deadline'; readonly unit: Tracked }
+  | { readonly type: 'arrive'; readonly unit: Tracked }
+  | { readonly type: 'pass' };
+
+const PRIORITY: Readonly<Record<Payload['type'], number>> = { complete: 0, repair: 1, fail: 2, deadline: 3, arrive: 4, pass: 9 };
+
+interface Tracked {
+  readonly unit: ReplayUnit;
+  readonly seq: number;
+  readonly key: string;
+  readonly demandMilli: number;
+  state: 'future' | 'waiting' | 'running' | 'done' | 'abandoned';
+  /** Bumped on every start so that a stale completion (after an eviction) is ignored. */
+  epoch: number;
+  waitingSinceMs: number;
+}
+
+function unitKey(u: ReplayUnit): string {
+  if (u.gang !== undefined) return `g${u.gang.minMember}:${u.gang.members.map(shapeKey).join(';')}:${u.gang.topology.required ?? ''}:${u.gang.topology.preferred ?? ''}`;
+  return u.pod === undefined ? '' : `p${shapeKey(u.pod)}`;
+}
+
+/** Expected workload for fragmentation-aware profiles: learned from the pods of the trace given. */
+export function replayTypicalShapes(units: readonly ReplayUnit[]): TypicalShape[] {
+  return shapesOf(units.flatMap((u) => unitPods(u)));
+}
+
+export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions): ReplayResult {
+  const profile = o.profile === undefined ? resolveProfile(o.policy, { typicalShapes: replayTypicalShapes(units) }) : { ok: true as const, value: o.profile };
+  if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
+  const rng: Rng = seededRng(o.seed ?? 1);
+  const state = new ClusterState(nodes);
+  const scheduler = new Scheduler(profile.value, state, rng);
+  const capacityMilli = state.nodes.reduce((s, n) => s + n.spec.gpus.length * 1000, 0);
+  const tracked: Tracked[] = units.map((unit, seq) => ({
+    unit,
+    seq,
+    key: unitKey(unit),
+    demandMilli: unitPods(unit).reduce((s, p) => s + p.request.gpuCount * p.request.gpuMilli, 0),
+    state: 'future',
+    epoch: 0,
+    waitingSinceMs: 0,
+  }));
+  const origin = tracked.reduce((m, t) => Math.min(m, t.unit.arrivalMs), Number.POSITIVE_INFINITY);
+  const start = Number.isFinite(origin) ? origin : 0;
+  // Failures happen while the trace runs: up to --until, or up to the last arrival.
+  const lastArrival = tracked.reduce((m, t) => Math.max(m, t.unit.arrivalMs), start);
+  const horizon = o.untilMs ?? lastArrival;
+  const waiting: Tracked[] = [];
+  let fresh: Tracked[] = [];
+  let freed = false;
+  let passQueued = false;
+  let usedMilli = 0;
+  let waitingPods = 0;
+  let lastT = start;
+  let areaMilliMs = 0;
+  let peak = 0;
+  let evictions = 0;
+  let failures = 0;
+  let abandoned = 0;
+  let placedPods = 0;
+  /** Abandoned units still in `waiting` (compacted at the next pass). */
+  let dropped = 0;
+  const delaysS: number[] = [];
+  const running = new Map<number, Tracked>();
+  const podUnit = new Map<string, Tracked>();
+  const nodeDown = new Uint8Array(state.size);
+
+  // Utilisation is averaged over the trace's own window (first to last arrival, or to --until), not the drain after it.
+  const advance = (t: number): void => {
+    const clipped = Math.min(t, horizon);
+    if (clipped > lastT) {
+      areaMilliMs += usedMilli * (clipped - lastT);
+      lastT = clipped;
+    }
+  };
+  const env = new Environment<Payload>((e: SimEvent<Payload>, en) => handle(e.payload, en));
+  const queuePass = (en: Environment<Payload>): void => {
+    if (!passQueued) {
+      passQueued = true;
+      en.schedule(0, PRIORITY.pass, { type: 'pass' });
+    }
+  };
+  const startUnit = (t: Tracked, en: Environment<Payload>): boolean => {
+    const u = t.unit;
+    if (u.gang !== undefined) {
+      const r = scheduler.scheduleGang(u.gang);
+      if (!r.ok) return false;
+      for (const p of r.placements) podUnit.set(p.podId, t);
+      placedPods += r.placements.length;
+      for (let i = 0; i < r.placements.length; i++) delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
+    } else if (u.pod !== undefined) {
+      const r = scheduler.schedulePod(u.pod);
+      if (!r.ok) return false;
+      podUnit.set(u.pod.id, t);
+      placedPods++;
+      delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
+    }
+    t.state = 'running';
+    t.epoch++;
+    usedMilli += t.demandMilli;
+    peak = Math.max(peak, usedMilli);
+    waitingPods -= unitPods(u).length;
+    running.set(t.seq, t);
+    if (Number.isFinite(u.durationMs)) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
+    return true;
+  };
+  const release = (t: Tracked): void => {
+    for (const p of unitPods(t.unit)) {
+      if (state.release(p.id) !== undefined) podUnit.delete(p.id);
+    }
+    usedMilli -= t.demandMilli;
+    running.delete(t.seq);
+  };
+  const pass = (en: Environment<Payload>): void => {
+    const candidates = freed ? waiting : fresh;
+    const failed = new Set<string>();
+    let placedAny = false;
+    for (const t of candidates) {
+      if (t.state !== 'waiting' || failed.has(t.key)) continue;
+      if (startUnit(t, en)) placedAny = true;
+      else failed.add(t.key);
+    }
+    fresh = [];
+    freed = false;
+    if (placedAny || dropped > 0) {
+      dropped = 0;
+      let w = 0;
+      for (const t of waiting) if (t.state === 'waiting') waiting[w++] = t;
+      waiting.length = w;
+    }
+  };
+  const enqueue = (t: Tracked, now: number): void => {
+    t.state = 'waiting';
+    t.waitingSinceMs = now;
+    waitingPods += unitPods(t.unit).length;
+    // Requeued units (after an eviction) keep their original order: insert by (arrival, seq).
+    let i = waiting.length;
+    while (i > 0 && compareQueued(waiting[i - 1] as Tracked, t) > 0) i--;
+    waiting.splice(i, 0, t);
+    fresh.push(t);
+  };
+  const handle = (p: Payload, en: Environment<Payload>): void => {
+    advance(en.nowMs);
+    switch (p.type) {
+      case 'arrive':
+        enqueue(p.unit, en.nowMs);
+        if (Number.isFinite(p.unit.unit.deadlineMs)) en.at(Math.max(en.nowMs, p.unit.unit.deadlineMs), PRIORITY.deadline, { type: 'deadline', unit: p.unit });
+        queuePass(en);
+        break;
+      case 'complete':
+        if (p.unit.state !== 'running') break;
+        release(p.unit);
+        p.unit.state = 'done';
+        freed = true;
+        queuePass(en);
+        break;
+      case 'deadline':
+        if (p.unit.state === 'waiting') {
+          p.unit.state = 'abandoned';
+          abandoned++;
+          dropped++;
+          waitingPods -= unitPods(p.unit.unit).length;
+        }
+        break;
+      case 'fail': {
+        const node = state.nodes[p.node];
+        if (node === undefined || nodeDown[p.node] === 1) break;
+        failures++;
+        nodeDown[p.node] = 1;
+        const victims = new Set<Tracked>();
+        for (const podId of node.allocations.keys()) {
+          const t = podUnit.get(podId);
+          if (t !== undefined) victims.add(t);
+        }
+        for (const t of victims) {
+          release(t);
+          evictions++;
+          enqueue(t, en.nowMs);
+        }
+        for (let g = 0; g < node.spec.gpus.length; g++) state.setGpuHealth(node.name, g, false);
+        freed = true;
+        queuePass(en);
+        if (o.failures !== undefined) en.schedule(o.failures.repairMs, PRIORITY.repair, { type: 'repair', node: p.node });
+        break;
+      }
+      case 'repair': {
+        const node = state.nodes[p.node];
+        if (node === undefined) break;
+        nodeDown[p.node] = 0;
+        for (let g = 0; g < node.spec.gpus.length; g++) state.setGpuHealth(node.name, g, true);
+        freed = true;
+        queuePass(en);
+        if (o.failures !== undefined) scheduleFailure(en, p.node);
+        break;
+      }
+      case 'pass':
+        passQueued = false;
+        pass(en);
+        break;
+    }
+    sample(en.nowMs);
+  };
+  const scheduleFailure = (en: Environment<Payload>, node: number): void => {
+    if (o.failures === undefined) return;
+    const dt = -Math.log(1 - rng.next()) * o.failures.mtbfMs;
+    const at = en.nowMs + dt;
+    if (at <= horizon) en.at(at, PRIORITY.fail, { type: 'fail', node });
+  };
+
+  // Series: a fixed grid over the arrival span, filled as time passes.
+  const points = Math.max(2, o.samples ?? 400);
+  const step = Math.max(1, (horizon - start) / (points - 1));
+  const tS: number[] = [];
+  const allocatedPct: number[] = [];
+  const waitingSeries: number[] = [];
+  let nextSample = start;
+  const sample = (now: number): void => {
+    while (nextSample <= now && tS.length < points) {
+      tS.push(Math.round((nextSample - start) / 1000));
+      allocatedPct.push(capacityMilli > 0 ? Math.round((10_000 * usedMilli) / capacityMilli) / 100 : 0);
+      waitingSeries.push(waitingPods);
+      nextSample += step;
+    }
+  };
+
+  env.run(start);
+  for (const t of tracked) env.at(t.unit.arrivalMs, PRIORITY.arrive, { type: 'arrive', unit: t });
+  if (o.failures !== undefined) for (let i = 0; i < state.size; i++) scheduleFailure(env, i);
+  env.run(o.untilMs);
+  const end = o.untilMs ?? Math.max(env.nowMs, start);
+  advance(end);
+  sample(end);
+  let neverPods = 0;
+  let neverGpu = 0;
+  let waitingAtEnd = 0;
+  for (const t of tracked) {
+    if (t.state === 'waiting' || t.state === 'abandoned' || t.state === 'future') {
+      if (t.state !== 'abandoned') waitingAtEnd++;
+      neverPods += unitPods(t.unit).length;
+      neverGpu += t.demandMilli;
+    }
+  }
+  const span = end - start;
+  const window = horizon - start;
+  const r2 = (x: number): number => Math.round(x * 100) / 100;
+  return {
+    policy: o.policy,
+    units: tracked.length,
+    pods: tracked.reduce((s, t) => s + unitPods(t.unit).length, 0),
+    placedPods,
+    gpuUtilisationPct: window > 0 && capacityMilli > 0 ? r2((100 * areaMilliMs) / (capacityMilli * window)) : 0,
+    peakAllocationPct: capacityMilli > 0 ? r2((100 * peak) / capacityMilli) : 0,
+    queueDelayS: delaysS.length === 0 ? { mean: 0, p50: 0, p90: 0, p99: 0, max: 0 } : { mean: r2(mean(delaysS)), p50: r2(median(delaysS)), p90: r2(percentile(delaysS, 90) as number), p99: r2(percentile(delaysS, 99) as number), max: r2(delaysS.reduce((m, d) => Math.max(m, d), 0)) },
+    neverPlaced: { pods: neverPods, gpus: r2(neverGpu / 1000), abandoned, waitingAtEnd },
+    evictions,
+    failures,
+    spanS: r2(span / 1000),
+    series: { tS, allocatedPct, waitingPods: waitingSeries },
+  };
+}
+
+function compareQueued(a: Tracked, b: Tracked): number {
+  return a.unit.arrivalMs - b.unit.arrivalMs || a.seq - b.seq;
+}

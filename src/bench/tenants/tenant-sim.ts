@@ -1,0 +1,406 @@
+/**
+ * The multi-tenant experiment (issue 6 §6): the same Philly window replayed under SITS (weighted fair share,
+ * quotas with borrowing, reservations, gang-aware preemption) and under one FIFO queue, with the same core
+ * scheduler for placement. Virtual time; deterministic for the same input.
+ */
+import { runCycle, type CycleOptions } from '../../core/actions/queue-cycle.ts';
+import { estimateStarts } from '../../core/actions/eta.ts';
+import { ArrivalHistory } from '../../core/estimate/arrivals.ts';
+import { RuntimeModel } from '../../core/estimate/runtime.ts';
+import { expectedRemaining, requeueAfterCheckpoint, runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
+import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
+import { Scheduler } from '../../core/framework/scheduler.ts';
+import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import { makePod, type PodSpec } from '../../core/model/pod.ts';
+import { NODE_SHAPES } from '../../core/model/presets.ts';
+import type { NodeSpec } from '../../core/model/node.ts';
+import { deservedGpu } from '../../core/queue/fair-share.ts';
+import { makeQueue, type QueueSpec } from '../../core/queue/model.ts';
+import { seededRng } from '../../core/ports.ts';
+import { ClusterState } from '../../core/snapshot/cluster-state.ts';
+import { Environment } from '../../sim/engine.ts';
+import { nearestRank } from '../../core/stats.ts';
+import { TIERS, type TenantJob, type Tier } from './philly-window.ts';
+
+export const TIER_WEIGHT: Readonly<Record<Tier, number>> = { gold: 4, silver: 2, bronze: 1 };
+
+export interface TenantSimOptions {
+  readonly mode: 'sits' | 'fifo';
+  readonly nodes: number;
+  readonly shape: string;
+  /** The busy window (utilisation is measured over it). */
+  readonly windowMs: number;
+  readonly checkpointEveryMs: number;
+  /** Jobs (evenly spaced by submission) whose start is estimated when they arrive; SITS only. */
+  readonly etaSamples: number;
+  readonly seed: number;
+  /** How start times are estimated (default: every refinement on; switches exist to measure each one). */
+  readonly eta?: Partial<EtaMethod>;
+  readonly onProgress?: (doneJobs: number, totalJobs: number) => void;
+  /** Every estimate with its outcome, after the run (for error breakdowns). */
+  readonly onEtaSample?: (s: { readonly id: string; readonly tier: Tier; readonly gpus: number; readonly submitMs: number; readonly etaMs: number; readonly startMs: number }) => void;
+}
+
+/** The parts of the start-time estimate (ADR 0021); each can be switched off to measure what it is worth. */
+export interface EtaMethod {
+  /** Expected arrivals per queue from its recent arrival rate (only arrivals already seen). */
+  readonly forecast: boolean;
+  /** A job preempted in the forward run goes back to its queue (else it vanishes). */
+  readonly requeue: boolean;
+  /** The forward run cycles on the scheduler's own cadence (its periodic pass), not at every event. */
+  readonly cadence: boolean;
+  /** Waiting jobs get today's runtime estimate (else the one made when they were queued). */
+  readonly refreshPending: boolean;
+  /**
+   * Diagnostics only — never for the reported error: give the estimate what the scheduler cannot know, the
+   * true remaining runtimes (`runtimes`) or the trace's true later arrivals (`arrivals`), to measure how much
+   * of the error each unknown causes.
+   */
+  readonly oracle?: { readonly runtimes?: boolean; readonly arrivals?: boolean };
+}
+
+export const DEFAULT_ETA_METHOD: EtaMethod = { forecast: true, requeue: true, cadence: true, refreshPending: true };
+
+export interface EtaError {
+  readonly p50: number;
+  readonly p90: number;
+  readonly samples: number;
+}
+
+export interface TierMetrics {
+  readonly sharePct: number;
+  readonly entitledPct: number;
+  readonly queueDelaySec: { readonly p50: number; readonly p99: number };
+  readonly jobs: number;
+  readonly neverStarted: number;
+}
+
+export interface TenantSimResult {
+  readonly tiers: Record<Tier, TierMetrics>;
+  readonly jain: number;
+  readonly utilizationPct: number;
+  readonly preemptions: number;
+  /**
+   * |estimated start − actual start| / (actual start − time of the estimate), in %, over jobs whose start was
+   * estimated when they were submitted (the denominator is at least 60 s); by tier, by how long the job
+   * then waited (how far ahead the estimate looked), and the signed median (< 0: estimates too early).
+   */
+  readonly etaErrorPct?: EtaError & { readonly signedP50: number; readonly byTier: Record<Tier, EtaError>; readonly byWait: Record<string, EtaError> };
+  readonly contendedHours: number;
+}
+
+type Ev = { kind: 'arrive'; job: TenantJob } | { kind: 'finish'; id: string; version: number } | { kind: 'cycle' };
+
+interface Live {
+  readonly job: TenantJob;
+  remainingMs: number;
+  version: number;
+  firstStartMs?: number;
+}
+
+/** Buckets of the wait that an estimate made at submission had to predict. */
+const WAIT_BUCKETS: readonly (readonly [string, number, number])[] = [
+  ['<10m', 0, 600_000],
+  ['10m-1h', 600_000, 3_600_000],
+  ['1-3h', 3_600_000, 3 * 3_600_000],
+  ['3-6h', 3 * 3_600_000, 6 * 3_600_000],
+  ['>6h', 6 * 3_600_000, Infinity],
+];
+
+const round = (x: number, d = 2): number => Math.round(x * 10 ** d) / 10 ** d;
+
+export function podsFor(job: TenantJob, queue: string): PodSpec[] {
+  const sizes: number[] = [];
+  for (let left = job.gpus; left > 0; left -= 8) sizes.push(Math.min(8, left));
+  return sizes.map((g, k) => makePod(`${job.id}-${k}`, { gpuCount: g, cpuMilli: 8000 * g, memoryMiB: 65_536 * g }, { gang: job.id, queue }));
+}
+
+export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions): TenantSimResult {
+  const shape = NODE_SHAPES[opts.shape];
+  if (shape === undefined) throw new Error(`unknown shape ${opts.shape}`);
+  const specs: NodeSpec[] = Array.from({ length: opts.nodes }, (_, i) => ({
+    name: `node-${String(i).padStart(3, '0')}`,
+    cpuMilli: shape.cpuMilli,
+    memoryMiB: shape.memoryMiB,
+    maxPods: shape.maxPods,
+    gpus: shape.gpus,
+    topology: shape.topology,
+    location: { zone: 'z', block: 'b', rack: `rack-${Math.floor(i / 8)}` },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  }));
+  const profile = resolveProfile('sits', { typicalShapes: [] });
+  if (!profile.ok) throw new Error(formatProfileError(profile.error));
+  const prof = profile.value;
+  const state = new ClusterState(specs);
+  const scheduler = new Scheduler(profile.value, state, seededRng(opts.seed));
+  const capacityMilli = specs.reduce((s, n) => s + n.gpus.length * 1000, 0);
+  const totalW = TIERS.reduce((s, t) => s + TIER_WEIGHT[t], 0);
+  // Nominal quotas split the cluster by weight; the rounding remainder goes to the first tier so that the
+  // quotas add up to exactly the capacity (a lost milli-GPU would strand a whole GPU).
+  const nominals = TIERS.map((t) => Math.floor((capacityMilli * TIER_WEIGHT[t]) / totalW));
+  nominals[0] = (nominals[0] as number) + capacityMilli - nominals.reduce((a, b) => a + b, 0);
+  const queues = new Map<string, QueueSpec>(
+    opts.mode === 'fifo'
+      ? [['fifo', makeQueue('fifo')]]
+      : TIERS.map((t, i) => [t, makeQueue(t, { weight: TIER_WEIGHT[t], cohort: 'cluster', nominal: { gpuMilli: nominals[i] as number, cpuMilli: Infinity, memoryMiB: Infinity } })]),
+  );
+  const cycleOptions: Partial<CycleOptions> = opts.mode === 'fifo' ? { fairShare: false, backfill: false, preemption: false, explain: false } : { minRuntimeMs: 10 * 60_000, criticalGraceMs: 5 * 60_000, explain: false };
+  const queueOf = (t: Tier): string => (opts.mode === 'fifo' ? 'fifo' : t);
+
+  const live = new Map<string, Live>();
+  const pending = new Map<string, QueuedJob>();
+  const running = new Map<string, RunningJob>();
+  const tierOf = new Map(jobs.map((j) => [j.id, j.tier]));
+  // Learned runtime estimates (no user estimates in the trace): Kaplan–Meier over finished jobs of the same
+  // tier and size class (else of the tier), with running jobs as censored observations, conditioned on the
+  // time already run. A restarted job has run its checkpointed work plus the time since the restart.
+  const rt = new RuntimeModel();
+  const keysOf = (j: TenantJob): string[] => runtimeKeys(j.tier, j.gpus);
+  const keptMs = (l: Live): number => l.job.durationMs - l.remainingMs;
+  /** Expected remaining runtime of a job that has done `doneMs` of work (known to the scheduler: run time and checkpoints, never the true duration). */
+  const remainingAfter = (j: TenantJob, doneMs: number): number => expectedRemaining(rt, keysOf(j), doneMs);
+  const estimate = (t: Tier, gpus = 1): number => rt.expectedTotal(runtimeKeys(t, gpus), 0);
+  const refreshEstimates = (now: number): void => {
+    // Work done = checkpointed work before the last restart + time since it; censored at that.
+    const work = (r: RunningJob): { keys: string[]; doneMs: number } => {
+      const l = live.get(r.id) as Live;
+      return { keys: keysOf(l.job), doneMs: keptMs(l) + now - r.startMs };
+    };
+    for (const [id, r] of withLearnedEnds(rt, running, work, now)) running.set(id, r);
+  };
+  const method: EtaMethod = { ...DEFAULT_ETA_METHOD, ...opts.eta };
+  const seen = new ArrivalHistory<TenantJob>();
+  let nextCycleMs = 0;
+  const trueEndMs = new Map<string, number>();
+  const sampleEvery = opts.etaSamples > 0 ? Math.max(1, Math.floor(jobs.length / opts.etaSamples)) : Infinity;
+  const etaOf = new Map<string, number>();
+  let preemptions = 0;
+  let done = 0;
+
+  // Integrals over intervals where ≥ 2 tiers had pending demand.
+  const allocTime: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+  const entitledTime: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+  let contendedMs = 0;
+  let usedInWindow = 0;
+  let lastMs = 0;
+  const allocBy = (): Record<Tier, number> => {
+    const a: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+    for (const r of running.values()) a[tierOf.get(r.id) as Tier] += r.resources.gpuMilli;
+    return a;
+  };
+  const integrate = (to: number): void => {
+    const dt = to - lastMs;
+    if (dt <= 0) return;
+    const alloc = allocBy();
+    const total = alloc.gold + alloc.silver + alloc.bronze;
+    const wEnd = Math.min(to, opts.windowMs);
+    if (wEnd > lastMs) usedInWindow += total * (wEnd - lastMs);
+    const pend: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+    for (const p of pending.values()) pend[tierOf.get(p.id) as Tier] += jobResources(p).gpuMilli;
+    const contending = TIERS.filter((t) => pend[t] > 0);
+    if (contending.length >= 2 && total > 0) {
+      contendedMs += dt;
+      const deserved = deservedGpu(
+        TIERS.map((t) => ({ queue: makeQueue(t, { weight: TIER_WEIGHT[t] }), demandGpuMilli: alloc[t] + pend[t] })),
+        capacityMilli,
+      );
+      const dsum = TIERS.reduce((s, t) => s + (deserved.get(t) ?? 0), 0);
+      for (const t of TIERS) {
+        allocTime[t] += alloc[t] * dt;
+        entitledTime[t] += (dsum === 0 ? 0 : ((deserved.get(t) ?? 0) / dsum) * total) * dt;
+      }
+    }
+    lastMs = to;
+  };
+
+  let cycleQueued = false;
+  const env = new Environment<Ev>((e, en) => {
+    integrate(en.nowMs);
+    const ev = e.payload;
+    if (ev.kind === 'arrive') {
+      const l: Live = { job: ev.job, remainingMs: ev.job.durationMs, version: 0 };
+      live.set(ev.job.id, l);
+      pending.set(ev.job.id, toQueued(l, en.nowMs));
+      seen.record(queueOf(ev.job.tier), en.nowMs, ev.job);
+      if ((jobs.indexOf(ev.job) + 1) % sampleEvery === 0 && opts.mode === 'sits') {
+        const at = estimateStart(ev.job.id, en.nowMs, cycleQueued ? nextCycleMs : en.nowMs);
+        if (at !== undefined) etaOf.set(ev.job.id, at);
+      }
+    } else if (ev.kind === 'finish') {
+      const l = live.get(ev.id);
+      const r = running.get(ev.id);
+      if (l === undefined || r === undefined || l.version !== ev.version) return;
+      for (const pod of r.podIds) state.release(pod);
+      running.delete(ev.id);
+      rt.observeFinished(keysOf(l.job), l.job.durationMs);
+      done++;
+      opts.onProgress?.(done, jobs.length);
+    } else {
+      cycleQueued = false;
+      refreshEstimates(en.nowMs);
+      const res = runCycle({ nowMs: en.nowMs, scheduler, queues, pending: [...pending.values()], running, options: cycleOptions });
+      for (const p of res.preempted) {
+        const l = live.get(p.victim.id) as Live;
+        running.delete(p.victim.id);
+        preemptions++;
+        // Work since the last checkpoint is lost; the job goes back to its queue with its original submit time.
+        const ranMs = en.nowMs - p.victim.startMs;
+        const kept = Math.floor(ranMs / opts.checkpointEveryMs) * opts.checkpointEveryMs;
+        l.remainingMs = Math.max(1000, l.remainingMs - kept);
+        l.version++;
+        pending.set(l.job.id, toQueued(l, en.nowMs));
+      }
+      for (const d of res.deferred) en.at(d.atMs, 8, { kind: 'cycle' });
+      for (const s of res.started) {
+        const l = live.get(s.job.id) as Live;
+        pending.delete(s.job.id);
+        l.firstStartMs ??= en.nowMs;
+        const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
+        running.set(s.job.id, {
+          id: s.job.id,
+          queue: s.job.queue,
+          priority: 0,
+          startMs: en.nowMs,
+          estEndMs: en.nowMs + s.job.estRuntimeMs,
+          podIds: s.placements.map((p) => p.podId),
+          resources: jobResources(s.job),
+          ...(model === undefined ? {} : { gpuModel: model }),
+          preemptible: true,
+          lastCheckpointMs: en.nowMs,
+        });
+        en.schedule(l.remainingMs, 0, { kind: 'finish', id: s.job.id, version: l.version });
+        trueEndMs.set(s.job.id, en.nowMs + l.remainingMs);
+      }
+      // Like the live scheduler's periodic pass: waiting work is looked at again a minute later, so that
+      // cooldowns and fair-share reclaim take effect between arrivals and completions.
+      if (pending.size > 0 && !cycleQueued) {
+        cycleQueued = true;
+        nextCycleMs = en.nowMs + 60_000;
+        en.schedule(60_000, 9, { kind: 'cycle' });
+      }
+      // Checkpoint windows: a running job spends the first minute of every checkpoint period checkpointing.
+      for (const [id, r] of running) {
+        const since = en.nowMs - r.startMs;
+        const phase = since % opts.checkpointEveryMs;
+        const lastCkpt = r.startMs + since - phase;
+        running.set(id, { ...r, lastCheckpointMs: lastCkpt, ...(phase < 60_000 && since >= opts.checkpointEveryMs ? { criticalUntilMs: lastCkpt + 60_000 } : {}) });
+      }
+      return;
+    }
+    if (!cycleQueued) {
+      cycleQueued = true;
+      nextCycleMs = en.nowMs;
+      en.schedule(0, 9, { kind: 'cycle' });
+    }
+  });
+
+  /**
+   * When `id` (just submitted) will start: the queue cycle run forward from a copy of now, as the scheduler
+   * could know it — runtime estimates, never true durations; arrivals forecast from the past, never the trace's.
+   */
+  function estimateStart(id: string, nowMs: number, firstCycleMs: number): number | undefined {
+    refreshEstimates(nowMs);
+    const oracle = method.oracle ?? {};
+    const pend = [...pending.values()].map((j) => (oracle.runtimes === true ? { ...j, estRuntimeMs: (live.get(j.id) as Live).remainingMs } : method.refreshPending ? { ...j, estRuntimeMs: remainingAfter((live.get(j.id) as Live).job, keptMs(live.get(j.id) as Live)) } : j));
+    const run = oracle.runtimes === true ? new Map([...running].map(([rid, r]) => [rid, { ...r, estEndMs: trueEndMs.get(rid) as number }])) : running;
+    const forecastJobs = new Map<string, { job: TenantJob; queued: QueuedJob }>();
+    if (oracle.arrivals === true) {
+      for (const j of jobs) {
+        if (j.submitMs <= nowMs) continue;
+        const q = queueOf(j.tier);
+        const members = podsFor(j, q);
+        forecastJobs.set(j.id, { job: j, queued: { id: j.id, queue: q, priority: 0, arrivalMs: j.submitMs, gang: { name: j.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: oracle.runtimes === true ? j.durationMs : remainingAfter(j, 0) } });
+      }
+    } else if (method.forecast) {
+      for (const f of seen.forecast(nowMs)) {
+        const job: TenantJob = { ...f.template, id: f.id, submitMs: f.atMs };
+        const q = queueOf(job.tier);
+        const members = podsFor(job, q);
+        forecastJobs.set(f.id, { job, queued: { id: f.id, queue: q, priority: 0, arrivalMs: f.atMs, gang: { name: f.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: remainingAfter(job, 0) } });
+      }
+    }
+    // A victim of the forward run returns to its queue with the work since its last checkpoint to redo.
+    const requeue = (v: RunningJob, atMs: number): QueuedJob | undefined => {
+      const l = live.get(v.id);
+      const f = forecastJobs.get(v.id);
+      const base = l === undefined ? f?.queued : pending.get(v.id) ?? toQueued(l, atMs);
+      if (base === undefined) return undefined;
+      return requeueAfterCheckpoint(base, v, Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs);
+    };
+    const eta = estimateStarts({
+      nowMs,
+      state,
+      profile: prof,
+      rng: seededRng(7),
+      queues,
+      pending: pend,
+      running: run,
+      options: cycleOptions,
+      untilStarted: id,
+      horizonMs: 14 * 86_400_000,
+      ...(method.forecast || oracle.arrivals === true ? { arrivals: [...forecastJobs.values()].map((f) => f.queued) } : {}),
+      ...(method.requeue ? { requeue } : {}),
+      ...(method.cadence ? { cadence: { nextMs: firstCycleMs, everyMs: 60_000 } } : {}),
+    });
+    return eta.get(id);
+  }
+
+  function toQueued(l: Live, nowMs: number): QueuedJob {
+    const q = queueOf(l.job.tier);
+    const members = podsFor(l.job, q);
+    void nowMs;
+    return { id: l.job.id, queue: q, priority: 0, arrivalMs: l.job.submitMs, gang: { name: l.job.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: estimate(l.job.tier, l.job.gpus) };
+  }
+
+  for (const j of jobs) env.at(j.submitMs, 1, { kind: 'arrive', job: j });
+  const endMs = opts.windowMs * 8;
+  env.run(endMs);
+  integrate(Math.min(env.nowMs, endMs));
+
+  const tiers = {} as Record<Tier, TierMetrics>;
+  const allocSum = TIERS.reduce((s, t) => s + allocTime[t], 0);
+  const entSum = TIERS.reduce((s, t) => s + entitledTime[t], 0);
+  const ratios: number[] = [];
+  for (const t of TIERS) {
+    const mine = jobs.filter((j) => j.tier === t);
+    const delays = mine
+      .map((j) => live.get(j.id)?.firstStartMs)
+      .map((s, i) => (s === undefined ? undefined : (s - (mine[i] as TenantJob).submitMs) / 1000))
+      .filter((x): x is number => x !== undefined)
+      .sort((a, b) => a - b);
+    const share = allocSum === 0 ? 0 : (100 * allocTime[t]) / allocSum;
+    const entitled = entSum === 0 ? 0 : (100 * entitledTime[t]) / entSum;
+    if (entitled > 0) ratios.push(share / entitled);
+    tiers[t] = { sharePct: round(share), entitledPct: round(entitled), queueDelaySec: { p50: Math.round(nearestRank(delays, 50) ?? 0), p99: Math.round(nearestRank(delays, 99) ?? 0) }, jobs: mine.length, neverStarted: mine.length - delays.length };
+  }
+  const jain = ratios.length === 0 ? 1 : ratios.reduce((s, x) => s + x, 0) ** 2 / (ratios.length * ratios.reduce((s, x) => s + x * x, 0));
+  const errors: { tier: Tier; waitMs: number; pct: number; signed: number }[] = [];
+  for (const [id, eta] of etaOf) {
+    const l = live.get(id);
+    if (l?.firstStartMs === undefined) continue;
+    // Estimated at submission: the error is relative to the wait that was being predicted.
+    const wait = Math.max(60_000, l.firstStartMs - l.job.submitMs);
+    opts.onEtaSample?.({ id, tier: l.job.tier, gpus: l.job.gpus, submitMs: l.job.submitMs, etaMs: eta, startMs: l.firstStartMs });
+    errors.push({ tier: l.job.tier, waitMs: l.firstStartMs - l.job.submitMs, pct: (100 * Math.abs(eta - l.firstStartMs)) / wait, signed: (100 * (eta - l.firstStartMs)) / wait });
+  }
+  const summary = (xs: readonly number[]): EtaError => {
+    const sorted = [...xs].sort((a, b) => a - b);
+    return { p50: round(nearestRank(sorted, 50) ?? 0), p90: round(nearestRank(sorted, 90) ?? 0), samples: sorted.length };
+  };
+  const etaErrorPct = {
+    ...summary(errors.map((e) => e.pct)),
+    signedP50: round(nearestRank([...errors.map((e) => e.signed)].sort((a, b) => a - b), 50) ?? 0),
+    byTier: Object.fromEntries(TIERS.map((t) => [t, summary(errors.filter((e) => e.tier === t).map((e) => e.pct))])) as Record<Tier, EtaError>,
+    byWait: Object.fromEntries(WAIT_BUCKETS.map(([name, lo, hi]) => [name, summary(errors.filter((e) => e.waitMs >= lo && e.waitMs < hi).map((e) => e.pct))])),
+  };
+  return {
+    tiers,
+    jain: round(jain, 4),
+    utilizationPct: round((100 * usedInWindow) / (capacityMilli * opts.windowMs)),
+    preemptions,
+    ...(opts.mode === 'sits' ? { etaErrorPct } : {}),
+    contendedHours: round(contendedMs / 3_600_000),
+  };
+}

@@ -1,0 +1,96 @@
+// Tests of the `sits bench fgd|throughput|replay` subcommands, driven in-process through commander
+// (they live here because src/cli/commands holds only the command files).
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { CliError } from './errors.ts';
+import { runBench as run, simFixture as fixture } from './testing/bench-cli.ts';
+
+const tmp = mkdtempSync(join(tmpdir(), 'sits-bench-'));
+
+afterEach(() => vi.restoreAllMocks());
+
+describe('sits bench fgd', () => {
+  const base = ['fgd', '--nodes', fixture('tiny_nodes.csv'), '--pods', fixture('tiny_pods.csv'), '--workers', '0', '--no-timing'];
+  it('writes the JSON contract, a table and an HTML report; the JSON is byte-identical across runs', async () => {
+    const a = join(tmp, 'a.json');
+    const b = join(tmp, 'b.json');
+    const html = join(tmp, 'r.html');
+    const r = await run([...base, '--policies', 'bestfit,fgd,sits', '--seeds', '42-44', '--json', a, '--html', html]);
+    expect(r.error).toBeUndefined();
+    expect(r.out).toMatch(/policy\s+@90\s+@95\s+@100/);
+    await run([...base, '--policies', 'bestfit,fgd,sits', '--seeds', '42-44', '--json', b]);
+    expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
+    const j = JSON.parse(readFileSync(a, 'utf8'));
+    expect(j).toMatchObject({ trace: 'tiny_pods.csv', seeds: [42, 43, 44] });
+    expect(j.results.map((x: { policy: string; runMs: number }) => [x.policy, x.runMs])).toEqual([
+      ['bestfit', 0],
+      ['fgd', 0],
+      ['sits', 0],
+    ]);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('new Chart(');
+    expect(page).toContain('Chart.js v4');
+    expect(page).not.toMatch(/<script[^>]+src=/); // everything inline: works offline
+  });
+  it.each([
+    [['--seeds', 'x'], /--seeds must look like 42-51/],
+    [['--policies', 'fgd,nope'], /unknown profile "nope"/],
+    [['--policies', 'fgd,fgd'], /twice/],
+  ])('rejects bad arguments %j with a CliError', async (extra, msg) => {
+    const r = await run([...base, ...extra]);
+    expect(r.error).toBeInstanceOf(CliError);
+    expect(r.error?.message).toMatch(msg);
+  });
+  it('names the file and line of a bad trace row', async () => {
+    const r = await run(['fgd', '--nodes', fixture('tiny_pods.csv'), '--pods', fixture('tiny_pods.csv'), '--workers', '0']);
+    expect(r.error).toBeInstanceOf(CliError);
+    expect(r.error?.message).toMatch(/tiny_pods\.csv:1: field "sn": missing column/);
+  });
+  it('requires --nodes and --pods', async () => {
+    const r = await run(['fgd', '--pods', fixture('tiny_pods.csv')]);
+    expect(r.error?.message).toMatch(/required option '--nodes <csv>'/);
+  });
+});
+
+describe('sits bench throughput', () => {
+  it('writes exactly the contract’s fields', async () => {
+    const f = join(tmp, 't.json');
+    const r = await run(['throughput', '--nodes', '32', '--workload', 'mixed', '--no-warmup', '--json', f]);
+    expect(r.error).toBeUndefined();
+    const j = JSON.parse(readFileSync(f, 'utf8'));
+    expect(Object.keys(j)).toEqual(['nodes', 'pods', 'workload', 'podsPerSecond', 'gangAttemptMs', 'rssMiB']);
+    expect(Object.keys(j.gangAttemptMs)).toEqual(['p50', 'p99']);
+    expect(j).toMatchObject({ nodes: 32, pods: 256, workload: 'mixed' });
+  });
+  it('--slowest lists the slowest gang attempts with their work (the JSON stays the contract)', async () => {
+    const f = join(tmp, 's.json');
+    const r = await run(['throughput', '--nodes', '32', '--workload', 'gang', '--pods', '16', '--no-warmup', '--slowest', '2', '--json', f]);
+    expect(r.error).toBeUndefined();
+    expect(r.out).toMatch(/2 slowest of 2 gang attempts/);
+    expect(r.out).toMatch(/index builds +nodes evaluated +domains tried +GC ms/);
+    expect(Object.keys(JSON.parse(readFileSync(f, 'utf8')))).toEqual(['nodes', 'pods', 'workload', 'podsPerSecond', 'gangAttemptMs', 'rssMiB']);
+  });
+  it('rejects an unknown workload and oversized single workloads', async () => {
+    expect((await run(['throughput', '--nodes', '4', '--workload', 'huge'])).error?.message).toMatch(/--workload must be one of/);
+    expect((await run(['throughput', '--nodes', '4', '--workload', 'single', '--pods', '100'])).error?.message).toMatch(/do not fit/);
+    expect((await run(['throughput', '--nodes', '0'])).error?.message).toMatch(/--nodes must be an integer between 1/);
+  });
+});
+
+describe('sits bench replay', () => {
+  it('replays the openb fixture with its timestamps', async () => {
+    const f = join(tmp, 'replay.json');
+    const r = await run(['replay', '--trace', fixture('tiny_pods.csv'), '--nodes', fixture('tiny_nodes.csv'), '--compress', '20', '--policies', 'sits,fgd', '--json', f, '--html', join(tmp, 'replay.html')]);
+    expect(r.error).toBeUndefined();
+    const j = JSON.parse(readFileSync(f, 'utf8'));
+    expect(j.results.map((x: { policy: string }) => x.policy)).toEqual(['sits', 'fgd']);
+    expect(j.results[0].pods).toBe(280);
+  });
+  it('needs exactly one cluster source', async () => {
+    const r = await run(['replay', '--trace', fixture('tiny_pods.csv')]);
+    expect(r.error?.message).toMatch(/exactly one of --nodes/);
+    expect((await run(['replay', '--trace', fixture('tiny_pods.csv'), '--cluster-size', '8by8'])).error?.message).toMatch(/--cluster-size must look like 64x8/);
+  });
+});

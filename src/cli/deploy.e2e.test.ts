@@ -1,0 +1,421 @@
+// Lives in cli/: it runs the whole product (live scheduler, controllers, HTTP server, `sits run`) under the generated RBAC,
+// and only the cli layer may import all of them.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
+import { startControllers } from '../app/controllers.ts';
+import { applyCrds, devNodes } from '../app/dev-cluster.ts';
+import { KubeApiError, KubeClient } from '../kube/client.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { METRIC } from '../server/metrics.ts';
+import { startServer, type SitsServer } from '../server/server.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
+import { plainObjects } from '../deploy/bundle.ts';
+import { NAMES } from '../deploy/manifests.ts';
+import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from '../deploy/testing/helm.ts';
+import type { Json } from '../deploy/tree.ts';
+import { resolveValues, type DeployValues } from '../deploy/values.ts';
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: { template?: { metadata?: unknown; spec?: Record<string, unknown> } } };
+
+const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
+  CustomResourceDefinition: { plural: 'customresourcedefinitions', namespaced: false },
+  Namespace: { plural: 'namespaces', namespaced: false },
+  ServiceAccount: { plural: 'serviceaccounts', namespaced: true },
+  Service: { plural: 'services', namespaced: true },
+  ClusterRole: { plural: 'clusterroles', namespaced: false },
+  ClusterRoleBinding: { plural: 'clusterrolebindings', namespaced: false },
+  Role: { plural: 'roles', namespaced: true },
+  RoleBinding: { plural: 'rolebindings', namespaced: true },
+  Deployment: { plural: 'deployments', namespaced: true },
+  PodDisruptionBudget: { plural: 'poddisruptionbudgets', namespaced: true },
+  Pod: { plural: 'pods', namespaced: true },
+};
+
+function objectPath(o: Obj): string {
+  const r = RESOURCES[o.kind];
+  if (r === undefined) throw new Error(`no REST mapping for ${o.kind}`);
+  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
+  const ns = r.namespaced ? `/namespaces/${o.metadata.namespace ?? 'default'}` : '';
+  return `${base}${ns}/${r.plural}/${o.metadata.name}`;
+}
+
+/** Server-side apply, as `kubectl apply --server-side [--dry-run=server]`. */
+function apply(client: KubeClient, o: Json, dryRun: boolean): Promise<Obj> {
+  return client.request<Obj>('PATCH', objectPath(o as Obj), {
+    body: o,
+    contentType: 'application/apply-patch+yaml',
+    query: { fieldManager: 'sits-deploy-e2e', force: true, ...(dryRun ? { dryRun: 'All' } : {}) },
+  });
+}
+
+const kindOf = (o: Json): string => (o as Obj).kind;
+const label = (o: Json): string => `${kindOf(o)} ${(o as Obj).metadata.namespace ?? ''}/${(o as Obj).metadata.name}`;
+
+/** Namespaces first (they must exist, for real, before namespaced objects can be dry-run in them), then the rest. */
+async function dryRunAll(client: KubeClient, objects: readonly Json[]): Promise<string[]> {
+  const accepted: string[] = [];
+  for (const o of objects.filter((x) => kindOf(x) === 'Namespace')) {
+    const dry = await apply(client, o, true);
+    expect(dry.metadata.name).toBe((o as Obj).metadata.name);
+    await apply(client, o, false);
+    accepted.push(label(o));
+  }
+  for (const o of objects.filter((x) => kindOf(x) !== 'Namespace')) {
+    const got = await apply(client, o, true).catch((e: unknown) => {
+      throw new Error(`${label(o)} rejected: ${(e as Error).message}`);
+    });
+    expect(got.kind).toBe(kindOf(o));
+    expect(got.metadata.name).toBe((o as Obj).metadata.name);
+    accepted.push(label(o));
+  }
+  return accepted;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function resolved(over: Record<string, unknown>): DeployValues {
+  const r = resolveValues(over);
+  if (!r.ok) throw new Error(r.errors.join('; '));
+  return r.value;
+}
+
+describe('deploy manifests on a real kube-apiserver', () => {
+  let plane: ControlPlane;
+  let admin: KubeClient;
+  let tmp: string;
+  let helm: string;
+  let chart: string;
+
+  beforeAll(async () => {
+    helm = await ensureHelm();
+    chart = writeChart();
+    plane = await startControlPlane();
+    admin = new KubeClient(plane.kubeConfig());
+    tmp = mkdtempSync(join(tmpdir(), 'sits-deploy-e2e-'));
+    await applyCrds(admin);
+  });
+  afterAll(async () => {
+    admin?.close();
+    await plane?.stop();
+    if (tmp !== undefined) rmSync(tmp, { recursive: true, force: true });
+    removeHelmScratch();
+  });
+
+  it('server-side dry run accepts every object of deploy/sits.yaml and nothing is stored', async () => {
+    const objects = plainObjects();
+    const accepted = await dryRunAll(admin, objects);
+    expect(accepted).toHaveLength(objects.length);
+    // Dry run only: the Deployment was not created.
+    await expect(admin.get(objectPath(objects.find((o) => kindOf(o) === 'Deployment') as Obj))).rejects.toMatchObject({ status: 404 });
+  });
+
+  it('server-side dry run accepts what `helm template` renders, with the defaults and with other values', async () => {
+    const variants = [
+      undefined,
+      { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false } },
+      {
+        namespace: 'sched',
+        image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', pullPolicy: 'Always' },
+        metrics: { port: 9464 },
+        replicas: 3,
+        priorityClassName: 'system-cluster-critical',
+        nodeSelector: { 'kubernetes.io/os': 'linux' },
+        tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
+        leaderElection: { leaseNames: ['sits-scheduler', 'sits-controllers'] },
+      },
+    ];
+    for (const v of variants) {
+      const objects = helmTemplate(helm, chart, v === undefined ? [] : ['-f', valuesFile(v)]);
+      // Helm rendered what the builder gives for the same values (helm.test.ts checks this field for field).
+      expect(objects.length).toBe(plainObjects(v === undefined ? undefined : resolved(v)).length);
+      expect(await dryRunAll(admin, objects)).toHaveLength(objects.length);
+    }
+  });
+
+  it('the pod template meets Pod Security "restricted", which the namespace enforces', async () => {
+    const objects = plainObjects();
+    await apply(admin, objects.find((o) => kindOf(o) === 'Namespace') as Json, false);
+    const dep = objects.find((o) => kindOf(o) === 'Deployment') as Obj;
+    const podOf = (spec: Record<string, unknown>): Json => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pss-check', namespace: 'sits-system' }, spec } as Json);
+    const spec = dep.spec?.template?.spec as Record<string, unknown>;
+    const created = await admin.post<Obj>('/api/v1/namespaces/sits-system/pods', podOf(spec), { dryRun: 'All', fieldManager: 'sits-deploy-e2e' });
+    expect(created.metadata.name).toBe('pss-check');
+    // The check has teeth: the same pod with its capabilities kept is refused.
+    const containers = (spec.containers as Record<string, unknown>[]).map((c) => ({ ...c, securityContext: { ...(c.securityContext as object), capabilities: {} } }));
+    const refused = await admin.post('/api/v1/namespaces/sits-system/pods', podOf({ ...spec, containers }), { dryRun: 'All' }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(KubeApiError);
+    expect((refused as KubeApiError).status).toBe(403);
+    expect((refused as KubeApiError).message).toContain('violates PodSecurity "restricted:latest"');
+  });
+
+  it('helm install creates the release on the apiserver (NOTES with the values), helm uninstall removes it', async () => {
+    // As docs/deploy.md says: the namespace first (the release record lives in it), the chart's Namespace off.
+    await createNs(admin, 'helm-e2e');
+    const kc = ['--kubeconfig', plane.kubeconfigPath, '--namespace', 'helm-e2e'];
+    const inst = runHelm(helm, ['install', 'sits', chart, ...kc, '--set', 'namespace=helm-e2e', '--set', 'createNamespace=false', '--set', 'replicas=3']);
+    expect(inst.code, inst.stderr).toBe(0);
+    expect(inst.stdout).toContain('STATUS: deployed');
+    expect(inst.stdout).toContain('SITS 0.1.0 runs in namespace helm-e2e (3 replicas).');
+    expect(inst.stdout).toContain('kubectl -n helm-e2e port-forward svc/sits-scheduler-metrics 8080');
+    const dep = await admin.get<{ metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } }>(
+      '/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler',
+    );
+    expect(dep.metadata.annotations['meta.helm.sh/release-name']).toBe('sits');
+    expect(dep.spec.replicas).toBe(3);
+    expect(dep.spec.template.spec.containers[0]?.args).toContain('--lease-namespace=helm-e2e');
+    const binding = await admin.get<{ subjects: unknown[] }>('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler');
+    expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'sits-scheduler', namespace: 'helm-e2e' }]);
+    const list = runHelm(helm, ['list', ...kc, '-o', 'json']);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'sits', namespace: 'helm-e2e', status: 'deployed', chart: 'sits-0.1.0' }]);
+
+    const un = runHelm(helm, ['uninstall', 'sits', ...kc]);
+    expect(un.code, un.stderr).toBe(0);
+    for (const path of ['/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler', '/apis/rbac.authorization.k8s.io/v1/clusterroles/sits-scheduler', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler'])
+      await expect(admin.get(path), path).rejects.toMatchObject({ status: 404 });
+    // Helm never deletes crds/: the CRDs stay.
+    await admin.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.ai.sits2026.dev');
+  });
+
+  describe('with exactly the generated RBAC', () => {
+    let sa: KubeClient;
+    let saKubeconfig: string;
+    let app: LiveApp | undefined;
+    let server: SitsServer | undefined;
+    const logs: string[] = [];
+
+    beforeAll(async () => {
+      const objects = plainObjects().filter((o) => ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(kindOf(o)));
+      for (const o of objects) await apply(admin, o, false);
+      // A token for the ServiceAccount from the TokenRequest API (the apiserver signs it with its service-account key).
+      const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/sits-system/serviceaccounts/${NAMES.serviceAccount}/token`, {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3600 },
+      });
+      saKubeconfig = join(tmp, 'sa.kubeconfig');
+      writeFileSync(
+        saKubeconfig,
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
+          users: [{ name: 'sits', user: { token: tr.status.token } }],
+          contexts: [{ name: 'c', context: { cluster: 'c', user: 'sits' } }],
+          'current-context': 'c',
+        }),
+        { mode: 0o600 },
+      );
+      sa = new KubeClient(loadKubeConfig(saKubeconfig));
+      // The live scheduler with only that token, and its HTTP server.
+      await createFakeGpuNodes(plane.kubeConfig(), devNodes(2, 'dgx-h100', 2));
+      server = await startServer({ port: 0, host: '127.0.0.1' });
+      app = await createLiveApp({ kubeconfig: saKubeconfig, identity: 'rbac-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(m) });
+      server.attach(app.scheduler, app.client);
+    });
+    afterAll(async () => {
+      await server?.close();
+      await app?.stop();
+      sa?.close();
+    });
+
+    it('the token authenticates as the ServiceAccount', async () => {
+      const review = await sa.post<{ status: { userInfo: { username: string; groups: string[] } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+      expect(review.status.userInfo.username).toBe(`system:serviceaccount:sits-system:${NAMES.serviceAccount}`);
+    });
+
+    it('SelfSubjectAccessReview: what it may do, and what it may not', async () => {
+      type Attr = { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string };
+      const can = async (a: Attr): Promise<boolean> =>
+        (await sa.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: a } })).status.allowed;
+      const allowed: Attr[] = [
+        { verb: 'watch', resource: 'nodes' },
+        { verb: 'list', resource: 'pods' },
+        { verb: 'create', resource: 'pods', subresource: 'binding', namespace: 'team-a' },
+        { verb: 'patch', resource: 'pods', subresource: 'status', namespace: 'team-a' },
+        { verb: 'delete', resource: 'pods', namespace: 'team-a' },
+        { verb: 'create', resource: 'events', namespace: 'team-a' },
+        { verb: 'watch', resource: 'podgroups', group: 'ai.sits2026.dev' },
+        { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
+        { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
+        { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system' },
+        // the TrainingJob controller
+        { verb: 'patch', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+        { verb: 'delete', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'finalizers', namespace: 'team-a' },
+        { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        { verb: 'create', resource: 'services', namespace: 'team-a' },
+        { verb: 'create', resource: 'pods', namespace: 'team-a' },
+      ];
+      const denied: Attr[] = [
+        { verb: 'get', resource: 'secrets', namespace: 'sits-system' },
+        { verb: 'list', resource: 'secrets' },
+        { verb: 'get', resource: 'configmaps', namespace: 'sits-system' },
+        { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: 'sits-system', name: NAMES.serviceAccount },
+        { verb: 'update', resource: 'nodes' },
+        { verb: 'delete', resource: 'nodes' },
+        { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'someone-else' },
+        { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system', name: 'sits-scheduler' },
+        { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
+        { verb: 'escalate', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
+        { verb: 'impersonate', resource: 'users' },
+        { verb: 'create', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
+        { verb: 'deletecollection', resource: 'pods', namespace: 'team-a' },
+        { verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'team-a' },
+        { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+      ];
+      const wrong: string[] = [];
+      for (const a of allowed) if (!(await can(a))) wrong.push(`should be allowed: ${JSON.stringify(a)}`);
+      for (const a of denied) if (await can(a)) wrong.push(`should be denied: ${JSON.stringify(a)}`);
+      expect(wrong).toEqual([]);
+    });
+
+    it('runs the live scheduler: leads through the Lease, binds pods and a gang, writes events and status; reading secrets is forbidden', async () => {
+      if (app === undefined || server === undefined) throw new Error('not started');
+      await createNs(admin, 'rbac');
+      await admin.post('/api/v1/namespaces/rbac/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hidden' }, stringData: { k: 'v' } });
+
+      await admin.post('/apis/ai.sits2026.dev/v1/namespaces/rbac/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'g', namespace: 'rbac' }, spec: { minMember: 2 } });
+      await createPods(admin, [
+        testPod('rbac', 'gang-0', { gpus: 4, group: 'g' }),
+        testPod('rbac', 'gang-1', { gpus: 4, group: 'g' }),
+        testPod('rbac', 'single-0', { gpus: 1 }),
+        testPod('rbac', 'single-1', { gpus: 2 }),
+        testPod('rbac', 'too-big', { gpus: 16 }),
+      ]);
+      const pods = await waitFor('4 pods bound, too-big marked unschedulable', async () => {
+        const ps = await listPods(admin, 'rbac');
+        const bound = ps.filter((p) => (p.spec?.nodeName ?? '') !== '');
+        const big = ps.find((p) => p.metadata?.name === 'too-big');
+        const cond = big?.status?.conditions?.find((c) => c.type === 'PodScheduled');
+        return bound.length === 4 && cond?.status === 'False' ? ps : undefined;
+      });
+      expect(pods.find((p) => p.metadata?.name === 'too-big')?.spec?.nodeName ?? '').toBe('');
+      for (const p of pods.filter((x) => x.metadata?.name !== 'too-big')) expect(p.metadata?.annotations?.['ai.sits2026.dev/gpu-indices'], p.metadata?.name).toMatch(/^\d+(,\d+)*$/);
+
+      const events = await waitFor('Scheduled and FailedScheduling events', async () => {
+        const ev = await listEvents(admin, 'rbac');
+        return ev.some((e) => e.reason === 'FailedScheduling') && ev.filter((e) => e.reason === 'Scheduled').length >= 4 ? ev : undefined;
+      });
+      expect(events.find((e) => e.reason === 'FailedScheduling')?.involvedObject?.name).toBe('too-big');
+
+      const lease = await admin.get<{ spec: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/sits-system/leases/sits-scheduler');
+      expect(lease.spec.holderIdentity).toBe('rbac-e2e');
+      expect(app.scheduler.isLeader()).toBe(true);
+      expect(app.scheduler.stats.gangsBound).toBe(1);
+
+      // Nothing the scheduler did was refused.
+      expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
+      // The one failed request allowed: the first GET of the Lease (404, then it is created).
+      expect(app.client.stats.errors).toBeLessThanOrEqual(1);
+
+      // Secrets stay out of reach.
+      for (const path of ['/api/v1/namespaces/rbac/secrets/hidden', '/api/v1/namespaces/rbac/secrets', '/api/v1/secrets', '/api/v1/namespaces/sits-system/configmaps']) {
+        const e = await sa.get(path).catch((x: unknown) => x);
+        expect(e, path).toBeInstanceOf(KubeApiError);
+        expect((e as KubeApiError).status, path).toBe(403);
+      }
+
+      // And the metrics say the same.
+      const res = await fetch(`${server.url}/metrics`);
+      const families = parsePromText(await res.text());
+      expect(sampleValue(families, METRIC.bindings)).toBe(4);
+      expect(sampleValue(families, METRIC.gangsBound)).toBe(1);
+      expect(sampleValue(families, METRIC.leader)).toBe(1);
+      expect(sampleValue(families, METRIC.pendingPods)).toBe(1);
+      expect(sampleValue(families, METRIC.gpus)).toBe(16);
+      expect(sampleValue(families, METRIC.gpusAllocated)).toBe(11);
+      expect(sampleValue(families, METRIC.attempts, { result: 'scheduled' })).toBeGreaterThanOrEqual(3);
+      expect(sampleValue(families, METRIC.attempts, { result: 'unschedulable' })).toBeGreaterThanOrEqual(1);
+      expect(sampleValue(families, METRIC.apiRequests)).toBeGreaterThan(0);
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(await ready.text()).toContain('role: leader');
+    });
+
+    it('runs the TrainingJob controller: pods, Service and PodGroup created, status and finalizer written, all deleted with the job', async () => {
+      const jobs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/trainingjobs';
+      await createNs(admin, 'rbac-tj');
+      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      try {
+        await admin.post(jobs, {
+          apiVersion: 'ai.sits2026.dev/v1',
+          kind: 'TrainingJob',
+          metadata: { name: 'tj' },
+          spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+        });
+        await waitFor("the job's pods created and bound, its status and finalizer written", async () => {
+          const job = await admin.get<{ metadata: { finalizers?: string[] }; status?: { phase?: string } }>(`${jobs}/tj`);
+          const pods = (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
+          return (job.metadata.finalizers ?? []).length > 0 && job.status?.phase !== undefined && pods.length === 2 && pods.every((p) => (p.spec?.nodeName ?? '') !== '');
+        });
+        const owned = (list: { metadata?: { ownerReferences?: { kind: string }[] } }[]): number => list.filter((o) => o.metadata?.ownerReferences?.some((r) => r.kind === 'TrainingJob') === true).length;
+        expect(owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/api/v1/namespaces/rbac-tj/services')).items)).toBeGreaterThanOrEqual(1);
+        expect(owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/podgroups')).items)).toBeGreaterThanOrEqual(1);
+
+        await admin.delete(`${jobs}/tj`);
+        const ownedPods = async (): Promise<V1Pod[]> => (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
+        const deleting = await waitFor('the controller deletes the pods', async () => {
+          const pods = await ownedPods();
+          return pods.every((p) => p.metadata?.deletionTimestamp !== undefined) ? pods : undefined;
+        });
+        // No kubelet here to finish the graceful deletion: do its part.
+        for (const p of deleting) await admin.delete(`/api/v1/namespaces/rbac-tj/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+        await waitFor('the controller removes its finalizer: the job is gone', async () => {
+          const job = await admin.get(`${jobs}/tj`).catch((e: unknown) => (e instanceof KubeApiError && e.status === 404 ? undefined : Promise.reject(e)));
+          return job === undefined && (await ownedPods()).length === 0;
+        });
+        expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
+      } finally {
+        await controllers.stop();
+      }
+    });
+
+    it("the Deployment's command line runs `sits run` with that token: ready, standby behind the leader, stops on SIGTERM", async () => {
+      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+      const port = await freePort();
+      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`));
+      expect(args).toContain('--controllers');
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--metrics-host=127.0.0.1', `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      try {
+        const body = await waitFor(
+          '/readyz of the spawned replica',
+          async () => {
+            const r = await fetch(`http://127.0.0.1:${port}/readyz`);
+            return r.status === 200 ? r.text() : undefined;
+          },
+          60_000,
+          200,
+        );
+        // The in-process scheduler above holds the Lease: this one stands by.
+        expect(body).toContain('role: standby');
+        const families = parsePromText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+        expect(sampleValue(families, METRIC.leader)).toBe(0);
+        expect(sampleValue(families, METRIC.nodes)).toBe(2);
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited).toBe(0);
+      expect(stderr).not.toMatch(/forbidden|403/i);
+    });
+  });
+});

@@ -1,0 +1,79 @@
+/** Small helpers for end-to-end tests against the real control plane. */
+import type { V1Pod } from '@kubernetes/client-node';
+import type { KubeClient } from '../kube/client.ts';
+import { ANNOTATION, GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../api/wire.ts';
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const end = performance.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (e) {
+      last = e;
+    }
+    if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface TestPodOptions {
+  readonly gpus?: number;
+  readonly cpu?: string;
+  readonly memory?: string;
+  readonly group?: string;
+  readonly annotations?: Record<string, string>;
+  readonly labels?: Record<string, string>;
+  readonly schedulerName?: string;
+}
+
+export function testPod(namespace: string, name: string, o: TestPodOptions = {}): V1Pod {
+  const gpus = o.gpus ?? 1;
+  const res = { cpu: o.cpu ?? '1', memory: o.memory ?? '1Gi', ...(gpus > 0 ? { [GPU_RESOURCE]: String(gpus) } : {}) };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels: { ...o.labels, ...(o.group === undefined ? {} : { [LABEL.podGroup]: o.group }) }, annotations: { ...o.annotations } },
+    spec: {
+      schedulerName: o.schedulerName ?? SCHEDULER_NAME,
+      containers: [{ name: 'main', image: 'registry.invalid/test:1', resources: { requests: res, limits: gpus > 0 ? { [GPU_RESOURCE]: String(gpus) } : {} } }],
+    },
+  };
+}
+
+export async function createPods(client: KubeClient, pods: readonly V1Pod[]): Promise<void> {
+  await Promise.all(pods.map((p) => client.post(`/api/v1/namespaces/${p.metadata?.namespace ?? 'default'}/pods`, p)));
+}
+
+export async function listPods(client: KubeClient, namespace: string): Promise<V1Pod[]> {
+  return (await client.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${namespace}/pods`)).items;
+}
+
+export async function createNs(client: KubeClient, name: string): Promise<void> {
+  await client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+}
+
+export async function listEvents(client: KubeClient, namespace: string): Promise<{ reason?: string; message?: string; involvedObject?: { name?: string } }[]> {
+  return (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${namespace}/events`)).items;
+}
+
+/** GPUs used per node and per device by bound pods, from their gpu-indices annotations; throws on any over-commit. */
+export function gpuUsage(pods: readonly V1Pod[], gpusPerNode: number): Map<string, number[]> {
+  const used = new Map<string, number[]>();
+  for (const p of pods) {
+    const node = p.spec?.nodeName;
+    if (node === undefined || node === '') continue;
+    const idx = (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((x) => x !== '').map(Number);
+    const want = Number(p.spec?.containers[0]?.resources?.requests?.[GPU_RESOURCE] ?? '0');
+    if (idx.length !== want) throw new Error(`pod ${p.metadata?.name}: gpu-indices "${idx.join(',')}" for ${want} GPUs`);
+    const arr = used.get(node) ?? new Array<number>(gpusPerNode).fill(0);
+    for (const g of idx) {
+      if (g < 0 || g >= gpusPerNode) throw new Error(`pod ${p.metadata?.name}: GPU index ${g} out of range`);
+      arr[g] = (arr[g] as number) + 1;
+      if ((arr[g] as number) > 1) throw new Error(`node ${node}: GPU ${g} given to two pods`);
+    }
+    used.set(node, arr);
+  }
+  return used;
+}
