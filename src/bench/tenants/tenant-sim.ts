@@ -3,23 +3,21 @@
  * quotas with borrowing, reservations, gang-aware preemption) and under one FIFO queue, with the same core
  * scheduler for placement. Virtual time; deterministic for the same input.
  */
-import { runCycle, type CycleOptions } from '../../core/actions/queue-cycle.ts';
+import type { CycleOptions } from '../../core/actions/queue-cycle.ts';
 import { estimateStarts } from '../../core/actions/eta.ts';
 import { ArrivalHistory } from '../../core/estimate/arrivals.ts';
 import { RuntimeModel } from '../../core/estimate/runtime.ts';
 import { expectedRemaining, requeueAfterCheckpoint, runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
-import { Scheduler } from '../../core/framework/scheduler.ts';
-import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
 import { makePod, type PodSpec } from '../../core/model/pod.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
 import { deservedGpu } from '../../core/queue/fair-share.ts';
 import { makeQueue, type QueueSpec } from '../../core/queue/model.ts';
 import { seededRng } from '../../core/ports.ts';
-import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { Environment } from '../../sim/engine.ts';
 import { nearestRank } from '../../core/stats.ts';
+import { simAppOrThrow } from '../../app/sim-app.ts';
 import { TIERS, type TenantJob, type Tier } from './philly-window.ts';
 
 export const TIER_WEIGHT: Readonly<Record<Tier, number>> = { gold: 4, silver: 2, bronze: 1 };
@@ -130,11 +128,8 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     taints: [],
     unschedulable: false,
   }));
-  const profile = resolveProfile('sits', { typicalShapes: [] });
-  if (!profile.ok) throw new Error(formatProfileError(profile.error));
-  const prof = profile.value;
-  const state = new ClusterState(specs);
-  const scheduler = new Scheduler(profile.value, state, seededRng(opts.seed));
+  // The simulator's composition root: the cluster behind the ports, the scheduling queue and the spine.
+  const { profile: prof, state, scheduler, queue, spine } = simAppOrThrow({ nodes: specs, profile: 'sits', typicalShapes: [], rng: seededRng(opts.seed) });
   const capacityMilli = specs.reduce((s, n) => s + n.gpus.length * 1000, 0);
   const totalW = TIERS.reduce((s, t) => s + TIER_WEIGHT[t], 0);
   // Nominal quotas split the cluster by weight; the rounding remainder goes to the first tier so that the
@@ -215,6 +210,12 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     lastMs = to;
   };
 
+  /** A job joins its queue (arrived, or back after a preemption): the waiting set and the scheduling queue. */
+  const enqueue = (j: QueuedJob, nowMs: number): void => {
+    pending.set(j.id, j);
+    queue.add(j, nowMs);
+    queue.onEvent({ kind: 'arrived', queue: j.queue }, nowMs);
+  };
   let cycleQueued = false;
   const env = new Environment<Ev>((e, en) => {
     integrate(en.nowMs);
@@ -222,7 +223,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     if (ev.kind === 'arrive') {
       const l: Live = { job: ev.job, remainingMs: ev.job.durationMs, version: 0 };
       live.set(ev.job.id, l);
-      pending.set(ev.job.id, toQueued(l, en.nowMs));
+      enqueue(toQueued(l, en.nowMs), en.nowMs);
       seen.record(queueOf(ev.job.tier), en.nowMs, ev.job);
       if ((jobs.indexOf(ev.job) + 1) % sampleEvery === 0 && opts.mode === 'sits') {
         const at = estimateStart(ev.job.id, en.nowMs, cycleQueued ? nextCycleMs : en.nowMs);
@@ -234,13 +235,14 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       if (l === undefined || r === undefined || l.version !== ev.version) return;
       for (const pod of r.podIds) state.release(pod);
       running.delete(ev.id);
+      queue.onEvent({ kind: 'freed' }, en.nowMs);
       rt.observeFinished(keysOf(l.job), l.job.durationMs);
       done++;
       opts.onProgress?.(done, jobs.length);
     } else {
       cycleQueued = false;
       refreshEstimates(en.nowMs);
-      const res = runCycle({ nowMs: en.nowMs, scheduler, queues, pending: [...pending.values()], running, options: cycleOptions });
+      const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues, running, options: cycleOptions });
       for (const p of res.preempted) {
         const l = live.get(p.victim.id) as Live;
         running.delete(p.victim.id);
@@ -250,7 +252,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         const kept = Math.floor(ranMs / opts.checkpointEveryMs) * opts.checkpointEveryMs;
         l.remainingMs = Math.max(1000, l.remainingMs - kept);
         l.version++;
-        pending.set(l.job.id, toQueued(l, en.nowMs));
+        enqueue(toQueued(l, en.nowMs), en.nowMs);
       }
       for (const d of res.deferred) en.at(d.atMs, 8, { kind: 'cycle' });
       for (const s of res.started) {
