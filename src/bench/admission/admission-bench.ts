@@ -4,13 +4,11 @@
  * decided — admitted (quota and a whole-gang placement on the same state) or left waiting with its reason —
  * and the cycle is timed as a whole. Building cluster and backlog is not timed.
  */
+import { simAppOrThrow } from '../../app/sim-app.ts';
 import { runCycle } from '../../core/actions/queue-cycle.ts';
 import type { QueuedJob } from '../../core/actions/jobs.ts';
-import { Scheduler } from '../../core/framework/scheduler.ts';
-import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
 import { seededRng } from '../../core/ports.ts';
 import { makeQueue, type QueueSpec } from '../../core/queue/model.ts';
-import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { benchNodes, benchWorkload } from '../throughput/workload.ts';
 
 export interface AdmissionOptions {
@@ -58,9 +56,7 @@ export function runAdmissionBench(o: AdmissionOptions): AdmissionResult {
     const gang = u.kind === 'gang' ? { ...u.gang, queue } : { name: u.pod.id, minMember: 1, members: [u.pod], topology: {}, priority: 0, queue };
     return { id: gang.name, queue, priority: 0, arrivalMs: i, gang, estRuntimeMs: 3_600_000 };
   });
-  const profile = resolveProfile('sits', { typicalShapes: [] });
-  if (!profile.ok) throw new Error(formatProfileError(profile.error));
-  const scheduler = new Scheduler(profile.value, new ClusterState(nodes), seededRng(o.seed));
+  const { scheduler } = simAppOrThrow({ nodes, profile: 'sits', typicalShapes: [], rng: seededRng(o.seed) });
   const t0 = o.now();
   const r = runCycle({ nowMs: 0, scheduler, queues, pending: jobs, running: new Map(), options: { explain: o.explain ?? true } });
   const ms = o.now() - t0;

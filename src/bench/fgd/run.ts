@@ -3,10 +3,9 @@
  * at a time in workload order and scheduled before the next; a pod that fits nowhere is dropped (no retry,
  * no preemption). The core's Scheduler makes every decision; this file only feeds pods and measures.
  */
-import { Scheduler } from '../../core/framework/scheduler.ts';
-import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import { simAppOrThrow } from '../../app/sim-app.ts';
 import type { Profile } from '../../core/framework/types.ts';
-import { ClusterState, type NodeState } from '../../core/snapshot/cluster-state.ts';
+import type { NodeState } from '../../core/snapshot/cluster-state.ts';
 import { FragCache } from '../../core/plugins/fgd/fgd.ts';
 import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
 import type { TraceNode, TracePod } from '../../sim/trace/types.ts';
@@ -58,14 +57,9 @@ export interface FgdRunOptions {
 }
 
 export function runFgd(trace: FgdTrace, policy: string, seed: number, opts: FgdRunOptions = {}): FgdRun {
-  const profile = opts.profile === undefined ? resolveProfile(policy, { typicalShapes: trace.typical }) : { ok: true as const, value: opts.profile };
-  if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
   const wl = fgdWorkload(trace.nodes, trace.pods, seed, opts.tune ?? 1.3);
-  const state = new ClusterState(
-    trace.nodes.map((n) => toNodeSpec(n)),
-    (name) => wl.rankOf(name),
-  );
-  const scheduler = new Scheduler(profile.value, state, wl.rng);
+  // The workload's randomness (node ranks, random choices of random policies) is the app's Rng port.
+  const { state, scheduler } = simAppOrThrow({ nodes: trace.nodes.map((n) => toNodeSpec(n)), rankOf: (name) => wl.rankOf(name), profile: opts.profile ?? policy, typicalShapes: trace.typical, rng: wl.rng }, (m) => new PolicyError(m));
   const meter = new FgdMeter(trace.capacityMilli);
   // The paper's fragmentation measure, whatever the policy: one cached fragment per node version.
   const frag = new FragCache(trace.typical);

@@ -4,11 +4,10 @@
  * with `schedulePod`, a gang with `scheduleGang` (all-or-nothing, topology search). The clock (a port)
  * measures the whole loop and each gang attempt; building the cluster and the workload is not timed.
  */
-import { Scheduler } from '../../core/framework/scheduler.ts';
-import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import { simAppOrThrow } from '../../app/sim-app.ts';
+import type { Scheduler } from '../../core/framework/scheduler.ts';
 import { seededRng } from '../../core/ports.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
-import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { median, percentile } from '../../core/stats.ts';
 import { benchNodes, benchWorkload, type BenchWorkload, type WorkloadKind } from './workload.ts';
@@ -88,10 +87,7 @@ export function prepareThroughput(o: ThroughputOptions): { run: () => Throughput
   const allPods = wl.units.flatMap((u) => (u.kind === 'pod' ? [u.pod] : u.gang.members));
   // The expected workload is learned from the pods given, as a live scheduler learns it from pods seen.
   const typical = shapesOf(allPods);
-  const profile = resolveProfile(o.profile ?? 'sits', { typicalShapes: typical });
-  if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
-  const state = new ClusterState(benchNodes(o.nodes, o.gpusPerNode));
-  const scheduler = new Scheduler(profile.value, state, seededRng(seed));
+  const { scheduler } = simAppOrThrow({ nodes: benchNodes(o.nodes, o.gpusPerNode), profile: o.profile ?? 'sits', typicalShapes: typical, rng: seededRng(seed) }, (m) => new PolicyError(m));
   return { run: () => timedLoop(o, wl, scheduler) };
 }
 
