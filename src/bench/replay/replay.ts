@@ -1,23 +1,27 @@
 /**
- * Time-based replay on the discrete-event engine (engine.ts): units arrive at their trace times, wait in a
- * queue until a scheduling pass places them, run for their duration and leave. Optional GPU-node failures
- * (exponential, seeded) take a node's GPUs away, evict what runs there (a gang loses all members) and
- * requeue it to restart; a repair gives the GPUs back. The core's Scheduler makes every decision.
+ * Time-based replay on the discrete-event engine (engine.ts) and the scheduling spine, as every simulated
+ * host: units arrive at their trace times and join the scheduling queue, a queue cycle (one FIFO queue, no
+ * quotas, no preemption or reservations: the trace's own cluster had none) places what fits, placed units
+ * run for their duration and leave. Optional GPU-node failures (exponential, seeded) take a node's GPUs
+ * away, evict what runs there (a gang loses all members) and requeue it to restart; a repair gives the GPUs
+ * back. The core's Scheduler makes every decision; its commits reach the simulated cluster.
  *
  * Event order at one instant (priority): completions, repairs, failures, deadlines, arrivals, then one
- * scheduling pass. A pass tries waiting units in (arrival, sequence) order, but after a unit of some
- * shape fails, later units of the same shape are not tried in that pass (they would fail the same way);
- * a pass after arrivals only tries the new units, since nothing was freed for the others.
+ * cycle. A cycle tries waiting units in (arrival, sequence) order, but after a unit of some shape fails,
+ * later units of the same shape are not tried in it (they would fail the same way); a unit that failed
+ * is parked until resources are freed (a completion, a failure's evictions, a repair), so a cycle after
+ * arrivals only tries the new units.
  */
-import { Scheduler } from '../../core/framework/scheduler.ts';
-import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
-import { shapeKey } from '../../core/framework/score-index.ts';
+import type { QueuedJob, RunningJob } from '../../core/actions/jobs.ts';
+import type { CycleOptions } from '../../core/actions/queue-cycle.ts';
 import type { Profile } from '../../core/framework/types.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
+import type { GangSpec } from '../../core/model/pod.ts';
 import { seededRng, type Rng } from '../../core/ports.ts';
 import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
+import type { QueueSpec } from '../../core/queue/model.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
-import { ClusterState } from '../../core/snapshot/cluster-state.ts';
+import { simAppOrThrow } from '../../app/sim-app.ts';
 import { mean, median, percentile } from '../../core/stats.ts';
 import { Environment, type SimEvent } from '../../sim/engine.ts';
 import { PolicyError } from '../fgd/run.ts';
@@ -80,7 +84,8 @@ const PRIORITY: Readonly<Record<Payload['type'], number>> = { complete: 0, repai
 interface Tracked {
   readonly unit: ReplayUnit;
   readonly seq: number;
-  readonly key: string;
+  /** The unit as a job of the scheduling queue (a pod is a gang of one). */
+  readonly job: QueuedJob;
   readonly demandMilli: number;
   state: 'future' | 'waiting' | 'running' | 'done' | 'abandoned';
   /** Bumped on every start so that a stale completion (after an eviction) is ignored. */
@@ -88,9 +93,14 @@ interface Tracked {
   waitingSinceMs: number;
 }
 
-function unitKey(u: ReplayUnit): string {
-  if (u.gang !== undefined) return `g${u.gang.minMember}:${u.gang.members.map(shapeKey).join(';')}:${u.gang.topology.required ?? ''}:${u.gang.topology.preferred ?? ''}`;
-  return u.pod === undefined ? '' : `p${shapeKey(u.pod)}`;
+/** One FIFO queue without quota, preemption or reservations: what the trace's cluster ran. */
+const REPLAY_CYCLE: Partial<CycleOptions> = { fairShare: false, backfill: false, preemption: false, explain: false };
+const NO_QUEUES: ReadonlyMap<string, QueueSpec> = new Map();
+
+function jobOf(u: ReplayUnit, seq: number): QueuedJob {
+  const pod = u.pod;
+  const gang: GangSpec = u.gang ?? (pod === undefined ? { name: u.id, minMember: 0, members: [], topology: {}, priority: 0, queue: 'default' } : { name: pod.id, minMember: 1, members: [pod], topology: {}, priority: pod.priority, queue: pod.queue });
+  return { id: `${seq}:${u.id}`, queue: 'replay', priority: 0, arrivalMs: u.arrivalMs, seq, gang, estRuntimeMs: Number.isFinite(u.durationMs) ? u.durationMs : 0 };
 }
 
 /** Expected workload for fragmentation-aware profiles: learned from the pods of the trace given. */
@@ -99,16 +109,13 @@ export function replayTypicalShapes(units: readonly ReplayUnit[]): TypicalShape[
 }
 
 export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions): ReplayResult {
-  const profile = o.profile === undefined ? resolveProfile(o.policy, { typicalShapes: replayTypicalShapes(units) }) : { ok: true as const, value: o.profile };
-  if (!profile.ok) throw new PolicyError(formatProfileError(profile.error));
   const rng: Rng = seededRng(o.seed ?? 1);
-  const state = new ClusterState(nodes);
-  const scheduler = new Scheduler(profile.value, state, rng);
+  const { state, scheduler, queue, spine } = simAppOrThrow({ nodes, profile: o.profile ?? o.policy, typicalShapes: o.profile === undefined ? replayTypicalShapes(units) : [], rng }, (m) => new PolicyError(m));
   const capacityMilli = state.nodes.reduce((s, n) => s + n.spec.gpus.length * 1000, 0);
   const tracked: Tracked[] = units.map((unit, seq) => ({
     unit,
     seq,
-    key: unitKey(unit),
+    job: jobOf(unit, seq),
     demandMilli: unitPods(unit).reduce((s, p) => s + p.request.gpuCount * p.request.gpuMilli, 0),
     state: 'future',
     epoch: 0,
@@ -119,9 +126,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   // Failures happen while the trace runs: up to --until, or up to the last arrival.
   const lastArrival = tracked.reduce((m, t) => Math.max(m, t.unit.arrivalMs), start);
   const horizon = o.untilMs ?? lastArrival;
-  const waiting: Tracked[] = [];
-  let fresh: Tracked[] = [];
-  let freed = false;
+  const byJob = new Map(tracked.map((t) => [t.job.id, t]));
   let passQueued = false;
   let usedMilli = 0;
   let waitingPods = 0;
@@ -132,8 +137,6 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   let failures = 0;
   let abandoned = 0;
   let placedPods = 0;
-  /** Abandoned units still in `waiting` (compacted at the next pass). */
-  let dropped = 0;
   const delaysS: number[] = [];
   const running = new Map<number, Tracked>();
   const podUnit = new Map<string, Tracked>();
@@ -154,21 +157,12 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
       en.schedule(0, PRIORITY.pass, { type: 'pass' });
     }
   };
-  const startUnit = (t: Tracked, en: Environment<Payload>): boolean => {
+  /** A unit the cycle started (its placements already committed to the simulated cluster). */
+  const started = (t: Tracked, placements: readonly { readonly podId: string }[], en: Environment<Payload>): void => {
     const u = t.unit;
-    if (u.gang !== undefined) {
-      const r = scheduler.scheduleGang(u.gang);
-      if (!r.ok) return false;
-      for (const p of r.placements) podUnit.set(p.podId, t);
-      placedPods += r.placements.length;
-      for (let i = 0; i < r.placements.length; i++) delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
-    } else if (u.pod !== undefined) {
-      const r = scheduler.schedulePod(u.pod);
-      if (!r.ok) return false;
-      podUnit.set(u.pod.id, t);
-      placedPods++;
-      delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
-    }
+    for (const p of placements) podUnit.set(p.podId, t);
+    placedPods += placements.length;
+    for (let i = 0; i < placements.length; i++) delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
     t.state = 'running';
     t.epoch++;
     usedMilli += t.demandMilli;
@@ -176,7 +170,6 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     waitingPods -= unitPods(u).length;
     running.set(t.seq, t);
     if (Number.isFinite(u.durationMs)) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
-    return true;
   };
   const release = (t: Tracked): void => {
     for (const p of unitPods(t.unit)) {
@@ -186,32 +179,15 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     running.delete(t.seq);
   };
   const pass = (en: Environment<Payload>): void => {
-    const candidates = freed ? waiting : fresh;
-    const failed = new Set<string>();
-    let placedAny = false;
-    for (const t of candidates) {
-      if (t.state !== 'waiting' || failed.has(t.key)) continue;
-      if (startUnit(t, en)) placedAny = true;
-      else failed.add(t.key);
-    }
-    fresh = [];
-    freed = false;
-    if (placedAny || dropped > 0) {
-      dropped = 0;
-      let w = 0;
-      for (const t of waiting) if (t.state === 'waiting') waiting[w++] = t;
-      waiting.length = w;
-    }
+    const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
+    for (const x of res.started) started(byJob.get(x.job.id) as Tracked, x.placements, en);
   };
   const enqueue = (t: Tracked, now: number): void => {
     t.state = 'waiting';
     t.waitingSinceMs = now;
     waitingPods += unitPods(t.unit).length;
-    // Requeued units (after an eviction) keep their original order: insert by (arrival, seq).
-    let i = waiting.length;
-    while (i > 0 && compareQueued(waiting[i - 1] as Tracked, t) > 0) i--;
-    waiting.splice(i, 0, t);
-    fresh.push(t);
+    // Requeued units (after an eviction) keep their original order: the job keeps its (arrival, seq).
+    queue.add(t.job, now);
   };
   const handle = (p: Payload, en: Environment<Payload>): void => {
     advance(en.nowMs);
@@ -225,14 +201,14 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
         if (p.unit.state !== 'running') break;
         release(p.unit);
         p.unit.state = 'done';
-        freed = true;
+        queue.onEvent({ kind: 'freed' }, en.nowMs);
         queuePass(en);
         break;
       case 'deadline':
         if (p.unit.state === 'waiting') {
           p.unit.state = 'abandoned';
           abandoned++;
-          dropped++;
+          spine.withdraw(p.unit.job.id, en.nowMs);
           waitingPods -= unitPods(p.unit.unit).length;
         }
         break;
@@ -252,7 +228,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
           enqueue(t, en.nowMs);
         }
         for (let g = 0; g < node.spec.gpus.length; g++) state.setGpuHealth(node.name, g, false);
-        freed = true;
+        queue.onEvent({ kind: 'freed' }, en.nowMs);
         queuePass(en);
         if (o.failures !== undefined) en.schedule(o.failures.repairMs, PRIORITY.repair, { type: 'repair', node: p.node });
         break;
@@ -262,7 +238,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
         if (node === undefined) break;
         nodeDown[p.node] = 0;
         for (let g = 0; g < node.spec.gpus.length; g++) state.setGpuHealth(node.name, g, true);
-        freed = true;
+        queue.onEvent({ kind: 'freed' }, en.nowMs);
         queuePass(en);
         if (o.failures !== undefined) scheduleFailure(en, p.node);
         break;
@@ -333,6 +309,4 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   };
 }
 
-function compareQueued(a: Tracked, b: Tracked): number {
-  return a.unit.arrivalMs - b.unit.arrivalMs || a.seq - b.seq;
-}
+const NO_RUNNING: ReadonlyMap<string, RunningJob> = new Map();

@@ -106,6 +106,18 @@ function addUsageTo(usage: Map<string, QueueUsage>, q: string, r: Resources, sig
   usage.set(q, { total: sign === 1 ? add(u.total, r) : sub(u.total, r), byModel });
 }
 
+/** Capacity and GPU models of a cluster state, per health version: static otherwise, and O(nodes) to count. */
+const capacityCache = new WeakMap<object, { readonly version: number; readonly capacity: Resources; readonly models: readonly string[] }>();
+
+function capacityOf(s: Scheduler): { readonly capacity: Resources; readonly models: readonly string[] } {
+  const state = s.state;
+  const hit = capacityCache.get(state);
+  if (hit !== undefined && hit.version === state.healthVersion) return hit;
+  const entry = { version: state.healthVersion, capacity: clusterCapacity(s), models: [...new Set(state.nodes.flatMap((n) => n.spec.gpus.map((g) => g.model)))].sort() };
+  capacityCache.set(state, entry);
+  return entry;
+}
+
 export function clusterCapacity(s: Scheduler): Resources {
   let gpuMilli = 0;
   let cpuMilli = 0;
@@ -124,7 +136,7 @@ export function runCycle(input: CycleInput): CycleResult {
   const state = scheduler.state;
   const running = new Map(input.running);
   const usage = usageOf(running.values());
-  const capacity = clusterCapacity(scheduler);
+  const { capacity, models: clusterModels } = capacityOf(scheduler);
   const started: { job: QueuedJob; placements: readonly Placement[] }[] = [];
   const preempted: { victim: RunningJob; by: string; reason: string }[] = [];
   const deferred: { victim: RunningJob; by: string; atMs: number }[] = [];
@@ -153,9 +165,8 @@ export function runCycle(input: CycleInput): CycleResult {
   const sort = scheduler.profile.queueSort.queueSort;
   const unit = (j: QueuedJob): QueuedUnit => ({ key: j.id, priority: j.priority, queue: j.queue, arrivalMs: j.arrivalMs, seq: j.seq ?? 0 });
   const jobOrder = sort === undefined ? (a: QueuedJob, b: QueuedJob) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byId(a, b) : (a: QueuedJob, b: QueuedJob) => sort(unit(a), unit(b)) || byId(a, b);
-  for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || byId(a, b));
+  for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.seq ?? 0) - (b.seq ?? 0) || byId(a, b));
   const headReserved = new Set<string>();
-  const clusterModels = [...new Set(state.nodes.flatMap((n) => n.spec.gpus.map((g) => g.model)))].sort();
 
   const queueOf = (name: string): QueueSpec => queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
   const share = (q: string): number => weightedShare(queueOf(q), usage.get(q)?.total ?? ZERO, capacity);
@@ -215,7 +226,7 @@ export function runCycle(input: CycleInput): CycleResult {
       continue;
     }
     job = restricted;
-    const shape = gangShapeKey(job);
+    const shape = gangShapeKey(job, opts.preemption);
     const prior = failedShapes.get(shape);
     if (prior !== undefined && prior.releases === releases && !(opts.backfill && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
       waiting.set(job.id, renamed(prior.waiting, prior.gang, job.gang.name));
@@ -506,10 +517,10 @@ function renamed(w: Waiting, from: string, to: string): Waiting {
   return w;
 }
 
-/** Everything placement and preemption look at: member shapes, minMember, topology, queue and priority. */
-function gangShapeKey(job: QueuedJob): string {
+/** Everything placement and preemption look at: member shapes, minMember, topology, and for preemption queue and priority. */
+function gangShapeKey(job: QueuedJob, preemption: boolean): string {
   const g = job.gang;
-  return `${job.queue}|${job.priority}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
+  return `${preemption ? `${job.queue}|${job.priority}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
 }
 
 /** Preemption cost, compared in order: highest victim priority, number of victims, work lost. */

@@ -205,6 +205,11 @@ export class Scheduler {
       }
     }
     const required = gang.topology.required;
+    // A gang of one pod with nothing to keep together is placed as a pod, by the profile's selector too.
+    if (members.length === 1 && required === undefined && this.profile.selector !== 'best') {
+      const r = this.placePod(members[0] as PodSpec, stmt);
+      return r.ok ? { ok: true, placements: [r.placement], level: 'cluster', pending: [] } : { ok: false, explanation: r.explanation };
+    }
     const levels = this.gangLevels(required, members.length === 1);
     const need = demand(members, gang.minMember);
     const allNodeDomains = this.state.domains['nvlink-domain'].length === this.state.size;

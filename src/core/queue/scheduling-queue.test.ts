@@ -12,13 +12,14 @@ const job = (id: string, o: { priority?: number; arrivalMs?: number; seq?: numbe
 const capacity = { reason: 'capacity' as const, message: '0/4 nodes fit' };
 
 describe('SchedulingQueue', () => {
-  it('hands the cycle every job in the profile queue-sort order (priority, arrival, submission), ties by id', () => {
+  it('orders jobs by the profile queue sort (priority, arrival, submission), ties by id, and hands the cycle all of them', () => {
     const q = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
     q.add(job('c', { arrivalMs: 5, seq: 2 }), 0);
     q.add(job('b', { arrivalMs: 5, seq: 1 }), 0);
     q.add(job('a', { arrivalMs: 9 }), 0);
     q.add(job('z', { priority: 10, arrivalMs: 100 }), 0);
-    expect(q.forCycle().jobs.map((j) => j.id)).toEqual(['z', 'b', 'c', 'a']);
+    expect(q.ordered().map((j) => j.id)).toEqual(['z', 'b', 'c', 'a']);
+    expect(q.forCycle().jobs.map((j) => j.id).sort()).toEqual(['a', 'b', 'c', 'z']);
   });
 
   it('parks a failed job until an event its hints name; other events leave it parked', () => {

@@ -166,8 +166,8 @@ export class SchedulingQueue {
   }
 
   /**
-   * What the cycle gets: every queued job in queue-sort order (ties by id), and the jobs it should not try
-   * again with the wait they got (parked, or still in backoff).
+   * What the cycle gets: every queued job (the cycle orders them: fair share across queues, the queue sort
+   * inside one), and the jobs it should not try again with the wait they got (parked, or still in backoff).
    */
   forCycle(): { readonly jobs: QueuedJob[]; readonly parked: ReadonlyMap<string, Waiting> } {
     const jobs: QueuedJob[] = [];
@@ -176,9 +176,13 @@ export class SchedulingQueue {
       jobs.push(e.job);
       if (e.where !== 'active' && e.waiting !== undefined) parked.set(e.job.id, e.waiting);
     }
-    const sort = this.opts.sort;
-    jobs.sort((a, b) => sort(unitOf(a), unitOf(b)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     return { jobs, parked };
+  }
+
+  /** Every queued job in queue-sort order, ties by id (what a job's position in its queue is). */
+  ordered(): QueuedJob[] {
+    const sort = this.opts.sort;
+    return [...this.entries.values()].map((e) => e.job).sort((a, b) => sort(unitOf(a), unitOf(b)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
   counts(): QueueCounts {

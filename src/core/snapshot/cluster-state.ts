@@ -265,8 +265,12 @@ export class ClusterState {
     for (const a of n.allocations.values()) if (a.gpus.includes(gpu)) used -= a.gpuMilli;
     n.gpuUsable[gpu] = healthy ? 1 : 0;
     n.gpuFree[gpu] = healthy ? used : 0;
+    this.healthVersion++;
     this.touched(n);
   }
+
+  /** Bumped whenever a GPU's health changes: capacity derived from the nodes is stale then. */
+  healthVersion = 0;
 
   /** Sum of fully free GPUs over node index range [start, end). */
   fullyFreeGpusIn(start: number, end: number): number {
