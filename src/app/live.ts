@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
-import { LiveScheduler } from '../kube/live-scheduler.ts';
+import { LiveScheduler, type ExplainReport } from '../kube/live-scheduler.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 export interface LiveAppOptions {
@@ -64,4 +64,20 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
       client.close();
     },
   };
+}
+
+/**
+ * `sits explain`: a passive live scheduler (informers only: never leads, binds or writes) answers for one
+ * pending pod or pod group, then stops.
+ */
+export async function explainLive(target: string, opts: { readonly kubeconfig?: string; readonly profile?: string; readonly nowMs: number }): Promise<ExplainReport> {
+  const client = new KubeClient(loadKubeConfig(opts.kubeconfig));
+  const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, ...(opts.profile === undefined ? {} : { profile: opts.profile }) });
+  try {
+    await s.start();
+    return s.explain(target, opts.nowMs);
+  } finally {
+    await s.stop();
+    client.close();
+  }
 }

@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { loadKubeConfig } from '../../app/live.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { LiveScheduler } from '../../kube/live-scheduler.ts';
+import { explainLive } from '../../app/live.ts';
 import { CliError } from '../errors.ts';
 
 export function registerExplain(program: Command): void {
@@ -14,16 +12,8 @@ export function registerExplain(program: Command): void {
     .option('--json', 'print the report as JSON')
     .action(async (target: string, o: { kubeconfig?: string; profile: string; json?: boolean }) => {
       if (!/^[^/]+\/[^/]+$/.test(target)) throw new CliError(`target must be namespace/name, got "${target}"`);
-      const client = new KubeClient(loadKubeConfig(o.kubeconfig));
-      const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, profile: o.profile });
-      try {
-        await s.start();
-        const r = s.explain(target, Date.now());
-        process.stdout.write(o.json === true ? `${JSON.stringify(r, null, 2)}\n` : `${r.lines.join('\n')}\n`);
-        if (r.state === 'unknown') process.exitCode = 1;
-      } finally {
-        await s.stop();
-        client.close();
-      }
+      const r = await explainLive(target, { ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }), profile: o.profile, nowMs: Date.now() });
+      process.stdout.write(o.json === true ? `${JSON.stringify(r, null, 2)}\n` : `${r.lines.join('\n')}\n`);
+      if (r.state === 'unknown') process.exitCode = 1;
     });
 }
