@@ -55,7 +55,8 @@ export interface LiveOptions {
 /** Longest idle wait of the loop: backoffs and hint times are looked at least this often. */
 const LOOP_TICK_MS = 1000;
 
-const WALL_CLOCK: Clock = { nowMs: () => Date.now() };
+/** The Clock port on the wall clock (ms since the epoch). */
+export const WALL_CLOCK: Clock = { nowMs: () => Date.now() };
 const DEFAULT_RNG = (purpose: 'scheduler' | 'forward-run'): Rng => seededRng(purpose === 'scheduler' ? 1 : 7);
 
 export class LiveScheduler {

@@ -1,3 +1,5 @@
+import type { Clock } from '../core/ports.ts';
+
 /**
  * Discrete-event engine (after SimPy): virtual time in ms, events ordered by (time, priority, sequence) so
  * that ties resolve the same way on every run. No wall clock is read.
@@ -76,6 +78,8 @@ function swap<T>(a: T[], i: number, j: number): void {
 export class Environment<T> {
   private readonly heap = new EventHeap<T>();
   private current = 0;
+  /** The Clock port in virtual time: what a host hands the core and the adapters instead of a wall clock. */
+  readonly clock: Clock = { nowMs: () => this.current };
 
   constructor(private readonly handle: (event: SimEvent<T>, env: Environment<T>) => void) {}
 

@@ -1,4 +1,5 @@
-import { describePortContracts } from '../testing/port-contracts.ts';
+import { describeClockContract, describePortContracts } from '../testing/port-contracts.ts';
+import { Environment } from './engine.ts';
 import { SimCluster } from './sim-cluster.ts';
 
 describePortContracts('simulated cluster', async () => {
@@ -19,4 +20,9 @@ describePortContracts('simulated cluster', async () => {
     eventually: async (_what, read) => read(),
     close: async () => undefined,
   };
+});
+
+describeClockContract('virtual time of the simulation environment', () => {
+  const env = new Environment<null>(() => undefined);
+  return { clock: env.clock, advance: async (ms) => env.run(env.nowMs + ms) };
 });

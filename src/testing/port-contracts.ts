@@ -4,7 +4,7 @@
  * (src/kube/ports.e2e.test.ts). What a host may rely on is what these tests say, whichever cluster it runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClusterPorts } from '../core/ports.ts';
+import type { Clock, ClusterPorts } from '../core/ports.ts';
 
 export interface PortHarness {
   readonly ports: ClusterPorts;
@@ -115,6 +115,25 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
           expect(await h.eventually('expected start', () => h.expectedStartMs(p), (t) => t !== undefined)).toBe(at);
         }
       });
+    });
+  });
+}
+
+/** The Clock port: a number of ms that never goes back and moves on as time passes (virtual or real). */
+export function describeClockContract(adapter: string, setup: () => { readonly clock: Clock; advance(ms: number): Promise<void> }): void {
+  describe(`port contract: Clock (${adapter})`, () => {
+    it('never goes back, and has moved on by at least the time that passed', async () => {
+      const { clock, advance } = setup();
+      let last = clock.nowMs();
+      expect(Number.isFinite(last)).toBe(true);
+      for (const ms of [0, 1, 25, 100]) {
+        const before = clock.nowMs();
+        await advance(ms);
+        const now = clock.nowMs();
+        expect(now).toBeGreaterThanOrEqual(last);
+        expect(now - before).toBeGreaterThanOrEqual(ms);
+        last = now;
+      }
     });
   });
 }
