@@ -30,14 +30,16 @@ export class EtaPublisher {
   ) {}
 
   /**
-   * At `nowMs` (wall clock ms) over `state`, which holds the last cycle's commits; `res` is that cycle's result
-   * when one ran now (its started jobs run, its victims are gone). Runs when a refresh is due, or soon when a
-   * waiting job has no estimate yet.
+   * At `nowMs` (wall clock ms) over `state`, which holds the last cycle's commits; `waitingIds` are the jobs
+   * that wait after it (tried and not started); `res` is that cycle's result when one ran now (its started
+   * jobs run, its victims are gone). Runs when a refresh is due, or soon when a waiting job has no estimate yet.
    */
-  publish(nowMs: number, state: ClusterState, profile: Profile, view: JobsView, res?: CycleResult): void {
+  publish(nowMs: number, state: ClusterState, profile: Profile, view: JobsView, waitingIds: ReadonlySet<string>, res?: CycleResult): void {
     const started = new Set(res?.started.map((x) => x.job.id) ?? []);
-    const waiting = view.jobs.filter((j) => !started.has(j.id));
-    if (waiting.length === 0 || waiting.length > ETA_MAX_JOBS) return;
+    const waiting = view.jobs.filter((j) => waitingIds.has(j.id) && !started.has(j.id));
+    // Every job not started takes part in the forward run (one about to be tried is waiting too).
+    const pending = view.jobs.filter((j) => !started.has(j.id));
+    if (waiting.length === 0 || pending.length > ETA_MAX_JOBS) return;
     const fresh = waiting.some((j) => !this.estimated.has(j.id));
     if (nowMs - this.lastMs < (fresh ? ETA_NEW_JOB_MS : ETA_REFRESH_MS)) return;
     this.lastMs = nowMs;
@@ -47,7 +49,7 @@ export class EtaPublisher {
       stillRunning.set(x.job.id, { id: x.job.id, queue: x.job.queue, priority: x.job.priority, startMs: nowMs, estEndMs: nowMs + x.job.estRuntimeMs, podIds: x.placements.map((pl) => pl.podId), resources: jobResources(x.job), preemptible: true });
     }
     const arrivals = this.jobs.forecast(nowMs, view.jobs.length);
-    const eta = estimateStarts({ nowMs, state, profile, rng: this.rng(), queues: view.queues, pending: waiting, running: stillRunning, options: { minRuntimeMs: view.minRuntimeMs, explain: false }, requeue: this.jobs.requeueOf(view.jobs, arrivals), arrivals });
+    const eta = estimateStarts({ nowMs, state, profile, rng: this.rng(), queues: view.queues, pending, running: stillRunning, options: { minRuntimeMs: view.minRuntimeMs, explain: false }, requeue: this.jobs.requeueOf(view.jobs, arrivals), arrivals });
     this.estimated.clear();
     for (const j of waiting) {
       this.estimated.add(j.id);

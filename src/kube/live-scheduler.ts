@@ -219,7 +219,7 @@ export class LiveScheduler {
     this.sync(view, nowMs);
     this.queue.flush(nowMs);
     if (!this.queue.hasActive()) {
-      this.eta.publish(nowMs, state, sch.profile, view);
+      this.eta.publish(nowMs, state, sch.profile, view, new Set(view.jobs.map((j) => j.id)));
       return;
     }
     const t0 = performance.now();
@@ -235,7 +235,7 @@ export class LiveScheduler {
       for (let i = 0; i < res.started.length; i++) this.onAttempt(each, 'scheduled');
       for (let i = 0; i < failed; i++) this.onAttempt(each, 'unschedulable');
     }
-    this.eta.publish(nowMs, state, sch.profile, view, res);
+    this.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
   }
 
   /** Feeds the queue from the translation: new jobs arrive, changed ones are replaced, vanished ones withdrawn. */
