@@ -47,22 +47,23 @@ export class ClusterCache {
   }
 
   /**
-   * The snapshot: the ClusterState with every change since the last call applied (rebuilt if the node set
-   * changed). `freed` says whether that released anything (or changed nodes), i.e. whether parked jobs may
-   * now fit.
+   * The snapshot, for a cycle: the ClusterState with every change since the last call applied (rebuilt if the
+   * node set changed). `freed` says whether anything was released (or nodes changed) since the last cycle's
+   * snapshot, i.e. whether parked jobs may now fit.
    */
   snapshot(): { readonly state: ClusterState; readonly freed: boolean } {
+    const state = this.state();
+    const freed = this.freedSinceSnapshot;
+    this.freedSinceSnapshot = false;
+    return { state, freed };
+  }
+
+  /** The state with every change applied (metrics, explain, recovery: outside a cycle); `freed` is kept for the next cycle. */
+  state(): ClusterState {
     if (this.current === undefined || this.stateDirty) this.rebuild();
     else for (const key of this.dirty) this.reconcile(key);
     this.dirty.clear();
-    const freed = this.freedSinceSnapshot;
-    this.freedSinceSnapshot = false;
-    return { state: this.current as ClusterState, freed };
-  }
-
-  /** The snapshot as of now (`snapshot().state`). */
-  state(): ClusterState {
-    return this.snapshot().state;
+    return this.current as ClusterState;
   }
 
   pod(key: string): V1Pod | undefined {
