@@ -4,6 +4,7 @@
 import { request } from 'node:https';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { scaled } from '../testing/timeouts.ts';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 
 import { ensureK8sBinaries, startControlPlane } from '../kube/testing/control-plane.ts';
@@ -70,7 +71,7 @@ function requestJson(
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs); // the budget on an idle machine, scaled for this one
   let last: unknown;
   while (Date.now() < deadline) {
     try {

@@ -9,6 +9,7 @@ import { EXIT_CODE_ANNOTATION } from '../dev/fake-kubelet.ts';
 import type { KubeClient } from './client.ts';
 import { ANNOTATION_EXPECTED_RUNTIME, ANNOTATION_EXPECTED_START } from './queues.ts';
 import { createNs, createPods, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
+import { scaled } from '../testing/timeouts.ts';
 
 let cluster: DevCluster;
 let client: KubeClient;
@@ -31,7 +32,8 @@ describe('expected start on the live scheduler', () => {
     await client.post('/apis/ai.sits2026.dev/v1/queues', queue('train'));
     await client.post('/apis/ai.sits2026.dev/v1/queues', queue('other'));
     await createNs(client, 'eta');
-    await new Promise((r) => setTimeout(r, 1000)); // the scheduler's watch sees the Queues before the pods
+    // No wait for the scheduler to see the Queues: 'first' and 'blocker' bind either way (the node is free), and the
+    // expected starts below are written only by the queue cycle, which the waitFor on them waits for.
 
     // 1. A job of queue `train` runs ~3 s and finishes: what the scheduler can learn is its pod's run time.
     await createPods(client, [job('first', 'train')]);
@@ -79,5 +81,5 @@ describe('expected start on the live scheduler', () => {
     expect(at, out.stdout).toBeDefined();
     expect(Math.abs(ms(at) - (blockerEnd + learnedMs))).toBeLessThan(1000);
     expect((await listPods(client, 'eta')).filter((p) => (p.spec?.nodeName ?? '') === '').map((p) => p.metadata?.name).sort()).toEqual(['w1', 'w2']);
-  }, 240_000);
+  }, scaled(240_000));
 });
