@@ -27,6 +27,13 @@ function startScheduler(kubeconfig: string, identity: string, env: Record<string
   return { child, log, exited };
 }
 
+/** Scheduled events per pod name. */
+function scheduledPerPod(events: Awaited<ReturnType<typeof listEvents>>): Map<string, number> {
+  const perPod = new Map<string, number>();
+  for (const e of events) if (e.reason === 'Scheduled') perPod.set(e.involvedObject?.name ?? '', (perPod.get(e.involvedObject?.name ?? '') ?? 0) + 1);
+  return perPod;
+}
+
 async function holder(client: KubeClient): Promise<string | undefined> {
   try {
     const l = await client.get<{ spec?: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler');
@@ -65,6 +72,8 @@ describe('high availability and crash safety (scheduler processes on a real cont
     await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('ha', `before-${i}`)));
     await waitFor('8 pods bound', async () => (await listPods(client, 'ha')).filter((p) => p.spec?.nodeName).length === 8);
     expect(await holder(client)).toBe('replica-a');
+    // Events are written after the binding, without waiting: kill replica-a only once its 8 are stored.
+    await waitFor("replica-a's 8 Scheduled events", async () => scheduledPerPod(await listEvents(client, 'ha')).size === 8);
 
     a.child.kill('SIGKILL');
     await a.exited;
@@ -82,14 +91,14 @@ describe('high availability and crash safety (scheduler processes on a real cont
       return ps.filter((p) => p.spec?.nodeName).length === 16 ? ps : undefined;
     });
     gpuUsage(pods, 8);
-    const scheduled = (await listEvents(client, 'ha')).filter((e) => e.reason === 'Scheduled');
-    const perPod = new Map<string, number>();
-    for (const e of scheduled) perPod.set(e.involvedObject?.name ?? '', (perPod.get(e.involvedObject?.name ?? '') ?? 0) + 1);
-    expect([...perPod.values()].every((c) => c === 1)).toBe(true);
-    expect(perPod.size).toBe(16);
+    await waitFor('a Scheduled event for each of the 16 pods', async () => scheduledPerPod(await listEvents(client, 'ha')).size === 16);
     expect(b.log.join('')).not.toMatch(/bind .* 409/);
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
+    // replica-b has written everything it meant to (it waits for its writes on SIGTERM): exactly one each.
+    const perPod = scheduledPerPod(await listEvents(client, 'ha'));
+    expect(perPod.size).toBe(16);
+    expect([...perPod].filter(([, c]) => c !== 1)).toEqual([]);
   });
 
   it('SIGKILL in the middle of binding a gang: the restarted scheduler completes it, never leaving it half-bound', async () => {

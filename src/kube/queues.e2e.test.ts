@@ -60,9 +60,11 @@ describe('queues on the live scheduler', () => {
       45_000,
     );
     expect(highPods).toHaveLength(2);
-    // Both pods of the victim went — never half of the gang.
-    const events = await listEvents(client, 'ml');
-    const preempted = events.filter((e) => e.reason === 'Preempted');
+    // Both pods of the victim went — never half of the gang. The events are written without waiting for them.
+    const preempted = await waitFor('a Preempted event for both pods of the victim', async () => {
+      const ev = (await listEvents(client, 'ml')).filter((e) => e.reason === 'Preempted');
+      return new Set(ev.map((e) => e.involvedObject?.name)).size >= 2 ? ev : undefined;
+    });
     expect(new Set(preempted.map((e) => e.involvedObject?.name)).size).toBe(2);
     expect(preempted[0]?.message).toContain('reclaimed by queue team-a');
     const survivors = (await listPods(client, 'ml')).filter((p) => lowPods.includes(p.metadata?.uid));
@@ -102,8 +104,13 @@ describe('queues on the live scheduler', () => {
     await client.post('/apis/ai.sits2026.dev/v1/queues', { apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name: 'vision' }, spec: { tenant: 'vision', namespaces: ['vision'], priorityClasses: ['vision-high'] } });
     await createNs(client, 'vision');
     await createNs(client, 'stray');
-    await new Promise((r) => setTimeout(r, 1000)); // the scheduler's watch sees the Queue before the pods
     const labels = { 'ai.sits2026.dev/queue': 'vision' };
+    // The scheduler must know the Queue before the pods come, or it admits them to an unknown (unlimited) queue and
+    // binds them. A probe that fits nowhere is held as inadmissible only once the Queue is known: wait for that.
+    await createPods(client, [testPod('stray', 'probe', { gpus: 1000, labels })]);
+    await waitFor('the scheduler knows queue vision', async () => (await client.get<V1Pod>('/api/v1/namespaces/stray/pods/probe')).status?.conditions?.some((c) => c.message?.includes('(inadmissible)') === true));
+    await client.delete('/api/v1/namespaces/stray/pods/probe', { gracePeriodSeconds: 0 });
+    await waitFor('the probe gone', async () => (await listPods(client, 'stray')).length === 0);
     const pod = (ns: string, name: string, priorityClassName: string): V1Pod => {
       const p = testPod(ns, name, { labels });
       return { ...p, spec: { ...p.spec, containers: p.spec?.containers ?? [], priorityClassName } };
