@@ -1,12 +1,11 @@
 // Issue 6 on a real control plane: two queues of one cohort, two TrainingJobs competing for 8 GPUs. The
 // borrowing, lower-priority job is preempted whole when the other queue claims its quota, and its controller
 // requeues it; it waits saying which queue holds it and why.
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../dev/dev-cluster.ts';
 import type { KubeClient } from './client.ts';
+import { runSits } from '../testing/sits-cli.ts';
 import { createNs, createPods, listEvents, listPods, testPod, waitFor } from './testing/e2e-kit.ts';
 
 let cluster: DevCluster;
@@ -85,9 +84,9 @@ describe('queues on the live scheduler', () => {
     const lowPod = (await listPods(client, 'ml')).find((p) => p.metadata?.name?.startsWith('low') && (p.spec?.nodeName ?? '') === '');
     const group = lowPod?.metadata?.labels?.['ai.sits2026.dev/pod-group'];
     expect(group).toBeDefined();
-    const out = spawnSync(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), 'explain', `ml/${group ?? ''}`, '--kubeconfig', cluster.kubeconfigPath], { encoding: 'utf8' });
-    expect(out.status, out.stderr).toBe(0);
-    const lines = out.stdout.trim().split('\n');
+    const out = await runSits(['explain', `ml/${group ?? ''}`, '--kubeconfig', cluster.kubeconfigPath]);
+    expect(out.code, out.err).toBe(0);
+    const lines = out.out.trim().split('\n');
     expect(lines[0]).toMatch(/^0\/2 nodes fit gang ml\/low \(2×4 GPU\): .*nvidia.com\/gpu/);
     expect(lines[1]).toMatch(/^queue team-b holds it \((capacity|quota|reservation)\): /);
     expect(lines[2]).toMatch(/^expected start: \d{4}-\d\d-\d\dT.+ \(in \d+ s\)$/);
