@@ -4,7 +4,6 @@
 import { request } from 'node:https';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scaled } from '../testing/timeouts.ts';
 import { ApiextensionsV1Api, CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 
 import { ensureK8sBinaries, startControlPlane } from '../kube/testing/control-plane.ts';
@@ -14,6 +13,7 @@ import { EXAMPLES, INVALID_CASES, ELASTIC_TRAINING_JOB } from './examples.ts';
 import { KINDS, RESOURCE_KINDS, type ResourceKind } from './kinds.ts';
 import { API_GROUP, API_VERSION } from './schema/common.ts';
 import { validateResource } from './validate.ts';
+import { scaled } from '../testing/timeouts.ts';
 
 const NAMESPACE = 'crd-test';
 const BUILD_TIMEOUT_MS = 60 * 60_000;
@@ -104,11 +104,11 @@ describe('SITS CRDs on a real kube-apiserver', () => {
       });
     }
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  }, BUILD_TIMEOUT_MS + 240_000);
+  }, BUILD_TIMEOUT_MS + scaled(240_000));
 
   afterAll(async () => {
     await cp?.stop();
-  }, 60_000);
+  }, scaled(60_000));
 
   function objects(): CustomObjectsApi {
     if (!cp) throw new Error('control plane not started');

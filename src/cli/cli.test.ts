@@ -24,7 +24,7 @@ describe('sits demo', () => {
       expect(r.gpuAllocationPct).toBeLessThanOrEqual(100);
       expect(r.jobsStarted + r.jobsNeverStarted).toBe(j.workload.jobs);
     }
-  }, 60_000);
+  });
 
   it('rejects a bad seed with a clear message and exit code 2', async () => {
     const r = await sits(['demo', '--seed', 'abc']);

@@ -363,7 +363,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--metrics-host=127.0.0.1', `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      // 'close', not 'exit': only then has all of stderr been read (it is checked below).
+      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
       try {
         const body = await waitFor(
           '/readyz of the spawned replica',

@@ -24,7 +24,8 @@ function startScheduler(kubeconfig: string, identity: string, env: Record<string
   const log: string[] = [];
   child.stdout?.on('data', (d: Buffer) => log.push(d.toString()));
   child.stderr?.on('data', (d: Buffer) => log.push(d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code, sig) => r(code ?? (sig === null ? null : -1))));
+  // 'close', not 'exit': only then has everything the process wrote reached `log`.
+  const exited = new Promise<number | null>((r) => child.on('close', (code, sig) => r(code ?? (sig === null ? null : -1))));
   return { child, log, exited };
 }
 
@@ -94,9 +95,9 @@ describe('high availability and crash safety (scheduler processes on a real cont
     });
     gpuUsage(pods, 8);
     await waitFor('a Scheduled event for each of the 16 pods', async () => scheduledPerPod(await listEvents(client, 'ha')).size === 16);
-    expect(b.log.join('')).not.toMatch(/bind .* 409/);
     b.child.kill('SIGTERM');
     expect(await b.exited).toBe(0);
+    expect(b.log.join('')).not.toMatch(/bind .* 409/);
     // replica-b has written everything it meant to (it waits for its writes on SIGTERM): exactly one each.
     const perPod = scheduledPerPod(await listEvents(client, 'ha'));
     expect(perPod.size).toBe(16);
@@ -125,7 +126,8 @@ describe('high availability and crash safety (scheduler processes on a real cont
     gpuUsage(pods, 8);
     const planned = pods.map((p) => p.metadata?.annotations?.['ai.sits2026.dev/assigned-node']);
     expect(pods.map((p) => p.spec?.nodeName)).toEqual(planned);
-    expect(second.log.join('')).toMatch(/plan .*: completed 2 bindings/);
+    // The recovery is logged after its last binding returns, so possibly after the pods show bound.
+    await waitFor('the recovery logged', async () => /plan .*: completed 2 bindings/.test(second.log.join('')));
     second.child.kill('SIGTERM');
     await second.exited;
   });

@@ -5,13 +5,13 @@ import { existsSync } from 'node:fs';
 import { request } from 'node:https';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scaled } from '../../testing/timeouts.ts';
 import { CoreV1Api, VersionApi } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 
 import { ensureK8sBinaries, startControlPlane } from './control-plane.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { createFakeGpuNodes, createNamespace, deletePodNow } from './fake-nodes.ts';
+import { scaled } from '../../testing/timeouts.ts';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000; // first build of the binaries on 2 cores
 const START_TIMEOUT_MS = scaled(180_000);
@@ -101,7 +101,7 @@ describe('test control plane (etcd + kube-apiserver + kube-scheduler)', () => {
 
   afterAll(async () => {
     await cp?.stop();
-  }, 60_000);
+  }, scaled(60_000));
 
   function plane(): ControlPlane {
     if (!cp) throw new Error('control plane not started');
