@@ -1,16 +1,22 @@
 import { defineConfig } from 'vitest/config';
+import { scaled, TIMEOUT_SCALE, TIMEOUT_SCALE_ENV } from './src/testing/timeouts.ts';
+
+// One timeout scale for the whole run, measured now (before the tests load the machine themselves): the test
+// workers inherit it through the environment, so waitFor and the control plane use the same factor as these timeouts.
+process.env[TIMEOUT_SCALE_ENV] = String(TIMEOUT_SCALE);
+if (TIMEOUT_SCALE > 1) process.stderr.write(`test timeouts scaled ×${TIMEOUT_SCALE.toFixed(2)} (${TIMEOUT_SCALE_ENV} or load average per CPU)\n`);
 
 // Two projects: fast unit tests, and e2e tests that start a real control plane (one at a time: 2 cores).
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: 'unit', include: ['src/**/*.test.ts', 'web/**/*.test.ts', 'scripts/**/*.test.ts'], exclude: ['**/*.e2e.test.ts', 'node_modules/**'], testTimeout: 60_000 } },
+      { test: { name: 'unit', include: ['src/**/*.test.ts', 'web/**/*.test.ts', 'scripts/**/*.test.ts'], exclude: ['**/*.e2e.test.ts', 'node_modules/**'], testTimeout: scaled(60_000) } },
       {
         test: {
           name: 'e2e',
           include: ['src/**/*.e2e.test.ts', 'web/**/*.e2e.test.ts'],
-          testTimeout: 180_000,
-          hookTimeout: 240_000,
+          testTimeout: scaled(180_000),
+          hookTimeout: scaled(240_000),
           pool: 'forks',
           poolOptions: { forks: { singleFork: true } },
           fileParallelism: false,

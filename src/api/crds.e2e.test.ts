@@ -13,6 +13,7 @@ import { EXAMPLES, INVALID_CASES, ELASTIC_TRAINING_JOB } from './examples.ts';
 import { KINDS, RESOURCE_KINDS, type ResourceKind } from './kinds.ts';
 import { API_GROUP, API_VERSION } from './wire.ts';
 import { validateResource } from './validate.ts';
+import { scaled } from '../testing/timeouts.ts';
 
 const NAMESPACE = 'crd-test';
 const BUILD_TIMEOUT_MS = 60 * 60_000;
@@ -70,7 +71,7 @@ function requestJson(
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs); // the budget on an idle machine, scaled for this one
   let last: unknown;
   while (Date.now() < deadline) {
     try {
@@ -103,11 +104,11 @@ describe('SITS CRDs on a real kube-apiserver', () => {
       });
     }
     await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  }, BUILD_TIMEOUT_MS + 240_000);
+  }, BUILD_TIMEOUT_MS + scaled(240_000));
 
   afterAll(async () => {
     await cp?.stop();
-  }, 60_000);
+  }, scaled(60_000));
 
   function objects(): CustomObjectsApi {
     if (!cp) throw new Error('control plane not started');

@@ -319,6 +319,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const lease = await admin.get<{ spec: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/sits-system/leases/sits-scheduler');
       expect(lease.spec.holderIdentity).toBe('rbac-e2e');
       expect(app.scheduler.isLeader()).toBe(true);
+      // The gang's Scheduled events (waited for above) are written after it is counted.
       expect(app.scheduler.stats.gangsBound).toBe(1);
 
       // Nothing the scheduler did was refused.
@@ -333,18 +334,22 @@ describe('deploy manifests on a real kube-apiserver', () => {
         expect((e as KubeApiError).status, path).toBe(403);
       }
 
-      // And the metrics say the same.
-      const res = await fetch(`${server.url}/metrics`);
-      const families = parsePromText(await res.text());
-      expect(sampleValue(families, METRIC.bindings)).toBe(4);
-      expect(sampleValue(families, METRIC.gangsBound)).toBe(1);
-      expect(sampleValue(families, METRIC.leader)).toBe(1);
-      expect(sampleValue(families, METRIC.pendingPods)).toBe(1);
-      expect(sampleValue(families, METRIC.gpus)).toBe(16);
-      expect(sampleValue(families, METRIC.gpusAllocated)).toBe(11);
-      expect(sampleValue(families, METRIC.attempts, { result: 'scheduled' })).toBeGreaterThanOrEqual(3);
-      expect(sampleValue(families, METRIC.attempts, { result: 'unschedulable' })).toBeGreaterThanOrEqual(1);
-      expect(sampleValue(families, METRIC.apiRequests)).toBeGreaterThan(0);
+      // And the metrics say the same. They are read from the scheduler's watch-fed cache at scrape time: wait until it
+      // has caught up with what the API showed above (waitFor retries while an expectation throws, reports the last).
+      const url = server.url;
+      await waitFor('the metrics to match the cluster', async () => {
+        const families = parsePromText(await (await fetch(`${url}/metrics`)).text());
+        expect(sampleValue(families, METRIC.bindings)).toBe(4);
+        expect(sampleValue(families, METRIC.gangsBound)).toBe(1);
+        expect(sampleValue(families, METRIC.leader)).toBe(1);
+        expect(sampleValue(families, METRIC.pendingPods)).toBe(1);
+        expect(sampleValue(families, METRIC.gpus)).toBe(16);
+        expect(sampleValue(families, METRIC.gpusAllocated)).toBe(11);
+        expect(sampleValue(families, METRIC.attempts, { result: 'scheduled' })).toBeGreaterThanOrEqual(3);
+        expect(sampleValue(families, METRIC.attempts, { result: 'unschedulable' })).toBeGreaterThanOrEqual(1);
+        expect(sampleValue(families, METRIC.apiRequests)).toBeGreaterThan(0);
+        return true;
+      });
       const ready = await fetch(`${server.url}/readyz`);
       expect(await ready.text()).toContain('role: leader');
     });
@@ -395,7 +400,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--metrics-host=127.0.0.1', `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-      const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+      // 'close', not 'exit': only then has all of stderr been read (it is checked below).
+      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
       try {
         const body = await waitFor(
           '/readyz of the spawned replica',

@@ -1,22 +1,19 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { runSits } from '../testing/sits-cli.ts';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { buildCrds } from '../api/crd.ts';
 import { deployFiles } from '../deploy/bundle.ts';
 
 const root = join(import.meta.dirname, '../..');
-const sits = (args: string[]): { code: number; out: string; err: string } => {
-  const r = spawnSync(process.execPath, [join(root, 'bin/sits.mjs'), ...args], { encoding: 'utf8', cwd: root });
-  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
-};
+const sits = runSits;
 const tmp = mkdtempSync(join(tmpdir(), 'sits-deploy-cli-'));
 
 describe('sits crds', () => {
-  it('prints every CRD, PodGroup included', () => {
-    const r = sits(['crds']);
+  it('prints every CRD, PodGroup included', async () => {
+    const r = await sits(['crds']);
     expect(r.code).toBe(0);
     const docs = parseAllDocuments(r.out).map((d) => d.toJS() as { metadata: { name: string } });
     expect(docs).toEqual(buildCrds());
@@ -25,9 +22,9 @@ describe('sits crds', () => {
 });
 
 describe('sits deploy', () => {
-  it('--out writes what deploy/ holds', () => {
+  it('--out writes what deploy/ holds', async () => {
     const out = join(tmp, 'default');
-    const r = sits(['deploy', '--out', out]);
+    const r = await sits(['deploy', '--out', out]);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toMatch(/^wrote \d+ of \d+ files to /);
     for (const f of deployFiles()) {
@@ -37,11 +34,11 @@ describe('sits deploy', () => {
     expect(readFileSync(join(out, 'crds/ai.sits2026.dev_podgroups.yaml'), 'utf8')).toBe(readFileSync(join(root, 'deploy/crds/ai.sits2026.dev_podgroups.yaml'), 'utf8'));
   });
 
-  it('--values overrides the defaults everywhere, the chart included', () => {
+  it('--values overrides the defaults everywhere, the chart included', async () => {
     const values = join(tmp, 'values.yaml');
     writeFileSync(values, 'replicas: 3\nimage: {tag: "1.2.3"}\n');
     const out = join(tmp, 'custom');
-    expect(sits(['deploy', '--out', out, '--values', values]).code).toBe(0);
+    expect((await sits(['deploy', '--out', out, '--values', values])).code).toBe(0);
     const docs = parseAllDocuments(readFileSync(join(out, 'sits.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; spec?: { replicas?: number; template?: { spec?: { containers?: { image: string }[] } } } });
     const dep = docs.find((d) => d.kind === 'Deployment');
     expect(dep?.spec?.replicas).toBe(3);
@@ -49,16 +46,16 @@ describe('sits deploy', () => {
     expect(parseYaml(readFileSync(join(out, 'helm/sits/values.yaml'), 'utf8'))).toMatchObject({ replicas: 3, image: { tag: '1.2.3', pullPolicy: 'IfNotPresent' } });
   });
 
-  it('names the bad value, exit code 2', () => {
+  it('names the bad value, exit code 2', async () => {
     const values = join(tmp, 'bad.yaml');
     writeFileSync(values, 'replicas: 2\nleaderElection: {enabled: false}\nmetrics: {port: 80}\n');
-    const r = sits(['deploy', '--out', join(tmp, 'bad'), '--values', values]);
+    const r = await sits(['deploy', '--out', join(tmp, 'bad'), '--values', values]);
     expect(r.code).toBe(2);
     expect(r.err).toContain('values.metrics.port');
-    expect(sits(['deploy']).code).toBe(2); // --out is required
+    expect((await sits(['deploy'])).code).toBe(2); // --out is required
   });
 
-  it('sits run documents --metrics-port', () => {
-    expect(sits(['run', '--help']).out).toContain('--metrics-port <port>');
+  it('sits run documents --metrics-port', async () => {
+    expect((await sits(['run', '--help'])).out).toContain('--metrics-port <port>');
   });
 });

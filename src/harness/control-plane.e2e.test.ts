@@ -11,9 +11,10 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ensureK8sBinaries, startControlPlane } from './control-plane.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { createFakeGpuNodes, createNamespace, deletePodNow } from './fake-nodes.ts';
+import { scaled } from '../testing/timeouts.ts';
 
 const BUILD_TIMEOUT_MS = 60 * 60_000; // first build of the binaries on 2 cores
-const START_TIMEOUT_MS = 180_000;
+const START_TIMEOUT_MS = scaled(180_000);
 
 function getJson(url: string, token: string): Promise<{ status: number; body: unknown }> {
   return new Promise((resolve, reject) => {
@@ -55,7 +56,7 @@ function membersOfGroups(pgids: readonly number[]): number[] {
 }
 
 async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + scaled(timeoutMs); // the budget on an idle machine, scaled for this one
   let lastErr: unknown;
   while (Date.now() < deadline) {
     try {
@@ -100,7 +101,7 @@ describe('test control plane (etcd + kube-apiserver + kube-scheduler)', () => {
 
   afterAll(async () => {
     await cp?.stop();
-  }, 60_000);
+  }, scaled(60_000));
 
   function plane(): ControlPlane {
     if (!cp) throw new Error('control plane not started');

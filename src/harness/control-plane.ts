@@ -20,6 +20,8 @@ import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
+import { scaled } from '../testing/timeouts.ts';
+
 export interface SchedulerOptions {
   /** KubeSchedulerConfiguration YAML. Missing `clientConnection.kubeconfig` and `leaderElection` are filled in. */
   config?: string;
@@ -32,7 +34,7 @@ export interface ControlPlaneOptions {
   withScheduler?: boolean | SchedulerOptions;
   /** Receives progress lines and every log line of the child processes (prefixed with the process name). */
   log?: (line: string) => void;
-  /** How long each component may take to become ready. Default 120 s. */
+  /** How long each component may take to become ready. Default 120 s times the test timeout scale (src/testing/timeouts.ts). */
   readyTimeoutMs?: number;
   /** Extra kube-apiserver flags, e.g. ['--enable-priority-and-fairness=false']. Later flags win. */
   apiServerArgs?: readonly string[];
@@ -299,7 +301,7 @@ class ControlPlaneImpl implements ControlPlane {
     private readonly ports: { etcd: number; etcdPeer: number; apiServer: number },
     private readonly opts: ControlPlaneOptions,
   ) {
-    this.readyTimeoutMs = opts.readyTimeoutMs ?? 120_000;
+    this.readyTimeoutMs = opts.readyTimeoutMs ?? scaled(120_000);
     this.schedulerArgs = opts.schedulerArgs ?? [];
     this.server = `https://127.0.0.1:${ports.apiServer}`;
     this.etcdUrl = `http://127.0.0.1:${ports.etcd}`;

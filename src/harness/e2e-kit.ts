@@ -2,9 +2,16 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { ANNOTATION, GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../api/wire.ts';
+import { scaled } from '../testing/timeouts.ts';
 
+/**
+ * Polls `fn` until it returns something other than undefined/false, and returns that. A throw counts as "not
+ * yet" (so `fn` may use expect(); the last error is in the timeout message). `timeoutMs` is the budget on an
+ * idle machine: it is scaled by the test timeout factor (src/testing/timeouts.ts), like every test timeout.
+ */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const end = performance.now() + timeoutMs;
+  const budgetMs = scaled(timeoutMs);
+  const end = performance.now() + budgetMs;
   let last: unknown;
   for (;;) {
     try {
@@ -13,7 +20,7 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (e) {
       last = e;
     }
-    if (performance.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
+    if (performance.now() > end) throw new Error(`timed out after ${budgetMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -1,12 +1,11 @@
 // Issue 6 on a real control plane: two queues of one cohort, two TrainingJobs competing for 8 GPUs. The
 // borrowing, lower-priority job is preempted whole when the other queue claims its quota, and its controller
 // requeues it; it waits saying which queue holds it and why.
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import type { KubeClient } from './client.ts';
+import { runSits } from '../testing/sits-cli.ts';
 import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 
 let cluster: DevCluster;
@@ -60,9 +59,11 @@ describe('queues on the live scheduler', () => {
       45_000,
     );
     expect(highPods).toHaveLength(2);
-    // Both pods of the victim went — never half of the gang.
-    const events = await listEvents(client, 'ml');
-    const preempted = events.filter((e) => e.reason === 'Preempted');
+    // Both pods of the victim went — never half of the gang. The events are written without waiting for them.
+    const preempted = await waitFor('a Preempted event for both pods of the victim', async () => {
+      const ev = (await listEvents(client, 'ml')).filter((e) => e.reason === 'Preempted');
+      return new Set(ev.map((e) => e.involvedObject?.name)).size >= 2 ? ev : undefined;
+    });
     expect(new Set(preempted.map((e) => e.involvedObject?.name)).size).toBe(2);
     expect(preempted[0]?.message).toContain('reclaimed by queue team-a');
     const survivors = (await listPods(client, 'ml')).filter((p) => lowPods.includes(p.metadata?.uid));
@@ -83,9 +84,9 @@ describe('queues on the live scheduler', () => {
     const lowPod = (await listPods(client, 'ml')).find((p) => p.metadata?.name?.startsWith('low') && (p.spec?.nodeName ?? '') === '');
     const group = lowPod?.metadata?.labels?.['ai.sits2026.dev/pod-group'];
     expect(group).toBeDefined();
-    const out = spawnSync(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), 'explain', `ml/${group ?? ''}`, '--kubeconfig', cluster.kubeconfigPath], { encoding: 'utf8' });
-    expect(out.status, out.stderr).toBe(0);
-    const lines = out.stdout.trim().split('\n');
+    const out = await runSits(['explain', `ml/${group ?? ''}`, '--kubeconfig', cluster.kubeconfigPath]);
+    expect(out.code, out.err).toBe(0);
+    const lines = out.out.trim().split('\n');
     expect(lines[0]).toMatch(/^0\/2 nodes fit gang ml\/low \(2×4 GPU\): .*nvidia.com\/gpu/);
     expect(lines[1]).toMatch(/^queue team-b holds it \((capacity|quota|reservation)\): /);
     expect(lines[2]).toMatch(/^expected start: \d{4}-\d\d-\d\dT.+ \(in \d+ s\)$/);
@@ -102,8 +103,13 @@ describe('queues on the live scheduler', () => {
     await client.post('/apis/ai.sits2026.dev/v1/queues', { apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name: 'vision' }, spec: { tenant: 'vision', namespaces: ['vision'], priorityClasses: ['vision-high'] } });
     await createNs(client, 'vision');
     await createNs(client, 'stray');
-    await new Promise((r) => setTimeout(r, 1000)); // the scheduler's watch sees the Queue before the pods
     const labels = { 'ai.sits2026.dev/queue': 'vision' };
+    // The scheduler must know the Queue before the pods come, or it admits them to an unknown (unlimited) queue and
+    // binds them. A probe that fits nowhere is held as inadmissible only once the Queue is known: wait for that.
+    await createPods(client, [testPod('stray', 'probe', { gpus: 1000, labels })]);
+    await waitFor('the scheduler knows queue vision', async () => (await client.get<V1Pod>('/api/v1/namespaces/stray/pods/probe')).status?.conditions?.some((c) => c.message?.includes('(inadmissible)') === true));
+    await client.delete('/api/v1/namespaces/stray/pods/probe', { gracePeriodSeconds: 0 });
+    await waitFor('the probe gone', async () => (await listPods(client, 'stray')).length === 0);
     const pod = (ns: string, name: string, priorityClassName: string): V1Pod => {
       const p = testPod(ns, name, { labels });
       return { ...p, spec: { ...p.spec, containers: p.spec?.containers ?? [], priorityClassName } };

@@ -1,7 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { WorkQueue } from './work-queue.ts';
-
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('WorkQueue', () => {
   it('runs one worker per key; a key added while it runs runs once more afterwards', async () => {
@@ -14,33 +12,41 @@ describe('WorkQueue', () => {
     }, 2);
     q.add('a');
     q.add('b');
-    await sleep(10);
+    await vi.waitFor(() => expect(log).toEqual(['start a', 'start b', 'end b']));
+    // While a runs, adding it again starts no second worker: it is only marked to run once more.
     q.add('a');
     q.add('a');
-    await sleep(10);
     expect(log).toEqual(['start a', 'start b', 'end b']);
     release?.();
-    await sleep(20);
-    expect(log).toEqual(['start a', 'start b', 'end b', 'end a', 'start a', 'end a']);
+    await vi.waitFor(() => expect(log).toEqual(['start a', 'start b', 'end b', 'end a', 'start a', 'end a']));
     await q.stop();
+    expect(log).toHaveLength(6);
   });
 
   it('addAfter keeps the earliest timer per key; stop cancels timers', async () => {
-    const seen: string[] = [];
-    const q = new WorkQueue(async (k) => {
-      seen.push(k);
-    });
-    q.addAfter('k', 200);
-    q.addAfter('k', 20);
-    q.addAfter('k', 500);
-    // Timers fire in deadline order: the 20 ms one before this sleep ends.
-    await sleep(120);
-    expect(seen).toHaveLength(1);
-    await sleep(500);
-    expect(seen).toHaveLength(1);
-    q.addAfter('late', 50);
-    await q.stop();
-    await sleep(80);
-    expect(seen).toHaveLength(1);
+    // Fake timers: the test says exactly when each timer is due, whatever the machine's load.
+    vi.useFakeTimers();
+    try {
+      const seen: string[] = [];
+      const q = new WorkQueue(async (k) => {
+        seen.push(k);
+      });
+      q.addAfter('k', 200);
+      q.addAfter('k', 20);
+      q.addAfter('k', 500);
+      await vi.advanceTimersByTimeAsync(19);
+      expect(seen).toEqual([]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(seen).toEqual(['k']);
+      // The 200 ms and 500 ms timers were never kept.
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(seen).toEqual(['k']);
+      q.addAfter('late', 50);
+      await q.stop();
+      await vi.advanceTimersByTimeAsync(100);
+      expect(seen).toEqual(['k']);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -1,0 +1,30 @@
+/**
+ * Runs `bin/sits.mjs` in a child process for tests, without blocking this one. spawnSync would stall the
+ * test's event loop for the whole run: on a loaded machine a few CLI runs in a row exceed vitest's fixed 60 s
+ * worker RPC timeout ("Timeout calling onTaskUpdate", an error that fails a green run), and anything the test
+ * runs in-process (a live scheduler, the fake kubelet, the controllers) stops while the child runs.
+ */
+import { spawn } from 'node:child_process';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface SitsRun {
+  /** Exit code; -1 when the child was killed by a signal. */
+  readonly code: number;
+  readonly out: string;
+  readonly err: string;
+}
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+
+export function runSits(args: readonly string[], opts: { readonly cwd?: string } = {}): Promise<SitsRun> {
+  return new Promise((res, rej) => {
+    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], { cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', rej);
+    child.on('close', (code) => res({ code: code ?? -1, out, err }));
+  });
+}
