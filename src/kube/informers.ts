@@ -61,7 +61,10 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     await pods.start();
     started.push(pods as unknown as AnyReflector);
     if (await optional(queues, 'Queue CRD not installed: every pod is in its queue label\'s default queue, no quotas', log)) started.push(queues as unknown as AnyReflector);
-    if (await optional(groups, 'PodGroup CRD not installed: gangs read from pod annotations', log)) started.push(groups as unknown as AnyReflector);
+    if (await optional(groups, 'PodGroup CRD not installed: gangs read from pod annotations', log)) {
+      started.push(groups as unknown as AnyReflector);
+      jobs.podGroupsWatched = true;
+    }
   } catch (e) {
     stop();
     throw e;

@@ -52,6 +52,11 @@ export class PodJobs {
   readonly runtimes = new LiveRuntimes();
   /** Arrivals per queue seen so far, for the forecast of later work in the expected starts. */
   readonly arrivals = new LiveArrivals();
+  /**
+   * Whether PodGroup objects are watched (the CRD is installed): then a gang's pods wait for their PodGroup
+   * unless their annotations describe the gang, so that a gang is never placed with the members seen so far.
+   */
+  podGroupsWatched = false;
 
   constructor(
     private readonly cache: ClusterCache,
@@ -143,6 +148,10 @@ export class PodJobs {
     const bound = gangs.size === 0 ? new Map<string, number>() : this.boundByGroup();
     for (const [name, members] of gangs) {
       const key = `gang:${name}`;
+      if (this.podGroupsWatched && !this.podGroups.has(name) && members.every((m) => m.obj.metadata?.annotations?.[ANNOTATION.minMember] === undefined)) {
+        short.push({ id: key, pods: members, message: `gang ${name}: waiting for PodGroup ${name} (its pods name it; no ${ANNOTATION.minMember} annotation)` });
+        continue;
+      }
       const info = this.gangInfo(name, members);
       const boundAlready = bound.get(name) ?? 0;
       const need = Math.max(0, info.minMember - boundAlready);

@@ -192,3 +192,19 @@ describe('queue cycle: per-queue preemption policy', () => {
     expect(long.deferred.map((d) => d.victim.id)).toEqual(['g1']);
   });
 });
+
+describe('queues nobody declared', () => {
+  it('without any Queue, every job is in its undeclared queue: no quota, only capacity limits it', () => {
+    const s = cluster('dgx-h100', 1, 2);
+    const r = runCycle({ nowMs: 0, scheduler: s, queues: new Map(), pending: [job('a', 'team-x', 1, 8), job('b', 'default', 1, 8), job('c', 'default', 1, 8)], running: new Map() });
+    expect(r.started.map((x) => x.job.id).sort()).toEqual(['a', 'b']);
+    expect(r.waiting.get('c')?.reason).toBe('capacity');
+  });
+
+  it('with Queues declared, a job naming a queue that does not exist waits for it; the default queue still runs', () => {
+    const s = cluster('dgx-h100', 1, 2);
+    const r = runCycle({ nowMs: 0, scheduler: s, queues: queues(makeQueue('team-a')), pending: [job('ghost', 'team-typo', 1, 8), job('plain', 'default', 1, 8)], running: new Map() });
+    expect(r.started.map((x) => x.job.id)).toEqual(['plain']);
+    expect(r.waiting.get('ghost')).toEqual({ reason: 'inadmissible', message: 'queue team-typo does not exist (no Queue object of that name)' });
+  });
+});

@@ -201,7 +201,9 @@ export function runCycle(input: CycleInput): CycleResult {
       continue;
     }
     const q = queueOf(job.queue);
-    const refused = inadmissible(q, job);
+    // With queues declared, a job naming one that does not exist waits for it (as Kueue holds a workload whose
+    // queue is missing): running it in an undeclared queue without quota would escape the tenant's limits.
+    const refused = queues.size > 0 && !queues.has(job.queue) && job.queue !== DEFAULT_QUEUE ? `queue ${job.queue} does not exist (no Queue object of that name)` : inadmissible(q, job);
     if (refused !== undefined) {
       waiting.set(job.id, { reason: 'inadmissible', message: refused });
       continue;
@@ -506,6 +508,8 @@ export function runCycle(input: CycleInput): CycleResult {
 }
 
 const UNLIMITED_QUOTA = { ok: true } as const;
+/** The queue of a job that names none: undeclared, it has no quota. */
+export const DEFAULT_QUEUE = 'default';
 
 /** A reused explanation names the gang it is shown for ("0/4 nodes fit gang b-50 …", not b-49). */
 function renamed(w: Waiting, from: string, to: string): Waiting {
