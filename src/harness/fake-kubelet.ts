@@ -14,6 +14,8 @@ export class FakeKubelet {
   private reflector: Reflector<V1Pod> | undefined;
   private ipSeq = 2;
   private readonly busy = new Set<string>();
+  /** The latest version of a pod that changed while it was being handled: handled right after (else lost). */
+  private readonly again = new Map<string, V1Pod>();
   readonly stats = { started: 0, finished: 0, deleted: 0 };
 
   constructor(
@@ -36,7 +38,10 @@ export class FakeKubelet {
     const node = p.spec?.nodeName ?? '';
     if (node === '' || !this.isFakeNode(node)) return;
     const key = objectKey(p);
-    if (this.busy.has(key)) return;
+    if (this.busy.has(key)) {
+      this.again.set(key, p);
+      return;
+    }
     this.busy.add(key);
     const path = `/api/v1/namespaces/${p.metadata?.namespace ?? 'default'}/pods/${p.metadata?.name ?? ''}`;
     try {
@@ -90,6 +95,11 @@ export class FakeKubelet {
       this.log(`fake kubelet ${key}: ${(e as Error).message}`);
     } finally {
       this.busy.delete(key);
+      const next = this.again.get(key);
+      if (next !== undefined) {
+        this.again.delete(key);
+        void this.reconcile(next);
+      }
     }
   }
 }

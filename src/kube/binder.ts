@@ -35,6 +35,8 @@ export interface KubeBinderOptions {
    * Crash tests end the process here to leave a gang half-bound for the next leader to complete.
    */
   readonly afterGangMemberBound?: (count: number) => void;
+  /** Pods went back to waiting (a binding failed or a plan was undone): the host should cycle again. */
+  readonly requeued?: () => void;
 }
 
 export class KubeBinder implements Binder {
@@ -106,6 +108,7 @@ export class KubeBinder implements Binder {
       // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
       this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);
       this.cache.forget(r.podId);
+      this.opts.requeued?.();
       throw e;
     }
   }
@@ -122,6 +125,7 @@ export class KubeBinder implements Binder {
       this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
       await Promise.allSettled(plan.map((r) => this.client.mergePatch(podPath(r.podId), { metadata: { annotations: planCleared() } })));
       for (const r of plan) this.cache.forget(r.podId);
+      this.opts.requeued?.();
       this.stats.rollbacks++;
       return;
     }
@@ -204,6 +208,7 @@ export class KubeBinder implements Binder {
     await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
     await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podPath(podKey(p)), { metadata: { annotations: planCleared() } })));
     for (const p of unbound) this.cache.forget(podKey(p));
+    this.opts.requeued?.();
   }
 }
 

@@ -22,12 +22,20 @@ const ETA_NEW_JOB_MS = 5_000;
 export class EtaPublisher {
   private lastMs = Number.NEGATIVE_INFINITY;
   private readonly estimated = new Set<string>();
+  /** Whether any job waited at the last call (only then is a refresh ever due), and one had no estimate yet. */
+  private waited = false;
+  private fresh = false;
 
   constructor(
     private readonly jobs: PodJobs,
     private readonly status: StatusWriter,
     private readonly rng: () => Rng,
   ) {}
+
+  /** When the next refresh is due (never while no job waits). */
+  dueAtMs(): number {
+    return this.waited ? this.lastMs + (this.fresh ? ETA_NEW_JOB_MS : ETA_REFRESH_MS) : Number.POSITIVE_INFINITY;
+  }
 
   /**
    * At `nowMs` (wall clock ms) over `state`, which holds the last cycle's commits; `waitingIds` are the jobs
@@ -39,10 +47,13 @@ export class EtaPublisher {
     const waiting = view.jobs.filter((j) => waitingIds.has(j.id) && !started.has(j.id));
     // Every job not started takes part in the forward run (one about to be tried is waiting too).
     const pending = view.jobs.filter((j) => !started.has(j.id));
+    this.waited = waiting.length > 0;
     if (waiting.length === 0 || pending.length > ETA_MAX_JOBS) return;
     const fresh = waiting.some((j) => !this.estimated.has(j.id));
+    this.fresh = fresh;
     if (nowMs - this.lastMs < (fresh ? ETA_NEW_JOB_MS : ETA_REFRESH_MS)) return;
     this.lastMs = nowMs;
+    this.fresh = false;
     const stillRunning = new Map<string, RunningJob>(view.running);
     for (const p of res?.preempted ?? []) stillRunning.delete(p.victim.id);
     for (const x of res?.started ?? []) {

@@ -77,6 +77,10 @@ export class LiveScheduler {
   private profileShapesKey = '';
   private profileAtMs = 0;
   private queuesChanged = false;
+  /** Watch events since the last cycle (start: the first cycle sees everything listed). */
+  private changed = true;
+  /** A new leader's first turn always cycles. */
+  private recoveredJustNow = false;
   private readonly shortReported = new Map<string, string>();
   private wake: (() => void) | undefined;
   private stopped = false;
@@ -102,7 +106,7 @@ export class LiveScheduler {
     this.jobs = new PodJobs(this.cache, this.schedulerName, this.clock);
     this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
-    this.binder = new KubeBinder(client, this.cache, { schedulerName: this.schedulerName, events: this.events, log: this.log, nowMs, ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
+    this.binder = new KubeBinder(client, this.cache, { schedulerName: this.schedulerName, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
     this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
     this.queue = new SchedulingQueue({ sort: (a, b) => (this.profile?.queueSort.queueSort?.(a, b) ?? 0), ...LIVE_QUEUE_TIMING });
     this.spine = new SchedulingSpine(this.queue, { events: this.events, status: this.status });
@@ -123,7 +127,7 @@ export class LiveScheduler {
   }
 
   async start(): Promise<void> {
-    this.informers = await startInformers(this.client, this.cache, this.jobs, { changed: () => this.poke(), queuesChanged: () => (this.queuesChanged = true), log: this.log });
+    this.informers = await startInformers(this.client, this.cache, this.jobs, { changed: () => this.noteChange(), queuesChanged: () => (this.queuesChanged = true), log: this.log });
     if (this.opts.passive === true) return;
     if (this.opts.leaseNamespace !== undefined) {
       this.leader = new LeaderElector(this.client, {
@@ -175,6 +179,12 @@ export class LiveScheduler {
     return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(state), schedulerName: this.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
   }
 
+  /** A watch event: the next loop turn has a cycle to run. */
+  private noteChange(): void {
+    this.changed = true;
+    this.poke();
+  }
+
   private poke(): void {
     const w = this.wake;
     this.wake = undefined;
@@ -193,6 +203,7 @@ export class LiveScheduler {
         if (!this.recovered) {
           await this.binder.recover();
           this.recovered = true;
+          this.recoveredJustNow = true;
         }
         this.binder.tick();
         this.cycle();
@@ -207,8 +218,13 @@ export class LiveScheduler {
    * only mark the cache dirty for the next snapshot). The bindings it commits proceed in the background.
    */
   private cycle(): void {
-    const { state, freed } = this.cache.snapshot();
     const nowMs = this.clock.nowMs();
+    // Nothing changed and nothing is due (a backoff, a hint time, an expected-start refresh): an idle turn
+    // costs nothing, however many pods the cluster holds.
+    if (!this.changed && !this.recoveredJustNow && this.queue.nextWakeMs() > nowMs && this.eta.dueAtMs() > nowMs) return;
+    this.changed = false;
+    this.recoveredJustNow = false;
+    const { state, freed } = this.cache.snapshot();
     if (freed) this.queue.onEvent({ kind: 'freed' }, nowMs);
     if (this.queuesChanged) {
       this.queuesChanged = false;
