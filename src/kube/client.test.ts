@@ -202,6 +202,16 @@ describe('KubeClient against a fake apiserver', () => {
       await waitFor('the watch to fail', async () => err !== 'pending');
       expect(err).toBeInstanceOf(KubeApiError);
       expect(err).toMatchObject({ status: 410, reason: 'Expired', method: 'WATCH' });
+      // Not a Status (a proxy's page): the reason phrase and the text, as for other requests.
+      gone.intercept((r, res) => {
+        res.writeHead(503, 'Service Unavailable', { 'Content-Type': 'text/plain' });
+        res.end('no healthy upstream');
+        return true;
+      });
+      let err2: Error | undefined | 'pending' = 'pending';
+      await c2.watch(PODS, {}, () => undefined, (e) => (err2 = e));
+      await waitFor('the second watch to fail', async () => err2 !== 'pending');
+      expect(err2).toMatchObject({ status: 503, reason: 'Service Unavailable', message: expect.stringContaining('no healthy upstream') as unknown });
     } finally {
       c2.close();
       await gone.close();
