@@ -103,7 +103,7 @@ describe('KubeClient against a fake apiserver', () => {
       while (released < 10) {
         // Each release lets exactly one more in: the server holds min(3, left) and has seen no more than that.
         const expectNow = Math.min(3, 10 - released);
-        await waitFor(`${expectNow} requests in flight at the server`, async () => held.length === released + expectNow && fake.inFlight === expectNow);
+        await waitFor(`${expectNow} requests in flight at the server`, async () => held.length === released + expectNow && fake.inFlight === expectNow, 30_000, 10);
         held[released++]?.();
       }
     } finally {

@@ -83,13 +83,15 @@ describe('LeaderElector against a fake apiserver', () => {
   });
 
   it('a second elector waits while the first renews, and takes over once the lease expires', async () => {
-    const a = elector('a');
+    // A 2 s lease renewed every 0.1 s: a busy machine would have to stall a's renewals for 2 s to hand b the lease.
+    const timings = { leaseDurationSec: 2, renewDeadlineSec: 1.5 };
+    const a = elector('a', timings);
     a.elector.start();
     await waitFor('a to lead', async () => a.elector.isLeader(), 30_000, 10);
-    const b = elector('b');
+    const b = elector('b', timings);
     b.elector.start();
-    // b looks at the lease many times (longer than a lease duration) and never takes it while a renews.
-    await waitFor('b to have looked 15 times', async () => byAgent('b', 'GET') >= 15, 30_000, 10);
+    // b looks at the lease many times (for longer than a lease duration) and never takes it while a renews.
+    await waitFor('b to have looked 25 times', async () => byAgent('b', 'GET') >= 25, 30_000, 10);
     expect(b.elector.isLeader()).toBe(false);
     expect(b.started).toBe(0);
     expect(byAgent('b', 'PUT') + byAgent('b', 'POST')).toBe(0);
@@ -100,7 +102,7 @@ describe('LeaderElector against a fake apiserver', () => {
     const lastRenew = fake.requests.filter((r) => r.headers['user-agent'] === 'a' && r.method === 'PUT').at(-1)?.atMs ?? 0;
     await waitFor('b to lead', async () => b.elector.isLeader(), 30_000, 10);
     const takeover = fake.requests.filter((r) => r.headers['user-agent'] === 'b' && r.method === 'PUT')[0];
-    expect((takeover?.atMs ?? 0) - lastRenew).toBeGreaterThanOrEqual(1000);
+    expect((takeover?.atMs ?? 0) - lastRenew).toBeGreaterThanOrEqual(2000);
     expect(spec(fake.get(LEASE))).toMatchObject({ holderIdentity: 'b', leaseTransitions: 1 });
     expect(b.started).toBe(1);
     expect(a.elector.isLeader()).toBe(false);
