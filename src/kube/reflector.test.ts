@@ -195,7 +195,8 @@ describe('Reflector against a fake apiserver', () => {
     await waitFor('a fifth watch', async () => watches(f).length === 5, 30_000, 20);
     const gap = (watches(f)[4] as FakeRequest).atMs - brokeAt;
     expect(gap).toBeGreaterThanOrEqual(500 - SLACK_MS);
-    expect(gap).toBeLessThan(3000);
+    // Any bound below the old 4 s tells the two apart; the widest leaves the most room for a busy machine.
+    expect(gap).toBeLessThan(3900);
     expect(seen.errors).toHaveLength(4);
     expect(r.relists).toBe(1);
   });
