@@ -218,13 +218,14 @@ export class KubeClient {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
           let st: { reason?: string; message?: string } = {};
           try {
-            st = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof st;
+            st = (JSON.parse(text) ?? {}) as typeof st;
           } catch {
-            // not JSON
+            // not JSON (a proxy's page): the reason phrase and the text, as request() reports them
           }
-          finish(new KubeApiError(status, st.reason ?? '', st.message ?? '', 'WATCH', u.pathname));
+          finish(new KubeApiError(status, st.reason ?? res.statusMessage ?? '', st.message ?? text.slice(0, 500), 'WATCH', u.pathname));
         });
         return;
       }

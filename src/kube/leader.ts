@@ -33,6 +33,8 @@ export class LeaderElector {
   private lastRenewMs = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
   private stopped = false;
+  /** The acquire-or-renew in progress, if any (stop() waits for it: it may be taking the lease). */
+  private ticking: Promise<void> | undefined;
   private observed: { record: string; atMs: number } | undefined;
   private readonly leaseSec: number;
   private readonly renewDeadlineMs: number;
@@ -53,14 +55,17 @@ export class LeaderElector {
   }
 
   start(): void {
-    void this.tick();
+    this.runTick();
   }
 
   /** Stops renewing; with `release`, hands the lease back so a standby takes over at once. */
   async stop(release = true): Promise<void> {
     this.stopped = true;
     if (this.timer !== undefined) clearTimeout(this.timer);
-    if (release && this.leading) {
+    // A request in flight may still create or renew the lease: wait for it, then release what it took.
+    const inFlight = this.ticking;
+    await inFlight;
+    if (release && (this.leading || inFlight !== undefined)) {
       try {
         const lease = await this.client.get<Lease>(this.path());
         if (lease.spec.holderIdentity === this.opts.identity) {
@@ -90,6 +95,8 @@ export class LeaderElector {
     if (this.stopped) return;
     try {
       const ok = await this.tryAcquireOrRenew();
+      // Stopped meanwhile: never start leading after stop(); stop() releases what this took.
+      if (this.stopped) return;
       if (ok) {
         this.lastRenewMs = performance.now();
         this.setLeading(true);
@@ -98,7 +105,14 @@ export class LeaderElector {
       this.opts.log?.(`lease: ${(e as Error).message}`);
       if (this.leading && performance.now() - this.lastRenewMs >= this.renewDeadlineMs) this.setLeading(false);
     }
-    if (!this.stopped) this.timer = setTimeout(() => void this.tick(), this.retryMs);
+    if (!this.stopped) this.timer = setTimeout(() => this.runTick(), this.retryMs);
+  }
+
+  private runTick(): void {
+    const p: Promise<void> = this.tick().finally(() => {
+      if (this.ticking === p) this.ticking = undefined;
+    });
+    this.ticking = p;
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {

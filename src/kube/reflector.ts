@@ -90,11 +90,14 @@ export class Reflector<T extends KubeObject> {
   private watch(): void {
     if (this.stopped) return;
     let sawEvent = false;
+    const startedMs = performance.now();
     void this.client
       .watch<T & { code?: number }>(
         this.path,
         { ...this.query, resourceVersion: this.rv, timeoutSeconds: 300 },
         (ev) => {
+          // The first event proves the watch works: later failures start again from the shortest backoff.
+          if (!sawEvent && ev.type !== 'ERROR') this.backoffMs = 500;
           sawEvent = true;
           if (ev.type === 'ERROR') {
             const code = (ev.object as { code?: number }).code;
@@ -119,9 +122,14 @@ export class Reflector<T extends KubeObject> {
         (err) => {
           if (this.stopped) return;
           if (err === undefined) {
-            // A clean close (server timeout): resume at once from the last resourceVersion.
-            if (sawEvent) this.backoffMs = 500;
-            this.retry('watch', undefined, 0);
+            // A clean close (server timeout): resume at once from the last resourceVersion — unless it closed
+            // within a second with nothing in it (a server or proxy refusing watches): that backs off, as
+            // client-go's "very short watch" does, instead of spinning.
+            if (!sawEvent && performance.now() - startedMs < 1000) {
+              const delay = this.backoffMs;
+              this.backoffMs = Math.min(this.backoffMs * 2, 30_000);
+              this.retry('watch', undefined, delay);
+            } else this.retry('watch', undefined, 0);
             return;
           }
           this.retry(err instanceof KubeApiError && err.status === 410 ? 'relist' : 'watch', err);
