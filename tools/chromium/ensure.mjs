@@ -8,21 +8,15 @@
 // - Otherwise the first of /usr/bin/chromium, /usr/bin/chromium-browser, /usr/bin/google-chrome that runs.
 // - Otherwise, as root on Debian/Ubuntu, Debian's `chromium` package is installed with apt-get (the
 //   only browser source on a machine without internet; `npx playwright install` cannot download).
-// Plain Node ESM, no dependencies.
+// Plain Node ESM, no dependencies (tools/lib/cached-build.mjs for the shared reporting and override).
 
 import { spawnSync } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
+import { reporter, useOverride } from '../lib/cached-build.mjs';
 
 const CANDIDATES = ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'];
 
-function log(msg) {
-  process.stderr.write(`[sits-chromium] ${msg}\n`);
-}
-
-function fail(msg) {
-  process.stderr.write(`[sits-chromium] error: ${msg}\n`);
-  process.exit(1);
-}
+const { log, fail } = reporter('sits-chromium');
 
 function runs(path) {
   try {
@@ -44,11 +38,10 @@ function apt(args) {
   return r.status === 0;
 }
 
-if (process.env.SITS_CHROMIUM) {
-  if (!runs(process.env.SITS_CHROMIUM)) fail(`SITS_CHROMIUM=${process.env.SITS_CHROMIUM} is not an executable browser`);
-  console.log(process.env.SITS_CHROMIUM);
-  process.exit(0);
-}
+useOverride('SITS_CHROMIUM', (explicit) => {
+  if (!runs(explicit)) fail(`SITS_CHROMIUM=${explicit} is not an executable browser`);
+  return explicit;
+});
 
 let path = found();
 if (path === undefined) {
