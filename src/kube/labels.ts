@@ -117,7 +117,22 @@ function sumRequests(containers: readonly { resources?: V1ResourceRequirements }
 export const podKey = (p: V1Pod): string => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
 
 /** The pod as the core sees it, or why it cannot be read. */
+/**
+ * Parsed pods by object: a watch delivers a new object for every change and nothing mutates one, so a pod
+ * seen again (every cycle lists the running ones) is not parsed again.
+ */
+const parsedPods = new WeakMap<V1Pod, Result<PodSpec, string>>();
+
 export function podFromK8s(p: V1Pod): Result<PodSpec, string> {
+  let r = parsedPods.get(p);
+  if (r === undefined) {
+    r = parsePod(p);
+    parsedPods.set(p, r);
+  }
+  return r;
+}
+
+function parsePod(p: V1Pod): Result<PodSpec, string> {
   const key = podKey(p);
   const ann = p.metadata?.annotations ?? {};
   const labels = p.metadata?.labels ?? {};

@@ -36,6 +36,7 @@ export interface JobsView {
   readonly queues: Map<string, QueueSpec>;
   readonly jobs: QueuedJob[];
   readonly podsOf: ReadonlyMap<string, readonly PendingPod[]>;
+  /** Computed when first read. */
   readonly running: Map<string, RunningJob>;
   readonly short: readonly GangShort[];
   /** Victim cooldown for jobs whose queue has no Queue object. */
@@ -166,12 +167,28 @@ export class PodJobs {
       jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, seq: first.seq, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first, queue, sorted), ...submitter(first, this.podGroups.get(name)) });
       podsOf.set(key, sorted);
     }
-    const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
-    const running = this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, nowMs);
     this.arrivals.observe(jobs, nowMs);
+    // Running jobs are O(pods) to list: only when a cycle or a forward run needs them (not on an idle turn).
+    let running: Map<string, RunningJob> | undefined;
+    const runningNow = (): Map<string, RunningJob> => {
+      if (running === undefined) {
+        const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
+        running = this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, nowMs);
+      }
+      return running;
+    };
     // A victim is protected for its own queue's cooldown after it (re)started (Queue spec.preemption.cooldownSeconds,
     // carried by each QueueSpec); this default covers jobs whose queue has no Queue object.
-    return { queues, jobs, podsOf, running, short, minRuntimeMs: DEFAULT_COOLDOWN_SECONDS * 1000 };
+    return {
+      queues,
+      jobs,
+      podsOf,
+      get running() {
+        return runningNow();
+      },
+      short,
+      minRuntimeMs: DEFAULT_COOLDOWN_SECONDS * 1000,
+    };
   }
 
   /** The forward run's forecast of later arrivals (at most what keeps it within ETA_MAX_JOBS jobs). */
