@@ -82,6 +82,8 @@ export class LiveScheduler {
   /** A new leader's first turn always cycles. */
   private recoveredJustNow = false;
   private readonly shortReported = new Map<string, string>();
+  /** Pod uids of each queued job, to tell recreated pods from the ones already told. */
+  private readonly podUids = new Map<string, string>();
   private wake: (() => void) | undefined;
   private stopped = false;
   private recovered = false;
@@ -262,9 +264,17 @@ export class LiveScheduler {
       seen.add(j.id);
       const old = this.queue.get(j.id);
       if (old === undefined) arrived.add(j.queue);
-      this.queue.add(j, nowMs, old === undefined || signature(old) !== signature(j));
+      // Pods recreated under the same names (a controller's restart) are new objects: they must hear why they wait.
+      const uids = (view.podsOf.get(j.id) ?? []).map((p) => p.obj.metadata?.uid ?? '').join(',');
+      const recreated = this.podUids.get(j.id) !== uids;
+      if (recreated) {
+        this.podUids.set(j.id, uids);
+        this.spine.forgetReported(j.id);
+      }
+      this.queue.add(j, nowMs, old === undefined || recreated || signature(old) !== signature(j));
     }
-    for (const { job } of [...this.queuedJobs()]) if (!seen.has(job.id)) this.spine.withdraw(job.id, nowMs);
+    for (const id of [...this.podUids.keys()]) if (!seen.has(id)) this.podUids.delete(id);
+    for (const job of this.queue.forCycle().jobs) if (!seen.has(job.id)) this.spine.withdraw(job.id, nowMs);
     for (const q of arrived) this.queue.onEvent({ kind: 'arrived', queue: q }, nowMs);
     // A gang still short of pods is not a scheduling failure: say so without a Warning, once per change.
     const short = new Set<string>();
@@ -275,10 +285,6 @@ export class LiveScheduler {
       for (const p of s.pods) this.events.emit({ kind: 'WaitingForGang', subject: p.key, message: s.message });
     }
     for (const id of [...this.shortReported.keys()]) if (!short.has(id)) this.shortReported.delete(id);
-  }
-
-  private *queuedJobs(): Iterable<{ job: QueuedJob }> {
-    for (const job of this.queue.forCycle().jobs) yield { job };
   }
 
   /** The profile, re-resolved when the typical pending shapes changed (at most every 30 s). */

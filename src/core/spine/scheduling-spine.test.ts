@@ -142,3 +142,28 @@ describe('SchedulingSpine', () => {
     expect(run.events.some((e) => e.kind === 'Preempted')).toBe(true);
   });
 });
+
+describe('SchedulingSpine reports', () => {
+  it('tells a waiting job once per message, and again when its pods were recreated', () => {
+    const profile = resolveProfile('sits', { typicalShapes: [] });
+    if (!profile.ok) throw new Error('profile');
+    const state = new ClusterState(nodes(1));
+    const scheduler = new Scheduler(profile.value, state, seededRng(1), commitToPorts({ binder: { bind: () => undefined }, evictor: { evict: () => undefined } }));
+    const told: string[] = [];
+    const queue = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+    const spine = new SchedulingSpine(queue, { events: { emit: () => undefined }, status: { unschedulable: (pods, m) => told.push(`${pods.join(',')}: ${m}`), expectedStart: () => undefined } });
+    const big = workload(3, 1)[0]?.job as QueuedJob;
+    const tooBig: QueuedJob = { ...big, id: 'x', gang: { ...big.gang, name: 'x', minMember: 2, members: [0, 1].map((k) => makePod(`x-${k}`, { gpuCount: 8 }, { gang: 'x', queue: big.queue })) } };
+    queue.add(tooBig, 0);
+    const input = { scheduler, queues: QUEUES, running: new Map<string, RunningJob>(), options: { preemption: false } };
+    spine.cycle({ nowMs: 0, ...input });
+    queue.onEvent({ kind: 'freed' }, 1);
+    spine.cycle({ nowMs: 1, ...input });
+    expect(told).toHaveLength(1);
+    expect(told[0]).toMatch(/^x-0,x-1: queue .+ holds x \(capacity\): 0\/1 nodes fit gang x/);
+    spine.forgetReported(tooBig.id);
+    queue.onEvent({ kind: 'freed' }, 2);
+    spine.cycle({ nowMs: 2, ...input });
+    expect(told).toHaveLength(2);
+  });
+});

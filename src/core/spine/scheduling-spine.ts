@@ -62,12 +62,16 @@ export class SchedulingSpine {
     }
     const reserved = new Set(res.reservations.map((r) => r.jobId));
     let wakeAtMs: number | undefined;
+    let wakeKnown = false;
     for (const [id, w] of res.waiting) {
       const job = queue.get(id);
       // Not tried this cycle: it stays where it was, with what it was told.
       if (job === undefined || parked.get(id) === w) continue;
       // A job heading its queue with a reservation is looked at every cycle (its reservation must stand).
-      wakeAtMs ??= opts.preemption ? nextEligibleMs(input.running, input.queues, opts, nowMs) : undefined;
+      if (!wakeKnown) {
+        wakeAtMs = opts.preemption ? nextEligibleMs(input.running, input.queues, opts, nowMs) : undefined;
+        wakeKnown = true;
+      }
       queue.failed(id, w, reserved.has(id) ? undefined : hintsFor(w, opts, wakeAtMs), nowMs);
       // Without a Queue object for it, the job is in its queue label's default queue: the wait speaks for itself.
       const message = input.queues.has(job.queue) ? heldMessage(job.queue, job.gang.name, w) : w.message;
@@ -80,6 +84,11 @@ export class SchedulingSpine {
     // Jobs tried before these started did not see their queues' usage: a reclaim may now be possible.
     for (const q of startedQueues) queue.onEvent({ kind: 'started', queue: q }, nowMs);
     return res;
+  }
+
+  /** The job's pods were replaced (a controller recreated them): tell them why they wait, even in the same words. */
+  forgetReported(id: string): void {
+    this.reported.delete(id);
   }
 
   /** A job left without starting (deleted, no longer ours): it no longer counts for demand. */
