@@ -104,13 +104,15 @@ export class KubeClient {
       this.inFlight++;
       return;
     }
+    // Woken by release() with its slot: the count already includes this request.
     await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.inFlight++;
   }
 
+  /** Hands the slot to the oldest waiter, if any (a new request cannot slip in between and exceed the cap). */
   private release(): void {
-    this.inFlight--;
-    this.waiting.shift()?.();
+    const next = this.waiting.shift();
+    if (next !== undefined) next();
+    else this.inFlight--;
   }
 
   private url(path: string, query?: RequestOptions['query']): URL {
