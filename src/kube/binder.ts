@@ -10,6 +10,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { isStatus, type KubeClient } from './client.ts';
+import { InFlight, podPath, splitKey } from './in-flight.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import { parseGpuIndices, podKey } from './labels.ts';
@@ -42,7 +43,7 @@ export interface KubeBinderOptions {
 export class KubeBinder implements Binder {
   readonly stats: BinderStats = { bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
   private nominated: { batch: BindBatch; sinceMs: number }[] = [];
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new InFlight();
   private gangMembersBound = 0;
 
   constructor(
@@ -78,22 +79,17 @@ export class KubeBinder implements Binder {
 
   /** Resolves when every binding started so far has finished. */
   async drain(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.inFlight.drain();
   }
 
   private start(batch: BindBatch): void {
     const task = batch.gang === undefined && batch.requests.length === 1 ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined) : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests);
-    this.track(task);
-  }
-
-  private track(p: Promise<unknown>): void {
-    this.inFlight.add(p);
-    void p.finally(() => this.inFlight.delete(p));
+    this.inFlight.track(task);
   }
 
   private async bindOne(r: BindRequest, event = true): Promise<void> {
     const pod = this.cache.pod(r.podId);
-    const [ns, name] = split(r.podId);
+    const [ns, name] = splitKey(r.podId);
     try {
       await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
         apiVersion: 'v1',
@@ -210,16 +206,6 @@ export class KubeBinder implements Binder {
     for (const p of unbound) this.cache.forget(podKey(p));
     this.opts.requeued?.();
   }
-}
-
-export function split(key: string): [string, string] {
-  const i = key.indexOf('/');
-  return [key.slice(0, i), key.slice(i + 1)];
-}
-
-export function podPath(key: string): string {
-  const [ns, name] = split(key);
-  return `/api/v1/namespaces/${ns}/pods/${name}`;
 }
 
 function planCleared(): Record<string, null> {

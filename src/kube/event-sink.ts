@@ -6,14 +6,14 @@
 import type { EventSink, SchedulingEvent } from '../core/ports.ts';
 import type { KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import { split } from './binder.ts';
+import { InFlight, splitKey } from './in-flight.ts';
 
 const REPEAT_MS = 60_000;
 const WARNING: ReadonlySet<SchedulingEvent['kind']> = new Set(['FailedScheduling', 'Preempted']);
 
 export class KubeEventSink implements EventSink {
   private readonly last = new Map<string, { message: string; atMs: number }>();
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new InFlight();
 
   constructor(
     private readonly client: KubeClient,
@@ -29,7 +29,7 @@ export class KubeEventSink implements EventSink {
     if (prev !== undefined && prev.message === ev.message && now - prev.atMs < REPEAT_MS) return;
     this.last.set(key, { message: ev.message, atMs: now });
     if (this.last.size > 50_000) this.forgetOld(now);
-    const [ns, name] = split(ev.subject);
+    const [ns, name] = splitKey(ev.subject);
     const uid = this.cache.pod(ev.subject)?.metadata?.uid;
     const at = new Date(now).toISOString();
     const task = this.client
@@ -49,12 +49,11 @@ export class KubeEventSink implements EventSink {
         count: 1,
       })
       .catch((e: unknown) => this.opts.log(`event: ${(e as Error).message}`));
-    this.inFlight.add(task);
-    void task.finally(() => this.inFlight.delete(task));
+    this.inFlight.track(task);
   }
 
   async drain(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.inFlight.drain();
   }
 
   private forgetOld(now: number): void {

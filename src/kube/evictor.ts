@@ -5,11 +5,11 @@
  */
 import type { Evictor } from '../core/ports.ts';
 import type { KubeClient } from './client.ts';
-import { podPath } from './binder.ts';
+import { InFlight, podPath } from './in-flight.ts';
 
 export class KubeEvictor implements Evictor {
   readonly stats = { evicted: 0, errors: 0 };
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new InFlight();
 
   constructor(
     private readonly client: KubeClient,
@@ -18,14 +18,12 @@ export class KubeEvictor implements Evictor {
 
   evict(podIds: readonly string[], reason: string): void {
     for (const pod of podIds) {
-      const task = this.evictOne(pod, reason);
-      this.inFlight.add(task);
-      void task.finally(() => this.inFlight.delete(task));
+      this.inFlight.track(this.evictOne(pod, reason));
     }
   }
 
   async drain(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.inFlight.drain();
   }
 
   private async evictOne(pod: string, reason: string): Promise<void> {

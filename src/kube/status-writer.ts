@@ -7,11 +7,11 @@
 import type { StatusWriter } from '../core/ports.ts';
 import type { KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import { podPath } from './binder.ts';
+import { InFlight, podPath } from './in-flight.ts';
 import { ANNOTATION } from '../api/wire.ts';
 
 export class KubeStatusWriter implements StatusWriter {
-  private readonly inFlight = new Set<Promise<unknown>>();
+  private readonly inFlight = new InFlight();
 
   constructor(
     private readonly client: KubeClient,
@@ -46,12 +46,10 @@ export class KubeStatusWriter implements StatusWriter {
   }
 
   async drain(): Promise<void> {
-    while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    await this.inFlight.drain();
   }
 
   private track(p: Promise<unknown>, what: string): void {
-    const task = p.catch((e: unknown) => this.opts.log(`${what}: ${(e as Error).message}`));
-    this.inFlight.add(task);
-    void task.finally(() => this.inFlight.delete(task));
+    this.inFlight.track(p.catch((e: unknown) => this.opts.log(`${what}: ${(e as Error).message}`)));
   }
 }
