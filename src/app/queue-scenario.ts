@@ -431,7 +431,7 @@ function simulate(
     const finished: string[] = [];
     for (const [id, r] of running) {
       if (r.estEndMs > now) continue;
-      for (const pod of r.podIds) state.release(pod);
+      app.end(r.podIds);
       running.delete(id);
       finished.push(id);
     }

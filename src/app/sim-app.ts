@@ -39,6 +39,8 @@ export interface SimApp {
   readonly scheduler: Scheduler;
   readonly queue: SchedulingQueue;
   readonly spine: SchedulingSpine;
+  /** Pods ended or were deleted by the host (the kubelet's part): released in the state, forgotten by the cluster. */
+  end(podIds: readonly string[]): void;
 }
 
 export function createSimApp(o: SimAppOptions): Result<SimApp, string> {
@@ -51,10 +53,13 @@ export function createSimApp(o: SimAppOptions): Result<SimApp, string> {
   const state = new ClusterState(o.nodes, o.rankOf);
   const cluster = new SimCluster(o.hooks ?? {}, o.cluster ?? {});
   const scheduler = new Scheduler(profile, state, o.rng, commitToPorts(cluster.ports));
-  const sort = profile.queueSort.queueSort ?? ((a, b) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || a.seq - b.seq);
-  const queue = new SchedulingQueue({ sort, ...SIM_QUEUE_TIMING });
+  const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
   const spine = new SchedulingSpine(queue, { events: cluster.ports.events, status: cluster.ports.status });
-  return ok({ profile, state, cluster, scheduler, queue, spine });
+  const end = (podIds: readonly string[]): void => {
+    for (const p of podIds) state.release(p);
+    cluster.remove(podIds);
+  };
+  return ok({ profile, state, cluster, scheduler, queue, spine, end });
 }
 
 /** `createSimApp` for hosts whose inputs were validated already: a profile error is a programmer's error there. */

@@ -110,7 +110,7 @@ export function replayTypicalShapes(units: readonly ReplayUnit[]): TypicalShape[
 
 export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions): ReplayResult {
   const rng: Rng = seededRng(o.seed ?? 1);
-  const { state, scheduler, queue, spine } = simAppOrThrow({ nodes, profile: o.profile ?? o.policy, typicalShapes: o.profile === undefined ? replayTypicalShapes(units) : [], rng }, (m) => new PolicyError(m));
+  const { state, scheduler, queue, spine, end: endPods } = simAppOrThrow({ nodes, profile: o.profile ?? o.policy, typicalShapes: o.profile === undefined ? replayTypicalShapes(units) : [], rng }, (m) => new PolicyError(m));
   const capacityMilli = state.nodes.reduce((s, n) => s + n.spec.gpus.length * 1000, 0);
   const tracked: Tracked[] = units.map((unit, seq) => ({
     unit,
@@ -172,9 +172,9 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     if (Number.isFinite(u.durationMs)) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
   };
   const release = (t: Tracked): void => {
-    for (const p of unitPods(t.unit)) {
-      if (state.release(p.id) !== undefined) podUnit.delete(p.id);
-    }
+    const pods = unitPods(t.unit).map((p) => p.id);
+    endPods(pods);
+    for (const p of pods) podUnit.delete(p);
     usedMilli -= t.demandMilli;
     running.delete(t.seq);
   };

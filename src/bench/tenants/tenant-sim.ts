@@ -129,7 +129,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     unschedulable: false,
   }));
   // The simulator's composition root: the cluster behind the ports, the scheduling queue and the spine.
-  const { profile: prof, state, scheduler, queue, spine } = simAppOrThrow({ nodes: specs, profile: 'sits', typicalShapes: [], rng: seededRng(opts.seed) });
+  const { profile: prof, state, scheduler, queue, spine, end } = simAppOrThrow({ nodes: specs, profile: 'sits', typicalShapes: [], rng: seededRng(opts.seed) });
   const capacityMilli = specs.reduce((s, n) => s + n.gpus.length * 1000, 0);
   const totalW = TIERS.reduce((s, t) => s + TIER_WEIGHT[t], 0);
   // Nominal quotas split the cluster by weight; the rounding remainder goes to the first tier so that the
@@ -233,7 +233,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       const l = live.get(ev.id);
       const r = running.get(ev.id);
       if (l === undefined || r === undefined || l.version !== ev.version) return;
-      for (const pod of r.podIds) state.release(pod);
+      end(r.podIds);
       running.delete(ev.id);
       queue.onEvent({ kind: 'freed' }, en.nowMs);
       rt.observeFinished(keysOf(l.job), l.job.durationMs);

@@ -208,3 +208,16 @@ describe('queues nobody declared', () => {
     expect(r.waiting.get('ghost')).toEqual({ reason: 'inadmissible', message: 'queue team-typo does not exist (no Queue object of that name)' });
   });
 });
+
+describe('order inside a queue', () => {
+  it('the profile queue sort decides: priority, then arrival, then submission order; ties by id', () => {
+    // One 8-GPU node: each job needs all of it, so only the first in order starts and the waits show the rest was tried after.
+    const s = cluster('dgx-h100', 1, 1);
+    const mk = (id: string, o: { priority?: number; arrivalMs: number; seq: number }): QueuedJob => ({ ...job(id, 'q', 1, 8, { arrivalMs: o.arrivalMs, ...(o.priority === undefined ? {} : { priority: o.priority }) }), seq: o.seq });
+    const pending = [mk('c', { arrivalMs: 5, seq: 2 }), mk('b', { arrivalMs: 5, seq: 1 }), mk('a', { arrivalMs: 9, seq: 0 }), mk('z', { priority: 10, arrivalMs: 100, seq: 3 })];
+    expect(runCycle({ nowMs: 0, scheduler: s, queues: queues(makeQueue('q')), pending, running: new Map() }).started.map((x) => x.job.id)).toEqual(['z']);
+    const rest = pending.filter((j) => j.id !== 'z');
+    expect(runCycle({ nowMs: 0, scheduler: cluster('dgx-h100', 1, 1), queues: queues(makeQueue('q')), pending: rest, running: new Map() }).started.map((x) => x.job.id)).toEqual(['b']);
+    expect(runCycle({ nowMs: 0, scheduler: cluster('dgx-h100', 1, 1), queues: queues(makeQueue('q')), pending: rest.filter((j) => j.id !== 'b'), running: new Map() }).started.map((x) => x.job.id)).toEqual(['c']);
+  });
+});

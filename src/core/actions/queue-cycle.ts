@@ -19,7 +19,7 @@ import type { Scheduler } from '../framework/scheduler.ts';
 import { shapeKey } from '../framework/score-index.ts';
 import type { QueuedUnit } from '../framework/types.ts';
 import type { TopologyLevel } from '../model/topology.ts';
-import type { Allocation } from '../snapshot/cluster-state.ts';
+import type { Allocation, ClusterState } from '../snapshot/cluster-state.ts';
 import { Statement } from '../statement/statement.ts';
 import { deservedGpu, weightedShare } from '../queue/fair-share.ts';
 import { add, inadmissible, sub, ZERO, type QueueSpec, type Resources } from '../queue/model.ts';
@@ -107,7 +107,7 @@ function addUsageTo(usage: Map<string, QueueUsage>, q: string, r: Resources, sig
 }
 
 /** Capacity and GPU models of a cluster state, per health version: static otherwise, and O(nodes) to count. */
-const capacityCache = new WeakMap<object, { readonly version: number; readonly capacity: Resources; readonly models: readonly string[] }>();
+const capacityCache = new WeakMap<ClusterState, { readonly version: number; readonly capacity: Resources; readonly models: readonly string[] }>();
 
 function capacityOf(s: Scheduler): { readonly capacity: Resources; readonly models: readonly string[] } {
   const state = s.state;

@@ -101,6 +101,11 @@ export class Scheduler {
       const s = (p.preFilter as NonNullable<typeof p.preFilter>)(pod, this.ctx);
       if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(pod, s.reasons ?? []) };
     }
+    return this.placeFiltered(pod, stmt, range);
+  }
+
+  /** `placePod` after its pre-filters passed: the profile's selector over the shape's index. */
+  private placeFiltered(pod: PodSpec, stmt: Statement, range?: Range): PodOutcome {
     const idx = this.index(pod);
     const start = range?.start ?? 0;
     const end = range?.end ?? this.state.size;
@@ -205,9 +210,9 @@ export class Scheduler {
       }
     }
     const required = gang.topology.required;
-    // A gang of one pod with nothing to keep together is placed as a pod, by the profile's selector too.
+    // A gang of one pod with nothing to keep together is placed as a pod (its pre-filters passed above), by the profile's selector too.
     if (members.length === 1 && required === undefined && this.profile.selector !== 'best') {
-      const r = this.placePod(members[0] as PodSpec, stmt);
+      const r = this.placeFiltered(members[0] as PodSpec, stmt);
       return r.ok ? { ok: true, placements: [r.placement], level: 'cluster', pending: [] } : { ok: false, explanation: r.explanation };
     }
     const levels = this.gangLevels(required, members.length === 1);

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import type { QueuedJob } from '../actions/jobs.ts';
-import { priorityFifo } from '../framework/registry.ts';
 import { makePod } from '../model/pod.ts';
 import { LIVE_QUEUE_TIMING, SIM_QUEUE_TIMING, SchedulingQueue } from './scheduling-queue.ts';
 
@@ -12,18 +11,17 @@ const job = (id: string, o: { priority?: number; arrivalMs?: number; seq?: numbe
 const capacity = { reason: 'capacity' as const, message: '0/4 nodes fit' };
 
 describe('SchedulingQueue', () => {
-  it('orders jobs by the profile queue sort (priority, arrival, submission), ties by id, and hands the cycle all of them', () => {
-    const q = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+  it('hands the cycle every queued job, parked or not (the cycle orders them)', () => {
+    const q = new SchedulingQueue(SIM_QUEUE_TIMING);
     q.add(job('c', { arrivalMs: 5, seq: 2 }), 0);
     q.add(job('b', { arrivalMs: 5, seq: 1 }), 0);
     q.add(job('a', { arrivalMs: 9 }), 0);
     q.add(job('z', { priority: 10, arrivalMs: 100 }), 0);
-    expect(q.ordered().map((j) => j.id)).toEqual(['z', 'b', 'c', 'a']);
     expect(q.forCycle().jobs.map((j) => j.id).sort()).toEqual(['a', 'b', 'c', 'z']);
   });
 
   it('parks a failed job until an event its hints name; other events leave it parked', () => {
-    const q = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+    const q = new SchedulingQueue(SIM_QUEUE_TIMING);
     q.add(job('a'), 0);
     q.failed('a', capacity, { on: ['freed'] }, 0);
     expect(q.whereIs('a')).toBe('unschedulable');
@@ -37,14 +35,14 @@ describe('SchedulingQueue', () => {
   });
 
   it('a job without hints stays active (tried at every cycle)', () => {
-    const q = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+    const q = new SchedulingQueue(SIM_QUEUE_TIMING);
     q.add(job('a'), 0);
     q.failed('a', { reason: 'reservation', message: 'would delay b' }, undefined, 0);
     expect(q.whereIs('a')).toBe('active');
   });
 
   it('a hint time wakes the job when it comes, and the live safety net after five minutes', () => {
-    const q = new SchedulingQueue({ sort: priorityFifo, ...LIVE_QUEUE_TIMING });
+    const q = new SchedulingQueue(LIVE_QUEUE_TIMING);
     q.add(job('a'), 0);
     q.add(job('b'), 0);
     q.failed('a', capacity, { on: ['freed'], atMs: 30_000 }, 0);
@@ -61,7 +59,7 @@ describe('SchedulingQueue', () => {
   });
 
   it('live: a job woken during its backoff waits it out (1 s doubling to 10 s per failed attempt)', () => {
-    const q = new SchedulingQueue({ sort: priorityFifo, ...LIVE_QUEUE_TIMING });
+    const q = new SchedulingQueue(LIVE_QUEUE_TIMING);
     q.add(job('a'), 0);
     const backoffs: number[] = [];
     let t = 0;
@@ -82,7 +80,7 @@ describe('SchedulingQueue', () => {
   });
 
   it('a changed job wakes; an unchanged re-add keeps it parked; a new job is active', () => {
-    const q = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+    const q = new SchedulingQueue(SIM_QUEUE_TIMING);
     q.add(job('a'), 0);
     q.failed('a', capacity, { on: ['freed'] }, 0);
     q.add(job('a'), 1, false);

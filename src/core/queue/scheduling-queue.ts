@@ -14,7 +14,6 @@
  */
 import type { QueuedJob } from '../actions/jobs.ts';
 import type { Waiting } from '../actions/queue-cycle.ts';
-import type { QueuedUnit } from '../framework/types.ts';
 
 /** Something that happened in the cluster or the queues, as far as waiting jobs are concerned. */
 export type QueueEvent =
@@ -35,9 +34,8 @@ export interface Hints {
   readonly atMs?: number;
 }
 
+/** The order of jobs is the queue cycle's (fair share across queues, the profile's queue sort inside one). */
 export interface SchedulingQueueOptions {
-  /** Order of jobs that the cycle gets (the profile's queue sort; ties by job id). */
-  readonly sort: (a: QueuedUnit, b: QueuedUnit) => number;
   /** 0 in the simulator: a job woken by an event is tried at once, as the simulator always did. */
   readonly initialBackoffMs: number;
   readonly maxBackoffMs: number;
@@ -179,12 +177,6 @@ export class SchedulingQueue {
     return { jobs, parked };
   }
 
-  /** Every queued job in queue-sort order, ties by id (what a job's position in its queue is). */
-  ordered(): QueuedJob[] {
-    const sort = this.opts.sort;
-    return [...this.entries.values()].map((e) => e.job).sort((a, b) => sort(unitOf(a), unitOf(b)) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  }
-
   counts(): QueueCounts {
     let active = 0;
     let backoff = 0;
@@ -213,5 +205,3 @@ export class SchedulingQueue {
     return Math.min(maxBackoffMs, initialBackoffMs * 2 ** Math.min(30, attempts - 1));
   }
 }
-
-const unitOf = (j: QueuedJob): QueuedUnit => ({ key: j.id, priority: j.priority, queue: j.queue, arrivalMs: j.arrivalMs, seq: j.seq ?? 0 });

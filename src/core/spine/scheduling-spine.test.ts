@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { jobResources, type QueuedJob, type RunningJob } from '../actions/jobs.ts';
 import { runCycle, type CycleResult } from '../actions/queue-cycle.ts';
-import { priorityFifo, resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../framework/registry.ts';
 import { Scheduler } from '../framework/scheduler.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod } from '../model/pod.ts';
@@ -69,7 +69,7 @@ function simulate(seed: number, viaSpine: boolean): Run {
   const events: SchedulingEvent[] = [];
   const evicted: string[] = [];
   const scheduler = new Scheduler(profile.value, state, seededRng(1), commitToPorts({ binder: { bind: (b) => binds.push(b) }, evictor: { evict: (p) => evicted.push(...p) } }));
-  const queue = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+  const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
   const spine = new SchedulingSpine(queue, { events: { emit: (e) => events.push(e) }, status: { unschedulable: () => undefined, expectedStart: () => undefined } });
   const jobs = workload(seed, 120);
   const runOf = new Map(jobs.map((j) => [j.job.id, j.runMs]));
@@ -150,7 +150,7 @@ describe('SchedulingSpine reports', () => {
     const state = new ClusterState(nodes(1));
     const scheduler = new Scheduler(profile.value, state, seededRng(1), commitToPorts({ binder: { bind: () => undefined }, evictor: { evict: () => undefined } }));
     const told: string[] = [];
-    const queue = new SchedulingQueue({ sort: priorityFifo, ...SIM_QUEUE_TIMING });
+    const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
     const spine = new SchedulingSpine(queue, { events: { emit: () => undefined }, status: { unschedulable: (pods, m) => told.push(`${pods.join(',')}: ${m}`), expectedStart: () => undefined } });
     const big = workload(3, 1)[0]?.job as QueuedJob;
     const tooBig: QueuedJob = { ...big, id: 'x', gang: { ...big.gang, name: 'x', minMember: 2, members: [0, 1].map((k) => makePod(`x-${k}`, { gpuCount: 8 }, { gang: 'x', queue: big.queue })) } };

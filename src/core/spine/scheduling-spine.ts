@@ -100,10 +100,6 @@ export class SchedulingSpine {
     this.queue.onEvent({ kind: 'withdrawn', queue: job.queue }, nowMs);
   }
 
-  /** The message a waiting job's pods carry: which queue holds it and why. */
-  lastMessage(id: string): string | undefined {
-    return this.reported.get(id);
-  }
 }
 
 /** `queue q holds train-a (capacity): 0/12 nodes fit gang train-a (16×1 GPU): ...` */
@@ -126,7 +122,7 @@ export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | 
     case 'quota':
     case 'capacity':
     case 'fair-share':
-      if (!opts.preemption && w.reason !== 'fair-share') return { on: ['freed', 'queue-changed'] };
+      if (!opts.preemption) return { on: ['freed', 'queue-changed'] };
       return eligibleAtMs === undefined ? { on: ANY_CHANGE } : { on: ANY_CHANGE, atMs: eligibleAtMs };
     case 'reservation':
     case 'critical-victim':
