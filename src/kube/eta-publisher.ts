@@ -47,8 +47,9 @@ export class EtaPublisher {
     const waiting = view.jobs.filter((j) => waitingIds.has(j.id) && !started.has(j.id));
     // Every job not started takes part in the forward run (one about to be tried is waiting too).
     const pending = view.jobs.filter((j) => !started.has(j.id));
-    this.waited = waiting.length > 0;
-    if (waiting.length === 0 || pending.length > ETA_MAX_JOBS) return;
+    // Too many jobs for a forward run: none is due until the jobs change (the next call decides again).
+    this.waited = waiting.length > 0 && pending.length <= ETA_MAX_JOBS;
+    if (!this.waited) return;
     const fresh = waiting.some((j) => !this.estimated.has(j.id));
     this.fresh = fresh;
     if (nowMs - this.lastMs < (fresh ? ETA_NEW_JOB_MS : ETA_REFRESH_MS)) return;

@@ -46,14 +46,13 @@ export function explainTarget(ctx: ExplainContext, target: string, nowMs: number
   const job = view.jobs.find((j) => j.id === id);
   if (job === undefined) return { target, state: 'waiting', lines: [view.short.find((s) => s.id === id)?.message ?? `gang ${target}: waiting for pods`] };
   const lines: string[] = [];
-  // 1. Placement on the current snapshot, in a copy, rolled back.
-  const trial = new Scheduler(profile, cloneState(state), ctx.rng());
-  const stmt = new Statement(trial.state);
-  const r = trial.placeGang(job.gang, stmt);
+  // 1. Placement on a copy of the current snapshot, rolled back (the copy is as it was for step 2).
+  const copy = new Scheduler(profile, cloneState(state), ctx.rng());
+  const stmt = new Statement(copy.state);
+  const r = copy.placeGang(job.gang, stmt);
   stmt.discard();
   lines.push(r.ok ? `fits now: ${[...new Set(r.placements.map((p) => p.node))].join(', ')}` : r.explanation.message);
-  // 2. The queue's view: one cycle over a copy of the cluster (every pod is in a queue: its label's default one without Queue objects).
-  const copy = new Scheduler(profile, cloneState(state), ctx.rng());
+  // 2. The queue's view: one cycle over that copy (every pod is in a queue: its label's default one without Queue objects).
   const options = { minRuntimeMs: view.minRuntimeMs };
   const res = runCycle({ nowMs, scheduler: copy, queues: view.queues, pending: view.jobs, running: view.running, options });
   const w = res.waiting.get(id);

@@ -110,7 +110,7 @@ export class LiveScheduler {
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
     this.binder = new KubeBinder(client, this.cache, { schedulerName: this.schedulerName, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
     this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
-    this.queue = new SchedulingQueue({ sort: (a, b) => (this.profile?.queueSort.queueSort?.(a, b) ?? 0), ...LIVE_QUEUE_TIMING });
+    this.queue = new SchedulingQueue(LIVE_QUEUE_TIMING);
     this.spine = new SchedulingSpine(this.queue, { events: this.events, status: this.status });
     this.eta = new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'));
   }
@@ -177,8 +177,7 @@ export class LiveScheduler {
 
   /** `sits explain` (see explain.ts). */
   explain(target: string, nowMs: number): ExplainReport {
-    const state = this.cache.state();
-    return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(state), schedulerName: this.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
+    return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(), schedulerName: this.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
   }
 
   /** A watch event: the next loop turn has a cycle to run. */
@@ -232,20 +231,21 @@ export class LiveScheduler {
       this.queuesChanged = false;
       this.queue.onEvent({ kind: 'queue-changed' }, nowMs);
     }
-    const sch = this.schedulerFor(state);
     const view = this.jobs.view(state);
     this.sync(view, nowMs);
     this.queue.flush(nowMs);
     if (!this.queue.hasActive()) {
-      this.eta.publish(nowMs, state, sch.profile, view, new Set(view.jobs.map((j) => j.id)));
+      // Nothing to try: only a due refresh of the expected starts (every queued job waits).
+      if (this.eta.dueAtMs() <= nowMs) this.eta.publish(nowMs, state, this.profileFor(), view, new Set(view.jobs.map((j) => j.id)));
       return;
     }
+    const sch = this.schedulerFor(state);
     const t0 = performance.now();
-    const before = this.queue.counts();
+    // Every job tried counts as an attempt, as kube-scheduler counts a pod refused at PreFilter (here: quota).
+    const tried = this.queue.counts().active;
     const res = this.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs } });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
-    const tried = before.active;
     const failed = Math.max(0, tried - res.started.length);
     this.counters.failedAttempts += failed;
     if (this.onAttempt !== undefined && tried > 0) {
@@ -288,8 +288,7 @@ export class LiveScheduler {
   }
 
   /** The profile, re-resolved when the typical pending shapes changed (at most every 30 s). */
-  private profileFor(state: ClusterState): Profile {
-    void state;
+  private profileFor(): Profile {
     const now = performance.now();
     const pods: PodSpec[] = [...this.cache.pending.values()].map((p) => p.spec);
     const shapes = blendShapes(shapesOf(pods), WHOLE_GPU_PRIOR, pods.length === 0 ? 0 : 0.7);
@@ -306,7 +305,7 @@ export class LiveScheduler {
 
   /** The scheduler over this snapshot, committing to the live ports (new when the state or profile changed). */
   private schedulerFor(state: ClusterState): Scheduler {
-    const profile = this.profileFor(state);
+    const profile = this.profileFor();
     if (this.scheduler === undefined || this.scheduler.state !== state || this.scheduler.profile !== profile) {
       this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }));
     }

@@ -11,6 +11,7 @@ import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
 import { requeueAfterCheckpoint } from '../core/estimate/job-runtimes.ts';
 import type { GangSpec, TopologyConstraint } from '../core/model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
+import type { Clock } from '../core/ports.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { LiveArrivals } from './arrival-forecast.ts';
@@ -62,7 +63,7 @@ export class PodJobs {
   constructor(
     private readonly cache: ClusterCache,
     private readonly schedulerName: string,
-    private readonly clock: { nowMs(): number },
+    private readonly clock: Clock,
   ) {}
 
   readonly groupQueue = (group: string): string | undefined => this.podGroups.get(group)?.spec?.queue;
