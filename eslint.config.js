@@ -15,15 +15,20 @@ export const LAYERS = {
   sim: ['core', 'api', 'spec'],
   kube: ['core', 'api', 'spec'],
   controllers: ['core', 'api'],
+  // Guard-rail rules and their engine (issue 16); webhook: the admission server that runs them.
+  guard: ['core', 'api', 'spec'],
+  webhook: ['core', 'api', 'spec', 'kube', 'guard'],
+  // The node side: topology agent and device plugin (issue 11).
+  node: ['core', 'api', 'spec', 'kube'],
   // The test harness (also started by dev mode and the kube bench) may use the shared test helpers.
   harness: ['core', 'api', 'spec', 'kube', 'testing'],
   deploy: ['core', 'api', 'spec', 'kube'],
-  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy'],
-  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
+  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'guard', 'webhook', 'node'],
+  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app', 'guard', 'webhook'],
   server: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
   // Helpers every folder's tests may use (port contract suites, headless Chromium): only the core's ports.
   testing: ['core'],
-  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app', 'bench', 'server', 'testing'],
+  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app', 'bench', 'server', 'testing', 'guard', 'webhook', 'node'],
 };
 
 /** What tests (*.test.ts) may import on top of their folder's layer. */
