@@ -40,6 +40,8 @@ export interface ControlPlaneOptions {
   apiServerArgs?: readonly string[];
   /** Extra kube-scheduler flags. */
   schedulerArgs?: readonly string[];
+  /** More static bearer tokens the apiserver accepts (and answers TokenReviews for), besides the admin's. */
+  tokens?: readonly { readonly token: string; readonly user: string; readonly uid?: string; readonly groups?: readonly string[] }[];
 }
 
 export interface SchedulerProcess {
@@ -314,7 +316,8 @@ class ControlPlaneImpl implements ControlPlane {
     const pki = join(dir, 'pki');
     mkdirSync(pki, { recursive: true });
     mkdirSync(join(dir, 'etcd'), { recursive: true });
-    writeFileSync(join(dir, 'tokens.csv'), `${this.token},admin,admin-uid,system:masters\n`, { mode: 0o600 });
+    const extra = (opts.tokens ?? []).map((t) => `${t.token},${t.user},${t.uid ?? t.user},"${(t.groups ?? []).join(',')}"\n`).join('');
+    writeFileSync(join(dir, 'tokens.csv'), `${this.token},admin,admin-uid,system:masters\n${extra}`, { mode: 0o600 });
     const { privateKey } = generateKeyPairSync('rsa', {
       modulusLength: 2048,
       privateKeyEncoding: { type: 'pkcs1', format: 'pem' },

@@ -1,0 +1,122 @@
+/**
+ * The secure port of a SITS component: HTTPS with a certificate that can be swapped while serving
+ * (rotation: `setTls`), and every request authenticated and authorized by delegation to the apiserver
+ * (delegated-auth.ts) before the handler sees it. Plain HTTP is refused unless the server binds to a
+ * loopback address (local development and tests only).
+ */
+import { createServer as createHttp, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttps } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { CertPair } from './certs.ts';
+import { ANONYMOUS, type Authenticator, type Authorizer, type Caller } from './delegated-auth.ts';
+
+export const DEFAULT_ALWAYS_ALLOW = ['/healthz', '/readyz', '/livez'] as const;
+
+export interface SecureServerOptions {
+  readonly port: number;
+  /** Default 0.0.0.0. Plain HTTP (no `tls`) only on 127.0.0.1 / ::1 / localhost. */
+  readonly host?: string;
+  /** Serving certificate; undefined = plain HTTP (loopback only). */
+  readonly tls?: CertPair;
+  /** PEM of the CA that signs client certificates (asked for, not required: tokens work too). */
+  readonly clientCa?: string;
+  readonly authn: Authenticator;
+  readonly authz: Authorizer;
+  /** Paths served to anyone (kube-scheduler's `--authorization-always-allow-paths`). */
+  readonly alwaysAllowPaths?: readonly string[];
+  readonly handler: (req: IncomingMessage, res: ServerResponse, caller: Caller) => void;
+  readonly log?: (m: string) => void;
+}
+
+export interface SecureServer {
+  /** https://host:port (or http:// on loopback without TLS) */
+  readonly url: string;
+  readonly port: number;
+  /** Serves a new certificate from the next TLS handshake on (open connections keep theirs). */
+  setTls(pair: CertPair): void;
+  close(): Promise<void>;
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+function sendText(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+  res.end(body);
+}
+
+export async function startSecureServer(o: SecureServerOptions): Promise<SecureServer> {
+  const host = o.host ?? '0.0.0.0';
+  if (o.tls === undefined && !LOOPBACK.has(host)) throw new Error(`refusing to serve plain HTTP on ${host}: give a certificate, or bind to 127.0.0.1`);
+  const always = new Set(o.alwaysAllowPaths ?? DEFAULT_ALWAYS_ALLOW);
+
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    if (always.has(path)) {
+      o.handler(req, res, ANONYMOUS);
+      return;
+    }
+    const verb = (req.method ?? 'GET').toLowerCase();
+    void (async () => {
+      const authn = await o.authn.authenticate(req);
+      if (authn !== undefined && !authn.ok) {
+        sendText(res, 401, `Unauthorized: ${authn.reason}\n`);
+        return;
+      }
+      const caller = authn?.caller ?? ANONYMOUS;
+      const d = await o.authz.authorize(caller, { path, verb });
+      if (!d.allowed) {
+        sendText(res, 403, `Forbidden: user "${caller.user}" cannot ${verb} path "${path}"${d.reason === '' ? '' : `: ${d.reason}`}\n`);
+        return;
+      }
+      o.handler(req, res, caller);
+    })().catch((e: unknown) => {
+      // The apiserver could not be asked (down, throttled): fail closed, as the delegating authorizer does.
+      o.log?.(`auth ${path}: ${(e as Error).message}`);
+      if (!res.headersSent) sendText(res, 503, 'authentication/authorization unavailable\n');
+    });
+  };
+
+  let server: Server;
+  let setTls: (p: CertPair) => void;
+  if (o.tls !== undefined) {
+    const s = createHttps(
+      {
+        cert: o.tls.cert,
+        key: o.tls.key,
+        minVersion: 'TLSv1.2',
+        ...(o.clientCa !== undefined ? { ca: o.clientCa, requestCert: true, rejectUnauthorized: false } : {}),
+      },
+      handle,
+    );
+    setTls = (p) => s.setSecureContext({ cert: p.cert, key: p.key, ...(o.clientCa !== undefined ? { ca: o.clientCa } : {}) });
+    server = s;
+  } else {
+    server = createHttp(handle);
+    setTls = () => {
+      throw new Error('plain HTTP server: no certificate to rotate');
+    };
+  }
+  server.keepAliveTimeout = 30_000;
+  server.headersTimeout = 35_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  server.on('error', (e) => o.log?.(`server: ${e.message}`));
+  server.on('tlsClientError', (e) => o.log?.(`tls: ${e.message}`));
+  const addr = server.address() as AddressInfo;
+  const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  return {
+    url: `${o.tls !== undefined ? 'https' : 'http'}://${shown}:${addr.port}`,
+    port: addr.port,
+    setTls,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
