@@ -83,6 +83,13 @@ export const ANNOTATION = {
   worldSize: `${P}/world-size`,
 } as const;
 
+/** Namespaces: opting into the SITS defaults of the mutating webhook, and those defaults. */
+export const NAMESPACE_OPT_IN = { label: `${P}/scheduling`, value: 'enabled' } as const;
+export const NAMESPACE_ANNOTATION = {
+  defaultQueue: `${P}/default-queue`,
+  defaultPreferredLevel: `${P}/default-preferred-level`,
+} as const;
+
 export const FINALIZER = {
   trainingJobCleanup: `${P}/training-job-cleanup`,
 } as const;

@@ -1,6 +1,7 @@
 // Lives in cli/: it runs the whole product (live scheduler, controllers, HTTP server, `sits run`) under the generated RBAC,
 // and only the cli layer may import all of them.
 import { spawn } from 'node:child_process';
+import { get as httpsGet } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -20,6 +21,7 @@ import { startServer, type SitsServer } from '../server/server.ts';
 import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import { plainObjects } from '../deploy/bundle.ts';
 import { NAMES } from '../deploy/manifests.ts';
+import { WEBHOOK_NAMES } from '../deploy/webhook-manifests.ts';
 import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from '../deploy/testing/helm.ts';
 import type { Json } from '../deploy/tree.ts';
 import { resolveValues, type DeployValues } from '../deploy/values.ts';
@@ -38,6 +40,8 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   Deployment: { plural: 'deployments', namespaced: true },
   PodDisruptionBudget: { plural: 'poddisruptionbudgets', namespaced: true },
   Pod: { plural: 'pods', namespaced: true },
+  ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
+  MutatingWebhookConfiguration: { plural: 'mutatingwebhookconfigurations', namespaced: false },
 };
 
 function objectPath(o: Obj): string {
@@ -389,6 +393,56 @@ describe('deploy manifests on a real kube-apiserver', () => {
         expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
       } finally {
         await controllers.stop();
+      }
+    });
+
+    it("the webhook Deployment's command line runs `sits webhook` with its own token: Secret created, caBundle published, HTTPS probes answer, nothing refused", async () => {
+      const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/sits-system/serviceaccounts/${WEBHOOK_NAMES.serviceAccount}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+      const kubeconfig = join(tmp, 'webhook-sa.kubeconfig');
+      writeFileSync(
+        kubeconfig,
+        stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }], users: [{ name: 'w', user: { token: tr.status.token } }], contexts: [{ name: 'c', context: { cluster: 'c', user: 'w' } }], 'current-context': 'c' }),
+        { mode: 0o600 },
+      );
+      // The configurations as the chart has them, but matching no namespace: the apiserver never calls a webhook
+      // that is not reachable from here, and the scheduler tests above and below are not reviewed.
+      const configs = plainObjects().filter((o) => ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'].includes(kindOf(o)));
+      for (const c of configs) {
+        const quiet = structuredClone(c) as unknown as { webhooks: { namespaceSelector: unknown }[] };
+        for (const w of quiet.webhooks) w.namespaceSelector = { matchLabels: { 'sits-e2e/never': 'x' } };
+        await apply(admin, quiet as unknown as Json, false);
+      }
+      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === WEBHOOK_NAMES.deployment) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+      const port = await freePort();
+      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace(/^--port=\d+$/, `--port=${port}`));
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--host=127.0.0.1', `--kubeconfig=${kubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      try {
+        await waitFor('the webhook to publish its caBundle into both configurations', async () => {
+          for (const c of configs) {
+            const got = await admin.get<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(objectPath(c as Obj));
+            if ((got.webhooks[0]?.clientConfig.caBundle ?? '') === '') return false;
+          }
+          return true;
+        }, 60_000, 200);
+        const secret = await admin.get<{ type: string }>(`/api/v1/namespaces/sits-system/secrets/${WEBHOOK_NAMES.secret}`);
+        expect(secret.type).toBe('kubernetes.io/tls');
+        const health = await new Promise<number>((resolve, reject) => {
+          const req = httpsGet(`https://127.0.0.1:${port}/readyz`, { rejectUnauthorized: false }, (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          });
+          req.on('error', reject);
+        });
+        expect(health).toBe(200);
+        expect(stderr).toContain('sits-webhook serving on https://127.0.0.1:');
+        expect(stderr).not.toMatch(/forbidden|403/i);
+      } finally {
+        child.kill('SIGTERM');
+        expect(await exited).toBe(0);
+        for (const c of configs) await admin.delete(objectPath(c as Obj)).catch(() => undefined);
       }
     });
 

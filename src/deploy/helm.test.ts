@@ -37,7 +37,7 @@ const withValues = (over: Record<string, unknown>): DeployValues => {
 
 // Every conditional and value of the templates (both sides of each `if`), as -f files Helm merges over values.yaml.
 const VARIANTS: [string, Record<string, unknown>][] = [
-  ['single replica without leader election, PDB or controllers', { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false } }],
+  ['single replica without leader election, PDB, controllers or webhook', { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false }, webhook: { enabled: false } }],
   [
     'another namespace, image, profile, port, placement and resources',
     {
@@ -52,6 +52,7 @@ const VARIANTS: [string, Record<string, unknown>][] = [
       nodeSelector: { 'node-role.kubernetes.io/control-plane': '' },
       tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
       resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '4Gi' } },
+      webhook: { mode: 'audit', failurePolicy: 'Ignore', port: 10443, disable: 'a-rule,b-rule', excludeNamespaces: ['sched'], callers: [{ kind: 'Group', name: 'system:masters', apiGroup: 'rbac.authorization.k8s.io' }] },
     },
   ],
 ];
@@ -119,6 +120,11 @@ describe('the Helm chart, by the real helm', () => {
     expect(dep.spec.template.spec.tolerations).toHaveLength(1);
     const svc = other.find((o) => (o as Obj).kind === 'Service') as unknown as { metadata: { annotations: Record<string, string> } };
     expect(svc.metadata.annotations['prometheus.io/port']).toBe('9464');
+    const hook = other.find((o) => (o as Obj).kind === 'Deployment' && (o as Obj).metadata.name === 'sits-webhook') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    expect(hook.spec.template.spec.containers[0]?.args).toEqual(expect.arrayContaining(['--mode=audit', '--port=10443', '--namespace=sched', '--disable=a-rule,b-rule']));
+    const vwc = other.find((o) => (o as Obj).kind === 'ValidatingWebhookConfiguration') as unknown as { webhooks: { failurePolicy: string; namespaceSelector: unknown }[] };
+    expect(vwc.webhooks[0]?.failurePolicy).toBe('Ignore');
+    expect(vwc.webhooks[0]?.namespaceSelector).toEqual({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sched'] }] });
   });
 
   it('values.schema.json makes helm template and helm lint fail on bad values, naming them', () => {

@@ -6,6 +6,7 @@
 import { SCHEDULER_NAME } from '../api/wire.ts';
 import { CONTROLLER_RULES, LEASE_CREATE_RULE, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
+import { webhookDocs } from './webhook-manifests.ts';
 
 export const NAMES = {
   serviceAccount: 'sits-scheduler',
@@ -206,5 +207,5 @@ export function rbacDocs(): Doc[] {
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget()];
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), ...webhookDocs()];
 }

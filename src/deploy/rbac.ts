@@ -52,3 +52,28 @@ export const LEASE_CREATE_RULE: PolicyRule = { apiGroups: ['coordination.k8s.io'
 export const FORBIDDEN_RESOURCES = ['secrets', 'configmaps', 'serviceaccounts/token', 'clusterroles', 'clusterrolebindings', 'roles', 'rolebindings', 'customresourcedefinitions'];
 /** Verbs that would let the holder gain more rights than it has. */
 export const FORBIDDEN_VERBS = ['*', 'escalate', 'bind', 'impersonate', 'deletecollection'];
+
+/**
+ * The admission webhook (src/webhook/): delegated authn/authz of its callers, the informer caches its rules
+ * read (read-only), audit Events, and the caBundle of its own two configurations (by name).
+ */
+export const WEBHOOK_RULES: readonly PolicyRule[] = [
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+  { apiGroups: [''], resources: ['services', 'persistentvolumeclaims', 'namespaces', 'nodes'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['apps'], resources: ['deployments', 'statefulsets'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['autoscaling'], resources: ['horizontalpodautoscalers'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['get', 'list', 'watch'] },
+  // Audit mode: PolicyViolation events on the reviewed objects.
+  { apiGroups: [''], resources: ['events'], verbs: ['create'] },
+  { apiGroups: ['admissionregistration.k8s.io'], resources: ['validatingwebhookconfigurations'], resourceNames: ['sits-guard-rails'], verbs: ['get', 'update'] },
+  { apiGroups: ['admissionregistration.k8s.io'], resources: ['mutatingwebhookconfigurations'], resourceNames: ['sits-defaults'], verbs: ['get', 'update'] },
+];
+
+/** The webhook's certificate Secret (a Role in its namespace; get/update by name in the manifest). */
+export const WEBHOOK_SECRET_CREATE_RULE: PolicyRule = { apiGroups: [''], resources: ['secrets'], verbs: ['create'] };
+
+/** What the apiserver's admission identity may do on the webhook: POST its two paths, nothing else. */
+export const WEBHOOK_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/validate', '/mutate'], verbs: ['post'] }];

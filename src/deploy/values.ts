@@ -39,6 +39,24 @@ export const DeployValuesSchema = Type.Object(
     priorityClassName: Type.String({ maxLength: 253, description: 'PriorityClass of the scheduler pods; empty: none.' }),
     nodeSelector: Type.Record(Type.String(), Type.String(), { description: 'Where the scheduler pods may run.' }),
     tolerations: Type.Array(Type.Record(Type.String(), Type.Unknown()), { description: 'Tolerations of the scheduler pods.' }),
+    webhook: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        replicas: Type.Integer({ minimum: 1, maximum: 10 }),
+        port: Type.Integer({ minimum: 1024, maximum: 65535 }),
+        mode: Type.Union([Type.Literal('enforce'), Type.Literal('audit')], { description: 'enforce: error findings deny; audit: nothing is denied, findings become Events and the /report.' }),
+        failurePolicy: Type.Union([Type.Literal('Fail'), Type.Literal('Ignore')], { description: 'What the apiserver does when the validating webhook cannot be reached.' }),
+        timeoutSeconds: Type.Integer({ minimum: 1, maximum: 30 }),
+        disable: Type.String({ maxLength: 1024, pattern: '^[a-z0-9,-]*$', description: 'Rule ids switched off (comma list; docs/rules.md).' }),
+        excludeNamespaces: Type.Array(DnsLabel, { maxItems: 64, description: 'Namespaces never reviewed (the webhook\'s own namespace should be one).' }),
+        callers: Type.Array(
+          Type.Object({ kind: Type.Union([Type.Literal('User'), Type.Literal('Group')]), name: Type.String({ minLength: 1, maxLength: 253 }), apiGroup: Type.Literal('rbac.authorization.k8s.io') }, { additionalProperties: false }),
+          { minItems: 1, maxItems: 8, description: 'Who may call /validate and /mutate: the identity the apiserver presents to admission webhooks (its AdmissionConfiguration kubeConfigFile; docs/guard-rails.md).' },
+        ),
+        resources: Type.Object({ requests: ResourceList, limits: ResourceList }, { additionalProperties: false }),
+      },
+      { additionalProperties: false, description: 'The admission webhook (`sits webhook`): guard rails and SITS defaults.' },
+    ),
   },
   { additionalProperties: false },
 );
@@ -60,6 +78,18 @@ export const DEFAULT_VALUES: DeployValues = {
   priorityClassName: '',
   nodeSelector: {},
   tolerations: [],
+  webhook: {
+    enabled: true,
+    replicas: 2,
+    port: 9443,
+    mode: 'enforce',
+    failurePolicy: 'Fail',
+    timeoutSeconds: 5,
+    disable: '',
+    excludeNamespaces: ['kube-system', 'kube-node-lease', 'sits-system'],
+    callers: [{ kind: 'User', name: 'sits:kube-apiserver-admission', apiGroup: 'rbac.authorization.k8s.io' }],
+    resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } },
+  },
 };
 
 export type ValuesResult = { ok: true; value: DeployValues } | { ok: false; errors: string[] };

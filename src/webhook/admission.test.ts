@@ -75,6 +75,17 @@ describe('validate', () => {
     const v = validate(request(pod([], { limits: {} })), { rules, mode: 'enforce', cluster, related: () => [pod([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }])] });
     expect(v.denied).toBe(false);
   });
+  it('an UPDATE is denied only for an error it introduces; a deleting object is never held', () => {
+    const bad = pod([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }], { limits: {} });
+    const upd = (object: Record<string, unknown>, oldObject: Record<string, unknown>): AdmissionRequest => request(object, { operation: 'UPDATE', oldObject } as Partial<AdmissionRequest>);
+    const kept = validate(upd({ ...bad, metadata: { name: 'p', annotations: { x: 'y' } } }, bad), { rules, mode: 'enforce', cluster });
+    expect(kept.denied).toBe(false);
+    expect(kept.review.response.warnings).toEqual(['[test-visible-devices] spec.containers[0].env[0]: let the allocation set it (already present before this update)']);
+    const introduced = validate(upd(bad, pod([], { limits: {} })), { rules, mode: 'enforce', cluster });
+    expect(introduced.denied).toBe(true);
+    const gone = validate(upd({ ...bad, metadata: { name: 'p', deletionTimestamp: '2026-12-01T00:00:00Z' } }, bad), { rules, mode: 'enforce', cluster });
+    expect(gone.review.response).toEqual({ uid: 'u1', allowed: true });
+  });
   it('keeps warnings within what the apiserver shows whole', () => {
     const many = { ...pod([]), spec: { containers: Array.from({ length: 40 }, (_, i) => ({ name: `c${i}`, image: 'i' })) } };
     const w = validate(request(many), { rules, mode: 'enforce', cluster }).review.response.warnings ?? [];

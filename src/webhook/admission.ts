@@ -14,7 +14,7 @@
 import { lintObjects } from '../guard/engine.ts';
 import type { ClusterFacts, Finding, KubeObject, Rule } from '../guard/rule.ts';
 import { fieldName } from '../spec/yaml-source.ts';
-import { GPU_RESOURCE, LABEL } from '../api/wire.ts';
+import { GPU_RESOURCE, LABEL, NAMESPACE_ANNOTATION, NAMESPACE_OPT_IN } from '../api/wire.ts';
 
 export type Mode = 'enforce' | 'audit';
 
@@ -25,6 +25,8 @@ export interface AdmissionRequest {
   readonly name?: string;
   readonly operation: 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
   readonly object?: KubeObject;
+  /** UPDATE: the stored object before the change. */
+  readonly oldObject?: KubeObject;
   readonly dryRun?: boolean;
   readonly userInfo?: { readonly username?: string };
 }
@@ -64,6 +66,7 @@ export function parseReview(body: unknown): AdmissionRequest {
   const op = r.operation;
   if (op !== 'CREATE' && op !== 'UPDATE' && op !== 'DELETE' && op !== 'CONNECT') throw new BadReview(`request.operation: unknown ${JSON.stringify(op) ?? 'nothing'}`);
   if (r.object !== undefined && r.object !== null && !isObj(r.object)) throw new BadReview('request.object: not an object');
+  if (r.oldObject !== undefined && r.oldObject !== null && !isObj(r.oldObject)) throw new BadReview('request.oldObject: not an object');
   return {
     uid: r.uid,
     kind: { group: typeof k.group === 'string' ? k.group : '', version: k.version, kind: k.kind },
@@ -71,6 +74,7 @@ export function parseReview(body: unknown): AdmissionRequest {
     ...(typeof r.name === 'string' ? { name: r.name } : {}),
     operation: op,
     ...(isObj(r.object) ? { object: r.object as KubeObject } : {}),
+    ...(isObj(r.oldObject) ? { oldObject: r.oldObject as KubeObject } : {}),
     ...(r.dryRun === true ? { dryRun: true } : {}),
     ...(isObj(r.userInfo) && typeof r.userInfo.username === 'string' ? { userInfo: { username: r.userInfo.username } } : {}),
   };
@@ -113,11 +117,22 @@ function withNamespace(req: AdmissionRequest, obj: KubeObject): KubeObject {
   return { ...obj, metadata: { ...md, namespace: req.namespace } };
 }
 
+const deleting = (o: KubeObject): boolean => isObj(o.metadata) && o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null;
+const findingKey = (f: Finding): string => `${f.rule}|${JSON.stringify(f.path)}|${f.message}`;
+
 export function validate(req: AdmissionRequest, d: ValidateDeps): ValidateResult {
-  if (req.object === undefined || req.operation === 'DELETE' || req.operation === 'CONNECT') return { review: out({ uid: req.uid, allowed: true }), findings: [], denied: false };
+  // A deleted object's finalizers must always be removable.
+  if (req.object === undefined || req.operation === 'DELETE' || req.operation === 'CONNECT' || deleting(req.object)) return { review: out({ uid: req.uid, allowed: true }), findings: [], denied: false };
   const obj = withNamespace(req, req.object);
-  const objects = [obj, ...(d.related?.(req, obj) ?? [])];
-  const findings = lintObjects(objects, d.rules, { cluster: d.cluster, ...(d.disabled !== undefined ? { disabled: d.disabled } : {}), only: [0] });
+  const related = d.related?.(req, obj) ?? [];
+  const lint = (o: KubeObject): Finding[] => lintObjects([o, ...related], d.rules, { cluster: d.cluster, ...(d.disabled !== undefined ? { disabled: d.disabled } : {}), only: [0] });
+  let findings = lint(obj);
+  if (req.operation === 'UPDATE' && req.oldObject !== undefined && findings.some((f) => f.severity === 'error')) {
+    // An update is denied only for what it introduces: an error the stored object already had is a warning,
+    // so controllers (the scheduler's annotations, status, finalizers) never wedge on objects admitted before.
+    const before = new Set(lint(withNamespace(req, req.oldObject)).map(findingKey));
+    findings = findings.map((f) => (f.severity === 'error' && before.has(findingKey(f)) ? { ...f, severity: 'warning' as const, message: `${f.message} (already present before this update)` } : f));
+  }
   const errors = findings.filter((f) => f.severity === 'error');
   const denied = d.mode === 'enforce' && errors.length > 0;
   // In audit mode errors are only warned about, so the user still learns of them at apply time.
@@ -138,11 +153,11 @@ export function validate(req: AdmissionRequest, d: ValidateDeps): ValidateResult
 // ---- mutation ---------------------------------------------------------------------------------------
 
 /** Namespace label that opts a namespace into SITS defaults (the mutating webhook's namespaceSelector). */
-export const OPT_IN_LABEL = 'ai.sits2026.dev/scheduling';
-export const OPT_IN_VALUE = 'enabled';
+export const OPT_IN_LABEL = NAMESPACE_OPT_IN.label;
+export const OPT_IN_VALUE = NAMESPACE_OPT_IN.value;
 /** Namespace annotations with the defaults. */
-export const DEFAULT_QUEUE_ANNOTATION = 'ai.sits2026.dev/default-queue';
-export const DEFAULT_PREFERRED_LEVEL_ANNOTATION = 'ai.sits2026.dev/default-preferred-level';
+export const DEFAULT_QUEUE_ANNOTATION = NAMESPACE_ANNOTATION.defaultQueue;
+export const DEFAULT_PREFERRED_LEVEL_ANNOTATION = NAMESPACE_ANNOTATION.defaultPreferredLevel;
 
 export interface NamespaceInfo {
   readonly labels: Readonly<Record<string, string>>;
