@@ -75,19 +75,25 @@ function send(res: ServerResponse, status: number, body: string, type: string): 
   res.end(body);
 }
 
+/** A body over the limit: answered 413, the rest of it discarded. */
+class TooLarge extends BadReview {}
+
 function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (c: Buffer) => {
+    const onData = (c: Buffer): void => {
       size += c.length;
       if (size > max) {
-        reject(new BadReview(`request body over ${max} bytes`));
-        req.destroy();
+        req.off('data', onData);
+        req.resume();
+        chunks.length = 0;
+        reject(new TooLarge(`request body over ${max} bytes`));
         return;
       }
       chunks.push(c);
-    });
+    };
+    req.on('data', onData);
     req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
@@ -128,7 +134,8 @@ export function webhookHandler(o: WebhookHandlerOptions): (req: IncomingMessage,
     } catch (e) {
       o.metrics.reviews.inc({ webhook: which, kind: parsed?.kind.kind ?? '', operation: parsed?.operation ?? '', result: 'error' });
       if (e instanceof BadReview) {
-        if (!res.headersSent && !res.destroyed) send(res, 400, `bad AdmissionReview: ${e.message}\n`, 'text/plain; charset=utf-8');
+        if (e instanceof TooLarge) res.setHeader('Connection', 'close');
+        if (!res.headersSent && !res.destroyed) send(res, e instanceof TooLarge ? 413 : 400, `bad AdmissionReview: ${e.message}\n`, 'text/plain; charset=utf-8');
       } else {
         // A bug of ours: answer (the apiserver applies the failurePolicy) and keep serving.
         o.log?.(`${which}: ${(e as Error).stack ?? String(e)}`);

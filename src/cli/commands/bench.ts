@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
+import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
 import { registerBenchReplay } from './bench-replay.ts';
@@ -14,6 +15,7 @@ export function registerBench(program: Command): void {
   registerBenchReplay(bench);
   registerBenchTenants(bench);
   registerBenchAdmission(bench);
+  registerBenchWebhook(bench);
   registerBenchKube(bench);
   registerBenchAll(bench);
 }
