@@ -267,6 +267,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
         { verb: 'create', resource: 'services', namespace: 'team-a' },
         { verb: 'create', resource: 'pods', namespace: 'team-a' },
+        // the secure metrics port's delegated authn/authz
+        { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
+        { verb: 'create', resource: 'subjectaccessreviews', group: 'authorization.k8s.io' },
       ];
       const denied: Attr[] = [
         { verb: 'get', resource: 'secrets', namespace: 'sits-system' },
@@ -446,29 +449,46 @@ describe('deploy manifests on a real kube-apiserver', () => {
       }
     });
 
-    it("the Deployment's command line runs `sits run` with that token: ready, standby behind the leader, stops on SIGTERM", async () => {
+    it("the Deployment's command line runs `sits run` with that token: secure port (probes open, /metrics only for who may get it), standby behind the leader, stops on SIGTERM", async () => {
       const dep = plainObjects().find((o) => kindOf(o) === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
       const port = await freePort();
       const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`));
       expect(args).toContain('--controllers');
-      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--metrics-host=127.0.0.1', `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      // As in the pod: all interfaces, so TLS with a self-signed certificate and delegated authn/authz.
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       // 'close', not 'exit': only then has all of stderr been read (it is checked below).
       const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      const get = (path: string, token?: string): Promise<{ status: number; body: string }> =>
+        new Promise((resolve, reject) => {
+          const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          });
+          req.on('error', reject);
+        });
       try {
         const body = await waitFor(
           '/readyz of the spawned replica',
           async () => {
-            const r = await fetch(`http://127.0.0.1:${port}/readyz`);
-            return r.status === 200 ? r.text() : undefined;
+            const r = await get('/readyz');
+            return r.status === 200 ? r.body : undefined;
           },
           60_000,
           200,
         );
         // The in-process scheduler above holds the Lease: this one stands by.
         expect(body).toContain('role: standby');
-        const families = parsePromText(await (await fetch(`http://127.0.0.1:${port}/metrics`)).text());
+        expect((await get('/metrics')).status).toBe(403);
+        expect((await get('/metrics', 'not-a-token')).status).toBe(401);
+        // Its own ServiceAccount is not a metrics reader; the admin is.
+        const saToken = (loadKubeConfig(saKubeconfig).getCurrentUser()?.token ?? '') as string;
+        const asSa = await get('/metrics', saToken);
+        expect(asSa.status).toBe(403);
+        expect(asSa.body).toContain('cannot get path "/metrics"');
+        const families = parsePromText((await get('/metrics', plane.token)).body);
         expect(sampleValue(families, METRIC.leader)).toBe(0);
         expect(sampleValue(families, METRIC.nodes)).toBe(2);
       } finally {

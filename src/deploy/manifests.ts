@@ -4,7 +4,7 @@
  * Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { CONTROLLER_RULES, LEASE_CREATE_RULE, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { CONTROLLER_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 
@@ -15,6 +15,7 @@ export const NAMES = {
   leaseRole: 'sits-leader-election',
   deployment: 'sits-scheduler',
   metricsService: 'sits-scheduler-metrics',
+  metricsReaderRole: 'sits-metrics-reader',
   pdb: 'sits-scheduler',
   container: 'sits',
   schedulerName: SCHEDULER_NAME,
@@ -97,7 +98,8 @@ const leaseRoleBinding = (): Doc => ({
   },
 });
 
-const probe = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'metrics', scheme: 'HTTP' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
+// The metrics port is the secure port (TLS, delegated authn/authz); the probe paths need no credentials.
+const probe = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'metrics', scheme: 'HTTPS' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
 
 function deployment(): Doc {
   return {
@@ -176,7 +178,7 @@ const metricsService = (): Doc => ({
   body: {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { ...meta(NAMES.metricsService), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/port': quoted('metrics.port'), 'prometheus.io/path': '/metrics' } },
+    metadata: { ...meta(NAMES.metricsService), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/scheme': 'https', 'prometheus.io/port': quoted('metrics.port'), 'prometheus.io/path': '/metrics' } },
     spec: { type: 'ClusterIP', selector: { ...SELECTOR_LABELS }, ports: [{ name: 'metrics', port: raw('metrics.port'), targetPort: 'metrics', protocol: 'TCP' }] },
   },
 });
@@ -202,6 +204,11 @@ export function rbacDocs(): Doc[] {
     clusterRoleBinding('clusterrolebinding-controllers.yaml', NAMES.controllersRole, 'controllers.enabled'),
     leaseRole(),
     leaseRoleBinding(),
+    // For scrapers: bind a Prometheus ServiceAccount to it (the secure port authorizes `get /metrics`).
+    {
+      file: 'clusterrole-metrics-reader.yaml',
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.metricsReaderRole, false), rules: METRICS_READER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) },
+    },
   ];
 }
 

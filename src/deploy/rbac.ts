@@ -26,6 +26,9 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
+  // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 
 /** The workload controllers of src/app/controllers.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
@@ -77,3 +80,6 @@ export const WEBHOOK_SECRET_CREATE_RULE: PolicyRule = { apiGroups: [''], resourc
 
 /** What the apiserver's admission identity may do on the webhook: POST its two paths, nothing else. */
 export const WEBHOOK_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/validate', '/mutate'], verbs: ['post'] }];
+
+/** Who may scrape the secure metrics ports (bound by the user to their Prometheus). */
+export const METRICS_READER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/metrics', '/report'], verbs: ['get'] }];

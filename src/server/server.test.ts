@@ -2,6 +2,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { METRIC, SitsMetrics, type SchedulerView } from './metrics.ts';
 import { startServer, type SitsServer } from './server.ts';
 import { parsePromText, sampleValue } from '../harness/prom-text.ts';
+import { request } from 'node:https';
+import { createCa, issue } from '../kube/certs.ts';
+import { clientCertAuthenticator } from '../kube/delegated-auth.ts';
 
 /** Two nodes of 8 and 4 GPUs; GPUs 0-2 of the first in use (one of them half), GPU 3 of the second unhealthy. */
 function fakeScheduler(): SchedulerView & { leader: boolean } {
@@ -140,5 +143,31 @@ describe('the scheduler HTTP server', () => {
   it('fails to start on a port in use, and closes cleanly', async () => {
     server = await startServer({ port: 0, host: '127.0.0.1' });
     await expect(startServer({ port: server.port, host: '127.0.0.1' })).rejects.toThrow(/EADDRINUSE/);
+  });
+
+  it('off loopback it is the secure port only: plain HTTP refused; TLS, probes open, /metrics for authorized callers', async () => {
+    await expect(startServer({ port: 0, host: '0.0.0.0' })).rejects.toThrow(/refusing to serve plain HTTP on 0\.0\.0\.0/);
+    const ca = await createCa('t', 3_600_000);
+    const tls = await issue(ca, { commonName: 'localhost', dnsNames: ['localhost'], lifetimeMs: 3_600_000 });
+    const prom = await issue(ca, { commonName: 'system:serviceaccount:monitoring:prometheus', usage: 'client', lifetimeMs: 3_600_000 });
+    server = await startServer({
+      port: 0,
+      host: '0.0.0.0',
+      secure: { tls, clientCa: ca.cert, authn: clientCertAuthenticator(), authz: { authorize: (c, a) => Promise.resolve({ allowed: c.user.endsWith(':prometheus') && a.path === '/metrics' && a.verb === 'get', reason: '' }) } },
+    });
+    expect(server.url).toMatch(/^https:/);
+    const port = server.port;
+    const call = (path: string, client?: { cert: string; key: string }): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path, servername: 'localhost', ca: ca.cert, agent: false, ...(client ?? {}) }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await call('/healthz')).toBe(200);
+    expect(await call('/metrics')).toBe(403);
+    expect(await call('/metrics', prom)).toBe(200);
   });
 });

@@ -3,9 +3,13 @@
  * listed everything once; the body says whether this replica leads or stands by) and `/metrics`
  * (Prometheus text format, rendered by prom-client). It starts before the scheduler so that probes answer
  * during start-up; `attach()` hands it the running scheduler.
+ * On a non-loopback address it is the secure port of kube/secure-server.ts (TLS, callers authenticated and
+ * authorized by delegation; the probe paths always allowed), as kube-scheduler's; plain HTTP only on loopback.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { CertPair } from '../kube/certs.ts';
+import { ALLOW_ALL, ANONYMOUS, type Authenticator, type Authorizer } from '../kube/delegated-auth.ts';
+import { startSecureServer } from '../kube/secure-server.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
 
 export interface ServerOptions {
@@ -17,10 +21,13 @@ export interface ServerOptions {
   readonly client?: ClientView;
   readonly metrics?: SitsMetrics;
   readonly log?: (m: string) => void;
+  /** Required off loopback: the serving certificate and the delegated authn/authz of callers. */
+  readonly secure?: { readonly tls: CertPair; readonly clientCa?: string; readonly authn: Authenticator; readonly authz: Authorizer };
 }
 
 export interface SitsServer {
   /** http://host:port */
+  /** http://host:port on loopback, https://host:port otherwise */
   readonly url: string;
   readonly port: number;
   readonly metrics: SitsMetrics;
@@ -78,31 +85,27 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     }
   };
 
-  const server = createServer(handle);
-  server.keepAliveTimeout = 5_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port, opts.host ?? '0.0.0.0', () => {
-      server.off('error', reject);
-      resolve();
-    });
+  const server = await startSecureServer({
+    port: opts.port,
+    host: opts.host ?? '0.0.0.0',
+    ...(opts.secure !== undefined ? { tls: opts.secure.tls, ...(opts.secure.clientCa !== undefined ? { clientCa: opts.secure.clientCa } : {}) } : {}),
+    // Loopback without TLS: the local operator's own machine (tests, `sits dev`), as kube-scheduler's old insecure port.
+    authn: opts.secure?.authn ?? { authenticate: () => Promise.resolve({ ok: true, caller: ANONYMOUS }) },
+    authz: opts.secure?.authz ?? ALLOW_ALL,
+    handler: (req, res) => handle(req, res),
+    ...(opts.log !== undefined ? { log: opts.log } : {}),
   });
-  server.on('error', (e) => opts.log?.(`http server: ${e.message}`));
-  const addr = server.address() as AddressInfo;
-  const host = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
-    url: `http://${host}:${addr.port}`,
-    port: addr.port,
+    url: server.url,
+    port: server.port,
     metrics,
     attach,
     draining: () => {
       stopping = true;
     },
-    close: () =>
-      new Promise<void>((resolve) => {
-        stopping = true;
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: async () => {
+      stopping = true;
+      await server.close();
+    },
   };
 }

@@ -1,7 +1,13 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
-import { createLiveApp } from '../../app/live.ts';
+import { createLiveApp, loadKubeConfig } from '../../app/live.ts';
+import { selfSignedServing } from '../../kube/certs.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
 import { SitsMetrics } from '../../server/metrics.ts';
-import { startServer, type SitsServer } from '../../server/server.ts';
+import { startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
+import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -32,13 +38,18 @@ export function registerRun(program: Command): void {
     .option('--max-in-flight <n>', 'API requests in flight at most', intOption('--max-in-flight', 1, 10_000), 64)
     .option('--no-events', 'do not write Scheduled/FailedScheduling events')
     .option('--metrics-port <port>', 'port of /metrics, /healthz and /readyz (0 = off)', intOption('--metrics-port', 0, 65535), 8080)
-    .option('--metrics-host <addr>', 'address the metrics server listens on', '0.0.0.0')
+    .option('--metrics-host <addr>', 'address the metrics server listens on (off loopback: HTTPS, callers checked by TokenReview/SubjectAccessReview; /healthz, /readyz, /livez open)', '0.0.0.0')
+    .option('--tls-cert-file <file>', 'serving certificate of the metrics server (default: a self-signed one generated at start, as kube-scheduler does)')
+    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+    .option('--client-ca-file <file>', 'CA of client certificates accepted from scrapers (else bearer tokens, checked by TokenReview)')
     .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads')
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; controllers?: boolean; verbose?: boolean }) => {
+    .action(async (o: { kubeconfig?: string; profile: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
-      const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log);
+      if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
+      const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
+      const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure);
       const app = await createLiveApp({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         profile: o.profile,
@@ -50,6 +61,7 @@ export function registerRun(program: Command): void {
         log,
       }).catch(async (e: unknown) => {
         await server?.close();
+        auth?.client.close();
         throw e;
       });
       server?.attach(app.scheduler, app.client);
@@ -59,6 +71,7 @@ export function registerRun(program: Command): void {
       server?.draining();
       await app.stop();
       await server?.close();
+      auth?.client.close();
     });
 }
 
@@ -67,12 +80,33 @@ export function registerRun(program: Command): void {
  * in use is reported and the scheduler runs without them (several `sits run` on one machine); in a pod the
  * failing probes make it visible.
  */
-async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void): Promise<SitsServer | undefined> {
+async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure']): Promise<SitsServer | undefined> {
   try {
-    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime() }), log });
+    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime() }), log, ...(secure !== undefined ? { secure } : {}) });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     log(`metrics server: ${host}:${port} is in use; running without /metrics, /healthz and /readyz (--metrics-port to choose another, 0 for none)`);
     return undefined;
   }
+}
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/** The secure port's certificate (given, or self-signed for this host) and delegated authn/authz through the apiserver. */
+async function secureServing(o: { kubeconfig?: string; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string }): Promise<{ secure: NonNullable<ServerOptions['secure']>; client: KubeClient }> {
+  const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-scheduler-auth/0.1' });
+  const tls =
+    o.tlsCertFile !== undefined && o.tlsPrivateKeyFile !== undefined
+      ? { cert: readFileSync(o.tlsCertFile, 'utf8'), key: readFileSync(o.tlsPrivateKeyFile, 'utf8') }
+      : await selfSignedServing([hostname(), 'localhost'], o.metricsHost === '0.0.0.0' || o.metricsHost === '::' ? ['127.0.0.1'] : [o.metricsHost]);
+  const clientCa = o.clientCaFile === undefined ? undefined : readFileSync(o.clientCaFile, 'utf8');
+  return {
+    client,
+    secure: {
+      tls,
+      ...(clientCa !== undefined ? { clientCa } : {}),
+      authn: unionAuthenticator(...(clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(client)),
+      authz: subjectAccessReviewAuthorizer(client),
+    },
+  };
 }
