@@ -6,9 +6,10 @@
 import { writeFileSync } from 'node:fs';
 import { buildCrds } from '../api/crd.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
-import { KubeClient, isStatus } from '../kube/client.ts';
+import { KubeClient } from '../kube/client.ts';
 import { nodeObjectFor } from '../kube/labels.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
+import { applyCrdObjects } from '../harness/upstream-crds.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
@@ -49,24 +50,7 @@ export function devNodes(count: number, shape: string, nodesPerRack = 8, racksPe
 }
 
 export async function applyCrds(client: KubeClient): Promise<void> {
-  const crds = buildCrds();
-  for (const crd of crds) {
-    try {
-      await client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-    } catch (e) {
-      if (!isStatus(e, 409)) throw e;
-    }
-  }
-  const deadline = performance.now() + 60_000;
-  for (const crd of crds) {
-    const name = (crd as { metadata: { name: string } }).metadata.name;
-    for (;;) {
-      const got = await client.get<{ status?: { conditions?: { type: string; status: string }[] } }>(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
-      if (got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true) break;
-      if (performance.now() > deadline) throw new Error(`CRD ${name} not Established after 60 s`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+  await applyCrdObjects(client, buildCrds());
 }
 
 export async function startDevCluster(opts: DevClusterOptions): Promise<DevCluster> {
