@@ -1,15 +1,20 @@
 /**
  * `sits dev up`: a local cluster for people and tools — etcd and kube-apiserver built from source, N fake
- * GPU nodes of one preset (Node objects only, no kubelet), the SITS CRDs, the SITS scheduler, and a fake
- * kubelet that runs bound pods. Everything started here is stopped by `stop()`.
+ * GPU nodes of one preset (Node objects only, no kubelet), the SITS CRDs, the SITS scheduler, a fake
+ * kubelet that runs bound pods, and optionally the admission webhook. Everything started here is stopped by `stop()`.
  */
-import { writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { buildCrds } from '../api/crd.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
 import { KubeClient } from '../kube/client.ts';
 import { nodeObjectFor } from '../kube/labels.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
-import { applyCrdObjects } from '../harness/upstream-crds.ts';
+import { applyCrdObjects, upstreamCrds } from '../harness/upstream-crds.ts';
+import { admissionPlaneSetup } from '../harness/admission-plane.ts';
+import { startDevWebhook, type DevWebhookOptions } from './dev-webhook.ts';
+import type { RunningWebhook } from '../webhook/start.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
@@ -28,6 +33,10 @@ export interface DevClusterOptions {
   readonly controllers?: false | ControllerOptions;
   readonly log?: (m: string) => void;
   readonly binDir?: string;
+  /** The admission webhook (guard rails), called by the apiserver with its own identity; off by default. */
+  readonly webhook?: false | DevWebhookOptions;
+  /** Also install the real CRDs of KEDA and Kubeflow (their Go modules, through the module proxy). */
+  readonly upstreamCrds?: boolean;
 }
 
 export interface DevCluster {
@@ -38,6 +47,7 @@ export interface DevCluster {
   readonly controllers: Controllers | undefined;
   readonly client: KubeClient;
   readonly nodeNames: readonly string[];
+  readonly webhook: RunningWebhook | undefined;
   stop(): Promise<void>;
 }
 
@@ -55,11 +65,20 @@ export async function applyCrds(client: KubeClient): Promise<void> {
 
 export async function startDevCluster(opts: DevClusterOptions): Promise<DevCluster> {
   const log = opts.log ?? (() => undefined);
-  const plane = await startControlPlane({ ...(opts.binDir === undefined ? {} : { binDir: opts.binDir }), log: (l) => log(l) });
+  const scratch = mkdtempSync(join(tmpdir(), 'sits-dev-'));
+  const admission = opts.webhook === undefined || opts.webhook === false ? undefined : admissionPlaneSetup(scratch);
+  const plane = await startControlPlane({
+    ...(opts.binDir === undefined ? {} : { binDir: opts.binDir }),
+    log: (l) => log(l),
+    ...(admission !== undefined ? { apiServerArgs: admission.apiServerArgs, tokens: admission.tokens } : {}),
+  });
+  let webhook: RunningWebhook | undefined;
   try {
     const kc = plane.kubeConfig();
     const client = new KubeClient(kc);
     await applyCrds(client);
+    if (opts.upstreamCrds === true) await applyCrdObjects(client, [...upstreamCrds('keda'), ...upstreamCrds('kubeflow')]);
+    if (opts.webhook !== undefined && opts.webhook !== false) webhook = await startDevWebhook(client, { log, ...opts.webhook });
     const nodes = devNodes(opts.nodes, opts.shape, opts.nodesPerRack, opts.racksPerBlock);
     await createFakeGpuNodes(kc, nodes);
     const names = new Set(nodes.map((n) => n.name));
@@ -76,16 +95,21 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
       controllers,
       client,
       nodeNames: [...names],
+      webhook,
       stop: async () => {
         kubelet.stop();
         await controllers?.stop();
         await app?.stop();
+        await webhook?.close();
         client.close();
         await plane.stop();
+        rmSync(scratch, { recursive: true, force: true });
       },
     };
   } catch (e) {
+    await webhook?.close();
     await plane.stop();
+    rmSync(scratch, { recursive: true, force: true });
     throw e;
   }
 }

@@ -6,13 +6,14 @@
 // under load without a single failed call.
 import { randomBytes } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { admissionPlaneSetup, grantAdmissionCaller } from '../harness/admission-plane.ts';
+import { WEBHOOK_CALLER_RULES } from '../app/dev-webhook.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
 import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import type { Rule } from '../guard/rule.ts';
@@ -20,7 +21,7 @@ import { OPT_IN_LABEL, DEFAULT_QUEUE_ANNOTATION } from './admission.ts';
 import { startWebhook, type RunningWebhook } from './start.ts';
 import { scaled } from '../testing/timeouts.ts';
 
-const APISERVER_TOKEN = randomBytes(16).toString('hex');
+let APISERVER_TOKEN = '';
 const NOBODY_TOKEN = randomBytes(16).toString('hex');
 
 // Real rules (the product's rule set is tested by the validation framework suite); these two keep this file
@@ -189,30 +190,14 @@ async function untilDenied(ns: string): Promise<void> {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sits-webhook-e2e-'));
-  // The apiserver presents this token to every webhook (WebhookAdmission kubeConfigFile, user '*').
-  const kubeconfig = join(dir, 'webhook-kubeconfig.yaml');
-  writeFileSync(kubeconfig, stringify({ apiVersion: 'v1', kind: 'Config', users: [{ name: '*', user: { token: APISERVER_TOKEN } }] }));
-  const admission = join(dir, 'admission.yaml');
-  const plugin = (name: string): unknown => ({ name, configuration: { apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: kubeconfig } });
-  writeFileSync(admission, stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins: [plugin('ValidatingAdmissionWebhook'), plugin('MutatingAdmissionWebhook')] }));
-  plane = await startControlPlane({
-    apiServerArgs: [`--admission-control-config-file=${admission}`],
-    tokens: [
-      { token: APISERVER_TOKEN, user: 'sits:kube-apiserver-admission', groups: ['sits:apiservers'] },
-      { token: NOBODY_TOKEN, user: 'nobody', groups: [] },
-    ],
-  });
+  // The apiserver presents a token to every webhook (WebhookAdmission kubeConfigFile), as docs/guard-rails.md says.
+  const admission = admissionPlaneSetup(dir);
+  APISERVER_TOKEN = admission.callerToken;
+  plane = await startControlPlane({ apiServerArgs: admission.apiServerArgs, tokens: [...admission.tokens, { token: NOBODY_TOKEN, user: 'nobody', groups: [] }] });
   client = new KubeClient(plane.kubeConfig());
   for (const ns of [NS, 'team', 'audit', 'defaults']) await createNs(client, ns);
   // What the chart grants the apiserver's identity: POST on the webhook paths, nothing else.
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-webhook-caller' }, rules: [{ nonResourceURLs: ['/validate', '/mutate'], verbs: ['post'] }] });
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: 'sits-webhook-caller' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-webhook-caller' },
-    subjects: [{ kind: 'Group', apiGroup: 'rbac.authorization.k8s.io', name: 'sits:apiservers' }],
-  });
+  await grantAdmissionCaller(client, WEBHOOK_CALLER_RULES);
   port = await freePort();
   await client.post('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', validatingConfig(port, 'Fail'));
   await client.post('/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', mutatingConfig(port));

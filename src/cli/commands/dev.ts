@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { startDevCluster } from '../../app/dev-cluster.ts';
+import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
 import { untilSignal } from './run.ts';
 
@@ -13,12 +14,14 @@ export function registerDev(program: Command): void {
     .option('--nodes-per-rack <n>', 'nodes per rack', intOption('--nodes-per-rack', 1, 1000), 8)
     .option('--kubeconfig <file>', 'where to write the kubeconfig', 'sits-dev.kubeconfig')
     .option('--profile <name>', 'scheduling profile', 'sits')
+    .option('--webhook <mode>', 'the admission webhook with the guard rails: audit (warns, records Events), enforce (errors deny) or off', 'audit')
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; verbose?: boolean }) => {
+    .action(async (o: { nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+      if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
       const log = (m: string): void => {
         if (o.verbose === true) process.stderr.write(`${m}\n`);
       };
-      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log });
+      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook } });
       process.stdout.write(`ready kubeconfig=${cluster.kubeconfigPath}\n`);
       const sig = await untilSignal();
       process.stderr.write(`${sig}: stopping the dev cluster\n`);
