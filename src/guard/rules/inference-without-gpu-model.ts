@@ -14,6 +14,16 @@ function pinsModel(s: PodSite): boolean {
   return list(terms).some((t) => list(field(t, 'matchExpressions')).some((e) => MODEL_LABELS.has(str(field(e, 'key')) ?? '')));
 }
 
+/** Engines whose artefacts are built for one GPU architecture (Triton, as in the seed; TensorRT and TensorRT-LLM plans). */
+const ARCH_BOUND = new Set(['tritonserver', 'tensorrt-llm', 'tensorrtllm']);
+
+/** Why a SITS serving spec is bound to one architecture: the Triton runtime, or TensorRT weights. */
+function sitsArchBound(spec: unknown): string | undefined {
+  if (str(field(spec, 'runtime')) === 'triton') return 'triton';
+  if (str(field(field(spec, 'model'), 'format')) === 'tensorrt') return `${str(field(spec, 'runtime')) ?? 'inference'} (TensorRT weights)`;
+  return undefined;
+}
+
 function message(models: readonly string[], engine: string, fix: string): string {
   return `the cluster mixes GPU models (${models.join(', ')}) and this ${engine} runtime names none: an engine built for one architecture (compiled kernels, a TensorRT plan) lands on whichever model has room and silently degrades or fails to load (seed 001 §2.4); ${fix}`;
 }
@@ -22,14 +32,16 @@ export const inferenceWithoutGpuModel: Rule = {
   id: 'inference-without-gpu-model',
   severity: 'warning',
   seed: '001 §2.4',
-  title: 'Inference runtime without a GPU-model constraint on a cluster with several GPU models',
+  title: 'Architecture-bound inference engine (Triton, TensorRT) without a GPU-model constraint on a cluster with several GPU models',
   rationale:
-    'Serving engines are built for one CUDA architecture (Triton/TensorRT plans, compiled kernels: `sm_75` T4, `sm_80` A10/A100, `sm_90` H100); ' +
-    'on a mixed cluster a replica without a model constraint lands on any GPU and silently falls back or fails (seed 001 §2.4). Needs the cluster ' +
-    'fact `gpuModels` (more than one model); flagged for an InferenceService or BatchInferenceJob without `spec.gpu.allowedModels`, and for a ' +
-    'GPU workload running vLLM, TGI, Triton, TensorRT-LLM, SGLang or LMDeploy (by image or command) whose pods pin no model (a `nodeSelector` ' +
-    'or required affinity on `nvidia.com/gpu.product`/`ai.sits2026.dev/gpu-model`, or annotation `ai.sits2026.dev/gpu-models`). A minimum ' +
-    'compute capability alone is not enough: it admits every newer architecture. Name the models the engine was built for.',
+    'Some serving engines are built for one CUDA architecture (`sm_75` T4, `sm_80` A10/A100, `sm_90` H100): Triton model repositories and ' +
+    'TensorRT / TensorRT-LLM plans. On a mixed cluster a replica without a model constraint lands on any GPU and silently falls back or fails ' +
+    'to load (seed 001 §2.4). Needs the cluster fact `gpuModels` (more than one model); silent without it. Flagged: an InferenceService or ' +
+    'BatchInferenceJob with `runtime: triton` or `model.format: tensorrt` and no `spec.gpu.allowedModels`, and a GPU workload running ' +
+    '`tritonserver` or TensorRT-LLM (by image or command) whose pods pin no model (a `nodeSelector` or required affinity on ' +
+    '`nvidia.com/gpu.product`/`ai.sits2026.dev/gpu-model`, or annotation `ai.sits2026.dev/gpu-models`). vLLM, TGI and SGLang with ordinary ' +
+    'weights run on several architectures and are not flagged. A minimum compute capability alone is not enough: it admits every newer ' +
+    'architecture. Name the models the engine was built for.',
   kinds: ['InferenceService', 'BatchInferenceJob', 'Deployment', 'StatefulSet', 'ReplicaSet', 'Pod', 'LeaderWorkerSet'],
   fixtures: {
     bad: `apiVersion: ai.sits2026.dev/v1
@@ -42,14 +54,15 @@ spec:
 ---
 apiVersion: apps/v1
 kind: Deployment
-metadata: {name: vllm, namespace: ml}
+metadata: {name: trtllm, namespace: ml}
 spec:
   replicas: 2
   template:
     spec:
       containers:
-      - name: vllm
-        image: vllm/vllm-openai:v0.6.0
+      - name: triton
+        image: nvcr.io/nvidia/tritonserver:24.05-trtllm-python-py3
+        command: [tritonserver, --model-repository=/models]
         resources: {limits: {nvidia.com/gpu: 1}}
 `,
     good: `apiVersion: ai.sits2026.dev/v1
@@ -67,11 +80,34 @@ spec:
   replicas: 2
   template:
     spec:
-      nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
       containers:
       - name: vllm
         image: vllm/vllm-openai:v0.6.0
         resources: {limits: {nvidia.com/gpu: 1}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: triton, namespace: ml}
+spec:
+  replicas: 2
+  template:
+    metadata:
+      annotations: {ai.sits2026.dev/gpu-models: L4}
+    spec:
+      containers:
+      - name: triton
+        image: nvcr.io/nvidia/tritonserver:24.05-py3
+        resources: {limits: {nvidia.com/gpu: 1}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: triton-a100, namespace: ml}
+spec:
+  template:
+    spec:
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
+      containers:
+      - {name: triton, image: nvcr.io/nvidia/tritonserver:24.05-py3, resources: {limits: {nvidia.com/gpu: 1}}}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -92,7 +128,8 @@ spec:
       const gpu = field(spec, 'gpu');
       if (list(field(gpu, 'allowedModels')).length > 0) return [];
       if (podSites(obj).some((s) => !s.synthetic && pinsModel(s))) return [];
-      const engine = str(field(spec, 'runtime')) ?? 'inference';
+      const engine = sitsArchBound(spec);
+      if (engine === undefined) return [];
       const path: FieldPath = isRecord(gpu) ? ['spec', 'gpu'] : isRecord(spec) ? ['spec'] : [];
       return [{ message: message(models, engine, `set spec.gpu.allowedModels to the model(s) it was built for, e.g. [${models[0] ?? ''}]`), path }];
     }
@@ -106,7 +143,7 @@ function inferenceWorkloadHits(obj: KubeObject, models: readonly string[]): { me
     for (const c of s.containers) {
       if (c.init) continue;
       const engine = inferenceEngine(c);
-      if (engine === undefined) continue;
+      if (engine === undefined || !ARCH_BOUND.has(engine)) continue;
       return [
         {
           message: message(models, engine, `add annotation ${ANNOTATION.gpuModels}: "<model>" to the pod template (or a nodeSelector on ${LABEL.gfdProduct})`),
