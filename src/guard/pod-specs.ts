@@ -522,6 +522,23 @@ export function isMultiRankTraining(o: KubeObject): boolean {
   return isTrainingKind(o) || objectDistributedSignal(o) !== undefined;
 }
 
+/**
+ * Ranks of a distributed job (WORLD_SIZE): a literal WORLD_SIZE a container sets, else the sum over its templates of
+ * pods × processes per pod; undefined when the number of pods is not known (a DaemonSet).
+ */
+export function worldSize(o: KubeObject): number | undefined {
+  let n = 0;
+  for (const s of podSites(o)) {
+    const main = s.containers.find((c) => !c.init);
+    if (main === undefined) continue;
+    const literal = int(envValue(main, 'WORLD_SIZE'));
+    if (literal !== undefined && literal > 0) return literal;
+    if (s.replicas === undefined) return undefined;
+    n += s.replicas * processesPerPod(o, s, main);
+  }
+  return n;
+}
+
 /** An elastic job tolerates a changing world: a TrainingJob with minReplicas/maxReplicas, a PyTorchJob with an elasticPolicy. */
 export function isElastic(o: KubeObject): boolean {
   const spec = field(o, 'spec');

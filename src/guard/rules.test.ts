@@ -2,10 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { scaled } from '../testing/timeouts.ts';
 import { parseAllDocuments } from 'yaml';
 import { lintObjects } from './engine.ts';
-import { at, podSites, type ContainerSite } from './pod-specs.ts';
+import { at, podSites, worldSize, type ContainerSite } from './pod-specs.ts';
 import type { ClusterFacts, KubeObject, Rule } from './rule.ts';
 import { FIXTURE_CLUSTER, RULES } from './rules/index.ts';
 import { dataLoaderWorkers, maxDataLoaderWorkers } from './rules/dataloader-workers-exceed-cpu.ts';
+import { pinMemoryOn } from './rules/pin-memory-below-two-cpus.ts';
 import { serviceOfHost } from './rules/rendezvous-through-clusterip.ts';
 
 function parse(text: string): KubeObject[] {
@@ -184,7 +185,41 @@ spec:
   });
 });
 
+describe('pin_memory', () => {
+  it('reads boolean flags with and without a value, --no-pin-memory, env and inline scripts', () => {
+    const c = (container: string) => firstContainer(`kind: Pod\nspec:\n  containers:\n  - ${container}`);
+    expect(pinMemoryOn(c('{name: a, args: [train.py, --pin-memory, data/]}'))).toBeDefined();
+    expect(pinMemoryOn(c('{name: a, args: [train.py, --pin_memory=false]}'))).toBeUndefined();
+    expect(pinMemoryOn(c('{name: a, args: [train.py, --dataloader_pin_memory, "True"]}'))).toBeDefined();
+    expect(pinMemoryOn(c('{name: a, args: [train.py, --pin-memory, --no-pin-memory]}'))).toBeUndefined();
+    expect(pinMemoryOn(c('{name: a, env: [{name: PIN_MEMORY, value: "1"}]}'))).toBeDefined();
+    expect(pinMemoryOn(c('{name: a, command: [python, -c, "DataLoader(ds, pin_memory=True)"]}'))).toBeDefined();
+    expect(pinMemoryOn(c('{name: a, args: [train.py]}'))).toBeUndefined();
+  });
+});
+
 describe('pod specs', () => {
+  it('counts the ranks of a job: a literal WORLD_SIZE, else pods × processes per pod', () => {
+    const [pt, tj, ds, lit] = parse(`apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+spec:
+  pytorchReplicaSpecs:
+    Master: {replicas: 1, template: {spec: {containers: [{name: m, command: [torchrun, --nproc-per-node=8, t.py]}]}}}
+    Worker: {replicas: 3, template: {spec: {containers: [{name: w, command: [torchrun, --nproc-per-node=8, t.py]}]}}}
+---
+apiVersion: ai.sits2026.dev/v1
+kind: TrainingJob
+spec: {replicas: 4, gpusPerReplica: 2, container: {image: x}}
+---
+kind: DaemonSet
+spec: {template: {spec: {containers: [{name: a}]}}}
+---
+kind: StatefulSet
+spec: {replicas: 2, template: {spec: {containers: [{name: a, env: [{name: WORLD_SIZE, value: "16"}]}]}}}
+`) as [KubeObject, KubeObject, KubeObject, KubeObject];
+    expect([worldSize(pt), worldSize(tj), worldSize(ds), worldSize(lit)]).toEqual([32, 8, undefined, 16]);
+  });
+
   it('finds the pod templates of every workload kind with their paths and replica counts', () => {
     const objects = parse(`kind: CronJob
 spec: {jobTemplate: {spec: {parallelism: 2, template: {spec: {containers: [{name: a}]}}}}}

@@ -12,6 +12,7 @@ import { inferenceWithoutGpuModel } from './inference-without-gpu-model.ts';
 import { inferenceWithoutReadinessProbe } from './inference-without-readiness-probe.ts';
 import { ncclFailFastTimeout } from './nccl-fail-fast-timeout.ts';
 import { ncclIbDisabledOnRdma } from './nccl-ib-disabled-on-rdma.ts';
+import { pinMemoryBelowTwoCpus } from './pin-memory-below-two-cpus.ts';
 import { preemptionInterruptsGangs } from './preemption-interrupts-gangs.ts';
 import { rendezvousThroughClusterIp } from './rendezvous-through-clusterip.ts';
 import { sharedWeightsWithoutLocalCache } from './shared-weights-without-local-cache.ts';
@@ -35,6 +36,7 @@ export const RULES: readonly Rule[] = [
   ncclIbDisabledOnRdma,
   // Hidden causes of crashes and slow starts (§1, §4.4).
   dataLoaderWorkersExceedCpu,
+  pinMemoryBelowTwoCpus,
   sharedWeightsWithoutLocalCache,
   inferenceWithoutReadinessProbe,
 ];

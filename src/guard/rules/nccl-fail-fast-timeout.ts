@@ -37,7 +37,8 @@ export const ncclFailFastTimeout: Rule = {
     '`NCCL_TIMEOUT` abort the process instead of hanging — right, as long as the timeout outlasts a transient RDMA link flap or QP reset. ' +
     `With 0 or a small value the process is killed (SIGABRT), the container exits non-zero and the pod is restarted or evicted over and over ` +
     `(seed 001 §3.2). Flagged: fail-fast handling on and \`NCCL_TIMEOUT\` below ${MIN_NCCL_TIMEOUT_SECONDS} s (the seed's own example value), ` +
-    'from container env or a TrainingJob\'s `spec.nccl`. Keep the fail-fast handling and give collectives minutes (a TrainingJob defaults to ' +
+    'from container env or a TrainingJob\'s `spec.nccl`. (Seed 001 §4.2 recommends `NCCL_BLOCKING_WAIT=1` on the critical path; that is ' +
+    'fine with a long enough timeout.) Keep the fail-fast handling and give collectives minutes (a TrainingJob defaults to ' +
     '`spec.nccl.timeoutSeconds: 1800`).',
   kinds: WORKLOAD_KINDS,
   fixtures: {
