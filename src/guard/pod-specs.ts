@@ -173,6 +173,7 @@ function templateSite(tmpl: unknown, path: FieldPath, replicas: number | undefin
  */
 function sitsSite(o: KubeObject, replicas: number, gpuField: string, gpuDefault: number): PodSite | undefined {
   const spec = field(o, 'spec');
+  if (!isRecord(spec)) return undefined;
   const resources = field(spec, 'resources');
   const gpuValue = int(field(spec, gpuField));
   const fromList = int(field(resources, GPU_RESOURCE));
@@ -571,11 +572,13 @@ export function gangOf(s: PodSite): { readonly key: string; readonly name: strin
 
 /** The scheduler of a pod template (`default-scheduler` when unset) and where it is set. */
 export function schedulerOf(o: KubeObject, s: PodSite): { readonly name: string; readonly path: FieldPath | undefined } {
+  // SITS controllers always set sits-scheduler; the Volcano job controller sets spec.schedulerName (default volcano) on every task.
+  if (isSitsKind(o)) return { name: SCHEDULER_NAME, path: undefined };
+  if (kindOf(o) === 'Job' && groupOf(o) === 'batch.volcano.sh') {
+    const top = str(field(o.spec, 'schedulerName'));
+    return top === undefined ? { name: 'volcano', path: undefined } : { name: top, path: ['spec', 'schedulerName'] };
+  }
   const own = str(s.spec.schedulerName);
   if (own !== undefined) return { name: own, path: [...s.path, 'schedulerName'] };
-  // SITS kinds are always placed by SITS; a Volcano Job names its scheduler once for all tasks.
-  if (isSitsKind(o)) return { name: SCHEDULER_NAME, path: undefined };
-  const top = str(field(o.spec, 'schedulerName'));
-  if (top !== undefined) return { name: top, path: ['spec', 'schedulerName'] };
   return { name: 'default-scheduler', path: undefined };
 }

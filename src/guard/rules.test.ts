@@ -108,6 +108,8 @@ describe('DataLoader workers', () => {
     expect(dataLoaderWorkers(c('{name: a, args: [train.py, --num-workers, "6"]}'))?.workers).toBe(6);
     expect(dataLoaderWorkers(c('{name: a, args: [train.py, --num_workers=5]}'))?.workers).toBe(5);
     expect(dataLoaderWorkers(c('{name: a, args: [train.py, "--workers=3"]}'))?.workers).toBe(3);
+    // --workers and NUM_WORKERS are web-server words too: only read in training containers.
+    expect(dataLoaderWorkers(c('{name: a, args: [gunicorn, "--workers=3"], env: [{name: NUM_WORKERS, value: "3"}]}'), false)).toBeUndefined();
     expect(dataLoaderWorkers(c('{name: a, command: [sh, -c, "torchrun train.py --dataloader_num_workers 7 --lr 1e-4"]}'))?.workers).toBe(7);
     expect(dataLoaderWorkers(c('{name: a, env: [{name: DATALOADER_WORKERS, value: "9"}]}'))?.workers).toBe(9);
     expect(dataLoaderWorkers(c('{name: a, command: [python, -c, "DataLoader(ds, num_workers=12)"]}'))?.workers).toBe(12);
@@ -136,10 +138,11 @@ describe('DataLoader workers', () => {
 metadata: {name: p}
 spec:
   initContainers:
-  - {name: init, env: [{name: NUM_WORKERS, value: "8"}], resources: {limits: {cpu: 1}}}
+  - {name: init, env: [{name: DATALOADER_NUM_WORKERS, value: "8"}], resources: {limits: {cpu: 1}}}
   containers:
-  - {name: ok, env: [{name: NUM_WORKERS, value: "2"}], resources: {limits: {cpu: 4}}}
-  - {name: over, env: [{name: OTHER, value: x}, {name: NUM_WORKERS, value: "3"}], resources: {limits: {cpu: 4}}}
+  - {name: ok, env: [{name: NUM_WORKERS, value: "2"}], resources: {limits: {cpu: 4, nvidia.com/gpu: 1}}}
+  - {name: over, env: [{name: OTHER, value: x}, {name: NUM_WORKERS, value: "3"}], resources: {limits: {cpu: 4, nvidia.com/gpu: 1}}}
+  - {name: web, env: [{name: NUM_WORKERS, value: "16"}], args: [gunicorn, --workers, "16"], resources: {limits: {cpu: 1}}}
 `,
       [r],
     );
@@ -174,6 +177,26 @@ spec:
         readinessProbe: {httpGet: {path: /health, port: 8000}}
 `);
     expect(findings).toEqual([]);
+  });
+
+  it('leaves CUDA_VISIBLE_DEVICES alone inside the allocation and flags what reaches outside it', () => {
+    const r = rule('hand-set-visible-devices');
+    const pod = (value: string, gpus: number) => `kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, env: [{name: CUDA_VISIBLE_DEVICES, value: "${value}"}], resources: {limits: {nvidia.com/gpu: ${gpus}}}}]}\n`;
+    const n = (value: string, gpus: number) => lint(pod(value, gpus), [r]).findings.length;
+    expect([n('0,1', 2), n('1', 2), n('', 0), n('-1', 0)]).toEqual([0, 0, 0, 0]);
+    expect([n('1', 1), n('0', 0), n('0,1,2', 2), n('GPU-8f3c1a2e-0000', 1), n('MIG-1/2/0', 1)]).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('does not take gunicorn --workers for DataLoader workers', () => {
+    const r = rule('dataloader-workers-exceed-cpu');
+    expect(lint('kind: Deployment\nspec: {replicas: 3, template: {spec: {containers: [{name: web, args: [gunicorn, --workers, "8"], resources: {limits: {cpu: 1}}}]}}}\n', [r]).findings).toEqual([]);
+  });
+
+  it('flags a GPU-product pin on a training gang only where SITS places the pods', () => {
+    const r = rule('topology-by-node-labels');
+    const job = (sched: string) => `apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {${sched}nodeSelector: {nvidia.com/gpu.product: H100}, containers: [{name: p, command: [torchrun, t.py]}]}}}}}\n`;
+    expect(lint(job(''), [r]).findings).toEqual([]);
+    expect(lint(job('schedulerName: sits-scheduler, '), [r]).findings).toHaveLength(1);
   });
 
   it('lets node agents (DaemonSets and their pods) see every GPU', () => {

@@ -1,8 +1,11 @@
-import { WORKLOAD_KINDS, argTokens, cpuLimit, envOf, flagValue, int, podSites, processesPerPod, type ContainerSite } from '../pod-specs.ts';
+import { WORKLOAD_KINDS, argTokens, containerGpus, cpuLimit, distributedSignal, envOf, flagValue, inferenceEngine, int, isTrainingKind, podSites, processesPerPod, type ContainerSite } from '../pod-specs.ts';
 import type { FieldPath, Rule, RuleHit } from '../rule.ts';
 
-const FLAGS = ['--num-workers', '--workers', '--dataloader-num-workers', '--num-data-workers', '--data-workers', '--loader-workers'];
-const ENV = ['NUM_WORKERS', 'DATALOADER_WORKERS', 'DATALOADER_NUM_WORKERS', 'NUM_DATA_WORKERS', 'DATA_LOADER_WORKERS', 'SITS_DATALOADER_NUM_WORKERS'];
+const FLAGS = ['--num-workers', '--dataloader-num-workers', '--num-data-workers', '--data-workers', '--loader-workers'];
+const ENV = ['DATALOADER_WORKERS', 'DATALOADER_NUM_WORKERS', 'NUM_DATA_WORKERS', 'DATA_LOADER_WORKERS', 'SITS_DATALOADER_NUM_WORKERS'];
+// Names web servers use too (gunicorn --workers, WORKERS/NUM_WORKERS): read only in training containers.
+const GENERIC_FLAGS = ['--workers'];
+const GENERIC_ENV = ['NUM_WORKERS'];
 
 /**
  * Most DataLoader worker processes per training process the CPU limit supports (seed 001 §1: 1 CPU → 0, 2 → 1,
@@ -13,12 +16,12 @@ export function maxDataLoaderWorkers(cpuMilli: number, processes: number): numbe
 }
 
 /** The DataLoader worker count a container sets: a flag, else an env variable, else `num_workers=N` in an inline script. */
-export function dataLoaderWorkers(c: ContainerSite): { readonly workers: number; readonly from: string; readonly path: FieldPath } | undefined {
-  const f = flagValue(c, FLAGS);
+export function dataLoaderWorkers(c: ContainerSite, training = true): { readonly workers: number; readonly from: string; readonly path: FieldPath } | undefined {
+  const f = flagValue(c, training ? [...FLAGS, ...GENERIC_FLAGS] : FLAGS);
   const fw = f === undefined ? undefined : int(f.text);
   if (f !== undefined && fw !== undefined) return { workers: fw, from: 'the command line', path: f.path };
   const env = envOf(c);
-  for (const name of ENV) {
+  for (const name of training ? [...ENV, ...GENERIC_ENV] : ENV) {
     const e = env.get(name);
     const n = int(e?.value);
     if (e !== undefined && n !== undefined) return { workers: n, from: `env ${name}`, path: e.valuePath };
@@ -43,8 +46,9 @@ export const dataLoaderWorkersExceedCpu: Rule = {
     'and the input pipeline stalls or deadlocks (seed 001 §1). The seed\'s table (1 CPU → 0 workers, 2 → 1, 4 → 2) is half the cores rounded ' +
     'down; with several training processes per pod (torchrun `--nproc-per-node`, a TrainingJob\'s `nprocPerNode` or one per GPU) the half is ' +
     'shared: at most `floor(cpu / 2 / processes)` workers per process. Workers are read from `--num-workers`/`--num_workers=`/`--workers`/' +
-    '`--dataloader-num-workers`, env `NUM_WORKERS`/`DATALOADER_WORKERS`/`DATALOADER_NUM_WORKERS`, or `num_workers=N` in an inline script; ' +
-    'containers without a CPU limit are not judged. Lower the worker count or raise the CPU limit (a TrainingJob injects the right value as ' +
+    '`--dataloader-num-workers`, env `NUM_WORKERS`/`DATALOADER_WORKERS`/`DATALOADER_NUM_WORKERS`, or `num_workers=N` in an inline script ' +
+    '(`--workers` and `NUM_WORKERS`, which web servers use too, only in training containers: a training kind, a distributed launcher or ' +
+    'a GPU request outside an inference engine); containers without a CPU limit are not judged. Lower the worker count or raise the CPU limit (a TrainingJob injects the right value as ' +
     '`SITS_DATALOADER_NUM_WORKERS`).',
   kinds: WORKLOAD_KINDS,
   fixtures: {
@@ -99,7 +103,8 @@ spec:
     for (const s of podSites(obj)) {
       for (const c of s.containers) {
         if (c.init) continue;
-        const w = dataLoaderWorkers(c);
+        const training = isTrainingKind(obj) || distributedSignal(c) !== undefined || (containerGpus(c) > 0 && inferenceEngine(c) === undefined);
+        const w = dataLoaderWorkers(c, training);
         if (w === undefined || w.workers === 0) continue;
         const lim = cpuLimit(c);
         if (lim === undefined) continue;

@@ -1,5 +1,5 @@
 import { LABEL } from '../../api/wire.ts';
-import { WORKLOAD_KINDS, field, gangOf, isMultiRankTraining, isRecord, kindOf, list, podSites, str } from '../pod-specs.ts';
+import { WORKLOAD_KINDS, field, gangOf, isMultiRankTraining, isRecord, kindOf, list, podSites, schedulerOf, str } from '../pod-specs.ts';
 import type { FieldPath, KubeObject, Rule, RuleHit } from '../rule.ts';
 
 type Level = 'zone' | 'block' | 'rack' | 'node' | 'nvlink-domain';
@@ -37,7 +37,11 @@ function levelOf(key: string): Level | undefined {
   return undefined;
 }
 
-function advice(obj: KubeObject, key: string): string | undefined {
+/**
+ * What to write instead of the label, or undefined when it is fine. A GPU-product pin is only flagged where SITS places
+ * the pods (a TrainingJob, or templates naming one of its schedulers): for kube-scheduler a node selector is the only way.
+ */
+function advice(obj: KubeObject, key: string, bySits: boolean): string | undefined {
   const sits = kindOf(obj) === 'TrainingJob';
   const level = levelOf(key);
   if (level !== undefined) {
@@ -45,7 +49,7 @@ function advice(obj: KubeObject, key: string): string | undefined {
       ? `set spec.topology.requiredLevel: ${level} (or preferredLevel: ${level}) and drop the label`
       : `run it as a TrainingJob with spec.topology.requiredLevel: ${level}, or put its pods in a PodGroup (label ${LABEL.podGroup}) with spec.topology.required: ${level}`;
   }
-  if (HARDWARE.has(key)) {
+  if (HARDWARE.has(key) && (sits || bySits)) {
     return sits
       ? 'set spec.gpu.allowedModels (or minComputeCapability) and drop the label'
       : 'name the GPU models in annotation ai.sits2026.dev/gpu-models (a TrainingJob: spec.gpu.allowedModels), which the scheduler matches under every product alias';
@@ -65,7 +69,8 @@ export const topologyByNodeLabels: Rule = {
     'fakes topology for a multi-pod training gang: the label is matched node by node, so the ranks are not kept close to each other, and the pin ' +
     'is static (seed 001 §4.1, anti-pattern one). Say what the gang needs instead: a TrainingJob with `spec.topology.requiredLevel`/`preferredLevel` ' +
     '(or a PodGroup with `spec.topology.required`/`preferred`), which the scheduler places as one unit in one domain, and `spec.gpu.allowedModels` ' +
-    '(annotation `ai.sits2026.dev/gpu-models` on plain pods) for the GPU model. Single pods and non-training workloads are not flagged.',
+    '(annotation `ai.sits2026.dev/gpu-models` on plain pods) for the GPU model. Single pods and non-training workloads are not flagged, nor ' +
+    'GPU-product labels on pods that kube-scheduler places (for it a node selector is the only way to pick a model).',
   kinds: WORKLOAD_KINDS,
   fixtures: {
     bad: `apiVersion: kubeflow.org/v1
@@ -77,8 +82,10 @@ spec:
       replicas: 4
       template:
         spec:
+          schedulerName: sits-scheduler
           nodeSelector:
             topology.kubernetes.io/zone: cn-hangzhou-b
+            nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3
           containers:
           - name: pytorch
             image: pytorch/pytorch:2.3
@@ -118,27 +125,40 @@ spec:
     spec:
       nodeSelector: {topology.kubernetes.io/zone: cn-hangzhou-b}
       containers: [{name: web, image: nginx}]
+---
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: bert, namespace: ml}
+spec:
+  pytorchReplicaSpecs:
+    Worker:
+      replicas: 4
+      template:
+        spec:
+          nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
+          containers: [{name: pytorch, image: pytorch/pytorch:2.3, command: [torchrun, train.py]}]
 `,
   },
-  check(obj) {
+  check(obj, ctx) {
     const sites = podSites(obj);
     const gang = isMultiRankTraining(obj) || sites.some((s) => gangOf(s) !== undefined);
     if (!gang) return [];
     const hits: RuleHit[] = [];
-    const hit = (key: string, what: string, path: FieldPath): void => {
-      const fix = advice(obj, key);
+    const hit = (key: string, what: string, path: FieldPath, bySits: boolean): void => {
+      const fix = advice(obj, key, bySits);
       if (fix !== undefined) hits.push({ message: `${what} ${WHY}; ${fix}`, path });
     };
     for (const s of sites) {
+      const bySits = ctx.cluster.schedulerNames.includes(schedulerOf(obj, s).name);
       const sel = field(s.spec, 'nodeSelector');
-      if (isRecord(sel)) for (const [k, v] of Object.entries(sel)) hit(k, `nodeSelector ${k}=${String(v)}`, [...s.path, 'nodeSelector', k]);
+      if (isRecord(sel)) for (const [k, v] of Object.entries(sel)) hit(k, `nodeSelector ${k}=${String(v)}`, [...s.path, 'nodeSelector', k], bySits);
       const termsPath = [...s.path, 'affinity', 'nodeAffinity', 'requiredDuringSchedulingIgnoredDuringExecution', 'nodeSelectorTerms'];
       const terms = field(field(field(field(s.spec, 'affinity'), 'nodeAffinity'), 'requiredDuringSchedulingIgnoredDuringExecution'), 'nodeSelectorTerms');
       list(terms).forEach((t, i) =>
         list(field(t, 'matchExpressions')).forEach((e, j) => {
           const key = str(field(e, 'key'));
           if (key === undefined || str(field(e, 'operator')) !== 'In') return;
-          hit(key, `required node affinity ${key} In [${list(field(e, 'values')).map(String).join(', ')}]`, [...termsPath, i, 'matchExpressions', j]);
+          hit(key, `required node affinity ${key} In [${list(field(e, 'values')).map(String).join(', ')}]`, [...termsPath, i, 'matchExpressions', j], bySits);
         }),
       );
     }
