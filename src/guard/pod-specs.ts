@@ -255,6 +255,15 @@ function extract(o: KubeObject): PodSite[] {
       break;
     case 'InferenceService':
       if (isSitsKind(o)) out.push(sitsSite(o, Math.max(replicas(field(spec, 'replicas')) ?? 1, int(field(spec, 'maxReplicas')) ?? 0), 'gpusPerReplica', 1));
+      else if (groupOf(o) === 'serving.kserve.io') {
+        // KServe: the predictor is a pod spec inline (containers, volumes, nodeSelector next to minReplicas/maxReplicas).
+        const p = field(spec, 'predictor');
+        if (isRecord(p)) {
+          const path = ['spec', 'predictor'];
+          const n = Math.max(int(p.minReplicas) ?? 1, int(p.maxReplicas) ?? 0);
+          out.push({ path, spec: p, synthetic: false, metadataPath: undefined, labels: {}, annotations: annotationsOf(o), replicas: n, role: 'predictor', containers: containersOf(p, path) });
+        }
+      }
       break;
     case 'BatchInferenceJob':
       if (isSitsKind(o)) out.push(sitsSite(o, replicas(field(spec, 'workers')) ?? 1, 'gpusPerWorker', 1));

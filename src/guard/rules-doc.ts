@@ -27,7 +27,7 @@ export function renderRulesDoc(rules: readonly Rule[]): string {
   out.push('- **error**: certainly wrong (the apiserver would reject it, or it cannot work): the webhook denies (in audit mode it records), `sits lint` exits 1.');
   out.push('- **warning**: very likely a mistake, but there are setups where it is intended: the webhook admits with a warning, `sits lint` reports it.');
   out.push('');
-  out.push(`"Every kind with pod templates" below means: ${WORKLOAD_KINDS.map((k) => `\`${k}\``).join(', ')} (Kubeflow jobs by their \`spec.*ReplicaSpecs\`, a Volcano \`Job\` by its \`spec.tasks\`, SITS kinds by \`spec.podTemplate\` or \`spec.container\`).`);
+  out.push(`"Every kind with pod templates" below means: ${WORKLOAD_KINDS.map((k) => `\`${k}\``).join(', ')} (Kubeflow jobs by their \`spec.*ReplicaSpecs\`, a Volcano \`Job\` by its \`spec.tasks\`, SITS kinds by \`spec.podTemplate\` or \`spec.container\`, a KServe \`InferenceService\` by \`spec.predictor\`).`);
   out.push('');
   out.push('## Disabling a rule');
   out.push('');

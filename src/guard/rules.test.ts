@@ -1,3 +1,6 @@
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { scaled } from '../testing/timeouts.ts';
 import { parseAllDocuments } from 'yaml';
@@ -46,6 +49,12 @@ describe('the rule registry', () => {
       expect(r.kinds.length, r.id).toBeGreaterThan(0);
       expect(['error', 'warning']).toContain(r.severity);
     }
+  });
+
+  it('has one file per rule, named by its id, and every file is registered', () => {
+    const dir = join(dirname(fileURLToPath(import.meta.url)), 'rules');
+    const files = readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'index.ts' && !f.endsWith('.test.ts')).map((f) => f.replace(/\.ts$/, ''));
+    expect([...files].sort()).toEqual(RULES.map((r) => r.id).sort());
   });
 
   for (const r of RULES) {
@@ -266,6 +275,10 @@ spec: {replicas: 3, gpusPerReplica: 2, resources: {cpu: "4"}, container: {image:
 apiVersion: trainer.kubeflow.org/v1alpha1
 kind: TrainJob
 spec: {trainer: {numNodes: 2, image: x}}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+spec: {predictor: {minReplicas: 2, maxReplicas: 4, containers: [{name: kserve-container, image: nvcr.io/nvidia/tritonserver:24.05-py3}]}}
 `);
     const view = objects.map((o) => podSites(o).map((s) => ({ path: s.path.join('.'), replicas: s.replicas, role: s.role })));
     expect(view).toEqual([
@@ -281,6 +294,7 @@ spec: {trainer: {numNodes: 2, image: x}}
       ],
       [{ path: 'spec', replicas: 3, role: undefined }],
       [{ path: 'spec.trainer', replicas: 2, role: undefined }],
+      [{ path: 'spec.predictor', replicas: 4, role: 'predictor' }],
     ]);
     const tj = podSites(objects[4] as KubeObject)[0]?.containers[0];
     expect(tj?.path).toEqual(['spec', 'container']);

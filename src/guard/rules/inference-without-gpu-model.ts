@@ -38,7 +38,7 @@ export const inferenceWithoutGpuModel: Rule = {
     'TensorRT / TensorRT-LLM plans. On a mixed cluster a replica without a model constraint lands on any GPU and silently falls back or fails ' +
     'to load (seed 001 §2.4). Needs the cluster fact `gpuModels` (more than one model); silent without it. Flagged: an InferenceService or ' +
     'BatchInferenceJob with `runtime: triton` or `model.format: tensorrt` and no `spec.gpu.allowedModels`, and a GPU workload running ' +
-    '`tritonserver` or TensorRT-LLM (by image or command) whose pods pin no model (a `nodeSelector` or required affinity on ' +
+    '`tritonserver` or TensorRT-LLM (by image or command; a KServe InferenceService by its predictor containers) whose pods pin no model (a `nodeSelector` or required affinity on ' +
     '`nvidia.com/gpu.product`/`ai.sits2026.dev/gpu-model`, or annotation `ai.sits2026.dev/gpu-models`). vLLM, TGI and SGLang with ordinary ' +
     'weights run on several architectures and are not flagged. A minimum compute capability alone is not enough: it admits every newer ' +
     'architecture. Name the models the engine was built for.',
@@ -64,6 +64,16 @@ spec:
         image: nvcr.io/nvidia/tritonserver:24.05-trtllm-python-py3
         command: [tritonserver, --model-repository=/models]
         resources: {limits: {nvidia.com/gpu: 1}}
+---
+apiVersion: serving.kserve.io/v1beta1
+kind: InferenceService
+metadata: {name: resnet, namespace: ml}
+spec:
+  predictor:
+    containers:
+    - name: kserve-container
+      image: nvcr.io/nvidia/tritonserver:24.05-py3
+      resources: {limits: {nvidia.com/gpu: 1}}
 `,
     good: `apiVersion: ai.sits2026.dev/v1
 kind: InferenceService
