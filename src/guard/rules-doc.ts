@@ -66,7 +66,7 @@ export function renderRulesDoc(rules: readonly Rule[]): string {
     out.push('');
     out.push('</details>');
     out.push('');
-    out.push('<details><summary>Not flagged</summary>');
+    out.push('<details><summary>Not flagged (by any rule)</summary>');
     out.push('');
     out.push('```yaml');
     out.push(r.fixtures.good.trimEnd());

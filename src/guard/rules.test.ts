@@ -73,6 +73,10 @@ describe('the rule registry', () => {
     });
   }
 
+  it('good fixtures are clean under every rule (they are the examples to copy in docs/rules.md)', () => {
+    for (const r of RULES) expect(lint(r.fixtures.good).findings, r.id).toEqual([]);
+  });
+
   it('no rule throws on garbage: wrong types everywhere, unknown kinds, empty documents', () => {
     const garbage: unknown[] = [
       null,

@@ -83,7 +83,17 @@ spec:
           schedulerName: sits-scheduler
           containers: [{name: pytorch, image: pytorch/pytorch:2.3}]
 `,
-    good: `apiVersion: apps/v1
+    good: `apiVersion: ai.sits2026.dev/v1
+kind: PodGroup
+metadata: {name: llama, namespace: ml}
+spec: {minMember: 4}
+---
+apiVersion: ai.sits2026.dev/v1
+kind: PodGroup
+metadata: {name: llama, namespace: other-ns}
+spec: {minMember: 1}
+---
+apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: workers, namespace: ml}
 spec:

@@ -47,9 +47,11 @@ spec:
       containers:
       - name: a
         image: vllm/vllm-openai:v0.6.0
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
         resources: {limits: {nvidia.com/gpu: 1}}
       - name: b
         image: vllm/vllm-openai:v0.6.0
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
         resources: {requests: {nvidia.com/gpu: "2"}, limits: {nvidia.com/gpu: 2}}
 `,
   },

@@ -93,6 +93,7 @@ spec:
       containers:
       - name: vllm
         image: vllm/vllm-openai:v0.6.0
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
         resources: {limits: {nvidia.com/gpu: 1}}
 ---
 apiVersion: apps/v1
@@ -107,6 +108,7 @@ spec:
       containers:
       - name: triton
         image: nvcr.io/nvidia/tritonserver:24.05-py3
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
         resources: {limits: {nvidia.com/gpu: 1}}
 ---
 apiVersion: apps/v1
@@ -117,7 +119,7 @@ spec:
     spec:
       nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
       containers:
-      - {name: triton, image: nvcr.io/nvidia/tritonserver:24.05-py3, resources: {limits: {nvidia.com/gpu: 1}}}
+      - {name: triton, image: nvcr.io/nvidia/tritonserver:24.05-py3, resources: {limits: {nvidia.com/gpu: 1}}, readinessProbe: {httpGet: {path: /health, port: 8000}}}
 ---
 apiVersion: apps/v1
 kind: Deployment
@@ -125,7 +127,7 @@ metadata: {name: embed-cpu, namespace: ml}
 spec:
   template:
     spec:
-      containers: [{name: tei, image: ghcr.io/huggingface/text-generation-inference:2.0}]
+      containers: [{name: tei, image: ghcr.io/huggingface/text-generation-inference:2.0, readinessProbe: {httpGet: {path: /health, port: 80}}}]
 `,
   },
   check(obj, ctx) {

@@ -121,6 +121,7 @@ spec:
       containers:
       - name: vllm
         image: vllm/vllm-openai:v0.6.0
+        readinessProbe: {httpGet: {path: /health, port: 8000}}
         args: [--model, /cache/llama-70b]
         volumeMounts: [{name: cache, mountPath: /cache}, {name: w, mountPath: /mnt/shared}]
       volumes:
@@ -135,7 +136,7 @@ spec:
   template:
     spec:
       containers:
-      - {name: s, image: vllm/vllm-openai:v0.6.0, volumeMounts: [{name: models, mountPath: /models}]}
+      - {name: s, image: vllm/vllm-openai:v0.6.0, volumeMounts: [{name: models, mountPath: /models}], readinessProbe: {httpGet: {path: /health, port: 8000}}}
       volumes: [{name: models, nfs: {server: nfs.example, path: /export/models}}]
 `,
   },
