@@ -1,8 +1,25 @@
-import { field, isElastic, isTrainingKind, kindOf, namespaceOf, objectDistributedSignal, str } from '../pod-specs.ts';
-import type { Rule } from '../rule.ts';
+import { field, int, isElastic, isTrainingKind, kindOf, nameOf, namespaceOf, objectDistributedSignal, str } from '../pod-specs.ts';
+import type { FieldPath, KubeObject, Rule, RuleHit } from '../rule.ts';
 import { findObject } from '../set-index.ts';
 
 const SCALABLE = new Set(['Deployment', 'StatefulSet', 'ReplicaSet', 'ReplicationController']);
+
+/** An autoscaler on an elastic TrainingJob must stay inside its minReplicas..maxReplicas (the CRD rejects replicas outside). */
+function rangeHits(scaler: KubeObject, job: KubeObject): RuleHit[] {
+  const keda = kindOf(scaler) === 'ScaledObject';
+  const [minKey, maxKey] = keda ? ['minReplicaCount', 'maxReplicaCount'] : ['minReplicas', 'maxReplicas'];
+  const lo = int(field(job.spec, 'minReplicas'));
+  const hi = int(field(job.spec, 'maxReplicas'));
+  const sMin = int(field(scaler.spec, minKey));
+  const sMax = int(field(scaler.spec, maxKey));
+  const hits: RuleHit[] = [];
+  const hit = (key: string, v: number, bound: string, b: number, path: FieldPath): void => {
+    hits.push({ message: `${key} ${v} is outside the elastic range of TrainingJob ${nameOf(job)} (${bound} ${b}): the scale request is rejected and the autoscaler keeps retrying; keep ${minKey}..${maxKey} within spec.minReplicas..spec.maxReplicas`, path });
+  };
+  if (sMax !== undefined && hi !== undefined && sMax > hi) hit(maxKey, sMax, 'maxReplicas', hi, ['spec', maxKey]);
+  if (sMin !== undefined && lo !== undefined && sMin > 0 && sMin < lo) hit(minKey, sMin, 'minReplicas', lo, ['spec', minKey]);
+  return hits;
+}
 
 export const autoscalerOnDistributedTraining: Rule = {
   id: 'autoscaler-on-distributed-training',
@@ -15,7 +32,8 @@ export const autoscalerOnDistributedTraining: Rule = {
     '§3.1). Flagged when the scale target is in the same set and is a non-elastic TrainingJob (no minReplicas/maxReplicas), a Kubeflow job ' +
     'without an elasticPolicy, or a Deployment/StatefulSet/ReplicaSet running distributed training. Do not autoscale training: make a ' +
     'TrainingJob elastic with `spec.minReplicas`/`spec.maxReplicas` (SITS grows and shrinks it as whole gang attempts), or a PyTorchJob with an ' +
-    '`elasticPolicy`.',
+    '`elasticPolicy`; an autoscaler on an elastic TrainingJob must keep its bounds inside `minReplicas..maxReplicas` (flagged otherwise: ' +
+    'the CRD rejects replicas outside that range).',
   kinds: ['HorizontalPodAutoscaler', 'ScaledObject'],
   fixtures: {
     bad: `apiVersion: ai.sits2026.dev/v1
@@ -50,6 +68,23 @@ kind: ScaledObject
 metadata: {name: ddp, namespace: ml}
 spec:
   scaleTargetRef: {kind: StatefulSet, name: ddp}
+---
+apiVersion: ai.sits2026.dev/v1
+kind: TrainingJob
+metadata: {name: elastic, namespace: ml}
+spec:
+  replicas: 4
+  minReplicas: 2
+  maxReplicas: 8
+  container: {image: pytorch/pytorch:2.3}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: elastic, namespace: ml}
+spec:
+  scaleTargetRef: {apiVersion: ai.sits2026.dev/v1, kind: TrainingJob, name: elastic}
+  minReplicas: 2
+  maxReplicas: 16
 `,
     good: `apiVersion: ai.sits2026.dev/v1
 kind: TrainingJob
@@ -93,6 +128,7 @@ spec:
     const target = findObject(ctx, kind, namespaceOf(obj), name);
     if (target === undefined) return [];
     let why: string | undefined;
+    if (kind === 'TrainingJob' && isElastic(target)) return rangeHits(obj, target);
     if (isTrainingKind(target)) {
       if (!isElastic(target)) why = kind === 'TrainingJob' ? 'a TrainingJob without minReplicas/maxReplicas (not elastic)' : `a ${kind} without an elasticPolicy`;
     } else if (SCALABLE.has(kind)) {
