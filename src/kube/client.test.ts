@@ -2,7 +2,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { FakeApiServer } from '../harness/fake-apiserver.ts';
 import { waitFor } from '../harness/e2e-kit.ts';
-import { isStatus, KubeApiError, KubeClient, type WatchEvent } from './client.ts';
+import { isStatus, KubeApiError, KubeClient, warningTexts, type WatchEvent } from './client.ts';
 
 const PODS = '/api/v1/namespaces/ns/pods';
 const pod = (name: string, extra: Record<string, unknown> = {}): { metadata: { name: string }; [k: string]: unknown } => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, ...extra });
@@ -216,5 +216,13 @@ describe('KubeClient against a fake apiserver', () => {
       c2.close();
       await gone.close();
     }
+  });
+});
+
+describe('warningTexts', () => {
+  it('reads the apiserver Warning headers: several per header, escaped quotes, several headers', () => {
+    expect(warningTexts(undefined)).toEqual([]);
+    expect(warningTexts('299 - "[rule-a] spec.x: do this"')).toEqual(['[rule-a] spec.x: do this']);
+    expect(warningTexts(['299 - "one, with a comma", 299 - "two \\"quoted\\""', '299 - "three"'])).toEqual(['one, with a comma', 'two "quoted"', 'three']);
   });
 });

@@ -29,6 +29,8 @@ export interface RequestOptions {
   readonly contentType?: string;
   readonly query?: Readonly<Record<string, string | number | boolean | undefined>>;
   readonly timeoutMs?: number;
+  /** Receives each `Warning: 299 - "text"` header of the response (admission warnings, deprecations), as kubectl prints them. */
+  readonly onWarning?: (text: string) => void;
 }
 
 export interface WatchEvent<T> {
@@ -152,6 +154,7 @@ export class KubeClient {
         },
         (res) => {
           res.on('error', reject);
+          if (opts.onWarning !== undefined) for (const w of warningTexts(res.headers.warning)) opts.onWarning(w);
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
           res.on('end', () => {
@@ -263,3 +266,18 @@ export class KubeClient {
 }
 
 export const isStatus = (e: unknown, status: number): boolean => e instanceof KubeApiError && e.status === status;
+
+/**
+ * The texts of RFC 7234 `Warning` headers as the apiserver writes them (`299 - "text"`, several per header
+ * separated by commas, quotes and backslashes escaped), in order.
+ */
+export function warningTexts(header: string | string[] | undefined): string[] {
+  if (header === undefined) return [];
+  const out: string[] = [];
+  for (const h of Array.isArray(header) ? header : [header]) {
+    const re = /\s*\d{3}\s+\S+\s+"((?:[^"\\]|\\.)*)"(?:\s+"[^"]*")?\s*(?:,|$)/gy;
+    let m: RegExpExecArray | null;
+    while ((m = re.exec(h)) !== null) out.push((m[1] ?? '').replace(/\\(.)/g, '$1'));
+  }
+  return out;
+}
