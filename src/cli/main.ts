@@ -12,6 +12,7 @@ import { registerDev } from './commands/dev.ts';
 import { registerExplain } from './commands/explain.ts';
 import { registerCrds } from './commands/crds.ts';
 import { registerDeploy } from './commands/deploy.ts';
+import { registerNodeAgent } from './commands/node-agent.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerExplain(program);
   registerCrds(program);
   registerDeploy(program);
+  registerNodeAgent(program);
   return program;
 }
 

@@ -91,14 +91,16 @@ export class NodeAgent {
     return { kind: 'error', error };
   }
 
-  start(): void {
+  /** Reads every interval; `afterFirstInterval` when a round has just been run by hand (once()). */
+  start(afterFirstInterval = false): void {
     const loop = async (): Promise<void> => {
       this.running = this.once();
       await this.running;
       this.running = undefined;
       if (!this.stopped) this.timer = setTimeout(() => void loop(), this.opts.intervalMs);
     };
-    void loop();
+    if (afterFirstInterval) this.timer = setTimeout(() => void loop(), this.opts.intervalMs);
+    else void loop();
   }
 
   async stop(): Promise<void> {
