@@ -1,22 +1,16 @@
-import { chmodSync, copyFileSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { writeFakeNvidiaSmi } from '../node/testing/fake-nvidia-smi.ts';
 import { runSits } from '../testing/sits-cli.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'sits-node-agent-'));
 const testdata = (f: string): string => fileURLToPath(new URL(`../node/testdata/${f}`, import.meta.url));
 
 /** A stand-in nvidia-smi printing a captured T4 node (see src/node/testdata/README.md). */
-function smi(): string {
-  copyFileSync(testdata('topo-1x-tesla-p4-numa-na.txt'), join(tmp, 'topo.txt'));
-  copyFileSync(testdata('smi-q-x-tesla-t4.xml'), join(tmp, 'q.xml'));
-  const p = join(tmp, 'nvidia-smi');
-  writeFileSync(p, `#!/bin/sh\ncase "$1" in topo) cat "${tmp}/topo.txt";; -q) cat "${tmp}/q.xml";; esac\n`);
-  chmodSync(p, 0o755);
-  return p;
-}
+const smi = (): string => writeFakeNvidiaSmi(join(tmp, 'smi'), readFileSync(testdata('topo-1x-tesla-p4-numa-na.txt'), 'utf8'), readFileSync(testdata('smi-q-x-tesla-t4.xml'), 'utf8'));
 
 describe('sits node-agent', () => {
   it('--once prints the labels, annotations and devices it would write, without an API server', async () => {

@@ -54,6 +54,11 @@ const VARIANTS: [string, Record<string, unknown>][] = [
       resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '4Gi' } },
     },
   ],
+  ['the node agent with its device plugin', { nodeAgent: { enabled: true } }],
+  [
+    'the node agent for labels only, elsewhere, on the default runtime',
+    { nodeAgent: { enabled: true, devicePlugin: false, namespace: 'gpu-agents', intervalSeconds: 300, nvidiaSmi: '/usr/local/nvidia/bin/nvidia-smi', runtimeClassName: '', nodeSelector: { 'nvidia.com/gpu.present': 'true' }, tolerations: [] } },
+  ],
 ];
 
 describe('the Helm chart, by the real helm', () => {

@@ -1,7 +1,7 @@
 // The node side against a real kube-apiserver: the topology agent patching its Node (through the real
 // command runner and a stand-in nvidia-smi that prints captured outputs), and the device plugin driven by a
 // stand-in of the kubelet's side of the device-plugin protocol, with pods bound as SITS binds them.
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,11 +12,11 @@ import { nodeFromK8s } from '../kube/labels.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, createPods, testPod, waitFor } from '../harness/e2e-kit.ts';
-import { startNodeSide } from '../app/node-side.ts';
 import { NodeAgent } from './agent.ts';
 import { deviceId, SitsDevicePlugin } from './device-plugin.ts';
 import { deriveReading, type NodeReading } from './reading.ts';
 import { execRunner } from './source.ts';
+import { writeFakeNvidiaSmi } from './testing/fake-nvidia-smi.ts';
 import { KubeletStandIn } from './testing/kubelet-stand-in.ts';
 
 const data = (f: string): string => readFileSync(new URL(`./testdata/${f}`, import.meta.url), 'utf8');
@@ -40,7 +40,6 @@ beforeAll(async () => {
   await createFakeGpuNodes(plane.kubeConfig(), [
     { name: 'ws-1', capacity: { [GPU_RESOURCE]: '2' } },
     { name: 'gpu-1', capacity: { [GPU_RESOURCE]: '2' } },
-    { name: 'both-1', capacity: { [GPU_RESOURCE]: '2' } },
   ]);
   dir = mkdtempSync(join(tmpdir(), 'sits-node-'));
 });
@@ -51,17 +50,7 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A stand-in nvidia-smi: a shell script that prints the files of its folder, run through the real runner. */
-function fakeSmi(name: string, topo: string, query: string, exitCode = 0): string {
-  const d = join(dir, name);
-  mkdirSync(d, { recursive: true });
-  writeFileSync(join(d, 'topo.txt'), topo);
-  writeFileSync(join(d, 'q.xml'), query);
-  const script = join(d, 'nvidia-smi');
-  writeFileSync(script, `#!/bin/sh\ncase "$1" in\n  topo) cat "${d}/topo.txt" ;;\n  -q) cat "${d}/q.xml" ;;\nesac\nexit ${exitCode}\n`);
-  chmodSync(script, 0o755);
-  return script;
-}
+const fakeSmi = (name: string, topo: string, query: string, exitCode = 0): string => writeFakeNvidiaSmi(join(dir, name), topo, query, exitCode);
 
 function sysfs(numa: Record<string, number>): string {
   const root = join(dir, 'sys');
@@ -225,21 +214,3 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
   });
 });
 
-describe('sits node-agent as composed for the DaemonSet (app/node-side.ts)', () => {
-  it('one reading labels the node and is the first device list the kubelet gets; stop removes the plugin socket', async () => {
-    const pluginDir = join(dir, 'both-plugins');
-    mkdirSync(pluginDir, { recursive: true });
-    const kubelet = new KubeletStandIn(pluginDir);
-    await kubelet.start();
-    const side = await startNodeSide({ kubeconfig: plane.kubeconfigPath, nodeName: 'both-1', intervalMs: 60_000, nvidiaSmi: fakeSmi('both', TOPO, A5000), sysfsRoot: join(dir, 'sys'), labels: true, pluginDir, log });
-    try {
-      expect(side.first.kind).toBe('patched');
-      expect((await getNode('both-1')).metadata?.labels?.[LABEL.gfdCount]).toBe('2');
-      await waitFor('registration and devices', async () => kubelet.registrations.length === 1 && kubelet.devices.length === 2);
-    } finally {
-      await side.stop();
-      await kubelet.stop();
-    }
-    expect(existsSync(join(pluginDir, 'sits-gpu.sock'))).toBe(false);
-  });
-});
