@@ -19,6 +19,7 @@ import { loadKubeConfig } from './live.ts';
 import { startNodeSide } from './node-side.ts';
 
 const data = (f: string): string => readFileSync(new URL(`../node/testdata/${f}`, import.meta.url), 'utf8');
+const A5000 = data('smi-q-x-dual-rtx-a5000.xml');
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
 const PATHS: Record<string, (o: Obj) => string> = {
@@ -73,7 +74,7 @@ describe('sits node-agent with exactly the chart’s RBAC', () => {
   });
   afterAll(() => sa?.close());
 
-  it('labels its node, registers the device plugin, allocates a SITS pod its GPUs and marks it; nothing more is allowed', async () => {
+  it('labels its node, registers the device plugin, allocates a SITS pod its GPUs and marks it, follows a GPU failing; nothing more is allowed', async () => {
     await createPods(admin, [testPod('work', 'train', { gpus: 2 })]);
     await admin.post('/api/v1/namespaces/work/pods/train/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'train', namespace: 'work', annotations: { [ANNOTATION.gpuIndices]: '0,1' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-a' } });
     const pluginDir = join(dir, 'device-plugins');
@@ -84,8 +85,8 @@ describe('sits node-agent with exactly the chart’s RBAC', () => {
     const side = await startNodeSide({
       kubeconfig,
       nodeName: 'gpu-a',
-      intervalMs: 60_000,
-      nvidiaSmi: writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), data('smi-q-x-dual-rtx-a5000.xml')),
+      intervalMs: 200,
+      nvidiaSmi: writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), A5000),
       sysfsRoot: join(dir, 'no-sysfs'),
       labels: true,
       pluginDir,
@@ -100,6 +101,10 @@ describe('sits node-agent with exactly the chart’s RBAC', () => {
       const r = await kubelet.allocate(ids);
       expect(r.container_responses[0]?.envs).toMatchObject({ NVIDIA_VISIBLE_DEVICES: '0,1', CUDA_VISIBLE_DEVICES: '0,1' });
       expect((await admin.get<V1Pod>('/api/v1/namespaces/work/pods/train')).metadata?.annotations?.[ANNOTATION.gpuAllocated]).toBe('0,1');
+      // The loop re-reads: a GPU that starts failing reaches the node's annotation and the kubelet's device list.
+      writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), A5000.replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>'));
+      await waitFor('the unhealthy GPU on the node', async () => (await admin.get<V1Node>('/api/v1/nodes/gpu-a')).metadata?.annotations?.[ANNOTATION.unhealthyGpus] === '0');
+      await waitFor('the unhealthy GPU at the kubelet', async () => kubelet.devices[0]?.health === 'Unhealthy' && kubelet.devices[1]?.health === 'Healthy');
       expect(logs.filter((l) => /forbidden/i.test(l))).toEqual([]);
     } finally {
       await side.stop();
