@@ -195,6 +195,21 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
     await expect(kubelet.allocate(['GPU-not-here'])).rejects.toThrow(/unknown device GPU-not-here/);
   });
 
+  it('a pod with two GPU containers: each Allocate gets the next of its recorded GPUs, in container order', async () => {
+    const multi = testPod('dp', 'multi', { gpus: 1 });
+    const main = multi.spec?.containers[0];
+    if (main === undefined || multi.spec === undefined) throw new Error('no container');
+    multi.spec.containers = [main, { ...main, name: 'second' }];
+    await createPods(client, [multi]);
+    await client.post('/api/v1/namespaces/dp/pods/multi/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'multi', namespace: 'dp', annotations: { [ANNOTATION.gpuIndices]: '1,0' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-1' } });
+    const first = await kubelet.allocate([id(1)]);
+    expect(first.container_responses[0]?.envs.NVIDIA_VISIBLE_DEVICES).toBe('0');
+    expect((await pod('multi')).metadata?.annotations?.[ANNOTATION.gpuAllocated]).toBe('0');
+    const second = await kubelet.allocate([id(0)]);
+    expect(second.container_responses[0]?.envs.NVIDIA_VISIBLE_DEVICES).toBe('1');
+    expect((await pod('multi')).metadata?.annotations?.[ANNOTATION.gpuAllocated]).toBe('0,1');
+  });
+
   it('a device that turns unhealthy is sent Unhealthy through ListAndWatch', async () => {
     const n = kubelet.updates.length;
     plugin.update(reading(A5000_ECC));
