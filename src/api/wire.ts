@@ -73,6 +73,8 @@ export const ANNOTATION = {
   // Pods: what the scheduler writes.
   /** The devices a bound pod holds ("0,1"), written through the Binding object. */
   gpuIndices: `${P}/gpu-indices`,
+  /** Written by the SITS device plugin: the recorded indices it has handed to the pod's containers so far ("0,1"). */
+  gpuAllocated: `${P}/gpu-allocated`,
   /** Set on a pod that SITS has placed as part of a gang plan, before its binding (ADR 0006). */
   assignedNode: `${P}/assigned-node`,
   planId: `${P}/plan-id`,

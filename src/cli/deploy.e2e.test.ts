@@ -38,6 +38,7 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   Role: { plural: 'roles', namespaced: true },
   RoleBinding: { plural: 'rolebindings', namespaced: true },
   Deployment: { plural: 'deployments', namespaced: true },
+  DaemonSet: { plural: 'daemonsets', namespaced: true },
   PodDisruptionBudget: { plural: 'poddisruptionbudgets', namespaced: true },
   Pod: { plural: 'pods', namespaced: true },
   ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
@@ -145,6 +146,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
         tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
         leaderElection: { leaseNames: ['sits-scheduler', 'sits-controllers'] },
       },
+      { nodeAgent: { enabled: true } },
+      { nodeAgent: { enabled: true, devicePlugin: false, runtimeClassName: '' } },
     ];
     for (const v of variants) {
       const objects = helmTemplate(helm, chart, v === undefined ? [] : ['-f', valuesFile(v)]);

@@ -13,6 +13,7 @@ import { registerExplain } from './commands/explain.ts';
 import { registerCrds } from './commands/crds.ts';
 import { registerDeploy } from './commands/deploy.ts';
 import { registerWebhook } from './commands/webhook.ts';
+import { registerNodeAgent } from './commands/node-agent.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -31,6 +32,7 @@ export function buildProgram(): Command {
   registerCrds(program);
   registerDeploy(program);
   registerWebhook(program);
+  registerNodeAgent(program);
   return program;
 }
 

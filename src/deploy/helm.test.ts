@@ -55,6 +55,11 @@ const VARIANTS: [string, Record<string, unknown>][] = [
       webhook: { mode: 'audit', failurePolicy: 'Ignore', port: 10443, disable: 'a-rule,b-rule', excludeNamespaces: ['sched'], callers: [{ kind: 'Group', name: 'system:masters', apiGroup: 'rbac.authorization.k8s.io' }] },
     },
   ],
+  ['the node agent with its device plugin', { nodeAgent: { enabled: true } }],
+  [
+    'the node agent for labels only, elsewhere, on the default runtime',
+    { nodeAgent: { enabled: true, devicePlugin: false, namespace: 'gpu-agents', intervalSeconds: 300, nvidiaSmi: '/usr/local/nvidia/bin/nvidia-smi', runtimeClassName: '', nodeSelector: { 'nvidia.com/gpu.present': 'true' }, tolerations: [] } },
+  ],
 ];
 
 describe('the Helm chart, by the real helm', () => {

@@ -4,7 +4,7 @@
  * Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { CONTROLLER_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { CONTROLLER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 
@@ -19,6 +19,7 @@ export const NAMES = {
   pdb: 'sits-scheduler',
   container: 'sits',
   schedulerName: SCHEDULER_NAME,
+  nodeAgent: 'sits-node-agent',
 } as const;
 
 export const SELECTOR_LABELS = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'scheduler' } as const;
@@ -194,6 +195,112 @@ const podDisruptionBudget = (): Doc => ({
   },
 });
 
+/** The kubelet's device-plugin folder (fixed by the kubelet; src/node/deviceplugin/proto.ts has the same). */
+const DEFAULT_PLUGIN_DIR = '/var/lib/kubelet/device-plugins';
+
+export const NODE_AGENT_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'node-agent' } as const;
+const agentLabels = (): Record<string, Node> => ({ ...NODE_AGENT_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
+const agentMeta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('nodeAgent.namespace') } : {}), labels: agentLabels() });
+
+/** The node agent's own namespace: its device plugin mounts the kubelet's socket folder, which "restricted" forbids. */
+const nodeAgentNamespace = (): Doc => ({
+  file: 'namespace-node-agent.yaml',
+  when: 'nodeAgent.enabled',
+  body: {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: {
+      name: quoted('nodeAgent.namespace'),
+      labels: { ...agentLabels(), 'pod-security.kubernetes.io/enforce': 'privileged', 'pod-security.kubernetes.io/warn': 'baseline', 'pod-security.kubernetes.io/audit': 'baseline' },
+    },
+  },
+});
+
+const nodeAgentRbac = (): Doc[] => [
+  { file: 'serviceaccount-node-agent.yaml', when: 'nodeAgent.enabled', body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: agentMeta(NAMES.nodeAgent), automountServiceAccountToken: true } },
+  {
+    file: 'clusterrole-node-agent.yaml',
+    when: 'nodeAgent.enabled',
+    body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: agentMeta(NAMES.nodeAgent, false), rules: [...rules(NODE_AGENT_RULES), ifItems('nodeAgent.devicePlugin', rules(DEVICE_PLUGIN_RULES))] },
+  },
+  {
+    file: 'clusterrolebinding-node-agent.yaml',
+    when: 'nodeAgent.enabled',
+    body: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: agentMeta(NAMES.nodeAgent, false),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: NAMES.nodeAgent },
+      subjects: [{ kind: 'ServiceAccount', name: NAMES.nodeAgent, namespace: quoted('nodeAgent.namespace') }],
+    },
+  },
+];
+
+function nodeAgentDaemonSet(): Doc {
+  return {
+    file: 'daemonset-node-agent.yaml',
+    when: 'nodeAgent.enabled',
+    body: {
+      apiVersion: 'apps/v1',
+      kind: 'DaemonSet',
+      metadata: agentMeta(NAMES.nodeAgent),
+      spec: {
+        selector: { matchLabels: { ...NODE_AGENT_SELECTOR } },
+        updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+        template: {
+          metadata: { labels: agentLabels() },
+          spec: {
+            serviceAccountName: NAMES.nodeAgent,
+            automountServiceAccountToken: true,
+            // As NVIDIA's device plugin: a node's GPUs are not allocatable without it.
+            priorityClassName: 'system-node-critical',
+            ...entriesIf('nodeAgent.runtimeClassName', { runtimeClassName: quoted('nodeAgent.runtimeClassName') }),
+            ...entriesIf('nodeAgent.nodeSelector', { nodeSelector: block('nodeAgent.nodeSelector') }),
+            ...entriesIf('nodeAgent.tolerations', { tolerations: block('nodeAgent.tolerations') }),
+            securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
+            terminationGracePeriodSeconds: 10,
+            containers: [
+              {
+                name: 'node-agent',
+                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                imagePullPolicy: raw('image.pullPolicy'),
+                args: [
+                  'node-agent',
+                  concat('--interval=', raw('nodeAgent.intervalSeconds')),
+                  concat('--nvidia-smi=', raw('nodeAgent.nvidiaSmi')),
+                  ifItems('nodeAgent.devicePlugin', [`--plugin-dir=${DEFAULT_PLUGIN_DIR}`], ['--no-device-plugin']),
+                ],
+                env: [
+                  { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+                  // The NVIDIA runtime mounts nvidia-smi and the driver's management library (no compute, no GPUs taken).
+                  { name: 'NVIDIA_VISIBLE_DEVICES', value: 'all' },
+                  { name: 'NVIDIA_DRIVER_CAPABILITIES', value: 'utility' },
+                ],
+                resources: block('nodeAgent.resources'),
+                // Root only for the kubelet's root-owned socket folder; nothing else: no privilege, no capabilities.
+                securityContext: {
+                  allowPrivilegeEscalation: false,
+                  privileged: false,
+                  readOnlyRootFilesystem: true,
+                  capabilities: { drop: ['ALL'] },
+                  seccompProfile: { type: 'RuntimeDefault' },
+                },
+                volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }, ifItems('nodeAgent.devicePlugin', [{ name: 'device-plugins', mountPath: DEFAULT_PLUGIN_DIR }])],
+              },
+            ],
+            volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }, ifItems('nodeAgent.devicePlugin', [{ name: 'device-plugins', hostPath: { path: DEFAULT_PLUGIN_DIR, type: 'Directory' } }])],
+          },
+        },
+      },
+    },
+  };
+}
+
+/** The node side (`sits node-agent`): namespace, RBAC and DaemonSet, all when nodeAgent.enabled. */
+export function nodeAgentDocs(): Doc[] {
+  return [nodeAgentNamespace(), ...nodeAgentRbac(), nodeAgentDaemonSet()];
+}
+
 /** RBAC documents alone (deploy/rbac.yaml), in apply order. */
 export function rbacDocs(): Doc[] {
   return [
@@ -214,5 +321,5 @@ export function rbacDocs(): Doc[] {
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), ...webhookDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), ...webhookDocs(), ...nodeAgentDocs()];
 }

@@ -46,6 +46,14 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
 ];
 
 /**
+ * `sits node-agent` (src/node/agent.ts, device-plugin.ts). RBAC cannot say "only your own node": the agent
+ * patches the Node named by its NODE_NAME, and the device plugin lists the pods of that node (a field selector,
+ * which RBAC cannot require) and annotates the one it allocated for (gpu-allocated).
+ */
+export const NODE_AGENT_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }];
+export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }];
+
+/**
  * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by
  * name; get/update are, to `leaderElection.leaseNames` (manifests.ts).
  */

@@ -57,6 +57,24 @@ export const DeployValuesSchema = Type.Object(
       },
       { additionalProperties: false, description: 'The admission webhook (`sits webhook`): guard rails and SITS defaults.' },
     ),
+    nodeAgent: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        namespace: DnsLabel,
+        devicePlugin: Type.Boolean(),
+        intervalSeconds: Type.Integer({ minimum: 1, maximum: 86_400 }),
+        nvidiaSmi: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\s]+$' }),
+        runtimeClassName: Type.String({ maxLength: 253 }),
+        nodeSelector: Type.Record(Type.String(), Type.String()),
+        tolerations: Type.Array(Type.Record(Type.String(), Type.Unknown())),
+        resources: Type.Object({ requests: ResourceList, limits: ResourceList }, { additionalProperties: false }),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'The node side (`sits node-agent`, a DaemonSet in its own namespace, Pod Security "privileged" for the kubelet socket folder): GPU labels and topology annotations on each node, and, with devicePlugin, the nvidia.com/gpu device plugin that gives containers exactly the GPUs SITS chose. It replaces NVIDIA\'s device plugin: disable that one first (GPU operator: devicePlugin.enabled=false), or set devicePlugin false for labels only. runtimeClassName: the runtime that mounts nvidia-smi and the driver ("" for the default runtime).',
+      },
+    ),
   },
   { additionalProperties: false },
 );
@@ -90,6 +108,18 @@ export const DEFAULT_VALUES: DeployValues = {
     callers: [{ kind: 'User', name: 'sits:kube-apiserver-admission', apiGroup: 'rbac.authorization.k8s.io' }],
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } },
   },
+  nodeAgent: {
+    enabled: false,
+    namespace: 'sits-node',
+    devicePlugin: true,
+    intervalSeconds: 60,
+    nvidiaSmi: 'nvidia-smi',
+    runtimeClassName: 'nvidia',
+    nodeSelector: {},
+    // GPU nodes are often tainted so that only GPU pods land there; the agent must run on them.
+    tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+    resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '256Mi' } },
+  },
 };
 
 export type ValuesResult = { ok: true; value: DeployValues } | { ok: false; errors: string[] };
@@ -103,6 +133,8 @@ export function resolveValues(overrides: unknown = {}): ValuesResult {
   if (errors.length === 0 && v.replicas > 1 && !v.leaderElection.enabled) errors.push('values.replicas: more than one replica needs leaderElection.enabled');
   if (errors.length === 0 && v.podDisruptionBudget.enabled && v.podDisruptionBudget.minAvailable >= v.replicas && v.replicas > 1)
     errors.push('values.podDisruptionBudget.minAvailable: must be below replicas, or no pod could ever be evicted');
+  if (errors.length === 0 && v.nodeAgent.enabled && v.nodeAgent.namespace === v.namespace)
+    errors.push('values.nodeAgent.namespace: must differ from values.namespace (that one enforces Pod Security "restricted", the device plugin needs a hostPath)');
   return errors.length === 0 ? { ok: true, value: v } : { ok: false, errors };
 }
 

@@ -12,8 +12,19 @@ export interface SmiOptions {
   readonly nvlinkGBpsPerLink?: number;
 }
 
-export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<NodeGpuTopology, string> {
-  const perLink = opts.nvlinkGBpsPerLink ?? 25;
+/** The GPU part of a `nvidia-smi topo -m` matrix, as printed: one row of cells per GPU. */
+export interface SmiMatrix {
+  readonly gpuCount: number;
+  /** cells[i][j]: X on the diagonal, else NV<n>, PIX, PXB, PHB, NODE or SYS. */
+  readonly cells: readonly (readonly string[])[];
+  /** The CPU Affinity column of each row ("0-55,112-167"), "" when the output has none. */
+  readonly cpuAffinity: readonly string[];
+  /** The NUMA Affinity column of each row, -1 when absent or N/A. */
+  readonly numa: readonly number[];
+}
+
+/** Reads the GPU rows of `nvidia-smi topo -m` (NIC rows and columns, the legend and blank lines are skipped). */
+export function readSmiMatrix(text: string): Result<SmiMatrix, string> {
   const lines = text.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l.trim() !== '');
   // The header is indented (`\tGPU0\tGPU1…`), so after trimming it starts like a row: tell them apart by the X cell.
   const headerIdx = lines.findIndex((l) => /\bGPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l));
@@ -23,10 +34,12 @@ export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<
   const gpuCols = cols.filter((c) => /^GPU\d+$/.test(c));
   const n = gpuCols.length;
   const numaCol = cols.findIndex((c) => /NUMA Affinity/i.test(c));
+  const cpuCol = cols.findIndex((c) => /CPU Affinity/i.test(c));
   const rows = lines.slice(headerIdx + 1).filter((l) => /^GPU\d+\s/.test(l.trimStart()));
   if (rows.length !== n) return err(`header lists ${n} GPUs but ${rows.length} GPU rows follow`);
   const cells: string[][] = [];
   const numa: number[] = [];
+  const cpuAffinity: string[] = [];
   for (let i = 0; i < n; i++) {
     const parts = (rows[i] as string).trim().split(/\s+/);
     if (parts[0] !== `GPU${i}`) return err(`row ${i + 1} should start with GPU${i}, found ${parts[0] ?? ''}`);
@@ -40,7 +53,32 @@ export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<
     const rest = parts.slice(1 + n);
     const numaGuess = numaCol >= 0 ? rest.find((x, k) => k > 0 && /^\d+$/.test(x)) : undefined;
     numa.push(numaGuess === undefined ? -1 : Number(numaGuess));
+    cpuAffinity.push(cpuCol >= 0 ? (rest[0] ?? '') : '');
   }
+  return ok({ gpuCount: n, cells, cpuAffinity, numa });
+}
+
+/**
+ * The matrix in `nvidia-smi topo -m` form (tab separated, GPU rows only), with NUMA nodes given or -1 (N/A):
+ * what the node agent writes in the gpu-topology annotation, read back by parseNvidiaSmiTopo.
+ */
+export function formatSmiMatrix(m: SmiMatrix, numa: readonly number[] = m.numa): string {
+  const head = ['', ...Array.from({ length: m.gpuCount }, (_, i) => `GPU${i}`), 'CPU Affinity', 'NUMA Affinity'].join('\t');
+  const rows = m.cells.map((row, i) => [`GPU${i}`, ...row.map((c) => (c === 'X' ? ' X ' : c)), m.cpuAffinity[i] === '' ? 'N/A' : (m.cpuAffinity[i] ?? 'N/A'), (numa[i] ?? -1) >= 0 ? String(numa[i]) : 'N/A'].join('\t'));
+  return [head, ...rows].join('\n') + '\n';
+}
+
+export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<NodeGpuTopology, string> {
+  const m = readSmiMatrix(text);
+  return m.ok ? ok(topologyFromMatrix(m.value, opts)) : m;
+}
+
+/** The topology a matrix describes (see the module comment for how cells map to link classes). */
+export function topologyFromMatrix(m: SmiMatrix, opts: SmiOptions = {}): NodeGpuTopology {
+  const perLink = opts.nvlinkGBpsPerLink ?? 25;
+  const n = m.gpuCount;
+  const cells = m.cells;
+  const numa = [...m.numa];
   if (numa.some((x) => x < 0)) {
     // Group GPUs that reach each other without crossing sockets. An NVLink cell says nothing about the
     // socket, so a GPU joins a group only when it is SYS to none of its members.
@@ -51,7 +89,7 @@ export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<
       numa[i] = next;
       const group = [i];
       for (let j = i + 1; j < n; j++) {
-        if (numa[j] === -1 && group.every((m) => cells[m]?.[j] !== 'SYS')) {
+        if (numa[j] === -1 && group.every((g) => cells[g]?.[j] !== 'SYS')) {
           numa[j] = next;
           group.push(j);
         }
@@ -72,17 +110,15 @@ export function parseNvidiaSmiTopo(text: string, opts: SmiOptions = {}): Result<
   const nvswitch = n > 2 && allNv && nvCounts.size === 1;
   const pcie: number[] = Array.from({ length: n }, (_, i) => i);
   for (let i = 0; i < n; i++) for (let j = 0; j < i; j++) if (cells[i]?.[j] === 'PIX' && pcie[i] === i) pcie[i] = pcie[j] as number;
-  return ok(
-    buildTopology({
-      gpuCount: n,
-      numaOf: numa,
-      pcieSwitchOf: pcie,
-      pair: (a, b) => {
-        const c = cells[a]?.[b] ?? 'SYS';
-        if (c.startsWith('NV')) return { cls: nvswitch ? 'nvswitch' : 'nvlink', gbps: Number(c.slice(2)) * perLink };
-        const cls: LinkClass = c === 'PIX' || c === 'PXB' ? 'pcie-switch' : c === 'PHB' || c === 'NODE' ? 'numa' : 'cross-socket';
-        return c === 'PXB' ? { cls, gbps: 12 } : { cls };
-      },
-    }),
-  );
+  return buildTopology({
+    gpuCount: n,
+    numaOf: numa,
+    pcieSwitchOf: pcie,
+    pair: (a, b) => {
+      const c = cells[a]?.[b] ?? 'SYS';
+      if (c.startsWith('NV')) return { cls: nvswitch ? 'nvswitch' : 'nvlink', gbps: Number(c.slice(2)) * perLink };
+      const cls: LinkClass = c === 'PIX' || c === 'PXB' ? 'pcie-switch' : c === 'PHB' || c === 'NODE' ? 'numa' : 'cross-socket';
+      return c === 'PXB' ? { cls, gbps: 12 } : { cls };
+    },
+  });
 }

@@ -1,0 +1,120 @@
+// `sits node-agent` as the chart runs it: with only the RBAC the chart generates (a ServiceAccount token),
+// against a real kube-apiserver, a kubelet stand-in and a stand-in nvidia-smi printing captured outputs.
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
+import { plainObjects } from '../deploy/bundle.ts';
+import { resolveValues } from '../deploy/values.ts';
+import { KubeClient } from '../kube/client.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { createNs, createPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { writeFakeNvidiaSmi } from '../node/testing/fake-nvidia-smi.ts';
+import { KubeletStandIn } from '../node/testing/kubelet-stand-in.ts';
+import { loadKubeConfig } from './live.ts';
+import { startNodeSide } from './node-side.ts';
+
+const data = (f: string): string => readFileSync(new URL(`../node/testdata/${f}`, import.meta.url), 'utf8');
+const A5000 = data('smi-q-x-dual-rtx-a5000.xml');
+
+type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
+const PATHS: Record<string, (o: Obj) => string> = {
+  Namespace: () => '/api/v1/namespaces',
+  ServiceAccount: (o) => `/api/v1/namespaces/${o.metadata.namespace}/serviceaccounts`,
+  ClusterRole: () => '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+  ClusterRoleBinding: () => '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+};
+
+let plane: ControlPlane;
+let admin: KubeClient;
+let dir: string;
+
+beforeAll(async () => {
+  plane = await startControlPlane();
+  admin = new KubeClient(plane.kubeConfig());
+  dir = mkdtempSync(join(tmpdir(), 'sits-node-side-'));
+});
+afterAll(async () => {
+  admin?.close();
+  await plane?.stop();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('sits node-agent with exactly the chart’s RBAC', () => {
+  let kubeconfig: string;
+  let sa: KubeClient;
+
+  beforeAll(async () => {
+    const values = resolveValues({ nodeAgent: { enabled: true } });
+    if (!values.ok) throw new Error(values.errors.join('\n'));
+    const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => PATHS[o.kind] !== undefined && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node'));
+    expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']);
+    for (const o of objects) await admin.post((PATHS[o.kind] as (o: Obj) => string)(o), o);
+    const tr = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+    kubeconfig = join(dir, 'agent.kubeconfig');
+    writeFileSync(
+      kubeconfig,
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'agent', user: { token: tr.status.token } }],
+        contexts: [{ name: 'c', context: { cluster: 'c', user: 'agent' } }],
+        'current-context': 'c',
+      }),
+      { mode: 0o600 },
+    );
+    sa = new KubeClient(loadKubeConfig(kubeconfig));
+    await createFakeGpuNodes(plane.kubeConfig(), [{ name: 'gpu-a', capacity: { [GPU_RESOURCE]: '2' } }]);
+    await createNs(admin, 'work');
+  });
+  afterAll(() => sa?.close());
+
+  it('labels its node, registers the device plugin, allocates a SITS pod its GPUs and marks it, follows a GPU failing; nothing more is allowed', async () => {
+    await createPods(admin, [testPod('work', 'train', { gpus: 2 })]);
+    await admin.post('/api/v1/namespaces/work/pods/train/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'train', namespace: 'work', annotations: { [ANNOTATION.gpuIndices]: '0,1' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-a' } });
+    const pluginDir = join(dir, 'device-plugins');
+    mkdirSync(pluginDir, { recursive: true });
+    const kubelet = new KubeletStandIn(pluginDir);
+    await kubelet.start();
+    const logs: string[] = [];
+    const side = await startNodeSide({
+      kubeconfig,
+      nodeName: 'gpu-a',
+      intervalMs: 200,
+      nvidiaSmi: writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), A5000),
+      sysfsRoot: join(dir, 'no-sysfs'),
+      labels: true,
+      pluginDir,
+      log: (m) => void logs.push(m),
+    });
+    try {
+      expect(side.first, logs.join('\n')).toMatchObject({ kind: 'patched' });
+      const node = await admin.get<V1Node>('/api/v1/nodes/gpu-a');
+      expect(node.metadata?.labels?.[LABEL.gfdProduct]).toBe('NVIDIA-RTX-A5000');
+      await waitFor('registration and devices', async () => kubelet.registrations.length === 1 && kubelet.devices.length === 2);
+      const ids = kubelet.devices.map((d) => d.ID);
+      const r = await kubelet.allocate(ids);
+      expect(r.container_responses[0]?.envs).toMatchObject({ NVIDIA_VISIBLE_DEVICES: '0,1', CUDA_VISIBLE_DEVICES: '0,1' });
+      expect((await admin.get<V1Pod>('/api/v1/namespaces/work/pods/train')).metadata?.annotations?.[ANNOTATION.gpuAllocated]).toBe('0,1');
+      // The loop re-reads: a GPU that starts failing reaches the node's annotation and the kubelet's device list.
+      writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), A5000.replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>'));
+      await waitFor('the unhealthy GPU on the node', async () => (await admin.get<V1Node>('/api/v1/nodes/gpu-a')).metadata?.annotations?.[ANNOTATION.unhealthyGpus] === '0');
+      await waitFor('the unhealthy GPU at the kubelet', async () => kubelet.devices[0]?.health === 'Unhealthy' && kubelet.devices[1]?.health === 'Healthy');
+      expect(logs.filter((l) => /forbidden/i.test(l))).toEqual([]);
+    } finally {
+      await side.stop();
+      await kubelet.stop();
+    }
+    expect(existsSync(join(pluginDir, 'sits-gpu.sock'))).toBe(false);
+    // Least privilege, checked by the apiserver: no secrets, no deleting pods or nodes, no binding.
+    await expect(sa.get('/api/v1/namespaces/work/secrets')).rejects.toMatchObject({ status: 403 });
+    await expect(sa.delete('/api/v1/namespaces/work/pods/train')).rejects.toMatchObject({ status: 403 });
+    await expect(sa.delete('/api/v1/nodes/gpu-a')).rejects.toMatchObject({ status: 403 });
+    await expect(sa.post('/api/v1/namespaces/work/pods', testPod('work', 'sneaky'))).rejects.toMatchObject({ status: 403 });
+  });
+});

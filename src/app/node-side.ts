@@ -1,0 +1,57 @@
+/**
+ * Composition root of `sits node-agent`: the topology agent (labels and annotations of its own Node) and the
+ * device plugin, sharing one reading loop (src/node/).
+ */
+import { KubeClient } from '../kube/client.ts';
+import { NodeAgent, type TickResult } from '../node/agent.ts';
+import { SitsDevicePlugin } from '../node/device-plugin.ts';
+import { execRunner, type CommandRunner } from '../node/source.ts';
+import { loadKubeConfig } from './live.ts';
+
+export interface NodeSideOptions {
+  readonly kubeconfig?: string;
+  readonly nodeName: string;
+  readonly intervalMs: number;
+  readonly nvidiaSmi: string;
+  readonly sysfsRoot: string;
+  /** Write the Node's labels and annotations. */
+  readonly labels: boolean;
+  /** Serve the device plugin in this folder; undefined: no device plugin. */
+  readonly pluginDir?: string;
+  readonly runner?: CommandRunner;
+  readonly log: (m: string) => void;
+}
+
+export interface NodeSide {
+  readonly agent: NodeAgent;
+  readonly plugin: SitsDevicePlugin | undefined;
+  /** The first round's result (the loop goes on whatever it was). */
+  readonly first: TickResult;
+  stop(): Promise<void>;
+}
+
+export async function startNodeSide(o: NodeSideOptions): Promise<NodeSide> {
+  const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-node-agent/0.1' });
+  const agent = new NodeAgent({
+    source: { nvidiaSmi: o.nvidiaSmi, sysfsRoot: o.sysfsRoot, runner: o.runner ?? execRunner },
+    ...(o.labels ? { node: { client, name: o.nodeName } } : {}),
+    intervalMs: o.intervalMs,
+    log: o.log,
+  });
+  const plugin = o.pluginDir === undefined ? undefined : new SitsDevicePlugin({ pluginDir: o.pluginDir, nodeName: o.nodeName, client, log: o.log });
+  if (plugin !== undefined) agent.onReading((r) => plugin.update(r));
+  // One reading before the plugin registers, so the kubelet's first device list is the node's.
+  const first = await agent.once();
+  await plugin?.start();
+  agent.start(true);
+  return {
+    agent,
+    plugin,
+    first,
+    stop: async () => {
+      await agent.stop();
+      await plugin?.stop();
+      client.close();
+    },
+  };
+}
