@@ -47,7 +47,7 @@ export const namespaceOf = (o: KubeObject): string => str(field(o.metadata, 'nam
 export const labelsOf = (o: KubeObject): Readonly<Record<string, string>> => stringMap(field(o.metadata, 'labels'));
 export const annotationsOf = (o: KubeObject): Readonly<Record<string, string>> => stringMap(field(o.metadata, 'annotations'));
 /** `Kind ns/name`, how messages name another object. */
-export const describe = (o: KubeObject): string => `${kindOf(o)} ${namespaceOf(o)}/${nameOf(o)}`;
+export const objectRef = (o: KubeObject): string => `${kindOf(o)} ${namespaceOf(o)}/${nameOf(o)}`;
 const groupOf = (o: KubeObject): string => {
   const av = str(o.apiVersion) ?? '';
   return av.includes('/') ? av.slice(0, av.indexOf('/')) : '';

@@ -26,8 +26,9 @@ function setAt(root: unknown, path: FieldPath, value: unknown): unknown {
   return root;
 }
 
+// JSON values only: what YAML or an AdmissionReview can carry (no undefined, functions or symbols).
 const value = fc.oneof(
-  fc.anything({ maxDepth: 4 }),
+  fc.jsonValue({ maxDepth: 4 }),
   fc.constantFrom('', '0', '-1', '1e999', '500m', 'None', 'all', '--num-workers', 'torchrun', '/ckpt', 'a.b.svc', 'NaN'),
   fc.integer({ min: -3, max: 1e9 }),
   fc.string({ maxLength: 3000 }),
