@@ -374,7 +374,7 @@ export function argTokens(c: ContainerSite): readonly ArgToken[] {
       list(c.container[key]).forEach((a, i) => {
         if (typeof a !== 'string' && typeof a !== 'number') return;
         for (const w of String(a).split(/\s+/)) {
-          const text = w.replace(/^['"]+|['";]+$/g, '');
+          const text = trimQuotes(w);
           if (text !== '') out.push({ text, path: [...c.path, key, i] });
         }
       });
@@ -383,6 +383,17 @@ export function argTokens(c: ContainerSite): readonly ArgToken[] {
     tokenCache.set(c.container, t);
   }
   return t;
+}
+
+const QUOTES = new Set(["'", '"']);
+
+/** The word without surrounding quotes (and a trailing `;`); by index, as `/['"]+$/` backtracks quadratically on a long run of quotes. */
+function trimQuotes(w: string): string {
+  let a = 0;
+  let b = w.length;
+  while (a < b && QUOTES.has(w.charAt(a))) a++;
+  while (b > a && (QUOTES.has(w.charAt(b - 1)) || w.charAt(b - 1) === ';')) b--;
+  return w.slice(a, b);
 }
 
 /** The command line as one string (command and args joined by spaces). */
@@ -492,7 +503,8 @@ const ENGINES = ['vllm', 'text-generation-inference', 'text-generation-launcher'
 /** The inference engine a container runs (vLLM, TGI, Triton, TensorRT-LLM, SGLang, LMDeploy), judged by its image and command, or undefined. */
 export function inferenceEngine(c: ContainerSite): string | undefined {
   const image = (str(c.container.image) ?? '').toLowerCase();
-  const repo = image.replace(/[:@].*$/, '');
+  const cut = image.search(/[:@]/);
+  const repo = cut < 0 ? image : image.slice(0, cut);
   const fromImage = ENGINES.find((e) => repo.includes(e));
   if (fromImage !== undefined) return fromImage;
   for (const t of argTokens(c)) {

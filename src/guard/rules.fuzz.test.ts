@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { scaled } from '../testing/timeouts.ts';
 import { parseAllDocuments } from 'yaml';
 import { lintObjects } from './engine.ts';
 import { at } from './pod-specs.ts';
@@ -35,6 +36,20 @@ const value = fc.oneof(
 );
 
 describe('rules under fuzzed input', () => {
+  it('stay linear on pathological strings (long runs of quotes, colons, spaces, digits)', () => {
+    const big = (w: string) => w.repeat(200_000);
+    const words = [`x${big('"')}y`, `${big(':')}\n`, `num_workers${big(' ')}x`, `${big('1.')}x`, `${big('/hf')}x`, `--${big('-')}=`];
+    const objects = words.map((w, i) => ({
+      kind: 'Pod',
+      metadata: { name: `p${i}`, labels: { 'ai.sits2026.dev/pod-group': w } },
+      spec: { containers: [{ name: 'c', image: w, command: [w], args: [w, w], env: [{ name: 'MASTER_ADDR', value: w }, { name: 'NUM_WORKERS', value: w }], volumeMounts: [{ name: 'v', mountPath: w }], resources: { limits: { cpu: w, 'nvidia.com/gpu': w } } }], volumes: [{ name: 'v', csi: { driver: w } }] },
+    }));
+    const t0 = performance.now();
+    const findings = lintObjects(objects as KubeObject[], RULES, { cluster: FIXTURE_CLUSTER });
+    expect(findings.filter((f) => f.rule === 'rule-failed')).toEqual([]);
+    expect(performance.now() - t0).toBeLessThan(scaled(2000));
+  });
+
   it('never throw and only point at fields that exist (2,000 mutated sets)', () => {
     fc.assert(
       fc.property(fc.nat(FIXTURES.length - 1), fc.array(fc.tuple(fc.nat(), fc.nat(), value), { minLength: 1, maxLength: 6 }), (which, edits) => {
