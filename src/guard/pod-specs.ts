@@ -424,6 +424,67 @@ export function flagValue(c: ContainerSite, names: readonly string[]): ArgToken 
   return found;
 }
 
+const volumeCache = new WeakMap<object, ReadonlyMap<string, Json>>();
+
+/** A pod spec's volumes by name. */
+export function volumesOf(s: PodSite): ReadonlyMap<string, Json> {
+  let m = volumeCache.get(s.spec);
+  if (m === undefined) {
+    const out = new Map<string, Json>();
+    for (const v of list(s.spec.volumes)) {
+      const name = str(field(v, 'name'));
+      if (isRecord(v) && name !== undefined) out.set(name, v);
+    }
+    m = out;
+    volumeCache.set(s.spec, m);
+  }
+  return m;
+}
+
+/** A volume mount of a container, with its index in `volumeMounts`. */
+export interface MountAt {
+  readonly mount: Json;
+  readonly index: number;
+  readonly mountPath: string;
+  readonly volume: string;
+}
+
+const mountCache = new WeakMap<object, ReadonlyMap<string, MountAt>>();
+const stripSlash = (p: string): string => (p.length > 1 && p.endsWith('/') ? stripSlash(p.slice(0, -1)) : p);
+// Deeper paths are not real directories; bounding the walk keeps a pathological path from costing more than its length.
+const MAX_PATH_DEPTH = 128;
+
+/** The container's mounts by mount path (the later of two with one path wins, as the kubelet rejects duplicates anyway). */
+export function mountsOf(c: ContainerSite): ReadonlyMap<string, MountAt> {
+  let m = mountCache.get(c.container);
+  if (m === undefined) {
+    const out = new Map<string, MountAt>();
+    list(c.container.volumeMounts).forEach((x, index) => {
+      const mp = str(field(x, 'mountPath'));
+      const volume = str(field(x, 'name'));
+      if (isRecord(x) && mp !== undefined && volume !== undefined && mp.startsWith('/')) out.set(stripSlash(mp), { mount: x, index, mountPath: mp, volume });
+    });
+    m = out;
+    mountCache.set(c.container, m);
+  }
+  return m;
+}
+
+/** The mount an absolute path lies on (the deepest mount path that is the path or one of its parents), or undefined. */
+export function mountFor(c: ContainerSite, path: string): MountAt | undefined {
+  const mounts = mountsOf(c);
+  if (mounts.size === 0 || !path.startsWith('/')) return undefined;
+  let p = stripSlash(path);
+  for (let depth = 0; depth < MAX_PATH_DEPTH; depth++) {
+    const hit = mounts.get(p);
+    if (hit !== undefined) return hit;
+    if (p === '/') return undefined;
+    const cut = p.lastIndexOf('/');
+    p = cut <= 0 ? '/' : p.slice(0, cut);
+  }
+  return undefined;
+}
+
 /** A quantity written in the manifest, with where. */
 export interface QuantityAt {
   readonly value: string | number;
