@@ -450,7 +450,11 @@ export interface MountAt {
 }
 
 const mountCache = new WeakMap<object, ReadonlyMap<string, MountAt>>();
-const stripSlash = (p: string): string => (p.length > 1 && p.endsWith('/') ? stripSlash(p.slice(0, -1)) : p);
+const stripSlash = (p: string): string => {
+  let end = p.length;
+  while (end > 1 && p.charAt(end - 1) === '/') end--;
+  return p.slice(0, end);
+};
 // Deeper paths are not real directories; bounding the walk keeps a pathological path from costing more than its length.
 const MAX_PATH_DEPTH = 128;
 

@@ -38,7 +38,7 @@ const value = fc.oneof(
 describe('rules under fuzzed input', () => {
   it('stay linear on pathological strings (long runs of quotes, colons, spaces, digits)', () => {
     const big = (w: string) => w.repeat(200_000);
-    const words = [`x${big('"')}y`, `${big(':')}\n`, `num_workers${big(' ')}x`, `${big('1.')}x`, `${big('/hf')}x`, `--${big('-')}=`];
+    const words = [`/a${big('/')}`, `x${big('"')}y`, `${big(':')}\n`, `num_workers${big(' ')}x`, `${big('1.')}x`, `${big('/hf')}x`, `--${big('-')}=`];
     const objects = words.map((w, i) => ({
       kind: 'Pod',
       metadata: { name: `p${i}`, labels: { 'ai.sits2026.dev/pod-group': w } },
