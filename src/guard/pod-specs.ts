@@ -47,7 +47,7 @@ export const namespaceOf = (o: KubeObject): string => str(field(o.metadata, 'nam
 export const labelsOf = (o: KubeObject): Readonly<Record<string, string>> => stringMap(field(o.metadata, 'labels'));
 export const annotationsOf = (o: KubeObject): Readonly<Record<string, string>> => stringMap(field(o.metadata, 'annotations'));
 /** `Kind ns/name`, how messages name another object. */
-export const describe = (o: KubeObject): string => `${kindOf(o)} ${namespaceOf(o)}/${nameOf(o)}`;
+export const objectRef = (o: KubeObject): string => `${kindOf(o)} ${namespaceOf(o)}/${nameOf(o)}`;
 const groupOf = (o: KubeObject): string => {
   const av = str(o.apiVersion) ?? '';
   return av.includes('/') ? av.slice(0, av.indexOf('/')) : '';
@@ -374,7 +374,7 @@ export function argTokens(c: ContainerSite): readonly ArgToken[] {
       list(c.container[key]).forEach((a, i) => {
         if (typeof a !== 'string' && typeof a !== 'number') return;
         for (const w of String(a).split(/\s+/)) {
-          const text = w.replace(/^['"]+|['";]+$/g, '');
+          const text = trimQuotes(w);
           if (text !== '') out.push({ text, path: [...c.path, key, i] });
         }
       });
@@ -383,6 +383,17 @@ export function argTokens(c: ContainerSite): readonly ArgToken[] {
     tokenCache.set(c.container, t);
   }
   return t;
+}
+
+const QUOTES = new Set(["'", '"']);
+
+/** The word without surrounding quotes (and a trailing `;`); by index, as `/['"]+$/` backtracks quadratically on a long run of quotes. */
+function trimQuotes(w: string): string {
+  let a = 0;
+  let b = w.length;
+  while (a < b && QUOTES.has(w.charAt(a))) a++;
+  while (b > a && (QUOTES.has(w.charAt(b - 1)) || w.charAt(b - 1) === ';')) b--;
+  return w.slice(a, b);
 }
 
 /** The command line as one string (command and args joined by spaces). */
@@ -411,6 +422,71 @@ export function flagValue(c: ContainerSite, names: readonly string[]): ArgToken 
     }
   }
   return found;
+}
+
+const volumeCache = new WeakMap<object, ReadonlyMap<string, Json>>();
+
+/** A pod spec's volumes by name. */
+export function volumesOf(s: PodSite): ReadonlyMap<string, Json> {
+  let m = volumeCache.get(s.spec);
+  if (m === undefined) {
+    const out = new Map<string, Json>();
+    for (const v of list(s.spec.volumes)) {
+      const name = str(field(v, 'name'));
+      if (isRecord(v) && name !== undefined) out.set(name, v);
+    }
+    m = out;
+    volumeCache.set(s.spec, m);
+  }
+  return m;
+}
+
+/** A volume mount of a container, with its index in `volumeMounts`. */
+export interface MountAt {
+  readonly mount: Json;
+  readonly index: number;
+  readonly mountPath: string;
+  readonly volume: string;
+}
+
+const mountCache = new WeakMap<object, ReadonlyMap<string, MountAt>>();
+const stripSlash = (p: string): string => {
+  let end = p.length;
+  while (end > 1 && p.charAt(end - 1) === '/') end--;
+  return p.slice(0, end);
+};
+// Deeper paths are not real directories; bounding the walk keeps a pathological path from costing more than its length.
+const MAX_PATH_DEPTH = 128;
+
+/** The container's mounts by mount path (the later of two with one path wins, as the kubelet rejects duplicates anyway). */
+export function mountsOf(c: ContainerSite): ReadonlyMap<string, MountAt> {
+  let m = mountCache.get(c.container);
+  if (m === undefined) {
+    const out = new Map<string, MountAt>();
+    list(c.container.volumeMounts).forEach((x, index) => {
+      const mp = str(field(x, 'mountPath'));
+      const volume = str(field(x, 'name'));
+      if (isRecord(x) && mp !== undefined && volume !== undefined && mp.startsWith('/')) out.set(stripSlash(mp), { mount: x, index, mountPath: mp, volume });
+    });
+    m = out;
+    mountCache.set(c.container, m);
+  }
+  return m;
+}
+
+/** The mount an absolute path lies on (the deepest mount path that is the path or one of its parents), or undefined. */
+export function mountFor(c: ContainerSite, path: string): MountAt | undefined {
+  const mounts = mountsOf(c);
+  if (mounts.size === 0 || !path.startsWith('/')) return undefined;
+  let p = stripSlash(path);
+  for (let depth = 0; depth < MAX_PATH_DEPTH; depth++) {
+    const hit = mounts.get(p);
+    if (hit !== undefined) return hit;
+    if (p === '/') return undefined;
+    const cut = p.lastIndexOf('/');
+    p = cut <= 0 ? '/' : p.slice(0, cut);
+  }
+  return undefined;
 }
 
 /** A quantity written in the manifest, with where. */
@@ -492,7 +568,8 @@ const ENGINES = ['vllm', 'text-generation-inference', 'text-generation-launcher'
 /** The inference engine a container runs (vLLM, TGI, Triton, TensorRT-LLM, SGLang, LMDeploy), judged by its image and command, or undefined. */
 export function inferenceEngine(c: ContainerSite): string | undefined {
   const image = (str(c.container.image) ?? '').toLowerCase();
-  const repo = image.replace(/[:@].*$/, '');
+  const cut = image.search(/[:@]/);
+  const repo = cut < 0 ? image : image.slice(0, cut);
   const fromImage = ENGINES.find((e) => repo.includes(e));
   if (fromImage !== undefined) return fromImage;
   for (const t of argTokens(c)) {

@@ -1,4 +1,4 @@
-import { WORKLOAD_KINDS, envOf, field, flagValue, isMultiRankTraining, isRecord, kindOf, list, podCount, podSites, str, type ContainerSite, type PodSite } from '../pod-specs.ts';
+import { WORKLOAD_KINDS, envOf, volumesOf, field, flagValue, isMultiRankTraining, isRecord, kindOf, list, mountFor, podCount, podSites, str, type ContainerSite, type PodSite } from '../pod-specs.ts';
 import type { FieldPath, KubeObject, Rule, RuleHit } from '../rule.ts';
 
 const FLAGS = ['--checkpoint-dir', '--checkpoint-path', '--checkpoint', '--ckpt-dir', '--ckpt-path', '--ckpt', '--save-dir', '--save', '--output-dir', '--checkpoint-root'];
@@ -25,16 +25,26 @@ function candidates(c: ContainerSite): Candidate[] {
   return out;
 }
 
+const claimCache = new WeakMap<object, ReadonlySet<string>>();
+const claimTemplates = (obj: KubeObject): ReadonlySet<string> => {
+  let set = claimCache.get(obj);
+  if (set === undefined) {
+    set = new Set(list(field(obj.spec, 'volumeClaimTemplates')).map((t) => str(field(field(t, 'metadata'), 'name')) ?? ''));
+    claimCache.set(obj, set);
+  }
+  return set;
+};
+
 /** Why the volume named `name` is private to one pod, or undefined when it may be shared. */
 function perPodVolume(obj: KubeObject, s: PodSite, name: string): string | undefined {
-  const v = list(s.spec.volumes).find((x) => str(field(x, 'name')) === name);
+  const v = volumesOf(s).get(name);
   if (isRecord(v)) {
     if (v.emptyDir !== undefined) return 'an emptyDir (deleted with the pod)';
     if (v.hostPath !== undefined) return 'a hostPath (a different directory on every node)';
     if (v.ephemeral !== undefined) return 'a generic ephemeral volume (one PVC per pod, deleted with it)';
     return undefined;
   }
-  if (kindOf(obj) === 'StatefulSet' && list(field(obj.spec, 'volumeClaimTemplates')).some((t) => str(field(field(t, 'metadata'), 'name')) === name)) {
+  if (kindOf(obj) === 'StatefulSet' && claimTemplates(obj).has(name)) {
     return 'a volumeClaimTemplate (one PVC per pod)';
   }
   return undefined;
@@ -121,24 +131,19 @@ spec:
         const seen = new Set<string>();
         for (const cand of candidates(c)) {
           if (!cand.dir.startsWith('/')) continue; // URLs (s3://, hdfs://) are shared; relative paths are unknown
-          const mounts = list(c.container.volumeMounts)
-            .map((m, k) => ({ m, k, mp: str(field(m, 'mountPath')) }))
-            .filter((x) => x.mp !== undefined && (cand.dir === x.mp || cand.dir.startsWith(x.mp.endsWith('/') ? x.mp : `${x.mp}/`)))
-            .sort((a, b) => (b.mp ?? '').length - (a.mp ?? '').length);
-          const best = mounts[0];
+          const best = mountFor(c, cand.dir);
           let why: string | undefined;
           let path = cand.path;
           let key = `fs:${cand.dir}`;
           if (best === undefined) {
             why = 'on no volume: the container\'s own filesystem, lost with the pod';
           } else {
-            const vol = str(field(best.m, 'name')) ?? '';
-            key = `vol:${best.k}`;
-            path = [...c.path, 'volumeMounts', best.k];
-            const spe = str(field(best.m, 'subPathExpr'));
-            const per = perPodVolume(obj, s, vol);
-            if (per !== undefined) why = `on volume ${vol}, ${per}`;
-            else if (spe !== undefined && /POD_NAME|HOSTNAME|POD_UID/.test(spe)) why = `on volume ${vol} under the per-pod subPathExpr ${spe}`;
+            key = `vol:${best.index}`;
+            path = [...c.path, 'volumeMounts', best.index];
+            const spe = str(best.mount.subPathExpr);
+            const per = perPodVolume(obj, s, best.volume);
+            if (per !== undefined) why = `on volume ${best.volume}, ${per}`;
+            else if (spe !== undefined && /POD_NAME|HOSTNAME|POD_UID/.test(spe)) why = `on volume ${best.volume} under the per-pod subPathExpr ${spe}`;
           }
           if (why === undefined || seen.has(key)) continue;
           seen.add(key);

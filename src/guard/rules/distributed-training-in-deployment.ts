@@ -1,4 +1,4 @@
-import { describe, int, field, kindOf, objectDistributedSignal } from '../pod-specs.ts';
+import { objectRef, int, field, kindOf, objectDistributedSignal } from '../pod-specs.ts';
 import type { Rule } from '../rule.ts';
 
 export const distributedTrainingInDeployment: Rule = {
@@ -55,7 +55,7 @@ spec:
     if (sig === undefined) return [];
     return [
       {
-        message: `${describe(obj)} has ${replicas} replicas and ${sig.why}: a ${kindOf(obj)} replaces its pods one at a time with no stable rank and no gang start, which breaks a DDP world and its checkpoint coordination; run it as a TrainingJob (or PyTorchJob) instead`,
+        message: `${objectRef(obj)} has ${replicas} replicas and ${sig.why}: a ${kindOf(obj)} replaces its pods one at a time with no stable rank and no gang start, which breaks a DDP world and its checkpoint coordination; run it as a TrainingJob (or PyTorchJob) instead`,
         path: sig.path,
       },
     ];

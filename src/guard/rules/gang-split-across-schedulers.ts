@@ -1,4 +1,4 @@
-import { WORKLOAD_KINDS, describe, gangOf, isRecord, isTrainingKind, kindOf, namespaceOf, podSites, schedulerOf, type PodSite } from '../pod-specs.ts';
+import { WORKLOAD_KINDS, objectRef, gangOf, isRecord, isTrainingKind, kindOf, namespaceOf, podSites, schedulerOf, type PodSite } from '../pod-specs.ts';
 import type { FieldPath, KubeObject, Rule, RuleContext, RuleHit } from '../rule.ts';
 import { perSet } from '../set-index.ts';
 
@@ -30,7 +30,7 @@ function gangs(ctx: RuleContext): ReadonlyMap<string, ReadonlyMap<string, { coun
   });
 }
 
-const where = (obj: KubeObject, s: PodSite): string => `${describe(obj)}${s.role === undefined ? '' : ` (${s.role})`}`;
+const where = (obj: KubeObject, s: PodSite): string => `${objectRef(obj)}${s.role === undefined ? '' : ` (${s.role})`}`;
 const FIX = 'one scheduler must place the whole gang all-or-nothing, otherwise each places its part alone and the gang deadlocks half-bound; give every member the same schedulerName (sits-scheduler for SITS gangs)';
 
 export const gangSplitAcrossSchedulers: Rule = {

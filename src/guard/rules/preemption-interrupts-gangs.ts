@@ -1,4 +1,4 @@
-import { WORKLOAD_KINDS, describe, field, gangOf, isMultiRankTraining, isSitsKind, isWorkload, kindOf, objectGpus, podSites, str } from '../pod-specs.ts';
+import { WORKLOAD_KINDS, objectRef, field, gangOf, isMultiRankTraining, isSitsKind, isWorkload, kindOf, objectGpus, podSites, str } from '../pod-specs.ts';
 import type { FieldPath, KubeObject, Rule, RuleContext, RuleHit } from '../rule.ts';
 import { findObject, objectsOfKind, perSet } from '../set-index.ts';
 
@@ -150,7 +150,7 @@ spec:
       }
       const victims = gangsBelow(ctx, info.value);
       if (victims.count > 0) {
-        const names = victims.first.map(describe).join(', ') + (victims.count > victims.first.length ? ` and ${victims.count - victims.first.length} more` : '');
+        const names = victims.first.map(objectRef).join(', ') + (victims.count > victims.first.length ? ` and ${victims.count - victims.first.length} more` : '');
         hits.push({ message: `value ${info.value} with ${policy} can preempt ranks of the running GPU training gangs ${names} mid gradient sync; ${FIX}`, path: at });
       }
       return hits;

@@ -1,4 +1,4 @@
-import { WORKLOAD_KINDS, argTokens, envOf, field, isRecord, list, namespaceOf, podSites, str, type ContainerSite, type PodSite } from '../pod-specs.ts';
+import { WORKLOAD_KINDS, argTokens, envOf, field, isRecord, list, mountFor, mountsOf, namespaceOf, podSites, str, volumesOf, type ContainerSite, type PodSite } from '../pod-specs.ts';
 import type { KubeObject, Rule, RuleContext, RuleHit } from '../rule.ts';
 import { findObject } from '../set-index.ts';
 
@@ -24,38 +24,38 @@ function sharedNetworkVolume(ctx: RuleContext, obj: KubeObject, v: unknown): str
   return modes.length > 0 ? `PVC ${claim} (${modes.join(', ')})` : undefined;
 }
 
-/** Mount paths a container reads model weights from: the mount's own path, or a model flag/env value under it. */
-function readsModelsAt(c: ContainerSite, mountPath: string): boolean {
-  if (MODEL_PATH.test(mountPath)) return true;
-  const under = (p: string): boolean => p === mountPath || p.startsWith(mountPath.endsWith('/') ? mountPath : `${mountPath}/`);
+/** Indices of the container's mounts it reads model weights from: mounts at a model-looking path, and the mounts a model flag or env value lies on. */
+function modelMounts(c: ContainerSite): ReadonlySet<number> {
+  const out = new Set<number>();
+  for (const m of mountsOf(c).values()) if (MODEL_PATH.test(m.mountPath)) out.add(m.index);
+  const add = (value: string | undefined): void => {
+    const m = value === undefined ? undefined : mountFor(c, value);
+    if (m !== undefined) out.add(m.index);
+  };
   const toks = argTokens(c);
   for (let i = 0; i < toks.length; i++) {
     const t = toks[i]?.text ?? '';
+    if (!t.startsWith('--')) continue;
     const eq = t.indexOf('=');
     const flag = (eq < 0 ? t : t.slice(0, eq)).toLowerCase().replace(/_/g, '-');
-    if (!MODEL_FLAGS.has(flag)) continue;
-    const value = eq < 0 ? toks[i + 1]?.text : t.slice(eq + 1);
-    if (value !== undefined && under(value)) return true;
+    if (MODEL_FLAGS.has(flag)) add(eq < 0 ? toks[i + 1]?.text : t.slice(eq + 1));
   }
   const env = envOf(c);
-  return MODEL_ENV.some((n) => {
-    const v = env.get(n)?.value;
-    return v !== undefined && under(v);
-  });
+  for (const n of MODEL_ENV) add(env.get(n)?.value);
+  return out;
 }
 
-/** An init container that mounts the shared volume and a pod-local one is taken for a copy into a local cache. */
-function hasLocalCopy(s: PodSite, shared: string): boolean {
-  const local = new Set(
-    list(s.spec.volumes)
-      .filter((v) => isRecord(v) && (v.emptyDir !== undefined || v.hostPath !== undefined || v.ephemeral !== undefined))
-      .map((v) => str(field(v, 'name'))),
-  );
-  return s.containers.some((c) => {
-    if (!c.init) return false;
-    const names = list(c.container.volumeMounts).map((m) => str(field(m, 'name')));
-    return names.includes(shared) && names.some((n) => n !== undefined && local.has(n));
-  });
+/** Volumes an init container copies from: it mounts them together with a pod-local volume (emptyDir, hostPath, ephemeral). */
+function copiedToLocal(s: PodSite): ReadonlySet<string> {
+  const local = new Set<string>();
+  for (const [name, v] of volumesOf(s)) if (v.emptyDir !== undefined || v.hostPath !== undefined || v.ephemeral !== undefined) local.add(name);
+  const out = new Set<string>();
+  for (const c of s.containers) {
+    if (!c.init) continue;
+    const names = [...mountsOf(c).values()].map((m) => m.volume);
+    if (names.some((n) => local.has(n))) for (const n of names) out.add(n);
+  }
+  return out;
 }
 
 export const sharedWeightsWithoutLocalCache: Rule = {
@@ -144,21 +144,20 @@ spec:
     const hits: RuleHit[] = [];
     for (const s of podSites(obj)) {
       if (s.replicas !== undefined && s.replicas < MIN_SHARED_READERS) continue;
-      const volumes = new Map(list(s.spec.volumes).map((v) => [str(field(v, 'name')) ?? '', v] as const));
+      const copied = copiedToLocal(s);
       for (const c of s.containers) {
         if (c.init) continue;
-        list(c.container.volumeMounts).forEach((m, k) => {
-          const name = str(field(m, 'name'));
-          const mountPath = str(field(m, 'mountPath'));
-          if (name === undefined || mountPath === undefined) return;
-          const why = sharedNetworkVolume(ctx, obj, volumes.get(name));
-          if (why === undefined || !readsModelsAt(c, mountPath) || hasLocalCopy(s, name)) return;
+        const reads = modelMounts(c);
+        for (const m of mountsOf(c).values()) {
+          if (!reads.has(m.index) || copied.has(m.volume)) continue;
+          const why = sharedNetworkVolume(ctx, obj, volumesOf(s).get(m.volume));
+          if (why === undefined) continue;
           const readers = s.replicas === undefined ? 'every node\'s pod reads' : `${s.replicas} replicas read`;
           hits.push({
-            message: `${readers} model weights from volume ${name} (${why}) at ${mountPath} with no local copy: page-cache contention on the shared filesystem makes read() time out while the replicas load at once; copy the weights into an emptyDir in an init container (or a node-local cache) and load from there`,
-            path: [...c.path, 'volumeMounts', k],
+            message: `${readers} model weights from volume ${m.volume} (${why}) at ${m.mountPath} with no local copy: page-cache contention on the shared filesystem makes read() time out while the replicas load at once; copy the weights into an emptyDir in an init container (or a node-local cache) and load from there`,
+            path: [...c.path, 'volumeMounts', m.index],
           });
-        });
+        }
       }
     }
     return hits;
