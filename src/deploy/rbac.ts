@@ -72,10 +72,11 @@ export const WEBHOOK_RULES: readonly PolicyRule[] = [
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
   { apiGroups: [''], resources: ['services', 'persistentvolumeclaims', 'namespaces', 'nodes'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: ['apps'], resources: ['deployments', 'statefulsets'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['apps'], resources: ['deployments', 'statefulsets', 'daemonsets'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['autoscaling'], resources: ['horizontalpodautoscalers'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch'] },
-  { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['kubeflow.org'], resources: ['pytorchjobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: ['trainingjobs', 'podgroups'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['scheduling.k8s.io'], resources: ['priorityclasses'], verbs: ['get', 'list', 'watch'] },
   // Audit mode: PolicyViolation events on the reviewed objects.
   { apiGroups: [''], resources: ['events'], verbs: ['create'] },

@@ -86,6 +86,13 @@ describe('validate', () => {
     const gone = validate(upd({ ...bad, metadata: { name: 'p', deletionTimestamp: '2026-12-01T00:00:00Z' } }, bad), { rules, mode: 'enforce', cluster });
     expect(gone.review.response).toEqual({ uid: 'u1', allowed: true });
   });
+  it("never denies a controller's pod (its owner was reviewed): errors become warnings", () => {
+    const owned = pod([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }], { limits: {} });
+    (owned.metadata as Record<string, unknown>).ownerReferences = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u', controller: true }];
+    const v = validate(request(owned), { rules, mode: 'enforce', cluster });
+    expect(v.denied).toBe(false);
+    expect(v.review.response.warnings).toEqual(["[test-visible-devices] spec.containers[0].env[0]: let the allocation set it (a controller's pod: fix its owner)"]);
+  });
   it('keeps warnings within what the apiserver shows whole', () => {
     const many = { ...pod([]), spec: { containers: Array.from({ length: 40 }, (_, i) => ({ name: `c${i}`, image: 'i' })) } };
     const w = validate(request(many), { rules, mode: 'enforce', cluster }).review.response.warnings ?? [];

@@ -4,7 +4,8 @@
  *
  * Validation runs the guard rules (src/guard) over the object and the related objects the webhook's caches
  * hold. enforce: an error finding denies with every error named by rule id and field; warnings travel as
- * AdmissionReview `warnings` (kubectl prints them). audit: nothing is denied; every finding is recorded
+ * AdmissionReview `warnings` (kubectl prints them). A pod created by a controller (ownerReference with
+ * `controller: true`) is never denied: its owner was reviewed, and a denial would only make the controller retry. audit: nothing is denied; every finding is recorded
  * (Events, report, metrics) by the caller. DELETE and CONNECT are never linted.
  *
  * Mutation (opted-in namespaces only) sets defaults that are safe to apply twice: the SITS scheduler name on
@@ -117,6 +118,8 @@ function withNamespace(req: AdmissionRequest, obj: KubeObject): KubeObject {
   return { ...obj, metadata: { ...md, namespace: req.namespace } };
 }
 
+const controlledBy = (o: KubeObject): boolean =>
+  isObj(o.metadata) && Array.isArray(o.metadata.ownerReferences) && (o.metadata.ownerReferences as unknown[]).some((r) => isObj(r) && r.controller === true);
 const deleting = (o: KubeObject): boolean => isObj(o.metadata) && o.metadata.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null;
 const findingKey = (f: Finding): string => `${f.rule}|${JSON.stringify(f.path)}|${f.message}`;
 
@@ -132,6 +135,10 @@ export function validate(req: AdmissionRequest, d: ValidateDeps): ValidateResult
     // so controllers (the scheduler's annotations, status, finalizers) never wedge on objects admitted before.
     const before = new Set(lint(withNamespace(req, req.oldObject)).map(findingKey));
     findings = findings.map((f) => (f.severity === 'error' && before.has(findingKey(f)) ? { ...f, severity: 'warning' as const, message: `${f.message} (already present before this update)` } : f));
+  }
+  if (req.kind.kind === 'Pod' && controlledBy(obj)) {
+    // Its owner was reviewed when it was applied; denying the controller's pod would only make it retry in a loop.
+    findings = findings.map((f) => (f.severity === 'error' ? { ...f, severity: 'warning' as const, message: `${f.message} (a controller's pod: fix its owner)` } : f));
   }
   const errors = findings.filter((f) => f.severity === 'error');
   const denied = d.mode === 'enforce' && errors.length > 0;

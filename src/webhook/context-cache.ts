@@ -33,9 +33,13 @@ const RELATED: readonly Source[] = [
   { kind: 'PersistentVolumeClaim', apiVersion: 'v1', path: '/api/v1/persistentvolumeclaims', namespaced: true },
   { kind: 'Deployment', apiVersion: 'apps/v1', path: '/apis/apps/v1/deployments', namespaced: true },
   { kind: 'StatefulSet', apiVersion: 'apps/v1', path: '/apis/apps/v1/statefulsets', namespaced: true },
+  { kind: 'DaemonSet', apiVersion: 'apps/v1', path: '/apis/apps/v1/daemonsets', namespaced: true },
   { kind: 'HorizontalPodAutoscaler', apiVersion: 'autoscaling/v2', path: '/apis/autoscaling/v2/horizontalpodautoscalers', namespaced: true },
   { kind: 'ScaledObject', apiVersion: 'keda.sh/v1alpha1', path: '/apis/keda.sh/v1alpha1/scaledobjects', namespaced: true },
   { kind: 'TrainingJob', apiVersion: 'ai.sits2026.dev/v1', path: '/apis/ai.sits2026.dev/v1/trainingjobs', namespaced: true },
+  // A gang's pods are checked against their PodGroup (gang-without-min-member).
+  { kind: 'PodGroup', apiVersion: 'ai.sits2026.dev/v1', path: '/apis/ai.sits2026.dev/v1/podgroups', namespaced: true },
+  { kind: 'PyTorchJob', apiVersion: 'kubeflow.org/v1', path: '/apis/kubeflow.org/v1/pytorchjobs', namespaced: true },
   { kind: 'PriorityClass', apiVersion: 'scheduling.k8s.io/v1', path: '/apis/scheduling.k8s.io/v1/priorityclasses', namespaced: false },
 ];
 

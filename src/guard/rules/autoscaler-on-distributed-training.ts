@@ -55,8 +55,10 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: ddp, namespace: ml}
 spec:
+  selector: {matchLabels: {app: ddp}}
   replicas: 2
   template:
+    metadata: {labels: {app: ddp}}
     spec:
       containers:
       - name: t
@@ -107,7 +109,9 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: api, namespace: ml}
 spec:
+  selector: {matchLabels: {app: api}}
   template:
+    metadata: {labels: {app: api}}
     spec:
       containers: [{name: api, image: registry.example/api:1.0}]
 ---

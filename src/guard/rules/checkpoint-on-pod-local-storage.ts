@@ -84,8 +84,10 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: ddp, namespace: ml}
 spec:
+  selector: {matchLabels: {app: ddp}}
   replicas: 3
   template:
+    metadata: {labels: {app: ddp}}
     spec:
       containers:
       - name: t

@@ -33,8 +33,10 @@ spec:
 kind: Deployment
 metadata: {name: api, namespace: ml}
 spec:
+  selector: {matchLabels: {app: api}}
   replicas: 4
   template:
+    metadata: {labels: {app: api}}
     spec:
       containers: [{name: api, image: registry.example/api:1.0, command: [python, serve.py]}]
 ---
@@ -42,8 +44,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: single, namespace: ml}
 spec:
+  selector: {matchLabels: {app: single}}
   replicas: 1
   template:
+    metadata: {labels: {app: single}}
     spec:
       containers: [{name: t, image: pytorch/pytorch:2.3, command: [torchrun, --nproc-per-node=8, train.py]}]
 `,

@@ -50,9 +50,10 @@ export const gangSplitAcrossSchedulers: Rule = {
 kind: StatefulSet
 metadata: {name: workers, namespace: ml}
 spec:
+  selector: {matchLabels: {app: workers}}
   replicas: 3
   template:
-    metadata: {labels: {ai.sits2026.dev/pod-group: llama}}
+    metadata: {labels: {app: workers, ai.sits2026.dev/pod-group: llama}}
     spec:
       schedulerName: sits-scheduler
       containers: [{name: t, image: pytorch/pytorch:2.3, resources: {limits: {nvidia.com/gpu: 8}}}]
@@ -97,9 +98,10 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: workers, namespace: ml}
 spec:
+  selector: {matchLabels: {app: workers}}
   replicas: 3
   template:
-    metadata: {labels: {ai.sits2026.dev/pod-group: llama}}
+    metadata: {labels: {app: workers, ai.sits2026.dev/pod-group: llama}}
     spec:
       schedulerName: sits-scheduler
       containers: [{name: t, image: pytorch/pytorch:2.3}]

@@ -29,10 +29,11 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: workers, namespace: ml}
 spec:
+  selector: {matchLabels: {app: workers}}
   replicas: 4
   template:
     metadata:
-      labels: {ai.sits2026.dev/pod-group: bert}
+      labels: {app: workers, ai.sits2026.dev/pod-group: bert}
     spec:
       schedulerName: sits-scheduler
       containers: [{name: t, image: pytorch/pytorch:2.3}]
@@ -47,10 +48,11 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: workers, namespace: ml}
 spec:
+  selector: {matchLabels: {app: workers}}
   replicas: 4
   template:
     metadata:
-      labels: {ai.sits2026.dev/pod-group: llama}
+      labels: {app: workers, ai.sits2026.dev/pod-group: llama}
     spec:
       schedulerName: sits-scheduler
       containers: [{name: t, image: pytorch/pytorch:2.3}]
@@ -59,10 +61,11 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: solo, namespace: ml}
 spec:
+  selector: {matchLabels: {app: solo}}
   replicas: 2
   template:
     metadata:
-      labels: {ai.sits2026.dev/pod-group: solo}
+      labels: {app: solo, ai.sits2026.dev/pod-group: solo}
       annotations: {ai.sits2026.dev/min-member: "2"}
     spec:
       schedulerName: sits-scheduler

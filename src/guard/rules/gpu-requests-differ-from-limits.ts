@@ -21,7 +21,9 @@ export const gpuRequestsDifferFromLimits: Rule = {
 kind: Deployment
 metadata: {name: serve, namespace: ml}
 spec:
+  selector: {matchLabels: {app: serve}}
   template:
+    metadata: {labels: {app: serve}}
     spec:
       containers:
       - name: a
@@ -42,7 +44,9 @@ spec:
 kind: Deployment
 metadata: {name: serve, namespace: ml}
 spec:
+  selector: {matchLabels: {app: serve}}
   template:
+    metadata: {labels: {app: serve}}
     spec:
       containers:
       - name: a

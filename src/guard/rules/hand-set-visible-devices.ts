@@ -66,7 +66,9 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: serve, namespace: ml}
 spec:
+  selector: {matchLabels: {app: serve}}
   template:
+    metadata: {labels: {app: serve}}
     spec:
       containers:
       - name: s

@@ -56,8 +56,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: trtllm, namespace: ml}
 spec:
+  selector: {matchLabels: {app: trtllm}}
   replicas: 2
   template:
+    metadata: {labels: {app: trtllm}}
     spec:
       containers:
       - name: triton
@@ -87,8 +89,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: vllm, namespace: ml}
 spec:
+  selector: {matchLabels: {app: vllm}}
   replicas: 2
   template:
+    metadata: {labels: {app: vllm}}
     spec:
       containers:
       - name: vllm
@@ -100,9 +104,11 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: triton, namespace: ml}
 spec:
+  selector: {matchLabels: {app: triton}}
   replicas: 2
   template:
     metadata:
+      labels: {app: triton}
       annotations: {ai.sits2026.dev/gpu-models: L4}
     spec:
       containers:
@@ -115,7 +121,9 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: triton-a100, namespace: ml}
 spec:
+  selector: {matchLabels: {app: triton-a100}}
   template:
+    metadata: {labels: {app: triton-a100}}
     spec:
       nodeSelector: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB}
       containers:
@@ -125,7 +133,9 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: embed-cpu, namespace: ml}
 spec:
+  selector: {matchLabels: {app: embed-cpu}}
   template:
+    metadata: {labels: {app: embed-cpu}}
     spec:
       containers: [{name: tei, image: ghcr.io/huggingface/text-generation-inference:2.0, readinessProbe: {httpGet: {path: /health, port: 80}}}]
 `,

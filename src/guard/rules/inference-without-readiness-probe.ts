@@ -19,7 +19,9 @@ export const inferenceWithoutReadinessProbe: Rule = {
 kind: Deployment
 metadata: {name: triton, namespace: ml}
 spec:
+  selector: {matchLabels: {app: triton}}
   template:
+    metadata: {labels: {app: triton}}
     spec:
       containers:
       - name: triton
@@ -30,7 +32,9 @@ spec:
 kind: Deployment
 metadata: {name: triton, namespace: ml}
 spec:
+  selector: {matchLabels: {app: triton}}
   template:
+    metadata: {labels: {app: triton}}
     spec:
       containers:
       - name: triton

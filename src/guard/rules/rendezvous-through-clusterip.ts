@@ -42,8 +42,10 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: bert, namespace: ml}
 spec:
+  selector: {matchLabels: {app: bert}}
   replicas: 4
   template:
+    metadata: {labels: {app: bert}}
     spec:
       containers:
       - name: t
@@ -63,9 +65,11 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: bert, namespace: ml}
 spec:
+  selector: {matchLabels: {app: bert}}
   replicas: 4
   serviceName: bert
   template:
+    metadata: {labels: {app: bert}}
     spec:
       containers:
       - name: t

@@ -83,8 +83,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: vllm, namespace: ml}
 spec:
+  selector: {matchLabels: {app: vllm}}
   replicas: 8
   template:
+    metadata: {labels: {app: vllm}}
     spec:
       containers:
       - name: vllm
@@ -97,8 +99,10 @@ apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: tgi, namespace: ml}
 spec:
+  selector: {matchLabels: {app: tgi}}
   replicas: 4
   template:
+    metadata: {labels: {app: tgi}}
     spec:
       containers:
       - name: tgi
@@ -110,8 +114,10 @@ spec:
 kind: Deployment
 metadata: {name: vllm, namespace: ml}
 spec:
+  selector: {matchLabels: {app: vllm}}
   replicas: 8
   template:
+    metadata: {labels: {app: vllm}}
     spec:
       initContainers:
       - name: copy-weights
@@ -132,8 +138,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: two, namespace: ml}
 spec:
+  selector: {matchLabels: {app: two}}
   replicas: 2
   template:
+    metadata: {labels: {app: two}}
     spec:
       containers:
       - {name: s, image: vllm/vllm-openai:v0.6.0, volumeMounts: [{name: models, mountPath: /models}], readinessProbe: {httpGet: {path: /health, port: 8000}}}

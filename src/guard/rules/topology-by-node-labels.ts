@@ -120,8 +120,10 @@ apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web, namespace: ml}
 spec:
+  selector: {matchLabels: {app: web}}
   replicas: 3
   template:
+    metadata: {labels: {app: web}}
     spec:
       nodeSelector: {topology.kubernetes.io/zone: cn-hangzhou-b}
       containers: [{name: web, image: nginx}]
