@@ -436,7 +436,8 @@ export class Scheduler {
       const info = REASONS[code];
       if (info === undefined) continue;
       if (info.resolvable) unresolvable = false;
-      reasons.push({ reason: info.text(pod), count: c });
+      if (info.detail === undefined) reasons.push({ reason: info.text(pod), count: c });
+      else reasons.push(...this.detailed(pod, idx, code, info.detail, start, end));
     }
     reasons.push(...extra);
     reasons.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1));
@@ -444,6 +445,17 @@ export class Scheduler {
     const head = `${fitting}/${total} nodes fit ${subject}`;
     const message = reasons.length === 0 ? `${head}: a device plugin or reserve step refused the best node` : `${head}: ${reasons.map((r) => `${r.count} ${r.reason}`).join(', ')}`;
     return { subject, nodes: total, fitting, reasons, message, unresolvable };
+  }
+
+  /** Nodes of one reason counted per node-dependent text (which taint, which resource), in first-seen order. */
+  private detailed(pod: PodSpec, idx: ScoreIndex, code: number, detail: (p: PodSpec, n: NodeState) => string, start: number, end: number): ReasonCount[] {
+    const byText = new Map<string, number>();
+    for (let i = start; i < end; i++) {
+      if (idx.reason[i] !== code) continue;
+      const t = detail(pod, this.state.nodes[i] as NodeState);
+      byText.set(t, (byText.get(t) ?? 0) + 1);
+    }
+    return [...byText].map(([reason, count]) => ({ reason, count }));
   }
 
   private explainGang(gang: GangSpec, subject: string): Explanation {

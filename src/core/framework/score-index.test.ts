@@ -328,9 +328,49 @@ describe('shapeKey', () => {
       makePod('a', { gpuCount: 1 }, { minComputeCapability: 80 }),
       makePod('a', { gpuCount: 1 }, { tolerations: [{ key: 'gpu', operator: 'Exists' }] }),
       makePod('a', { gpuCount: 1 }, { nodeSelector: { pool: 'x' } }),
+      makePod('a', { gpuCount: 1 }, { nodeAffinity: { required: [{ matchExpressions: [{ key: 'pool', operator: 'Exists' }] }] } }),
+      makePod('a', { gpuCount: 1 }, { nodeAffinity: { preferred: [{ weight: 1, preference: { matchExpressions: [{ key: 'pool', operator: 'Exists' }] } }] } }),
+      makePod('a', { gpuCount: 1 }, { hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }] }),
+      makePod('a', { gpuCount: 1 }, { hostPorts: [{ port: 80, protocol: 'UDP', ip: '0.0.0.0' }] }),
+      makePod('a', { gpuCount: 1, scalar: { 'rdma/hca': 1 } }),
     ];
     const keys = new Set([shapeKey(base), ...variants.map(shapeKey)]);
     expect(keys.size).toBe(variants.length + 1);
     expect(shapeKey(makePod('s1', {}, { nodeSelector: { a: '1', b: '2' } }))).toBe(shapeKey(makePod('s2', {}, { nodeSelector: { b: '2', a: '1' } })));
+  });
+
+  it('a known shape with affinity, ports or other resources is found again, and told apart from one without', () => {
+    const ports = (port: number) => makePod('x', { gpuCount: 1 }, { hostPorts: [{ port, protocol: 'TCP', ip: '0.0.0.0' }] });
+    expect(shapeKey(ports(80))).toBe(shapeKey(ports(80)));
+    expect(shapeKey(ports(81))).not.toBe(shapeKey(ports(80)));
+    expect(shapeKey(makePod('y', { gpuCount: 1 }))).not.toBe(shapeKey(ports(80)));
+  });
+});
+
+describe('ScoreIndex and the node name (matchFields)', () => {
+  it('evaluates every node of a spec class for a shape that reads the node name, and shares results otherwise', () => {
+    const st = new ClusterState(['a', 'b', 'c'].map((n) => nodeSpec(n, 'l4x8')));
+    expect(st.specClasses().count).toBe(1);
+    const byName = makePod('p', {}, { nodeAffinity: { required: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['b'] }] }] } });
+    const fitWithName: Plugin = { name: 'fit', filter: fitFilter, readsNodeName: (p) => p.nodeAffinity !== undefined };
+    const counters = { evaluations: 0, builds: 0 };
+    const idx = new ScoreIndex(st, profileWith([fitWithName], []), byName, counters);
+    idx.refresh();
+    expect([...idx.reason]).toEqual([Reason.NodeAffinity, Reason.Fits, Reason.NodeAffinity]);
+    expect(counters.evaluations).toBe(3);
+    const plain = new ScoreIndex(st, profileWith([fitWithName], []), makePod('q', {}), counters);
+    plain.refresh();
+    expect(counters.evaluations).toBe(4);
+  });
+
+  it('leaves out scorers whose preScore says every node scores the same', () => {
+    const st = new ClusterState(['a', 'b'].map((n) => nodeSpec(n, 'l4x8')));
+    const calls: string[] = [];
+    const skipped: Plugin = { name: 'skipped', preScore: () => false, score: () => (calls.push('skipped'), 50) };
+    const kept: Plugin = { name: 'kept', preScore: () => true, score: () => (calls.push('kept'), 1) };
+    const idx = new ScoreIndex(st, profileWith([fit], [{ plugin: skipped, weight: 1 }, { plugin: kept, weight: 1 }]), makePod('p', {}));
+    idx.refresh();
+    expect(calls).toEqual(['kept']); // one evaluation for the class, the skipped scorer never called
+    expect(idx.score[0]).toBe(1);
   });
 });

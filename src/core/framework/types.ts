@@ -51,6 +51,17 @@ export interface Plugin {
    */
   score?(pod: PodSpec, node: NodeState): number;
   /**
+   * kube-scheduler's PreScore Skip: false when `score` would give every node of the state the same value for
+   * this pod shape (no preferred terms, no soft taints anywhere), so the score index leaves it out. Decided
+   * once per shape index; absent = always scored.
+   */
+  preScore?(pod: PodSpec, state: ClusterState): boolean;
+  /**
+   * True when this pod's filter or score reads the node's name (kube's `matchFields: metadata.name`): the
+   * score index then evaluates every node instead of sharing results within a spec class (ADR 0049).
+   */
+  readsNodeName?(pod: PodSpec): boolean;
+  /**
    * Chooses the GPU devices on the chosen node; undefined = cannot. With `allowed`, only GPUs g with
    * `allowed[g] === 1` may be chosen (e.g. one NVLink island, for a gang that must stay inside it); the
    * rules are otherwise the same. The node's score never depends on `allowed`: only the choice within it.
