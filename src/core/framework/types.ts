@@ -40,8 +40,9 @@ export interface Plugin {
   preFilter?(pod: PodSpec, ctx: CycleContext): Status;
   /**
    * Returns Reason.Fits (0) or the reason the node cannot take the pod. Pure; like `score`, it may not read
-   * the node's name or location (where the node is, is the gang search's business): nodes with equal specs
-   * otherwise and equal state must get equal results, so that a score-index build reuses them (ADR 0001).
+   * the node's location (where the node is, is the gang search's business), nor its name unless it says so
+   * for the pod (`readsNodeName`, ADR 0050): nodes with equal specs otherwise and equal state must get equal
+   * results, so that a score-index build reuses them (ADR 0001).
    */
   filter?(pod: PodSpec, node: NodeState): ReasonCode;
   /**
