@@ -88,7 +88,7 @@ describe('live SITS scheduler: node affinity, host ports, cordon, scheduling gat
     await createPods(client, [pin('refused', false), pin('tolerant', true)]);
     expect(await waitFor('tolerant pod bound on the cordoned node', () => nodeOf('cordon', 'tolerant'))).toBe(cordoned);
     const cond = await waitFor('PodScheduled=False on the refused pod', () => condition('cordon', 'refused'));
-    expect(cond.message).toBe("0/4 nodes fit gang cordon/refused (1×1 GPU): 3 node selector doesn't match, 1 node cordoned (unschedulable)");
+    expect(cond.message).toBe("0/4 nodes fit gang cordon/refused (1×1 GPU): 3 node(s) didn't match Pod's node affinity/selector, 1 node cordoned (unschedulable)");
   });
 
   it('a gated pod waits (SchedulingGated, not tried) until its gate is removed, then binds', async () => {

@@ -62,7 +62,8 @@ export const REASONS: readonly ReasonInfo[] = [
       return t === undefined ? 'untolerated taint' : `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
     },
   },
-  { code: Reason.NodeSelector, resolvable: false, text: () => "node selector doesn't match" },
+  // kube-scheduler's NodeAffinity covers nodeSelector too: one text, so both count as one reason.
+  { code: Reason.NodeSelector, resolvable: false, text: () => "node(s) didn't match Pod's node affinity/selector" },
   { code: Reason.TooManyPods, resolvable: true, text: () => 'too many pods' },
   { code: Reason.Cpu, resolvable: true, text: () => 'insufficient cpu' },
   { code: Reason.Memory, resolvable: true, text: () => 'insufficient memory' },

@@ -436,8 +436,12 @@ export class Scheduler {
       const info = REASONS[code];
       if (info === undefined) continue;
       if (info.resolvable) unresolvable = false;
-      if (info.detail === undefined) reasons.push({ reason: info.text(pod), count: c });
-      else reasons.push(...this.detailed(pod, idx, code, info.detail, start, end));
+      for (const r of info.detail === undefined ? [{ reason: info.text(pod), count: c }] : this.detailed(pod, idx, code, info.detail, start, end)) {
+        // Codes with one text (nodeSelector and node affinity, as in kube-scheduler) count together.
+        const k = reasons.findIndex((x) => x.reason === r.reason);
+        if (k < 0) reasons.push(r);
+        else reasons[k] = { reason: r.reason, count: (reasons[k] as ReasonCount).count + r.count };
+      }
     }
     reasons.push(...extra);
     reasons.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1));
