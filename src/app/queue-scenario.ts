@@ -65,7 +65,8 @@ const jobFields = {
   name: Name,
   queue: Type.String({ minLength: 1 }),
   replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
-  pod: Type.Omit(PodT, ['name', 'count', 'arrivalSec', 'durationSec', 'priority', 'queue']),
+  // No cycle removes a gate: a gated job would never be tried (placement scenarios show gates).
+  pod: Type.Omit(PodT, ['name', 'count', 'arrivalSec', 'durationSec', 'priority', 'queue', 'schedulingGates']),
   topology: Type.Optional(Type.Object({ required: Type.Optional(Level), preferred: Type.Optional(Level) }, { additionalProperties: false })),
   priority: Type.Optional(Type.Integer()),
   priorityClass: Type.Optional(Type.String({ minLength: 1 })),
