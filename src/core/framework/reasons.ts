@@ -82,12 +82,15 @@ export const REASONS: readonly ReasonInfo[] = [
   { code: Reason.InsufficientResource, resolvable: true, text: () => 'Insufficient resources', detail: (p, n) => `Insufficient ${insufficientScalar(p, n) ?? 'resources'}` },
 ];
 
-/** The first requested scalar resource (name order) the node does not have enough of, if any. */
+/** The first requested resource beyond cpu/memory/GPUs the node lacks: ephemeral-storage first, as kube checks it, then by name. */
 export function insufficientScalar(pod: PodSpec, node: NodeState): string | undefined {
   const want = pod.request.scalar;
   if (want === undefined) return undefined;
   const alloc = node.spec.scalar;
   const used = node.scalarUsed;
-  for (const k in want) if ((used?.get(k) ?? 0) + (want[k] as number) > (alloc?.[k] ?? 0)) return k;
+  const short = (k: string): boolean => (used?.get(k) ?? 0) + (want[k] as number) > (alloc?.[k] ?? 0);
+  if (want[EPHEMERAL] !== undefined && short(EPHEMERAL)) return EPHEMERAL;
+  for (const k in want) if (k !== EPHEMERAL && short(k)) return k;
   return undefined;
 }
+const EPHEMERAL = 'ephemeral-storage';

@@ -225,6 +225,8 @@ describe('fitFilter, kube-scheduler per-node plugins', () => {
     expect(REASONS[Reason.InsufficientResource]?.detail?.(want({ 'rdma/hca': 2 }), n)).toBe('Insufficient rdma/hca');
     st.release('x');
     expect(fitFilter(want({ 'rdma/hca': 2 }), n)).toBe(Reason.Fits);
+    // Which one the explanation names when several are short: ephemeral-storage first, as kube checks it.
+    expect(REASONS[Reason.InsufficientResource]?.detail?.(want({ 'amd.com/gpu': 1, 'ephemeral-storage': 101 }), n)).toBe('Insufficient ephemeral-storage');
   });
 
   it('order: selector → affinity → GPU static checks → ports → pods → cpu → memory → other resources → GPUs', () => {
