@@ -165,7 +165,7 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
     na?.requiredDuringSchedulingIgnoredDuringExecution === undefined && na?.preferredDuringSchedulingIgnoredDuringExecution === undefined
       ? undefined
       : {
-          ...(na.requiredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { required: na.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.map(termFromK8s) }),
+          ...(na.requiredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { required: (na.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms ?? []).map(termFromK8s) }),
           ...(na.preferredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { preferred: na.preferredDuringSchedulingIgnoredDuringExecution.map((t) => ({ weight: t.weight, preference: termFromK8s(t.preference) })) }),
         };
   const gates = (p.spec?.schedulingGates ?? []).map((g) => g.name);
