@@ -41,7 +41,7 @@ import type { QueueSpec } from '../core/queue/model.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { queueFromObject, type QueueObject } from '../kube/queues.ts';
-import { PodT, toPod } from '../spec/workload-file.ts';
+import { PodT, toPod, fieldPath as podFieldPath } from '../spec/workload-file.ts';
 import { InputError, issueAt, validateYaml, valueAt, type InputIssue, type YamlSource } from '../spec/yaml-source.ts';
 import { placeRunning, type RunningPod } from './schedule-batch.ts';
 import { createSimApp, type SimApp } from './sim-app.ts';
@@ -65,7 +65,8 @@ const jobFields = {
   name: Name,
   queue: Type.String({ minLength: 1 }),
   replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
-  pod: Type.Omit(PodT, ['name', 'count', 'arrivalSec', 'durationSec', 'priority', 'queue']),
+  // No cycle removes a gate: a gated job would never be tried (placement scenarios show gates).
+  pod: Type.Omit(PodT, ['name', 'count', 'arrivalSec', 'durationSec', 'priority', 'queue', 'schedulingGates']),
   topology: Type.Optional(Type.Object({ required: Type.Optional(Level), preferred: Type.Optional(Level) }, { additionalProperties: false })),
   priority: Type.Optional(Type.Integer()),
   priorityClass: Type.Optional(Type.String({ minLength: 1 })),
@@ -239,7 +240,7 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
     const replicas = j.replicas ?? 1;
     for (let k = 0; k < replicas; k++) {
       if (!claim(`${id}-${k}`, [...path, 'name'])) return undefined;
-      const pod = toPod(`${id}-${k}`, j.pod, { gang: id, priority: j.priority ?? 0, queue: j.queue }, (f, m) => at([...path, 'pod', f], m));
+      const pod = toPod(`${id}-${k}`, j.pod, { gang: id, priority: j.priority ?? 0, queue: j.queue }, (f, m) => at([...path, 'pod', ...podFieldPath(f)], m));
       if (pod === undefined) return undefined;
       members.push(pod);
     }

@@ -11,6 +11,7 @@ const filesIn = (sub: string): string[] =>
     .map((f) => (sub === '' ? f : `${sub}/${f}`));
 const files = filesIn('');
 const queueFiles = filesIn('queues');
+const kubeFiles = filesIn('kube');
 
 function run(f: string): void {
   const s = loadScenarioText(`scenarios/${f}`, readFileSync(join(dir, f), 'utf8'));
@@ -31,6 +32,13 @@ describe('declarative queue scenarios (issue 6)', () => {
     expect(queueFiles.length).toBeGreaterThanOrEqual(16);
   });
   for (const f of queueFiles) it(f, () => run(f));
+});
+
+describe("declarative scenarios of kube-scheduler's per-node plugins (issue 11)", () => {
+  it('finds the scenario files', () => {
+    expect(kubeFiles.length).toBeGreaterThanOrEqual(6);
+  });
+  for (const f of kubeFiles) it(f, () => run(f));
 });
 
 describe('scenario checks can fail', () => {

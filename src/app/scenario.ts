@@ -17,7 +17,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { err, ok, type Result } from '../core/result.ts';
 import { loadCluster } from '../spec/cluster-file.ts';
-import { loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
+import { fieldPath, loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
 import { loadQueueScenario } from './queue-scenario.ts';
 import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
@@ -88,7 +88,7 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   const issues: InputIssue[] = [];
   const running: RunningPod[] = [];
   (v.value.running ?? []).forEach((r, i) => {
-    const pod = toPod(r.name ?? `running-${i}`, r, {}, (f, m) => issues.push(issueAt(src.value, ['running', i, f], m)));
+    const pod = toPod(r.name ?? `running-${i}`, r, {}, (f, m) => issues.push(issueAt(src.value, ['running', i, ...fieldPath(f)], m)));
     if (pod !== undefined) running.push({ pod, node: r.node, ...(r.gpuIndices === undefined ? {} : { gpus: r.gpuIndices }) });
   });
   const profile = v.value.profile ?? 'sits';

@@ -64,6 +64,11 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
   for (const { u } of order) {
     if (u.kind === 'pod') {
       pods++;
+      // Gated pods are not tried (kube-scheduler keeps them out of its active queue) and are not unschedulable.
+      if (u.pod.schedulingGates !== undefined) {
+        pending.push({ subject: `pod ${u.pod.id}`, explanation: gatedMessage(`pod ${u.pod.id}`, u.pod.schedulingGates), unresolvable: false });
+        continue;
+      }
       const r = scheduler.schedulePod(u.pod);
       if (r.ok) {
         placed++;
@@ -72,7 +77,14 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
     } else {
       gangs++;
       pods += u.gang.members.length;
-      const r = scheduler.scheduleGang(u.gang);
+      // Only ungated members exist for the scheduler; too few of them and the gang waits for its pods.
+      const ungated = u.gang.members.filter((m) => m.schedulingGates === undefined);
+      if (ungated.length < u.gang.minMember) {
+        const gated = u.gang.members.length - ungated.length;
+        pending.push({ subject: `gang ${u.gang.name}`, explanation: `gang ${u.gang.name}: waiting for pods: ${ungated.length} of minMember ${u.gang.minMember} are not gated (${gated} SchedulingGated)`, unresolvable: false });
+        continue;
+      }
+      const r = scheduler.scheduleGang(ungated.length === u.gang.members.length ? u.gang : { ...u.gang, members: ungated });
       if (r.ok) {
         gangsPlaced++;
         placed += r.placements.length;
@@ -91,7 +103,11 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
   return ok({ profile: profile.name, placements, pending, racks, summary: { pods, placed, gangs, gangsPlaced, gpuAllocatedPct } });
 }
 
-/** Puts a running pod in place; returns an error text when it does not fit where it is said to run. */
+/** kube-scheduler's status for a pod with scheduling gates: SchedulingGated, never tried. */
+export function gatedMessage(subject: string, gates: readonly string[]): string {
+  return `${subject}: SchedulingGated: not tried until its scheduling gates are removed (${gates.join(', ')})`;
+}
+
 /** Puts a declared running pod into the state (see placeExisting), or says why the input is wrong. */
 export function placeRunning(state: ClusterState, r: RunningPod): string | undefined {
   const placed = placeExisting(state, r.pod, r.node, 'declared', r.gpus);

@@ -62,4 +62,22 @@ describe('ClusterCache: the snapshot changes only when a cycle takes it', () => 
     expect(after.state.allocation('ns/c')).toBeUndefined();
     expect(after.freed).toBe(true);
   });
+
+  it('a gated pod is not pending until its last gate is removed; a pod with spec.nodeName never is; bound host ports are held', () => {
+    const cache = new ClusterCache();
+    cache.upsertNode(node('n-0'));
+    const pod = testPod('ns', 'g', { gpus: 1 });
+    const gated: V1Pod = { ...pod, spec: { ...pod.spec, containers: pod.spec?.containers ?? [], schedulingGates: [{ name: 'a' }, { name: 'b' }] } };
+    cache.upsertPod(gated);
+    expect(cache.pending.has('ns/g')).toBe(false);
+    cache.upsertPod({ ...gated, spec: { ...gated.spec, containers: gated.spec?.containers ?? [], schedulingGates: [{ name: 'b' }] } });
+    expect(cache.pending.has('ns/g')).toBe(false);
+    cache.upsertPod({ ...gated, spec: { ...gated.spec, containers: gated.spec?.containers ?? [], schedulingGates: [] } });
+    expect(cache.pending.has('ns/g')).toBe(true);
+    const web = testPod('ns', 'web', { gpus: 0 });
+    (web.spec?.containers[0] as { ports?: unknown }).ports = [{ containerPort: 80, hostPort: 8080 }];
+    cache.upsertPod({ ...web, spec: { ...web.spec, containers: web.spec?.containers ?? [], nodeName: 'n-0' }, status: { phase: 'Running' } });
+    expect(cache.pending.has('ns/web')).toBe(false);
+    expect(cache.snapshot().state.node('n-0')?.hostPorts?.get('TCP/8080')).toBe(1);
+  });
 });

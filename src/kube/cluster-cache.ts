@@ -99,7 +99,10 @@ export class ClusterCache {
     this.dirty.add(key);
     const ours = p.spec?.schedulerName === this.schedulerName;
     const unbound = (p.spec?.nodeName ?? '') === '';
-    if (ours && unbound && !this.assumed.has(key) && p.metadata?.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') {
+    // A pod with spec.nodeName is never ours to schedule (kube's NodeName: the kubelet runs it where it says);
+    // a gated one waits outside the queue until its last gate is removed, which arrives as an update (ungated → pending).
+    const gated = (p.spec?.schedulingGates?.length ?? 0) > 0;
+    if (ours && unbound && !gated && !this.assumed.has(key) && p.metadata?.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') {
       if (!this.pending.has(key)) {
         const spec = podFromK8s(p);
         if (!spec.ok) {

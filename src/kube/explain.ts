@@ -38,6 +38,8 @@ export function explainTarget(ctx: ExplainContext, target: string, nowMs: number
   const gangMembers = gangs.get(target);
   if (single === undefined && gangMembers === undefined) {
     const pod = cache.pod(target);
+    const gates = pod?.spec?.schedulingGates ?? [];
+    if (pod !== undefined && gates.length > 0 && (pod.spec?.nodeName ?? '') === '') return { target, state: 'waiting', lines: [`${target}: SchedulingGated: not tried until its scheduling gates are removed (${gates.map((g) => g.name).join(', ')})`] };
     if (pod !== undefined && (pod.spec?.nodeName ?? '') !== '') return { target, state: 'bound', lines: [`${target} is bound to ${pod.spec?.nodeName ?? ''} (GPUs ${pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? 'none'})`] };
     return { target, state: 'unknown', lines: [`${target}: no pending pod or pod group of ${ctx.schedulerName} with that name`] };
   }

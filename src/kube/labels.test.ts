@@ -95,4 +95,48 @@ describe('resource quantities (one exact parser, rounded as Kubernetes rounds)',
     const capacityOnly = nodeFromK8s({ metadata: { name: 'n' }, status: { capacity: { cpu: 'x' } } });
     expect(capacityOnly.ok ? capacityOnly.value : capacityOnly.error).toBe('node n: status.capacity[cpu]: "x" is not a quantity (e.g. 500m, 1.5, 32Gi)');
   });
+
+  it('carries node affinity, host ports (containers and sidecars), scheduling gates and every resource of a pod', () => {
+    const r = podFromK8s({
+      metadata: { name: 'p', namespace: 'ml' },
+      spec: {
+        containers: [{ name: 'c', image: 'x', ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, hostPort: 53, protocol: 'UDP', hostIP: '10.0.0.1' }, { containerPort: 9000 }], resources: { requests: { cpu: '1', 'rdma/hca': '1', 'ephemeral-storage': '1Gi' } } }],
+        initContainers: [
+          { name: 'side', image: 'x', restartPolicy: 'Always', ports: [{ containerPort: 7, hostPort: 7 }], resources: { requests: { cpu: '500m' } } },
+          { name: 'init', image: 'x', ports: [{ containerPort: 6, hostPort: 6 }], resources: { requests: { cpu: '3' } } },
+        ],
+        overhead: { cpu: '100m' },
+        schedulingGates: [{ name: 'example.com/quota' }],
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n9'] }] }] },
+            preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 10, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }],
+          },
+        },
+      },
+    });
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    // max(1 + 0.5 sidecar, 3 init + 0.5 sidecar before it) + 0.1 overhead
+    expect(r.value.request).toMatchObject({ cpuMilli: 3600, scalar: { 'ephemeral-storage': 2 ** 30, 'rdma/hca': 1 } });
+    expect(r.value.hostPorts).toEqual([
+      { port: 8080, protocol: 'TCP', ip: '0.0.0.0' },
+      { port: 53, protocol: 'UDP', ip: '10.0.0.1' },
+      { port: 7, protocol: 'TCP', ip: '0.0.0.0' },
+    ]);
+    expect(r.value.schedulingGates).toEqual(['example.com/quota']);
+    expect(r.value.nodeAffinity).toEqual({
+      required: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n9'] }] }],
+      preferred: [{ weight: 10, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }],
+    });
+    // A pod without any of these has none of the fields (its shape costs nothing more).
+    const plain = podFromK8s(pod({}));
+    expect(plain.ok && [plain.value.nodeAffinity, plain.value.hostPorts, plain.value.schedulingGates, plain.value.request.scalar]).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
+  it('reads every other allocatable resource of a node (zero ones left out)', () => {
+    const r = nodeFromK8s({ metadata: { name: 'n' }, spec: { unschedulable: true }, status: { allocatable: { cpu: '4', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi', 'hugepages-2Mi': '0', 'rdma/hca': '4' } } });
+    expect(r.ok && r.value.scalar).toEqual({ 'ephemeral-storage': 100 * 2 ** 30, 'rdma/hca': 4 });
+    expect(r.ok && r.value.unschedulable).toBe(true);
+  });
 });

@@ -9,24 +9,28 @@
  * (a preset id) or `ANNOTATION.gpuTopology` (the text of `nvidia-smi topo -m`); unhealthy devices:
  * `ANNOTATION.unhealthyGpus: "3,5"`.
  *
- * Pods — requests are summed over containers (max with init containers, as kube-scheduler does): cpu, memory
- * and `nvidia.com/gpu`, read with the exact quantity parser of api/quantity.ts (rounded up as Kubernetes does;
- * a fractional `nvidia.com/gpu` is an error, as the apiserver rejects it). A fractional GPU is
+ * Pods — requests are summed as kube-scheduler sums them (containers and sidecars, init containers, overhead:
+ * api/pod-resources.ts): cpu, memory, `nvidia.com/gpu` and every other resource (ephemeral-storage, hugepages,
+ * extended), read with the exact quantity parser of api/quantity.ts (rounded up as Kubernetes does; a
+ * fractional `nvidia.com/gpu` is an error, as the apiserver rejects it). Node affinity, host ports
+ * (containers and sidecars) and scheduling gates are carried as they are; nodes carry every allocatable
+ * resource besides cpu, memory, pods and GPUs, and `spec.unschedulable`. A fractional GPU is
  * `ANNOTATION.gpuFraction: "0.5"` (one shared device, no `nvidia.com/gpu` request). Constraints:
  * `ANNOTATION.gpuModels: "H100-SXM,A100-80G"`, `minComputeCapability: sm_90`, `gpuMemory: 40Gi` (memory each
  * GPU device must have; nodes without a known GPU memory are not filtered). Gang: `LABEL.podGroup` naming a
  * PodGroup in the pod's namespace. Queue: `LABEL.queue`. Priority: `spec.priority`.
  * SITS writes `ANNOTATION.gpuIndices: "0,1"` on each pod it binds (through the Binding object).
  */
-import type { V1Node, V1Pod, V1ResourceRequirements } from '@kubernetes/client-node';
+import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
 import { GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
 import type { NodeSpec, Taint } from '../core/model/node.ts';
-import { makePod, type PodSpec } from '../core/model/pod.ts';
+import { makePod, type HostPort, type NodeAffinity, type NodeSelectorRequirement, type NodeSelectorTerm, type PodSpec } from '../core/model/pod.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
 import { flatTopology, type NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { parseNvidiaSmiTopo } from '../spec/nvidia-smi-topo.ts';
 import { quantityToMiB, readQuantity, type QuantityUnit } from '../api/quantity.ts';
+import { readPodResources, readResourceQuantity } from '../api/pod-resources.ts';
 import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
 
 /** GFD product strings (`NVIDIA-H100-80GB-HBM3`) mapped onto our model names where we know them. */
@@ -83,6 +87,13 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   }
   const unhealthy = new Set((ann[ANNOTATION.unhealthyGpus] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number));
   const gpus = makeGpus(gpuCount, model, { computeCapability: cc, memoryMiB: Number.isFinite(gpuMem) ? gpuMem : 0 }).map((g) => (unhealthy.has(g.index) ? { ...g, healthy: false } : g));
+  let scalar: Record<string, number> | undefined;
+  for (const key of Object.keys(alloc).sort()) {
+    if (key === 'cpu' || key === 'memory' || key === 'pods' || key === GPU_RESOURCE) continue;
+    const v = readResourceQuantity(key, alloc[key] as string, `node ${name}: ${field}[${key}]`);
+    if (!v.ok) return v;
+    if (v.value > 0) (scalar ??= {})[key] = v.value;
+  }
   const taints: Taint[] = (n.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect as Taint['effect'], ...(t.value === undefined ? {} : { value: t.value }) }));
   const clique = labels[LABEL.nvlinkDomain] ?? labels[LABEL.gfdClique];
   return ok({
@@ -97,21 +108,8 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
     taints,
     unschedulable: n.spec?.unschedulable === true,
     ...(shapeId === undefined ? {} : { shape: shapeId }),
+    ...(scalar === undefined ? {} : { scalar }),
   });
-}
-
-/** One resource summed (containers) or maxed (init containers) over a pod's containers; requests default to limits as in the apiserver. */
-function sumRequests(containers: readonly { resources?: V1ResourceRequirements }[] | undefined, list: string, key: string, unit: QuantityUnit, pick: 'sum' | 'max'): Result<number, string> {
-  let acc = 0;
-  for (const [i, c] of (containers ?? []).entries()) {
-    const from = c.resources?.requests?.[key] !== undefined ? 'requests' : 'limits';
-    const q = c.resources?.[from]?.[key];
-    if (q === undefined) continue;
-    const v = readQuantity(q, unit, `spec.${list}[${i}].resources.${from}[${key}]`);
-    if (!v.ok) return v;
-    acc = pick === 'sum' ? acc + v.value : Math.max(acc, v.value);
-  }
-  return ok(acc);
 }
 
 export const podKey = (p: V1Pod): string => `${p.metadata?.namespace ?? 'default'}/${p.metadata?.name ?? ''}`;
@@ -136,21 +134,11 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
   const key = podKey(p);
   const ann = p.metadata?.annotations ?? {};
   const labels = p.metadata?.labels ?? {};
-  const req = (k: string, unit: QuantityUnit): Result<number, string> => {
-    const main = sumRequests(p.spec?.containers, 'containers', k, unit, 'sum');
-    const init = sumRequests(p.spec?.initContainers, 'initContainers', k, unit, 'max');
-    if (!main.ok) return err(`pod ${key}: ${main.error}`);
-    if (!init.ok) return err(`pod ${key}: ${init.error}`);
-    return ok(Math.max(main.value, init.value));
-  };
-  const cpu = req('cpu', 'milli');
-  const memory = req('memory', 'MiB');
-  const gpu = req(GPU_RESOURCE, 'count');
-  if (!cpu.ok) return cpu;
-  if (!memory.ok) return memory;
-  if (!gpu.ok) return gpu;
-  const [cpuMilli, memoryMiB] = [cpu.value, memory.value];
-  let gpuCount = gpu.value;
+  // Summed as kube-scheduler sums them: containers, sidecars, init containers, overhead (api/pod-resources.ts).
+  const res = readPodResources(p.spec ?? {}, `pod ${key}: spec`);
+  if (!res.ok) return res;
+  const { cpuMilli, memoryMiB, scalar } = res.value;
+  let gpuCount = res.value.gpuCount;
   let gpuMilli = gpuCount > 0 ? 1000 : 0;
   const frac = ann[ANNOTATION.gpuFraction];
   if (frac !== undefined) {
@@ -172,10 +160,19 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
   if (gpuMemoryMiB !== undefined && !(gpuMemoryMiB > 0)) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a positive memory quantity (e.g. 40Gi)`);
   if (memText !== undefined && gpuMemoryMiB === undefined) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a memory quantity (e.g. 40Gi)`);
   const group = labels[LABEL.podGroup];
+  const na = p.spec?.affinity?.nodeAffinity;
+  const nodeAffinity: NodeAffinity | undefined =
+    na?.requiredDuringSchedulingIgnoredDuringExecution === undefined && na?.preferredDuringSchedulingIgnoredDuringExecution === undefined
+      ? undefined
+      : {
+          ...(na.requiredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { required: (na.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms ?? []).map(termFromK8s) }),
+          ...(na.preferredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { preferred: na.preferredDuringSchedulingIgnoredDuringExecution.map((t) => ({ weight: t.weight, preference: termFromK8s(t.preference) })) }),
+        };
+  const gates = (p.spec?.schedulingGates ?? []).map((g) => g.name);
   return ok(
     makePod(
       key,
-      { cpuMilli, memoryMiB, gpuCount, gpuMilli, ...(gpuMemoryMiB === undefined ? {} : { gpuMemoryMiB }) },
+      { cpuMilli, memoryMiB, gpuCount, gpuMilli, ...(gpuMemoryMiB === undefined ? {} : { gpuMemoryMiB }), ...(scalar === undefined ? {} : { scalar }) },
       {
         // Product names (NVIDIA-A800-SXM4-80GB) are mapped like node labels are, so both sides compare equal.
         gpuModels: [...new Set((ann[ANNOTATION.gpuModels] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(modelFromProduct))],
@@ -190,9 +187,38 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
           ...(t.effect === undefined ? {} : { effect: t.effect as Taint['effect'] }),
         })),
         ...(group === undefined ? {} : { gang: `${p.metadata?.namespace ?? 'default'}/${group}` }),
+        ...(nodeAffinity === undefined ? {} : { nodeAffinity }),
+        hostPorts: hostPortsOf(p),
+        schedulingGates: gates,
       },
     ),
   );
+}
+
+function requirementFromK8s(r: V1NodeSelectorRequirement): NodeSelectorRequirement {
+  // The apiserver admits only the six operators; another one makes its term match nothing, as in kube.
+  return { key: r.key, operator: r.operator as NodeSelectorRequirement['operator'], ...(r.values === undefined ? {} : { values: r.values }) };
+}
+
+function termFromK8s(t: V1NodeSelectorTerm | undefined): NodeSelectorTerm {
+  return {
+    ...(t?.matchExpressions === undefined ? {} : { matchExpressions: t.matchExpressions.map(requirementFromK8s) }),
+    ...(t?.matchFields === undefined ? {} : { matchFields: t.matchFields.map(requirementFromK8s) }),
+  };
+}
+
+/** Host ports of the containers and sidecars (kube's GetHostPorts): hostPort > 0, TCP and 0.0.0.0 by default. */
+export function hostPortsOf(p: { spec?: { containers?: readonly V1Container[]; initContainers?: readonly V1Container[] } }): HostPort[] {
+  const out: HostPort[] = [];
+  const add = (c: V1Container): void => {
+    for (const port of c.ports ?? []) {
+      if ((port.hostPort ?? 0) <= 0) continue;
+      out.push({ port: port.hostPort as number, protocol: (port.protocol ?? 'TCP') as HostPort['protocol'], ip: port.hostIP === undefined || port.hostIP === '' ? '0.0.0.0' : port.hostIP });
+    }
+  };
+  for (const c of p.spec?.containers ?? []) add(c);
+  for (const c of p.spec?.initContainers ?? []) if (c.restartPolicy === 'Always') add(c);
+  return out;
 }
 
 /** A pod holds node resources from binding until it terminates. */

@@ -118,6 +118,17 @@ describe('loadClusterText: valid files', () => {
     expect(byName(nodes(text), 'cordoned').unschedulable).toBe(true);
   });
 
+  it('reads allocatable resources beyond the shape (Kubernetes names and quantities), and refuses the shape\'s own', () => {
+    const list = nodes(yaml('nodes:', '  - {name: ib, shape: t4x4, allocatable: {rdma/hca: 4, ephemeral-storage: 1Ti, hugepages-2Mi: "0"}}', '  - {name: plain, shape: t4x4}'));
+    expect(byName(list, 'ib').scalar).toEqual({ 'ephemeral-storage': 2 ** 40, 'rdma/hca': 4 });
+    expect(byName(list, 'plain').scalar).toBeUndefined();
+    const bad = issues(yaml('nodes:', '  - {name: ib, shape: t4x4, allocatable: {cpu: 4, rdma/hca: half}}'));
+    expect(bad.map((i) => [i.field, i.message])).toEqual([
+      ['nodes[0].allocatable.cpu', 'cpu comes from the shape; allocatable lists the other resources'],
+      ['nodes[0].allocatable.rdma/hca', 'rdma/hca: "half" is not a quantity (e.g. 500m, 1.5, 32Gi)'],
+    ]);
+  });
+
   it('allPairs applies one class to every pair, with the NVLink figure only for NVLink classes', () => {
     const list = nodes(
       yaml(

@@ -11,6 +11,7 @@
  * nodes:
  *   - {namePrefix: h100-, count: 8, shape: dgx-h100, zone: z1, block: b1, rack: r1}
  *   - {name: l40s-0, shape: my-l40s, rack: r2, taints: [{key: gpu, effect: NoSchedule}]}
+ *   - {namePrefix: ib-, count: 2, shape: dgx-h100, allocatable: {rdma/hca: 4, ephemeral-storage: 2Ti}}
  * ```
  */
 import { Type, type Static } from '@sinclair/typebox';
@@ -20,6 +21,8 @@ import { NODE_SHAPES, type NodeShape } from '../core/model/presets.ts';
 import { buildTopology, flatTopology, type LinkClass, type NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { parseNvidiaSmiTopo } from './nvidia-smi-topo.ts';
+import { readResourceQuantity } from '../api/pod-resources.ts';
+import { GPU_RESOURCE } from '../api/wire.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' });
@@ -81,6 +84,8 @@ const NodeGroupT = Type.Object(
     taints: Type.Optional(Type.Array(TaintT)),
     unschedulable: Type.Optional(Type.Boolean()),
     unhealthyGpus: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))),
+    /** Allocatable resources beyond the shape's cpu, memory, pods and GPUs (Kubernetes names and quantities): ephemeral-storage, hugepages-2Mi, rdma/hca, … */
+    allocatable: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.Union([Type.String({ minLength: 1 }), Type.Number({ minimum: 0 })]))),
   },
   { additionalProperties: false },
 );
@@ -136,6 +141,16 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
       if (prev !== undefined && prev !== key) at(['nodes', gi, 'nvlinkDomain'], `NVLink domain "${g.nvlinkDomain}" spans two racks (${prev} and ${key}); a domain lives inside one rack`);
       domainRack.set(g.nvlinkDomain, key);
     }
+    let scalar: Record<string, number> | undefined;
+    for (const key of Object.keys(g.allocatable ?? {}).sort()) {
+      if (key === 'cpu' || key === 'memory' || key === 'pods' || key === GPU_RESOURCE) {
+        at(['nodes', gi, 'allocatable', key], `${key} comes from the shape; allocatable lists the other resources`);
+        continue;
+      }
+      const v = readResourceQuantity(key, (g.allocatable ?? {})[key] as string | number, key);
+      if (!v.ok) at(['nodes', gi, 'allocatable', key], v.error);
+      else if (v.value > 0) (scalar ??= {})[key] = v.value;
+    }
     for (const u of g.unhealthyGpus ?? []) if (u >= shape.gpus.length) at(['nodes', gi, 'unhealthyGpus'], `GPU ${u} does not exist (shape has ${shape.gpus.length})`);
     for (let i = 0; i < count; i++) {
       const name = g.name ?? `${g.namePrefix ?? `${g.shape}-`}${i}`;
@@ -157,6 +172,7 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
         taints: (g.taints ?? []).map((t) => ({ key: t.key, effect: t.effect, ...(t.value === undefined ? {} : { value: t.value }) })),
         unschedulable: g.unschedulable ?? false,
         shape: shape.id,
+        ...(scalar === undefined ? {} : { scalar }),
       });
     }
   });

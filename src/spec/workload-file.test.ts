@@ -143,6 +143,54 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
     ]);
   });
 
+  it('Kubernetes fields the apiserver would reject: bad node selector requirements, matchFields, tolerations, quantities, mixed resource fields', () => {
+    const found = issues(
+      yaml(
+        'pods:',
+        '  - name: a',
+        '    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: In}, {key: g, operator: Gt, values: [x]}], matchFields: [{key: metadata.labels, operator: In, values: [v]}]}]}}}',
+        '  - {name: b, tolerations: [{value: x}]}',
+        '  - {name: c, containers: [{resources: {requests: {cpu: lots}}}]}',
+        '  - {name: d, cpuMilli: 100, containers: [{}]}',
+        '  - {name: e, affinity: {podAntiAffinity: {}}}',
+      ),
+    );
+    expect(found.map((i) => [i.field, i.line, i.message])).toEqual([
+      ['pods[4].affinity.podAntiAffinity', 7, 'unknown field'],
+    ]);
+    const rest = issues(yaml('pods:', '  - name: a', '    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: In}, {key: g, operator: Gt, values: [x]}], matchFields: [{key: metadata.labels, operator: In, values: [v]}]}]}}}', '  - {name: b, tolerations: [{value: x}]}', '  - {name: c, containers: [{resources: {requests: {cpu: lots}}}]}', '  - {name: d, cpuMilli: 100, containers: [{}]}'));
+    expect(rest.map((i) => [i.field, i.line, i.message])).toEqual([
+      ['pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]', 3, 'In needs at least one value'],
+      ['pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1]', 3, 'Gt takes exactly one integer value'],
+      ['pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key', 3, '"metadata.labels" is not a supported field (only metadata.name)'],
+      ['pods[1].tolerations[0].operator', 4, 'operator must be Exists when key is empty (it then tolerates every taint)'],
+      ['pods[2].containers', 5, 'spec.containers[0].resources.requests[cpu]: "lots" is not a quantity (e.g. 500m, 1.5, 32Gi)'],
+      ['pods[3].cpuMilli', 6, 'with containers, cpu comes from their resources'],
+    ]);
+  });
+
+  it('Kubernetes fields: affinity, ports, gates and summed container resources reach the pod', () => {
+    const p = pod(
+      units(
+        yaml(
+          'pods:',
+          '  - name: w',
+          '    containers: [{resources: {requests: {cpu: 500m, memory: 1Gi, nvidia.com/gpu: 2, rdma/hca: 1}}, ports: [{containerPort: 80, hostPort: 8080}]}]',
+          '    overhead: {memory: 64Mi}',
+          '    schedulingGates: [{name: g}]',
+          '    affinity: {nodeAffinity: {preferredDuringSchedulingIgnoredDuringExecution: [{weight: 5, preference: {matchExpressions: [{key: ssd, operator: Exists}]}}]}}',
+        ),
+      )[0],
+    );
+    expect(p.request).toEqual({ cpuMilli: 500, memoryMiB: 1088, gpuCount: 2, gpuMilli: 1000, scalar: { 'rdma/hca': 1 } });
+    expect(p.hostPorts).toEqual([{ port: 8080, protocol: 'TCP', ip: '0.0.0.0' }]);
+    expect(p.schedulingGates).toEqual(['g']);
+    expect(p.nodeAffinity).toEqual({ preferred: [{ weight: 5, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }] });
+    // A pod without them has none of the fields.
+    const plain = pod(units(yaml('pods:', '  - {name: p, gpu: 1}'))[0]);
+    expect([plain.nodeAffinity, plain.hostPorts, plain.schedulingGates, plain.request.scalar]).toEqual([undefined, undefined, undefined, undefined]);
+  });
+
   it('gang rules: minMember above replicas, preferred wider than required, a bad member template', () => {
     const found = issues(
       yaml(

@@ -11,6 +11,20 @@
  * ```
  * `gpu` is a device count (1, 2, 8) or a fraction of one device (0.25, 0.5); `gpuMilli` gives the fraction
  * in milli-GPU instead. Optional `arrivalSec`/`durationSec` are used by the simulator.
+ *
+ * Kubernetes Pod fields, with their Kubernetes names and meaning (ADR 0049): `nodeSelector`, `tolerations`,
+ * `affinity.nodeAffinity`, `schedulingGates`, `containers` / `initContainers` (with `restartPolicy: Always`
+ * for sidecars) with `resources` and `ports` (hostPort, hostIP, protocol), and `overhead`:
+ *
+ * ```yaml
+ *   - name: web
+ *     containers: [{resources: {requests: {cpu: 500m, memory: 1Gi, rdma/hca: 1}}, ports: [{containerPort: 80, hostPort: 8080}]}]
+ *     affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms:
+ *       [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}
+ * ```
+ * With `containers`, cpu and memory come from them (as kube-scheduler sums them), not from `cpuMilli`/`memoryMiB`.
+ * Input the apiserver would reject (In without values, Gt with a non-integer, matchFields other than
+ * metadata.name, an empty toleration key without Exists) is an error naming the field.
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { parseComputeCapability } from '../core/model/gpu.ts';
@@ -18,8 +32,54 @@ import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
+import type { HostPort, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm } from '../core/model/pod.ts';
+import { readPodResources } from '../api/pod-resources.ts';
+import { GPU_RESOURCE } from '../api/wire.ts';
 
 const Level = Type.Union(TOPOLOGY_LEVELS.map((l) => Type.Literal(l)));
+
+const Quantity = Type.Union([Type.String({ minLength: 1 }), Type.Number({ minimum: 0 })]);
+const Resources = Type.Record(Type.String({ minLength: 1 }), Quantity);
+const RequirementT = Type.Object(
+  {
+    key: Type.String({ minLength: 1 }),
+    operator: Type.Union(['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt'].map((o) => Type.Literal(o))),
+    values: Type.Optional(Type.Array(Type.String())),
+  },
+  { additionalProperties: false },
+);
+const TermT = Type.Object({ matchExpressions: Type.Optional(Type.Array(RequirementT)), matchFields: Type.Optional(Type.Array(RequirementT)) }, { additionalProperties: false });
+const AffinityT = Type.Object(
+  {
+    nodeAffinity: Type.Optional(
+      Type.Object(
+        {
+          requiredDuringSchedulingIgnoredDuringExecution: Type.Optional(Type.Object({ nodeSelectorTerms: Type.Array(TermT, { minItems: 1 }) }, { additionalProperties: false })),
+          preferredDuringSchedulingIgnoredDuringExecution: Type.Optional(Type.Array(Type.Object({ weight: Type.Integer({ minimum: 1, maximum: 100 }), preference: TermT }, { additionalProperties: false }))),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+const PortT = Type.Object(
+  {
+    name: Type.Optional(Type.String()),
+    containerPort: Type.Integer({ minimum: 1, maximum: 65535 }),
+    hostPort: Type.Optional(Type.Integer({ minimum: 0, maximum: 65535 })),
+    hostIP: Type.Optional(Type.String()),
+    protocol: Type.Optional(Type.Union([Type.Literal('TCP'), Type.Literal('UDP'), Type.Literal('SCTP')])),
+  },
+  { additionalProperties: false },
+);
+const containerFields = {
+  name: Type.Optional(Type.String()),
+  resources: Type.Optional(Type.Object({ requests: Type.Optional(Resources), limits: Type.Optional(Resources) }, { additionalProperties: false })),
+  ports: Type.Optional(Type.Array(PortT)),
+};
+const ContainerT = Type.Object(containerFields, { additionalProperties: false });
+const InitContainerT = Type.Object({ ...containerFields, restartPolicy: Type.Optional(Type.Literal('Always')) }, { additionalProperties: false });
 
 export const PodT = Type.Object(
   {
@@ -48,6 +108,11 @@ export const PodT = Type.Object(
         ),
       ),
     ),
+    affinity: Type.Optional(AffinityT),
+    schedulingGates: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
+    containers: Type.Optional(Type.Array(ContainerT, { minItems: 1 })),
+    initContainers: Type.Optional(Type.Array(InitContainerT)),
+    overhead: Type.Optional(Resources),
     arrivalSec: Type.Optional(Type.Number({ minimum: 0 })),
     durationSec: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
   },
@@ -113,7 +178,7 @@ export function loadWorkload(src: YamlSource, prefix: readonly (string | number)
     for (let k = 0; k < count; k++) {
       const id = count === 1 ? base : `${base}-${k}`;
       if (!claim(id, [...path, 'name'])) return;
-      const pod = toPod(id, p, {}, (f, m) => at([...path, f], m));
+      const pod = toPod(id, p, {}, (f, m) => at([...path, ...fieldPath(f)], m));
       if (pod === undefined) return;
       units.push({ kind: 'pod', pod, timing: timing(p.arrivalSec, p.durationSec) });
     }
@@ -135,7 +200,7 @@ export function loadWorkload(src: YamlSource, prefix: readonly (string | number)
     for (let k = 0; k < g.replicas; k++) {
       // Members are pods too: their ids must not collide with another pod's (allocate would throw).
       if (!claim(`${g.name}-${k}`, [...path, 'name'])) return;
-      const pod = toPod(`${g.name}-${k}`, g.pod, { gang: g.name, priority: g.priority ?? g.pod.priority ?? 0, queue: g.queue ?? g.pod.queue ?? 'default' }, (f, m) => at([...path, 'pod', f], m));
+      const pod = toPod(`${g.name}-${k}`, g.pod, { gang: g.name, priority: g.priority ?? g.pod.priority ?? 0, queue: g.queue ?? g.pod.queue ?? 'default' }, (f, m) => at([...path, 'pod', ...fieldPath(f)], m));
       if (pod === undefined) return;
       members.push(pod);
     }
@@ -156,9 +221,17 @@ function timing(arrivalSec: number | undefined, durationSec: number | undefined)
   return { arrivalSec: arrivalSec ?? 0, ...(durationSec === undefined ? {} : { durationSec }) };
 }
 
+/** A dotted field of toPod's reports (`tolerations.0.operator`) as a path for issueAt. */
+export function fieldPath(field: string): (string | number)[] {
+  return field.split('.').map((x) => (/^\d+$/.test(x) ? Number(x) : x));
+}
+
+/** `at` reports a problem at a field given as a dotted path relative to the pod (see fieldPath). */
 export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { gang?: string; priority?: number; queue?: string }, at: (field: string, msg: string) => void): PodSpec | undefined {
-  let gpuCount = 0;
-  let gpuMilli = 0;
+  const k8s = kubeFields(p, at);
+  if (k8s === undefined) return undefined;
+  let gpuCount = k8s.gpuCount;
+  let gpuMilli = gpuCount > 0 ? 1000 : 0;
   if (p.gpuMilli !== undefined) {
     if (p.gpu !== undefined && p.gpu !== 1) {
       at('gpuMilli', 'gpuMilli describes one device: use it with gpu: 1 or without gpu');
@@ -166,6 +239,9 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
     }
     gpuCount = 1;
     gpuMilli = p.gpuMilli;
+  } else if (p.gpu !== undefined && p.gpu > 0 && gpuCount > 0) {
+    at('gpu', `give the GPUs either as gpu or as ${GPU_RESOURCE} in containers, not both`);
+    return undefined;
   } else if (p.gpu !== undefined && p.gpu > 0) {
     if (p.gpu < 1) {
       gpuCount = 1;
@@ -189,7 +265,14 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
   }
   return makePod(
     id,
-    { cpuMilli: p.cpuMilli ?? 1000, memoryMiB: p.memoryMiB ?? 4096, gpuCount, gpuMilli, ...(p.gpuMemoryMiB === undefined ? {} : { gpuMemoryMiB: p.gpuMemoryMiB }) },
+    {
+      cpuMilli: k8s.cpuMilli ?? p.cpuMilli ?? 1000,
+      memoryMiB: k8s.memoryMiB ?? p.memoryMiB ?? 4096,
+      gpuCount,
+      gpuMilli,
+      ...(p.gpuMemoryMiB === undefined ? {} : { gpuMemoryMiB: p.gpuMemoryMiB }),
+      ...(k8s.scalar === undefined ? {} : { scalar: k8s.scalar }),
+    },
     {
       gpuModels: p.gpuModels ?? [],
       minComputeCapability: cc,
@@ -198,6 +281,84 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
       nodeSelector: p.nodeSelector ?? {},
       tolerations: (p.tolerations ?? []).map((t) => ({ ...t })),
       ...(extra.gang === undefined ? {} : { gang: extra.gang }),
+      ...(k8s.nodeAffinity === undefined ? {} : { nodeAffinity: k8s.nodeAffinity }),
+      hostPorts: k8s.hostPorts,
+      schedulingGates: (p.schedulingGates ?? []).map((g) => g.name),
     },
   );
+}
+
+interface KubeFields {
+  readonly cpuMilli?: number;
+  readonly memoryMiB?: number;
+  readonly gpuCount: number;
+  readonly scalar?: Readonly<Record<string, number>>;
+  readonly nodeAffinity?: NodeAffinity;
+  readonly hostPorts: HostPort[];
+}
+
+/** The Kubernetes fields of a workload pod, checked as the apiserver checks them; undefined after reporting a problem. */
+function kubeFields(p: Omit<PodInput, 'name' | 'count'>, at: (field: string, msg: string) => void): KubeFields | undefined {
+  let ok = true;
+  const bad = (field: string, msg: string): void => {
+    ok = false;
+    at(field, msg);
+  };
+  (p.tolerations ?? []).forEach((t, i) => {
+    if ((t.key ?? '') === '' && t.operator !== 'Exists') bad(`tolerations.${i}.operator`, 'operator must be Exists when key is empty (it then tolerates every taint)');
+    if (t.operator === 'Exists' && (t.value ?? '') !== '') bad(`tolerations.${i}.value`, 'value must be empty when operator is Exists');
+  });
+  const na = p.affinity?.nodeAffinity;
+  const term = (t: Static<typeof TermT>, field: string): NodeSelectorTerm => {
+    (t.matchExpressions ?? []).forEach((r, i) => {
+      const problem = requirementProblem(r);
+      if (problem !== undefined) bad(`${field}.matchExpressions.${i}`, problem);
+    });
+    (t.matchFields ?? []).forEach((r, i) => {
+      if (r.key !== 'metadata.name') bad(`${field}.matchFields.${i}.key`, `"${r.key}" is not a supported field (only metadata.name)`);
+      else if ((r.operator !== 'In' && r.operator !== 'NotIn') || (r.values ?? []).length !== 1) bad(`${field}.matchFields.${i}`, 'metadata.name takes In or NotIn with exactly one value');
+    });
+    return {
+      ...(t.matchExpressions === undefined ? {} : { matchExpressions: t.matchExpressions.map((r) => r as NodeSelectorRequirement) }),
+      ...(t.matchFields === undefined ? {} : { matchFields: t.matchFields.map((r) => r as NodeSelectorRequirement) }),
+    };
+  };
+  const base = 'affinity.nodeAffinity';
+  const required = na?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms.map((t, i) => term(t, `${base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.${i}`));
+  const preferred = na?.preferredDuringSchedulingIgnoredDuringExecution?.map((t, i) => ({ weight: t.weight, preference: term(t.preference, `${base}.preferredDuringSchedulingIgnoredDuringExecution.${i}.preference`) }));
+  const nodeAffinity = required === undefined && preferred === undefined ? undefined : { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) };
+  const hostPorts: HostPort[] = [];
+  const ports = (cs: readonly Static<typeof InitContainerT>[] | undefined, sidecarsOnly: boolean): void => {
+    for (const c of cs ?? []) {
+      if (sidecarsOnly && c.restartPolicy !== 'Always') continue;
+      for (const q of c.ports ?? []) if ((q.hostPort ?? 0) > 0) hostPorts.push({ port: q.hostPort as number, protocol: q.protocol ?? 'TCP', ip: q.hostIP === undefined || q.hostIP === '' ? '0.0.0.0' : q.hostIP });
+    }
+  };
+  ports(p.containers, false);
+  ports(p.initContainers, true);
+  let res: { cpuMilli?: number; memoryMiB?: number; gpuCount: number; scalar?: Readonly<Record<string, number>> } = { gpuCount: 0 };
+  if (p.containers !== undefined || p.initContainers !== undefined || p.overhead !== undefined) {
+    if (p.containers === undefined) bad('initContainers', 'give containers too: initContainers and overhead add to their requests');
+    if (p.cpuMilli !== undefined) bad('cpuMilli', 'with containers, cpu comes from their resources');
+    if (p.memoryMiB !== undefined) bad('memoryMiB', 'with containers, memory comes from their resources');
+    const r = readPodResources(p, 'spec');
+    if (!r.ok) bad('containers', r.error);
+    else res = r.value;
+  }
+  return ok ? { ...res, ...(nodeAffinity === undefined ? {} : { nodeAffinity }), hostPorts } : undefined;
+}
+
+/** Why the apiserver would reject a node selector requirement, or undefined. */
+function requirementProblem(r: Static<typeof RequirementT>): string | undefined {
+  const n = (r.values ?? []).length;
+  switch (r.operator) {
+    case 'In':
+    case 'NotIn':
+      return n === 0 ? `${r.operator} needs at least one value` : undefined;
+    case 'Exists':
+    case 'DoesNotExist':
+      return n > 0 ? `${r.operator} takes no values` : undefined;
+    default:
+      return n !== 1 || !/^[+-]?\d+$/.test((r.values ?? [])[0] as string) ? `${r.operator} takes exactly one integer value` : undefined;
+  }
 }

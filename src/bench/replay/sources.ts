@@ -44,6 +44,9 @@ export function loadUnits(file: string, format?: TraceFormat): { format: TraceFo
     case 'yaml': {
       const r = loadWorkloadText(file, text);
       if (!r.ok) throw r.error;
+      // Nothing removes a gate in a replay: a gated pod would wait forever, so say what to write instead.
+      const gated = r.value.flatMap((u) => (u.kind === 'pod' ? [u.pod] : u.gang.members)).find((p) => p.schedulingGates !== undefined);
+      if (gated !== undefined) throw new InputError([{ file, line: 1, column: 1, field: 'schedulingGates', message: `pod ${gated.id}: schedulingGates have no meaning in a replay (nothing removes them); give the time its gates would go as arrivalSec` }]);
       return { format: f, units: yamlUnits(r.value) };
     }
   }

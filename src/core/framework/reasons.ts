@@ -3,7 +3,9 @@
  * aggregate cheaply into an explanation. Texts are written for the person reading `sits explain`.
  */
 import type { PodSpec } from '../model/pod.ts';
+import type { NodeState } from '../snapshot/cluster-state.ts';
 import { formatComputeCapability } from '../model/gpu.ts';
+import { untoleratedTaint } from '../plugins/taint-toleration/taint-toleration.ts';
 
 export const Reason = {
   Fits: 0,
@@ -23,15 +25,27 @@ export const Reason = {
   SplitsDomain: 14,
   Reserved: 15,
   TooFewGpus: 16,
+  // kube-scheduler's per-node plugins (ADR 0049), worded as kube-scheduler words them.
+  NodeAffinity: 17,
+  NodePorts: 18,
+  InsufficientResource: 19,
+  // 20–39 are kept for InterPodAffinity, PodTopologySpread and the volume plugins.
 } as const;
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
-export const REASON_COUNT = 17;
+export const REASON_COUNT = 20;
+/** Size of per-reason count arrays: room for every code a filter may return, including the kept range. */
+export const REASON_SLOTS = 64;
 
 /** `resolvable`: preemption could help (resources held by pods); otherwise only a cluster change could. */
 export interface ReasonInfo {
   readonly code: ReasonCode;
   readonly resolvable: boolean;
   readonly text: (pod: PodSpec) => string;
+  /**
+   * For reasons whose words depend on the node (which taint, which resource): the text for one node, computed
+   * only when an explanation is written; nodes are then counted per distinct text, as kube-scheduler does.
+   */
+  readonly detail?: (pod: PodSpec, node: NodeState) => string;
 }
 
 const models = (p: PodSpec): string => p.gpuModels.join('|');
@@ -39,8 +53,17 @@ const models = (p: PodSpec): string => p.gpuModels.join('|');
 export const REASONS: readonly ReasonInfo[] = [
   { code: Reason.Fits, resolvable: false, text: () => 'fits' },
   { code: Reason.Unschedulable, resolvable: false, text: () => 'node cordoned (unschedulable)' },
-  { code: Reason.Taint, resolvable: false, text: () => 'untolerated taint' },
-  { code: Reason.NodeSelector, resolvable: false, text: () => "node selector doesn't match" },
+  {
+    code: Reason.Taint,
+    resolvable: false,
+    text: () => 'untolerated taint',
+    detail: (p, n) => {
+      const t = untoleratedTaint(p.tolerations, n.spec.taints);
+      return t === undefined ? 'untolerated taint' : `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
+    },
+  },
+  // kube-scheduler's NodeAffinity covers nodeSelector too: one text, so both count as one reason.
+  { code: Reason.NodeSelector, resolvable: false, text: () => "node(s) didn't match Pod's node affinity/selector" },
   { code: Reason.TooManyPods, resolvable: true, text: () => 'too many pods' },
   { code: Reason.Cpu, resolvable: true, text: () => 'insufficient cpu' },
   { code: Reason.Memory, resolvable: true, text: () => 'insufficient memory' },
@@ -54,4 +77,20 @@ export const REASONS: readonly ReasonInfo[] = [
   { code: Reason.SplitsDomain, resolvable: true, text: () => 'would split the NVLink domain (required)' },
   { code: Reason.Reserved, resolvable: true, text: () => 'held by a reservation for a waiting gang' },
   { code: Reason.TooFewGpus, resolvable: false, text: (p) => `with fewer GPUs than the ${p.request.gpuCount} requested` },
+  { code: Reason.NodeAffinity, resolvable: false, text: () => "node(s) didn't match Pod's node affinity/selector" },
+  { code: Reason.NodePorts, resolvable: true, text: () => "node(s) didn't have free ports for the requested pod ports" },
+  { code: Reason.InsufficientResource, resolvable: true, text: () => 'Insufficient resources', detail: (p, n) => `Insufficient ${insufficientScalar(p, n) ?? 'resources'}` },
 ];
+
+/** The first requested resource beyond cpu/memory/GPUs the node lacks: ephemeral-storage first, as kube checks it, then by name. */
+export function insufficientScalar(pod: PodSpec, node: NodeState): string | undefined {
+  const want = pod.request.scalar;
+  if (want === undefined) return undefined;
+  const alloc = node.spec.scalar;
+  const used = node.scalarUsed;
+  const short = (k: string): boolean => (used?.get(k) ?? 0) + (want[k] as number) > (alloc?.[k] ?? 0);
+  if (want[EPHEMERAL] !== undefined && short(EPHEMERAL)) return EPHEMERAL;
+  for (const k in want) if (k !== EPHEMERAL && short(k)) return k;
+  return undefined;
+}
+const EPHEMERAL = 'ephemeral-storage';

@@ -88,7 +88,8 @@ describe('resolveProfile', () => {
     const kube = resolveProfile('kube-default', env);
     expect(sits.ok && sits.value.gangSearch).toBe('topology');
     expect(kube.ok && kube.value.gangSearch).toBe('flat');
-    expect(kube.ok && kube.value.scorers.map((s) => s.plugin.name)).toEqual(['least-allocated', 'balanced-allocation']);
+    // kube-scheduler's soft per-node preferences with its default weights follow the profile's own scorers.
+    expect(kube.ok && kube.value.scorers.map((s) => `${s.plugin.name}×${s.weight}`)).toEqual(['least-allocated×1', 'balanced-allocation×1', 'node-affinity×2', 'taint-toleration×3']);
   });
 });
 

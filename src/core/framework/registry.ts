@@ -12,6 +12,8 @@ import { sitsFragPlugin } from '../plugins/fgd/sits-frag.ts';
 import type { TypicalShape } from '../plugins/fgd/fragmentation.ts';
 import { pickTopologyGpus } from '../plugins/topology/gpu-topology-pick.ts';
 import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
+import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
+import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
 import type { Plugin, Profile, QueuedUnit, Selector } from './types.ts';
 
 export const PLUGIN_NAMES = [
@@ -29,6 +31,8 @@ export const PLUGIN_NAMES = [
   'gpu-random',
   'gpu-first-fit',
   'gpu-topology',
+  'node-affinity',
+  'taint-toleration',
 ] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];
 
@@ -57,6 +61,8 @@ const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
   'gpu-random': randomGpuPlugin,
   // The kubelet device plugin default: the lowest-index free devices.
   'gpu-first-fit': () => ({ name: 'gpu-first-fit', pickGpus: (pod, node, _ctx, allowed) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli, allowed) }),
+  'node-affinity': nodeAffinityPlugin,
+  'taint-toleration': taintTolerationPlugin,
   'gpu-topology': () => ({ name: 'gpu-topology', pickGpus: (pod, node, _ctx, allowed) => (pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli, allowed) : pickTopologyGpus(pod, node, allowed)) }),
 };
 
@@ -134,13 +140,22 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
 }
 
 const base = { queueSort: 'priority-fifo', filters: ['fit'], selector: 'best' as Selector, gangSearch: 'flat' as const };
+/**
+ * kube-scheduler's soft per-node preferences with its default weights: preferred node affinity ×2,
+ * PreferNoSchedule taints ×3. Both skip (PreScore) pods and clusters without them, so they change nothing else.
+ */
+const KUBE_PREFERENCES = [
+  { name: 'node-affinity', weight: 2 },
+  { name: 'taint-toleration', weight: 3 },
+] as const;
+const withPreferences = (scorers: readonly { readonly name: string; readonly weight: number }[]): readonly { readonly name: string; readonly weight: number }[] => [...scorers, ...KUBE_PREFERENCES];
 
 export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
   sits: {
     ...base,
     name: 'sits',
     description: 'SITS default: fit, fragmentation-aware scoring for the expected workload, topology-aware gangs and GPU choice',
-    scorers: [{ name: 'sits-frag', weight: 1 }],
+    scorers: withPreferences([{ name: 'sits-frag', weight: 1 }]),
     devicePicker: 'sits-frag',
     gangSearch: 'topology',
   },
@@ -148,19 +163,19 @@ export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
     ...base,
     name: 'kube-default',
     description: 'kube-scheduler-like: LeastAllocated + BalancedAllocation over CPU and memory; kubelet first-fit GPUs',
-    scorers: [
+    scorers: withPreferences([
       { name: 'least-allocated', weight: 1 },
       { name: 'balanced-allocation', weight: 1 },
-    ],
+    ]),
     devicePicker: 'gpu-first-fit',
   },
   random: { ...base, name: 'random', description: 'uniformly random feasible node and fitting GPU', scorers: [], selector: 'random', devicePicker: 'gpu-random' },
   'round-robin': { ...base, name: 'round-robin', description: 'next feasible node after the last one chosen', scorers: [], selector: 'round-robin', devicePicker: 'gpu-best-fit' },
-  dotprod: { ...base, name: 'dotprod', description: 'FGD paper baseline: smallest dot product of free and requested', scorers: [{ name: 'dotprod', weight: 1 }], devicePicker: 'gpu-best-fit' },
-  'gpu-clustering': { ...base, name: 'gpu-clustering', description: 'FGD paper baseline: nodes running the same kind of GPU pod first', scorers: [{ name: 'gpu-clustering', weight: 1 }], devicePicker: 'gpu-best-fit' },
-  'gpu-packing': { ...base, name: 'gpu-packing', description: 'FGD paper baseline: partly used GPUs, then used nodes, then idle nodes', scorers: [{ name: 'gpu-packing', weight: 1 }], devicePicker: 'gpu-best-fit' },
-  'best-fit': { ...base, name: 'best-fit', description: 'FGD paper baseline: least CPU and GPU left after placement', scorers: [{ name: 'best-fit', weight: 1 }], devicePicker: 'gpu-best-fit' },
-  fgd: { ...base, name: 'fgd', description: 'FGD (ATC ’23): least growth of fragmentation for the expected workload', scorers: [{ name: 'fgd', weight: 1 }], devicePicker: 'fgd' },
+  dotprod: { ...base, name: 'dotprod', description: 'FGD paper baseline: smallest dot product of free and requested', scorers: withPreferences([{ name: 'dotprod', weight: 1 }]), devicePicker: 'gpu-best-fit' },
+  'gpu-clustering': { ...base, name: 'gpu-clustering', description: 'FGD paper baseline: nodes running the same kind of GPU pod first', scorers: withPreferences([{ name: 'gpu-clustering', weight: 1 }]), devicePicker: 'gpu-best-fit' },
+  'gpu-packing': { ...base, name: 'gpu-packing', description: 'FGD paper baseline: partly used GPUs, then used nodes, then idle nodes', scorers: withPreferences([{ name: 'gpu-packing', weight: 1 }]), devicePicker: 'gpu-best-fit' },
+  'best-fit': { ...base, name: 'best-fit', description: 'FGD paper baseline: least CPU and GPU left after placement', scorers: withPreferences([{ name: 'best-fit', weight: 1 }]), devicePicker: 'gpu-best-fit' },
+  fgd: { ...base, name: 'fgd', description: 'FGD (ATC ’23): least growth of fragmentation for the expected workload', scorers: withPreferences([{ name: 'fgd', weight: 1 }]), devicePicker: 'fgd' },
 };
 
 export const PROFILE_NAMES = Object.keys(PROFILES);

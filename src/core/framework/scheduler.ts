@@ -436,7 +436,12 @@ export class Scheduler {
       const info = REASONS[code];
       if (info === undefined) continue;
       if (info.resolvable) unresolvable = false;
-      reasons.push({ reason: info.text(pod), count: c });
+      for (const r of info.detail === undefined ? [{ reason: info.text(pod), count: c }] : this.detailed(pod, idx, code, info.detail, start, end)) {
+        // Codes with one text (nodeSelector and node affinity, as in kube-scheduler) count together.
+        const k = reasons.findIndex((x) => x.reason === r.reason);
+        if (k < 0) reasons.push(r);
+        else reasons[k] = { reason: r.reason, count: (reasons[k] as ReasonCount).count + r.count };
+      }
     }
     reasons.push(...extra);
     reasons.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1));
@@ -444,6 +449,17 @@ export class Scheduler {
     const head = `${fitting}/${total} nodes fit ${subject}`;
     const message = reasons.length === 0 ? `${head}: a device plugin or reserve step refused the best node` : `${head}: ${reasons.map((r) => `${r.count} ${r.reason}`).join(', ')}`;
     return { subject, nodes: total, fitting, reasons, message, unresolvable };
+  }
+
+  /** Nodes of one reason counted per node-dependent text (which taint, which resource), in first-seen order. */
+  private detailed(pod: PodSpec, idx: ScoreIndex, code: number, detail: (p: PodSpec, n: NodeState) => string, start: number, end: number): ReasonCount[] {
+    const byText = new Map<string, number>();
+    for (let i = start; i < end; i++) {
+      if (idx.reason[i] !== code) continue;
+      const t = detail(pod, this.state.nodes[i] as NodeState);
+      byText.set(t, (byText.get(t) ?? 0) + 1);
+    }
+    return [...byText].map(([reason, count]) => ({ reason, count }));
   }
 
   private explainGang(gang: GangSpec, subject: string): Explanation {

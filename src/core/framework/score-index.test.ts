@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { evaluateFilters, ScoreIndex, shapeKey } from './score-index.ts';
 import { Reason, type ReasonCode } from './reasons.ts';
 import type { Plugin, Profile } from './types.ts';
-import { fitFilter } from '../plugins/fit/fit.ts';
+import { fitFilter, fitPlugin } from '../plugins/fit/fit.ts';
+import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
+import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
 import { ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';
@@ -328,9 +330,103 @@ describe('shapeKey', () => {
       makePod('a', { gpuCount: 1 }, { minComputeCapability: 80 }),
       makePod('a', { gpuCount: 1 }, { tolerations: [{ key: 'gpu', operator: 'Exists' }] }),
       makePod('a', { gpuCount: 1 }, { nodeSelector: { pool: 'x' } }),
+      makePod('a', { gpuCount: 1 }, { nodeAffinity: { required: [{ matchExpressions: [{ key: 'pool', operator: 'Exists' }] }] } }),
+      makePod('a', { gpuCount: 1 }, { nodeAffinity: { preferred: [{ weight: 1, preference: { matchExpressions: [{ key: 'pool', operator: 'Exists' }] } }] } }),
+      makePod('a', { gpuCount: 1 }, { hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }] }),
+      makePod('a', { gpuCount: 1 }, { hostPorts: [{ port: 80, protocol: 'UDP', ip: '0.0.0.0' }] }),
+      makePod('a', { gpuCount: 1, scalar: { 'rdma/hca': 1 } }),
     ];
     const keys = new Set([shapeKey(base), ...variants.map(shapeKey)]);
     expect(keys.size).toBe(variants.length + 1);
     expect(shapeKey(makePod('s1', {}, { nodeSelector: { a: '1', b: '2' } }))).toBe(shapeKey(makePod('s2', {}, { nodeSelector: { b: '2', a: '1' } })));
   });
+
+  it('a known shape with affinity, ports or other resources is found again, and told apart from one without', () => {
+    const ports = (port: number) => makePod('x', { gpuCount: 1 }, { hostPorts: [{ port, protocol: 'TCP', ip: '0.0.0.0' }] });
+    expect(shapeKey(ports(80))).toBe(shapeKey(ports(80)));
+    expect(shapeKey(ports(81))).not.toBe(shapeKey(ports(80)));
+    expect(shapeKey(makePod('y', { gpuCount: 1 }))).not.toBe(shapeKey(ports(80)));
+  });
 });
+
+describe('ScoreIndex and the node name (matchFields)', () => {
+  it('evaluates every node of a spec class for a shape that reads the node name, and shares results otherwise', () => {
+    const st = new ClusterState(['a', 'b', 'c'].map((n) => nodeSpec(n, 'l4x8')));
+    expect(st.specClasses().count).toBe(1);
+    const byName = makePod('p', {}, { nodeAffinity: { required: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['b'] }] }] } });
+    const fitWithName: Plugin = { name: 'fit', filter: fitFilter, readsNodeName: (p) => p.nodeAffinity !== undefined };
+    const counters = { evaluations: 0, builds: 0 };
+    const idx = new ScoreIndex(st, profileWith([fitWithName], []), byName, counters);
+    idx.refresh();
+    expect([...idx.reason]).toEqual([Reason.NodeAffinity, Reason.Fits, Reason.NodeAffinity]);
+    expect(counters.evaluations).toBe(3);
+    const plain = new ScoreIndex(st, profileWith([fitWithName], []), makePod('q', {}), counters);
+    plain.refresh();
+    expect(counters.evaluations).toBe(4);
+  });
+
+  it('leaves out scorers whose preScore says every node scores the same', () => {
+    const st = new ClusterState(['a', 'b'].map((n) => nodeSpec(n, 'l4x8')));
+    const calls: string[] = [];
+    const skipped: Plugin = { name: 'skipped', preScore: () => false, score: () => (calls.push('skipped'), 50) };
+    const kept: Plugin = { name: 'kept', preScore: () => true, score: () => (calls.push('kept'), 1) };
+    const idx = new ScoreIndex(st, profileWith([fit], [{ plugin: skipped, weight: 1 }, { plugin: kept, weight: 1 }]), makePod('p', {}));
+    idx.refresh();
+    expect(calls).toEqual(['kept']); // one evaluation for the class, the skipped scorer never called
+    expect(idx.score[0]).toBe(1);
+  });
+});
+
+describe('ScoreIndex with kube-scheduler per-node fields (ports, other resources, node affinity, soft taints)', () => {
+  it.each([21, 22])('equals a brute-force scan after random placements and releases that hold ports and resources (seed %i)', (seed) => {
+    const rng = seededRng(seed);
+    const specs = Array.from({ length: 10 }, (_, i) =>
+      nodeSpec(`k${i}`, 'l4x8', {
+        labels: i % 2 === 0 ? { zone: 'a' } : { zone: 'b' },
+        ...(i % 3 === 0 ? { taints: [{ key: 'spot', effect: 'PreferNoSchedule' as const }] } : {}),
+        ...(i < 5 ? { scalar: { 'rdma/hca': 2 } } : {}),
+        location: { zone: 'z', block: 'b', rack: `r${i % 2}` },
+      }),
+    );
+    const st = new ClusterState(specs);
+    const profile = profileWith([fitPlugin()], [
+      { plugin: freeGpus, weight: 1 },
+      { plugin: nodeAffinityPlugin(), weight: 2 },
+      { plugin: taintTolerationPlugin(), weight: 3 },
+    ]);
+    const port = (n: number) => [{ port: n, protocol: 'TCP' as const, ip: '0.0.0.0' }];
+    const pods = [
+      makePod('port80', { gpuCount: 1 }, { hostPorts: port(80) }),
+      makePod('rdma', { gpuCount: 1, scalar: { 'rdma/hca': 1 } }),
+      makePod('named', { gpuCount: 1 }, { nodeAffinity: { required: [{ matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['k7'] }] }] } }),
+      makePod('prefers-a', { gpuCount: 2 }, { nodeAffinity: { preferred: [{ weight: 1, preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] } }] } }),
+    ];
+    const indices = pods.map((p) => new ScoreIndex(st, profile, p));
+    const live: string[] = [];
+    const problems: string[] = [];
+    const refused = new Set<string>();
+    for (let step = 0; step < 150; step++) {
+      if (rng.next() < 0.6 || live.length === 0) {
+        const node = st.nodes[rng.int(st.size)]!;
+        const g = node.gpuFree.findIndex((f) => f === 1000);
+        const id = `x${step}`;
+        const roll = rng.int(3);
+        if (g >= 0) {
+          st.allocate({ podId: id, node: node.name, gpus: [g], gpuMilli: 1000, cpuMilli: 1000, memoryMiB: 1024, priority: 0, queue: 'q', ...(roll === 0 ? { hostPorts: port(80) } : roll === 1 && node.spec.scalar !== undefined ? { scalar: { 'rdma/hca': 1 } } : {}) });
+          live.push(id);
+        }
+      } else st.release(live.splice(rng.int(live.length), 1)[0]!);
+      indices.forEach((idx, k) => {
+        idx.refresh();
+        const b = brute(profile, pods[k]!, st);
+        for (let i = 0; i < st.size; i++) if (idx.reason[i] !== b.reasons[i]) problems.push(`step ${step} ${pods[k]!.id} reason of ${i}`);
+        if (idx.best() !== bruteBest(b, st, 0, st.size)) problems.push(`step ${step} ${pods[k]!.id} best`);
+        for (const r of idx.reason) if (r !== Reason.Fits) refused.add(pods[k]!.id);
+      });
+    }
+    expect(problems).toEqual([]);
+    // Each filtering shape was refused somewhere at some step (ports, resources, the name), or the scan proves little.
+    expect(['named', 'port80', 'rdma'].filter((id) => !refused.has(id))).toEqual([]);
+  });
+});
+

@@ -8,8 +8,8 @@
  */
 import type { PodSpec } from '../model/pod.ts';
 import type { ClusterState, NodeState } from '../snapshot/cluster-state.ts';
-import { Reason, type ReasonCode } from './reasons.ts';
-import type { Profile } from './types.ts';
+import { Reason, REASON_SLOTS, type ReasonCode } from './reasons.ts';
+import type { Profile, WeightedScorer } from './types.ts';
 
 /** Work counters a host may read around a call (benchmarks: where an attempt's time went). */
 export interface IndexCounters {
@@ -32,6 +32,10 @@ export class ScoreIndex {
   private readonly rank: Int32Array;
   private seenSeq = -1;
   lastUsed = 0;
+  /** The profile's scorers that score this shape (PreScore: the others give every node the same). */
+  private readonly scorers: readonly WeightedScorer[];
+  /** False when a plugin reads the node's name for this shape: no result is shared within a spec class. */
+  private readonly shareClasses: boolean;
 
   constructor(
     private readonly state: ClusterState,
@@ -50,6 +54,8 @@ export class ScoreIndex {
     this.reason = new Uint8Array(this.n);
     this.version = new Int32Array(this.n).fill(-1);
     this.rank = state.ranks();
+    this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined) ? profile.scorers : profile.scorers.filter((s) => s.plugin.preScore?.(pod, state) ?? true);
+    this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
   }
 
   /** Brings every entry up to date with the cluster state. */
@@ -79,7 +85,7 @@ export class ScoreIndex {
     const { tree, count, reason, score, version } = this;
     const size = this.size;
     for (let i = 0; i < this.n; i++) {
-      if ((nodes[i] as NodeState).version === 0) {
+      if (this.shareClasses && (nodes[i] as NodeState).version === 0) {
         const c = of[i] as number;
         const j = first[c] as number;
         if (j >= 0) {
@@ -119,7 +125,7 @@ export class ScoreIndex {
       return;
     }
     let total = 0;
-    for (const s of this.profile.scorers) total += s.weight * (s.plugin.score as (p: PodSpec, n: NodeState) => number)(this.pod, node);
+    for (const s of this.scorers) total += s.weight * (s.plugin.score as (p: PodSpec, n: NodeState) => number)(this.pod, node);
     this.score[i] = total;
     this.tree[leaf] = i;
     this.count[leaf] = 1;
@@ -199,7 +205,7 @@ export class ScoreIndex {
 
   /** Counts of filter reasons over [start, end); index = ReasonCode. */
   reasonCounts(start = 0, end = this.n): Int32Array {
-    const c = new Int32Array(32);
+    const c = new Int32Array(REASON_SLOTS);
     for (let i = start; i < end; i++) c[this.reason[i] as number] = (c[this.reason[i] as number] as number) + 1;
     return c;
   }
@@ -214,7 +220,7 @@ export function evaluateFilters(profile: Profile, pod: PodSpec, node: NodeState)
 }
 
 /** Pods of every shape seen so far, by a hash of their fields: a known shape's key is found without building a string. */
-const knownShapes = new Map<number, { readonly pod: PodSpec; readonly key: string; readonly tolerations: string }[]>();
+const knownShapes = new Map<number, { readonly pod: PodSpec; readonly key: string; readonly tolerations: string; readonly ext: string }[]>();
 let knownShapeCount = 0;
 /** Bounds the table in a long-running scheduler; past it, the table starts over (keys stay the same). */
 const MAX_KNOWN_SHAPES = 65_536;
@@ -227,7 +233,7 @@ export function shapeKey(pod: PodSpec): string {
   h = (h ^ (pod.gpuModels.length << 8) ^ (pod.tolerations.length << 16)) | 0;
   let bucket = knownShapes.get(h);
   if (bucket !== undefined) {
-    for (const known of bucket) if (sameShape(known.pod, known.tolerations, pod)) return known.key;
+    for (const known of bucket) if (sameShape(known.pod, known.tolerations, pod) && (known.ext === '' ? !hasExt(pod) : known.ext === extKey(pod))) return known.key;
   }
   const key = buildShapeKey(pod);
   if (knownShapeCount >= MAX_KNOWN_SHAPES) {
@@ -239,7 +245,7 @@ export function shapeKey(pod: PodSpec): string {
     bucket = [];
     knownShapes.set(h, bucket);
   }
-  bucket.push({ pod, key, tolerations: pod.tolerations.length > 0 ? JSON.stringify(pod.tolerations) : '' });
+  bucket.push({ pod, key, tolerations: pod.tolerations.length > 0 ? JSON.stringify(pod.tolerations) : '', ext: extKey(pod) });
   knownShapeCount++;
   return key;
 }
@@ -271,5 +277,17 @@ function buildShapeKey(pod: PodSpec): string {
   if (pod.tolerations.length > 0) k += `|t${JSON.stringify(pod.tolerations)}`;
   const sel = Object.keys(pod.nodeSelector);
   if (sel.length > 0) k += `|s${JSON.stringify(sel.sort().map((x) => [x, pod.nodeSelector[x]]))}`;
+  const ext = extKey(pod);
+  if (ext !== '') k += `|x${ext}`;
   return k;
+}
+
+/** Whether the pod has any of the fields of kube's per-node plugins that filters read (ADR 0049). */
+function hasExt(pod: PodSpec): boolean {
+  return pod.nodeAffinity !== undefined || pod.hostPorts !== undefined || pod.request.scalar !== undefined;
+}
+
+/** Node affinity, host ports and other resources as a key part; '' for the pods that have none (no cost for them). */
+function extKey(pod: PodSpec): string {
+  return hasExt(pod) ? JSON.stringify([pod.nodeAffinity ?? null, pod.hostPorts ?? null, pod.request.scalar ?? null]) : '';
 }

@@ -40,8 +40,9 @@ export interface Plugin {
   preFilter?(pod: PodSpec, ctx: CycleContext): Status;
   /**
    * Returns Reason.Fits (0) or the reason the node cannot take the pod. Pure; like `score`, it may not read
-   * the node's name or location (where the node is, is the gang search's business): nodes with equal specs
-   * otherwise and equal state must get equal results, so that a score-index build reuses them (ADR 0001).
+   * the node's location (where the node is, is the gang search's business), nor its name unless it says so
+   * for the pod (`readsNodeName`, ADR 0050): nodes with equal specs otherwise and equal state must get equal
+   * results, so that a score-index build reuses them (ADR 0001).
    */
   filter?(pod: PodSpec, node: NodeState): ReasonCode;
   /**
@@ -50,6 +51,17 @@ export interface Plugin {
    * `normalize` is not offered for that reason (see ADR 0002).
    */
   score?(pod: PodSpec, node: NodeState): number;
+  /**
+   * kube-scheduler's PreScore Skip: false when `score` would give every node of the state the same value for
+   * this pod shape (no preferred terms, no soft taints anywhere), so the score index leaves it out. Decided
+   * once per shape index; absent = always scored.
+   */
+  preScore?(pod: PodSpec, state: ClusterState): boolean;
+  /**
+   * True when this pod's filter or score reads the node's name (kube's `matchFields: metadata.name`): the
+   * score index then evaluates every node instead of sharing results within a spec class (ADR 0049).
+   */
+  readsNodeName?(pod: PodSpec): boolean;
   /**
    * Chooses the GPU devices on the chosen node; undefined = cannot. With `allowed`, only GPUs g with
    * `allowed[g] === 1` may be chosen (e.g. one NVLink island, for a gang that must stay inside it); the

@@ -19,6 +19,11 @@ export interface NodeSpec {
   readonly labels: Readonly<Record<string, string>>;
   readonly taints: readonly Taint[];
   readonly unschedulable: boolean;
+  /**
+   * Allocatable resources other than cpu, memory, pods and nvidia.com/gpu (ephemeral-storage and hugepages in
+   * bytes, extended resources as counts), when the node has any.
+   */
+  readonly scalar?: Readonly<Record<string, number>>;
   /** Preset id the node was made from, when any (informational). */
   readonly shape?: string;
 }

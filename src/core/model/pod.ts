@@ -9,6 +9,32 @@ export interface Toleration {
   readonly effect?: Taint['effect'];
 }
 
+/** A node selector requirement (kube's NodeSelectorRequirement); Gt/Lt compare integers. */
+export interface NodeSelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  readonly values?: readonly string[];
+}
+
+/** Expressions over labels and fields (`metadata.name` only), all of which must match; an empty term matches nothing. */
+export interface NodeSelectorTerm {
+  readonly matchExpressions?: readonly NodeSelectorRequirement[];
+  readonly matchFields?: readonly NodeSelectorRequirement[];
+}
+
+/** spec.affinity.nodeAffinity: `required` = requiredDuringScheduling… terms (any one), `preferred` = weighted terms. */
+export interface NodeAffinity {
+  readonly required?: readonly NodeSelectorTerm[];
+  readonly preferred?: readonly { readonly weight: number; readonly preference: NodeSelectorTerm }[];
+}
+
+/** A container port bound on the node (hostPort > 0); ip '0.0.0.0' = every address. */
+export interface HostPort {
+  readonly port: number;
+  readonly protocol: 'TCP' | 'UDP' | 'SCTP';
+  readonly ip: string;
+}
+
 export interface PodRequest {
   readonly cpuMilli: number;
   readonly memoryMiB: number;
@@ -21,6 +47,11 @@ export interface PodRequest {
   readonly gpuMilli: number;
   /** GPU memory per device in MiB, 0 = not constrained (fractional pods on memory-sliced GPUs). */
   readonly gpuMemoryMiB?: number;
+  /**
+   * Every other resource requested, by its Kubernetes name, in its base unit (bytes for `ephemeral-storage`
+   * and `hugepages-*`, a count for extended resources such as `rdma/hca`); absent when there are none.
+   */
+  readonly scalar?: Readonly<Record<string, number>>;
 }
 
 export interface PodSpec {
@@ -38,6 +69,12 @@ export interface PodSpec {
   readonly tolerations: readonly Toleration[];
   /** Only nodes whose labels include all of these. */
   readonly nodeSelector: Readonly<Record<string, string>>;
+  /** Node affinity, when the pod has any (absent for most pods: their filters cost nothing more). */
+  readonly nodeAffinity?: NodeAffinity;
+  /** Host ports the pod binds (containers and sidecars), when any. */
+  readonly hostPorts?: readonly HostPort[];
+  /** spec.schedulingGates names: while any remain, the pod waits and is not tried (hosts keep it out of the queue). */
+  readonly schedulingGates?: readonly string[];
 }
 
 export interface TopologyConstraint {
@@ -68,9 +105,11 @@ export function makePod(id: string, request: Partial<PodRequest> & { gpuCount?: 
     gpuCount,
     gpuMilli: gpuCount === 0 ? 0 : (request.gpuMilli ?? 1000),
   };
+  const withMem = request.gpuMemoryMiB === undefined ? base : { ...base, gpuMemoryMiB: request.gpuMemoryMiB };
+  const scalar = request.scalar === undefined ? undefined : nonZero(request.scalar);
   return {
     id,
-    request: request.gpuMemoryMiB === undefined ? base : { ...base, gpuMemoryMiB: request.gpuMemoryMiB },
+    request: scalar === undefined ? withMem : { ...withMem, scalar },
     gpuModels: extra.gpuModels ?? [],
     minComputeCapability: extra.minComputeCapability ?? 0,
     priority: extra.priority ?? 0,
@@ -78,5 +117,18 @@ export function makePod(id: string, request: Partial<PodRequest> & { gpuCount?: 
     tolerations: extra.tolerations ?? [],
     nodeSelector: extra.nodeSelector ?? {},
     ...(extra.gang === undefined ? {} : { gang: extra.gang }),
+    ...(extra.nodeAffinity === undefined ? {} : { nodeAffinity: extra.nodeAffinity }),
+    ...(extra.hostPorts === undefined || extra.hostPorts.length === 0 ? {} : { hostPorts: extra.hostPorts }),
+    ...(extra.schedulingGates === undefined || extra.schedulingGates.length === 0 ? {} : { schedulingGates: extra.schedulingGates }),
   };
+}
+
+/** The entries above 0, or undefined when none are (kube-scheduler skips zero requests). */
+function nonZero(r: Readonly<Record<string, number>>): Readonly<Record<string, number>> | undefined {
+  let out: Record<string, number> | undefined;
+  for (const k of Object.keys(r).sort()) {
+    const v = r[k] as number;
+    if (v > 0) (out ??= {})[k] = v;
+  }
+  return out;
 }

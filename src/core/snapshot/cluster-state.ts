@@ -5,8 +5,9 @@
  * Every mutation bumps the node's version and appends it to a change log that score indices replay.
  */
 import type { NodeSpec } from '../model/node.ts';
-import type { PodSpec } from '../model/pod.ts';
+import type { HostPort, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
+import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
 
 export interface Allocation {
   readonly podId: string;
@@ -20,6 +21,10 @@ export interface Allocation {
   readonly gang?: string;
   readonly priority: number;
   readonly queue: string;
+  /** Requests other than cpu, memory and GPUs (PodRequest.scalar), when the pod has any. */
+  readonly scalar?: Readonly<Record<string, number>>;
+  /** Host ports the pod binds, when any. */
+  readonly hostPorts?: readonly HostPort[];
 }
 
 export interface Domain {
@@ -41,6 +46,10 @@ export class NodeState {
   readonly allocations = new Map<string, Allocation>();
   /** GPU-pod kinds present (for clustering policies), as counts per tag. */
   readonly gpuPodTags = new Map<string, number>();
+  /** Scalar resources in use (PodRequest.scalar), created with the first pod that requests any. */
+  scalarUsed: Map<string, number> | undefined = undefined;
+  /** Host ports in use, created with the first pod that binds any. */
+  hostPorts: UsedPorts | undefined = undefined;
   /** Index in topology order. */
   idx = 0;
   /** Tie-break priority: lower rank wins ties. */
@@ -230,6 +239,8 @@ export class ClusterState {
     for (const g of a.gpus) n.gpuFree[g] = (n.gpuFree[g] as number) - a.gpuMilli;
     const tag = gpuPodTag(a.gpus.length, a.gpuMilli);
     if (tag !== undefined) n.gpuPodTags.set(tag, (n.gpuPodTags.get(tag) ?? 0) + 1);
+    if (a.scalar !== undefined) addScalar((n.scalarUsed ??= new Map()), a.scalar, 1);
+    if (a.hostPorts !== undefined) usePorts((n.hostPorts ??= new Map()), a.hostPorts, 1);
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
     this.touched(n);
@@ -250,6 +261,8 @@ export class ClusterState {
       if (c === 0) n.gpuPodTags.delete(tag);
       else n.gpuPodTags.set(tag, c);
     }
+    if (a.scalar !== undefined && n.scalarUsed !== undefined) addScalar(n.scalarUsed, a.scalar, -1);
+    if (a.hostPorts !== undefined && n.hostPorts !== undefined) usePorts(n.hostPorts, a.hostPorts, -1);
     n.allocations.delete(podId);
     this.podNode.delete(podId);
     this.touched(n);
@@ -267,6 +280,13 @@ export class ClusterState {
     n.gpuFree[gpu] = healthy ? used : 0;
     this.healthVersion++;
     this.touched(n);
+  }
+
+  private preferNoSchedule: boolean | undefined;
+  /** Whether any node carries a PreferNoSchedule taint (specs are fixed for a state's life). */
+  hasPreferNoScheduleTaints(): boolean {
+    this.preferNoSchedule ??= this.nodes.some((n) => n.spec.taints.some((t) => t.effect === 'PreferNoSchedule'));
+    return this.preferNoSchedule;
   }
 
   /** Bumped whenever a GPU's health changes: capacity derived from the nodes is stale then. */
@@ -352,14 +372,16 @@ export class ClusterState {
           same(s.gpus, prev.gpus) &&
           same(s.topology, prev.topology) &&
           (noLabels(s) ? noLabels(prev) : !noLabels(prev) && same(s.labels, prev.labels)) &&
-          (s.taints.length === 0 ? prev.taints.length === 0 : prev.taints.length > 0 && same(s.taints, prev.taints))
+          (s.taints.length === 0 ? prev.taints.length === 0 : prev.taints.length > 0 && same(s.taints, prev.taints)) &&
+          (s.scalar === undefined ? prev.scalar === undefined : prev.scalar !== undefined && same(s.scalar, prev.scalar))
         ) {
           of[n.idx] = prevId;
           continue;
         }
         const labels = noLabels(s) ? -1 : sub(s.labels);
         const taints = s.taints.length === 0 ? -1 : sub(s.taints);
-        const key = `${s.cpuMilli}|${s.memoryMiB}|${s.maxPods}|${s.unschedulable}|${s.shape ?? ''}|${sub(s.gpus)}|${sub(s.topology)}|${labels}|${taints}`;
+        const scalar = s.scalar === undefined ? '' : `|${sub(s.scalar)}`;
+        const key = `${s.cpuMilli}|${s.memoryMiB}|${s.maxPods}|${s.unschedulable}|${s.shape ?? ''}|${sub(s.gpus)}|${sub(s.topology)}|${labels}|${taints}${scalar}`;
         let id = ids.get(key);
         if (id === undefined) {
           id = ids.size;
@@ -444,8 +466,24 @@ function compareTopology(a: NodeSpec, b: NodeSpec): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+function addScalar(used: Map<string, number>, r: Readonly<Record<string, number>>, sign: 1 | -1): void {
+  for (const k in r) {
+    const v = (used.get(k) ?? 0) + sign * (r[k] as number);
+    if (v === 0) used.delete(k);
+    else used.set(k, v);
+  }
+}
+
 /** Allocation of a pod on a node with given GPUs (no checks). */
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
+  const r = pod.request;
+  if (r.scalar !== undefined || pod.hostPorts !== undefined) {
+    return { ...plainAllocation(pod, node, gpus), ...(r.scalar === undefined ? {} : { scalar: r.scalar }), ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }) };
+  }
+  return plainAllocation(pod, node, gpus);
+}
+
+function plainAllocation(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
   const r = pod.request;
   const gpuMilli = r.gpuCount === 0 ? 0 : r.gpuMilli;
   return pod.gang === undefined

@@ -43,7 +43,10 @@ export function placeExisting(state: ClusterState, pod: PodSpec, nodeName: strin
   switch (source) {
     case 'declared': {
       const reason = fitFilter(pod, node);
-      if (reason !== Reason.Fits) return err(`pod ${pod.id} does not fit on ${nodeName}: ${REASONS[reason]?.text(pod) ?? reason}`);
+      if (reason !== Reason.Fits) {
+        const info = REASONS[reason];
+        return err(`pod ${pod.id} does not fit on ${nodeName}: ${info?.detail?.(pod, node) ?? info?.text(pod) ?? reason}`);
+      }
       if (req.gpuCount === 0) return placed([]);
       if (gpuHint !== undefined) {
         if (gpuHint.length !== req.gpuCount) return err(`pod ${pod.id}: ${gpuHint.length} GPU indices given for ${req.gpuCount} GPUs`);

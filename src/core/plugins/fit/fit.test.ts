@@ -176,6 +176,73 @@ describe('fitFilter, precedence when several reasons apply', () => {
   });
 });
 
+describe('fitFilter, kube-scheduler per-node plugins', () => {
+  const affinity = (zone: string) => ({ nodeAffinity: { required: [{ matchExpressions: [{ key: 'zone', operator: 'In' as const, values: [zone] }] }] } });
+
+  it('NodeUnschedulable: a cordoned node takes a pod that tolerates node.kubernetes.io/unschedulable:NoSchedule', () => {
+    const cordoned = node('l4x8', { unschedulable: true });
+    expect(fitFilter(makePod('p', {}, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }] }), cordoned)).toBe(Reason.Fits);
+    expect(fitFilter(makePod('p', {}, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoExecute' }] }), cordoned)).toBe(Reason.Unschedulable);
+    expect(fitFilter(makePod('p', {}, { tolerations: [{ operator: 'Exists' }] }), cordoned)).toBe(Reason.Fits);
+  });
+
+  it('NoExecute taints filter like NoSchedule; PreferNoSchedule ones do not', () => {
+    expect(fitFilter(makePod('p', {}), node('l4x8', { taints: [{ key: 'm', effect: 'NoExecute' }] }))).toBe(Reason.Taint);
+    expect(fitFilter(makePod('p', {}), node('l4x8', { taints: [{ key: 'm', effect: 'PreferNoSchedule' }] }))).toBe(Reason.Fits);
+  });
+
+  it('nodeSelector and required node affinity both apply', () => {
+    const n = node('l4x8', { labels: { zone: 'a', pool: 'x' } });
+    expect(fitFilter(makePod('p', {}, affinity('a')), n)).toBe(Reason.Fits);
+    expect(fitFilter(makePod('p', {}, affinity('b')), n)).toBe(Reason.NodeAffinity);
+    expect(fitFilter(makePod('p', {}, { ...affinity('a'), nodeSelector: { pool: 'y' } }), n)).toBe(Reason.NodeSelector);
+    expect(fitFilter(makePod('p', {}, { ...affinity('b'), nodeSelector: { pool: 'x' } }), n)).toBe(Reason.NodeAffinity);
+  });
+
+  it('NodePorts: a host port used on the node (same protocol, overlapping address) refuses the pod', () => {
+    const st = new ClusterState([spec('l4x8')]);
+    st.allocate({ podId: 'web', node: 'n', gpus: [], gpuMilli: 0, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q', hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }] });
+    const n = st.nodes[0] as NodeState;
+    expect(fitFilter(makePod('p', {}, { hostPorts: [{ port: 80, protocol: 'TCP', ip: '10.0.0.1' }] }), n)).toBe(Reason.NodePorts);
+    expect(fitFilter(makePod('p', {}, { hostPorts: [{ port: 80, protocol: 'UDP', ip: '0.0.0.0' }] }), n)).toBe(Reason.Fits);
+    const v = n.version;
+    st.release('web');
+    expect(n.version).toBe(v + 1); // score indices re-evaluate the node
+    expect(fitFilter(makePod('p', {}, { hostPorts: [{ port: 80, protocol: 'TCP', ip: '10.0.0.1' }] }), n)).toBe(Reason.Fits);
+  });
+
+  it('NodeResourcesFit for every resource: extended, hugepages and ephemeral-storage against allocatable minus used', () => {
+    const st = new ClusterState([spec('l4x8', { scalar: { 'ephemeral-storage': 100, 'rdma/hca': 2 } })]);
+    const n = st.nodes[0] as NodeState;
+    const want = (scalar: Record<string, number>) => makePod('p', { scalar });
+    expect(fitFilter(want({ 'rdma/hca': 2, 'ephemeral-storage': 100 }), n)).toBe(Reason.Fits);
+    expect(fitFilter(want({ 'rdma/hca': 3 }), n)).toBe(Reason.InsufficientResource);
+    expect(fitFilter(want({ 'hugepages-2Mi': 1 }), n)).toBe(Reason.InsufficientResource); // not on the node at all
+    expect(REASONS[Reason.InsufficientResource]?.detail?.(want({ 'hugepages-2Mi': 1 }), n)).toBe('Insufficient hugepages-2Mi');
+    expect(fitFilter(want({ 'hugepages-2Mi': 0 }), n)).toBe(Reason.Fits); // zero requests are dropped
+    st.allocate({ podId: 'x', node: 'n', gpus: [], gpuMilli: 0, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q', scalar: { 'rdma/hca': 1 } });
+    expect(fitFilter(want({ 'rdma/hca': 2 }), n)).toBe(Reason.InsufficientResource);
+    expect(REASONS[Reason.InsufficientResource]?.detail?.(want({ 'rdma/hca': 2 }), n)).toBe('Insufficient rdma/hca');
+    st.release('x');
+    expect(fitFilter(want({ 'rdma/hca': 2 }), n)).toBe(Reason.Fits);
+    // Which one the explanation names when several are short: ephemeral-storage first, as kube checks it.
+    expect(REASONS[Reason.InsufficientResource]?.detail?.(want({ 'amd.com/gpu': 1, 'ephemeral-storage': 101 }), n)).toBe('Insufficient ephemeral-storage');
+  });
+
+  it('order: selector → affinity → GPU static checks → ports → pods → cpu → memory → other resources → GPUs', () => {
+    const st = new ClusterState([spec('l4x8', { labels: { zone: 'a' } })]);
+    st.allocate({ podId: 'web', node: 'n', gpus: [], gpuMilli: 0, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q', hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }] });
+    const n = st.nodes[0] as NodeState;
+    const all = { hostPorts: [{ port: 80, protocol: 'TCP' as const, ip: '0.0.0.0' }] };
+    expect(fitFilter(makePod('p', { gpuCount: 1, cpuMilli: 10_000_000, scalar: { x: 1 } }, { ...affinity('b'), ...all, gpuModels: ['H100-SXM'] }), n)).toBe(Reason.NodeAffinity);
+    expect(fitFilter(makePod('p', { gpuCount: 1, cpuMilli: 10_000_000, scalar: { x: 1 } }, { ...all, gpuModels: ['H100-SXM'] }), n)).toBe(Reason.GpuModel);
+    expect(fitFilter(makePod('p', { cpuMilli: 10_000_000, scalar: { x: 1 } }, all), n)).toBe(Reason.NodePorts);
+    expect(fitFilter(makePod('p', { cpuMilli: 10_000_000, scalar: { x: 1 } }), n)).toBe(Reason.Cpu);
+    expect(fitFilter(makePod('p', { memoryMiB: 10_000_000, scalar: { x: 1 } }), n)).toBe(Reason.Memory);
+    expect(fitFilter(makePod('p', { gpuCount: 9, scalar: { x: 1 } }), n)).toBe(Reason.TooFewGpus);
+  });
+});
+
 describe('fit preFilter', () => {
   const ctx: CycleContext = { state: new ClusterState([]), rng: seededRng(1) };
   const preFilter = fitPlugin().preFilter;

@@ -2,23 +2,24 @@
  * Fit: can this node hold this pod right now? Static checks come first so that an explanation names the
  * reason a person can act on (a model mismatch, not "insufficient GPU" on a node that could never fit).
  *
- * Rule, in order: cordoned → taints with NoSchedule/NoExecute not tolerated → node selector → when GPUs are
+ * Rule, in order: cordoned (unless the pod tolerates node.kubernetes.io/unschedulable:NoSchedule) → taints
+ * with NoSchedule/NoExecute not tolerated → node selector → required node affinity → when GPUs are
  * requested: no GPUs on the node → GPU model not in the allowed list → compute capability below the minimum →
  * GPU memory per device too small → fewer usable GPUs than requested (unhealthy when the node has enough
- * devices, else insufficient GPUs) → pod count → CPU → memory → GPUs: one fractional or whole device needs a
- * usable GPU with free ≥ gpuMilli; n devices need n usable GPUs with free ≥ gpuMilli.
+ * devices, else insufficient GPUs) → host ports → pod count → CPU → memory → other resources
+ * (ephemeral-storage, hugepages, extended) → GPUs: one fractional or whole device needs a usable GPU with
+ * free ≥ gpuMilli; n devices need n usable GPUs with free ≥ gpuMilli. These are kube-scheduler's
+ * NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts and NodeResourcesFit in one pass (ADR 0049).
  */
 import type { NodeState } from '../../snapshot/cluster-state.ts';
-import type { PodSpec, Toleration } from '../../model/pod.ts';
-import type { Taint } from '../../model/node.ts';
-import { Reason, type ReasonCode } from '../../framework/reasons.ts';
+import type { PodSpec } from '../../model/pod.ts';
+import { insufficientScalar, Reason, type ReasonCode } from '../../framework/reasons.ts';
 import { SUCCESS, type Plugin } from '../../framework/types.ts';
+import { tolerates, UNSCHEDULABLE_TAINT } from '../taint-toleration/taint-toleration.ts';
+import { affinityReadsNodeName, requiredAffinityMatches } from '../node-affinity/node-affinity.ts';
+import { nodePortsFit } from '../node-ports/node-ports.ts';
 
-export function tolerates(tolerations: readonly Toleration[], taint: Taint): boolean {
-  return tolerations.some(
-    (t) => (t.effect === undefined || t.effect === taint.effect) && (t.key === undefined ? t.operator === 'Exists' : t.key === taint.key && (t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? ''))),
-  );
-}
+export { tolerates };
 
 /** Number of usable GPUs on the node with at least `milli` free. */
 export function gpusWithFree(node: NodeState, milli: number): number {
@@ -32,13 +33,14 @@ export function gpusWithFree(node: NodeState, milli: number): number {
 export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
   const spec = node.spec;
   const r = pod.request;
-  if (spec.unschedulable) return Reason.Unschedulable;
+  if (spec.unschedulable && !tolerates(pod.tolerations, UNSCHEDULABLE_TAINT)) return Reason.Unschedulable;
   for (const t of spec.taints) {
     if (t.effect !== 'PreferNoSchedule' && !tolerates(pod.tolerations, t)) return Reason.Taint;
   }
   for (const k in pod.nodeSelector) {
     if (spec.labels[k] !== pod.nodeSelector[k]) return Reason.NodeSelector;
   }
+  if (pod.nodeAffinity !== undefined && !requiredAffinityMatches(pod.nodeAffinity, node)) return Reason.NodeAffinity;
   if (r.gpuCount > 0) {
     const gpus = spec.gpus;
     if (gpus.length === 0) return Reason.NoGpus;
@@ -49,9 +51,11 @@ export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
     // Fewer devices than requested can never fit (unresolvable); fewer healthy ones wait for repair.
     if (node.usableGpuCount() < r.gpuCount) return gpus.length >= r.gpuCount ? Reason.GpuUnhealthy : Reason.TooFewGpus;
   }
+  if (pod.hostPorts !== undefined && !nodePortsFit(pod.hostPorts, node)) return Reason.NodePorts;
   if (node.podCount + 1 > spec.maxPods) return Reason.TooManyPods;
   if (node.cpuUsedMilli + r.cpuMilli > spec.cpuMilli) return Reason.Cpu;
   if (node.memUsedMiB + r.memoryMiB > spec.memoryMiB) return Reason.Memory;
+  if (r.scalar !== undefined && insufficientScalar(pod, node) !== undefined) return Reason.InsufficientResource;
   if (r.gpuCount > 0 && gpusWithFree(node, r.gpuMilli) < r.gpuCount) return Reason.Gpu;
   return Reason.Fits;
 }
@@ -59,6 +63,7 @@ export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
 export const fitPlugin = (): Plugin => ({
   name: 'fit',
   filter: fitFilter,
+  readsNodeName: affinityReadsNodeName,
   preFilter(pod) {
     const r = pod.request;
     // The common case allocates nothing: it runs for every pod and every gang member of every attempt.
