@@ -1,7 +1,7 @@
 /** The `sits` command. Every subcommand has --help; errors go to stderr with a non-zero exit code. */
 import { Command, CommanderError } from 'commander';
 import { InputError } from '../spec/yaml-source.ts';
-import { CliError } from './errors.ts';
+import { CliError, ExitStatus } from './errors.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerSchedule } from './commands/schedule.ts';
 import { registerInfo } from './commands/info.ts';
@@ -12,6 +12,7 @@ import { registerDev } from './commands/dev.ts';
 import { registerExplain } from './commands/explain.ts';
 import { registerCrds } from './commands/crds.ts';
 import { registerDeploy } from './commands/deploy.ts';
+import { registerLint } from './commands/lint.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerExplain(program);
   registerCrds(program);
   registerDeploy(program);
+  registerLint(program);
   return program;
 }
 
@@ -40,6 +42,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof ExitStatus) return e.exitCode;
     if (e instanceof InputError || e instanceof CliError) {
       process.stderr.write(`sits: ${e.message}\n`);
       return 2;
