@@ -163,7 +163,7 @@ describe('loadSource: bad input is a finding', () => {
   it('an input over maxInputBytes is one finding at 1:1 and is not parsed', () => {
     expect(loadSource({ file: 'big.yaml', bytes: 20_000_000 }).problems).toEqual([expect.objectContaining({ line: 1, column: 1, rule: 'input-too-large', message: expect.stringContaining('limit of 16777216 (maxInputBytes)') })]);
     const small = { ...LIMITS, maxInputBytes: 10 };
-    expect(loadSource(src('f.yaml', 'apiVersion: v1\nkind: Pod\n'), small).problems.map((p) => p.rule)).toEqual(['input-too-large']);
+    expect(loadSource(src('f.yaml', 'apiVersion: v1\nkind: Pod\n'), { limits: small }).problems.map((p) => p.rule)).toEqual(['input-too-large']);
   });
 
   it('a huge string inside the limits lints normally', () => {
@@ -212,6 +212,30 @@ describe('readInputs', () => {
     expect(r.sources).toEqual([{ file: big, bytes: text.length }]);
     expect(lintSources(r.sources, TEST_RULES).findings.map(at)).toEqual([`${big}:1:1 input-too-large `]);
     expect(Date.now() - t).toBeLessThan(2_000);
+  });
+});
+
+describe('the js-yaml fast path', () => {
+  const texts = [
+    DEPLOY,
+    `# c\n---\n${DEPLOY}---\n---\n  apiVersion: v1\n  kind: Pod\n  spec:\n    containers: [{image: "a:latest"}]\n--- !!map\napiVersion: v1\nkind: Pod\nspec: {containers: [{image: b:latest}]}\n`,
+    `---\n# Source: c/templates/a.yaml\n${DEPLOY}---\n# Source: c/templates/b.yaml\n- not an object\n`,
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ image: 'x:latest' }] } } } }, 'str'] }, null, 1),
+    'apiVersion: v1\r\nkind: Pod\r\nspec:\r\n  containers:\r\n  - image: c:latest\r\n',
+    // Anchors, duplicate keys and syntax errors go through the exact path.
+    'apiVersion: v1\nkind: Pod\nspec: &s {containers: [{image: d:latest}]}\nx: *s\n',
+    'apiVersion: v1\nkind: Pod\nkind: Pod\n',
+    'apiVersion: v1\nkind: [\n',
+  ];
+
+  it('gives exactly the findings and objects of the exact path', () => {
+    for (const t of texts) {
+      const fast = lintSources([src('f.yaml', t)], TEST_RULES);
+      const exact = lintSources([src('f.yaml', t)], TEST_RULES, {}, { exact: true });
+      expect(fast, t).toEqual(exact);
+      expect(loadSource(src('f.yaml', t)).objects.map((o) => o.obj)).toEqual(loadSource(src('f.yaml', t), { exact: true }).objects.map((o) => o.obj));
+    }
+    expect(lintSources([src('f.yaml', texts[1] as string)], TEST_RULES).findings.map((f) => `${f.line}:${f.column} ${f.rule}`)).toEqual(['10:5 needs-scheduler', '15:11 latest-image', '21:19 latest-image', '25:22 latest-image']);
   });
 });
 

@@ -74,7 +74,7 @@ export interface SourcePosition {
  * Position of the deepest node that exists on `path` in one document of a (possibly multi-document) text,
  * walking the nodes directly (one pass, no alias is followed). With `key`, a path that ends in a map entry
  * points at the entry's key (`nodeSelector:`), which is the line a person looks for; otherwise at its value.
- * A number in the path matches a sequence index or a map key written as that number.
+ * A path element matches a map key by its string form, so 3 and '3' both find `3:`.
  */
 export function positionAt(doc: Document, lines: LineCounter, path: readonly (string | number)[], opts: { readonly key?: boolean } = {}): SourcePosition {
   let node: unknown = doc.contents;
@@ -83,7 +83,8 @@ export function positionAt(doc: Document, lines: LineCounter, path: readonly (st
     let next: unknown;
     let keyOffset: number | undefined;
     if (isMap(node)) {
-      const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value === seg || (typeof seg === 'number' && p.key.value === String(seg)) : p.key === seg));
+      // Keys compare as the strings they become in a plain object (toJS turns `3:` and `true:` into "3" and "true").
+      const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value === seg || String(p.key.value) === String(seg) : p.key === seg));
       if (pair === undefined) break;
       next = pair.value;
       if (isNode(pair.key) && pair.key.range !== undefined && pair.key.range !== null) keyOffset = pair.key.range[0];
