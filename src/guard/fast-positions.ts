@@ -4,7 +4,7 @@
  * start offsets ~15× faster than composing the document with `yaml`. The tree is checked against the values
  * as it is walked; whenever it does not match (a js-yaml quirk this code does not know), the caller asks `yaml`.
  */
-import { CORE_SCHEMA, loadAll } from 'js-yaml';
+import { CORE_SCHEMA, loadAll, type LoadOptions } from 'js-yaml';
 import type { FieldPath } from './rule.ts';
 
 export interface Frame {
@@ -30,8 +30,10 @@ export function parseFast(text: string, maxDepth: number): FastParse | null {
   let deepest = 0;
   let values: unknown[];
   try {
-    values = loadAll(text, undefined, {
+    const options: LoadOptions & { maxDepth: number } = {
       schema: CORE_SCHEMA,
+      // js-yaml's own nesting limit (default 100, not in its types); ours is checked below.
+      maxDepth: maxDepth + 2,
       listener: (event, state) => {
         if (event === 'open') {
           stack.push({ open: state.position, kind: null, result: undefined, children: [] });
@@ -48,7 +50,8 @@ export function parseFast(text: string, maxDepth: number): FastParse | null {
         if (parent === undefined) roots.push(f);
         else parent.children.push(f);
       },
-    });
+    };
+    values = loadAll(text, undefined, options);
   } catch {
     return null;
   }

@@ -235,8 +235,11 @@ function loadExact(file: string, text: string, limits: Limits): Loaded {
   return out;
 }
 
-/** An anchor (`&name`) anywhere, even inside a string: such inputs take the exact path, which bounds aliases. */
-const ANCHOR = /&[^\s,[\]{}]/;
+/**
+ * What may be an anchor (`&name` at the start of a line, after white space or a flow indicator; also inside a
+ * quoted string, which costs only speed): such inputs take the exact path, which bounds alias expansion.
+ */
+const ANCHOR = /(?:^|[\s,[{])&[^\s,[\]{}]/m;
 
 /**
  * The fast path: values from js-yaml (~15× faster than `yaml` on manifests), positions from `yaml` on the text
