@@ -52,6 +52,16 @@ function compare(text: string): { unplaced: number; placed: number } {
   return { unplaced, placed };
 }
 
+describe('parseFast', () => {
+  it('reads nesting up to the limit it is given (js-yaml alone stops at 100) and refuses deeper', () => {
+    const nested = (n: number): string => `${'['.repeat(n)}1${']'.repeat(n)}\n`;
+    expect(parseFast(nested(200), 256)?.values).toHaveLength(1);
+    expect(parseFast(nested(300), 256)).toBeNull();
+    expect(parseFast('a: [\n', 256)).toBeNull();
+    expect(parseFast('a: 1\na: 2\n', 256)).toBeNull();
+  });
+});
+
 describe('frameOffset', () => {
   it('places every node of realistic manifests exactly where yaml does (and never gives up on them)', () => {
     let placed = 0;
