@@ -67,6 +67,9 @@ describe('sits lint', () => {
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain('--disable: unknown rule "no-such-rule"; valid rule ids:');
     expect((await runSits(['lint'])).code).toBe(2);
+    const help = await runSits(['lint', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Usage: sits lint [options] <paths...>');
     const missing = await runSits(['lint', join(tmp, 'nope.yaml'), join(dir, 'ok.yaml')]);
     expect(missing.code).toBe(2);
     expect(missing.err).toBe(`sits: ${join(tmp, 'nope.yaml')}: cannot read: ENOENT\n`);

@@ -19,15 +19,12 @@ export interface FastParse {
   readonly values: unknown[];
   /** The root frame of every document, in the order of `values`. */
   readonly roots: Frame[];
-  /** Deepest nesting of nodes (a scalar counts as a level). */
-  readonly deepest: number;
 }
 
 /** Values and node frames of every document of `text`; null for a text js-yaml refuses (any error). */
 export function parseFast(text: string, maxDepth: number): FastParse | null {
   const roots: Frame[] = [];
   const stack: Frame[] = [];
-  let deepest = 0;
   let values: unknown[];
   try {
     const options: LoadOptions & { maxDepth: number } = {
@@ -37,7 +34,6 @@ export function parseFast(text: string, maxDepth: number): FastParse | null {
       listener: (event, state) => {
         if (event === 'open') {
           stack.push({ open: state.position, kind: null, result: undefined, children: [] });
-          if (stack.length > deepest) deepest = stack.length;
           // js-yaml recurses per level: stop before the stack does (the exact path reports the limit).
           if (stack.length > maxDepth) throw new RangeError('too deep');
           return;
@@ -55,7 +51,7 @@ export function parseFast(text: string, maxDepth: number): FastParse | null {
   } catch {
     return null;
   }
-  return values.length === roots.length ? { values, roots, deepest } : null;
+  return values.length === roots.length ? { values, roots } : null;
 }
 
 /**
