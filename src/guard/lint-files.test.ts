@@ -240,6 +240,24 @@ describe('the js-yaml fast path', () => {
 });
 
 describe('with the registered RULES', () => {
+  // The facts the rules' fixtures are written for: mixed GPU models, RDMA nodes.
+  const cluster = { gpuModels: ['A100-80G', 'L4'], rdma: true, schedulerNames: ['sits-scheduler'] };
+
+  it("each rule's fixtures through files: bad is found at a line of the fixture, good is not; fast and exact paths agree", () => {
+    for (const r of RULES) {
+      const bad = lintSources([src(`${r.id}-bad.yaml`, r.fixtures.bad)], RULES, { cluster });
+      const lines = r.fixtures.bad.split('\n').length;
+      const own = bad.findings.filter((f) => f.rule === r.id);
+      expect(own.length, r.id).toBeGreaterThan(0);
+      for (const f of own) {
+        expect(f.line, r.id).toBeGreaterThanOrEqual(1);
+        expect(f.line, r.id).toBeLessThanOrEqual(lines);
+      }
+      expect(bad, r.id).toEqual(lintSources([src(`${r.id}-bad.yaml`, r.fixtures.bad)], RULES, { cluster }, { exact: true }));
+      expect(lintSources([src('good.yaml', r.fixtures.good)], RULES, { cluster }).findings.filter((f) => f.rule === r.id), r.id).toEqual([]);
+    }
+  });
+
   it('lints a mixed set without crashing; every finding has a position inside its file', () => {
     const texts = [DEPLOY, 'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000000\npreemptionPolicy: PreemptLowerPriority\n', 'apiVersion: v1\nkind: Service\nmetadata: {name: rdzv}\nspec: {selector: {app: t}, ports: [{port: 29500}]}\n'];
     const sources = texts.map((t, i) => src(`m${i}.yaml`, t));

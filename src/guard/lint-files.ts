@@ -1,9 +1,9 @@
 /**
  * `sits lint` input: files, folders and stdin holding plain manifests, `helm template` output, `kind: List`
- * objects and SITS CRs, as multi-document YAML or JSON (JSON is YAML, so one parser gives every input the same
- * errors and positions). Every object keeps its file, document and YAML nodes, so a finding at a field path
- * maps to file:line:column. Bad input is a finding, never a crash; limits (LIMITS) bound what a hostile or
- * broken file can cost (ADR 0045).
+ * objects and SITS CRs, as multi-document YAML or JSON (JSON is YAML: one code path for both). Every object
+ * keeps a way to locate a field path in its file, so a finding maps to file:line:column. Values come from
+ * js-yaml where it gives the same answer as the `yaml` package, which is the reference for errors and positions
+ * (ADR 0045). Bad input is a finding, never a crash; limits (LIMITS) bound what a hostile or broken file costs.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
