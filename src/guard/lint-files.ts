@@ -140,7 +140,6 @@ function notAnObject(v: unknown, what: string): { message: string; path: FieldPa
   return null;
 }
 
-/** Parses one input into objects and input findings. Never throws on bad content. */
 export interface LoadOptions {
   readonly limits?: Limits;
   /**
@@ -242,10 +241,10 @@ function loadExact(file: string, text: string, limits: Limits): Loaded {
 const ANCHOR = /(?:^|[\s,[{])&[^\s,[\]{}]/m;
 
 /**
- * The fast path: values from js-yaml (~15× faster than `yaml` on manifests), positions from `yaml` on the text
- * of only those documents that need one, when a finding is placed. Returns null, and the caller takes the exact
- * path, for anything where the two could differ: a js-yaml error of any kind (syntax, duplicate key, unknown
- * tag, stack), anchors, a byte-order mark, nesting near the limit.
+ * The fast path: values from js-yaml (~15× faster than `yaml` on manifests), positions from the node frames it
+ * reports (fast-positions.ts), checked against the values as they are walked. Returns null, and the caller
+ * takes the exact path, for anything where the two could differ: a js-yaml error of any kind (syntax, duplicate
+ * key, unknown tag, depth), anchors, a byte-order mark, nesting near the limit.
  */
 function loadFast(file: string, text: string, limits: Limits): Loaded | null {
   if (text.charCodeAt(0) === 0xfeff || ANCHOR.test(text)) return null;
