@@ -62,6 +62,14 @@ describe('sits lint', () => {
     expect(log.runs[0].tool.driver.rules.find((x: { id: string }) => x.id === 'yaml-syntax').helpUri).toBe('https://example.org/sits/docs/rules.md#yaml-syntax');
   });
 
+  it('stops reading stdin past the size limit: one input-too-large finding, exit 1', async () => {
+    const r = await runSits(['lint', '-', '-o', 'json'], { input: `a: "${'x'.repeat(17 * 1024 * 1024)}"\n` });
+    expect(r.code).toBe(1);
+    const [f] = JSON.parse(r.out);
+    expect(f).toMatchObject({ file: '<stdin>', line: 1, column: 1, rule: 'input-too-large' });
+    expect(f.message).toContain('more than the limit of 16777216 (maxInputBytes)');
+  });
+
   it('exits 2 on bad usage and on unreadable input, naming it (the rest is still linted)', async () => {
     const unknown = await runSits(['lint', dir, '--disable', 'no-such-rule']);
     expect(unknown.code).toBe(2);
