@@ -6,3 +6,12 @@ export class CliError extends Error {
     this.name = 'CliError';
   }
 }
+
+/** Ends a command that already printed its output with a given exit code (`sits lint`: 1 on error findings). */
+export class ExitStatus extends Error {
+  readonly code = 'ExitStatus';
+  constructor(readonly exitCode: number) {
+    super(`exit ${exitCode}`);
+    this.name = 'ExitStatus';
+  }
+}

@@ -1,7 +1,7 @@
 /** The `sits` command. Every subcommand has --help; errors go to stderr with a non-zero exit code. */
 import { Command, CommanderError } from 'commander';
 import { InputError } from '../spec/yaml-source.ts';
-import { CliError } from './errors.ts';
+import { CliError, ExitStatus } from './errors.ts';
 import { registerDemo } from './commands/demo.ts';
 import { registerSchedule } from './commands/schedule.ts';
 import { registerInfo } from './commands/info.ts';
@@ -14,6 +14,7 @@ import { registerCrds } from './commands/crds.ts';
 import { registerDeploy } from './commands/deploy.ts';
 import { registerWebhook } from './commands/webhook.ts';
 import { registerNodeAgent } from './commands/node-agent.ts';
+import { registerLint } from './commands/lint.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerDeploy(program);
   registerWebhook(program);
   registerNodeAgent(program);
+  registerLint(program);
   return program;
 }
 
@@ -44,6 +46,7 @@ export async function main(argv: readonly string[]): Promise<number> {
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof ExitStatus) return e.exitCode;
     if (e instanceof InputError || e instanceof CliError) {
       process.stderr.write(`sits: ${e.message}\n`);
       return 2;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { fieldName, issueAt, parseYaml, pointerToPath, type YamlSource } from './yaml-source.ts';
+import { LineCounter, parseAllDocuments } from 'yaml';
+import { fieldName, issueAt, parseYaml, pointerToPath, positionAt, type YamlSource } from './yaml-source.ts';
 
 function parsed(text: string): YamlSource {
   const r = parseYaml('f.yaml', text);
@@ -37,5 +38,25 @@ describe('issueAt', () => {
   it('falls back to the nearest existing parent for a field that is not there', () => {
     expect(issueAt(src, ['nodes', 1, 'shape'], 'missing')).toEqual({ file: 'f.yaml', line: 4, column: 5, field: 'nodes[1].shape', message: 'missing' });
     expect(issueAt(src, ['nope', 'deeper'], 'x')).toMatchObject({ line: 1, column: 1, field: 'nope.deeper' });
+  });
+});
+
+describe('positionAt', () => {
+  const lines = new LineCounter();
+  const docs = parseAllDocuments('a: 1\n---\nspec:\n  env:\n    - name: X\n      value: "1"\n  3: three\n  alias: *nope\n', { lineCounter: lines });
+  const doc = docs[1];
+  if (doc === undefined || !('errors' in doc)) throw new Error('no second document');
+
+  it('points at the key of a map entry with key, at the value without, across a stream', () => {
+    expect(positionAt(doc, lines, ['spec', 'env', 0, 'value'], { key: true })).toEqual({ line: 6, column: 7 });
+    expect(positionAt(doc, lines, ['spec', 'env', 0, 'value'])).toEqual({ line: 6, column: 14 });
+    expect(positionAt(doc, lines, ['spec', 'env', 0])).toEqual({ line: 5, column: 7 });
+    expect(positionAt(doc, lines, [])).toEqual({ line: 3, column: 1 });
+  });
+
+  it('falls back to the deepest node that exists; a number matches a map key written as that number', () => {
+    expect(positionAt(doc, lines, ['spec', 'env', 5, 'name'], { key: true })).toEqual({ line: 4, column: 3 });
+    expect(positionAt(doc, lines, ['spec', 3], { key: true })).toEqual({ line: 7, column: 3 });
+    expect(positionAt(doc, lines, ['spec', 'env', 'x'], { key: true })).toEqual({ line: 4, column: 3 });
   });
 });

@@ -2,7 +2,7 @@
  * YAML input with positions: every error names the file, line, column and field, so a person can fix a
  * cluster or workload file without guessing. Parsing and validation are all-or-nothing.
  */
-import { LineCounter, parseDocument, isNode, type Document } from 'yaml';
+import { LineCounter, parseDocument, isMap, isNode, isScalar, isSeq, type Document } from 'yaml';
 import { Value } from '@sinclair/typebox/value';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { err, ok, type Result } from '../core/result.ts';
@@ -62,6 +62,43 @@ export function issueAt(src: YamlSource, path: readonly (string | number)[], mes
     if (p.length === 0) return { file: src.file, line: 1, column: 1, field: fieldName(path), message };
     p = p.slice(0, -1);
   }
+}
+
+/** A 1-based line and column in a YAML text. */
+export interface SourcePosition {
+  readonly line: number;
+  readonly column: number;
+}
+
+/**
+ * Position of the deepest node that exists on `path` in one document of a (possibly multi-document) text,
+ * walking the nodes directly (one pass, no alias is followed). With `key`, a path that ends in a map entry
+ * points at the entry's key (`nodeSelector:`), which is the line a person looks for; otherwise at its value.
+ * A path element matches a map key by its string form, so 3 and '3' both find `3:`.
+ */
+export function positionAt(doc: Document, lines: LineCounter, path: readonly (string | number)[], opts: { readonly key?: boolean } = {}): SourcePosition {
+  let node: unknown = doc.contents;
+  let offset = isNode(node) && node.range !== undefined && node.range !== null ? node.range[0] : (doc.range?.[0] ?? 0);
+  for (const seg of path) {
+    let next: unknown;
+    let keyOffset: number | undefined;
+    if (isMap(node)) {
+      // Keys compare as the strings they become in a plain object (toJS turns `3:` and `true:` into "3" and "true").
+      const pair = node.items.find((p) => (isScalar(p.key) ? p.key.value === seg || String(p.key.value) === String(seg) : p.key === seg));
+      if (pair === undefined) break;
+      next = pair.value;
+      if (isNode(pair.key) && pair.key.range !== undefined && pair.key.range !== null) keyOffset = pair.key.range[0];
+    } else if (isSeq(node) && (typeof seg === 'number' || /^\d+$/.test(seg))) {
+      next = node.items[Number(seg)];
+      if (next === undefined) break;
+    } else break;
+    const valueOffset = isNode(next) && next.range !== undefined && next.range !== null ? next.range[0] : undefined;
+    const at = opts.key === true ? (keyOffset ?? valueOffset) : (valueOffset ?? keyOffset);
+    if (at !== undefined) offset = at;
+    node = next;
+  }
+  const pos = lines.linePos(offset);
+  return { line: pos.line, column: pos.col };
 }
 
 export function parseYaml(file: string, text: string): Result<YamlSource, InputError> {

@@ -17,9 +17,14 @@ export interface SitsRun {
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
-export function runSits(args: readonly string[], opts: { readonly cwd?: string } = {}): Promise<SitsRun> {
+/** `input`, when given, is written to the child's stdin (otherwise stdin is closed). */
+export function runSits(args: readonly string[], opts: { readonly cwd?: string; readonly input?: string } = {}): Promise<SitsRun> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], { cwd: opts.cwd ?? ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], { cwd: opts.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    // An empty, closed stdin when there is no input: the child never waits for a terminal.
+    // A child that exits without reading it closes the pipe (EPIPE): that is its business, not an error here.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(opts.input ?? '');
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
