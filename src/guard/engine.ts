@@ -63,3 +63,18 @@ export function lintObjects(objects: readonly KubeObject[], rules: readonly Rule
   }
   return findings;
 }
+
+/**
+ * Rule ids from `--disable` values (comma lists, repeatable), each checked against the rule set: a typo must
+ * not silently keep a rule on. Throws with the unknown ids and the valid ones.
+ */
+export function disabledRuleIds(values: readonly string[], rules: readonly Rule[]): Set<string> {
+  const ids = new Set(values.flatMap((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== '')));
+  const known = new Set(rules.map((r) => r.id));
+  const unknown = [...ids].filter((id) => !known.has(id));
+  if (unknown.length > 0) {
+    const valid = rules.length === 0 ? '(no rules are registered)' : [...known].sort().join(', ');
+    throw new Error(`unknown rule ${unknown.map((u) => `"${u}"`).join(', ')}; valid rule ids: ${valid}`);
+  }
+  return ids;
+}

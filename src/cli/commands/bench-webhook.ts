@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { runWebhookBench } from '../../bench/webhook/webhook-bench.ts';
+import { runLintBench } from '../../guard/lint-bench.ts';
 import { RULES } from '../../guard/rules/index.ts';
 import { intOption } from '../options.ts';
 
@@ -10,11 +11,15 @@ export function registerBenchWebhook(bench: Command): void {
     .description('admission webhook reviews/s and latency over HTTPS (every rule on its fixtures), and sits lint manifests/s')
     .option('--reviews <n>', 'reviews to send', intOption('--reviews', 100, 10_000_000), 20_000)
     .option('--concurrency <n>', 'connections sending reviews back to back (the apiserver keeps several)', intOption('--concurrency', 1, 1024), 16)
+    .option('--manifests <n>', 'manifests for the sits lint run (parse + lint + format)', intOption('--manifests', 10, 1_000_000), 10_000)
+    .option('--seed <n>', 'seed of the generated manifests', intOption('--seed'), 1)
     .requiredOption('--json <file>', 'write the result here')
-    .action(async (o: { reviews: number; concurrency: number; json: string }) => {
+    .action(async (o: { reviews: number; concurrency: number; manifests: number; seed: number; json: string }) => {
       const w = await runWebhookBench({ rules: RULES, reviews: o.reviews, concurrency: o.concurrency, now: () => performance.now() });
-      const r = { reviewsPerSec: w.reviewsPerSec, latencyMs: { p50: w.latencyMs.p50, p99: w.latencyMs.p99 }, webhook: w };
-      writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
       process.stdout.write(`webhook: ${w.reviewsPerSec} reviews/s, latency p50 ${w.latencyMs.p50} ms, p99 ${w.latencyMs.p99} ms (${w.reviews} reviews, ${w.concurrency} connections, ${w.denied} denied, ${w.warned} warned)\n`);
+      const l = runLintBench({ manifests: o.manifests, seed: o.seed, rules: RULES, now: () => performance.now() });
+      process.stdout.write(`lint: ${l.manifests} manifests in ${l.seconds} s (${l.manifestsPerSec}/s, ${l.findings} findings)\n`);
+      const r = { reviewsPerSec: w.reviewsPerSec, latencyMs: { p50: w.latencyMs.p50, p99: w.latencyMs.p99 }, lintManifestsPerSec: l.manifestsPerSec, webhook: w, lint: l };
+      writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
     });
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { DEFAULT_CLUSTER, type LintOptions } from '../../guard/engine.ts';
+import { DEFAULT_CLUSTER, disabledRuleIds, type LintOptions } from '../../guard/engine.ts';
 import { formatFindings, OUTPUT_FORMATS, type OutputFormat } from '../../guard/format.ts';
 import { exitCodeOf, INPUT_RULES, lintSources, readInputs, type RuleInfo } from '../../guard/lint-files.ts';
 import type { Rule } from '../../guard/rule.ts';
@@ -25,12 +25,11 @@ const splitList = (v: string): string[] =>
 /** Flags → engine options; a bad flag is a CliError (exit 2) that says what is allowed. */
 export function lintOptions(flags: LintFlags, rules: readonly Rule[]): { options: LintOptions; format: OutputFormat } {
   if (!(OUTPUT_FORMATS as readonly string[]).includes(flags.output)) throw new CliError(`--output must be ${OUTPUT_FORMATS.join(', ')}, got "${flags.output}"`);
-  const disabled = new Set(flags.disable.flatMap(splitList));
-  const known = new Set(rules.map((r) => r.id));
-  const unknown = [...disabled].filter((id) => !known.has(id));
-  if (unknown.length > 0) {
-    const valid = rules.length === 0 ? '(no rules are registered)' : [...known].sort().join(', ');
-    throw new CliError(`--disable: unknown rule ${unknown.map((u) => `"${u}"`).join(', ')}; valid rule ids: ${valid}`);
+  let disabled: Set<string>;
+  try {
+    disabled = disabledRuleIds(flags.disable, rules);
+  } catch (e) {
+    throw new CliError(`--disable: ${(e as Error).message}`);
   }
   const gpuModels = flags.gpuModels === undefined ? undefined : splitList(flags.gpuModels);
   if (gpuModels !== undefined && gpuModels.length === 0) throw new CliError('--gpu-models needs at least one GPU model, e.g. A100-SXM4-80GB,L4');

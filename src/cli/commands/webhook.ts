@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { loadKubeConfig } from '../../app/live.ts';
+import { disabledRuleIds } from '../../guard/engine.ts';
 import { RULES } from '../../guard/rules/index.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { ALLOW_ALL, ANONYMOUS } from '../../kube/delegated-auth.ts';
@@ -31,13 +32,6 @@ interface WebhookFlags {
 
 const collect = (v: string, prev: string[]): string[] => [...prev, ...v.split(',').map((s) => s.trim()).filter((s) => s !== '')];
 
-/** Rule ids from --disable, each checked against the rule set (a typo must not silently keep a rule on). */
-export function ruleIds(values: readonly string[], flag: string): Set<string> {
-  const known = new Set(RULES.map((r) => r.id));
-  const unknown = values.filter((v) => !known.has(v));
-  if (unknown.length > 0) throw new CliError(`${flag}: unknown rule ${unknown.map((u) => `"${u}"`).join(', ')}; rules: ${[...known].sort().join(', ')}`);
-  return new Set(values);
-}
 
 export function registerWebhook(program: Command): void {
   program
@@ -61,7 +55,12 @@ export function registerWebhook(program: Command): void {
     .option('--no-audit-events', 'in audit mode, do not write Events (the report and metrics remain)')
     .action(async (o: WebhookFlags) => {
       if (o.mode !== 'enforce' && o.mode !== 'audit') throw new CliError(`--mode: want enforce or audit, got "${o.mode}"`);
-      const disabled = ruleIds(o.disable, '--disable');
+      let disabled: Set<string>;
+      try {
+        disabled = disabledRuleIds(o.disable, RULES);
+      } catch (e) {
+        throw new CliError(`--disable: ${(e as Error).message}`);
+      }
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-webhook/0.1' });
