@@ -18,7 +18,7 @@ export function registerBenchWebhook(bench: Command): void {
       const w = await runWebhookBench({ rules: RULES, reviews: o.reviews, concurrency: o.concurrency, now: () => performance.now() });
       process.stdout.write(`webhook: ${w.reviewsPerSec} reviews/s, latency p50 ${w.latencyMs.p50} ms, p99 ${w.latencyMs.p99} ms (${w.reviews} reviews, ${w.concurrency} connections, ${w.denied} denied, ${w.warned} warned)\n`);
       const l = runLintBench({ manifests: o.manifests, seed: o.seed, rules: RULES, now: () => performance.now() });
-      process.stdout.write(`lint: ${l.manifests} manifests in ${l.seconds} s (${l.manifestsPerSec}/s, ${l.findings} findings)\n`);
+      process.stdout.write(`lint: ${l.manifests} manifests in ${l.seconds.toFixed(2)} s (${l.manifestsPerSec}/s, ${l.findings} findings)\n`);
       const r = { reviewsPerSec: w.reviewsPerSec, latencyMs: { p50: w.latencyMs.p50, p99: w.latencyMs.p99 }, lintManifestsPerSec: l.manifestsPerSec, webhook: w, lint: l };
       writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
     });
