@@ -10,8 +10,9 @@ import { grantAdmissionCaller } from '../harness/admission-plane.ts';
 import { createNs } from '../harness/e2e-kit.ts';
 import { isStatus, type KubeClient } from '../kube/client.ts';
 import { WEBHOOK_CALLER_RULES } from '../deploy/rbac.ts';
-import { VALIDATED, WEBHOOK_NAMES } from '../deploy/webhook-manifests.ts';
-import { NAMESPACE_OPT_IN } from '../api/wire.ts';
+import { WEBHOOK_NAMES, webhookDocs } from '../deploy/webhook-manifests.ts';
+import { evaluateDocs } from '../deploy/tree.ts';
+import { resolveValues } from '../deploy/values.ts';
 import type { Mode } from '../webhook/admission.ts';
 import { startWebhook, type RunningWebhook } from '../webhook/start.ts';
 
@@ -38,50 +39,18 @@ function freePort(): Promise<number> {
   });
 }
 
-/** The chart's configurations with `clientConfig.url` (caBundle filled in by the webhook). */
+/** The chart's two configurations, exactly as it renders them, with `clientConfig.url` instead of the Service. */
 export function devWebhookConfigs(port: number, failurePolicy: 'Fail' | 'Ignore'): { validating: Record<string, unknown>; mutating: Record<string, unknown> } {
-  const url = (path: string): { url: string } => ({ url: `https://localhost:${port}${path}` });
-  return {
-    validating: {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingWebhookConfiguration',
-      metadata: { name: WEBHOOK_NAMES.validating },
-      webhooks: [
-        {
-          name: WEBHOOK_NAMES.validatingHook,
-          clientConfig: url('/validate'),
-          rules: VALIDATED.map((r) => ({ apiGroups: [...r.apiGroups], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...r.resources], scope: '*' })),
-          namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['kube-system', 'kube-node-lease', DEV_WEBHOOK_NAMESPACE] }] },
-          failurePolicy,
-          matchPolicy: 'Equivalent',
-          sideEffects: 'NoneOnDryRun',
-          timeoutSeconds: 5,
-          admissionReviewVersions: ['v1'],
-        },
-      ],
-    },
-    mutating: {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'MutatingWebhookConfiguration',
-      metadata: { name: WEBHOOK_NAMES.mutating },
-      webhooks: [
-        {
-          name: WEBHOOK_NAMES.mutatingHook,
-          clientConfig: url('/mutate'),
-          rules: [
-            { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
-            { apiGroups: ['ai.sits2026.dev'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['trainingjobs'], scope: 'Namespaced' },
-          ],
-          namespaceSelector: { matchLabels: { [NAMESPACE_OPT_IN.label]: NAMESPACE_OPT_IN.value } },
-          failurePolicy: 'Ignore',
-          sideEffects: 'None',
-          timeoutSeconds: 5,
-          admissionReviewVersions: ['v1'],
-          reinvocationPolicy: 'Never',
-        },
-      ],
-    },
+  const values = resolveValues({ namespace: DEV_WEBHOOK_NAMESPACE, webhook: { failurePolicy } });
+  if (!values.ok) throw new Error(values.errors.join('; '));
+  const rendered = evaluateDocs(webhookDocs(), values.value).map((d) => d.object as Record<string, unknown> & { kind: string; webhooks?: { clientConfig: { service?: { path?: string } } }[] });
+  const withUrl = (kind: string): Record<string, unknown> => {
+    const cfg = rendered.find((o) => o.kind === kind);
+    if (cfg === undefined) throw new Error(`the chart renders no ${kind}`);
+    for (const w of cfg.webhooks ?? []) w.clientConfig = { url: `https://localhost:${port}${w.clientConfig.service?.path ?? ''}` } as typeof w.clientConfig;
+    return cfg;
   };
+  return { validating: withUrl('ValidatingWebhookConfiguration'), mutating: withUrl('MutatingWebhookConfiguration') };
 }
 
 async function put(client: KubeClient, resource: string, obj: Record<string, unknown>): Promise<void> {

@@ -7,6 +7,7 @@ import { SCHEDULER_NAME } from '../api/wire.ts';
 import { CONTROLLER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
+import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const NAMES = {
   serviceAccount: 'sits-scheduler',
@@ -119,7 +120,7 @@ function deployment(): Doc {
             serviceAccountName: NAMES.serviceAccount,
             automountServiceAccountToken: true,
             ...entriesIf('priorityClassName', { priorityClassName: quoted('priorityClassName') }),
-            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+            securityContext: RESTRICTED_POD,
             // A leader that stops renewing loses the lease within the renew deadline; 30 s covers the release on SIGTERM.
             terminationGracePeriodSeconds: 30,
             affinity: {
@@ -154,14 +155,7 @@ function deployment(): Doc {
                 livenessProbe: probe('/healthz', 10, 3),
                 readinessProbe: probe('/readyz', 5, 3),
                 resources: block('resources'),
-                securityContext: {
-                  allowPrivilegeEscalation: false,
-                  privileged: false,
-                  readOnlyRootFilesystem: true,
-                  runAsNonRoot: true,
-                  capabilities: { drop: ['ALL'] },
-                  seccompProfile: { type: 'RuntimeDefault' },
-                },
+                securityContext: RESTRICTED_CONTAINER,
                 // The TypeScript loader caches compiled modules in the temp dir: the only writable path.
                 volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
               },

@@ -7,6 +7,7 @@
 import { NAMESPACE_OPT_IN } from '../api/wire.ts';
 import { WEBHOOK_CALLER_RULES, WEBHOOK_RULES, WEBHOOK_SECRET_CREATE_RULE, type PolicyRule } from './rbac.ts';
 import { block, concat, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
+import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const WEBHOOK_NAMES = {
   serviceAccount: 'sits-webhook',
@@ -59,7 +60,7 @@ function webhookDeployment(): Doc {
           spec: {
             serviceAccountName: WEBHOOK_NAMES.serviceAccount,
             automountServiceAccountToken: true,
-            securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, fsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+            securityContext: RESTRICTED_POD,
             terminationGracePeriodSeconds: 10,
             containers: [
               {
@@ -83,14 +84,7 @@ function webhookDeployment(): Doc {
                 readinessProbe: { httpGet: { path: '/readyz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
                 livenessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
                 resources: block('webhook.resources'),
-                securityContext: {
-                  allowPrivilegeEscalation: false,
-                  privileged: false,
-                  readOnlyRootFilesystem: true,
-                  runAsNonRoot: true,
-                  capabilities: { drop: ['ALL'] },
-                  seccompProfile: { type: 'RuntimeDefault' },
-                },
+                securityContext: RESTRICTED_CONTAINER,
                 volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
               },
             ],
