@@ -12,6 +12,8 @@ export interface LiveAppOptions {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
   readonly kubeconfig?: string;
   readonly profile?: string;
+  /** Pods with this spec.schedulerName are ours (default sits-scheduler; `default-scheduler` makes SITS the cluster's scheduler). */
+  readonly schedulerName?: string;
   readonly identity?: string;
   /** Namespace of the leader-election Lease; undefined disables leader election. */
   readonly leaseNamespace?: string;
@@ -46,6 +48,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
   const scheduler = new LiveScheduler(client, {
     identity: opts.identity ?? `${hostname()}-${process.pid}`,
     ...(opts.profile === undefined ? {} : { profile: opts.profile }),
+    ...(opts.schedulerName === undefined ? {} : { schedulerName: opts.schedulerName }),
     ...(opts.leaseNamespace === undefined ? {} : { leaseNamespace: opts.leaseNamespace }),
     ...(opts.leaseDurationSec === undefined ? {} : { leaseDurationSec: opts.leaseDurationSec }),
     ...(opts.events === undefined ? {} : { events: opts.events }),
