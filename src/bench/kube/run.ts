@@ -18,7 +18,7 @@ import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYam
 import { promSamples, type Sample } from '../../harness/prom-text.ts';
 import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
 import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
-import { benchNodes, benchPod, createNodes, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
+import { benchConstraint, benchNodes, benchPod, constraintViolations, createNodes, type BenchMix, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
 import type { SitsChildConfig } from './sits-child.ts';
 
 export type SchedulerId = 'kube-scheduler' | 'sits';
@@ -42,6 +42,8 @@ export interface KubeBenchOptions {
   readonly runs: number;
   readonly schedulers: readonly SchedulerId[];
   readonly sitsProfile: string;
+  /** What the pods ask for besides one GPU (workload.ts BenchMix). */
+  readonly mix?: BenchMix;
   /** Write a V8 CPU profile of each SITS scheduler process into this folder. */
   readonly sitsCpuProfDir?: string;
   readonly timeoutSec: number;
@@ -101,6 +103,8 @@ export interface SchedulerRun {
   readonly schedulerRequests: number;
   readonly schedulerDetails: Readonly<Record<string, unknown>>;
   readonly overcommittedNodes: number;
+  /** Constraints mix: pods bound against their required node affinity or on a tainted node without the toleration. */
+  readonly constraintViolations: number;
   readonly loadAverage: { readonly before: number; readonly after: number };
   readonly timeline: readonly { readonly s: number; readonly created: number; readonly bound: number; readonly events: number; readonly cores: Readonly<Record<string, number>> }[];
 }
@@ -261,7 +265,9 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     }
     await creator.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: NAMESPACE } });
     const t0Nodes = performance.now();
-    await createNodes(creator, benchNodes(o.nodes, o.shape), o.createConcurrency);
+    const nodeObjects = benchNodes(o.nodes, o.shape, o.mix ?? 'plain');
+    await createNodes(creator, nodeObjects, o.createConcurrency);
+    const racks = Math.ceil(o.nodes / o.shape.nodesPerRack);
 
     const schedulerName = scheduler === 'kube-scheduler' ? 'default-scheduler' : SCHEDULER_NAME;
     let metricsUrl: string | undefined;
@@ -290,7 +296,7 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     const createAll = (): Promise<void> =>
       runPool(o.pods, o.createConcurrency, async (i) => {
         createStart.set(i, performance.now());
-        await createWithRetry(creator, `/api/v1/namespaces/${NAMESPACE}/pods`, benchPod(NAMESPACE, podName(i), schedulerName));
+        await createWithRetry(creator, `/api/v1/namespaces/${NAMESPACE}/pods`, benchPod(NAMESPACE, podName(i), schedulerName, o.mix === 'constraints' ? benchConstraint(i, racks) : {}));
         created++;
       });
 
@@ -456,6 +462,8 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     for (const n of watch.nodeOf.values()) perNode.set(n, (perNode.get(n) ?? 0) + 1);
     const cap = gpusPerNode(o.shape);
     const overcommittedNodes = [...perNode.values()].filter((c) => c > cap).length;
+    const violations = o.mix === 'constraints' ? constraintViolations(watch.nodeOf, nodeObjects, racks, o.pods, podName) : 0;
+    if (violations > 0) p.line(`${tag} ${violations} pods bound against their node affinity or an untolerated taint`);
     const result: SchedulerRun = {
       scheduler,
       run: runIndex + 1,
@@ -484,6 +492,7 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
       schedulerRequests,
       schedulerDetails,
       overcommittedNodes,
+      constraintViolations: violations,
       loadAverage: { before: loadBefore, after: loadAfter },
       timeline,
     };
@@ -579,6 +588,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
       nodeShape: o.shape.preset ?? `plain, ${o.shape.gpusPerNode}× ${o.shape.gpuModel}`,
       gpusPerNode: gpusPerNode(o.shape),
       pod: '1 nvidia.com/gpu, 100m CPU, 500Mi',
+      mix: o.mix === 'constraints' ? 'constraints: every second pod with, in rotation, a required node affinity In half the racks, a preferred node affinity (weight 50, block-0), a toleration of the taint on every 8th node, a required NotIn rack-0' : 'plain',
       kubeSchedulerClient: { qps: o.qps, burst: o.burst },
       sitsClient: { maxInFlight: o.maxInFlight, qpsLimit: 'none' },
       events: 'on for both (kube-scheduler cannot switch its events off)',

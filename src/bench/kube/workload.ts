@@ -26,8 +26,19 @@ export function gpusPerNode(c: NodeShapeChoice): number {
   return s.gpus.length;
 }
 
+/**
+ * What the pods ask for besides one GPU. `plain`: nothing (scheduler_perf's default). `constraints` (issue 11
+ * "Numbers"): every second pod carries one of kube-scheduler's per-node constraints, in rotation — a required
+ * node affinity (`In` half the racks), a preferred node affinity (weight 50 on block-0), a toleration of the
+ * taint every 8th node carries (`dedicated=bench:NoSchedule`), or a required node affinity with `NotIn`
+ * (not rack-0) — and every node a pod could not use is still counted, so both schedulers face the same filter work.
+ */
+export type BenchMix = 'plain' | 'constraints';
+export const BENCH_MIXES: readonly BenchMix[] = ['plain', 'constraints'];
+export const BENCH_TAINT = { key: 'dedicated', value: 'bench', effect: 'NoSchedule' } as const;
+
 /** Node objects (with status) for `count` fake nodes: racks of `nodesPerRack`, 4 racks per block. */
-export function benchNodes(count: number, c: NodeShapeChoice): V1Node[] {
+export function benchNodes(count: number, c: NodeShapeChoice, mix: BenchMix = 'plain'): V1Node[] {
   return Array.from({ length: count }, (_, i) => {
     const name = `node-${String(i).padStart(5, '0')}`;
     const rack = Math.floor(i / c.nodesPerRack);
@@ -58,7 +69,7 @@ export function benchNodes(count: number, c: NodeShapeChoice): V1Node[] {
       apiVersion: 'v1',
       kind: 'Node',
       metadata: { name, labels: { 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...labels }, annotations },
-      spec: {},
+      spec: mix === 'constraints' && i % 8 === 7 ? { taints: [{ ...BENCH_TAINT }] } : {},
       status: {
         capacity,
         allocatable: capacity,
@@ -69,14 +80,53 @@ export function benchNodes(count: number, c: NodeShapeChoice): V1Node[] {
   });
 }
 
-/** A plain pod asking for one GPU (and a little CPU and memory, as scheduler_perf's default pod does). */
-export function benchPod(namespace: string, name: string, schedulerName: string): V1Pod {
+/** The constraint of pod `i` in the `constraints` mix (racks are counted over `racks` racks). */
+export function benchConstraint(i: number, racks: number): Partial<NonNullable<V1Pod['spec']>> {
+  if (i % 2 === 0) return {};
+  const half = Array.from({ length: Math.max(1, Math.ceil(racks / 2)) }, (_, r) => `rack-${r}`);
+  switch ((i >> 1) % 4) {
+    case 0:
+      return { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.rack, operator: 'In', values: half }] }] } } } };
+    case 1:
+      return { affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 50, preference: { matchExpressions: [{ key: LABEL.block, operator: 'In', values: ['block-0'] }] } }] } } };
+    case 2:
+      return { tolerations: [{ key: BENCH_TAINT.key, operator: 'Equal', value: BENCH_TAINT.value, effect: BENCH_TAINT.effect }] };
+    default:
+      return { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.rack, operator: 'NotIn', values: ['rack-0'] }] }] } } } };
+  }
+}
+
+/**
+ * Pods of the constraints mix bound where their constraint forbids (a required affinity unmet, or a tainted node
+ * without the toleration): a scheduler that ignored the constraints would look fast; this counts it.
+ */
+export function constraintViolations(nodeOf: ReadonlyMap<string, string>, nodes: readonly V1Node[], racks: number, pods: number, name: (i: number) => string): number {
+  const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
+  let bad = 0;
+  for (let i = 0; i < pods; i++) {
+    const node = byName.get(nodeOf.get(name(i)) ?? '');
+    if (node === undefined) continue;
+    const c = benchConstraint(i, racks);
+    const tainted = (node.spec?.taints ?? []).some((t) => t.key === BENCH_TAINT.key);
+    if (tainted && c.tolerations === undefined) bad++;
+    const expr = c.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0];
+    if (expr === undefined) continue;
+    const v = node.metadata?.labels?.[expr.key];
+    const inValues = v !== undefined && (expr.values ?? []).includes(v);
+    if ((expr.operator === 'In' && !inValues) || (expr.operator === 'NotIn' && inValues)) bad++;
+  }
+  return bad;
+}
+
+/** A pod asking for one GPU (and a little CPU and memory, as scheduler_perf's default pod does), plus its constraint. */
+export function benchPod(namespace: string, name: string, schedulerName: string, constraint: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod {
   const requests = { cpu: '100m', memory: '500Mi', [GPU_RESOURCE]: '1' };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace, labels: { app: 'sits-bench' } },
     spec: {
+      ...constraint,
       schedulerName,
       containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10', resources: { requests, limits: requests } }],
       terminationGracePeriodSeconds: 0,

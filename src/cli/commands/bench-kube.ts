@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
 import { runKubeBench, type Progress, type SchedulerId } from '../../bench/kube/run.ts';
-import { gpusPerNode } from '../../bench/kube/workload.ts';
+import { BENCH_MIXES, gpusPerNode, type BenchMix } from '../../bench/kube/workload.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
 
@@ -46,6 +46,7 @@ export function registerBenchKube(bench: Command): void {
     .option('--max-in-flight <n>', 'SITS API requests in flight at most', intOption('--max-in-flight', 1, 10_000), 64)
     .option('--create-concurrency <n>', 'parallel pod creators (scheduler_perf uses 30)', intOption('--create-concurrency', 1, 1000), 30)
     .option('--mode <mode>', 'precreated: all pods exist before the scheduler starts; streamed: pods created while the scheduler runs, as scheduler_perf does', 'precreated')
+    .option('--mix <mix>', 'plain: 1-GPU pods only; constraints: every second pod with a node affinity (required In/NotIn, preferred) or a toleration of tainted nodes', 'plain')
     .option('--runs <n>', 'runs per scheduler (alternating order); the median is reported', intOption('--runs', 1, 20), 1)
     .option('--only <scheduler>', 'run only "sits" or "kube-scheduler" (no ratio)')
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
@@ -53,9 +54,10 @@ export function registerBenchKube(bench: Command): void {
     .option('--timeout <sec>', 'give up on a run after this long', intOption('--timeout', 10, 36_000), 1800)
     .option('--settle <ms>', 'pause before the measured window (after the scheduler is ready, or after the pods are created)', intOption('--settle', 0, 60_000), 2000)
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { nodes: number; pods: number; json?: string; shape?: string; gpusPerNode: number; gpuModel: string; nodesPerRack: number; qps: number; burst: number; maxInFlight: number; createConcurrency: number; mode: string; runs: number; only?: string; profile: string; sitsCpuProf?: string; timeout: number; settle: number; verbose?: boolean }) => {
+    .action(async (o: { nodes: number; pods: number; json?: string; shape?: string; gpusPerNode: number; gpuModel: string; nodesPerRack: number; qps: number; burst: number; maxInFlight: number; createConcurrency: number; mode: string; mix: string; runs: number; only?: string; profile: string; sitsCpuProf?: string; timeout: number; settle: number; verbose?: boolean }) => {
       if (o.only !== undefined && o.only !== 'sits' && o.only !== 'kube-scheduler') throw new CliError(`--only must be "sits" or "kube-scheduler", got "${o.only}"`);
       if (o.mode !== 'streamed' && o.mode !== 'precreated') throw new CliError(`--mode must be "streamed" or "precreated", got "${o.mode}"`);
+      if (!(BENCH_MIXES as readonly string[]).includes(o.mix)) throw new CliError(`--mix must be ${BENCH_MIXES.join(' or ')}, got "${o.mix}"`);
       const shape = { ...(o.shape === undefined ? {} : { preset: o.shape }), gpusPerNode: o.gpusPerNode, gpuModel: o.gpuModel, nodesPerRack: o.nodesPerRack };
       let perNode: number;
       try {
@@ -75,6 +77,7 @@ export function registerBenchKube(bench: Command): void {
         maxInFlight: o.maxInFlight,
         createConcurrency: o.createConcurrency,
         mode: o.mode,
+        mix: o.mix as BenchMix,
         runs: o.runs,
         schedulers,
         sitsProfile: o.profile,
