@@ -1,0 +1,134 @@
+// `sits extender` behind the real kube-scheduler: kube-scheduler (KubeSchedulerConfiguration `extenders:`, TLS
+// with a client certificate from our CA, nvidia.com/gpu managed and ignored by kube-scheduler) asks SITS to
+// filter, prioritize and bind; the seed example's 8 replicas land on 2 NVLink nodes, the GPU indices are
+// written with the Bindings, a gang is placed whole, and a pod that fits nowhere stays Pending with SITS's
+// reason in kube-scheduler's FailedScheduling event.
+import { request as httpsRequest } from 'node:https';
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { stringify } from 'yaml';
+import { ANNOTATION } from '../api/wire.ts';
+import { applyCrds, devNodes } from '../app/dev-cluster.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { createCa, issue, type CertPair } from './certs.ts';
+import { KubeClient } from './client.ts';
+import { EXTENDER_VERBS, KUBE_SCHEDULER_NAME, startExtender, type RunningExtender } from './extender-server.ts';
+
+const CALLER = 'sits:kube-scheduler';
+const b64 = (s: string): string => Buffer.from(s).toString('base64');
+
+describe('sits extender behind the real kube-scheduler', () => {
+  let plane: ControlPlane;
+  let client: KubeClient;
+  let ext: RunningExtender;
+  let schedulerCert: CertPair;
+  let ca: string;
+  // The seed's cluster: 4 A800 nodes of 4 NVLink-connected GPUs each.
+  const nodes = devNodes(4, 'a800x4');
+
+  beforeAll(async () => {
+    plane = await startControlPlane();
+    client = new KubeClient(plane.kubeConfig());
+    await applyCrds(client);
+    await createFakeGpuNodes(plane.kubeConfig(), nodes);
+    const authority = await createCa('sits-extender-ca', 86_400_000);
+    ca = authority.cert;
+    const serving = await issue(authority, { commonName: 'sits-extender', ips: ['127.0.0.1'], dnsNames: ['localhost'], lifetimeMs: 86_400_000 });
+    schedulerCert = await issue(authority, { commonName: CALLER, organizations: ['sits:schedulers'], usage: 'client', lifetimeMs: 86_400_000 });
+    // RBAC: kube-scheduler's identity may POST the four verbs, nothing else (the chart grants the same).
+    await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-extender-caller' }, rules: [{ nonResourceURLs: EXTENDER_VERBS.map((v) => `/${v}`), verbs: ['post'] }] });
+    await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'sits-extender-caller' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-extender-caller' },
+      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: CALLER }],
+    });
+    ext = await startExtender({ client, port: 0, host: '127.0.0.1', tls: serving, clientCa: ca, gangPlanTtlMs: 30_000 });
+    const config = {
+      apiVersion: 'kubescheduler.config.k8s.io/v1',
+      kind: 'KubeSchedulerConfiguration',
+      podInitialBackoffSeconds: 1,
+      podMaxBackoffSeconds: 2,
+      extenders: [
+        {
+          urlPrefix: `https://127.0.0.1:${ext.port}`,
+          filterVerb: 'filter',
+          prioritizeVerb: 'prioritize',
+          bindVerb: 'bind',
+          preemptVerb: 'preempt',
+          weight: 5,
+          enableHTTPS: true,
+          nodeCacheCapable: true,
+          httpTimeout: '60s',
+          managedResources: [{ name: 'nvidia.com/gpu', ignoredByScheduler: true }],
+          tlsConfig: { caData: b64(ca), certData: b64(schedulerCert.cert), keyData: b64(schedulerCert.key) },
+        },
+      ],
+    };
+    await plane.startScheduler(stringify(config));
+  }, 180_000);
+
+  afterAll(async () => {
+    await ext?.close();
+    client?.close();
+    await plane?.stop();
+  });
+
+  const boundPods = (ns: string, n: number): Promise<V1Pod[]> =>
+    waitFor(`${n} pods bound in ${ns}`, async () => {
+      const ps = await listPods(client, ns);
+      return ps.length === n && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+    }, 60_000);
+
+  it('refuses callers without the right: no certificate is anonymous and gets 403', async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = httpsRequest(`${ext.url}/filter`, { method: 'POST', ca, headers: { 'Content-Type': 'application/json' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+      req.end('{}');
+    });
+    expect(status).toBe(403);
+  });
+
+  it('seed example: the 8 replicas of gang bert-large-finetune land whole on 2 NVLink nodes, GPU indices written', async () => {
+    await createNs(client, 'seed');
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/seed/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'bert-large-finetune', namespace: 'seed' }, spec: { minMember: 8 } });
+    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('seed', `bert-large-finetune-${i}`, { gpus: 1, memory: '32Gi', group: 'bert-large-finetune', schedulerName: KUBE_SCHEDULER_NAME })));
+    const pods = await boundPods('seed', 8);
+    const usage = gpuUsage(pods, 4); // throws on a missing gpu-indices annotation or an over-commit
+    expect(usage.size).toBe(2);
+    for (const used of usage.values()) expect(used).toEqual([1, 1, 1, 1]);
+    for (const p of pods) expect(p.metadata?.annotations?.[ANNOTATION.gpuIndices]).toMatch(/^[0-3]$/);
+    // Bound by kube-scheduler's extender binder (ours), as one gang plan.
+    expect(new Set(pods.map((p) => p.metadata?.annotations?.[ANNOTATION.planId])).size).toBe(1);
+    expect(ext.extender.stats.gangPlans).toBeGreaterThanOrEqual(1);
+    const events = await listEvents(client, 'seed');
+    expect(events.filter((e) => e.reason === 'Scheduled').length).toBeGreaterThanOrEqual(8);
+  });
+
+  it('8 single-GPU pods without a gang are packed on the 2 free nodes (kube-scheduler alone spreads them)', async () => {
+    await createNs(client, 'singles');
+    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('singles', `one-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })));
+    const pods = await boundPods('singles', 8);
+    const all = [...(await listPods(client, 'seed')), ...pods];
+    const usage = gpuUsage(all, 4);
+    expect(usage.size).toBe(4);
+    for (const used of usage.values()) expect(used).toEqual([1, 1, 1, 1]);
+    expect(new Set(pods.map((p) => p.spec?.nodeName)).size).toBe(2);
+  });
+
+  it('a pod that fits nowhere stays Pending with SITS\'s reason in kube-scheduler\'s event', async () => {
+    await createNs(client, 'toobig');
+    await createPods(client, [testPod('toobig', 'eight', { gpus: 8, schedulerName: KUBE_SCHEDULER_NAME })]);
+    const ev = await waitFor('FailedScheduling event', async () => (await listEvents(client, 'toobig')).find((e) => e.reason === 'FailedScheduling'), 30_000);
+    expect(ev.message).toMatch(/^0\/4 nodes are available: 4 with fewer GPUs than the 8 requested/);
+    const pod = (await listPods(client, 'toobig'))[0];
+    expect(pod?.spec?.nodeName ?? '').toBe('');
+    expect(pod?.status?.conditions?.find((c) => c.type === 'PodScheduled')?.reason).toBe('Unschedulable');
+  });
+});
