@@ -207,6 +207,8 @@ export class SitsExtender {
       const mine = restricted.members.find((m) => m.id === key) ?? restrictToNodes(pending, names, all);
       const idx = sch.index(mine);
       idx.refresh();
+      const fitOne: string[] = [];
+      const perNode = new Set<string>();
       for (const n of names) {
         const i = state.nodes.findIndex((x) => x.spec.name === n);
         const node = state.nodes[i];
@@ -216,9 +218,18 @@ export class SitsExtender {
         }
         const code = idx.reason[i] as ReasonCode;
         const info = REASONS[code];
-        if (code === 0 || info === undefined) (r.explanation.unresolvable ? unresolvable : failed)[n] = r.explanation.message;
-        else (info.resolvable ? failed : unresolvable)[n] = info.detail?.(mine, node) ?? info.text(mine);
+        if (code === 0 || info === undefined) {
+          fitOne.push(n);
+          continue;
+        }
+        const text = info.detail?.(mine, node) ?? info.text(mine);
+        perNode.add(text);
+        (info.resolvable ? failed : unresolvable)[n] = text;
       }
+      // Nodes that fit this pod alone: the gang-level reason of the explanation (e.g. "could hold single
+      // members, but not 5 of them together"), so kube-scheduler's count reads as SITS's.
+      const whole = r.explanation.reasons.find((x) => !perNode.has(x.reason))?.reason ?? r.explanation.message;
+      for (const n of fitOne) (r.explanation.unresolvable ? unresolvable : failed)[n] = whole;
       return reply([], failed, unresolvable);
     }
     const placements = new Map(r.placements.map((p) => [p.podId, p]));
