@@ -30,17 +30,18 @@ function pod(name: string, o: { gpus?: number; group?: string; minMember?: numbe
 }
 const boundTo = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, [ANNOTATION.gpuIndices]: gpus } }, spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName }, status: { phase: 'Running' } });
 
-function setup(): { ext: SitsExtender; cache: ClusterCache } {
+function setup(): { ext: SitsExtender; cache: ClusterCache; advance: (ms: number) => void } {
   const cache = new ClusterCache(SCHED);
   for (const n of NAMES) cache.upsertNode(node(n));
-  const clock = { nowMs: () => Date.now() };
+  let skew = 0;
+  const clock = { nowMs: () => Date.now() + skew };
   const jobs = new PodJobs(cache, SCHED, clock);
   const noClient = {} as KubeClient; // filter, prioritize and preempt never call the apiserver
   const binder = new KubeBinder(noClient, cache, { schedulerName: SCHED, events: { emit: () => undefined }, log: () => undefined, nowMs: clock.nowMs });
   const profile = resolveProfile('sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
   if (!profile.ok) throw new Error('profile');
-  const ext = new SitsExtender({ client: noClient, cache, jobs, binder }, { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 0 });
-  return { ext, cache };
+  const ext = new SitsExtender({ client: noClient, cache, jobs, binder }, { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 0, gangPlanTtlMs: 10_000 });
+  return { ext, cache, advance: (ms) => (skew += ms) };
 }
 
 describe('SitsExtender', () => {
@@ -70,6 +71,32 @@ describe('SitsExtender', () => {
     const scores = await ext.prioritize({ Pod: other, NodeNames: NAMES });
     expect(scores.find((s) => s.Host === r.NodeNames?.[0])?.Score).toBe(10);
     expect(scores.every((s) => s.Score >= 0 && s.Score <= 10)).toBe(true);
+  });
+
+  it('a gang plan expires: members waiting at bind are told none was bound, the GPUs are free again', async () => {
+    const { ext, cache, advance } = setup();
+    const members = Array.from({ length: 2 }, (_, i) => pod(`pair-${i}`, { gpus: 4, group: 'pair', minMember: 2 }));
+    for (const m of members) cache.upsertPod(m);
+    const first = await ext.filter({ Pod: members[0] as V1Pod, NodeNames: NAMES });
+    const node0 = first.NodeNames?.[0] as string;
+    // kube-scheduler binding a member elsewhere than planned: refused at once, the plan stays.
+    const elsewhere = await ext.bind({ PodName: 'pair-0', PodNamespace: 'ns', PodUID: members[0]?.metadata?.uid as string, Node: NAMES.find((n) => n !== node0) as string });
+    expect(elsewhere.Error).toMatch(/^gang ns\/pair: SITS's plan puts ns\/pair-0 on /);
+    expect(ext.heldPlans).toBe(1);
+    // One member reaches bind, the other never does: the bind waits, then fails when the plan expires.
+    const waiting = ext.bind({ PodName: 'pair-0', PodNamespace: 'ns', PodUID: members[0]?.metadata?.uid as string, Node: node0 });
+    await new Promise((r) => setTimeout(r, 10));
+    advance(10_001);
+    ext.expire();
+    expect((await waiting).Error).toBe('gang ns/pair: plan expired with 1 of 2 members at bind; none bound');
+    expect(ext.heldPlans).toBe(0);
+    expect(ext.stats.expired).toBe(1);
+    // Its late partner is never bound alone.
+    expect((await ext.bind({ PodName: 'pair-1', PodNamespace: 'ns', PodUID: members[1]?.metadata?.uid as string, Node: node0 })).Error).toMatch(/^gang ns\/pair: no plan held for ns\/pair-1/);
+    // A pod filtered now may take those GPUs: replanning the gang finds the same free nodes.
+    const again = await ext.filter({ Pod: members[1] as V1Pod, NodeNames: NAMES });
+    expect(again.NodeNames).toHaveLength(1);
+    expect(ext.stats.gangPlans).toBe(2);
   });
 
   it('a gang short of members waits, saying so for every node', async () => {

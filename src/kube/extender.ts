@@ -281,6 +281,8 @@ export class SitsExtender {
     if (pending === undefined) return { Error: `pod ${key} (uid ${args.PodUID}) is not pending in SITS's cache` };
     const plan = this.planFor(key);
     if (plan?.gang !== undefined) return this.bindGangMember(plan, key, args.Node);
+    // A gang member is never bound alone: without its gang's plan (expired, or made by another replica) it is refused.
+    if (pending.gang !== undefined) return this.bindError(`gang ${pending.gang}: no plan held for ${key} (expired or never made here); it is filtered again`);
     let p = plan?.placements.get(key);
     if (p === undefined || p.node !== args.Node) {
       // kube-scheduler chose another node than planned (or the plan expired): the core's pick on that node.
