@@ -102,6 +102,9 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
   // Passive: the informers fill the cache; kube-scheduler reports (its own events), so ours are off.
   const live = new LiveScheduler(o.client, { identity: 'sits-extender', schedulerName: o.schedulerName ?? KUBE_SCHEDULER_NAME, passive: true, events: false, log });
   await live.start();
+  // A gang this process was binding when it stopped (plan annotations written, not every Binding): completed or
+  // rolled back now, as a new leader of the live scheduler does (ADR 0006).
+  await live.binder.recover();
   const extender = new SitsExtender(
     { client: o.client, cache: live.cache, jobs: live.jobs, binder: live.binder },
     {
