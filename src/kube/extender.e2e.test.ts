@@ -46,7 +46,7 @@ describe('sits extender behind the real kube-scheduler', () => {
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-extender-caller' },
       subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: CALLER }],
     });
-    ext = await startExtender({ client, port: 0, host: '127.0.0.1', tls: serving, clientCa: ca, gangPlanTtlMs: 30_000 });
+    ext = await startExtender({ client, port: 0, host: '127.0.0.1', tls: serving, clientCa: ca, gangPlanTtlMs: 12_000 });
     const config = {
       apiVersion: 'kubescheduler.config.k8s.io/v1',
       kind: 'KubeSchedulerConfiguration',
@@ -107,6 +107,24 @@ describe('sits extender behind the real kube-scheduler', () => {
     // Unbound pods go at once (no kubelet to wait for): the seed example below gets an empty cluster.
     await Promise.all(Array.from({ length: 5 }, (_, i) => client.delete(`/api/v1/namespaces/whole/pods/wide-${i}`)));
     await waitFor('gang pods gone', async () => (await listPods(client, 'whole')).length === 0);
+  });
+
+  it('a gang plan whose member kube-scheduler never sends expires: the waiting member is refused, nothing bound', async () => {
+    await createNs(client, 'expire');
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/expire/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'pair', namespace: 'expire' }, spec: { minMember: 2 } });
+    const ok = testPod('expire', 'pair-0', { gpus: 1, group: 'pair', schedulerName: KUBE_SCHEDULER_NAME });
+    // kube-scheduler's own VolumeBinding rejects this member (no such PVC) before asking the extender.
+    const stuck = testPod('expire', 'pair-1', { gpus: 1, group: 'pair', schedulerName: KUBE_SCHEDULER_NAME });
+    const spec = stuck.spec as NonNullable<V1Pod['spec']>;
+    spec.volumes = [{ name: 'data', persistentVolumeClaim: { claimName: 'missing' } }];
+    await createPods(client, [ok, stuck]);
+    const expired = ext.extender.stats.expired;
+    const ev = await waitFor('pair-0 binding refused after the plan expired', async () => (await listEvents(client, 'expire')).find((e) => e.involvedObject?.name === 'pair-0' && e.message?.includes('plan expired') === true), 60_000);
+    expect(ev.message).toContain('gang expire/pair: plan expired with 1 of 2 members at bind; none bound');
+    expect(ext.extender.stats.expired).toBeGreaterThan(expired);
+    expect((await listPods(client, 'expire')).filter((p) => (p.spec?.nodeName ?? '') !== '')).toEqual([]);
+    await Promise.all(['pair-0', 'pair-1'].map((n) => client.delete(`/api/v1/namespaces/expire/pods/${n}`)));
+    await waitFor('pair pods gone', async () => (await listPods(client, 'expire')).length === 0);
   });
 
   it('seed example: the 8 replicas of gang bert-large-finetune land whole on 2 NVLink nodes, GPU indices written', async () => {
