@@ -123,13 +123,13 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
   const route = async (verb: string, body: unknown): Promise<unknown> => {
     switch (verb) {
       case 'filter':
-        return extender.filter(body as ExtenderArgs);
+        return extender.filter(extenderArgs(body));
       case 'prioritize':
-        return extender.prioritize(body as ExtenderArgs);
+        return extender.prioritize(extenderArgs(body));
       case 'bind':
         return extender.bind(bindingArgs(body));
       case 'preempt':
-        return extender.preempt(body as ExtenderPreemptionArgs);
+        return extender.preempt(preemptionArgs(body));
       default:
         throw new HttpError(404, `no extender verb ${verb}`);
     }
@@ -178,9 +178,53 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
   };
 }
 
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const bad = (field: string, want: string, v: unknown): HttpError => new HttpError(400, `${field}: want ${want}, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+
+/** ExtenderArgs with the fields SITS reads checked (the Pod itself is read as the apiserver stored it). */
+export function extenderArgs(body: unknown): ExtenderArgs {
+  if (!isObject(body)) throw bad('ExtenderArgs', 'an object', body);
+  const { Pod, Nodes, NodeNames } = body;
+  if (!isObject(Pod)) throw bad('ExtenderArgs.Pod', 'a Pod object', Pod);
+  if (!isObject(Pod.metadata) || typeof Pod.metadata.name !== 'string') throw bad('ExtenderArgs.Pod.metadata.name', 'a string', isObject(Pod.metadata) ? Pod.metadata.name : Pod.metadata);
+  if (NodeNames !== undefined && NodeNames !== null) {
+    if (!Array.isArray(NodeNames)) throw bad('ExtenderArgs.NodeNames', 'an array of node names', NodeNames);
+    NodeNames.forEach((n, i) => {
+      if (typeof n !== 'string') throw bad(`ExtenderArgs.NodeNames[${i}]`, 'a string', n);
+    });
+  } else if (Nodes !== undefined && Nodes !== null) {
+    if (!isObject(Nodes) || !Array.isArray(Nodes.items)) throw bad('ExtenderArgs.Nodes.items', 'an array of Nodes', isObject(Nodes) ? Nodes.items : Nodes);
+    Nodes.items.forEach((n, i) => {
+      if (!isObject(n)) throw bad(`ExtenderArgs.Nodes.items[${i}]`, 'a Node object', n);
+    });
+  } else throw new HttpError(400, 'ExtenderArgs: neither NodeNames nor Nodes given');
+  return body as ExtenderArgs;
+}
+
+/** ExtenderPreemptionArgs: the victim maps checked as far as SITS reads them. */
+export function preemptionArgs(body: unknown): ExtenderPreemptionArgs {
+  if (!isObject(body)) throw bad('ExtenderPreemptionArgs', 'an object', body);
+  if (body.Pod !== undefined && body.Pod !== null && !isObject(body.Pod)) throw bad('ExtenderPreemptionArgs.Pod', 'a Pod object', body.Pod);
+  for (const k of ['NodeNameToMetaVictims', 'NodeNameToVictims'] as const) {
+    const m = body[k];
+    if (m === undefined || m === null) continue;
+    if (!isObject(m)) throw bad(`ExtenderPreemptionArgs.${k}`, 'a map of node name to victims', m);
+    for (const [node, v] of Object.entries(m)) {
+      if (v === null) continue;
+      if (!isObject(v)) throw bad(`ExtenderPreemptionArgs.${k}[${node}]`, 'victims', v);
+      if (v.Pods !== undefined && v.Pods !== null && !(Array.isArray(v.Pods) && v.Pods.every(isObject))) throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods`, 'an array of pods', v.Pods);
+      if (k === 'NodeNameToMetaVictims' && Array.isArray(v.Pods)) (v.Pods as Record<string, unknown>[]).forEach((p, i) => {
+        if (typeof p.UID !== 'string') throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods[${i}].UID`, 'a string', p.UID);
+      });
+    }
+  }
+  return body as ExtenderPreemptionArgs;
+}
+
 /** ExtenderBindingArgs with its fields checked (a wrong type is named, not a crash). */
-function bindingArgs(body: unknown): ExtenderBindingArgs {
-  const b = body as Record<string, unknown>;
+export function bindingArgs(body: unknown): ExtenderBindingArgs {
+  if (!isObject(body)) throw bad('ExtenderBindingArgs', 'an object', body);
+  const b = body;
   const field = (k: string, required: boolean): string => {
     const v = b[k];
     if (v === undefined && !required) return '';

@@ -209,8 +209,9 @@ export class SitsExtender {
       idx.refresh();
       const fitOne: string[] = [];
       const perNode = new Set<string>();
+      const at = new Map(state.nodes.map((x, i) => [x.spec.name, i]));
       for (const n of names) {
-        const i = state.nodes.findIndex((x) => x.spec.name === n);
+        const i = at.get(n) ?? -1;
         const node = state.nodes[i];
         if (node === undefined) {
           unresolvable[n] = 'node not known to SITS (no valid GPU labels)';
@@ -254,8 +255,9 @@ export class SitsExtender {
     const sch = new Scheduler(this.opts.profile, state, this.opts.rng());
     const idx = sch.index(pending);
     idx.refresh();
+    const at = new Map(state.nodes.map((x, i) => [x.spec.name, i]));
     const raw = names.map((n) => {
-      const i = state.nodes.findIndex((x) => x.spec.name === n);
+      const i = at.get(n) ?? -1;
       return i >= 0 && idx.reason[i] === 0 ? (idx.score[i] as number) : undefined;
     });
     const fit = raw.filter((x): x is number => x !== undefined);
