@@ -7,8 +7,9 @@ import { request as httpsRequest } from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { ANNOTATION } from '../api/wire.ts';
-import { applyCrds, devNodes } from '../app/dev-cluster.ts';
+import { SEED_TRAINING_JOB } from '../api/examples.ts';
+import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
+import { applyCrds, devNodes, startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
@@ -19,11 +20,62 @@ import { EXTENDER_VERBS, KUBE_SCHEDULER_NAME, startExtender, type RunningExtende
 const CALLER = 'sits:kube-scheduler';
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
+interface Certs {
+  readonly ca: string;
+  readonly serving: CertPair;
+  readonly scheduler: CertPair;
+}
+
+/** Our CA; the extender's serving certificate and kube-scheduler's client certificate (CN = its user). */
+async function issueCerts(): Promise<Certs> {
+  const authority = await createCa('sits-extender-ca', 86_400_000);
+  const serving = await issue(authority, { commonName: 'sits-extender', ips: ['127.0.0.1'], dnsNames: ['localhost'], lifetimeMs: 86_400_000 });
+  const scheduler = await issue(authority, { commonName: CALLER, organizations: ['sits:schedulers'], usage: 'client', lifetimeMs: 86_400_000 });
+  return { ca: authority.cert, serving, scheduler };
+}
+
+/** RBAC: kube-scheduler's identity may POST the four verbs, nothing else (docs/extender.md). */
+async function grantCaller(client: KubeClient): Promise<void> {
+  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-extender-caller' }, rules: [{ nonResourceURLs: EXTENDER_VERBS.map((v) => `/${v}`), verbs: ['post'] }] });
+  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'sits-extender-caller' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-extender-caller' },
+    subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: CALLER }],
+  });
+}
+
+/** The KubeSchedulerConfiguration of docs/extender.md, for the extender on `port`. */
+function schedulerConfig(port: number, certs: Certs, schedulerName?: string): string {
+  return stringify({
+    apiVersion: 'kubescheduler.config.k8s.io/v1',
+    kind: 'KubeSchedulerConfiguration',
+    podInitialBackoffSeconds: 1,
+    podMaxBackoffSeconds: 2,
+    ...(schedulerName === undefined ? {} : { profiles: [{ schedulerName }] }),
+    extenders: [
+      {
+        urlPrefix: `https://127.0.0.1:${port}`,
+        filterVerb: 'filter',
+        prioritizeVerb: 'prioritize',
+        bindVerb: 'bind',
+        preemptVerb: 'preempt',
+        weight: 5,
+        enableHTTPS: true,
+        nodeCacheCapable: true,
+        httpTimeout: '60s',
+        managedResources: [{ name: 'nvidia.com/gpu', ignoredByScheduler: true }],
+        tlsConfig: { caData: b64(certs.ca), certData: b64(certs.scheduler.cert), keyData: b64(certs.scheduler.key) },
+      },
+    ],
+  });
+}
+
 describe('sits extender behind the real kube-scheduler', () => {
   let plane: ControlPlane;
   let client: KubeClient;
   let ext: RunningExtender;
-  let schedulerCert: CertPair;
   let ca: string;
   // The seed's cluster: 4 A800 nodes of 4 NVLink-connected GPUs each.
   const nodes = devNodes(4, 'a800x4');
@@ -33,42 +85,11 @@ describe('sits extender behind the real kube-scheduler', () => {
     client = new KubeClient(plane.kubeConfig());
     await applyCrds(client);
     await createFakeGpuNodes(plane.kubeConfig(), nodes);
-    const authority = await createCa('sits-extender-ca', 86_400_000);
-    ca = authority.cert;
-    const serving = await issue(authority, { commonName: 'sits-extender', ips: ['127.0.0.1'], dnsNames: ['localhost'], lifetimeMs: 86_400_000 });
-    schedulerCert = await issue(authority, { commonName: CALLER, organizations: ['sits:schedulers'], usage: 'client', lifetimeMs: 86_400_000 });
-    // RBAC: kube-scheduler's identity may POST the four verbs, nothing else (the chart grants the same).
-    await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-extender-caller' }, rules: [{ nonResourceURLs: EXTENDER_VERBS.map((v) => `/${v}`), verbs: ['post'] }] });
-    await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: { name: 'sits-extender-caller' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-extender-caller' },
-      subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: CALLER }],
-    });
-    ext = await startExtender({ client, port: 0, host: '127.0.0.1', tls: serving, clientCa: ca, gangPlanTtlMs: 12_000 });
-    const config = {
-      apiVersion: 'kubescheduler.config.k8s.io/v1',
-      kind: 'KubeSchedulerConfiguration',
-      podInitialBackoffSeconds: 1,
-      podMaxBackoffSeconds: 2,
-      extenders: [
-        {
-          urlPrefix: `https://127.0.0.1:${ext.port}`,
-          filterVerb: 'filter',
-          prioritizeVerb: 'prioritize',
-          bindVerb: 'bind',
-          preemptVerb: 'preempt',
-          weight: 5,
-          enableHTTPS: true,
-          nodeCacheCapable: true,
-          httpTimeout: '60s',
-          managedResources: [{ name: 'nvidia.com/gpu', ignoredByScheduler: true }],
-          tlsConfig: { caData: b64(ca), certData: b64(schedulerCert.cert), keyData: b64(schedulerCert.key) },
-        },
-      ],
-    };
-    await plane.startScheduler(stringify(config));
+    const certs = await issueCerts();
+    ca = certs.ca;
+    await grantCaller(client);
+    ext = await startExtender({ client, port: 0, host: '127.0.0.1', tls: certs.serving, clientCa: ca, gangPlanTtlMs: 12_000 });
+    await plane.startScheduler(schedulerConfig(ext.port, certs));
   }, 180_000);
 
   afterAll(async () => {
@@ -162,5 +183,43 @@ describe('sits extender behind the real kube-scheduler', () => {
     const pod = (await listPods(client, 'toobig'))[0];
     expect(pod?.spec?.nodeName ?? '').toBe('');
     expect(pod?.status?.conditions?.find((c) => c.type === 'PodScheduled')?.reason).toBe('Unschedulable');
+  });
+});
+
+// The seed example itself: the TrainingJob of seed 000 (8 replicas × 1 GPU), its pods made by SITS's controller
+// and run by the fake kubelet, scheduled by kube-scheduler (a profile named as the pods' scheduler) with SITS as
+// its extender.
+describe('the seed TrainingJob through kube-scheduler + sits extender', () => {
+  let cluster: DevCluster;
+  let ext: RunningExtender;
+
+  beforeAll(async () => {
+    cluster = await startDevCluster({ nodes: 4, shape: 'a800x4', withScheduler: false });
+    const certs = await issueCerts();
+    await grantCaller(cluster.client);
+    ext = await startExtender({ client: cluster.client, port: 0, host: '127.0.0.1', tls: certs.serving, clientCa: certs.ca, schedulerName: SCHEDULER_NAME });
+    await cluster.plane.startScheduler(schedulerConfig(ext.port, certs, SCHEDULER_NAME));
+  }, 180_000);
+
+  afterAll(async () => {
+    await ext?.close();
+    await cluster?.stop();
+  });
+
+  it('places the 8 replicas on 2 NVLink nodes, every GPU index recorded, all Running', async () => {
+    const client = cluster.client;
+    await createNs(client, 'seed');
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/seed/trainingjobs', SEED_TRAINING_JOB);
+    const pods = await waitFor('8 replicas bound and Running', async () => {
+      const ps = (await listPods(client, 'seed')).filter((p) => p.metadata?.name?.startsWith('bert-large-finetune-') === true);
+      return ps.length === 8 && ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running') ? ps : undefined;
+    }, 60_000);
+    const usage = gpuUsage(pods, 4);
+    expect(usage.size).toBe(2);
+    for (const used of usage.values()) expect(used).toEqual([1, 1, 1, 1]);
+    expect(ext.extender.stats.gangPlans).toBeGreaterThanOrEqual(1);
+    expect(ext.extender.stats.binds).toBe(8);
+    // kube-scheduler bound them (its Scheduled events), through SITS's bind.
+    await waitFor('kube-scheduler Scheduled events', async () => (await listEvents(client, 'seed')).filter((e) => e.reason === 'Scheduled').length >= 8);
   });
 });
