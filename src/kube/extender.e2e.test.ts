@@ -77,6 +77,7 @@ describe('sits extender behind the real kube-scheduler', () => {
   let client: KubeClient;
   let ext: RunningExtender;
   let ca: string;
+  let certs: Certs;
   // The seed's cluster: 4 A800 nodes of 4 NVLink-connected GPUs each.
   const nodes = devNodes(4, 'a800x4');
 
@@ -85,7 +86,7 @@ describe('sits extender behind the real kube-scheduler', () => {
     client = new KubeClient(plane.kubeConfig());
     await applyCrds(client);
     await createFakeGpuNodes(plane.kubeConfig(), nodes);
-    const certs = await issueCerts();
+    certs = await issueCerts();
     ca = certs.ca;
     await grantCaller(client);
     ext = await startExtender({ client, port: 0, host: '127.0.0.1', tls: certs.serving, clientCa: ca, gangPlanTtlMs: 12_000 });
@@ -114,6 +115,23 @@ describe('sits extender behind the real kube-scheduler', () => {
       req.end('{}');
     });
     expect(status).toBe(403);
+  });
+
+  it('kube-scheduler\'s certificate is let in; a bad body is a 400 naming the field, an unknown verb a 404', async () => {
+    const post = (path: string, body: string): Promise<{ status: number; text: string }> =>
+      new Promise((resolve, reject) => {
+        const req = httpsRequest(`${ext.url}${path}`, { method: 'POST', ca, cert: certs.scheduler.cert, key: certs.scheduler.key, headers: { 'Content-Type': 'application/json' } }, (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    expect(await post('/filter', '{"Pod": {"metadata": {"name": "x"}}, "NodeNames": "a800x4-000"}')).toEqual({ status: 400, text: 'ExtenderArgs.NodeNames: want an array of node names, got string\n' });
+    expect(await post('/filter', '{not json')).toMatchObject({ status: 400 });
+    // RBAC grants the four verbs only: another path is forbidden before it is looked up.
+    expect((await post('/other', '{}')).status).toBe(403);
   });
 
   it('a gang that cannot fit whole (5 × 4 GPUs on 16) binds no member', async () => {
