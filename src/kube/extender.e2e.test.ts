@@ -241,4 +241,29 @@ describe('the seed TrainingJob through kube-scheduler + sits extender', () => {
     // kube-scheduler bound them (its Scheduled events), through SITS's bind.
     await waitFor('kube-scheduler Scheduled events', async () => (await listEvents(client, 'seed')).filter((e) => e.reason === 'Scheduled').length >= 8);
   });
+  it('preempt through kube-scheduler: SITS names the victim, kube-scheduler evicts it, the preemptor gets its GPUs', async () => {
+    const client = cluster.client;
+    for (const [name, value] of [['sits-low', 10], ['sits-high', 1000]] as const) await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
+    await createNs(client, 'prio');
+    // The 2 nodes the seed job left free, each filled by one low-priority pod holding its 4 GPUs and all its CPU:
+    // kube-scheduler's own dry run then needs a victim (CPU) and asks SITS which.
+    const cpu = (await client.get<{ status: { allocatable: Record<string, string> } }>(`/api/v1/nodes/${cluster.nodeNames[0] ?? ''}`)).status.allocatable.cpu ?? '1';
+    const withClass = (p: V1Pod, cls: string): V1Pod => ({ ...p, spec: { ...(p.spec as NonNullable<V1Pod['spec']>), priorityClassName: cls } });
+    await createPods(client, [0, 1].map((i) => withClass(testPod('prio', `low-${i}`, { gpus: 4, cpu, schedulerName: SCHEDULER_NAME }), 'sits-low')));
+    await waitFor('low pods Running', async () => {
+      const ps = await listPods(client, 'prio');
+      return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running');
+    }, 60_000);
+    await createPods(client, [withClass(testPod('prio', 'urgent', { gpus: 1, cpu, schedulerName: SCHEDULER_NAME }), 'sits-high')]);
+    const urgent = await waitFor('urgent bound', async () => {
+      const p = (await listPods(client, 'prio')).find((x) => x.metadata?.name === 'urgent');
+      return (p?.spec?.nodeName ?? '') !== '' ? p : undefined;
+    }, 90_000);
+    expect(urgent?.metadata?.annotations?.[ANNOTATION.gpuIndices]).toMatch(/^[0-3]$/);
+    expect(ext.extender.stats.preemptions).toBeGreaterThanOrEqual(1);
+    const left = (await listPods(client, 'prio')).filter((p) => p.metadata?.name?.startsWith('low-') === true && p.metadata.deletionTimestamp === undefined);
+    expect(left).toHaveLength(1);
+    // The seed gang (priority 0, no CPU asked) was never a victim.
+    expect((await listPods(client, 'seed')).filter((p) => p.metadata?.name?.startsWith('bert-large-finetune-') === true && p.metadata.deletionTimestamp === undefined)).toHaveLength(8);
+  });
 });
