@@ -15,6 +15,7 @@ import { registerDeploy } from './commands/deploy.ts';
 import { registerWebhook } from './commands/webhook.ts';
 import { registerNodeAgent } from './commands/node-agent.ts';
 import { registerLint } from './commands/lint.ts';
+import { registerExtender } from './commands/extender.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
   registerWebhook(program);
   registerNodeAgent(program);
   registerLint(program);
+  registerExtender(program);
   return program;
 }
 

@@ -82,9 +82,19 @@ export class KubeBinder implements Binder {
     await this.inFlight.drain();
   }
 
-  private start(batch: BindBatch): void {
+  /**
+   * Binds a batch without victims now and resolves when its bindings have finished, whatever their outcome
+   * (the watch and the cache tell it): the extender answers kube-scheduler's bind call only then.
+   */
+  bindNow(batch: BindBatch): Promise<void> {
+    for (const r of batch.requests) this.cache.assumePlaced(r.podId);
+    return this.start(batch);
+  }
+
+  private start(batch: BindBatch): Promise<void> {
     const task = batch.gang === undefined && batch.requests.length === 1 ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined) : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests);
     this.inFlight.track(task);
+    return task;
   }
 
   private async bindOne(r: BindRequest, event = true): Promise<void> {

@@ -1,0 +1,96 @@
+import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import type { Command } from 'commander';
+import { loadKubeConfig } from '../../app/live.ts';
+import type { CertPair } from '../../kube/certs.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { ALLOW_ALL, ANONYMOUS } from '../../kube/delegated-auth.ts';
+import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender-server.ts';
+import { CliError } from '../errors.ts';
+import { intOption, numberOption } from '../options.ts';
+import { untilSignal } from './run.ts';
+
+const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+
+interface ExtenderFlags {
+  kubeconfig?: string;
+  port: number;
+  host: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  clientCaFile?: string;
+  schedulerName: string;
+  profile: string;
+  pathPrefix: string;
+  planTtl: number;
+  gangPlanTtl: number;
+  insecureLocalhost?: boolean;
+}
+
+function readFlagFile(flag: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`${flag} ${path}: ${(e as Error).message}`);
+  }
+}
+
+export function registerExtender(program: Command): void {
+  program
+    .command('extender')
+    .description("serve kube-scheduler's HTTP extender protocol (filter, prioritize, bind, preempt; nodeCacheCapable) over HTTPS with SITS's GPU topology, fragmentation and gang logic, for clusters that keep kube-scheduler (docs/extender.md)")
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
+    .option('--port <port>', 'HTTPS port of the extender verbs and /healthz', intOption('--port', 1, 65535), 8888)
+    .option('--host <addr>', 'address to listen on', '0.0.0.0')
+    .option('--tls-cert-file <file>', 'serving certificate (PEM; re-read when it changes)')
+    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+    .option('--client-ca-file <file>', "CA of kube-scheduler's client certificate (its extender tlsConfig certData); else bearer tokens, checked by TokenReview")
+    .option('--scheduler-name <name>', 'schedulerName of the pods kube-scheduler asks about (its profile)', KUBE_SCHEDULER_NAME)
+    .option('--profile <name>', 'SITS scheduling profile', 'sits')
+    .option('--path-prefix <path>', "path part of kube-scheduler's urlPrefix, e.g. /sits (the verbs are served under it)", '')
+    .option('--plan-ttl <sec>', "seconds a pod's placement is held between its filter and its bind", numberOption('--plan-ttl', 1, 3600), 30)
+    .option('--gang-plan-ttl <sec>', "seconds a gang's plan is held from its first member's filter until every member reaches bind", numberOption('--gang-plan-ttl', 1, 3600), 30)
+    .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
+    .action(async (o: ExtenderFlags) => {
+      if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
+      if (o.insecureLocalhost !== true && o.tlsCertFile === undefined) throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
+      if (o.pathPrefix !== '' && !o.pathPrefix.startsWith('/')) throw new CliError(`--path-prefix: want a path starting with /, got "${o.pathPrefix}"`);
+      const readTls = (): CertPair | undefined =>
+        o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined ? undefined : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
+      const tls = o.insecureLocalhost === true ? undefined : readTls();
+      const clientCa = o.clientCaFile === undefined ? undefined : readFlagFile('--client-ca-file', o.clientCaFile);
+      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-extender/0.1' });
+      const ext = await startExtender({
+        client,
+        port: o.port,
+        host: o.insecureLocalhost === true ? '127.0.0.1' : o.host,
+        ...(tls === undefined ? {} : { tls }),
+        ...(clientCa === undefined ? {} : { clientCa }),
+        ...(o.insecureLocalhost === true ? { auth: { authn: { authenticate: () => Promise.resolve({ ok: true as const, caller: ANONYMOUS }) }, authz: ALLOW_ALL } } : {}),
+        schedulerName: o.schedulerName,
+        profile: o.profile,
+        pathPrefix: o.pathPrefix,
+        planTtlMs: o.planTtl * 1000,
+        gangPlanTtlMs: o.gangPlanTtl * 1000,
+        log,
+      });
+      // A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on.
+      const certFile = tls === undefined ? undefined : o.tlsCertFile;
+      if (certFile !== undefined)
+        watchFile(certFile, { interval: 5000 }, () => {
+          try {
+            const p = readTls();
+            if (p !== undefined) ext.setTls(p);
+            log(`serving certificate reloaded from ${certFile}`);
+          } catch (e) {
+            log(`certificate reload: ${(e as Error).message}`);
+          }
+        });
+      log(`sits-extender serving on ${ext.url}${o.pathPrefix} for pods of ${o.schedulerName} (profile ${o.profile})`);
+      const sig = await untilSignal();
+      log(`${sig}: stopping`);
+      if (certFile !== undefined) unwatchFile(certFile);
+      await ext.close();
+      client.close();
+    });
+}

@@ -1,0 +1,235 @@
+/**
+ * `sits extender`: SitsExtender (extender.ts) behind the secure port (secure-server.ts, ADR 0053). kube-scheduler
+ * authenticates with a client certificate (its `tlsConfig.certData`) checked against `--client-ca-file`, or a
+ * bearer token (TokenReview); each call is authorized by a SubjectAccessReview for `post` on its path
+ * (`/filter`, `/prioritize`, `/bind`, `/preempt` under the prefix). The cluster is seen through a passive live
+ * scheduler (informers and ClusterCache, no loop, no leader) for kube-scheduler's scheduler name.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
+import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
+import { seededRng } from '../core/ports.ts';
+import type { CertPair } from './certs.ts';
+import type { KubeClient } from './client.ts';
+import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator, type Authenticator, type Authorizer } from './delegated-auth.ts';
+import { SitsExtender, type ExtenderArgs, type ExtenderBindingArgs, type ExtenderPreemptionArgs } from './extender.ts';
+import { LiveScheduler, WALL_CLOCK } from './live-scheduler.ts';
+import { startSecureServer } from './secure-server.ts';
+
+/** kube-scheduler's own name: the pods the extender is asked about carry it. */
+export const KUBE_SCHEDULER_NAME = 'default-scheduler';
+/** Largest request body (ExtenderArgs with full Node objects when not nodeCacheCapable). */
+const MAX_BODY_BYTES = 64 << 20;
+export const EXTENDER_VERBS = ['filter', 'prioritize', 'bind', 'preempt'] as const;
+
+export interface ExtenderServerOptions {
+  readonly client: KubeClient;
+  readonly port: number;
+  readonly host?: string;
+  /** Serving certificate; undefined = plain HTTP on loopback (development). */
+  readonly tls?: CertPair;
+  /** PEM of the CA of kube-scheduler's client certificate. */
+  readonly clientCa?: string;
+  /** Override authn/authz (benchmarks, --insecure-localhost). Default: delegated to the apiserver. */
+  readonly auth?: { readonly authn: Authenticator; readonly authz: Authorizer };
+  /** Path prefix of the verbs (the part of kube-scheduler's urlPrefix after host:port), e.g. `/sits`; default none. */
+  readonly pathPrefix?: string;
+  /** schedulerName of the pods kube-scheduler sends (its profile's name). */
+  readonly schedulerName?: string;
+  readonly profile?: string;
+  readonly planTtlMs?: number;
+  readonly gangPlanTtlMs?: number;
+  readonly log?: (m: string) => void;
+}
+
+export interface RunningExtender {
+  readonly url: string;
+  readonly port: number;
+  readonly extender: SitsExtender;
+  readonly live: LiveScheduler;
+  setTls(pair: CertPair): void;
+  close(): Promise<void>;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > MAX_BODY_BYTES) {
+        req.off('data', onData);
+        req.resume();
+        chunks.length = 0;
+        reject(new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`));
+        return;
+      }
+      chunks.push(c);
+    };
+    req.on('data', onData);
+    req.on('end', () => {
+      const text = Buffer.concat(chunks).toString('utf8');
+      try {
+        const v: unknown = JSON.parse(text);
+        if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('want a JSON object');
+        resolve(v);
+      } catch (e) {
+        reject(new HttpError(400, `bad request body: ${(e as Error).message}`));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, status: number, body: string, type = 'application/json'): void {
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
+  res.end(body);
+}
+
+export async function startExtender(o: ExtenderServerOptions): Promise<RunningExtender> {
+  const log = o.log ?? (() => undefined);
+  const profile = resolveProfile(o.profile ?? 'sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
+  if (!profile.ok) throw new Error(formatProfileError(profile.error));
+  // Passive: the informers fill the cache; kube-scheduler reports (its own events), so ours are off.
+  const live = new LiveScheduler(o.client, { identity: 'sits-extender', schedulerName: o.schedulerName ?? KUBE_SCHEDULER_NAME, passive: true, events: false, log });
+  await live.start();
+  // A gang this process was binding when it stopped (plan annotations written, not every Binding): completed or
+  // rolled back now, as a new leader of the live scheduler does (ADR 0006).
+  await live.binder.recover();
+  const extender = new SitsExtender(
+    { client: o.client, cache: live.cache, jobs: live.jobs, binder: live.binder },
+    {
+      profile: profile.value,
+      rng: () => seededRng(1),
+      nowMs: () => WALL_CLOCK.nowMs(),
+      ...(o.planTtlMs === undefined ? {} : { planTtlMs: o.planTtlMs }),
+      ...(o.gangPlanTtlMs === undefined ? {} : { gangPlanTtlMs: o.gangPlanTtlMs }),
+      log,
+    },
+  );
+  // Plans expire even when no call comes: a gang member's bind waiting for the others is answered on time.
+  const sweep = setInterval(() => extender.expire(), 500);
+  sweep.unref();
+  const prefix = (o.pathPrefix ?? '').replace(/\/+$/, '');
+  const route = async (verb: string, body: unknown): Promise<unknown> => {
+    switch (verb) {
+      case 'filter':
+        return extender.filter(extenderArgs(body));
+      case 'prioritize':
+        return extender.prioritize(extenderArgs(body));
+      case 'bind':
+        return extender.bind(bindingArgs(body));
+      case 'preempt':
+        return extender.preempt(preemptionArgs(body));
+      default:
+        throw new HttpError(404, `no extender verb ${verb}`);
+    }
+  };
+  const authn = o.auth?.authn ?? unionAuthenticator(...(o.clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(o.client));
+  const authz = o.auth?.authz ?? subjectAccessReviewAuthorizer(o.client);
+  const server = await startSecureServer({
+    port: o.port,
+    ...(o.host === undefined ? {} : { host: o.host }),
+    ...(o.tls === undefined ? {} : { tls: o.tls }),
+    ...(o.clientCa === undefined ? {} : { clientCa: o.clientCa }),
+    authn,
+    authz,
+    log,
+    handler: (req, res) => {
+      const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (path === '/healthz' || path === '/readyz' || path === '/livez') {
+        send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
+        return;
+      }
+      void (async () => {
+        if (!path.startsWith(`${prefix}/`)) throw new HttpError(404, `not found: ${path}`);
+        if (req.method !== 'POST') throw new HttpError(405, `${req.method ?? ''} ${path}: extender verbs are POST`);
+        const body = await readJson(req);
+        const out = await route(path.slice(prefix.length + 1), body);
+        send(res, 200, JSON.stringify(out));
+      })().catch((e: unknown) => {
+        const status = e instanceof HttpError ? e.status : 500;
+        if (status === 500) log(`extender ${path}: ${(e as Error).stack ?? String(e)}`);
+        if (!res.headersSent) send(res, status, `${(e as Error).message}\n`, 'text/plain; charset=utf-8');
+      });
+    },
+  });
+  return {
+    url: server.url,
+    port: server.port,
+    extender,
+    live,
+    setTls: (p) => server.setTls(p),
+    close: async () => {
+      clearInterval(sweep);
+      extender.close();
+      await server.close();
+      await live.stop();
+    },
+  };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
+const bad = (field: string, want: string, v: unknown): HttpError => new HttpError(400, `${field}: want ${want}, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+
+/** ExtenderArgs with the fields SITS reads checked (the Pod itself is read as the apiserver stored it). */
+export function extenderArgs(body: unknown): ExtenderArgs {
+  if (!isObject(body)) throw bad('ExtenderArgs', 'an object', body);
+  const { Pod, Nodes, NodeNames } = body;
+  if (!isObject(Pod)) throw bad('ExtenderArgs.Pod', 'a Pod object', Pod);
+  if (!isObject(Pod.metadata) || typeof Pod.metadata.name !== 'string') throw bad('ExtenderArgs.Pod.metadata.name', 'a string', isObject(Pod.metadata) ? Pod.metadata.name : Pod.metadata);
+  if (NodeNames !== undefined && NodeNames !== null) {
+    if (!Array.isArray(NodeNames)) throw bad('ExtenderArgs.NodeNames', 'an array of node names', NodeNames);
+    NodeNames.forEach((n, i) => {
+      if (typeof n !== 'string') throw bad(`ExtenderArgs.NodeNames[${i}]`, 'a string', n);
+    });
+  } else if (Nodes !== undefined && Nodes !== null) {
+    if (!isObject(Nodes) || !Array.isArray(Nodes.items)) throw bad('ExtenderArgs.Nodes.items', 'an array of Nodes', isObject(Nodes) ? Nodes.items : Nodes);
+    Nodes.items.forEach((n, i) => {
+      if (!isObject(n)) throw bad(`ExtenderArgs.Nodes.items[${i}]`, 'a Node object', n);
+    });
+  } else throw new HttpError(400, 'ExtenderArgs: neither NodeNames nor Nodes given');
+  return body as ExtenderArgs;
+}
+
+/** ExtenderPreemptionArgs: the victim maps checked as far as SITS reads them. */
+export function preemptionArgs(body: unknown): ExtenderPreemptionArgs {
+  if (!isObject(body)) throw bad('ExtenderPreemptionArgs', 'an object', body);
+  if (body.Pod !== undefined && body.Pod !== null && !isObject(body.Pod)) throw bad('ExtenderPreemptionArgs.Pod', 'a Pod object', body.Pod);
+  for (const k of ['NodeNameToMetaVictims', 'NodeNameToVictims'] as const) {
+    const m = body[k];
+    if (m === undefined || m === null) continue;
+    if (!isObject(m)) throw bad(`ExtenderPreemptionArgs.${k}`, 'a map of node name to victims', m);
+    for (const [node, v] of Object.entries(m)) {
+      if (v === null) continue;
+      if (!isObject(v)) throw bad(`ExtenderPreemptionArgs.${k}[${node}]`, 'victims', v);
+      if (v.Pods !== undefined && v.Pods !== null && !(Array.isArray(v.Pods) && v.Pods.every(isObject))) throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods`, 'an array of pods', v.Pods);
+      if (k === 'NodeNameToMetaVictims' && Array.isArray(v.Pods)) (v.Pods as Record<string, unknown>[]).forEach((p, i) => {
+        if (typeof p.UID !== 'string') throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods[${i}].UID`, 'a string', p.UID);
+      });
+    }
+  }
+  return body as ExtenderPreemptionArgs;
+}
+
+/** ExtenderBindingArgs with its fields checked (a wrong type is named, not a crash). */
+export function bindingArgs(body: unknown): ExtenderBindingArgs {
+  if (!isObject(body)) throw bad('ExtenderBindingArgs', 'an object', body);
+  const b = body;
+  const field = (k: string, required: boolean): string => {
+    const v = b[k];
+    if (v === undefined && !required) return '';
+    if (typeof v !== 'string') throw new HttpError(400, `ExtenderBindingArgs.${k}: want a string, got ${v === undefined ? 'nothing' : typeof v}`);
+    return v;
+  };
+  return { PodName: field('PodName', true), PodNamespace: field('PodNamespace', true), PodUID: field('PodUID', false), Node: field('Node', true) };
+}
