@@ -22,6 +22,9 @@
  *   - {preempted: b1, by: a1}
  *   - {preemptions: 1}
  * ```
+ * A job without `queue` is outside any Queue (kube-scheduler's semantics: no quota, PriorityClass preemption;
+ * `queues: []` runs such jobs alone). `disruptionBudgets` are PodDisruptionBudgets (policy/v1 spec: selector,
+ * minAvailable or maxUnavailable) over the pods of the jobs whose `labels` they select.
  * Whatever the expectations, every cycle is checked for the invariants of issue 6: a victim is a whole gang,
  * never one in a critical phase; a started gang has all its members placed; no queue exceeds its quota.
  */
@@ -520,7 +523,9 @@ function simulate(
       if (u.total.gpuMilli > ceiling) fail(`t=${sec(now)}: queue ${name} uses ${u.total.gpuMilli / 1000} GPUs, above its quota ${ceiling / 1000}`);
     }
     const use = usageOf(running.values());
-    const line = `GPUs in use: ${[...queues.keys()].map((q) => `${q} ${(use.get(q)?.total.gpuMilli ?? 0) / 1000}`).join(', ')}; ${pending.size} jobs waiting`;
+    // Without Queue objects every job is in its undeclared queue (`default` unless named).
+    const shown = queues.size > 0 ? [...queues.keys()] : [...new Set([...use.keys(), DEFAULT_QUEUE])].sort();
+    const line = `GPUs in use: ${shown.map((q) => `${q} ${(use.get(q)?.total.gpuMilli ?? 0) / 1000}`).join(', ')}; ${pending.size} jobs waiting`;
     if (line !== lastLine) t.log.push(`t=${sec(now)} ${line}`);
     lastLine = line;
     // Shares: GPU-time per queue until the next cycle, filed under the set of queues that have jobs waiting.
