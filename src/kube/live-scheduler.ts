@@ -244,8 +244,8 @@ export class LiveScheduler {
     const t0 = performance.now();
     // Every job tried counts as an attempt, as kube-scheduler counts a pod refused at PreFilter (here: quota).
     const tried = this.queue.counts().active;
-    // Budgets over every pod of the cache (O(pods × budgets)): only when there are any.
-    const budgets = this.jobs.pdbs.size === 0 ? undefined : budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
+    // Budgets over every pod of the cache (O(pods × budgets)): computed only when a preemption is planned.
+    const budgets = this.jobs.pdbs.size === 0 ? undefined : () => budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
     const res = this.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;

@@ -76,8 +76,12 @@ export interface CycleInput {
    * could differ, and they are tried as before.
    */
   readonly parked?: ReadonlyMap<string, Waiting>;
-  /** PodDisruptionBudgets over the running pods: preemption avoids breaking them where it can. */
-  readonly disruptionBudgets?: readonly DisruptionBudget[];
+  /**
+   * PodDisruptionBudgets over the running pods: preemption avoids breaking them where it can. A function is
+   * called at most once, when the cycle first plans a preemption (hosts whose budgets cost a pass over every
+   * pod pay it only then).
+   */
+  readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
 }
 
 export interface CycleResult {
@@ -149,7 +153,11 @@ export function runCycle(input: CycleInput): CycleResult {
   const waiting = new Map<string, Waiting>();
   const reservations: Reservation[] = [];
   const reservedNodes = new Set<string>();
-  const budgets = input.disruptionBudgets ?? NO_BUDGETS;
+  let budgetList: readonly DisruptionBudget[] | undefined;
+  const budgetsOf = (): readonly DisruptionBudget[] => {
+    const given = input.disruptionBudgets ?? NO_BUDGETS;
+    return (budgetList ??= typeof given === 'function' ? given() : given);
+  };
   // kube's preemptionPolicy binds pods outside any Queue; a Queue's spec.preemption governs its own jobs
   // (the PriorityClass admission copies the class's Never onto every pod, and the guard rule
   // preemption-interrupts-gangs advises Never so that only the queue preempts, whole gangs: ADR 0060).
@@ -384,9 +392,11 @@ export function runCycle(input: CycleInput): CycleResult {
         const overShare = vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
         if (!overShare) continue;
       }
-      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, violates: pdbViolations(r.podIds, budgets).count > 0, cost: lostWork(r, nowMs) });
+      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, violates: false, cost: lostWork(r, nowMs) });
     }
     if (candidates.length === 0) return 'no';
+    const budgets = budgetsOf();
+    if (budgets.length > 0) for (const c of candidates) c.violates = pdbViolations(c.r.podIds, budgets).count > 0;
     // Borrowed quota first, then victims no PodDisruptionBudget protects (so the greedy pass takes them
     // first and the pruning reprieves the protected ones first, as kube does), then lower priority, then the
     // least work lost, then the newest.

@@ -27,7 +27,7 @@ export interface SpineCycleInput {
   readonly running: ReadonlyMap<string, RunningJob>;
   readonly options?: Partial<CycleOptions>;
   /** PodDisruptionBudgets over the running pods (preemption avoids breaking them where it can). */
-  readonly disruptionBudgets?: readonly DisruptionBudget[];
+  readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
 }
 
 /** What the spine says about waiting and preempted pods; the placements go through the scheduler's commit target. */
