@@ -83,3 +83,31 @@ describe('queue cycle: preemptionPolicy Never binds pods outside any Queue only'
     expect(r.preempted.map((p) => p.victim.id)).toEqual(['low']);
   });
 });
+
+describe('queue cycle: budgets given as a function', () => {
+  it('are computed once, and only when a preemption is planned; a protected victim is avoided', () => {
+    const shape = NODE_SHAPES['dgx-h100'];
+    if (shape === undefined) throw new Error('shape');
+    const p = resolveProfile('sits', { typicalShapes: [] });
+    if (!p.ok) throw new Error('profile');
+    const node = (name: string) => ({ name, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: 110, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false });
+    const s = new Scheduler(p.value, new ClusterState([node('n0'), node('n1')]), seededRng(1));
+    const running = new Map<string, RunningJob>();
+    for (const id of ['db', 'web']) {
+      const placed = s.scheduleGang({ name: id, minMember: 1, members: [makePod(`${id}-0`, { gpuCount: 8 }, { gang: id })], topology: {}, priority: 0, queue: 'default' });
+      if (!placed.ok) throw new Error('place');
+      running.set(id, { id, queue: 'default', priority: id === 'db' ? 0 : 5, startMs: 0, estEndMs: 1e9, podIds: [`${id}-0`], resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 }, preemptible: true });
+    }
+    const job = (id: string, gpus: number): QueuedJob => ({ id, queue: 'default', priority: 100, arrivalMs: 0, gang: { name: id, minMember: 1, members: [makePod(`${id}-0`, { gpuCount: gpus }, { gang: id, priority: 100 })], topology: {}, priority: 100, queue: 'default' }, estRuntimeMs: 1000 });
+    let calls = 0;
+    const budgets = (): DisruptionBudget[] => {
+      calls++;
+      return [budget('ml/db', ['db-0'], 0)];
+    };
+    const none = runCycle({ nowMs: 1e8, scheduler: s, queues: new Map(), pending: [], running, disruptionBudgets: budgets });
+    expect([none.started.length, calls]).toEqual([0, 0]);
+    const r = runCycle({ nowMs: 1e8, scheduler: s, queues: new Map(), pending: [job('u', 8)], running, disruptionBudgets: budgets });
+    expect(r.preempted.map((x) => x.victim.id)).toEqual(['web']);
+    expect(calls).toBe(1);
+  });
+});
