@@ -22,6 +22,9 @@
  *   - {preempted: b1, by: a1}
  *   - {preemptions: 1}
  * ```
+ * A job without `queue` is outside any Queue (kube-scheduler's semantics: no quota, PriorityClass preemption;
+ * `queues: []` runs such jobs alone). `disruptionBudgets` are PodDisruptionBudgets (policy/v1 spec: selector,
+ * minAvailable or maxUnavailable) over the pods of the jobs whose `labels` they select.
  * Whatever the expectations, every cycle is checked for the invariants of issue 6: a victim is a whole gang,
  * never one in a critical phase; a started gang has all its members placed; no queue exceeds its quota.
  */
@@ -29,7 +32,8 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { celChecksOf } from '../api/schema/common.ts';
 import { GpuModelQuota, QueuePreemption, QueueSpec as QueueSpecSchema, ResourceQuota } from '../api/schema/queue.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
-import { usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
+import { disruptionsAllowed, type DisruptionBudget } from '../core/actions/disruption.ts';
+import { DEFAULT_QUEUE, usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import type { Scheduler} from '../core/framework/scheduler.ts';
 import { type Placement } from '../core/framework/scheduler.ts';
@@ -40,6 +44,7 @@ import { seededRng } from '../core/ports.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
+import { matchesSelector } from '../kube/disruption-budgets.ts';
 import { queueFromObject, type QueueObject } from '../kube/queues.ts';
 import { PodT, toPod, fieldPath as podFieldPath } from '../spec/workload-file.ts';
 import { InputError, issueAt, validateYaml, valueAt, type InputIssue, type YamlSource } from '../spec/yaml-source.ts';
@@ -63,7 +68,10 @@ export const ScenarioQueueT = Type.Object(
 
 const jobFields = {
   name: Name,
-  queue: Type.String({ minLength: 1 }),
+  /** Unset: outside any Queue (kube-scheduler's semantics: no quota, PriorityClass preemption). */
+  queue: Type.Optional(Type.String({ minLength: 1 })),
+  /** The pods' labels, for the selectors of disruptionBudgets. */
+  labels: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String())),
   replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
   // No cycle removes a gate: a gated job would never be tried (placement scenarios show gates).
   pod: Type.Omit(PodT, ['name', 'count', 'arrivalSec', 'durationSec', 'priority', 'queue', 'schedulingGates']),
@@ -98,6 +106,25 @@ export const ScenarioRunningJobT = Type.Object(
     criticalForSec: Type.Optional(Sec({ exclusiveMinimum: 0 })),
     checkpointAgoSec: Type.Optional(Sec({ minimum: 0 })),
     preemptible: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const IntOrPercent = Type.Union([Type.Integer({ minimum: 0 }), Type.String({ pattern: '^[0-9]+%$' })]);
+
+/** A PodDisruptionBudget (policy/v1 spec) over the jobs' pods by their labels. */
+export const ScenarioBudgetT = Type.Object(
+  {
+    name: Name,
+    selector: Type.Object(
+      {
+        matchLabels: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String())),
+        matchExpressions: Type.Optional(Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), operator: Type.Union(['In', 'NotIn', 'Exists', 'DoesNotExist'].map((o) => Type.Literal(o))), values: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }))),
+      },
+      { additionalProperties: false },
+    ),
+    minAvailable: Type.Optional(IntOrPercent),
+    maxUnavailable: Type.Optional(IntOrPercent),
   },
   { additionalProperties: false },
 );
@@ -189,7 +216,8 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
   const at = (path: readonly (string | number)[], msg: string): void => {
     issues.push(issueAt(src, path, msg));
   };
-  const qv = validateYaml(src, Type.Array(ScenarioQueueT, { minItems: 1 }), ['queues']);
+  // No queues at all: every job is outside any Queue (kube-scheduler's semantics).
+  const qv = validateYaml(src, Type.Array(ScenarioQueueT), ['queues']);
   if (!qv.ok) return qv;
   const optional = <S extends TSchema>(schema: S, key: string): Result<Static<S> | undefined, InputError> => (valueAt(src, [key]) === undefined ? ok(undefined) : validateYaml(src, schema, [key]));
   const jv = optional(Type.Array(ScenarioJobT), 'jobs');
@@ -202,6 +230,8 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
   if (!ov.ok) return ov;
   const ev = validateYaml(src, Type.Array(QueueExpectT), ['expect']);
   if (!ev.ok) return ev;
+  const bv = optional(Type.Array(ScenarioBudgetT), 'disruptionBudgets');
+  if (!bv.ok) return bv;
 
   // Queues: the CRD's rules (the TypeScript mirrors of its CEL rules), then the conversion the live scheduler uses.
   const queues = new Map<string, QueueSpec>();
@@ -230,17 +260,20 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
     ids.add(id);
     return true;
   };
+  const labelsOf = new Map<string, Readonly<Record<string, string>>>();
   const toJob = (id: string, j: Static<typeof ScenarioJobT> | Static<typeof ScenarioRunningJobT>, path: readonly (string | number)[], arrivalMs: number, runtimeMs: number): QueuedJob | undefined => {
-    if (!queues.has(j.queue)) {
+    const queue = j.queue ?? DEFAULT_QUEUE;
+    if (j.queue !== undefined && !queues.has(j.queue)) {
       at([...path, 'queue'], `unknown queue "${j.queue}" (queues: ${[...queues.keys()].join(', ')})`);
       return undefined;
     }
+    if (j.labels !== undefined) labelsOf.set(id, j.labels);
     if (!claim(id, [...path, 'name'])) return undefined;
     const members: PodSpec[] = [];
     const replicas = j.replicas ?? 1;
     for (let k = 0; k < replicas; k++) {
       if (!claim(`${id}-${k}`, [...path, 'name'])) return undefined;
-      const pod = toPod(`${id}-${k}`, j.pod, { gang: id, priority: j.priority ?? 0, queue: j.queue }, (f, m) => at([...path, 'pod', ...podFieldPath(f)], m));
+      const pod = toPod(`${id}-${k}`, j.pod, { gang: id, priority: j.priority ?? 0, queue }, (f, m) => at([...path, 'pod', ...podFieldPath(f)], m));
       if (pod === undefined) return undefined;
       members.push(pod);
     }
@@ -251,9 +284,9 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
       members,
       topology: { ...(t.required === undefined ? {} : { required: t.required as TopologyLevel }), ...(t.preferred === undefined ? {} : { preferred: t.preferred as TopologyLevel }) },
       priority: j.priority ?? 0,
-      queue: j.queue,
+      queue,
     };
-    return { id, queue: j.queue, priority: j.priority ?? 0, arrivalMs, gang, estRuntimeMs: runtimeMs, ...(j.priorityClass === undefined ? {} : { priorityClass: j.priorityClass }), ...(j.namespace === undefined ? {} : { namespace: j.namespace }) };
+    return { id, queue, priority: j.priority ?? 0, arrivalMs, gang, estRuntimeMs: runtimeMs, ...(j.priorityClass === undefined ? {} : { priorityClass: j.priorityClass }), ...(j.namespace === undefined ? {} : { namespace: j.namespace }) };
   };
 
   const runningDefs: RunningDef[] = [];
@@ -312,6 +345,7 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
   const cycles = cv.value === undefined ? { count: 1, everySec: 60 } : typeof cv.value === 'number' ? { count: cv.value, everySec: 60 } : { count: cv.value.count, everySec: cv.value.everySec ?? 60 };
   const options: Partial<CycleOptions> = { ...ov.value };
   const allPods = [...runningDefs.flatMap((r) => r.job.gang.members), ...jobDefs.flatMap((j) => j.job.gang.members)];
+  const budgetsAt = budgetsFor(bv.value ?? [], [...runningDefs.map((r) => r.job), ...jobDefs.map((j) => j.job)], labelsOf);
 
   return ok({
     check: () => {
@@ -330,7 +364,7 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
         if (typeof placed === 'string') return { failures: [`${loc.file}:${loc.line}: running job ${r.job.id}: ${placed}`], log: [] };
         running.set(r.job.id, placed);
       }
-      const trace = simulate(src.file, app, queues, jobDefs, runningDefs, running, cycles, options);
+      const trace = simulate(src.file, app, queues, jobDefs, runningDefs, running, cycles, options, budgetsAt);
       const failures = [...trace.failures];
       for (const { e, target, where } of expectations) {
         const m = checkExpectation(e, target as Target, trace, state);
@@ -409,6 +443,7 @@ function simulate(
   running: Map<string, RunningJob>,
   cycles: { count: number; everySec: number },
   options: Partial<CycleOptions>,
+  budgetsAt: (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined,
 ): Trace {
   const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
   const fail = (m: string): void => {
@@ -444,7 +479,8 @@ function simulate(
       const j = (arrivals[next++] as JobDef).job;
       enqueue(j, now);
     }
-    const res = app.spine.cycle({ nowMs: now, scheduler, queues, running, options });
+    const budgets = budgetsAt(running);
+    const res = app.spine.cycle({ nowMs: now, scheduler, queues, running, options, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
     for (const p of res.preempted) {
       const v = p.victim;
       const left = v.podIds.filter((pod) => state.allocation(pod) !== undefined);
@@ -487,7 +523,9 @@ function simulate(
       if (u.total.gpuMilli > ceiling) fail(`t=${sec(now)}: queue ${name} uses ${u.total.gpuMilli / 1000} GPUs, above its quota ${ceiling / 1000}`);
     }
     const use = usageOf(running.values());
-    const line = `GPUs in use: ${[...queues.keys()].map((q) => `${q} ${(use.get(q)?.total.gpuMilli ?? 0) / 1000}`).join(', ')}; ${pending.size} jobs waiting`;
+    // Without Queue objects every job is in its undeclared queue (`default` unless named).
+    const shown = queues.size > 0 ? [...queues.keys()] : [...new Set([...use.keys(), DEFAULT_QUEUE])].sort();
+    const line = `GPUs in use: ${shown.map((q) => `${q} ${(use.get(q)?.total.gpuMilli ?? 0) / 1000}`).join(', ')}; ${pending.size} jobs waiting`;
     if (line !== lastLine) t.log.push(`t=${sec(now)} ${line}`);
     lastLine = line;
     // Shares: GPU-time per queue until the next cycle, filed under the set of queues that have jobs waiting.
@@ -501,6 +539,23 @@ function simulate(
   for (const [id, w] of held.slice(0, 20)) t.log.push(`end: ${id} held (${w.reason}): ${w.message}`);
   if (held.length > 20) t.log.push(`end: ... and ${held.length - 20} more held`);
   return t;
+}
+
+/**
+ * The scenario's budgets over the running jobs' pods, as the disruption controller counts them: expected =
+ * the pods of every job whose labels match (running or waiting: the controllers' scale), healthy = those
+ * running now. Undefined without budgets (the cycle then works as it always did).
+ */
+function budgetsFor(defs: readonly Static<typeof ScenarioBudgetT>[], jobs: readonly QueuedJob[], labelsOf: ReadonlyMap<string, Readonly<Record<string, string>>>): (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined {
+  if (defs.length === 0) return () => undefined;
+  const selected = defs.map((d) => jobs.filter((j) => matchesSelector(d.selector, labelsOf.get(j.id) ?? {})));
+  return (running) =>
+    defs.map((d, i) => {
+      const js = selected[i] as QueuedJob[];
+      const expected = js.reduce((n, j) => n + j.gang.members.length, 0);
+      const podIds = new Set(js.flatMap((j) => running.get(j.id)?.podIds ?? []));
+      return { name: d.name, podIds, disruptionsAllowed: disruptionsAllowed({ ...(d.minAvailable === undefined ? {} : { minAvailable: d.minAvailable }), ...(d.maxUnavailable === undefined ? {} : { maxUnavailable: d.maxUnavailable }) }, expected, podIds.size) };
+    });
 }
 
 /** A list for the log: the first ten names and how many more. */

@@ -55,6 +55,7 @@ const ScenarioT = Type.Object(
     runningJobs: Type.Optional(Type.Unknown()),
     cycles: Type.Optional(Type.Unknown()),
     options: Type.Optional(Type.Unknown()),
+    disruptionBudgets: Type.Optional(Type.Unknown()),
     expect: Type.Array(Type.Unknown()),
   },
   { additionalProperties: false },
@@ -101,7 +102,7 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
     if (!q.ok) return q;
     return ok({ ...base, kind: 'queues', check: () => ({ result: undefined, ...q.value.check() }) });
   }
-  for (const k of ['jobs', 'runningJobs', 'cycles', 'options'] as const) if (v.value[k] !== undefined) issues.push(issueAt(src.value, [k], 'only scenarios with queues use this field'));
+  for (const k of ['jobs', 'runningJobs', 'cycles', 'options', 'disruptionBudgets'] as const) if (v.value[k] !== undefined) issues.push(issueAt(src.value, [k], 'only scenarios with queues use this field'));
   if (v.value.workload === undefined) issues.push(issueAt(src.value, [], 'give a workload (or queues and jobs)'));
   if (issues.length > 0) return err(new InputError(issues));
   const units = loadWorkload(src.value, ['workload']);

@@ -24,6 +24,9 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // Scheduled / FailedScheduling / WaitingForGang.
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch'] },
+  // Preemption avoids victims whose PodDisruptionBudget allows no disruption (read only: SITS computes the
+  // allowed disruptions itself, src/kube/disruption-budgets.ts).
+  { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
   // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).

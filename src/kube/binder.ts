@@ -4,7 +4,10 @@
  * phases (ADR 0006): the plan (assigned node, GPUs, plan id and size) is written on every member first, then
  * each member is bound; a crash after phase 1 is completed or rolled back by `recover()` on the next leader,
  * a failure in phase 1 undoes the plan before anything is bound. A batch with victims (`after`) waits until
- * their pods are gone — a kubelet would refuse the preemptor while they terminate — or a bounded time.
+ * their pods are gone — a kubelet would refuse the preemptor while they terminate — or a bounded time;
+ * meanwhile each preemptor's `status.nominatedNodeName` names the node it waits for (as kube-scheduler's
+ * PostFilter sets it) and its allocation stays assumed in the cache, so no other pod takes the freed room
+ * (ADR 0060). A nomination whose binding fails is cleared.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
@@ -43,6 +46,8 @@ export interface KubeBinderOptions {
 export class KubeBinder implements Binder {
   readonly stats: BinderStats = { bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
   private nominated: { batch: BindBatch; sinceMs: number }[] = [];
+  /** Pods whose status.nominatedNodeName SITS wrote (cleared if their binding fails). */
+  private readonly nominatedPods = new Set<string>();
   private readonly inFlight = new InFlight();
   private gangMembersBound = 0;
 
@@ -57,6 +62,7 @@ export class KubeBinder implements Binder {
     for (const r of batch.requests) this.cache.assumePlaced(r.podId);
     if (batch.after.length > 0) {
       this.nominated.push({ batch, sinceMs: this.opts.nowMs() });
+      for (const r of batch.requests) this.nominate(r.podId, r.node);
       return;
     }
     this.start(batch);
@@ -70,6 +76,13 @@ export class KubeBinder implements Binder {
     if (ready.length === 0) return;
     this.nominated = this.nominated.filter((n) => !ready.includes(n));
     for (const n of ready) this.start(n.batch);
+  }
+
+  /** Writes (or with null clears) the pod's status.nominatedNodeName; informative, so a failure is only logged. */
+  private nominate(podId: string, node: string | null): void {
+    this.nominatedPods[node === null ? 'delete' : 'add'](podId);
+    const task = this.client.request('PATCH', `${podPath(podId)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { nominatedNodeName: node } } }).catch((e: unknown) => this.opts.log(`nominate ${podId} → ${node ?? '(none)'}: ${(e as Error).message}`));
+    this.inFlight.track(task);
   }
 
   /** Bindings in flight or waiting for victims. */
@@ -108,12 +121,14 @@ export class KubeBinder implements Binder {
         target: { apiVersion: 'v1', kind: 'Node', name: r.node },
       });
       this.stats.bound++;
+      this.nominatedPods.delete(r.podId);
       if (event) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})` });
     } catch (e) {
       this.stats.bindErrors++;
       // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
       this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);
       this.cache.forget(r.podId);
+      if (this.nominatedPods.has(r.podId) && !isStatus(e, 404)) this.nominate(r.podId, null);
       this.opts.requeued?.();
       throw e;
     }

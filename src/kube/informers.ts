@@ -1,12 +1,14 @@
 /**
  * The live scheduler's informers: list-then-watch of nodes, pods, pod groups and Queue objects into the
  * cache (and the pod→job translation's maps). Handlers only record: the snapshot is taken at the start of
- * the next cycle. A missing Queue or PodGroup CRD is logged and lived without.
+ * the next cycle. A missing Queue or PodGroup CRD is logged and lived without, as are PodDisruptionBudgets
+ * the scheduler may not read (preemption then sees no budgets).
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { API_PATH } from '../api/wire.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
+import type { PdbObject } from './disruption-budgets.ts';
 import type { PodGroupObject, PodJobs } from './pod-jobs.ts';
 import type { QueueObject } from './queues.ts';
 import { objectKey, Reflector } from './reflector.ts';
@@ -55,6 +57,13 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     delete: (q) => (jobs.queueObjs.delete(objectKey(q)), queuesChanged(), changed()),
     error: (e) => log(`queues watch: ${e.message}`),
   });
+  // Budgets only matter when a preemption is planned: a change is no reason to cycle.
+  const pdbs = new Reflector<PdbObject>(client, '/apis/policy/v1/poddisruptionbudgets', {
+    add: (b) => void jobs.pdbs.set(objectKey(b), b),
+    update: (b) => void jobs.pdbs.set(objectKey(b), b),
+    delete: (b) => void jobs.pdbs.delete(objectKey(b)),
+    error: (e) => log(`poddisruptionbudgets watch: ${e.message}`),
+  });
   try {
     await nodes.start();
     started.push(nodes as unknown as AnyReflector);
@@ -65,6 +74,7 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
       started.push(groups as unknown as AnyReflector);
       jobs.podGroupsWatched = true;
     }
+    if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, 403)) started.push(pdbs as unknown as AnyReflector);
   } catch (e) {
     stop();
     throw e;
@@ -73,12 +83,12 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
 }
 
 /** Starts a reflector on a CRD that may be missing (404: logged, false). */
-async function optional<T extends { metadata?: { name?: string } }>(r: Reflector<T>, missing: string, log: (m: string) => void): Promise<boolean> {
+async function optional<T extends { metadata?: { name?: string } }>(r: Reflector<T>, missing: string, log: (m: string) => void, status = 404): Promise<boolean> {
   try {
     await r.start();
     return true;
   } catch (e) {
-    if (!(e instanceof KubeApiError && e.status === 404)) throw e;
+    if (!(e instanceof KubeApiError && e.status === status)) throw e;
     log(missing);
     return false;
   }

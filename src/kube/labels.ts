@@ -13,7 +13,7 @@
  * api/pod-resources.ts): cpu, memory, `nvidia.com/gpu` and every other resource (ephemeral-storage, hugepages,
  * extended), read with the exact quantity parser of api/quantity.ts (rounded up as Kubernetes does; a
  * fractional `nvidia.com/gpu` is an error, as the apiserver rejects it). Node affinity, host ports
- * (containers and sidecars) and scheduling gates are carried as they are; nodes carry every allocatable
+ * (containers and sidecars), scheduling gates and `preemptionPolicy: Never` are carried as they are; nodes carry every allocatable
  * resource besides cpu, memory, pods and GPUs, and `spec.unschedulable`. A fractional GPU is
  * `ANNOTATION.gpuFraction: "0.5"` (one shared device, no `nvidia.com/gpu` request). Constraints:
  * `ANNOTATION.gpuModels: "H100-SXM,A100-80G"`, `minComputeCapability: sm_90`, `gpuMemory: 40Gi` (memory each
@@ -190,6 +190,7 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
         ...(nodeAffinity === undefined ? {} : { nodeAffinity }),
         hostPorts: hostPortsOf(p),
         schedulingGates: gates,
+        ...(p.spec?.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
       },
     ),
   );

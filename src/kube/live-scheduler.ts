@@ -19,6 +19,7 @@ import { SchedulingSpine } from '../core/spine/scheduling-spine.ts';
 import { commitToPorts } from '../core/statement/commit-to-ports.ts';
 import type { KubeClient } from './client.ts';
 import { KubeBinder } from './binder.ts';
+import { budgetsOf } from './disruption-budgets.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { EtaPublisher } from './eta-publisher.ts';
 import { KubeEventSink } from './event-sink.ts';
@@ -243,7 +244,9 @@ export class LiveScheduler {
     const t0 = performance.now();
     // Every job tried counts as an attempt, as kube-scheduler counts a pod refused at PreFilter (here: quota).
     const tried = this.queue.counts().active;
-    const res = this.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs } });
+    // Budgets over every pod of the cache (O(pods × budgets)): computed only when a preemption is planned.
+    const budgets = this.jobs.pdbs.size === 0 ? undefined : () => budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
+    const res = this.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
     const failed = Math.max(0, tried - res.started.length);

@@ -15,6 +15,7 @@ import type { Clock } from '../core/ports.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { LiveArrivals } from './arrival-forecast.ts';
+import type { PdbObject } from './disruption-budgets.ts';
 import type { ClusterCache, PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { podFromK8s } from './labels.ts';
@@ -50,6 +51,8 @@ export const ETA_MAX_JOBS = 2000;
 export class PodJobs {
   readonly podGroups = new Map<string, PodGroupObject>();
   readonly queueObjs = new Map<string, QueueObject>();
+  /** policy/v1 PodDisruptionBudgets by `namespace/name`, for preemption (disruption-budgets.ts). */
+  readonly pdbs = new Map<string, PdbObject>();
   /** Runtimes learned from the jobs SITS bound (finished, stopped, running), for the expected starts. */
   readonly runtimes = new LiveRuntimes();
   /** Arrivals per queue seen so far, for the forecast of later work in the expected starts. */

@@ -110,6 +110,8 @@ export const PodT = Type.Object(
     ),
     affinity: Type.Optional(AffinityT),
     schedulingGates: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
+    /** kube's spec.preemptionPolicy: Never = waits for room instead of preempting lower-priority pods. */
+    preemptionPolicy: Type.Optional(Type.Union([Type.Literal('PreemptLowerPriority'), Type.Literal('Never')])),
     containers: Type.Optional(Type.Array(ContainerT, { minItems: 1 })),
     initContainers: Type.Optional(Type.Array(InitContainerT)),
     overhead: Type.Optional(Resources),
@@ -284,6 +286,7 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
       ...(k8s.nodeAffinity === undefined ? {} : { nodeAffinity: k8s.nodeAffinity }),
       hostPorts: k8s.hostPorts,
       schedulingGates: (p.schedulingGates ?? []).map((g) => g.name),
+      ...(p.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
     },
   );
 }

@@ -11,7 +11,10 @@
  *      cooldown, and never so that the preemptor's queue would exceed its deserved share (no loops). The
  *      preemptor's queue policy says whether it may preempt in its own queue (withinQueue) and other
  *      queues' jobs (reclaimWithinCohort: Never, LowerPriority, Any); the cooldown and the critical-phase
- *      grace are the victim's queue's.
+ *      grace are the victim's queue's. As kube-scheduler's DefaultPreemption (ADR 0059): a pod with
+ *      `preemptionPolicy: Never` waits instead of preempting, and victims whose eviction would break a
+ *      PodDisruptionBudget come last — the plan that breaks the fewest budgets wins, then the one with the
+ *      lowest highest-priority victim, the fewest victims, the least work lost.
  * Everything happens in statements on the ClusterState; the caller carries out the result.
  */
 import type { Placement } from '../framework/scheduler.ts';
@@ -24,6 +27,7 @@ import { Statement } from '../statement/statement.ts';
 import { deservedGpu, weightedShare } from '../queue/fair-share.ts';
 import { add, inadmissible, sub, ZERO, type QueueSpec, type Resources } from '../queue/model.ts';
 import { borrowedBy, checkQuota, type QueueUsage } from '../queue/quota.ts';
+import { lessCost, pdbViolations, type DisruptionBudget, type PreemptionCost } from './disruption.ts';
 import { jobResources, lostWork, type QueuedJob, type RunningJob } from './jobs.ts';
 
 export interface CycleOptions {
@@ -72,6 +76,12 @@ export interface CycleInput {
    * could differ, and they are tried as before.
    */
   readonly parked?: ReadonlyMap<string, Waiting>;
+  /**
+   * PodDisruptionBudgets over the running pods: preemption avoids breaking them where it can. A function is
+   * called at most once, when the cycle first plans a preemption (hosts whose budgets cost a pass over every
+   * pod pay it only then).
+   */
+  readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
 }
 
 export interface CycleResult {
@@ -143,6 +153,15 @@ export function runCycle(input: CycleInput): CycleResult {
   const waiting = new Map<string, Waiting>();
   const reservations: Reservation[] = [];
   const reservedNodes = new Set<string>();
+  let budgetList: readonly DisruptionBudget[] | undefined;
+  const budgetsOf = (): readonly DisruptionBudget[] => {
+    const given = input.disruptionBudgets ?? NO_BUDGETS;
+    return (budgetList ??= typeof given === 'function' ? given() : given);
+  };
+  // kube's preemptionPolicy binds pods outside any Queue; a Queue's spec.preemption governs its own jobs
+  // (the PriorityClass admission copies the class's Never onto every pod, and the guard rule
+  // preemption-interrupts-gangs advises Never so that only the queue preempts, whole gangs: ADR 0060).
+  const neverPreempts = (job: QueuedJob): boolean => !queues.has(job.queue) && hasNeverMember(job);
 
   const demandByQueue = new Map<string, number>();
   for (const j of input.pending) demandByQueue.set(j.queue, (demandByQueue.get(j.queue) ?? 0) + jobResources(j).gpuMilli);
@@ -215,7 +234,7 @@ export function runCycle(input: CycleInput): CycleResult {
       // Only the cohort's lendable quota is short (other queues borrowed it): a queue under its fair share
       // takes borrowed GPUs back, as with capacity (Kueue's fair-sharing preemption). Without this a queue
       // over its nominal quota but under its share waits on quota while others keep more than theirs.
-      const reclaimable = quota.cohortShort === true && opts.preemption ? withinModelQuotas(job, q, demand) : undefined;
+      const reclaimable = quota.cohortShort === true && opts.preemption && !neverPreempts(job) ? withinModelQuotas(job, q, demand) : undefined;
       if (reclaimable !== undefined && typeof reclaimable !== 'string' && tryPreempt(reclaimable, demand, true) === 'started') continue;
       if (!waiting.has(job.id)) waiting.set(job.id, { reason: 'quota', message: quota.reason });
       continue;
@@ -228,7 +247,7 @@ export function runCycle(input: CycleInput): CycleResult {
       continue;
     }
     job = restricted;
-    const shape = gangShapeKey(job, opts.preemption);
+    const shape = gangShapeKey(job, opts.preemption, neverPreempts(job));
     const prior = failedShapes.get(shape);
     if (prior !== undefined && prior.releases === releases && !(opts.backfill && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
       waiting.set(job.id, renamed(prior.waiting, prior.gang, job.gang.name));
@@ -255,7 +274,8 @@ export function runCycle(input: CycleInput): CycleResult {
     stmt.discard();
     let why = placed.explanation.message;
     let reason: WaitReason = 'capacity';
-    if (opts.preemption) {
+    if (opts.preemption && neverPreempts(job)) why = `${why}; preemptionPolicy Never: waits for room, preempts nothing`;
+    else if (opts.preemption) {
       const p = tryPreempt(job, demand);
       if (p === 'started') continue;
       // Other queues hold GPUs, but this one would pass its fair share: it waits for them, it does not reclaim.
@@ -360,7 +380,7 @@ export function runCycle(input: CycleInput): CycleResult {
     const policy = queueOf(job.queue).preemption ?? {};
     const withinQueue = policy.withinQueue ?? 'LowerPriority';
     const reclaim = policy.reclaimWithinCohort ?? 'Any';
-    const candidates: { r: RunningJob; borrowing: boolean; cost: number }[] = [];
+    const candidates: { r: RunningJob; borrowing: boolean; violates: boolean; cost: number }[] = [];
     for (const r of running.values()) {
       const vq = queueOf(r.queue);
       if (!r.preemptible || nowMs - r.startMs < (vq.preemption?.cooldownMs ?? opts.minRuntimeMs)) continue;
@@ -372,18 +392,22 @@ export function runCycle(input: CycleInput): CycleResult {
         const overShare = vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
         if (!overShare) continue;
       }
-      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, cost: lostWork(r, nowMs) });
+      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, violates: false, cost: lostWork(r, nowMs) });
     }
     if (candidates.length === 0) return 'no';
-    // Borrowed quota first, then lower priority, then the least work lost, then the newest.
-    candidates.sort((a, b) => Number(b.borrowing) - Number(a.borrowing) || a.r.priority - b.r.priority || a.cost - b.cost || b.r.startMs - a.r.startMs);
+    const budgets = budgetsOf();
+    if (budgets.length > 0) for (const c of candidates) c.violates = pdbViolations(c.r.podIds, budgets).count > 0;
+    // Borrowed quota first, then victims no PodDisruptionBudget protects (so the greedy pass takes them
+    // first and the pruning reprieves the protected ones first, as kube does), then lower priority, then the
+    // least work lost, then the newest.
+    candidates.sort((a, b) => Number(b.borrowing) - Number(a.borrowing) || Number(a.violates) - Number(b.violates) || a.r.priority - b.r.priority || a.cost - b.cost || b.r.startMs - a.r.startMs);
     const level: TopologyLevel | undefined = job.gang.topology.required ?? job.gang.topology.preferred;
     const groups = level === undefined ? [candidates] : byDomain(candidates, level);
-    let best: { victims: RunningJob[]; placements: Placement[]; cost: Cost } | undefined;
+    let best: { victims: RunningJob[]; placements: Placement[]; cost: PreemptionCost } | undefined;
     for (const group of groups) {
       const plan = victimsFor(job, group.map((c) => c.r), forQuota ? (victims) => quotaAllowsWithout(job, demand, victims) : undefined);
       if (plan === undefined) continue;
-      const cost: Cost = [Math.max(...plan.victims.map((v) => v.priority)), plan.victims.length, plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0)];
+      const cost: PreemptionCost = [pdbViolations(plan.victims.flatMap((v) => v.podIds), budgets).count, Math.max(...plan.victims.map((v) => v.priority)), plan.victims.length, plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0)];
       if (best === undefined || lessCost(cost, best.cost)) best = { ...plan, cost };
     }
     if (best === undefined) return 'no';
@@ -396,7 +420,10 @@ export function runCycle(input: CycleInput): CycleResult {
       return 'no';
     }
     const stmt = scheduler.statement();
-    const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`);
+    // Breaking a budget is said, as it is the exception (no plan without it).
+    const broken = best.cost[0] > 0 ? pdbViolations(best.victims.flatMap((v) => v.podIds), budgets).budgets : [];
+    const brokenNote = broken.length === 0 ? '' : `; no plan kept PodDisruptionBudget ${broken.join(', ')}`;
+    const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`) + brokenNote;
     for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod, `${reasonFor(v)} (whole gang ${v.id} evicted)`);
     const placed = scheduler.placeGang(job.gang, stmt, { explain: false });
     if (!placed.ok) {
@@ -508,6 +535,12 @@ export function runCycle(input: CycleInput): CycleResult {
 }
 
 const UNLIMITED_QUOTA = { ok: true } as const;
+const NO_BUDGETS: readonly DisruptionBudget[] = [];
+
+/** A gang with a `preemptionPolicy: Never` member (kube's PodEligibleToPreemptOthers says no to it). */
+export function hasNeverMember(job: QueuedJob): boolean {
+  return job.gang.members.some((m) => m.preemptionPolicy === 'Never');
+}
 /** The queue of a job that names none: undeclared, it has no quota. */
 export const DEFAULT_QUEUE = 'default';
 
@@ -522,11 +555,8 @@ function renamed(w: Waiting, from: string, to: string): Waiting {
 }
 
 /** Everything placement and preemption look at: member shapes, minMember, topology, and for preemption queue and priority. */
-function gangShapeKey(job: QueuedJob, preemption: boolean): string {
+function gangShapeKey(job: QueuedJob, preemption: boolean, never: boolean): string {
   const g = job.gang;
-  return `${preemption ? `${job.queue}|${job.priority}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
+  return `${preemption ? `${job.queue}|${job.priority}${never ? '|never' : ''}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
 }
 
-/** Preemption cost, compared in order: highest victim priority, number of victims, work lost. */
-type Cost = readonly [number, number, number];
-const lessCost = (a: Cost, b: Cost): boolean => a[0] !== b[0] ? a[0] < b[0] : a[1] !== b[1] ? a[1] < b[1] : a[2] < b[2];

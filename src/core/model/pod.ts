@@ -75,6 +75,8 @@ export interface PodSpec {
   readonly hostPorts?: readonly HostPort[];
   /** spec.schedulingGates names: while any remain, the pod waits and is not tried (hosts keep it out of the queue). */
   readonly schedulingGates?: readonly string[];
+  /** spec.preemptionPolicy, only when `Never` (kube's default PreemptLowerPriority is the absence): the pod waits, never preempts. */
+  readonly preemptionPolicy?: 'Never';
 }
 
 export interface TopologyConstraint {
@@ -120,6 +122,7 @@ export function makePod(id: string, request: Partial<PodRequest> & { gpuCount?: 
     ...(extra.nodeAffinity === undefined ? {} : { nodeAffinity: extra.nodeAffinity }),
     ...(extra.hostPorts === undefined || extra.hostPorts.length === 0 ? {} : { hostPorts: extra.hostPorts }),
     ...(extra.schedulingGates === undefined || extra.schedulingGates.length === 0 ? {} : { schedulingGates: extra.schedulingGates }),
+    ...(extra.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
   };
 }
 

@@ -12,6 +12,7 @@
  * Hosts (the simulator's and the live scheduler's) only keep the queue fed (jobs arriving, leaving, events)
  * and the running jobs current, and call `cycle`.
  */
+import type { DisruptionBudget } from '../actions/disruption.ts';
 import type { RunningJob } from '../actions/jobs.ts';
 import { DEFAULT_CYCLE_OPTIONS, runCycle, type CycleOptions, type CycleResult, type Waiting } from '../actions/queue-cycle.ts';
 import type { Scheduler } from '../framework/scheduler.ts';
@@ -25,6 +26,8 @@ export interface SpineCycleInput {
   readonly queues: ReadonlyMap<string, QueueSpec>;
   readonly running: ReadonlyMap<string, RunningJob>;
   readonly options?: Partial<CycleOptions>;
+  /** PodDisruptionBudgets over the running pods (preemption avoids breaking them where it can). */
+  readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
 }
 
 /** What the spine says about waiting and preempted pods; the placements go through the scheduler's commit target. */
@@ -48,7 +51,7 @@ export class SchedulingSpine {
     const queue = this.queue;
     queue.flush(nowMs);
     const { jobs, parked } = queue.forCycle();
-    const res = runCycle({ nowMs, scheduler: input.scheduler, queues: input.queues, pending: jobs, running: input.running, parked, ...(input.options === undefined ? {} : { options: input.options }) });
+    const res = runCycle({ nowMs, scheduler: input.scheduler, queues: input.queues, pending: jobs, running: input.running, parked, ...(input.options === undefined ? {} : { options: input.options }), ...(input.disruptionBudgets === undefined ? {} : { disruptionBudgets: input.disruptionBudgets }) });
     const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
     const startedQueues = new Set<string>();
     for (const s of res.started) {
