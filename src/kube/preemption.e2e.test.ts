@@ -65,8 +65,11 @@ describe('live SITS scheduler: PriorityClass preemption outside any Queue', () =
     });
     expect(nominated.status?.nominatedNodeName).toBe(batchNode);
     // The victim is terminating (its finalizer holds it): urgent waits for it, unbound.
-    const victim = await get('batch');
-    expect(victim?.metadata?.deletionTimestamp).toBeDefined();
+    // The eviction is written beside the nomination, not before it: wait for it too.
+    const victim = await waitFor('batch terminating', async () => {
+      const v = await get('batch');
+      return v?.metadata?.deletionTimestamp === undefined ? undefined : v;
+    });
     expect(victim?.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({ status: 'True', reason: 'PreemptionByScheduler' });
     expect(nominated.spec?.nodeName ?? '').toBe('');
     expect((await get('db'))?.metadata?.deletionTimestamp).toBeUndefined();
