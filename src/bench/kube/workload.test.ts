@@ -2,17 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { BENCH_TAINT, benchConstraint, benchNodes, benchPod, constraintViolations } from './workload.ts';
 
 describe('the constraints mix of sits bench kube', () => {
-  it('every second pod carries one of four constraints in rotation; the others none', () => {
-    const kinds = Array.from({ length: 16 }, (_, i) => {
-      const c = benchConstraint(i, 10);
+  it('every second pod carries one of six constraints in rotation; the others none', () => {
+    const kinds = Array.from({ length: 24 }, (_, i) => {
+      const c = benchConstraint(i, 10).spec;
       if (c.tolerations !== undefined) return 'toleration';
+      if (c.affinity?.podAntiAffinity !== undefined) return 'anti';
+      if (c.topologySpreadConstraints !== undefined) return 'spread';
       const na = c.affinity?.nodeAffinity;
       if (na?.preferredDuringSchedulingIgnoredDuringExecution !== undefined) return 'preferred';
       const op = na?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.operator;
       return op ?? 'none';
     });
-    expect(kinds).toEqual(['none', 'In', 'none', 'preferred', 'none', 'toleration', 'none', 'NotIn', 'none', 'In', 'none', 'preferred', 'none', 'toleration', 'none', 'NotIn']);
-    expect(benchConstraint(1, 10).affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values).toEqual(['rack-0', 'rack-1', 'rack-2', 'rack-3', 'rack-4']);
+    expect(kinds).toEqual(['none', 'In', 'none', 'preferred', 'none', 'toleration', 'none', 'NotIn', 'none', 'anti', 'none', 'spread', 'none', 'In', 'none', 'preferred', 'none', 'toleration', 'none', 'NotIn', 'none', 'anti', 'none', 'spread']);
+    expect(benchConstraint(1, 10).spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0]?.values).toEqual(['rack-0', 'rack-1', 'rack-2', 'rack-3', 'rack-4']);
     const pod = benchPod('ns', 'p', 'sits-scheduler', benchConstraint(5, 10));
     expect(pod.spec?.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'bench', effect: 'NoSchedule' }]);
     expect(pod.spec?.schedulerName).toBe('sits-scheduler');
@@ -36,5 +38,11 @@ describe('constraintViolations', () => {
     expect(constraintViolations(ok, nodes, 4, 8, name)).toBe(0);
     const bad = new Map([['p0', 'node-00007'], ['p1', 'node-00004'], ['p7', 'node-00001']]);
     expect(constraintViolations(bad, nodes, 4, 8, name)).toBe(3);
+    // pods 9 and 57 (k = 4 and 28) share anti-affinity group g4; 11 and 59 (k = 5 and 29) spread group g5 over 4 racks.
+    const anti = new Map([['p9', 'node-00000'], ['p57', 'node-00000']]);
+    expect(constraintViolations(anti, nodes, 4, 64, name)).toBe(1);
+    const skewed = new Map([['p11', 'node-00000'], ['p59', 'node-00001']]);
+    expect(constraintViolations(skewed, nodes, 4, 64, name)).toBe(1);
+    expect(constraintViolations(new Map([['p11', 'node-00000'], ['p59', 'node-00002']]), nodes, 4, 64, name)).toBe(0);
   });
 });

@@ -28,10 +28,11 @@ export function gpusPerNode(c: NodeShapeChoice): number {
 
 /**
  * What the pods ask for besides one GPU. `plain`: nothing (scheduler_perf's default). `constraints` (issue 11
- * "Numbers"): every second pod carries one of kube-scheduler's per-node constraints, in rotation — a required
- * node affinity (`In` half the racks), a preferred node affinity (weight 50 on block-0), a toleration of the
- * taint every 8th node carries (`dedicated=bench:NoSchedule`), or a required node affinity with `NotIn`
- * (not rack-0) — and every node a pod could not use is still counted, so both schedulers face the same filter work.
+ * "Numbers"): every second pod carries one of six constraints, in rotation — a required node affinity (`In`
+ * half the racks), a preferred node affinity (weight 50 on block-0), a toleration of the taint every 8th node
+ * carries (`dedicated=bench:NoSchedule`), a required node affinity with `NotIn` (not rack-0), a required pod
+ * anti-affinity on the hostname within one of 8 groups, or a DoNotSchedule spread (maxSkew 1) over racks within
+ * one of 8 groups. Both schedulers get the same pods; placements are checked afterwards (constraintViolations).
  */
 export type BenchMix = 'plain' | 'constraints';
 export const BENCH_MIXES: readonly BenchMix[] = ['plain', 'constraints'];
@@ -80,19 +81,39 @@ export function benchNodes(count: number, c: NodeShapeChoice, mix: BenchMix = 'p
   });
 }
 
+/** Pod `i`'s constraint in the `constraints` mix: spec fields and the labels other pods' terms select. */
+export interface BenchConstraint {
+  readonly spec: Partial<NonNullable<V1Pod['spec']>>;
+  readonly labels: Readonly<Record<string, string>>;
+}
+
+/** Groups of the inter-pod constraints: pods of one group avoid each other's node, or spread over racks. */
+export const BENCH_GROUPS = 8;
+const GROUP_LABEL = 'sits-bench/group';
+
 /** The constraint of pod `i` in the `constraints` mix (racks are counted over `racks` racks). */
-export function benchConstraint(i: number, racks: number): Partial<NonNullable<V1Pod['spec']>> {
-  if (i % 2 === 0) return {};
+export function benchConstraint(i: number, racks: number): BenchConstraint {
+  if (i % 2 === 0) return { spec: {}, labels: {} };
   const half = Array.from({ length: Math.max(1, Math.ceil(racks / 2)) }, (_, r) => `rack-${r}`);
-  switch ((i >> 1) % 4) {
+  const k = i >> 1;
+  const group = `g${k % BENCH_GROUPS}`;
+  switch (k % 6) {
     case 0:
-      return { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.rack, operator: 'In', values: half }] }] } } } };
+      return { spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.rack, operator: 'In', values: half }] }] } } } }, labels: {} };
     case 1:
-      return { affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 50, preference: { matchExpressions: [{ key: LABEL.block, operator: 'In', values: ['block-0'] }] } }] } } };
+      return { spec: { affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 50, preference: { matchExpressions: [{ key: LABEL.block, operator: 'In', values: ['block-0'] }] } }] } } }, labels: {} };
     case 2:
-      return { tolerations: [{ key: BENCH_TAINT.key, operator: 'Equal', value: BENCH_TAINT.value, effect: BENCH_TAINT.effect }] };
-    default:
-      return { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.rack, operator: 'NotIn', values: ['rack-0'] }] }] } } } };
+      return { spec: { tolerations: [{ key: BENCH_TAINT.key, operator: 'Equal', value: BENCH_TAINT.value, effect: BENCH_TAINT.effect }] }, labels: {} };
+    case 3:
+      return { spec: { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: LABEL.rack, operator: 'NotIn', values: ['rack-0'] }] }] } } } }, labels: {} };
+    case 4: {
+      const labels = { [GROUP_LABEL]: `anti-${group}` };
+      return { spec: { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: labels } }] } } }, labels };
+    }
+    default: {
+      const labels = { [GROUP_LABEL]: `spread-${group}` };
+      return { spec: { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: LABEL.rack, whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }] }, labels };
+    }
   }
 }
 
@@ -102,31 +123,51 @@ export function benchConstraint(i: number, racks: number): Partial<NonNullable<V
  */
 export function constraintViolations(nodeOf: ReadonlyMap<string, string>, nodes: readonly V1Node[], racks: number, pods: number, name: (i: number) => string): number {
   const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
+  const allRacks = new Set(nodes.map((n) => n.metadata?.labels?.[LABEL.rack] ?? ''));
   let bad = 0;
+  const anti = new Map<string, Set<string>>();
+  const spread = new Map<string, Map<string, number>>();
   for (let i = 0; i < pods; i++) {
     const node = byName.get(nodeOf.get(name(i)) ?? '');
     if (node === undefined) continue;
     const c = benchConstraint(i, racks);
     const tainted = (node.spec?.taints ?? []).some((t) => t.key === BENCH_TAINT.key);
-    if (tainted && c.tolerations === undefined) bad++;
-    const expr = c.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0];
+    if (tainted && c.spec.tolerations === undefined) bad++;
+    const group = c.labels[GROUP_LABEL];
+    if (group?.startsWith('anti-') === true) {
+      const seen = anti.get(group) ?? new Set<string>();
+      if (seen.has(node.metadata?.name ?? '')) bad++;
+      seen.add(node.metadata?.name ?? '');
+      anti.set(group, seen);
+    } else if (group?.startsWith('spread-') === true) {
+      const counts = spread.get(group) ?? new Map<string, number>();
+      const rack = node.metadata?.labels?.[LABEL.rack] ?? '';
+      counts.set(rack, (counts.get(rack) ?? 0) + 1);
+      spread.set(group, counts);
+    }
+    const expr = c.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0];
     if (expr === undefined) continue;
     const v = node.metadata?.labels?.[expr.key];
     const inValues = v !== undefined && (expr.values ?? []).includes(v);
     if ((expr.operator === 'In' && !inValues) || (expr.operator === 'NotIn' && inValues)) bad++;
   }
+  // With only additions and every rack eligible, DoNotSchedule keeps each group's final skew within maxSkew 1.
+  for (const counts of spread.values()) {
+    const per = [...allRacks].map((r) => counts.get(r) ?? 0);
+    if (Math.max(...per) - Math.min(...per) > 1) bad++;
+  }
   return bad;
 }
 
 /** A pod asking for one GPU (and a little CPU and memory, as scheduler_perf's default pod does), plus its constraint. */
-export function benchPod(namespace: string, name: string, schedulerName: string, constraint: Partial<NonNullable<V1Pod['spec']>> = {}): V1Pod {
+export function benchPod(namespace: string, name: string, schedulerName: string, constraint: BenchConstraint = { spec: {}, labels: {} }): V1Pod {
   const requests = { cpu: '100m', memory: '500Mi', [GPU_RESOURCE]: '1' };
   return {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name, namespace, labels: { app: 'sits-bench' } },
+    metadata: { name, namespace, labels: { app: 'sits-bench', ...constraint.labels } },
     spec: {
-      ...constraint,
+      ...constraint.spec,
       schedulerName,
       containers: [{ name: 'pause', image: 'registry.k8s.io/pause:3.10', resources: { requests, limits: requests } }],
       terminationGracePeriodSeconds: 0,
