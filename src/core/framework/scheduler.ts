@@ -8,7 +8,8 @@ import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cl
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
-import { ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
+import { podMetaKey, ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
+import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
 import type { CycleContext, GpuMask, Plugin, Profile } from './types.ts';
 
 export interface Placement {
@@ -161,7 +162,9 @@ export class Scheduler {
 
   /** The up-to-date index for the pod's shape. */
   index(pod: PodSpec): ScoreIndex {
-    const key = shapeKey(pod);
+    // While some pod has required anti-affinity, a pod's namespace and labels decide whether it may join that
+    // pod's domain (the symmetric check), so they join the key of shapes that do not carry them already.
+    const key = this.state.antiPodCount > 0 && !hasInterPodFields(pod) ? `${shapeKey(pod)}|m${podMetaKey(pod)}` : shapeKey(pod);
     let idx = this.indices.get(key);
     if (idx === undefined) {
       if (this.indices.size >= MAX_INDICES) this.evictIndex();

@@ -8,6 +8,7 @@ import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
+import { defaultNamespaceLabels, requiredAntiAffinityTerms, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
 
 export interface Allocation {
   readonly podId: string;
@@ -25,6 +26,24 @@ export interface Allocation {
   readonly scalar?: Readonly<Record<string, number>>;
   /** Host ports the pod binds, when any. */
   readonly hostPorts?: readonly HostPort[];
+  /** What other pods' inter-pod terms read of this pod, when it has a namespace, labels or required anti-affinity (ADR 0054). */
+  readonly meta?: AllocationMeta;
+}
+
+export interface AllocationMeta extends PodMeta {
+  /** Its required anti-affinity terms, resolved: incoming pods they match must keep out of its domains. */
+  readonly antiRequired?: readonly ResolvedTerm[];
+}
+
+/** The pod side of an allocation without meta: the default namespace and no labels. */
+export const PLAIN_META: AllocationMeta = { namespace: 'default' };
+
+/** Nodes by their value of one label key (a topology key): value ids per node (-1 = no such label) and the nodes of each value. */
+export interface TopologyValues {
+  readonly key: string;
+  readonly ids: Int32Array;
+  readonly values: readonly string[];
+  readonly nodesOf: readonly Int32Array[];
 }
 
 export interface Domain {
@@ -127,6 +146,12 @@ export class ClusterState {
   private readonly levelOf: Int32Array[] = [];
   /** Per level: GPU devices in its largest domain. */
   private readonly maxGpus: number[] = [];
+  /** Pods with required anti-affinity per node index, and in all (the symmetric check's candidates). */
+  readonly antiPodsOn: Int32Array;
+  antiPodCount = 0;
+  private readonly topologies = new Map<string, TopologyValues>();
+  /** Labels of a namespace for namespaceSelector; hosts that know them set this (default: kube's automatic name label). */
+  namespaceLabels: NamespaceLabels = defaultNamespaceLabels;
   /** Spec class per node index (see specClasses), computed with the snapshot. */
   private specClassOf: Int32Array | undefined;
   private specClassCount = 0;
@@ -147,6 +172,7 @@ export class ClusterState {
       this.byName.set(n.name, n);
     });
     this.nodes = nodes;
+    this.antiPodsOn = new Int32Array(nodes.length);
     const domains = {} as Record<TopologyLevel, Domain[]>;
     const domainOf = {} as Record<TopologyLevel, Int32Array>;
     for (const level of TOPOLOGY_LEVELS) {
@@ -241,6 +267,10 @@ export class ClusterState {
     if (tag !== undefined) n.gpuPodTags.set(tag, (n.gpuPodTags.get(tag) ?? 0) + 1);
     if (a.scalar !== undefined) addScalar((n.scalarUsed ??= new Map()), a.scalar, 1);
     if (a.hostPorts !== undefined) usePorts((n.hostPorts ??= new Map()), a.hostPorts, 1);
+    if (a.meta?.antiRequired !== undefined) {
+      this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) + 1;
+      this.antiPodCount++;
+    }
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
     this.touched(n);
@@ -263,6 +293,10 @@ export class ClusterState {
     }
     if (a.scalar !== undefined && n.scalarUsed !== undefined) addScalar(n.scalarUsed, a.scalar, -1);
     if (a.hostPorts !== undefined && n.hostPorts !== undefined) usePorts(n.hostPorts, a.hostPorts, -1);
+    if (a.meta?.antiRequired !== undefined) {
+      this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) - 1;
+      this.antiPodCount--;
+    }
     n.allocations.delete(podId);
     this.podNode.delete(podId);
     this.touched(n);
@@ -287,6 +321,31 @@ export class ClusterState {
   hasPreferNoScheduleTaints(): boolean {
     this.preferNoSchedule ??= this.nodes.some((n) => n.spec.taints.some((t) => t.effect === 'PreferNoSchedule'));
     return this.preferNoSchedule;
+  }
+
+  /** Nodes grouped by their value of a topology key (node labels; see `nodeTopologyValue`), made once per key. */
+  topology(key: string): TopologyValues {
+    let t = this.topologies.get(key);
+    if (t === undefined) {
+      const ids = new Int32Array(this.nodes.length).fill(-1);
+      const byValue = new Map<string, number[]>();
+      for (const n of this.nodes) {
+        const v = nodeTopologyValue(n.spec, key);
+        if (v === undefined) continue;
+        let list = byValue.get(v);
+        if (list === undefined) byValue.set(v, (list = []));
+        list.push(n.idx);
+      }
+      const values = [...byValue.keys()];
+      const valueId = new Map(values.map((v, i) => [v, i]));
+      for (const n of this.nodes) {
+        const v = nodeTopologyValue(n.spec, key);
+        ids[n.idx] = v === undefined ? -1 : (valueId.get(v) as number);
+      }
+      t = { key, ids, values, nodesOf: values.map((v) => Int32Array.from(byValue.get(v) as number[])) };
+      this.topologies.set(key, t);
+    }
+    return t;
   }
 
   /** Bumped whenever a GPU's health changes: capacity derived from the nodes is stale then. */
@@ -443,6 +502,20 @@ function prefix(fen: Float64Array, end: number): number {
   return s;
 }
 
+/** Well-known topology labels a node of a cluster file has by its place (live nodes carry them as labels). */
+const LOCATION_LABELS: Readonly<Record<string, (s: NodeSpec) => string>> = {
+  'kubernetes.io/hostname': (s) => s.name,
+  'topology.kubernetes.io/zone': (s) => s.location.zone,
+  'ai.sits2026.dev/block': (s) => s.location.block,
+  'ai.sits2026.dev/rack': (s) => s.location.rack,
+};
+
+/** The node's value of a topology key: its label, else the well-known label its place implies; undefined = none. */
+export function nodeTopologyValue(spec: NodeSpec, key: string): string | undefined {
+  if (Object.hasOwn(spec.labels, key)) return spec.labels[key];
+  return LOCATION_LABELS[key]?.(spec);
+}
+
 export function domainKey(spec: NodeSpec, level: TopologyLevel): string {
   const l = spec.location;
   switch (level) {
@@ -477,8 +550,13 @@ function addScalar(used: Map<string, number>, r: Readonly<Record<string, number>
 /** Allocation of a pod on a node with given GPUs (no checks). */
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
   const r = pod.request;
-  if (r.scalar !== undefined || pod.hostPorts !== undefined) {
-    return { ...plainAllocation(pod, node, gpus), ...(r.scalar === undefined ? {} : { scalar: r.scalar }), ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }) };
+  if (r.scalar !== undefined || pod.hostPorts !== undefined || pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined) {
+    return {
+      ...plainAllocation(pod, node, gpus),
+      ...(r.scalar === undefined ? {} : { scalar: r.scalar }),
+      ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }),
+      ...(pod.namespace === undefined && pod.labels === undefined && pod.podAntiAffinity === undefined ? {} : { meta: metaOf(pod) }),
+    };
   }
   return plainAllocation(pod, node, gpus);
 }
@@ -489,4 +567,13 @@ function plainAllocation(pod: PodSpec, node: string, gpus: readonly number[]): A
   return pod.gang === undefined
     ? { podId: pod.id, node, gpus, gpuMilli, cpuMilli: r.cpuMilli, memoryMiB: r.memoryMiB, priority: pod.priority, queue: pod.queue }
     : { podId: pod.id, node, gpus, gpuMilli, cpuMilli: r.cpuMilli, memoryMiB: r.memoryMiB, priority: pod.priority, queue: pod.queue, gang: pod.gang };
+}
+
+function metaOf(pod: PodSpec): AllocationMeta {
+  const anti = pod.podAntiAffinity?.required;
+  return {
+    namespace: pod.namespace ?? 'default',
+    ...(pod.labels === undefined ? {} : { labels: pod.labels }),
+    ...(anti === undefined || anti.length === 0 ? {} : { antiRequired: requiredAntiAffinityTerms(pod) }),
+  };
 }

@@ -1,0 +1,125 @@
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { compileSelector, defaultNamespaceLabels, resolveTerm, selectorMatches, termMatchesPod } from './terms.ts';
+import { ScoreIndex } from '../../framework/score-index.ts';
+import { Scheduler } from '../../framework/scheduler.ts';
+import { resolveProfile } from '../../framework/registry.ts';
+import { allocationFor, ClusterState } from '../../snapshot/cluster-state.ts';
+import { NODE_SHAPES } from '../../model/presets.ts';
+import type { NodeSpec } from '../../model/node.ts';
+import { makePod, type PodAffinityTerm, type PodSpec } from '../../model/pod.ts';
+import { seededRng } from '../../ports.ts';
+
+function nodeSpec(name: string, zone: string, rack: string): NodeSpec {
+  const s = NODE_SHAPES['l4x8'];
+  if (s === undefined) throw new Error('no preset');
+  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone, block: 'b', rack }, labels: {}, taints: [], unschedulable: false };
+}
+
+const cluster = (): ClusterState => new ClusterState(['a0', 'a1', 'a2', 'b0', 'b1', 'b2'].map((n) => nodeSpec(n, `zone-${n[0] as string}`, `rack-${n[0] as string}${Number(n[1]) < 2 ? 'x' : 'y'}`)));
+
+function profile() {
+  const p = resolveProfile('kube-default', { typicalShapes: [] });
+  if (!p.ok) throw new Error('profile');
+  return p.value;
+}
+
+const anti = (app: string, topologyKey = 'kubernetes.io/hostname'): Partial<PodSpec> => ({ podAntiAffinity: { required: [{ labelSelector: { matchLabels: { app } }, topologyKey }] } });
+
+describe('label selectors and terms (kube semantics)', () => {
+  it('matches as labels.Selector: nil = nothing, {} = everything, NotIn/DoesNotExist match a missing label', () => {
+    expect(selectorMatches(compileSelector(undefined), { a: '1' })).toBe(false);
+    expect(selectorMatches(compileSelector({}), undefined)).toBe(true);
+    const s = compileSelector({ matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['db'] }, { key: 'old', operator: 'DoesNotExist' }] });
+    expect(selectorMatches(s, { app: 'web' })).toBe(true);
+    expect(selectorMatches(s, { app: 'web', tier: 'db' })).toBe(false);
+    expect(selectorMatches(s, { app: 'web', old: '' })).toBe(false);
+    expect(selectorMatches(s, { app: 'api' })).toBe(false);
+    expect(selectorMatches(compileSelector({ matchExpressions: [{ key: 'x', operator: 'Exists' }] }), { x: '' })).toBe(true);
+  });
+
+  it("resolves namespaces: none given = the pod's own, an empty namespaceSelector = all, a selector reads namespace labels", () => {
+    const owner = makePod('o', {}, { namespace: 'team', labels: { app: 'web', version: 'v2' } });
+    const other = { namespace: 'else', labels: { app: 'web' } };
+    const same = { namespace: 'team', labels: { app: 'web' } };
+    const t = (x: Partial<PodAffinityTerm>) => resolveTerm({ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'k', ...x }, owner);
+    expect(termMatchesPod(t({}), same, defaultNamespaceLabels)).toBe(true);
+    expect(termMatchesPod(t({}), other, defaultNamespaceLabels)).toBe(false);
+    expect(termMatchesPod(t({ namespaceSelector: {} }), other, defaultNamespaceLabels)).toBe(true);
+    expect(termMatchesPod(t({ namespaces: ['else'] }), other, defaultNamespaceLabels)).toBe(true);
+    expect(termMatchesPod(t({ namespaces: ['else'] }), same, defaultNamespaceLabels)).toBe(false);
+    expect(termMatchesPod(t({ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'else' } } }), other, defaultNamespaceLabels)).toBe(true);
+    expect(termMatchesPod(t({ namespaceSelector: { matchLabels: { team: 'x' } } }), other, () => ({ team: 'x' }))).toBe(true);
+  });
+
+  it('merges matchLabelKeys (In) and mismatchLabelKeys (NotIn) with the owner’s values, only for labels it has', () => {
+    const owner = makePod('o', {}, { labels: { app: 'web', version: 'v2' } });
+    const m = resolveTerm({ labelSelector: { matchLabels: { app: 'web' } }, matchLabelKeys: ['version', 'absent'], topologyKey: 'k' }, owner);
+    expect(termMatchesPod(m, { namespace: 'default', labels: { app: 'web', version: 'v2' } }, defaultNamespaceLabels)).toBe(true);
+    expect(termMatchesPod(m, { namespace: 'default', labels: { app: 'web', version: 'v1' } }, defaultNamespaceLabels)).toBe(false);
+    const x = resolveTerm({ labelSelector: { matchLabels: { app: 'web' } }, mismatchLabelKeys: ['version'], topologyKey: 'k' }, owner);
+    expect(termMatchesPod(x, { namespace: 'default', labels: { app: 'web', version: 'v2' } }, defaultNamespaceLabels)).toBe(false);
+    expect(termMatchesPod(x, { namespace: 'default', labels: { app: 'web' } }, defaultNamespaceLabels)).toBe(true);
+  });
+});
+
+describe('InterPodAffinity in the scheduler', () => {
+  it('a gang with anti-affinity on hostname spreads its members, one per node', () => {
+    const s = new Scheduler(profile(), cluster(), seededRng(1));
+    const members = [0, 1, 2, 3].map((i) => makePod(`g-${i}`, { gpuCount: 1 }, { gang: 'g', labels: { app: 'g' }, ...anti('g') }));
+    const r = s.scheduleGang({ name: 'g', minMember: 4, members, topology: {}, priority: 0, queue: 'default' });
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(new Set(r.placements.map((p) => p.node)).size).toBe(4);
+  });
+
+  it('a gang that cannot spread enough waits, all or nothing', () => {
+    const s = new Scheduler(profile(), cluster(), seededRng(1));
+    const members = [0, 1, 2].map((i) => makePod(`g-${i}`, { gpuCount: 1 }, { gang: 'g', labels: { app: 'g' }, ...anti('g', 'topology.kubernetes.io/zone') }));
+    const r = s.scheduleGang({ name: 'g', minMember: 3, members, topology: {}, priority: 0, queue: 'default' });
+    expect(r.ok).toBe(false);
+    expect(s.state.antiPodCount).toBe(0);
+  });
+
+  it('a self-matching group follows its first member into one rack', () => {
+    const s = new Scheduler(profile(), cluster(), seededRng(1));
+    const racks = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const r = s.schedulePod(makePod(`p-${i}`, { cpuMilli: 1000 }, { labels: { app: 'grp' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'grp' } }, topologyKey: 'ai.sits2026.dev/rack' }] } }));
+      expect(r.ok).toBe(true);
+      if (r.ok) racks.add(s.state.node(r.placement.node)?.spec.location.rack ?? '');
+    }
+    expect(racks.size).toBe(1);
+  });
+
+  it('kept incrementally, an index agrees with one built from scratch after any placements and removals', () => {
+    const shapes: PodSpec[] = [
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, ...anti('a') }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, ...anti('a', 'topology.kubernetes.io/zone') }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'ai.sits2026.dev/rack' }] } }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' } }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'c' }, namespace: 'other', ...anti('b', 'topology.kubernetes.io/zone') }),
+    ];
+    const prof = profile();
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 30 }), (ops) => {
+        const state = cluster();
+        const kept = shapes.map((p) => new ScoreIndex(state, prof, p));
+        kept.forEach((k) => k.refresh());
+        const placed: string[] = [];
+        ops.forEach(([shape, node, remove], i) => {
+          if (remove && placed.length > 0) state.release(placed.shift() as string);
+          else state.allocate(allocationFor({ ...(shapes[shape] as PodSpec), id: `p${i}` }, (state.nodes[node] as { name: string }).name, []));
+          if (!remove) placed.push(`p${i}`);
+          kept.forEach((k) => k.refresh());
+        });
+        shapes.forEach((p, k) => {
+          const fresh = new ScoreIndex(state, prof, p);
+          fresh.refresh();
+          expect(Array.from((kept[k] as ScoreIndex).reason)).toEqual(Array.from(fresh.reason));
+          expect((kept[k] as ScoreIndex).best()).toBe(fresh.best());
+        });
+      }),
+      { numRuns: 150 },
+    );
+  });
+});

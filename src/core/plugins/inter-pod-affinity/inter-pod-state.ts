@@ -1,0 +1,145 @@
+/**
+ * kube-scheduler's InterPodAffinity PreFilter state for one pod shape, kept across cycles (ADR 0054): counts
+ * of matching pods per topology domain for the pod's required affinity terms, its required anti-affinity
+ * terms, and existing pods' required anti-affinity terms that match it (the symmetric check). Built once by
+ * one scan of the pods, then moved by each changed node's difference; the domains whose verdict may have
+ * changed are reported so that the score index re-checks exactly their nodes. The filter per node is then a
+ * few array reads: no scan of pods per node.
+ */
+import type { PodSpec } from '../../model/pod.ts';
+import { PLAIN_META, type ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
+import { Reason, type ReasonCode } from '../../framework/reasons.ts';
+import { DomainCounter } from './domain-counter.ts';
+import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
+
+export class InterPodState {
+  private readonly affinity: readonly ResolvedTerm[];
+  private readonly affCounters: readonly DomainCounter[];
+  private readonly anti: readonly ResolvedTerm[];
+  private readonly antiCounters: readonly DomainCounter[];
+  /** Existing pods' required anti-affinity terms matching this pod, by topology key. */
+  private readonly existing = new Map<string, DomainCounter>();
+  private existingList: DomainCounter[] = [];
+  /** kube: a pod whose affinity terms all match itself may be the first of its group. */
+  private readonly selfMatchesAll: boolean;
+  private readonly meta: PodMeta;
+  private readonly dirtyFlag: Uint8Array;
+  private dirty: number[] = [];
+  private allDirty = false;
+  private building = true;
+
+  constructor(
+    private readonly state: ClusterState,
+    pod: PodSpec,
+  ) {
+    this.meta = { namespace: podNamespace(pod), ...(pod.labels === undefined ? {} : { labels: pod.labels }) };
+    this.affinity = requiredAffinityTerms(pod);
+    this.anti = requiredAntiAffinityTerms(pod);
+    this.affCounters = this.affinity.map((t) => new DomainCounter(state.topology(t.topologyKey)));
+    this.antiCounters = this.anti.map((t) => new DomainCounter(state.topology(t.topologyKey)));
+    const nsl = state.namespaceLabels;
+    this.selfMatchesAll = this.affinity.every((t) => termMatchesPod(t, this.meta, nsl));
+    this.dirtyFlag = new Uint8Array(state.size);
+    // The one scan: nodes with pods when the pod has terms of its own, else only nodes with anti-affinity pods.
+    const own = this.affinity.length > 0 || this.anti.length > 0;
+    for (const n of state.nodes) if (own ? n.podCount > 0 : (state.antiPodsOn[n.idx] as number) > 0) this.count(n);
+    this.building = false;
+  }
+
+  /** A node's pods changed: recount its contribution. */
+  nodeChanged(i: number): void {
+    this.count(this.state.nodes[i] as NodeState);
+  }
+
+  private count(n: NodeState): void {
+    const i = n.idx;
+    const nsl = this.state.namespaceLabels;
+    const aff = this.affinity;
+    const anti = this.anti;
+    const hasAnti = (this.state.antiPodsOn[i] as number) > 0;
+    let affN = 0;
+    const antiN = anti.length === 0 ? undefined : new Int32Array(anti.length);
+    let existingN: Map<string, number> | undefined;
+    if (aff.length > 0 || anti.length > 0 || hasAnti) {
+      for (const a of n.allocations.values()) {
+        const m = a.meta ?? PLAIN_META;
+        if (aff.length > 0) {
+          let all = true;
+          for (const t of aff) if (!termMatchesPod(t, m, nsl)) all = false;
+          if (all) affN++;
+        }
+        if (antiN !== undefined) for (let k = 0; k < anti.length; k++) if (termMatchesPod(anti[k] as ResolvedTerm, m, nsl)) antiN[k] = (antiN[k] as number) + 1;
+        const theirs = a.meta?.antiRequired;
+        if (theirs !== undefined) {
+          for (const t of theirs) if (termMatchesPod(t, this.meta, nsl)) (existingN ??= new Map()).set(t.topologyKey, (existingN.get(t.topologyKey) ?? 0) + 1);
+        }
+      }
+    }
+    for (const c of this.affCounters) {
+      const before = c.total;
+      const v = c.set(i, affN);
+      // "First of its group" depends on whether any pod matches at all: every node may change.
+      if (v >= 0 && !this.building && (before === 0) !== (c.total === 0)) this.allDirty = true;
+      this.crossed(c, v);
+    }
+    if (antiN !== undefined) this.antiCounters.forEach((c, k) => this.crossed(c, c.set(i, antiN[k] as number)));
+    for (const [key, c] of this.existing) this.crossed(c, c.set(i, existingN?.get(key) ?? 0));
+    if (existingN !== undefined) {
+      for (const [key, cnt] of existingN) {
+        if (this.existing.has(key)) continue;
+        const c = new DomainCounter(this.state.topology(key));
+        this.existing.set(key, c);
+        this.existingList = [...this.existing.values()];
+        this.crossed(c, c.set(i, cnt));
+      }
+    }
+  }
+
+  /** A domain's count moved: its nodes' verdict changes only when it crossed zero. */
+  private crossed(c: DomainCounter, v: number): void {
+    if (v < 0 || this.allDirty || this.building) return;
+    if (c.before > 0 !== (c.perValue[v] as number) > 0) this.markDomain(c.topo.nodesOf[v] as Int32Array);
+  }
+
+  private markDomain(nodes: Int32Array): void {
+    for (let k = 0; k < nodes.length; k++) {
+      const j = nodes[k] as number;
+      if (this.dirtyFlag[j] === 0) {
+        this.dirtyFlag[j] = 1;
+        this.dirty.push(j);
+      }
+    }
+  }
+
+  /** Calls fn for every node whose verdict may have changed since the last flush (all nodes: fn(-1)). */
+  flush(fn: (i: number) => void): void {
+    if (this.allDirty) {
+      fn(-1);
+    } else {
+      for (const j of this.dirty) fn(j);
+    }
+    for (const j of this.dirty) this.dirtyFlag[j] = 0;
+    this.dirty = [];
+    this.allDirty = false;
+  }
+
+  /** kube's InterPodAffinity Filter for node i, in its order: affinity, anti-affinity, existing pods' anti-affinity. */
+  filter(i: number): ReasonCode {
+    if (this.affCounters.length > 0) {
+      let podsExist = true;
+      for (const c of this.affCounters) {
+        if ((c.topo.ids[i] as number) < 0) return Reason.PodAffinity;
+        if (c.at(i) <= 0) podsExist = false;
+      }
+      if (!podsExist && !(this.noAffinityMatches() && this.selfMatchesAll)) return Reason.PodAffinity;
+    }
+    for (const c of this.antiCounters) if (c.at(i) > 0) return Reason.PodAntiAffinity;
+    for (const c of this.existingList) if (c.at(i) > 0) return Reason.ExistingAntiAffinity;
+    return Reason.Fits;
+  }
+
+  private noAffinityMatches(): boolean {
+    for (const c of this.affCounters) if (c.total !== 0) return false;
+    return true;
+  }
+}
