@@ -50,4 +50,45 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     expect(cond.message).toBe(`0/3 nodes fit gang anti/${waiting} (1×no GPU): 3 node(s) didn't match pod anti-affinity rules`);
     expect((await bound('anti')).length).toBe(3);
   });
+
+  it('a DoNotSchedule spread over zones is respected where least-allocated alone would fill zone-a; past the skew a pod waits with the reason', async () => {
+    await createNs(client, 'spread');
+    const zoneB = nodes[2]?.name as string;
+    const withCpu = (p: V1Pod, cpu: string): V1Pod => {
+      const c = p.spec?.containers[0];
+      if (c !== undefined) c.resources = { requests: { cpu, memory: '64Mi' } };
+      return p;
+    };
+    // 80 of zone-b's 96 cores taken: without the constraint, least-allocated sends the small pods to zone-a.
+    await createPods(client, [withCpu(small('spread', 'heavy', 'other', { nodeSelector: { 'kubernetes.io/hostname': zoneB } }), '80')]);
+    await waitFor('heavy pod bound', async () => ((await bound('spread')).length === 1 ? true : undefined));
+    const spread = { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'sp' } } }] };
+    await createPods(client, [0, 1, 2, 3].map((i) => small('spread', `sp-${i}`, 'sp', spread)));
+    const placed = await waitFor('four spread pods bound', async () => {
+      const ps = (await bound('spread')).filter((p) => p.metadata?.labels?.['app'] === 'sp');
+      return ps.length === 4 ? ps : undefined;
+    });
+    const zoneOf = new Map(nodes.map((n) => [n.name, n.labels['topology.kubernetes.io/zone'] as string]));
+    const perZone = (ps: V1Pod[]): Record<string, number> => {
+      const m: Record<string, number> = {};
+      for (const p of ps) {
+        const z = zoneOf.get(p.spec?.nodeName as string) as string;
+        m[z] = (m[z] ?? 0) + 1;
+      }
+      return m;
+    };
+    expect(perZone(placed)).toEqual({ 'zone-a': 2, 'zone-b': 2 });
+    // 20 cores each: zone-b has no room left; zone-a takes one (3 − 2 ≤ 1), the other would make the skew 2.
+    await createPods(client, [withCpu(small('spread', 'sp-big-0', 'sp', spread), '20'), withCpu(small('spread', 'sp-big-1', 'sp', spread), '20')]);
+    const five = await waitFor('one big spread pod bound', async () => {
+      const ps = (await bound('spread')).filter((p) => p.metadata?.labels?.['app'] === 'sp');
+      return ps.length === 5 ? ps : undefined;
+    });
+    expect(perZone(five)).toEqual({ 'zone-a': 3, 'zone-b': 2 });
+    const waiting = (await listPods(client, 'spread')).find((p) => (p.spec?.nodeName ?? '') === '')?.metadata?.name as string;
+    const cond = await waitFor('PodScheduled=False on the pod past the skew', async () =>
+      (await listPods(client, 'spread')).find((p) => p.metadata?.name === waiting)?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'),
+    );
+    expect(cond.message).toBe(`0/3 nodes fit gang spread/${waiting} (1×no GPU): 2 node(s) didn't match pod topology spread constraints, 1 insufficient cpu`);
+  });
 });

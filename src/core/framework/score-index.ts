@@ -47,6 +47,9 @@ export class ScoreIndex {
   private inter: InterPodState | undefined;
   private readonly localReason: Uint8Array | undefined;
   private readonly localScore: Float64Array | undefined;
+  /** Profile weights of the overlay's scores (0 = the profile does not score them). */
+  private readonly spreadWeight: number;
+  private readonly affinityWeight: number;
 
   constructor(
     private readonly state: ClusterState,
@@ -69,6 +72,8 @@ export class ScoreIndex {
     this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
     // Pods without inter-pod fields need the state only for the symmetric check, when some pod has required anti-affinity.
     this.interPod = hasInterPodFields(pod) || state.antiPodCount > 0;
+    this.spreadWeight = profile.scorers.find((s) => s.plugin.name === 'pod-topology-spread')?.weight ?? 0;
+    this.affinityWeight = profile.scorers.find((s) => s.plugin.name === 'inter-pod-affinity')?.weight ?? 0;
     if (this.interPod) {
       this.localReason = new Uint8Array(this.n);
       this.localScore = new Float64Array(this.n);
@@ -118,7 +123,10 @@ export class ScoreIndex {
       this.count[leaf] = 0;
       return;
     }
-    this.score[i] = (this.localScore as Float64Array)[i] as number;
+    const inter = this.inter as InterPodState;
+    let total = (this.localScore as Float64Array)[i] as number;
+    if (this.spreadWeight !== 0 && inter.hasSoftSpread) total += this.spreadWeight * inter.spreadScore(i);
+    this.score[i] = total;
     this.tree[leaf] = i;
     this.count[leaf] = 1;
   }

@@ -63,6 +63,23 @@ describe('label selectors and terms (kube semantics)', () => {
   });
 });
 
+describe('PodTopologySpread in the scheduler', () => {
+  it('DoNotSchedule over zones keeps the skew within maxSkew as pods arrive; ScheduleAnyway only prefers', () => {
+    const s = new Scheduler(profile(), cluster(), seededRng(1));
+    const zones = new Map<string, number>();
+    for (let i = 0; i < 8; i++) {
+      const r = s.schedulePod(makePod(`p-${i}`, { cpuMilli: 1000 }, { labels: { app: 'sp' }, topologySpread: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'sp' } } }] }));
+      expect(r.ok).toBe(true);
+      if (r.ok) {
+        const z = s.state.node(r.placement.node)?.spec.location.zone ?? '';
+        zones.set(z, (zones.get(z) ?? 0) + 1);
+      }
+      const c = [...zones.values()];
+      expect(Math.max(...c) - (c.length < 2 ? 0 : Math.min(...c))).toBeLessThanOrEqual(1);
+    }
+  });
+});
+
 describe('InterPodAffinity in the scheduler', () => {
   it('a gang with anti-affinity on hostname spreads its members, one per node', () => {
     const s = new Scheduler(profile(), cluster(), seededRng(1));
@@ -98,10 +115,12 @@ describe('InterPodAffinity in the scheduler', () => {
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'ai.sits2026.dev/rack' }] } }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' } }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'c' }, namespace: 'other', ...anti('b', 'topology.kubernetes.io/zone') }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, topologySpread: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'a' } } }] }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', minDomains: 7, labelSelector: { matchLabels: { app: 'b' } } }, { maxSkew: 2, topologyKey: 'ai.sits2026.dev/rack', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: {} }] }),
     ];
     const prof = profile();
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 4 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 30 }), (ops) => {
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 30 }), (ops) => {
         const state = cluster();
         const kept = shapes.map((p) => new ScoreIndex(state, prof, p));
         kept.forEach((k) => k.refresh());
@@ -116,6 +135,9 @@ describe('InterPodAffinity in the scheduler', () => {
           const fresh = new ScoreIndex(state, prof, p);
           fresh.refresh();
           expect(Array.from((kept[k] as ScoreIndex).reason)).toEqual(Array.from(fresh.reason));
+          // Scores of feasible nodes only: an infeasible node's score slot is never read.
+          const feasibleScores = (x: ScoreIndex): number[] => Array.from(x.score).map((v, i) => (x.reason[i] === 0 ? v : 0));
+          expect(feasibleScores(kept[k] as ScoreIndex)).toEqual(feasibleScores(fresh));
           expect((kept[k] as ScoreIndex).best()).toBe(fresh.best());
         });
       }),

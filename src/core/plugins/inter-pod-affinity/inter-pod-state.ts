@@ -11,6 +11,7 @@ import { PLAIN_META, type ClusterState, type NodeState } from '../../snapshot/cl
 import { Reason, type ReasonCode } from '../../framework/reasons.ts';
 import { DomainCounter } from './domain-counter.ts';
 import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
+import { spreadConstraints, type Spread } from './spread.ts';
 
 export class InterPodState {
   private readonly affinity: readonly ResolvedTerm[];
@@ -27,6 +28,11 @@ export class InterPodState {
   private dirty: number[] = [];
   private allDirty = false;
   private building = true;
+  /** PodTopologySpread: DoNotSchedule constraints (filter) and ScheduleAnyway ones (score). */
+  private readonly hard: readonly Spread[];
+  private readonly soft: readonly Spread[];
+  /** Σ over soft constraints of their weights: the score's scale. */
+  private readonly softWeight: number;
 
   constructor(
     private readonly state: ClusterState,
@@ -40,9 +46,14 @@ export class InterPodState {
     const nsl = state.namespaceLabels;
     this.selfMatchesAll = this.affinity.every((t) => termMatchesPod(t, this.meta, nsl));
     this.dirtyFlag = new Uint8Array(state.size);
+    const spread = spreadConstraints(state, pod);
+    this.hard = spread.filter((c) => c.hard);
+    this.soft = spread.filter((c) => !c.hard);
+    this.softWeight = this.soft.reduce((a, c) => a + c.weight, 0);
     // The one scan: nodes with pods when the pod has terms of its own, else only nodes with anti-affinity pods.
-    const own = this.affinity.length > 0 || this.anti.length > 0;
+    const own = this.affinity.length > 0 || this.anti.length > 0 || spread.length > 0;
     for (const n of state.nodes) if (own ? n.podCount > 0 : (state.antiPodsOn[n.idx] as number) > 0) this.count(n);
+    for (const c of this.hard) c.min = c.globalMin();
     this.building = false;
   }
 
@@ -60,9 +71,17 @@ export class InterPodState {
     let affN = 0;
     const antiN = anti.length === 0 ? undefined : new Int32Array(anti.length);
     let existingN: Map<string, number> | undefined;
-    if (aff.length > 0 || anti.length > 0 || hasAnti) {
+    const spreads = this.hard.length + this.soft.length;
+    const spreadN = spreads === 0 ? undefined : new Int32Array(spreads);
+    if (aff.length > 0 || anti.length > 0 || hasAnti || spreadN !== undefined) {
       for (const a of n.allocations.values()) {
         const m = a.meta ?? PLAIN_META;
+        if (spreadN !== undefined) {
+          for (let k = 0; k < spreads; k++) {
+            const c = (k < this.hard.length ? this.hard[k] : this.soft[k - this.hard.length]) as Spread;
+            if (c.counts(i, m)) spreadN[k] = (spreadN[k] as number) + 1;
+          }
+        }
         if (aff.length > 0) {
           let all = true;
           for (const t of aff) if (!termMatchesPod(t, m, nsl)) all = false;
@@ -84,6 +103,14 @@ export class InterPodState {
     }
     if (antiN !== undefined) this.antiCounters.forEach((c, k) => this.crossed(c, c.set(i, antiN[k] as number)));
     for (const [key, c] of this.existing) this.crossed(c, c.set(i, existingN?.get(key) ?? 0));
+    if (spreadN !== undefined) {
+      // Any change of a spread count may change its domain's verdict or score; a moved minimum is found at flush.
+      for (let k = 0; k < spreads; k++) {
+        const c = (k < this.hard.length ? this.hard[k] : this.soft[k - this.hard.length]) as Spread;
+        const v = c.counter.set(i, spreadN[k] as number);
+        if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
+      }
+    }
     if (existingN !== undefined) {
       for (const [key, cnt] of existingN) {
         if (this.existing.has(key)) continue;
@@ -113,6 +140,13 @@ export class InterPodState {
 
   /** Calls fn for every node whose verdict may have changed since the last flush (all nodes: fn(-1)). */
   flush(fn: (i: number) => void): void {
+    for (const c of this.hard) {
+      const m = c.globalMin();
+      if (m !== c.min) {
+        c.min = m;
+        this.allDirty = true;
+      }
+    }
     if (this.allDirty) {
       fn(-1);
     } else {
@@ -123,8 +157,15 @@ export class InterPodState {
     this.allDirty = false;
   }
 
-  /** kube's InterPodAffinity Filter for node i, in its order: affinity, anti-affinity, existing pods' anti-affinity. */
+  /** PodTopologySpread's Filter, then InterPodAffinity's in kube's order: affinity, anti-affinity, existing pods' anti-affinity. */
   filter(i: number): ReasonCode {
+    for (const c of this.hard) {
+      const v = c.counter.topo.ids[i] as number;
+      if (v < 0) return Reason.TopologySpreadLabel;
+      // existing matching + self − global minimum ≤ maxSkew (a domain no eligible node is in counts 0).
+      const matched = c.domainEligible[v] === 1 ? (c.counter.perValue[v] as number) : 0;
+      if (matched + c.self - c.min > c.maxSkew) return Reason.TopologySpread;
+    }
     if (this.affCounters.length > 0) {
       let podsExist = true;
       for (const c of this.affCounters) {
@@ -136,6 +177,25 @@ export class InterPodState {
     for (const c of this.antiCounters) if (c.at(i) > 0) return Reason.PodAntiAffinity;
     for (const c of this.existingList) if (c.at(i) > 0) return Reason.ExistingAntiAffinity;
     return Reason.Fits;
+  }
+
+  /**
+   * ScheduleAnyway constraints on an absolute scale (ADR 0054): 100 / (1 + raw / Σ weights) with kube's raw
+   * score Σ count·weight + (maxSkew − 1), weight = log(domains + 2); a node without every key scores 0.
+   */
+  spreadScore(i: number): number {
+    if (this.soft.length === 0) return 0;
+    let raw = 0;
+    for (const c of this.soft) {
+      const v = c.counter.topo.ids[i] as number;
+      if (v < 0) return 0;
+      raw += (c.counter.perValue[v] as number) * c.weight + (c.maxSkew - 1);
+    }
+    return 100 / (1 + raw / this.softWeight);
+  }
+
+  get hasSoftSpread(): boolean {
+    return this.soft.length > 0;
   }
 
   private noAffinityMatches(): boolean {
