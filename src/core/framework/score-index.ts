@@ -126,6 +126,7 @@ export class ScoreIndex {
     const inter = this.inter as InterPodState;
     let total = (this.localScore as Float64Array)[i] as number;
     if (this.spreadWeight !== 0 && inter.hasSoftSpread) total += this.spreadWeight * inter.spreadScore(i);
+    if (this.affinityWeight !== 0 && inter.hasPreferred) total += this.affinityWeight * inter.preferredScore(i);
     this.score[i] = total;
     this.tree[leaf] = i;
     this.count[leaf] = 1;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { InterPodState } from './inter-pod-state.ts';
 import { compileSelector, defaultNamespaceLabels, resolveTerm, selectorMatches, termMatchesPod } from './terms.ts';
 import { ScoreIndex } from '../../framework/score-index.ts';
 import { Scheduler } from '../../framework/scheduler.ts';
@@ -63,6 +64,28 @@ describe('label selectors and terms (kube semantics)', () => {
   });
 });
 
+describe('preferred pod affinity (score)', () => {
+  it('is 50 without matches, rises with matching pods of an affinity term and falls with anti-affinity ones, never past 0..100', () => {
+    const state = cluster();
+    const pod = makePod('x', {}, {
+      podAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+      podAntiAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+    });
+    const at = (name: string): number => {
+      const st = new InterPodState(state, pod);
+      return st.preferredScore((state.node(name) as { idx: number }).idx);
+    };
+    expect(at('a0')).toBe(50);
+    for (let i = 0; i < 3; i++) state.allocate(allocationFor(makePod(`a${i}`, { cpuMilli: 10 }, { labels: { app: 'a' } }), 'a0', []));
+    state.allocate(allocationFor(makePod('b', { cpuMilli: 10 }, { labels: { app: 'b' } }), 'a1', []));
+    expect(at('a0')).toBeGreaterThan(50);
+    expect(at('a0')).toBeLessThan(100);
+    expect(at('a1')).toBeLessThan(50);
+    expect(at('a1')).toBeGreaterThan(0);
+    expect(at('b0')).toBe(50);
+  });
+});
+
 describe('PodTopologySpread in the scheduler', () => {
   it('DoNotSchedule over zones keeps the skew within maxSkew as pods arrive; ScheduleAnyway only prefers', () => {
     const s = new Scheduler(profile(), cluster(), seededRng(1));
@@ -117,10 +140,15 @@ describe('InterPodAffinity in the scheduler', () => {
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'c' }, namespace: 'other', ...anti('b', 'topology.kubernetes.io/zone') }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, topologySpread: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'a' } } }] }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', minDomains: 7, labelSelector: { matchLabels: { app: 'b' } } }, { maxSkew: 2, topologyKey: 'ai.sits2026.dev/rack', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: {} }] }),
+      makePod('x', { cpuMilli: 1000 }, {
+        labels: { app: 'c' },
+        podAffinity: { preferred: [{ weight: 30, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'topology.kubernetes.io/zone' } }] },
+        podAntiAffinity: { preferred: [{ weight: 70, term: { labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+      }),
     ];
     const prof = profile();
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 30 }), (ops) => {
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 7 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 30 }), (ops) => {
         const state = cluster();
         const kept = shapes.map((p) => new ScoreIndex(state, prof, p));
         kept.forEach((k) => k.refresh());

@@ -10,7 +10,7 @@ import type { PodSpec } from '../../model/pod.ts';
 import { PLAIN_META, type ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
 import { Reason, type ReasonCode } from '../../framework/reasons.ts';
 import { DomainCounter } from './domain-counter.ts';
-import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
+import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
 import { spreadConstraints, type Spread } from './spread.ts';
 
 export class InterPodState {
@@ -33,6 +33,10 @@ export class InterPodState {
   private readonly soft: readonly Spread[];
   /** Σ over soft constraints of their weights: the score's scale. */
   private readonly softWeight: number;
+  /** Preferred terms with signed weights (affinity +, anti-affinity −) and their counters; Σ |weights|. */
+  private readonly preferred: readonly ResolvedTerm[];
+  private readonly prefCounters: readonly DomainCounter[];
+  private readonly prefWeight: number;
 
   constructor(
     private readonly state: ClusterState,
@@ -50,8 +54,14 @@ export class InterPodState {
     this.hard = spread.filter((c) => c.hard);
     this.soft = spread.filter((c) => !c.hard);
     this.softWeight = this.soft.reduce((a, c) => a + c.weight, 0);
+    this.preferred = [
+      ...(pod.podAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, p.weight)),
+      ...(pod.podAntiAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, -p.weight)),
+    ];
+    this.prefCounters = this.preferred.map((t) => new DomainCounter(state.topology(t.topologyKey)));
+    this.prefWeight = this.preferred.reduce((a, t) => a + Math.abs(t.weight), 0);
     // The one scan: nodes with pods when the pod has terms of its own, else only nodes with anti-affinity pods.
-    const own = this.affinity.length > 0 || this.anti.length > 0 || spread.length > 0;
+    const own = this.affinity.length > 0 || this.anti.length > 0 || spread.length > 0 || this.preferred.length > 0;
     for (const n of state.nodes) if (own ? n.podCount > 0 : (state.antiPodsOn[n.idx] as number) > 0) this.count(n);
     for (const c of this.hard) c.min = c.globalMin();
     this.building = false;
@@ -73,9 +83,12 @@ export class InterPodState {
     let existingN: Map<string, number> | undefined;
     const spreads = this.hard.length + this.soft.length;
     const spreadN = spreads === 0 ? undefined : new Int32Array(spreads);
-    if (aff.length > 0 || anti.length > 0 || hasAnti || spreadN !== undefined) {
+    const pref = this.preferred;
+    const prefN = pref.length === 0 ? undefined : new Int32Array(pref.length);
+    if (aff.length > 0 || anti.length > 0 || hasAnti || spreadN !== undefined || prefN !== undefined) {
       for (const a of n.allocations.values()) {
         const m = a.meta ?? PLAIN_META;
+        if (prefN !== undefined) for (let k = 0; k < pref.length; k++) if (termMatchesPod(pref[k] as ResolvedTerm, m, nsl)) prefN[k] = (prefN[k] as number) + 1;
         if (spreadN !== undefined) {
           for (let k = 0; k < spreads; k++) {
             const c = (k < this.hard.length ? this.hard[k] : this.soft[k - this.hard.length]) as Spread;
@@ -103,6 +116,12 @@ export class InterPodState {
     }
     if (antiN !== undefined) this.antiCounters.forEach((c, k) => this.crossed(c, c.set(i, antiN[k] as number)));
     for (const [key, c] of this.existing) this.crossed(c, c.set(i, existingN?.get(key) ?? 0));
+    if (prefN !== undefined) {
+      this.prefCounters.forEach((c, k) => {
+        const v = c.set(i, prefN[k] as number);
+        if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.topo.nodesOf[v] as Int32Array);
+      });
+    }
     if (spreadN !== undefined) {
       // Any change of a spread count may change its domain's verdict or score; a moved minimum is found at flush.
       for (let k = 0; k < spreads; k++) {
@@ -192,6 +211,23 @@ export class InterPodState {
       raw += (c.counter.perValue[v] as number) * c.weight + (c.maxSkew - 1);
     }
     return 100 / (1 + raw / this.softWeight);
+  }
+
+  /**
+   * Preferred pod affinity and anti-affinity on an absolute scale (ADR 0054): kube's raw score Σ ± weight ×
+   * matching pods in the node's domain, mapped to 50 + 50·raw / (|raw| + Σ |weights|): 50 with no match,
+   * toward 100 with affinity, toward 0 with anti-affinity.
+   */
+  preferredScore(i: number): number {
+    let raw = 0;
+    this.prefCounters.forEach((c, k) => {
+      raw += (this.preferred[k] as ResolvedTerm).weight * c.at(i);
+    });
+    return 50 + (50 * raw) / (Math.abs(raw) + this.prefWeight);
+  }
+
+  get hasPreferred(): boolean {
+    return this.preferred.length > 0;
   }
 
   get hasSoftSpread(): boolean {
