@@ -83,7 +83,8 @@ export class ScoreIndex {
   /** Brings every entry up to date with the cluster state. */
   refresh(): void {
     const st = this.state;
-    if (this.seenSeq >= 0 && st.forEachChange(this.seenSeq, this.onChange)) {
+    // Inter-pod counters first: every node re-evaluated below then reads the current counts.
+    if (this.seenSeq >= 0 && (this.inter === undefined || this.inter.replay(this.seenSeq)) && st.forEachChange(this.seenSeq, this.onChange)) {
       this.seenSeq = st.seq;
       if (this.inter !== undefined) this.inter.flush(this.onDomainChange);
       return;
@@ -92,10 +93,7 @@ export class ScoreIndex {
     this.seenSeq = st.seq;
   }
 
-  private readonly onChange = (i: number): void => {
-    this.inter?.nodeChanged(i);
-    this.update(i);
-  };
+  private readonly onChange = (i: number): void => this.update(i);
 
   /** A node's domain counts changed (-1: possibly every node's): its overlay is re-done on the kept per-node result. */
   private readonly onDomainChange = (i: number): void => {

@@ -135,6 +135,9 @@ export class ClusterState {
   /** Change log: node indices in mutation order; entries before `logBase` are dropped. */
   private log: number[] = [];
   private logBase = 0;
+  /** Parallel to `log`: the allocation added (+1) or removed (−1) by each entry; undefined for health changes. */
+  private logPod: (Allocation | undefined)[] = [];
+  private logSign: number[] = [];
   /** Fenwick trees over node index: fully free GPUs and free GPU milli. */
   private readonly fenFull: Float64Array;
   private readonly fenMilli: Float64Array;
@@ -249,6 +252,17 @@ export class ClusterState {
     return true;
   }
 
+  /** Like forEachChange, with the allocation each entry added (sign 1) or removed (−1); health changes are skipped. */
+  forEachPodChange(since: number, fn: (a: Allocation, sign: number, idx: number) => void): boolean {
+    if (since < this.logBase) return false;
+    const log = this.log;
+    for (let i = since - this.logBase; i < log.length; i++) {
+      const a = this.logPod[i];
+      if (a !== undefined) fn(a, this.logSign[i] as number, log[i] as number);
+    }
+    return true;
+  }
+
   /** Applies an allocation; the caller has checked that it fits. */
   allocate(a: Allocation): void {
     const n = this.byName.get(a.node);
@@ -273,6 +287,8 @@ export class ClusterState {
     }
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
+    this.logPod.push(a);
+    this.logSign.push(1);
     this.touched(n);
   }
 
@@ -299,6 +315,8 @@ export class ClusterState {
     }
     n.allocations.delete(podId);
     this.podNode.delete(podId);
+    this.logPod.push(a);
+    this.logSign.push(-1);
     this.touched(n);
     return a;
   }
@@ -313,6 +331,8 @@ export class ClusterState {
     n.gpuUsable[gpu] = healthy ? 1 : 0;
     n.gpuFree[gpu] = healthy ? used : 0;
     this.healthVersion++;
+    this.logPod.push(undefined);
+    this.logSign.push(0);
     this.touched(n);
   }
 
@@ -462,6 +482,8 @@ export class ClusterState {
     if (this.log.length > LOG_SLACK * this.nodes.length + 1024) {
       const drop = this.log.length >> 1;
       this.log = this.log.slice(drop);
+      this.logPod = this.logPod.slice(drop);
+      this.logSign = this.logSign.slice(drop);
       this.logBase += drop;
     }
     this.refreshAggregates(n);

@@ -7,7 +7,7 @@
  * few array reads: no scan of pods per node.
  */
 import type { PodSpec } from '../../model/pod.ts';
-import { PLAIN_META, type ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
+import { PLAIN_META, type Allocation, type ClusterState } from '../../snapshot/cluster-state.ts';
 import { Reason, type ReasonCode } from '../../framework/reasons.ts';
 import { DomainCounter } from './domain-counter.ts';
 import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
@@ -37,6 +37,9 @@ export class InterPodState {
   private readonly preferred: readonly ResolvedTerm[];
   private readonly prefCounters: readonly DomainCounter[];
   private readonly prefWeight: number;
+  private readonly spreads: readonly Spread[];
+  /** False when no counter can match a pod without meta: such allocations are skipped at once. */
+  private readonly plainMatters: boolean;
 
   constructor(
     private readonly state: ClusterState,
@@ -60,84 +63,80 @@ export class InterPodState {
     ];
     this.prefCounters = this.preferred.map((t) => new DomainCounter(state.topology(t.topologyKey)));
     this.prefWeight = this.preferred.reduce((a, t) => a + Math.abs(t.weight), 0);
+    this.spreads = spread;
+    // Whether a pod without labels in the default namespace can match anything (an empty selector, NotIn…).
+    this.plainMatters =
+      (this.affinity.length > 0 && this.affinity.every((t) => termMatchesPod(t, PLAIN_META, nsl))) ||
+      this.anti.some((t) => termMatchesPod(t, PLAIN_META, nsl)) ||
+      this.preferred.some((t) => termMatchesPod(t, PLAIN_META, nsl)) ||
+      spread.some((c) => c.matchesMeta(PLAIN_META));
     // The one scan: nodes with pods when the pod has terms of its own, else only nodes with anti-affinity pods.
     const own = this.affinity.length > 0 || this.anti.length > 0 || spread.length > 0 || this.preferred.length > 0;
-    for (const n of state.nodes) if (own ? n.podCount > 0 : (state.antiPodsOn[n.idx] as number) > 0) this.count(n);
+    for (const n of state.nodes) {
+      if (own ? n.podCount === 0 : (state.antiPodsOn[n.idx] as number) === 0) continue;
+      for (const a of n.allocations.values()) this.apply(a, 1, n.idx);
+    }
     for (const c of this.hard) c.min = c.globalMin();
     this.building = false;
   }
 
-  /** A node's pods changed: recount its contribution. */
-  nodeChanged(i: number): void {
-    this.count(this.state.nodes[i] as NodeState);
+  /** Brings the counters up to the state's change log (from `since`); false when the log no longer reaches back. */
+  replay(since: number): boolean {
+    return this.state.forEachPodChange(since, this.onPod);
   }
 
-  private count(n: NodeState): void {
-    const i = n.idx;
+  private readonly onPod = (a: Allocation, sign: number, i: number): void => this.apply(a, sign, i);
+
+  /**
+   * One pod added (sign 1) or removed (−1) on node i: the counters it matches move by sign. A pod without
+   * meta (default namespace, no labels) matches what `plain` says, computed once.
+   */
+  private apply(a: Allocation, sign: number, i: number): void {
+    const m = a.meta;
+    if (m === undefined && !this.plainMatters) return;
+    const meta = m ?? PLAIN_META;
     const nsl = this.state.namespaceLabels;
     const aff = this.affinity;
+    if (aff.length > 0) {
+      let all = true;
+      for (const t of aff) if (!termMatchesPod(t, meta, nsl)) all = false;
+      if (all) {
+        for (const c of this.affCounters) {
+          const before = c.total;
+          const v = c.add(i, sign);
+          // "First of its group" depends on whether any pod matches at all: every node may change.
+          if (v >= 0 && !this.building && (before === 0) !== (c.total === 0)) this.allDirty = true;
+          this.crossed(c, v);
+        }
+      }
+    }
     const anti = this.anti;
-    const hasAnti = (this.state.antiPodsOn[i] as number) > 0;
-    let affN = 0;
-    const antiN = anti.length === 0 ? undefined : new Int32Array(anti.length);
-    let existingN: Map<string, number> | undefined;
-    const spreads = this.hard.length + this.soft.length;
-    const spreadN = spreads === 0 ? undefined : new Int32Array(spreads);
+    for (let k = 0; k < anti.length; k++) if (termMatchesPod(anti[k] as ResolvedTerm, meta, nsl)) this.crossed(this.antiCounters[k] as DomainCounter, (this.antiCounters[k] as DomainCounter).add(i, sign));
+    const theirs = m?.antiRequired;
+    if (theirs !== undefined) {
+      for (const t of theirs) {
+        if (!termMatchesPod(t, this.meta, nsl)) continue;
+        let c = this.existing.get(t.topologyKey);
+        if (c === undefined) {
+          c = new DomainCounter(this.state.topology(t.topologyKey));
+          this.existing.set(t.topologyKey, c);
+          this.existingList = [...this.existing.values()];
+        }
+        this.crossed(c, c.add(i, sign));
+      }
+    }
     const pref = this.preferred;
-    const prefN = pref.length === 0 ? undefined : new Int32Array(pref.length);
-    if (aff.length > 0 || anti.length > 0 || hasAnti || spreadN !== undefined || prefN !== undefined) {
-      for (const a of n.allocations.values()) {
-        const m = a.meta ?? PLAIN_META;
-        if (prefN !== undefined) for (let k = 0; k < pref.length; k++) if (termMatchesPod(pref[k] as ResolvedTerm, m, nsl)) prefN[k] = (prefN[k] as number) + 1;
-        if (spreadN !== undefined) {
-          for (let k = 0; k < spreads; k++) {
-            const c = (k < this.hard.length ? this.hard[k] : this.soft[k - this.hard.length]) as Spread;
-            if (c.counts(i, m)) spreadN[k] = (spreadN[k] as number) + 1;
-          }
-        }
-        if (aff.length > 0) {
-          let all = true;
-          for (const t of aff) if (!termMatchesPod(t, m, nsl)) all = false;
-          if (all) affN++;
-        }
-        if (antiN !== undefined) for (let k = 0; k < anti.length; k++) if (termMatchesPod(anti[k] as ResolvedTerm, m, nsl)) antiN[k] = (antiN[k] as number) + 1;
-        const theirs = a.meta?.antiRequired;
-        if (theirs !== undefined) {
-          for (const t of theirs) if (termMatchesPod(t, this.meta, nsl)) (existingN ??= new Map()).set(t.topologyKey, (existingN.get(t.topologyKey) ?? 0) + 1);
-        }
-      }
+    for (let k = 0; k < pref.length; k++) {
+      if (!termMatchesPod(pref[k] as ResolvedTerm, meta, nsl)) continue;
+      const c = this.prefCounters[k] as DomainCounter;
+      const v = c.add(i, sign);
+      if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.topo.nodesOf[v] as Int32Array);
     }
-    for (const c of this.affCounters) {
-      const before = c.total;
-      const v = c.set(i, affN);
-      // "First of its group" depends on whether any pod matches at all: every node may change.
-      if (v >= 0 && !this.building && (before === 0) !== (c.total === 0)) this.allDirty = true;
-      this.crossed(c, v);
-    }
-    if (antiN !== undefined) this.antiCounters.forEach((c, k) => this.crossed(c, c.set(i, antiN[k] as number)));
-    for (const [key, c] of this.existing) this.crossed(c, c.set(i, existingN?.get(key) ?? 0));
-    if (prefN !== undefined) {
-      this.prefCounters.forEach((c, k) => {
-        const v = c.set(i, prefN[k] as number);
-        if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.topo.nodesOf[v] as Int32Array);
-      });
-    }
-    if (spreadN !== undefined) {
-      // Any change of a spread count may change its domain's verdict or score; a moved minimum is found at flush.
-      for (let k = 0; k < spreads; k++) {
-        const c = (k < this.hard.length ? this.hard[k] : this.soft[k - this.hard.length]) as Spread;
-        const v = c.counter.set(i, spreadN[k] as number);
-        if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
-      }
-    }
-    if (existingN !== undefined) {
-      for (const [key, cnt] of existingN) {
-        if (this.existing.has(key)) continue;
-        const c = new DomainCounter(this.state.topology(key));
-        this.existing.set(key, c);
-        this.existingList = [...this.existing.values()];
-        this.crossed(c, c.set(i, cnt));
-      }
+    // Any change of a spread count may change its domain's verdict or score; a moved minimum is found at flush.
+    for (const c of this.spreads) {
+      if (!c.counts(i, meta)) continue;
+      const v = c.counter.add(i, sign);
+      if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
     }
   }
 

@@ -42,7 +42,11 @@ export class Spread {
 
   /** Whether a pod on node i counts for this constraint. */
   counts(i: number, m: PodMeta): boolean {
-    return this.eligibleNode[i] === 1 && m.namespace === this.namespace && selectorMatches(this.selector, m.labels);
+    return this.eligibleNode[i] === 1 && this.matchesMeta(m);
+  }
+
+  matchesMeta(m: PodMeta): boolean {
+    return m.namespace === this.namespace && selectorMatches(this.selector, m.labels);
   }
 
   /** kube's minMatchNum: 0 while fewer domains than minDomains exist, else the least count of an eligible domain. */
