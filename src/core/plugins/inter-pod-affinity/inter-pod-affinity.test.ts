@@ -140,6 +140,7 @@ describe('InterPodAffinity in the scheduler', () => {
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'c' }, namespace: 'other', ...anti('b', 'topology.kubernetes.io/zone') }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, topologySpread: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'a' } } }] }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', minDomains: 7, labelSelector: { matchLabels: { app: 'b' } } }, { maxSkew: 2, topologyKey: 'ai.sits2026.dev/rack', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: {} }] }),
+      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'b'] }] } }] }),
       makePod('x', { cpuMilli: 1000 }, {
         labels: { app: 'c' },
         podAffinity: { preferred: [{ weight: 30, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'topology.kubernetes.io/zone' } }] },
@@ -148,7 +149,7 @@ describe('InterPodAffinity in the scheduler', () => {
     ];
     const prof = profile();
     fc.assert(
-      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 7 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 30 }), (ops) => {
+      fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 8 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 40 }), (ops) => {
         const state = cluster();
         const kept = shapes.map((p) => new ScoreIndex(state, prof, p));
         kept.forEach((k) => k.refresh());

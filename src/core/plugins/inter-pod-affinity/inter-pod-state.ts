@@ -136,7 +136,9 @@ export class InterPodState {
     for (const c of this.spreads) {
       if (!c.counts(i, meta)) continue;
       const v = c.counter.add(i, sign);
-      if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
+      if (v < 0) continue;
+      c.moved(v, c.counter.before, c.counter.before + sign);
+      if (!this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
     }
   }
 

@@ -49,14 +49,40 @@ export class Spread {
     return m.namespace === this.namespace && selectorMatches(this.selector, m.labels);
   }
 
+  /** Eligible domains per count, made at the first globalMin; with it the minimum is kept in O(1) per change. */
+  private hist: Map<number, number> | undefined;
+  private lo = 0;
+
   /** kube's minMatchNum: 0 while fewer domains than minDomains exist, else the least count of an eligible domain. */
   globalMin(): number {
     if (this.domains < this.minDomains) return 0;
-    let m = Number.POSITIVE_INFINITY;
-    const per = this.counter.perValue;
-    const el = this.domainEligible;
-    for (let v = 0; v < per.length; v++) if (el[v] === 1 && (per[v] as number) < m) m = per[v] as number;
-    return m;
+    if (this.domains === 0) return Number.POSITIVE_INFINITY;
+    if (this.hist === undefined) {
+      const h = new Map<number, number>();
+      let m = Number.POSITIVE_INFINITY;
+      const per = this.counter.perValue;
+      for (let v = 0; v < per.length; v++) {
+        if (this.domainEligible[v] !== 1) continue;
+        const c = per[v] as number;
+        h.set(c, (h.get(c) ?? 0) + 1);
+        if (c < m) m = c;
+      }
+      this.hist = h;
+      this.lo = m;
+    }
+    return this.lo;
+  }
+
+  /** Domain v's count went from `before` to `after` (by one). */
+  moved(v: number, before: number, after: number): void {
+    const h = this.hist;
+    if (h === undefined || this.domainEligible[v] !== 1) return;
+    const left = (h.get(before) as number) - 1;
+    if (left === 0) h.delete(before);
+    else h.set(before, left);
+    h.set(after, (h.get(after) ?? 0) + 1);
+    if (after < this.lo) this.lo = after;
+    else if (before === this.lo && left === 0) this.lo = after;
   }
 }
 
