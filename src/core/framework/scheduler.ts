@@ -164,7 +164,7 @@ export class Scheduler {
   index(pod: PodSpec): ScoreIndex {
     // While some pod has required anti-affinity, a pod's namespace and labels decide whether it may join that
     // pod's domain (the symmetric check), so they join the key of shapes that do not carry them already.
-    const key = this.state.antiPodCount > 0 && !hasInterPodFields(pod) ? `${shapeKey(pod)}|m${podMetaKey(pod)}` : shapeKey(pod);
+    const key = this.state.antiPodCount > 0 && !hasInterPodFields(pod) ? this.metaKey(pod) : shapeKey(pod);
     let idx = this.indices.get(key);
     if (idx === undefined) {
       if (this.indices.size >= MAX_INDICES) this.evictIndex();
@@ -174,6 +174,20 @@ export class Scheduler {
     idx.lastUsed = ++this.tick;
     idx.refresh();
     return idx;
+  }
+
+  /** Shape keys with the pod's namespace and labels; made once for pods in `default` without labels (most pods of a simulation). */
+  private readonly plainMetaKeys = new Map<string, string>();
+  private metaKey(pod: PodSpec): string {
+    const base = shapeKey(pod);
+    if (pod.labels !== undefined || pod.namespace !== undefined) return `${base}|m${podMetaKey(pod)}`;
+    let k = this.plainMetaKeys.get(base);
+    if (k === undefined) {
+      if (this.plainMetaKeys.size >= 4096) this.plainMetaKeys.clear();
+      k = `${base}|m${podMetaKey(pod)}`;
+      this.plainMetaKeys.set(base, k);
+    }
+    return k;
   }
 
   private evictIndex(): void {
