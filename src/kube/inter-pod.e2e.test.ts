@@ -91,4 +91,26 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     );
     expect(cond.message).toBe(`0/3 nodes fit gang spread/${waiting} (1×no GPU): 2 node(s) didn't match pod topology spread constraints, 1 insufficient cpu`);
   });
+
+  it('namespaceSelector reads the labels of namespaces: anti-affinity to app=db in namespaces labelled team=red keeps a pod off that node only', async () => {
+    await client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'red-db', labels: { team: 'red' } } });
+    await createNs(client, 'blue-db');
+    await createNs(client, 'app');
+    const [n0, n1] = nodes.map((n) => n.name) as [string, string];
+    await createPods(client, [small('red-db', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n0 } }), small('blue-db', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n1 } })]);
+    await waitFor('both db pods bound', async () => ((await bound('red-db')).length === 1 && (await bound('blue-db')).length === 1 ? true : undefined));
+    const term = { labelSelector: { matchLabels: { app: 'db' } }, namespaceSelector: { matchLabels: { team: 'red' } }, topologyKey: 'kubernetes.io/hostname' };
+    // Required affinity to the red db's node, anti-affinity to it: the first binds on n0, the second never does.
+    await createPods(client, [
+      small('app', 'with-red', 'x', { affinity: { podAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term] } } }),
+      small('app', 'away-from-red', 'y', { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [term] } } }),
+    ]);
+    const placed = await waitFor('both app pods bound', async () => {
+      const ps = await bound('app');
+      return ps.length === 2 ? ps : undefined;
+    });
+    const at = new Map(placed.map((p) => [p.metadata?.name, p.spec?.nodeName]));
+    expect(at.get('with-red')).toBe(n0);
+    expect(at.get('away-from-red')).not.toBe(n0);
+  });
 });
