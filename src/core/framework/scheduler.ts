@@ -162,13 +162,15 @@ export class Scheduler {
 
   /** The up-to-date index for the pod's shape. */
   index(pod: PodSpec): ScoreIndex {
-    // While some pod has required anti-affinity, a pod's namespace and labels decide whether it may join that
-    // pod's domain (the symmetric check), so they join the key of shapes that do not carry them already.
-    const key = this.state.antiPodCount > 0 && !hasInterPodFields(pod) ? this.metaKey(pod) : shapeKey(pod);
+    // While some bound pod's required anti-affinity matches this pod's namespace and labels, they decide where it
+    // may go (the symmetric check), so they join the key of shapes that do not carry them already.
+    const own = hasInterPodFields(pod);
+    const symmetric = !own && this.state.antiPodCount > 0 && this.state.antiAffinityMatches({ namespace: pod.namespace ?? 'default', ...(pod.labels === undefined ? {} : { labels: pod.labels }) });
+    const key = symmetric ? this.metaKey(pod) : shapeKey(pod);
     let idx = this.indices.get(key);
     if (idx === undefined) {
       if (this.indices.size >= MAX_INDICES) this.evictIndex();
-      idx = new ScoreIndex(this.state, this.profile, pod, this.counters);
+      idx = new ScoreIndex(this.state, this.profile, pod, this.counters, own || symmetric);
       this.indices.set(key, idx);
     }
     idx.lastUsed = ++this.tick;

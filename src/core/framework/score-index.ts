@@ -57,6 +57,8 @@ export class ScoreIndex {
     /** Representative pod of the shape: every pod with the same shape key evaluates the same. */
     readonly pod: PodSpec,
     private readonly counters: IndexCounters = { evaluations: 0, builds: 0 },
+    /** Whether bound pods' anti-affinity applies to this shape (the symmetric check); default: whenever any such pod is bound. */
+    symmetric: boolean = state.antiPodCount > 0,
   ) {
     this.n = state.size;
     let size = 1;
@@ -71,7 +73,7 @@ export class ScoreIndex {
     this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined) ? profile.scorers : profile.scorers.filter((s) => s.plugin.preScore?.(pod, state) ?? true);
     this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
     // Pods without inter-pod fields need the state only for the symmetric check, when some pod has required anti-affinity.
-    this.interPod = hasInterPodFields(pod) || state.antiPodCount > 0;
+    this.interPod = hasInterPodFields(pod) || symmetric;
     this.spreadWeight = profile.scorers.find((s) => s.plugin.name === 'pod-topology-spread')?.weight ?? 0;
     this.affinityWeight = profile.scorers.find((s) => s.plugin.name === 'inter-pod-affinity')?.weight ?? 0;
     if (this.interPod) {

@@ -8,7 +8,7 @@ import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
-import { defaultNamespaceLabels, requiredAntiAffinityTerms, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
+import { defaultNamespaceLabels, requiredAntiAffinityTerms, termMatchesPod, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
 
 export interface Allocation {
   readonly podId: string;
@@ -152,6 +152,8 @@ export class ClusterState {
   /** Pods with required anti-affinity per node index, and in all (the symmetric check's candidates). */
   readonly antiPodsOn: Int32Array;
   antiPodCount = 0;
+  /** Distinct required anti-affinity terms of bound pods (by content), with how many pods carry each. */
+  private readonly antiTerms = new Map<string, { readonly term: ResolvedTerm; count: number }>();
   private readonly topologies = new Map<string, TopologyValues>();
   /** Labels of a namespace for namespaceSelector; hosts that know them set this (default: kube's automatic name label). */
   namespaceLabels: NamespaceLabels = defaultNamespaceLabels;
@@ -284,6 +286,12 @@ export class ClusterState {
     if (a.meta?.antiRequired !== undefined) {
       this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) + 1;
       this.antiPodCount++;
+      for (const t of a.meta.antiRequired) {
+        const k = termKey(t);
+        const e = this.antiTerms.get(k);
+        if (e === undefined) this.antiTerms.set(k, { term: t, count: 1 });
+        else e.count++;
+      }
     }
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
@@ -312,6 +320,11 @@ export class ClusterState {
     if (a.meta?.antiRequired !== undefined) {
       this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) - 1;
       this.antiPodCount--;
+      for (const t of a.meta.antiRequired) {
+        const k = termKey(t);
+        const e = this.antiTerms.get(k) as { count: number };
+        if (--e.count === 0) this.antiTerms.delete(k);
+      }
     }
     n.allocations.delete(podId);
     this.podNode.delete(podId);
@@ -341,6 +354,13 @@ export class ClusterState {
   hasPreferNoScheduleTaints(): boolean {
     this.preferNoSchedule ??= this.nodes.some((n) => n.spec.taints.some((t) => t.effect === 'PreferNoSchedule'));
     return this.preferNoSchedule;
+  }
+
+  /** Whether some bound pod's required anti-affinity term matches a pod of this namespace and labels (the symmetric check applies). */
+  antiAffinityMatches(m: PodMeta): boolean {
+    if (this.antiPodCount === 0) return false;
+    for (const e of this.antiTerms.values()) if (termMatchesPod(e.term, m, this.namespaceLabels)) return true;
+    return false;
   }
 
   /** Nodes grouped by their value of a topology key (node labels; see `nodeTopologyValue`), made once per key. */
@@ -598,4 +618,10 @@ function metaOf(pod: PodSpec): AllocationMeta {
     ...(pod.labels === undefined ? {} : { labels: pod.labels }),
     ...(anti === undefined || anti.length === 0 ? {} : { antiRequired: requiredAntiAffinityTerms(pod) }),
   };
+}
+
+/** A resolved term's content as a key (selector, namespaces, topology key). */
+function termKey(t: ResolvedTerm): string {
+  const sel = (x: ResolvedTerm['selector'] | undefined): unknown => (x === undefined ? null : [x.nothing, x.reqs.map((r) => [r.key, r.op, [...r.values].sort()])]);
+  return JSON.stringify([t.topologyKey, sel(t.selector), [...t.namespaces].sort(), sel(t.namespaceSelector)]);
 }

@@ -120,6 +120,21 @@ describe('InterPodAffinity in the scheduler', () => {
     expect(s.state.antiPodCount).toBe(0);
   });
 
+  it('the symmetric check: a bound pod’s anti-affinity keeps out the pods it matches, and only those (others keep their plain index)', () => {
+    const s = new Scheduler(profile(), cluster(), seededRng(1));
+    const plain = makePod('plain-0', { cpuMilli: 1000 }, { labels: { app: 'y' } });
+    expect(s.schedulePod(plain).ok).toBe(true);
+    const toA0 = { nodeAffinity: { required: [{ matchFields: [{ key: 'metadata.name', operator: 'In' as const, values: ['a0'] }] }] } };
+    expect(s.schedulePod(makePod('guard', { cpuMilli: 1000 }, { labels: { app: 'guard' }, ...anti('x'), ...toA0 })).ok).toBe(true);
+    const builds = s.counters.builds;
+    expect(s.schedulePod({ ...plain, id: 'plain-1' }).ok).toBe(true);
+    expect(s.counters.builds).toBe(builds);
+    const r = s.schedulePod(makePod('x-0', { cpuMilli: 1000 }, { labels: { app: 'x' }, ...toA0 }));
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.explanation.message).toBe("0/6 nodes fit pod x-0: 5 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't satisfy existing pods anti-affinity rules");
+    expect(s.schedulePod(makePod('x-other-ns', { cpuMilli: 1000 }, { labels: { app: 'x' }, namespace: 'other', ...toA0 })).ok).toBe(true);
+  });
+
   it('a self-matching group follows its first member into one rack', () => {
     const s = new Scheduler(profile(), cluster(), seededRng(1));
     const racks = new Set<string>();
