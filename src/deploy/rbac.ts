@@ -16,6 +16,8 @@ export interface PolicyRule {
 export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // Informers: nodes (topology labels, capacity) and every pod (what holds resources, what waits for us).
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  // Namespace labels, for namespaceSelector in pod affinity terms (kube-scheduler reads them too).
+  { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
   // patch: the gang plan annotations; delete: rolling back a half-bound gang (the owner recreates the pods).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods/binding'], verbs: ['create'] },

@@ -6,10 +6,11 @@
  * a node's shape rebuilds the state, rarely). A cycle therefore sees one consistent cluster, whatever
  * arrives while its bindings are in flight.
  */
-import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1Pod } from '@kubernetes/client-node';
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
+import { defaultNamespaceLabels } from '../core/plugins/inter-pod-affinity/terms.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
 import { nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey } from './labels.ts';
@@ -36,6 +37,8 @@ export class ClusterCache {
   /** Resources released (or nodes changed) by the last snapshot: waiting jobs may now fit. */
   private freedSinceSnapshot = false;
   readonly problems = new Map<string, string>();
+  /** Namespace labels (for namespaceSelector in pod affinity terms), when the namespaces watch runs. */
+  private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
 
   constructor(
     private readonly schedulerName = SCHEDULER_NAME,
@@ -71,6 +74,18 @@ export class ClusterCache {
   }
   allPods(): IterableIterator<V1Pod> {
     return this.pods.values();
+  }
+
+  /** A namespace's labels changed: inter-pod counters read them, so the next snapshot is rebuilt (rare). */
+  upsertNamespace(ns: V1Namespace): void {
+    const name = ns.metadata?.name ?? '';
+    const labels = ns.metadata?.labels ?? {};
+    if (JSON.stringify(this.nsLabels.get(name) ?? null) === JSON.stringify(labels)) return;
+    this.nsLabels.set(name, labels);
+    this.stateDirty = true;
+  }
+  deleteNamespace(ns: V1Namespace): void {
+    if (this.nsLabels.delete(ns.metadata?.name ?? '')) this.stateDirty = true;
   }
 
   upsertNode(n: V1Node): void {
@@ -204,6 +219,8 @@ export class ClusterCache {
   private rebuild(): void {
     const specs = [...this.nodeObjs.values()].map((n) => n.spec);
     this.current = new ClusterState(specs);
+    const ns = new Map(this.nsLabels);
+    if (ns.size > 0) this.current.namespaceLabels = (name) => ns.get(name) ?? defaultNamespaceLabels(name);
     this.stateDirty = false;
     for (const p of this.pods.values()) if (podHoldsResources(p)) this.account(p);
     for (const [key, a] of this.assumed) {

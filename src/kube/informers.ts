@@ -1,10 +1,10 @@
 /**
- * The live scheduler's informers: list-then-watch of nodes, pods, pod groups and Queue objects into the
+ * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, pod groups and Queue objects into the
  * cache (and the pod→job translation's maps). Handlers only record: the snapshot is taken at the start of
  * the next cycle. A missing Queue or PodGroup CRD is logged and lived without, as are PodDisruptionBudgets
  * the scheduler may not read (preemption then sees no budgets).
  */
-import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1Pod } from '@kubernetes/client-node';
 import { API_PATH } from '../api/wire.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
@@ -64,17 +64,26 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     delete: (b) => void jobs.pdbs.delete(objectKey(b)),
     error: (e) => log(`poddisruptionbudgets watch: ${e.message}`),
   });
+  const namespaces = new Reflector<V1Namespace>(client, '/api/v1/namespaces', {
+    add: (n) => (cache.upsertNamespace(n), changed()),
+    update: (n) => (cache.upsertNamespace(n), changed()),
+    delete: (n) => (cache.deleteNamespace(n), changed()),
+    error: (e) => log(`namespaces watch: ${e.message}`),
+  });
   try {
     await nodes.start();
     started.push(nodes as unknown as AnyReflector);
     await pods.start();
     started.push(pods as unknown as AnyReflector);
+    // Namespace labels serve namespaceSelector in pod affinity terms; without the right to read them, only kube's
+    // automatic kubernetes.io/metadata.name label is known.
+    if (await optional(namespaces, 'namespaces not readable: namespaceSelector matches only kubernetes.io/metadata.name', log, [403, 404])) started.push(namespaces as unknown as AnyReflector);
     if (await optional(queues, 'Queue CRD not installed: every pod is in its queue label\'s default queue, no quotas', log)) started.push(queues as unknown as AnyReflector);
     if (await optional(groups, 'PodGroup CRD not installed: gangs read from pod annotations', log)) {
       started.push(groups as unknown as AnyReflector);
       jobs.podGroupsWatched = true;
     }
-    if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, 403)) started.push(pdbs as unknown as AnyReflector);
+    if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, [403])) started.push(pdbs as unknown as AnyReflector);
   } catch (e) {
     stop();
     throw e;
@@ -83,12 +92,12 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
 }
 
 /** Starts a reflector on a CRD that may be missing (404: logged, false). */
-async function optional<T extends { metadata?: { name?: string } }>(r: Reflector<T>, missing: string, log: (m: string) => void, status = 404): Promise<boolean> {
+async function optional<T extends { metadata?: { name?: string } }>(r: Reflector<T>, missing: string, log: (m: string) => void, statuses: readonly number[] = [404]): Promise<boolean> {
   try {
     await r.start();
     return true;
   } catch (e) {
-    if (!(e instanceof KubeApiError && e.status === status)) throw e;
+    if (!(e instanceof KubeApiError && statuses.includes(e.status))) throw e;
     log(missing);
     return false;
   }

@@ -21,10 +21,10 @@
  * PodGroup in the pod's namespace. Queue: `LABEL.queue`. Priority: `spec.priority`.
  * SITS writes `ANNOTATION.gpuIndices: "0,1"` on each pod it binds (through the Binding object).
  */
-import type { V1Container, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1LabelSelector, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1PodAffinity, V1PodAffinityTerm, V1PodAntiAffinity, V1TopologySpreadConstraint } from '@kubernetes/client-node';
 import { GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
 import type { NodeSpec, Taint } from '../core/model/node.ts';
-import { makePod, type HostPort, type NodeAffinity, type NodeSelectorRequirement, type NodeSelectorTerm, type PodSpec } from '../core/model/pod.ts';
+import { makePod, type HostPort, type LabelSelector, type NodeAffinity, type NodeSelectorRequirement, type NodeSelectorTerm, type PodAffinityRules, type PodAffinityTerm, type PodSpec, type TopologySpreadConstraint } from '../core/model/pod.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
 import { flatTopology, type NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
@@ -191,9 +191,59 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
         hostPorts: hostPortsOf(p),
         schedulingGates: gates,
         ...(p.spec?.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
+        namespace: p.metadata?.namespace ?? 'default',
+        labels,
+        ...interPodFields(p),
       },
     ),
   );
+}
+
+/** Pod affinity, anti-affinity and spread constraints as the apiserver admitted them (ADR 0054). */
+function interPodFields(p: V1Pod): Pick<PodSpec, 'podAffinity' | 'podAntiAffinity' | 'topologySpread'> {
+  const a = p.spec?.affinity;
+  const aff = rulesFromK8s(a?.podAffinity);
+  const anti = rulesFromK8s(a?.podAntiAffinity);
+  const spread = (p.spec?.topologySpreadConstraints ?? []).map(spreadFromK8s);
+  return { ...(aff === undefined ? {} : { podAffinity: aff }), ...(anti === undefined ? {} : { podAntiAffinity: anti }), ...(spread.length === 0 ? {} : { topologySpread: spread }) };
+}
+
+function rulesFromK8s(r: V1PodAffinity | V1PodAntiAffinity | undefined): PodAffinityRules | undefined {
+  const required = (r?.requiredDuringSchedulingIgnoredDuringExecution ?? []).map(affinityTermFromK8s);
+  const preferred = (r?.preferredDuringSchedulingIgnoredDuringExecution ?? []).map((w) => ({ weight: w.weight, term: affinityTermFromK8s(w.podAffinityTerm) }));
+  if (required.length === 0 && preferred.length === 0) return undefined;
+  return { ...(required.length === 0 ? {} : { required }), ...(preferred.length === 0 ? {} : { preferred }) };
+}
+
+function selectorFromK8s(s: V1LabelSelector): LabelSelector {
+  return {
+    ...(s.matchLabels === undefined ? {} : { matchLabels: s.matchLabels }),
+    ...(s.matchExpressions === undefined ? {} : { matchExpressions: s.matchExpressions.map((r) => ({ key: r.key, operator: r.operator as 'In', ...(r.values === undefined ? {} : { values: r.values }) })) }),
+  };
+}
+
+function affinityTermFromK8s(t: V1PodAffinityTerm): PodAffinityTerm {
+  return {
+    topologyKey: t.topologyKey,
+    ...(t.labelSelector === undefined ? {} : { labelSelector: selectorFromK8s(t.labelSelector) }),
+    ...(t.namespaces === undefined ? {} : { namespaces: t.namespaces }),
+    ...(t.namespaceSelector === undefined ? {} : { namespaceSelector: selectorFromK8s(t.namespaceSelector) }),
+    ...(t.matchLabelKeys === undefined ? {} : { matchLabelKeys: t.matchLabelKeys }),
+    ...(t.mismatchLabelKeys === undefined ? {} : { mismatchLabelKeys: t.mismatchLabelKeys }),
+  };
+}
+
+function spreadFromK8s(c: V1TopologySpreadConstraint): TopologySpreadConstraint {
+  return {
+    maxSkew: c.maxSkew,
+    topologyKey: c.topologyKey,
+    whenUnsatisfiable: c.whenUnsatisfiable === 'ScheduleAnyway' ? 'ScheduleAnyway' : 'DoNotSchedule',
+    ...(c.labelSelector === undefined ? {} : { labelSelector: selectorFromK8s(c.labelSelector) }),
+    ...(c.minDomains === undefined ? {} : { minDomains: c.minDomains }),
+    ...(c.nodeAffinityPolicy === undefined ? {} : { nodeAffinityPolicy: c.nodeAffinityPolicy as 'Honor' }),
+    ...(c.nodeTaintsPolicy === undefined ? {} : { nodeTaintsPolicy: c.nodeTaintsPolicy as 'Honor' }),
+    ...(c.matchLabelKeys === undefined ? {} : { matchLabelKeys: c.matchLabelKeys }),
+  };
 }
 
 function requirementFromK8s(r: V1NodeSelectorRequirement): NodeSelectorRequirement {

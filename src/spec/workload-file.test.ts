@@ -143,6 +143,29 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
     ]);
   });
 
+  it('malformed pod affinity and spread constraints are errors naming the field (ADR 0054)', () => {
+    const found = issues(
+      yaml(
+        'pods:',
+        '  - name: a',
+        "    affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchExpressions: [{key: app, operator: In}]}, topologyKey: ''}]}}",
+        '  - name: b',
+        '    affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelector: {matchLabels: {app: x}}, matchLabelKeys: [app], topologyKey: k}]}}',
+        '  - name: c',
+        '    topologySpreadConstraints: [{maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway, minDomains: 2}, {maxSkew: 1, topologyKey: zone, whenUnsatisfiable: ScheduleAnyway}]',
+      ),
+    );
+    expect(found.map((i) => [i.field, i.line, i.message])).toEqual([
+      ['pods[0].affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey', 3, 'must not be empty'],
+      ['pods[0].affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values', 3, 'In needs at least one value'],
+      ['pods[1].affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys[0]', 5, '"app" is also a key of labelSelector'],
+      ['pods[2].topologySpreadConstraints[0].minDomains', 7, 'may only be set with whenUnsatisfiable: DoNotSchedule'],
+      ['pods[2].topologySpreadConstraints[1]', 7, 'duplicate {topologyKey, whenUnsatisfiable} pair (zone, ScheduleAnyway)'],
+    ]);
+    const skew = issues(yaml('pods:', '  - {name: d, topologySpreadConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}'));
+    expect(skew.map((i) => [i.field, i.line, i.message])).toEqual([['pods[0].topologySpreadConstraints[0].maxSkew', 2, 'Expected integer to be greater or equal to 1 (got 0)']]);
+  });
+
   it('Kubernetes fields the apiserver would reject: bad node selector requirements, matchFields, tolerations, quantities, mixed resource fields', () => {
     const found = issues(
       yaml(
@@ -152,11 +175,11 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
         '  - {name: b, tolerations: [{value: x}]}',
         '  - {name: c, containers: [{resources: {requests: {cpu: lots}}}]}',
         '  - {name: d, cpuMilli: 100, containers: [{}]}',
-        '  - {name: e, affinity: {podAntiAffinity: {}}}',
+        '  - {name: e, affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{labelSelecter: {}, topologyKey: k}]}}}',
       ),
     );
     expect(found.map((i) => [i.field, i.line, i.message])).toEqual([
-      ['pods[4].affinity.podAntiAffinity', 7, 'unknown field'],
+      ['pods[4].affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelecter', 7, 'unknown field'],
     ]);
     const rest = issues(yaml('pods:', '  - name: a', '    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: In}, {key: g, operator: Gt, values: [x]}], matchFields: [{key: metadata.labels, operator: In, values: [v]}]}]}}}', '  - {name: b, tolerations: [{value: x}]}', '  - {name: c, containers: [{resources: {requests: {cpu: lots}}}]}', '  - {name: d, cpuMilli: 100, containers: [{}]}'));
     expect(rest.map((i) => [i.field, i.line, i.message])).toEqual([

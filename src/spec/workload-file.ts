@@ -12,8 +12,9 @@
  * `gpu` is a device count (1, 2, 8) or a fraction of one device (0.25, 0.5); `gpuMilli` gives the fraction
  * in milli-GPU instead. Optional `arrivalSec`/`durationSec` are used by the simulator.
  *
- * Kubernetes Pod fields, with their Kubernetes names and meaning (ADR 0049): `nodeSelector`, `tolerations`,
- * `affinity.nodeAffinity`, `schedulingGates`, `containers` / `initContainers` (with `restartPolicy: Always`
+ * Kubernetes Pod fields, with their Kubernetes names and meaning (ADR 0049, 0054): `namespace`, `labels`,
+ * `nodeSelector`, `tolerations`, `affinity.nodeAffinity`, `affinity.podAffinity`/`podAntiAffinity`,
+ * `topologySpreadConstraints`, `schedulingGates`, `containers` / `initContainers` (with `restartPolicy: Always`
  * for sidecars) with `resources` and `ports` (hostPort, hostIP, protocol), and `overhead`:
  *
  * ```yaml
@@ -32,9 +33,10 @@ import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
-import type { HostPort, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm } from '../core/model/pod.ts';
+import type { HostPort, NodeAffinity, NodeSelectorRequirement, NodeSelectorTerm, PodAffinityRules, TopologySpreadConstraint } from '../core/model/pod.ts';
 import { readPodResources } from '../api/pod-resources.ts';
 import { GPU_RESOURCE } from '../api/wire.ts';
+import { PodAffinityRulesT, podAffinityRules, topologySpread, TopologySpreadT } from './pod-affinity-input.ts';
 
 const Level = Type.Union(TOPOLOGY_LEVELS.map((l) => Type.Literal(l)));
 
@@ -60,6 +62,8 @@ const AffinityT = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    podAffinity: Type.Optional(PodAffinityRulesT),
+    podAntiAffinity: Type.Optional(PodAffinityRulesT),
   },
   { additionalProperties: false },
 );
@@ -108,7 +112,10 @@ export const PodT = Type.Object(
         ),
       ),
     ),
+    namespace: Type.Optional(Type.String({ minLength: 1, maxLength: 63 })),
+    labels: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String())),
     affinity: Type.Optional(AffinityT),
+    topologySpreadConstraints: Type.Optional(Type.Array(TopologySpreadT)),
     schedulingGates: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
     /** kube's spec.preemptionPolicy: Never = waits for room instead of preempting lower-priority pods. */
     preemptionPolicy: Type.Optional(Type.Union([Type.Literal('PreemptLowerPriority'), Type.Literal('Never')])),
@@ -287,6 +294,11 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
       hostPorts: k8s.hostPorts,
       schedulingGates: (p.schedulingGates ?? []).map((g) => g.name),
       ...(p.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
+      ...(p.namespace === undefined ? {} : { namespace: p.namespace }),
+      ...(p.labels === undefined ? {} : { labels: p.labels }),
+      ...(k8s.podAffinity === undefined ? {} : { podAffinity: k8s.podAffinity }),
+      ...(k8s.podAntiAffinity === undefined ? {} : { podAntiAffinity: k8s.podAntiAffinity }),
+      ...(k8s.topologySpread === undefined ? {} : { topologySpread: k8s.topologySpread }),
     },
   );
 }
@@ -298,6 +310,9 @@ interface KubeFields {
   readonly scalar?: Readonly<Record<string, number>>;
   readonly nodeAffinity?: NodeAffinity;
   readonly hostPorts: HostPort[];
+  readonly podAffinity?: PodAffinityRules;
+  readonly podAntiAffinity?: PodAffinityRules;
+  readonly topologySpread?: TopologySpreadConstraint[];
 }
 
 /** The Kubernetes fields of a workload pod, checked as the apiserver checks them; undefined after reporting a problem. */
@@ -348,7 +363,19 @@ function kubeFields(p: Omit<PodInput, 'name' | 'count'>, at: (field: string, msg
     if (!r.ok) bad('containers', r.error);
     else res = r.value;
   }
-  return ok ? { ...res, ...(nodeAffinity === undefined ? {} : { nodeAffinity }), hostPorts } : undefined;
+  const podAffinity = podAffinityRules(p.affinity?.podAffinity, 'affinity.podAffinity', bad);
+  const podAntiAffinity = podAffinityRules(p.affinity?.podAntiAffinity, 'affinity.podAntiAffinity', bad);
+  const spread = topologySpread(p.topologySpreadConstraints, 'topologySpreadConstraints', bad);
+  return ok
+    ? {
+        ...res,
+        ...(nodeAffinity === undefined ? {} : { nodeAffinity }),
+        hostPorts,
+        ...(podAffinity === undefined ? {} : { podAffinity }),
+        ...(podAntiAffinity === undefined ? {} : { podAntiAffinity }),
+        ...(spread === undefined ? {} : { topologySpread: spread }),
+      }
+    : undefined;
 }
 
 /** Why the apiserver would reject a node selector requirement, or undefined. */

@@ -10,7 +10,7 @@ import { seededRng } from '../../core/ports.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { median, percentile } from '../../core/stats.ts';
-import { benchNodes, benchWorkload, type BenchWorkload, type WorkloadKind } from './workload.ts';
+import { benchNodes, benchWorkload, zonesFor, type BenchWorkload, type WorkloadKind } from './workload.ts';
 
 export interface ThroughputOptions {
   readonly nodes: number;
@@ -87,7 +87,7 @@ export function prepareThroughput(o: ThroughputOptions): { run: () => Throughput
   const allPods = wl.units.flatMap((u) => (u.kind === 'pod' ? [u.pod] : u.gang.members));
   // The expected workload is learned from the pods given, as a live scheduler learns it from pods seen.
   const typical = shapesOf(allPods);
-  const { scheduler } = simAppOrThrow({ nodes: benchNodes(o.nodes, o.gpusPerNode), profile: o.profile ?? 'sits', typicalShapes: typical, rng: seededRng(seed) }, (m) => new PolicyError(m));
+  const { scheduler } = simAppOrThrow({ nodes: benchNodes(o.nodes, o.gpusPerNode, zonesFor(o.workload)), profile: o.profile ?? 'sits', typicalShapes: typical, rng: seededRng(seed) }, (m) => new PolicyError(m));
   return { run: () => timedLoop(o, wl, scheduler) };
 }
 

@@ -12,6 +12,9 @@
  *   pods × gpusPerNode / GPUs, 90 % with the default pod count;
  * - mixed: 8-pod × 8-GPU gangs carry a quarter of the demand; the other pods are single-GPU and
  *   fractional pods in the proportion that fills the rest (fractional only when pods are many).
+ * - constrained: mixed, on nodes in 4 zones, where half of the single and fractional pods carry inter-pod
+ *   constraints (issue 11, ADR 0054): a quarter required anti-affinity to their own app on
+ *   kubernetes.io/hostname (8 apps), a quarter a DoNotSchedule spread over zones with maxSkew 1 (4 apps).
  * Each pod asks 8 cores and 64 GiB per GPU (pro rata for shares). Units (pods, gangs) are shuffled with the seed.
  */
 import { makeGpus } from '../../core/model/gpu.ts';
@@ -21,7 +24,7 @@ import { NODE_SHAPES } from '../../core/model/presets.ts';
 import { flatTopology } from '../../core/model/topology.ts';
 import { seededRng, shuffle } from '../../core/ports.ts';
 
-export const WORKLOADS = ['single', 'fractional', 'gang', 'mixed'] as const;
+export const WORKLOADS = ['single', 'fractional', 'gang', 'mixed', 'constrained'] as const;
 export type WorkloadKind = (typeof WORKLOADS)[number];
 
 export const NODES_PER_RACK = 16;
@@ -29,7 +32,10 @@ export const RACKS_PER_BLOCK = 8;
 export const GANG_SIZE = 8;
 const FILL = 0.9;
 
-export function benchNodes(count: number, gpusPerNode: number): NodeSpec[] {
+/** Zones of the cluster: one, but for the constrained workload, whose spread constraints need several. */
+export const zonesFor = (kind: WorkloadKind): number => (kind === 'constrained' ? 4 : 1);
+
+export function benchNodes(count: number, gpusPerNode: number, zones = 1): NodeSpec[] {
   const hgx = NODE_SHAPES['hgx-a100'];
   const topology = gpusPerNode === 8 && hgx !== undefined ? hgx.topology : flatTopology(gpusPerNode);
   const gpus = makeGpus(gpusPerNode, 'A100-80G');
@@ -43,7 +49,7 @@ export function benchNodes(count: number, gpusPerNode: number): NodeSpec[] {
       maxPods: 256,
       gpus,
       topology,
-      location: { zone: 'z0', block: `b${Math.floor(rack / RACKS_PER_BLOCK)}`, rack: `r${rack}` },
+      location: { zone: zones === 1 ? 'z0' : `z${Math.floor((i * zones) / count)}`, block: `b${Math.floor(rack / RACKS_PER_BLOCK)}`, rack: `r${rack}` },
       labels: {},
       taints: [],
       unschedulable: false,
@@ -111,7 +117,8 @@ export function benchWorkload(kind: WorkloadKind, nodes: number, gpusPerNode: nu
       for (let i = 0; i < n; i++) addGang(gpusPerNode);
       break;
     }
-    case 'mixed': {
+    case 'mixed':
+    case 'constrained': {
       const k = Math.min(8, gpusPerNode);
       const n = Math.min(Math.floor(pods / (2 * GANG_SIZE)), Math.round((0.25 * target) / (GANG_SIZE * k * 1000)));
       for (let i = 0; i < n; i++) addGang(k);
@@ -124,7 +131,30 @@ export function benchWorkload(kind: WorkloadKind, nodes: number, gpusPerNode: nu
       break;
     }
   }
+  if (kind === 'constrained') {
+    let k = 0;
+    for (let u = 0; u < units.length; u++) {
+      const unit = units[u] as Unit;
+      if (unit.kind === 'pod') units[u] = { kind: 'pod', pod: constrained(unit.pod, k++) };
+    }
+  }
   shuffle(units, seededRng(seed));
   const podCount = units.reduce((s, u) => s + (u.kind === 'pod' ? 1 : u.gang.members.length), 0);
   return { units, pods: podCount, gangs, fillPct: (100 * demand) / capacityMilli };
+}
+
+/** Every 4th pod gets hostname anti-affinity to its app, the next a zone spread; the other two stay as they are. */
+function constrained(p: PodSpec, k: number): PodSpec {
+  switch (k % 4) {
+    case 0: {
+      const app = `anti-${(k >> 2) % 8}`;
+      return { ...p, labels: { app }, podAntiAffinity: { required: [{ labelSelector: { matchLabels: { app } }, topologyKey: 'kubernetes.io/hostname' }] } };
+    }
+    case 1: {
+      const app = `spread-${(k >> 2) % 4}`;
+      return { ...p, labels: { app }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app } } }] };
+    }
+    default:
+      return p;
+  }
 }

@@ -29,10 +29,15 @@ export const Reason = {
   NodeAffinity: 17,
   NodePorts: 18,
   InsufficientResource: 19,
-  // 20–39 are kept for InterPodAffinity, PodTopologySpread and the volume plugins.
+  // InterPodAffinity and PodTopologySpread (ADR 0054); 25–29 kept for them, 30–39 for the volume plugins.
+  PodAffinity: 20,
+  PodAntiAffinity: 21,
+  ExistingAntiAffinity: 22,
+  TopologySpread: 23,
+  TopologySpreadLabel: 24,
 } as const;
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
-export const REASON_COUNT = 20;
+export const REASON_COUNT = 25;
 /** Size of per-reason count arrays: room for every code a filter may return, including the kept range. */
 export const REASON_SLOTS = 64;
 
@@ -80,6 +85,12 @@ export const REASONS: readonly ReasonInfo[] = [
   { code: Reason.NodeAffinity, resolvable: false, text: () => "node(s) didn't match Pod's node affinity/selector" },
   { code: Reason.NodePorts, resolvable: true, text: () => "node(s) didn't have free ports for the requested pod ports" },
   { code: Reason.InsufficientResource, resolvable: true, text: () => 'Insufficient resources', detail: (p, n) => `Insufficient ${insufficientScalar(p, n) ?? 'resources'}` },
+  // kube: UnschedulableAndUnresolvable (no eviction makes a matching pod appear), then Unschedulable twice.
+  { code: Reason.PodAffinity, resolvable: false, text: () => "node(s) didn't match pod affinity rules" },
+  { code: Reason.PodAntiAffinity, resolvable: true, text: () => "node(s) didn't match pod anti-affinity rules" },
+  { code: Reason.ExistingAntiAffinity, resolvable: true, text: () => "node(s) didn't satisfy existing pods anti-affinity rules" },
+  { code: Reason.TopologySpread, resolvable: true, text: () => "node(s) didn't match pod topology spread constraints" },
+  { code: Reason.TopologySpreadLabel, resolvable: false, text: () => "node(s) didn't match pod topology spread constraints (missing required label)" },
 ];
 
 /** The first requested resource beyond cpu/memory/GPUs the node lacks: ephemeral-storage first, as kube checks it, then by name. */

@@ -89,7 +89,7 @@ describe('resolveProfile', () => {
     expect(sits.ok && sits.value.gangSearch).toBe('topology');
     expect(kube.ok && kube.value.gangSearch).toBe('flat');
     // kube-scheduler's soft per-node preferences with its default weights follow the profile's own scorers.
-    expect(kube.ok && kube.value.scorers.map((s) => `${s.plugin.name}×${s.weight}`)).toEqual(['least-allocated×1', 'balanced-allocation×1', 'node-affinity×2', 'taint-toleration×3']);
+    expect(kube.ok && kube.value.scorers.map((s) => `${s.plugin.name}×${s.weight}`)).toEqual(['least-allocated×1', 'balanced-allocation×1', 'node-affinity×2', 'taint-toleration×3', 'pod-topology-spread×2', 'inter-pod-affinity×2']);
   });
 });
 

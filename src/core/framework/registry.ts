@@ -33,6 +33,8 @@ export const PLUGIN_NAMES = [
   'gpu-topology',
   'node-affinity',
   'taint-toleration',
+  'pod-topology-spread',
+  'inter-pod-affinity',
 ] as const;
 export type PluginName = (typeof PLUGIN_NAMES)[number];
 
@@ -63,6 +65,9 @@ const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
   'gpu-first-fit': () => ({ name: 'gpu-first-fit', pickGpus: (pod, node, _ctx, allowed) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli, allowed) }),
   'node-affinity': nodeAffinityPlugin,
   'taint-toleration': taintTolerationPlugin,
+  // Scored by the score index's inter-pod overlay (ADR 0054), which reads these weights; never per node here.
+  'pod-topology-spread': () => ({ name: 'pod-topology-spread', preScore: () => false, score: () => 0 }),
+  'inter-pod-affinity': () => ({ name: 'inter-pod-affinity', preScore: () => false, score: () => 0 }),
   'gpu-topology': () => ({ name: 'gpu-topology', pickGpus: (pod, node, _ctx, allowed) => (pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli, allowed) : pickTopologyGpus(pod, node, allowed)) }),
 };
 
@@ -141,12 +146,14 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
 
 const base = { queueSort: 'priority-fifo', filters: ['fit'], selector: 'best' as Selector, gangSearch: 'flat' as const };
 /**
- * kube-scheduler's soft per-node preferences with its default weights: preferred node affinity ×2,
- * PreferNoSchedule taints ×3. Both skip (PreScore) pods and clusters without them, so they change nothing else.
+ * kube-scheduler's soft preferences with its default weights: preferred node affinity ×2,
+ * PreferNoSchedule taints ×3, ScheduleAnyway spread ×2, preferred pod (anti-)affinity ×2. Both skip (PreScore) pods and clusters without them, so they change nothing else.
  */
 const KUBE_PREFERENCES = [
   { name: 'node-affinity', weight: 2 },
   { name: 'taint-toleration', weight: 3 },
+  { name: 'pod-topology-spread', weight: 2 },
+  { name: 'inter-pod-affinity', weight: 2 },
 ] as const;
 const withPreferences = (scorers: readonly { readonly name: string; readonly weight: number }[]): readonly { readonly name: string; readonly weight: number }[] => [...scorers, ...KUBE_PREFERENCES];
 

@@ -8,7 +8,8 @@ import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cl
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
-import { ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
+import { podMetaKey, ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
+import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
 import type { CycleContext, GpuMask, Plugin, Profile } from './types.ts';
 
 export interface Placement {
@@ -161,16 +162,34 @@ export class Scheduler {
 
   /** The up-to-date index for the pod's shape. */
   index(pod: PodSpec): ScoreIndex {
-    const key = shapeKey(pod);
+    // While some bound pod's required anti-affinity matches this pod's namespace and labels, they decide where it
+    // may go (the symmetric check), so they join the key of shapes that do not carry them already.
+    const own = hasInterPodFields(pod);
+    const symmetric = !own && this.state.antiPodCount > 0 && this.state.antiAffinityMatches({ namespace: pod.namespace ?? 'default', ...(pod.labels === undefined ? {} : { labels: pod.labels }) });
+    const key = symmetric ? this.metaKey(pod) : shapeKey(pod);
     let idx = this.indices.get(key);
     if (idx === undefined) {
       if (this.indices.size >= MAX_INDICES) this.evictIndex();
-      idx = new ScoreIndex(this.state, this.profile, pod, this.counters);
+      idx = new ScoreIndex(this.state, this.profile, pod, this.counters, own || symmetric);
       this.indices.set(key, idx);
     }
     idx.lastUsed = ++this.tick;
     idx.refresh();
     return idx;
+  }
+
+  /** Shape keys with the pod's namespace and labels; made once for pods in `default` without labels (most pods of a simulation). */
+  private readonly plainMetaKeys = new Map<string, string>();
+  private metaKey(pod: PodSpec): string {
+    const base = shapeKey(pod);
+    if (pod.labels !== undefined || pod.namespace !== undefined) return `${base}|m${podMetaKey(pod)}`;
+    let k = this.plainMetaKeys.get(base);
+    if (k === undefined) {
+      if (this.plainMetaKeys.size >= 4096) this.plainMetaKeys.clear();
+      k = `${base}|m${podMetaKey(pod)}`;
+      this.plainMetaKeys.set(base, k);
+    }
+    return k;
   }
 
   private evictIndex(): void {

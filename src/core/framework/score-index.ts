@@ -10,6 +10,8 @@ import type { PodSpec } from '../model/pod.ts';
 import type { ClusterState, NodeState } from '../snapshot/cluster-state.ts';
 import { Reason, REASON_SLOTS, type ReasonCode } from './reasons.ts';
 import type { Profile, WeightedScorer } from './types.ts';
+import { InterPodState } from '../plugins/inter-pod-affinity/inter-pod-state.ts';
+import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
 
 /** Work counters a host may read around a call (benchmarks: where an attempt's time went). */
 export interface IndexCounters {
@@ -36,6 +38,18 @@ export class ScoreIndex {
   private readonly scorers: readonly WeightedScorer[];
   /** False when a plugin reads the node's name for this shape: no result is shared within a spec class. */
   private readonly shareClasses: boolean;
+  /**
+   * Shapes whose results depend on other pods' domains (ADR 0054): the per-node part (filters, scores) is kept
+   * per node version in `localReason`/`localScore`, and the inter-pod verdict is laid over it; nodes whose
+   * domain counts changed get only the overlay re-done.
+   */
+  private readonly interPod: boolean;
+  private inter: InterPodState | undefined;
+  private readonly localReason: Uint8Array | undefined;
+  private readonly localScore: Float64Array | undefined;
+  /** Profile weights of the overlay's scores (0 = the profile does not score them). */
+  private readonly spreadWeight: number;
+  private readonly affinityWeight: number;
 
   constructor(
     private readonly state: ClusterState,
@@ -43,6 +57,8 @@ export class ScoreIndex {
     /** Representative pod of the shape: every pod with the same shape key evaluates the same. */
     readonly pod: PodSpec,
     private readonly counters: IndexCounters = { evaluations: 0, builds: 0 },
+    /** Whether bound pods' anti-affinity applies to this shape (the symmetric check); default: whenever any such pod is bound. */
+    symmetric: boolean = state.antiPodCount > 0,
   ) {
     this.n = state.size;
     let size = 1;
@@ -56,13 +72,23 @@ export class ScoreIndex {
     this.rank = state.ranks();
     this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined) ? profile.scorers : profile.scorers.filter((s) => s.plugin.preScore?.(pod, state) ?? true);
     this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
+    // Pods without inter-pod fields need the state only for the symmetric check, when some pod has required anti-affinity.
+    this.interPod = hasInterPodFields(pod) || symmetric;
+    this.spreadWeight = profile.scorers.find((s) => s.plugin.name === 'pod-topology-spread')?.weight ?? 0;
+    this.affinityWeight = profile.scorers.find((s) => s.plugin.name === 'inter-pod-affinity')?.weight ?? 0;
+    if (this.interPod) {
+      this.localReason = new Uint8Array(this.n);
+      this.localScore = new Float64Array(this.n);
+    }
   }
 
   /** Brings every entry up to date with the cluster state. */
   refresh(): void {
     const st = this.state;
-    if (this.seenSeq >= 0 && st.forEachChange(this.seenSeq, this.onChange)) {
+    // Inter-pod counters first: every node re-evaluated below then reads the current counts.
+    if (this.seenSeq >= 0 && (this.inter === undefined || this.inter.replay(this.seenSeq)) && st.forEachChange(this.seenSeq, this.onChange)) {
       this.seenSeq = st.seq;
+      if (this.inter !== undefined) this.inter.flush(this.onDomainChange);
       return;
     }
     this.build();
@@ -71,6 +97,41 @@ export class ScoreIndex {
 
   private readonly onChange = (i: number): void => this.update(i);
 
+  /** A node's domain counts changed (-1: possibly every node's): its overlay is re-done on the kept per-node result. */
+  private readonly onDomainChange = (i: number): void => {
+    if (i < 0) {
+      for (let j = 0; j < this.n; j++) this.overlay(j);
+      for (let p = this.size - 1; p >= 1; p--) this.pull(p);
+      return;
+    }
+    const leaf = this.size + i;
+    const wasFeasible = (this.tree[leaf] as number) >= 0;
+    const oldScore = this.score[i] as number;
+    this.overlay(i);
+    if ((this.tree[leaf] as number) >= 0 ? wasFeasible && this.score[i] === oldScore : !wasFeasible) return;
+    for (let p = leaf >> 1; p >= 1; p >>= 1) this.pull(p);
+  };
+
+  /** Node i's final result: its kept per-node result with the inter-pod verdict over it. */
+  private overlay(i: number): void {
+    const leaf = this.size + i;
+    let r = (this.localReason as Uint8Array)[i] as number;
+    if (r === Reason.Fits) r = (this.inter as InterPodState).filter(i);
+    this.reason[i] = r;
+    if (r !== Reason.Fits) {
+      this.tree[leaf] = -1;
+      this.count[leaf] = 0;
+      return;
+    }
+    const inter = this.inter as InterPodState;
+    let total = (this.localScore as Float64Array)[i] as number;
+    if (this.spreadWeight !== 0 && inter.hasSoftSpread) total += this.spreadWeight * inter.spreadScore(i);
+    if (this.affinityWeight !== 0 && inter.hasPreferred) total += this.affinityWeight * inter.preferredScore(i);
+    this.score[i] = total;
+    this.tree[leaf] = i;
+    this.count[leaf] = 1;
+  }
+
   /**
    * Evaluates every node. Nodes never mutated (version 0) are in their initial state, which their spec
    * determines; nodes of one spec class (equal but for name and location, which plugins may not read) then
@@ -78,6 +139,12 @@ export class ScoreIndex {
    */
   private build(): void {
     this.counters.builds++;
+    if (this.interPod) {
+      this.inter = new InterPodState(this.state, this.pod);
+      this.buildLocal();
+      for (let p = this.size - 1; p >= 1; p--) this.pull(p);
+      return;
+    }
     const classes = this.state.specClasses();
     const of = classes.of;
     const first = new Int32Array(classes.count).fill(-1);
@@ -111,8 +178,38 @@ export class ScoreIndex {
     for (let p = size - 1; p >= 1; p--) this.pull(p);
   }
 
+  /** `build` for inter-pod shapes: the per-node part shared within spec classes as there, the overlay per node. */
+  private buildLocal(): void {
+    const classes = this.state.specClasses();
+    const of = classes.of;
+    const first = new Int32Array(classes.count).fill(-1);
+    const nodes = this.state.nodes;
+    const localReason = this.localReason as Uint8Array;
+    const localScore = this.localScore as Float64Array;
+    for (let i = 0; i < this.n; i++) {
+      if (this.shareClasses && (nodes[i] as NodeState).version === 0) {
+        const c = of[i] as number;
+        const j = first[c] as number;
+        if (j >= 0) {
+          this.version[i] = 0;
+          localReason[i] = localReason[j] as number;
+          localScore[i] = localScore[j] as number;
+          this.overlay(i);
+          continue;
+        }
+        first[c] = i;
+      }
+      this.evaluate(i);
+    }
+  }
+
   /** Filters and scores node i into the leaf (no tree update). */
   private evaluate(i: number): void {
+    if (this.interPod) {
+      this.evaluateLocal(i);
+      this.overlay(i);
+      return;
+    }
     this.counters.evaluations++;
     const node = this.state.nodes[i] as NodeState;
     this.version[i] = node.version;
@@ -129,6 +226,19 @@ export class ScoreIndex {
     this.score[i] = total;
     this.tree[leaf] = i;
     this.count[leaf] = 1;
+  }
+
+  /** The per-node part of an inter-pod shape into localReason/localScore. */
+  private evaluateLocal(i: number): void {
+    this.counters.evaluations++;
+    const node = this.state.nodes[i] as NodeState;
+    this.version[i] = node.version;
+    const r = evaluateFilters(this.profile, this.pod, node);
+    (this.localReason as Uint8Array)[i] = r;
+    if (r !== Reason.Fits) return;
+    let total = 0;
+    for (const s of this.scorers) total += s.weight * (s.plugin.score as (p: PodSpec, n: NodeState) => number)(this.pod, node);
+    (this.localScore as Float64Array)[i] = total;
   }
 
   private update(i: number): void {
@@ -284,10 +394,19 @@ function buildShapeKey(pod: PodSpec): string {
 
 /** Whether the pod has any of the fields of kube's per-node plugins that filters read (ADR 0049). */
 function hasExt(pod: PodSpec): boolean {
-  return pod.nodeAffinity !== undefined || pod.hostPorts !== undefined || pod.request.scalar !== undefined;
+  return pod.nodeAffinity !== undefined || pod.hostPorts !== undefined || pod.request.scalar !== undefined || hasInterPodFields(pod);
 }
 
 /** Node affinity, host ports and other resources as a key part; '' for the pods that have none (no cost for them). */
 function extKey(pod: PodSpec): string {
-  return hasExt(pod) ? JSON.stringify([pod.nodeAffinity ?? null, pod.hostPorts ?? null, pod.request.scalar ?? null]) : '';
+  if (!hasExt(pod)) return '';
+  const base = [pod.nodeAffinity ?? null, pod.hostPorts ?? null, pod.request.scalar ?? null];
+  // Inter-pod terms read the pod's own namespace and labels too (self-match, matchLabelKeys).
+  return JSON.stringify(hasInterPodFields(pod) ? [...base, podMetaKey(pod), pod.podAffinity ?? null, pod.podAntiAffinity ?? null, pod.topologySpread ?? null] : base);
+}
+
+/** Namespace and labels as a key part: what existing pods' anti-affinity terms read of an incoming pod. */
+export function podMetaKey(pod: PodSpec): string {
+  const l = pod.labels;
+  return `${pod.namespace ?? 'default'}|${l === undefined ? '' : JSON.stringify(Object.keys(l).sort().map((k) => [k, l[k]]))}`;
 }

@@ -35,6 +35,50 @@ export interface HostPort {
   readonly ip: string;
 }
 
+/** A label selector requirement (kube's metav1.LabelSelectorRequirement). */
+export interface LabelSelectorRequirement {
+  readonly key: string;
+  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  readonly values?: readonly string[];
+}
+
+/** metav1.LabelSelector: all of matchLabels and matchExpressions; an empty selector matches everything. */
+export interface LabelSelector {
+  readonly matchLabels?: Readonly<Record<string, string>>;
+  readonly matchExpressions?: readonly LabelSelectorRequirement[];
+}
+
+/**
+ * A PodAffinityTerm. `labelSelector` absent matches no pod (kube: a nil selector selects nothing);
+ * `namespaces` and `namespaceSelector` both absent = the pod's own namespace; an empty `namespaceSelector` = every namespace.
+ */
+export interface PodAffinityTerm {
+  readonly labelSelector?: LabelSelector;
+  readonly namespaces?: readonly string[];
+  readonly namespaceSelector?: LabelSelector;
+  readonly topologyKey: string;
+  readonly matchLabelKeys?: readonly string[];
+  readonly mismatchLabelKeys?: readonly string[];
+}
+
+/** spec.affinity.podAffinity or podAntiAffinity: required terms (all must hold) and weighted preferred terms. */
+export interface PodAffinityRules {
+  readonly required?: readonly PodAffinityTerm[];
+  readonly preferred?: readonly { readonly weight: number; readonly term: PodAffinityTerm }[];
+}
+
+/** A TopologySpreadConstraint, with kube's defaults: nodeAffinityPolicy Honor, nodeTaintsPolicy Ignore, minDomains 1. */
+export interface TopologySpreadConstraint {
+  readonly maxSkew: number;
+  readonly topologyKey: string;
+  readonly whenUnsatisfiable: 'DoNotSchedule' | 'ScheduleAnyway';
+  readonly labelSelector?: LabelSelector;
+  readonly minDomains?: number;
+  readonly nodeAffinityPolicy?: 'Honor' | 'Ignore';
+  readonly nodeTaintsPolicy?: 'Honor' | 'Ignore';
+  readonly matchLabelKeys?: readonly string[];
+}
+
 export interface PodRequest {
   readonly cpuMilli: number;
   readonly memoryMiB: number;
@@ -77,6 +121,16 @@ export interface PodSpec {
   readonly schedulingGates?: readonly string[];
   /** spec.preemptionPolicy, only when `Never` (kube's default PreemptLowerPriority is the absence): the pod waits, never preempts. */
   readonly preemptionPolicy?: 'Never';
+  /** metadata.namespace; absent = `default`. Read by inter-pod terms only. */
+  readonly namespace?: string;
+  /** metadata.labels, when any: what other pods' affinity terms and spread constraints select. */
+  readonly labels?: Readonly<Record<string, string>>;
+  /** spec.affinity.podAffinity, when present (ADR 0054). */
+  readonly podAffinity?: PodAffinityRules;
+  /** spec.affinity.podAntiAffinity, when present. */
+  readonly podAntiAffinity?: PodAffinityRules;
+  /** spec.topologySpreadConstraints, when any. */
+  readonly topologySpread?: readonly TopologySpreadConstraint[];
 }
 
 export interface TopologyConstraint {
@@ -123,6 +177,11 @@ export function makePod(id: string, request: Partial<PodRequest> & { gpuCount?: 
     ...(extra.hostPorts === undefined || extra.hostPorts.length === 0 ? {} : { hostPorts: extra.hostPorts }),
     ...(extra.schedulingGates === undefined || extra.schedulingGates.length === 0 ? {} : { schedulingGates: extra.schedulingGates }),
     ...(extra.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
+    ...(extra.namespace === undefined ? {} : { namespace: extra.namespace }),
+    ...(extra.labels === undefined || Object.keys(extra.labels).length === 0 ? {} : { labels: extra.labels }),
+    ...(extra.podAffinity === undefined ? {} : { podAffinity: extra.podAffinity }),
+    ...(extra.podAntiAffinity === undefined ? {} : { podAntiAffinity: extra.podAntiAffinity }),
+    ...(extra.topologySpread === undefined || extra.topologySpread.length === 0 ? {} : { topologySpread: extra.topologySpread }),
   };
 }
 

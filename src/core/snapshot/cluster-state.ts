@@ -8,6 +8,7 @@ import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
+import { defaultNamespaceLabels, requiredAntiAffinityTerms, termMatchesPod, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
 
 export interface Allocation {
   readonly podId: string;
@@ -25,6 +26,24 @@ export interface Allocation {
   readonly scalar?: Readonly<Record<string, number>>;
   /** Host ports the pod binds, when any. */
   readonly hostPorts?: readonly HostPort[];
+  /** What other pods' inter-pod terms read of this pod, when it has a namespace, labels or required anti-affinity (ADR 0054). */
+  readonly meta?: AllocationMeta;
+}
+
+export interface AllocationMeta extends PodMeta {
+  /** Its required anti-affinity terms, resolved: incoming pods they match must keep out of its domains. */
+  readonly antiRequired?: readonly ResolvedTerm[];
+}
+
+/** The pod side of an allocation without meta: the default namespace and no labels. */
+export const PLAIN_META: AllocationMeta = { namespace: 'default' };
+
+/** Nodes by their value of one label key (a topology key): value ids per node (-1 = no such label) and the nodes of each value. */
+export interface TopologyValues {
+  readonly key: string;
+  readonly ids: Int32Array;
+  readonly values: readonly string[];
+  readonly nodesOf: readonly Int32Array[];
 }
 
 export interface Domain {
@@ -116,6 +135,9 @@ export class ClusterState {
   /** Change log: node indices in mutation order; entries before `logBase` are dropped. */
   private log: number[] = [];
   private logBase = 0;
+  /** Parallel to `log`: the allocation added (+1) or removed (−1) by each entry; undefined for health changes. */
+  private logPod: (Allocation | undefined)[] = [];
+  private logSign: number[] = [];
   /** Fenwick trees over node index: fully free GPUs and free GPU milli. */
   private readonly fenFull: Float64Array;
   private readonly fenMilli: Float64Array;
@@ -127,6 +149,14 @@ export class ClusterState {
   private readonly levelOf: Int32Array[] = [];
   /** Per level: GPU devices in its largest domain. */
   private readonly maxGpus: number[] = [];
+  /** Pods with required anti-affinity per node index, and in all (the symmetric check's candidates). */
+  readonly antiPodsOn: Int32Array;
+  antiPodCount = 0;
+  /** Distinct required anti-affinity terms of bound pods (by content), with how many pods carry each. */
+  private readonly antiTerms = new Map<string, { readonly term: ResolvedTerm; count: number }>();
+  private readonly topologies = new Map<string, TopologyValues>();
+  /** Labels of a namespace for namespaceSelector; hosts that know them set this (default: kube's automatic name label). */
+  namespaceLabels: NamespaceLabels = defaultNamespaceLabels;
   /** Spec class per node index (see specClasses), computed with the snapshot. */
   private specClassOf: Int32Array | undefined;
   private specClassCount = 0;
@@ -147,6 +177,7 @@ export class ClusterState {
       this.byName.set(n.name, n);
     });
     this.nodes = nodes;
+    this.antiPodsOn = new Int32Array(nodes.length);
     const domains = {} as Record<TopologyLevel, Domain[]>;
     const domainOf = {} as Record<TopologyLevel, Int32Array>;
     for (const level of TOPOLOGY_LEVELS) {
@@ -223,6 +254,17 @@ export class ClusterState {
     return true;
   }
 
+  /** Like forEachChange, with the allocation each entry added (sign 1) or removed (−1); health changes are skipped. */
+  forEachPodChange(since: number, fn: (a: Allocation, sign: number, idx: number) => void): boolean {
+    if (since < this.logBase) return false;
+    const log = this.log;
+    for (let i = since - this.logBase; i < log.length; i++) {
+      const a = this.logPod[i];
+      if (a !== undefined) fn(a, this.logSign[i] as number, log[i] as number);
+    }
+    return true;
+  }
+
   /** Applies an allocation; the caller has checked that it fits. */
   allocate(a: Allocation): void {
     const n = this.byName.get(a.node);
@@ -241,8 +283,20 @@ export class ClusterState {
     if (tag !== undefined) n.gpuPodTags.set(tag, (n.gpuPodTags.get(tag) ?? 0) + 1);
     if (a.scalar !== undefined) addScalar((n.scalarUsed ??= new Map()), a.scalar, 1);
     if (a.hostPorts !== undefined) usePorts((n.hostPorts ??= new Map()), a.hostPorts, 1);
+    if (a.meta?.antiRequired !== undefined) {
+      this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) + 1;
+      this.antiPodCount++;
+      for (const t of a.meta.antiRequired) {
+        const k = termKey(t);
+        const e = this.antiTerms.get(k);
+        if (e === undefined) this.antiTerms.set(k, { term: t, count: 1 });
+        else e.count++;
+      }
+    }
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
+    this.logPod.push(a);
+    this.logSign.push(1);
     this.touched(n);
   }
 
@@ -263,8 +317,19 @@ export class ClusterState {
     }
     if (a.scalar !== undefined && n.scalarUsed !== undefined) addScalar(n.scalarUsed, a.scalar, -1);
     if (a.hostPorts !== undefined && n.hostPorts !== undefined) usePorts(n.hostPorts, a.hostPorts, -1);
+    if (a.meta?.antiRequired !== undefined) {
+      this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) - 1;
+      this.antiPodCount--;
+      for (const t of a.meta.antiRequired) {
+        const k = termKey(t);
+        const e = this.antiTerms.get(k) as { count: number };
+        if (--e.count === 0) this.antiTerms.delete(k);
+      }
+    }
     n.allocations.delete(podId);
     this.podNode.delete(podId);
+    this.logPod.push(a);
+    this.logSign.push(-1);
     this.touched(n);
     return a;
   }
@@ -279,6 +344,8 @@ export class ClusterState {
     n.gpuUsable[gpu] = healthy ? 1 : 0;
     n.gpuFree[gpu] = healthy ? used : 0;
     this.healthVersion++;
+    this.logPod.push(undefined);
+    this.logSign.push(0);
     this.touched(n);
   }
 
@@ -287,6 +354,38 @@ export class ClusterState {
   hasPreferNoScheduleTaints(): boolean {
     this.preferNoSchedule ??= this.nodes.some((n) => n.spec.taints.some((t) => t.effect === 'PreferNoSchedule'));
     return this.preferNoSchedule;
+  }
+
+  /** Whether some bound pod's required anti-affinity term matches a pod of this namespace and labels (the symmetric check applies). */
+  antiAffinityMatches(m: PodMeta): boolean {
+    if (this.antiPodCount === 0) return false;
+    for (const e of this.antiTerms.values()) if (termMatchesPod(e.term, m, this.namespaceLabels)) return true;
+    return false;
+  }
+
+  /** Nodes grouped by their value of a topology key (node labels; see `nodeTopologyValue`), made once per key. */
+  topology(key: string): TopologyValues {
+    let t = this.topologies.get(key);
+    if (t === undefined) {
+      const ids = new Int32Array(this.nodes.length).fill(-1);
+      const byValue = new Map<string, number[]>();
+      for (const n of this.nodes) {
+        const v = nodeTopologyValue(n.spec, key);
+        if (v === undefined) continue;
+        let list = byValue.get(v);
+        if (list === undefined) byValue.set(v, (list = []));
+        list.push(n.idx);
+      }
+      const values = [...byValue.keys()];
+      const valueId = new Map(values.map((v, i) => [v, i]));
+      for (const n of this.nodes) {
+        const v = nodeTopologyValue(n.spec, key);
+        ids[n.idx] = v === undefined ? -1 : (valueId.get(v) as number);
+      }
+      t = { key, ids, values, nodesOf: values.map((v) => Int32Array.from(byValue.get(v) as number[])) };
+      this.topologies.set(key, t);
+    }
+    return t;
   }
 
   /** Bumped whenever a GPU's health changes: capacity derived from the nodes is stale then. */
@@ -403,6 +502,8 @@ export class ClusterState {
     if (this.log.length > LOG_SLACK * this.nodes.length + 1024) {
       const drop = this.log.length >> 1;
       this.log = this.log.slice(drop);
+      this.logPod = this.logPod.slice(drop);
+      this.logSign = this.logSign.slice(drop);
       this.logBase += drop;
     }
     this.refreshAggregates(n);
@@ -443,6 +544,20 @@ function prefix(fen: Float64Array, end: number): number {
   return s;
 }
 
+/** Well-known topology labels a node of a cluster file has by its place (live nodes carry them as labels). */
+const LOCATION_LABELS: Readonly<Record<string, (s: NodeSpec) => string>> = {
+  'kubernetes.io/hostname': (s) => s.name,
+  'topology.kubernetes.io/zone': (s) => s.location.zone,
+  'ai.sits2026.dev/block': (s) => s.location.block,
+  'ai.sits2026.dev/rack': (s) => s.location.rack,
+};
+
+/** The node's value of a topology key: its label, else the well-known label its place implies; undefined = none. */
+export function nodeTopologyValue(spec: NodeSpec, key: string): string | undefined {
+  if (Object.hasOwn(spec.labels, key)) return spec.labels[key];
+  return LOCATION_LABELS[key]?.(spec);
+}
+
 export function domainKey(spec: NodeSpec, level: TopologyLevel): string {
   const l = spec.location;
   switch (level) {
@@ -477,8 +592,13 @@ function addScalar(used: Map<string, number>, r: Readonly<Record<string, number>
 /** Allocation of a pod on a node with given GPUs (no checks). */
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
   const r = pod.request;
-  if (r.scalar !== undefined || pod.hostPorts !== undefined) {
-    return { ...plainAllocation(pod, node, gpus), ...(r.scalar === undefined ? {} : { scalar: r.scalar }), ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }) };
+  if (r.scalar !== undefined || pod.hostPorts !== undefined || pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined) {
+    return {
+      ...plainAllocation(pod, node, gpus),
+      ...(r.scalar === undefined ? {} : { scalar: r.scalar }),
+      ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }),
+      ...(pod.namespace === undefined && pod.labels === undefined && pod.podAntiAffinity === undefined ? {} : { meta: metaOf(pod) }),
+    };
   }
   return plainAllocation(pod, node, gpus);
 }
@@ -489,4 +609,19 @@ function plainAllocation(pod: PodSpec, node: string, gpus: readonly number[]): A
   return pod.gang === undefined
     ? { podId: pod.id, node, gpus, gpuMilli, cpuMilli: r.cpuMilli, memoryMiB: r.memoryMiB, priority: pod.priority, queue: pod.queue }
     : { podId: pod.id, node, gpus, gpuMilli, cpuMilli: r.cpuMilli, memoryMiB: r.memoryMiB, priority: pod.priority, queue: pod.queue, gang: pod.gang };
+}
+
+function metaOf(pod: PodSpec): AllocationMeta {
+  const anti = pod.podAntiAffinity?.required;
+  return {
+    namespace: pod.namespace ?? 'default',
+    ...(pod.labels === undefined ? {} : { labels: pod.labels }),
+    ...(anti === undefined || anti.length === 0 ? {} : { antiRequired: requiredAntiAffinityTerms(pod) }),
+  };
+}
+
+/** A resolved term's content as a key (selector, namespaces, topology key). */
+function termKey(t: ResolvedTerm): string {
+  const sel = (x: ResolvedTerm['selector'] | undefined): unknown => (x === undefined ? null : [x.nothing, x.reqs.map((r) => [r.key, r.op, [...r.values].sort()])]);
+  return JSON.stringify([t.topologyKey, sel(t.selector), [...t.namespaces].sort(), sel(t.namespaceSelector)]);
 }
