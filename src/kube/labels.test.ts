@@ -1,7 +1,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION } from '../api/wire.ts';
-import { nodeFromK8s, podFromK8s } from './labels.ts';
+import { modelFromProduct, nodeFromK8s, podFromK8s } from './labels.ts';
 
 const pod = (annotations: Record<string, string>, gpus = '1'): V1Pod => ({
   metadata: { name: 'p', namespace: 'ml', annotations, labels: { 'ai.sits2026.dev/queue': 'team-a' } },
@@ -138,5 +138,16 @@ describe('resource quantities (one exact parser, rounded as Kubernetes rounds)',
     const r = nodeFromK8s({ metadata: { name: 'n' }, spec: { unschedulable: true }, status: { allocatable: { cpu: '4', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi', 'hugepages-2Mi': '0', 'rdma/hca': '4' } } });
     expect(r.ok && r.value.scalar).toEqual({ 'ephemeral-storage': 100 * 2 ** 30, 'rdma/hca': 4 });
     expect(r.ok && r.value.unschedulable).toBe(true);
+  });
+});
+
+describe('modelFromProduct', () => {
+  it('maps GFD product strings onto our model names, and leaves a GPU it does not know (L40S is not an L4) as it is', () => {
+    expect(modelFromProduct('NVIDIA-H100-80GB-HBM3')).toBe('H100-SXM');
+    expect(modelFromProduct('NVIDIA-L4')).toBe('L4');
+    expect(modelFromProduct('NVIDIA L4')).toBe('L4');
+    expect(modelFromProduct('NVIDIA-L40S')).toBe('NVIDIA-L40S');
+    expect(modelFromProduct('NVIDIA-L40')).toBe('NVIDIA-L40');
+    expect(modelFromProduct('NVIDIA-A100-SXM4-40GB')).toBe('A100-40G');
   });
 });

@@ -43,7 +43,8 @@ export function modelFromProduct(product: string): string {
   if (p.includes('A100') && p.includes('40')) return 'A100-40G';
   if (p.includes('A100')) return 'A100-80G';
   if (p.includes('A10')) return 'A10';
-  if (p.includes('L4')) return 'L4';
+  // Not L40/L40S (another GPU): L4 only where no digit follows.
+  if (/L4(?!\d)/.test(p)) return 'L4';
   if (p.includes('T4')) return 'T4';
   if (p.includes('V100')) return 'V100';
   if (p.includes('P100')) return 'P100';
