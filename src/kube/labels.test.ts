@@ -151,3 +151,27 @@ describe('modelFromProduct', () => {
     expect(modelFromProduct('NVIDIA-A100-SXM4-40GB')).toBe('A100-40G');
   });
 });
+
+describe('nodeFromK8s with a GPU the device plugin reports unhealthy (allocatable below capacity)', () => {
+  const node = (annotations: Record<string, string>, capacity: string, allocatable: string): V1Node => ({
+    metadata: { name: 'n', annotations },
+    status: { capacity: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': capacity }, allocatable: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': allocatable } },
+  });
+  it('keeps the preset topology of all devices and marks the one the annotation names', () => {
+    const r = nodeFromK8s(node({ [ANNOTATION.nodeShape]: 'dgx-h100', [ANNOTATION.unhealthyGpus]: '3' }, '8', '7'));
+    expect(r.ok).toBe(true);
+    if (!r.ok) return;
+    expect(r.value.gpus).toHaveLength(8);
+    expect(r.value.gpus.filter((g) => !g.healthy).map((g) => g.index)).toEqual([3]);
+    expect(r.value.topology.gpuCount).toBe(8);
+  });
+  it('never offers more GPUs than allocatable: without an annotation the highest index is taken out', () => {
+    const r = nodeFromK8s(node({ [ANNOTATION.nodeShape]: 'dgx-h100' }, '8', '6'));
+    expect(r.ok && r.value.gpus.filter((g) => g.healthy).length).toBe(6);
+    expect(r.ok && r.value.gpus.filter((g) => !g.healthy).map((g) => g.index)).toEqual([6, 7]);
+  });
+  it('without a description of the devices stays with allocatable (flat), as before', () => {
+    const r = nodeFromK8s(node({}, '8', '7'));
+    expect(r.ok && r.value.gpus.length).toBe(7);
+  });
+});

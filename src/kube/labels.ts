@@ -78,16 +78,36 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   if (major !== undefined) cc = (parseComputeCapability(`${major}.${labels[LABEL.gfdMinor] ?? '0'}`) ?? cc);
   const memLabel = labels[LABEL.gfdMemory];
   const gpuMem = memLabel === undefined ? (info?.memoryMiB ?? 0) : Number(memLabel);
-  let topology: NodeGpuTopology = shape !== undefined && shape.gpus.length === gpuCount ? shape.topology : flatTopology(gpuCount);
+  // A device plugin that reports a GPU unhealthy lowers allocatable below capacity: the node still has its
+  // capacity's GPUs (and their topology), some of them not usable.
+  let deviceCount = gpuCount;
+  const capGpu = n.status?.capacity?.[GPU_RESOURCE];
+  if (capGpu !== undefined && n.status?.allocatable !== undefined) {
+    const c = readQuantity(capGpu, 'count', `node ${name}: status.capacity[${GPU_RESOURCE}]`);
+    if (!c.ok) return c;
+    if (c.value > gpuCount) deviceCount = c.value;
+  }
+  const described = (k: number): boolean => k === deviceCount || k === gpuCount;
+  let topology: NodeGpuTopology | undefined = shape !== undefined && described(shape.gpus.length) ? shape.topology : undefined;
   const smi = ann[ANNOTATION.gpuTopology];
   if (smi !== undefined) {
     const t = parseNvidiaSmiTopo(smi);
     if (!t.ok) return err(`node ${name}: annotation ${ANNOTATION.gpuTopology}: ${t.error}`);
-    if (t.value.gpuCount !== gpuCount) return err(`node ${name}: annotation ${ANNOTATION.gpuTopology} has ${t.value.gpuCount} GPUs, allocatable ${gpuCount}`);
+    if (!described(t.value.gpuCount)) return err(`node ${name}: annotation ${ANNOTATION.gpuTopology} has ${t.value.gpuCount} GPUs, allocatable ${gpuCount}${deviceCount === gpuCount ? '' : `, capacity ${deviceCount}`}`);
     topology = t.value;
   }
+  // Without a description of all the devices, only the allocatable ones are known (flat).
+  if (topology === undefined || topology.gpuCount !== deviceCount) deviceCount = topology?.gpuCount ?? gpuCount;
+  topology ??= flatTopology(deviceCount);
   const unhealthy = new Set((ann[ANNOTATION.unhealthyGpus] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number));
-  const gpus = makeGpus(gpuCount, model, { computeCapability: cc, memoryMiB: Number.isFinite(gpuMem) ? gpuMem : 0 }).map((g) => (unhealthy.has(g.index) ? { ...g, healthy: false } : g));
+  // Never more usable GPUs than the kubelet allows: devices beyond allocatable that no annotation names are
+  // taken out from the highest index down.
+  for (let i = deviceCount - 1, usable = deviceCount - [...unhealthy].filter((u) => u < deviceCount).length; i >= 0 && usable > gpuCount; i--) {
+    if (unhealthy.has(i)) continue;
+    unhealthy.add(i);
+    usable--;
+  }
+  const gpus = makeGpus(deviceCount, model, { computeCapability: cc, memoryMiB: Number.isFinite(gpuMem) ? gpuMem : 0 }).map((g) => (unhealthy.has(g.index) ? { ...g, healthy: false } : g));
   let scalar: Record<string, number> | undefined;
   for (const key of Object.keys(alloc).sort()) {
     if (key === 'cpu' || key === 'memory' || key === 'pods' || key === GPU_RESOURCE) continue;
