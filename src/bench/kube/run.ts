@@ -588,7 +588,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
       nodeShape: o.shape.preset ?? `plain, ${o.shape.gpusPerNode}× ${o.shape.gpuModel}`,
       gpusPerNode: gpusPerNode(o.shape),
       pod: '1 nvidia.com/gpu, 100m CPU, 500Mi',
-      mix: o.mix === 'constraints' ? 'constraints: every second pod with, in rotation, a required node affinity In half the racks, a preferred node affinity (weight 50, block-0), a toleration of the taint on every 8th node, a required NotIn rack-0, a required hostname anti-affinity within one of 8 groups, a DoNotSchedule rack spread (maxSkew 1) within one of 8 groups' : 'plain',
+      mix: o.mix === 'constraints' ? 'constraints: every second pod with, in rotation, a required node affinity In half the racks, a preferred node affinity (weight 50, block-0), a toleration of the taint on every 8th node, a required NotIn rack-0, a required hostname anti-affinity within one of 8 groups, a DoNotSchedule hostname spread (maxSkew 1) within one of 8 groups' : 'plain',
       kubeSchedulerClient: { qps: o.qps, burst: o.burst },
       sitsClient: { maxInFlight: o.maxInFlight, qpsLimit: 'none' },
       events: 'on for both (kube-scheduler cannot switch its events off)',

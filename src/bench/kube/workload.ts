@@ -31,8 +31,8 @@ export function gpusPerNode(c: NodeShapeChoice): number {
  * "Numbers"): every second pod carries one of six constraints, in rotation — a required node affinity (`In`
  * half the racks), a preferred node affinity (weight 50 on block-0), a toleration of the taint every 8th node
  * carries (`dedicated=bench:NoSchedule`), a required node affinity with `NotIn` (not rack-0), a required pod
- * anti-affinity on the hostname within one of 8 groups, or a DoNotSchedule spread (maxSkew 1) over racks within
- * one of 8 groups. Both schedulers get the same pods; placements are checked afterwards (constraintViolations).
+ * anti-affinity on the hostname within one of 8 groups, or a DoNotSchedule spread (maxSkew 1) over hostnames
+ * within one of 8 groups. Both schedulers get the same pods; placements are checked afterwards (constraintViolations).
  */
 export type BenchMix = 'plain' | 'constraints';
 export const BENCH_MIXES: readonly BenchMix[] = ['plain', 'constraints'];
@@ -112,7 +112,9 @@ export function benchConstraint(i: number, racks: number): BenchConstraint {
     }
     default: {
       const labels = { [GROUP_LABEL]: `spread-${group}` };
-      return { spec: { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: LABEL.rack, whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }] }, labels };
+      // Over hostnames: a rack spread with maxSkew 1 strands pods once a rack's GPUs are full (kube's rule: a full
+      // domain still counts as the minimum), which would measure waiting, not scheduling.
+      return { spec: { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }] }, labels };
     }
   }
 }
@@ -123,7 +125,7 @@ export function benchConstraint(i: number, racks: number): BenchConstraint {
  */
 export function constraintViolations(nodeOf: ReadonlyMap<string, string>, nodes: readonly V1Node[], racks: number, pods: number, name: (i: number) => string): number {
   const byName = new Map(nodes.map((n) => [n.metadata?.name ?? '', n]));
-  const allRacks = new Set(nodes.map((n) => n.metadata?.labels?.[LABEL.rack] ?? ''));
+  const allHosts = nodes.map((n) => n.metadata?.name ?? '');
   let bad = 0;
   const anti = new Map<string, Set<string>>();
   const spread = new Map<string, Map<string, number>>();
@@ -141,8 +143,8 @@ export function constraintViolations(nodeOf: ReadonlyMap<string, string>, nodes:
       anti.set(group, seen);
     } else if (group?.startsWith('spread-') === true) {
       const counts = spread.get(group) ?? new Map<string, number>();
-      const rack = node.metadata?.labels?.[LABEL.rack] ?? '';
-      counts.set(rack, (counts.get(rack) ?? 0) + 1);
+      const host = node.metadata?.name ?? '';
+      counts.set(host, (counts.get(host) ?? 0) + 1);
       spread.set(group, counts);
     }
     const expr = c.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms[0]?.matchExpressions?.[0];
@@ -151,9 +153,9 @@ export function constraintViolations(nodeOf: ReadonlyMap<string, string>, nodes:
     const inValues = v !== undefined && (expr.values ?? []).includes(v);
     if ((expr.operator === 'In' && !inValues) || (expr.operator === 'NotIn' && inValues)) bad++;
   }
-  // With only additions and every rack eligible, DoNotSchedule keeps each group's final skew within maxSkew 1.
+  // With only additions and every node eligible, DoNotSchedule keeps each group's final skew within maxSkew 1.
   for (const counts of spread.values()) {
-    const per = [...allRacks].map((r) => counts.get(r) ?? 0);
+    const per = allHosts.map((h) => counts.get(h) ?? 0);
     if (Math.max(...per) - Math.min(...per) > 1) bad++;
   }
   return bad;

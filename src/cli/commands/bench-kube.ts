@@ -46,7 +46,7 @@ export function registerBenchKube(bench: Command): void {
     .option('--max-in-flight <n>', 'SITS API requests in flight at most', intOption('--max-in-flight', 1, 10_000), 64)
     .option('--create-concurrency <n>', 'parallel pod creators (scheduler_perf uses 30)', intOption('--create-concurrency', 1, 1000), 30)
     .option('--mode <mode>', 'precreated: all pods exist before the scheduler starts; streamed: pods created while the scheduler runs, as scheduler_perf does', 'precreated')
-    .option('--mix <mix>', 'plain: 1-GPU pods only; constraints: every second pod with a node affinity (required In/NotIn, preferred), a toleration of tainted nodes, a hostname anti-affinity or a rack spread', 'plain')
+    .option('--mix <mix>', 'plain: 1-GPU pods only; constraints: every second pod with a node affinity (required In/NotIn, preferred), a toleration of tainted nodes, a hostname anti-affinity or a hostname spread', 'plain')
     .option('--runs <n>', 'runs per scheduler (alternating order); the median is reported', intOption('--runs', 1, 20), 1)
     .option('--only <scheduler>', 'run only "sits" or "kube-scheduler" (no ratio)')
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
