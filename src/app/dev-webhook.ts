@@ -3,10 +3,10 @@
  * configurations pointed at a URL on this machine instead of the in-cluster Service, the caller RBAC of the
  * chart, and the webhook itself in this process with its certificate rotation (Secret in `sits-system`).
  */
-import { createServer } from 'node:net';
 import { RULES } from '../guard/rules/index.ts';
 import type { Rule } from '../guard/rule.ts';
 import { grantAdmissionCaller } from '../harness/admission-plane.ts';
+import { freePorts } from '../harness/control-plane.ts';
 import { createNs } from '../harness/e2e-kit.ts';
 import { isStatus, type KubeClient } from '../kube/client.ts';
 import { WEBHOOK_CALLER_RULES } from '../deploy/rbac.ts';
@@ -26,17 +26,6 @@ export interface DevWebhookOptions {
   readonly rules?: readonly Rule[];
   readonly port?: number;
   readonly log?: (m: string) => void;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
 }
 
 /** The chart's two configurations, exactly as it renders them, with `clientConfig.url` instead of the Service. */
@@ -75,7 +64,7 @@ export async function startDevWebhook(client: KubeClient, o: DevWebhookOptions):
     if (!isStatus(e, 409)) throw e;
   });
   await grantAdmissionCaller(client, WEBHOOK_CALLER_RULES);
-  const port = o.port ?? (await freePort());
+  const port = o.port ?? (await freePorts(1))[0] ?? 0;
   const cfg = devWebhookConfigs(port, o.failurePolicy ?? 'Fail');
   await put(client, 'validatingwebhookconfigurations', cfg.validating);
   await put(client, 'mutatingwebhookconfigurations', cfg.mutating);

@@ -3,7 +3,6 @@
 import { spawn } from 'node:child_process';
 import { get as httpsGet } from 'node:https';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -13,7 +12,7 @@ import { createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
 import { startControllers } from '../app/controllers.ts';
 import { applyCrds, devNodes } from '../app/dev-cluster.ts';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
-import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { METRIC } from '../server/metrics.ts';
@@ -83,17 +82,6 @@ async function dryRunAll(client: KubeClient, objects: readonly Json[]): Promise<
     accepted.push(label(o));
   }
   return accepted;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 function resolved(over: Record<string, unknown>): DeployValues {
@@ -419,7 +407,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
         await apply(admin, quiet as unknown as Json, false);
       }
       const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === WEBHOOK_NAMES.deployment) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
-      const port = await freePort();
+      const port = (await freePorts(1))[0] ?? 0;
       const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace(/^--port=\d+$/, `--port=${port}`));
       const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--host=127.0.0.1', `--kubeconfig=${kubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
@@ -454,7 +442,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
 
     it("the Deployment's command line runs `sits run` with that token: secure port (probes open, /metrics only for who may get it), standby behind the leader, stops on SIGTERM", async () => {
       const dep = plainObjects().find((o) => kindOf(o) === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
-      const port = await freePort();
+      const port = (await freePorts(1))[0] ?? 0;
       const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`));
       expect(args).toContain('--controllers');
       // As in the pod: all interfaces, so TLS with a self-signed certificate and delegated authn/authz.

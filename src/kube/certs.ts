@@ -7,6 +7,7 @@
 // @peculiar/x509 2.x resolves its ASN.1 providers through tsyringe, which needs a Reflect metadata polyfill.
 import 'reflect-metadata';
 import { webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import * as x509 from '@peculiar/x509';
 
 x509.cryptoProvider.set(webcrypto as unknown as Crypto);
@@ -131,4 +132,26 @@ export function issuedBy(pem: string, caPem: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Certificate and key files renewed in place (cert-manager, a mounted Secret): polled every `intervalMs`, and
+ * the pair handed to `onChange` when either file's mtime moved and both read. Returns the stop function.
+ */
+export function watchCertFiles(files: { readonly certFile: string; readonly keyFile: string }, intervalMs: number, onChange: (pair: CertPair) => void, log: (m: string) => void): () => void {
+  const stamp = (): string => `${statSync(files.certFile).mtimeMs}/${statSync(files.keyFile).mtimeMs}`;
+  let seen = stamp();
+  const timer = setInterval(() => {
+    try {
+      const now = stamp();
+      if (now === seen) return;
+      const pair = { cert: readFileSync(files.certFile, 'utf8'), key: readFileSync(files.keyFile, 'utf8') };
+      onChange(pair);
+      seen = now;
+    } catch (e) {
+      log(`certificate files ${files.certFile}, ${files.keyFile}: ${(e as Error).message}`);
+    }
+  }, intervalMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

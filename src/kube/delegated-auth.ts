@@ -184,5 +184,8 @@ export function subjectAccessReviewAuthorizer(client: KubeClient, opts: CacheOpt
   };
 }
 
+/** Takes every request as anonymous (named: only for plain HTTP on loopback, `--insecure-localhost`, tests). */
+export const ANONYMOUS_AUTHN: Authenticator = { authenticate: () => Promise.resolve({ ok: true, caller: ANONYMOUS }) };
+
 /** Allows every caller (named: only for benchmarks and `--insecure-localhost` plain HTTP). */
 export const ALLOW_ALL: Authorizer = { authorize: () => Promise.resolve({ allowed: true, reason: 'always allow' }) };

@@ -14,7 +14,7 @@ import type { KubeClient } from './client.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator, type Authenticator, type Authorizer } from './delegated-auth.ts';
 import { SitsExtender, type ExtenderArgs, type ExtenderBindingArgs, type ExtenderPreemptionArgs } from './extender.ts';
 import { LiveScheduler, WALL_CLOCK } from './live-scheduler.ts';
-import { startSecureServer } from './secure-server.ts';
+import { BodyTooLarge, readBody, startSecureServer } from './secure-server.ts';
 
 /** kube-scheduler's own name: the pods the extender is asked about carry it. */
 export const KUBE_SCHEDULER_NAME = 'default-scheduler';
@@ -60,34 +60,21 @@ class HttpError extends Error {
   }
 }
 
-function readJson(req: IncomingMessage): Promise<unknown> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (c: Buffer): void => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) {
-        req.off('data', onData);
-        req.resume();
-        chunks.length = 0;
-        reject(new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`));
-        return;
-      }
-      chunks.push(c);
-    };
-    req.on('data', onData);
-    req.on('end', () => {
-      const text = Buffer.concat(chunks).toString('utf8');
-      try {
-        const v: unknown = JSON.parse(text);
-        if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('want a JSON object');
-        resolve(v);
-      } catch (e) {
-        reject(new HttpError(400, `bad request body: ${(e as Error).message}`));
-      }
-    });
-    req.on('error', reject);
-  });
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  let body: Buffer;
+  try {
+    body = await readBody(req, MAX_BODY_BYTES);
+  } catch (e) {
+    if (e instanceof BodyTooLarge) throw new HttpError(413, e.message);
+    throw e;
+  }
+  try {
+    const v: unknown = JSON.parse(body.toString('utf8'));
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new Error('want a JSON object');
+    return v;
+  } catch (e) {
+    throw new HttpError(400, `bad request body: ${(e as Error).message}`);
+  }
 }
 
 function send(res: ServerResponse, status: number, body: string, type = 'application/json'): void {

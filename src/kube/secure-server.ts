@@ -12,6 +12,33 @@ import { ANONYMOUS, type Authenticator, type Authorizer, type Caller } from './d
 
 export const DEFAULT_ALWAYS_ALLOW = ['/healthz', '/readyz', '/livez'] as const;
 
+/** A request body over the caller's limit; the rest of it is read and discarded, so the answer still reaches the client. */
+export class BodyTooLarge extends Error {
+  readonly code = 'BodyTooLarge';
+}
+
+/** The whole body of a request, at most `max` bytes (beyond: BodyTooLarge). */
+export function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (c: Buffer): void => {
+      size += c.length;
+      if (size > max) {
+        req.off('data', onData);
+        req.resume();
+        chunks.length = 0;
+        reject(new BodyTooLarge(`request body over ${max} bytes`));
+        return;
+      }
+      chunks.push(c);
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve(Buffer.concat(chunks)));
+    req.on('error', reject);
+  });
+}
+
 export interface SecureServerOptions {
   readonly port: number;
   /** Default 0.0.0.0. Plain HTTP (no `tls`) only on 127.0.0.1 / ::1 / localhost. */

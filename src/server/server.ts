@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CertPair } from '../kube/certs.ts';
-import { ALLOW_ALL, ANONYMOUS, type Authenticator, type Authorizer } from '../kube/delegated-auth.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN, type Authenticator, type Authorizer } from '../kube/delegated-auth.ts';
 import { startSecureServer } from '../kube/secure-server.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
 
@@ -90,7 +90,7 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     host: opts.host ?? '0.0.0.0',
     ...(opts.secure !== undefined ? { tls: opts.secure.tls, ...(opts.secure.clientCa !== undefined ? { clientCa: opts.secure.clientCa } : {}) } : {}),
     // Loopback without TLS: the local operator's own machine (tests, `sits dev`), as kube-scheduler's old insecure port.
-    authn: opts.secure?.authn ?? { authenticate: () => Promise.resolve({ ok: true, caller: ANONYMOUS }) },
+    authn: opts.secure?.authn ?? ANONYMOUS_AUTHN,
     authz: opts.secure?.authz ?? ALLOW_ALL,
     handler: (req, res) => handle(req, res),
     ...(opts.log !== undefined ? { log: opts.log } : {}),

@@ -6,7 +6,7 @@ import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RULES } from '../guard/rules/index.ts';
-import { ALLOW_ALL, ANONYMOUS } from '../kube/delegated-auth.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../kube/delegated-auth.ts';
 import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
 import { BadReview, mutate, parseReview, validate } from './admission.ts';
 import { MAX_BODY_BYTES, webhookHandler, webhookMetrics } from './server.ts';
@@ -95,7 +95,7 @@ describe('the HTTP handler under bad input', () => {
   let server: SecureServer;
   beforeAll(async () => {
     const handler = webhookHandler({ rules: RULES, mode: 'enforce', cluster: () => cluster, metrics: webhookMetrics() });
-    server = await startSecureServer({ port: 0, host: '127.0.0.1', authn: { authenticate: () => Promise.resolve({ ok: true, caller: ANONYMOUS }) }, authz: ALLOW_ALL, handler: (q, s) => handler(q, s) });
+    server = await startSecureServer({ port: 0, host: '127.0.0.1', authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL, handler: (q, s) => handler(q, s) });
   });
   afterAll(async () => {
     await server.close();

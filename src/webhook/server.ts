@@ -11,7 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterFacts, Finding, KubeObject, Rule } from '../guard/rule.ts';
-import type { SecureServer } from '../kube/secure-server.ts';
+import { BodyTooLarge, readBody, type SecureServer } from '../kube/secure-server.ts';
 import { BadReview, findingText, mutate, parseReview, validate, type AdmissionRequest, type Mode, type MutateDeps, type ReviewOut } from './admission.ts';
 
 /** The apiserver sends at most ~3 MiB (object + oldObject of 1.5 MiB each); more is not a review. */
@@ -70,33 +70,12 @@ export interface WebhookHandlerOptions {
   readonly log?: (m: string) => void;
 }
 
+/** A review body over the limit: answered 413 (the apiserver applies its failurePolicy). */
+class TooLarge extends BadReview {}
+
 function send(res: ServerResponse, status: number, body: string, type: string): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
   res.end(body);
-}
-
-/** A body over the limit: answered 413, the rest of it discarded. */
-class TooLarge extends BadReview {}
-
-function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (c: Buffer): void => {
-      size += c.length;
-      if (size > max) {
-        req.off('data', onData);
-        req.resume();
-        chunks.length = 0;
-        reject(new TooLarge(`request body over ${max} bytes`));
-        return;
-      }
-      chunks.push(c);
-    };
-    req.on('data', onData);
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }
 
 /** The request handler behind the secure server (authn/authz already done by it). */
@@ -105,7 +84,13 @@ export function webhookHandler(o: WebhookHandlerOptions): (req: IncomingMessage,
     const end = o.metrics.duration.startTimer({ webhook: which });
     let parsed: AdmissionRequest | undefined;
     try {
-      const body = await readBody(req, MAX_BODY_BYTES);
+      let body: Buffer;
+      try {
+        body = await readBody(req, MAX_BODY_BYTES);
+      } catch (e) {
+        if (e instanceof BodyTooLarge) throw new TooLarge(e.message);
+        throw e;
+      }
       let json: unknown;
       try {
         json = JSON.parse(body.toString('utf8'));

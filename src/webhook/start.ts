@@ -3,12 +3,12 @@
  * kept by CertRotation (or from files, re-read when they change), and audit findings recorded as Events and
  * in the report. Everything the process starts is stopped by `close()`.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { KubeClient } from '../kube/client.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator, type Authorizer, type Authenticator } from '../kube/delegated-auth.ts';
 import { InFlight } from '../kube/in-flight.ts';
 import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
-import { certValidity, type CertPair } from '../kube/certs.ts';
+import { certValidity, watchCertFiles, type CertPair } from '../kube/certs.ts';
 import type { Finding, KubeObject, Rule } from '../guard/rule.ts';
 import { findingText, type AdmissionRequest, type Mode } from './admission.ts';
 import { startContextCache, type ContextCache } from './context-cache.ts';
@@ -116,7 +116,7 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
 
   let rotation: CertRotation | undefined;
   let tls: CertPair | undefined;
-  let fileTimer: ReturnType<typeof setInterval> | undefined;
+  let stopFileWatch: (() => void) | undefined;
   if (o.tls === 'none') tls = undefined;
   else if ('rotation' in o.tls) {
     rotation = new CertRotation(o.client, { ...o.tls.rotation, log });
@@ -168,22 +168,11 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
   });
   if (o.tls !== 'none' && !('rotation' in o.tls)) {
     // Certificates from files (cert-manager renews them in place): re-read when they change.
-    const { certFile, keyFile } = o.tls;
-    let seen = `${statSync(certFile).mtimeMs}/${statSync(keyFile).mtimeMs}`;
-    fileTimer = setInterval(() => {
-      try {
-        const now = `${statSync(certFile).mtimeMs}/${statSync(keyFile).mtimeMs}`;
-        if (now === seen) return;
-        const pair = { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
-        server.setTls(pair);
-        metrics.certExpiry.set(certValidity(pair.cert).notAfter.getTime() / 1000);
-        seen = now;
-        log('webhook: serving the certificate re-read from its files');
-      } catch (e) {
-        log(`webhook: certificate files: ${(e as Error).message}`);
-      }
-    }, 30_000);
-    fileTimer.unref();
+    stopFileWatch = watchCertFiles(o.tls, 30_000, (pair) => {
+      server.setTls(pair);
+      metrics.certExpiry.set(certValidity(pair.cert).notAfter.getTime() / 1000);
+      log('webhook: serving the certificate re-read from its files');
+    }, (m) => log(`webhook: ${m}`));
   }
 
   return {
@@ -198,7 +187,7 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
     },
     close: async () => {
       rotation?.stop();
-      if (fileTimer !== undefined) clearInterval(fileTimer);
+      stopFileWatch?.();
       cache.stop();
       await server.close();
       await events?.inFlight.drain();

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
-import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { admissionPlaneSetup, grantAdmissionCaller } from '../harness/admission-plane.ts';
 import { WEBHOOK_CALLER_RULES } from '../app/dev-webhook.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
@@ -155,17 +155,6 @@ function mutatingConfig(port: number): Record<string, unknown> {
   };
 }
 
-async function freePort(): Promise<number> {
-  const { createServer } = await import('node:net');
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const p = (s.address() as { port: number }).port;
-      s.close(() => resolve(p));
-    });
-  });
-}
-
 let port: number;
 
 async function startHook(mode: 'enforce' | 'audit', rotation: { caLifetimeMs?: number; certLifetimeMs?: number; checkIntervalMs?: number } = {}): Promise<RunningWebhook> {
@@ -198,7 +187,7 @@ beforeAll(async () => {
   for (const ns of [NS, 'team', 'audit', 'defaults']) await createNs(client, ns);
   // What the chart grants the apiserver's identity: POST on the webhook paths, nothing else.
   await grantAdmissionCaller(client, WEBHOOK_CALLER_RULES);
-  port = await freePort();
+  port = (await freePorts(1))[0] ?? 0;
   await client.post('/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations', validatingConfig(port, 'Fail'));
   await client.post('/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations', mutatingConfig(port));
   hook = await startHook('enforce');

@@ -1,9 +1,9 @@
-import { readFileSync, unwatchFile, watchFile } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { loadKubeConfig } from '../../app/live.ts';
-import type { CertPair } from '../../kube/certs.ts';
+import { watchCertFiles, type CertPair } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { ALLOW_ALL, ANONYMOUS } from '../../kube/delegated-auth.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
 import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender-server.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
@@ -66,7 +66,7 @@ export function registerExtender(program: Command): void {
         host: o.insecureLocalhost === true ? '127.0.0.1' : o.host,
         ...(tls === undefined ? {} : { tls }),
         ...(clientCa === undefined ? {} : { clientCa }),
-        ...(o.insecureLocalhost === true ? { auth: { authn: { authenticate: () => Promise.resolve({ ok: true as const, caller: ANONYMOUS }) }, authz: ALLOW_ALL } } : {}),
+        ...(o.insecureLocalhost === true ? { auth: { authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL } } : {}),
         schedulerName: o.schedulerName,
         profile: o.profile,
         pathPrefix: o.pathPrefix,
@@ -75,21 +75,17 @@ export function registerExtender(program: Command): void {
         log,
       });
       // A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on.
-      const certFile = tls === undefined ? undefined : o.tlsCertFile;
-      if (certFile !== undefined)
-        watchFile(certFile, { interval: 5000 }, () => {
-          try {
-            const p = readTls();
-            if (p !== undefined) ext.setTls(p);
-            log(`serving certificate reloaded from ${certFile}`);
-          } catch (e) {
-            log(`certificate reload: ${(e as Error).message}`);
-          }
-        });
+      const stopWatch =
+        tls === undefined || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined
+          ? undefined
+          : watchCertFiles({ certFile: o.tlsCertFile, keyFile: o.tlsPrivateKeyFile }, 5000, (p) => {
+              ext.setTls(p);
+              log(`serving certificate reloaded from ${o.tlsCertFile ?? ''}`);
+            }, log);
       log(`sits-extender serving on ${ext.url}${o.pathPrefix} for pods of ${o.schedulerName} (profile ${o.profile})`);
       const sig = await untilSignal();
       log(`${sig}: stopping`);
-      if (certFile !== undefined) unwatchFile(certFile);
+      stopWatch?.();
       await ext.close();
       client.close();
     });

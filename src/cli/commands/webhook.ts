@@ -3,7 +3,7 @@ import { loadKubeConfig } from '../../app/live.ts';
 import { disabledRuleIds } from '../../guard/engine.ts';
 import { RULES } from '../../guard/rules/index.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { ALLOW_ALL, ANONYMOUS } from '../../kube/delegated-auth.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
 import { startWebhook, type WebhookOptions } from '../../webhook/start.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
@@ -93,7 +93,7 @@ export function registerWebhook(program: Command): void {
         host,
         tls,
         ...(o.clientCaFile !== undefined ? { clientCaFile: o.clientCaFile } : {}),
-        ...(o.insecureLocalhost === true ? { auth: { authn: { authenticate: () => Promise.resolve({ ok: true as const, caller: ANONYMOUS }) }, authz: ALLOW_ALL } } : {}),
+        ...(o.insecureLocalhost === true ? { auth: { authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL } } : {}),
         ...(o.auditEvents === false ? { events: false } : {}),
         log,
       });
