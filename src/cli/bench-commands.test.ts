@@ -94,3 +94,20 @@ describe('sits bench replay', () => {
     expect((await run(['replay', '--trace', fixture('tiny_pods.csv'), '--cluster-size', '8by8'])).error?.message).toMatch(/--cluster-size must look like 64x8/);
   });
 });
+
+describe('sits bench webhook', () => {
+  it("writes exactly issue 16's JSON shape, the details apart", async () => {
+    const json = join(tmp, 'webhook.json');
+    const details = join(tmp, 'webhook-details.json');
+    const r = await run(['webhook', '--reviews', '200', '--concurrency', '4', '--manifests', '200', '--json', json, '--details', details]);
+    expect(r.error).toBeUndefined();
+    const j = JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>;
+    expect(Object.keys(j)).toEqual(['reviewsPerSec', 'latencyMs', 'lintManifestsPerSec']);
+    expect(Object.keys(j.latencyMs as object)).toEqual(['p50', 'p99']);
+    for (const v of [j.reviewsPerSec, (j.latencyMs as { p50: number }).p50, (j.latencyMs as { p99: number }).p99, j.lintManifestsPerSec]) expect(v).toBeGreaterThan(0);
+    const d = JSON.parse(readFileSync(details, 'utf8')) as { webhook: { reviews: number; denied: number }; lint: { manifests: number } };
+    expect(d.webhook.reviews).toBe(200);
+    expect(d.webhook.denied).toBeGreaterThan(0);
+    expect(d.lint.manifests).toBe(200);
+  }, 60_000);
+});

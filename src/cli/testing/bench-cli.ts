@@ -5,6 +5,7 @@ import { vi } from 'vitest';
 import { registerBenchFgd } from '../commands/bench-fgd.ts';
 import { registerBenchReplay } from '../commands/bench-replay.ts';
 import { registerBenchThroughput } from '../commands/bench-throughput.ts';
+import { registerBenchWebhook } from '../commands/bench-webhook.ts';
 
 /** Path of a file in src/sim/testdata. */
 export const simFixture = (f: string): string => fileURLToPath(new URL(`../../sim/testdata/${f}`, import.meta.url));
@@ -15,6 +16,7 @@ export async function runBench(args: readonly string[]): Promise<{ out: string; 
   registerBenchFgd(bench);
   registerBenchThroughput(bench);
   registerBenchReplay(bench);
+  registerBenchWebhook(bench);
   let out = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     out += String(chunk);
