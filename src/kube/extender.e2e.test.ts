@@ -4,7 +4,7 @@
 // written with the Bindings, a gang is placed whole, and a pod that fits nowhere stays Pending with SITS's
 // reason in kube-scheduler's FailedScheduling event.
 import { request as httpsRequest } from 'node:https';
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { SEED_TRAINING_JOB } from '../api/examples.ts';
@@ -13,8 +13,15 @@ import { applyCrds, devNodes, startDevCluster, type DevCluster } from '../app/de
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
+import { resolveProfile } from '../core/framework/registry.ts';
+import { seededRng } from '../core/ports.ts';
+import { KubeBinder } from './binder.ts';
 import { createCa, issue, type CertPair } from './certs.ts';
 import { KubeClient } from './client.ts';
+import { ClusterCache } from './cluster-cache.ts';
+import { SitsExtender } from './extender.ts';
+import { PodJobs } from './pod-jobs.ts';
 import { EXTENDER_VERBS, KUBE_SCHEDULER_NAME, startExtender, type RunningExtender } from './extender-server.ts';
 
 const CALLER = 'sits:kube-scheduler';
@@ -202,6 +209,44 @@ describe('sits extender behind the real kube-scheduler', () => {
     const pod = (await listPods(client, 'toobig'))[0];
     expect(pod?.spec?.nodeName ?? '').toBe('');
     expect(pod?.status?.conditions?.find((c) => c.type === 'PodScheduled')?.reason).toBe('Unschedulable');
+  });
+
+  // kube-scheduler retries a preemptor as soon as its own informer sees the victim gone; SITS's informer may be
+  // later (a busy machine). Failing then would send kube-scheduler to preempt a second victim elsewhere. The
+  // extender's cache is fed by hand here, so it lags the apiserver exactly as long as the test says.
+  it('a preemptor retried before SITS saw its victim go: the filter catches up with the apiserver instead of failing', async () => {
+    const cache = new ClusterCache('lagging');
+    for (const n of (await client.get<{ items: V1Node[] }>('/api/v1/nodes')).items) cache.upsertNode(n);
+    const clock = { nowMs: () => Date.now() };
+    const jobs = new PodJobs(cache, 'lagging', clock);
+    const binder = new KubeBinder(client, cache, { schedulerName: 'lagging', events: { emit: () => undefined }, log: () => undefined, nowMs: clock.nowMs });
+    const profile = resolveProfile('sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
+    if (!profile.ok) throw new Error(JSON.stringify(profile.error));
+    const lagging = new SitsExtender({ client, cache, jobs, binder }, { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 20_000 });
+    const target = nodes[3]?.name ?? '';
+    // The victim as the cache last saw it: Running on the target with its 4 GPUs; the apiserver has no such pod.
+    const victim = testPod('lag', 'victim', { gpus: 4, schedulerName: 'lagging' });
+    cache.upsertPod({ ...victim, metadata: { ...victim.metadata, uid: 'gone-1', annotations: { ...victim.metadata?.annotations, [ANNOTATION.gpuIndices]: '0,1,2,3' } }, spec: { ...(victim.spec as NonNullable<V1Pod['spec']>), nodeName: target }, status: { phase: 'Running' } });
+    const base = testPod('lag', 'urgent', { gpus: 4, schedulerName: 'lagging' });
+    const urgent: V1Pod = { ...base, metadata: { ...base.metadata, uid: 'urgent-1' }, spec: { ...(base.spec as NonNullable<V1Pod['spec']>), priority: 1000 }, status: { phase: 'Pending', nominatedNodeName: target } };
+    cache.upsertPod(urgent);
+    // The informer delivers the deletion 500 ms into the filter call.
+    const delivered = new Promise<void>((r) => setTimeout(() => r(cache.deletePod(victim)), 500));
+    const t0 = Date.now();
+    const r = await lagging.filter({ Pod: urgent, NodeNames: [target] });
+    await delivered;
+    expect(r.NodeNames).toEqual([target]);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
+    // A pod that preempted nowhere is answered from the cache at once (full here), without asking the apiserver.
+    cache.upsertPod({ ...victim, metadata: { ...victim.metadata, uid: 'gone-2' }, spec: { ...(victim.spec as NonNullable<V1Pod['spec']>), nodeName: target }, status: { phase: 'Running' } });
+    const plain: V1Pod = { ...urgent, metadata: { ...urgent.metadata, name: 'plain', uid: 'plain-1' }, status: { phase: 'Pending' } };
+    cache.upsertPod(plain);
+    const t1 = Date.now();
+    const refused = await lagging.filter({ Pod: plain, NodeNames: [target] });
+    expect(refused.NodeNames).toEqual([]);
+    expect(Object.keys(refused.FailedNodes)).toEqual([target]);
+    expect(Date.now() - t1).toBeLessThan(5_000);
+    lagging.close();
   });
 });
 

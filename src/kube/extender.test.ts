@@ -1,5 +1,5 @@
 // The extender's answers on a cache fed with Kubernetes objects (no apiserver: filter, prioritize and preempt
-// only read the cache; bind is covered by extender.e2e.test.ts behind the real kube-scheduler).
+// read the cache; bind, and a preemptor's catch-up read, are covered by extender.e2e.test.ts).
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION } from '../api/wire.ts';
@@ -36,7 +36,7 @@ function setup(): { ext: SitsExtender; cache: ClusterCache; advance: (ms: number
   let skew = 0;
   const clock = { nowMs: () => Date.now() + skew };
   const jobs = new PodJobs(cache, SCHED, clock);
-  const noClient = {} as KubeClient; // filter, prioritize and preempt never call the apiserver
+  const noClient = {} as KubeClient; // a preempt's catch-up read fails here and is skipped (logged)
   const binder = new KubeBinder(noClient, cache, { schedulerName: SCHED, events: { emit: () => undefined }, log: () => undefined, nowMs: clock.nowMs });
   const profile = resolveProfile('sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
   if (!profile.ok) throw new Error('profile');

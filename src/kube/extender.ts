@@ -115,6 +115,9 @@ export interface ExtenderPorts {
   readonly binder: KubeBinder;
 }
 
+/** How long a preemptor's victims are remembered for its retries. */
+const PREEMPTION_MEMORY_MS = 5 * 60_000;
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -138,6 +141,8 @@ export function restrictToNodes(pod: PodSpec, names: readonly string[], allNames
 export class SitsExtender {
   private readonly plans = new Map<string, Plan>();
   private readonly planOfPod = new Map<string, string>();
+  /** Preemptor → the nodes SITS named victims on, and when (see catchUp). */
+  private readonly preemptions = new Map<string, { readonly nodes: readonly string[]; readonly atMs: number }>();
   private readonly log: (m: string) => void;
   readonly stats = { filters: 0, plans: 0, gangPlans: 0, expired: 0, binds: 0, bindErrors: 0, preemptions: 0 };
 
@@ -193,13 +198,22 @@ export class SitsExtender {
       if (typeof found === 'string') return allFail(found);
       gang = found;
     } else gang = { name: key, minMember: 1, members: [pending], topology: {}, priority: pending.priority, queue: pending.queue };
-    const state = this.trialState();
-    const all = state.nodes.map((n) => n.spec.name);
-    const restricted: GangSpec = { ...gang, members: gang.members.map((m) => restrictToNodes(m, names, all)) };
-    const sch = new Scheduler(this.opts.profile, state, this.opts.rng());
-    const stmt = new Statement(state);
-    const r = sch.placeGang(restricted, stmt);
-    stmt.discard();
+    const attempt = (): { state: ClusterState; all: string[]; restricted: GangSpec; sch: Scheduler; r: ReturnType<Scheduler['placeGang']> } => {
+      const state = this.trialState();
+      const all = state.nodes.map((n) => n.spec.name);
+      const restricted: GangSpec = { ...(gang as GangSpec), members: (gang as GangSpec).members.map((m) => restrictToNodes(m, names, all)) };
+      const sch = new Scheduler(this.opts.profile, state, this.opts.rng());
+      const stmt = new Statement(state);
+      const r = sch.placeGang(restricted, stmt);
+      stmt.discard();
+      return { state, all, restricted, sch, r };
+    };
+    let tried = attempt();
+    // A preemptor retried once its victims are gone: kube-scheduler's informer may have seen the deletion
+    // before SITS's did. Failing now would make kube-scheduler preempt again elsewhere (a second victim), so
+    // SITS first catches up with the apiserver on the nodes this pod preempted on, then decides.
+    if (!tried.r.ok && (await this.catchUp(this.preemptedOn(pod, names)))) tried = attempt();
+    const { state, all, restricted, sch, r } = tried;
     if (!r.ok) {
       // Each offered node with the core's own reason for this pod (kube-scheduler counts them in its event).
       const failed: Record<string, string> = {};
@@ -363,11 +377,13 @@ export class SitsExtender {
     // No opinion (unparseable pod, no GPUs): kube-scheduler's own choice stands.
     if (spec === undefined || !spec.ok || spec.value.request.gpuCount === 0) return { NodeNameToMetaVictims: input };
     this.stats.preemptions++;
+    await this.catchUp(Object.keys(input));
     const out: Record<string, MetaVictims> = {};
     for (const [node, given] of Object.entries(input)) {
       const victims = this.victimsOn(node, spec.value, new Set((given.Pods ?? []).map((p) => p.UID)));
       if (victims !== undefined) out[node] = { Pods: victims.map((UID) => ({ UID })), NumPDBViolations: given.NumPDBViolations };
     }
+    if (pod !== undefined) this.preemptions.set(podKey(pod), { nodes: Object.keys(out), atMs: this.opts.nowMs() });
     return { NodeNameToMetaVictims: out };
   }
 
@@ -422,6 +438,39 @@ export class SitsExtender {
   }
 
   // ----- helpers -----
+
+  /** The offered nodes this pod preempted on: its nominated node and the candidates SITS answered in preempt. */
+  private preemptedOn(pod: V1Pod, offered: readonly string[]): string[] {
+    const rec = this.preemptions.get(podKey(pod));
+    const nodes = new Set(rec !== undefined && this.opts.nowMs() - rec.atMs < PREEMPTION_MEMORY_MS ? rec.nodes : []);
+    const nominated = pod.status?.nominatedNodeName ?? '';
+    if (nominated !== '') nodes.add(nominated);
+    return offered.filter((n) => nodes.has(n));
+  }
+
+  /**
+   * Waits (up to cacheWaitMs) until the cache holds no pod on these nodes that the apiserver says is gone or
+   * finished. true: the cache was behind (and has caught up, or the wait ended); false: nothing to wait for.
+   */
+  private async catchUp(nodes: readonly string[]): Promise<boolean> {
+    if (nodes.length === 0) return false;
+    const live = new Set<string>();
+    try {
+      for (const n of nodes) {
+        const list = await this.ports.client.get<{ items: V1Pod[] }>('/api/v1/pods', { fieldSelector: `spec.nodeName=${n}` });
+        for (const p of list.items) if (podHoldsResources(p)) live.add(p.metadata?.uid ?? '');
+      }
+    } catch (e) {
+      this.log(`catching up with the apiserver on ${nodes.join(', ')}: ${(e as Error).message}`);
+      return false;
+    }
+    const wanted = new Set(nodes);
+    const stale = (): boolean => [...this.ports.cache.allPods()].some((p) => wanted.has(p.spec?.nodeName ?? '') && podHoldsResources(p) && !live.has(p.metadata?.uid ?? ''));
+    if (!stale()) return false;
+    const end = this.opts.nowMs() + (this.opts.cacheWaitMs ?? 2000);
+    while (stale() && this.opts.nowMs() < end) await sleep(50);
+    return true;
+  }
 
   /** The pod as pending in the cache (waiting up to `waitMs` for the informer to deliver it). */
   private async pendingPod(key: string, uid: string | undefined, waitMs = this.opts.cacheWaitMs ?? 2000): Promise<PodSpec | undefined> {
@@ -488,6 +537,7 @@ export class SitsExtender {
   /** Drops plans past their time: their GPUs are free again for other pods' filters. */
   expire(): void {
     const now = this.opts.nowMs();
+    for (const [k, rec] of this.preemptions) if (now - rec.atMs >= PREEMPTION_MEMORY_MS) this.preemptions.delete(k);
     for (const plan of [...this.plans.values()]) {
       if (plan.expiresAtMs > now || plan.binding) continue;
       this.stats.expired++;
