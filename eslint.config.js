@@ -11,10 +11,13 @@ import tseslint from 'typescript-eslint';
 export const LAYERS = {
   core: [],
   api: ['core'],
+  // LLM serving (issue 12): runtimes as data, engine metrics, the engine model and the autoscaling policies.
+  // Pure like the core, one step above it: the InferenceService controller and the BatchInferenceJob build on it.
+  serving: ['core', 'api'],
   spec: ['core', 'api'],
   sim: ['core', 'api', 'spec'],
   kube: ['core', 'api', 'spec'],
-  controllers: ['core', 'api'],
+  controllers: ['core', 'api', 'serving'],
   // Guard-rail rules and their engine (issue 16); webhook: the admission server that runs them.
   guard: ['core', 'api', 'spec'],
   webhook: ['core', 'api', 'spec', 'kube', 'guard'],
@@ -23,19 +26,19 @@ export const LAYERS = {
   // The test harness (also started by dev mode and the kube bench) may use the shared test helpers.
   harness: ['core', 'api', 'spec', 'kube', 'testing'],
   deploy: ['core', 'api', 'spec', 'kube'],
-  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'guard', 'webhook', 'node'],
-  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app', 'guard', 'webhook'],
+  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'guard', 'webhook', 'node'],
+  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'guard', 'webhook'],
   server: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
   // Helpers every folder's tests may use (port contract suites, headless Chromium): only the core's ports.
   testing: ['core'],
-  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app', 'bench', 'server', 'testing', 'guard', 'webhook', 'node'],
+  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'bench', 'server', 'testing', 'guard', 'webhook', 'node'],
 };
 
 /** What tests (*.test.ts) may import on top of their folder's layer. */
 export const TEST_IMPORTS = ['harness', 'app', 'testing'];
 
 /** Folders whose code is pure: no clock, randomness, environment, timers or I/O. */
-export const PURE = ['core', 'controllers'];
+export const PURE = ['core', 'controllers', 'serving'];
 
 const TOP = Object.keys(LAYERS);
 

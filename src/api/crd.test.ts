@@ -85,7 +85,7 @@ describe('buildCrds', () => {
     expect(schemaAt(bij, '.spec.batching.kvCachePolicy')?.enum).toEqual(['recycle', 'retain', 'evict']);
 
     const isvc = structuralSchemaOf('InferenceService').root;
-    expect(schemaAt(isvc, '.spec.runtime')?.enum).toEqual(['vllm', 'tgi', 'triton']);
+    expect(schemaAt(isvc, '.spec.runtime')?.enum).toEqual(['vllm', 'tgi', 'triton', 'llamacpp']);
 
     const q = structuralSchemaOf('Queue').root;
     expect(schemaAt(q, '.spec.tier')?.enum).toEqual(['gold', 'silver', 'bronze']);

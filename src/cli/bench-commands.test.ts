@@ -1,6 +1,6 @@
 // Tests of the `sits bench fgd|throughput|replay` subcommands, driven in-process through commander
 // (they live here because src/cli/commands holds only the command files).
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -110,4 +110,36 @@ describe('sits bench webhook', () => {
     expect(d.webhook.denied).toBeGreaterThan(0);
     expect(d.lint.manifests).toBe(200);
   }, 60_000);
+});
+
+describe('sits bench serving', () => {
+  // A small trace in the Azure format: a quiet minute, a burst, a quiet minute.
+  const rows = ['TIMESTAMP,ContextTokens,GeneratedTokens'];
+  for (let i = 0; i < 240; i++) {
+    const sec = i < 40 ? i * 1.5 : i < 200 ? 60 + (i - 40) * 0.25 : 100 + (i - 200) * 1.5;
+    rows.push(`2023-11-16 18:${String(17 + Math.floor(sec / 60)).padStart(2, '0')}:${(sec % 60).toFixed(3).padStart(6, '0')},${800 + ((i * 613) % 3000)},${1 + ((i * 17) % 40)}`);
+  }
+  const trace = join(tmp, 'azure.csv');
+  writeFileSync(trace, `${rows.join('\n')}\n`);
+  it('writes exactly issue 12\'s JSON shape, byte-identical across runs, the details apart', async () => {
+    const a = join(tmp, 'serving-a.json');
+    const b = join(tmp, 'serving-b.json');
+    const details = join(tmp, 'serving-details.json');
+    const r = await run(['serving', '--trace', trace, '--max-replicas', '6', '--json', a, '--details', details]);
+    expect(r.error).toBeUndefined();
+    expect(r.out).toMatch(/policy\s+within SLO %\s+GPU-h/);
+    await run(['serving', '--trace', trace, '--max-replicas', '6', '--json', b]);
+    expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
+    const j = JSON.parse(readFileSync(a, 'utf8')) as { policies: Record<string, object>; sharing: object };
+    expect(Object.keys(j)).toEqual(['sloTtftSec', 'policies', 'sharing']);
+    expect(Object.keys(j.policies)).toEqual(['static', 'keda', 'concurrency', 'sits']);
+    expect(Object.keys(JSON.parse(readFileSync(details, 'utf8')) as object)).toContain('goal');
+  }, 120_000);
+  it('names the file, line and column of a bad trace row', async () => {
+    const bad = join(tmp, 'bad.csv');
+    writeFileSync(bad, 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,x,1\n');
+    const r = await run(['serving', '--trace', bad, '--json', join(tmp, 'x.json')]);
+    expect(r.error).toBeInstanceOf(CliError);
+    expect(r.error?.message).toBe(`${bad}:2:21: ContextTokens "x" is not a whole number ≥ 1`);
+  });
 });

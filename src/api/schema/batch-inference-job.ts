@@ -136,7 +136,7 @@ export const SlaSpec = Obj(
 export const BatchInferenceJobSpec = withRules(
   Obj(
     {
-      runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Inference engine: vllm, tgi or triton. Default: vllm.', default: 'vllm' }),
+      runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Inference engine: vllm, tgi, triton or llamacpp. Default: vllm.', default: 'vllm' }),
       model: Obj(
         {
           uri: Type.String({ description: 'Where the weights are: hf://, s3://, gs://, pvc:// or oci://.', minLength: 1, maxLength: 2048 }),

@@ -1,4 +1,4 @@
-// InferenceService: one abstraction over vLLM, TGI and Triton (seed 000 §1 "ModelMesh-Accelerator",
+// InferenceService: one abstraction over vLLM, TGI, Triton and llama.cpp (seed 000 §1 "ModelMesh-Accelerator",
 // seed 001 §2.4 mixed GPU models, §5 unified fine-tune/serve), autoscaled on tokens and queue depth
 // rather than request counts (landscape: KServe #3561, #4028).
 import { Type, type Static } from '@sinclair/typebox';
@@ -20,11 +20,14 @@ import {
   ObservedGeneration,
 } from './common.ts';
 
-export const INFERENCE_RUNTIMES = ['vllm', 'tgi', 'triton'] as const;
+export const INFERENCE_RUNTIMES = ['vllm', 'tgi', 'triton', 'llamacpp'] as const;
 export type InferenceRuntime = (typeof INFERENCE_RUNTIMES)[number];
 
-/** Default serving port of each runtime, used when spec.port is unset. */
-export const RUNTIME_DEFAULT_PORT: Readonly<Record<InferenceRuntime, number>> = { vllm: 8000, tgi: 8080, triton: 8000 };
+/**
+ * Default serving port of each runtime, used when spec.port is unset. The runtime definitions
+ * (src/serving/runtimes/) carry the same ports; a test keeps the two equal (the api layer cannot import them).
+ */
+export const RUNTIME_DEFAULT_PORT: Readonly<Record<InferenceRuntime, number>> = { vllm: 8000, tgi: 8080, triton: 8000, llamacpp: 8080 };
 
 export const ModelAdapter = Obj(
   {
@@ -47,7 +50,7 @@ export const ModelSpec = Obj(
     maxModelLen: Type.Optional(Type.Integer({ description: 'Maximum context length in tokens; unset means the model\'s own.', minimum: 1, maximum: 1048576 })),
     adapters: Type.Optional(
       Type.Array(ModelAdapter, {
-        description: 'LoRA adapters served with the base model (vllm and tgi only).',
+        description: 'LoRA adapters served with the base model (vllm, tgi and llamacpp; not triton).',
         maxItems: 32,
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['name'],
@@ -57,6 +60,18 @@ export const ModelSpec = Obj(
   { description: 'The model to serve.' },
 );
 export type ModelSpec = Static<typeof ModelSpec>;
+
+export const EngineTuning = Obj(
+  {
+    gpuMemoryUtilization: Type.Optional(
+      Type.Number({ description: 'Fraction of each GPU\'s memory the engine may use for weights and KV cache (vllm). Unset means the engine default (vllm 0.9).', minimum: 0.05, maximum: 1 }),
+    ),
+    maxLoraRank: Type.Optional(Type.Integer({ description: 'Largest LoRA rank the engine reserves room for (vllm); unset means the engine default.', minimum: 1, maximum: 512 })),
+    maxLoras: Type.Optional(Type.Integer({ description: 'LoRA adapters held on the GPU at once (vllm); unset means the number of adapters in the spec.', minimum: 1, maximum: 256 })),
+  },
+  { description: 'Engine settings the runtime turns into its own flags; a runtime without the setting rejects it.' },
+);
+export type EngineTuning = Static<typeof EngineTuning>;
 
 export const InferenceAutoscaling = withRules(
   Obj(
@@ -103,7 +118,7 @@ export type InferenceAutoscaling = Static<typeof InferenceAutoscaling>;
 export const InferenceServiceSpec = withRules(
   Obj(
     {
-      runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Serving engine: vllm, tgi (Text Generation Inference) or triton.' }),
+      runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Serving engine: vllm, tgi (Text Generation Inference), triton or llamacpp (llama.cpp server).' }),
       model: ModelSpec,
       replicas: Type.Integer({ description: 'Desired replicas; the autoscaler and the scale subresource change it. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
       minReplicas: Type.Integer({ description: 'Lower bound for replicas; 0 allows scale to zero. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
@@ -112,6 +127,7 @@ export const InferenceServiceSpec = withRules(
       tensorParallelSize: Type.Optional(
         Type.Integer({ description: 'Tensor-parallel degree inside a replica; must divide gpusPerReplica. Unset means gpusPerReplica.', minimum: 1, maximum: 64 }),
       ),
+      engine: Type.Optional(EngineTuning),
       gpu: Type.Optional(GpuRequirements),
       resources: Type.Optional(ResourceList('Additional resources per replica (cpu, memory, ...); GPUs come from gpusPerReplica.')),
       autoscaling: Type.Optional(InferenceAutoscaling),
@@ -119,7 +135,7 @@ export const InferenceServiceSpec = withRules(
         description: 'Resource profile: low-latency favours small batches and fast GPUs, batch-throughput large batches; auto lets SITS choose. Default: auto.',
         default: 'auto',
       }),
-      port: Type.Optional(Type.Integer({ description: 'Serving port; unset means the runtime default (vllm 8000, tgi 8080, triton 8000).', minimum: 1, maximum: 65535 })),
+      port: Type.Optional(Type.Integer({ description: 'Serving port; unset means the runtime default (vllm 8000, tgi 8080, triton 8000, llamacpp 8080).', minimum: 1, maximum: 65535 })),
       container: Type.Optional(ContainerOverrides),
       podTemplate: Type.Optional(PodTemplate),
       queue: Type.Optional(QueueName()),
@@ -162,7 +178,7 @@ export const InferenceServiceSpec = withRules(
     },
     {
       rule: "self.runtime != 'triton' || !has(self.model.adapters) || size(self.model.adapters) == 0",
-      message: 'LoRA adapters are supported by the vllm and tgi runtimes, not triton',
+      message: 'LoRA adapters are supported by the vllm, tgi and llamacpp runtimes, not triton',
       fieldPath: '.model.adapters',
       check: (self) => self.runtime !== 'triton' || (self.model.adapters ?? []).length === 0,
     },
@@ -193,7 +209,7 @@ export const InferenceServiceStatus = Obj(
 export type InferenceServiceStatus = Static<typeof InferenceServiceStatus>;
 
 export const InferenceService = withRules(
-  Resource('InferenceService', InferenceServiceSpec, InferenceServiceStatus, 'A model served by vLLM, TGI or Triton, autoscaled on tokens and queue depth.'),
+  Resource('InferenceService', InferenceServiceSpec, InferenceServiceStatus, 'A model served by vLLM, TGI, Triton or llama.cpp, autoscaled on tokens and queue depth.'),
   [nameLengthRule(50, 'the name is used for the Service and pod names, which must stay valid DNS labels')],
 );
 export type InferenceService = Static<typeof InferenceService>;

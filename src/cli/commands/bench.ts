@@ -4,12 +4,13 @@ import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
 import { registerBenchReplay } from './bench-replay.ts';
+import { registerBenchServing } from './bench-serving.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
 import { registerBenchThroughput } from './bench-throughput.ts';
 
 /** `sits bench …`: benchmarks that write JSON. Subcommands register themselves here. */
 export function registerBench(program: Command): void {
-  const bench = program.command('bench').description('benchmarks that write JSON results (placement quality, throughput, fairness, live binding)');
+  const bench = program.command('bench').description('benchmarks that write JSON results (placement quality, throughput, fairness, live binding, LLM serving)');
   registerBenchFgd(bench);
   registerBenchThroughput(bench);
   registerBenchReplay(bench);
@@ -17,5 +18,6 @@ export function registerBench(program: Command): void {
   registerBenchAdmission(bench);
   registerBenchWebhook(bench);
   registerBenchKube(bench);
+  registerBenchServing(bench);
   registerBenchAll(bench);
 }

@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { vi } from 'vitest';
 import { registerBenchFgd } from '../commands/bench-fgd.ts';
 import { registerBenchReplay } from '../commands/bench-replay.ts';
+import { registerBenchServing } from '../commands/bench-serving.ts';
 import { registerBenchThroughput } from '../commands/bench-throughput.ts';
 import { registerBenchWebhook } from '../commands/bench-webhook.ts';
 
@@ -17,6 +18,7 @@ export async function runBench(args: readonly string[]): Promise<{ out: string; 
   registerBenchThroughput(bench);
   registerBenchReplay(bench);
   registerBenchWebhook(bench);
+  registerBenchServing(bench);
   let out = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     out += String(chunk);

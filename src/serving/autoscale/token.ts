@@ -1,0 +1,163 @@
+/**
+ * SITS's token-based autoscaler (issue 12, Deliver 3; seed 000 §4.3). The signal is the token demand: tokens
+ * processed per second (prompt + generated, from the engines' counters) plus the queue (waiting requests × the
+ * recent mean prompt) drained over `drainSec`. The threshold — the tokens per second one replica carries within
+ * the TTFT SLO — is not hand-set: it starts from the P95 of the per-replica throughput of the recent window and is
+ * then calibrated continuously on the service's own history, lowered when the recent TTFT p99 misses the SLO,
+ * raised while it is met with room and nothing queues. Replicas follow a high quantile of the demand over the
+ * history window (capacity for the bursts the service has just seen), with a panic window that scales out at
+ * once on a burst, rate limits, a scale-down delay, and scale to zero after an idle period where minReplicas is 0.
+ * Pure and deterministic: the controller calls `decide` with live observations, the simulator with simulated ones.
+ */
+import { clamp, Window, type Autoscaler, type ServiceObservation } from './policy.ts';
+
+export interface TokenAutoscalerConfig {
+  readonly sloTtftSec: number;
+  readonly minReplicas: number;
+  readonly maxReplicas: number;
+  /** History the replicas are sized on: a quantile of the demand over this window. */
+  readonly historyWindowSec: number;
+  readonly demandQuantile: number;
+  /** The demand is averaged over this many seconds before it enters the history (a backlog shorter than this
+   * is absorbed by the queue within the SLO rather than by more replicas). */
+  readonly smoothingSec: number;
+  /** Short window for bursts; panic when it asks for `panicThreshold` × the replicas serving. */
+  readonly panicWindowSec: number;
+  readonly panicThreshold: number;
+  /** Queued tokens are to be drained within this time. */
+  readonly drainSec: number;
+  /** Calibration of the per-replica threshold: every `calibrationSec`, ×`lower` on an SLO miss, ×`raise` with room. */
+  readonly calibrationSec: number;
+  readonly lower: number;
+  readonly raise: number;
+  /** The threshold stays within these bounds (tokens/s per replica). */
+  readonly minThreshold: number;
+  readonly maxThreshold: number;
+  /** Threshold before there is history (tokens/s per replica). */
+  readonly initialThreshold: number;
+  /** A lower replica count must hold this long before scaling in, and then one replica per `scaleDownStepSec`. */
+  readonly scaleDownDelaySec: number;
+  readonly scaleDownStepSec: number;
+  /** At most this factor more replicas per decision (and at least +1). */
+  readonly maxScaleUpRate: number;
+  /** With minReplicas 0: no demand for this long takes the service to zero (the first request activates it). */
+  readonly idleToZeroSec: number;
+}
+
+export const TOKEN_AUTOSCALER_DEFAULTS: Omit<TokenAutoscalerConfig, 'sloTtftSec' | 'minReplicas' | 'maxReplicas'> = {
+  historyWindowSec: 300,
+  demandQuantile: 0.95,
+  smoothingSec: 1,
+  panicWindowSec: 6,
+  panicThreshold: 1.5,
+  drainSec: 2,
+  calibrationSec: 30,
+  lower: 0.85,
+  raise: 1.05,
+  minThreshold: 500,
+  maxThreshold: 100_000,
+  initialThreshold: 10_000,
+  scaleDownDelaySec: 120,
+  scaleDownStepSec: 30,
+  maxScaleUpRate: 2,
+  idleToZeroSec: 300,
+};
+
+export class TokenAutoscaler implements Autoscaler {
+  readonly name = 'sits';
+  private readonly history: Window;
+  private readonly panic: Window;
+  private readonly perReplica: Window;
+  private readonly smoothing: Window;
+  private threshold: number | undefined;
+  private lastCalibration = Number.NEGATIVE_INFINITY;
+  private current: number | undefined;
+  private lowerSince: number | undefined;
+  private lastStepDown = Number.NEGATIVE_INFINITY;
+  private panicUntil = Number.NEGATIVE_INFINITY;
+  private lastDemand = Number.NEGATIVE_INFINITY;
+  private lastObsSec: number | undefined;
+  private lastBacklog = 0;
+
+  constructor(private readonly cfg: TokenAutoscalerConfig) {
+    this.history = new Window(cfg.historyWindowSec);
+    this.panic = new Window(cfg.panicWindowSec);
+    this.perReplica = new Window(cfg.historyWindowSec);
+    this.smoothing = new Window(cfg.smoothingSec);
+  }
+
+  /** The calibrated per-replica threshold (tokens/s), for status and tests. */
+  get tokensPerReplica(): number {
+    return this.threshold ?? this.cfg.initialThreshold;
+  }
+
+  decide(obs: ServiceObservation): number {
+    const c = this.cfg;
+    const served = obs.promptTokensPerSec + obs.generatedTokensPerSec;
+    // Tokens queued now; their growth plus what was served is the arrival rate of tokens (served alone saturates
+    // at the capacity in an overload). The history sizes sustained capacity on arrivals; the panic window also
+    // wants the queue drained within drainSec.
+    const backlog = obs.waiting * obs.meanPromptTokens;
+    const dt = this.lastObsSec === undefined ? 0 : obs.nowSec - this.lastObsSec;
+    const arriving = Math.max(0, served + (dt > 0 ? (backlog - this.lastBacklog) / dt : 0));
+    this.lastObsSec = obs.nowSec;
+    this.lastBacklog = backlog;
+    const demand = served + backlog / c.drainSec;
+    this.smoothing.push(obs.nowSec, arriving);
+    this.history.push(obs.nowSec, this.smoothing.mean());
+    this.panic.push(obs.nowSec, demand);
+    if (obs.readyReplicas > 0) this.perReplica.push(obs.nowSec, served / obs.readyReplicas);
+    if (demand > 0 || obs.running > 0 || obs.waiting > 0) this.lastDemand = obs.nowSec;
+    this.calibrate(obs);
+    const theta = this.tokensPerReplica;
+    const current = (this.current ??= obs.desiredReplicas);
+
+    const sized = Math.ceil(this.history.quantile(c.demandQuantile) / theta);
+    const burst = Math.ceil(this.panic.mean() / theta);
+    const serving = Math.max(1, obs.readyReplicas + obs.startingReplicas);
+    if (burst >= c.panicThreshold * serving && burst > current) this.panicUntil = obs.nowSec + c.panicWindowSec * 10;
+    let want = Math.max(sized, burst);
+    if (obs.waiting > 0) want = Math.max(want, 1);
+
+    // Scale to zero only after a whole idle period; any demand brings the floor back to one.
+    const floor = c.minReplicas === 0 && obs.nowSec - this.lastDemand < c.idleToZeroSec ? 1 : c.minReplicas;
+    want = clamp(want, floor, c.maxReplicas);
+
+    let next = current;
+    if (want > current) {
+      next = Math.min(want, Math.max(current + 1, Math.ceil(current * c.maxScaleUpRate)));
+      this.lowerSince = undefined;
+    } else if (want < current) {
+      this.lowerSince ??= obs.nowSec;
+      const held = obs.nowSec - this.lowerSince >= c.scaleDownDelaySec;
+      const inPanic = obs.nowSec < this.panicUntil;
+      if (held && !inPanic && obs.nowSec - this.lastStepDown >= c.scaleDownStepSec) {
+        next = want === 0 ? 0 : current - 1;
+        this.lastStepDown = obs.nowSec;
+      }
+    } else this.lowerSince = undefined;
+    this.current = next;
+    return next;
+  }
+
+  /**
+   * 000 §4.3: the first threshold is the P95 of what one replica has carried in the recent window (what the
+   * service demonstrably sustains); afterwards it moves with the SLO — down when the TTFT p99 misses it, up while
+   * replicas carry close to it, the p99 is under half the SLO and nothing queues (room to pack more tokens).
+   */
+  private calibrate(obs: ServiceObservation): void {
+    const c = this.cfg;
+    if (obs.nowSec - this.lastCalibration < c.calibrationSec) return;
+    this.lastCalibration = obs.nowSec;
+    const carried = this.perReplica.quantile(0.95);
+    if (this.threshold === undefined) {
+      if (obs.nowSec >= c.calibrationSec && carried > 0) this.threshold = clamp(carried, c.minThreshold, c.maxThreshold);
+      return;
+    }
+    if (obs.ttftP99Sec !== undefined && obs.ttftP99Sec > c.sloTtftSec) this.threshold = clamp(this.threshold * c.lower, c.minThreshold, c.maxThreshold);
+    // Raise only on evidence: replicas recently carried close to the threshold and the SLO held with room.
+    else if ((obs.ttftP99Sec ?? 0) < c.sloTtftSec / 2 && obs.waiting === 0 && obs.kvCacheUsage < 0.9 && carried >= 0.8 * this.threshold) {
+      this.threshold = clamp(this.threshold * c.raise, c.minThreshold, c.maxThreshold);
+    }
+  }
+}

@@ -1,0 +1,149 @@
+/**
+ * A serving runtime as data (issue 12, Deliver 2): everything SITS needs to know about one engine — its image,
+ * how the InferenceService spec becomes its command-line flags, its port, health endpoints, Prometheus metric
+ * names, LoRA API and the GPUs it supports. The controller, the pod renderer, the metrics reader and the
+ * simulator read these objects; none of them branches on the runtime's name. A new runtime is one file in
+ * runtimes/ plus one line in runtimes/index.ts. Flag names are the engines' documented ones (docs/adr/0079).
+ */
+import type { InferenceRuntime, InferenceServiceSpec } from '../api/schema/inference-service.ts';
+
+/** A bad spec for this runtime: the field (a JSON path under spec) and why. Rendering never half-applies. */
+export interface SpecIssue {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** What the runtime's flags are built from: the spec plus what the controller resolved. */
+export interface RenderContext {
+  readonly spec: InferenceServiceSpec;
+  /** The port the engine listens on (spec.port or the runtime default). */
+  readonly port: number;
+  /** Where the weights are inside the container when they are not fetched by the engine itself. */
+  readonly modelDir: string;
+  /** Where adapter `name` is inside the container (the controller downloads adapters there). */
+  readonly adapterDir: (name: string) => string;
+}
+
+/** The engine's command line, or what in the spec it cannot honour. */
+export type ArgsResult = { readonly ok: true; readonly args: readonly string[] } | { readonly ok: false; readonly issues: readonly SpecIssue[] };
+
+export interface HttpProbe {
+  readonly path: string;
+  readonly initialDelaySeconds: number;
+  readonly periodSeconds: number;
+  readonly timeoutSeconds: number;
+  readonly failureThreshold: number;
+}
+
+/**
+ * The engine's Prometheus names for each engine-neutral signal (metrics.ts). Each lists alternatives, first found
+ * wins (vLLM renamed gpu_cache_usage_perc to kv_cache_usage_perc); a signal the engine does not export is empty.
+ * Series of one family are summed (Triton reports one pending count per model).
+ */
+export interface EngineMetricNames {
+  /** Requests being decoded now (gauge). */
+  readonly running: readonly string[];
+  /** Requests queued, not yet scheduled (gauge). */
+  readonly waiting: readonly string[];
+  /** KV-cache use in [0, 1] (gauge). */
+  readonly kvCacheUsage: readonly string[];
+  /** Generated tokens so far (a counter, or a histogram's _sum, which only grows). */
+  readonly generatedTokensTotal: readonly string[];
+  /** Prompt tokens so far (same). */
+  readonly promptTokensTotal: readonly string[];
+  /** Time-to-first-token histogram base names (seconds). */
+  readonly ttftSeconds: readonly string[];
+  /** Inter-token latency histogram base names (seconds). */
+  readonly itlSeconds: readonly string[];
+}
+
+/** How adapters reach a running replica. */
+export type LoraApi =
+  /** Loaded and unloaded while the engine runs (vLLM). */
+  | {
+      readonly kind: 'runtime';
+      readonly load: { readonly method: 'POST'; readonly path: string; readonly body: (name: string, path: string) => Readonly<Record<string, unknown>> };
+      readonly unload: { readonly method: 'POST'; readonly path: string; readonly body: (name: string) => Readonly<Record<string, unknown>> };
+      /** Environment the engine needs before it accepts runtime loads. */
+      readonly env: Readonly<Record<string, string>>;
+    }
+  /**
+   * Loaded at launch from the command line; the running engine only switches them on and off (llama.cpp:
+   * POST /lora-adapters with [{id, scale}]). A new adapter needs a rolling restart.
+   */
+  | { readonly kind: 'launch-scale'; readonly scale: { readonly method: 'POST'; readonly path: string; readonly body: (scales: readonly { id: number; scale: number }[]) => unknown } }
+  /** Loaded at launch only (TGI --lora-adapters); a change needs a rolling restart. */
+  | { readonly kind: 'launch-only' }
+  /** No LoRA (Triton). */
+  | { readonly kind: 'none' };
+
+/** GPUs the engine's kernels support (001 §2.4): the controller matches them against the node's labels. */
+export interface GpuSupport {
+  /** Lowest CUDA compute capability, e.g. "7.0". */
+  readonly minComputeCapability: string;
+  /** Whether the engine (or its built artefact) is bound to the exact GPU model it was built on (TensorRT engines). */
+  readonly boundToBuildGpu: boolean;
+}
+
+export interface RuntimeDefinition {
+  readonly name: InferenceRuntime;
+  readonly displayName: string;
+  /** Default image; spec.container.image overrides it. */
+  readonly image: string;
+  readonly defaultPort: number;
+  /** Where /metrics is served, when not on the serving port (Triton: 8002). */
+  readonly metricsPort?: number;
+  readonly metricsPath: string;
+  /** Extra container ports besides the serving one (name → port). */
+  readonly extraPorts: Readonly<Record<string, number>>;
+  readonly command: readonly string[];
+  readonly args: (ctx: RenderContext) => ArgsResult;
+  readonly env: (ctx: RenderContext) => Readonly<Record<string, string>>;
+  readonly readiness: HttpProbe;
+  readonly liveness: HttpProbe;
+  /** Loading weights takes minutes: the startup probe holds the liveness probe off until then. */
+  readonly startup: HttpProbe;
+  readonly metrics: EngineMetricNames;
+  readonly lora: LoraApi;
+  readonly gpus: GpuSupport;
+}
+
+/** The served model name: spec.model.name, else the last path segment of the URI. */
+export function servedModelName(spec: InferenceServiceSpec): string {
+  if (spec.model.name !== undefined) return spec.model.name;
+  const parts = spec.model.uri.replace(/\/+$/, '').split('/');
+  return parts[parts.length - 1] ?? spec.model.uri;
+}
+
+/** An `hf://org/model` URI as the engine's Hugging Face id, or undefined for any other scheme. */
+export function huggingFaceId(uri: string): string | undefined {
+  const m = /^hf:\/\/(.+)$/.exec(uri);
+  return m?.[1]?.replace(/\/+$/, '');
+}
+
+/** Tensor-parallel degree inside a replica (the spec default: every GPU of the replica). */
+export function tensorParallel(spec: InferenceServiceSpec): number {
+  return spec.tensorParallelSize ?? Math.max(1, spec.gpusPerReplica);
+}
+
+/** Pipeline-parallel degree: the GPUs of a replica not used by tensor parallelism are pipeline stages. */
+export function pipelineParallel(spec: InferenceServiceSpec): number {
+  return Math.max(1, Math.floor(Math.max(1, spec.gpusPerReplica) / tensorParallel(spec)));
+}
+
+/** Collects issues; `done` returns the args or every issue at once (nothing half-applied). */
+export class ArgsBuilder {
+  private readonly out: string[] = [];
+  private readonly issues: SpecIssue[] = [];
+  push(...xs: string[]): this {
+    this.out.push(...xs);
+    return this;
+  }
+  reject(field: string, message: string): this {
+    this.issues.push({ field, message });
+    return this;
+  }
+  done(): ArgsResult {
+    return this.issues.length > 0 ? { ok: false, issues: this.issues } : { ok: true, args: this.out };
+  }
+}

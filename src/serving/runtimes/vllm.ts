@@ -1,0 +1,69 @@
+/**
+ * vLLM's OpenAI-compatible server. Flags: vLLM engine arguments (docs.vllm.ai "Engine Arguments", v0.8.x and
+ * later: --model, --served-model-name, --revision, --port, --tensor-parallel-size, --pipeline-parallel-size,
+ * --max-model-len, --gpu-memory-utilization, --dtype, --quantization, --enable-lora, --max-loras,
+ * --max-lora-rank). Health: GET /health. LoRA: POST /v1/load_lora_adapter {lora_name, lora_path} and
+ * /v1/unload_lora_adapter {lora_name}, enabled by VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (vllm PR #6566).
+ */
+import { ArgsBuilder, huggingFaceId, pipelineParallel, servedModelName, tensorParallel, type RuntimeDefinition } from '../runtime.ts';
+
+/** The spec's quantization in vLLM's --quantization vocabulary (int8/int4 weights load through bitsandbytes). */
+const QUANTIZATION: Readonly<Record<string, string>> = { awq: 'awq', gptq: 'gptq', fp8: 'fp8', int8: 'bitsandbytes', int4: 'bitsandbytes' };
+
+export const VLLM: RuntimeDefinition = {
+  name: 'vllm',
+  displayName: 'vLLM',
+  image: 'vllm/vllm-openai:v0.10.2',
+  defaultPort: 8000,
+  metricsPath: '/metrics',
+  extraPorts: {},
+  // The image's entrypoint is the OpenAI API server; only arguments are passed.
+  command: [],
+  args: (ctx) => {
+    const { spec } = ctx;
+    const b = new ArgsBuilder();
+    const format = spec.model.format;
+    if (format !== undefined && !['safetensors', 'pytorch', 'gguf'].includes(format)) {
+      b.reject('spec.model.format', `vllm loads safetensors, pytorch or gguf weights, not ${format}`);
+    }
+    const hf = huggingFaceId(spec.model.uri);
+    b.push('--model', hf ?? ctx.modelDir, '--served-model-name', servedModelName(spec), '--port', String(ctx.port));
+    if (hf !== undefined && spec.model.revision !== undefined) b.push('--revision', spec.model.revision);
+    b.push('--tensor-parallel-size', String(tensorParallel(spec)));
+    const pp = pipelineParallel(spec);
+    if (pp > 1) b.push('--pipeline-parallel-size', String(pp));
+    if (spec.model.maxModelLen !== undefined) b.push('--max-model-len', String(spec.model.maxModelLen));
+    if (spec.engine?.gpuMemoryUtilization !== undefined) b.push('--gpu-memory-utilization', String(spec.engine.gpuMemoryUtilization));
+    if (spec.model.dtype !== 'auto') b.push('--dtype', spec.model.dtype);
+    if (spec.model.quantization !== undefined) b.push('--quantization', QUANTIZATION[spec.model.quantization] ?? spec.model.quantization);
+    const adapters = spec.model.adapters ?? [];
+    if (adapters.length > 0 || spec.engine?.maxLoras !== undefined || spec.engine?.maxLoraRank !== undefined) {
+      // Adapters are loaded through the runtime API (ready only once loaded), so the slots must exist from the start.
+      b.push('--enable-lora', '--max-loras', String(spec.engine?.maxLoras ?? Math.max(1, adapters.length)));
+      if (spec.engine?.maxLoraRank !== undefined) b.push('--max-lora-rank', String(spec.engine.maxLoraRank));
+    }
+    return b.done();
+  },
+  env: (ctx) => ((ctx.spec.model.adapters ?? []).length > 0 ? { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' } : {}),
+  readiness: { path: '/health', initialDelaySeconds: 0, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
+  liveness: { path: '/health', initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
+  // Up to 30 minutes to download and load weights before the liveness probe may restart the pod.
+  startup: { path: '/health', initialDelaySeconds: 10, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 180 },
+  metrics: {
+    running: ['vllm:num_requests_running'],
+    waiting: ['vllm:num_requests_waiting'],
+    kvCacheUsage: ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'],
+    generatedTokensTotal: ['vllm:generation_tokens_total'],
+    promptTokensTotal: ['vllm:prompt_tokens_total'],
+    ttftSeconds: ['vllm:time_to_first_token_seconds'],
+    itlSeconds: ['vllm:inter_token_latency_seconds', 'vllm:time_per_output_token_seconds'],
+  },
+  lora: {
+    kind: 'runtime',
+    load: { method: 'POST', path: '/v1/load_lora_adapter', body: (name, path) => ({ lora_name: name, lora_path: path }) },
+    unload: { method: 'POST', path: '/v1/unload_lora_adapter', body: (name) => ({ lora_name: name }) },
+    env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' },
+  },
+  // vLLM's CUDA kernels need compute capability 7.0 (Volta) or later.
+  gpus: { minComputeCapability: '7.0', boundToBuildGpu: false },
+};
