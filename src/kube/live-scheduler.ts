@@ -33,7 +33,7 @@ import { SCHEDULER_NAME } from '../api/wire.ts';
 import { LeaderElector } from './leader.ts';
 import type { LiveMetricsView, LiveObserver } from './live-observer.ts';
 import { PodJobs, type JobsView } from './pod-jobs.ts';
-import { runningJobs } from './queues.ts';
+import { queueFromObject, runningJobs } from './queues.ts';
 import { KubeStatusWriter } from './status-writer.ts';
 
 export type { ExplainReport } from './explain.ts';
@@ -192,7 +192,9 @@ export class LiveScheduler {
     const state = this.cache.state();
     const running = runningJobs(this.cache.allPods(), this.schedulerName, this.jobs.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
     const v = this.lastView;
-    return { state, queues: v?.queues ?? new Map(), pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)), running: [...running.values()], shapes: this.profileShapes, queueCounts: this.queue.counts() };
+    // The Queue objects as watched now (the last view's may predate a new queue: its series show before its first job).
+    const queues = new Map([...this.jobs.queueObjs.values()].map((o) => queueFromObject(o)).map((q) => [q.name, q]));
+    return { state, queues, pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)), running: [...running.values()], shapes: this.profileShapes, queueCounts: this.queue.counts() };
   }
 
   /** `sits explain` (see explain.ts). */

@@ -227,8 +227,9 @@ export class SitsMetrics {
   private readonly preemptions: Counter<'reason'>;
   private readonly victims: Counter<'reason'>;
   private readonly startError: Histogram<'direction'>;
-  /** Queue label values handed out so far (bounded by MAX_QUEUE_LABELS). */
+  /** Queue label values handed out so far (bounded by MAX_QUEUE_LABELS), and those whose admission-wait series exist. */
   private readonly queueLabels = new Set<string>();
+  private readonly waitSeries = new Set<string>();
 
   constructor(opts: SitsMetricsOptions = {}) {
     const registers = [this.registry];
@@ -349,7 +350,7 @@ export class SitsMetrics {
   /** The events of the live scheduler, into these metrics. */
   readonly observer: LiveObserver = {
     extension: { nowMs: () => performance.now(), observe: (point, seconds) => this.extension.observe({ extension_point: point }, seconds) },
-    admitted: (queue, waitSeconds) => this.admissionWait.observe({ queue: this.queueLabel(queue) }, waitSeconds),
+    admitted: (queue, waitSeconds) => this.admissionWait.observe({ queue: this.waitSeriesOf(queue) }, waitSeconds),
     preempted: (reason, victims) => {
       this.preemptions.inc({ reason });
       this.victims.inc({ reason }, victims);
@@ -357,6 +358,19 @@ export class SitsMetrics {
     startError: (seconds) => this.startError.observe({ direction: seconds > 0 ? 'late' : 'early' }, Math.abs(seconds)),
     bound: (seconds) => this.extension.observe({ extension_point: 'Bind' }, seconds),
   };
+
+  /**
+   * The queue's admission-wait label, its series created at 0 the first time (at a scrape that shows the queue,
+   * or its first admission): a series born with its first observation would show no increase in rate().
+   */
+  private waitSeriesOf(queue: string): string {
+    const label = this.queueLabel(queue);
+    if (!this.waitSeries.has(label)) {
+      this.waitSeries.add(label);
+      this.admissionWait.zero({ queue: label });
+    }
+    return label;
+  }
 
   /** The queue's label value: its name while fewer than MAX_QUEUE_LABELS names were seen, else `_other`. */
   private queueLabel(queue: string): string {
@@ -416,6 +430,7 @@ export class SitsMetrics {
   private detail(): Detail {
     if (this.detailSnapshot === undefined) {
       this.detailSnapshot = this.detailSource === undefined ? NO_DETAIL : detailOf(this.detailSource());
+      for (const q of this.detailSnapshot.queues) this.waitSeriesOf(q.name);
       queueMicrotask(() => {
         this.detailSnapshot = undefined;
       });
