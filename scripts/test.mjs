@@ -42,6 +42,8 @@ if (!unitOnly) {
   provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
+  // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.
+  provide('prometheus', 'tools/prometheus/ensure.mjs', 'SITS_PROMETHEUS', 'Prometheus for the metrics e2e test');
 }
 
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
