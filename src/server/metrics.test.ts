@@ -8,6 +8,7 @@ import { seededRng } from '../core/ports.ts';
 import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
 import type { LiveMetricsView } from '../kube/live-observer.ts';
 import { clusterFragmentation } from '../core/plugins/fgd/fragmentation.ts';
+import { dashboardQueries } from '../deploy/grafana-dashboard.ts';
 import { METRIC, METRIC_DETAIL, MAX_QUEUE_LABELS, OTHER_QUEUE, SitsMetrics, detailOf, schedulerStatsOf, type SchedulerStats, type SchedulerView } from './metrics.ts';
 
 const stats = (o: Partial<SchedulerStats> = {}): SchedulerStats => ({ cycles: 0, bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0, pendingPods: 0, nodes: 0, gpus: 0, gpusAllocated: 0, leader: false, ...o });
@@ -185,5 +186,18 @@ describe('SitsMetrics: queues, nodes, GPUs, fragmentation (issue 15)', () => {
     const { view } = scheduled();
     const d = detailOf({ ...view, queues: new Map() });
     expect(d.queues.map((q) => [q.name, q.nominalGpus, q.borrowedGpus])).toEqual([['team-a', undefined, 0], ['team-b', undefined, 0]]);
+  });
+});
+
+describe('the Grafana dashboard and the metrics', () => {
+  it('every metric a dashboard query names is one SITS exposes (the e2e test runs the queries against Prometheus)', () => {
+    const known = new Set<string>([...Object.values(METRIC), ...Object.values(METRIC_DETAIL)]);
+    const histograms = [METRIC.attemptDuration, METRIC_DETAIL.queueAdmissionWait, METRIC_DETAIL.extensionPoint, METRIC_DETAIL.startError];
+    for (const h of histograms) for (const suffix of ['_bucket', '_sum', '_count']) known.add(`${h}${suffix}`);
+    const named = new Set(dashboardQueries().flatMap((q) => q.expr.match(/\bsits_[a-z_]+/g) ?? []));
+    expect([...named].filter((n) => !known.has(n))).toEqual([]);
+    // And the dashboard shows every family but the build and start-time ones.
+    const unused = [...Object.values(METRIC), ...Object.values(METRIC_DETAIL)].filter((n) => ![...named].some((x) => x === n || x.startsWith(`${n}_`)));
+    expect(unused.sort()).toEqual([METRIC.buildInfo, METRIC.startTime].sort());
   });
 });
