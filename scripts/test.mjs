@@ -43,6 +43,8 @@ if (!unitOnly) {
   provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
+  // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.
+  provide('prometheus', 'tools/prometheus/ensure.mjs', 'SITS_PROMETHEUS', 'Prometheus for the metrics e2e test');
 }
 
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');

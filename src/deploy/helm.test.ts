@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { plainObjects } from './bundle.ts';
+import { DASHBOARD_FILE, grafanaDashboard } from './grafana-dashboard.ts';
 import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
 import { goFloat, type Json } from './tree.ts';
 import { resolveValues, type DeployValues } from './values.ts';
@@ -46,6 +47,7 @@ const VARIANTS: [string, Record<string, unknown>][] = [
       image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', pullPolicy: 'Always' },
       profile: 'binpack',
       metrics: { port: 9464 },
+      grafanaDashboard: { enabled: true },
       replicas: 3,
       leaderElection: { leaseDurationSeconds: 30, leaseNames: ['sits-scheduler', 'sits-controllers'] },
       priorityClassName: 'system-cluster-critical',
@@ -126,6 +128,11 @@ describe('the Helm chart, by the real helm', () => {
     expect(dep.spec.template.spec.tolerations).toHaveLength(1);
     const svc = other.find((o) => (o as Obj).kind === 'Service') as unknown as { metadata: { annotations: Record<string, string> } };
     expect(svc.metadata.annotations['prometheus.io/port']).toBe('9464');
+    // The Grafana dashboard: only when enabled, labelled for the sidecar, the JSON intact through Helm's YAML.
+    expect(kinds(single)).not.toContain('ConfigMap');
+    const cm = other.find((o) => (o as Obj).kind === 'ConfigMap') as unknown as { metadata: { namespace: string; labels: Record<string, string> }; data: Record<string, string> };
+    expect([cm.metadata.namespace, cm.metadata.labels.grafana_dashboard]).toEqual(['sched', '1']);
+    expect(JSON.parse(cm.data[DASHBOARD_FILE] ?? '')).toEqual(grafanaDashboard());
     const hook = other.find((o) => (o as Obj).kind === 'Deployment' && (o as Obj).metadata.name === 'sits-webhook') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
     expect(hook.spec.template.spec.containers[0]?.args).toEqual(expect.arrayContaining(['--mode=audit', '--port=10443', '--namespace=sched', '--disable=a-rule,b-rule']));
     const vwc = other.find((o) => (o as Obj).kind === 'ValidatingWebhookConfiguration') as unknown as { webhooks: { failurePolicy: string; namespaceSelector: unknown }[] };

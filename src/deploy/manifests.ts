@@ -7,6 +7,7 @@ import { SCHEDULER_NAME } from '../api/wire.ts';
 import { CONTROLLER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
+import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const NAMES = {
@@ -21,6 +22,7 @@ export const NAMES = {
   container: 'sits',
   schedulerName: SCHEDULER_NAME,
   nodeAgent: 'sits-node-agent',
+  grafanaDashboard: 'sits-grafana-dashboard',
 } as const;
 
 export const SELECTOR_LABELS = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'scheduler' } as const;
@@ -313,7 +315,19 @@ export function rbacDocs(): Doc[] {
   ];
 }
 
+/** The Grafana dashboard (grafana-dashboard.ts) for the Grafana sidecar, which loads ConfigMaps labelled `grafana_dashboard: "1"`. */
+const grafanaDashboardConfigMap = (): Doc => ({
+  file: 'configmap-grafana-dashboard.yaml',
+  when: 'grafanaDashboard.enabled',
+  body: {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: { name: NAMES.grafanaDashboard, namespace: quoted('namespace'), labels: { ...labels(), grafana_dashboard: '1' } },
+    data: { [DASHBOARD_FILE]: dashboardJson() },
+  },
+});
+
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), ...webhookDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), grafanaDashboardConfigMap(), ...webhookDocs(), ...nodeAgentDocs()];
 }

@@ -143,6 +143,9 @@ function scalar(v: string | number | boolean | null): string {
   return stringify(v, { lineWidth: 0 }).trimEnd();
 }
 
+/** A multi-line leaf (a block scalar, e.g. a file in a ConfigMap) printed at `indent`: its lines go below the key. */
+const indented = (text: string, indent: number): string => text.split('\n').map((l, i) => (i === 0 || l === '' ? l : `${pad(indent)}${l}`)).join('\n');
+
 function action(r: Ref): string {
   return r.style === 'quote' ? `{{ .Values.${r.$ref} | quote }}` : `{{ .Values.${r.$ref} }}`;
 }
@@ -176,7 +179,7 @@ function emitMap(map: Readonly<Record<string, Node>>, indent: number, out: strin
     }
     const key = scalar(k);
     const text = inline(v);
-    if (text !== undefined) out.push(`${pad(indent)}${key}: ${text}`);
+    if (text !== undefined) out.push(`${pad(indent)}${key}: ${indented(text, indent + 2)}`);
     else if (isRef(v)) out.push(`${pad(indent)}${key}:`, `${pad(indent + 2)}{{- toYaml .Values.${v.$ref} | nindent ${indent + 2} }}`);
     else if (Array.isArray(v)) {
       out.push(`${pad(indent)}${key}:`);
@@ -202,7 +205,7 @@ function emitList(list: readonly Node[], indent: number, out: string[]): void {
     }
     const text = inline(item);
     if (text !== undefined) {
-      out.push(`${pad(indent)}- ${text}`);
+      out.push(`${pad(indent)}- ${indented(text, indent + 2)}`);
       continue;
     }
     if (Array.isArray(item) || isRef(item)) throw new Error('lists of lists and YAML blocks as list items are not supported');

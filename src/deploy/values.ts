@@ -35,6 +35,10 @@ export const DeployValuesSchema = Type.Object(
     ),
     metrics: Type.Object({ port: Type.Integer({ minimum: 1024, maximum: 65535 }) }, { additionalProperties: false, description: 'Port of /metrics, /healthz and /readyz (above 1023: the container runs as non-root).' }),
     resources: Type.Object({ requests: ResourceList, limits: ResourceList }, { additionalProperties: false, description: 'Container requests and limits.' }),
+    grafanaDashboard: Type.Object(
+      { enabled: Type.Boolean() },
+      { additionalProperties: false, description: 'The Grafana dashboard (cluster, queues, scheduler performance, GPU health) as a ConfigMap in `namespace` labelled grafana_dashboard: "1", which the Grafana sidecar (kube-prometheus-stack) loads. Off by default: a cluster without Grafana needs no ConfigMap.' },
+    ),
     podDisruptionBudget: Type.Object({ enabled: Type.Boolean(), minAvailable: Type.Integer({ minimum: 0, maximum: 10 }) }, { additionalProperties: false, description: 'Keeps a standby replica through voluntary disruptions (node drains).' }),
     priorityClassName: Type.String({ maxLength: 253, description: 'PriorityClass of the scheduler pods; empty: none.' }),
     nodeSelector: Type.Record(Type.String(), Type.String(), { description: 'Where the scheduler pods may run.' }),
@@ -92,6 +96,7 @@ export const DEFAULT_VALUES: DeployValues = {
   leaderElection: { enabled: true, leaseDurationSeconds: 15, leaseNames: [SCHEDULER_NAME] },
   metrics: { port: 8080 },
   resources: { requests: { cpu: '500m', memory: '512Mi' }, limits: { cpu: '2', memory: '2Gi' } },
+  grafanaDashboard: { enabled: false },
   podDisruptionBudget: { enabled: true, minAvailable: 1 },
   priorityClassName: '',
   nodeSelector: {},

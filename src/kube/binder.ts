@@ -41,6 +41,8 @@ export interface KubeBinderOptions {
   readonly afterGangMemberBound?: (count: number) => void;
   /** Pods went back to waiting (a binding failed or a plan was undone): the host should cycle again. */
   readonly requeued?: () => void;
+  /** One pods/binding call took `seconds` (metrics). */
+  readonly bound?: (seconds: number, ok: boolean) => void;
 }
 
 export class KubeBinder implements Binder {
@@ -113,6 +115,7 @@ export class KubeBinder implements Binder {
   private async bindOne(r: BindRequest, event = true): Promise<void> {
     const pod = this.cache.pod(r.podId);
     const [ns, name] = splitKey(r.podId);
+    const t0 = performance.now();
     try {
       await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
         apiVersion: 'v1',
@@ -120,10 +123,12 @@ export class KubeBinder implements Binder {
         metadata: { name, namespace: ns, ...(pod?.metadata?.uid === undefined ? {} : { uid: pod.metadata.uid }), annotations: { [ANNOTATION.gpuIndices]: r.gpus.join(',') } },
         target: { apiVersion: 'v1', kind: 'Node', name: r.node },
       });
+      this.opts.bound?.((performance.now() - t0) / 1000, true);
       this.stats.bound++;
       this.nominatedPods.delete(r.podId);
       if (event) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})` });
     } catch (e) {
+      this.opts.bound?.((performance.now() - t0) / 1000, false);
       this.stats.bindErrors++;
       // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
       this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);

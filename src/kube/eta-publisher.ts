@@ -25,12 +25,21 @@ export class EtaPublisher {
   /** Whether any job waited at the last call (only then is a refresh ever due), and one had no estimate yet. */
   private waited = false;
   private fresh = false;
+  /** The expected start last published per waiting job (ms), for the metrics' expected-start error; at most ETA_MAX_JOBS. */
+  private readonly published = new Map<string, number>();
 
   constructor(
     private readonly jobs: PodJobs,
     private readonly status: StatusWriter,
     private readonly rng: () => Rng,
   ) {}
+
+  /** The expected start last published for a job that starts now, then forgotten; undefined when it had none. */
+  takePublished(jobId: string): number | undefined {
+    const at = this.published.get(jobId);
+    this.published.delete(jobId);
+    return at;
+  }
 
   /** When the next refresh is due (never while no job waits). */
   dueAtMs(): number {
@@ -63,10 +72,12 @@ export class EtaPublisher {
     const arrivals = this.jobs.forecast(nowMs, view.jobs.length);
     const eta = estimateStarts({ nowMs, state, profile, rng: this.rng(), queues: view.queues, pending, running: stillRunning, options: { minRuntimeMs: view.minRuntimeMs, explain: false }, requeue: this.jobs.requeueOf(view.jobs, arrivals), arrivals });
     this.estimated.clear();
+    this.published.clear();
     for (const j of waiting) {
       this.estimated.add(j.id);
       const at = eta.get(j.id);
       if (at === undefined) continue;
+      this.published.set(j.id, at);
       this.status.expectedStart((view.podsOf.get(j.id) ?? []).map((p) => p.key), at);
     }
   }

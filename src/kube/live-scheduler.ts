@@ -11,6 +11,9 @@ import { Scheduler } from '../core/framework/scheduler.ts';
 import type { Profile } from '../core/framework/types.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import type { QueuedJob } from '../core/actions/jobs.ts';
+import type { CycleResult } from '../core/actions/queue-cycle.ts';
+import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
+import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { seededRng, type Clock, type Rng } from '../core/ports.ts';
 import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-queue.ts';
@@ -28,7 +31,9 @@ import { explainTarget, type ExplainReport } from './explain.ts';
 import { startInformers, type Informers } from './informers.ts';
 import { SCHEDULER_NAME } from '../api/wire.ts';
 import { LeaderElector } from './leader.ts';
+import type { LiveMetricsView, LiveObserver } from './live-observer.ts';
 import { PodJobs, type JobsView } from './pod-jobs.ts';
+import { queueFromObject, runningJobs } from './queues.ts';
 import { KubeStatusWriter } from './status-writer.ts';
 
 export type { ExplainReport } from './explain.ts';
@@ -91,6 +96,12 @@ export class LiveScheduler {
   private loopDone: Promise<void> | undefined;
   /** Called after each cycle once per job tried, with the cycle's time per job; for metrics. */
   onAttempt: ((seconds: number, result: 'scheduled' | 'unschedulable') => void) | undefined;
+  /** Admissions, preemptions, expected-start errors, extension-point and binding times; for metrics. */
+  observer: LiveObserver | undefined;
+  /** The last cycle's view and the jobs it started, for `metricsView()`. */
+  private lastView: JobsView | undefined;
+  private lastStarted: ReadonlySet<string> = new Set();
+  private profileShapes: readonly TypicalShape[] = WHOLE_GPU_PRIOR;
   private readonly schedulerName: string;
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
@@ -109,7 +120,7 @@ export class LiveScheduler {
     this.jobs = new PodJobs(this.cache, this.schedulerName, this.clock);
     this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
-    this.binder = new KubeBinder(client, this.cache, { schedulerName: this.schedulerName, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
+    this.binder = new KubeBinder(client, this.cache, { schedulerName: this.schedulerName, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
     this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
     this.queue = new SchedulingQueue(LIVE_QUEUE_TIMING);
     this.spine = new SchedulingSpine(this.queue, { events: this.events, status: this.status });
@@ -176,6 +187,16 @@ export class LiveScheduler {
     return true;
   }
 
+  /** What the metrics read at scrape time; reads the cache, changes nothing (O(pods) for the running jobs). */
+  metricsView(): LiveMetricsView {
+    const state = this.cache.state();
+    const running = runningJobs(this.cache.allPods(), this.schedulerName, this.jobs.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
+    const v = this.lastView;
+    // The Queue objects as watched now (the last view's may predate a new queue: its series show before its first job).
+    const queues = new Map([...this.jobs.queueObjs.values()].map((o) => queueFromObject(o)).map((q) => [q.name, q]));
+    return { state, queues, pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)), running: [...running.values()], shapes: this.profileShapes, queueCounts: this.queue.counts() };
+  }
+
   /** `sits explain` (see explain.ts). */
   explain(target: string, nowMs: number): ExplainReport {
     return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(), schedulerName: this.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
@@ -233,6 +254,8 @@ export class LiveScheduler {
       this.queue.onEvent({ kind: 'queue-changed' }, nowMs);
     }
     const view = this.jobs.view(state);
+    this.lastView = view;
+    this.lastStarted = new Set();
     this.sync(view, nowMs);
     this.queue.flush(nowMs);
     if (!this.queue.hasActive()) {
@@ -256,7 +279,28 @@ export class LiveScheduler {
       for (let i = 0; i < res.started.length; i++) this.onAttempt(each, 'scheduled');
       for (let i = 0; i < failed; i++) this.onAttempt(each, 'unschedulable');
     }
+    this.observe(res, view, nowMs);
     this.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
+  }
+
+  /** Tells the observer what the cycle did; forgets the expected starts of the jobs it started either way. */
+  private observe(res: CycleResult, view: JobsView, nowMs: number): void {
+    this.lastStarted = new Set(res.started.map((x) => x.job.id));
+    const o = this.observer;
+    for (const x of res.started) {
+      const at = this.eta.takePublished(x.job.id);
+      o?.admitted?.(x.job.queue, Math.max(0, (nowMs - x.job.arrivalMs) / 1000));
+      if (at !== undefined) o?.startError?.((nowMs - at) / 1000);
+    }
+    if (o?.preempted === undefined || res.preempted.length === 0) return;
+    const queueOf = new Map(view.jobs.map((j) => [j.id, j.queue]));
+    const byPreemptor = new Map<string, { reason: 'priority' | 'reclaim'; victims: number }>();
+    for (const p of res.preempted) {
+      const e = byPreemptor.get(p.by) ?? { reason: queueOf.get(p.by) === p.victim.queue ? 'priority' : 'reclaim', victims: 0 };
+      e.victims++;
+      byPreemptor.set(p.by, e);
+    }
+    for (const e of byPreemptor.values()) o.preempted(e.reason, e.victims);
   }
 
   /** Feeds the queue from the translation: new jobs arrive, changed ones are replaced, vanished ones withdrawn. */
@@ -300,6 +344,7 @@ export class LiveScheduler {
       const p = resolveProfile(this.opts.profile ?? 'sits', { typicalShapes: shapes });
       if (!p.ok) throw new Error(formatProfileError(p.error));
       this.profile = p.value;
+      this.profileShapes = shapes;
       this.profileShapesKey = key;
       this.profileAtMs = now;
     }
@@ -312,6 +357,7 @@ export class LiveScheduler {
     if (this.scheduler === undefined || this.scheduler.state !== state || this.scheduler.profile !== profile) {
       this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }));
     }
+    this.scheduler.timer = this.observer?.extension;
     return this.scheduler;
   }
 }

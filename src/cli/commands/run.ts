@@ -41,18 +41,19 @@ export function registerRun(program: Command): void {
     .option('--no-events', 'do not write Scheduled/FailedScheduling events')
     .option('--metrics-port <port>', 'port of /metrics, /healthz and /readyz (0 = off)', intOption('--metrics-port', 0, 65535), 8080)
     .option('--metrics-host <addr>', 'address the metrics server listens on (off loopback: HTTPS, callers checked by TokenReview/SubjectAccessReview; /healthz, /readyz, /livez open)', '0.0.0.0')
+    .option('--metrics-per-gpu', 'also one series per GPU (sits_gpu_allocated_ratio, sits_gpu_healthy: 2 series per GPU; off by default, docs/metrics.md)')
     .option('--tls-cert-file <file>', 'serving certificate of the metrics server (default: a self-signed one generated at start, as kube-scheduler does)')
     .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
     .option('--client-ca-file <file>', 'CA of client certificates accepted from scrapers (else bearer tokens, checked by TokenReview)')
     .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads')
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { kubeconfig?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
+    .action(async (o: { kubeconfig?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName)) throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
       const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
-      const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure);
+      const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure, o.metricsPerGpu === true);
       const app = await createLiveApp({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         profile: o.profile,
@@ -84,9 +85,9 @@ export function registerRun(program: Command): void {
  * in use is reported and the scheduler runs without them (several `sits run` on one machine); in a pod the
  * failing probes make it visible.
  */
-async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure']): Promise<SitsServer | undefined> {
+async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure'], perGpu: boolean): Promise<SitsServer | undefined> {
   try {
-    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime() }), log, ...(secure !== undefined ? { secure } : {}) });
+    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime(), perGpu }), log, ...(secure !== undefined ? { secure } : {}) });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     log(`metrics server: ${host}:${port} is in use; running without /metrics, /healthz and /readyz (--metrics-port to choose another, 0 for none)`);

@@ -10,7 +10,7 @@ import type { Rng } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { podMetaKey, ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
 import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
-import type { CycleContext, GpuMask, Plugin, Profile } from './types.ts';
+import type { CycleContext, ExtensionPoint, ExtensionTimer, GpuMask, Plugin, Profile } from './types.ts';
 
 export interface Placement {
   readonly podId: string;
@@ -59,6 +59,8 @@ export class Scheduler {
   private tick = 0;
   private rrCursor = 0;
   readonly ctx: CycleContext;
+  /** Times the extension points when set (the live host's metrics); unset (simulations, trial runs) nothing is timed. */
+  timer: ExtensionTimer | undefined;
 
   /**
    * @param commits where committed statements go (the host's ports, `commitToPorts`); without it the
@@ -98,10 +100,15 @@ export class Scheduler {
 
   /** Tentatively places a pod inside `stmt`, optionally restricted to a node index range. */
   placePod(pod: PodSpec, stmt: Statement, range?: Range): PodOutcome {
+    const t0 = this.timer === undefined ? 0 : this.timer.nowMs();
     for (const p of this.profile.preFilters) {
       const s = (p.preFilter as NonNullable<typeof p.preFilter>)(pod, this.ctx);
-      if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(pod, s.reasons ?? []) };
+      if (s.code !== 'Success') {
+        this.timed('PreFilter', t0);
+        return { ok: false, explanation: this.preFilterExplanation(pod, s.reasons ?? []) };
+      }
     }
+    this.timed('PreFilter', t0);
     return this.placeFiltered(pod, stmt, range);
   }
 
@@ -122,20 +129,25 @@ export class Scheduler {
   private commitTo(pod: PodSpec, node: NodeState, stmt: Statement, allowed?: GpuMask): boolean {
     let gpus: readonly number[] = [];
     if (pod.request.gpuCount > 0) {
+      const t0 = this.timer === undefined ? 0 : this.timer.nowMs();
       const picked = (this.profile.devicePicker.pickGpus as NonNullable<typeof this.profile.devicePicker.pickGpus>)(pod, node, this.ctx, allowed);
+      this.timed('PickGpus', t0);
       if (picked === undefined) return false;
       gpus = picked;
     }
     const cp = stmt.checkpoint();
     stmt.allocate(allocationFor(pod, node.name, gpus));
+    const t1 = this.timer === undefined ? 0 : this.timer.nowMs();
     for (const r of this.profile.reserves) {
       const s = (r.reserve as NonNullable<typeof r.reserve>)(pod, node, this.ctx);
       if (s.code !== 'Success') {
         for (const u of this.profile.reserves) u.unreserve?.(pod, node, this.ctx);
         stmt.rollback(cp);
+        this.timed('Reserve', t1);
         return false;
       }
     }
+    this.timed('Reserve', t1);
     this.lastPlacement = { podId: pod.id, node: node.name, gpus };
     return true;
   }
@@ -174,7 +186,9 @@ export class Scheduler {
       this.indices.set(key, idx);
     }
     idx.lastUsed = ++this.tick;
+    const t0 = this.timer === undefined ? 0 : this.timer.nowMs();
     idx.refresh();
+    this.timed('FilterScore', t0);
     return idx;
   }
 
@@ -220,14 +234,19 @@ export class Scheduler {
       return { ok: false, explanation: simpleExplanation(subject(), this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false) };
     }
     const preFilters = this.profile.preFilters;
+    const t0 = this.timer === undefined ? 0 : this.timer.nowMs();
     for (let i = 0; i < members.length; i++) {
       const m = members[i] as PodSpec;
       for (let j = 0; j < preFilters.length; j++) {
         const p = preFilters[j] as Plugin;
         const s = (p.preFilter as NonNullable<typeof p.preFilter>)(m, this.ctx);
-        if (s.code !== 'Success') return { ok: false, explanation: this.preFilterExplanation(m, s.reasons ?? [], subject()) };
+        if (s.code !== 'Success') {
+          this.timed('PreFilter', t0);
+          return { ok: false, explanation: this.preFilterExplanation(m, s.reasons ?? [], subject()) };
+        }
       }
     }
+    this.timed('PreFilter', t0);
     const required = gang.topology.required;
     // A gang of one pod with nothing to keep together is placed as a pod (its pre-filters passed above), by the profile's selector too.
     if (members.length === 1 && required === undefined && this.profile.selector !== 'best') {
@@ -292,12 +311,22 @@ export class Scheduler {
     return levels;
   }
 
+  /** Reports the time since t0 to the timer, if any. */
+  private timed(point: ExtensionPoint, t0: number): void {
+    if (this.timer !== undefined) this.timer.observe(point, (this.timer.nowMs() - t0) / 1000);
+  }
+
   private permitted(gang: GangSpec, placed: number): boolean {
     const permits = this.profile.permits;
+    const t0 = this.timer === undefined ? 0 : this.timer.nowMs();
     for (let i = 0; i < permits.length; i++) {
       const p = permits[i] as Plugin;
-      if ((p.permit as NonNullable<typeof p.permit>)(gang, placed, this.ctx).code !== 'Success') return false;
+      if ((p.permit as NonNullable<typeof p.permit>)(gang, placed, this.ctx).code !== 'Success') {
+        this.timed('Permit', t0);
+        return false;
+      }
     }
+    this.timed('Permit', t0);
     return true;
   }
 

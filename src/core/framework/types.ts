@@ -75,6 +75,17 @@ export interface Plugin {
   permit?(gang: GangSpec, placed: number, ctx: CycleContext): Status;
 }
 
+/**
+ * The extension points a host may time (kube-scheduler's scheduler_framework_extension_point_duration_seconds).
+ * Filter and Score are one point here: the score index filters and scores a node in one pass (score-index.ts).
+ */
+export type ExtensionPoint = 'PreFilter' | 'FilterScore' | 'PickGpus' | 'Reserve' | 'Permit';
+/** The host's monotonic clock (ms; the core reads no clock of its own) and where each point's time for one pod or gang goes. */
+export interface ExtensionTimer {
+  readonly nowMs: () => number;
+  readonly observe: (point: ExtensionPoint, seconds: number) => void;
+}
+
 /** GPUs of one node a pick may use, by device index: 1 = allowed (see `Plugin.pickGpus`). */
 export type GpuMask = ArrayLike<number>;
 

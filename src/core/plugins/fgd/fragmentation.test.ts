@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileShapes, fragmentFromAggregates, modelMask, nodeFragment, thresholdAggregates, typicalShapes, type TypicalShape } from './fragmentation.ts';
+import { clusterFragmentation, compileShapes, fragmentFromAggregates, modelMask, nodeFragment, thresholdAggregates, typicalShapes, type TypicalShape } from './fragmentation.ts';
 import { seededRng } from '../../ports.ts';
 
 // A: 1 GPU at 500 milli, 4 cores (p 0.5); B: CPU-only, 8 cores (p 0.25); C: 2 whole V100s, 2 cores (p 0.25).
@@ -88,5 +88,15 @@ describe('typicalShapes', () => {
       { cpuMilli: 1000, gpuMilli: 500, gpuCount: 1, gpuModels: [], weight: 2 / 3, memoryMiB: 6000 },
       { cpuMilli: 2000, gpuMilli: 0, gpuCount: 0, gpuModels: [], weight: 1 / 3 },
     ]);
+  });
+});
+
+describe('clusterFragmentation', () => {
+  it('sums the node fragments over the free milli of every node, one model mask per GPU model', () => {
+    const node = (model: string, gpuFree: number[]) => ({ spec: { gpus: gpuFree.map(() => ({ model })) }, cpuFreeMilli: 6000, gpuFree });
+    // The two hand-computed nodes above (1150 of 2000 each) and a full node (nothing free, no fragment).
+    const r = clusterFragmentation([node('T4', [1000, 300, 0, 700]), node('V100', [1000, 300, 0, 700]), node('T4', [0, 0])], shapes);
+    expect(r).toEqual({ fragmentMilli: 2300, freeMilli: 4000, ratio: 0.575 });
+    expect(clusterFragmentation([node('T4', [0, 0])], shapes).ratio).toBe(0);
   });
 });

@@ -162,6 +162,35 @@ export function modelMask(shapes: readonly TypicalShape[], model: string): Uint8
   return m;
 }
 
+/** What `clusterFragmentation` reads of a node (NodeState has it). */
+export interface FragNode {
+  readonly spec: { readonly gpus: readonly { readonly model: string }[] };
+  readonly cpuFreeMilli: number;
+  /** Free milli per GPU (0 for an unhealthy one). */
+  readonly gpuFree: ArrayLike<number>;
+}
+
+/**
+ * The cluster's fragmentation rate for the expected workload (FGD's measure, as `sits demo` reports it): the
+ * share of the free GPU milli that the typical shapes could not use, Σ nodeFragment / Σ free; 0 with nothing free.
+ */
+export function clusterFragmentation(nodes: Iterable<FragNode>, shapes: readonly TypicalShape[]): { readonly fragmentMilli: number; readonly freeMilli: number; readonly ratio: number } {
+  const masks = new Map<string, Uint8Array>();
+  let frag = 0;
+  let free = 0;
+  for (const n of nodes) {
+    const model = n.spec.gpus[0]?.model ?? '';
+    let mask = masks.get(model);
+    if (mask === undefined) {
+      mask = modelMask(shapes, model);
+      masks.set(model, mask);
+    }
+    for (let g = 0; g < n.gpuFree.length; g++) free += n.gpuFree[g] as number;
+    frag += nodeFragment(shapes, mask, n.cpuFreeMilli, n.gpuFree);
+  }
+  return { fragmentMilli: frag, freeMilli: free, ratio: free === 0 ? 0 : frag / free };
+}
+
 export interface PodShapeInput {
   readonly cpuMilli: number;
   readonly gpuMilli: number;
