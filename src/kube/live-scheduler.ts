@@ -12,10 +12,11 @@ import type { Profile } from '../core/framework/types.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import type { QueuedJob } from '../core/actions/jobs.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { seededRng, type Clock, type Rng } from '../core/ports.ts';
+import { seededRng, type Clock, type Rng, type TraceSpan } from '../core/ports.ts';
 import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-queue.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { SchedulingSpine } from '../core/spine/scheduling-spine.ts';
+import type { CycleResult } from '../core/actions/queue-cycle.ts';
 import { commitToPorts } from '../core/statement/commit-to-ports.ts';
 import type { KubeClient } from './client.ts';
 import { KubeBinder } from './binder.ts';
@@ -30,6 +31,7 @@ import { SCHEDULER_NAME } from '../api/wire.ts';
 import { LeaderElector } from './leader.ts';
 import { PodJobs, type JobsView } from './pod-jobs.ts';
 import { KubeStatusWriter } from './status-writer.ts';
+import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
 
 export type { ExplainReport } from './explain.ts';
 export type { PodGroupObject } from './pod-jobs.ts';
@@ -51,6 +53,8 @@ export interface LiveOptions {
   readonly rng?: (purpose: 'scheduler' | 'forward-run') => Rng;
   /** Test seam of the binder (see KubeBinderOptions.afterGangMemberBound). */
   readonly afterGangMemberBound?: (count: number) => void;
+  /** Spans of cycles, attempts and preemptions (default off); log lines written inside one carry its ids. */
+  readonly tracing?: Tracing;
 }
 
 /** Longest idle wait of the loop: backoffs and hint times are looked at least this often. */
@@ -95,13 +99,15 @@ export class LiveScheduler {
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
   private readonly rng: (purpose: 'scheduler' | 'forward-run') => Rng;
+  private readonly tracing: Tracing;
 
   constructor(
     private readonly client: KubeClient,
     private readonly opts: LiveOptions,
   ) {
     this.schedulerName = opts.schedulerName ?? SCHEDULER_NAME;
-    this.log = opts.log ?? (() => undefined);
+    this.tracing = opts.tracing ?? NO_TRACING;
+    this.log = withTraceIds(this.tracing, opts.log ?? (() => undefined));
     this.clock = opts.clock ?? WALL_CLOCK;
     this.rng = opts.rng ?? DEFAULT_RNG;
     const nowMs = (): number => this.clock.nowMs();
@@ -240,6 +246,13 @@ export class LiveScheduler {
       if (this.eta.dueAtMs() <= nowMs) this.eta.publish(nowMs, state, this.profileFor(), view, new Set(view.jobs.map((j) => j.id)));
       return;
     }
+    if (!this.tracing.enabled) return this.tryJobs(nowMs, state, view, undefined);
+    // A span for each cycle that tries jobs (watch events that leave nothing to try make none). The binds and
+    // evictions it commits run in its context: their log lines carry its trace id.
+    this.tracing.run('sits.cycle', { 'sits.scheduler': this.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) => this.tryJobs(nowMs, state, view, span));
+  }
+
+  private tryJobs(nowMs: number, state: ClusterState, view: JobsView, span: TraceSpan | undefined): void {
     const sch = this.schedulerFor(state);
     const t0 = performance.now();
     // Every job tried counts as an attempt, as kube-scheduler counts a pod refused at PreFilter (here: quota).
@@ -251,6 +264,8 @@ export class LiveScheduler {
     this.counters.preemptions += res.preempted.length;
     const failed = Math.max(0, tried - res.started.length);
     this.counters.failedAttempts += failed;
+    span?.set({ 'sits.profile': sch.profile.name, 'sits.nodes': state.size, 'sits.cycle.queued': view.jobs.length, 'sits.cycle.tried': tried, 'sits.cycle.attempted': res.attempted, 'sits.cycle.started': res.started.length, 'sits.cycle.waiting': res.waiting.size, 'sits.cycle.preempted': res.preempted.length });
+    if (res.started.length > 0 || res.preempted.length > 0) this.log(startedLine(res));
     if (this.onAttempt !== undefined && tried > 0) {
       const each = (performance.now() - t0) / 1000 / tried;
       for (let i = 0; i < res.started.length; i++) this.onAttempt(each, 'scheduled');
@@ -310,7 +325,7 @@ export class LiveScheduler {
   private schedulerFor(state: ClusterState): Scheduler {
     const profile = this.profileFor();
     if (this.scheduler === undefined || this.scheduler.state !== state || this.scheduler.profile !== profile) {
-      this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }));
+      this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }), this.tracing);
     }
     return this.scheduler;
   }
@@ -320,4 +335,16 @@ export class LiveScheduler {
 function signature(j: QueuedJob): string {
   const g = j.gang;
   return `${j.queue}|${j.priority}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${j.priorityClass ?? ''}|${g.members.map((m) => m.id).join(',')}`;
+}
+
+/** `cycle: started default/p → node-1; gang:ml/train (4 pods) → node-2, node-3; preempted 1` (the first 8 jobs named). */
+function startedLine(res: CycleResult): string {
+  const shown = res.started.slice(0, 8).map((s) => {
+    const nodes = [...new Set(s.placements.map((p) => p.node))];
+    const pods = s.placements.length === 1 ? '' : ` (${s.placements.length} pods)`;
+    return `${s.job.id}${pods} → ${nodes.slice(0, 4).join(', ')}${nodes.length > 4 ? ` +${nodes.length - 4}` : ''}`;
+  });
+  const more = res.started.length > 8 ? `; +${res.started.length - 8} more` : '';
+  const pre = res.preempted.length === 0 ? '' : `${res.started.length === 0 ? '' : '; '}preempted ${res.preempted.length}`;
+  return `cycle: ${res.started.length === 0 ? '' : `started ${shown.join('; ')}${more}`}${pre}`;
 }
