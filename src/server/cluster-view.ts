@@ -174,6 +174,8 @@ export interface ViewInput {
   readonly pending: readonly PendingInput[];
   /** Start time of running jobs, by job id, when the host knows it. */
   readonly startedMs?: ReadonlyMap<string, number>;
+  /** The queue of a gang when its PodGroup names one (live: the pods' queue label otherwise, as the allocation carries). */
+  readonly gangQueue?: (gang: string) => string | undefined;
   /** At most this many pending rows (the oldest first after priority); default 1000. Totals count them all. */
   readonly maxPending?: number;
 }
@@ -185,8 +187,10 @@ export function jobOfAllocation(a: Allocation): string {
 
 const unlimited = (x: number): Milli => (Number.isFinite(x) ? x : null);
 
+const queueOf = (a: Allocation, gangQueue: ViewInput['gangQueue']): string => (a.gang === undefined || gangQueue === undefined ? a.queue : (gangQueue(a.gang) ?? a.queue));
+
 /** One node's view from its state. */
-export function nodeView(n: NodeState): NodeView {
+export function nodeView(n: NodeState, gangQueue?: ViewInput['gangQueue']): NodeView {
   const spec = n.spec;
   const count = spec.gpus.length;
   const used = new Array<number>(count).fill(0);
@@ -194,7 +198,7 @@ export function nodeView(n: NodeState): NodeView {
   const pods: PodOnNode[] = [];
   for (const a of n.allocations.values()) {
     if (a.gpus.length === 0 || a.gpuMilli === 0) continue;
-    pods.push({ pod: a.podId, job: jobOfAllocation(a), queue: a.queue, gpus: a.gpus, gpuMilli: a.gpuMilli });
+    pods.push({ pod: a.podId, job: jobOfAllocation(a), queue: queueOf(a, gangQueue), gpus: a.gpus, gpuMilli: a.gpuMilli });
   }
   // Allocation order is insertion order in the state; sort so that equal states give equal views.
   pods.sort((x, y) => (x.pod < y.pod ? -1 : x.pod > y.pod ? 1 : 0));
@@ -248,7 +252,7 @@ const within = (s: Span, level: Span): boolean => SPAN_ORDER.indexOf(s) <= SPAN_
 
 /** The whole view. */
 export function buildClusterView(input: ViewInput): ClusterView {
-  return { ...buildTables(input), nodes: input.state.nodes.map(nodeView) };
+  return { ...buildTables(input), nodes: input.state.nodes.map((n) => nodeView(n, input.gangQueue)) };
 }
 
 /**
@@ -279,7 +283,8 @@ export function buildTables(input: ViewInput): Omit<ClusterView, 'nodes'> {
   const runningByQueue = new Map<string, number>();
   for (const [id, allocs] of byJob) {
     const gpuMilli = allocs.reduce((s, a) => s + a.gpus.length * a.gpuMilli, 0);
-    const queue = allocs[0]?.queue ?? 'default';
+    const first = allocs[0];
+    const queue = first === undefined ? 'default' : queueOf(first, input.gangQueue);
     const span = spanOf(state, allocs);
     const start = input.startedMs?.get(id);
     running.push({ id, queue, pods: allocs.length, gpuMilli, nodes: [...new Set(allocs.map((a) => a.node))].sort(), span, oneNvlinkDomain: span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined), oneRack: within(span, 'rack'), ...(start === undefined ? {} : { startMs: start }) });
@@ -430,7 +435,7 @@ export class ClusterViewTracker {
       const nodes = [...prev.nodes];
       const patched: { at: number; node: NodeView }[] = [];
       for (const idx of changed) {
-        const node = nodeView(state.nodes[idx] as NodeState);
+        const node = nodeView(state.nodes[idx] as NodeState, input.gangQueue);
         if (!sameNode(prev.nodes[idx] as NodeView, node)) {
           nodes[idx] = node;
           patched.push({ at: idx, node });
