@@ -95,6 +95,8 @@ export class LiveScheduler {
   private loopDone: Promise<void> | undefined;
   /** Called after each cycle once per job tried, with the cycle's time per job; for metrics. */
   onAttempt: ((seconds: number, result: 'scheduled' | 'unschedulable') => void) | undefined;
+  /** Called after every watch event and every loop turn that cycled; for the dashboard's live view (reads only). */
+  onChange: (() => void) | undefined;
   private readonly schedulerName: string;
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
@@ -191,6 +193,7 @@ export class LiveScheduler {
   private noteChange(): void {
     this.changed = true;
     this.poke();
+    this.onChange?.();
   }
 
   private poke(): void {
@@ -215,6 +218,7 @@ export class LiveScheduler {
         }
         this.binder.tick();
         this.cycle();
+        this.onChange?.();
       } catch (e) {
         this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
       }

@@ -6,6 +6,7 @@ import { selfSignedServing } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
+import { liveViewStream } from '../../server/dashboard.ts';
 import { SitsMetrics } from '../../server/metrics.ts';
 import { startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
@@ -80,7 +81,9 @@ export function registerRun(program: Command): void {
         throw e;
       });
       server?.attach(app.scheduler, app.client);
-      process.stderr.write(stamp(`${o.schedulerName} running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}`}${tracing.enabled ? ', traces over OTLP' : ''})`));
+      // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
+      server?.attachView(liveViewStream(app.scheduler, { log }));
+      process.stderr.write(stamp(`${o.schedulerName} running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
       const sig = await untilSignal();
       process.stderr.write(stamp(`${sig}: stopping`));
       server?.draining();
