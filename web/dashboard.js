@@ -188,8 +188,12 @@ function renderTables(v, changed) {
   if (changed.running) renderRunning(v);
 }
 
-/** Resolves after the frame that shows what was just drawn. */
-const nextFrame = () => new Promise((r) => requestAnimationFrame(() => r()));
+/** Resolves once the frame that shows what was just drawn has been produced (a task after its animation frame). */
+const nextFrame = () => new Promise((r) => requestAnimationFrame(() => {
+  const ch = new MessageChannel();
+  ch.port1.onmessage = () => r();
+  ch.port2.postMessage(0);
+}));
 
 function onView(text, receivedAt) {
   const v = JSON.parse(text);
