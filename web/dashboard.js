@@ -1,10 +1,10 @@
-// The dashboard page: one EventSource on /api/v1/cluster/stream (the whole view first, then patches), the
+// The dashboard page: one EventSource on /dashboard/api/v1/cluster/stream (the whole view first, then patches), the
 // heatmap on a canvas and three tables. Read-only: the page never writes anything. `window.sitsDashboard`
 // exposes the current view and paint timings for tests and the benchmark.
 import { Heatmap, COLOURS, queueColour } from './heatmap.js';
 import { applyPatch, clock, duration, gpus } from './view.js';
 
-const STREAM = '../api/v1/cluster/stream';
+const STREAM = 'api/v1/cluster/stream';
 const MAX_ROWS = 200;
 const HISTORY = 120;
 
@@ -13,7 +13,23 @@ const heatmap = new Heatmap($('heatmap'));
 const tooltip = $('tooltip');
 /** Usage and fair share per queue over the last updates (the sparkline). */
 const history = new Map();
-const state = { view: undefined, firstPaintMs: undefined, paints: [], errors: 0, connected: false };
+const state = {
+  view: undefined,
+  firstPaintMs: undefined,
+  paints: [],
+  errors: 0,
+  connected: false,
+  heatmap,
+  /** The colour painted at the centre of a GPU's cell, as #rrggbb (read back from the canvas). */
+  pixel(nodeName, gpu) {
+    const i = state.view?.nodes.findIndex((n) => n.name === nodeName) ?? -1;
+    const at = i < 0 ? undefined : heatmap.cellCentre(i, gpu);
+    if (at === undefined) return undefined;
+    const dpr = window.devicePixelRatio || 1;
+    const d = heatmap.ctx.getImageData(Math.floor(at.x * dpr), Math.floor(at.y * dpr), 1, 1).data;
+    return `#${[d[0], d[1], d[2]].map((v) => v.toString(16).padStart(2, '0')).join('')}`;
+  },
+};
 window.sitsDashboard = state;
 
 function el(tag, text, cls) {
@@ -172,8 +188,12 @@ function renderTables(v, changed) {
   if (changed.running) renderRunning(v);
 }
 
-/** Resolves after the frame that shows what was just drawn. */
-const nextFrame = () => new Promise((r) => requestAnimationFrame(() => r()));
+/** Resolves once the frame that shows what was just drawn has been produced (a task after its animation frame). */
+const nextFrame = () => new Promise((r) => requestAnimationFrame(() => {
+  const ch = new MessageChannel();
+  ch.port1.onmessage = () => r();
+  ch.port2.postMessage(0);
+}));
 
 function onView(text, receivedAt) {
   const v = JSON.parse(text);
@@ -263,10 +283,11 @@ canvas.addEventListener('mousemove', (e) => {
   }
   tooltip.textContent = lines.join('\n');
   tooltip.hidden = false;
-  const wrap = canvas.parentElement.getBoundingClientRect();
-  const x = e.clientX - wrap.left + 14;
-  tooltip.style.left = `${Math.min(x, wrap.width - 300)}px`;
-  tooltip.style.top = `${e.clientY - wrap.top + 14}px`;
+  // Fixed to the viewport: never clipped by the section, kept inside the window.
+  const tw = tooltip.offsetWidth;
+  const th = tooltip.offsetHeight;
+  tooltip.style.left = `${Math.max(0, Math.min(e.clientX + 14, window.innerWidth - tw - 4))}px`;
+  tooltip.style.top = `${e.clientY + 14 + th > window.innerHeight ? Math.max(0, e.clientY - th - 8) : e.clientY + 14}px`;
 });
 canvas.addEventListener('mouseleave', () => {
   tooltip.hidden = true;

@@ -9,7 +9,20 @@ export function applyPatch(view, patch) {
     if (nodes[at] === undefined || nodes[at].name !== node.name) throw new Error(`patch: node ${node.name} is not at ${at}`);
     nodes[at] = node;
   }
-  return { ...view, seq: patch.seq, atMs: patch.atMs, totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: patch.pending ?? view.pending, running: patch.running ?? view.running };
+  return { ...view, seq: patch.seq, atMs: patch.atMs, totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
+}
+
+const byId = (a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** The running table's order: most GPUs first, then by id (as cluster-view.ts compareRunning). */
+export const compareRunning = (a, b) => b.gpuMilli - a.gpuMilli || byId(a, b);
+/** The pending table's order: priority, then the longest waiting, then id (as comparePending). */
+export const comparePending = (a, b) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byId(a, b);
+
+/** A keyed table with rows upserted and removed, re-sorted. */
+export function applyListDelta(list, delta, order) {
+  if (delta === undefined) return list;
+  const drop = new Set([...delta.remove, ...delta.upsert.map((r) => r.id)]);
+  return [...list.filter((r) => !drop.has(r.id)), ...delta.upsert].sort(order);
 }
 
 /** GPU milli as GPUs: 8000 → "8", 2500 → "2.5", null (unlimited) → "∞". */

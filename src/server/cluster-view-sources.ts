@@ -28,10 +28,12 @@ function waitOf(p: V1Pod): string | undefined {
   return c?.status === 'False' && c.message !== undefined && c.message !== '' ? c.message : undefined;
 }
 
-function pendingRow(id: string, pods: readonly PendingPod[], queue: string): PendingInput {
+function pendingRow(id: string, pods: readonly PendingPod[], queue: string, parked: Waiting | undefined): PendingInput {
   const message = pods.map((p) => waitOf(p.obj)).find((m) => m !== undefined);
   const eta = pods.map((p) => time(p.obj.metadata?.annotations?.[ANNOTATION.expectedStart])).find((t) => t !== undefined);
-  const split = message === undefined ? undefined : splitWaitMessage(message);
+  // The leader's own queue knows the last wait (reason kind and message); a standby, which does not cycle,
+  // has only what the leader wrote on the pods.
+  const split = parked !== undefined ? { explanation: splitWaitMessage(parked.message).explanation, queueReason: parked.reason } : message === undefined ? undefined : splitWaitMessage(message);
   return {
     id,
     queue,
@@ -53,8 +55,8 @@ export function liveViewInput(s: LiveScheduler, nowMs: number): ViewSourceInput 
     queues.set(q.name, q);
   }
   const { singles, gangs } = s.jobs.pendingUnits();
-  const pending: PendingInput[] = singles.map((p) => pendingRow(p.key, [p], p.spec.queue));
-  for (const [name, members] of gangs) pending.push(pendingRow(`gang:${name}`, members, s.jobs.groupQueue(name) ?? members[0]?.spec.queue ?? 'default'));
+  const pending: PendingInput[] = singles.map((p) => pendingRow(p.key, [p], p.spec.queue, s.queue.lastWait(p.key)));
+  for (const [name, members] of gangs) pending.push(pendingRow(`gang:${name}`, members, s.jobs.groupQueue(name) ?? members[0]?.spec.queue ?? 'default', s.queue.lastWait(`gang:${name}`)));
   const startedMs = new Map<string, number>();
   for (const n of state.nodes) {
     for (const a of n.allocations.values()) {

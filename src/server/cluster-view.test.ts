@@ -7,7 +7,7 @@ import type { NodeLocation } from '../core/model/topology.ts';
 import { makeQueue } from '../core/queue/model.ts';
 import { seededRng } from '../core/ports.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
-import { applyPatch, buildClusterView, ClusterViewTracker, diffViews, emptyPatch, pendingFromJobs, spanOf, splitWaitMessage, type ClusterView, type ViewInput } from './cluster-view.ts';
+import { applyPatch, buildClusterView, ClusterViewTracker, diffViews, emptyPatch, pendingFromJobs, spanOf, splitWaitMessage, type ClusterView, type PendingInput, type ViewInput } from './cluster-view.ts';
 
 function node(name: string, shape: string, location: Partial<NodeLocation> = {}): NodeSpec {
   const s = NODE_SHAPES[shape];
@@ -128,13 +128,36 @@ describe('incremental views', () => {
     const v2 = buildClusterView(input(s, { seq: 2, atMs: 2000 }));
     const patch = diffViews(v1, v2);
     expect(patch?.nodes.map((n) => [n.at, n.node.name])).toEqual([[4, 'n-c']]);
-    expect(patch?.running?.map((r) => r.id)).toEqual(['p']);
+    expect(patch?.running?.upsert.map((r) => r.id)).toEqual(['p']);
     expect(patch?.queues).toBeDefined();
     expect(patch?.pending).toBeUndefined();
     expect(applyPatch(v1, patch as NonNullable<typeof patch>)).toEqual(v2);
     const same = diffViews(v2, { ...v2, seq: 3 });
     expect(same !== undefined && emptyPatch(same)).toBe(true);
     expect(() => applyPatch(v1, { ...(patch as NonNullable<typeof patch>), fromSeq: 9 })).toThrow(/seq 9/);
+  });
+
+  it('tables travel as keyed deltas, also when the pending table is cut to its first rows', () => {
+    const rng = seededRng(7);
+    const s = cluster();
+    let pending: PendingInput[] = [];
+    let prev = buildClusterView(input(s, { maxPending: 5 }));
+    for (let step = 2; step < 200; step++) {
+      const r = rng.next();
+      if (r < 0.4 || pending.length === 0) pending = [...pending, { id: `j${step}`, queue: 'q', priority: Math.floor(rng.next() * 3), pods: 1, gpuMilli: 1000, arrivalMs: step }];
+      else if (r < 0.7) pending = pending.filter((_, i) => i !== Math.floor(rng.next() * pending.length));
+      else {
+        const k = Math.floor(rng.next() * pending.length);
+        pending = pending.map((p, i) => (i === k ? { ...p, explanation: `why ${step}`, etaMs: step * 10 } : p));
+      }
+      const next = buildClusterView(input(s, { seq: step, pending, maxPending: 5 }));
+      const patch = diffViews(prev, next);
+      expect(patch).toBeDefined();
+      expect((patch?.pending?.upsert.length ?? 0) <= 5).toBe(true);
+      expect(applyPatch(prev, patch as NonNullable<typeof patch>)).toEqual(next);
+      prev = next;
+    }
+    expect(prev.totals.pendingJobs).toBe(pending.length);
   });
 
   it('a changed node list is no patch: the view goes whole', () => {

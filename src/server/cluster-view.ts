@@ -147,8 +147,42 @@ export interface ClusterViewPatch {
   readonly totals: ClusterTotals;
   readonly nodes: readonly { readonly at: number; readonly node: NodeView }[];
   readonly queues?: readonly QueueView[];
-  readonly pending?: readonly PendingJobView[];
-  readonly running?: readonly RunningJobView[];
+  /** Rows added or changed (by id) and rows gone; the list is then re-sorted by its order (comparePending, compareRunning). */
+  readonly pending?: ListDelta<PendingJobView>;
+  readonly running?: ListDelta<RunningJobView>;
+}
+
+/** The change of a keyed table: thousands of running jobs are not resent because one started. */
+export interface ListDelta<T> {
+  readonly upsert: readonly T[];
+  readonly remove: readonly string[];
+}
+
+const byIdOrder = (a: { readonly id: string }, b: { readonly id: string }): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/** The order of the running table: most GPUs first, then by id. */
+export const compareRunning = (a: RunningJobView, b: RunningJobView): number => b.gpuMilli - a.gpuMilli || byIdOrder(a, b);
+/** The order of the pending table: highest priority first, then the longest waiting, then by id. */
+export const comparePending = (a: { readonly priority: number; readonly arrivalMs: number; readonly id: string }, b: { readonly priority: number; readonly arrivalMs: number; readonly id: string }): number => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byIdOrder(a, b);
+
+/** The delta from `prev` to `next` (both keyed by id), or undefined when nothing changed. */
+export function diffList<T extends { readonly id: string }>(prev: readonly T[], next: readonly T[]): ListDelta<T> | undefined {
+  const before = new Map(prev.map((r) => [r.id, r]));
+  const upsert: T[] = [];
+  const seen = new Set<string>();
+  for (const r of next) {
+    seen.add(r.id);
+    const old = before.get(r.id);
+    if (old === undefined || (old !== r && !sameJson(old, r))) upsert.push(r);
+  }
+  const remove = prev.filter((r) => !seen.has(r.id)).map((r) => r.id);
+  return upsert.length === 0 && remove.length === 0 ? undefined : { upsert, remove };
+}
+
+/** `list` with `delta` applied, in `order`. */
+export function applyListDelta<T extends { readonly id: string }>(list: readonly T[], delta: ListDelta<T> | undefined, order: (a: T, b: T) => number): readonly T[] {
+  if (delta === undefined) return list;
+  const drop = new Set([...delta.remove, ...delta.upsert.map((r) => r.id)]);
+  return [...list.filter((r) => !drop.has(r.id)), ...delta.upsert].sort(order);
 }
 
 /** A job waiting in a queue, as the host knows it. */
@@ -291,7 +325,7 @@ export function buildTables(input: ViewInput): Omit<ClusterView, 'nodes'> {
     usedByQueue.set(queue, (usedByQueue.get(queue) ?? 0) + gpuMilli);
     runningByQueue.set(queue, (runningByQueue.get(queue) ?? 0) + 1);
   }
-  running.sort((a, b) => b.gpuMilli - a.gpuMilli || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  running.sort(compareRunning);
 
   const pendingByQueue = new Map<string, { jobs: number; gpuMilli: number }>();
   for (const p of input.pending) {
@@ -327,7 +361,7 @@ export function buildTables(input: ViewInput): Omit<ClusterView, 'nodes'> {
   });
 
   const pending: PendingJobView[] = [...input.pending]
-    .sort((a, b) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+    .sort(comparePending)
     .slice(0, input.maxPending ?? 1000)
     .map((p) => ({
       id: p.id,
@@ -394,15 +428,19 @@ export function applyPatch(view: ClusterView, patch: ClusterViewPatch): ClusterV
     if (at < 0 || at >= nodes.length || nodes[at]?.name !== node.name) throw new Error(`cluster view patch: node ${node.name} is not at position ${at}`);
     nodes[at] = node;
   }
-  return { ...view, seq: patch.seq, atMs: patch.atMs, totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: patch.pending ?? view.pending, running: patch.running ?? view.running };
+  return { ...view, seq: patch.seq, atMs: patch.atMs, totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
+}
+
+function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {
+  return (v === undefined ? {} : { [key]: v }) as { [k in K]?: V };
 }
 
 /** The tables of a patch: those that differ from `prev`. */
 function changedTables(prev: ClusterView, next: Omit<ClusterView, 'nodes'>): Pick<ClusterViewPatch, 'queues' | 'pending' | 'running'> {
   return {
     ...(sameJson(prev.queues, next.queues) ? {} : { queues: next.queues }),
-    ...(sameJson(prev.pending, next.pending) ? {} : { pending: next.pending }),
-    ...(sameJson(prev.running, next.running) ? {} : { running: next.running }),
+    ...optional('pending', diffList(prev.pending, next.pending)),
+    ...optional('running', diffList(prev.running, next.running)),
   };
 }
 

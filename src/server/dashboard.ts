@@ -1,7 +1,7 @@
 /**
  * The dashboard's HTTP routes, read-only (GET/HEAD): the page (static files of `web/`, plain ESM and CSS —
- * nothing to build at run time, nothing fetched from the internet), `GET /api/v1/cluster` (the cluster view as
- * JSON) and `GET /api/v1/cluster/stream` (server-sent events: the view, then its patches). On the secure port
+ * nothing to build at run time, nothing fetched from the internet), `GET /dashboard/api/v1/cluster` (the cluster
+ * view as JSON) and `GET /dashboard/api/v1/cluster/stream` (server-sent events: the view, then its patches). On the secure port
  * every one of these paths is authenticated and authorized like /metrics (a SubjectAccessReview on the
  * non-resource URL), since the secure server checks every path but the probes.
  */
@@ -16,7 +16,20 @@ import { ClusterViewStream, type ViewStreamOptions } from './view-stream.ts';
 /** The shipped page: `web/` at the repository (package) root. */
 export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
 
-export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/api/v1/cluster', stream: '/api/v1/cluster/stream' } as const;
+/**
+ * Everything under /dashboard/: `/api/*` is the apiserver's discovery space, which Kubernetes' default
+ * `system:discovery` ClusterRole opens to every authenticated user — a view of every pod and queue must not
+ * ride on that (ADR 0061).
+ */
+export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/dashboard/api/v1/cluster', stream: '/dashboard/api/v1/cluster/stream' } as const;
+
+/**
+ * RBAC rules that let a caller read the dashboard on the secure port (a ClusterRole's `rules`): the page, the view
+ * and its stream, nothing else (not /metrics).
+ */
+export const DASHBOARD_VIEWER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [
+  { nonResourceURLs: ['/', '/dashboard', '/dashboard/*'], verbs: ['get'] },
+];
 
 const TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',

@@ -2,7 +2,7 @@
  * The scheduler process's HTTP server: `/healthz` (the process is alive), `/readyz` (the informers have
  * listed everything once; the body says whether this replica leads or stands by), `/metrics`
  * (Prometheus text format, rendered by prom-client) and the dashboard (dashboard.ts: `/dashboard/`,
- * `/api/v1/cluster` and its event stream). It starts before the scheduler so that probes answer
+ * `/dashboard/api/v1/cluster` and its event stream). It starts before the scheduler so that probes answer
  * during start-up; `attach()` hands it the running scheduler.
  * On a non-loopback address it is the secure port of kube/secure-server.ts (TLS, callers authenticated and
  * authorized by delegation; the probe paths always allowed), as kube-scheduler's; plain HTTP only on loopback.
@@ -26,7 +26,7 @@ export interface ServerOptions {
   readonly log?: (m: string) => void;
   /** Required off loopback: the serving certificate and the delegated authn/authz of callers. */
   readonly secure?: { readonly tls: CertPair; readonly clientCa?: string; readonly authn: Authenticator; readonly authz: Authorizer };
-  /** The dashboard's live view (page, /api/v1/cluster, its event stream); also given later by `attachView`. */
+  /** The dashboard's live view (page, /dashboard/api/v1/cluster, its event stream); also given later by `attachView`. */
   readonly view?: ClusterViewStream;
   /** Folder of the page's files (default: the shipped `web/`). */
   readonly webDir?: string;
@@ -40,7 +40,7 @@ export interface SitsServer {
   readonly metrics: SitsMetrics;
   /** The scheduler has started (its informers have synced): /readyz turns ready. */
   attach(scheduler: SchedulerView, client?: ClientView): void;
-  /** The dashboard's view is ready: /api/v1/cluster and its stream answer from now on. */
+  /** The dashboard's view is ready: /dashboard/api/v1/cluster and its stream answer from now on. */
   attachView(view: ClusterViewStream): void;
   /** Shutting down: /readyz turns unready at once. */
   draining(): void;

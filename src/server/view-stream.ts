@@ -26,8 +26,9 @@ export class ClusterViewStream {
   private fullJson: { seq: number; text: string } | undefined;
   private readonly heartbeat: ReturnType<typeof setInterval>;
   private closed = false;
-  /** Updates pushed so far (tests, benchmarks). */
+  /** Updates pushed so far, and the size of the last event sent (tests, benchmarks). */
   updates = 0;
+  lastPatchBytes = 0;
 
   constructor(
     private readonly source: () => ViewSourceInput,
@@ -63,7 +64,8 @@ export class ClusterViewStream {
     const wait = Math.max(0, this.lastMs + (this.opts.minIntervalMs ?? 100) - Date.now());
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (this.clients.size > 0) this.flush();
+      // Already brought up to date by a `view()` in between: nothing to send.
+      if (this.dirty && this.clients.size > 0) this.flush();
     }, wait);
   }
 
@@ -99,6 +101,7 @@ export class ClusterViewStream {
     // A patch that only moves the time is still sent: it is small, and keeps every page's seq in step.
     if (r.patch === undefined || !emptyPatch(r.patch)) this.updates++;
     const text = r.patch === undefined ? `event: view\ndata: ${this.viewJson()}\n\n` : `event: patch\ndata: ${JSON.stringify(r.patch)}\n\n`;
+    this.lastPatchBytes = Buffer.byteLength(text);
     for (const c of this.clients) c.write(text);
   }
 }

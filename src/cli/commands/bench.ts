@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
+import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
@@ -17,5 +18,6 @@ export function registerBench(program: Command): void {
   registerBenchAdmission(bench);
   registerBenchWebhook(bench);
   registerBenchKube(bench);
+  registerBenchDashboard(bench);
   registerBenchAll(bench);
 }
