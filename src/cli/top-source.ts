@@ -1,5 +1,5 @@
 /**
- * Where `sits top` gets its cluster view: `GET /api/v1/cluster` of a running scheduler (the dashboard's JSON
+ * Where `sits top` gets its cluster view: `GET /dashboard/api/v1/cluster` of a running scheduler (the dashboard's JSON
  * endpoint on `sits run`'s port), authenticated as kubectl would be, with the kubeconfig's user (bearer token or
  * client certificate) over TLS; or, with `--sim`, the demo workload replayed under SITS in virtual time.
  */

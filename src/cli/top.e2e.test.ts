@@ -1,6 +1,6 @@
 // Issue 15 §6 on real parts: `sits run` (a child process, its HTTP port on a non-loopback address: TLS with a
 // certificate the test made, callers checked by TokenReview and SubjectAccessReview against the real apiserver)
-// on the dev cluster; `sits top` reads its /api/v1/cluster with the kubeconfig's credentials, as kubectl would.
+// on the dev cluster; `sits top` reads its /dashboard/api/v1/cluster with the kubeconfig's credentials, as kubectl would.
 // The terminal view runs in a real pseudo-terminal (node-pty): colours on, heatmap, queues, the pending job with
 // its explanation; `-o json` is parsed back and checked against the pods the apiserver bound.
 import { spawn, type ChildProcess } from 'node:child_process';

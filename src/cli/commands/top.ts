@@ -37,7 +37,7 @@ export function registerTop(program: Command): void {
   program
     .command('top')
     .argument('[what]', `${SECTIONS.filter((s) => s !== 'all').join(' | ')} (default: heatmap, queues and pending jobs)`)
-    .description('the GPU heatmap, queues and pending jobs of a running SITS scheduler (its /api/v1/cluster, the dashboard\'s view) in the terminal, as kubectl top does')
+    .description('the GPU heatmap, queues and pending jobs of a running SITS scheduler (its /dashboard/api/v1/cluster, the dashboard\'s view) in the terminal, as kubectl top does')
     .option('--server <url>', 'the scheduler\'s HTTP port (sits run --metrics-host/--metrics-port)', 'https://127.0.0.1:8080')
     .option('--kubeconfig <file>', 'credentials to send (the current context\'s user: token or client certificate), as kubectl uses them (default: $KUBECONFIG or ~/.kube/config)')
     .option('--token <token>', 'bearer token instead of the kubeconfig user')
