@@ -207,6 +207,6 @@ export function startTracing(opts: TracingOptions): Tracing {
       ...(opts.instanceId === undefined ? {} : { 'service.instance.id': opts.instanceId }),
     }),
   );
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000 })] });
+  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 16_384 })] });
   return new OtelTracing(provider.getTracer('sits', opts.serviceVersion), () => provider.shutdown());
 }
