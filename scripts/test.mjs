@@ -41,6 +41,8 @@ provide('helm', 'tools/helm/ensure.mjs', 'SITS_HELM', 'helm for the deploy tests
 if (!unitOnly) {
   provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
   provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
+  // The tracing e2e test's OTLP receiver: a small OpenTelemetry Collector built from Go modules (ADR 0067).
+  provide('otel collector', 'tools/otelcol/ensure.mjs', 'SITS_OTELCOL', 'the OpenTelemetry Collector for the tracing e2e test');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
   // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.
@@ -67,6 +69,6 @@ try {
   failed++;
   process.stderr.write('no test report was written\n');
 }
-if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check, helm, control plane or chromium), counted as failures\n`);
+if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check, helm, control plane, otel collector or chromium), counted as failures\n`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);

@@ -6,6 +6,7 @@ import type { Clock } from '../core/ports.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { runController, type RunningController } from '../kube/controller-runner.ts';
 import { modelFromProduct } from '../kube/labels.ts';
+import type { Tracing } from '../kube/tracing.ts';
 import { trainingJobController } from '../controllers/training-job/controller.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
 
@@ -19,6 +20,8 @@ export interface ControllerOptions {
   readonly isLeader?: () => boolean;
   /** Objects reconciled at once, per controller. */
   readonly concurrency?: number;
+  /** A span per reconcile and per action (default off). */
+  readonly tracing?: Tracing;
 }
 
 export interface Controllers {

@@ -18,6 +18,7 @@ import type { RunningWebhook } from '../webhook/start.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
+import type { Tracing } from '../kube/tracing.ts';
 import { startControllers, type ControllerOptions, type Controllers } from './controllers.ts';
 
 export interface DevClusterOptions {
@@ -37,6 +38,8 @@ export interface DevClusterOptions {
   readonly webhook?: false | DevWebhookOptions;
   /** Also install the real CRDs of KEDA and Kubeflow (their Go modules, through the module proxy). */
   readonly upstreamCrds?: boolean;
+  /** Spans of the scheduler and the controllers (kube/tracing.ts); default off. */
+  readonly tracing?: Tracing;
 }
 
 export interface DevCluster {
@@ -84,8 +87,8 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const names = new Set(nodes.map((n) => n.name));
     const kubelet = new FakeKubelet(client, (n) => names.has(n), log);
     await kubelet.start();
-    const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log });
-    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...opts.controllers });
+    const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
+    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...opts.controllers });
     if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
     return {
       plane,

@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LiveScheduler, type ExplainReport } from '../kube/live-scheduler.ts';
+import type { Tracing } from '../kube/tracing.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 export interface LiveAppOptions {
@@ -25,6 +26,8 @@ export interface LiveAppOptions {
   /** Also run the workload controllers (TrainingJob); they act only while this replica leads. */
   readonly controllers?: boolean;
   readonly log?: (m: string) => void;
+  /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
+  readonly tracing?: Tracing;
 }
 
 export interface LiveApp {
@@ -54,9 +57,10 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.events === undefined ? {} : { events: opts.events }),
     ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
     ...(opts.log === undefined ? {} : { log: opts.log }),
+    ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) }) : undefined;
   return {
     scheduler,
     client,

@@ -95,3 +95,29 @@ export interface ClusterPorts {
   readonly events: EventSink;
   readonly status: StatusWriter;
 }
+
+/** Attribute values a trace span carries (OpenTelemetry's primitive values and string lists). */
+export type TraceValue = string | number | boolean | readonly string[];
+export type TraceAttributes = Readonly<Record<string, TraceValue>>;
+
+/** One open span; `set` adds attributes (a result known only at the end), `end` closes it. */
+export interface TraceSpan {
+  set(attrs: TraceAttributes): void;
+  end(): void;
+}
+
+/**
+ * Where the core reports its spans (a scheduling attempt, a preemption plan). Spans nest synchronously: one
+ * started inside another is its child, and each ends before its parent does, within one synchronous stretch
+ * of core code (the core never awaits). Hosts without tracing (the simulator, benchmarks) use `NO_TRACER`,
+ * and callers test `enabled` before building attributes, so tracing that is off costs one branch.
+ */
+export interface Tracer {
+  readonly enabled: boolean;
+  start(name: string, attrs?: TraceAttributes): TraceSpan;
+}
+
+const NO_SPAN: TraceSpan = { set: () => undefined, end: () => undefined };
+
+/** The tracer that records nothing. */
+export const NO_TRACER: Tracer = { enabled: false, start: () => NO_SPAN };

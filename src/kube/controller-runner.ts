@@ -9,10 +9,11 @@
  * `awaitWatch` ("expectations", as in client-go's controllers) before it is reconciled again, so a slow watch never
  * looks like a vanished replica. Failed actions are fed back to the next reconcile and retried with backoff.
  */
-import type { Clock } from '../core/ports.ts';
+import type { Clock, TraceAttributes, TraceSpan } from '../core/ports.ts';
 import { actionLabel, resourcePath, statusPatch, type ApplyFailure, type ControllerAction, type ControllerDefinition, type ControllerOutcome, type OwnedResource, type WireObject } from '../api/controller.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import { objectKey, Reflector } from './reflector.ts';
+import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
 import { WorkQueue } from './work-queue.ts';
 
 export interface RunnerOptions {
@@ -23,6 +24,8 @@ export interface RunnerOptions {
   readonly isLeader?: () => boolean;
   /** Objects reconciled at once. */
   readonly concurrency?: number;
+  /** A span per reconcile and per action (default off); log lines written inside one carry its ids. */
+  readonly tracing?: Tracing;
 }
 
 export interface RunningController {
@@ -108,6 +111,7 @@ export class ControllerRunner<P extends Primary = Primary> {
   private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
+  private readonly tracing: Tracing;
   /** Log prefix, e.g. `trainingjob`. */
   private readonly noun: string;
   private synced = false;
@@ -120,7 +124,8 @@ export class ControllerRunner<P extends Primary = Primary> {
     private readonly def: ControllerDefinition<P>,
     private readonly opts: RunnerOptions = {},
   ) {
-    this.log = opts.log ?? (() => undefined);
+    this.tracing = opts.tracing ?? NO_TRACING;
+    this.log = withTraceIds(this.tracing, opts.log ?? (() => undefined));
     this.clock = opts.clock ?? systemClock;
     this.noun = def.primary.kind.toLowerCase();
     const enqueue = (k: string): void => this.queue.add(k);
@@ -228,8 +233,16 @@ export class ControllerRunner<P extends Primary = Primary> {
     const owned = new Map<string, readonly WireObject[]>();
     for (const [kind, { index }] of this.indexes) owned.set(kind, index.of(key));
     const errors = this.lastErrors.get(key);
-    const res = this.def.reconcile({ object: obj, owned, nowMs: this.clock.nowMs(), ...(errors === undefined ? {} : { lastErrors: errors }) });
-    await this.apply(key, obj, res);
+    const reconcile = async (span: TraceSpan | undefined): Promise<void> => {
+      const res = this.def.reconcile({ object: obj, owned, nowMs: this.clock.nowMs(), ...(errors === undefined ? {} : { lastErrors: errors }) });
+      const phase = res.status?.phase;
+      span?.set({ 'sits.actions': res.actions.length, ...(typeof phase === 'string' ? { 'sits.phase': phase } : {}), ...(res.requeueAfterMs === undefined ? {} : { 'sits.requeue_after_ms': res.requeueAfterMs }) });
+      const result = await this.apply(key, obj, res);
+      span?.set({ 'sits.result': result });
+    };
+    if (!this.tracing.enabled) return reconcile(undefined);
+    const attrs = { 'sits.controller': this.def.primary.kind, 'k8s.namespace.name': obj.metadata.namespace ?? 'default', 'sits.object': obj.metadata.name ?? '', ...(errors === undefined ? {} : { 'sits.last_errors': errors.length }) };
+    await this.tracing.run('sits.reconcile', attrs, reconcile);
   }
 
   private selfPath(o: WireObject): string {
@@ -242,7 +255,8 @@ export class ControllerRunner<P extends Primary = Primary> {
     return t;
   }
 
-  private async apply(key: string, obj: P, res: ControllerOutcome): Promise<void> {
+  /** Writes status and carries out the actions; says how it went (`ok`, `error`: fed back, `conflict`: stale copy, `gone`). */
+  private async apply(key: string, obj: P, res: ControllerOutcome): Promise<'ok' | 'error' | 'conflict' | 'gone'> {
     const ns = obj.metadata.namespace ?? 'default';
     if (res.status !== undefined) {
       const patch = statusPatch(obj.status ?? {}, res.status);
@@ -254,9 +268,13 @@ export class ControllerRunner<P extends Primary = Primary> {
           this.upsert(updated);
         } catch (e) {
           // 409: our copy is stale; the watch brings the new one and with it another reconcile.
-          if (e instanceof KubeApiError && e.status === 409) this.queue.addAfter(key, 200);
-          else if (!(e instanceof KubeApiError && e.status === 404)) this.failed(key, [{ action: 'writeStatus', status: e instanceof KubeApiError ? e.status : 0, reason: 'StatusWriteFailed', message: (e as Error).message }]);
-          return;
+          if (e instanceof KubeApiError && e.status === 409) {
+            this.queue.addAfter(key, 200);
+            return 'conflict';
+          }
+          if (e instanceof KubeApiError && e.status === 404) return 'gone';
+          this.failed(key, [{ action: 'writeStatus', status: e instanceof KubeApiError ? e.status : 0, reason: 'StatusWriteFailed', message: (e as Error).message }]);
+          return 'error';
         }
       }
     }
@@ -279,7 +297,7 @@ export class ControllerRunner<P extends Primary = Primary> {
       await Promise.all(
         group.map(async (a) => {
           try {
-            await this.act(ns, obj, a);
+            await (this.tracing.enabled ? this.tracing.run('sits.action', actionAttributes(a), () => this.act(ns, obj, a)) : this.act(ns, obj, a));
             if (a.op === 'create') note(created, a.kind, a.object.metadata.name ?? '');
             if (a.op === 'delete') note(deleted, a.kind, a.uid);
           } catch (e) {
@@ -308,6 +326,7 @@ export class ControllerRunner<P extends Primary = Primary> {
     }
     // Long waits (deadlines, TTLs of days) are re-evaluated hourly: setTimeout cannot hold more than ~24 days.
     if (res.requeueAfterMs !== undefined) this.queue.addAfter(key, Math.min(res.requeueAfterMs + 20, 3_600_000));
+    return errors.length > 0 ? 'error' : 'ok';
   }
 
   /** Keeps the errors for the next reconcile (status shows them) and retries with backoff (1 s doubling to 60 s). */
@@ -371,4 +390,11 @@ export async function runController<P extends Primary>(client: KubeClient, def: 
   const runner = new ControllerRunner(client, def, opts);
   await runner.start();
   return { stop: () => runner.stop() };
+}
+
+/** What an action span says: the op, its label and the object it acts on. */
+function actionAttributes(a: ControllerAction): TraceAttributes {
+  const kind = a.op === 'create' || a.op === 'patch' || a.op === 'delete' ? { 'sits.kind': a.kind } : {};
+  const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' ? a.name : undefined;
+  return { 'sits.op': a.op, 'sits.action': actionLabel(a), ...kind, ...(name === undefined ? {} : { 'sits.name': name }), ...(a.op === 'event' ? { 'sits.reason': a.reason } : {}) };
 }

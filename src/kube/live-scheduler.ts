@@ -15,7 +15,7 @@ import type { CycleResult } from '../core/actions/queue-cycle.ts';
 import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
 import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { seededRng, type Clock, type Rng } from '../core/ports.ts';
+import { seededRng, type Clock, type Rng, type TraceSpan } from '../core/ports.ts';
 import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-queue.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { SchedulingSpine } from '../core/spine/scheduling-spine.ts';
@@ -35,6 +35,7 @@ import type { LiveMetricsView, LiveObserver } from './live-observer.ts';
 import { PodJobs, type JobsView } from './pod-jobs.ts';
 import { queueFromObject, runningJobs } from './queues.ts';
 import { KubeStatusWriter } from './status-writer.ts';
+import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
 
 export type { ExplainReport } from './explain.ts';
 export type { PodGroupObject } from './pod-jobs.ts';
@@ -56,6 +57,8 @@ export interface LiveOptions {
   readonly rng?: (purpose: 'scheduler' | 'forward-run') => Rng;
   /** Test seam of the binder (see KubeBinderOptions.afterGangMemberBound). */
   readonly afterGangMemberBound?: (count: number) => void;
+  /** Spans of cycles, attempts and preemptions (default off); log lines written inside one carry its ids. */
+  readonly tracing?: Tracing;
 }
 
 /** Longest idle wait of the loop: backoffs and hint times are looked at least this often. */
@@ -102,17 +105,21 @@ export class LiveScheduler {
   private lastView: JobsView | undefined;
   private lastStarted: ReadonlySet<string> = new Set();
   private profileShapes: readonly TypicalShape[] = WHOLE_GPU_PRIOR;
+  /** Called after every watch event and every loop turn that cycled; for the dashboard's live view (reads only). */
+  onChange: (() => void) | undefined;
   private readonly schedulerName: string;
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
   private readonly rng: (purpose: 'scheduler' | 'forward-run') => Rng;
+  private readonly tracing: Tracing;
 
   constructor(
     private readonly client: KubeClient,
     private readonly opts: LiveOptions,
   ) {
     this.schedulerName = opts.schedulerName ?? SCHEDULER_NAME;
-    this.log = opts.log ?? (() => undefined);
+    this.tracing = opts.tracing ?? NO_TRACING;
+    this.log = withTraceIds(this.tracing, opts.log ?? (() => undefined));
     this.clock = opts.clock ?? WALL_CLOCK;
     this.rng = opts.rng ?? DEFAULT_RNG;
     const nowMs = (): number => this.clock.nowMs();
@@ -206,6 +213,7 @@ export class LiveScheduler {
   private noteChange(): void {
     this.changed = true;
     this.poke();
+    this.onChange?.();
   }
 
   private poke(): void {
@@ -230,6 +238,7 @@ export class LiveScheduler {
         }
         this.binder.tick();
         this.cycle();
+        this.onChange?.();
       } catch (e) {
         this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
       }
@@ -263,6 +272,13 @@ export class LiveScheduler {
       if (this.eta.dueAtMs() <= nowMs) this.eta.publish(nowMs, state, this.profileFor(), view, new Set(view.jobs.map((j) => j.id)));
       return;
     }
+    if (!this.tracing.enabled) return this.tryJobs(nowMs, state, view, undefined);
+    // A span for each cycle that tries jobs (watch events that leave nothing to try make none). The binds and
+    // evictions it commits run in its context: their log lines carry its trace id.
+    this.tracing.run('sits.cycle', { 'sits.scheduler': this.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) => this.tryJobs(nowMs, state, view, span));
+  }
+
+  private tryJobs(nowMs: number, state: ClusterState, view: JobsView, span: TraceSpan | undefined): void {
     const sch = this.schedulerFor(state);
     const t0 = performance.now();
     // Every job tried counts as an attempt, as kube-scheduler counts a pod refused at PreFilter (here: quota).
@@ -274,6 +290,8 @@ export class LiveScheduler {
     this.counters.preemptions += res.preempted.length;
     const failed = Math.max(0, tried - res.started.length);
     this.counters.failedAttempts += failed;
+    span?.set({ 'sits.profile': sch.profile.name, 'sits.nodes': state.size, 'sits.cycle.queued': view.jobs.length, 'sits.cycle.tried': tried, 'sits.cycle.attempted': res.attempted, 'sits.cycle.started': res.started.length, 'sits.cycle.waiting': res.waiting.size, 'sits.cycle.preempted': res.preempted.length });
+    if (res.started.length > 0 || res.preempted.length > 0) this.log(startedLine(res));
     if (this.onAttempt !== undefined && tried > 0) {
       const each = (performance.now() - t0) / 1000 / tried;
       for (let i = 0; i < res.started.length; i++) this.onAttempt(each, 'scheduled');
@@ -355,7 +373,7 @@ export class LiveScheduler {
   private schedulerFor(state: ClusterState): Scheduler {
     const profile = this.profileFor();
     if (this.scheduler === undefined || this.scheduler.state !== state || this.scheduler.profile !== profile) {
-      this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }));
+      this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }), this.tracing);
     }
     this.scheduler.timer = this.observer?.extension;
     return this.scheduler;
@@ -366,4 +384,16 @@ export class LiveScheduler {
 function signature(j: QueuedJob): string {
   const g = j.gang;
   return `${j.queue}|${j.priority}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${j.priorityClass ?? ''}|${g.members.map((m) => m.id).join(',')}`;
+}
+
+/** `cycle: started default/p → node-1; gang:ml/train (4 pods) → node-2, node-3; preempted 1` (the first 8 jobs named). */
+function startedLine(res: CycleResult): string {
+  const shown = res.started.slice(0, 8).map((s) => {
+    const nodes = [...new Set(s.placements.map((p) => p.node))];
+    const pods = s.placements.length === 1 ? '' : ` (${s.placements.length} pods)`;
+    return `${s.job.id}${pods} → ${nodes.slice(0, 4).join(', ')}${nodes.length > 4 ? ` +${nodes.length - 4}` : ''}`;
+  });
+  const more = res.started.length > 8 ? `; +${res.started.length - 8} more` : '';
+  const pre = res.preempted.length === 0 ? '' : `${res.started.length === 0 ? '' : '; '}preempted ${res.preempted.length}`;
+  return `cycle: ${res.started.length === 0 ? '' : `started ${shown.join('; ')}${more}`}${pre}`;
 }

@@ -1,7 +1,8 @@
 /**
  * The scheduler process's HTTP server: `/healthz` (the process is alive), `/readyz` (the informers have
- * listed everything once; the body says whether this replica leads or stands by) and `/metrics`
- * (Prometheus text format, rendered by prom-client). It starts before the scheduler so that probes answer
+ * listed everything once; the body says whether this replica leads or stands by), `/metrics`
+ * (Prometheus text format, rendered by prom-client) and the dashboard (dashboard.ts: `/dashboard/`,
+ * `/dashboard/api/v1/cluster` and its event stream). It starts before the scheduler so that probes answer
  * during start-up; `attach()` hands it the running scheduler.
  * On a non-loopback address it is the secure port of kube/secure-server.ts (TLS, callers authenticated and
  * authorized by delegation; the probe paths always allowed), as kube-scheduler's; plain HTTP only on loopback.
@@ -10,7 +11,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CertPair } from '../kube/certs.ts';
 import { ALLOW_ALL, ANONYMOUS_AUTHN, type Authenticator, type Authorizer } from '../kube/delegated-auth.ts';
 import { startSecureServer } from '../kube/secure-server.ts';
+import { dashboardRoutes } from './dashboard.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
+import type { ClusterViewStream } from './view-stream.ts';
 
 export interface ServerOptions {
   /** 0 picks a free port (tests). */
@@ -23,6 +26,10 @@ export interface ServerOptions {
   readonly log?: (m: string) => void;
   /** Required off loopback: the serving certificate and the delegated authn/authz of callers. */
   readonly secure?: { readonly tls: CertPair; readonly clientCa?: string; readonly authn: Authenticator; readonly authz: Authorizer };
+  /** The dashboard's live view (page, /dashboard/api/v1/cluster, its event stream); also given later by `attachView`. */
+  readonly view?: ClusterViewStream;
+  /** Folder of the page's files (default: the shipped `web/`). */
+  readonly webDir?: string;
 }
 
 export interface SitsServer {
@@ -33,6 +40,8 @@ export interface SitsServer {
   readonly metrics: SitsMetrics;
   /** The scheduler has started (its informers have synced): /readyz turns ready. */
   attach(scheduler: SchedulerView, client?: ClientView): void;
+  /** The dashboard's view is ready: /dashboard/api/v1/cluster and its stream answer from now on. */
+  attachView(view: ClusterViewStream): void;
   /** Shutting down: /readyz turns unready at once. */
   draining(): void;
   close(): Promise<void>;
@@ -47,6 +56,8 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     metrics.attach(s, c);
   };
   if (opts.scheduler !== undefined) attach(opts.scheduler, opts.client);
+  let view = opts.view;
+  const dashboard = dashboardRoutes(() => view, opts.webDir);
 
   const send = (res: ServerResponse, status: number, body: string, type = 'text/plain; charset=utf-8'): void => {
     res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' });
@@ -81,7 +92,7 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
         );
         return;
       default:
-        send(res, 404, 'not found\n');
+        if (!dashboard(req, res, path)) send(res, 404, 'not found\n');
     }
   };
 
@@ -100,11 +111,15 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     port: server.port,
     metrics,
     attach,
+    attachView: (v) => {
+      view = v;
+    },
     draining: () => {
       stopping = true;
     },
     close: async () => {
       stopping = true;
+      view?.close();
       await server.close();
     },
   };

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
+import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
@@ -19,5 +20,6 @@ export function registerBench(program: Command): void {
   registerBenchWebhook(bench);
   registerBenchKube(bench);
   registerBenchServing(bench);
+  registerBenchDashboard(bench);
   registerBenchAll(bench);
 }

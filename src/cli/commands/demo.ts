@@ -1,8 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { runDemo, type DemoResult } from '../../app/demo.ts';
+import { serveDemo } from '../../server/demo-serve.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
+import { untilSignal } from './run.ts';
 
 export function renderDemo(r: DemoResult): string {
   const [a, b] = r.results;
@@ -31,7 +33,19 @@ export function registerDemo(program: Command): void {
     .option('--load <x>', 'arrival-rate multiplier (1 ≈ 95 % of GPU capacity demanded)', numberOption('--load', 0.01, 100), 1)
     .option('--profiles <list>', 'comma-separated profiles to compare', 'sits,kube-default')
     .option('--json <file>', 'also write the figures as JSON')
-    .action((o: { seed: number; hours: number; load: number; profiles: string; json?: string }) => {
+    .option('--serve', 'instead: replay the workload under SITS in accelerated virtual time and show it in the dashboard (http://127.0.0.1)')
+    .option('--port <port>', 'port of the dashboard with --serve (0 = any free port)', intOption('--port', 0, 65535), 8090)
+    .option('--speed <x>', 'with --serve: virtual seconds per second', numberOption('--speed', 1, 1_000_000), 300)
+    .action(async (o: { seed: number; hours: number; load: number; profiles: string; json?: string; serve?: boolean; port: number; speed: number }) => {
+      if (o.serve === true) {
+        const log = (m: string): void => void process.stderr.write(`${m}\n`);
+        const d = await serveDemo({ seed: o.seed, hours: o.hours, load: o.load, speed: o.speed, port: o.port, log });
+        process.stdout.write(`SITS demo dashboard: ${d.url}\nreplaying ${d.feed.jobs} jobs over ${o.hours} h of virtual time at ${o.speed}× (Ctrl-C to stop)\n`);
+        void d.done.then(() => process.stdout.write(`replay finished: ${d.feed.stats.started} job starts, ${d.feed.waiting} still waiting; the dashboard stays up until Ctrl-C\n`));
+        await untilSignal();
+        await d.close();
+        return;
+      }
       const r = runDemo({ seed: o.seed, hours: o.hours, load: o.load, profiles: o.profiles.split(',').map((s) => s.trim()).filter(Boolean) });
       process.stdout.write(renderDemo(r));
       if (o.json !== undefined) writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);

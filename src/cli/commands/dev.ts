@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { startDevCluster } from '../../app/dev-cluster.ts';
+import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
 import { untilSignal } from './run.ts';
@@ -15,16 +16,27 @@ export function registerDev(program: Command): void {
     .option('--kubeconfig <file>', 'where to write the kubeconfig', 'sits-dev.kubeconfig')
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('--webhook <mode>', 'the admission webhook with the guard rails: audit (warns, records Events), enforce (errors deny) or off', 'audit')
+    .option('--otlp-endpoint <url>', 'OpenTelemetry traces of the scheduler and controllers over OTLP/HTTP (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+    .action(async (o: { otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
       if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
       const log = (m: string): void => {
         if (o.verbose === true) process.stderr.write(`${m}\n`);
       };
-      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook } });
+      let tracing: Tracing;
+      try {
+        tracing = startTracing({ ...(o.otlpEndpoint === undefined ? {} : { endpoint: o.otlpEndpoint }), serviceName: 'sits-dev', instanceId: 'sits-dev', log: (m) => process.stderr.write(`${m}\n`) });
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
+      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing }).catch(async (e: unknown) => {
+        await tracing.shutdown();
+        throw e;
+      });
       process.stdout.write(`ready kubeconfig=${cluster.kubeconfigPath}\n`);
       const sig = await untilSignal();
       process.stderr.write(`${sig}: stopping the dev cluster\n`);
       await cluster.stop();
+      await tracing.shutdown();
     });
 }

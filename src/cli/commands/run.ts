@@ -4,7 +4,9 @@ import type { Command } from 'commander';
 import { createLiveApp, loadKubeConfig } from '../../app/live.ts';
 import { selfSignedServing } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
+import { liveViewStream } from '../../server/dashboard.ts';
 import { SitsMetrics } from '../../server/metrics.ts';
 import { startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
@@ -47,36 +49,50 @@ export function registerRun(program: Command): void {
     .option('--client-ca-file <file>', 'CA of client certificates accepted from scrapers (else bearer tokens, checked by TokenReview)')
     .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads')
     .option('--no-controllers', 'run the scheduler only (the default)')
+    .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { kubeconfig?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
+    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName)) throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
+      const identity = o.identity ?? `${hostname()}-${process.pid}`;
+      let tracing: Tracing;
+      try {
+        tracing = startTracing({ ...(o.otlpEndpoint === undefined ? {} : { endpoint: o.otlpEndpoint }), serviceName: 'sits-scheduler', serviceVersion: program.version() ?? 'unknown', instanceId: identity, log });
+      } catch (e) {
+        throw new CliError((e as Error).message);
+      }
       const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
       const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure, o.metricsPerGpu === true);
       const app = await createLiveApp({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         profile: o.profile,
         schedulerName: o.schedulerName,
-        ...(o.identity === undefined ? {} : { identity: o.identity }),
+        identity,
         ...(o.leaderElect ? { leaseNamespace: o.leaseNamespace, leaseDurationSec: o.leaseDuration } : {}),
         maxInFlight: o.maxInFlight,
         events: o.events,
         controllers: o.controllers === true,
         log,
+        tracing,
       }).catch(async (e: unknown) => {
         await server?.close();
         auth?.client.close();
+        await tracing.shutdown();
         throw e;
       });
       server?.attach(app.scheduler, app.client);
-      process.stderr.write(stamp(`${o.schedulerName} running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}`})`));
+      // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
+      server?.attachView(liveViewStream(app.scheduler, { log }));
+      process.stderr.write(stamp(`${o.schedulerName} running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
       const sig = await untilSignal();
       process.stderr.write(stamp(`${sig}: stopping`));
       server?.draining();
       await app.stop();
       await server?.close();
       auth?.client.close();
+      // The last spans (the stop's own cycle, reconciles) are sent before the process exits.
+      await tracing.shutdown();
     });
 }
 

@@ -22,6 +22,7 @@ import type { Scheduler } from '../framework/scheduler.ts';
 import { shapeKey } from '../framework/score-index.ts';
 import type { QueuedUnit } from '../framework/types.ts';
 import type { TopologyLevel } from '../model/topology.ts';
+import type { TraceAttributes, TraceSpan } from '../ports.ts';
 import type { Allocation, ClusterState } from '../snapshot/cluster-state.ts';
 import { Statement } from '../statement/statement.ts';
 import { deservedGpu, weightedShare } from '../queue/fair-share.ts';
@@ -144,6 +145,7 @@ export function runCycle(input: CycleInput): CycleResult {
   const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
   const { scheduler, queues, nowMs } = input;
   const state = scheduler.state;
+  const tracer = scheduler.tracer;
   const running = new Map(input.running);
   const usage = usageOf(running.values());
   const { capacity, models: clusterModels } = capacityOf(scheduler);
@@ -254,50 +256,57 @@ export function runCycle(input: CycleInput): CycleResult {
       continue;
     }
     attempted++;
-    const stmt = scheduler.statement();
-    const placed = scheduler.placeGang(job.gang, stmt, { explain: opts.explain });
-    if (placed.ok) {
-      const endMs = nowMs + job.estRuntimeMs;
-      // A backfill job may share a reserved node only if it ends first or leaves the node enough free GPUs.
-      const blocking = reservations.find((r) => r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0)));
-      if (blocking === undefined) {
-        stmt.commit();
-        const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-        addUsage(job.queue, demand, 1, model);
-        started.push({ job, placements: placed.placements });
+    // One span per placement attempt (a pod is a gang of one); off (NO_TRACER) it costs this branch only.
+    const span = tracer.enabled ? tracer.start('sits.attempt', attemptAttributes(job)) : undefined;
+    try {
+      const stmt = scheduler.statement();
+      const placed = scheduler.placeGang(job.gang, stmt, { explain: opts.explain });
+      if (placed.ok) {
+        span?.set({ 'sits.topology.level': placed.level });
+        const endMs = nowMs + job.estRuntimeMs;
+        // A backfill job may share a reserved node only if it ends first or leaves the node enough free GPUs.
+        const blocking = reservations.find((r) => r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0)));
+        if (blocking === undefined) {
+          stmt.commit();
+          const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
+          addUsage(job.queue, demand, 1, model);
+          started.push({ job, placements: placed.placements });
+          continue;
+        }
+        stmt.discard();
+        waiting.set(job.id, { reason: 'reservation', message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s` });
         continue;
       }
       stmt.discard();
-      waiting.set(job.id, { reason: 'reservation', message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s` });
-      continue;
-    }
-    stmt.discard();
-    let why = placed.explanation.message;
-    let reason: WaitReason = 'capacity';
-    if (opts.preemption && neverPreempts(job)) why = `${why}; preemptionPolicy Never: waits for room, preempts nothing`;
-    else if (opts.preemption) {
-      const p = tryPreempt(job, demand);
-      if (p === 'started') continue;
-      // Other queues hold GPUs, but this one would pass its fair share: it waits for them, it does not reclaim.
-      const over = opts.fairShare ? aboveShare(job, demand) : undefined;
-      if (over !== undefined) {
-        reason = 'fair-share';
-        why = `${why}; ${over}`;
+      let why = placed.explanation.message;
+      let reason: WaitReason = 'capacity';
+      if (opts.preemption && neverPreempts(job)) why = `${why}; preemptionPolicy Never: waits for room, preempts nothing`;
+      else if (opts.preemption) {
+        const p = tryPreempt(job, demand);
+        if (p === 'started') continue;
+        // Other queues hold GPUs, but this one would pass its fair share: it waits for them, it does not reclaim.
+        const over = opts.fairShare ? aboveShare(job, demand) : undefined;
+        if (over !== undefined) {
+          reason = 'fair-share';
+          why = `${why}; ${over}`;
+        }
       }
-    }
-    if (opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*')) {
-      headReserved.add(opts.fairShare ? job.queue : '*');
-      const r = planReservation(job);
-      if (r !== undefined) {
-        reservations.push(r);
-        for (const n of r.nodes) reservedNodes.add(n);
-        // A deferred preemption says more than the reservation: keep its reason.
-        if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
-        continue;
+      if (opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*')) {
+        headReserved.add(opts.fairShare ? job.queue : '*');
+        const r = planReservation(job);
+        if (r !== undefined) {
+          reservations.push(r);
+          for (const n of r.nodes) reservedNodes.add(n);
+          // A deferred preemption says more than the reservation: keep its reason.
+          if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
+          continue;
+        }
       }
+      if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: why });
+      failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting, gang: job.gang.name });
+    } finally {
+      if (span !== undefined) endAttempt(span, job, started, preempted, waiting);
     }
-    if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: why });
-    failedShapes.set(shape, { releases, waiting: waiting.get(job.id) as Waiting, gang: job.gang.name });
   }
 
   return { started, preempted, deferred, waiting, reservations, attempted };
@@ -373,6 +382,20 @@ export function runCycle(input: CycleInput): CycleResult {
    * its quota (they return what their queues borrowed from the cohort), not only make the gang fit.
    */
   function tryPreempt(job: QueuedJob, demand: Resources, forQuota = false): 'started' | 'no' {
+    if (!tracer.enabled) return planPreemption(job, demand, forQuota);
+    const span = tracer.start('sits.preempt', { 'sits.job.id': job.id, 'sits.queue': job.queue, 'sits.preempt.for_quota': forQuota });
+    const before = preempted.length;
+    try {
+      const r = planPreemption(job, demand, forQuota);
+      const victims = preempted.slice(before).map((p) => p.victim.id);
+      span.set({ 'sits.result': r, 'sits.preempt.victims': victims.length, ...(victims.length === 0 ? {} : { 'sits.preempt.victim_ids': capped(victims) }) });
+      return r;
+    } finally {
+      span.end();
+    }
+  }
+
+  function planPreemption(job: QueuedJob, demand: Resources, forQuota: boolean): 'started' | 'no' {
     const myUsage = usage.get(job.queue)?.total ?? ZERO;
     const myDeserved = deserved.get(job.queue) ?? 0;
     const reclaimAllowed = myUsage.gpuMilli + demand.gpuMilli <= myDeserved + 1e-6;
@@ -560,3 +583,33 @@ function gangShapeKey(job: QueuedJob, preemption: boolean, never: boolean): stri
   return `${preemption ? `${job.queue}|${job.priority}${never ? '|never' : ''}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
 }
 
+/** Most list values a span attribute carries (a gang of 1,000 pods names its first ones). */
+const MAX_LISTED = 32;
+const capped = (xs: readonly string[]): readonly string[] => (xs.length <= MAX_LISTED ? xs : [...xs.slice(0, MAX_LISTED), `+${xs.length - MAX_LISTED} more`]);
+
+/** What a placement attempt is about: the job, its queue, its pod (a pod job) or its gang. */
+function attemptAttributes(job: QueuedJob): TraceAttributes {
+  const g = job.gang;
+  const single = g.members.length === 1 && g.minMember <= 1 && g.name === g.members[0]?.id;
+  return {
+    'sits.job.id': job.id,
+    'sits.queue': job.queue,
+    'sits.priority': job.priority,
+    ...(single ? { 'sits.job.kind': 'pod', 'sits.pod': g.name } : { 'sits.job.kind': 'gang', 'sits.gang': g.name, 'sits.gang.members': g.members.length, 'sits.gang.min_member': g.minMember, 'sits.pods': capped(g.members.map((m) => m.id)) }),
+    ...(g.topology.required === undefined ? {} : { 'sits.topology.required': g.topology.required }),
+    ...(g.topology.preferred === undefined ? {} : { 'sits.topology.preferred': g.topology.preferred }),
+  };
+}
+
+/** The attempt's result: scheduled (with its nodes and the victims it preempted) or the wait reason and message. */
+function endAttempt(span: TraceSpan, job: QueuedJob, started: readonly { readonly job: QueuedJob; readonly placements: readonly Placement[] }[], preempted: readonly { readonly victim: RunningJob; readonly by: string }[], waiting: ReadonlyMap<string, Waiting>): void {
+  const last = started[started.length - 1];
+  if (last !== undefined && last.job.id === job.id) {
+    const victims = preempted.filter((p) => p.by === job.id).length;
+    span.set({ 'sits.result': 'scheduled', 'sits.nodes': capped([...new Set(last.placements.map((p) => p.node))]), 'sits.placed': last.placements.length, ...(victims === 0 ? {} : { 'sits.preempt.victims': victims }) });
+  } else {
+    const w = waiting.get(job.id);
+    span.set({ 'sits.result': w?.reason ?? 'unknown', ...(w === undefined ? {} : { 'sits.message': w.message }) });
+  }
+  span.end();
+}

@@ -6,7 +6,7 @@ import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
-import type { Rng } from '../ports.ts';
+import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { podMetaKey, ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
 import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
@@ -65,12 +65,15 @@ export class Scheduler {
   /**
    * @param commits where committed statements go (the host's ports, `commitToPorts`); without it the
    *   scheduler is a trial one (a forward run or an explanation over a copy): commits reach no cluster.
+   * @param tracer where the queue cycle reports its attempts (the live scheduler's OpenTelemetry adapter);
+   *   `NO_TRACER` by default, so the simulator and the benchmarks trace nothing.
    */
   constructor(
     readonly profile: Profile,
     readonly state: ClusterState,
     rng: Rng,
     readonly commits?: CommitTarget,
+    readonly tracer: Tracer = NO_TRACER,
   ) {
     this.ctx = { state, rng };
   }

@@ -32,6 +32,9 @@ describe('SchedulingQueue', () => {
     expect(q.onEvent({ kind: 'freed' }, 2)).toBe(1);
     expect(q.whereIs('a')).toBe('active');
     expect(q.forCycle().parked.has('a')).toBe(false);
+    // Woken, it still remembers why it waited last (until it is tried again).
+    expect(q.lastWait('a')).toBe(capacity);
+    expect(q.lastWait('nobody')).toBeUndefined();
   });
 
   it('a job without hints stays active (tried at every cycle)', () => {

@@ -189,6 +189,11 @@ export class SchedulingQueue {
     return { active, backoff, unschedulable };
   }
 
+  /** The wait the job got at its last failed attempt, whether parked or still active (the dashboard's queue reason). */
+  lastWait(id: string): Waiting | undefined {
+    return this.entries.get(id)?.waiting;
+  }
+
   /** Where a job is (tests, `sits explain`). */
   whereIs(id: string): Where | undefined {
     return this.entries.get(id)?.where;

@@ -1,0 +1,105 @@
+/**
+ * The dashboard's HTTP routes, read-only (GET/HEAD): the page (static files of `web/`, plain ESM and CSS —
+ * nothing to build at run time, nothing fetched from the internet), `GET /dashboard/api/v1/cluster` (the cluster
+ * view as JSON) and `GET /dashboard/api/v1/cluster/stream` (server-sent events: the view, then its patches). On the secure port
+ * every one of these paths is authenticated and authorized like /metrics (a SubjectAccessReview on the
+ * non-resource URL), since the secure server checks every path but the probes.
+ */
+import { readFileSync, realpathSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { extname, join, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { LiveScheduler } from '../kube/live-scheduler.ts';
+import { liveViewInput } from './cluster-view-sources.ts';
+import { ClusterViewStream, type ViewStreamOptions } from './view-stream.ts';
+
+/** The shipped page: `web/` at the repository (package) root. */
+export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
+
+/**
+ * Everything under /dashboard/: `/api/*` is the apiserver's discovery space, which Kubernetes' default
+ * `system:discovery` ClusterRole opens to every authenticated user — a view of every pod and queue must not
+ * ride on that (ADR 0061).
+ */
+export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/dashboard/api/v1/cluster', stream: '/dashboard/api/v1/cluster/stream' } as const;
+
+/**
+ * RBAC rules that let a caller read the dashboard on the secure port (a ClusterRole's `rules`): the page, the view
+ * and its stream, nothing else (not /metrics).
+ */
+export const DASHBOARD_VIEWER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [
+  { nonResourceURLs: ['/', '/dashboard', '/dashboard/*'], verbs: ['get'] },
+];
+
+const TYPES: Readonly<Record<string, string>> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+};
+
+/** A request the dashboard handles: true when it answered. */
+export type DashboardRoute = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
+
+function send(res: ServerResponse, status: number, body: string | Buffer, type: string, extra: Record<string, string> = {}): void {
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', ...extra });
+  res.end(res.req.method === 'HEAD' ? undefined : body);
+}
+
+/**
+ * The routes over a view stream (undefined until the host has one: the API answers 503 then, as /readyz does).
+ * Files are read once and kept: the page is a handful of small files.
+ */
+export function dashboardRoutes(stream: () => ClusterViewStream | undefined, webDir: string = WEB_DIR): DashboardRoute {
+  const root = realpathSync(webDir);
+  const files = new Map<string, Buffer | undefined>();
+  const file = (name: string): Buffer | undefined => {
+    if (!files.has(name)) {
+      const full = resolve(join(root, name));
+      // Only files inside web/ with a known type: no traversal, no directory listings.
+      let body: Buffer | undefined;
+      if ((full.startsWith(root + sep) || full === root) && TYPES[extname(full)] !== undefined) {
+        try {
+          body = readFileSync(realpathSync(full));
+        } catch {
+          body = undefined;
+        }
+      }
+      files.set(name, body);
+    }
+    return files.get(name);
+  };
+  return (req, res, path) => {
+    if (path === '/' || path === '/dashboard') {
+      res.writeHead(302, { Location: DASHBOARD_PATHS.page, 'Content-Length': 0 });
+      res.end();
+      return true;
+    }
+    if (path === DASHBOARD_PATHS.view || path === DASHBOARD_PATHS.stream) {
+      const s = stream();
+      if (s === undefined) {
+        send(res, 503, 'cluster view not ready: informers not synced\n', 'text/plain; charset=utf-8');
+        return true;
+      }
+      if (path === DASHBOARD_PATHS.view) send(res, 200, s.viewJson(), 'application/json; charset=utf-8');
+      else if (req.method === 'HEAD') send(res, 200, '', 'text/event-stream; charset=utf-8');
+      else s.subscribe(res);
+      return true;
+    }
+    if (!path.startsWith(DASHBOARD_PATHS.page)) return false;
+    const name = path === DASHBOARD_PATHS.page ? 'index.html' : decodeURIComponent(path.slice(DASHBOARD_PATHS.page.length));
+    const body = name.includes('\0') ? undefined : file(name);
+    if (body === undefined) send(res, 404, 'not found\n', 'text/plain; charset=utf-8');
+    else send(res, 200, body, TYPES[extname(name)] as string, { 'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'" });
+    return true;
+  };
+}
+
+/** The live scheduler's view stream: rebuilt on its watch events and cycles (never by asking the apiserver). */
+export function liveViewStream(scheduler: LiveScheduler, opts: ViewStreamOptions = {}): ClusterViewStream {
+  const stream = new ClusterViewStream(() => liveViewInput(scheduler, Date.now()), opts);
+  scheduler.onChange = () => stream.changed();
+  return stream;
+}

@@ -1,0 +1,255 @@
+// The GPU heatmap on one <canvas>: zones stacked, racks flowed left to right inside a zone, one row per node
+// (multi-node NVLink domains kept together and marked), GPUs left to right by device index with a gap
+// between NVLink islands. A full paint batches cells by colour (80,000 cells in a few fillRect runs); a patch
+// repaints only the nodes it names. Hit-testing maps a mouse position back to (node, GPU).
+
+export const COLOURS = {
+  background: '#161d26',
+  rackBox: '#1b2430',
+  rackLine: '#2c3a4b',
+  label: '#8b98a8',
+  free: '#2b3a4c',
+  whole: '#f76707',
+  fractionLow: '#6b5a1e',
+  fractionHigh: '#fcc419',
+  unhealthy: '#e64980',
+  nvlinkBar: '#4dabf7',
+};
+
+const hex = (c) => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), parseInt(c.slice(5, 7), 16)];
+const mix = (a, b, t) => {
+  const x = hex(a);
+  const y = hex(b);
+  return `#${x.map((v, i) => Math.round(v + (y[i] - v) * t).toString(16).padStart(2, '0')).join('')}`;
+};
+const FRACTION_STEPS = Array.from({ length: 11 }, (_, i) => mix(COLOURS.fractionLow, COLOURS.fractionHigh, i / 10));
+
+/** A stable colour per queue name (hue from a string hash). */
+export function queueColour(name) {
+  let h = 2166136261;
+  for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
+  const hue = ((h >>> 0) % 360);
+  return `hsl(${hue} 70% 58%)`;
+}
+
+/** The colour of one GPU cell. */
+export function cellColour(node, gpu, mode) {
+  if (!gpu.healthy) return COLOURS.unhealthy;
+  if (gpu.usedMilli <= 0) return COLOURS.free;
+  if (mode === 'queue') {
+    const pod = node.pods.find((p) => p.pod === gpu.pods[0]);
+    return pod === undefined ? COLOURS.whole : queueColour(pod.queue);
+  }
+  if (gpu.usedMilli >= 1000) return COLOURS.whole;
+  return FRACTION_STEPS[Math.max(1, Math.min(9, Math.round(gpu.usedMilli / 100)))];
+}
+
+function cellSizeFor(gpus) {
+  if (gpus <= 512) return 20;
+  if (gpus <= 1024) return 14;
+  if (gpus <= 16384) return 8;
+  return 5;
+}
+
+/** Where every GPU cell is drawn, from the node list alone (so patches need no new layout). */
+export function layoutHeatmap(nodes, width) {
+  let totalGpus = 0;
+  for (const n of nodes) totalGpus += n.gpus.length;
+  const c = cellSizeFor(totalGpus);
+  const gap = c >= 8 ? 2 : 1;
+  const islandGap = c >= 8 ? 4 : 2;
+  const labels = c >= 8;
+  const pad = c >= 8 ? 6 : 3;
+  const rackLabelH = labels ? 16 : 0;
+  const zoneLabelH = 20;
+  const domainGap = c >= 8 ? 4 : 2;
+  const rowH = c + gap;
+  // GPU x offsets per island pattern (nodes of one shape share them).
+  const patterns = new Map();
+  const xsOf = (n) => {
+    const key = n.gpus.map((g) => g.island).join(',');
+    let xs = patterns.get(key);
+    if (xs === undefined) {
+      xs = [];
+      let x = 0;
+      for (let i = 0; i < n.gpus.length; i++) {
+        if (i > 0 && n.gpus[i].island !== n.gpus[i - 1].island) x += islandGap;
+        xs.push(x);
+        x += c + gap;
+      }
+      patterns.set(key, xs);
+    }
+    return xs;
+  };
+  let nodeW = 0;
+  for (const n of nodes) {
+    const xs = xsOf(n);
+    nodeW = Math.max(nodeW, xs.length === 0 ? 0 : xs[xs.length - 1] + c);
+  }
+  const barW = c >= 8 ? 4 : 2;
+  const rackW = nodeW + 2 * pad + barW + 2;
+  const racks = [];
+  const zones = [];
+  const cells = new Array(nodes.length);
+  let y = 0;
+  let i = 0;
+  const margin = 8;
+  while (i < nodes.length) {
+    const zone = nodes[i].zone;
+    zones.push({ name: zone, y });
+    y += zoneLabelH;
+    let x = 0;
+    let rowMaxH = 0;
+    while (i < nodes.length && nodes[i].zone === zone) {
+      const rackKey = `${nodes[i].block}/${nodes[i].rack}`;
+      const start = i;
+      while (i < nodes.length && nodes[i].zone === zone && `${nodes[i].block}/${nodes[i].rack}` === rackKey) i++;
+      // Height: rows plus a gap between NVLink domains.
+      let h = rackLabelH + pad;
+      for (let k = start; k < i; k++) {
+        if (k > start && nodes[k].nvlinkDomain !== nodes[k - 1].nvlinkDomain) h += domainGap;
+        h += rowH;
+      }
+      h += pad - gap;
+      if (x > 0 && x + rackW > width) {
+        x = 0;
+        y += rowMaxH + margin;
+        rowMaxH = 0;
+      }
+      const rack = { name: rackKey, x, y, w: rackW, h, first: start, last: i - 1, rows: [] };
+      let ry = y + rackLabelH + pad;
+      for (let k = start; k < i; k++) {
+        if (k > start && nodes[k].nvlinkDomain !== nodes[k - 1].nvlinkDomain) ry += domainGap;
+        const nx = x + pad + barW + 2;
+        cells[k] = { x: nx, y: ry, xs: xsOf(nodes[k]) };
+        rack.rows.push({ node: k, y: ry });
+        ry += rowH;
+      }
+      racks.push(rack);
+      x += rackW + margin;
+      rowMaxH = Math.max(rowMaxH, h);
+    }
+    y += rowMaxH + margin;
+  }
+  return { cell: c, gap, barW, pad, labels, rackLabelH, width, height: Math.max(y, 40), racks, zones, cells };
+}
+
+export class Heatmap {
+  constructor(canvas) {
+    this.canvas = canvas;
+    this.ctx = canvas.getContext('2d', { alpha: false });
+    this.mode = 'allocation';
+    this.view = undefined;
+    this.layout = undefined;
+  }
+
+  /** A whole view: lay out (when the node list or the width changed) and paint everything. */
+  setView(view) {
+    const width = Math.max(320, Math.floor(this.canvas.parentElement.clientWidth));
+    const sameNodes = this.view !== undefined && this.layout !== undefined && this.layout.width === width && this.view.nodes.length === view.nodes.length && this.view.nodes.every((n, i) => n.name === view.nodes[i].name);
+    this.view = view;
+    if (!sameNodes) this.layout = layoutHeatmap(view.nodes, width);
+    this.paintAll();
+  }
+
+  /** Nodes changed in place (a patch): repaint their cells only. */
+  patchNodes(indices) {
+    if (this.layout === undefined) return;
+    const ctx = this.ctx;
+    const c = this.layout.cell;
+    for (const i of indices) {
+      const node = this.view.nodes[i];
+      const cell = this.layout.cells[i];
+      if (node === undefined || cell === undefined) continue;
+      for (let g = 0; g < node.gpus.length; g++) {
+        ctx.fillStyle = cellColour(node, node.gpus[g], this.mode);
+        ctx.fillRect(cell.x + cell.xs[g], cell.y, c, c);
+      }
+    }
+  }
+
+  setMode(mode) {
+    this.mode = mode;
+    if (this.view !== undefined) this.paintAll();
+  }
+
+  paintAll() {
+    const L = this.layout;
+    const dpr = window.devicePixelRatio || 1;
+    const canvas = this.canvas;
+    const w = L.width;
+    const h = L.height;
+    if (canvas.width !== Math.round(w * dpr) || canvas.height !== Math.round(h * dpr)) {
+      canvas.width = Math.round(w * dpr);
+      canvas.height = Math.round(h * dpr);
+      canvas.style.height = `${h}px`;
+    }
+    const ctx = this.ctx;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = COLOURS.background;
+    ctx.fillRect(0, 0, w, h);
+    ctx.font = '12px system-ui, sans-serif';
+    ctx.textBaseline = 'top';
+    for (const z of L.zones) {
+      ctx.fillStyle = COLOURS.label;
+      ctx.fillText(`zone ${z.name}`, 0, z.y + 3);
+    }
+    const nodes = this.view.nodes;
+    for (const r of L.racks) {
+      ctx.fillStyle = COLOURS.rackBox;
+      ctx.fillRect(r.x, r.y, r.w, r.h);
+      ctx.strokeStyle = COLOURS.rackLine;
+      ctx.lineWidth = 1;
+      ctx.strokeRect(r.x + 0.5, r.y + 0.5, r.w - 1, r.h - 1);
+      if (L.labels) {
+        ctx.fillStyle = COLOURS.label;
+        ctx.fillText(r.name, r.x + L.pad, r.y + 3, r.w - 2 * L.pad);
+      }
+      // Nodes of a multi-node NVLink domain: a bar beside their rows.
+      ctx.fillStyle = COLOURS.nvlinkBar;
+      for (const row of r.rows) if (nodes[row.node].nvlinkDomain !== undefined) ctx.fillRect(r.x + L.pad, row.y, L.barW, L.cell + L.gap);
+    }
+    // Cells batched by colour: few fillStyle changes however many GPUs.
+    const byColour = new Map();
+    const c = L.cell;
+    for (let i = 0; i < nodes.length; i++) {
+      const node = nodes[i];
+      const cell = L.cells[i];
+      for (let g = 0; g < node.gpus.length; g++) {
+        const col = cellColour(node, node.gpus[g], this.mode);
+        let list = byColour.get(col);
+        if (list === undefined) byColour.set(col, (list = []));
+        list.push(cell.x + cell.xs[g], cell.y);
+      }
+    }
+    for (const [col, xy] of byColour) {
+      ctx.fillStyle = col;
+      for (let k = 0; k < xy.length; k += 2) ctx.fillRect(xy[k], xy[k + 1], c, c);
+    }
+  }
+
+  /** The (node index, GPU index) under a point in CSS pixels of the canvas, or undefined. */
+  hit(x, y) {
+    const L = this.layout;
+    if (L === undefined) return undefined;
+    for (const r of L.racks) {
+      if (x < r.x || x >= r.x + r.w || y < r.y || y >= r.y + r.h) continue;
+      for (const row of r.rows) {
+        if (y < row.y || y >= row.y + L.cell) continue;
+        const cell = L.cells[row.node];
+        const gx = x - cell.x;
+        for (let g = 0; g < cell.xs.length; g++) if (gx >= cell.xs[g] && gx < cell.xs[g] + L.cell) return { node: row.node, gpu: g };
+        return { node: row.node, gpu: undefined };
+      }
+      return undefined;
+    }
+    return undefined;
+  }
+
+  /** The centre of a GPU's cell in CSS pixels (tests read the pixel there). */
+  cellCentre(nodeIndex, gpu) {
+    const cell = this.layout?.cells[nodeIndex];
+    if (cell === undefined) return undefined;
+    return { x: cell.x + cell.xs[gpu] + this.layout.cell / 2, y: cell.y + this.layout.cell / 2 };
+  }
+}
