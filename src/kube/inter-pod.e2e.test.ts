@@ -113,4 +113,24 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     expect(at.get('with-red')).toBe(n0);
     expect(at.get('away-from-red')).not.toBe(n0);
   });
+  it("existing pods' preferred terms score the incoming pod (ADR 0077): their anti-affinity keeps matching pods off their nodes, their affinity draws them into their zone", async () => {
+    await createNs(client, 'toward');
+    const [n0, n1, n2] = nodes.map((n) => n.name) as [string, string, string];
+    const pref = (kind: 'podAffinity' | 'podAntiAffinity', app: string, key: string): Partial<NonNullable<V1Pod['spec']>> => ({ affinity: { [kind]: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { app } }, topologyKey: key } }] } } });
+    // Two pods on zone-a's nodes that prefer no batch pod beside them, one on zone-b's node that prefers clients in its zone.
+    await createPods(client, [
+      small('toward', 'keep-off-0', 'keeper', { nodeSelector: { 'kubernetes.io/hostname': n0 }, ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname') }),
+      small('toward', 'keep-off-1', 'keeper', { nodeSelector: { 'kubernetes.io/hostname': n1 }, ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname') }),
+      small('toward', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n2 }, ...pref('podAffinity', 'client', 'topology.kubernetes.io/zone') }),
+    ]);
+    await waitFor('the three existing pods bound', async () => ((await bound('toward')).length === 3 ? true : undefined));
+    // The incoming pods carry no terms of their own: only the existing pods' terms tell where they should go.
+    await createPods(client, [0, 1, 2].map((i) => small('toward', `batch-${i}`, 'batch', {})));
+    await createPods(client, [0, 1].map((i) => small('toward', `client-${i}`, 'client', {})));
+    const placed = await waitFor('the five incoming pods bound', async () => {
+      const ps = await bound('toward');
+      return ps.length === 8 ? ps : undefined;
+    });
+    for (const p of placed) if (/^(batch|client)-/.test(p.metadata?.name ?? '')) expect([p.metadata?.name, p.spec?.nodeName]).toEqual([p.metadata?.name, n2]);
+  });
 });

@@ -99,4 +99,6 @@ export interface Profile {
   readonly selector: Selector;
   /** Gang topology search: try the smallest domains first (topology-aware) or the whole cluster at once. */
   readonly gangSearch: 'topology' | 'flat';
+  /** kube's InterPodAffinityArgs.hardPodAffinityWeight (absent: 1). */
+  readonly hardPodAffinityWeight?: number;
 }
