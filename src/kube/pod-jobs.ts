@@ -19,6 +19,7 @@ import type { PdbObject } from './disruption-budgets.ts';
 import type { ClusterCache, PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { podFromK8s } from './labels.ts';
+import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
 
@@ -65,7 +66,7 @@ export class PodJobs {
 
   constructor(
     private readonly cache: ClusterCache,
-    private readonly schedulerName: string,
+    private readonly schedulerName: SchedulerNames,
     private readonly clock: Clock,
   ) {}
 
@@ -73,7 +74,7 @@ export class PodJobs {
 
   /** Follows the runs of the jobs SITS bound, for learned runtimes (`LiveRuntimes`). */
   learn(p: V1Pod, deleted = false): void {
-    if (p.spec?.schedulerName !== this.schedulerName) return;
+    if (!isOurs(this.schedulerName, p.spec?.schedulerName)) return;
     const job = jobOfPod(p, this.groupQueue);
     if (deleted) {
       this.runtimes.gone(p, job, this.clock.nowMs());
