@@ -29,6 +29,9 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // Preemption avoids victims whose PodDisruptionBudget allows no disruption (read only: SITS computes the
   // allowed disruptions itself, src/kube/disruption-budgets.ts).
   { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['get', 'list', 'watch'] },
+  // The default spread constraints' selectors (kube's DefaultSelector; ADR 0077), read only as kube-scheduler reads them.
+  { apiGroups: [''], resources: ['services', 'replicationcontrollers'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
   // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).

@@ -12,6 +12,7 @@ import type { PdbObject } from './disruption-budgets.ts';
 import type { PodGroupObject, PodJobs } from './pod-jobs.ts';
 import type { QueueObject } from './queues.ts';
 import { objectKey, Reflector } from './reflector.ts';
+import type { ControllerKind, SelectorObject } from './spread-owners.ts';
 
 export interface InformerHandlers {
   /** Anything changed: a cycle may have work. */
@@ -70,6 +71,22 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     delete: (n) => (cache.deleteNamespace(n), changed()),
     error: (e) => log(`namespaces watch: ${e.message}`),
   });
+  // The default spread constraints' selectors (ADR 0077): read only, and lived without when not readable.
+  const owners = jobs.owners;
+  const services = new Reflector<SelectorObject>(client, '/api/v1/services', {
+    add: (s) => (owners.upsertService(s), changed()),
+    update: (s) => (owners.upsertService(s), changed()),
+    delete: (s) => (owners.deleteService(s), changed()),
+    error: (e) => log(`services watch: ${e.message}`),
+  });
+  const controllerWatch = (kind: ControllerKind, path: string): Reflector<SelectorObject> =>
+    new Reflector<SelectorObject>(client, path, {
+      add: (o) => (owners.upsertController(kind, o), changed()),
+      update: (o) => (owners.upsertController(kind, o), changed()),
+      delete: (o) => (owners.deleteController(kind, o), changed()),
+      error: (e) => log(`${path} watch: ${e.message}`),
+    });
+  const controllers = [controllerWatch('ReplicationController', '/api/v1/replicationcontrollers'), controllerWatch('ReplicaSet', '/apis/apps/v1/replicasets'), controllerWatch('StatefulSet', '/apis/apps/v1/statefulsets')];
   try {
     await nodes.start();
     started.push(nodes as unknown as AnyReflector);
@@ -84,6 +101,7 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
       jobs.podGroupsWatched = true;
     }
     if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, [403])) started.push(pdbs as unknown as AnyReflector);
+    for (const r of [services, ...controllers]) if (await optional(r, 'services/replicasets/statefulsets/replicationcontrollers not readable (RBAC): no default spread constraints from them', log, [403, 404])) started.push(r as unknown as AnyReflector);
   } catch (e) {
     stop();
     throw e;

@@ -17,6 +17,7 @@ import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-que
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { SchedulingSpine } from '../core/spine/scheduling-spine.ts';
 import { commitToPorts } from '../core/statement/commit-to-ports.ts';
+import { withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';
 import type { KubeClient } from './client.ts';
 import { KubeBinder } from './binder.ts';
 import { budgetsOf } from './disruption-budgets.ts';
@@ -280,7 +281,8 @@ export class LiveScheduler {
     this.lanes.forEach((lane, i) => this.laneCycle(lane, views[i] as JobsView, state, nowMs, freed, queuesChanged));
   }
 
-  private laneCycle(lane: Lane, view: JobsView, state: ClusterState, nowMs: number, freed: boolean, queuesChanged: boolean): void {
+  private laneCycle(lane: Lane, raw: JobsView, state: ClusterState, nowMs: number, freed: boolean, queuesChanged: boolean): void {
+    const view = this.withDefaultSpread(lane, raw);
     if (freed) lane.queue.onEvent({ kind: 'freed' }, nowMs);
     if (queuesChanged) lane.queue.onEvent({ kind: 'queue-changed' }, nowMs);
     this.sync(lane, view, nowMs);
@@ -307,6 +309,42 @@ export class LiveScheduler {
       for (let i = 0; i < failed; i++) this.onAttempt(each, 'unschedulable');
     }
     lane.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
+  }
+
+  /**
+   * The profile's default spread constraints on its pods without their own (kube's PodTopologySpread
+   * defaulting, ADR 0077), with the selector of the Services and controllers that select or own each pod.
+   * Nothing when the cluster has none of those objects (or they are not readable).
+   */
+  private withDefaultSpread(lane: Lane, view: JobsView): JobsView {
+    const owners = this.jobs.owners;
+    if (owners.empty) return view;
+    const defaults = (typeof lane.config === 'string' ? profileConfig(lane.config) : lane.config)?.spreadDefaults;
+    let changed = false;
+    const jobs = view.jobs.map((j) => {
+      const pods = view.podsOf.get(j.id) ?? [];
+      let any = false;
+      const members = j.gang.members.map((m, k) => {
+        const obj = pods[k]?.obj;
+        const d = obj === undefined ? m : withDefaultSpread(m, defaults, owners.selectorOf(obj));
+        if (d !== m) any = true;
+        return d;
+      });
+      if (!any) return j;
+      changed = true;
+      return { ...j, gang: { ...j.gang, members } };
+    });
+    if (!changed) return view;
+    return {
+      queues: view.queues,
+      jobs,
+      podsOf: view.podsOf,
+      get running() {
+        return view.running;
+      },
+      short: view.short,
+      minRuntimeMs: view.minRuntimeMs,
+    };
   }
 
   /** Each profile's part of the translation: its jobs and short gangs (queues and running jobs are shared). */

@@ -20,6 +20,7 @@ import type { ClusterCache, PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { podFromK8s } from './labels.ts';
 import { isOurs, type SchedulerNames } from './scheduler-names.ts';
+import { SpreadOwners } from './spread-owners.ts';
 import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
 
@@ -52,6 +53,8 @@ export const ETA_MAX_JOBS = 2000;
 export class PodJobs {
   readonly podGroups = new Map<string, PodGroupObject>();
   readonly queueObjs = new Map<string, QueueObject>();
+  /** Services and pod controllers, for the default spread constraints (spread-owners.ts, ADR 0077). */
+  readonly owners = new SpreadOwners();
   /** policy/v1 PodDisruptionBudgets by `namespace/name`, for preemption (disruption-budgets.ts). */
   readonly pdbs = new Map<string, PdbObject>();
   /** Runtimes learned from the jobs SITS bound (finished, stopped, running), for the expected starts. */

@@ -258,7 +258,10 @@ export class InterPodState {
     let raw = 0;
     for (const c of this.soft) {
       const v = c.counter.topo.ids[i] as number;
-      if (v < 0) return 0;
+      if (v < 0) {
+        if (c.keyOptional) continue;
+        return 0;
+      }
       raw += (c.counter.perValue[v] as number) * c.weight + (c.maxSkew - 1);
     }
     return 100 / (1 + raw / this.softWeight);
