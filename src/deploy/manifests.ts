@@ -7,6 +7,7 @@ import { SCHEDULER_NAME } from '../api/wire.ts';
 import { CONTROLLER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
+import { extenderDocs } from './extender-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const NAMES = {
@@ -315,5 +316,5 @@ export function rbacDocs(): Doc[] {
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), ...webhookDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), ...webhookDocs(), ...extenderDocs(), ...nodeAgentDocs()];
 }

@@ -39,6 +39,15 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 
+/**
+ * `sits extender` (src/kube/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
+ * annotations, rollback), not its events (kube-scheduler reports) — and its own Lease (in the chart's Role).
+ */
+export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events'));
+
+/** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
+export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];
+
 /** The workload controllers of src/app/controllers.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the finalizer; delete: ttlSecondsAfterFinished.
