@@ -5,6 +5,7 @@
  * One path with or without Queue objects (without them each pod is in its queue label's default queue), so
  * preemption and reservations work for every pod. Only the leader cycles; a new leader first completes or
  * undoes the gang plans a previous one left (ADR 0006). Pods of other schedulers count as allocated.
+ * Several profiles (ADR 0076) share the cache and each cycle's snapshot; each has its own queue and spine lane.
  */
 import { buildProfile, formatProfileError, profileConfig, type ProfileConfig } from '../core/framework/registry.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
