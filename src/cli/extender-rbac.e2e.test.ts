@@ -77,6 +77,18 @@ describe('sits extender under the chart\'s extender RBAC', () => {
     expect(logs.filter((l) => /forbidden|not readable|403/i.test(l))).toEqual([]);
   });
 
+  it("the chart's extender Service and Deployment pass the apiserver's validation (server-side dry run)", async () => {
+    const values = resolveValues({ extender: { enabled: true } });
+    if (!values.ok) throw new Error(values.errors.join('\n'));
+    const objs = plainObjects(values.value).filter((o) => ['Service', 'Deployment'].includes((o as Obj).kind) && (o as Obj).metadata.name === 'sits-extender') as (Json & Obj)[];
+    expect(objs.map((o) => o.kind).sort()).toEqual(['Deployment', 'Service']);
+    for (const o of objs) {
+      const path = o.kind === 'Service' ? '/api/v1/namespaces/sits-system/services' : '/apis/apps/v1/namespaces/sits-system/deployments';
+      const got = await admin.request<Obj>('POST', path, { body: o, query: { dryRun: 'All' } });
+      expect(got.metadata.name).toBe('sits-extender');
+    }
+  });
+
   it('may not read Secrets nor write events', async () => {
     const can = async (attrs: Record<string, string>): Promise<boolean> =>
       (await sa.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: attrs } })).status.allowed;
