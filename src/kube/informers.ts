@@ -1,5 +1,6 @@
 /**
- * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, pod groups and Queue objects into the
+ * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, pod groups, Queue objects and (for the
+ * default spread constraints) Services, ReplicationControllers, ReplicaSets and StatefulSets into the
  * cache (and the pod→job translation's maps). Handlers only record: the snapshot is taken at the start of
  * the next cycle. A missing Queue or PodGroup CRD is logged and lived without, as are PodDisruptionBudgets
  * the scheduler may not read (preemption then sees no budgets).
@@ -86,7 +87,12 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
       delete: (o) => (owners.deleteController(kind, o), changed()),
       error: (e) => log(`${path} watch: ${e.message}`),
     });
-  const controllers = [controllerWatch('ReplicationController', '/api/v1/replicationcontrollers'), controllerWatch('ReplicaSet', '/apis/apps/v1/replicasets'), controllerWatch('StatefulSet', '/apis/apps/v1/statefulsets')];
+  const ownerWatches: [string, Reflector<SelectorObject>][] = [
+    ['services', services],
+    ['replicationcontrollers', controllerWatch('ReplicationController', '/api/v1/replicationcontrollers')],
+    ['replicasets', controllerWatch('ReplicaSet', '/apis/apps/v1/replicasets')],
+    ['statefulsets', controllerWatch('StatefulSet', '/apis/apps/v1/statefulsets')],
+  ];
   try {
     await nodes.start();
     started.push(nodes as unknown as AnyReflector);
@@ -101,7 +107,7 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
       jobs.podGroupsWatched = true;
     }
     if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, [403])) started.push(pdbs as unknown as AnyReflector);
-    for (const r of [services, ...controllers]) if (await optional(r, 'services/replicasets/statefulsets/replicationcontrollers not readable (RBAC): no default spread constraints from them', log, [403, 404])) started.push(r as unknown as AnyReflector);
+    for (const [what, r] of ownerWatches) if (await optional(r, `${what} not readable (RBAC): no default spread constraints from them`, log, [403, 404])) started.push(r as unknown as AnyReflector);
   } catch (e) {
     stop();
     throw e;
