@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
-import { LiveScheduler, type ExplainReport } from '../kube/live-scheduler.ts';
+import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
@@ -15,6 +15,8 @@ export interface LiveAppOptions {
   readonly profile?: string;
   /** Pods with this spec.schedulerName are ours (default sits-scheduler; `default-scheduler` makes SITS the cluster's scheduler). */
   readonly schedulerName?: string;
+  /** Several profiles in one process (ADR 0076); given, profile and schedulerName are not read. */
+  readonly profiles?: readonly LiveProfile[];
   readonly identity?: string;
   /** Namespace of the leader-election Lease; undefined disables leader election. */
   readonly leaseNamespace?: string;
@@ -52,6 +54,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     identity: opts.identity ?? `${hostname()}-${process.pid}`,
     ...(opts.profile === undefined ? {} : { profile: opts.profile }),
     ...(opts.schedulerName === undefined ? {} : { schedulerName: opts.schedulerName }),
+    ...(opts.profiles === undefined ? {} : { profiles: opts.profiles }),
     ...(opts.leaseNamespace === undefined ? {} : { leaseNamespace: opts.leaseNamespace }),
     ...(opts.leaseDurationSec === undefined ? {} : { leaseDurationSec: opts.leaseDurationSec }),
     ...(opts.events === undefined ? {} : { events: opts.events }),

@@ -20,6 +20,11 @@ import { loadCluster } from '../spec/cluster-file.ts';
 import { fieldPath, loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
 import { loadQueueScenario } from './queue-scenario.ts';
+import { profileConfig } from '../core/framework/registry.ts';
+import type { SpreadDefaults } from '../core/framework/types.ts';
+import type { PodSpec } from '../core/model/pod.ts';
+import { defaultSelector, withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';
+import type { WorkloadUnit } from '../spec/workload-file.ts';
 import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
 
 const ExpectT = Type.Object(
@@ -49,6 +54,11 @@ const ScenarioT = Type.Object(
     cluster: Type.Unknown(),
     running: Type.Optional(Type.Array(Type.Composite([Type.Omit(PodT, ['count', 'arrivalSec', 'durationSec']), Type.Object({ node: Type.String(), gpuIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))) })], { additionalProperties: false }))),
     workload: Type.Optional(Type.Unknown()),
+    /**
+     * Services that select workload pods: a pod without spread constraints that one selects gets the profile's
+     * default spread constraints with their selector (kube's PodTopologySpread defaulting, ADR 0077).
+     */
+    services: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }), namespace: Type.Optional(Type.String({ minLength: 1 })), selector: Type.Record(Type.String({ minLength: 1 }), Type.String()) }, { additionalProperties: false }))),
     /** Queue scenarios (validated in ./queue-scenario.ts). */
     queues: Type.Optional(Type.Unknown()),
     jobs: Type.Optional(Type.Unknown()),
@@ -105,8 +115,9 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   for (const k of ['jobs', 'runningJobs', 'cycles', 'options', 'disruptionBudgets'] as const) if (v.value[k] !== undefined) issues.push(issueAt(src.value, [k], 'only scenarios with queues use this field'));
   if (v.value.workload === undefined) issues.push(issueAt(src.value, [], 'give a workload (or queues and jobs)'));
   if (issues.length > 0) return err(new InputError(issues));
-  const units = loadWorkload(src.value, ['workload']);
-  if (!units.ok) return units;
+  const loaded = loadWorkload(src.value, ['workload']);
+  if (!loaded.ok) return loaded;
+  const units = { ok: true as const, value: withServices(loaded.value, v.value.services ?? [], profileConfig(profile)?.spreadDefaults) };
   const ev = validateYaml(src.value, Type.Array(ExpectT), ['expect']);
   if (!ev.ok) return ev;
   const expectations = ev.value.map((e, i) => {
@@ -177,4 +188,12 @@ function checkPlacements(file: string, run: () => Result<BatchResult, string>, e
 
 function rackOf(r: BatchResult, node: string): string {
   return r.racks[node] ?? '?';
+}
+
+/** The workload with the profile's default spread constraints on the pods the scenario's Services select. */
+function withServices(units: readonly WorkloadUnit[], services: readonly { readonly namespace?: string; readonly selector: Readonly<Record<string, string>> }[], defaults: SpreadDefaults | undefined): WorkloadUnit[] {
+  if (services.length === 0) return [...units];
+  const svc = services.map((s) => ({ namespace: s.namespace ?? 'default', selector: s.selector }));
+  const apply = (p: PodSpec): PodSpec => withDefaultSpread(p, defaults, defaultSelector({ namespace: p.namespace ?? 'default', ...(p.labels === undefined ? {} : { labels: p.labels }) }, svc));
+  return units.map((u) => (u.kind === 'pod' ? { ...u, pod: apply(u.pod) } : { ...u, gang: { ...u.gang, members: u.gang.members.map(apply) } }));
 }

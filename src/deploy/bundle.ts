@@ -60,6 +60,26 @@ Pods opt in with spec.schedulerName: ${SCHEDULER_NAME}; gangs with the label ${L
   kubectl -n {{ .Values.namespace }} get pods -l app.kubernetes.io/name=sits
   kubectl -n {{ .Values.namespace }} port-forward svc/sits-scheduler-metrics {{ .Values.metrics.port }}
   curl -s localhost:{{ .Values.metrics.port }}/metrics | grep ^sits_
+{{- if .Values.extender.enabled }}
+
+The extender (sits-extender, {{ .Values.extender.replicas }} replicas, only the leader Ready) serves kube-scheduler
+at https://sits-extender.{{ .Values.namespace }}.svc. Give kube-scheduler this entry in its
+KubeSchedulerConfiguration (caData: the CA of Secret {{ .Values.extender.tlsSecret }}'s serving certificate;
+certData/keyData: a client certificate issued by its ca.crt, CN one of extender.callers):
+
+  extenders:
+    - urlPrefix: https://sits-extender.{{ .Values.namespace }}.svc
+      filterVerb: filter
+      prioritizeVerb: prioritize
+      bindVerb: bind
+      preemptVerb: preempt
+      weight: 5
+      enableHTTPS: true
+      nodeCacheCapable: true
+      httpTimeout: 30s
+      managedResources: [{name: nvidia.com/gpu, ignoredByScheduler: true}]
+      tlsConfig: {caData: <base64 CA>, certData: <base64 client cert>, keyData: <base64 client key>}
+{{- end }}
 `;
 
 /** Every generated file, for the given values (the chart's values.yaml holds them as its defaults). */

@@ -187,3 +187,48 @@ describe('the admission webhook', () => {
     expect(dep.spec.template.spec.serviceAccountName).toBe('sits-webhook');
   });
 });
+
+describe('the extender in the chart (off by default; ADR 0078)', () => {
+  const values = resolveValues({ extender: { enabled: true } });
+  if (!values.ok) throw new Error(values.errors.join('\n'));
+  const objs = plainObjects(values.value);
+  type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+  const role = (kind: string, name: string): Rule[] => (find(objs, kind, name) as unknown as { rules: Rule[] }).rules;
+
+  it('is not in the default manifests', () => {
+    expect(plainObjects().filter((o) => (o as Obj).metadata.name.startsWith('sits-extender'))).toEqual([]);
+  });
+
+  it('runs `sits extender --leader-elect` with its serving Secret, only the leader Ready (HTTPS /readyz), replaced by Recreate', () => {
+    const dep = find(objs, 'Deployment', 'sits-extender') as unknown as { spec: { replicas: number; strategy: unknown; template: { spec: { serviceAccountName: string; volumes: unknown[]; containers: { args: string[]; readinessProbe: unknown; livenessProbe: unknown; securityContext: Record<string, unknown> }[] } } } };
+    const c = dep.spec.template.spec.containers[0];
+    expect(dep.spec.replicas).toBe(2);
+    expect(dep.spec.strategy).toEqual({ type: 'Recreate' });
+    expect(c?.args).toEqual([
+      'extender', '--port=8888', '--scheduler-name=default-scheduler', '--profile=sits',
+      '--tls-cert-file=/etc/sits-extender/tls/tls.crt', '--tls-private-key-file=/etc/sits-extender/tls/tls.key', '--client-ca-file=/etc/sits-extender/tls/ca.crt',
+      '--leader-elect', '--lease-namespace=sits-system', '--lease-name=sits-extender', '--lease-duration=15', '--identity=$(POD_NAME)',
+    ]);
+    expect(c?.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'https', scheme: 'HTTPS' } });
+    expect(c?.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' } });
+    expect(c?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, allowPrivilegeEscalation: false });
+    expect(dep.spec.template.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'sits-extender-tls' } });
+    expect(dep.spec.template.spec.serviceAccountName).toBe('sits-extender');
+    expect((find(objs, 'Service', 'sits-extender') as unknown as { spec: unknown }).spec).toMatchObject({ selector: { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'extender' }, ports: [{ port: 443, targetPort: 'https' }] });
+  });
+
+  it('RBAC: the scheduler\'s reads and binder without events, no wildcards or escalation, its own Lease only; kube-scheduler may POST the four verbs', () => {
+    for (const r of [...role('ClusterRole', 'sits-extender'), ...role('Role', 'sits-extender')]) {
+      for (const x of [...r.apiGroups, ...r.resources, ...r.verbs]) expect(x).not.toContain('*');
+      for (const v of r.verbs) expect(FORBIDDEN_VERBS).not.toContain(v);
+      for (const x of r.resources) expect(FORBIDDEN_RESOURCES).not.toContain(x);
+      expect(r.resources).not.toContain('events');
+    }
+    expect(role('Role', 'sits-extender')).toEqual([
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['sits-extender'], verbs: ['get', 'update'] },
+    ]);
+    expect((find(objs, 'ClusterRole', 'sits-extender-caller') as unknown as { rules: unknown[] }).rules).toEqual([{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }]);
+    expect((find(objs, 'ClusterRoleBinding', 'sits-extender-caller') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'User', name: 'sits:kube-scheduler', apiGroup: 'rbac.authorization.k8s.io' }]);
+  });
+});

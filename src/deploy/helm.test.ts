@@ -58,6 +58,7 @@ const VARIANTS: [string, Record<string, unknown>][] = [
     },
   ],
   ['the node agent with its device plugin', { nodeAgent: { enabled: true } }],
+  ['the extender, three replicas, another Secret and caller', { extender: { enabled: true, replicas: 3, port: 9888, tlsSecret: 'my-tls', callers: [{ kind: 'Group', name: 'sits:schedulers', apiGroup: 'rbac.authorization.k8s.io' }] } }],
   [
     'the node agent for labels only, elsewhere, on the default runtime',
     { nodeAgent: { enabled: true, devicePlugin: false, namespace: 'gpu-agents', intervalSeconds: 300, nvidiaSmi: '/usr/local/nvidia/bin/nvidia-smi', runtimeClassName: '', nodeSelector: { 'nvidia.com/gpu.present': 'true' }, tolerations: [] } },

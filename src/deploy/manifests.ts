@@ -8,6 +8,7 @@ import { CONTROLLER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READE
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
+import { extenderDocs } from './extender-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const NAMES = {
@@ -329,5 +330,5 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), grafanaDashboardConfigMap(), ...webhookDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...nodeAgentDocs()];
 }

@@ -29,12 +29,24 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // Preemption avoids victims whose PodDisruptionBudget allows no disruption (read only: SITS computes the
   // allowed disruptions itself, src/kube/disruption-budgets.ts).
   { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['get', 'list', 'watch'] },
+  // The default spread constraints' selectors (kube's DefaultSelector; ADR 0077), read only as kube-scheduler reads them.
+  { apiGroups: [''], resources: ['services', 'replicationcontrollers'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
   // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
+
+/**
+ * `sits extender` (src/kube/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
+ * annotations, rollback), not its events (kube-scheduler reports) — and its own Lease (in the chart's Role).
+ */
+export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events'));
+
+/** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
+export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];
 
 /** The workload controllers of src/app/controllers.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [

@@ -61,6 +61,23 @@ export const DeployValuesSchema = Type.Object(
       },
       { additionalProperties: false, description: 'The admission webhook (`sits webhook`): guard rails and SITS defaults.' },
     ),
+    extender: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        replicas: Type.Integer({ minimum: 1, maximum: 10 }),
+        port: Type.Integer({ minimum: 1024, maximum: 65535 }),
+        schedulerName: Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$', description: 'schedulerName of the pods kube-scheduler asks about (its profile).' }),
+        profile: Type.String({ minLength: 1, maxLength: 63, pattern: '^[a-z0-9][-a-z0-9]*$' }),
+        leaseDurationSeconds: Type.Integer({ minimum: 1, maximum: 300 }),
+        tlsSecret: Type.String({ ...DnsLabel, description: 'kubernetes.io/tls Secret with tls.crt and tls.key (serving, for the Service name sits-extender.<namespace>.svc) and ca.crt (the CA of kube-scheduler\'s client certificate).' }),
+        callers: Type.Array(
+          Type.Object({ kind: Type.Union([Type.Literal('User'), Type.Literal('Group')]), name: Type.String({ minLength: 1, maxLength: 253 }), apiGroup: Type.Literal('rbac.authorization.k8s.io') }, { additionalProperties: false }),
+          { minItems: 1, maxItems: 8, description: 'Who may POST the verbs: the CN (User) or O (Group) of kube-scheduler\'s extender client certificate (docs/extender.md).' },
+        ),
+        resources: Type.Object({ requests: ResourceList, limits: ResourceList }, { additionalProperties: false }),
+      },
+      { additionalProperties: false, description: 'The extender (`sits extender`) for clusters that keep kube-scheduler: replicas elect a leader, only the leader is Ready behind the Service (ADR 0078).' },
+    ),
     nodeAgent: Type.Object(
       {
         enabled: Type.Boolean(),
@@ -112,6 +129,17 @@ export const DEFAULT_VALUES: DeployValues = {
     excludeNamespaces: ['kube-system', 'kube-node-lease', 'sits-system'],
     callers: [{ kind: 'User', name: 'sits:kube-apiserver-admission', apiGroup: 'rbac.authorization.k8s.io' }],
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } },
+  },
+  extender: {
+    enabled: false,
+    replicas: 2,
+    port: 8888,
+    schedulerName: 'default-scheduler',
+    profile: 'sits',
+    leaseDurationSeconds: 15,
+    tlsSecret: 'sits-extender-tls',
+    callers: [{ kind: 'User', name: 'sits:kube-scheduler', apiGroup: 'rbac.authorization.k8s.io' }],
+    resources: { requests: { cpu: '200m', memory: '256Mi' }, limits: { cpu: '2', memory: '1Gi' } },
   },
   nodeAgent: {
     enabled: false,

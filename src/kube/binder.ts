@@ -9,6 +9,7 @@
  * PostFilter sets it) and its allocation stays assumed in the cache, so no other pod takes the freed room
  * (ADR 0060). A nomination whose binding fails is cleared.
  */
+import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
@@ -30,7 +31,7 @@ export interface BinderStats {
 }
 
 export interface KubeBinderOptions {
-  readonly schedulerName: string;
+  readonly schedulerName: SchedulerNames;
   readonly events: EventSink;
   readonly log: (m: string) => void;
   readonly nowMs: () => number;
@@ -179,7 +180,7 @@ export class KubeBinder implements Binder {
     const plans = new Set<string>();
     for (const p of this.cache.allPods()) {
       const id = p.metadata?.annotations?.[ANNOTATION.planId];
-      if (id !== undefined && p.spec?.schedulerName === this.opts.schedulerName) plans.add(id);
+      if (id !== undefined && isOurs(this.opts.schedulerName, p.spec?.schedulerName)) plans.add(id);
     }
     for (const id of [...plans].sort()) await this.recoverPlan(id);
   }

@@ -13,6 +13,7 @@ import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts
 import { defaultNamespaceLabels } from '../core/plugins/inter-pod-affinity/terms.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
+import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import { nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey } from './labels.ts';
 
 export interface PendingPod {
@@ -41,7 +42,7 @@ export class ClusterCache {
   private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
 
   constructor(
-    private readonly schedulerName = SCHEDULER_NAME,
+    private readonly schedulerName: SchedulerNames = SCHEDULER_NAME,
     private readonly log: (m: string) => void = () => undefined,
   ) {}
 
@@ -112,7 +113,7 @@ export class ClusterCache {
     const key = podKey(p);
     this.pods.set(key, p);
     this.dirty.add(key);
-    const ours = p.spec?.schedulerName === this.schedulerName;
+    const ours = isOurs(this.schedulerName, p.spec?.schedulerName);
     const unbound = (p.spec?.nodeName ?? '') === '';
     // A pod with spec.nodeName is never ours to schedule (kube's NodeName: the kubelet runs it where it says);
     // a gated one waits outside the queue until its last gate is removed, which arrives as an update (ungated → pending).

@@ -18,7 +18,7 @@ export class KubeEventSink implements EventSink {
   constructor(
     private readonly client: KubeClient,
     private readonly cache: ClusterCache,
-    private readonly opts: { readonly component: string; readonly instance: string; readonly enabled: boolean; readonly log: (m: string) => void; readonly nowMs: () => number },
+    private readonly opts: { readonly component: string; readonly componentOf?: (schedulerName: string | undefined) => string | undefined; readonly instance: string; readonly enabled: boolean; readonly log: (m: string) => void; readonly nowMs: () => number },
   ) {}
 
   emit(ev: SchedulingEvent): void {
@@ -30,7 +30,10 @@ export class KubeEventSink implements EventSink {
     this.last.set(key, { message: ev.message, atMs: now });
     if (this.last.size > 50_000) this.forgetOld(now);
     const [ns, name] = splitKey(ev.subject);
-    const uid = this.cache.pod(ev.subject)?.metadata?.uid;
+    const pod = this.cache.pod(ev.subject);
+    const uid = pod?.metadata?.uid;
+    // With several profiles, each pod hears from the profile that schedules it (kube: the profile's schedulerName).
+    const component = this.opts.componentOf?.(pod?.spec?.schedulerName) ?? this.opts.component;
     const at = new Date(now).toISOString();
     const task = this.client
       .post(`/api/v1/namespaces/${ns}/events`, {
@@ -41,8 +44,8 @@ export class KubeEventSink implements EventSink {
         reason: ev.kind,
         message: ev.message.slice(0, 1000),
         type: WARNING.has(ev.kind) ? 'Warning' : 'Normal',
-        source: { component: this.opts.component },
-        reportingComponent: this.opts.component,
+        source: { component },
+        reportingComponent: component,
         reportingInstance: this.opts.instance,
         firstTimestamp: at,
         lastTimestamp: at,

@@ -13,6 +13,7 @@ import type { CertPair } from './certs.ts';
 import type { KubeClient } from './client.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator, type Authenticator, type Authorizer } from './delegated-auth.ts';
 import { SitsExtender, type ExtenderArgs, type ExtenderBindingArgs, type ExtenderPreemptionArgs } from './extender.ts';
+import { LeaderElector } from './leader.ts';
 import { LiveScheduler, WALL_CLOCK } from './live-scheduler.ts';
 import { BodyTooLarge, readBody, startSecureServer } from './secure-server.ts';
 
@@ -39,6 +40,12 @@ export interface ExtenderServerOptions {
   readonly profile?: string;
   readonly planTtlMs?: number;
   readonly gangPlanTtlMs?: number;
+  /**
+   * Several replicas (ADR 0078): they elect a leader on this Lease; only the leader answers the verbs and is
+   * Ready (`/readyz`), so a Service in front of them sends kube-scheduler to the one that holds the plans.
+   * Undefined: one replica, always serving.
+   */
+  readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string; readonly leaseDurationSec?: number };
   readonly log?: (m: string) => void;
 }
 
@@ -47,6 +54,8 @@ export interface RunningExtender {
   readonly port: number;
   readonly extender: SitsExtender;
   readonly live: LiveScheduler;
+  /** Whether this replica answers the verbs now (always without leader election). */
+  serving(): boolean;
   setTls(pair: CertPair): void;
   close(): Promise<void>;
 }
@@ -89,9 +98,6 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
   // Passive: the informers fill the cache; kube-scheduler reports (its own events), so ours are off.
   const live = new LiveScheduler(o.client, { identity: 'sits-extender', schedulerName: o.schedulerName ?? KUBE_SCHEDULER_NAME, passive: true, events: false, log });
   await live.start();
-  // A gang this process was binding when it stopped (plan annotations written, not every Binding): completed or
-  // rolled back now, as a new leader of the live scheduler does (ADR 0006).
-  await live.binder.recover();
   const extender = new SitsExtender(
     { client: o.client, cache: live.cache, jobs: live.jobs, binder: live.binder },
     {
@@ -103,6 +109,35 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
       log,
     },
   );
+  // A gang a previous process (or leader) was binding when it stopped (plan annotations written, not every
+  // Binding): completed or rolled back before this one serves, as a new leader of the live scheduler does (ADR 0006).
+  let serving = false;
+  let elector: LeaderElector | undefined;
+  const lead = async (): Promise<void> => {
+    // Plans this replica made in an earlier term may have been overtaken by the other leader's: start clean.
+    extender.close('dropped: leadership changed');
+    await live.binder.recover();
+    serving = elector === undefined || elector.isLeader();
+    if (serving) log('extender: leading, serving the verbs');
+  };
+  if (o.leaderElection === undefined) await lead();
+  else {
+    const le = o.leaderElection;
+    elector = new LeaderElector(o.client, {
+      namespace: le.namespace,
+      name: le.name,
+      identity: le.identity,
+      ...(le.leaseDurationSec === undefined ? {} : { leaseDurationSec: le.leaseDurationSec, renewDeadlineSec: Math.max(1, le.leaseDurationSec * 0.66), retryPeriodSec: Math.max(0.5, le.leaseDurationSec / 7) }),
+      log,
+      onStartedLeading: () => void lead().catch((e: unknown) => log(`extender: recovery on leading: ${(e as Error).message}`)),
+      onStoppedLeading: () => {
+        serving = false;
+        extender.close('dropped: no longer the leader');
+        log('extender: lost the lease, not serving');
+      },
+    });
+    elector.start();
+  }
   // Plans expire even when no call comes: a gang member's bind waiting for the others is answered on time.
   const sweep = setInterval(() => extender.expire(), 500);
   sweep.unref();
@@ -133,11 +168,21 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
     log,
     handler: (req, res) => {
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
-      if (path === '/healthz' || path === '/readyz' || path === '/livez') {
+      if (path === '/healthz' || path === '/livez' || (path === '/readyz' && serving)) {
         send(res, 200, 'ok\n', 'text/plain; charset=utf-8');
         return;
       }
+      // A replica that does not lead is alive but not Ready: the Service sends kube-scheduler elsewhere.
+      if (path === '/readyz') {
+        send(res, 503, 'not the leader\n', 'text/plain; charset=utf-8');
+        return;
+      }
       void (async () => {
+        if (!serving) {
+          // Closed after the answer: kube-scheduler's next call opens a new connection, which the Service sends to the leader.
+          res.setHeader('Connection', 'close');
+          throw new HttpError(503, 'this extender replica is not the leader (its plans live in the leader): retry through the Service');
+        }
         if (!path.startsWith(`${prefix}/`)) throw new HttpError(404, `not found: ${path}`);
         if (req.method !== 'POST') throw new HttpError(405, `${req.method ?? ''} ${path}: extender verbs are POST`);
         const body = await readJson(req);
@@ -155,11 +200,15 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
     port: server.port,
     extender,
     live,
+    serving: () => serving,
     setTls: (p) => server.setTls(p),
     close: async () => {
       clearInterval(sweep);
+      serving = false;
       extender.close();
       await server.close();
+      // Released: a standby replica takes over at once instead of after the lease's duration.
+      await elector?.stop(true);
       await live.stop();
     },
   };

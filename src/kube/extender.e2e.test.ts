@@ -6,7 +6,6 @@
 import { request as httpsRequest } from 'node:https';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import { SEED_TRAINING_JOB } from '../api/examples.ts';
 import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
 import { applyCrds, devNodes, startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
@@ -17,67 +16,12 @@ import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload
 import { resolveProfile } from '../core/framework/registry.ts';
 import { seededRng } from '../core/ports.ts';
 import { KubeBinder } from './binder.ts';
-import { createCa, issue, type CertPair } from './certs.ts';
 import { KubeClient } from './client.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { SitsExtender } from './extender.ts';
 import { PodJobs } from './pod-jobs.ts';
-import { EXTENDER_VERBS, KUBE_SCHEDULER_NAME, startExtender, type RunningExtender } from './extender-server.ts';
-
-const CALLER = 'sits:kube-scheduler';
-const b64 = (s: string): string => Buffer.from(s).toString('base64');
-
-interface Certs {
-  readonly ca: string;
-  readonly serving: CertPair;
-  readonly scheduler: CertPair;
-}
-
-/** Our CA; the extender's serving certificate and kube-scheduler's client certificate (CN = its user). */
-async function issueCerts(): Promise<Certs> {
-  const authority = await createCa('sits-extender-ca', 86_400_000);
-  const serving = await issue(authority, { commonName: 'sits-extender', ips: ['127.0.0.1'], dnsNames: ['localhost'], lifetimeMs: 86_400_000 });
-  const scheduler = await issue(authority, { commonName: CALLER, organizations: ['sits:schedulers'], usage: 'client', lifetimeMs: 86_400_000 });
-  return { ca: authority.cert, serving, scheduler };
-}
-
-/** RBAC: kube-scheduler's identity may POST the four verbs, nothing else (docs/extender.md). */
-async function grantCaller(client: KubeClient): Promise<void> {
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-extender-caller' }, rules: [{ nonResourceURLs: EXTENDER_VERBS.map((v) => `/${v}`), verbs: ['post'] }] });
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: 'sits-extender-caller' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-extender-caller' },
-    subjects: [{ kind: 'User', apiGroup: 'rbac.authorization.k8s.io', name: CALLER }],
-  });
-}
-
-/** The KubeSchedulerConfiguration of docs/extender.md, for the extender on `port`. */
-function schedulerConfig(port: number, certs: Certs, schedulerName?: string): string {
-  return stringify({
-    apiVersion: 'kubescheduler.config.k8s.io/v1',
-    kind: 'KubeSchedulerConfiguration',
-    podInitialBackoffSeconds: 1,
-    podMaxBackoffSeconds: 2,
-    ...(schedulerName === undefined ? {} : { profiles: [{ schedulerName }] }),
-    extenders: [
-      {
-        urlPrefix: `https://127.0.0.1:${port}`,
-        filterVerb: 'filter',
-        prioritizeVerb: 'prioritize',
-        bindVerb: 'bind',
-        preemptVerb: 'preempt',
-        weight: 5,
-        enableHTTPS: true,
-        nodeCacheCapable: true,
-        httpTimeout: '60s',
-        managedResources: [{ name: 'nvidia.com/gpu', ignoredByScheduler: true }],
-        tlsConfig: { caData: b64(certs.ca), certData: b64(certs.scheduler.cert), keyData: b64(certs.scheduler.key) },
-      },
-    ],
-  });
-}
+import { KUBE_SCHEDULER_NAME, startExtender, type RunningExtender } from './extender-server.ts';
+import { grantCaller, issueCerts, schedulerConfig, type Certs } from '../harness/extender-kit.ts';
 
 describe('sits extender behind the real kube-scheduler', () => {
   let plane: ControlPlane;

@@ -545,9 +545,9 @@ export class SitsExtender {
     }
   }
 
-  /** Fails every waiting bind (shutdown). */
-  close(): void {
-    for (const plan of [...this.plans.values()]) this.drop(plan, 'dropped at shutdown');
+  /** Fails every waiting bind (shutdown, or leadership changed: ADR 0078). */
+  close(reason = 'dropped at shutdown'): void {
+    for (const plan of [...this.plans.values()]) this.drop(plan, reason);
   }
 }
 

@@ -1,5 +1,6 @@
 /**
- * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, pod groups and Queue objects into the
+ * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, pod groups, Queue objects and (for the
+ * default spread constraints) Services, ReplicationControllers, ReplicaSets and StatefulSets into the
  * cache (and the pod→job translation's maps). Handlers only record: the snapshot is taken at the start of
  * the next cycle. A missing Queue or PodGroup CRD is logged and lived without, as are PodDisruptionBudgets
  * the scheduler may not read (preemption then sees no budgets).
@@ -12,6 +13,7 @@ import type { PdbObject } from './disruption-budgets.ts';
 import type { PodGroupObject, PodJobs } from './pod-jobs.ts';
 import type { QueueObject } from './queues.ts';
 import { objectKey, Reflector } from './reflector.ts';
+import type { ControllerKind, SelectorObject } from './spread-owners.ts';
 
 export interface InformerHandlers {
   /** Anything changed: a cycle may have work. */
@@ -70,6 +72,27 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     delete: (n) => (cache.deleteNamespace(n), changed()),
     error: (e) => log(`namespaces watch: ${e.message}`),
   });
+  // The default spread constraints' selectors (ADR 0077): read only, and lived without when not readable.
+  const owners = jobs.owners;
+  const services = new Reflector<SelectorObject>(client, '/api/v1/services', {
+    add: (s) => (owners.upsertService(s), changed()),
+    update: (s) => (owners.upsertService(s), changed()),
+    delete: (s) => (owners.deleteService(s), changed()),
+    error: (e) => log(`services watch: ${e.message}`),
+  });
+  const controllerWatch = (kind: ControllerKind, path: string): Reflector<SelectorObject> =>
+    new Reflector<SelectorObject>(client, path, {
+      add: (o) => (owners.upsertController(kind, o), changed()),
+      update: (o) => (owners.upsertController(kind, o), changed()),
+      delete: (o) => (owners.deleteController(kind, o), changed()),
+      error: (e) => log(`${path} watch: ${e.message}`),
+    });
+  const ownerWatches: [string, Reflector<SelectorObject>][] = [
+    ['services', services],
+    ['replicationcontrollers', controllerWatch('ReplicationController', '/api/v1/replicationcontrollers')],
+    ['replicasets', controllerWatch('ReplicaSet', '/apis/apps/v1/replicasets')],
+    ['statefulsets', controllerWatch('StatefulSet', '/apis/apps/v1/statefulsets')],
+  ];
   try {
     await nodes.start();
     started.push(nodes as unknown as AnyReflector);
@@ -84,6 +107,7 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
       jobs.podGroupsWatched = true;
     }
     if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, [403])) started.push(pdbs as unknown as AnyReflector);
+    for (const [what, r] of ownerWatches) if (await optional(r, `${what} not readable (RBAC): no default spread constraints from them`, log, [403, 404])) started.push(r as unknown as AnyReflector);
   } catch (e) {
     stop();
     throw e;

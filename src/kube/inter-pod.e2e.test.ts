@@ -113,4 +113,55 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     expect(at.get('with-red')).toBe(n0);
     expect(at.get('away-from-red')).not.toBe(n0);
   });
+  it("existing pods' preferred terms score the incoming pod (ADR 0077): their anti-affinity keeps matching pods off their nodes, their affinity draws them into their zone", async () => {
+    await createNs(client, 'toward');
+    const [n0, n1, n2] = nodes.map((n) => n.name) as [string, string, string];
+    const pref = (kind: 'podAffinity' | 'podAntiAffinity', app: string, key: string): Partial<NonNullable<V1Pod['spec']>> => ({ affinity: { [kind]: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { app } }, topologyKey: key } }] } } });
+    // Two pods on zone-a's nodes that prefer no batch pod beside them, one on zone-b's node that prefers clients in its zone.
+    await createPods(client, [
+      small('toward', 'keep-off-0', 'keeper', { nodeSelector: { 'kubernetes.io/hostname': n0 }, ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname') }),
+      small('toward', 'keep-off-1', 'keeper', { nodeSelector: { 'kubernetes.io/hostname': n1 }, ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname') }),
+      small('toward', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n2 }, ...pref('podAffinity', 'client', 'topology.kubernetes.io/zone') }),
+    ]);
+    await waitFor('the three existing pods bound', async () => ((await bound('toward')).length === 3 ? true : undefined));
+    // The incoming pods carry no terms of their own: only the existing pods' terms tell where they should go.
+    await createPods(client, [0, 1, 2].map((i) => small('toward', `batch-${i}`, 'batch', {})));
+    await createPods(client, [0, 1].map((i) => small('toward', `client-${i}`, 'client', {})));
+    const placed = await waitFor('the five incoming pods bound', async () => {
+      const ps = await bound('toward');
+      return ps.length === 8 ? ps : undefined;
+    });
+    for (const p of placed) if (/^(batch|client)-/.test(p.metadata?.name ?? '')) expect([p.metadata?.name, p.spec?.nodeName]).toEqual([p.metadata?.name, n2]);
+  });
+  it('cluster default spread constraints (kube\'s System defaults, ADR 0077): pods a Service or a ReplicaSet selects spread over hostnames; the same pods without them are packed', async () => {
+    await createNs(client, 'defaults');
+    await client.post('/api/v1/namespaces/defaults/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'defaults' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
+    const rs = await client.post<{ metadata: { uid: string } }>('/apis/apps/v1/namespaces/defaults/replicasets', {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'worker', namespace: 'defaults' },
+      spec: { replicas: 0, selector: { matchLabels: { app: 'worker' } }, template: { metadata: { labels: { app: 'worker' } }, spec: { containers: [{ name: 'main', image: 'registry.invalid/test:1' }] } } },
+    });
+    const gpuPod = (name: string, app: string, owned: boolean): V1Pod => {
+      const p = testPod('defaults', name, { gpus: 1, cpu: '100m', memory: '64Mi', labels: { app } });
+      return owned ? { ...p, metadata: { ...p.metadata, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'worker', uid: rs.metadata.uid, controller: true }] } } : p;
+    };
+    // The sits profile packs single-GPU pods onto one node; the hostname default (maxSkew 3, ScheduleAnyway) spreads the selected ones.
+    const nodesOf = async (prefix: string, n: number): Promise<Set<string>> =>
+      waitFor(`${n} ${prefix} pods bound`, async () => {
+        const ps = (await bound('defaults')).filter((p) => p.metadata?.name?.startsWith(prefix) === true);
+        return ps.length === n ? new Set(ps.map((p) => p.spec?.nodeName as string)) : undefined;
+      });
+    // Three of each, one at a time: the plain ones share a node (5 GPUs left there), the selected ones do not.
+    const placeThree = async (prefix: string, app: string, owned: boolean): Promise<Set<string>> => {
+      for (let i = 0; i < 3; i++) {
+        await createPods(client, [gpuPod(`${prefix}${i}`, app, owned)]);
+        await nodesOf(prefix, i + 1);
+      }
+      return nodesOf(prefix, 3);
+    };
+    expect((await placeThree('plain-', 'plain', false)).size).toBe(1);
+    expect((await placeThree('web-', 'web', false)).size).toBeGreaterThan(1);
+    expect((await placeThree('worker-', 'worker', true)).size).toBeGreaterThan(1);
+  });
 });

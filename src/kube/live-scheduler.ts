@@ -5,8 +5,9 @@
  * One path with or without Queue objects (without them each pod is in its queue label's default queue), so
  * preemption and reservations work for every pod. Only the leader cycles; a new leader first completes or
  * undoes the gang plans a previous one left (ADR 0006). Pods of other schedulers count as allocated.
+ * Several profiles (ADR 0076) share the cache and each cycle's snapshot; each has its own queue and spine lane.
  */
-import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
+import { buildProfile, formatProfileError, profileConfig, type ProfileConfig } from '../core/framework/registry.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
 import type { Profile } from '../core/framework/types.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
@@ -20,6 +21,7 @@ import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-que
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { SchedulingSpine } from '../core/spine/scheduling-spine.ts';
 import { commitToPorts } from '../core/statement/commit-to-ports.ts';
+import { withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';
 import type { KubeClient } from './client.ts';
 import { KubeBinder } from './binder.ts';
 import { budgetsOf } from './disruption-budgets.ts';
@@ -32,7 +34,8 @@ import { startInformers, type Informers } from './informers.ts';
 import { SCHEDULER_NAME } from '../api/wire.ts';
 import { LeaderElector } from './leader.ts';
 import type { LiveMetricsView, LiveObserver } from './live-observer.ts';
-import { PodJobs, type JobsView } from './pod-jobs.ts';
+import { PodJobs, type GangShort, type JobsView } from './pod-jobs.ts';
+import type { PendingPod } from './cluster-cache.ts';
 import { queueFromObject, runningJobs } from './queues.ts';
 import { KubeStatusWriter } from './status-writer.ts';
 import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
@@ -40,9 +43,22 @@ import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
 export type { ExplainReport } from './explain.ts';
 export type { PodGroupObject } from './pod-jobs.ts';
 
+/** One profile of the process (ADR 0076): the pods with this schedulerName, scheduled with this profile. */
+export interface LiveProfile {
+  readonly schedulerName: string;
+  /** A named profile, or a configuration (`sits run --config`). */
+  readonly config: ProfileConfig | string;
+}
+
 export interface LiveOptions {
   readonly profile?: string;
   readonly schedulerName?: string;
+  /**
+   * Several profiles in one process, as kube-scheduler's `profiles[]` (ADR 0076): one cache, one snapshot per
+   * cycle, one queue per profile, tried in this order within a cycle. Given, `profile` and `schedulerName`
+   * are not read; the first profile's name is the Lease's and the default event source.
+   */
+  readonly profiles?: readonly LiveProfile[];
   readonly identity: string;
   /** Lease namespace; undefined = no leader election (single replica). */
   readonly leaseNamespace?: string;
@@ -68,31 +84,50 @@ const LOOP_TICK_MS = 1000;
 export const WALL_CLOCK: Clock = { nowMs: () => Date.now() };
 const DEFAULT_RNG = (purpose: 'scheduler' | 'forward-run'): Rng => seededRng(purpose === 'scheduler' ? 1 : 7);
 
+/** One profile's part of the spine: its queue, its scheduler over the shared snapshot, its expected starts. */
+class Lane {
+  readonly queue = new SchedulingQueue(LIVE_QUEUE_TIMING);
+  readonly spine: SchedulingSpine;
+  readonly eta: EtaPublisher;
+  scheduler: Scheduler | undefined;
+  profile: Profile | undefined;
+  profileShapesKey = '';
+  profileShapes: readonly TypicalShape[] = WHOLE_GPU_PRIOR;
+  profileAtMs = 0;
+  readonly shortReported = new Map<string, string>();
+  /** Pod uids of each queued job, to tell recreated pods from the ones already told. */
+  readonly podUids = new Map<string, string>();
+
+  constructor(
+    readonly schedulerName: string,
+    readonly config: ProfileConfig | string,
+    ports: { readonly events: KubeEventSink; readonly status: KubeStatusWriter },
+    eta: EtaPublisher,
+  ) {
+    this.spine = new SchedulingSpine(this.queue, ports);
+    this.eta = eta;
+  }
+}
+
 export class LiveScheduler {
   readonly cache: ClusterCache;
   readonly jobs: PodJobs;
+  /** The first profile's queue (the only one without `profiles`). */
   readonly queue: SchedulingQueue;
   readonly binder: KubeBinder;
   readonly evictor: KubeEvictor;
   readonly events: KubeEventSink;
   readonly status: KubeStatusWriter;
-  private readonly spine: SchedulingSpine;
-  private readonly eta: EtaPublisher;
+  private readonly lanes: readonly Lane[];
+  private readonly laneByName: ReadonlyMap<string, Lane>;
   private readonly counters = { preemptions: 0, cycles: 0, failedAttempts: 0 };
   private informers: Informers | undefined;
   private leader: LeaderElector | undefined;
-  private scheduler: Scheduler | undefined;
-  private profile: Profile | undefined;
-  private profileShapesKey = '';
-  private profileAtMs = 0;
   private queuesChanged = false;
   /** Watch events since the last cycle (start: the first cycle sees everything listed). */
   private changed = true;
   /** A new leader's first turn always cycles. */
   private recoveredJustNow = false;
-  private readonly shortReported = new Map<string, string>();
-  /** Pod uids of each queued job, to tell recreated pods from the ones already told. */
-  private readonly podUids = new Map<string, string>();
   private wake: (() => void) | undefined;
   private stopped = false;
   private recovered = false;
@@ -101,10 +136,9 @@ export class LiveScheduler {
   onAttempt: ((seconds: number, result: 'scheduled' | 'unschedulable') => void) | undefined;
   /** Admissions, preemptions, expected-start errors, extension-point and binding times; for metrics. */
   observer: LiveObserver | undefined;
-  /** The last cycle's view and the jobs it started, for `metricsView()`. */
+  /** The last cycle's view and the jobs it started (every profile's), for `metricsView()`. */
   private lastView: JobsView | undefined;
-  private lastStarted: ReadonlySet<string> = new Set();
-  private profileShapes: readonly TypicalShape[] = WHOLE_GPU_PRIOR;
+  private lastStarted = new Set<string>();
   /** Called after every watch event and every loop turn that cycled; for the dashboard's live view (reads only). */
   onChange: (() => void) | undefined;
   private readonly schedulerName: string;
@@ -117,21 +151,26 @@ export class LiveScheduler {
     private readonly client: KubeClient,
     private readonly opts: LiveOptions,
   ) {
-    this.schedulerName = opts.schedulerName ?? SCHEDULER_NAME;
+    const specs: readonly LiveProfile[] = opts.profiles !== undefined && opts.profiles.length > 0 ? opts.profiles : [{ schedulerName: opts.schedulerName ?? SCHEDULER_NAME, config: opts.profile ?? 'sits' }];
+    this.schedulerName = (specs[0] as LiveProfile).schedulerName;
+    const names = new Set(specs.map((p) => p.schedulerName));
+    if (names.size !== specs.length) throw new Error(`profiles: each needs its own schedulerName (${specs.map((p) => p.schedulerName).join(', ')})`);
+    // One name: exactly the single-profile scheduler of before.
+    const ours = names.size === 1 ? this.schedulerName : names;
     this.tracing = opts.tracing ?? NO_TRACING;
     this.log = withTraceIds(this.tracing, opts.log ?? (() => undefined));
     this.clock = opts.clock ?? WALL_CLOCK;
     this.rng = opts.rng ?? DEFAULT_RNG;
     const nowMs = (): number => this.clock.nowMs();
-    this.cache = new ClusterCache(this.schedulerName, this.log);
-    this.jobs = new PodJobs(this.cache, this.schedulerName, this.clock);
-    this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
+    this.cache = new ClusterCache(ours, this.log);
+    this.jobs = new PodJobs(this.cache, ours, this.clock);
+    this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }), instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
-    this.binder = new KubeBinder(client, this.cache, { schedulerName: this.schedulerName, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
+    this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
     this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
-    this.queue = new SchedulingQueue(LIVE_QUEUE_TIMING);
-    this.spine = new SchedulingSpine(this.queue, { events: this.events, status: this.status });
-    this.eta = new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'));
+    this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));
+    this.laneByName = new Map(this.lanes.map((l) => [l.schedulerName, l]));
+    this.queue = (this.lanes[0] as Lane).queue;
   }
 
   get stats(): { preemptions: number; cycles: number; bound: number; bindErrors: number; failedAttempts: number; gangsBound: number; rollbacks: number; recoveries: number } {
@@ -180,7 +219,7 @@ export class LiveScheduler {
   async idle(timeoutMs = 60_000): Promise<boolean> {
     const end = performance.now() + timeoutMs;
     while (performance.now() < end) {
-      if (this.binder.busy === 0 && !this.queue.hasActive() && this.everyPendingPodQueued()) return true;
+      if (this.binder.busy === 0 && this.lanes.every((l) => !l.queue.hasActive()) && this.everyPendingPodQueued()) return true;
       await new Promise((r) => setTimeout(r, 50));
     }
     return false;
@@ -189,7 +228,8 @@ export class LiveScheduler {
   private everyPendingPodQueued(): boolean {
     for (const p of this.cache.pending.values()) {
       const id = p.spec.gang === undefined ? p.key : `gang:${p.spec.gang}`;
-      if (!this.queue.has(id) && !this.shortReported.has(id)) return false;
+      const lane = this.laneOf(p);
+      if (!lane.queue.has(id) && !lane.shortReported.has(id)) return false;
     }
     return true;
   }
@@ -201,12 +241,28 @@ export class LiveScheduler {
     const v = this.lastView;
     // The Queue objects as watched now (the last view's may predate a new queue: its series show before its first job).
     const queues = new Map([...this.jobs.queueObjs.values()].map((o) => queueFromObject(o)).map((q) => [q.name, q]));
-    return { state, queues, pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)), running: [...running.values()], shapes: this.profileShapes, queueCounts: this.queue.counts() };
+    const counts = { active: 0, backoff: 0, unschedulable: 0 };
+    for (const l of this.lanes) {
+      const c = l.queue.counts();
+      counts.active += c.active;
+      counts.backoff += c.backoff;
+      counts.unschedulable += c.unschedulable;
+    }
+    // The fragmentation measure uses the first profile's typical shapes (the only one without `profiles`).
+    const shapes = (this.lanes[0] as Lane).profileShapes;
+    return { state, queues, pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)), running: [...running.values()], shapes, queueCounts: counts };
   }
 
   /** `sits explain` (see explain.ts). */
   explain(target: string, nowMs: number): ExplainReport {
-    return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(), schedulerName: this.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
+    const pod = this.cache.pending.get(target) ?? [...this.cache.pending.values()].find((p) => p.spec.gang !== undefined && (p.spec.gang === target || `gang:${p.spec.gang}` === target));
+    const lane = pod === undefined ? (this.lanes[0] as Lane) : this.laneOf(pod);
+    return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(lane), schedulerName: lane.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
+  }
+
+  /** The profile that schedules a pending pod (by its schedulerName; the first for one profile). */
+  private laneOf(p: PendingPod): Lane {
+    return this.lanes.length === 1 ? (this.lanes[0] as Lane) : (this.laneByName.get(p.obj.spec?.schedulerName ?? '') ?? (this.lanes[0] as Lane));
   }
 
   /** A watch event: the next loop turn has a cycle to run. */
@@ -253,39 +309,45 @@ export class LiveScheduler {
     const nowMs = this.clock.nowMs();
     // Nothing changed and nothing is due (a backoff, a hint time, an expected-start refresh): an idle turn
     // costs nothing, however many pods the cluster holds.
-    if (!this.changed && !this.recoveredJustNow && this.queue.nextWakeMs() > nowMs && this.eta.dueAtMs() > nowMs) return;
+    if (!this.changed && !this.recoveredJustNow && this.lanes.every((l) => l.queue.nextWakeMs() > nowMs && l.eta.dueAtMs() > nowMs)) return;
     this.changed = false;
     this.recoveredJustNow = false;
     const { state, freed } = this.cache.snapshot();
-    if (freed) this.queue.onEvent({ kind: 'freed' }, nowMs);
-    if (this.queuesChanged) {
-      this.queuesChanged = false;
-      this.queue.onEvent({ kind: 'queue-changed' }, nowMs);
-    }
+    const queuesChanged = this.queuesChanged;
+    this.queuesChanged = false;
     const view = this.jobs.view(state);
     this.lastView = view;
     this.lastStarted = new Set();
-    this.sync(view, nowMs);
-    this.queue.flush(nowMs);
-    if (!this.queue.hasActive()) {
-      // Nothing to try: only a due refresh of the expected starts (every queued job waits).
-      if (this.eta.dueAtMs() <= nowMs) this.eta.publish(nowMs, state, this.profileFor(), view, new Set(view.jobs.map((j) => j.id)));
-      return;
-    }
-    if (!this.tracing.enabled) return this.tryJobs(nowMs, state, view, undefined);
-    // A span for each cycle that tries jobs (watch events that leave nothing to try make none). The binds and
-    // evictions it commits run in its context: their log lines carry its trace id.
-    this.tracing.run('sits.cycle', { 'sits.scheduler': this.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) => this.tryJobs(nowMs, state, view, span));
+    const views = this.lanes.length === 1 ? [view] : this.splitView(view);
+    // One snapshot, the profiles in their order: each sees what the ones before it committed (no over-commit).
+    this.lanes.forEach((lane, i) => this.laneCycle(lane, views[i] as JobsView, state, nowMs, freed, queuesChanged));
   }
 
-  private tryJobs(nowMs: number, state: ClusterState, view: JobsView, span: TraceSpan | undefined): void {
-    const sch = this.schedulerFor(state);
+  private laneCycle(lane: Lane, raw: JobsView, state: ClusterState, nowMs: number, freed: boolean, queuesChanged: boolean): void {
+    const view = this.withDefaultSpread(lane, raw);
+    if (freed) lane.queue.onEvent({ kind: 'freed' }, nowMs);
+    if (queuesChanged) lane.queue.onEvent({ kind: 'queue-changed' }, nowMs);
+    this.sync(lane, view, nowMs);
+    lane.queue.flush(nowMs);
+    if (!lane.queue.hasActive()) {
+      // Nothing to try: only a due refresh of the expected starts (every queued job waits).
+      if (lane.eta.dueAtMs() <= nowMs) lane.eta.publish(nowMs, state, this.profileFor(lane), view, new Set(view.jobs.map((j) => j.id)));
+      return;
+    }
+    if (!this.tracing.enabled) return this.tryJobs(lane, nowMs, state, view, undefined);
+    // A span for each cycle that tries jobs (watch events that leave nothing to try make none). The binds and
+    // evictions it commits run in its context: their log lines carry its trace id.
+    this.tracing.run('sits.cycle', { 'sits.scheduler': lane.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) => this.tryJobs(lane, nowMs, state, view, span));
+  }
+
+  private tryJobs(lane: Lane, nowMs: number, state: ClusterState, view: JobsView, span: TraceSpan | undefined): void {
+    const sch = this.schedulerFor(lane, state);
     const t0 = performance.now();
     // Every job tried counts as an attempt, as kube-scheduler counts a pod refused at PreFilter (here: quota).
-    const tried = this.queue.counts().active;
+    const tried = lane.queue.counts().active;
     // Budgets over every pod of the cache (O(pods × budgets)): computed only when a preemption is planned.
     const budgets = this.jobs.pdbs.size === 0 ? undefined : () => budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
-    const res = this.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
+    const res = lane.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
     const failed = Math.max(0, tried - res.started.length);
@@ -297,16 +359,16 @@ export class LiveScheduler {
       for (let i = 0; i < res.started.length; i++) this.onAttempt(each, 'scheduled');
       for (let i = 0; i < failed; i++) this.onAttempt(each, 'unschedulable');
     }
-    this.observe(res, view, nowMs);
-    this.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
+    this.observe(lane, res, view, nowMs);
+    lane.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
   }
 
   /** Tells the observer what the cycle did; forgets the expected starts of the jobs it started either way. */
-  private observe(res: CycleResult, view: JobsView, nowMs: number): void {
-    this.lastStarted = new Set(res.started.map((x) => x.job.id));
+  private observe(lane: Lane, res: CycleResult, view: JobsView, nowMs: number): void {
+    for (const x of res.started) this.lastStarted.add(x.job.id);
     const o = this.observer;
     for (const x of res.started) {
-      const at = this.eta.takePublished(x.job.id);
+      const at = lane.eta.takePublished(x.job.id);
       o?.admitted?.(x.job.queue, Math.max(0, (nowMs - x.job.arrivalMs) / 1000));
       if (at !== undefined) o?.startError?.((nowMs - at) / 1000);
     }
@@ -321,62 +383,121 @@ export class LiveScheduler {
     for (const e of byPreemptor.values()) o.preempted(e.reason, e.victims);
   }
 
+  /**
+   * The profile's default spread constraints on its pods without their own (kube's PodTopologySpread
+   * defaulting, ADR 0077), with the selector of the Services and controllers that select or own each pod.
+   * Nothing when the cluster has none of those objects (or they are not readable).
+   */
+  private withDefaultSpread(lane: Lane, view: JobsView): JobsView {
+    const owners = this.jobs.owners;
+    if (owners.empty) return view;
+    const defaults = (typeof lane.config === 'string' ? profileConfig(lane.config) : lane.config)?.spreadDefaults;
+    let changed = false;
+    const jobs = view.jobs.map((j) => {
+      const pods = view.podsOf.get(j.id) ?? [];
+      let any = false;
+      const members = j.gang.members.map((m, k) => {
+        const obj = pods[k]?.obj;
+        const d = obj === undefined ? m : withDefaultSpread(m, defaults, owners.selectorOf(obj));
+        if (d !== m) any = true;
+        return d;
+      });
+      if (!any) return j;
+      changed = true;
+      return { ...j, gang: { ...j.gang, members } };
+    });
+    if (!changed) return view;
+    return {
+      queues: view.queues,
+      jobs,
+      podsOf: view.podsOf,
+      get running() {
+        return view.running;
+      },
+      short: view.short,
+      minRuntimeMs: view.minRuntimeMs,
+    };
+  }
+
+  /** Each profile's part of the translation: its jobs and short gangs (queues and running jobs are shared). */
+  private splitView(view: JobsView): JobsView[] {
+    const nameOf = (pods: readonly PendingPod[] | undefined): string => pods?.[0]?.obj.spec?.schedulerName ?? '';
+    const lanes = this.lanes.map(() => ({ jobs: [] as JobsView['jobs'], short: [] as GangShort[] }));
+    const index = new Map(this.lanes.map((l, i) => [l.schedulerName, i]));
+    for (const j of view.jobs) lanes[index.get(nameOf(view.podsOf.get(j.id))) ?? 0]?.jobs.push(j);
+    for (const g of view.short) lanes[index.get(nameOf(g.pods)) ?? 0]?.short.push(g);
+    return lanes.map((l) => ({
+      queues: view.queues,
+      jobs: l.jobs,
+      podsOf: view.podsOf,
+      // Listing running jobs is O(pods): still only when a cycle reads them.
+      get running() {
+        return view.running;
+      },
+      short: l.short,
+      minRuntimeMs: view.minRuntimeMs,
+    }));
+  }
+
   /** Feeds the queue from the translation: new jobs arrive, changed ones are replaced, vanished ones withdrawn. */
-  private sync(view: JobsView, nowMs: number): void {
+  private sync(lane: Lane, view: JobsView, nowMs: number): void {
     const seen = new Set<string>();
     const arrived = new Set<string>();
     for (const j of view.jobs) {
       seen.add(j.id);
-      const old = this.queue.get(j.id);
+      const old = lane.queue.get(j.id);
       if (old === undefined) arrived.add(j.queue);
       // Pods recreated under the same names (a controller's restart) are new objects: they must hear why they wait.
       const uids = (view.podsOf.get(j.id) ?? []).map((p) => p.obj.metadata?.uid ?? '').join(',');
-      const recreated = this.podUids.get(j.id) !== uids;
+      const recreated = lane.podUids.get(j.id) !== uids;
       if (recreated) {
-        this.podUids.set(j.id, uids);
-        this.spine.forgetReported(j.id);
+        lane.podUids.set(j.id, uids);
+        lane.spine.forgetReported(j.id);
       }
-      this.queue.add(j, nowMs, old === undefined || recreated || signature(old) !== signature(j));
+      lane.queue.add(j, nowMs, old === undefined || recreated || signature(old) !== signature(j));
     }
-    for (const id of [...this.podUids.keys()]) if (!seen.has(id)) this.podUids.delete(id);
-    for (const job of this.queue.forCycle().jobs) if (!seen.has(job.id)) this.spine.withdraw(job.id, nowMs);
-    for (const q of arrived) this.queue.onEvent({ kind: 'arrived', queue: q }, nowMs);
+    for (const id of [...lane.podUids.keys()]) if (!seen.has(id)) lane.podUids.delete(id);
+    for (const job of lane.queue.forCycle().jobs) if (!seen.has(job.id)) lane.spine.withdraw(job.id, nowMs);
+    for (const q of arrived) lane.queue.onEvent({ kind: 'arrived', queue: q }, nowMs);
     // A gang still short of pods is not a scheduling failure: say so without a Warning, once per change.
     const short = new Set<string>();
     for (const s of view.short) {
       short.add(s.id);
-      if (this.shortReported.get(s.id) === s.message) continue;
-      this.shortReported.set(s.id, s.message);
+      if (lane.shortReported.get(s.id) === s.message) continue;
+      lane.shortReported.set(s.id, s.message);
       for (const p of s.pods) this.events.emit({ kind: 'WaitingForGang', subject: p.key, message: s.message });
     }
-    for (const id of [...this.shortReported.keys()]) if (!short.has(id)) this.shortReported.delete(id);
+    for (const id of [...lane.shortReported.keys()]) if (!short.has(id)) lane.shortReported.delete(id);
   }
 
-  /** The profile, re-resolved when the typical pending shapes changed (at most every 30 s). */
-  private profileFor(): Profile {
+  /** A profile, re-resolved when the typical pending shapes of its pods changed (at most every 30 s). */
+  private profileFor(lane: Lane): Profile {
     const now = performance.now();
-    const pods: PodSpec[] = [...this.cache.pending.values()].map((p) => p.spec);
+    const pods: PodSpec[] = [];
+    for (const p of this.cache.pending.values()) if (this.lanes.length === 1 || this.laneOf(p) === lane) pods.push(p.spec);
     const shapes = blendShapes(shapesOf(pods), WHOLE_GPU_PRIOR, pods.length === 0 ? 0 : 0.7);
     const key = JSON.stringify(shapes.map((s) => [s.cpuMilli, s.gpuMilli, s.gpuCount, s.gpuModels.join('|')]));
-    if (this.profile === undefined || (key !== this.profileShapesKey && now - this.profileAtMs > 30_000)) {
-      const p = resolveProfile(this.opts.profile ?? 'sits', { typicalShapes: shapes });
+    if (lane.profile === undefined || (key !== lane.profileShapesKey && now - lane.profileAtMs > 30_000)) {
+      const cfg = typeof lane.config === 'string' ? profileConfig(lane.config) : lane.config;
+      if (cfg === undefined) throw new Error(formatProfileError({ code: 'UnknownProfile', profile: lane.config as string }));
+      const p = buildProfile(cfg, { typicalShapes: shapes });
       if (!p.ok) throw new Error(formatProfileError(p.error));
-      this.profile = p.value;
-      this.profileShapes = shapes;
-      this.profileShapesKey = key;
-      this.profileAtMs = now;
+      lane.profile = p.value;
+      lane.profileShapes = shapes;
+      lane.profileShapesKey = key;
+      lane.profileAtMs = now;
     }
-    return this.profile;
+    return lane.profile;
   }
 
-  /** The scheduler over this snapshot, committing to the live ports (new when the state or profile changed). */
-  private schedulerFor(state: ClusterState): Scheduler {
-    const profile = this.profileFor();
-    if (this.scheduler === undefined || this.scheduler.state !== state || this.scheduler.profile !== profile) {
-      this.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }), this.tracing);
+  /** A profile's scheduler over this snapshot, committing to the live ports (new when the state or profile changed). */
+  private schedulerFor(lane: Lane, state: ClusterState): Scheduler {
+    const profile = this.profileFor(lane);
+    if (lane.scheduler === undefined || lane.scheduler.state !== state || lane.scheduler.profile !== profile) {
+      lane.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }), this.tracing);
     }
-    this.scheduler.timer = this.observer?.extension;
-    return this.scheduler;
+    lane.scheduler.timer = this.observer?.extension;
+    return lane.scheduler;
   }
 }
 

@@ -19,6 +19,8 @@ import type { PdbObject } from './disruption-budgets.ts';
 import type { ClusterCache, PendingPod } from './cluster-cache.ts';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { podFromK8s } from './labels.ts';
+import { isOurs, type SchedulerNames } from './scheduler-names.ts';
+import { SpreadOwners } from './spread-owners.ts';
 import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
 
@@ -51,6 +53,8 @@ export const ETA_MAX_JOBS = 2000;
 export class PodJobs {
   readonly podGroups = new Map<string, PodGroupObject>();
   readonly queueObjs = new Map<string, QueueObject>();
+  /** Services and pod controllers, for the default spread constraints (spread-owners.ts, ADR 0077). */
+  readonly owners = new SpreadOwners();
   /** policy/v1 PodDisruptionBudgets by `namespace/name`, for preemption (disruption-budgets.ts). */
   readonly pdbs = new Map<string, PdbObject>();
   /** Runtimes learned from the jobs SITS bound (finished, stopped, running), for the expected starts. */
@@ -65,7 +69,7 @@ export class PodJobs {
 
   constructor(
     private readonly cache: ClusterCache,
-    private readonly schedulerName: string,
+    private readonly schedulerName: SchedulerNames,
     private readonly clock: Clock,
   ) {}
 
@@ -73,7 +77,7 @@ export class PodJobs {
 
   /** Follows the runs of the jobs SITS bound, for learned runtimes (`LiveRuntimes`). */
   learn(p: V1Pod, deleted = false): void {
-    if (p.spec?.schedulerName !== this.schedulerName) return;
+    if (!isOurs(this.schedulerName, p.spec?.schedulerName)) return;
     const job = jobOfPod(p, this.groupQueue);
     if (deleted) {
       this.runtimes.gone(p, job, this.clock.nowMs());

@@ -3,6 +3,7 @@
  * gangs as RunningJobs, for the queue cycle. Quantities follow Kubernetes syntax; a resource a queue does
  * not list is not limited by it.
  */
+import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { RunningJob } from '../core/actions/jobs.ts';
 import { makeQueue, TIER_WEIGHTS, UNLIMITED, ZERO, type ModelQuota, type QueueSpec, type Resources } from '../core/queue/model.ts';
@@ -107,10 +108,10 @@ export function givenRuntimeMs(p: V1Pod | undefined): number | undefined {
  * Running jobs of our scheduler: bound pods grouped by pod group (or alone), with the queue of their group,
  * their total requests, and the preemption hints their annotations carry.
  */
-export function runningJobs(pods: Iterable<V1Pod>, schedulerName: string, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number, nodeModel: (node: string) => string | undefined = () => undefined): Map<string, RunningJob> {
+export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number, nodeModel: (node: string) => string | undefined = () => undefined): Map<string, RunningJob> {
   const groups = new Map<string, V1Pod[]>();
   for (const p of pods) {
-    if (p.spec?.schedulerName !== schedulerName || (p.spec.nodeName ?? '') === '' || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    if (p.spec === undefined || !isOurs(schedulerName, p.spec.schedulerName) || (p.spec.nodeName ?? '') === '' || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
     const { id } = jobOfPod(p, groupQueue);
     groups.set(id, [...(groups.get(id) ?? []), p]);
   }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { loadKubeConfig } from '../../app/live.ts';
 import { watchCertFiles, type CertPair } from '../../kube/certs.ts';
@@ -24,6 +25,11 @@ interface ExtenderFlags {
   planTtl: number;
   gangPlanTtl: number;
   insecureLocalhost?: boolean;
+  leaderElect?: boolean;
+  leaseNamespace: string;
+  leaseName: string;
+  leaseDuration: number;
+  identity?: string;
 }
 
 function readFlagFile(flag: string, path: string): string {
@@ -49,6 +55,11 @@ export function registerExtender(program: Command): void {
     .option('--path-prefix <path>', "path part of kube-scheduler's urlPrefix, e.g. /sits (the verbs are served under it)", '')
     .option('--plan-ttl <sec>', "seconds a pod's placement is held between its filter and its bind", numberOption('--plan-ttl', 1, 3600), 30)
     .option('--gang-plan-ttl <sec>', "seconds a gang's plan is held from its first member's filter until every member reaches bind", numberOption('--gang-plan-ttl', 1, 3600), 30)
+    .option('--leader-elect', 'several replicas: elect a leader on a Lease; only the leader serves the verbs and is Ready, so a Service sends kube-scheduler to it (ADR 0078)')
+    .option('--lease-namespace <ns>', 'namespace of the leader-election Lease', 'kube-system')
+    .option('--lease-name <name>', 'name of the leader-election Lease', 'sits-extender')
+    .option('--lease-duration <sec>', 'lease duration in seconds', numberOption('--lease-duration', 1, 300), 15)
+    .option('--identity <id>', 'leader-election identity (default: hostname-pid)')
     .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
     .action(async (o: ExtenderFlags) => {
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
@@ -72,6 +83,7 @@ export function registerExtender(program: Command): void {
         pathPrefix: o.pathPrefix,
         planTtlMs: o.planTtl * 1000,
         gangPlanTtlMs: o.gangPlanTtl * 1000,
+        ...(o.leaderElect === true ? { leaderElection: { namespace: o.leaseNamespace, name: o.leaseName, identity: o.identity ?? `${hostname()}-${process.pid}`, leaseDurationSec: o.leaseDuration } } : {}),
         log,
       });
       // A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on.

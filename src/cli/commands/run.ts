@@ -10,6 +10,7 @@ import { liveViewStream } from '../../server/dashboard.ts';
 import { SitsMetrics } from '../../server/metrics.ts';
 import { startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
+import { loadSchedulerConfig, type SchedulerProfileSpec } from '../../spec/scheduler-config.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 
@@ -33,6 +34,7 @@ export function registerRun(program: Command): void {
     .command('run')
     .description('run the SITS scheduler against a Kubernetes API server (pods with schedulerName sits-scheduler)')
     .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
+    .option('--config <file>', 'several profiles in one process, each with its own schedulerName and plugins (a SchedulerConfiguration file, docs/kubernetes.md); instead of --profile and --scheduler-name')
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('--scheduler-name <name>', 'schedule the pods with this spec.schedulerName (default-scheduler: SITS as the cluster\'s only scheduler); also its event source and Lease name', SCHEDULER_NAME)
     .option('--identity <id>', 'leader-election identity (default: hostname-pid)')
@@ -51,7 +53,7 @@ export function registerRun(program: Command): void {
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
+    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName)) throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
@@ -62,12 +64,17 @@ export function registerRun(program: Command): void {
       } catch (e) {
         throw new CliError((e as Error).message);
       }
+      const run = program.commands.find((c) => c.name() === 'run');
+      const given = (k: string): boolean => run?.getOptionValueSource(k) === 'cli';
+      if (o.config !== undefined && (given('profile') || given('schedulerName'))) throw new CliError('--config names the profiles and their scheduler names: give it without --profile and --scheduler-name');
+      const profiles = o.config === undefined ? undefined : readSchedulerConfig(o.config);
       const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
       const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure, o.metricsPerGpu === true);
       const app = await createLiveApp({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         profile: o.profile,
         schedulerName: o.schedulerName,
+        ...(profiles === undefined ? {} : { profiles }),
         identity,
         ...(o.leaderElect ? { leaseNamespace: o.leaseNamespace, leaseDurationSec: o.leaseDuration } : {}),
         maxInFlight: o.maxInFlight,
@@ -84,7 +91,8 @@ export function registerRun(program: Command): void {
       server?.attach(app.scheduler, app.client);
       // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
       server?.attachView(liveViewStream(app.scheduler, { log }));
-      process.stderr.write(stamp(`${o.schedulerName} running (profile ${o.profile}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
+      const serving = profiles === undefined ? `${o.schedulerName} running (profile ${o.profile}` : `${profiles.map((p) => p.schedulerName).join(', ')} running (profiles ${profiles.map((p) => p.config.name).join(', ')}`;
+      process.stderr.write(stamp(`${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
       const sig = await untilSignal();
       process.stderr.write(stamp(`${sig}: stopping`));
       server?.draining();
@@ -94,6 +102,19 @@ export function registerRun(program: Command): void {
       // The last spans (the stop's own cycle, reconciles) are sent before the process exits.
       await tracing.shutdown();
     });
+}
+
+/** The profiles of a SchedulerConfiguration file; a bad file is a usage error naming file:line:column and field. */
+function readSchedulerConfig(file: string): readonly SchedulerProfileSpec[] {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new CliError(`--config: ${(e as Error).message}`);
+  }
+  const r = loadSchedulerConfig(file, text);
+  if (!r.ok) throw new CliError(r.error.message);
+  return r.value;
 }
 
 /**

@@ -14,7 +14,7 @@ import { pickTopologyGpus } from '../plugins/topology/gpu-topology-pick.ts';
 import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
 import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
 import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
-import type { Plugin, Profile, QueuedUnit, Selector } from './types.ts';
+import type { Plugin, Profile, QueuedUnit, Selector, SpreadDefaults } from './types.ts';
 
 export const PLUGIN_NAMES = [
   'priority-fifo',
@@ -80,6 +80,10 @@ export interface ProfileConfig {
   readonly devicePicker: string;
   readonly selector: Selector;
   readonly gangSearch: 'topology' | 'flat';
+  /** kube's InterPodAffinityArgs.hardPodAffinityWeight (absent: 1; ADR 0077). */
+  readonly hardPodAffinityWeight?: number;
+  /** kube's PodTopologySpreadArgs defaults (absent: System; ADR 0077). */
+  readonly spreadDefaults?: SpreadDefaults;
 }
 
 export type ProfileError = { readonly code: 'UnknownPlugin'; readonly name: string; readonly profile: string; readonly field: string } | { readonly code: 'MissingExtensionPoint'; readonly name: string; readonly profile: string; readonly point: string } | { readonly code: 'UnknownProfile'; readonly profile: string };
@@ -141,6 +145,8 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
     permits: all.filter((p) => p.permit !== undefined),
     selector: cfg.selector,
     gangSearch: cfg.gangSearch,
+    ...(cfg.hardPodAffinityWeight === undefined ? {} : { hardPodAffinityWeight: cfg.hardPodAffinityWeight }),
+    ...(cfg.spreadDefaults === undefined ? {} : { spreadDefaults: cfg.spreadDefaults }),
   });
 }
 
@@ -196,8 +202,13 @@ export const PROFILE_ALIASES: Readonly<Record<string, string>> = {
   roundrobin: 'round-robin',
 };
 
+/** The configuration of a named profile (aliases allowed); undefined when there is none. */
+export function profileConfig(name: string): ProfileConfig | undefined {
+  return PROFILES[PROFILE_ALIASES[name] ?? name];
+}
+
 export function resolveProfile(name: string, env: PluginEnv): Result<Profile, ProfileError> {
-  const cfg = PROFILES[PROFILE_ALIASES[name] ?? name];
+  const cfg = profileConfig(name);
   if (cfg === undefined) return err({ code: 'UnknownProfile', profile: name });
   return buildProfile(cfg, env);
 }

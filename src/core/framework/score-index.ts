@@ -10,7 +10,7 @@ import type { PodSpec } from '../model/pod.ts';
 import type { ClusterState, NodeState } from '../snapshot/cluster-state.ts';
 import { Reason, REASON_SLOTS, type ReasonCode } from './reasons.ts';
 import type { Profile, WeightedScorer } from './types.ts';
-import { InterPodState } from '../plugins/inter-pod-affinity/inter-pod-state.ts';
+import { DEFAULT_INTER_POD_ARGS, InterPodState } from '../plugins/inter-pod-affinity/inter-pod-state.ts';
 import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
 
 /** Work counters a host may read around a call (benchmarks: where an attempt's time went). */
@@ -140,7 +140,7 @@ export class ScoreIndex {
   private build(): void {
     this.counters.builds++;
     if (this.interPod) {
-      this.inter = new InterPodState(this.state, this.pod);
+      this.inter = new InterPodState(this.state, this.pod, { hardPodAffinityWeight: this.profile.hardPodAffinityWeight ?? DEFAULT_INTER_POD_ARGS.hardPodAffinityWeight });
       this.buildLocal();
       for (let p = this.size - 1; p >= 1; p--) this.pull(p);
       return;

@@ -110,4 +110,30 @@ export interface Profile {
   readonly selector: Selector;
   /** Gang topology search: try the smallest domains first (topology-aware) or the whole cluster at once. */
   readonly gangSearch: 'topology' | 'flat';
+  /** kube's InterPodAffinityArgs.hardPodAffinityWeight (absent: 1). */
+  readonly hardPodAffinityWeight?: number;
+  /** kube's PodTopologySpreadArgs: the cluster default constraints (absent: the System defaults; ADR 0077). */
+  readonly spreadDefaults?: SpreadDefaults;
 }
+
+/** One cluster default spread constraint (kube's defaultConstraints: no selector; the pod's owners give it). */
+export interface DefaultSpreadConstraint {
+  readonly maxSkew: number;
+  readonly topologyKey: string;
+  readonly whenUnsatisfiable: 'DoNotSchedule' | 'ScheduleAnyway';
+}
+
+/** kube's PodTopologySpreadArgs.defaultingType with its constraints: `System` = the built-in ones below. */
+export interface SpreadDefaults {
+  readonly defaultingType: 'System' | 'List';
+  readonly constraints: readonly DefaultSpreadConstraint[];
+}
+
+/** kube-scheduler's built-in defaults (`systemDefaultConstraints`): hostname maxSkew 3, zone maxSkew 5, ScheduleAnyway. */
+export const SYSTEM_DEFAULT_SPREAD: SpreadDefaults = {
+  defaultingType: 'System',
+  constraints: [
+    { topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', maxSkew: 3 },
+    { topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', maxSkew: 5 },
+  ],
+};

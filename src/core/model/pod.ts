@@ -77,6 +77,11 @@ export interface TopologySpreadConstraint {
   readonly nodeAffinityPolicy?: 'Honor' | 'Ignore';
   readonly nodeTaintsPolicy?: 'Honor' | 'Ignore';
   readonly matchLabelKeys?: readonly string[];
+  /**
+   * Set on the cluster's System default constraints only (ADR 0077): as kube's `systemDefaulted`, a node that
+   * lacks a key is still scored by the constraints whose keys it has, instead of being ignored.
+   */
+  readonly systemDefault?: true;
 }
 
 export interface PodRequest {

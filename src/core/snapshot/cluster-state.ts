@@ -8,7 +8,7 @@ import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
-import { defaultNamespaceLabels, requiredAntiAffinityTerms, termMatchesPod, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
+import { defaultNamespaceLabels, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
 
 export interface Allocation {
   readonly podId: string;
@@ -33,7 +33,18 @@ export interface Allocation {
 export interface AllocationMeta extends PodMeta {
   /** Its required anti-affinity terms, resolved: incoming pods they match must keep out of its domains. */
   readonly antiRequired?: readonly ResolvedTerm[];
+  /**
+   * Its terms that score incoming pods they match (kube's InterPodAffinity score, from the existing pod's side):
+   * required affinity terms (weight 0 here: the profile's hardPodAffinityWeight applies) and preferred
+   * affinity (+weight) and anti-affinity (−weight) terms.
+   */
+  readonly affinityRequired?: readonly ResolvedTerm[];
+  readonly preferred?: readonly ResolvedTerm[];
 }
+
+/** Whether an allocation carries terms that act on incoming pods (the symmetric check or the score toward them). */
+const hasTermsTowardOthers = (m: AllocationMeta | undefined): m is AllocationMeta => m !== undefined && (m.antiRequired !== undefined || m.affinityRequired !== undefined || m.preferred !== undefined);
+const termsTowardOthers = (m: AllocationMeta): readonly ResolvedTerm[] => [...(m.antiRequired ?? []), ...(m.affinityRequired ?? []), ...(m.preferred ?? [])];
 
 /** The pod side of an allocation without meta: the default namespace and no labels. */
 export const PLAIN_META: AllocationMeta = { namespace: 'default' };
@@ -149,10 +160,13 @@ export class ClusterState {
   private readonly levelOf: Int32Array[] = [];
   /** Per level: GPU devices in its largest domain. */
   private readonly maxGpus: number[] = [];
-  /** Pods with required anti-affinity per node index, and in all (the symmetric check's candidates). */
+  /**
+   * Pods with terms toward incoming pods (required anti-affinity: the symmetric check; required affinity and
+   * preferred terms: their score) per node index, and in all.
+   */
   readonly antiPodsOn: Int32Array;
   antiPodCount = 0;
-  /** Distinct required anti-affinity terms of bound pods (by content), with how many pods carry each. */
+  /** Distinct such terms of bound pods (by content), with how many pods carry each. */
   private readonly antiTerms = new Map<string, { readonly term: ResolvedTerm; count: number }>();
   private readonly topologies = new Map<string, TopologyValues>();
   /** Labels of a namespace for namespaceSelector; hosts that know them set this (default: kube's automatic name label). */
@@ -283,10 +297,10 @@ export class ClusterState {
     if (tag !== undefined) n.gpuPodTags.set(tag, (n.gpuPodTags.get(tag) ?? 0) + 1);
     if (a.scalar !== undefined) addScalar((n.scalarUsed ??= new Map()), a.scalar, 1);
     if (a.hostPorts !== undefined) usePorts((n.hostPorts ??= new Map()), a.hostPorts, 1);
-    if (a.meta?.antiRequired !== undefined) {
+    if (hasTermsTowardOthers(a.meta)) {
       this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) + 1;
       this.antiPodCount++;
-      for (const t of a.meta.antiRequired) {
+      for (const t of termsTowardOthers(a.meta)) {
         const k = termKey(t);
         const e = this.antiTerms.get(k);
         if (e === undefined) this.antiTerms.set(k, { term: t, count: 1 });
@@ -317,10 +331,10 @@ export class ClusterState {
     }
     if (a.scalar !== undefined && n.scalarUsed !== undefined) addScalar(n.scalarUsed, a.scalar, -1);
     if (a.hostPorts !== undefined && n.hostPorts !== undefined) usePorts(n.hostPorts, a.hostPorts, -1);
-    if (a.meta?.antiRequired !== undefined) {
+    if (hasTermsTowardOthers(a.meta)) {
       this.antiPodsOn[n.idx] = (this.antiPodsOn[n.idx] as number) - 1;
       this.antiPodCount--;
-      for (const t of a.meta.antiRequired) {
+      for (const t of termsTowardOthers(a.meta)) {
         const k = termKey(t);
         const e = this.antiTerms.get(k) as { count: number };
         if (--e.count === 0) this.antiTerms.delete(k);
@@ -356,7 +370,10 @@ export class ClusterState {
     return this.preferNoSchedule;
   }
 
-  /** Whether some bound pod's required anti-affinity term matches a pod of this namespace and labels (the symmetric check applies). */
+  /**
+   * Whether some bound pod's term toward others (required anti-affinity: the symmetric check; required
+   * affinity or preferred terms: the score) matches a pod of this namespace and labels.
+   */
   antiAffinityMatches(m: PodMeta): boolean {
     if (this.antiPodCount === 0) return false;
     for (const e of this.antiTerms.values()) if (termMatchesPod(e.term, m, this.namespaceLabels)) return true;
@@ -592,12 +609,13 @@ function addScalar(used: Map<string, number>, r: Readonly<Record<string, number>
 /** Allocation of a pod on a node with given GPUs (no checks). */
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
   const r = pod.request;
-  if (r.scalar !== undefined || pod.hostPorts !== undefined || pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined) {
+  const withMeta = pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined || pod.podAffinity !== undefined;
+  if (r.scalar !== undefined || pod.hostPorts !== undefined || withMeta) {
     return {
       ...plainAllocation(pod, node, gpus),
       ...(r.scalar === undefined ? {} : { scalar: r.scalar }),
       ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }),
-      ...(pod.namespace === undefined && pod.labels === undefined && pod.podAntiAffinity === undefined ? {} : { meta: metaOf(pod) }),
+      ...(withMeta ? { meta: metaOf(pod) } : {}),
     };
   }
   return plainAllocation(pod, node, gpus);
@@ -613,10 +631,14 @@ function plainAllocation(pod: PodSpec, node: string, gpus: readonly number[]): A
 
 function metaOf(pod: PodSpec): AllocationMeta {
   const anti = pod.podAntiAffinity?.required;
+  const aff = pod.podAffinity?.required;
+  const preferred = [...(pod.podAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, p.weight)), ...(pod.podAntiAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, -p.weight))];
   return {
     namespace: pod.namespace ?? 'default',
     ...(pod.labels === undefined ? {} : { labels: pod.labels }),
     ...(anti === undefined || anti.length === 0 ? {} : { antiRequired: requiredAntiAffinityTerms(pod) }),
+    ...(aff === undefined || aff.length === 0 ? {} : { affinityRequired: requiredAffinityTerms(pod) }),
+    ...(preferred.length === 0 ? {} : { preferred }),
   };
 }
 

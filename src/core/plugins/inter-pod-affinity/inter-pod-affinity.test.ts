@@ -166,7 +166,8 @@ describe('InterPodAffinity in the scheduler', () => {
     fc.assert(
       fc.property(fc.array(fc.tuple(fc.integer({ min: 0, max: 8 }), fc.integer({ min: 0, max: 5 }), fc.boolean()), { maxLength: 40 }), (ops) => {
         const state = cluster();
-        const kept = shapes.map((p) => new ScoreIndex(state, prof, p));
+        // symmetric: the indexes the scheduler keys by namespace and labels once existing pods' terms match them (ADR 0077).
+        const kept = shapes.map((p) => new ScoreIndex(state, prof, p, undefined, true));
         kept.forEach((k) => k.refresh());
         const placed: string[] = [];
         ops.forEach(([shape, node, remove], i) => {
@@ -176,7 +177,7 @@ describe('InterPodAffinity in the scheduler', () => {
           kept.forEach((k) => k.refresh());
         });
         shapes.forEach((p, k) => {
-          const fresh = new ScoreIndex(state, prof, p);
+          const fresh = new ScoreIndex(state, prof, p, undefined, true);
           fresh.refresh();
           expect(Array.from((kept[k] as ScoreIndex).reason)).toEqual(Array.from(fresh.reason));
           // Scores of feasible nodes only: an infeasible node's score slot is never read.

@@ -13,6 +13,13 @@ import { DomainCounter } from './domain-counter.ts';
 import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
 import { spreadConstraints, type Spread } from './spread.ts';
 
+/** kube's InterPodAffinityArgs. */
+export interface InterPodArgs {
+  /** Weight of an existing pod's required affinity term that matches the incoming pod, in the score (kube: 1; 0 = off). */
+  readonly hardPodAffinityWeight: number;
+}
+export const DEFAULT_INTER_POD_ARGS: InterPodArgs = { hardPodAffinityWeight: 1 };
+
 export class InterPodState {
   private readonly affinity: readonly ResolvedTerm[];
   private readonly affCounters: readonly DomainCounter[];
@@ -40,11 +47,25 @@ export class InterPodState {
   private readonly spreads: readonly Spread[];
   /** False when no counter can match a pod without meta: such allocations are skipped at once. */
   private readonly plainMatters: boolean;
+  /**
+   * Existing pods' terms that match this pod and score it (kube's processExistingPod): Σ signed weights per
+   * domain, one counter per topology key (kube's topologyScore[key][value]); required affinity terms count
+   * the profile's hardPodAffinityWeight.
+   */
+  private readonly toward = new Map<string, DomainCounter>();
+  private towardList: DomainCounter[] = [];
+  /** Matching terms of existing pods counted now, by |weight|: the largest is their part of the score's scale. */
+  private readonly towardWeights = new Map<number, number>();
+  private towardCount = 0;
+  private towardScale = 0;
+  private readonly hardPodAffinityWeight: number;
 
   constructor(
     private readonly state: ClusterState,
     pod: PodSpec,
+    args: InterPodArgs = DEFAULT_INTER_POD_ARGS,
   ) {
+    this.hardPodAffinityWeight = args.hardPodAffinityWeight;
     this.meta = { namespace: podNamespace(pod), ...(pod.labels === undefined ? {} : { labels: pod.labels }) };
     this.affinity = requiredAffinityTerms(pod);
     this.anti = requiredAntiAffinityTerms(pod);
@@ -125,6 +146,10 @@ export class InterPodState {
         this.crossed(c, c.add(i, sign));
       }
     }
+    if (m !== undefined) {
+      if (m.affinityRequired !== undefined && this.hardPodAffinityWeight > 0) for (const t of m.affinityRequired) this.towardTerm(t, this.hardPodAffinityWeight, sign, i);
+      if (m.preferred !== undefined) for (const t of m.preferred) this.towardTerm(t, t.weight, sign, i);
+    }
     const pref = this.preferred;
     for (let k = 0; k < pref.length; k++) {
       if (!termMatchesPod(pref[k] as ResolvedTerm, meta, nsl)) continue;
@@ -140,6 +165,31 @@ export class InterPodState {
       c.moved(v, c.counter.before, c.counter.before + sign);
       if (!this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
     }
+  }
+
+  /** An existing pod's scoring term: when it matches this pod, its domain's score moves by its weight. */
+  private towardTerm(t: ResolvedTerm, weight: number, sign: number, i: number): void {
+    if (weight === 0 || !termMatchesPod(t, this.meta, this.state.namespaceLabels)) return;
+    let c = this.toward.get(t.topologyKey);
+    if (c === undefined) {
+      c = new DomainCounter(this.state.topology(t.topologyKey));
+      this.toward.set(t.topologyKey, c);
+      this.towardList = [...this.toward.values()];
+    }
+    // Whether the score applies and its scale are functions of the terms counted now (as a rebuild would see them).
+    const w = Math.abs(weight);
+    const n = (this.towardWeights.get(w) ?? 0) + sign;
+    if (n === 0) this.towardWeights.delete(w);
+    else this.towardWeights.set(w, n);
+    const hadAny = this.towardCount > 0;
+    this.towardCount += sign;
+    const scale = this.towardWeights.size === 0 ? 0 : Math.max(...this.towardWeights.keys());
+    if (scale !== this.towardScale || hadAny !== this.towardCount > 0) {
+      this.towardScale = scale;
+      if (!this.building) this.allDirty = true;
+    }
+    const v = c.add(i, sign * weight);
+    if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.topo.nodesOf[v] as Int32Array);
   }
 
   /** A domain's count moved: its nodes' verdict changes only when it crossed zero. */
@@ -208,7 +258,10 @@ export class InterPodState {
     let raw = 0;
     for (const c of this.soft) {
       const v = c.counter.topo.ids[i] as number;
-      if (v < 0) return 0;
+      if (v < 0) {
+        if (c.keyOptional) continue;
+        return 0;
+      }
       raw += (c.counter.perValue[v] as number) * c.weight + (c.maxSkew - 1);
     }
     return 100 / (1 + raw / this.softWeight);
@@ -217,18 +270,21 @@ export class InterPodState {
   /**
    * Preferred pod affinity and anti-affinity on an absolute scale (ADR 0054): kube's raw score Σ ± weight ×
    * matching pods in the node's domain, mapped to 50 + 50·raw / (|raw| + Σ |weights|): 50 with no match,
-   * toward 100 with affinity, toward 0 with anti-affinity.
+   * toward 100 with affinity, toward 0 with anti-affinity. Existing pods' terms that match this pod add their
+   * signed weights in their domains (ADR 0077); the scale then also counts the largest such weight.
    */
   preferredScore(i: number): number {
     let raw = 0;
     this.prefCounters.forEach((c, k) => {
       raw += (this.preferred[k] as ResolvedTerm).weight * c.at(i);
     });
-    return 50 + (50 * raw) / (Math.abs(raw) + this.prefWeight);
+    for (const c of this.towardList) raw += c.at(i);
+    return 50 + (50 * raw) / (Math.abs(raw) + this.prefWeight + this.towardScale);
   }
 
+  /** Whether the InterPodAffinity score applies: own preferred terms, or existing pods' terms that match this pod. */
   get hasPreferred(): boolean {
-    return this.preferred.length > 0;
+    return this.preferred.length > 0 || this.towardCount > 0;
   }
 
   get hasSoftSpread(): boolean {

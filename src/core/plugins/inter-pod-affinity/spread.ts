@@ -18,6 +18,8 @@ export class Spread {
   /** kube's topologyNormalizingWeight: log(domains + 2). */
   readonly weight: number;
   readonly self: 0 | 1;
+  /** A System default constraint: a node without its key skips it when scored (kube's requireAllTopologies = false). */
+  readonly keyOptional: boolean;
   private readonly minDomains: number;
   private readonly domains: number;
 
@@ -32,6 +34,7 @@ export class Spread {
     selfLabels: PodSpec['labels'],
   ) {
     this.maxSkew = c.maxSkew;
+    this.keyOptional = c.systemDefault === true;
     this.minDomains = c.minDomains ?? 1;
     let d = 0;
     for (let v = 0; v < domainEligible.length; v++) d += domainEligible[v] as number;
@@ -107,15 +110,16 @@ export function spreadConstraints(state: ClusterState, pod: PodSpec): Spread[] {
     const set = all.filter((c) => (c.whenUnsatisfiable === 'DoNotSchedule') === hard);
     if (set.length === 0) continue;
     const topos = set.map((c) => state.topology(c.topologyKey));
-    // kube counts only on nodes carrying every key of the set.
+    // kube counts only on nodes carrying every key of the set; for its System defaults, on nodes carrying the constraint's own key.
+    const requireAll = !set.every((c) => c.systemDefault === true);
     const hasAll = new Uint8Array(state.size);
-    for (let i = 0; i < state.size; i++) hasAll[i] = topos.every((t) => (t.ids[i] as number) >= 0) ? 1 : 0;
+    for (let i = 0; i < state.size; i++) hasAll[i] = !requireAll || topos.every((t) => (t.ids[i] as number) >= 0) ? 1 : 0;
     set.forEach((c, k) => {
       const topo = topos[k] as (typeof topos)[number];
       const eligible = new Uint8Array(state.size);
       const domainEligible = new Uint8Array(topo.values.length);
       for (const n of state.nodes) {
-        if (hasAll[n.idx] === 1 && included(pod, c, n)) {
+        if (hasAll[n.idx] === 1 && (topo.ids[n.idx] as number) >= 0 && included(pod, c, n)) {
           eligible[n.idx] = 1;
           domainEligible[topo.ids[n.idx] as number] = 1;
         }

@@ -1,0 +1,28 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { runSits } from '../testing/sits-cli.ts';
+
+describe('sits run --config (several profiles, ADR 0076)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'sits-run-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('a wrong file stops it before it connects, naming file:line:column and field; exit 2', async () => {
+    const file = join(dir, 'sched.yaml');
+    writeFileSync(file, 'apiVersion: ai.sits2026.dev/v1\nkind: SchedulerConfiguration\nprofiles:\n  - schedulerName: a\n    profile: fastest\n  - schedulerName: a\n');
+    const r = await runSits(['run', '--config', file, '--kubeconfig', join(dir, 'none.yaml')]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(`${file}:5:14: profiles[0].profile: unknown profile "fastest"`);
+    expect(r.err).toContain(`${file}:6:20: profiles[1].schedulerName: "a" is already the name of profiles[0]`);
+    const missing = await runSits(['run', '--config', join(dir, 'nope.yaml')]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toMatch(/--config: ENOENT/);
+  });
+
+  it('--config names the profiles: not with --profile or --scheduler-name', async () => {
+    const r = await runSits(['run', '--config', join(dir, 'sched.yaml'), '--scheduler-name', 'x']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--config names the profiles and their scheduler names: give it without --profile and --scheduler-name/);
+  });
+});
