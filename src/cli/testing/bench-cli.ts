@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { vi } from 'vitest';
+import { registerBenchDashboard } from '../commands/bench-dashboard.ts';
 import { registerBenchFgd } from '../commands/bench-fgd.ts';
 import { registerBenchReplay } from '../commands/bench-replay.ts';
 import { registerBenchThroughput } from '../commands/bench-throughput.ts';
@@ -17,6 +18,7 @@ export async function runBench(args: readonly string[]): Promise<{ out: string; 
   registerBenchThroughput(bench);
   registerBenchReplay(bench);
   registerBenchWebhook(bench);
+  registerBenchDashboard(bench);
   let out = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     out += String(chunk);
