@@ -66,6 +66,28 @@ function fillBody(table, rows, total, columns) {
   body.replaceChildren(frag);
 }
 
+/**
+ * Rows keyed by id, rebuilt only when their content changed and the body touched only when the rows or their
+ * order did: a bind changes one row of thousands, and the page should lay out that much, not the whole table.
+ */
+function fillKeyed(table, items, total, columns, signature, build) {
+  const cache = (table.rowCache ??= new Map());
+  const next = new Map();
+  const rows = [];
+  for (const it of items) {
+    const sig = signature(it);
+    const old = cache.get(it.id);
+    const tr = old !== undefined && old.sig === sig ? old.tr : build(it);
+    next.set(it.id, { sig, tr });
+    rows.push(tr);
+  }
+  table.rowCache = next;
+  const body = table.tBodies[0];
+  const more = total > rows.length ? `… and ${total - rows.length} more` : '';
+  const same = body.children.length === rows.length + (more === '' ? 0 : 1) && rows.every((r, i) => body.children[i] === r) && (more === '' || body.lastElementChild?.textContent === more);
+  if (!same) fillBody(table, rows, total, columns);
+}
+
 function legend() {
   const items = heatmap.mode === 'queue'
     ? [...new Set((state.view?.queues ?? []).map((q) => q.name))].map((q) => [queueColour(q), q]).concat([[COLOURS.free, 'free'], [COLOURS.unhealthy, 'unhealthy']])
@@ -172,13 +194,13 @@ function renderPending(v) {
 
 function renderRunning(v) {
   const yes = (b) => (b ? ['yes', 'yes'] : ['no', 'no']);
-  const rows = v.running.slice(0, MAX_ROWS).map((r) => {
+  const build = (r) => {
     const tr = row([r.id, r.queue, [gpus(r.gpuMilli), 'num'], [String(r.pods), 'num'], r.span, yes(r.oneNvlinkDomain), yes(r.oneRack), r.nodes.length <= 4 ? r.nodes.join(', ') : `${r.nodes.slice(0, 4).join(', ')} +${r.nodes.length - 4}`]);
     tr.dataset.job = r.id;
     return tr;
-  });
+  };
   $('running-count').textContent = `${v.totals.runningJobs}`;
-  fillBody($('running'), rows, v.running.length, 8);
+  fillKeyed($('running'), v.running.slice(0, MAX_ROWS), v.running.length, 8, (r) => `${r.queue}|${r.gpuMilli}|${r.pods}|${r.span}|${r.nodes.join(',')}`, build);
 }
 
 function renderTables(v, changed) {
@@ -214,6 +236,7 @@ function onView(text, receivedAt) {
 function onPatch(text, receivedAt) {
   if (state.view === undefined) return;
   const p = JSON.parse(text);
+  const parsed = performance.now();
   let v;
   try {
     v = applyPatch(state.view, p);
@@ -226,10 +249,12 @@ function onPatch(text, receivedAt) {
   state.view = v;
   heatmap.view = v;
   heatmap.patchNodes(p.nodes.map((n) => n.at));
+  const drawn = performance.now();
   renderTables(v, { queues: p.queues !== undefined, pending: p.pending !== undefined, running: p.running !== undefined });
   if (p.queues !== undefined && heatmap.mode === 'queue') legend();
+  const tabled = performance.now();
   if (p.nodes.length === 0 && p.queues === undefined && p.pending === undefined && p.running === undefined) return;
-  void nextFrame().then(() => state.paints.push({ kind: 'patch', seq: v.seq, nodes: p.nodes.length, ms: performance.now() - receivedAt, wallMs: Date.now() }));
+  void nextFrame().then(() => state.paints.push({ kind: 'patch', seq: v.seq, nodes: p.nodes.length, ms: performance.now() - receivedAt, parseMs: parsed - receivedAt, heatmapMs: drawn - parsed, tablesMs: tabled - drawn, wallMs: Date.now() }));
 }
 
 let source;
@@ -300,3 +325,14 @@ window.addEventListener('resize', () => {
 });
 
 connect();
+
+// Long animation frames (Chromium): where a slow update spends its time, for the benchmark's details.
+state.longFrames = [];
+if (typeof PerformanceObserver !== 'undefined' && PerformanceObserver.supportedEntryTypes?.includes('long-animation-frame')) {
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      state.longFrames.push({ duration: Math.round(e.duration), blocking: Math.round(e.blockingDuration), render: Math.round(e.startTime + e.duration - e.renderStart), styleLayout: Math.round(e.startTime + e.duration - e.styleAndLayoutStart), scripts: e.scripts.map((x) => `${x.invoker} ${Math.round(x.duration)}`).slice(0, 3) });
+      if (state.longFrames.length > 100) state.longFrames.shift();
+    }
+  }).observe({ type: 'long-animation-frame', buffered: true });
+}

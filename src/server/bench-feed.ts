@@ -2,8 +2,8 @@
  * The input of `sits bench dashboard`: a synthetic cluster of N nodes × 8 GPUs and a seeded workload replayed by
  * the simulator (SimFeed), the same for the same N and seed. Three nodes in four are DGX H100 (one NVSwitch
  * island), one in four L4×8 (eight PCIe islands: the widest node row of the heatmap); 16 nodes a rack, 8 racks a
- * block, 40 racks a zone. Jobs are single GPUs, fractions, whole nodes and gangs of 2–8 nodes, arriving so that the
- * cluster runs about three quarters full, with a few jobs waiting.
+ * block, 40 racks a zone. Jobs are single GPUs, fractions, whole nodes and gangs of 2–8 nodes, arriving at 95 % of
+ * the GPUs' worth of demand; after the 3 h prefill about two thirds of the GPUs are allocated and few jobs wait.
  */
 import type { NodeSpec } from '../core/model/node.ts';
 import { makePod, type GangSpec } from '../core/model/pod.ts';

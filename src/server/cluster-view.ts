@@ -284,6 +284,9 @@ export function spanOf(state: ClusterState, allocations: readonly Allocation[]):
 const SPAN_ORDER: readonly Span[] = ['island', 'node', 'nvlink-domain', 'rack', 'block', 'zone', 'cluster'];
 const within = (s: Span, level: Span): boolean => SPAN_ORDER.indexOf(s) <= SPAN_ORDER.indexOf(level);
 
+/** Running rows of the last build with the allocations they were made from (ClusterViewTracker keeps one). */
+export type RunningRowCache = Map<string, { readonly allocs: readonly Allocation[]; readonly row: RunningJobView }>;
+
 /** The whole view. */
 export function buildClusterView(input: ViewInput): ClusterView {
   return { ...buildTables(input), nodes: input.state.nodes.map((n) => nodeView(n, input.gangQueue)) };
@@ -293,8 +296,9 @@ export function buildClusterView(input: ViewInput): ClusterView {
  * Everything but the node views: totals, queues, pending and running jobs. O(nodes + allocations), without a
  * view object per GPU, so that a live update that changed a few nodes does not pay for all of them.
  */
-export function buildTables(input: ViewInput): Omit<ClusterView, 'nodes'> {
+export function buildTables(input: ViewInput, rows?: RunningRowCache): Omit<ClusterView, 'nodes'> {
   const { state } = input;
+  const nextRows: RunningRowCache | undefined = rows === undefined ? undefined : new Map();
   // Running jobs: every GPU-holding allocation, grouped by job.
   const byJob = new Map<string, Allocation[]>();
   let gpus = 0;
@@ -316,14 +320,27 @@ export function buildTables(input: ViewInput): Omit<ClusterView, 'nodes'> {
   const usedByQueue = new Map<string, number>();
   const runningByQueue = new Map<string, number>();
   for (const [id, allocs] of byJob) {
-    const gpuMilli = allocs.reduce((s, a) => s + a.gpus.length * a.gpuMilli, 0);
     const first = allocs[0];
     const queue = first === undefined ? 'default' : queueOf(first, input.gangQueue);
-    const span = spanOf(state, allocs);
     const start = input.startedMs?.get(id);
-    running.push({ id, queue, pods: allocs.length, gpuMilli, nodes: [...new Set(allocs.map((a) => a.node))].sort(), span, oneNvlinkDomain: span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined), oneRack: within(span, 'rack'), ...(start === undefined ? {} : { startMs: start }) });
-    usedByQueue.set(queue, (usedByQueue.get(queue) ?? 0) + gpuMilli);
+    // A running job's allocations are the same objects until it changes: its row is reused, and the patch's
+    // delta then skips it by identity (thousands of rows are not rebuilt and compared on every bind).
+    const cached = rows?.get(id);
+    let row: RunningJobView;
+    if (cached !== undefined && cached.row.queue === queue && cached.row.startMs === start && cached.allocs.length === allocs.length && cached.allocs.every((a, i) => a === allocs[i])) row = cached.row;
+    else {
+      const gpuMilli = allocs.reduce((s, a) => s + a.gpus.length * a.gpuMilli, 0);
+      const span = spanOf(state, allocs);
+      row = { id, queue, pods: allocs.length, gpuMilli, nodes: [...new Set(allocs.map((a) => a.node))].sort(), span, oneNvlinkDomain: span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined), oneRack: within(span, 'rack'), ...(start === undefined ? {} : { startMs: start }) };
+    }
+    nextRows?.set(id, { allocs, row });
+    running.push(row);
+    usedByQueue.set(queue, (usedByQueue.get(queue) ?? 0) + row.gpuMilli);
     runningByQueue.set(queue, (runningByQueue.get(queue) ?? 0) + 1);
+  }
+  if (rows !== undefined && nextRows !== undefined) {
+    rows.clear();
+    for (const [k, v] of nextRows) rows.set(k, v);
   }
   running.sort(compareRunning);
 
@@ -454,6 +471,7 @@ export class ClusterViewTracker {
   private lastState: ClusterState | undefined;
   private lastStateSeq = 0;
   private seq = 0;
+  private readonly rows: RunningRowCache = new Map();
 
   /** The current view (undefined before the first update). */
   get view(): ClusterView | undefined {
@@ -469,7 +487,7 @@ export class ClusterViewTracker {
     let patch: ClusterViewPatch | undefined;
     const changed = prev !== undefined && this.lastState === state ? changedNodes(state, this.lastStateSeq) : undefined;
     if (prev !== undefined && changed !== undefined) {
-      const tables = buildTables({ ...input, seq });
+      const tables = buildTables({ ...input, seq }, this.rows);
       const nodes = [...prev.nodes];
       const patched: { at: number; node: NodeView }[] = [];
       for (const idx of changed) {
@@ -482,7 +500,7 @@ export class ClusterViewTracker {
       view = { ...tables, nodes };
       patch = { fromSeq: prev.seq, seq, atMs: view.atMs, totals: view.totals, nodes: patched, ...changedTables(prev, tables) };
     } else {
-      view = buildClusterView({ ...input, seq });
+      view = { ...buildTables({ ...input, seq }, this.rows), nodes: state.nodes.map((n) => nodeView(n, input.gangQueue)) };
       patch = prev === undefined ? undefined : diffViews(prev, view);
     }
     this.last = view;

@@ -1,8 +1,8 @@
 // The dashboard on the dev cluster (real kube-apiserver, the live SITS scheduler, a fake kubelet), opened in
 // headless Chromium over the secure port as `sits run` serves it off loopback: a ServiceAccount token allowed
 // the dashboard's non-resource URLs by RBAC (SubjectAccessReview), others refused. The page must show every node
-// and GPU, repaint a gang's GPUs within a second of its binding, show a waiting job's explanation and expected
-// start, and log no console error. Screenshots go to test-artefacts/dashboard/ (git-ignored).
+// and GPU, repaint a gang's GPUs within a second of its binding, paint an unhealthy GPU as such, show a waiting
+// job's explanation and expected start, and log no console error. Screenshots go to test-artefacts/dashboard/ (git-ignored).
 import { mkdirSync } from 'node:fs';
 import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
@@ -25,6 +25,7 @@ const NODES = 8;
 const GPUS = 8;
 const WHOLE = '#f76707';
 const FREE = '#2b3a4c';
+const UNHEALTHY = '#e64980';
 
 let cluster: DevCluster;
 let server: SitsServer;
@@ -167,6 +168,19 @@ describe('the dashboard on a live cluster', () => {
     await page.screenshot({ path: join(ARTEFACTS, '2-gang-bound.png'), fullPage: true });
   });
 
+  it('paints a GPU the device plugin reports unhealthy (allocatable below capacity) as unhealthy', async () => {
+    const v0 = await view();
+    const victim = v0.nodes.find((n) => n.pods.length === 0);
+    if (victim === undefined) throw new Error('no idle node');
+    // As a device plugin does when a GPU fails: allocatable drops to 7 of 8 (the highest index is the one counted out).
+    await cluster.client.request('PATCH', `/api/v1/nodes/${victim.name}/status`, { contentType: 'application/merge-patch+json', body: { status: { allocatable: { 'nvidia.com/gpu': '7' } } } });
+    await waitFor('the GPU painted unhealthy', async () => (await pixel(victim.name, 7)) === UNHEALTHY, 30_000, 50);
+    const v = await view();
+    expect(v.nodes.find((n) => n.name === victim.name)?.gpus.map((g) => g.healthy)).toEqual([true, true, true, true, true, true, true, false]);
+    expect(v.totals.healthyGpus).toBe(NODES * GPUS - 1);
+    expect(await pixel(victim.name, 6)).toBe(FREE);
+  });
+
   it('shows a waiting job with the explanation SITS wrote on it and its expected start', async () => {
     // Fill every other GPU for 20 minutes (the user says so), then ask for a whole node more. All in the gang's
     // queue: one queue, equal priorities, so nothing is preempted and the waiter waits for the fillers to end.
@@ -174,7 +188,7 @@ describe('the dashboard on a live cluster', () => {
     const v0 = await view();
     const fillers: V1Pod[] = [];
     for (const n of v0.nodes) {
-      const free = n.gpus.filter((g) => g.usedMilli === 0).length;
+      const free = n.gpus.filter((g) => g.usedMilli === 0 && g.healthy).length;
       if (free > 0) fillers.push(testPod(NS, `fill-${fillers.length}`, { gpus: free, labels: research, annotations: { [ANNOTATION.expectedRuntimeSeconds]: '1200' } }));
     }
     await createPods(cluster.client, fillers);

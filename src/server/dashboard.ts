@@ -100,6 +100,11 @@ export function dashboardRoutes(stream: () => ClusterViewStream | undefined, web
 /** The live scheduler's view stream: rebuilt on its watch events and cycles (never by asking the apiserver). */
 export function liveViewStream(scheduler: LiveScheduler, opts: ViewStreamOptions = {}): ClusterViewStream {
   const stream = new ClusterViewStream(() => liveViewInput(scheduler, Date.now()), opts);
-  scheduler.onChange = () => stream.changed();
+  // Chained: another reader of the hook (sits top, metrics) keeps its own.
+  const before = scheduler.onChange;
+  scheduler.onChange = () => {
+    before?.();
+    stream.changed();
+  };
   return stream;
 }

@@ -1,4 +1,5 @@
 import { writeFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
 import type { Command } from 'commander';
 import { nearestRank } from '../../core/stats.ts';
 import { syntheticFeed } from '../../server/bench-feed.ts';
@@ -18,6 +19,9 @@ interface Paint {
   readonly ms: number;
   readonly wallMs: number;
   readonly nodes?: number;
+  readonly parseMs?: number;
+  readonly heatmapMs?: number;
+  readonly tablesMs?: number;
 }
 
 const round1 = (x: number): number => Math.round(x * 10) / 10;
@@ -48,7 +52,7 @@ export async function runDashboardBench(o: { readonly nodes: number; readonly se
     await page.goto(`${server.url}/dashboard/`);
     await page.waitForFunction(() => (window as unknown as { sitsDashboard?: { firstPaintMs?: number } }).sitsDashboard?.firstPaintMs !== undefined, null, { timeout: 300_000 });
     const firstPaintMs = await page.evaluate(() => performance.getEntriesByName('sits-first-paint')[0]?.startTime ?? Number.NaN);
-    const samples: { endToEndMs: number; pageMs: number; serverMs: number; nodes: number; bytes: number }[] = [];
+    const samples: { endToEndMs: number; pageMs: number; serverMs: number; nodes: number; bytes: number; parseMs: number; heatmapMs: number; tablesMs: number }[] = [];
     let patchBytes = 0;
     for (let i = 0; i < o.updates && feed.eventsLeft > 0; i++) {
       // The next simulator event that changes the cluster (an arrival that only waits changes the tables alone).
@@ -63,18 +67,20 @@ export async function runDashboardBench(o: { readonly nodes: number; readonly se
       const p = (await paint.jsonValue()) as Paint;
       const bytes = stream.lastPatchBytes;
       patchBytes += bytes;
-      samples.push({ endToEndMs: p.wallMs - sent, pageMs: p.ms, serverMs, nodes: p.nodes ?? 0, bytes });
+      samples.push({ endToEndMs: p.wallMs - sent, pageMs: p.ms, serverMs, nodes: p.nodes ?? 0, bytes, parseMs: round1(p.parseMs ?? 0), heatmapMs: round1(p.heatmapMs ?? 0), tablesMs: round1(p.tablesMs ?? 0) });
     }
     const e2e = samples.map((s) => s.endToEndMs).sort((a, b) => a - b);
     const pageMs = samples.map((s) => s.pageMs).sort((a, b) => a - b);
     const serverMs = samples.map((s) => s.serverMs).sort((a, b) => a - b);
     const result: DashboardBenchResult = { nodes: o.nodes, firstPaintMs: round1(firstPaintMs), updateMs: { p50: round1(nearestRank(e2e, 50) ?? Number.NaN), p99: round1(nearestRank(e2e, 99) ?? Number.NaN) } };
+    const longFrames = await page.evaluate(() => (window as unknown as { sitsDashboard: { longFrames?: unknown[] } }).sitsDashboard.longFrames ?? []);
     const v = stream.view();
     const details = {
       ...result,
       seed: o.seed,
       gpus: v.totals.gpus,
       viewport: '1400x1000',
+      machine: { cpus: cpus().length, loadAverage1m: round1(loadavg()[0] ?? 0) },
       chromium: browser.version(),
       cluster: { usedGpuPct: round1((100 * v.totals.usedGpuMilli) / (v.totals.gpus * 1000)), runningJobs: v.totals.runningJobs, pendingJobs: v.totals.pendingJobs, virtualHours: round1(feed.nowMs / 3_600_000) },
       prefillSeconds: round1(prefillMs / 1000),
@@ -83,8 +89,10 @@ export async function runDashboardBench(o: { readonly nodes: number; readonly se
       updateDefinition: 'simulator change announced → server builds and sends the patch → the page applies it and its frame is produced (Date.now on both sides, one machine)',
       pageUpdateMs: { p50: round1(nearestRank(pageMs, 50) ?? Number.NaN), p99: round1(nearestRank(pageMs, 99) ?? Number.NaN) },
       serverUpdateMs: { p50: round1(nearestRank(serverMs, 50) ?? Number.NaN), p99: round1(nearestRank(serverMs, 99) ?? Number.NaN) },
+      pagePartsMs: Object.fromEntries((['parseMs', 'heatmapMs', 'tablesMs'] as const).map((k) => [k, round1(nearestRank(samples.map((x) => x[k]).sort((a, b) => a - b), 50) ?? Number.NaN)])),
       meanPatchBytes: samples.length === 0 ? 0 : Math.round(patchBytes / samples.length),
       pageErrors: errors,
+      longAnimationFrames: longFrames,
       samples,
     };
     return { result, details };
