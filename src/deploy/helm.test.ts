@@ -115,8 +115,8 @@ describe('the Helm chart, by the real helm', () => {
     const single = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS[0]?.[1])]);
     expect(kinds(single)).not.toContain('PodDisruptionBudget');
     expect(kinds(single)).not.toContain('Role');
-    // The scheduler's role and the metrics reader's (no controllers, no webhook).
-    expect(kinds(single).filter((k) => k === 'ClusterRole')).toHaveLength(2);
+    // The scheduler's role, the metrics reader's and the dashboard viewer's (no controllers, no webhook).
+    expect(kinds(single).filter((k) => k === 'ClusterRole')).toHaveLength(3);
     expect(deploymentOf(single).spec.template.spec.containers[0]?.args).toEqual(['run', '--profile=sits', '--metrics-port=8080', '--identity=$(POD_NAME)', '--no-leader-elect']);
     const other = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS[1]?.[1])]);
     expect(kinds(other)).not.toContain('Namespace');

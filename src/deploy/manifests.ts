@@ -4,7 +4,7 @@
  * Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { CONTROLLER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
@@ -19,6 +19,7 @@ export const NAMES = {
   deployment: 'sits-scheduler',
   metricsService: 'sits-scheduler-metrics',
   metricsReaderRole: 'sits-metrics-reader',
+  dashboardViewerRole: 'sits-dashboard-viewer',
   pdb: 'sits-scheduler',
   container: 'sits',
   schedulerName: SCHEDULER_NAME,
@@ -312,6 +313,11 @@ export function rbacDocs(): Doc[] {
     {
       file: 'clusterrole-metrics-reader.yaml',
       body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.metricsReaderRole, false), rules: METRICS_READER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) },
+    },
+    // For people and tools that open the dashboard (server/dashboard.ts): bind a user or group to it.
+    {
+      file: 'clusterrole-dashboard-viewer.yaml',
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.dashboardViewerRole, false), rules: DASHBOARD_VIEWER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) },
     },
   ];
 }

@@ -108,4 +108,12 @@ export const WEBHOOK_SECRET_CREATE_RULE: PolicyRule = { apiGroups: [''], resourc
 export const WEBHOOK_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/validate', '/mutate'], verbs: ['post'] }];
 
 /** Who may scrape the secure metrics ports (bound by the user to their Prometheus). */
+/**
+ * The dashboard on the secure port (server/dashboard.ts): the page, the view and its stream, nothing else (not
+ * /metrics). Bound by the chart's sits-dashboard-viewer ClusterRole.
+ */
+export const DASHBOARD_VIEWER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [
+  { nonResourceURLs: ['/', '/dashboard', '/dashboard/*'], verbs: ['get'] },
+];
+
 export const METRICS_READER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/metrics', '/report'], verbs: ['get'] }];

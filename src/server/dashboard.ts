@@ -27,9 +27,7 @@ export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/dashboard/api/v1/c
  * RBAC rules that let a caller read the dashboard on the secure port (a ClusterRole's `rules`): the page, the view
  * and its stream, nothing else (not /metrics).
  */
-export const DASHBOARD_VIEWER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [
-  { nonResourceURLs: ['/', '/dashboard', '/dashboard/*'], verbs: ['get'] },
-];
+export { DASHBOARD_VIEWER_RULES } from '../deploy/rbac.ts';
 
 const TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',
