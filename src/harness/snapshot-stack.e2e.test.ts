@@ -97,7 +97,11 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     process.stderr.write(`VolumeSnapshot create → readyToUse: p50 ${p50.toFixed(0)} ms, min ${sorted[0]?.toFixed(0)} ms, max ${sorted.at(-1)?.toFixed(0)} ms (n=${times.length}; ${times.map((t) => t.toFixed(0)).join(', ')})\n`);
     expect(stack.driver.snapshots().filter((s) => s.sourceVolumeId === vol.volume.id)).toHaveLength(5);
     for (let i = 0; i < 5; i++) await client.delete(vsPath(`timed-${i}`));
-    await waitFor('timed snapshots deleted', async () => stack.driver.snapshots().length === 0);
+    await waitFor('timed snapshots deleted', async () => {
+      const left = stack.driver.snapshots();
+      if (left.length > 0) throw new Error(`still at the driver: ${left.map((x) => x.name).join(', ')}; VolumeSnapshots: ${JSON.stringify((await client.get<{ items: VolumeSnapshotObject[] }>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots`)).items.map((v) => ({ name: v.metadata.name, finalizers: v.metadata.finalizers, status: v.status })))}`);
+      return true;
+    });
   });
 
   it('a VolumeSnapshotClass that does not exist: the snapshot error names it', async () => {

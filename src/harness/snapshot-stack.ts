@@ -23,12 +23,12 @@ const ENSURE_SCRIPT = join(resolve(dirname(fileURLToPath(import.meta.url)), '../
 export const SNAPSHOT_API = '/apis/snapshot.storage.k8s.io/v1';
 
 /**
- * snapshot-controller's client-side rate limit: upstream's default (5 QPS, burst 10) spaces its apiserver calls
+ * The client-side rate limit of both components: upstream's default (5 QPS, burst 10) spaces their apiserver calls
  * 200 ms apart once a few snapshots have drained the burst, which alone made create → readyToUse about 1.8 s in a
- * row of snapshots. The test apiserver is local; pass `controllerArgs: ['--kube-api-qps=5', '--kube-api-burst=10']`
- * to measure upstream's defaults. (csi-snapshotter has no such flag: client-go's defaults.)
+ * row of snapshots. The test apiserver is local; pass `['--kube-api-qps=5', '--kube-api-burst=10']` as
+ * controllerArgs and snapshotterArgs to measure upstream's defaults.
  */
-export const CONTROLLER_RATE_ARGS = ['--kube-api-qps=100', '--kube-api-burst=200'] as const;
+export const RATE_ARGS = ['--kube-api-qps=100', '--kube-api-burst=200'] as const;
 
 let ensured: Promise<string> | undefined;
 
@@ -86,8 +86,8 @@ export async function startSnapshotStack(plane: ControlPlane, opts: SnapshotStac
     }).catch((e: unknown) => {
       if (!isStatus(e, 409)) throw e;
     });
-    const snapshotController = plane.startProcess('snapshot-controller', join(binDir, 'snapshot-controller'), [`--kubeconfig=${plane.kubeconfigPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...CONTROLLER_RATE_ARGS, ...(opts.controllerArgs ?? [])]);
-    const csiSnapshotter = plane.startProcess('csi-snapshotter', join(binDir, 'csi-snapshotter'), [`--kubeconfig=${plane.kubeconfigPath}`, `--csi-address=${driver.socketPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...(opts.snapshotterArgs ?? [])]);
+    const snapshotController = plane.startProcess('snapshot-controller', join(binDir, 'snapshot-controller'), [`--kubeconfig=${plane.kubeconfigPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS, ...(opts.controllerArgs ?? [])]);
+    const csiSnapshotter = plane.startProcess('csi-snapshotter', join(binDir, 'csi-snapshotter'), [`--kubeconfig=${plane.kubeconfigPath}`, `--csi-address=${driver.socketPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS, ...(opts.snapshotterArgs ?? [])]);
     await waitFor(
       'csi-snapshotter to connect to the stand-in CSI driver',
       async () => {
