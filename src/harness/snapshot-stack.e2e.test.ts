@@ -133,4 +133,14 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     expect(stack.driver.snapshots()).toHaveLength(before);
     await client.delete(vsPath('too-big'));
   });
+
+  it('stop() ends both components and the driver; the plane no longer lists them', async () => {
+    const pids = [stack.snapshotController.pid, stack.csiSnapshotter.pid];
+    expect(plane.childPids()).toEqual(expect.arrayContaining(pids));
+    await stack.stop();
+    expect([stack.snapshotController.alive(), stack.csiSnapshotter.alive()]).toEqual([false, false]);
+    expect(plane.childPids().filter((p) => pids.includes(p))).toEqual([]);
+    expect(existsSync(stack.socket)).toBe(false);
+    await stack.stop(); // idempotent
+  });
 });
