@@ -42,6 +42,7 @@ if (!unitOnly) {
   provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
   provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
   provide('CSI snapshot components', 'tools/snapshots/ensure.mjs', 'SITS_SNAPSHOTS_BIN', 'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests');
+  provide('csi-provisioner', 'tools/snapshots/ensure-provisioner.mjs', 'SITS_CSI_PROVISIONER_BIN', 'csi-provisioner (restore from a VolumeSnapshot) for the snapshot e2e tests');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
 }

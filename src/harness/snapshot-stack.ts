@@ -18,7 +18,9 @@ import type { StandInCsiDriver, StandInVolume } from './csi/stand-in-driver.ts';
 import { waitFor } from './e2e-kit.ts';
 import { applyCrdObjects, upstreamCrds } from './upstream-crds.ts';
 
-const ENSURE_SCRIPT = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'tools/snapshots/ensure.mjs');
+const TOOLS = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'tools/snapshots');
+const ENSURE_SCRIPT = join(TOOLS, 'ensure.mjs');
+const ENSURE_PROVISIONER_SCRIPT = join(TOOLS, 'ensure-provisioner.mjs');
 
 export const SNAPSHOT_API = '/apis/snapshot.storage.k8s.io/v1';
 
@@ -41,7 +43,23 @@ export function ensureSnapshotComponents(opts: { log?: (line: string) => void } 
   return ensured;
 }
 
+let ensuredProvisioner: Promise<string> | undefined;
+
+/** Runs tools/snapshots/ensure-provisioner.mjs once per process (SITS_CSI_PROVISIONER_BIN, or its own cache). */
+export function ensureCsiProvisioner(opts: { log?: (line: string) => void } = {}): Promise<string> {
+  ensuredProvisioner ??= runEnsure(ENSURE_PROVISIONER_SCRIPT, opts.log ?? ((l) => process.stderr.write(`${l}\n`))).catch((e: unknown) => {
+    ensuredProvisioner = undefined;
+    throw e;
+  });
+  return ensuredProvisioner;
+}
+
 export interface SnapshotStackOptions {
+  /**
+   * Also run the real csi-provisioner (external-provisioner v6.3.0), so a PVC of a StorageClass of the driver is
+   * provisioned, and one whose dataSource is a VolumeSnapshot is restored from its tarball.
+   */
+  readonly withProvisioner?: boolean;
   /** Client for the CRDs and the CSIDriver object. Default: the plane's admin. */
   readonly client?: KubeClient;
   /** The stand-in driver's folder. Default `<plane.dir>/csi` (removed with the plane). */
@@ -66,6 +84,8 @@ export interface SnapshotStack {
   readonly binDir: string;
   readonly snapshotController: ComponentProcess;
   readonly csiSnapshotter: ComponentProcess;
+  /** Present with `withProvisioner`. */
+  readonly csiProvisioner: ComponentProcess | undefined;
   /** Stops the two components and the driver (the CRDs and the CSIDriver object stay). Idempotent. */
   stop(): Promise<void>;
 }
@@ -88,10 +108,15 @@ export async function startSnapshotStack(plane: ControlPlane, opts: SnapshotStac
     });
     const snapshotController = plane.startProcess('snapshot-controller', join(binDir, 'snapshot-controller'), [`--kubeconfig=${plane.kubeconfigPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS, ...(opts.controllerArgs ?? [])]);
     const csiSnapshotter = plane.startProcess('csi-snapshotter', join(binDir, 'csi-snapshotter'), [`--kubeconfig=${plane.kubeconfigPath}`, `--csi-address=${driver.socketPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS, ...(opts.snapshotterArgs ?? [])]);
+    const provisionerBin = opts.withProvisioner === true ? await ensureCsiProvisioner(opts.log ? { log: opts.log } : {}) : undefined;
+    const csiProvisioner =
+      provisionerBin === undefined
+        ? undefined
+        : plane.startProcess('csi-provisioner', join(provisionerBin, 'csi-provisioner'), [`--kubeconfig=${plane.kubeconfigPath}`, `--csi-address=${driver.socketPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS]);
     await waitFor(
       'csi-snapshotter to connect to the stand-in CSI driver',
       async () => {
-        for (const p of [snapshotController, csiSnapshotter]) if (!p.alive()) throw new Error(`${p.logPath} ended:\n${p.tail().join('\n')}`);
+        for (const p of [snapshotController, csiSnapshotter, ...(csiProvisioner ? [csiProvisioner] : [])]) if (!p.alive()) throw new Error(`${p.logPath} ended:\n${p.tail().join('\n')}`);
         return driver.calls('ControllerGetCapabilities') > 0;
       },
       60_000,
@@ -104,8 +129,10 @@ export async function startSnapshotStack(plane: ControlPlane, opts: SnapshotStac
       binDir,
       snapshotController,
       csiSnapshotter,
+      csiProvisioner,
       stop() {
         stopped ??= (async () => {
+          await csiProvisioner?.stop();
           await csiSnapshotter.stop();
           await snapshotController.stop();
           await driver.stop();
@@ -163,6 +190,21 @@ export async function createStaticVolume(stack: SnapshotStack, o: StaticVolumeOp
     spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: pvName, resources: { requests: { storage: String(bytes) } } },
   });
   return { volume, pvName, pvcName: o.pvcName };
+}
+
+/** A StorageClass of the driver (csi-provisioner serves it; Immediate binding, Delete). */
+export function storageClass(name: string, driver: string): Record<string, unknown> {
+  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: driver, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' };
+}
+
+/** A PVC restored from a VolumeSnapshot (csi-provisioner creates the volume from the snapshot's tarball). */
+export function restoredClaim(namespace: string, name: string, snapshotName: string, storageClassName: string, bytes: number): Record<string, unknown> {
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name, namespace },
+    spec: { accessModes: ['ReadWriteMany'], storageClassName, dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshotName }, resources: { requests: { storage: String(bytes) } } },
+  };
 }
 
 /** A VolumeSnapshotClass of the stand-in driver. */
