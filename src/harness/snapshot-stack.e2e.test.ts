@@ -77,6 +77,25 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     await waitFor('VolumeSnapshotContent deleted', () => gone(`${SNAPSHOT_API}/volumesnapshotcontents/${ready.status?.boundVolumeSnapshotContentName}`));
   });
 
+  it('deletionPolicy Retain: deleting the VolumeSnapshot keeps its content and the tarball', async () => {
+    await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in-retain', stack.driver.name, 'Retain'));
+    await client.post(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots`, volumeSnapshot(NS, 'kept', 'ckpt', 'stand-in-retain'));
+    const ready = await waitFor('VolumeSnapshot kept readyToUse', async () => {
+      const vs = await getVs('kept');
+      return vs.status?.readyToUse === true ? vs : undefined;
+    });
+    const contentPath = `${SNAPSHOT_API}/volumesnapshotcontents/${ready.status?.boundVolumeSnapshotContentName}`;
+    const handle = (await client.get<{ status?: { snapshotHandle?: string } }>(contentPath)).status?.snapshotHandle ?? '';
+    await client.delete(vsPath('kept'));
+    await waitFor('VolumeSnapshot kept gone', () => gone(vsPath('kept')));
+    expect(await gone(contentPath)).toBe(false);
+    expect(existsSync(stack.driver.snapshotFile(handle))).toBe(true);
+    // Clean up as an operator would: switch the content to Delete, then delete it.
+    await client.mergePatch(contentPath, { spec: { deletionPolicy: 'Delete' } });
+    await client.delete(contentPath);
+    await waitFor('retained tarball removed once its content is deleted with policy Delete', async () => !existsSync(stack.driver.snapshotFile(handle)) && (await gone(contentPath)));
+  });
+
   it('measures VolumeSnapshot create → readyToUse', async () => {
     const times: number[] = [];
     const toDriver: number[] = [];
