@@ -43,6 +43,8 @@ if (!unitOnly) {
   provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
   // The tracing e2e test's OTLP receiver: a small OpenTelemetry Collector built from Go modules (ADR 0067).
   provide('otel collector', 'tools/otelcol/ensure.mjs', 'SITS_OTELCOL', 'the OpenTelemetry Collector for the tracing e2e test');
+  provide('CSI snapshot components', 'tools/snapshots/ensure.mjs', 'SITS_SNAPSHOTS_BIN', 'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests');
+  provide('csi-provisioner', 'tools/snapshots/ensure-provisioner.mjs', 'SITS_CSI_PROVISIONER_BIN', 'csi-provisioner (restore from a VolumeSnapshot) for the snapshot e2e tests');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
   // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.

@@ -68,6 +68,17 @@ export interface ControllerManagerProcess {
   stop(): Promise<void>;
 }
 
+/** Another component run beside the control plane (ControlPlane.startProcess). */
+export interface ComponentProcess {
+  readonly pid: number;
+  readonly logPath: string;
+  /** Whether it is still running. */
+  alive(): boolean;
+  /** Its last log lines. */
+  tail(): readonly string[];
+  stop(): Promise<void>;
+}
+
 export interface ControlPlane {
   readonly kubeconfigPath: string;
   /** https://127.0.0.1:<port> */
@@ -95,6 +106,11 @@ export interface ControlPlane {
    */
   startControllerManager(opts: ControllerManagerOptions): Promise<ControllerManagerProcess>;
   stopControllerManager(): Promise<void>;
+  /**
+   * Starts another component (e.g. the CSI snapshot controller) as a child like the others: its own process group,
+   * KUBECONFIG set to the admin kubeconfig, output in `<dir>/<name>.log`, killed by stop() and by the orphan watchdog.
+   */
+  startProcess(name: string, binPath: string, args: readonly string[]): ComponentProcess;
   /** PIDs of the live child processes (process-group leaders), for leak checks. */
   childPids(): number[];
   /** Kills every child process group and removes `dir`. Idempotent. */
@@ -135,7 +151,8 @@ export function ensureControllerManager(opts: { log?: (line: string) => void } =
   return ensuredKcm;
 }
 
-function runEnsure(script: string, log: (line: string) => void): Promise<string> {
+/** Runs a tools/<name>/ensure.mjs script and resolves to the folder it prints last; its stderr goes to `log`. */
+export function runEnsure(script: string, log: (line: string) => void): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     const out: string[] = [];
@@ -618,6 +635,13 @@ class ControlPlaneImpl implements ControlPlane {
 
   async stopControllerManager(): Promise<void> {
     await this.stopManaged('kube-controller-manager');
+  }
+
+  startProcess(name: string, binPath: string, args: readonly string[]): ComponentProcess {
+    this.assertRunning();
+    const logPath = join(this.dir, `${name}.log`);
+    const p = this.spawnManaged(name, binPath, args, logPath);
+    return { pid: p.pid, logPath, alive: () => p.child.exitCode === null && p.child.signalCode === null, tail: () => [...p.tail], stop: () => this.stopManaged(name) };
   }
 
   private assertRunning(): void {

@@ -1,5 +1,5 @@
 /**
- * Real CRDs of the projects SITS works beside (KEDA's ScaledObject, Kubeflow's PyTorchJob), taken from their Go
+ * Real CRDs of the projects SITS works beside (KEDA's ScaledObject, Kubeflow's PyTorchJob, the CSI VolumeSnapshot), taken from their Go
  * modules through the module proxy (`go mod download`: the module cache keeps them, nothing is vendored), so the
  * apiserver in tests validates those objects exactly as a cluster running those projects does.
  */
@@ -12,6 +12,12 @@ import { isStatus, type KubeClient } from '../kube/client.ts';
 export const UPSTREAM_CRDS = {
   keda: { module: 'github.com/kedacore/keda/v2', version: 'v2.20.2', files: ['config/crd/bases/keda.sh_scaledobjects.yaml', 'config/crd/bases/keda.sh_scaledjobs.yaml'] },
   kubeflow: { module: 'github.com/kubeflow/training-operator', version: 'v1.9.2', files: ['manifests/base/crds/kubeflow.org_pytorchjobs.yaml'] },
+  // The CSI snapshot API (VolumeSnapshot, VolumeSnapshotContent, VolumeSnapshotClass) that snapshot-controller serves.
+  snapshots: {
+    module: 'github.com/kubernetes-csi/external-snapshotter/client/v8',
+    version: 'v8.6.0',
+    files: ['config/crd/snapshot.storage.k8s.io_volumesnapshotclasses.yaml', 'config/crd/snapshot.storage.k8s.io_volumesnapshotcontents.yaml', 'config/crd/snapshot.storage.k8s.io_volumesnapshots.yaml'],
+  },
 } as const;
 
 export type UpstreamProject = keyof typeof UPSTREAM_CRDS;
