@@ -20,6 +20,7 @@ import { loadCluster } from '../spec/cluster-file.ts';
 import { fieldPath, loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
 import { loadQueueScenario } from './queue-scenario.ts';
+import { loadStorage } from '../spec/storage-file.ts';
 import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
 
 const ExpectT = Type.Object(
@@ -56,6 +57,8 @@ const ScenarioT = Type.Object(
     cycles: Type.Optional(Type.Unknown()),
     options: Type.Optional(Type.Unknown()),
     disruptionBudgets: Type.Optional(Type.Unknown()),
+    /** StorageClasses, PersistentVolumes and claims the workload's volumes use (spec/storage-file.ts). */
+    storage: Type.Optional(Type.Unknown()),
     expect: Type.Array(Type.Unknown()),
   },
   { additionalProperties: false },
@@ -97,6 +100,7 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   const base = { file, name: v.value.name, description: v.value.description ?? '' };
   if (v.value.queues !== undefined) {
     if (v.value.workload !== undefined) issues.push(issueAt(src.value, ['workload'], 'a scenario with queues lists its pending work under jobs'));
+    if (v.value.storage !== undefined) issues.push(issueAt(src.value, ['storage'], 'storage is read by placement scenarios only (a workload), not by scenarios with queues'));
     if (issues.length > 0) return err(new InputError(issues));
     const q = loadQueueScenario(src.value, nodes.value, running, profile, seed);
     if (!q.ok) return q;
@@ -107,6 +111,8 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   if (issues.length > 0) return err(new InputError(issues));
   const units = loadWorkload(src.value, ['workload']);
   if (!units.ok) return units;
+  const storage = v.value.storage === undefined ? undefined : loadStorage(src.value, ['storage']);
+  if (storage !== undefined && !storage.ok) return storage;
   const ev = validateYaml(src.value, Type.Array(ExpectT), ['expect']);
   if (!ev.ok) return ev;
   const expectations = ev.value.map((e, i) => {
@@ -115,7 +121,7 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
     return { expect: e, where: issueAt(src.value, ['expect', i], '') };
   });
   if (issues.length > 0) return err(new InputError(issues));
-  return ok({ ...base, kind: 'placement', check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running), expectations) });
+  return ok({ ...base, kind: 'placement', check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running, storage?.value), expectations) });
 }
 
 /** Runs a scenario; returns the failed expectations as readable lines (empty = all met). */
