@@ -13,7 +13,7 @@ import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -53,6 +53,21 @@ export interface SchedulerProcess {
   stop(): Promise<void>;
 }
 
+export interface ControllerManagerOptions {
+  /** kube-controller-manager's --controllers names (its own spelling, e.g. 'persistentvolume-binder-controller'). */
+  readonly controllers: readonly string[];
+  /** Extra flags; later flags win. */
+  readonly args?: readonly string[];
+}
+
+export interface ControllerManagerProcess {
+  readonly pid: number;
+  /** https://127.0.0.1:<port> (serves /healthz; the control plane token works). */
+  readonly url: string;
+  readonly logPath: string;
+  stop(): Promise<void>;
+}
+
 export interface ControlPlane {
   readonly kubeconfigPath: string;
   /** https://127.0.0.1:<port> */
@@ -74,6 +89,12 @@ export interface ControlPlane {
   restartApiServer(): Promise<void>;
   startScheduler(configYaml?: string): Promise<SchedulerProcess>;
   stopScheduler(): Promise<void>;
+  /**
+   * Starts kube-controller-manager (built by tools/k8s/ensure-controller-manager.mjs on first use) running the
+   * given controllers, e.g. ['persistentvolume-binder-controller']; resolves when its /healthz is ok.
+   */
+  startControllerManager(opts: ControllerManagerOptions): Promise<ControllerManagerProcess>;
+  stopControllerManager(): Promise<void>;
   /** PIDs of the live child processes (process-group leaders), for leak checks. */
   childPids(): number[];
   /** Kills every child process group and removes `dir`. Idempotent. */
@@ -82,6 +103,7 @@ export interface ControlPlane {
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ENSURE_SCRIPT = join(REPO_ROOT, 'tools/k8s/ensure.mjs');
+const ENSURE_KCM_SCRIPT = join(REPO_ROOT, 'tools/k8s/ensure-controller-manager.mjs');
 const LOG_TAIL_LINES = 40;
 
 // ---------------------------------------------------------------------------------------------
@@ -95,16 +117,27 @@ let ensured: Promise<string> | undefined;
  * with a long timeout. Progress lines go to `log` (default: stderr).
  */
 export function ensureK8sBinaries(opts: { log?: (line: string) => void } = {}): Promise<string> {
-  ensured ??= runEnsure(opts.log ?? ((l) => process.stderr.write(`${l}\n`))).catch((e: unknown) => {
+  ensured ??= runEnsure(ENSURE_SCRIPT, opts.log ?? ((l) => process.stderr.write(`${l}\n`))).catch((e: unknown) => {
     ensured = undefined;
     throw e;
   });
   return ensured;
 }
 
-function runEnsure(log: (line: string) => void): Promise<string> {
+let ensuredKcm: Promise<string> | undefined;
+
+/** As ensureK8sBinaries, for kube-controller-manager (its own cache folder; SITS_KCM_BIN overrides). */
+export function ensureControllerManager(opts: { log?: (line: string) => void } = {}): Promise<string> {
+  ensuredKcm ??= runEnsure(ENSURE_KCM_SCRIPT, opts.log ?? ((l) => process.stderr.write(`${l}\n`))).catch((e: unknown) => {
+    ensuredKcm = undefined;
+    throw e;
+  });
+  return ensuredKcm;
+}
+
+function runEnsure(script: string, log: (line: string) => void): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, [ENSURE_SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [script], { stdio: ['ignore', 'pipe', 'pipe'] });
     const out: string[] = [];
     const errTail: string[] = [];
     createInterface({ input: child.stdout }).on('line', (l) => out.push(l));
@@ -116,7 +149,7 @@ function runEnsure(log: (line: string) => void): Promise<string> {
     child.on('close', (code) => {
       const dir = out.filter((l) => l.trim() !== '').at(-1)?.trim();
       if (code === 0 && dir) resolvePromise(dir);
-      else reject(new Error(`${ENSURE_SCRIPT} failed (exit code ${code}):\n${errTail.join('\n')}`));
+      else reject(new Error(`${script} failed (exit code ${code}):\n${errTail.join('\n')}`));
     });
   });
 }
@@ -380,14 +413,16 @@ class ControlPlaneImpl implements ControlPlane {
       this.logStreams.set(logPath, stream);
     }
     const logStream = stream;
-    const child = spawn(join(this.binDir, bin), args, {
+    // `bin` is a name in binDir, or an absolute path (kube-controller-manager lives in its own cache folder).
+    const path = isAbsolute(bin) ? bin : join(this.binDir, bin);
+    const child = spawn(path, args, {
       cwd: this.dir,
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true, // own process group: we kill exactly what we started
       env: { ...process.env, KUBECONFIG: this.kubeconfigPath },
     });
     if (child.pid === undefined) {
-      throw new Error(`failed to start ${join(this.binDir, bin)}`);
+      throw new Error(`failed to start ${path}`);
     }
     const pid = child.pid;
     liveGroups.add(pid);
@@ -546,6 +581,45 @@ class ControlPlaneImpl implements ControlPlane {
     this.schedulerHandle = undefined;
   }
 
+  async startControllerManager(opts: ControllerManagerOptions): Promise<ControllerManagerProcess> {
+    this.assertRunning();
+    if (opts.controllers.length === 0) throw new Error('startControllerManager: name at least one controller');
+    const binDir = await ensureControllerManager(this.opts.log ? { log: this.opts.log } : {});
+    const [port] = await freePorts(1);
+    if (port === undefined) throw new Error('no free port');
+    const logPath = join(this.dir, 'kube-controller-manager.log');
+    const p = this.spawnManaged(
+      'kube-controller-manager',
+      join(binDir, 'kube-controller-manager'),
+      [
+        `--kubeconfig=${this.kubeconfigPath}`,
+        '--leader-elect=false',
+        `--controllers=${opts.controllers.join(',')}`,
+        '--bind-address=127.0.0.1',
+        `--secure-port=${port}`,
+        `--authentication-kubeconfig=${this.kubeconfigPath}`,
+        '--authentication-skip-lookup=true',
+        `--authorization-kubeconfig=${this.kubeconfigPath}`,
+        // Its own client per controller would need token secrets the test apiserver does not mint.
+        '--use-service-account-credentials=false',
+        ...(opts.args ?? []),
+      ],
+      logPath,
+    );
+    const url = `https://127.0.0.1:${port}`;
+    try {
+      await this.waitReady(p, `${url}/healthz`, this.token);
+    } catch (e) {
+      await this.stopManaged('kube-controller-manager');
+      throw e;
+    }
+    return { pid: p.pid, url, logPath, stop: () => this.stopControllerManager() };
+  }
+
+  async stopControllerManager(): Promise<void> {
+    await this.stopManaged('kube-controller-manager');
+  }
+
   private assertRunning(): void {
     if (this.stopped) throw new Error('control plane was stopped');
   }
@@ -557,7 +631,7 @@ class ControlPlaneImpl implements ControlPlane {
 
   private async doStop(): Promise<void> {
     // Reverse start order: scheduler, apiserver, etcd.
-    for (const name of ['kube-scheduler', 'kube-apiserver', 'etcd']) {
+    for (const name of ['kube-scheduler', 'kube-controller-manager', 'kube-apiserver', 'etcd']) {
       await this.stopManaged(name).catch((e: unknown) => this.log(`stopping ${name}: ${String(e)}`));
     }
     for (const [name] of this.procs) await this.stopManaged(name);
