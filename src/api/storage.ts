@@ -4,7 +4,7 @@
  * plugins read (ADR 0070); the apiserver has validated live objects, files get an error naming the field.
  */
 import type { LabelSelector, NodeSelectorTerm } from '../core/model/pod.ts';
-import type { AccessMode, PersistentVolume, PodClaim, PersistentVolumeClaim, StorageClass, TopologySelectorTerm, VolumeMode } from '../core/model/volume.ts';
+import type { AccessMode, InlineDisk, PersistentVolume, PodClaim, PersistentVolumeClaim, StorageClass, TopologySelectorTerm, VolumeMode } from '../core/model/volume.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { readResourceQuantity } from './pod-resources.ts';
 import type { QuantityValue } from './quantity.ts';
@@ -182,6 +182,22 @@ export interface PodVolumeLike {
   readonly name: string;
   readonly persistentVolumeClaim?: { readonly claimName: string; readonly readOnly?: boolean };
   readonly ephemeral?: unknown;
+  readonly gcePersistentDisk?: { readonly pdName: string; readonly readOnly?: boolean };
+  readonly awsElasticBlockStore?: { readonly volumeID: string; readonly readOnly?: boolean };
+  readonly iscsi?: { readonly iqn: string; readonly readOnly?: boolean };
+  readonly rbd?: { readonly monitors: readonly string[]; readonly image: string; readonly pool?: string; readonly readOnly?: boolean };
+}
+
+/** The inline disks VolumeRestrictions keeps apart on a node (RBD pool defaults to `rbd`, as the apiserver defaults it). */
+export function podInlineDisks(volumes: readonly PodVolumeLike[] | undefined): InlineDisk[] {
+  const out: InlineDisk[] = [];
+  for (const v of volumes ?? []) {
+    if (v.gcePersistentDisk != null) out.push({ kind: 'gce', id: v.gcePersistentDisk.pdName, readOnly: v.gcePersistentDisk.readOnly === true });
+    if (v.awsElasticBlockStore != null) out.push({ kind: 'aws', id: v.awsElasticBlockStore.volumeID, readOnly: v.awsElasticBlockStore.readOnly === true });
+    if (v.iscsi != null) out.push({ kind: 'iscsi', id: v.iscsi.iqn, readOnly: v.iscsi.readOnly === true });
+    if (v.rbd != null) out.push({ kind: 'rbd', id: `${v.rbd.pool ?? 'rbd'}/${v.rbd.image}`, readOnly: v.rbd.readOnly === true, monitors: v.rbd.monitors });
+  }
+  return out;
 }
 
 /**

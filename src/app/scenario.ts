@@ -100,9 +100,10 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   const base = { file, name: v.value.name, description: v.value.description ?? '' };
   if (v.value.queues !== undefined) {
     if (v.value.workload !== undefined) issues.push(issueAt(src.value, ['workload'], 'a scenario with queues lists its pending work under jobs'));
-    if (v.value.storage !== undefined) issues.push(issueAt(src.value, ['storage'], 'storage is read by placement scenarios only (a workload), not by scenarios with queues'));
+    const qStorage = v.value.storage === undefined ? undefined : loadStorage(src.value, ['storage']);
+    if (qStorage !== undefined && !qStorage.ok) return qStorage;
     if (issues.length > 0) return err(new InputError(issues));
-    const q = loadQueueScenario(src.value, nodes.value, running, profile, seed);
+    const q = loadQueueScenario(src.value, nodes.value, running, profile, seed, qStorage?.value);
     if (!q.ok) return q;
     return ok({ ...base, kind: 'queues', check: () => ({ result: undefined, ...q.value.check() }) });
   }

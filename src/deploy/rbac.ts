@@ -29,6 +29,11 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // Preemption avoids victims whose PodDisruptionBudget allows no disruption (read only: SITS computes the
   // allowed disruptions itself, src/kube/disruption-budgets.ts).
   { apiGroups: ['policy'], resources: ['poddisruptionbudgets'], verbs: ['get', 'list', 'watch'] },
+  // VolumeBinding (ADR 0070), as kube's system:volume-scheduler: claims, volumes and classes are watched; patch (SITS
+  // uses merge patches with a resourceVersion precondition, not update) writes selected-node on a claim to provision
+  // and pre-binds a static PV (claimRef) before the pod's Binding.
+  { apiGroups: [''], resources: ['persistentvolumeclaims', 'persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
   // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).

@@ -27,7 +27,7 @@
  * Input the apiserver would reject (In without values, Gt with a non-integer, matchFields other than
  * metadata.name, an empty toleration key without Exists) is an error naming the field.
  */
-import { podClaims } from '../api/storage.ts';
+import { podClaims, podInlineDisks } from '../api/storage.ts';
 import { Type, type Static } from '@sinclair/typebox';
 import { parseComputeCapability } from '../core/model/gpu.ts';
 import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
@@ -91,6 +91,10 @@ const VolumeT = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 63 }),
     persistentVolumeClaim: Type.Optional(Type.Object({ claimName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
     ephemeral: Type.Optional(Type.Object({ volumeClaimTemplate: Type.Unknown() }, { additionalProperties: false })),
+    gcePersistentDisk: Type.Optional(Type.Object({ pdName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()), fsType: Type.Optional(Type.String()), partition: Type.Optional(Type.Integer()) }, { additionalProperties: false })),
+    awsElasticBlockStore: Type.Optional(Type.Object({ volumeID: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()), fsType: Type.Optional(Type.String()), partition: Type.Optional(Type.Integer()) }, { additionalProperties: false })),
+    iscsi: Type.Optional(Type.Object({ iqn: Type.String({ minLength: 1 }), targetPortal: Type.String(), lun: Type.Integer(), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
+    rbd: Type.Optional(Type.Object({ monitors: Type.Array(Type.String(), { minItems: 1 }), image: Type.String({ minLength: 1 }), pool: Type.Optional(Type.String()), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
     emptyDir: Type.Optional(Type.Unknown()),
     configMap: Type.Optional(Type.Unknown()),
     secret: Type.Optional(Type.Unknown()),
@@ -314,6 +318,7 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
       ...(k8s.nodeAffinity === undefined ? {} : { nodeAffinity: k8s.nodeAffinity }),
       hostPorts: k8s.hostPorts,
       claims: podClaims(p.volumes, id),
+      inlineDisks: podInlineDisks(p.volumes),
       schedulingGates: (p.schedulingGates ?? []).map((g) => g.name),
       ...(p.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
       ...(p.namespace === undefined ? {} : { namespace: p.namespace }),

@@ -40,10 +40,11 @@ export const Reason = {
   VolumeBindConflict: 31,
   VolumeZoneConflict: 32,
   ReadWriteOncePodConflict: 33,
+  DiskConflict: 34,
 } as const;
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
 /** One past the highest code (codes 25–29 are kept for inter-pod constraints: no reason has them yet). */
-export const REASON_COUNT = 34;
+export const REASON_COUNT = 35;
 /** Size of per-reason count arrays: room for every code a filter may return, including the kept range. */
 export const REASON_SLOTS = 64;
 
@@ -102,6 +103,7 @@ const REASON_LIST: readonly ReasonInfo[] = [
   { code: Reason.VolumeNodeConflict, resolvable: false, text: () => 'node(s) had volume node affinity conflict' },
   { code: Reason.VolumeBindConflict, resolvable: false, text: () => "node(s) didn't find available persistent volumes to bind" },
   { code: Reason.VolumeZoneConflict, resolvable: false, text: () => 'node(s) had no available volume zone' },
+  { code: Reason.DiskConflict, resolvable: true, text: () => 'node(s) had no available disk' },
   { code: Reason.ReadWriteOncePodConflict, resolvable: true, text: () => 'node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode' },
 ];
 

@@ -64,6 +64,27 @@ export interface PodClaim {
   readonly readOnly?: true;
 }
 
+/**
+ * An inline disk kube's VolumeRestrictions keeps apart on a node (GCE PD, AWS EBS, iSCSI, Ceph RBD): two pods on one
+ * node conflict on the same disk unless both mount it read-only (EBS: always).
+ */
+export interface InlineDisk {
+  readonly kind: 'gce' | 'aws' | 'iscsi' | 'rbd';
+  /** pdName, volumeID, iqn, or `pool/image` for RBD. */
+  readonly id: string;
+  readonly readOnly: boolean;
+  /** RBD: the Ceph monitors (one in common makes it the same image). */
+  readonly monitors?: readonly string[];
+}
+
+/** kube's isVolumeConflict for two inline disks. */
+export function disksConflict(a: InlineDisk, b: InlineDisk): boolean {
+  if (a.kind !== b.kind || a.id !== b.id) return false;
+  if (a.kind === 'aws') return true;
+  if (a.kind === 'rbd' && !(a.monitors ?? []).some((m) => (b.monitors ?? []).includes(m))) return false;
+  return !(a.readOnly && b.readOnly);
+}
+
 export const claimKey = (namespace: string, name: string): string => `${namespace}/${name}`;
 
 /** The claims of a pod as keys (`namespace/name`). */

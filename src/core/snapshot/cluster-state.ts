@@ -6,6 +6,7 @@
  */
 import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
+import type { InlineDisk } from '../model/volume.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
 import type { AllocationVolumes, VolumeCatalog } from './volume-catalog.ts';
@@ -32,6 +33,8 @@ export interface Allocation {
   readonly meta?: AllocationMeta;
   /** The claims the pod uses and the volume choices made for it at commit, when it uses any (ADR 0070). */
   readonly volumes?: AllocationVolumes;
+  /** Its inline GCE PD / EBS / iSCSI / RBD disks, when any. */
+  readonly disks?: readonly InlineDisk[];
 }
 
 export interface AllocationMeta extends PodMeta {
@@ -73,6 +76,8 @@ export class NodeState {
   scalarUsed: Map<string, number> | undefined = undefined;
   /** Host ports in use, created with the first pod that binds any. */
   hostPorts: UsedPorts | undefined = undefined;
+  /** Inline disks of the pods on the node, created with the first pod that mounts any. */
+  disks: Map<string, readonly InlineDisk[]> | undefined = undefined;
   /** Index in topology order. */
   idx = 0;
   /** Tie-break priority: lower rank wins ties. */
@@ -303,6 +308,7 @@ export class ClusterState {
       }
     }
     if (a.volumes !== undefined) this.volumes?.take(a.volumes, a.node);
+    if (a.disks !== undefined) (n.disks ??= new Map()).set(a.podId, a.disks);
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
     this.logPod.push(a);
@@ -337,6 +343,7 @@ export class ClusterState {
       }
     }
     if (a.volumes !== undefined) this.volumes?.give(a.volumes);
+    if (a.disks !== undefined) n.disks?.delete(podId);
     n.allocations.delete(podId);
     this.podNode.delete(podId);
     this.logPod.push(a);
@@ -620,7 +627,7 @@ function addScalar(used: Map<string, number>, r: Readonly<Record<string, number>
 /** Allocation of a pod on a node with given GPUs (no checks). */
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
   const r = pod.request;
-  if (r.scalar !== undefined || pod.hostPorts !== undefined || pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined || pod.claims !== undefined) {
+  if (r.scalar !== undefined || pod.hostPorts !== undefined || pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined || pod.claims !== undefined || pod.inlineDisks !== undefined) {
     return {
       ...plainAllocation(pod, node, gpus),
       ...(r.scalar === undefined ? {} : { scalar: r.scalar }),
@@ -628,6 +635,7 @@ export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[
       ...(pod.namespace === undefined && pod.labels === undefined && pod.podAntiAffinity === undefined ? {} : { meta: metaOf(pod) }),
       // A running pod's claims count for ReadWriteOncePod; the scheduler adds its choices for the pods it places.
       ...(pod.claims === undefined ? {} : { volumes: { claims: podClaimKeys(pod), binds: [], provisions: [] } }),
+      ...(pod.inlineDisks === undefined ? {} : { disks: pod.inlineDisks }),
     };
   }
   return plainAllocation(pod, node, gpus);

@@ -19,7 +19,7 @@ import { SUCCESS, type Plugin } from '../../framework/types.ts';
 import { tolerates, UNSCHEDULABLE_TAINT } from '../taint-toleration/taint-toleration.ts';
 import { affinityReadsNodeName, requiredAffinityMatches } from '../node-affinity/node-affinity.ts';
 import { nodePortsFit } from '../node-ports/node-ports.ts';
-import { volumeFilter } from '../volume-binding/volume-binding.ts';
+import { diskConflict, volumeFilter } from '../volume-binding/volume-binding.ts';
 
 export { tolerates };
 
@@ -60,6 +60,7 @@ export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
   if (r.scalar !== undefined && insufficientScalar(pod, node) !== undefined) return Reason.InsufficientResource;
   if (r.gpuCount > 0 && gpusWithFree(node, r.gpuMilli) < r.gpuCount) return Reason.Gpu;
   // VolumeRestrictions, VolumeBinding, VolumeZone: after NodeResourcesFit, as in kube's filter order (ADR 0070).
+  if (pod.inlineDisks !== undefined && diskConflict(pod.inlineDisks, node)) return Reason.DiskConflict;
   if (pod.volumes !== undefined) return volumeFilter(pod.volumes, node);
   return Reason.Fits;
 }

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { makePod, type PodSpec } from '../../model/pod.ts';
-import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../../model/volume.ts';
+import { disksConflict, type InlineDisk, type PersistentVolume, type PersistentVolumeClaim, type StorageClass } from '../../model/volume.ts';
 import type { NodeSpec } from '../../model/node.ts';
 import { NODE_SHAPES } from '../../model/presets.ts';
 import { ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
 import { VolumeCatalog } from '../../snapshot/volume-catalog.ts';
 import { Reason } from '../../framework/reasons.ts';
-import { allocationVolumes, resolvePodVolumes, volumeFilter, type ResolvedVolumes } from './volume-binding.ts';
+import { allocationVolumes, diskConflict, resolvePodVolumes, volumeFilter, type ResolvedVolumes } from './volume-binding.ts';
 
 const GI = 1024 ** 3;
 const onHost = (h: string): NonNullable<PersistentVolume['nodeAffinity']> => [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [h] }] }];
@@ -132,5 +132,27 @@ describe('VolumeRestrictions', () => {
     expect(verdicts(state, using('once'))).toEqual([Reason.ReadWriteOncePodConflict, Reason.ReadWriteOncePodConflict, Reason.ReadWriteOncePodConflict]);
     state.release('holder');
     expect(verdicts(state, using('once'))).toEqual([Reason.Fits, Reason.Fits, Reason.Fits]);
+  });
+});
+
+describe('VolumeRestrictions disk conflicts (kube isVolumeConflict)', () => {
+  it('GCE PD and iSCSI share only read-only, EBS never, RBD when a monitor, the pool and the image are shared', () => {
+    const d = (kind: InlineDisk['kind'], id: string, readOnly: boolean, monitors?: string[]): InlineDisk => ({ kind, id, readOnly, ...(monitors === undefined ? {} : { monitors }) });
+    expect(disksConflict(d('gce', 'a', true), d('gce', 'a', true))).toBe(false);
+    expect(disksConflict(d('gce', 'a', true), d('gce', 'a', false))).toBe(true);
+    expect(disksConflict(d('gce', 'a', false), d('gce', 'b', false))).toBe(false);
+    expect(disksConflict(d('aws', 'v', true), d('aws', 'v', true))).toBe(true);
+    expect(disksConflict(d('iscsi', 'iqn', false), d('iscsi', 'iqn', true))).toBe(true);
+    expect(disksConflict(d('rbd', 'rbd/img', false, ['m1', 'm2']), d('rbd', 'rbd/img', false, ['m2']))).toBe(true);
+    expect(disksConflict(d('rbd', 'rbd/img', false, ['m1']), d('rbd', 'rbd/img', false, ['m3']))).toBe(false);
+    expect(disksConflict(d('gce', 'a', false), d('aws', 'a', false))).toBe(false);
+  });
+  it('a node holding a pod with the disk read-write refuses another pod using it', () => {
+    const { state } = cluster([], []);
+    const disk: InlineDisk = { kind: 'gce', id: 'pd', readOnly: false };
+    state.allocate({ podId: 'holder', node: 'n0', gpus: [], gpuMilli: 0, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'default', disks: [disk] });
+    expect(state.nodes.map((n) => diskConflict([{ ...disk, readOnly: true }], n))).toEqual([true, false, false]);
+    state.release('holder');
+    expect(diskConflict([disk], state.nodes[0] as NodeState)).toBe(false);
   });
 });

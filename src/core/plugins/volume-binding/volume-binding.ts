@@ -23,7 +23,7 @@
  * Not modelled: CSIStorageCapacity (provisioning capacity), in-tree → CSI translation, volume attributes classes.
  */
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../../model/pod.ts';
-import { claimKey, type PersistentVolume, type PersistentVolumeClaim, type PodClaim, type StorageClass } from '../../model/volume.ts';
+import { claimKey, disksConflict, type InlineDisk, type PersistentVolume, type PersistentVolumeClaim, type PodClaim, type StorageClass } from '../../model/volume.ts';
 import { labelsWithPlace, type NodeState } from '../../snapshot/cluster-state.ts';
 import type { AllocationVolumes, VolumeCatalog, VolumeChoice } from '../../snapshot/volume-catalog.ts';
 import { Reason, type ReasonCode } from '../../framework/reasons.ts';
@@ -225,6 +225,14 @@ export function volumesOnNode(v: ResolvedVolumes, node: NodeState): NodeVolumes 
 
 function hasZoneLabel(labels: Readonly<Record<string, string>>): boolean {
   for (const k of ZONE_LABELS) if (labels[k] !== undefined) return true;
+  return false;
+}
+
+/** VolumeRestrictions' disk check: one of the pod's inline disks conflicts with a disk of a pod on the node. */
+export function diskConflict(disks: readonly InlineDisk[], node: NodeState): boolean {
+  const on = node.disks;
+  if (on === undefined) return false;
+  for (const theirs of on.values()) for (const a of disks) for (const b of theirs) if (disksConflict(a, b)) return true;
   return false;
 }
 
