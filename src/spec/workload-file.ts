@@ -26,6 +26,9 @@
  * With `containers`, cpu and memory come from them (as kube-scheduler sums them), not from `cpuMilli`/`memoryMiB`.
  * Input the apiserver would reject (In without values, Gt with a non-integer, matchFields other than
  * metadata.name, an empty toleration key without Exists) is an error naming the field.
+ * `volumes` (ADR 0070): `persistentVolumeClaim`, generic `ephemeral` (claim `<pod>-<volume>`), inline
+ * `gcePersistentDisk`/`awsElasticBlockStore`/`iscsi`/`rbd`, and sources the scheduler ignores as kube's does (emptyDir,
+ * configMap, secret, hostPath, projected, downwardAPI); claims resolve against a scenario's `storage:` (none: not found).
  */
 import { podClaims, podInlineDisks } from '../api/storage.ts';
 import { Type, type Static } from '@sinclair/typebox';
