@@ -92,6 +92,34 @@ describe('live SITS scheduler: persistent volumes with the real PV controller', 
     expect(pv.metadata?.annotations?.['pv.kubernetes.io/bound-by-controller']).toBe('yes');
   });
 
+  it('WaitForFirstConsumer with a provisioner: SITS writes selected-node on the claim; once a provisioner (played by the test) creates the PV there and the PV controller binds it, the pod is bound on that node', async () => {
+    await createNs(client, 'vol-dyn');
+    await client.post('/apis/storage.k8s.io/v1/storageclasses', { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: 'dyn' }, provisioner: 'fake.example.com', volumeBindingMode: 'WaitForFirstConsumer' });
+    await claim('vol-dyn', 'data', 'dyn');
+    await createPods(client, [withClaim(testPod('vol-dyn', 'app', { gpus: 1 }), 'data')]);
+    // What an external provisioner does: on selected-node, create a PV there, pre-bound to the claim.
+    const selected = await waitFor('selected-node on the claim', async () => (await getClaim('vol-dyn', 'data')).metadata?.annotations?.['volume.kubernetes.io/selected-node'], WAIT);
+    expect(nodes).toContain(selected);
+    expect(await nodeOf('vol-dyn', 'app')).toBeUndefined();
+    const c = await getClaim('vol-dyn', 'data');
+    await client.post('/api/v1/persistentvolumes', {
+      apiVersion: 'v1',
+      kind: 'PersistentVolume',
+      metadata: { name: 'pv-dyn', annotations: { 'pv.kubernetes.io/provisioned-by': 'fake.example.com' } },
+      spec: {
+        capacity: { storage: '1Gi' },
+        accessModes: ['ReadWriteOnce'],
+        storageClassName: 'dyn',
+        persistentVolumeReclaimPolicy: 'Delete',
+        claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace: 'vol-dyn', name: 'data', uid: c.metadata?.uid },
+        csi: { driver: 'fake.example.com', volumeHandle: 'vol-1' },
+        nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [selected as string] }] }] } },
+      },
+    });
+    expect(await waitFor('the pod bound', () => nodeOf('vol-dyn', 'app'), WAIT)).toBe(selected);
+    expect((await getClaim('vol-dyn', 'data')).spec?.volumeName).toBe('pv-dyn');
+  });
+
   it('a missing claim is named in the pod condition; the scheduler goes on placing other pods', async () => {
     await createNs(client, 'vol-missing');
     await createPods(client, [withClaim(testPod('vol-missing', 'ghost', { gpus: 1 }), 'nope')]);
