@@ -50,6 +50,7 @@ import { PodT, toPod, fieldPath as podFieldPath } from '../spec/workload-file.ts
 import { InputError, issueAt, validateYaml, valueAt, type InputIssue, type YamlSource } from '../spec/yaml-source.ts';
 import { placeRunning, type RunningPod } from './schedule-batch.ts';
 import { createSimApp, type SimApp } from './sim-app.ts';
+import { VolumeCatalog, type StorageObjects } from '../core/snapshot/volume-catalog.ts';
 
 const Level = Type.Union(TOPOLOGY_LEVELS.map((l) => Type.Literal(l)));
 const Name = Type.String({ minLength: 1, maxLength: 200 });
@@ -211,7 +212,7 @@ interface RunningDef {
 }
 
 /** Loads the queue part of a scenario (everything but name, description, cluster and running pods). */
-export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], runningPods: readonly RunningPod[], profileName: string, seed: number): Result<QueueScenarioRun, InputError> {
+export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], runningPods: readonly RunningPod[], profileName: string, seed: number, storage?: StorageObjects): Result<QueueScenarioRun, InputError> {
   const issues: InputIssue[] = [];
   const at = (path: readonly (string | number)[], msg: string): void => {
     issues.push(issueAt(src, path, msg));
@@ -353,6 +354,7 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
       if (!made.ok) return { failures: [`${src.file}: ${made.error}`], log: [] };
       const app = made.value;
       const { state, scheduler } = app;
+      if (storage !== undefined) state.volumes = new VolumeCatalog(storage);
       for (const r of runningPods) {
         const e = placeRunning(state, r);
         if (e !== undefined) return { failures: [`${src.file}: ${e}`], log: [] };

@@ -25,6 +25,7 @@ import type { SpreadDefaults } from '../core/framework/types.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { defaultSelector, withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';
 import type { WorkloadUnit } from '../spec/workload-file.ts';
+import { loadStorage } from '../spec/storage-file.ts';
 import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
 
 const ExpectT = Type.Object(
@@ -66,6 +67,8 @@ const ScenarioT = Type.Object(
     cycles: Type.Optional(Type.Unknown()),
     options: Type.Optional(Type.Unknown()),
     disruptionBudgets: Type.Optional(Type.Unknown()),
+    /** StorageClasses, PersistentVolumes and claims the workload's volumes use (spec/storage-file.ts). */
+    storage: Type.Optional(Type.Unknown()),
     expect: Type.Array(Type.Unknown()),
   },
   { additionalProperties: false },
@@ -107,8 +110,10 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   const base = { file, name: v.value.name, description: v.value.description ?? '' };
   if (v.value.queues !== undefined) {
     if (v.value.workload !== undefined) issues.push(issueAt(src.value, ['workload'], 'a scenario with queues lists its pending work under jobs'));
+    const qStorage = v.value.storage === undefined ? undefined : loadStorage(src.value, ['storage']);
+    if (qStorage !== undefined && !qStorage.ok) return qStorage;
     if (issues.length > 0) return err(new InputError(issues));
-    const q = loadQueueScenario(src.value, nodes.value, running, profile, seed);
+    const q = loadQueueScenario(src.value, nodes.value, running, profile, seed, qStorage?.value);
     if (!q.ok) return q;
     return ok({ ...base, kind: 'queues', check: () => ({ result: undefined, ...q.value.check() }) });
   }
@@ -118,6 +123,8 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
   const loaded = loadWorkload(src.value, ['workload']);
   if (!loaded.ok) return loaded;
   const units = { ok: true as const, value: withServices(loaded.value, v.value.services ?? [], profileConfig(profile)?.spreadDefaults) };
+  const storage = v.value.storage === undefined ? undefined : loadStorage(src.value, ['storage']);
+  if (storage !== undefined && !storage.ok) return storage;
   const ev = validateYaml(src.value, Type.Array(ExpectT), ['expect']);
   if (!ev.ok) return ev;
   const expectations = ev.value.map((e, i) => {
@@ -126,7 +133,7 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
     return { expect: e, where: issueAt(src.value, ['expect', i], '') };
   });
   if (issues.length > 0) return err(new InputError(issues));
-  return ok({ ...base, kind: 'placement', check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running), expectations) });
+  return ok({ ...base, kind: 'placement', check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running, storage?.value), expectations) });
 }
 
 /** Runs a scenario; returns the failed expectations as readable lines (empty = all met). */

@@ -6,6 +6,7 @@ import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { VolumeCatalog, type StorageObjects } from '../core/snapshot/volume-catalog.ts';
 import type { Explanation, Placement } from '../core/framework/scheduler.ts';
 import { priorityFifo } from '../core/framework/registry.ts';
 import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
@@ -41,10 +42,12 @@ export interface RunningPod {
   readonly gpus?: readonly number[];
 }
 
-export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1, running: readonly RunningPod[] = []): Result<BatchResult, string> {
+export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1, running: readonly RunningPod[] = [], storage?: StorageObjects): Result<BatchResult, string> {
   const app = createSimApp({ nodes, profile: profileName, typicalShapes: expectedWorkload(units), rng: seededRng(seed) });
   if (!app.ok) return err(app.error);
   const { state, scheduler, profile } = app.value;
+  // Claims resolve against these (ADR 0070); without them a pod's claims are not found, as in an empty cluster.
+  if (storage !== undefined) state.volumes = new VolumeCatalog(storage);
   for (const r of running) {
     const placed = placeRunning(state, r);
     if (placed !== undefined) return err(placed);

@@ -32,6 +32,11 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   // The default spread constraints' selectors (kube's DefaultSelector; ADR 0077), read only as kube-scheduler reads them.
   { apiGroups: [''], resources: ['services', 'replicationcontrollers'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: ['apps'], resources: ['replicasets', 'statefulsets'], verbs: ['get', 'list', 'watch'] },
+  // VolumeBinding (ADR 0070), as kube's system:volume-scheduler: claims, volumes and classes are watched; patch (SITS
+  // uses merge patches with a resourceVersion precondition, not update) writes selected-node on a claim to provision
+  // and pre-binds a static PV (claimRef) before the pod's Binding.
+  { apiGroups: [''], resources: ['persistentvolumeclaims', 'persistentvolumes'], verbs: ['get', 'list', 'watch', 'patch'] },
+  { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
   // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).

@@ -18,6 +18,7 @@ import { InFlight, podPath, splitKey } from './in-flight.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import { parseGpuIndices, podKey } from './labels.ts';
+import { VOLUME_BIND_TIMEOUT_MS, VolumePreBinder } from './volume-binder.ts';
 
 /** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
 const NOMINATION_WAIT_MS = 120_000;
@@ -44,6 +45,8 @@ export interface KubeBinderOptions {
   readonly requeued?: () => void;
   /** One pods/binding call took `seconds` (metrics). */
   readonly bound?: (seconds: number, ok: boolean) => void;
+  /** Longest wait for the PV controller to bind a pod's claims before it goes back to the queue (kube's bindTimeout, 600 s). */
+  readonly volumeBindTimeoutMs?: number;
 }
 
 export class KubeBinder implements Binder {
@@ -54,11 +57,26 @@ export class KubeBinder implements Binder {
   private readonly inFlight = new InFlight();
   private gangMembersBound = 0;
 
+  private readonly volumes: VolumePreBinder;
+
   constructor(
     private readonly client: KubeClient,
     private readonly cache: ClusterCache,
     private readonly opts: KubeBinderOptions,
-  ) {}
+  ) {
+    this.volumes = new VolumePreBinder(client, cache, {
+      log: opts.log,
+      timeoutMs: opts.volumeBindTimeoutMs ?? VOLUME_BIND_TIMEOUT_MS,
+      failed: (podIds, why) => {
+        for (const id of podIds) {
+          this.cache.forget(id);
+          this.opts.events.emit({ kind: 'FailedScheduling', subject: id, message: `running PreBind plugin "VolumeBinding": ${why}` });
+        }
+        this.stats.bindErrors += podIds.length;
+        this.opts.requeued?.();
+      },
+    });
+  }
 
   bind(batch: BindBatch): void {
     // Assumed now, in the same cycle: the next snapshot keeps these allocations until the watch confirms them.
@@ -108,7 +126,9 @@ export class KubeBinder implements Binder {
   }
 
   private start(batch: BindBatch): Promise<void> {
-    const task = batch.gang === undefined && batch.requests.length === 1 ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined) : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests);
+    const bind = (): Promise<void> => (batch.gang === undefined && batch.requests.length === 1 ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined) : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests));
+    // VolumeBinding's PreBind first, for pods whose claims SITS chose a PV or a node to provision on.
+    const task = this.volumes.needsPreBind(batch.requests) ? this.volumes.preBind(batch.requests).then((ok) => (ok ? bind() : undefined)) : bind();
     this.inFlight.track(task);
     return task;
   }

@@ -6,12 +6,15 @@
  * a node's shape rebuilds the state, rarely). A cycle therefore sees one consistent cluster, whatever
  * arrives while its bindings are in flight.
  */
-import type { V1Namespace, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
 import { defaultNamespaceLabels } from '../core/plugins/inter-pod-affinity/terms.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { VolumeCatalog, type AllocationVolumes } from '../core/snapshot/volume-catalog.ts';
+import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../core/model/volume.ts';
+import { readPersistentVolume, readPersistentVolumeClaim, readStorageClass, type PersistentVolumeClaimLike, type PersistentVolumeLike, type StorageClassLike } from '../api/storage.ts';
 import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
 import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import { nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey } from './labels.ts';
@@ -40,6 +43,9 @@ export class ClusterCache {
   readonly problems = new Map<string, string>();
   /** Namespace labels (for namespaceSelector in pod affinity terms), when the namespaces watch runs. */
   private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
+  /** Storage objects (ADR 0070), when their watches run; `undefined` until then (claims are then not found). */
+  private storage: { pvs: Map<string, { obj: V1PersistentVolume; pv: PersistentVolume }>; pvcs: Map<string, { obj: V1PersistentVolumeClaim; claim: PersistentVolumeClaim }>; classes: Map<string, StorageClass> } | undefined;
+  private storageDirty = false;
 
   constructor(
     private readonly schedulerName: SchedulerNames = SCHEDULER_NAME,
@@ -65,9 +71,109 @@ export class ClusterCache {
   /** The state with every change applied (metrics, explain, recovery: outside a cycle); `freed` is kept for the next cycle. */
   state(): ClusterState {
     if (this.current === undefined || this.stateDirty) this.rebuild();
-    else for (const key of this.dirty) this.reconcile(key);
+    else {
+      if (this.storageDirty) this.applyStorage(this.current);
+      for (const key of this.dirty) this.reconcile(key);
+    }
     this.dirty.clear();
     return this.current as ClusterState;
+  }
+
+  /** The storage objects into the state's catalog (assumptions, which follow allocations, stay). */
+  private applyStorage(state: ClusterState): void {
+    this.storageDirty = false;
+    const st = this.storage;
+    if (st === undefined) return;
+    const objects = { volumes: [...st.pvs.values()].map((v) => v.pv), claims: [...st.pvcs.values()].map((c) => c.claim), classes: [...st.classes.values()] };
+    if (state.volumes === undefined) state.volumes = new VolumeCatalog(objects);
+    else state.volumes.setObjects(objects);
+    // A claim bound, a PV added or a class created may let a waiting pod in (kube's VolumeBinding events).
+    this.freedSinceSnapshot = true;
+  }
+
+  /** Starts keeping storage objects: from now on claims resolve against them (an empty store until the lists arrive). */
+  enableStorage(): void {
+    if (this.storage !== undefined) return;
+    this.storage = { pvs: new Map(), pvcs: new Map(), classes: new Map() };
+    this.storageDirty = true;
+  }
+
+  private storageProblem(key: string, r: { ok: false; error: string }): void {
+    if (this.problems.get(key) !== r.error) this.log(r.error);
+    this.problems.set(key, r.error);
+  }
+
+  upsertPersistentVolume(o: V1PersistentVolume): void {
+    this.enableStorage();
+    const st = this.storage as NonNullable<typeof this.storage>;
+    const r = readPersistentVolume(o as PersistentVolumeLike);
+    const key = `persistentvolume/${o.metadata?.name ?? ''}`;
+    if (!r.ok) {
+      this.storageProblem(key, r);
+      st.pvs.delete(o.metadata?.name ?? '');
+    } else {
+      this.problems.delete(key);
+      st.pvs.set(r.value.name, { obj: o, pv: r.value });
+    }
+    this.storageDirty = true;
+  }
+  deletePersistentVolume(o: V1PersistentVolume): void {
+    if (this.storage?.pvs.delete(o.metadata?.name ?? '') === true) this.storageDirty = true;
+  }
+  upsertPersistentVolumeClaim(o: V1PersistentVolumeClaim): void {
+    this.enableStorage();
+    const st = this.storage as NonNullable<typeof this.storage>;
+    const r = readPersistentVolumeClaim(o as PersistentVolumeClaimLike);
+    const key = `${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
+    if (!r.ok) {
+      this.storageProblem(`persistentvolumeclaim/${key}`, r);
+      st.pvcs.delete(key);
+    } else {
+      this.problems.delete(`persistentvolumeclaim/${key}`);
+      st.pvcs.set(key, { obj: o, claim: r.value });
+    }
+    this.storageDirty = true;
+  }
+  deletePersistentVolumeClaim(o: V1PersistentVolumeClaim): void {
+    if (this.storage?.pvcs.delete(`${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`) === true) this.storageDirty = true;
+  }
+  upsertStorageClass(o: V1StorageClass): void {
+    this.enableStorage();
+    const st = this.storage as NonNullable<typeof this.storage>;
+    const r = readStorageClass(o as StorageClassLike);
+    const key = `storageclass/${o.metadata?.name ?? ''}`;
+    if (!r.ok) {
+      this.storageProblem(key, r);
+      st.classes.delete(o.metadata?.name ?? '');
+    } else {
+      this.problems.delete(key);
+      st.classes.set(r.value.name, r.value);
+    }
+    this.storageDirty = true;
+  }
+  deleteStorageClass(o: V1StorageClass): void {
+    if (this.storage?.classes.delete(o.metadata?.name ?? '') === true) this.storageDirty = true;
+  }
+
+  /** The claim object as watched (`namespace/name`), for the binder's PreBind. */
+  claimObject(key: string): V1PersistentVolumeClaim | undefined {
+    return this.storage?.pvcs.get(key)?.obj;
+  }
+  /** The claim as the core reads it. */
+  claim(key: string): PersistentVolumeClaim | undefined {
+    return this.storage?.pvcs.get(key)?.claim;
+  }
+  /** The PV as the core reads it. */
+  persistentVolume(name: string): PersistentVolume | undefined {
+    return this.storage?.pvs.get(name)?.pv;
+  }
+  /** The PV object as watched. */
+  volumeObject(name: string): V1PersistentVolume | undefined {
+    return this.storage?.pvs.get(name)?.obj;
+  }
+  /** The volume choices of a pod SITS assumed (what the binder must write before binding it). */
+  assumedVolumes(podId: string): AllocationVolumes | undefined {
+    return this.assumed.get(podId)?.volumes;
   }
 
   pod(key: string): V1Pod | undefined {
@@ -220,6 +326,8 @@ export class ClusterCache {
   private rebuild(): void {
     const specs = [...this.nodeObjs.values()].map((n) => n.spec);
     this.current = new ClusterState(specs);
+    // Storage first: the pods accounted below record their claims (and assumptions) in its catalog.
+    this.applyStorage(this.current);
     const ns = new Map(this.nsLabels);
     if (ns.size > 0) this.current.namespaceLabels = (name) => ns.get(name) ?? defaultNamespaceLabels(name);
     this.stateDirty = false;

@@ -125,7 +125,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * value per requirement: the shorter of "NotIn each other node" (ANDed in every term) and "In one of these"
  * (one term per node, ORed) is used; all nodes offered = no restriction.
  */
-export function restrictToNodes(pod: PodSpec, names: readonly string[], allNames: readonly string[]): PodSpec {
+export function restrictToNodes(full: PodSpec, names: readonly string[], allNames: readonly string[]): PodSpec {
+  // kube-scheduler runs VolumeBinding itself and offers only nodes its volumes fit: the claims are its business.
+  const pod = full.claims === undefined ? full : withoutClaims(full);
   const offered = new Set(names);
   const others = allNames.filter((n) => !offered.has(n));
   if (others.length === 0 && names.length > 0) return pod;
@@ -136,6 +138,11 @@ export function restrictToNodes(pod: PodSpec, names: readonly string[], allNames
       ? terms.map((t) => ({ ...t, matchFields: [...(t.matchFields ?? []), ...others.map((n) => field(n, 'NotIn'))] }))
       : terms.flatMap((t) => names.map((n) => ({ ...t, matchFields: [...(t.matchFields ?? []), field(n, 'In')] })));
   return { ...pod, nodeAffinity: { ...pod.nodeAffinity, required } };
+}
+
+function withoutClaims(pod: PodSpec): PodSpec {
+  const { claims: _claims, ...rest } = pod;
+  return rest;
 }
 
 export class SitsExtender {

@@ -1,11 +1,11 @@
 /**
- * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, pod groups, Queue objects and (for the
+ * The live scheduler's informers: list-then-watch of nodes, pods, namespaces, storage, pod groups, Queue objects and (for the
  * default spread constraints) Services, ReplicationControllers, ReplicaSets and StatefulSets into the
  * cache (and the pod→job translation's maps). Handlers only record: the snapshot is taken at the start of
  * the next cycle. A missing Queue or PodGroup CRD is logged and lived without, as are PodDisruptionBudgets
  * the scheduler may not read (preemption then sees no budgets).
  */
-import type { V1Namespace, V1Node, V1Pod } from '@kubernetes/client-node';
+import type { V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, V1Pod, V1StorageClass } from '@kubernetes/client-node';
 import { API_PATH } from '../api/wire.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
@@ -93,6 +93,25 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     ['replicasets', controllerWatch('ReplicaSet', '/apis/apps/v1/replicasets')],
     ['statefulsets', controllerWatch('StatefulSet', '/apis/apps/v1/statefulsets')],
   ];
+  // VolumeBinding, VolumeZone, VolumeRestrictions (ADR 0070): claims, volumes and classes.
+  const pvcs = new Reflector<V1PersistentVolumeClaim>(client, '/api/v1/persistentvolumeclaims', {
+    add: (o) => (cache.upsertPersistentVolumeClaim(o), changed()),
+    update: (o) => (cache.upsertPersistentVolumeClaim(o), changed()),
+    delete: (o) => (cache.deletePersistentVolumeClaim(o), changed()),
+    error: (e) => log(`persistentvolumeclaims watch: ${e.message}`),
+  });
+  const pvs = new Reflector<V1PersistentVolume>(client, '/api/v1/persistentvolumes', {
+    add: (o) => (cache.upsertPersistentVolume(o), changed()),
+    update: (o) => (cache.upsertPersistentVolume(o), changed()),
+    delete: (o) => (cache.deletePersistentVolume(o), changed()),
+    error: (e) => log(`persistentvolumes watch: ${e.message}`),
+  });
+  const classes = new Reflector<V1StorageClass>(client, '/apis/storage.k8s.io/v1/storageclasses', {
+    add: (o) => (cache.upsertStorageClass(o), changed()),
+    update: (o) => (cache.upsertStorageClass(o), changed()),
+    delete: (o) => (cache.deleteStorageClass(o), changed()),
+    error: (e) => log(`storageclasses watch: ${e.message}`),
+  });
   try {
     await nodes.start();
     started.push(nodes as unknown as AnyReflector);
@@ -106,6 +125,16 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
       started.push(groups as unknown as AnyReflector);
       jobs.podGroupsWatched = true;
     }
+    // Without the right to read storage, pods with claims wait with "persistentvolumeclaim … not found" (never placed
+    // blind to their volumes).
+    const storageMissing = 'storage not readable (RBAC: persistentvolumeclaims, persistentvolumes, storageclasses): pods with volume claims wait';
+    let storage = true;
+    for (const r of [pvcs, pvs, classes] as AnyReflector[]) {
+      if (!storage) break;
+      if (await optional(r, storageMissing, log, [403, 404])) started.push(r);
+      else storage = false;
+    }
+    if (storage) cache.enableStorage();
     if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, [403])) started.push(pdbs as unknown as AnyReflector);
     for (const [what, r] of ownerWatches) if (await optional(r, `${what} not readable (RBAC): no default spread constraints from them`, log, [403, 404])) started.push(r as unknown as AnyReflector);
   } catch (e) {

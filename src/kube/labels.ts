@@ -31,6 +31,7 @@ import { err, ok, type Result } from '../core/result.ts';
 import { parseNvidiaSmiTopo } from '../spec/nvidia-smi-topo.ts';
 import { quantityToMiB, readQuantity, type QuantityUnit } from '../api/quantity.ts';
 import { readPodResources, readResourceQuantity } from '../api/pod-resources.ts';
+import { podClaims, podInlineDisks } from '../api/storage.ts';
 import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
 
 /** GFD product strings (`NVIDIA-H100-80GB-HBM3`) mapped onto our model names where we know them. */
@@ -215,6 +216,9 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
         namespace: p.metadata?.namespace ?? 'default',
         labels,
         ...interPodFields(p),
+        // Volume claims (ADR 0070): resolved against the cache's PVCs, PVs and StorageClasses at scheduling time.
+        claims: podClaims(p.spec?.volumes, p.metadata?.name ?? ''),
+        inlineDisks: podInlineDisks(p.spec?.volumes),
       },
     ),
   );

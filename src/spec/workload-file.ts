@@ -26,7 +26,11 @@
  * With `containers`, cpu and memory come from them (as kube-scheduler sums them), not from `cpuMilli`/`memoryMiB`.
  * Input the apiserver would reject (In without values, Gt with a non-integer, matchFields other than
  * metadata.name, an empty toleration key without Exists) is an error naming the field.
+ * `volumes` (ADR 0070): `persistentVolumeClaim`, generic `ephemeral` (claim `<pod>-<volume>`), inline
+ * `gcePersistentDisk`/`awsElasticBlockStore`/`iscsi`/`rbd`, and sources the scheduler ignores as kube's does (emptyDir,
+ * configMap, secret, hostPath, projected, downwardAPI); claims resolve against a scenario's `storage:` (none: not found).
  */
+import { podClaims, podInlineDisks } from '../api/storage.ts';
 import { Type, type Static } from '@sinclair/typebox';
 import { parseComputeCapability } from '../core/model/gpu.ts';
 import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
@@ -85,6 +89,25 @@ const containerFields = {
 const ContainerT = Type.Object(containerFields, { additionalProperties: false });
 const InitContainerT = Type.Object({ ...containerFields, restartPolicy: Type.Optional(Type.Literal('Always')) }, { additionalProperties: false });
 
+const VolumeT = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 63 }),
+    persistentVolumeClaim: Type.Optional(Type.Object({ claimName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+    ephemeral: Type.Optional(Type.Object({ volumeClaimTemplate: Type.Unknown() }, { additionalProperties: false })),
+    gcePersistentDisk: Type.Optional(Type.Object({ pdName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()), fsType: Type.Optional(Type.String()), partition: Type.Optional(Type.Integer()) }, { additionalProperties: false })),
+    awsElasticBlockStore: Type.Optional(Type.Object({ volumeID: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()), fsType: Type.Optional(Type.String()), partition: Type.Optional(Type.Integer()) }, { additionalProperties: false })),
+    iscsi: Type.Optional(Type.Object({ iqn: Type.String({ minLength: 1 }), targetPortal: Type.String(), lun: Type.Integer(), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
+    rbd: Type.Optional(Type.Object({ monitors: Type.Array(Type.String(), { minItems: 1 }), image: Type.String({ minLength: 1 }), pool: Type.Optional(Type.String()), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
+    emptyDir: Type.Optional(Type.Unknown()),
+    configMap: Type.Optional(Type.Unknown()),
+    secret: Type.Optional(Type.Unknown()),
+    hostPath: Type.Optional(Type.Unknown()),
+    projected: Type.Optional(Type.Unknown()),
+    downwardAPI: Type.Optional(Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
 export const PodT = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
@@ -119,6 +142,11 @@ export const PodT = Type.Object(
     schedulingGates: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: false }))),
     /** kube's spec.preemptionPolicy: Never = waits for room instead of preempting lower-priority pods. */
     preemptionPolicy: Type.Optional(Type.Union([Type.Literal('PreemptLowerPriority'), Type.Literal('Never')])),
+    /**
+     * spec.volumes: a persistentVolumeClaim or a generic ephemeral volume (its claim is `<pod>-<volume>`) uses a
+     * claim the scenario's `storage` lists (ADR 0070); other volume sources need nothing from the scheduler.
+     */
+    volumes: Type.Optional(Type.Array(VolumeT)),
     containers: Type.Optional(Type.Array(ContainerT, { minItems: 1 })),
     initContainers: Type.Optional(Type.Array(InitContainerT)),
     overhead: Type.Optional(Resources),
@@ -292,6 +320,8 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
       ...(extra.gang === undefined ? {} : { gang: extra.gang }),
       ...(k8s.nodeAffinity === undefined ? {} : { nodeAffinity: k8s.nodeAffinity }),
       hostPorts: k8s.hostPorts,
+      claims: podClaims(p.volumes, id),
+      inlineDisks: podInlineDisks(p.volumes),
       schedulingGates: (p.schedulingGates ?? []).map((g) => g.name),
       ...(p.preemptionPolicy === 'Never' ? { preemptionPolicy: 'Never' as const } : {}),
       ...(p.namespace === undefined ? {} : { namespace: p.namespace }),

@@ -580,7 +580,10 @@ function renamed(w: Waiting, from: string, to: string): Waiting {
 /** Everything placement and preemption look at: member shapes, minMember, topology, and for preemption queue and priority. */
 function gangShapeKey(job: QueuedJob, preemption: boolean, never: boolean): string {
   const g = job.gang;
-  return `${preemption ? `${job.queue}|${job.priority}${never ? '|never' : ''}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m)).join(';')}`;
+  // A member's claims decide where it may go (VolumeBinding, ADR 0070) but are not part of its shape key (they are
+  // resolved per attempt): jobs with other claims must not reuse this one's failure.
+  const claims = (m: QueuedJob['gang']['members'][number]): string => (m.claims === undefined ? '' : `|c${JSON.stringify([m.namespace ?? 'default', m.claims])}`);
+  return `${preemption ? `${job.queue}|${job.priority}${never ? '|never' : ''}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m) + claims(m)).join(';')}`;
 }
 
 /** Most list values a span attribute carries (a gang of 1,000 pods names its first ones). */

@@ -35,9 +35,16 @@ export const Reason = {
   ExistingAntiAffinity: 22,
   TopologySpread: 23,
   TopologySpreadLabel: 24,
+  // VolumeRestrictions, VolumeBinding and VolumeZone (ADR 0070), worded as kube-scheduler words them.
+  VolumeNodeConflict: 30,
+  VolumeBindConflict: 31,
+  VolumeZoneConflict: 32,
+  ReadWriteOncePodConflict: 33,
+  DiskConflict: 34,
 } as const;
 export type ReasonCode = (typeof Reason)[keyof typeof Reason];
-export const REASON_COUNT = 25;
+/** One past the highest code (codes 25–29 are kept for inter-pod constraints: no reason has them yet). */
+export const REASON_COUNT = 35;
 /** Size of per-reason count arrays: room for every code a filter may return, including the kept range. */
 export const REASON_SLOTS = 64;
 
@@ -55,7 +62,7 @@ export interface ReasonInfo {
 
 const models = (p: PodSpec): string => p.gpuModels.join('|');
 
-export const REASONS: readonly ReasonInfo[] = [
+const REASON_LIST: readonly ReasonInfo[] = [
   { code: Reason.Fits, resolvable: false, text: () => 'fits' },
   { code: Reason.Unschedulable, resolvable: false, text: () => 'node cordoned (unschedulable)' },
   {
@@ -91,7 +98,21 @@ export const REASONS: readonly ReasonInfo[] = [
   { code: Reason.ExistingAntiAffinity, resolvable: true, text: () => "node(s) didn't satisfy existing pods anti-affinity rules" },
   { code: Reason.TopologySpread, resolvable: true, text: () => "node(s) didn't match pod topology spread constraints" },
   { code: Reason.TopologySpreadLabel, resolvable: false, text: () => "node(s) didn't match pod topology spread constraints (missing required label)" },
+  // kube: VolumeBinding and VolumeZone filters fail UnschedulableAndUnresolvable; a ReadWriteOncePod conflict is
+  // Unschedulable (preempting the claim's user frees it).
+  { code: Reason.VolumeNodeConflict, resolvable: false, text: () => 'node(s) had volume node affinity conflict' },
+  { code: Reason.VolumeBindConflict, resolvable: false, text: () => "node(s) didn't find available persistent volumes to bind" },
+  { code: Reason.VolumeZoneConflict, resolvable: false, text: () => 'node(s) had no available volume zone' },
+  { code: Reason.DiskConflict, resolvable: true, text: () => 'node(s) had no available disk' },
+  { code: Reason.ReadWriteOncePodConflict, resolvable: true, text: () => 'node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode' },
 ];
+
+/** Reason information by code (`REASONS[code]`); codes of the kept ranges have none. */
+export const REASONS: readonly (ReasonInfo | undefined)[] = (() => {
+  const out = new Array<ReasonInfo | undefined>(REASON_COUNT).fill(undefined);
+  for (const r of REASON_LIST) out[r.code] = r;
+  return out;
+})();
 
 /** The first requested resource beyond cpu/memory/GPUs the node lacks: ephemeral-storage first, as kube checks it, then by name. */
 export function insufficientScalar(pod: PodSpec, node: NodeState): string | undefined {

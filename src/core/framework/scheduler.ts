@@ -10,6 +10,7 @@ import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { podMetaKey, ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
 import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
+import { allocationVolumes, resolvePodVolumes } from '../plugins/volume-binding/volume-binding.ts';
 import type { CycleContext, ExtensionPoint, ExtensionTimer, GpuMask, Plugin, Profile } from './types.ts';
 
 export interface Placement {
@@ -111,8 +112,34 @@ export class Scheduler {
         return { ok: false, explanation: this.preFilterExplanation(pod, s.reasons ?? []) };
       }
     }
+    const v = this.withVolumes(pod);
     this.timed('PreFilter', t0);
-    return this.placeFiltered(pod, stmt, range);
+    if (!v.ok) return { ok: false, explanation: this.preFilterExplanation(pod, [v.reason]) };
+    return this.placeFiltered(v.pod, stmt, range);
+  }
+
+  /** The pod with resolved volumes; a pod its pre-filters rejected (checked before) is returned as it is. */
+  private volumesOf(pod: PodSpec): PodSpec {
+    const v = this.withVolumes(pod);
+    return v.ok ? v.pod : pod;
+  }
+
+  private readonly resolved = new WeakMap<PodSpec, { readonly version: number; readonly r: { ok: true; pod: PodSpec } | { ok: false; reason: string } }>();
+
+  /**
+   * The pod with its claims resolved against the snapshot's storage (VolumeBinding's and VolumeZone's PreFilters,
+   * ADR 0070), or why it cannot be placed anywhere. Pods without claims are returned as they are. Resolved
+   * again whenever the storage or its assumptions changed (a gang member took a PV).
+   */
+  private withVolumes(pod: PodSpec): { ok: true; pod: PodSpec } | { ok: false; reason: string } {
+    if (pod.claims === undefined) return { ok: true, pod };
+    const version = this.state.volumes?.version ?? -1;
+    const hit = this.resolved.get(pod);
+    if (hit !== undefined && hit.version === version) return hit.r;
+    const res = resolvePodVolumes(pod, this.state.volumes);
+    const r: { ok: true; pod: PodSpec } | { ok: false; reason: string } = res.ok ? { ok: true, pod: { ...pod, volumes: res.volumes } } : { ok: false, reason: res.reason };
+    this.resolved.set(pod, { version, r });
+    return r;
   }
 
   /** `placePod` after its pre-filters passed: the profile's selector over the shape's index. */
@@ -139,7 +166,9 @@ export class Scheduler {
       gpus = picked;
     }
     const cp = stmt.checkpoint();
-    stmt.allocate(allocationFor(pod, node.name, gpus));
+    const a = allocationFor(pod, node.name, gpus);
+    // The PVs and provisioning VolumeBinding assumes on this node (its Reserve), carried to the binder.
+    stmt.allocate(pod.volumes === undefined ? a : { ...a, volumes: allocationVolumes(pod.volumes, node) });
     const t1 = this.timer === undefined ? 0 : this.timer.nowMs();
     for (const r of this.profile.reserves) {
       const s = (r.reserve as NonNullable<typeof r.reserve>)(pod, node, this.ctx);
@@ -248,12 +277,19 @@ export class Scheduler {
           return { ok: false, explanation: this.preFilterExplanation(m, s.reasons ?? [], subject()) };
         }
       }
+      if (m.claims !== undefined) {
+        const v = this.withVolumes(m);
+        if (!v.ok) {
+          this.timed('PreFilter', t0);
+          return { ok: false, explanation: this.preFilterExplanation(m, [v.reason], subject()) };
+        }
+      }
     }
     this.timed('PreFilter', t0);
     const required = gang.topology.required;
     // A gang of one pod with nothing to keep together is placed as a pod (its pre-filters passed above), by the profile's selector too.
     if (members.length === 1 && required === undefined && this.profile.selector !== 'best') {
-      const r = this.placeFiltered(members[0] as PodSpec, stmt);
+      const r = this.placeFiltered(this.volumesOf(members[0] as PodSpec), stmt);
       return r.ok ? { ok: true, placements: [r.placement], level: 'cluster', pending: [] } : { ok: false, explanation: r.explanation };
     }
     const levels = this.gangLevels(required, members.length === 1);
@@ -446,17 +482,20 @@ export class Scheduler {
     const pending: string[] = [];
     const used: number[] = [];
     for (let m = 0; m < members.length; m++) {
-      const pod = members[m] as PodSpec;
+      // Resolved per member: the members placed before it may have taken PVs (kube's assume cache), so two
+      // members never pick the same static PV.
+      const v = this.withVolumes(members[m] as PodSpec);
+      const pod = v.ok ? v.pod : (members[m] as PodSpec);
       const idx = this.index(pod);
       let chosen = -1;
-      for (let u = used.length - 1; u >= 0; u--) {
+      for (let u = v.ok ? used.length - 1 : -1; u >= 0; u--) {
         const i = used[u] as number;
         if (idx.best(i, i + 1) === i) {
           chosen = i;
           break;
         }
       }
-      if (chosen < 0) chosen = idx.best(d.start, d.end);
+      if (chosen < 0 && v.ok) chosen = idx.best(d.start, d.end);
       const ok = chosen >= 0 && this.commitTo(pod, this.state.nodes[chosen] as NodeState, stmt, allowed);
       if (!ok) {
         // Members past minMember may stay pending (elastic gangs); below it the gang fails here.
@@ -471,7 +510,10 @@ export class Scheduler {
   }
 
   /** Why a pod cannot be placed in [start, end), from the shape index's cached filter results. */
-  explainPod(pod: PodSpec, range?: Range): Explanation {
+  explainPod(original: PodSpec, range?: Range): Explanation {
+    const v = this.withVolumes(original);
+    if (!v.ok) return this.preFilterExplanation(original, [v.reason]);
+    const pod = v.pod;
     const idx = this.index(pod);
     return this.explainIndex(`pod ${pod.id}`, pod, idx, range?.start ?? 0, range?.end ?? this.state.size);
   }
@@ -514,8 +556,9 @@ export class Scheduler {
   }
 
   private explainGang(gang: GangSpec, subject: string): Explanation {
-    const first = gang.members[0];
-    if (first === undefined) return simpleExplanation(subject, this.state.size, 'the gang has no members', true);
+    const member = gang.members[0];
+    if (member === undefined) return simpleExplanation(subject, this.state.size, 'the gang has no members', true);
+    const first = this.volumesOf(member);
     const idx = this.index(first);
     const fitOne = idx.feasibleCount();
     const extra: ReasonCount[] = [];

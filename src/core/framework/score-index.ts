@@ -394,13 +394,16 @@ function buildShapeKey(pod: PodSpec): string {
 
 /** Whether the pod has any of the fields of kube's per-node plugins that filters read (ADR 0049). */
 function hasExt(pod: PodSpec): boolean {
-  return pod.nodeAffinity !== undefined || pod.hostPorts !== undefined || pod.request.scalar !== undefined || hasInterPodFields(pod);
+  return pod.nodeAffinity !== undefined || pod.hostPorts !== undefined || pod.request.scalar !== undefined || pod.volumes !== undefined || pod.inlineDisks !== undefined || hasInterPodFields(pod);
 }
 
 /** Node affinity, host ports and other resources as a key part; '' for the pods that have none (no cost for them). */
 function extKey(pod: PodSpec): string {
   if (!hasExt(pod)) return '';
-  const base = [pod.nodeAffinity ?? null, pod.hostPorts ?? null, pod.request.scalar ?? null];
+  const base: unknown[] = [pod.nodeAffinity ?? null, pod.hostPorts ?? null, pod.request.scalar ?? null];
+  // Resolved volumes (ADR 0070) only when present: keys of pods without them are as before.
+  if (pod.volumes !== undefined) base.push(`v${pod.volumes.key}`);
+  if (pod.inlineDisks !== undefined) base.push(pod.inlineDisks);
   // Inter-pod terms read the pod's own namespace and labels too (self-match, matchLabelKeys).
   return JSON.stringify(hasInterPodFields(pod) ? [...base, podMetaKey(pod), pod.podAffinity ?? null, pod.podAntiAffinity ?? null, pod.topologySpread ?? null] : base);
 }

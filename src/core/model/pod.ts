@@ -1,6 +1,8 @@
 /** Pods, gangs (PodGroups) and their placement constraints. Integer units: cpuMilli, memoryMiB, gpuMilli. */
 import type { Taint } from './node.ts';
 import type { TopologyLevel } from './topology.ts';
+import type { InlineDisk, PodClaim } from './volume.ts';
+import type { ResolvedVolumes } from '../plugins/volume-binding/volume-binding.ts';
 
 export interface Toleration {
   readonly key?: string;
@@ -136,6 +138,15 @@ export interface PodSpec {
   readonly podAntiAffinity?: PodAffinityRules;
   /** spec.topologySpreadConstraints, when any. */
   readonly topologySpread?: readonly TopologySpreadConstraint[];
+  /** The PersistentVolumeClaims its volumes use (persistentVolumeClaim and generic ephemeral volumes), when any. */
+  readonly claims?: readonly PodClaim[];
+  /** Inline GCE PD, AWS EBS, iSCSI and RBD volumes, when any (VolumeRestrictions' disk conflicts). */
+  readonly inlineDisks?: readonly InlineDisk[];
+  /**
+   * Set by the scheduler only, on the copy it places: the claims resolved against the snapshot's storage (ADR 0070).
+   * The fit filter reads it; its key is part of the shape key.
+   */
+  readonly volumes?: ResolvedVolumes;
 }
 
 export interface TopologyConstraint {
@@ -187,6 +198,8 @@ export function makePod(id: string, request: Partial<PodRequest> & { gpuCount?: 
     ...(extra.podAffinity === undefined ? {} : { podAffinity: extra.podAffinity }),
     ...(extra.podAntiAffinity === undefined ? {} : { podAntiAffinity: extra.podAntiAffinity }),
     ...(extra.topologySpread === undefined || extra.topologySpread.length === 0 ? {} : { topologySpread: extra.topologySpread }),
+    ...(extra.claims === undefined || extra.claims.length === 0 ? {} : { claims: extra.claims }),
+    ...(extra.inlineDisks === undefined || extra.inlineDisks.length === 0 ? {} : { inlineDisks: extra.inlineDisks }),
   };
 }
 

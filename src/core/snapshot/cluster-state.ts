@@ -6,8 +6,11 @@
  */
 import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
+import type { InlineDisk } from '../model/volume.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
+import type { AllocationVolumes, VolumeCatalog } from './volume-catalog.ts';
+import { podClaimKeys } from '../model/volume.ts';
 import { defaultNamespaceLabels, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
 
 export interface Allocation {
@@ -28,6 +31,10 @@ export interface Allocation {
   readonly hostPorts?: readonly HostPort[];
   /** What other pods' inter-pod terms read of this pod, when it has a namespace, labels or required anti-affinity (ADR 0054). */
   readonly meta?: AllocationMeta;
+  /** The claims the pod uses and the volume choices made for it at commit, when it uses any (ADR 0070). */
+  readonly volumes?: AllocationVolumes;
+  /** Its inline GCE PD / EBS / iSCSI / RBD disks, when any. */
+  readonly disks?: readonly InlineDisk[];
 }
 
 export interface AllocationMeta extends PodMeta {
@@ -80,6 +87,8 @@ export class NodeState {
   scalarUsed: Map<string, number> | undefined = undefined;
   /** Host ports in use, created with the first pod that binds any. */
   hostPorts: UsedPorts | undefined = undefined;
+  /** Inline disks of the pods on the node, created with the first pod that mounts any. */
+  disks: Map<string, readonly InlineDisk[]> | undefined = undefined;
   /** Index in topology order. */
   idx = 0;
   /** Tie-break priority: lower rank wins ties. */
@@ -171,6 +180,11 @@ export class ClusterState {
   private readonly topologies = new Map<string, TopologyValues>();
   /** Labels of a namespace for namespaceSelector; hosts that know them set this (default: kube's automatic name label). */
   namespaceLabels: NamespaceLabels = defaultNamespaceLabels;
+  /**
+   * PersistentVolumes, claims and StorageClasses, when the host knows any (ADR 0070). Set it before allocating
+   * pods with claims: allocations record their volume assumptions in it.
+   */
+  volumes: VolumeCatalog | undefined = undefined;
   /** Spec class per node index (see specClasses), computed with the snapshot. */
   private specClassOf: Int32Array | undefined;
   private specClassCount = 0;
@@ -307,6 +321,8 @@ export class ClusterState {
         else e.count++;
       }
     }
+    if (a.volumes !== undefined) this.volumes?.take(a.volumes, a.node);
+    if (a.disks !== undefined) (n.disks ??= new Map()).set(a.podId, a.disks);
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
     this.logPod.push(a);
@@ -340,6 +356,8 @@ export class ClusterState {
         if (--e.count === 0) this.antiTerms.delete(k);
       }
     }
+    if (a.volumes !== undefined) this.volumes?.give(a.volumes);
+    if (a.disks !== undefined) n.disks?.delete(podId);
     n.allocations.delete(podId);
     this.podNode.delete(podId);
     this.logPod.push(a);
@@ -569,6 +587,23 @@ const LOCATION_LABELS: Readonly<Record<string, (s: NodeSpec) => string>> = {
   'ai.sits2026.dev/rack': (s) => s.location.rack,
 };
 
+const withPlace = new WeakMap<NodeSpec, Readonly<Record<string, string>>>();
+
+/** The node's labels with the well-known ones its place implies where it does not carry them (made once per spec). */
+export function labelsWithPlace(spec: NodeSpec): Readonly<Record<string, string>> {
+  let l = withPlace.get(spec);
+  if (l === undefined) {
+    const out: Record<string, string> = {};
+    for (const k in LOCATION_LABELS) {
+      const v = (LOCATION_LABELS[k] as (s: NodeSpec) => string)(spec);
+      if (v !== '') out[k] = v;
+    }
+    l = { ...out, ...spec.labels };
+    withPlace.set(spec, l);
+  }
+  return l;
+}
+
 /** The node's value of a topology key: its label, else the well-known label its place implies; undefined = none. */
 export function nodeTopologyValue(spec: NodeSpec, key: string): string | undefined {
   if (Object.hasOwn(spec.labels, key)) return spec.labels[key];
@@ -610,12 +645,15 @@ function addScalar(used: Map<string, number>, r: Readonly<Record<string, number>
 export function allocationFor(pod: PodSpec, node: string, gpus: readonly number[]): Allocation {
   const r = pod.request;
   const withMeta = pod.namespace !== undefined || pod.labels !== undefined || pod.podAntiAffinity !== undefined || pod.podAffinity !== undefined;
-  if (r.scalar !== undefined || pod.hostPorts !== undefined || withMeta) {
+  if (r.scalar !== undefined || pod.hostPorts !== undefined || withMeta || pod.claims !== undefined || pod.inlineDisks !== undefined) {
     return {
       ...plainAllocation(pod, node, gpus),
       ...(r.scalar === undefined ? {} : { scalar: r.scalar }),
       ...(pod.hostPorts === undefined ? {} : { hostPorts: pod.hostPorts }),
       ...(withMeta ? { meta: metaOf(pod) } : {}),
+      // A running pod's claims count for ReadWriteOncePod; the scheduler adds its choices for the pods it places.
+      ...(pod.claims === undefined ? {} : { volumes: { claims: podClaimKeys(pod), binds: [], provisions: [] } }),
+      ...(pod.inlineDisks === undefined ? {} : { disks: pod.inlineDisks }),
     };
   }
   return plainAllocation(pod, node, gpus);

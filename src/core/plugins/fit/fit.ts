@@ -9,7 +9,8 @@
  * devices, else insufficient GPUs) → host ports → pod count → CPU → memory → other resources
  * (ephemeral-storage, hugepages, extended) → GPUs: one fractional or whole device needs a usable GPU with
  * free ≥ gpuMilli; n devices need n usable GPUs with free ≥ gpuMilli. These are kube-scheduler's
- * NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts and NodeResourcesFit in one pass (ADR 0049).
+ * NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts and NodeResourcesFit in one pass (ADR 0049); then,
+ * for a pod whose claims the scheduler resolved, VolumeRestrictions, VolumeBinding and VolumeZone (ADR 0070).
  */
 import type { NodeState } from '../../snapshot/cluster-state.ts';
 import type { PodSpec } from '../../model/pod.ts';
@@ -18,6 +19,7 @@ import { SUCCESS, type Plugin } from '../../framework/types.ts';
 import { tolerates, UNSCHEDULABLE_TAINT } from '../taint-toleration/taint-toleration.ts';
 import { affinityReadsNodeName, requiredAffinityMatches } from '../node-affinity/node-affinity.ts';
 import { nodePortsFit } from '../node-ports/node-ports.ts';
+import { diskConflict, volumeFilter } from '../volume-binding/volume-binding.ts';
 
 export { tolerates };
 
@@ -57,6 +59,9 @@ export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
   if (node.memUsedMiB + r.memoryMiB > spec.memoryMiB) return Reason.Memory;
   if (r.scalar !== undefined && insufficientScalar(pod, node) !== undefined) return Reason.InsufficientResource;
   if (r.gpuCount > 0 && gpusWithFree(node, r.gpuMilli) < r.gpuCount) return Reason.Gpu;
+  // VolumeRestrictions, VolumeBinding, VolumeZone: after NodeResourcesFit, as in kube's filter order (ADR 0070).
+  if (pod.inlineDisks !== undefined && diskConflict(pod.inlineDisks, node)) return Reason.DiskConflict;
+  if (pod.volumes !== undefined) return volumeFilter(pod.volumes, node);
   return Reason.Fits;
 }
 
