@@ -41,6 +41,8 @@ provide('helm', 'tools/helm/ensure.mjs', 'SITS_HELM', 'helm for the deploy tests
 if (!unitOnly) {
   provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
   provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
+  // The upstream Kubernetes e2e suite (e2e.test) for the conformance test (src/app/conformance.e2e.test.ts, ADR 0073).
+  provide('upstream e2e suite', 'tools/k8s/ensure-e2e.mjs', 'SITS_E2E_BIN', 'e2e.test for the conformance test');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
 }

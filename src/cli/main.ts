@@ -16,6 +16,7 @@ import { registerWebhook } from './commands/webhook.ts';
 import { registerNodeAgent } from './commands/node-agent.ts';
 import { registerLint } from './commands/lint.ts';
 import { registerExtender } from './commands/extender.ts';
+import { registerConformance } from './commands/conformance.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -37,6 +38,7 @@ export function buildProgram(): Command {
   registerNodeAgent(program);
   registerLint(program);
   registerExtender(program);
+  registerConformance(program);
   return program;
 }
 
