@@ -182,7 +182,7 @@ export async function ensureGoBuild({ log, fail, root, key, label, ready, what, 
    */
   function go(what, cwd, args, { quiet = false, testBinary = false } = {}) {
     const started = Date.now();
-    if (!quiet) log(`building ${what} (go build -p ${jobs}); the first build takes many minutes…`);
+    if (!quiet) log(`building ${what} (${testBinary ? 'go test -c' : 'go build'} -p ${jobs}); the first build takes many minutes…`);
     return new Promise((resolvePromise, reject) => {
       const child = spawn('go', [...(testBinary ? ['test', '-c'] : ['build']), '-p', jobs, '-trimpath', '-buildvcs=false', ...args], {
         cwd,
