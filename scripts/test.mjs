@@ -45,6 +45,8 @@ if (!unitOnly) {
   provide('otel collector', 'tools/otelcol/ensure.mjs', 'SITS_OTELCOL', 'the OpenTelemetry Collector for the tracing e2e test');
   provide('CSI snapshot components', 'tools/snapshots/ensure.mjs', 'SITS_SNAPSHOTS_BIN', 'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests');
   provide('csi-provisioner', 'tools/snapshots/ensure-provisioner.mjs', 'SITS_CSI_PROVISIONER_BIN', 'csi-provisioner (restore from a VolumeSnapshot) for the snapshot e2e tests');
+  // The upstream Kubernetes e2e suite (e2e.test) for the conformance test (src/app/conformance.e2e.test.ts, ADR 0073).
+  provide('upstream e2e suite', 'tools/k8s/ensure-e2e.mjs', 'SITS_E2E_BIN', 'e2e.test for the conformance test');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
   // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.

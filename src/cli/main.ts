@@ -17,6 +17,7 @@ import { registerNodeAgent } from './commands/node-agent.ts';
 import { registerLint } from './commands/lint.ts';
 import { registerExtender } from './commands/extender.ts';
 import { registerTop } from './commands/top.ts';
+import { registerConformance } from './commands/conformance.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerLint(program);
   registerExtender(program);
   registerTop(program);
+  registerConformance(program);
   return program;
 }
 

@@ -45,8 +45,11 @@ export class FakeKubelet {
     this.busy.add(key);
     const path = `/api/v1/namespaces/${p.metadata?.namespace ?? 'default'}/pods/${p.metadata?.name ?? ''}`;
     try {
+      // Every write names the pod's uid: a pod seen late may have been replaced by a new one of the same name (the
+      // upstream e2e suite deletes and recreates pods by name at once), which must not be deleted or started for it.
+      const uid = p.metadata?.uid;
       if (p.metadata?.deletionTimestamp !== undefined) {
-        await this.client.delete(path, { gracePeriodSeconds: 0 });
+        await this.client.request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, ...(uid === undefined ? {} : { preconditions: { uid } }) } });
         this.stats.deleted++;
         return;
       }
@@ -60,6 +63,7 @@ export class FakeKubelet {
         await this.client.request('PATCH', `${path}/status`, {
           contentType: 'application/merge-patch+json',
           body: {
+            ...(uid === undefined ? {} : { metadata: { uid } }),
             status: {
               phase: 'Running',
               podIP: ip,
@@ -82,6 +86,7 @@ export class FakeKubelet {
         await this.client.request('PATCH', `${path}/status`, {
           contentType: 'application/merge-patch+json',
           body: {
+            ...(uid === undefined ? {} : { metadata: { uid } }),
             status: {
               phase: code === 0 ? 'Succeeded' : 'Failed',
               conditions: [{ type: 'Ready', status: 'False', reason: code === 0 ? 'PodCompleted' : 'PodFailed', lastTransitionTime: now }],

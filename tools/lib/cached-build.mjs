@@ -76,7 +76,8 @@ function processAlive(pid) {
  *   is removed.
  * - `build({ tmpDir, go, goVersion, jobs, startedAt })` writes into `.tmp-<key>-<pid>/`, which is renamed
  *   into place only when `build` resolves, so an interrupted build never leaves a half-filled cache.
- *   `go(label, cwd, args, { quiet })` runs `go build` with `-p` from the `jobsEnv` variable (default 2).
+ *   `go(label, cwd, args, { quiet, testBinary })` runs `go build` (or `go test -c`) with `-p` from the `jobsEnv`
+ *   variable (default 2).
  * - `doneMessage(took)` is logged once the folder is in place.
  */
 export async function ensureGoBuild({ log, fail, root, key, label, ready, what, instead, jobsEnv, build, doneMessage }) {
@@ -175,12 +176,15 @@ export async function ensureGoBuild({ log, fail, root, key, label, ready, what, 
     GOWORK: 'off',
   };
 
-  /** `quiet`: no "building …" / "built … in …" lines (the caller says what it builds). */
-  function go(what, cwd, args, { quiet = false } = {}) {
+  /**
+   * `quiet`: no "building …" / "built … in …" lines (the caller says what it builds).
+   * `testBinary`: `go test -c` instead of `go build` (a package's test binary, e.g. the upstream e2e suite).
+   */
+  function go(what, cwd, args, { quiet = false, testBinary = false } = {}) {
     const started = Date.now();
-    if (!quiet) log(`building ${what} (go build -p ${jobs}); the first build takes many minutes…`);
+    if (!quiet) log(`building ${what} (${testBinary ? 'go test -c' : 'go build'} -p ${jobs}); the first build takes many minutes…`);
     return new Promise((resolvePromise, reject) => {
-      const child = spawn('go', ['build', '-p', jobs, '-trimpath', '-buildvcs=false', ...args], {
+      const child = spawn('go', [...(testBinary ? ['test', '-c'] : ['build']), '-p', jobs, '-trimpath', '-buildvcs=false', ...args], {
         cwd,
         env: buildEnv,
         stdio: ['ignore', 'pipe', 'inherit'], // stdout is reserved for the path the script prints
