@@ -6,7 +6,6 @@ import { startControlPlane, type ControlPlane } from '../harness/control-plane.t
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { applyCrds, devNodes } from '../app/dev-cluster.ts';
-import { scaled } from '../testing/timeouts.ts';
 
 const root = join(import.meta.dirname, '../..');
 
@@ -38,6 +37,12 @@ function scheduledPerPod(events: Awaited<ReturnType<typeof listEvents>>): Map<st
   return perPod;
 }
 
+interface LeaseObject {
+  readonly spec?: { readonly holderIdentity?: string; readonly acquireTime?: string; readonly renewTime?: string; readonly leaseTransitions?: number };
+}
+
+const lease = (client: KubeClient): Promise<LeaseObject> => client.get<LeaseObject>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler');
+
 async function holder(client: KubeClient): Promise<string | undefined> {
   try {
     const l = await client.get<{ spec?: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler');
@@ -66,7 +71,7 @@ describe('high availability and crash safety (scheduler processes on a real cont
     await plane?.stop();
   });
 
-  it('exactly one of two replicas leads; after SIGKILL the other takes over within the lease time; no pod bound twice', async () => {
+  it('exactly one of two replicas leads; after SIGKILL the other takes over once the lease has expired, never before; no pod bound twice', async () => {
     await createNs(client, 'ha');
     const a = startScheduler(plane.kubeconfigPath, 'replica-a');
     procs.push(a);
@@ -82,13 +87,20 @@ describe('high availability and crash safety (scheduler processes on a real cont
     a.child.kill('SIGKILL');
     await a.exited;
     const killedAt = performance.now();
-    await waitFor('replica-b leads', async () => (await holder(client)) === 'replica-b', 15_000, 50);
+    // replica-a's last renewal, as stored (it can renew no more).
+    const last = await lease(client);
+    await waitFor('replica-b leads', async () => (await holder(client)) === 'replica-b', 30_000, 50);
     const takeoverMs = performance.now() - killedAt;
-    // client-go semantics: a standby takes over once the record has not changed for a lease duration (4 s)
-    // on its own clock, at its next retry; allow one more lease of slack, times the test timeout scale: on a
-    // loaded machine every lease request and timer of the standby is late too (12.6 s seen at load 14 on 2 cores).
-    console.log(`takeover after SIGKILL: ${Math.round(takeoverMs)} ms (lease 4000 ms, bound ${scaled(8000)} ms)`);
-    expect(takeoverMs).toBeLessThan(scaled(8000));
+    const taken = await lease(client);
+    // client-go semantics, checked on the Lease itself rather than on this machine's timers: the standby takes
+    // over only once the record has not changed for a whole lease duration (never earlier: two leaders), and
+    // then within a few retries (liveness: the wait above). Wall time is logged: on a loaded machine every
+    // timer of the standby is late (12.6 s seen at load 14 on 2 cores), which is not a correctness failure.
+    const gapMs = Date.parse(taken.spec?.acquireTime ?? '') - Date.parse(last.spec?.renewTime ?? '');
+    console.log(`takeover after SIGKILL: ${Math.round(takeoverMs)} ms; acquired ${gapMs} ms after the last renewal (lease 4000 ms)`);
+    expect(last.spec?.holderIdentity).toBe('replica-a');
+    expect(taken.spec?.holderIdentity).toBe('replica-b');
+    expect(gapMs).toBeGreaterThanOrEqual(4000);
 
     await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('ha', `after-${i}`)));
     const pods = await waitFor('16 pods bound', async () => {
