@@ -7,34 +7,22 @@
 // SITS_K8S_BUILD_JOBS. Plain Node ESM, no dependencies.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureGoBuild, isExecutableFile, reporter, requiredVersion, useOverride } from '../lib/cached-build.mjs';
+import { cacheRoot, ensureGoBuild, isExecutableFile, kubeVersionLdflags, reporter, requiredVersion, useBinFolder } from '../lib/cached-build.mjs';
 
 const BINARY = 'kube-controller-manager';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const KUBE_MOD_DIR = join(HERE, 'kube');
 const { log, fail } = reporter('sits-kcm');
 
-useOverride('SITS_KCM_BIN', (explicit) => {
-  const dir = resolve(explicit);
-  if (!existsSync(dir) || !isExecutableFile(join(dir, BINARY))) fail(`SITS_KCM_BIN=${explicit}: ${join(dir, BINARY)} is missing or not executable`);
-  return dir;
-});
+useBinFolder('SITS_KCM_BIN', [BINARY], fail);
 
 const k8sVersion = requiredVersion(join(KUBE_MOD_DIR, 'go.mod'), 'k8s.io/kubernetes', fail);
 const key = `${k8sVersion}-controller-manager`;
-const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-const root = join(cacheHome, 'sits-k8s');
+const root = cacheRoot('sits-k8s');
 const finalDir = join(root, key);
-const kMinor = /^v(\d+)\.(\d+)\./.exec(k8sVersion);
-const ldflags = ['-s', '-w'];
-for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
-  ldflags.push(`-X ${pkg}.gitVersion=${k8sVersion}`, `-X ${pkg}.gitTreeState=clean`);
-  if (kMinor) ldflags.push(`-X ${pkg}.gitMajor=${kMinor[1]}`, `-X ${pkg}.gitMinor=${kMinor[2]}`);
-}
 
 await ensureGoBuild({
   log,
@@ -49,7 +37,7 @@ await ensureGoBuild({
   doneMessage: (took) => `done in ${took}: ${finalDir}`,
   async build({ tmpDir, go, goVersion, startedAt }) {
     log(`${BINARY} ${k8sVersion} not found in ${finalDir}; building with ${goVersion}`);
-    await go(`${BINARY} ${k8sVersion}`, KUBE_MOD_DIR, ['-o', `${tmpDir}/`, '-ldflags', ldflags.join(' '), `k8s.io/kubernetes/cmd/${BINARY}`]);
+    await go(`${BINARY} ${k8sVersion}`, KUBE_MOD_DIR, ['-o', `${tmpDir}/`, '-ldflags', kubeVersionLdflags(k8sVersion), `k8s.io/kubernetes/cmd/${BINARY}`]);
     const r = spawnSync(join(tmpDir, BINARY), ['--version'], { encoding: 'utf8' });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
     if (r.status !== 0 || !out.includes(k8sVersion)) throw new Error(`${BINARY} --version did not report ${k8sVersion}: ${out.trim() || r.error?.message}`);

@@ -9,36 +9,25 @@
 // Plain Node ESM, no dependencies.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureGoBuild, isExecutableFile, reporter, requiredVersion, useOverride } from '../lib/cached-build.mjs';
+import { cacheRoot, ensureGoBuild, isExecutableFile, kubeVersionLdflags, reporter, requiredVersion, useBinFolder } from '../lib/cached-build.mjs';
 
 const BINARY = 'e2e.test';
 const HERE = dirname(fileURLToPath(import.meta.url));
 const KUBE_MOD_DIR = join(HERE, 'kube');
 const { log, fail } = reporter('sits-e2e');
 
-useOverride('SITS_E2E_BIN', (explicit) => {
-  const dir = resolve(explicit);
-  if (!existsSync(dir) || !isExecutableFile(join(dir, BINARY))) fail(`SITS_E2E_BIN=${explicit}: ${join(dir, BINARY)} is missing or not executable`);
-  return dir;
-});
+useBinFolder('SITS_E2E_BIN', [BINARY], fail);
 
 const k8sVersion = requiredVersion(join(KUBE_MOD_DIR, 'go.mod'), 'k8s.io/kubernetes', fail);
 const key = `${k8sVersion}-e2e`;
-const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-const root = join(cacheHome, 'sits-k8s');
+const root = cacheRoot('sits-k8s');
 const finalDir = join(root, key);
-const kMinor = /^v(\d+)\.(\d+)\./.exec(k8sVersion);
-// The suite compares its own version with the server's in places (skips by server version): stamp it like the
+// The suite compares its own version with the server's in places (skips by server version): stamped like the
 // control plane's binaries.
-const ldflags = ['-s', '-w'];
-for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
-  ldflags.push(`-X ${pkg}.gitVersion=${k8sVersion}`, `-X ${pkg}.gitTreeState=clean`);
-  if (kMinor) ldflags.push(`-X ${pkg}.gitMajor=${kMinor[1]}`, `-X ${pkg}.gitMinor=${kMinor[2]}`);
-}
+const ldflags = kubeVersionLdflags(k8sVersion);
 
 await ensureGoBuild({
   log,
@@ -53,7 +42,7 @@ await ensureGoBuild({
   doneMessage: (took) => `done in ${took}: ${finalDir}`,
   async build({ tmpDir, go, goVersion, startedAt }) {
     log(`${BINARY} ${k8sVersion} not found in ${finalDir}; building with ${goVersion}`);
-    await go(`${BINARY} ${k8sVersion}`, KUBE_MOD_DIR, ['-o', join(tmpDir, BINARY), '-ldflags', ldflags.join(' '), 'k8s.io/kubernetes/test/e2e'], { testBinary: true });
+    await go(`${BINARY} ${k8sVersion}`, KUBE_MOD_DIR, ['-o', join(tmpDir, BINARY), '-ldflags', ldflags, 'k8s.io/kubernetes/test/e2e'], { testBinary: true });
     // Sanity check: the binary lists the scheduling cases without a cluster.
     const r = spawnSync(join(tmpDir, BINARY), ['--ginkgo.dry-run', '--ginkgo.focus=SchedulerPredicates', '--ginkgo.no-color', '--provider=skeleton'], { encoding: 'utf8', timeout: 120_000 });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;

@@ -16,11 +16,10 @@
 // Plain Node ESM, no dependencies. See docs/control-plane.md.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureGoBuild, isExecutableFile, reporter, requiredVersion, useOverride } from '../lib/cached-build.mjs';
+import { cacheRoot, ensureGoBuild, isExecutableFile, kubeVersionLdflags, reporter, requiredVersion, useBinFolder } from '../lib/cached-build.mjs';
 
 const BINARIES = ['etcd', 'kube-apiserver', 'kube-scheduler'];
 const HERE = dirname(fileURLToPath(import.meta.url));
@@ -34,31 +33,16 @@ function missingBinaries(dir) {
 
 // ---------------------------------------------------------------------------
 // 1. Explicit folder.
-useOverride('SITS_K8S_BIN', (explicit) => {
-  const dir = resolve(explicit);
-  if (!existsSync(dir)) fail(`SITS_K8S_BIN=${explicit}: folder does not exist (it must hold ${BINARIES.join(', ')})`);
-  const missing = missingBinaries(dir);
-  if (missing.length > 0) {
-    fail(`SITS_K8S_BIN=${explicit}: missing or not executable: ${missing.map((b) => join(dir, b)).join(', ')}`);
-  }
-  return dir;
-});
+useBinFolder('SITS_K8S_BIN', BINARIES, fail);
 
 // ---------------------------------------------------------------------------
 // 2. Versioned cache folder, 3. built when missing.
 const k8sVersion = requiredVersion(join(KUBE_MOD_DIR, 'go.mod'), 'k8s.io/kubernetes', fail); // v1.36.3
 const etcdVersion = requiredVersion(join(ETCD_MOD_DIR, 'go.mod'), 'go.etcd.io/etcd/server/v3', fail); // v3.6.16
 const key = `${k8sVersion}-etcd${etcdVersion.replace(/^v/, '')}`; // v1.36.3-etcd3.6.16
-const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-const root = join(cacheHome, 'sits-k8s');
+const root = cacheRoot('sits-k8s');
 const finalDir = join(root, key);
 
-const kMinor = /^v(\d+)\.(\d+)\./.exec(k8sVersion);
-const kubeLdflags = ['-s', '-w'];
-for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
-  kubeLdflags.push(`-X ${pkg}.gitVersion=${k8sVersion}`, `-X ${pkg}.gitTreeState=clean`);
-  if (kMinor) kubeLdflags.push(`-X ${pkg}.gitMajor=${kMinor[1]}`, `-X ${pkg}.gitMinor=${kMinor[2]}`);
-}
 
 await ensureGoBuild({
   log,
@@ -77,7 +61,7 @@ await ensureGoBuild({
       '-o',
       `${tmpDir}/`,
       '-ldflags',
-      kubeLdflags.join(' '),
+      kubeVersionLdflags(k8sVersion),
       'k8s.io/kubernetes/cmd/kube-apiserver',
       'k8s.io/kubernetes/cmd/kube-scheduler',
     ]);

@@ -6,7 +6,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { clearInterval, setInterval } from 'node:timers';
-import { join } from 'node:path';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
 
 const MIN_GO = [1, 26];
 
@@ -29,6 +30,39 @@ export function useOverride(name, check) {
   if (!value) return;
   process.stdout.write(`${check(value)}\n`);
   process.exit(0);
+}
+
+/**
+ * The override of a tool that builds binaries: when `name` is set, it must name a folder holding every one of
+ * `binaries` (executable); that folder is printed and nothing is built. Fails naming the missing ones.
+ */
+export function useBinFolder(name, binaries, fail) {
+  useOverride(name, (explicit) => {
+    const dir = resolve(explicit);
+    if (!existsSync(dir)) fail(`${name}=${explicit}: folder does not exist (it must hold ${binaries.join(', ')})`);
+    const missing = binaries.filter((b) => !isExecutableFile(join(dir, b)));
+    if (missing.length > 0) fail(`${name}=${explicit}: missing or not executable: ${missing.map((b) => join(dir, b)).join(', ')}`);
+    return dir;
+  });
+}
+
+/** `${XDG_CACHE_HOME:-~/.cache}/<name>`: where a tool keeps its builds, one folder per version key. */
+export function cacheRoot(name) {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), name);
+}
+
+/**
+ * -ldflags of a Kubernetes binary: stripped, with the version stamped as a release build stamps it (both
+ * component-base and client-go), so `--version` and version checks against the server read it.
+ */
+export function kubeVersionLdflags(version) {
+  const flags = ['-s', '-w'];
+  const minor = /^v(\d+)\.(\d+)\./.exec(version);
+  for (const pkg of ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version']) {
+    flags.push(`-X ${pkg}.gitVersion=${version}`, `-X ${pkg}.gitTreeState=clean`);
+    if (minor) flags.push(`-X ${pkg}.gitMajor=${minor[1]}`, `-X ${pkg}.gitMinor=${minor[2]}`);
+  }
+  return flags.join(' ');
 }
 
 export function isExecutableFile(path) {

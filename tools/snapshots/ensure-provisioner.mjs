@@ -8,27 +8,21 @@
 // SITS_K8S_BUILD_JOBS. Plain Node ESM, no dependencies.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureGoBuild, isExecutableFile, reporter, requiredVersion, useOverride } from '../lib/cached-build.mjs';
+import { cacheRoot, ensureGoBuild, isExecutableFile, reporter, requiredVersion, useBinFolder } from '../lib/cached-build.mjs';
 
 const MOD = 'github.com/kubernetes-csi/external-provisioner/v6';
 const BINARY = 'csi-provisioner';
 const MOD_DIR = join(dirname(fileURLToPath(import.meta.url)), 'provisioner');
 const { log, fail } = reporter('sits-csi-provisioner');
 
-useOverride('SITS_CSI_PROVISIONER_BIN', (explicit) => {
-  const dir = resolve(explicit);
-  if (!existsSync(dir) || !isExecutableFile(join(dir, BINARY))) fail(`SITS_CSI_PROVISIONER_BIN=${explicit}: ${join(dir, BINARY)} is missing or not executable`);
-  return dir;
-});
+useBinFolder('SITS_CSI_PROVISIONER_BIN', [BINARY], fail);
 
 const version = requiredVersion(join(MOD_DIR, 'go.mod'), MOD, fail); // v6.3.0
 const key = `csi-provisioner${version.replace(/^v/, '')}`;
-const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-const root = join(cacheHome, 'sits-snapshots');
+const root = cacheRoot('sits-snapshots');
 const finalDir = join(root, key);
 
 await ensureGoBuild({

@@ -9,11 +9,10 @@
 // SITS_K8S_BUILD_JOBS. Plain Node ESM, no dependencies.
 
 import { spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
-import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ensureGoBuild, isExecutableFile, reporter, requiredVersion, useOverride } from '../lib/cached-build.mjs';
+import { cacheRoot, ensureGoBuild, isExecutableFile, reporter, requiredVersion, useBinFolder } from '../lib/cached-build.mjs';
 
 const SNAPSHOTTER_MOD = 'github.com/kubernetes-csi/external-snapshotter/v8';
 const CSI_TEST_MOD = 'github.com/kubernetes-csi/csi-test/v5';
@@ -25,19 +24,12 @@ function missingBinaries(dir) {
   return BINARIES.filter((b) => !isExecutableFile(join(dir, b)));
 }
 
-useOverride('SITS_SNAPSHOTS_BIN', (explicit) => {
-  const dir = resolve(explicit);
-  if (!existsSync(dir)) fail(`SITS_SNAPSHOTS_BIN=${explicit}: folder does not exist (it must hold ${BINARIES.join(', ')})`);
-  const missing = missingBinaries(dir);
-  if (missing.length > 0) fail(`SITS_SNAPSHOTS_BIN=${explicit}: missing or not executable: ${missing.map((b) => join(dir, b)).join(', ')}`);
-  return dir;
-});
+useBinFolder('SITS_SNAPSHOTS_BIN', BINARIES, fail);
 
 const snapshotterVersion = requiredVersion(join(HERE, 'go.mod'), SNAPSHOTTER_MOD, fail); // v8.6.0
 const csiTestVersion = requiredVersion(join(HERE, 'go.mod'), CSI_TEST_MOD, fail); // v5.6.0
 const key = `snapshotter${snapshotterVersion.replace(/^v/, '')}-csi-test${csiTestVersion.replace(/^v/, '')}`;
-const cacheHome = process.env.XDG_CACHE_HOME || join(homedir(), '.cache');
-const root = join(cacheHome, 'sits-snapshots');
+const root = cacheRoot('sits-snapshots');
 const finalDir = join(root, key);
 
 await ensureGoBuild({
