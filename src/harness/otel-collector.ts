@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { freePorts } from './control-plane.ts';
+import { freePorts, runEnsure } from './control-plane.ts';
 
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ENSURE_SCRIPT = join(REPO_ROOT, 'tools/otelcol/ensure.mjs');
@@ -44,22 +44,7 @@ let ensured: Promise<string> | undefined;
 
 /** Runs tools/otelcol/ensure.mjs once per process (the first run builds the collector: minutes). */
 export function ensureOtelCollector(log: (l: string) => void = (l) => process.stderr.write(`${l}\n`)): Promise<string> {
-  ensured ??= new Promise<string>((res, rej) => {
-    const child = spawn(process.execPath, [ENSURE_SCRIPT], { stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: string[] = [];
-    const err: string[] = [];
-    createInterface({ input: child.stdout }).on('line', (l) => out.push(l));
-    createInterface({ input: child.stderr }).on('line', (l) => {
-      err.push(l);
-      log(l);
-    });
-    child.on('error', rej);
-    child.on('close', (code) => {
-      const bin = out.filter((l) => l.trim() !== '').at(-1)?.trim();
-      if (code === 0 && bin !== undefined) res(bin);
-      else rej(new Error(`${ENSURE_SCRIPT} failed (exit code ${code}):\n${err.slice(-20).join('\n')}`));
-    });
-  }).catch((e: unknown) => {
+  ensured ??= runEnsure(ENSURE_SCRIPT, log).catch((e: unknown) => {
     ensured = undefined;
     throw e;
   });
