@@ -1,9 +1,6 @@
 // `sits top`'s terminal rendering of the cluster view (the dashboard's view model): cells by allocation,
 // islands apart, one line per node group wrapped to the width, the queues and pending tables; and the command
 // itself in a real pseudo-terminal (node-pty) on the simulated demo cluster, with `-o json` parsed back.
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { spawn as ptySpawn } from '@lydell/node-pty';
 import { describe, expect, it } from 'vitest';
 import type { NodeSpec } from '../core/model/node.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
@@ -11,11 +8,11 @@ import type { NodeLocation } from '../core/model/topology.ts';
 import { makeQueue } from '../core/queue/model.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
 import { buildClusterView, type ClusterView } from '../server/cluster-view.ts';
+import { sitsInPty } from '../testing/pty.ts';
 import { runSits } from '../testing/sits-cli.ts';
 import { renderTop, shortDuration } from './top-render.ts';
 import { asClusterView } from './top-source.ts';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const ESC = String.fromCharCode(27);
 const strip = (s: string): string => s.replace(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '').replace(/\r/g, '');
 
@@ -85,14 +82,7 @@ describe('renderTop', () => {
 
 describe('sits top --sim', () => {
   it('in a pseudo-terminal: coloured heatmap of the demo cluster, queues and pending jobs', async () => {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NO_COLOR' && k !== 'FORCE_COLOR') env[k] = v;
-    const { code, out } = await new Promise<{ code: number; out: string }>((res) => {
-      const p = ptySpawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'top', '--sim', '--at', '120'], { name: 'xterm-256color', cols: 120, rows: 60, cwd: ROOT, env: { ...env, TERM: 'xterm-256color' } });
-      let text = '';
-      p.onData((d) => (text += d));
-      p.onExit(({ exitCode }) => res({ code: exitCode, out: text }));
-    });
+    const { code, out } = await sitsInPty(['top', '--sim', '--at', '120'], { cols: 120 });
     expect(code, out).toBe(0);
     expect(out).toMatch(new RegExp(`${ESC}\\[\\d+m`));
     const screen = strip(out);

@@ -8,13 +8,13 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawn as ptySpawn } from '@lydell/node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { freePorts } from '../harness/control-plane.ts';
 import { createNs, createPods, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { selfSignedServing } from '../kube/certs.ts';
 import type { ClusterView } from '../server/cluster-view.ts';
+import { sitsInPty } from '../testing/pty.ts';
 import { runSits } from '../testing/sits-cli.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -50,16 +50,7 @@ afterAll(async () => {
 });
 
 /** `sits top …` in a pseudo-terminal of 160 columns: what a person would see. */
-function inPty(args: readonly string[]): Promise<{ code: number; out: string }> {
-  return new Promise((res) => {
-    const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NO_COLOR' && k !== 'FORCE_COLOR') env[k] = v;
-    const p = ptySpawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'top', ...args], { name: 'xterm-256color', cols: 160, rows: 60, cwd: ROOT, env: { ...env, TERM: 'xterm-256color' } });
-    let out = '';
-    p.onData((d) => (out += d));
-    p.onExit(({ exitCode }) => res({ code: exitCode, out }));
-  });
-}
+const inPty = (args: readonly string[]): Promise<{ code: number; out: string }> => sitsInPty(['top', ...args], { cols: 160 });
 
 const ESC = String.fromCharCode(27);
 const strip = (s: string): string => s.replace(new RegExp(`${ESC}\\[[0-9;]*m`, 'g'), '').replace(/\r/g, '');
