@@ -201,7 +201,7 @@ describe('defaulting', () => {
   it('never overrides a value the user set', () => {
     const d = withDefaults('TrainingJob', { ...SEED_TRAINING_JOB, spec: { ...spec(SEED_TRAINING_JOB), backoffLimit: 0, nccl: { socketTimeout: 600 } } }) as { spec: TrainingJob['spec'] };
     expect(d.spec.backoffLimit).toBe(0);
-    expect(d.spec.nccl).toEqual({ ibDisable: false, socketTimeout: 600, asyncErrorHandling: true, timeoutSeconds: 1800 });
+    expect(d.spec.nccl).toEqual({ ibDisable: false, socketTimeout: 600, asyncErrorHandling: true, timeoutSeconds: 1800, topologyFile: true });
   });
 });
 

@@ -56,7 +56,13 @@ export const ANNOTATION = {
   nodeShape: `${P}/node-shape`,
   gpuTopology: `${P}/gpu-topology`,
   unhealthyGpus: `${P}/unhealthy-gpus`,
+  /** GPU PCI bus ids by index ("0000:07:00.0,0000:08:00.0"), from nvidia-smi -q -x. */
+  gpuBusIds: `${P}/gpu-bus-ids`,
+  /** NICs and where they sit ("mlx5_0@0/1,mlx5_1@1": name @ NUMA node / GPU sharing its PCIe switch). */
+  nics: `${P}/nics`,
   // Pods: what they ask for.
+  /** "generate": write the NCCL topology file of the pod's GPUs into `ncclTopology` at binding. */
+  ncclTopologyFile: `${P}/nccl-topology-file`,
   gpuFraction: `${P}/gpu-fraction`,
   gpuModels: `${P}/gpu-models`,
   minComputeCapability: `${P}/min-compute-capability`,
@@ -73,6 +79,8 @@ export const ANNOTATION = {
   // Pods: what the scheduler writes.
   /** The devices a bound pod holds ("0,1"), written through the Binding object. */
   gpuIndices: `${P}/gpu-indices`,
+  /** NCCL's topology XML for the GPUs and NICs the pod got (written through the Binding; the pod mounts it). */
+  ncclTopology: `${P}/nccl-topology`,
   /** Written by the SITS device plugin: the recorded indices it has handed to the pod's containers so far ("0,1"). */
   gpuAllocated: `${P}/gpu-allocated`,
   /** Set on a pod that SITS has placed as part of a gang plan, before its binding (ADR 0006). */

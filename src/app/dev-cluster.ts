@@ -7,6 +7,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildCrds } from '../api/crd.ts';
+import { ANNOTATION } from '../api/wire.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
 import { KubeClient } from '../kube/client.ts';
 import { nodeObjectFor } from '../kube/labels.ts';
@@ -54,11 +55,20 @@ export interface DevCluster {
   stop(): Promise<void>;
 }
 
+/** PCI bus ids `0000:10:00.0`, `0000:1c:00.0`, …: one bus per GPU, as boards number them (up to 20 GPUs). */
+export function devBusIds(gpus: number): string[] {
+  return Array.from({ length: gpus }, (_, i) => `0000:${(0x10 + 0x0c * i).toString(16).padStart(2, '0')}:00.0`);
+}
+
 export function devNodes(count: number, shape: string, nodesPerRack = 8, racksPerBlock = 4): ReturnType<typeof nodeObjectFor>[] {
   if (NODE_SHAPES[shape] === undefined) throw new Error(`unknown shape "${shape}" (presets: ${Object.keys(NODE_SHAPES).join(', ')})`);
+  const gpus = NODE_SHAPES[shape].gpus.length;
   return Array.from({ length: count }, (_, i) => {
     const rack = Math.floor(i / nodesPerRack);
-    return nodeObjectFor(`${shape}-${String(i).padStart(3, '0')}`, shape, { zone: 'zone-0', block: `block-${Math.floor(rack / racksPerBlock)}`, rack: `rack-${rack}` });
+    const node = nodeObjectFor(`${shape}-${String(i).padStart(3, '0')}`, shape, { zone: 'zone-0', block: `block-${Math.floor(rack / racksPerBlock)}`, rack: `rack-${rack}` });
+    // What `sits node-agent` publishes from nvidia-smi on a real node; these simulated nodes get bus ids in a
+    // made-up layout (devBusIds) so that pods on them get an NCCL topology file too.
+    return gpus === 0 ? node : { ...node, annotations: { ...node.annotations, [ANNOTATION.gpuBusIds]: devBusIds(gpus).join(',') } };
   });
 }
 

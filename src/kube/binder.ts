@@ -18,6 +18,7 @@ import { InFlight, podPath, splitKey } from './in-flight.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import { parseGpuIndices, podKey } from './labels.ts';
+import { ncclTopologyForBinding } from './nccl-topology-binding.ts';
 import { VOLUME_BIND_TIMEOUT_MS, VolumePreBinder } from './volume-binder.ts';
 
 /** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
@@ -136,18 +137,21 @@ export class KubeBinder implements Binder {
   private async bindOne(r: BindRequest, event = true): Promise<void> {
     const pod = this.cache.pod(r.podId);
     const [ns, name] = splitKey(r.podId);
+    const nccl = ncclTopologyForBinding(pod, this.cache.nodeSpec(r.node), r.gpus);
+    const annotations = { [ANNOTATION.gpuIndices]: r.gpus.join(','), ...(nccl === undefined ? {} : { [ANNOTATION.ncclTopology]: nccl.xml }) };
     const t0 = performance.now();
     try {
       await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
         apiVersion: 'v1',
         kind: 'Binding',
-        metadata: { name, namespace: ns, ...(pod?.metadata?.uid === undefined ? {} : { uid: pod.metadata.uid }), annotations: { [ANNOTATION.gpuIndices]: r.gpus.join(',') } },
+        metadata: { name, namespace: ns, ...(pod?.metadata?.uid === undefined ? {} : { uid: pod.metadata.uid }), annotations },
         target: { apiVersion: 'v1', kind: 'Node', name: r.node },
       });
       this.opts.bound?.((performance.now() - t0) / 1000, true);
       this.stats.bound++;
       this.nominatedPods.delete(r.podId);
       if (event) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})` });
+      if (nccl?.problem !== undefined) this.opts.log(`pod ${r.podId}: NCCL topology file left to NCCL's own detection: ${nccl.problem}`);
     } catch (e) {
       this.opts.bound?.((performance.now() - t0) / 1000, false);
       this.stats.bindErrors++;

@@ -211,6 +211,11 @@ export class ClusterCache {
     if (old?.sig !== sig) this.stateDirty = true;
   }
 
+  /** The node as last read from its object (no snapshot rebuild): what the binder needs beyond the placement. */
+  nodeSpec(name: string): NodeSpec | undefined {
+    return this.nodeObjs.get(name)?.spec;
+  }
+
   deleteNode(n: V1Node): void {
     if (this.nodeObjs.delete(n.metadata?.name ?? '')) this.stateDirty = true;
   }

@@ -26,8 +26,9 @@ import { GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.
 import type { NodeSpec, Taint } from '../core/model/node.ts';
 import { makePod, type HostPort, type LabelSelector, type NodeAffinity, type NodeSelectorRequirement, type NodeSelectorTerm, type PodAffinityRules, type PodAffinityTerm, type PodSpec, type TopologySpreadConstraint } from '../core/model/pod.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
-import { flatTopology, type NodeGpuTopology } from '../core/model/topology.ts';
+import { flatTopology, type NodeGpuTopology, type NodePci } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
+import { parseBusIds, parseNics } from '../spec/nccl-topology.ts';
 import { parseNvidiaSmiTopo } from '../spec/nvidia-smi-topo.ts';
 import { quantityToMiB, readQuantity, type QuantityUnit } from '../api/quantity.ts';
 import { readPodResources, readResourceQuantity } from '../api/pod-resources.ts';
@@ -118,6 +119,15 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   }
   const taints: Taint[] = (n.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect as Taint['effect'], ...(t.value === undefined ? {} : { value: t.value }) }));
   const clique = labels[LABEL.nvlinkDomain] ?? labels[LABEL.gfdClique];
+  let pci: NodePci | undefined;
+  const busText = ann[ANNOTATION.gpuBusIds];
+  if (busText !== undefined) {
+    const busIds = parseBusIds(busText, deviceCount);
+    if (!busIds.ok) return err(`node ${name}: annotation ${ANNOTATION.gpuBusIds}: ${busIds.error}`);
+    const nics = parseNics(ann[ANNOTATION.nics] ?? '', deviceCount);
+    if (!nics.ok) return err(`node ${name}: annotation ${ANNOTATION.nics}: ${nics.error}`);
+    pci = { busIds: busIds.value, nics: nics.value };
+  }
   return ok({
     name,
     cpuMilli,
@@ -131,6 +141,7 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
     unschedulable: n.spec?.unschedulable === true,
     ...(shapeId === undefined ? {} : { shape: shapeId }),
     ...(scalar === undefined ? {} : { scalar }),
+    ...(pci === undefined ? {} : { pci }),
   });
 }
 

@@ -76,6 +76,9 @@ describe('node agent on a real kube-apiserver', () => {
     const spec = nodeFromK8s(node);
     if (!spec.ok) throw new Error(spec.error);
     expect(spec.value.topology.numaOf).toEqual([0, 1]);
+    // The bus ids of the captured -q -x (index 0 on bus 81, index 1 on bus C1), for the pods' NCCL topology files.
+    expect(node.metadata?.annotations?.[ANNOTATION.gpuBusIds]).toBe('0000:81:00.0,0000:c1:00.0');
+    expect(spec.value.pci).toEqual({ busIds: ['0000:81:00.0', '0000:c1:00.0'], nics: [] });
     expect(spec.value.gpus.map((g) => [g.memoryMiB, g.healthy])).toEqual([
       [24564, true],
       [24564, true],

@@ -9,7 +9,8 @@ import type { NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { modelFromProduct } from '../kube/labels.ts';
-import { formatSmiMatrix, readSmiMatrix, topologyFromMatrix } from '../spec/nvidia-smi-topo.ts';
+import { formatNics, nicPlacements } from '../spec/nccl-topology.ts';
+import { formatSmiMatrix, readSmiMatrix, readSmiNics, topologyFromMatrix } from '../spec/nvidia-smi-topo.ts';
 import { parseSmiQueryXml } from './smi-query.ts';
 
 export interface GpuReading {
@@ -52,7 +53,7 @@ export interface ReadingInput {
 
 /** Every label and annotation the agent owns: set when known, removed when no longer known. */
 export const MANAGED_LABELS = [LABEL.gpuModel, LABEL.gfdProduct, LABEL.gfdCount, LABEL.gfdMemory, LABEL.gfdMajor, LABEL.gfdMinor] as const;
-export const MANAGED_ANNOTATIONS = [ANNOTATION.gpuTopology, ANNOTATION.unhealthyGpus] as const;
+export const MANAGED_ANNOTATIONS = [ANNOTATION.gpuTopology, ANNOTATION.unhealthyGpus, ANNOTATION.gpuBusIds, ANNOTATION.nics] as const;
 
 /** Architectures with a single compute capability (Ampere, Pascal, Blackwell have several: the model must tell). */
 const ARCH_CC: Readonly<Record<string, number>> = { Volta: 70, Turing: 75, 'Ada Lovelace': 89, Hopper: 90 };
@@ -110,8 +111,11 @@ export function deriveReading(input: ReadingInput): Result<NodeReading, string> 
     ...(computeCapability === undefined ? {} : { [LABEL.gfdMajor]: String(Math.floor(computeCapability / 10)), [LABEL.gfdMinor]: String(computeCapability % 10) }),
   };
   const unhealthy = readings.filter((g) => !g.healthy).map((g) => g.index);
+  const nics = nicPlacements(readSmiNics(input.topo, gpus.length), numa);
   const annotations: Record<string, string> = {
     [ANNOTATION.gpuTopology]: formatSmiMatrix(matrix),
+    [ANNOTATION.gpuBusIds]: gpus.map((g) => g.pciBusId).join(','),
+    ...(nics.length === 0 ? {} : { [ANNOTATION.nics]: formatNics(nics) }),
     ...(unhealthy.length === 0 ? {} : { [ANNOTATION.unhealthyGpus]: unhealthy.join(',') }),
   };
   return ok({

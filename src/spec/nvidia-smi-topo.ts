@@ -122,3 +122,29 @@ export function topologyFromMatrix(m: SmiMatrix, opts: SmiOptions = {}): NodeGpu
     },
   });
 }
+
+/** A NIC row of `nvidia-smi topo -m`: its name from the NIC legend (`NIC0: mlx5_0`) and its cell for each GPU. */
+export interface SmiNic {
+  readonly name: string;
+  readonly toGpu: readonly string[];
+}
+
+/**
+ * The NIC rows, named from the NIC legend. A NIC the legend does not name is left out: NCCL finds a NIC by its
+ * device name, and a made-up name would match nothing. An empty list when the output has no NIC rows.
+ */
+export function readSmiNics(text: string, gpuCount: number): SmiNic[] {
+  const names = new Map<string, string>();
+  for (const m of text.matchAll(/^\s*(NIC\d+):\s*(\S+)\s*$/gm)) names.set(m[1] as string, m[2] as string);
+  const out: SmiNic[] = [];
+  for (const line of text.split('\n')) {
+    const parts = line.trim().split(/\s+/);
+    const id = parts[0] ?? '';
+    if (!/^NIC\d+$/.test(id) || parts.length < 1 + gpuCount) continue;
+    const cells = parts.slice(1, 1 + gpuCount);
+    const name = names.get(id);
+    if (name === undefined || !cells.every((c) => /^(NV\d+|PIX|PXB|PHB|NODE|SYS)$/.test(c))) continue;
+    out.push({ name, toGpu: cells });
+  }
+  return out;
+}

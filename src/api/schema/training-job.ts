@@ -115,6 +115,10 @@ export const NcclSettings = Obj(
     netGdrLevel: Type.Optional(Type.Integer({ description: 'NCCL_NET_GDR_LEVEL (GPUDirect RDMA level, 0-5); unset leaves NCCL\'s default.', minimum: 0, maximum: 5 })),
     socketIfname: Type.Optional(Type.String({ description: 'NCCL_SOCKET_IFNAME, e.g. "eth0" or "^lo,docker".', minLength: 1, maxLength: 256 })),
     debug: Type.Optional(StringEnum(['VERSION', 'WARN', 'INFO', 'TRACE'], { description: 'NCCL_DEBUG level; unset leaves it off.' })),
+    topologyFile: Type.Boolean({
+      description: "Give every GPU replica NCCL's topology file (XML) for the GPUs and NICs SITS placed it on, mounted at /etc/sits/nccl/topo.xml with NCCL_TOPO_FILE set. Default: true.",
+      default: true,
+    }),
   },
   {
     description: 'NCCL environment injected into every replica; a container env entry with the same name overrides it. Default: {} (every field defaulted).',

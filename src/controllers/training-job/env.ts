@@ -18,6 +18,8 @@ export interface WorldInfo {
   readonly attempt: number;
   /** CPU limit of the trainer container in millicores, when known. */
   readonly cpuLimitMilli?: number;
+  /** Where the NCCL topology file is mounted, when the replica gets one. */
+  readonly ncclTopoFile?: string;
 }
 
 /** Processes per replica: spec.nprocPerNode, else one per GPU, at least 1. */
@@ -59,6 +61,7 @@ export function injectedEnv(spec: Pick<TrainingJobSpec, 'masterPort' | 'nccl'>, 
   if (spec.nccl.netGdrLevel !== undefined) env.push(['NCCL_NET_GDR_LEVEL', String(spec.nccl.netGdrLevel)]);
   if (spec.nccl.socketIfname !== undefined) env.push(['NCCL_SOCKET_IFNAME', spec.nccl.socketIfname]);
   if (spec.nccl.debug !== undefined) env.push(['NCCL_DEBUG', spec.nccl.debug]);
+  if (w.ncclTopoFile !== undefined) env.push(['NCCL_TOPO_FILE', w.ncclTopoFile]);
   if (w.cpuLimitMilli !== undefined) {
     const hint = dataLoaderHint(w.cpuLimitMilli, w.nprocPerNode);
     env.push(['SITS_DATALOADER_NUM_WORKERS', String(hint.workers)], ['SITS_DATALOADER_PIN_MEMORY', String(hint.pinMemory)]);

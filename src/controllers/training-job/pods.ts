@@ -124,6 +124,14 @@ function cpuLimitMilli(c: ContainerObject): number | undefined {
   return q === undefined ? undefined : quantityToMilli(q);
 }
 
+export const NCCL_TOPO_VOLUME = 'sits-nccl-topology';
+export const NCCL_TOPO_DIR = '/etc/sits/nccl';
+export const NCCL_TOPO_FILE = `${NCCL_TOPO_DIR}/topo.xml`;
+
+function ncclTopologyVolume(): Record<string, unknown> {
+  return { name: NCCL_TOPO_VOLUME, downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: `metadata.annotations['${ANNOTATION.ncclTopology}']` } }] } };
+}
+
 export interface ReplicaParams {
   readonly rank: number;
   readonly replicas: number;
@@ -139,18 +147,23 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
   const res = podResources(spec);
   const ti = trainerIndex(base.containers);
   const nproc = nprocPerNode(spec, trainingJobGpusPerReplica(spec));
+  const topo = spec.nccl.topologyFile !== false && trainingJobGpusPerReplica(spec) > 0;
   const containers = base.containers.map((c, i) => {
     if (i !== ti) return c;
     const withRes = withResources(c, res);
     const cpu = cpuLimitMilli(withRes);
     const env: EnvVarObject[] = mergeEnv(
-      injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }) }),
+      injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }), ...(topo ? { ncclTopoFile: NCCL_TOPO_FILE } : {}) }),
       c.env,
     );
     const ports = c.ports ?? [];
     const withPort = ports.some((x) => x.containerPort === spec.masterPort) ? ports : [...ports, { name: 'rendezvous', containerPort: spec.masterPort, protocol: 'TCP' }];
-    return { ...withRes, env, ports: withPort };
+    const mounts = topo ? { volumeMounts: [...((withRes['volumeMounts'] as unknown[] | undefined) ?? []), { name: NCCL_TOPO_VOLUME, mountPath: NCCL_TOPO_DIR, readOnly: true }] } : {};
+    return { ...withRes, env, ports: withPort, ...mounts };
   });
+  // The scheduler writes the file's XML into the pod's annotations through the Binding (kube/nccl-topology-binding.ts);
+  // the kubelet starts the pod after that and projects the annotation as the file.
+  const volumes = topo ? { volumes: [...((base['volumes'] as unknown[] | undefined) ?? []), ncclTopologyVolume()] } : {};
   const tmplMeta = spec.podTemplate?.metadata;
   return {
     apiVersion: 'v1',
@@ -167,11 +180,12 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
         [LABEL.podGroup]: podGroupName(name),
         ...(spec.queue === undefined ? {} : { [LABEL.queue]: spec.queue }),
       },
-      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [ANNOTATION.worldSize]: String(p.replicas * nproc) },
+      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [ANNOTATION.worldSize]: String(p.replicas * nproc), ...(topo ? { [ANNOTATION.ncclTopologyFile]: 'generate' } : {}) },
       ownerReferences: [ownerReference(job)],
     },
     spec: {
       ...base,
+      ...volumes,
       containers,
       schedulerName: SCHEDULER_NAME,
       hostname: replicaPodName(name, p.rank),

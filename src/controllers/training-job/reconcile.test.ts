@@ -174,7 +174,7 @@ describe('replica pods', () => {
     const p = c.replicaPods()[1];
     expect(p?.spec?.schedulerName).toBe('sits-scheduler');
     expect(p?.spec?.priorityClassName).toBe('training-high');
-    expect(p?.spec?.volumes).toEqual([{ name: 'ckpt', emptyDir: {} }]);
+    expect(p?.spec?.volumes).toEqual([{ name: 'ckpt', emptyDir: {} }, NCCL_VOLUME]);
     expect(p?.metadata.labels).toMatchObject({ team: 'nlp', 'ai.sits2026.dev/queue': 'research' });
     expect(p?.metadata.annotations?.note).toBe('x');
     const [sidecar, trainer] = p?.spec?.containers ?? [];
@@ -186,6 +186,36 @@ describe('replica pods', () => {
 });
 
 const p0 = (p: ReturnType<FakeCluster['replicaPods']>[number] | undefined) => p?.spec?.containers[0];
+
+const NCCL_VOLUME = { name: 'sits-nccl-topology', downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: "metadata.annotations['ai.sits2026.dev/nccl-topology']" } }] } };
+
+describe('the NCCL topology file', () => {
+  it('every GPU replica asks the scheduler for it and reads it from its annotations at /etc/sits/nccl/topo.xml (NCCL_TOPO_FILE)', () => {
+    const c = new FakeCluster(makeJob(SEED_SPEC));
+    c.step();
+    for (const p of c.replicaPods()) {
+      expect(p.metadata.annotations?.['ai.sits2026.dev/nccl-topology-file']).toBe('generate');
+      expect(p.spec?.volumes).toEqual([NCCL_VOLUME]);
+      expect(p0(p)?.['volumeMounts']).toEqual([{ name: 'sits-nccl-topology', mountPath: '/etc/sits/nccl', readOnly: true }]);
+      expect(envOf(p).NCCL_TOPO_FILE).toBe('/etc/sits/nccl/topo.xml');
+    }
+  });
+
+  it('is left out with nccl.topologyFile: false, for replicas without GPUs, and a user NCCL_TOPO_FILE wins', () => {
+    const off = new FakeCluster(makeJob({ ...SEED_SPEC, nccl: { topologyFile: false } }));
+    off.step();
+    const cpuOnly = new FakeCluster(makeJob({ ...SEED_SPEC, resources: { cpu: 2 } }));
+    cpuOnly.step();
+    for (const p of [...off.replicaPods(), ...cpuOnly.replicaPods()]) {
+      expect(p.metadata.annotations?.['ai.sits2026.dev/nccl-topology-file']).toBeUndefined();
+      expect(p.spec?.volumes).toBeUndefined();
+      expect(envOf(p).NCCL_TOPO_FILE).toBeUndefined();
+    }
+    const own = new FakeCluster(makeJob({ ...SEED_SPEC, container: { image: 'x', env: [{ name: 'NCCL_TOPO_FILE', value: '/opt/topo.xml' }] } }));
+    own.step();
+    expect(envOf(own.replicaPods()[0]).NCCL_TOPO_FILE).toBe('/opt/topo.xml');
+  });
+});
 
 describe('the gang\'s PodGroup', () => {
   const topo = (topology: Record<string, unknown>) => {

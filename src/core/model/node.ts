@@ -1,6 +1,6 @@
 /** A node as the scheduler sees it: allocatable host resources, GPU devices, in-node and cluster topology. */
 import type { GpuDevice } from './gpu.ts';
-import type { NodeGpuTopology, NodeLocation } from './topology.ts';
+import type { NodeGpuTopology, NodeLocation, NodePci } from './topology.ts';
 
 export interface Taint {
   readonly key: string;
@@ -26,6 +26,8 @@ export interface NodeSpec {
   readonly scalar?: Readonly<Record<string, number>>;
   /** Preset id the node was made from, when any (informational). */
   readonly shape?: string;
+  /** GPU bus ids and NICs, when the node publishes them (for the NCCL topology file of the pods placed there). */
+  readonly pci?: NodePci;
 }
 
 /** The GPU model of a node: a node carries one model (mixed nodes report the first). */

@@ -15,6 +15,23 @@ export const DEFAULT_LINK_GBPS: Readonly<Record<LinkClass, number>> = {
   'cross-socket': 8, // SYS: across the inter-socket link (UPI/xGMI)
 };
 
+/** A NIC of the node and where it sits: under the PCIe switch of a GPU (PIX/PXB) or only on a NUMA node. */
+export interface NicPlacement {
+  /** The net device name NCCL matches (`mlx5_0`). */
+  readonly name: string;
+  /** GPU index it shares a PCIe switch with, when any. */
+  readonly nearGpu?: number;
+  /** NUMA node it hangs off. */
+  readonly numa: number;
+}
+
+/** What the node agent knows of the node's PCI devices beyond the GPU links: what an NCCL topology file needs. */
+export interface NodePci {
+  /** GPU PCI bus ids by index (Linux form `0000:07:00.0`). */
+  readonly busIds: readonly string[];
+  readonly nics: readonly NicPlacement[];
+}
+
 export interface NodeGpuTopology {
   readonly gpuCount: number;
   /** linkClass[i * gpuCount + j] for i ≠ j. */
