@@ -22,6 +22,7 @@
  *
  * Pure: numbers in, numbers out; the figures and their sources are in docs/adr/0103-step-time-model.md.
  */
+import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 import { bestGpuSet } from '../plugins/topology/gpu-topology-pick.ts';
 import { DEFAULT_NETWORK_GBPS, ringBottleneckGBps, type LinkClass, type NodeGpuTopology, type NodeLocation, type TopologyLevel } from '../model/topology.ts';
 
@@ -303,6 +304,23 @@ export function idealShares(like: Omit<JobNodeShare, 'gpus' | 'name'>, gpus: num
     const set = bestGpuSet(like.topology, free, take) ?? free.slice(0, take);
     out.push({ ...like, name: `ideal-${i}`, gpus: set, location: { zone: like.location.zone, block: like.location.block, rack: like.location.rack } });
     left -= take;
+  }
+  return out;
+}
+
+/** A scheduler's placements of one job (pods → node + GPU indices) as per-node shares of its GPUs. */
+export function sharesOf(placements: readonly { readonly node: string; readonly gpus: readonly number[] }[], nodeOf: (name: string) => NodeSpec | undefined): JobNodeShare[] {
+  const byNode = new Map<string, number[]>();
+  for (const p of placements) {
+    const g = byNode.get(p.node) ?? [];
+    for (const i of p.gpus) if (!g.includes(i)) g.push(i);
+    byNode.set(p.node, g);
+  }
+  const out: JobNodeShare[] = [];
+  for (const [name, gpus] of byNode) {
+    const spec = nodeOf(name);
+    if (spec === undefined || gpus.length === 0) continue;
+    out.push({ name, gpuModel: nodeGpuModel(spec), topology: spec.topology, location: spec.location, gpus: gpus.sort((a, b) => a - b) });
   }
   return out;
 }
