@@ -184,7 +184,14 @@ export interface TrainingBenchResult {
   readonly policies: Readonly<Record<(typeof TRAINING_POLICIES)[number], TrainingPolicyFigures>>;
   readonly seed: number;
   readonly cluster: { readonly nodes: number; readonly gpus: number; readonly racks: number; readonly shapes: Readonly<Record<string, number>> };
-  readonly workload: { readonly jobs: number; readonly hours: number; readonly load: number; readonly gpuSizes: Readonly<Record<string, number>> };
+  readonly workload: {
+    readonly jobs: number;
+    readonly hours: number;
+    readonly load: number;
+    readonly gpuSizes: Readonly<Record<string, number>>;
+    /** Every job on its ideal placement (whole NVSwitch A100 nodes, one rack): the ceiling of any policy. */
+    readonly ideal: { readonly tokensPerSec: number; readonly gpuUtilizationPct: number };
+  };
   readonly details: Readonly<Record<string, TrainingPolicyDetails>>;
   /** Extra profiles run beside the three (e.g. sits-step, ADR 0105). */
   readonly extra: Readonly<Record<string, TrainingPolicyFigures>>;
@@ -221,7 +228,7 @@ export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
     policies: { 'kube-default': k, 'round-robin': results['round-robin'].figures, sits: s },
     seed: opts.seed,
     cluster: { nodes: nodes.length, gpus: nodes.reduce((a, n) => a + n.gpus.length, 0), racks: new Set(nodes.map((n) => n.location.rack)).size, shapes: count(nodes.map((n) => n.shape ?? '')) },
-    workload: { jobs: jobs.length, hours, load, gpuSizes: count(jobs.map((j) => String(j.gpus))) },
+    workload: { jobs: jobs.length, hours, load, gpuSizes: count(jobs.map((j) => String(j.gpus))), ideal: idealFigures(jobs) },
     details: { ...Object.fromEntries(TRAINING_POLICIES.map((p) => [p, results[p].details])), ...Object.fromEntries(Object.entries(extra).map(([p, v]) => [p, v.details])) },
     extra: Object.fromEntries(Object.entries(extra).map(([p, v]) => [p, v.figures])),
     seedTable: SEED_TABLE,
@@ -232,6 +239,20 @@ export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
       seedGpuUtilizationPp: SEED_TABLE.sits.gpuUtilizationPct - SEED_TABLE['kube-default'].gpuUtilizationPct,
     },
   };
+}
+
+function idealFigures(jobs: readonly TrainingJob[]): { tokensPerSec: number; gpuUtilizationPct: number } {
+  const ref = trainingCluster().find((n) => n.shape === 'hgx-a100') as NodeSpec;
+  let tps = 0;
+  let gpuSec = 0;
+  let computeSec = 0;
+  for (const j of jobs) {
+    const st = stepTime(j.model, idealShares({ gpuModel: 'A100-80G', topology: ref.topology, location: ref.location }, j.gpus), TRAINING_NETWORK);
+    tps += st.tokensPerSec;
+    gpuSec += j.gpus * j.steps * st.stepSec;
+    computeSec += j.gpus * j.steps * st.computeSec;
+  }
+  return { tokensPerSec: Math.round(tps / Math.max(1, jobs.length)), gpuUtilizationPct: r2(gpuSec === 0 ? 0 : (100 * computeSec) / gpuSec) };
 }
 
 type Ev = { kind: 'arrive'; job: TrainingJob } | { kind: 'finish'; job: TrainingJob } | { kind: 'pass' };

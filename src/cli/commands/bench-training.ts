@@ -22,6 +22,7 @@ export function registerBenchTraining(bench: Command): void {
       const fig = (n: string) => all[n as keyof typeof all] as (typeof r.policies)['sits'];
       const det = (n: string) => r.details[n];
       const rows = names.map((n) => [n, fig(n).tokensPerSec, fig(n).gpuUtilizationPct.toFixed(2), fig(n).gangsInOneNvlinkDomainPct.toFixed(2), det(n)?.meanSlowdown.toFixed(2) ?? '-', det(n)?.gpuAllocationPct.toFixed(2) ?? '-', det(n)?.waitSec.p50 ?? '-']);
+      rows.push(['every job ideally placed', r.workload.ideal.tokensPerSec, r.workload.ideal.gpuUtilizationPct.toFixed(2), '-', '1.00', '-', '-']);
       rows.push(['seed 000 §1: default', r.seedTable['kube-default'].tokensPerSec, r.seedTable['kube-default'].gpuUtilizationPct.toFixed(2), '-', '-', '-', '-']);
       rows.push(['seed 000 §1: SITS', r.seedTable.sits.tokensPerSec, r.seedTable.sits.gpuUtilizationPct.toFixed(2), '-', '-', '-', '-']);
       process.stdout.write(
