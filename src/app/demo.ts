@@ -7,6 +7,7 @@
 import { modelMask, nodeFragment, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
 import { shapesOf } from '../core/estimate/expected-workload.ts';
 import { nearestRank } from '../core/stats.ts';
+import { DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../core/estimate/step-time.ts';
 import { seededRng } from '../core/ports.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { Environment } from '../sim/engine.ts';
@@ -23,6 +24,12 @@ export interface DemoProfileResult {
   readonly gangWaitSec: { readonly p50: number; readonly p99: number };
   readonly jobsStarted: number;
   readonly jobsNeverStarted: number;
+  /**
+   * What the training gangs' placements are worth by the step-time model (ADR 0103), each gang taken as the
+   * default 1.3B-parameter DDP job: its mean tokens/s per job and the GPU-time-weighted compute share of its
+   * steps. Durations in the demo stay the workload's (the table's other figures do not depend on the model).
+   */
+  readonly training: { readonly tokensPerSec: number; readonly gpuUtilizationPct: number };
 }
 
 export interface DemoResult {
@@ -67,6 +74,7 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
 
   const pending: DemoJob[] = [];
   const started = new Map<string, { startMs: number; nodes: Set<string>; oneNvlink: boolean; oneRack: boolean }>();
+  const trained: { gpuMs: number; tokensPerSec: number; util: number }[] = [];
   let passQueued = false;
   let lastMs = 0;
   let allocIntegral = 0;
@@ -140,6 +148,10 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
         oneNvlink = islands.size === 1;
       }
       started.set(job.id, { startMs: en.nowMs, nodes: nodeSet, oneNvlink, oneRack: racks.size === 1 });
+      if (job.kind === 'training') {
+        const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placedNodes, (n) => state.node(n)?.spec));
+        trained.push({ gpuMs: job.gpus * job.durationMs, tokensPerSec: st.tokensPerSec, util: st.gpuUtilization });
+      }
       en.schedule(job.durationMs, 0, { kind: 'finish', job });
     }
   };
@@ -166,5 +178,9 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
     gangWaitSec: { p50: Math.round(nearestRank(waits, 50) ?? 0), p99: Math.round(nearestRank(waits, 99) ?? 0) },
     jobsStarted: started.size,
     jobsNeverStarted: jobs.length - started.size,
+    training: {
+      tokensPerSec: Math.round(trained.reduce((a, t) => a + t.tokensPerSec, 0) / Math.max(1, trained.length)),
+      gpuUtilizationPct: round2((100 * trained.reduce((a, t) => a + t.gpuMs * t.util, 0)) / Math.max(1, trained.reduce((a, t) => a + t.gpuMs, 0))),
+    },
   };
 }

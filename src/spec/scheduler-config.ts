@@ -11,6 +11,7 @@
  *       weights: {inter-pod-affinity: 5}       # change the weights of its scorers (0 drops one), or
  *       scorers: [{name: fgd, weight: 1}]      # replace its scorers; also filters, devicePicker
  *       hardPodAffinityWeight: 1               # kube's InterPodAffinityArgs (0..100)
+ *       gangChoice: step-time                  # place gangs by predicted training step time (ADR 0105; absent: first fit)
  *       podTopologySpread:                     # kube's PodTopologySpreadArgs
  *         defaultingType: List                 # System (kube's built-in defaults) or List
  *         defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]
@@ -43,6 +44,7 @@ const ProfileT = Type.Object(
     weights: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.Number({ minimum: 0 }))),
     devicePicker: Type.Optional(Type.String({ minLength: 1 })),
     hardPodAffinityWeight: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+    gangChoice: Type.Optional(Type.Union([Type.Literal('step-time'), Type.Literal('first-fit')])),
     podTopologySpread: Type.Optional(
       Type.Object(
         {
@@ -133,13 +135,16 @@ function profileFrom(p: ProfileInput, bad: (path: readonly (string | number)[], 
   }
   const spread = spreadDefaultsOf(p, bad);
   if (!ok || spread === null) return undefined;
+  // first-fit undoes a base profile's step-time choice (sits-step).
+  const { gangChoice: _baseChoice, ...baseRest } = base;
   const cfg: ProfileConfig = {
-    ...base,
+    ...(p.gangChoice === 'first-fit' ? baseRest : base),
     name: baseName,
     ...(p.filters === undefined ? {} : { filters: p.filters }),
     scorers,
     ...(p.devicePicker === undefined ? {} : { devicePicker: p.devicePicker }),
     ...(p.hardPodAffinityWeight === undefined ? {} : { hardPodAffinityWeight: p.hardPodAffinityWeight }),
+    ...(p.gangChoice === 'step-time' ? { gangChoice: 'step-time' as const } : {}),
     ...(spread === undefined ? {} : { spreadDefaults: spread }),
   };
   // The plugins must also implement the points they are named for (a filter that cannot filter …).

@@ -21,6 +21,7 @@ import { seededRng, type Rng } from '../../core/ports.ts';
 import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
 import type { QueueSpec } from '../../core/queue/model.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
+import { DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../../core/estimate/step-time.ts';
 import { simAppOrThrow } from '../../app/sim-app.ts';
 import { mean, median, percentile } from '../../core/stats.ts';
 import { Environment, type SimEvent } from '../../sim/engine.ts';
@@ -67,6 +68,11 @@ export interface ReplayResult {
   readonly evictions: number;
   readonly failures: number;
   readonly spanS: number;
+  /**
+   * Units on whole GPUs taken as the default 1.3B-parameter DDP job (ADR 0103): mean tokens/s per unit and
+   * the GPU-time-weighted compute share of its steps on the GPUs it got (trace run times are kept).
+   */
+  readonly training: { readonly units: number; readonly tokensPerSec: number; readonly gpuUtilizationPct: number };
   /** Sampled series: time (s from the first arrival), allocated GPU %, pods waiting. */
   readonly series: { readonly tS: readonly number[]; readonly allocatedPct: readonly number[]; readonly waitingPods: readonly number[] };
 }
@@ -138,6 +144,10 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   let abandoned = 0;
   let placedPods = 0;
   const delaysS: number[] = [];
+  let trainedUnits = 0;
+  let trainedTokens = 0;
+  let trainedGpuMs = 0;
+  let trainedComputeMs = 0;
   const running = new Map<number, Tracked>();
   const podUnit = new Map<string, Tracked>();
   const nodeDown = new Uint8Array(state.size);
@@ -158,8 +168,17 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     }
   };
   /** A unit the cycle started (its placements already committed to the simulated cluster). */
-  const started = (t: Tracked, placements: readonly { readonly podId: string }[], en: Environment<Payload>): void => {
+  const started = (t: Tracked, placements: readonly { readonly podId: string; readonly node: string; readonly gpus: readonly number[] }[], en: Environment<Payload>): void => {
     const u = t.unit;
+    if (unitPods(u).every((p) => p.request.gpuCount > 0 && p.request.gpuMilli >= 1000)) {
+      const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placements, (n) => state.node(n)?.spec));
+      const gpus = unitPods(u).reduce((a, p) => a + p.request.gpuCount, 0);
+      const ms = Number.isFinite(u.durationMs) ? u.durationMs : Math.max(0, horizon - en.nowMs);
+      trainedUnits++;
+      trainedTokens += st.tokensPerSec;
+      trainedGpuMs += gpus * ms;
+      trainedComputeMs += gpus * ms * st.gpuUtilization;
+    }
     for (const p of placements) podUnit.set(p.podId, t);
     placedPods += placements.length;
     for (let i = 0; i < placements.length; i++) delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
@@ -305,6 +324,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     evictions,
     failures,
     spanS: r2(span / 1000),
+    training: { units: trainedUnits, tokensPerSec: Math.round(trainedUnits === 0 ? 0 : trainedTokens / trainedUnits), gpuUtilizationPct: trainedGpuMs === 0 ? 0 : r2((100 * trainedComputeMs) / trainedGpuMs) },
     series: { tS, allocatedPct, waitingPods: waitingSeries },
   };
 }

@@ -8,6 +8,7 @@ import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
 import { registerBenchThroughput } from './bench-throughput.ts';
+import { registerBenchTraining } from './bench-training.ts';
 
 /** `sits bench …`: benchmarks that write JSON. Subcommands register themselves here. */
 export function registerBench(program: Command): void {
@@ -20,6 +21,7 @@ export function registerBench(program: Command): void {
   registerBenchWebhook(bench);
   registerBenchKube(bench);
   registerBenchServing(bench);
+  registerBenchTraining(bench);
   registerBenchDashboard(bench);
   registerBenchAll(bench);
 }

@@ -19,6 +19,9 @@ export function renderDemo(r: DemoResult): string {
     ['gang wait p99 (s)', ...r.results.map((x) => x.gangWaitSec.p99)],
     ['jobs started', ...r.results.map((x) => x.jobsStarted)],
     ['jobs never started', ...r.results.map((x) => x.jobsNeverStarted)],
+    // Issue 19: by the step-time model (ADR 0103). Thousands, so the columns keep their widths.
+    ['training k tokens/s per job (step model)', ...r.results.map((x) => Math.round(x.training.tokensPerSec / 1000))],
+    ['training GPU utilisation % (step model)', ...r.results.map((x) => x.training.gpuUtilizationPct.toFixed(2))],
   ];
   const verdict = a !== undefined && b !== undefined ? `\n${a.profile} vs ${b.profile}: GPU allocation ${(a.gpuAllocationPct - b.gpuAllocationPct >= 0 ? '+' : '')}${(a.gpuAllocationPct - b.gpuAllocationPct).toFixed(2)} pp, fragmentation ${(a.fragmentationPct - b.fragmentationPct >= 0 ? '+' : '')}${(a.fragmentationPct - b.fragmentationPct).toFixed(2)} pp` : '';
   return `${head}\n\n${table(['metric', ...r.results.map((x) => x.profile)], rows)}${verdict}\n`;

@@ -84,6 +84,8 @@ export interface ProfileConfig {
   readonly hardPodAffinityWeight?: number;
   /** kube's PodTopologySpreadArgs defaults (absent: System; ADR 0077). */
   readonly spreadDefaults?: SpreadDefaults;
+  /** Choose a gang's placement by predicted step time (absent: first fit by link classes; ADR 0105). */
+  readonly gangChoice?: 'step-time';
 }
 
 export type ProfileError = { readonly code: 'UnknownPlugin'; readonly name: string; readonly profile: string; readonly field: string } | { readonly code: 'MissingExtensionPoint'; readonly name: string; readonly profile: string; readonly point: string } | { readonly code: 'UnknownProfile'; readonly profile: string };
@@ -147,6 +149,7 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
     gangSearch: cfg.gangSearch,
     ...(cfg.hardPodAffinityWeight === undefined ? {} : { hardPodAffinityWeight: cfg.hardPodAffinityWeight }),
     ...(cfg.spreadDefaults === undefined ? {} : { spreadDefaults: cfg.spreadDefaults }),
+    ...(cfg.gangChoice === undefined ? {} : { gangChoice: cfg.gangChoice }),
   });
 }
 
@@ -171,6 +174,16 @@ export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
     scorers: withPreferences([{ name: 'sits-frag', weight: 1 }]),
     devicePicker: 'sits-frag',
     gangSearch: 'topology',
+  },
+  // The same as sits, with gangs placed where their predicted training step is shortest (ADR 0105).
+  'sits-step': {
+    ...base,
+    name: 'sits-step',
+    description: 'sits, choosing among a gang’s candidate placements by predicted training step time',
+    scorers: withPreferences([{ name: 'sits-frag', weight: 1 }]),
+    devicePicker: 'sits-frag',
+    gangSearch: 'topology',
+    gangChoice: 'step-time',
   },
   'kube-default': {
     ...base,

@@ -4,6 +4,7 @@
  */
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
+import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
@@ -52,6 +53,8 @@ const MAX_INDICES = 192;
  * bounds a gang attempt's cost. At or below that level every candidate is tried.
  */
 const MAX_DOMAIN_TRIALS = 24;
+/** Candidate domains a step-time gang choice compares at most (each is a trial placement, rolled back). */
+const MAX_STEP_TIME_TRIALS = 16;
 
 export class Scheduler {
   private readonly indices = new Map<string, ScoreIndex>();
@@ -307,6 +310,10 @@ export class Scheduler {
       // Up to the preferred (or required) level every candidate domain is tried; wider levels are capped.
       const exhaustive = levelRank(level) <= Math.max(levelRank(gang.topology.preferred), levelRank(required));
       const limit = exhaustive ? nCand : Math.min(nCand, MAX_DOMAIN_TRIALS);
+      // By predicted step time (ADR 0105): every candidate of the level is tried, the fastest is placed again.
+      const byStep = this.profile.gangChoice === 'step-time';
+      let bestT = -1;
+      let bestStep = Number.POSITIVE_INFINITY;
       for (let t = 0; t < limit; t++) {
         const d = domains[this.candidate(t, nCand, domains.length)] as Range;
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
@@ -317,12 +324,36 @@ export class Scheduler {
         this.counters.domainTrials++;
         const cp = stmt.checkpoint();
         const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
+        if (placed !== undefined && this.permitted(gang, placed.placements.length)) {
+          if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
+          const step = this.predictedStep(gang, placed.placements);
+          if (step < bestStep) {
+            bestStep = step;
+            bestT = t;
+          }
+        }
+        stmt.rollback(cp);
+        if (byStep && bestT >= 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
+      }
+      if (bestT >= 0) {
+        // The state is as it was before the trials: the same domain gives the same placement again.
+        const d = domains[this.candidate(bestT, nCand, domains.length)] as Range;
+        const islandOnly = islandGang && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
+        const cp = stmt.checkpoint();
+        const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
         if (placed !== undefined && this.permitted(gang, placed.placements.length)) return { ok: true, placements: placed.placements, level, pending: placed.pending };
         stmt.rollback(cp);
       }
     }
     // Trial placements (preemption, reservations, ETAs) skip the O(nodes) explanation.
     return { ok: false, explanation: explain ? this.explainGang(gang, subject()) : simpleExplanation(subject(), this.state.size, 'not placed (trial)', false) };
+  }
+
+  /** Predicted step time (s) of the gang's training job on these placements (ADR 0103). */
+  private predictedStep(gang: GangSpec, placements: readonly Placement[]): number {
+    const args = this.profile.stepTimeArgs;
+    const model = args?.modelOf?.(gang) ?? DEFAULT_TRAINING_MODEL;
+    return stepTime(model, sharesOf(placements, (n) => this.state.node(n)?.spec), args?.network ?? DEFAULT_NETWORK).stepSec;
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();

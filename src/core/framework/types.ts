@@ -7,6 +7,7 @@ import type { PodSpec, GangSpec } from '../model/pod.ts';
 import type { NodeState, ClusterState } from '../snapshot/cluster-state.ts';
 import type { ReasonCode } from './reasons.ts';
 import type { Rng } from '../ports.ts';
+import type { NetworkModel, TrainingModel } from '../estimate/step-time.ts';
 
 export type StatusCode = 'Success' | 'Unschedulable' | 'UnschedulableAndUnresolvable' | 'Wait' | 'Skip' | 'Error';
 export interface Status {
@@ -114,6 +115,20 @@ export interface Profile {
   readonly hardPodAffinityWeight?: number;
   /** kube's PodTopologySpreadArgs: the cluster default constraints (absent: the System defaults; ADR 0077). */
   readonly spreadDefaults?: SpreadDefaults;
+  /**
+   * How a gang's placement is chosen among the candidate domains of a topology level (ADR 0105): absent, the
+   * first that fits in best-fit order (link classes rank the GPU sets inside a node); `step-time`, the one with
+   * the shortest predicted training step (core/estimate/step-time.ts).
+   */
+  readonly gangChoice?: 'step-time';
+  /** What the step-time choice assumes: the network between nodes and each gang's training job. */
+  readonly stepTimeArgs?: StepTimeArgs;
+}
+
+/** Inputs of the step-time gang choice; absent fields take the model's defaults. */
+export interface StepTimeArgs {
+  readonly network?: NetworkModel;
+  readonly modelOf?: (gang: GangSpec) => TrainingModel | undefined;
 }
 
 /** One cluster default spread constraint (kube's defaultConstraints: no selector; the pod's owners give it). */
