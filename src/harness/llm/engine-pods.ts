@@ -118,8 +118,11 @@ export class EnginePods {
     const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
       cwd: REPO,
       env: { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(this.o.paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
-      stdio: ['ignore', 'ignore', 'pipe'],
+      // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
+      // test leaves no engine behind; unref'd so that it keeps nothing alive here.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
     });
+    child.channel?.unref();
     const e: Engine = { key, ip, port, child, exited: false, ready: false, timer: undefined, stopping: false };
     this.engines.set(key, e);
     child.stderr?.setEncoding('utf8');

@@ -3,7 +3,8 @@
  * pod's container args on the command line, exactly as the llama.cpp image's entrypoint would get them.
  * Environment: SITS_LLAMA_PATHS, a JSON object mapping container paths (the pod's /mnt/models, /mnt/adapters/x)
  * to files on this machine; SITS_LLAMA_HOLD_FILE, stay "Loading model" while that file exists (tests).
- * Bad arguments exit 1 with llama-server's style of message; SIGTERM closes the server and exits 0.
+ * Bad arguments exit 1 with llama-server's style of message; SIGTERM (or the parent's IPC channel closing) closes
+ * the server and exits 0.
  */
 import { ArgsError, LlamaServerStandIn, parseLlamaServerArgs } from './llama-server.ts';
 
@@ -20,8 +21,22 @@ function resolver(json: string | undefined): (p: string) => string {
   };
 }
 
+let server: LlamaServerStandIn | undefined;
+let closing = false;
+function stop(): void {
+  if (closing) return;
+  closing = true;
+  void (server?.close() ?? Promise.resolve()).finally(() => process.exit(0));
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+// Started by the dev kubelet with an IPC channel: its end closing means the kubelet's process is gone.
+if (process.send !== undefined) {
+  process.on('disconnect', stop);
+  process.channel?.unref();
+}
+
 async function main(): Promise<void> {
-  let server: LlamaServerStandIn;
   try {
     const opts = parseLlamaServerArgs(process.argv.slice(2), resolver(process.env.SITS_LLAMA_PATHS));
     const hold = process.env.SITS_LLAMA_HOLD_FILE;
@@ -32,14 +47,6 @@ async function main(): Promise<void> {
     process.stderr.write(`${e instanceof ArgsError ? e.message : `error: ${(e as Error).message}`}\n`);
     process.exit(1);
   }
-  let closing = false;
-  const stop = (): void => {
-    if (closing) return;
-    closing = true;
-    void server.close().finally(() => process.exit(0));
-  };
-  process.on('SIGTERM', stop);
-  process.on('SIGINT', stop);
 }
 
 void main();
