@@ -3,9 +3,9 @@
  * fake node becomes Running (with a pod IP and a started container); annotation
  * `dev.sits2026.dev/exit-code: "0"` (or any other code) makes it Succeeded (or Failed) with that exit code;
  * a pod being deleted on a fake node is removed at once. With `engines` (llm/engine-pods.ts), a pod of the
- * llamacpp runtime gets a real engine process on its own pod IP instead (a loopback alias: devPodAddress), is Ready only while its
- * readinessProbe answers, and its engine is stopped before the pod is removed; every other pod is handled as
- * before.
+ * llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
+ * devPodAddress), is Ready only while its readinessProbe answers, and its engine is stopped before the pod is
+ * removed; every other pod is handled as before.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
