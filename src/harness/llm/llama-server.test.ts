@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,6 +90,19 @@ describe('the llama-server stand-in', () => {
     const bad = await post('/lora-adapters', [{ id: 3, scale: 1 }]);
     expect(bad.status).toBe(400);
     expect((bad.json.error as { message: string }).message).toMatch(/body\[0\]\.id: invalid adapter id 3/);
+  });
+
+  it("exports the families of recorded real llama-server /metrics with their names, types and HELP", async () => {
+    const mine = parsePromText(await (await fetch(`${base}/metrics`)).text());
+    const fixtures = join(import.meta.dirname, '..', '..', 'serving', 'fixtures');
+    for (const f of ['llamacpp-counters.txt', 'llamacpp-requests.txt']) {
+      const real = parsePromText(readFileSync(join(fixtures, f), 'utf8'));
+      for (const [name, fam] of real) {
+        expect(mine.get(name)?.type, `${f}: ${name}`).toBe(fam.type);
+        // PR #11512 fixed "Number of request processing." to "requests"; the stand-in has the fixed text.
+        expect(mine.get(name)?.help, `${f}: ${name}`).toBe(fam.help?.replace('of request ', 'of requests '));
+      }
+    }
   });
 
   it('refuses a request larger than a slot', async () => {
