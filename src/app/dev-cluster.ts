@@ -19,6 +19,7 @@ import type { RunningWebhook } from '../webhook/start.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
+import type { EnginePodsOptions } from '../harness/llm/engine-pods.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { startControllers, type ControllerOptions, type Controllers } from './controllers.ts';
 
@@ -41,6 +42,8 @@ export interface DevClusterOptions {
   readonly upstreamCrds?: boolean;
   /** Spans of the scheduler and the controllers (kube/tracing.ts); default off. */
   readonly tracing?: Tracing;
+  /** Run the llama-server stand-in for pods of the llamacpp runtime (harness/llm/engine-pods.ts); default off. */
+  readonly engines?: EnginePodsOptions;
 }
 
 export interface DevCluster {
@@ -95,7 +98,7 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const nodes = devNodes(opts.nodes, opts.shape, opts.nodesPerRack, opts.racksPerBlock);
     await createFakeGpuNodes(kc, nodes);
     const names = new Set(nodes.map((n) => n.name));
-    const kubelet = new FakeKubelet(client, (n) => names.has(n), log);
+    const kubelet = new FakeKubelet(client, (n) => names.has(n), log, opts.engines === undefined ? {} : { engines: opts.engines });
     await kubelet.start();
     const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
     const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...opts.controllers });

@@ -2,11 +2,15 @@
  * Dev mode only — not part of the product. Plays the kubelet for nodes that have none: a bound pod on a
  * fake node becomes Running (with a pod IP and a started container); annotation
  * `dev.sits2026.dev/exit-code: "0"` (or any other code) makes it Succeeded (or Failed) with that exit code;
- * a pod being deleted on a fake node is removed at once.
+ * a pod being deleted on a fake node is removed at once. With `engines` (llm/engine-pods.ts), a pod of the
+ * llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
+ * devPodAddress), is Ready only while its readinessProbe answers, and its engine is stopped before the pod is
+ * removed; every other pod is handled as before.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { objectKey, Reflector } from '../kube/reflector.ts';
+import { EnginePods, type EnginePodsOptions } from './llm/engine-pods.ts';
 
 export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
 
@@ -17,21 +21,73 @@ export class FakeKubelet {
   /** The latest version of a pod that changed while it was being handled: handled right after (else lost). */
   private readonly again = new Map<string, V1Pod>();
   readonly stats = { started: 0, finished: 0, deleted: 0 };
+  /** The engine processes of llamacpp pods, when asked for. */
+  readonly engines: EnginePods | undefined;
 
   constructor(
     private readonly client: KubeClient,
     private readonly isFakeNode: (node: string) => boolean,
     private readonly log: (m: string) => void = () => undefined,
-  ) {}
+    opts: { readonly engines?: EnginePodsOptions } = {},
+  ) {
+    this.engines = opts.engines === undefined ? undefined : new EnginePods({ log, ...opts.engines });
+  }
 
   async start(): Promise<void> {
     const handle = (p: V1Pod): void => void this.reconcile(p);
-    this.reflector = new Reflector<V1Pod>(this.client, '/api/v1/pods', { add: handle, update: handle, delete: () => undefined, error: (e) => this.log(`fake kubelet watch: ${e.message}`) });
+    // A pod removed by someone else (a forced delete) takes its engine with it.
+    const gone = (p: V1Pod): void => void this.engines?.stop(p.metadata?.uid ?? '');
+    this.reflector = new Reflector<V1Pod>(this.client, '/api/v1/pods', { add: handle, update: handle, delete: gone, error: (e) => this.log(`fake kubelet watch: ${e.message}`) });
     await this.reflector.start();
   }
 
   stop(): void {
     this.reflector?.stop();
+    void this.engines?.stopAll();
+  }
+
+  /** Stops the watch and waits for every engine process to exit. */
+  async stopAndWait(): Promise<void> {
+    this.reflector?.stop();
+    await this.engines?.stopAll();
+  }
+
+  /**
+   * A llamacpp pod: Running at once with its pod IP but not Ready; the engine starts on that IP and the prober
+   * flips Ready (and the containers' ready) with /health, as the kubelet does from the readinessProbe.
+   */
+  private async startEngine(p: V1Pod, path: string, uid: string | undefined): Promise<void> {
+    const engines = this.engines as EnginePods;
+    if (uid === undefined || engines.has(uid)) return;
+    const ip = engines.allocateIp();
+    const startedAt = new Date().toISOString();
+    const containers = p.spec?.containers ?? [];
+    const status = (ready: boolean): Record<string, unknown> => {
+      const now = new Date().toISOString();
+      const r = ready ? 'True' : 'False';
+      return {
+        metadata: { uid },
+        status: {
+          phase: 'Running',
+          podIP: ip,
+          podIPs: [{ ip }],
+          hostIP: '127.0.0.1',
+          startTime: startedAt,
+          conditions: [
+            { type: 'PodScheduled', status: 'True', lastTransitionTime: startedAt },
+            { type: 'Initialized', status: 'True', lastTransitionTime: startedAt },
+            { type: 'ContainersReady', status: r, lastTransitionTime: now, ...(ready ? {} : { reason: 'ContainersNotReady' }) },
+            { type: 'Ready', status: r, lastTransitionTime: now, ...(ready ? {} : { reason: 'ContainersNotReady' }) },
+          ],
+          containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready, started: true, restartCount: 0, state: { running: { startedAt } } })),
+        },
+      };
+    };
+    await this.client.request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body: status(false) });
+    this.stats.started++;
+    engines.start(uid, p, ip, (ready) => {
+      this.client.request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
+    });
   }
 
   private async reconcile(p: V1Pod): Promise<void> {
@@ -49,6 +105,7 @@ export class FakeKubelet {
       // upstream e2e suite deletes and recreates pods by name at once), which must not be deleted or started for it.
       const uid = p.metadata?.uid;
       if (p.metadata?.deletionTimestamp !== undefined) {
+        await this.engines?.stop(uid ?? '');
         await this.client.request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, ...(uid === undefined ? {} : { preconditions: { uid } }) } });
         this.stats.deleted++;
         return;
@@ -57,7 +114,9 @@ export class FakeKubelet {
       const exit = p.metadata?.annotations?.[EXIT_CODE_ANNOTATION];
       const now = new Date().toISOString();
       const containers = p.spec?.containers ?? [];
-      if (phase === 'Pending') {
+      if (phase === 'Pending' && this.engines?.matches(p) === true) {
+        await this.startEngine(p, path, uid);
+      } else if (phase === 'Pending') {
         const ip = `10.${(this.ipSeq >> 16) & 255}.${(this.ipSeq >> 8) & 255}.${this.ipSeq & 255}`;
         this.ipSeq++;
         await this.client.request('PATCH', `${path}/status`, {

@@ -3,6 +3,9 @@
  * -ngl/--n-gpu-layers, -sm/--split-mode, -a/--alias, --metrics (the /metrics endpoint is off without it),
  * --lora FNAME with --lora-init-without-apply. Health: GET /health (503 while loading, 200 when ready).
  * Adapters are loaded at launch and switched by POST /lora-adapters [{id, scale}]: a new adapter needs a restart.
+ * POST (and a request's `lora` field) sets every adapter's scale, ids not named to 0 (server parse_lora_request), so
+ * the body carries the whole vector; GET /lora-adapters lists [{id, path, scale}]. /metrics names checked against
+ * llama-server's handle_metrics (docs/adr/0087): no histograms, hence no TTFT/ITL signal.
  * GGUF weights carry their own quantization, so the spec may not ask for one.
  */
 import { ArgsBuilder, huggingFaceId, servedModelName, tensorParallel, type RuntimeDefinition } from '../runtime.ts';

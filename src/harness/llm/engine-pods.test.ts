@@ -1,0 +1,37 @@
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { devPodAddress, engineArgs, EnginePods, probePort } from './engine-pods.ts';
+
+const c: V1Container = { name: 'server', image: 'ghcr.io/ggml-org/llama.cpp:server-cuda', args: ['--model', '/mnt/models', '--host', '0.0.0.0', '--port', '8080'], ports: [{ name: 'http', containerPort: 8080 }] };
+const pod = (image: string): V1Pod => ({ spec: { containers: [{ ...c, image }] } });
+
+describe('engine pods', () => {
+  it("maps the dev pod network's pod IPs to their loopback aliases and leaves other addresses alone", () => {
+    expect(devPodAddress('100.64.0.1')).toBe('127.64.0.1');
+    expect(devPodAddress('100.127.2.3')).toBe('127.127.2.3');
+    expect(devPodAddress('100.63.0.1')).toBe('100.63.0.1');
+    expect(devPodAddress('10.0.0.2')).toBe('10.0.0.2');
+    const e = new EnginePods({ paths: {} });
+    const ip = e.allocateIp();
+    expect(ip).toMatch(/^100\.(6[4-9]|[7-9]\d|1[01]\d|12[0-7])\.0\.1$/);
+    expect(e.allocateIp()).not.toBe(ip);
+  });
+  it('binds the engine to the pod address, as the container would bind 0.0.0.0 in its own network', () => {
+    expect(engineArgs(c, '127.64.0.1')).toEqual(['--model', '/mnt/models', '--host', '127.64.0.1', '--port', '8080']);
+    expect(engineArgs({ name: 'x', args: ['--model', 'm'] }, '127.64.0.2')).toEqual(['--model', 'm', '--host', '127.64.0.2']);
+  });
+  it("resolves the probe's port by number or by the container port's name", () => {
+    expect(probePort(c, 'http')).toBe(8080);
+    expect(probePort(c, 9000)).toBe(9000);
+    expect(probePort(c, '9001')).toBe(9001);
+    expect(probePort(c, 'metrics')).toBeUndefined();
+  });
+  it("takes llama.cpp's server images, and nothing else, unless told otherwise", () => {
+    const e = new EnginePods({ paths: {} });
+    expect(e.matches(pod('ghcr.io/ggml-org/llama.cpp:server'))).toBe(true);
+    expect(e.matches(pod('ghcr.io/ggml-org/llama.cpp:server-cuda'))).toBe(true);
+    expect(e.matches(pod('vllm/vllm-openai:v0.8.5'))).toBe(false);
+    expect(e.matches(pod('ghcr.io/ggml-org/llama.cpp:full'))).toBe(false);
+    expect(new EnginePods({ paths: {}, matches: () => true }).matches(pod('busybox'))).toBe(true);
+  });
+});

@@ -1,0 +1,189 @@
+/**
+ * Dev mode and tests only: what a node's container runtime would do for pods of the llamacpp runtime. The fake
+ * kubelet (fake-kubelet.ts) hands such a pod here; it starts the llama-server stand-in (llama-server-main.ts) as
+ * a process with the pod's container args on the pod's own loopback address (127.x.y.z is all loopback on Linux,
+ * so every pod keeps its container port), probes the pod's readinessProbe httpGet like the kubelet's prober, and
+ * stops the process when the pod goes. Container paths (/mnt/models, /mnt/adapters/<name>) are mapped to files
+ * on this machine by `paths`.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { join } from 'node:path';
+import type { V1Container, V1Pod } from '@kubernetes/client-node';
+
+/**
+ * The dev pod network. The apiserver refuses loopback addresses in EndpointSlices (ValidateNonSpecialIP), and
+ * this machine has one real address, so a pod's IP is 100.b.c.d (RFC 6598 shared space, b in 64..127) and its
+ * engine listens on the loopback alias 127.b.c.d. Whoever dials a pod IP in dev mode maps it with this; any
+ * other address is returned as it is.
+ */
+export function devPodAddress(ip: string): string {
+  const m = /^100\.(\d+)\.(\d+)\.(\d+)$/.exec(ip);
+  if (m === null) return ip;
+  const b = Number(m[1]);
+  return b >= 64 && b <= 127 ? `127.${b}.${m[2]}.${m[3]}` : ip;
+}
+
+/** llama.cpp's server images (ghcr.io/ggml-org/llama.cpp:server, :server-cuda, ...), the runtime's default. */
+export const LLAMA_SERVER_IMAGE = /^ghcr\.io\/ggml-org\/llama\.cpp:server(-[a-z0-9.-]+)?$/;
+
+export interface EnginePodsOptions {
+  /** Container path → file on this machine, exact or as a directory prefix. */
+  readonly paths: Readonly<Record<string, string>>;
+  /** Which pods run the engine: by default a pod whose first container has llama.cpp's server image. */
+  readonly matches?: (pod: V1Pod) => boolean;
+  /** The prober's period (the pod's periodSeconds is minutes of test time; tests want fractions of a second). */
+  readonly probeEveryMs?: number;
+  /** Passed to each engine: it stays "Loading model" while this file exists (tests of readiness). */
+  readonly holdWhileExists?: string;
+  readonly log?: (line: string) => void;
+}
+
+interface Engine {
+  readonly key: string;
+  readonly ip: string;
+  readonly port: number;
+  readonly child: ChildProcess;
+  exited: boolean;
+  ready: boolean;
+  timer: ReturnType<typeof setTimeout> | undefined;
+  stopping: boolean;
+}
+
+const MAIN = join(import.meta.dirname, 'llama-server-main.ts');
+const REPO = join(import.meta.dirname, '..', '..', '..');
+
+function container(pod: V1Pod): V1Container | undefined {
+  return pod.spec?.containers?.[0];
+}
+
+/** A probe's port: a number, a numeric string or the name of one of the container's ports. */
+export function probePort(c: V1Container, port: number | string | undefined): number | undefined {
+  if (typeof port === 'number') return port;
+  if (port === undefined) return undefined;
+  if (/^\d+$/.test(port)) return Number(port);
+  return c.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+/** The container's args with --host set to the pod's address (the container would bind 0.0.0.0 in its own network namespace). */
+export function engineArgs(c: V1Container, ip: string): string[] {
+  const args = [...(c.args ?? [])];
+  const i = args.indexOf('--host');
+  if (i >= 0 && i + 1 < args.length) args[i + 1] = ip;
+  else args.push('--host', ip);
+  return args;
+}
+
+function argValue(args: readonly string[], names: readonly string[]): string | undefined {
+  for (let i = args.length - 2; i >= 0; i--) if (names.includes(args[i] as string)) return args[i + 1];
+  return undefined;
+}
+
+export class EnginePods {
+  private readonly engines = new Map<string, Engine>();
+  private ipSeq = 1;
+  // Spread by process so that two test processes on one machine do not share addresses.
+  private readonly subnet = 64 + (process.pid % 64);
+
+  constructor(private readonly o: EnginePodsOptions) {}
+
+  matches(pod: V1Pod): boolean {
+    if (this.o.matches !== undefined) return this.o.matches(pod);
+    return LLAMA_SERVER_IMAGE.test(container(pod)?.image ?? '');
+  }
+
+  /** The next pod IP (100.<subnet>.y.z; its engine listens on devPodAddress of it). */
+  allocateIp(): string {
+    const n = this.ipSeq++;
+    return `100.${this.subnet}.${(n >> 8) & 255}.${n & 255}`;
+  }
+
+  has(key: string): boolean {
+    return this.engines.has(key);
+  }
+
+  /** Whether the engine of pod `key` runs (a process that has not exited). */
+  running(key: string): boolean {
+    const e = this.engines.get(key);
+    return e !== undefined && !e.exited;
+  }
+
+  /** Starts the engine for the pod of IP `podIp`; `onReady` is called on every readiness change the prober sees. */
+  start(key: string, pod: V1Pod, podIp: string, onReady: (ready: boolean) => void): void {
+    if (this.engines.has(key)) return;
+    const c = container(pod);
+    if (c === undefined) return;
+    const ip = devPodAddress(podIp);
+    const args = engineArgs(c, ip);
+    const port = Number(argValue(args, ['--port']) ?? '8080');
+    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+      cwd: REPO,
+      env: { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(this.o.paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
+      // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
+      // test leaves no engine behind; unref'd so that it keeps nothing alive here.
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    child.channel?.unref();
+    const e: Engine = { key, ip, port, child, exited: false, ready: false, timer: undefined, stopping: false };
+    this.engines.set(key, e);
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (s: string) => {
+      for (const line of s.split('\n')) if (line.trim() !== '') this.o.log?.(`engine ${key}: ${line}`);
+    });
+    child.on('exit', (code, signal) => {
+      e.exited = true;
+      if (!e.stopping) this.o.log?.(`engine ${key}: exited (${signal ?? `code ${code}`})`);
+    });
+    child.on('error', (err) => this.o.log?.(`engine ${key}: ${err.message}`));
+    const probe = c.readinessProbe?.httpGet;
+    const probePortN = probePort(c, probe?.port as number | string | undefined) ?? port;
+    const url = `http://${devPodAddress(probe?.host ?? podIp)}:${probePortN}${probe?.path ?? '/'}`;
+    const every = this.o.probeEveryMs ?? 200;
+    const tick = async (): Promise<void> => {
+      if (e.stopping) return;
+      let ok = false;
+      if (!e.exited) {
+        try {
+          const r = await fetch(url, { signal: AbortSignal.timeout(Math.max(1000, (c.readinessProbe?.timeoutSeconds ?? 1) * 1000)) });
+          await r.arrayBuffer();
+          // The kubelet's HTTP prober: any status in [200, 400) is a success.
+          ok = r.status >= 200 && r.status < 400;
+        } catch {
+          ok = false;
+        }
+      }
+      if (e.stopping) return;
+      if (ok !== e.ready) {
+        e.ready = ok;
+        onReady(ok);
+      }
+      e.timer = setTimeout(() => void tick(), every);
+    };
+    e.timer = setTimeout(() => void tick(), every);
+  }
+
+  /** Stops the pod's engine (SIGTERM, SIGKILL after `graceMs`) and waits for the process to exit. */
+  async stop(key: string, graceMs = 5000): Promise<void> {
+    const e = this.engines.get(key);
+    if (e === undefined) return;
+    e.stopping = true;
+    if (e.timer !== undefined) clearTimeout(e.timer);
+    if (!e.exited) {
+      const exited = new Promise<void>((r) => e.child.once('exit', () => r()));
+      e.child.kill('SIGTERM');
+      const t = setTimeout(() => e.child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(t);
+    }
+    this.engines.delete(key);
+  }
+
+  async stopAll(): Promise<void> {
+    await Promise.all([...this.engines.keys()].map((k) => this.stop(k)));
+  }
+
+  /** The engine's address, for tests and the dev cluster's log. */
+  address(key: string): { ip: string; port: number } | undefined {
+    const e = this.engines.get(key);
+    return e === undefined ? undefined : { ip: e.ip, port: e.port };
+  }
+}

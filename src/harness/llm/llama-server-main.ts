@@ -1,0 +1,52 @@
+/**
+ * The llama-server stand-in as a process (what the dev kubelet starts for a pod of the llamacpp runtime): the
+ * pod's container args on the command line, exactly as the llama.cpp image's entrypoint would get them.
+ * Environment: SITS_LLAMA_PATHS, a JSON object mapping container paths (the pod's /mnt/models, /mnt/adapters/x)
+ * to files on this machine; SITS_LLAMA_HOLD_FILE, stay "Loading model" while that file exists (tests).
+ * Bad arguments exit 1 with llama-server's style of message; SIGTERM (or the parent's IPC channel closing) closes
+ * the server and exits 0.
+ */
+import { ArgsError, LlamaServerStandIn, parseLlamaServerArgs } from './llama-server.ts';
+
+function resolver(json: string | undefined): (p: string) => string {
+  if (json === undefined || json === '') return (p) => p;
+  const map = JSON.parse(json) as Record<string, string>;
+  return (p) => {
+    if (map[p] !== undefined) return map[p];
+    // The longest mapped directory that contains p.
+    const dir = Object.keys(map)
+      .filter((k) => p.startsWith(`${k.replace(/\/+$/, '')}/`))
+      .sort((a, b) => b.length - a.length)[0];
+    return dir === undefined ? p : `${map[dir]}${p.slice(dir.replace(/\/+$/, '').length)}`;
+  };
+}
+
+let server: LlamaServerStandIn | undefined;
+let closing = false;
+function stop(): void {
+  if (closing) return;
+  closing = true;
+  void (server?.close() ?? Promise.resolve()).finally(() => process.exit(0));
+}
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);
+// Started by the dev kubelet with an IPC channel: its end closing means the kubelet's process is gone.
+if (process.send !== undefined) {
+  process.on('disconnect', stop);
+  process.channel?.unref();
+}
+
+async function main(): Promise<void> {
+  try {
+    const opts = parseLlamaServerArgs(process.argv.slice(2), resolver(process.env.SITS_LLAMA_PATHS));
+    const hold = process.env.SITS_LLAMA_HOLD_FILE;
+    server = new LlamaServerStandIn({ ...opts, ...(hold !== undefined && hold !== '' ? { holdWhileExists: hold } : {}), log: (l) => process.stderr.write(`${l}\n`) });
+    const a = await server.start();
+    process.stderr.write(`llama-server stand-in listening on http://${a.host}:${a.port}\n`);
+  } catch (e) {
+    process.stderr.write(`${e instanceof ArgsError ? e.message : `error: ${(e as Error).message}`}\n`);
+    process.exit(1);
+  }
+}
+
+void main();

@@ -1,0 +1,467 @@
+/**
+ * A stand-in for llama.cpp's `llama-server` container (tools/server), for the dev kubelet and the engine tests:
+ * the real llama.cpp inference (through node-llama-cpp, CPU, one thread) behind llama-server's own HTTP protocol
+ * — its command-line flags, GET /health (503 "Loading model" until the weights are in, then 200), the
+ * OpenAI-compatible POST /v1/completions and /v1/chat/completions (streaming as server-sent events), GET
+ * /v1/models, GET /props, GET /metrics (only with --metrics) with llama-server's metric names, and its LoRA API:
+ * adapters given with --lora at launch, GET /lora-adapters, POST /lora-adapters [{id, scale}] (ids not named get
+ * scale 0) and the same list as a request's `lora` field. `--parallel N` slots: a request that finds every slot
+ * busy waits in FIFO order and counts in llamacpp:requests_deferred, as in llama-server. Why a stand-in and
+ * what differs from the real server: docs/adr/0087.
+ */
+import { existsSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getLlama, LlamaLogLevel, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp';
+
+export interface LoraArg {
+  /** The path as given on the command line (what GET /lora-adapters reports). */
+  readonly path: string;
+  /** The file actually opened (the dev kubelet maps container paths to files on this machine). */
+  readonly file: string;
+}
+
+export interface LlamaServerOptions {
+  readonly host: string;
+  readonly port: number;
+  readonly model: LoraArg;
+  readonly alias?: string;
+  /** Total context of all slots (-c); each slot gets ctxSize / parallel, as in llama-server. */
+  readonly ctxSize: number;
+  readonly parallel: number;
+  readonly metrics: boolean;
+  readonly loras: readonly LoraArg[];
+  /** --lora-init-without-apply: adapters start at scale 0. */
+  readonly loraInitWithoutApply: boolean;
+  readonly threads: number;
+  /** Test hook: the server stays "Loading model" while this file exists (a model that is slow to load, on demand). */
+  readonly holdWhileExists?: string;
+  readonly log?: (line: string) => void;
+}
+
+export class ArgsError extends Error {}
+
+/**
+ * llama-server's flags the stand-in honours (names and defaults from tools/server/README.md and common/arg.cpp);
+ * GPU flags are accepted and ignored (CPU only here); anything else is refused like llama-server refuses it.
+ */
+export function parseLlamaServerArgs(argv: readonly string[], resolvePath: (p: string) => string = (p) => p): LlamaServerOptions {
+  let host = '127.0.0.1';
+  let port = 8080;
+  let model: string | undefined;
+  let alias: string | undefined;
+  let ctxSize = 4096;
+  let parallel = 1;
+  let metrics = false;
+  let threads = 1;
+  let loraInitWithoutApply = false;
+  const loras: string[] = [];
+  const ignoredWithValue = new Set(['-ngl', '--n-gpu-layers', '--gpu-layers', '-sm', '--split-mode', '-ts', '--tensor-split', '-mg', '--main-gpu', '-b', '--batch-size', '-ub', '--ubatch-size']);
+  const ignoredFlags = new Set(['--no-webui', '--cont-batching', '-cb', '--no-mmap', '--mlock', '--jinja']);
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i] as string;
+    const value = (): string => {
+      const v = argv[++i];
+      if (v === undefined) throw new ArgsError(`error: ${a} expects a value`);
+      return v;
+    };
+    const int = (min: number): number => {
+      const v = value();
+      const n = Number(v);
+      if (!Number.isInteger(n) || n < min) throw new ArgsError(`error: ${a} expects an integer ≥ ${min}, got ${JSON.stringify(v)}`);
+      return n;
+    };
+    if (a === '-m' || a === '--model') model = value();
+    else if (a === '--host') host = value();
+    else if (a === '--port') port = int(0);
+    else if (a === '-a' || a === '--alias') alias = value();
+    else if (a === '-c' || a === '--ctx-size') ctxSize = int(0);
+    else if (a === '-np' || a === '--parallel') parallel = int(1);
+    else if (a === '-t' || a === '--threads') threads = int(1);
+    else if (a === '--metrics') metrics = true;
+    else if (a === '--lora') loras.push(value());
+    else if (a === '--lora-init-without-apply') loraInitWithoutApply = true;
+    else if (a === '-hf' || a === '--hf-repo') throw new ArgsError(`error: ${a}: this machine has no network; give the weights with --model`);
+    else if (ignoredWithValue.has(a)) value();
+    else if (!ignoredFlags.has(a)) throw new ArgsError(`error: invalid argument: ${a}`);
+  }
+  if (model === undefined) throw new ArgsError('error: --model is required');
+  if (ctxSize === 0) ctxSize = 4096;
+  const arg = (p: string): LoraArg => ({ path: p, file: resolvePath(p) });
+  return { host, port, model: arg(model), ...(alias !== undefined ? { alias } : {}), ctxSize, parallel, metrics, loras: loras.map(arg), loraInitWithoutApply, threads };
+}
+
+/** FIFO slots: at most `n` requests run; the rest wait (llama-server's deferred queue). */
+class Slots {
+  busy = 0;
+  private readonly waiting: (() => void)[] = [];
+  constructor(private readonly n: number) {}
+  get deferred(): number {
+    return this.waiting.length;
+  }
+  async acquire(): Promise<void> {
+    if (this.busy < this.n) {
+      this.busy++;
+      return;
+    }
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+  release(): void {
+    const next = this.waiting.shift();
+    if (next !== undefined) next();
+    else this.busy--;
+  }
+}
+
+/** One llama context per distinct adapter-scale vector (node-llama-cpp applies adapters per context). */
+interface ScaledContext {
+  readonly context: LlamaContext;
+  readonly free: LlamaContextSequence[];
+}
+
+interface Counters {
+  promptTokens: number;
+  promptSeconds: number;
+  predictedTokens: number;
+  predictedSeconds: number;
+  decodes: number;
+  busySlotsAtDecodes: number;
+  maxTokens: number;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly type: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+interface GenerateRequest {
+  readonly prompt: string;
+  readonly maxTokens: number | undefined;
+  readonly temperature: number;
+  readonly seed: number | undefined;
+  readonly scales: readonly number[];
+}
+
+const MAX_BODY = 8 << 20;
+
+export class LlamaServerStandIn {
+  private server: Server | undefined;
+  private state: 'loading' | 'ready' | 'error' = 'loading';
+  private loadError = '';
+  private model: LlamaModel | undefined;
+  private readonly contexts = new Map<string, Promise<ScaledContext>>();
+  private readonly slots: Slots;
+  private readonly scales: number[];
+  private readonly kvTokens = new Map<number, number>();
+  private nextRequest = 0;
+  private kvSeq = 0;
+  private readonly counters: Counters = { promptTokens: 0, promptSeconds: 0, predictedTokens: 0, predictedSeconds: 0, decodes: 0, busySlotsAtDecodes: 0, maxTokens: 0 };
+  private disposeLlama: (() => Promise<void>) | undefined;
+  /** Settles when loading ends (ready or failed). */
+  loaded: Promise<void> = Promise.resolve();
+
+  constructor(private readonly o: LlamaServerOptions) {
+    this.slots = new Slots(o.parallel);
+    this.scales = o.loras.map(() => (o.loraInitWithoutApply ? 0 : 1));
+  }
+
+  get slotContextSize(): number {
+    return Math.max(16, Math.floor(this.o.ctxSize / this.o.parallel));
+  }
+
+  /** Listens at once (answering 503 while loading, like llama-server), then loads the model. */
+  async start(): Promise<{ host: string; port: number }> {
+    const server = createServer((req, res) => void this.handle(req, res));
+    this.server = server;
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.o.port, this.o.host, () => resolve());
+    });
+    this.loaded = this.load();
+    const a = server.address() as AddressInfo;
+    return { host: a.address, port: a.port };
+  }
+
+  private async load(): Promise<void> {
+    try {
+      const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: this.o.threads });
+      this.disposeLlama = () => llama.dispose();
+      this.model = await llama.loadModel({ modelPath: this.o.model.file });
+      await this.contextFor(this.scales); // the adapters are read at launch, as llama-server does
+      while (this.o.holdWhileExists !== undefined && existsSync(this.o.holdWhileExists)) await new Promise((r) => setTimeout(r, 50));
+      this.state = 'ready';
+      this.o.log?.(`llama-server stand-in: model ${this.o.model.path} loaded, ${this.o.parallel} slot(s) of ${this.slotContextSize} tokens`);
+    } catch (e) {
+      this.state = 'error';
+      this.loadError = `failed to load model ${this.o.model.path}: ${(e as Error).message}`;
+      this.o.log?.(`llama-server stand-in: ${this.loadError}`);
+    }
+  }
+
+  async close(): Promise<void> {
+    const s = this.server;
+    this.server = undefined;
+    if (s !== undefined) {
+      s.closeAllConnections();
+      await new Promise<void>((r) => s.close(() => r()));
+    }
+    await this.loaded;
+    for (const c of this.contexts.values()) await (await c.catch(() => undefined))?.context.dispose();
+    await this.model?.dispose();
+    await this.disposeLlama?.();
+  }
+
+  private contextFor(scales: readonly number[]): Promise<ScaledContext> {
+    const key = scales.join(',');
+    let c = this.contexts.get(key);
+    if (c === undefined) {
+      const model = this.model as LlamaModel;
+      const adapters = this.o.loras.flatMap((l, i) => ((scales[i] ?? 0) !== 0 ? [{ filePath: l.file, scale: scales[i] as number }] : []));
+      c = model
+        .createContext({ contextSize: this.slotContextSize, sequences: this.o.parallel, threads: this.o.threads, ...(adapters.length > 0 ? { lora: { adapters } } : {}) })
+        .then((context) => ({ context, free: [] }));
+      this.contexts.set(key, c);
+      c.catch(() => this.contexts.delete(key));
+    }
+    return c;
+  }
+
+  private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://x');
+    const route = `${req.method ?? 'GET'} ${url.pathname}`;
+    try {
+      if (this.state === 'loading') throw new HttpError(503, 'unavailable_error', 'Loading model');
+      if (this.state === 'error') throw new HttpError(500, 'server_error', this.loadError);
+      switch (route) {
+        case 'GET /health':
+          return json(res, 200, { status: 'ok' });
+        case 'GET /metrics':
+          if (!this.o.metrics) throw new HttpError(501, 'not_supported_error', 'This server does not support metrics endpoint. Start it with `--metrics`');
+          res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+          res.end(this.metricsText());
+          return;
+        case 'GET /v1/models':
+        case 'GET /models':
+          return json(res, 200, { object: 'list', data: [{ id: this.alias, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp', meta: { n_ctx_train: this.model?.trainContextSize } }] });
+        case 'GET /props':
+          return json(res, 200, { total_slots: this.o.parallel, model_path: this.o.model.path, model_alias: this.alias, default_generation_settings: { n_ctx: this.slotContextSize } });
+        case 'GET /lora-adapters':
+          return json(
+            res,
+            200,
+            this.o.loras.map((l, id) => ({ id, path: l.path, scale: this.scales[id] })),
+          );
+        case 'POST /lora-adapters': {
+          const next = this.parseLora(await readJson(req), 'body');
+          next.forEach((s, i) => (this.scales[i] = s));
+          return json(res, 200, { success: true });
+        }
+        case 'POST /v1/completions':
+        case 'POST /completions':
+          return await this.completion(await readJson(req), res, false);
+        case 'POST /v1/chat/completions':
+        case 'POST /chat/completions':
+          return await this.completion(await readJson(req), res, true);
+        default:
+          throw new HttpError(404, 'not_found_error', `File Not Found: ${url.pathname}`);
+      }
+    } catch (e) {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      const h = e instanceof HttpError ? e : new HttpError(500, 'server_error', (e as Error).message);
+      json(res, h.status, { error: { code: h.status, message: h.message, type: h.type } });
+    }
+  }
+
+  private get alias(): string {
+    return this.o.alias ?? this.o.model.path;
+  }
+
+  /** llama-server's parse_lora_request: every adapter starts at 0, the listed ids get their scale. */
+  private parseLora(body: unknown, field: string): number[] {
+    if (!Array.isArray(body)) throw new HttpError(400, 'invalid_request_error', `${field}: expected an array of {id, scale}`);
+    const out = this.o.loras.map(() => 0);
+    body.forEach((e: unknown, i) => {
+      const o = (e ?? {}) as { id?: unknown; scale?: unknown };
+      const id = typeof o.id === 'number' ? o.id : -1;
+      if (!Number.isInteger(id) || id < 0 || id >= out.length) throw new HttpError(400, 'invalid_request_error', `${field}[${i}].id: invalid adapter id ${JSON.stringify(o.id)}`);
+      const scale = o.scale === undefined ? 0 : o.scale;
+      if (typeof scale !== 'number' || !Number.isFinite(scale)) throw new HttpError(400, 'invalid_request_error', `${field}[${i}].scale: not a number`);
+      out[id] = scale;
+    });
+    return out;
+  }
+
+  private async completion(body: unknown, res: ServerResponse, chat: boolean): Promise<void> {
+    const b = (body ?? {}) as Record<string, unknown>;
+    let prompt: string;
+    if (chat) {
+      if (!Array.isArray(b.messages)) throw new HttpError(400, 'invalid_request_error', "'messages' is required");
+      // No chat template in the tiny model: llama-server falls back to ChatML.
+      prompt =
+        (b.messages as unknown[])
+          .map((m, i) => {
+            const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
+            if (typeof role !== 'string' || typeof content !== 'string') throw new HttpError(400, 'invalid_request_error', `messages[${i}]: role and content must be strings`);
+            return `<|im_start|>${role}\n${content}<|im_end|>\n`;
+          })
+          .join('') + '<|im_start|>assistant\n';
+    } else {
+      if (typeof b.prompt !== 'string') throw new HttpError(400, 'invalid_request_error', "'prompt' must be a string");
+      prompt = b.prompt;
+    }
+    const num = (k: string): number | undefined => {
+      const v = b[k];
+      if (v === undefined || v === null) return undefined;
+      if (typeof v !== 'number' || !Number.isFinite(v)) throw new HttpError(400, 'invalid_request_error', `'${k}' must be a number`);
+      return v;
+    };
+    const maxTokens = num('max_tokens') ?? num('n_predict');
+    const request: GenerateRequest = {
+      prompt,
+      maxTokens: maxTokens === undefined || maxTokens < 0 ? undefined : Math.floor(maxTokens),
+      temperature: num('temperature') ?? 0.8,
+      seed: num('seed'),
+      scales: b.lora === undefined ? [...this.scales] : this.parseLora(b.lora, 'lora'),
+    };
+    const stream = b.stream === true;
+    const id = `${chat ? 'chatcmpl' : 'cmpl'}-${++this.nextRequest}`;
+    const created = Math.floor(Date.now() / 1000);
+    const base = { id, created, model: this.alias, system_fingerprint: 'sits-llama-server-stand-in' };
+    const object = chat ? 'chat.completion' : 'text_completion';
+    if (stream) {
+      let first = true;
+      const result = await this.generate(request, (text) => {
+        if (first) res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+        const choice = chat ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason: null } : { index: 0, text, logprobs: null, finish_reason: null };
+        first = false;
+        res.write(`data: ${JSON.stringify({ ...base, object: chat ? 'chat.completion.chunk' : 'text_completion', choices: [choice] })}\n\n`);
+      });
+      if (first) res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+      const last = chat ? { index: 0, delta: {}, finish_reason: result.finishReason } : { index: 0, text: '', logprobs: null, finish_reason: result.finishReason };
+      res.write(`data: ${JSON.stringify({ ...base, object: chat ? 'chat.completion.chunk' : 'text_completion', choices: [last], usage: result.usage, timings: result.timings })}\n\n`);
+      res.end('data: [DONE]\n\n');
+      return;
+    }
+    const result = await this.generate(request, () => undefined);
+    const choice = chat ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason: result.finishReason } : { index: 0, text: result.text, logprobs: null, finish_reason: result.finishReason };
+    json(res, 200, { ...base, object, choices: [choice], usage: result.usage, timings: result.timings });
+  }
+
+  /** Tokenizes, waits for a slot, evaluates the prompt and samples up to maxTokens, counting what llama-server counts. */
+  private async generate(r: GenerateRequest, onText: (text: string) => void) {
+    const model = this.model as LlamaModel;
+    const bos = model.tokens.bos;
+    const promptTokens = [...(bos === null ? [] : [bos]), ...model.tokenize(r.prompt)];
+    const room = this.slotContextSize - promptTokens.length;
+    if (room < 1 || (r.maxTokens !== undefined && r.maxTokens > room)) {
+      throw new HttpError(400, 'exceed_context_size_error', `the request exceeds the available context size (${promptTokens.length} prompt + ${r.maxTokens ?? 0} tokens > ${this.slotContextSize}), try increasing it`);
+    }
+    const maxTokens = r.maxTokens ?? room;
+    const ctx = await this.contextFor(r.scales);
+    await this.slots.acquire();
+    const slot = ++this.kvSeq;
+    const seq = ctx.free.pop() ?? ctx.context.getSequence();
+    const out: Token[] = [];
+    let text = '';
+    let finishReason: 'length' | 'stop' = 'length';
+    const t0 = performance.now();
+    let tFirst = t0;
+    try {
+      this.decoded(promptTokens.length, slot, promptTokens.length);
+      if (maxTokens > 0) {
+        for await (const token of seq.evaluate(promptTokens, { temperature: r.temperature, ...(r.seed !== undefined ? { seed: r.seed } : {}) })) {
+          if (out.length === 0) {
+            tFirst = performance.now();
+            this.counters.promptTokens += promptTokens.length;
+            this.counters.promptSeconds += (tFirst - t0) / 1000;
+          }
+          if (model.isEogToken(token)) {
+            finishReason = 'stop';
+            break;
+          }
+          out.push(token);
+          this.decoded(1, slot, promptTokens.length + out.length);
+          const full = model.detokenize(out);
+          if (full.length > text.length) onText(full.slice(text.length));
+          text = full;
+          if (out.length >= maxTokens) break;
+        }
+      }
+    } finally {
+      this.kvTokens.delete(slot);
+      await seq.clearHistory();
+      ctx.free.push(seq);
+      this.slots.release();
+    }
+    const tEnd = performance.now();
+    this.counters.predictedTokens += out.length;
+    this.counters.predictedSeconds += (tEnd - tFirst) / 1000;
+    return {
+      text,
+      finishReason,
+      usage: { prompt_tokens: promptTokens.length, completion_tokens: out.length, total_tokens: promptTokens.length + out.length },
+      timings: { prompt_n: promptTokens.length, prompt_ms: tFirst - t0, predicted_n: out.length, predicted_ms: tEnd - tFirst },
+    };
+  }
+
+  /** One llama_decode: its size and how many slots were busy (llamacpp:n_busy_slots_per_decode). */
+  private decoded(tokens: number, slot: number, inCache: number): void {
+    this.counters.decodes++;
+    this.counters.busySlotsAtDecodes += this.slots.busy;
+    this.counters.maxTokens = Math.max(this.counters.maxTokens, tokens);
+    this.kvTokens.set(slot, inCache);
+  }
+
+  /** The /metrics text, in llama-server's names, HELP texts, types and order (handle_metrics in server.cpp). */
+  metricsText(): string {
+    const c = this.counters;
+    const kv = [...this.kvTokens.values()].reduce((a, n) => a + n, 0);
+    const rows: [string, 'counter' | 'gauge', string, number][] = [
+      ['prompt_tokens_total', 'counter', 'Number of prompt tokens processed.', c.promptTokens],
+      ['prompt_seconds_total', 'counter', 'Prompt process time', c.promptSeconds],
+      ['tokens_predicted_total', 'counter', 'Number of generation tokens processed.', c.predictedTokens],
+      ['tokens_predicted_seconds_total', 'counter', 'Predict process time', c.predictedSeconds],
+      ['n_decode_total', 'counter', 'Total number of llama_decode() calls', c.decodes],
+      ['n_tokens_max', 'counter', 'Largest observed n_tokens.', c.maxTokens],
+      ['n_busy_slots_per_decode', 'counter', 'Average number of busy slots per llama_decode() call', c.decodes > 0 ? c.busySlotsAtDecodes / c.decodes : 0],
+      ['prompt_tokens_seconds', 'gauge', 'Average prompt throughput in tokens/s.', c.promptSeconds > 0 ? c.promptTokens / c.promptSeconds : 0],
+      ['predicted_tokens_seconds', 'gauge', 'Average generation throughput in tokens/s.', c.predictedSeconds > 0 ? c.predictedTokens / c.predictedSeconds : 0],
+      // Exported by llama-server builds before PR #13660 (2025); the runtime data reads it when present.
+      ['kv_cache_usage_ratio', 'gauge', 'KV-cache usage. 1 means 100 percent usage.', kv / (this.slotContextSize * this.o.parallel)],
+      ['kv_cache_tokens', 'gauge', 'KV-cache tokens.', kv],
+      ['requests_processing', 'gauge', 'Number of requests processing.', this.slots.busy],
+      ['requests_deferred', 'gauge', 'Number of requests deferred.', this.slots.deferred],
+    ];
+    return rows.map(([n, t, help, v]) => `# HELP llamacpp:${n} ${help}\n# TYPE llamacpp:${n} ${t}\nllamacpp:${n} ${v}\n`).join('');
+  }
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  const s = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(s) });
+  res.end(s);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    n += c.length;
+    if (n > MAX_BODY) throw new HttpError(413, 'invalid_request_error', 'request body too large');
+    chunks.push(c);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  try {
+    return JSON.parse(text === '' ? '{}' : text);
+  } catch (e) {
+    throw new HttpError(400, 'invalid_request_error', `request body is not JSON: ${(e as Error).message}`);
+  }
+}
