@@ -56,6 +56,8 @@ export const ANNOTATION = {
   nodeShape: `${P}/node-shape`,
   gpuTopology: `${P}/gpu-topology`,
   unhealthyGpus: `${P}/unhealthy-gpus`,
+  /** Quarantined GPUs (core/health/quarantine.ts: JSON by GPU index with reason, since, until, source). */
+  gpuQuarantine: `${P}/gpu-quarantine`,
   // Pods: what they ask for.
   gpuFraction: `${P}/gpu-fraction`,
   gpuModels: `${P}/gpu-models`,
