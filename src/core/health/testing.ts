@@ -4,18 +4,25 @@
  * health tests (core, kube adapter, e2e).
  */
 
-/** Sets `metric{…gpu="<gpu>"…}` to `value` on every line of the text, or appends a sample with `labels` when none has it. */
+/**
+ * Sets `metric{…gpu="<gpu>"…}` to `value` on every line of the text; when no line has it, adds a sample with
+ * `labels` after the family's last sample (another GPU's), or as a new family at the end.
+ */
 export function withValue(text: string, metric: string, gpu: number, value: number, labels: string): string {
-  const lines = text.split('\n');
+  const lines = text.replace(/\n*$/, '').split('\n');
   let hit = false;
-  const out = lines.map((l) => {
-    if (!l.startsWith(`${metric}{`) || !l.includes(`gpu="${gpu}"`)) return l;
+  let lastOfFamily = -1;
+  const out = lines.map((l, i) => {
+    if (!l.startsWith(`${metric}{`)) return l;
+    lastOfFamily = i;
+    if (!l.includes(`gpu="${gpu}"`)) return l;
     hit = true;
     return l.replace(/\}\s+\S+$/, `} ${value}`);
   });
-  if (hit) return out.join('\n');
-  const body = out.join('\n').replace(/\n*$/, '\n');
-  return `${body}# TYPE ${metric} gauge\n${metric}{${labels}} ${value}\n`;
+  const sample = `${metric}{${labels}} ${value}`;
+  if (!hit && lastOfFamily >= 0) out.splice(lastOfFamily + 1, 0, sample);
+  else if (!hit) out.push(`# TYPE ${metric} gauge`, sample);
+  return `${out.join('\n')}\n`;
 }
 
 /** The label set of the T4 fixture's GPU 0 (dcgm-t4-datadog.txt), as dcgm-exporter printed it. */
