@@ -64,7 +64,8 @@ describe('HealthDetector', () => {
     const creep = new HealthDetector();
     const load = new HealthDetector();
     let last = creep.observe('n/0', 0, { tempC: 70, powerW: 300 });
-    for (let m = 1; m <= 60; m++) {
+    // The window fills (45 min), then the rise must hold for tempRiseHoldMs.
+    for (let m = 1; m <= 70; m++) {
       last = creep.observe('n/0', m * MIN, { tempC: 70 + m * 0.12, powerW: 300 });
       expect(load.observe('n/0', m * MIN, { tempC: 40 + m * 0.6, powerW: 80 + m * 4 }).state).not.toBe('suspect');
     }

@@ -31,20 +31,23 @@ export interface DetectorConfig {
   readonly tempSuspectC: number;
   /** A rise of at least this many °C per hour across the window, at roughly constant power, is a cooling fault. */
   readonly tempRiseCPerHour: number;
-  /** ...counted only above this temperature (a GPU warming from idle is not a fault). */
+  /** ...counted only above this temperature (an idle GPU in a cold aisle drifting a little is not a fault). */
   readonly tempRiseFloorC: number;
   /** "Roughly constant power": the power at the window's end within this fraction of its start. */
   readonly powerSteadyFraction: number;
+  /** The rise must hold this long without a break (noise flickers, a creep persists). */
+  readonly tempRiseHoldMs: number;
 }
 
 export const DEFAULT_DETECTOR: DetectorConfig = {
   windowMs: 60 * 60_000,
-  sbePerWindow: 12,
-  nvlinkCrcPerWindow: 200,
+  sbePerWindow: 16,
+  nvlinkCrcPerWindow: 120,
   tempSuspectC: 88,
   tempRiseCPerHour: 5,
-  tempRiseFloorC: 72,
+  tempRiseFloorC: 45,
   powerSteadyFraction: 0.15,
+  tempRiseHoldMs: 20 * 60_000,
 };
 
 export const HEALTHY: Verdict = { state: 'healthy', reason: 'no fault signal' };
@@ -66,6 +69,8 @@ interface DeviceTrack {
   retired: number | undefined;
   remapped: number | undefined;
   activeXids: ReadonlySet<number>;
+  /** Since when the temperature-rise condition has held (NaN: it does not). */
+  riseSinceMs: number;
   verdict: Verdict;
 }
 
@@ -108,7 +113,7 @@ export class HealthDetector {
     let tr = this.tracks.get(device);
     const first = tr === undefined;
     if (tr === undefined) {
-      tr = { points: [], head: 0, lastXid: 0, dbe: undefined, retired: undefined, remapped: undefined, activeXids: new Set(), verdict: HEALTHY };
+      tr = { points: [], head: 0, lastXid: 0, dbe: undefined, retired: undefined, remapped: undefined, activeXids: new Set(), riseSinceMs: Number.NaN, verdict: HEALTHY };
       this.tracks.set(device, tr);
     }
     const sbe = NaNish(f.sbeVolTotal);
@@ -180,18 +185,25 @@ export class HealthDetector {
       if (crcUp >= c.nvlinkCrcPerWindow) warn('nvlink-crc-rate', `NVLink CRC errors rising: ${crcUp} in ${minutes} min (threshold ${c.nvlinkCrcPerWindow})`);
     }
     if (newest.temp >= c.tempSuspectC) warn('temperature', `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)`);
-    // Rise across the window: mean of its last quarter against its first quarter, at steady power.
+    // Rise across the window, quarter by quarter: a creep rises in every quarter; a step (a hot aisle, a fan
+    // curve, a job starting) sits in one or two of them. Power must stay roughly where it was.
     const spanMs = newest.t - oldest.t;
+    if (!(n >= 8 && spanMs >= c.windowMs * 0.75 && newest.temp >= c.tempRiseFloorC)) tr.riseSinceMs = Number.NaN;
     if (n >= 8 && spanMs >= c.windowMs * 0.75 && newest.temp >= c.tempRiseFloorC) {
-      const q = Math.max(1, Math.floor(n / 4));
-      const t0 = mean(ps, tr.head, tr.head + q, (p) => p.temp);
-      const t1 = mean(ps, ps.length - q, ps.length, (p) => p.temp);
+      const q = Math.floor(n / 4);
+      const qs = [0, 1, 2, 3].map((i) => mean(ps, tr.head + i * q, i === 3 ? ps.length : tr.head + (i + 1) * q, (p) => p.temp));
       const p0 = mean(ps, tr.head, tr.head + q, (p) => p.power);
       const p1 = mean(ps, ps.length - q, ps.length, (p) => p.power);
-      const hours = (spanMs * (1 - 1 / 4)) / 3_600_000;
-      const rate = (t1 - t0) / hours;
+      const quarterHours = spanMs / 4 / 3_600_000;
+      const [m0, m1, m2, m3] = qs as [number, number, number, number];
+      const rate = (m3 - m0) / (3 * quarterHours);
+      const step = (rate * quarterHours) / 3;
+      const everyQuarter = m1 - m0 >= step && m2 - m1 >= step && m3 - m2 >= step;
       const steady = Number.isNaN(p0) || Number.isNaN(p1) || Math.abs(p1 - p0) <= c.powerSteadyFraction * Math.max(p0, 1);
-      if (rate >= c.tempRiseCPerHour && steady) warn('temperature-rise', `temperature rising ${rate.toFixed(1)} °C/h at steady power, now ${newest.temp} °C (threshold ${c.tempRiseCPerHour} °C/h)`);
+      const holds = rate >= c.tempRiseCPerHour && everyQuarter && steady;
+      if (!holds) tr.riseSinceMs = Number.NaN;
+      else if (Number.isNaN(tr.riseSinceMs)) tr.riseSinceMs = newest.t;
+      if (holds && newest.t - tr.riseSinceMs >= c.tempRiseHoldMs) warn('temperature-rise', `temperature rising ${rate.toFixed(1)} °C/h at steady power, now ${newest.temp} °C (threshold ${c.tempRiseCPerHour} °C/h)`);
     }
     return suspect ?? HEALTHY;
   }
