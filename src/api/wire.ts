@@ -60,6 +60,8 @@ export const ANNOTATION = {
   gpuBusIds: `${P}/gpu-bus-ids`,
   /** NICs and where they sit ("mlx5_0@0/1,mlx5_1@1": name @ NUMA node / GPU sharing its PCIe switch). */
   nics: `${P}/nics`,
+  /** Quarantined GPUs (core/health/quarantine.ts: JSON by GPU index with reason, since, until, source). */
+  gpuQuarantine: `${P}/gpu-quarantine`,
   // Pods: what they ask for.
   /** "generate": write the NCCL topology file of the pod's GPUs into `ncclTopology` at binding. */
   ncclTopologyFile: `${P}/nccl-topology-file`,

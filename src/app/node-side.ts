@@ -3,6 +3,7 @@
  * device plugin, sharing one reading loop (src/node/).
  */
 import { KubeClient } from '../kube/client.ts';
+import { GpuHealthWatcher } from '../kube/gpu-health.ts';
 import { NodeAgent, type TickResult } from '../node/agent.ts';
 import { SitsDevicePlugin } from '../node/device-plugin.ts';
 import { execRunner, type CommandRunner } from '../node/source.ts';
@@ -20,11 +21,16 @@ export interface NodeSideOptions {
   readonly pluginDir?: string;
   readonly runner?: CommandRunner;
   readonly log: (m: string) => void;
+  /** The node's dcgm-exporter /metrics: GPU health is watched and failing GPUs quarantined (ADR 0096). */
+  readonly dcgmUrl?: string;
+  readonly healthIntervalMs?: number;
+  readonly quarantineMs?: number;
 }
 
 export interface NodeSide {
   readonly agent: NodeAgent;
   readonly plugin: SitsDevicePlugin | undefined;
+  readonly health: GpuHealthWatcher | undefined;
   /** The first round's result (the loop goes on whatever it was). */
   readonly first: TickResult;
   stop(): Promise<void>;
@@ -44,11 +50,27 @@ export async function startNodeSide(o: NodeSideOptions): Promise<NodeSide> {
   const first = await agent.once();
   await plugin?.start();
   agent.start(true);
+  const health =
+    o.dcgmUrl === undefined
+      ? undefined
+      : new GpuHealthWatcher({
+          client,
+          targets: [{ node: o.nodeName, url: o.dcgmUrl }],
+          intervalMs: o.healthIntervalMs ?? 30_000,
+          clock: { nowMs: () => Date.now() },
+          log: o.log,
+          ...(o.quarantineMs === undefined ? {} : { quarantineMs: o.quarantineMs }),
+          // No controller in this process: the intent is logged for the operator (and the controller's seam).
+          onIntent: (i) => o.log(`gpu health: GPU ${i.gpu} (${i.uuid}): ${i.mode === 'checkpoint-first' ? 'checkpoint then move' : 'restore elsewhere'} the work on it: ${i.reason}`),
+        });
+  health?.start();
   return {
     agent,
     plugin,
+    health,
     first,
     stop: async () => {
+      await health?.stop();
       await agent.stop();
       await plugin?.stop();
       client.close();

@@ -175,3 +175,23 @@ describe('nodeFromK8s with a GPU the device plugin reports unhealthy (allocatabl
     expect(r.ok && r.value.gpus.length).toBe(7);
   });
 });
+
+describe('nodeFromK8s with quarantined GPUs (ANNOTATION.gpuQuarantine)', () => {
+  const node = (annotations: Record<string, string>): V1Node => ({
+    metadata: { name: 'n', annotations: { [ANNOTATION.nodeShape]: 'dgx-h100', ...annotations } },
+    status: { capacity: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': '8' }, allocatable: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': '8' } },
+  });
+  const q = '{"3":{"reason":"XID 79 (GPU has fallen off the bus)","since":"2026-12-01T17:00:00.000Z","until":"2026-12-01T17:15:00.000Z","source":"gpu-health"}}';
+  it('marks the GPU unhealthy with the quarantine as its reason, next to the device plugin unhealthy ones', () => {
+    const r = nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q, [ANNOTATION.unhealthyGpus]: '5' }));
+    if (!r.ok) throw new Error(r.error);
+    expect(r.value.gpus.filter((g) => !g.healthy).map((g) => [g.index, g.unhealthyReason])).toEqual([
+      [3, 'quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus)'],
+      [5, undefined],
+    ]);
+  });
+  it('a bad annotation or a GPU the node does not have is an error naming the annotation', () => {
+    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: '{"3":{}}' }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: reason: expected a non-empty string` });
+    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"3"', '"9"') }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 9 does not exist (the node has 8)` });
+  });
+});

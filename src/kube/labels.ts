@@ -7,7 +7,8 @@
  * our `LABEL.gpuModel` overriding; the GPU count that can be allocated is `status.allocatable["nvidia.com/gpu"]`.
  * Place in the cluster: `LABEL.zone`, `block`, `rack`, `nvlinkDomain`. In-node GPU links: `ANNOTATION.nodeShape`
  * (a preset id) or `ANNOTATION.gpuTopology` (the text of `nvidia-smi topo -m`); unhealthy devices:
- * `ANNOTATION.unhealthyGpus: "3,5"`.
+ * `ANNOTATION.unhealthyGpus: "3,5"`; quarantined devices (their reason shown by `sits explain`):
+ * `ANNOTATION.gpuQuarantine` (core/health/quarantine.ts).
  *
  * Pods — requests are summed as kube-scheduler sums them (containers and sidecars, init containers, overhead:
  * api/pod-resources.ts): cpu, memory, `nvidia.com/gpu` and every other resource (ephemeral-storage, hugepages,
@@ -29,6 +30,7 @@ import { NODE_SHAPES } from '../core/model/presets.ts';
 import { flatTopology, type NodeGpuTopology, type NodePci } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { parseBusIds, parseNics } from '../spec/nccl-topology.ts';
+import { parseQuarantine, quarantineText } from '../core/health/quarantine.ts';
 import { parseNvidiaSmiTopo } from '../spec/nvidia-smi-topo.ts';
 import { quantityToMiB, readQuantity, type QuantityUnit } from '../api/quantity.ts';
 import { readPodResources, readResourceQuantity } from '../api/pod-resources.ts';
@@ -102,6 +104,18 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   if (topology === undefined || topology.gpuCount !== deviceCount) deviceCount = topology?.gpuCount ?? gpuCount;
   topology ??= flatTopology(deviceCount);
   const unhealthy = new Set((ann[ANNOTATION.unhealthyGpus] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number));
+  // Quarantined GPUs (core/health/quarantine.ts) are unhealthy with their reason, whoever wrote them.
+  const why = new Map<number, string>();
+  const quarantine = ann[ANNOTATION.gpuQuarantine];
+  if (quarantine !== undefined) {
+    const q = parseQuarantine(name, quarantine);
+    if (!q.ok) return err(`node ${name}: annotation ${ANNOTATION.gpuQuarantine}: ${q.error}`);
+    for (const e of q.value) {
+      if (e.gpu >= deviceCount) return err(`node ${name}: annotation ${ANNOTATION.gpuQuarantine}: GPU ${e.gpu} does not exist (the node has ${deviceCount})`);
+      unhealthy.add(e.gpu);
+      why.set(e.gpu, quarantineText(e));
+    }
+  }
   // Never more usable GPUs than the kubelet allows: devices beyond allocatable that no annotation names are
   // taken out from the highest index down.
   for (let i = deviceCount - 1, usable = deviceCount - [...unhealthy].filter((u) => u < deviceCount).length; i >= 0 && usable > gpuCount; i--) {
@@ -109,7 +123,11 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
     unhealthy.add(i);
     usable--;
   }
-  const gpus = makeGpus(deviceCount, model, { computeCapability: cc, memoryMiB: Number.isFinite(gpuMem) ? gpuMem : 0 }).map((g) => (unhealthy.has(g.index) ? { ...g, healthy: false } : g));
+  const gpus = makeGpus(deviceCount, model, { computeCapability: cc, memoryMiB: Number.isFinite(gpuMem) ? gpuMem : 0 }).map((g) => {
+    if (!unhealthy.has(g.index)) return g;
+    const reason = why.get(g.index);
+    return reason === undefined ? { ...g, healthy: false } : { ...g, healthy: false, unhealthyReason: reason };
+  });
   let scalar: Record<string, number> | undefined;
   for (const key of Object.keys(alloc).sort()) {
     if (key === 'cpu' || key === 'memory' || key === 'pods' || key === GPU_RESOURCE) continue;

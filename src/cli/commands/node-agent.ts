@@ -18,6 +18,9 @@ interface NodeAgentFlags {
   devicePlugin: boolean;
   labels: boolean;
   once?: boolean;
+  dcgmUrl?: string;
+  healthInterval: number;
+  quarantine: number;
 }
 
 export function registerNodeAgent(program: Command): void {
@@ -32,6 +35,9 @@ export function registerNodeAgent(program: Command): void {
     .option('--plugin-dir <dir>', 'kubelet device-plugin folder (kubelet.sock and the plugin socket)', DEFAULT_PLUGIN_DIR)
     .option('--no-device-plugin', 'do not serve the device plugin (labels only)')
     .option('--no-labels', 'do not write the Node (device plugin only)')
+    .option('--dcgm-url <url>', "this node's dcgm-exporter /metrics (e.g. http://localhost:9400/metrics): watch GPU health and quarantine failing GPUs (ADR 0096)")
+    .option('--health-interval <sec>', 'seconds between dcgm-exporter scrapes', numberOption('--health-interval', 1, 86_400), 30)
+    .option('--quarantine <sec>', 'how long a failing GPU stays out before its health check', numberOption('--quarantine', 1, 7 * 86_400), 900)
     .option('--once', 'read the node once, print what would be written (JSON) and exit; no API server needed')
     .action(async (o: NodeAgentFlags) => {
       if (o.once === true) {
@@ -53,9 +59,10 @@ export function registerNodeAgent(program: Command): void {
         sysfsRoot: o.sysfsRoot,
         labels: o.labels,
         ...(o.devicePlugin ? { pluginDir: o.pluginDir } : {}),
+        ...(o.dcgmUrl === undefined ? {} : { dcgmUrl: o.dcgmUrl, healthIntervalMs: o.healthInterval * 1000, quarantineMs: o.quarantine * 1000 }),
         log,
       });
-      log(`sits node-agent running on ${nodeName} (${o.labels ? 'labels' : 'no labels'}, ${o.devicePlugin ? `device plugin in ${o.pluginDir}` : 'no device plugin'}, every ${o.interval} s; first reading: ${side.first.kind})`);
+      log(`sits node-agent running on ${nodeName} (${o.labels ? 'labels' : 'no labels'}, ${o.devicePlugin ? `device plugin in ${o.pluginDir}` : 'no device plugin'}, every ${o.interval} s${o.dcgmUrl === undefined ? '' : `; GPU health from ${o.dcgmUrl} every ${o.healthInterval} s`}; first reading: ${side.first.kind})`);
       const sig = await untilSignal();
       log(`${sig}: stopping`);
       await side.stop();

@@ -84,7 +84,7 @@ const REASON_LIST: readonly ReasonInfo[] = [
   { code: Reason.ComputeCapability, resolvable: false, text: (p) => `GPU model not allowed (needs ${formatComputeCapability(p.minComputeCapability)})` },
   { code: Reason.Gpu, resolvable: true, text: () => 'insufficient nvidia.com/gpu' },
   { code: Reason.GpuMemory, resolvable: false, text: () => 'insufficient GPU memory per device' },
-  { code: Reason.GpuUnhealthy, resolvable: false, text: () => 'GPUs unhealthy' },
+  { code: Reason.GpuUnhealthy, resolvable: false, text: () => 'GPUs unhealthy', detail: (_p, n) => unhealthyText(n) },
   { code: Reason.OutsideDomain, resolvable: false, text: () => 'outside the topology domain being tried' },
   { code: Reason.SplitsDomain, resolvable: true, text: () => 'would split the NVLink domain (required)' },
   { code: Reason.Reserved, resolvable: true, text: () => 'held by a reservation for a waiting gang' },
@@ -113,6 +113,18 @@ export const REASONS: readonly (ReasonInfo | undefined)[] = (() => {
   for (const r of REASON_LIST) out[r.code] = r;
   return out;
 })();
+
+/** 'GPUs unhealthy', with the reasons the reporters gave (a quarantine's) when there are any. */
+export function unhealthyText(node: NodeState): string {
+  const why = node.healthReasons;
+  if (why === undefined || why.size === 0) return 'GPUs unhealthy';
+  const parts: string[] = [];
+  for (let g = 0; g < node.gpuUsable.length; g++) {
+    const r = node.gpuUsable[g] === 0 ? why.get(g) : undefined;
+    if (r !== undefined) parts.push(`GPU ${g} ${r}`);
+  }
+  return parts.length === 0 ? 'GPUs unhealthy' : `GPUs unhealthy (${parts.join('; ')})`;
+}
 
 /** The first requested resource beyond cpu/memory/GPUs the node lacks: ephemeral-storage first, as kube checks it, then by name. */
 export function insufficientScalar(pod: PodSpec, node: NodeState): string | undefined {

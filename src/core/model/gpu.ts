@@ -38,6 +38,8 @@ export interface GpuDevice {
   readonly memoryMiB: number;
   readonly computeCapability: ComputeCapability;
   readonly healthy: boolean;
+  /** Why the device is unhealthy, when its reporter said (a quarantine's reason): shown by `sits explain`. */
+  readonly unhealthyReason?: string;
 }
 
 /** Parses `sm_90`, `9.0` or `90` into 90; returns undefined for anything else. */

@@ -93,6 +93,8 @@ export class NodeState {
   idx = 0;
   /** Tie-break priority: lower rank wins ties. */
   rank = 0;
+  /** Why unhealthy GPUs are unhealthy, by index, where the reporter said (created with the first reason). */
+  healthReasons: Map<number, string> | undefined = undefined;
 
   constructor(readonly spec: NodeSpec) {
     const n = spec.gpus.length;
@@ -102,6 +104,8 @@ export class NodeState {
       const healthy = spec.gpus[i]?.healthy ?? false;
       this.gpuUsable[i] = healthy ? 1 : 0;
       this.gpuFree[i] = healthy ? 1000 : 0;
+      const why = spec.gpus[i]?.unhealthyReason;
+      if (!healthy && why !== undefined) (this.healthReasons ??= new Map()).set(i, why);
     }
   }
 
@@ -366,10 +370,15 @@ export class ClusterState {
     return a;
   }
 
-  /** Marks a GPU healthy or not (device plugin health); allocations on it stay until their pods go. */
-  setGpuHealth(nodeName: string, gpu: number, healthy: boolean): void {
+  /**
+   * Marks a GPU healthy or not (device plugin health, a quarantine); allocations on it stay until their pods
+   * go. `reason`: why it is unhealthy, for `sits explain`.
+   */
+  setGpuHealth(nodeName: string, gpu: number, healthy: boolean, reason?: string): void {
     const n = this.byName.get(nodeName);
     if (n === undefined || gpu < 0 || gpu >= n.gpuFree.length) return;
+    if (healthy) n.healthReasons?.delete(gpu);
+    else if (reason !== undefined) (n.healthReasons ??= new Map()).set(gpu, reason);
     if ((n.gpuUsable[gpu] === 1) === healthy) return;
     let used = 1000;
     for (const a of n.allocations.values()) if (a.gpus.includes(gpu)) used -= a.gpuMilli;

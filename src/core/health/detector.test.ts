@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { readDcgmMetrics, type DcgmFields } from './dcgm.ts';
+import { DEFAULT_DETECTOR, HealthDetector } from './detector.ts';
+import { T4_LABELS, withValue } from './testing.ts';
+
+const T4 = readFileSync(new URL('./fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');
+const fieldsOf = (text: string): DcgmFields => {
+  const r = readDcgmMetrics(text);
+  if (!r.ok || r.value[0] === undefined) throw new Error(r.ok ? 'no device' : r.error);
+  return r.value[0].fields;
+};
+const MIN = 60_000;
+
+describe('HealthDetector', () => {
+  it('the recorded T4 scrape, repeated for two hours, stays healthy', () => {
+    const d = new HealthDetector();
+    for (let t = 0; t < 120; t++) expect(d.observe('n/0', t * MIN, fieldsOf(T4)).state).toBe('healthy');
+  });
+
+  it('a fatal XID in the recorded scrape: failed with the catalogue text; the sticky gauge does not fire again', () => {
+    const d = new HealthDetector();
+    d.observe('n/0', 0, fieldsOf(T4));
+    const x79 = fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 79, T4_LABELS));
+    expect(d.observe('n/0', MIN, x79)).toEqual({ state: 'failed', signal: 'xid-fatal', reason: 'XID 79 (GPU has fallen off the bus)' });
+    expect(d.observe('n/0', 2 * MIN, x79).state).toBe('healthy');
+  });
+
+  it('application XIDs (13, 31, 43, 45) say nothing about the device', () => {
+    const d = new HealthDetector();
+    for (const [i, x] of [13, 31, 43, 45].entries()) expect(d.observe('n/0', i * MIN, fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, x, T4_LABELS))).state).toBe('healthy');
+  });
+
+  it('precursor XIDs (63, 92) make the device suspect', () => {
+    const d = new HealthDetector();
+    expect(d.observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 92, T4_LABELS)))).toMatchObject({ state: 'suspect', signal: 'xid-precursor' });
+  });
+
+  it('a growing correctable ECC count is suspect once the window holds the threshold; a few stray ones are not', () => {
+    const d = new HealthDetector();
+    const at = (sbe: number): DcgmFields => fieldsOf(withValue(T4, 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', 0, sbe, T4_LABELS));
+    expect(d.observe('n/0', 0, at(0)).state).toBe('healthy');
+    expect(d.observe('n/0', 10 * MIN, at(3)).state).toBe('healthy');
+    // 3 an hour later is outside the window: the stray burst ages out.
+    expect(d.observe('n/0', 80 * MIN, at(5)).state).toBe('healthy');
+    const v = d.observe('n/0', 100 * MIN, at(5 + DEFAULT_DETECTOR.sbePerWindow));
+    expect(v).toMatchObject({ state: 'suspect', signal: 'ecc-sbe-rate' });
+    expect(v.reason).toBe(`correctable ECC errors rising: ${DEFAULT_DETECTOR.sbePerWindow} in 60 min (threshold ${DEFAULT_DETECTOR.sbePerWindow})`);
+  });
+
+  it('a new double-bit ECC error or a failed row remap: failed', () => {
+    const d = new HealthDetector();
+    d.observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 0, 0, T4_LABELS)));
+    expect(d.observe('n/0', MIN, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 0, 2, T4_LABELS)))).toMatchObject({ state: 'failed', signal: 'ecc-dbe', reason: '2 new uncorrectable (double-bit) ECC error(s)' });
+    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ROW_REMAP_FAILURE', 0, 1, T4_LABELS))).signal).toBe('row-remap-failure');
+  });
+
+  it('pages pending retirement and a pending row remap: suspect', () => {
+    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_RETIRED_PENDING', 0, 1, T4_LABELS)))).toMatchObject({ state: 'suspect', signal: 'retired-pages' });
+    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ROW_REMAP_PENDING', 0, 1, T4_LABELS)))).toMatchObject({ state: 'suspect', signal: 'row-remap-pending' });
+  });
+
+  it('temperature creeping up at steady power is a cooling fault; the same rise with the load (power) is not', () => {
+    const creep = new HealthDetector();
+    const load = new HealthDetector();
+    let last = creep.observe('n/0', 0, { tempC: 70, powerW: 300 });
+    // The window fills (45 min), then the rise must hold for tempRiseHoldMs.
+    for (let m = 1; m <= 70; m++) {
+      last = creep.observe('n/0', m * MIN, { tempC: 70 + m * 0.12, powerW: 300 });
+      expect(load.observe('n/0', m * MIN, { tempC: 40 + m * 0.6, powerW: 80 + m * 4 }).state).not.toBe('suspect');
+    }
+    expect(last).toMatchObject({ state: 'suspect', signal: 'temperature-rise' });
+    expect(new HealthDetector().observe('n/0', 0, { tempC: 90 })).toMatchObject({ state: 'suspect', signal: 'temperature', reason: 'GPU at 90 °C (threshold 88 °C)' });
+  });
+
+  it('NVLink CRC errors at a rate: suspect', () => {
+    const d = new HealthDetector();
+    d.observe('n/0', 0, { nvlinkCrcFlitTotal: 10, nvlinkCrcDataTotal: 0 });
+    expect(d.observe('n/0', 30 * MIN, { nvlinkCrcFlitTotal: 150, nvlinkCrcDataTotal: 100 })).toMatchObject({ state: 'suspect', signal: 'nvlink-crc-rate' });
+  });
+});

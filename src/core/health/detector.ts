@@ -1,0 +1,210 @@
+/**
+ * Per-device trend detection over a sliding window of dcgm-exporter readings (pure: time comes with each
+ * reading). A device is `failed` (it cannot run work: a fatal XID, a new uncorrectable ECC error, a failed
+ * row remap), `suspect` (it still runs, a failure is predicted: checkpoint first, then move the work), or
+ * `healthy`. Every rule and its default is documented on DetectorConfig; docs/adr/0096-predictive-gpu-health.md
+ * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others).
+ */
+import type { DcgmFields } from './dcgm.ts';
+import { xidInfo } from './xid.ts';
+
+export type HealthState = 'healthy' | 'suspect' | 'failed';
+
+/** Which rule fired (stable codes for metrics and tests; the reason is for people). */
+export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'temperature' | 'temperature-rise' | 'nvlink-crc-rate';
+
+export interface Verdict {
+  readonly state: HealthState;
+  readonly signal?: HealthSignal;
+  /** For `sits explain` and the checkpoint intent: what was seen, with the numbers. */
+  readonly reason: string;
+}
+
+export interface DetectorConfig {
+  /** Sliding window for rates and trends. */
+  readonly windowMs: number;
+  /** Correctable (single-bit) volatile ECC errors within the window that make a device suspect. */
+  readonly sbePerWindow: number;
+  /** NVLink CRC (flit + data) errors within the window that make a device suspect. */
+  readonly nvlinkCrcPerWindow: number;
+  /** GPU temperature at or above which the device is suspect (slowdown is near). */
+  readonly tempSuspectC: number;
+  /** A rise of at least this many °C per hour across the window, at roughly constant power, is a cooling fault. */
+  readonly tempRiseCPerHour: number;
+  /** ...counted only above this temperature (an idle GPU in a cold aisle drifting a little is not a fault). */
+  readonly tempRiseFloorC: number;
+  /** "Roughly constant power": the power at the window's end within this fraction of its start. */
+  readonly powerSteadyFraction: number;
+  /** The rise must hold this long without a break (noise flickers, a creep persists). */
+  readonly tempRiseHoldMs: number;
+}
+
+export const DEFAULT_DETECTOR: DetectorConfig = {
+  windowMs: 60 * 60_000,
+  sbePerWindow: 16,
+  nvlinkCrcPerWindow: 120,
+  tempSuspectC: 88,
+  tempRiseCPerHour: 5,
+  tempRiseFloorC: 45,
+  powerSteadyFraction: 0.15,
+  tempRiseHoldMs: 20 * 60_000,
+};
+
+export const HEALTHY: Verdict = { state: 'healthy', reason: 'no fault signal' };
+
+interface Point {
+  readonly t: number;
+  readonly temp: number;
+  readonly power: number;
+  readonly sbe: number;
+  readonly crc: number;
+}
+
+interface DeviceTrack {
+  points: Point[];
+  head: number;
+  /** Last XID value seen: DCGM_FI_DEV_XID_ERRORS is sticky (NVIDIA/dcgm-exporter#500), only a change is news. */
+  lastXid: number;
+  dbe: number | undefined;
+  retired: number | undefined;
+  remapped: number | undefined;
+  activeXids: ReadonlySet<number>;
+  /** Since when the temperature-rise condition has held (NaN: it does not). */
+  riseSinceMs: number;
+  verdict: Verdict;
+}
+
+const NaNish = (v: number | undefined): number => (v === undefined ? Number.NaN : v);
+
+/** Mean of a field over the points [from, to) of the window. */
+function mean(ps: readonly Point[], from: number, to: number, f: (p: Point) => number): number {
+  let s = 0;
+  let c = 0;
+  for (let i = from; i < to; i++) {
+    const v = f(ps[i] as Point);
+    if (!Number.isNaN(v)) {
+      s += v;
+      c++;
+    }
+  }
+  return c === 0 ? Number.NaN : s / c;
+}
+
+export class HealthDetector {
+  private readonly tracks = new Map<string, DeviceTrack>();
+
+  constructor(readonly config: DetectorConfig = DEFAULT_DETECTOR) {}
+
+  /** The last verdict for a device (healthy when never seen). */
+  current(device: string): Verdict {
+    return this.tracks.get(device)?.verdict ?? HEALTHY;
+  }
+
+  forget(device: string): void {
+    this.tracks.delete(device);
+  }
+
+  /**
+   * Feeds one reading of a device (readings of one device must come in time order) and returns its verdict.
+   * `device` is any stable key (node/gpu).
+   */
+  observe(device: string, timeMs: number, f: Readonly<DcgmFields>, activeXids: readonly number[] = []): Verdict {
+    const c = this.config;
+    let tr = this.tracks.get(device);
+    const first = tr === undefined;
+    if (tr === undefined) {
+      tr = { points: [], head: 0, lastXid: 0, dbe: undefined, retired: undefined, remapped: undefined, activeXids: new Set(), riseSinceMs: Number.NaN, verdict: HEALTHY };
+      this.tracks.set(device, tr);
+    }
+    const sbe = NaNish(f.sbeVolTotal);
+    const crc = f.nvlinkCrcFlitTotal === undefined && f.nvlinkCrcDataTotal === undefined ? Number.NaN : (f.nvlinkCrcFlitTotal ?? 0) + (f.nvlinkCrcDataTotal ?? 0);
+    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), power: NaNish(f.powerW), sbe, crc });
+    while (tr.head < tr.points.length && (tr.points[tr.head] as Point).t < timeMs - c.windowMs) tr.head++;
+    if (tr.head > 1024 && tr.head * 2 > tr.points.length) {
+      tr.points = tr.points.slice(tr.head);
+      tr.head = 0;
+    }
+    const verdict = this.judge(tr, f, activeXids, first);
+    tr.verdict = verdict;
+    return verdict;
+  }
+
+  private judge(tr: DeviceTrack, f: Readonly<DcgmFields>, activeXids: readonly number[], first: boolean): Verdict {
+    const c = this.config;
+    let suspect: Verdict | undefined;
+    const fail = (signal: HealthSignal, reason: string): Verdict => ({ state: 'failed', signal, reason });
+    const warn = (signal: HealthSignal, reason: string): void => {
+      suspect ??= { state: 'suspect', signal, reason };
+    };
+
+    // XIDs: the sticky gauge (a change, or a non-zero value at first sight) and the windowed "active" list.
+    const xids: number[] = [];
+    const last = f.lastXid ?? 0;
+    if (last !== 0 && (first || last !== tr.lastXid)) xids.push(last);
+    tr.lastXid = last;
+    const active = new Set(activeXids);
+    for (const x of active) if (!tr.activeXids.has(x)) xids.push(x);
+    tr.activeXids = active;
+    let failed: Verdict | undefined;
+    for (const x of xids) {
+      const info = xidInfo(x);
+      if (info?.class === 'fatal') failed ??= fail('xid-fatal', `XID ${x} (${info.text})`);
+      else if (info?.class === 'precursor') warn('xid-precursor', `XID ${x} (${info.text})`);
+    }
+
+    // Counters whose any increase is news (a reset of the counter, e.g. after a GPU reset, is not).
+    const grew = (prev: number | undefined, now: number | undefined): number => (prev === undefined || now === undefined || now < prev ? 0 : now - prev);
+    const dbeNow = f.dbeVolTotal;
+    const dbeUp = first ? (dbeNow ?? 0) : grew(tr.dbe, dbeNow);
+    tr.dbe = dbeNow ?? tr.dbe;
+    if (dbeUp > 0) failed ??= fail('ecc-dbe', `${dbeUp} new uncorrectable (double-bit) ECC error(s)`);
+    if ((f.rowRemapFailure ?? 0) > 0) failed ??= fail('row-remap-failure', 'row remapping failed (the memory can no longer be repaired)');
+    if (failed !== undefined) return failed;
+
+    const retiredNow = f.retiredSbe === undefined && f.retiredDbe === undefined ? undefined : (f.retiredSbe ?? 0) + (f.retiredDbe ?? 0);
+    const retiredUp = grew(tr.retired, retiredNow);
+    tr.retired = retiredNow ?? tr.retired;
+    if ((f.retiredPending ?? 0) > 0) warn('retired-pages', `${f.retiredPending} page(s) pending retirement (reset needed)`);
+    else if (retiredUp > 0) warn('retired-pages', `${retiredUp} page(s) newly retired`);
+    const remappedNow = f.uncorrectableRemappedRows;
+    const remappedUp = grew(tr.remapped, remappedNow);
+    tr.remapped = remappedNow ?? tr.remapped;
+    if ((f.rowRemapPending ?? 0) > 0) warn('row-remap-pending', 'row remap pending (reset needed)');
+    else if (remappedUp > 0) warn('row-remap-pending', `${remappedUp} row(s) remapped for uncorrectable errors`);
+
+    // Rates and trends over the window.
+    const ps = tr.points;
+    const n = ps.length - tr.head;
+    const oldest = ps[tr.head] as Point;
+    const newest = ps[ps.length - 1] as Point;
+    const minutes = Math.round(c.windowMs / 60_000);
+    if (n >= 2) {
+      const sbeUp = newest.sbe - oldest.sbe;
+      if (sbeUp >= c.sbePerWindow) warn('ecc-sbe-rate', `correctable ECC errors rising: ${sbeUp} in ${minutes} min (threshold ${c.sbePerWindow})`);
+      const crcUp = newest.crc - oldest.crc;
+      if (crcUp >= c.nvlinkCrcPerWindow) warn('nvlink-crc-rate', `NVLink CRC errors rising: ${crcUp} in ${minutes} min (threshold ${c.nvlinkCrcPerWindow})`);
+    }
+    if (newest.temp >= c.tempSuspectC) warn('temperature', `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)`);
+    // Rise across the window, quarter by quarter: a creep rises in every quarter; a step (a hot aisle, a fan
+    // curve, a job starting) sits in one or two of them. Power must stay roughly where it was.
+    const spanMs = newest.t - oldest.t;
+    if (!(n >= 8 && spanMs >= c.windowMs * 0.75 && newest.temp >= c.tempRiseFloorC)) tr.riseSinceMs = Number.NaN;
+    if (n >= 8 && spanMs >= c.windowMs * 0.75 && newest.temp >= c.tempRiseFloorC) {
+      const q = Math.floor(n / 4);
+      const qs = [0, 1, 2, 3].map((i) => mean(ps, tr.head + i * q, i === 3 ? ps.length : tr.head + (i + 1) * q, (p) => p.temp));
+      const p0 = mean(ps, tr.head, tr.head + q, (p) => p.power);
+      const p1 = mean(ps, ps.length - q, ps.length, (p) => p.power);
+      const quarterHours = spanMs / 4 / 3_600_000;
+      const [m0, m1, m2, m3] = qs as [number, number, number, number];
+      const rate = (m3 - m0) / (3 * quarterHours);
+      const step = (rate * quarterHours) / 3;
+      const everyQuarter = m1 - m0 >= step && m2 - m1 >= step && m3 - m2 >= step;
+      const steady = Number.isNaN(p0) || Number.isNaN(p1) || Math.abs(p1 - p0) <= c.powerSteadyFraction * Math.max(p0, 1);
+      const holds = rate >= c.tempRiseCPerHour && everyQuarter && steady;
+      if (!holds) tr.riseSinceMs = Number.NaN;
+      else if (Number.isNaN(tr.riseSinceMs)) tr.riseSinceMs = newest.t;
+      if (holds && newest.t - tr.riseSinceMs >= c.tempRiseHoldMs) warn('temperature-rise', `temperature rising ${rate.toFixed(1)} °C/h at steady power, now ${newest.temp} °C (threshold ${c.tempRiseCPerHour} °C/h)`);
+    }
+    return suspect ?? HEALTHY;
+  }
+}
