@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { READY_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { createNs, createPods, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import type { InferenceServiceObject } from './inference-service/model.ts';
 
@@ -37,14 +37,18 @@ async function newNs(name: string): Promise<string> {
 // No kube-controller-manager here, so no garbage collector: the test deletes what the services owned.
 afterEach(async (ctx) => {
   for (const ns of namespaces.splice(0)) {
-    const items = (await client.get<{ items: InferenceServiceObject[] }>(svcsPath(ns))).items;
+    // Listed with retries: a test that changed the CRD leaves its storage re-initialising for a moment (429).
+    const items = await waitFor(`inference services of ${ns} listed`, async () => (await client.get<{ items: InferenceServiceObject[] }>(svcsPath(ns))).items);
     if (ctx.task.result?.state === 'fail') {
       for (const s of items) console.error(`${ns}/${s.metadata.name}: ${JSON.stringify(s.status)}`);
       for (const p of await listPods(client, ns)) console.error(`pod ${p.metadata?.name} ${p.spec?.nodeName ?? '-'} ${p.status?.phase} ${JSON.stringify(p.status?.conditions)}`);
       console.error(logs.filter((l) => l.startsWith('controller')).join('\n'));
     }
-    await Promise.allSettled(items.map((s) => client.delete(`${svcsPath(ns)}/${s.metadata.name ?? ''}`)));
-    await waitFor(`inference services of ${ns} gone`, async () => (await client.get<{ items: unknown[] }>(svcsPath(ns))).items.length === 0, 30_000);
+    await waitFor(`inference services of ${ns} gone`, async () => {
+      const left = (await client.get<{ items: InferenceServiceObject[] }>(svcsPath(ns))).items;
+      await Promise.allSettled(left.map((s) => client.delete(`${svcsPath(ns)}/${s.metadata.name ?? ''}`)));
+      return left.length === 0;
+    }, 30_000);
     await Promise.allSettled((await listPods(client, ns)).map((p) => client.delete(`/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`)));
     const services = (await client.get<{ items: { metadata: { name: string } }[] }>(`/api/v1/namespaces/${ns}/services`)).items;
     await Promise.allSettled(services.map((s) => client.delete(`/api/v1/namespaces/${ns}/services/${s.metadata.name}`)));
@@ -172,6 +176,35 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
     expect(condition(s, 'InvalidSpec')?.message).toContain('spec.tensorParallelSize: tensor-parallel size 8 fits no NVLink domain of the cluster: the largest NVLink island has 4 GPUs');
     expect(s.status?.phase).toBe('Failed');
     expect((await replicas(ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'tp8')).toEqual([]);
+  });
+
+  it('a TP=2 replica waits rather than straddle two NVLink islands, and is named past its deadline; a 2-GPU pipeline replica takes those GPUs', async () => {
+    const ns = await newNs('islands');
+    // Three GPUs of each island taken on every node: the only free pairs are one GPU per island.
+    await createPods(client, cluster.nodeNames.flatMap((_, i) => [testPod(ns, `fill-${i}-a`, { gpus: 3 }), testPod(ns, `fill-${i}-b`, { gpus: 3 })]));
+    const fillers = await waitFor('fillers bound', async () => {
+      const ps = (await listPods(client, ns)).filter((p) => p.metadata?.name?.startsWith('fill-') === true);
+      return ps.length === 6 && ps.every((p) => p.metadata?.annotations?.[ANNOTATION.gpuIndices] !== undefined) ? ps : undefined;
+    });
+    for (const p of fillers) expect(new Set((p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').map((g) => Math.floor(Number(g) / 4))).size).toBe(1);
+    await client.post(svcsPath(ns), inferenceService('tp2', { replicas: 1, gpusPerReplica: 2, tensorParallelSize: 2, progressDeadlineSeconds: 2 }));
+    const s = await waitFor('tp2 named as not scheduled', async () => {
+      const x = await getSvc(ns, 'tp2');
+      return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
+    }, 30_000);
+    expect(condition(s, 'ReplicaFailure')?.message).toMatch(/tp2-[0-9a-f]{8}-0 not ready \d+s after it started \(spec.progressDeadlineSeconds 2\): not scheduled: .*NVLink/);
+    expect((await replicas(ns)).every((p) => (p.spec?.nodeName ?? '') === '')).toBe(true);
+    // The waiting gang goes first (no garbage collector here: its pod too), so that the queue does not hold GPUs for it.
+    await client.delete(`${svcsPath(ns)}/tp2`);
+    for (const p of await replicas(ns)) await client.delete(`/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`);
+    await waitFor('tp2 gone', async () => (await replicas(ns)).length === 0);
+    // Without tensor parallelism across them (TP=1, two pipeline stages) the same two GPUs are fine.
+    await client.post(svcsPath(ns), inferenceService('pp2', { replicas: 1, gpusPerReplica: 2, tensorParallelSize: 1 }));
+    await readyService(ns, 'pp2', 1);
+    const pp = (await replicas(ns)).find((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'pp2');
+    const ppGpus = (pp?.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').map(Number);
+    expect(ppGpus).toHaveLength(2);
+    expect(new Set(ppGpus.map((g) => Math.floor(g / 4))).size).toBe(2);
   });
 
   it('an unknown runtime: the apiserver refuses it naming spec.runtime; from a newer CRD the controller says so and creates nothing', async () => {
