@@ -207,6 +207,22 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
     expect(new Set(ppGpus.map((g) => Math.floor(g / 4))).size).toBe(2);
   });
 
+  it("the engine's GPU support reaches the scheduler: Triton pinned to A100-80G runs there; compute capability 9.0 waits on A100s, named with the scheduler's reason", async () => {
+    const ns = await newNs('gpus');
+    await client.post(svcsPath(ns), inferenceService('trt', { runtime: 'triton', model: { uri: 's3://models/llama-trtllm' }, replicas: 1, gpu: { allowedModels: ['A100-80G'] } }));
+    await readyService(ns, 'trt', 1);
+    const trt = (await replicas(ns))[0];
+    expect(trt?.metadata?.annotations).toMatchObject({ [ANNOTATION.gpuModels]: expect.stringContaining('A100-80G'), [ANNOTATION.minComputeCapability]: '8.0' });
+    const svc = await client.get<{ spec: { ports: { name: string; port: number }[] } }>(`/api/v1/namespaces/${ns}/services/trt`);
+    expect(svc.spec.ports.map((p) => p.name).sort()).toEqual(['grpc', 'http', 'metrics']);
+    await client.post(svcsPath(ns), inferenceService('hopper', { replicas: 1, gpu: { minComputeCapability: '9.0' }, progressDeadlineSeconds: 2 }));
+    const s = await waitFor('hopper named as not scheduled', async () => {
+      const x = await getSvc(ns, 'hopper');
+      return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
+    }, 30_000);
+    expect(condition(s, 'ReplicaFailure')?.message).toMatch(/hopper-[0-9a-f]{8}-0 not ready .*not scheduled: 0\/3 nodes fit .*needs sm_90/);
+  });
+
   it('an unknown runtime: the apiserver refuses it naming spec.runtime; from a newer CRD the controller says so and creates nothing', async () => {
     const ns = await newNs('runtime');
     const refused = await client.post(svcsPath(ns), inferenceService('bad', { runtime: 'sglang' })).then(
