@@ -39,10 +39,12 @@ export interface ReplicaEngineState {
 
 /**
  * The seam for the engine helpers: adapter loading and per-replica engine facts. The controller never calls an
- * engine itself; whatever talks to the engines keeps this view current and requeues the service when it changes.
+ * engine itself. It hands over the whole pod, so an implementation may read what the engine side wrote on it (an
+ * annotation: pods are watched, so a change reconciles the service at once) or look the pod up in its own cache
+ * (then it must get the service reconciled when the view changes).
  */
 export interface EnginePort {
-  replica(namespace: string, pod: string): ReplicaEngineState | undefined;
+  replica(pod: PodObject): ReplicaEngineState | undefined;
 }
 
 export const NO_ENGINE: EnginePort = { replica: () => undefined };

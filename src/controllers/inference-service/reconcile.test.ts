@@ -95,7 +95,7 @@ describe('InferenceService reconcile: replicas, Service, status', () => {
     const s = isvc({ model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', adapters: [{ name: 'sql', uri: 's3://a/sql' }] } });
     const { pods, services } = steady(s);
     const first = pods[0]?.metadata.name ?? '';
-    const engine: EnginePort = { replica: (ns, pod) => (ns === 'ml' && pod === first ? { serving: false, adapters: [{ name: 'sql', state: 'Loading' }] } : { adapters: [{ name: 'sql', state: 'Loaded' }] }) };
+    const engine: EnginePort = { replica: (pod) => (pod.metadata.namespace === 'ml' && pod.metadata.name === first ? { serving: false, adapters: [{ name: 'sql', state: 'Loading' }] } : { adapters: [{ name: 'sql', state: 'Loaded' }] }) };
     const r = run(s, { pods, services, engine });
     expect(r.status?.readyReplicas).toBe(1);
     expect(r.status?.replicaStatuses?.map((x) => [x.ready, x.adapters?.[0]?.state])).toEqual([

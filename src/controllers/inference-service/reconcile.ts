@@ -13,7 +13,7 @@ import { findCondition, setCondition, setIfPresent, type ConditionUpdate } from 
 import { isOwnedBy, type PodObject, type ServiceObject } from '../kube-objects.ts';
 import type { Action, Observed, ReconcileResult } from './model.ts';
 import { selectorString } from './names.ts';
-import { isvcName, isvcNamespace, renderService, type BuildConfig, type Rendered } from './pods.ts';
+import { isvcName, renderService, type BuildConfig, type Rendered } from './pods.ts';
 
 export const CONDITION = {
   ready: 'Ready',
@@ -110,7 +110,6 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
   const s = o.isvc;
   if (s.metadata.deletionTimestamp !== undefined) return { actions: [] }; // owner references let the GC clean up
   const name = isvcName(s);
-  const ns = isvcNamespace(s);
   const nowIso = new Date(o.nowMs).toISOString();
   const gen = s.metadata.generation;
   const prev = s.status ?? {};
@@ -118,7 +117,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
   const services = o.services.filter((x) => isOwnedBy(x, s.metadata.uid));
   const live = owned.filter((p) => !isTerminating(p) && !isFinished(p));
   const finished = owned.filter((p) => !isTerminating(p) && isFinished(p));
-  const ready = (p: PodObject): boolean => podReady(p) && o.engine.replica(ns, p.metadata.name ?? '')?.serving !== false;
+  const ready = (p: PodObject): boolean => podReady(p) && o.engine.replica(p)?.serving !== false;
   const replicas = s.spec.replicas;
   const maxUnavailable = s.spec.rollout?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE;
   const maxSurge = s.spec.rollout?.maxSurge ?? DEFAULT_MAX_SURGE;
@@ -213,7 +212,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
     .sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1))
     .map((p) => {
       const podName = p.metadata.name ?? '';
-      const seen = new Map((o.engine.replica(ns, podName)?.adapters ?? []).map((a) => [a.name, a]));
+      const seen = new Map((o.engine.replica(p)?.adapters ?? []).map((a) => [a.name, a]));
       return {
         name: podName,
         ready: ready(p),
