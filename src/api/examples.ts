@@ -248,6 +248,7 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('InferenceService', 'autoscaling without a target', 'spec.autoscaling.tokensPerSecondPerReplica', EXAMPLE_INFERENCE_SERVICE, (s) => (s.autoscaling = {})),
   invalid('InferenceService', 'autoscaling without maxReplicas', 'spec.maxReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => delete s.maxReplicas),
   invalid('InferenceService', 'tensorParallelSize does not divide GPUs', 'spec.tensorParallelSize', EXAMPLE_INFERENCE_SERVICE, (s) => (s.tensorParallelSize = 3)),
+  invalid('InferenceService', 'a rollout that cannot progress', 'spec.rollout.maxSurge', EXAMPLE_INFERENCE_SERVICE, (s) => (s.rollout = { maxSurge: 0, maxUnavailable: 0 })),
   invalid('InferenceService', 'LoRA adapters on triton', 'spec.model.adapters', EXAMPLE_INFERENCE_SERVICE, (s) => (s.runtime = 'triton')),
   invalid('DataPipeline', 'dependsOn a later stage', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['filter'] })),
   invalid('DataPipeline', 'dependsOn a missing stage', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['nope'] })),

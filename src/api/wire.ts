@@ -13,7 +13,7 @@ export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 /** REST prefix of the SITS resources (`/apis/ai.sits2026.dev/v1`). */
 export const API_PATH = `/apis/${API_GROUP_VERSION}`;
 
-export const KIND = { trainingJob: 'TrainingJob', podGroup: 'PodGroup', queue: 'Queue' } as const;
+export const KIND = { trainingJob: 'TrainingJob', inferenceService: 'InferenceService', podGroup: 'PodGroup', queue: 'Queue' } as const;
 
 /** spec.schedulerName of the pods SITS schedules (also its event source and default lease name). */
 export const SCHEDULER_NAME = 'sits-scheduler';
@@ -49,6 +49,11 @@ export const LABEL = {
   rank: `${P}/rank`,
   /** Gang generation, bumped on every restart and elastic resize. */
   attempt: `${P}/attempt`,
+  // Objects the InferenceService controller creates.
+  /** Every object the controller creates for a service carries the service's name here. */
+  inferenceService: `${P}/inference-service`,
+  /** Hash of the replica's rendered pod template: a rolling update replaces the pods whose hash differs. */
+  templateHash: `${P}/template-hash`,
 } as const;
 
 export const ANNOTATION = {

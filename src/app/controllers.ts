@@ -9,6 +9,9 @@ import { modelFromProduct } from '../kube/labels.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { trainingJobController } from '../controllers/training-job/controller.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
+import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
+import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
+import { watchClusterFacts } from './cluster-facts.ts';
 
 export interface ControllerOptions {
   readonly log?: (m: string) => void;
@@ -22,6 +25,8 @@ export interface ControllerOptions {
   readonly concurrency?: number;
   /** A span per reconcile and per action (default off). */
   readonly tracing?: Tracing;
+  /** What the engines report per InferenceService replica (LoRA adapters); default: nothing known yet. */
+  readonly engine?: EnginePort;
 }
 
 export interface Controllers {
@@ -29,15 +34,23 @@ export interface Controllers {
 }
 
 /**
- * Starts the workload controllers (today: TrainingJob) against the API server behind `client`. Resolves once the
+ * Starts the workload controllers (TrainingJob, InferenceService) against the API server behind `client`. Resolves once the
  * caches are filled (or, when a CRD is missing, once that has been logged; the watch then keeps retrying).
  */
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, ...runnerOpts } = opts;
-  const definitions = [trainingJobController(cfg)];
+  const { config: _, engine, ...runnerOpts } = opts;
+  // InferenceService specs are judged against the NVLink islands the nodes offer (tensor-parallel size).
+  const facts = await watchClusterFacts(client, opts.log ?? (() => undefined));
+  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE });
   const running: RunningController[] = [];
-  for (const def of definitions) running.push(await runController(client, def, runnerOpts));
-  return { stop: async () => void (await Promise.all(running.map((r) => r.stop()))) };
+  running.push(await runController(client, trainingJobController(cfg), runnerOpts));
+  running.push(await runController(client, inference, runnerOpts));
+  return {
+    stop: async () => {
+      facts.stop();
+      await Promise.all(running.map((r) => r.stop()));
+    },
+  };
 }

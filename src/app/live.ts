@@ -25,7 +25,7 @@ export interface LiveAppOptions {
   readonly maxInFlight?: number;
   /** Test seam of the binder (crash tests): see KubeBinderOptions.afterGangMemberBound. */
   readonly afterGangMemberBound?: (count: number) => void;
-  /** Also run the workload controllers (TrainingJob); they act only while this replica leads. */
+  /** Also run the workload controllers (TrainingJob, InferenceService); they act only while this replica leads. */
   readonly controllers?: boolean;
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */

@@ -258,6 +258,11 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
         { verb: 'create', resource: 'services', namespace: 'team-a' },
         { verb: 'create', resource: 'pods', namespace: 'team-a' },
+        // the InferenceService controller
+        { verb: 'watch', resource: 'inferenceservices', group: 'ai.sits2026.dev' },
+        { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+        { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'scale', namespace: 'team-a' },
+        { verb: 'patch', resource: 'services', namespace: 'team-a' },
         // the secure metrics port's delegated authn/authz
         { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
         { verb: 'create', resource: 'subjectaccessreviews', group: 'authorization.k8s.io' },
@@ -269,6 +274,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: 'sits-system', name: NAMES.serviceAccount },
         { verb: 'update', resource: 'nodes' },
         { verb: 'delete', resource: 'nodes' },
+        // The controller follows spec.replicas; it never rewrites an InferenceService's spec.
+        { verb: 'update', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
         { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'someone-else' },
         { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system', name: 'sits-scheduler' },
         { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
@@ -387,6 +395,31 @@ describe('deploy manifests on a real kube-apiserver', () => {
         expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
       } finally {
         await controllers.stop();
+      }
+    });
+
+    it('runs the InferenceService controller: replica pods created and bound, its Service and status written, /scale followed, nothing refused', async () => {
+      const svcs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-isvc/inferenceservices';
+      await createNs(admin, 'rbac-isvc');
+      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      try {
+        await admin.post(svcs, { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-0.5B-Instruct' }, replicas: 1 } });
+        const bound = async (n: number): Promise<boolean> => {
+          const pods = (await listPods(admin, 'rbac-isvc')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'InferenceService') === true);
+          return pods.length === n && pods.every((p) => (p.spec?.nodeName ?? '') !== '');
+        };
+        await waitFor('the replica created and bound, the Service and the status written', async () => {
+          const s = await admin.get<{ status?: { replicas?: number; selector?: string } }>(`${svcs}/chat`);
+          const services = (await admin.get<{ items: unknown[] }>('/api/v1/namespaces/rbac-isvc/services')).items;
+          return s.status?.replicas === 1 && s.status.selector !== undefined && services.length === 1 && (await bound(1));
+        });
+        await admin.mergePatch(`${svcs}/chat/scale`, { spec: { replicas: 2 } });
+        await waitFor('the controller follows /scale', () => bound(2));
+        expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
+      } finally {
+        await controllers.stop();
+        await admin.delete(`${svcs}/chat`).catch(() => undefined);
+        for (const p of await listPods(admin, 'rbac-isvc')) await admin.delete(`/api/v1/namespaces/rbac-isvc/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
       }
     });
 

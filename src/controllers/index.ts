@@ -4,3 +4,8 @@ export { trainingJobController, toControllerAction, TRAINING_JOB_RESOURCE } from
 export { reconcileTrainingJob, backoffDelayMs, isRetryableExitCode, sizes } from './training-job/reconcile.ts';
 export { DEFAULT_CONTROLLER_CONFIG } from './training-job/model.ts';
 export type { Action, ApplyError, ControllerConfig, Observed, ReconcileResult, TrainingJobObject } from './training-job/model.ts';
+export { inferenceServiceController, INFERENCE_SERVICE_RESOURCE } from './inference-service/controller.ts';
+export { reconcileInferenceService, planRollout, CONDITION as INFERENCE_SERVICE_CONDITION } from './inference-service/reconcile.ts';
+export { replicaWriter, sitsMayScale } from './inference-service/autoscaling.ts';
+export { NO_ENGINE } from './inference-service/model.ts';
+export type { ClusterFacts, EnginePort, ReplicaEngineState, AdapterObservation, InferenceServiceObject } from './inference-service/model.ts';

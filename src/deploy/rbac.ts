@@ -53,17 +53,25 @@ export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) 
 /** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
 export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];
 
-/** The workload controllers of src/app/controllers.ts (TrainingJob now; more kinds get their rules here when their controllers land). */
+/** The workload controllers of src/app/controllers.ts (TrainingJob, InferenceService; more kinds get their rules here when their controllers land). */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the finalizer; delete: ttlSecondsAfterFinished.
   { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
   { apiGroups: [API_GROUP], resources: ['trainingjobs/status'], verbs: ['get', 'patch'] },
   // Owned objects carry ownerReferences with blockOwnerDeletion, which needs update on the owner's finalizers.
   { apiGroups: [API_GROUP], resources: ['trainingjobs/finalizers'], verbs: ['update'] },
+  // InferenceService: read only (no finalizer); status written; replicas only ever through /scale, by the SITS
+  // token autoscaler when spec.autoscaling.mode is sits (never by the controller, never with an external autoscaler).
+  { apiGroups: [API_GROUP], resources: ['inferenceservices'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: ['inferenceservices/status'], verbs: ['get', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['inferenceservices/scale'], verbs: ['get', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['inferenceservices/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-  // Headless services for the rendezvous (MASTER_ADDR).
-  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
+  { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 

@@ -2,8 +2,10 @@
  * Dev mode only — not part of the product. Plays the kubelet for nodes that have none: a bound pod on a
  * fake node becomes Running (with a pod IP and a started container); annotation
  * `dev.sits2026.dev/exit-code: "0"` (or any other code) makes it Succeeded (or Failed) with that exit code;
- * a pod being deleted on a fake node is removed at once. With `engines` (llm/engine-pods.ts), a pod of the
- * llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
+ * a pod being deleted on a fake node is removed at once. Readiness stands in for the readiness probe: a pod is
+ * Ready unless annotation `dev.sits2026.dev/ready: "false"` says its engine's health endpoint would not answer
+ * (setting it to "true" or "false" on a running pod flips its Ready condition). With `engines` (llm/engine-pods.ts),
+ * a pod of the llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
  * devPodAddress), is Ready only while its readinessProbe answers, and its engine is stopped before the pod is
  * removed; every other pod is handled as before.
  */
@@ -13,6 +15,18 @@ import { objectKey, Reflector } from '../kube/reflector.ts';
 import { EnginePods, type EnginePodsOptions } from './llm/engine-pods.ts';
 
 export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
+/** `"false"`: the pod runs but its readiness probe fails (an engine that never becomes ready). */
+export const READY_ANNOTATION = 'dev.sits2026.dev/ready';
+
+function readyConditions(ready: boolean, now: string): { type: string; status: string; lastTransitionTime: string }[] {
+  const s = ready ? 'True' : 'False';
+  return [
+    { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
+    { type: 'Initialized', status: 'True', lastTransitionTime: now },
+    { type: 'ContainersReady', status: s, lastTransitionTime: now },
+    { type: 'Ready', status: s, lastTransitionTime: now },
+  ];
+}
 
 export class FakeKubelet {
   private reflector: Reflector<V1Pod> | undefined;
@@ -114,6 +128,8 @@ export class FakeKubelet {
       const exit = p.metadata?.annotations?.[EXIT_CODE_ANNOTATION];
       const now = new Date().toISOString();
       const containers = p.spec?.containers ?? [];
+      const wantReady = p.metadata?.annotations?.[READY_ANNOTATION] !== 'false';
+      const isReady = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
       if (phase === 'Pending' && this.engines?.matches(p) === true) {
         await this.startEngine(p, path, uid);
       } else if (phase === 'Pending') {
@@ -129,13 +145,8 @@ export class FakeKubelet {
               podIPs: [{ ip }],
               hostIP: '10.255.0.1',
               startTime: now,
-              conditions: [
-                { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
-                { type: 'Initialized', status: 'True', lastTransitionTime: now },
-                { type: 'ContainersReady', status: 'True', lastTransitionTime: now },
-                { type: 'Ready', status: 'True', lastTransitionTime: now },
-              ],
-              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: true, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
+              conditions: readyConditions(wantReady, now),
+              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: wantReady, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
             },
           },
         });
@@ -154,6 +165,19 @@ export class FakeKubelet {
           },
         });
         this.stats.finished++;
+      } else if (phase === 'Running' && p.metadata?.annotations?.[READY_ANNOTATION] !== undefined && wantReady !== isReady) {
+        // Only pods that carry the annotation: a pod whose status someone else writes is left alone.
+        const startedAt = p.status?.startTime === undefined ? now : new Date(p.status.startTime).toISOString();
+        await this.client.request('PATCH', `${path}/status`, {
+          contentType: 'application/merge-patch+json',
+          body: {
+            ...(uid === undefined ? {} : { metadata: { uid } }),
+            status: {
+              conditions: readyConditions(wantReady, now),
+              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: wantReady, started: true, restartCount: 0, state: { running: { startedAt } } })),
+            },
+          },
+        });
       }
     } catch (e) {
       this.log(`fake kubelet ${key}: ${(e as Error).message}`);

@@ -90,6 +90,11 @@ export const InferenceAutoscaling = withRules(
         maximum: 3600,
         default: 0,
       }),
+      mode: StringEnum(['sits', 'external'], {
+        description:
+          'Who writes spec.replicas: sits (the SITS autoscaler, through the scale subresource) or external (KEDA, an HPA or a person, through the scale subresource; SITS then never writes replicas). Default: sits.',
+        default: 'sits',
+      }),
       scaleDownStabilizationSeconds: Type.Integer({
         description: 'How long a lower recommendation must persist before scaling in. Default: 300.',
         minimum: 0,
@@ -101,11 +106,12 @@ export const InferenceAutoscaling = withRules(
   ),
   [
     {
-      rule: 'has(self.tokensPerSecondPerReplica) || has(self.queueDepthPerReplica) || has(self.concurrencyPerReplica) || has(self.gpuUtilizationPercent)',
-      message: 'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent',
+      rule: "self.mode == 'external' || has(self.tokensPerSecondPerReplica) || has(self.queueDepthPerReplica) || has(self.concurrencyPerReplica) || has(self.gpuUtilizationPercent)",
+      message: 'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent (or mode: external)',
       reason: 'FieldValueRequired',
       fieldPath: '.tokensPerSecondPerReplica',
       check: (self) =>
+        self.mode === 'external' ||
         self.tokensPerSecondPerReplica !== undefined ||
         self.queueDepthPerReplica !== undefined ||
         self.concurrencyPerReplica !== undefined ||
@@ -114,6 +120,30 @@ export const InferenceAutoscaling = withRules(
   ],
 );
 export type InferenceAutoscaling = Static<typeof InferenceAutoscaling>;
+
+export const RolloutStrategy = withRules(
+  Obj(
+    {
+      maxSurge: Type.Integer({ description: 'Replicas created above spec.replicas while a new template rolls out. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
+      maxUnavailable: Type.Integer({
+        description: 'Replicas below spec.replicas that may be not ready while a new template rolls out; the ready minimum is replicas - maxUnavailable. Default: 0.',
+        minimum: 0,
+        maximum: 1000,
+        default: 0,
+      }),
+    },
+    { description: 'Rolling update of the replicas when the pod template changes (the semantics of a Deployment\'s RollingUpdate).' },
+  ),
+  [
+    {
+      rule: 'self.maxSurge + self.maxUnavailable >= 1',
+      message: 'maxSurge and maxUnavailable cannot both be 0: the rollout could never make progress',
+      fieldPath: '.maxSurge',
+      check: (self) => self.maxSurge + self.maxUnavailable >= 1,
+    },
+  ],
+);
+export type RolloutStrategy = Static<typeof RolloutStrategy>;
 
 export const InferenceServiceSpec = withRules(
   Obj(
@@ -131,6 +161,14 @@ export const InferenceServiceSpec = withRules(
       gpu: Type.Optional(GpuRequirements),
       resources: Type.Optional(ResourceList('Additional resources per replica (cpu, memory, ...); GPUs come from gpusPerReplica.')),
       autoscaling: Type.Optional(InferenceAutoscaling),
+      rollout: Type.Optional(RolloutStrategy),
+      progressDeadlineSeconds: Type.Integer({
+        description:
+          'How long a replica may take from its start to ready before the service reports it by name (condition ReplicaNotReady); the other replicas keep serving. Default: 1800 (weights take minutes to load).',
+        minimum: 1,
+        maximum: 86400,
+        default: 1800,
+      }),
       profile: StringEnum(['auto', 'low-latency', 'batch-throughput'], {
         description: 'Resource profile: low-latency favours small batches and fast GPUs, batch-throughput large batches; auto lets SITS choose. Default: auto.',
         default: 'auto',
@@ -189,6 +227,29 @@ export type InferenceServiceSpec = Static<typeof InferenceServiceSpec>;
 export const INFERENCE_SERVICE_PHASES = ['Pending', 'Loading', 'Ready', 'Scaling', 'Degraded', 'Failed'] as const;
 export type InferenceServicePhase = (typeof INFERENCE_SERVICE_PHASES)[number];
 
+export const ADAPTER_STATES = ['Desired', 'Loading', 'Loaded', 'Failed'] as const;
+
+export const ReplicaAdapterStatus = Obj(
+  {
+    name: DnsLabel('Adapter name (spec.model.adapters[].name).'),
+    state: StringEnum(ADAPTER_STATES, { description: 'Desired (listed in the spec, not yet confirmed on the replica), Loading, Loaded or Failed.' }),
+    message: Type.Optional(Type.String({ description: 'Why the last load failed.', maxLength: 1024 })),
+  },
+  { description: 'One LoRA adapter on one replica.' },
+);
+
+export const ReplicaStatus = Obj(
+  {
+    name: Type.String({ description: 'The replica\'s pod.', minLength: 1, maxLength: 253 }),
+    ready: Type.Boolean({ description: 'The engine\'s health endpoint answers (the pod is Ready).' }),
+    updated: Type.Boolean({ description: 'The replica runs the current pod template.' }),
+    node: Type.Optional(Type.String({ description: 'Node the replica is bound to.', maxLength: 253 })),
+    adapters: Type.Optional(Type.Array(ReplicaAdapterStatus, { description: 'The adapters on this replica.', maxItems: 32, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })),
+  },
+  { description: 'The observed state of one replica.' },
+);
+export type ReplicaStatus = Static<typeof ReplicaStatus>;
+
 export const InferenceServiceStatus = Obj(
   {
     phase: Type.Optional(StringEnum(INFERENCE_SERVICE_PHASES, { description: 'Pending, Loading (weights), Ready, Scaling, Degraded (some replicas down) or Failed.' })),
@@ -196,6 +257,16 @@ export const InferenceServiceStatus = Obj(
     observedGeneration: ObservedGeneration(),
     replicas: Type.Optional(Count('Replicas (pods) that currently exist; the scale subresource reads it.')),
     readyReplicas: Type.Optional(Count('Replicas serving traffic.')),
+    updatedReplicas: Type.Optional(Count('Replicas running the current pod template.')),
+    model: Type.Optional(Type.String({ description: 'Name under which the model is served (what clients request).', maxLength: 253 })),
+    replicaStatuses: Type.Optional(
+      Type.Array(ReplicaStatus, {
+        description: 'One entry per replica: readiness, template and the LoRA adapters on it.',
+        maxItems: 2000,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+      }),
+    ),
     desiredReplicas: Type.Optional(Count('The autoscaler\'s latest recommendation.')),
     selector: Type.Optional(Type.String({ description: 'Label selector of the pods, for the scale subresource.', maxLength: 1024 })),
     url: Type.Optional(Type.String({ description: 'In-cluster URL of the service endpoint.', maxLength: 2048 })),

@@ -1,0 +1,57 @@
+/**
+ * The InferenceService controller as a definition for kube/controller-runner.ts: it watches InferenceServices and
+ * the Pods and Services labelled with a service's name, and maps the reconcile's actions onto the runner's generic
+ * ones (labels createPod, deletePod, createService, patchService, so failures come back under those names).
+ * Pure: the cluster facts and the engine view come through the ports in the configuration.
+ */
+import { withDefaults } from '../../api/validate.ts';
+import { API_GROUP_VERSION, KIND, LABEL } from '../../api/wire.ts';
+import type { ControllerAction, ControllerDefinition, ControllerInput, OwnedResource, ResourceType } from '../../api/controller.ts';
+import type { PodObject, ServiceObject } from '../kube-objects.ts';
+import type { Action, InferenceControllerConfig, InferenceServiceObject } from './model.ts';
+import { reconcileInferenceService } from './reconcile.ts';
+
+export const INFERENCE_SERVICE_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.inferenceService, plural: 'inferenceservices' };
+
+// Pods are counted (replicas, surge): the runner waits for the watch to show what it created and deleted.
+const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
+const SERVICE: OwnedResource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
+
+export function toControllerAction(a: Action): ControllerAction {
+  switch (a.kind) {
+    case 'createPod':
+      return { op: 'create', kind: POD.kind, object: a.pod };
+    case 'deletePod':
+      return { op: 'delete', kind: POD.kind, name: a.name, uid: a.uid };
+    case 'createService':
+      return { op: 'create', kind: SERVICE.kind, object: a.service };
+    case 'patchService':
+      return { op: 'patch', kind: SERVICE.kind, name: a.name, patch: a.patch };
+    case 'event':
+      return { op: 'event', type: a.type, reason: a.reason, message: a.message };
+  }
+}
+
+export function inferenceServiceController(cfg: InferenceControllerConfig): ControllerDefinition<InferenceServiceObject> {
+  return {
+    primary: INFERENCE_SERVICE_RESOURCE,
+    owned: [POD, SERVICE],
+    ownerLabel: LABEL.inferenceService,
+    component: 'sits-inferenceservice-controller',
+    reconcile(input: ControllerInput<InferenceServiceObject>) {
+      const res = reconcileInferenceService(
+        {
+          isvc: withDefaults('InferenceService', input.object) as InferenceServiceObject,
+          pods: (input.owned.get(POD.kind) ?? []) as readonly PodObject[],
+          services: (input.owned.get(SERVICE.kind) ?? []) as readonly ServiceObject[],
+          nowMs: input.nowMs,
+          facts: cfg.clusterFacts(),
+          engine: cfg.engine,
+          ...(input.lastErrors === undefined ? {} : { lastErrors: input.lastErrors }),
+        },
+        cfg,
+      );
+      return { ...res, actions: res.actions.map(toControllerAction) };
+    },
+  };
+}

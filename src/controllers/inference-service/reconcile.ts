@@ -1,0 +1,260 @@
+/**
+ * The InferenceService reconcile: from the service, the pods and Service it owns and the time, to the desired
+ * status and the actions. Replicas are pods the SITS scheduler places; a template change rolls them with a
+ * Deployment's RollingUpdate semantics (maxSurge above spec.replicas, never fewer ready than replicas -
+ * maxUnavailable); a spec the runtime or the cluster cannot honour changes nothing but the conditions, so the
+ * replicas already serving keep serving. Pure: time comes in as `nowMs`.
+ */
+import type { Condition } from '../../api/schema/common.ts';
+import type { InferenceServiceStatus, ReplicaStatus } from '../../api/schema/inference-service.ts';
+import { LABEL } from '../../api/wire.ts';
+import type { SpecIssue } from '../../serving/runtime.ts';
+import { findCondition, setCondition, setIfPresent, type ConditionUpdate } from '../conditions.ts';
+import { isOwnedBy, type PodObject, type ServiceObject } from '../kube-objects.ts';
+import type { Action, Observed, ReconcileResult } from './model.ts';
+import { selectorString } from './names.ts';
+import { isvcName, renderService, type BuildConfig, type Rendered } from './pods.ts';
+
+export const CONDITION = {
+  ready: 'Ready',
+  progressing: 'Progressing',
+  /** The spec cannot be served (unknown runtime, TP larger than any NVLink island, a runtime-rejected field). */
+  invalidSpec: 'InvalidSpec',
+  /** A replica stays unready past spec.progressDeadlineSeconds, or cannot be created. */
+  replicaFailure: 'ReplicaFailure',
+} as const;
+
+const DEFAULT_MAX_SURGE = 1;
+const DEFAULT_MAX_UNAVAILABLE = 0;
+
+const isTerminating = (p: PodObject): boolean => p.metadata.deletionTimestamp !== undefined;
+const isFinished = (p: PodObject): boolean => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+const podReady = (p: PodObject): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const slotOf = (p: PodObject): number => Number(/-(\d+)$/.exec(p.metadata.name ?? '')?.[1] ?? -1);
+const ms = (iso: string | undefined): number | undefined => {
+  const t = iso === undefined ? NaN : Date.parse(iso);
+  return Number.isFinite(t) ? t : undefined;
+};
+
+/** Which pod goes first when some must: unready before ready, unbound before bound, the highest slot first. */
+function deletionOrder(ready: (p: PodObject) => boolean): (a: PodObject, b: PodObject) => number {
+  return (a, b) => {
+    const r = Number(ready(a)) - Number(ready(b));
+    if (r !== 0) return r;
+    const n = Number((a.spec?.nodeName ?? '') !== '') - Number((b.spec?.nodeName ?? '') !== '');
+    if (n !== 0) return n;
+    return slotOf(b) - slotOf(a) || ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? 1 : -1);
+  };
+}
+
+/** "spec.x: why; spec.y: why" — every issue, each naming its field. */
+export const describeIssues = (issues: readonly SpecIssue[]): string => issues.map((i) => `${i.field}: ${i.message}`).join('; ');
+
+function issueReason(issues: readonly SpecIssue[]): string {
+  const first = issues[0];
+  if (first?.field === 'spec.runtime') return 'UnknownRuntime';
+  if (first?.field === 'spec.tensorParallelSize') return 'TensorParallelTooLarge';
+  if (first?.field === 'spec.gpu.allowedModels') return 'GpuModelRequired';
+  return 'InvalidSpec';
+}
+
+export interface RollingPlan {
+  readonly create: number;
+  /** Pods to delete, in order. */
+  readonly remove: readonly PodObject[];
+}
+
+/**
+ * One step of the rolling update (a Deployment's RollingUpdate on pods): create up to `replicas + maxSurge`
+ * pods in all; delete surplus current pods, then old unready pods (they serve nothing), then old ready pods only
+ * while at least `replicas - maxUnavailable` stay ready. Terminating pods count for nothing.
+ */
+export function planRollout(p: {
+  readonly replicas: number;
+  readonly maxSurge: number;
+  readonly maxUnavailable: number;
+  readonly current: readonly PodObject[];
+  readonly old: readonly PodObject[];
+  readonly ready: (p: PodObject) => boolean;
+}): RollingPlan {
+  const { replicas, ready } = p;
+  const minReady = Math.max(0, replicas - p.maxUnavailable);
+  const order = deletionOrder(ready);
+  const remove: PodObject[] = [];
+  const surplus = [...p.current].sort(order).slice(0, Math.max(0, p.current.length - replicas));
+  remove.push(...surplus);
+  let readyLeft = [...p.current, ...p.old].filter(ready).length - surplus.filter(ready).length;
+  for (const pod of [...p.old].sort(order)) {
+    if (!ready(pod)) remove.push(pod);
+    else if (readyLeft - 1 >= minReady) {
+      remove.push(pod);
+      readyLeft--;
+    }
+  }
+  const room = replicas + p.maxSurge - (p.current.length + p.old.length);
+  const create = Math.max(0, Math.min(replicas - p.current.length, room));
+  return { create, remove };
+}
+
+function serviceDiff(have: ServiceObject, want: ServiceObject): Record<string, unknown> | undefined {
+  const sameSelector = JSON.stringify(have.spec?.selector ?? {}) === JSON.stringify(want.spec?.selector ?? {});
+  type Ports = NonNullable<ServiceObject['spec']>['ports'];
+  const norm = (ports: Ports): string =>
+    JSON.stringify((ports ?? []).map((x) => ({ name: x.name, port: x.port, targetPort: x.targetPort, protocol: x.protocol ?? 'TCP' })));
+  const samePorts = norm(have.spec?.ports) === norm(want.spec?.ports);
+  if (sameSelector && samePorts) return undefined;
+  return { spec: { selector: want.spec?.selector, ports: want.spec?.ports } };
+}
+
+export function reconcileInferenceService(o: Observed, cfg: BuildConfig): ReconcileResult {
+  const s = o.isvc;
+  if (s.metadata.deletionTimestamp !== undefined) return { actions: [] }; // owner references let the GC clean up
+  const name = isvcName(s);
+  const nowIso = new Date(o.nowMs).toISOString();
+  const gen = s.metadata.generation;
+  const prev = s.status ?? {};
+  const owned = o.pods.filter((p) => isOwnedBy(p, s.metadata.uid));
+  const services = o.services.filter((x) => isOwnedBy(x, s.metadata.uid));
+  const live = owned.filter((p) => !isTerminating(p) && !isFinished(p));
+  const finished = owned.filter((p) => !isTerminating(p) && isFinished(p));
+  const ready = (p: PodObject): boolean => podReady(p) && o.engine.replica(p)?.serving !== false;
+  const replicas = s.spec.replicas;
+  const maxUnavailable = s.spec.rollout?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE;
+  const maxSurge = s.spec.rollout?.maxSurge ?? DEFAULT_MAX_SURGE;
+  const minReady = Math.max(0, replicas - maxUnavailable);
+  const readyCount = live.filter(ready).length;
+
+  const rendered = renderService(s, cfg, o.facts);
+  const hash = rendered.ok ? rendered.value.hash : undefined;
+  const current = hash === undefined ? [] : live.filter((p) => p.metadata.labels?.[LABEL.templateHash] === hash);
+  const old = hash === undefined ? live : live.filter((p) => p.metadata.labels?.[LABEL.templateHash] !== hash);
+
+  // Replicas unready past the deadline, and when the next one reaches it.
+  const deadlineMs = s.spec.progressDeadlineSeconds * 1000;
+  const stuck: string[] = [];
+  let nextDeadline: number | undefined;
+  for (const p of live) {
+    if (ready(p)) continue;
+    const since = ms(p.status?.startTime) ?? ms(p.metadata.creationTimestamp);
+    if (since === undefined) continue;
+    const due = since + deadlineMs;
+    if (o.nowMs >= due) {
+      const sched = p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+      const why = (p.spec?.nodeName ?? '') === '' ? `not scheduled${sched?.message === undefined ? '' : `: ${sched.message}`}` : 'the engine\'s health endpoint does not answer ready';
+      stuck.push(`${p.metadata.name ?? ''} not ready ${Math.round((o.nowMs - since) / 1000)}s after it started (spec.progressDeadlineSeconds ${s.spec.progressDeadlineSeconds}): ${why}`);
+    } else nextDeadline = nextDeadline === undefined ? due : Math.min(nextDeadline, due);
+  }
+
+  const actions: Action[] = [];
+  const cond: ConditionUpdate[] = [];
+  const clearIfPresent: ConditionUpdate[] = [];
+  let requeueAfterMs = nextDeadline === undefined ? undefined : nextDeadline - o.nowMs;
+
+  if (!rendered.ok) {
+    const message = describeIssues(rendered.issues);
+    cond.push({ type: CONDITION.invalidSpec, status: 'True', reason: issueReason(rendered.issues), message: `${message}; nothing was changed, the existing replicas keep serving` });
+    cond.push({ type: CONDITION.progressing, status: 'False', reason: 'InvalidSpec', message });
+    if (findCondition(prev.conditions, CONDITION.invalidSpec)?.status !== 'True' || findCondition(prev.conditions, CONDITION.invalidSpec)?.message.startsWith(message) !== true) {
+      actions.push({ kind: 'event', type: 'Warning', reason: issueReason(rendered.issues), message });
+    }
+    // The cluster may grow an island large enough; the spec itself changes with a new generation (a watch event).
+    if (rendered.issues.some((i) => i.field === 'spec.tensorParallelSize')) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, 60_000);
+  } else {
+    const r: Rendered = rendered.value;
+    clearIfPresent.push({ type: CONDITION.invalidSpec, status: 'False', reason: 'SpecValid', message: 'the spec fits the runtime and the cluster' });
+    const svc = services[0];
+    if (svc === undefined) actions.push({ kind: 'createService', service: r.service });
+    else {
+      const patch = serviceDiff(svc, r.service);
+      if (patch !== undefined) actions.push({ kind: 'patchService', name: svc.metadata.name ?? '', patch });
+    }
+    // A finished pod (evicted, or its engine exited) is replaced: replicas run for ever.
+    for (const p of finished) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
+    const plan = planRollout({ replicas, maxSurge, maxUnavailable, current, old, ready });
+    const used = new Set(owned.filter((p) => p.metadata.labels?.[LABEL.templateHash] === r.hash).map(slotOf));
+    for (let slot = 0, made = 0; made < plan.create; slot++) {
+      if (used.has(slot)) continue;
+      actions.push({ kind: 'createPod', pod: r.pod(slot) });
+      made++;
+    }
+    for (const p of plan.remove) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
+
+    const converged = current.length === replicas && old.length === 0 && current.every(ready) && finished.length === 0;
+    if (converged) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'Complete', message: `${replicas} replicas on the current template, all ready` });
+    else if (stuck.length > 0) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'ProgressDeadlineExceeded', message: stuck.join('; ') });
+    else {
+      const reason = old.length > 0 ? 'RollingUpdate' : current.length < replicas ? 'ScalingUp' : current.length > replicas ? 'ScalingDown' : 'WaitingForReady';
+      cond.push({ type: CONDITION.progressing, status: 'True', reason, message: `${current.length} of ${replicas} replicas on the current template (${current.filter(ready).length} ready), ${old.length} on older ones` });
+    }
+  }
+
+  const createErrors = (o.lastErrors ?? []).filter((e) => e.action === 'createPod' || e.action === 'createService' || e.action === 'patchService');
+  if (createErrors.length > 0) {
+    const message = createErrors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; ');
+    cond.push({ type: CONDITION.replicaFailure, status: 'True', reason: createErrors.some((e) => e.action === 'createPod') ? 'FailedCreate' : 'ServiceFailed', message });
+  } else if (stuck.length > 0) {
+    const message = `${stuck.join('; ')}; the other replicas keep serving`;
+    cond.push({ type: CONDITION.replicaFailure, status: 'True', reason: 'ReplicaNotReady', message });
+    if (findCondition(prev.conditions, CONDITION.replicaFailure)?.reason !== 'ReplicaNotReady') actions.push({ kind: 'event', type: 'Warning', reason: 'ReplicaNotReady', message });
+  } else clearIfPresent.push({ type: CONDITION.replicaFailure, status: 'False', reason: 'ReplicasHealthy', message: 'no replica is past its deadline' });
+
+  const readyNeeded = Math.max(1, minReady);
+  if (replicas === 0) cond.push({ type: CONDITION.ready, status: live.length === 0 ? 'True' : 'False', reason: 'ScaledToZero', message: live.length === 0 ? 'scaled to zero' : `scaling to zero: ${live.length} replicas left` });
+  else if (readyCount >= readyNeeded) cond.push({ type: CONDITION.ready, status: 'True', reason: 'MinimumReplicasReady', message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})` });
+  else cond.push({ type: CONDITION.ready, status: 'False', reason: 'MinimumReplicasUnavailable', message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})` });
+
+  let conditions: Condition[] = [...(prev.conditions ?? [])];
+  for (const u of cond) conditions = setCondition(conditions, u, nowIso, gen);
+  for (const u of clearIfPresent) conditions = setIfPresent(conditions, u, nowIso, gen);
+
+  const adapters = s.spec.model.adapters ?? [];
+  const replicaStatuses: ReplicaStatus[] = [...live]
+    .sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1))
+    .map((p) => {
+      const podName = p.metadata.name ?? '';
+      const seen = new Map((o.engine.replica(p)?.adapters ?? []).map((a) => [a.name, a]));
+      return {
+        name: podName,
+        ready: ready(p),
+        updated: hash !== undefined && p.metadata.labels?.[LABEL.templateHash] === hash,
+        ...((p.spec?.nodeName ?? '') === '' ? {} : { node: p.spec?.nodeName ?? '' }),
+        ...(adapters.length === 0
+          ? {}
+          : {
+              adapters: adapters.map((a) => {
+                const obs = seen.get(a.name);
+                return { name: a.name, state: obs?.state ?? 'Desired', ...(obs?.message === undefined ? {} : { message: obs.message.slice(0, 1024) }) };
+              }),
+            }),
+      };
+    });
+
+  const invalid = !rendered.ok;
+  const phase: InferenceServiceStatus['phase'] =
+    invalid && readyCount === 0
+      ? 'Failed'
+      : invalid || stuck.length > 0
+        ? 'Degraded'
+        : findCondition(conditions, CONDITION.progressing)?.reason === 'Complete'
+          ? 'Ready'
+          : live.some((p) => (p.spec?.nodeName ?? '') !== '') && readyCount === 0
+            ? 'Loading'
+            : readyCount === 0
+              ? 'Pending'
+              : 'Scaling';
+
+  const status: InferenceServiceStatus = {
+    ...prev,
+    phase,
+    conditions,
+    ...(gen === undefined ? {} : { observedGeneration: gen }),
+    replicas: live.length,
+    readyReplicas: readyCount,
+    updatedReplicas: current.length,
+    desiredReplicas: replicas,
+    selector: selectorString(name),
+    replicaStatuses,
+    ...(rendered.ok ? { url: rendered.value.url, model: rendered.value.model } : {}),
+  };
+  return { status, actions, ...(requeueAfterMs === undefined ? {} : { requeueAfterMs: Math.max(1000, requeueAfterMs) }) };
+}
