@@ -45,6 +45,7 @@ describe('AIMD on p99 against the SLA', () => {
   const c = aimdConfig(64, { min: 4, max: 256 }, 1000);
   it('adds while under the SLA, multiplies down on a miss or on memory pressure, within bounds', () => {
     expect(aimdStep(64, { p99Ms: 800, memoryFraction: 0.5 }, c)).toEqual({ size: 72, why: 'p99 800 ms within 1000 ms' });
+    expect(aimdConfig(4, { min: 1, max: 256 }, 1000).increase).toBe(1);
     expect(aimdStep(64, { p99Ms: 1200, memoryFraction: 0.5 }, c)).toEqual({ size: 44, why: 'p99 1200 ms over 1000 ms' });
     expect(aimdStep(64, { p99Ms: 100, memoryFraction: 0.95 }, c).size).toBe(44);
     expect(aimdStep(5, { p99Ms: 5000, memoryFraction: 0 }, c).size).toBe(4);

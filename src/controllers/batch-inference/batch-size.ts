@@ -99,7 +99,7 @@ export interface AimdConfig extends BatchBounds {
   readonly increase: number;
   /** Multiplied by on a miss (0.7). */
   readonly decrease: number;
-  /** Memory use above this fraction is a miss too. */
+  /** KV-cache use above this fraction is a miss too (the engine is about to preempt sequences). */
   readonly maxMemoryFraction: number;
 }
 
