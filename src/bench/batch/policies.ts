@@ -280,9 +280,10 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   for (let guard = 0; !c.done && guard < 50_000_000; guard++) {
     // A worker whose clock is ahead with nothing running (killed, waiting for its engine to start) must not take
     // shards before its time comes.
-    for (const w of workers) if (w.e.inFlight > 0 || w.e.nowMs <= clock) refill(w);
+    for (const w of workers) if (w.e.inFlight > 0 || w.live.length > 0 || w.e.nowMs <= clock) refill(w);
     const active = workers.filter((w) => w.e.inFlight > 0 && w.e.nowMs >= w.downUntil);
-    const now = active.length === 0 ? Math.min(nextTick, ...workers.map((w) => Math.max(w.e.nowMs, w.downUntil))) : Math.min(...active.map((w) => w.e.nowMs));
+    // Nothing running: jump to the next tick or the next worker coming back, whichever is first (always forward).
+    const now = active.length === 0 ? Math.min(nextTick, ...workers.map((w) => Math.max(w.e.nowMs, w.downUntil)).filter((t) => t > clock)) : Math.min(...active.map((w) => w.e.nowMs));
     clock = Math.max(clock, now);
     // Events due by now: kills, coordinator restarts, the coordinator's tick.
     if (kills.length > 0 && (kills[0]?.atMs ?? Infinity) <= now) {
