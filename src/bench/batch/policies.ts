@@ -113,7 +113,7 @@ export interface SitsOptions {
   readonly slaP99Ms: number;
   readonly kvHitRate: number;
   readonly faults?: FaultPlan;
-  /** AIMD window: requests finished on a worker between adjustments. */
+  /** AIMD window: requests finished on a worker between adjustments (default 128). */
   readonly windowRequests?: number;
 }
 
@@ -189,7 +189,8 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   const bounds = { min: 1, max: m.maxNumSeqs };
   const init = initialBatchSize(m, undefined, mix, o.kvHitRate, bounds, o.slaP99Ms);
   const aimd = aimdConfig(init.size, bounds, o.slaP99Ms, 0.98);
-  const windowN = o.windowRequests ?? 64;
+  // The p99 of fewer than 100 samples is their maximum: a window of 128 is the smallest whose p99 is a p99.
+  const windowN = o.windowRequests ?? 128;
   const f = o.faults ?? {};
   const workers: Worker[] = Array.from({ length: gpus }, (_, i) => {
     const e = new EngineSim(m);
