@@ -177,6 +177,16 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(out[0]?.error?.code).toBe('shard_failed');
     expect(out[0]?.error?.message).toMatch(/gave up after 3 retries: oom on node-0\/0 at rung 0.*crash on cpu at rung 3/);
   });
+  it('a full volume while writing error lines: reported, nothing committed, no crash', () => {
+    const store = new MemoryOutputStore();
+    const c = BatchCoordinator.open(store, config(4, { ladder: { ...DEFAULT_LADDER, maxRetries: 0 } }), 0);
+    const a = c.assign(gpu(0), 0) as Assignment;
+    store.capacityWrites = store.writes;
+    expect(() => c.fail(a.attemptId, { kind: 'crash', message: 'x', device: 'node-0/0' }, 1)).not.toThrow();
+    expect(c.outputError).toContain('no space left');
+    expect(c.committedRanges()).toEqual([]);
+    expect(c.pendingTasks()).toBe(1);
+  });
   it('a hardware fault skips the same-device retry and quarantines at once', () => {
     const q = new MemoryQuarantine();
     const store = new MemoryOutputStore();

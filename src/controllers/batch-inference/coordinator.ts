@@ -417,10 +417,19 @@ export class BatchCoordinator {
     const file = partName(`e${this.epoch}-f${++this.seq}`);
     const lines: string[] = [];
     for (let i = r.start; i < r.end; i++) lines.push(JSON.stringify(errorLine(this.cfg.jobUid, (this.cfg.records[i] as RecordInfo).customId, 'shard_failed', reason)));
-    this.store.writeAtomic(file, `${lines.join('\n')}\n`);
     const accepted = subtract(r, this.committed);
     const entry: PartEntry = { file, start: r.start, lines: lines.length, accept: accepted, failed: total(accepted), tokens: 0 };
-    this.writeManifest([...this.parts, entry], 'running');
+    try {
+      this.store.writeAtomic(file, `${lines.join('\n')}\n`);
+      this.writeManifest([...this.parts, entry], 'running');
+    } catch (e) {
+      if (!(e instanceof OutputWriteError)) throw e;
+      // Not committed: the records stay open (reconcile) and the job reports the volume.
+      this.outputError = e.message;
+      this.store.remove(file);
+      this.note(`error lines for ${fmt(r)} not written: ${e.message}`);
+      return;
+    }
     this.parts.push(entry);
     this.committed = union(this.committed, accepted);
     this.note(`records ${fmt(r)} failed: ${reason}`);
