@@ -158,6 +158,32 @@ describe('SITS CRDs on a real kube-apiserver', () => {
     }
   });
 
+  it('stores a zero-configuration BatchInferenceJob (model, input, output, tier) with every default visible', async () => {
+    const manifest = {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'BatchInferenceJob',
+      metadata: { name: 'zero-config' },
+      spec: { model: { uri: 'hf://meta-llama/Llama-3.1-8B-Instruct' }, input: { uri: 'pvc://data/requests.jsonl' }, output: { uri: 'pvc://data/results/' }, tier: 'silver' },
+    };
+    const stored = (await create('BatchInferenceJob', structuredClone(manifest))) as { spec: Record<string, unknown> };
+    expect(stored.spec).toEqual({
+      runtime: 'vllm',
+      model: { uri: 'hf://meta-llama/Llama-3.1-8B-Instruct' },
+      input: { uri: 'pvc://data/requests.jsonl', format: 'jsonl' },
+      output: { uri: 'pvc://data/results/', format: 'jsonl' },
+      tier: 'silver',
+      batching: { batchSize: 32, seqLen: 2048, kvCachePolicy: 'recycle', throughputMode: 'steady' },
+      workers: 1,
+      gpusPerWorker: 1,
+      sharding: { reshardStragglers: true, stragglerThresholdPercent: 130 },
+      faultRecovery: { maxRetries: 3, retryAtReducedClock: true, splitOnRetry: true, cpuFallback: false, quarantineMinutes: 15 },
+      checkpoint: { intervalSeconds: 300 },
+      suspend: false,
+    });
+    const offline = validateResource('BatchInferenceJob', manifest);
+    expect(offline.ok && (offline.value as { spec: unknown }).spec).toEqual(stored.spec);
+  });
+
   it('scales a TrainingJob through the scale subresource and refuses a size above maxReplicas', async () => {
     const body = structuredClone(ELASTIC_TRAINING_JOB);
     body.metadata = { name: 'elastic-scale' };

@@ -278,6 +278,14 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('BatchInferenceJob', 'SLA deadline beyond activeDeadlineSeconds', 'spec.sla.deadlineSeconds', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
     s.activeDeadlineSeconds = 3600;
   }),
+  invalid('BatchInferenceJob', 'tier and queue', 'spec.tier', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.tier = 'gold')),
+  invalid('BatchInferenceJob', 'unknown tier', 'spec.tier', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
+    delete s.queue;
+    s.tier = 'platinum';
+  }),
+  invalid('BatchInferenceJob', 'input not in the OpenAI batch format', 'spec.input.format', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.input = { uri: 's3://tickets/', format: 'parquet' })),
+  invalid('BatchInferenceJob', 'output not in the OpenAI batch format', 'spec.output.format', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.output = { uri: 's3://out/', format: 'csv' })),
+  invalid('BatchInferenceJob', 'output overwrites the input', 'spec.output.uri', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.output = { uri: 's3://tickets/2026-01/' })),
   invalid('BatchInferenceJob', 'fewer shards than workers', 'spec.sharding.shards', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.sharding = { shards: 2 })),
   // Shared pieces (resource lists, env, name limits) are compiled into each CRD separately, so each kind gets a case.
   invalid('InferenceService', 'fractional GPUs', 'spec.resources', EXAMPLE_INFERENCE_SERVICE, (s) => (s.resources = { 'nvidia.com/gpu': '0.5' })),

@@ -22,6 +22,7 @@ import {
   ObservedGeneration,
 } from './common.ts';
 import { INFERENCE_RUNTIMES } from './inference-service.ts';
+import { QUEUE_TIERS } from './queue.ts';
 
 export const KV_CACHE_POLICIES = ['recycle', 'retain', 'evict'] as const;
 export type KvCachePolicy = (typeof KV_CACHE_POLICIES)[number];
@@ -145,8 +146,13 @@ export const BatchInferenceJobSpec = withRules(
         },
         { description: 'The model to run.' },
       ),
-      input: DataRef('Records to run inference on.'),
-      output: DataRef('Where results are written.'),
+      input: DataRef('Requests in the OpenAI batch format: JSONL, one {custom_id, method, url, body} per line, custom_id unique.'),
+      output: DataRef('Where results are written: JSONL, one {id, custom_id, response | error} per input line, plus a manifest saying whether the output is complete.'),
+      tier: Type.Optional(
+        StringEnum(QUEUE_TIERS, {
+          description: 'Service tier when the job names no queue: gold, silver or bronze (GPU-time weights 4, 2, 1, as for a Queue). A queue carries its own tier; unset with no queue means bronze.',
+        }),
+      ),
       batching: BatchingSpec,
       workers: Type.Integer({ description: 'Parallel workers (pods). Default: 1.', minimum: 1, maximum: 1024, default: 1 }),
       gpusPerWorker: Type.Integer({ description: 'GPUs per worker. Default: 1.', minimum: 0, maximum: 64, default: 1 }),
@@ -175,6 +181,31 @@ export const BatchInferenceJobSpec = withRules(
       fieldPath: '.sla.deadlineSeconds',
       check: (self) =>
         self.sla?.deadlineSeconds === undefined || self.activeDeadlineSeconds === undefined || self.sla.deadlineSeconds <= self.activeDeadlineSeconds,
+    },
+    {
+      // One notion of tier: the Queue's. A job in a queue takes the queue's tier; naming both would be two.
+      rule: '!(has(self.tier) && has(self.queue))',
+      message: 'set tier or queue, not both: a queue carries its own tier',
+      fieldPath: '.tier',
+      check: (self) => !(self.tier !== undefined && self.queue !== undefined),
+    },
+    {
+      rule: "!has(self.input.format) || self.input.format == 'jsonl'",
+      message: 'input.format must be jsonl: requests are read in the OpenAI batch format',
+      fieldPath: '.input.format',
+      check: (self) => self.input.format === undefined || self.input.format === 'jsonl',
+    },
+    {
+      rule: "!has(self.output.format) || self.output.format == 'jsonl'",
+      message: 'output.format must be jsonl: results are written in the OpenAI batch format',
+      fieldPath: '.output.format',
+      check: (self) => self.output.format === undefined || self.output.format === 'jsonl',
+    },
+    {
+      rule: 'self.output.uri != self.input.uri',
+      message: 'output.uri must differ from input.uri: results never overwrite the requests',
+      fieldPath: '.output.uri',
+      check: (self) => self.output.uri !== self.input.uri,
     },
     {
       rule: '!has(self.sharding.shards) || self.sharding.shards >= self.workers',

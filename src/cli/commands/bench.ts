@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
+import { registerBenchBatch } from './bench-batch.ts';
 import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
@@ -22,6 +23,7 @@ export function registerBench(program: Command): void {
   registerBenchKube(bench);
   registerBenchServing(bench);
   registerBenchTraining(bench);
+  registerBenchBatch(bench);
   registerBenchDashboard(bench);
   registerBenchAll(bench);
 }

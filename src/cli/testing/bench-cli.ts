@@ -2,6 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { vi } from 'vitest';
+import { registerBenchBatch } from '../commands/bench-batch.ts';
 import { registerBenchDashboard } from '../commands/bench-dashboard.ts';
 import { registerBenchFgd } from '../commands/bench-fgd.ts';
 import { registerBenchReplay } from '../commands/bench-replay.ts';
@@ -20,6 +21,7 @@ export async function runBench(args: readonly string[]): Promise<{ out: string; 
   registerBenchReplay(bench);
   registerBenchWebhook(bench);
   registerBenchServing(bench);
+  registerBenchBatch(bench);
   registerBenchDashboard(bench);
   let out = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {

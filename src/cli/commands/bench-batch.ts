@@ -1,0 +1,46 @@
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { benchBatch, DEFAULT_BATCH_TRACE } from '../../bench/batch/run.ts';
+import { TraceError } from '../../serving/sim/trace.ts';
+import { CliError } from '../errors.ts';
+import { table } from '../format.ts';
+import { intOption, numberOption } from '../options.ts';
+
+export function registerBenchBatch(bench: Command): void {
+  bench
+    .command('batch')
+    .description('offline batch inference on the Azure LLM trace\'s token mix (simulated vLLM on H100): static batching (KServe 32 / 5000 ms), Ray-Data-like fixed batches, SITS; tenant shares; faults')
+    .option('--trace <csv>', 'a CSV in the Azure LLM trace format (TIMESTAMP,ContextTokens,GeneratedTokens)', DEFAULT_BATCH_TRACE)
+    .option('--gpus <n>', 'GPUs (one engine each)', intOption('--gpus', 1, 256), 4)
+    .option('--sla-p99-ms <ms>', 'the job\'s p99 latency SLA that SITS\'s AIMD keeps', numberOption('--sla-p99-ms', 1, 3_600_000), 5000)
+    .option('--kv-hit-rate <f>', 'share of prompt tokens reused from the KV cache, for the start batch size', numberOption('--kv-hit-rate', 0, 1), 0)
+    .option('--records <n>', 'only the first n records of the trace', intOption('--records', 1, 10_000_000))
+    .requiredOption('--json <file>', 'write {static, fixed, sits, tenants, faults, controlPlane} here')
+    .option('--details <file>', 'also write makespans, batch sizes, the SLA frontier, the fault plan and events, and the goal check here')
+    .action((o: { trace: string; gpus: number; slaP99Ms: number; kvHitRate: number; records?: number; json: string; details?: string }) => {
+      let r: ReturnType<typeof benchBatch>;
+      try {
+        r = benchBatch(o.trace, { gpus: o.gpus, slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...(o.records === undefined ? {} : { records: o.records }) });
+      } catch (e) {
+        if (e instanceof TraceError) throw new CliError(e.message);
+        throw e;
+      }
+      writeFileSync(o.json, `${JSON.stringify(r.json, null, 2)}\n`);
+      if (o.details !== undefined) writeFileSync(o.details, `${JSON.stringify(r.details, null, 2)}\n`);
+      const rows = (['static', 'fixed', 'sits'] as const).map((k) => {
+        const b = r.json[k];
+        return [k, b.throughputTokensPerSec.toFixed(0), b.p99LatencyMs.toFixed(0), b.utilizationPct.toFixed(1), b.gpuHoursPerMTokens.toFixed(5)];
+      });
+      const t = r.json.tenants;
+      const f = r.json.faults;
+      const g = r.details.goal;
+      process.stdout.write(
+        `${r.details.records} records on ${r.details.gpus} GPUs (${r.details.model}); SITS p99 SLA ${r.details.slaP99Ms} ms\n\n` +
+          `${table(['policy', 'tokens/s', 'p99 ms', 'util %', 'GPU-h/Mtok'], rows)}\n\n` +
+          `tenants (GPU time %, entitled %): gold ${t.gold.sharePct}/${t.gold.entitledPct}, silver ${t.silver.sharePct}/${t.silver.entitledPct}, bronze ${t.bronze.sharePct}/${t.bronze.entitledPct}\n` +
+          `faults: ${f.recordsLost} lost, ${f.recordsDuplicated} duplicated, makespan ×${f.makespanRatio} (the capacity left allows ×${r.details.faultCapacityBoundRatio} at best)\n` +
+          `goal: p99 −${g.p99ReductionVsStaticPct} % vs static (≥ 47 % ${g.p99Goal47 ? 'yes' : 'NO'}), util ×${g.utilizationVsStatic} (≥ 2 ${g.utilizationGoal2x ? 'yes' : 'NO'}), ` +
+          `throughput ×${g.throughputVsStatic} (≥ 3.2 ${g.throughputGoal3_2x ? 'yes' : 'NO'}), tiers within 10 % ${g.tiersWithin10Pct ? 'yes' : 'NO'}, exactly once ${g.exactlyOnce ? 'yes' : 'NO'}, makespan ≤ 1.2 ${g.makespanGoal1_2 ? 'yes' : 'NO'}\n`,
+      );
+    });
+}

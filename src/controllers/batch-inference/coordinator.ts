@@ -1,0 +1,543 @@
+/**
+ * The batch coordinator (issue 13, Deliver 2): cuts the input's records into shards, hands them to workers, tracks
+ * progress, and commits output so that every custom_id appears exactly once, across worker crashes, preemption,
+ * node loss, coordinator restarts, retries and speculative copies. Pure: files go through the OutputStore port,
+ * time comes in as arguments, devices leave service through the Quarantine port.
+ *
+ * The output commit protocol (docs/adr/0099-batch-output-commit-protocol.md):
+ *  1. an attempt writes its results, one line per record in input order, to `parts/<attemptId>.jsonl`,
+ *     whole or not at all (temp file + rename);
+ *  2. the coordinator checks the part (line i is record start+i, by custom_id) and accepts the records of it
+ *     not yet committed; it writes manifest.json (atomically) listing the part and the accepted ranges. That
+ *     write is the commit point: a part not in the manifest does not exist;
+ *  3. on (re)start the coordinator reads the manifest, deletes parts it does not list, bumps the epoch (so
+ *     attempt ids never repeat) and re-plans only the records no part accepted;
+ *  4. at the end the accepted lines are assembled in input order into output.jsonl and the manifest says
+ *     `complete`, or `partial` with the missing ranges; never a short output that looks complete.
+ * Accepting "only the uncommitted records" is what makes every race safe: two attempts over the same records
+ * (retry, straggler copy, adopted zombie) can both finish; the second's lines are discarded.
+ */
+import { median } from '../../core/stats.ts';
+import type { FailureKind, LadderConfig, Rung } from './fault-ladder.ts';
+import { FRESH, nextRung } from './fault-ladder.ts';
+import type { LongTailConfig } from './long-tail.ts';
+import { planReshards } from './long-tail.ts';
+import type { RecordInfo } from './openai-batch.ts';
+import { errorLine } from './openai-batch.ts';
+import type { OutputStore } from './output-store.ts';
+import { OutputWriteError } from './output-store.ts';
+import type { Quarantine } from './quarantine.ts';
+import type { Range } from './ranges.ts';
+import { chunks, covers, fmt, normalise, overlaps, size, subtract, total, union } from './ranges.ts';
+
+export const MANIFEST = 'manifest.json';
+export const OUTPUT = 'output.jsonl';
+export const partName = (id: string): string => `parts/${id}.jsonl`;
+
+export interface PartEntry {
+  readonly file: string;
+  /** Line i of the file is record start + i. */
+  readonly start: number;
+  readonly lines: number;
+  /** The records of this part that are in the output. */
+  readonly accept: readonly Range[];
+  readonly failed: number;
+  readonly tokens: number;
+}
+
+export type OutputState = 'running' | 'complete' | 'partial';
+
+export interface Manifest {
+  readonly version: 1;
+  readonly jobUid: string;
+  readonly total: number;
+  readonly epoch: number;
+  readonly state: OutputState;
+  readonly parts: readonly PartEntry[];
+  /** Set when state is partial: the records not in the output, and why. */
+  readonly missing?: readonly Range[];
+  readonly reason?: string;
+}
+
+export interface CoordinatorConfig {
+  readonly jobUid: string;
+  readonly records: readonly RecordInfo[];
+  /** Records per shard (deriveShardRecords). */
+  readonly shardRecords: number;
+  readonly ladder: LadderConfig;
+  readonly longTail: LongTailConfig;
+  readonly quarantine: Quarantine;
+}
+
+export interface WorkerInfo {
+  readonly id: string;
+  /** `node/index` of its accelerator, or `node/cpu`. */
+  readonly device: string;
+  readonly cpu: boolean;
+  /** The device takes a lower clock / power limit (rung 1 of the ladder). */
+  readonly allowsReducedClock?: boolean;
+}
+
+export interface Assignment {
+  readonly attemptId: string;
+  readonly range: Range;
+  readonly part: string;
+  readonly concurrencyFactor: number;
+  readonly reducedClock: boolean;
+  readonly cpu: boolean;
+  /** A chunk of a straggler re-sharded by the long-tail breaker. */
+  readonly speculativeOf?: string;
+}
+
+interface Task {
+  readonly range: Range;
+  readonly rung: Rung;
+  readonly speculativeOf?: string;
+}
+
+interface Attempt {
+  readonly id: string;
+  /** The records it is responsible for (cut short by the long-tail breaker). */
+  range: Range;
+  /** The records it was given: a straggler that ignores the cut may still write all of them. */
+  readonly given: Range;
+  readonly part: string;
+  readonly rung: Rung;
+  readonly worker: WorkerInfo;
+  readonly startMs: number;
+  done: number;
+  tokens: number;
+  resharded: boolean;
+  readonly speculativeOf?: string;
+}
+
+export type CommitResult =
+  | { readonly kind: 'committed'; readonly accepted: readonly Range[]; readonly discardedRecords: number; readonly cancel: readonly string[] }
+  | { readonly kind: 'discarded'; readonly why: string; readonly cancel: readonly string[] }
+  | { readonly kind: 'failed'; readonly why: string };
+
+export interface Progress {
+  readonly recordsTotal: number;
+  readonly recordsProcessed: number;
+  readonly recordsFailed: number;
+  readonly tokensProcessed: number;
+  readonly shardsTotal: number;
+  readonly shardsCompleted: number;
+  readonly percent: number;
+  readonly tokensPerSecond: number;
+  /** Predicted completion from the records rate since this coordinator started; undefined before a rate. */
+  readonly expectedFinishMs?: number;
+  readonly running: number;
+}
+
+export class ManifestError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ManifestError';
+  }
+}
+
+function readManifest(store: OutputStore, cfg: CoordinatorConfig): Manifest | undefined {
+  const text = store.read(MANIFEST);
+  if (text === undefined) return undefined;
+  let m: Manifest;
+  try {
+    m = JSON.parse(text) as Manifest;
+  } catch (e) {
+    throw new ManifestError(`${MANIFEST}: not JSON (${(e as Error).message}); the output volume holds something else`);
+  }
+  if (m.version !== 1 || !Array.isArray(m.parts)) throw new ManifestError(`${MANIFEST}: not a version 1 manifest`);
+  if (m.jobUid !== cfg.jobUid) throw new ManifestError(`${MANIFEST}: written by job ${m.jobUid}, not ${cfg.jobUid}: the output location is another job's`);
+  if (m.total !== cfg.records.length) throw new ManifestError(`${MANIFEST}: ${m.total} records, the input has ${cfg.records.length}: the input changed under the job`);
+  return m;
+}
+
+/** Shard size with no configuration: about 8 shards a worker (so stragglers and faults cost little), 16..4096 records. */
+export function deriveShardRecords(records: number, workers: number, shards?: number): number {
+  if (shards !== undefined) return Math.max(1, Math.ceil(records / shards));
+  return Math.max(1, Math.min(4096, Math.max(16, Math.ceil(records / (Math.max(1, workers) * 8)))));
+}
+
+export class BatchCoordinator {
+  readonly epoch: number;
+  private parts: PartEntry[];
+  private committed: Range[];
+  private open: Task[] = [];
+  private readonly attempts = new Map<string, Attempt>();
+  private readonly devices = new Map<string, WorkerInfo>();
+  private seq = 0;
+  private state: OutputState;
+  private readonly all: Range;
+  private readonly openedAtMs: number;
+  private readonly recordsAtOpen: number;
+  private readonly tokensAtOpen: number;
+  private readonly finishedMsPerRecord: number[] = [];
+  /** What happened, for status conditions and `sits explain` (newest last, bounded). */
+  readonly events: string[] = [];
+  outputError: string | undefined;
+
+  private constructor(
+    private readonly store: OutputStore,
+    private readonly cfg: CoordinatorConfig,
+    prev: Manifest | undefined,
+    nowMs: number,
+  ) {
+    this.all = { start: 0, end: cfg.records.length };
+    this.epoch = (prev?.epoch ?? 0) + 1;
+    this.parts = [...(prev?.parts ?? [])];
+    this.committed = normalise(this.parts.flatMap((p) => p.accept));
+    this.state = prev?.state === 'complete' ? 'complete' : 'running';
+    this.openedAtMs = nowMs;
+    this.recordsAtOpen = total(this.committed);
+    this.tokensAtOpen = this.parts.reduce((a, p) => a + p.tokens, 0);
+  }
+
+  /** Starts or resumes the job on `store`: recomputes nothing committed, deletes what was never committed. */
+  static open(store: OutputStore, cfg: CoordinatorConfig, nowMs: number): BatchCoordinator {
+    const prev = readManifest(store, cfg);
+    const c = new BatchCoordinator(store, cfg, prev, nowMs);
+    const listed = new Set(c.parts.map((p) => p.file));
+    for (const f of store.list()) if (f.startsWith('parts/') && !listed.has(f)) store.remove(f);
+    if (c.state !== 'complete') {
+      c.writeManifest(c.parts, 'running');
+      c.reconcile();
+    }
+    c.note(`epoch ${c.epoch}: ${total(c.committed)} of ${cfg.records.length} records committed${prev === undefined ? '' : ' before this start'}`);
+    return c;
+  }
+
+  get done(): boolean {
+    return covers(this.committed, this.all);
+  }
+
+  get outputState(): OutputState {
+    return this.state;
+  }
+
+  /** Records not yet committed. */
+  uncommitted(): Range[] {
+    return subtract(this.all, this.committed);
+  }
+
+  committedRanges(): readonly Range[] {
+    return this.committed;
+  }
+
+  runningAttempts(): { id: string; range: Range; worker: string; speculativeOf?: string }[] {
+    return [...this.attempts.values()].map((a) => ({ id: a.id, range: a.range, worker: a.worker.id, ...(a.speculativeOf === undefined ? {} : { speculativeOf: a.speculativeOf }) }));
+  }
+
+  pendingTasks(): number {
+    return this.open.length;
+  }
+
+  private note(e: string): void {
+    this.events.push(e);
+    if (this.events.length > 200) this.events.shift();
+  }
+
+  private writeManifest(parts: readonly PartEntry[], state: OutputState, extra: { missing?: readonly Range[]; reason?: string } = {}): void {
+    const m: Manifest = { version: 1, jobUid: this.cfg.jobUid, total: this.cfg.records.length, epoch: this.epoch, state, parts, ...extra };
+    this.store.writeAtomic(MANIFEST, `${JSON.stringify(m)}\n`);
+  }
+
+  /** Keeps the invariant: every uncommitted record is in an open task or a running attempt. */
+  private reconcile(): void {
+    this.open = this.open.flatMap((t) => subtract(t.range, this.committed).map((range) => ({ ...t, range })));
+    const busy = union(
+      this.committed,
+      [...this.open.map((t) => t.range), ...[...this.attempts.values()].map((a) => a.range)],
+    );
+    for (const gap of subtract(this.all, busy)) for (const range of chunks(gap, this.cfg.shardRecords)) this.open.push({ range, rung: FRESH });
+  }
+
+  private liveGpuDevices(nowMs: number, except?: string): number {
+    return [...this.devices.values()].filter((w) => !w.cpu && w.device !== except && !this.cfg.quarantine.isQuarantined(w.device, nowMs)).length;
+  }
+
+  /** A worker joined (its device counts for split width before it asks for work). */
+  register(worker: WorkerInfo): void {
+    this.devices.set(worker.id, worker);
+  }
+
+  /** The next piece of work for `worker`, or undefined (nothing fits it, or its device is quarantined). */
+  assign(worker: WorkerInfo, nowMs: number): Assignment | undefined {
+    this.devices.set(worker.id, worker);
+    if (this.state !== 'running') return undefined;
+    if (!worker.cpu && this.cfg.quarantine.isQuarantined(worker.device, nowMs)) return undefined;
+    const pinOk = (pin: string | undefined): boolean =>
+      pin === undefined || pin === worker.device || this.cfg.quarantine.isQuarantined(pin, nowMs) || ![...this.devices.values()].some((w) => w.device === pin);
+    const i = this.open.findIndex((t) => t.rung.cpu === worker.cpu && !t.rung.excludeDevices.includes(worker.device) && pinOk(t.rung.pinDevice));
+    if (i < 0) return undefined;
+    const t = this.open[i] as Task;
+    this.open.splice(i, 1);
+    const id = `e${this.epoch}-a${++this.seq}`;
+    const a: Attempt = { id, range: t.range, given: t.range, part: partName(id), rung: t.rung, worker, startMs: nowMs, done: 0, tokens: 0, resharded: false, ...(t.speculativeOf === undefined ? {} : { speculativeOf: t.speculativeOf }) };
+    this.attempts.set(id, a);
+    return {
+      attemptId: id,
+      range: t.range,
+      part: a.part,
+      concurrencyFactor: t.rung.concurrencyFactor,
+      reducedClock: t.rung.reducedClock,
+      cpu: t.rung.cpu,
+      ...(t.speculativeOf === undefined ? {} : { speculativeOf: t.speculativeOf }),
+    };
+  }
+
+  /** A worker's report: `done` records of the attempt finished (in order), `tokens` processed. */
+  progress(attemptId: string, done: number, tokens: number): boolean {
+    const a = this.attempts.get(attemptId);
+    if (a === undefined) return false;
+    a.done = Math.max(a.done, done);
+    a.tokens = Math.max(a.tokens, tokens);
+    return true;
+  }
+
+  /**
+   * After a coordinator restart a worker still running an attempt of an earlier epoch reports it: the attempt is
+   * taken over (its records leave the open tasks) unless every record of it is committed already.
+   */
+  adopt(attemptId: string, range: Range, worker: WorkerInfo, startMs: number, done: number): 'adopted' | 'cancel' {
+    this.devices.set(worker.id, worker);
+    if (this.attempts.has(attemptId)) return 'adopted';
+    if (subtract(range, this.committed).length === 0 || this.state !== 'running') return 'cancel';
+    this.attempts.set(attemptId, { id: attemptId, range, given: range, part: partName(attemptId), rung: FRESH, worker, startMs, done, tokens: 0, resharded: false });
+    this.open = this.open.flatMap((t) => subtract(t.range, [range]).map((r) => ({ ...t, range: r })));
+    this.reconcile();
+    return 'adopted';
+  }
+
+  /** The attempt wrote its part: check it and commit the records of it not yet committed. */
+  complete(attemptId: string, nowMs: number): CommitResult {
+    const a = this.attempts.get(attemptId);
+    const file = partName(attemptId);
+    if (a === undefined) {
+      this.store.remove(file);
+      return { kind: 'discarded', why: `attempt ${attemptId} is not running (cancelled, lost or from before a restart)`, cancel: [] };
+    }
+    const text = this.store.read(file);
+    const lines = text === undefined ? [] : text.split('\n').filter((l) => l !== '');
+    const bad = text === undefined ? `${file} is missing` : this.checkPart(lines, a);
+    if (bad !== undefined) {
+      this.fail(attemptId, { kind: 'corrupt-output', message: bad, device: a.worker.device }, nowMs);
+      return { kind: 'failed', why: bad };
+    }
+    const partRange = { start: a.given.start, end: a.given.start + lines.length };
+    const accepted = subtract(partRange, this.committed);
+    this.attempts.delete(attemptId);
+    if (accepted.length === 0) {
+      this.store.remove(file);
+      this.reconcile();
+      return { kind: 'discarded', why: `every record of ${fmt(partRange)} was committed by another attempt`, cancel: this.cancelCovered() };
+    }
+    let failed = 0;
+    let tokens = 0;
+    for (const r of accepted)
+      for (let i = r.start; i < r.end; i++) {
+        const v = JSON.parse(lines[i - partRange.start] as string) as { error?: unknown; response?: { body?: { usage?: { total_tokens?: number } } } | null };
+        if (v.error !== null && v.error !== undefined) failed++;
+        tokens += v.response?.body?.usage?.total_tokens ?? 0;
+      }
+    const entry: PartEntry = { file, start: partRange.start, lines: lines.length, accept: accepted, failed, tokens };
+    try {
+      this.writeManifest([...this.parts, entry], 'running');
+    } catch (e) {
+      if (!(e instanceof OutputWriteError)) throw e;
+      // Not committed: the records go back to the open tasks, and the job reports the volume.
+      this.outputError = e.message;
+      this.store.remove(file);
+      this.note(`commit of ${attemptId} failed: ${e.message}`);
+      this.reconcile();
+      return { kind: 'failed', why: e.message };
+    }
+    this.parts.push(entry);
+    this.committed = union(this.committed, accepted);
+    const n = total(accepted);
+    if (a.speculativeOf === undefined && !a.resharded && lines.length > 0) this.finishedMsPerRecord.push((nowMs - a.startMs) / lines.length);
+    const cancel = this.cancelCovered();
+    this.reconcile();
+    return { kind: 'committed', accepted, discardedRecords: lines.length - n, cancel };
+  }
+
+  private checkPart(lines: readonly string[], a: Attempt): string | undefined {
+    if (lines.length > size(a.given)) return `${a.part}: ${lines.length} lines for ${size(a.given)} records ${fmt(a.given)}`;
+    for (let i = 0; i < lines.length; i++) {
+      const want = this.cfg.records[a.given.start + i]?.customId;
+      let got: unknown;
+      try {
+        got = (JSON.parse(lines[i] as string) as { custom_id?: unknown }).custom_id;
+      } catch {
+        return `${a.part}:${i + 1}: not JSON`;
+      }
+      if (got !== want) return `${a.part}:${i + 1}: custom_id ${JSON.stringify(got)}, expected ${JSON.stringify(want)} (record ${a.given.start + i})`;
+    }
+    return undefined;
+  }
+
+  /** Running attempts whose records are all committed: the losing copies. */
+  private cancelCovered(): string[] {
+    const out: string[] = [];
+    for (const a of this.attempts.values()) if (covers(this.committed, a.range)) out.push(a.id);
+    for (const id of out) this.attempts.delete(id);
+    for (const id of out) this.note(`cancelled ${id}: its records were committed by another attempt`);
+    return out;
+  }
+
+  /** The attempt failed: walk the fault ladder for its uncommitted records. */
+  fail(attemptId: string, failure: { kind: FailureKind; message: string; device: string }, nowMs: number): void {
+    const a = this.attempts.get(attemptId);
+    if (a === undefined) return;
+    this.attempts.delete(attemptId);
+    this.store.remove(a.part);
+    const front: Task[] = [];
+    for (const r of subtract(a.range, this.committed)) {
+      const d = nextRung(r, a.rung, failure, this.cfg.ladder, {
+        nowMs,
+        deviceAllowsReducedClock: a.worker.allowsReducedClock ?? false,
+        otherDevices: this.liveGpuDevices(nowMs, failure.device),
+      });
+      if (d.quarantine !== undefined) {
+        this.cfg.quarantine.quarantine(d.quarantine.device, d.quarantine.reason, d.quarantine.untilMs);
+        this.note(`quarantined ${d.quarantine.device} until ${d.quarantine.untilMs}: ${d.quarantine.reason}`);
+      }
+      if (d.kind === 'retry') {
+        for (const p of d.pieces) front.push({ range: p.range, rung: p.rung });
+        this.note(`${attemptId} ${fmt(r)}: ${failure.kind}; rung ${d.pieces[0]?.rung.level} (${d.pieces.length} piece${d.pieces.length === 1 ? '' : 's'})`);
+      } else {
+        this.commitErrors(r, d.reason);
+      }
+    }
+    this.open.unshift(...front);
+    this.reconcile();
+  }
+
+  /** Records the ladder gave up on get error lines, committed like any part: the output stays complete. */
+  private commitErrors(r: Range, reason: string): void {
+    const file = partName(`e${this.epoch}-f${++this.seq}`);
+    const lines: string[] = [];
+    for (let i = r.start; i < r.end; i++) lines.push(JSON.stringify(errorLine(this.cfg.jobUid, (this.cfg.records[i] as RecordInfo).customId, 'shard_failed', reason)));
+    const accepted = subtract(r, this.committed);
+    const entry: PartEntry = { file, start: r.start, lines: lines.length, accept: accepted, failed: total(accepted), tokens: 0 };
+    try {
+      this.store.writeAtomic(file, `${lines.join('\n')}\n`);
+      this.writeManifest([...this.parts, entry], 'running');
+    } catch (e) {
+      if (!(e instanceof OutputWriteError)) throw e;
+      // Not committed: the records stay open (reconcile) and the job reports the volume.
+      this.outputError = e.message;
+      this.store.remove(file);
+      this.note(`error lines for ${fmt(r)} not written: ${e.message}`);
+      return;
+    }
+    this.parts.push(entry);
+    this.committed = union(this.committed, accepted);
+    this.note(`records ${fmt(r)} failed: ${reason}`);
+    this.cancelCovered();
+  }
+
+  /** A worker is gone (crash, preemption, node loss): its attempts' records go back, at the rung they were. */
+  lost(workerId: string): string[] {
+    const gone = [...this.attempts.values()].filter((a) => a.worker.id === workerId);
+    const front: Task[] = [];
+    for (const a of gone) {
+      this.attempts.delete(a.id);
+      this.store.remove(a.part);
+      const { pinDevice: _pin, ...rung } = a.rung;
+      for (const range of subtract(a.range, this.committed)) front.push({ range, rung, ...(a.speculativeOf === undefined ? {} : { speculativeOf: a.speculativeOf }) });
+    }
+    this.devices.delete(workerId);
+    this.open.unshift(...front);
+    this.reconcile();
+    if (gone.length > 0) this.note(`worker ${workerId} lost with ${gone.map((a) => a.id).join(', ')}`);
+    return gone.map((a) => a.id);
+  }
+
+  /**
+   * The long-tail breaker: re-shards attempts predicted to finish late. Returns the cut each straggler is asked to
+   * stop at; the rest of its records are open tasks at the front of the queue.
+   */
+  tick(nowMs: number, idleWorkers: number): { attemptId: string; cut: number; why: string }[] {
+    if (this.state !== 'running') return [];
+    const candidates = [...this.attempts.values()].filter((a) => !a.resharded && !a.rung.cpu && a.speculativeOf === undefined);
+    const typical = this.finishedMsPerRecord.length === 0 ? undefined : median(this.finishedMsPerRecord);
+    const plans = planReshards(
+      candidates.map((a) => ({ id: a.id, range: a.range, startMs: a.startMs, done: a.done })),
+      nowMs,
+      typical,
+      idleWorkers,
+      this.cfg.longTail,
+    );
+    const out: { attemptId: string; cut: number; why: string }[] = [];
+    for (const p of plans) {
+      const a = this.attempts.get(p.attemptId) as Attempt;
+      a.resharded = true;
+      a.range = { start: a.range.start, end: p.cut };
+      this.open.unshift(...p.chunks.map((range) => ({ range, rung: FRESH, speculativeOf: a.id })));
+      this.note(`re-sharded ${a.id} at ${p.cut} into ${p.chunks.length}: ${p.why}`);
+      out.push({ attemptId: a.id, cut: p.cut, why: p.why });
+    }
+    return out;
+  }
+
+  /** Progress for status. */
+  status(nowMs: number): Progress {
+    const processed = total(this.committed);
+    const failed = this.parts.reduce((a, p) => a + p.failed, 0);
+    const tokens = this.parts.reduce((a, p) => a + p.tokens, 0);
+    const inflight = [...this.attempts.values()];
+    const elapsedSec = (nowMs - this.openedAtMs) / 1000;
+    const doneHere = processed - this.recordsAtOpen + inflight.reduce((s, a) => s + Math.min(a.done, size(a.range)), 0);
+    const tokensHere = tokens - this.tokensAtOpen + inflight.reduce((s, a) => s + a.tokens, 0);
+    const rate = elapsedSec > 0 ? doneHere / elapsedSec : 0;
+    const remaining = this.cfg.records.length - processed;
+    return {
+      recordsTotal: this.cfg.records.length,
+      recordsProcessed: processed,
+      recordsFailed: failed,
+      tokensProcessed: tokens,
+      shardsTotal: this.parts.length + this.attempts.size + this.open.length,
+      shardsCompleted: this.parts.length,
+      percent: Math.floor((100 * processed) / Math.max(1, this.cfg.records.length)),
+      tokensPerSecond: elapsedSec > 0 ? tokensHere / elapsedSec : 0,
+      ...(rate > 0 ? { expectedFinishMs: nowMs + (1000 * Math.max(0, remaining - (doneHere - (processed - this.recordsAtOpen)))) / rate } : {}),
+      running: this.attempts.size,
+    };
+  }
+
+  /**
+   * Writes output.jsonl: every record in input order when all are committed (state complete), else, when
+   * `stopReason` is given, the committed ones with the manifest saying partial and naming the missing ranges.
+   */
+  finish(stopReason?: string): { state: OutputState; records: number; missing: readonly Range[] } {
+    const missing = this.uncommitted();
+    if (missing.length > 0 && stopReason === undefined) throw new Error(`not done: ${total(missing)} records uncommitted`);
+    const byStart = new Map<string, string[]>();
+    const pieces: { r: Range; p: PartEntry }[] = [];
+    for (const p of this.parts) for (const r of p.accept) pieces.push({ r, p });
+    pieces.sort((x, y) => x.r.start - y.r.start);
+    const out: string[] = [];
+    for (const { r, p } of pieces) {
+      let lines = byStart.get(p.file);
+      if (lines === undefined) {
+        const text = this.store.read(p.file);
+        if (text === undefined) throw new ManifestError(`${p.file}: listed in ${MANIFEST} but missing from the output volume`);
+        lines = text.split('\n').filter((l) => l !== '');
+        byStart.set(p.file, lines);
+      }
+      for (let i = r.start; i < r.end; i++) out.push(lines[i - p.start] as string);
+    }
+    this.store.writeAtomic(OUTPUT, out.length === 0 ? '' : `${out.join('\n')}\n`);
+    const state: OutputState = missing.length === 0 ? 'complete' : 'partial';
+    this.writeManifest(this.parts, state, state === 'partial' ? { missing, reason: stopReason as string } : {});
+    this.state = state;
+    this.attempts.clear();
+    this.open = [];
+    return { state, records: out.length, missing };
+  }
+
+  /** Attempts overlapping `r` (for tests and explain). */
+  attemptsOver(r: Range): string[] {
+    return [...this.attempts.values()].filter((a) => overlaps(a.range, r)).map((a) => a.id);
+  }
+}
