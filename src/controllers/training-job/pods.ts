@@ -9,8 +9,10 @@ import { topologyRank } from '../../api/schema/common.ts';
 import type { ContainerObject, EnvVarObject, OwnerReference, PodGroupObject, PodObject, PodSpecObject, ServiceObject } from '../kube-objects.ts';
 import { injectedEnv, mergeEnv, nprocPerNode } from './env.ts';
 import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
+import { CHECKPOINT_DIR_ENV, CHECKPOINT_VOLUME_NAME } from '../../api/checkpoint-paths.ts';
 import {
   TRAINER_CONTAINER,
+  checkpointClaimName,
   podGroupName,
   probeGroupName,
   probePodName,
@@ -128,6 +130,32 @@ export interface ReplicaParams {
   readonly rank: number;
   readonly replicas: number;
   readonly attempt: number;
+  /** The checkpoint this gang starts from (spec.checkpoint): SITS_RESTORE_STEP and SITS_RESTORE_SNAPSHOT in every rank. */
+  readonly restore?: { readonly snapshotName: string; readonly step: number };
+}
+
+/** The claim every rank mounts at spec.checkpoint.mountPath. */
+export function checkpointClaim(job: TrainingJob): string | undefined {
+  const c = job.spec.checkpoint;
+  if (c === undefined) return undefined;
+  return c.volume.claimName ?? checkpointClaimName(jobName(job));
+}
+
+/**
+ * What spec.checkpoint adds to a rank: the environment of the training-side contract (docs/checkpoints.md) — where
+ * the shared directory is, who writes, the pod's own name and namespace (to patch its commit annotation) and the
+ * checkpoint to restore.
+ */
+function checkpointEnv(job: TrainingJob, p: ReplicaParams): EnvVarObject[] {
+  const c = job.spec.checkpoint;
+  if (c === undefined) return [];
+  return [
+    { name: CHECKPOINT_DIR_ENV, value: c.mountPath },
+    { name: 'SITS_CHECKPOINT_WRITERS', value: c.writers },
+    { name: 'SITS_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'SITS_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ...(p.restore === undefined ? [] : [{ name: 'SITS_RESTORE_STEP', value: String(p.restore.step) }, { name: 'SITS_RESTORE_SNAPSHOT', value: p.restore.snapshotName }]),
+  ];
 }
 
 /** The pod of one replica (rank) of the given gang. */
@@ -144,13 +172,18 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
     const withRes = withResources(c, res);
     const cpu = cpuLimitMilli(withRes);
     const env: EnvVarObject[] = mergeEnv(
-      injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }) }),
+      [...injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }) }), ...checkpointEnv(job, p)],
       c.env,
     );
     const ports = c.ports ?? [];
     const withPort = ports.some((x) => x.containerPort === spec.masterPort) ? ports : [...ports, { name: 'rendezvous', containerPort: spec.masterPort, protocol: 'TCP' }];
-    return { ...withRes, env, ports: withPort };
+    if (spec.checkpoint === undefined) return { ...withRes, env, ports: withPort };
+    const mounts = Array.isArray(withRes.volumeMounts) ? (withRes.volumeMounts as unknown[]) : [];
+    return { ...withRes, env, ports: withPort, volumeMounts: [...mounts, { name: CHECKPOINT_VOLUME_NAME, mountPath: spec.checkpoint.mountPath }] };
   });
+  const claim = checkpointClaim(job);
+  const baseVolumes = Array.isArray(base.volumes) ? (base.volumes as unknown[]) : [];
+  const volumes = claim === undefined ? {} : { volumes: [...baseVolumes, { name: CHECKPOINT_VOLUME_NAME, persistentVolumeClaim: { claimName: claim } }] };
   const tmplMeta = spec.podTemplate?.metadata;
   return {
     apiVersion: 'v1',
@@ -172,6 +205,7 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
     },
     spec: {
       ...base,
+      ...volumes,
       containers,
       schedulerName: SCHEDULER_NAME,
       hostname: replicaPodName(name, p.rank),
