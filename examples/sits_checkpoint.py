@@ -70,14 +70,16 @@ def _base():
 
 
 def _pod_url():
+    base = _base()
     name = os.environ.get("SITS_POD_NAME")
     ns = os.environ.get("SITS_POD_NAMESPACE")
     if not name or not ns:
         raise CheckpointError("SITS_POD_NAME and SITS_POD_NAMESPACE must be set (the TrainingJob controller sets them from the downward API)")
-    return "%s/api/v1/namespaces/%s/pods/%s" % (_base(), ns, name)
+    return "%s/api/v1/namespaces/%s/pods/%s" % (base, ns, name)
 
 
 def _call(method, body=None):
+    url = _pod_url()
     token_file = os.environ.get("SITS_KUBE_TOKEN_FILE", _SA + "/token")
     try:
         with open(token_file) as f:
@@ -90,7 +92,6 @@ def _call(method, body=None):
     if body is not None:
         data = json.dumps(body).encode()
         headers["Content-Type"] = "application/merge-patch+json"
-    url = _pod_url()
     req = urllib.request.Request(url, data=data, method=method, headers=headers)
     try:
         with urllib.request.urlopen(req, context=ctx, timeout=30) as res:

@@ -61,9 +61,13 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // Owned objects carry ownerReferences with blockOwnerDeletion, which needs update on the owner's finalizers.
   { apiGroups: [API_GROUP], resources: ['trainingjobs/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md).
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR).
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // spec.checkpoint: the claim of claimTemplate and the job's VolumeSnapshots (patch: the committed label).
+  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  { apiGroups: ['snapshot.storage.k8s.io'], resources: ['volumesnapshots'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
 ];
 

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
+import { registerBenchCheckpoint } from './bench-checkpoint.ts';
 import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
@@ -21,5 +22,6 @@ export function registerBench(program: Command): void {
   registerBenchKube(bench);
   registerBenchServing(bench);
   registerBenchDashboard(bench);
+  registerBenchCheckpoint(bench);
   registerBenchAll(bench);
 }
