@@ -3,7 +3,7 @@
 // test plays rank 0 through the documented contract by running examples/sits_checkpoint.py for real, as a
 // service account allowed only to get and patch pods.
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -15,7 +15,7 @@ import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { startControllers, type Controllers } from '../app/controllers.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
-import { createStaticVolume, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
+import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
 
 const run = promisify(execFile);
@@ -30,12 +30,15 @@ let controllers: Controllers;
 const logs: string[] = [];
 
 beforeAll(async () => {
-  await ensureSnapshotComponents();
+  await Promise.all([ensureSnapshotComponents(), ensureCsiProvisioner()]);
   cluster = await startDevCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: false });
   client = cluster.client;
-  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
-  stack = await startSnapshotStack(cluster.plane, { client });
+  // PVC protection: the apiserver's admission adds its finalizer to every claim; its controller removes it once no
+  // pod uses the claim (a deleted job's checkpoint claim must really go).
+  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller', 'persistentvolumeclaim-protection-controller'] });
+  stack = await startSnapshotStack(cluster.plane, { client, withProvisioner: true });
   await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
+  await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
   controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
 }, 240_000);
 
@@ -274,6 +277,43 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
       const names = (await snapshots(ns, 'bad')).map((s) => s.metadata.name);
       return names.length === 1 && names[0] === 'bad-ckpt-1';
     }, 60_000);
+  });
+
+  it('claimTemplate + Retain: a job re-created after deletion gets its claim restored from the newest kept snapshot (dataSource) and starts from its step', async () => {
+    const ns = 'ckpt-restore';
+    const { tokenFile } = await setUp(ns);
+    const spec = { volume: { claimTemplate: { size: '1Gi', storageClassName: 'stand-in' } }, retention: { policy: 'Retain' } };
+    const claimDir = async (): Promise<string> => {
+      const claim = await waitFor('rs-checkpoint Bound', async () => {
+        const c = await client.get<{ spec?: { volumeName?: string }; status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`).catch(() => undefined);
+        return c?.status?.phase === 'Bound' ? c : undefined;
+      }, 60_000);
+      const pv = await client.get<{ spec?: { csi?: { volumeHandle?: string } } }>(`/api/v1/persistentvolumes/${claim.spec?.volumeName ?? ''}`);
+      return stack.driver.volumeDir(pv.spec?.csi?.volumeHandle ?? '');
+    };
+    await client.post(jobsPath(ns), job('rs', spec));
+    const first = await request(ns, 'rs', 'a', tokenFile);
+    await commit(first.pod, await claimDir(), tokenFile, 500, first.seq);
+    await readyCheckpoint(ns, 'rs', 'rs-ckpt-1');
+
+    await client.delete(`${jobsPath(ns)}/rs`);
+    await waitFor('rs and its claim gone', async () => (await gone(`${jobsPath(ns)}/rs`)) && (await gone(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`)), 60_000);
+    expect((await snapshots(ns, 'rs')).map((x) => x.metadata.name)).toEqual(['rs-ckpt-1']);
+
+    await client.post(jobsPath(ns), job('rs', spec));
+    const claim = await waitFor('the new claim names the kept snapshot as its dataSource', async () => {
+      const c = await client.get<{ spec?: { dataSource?: { kind?: string; name?: string } } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`).catch(() => undefined);
+      return c?.spec?.dataSource === undefined ? undefined : c;
+    }, 60_000);
+    expect(claim.spec?.dataSource).toMatchObject({ kind: 'VolumeSnapshot', name: 'rs-ckpt-1' });
+    expect(readFileSync(join(await claimDir(), 'step-500.pt'), 'utf8')).toBe('weights of step 500');
+    await runningRank0(ns, 'rs', 1);
+    const j = await getJob(ns, 'rs');
+    expect(j.status?.checkpoint?.restoredFrom).toEqual({ snapshotName: 'rs-ckpt-1', step: 500, attempt: 1 });
+    for (const p of await replicaPods(ns, 'rs')) expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '500', SITS_RESTORE_SNAPSHOT: 'rs-ckpt-1' });
+    // The next cycle does not reuse the kept snapshot's name.
+    const next = await request(ns, 'rs', 'b', tokenFile);
+    expect(next.seq).toBe(2);
   });
 
   it('admission: the CRD refuses a policy without exactly one shared volume; the controller refuses ranks that would see different checkpoint paths, naming the field', async () => {
