@@ -7,4 +7,12 @@ describe('statusPatch', () => {
     expect(statusPatch({ nodes: ['a'] }, { nodes: ['a'] })).toBeUndefined();
     expect(statusPatch({}, { phase: 'Pending' })).toEqual({ phase: 'Pending' });
   });
+
+  it('diffs nested objects so that a key dropped inside one is removed (a merge patch would keep it)', () => {
+    const from = { checkpoint: { seq: 2, cycle: { phase: 'Failed', failureReason: 'NeverCommitted' } } };
+    const to = { checkpoint: { seq: 3, cycle: { phase: 'Pre' } } };
+    expect(statusPatch(from, to)).toEqual({ checkpoint: { seq: 3, cycle: { phase: 'Pre', failureReason: null } } });
+    expect(statusPatch({ a: { b: 1 } }, { a: [1] })).toEqual({ a: [1] });
+    expect(statusPatch({ a: { b: 1 } }, {})).toEqual({ a: null });
+  });
 });

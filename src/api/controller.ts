@@ -118,11 +118,19 @@ export function resourcePath(t: ResourceType, namespace?: string, name?: string)
   return `${apiBase(t)}${ns}/${t.plural}${name === undefined ? '' : `/${name}`}`;
 }
 
-/** Top-level merge patch from `from` to `to` (removed keys become null); undefined when nothing changed. */
+const isPlainObject = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * JSON merge patch from `from` to `to` (removed keys become null, nested objects are diffed the same way, so a key
+ * dropped inside a nested object is removed too); undefined when nothing changed.
+ */
 export function statusPatch(from: Readonly<Record<string, unknown>>, to: Readonly<Record<string, unknown>>): Record<string, unknown> | undefined {
   const patch: Record<string, unknown> = {};
   for (const k of new Set([...Object.keys(from), ...Object.keys(to)])) {
-    if (JSON.stringify(from[k]) !== JSON.stringify(to[k])) patch[k] = to[k] ?? null;
+    const [a, b] = [from[k], to[k]];
+    if (JSON.stringify(a) === JSON.stringify(b)) continue;
+    if (isPlainObject(a) && isPlainObject(b)) patch[k] = statusPatch(a, b) ?? {};
+    else patch[k] = b ?? null;
   }
   return Object.keys(patch).length === 0 ? undefined : patch;
 }

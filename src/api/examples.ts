@@ -226,6 +226,12 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('TrainingJob', 'unknown topology level', 'spec.topology.requiredLevel', SEED_TRAINING_JOB, (s) => {
     s.topology = { strategy: 'ring-allreduce', requiredLevel: 'datacenter' };
   }),
+  invalid('TrainingJob', 'checkpoint with two volumes', 'spec.checkpoint.volume.claimName', SEED_TRAINING_JOB, (s) => {
+    s.checkpoint = { volume: { claimName: 'ckpt', claimTemplate: { size: '100Gi' } }, volumeSnapshotClassName: 'csi-snapclass' };
+  }),
+  invalid('TrainingJob', 'checkpoint without a shared volume', 'spec.checkpoint.volume', SEED_TRAINING_JOB, (s) => {
+    s.checkpoint = { volumeSnapshotClassName: 'csi-snapclass' };
+  }),
   invalid('TrainingJob', 'bad compute capability', 'spec.gpu.minComputeCapability', SEED_TRAINING_JOB, (s) => (s.gpu = { minComputeCapability: 'sm_80' })),
   invalid('TrainingJob', 'duplicate env names', 'spec.container.env[1]', SEED_TRAINING_JOB, (s) => {
     obj(s.container).env = [

@@ -98,6 +98,23 @@ export const ANNOTATION = {
   expectedStart: `${P}/expected-start`,
   // Pods: what the TrainingJob controller writes.
   worldSize: `${P}/world-size`,
+  // Checkpoints (docs/checkpoints.md, ADR 0090).
+  /** On rank 0's pod, written by the controller: the checkpoint cycle (seq) the training side is asked to save. */
+  checkpointRequest: `${P}/checkpoint-request`,
+  /** On rank 0's pod, written by the training side: `{"seq":N,"step":S,"ranks":R}` once every writer's shards are saved. */
+  checkpointCommit: `${P}/checkpoint-commit`,
+  /** On a TrainingJob, written by whoever wants a checkpoint now (preemption, migration, a user): `<Trigger>[/<id>]`. */
+  requestCheckpoint: `${P}/request-checkpoint`,
+  /** On a committed VolumeSnapshot: when it was seen readyToUse (RFC 3339). */
+  checkpointReadyTime: `${P}/checkpoint-ready-time`,
+} as const;
+
+/** Labels of the VolumeSnapshots of a job's checkpoints (besides LABEL.trainingJob). */
+export const CHECKPOINT_LABEL = {
+  seq: `${P}/checkpoint-seq`,
+  step: `${P}/checkpoint-step`,
+  /** "true" once the snapshot is readyToUse and recorded: a restore point. */
+  committed: `${P}/checkpoint-committed`,
 } as const;
 
 /** Namespaces: opting into the SITS defaults of the mutating webhook, and those defaults. */

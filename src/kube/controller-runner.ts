@@ -114,6 +114,7 @@ export class ControllerRunner<P extends Primary = Primary> {
   private readonly tracing: Tracing;
   /** Log prefix, e.g. `trainingjob`. */
   private readonly noun: string;
+  private readonly retryLogged = new Map<string, string>();
   private synced = false;
   private stopped = false;
   private wasLeader = false;
@@ -172,7 +173,10 @@ export class ControllerRunner<P extends Primary = Primary> {
       if (isPrimary) this.markSynced();
     } catch (e) {
       if (this.stopped) return;
-      this.log(`${what}: ${(e as Error).message}; retrying in ${CRD_RETRY_MS / 1000}s`);
+      // Said once per message: an optional kind whose CRD is absent (VolumeSnapshot) must not fill the log every 5 s.
+      const line = `${what}: ${(e as Error).message}; retrying in ${CRD_RETRY_MS / 1000}s`;
+      if (this.retryLogged.get(what) !== line) this.log(line);
+      this.retryLogged.set(what, line);
       const t = setTimeout(() => {
         this.retryTimers.delete(t);
         void this.startReflector(r, what, isPrimary);

@@ -23,6 +23,8 @@ import {
   Count,
   Timestamp,
   ObservedGeneration,
+  DNS_SUBDOMAIN_PATTERN,
+  Quantity,
 } from './common.ts';
 
 export const TRAINING_STRATEGIES = ['ring-allreduce', 'tree-allreduce', 'hierarchical-allreduce', 'parameter-server', 'none'] as const;
@@ -127,6 +129,77 @@ export const NcclSettings = Obj(
 );
 export type NcclSettings = Static<typeof NcclSettings>;
 
+export const CHECKPOINT_WRITERS = ['all-ranks', 'rank0'] as const;
+export const CHECKPOINT_RETENTION_POLICIES = ['Retain', 'Delete'] as const;
+
+/** The one shared checkpoint volume of a job (issue 14, 001 §3.3): an existing claim, or a claim the controller creates. */
+export const CheckpointVolume = withRules(
+  Obj(
+    {
+      claimName: Type.Optional(
+        Type.String({ description: 'An existing PersistentVolumeClaim (ReadWriteMany when the job has more than one replica), mounted in every rank.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+      ),
+      claimTemplate: Type.Optional(
+        Obj(
+          {
+            storageClassName: Type.Optional(Type.String({ description: 'StorageClass of the claim; unset uses the cluster default.', minLength: 1, maxLength: 253 })),
+            size: Quantity('Requested size of the claim, e.g. "100Gi".'),
+          },
+          { description: 'The controller creates one ReadWriteMany claim <job>-checkpoint for the whole job (restored from the newest Ready checkpoint when it is missing).' },
+        ),
+      ),
+    },
+    { description: 'Exactly one of claimName or claimTemplate: one volume for the whole job, so every rank sees the same checkpoint path.' },
+  ),
+  [
+    {
+      rule: 'has(self.claimName) != has(self.claimTemplate)',
+      message: 'set exactly one of claimName or claimTemplate: one shared volume per job',
+      fieldPath: '.claimName',
+      reason: 'FieldValueRequired',
+      check: (self) => (self.claimName !== undefined) !== (self.claimTemplate !== undefined),
+    },
+  ],
+);
+export type CheckpointVolume = Static<typeof CheckpointVolume>;
+
+/** The TrainingJob checkpoint policy (ADR 0083): the volume, the snapshot class, writers, trigger, retention, deadlines. */
+export const CheckpointPolicy = Obj(
+  {
+    volume: CheckpointVolume,
+    mountPath: Type.String({
+      description: 'Where the checkpoint volume is mounted in every rank (SITS_CHECKPOINT_DIR). Default: /checkpoints.',
+      pattern: '^/',
+      minLength: 2,
+      maxLength: 1024,
+      default: '/checkpoints',
+    }),
+    volumeSnapshotClassName: Type.String({ description: 'VolumeSnapshotClass (snapshot.storage.k8s.io/v1) of the snapshots taken of the checkpoint volume.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+    writers: StringEnum(CHECKPOINT_WRITERS, {
+      description: 'all-ranks (torch.distributed.checkpoint: every rank writes its shards, rank 0 commits once all have) or rank0 (DDP: rank 0 writes alone). Default: all-ranks.',
+      default: 'all-ranks',
+    }),
+    intervalSeconds: Type.Optional(
+      Type.Integer({ description: 'Ask for a checkpoint this long after the previous one started; unset: only on request (annotation ai.sits2026.dev/request-checkpoint).', minimum: 10, maximum: 604800 }),
+    ),
+    retention: Obj(
+      {
+        keep: Type.Integer({ description: 'Committed snapshots kept (the newest one is always kept). Default: 3.', minimum: 1, maximum: 1000, default: 3 }),
+        ttlSeconds: Type.Optional(Type.Integer({ description: 'Committed snapshots older than this are deleted (never the newest one); upstream has no snapshot TTL.', minimum: 1, format: 'int64' })),
+        policy: StringEnum(CHECKPOINT_RETENTION_POLICIES, {
+          description: 'What happens to the job\'s snapshots when the job is deleted: Delete removes them, Retain keeps them (a new job of the same name restores from them). Default: Delete.',
+          default: 'Delete',
+        }),
+      },
+      { description: 'Retention by count and by TTL. Default: {} (keep 3, Delete).', default: {} },
+    ),
+    commitTimeoutSeconds: Type.Integer({ description: 'A cycle fails (NeverCommitted) when the training side has not committed this long after the request. Default: 600.', minimum: 1, maximum: 86400, default: 600 }),
+    snapshotTimeoutSeconds: Type.Integer({ description: 'A cycle fails when its VolumeSnapshot is not readyToUse this long after the commit. Default: 300.', minimum: 1, maximum: 86400, default: 300 }),
+  },
+  { description: 'Checkpoints linked to CSI VolumeSnapshots (docs/checkpoints.md): every rank mounts one shared volume at mountPath; a committed checkpoint is snapshotted at once.' },
+);
+export type CheckpointPolicy = Static<typeof CheckpointPolicy>;
+
 export const TrainingJobSpec = withRules(
   Obj(
     {
@@ -192,6 +265,7 @@ export const TrainingJobSpec = withRules(
       expectedRuntimeSeconds: Type.Optional(
         Type.Integer({ description: 'User estimate of the run time, used for start-time predictions and backfill.', minimum: 1, format: 'int64' }),
       ),
+      checkpoint: Type.Optional(CheckpointPolicy),
     },
     { description: 'Desired state of a TrainingJob.' },
   ),
@@ -243,6 +317,54 @@ export type TrainingJobSpec = Static<typeof TrainingJobSpec>;
 export const TRAINING_JOB_PHASES = ['Pending', 'Scheduling', 'Running', 'Restarting', 'Succeeded', 'Failed'] as const;
 export type TrainingJobPhase = (typeof TRAINING_JOB_PHASES)[number];
 
+const CheckpointRef = Obj(
+  {
+    snapshotName: Type.String({ description: 'The VolumeSnapshot.', maxLength: 253 }),
+    step: Count('The training step the checkpoint holds.', 'int64'),
+    readyTime: Timestamp('When the snapshot was seen readyToUse (the checkpoint\'s time).'),
+  },
+  { description: 'A committed, readyToUse checkpoint.' },
+);
+
+export const CheckpointStatus = Obj(
+  {
+    seq: Type.Optional(Count('The last checkpoint cycle started (1, 2, …); the training side echoes it in its commit.', 'int64')),
+    cycle: Type.Optional(
+      Obj(
+        {
+          seq: Count('Cycle number.', 'int64'),
+          trigger: StringEnum(['Periodic', 'Preemption', 'Migration', 'Manual'], { description: 'Why the cycle started.' }),
+          phase: StringEnum(['Pre', 'SnapshotTrigger', 'PostCommit', 'Ready', 'Failed'], { description: 'Pre → SnapshotTrigger → PostCommit → Ready, or Failed.' }),
+          snapshotName: Type.String({ description: 'The VolumeSnapshot this cycle creates.', maxLength: 253 }),
+          startTime: Timestamp('When the cycle was requested.'),
+          step: Type.Optional(Count('The committed step.', 'int64')),
+          commitTime: Type.Optional(Timestamp('When the commit was seen.')),
+          snapshotReadyTime: Type.Optional(Timestamp('When the VolumeSnapshot was seen readyToUse.')),
+          request: Type.Optional(Type.String({ description: 'The request-checkpoint annotation value this cycle answers.', maxLength: 256 })),
+          failureReason: Type.Optional(Type.String({ description: 'NeverCommitted, IncompleteCommit, SnapshotFailed, SnapshotNotReady or SnapshotLost.', maxLength: 64 })),
+          failureMessage: Type.Optional(Type.String({ description: 'Why the cycle failed.', maxLength: 4096 })),
+        },
+        { description: 'The newest cycle (in flight, or the last one finished).' },
+      ),
+    ),
+    lastReady: Type.Optional(CheckpointRef),
+    restoredFrom: Type.Optional(
+      Obj(
+        {
+          snapshotName: Type.String({ description: 'The VolumeSnapshot the current gang restores from.', maxLength: 253 }),
+          step: Count('Its step (SITS_RESTORE_STEP in every rank).', 'int64'),
+          attempt: Count('The gang attempt that restores from it.'),
+        },
+        { description: 'The checkpoint the current gang started from.' },
+      ),
+    ),
+    handledRequest: Type.Optional(Type.String({ description: 'The last request-checkpoint annotation value a cycle was started for.', maxLength: 256 })),
+    lastSnapshotLatencyMs: Type.Optional(Count('Commit seen → VolumeSnapshot readyToUse of the last Ready cycle, in ms.', 'int64')),
+  },
+  { description: 'Checkpoints: the cycle in flight and the newest Ready checkpoint (the restore point).' },
+);
+export type CheckpointStatus = Static<typeof CheckpointStatus>;
+
 export const TrainingJobStatus = Obj(
   {
     phase: Type.Optional(StringEnum(TRAINING_JOB_PHASES, { description: 'Lifecycle phase: Pending, Scheduling, Running, Restarting, Succeeded or Failed.' })),
@@ -271,6 +393,7 @@ export const TrainingJobStatus = Obj(
     queue: Type.Optional(Type.String({ description: 'Queue holding or running the job.', maxLength: 63 })),
     estimatedStartTime: Type.Optional(Timestamp('Predicted start time while pending, from a forward simulation of the queue.')),
     lastCheckpointTime: Type.Optional(Timestamp('Last checkpoint the job reported; preemption prefers recently checkpointed victims.')),
+    checkpoint: Type.Optional(CheckpointStatus),
   },
   { description: 'Observed state of a TrainingJob, written by the controller.' },
 );

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
 import { registerBenchBatch } from './bench-batch.ts';
+import { registerBenchCheckpoint } from './bench-checkpoint.ts';
 import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
@@ -25,5 +26,6 @@ export function registerBench(program: Command): void {
   registerBenchTraining(bench);
   registerBenchBatch(bench);
   registerBenchDashboard(bench);
+  registerBenchCheckpoint(bench);
   registerBenchAll(bench);
 }

@@ -9,12 +9,16 @@ import type { ApplyFailure, ControllerAction, ControllerDefinition, ControllerIn
 import type { PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
 import type { Action, ApplyError, ControllerConfig, TrainingJobObject } from './model.ts';
 import { reconcileTrainingJob } from './reconcile.ts';
+import { SNAPSHOT_API_VERSION, type ClaimObject, type VolumeSnapshotObject } from './checkpoints.ts';
 
 export const TRAINING_JOB_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.trainingJob, plural: 'trainingjobs' };
 
 const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
 const SERVICE: OwnedResource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
 const POD_GROUP: OwnedResource = { apiVersion: API_GROUP_VERSION, kind: 'PodGroup', plural: 'podgroups' };
+/** spec.checkpoint: the job's snapshots and its claim (claimTemplate), labelled with the job like the rest. */
+const VOLUME_SNAPSHOT: OwnedResource = { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots' };
+const CLAIM: OwnedResource = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' };
 
 /** The reconcile's action kinds: the labels of the generic actions, so that failures come back under these names. */
 const ACTION_KINDS: ReadonlySet<string> = new Set<Action['kind'] | 'writeStatus'>([
@@ -27,6 +31,12 @@ const ACTION_KINDS: ReadonlySet<string> = new Set<Action['kind'] | 'writeStatus'
   'createPod',
   'deletePod',
   'deleteJob',
+  'createVolumeSnapshot',
+  'patchVolumeSnapshot',
+  'deleteVolumeSnapshot',
+  'createClaim',
+  'deleteClaim',
+  'annotatePod',
   'event',
   'writeStatus',
 ]);
@@ -68,6 +78,18 @@ export function toControllerAction(a: Action): ControllerAction {
       return { op: 'deleteSelf', label: a.kind };
     case 'event':
       return { op: 'event', type: a.type, reason: a.reason, message: a.message };
+    case 'createVolumeSnapshot':
+      return { op: 'create', kind: VOLUME_SNAPSHOT.kind, object: a.snapshot, label: a.kind };
+    case 'patchVolumeSnapshot':
+      return { op: 'patch', kind: VOLUME_SNAPSHOT.kind, name: a.name, patch: a.patch, label: a.kind };
+    case 'deleteVolumeSnapshot':
+      return { op: 'delete', kind: VOLUME_SNAPSHOT.kind, name: a.name, uid: a.uid, label: a.kind };
+    case 'createClaim':
+      return { op: 'create', kind: CLAIM.kind, object: a.claim, label: a.kind };
+    case 'deleteClaim':
+      return { op: 'delete', kind: CLAIM.kind, name: a.name, uid: a.uid, label: a.kind };
+    case 'annotatePod':
+      return { op: 'patch', kind: POD.kind, name: a.name, patch: { metadata: { annotations: a.annotations } }, label: a.kind };
   }
 }
 
@@ -75,7 +97,7 @@ export function toControllerAction(a: Action): ControllerAction {
 export function trainingJobController(cfg: ControllerConfig): ControllerDefinition<TrainingJobObject> {
   return {
     primary: TRAINING_JOB_RESOURCE,
-    owned: [POD, SERVICE, POD_GROUP],
+    owned: [POD, SERVICE, POD_GROUP, VOLUME_SNAPSHOT, CLAIM],
     ownerLabel: LABEL.trainingJob,
     component: 'sits-trainingjob-controller',
     reconcile(input: ControllerInput<TrainingJobObject>) {
@@ -86,6 +108,8 @@ export function trainingJobController(cfg: ControllerConfig): ControllerDefiniti
           pods: (input.owned.get(POD.kind) ?? []) as readonly PodObject[],
           services: (input.owned.get(SERVICE.kind) ?? []) as readonly ServiceObject[],
           podGroups: (input.owned.get(POD_GROUP.kind) ?? []) as readonly PodGroupObject[],
+          volumeSnapshots: (input.owned.get(VOLUME_SNAPSHOT.kind) ?? []) as readonly VolumeSnapshotObject[],
+          claims: (input.owned.get(CLAIM.kind) ?? []) as readonly ClaimObject[],
           nowMs: input.nowMs,
           ...(errors === undefined ? {} : { lastErrors: errors }),
         },

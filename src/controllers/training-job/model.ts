@@ -1,6 +1,7 @@
 /** What the TrainingJob reconcile reads and returns. Plain values: no clients, no clocks. */
 import type { TrainingJob, TrainingJobStatus } from '../../api/schema/training-job.ts';
 import type { PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
+import type { ClaimObject, VolumeSnapshotObject } from './checkpoints.ts';
 import type { BuildConfig } from './pods.ts';
 
 /** A TrainingJob as read from the apiserver, defaults applied, with the metadata the controller needs. */
@@ -42,6 +43,10 @@ export interface Observed {
   readonly pods: readonly PodObject[];
   readonly services: readonly ServiceObject[];
   readonly podGroups: readonly PodGroupObject[];
+  /** VolumeSnapshots labelled with the job's name (its checkpoints; spec.checkpoint). */
+  readonly volumeSnapshots?: readonly VolumeSnapshotObject[];
+  /** PersistentVolumeClaims labelled with the job's name (the claim of spec.checkpoint.volume.claimTemplate). */
+  readonly claims?: readonly ClaimObject[];
   readonly nowMs: number;
   readonly lastErrors?: readonly ApplyError[];
 }
@@ -56,6 +61,15 @@ export type Action =
   | { readonly kind: 'deletePodGroup'; readonly name: string; readonly uid: string }
   | { readonly kind: 'createPod'; readonly pod: PodObject }
   | { readonly kind: 'deletePod'; readonly name: string; readonly uid: string }
+  /** Checkpoints (checkpoints.ts): the VolumeSnapshot of a commit, its committed label, retention. */
+  | { readonly kind: 'createVolumeSnapshot'; readonly snapshot: VolumeSnapshotObject }
+  | { readonly kind: 'patchVolumeSnapshot'; readonly name: string; readonly patch: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'deleteVolumeSnapshot'; readonly name: string; readonly uid: string }
+  /** The shared claim of spec.checkpoint.volume.claimTemplate (restored from a snapshot when one is Ready). */
+  | { readonly kind: 'createClaim'; readonly claim: ClaimObject }
+  | { readonly kind: 'deleteClaim'; readonly name: string; readonly uid: string }
+  /** Merge-patch a pod's annotations (the checkpoint request on rank 0). */
+  | { readonly kind: 'annotatePod'; readonly name: string; readonly annotations: Readonly<Record<string, string | null>> }
   /** ttlSecondsAfterFinished elapsed. */
   | { readonly kind: 'deleteJob' }
   | { readonly kind: 'event'; readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };

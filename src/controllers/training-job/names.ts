@@ -21,3 +21,6 @@ export const podDnsName = (job: string, rank: number, namespace: string): string
 
 export const replicaSelector = (job: string): Record<string, string> => ({ [LABEL.trainingJob]: job, [LABEL.role]: 'replica' });
 export const selectorString = (job: string): string => `${LABEL.trainingJob}=${job},${LABEL.role}=replica`;
+
+/** The claim the controller creates for spec.checkpoint.volume.claimTemplate. */
+export const checkpointClaimName = (job: string): string => `${job}-checkpoint`;

@@ -9,8 +9,10 @@ import { topologyRank } from '../../api/schema/common.ts';
 import type { ContainerObject, EnvVarObject, OwnerReference, PodGroupObject, PodObject, PodSpecObject, ServiceObject } from '../kube-objects.ts';
 import { injectedEnv, mergeEnv, nprocPerNode } from './env.ts';
 import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
+import { CHECKPOINT_DIR_ENV, CHECKPOINT_VOLUME_NAME } from '../../api/checkpoint-paths.ts';
 import {
   TRAINER_CONTAINER,
+  checkpointClaimName,
   podGroupName,
   probeGroupName,
   probePodName,
@@ -136,6 +138,32 @@ export interface ReplicaParams {
   readonly rank: number;
   readonly replicas: number;
   readonly attempt: number;
+  /** The checkpoint this gang starts from (spec.checkpoint): SITS_RESTORE_STEP and SITS_RESTORE_SNAPSHOT in every rank. */
+  readonly restore?: { readonly snapshotName: string; readonly step: number };
+}
+
+/** The claim every rank mounts at spec.checkpoint.mountPath. */
+export function checkpointClaim(job: TrainingJob): string | undefined {
+  const c = job.spec.checkpoint;
+  if (c === undefined) return undefined;
+  return c.volume.claimName ?? checkpointClaimName(jobName(job));
+}
+
+/**
+ * What spec.checkpoint adds to a rank: the environment of the training-side contract (docs/checkpoints.md) — where
+ * the shared directory is, who writes, the pod's own name and namespace (to patch its commit annotation) and the
+ * checkpoint to restore.
+ */
+function checkpointEnv(job: TrainingJob, p: ReplicaParams): EnvVarObject[] {
+  const c = job.spec.checkpoint;
+  if (c === undefined) return [];
+  return [
+    { name: CHECKPOINT_DIR_ENV, value: c.mountPath },
+    { name: 'SITS_CHECKPOINT_WRITERS', value: c.writers },
+    { name: 'SITS_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+    { name: 'SITS_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ...(p.restore === undefined ? [] : [{ name: 'SITS_RESTORE_STEP', value: String(p.restore.step) }, { name: 'SITS_RESTORE_SNAPSHOT', value: p.restore.snapshotName }]),
+  ];
 }
 
 /** The pod of one replica (rank) of the given gang. */
@@ -153,17 +181,25 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
     const withRes = withResources(c, res);
     const cpu = cpuLimitMilli(withRes);
     const env: EnvVarObject[] = mergeEnv(
-      injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }), ...(topo ? { ncclTopoFile: NCCL_TOPO_FILE } : {}) }),
+      [...injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }), ...(topo ? { ncclTopoFile: NCCL_TOPO_FILE } : {}) }), ...checkpointEnv(job, p)],
       c.env,
     );
     const ports = c.ports ?? [];
     const withPort = ports.some((x) => x.containerPort === spec.masterPort) ? ports : [...ports, { name: 'rendezvous', containerPort: spec.masterPort, protocol: 'TCP' }];
-    const mounts = topo ? { volumeMounts: [...((withRes['volumeMounts'] as unknown[] | undefined) ?? []), { name: NCCL_TOPO_VOLUME, mountPath: NCCL_TOPO_DIR, readOnly: true }] } : {};
-    return { ...withRes, env, ports: withPort, ...mounts };
+    const own = Array.isArray(withRes.volumeMounts) ? (withRes.volumeMounts as unknown[]) : [];
+    const mounts = [
+      ...own,
+      ...(spec.checkpoint === undefined ? [] : [{ name: CHECKPOINT_VOLUME_NAME, mountPath: spec.checkpoint.mountPath }]),
+      ...(topo ? [{ name: NCCL_TOPO_VOLUME, mountPath: NCCL_TOPO_DIR, readOnly: true }] : []),
+    ];
+    return { ...withRes, env, ports: withPort, ...(mounts.length === own.length ? {} : { volumeMounts: mounts }) };
   });
-  // The scheduler writes the file's XML into the pod's annotations through the Binding (kube/nccl-topology-binding.ts);
-  // the kubelet starts the pod after that and projects the annotation as the file.
-  const volumes = topo ? { volumes: [...((base['volumes'] as unknown[] | undefined) ?? []), ncclTopologyVolume()] } : {};
+  const claim = checkpointClaim(job);
+  const baseVolumes = Array.isArray(base.volumes) ? (base.volumes as unknown[]) : [];
+  // The scheduler writes the NCCL file's XML into the pod's annotations through the Binding
+  // (kube/nccl-topology-binding.ts); the kubelet starts the pod after that and projects the annotation as the file.
+  const extraVolumes = [...(claim === undefined ? [] : [{ name: CHECKPOINT_VOLUME_NAME, persistentVolumeClaim: { claimName: claim } }]), ...(topo ? [ncclTopologyVolume()] : [])];
+  const volumes = extraVolumes.length === 0 ? {} : { volumes: [...baseVolumes, ...extraVolumes] };
   const tmplMeta = spec.podTemplate?.metadata;
   return {
     apiVersion: 'v1',

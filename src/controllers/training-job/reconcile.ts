@@ -36,6 +36,8 @@ import { nprocPerNode } from './env.ts';
 import type { Action, ControllerConfig, Observed, ReconcileResult, TrainingJobObject } from './model.ts';
 import { ANNOTATION, FINALIZER, LABEL, REASON } from '../../api/wire.ts';
 import { probeGroupName, podGroupName, probePodName, replicaPodName, selectorString, serviceName } from './names.ts';
+import { checkpointPathProblems } from '../../api/checkpoint-paths.ts';
+import { checkpointCleanup, reconcileCheckpoints, restorePoint } from './checkpoints.ts';
 import { headlessService, jobName, probePod, probePodGroup, replicaPod, replicaPodGroup, trainerIndex } from './pods.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -232,6 +234,12 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
     return fail(ctx, baseStatus(ctx), invalid.action === 'createPod' ? 'InvalidPodTemplate' : 'InvalidService', `the apiserver refused the ${invalid.action === 'createPod' ? 'pod' : 'Service'} ${invalid.name ?? ''}: ${invalid.message}`);
   }
 
+  // 001 §3.3: every rank must see the one shared checkpoint directory; a spec where they would not is refused.
+  const pathProblems = checkpointPathProblems(job.spec);
+  if (pathProblems.length > 0) {
+    return fail(ctx, baseStatus(ctx), 'CheckpointPathNotShared', pathProblems.map((p) => `${p.path}: ${p.message}`).join('; '));
+  }
+
   const startMs = parseTime(ctx.st.startTime);
   const deadlineAt = ctx.spec.activeDeadlineSeconds === undefined || startMs === undefined ? undefined : startMs + ctx.spec.activeDeadlineSeconds * 1000;
   if (deadlineAt !== undefined && ctx.now >= deadlineAt) {
@@ -243,6 +251,7 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
   else if (ctx.attempt === 0) r = launch(ctx, baseStatus(ctx), 1, sizes(ctx.spec).target, [{ kind: 'event', type: 'Normal', reason: 'Created', message: `creating the gang: ${sizes(ctx.spec).target} replicas` }]);
   else if (ctx.st.nextAttemptTime !== undefined) r = waiting(ctx);
   else r = active(ctx);
+  r = withCheckpoints(ctx, r);
   r = withErrorCondition(ctx, r);
   // The deadline wakes us even when nothing else would.
   if (deadlineAt !== undefined && r.status?.phase !== 'Failed' && r.status?.phase !== 'Succeeded') {
@@ -250,6 +259,34 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
     return { ...r, requeueAfterMs: r.requeueAfterMs === undefined ? wake : Math.min(r.requeueAfterMs, wake) };
   }
   return r;
+}
+
+/**
+ * spec.checkpoint (checkpoints.ts): the cycle in flight, its actions, retention and the newest Ready checkpoint in
+ * status.checkpoint and status.lastCheckpointTime (what preemption reads). The claim comes before the pods.
+ */
+function withCheckpoints(ctx: Ctx, r: ReconcileResult): ReconcileResult {
+  const policy = ctx.spec.checkpoint;
+  const base = r.status;
+  if (policy === undefined || base === undefined) return r;
+  const rank0 = ctx.pods.find((p) => roleOf(p) === 'replica' && attemptOf(p) === (base.attempt ?? ctx.attempt) && rankOf(p) === 0 && !isTerminating(p));
+  const out = reconcileCheckpoints({
+    job: ctx.job,
+    policy,
+    previous: base.checkpoint,
+    running: base.phase === 'Running' && base.nextAttemptTime === undefined,
+    worldSize: base.worldSize ?? ctx.spec.replicas * ctx.nproc,
+    rank0,
+    snapshots: ctx.o.volumeSnapshots ?? [],
+    claims: ctx.o.claims ?? [],
+    startMs: parseTime(base.startTime) ?? ctx.now,
+    nowMs: ctx.now,
+  });
+  const status: Status = { ...base, checkpoint: out.status };
+  if (out.status.lastReady !== undefined) status.lastCheckpointTime = out.status.lastReady.readyTime;
+  if (out.condition !== undefined) status.conditions = cond(ctx, base.conditions, out.condition);
+  const wake = minTime(r.requeueAfterMs === undefined ? undefined : ctx.now + r.requeueAfterMs, out.wakeAt);
+  return { status, actions: [...out.claimActions, ...r.actions, ...out.actions], ...(wake === undefined ? {} : { requeueAfterMs: Math.max(0, wake - ctx.now) }) };
 }
 
 /** Errors from the previous apply show as condition ReconcileError (quota, a missing PriorityClass, ...). */
@@ -277,6 +314,9 @@ function finalize(ctx: Ctx): ReconcileResult {
     ...services.filter((s) => !isTerminating(s)).map((s) => ({ kind: 'deleteService', name: s.metadata.name ?? '', uid: s.metadata.uid ?? '' }) as const),
     ...groups.filter((g) => !isTerminating(g)).map((g) => ({ kind: 'deletePodGroup', name: g.metadata.name ?? '', uid: g.metadata.uid ?? '' }) as const),
   ];
+  // The checkpoint claim and (retention.policy Delete) snapshots are deleted but not waited for: the snapshot
+  // controller, not this one, removes their finalizers.
+  actions.push(...checkpointCleanup(ctx.job, ctx.o.volumeSnapshots ?? [], ctx.o.claims ?? []));
   const left = ctx.pods.length + services.length + groups.length;
   if (left === 0 && (ctx.job.metadata.finalizers ?? []).includes(FINALIZER.trainingJobCleanup)) actions.push({ kind: 'removeFinalizer' });
   return { actions };
@@ -361,6 +401,12 @@ function gangMinimum(ctx: Ctx, replicas: number): number {
 function launch(ctx: Ctx, base: Status, attempt: number, replicas: number, extra: Action[] = []): ReconcileResult {
   const status: Status = { ...base, attempt, currentReplicas: replicas, restartCount: base.restartCount ?? 0, phase: 'Scheduling', ...summary(ctx, [], replicas) };
   delete status.nextAttemptTime;
+  // A new gang starts from the newest Ready checkpoint, and status names it.
+  const restore = restorePoint(ctx.job, ctx.o.volumeSnapshots);
+  if (ctx.spec.checkpoint !== undefined) {
+    const { restoredFrom: _, ...rest } = status.checkpoint ?? {};
+    status.checkpoint = restore === undefined ? rest : { ...rest, restoredFrom: { ...restore, attempt } };
+  }
   if (status.startTime === undefined) status.startTime = ctx.nowIso;
   status.conditions = cond(ctx, base.conditions, { type: 'Scheduled', status: 'False', reason: 'Creating', message: `creating ${replicas} replicas (attempt ${attempt})` });
   status.conditions = condIfPresent(ctx, status.conditions, { type: 'Restarting', status: 'False', reason: 'GangCreated', message: `attempt ${attempt} created with ${replicas} replicas` });
@@ -368,7 +414,7 @@ function launch(ctx: Ctx, base: Status, attempt: number, replicas: number, extra
   const actions: Action[] = [...ensureService(ctx), ...ensurePodGroup(ctx, gangMinimum(ctx, replicas))];
   const existing = new Set(ctx.pods.map((p) => p.metadata.name));
   for (let rank = 0; rank < replicas; rank++) {
-    const pod = replicaPod(ctx.job, { rank, replicas, attempt }, ctx.cfg);
+    const pod = replicaPod(ctx.job, { rank, replicas, attempt, ...(restore === undefined ? {} : { restore }) }, ctx.cfg);
     if (!existing.has(pod.metadata.name)) actions.push({ kind: 'createPod', pod });
   }
   return result(ctx, status, [...actions, ...extra]);
@@ -493,7 +539,9 @@ function active(ctx: Ctx): ReconcileResult {
   const actions: Action[] = [...deletePods(stale), ...ensureService(ctx), ...ensurePodGroup(ctx, gangMinimum(ctx, k))];
   if (!current.some(hasRun)) {
     const have = new Set(current.map(rankOf));
-    for (let rank = 0; rank < k; rank++) if (!have.has(rank)) actions.push({ kind: 'createPod', pod: replicaPod(ctx.job, { rank, replicas: k, attempt: ctx.attempt }, ctx.cfg) });
+    const from = ctx.st.checkpoint?.restoredFrom;
+    const restore = from !== undefined && from.attempt === ctx.attempt ? { snapshotName: from.snapshotName, step: from.step } : undefined;
+    for (let rank = 0; rank < k; rank++) if (!have.has(rank)) actions.push({ kind: 'createPod', pod: replicaPod(ctx.job, { rank, replicas: k, attempt: ctx.attempt, ...(restore === undefined ? {} : { restore }) }, ctx.cfg) });
   }
 
   const status: Status = { ...base, ...summary(ctx, current, k) };

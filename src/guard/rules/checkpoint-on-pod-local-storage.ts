@@ -1,5 +1,6 @@
 import { WORKLOAD_KINDS, envOf, volumesOf, field, flagValue, isMultiRankTraining, isRecord, kindOf, list, mountFor, podCount, podSites, str, type ContainerSite, type PodSite } from '../pod-specs.ts';
 import type { FieldPath, KubeObject, Rule, RuleHit } from '../rule.ts';
+import { podLocalVolumeReason } from '../../api/checkpoint-paths.ts';
 
 const FLAGS = ['--checkpoint-dir', '--checkpoint-path', '--checkpoint', '--ckpt-dir', '--ckpt-path', '--ckpt', '--save-dir', '--save', '--output-dir', '--checkpoint-root'];
 const isCkptEnv = (name: string): boolean => /CHECKPOINT|CKPT/.test(name.toUpperCase()) || name === 'SAVE_DIR' || name === 'OUTPUT_DIR';
@@ -38,12 +39,7 @@ const claimTemplates = (obj: KubeObject): ReadonlySet<string> => {
 /** Why the volume named `name` is private to one pod, or undefined when it may be shared. */
 function perPodVolume(obj: KubeObject, s: PodSite, name: string): string | undefined {
   const v = volumesOf(s).get(name);
-  if (isRecord(v)) {
-    if (v.emptyDir !== undefined) return 'an emptyDir (deleted with the pod)';
-    if (v.hostPath !== undefined) return 'a hostPath (a different directory on every node)';
-    if (v.ephemeral !== undefined) return 'a generic ephemeral volume (one PVC per pod, deleted with it)';
-    return undefined;
-  }
+  if (isRecord(v)) return podLocalVolumeReason(v);
   if (kindOf(obj) === 'StatefulSet' && claimTemplates(obj).has(name)) {
     return 'a volumeClaimTemplate (one PVC per pod)';
   }
