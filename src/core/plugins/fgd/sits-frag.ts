@@ -1,26 +1,29 @@
 /**
  * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with lookahead
- * terms that FGD lacks, all learned from the typical workload only (see docs/adr/0003):
+ * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106):
  *
- *   D = ΔFrag + (β − 1) · W_na(model) · taken − λ · ΔS_cpu − λ · ΔS_mem − η · ΔW_hole
+ *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
  *   score = trunc(100 · σ(D / 1000)),   σ(x) = 1 / (1 + e^−x)
  *
  * - ΔFrag = Frag(node) − Frag(after), the paper's node fragment (fragmentation.ts) for the typical shapes.
- * - Scarce-model protection: W_na(model) = Σ p_t over GPU shapes whose model list excludes the node's model.
- *   FGD already counts such capacity once as fragment (category NA); SITS counts it β = 3 times, so pods
- *   that may run anywhere use the GPUs that constrained pods cannot, and keep the scarce models free.
- * - CPU stranding: S(x) = max(0, F − cpuLeft / κ) is the free GPU milli the node's CPU cannot feed,
- *   with κ = Σ p_t·cpu_t / Σ p_t·n_t·m_t the workload's CPU per GPU milli. A placement that makes the
- *   node more CPU-starved than it was pays λ = 1 per milli (never a reward: a node that is CPU-poor by
- *   build does not attract pods for that reason). ΔS = max(0, S(after) − S(before)).
+ * - Model pressure, γ = 1: π(M) ∈ [0, 1] is the share of model M's capacity that the pods restricted to
+ *   model lists containing M need when demand equals capacity (`modelPressure`; capacity per model is read
+ *   from the cluster in PreScore). Taking, or stranding, capacity of a pressed model costs what the
+ *   constrained pods lose. Without constrained shapes π = 0.
+ * - Scarce-model weight β: W_na(model) = Σ p_t over GPU shapes whose model list excludes the node's model;
+ *   β = 1 since ADR 0106 (FGD's own NA count only; the pressure term does the job better).
+ * - CPU stranding: S(x) = max(0, F − cpuLeft / κ_M) is the free GPU milli the node's CPU cannot feed,
+ *   with κ_M = Σ p_t·cpu_t / Σ p_t·n_t·m_t over the GPU shapes that may use the node's model M. A placement
+ *   that makes the node more CPU-starved than it was pays λ = 2 per milli (never a reward: a node that is
+ *   CPU-poor by build does not attract pods for that reason). ΔS = max(0, S(after) − S(before)).
  * - Memory stranding: the same with the node's free memory and the workload's memory per GPU milli
  *   (off when the typical shapes carry no memory).
- * - Hole waste (fractional pods only): a GPU left with h milli free wastes W(h) = h · (1 − φ(h))^K, where
- *   φ(h) is the share of single-GPU typical pods that fit in h: the chance that none of the next K = 100
- *   such pods could use the hole. Holes that only rare shapes fit (< ~1 % of pods, e.g. 60 milli beside
- *   two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0. The pod pays
- *   η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same hole only
- *   through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
+ * - Hole waste (fractional pods only): a GPU left with h milli free wastes W_M(h) = h · (1 − φ_M(h))^K, where
+ *   φ_M(h) is the share of the single-GPU typical pods that may use model M which fit in h: the chance that
+ *   none of the next K = 100 such pods could use the hole. Holes that only rare shapes fit (< ~1 % of pods,
+ *   e.g. 60 milli beside two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0.
+ *   The pod pays η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same
+ *   hole only through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
  * Integer truncation is kept on purpose: equal scores go to the fixed node order (ranks), which
  * consolidates placements like first fit; removing it loses ~1.4 pp on the default trace.
  *
@@ -149,6 +152,7 @@ export function excludedWeight(shapes: readonly TypicalShape[], model: string): 
 
 /** The workload constants as seen from nodes of one GPU model: what the shapes that may use it need. */
 export interface ModelView {
+  readonly model: string;
   readonly kappa: number;
   readonly memKappa: number;
   readonly holeWaste: Float64Array;
@@ -195,6 +199,8 @@ export class SitsFragModel {
   private readonly views = new Map<string, ModelView>();
   private pressures = new Map<string, number>();
   private observedNodes = -1;
+  /** The view of each node's model by node index: one array read per score instead of a Map lookup. */
+  private nodeViews: (ModelView | undefined)[] = [];
 
   constructor(
     readonly shapes: readonly TypicalShape[],
@@ -222,6 +228,19 @@ export class SitsFragModel {
     }
     this.pressures = modelPressure(this.shapes, cap);
     this.views.clear();
+    this.nodeViews = [];
+  }
+
+  /** `view` of the node's GPU model. */
+  viewOf(node: NodeState): ModelView {
+    const model = node.spec.gpus[0]?.model ?? '';
+    let v = this.nodeViews[node.idx];
+    // The model check keeps a reused index (another state, a replaced node) from reading a stale view.
+    if (v === undefined || v.model !== model) {
+      v = this.view(model);
+      this.nodeViews[node.idx] = v;
+    }
+    return v;
   }
 
   /** κ, memory κ, W(h), W_na and π for nodes of `model`, computed once per model. */
@@ -230,10 +249,10 @@ export class SitsFragModel {
     if (v === undefined) {
       const excluded = this.excludedWeight(model);
       const pressure = Math.min(1, this.pressures.get(model) ?? 0);
-      if (!this.params.modelAware) v = { kappa: this.kappa, memKappa: this.memKappa, holeWaste: this.holeWaste, excluded, pressure };
+      if (!this.params.modelAware) v = { model, kappa: this.kappa, memKappa: this.memKappa, holeWaste: this.holeWaste, excluded, pressure };
       else {
         const allowed = (s: TypicalShape): boolean => allowsModel(s, model);
-        v = { kappa: cpuPerGpuMilli(this.shapes, allowed), memKappa: memPerGpuMilli(this.shapes, allowed), holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf), excluded, pressure };
+        v = { model, kappa: cpuPerGpuMilli(this.shapes, allowed), memKappa: memPerGpuMilli(this.shapes, allowed), holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf), excluded, pressure };
       }
       this.views.set(model, v);
     }
@@ -274,7 +293,7 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   const before = cache.current(node);
   const taken = r.gpuCount * r.gpuMilli;
   const freeBefore = node.gpuFreeMilli();
-  const view = model.view(node.spec.gpus[0]?.model ?? '');
+  const view = model.viewOf(node);
   const cpuStrand = newlyStranded(freeBefore, taken, node.cpuFreeMilli, r.cpuMilli, view.kappa);
   const memStrand = newlyStranded(freeBefore, taken, node.memFreeMiB, r.memoryMiB, view.memKappa);
   const p = model.params;
