@@ -8,8 +8,9 @@ import { runGrid, type GridProgress } from '../grid/pool.ts';
 import { loadFgdTrace, type FgdTask } from '../grid/tasks.ts';
 import { writeFileMkdir } from '../output.ts';
 import { fgdReportHtml } from '../report/fgd-html.ts';
+import { fgdLowerBound } from './lower-bound.ts';
 import type { FgdRun } from './run.ts';
-import { fgdBenchJson, fgdCurves, type FgdBenchJson } from './summary.ts';
+import { fgdBenchJson, fgdCurves, lowerBoundJson, type FgdBenchJson } from './summary.ts';
 
 export const FGD_POLICIES = ['random', 'dotprod', 'gpuclustering', 'gpupacking', 'bestfit', 'fgd', 'sits'];
 
@@ -22,6 +23,8 @@ export interface FgdBenchInput {
   readonly tune: number;
   /** false: runMs is 0, so that the JSON is byte-identical across runs. */
   readonly timing: boolean;
+  /** Compute the LP lower bound per seed (`lowerBound` in the JSON); default true. */
+  readonly bound?: boolean;
 }
 
 export interface FgdBench {
@@ -43,7 +46,7 @@ export interface FgdBenchOutputs {
  */
 export function prepareFgdBench(input: FgdBenchInput): { readonly tasks: readonly FgdTask[]; run(o: { workers: number; onProgress?: (p: GridProgress) => void }): Promise<FgdBench> } {
   const { nodesFile, podsFile } = input;
-  loadFgdTrace(nodesFile, podsFile);
+  const trace = loadFgdTrace(nodesFile, podsFile);
   const tasks: FgdTask[] = [];
   for (const policy of input.policies) for (const seed of input.seeds) tasks.push({ nodesFile, podsFile, policy, seed, tune: input.tune, timing: input.timing });
   return {
@@ -52,7 +55,11 @@ export function prepareFgdBench(input: FgdBenchInput): { readonly tasks: readonl
       const t0 = performance.now();
       const runs = await runGrid(tasks, { workers: o.workers, ...(o.onProgress === undefined ? {} : { onProgress: o.onProgress }) });
       const wallMs = performance.now() - t0;
-      return { json: fgdBenchJson(basename(podsFile), input.seeds, input.policies, runs), runs, tasks: tasks.length, wallMs };
+      const json = fgdBenchJson(basename(podsFile), input.seeds, input.policies, runs);
+      if (input.bound === false) return { json, runs, tasks: tasks.length, wallMs };
+      const perSeed: (number | null)[] = [];
+      for (const seed of input.seeds) perSeed.push(await fgdLowerBound(trace, seed, input.tune));
+      return { json: { ...json, lowerBound: lowerBoundJson(perSeed) }, runs, tasks: tasks.length, wallMs };
     },
   };
 }

@@ -19,6 +19,14 @@ export interface FgdBenchJson {
   readonly trace: string;
   readonly seeds: readonly number[];
   readonly results: readonly FgdPolicyResult[];
+  /** No policy can do better (ADR 0107): median over seeds of the per-seed LP bound, at 100 % arrived. */
+  readonly lowerBound?: { readonly unallocatedPct: Readonly<Record<string, number | null>> };
+}
+
+/** The JSON's `lowerBound` from per-seed bounds (null when some seed has none, like the policies' medians). */
+export function lowerBoundJson(perSeed: readonly (number | null)[]): { unallocatedPct: Record<string, number | null> } {
+  const vals = perSeed.filter((v): v is number => v !== null);
+  return { unallocatedPct: { '100': vals.length === 0 || vals.length < perSeed.length ? null : round4(median(vals)) } };
 }
 
 export const round4 = (x: number): number => Math.round(x * 1e4) / 1e4;

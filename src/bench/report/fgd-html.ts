@@ -13,10 +13,15 @@ const fmt = (v: number | null | undefined, digits = 2): string => (v === null ||
 
 export function fgdReportHtml(json: FgdBenchJson, curves: readonly FgdCurves[]): string {
   const published = PUBLISHED_UNALLOCATED_100[json.trace];
-  const head = ['policy', ...UNALLOCATED_AT.map((b) => `unalloc @${b}`), ...(published ? ['published @100'] : []), ...FRAG_RATE_AT.map((b) => `frag rate @${b}`), 'run ms'];
+  const bound = json.lowerBound === undefined ? undefined : json.lowerBound.unallocatedPct['100'];
+  // The bound is the same for every policy (it depends on the arrivals only): shown on every row with the policy's distance to it.
+  const boundHead = bound === undefined ? [] : ['lower bound @100', 'above bound @100'];
+  const head = ['policy', ...UNALLOCATED_AT.map((b) => `unalloc @${b}`), ...boundHead, ...(published ? ['published @100'] : []), ...FRAG_RATE_AT.map((b) => `frag rate @${b}`), 'run ms'];
   const rows = json.results.map((r) => {
     const pub = published?.[publishedName(r.policy)];
-    return [escapeHtml(r.policy), ...UNALLOCATED_AT.map((b) => fmt(r.unallocatedPct[String(b)])), ...(published ? [fmt(pub)] : []), ...FRAG_RATE_AT.map((b) => fmt(r.fragRatePct[String(b)], 1)), fmt(r.runMs, 0)];
+    const u = r.unallocatedPct['100'];
+    const boundCells = bound === undefined ? [] : [fmt(bound), bound === null || u === null || u === undefined ? '–' : fmt(u - bound)];
+    return [escapeHtml(r.policy), ...UNALLOCATED_AT.map((b) => fmt(r.unallocatedPct[String(b)])), ...boundCells, ...(published ? [fmt(pub)] : []), ...FRAG_RATE_AT.map((b) => fmt(r.fragRatePct[String(b)], 1)), fmt(r.runMs, 0)];
   });
   const table = `<table><thead><tr>${head.map((h) => `<th>${h}</th>`).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((c, i) => (i === 0 ? `<th>${c}</th>` : `<td>${c}</td>`)).join('')}</tr>`).join('')}</tbody></table>`;
   const data = {

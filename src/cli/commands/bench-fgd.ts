@@ -27,6 +27,7 @@ interface FgdOptions {
   tune: number;
   workers: number;
   timing: boolean;
+  bound: boolean;
 }
 
 export function fgdTable(json: FgdBenchJson): string {
@@ -34,7 +35,8 @@ export function fgdTable(json: FgdBenchJson): string {
   const f = (v: number | null | undefined, d = 2): string => (v === null || v === undefined ? '–' : v.toFixed(d));
   const head = ['policy', ...UNALLOCATED_AT.map((b) => `@${b}`), ...(published ? ['paper@100'] : []), ...FRAG_RATE_AT.map((b) => `frag@${b}`), 'run ms'];
   const rows = json.results.map((r) => [r.policy, ...UNALLOCATED_AT.map((b) => f(r.unallocatedPct[String(b)])), ...(published ? [f(published[publishedName(r.policy)])] : []), ...FRAG_RATE_AT.map((b) => f(r.fragRatePct[String(b)], 1)), f(r.runMs, 0)]);
-  return `unallocated GPU % by arrived workload %, frag rate %, median of ${json.seeds.length} seeds — ${json.trace}\n${table(head, rows)}`;
+  const lb = json.lowerBound === undefined ? '' : `\nlower bound (LP relaxation, no policy can go below) @100: ${f(json.lowerBound.unallocatedPct['100'])}`;
+  return `unallocated GPU % by arrived workload %, frag rate %, median of ${json.seeds.length} seeds — ${json.trace}\n${table(head, rows)}${lb}`;
 }
 
 export function registerBenchFgd(bench: Command): void {
@@ -51,6 +53,7 @@ export function registerBenchFgd(bench: Command): void {
     .option('--tune <ratio>', 'workload as a multiple of GPU capacity', numberOption('--tune', 0.1, 10), 1.3)
     .option('--workers <n>', 'worker threads (0 = run in this thread)', intOption('--workers', 0, 256), defaultWorkers())
     .option('--no-timing', 'report runMs as 0 so that the JSON is byte-identical across runs')
+    .option('--no-bound', 'skip the LP lower bound (lowerBound in the JSON)')
     .action(async (o: FgdOptions) => {
       const seeds = parseSeeds(o.seeds);
       if (seeds === undefined) throw new CliError(`--seeds must look like 42-51 or 42,43,50, got "${o.seeds}"`);
@@ -65,7 +68,7 @@ export function registerBenchFgd(bench: Command): void {
       const podsFile = o.pods as string;
       let bench;
       try {
-        bench = prepareFgdBench({ nodesFile, podsFile, policies, seeds, tune: o.tune, timing: o.timing }); // fails fast on a bad file, before any thread starts
+        bench = prepareFgdBench({ nodesFile, podsFile, policies, seeds, tune: o.tune, timing: o.timing, bound: o.bound }); // fails fast on a bad file, before any thread starts
       } catch (e) {
         if (e instanceof TraceError) throw new CliError(e.message);
         throw e;

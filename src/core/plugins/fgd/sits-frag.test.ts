@@ -3,7 +3,7 @@ import { makePod } from '../../model/pod.ts';
 import { ClusterState } from '../../snapshot/cluster-state.ts';
 import { FragCache, fgdChoice } from './fgd.ts';
 import type { TypicalShape } from './fragmentation.ts';
-import { cpuPerGpuMilli, excludedWeight, holeWaste, memPerGpuMilli, SitsFragModel, sitsFragChoice, sitsFragPlugin, strandedGpuMilli } from './sits-frag.ts';
+import { allowsModel, cpuPerGpuMilli, excludedWeight, holeWaste, memPerGpuMilli, modelPressure, SITS_FRAG_DEFAULTS, SitsFragModel, sitsFragChoice, sitsFragPlugin, strandedGpuMilli } from './sits-frag.ts';
 import { nodeInState, nodeSpec, oneNode } from './test-helpers.ts';
 
 const shapes: TypicalShape[] = [
@@ -121,5 +121,53 @@ describe('sitsFragChoice', () => {
     expect(p.pickGpus?.(makePod('f', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 }), node, ctx, [0, 0, 1, 1])).toEqual([2]);
     expect(p.pickGpus?.(makePod('w', { cpuMilli: 2000, gpuCount: 2 }), node, ctx, [0, 0, 1, 1])).toEqual([2, 3]);
     expect(p.pickGpus?.(makePod('w', { cpuMilli: 2000, gpuCount: 3 }), node, ctx, [0, 0, 1, 1])).toBeUndefined();
+  });
+});
+
+describe('GPU models: the workload a node of one model serves, and the pressure on its capacity', () => {
+  const constrained: TypicalShape[] = [
+    { cpuMilli: 4000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 0.5 },
+    { cpuMilli: 16000, gpuMilli: 1000, gpuCount: 1, gpuModels: ['P100'], weight: 0.25 },
+    { cpuMilli: 1000, gpuMilli: 500, gpuCount: 1, gpuModels: ['P100', 'T4'], weight: 0.25 },
+  ];
+  it('κ and W(h) per model come from the shapes that may use the model', () => {
+    const onG2 = (s: TypicalShape): boolean => allowsModel(s, 'G2');
+    expect(cpuPerGpuMilli(constrained, onG2)).toBe(4);
+    // On P100 every shape counts: (0.5·4000 + 0.25·16000 + 0.25·1000) / (0.5·1000 + 0.25·1000 + 0.25·500).
+    expect(cpuPerGpuMilli(constrained, (s) => allowsModel(s, 'P100'))).toBeCloseTo(6250 / 875, 12);
+    // Only the 500-milli shape could fill a 600 hole, and it may not run on G2: dead there, alive on T4.
+    expect(holeWaste(constrained, 100, onG2)[600]).toBe(600);
+    expect(holeWaste(constrained, 100, (s) => allowsModel(s, 'T4'))[600]).toBeCloseTo(600 * (1 - 0.25 / 0.75) ** 100, 9);
+  });
+  it('π(M): the share of M that the pods restricted to lists with M need when demand equals capacity', () => {
+    const cap = new Map([
+      ['G2', 8000],
+      ['P100', 1000],
+      ['T4', 1000],
+    ]);
+    const p = modelPressure(constrained, cap);
+    // D = 500 + 250 + 125 = 875; C = 10000. P100-only: (250/875)·10000/1000; P100|T4: (125/875)·10000/2000.
+    expect(p.get('P100')).toBeCloseTo((250 / 875) * 10 + (125 / 875) * 5, 12);
+    expect(p.get('T4')).toBeCloseTo((125 / 875) * 5, 12);
+    expect(p.has('G2')).toBe(false);
+    expect(modelPressure(shapes.filter((s) => s.gpuModels.length === 0), cap).size).toBe(0);
+    expect(modelPressure(constrained, new Map()).size).toBe(0);
+  });
+  it('with the pressure term, a pod that may run anywhere leaves a pressed model for the pods that need it', () => {
+    const state = new ClusterState([nodeSpec('g2', 8, 'G2', 96000), nodeSpec('p100', 2, 'P100', 64000)]);
+    const g2 = nodeInState(state, 'g2', [1000, 1000, 1000, 1000, 1000, 1000, 1000, 1000], 96000);
+    const p100 = nodeInState(state, 'p100', [1000, 1000], 64000);
+    const pod = makePod('any', { cpuMilli: 4000, gpuCount: 1 });
+    const plugin = sitsFragPlugin(constrained, { ...SITS_FRAG_DEFAULTS, pressureWeight: 1 });
+    expect(plugin.preScore?.(pod, state)).toBe(true);
+    expect(plugin.score?.(pod, g2)).toBeGreaterThan(plugin.score?.(pod, p100) as number);
+    // Without the cluster (no preScore yet) or with γ = 0 there is no pressure: the score is the older one.
+    const m0 = new SitsFragModel(constrained, { ...SITS_FRAG_DEFAULTS, pressureWeight: 1 });
+    const m1 = new SitsFragModel(constrained, { ...SITS_FRAG_DEFAULTS, pressureWeight: 0 });
+    m1.observe(state);
+    expect(sitsFragChoice(m0, pod, p100).score).toBe(sitsFragChoice(m1, pod, p100).score);
+    m0.observe(state);
+    expect(m0.view('P100').pressure).toBe(1);
+    expect(sitsFragChoice(m0, pod, p100).score).toBeLessThan(sitsFragChoice(m1, pod, p100).score);
   });
 });

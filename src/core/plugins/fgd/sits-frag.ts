@@ -1,26 +1,29 @@
 /**
  * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with lookahead
- * terms that FGD lacks, all learned from the typical workload only (see docs/adr/0003):
+ * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106):
  *
- *   D = ΔFrag + (β − 1) · W_na(model) · taken − λ · ΔS_cpu − λ · ΔS_mem − η · ΔW_hole
+ *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
  *   score = trunc(100 · σ(D / 1000)),   σ(x) = 1 / (1 + e^−x)
  *
  * - ΔFrag = Frag(node) − Frag(after), the paper's node fragment (fragmentation.ts) for the typical shapes.
- * - Scarce-model protection: W_na(model) = Σ p_t over GPU shapes whose model list excludes the node's model.
- *   FGD already counts such capacity once as fragment (category NA); SITS counts it β = 3 times, so pods
- *   that may run anywhere use the GPUs that constrained pods cannot, and keep the scarce models free.
- * - CPU stranding: S(x) = max(0, F − cpuLeft / κ) is the free GPU milli the node's CPU cannot feed,
- *   with κ = Σ p_t·cpu_t / Σ p_t·n_t·m_t the workload's CPU per GPU milli. A placement that makes the
- *   node more CPU-starved than it was pays λ = 1 per milli (never a reward: a node that is CPU-poor by
- *   build does not attract pods for that reason). ΔS = max(0, S(after) − S(before)).
+ * - Model pressure, γ = 1: π(M) ∈ [0, 1] is the share of model M's capacity that the pods restricted to
+ *   model lists containing M need when demand equals capacity (`modelPressure`; capacity per model is read
+ *   from the cluster in PreScore). Taking, or stranding, capacity of a pressed model costs what the
+ *   constrained pods lose. Without constrained shapes π = 0.
+ * - Scarce-model weight β: W_na(model) = Σ p_t over GPU shapes whose model list excludes the node's model;
+ *   β = 1 since ADR 0106 (FGD's own NA count only; the pressure term does the job better).
+ * - CPU stranding: S(x) = max(0, F − cpuLeft / κ_M) is the free GPU milli the node's CPU cannot feed,
+ *   with κ_M = Σ p_t·cpu_t / Σ p_t·n_t·m_t over the GPU shapes that may use the node's model M. A placement
+ *   that makes the node more CPU-starved than it was pays λ = 2 per milli (never a reward: a node that is
+ *   CPU-poor by build does not attract pods for that reason). ΔS = max(0, S(after) − S(before)).
  * - Memory stranding: the same with the node's free memory and the workload's memory per GPU milli
  *   (off when the typical shapes carry no memory).
- * - Hole waste (fractional pods only): a GPU left with h milli free wastes W(h) = h · (1 − φ(h))^K, where
- *   φ(h) is the share of single-GPU typical pods that fit in h: the chance that none of the next K = 100
- *   such pods could use the hole. Holes that only rare shapes fit (< ~1 % of pods, e.g. 60 milli beside
- *   two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0. The pod pays
- *   η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same hole only
- *   through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
+ * - Hole waste (fractional pods only): a GPU left with h milli free wastes W_M(h) = h · (1 − φ_M(h))^K, where
+ *   φ_M(h) is the share of the single-GPU typical pods that may use model M which fit in h: the chance that
+ *   none of the next K = 100 such pods could use the hole. Holes that only rare shapes fit (< ~1 % of pods,
+ *   e.g. 60 milli beside two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0.
+ *   The pod pays η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same
+ *   hole only through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
  * Integer truncation is kept on purpose: equal scores go to the fixed node order (ranks), which
  * consolidates placements like first fit; removing it loses ~1.4 pp on the default trace.
  *
@@ -30,7 +33,7 @@
  * "any n fully free GPUs" and never runs the topology search.
  */
 import type { PodSpec } from '../../model/pod.ts';
-import type { NodeState } from '../../snapshot/cluster-state.ts';
+import type { ClusterState, NodeState } from '../../snapshot/cluster-state.ts';
 import type { GpuMask, Plugin } from '../../framework/types.ts';
 import { pickTopologyGpus } from '../topology/gpu-topology-pick.ts';
 import { FragCache, seenBefore } from './fgd.ts';
@@ -38,14 +41,47 @@ import type { TypicalShape } from './fragmentation.ts';
 
 const sigmoid = (d: number): number => 1 / (1 + Math.exp(-d));
 
-/** Weight of capacity that some constrained typical shape may not use (FGD's NA category counts 1). */
-export const SCARCE_MODEL_WEIGHT = 3;
-/** Penalty per milli of GPU capacity newly stranded by lack of CPU (and, the same, of memory). */
-export const CPU_STRAND_WEIGHT = 1;
+/**
+ * Weight of capacity that some constrained typical shape may not use (FGD's NA category counts 1). Was 3
+ * (ADR 0003); the model-pressure term replaces it (β = 1: FGD's count only), which the sweep of ADR 0106
+ * found better on every constrained training variant.
+ */
+export const SCARCE_MODEL_WEIGHT = 1;
+/** Penalty per milli of GPU capacity newly stranded by lack of CPU (and, the same, of memory); ADR 0106 sweep. */
+export const CPU_STRAND_WEIGHT = 2;
+/** γ: cost per milli a pod takes on a model, times the model's pressure π (ADR 0106 sweep). */
+export const MODEL_PRESSURE_WEIGHT = 1;
 /** Penalty per milli of expected hole waste a fractional pod leaves on its GPU. */
 export const HOLE_WASTE_WEIGHT = 2;
 /** Pods a hole waits through: a hole that none of the next K single-GPU pods fits is counted dead. */
 export const HOLE_LOOKAHEAD_PODS = 100;
+
+/** The constants of the score (ADR 0003, swept in ADR 0106); experiments pass other values. */
+export interface SitsFragParams {
+  readonly scarceModelWeight: number;
+  readonly strandWeight: number;
+  readonly holeWasteWeight: number;
+  readonly holeLookahead: number;
+  /** Learn κ and W(h) per GPU model from the shapes that may use it (false: from all shapes, as before). */
+  readonly modelAware: boolean;
+  /** φ_M(h) over the pods that may use the model ('allowed') or over all single-GPU pods ('all'). */
+  readonly holeShareOf: 'allowed' | 'all';
+  /** γ: cost per milli taken (and per milli stranded, on top of λ) on a model, times its pressure π(M). */
+  readonly pressureWeight: number;
+}
+
+export const SITS_FRAG_DEFAULTS: SitsFragParams = {
+  scarceModelWeight: SCARCE_MODEL_WEIGHT,
+  strandWeight: CPU_STRAND_WEIGHT,
+  holeWasteWeight: HOLE_WASTE_WEIGHT,
+  holeLookahead: HOLE_LOOKAHEAD_PODS,
+  modelAware: true,
+  holeShareOf: 'allowed',
+  pressureWeight: MODEL_PRESSURE_WEIGHT,
+};
+
+/** Whether typical shape `s` may run on GPU model `model` (no list = any model). */
+export const allowsModel = (s: TypicalShape, model: string): boolean => s.gpuModels.length === 0 || s.gpuModels.includes(model);
 
 export interface SitsChoice {
   readonly score: number;
@@ -54,11 +90,11 @@ export interface SitsChoice {
 }
 
 /** κ: expected CPU milli per GPU milli of the typical GPU shapes; 0 when there are none. */
-export function cpuPerGpuMilli(shapes: readonly TypicalShape[]): number {
+export function cpuPerGpuMilli(shapes: readonly TypicalShape[], allowed: (s: TypicalShape) => boolean = () => true): number {
   let cpu = 0;
   let gpu = 0;
   for (const s of shapes) {
-    if (s.gpuMilli <= 0 || s.gpuCount <= 0) continue;
+    if (s.gpuMilli <= 0 || s.gpuCount <= 0 || !allowed(s)) continue;
     cpu += s.weight * s.cpuMilli;
     gpu += s.weight * s.gpuMilli * s.gpuCount;
   }
@@ -66,11 +102,11 @@ export function cpuPerGpuMilli(shapes: readonly TypicalShape[]): number {
 }
 
 /** Expected memory MiB per GPU milli of the typical GPU shapes; 0 when they carry no memory. */
-export function memPerGpuMilli(shapes: readonly TypicalShape[]): number {
+export function memPerGpuMilli(shapes: readonly TypicalShape[], allowed: (s: TypicalShape) => boolean = () => true): number {
   let mem = 0;
   let gpu = 0;
   for (const s of shapes) {
-    if (s.gpuMilli <= 0 || s.gpuCount <= 0 || s.memoryMiB === undefined) continue;
+    if (s.gpuMilli <= 0 || s.gpuCount <= 0 || s.memoryMiB === undefined || !allowed(s)) continue;
     mem += s.weight * s.memoryMiB;
     gpu += s.weight * s.gpuMilli * s.gpuCount;
   }
@@ -79,16 +115,19 @@ export function memPerGpuMilli(shapes: readonly TypicalShape[]): number {
 
 /**
  * W(h) for h = 0..1000: expected waste of a GPU hole of h milli, h · (1 − φ(h))^K, with φ(h) the share of
- * single-GPU typical pods whose milli ≤ h (model lists ignored). All zeros without single-GPU shapes.
+ * single-GPU typical pods whose milli ≤ h. With `allowed`, only shapes it accepts can fill the hole, and
+ * φ is their share among the accepted shapes (`shareOf` 'allowed') or among all single-GPU shapes ('all').
+ * All zeros without single-GPU shapes.
  */
-export function holeWaste(shapes: readonly TypicalShape[], lookahead = HOLE_LOOKAHEAD_PODS): Float64Array {
+export function holeWaste(shapes: readonly TypicalShape[], lookahead = HOLE_LOOKAHEAD_PODS, allowed: (s: TypicalShape) => boolean = () => true, shareOf: 'allowed' | 'all' = 'allowed'): Float64Array {
   const w = new Float64Array(1001);
   let all = 0;
   const weightAt = new Float64Array(1001);
   for (const s of shapes) {
     if (s.gpuCount !== 1 || s.gpuMilli <= 0 || s.gpuMilli > 1000) continue;
-    all += s.weight;
-    weightAt[s.gpuMilli] = (weightAt[s.gpuMilli] as number) + s.weight;
+    const ok = allowed(s);
+    if (ok || shareOf === 'all') all += s.weight;
+    if (ok) weightAt[s.gpuMilli] = (weightAt[s.gpuMilli] as number) + s.weight;
   }
   if (all === 0) return w;
   let fits = 0;
@@ -111,6 +150,41 @@ export function excludedWeight(shapes: readonly TypicalShape[], model: string): 
   return w;
 }
 
+/** The workload constants as seen from nodes of one GPU model: what the shapes that may use it need. */
+export interface ModelView {
+  readonly model: string;
+  readonly kappa: number;
+  readonly memKappa: number;
+  readonly holeWaste: Float64Array;
+  readonly excluded: number;
+  /** min(1, π(M)): see `modelPressure`. */
+  readonly pressure: number;
+}
+
+/**
+ * π(M) per GPU model: the share of M's capacity that the pods restricted to a model list containing M
+ * would need if the arriving GPU demand equalled the cluster's capacity, each list's demand spread over its
+ * models in proportion to their capacity: π(M) = Σ_{t: M ∈ L_t} (d_t / D) · C / cap(L_t), with d_t = p_t n_t m_t,
+ * D = Σ d_t over GPU shapes, C = Σ cap. 0 for every model when no shape has a list (or no capacity is known).
+ */
+export function modelPressure(shapes: readonly TypicalShape[], capacity: ReadonlyMap<string, number>): Map<string, number> {
+  const out = new Map<string, number>();
+  let total = 0;
+  for (const c of capacity.values()) total += c;
+  let demand = 0;
+  for (const s of shapes) if (s.gpuMilli > 0 && s.gpuCount > 0) demand += s.weight * s.gpuCount * s.gpuMilli;
+  if (total <= 0 || demand <= 0) return out;
+  for (const s of shapes) {
+    if (s.gpuMilli <= 0 || s.gpuCount <= 0 || s.gpuModels.length === 0) continue;
+    const models = [...new Set(s.gpuModels)].filter((m) => (capacity.get(m) ?? 0) > 0);
+    const cap = models.reduce((a, m) => a + (capacity.get(m) as number), 0);
+    if (cap <= 0) continue;
+    const share = ((s.weight * s.gpuCount * s.gpuMilli) / demand) * (total / cap);
+    for (const m of models) out.set(m, (out.get(m) ?? 0) + share);
+  }
+  return out;
+}
+
 /** Everything the score needs besides pod and node: the fragment cache and the workload constants. */
 export class SitsFragModel {
   readonly cache: FragCache;
@@ -122,12 +196,67 @@ export class SitsFragModel {
   /** GPU chosen by the last `sitsFragScore` for a fractional pod (-1 otherwise): no object per evaluation. */
   chosenGpu = -1;
   private readonly excluded = new Map<string, number>();
+  private readonly views = new Map<string, ModelView>();
+  private pressures = new Map<string, number>();
+  private observedNodes = -1;
+  /** The view of each node's model by node index: one array read per score instead of a Map lookup. */
+  private nodeViews: (ModelView | undefined)[] = [];
 
-  constructor(readonly shapes: readonly TypicalShape[]) {
+  constructor(
+    readonly shapes: readonly TypicalShape[],
+    readonly params: SitsFragParams = SITS_FRAG_DEFAULTS,
+  ) {
     this.cache = new FragCache(shapes);
     this.kappa = cpuPerGpuMilli(shapes);
     this.memKappa = memPerGpuMilli(shapes);
-    this.holeWaste = holeWaste(shapes);
+    this.holeWaste = holeWaste(shapes, params.holeLookahead);
+  }
+
+  /**
+   * Learns the GPU capacity per model from the cluster (the supply side of π). Static capacity in
+   * practice; recomputed when the node count changes. Scores cached before that keep the old π until
+   * their node changes (ADR 0106).
+   */
+  observe(state: ClusterState): void {
+    if (state.size === this.observedNodes || this.params.pressureWeight === 0) return;
+    this.observedNodes = state.size;
+    const cap = new Map<string, number>();
+    for (const n of state.nodes) {
+      const model = n.spec.gpus[0]?.model;
+      if (model === undefined) continue;
+      cap.set(model, (cap.get(model) ?? 0) + 1000 * n.spec.gpus.length);
+    }
+    this.pressures = modelPressure(this.shapes, cap);
+    this.views.clear();
+    this.nodeViews = [];
+  }
+
+  /** `view` of the node's GPU model. */
+  viewOf(node: NodeState): ModelView {
+    const model = node.spec.gpus[0]?.model ?? '';
+    let v = this.nodeViews[node.idx];
+    // The model check keeps a reused index (another state, a replaced node) from reading a stale view.
+    if (v === undefined || v.model !== model) {
+      v = this.view(model);
+      this.nodeViews[node.idx] = v;
+    }
+    return v;
+  }
+
+  /** κ, memory κ, W(h), W_na and π for nodes of `model`, computed once per model. */
+  view(model: string): ModelView {
+    let v = this.views.get(model);
+    if (v === undefined) {
+      const excluded = this.excludedWeight(model);
+      const pressure = Math.min(1, this.pressures.get(model) ?? 0);
+      if (!this.params.modelAware) v = { model, kappa: this.kappa, memKappa: this.memKappa, holeWaste: this.holeWaste, excluded, pressure };
+      else {
+        const allowed = (s: TypicalShape): boolean => allowsModel(s, model);
+        v = { model, kappa: cpuPerGpuMilli(this.shapes, allowed), memKappa: memPerGpuMilli(this.shapes, allowed), holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf), excluded, pressure };
+      }
+      this.views.set(model, v);
+    }
+    return v;
   }
 
   excludedWeight(model: string): number {
@@ -164,18 +293,21 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   const before = cache.current(node);
   const taken = r.gpuCount * r.gpuMilli;
   const freeBefore = node.gpuFreeMilli();
-  const cpuStrand = newlyStranded(freeBefore, taken, node.cpuFreeMilli, r.cpuMilli, model.kappa);
-  const memStrand = newlyStranded(freeBefore, taken, node.memFreeMiB, r.memoryMiB, model.memKappa);
-  const extra = (SCARCE_MODEL_WEIGHT - 1) * model.excludedWeight(node.spec.gpus[0]?.model ?? '') * taken - CPU_STRAND_WEIGHT * (cpuStrand + memStrand);
+  const view = model.viewOf(node);
+  const cpuStrand = newlyStranded(freeBefore, taken, node.cpuFreeMilli, r.cpuMilli, view.kappa);
+  const memStrand = newlyStranded(freeBefore, taken, node.memFreeMiB, r.memoryMiB, view.memKappa);
+  const p = model.params;
+  const gp = p.pressureWeight * view.pressure;
+  const extra = (p.scarceModelWeight - 1) * view.excluded * taken - gp * taken - (p.strandWeight + gp) * (cpuStrand + memStrand);
   if (r.gpuCount === 1 && r.gpuMilli < 1000) {
     let best = -1;
     let bestGpu = -1;
     const free = node.gpuFree;
-    const waste = model.holeWaste;
+    const waste = view.holeWaste;
     for (let g = 0; g < free.length; g++) {
       const f = free[g] as number;
       if (node.gpuUsable[g] !== 1 || f < r.gpuMilli || (allowed !== undefined && allowed[g] !== 1) || seenBefore(node, g, f, allowed)) continue;
-      const hole = HOLE_WASTE_WEIGHT * ((waste[f - r.gpuMilli] as number) - (waste[f] as number));
+      const hole = p.holeWasteWeight * ((waste[f - r.gpuMilli] as number) - (waste[f] as number));
       const sc = toScore(before - cache.afterOne(node, r.cpuMilli, f, r.gpuMilli) + extra - hole);
       if (sc > best) {
         best = sc;
@@ -190,10 +322,15 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   return after === undefined ? 0 : toScore(before - after + extra);
 }
 
-export const sitsFragPlugin = (shapes: readonly TypicalShape[]): Plugin => {
-  const model = new SitsFragModel(shapes);
+export const sitsFragPlugin = (shapes: readonly TypicalShape[], params: SitsFragParams = SITS_FRAG_DEFAULTS): Plugin => {
+  const model = new SitsFragModel(shapes, params);
   return {
     name: 'sits-frag',
+    // Not a skip: the cluster's GPU capacity per model is read here, before any node is scored.
+    preScore: (_pod, state) => {
+      model.observe(state);
+      return true;
+    },
     score: (pod, node) => sitsFragScore(model, pod, node),
     pickGpus: (pod, node, _ctx, allowed) => {
       const r = pod.request;
