@@ -1,7 +1,8 @@
 /**
  * `sits bench all` as a list of ordinary `sits` subcommands: the FGD grid on every openb pod list found,
  * the throughput table at 1k/5k/10k nodes (each size in a fresh process, for honest RSS), two replays,
- * admission at 1k/5k/10k nodes and the multi-tenant experiment. Steps whose input files are missing are
+ * admission at 1k/5k/10k nodes, the multi-tenant experiment, serving, batch inference, the webhook and training
+ * throughput. Steps whose input files are missing are
  * left out. The CLI runs each in a child process and prints it first.
  */
 import { existsSync, readdirSync } from 'node:fs';
@@ -51,5 +52,12 @@ export function benchAllCommands(o: BenchAllInput): string[][] {
   for (const n of [1000, 5000, 10000]) commands.push(['bench', 'admission', '--nodes', String(n), '--json', join(o.out, `admission-${n}.json`)]);
   const philly = join(o.philly, 'philly.csv');
   if (existsSync(philly)) commands.push(['bench', 'tenants', '--trace', philly, '--json', join(o.out, 'tenants.json')]);
+  // Issues 12, 13, 16, 19: serving autoscalers and batch inference on their default (Azure) trace, the admission
+  // webhook and lint, and training throughput by the step-time model. (`bench checkpoint`, `bench dashboard` and
+  // `bench kube` need the built control plane or Chromium and run on their own.)
+  commands.push(['bench', 'serving', '--json', join(o.out, 'serving.json')]);
+  commands.push(['bench', 'batch', '--json', join(o.out, 'batch.json')]);
+  commands.push(['bench', 'webhook', '--json', join(o.out, 'webhook.json')]);
+  commands.push(['bench', 'training', '--json', join(o.out, 'training.json')]);
   return commands;
 }
