@@ -107,6 +107,11 @@ export const ScenarioRunningJobT = Type.Object(
     criticalForSec: Type.Optional(Sec({ exclusiveMinimum: 0 })),
     checkpointAgoSec: Type.Optional(Sec({ minimum: 0 })),
     preemptible: Type.Optional(Type.Boolean()),
+    /** Takes a checkpoint when asked (checkpoint-aware preemption): commits `checkpointSec` after the request, or never. */
+    checkpointable: Type.Optional(Type.Boolean()),
+    checkpointSec: Type.Optional(Type.Union([Sec({ minimum: 0 }), Type.Literal('never')])),
+    /** Writing a checkpoint of its own right now (end unknown): a critical phase under checkpoint-aware preemption. */
+    checkpointInFlight: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -141,11 +146,12 @@ export const ScenarioCycleOptionsT = Type.Object(
     preemption: Type.Optional(Type.Boolean()),
     fairShare: Type.Optional(Type.Boolean()),
     maxReservations: Type.Optional(Type.Integer({ minimum: 0 })),
+    checkpointAware: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
 
-const WAIT_REASONS = ['quota', 'capacity', 'reservation', 'fair-share', 'critical-victim', 'inadmissible'] as const satisfies readonly WaitReason[];
+const WAIT_REASONS = ['quota', 'capacity', 'reservation', 'fair-share', 'critical-victim', 'checkpoint-victim', 'inadmissible'] as const satisfies readonly WaitReason[];
 
 export const QueueExpectT = Type.Object(
   {
@@ -154,6 +160,7 @@ export const QueueExpectT = Type.Object(
     preempted: Type.Optional(Name),
     running: Type.Optional(Name),
     deferred: Type.Optional(Name),
+    checkpointRequested: Type.Optional(Name),
     reservation: Type.Optional(Name),
     preemptions: Type.Optional(Type.Integer({ minimum: 0 })),
     maxPreemptions: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -175,7 +182,7 @@ export const QueueExpectT = Type.Object(
 );
 type QueueExpect = Static<typeof QueueExpectT>;
 
-const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
+const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'checkpointRequested', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
 type Target = (typeof TARGETS)[number];
 /** Which other fields each kind of expectation may use. */
 const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
@@ -184,6 +191,7 @@ const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
   preempted: ['by', 'atSec', 'messageContains'],
   running: [],
   deferred: ['by', 'untilSec'],
+  checkpointRequested: ['by', 'atSec'],
   reservation: ['atSec', 'startsAtSec', 'nodes', 'nodeCount', 'messageContains'],
   preemptions: [],
   maxPreemptions: [],
@@ -208,6 +216,10 @@ interface RunningDef {
   readonly criticalUntilMs?: number;
   readonly lastCheckpointMs?: number;
   readonly preemptible: boolean;
+  readonly checkpointable?: boolean;
+  /** After a checkpoint request, when it commits (ms later); undefined: never. */
+  readonly checkpointAfterMs?: number;
+  readonly checkpointInFlight?: boolean;
   readonly where: readonly (string | number)[];
 }
 
@@ -309,6 +321,9 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
       ...(j.criticalForSec === undefined ? {} : { criticalUntilMs: j.criticalForSec * 1000 }),
       ...(j.checkpointAgoSec === undefined ? {} : { lastCheckpointMs: -j.checkpointAgoSec * 1000 }),
       preemptible: j.preemptible ?? true,
+      ...(j.checkpointable === undefined ? {} : { checkpointable: j.checkpointable }),
+      ...(j.checkpointSec === undefined || j.checkpointSec === 'never' ? {} : { checkpointAfterMs: j.checkpointSec * 1000 }),
+      ...(j.checkpointInFlight === undefined ? {} : { checkpointInFlight: j.checkpointInFlight }),
       where: path,
     });
   });
@@ -410,6 +425,8 @@ function startRunning(scheduler: Scheduler, state: ClusterState, r: RunningDef):
     ...(r.criticalUntilMs === undefined ? {} : { criticalUntilMs: r.criticalUntilMs }),
     ...(r.lastCheckpointMs === undefined ? {} : { lastCheckpointMs: r.lastCheckpointMs }),
     preemptible: r.preemptible,
+    ...(r.checkpointable === undefined ? {} : { checkpointable: r.checkpointable }),
+    ...(r.checkpointInFlight === undefined ? {} : { checkpointInFlight: r.checkpointInFlight }),
   };
 }
 
@@ -420,6 +437,7 @@ interface Trace {
   readonly started: Map<string, { atMs: number; placements: readonly Placement[] }>;
   readonly preempted: { victim: string; by: string; reason: string; atMs: number }[];
   readonly deferred: Map<string, { by: string; untilMs: number }>;
+  readonly checkpointRequests: { victim: string; by: string; atMs: number }[];
   /** Latest reason each job waited for (dropped when it starts). */
   readonly waiting: Map<string, Waiting>;
   /** Why each job waited, cycle by cycle (time → reason). */
@@ -447,7 +465,7 @@ function simulate(
   options: Partial<CycleOptions>,
   budgetsAt: (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined,
 ): Trace {
-  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
+  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), checkpointRequests: [], waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
   const fail = (m: string): void => {
     if (!t.failures.includes(`${file}: ${m}`)) t.failures.push(`${file}: ${m}`);
   };
@@ -464,8 +482,19 @@ function simulate(
   const everyMs = cycles.everySec * 1000;
   const sec = (ms: number): string => `${Math.round(ms / 100) / 10}s`;
   let lastLine = '';
+  // Requested checkpoints that will commit: victim → commit time.
+  const commits = new Map<string, number>();
+  const checkpointable = new Set(runningDefs.filter((r) => r.checkpointable === true).map((r) => r.job.id));
+  const commitAfter = new Map(runningDefs.filter((r) => r.checkpointAfterMs !== undefined).map((r) => [r.job.id, r.checkpointAfterMs as number]));
   for (let c = 0; c < cycles.count; c++) {
     const now = c * everyMs;
+    for (const [id, atMs] of commits) {
+      const r = running.get(id);
+      if (atMs > now || r === undefined) continue;
+      commits.delete(id);
+      running.set(id, { ...r, lastCheckpointMs: atMs });
+      t.log.push(`t=${sec(now)} ${id} committed the checkpoint asked of it (at ${sec(atMs)})`);
+    }
     const finished: string[] = [];
     for (const [id, r] of running) {
       if (r.estEndMs > now) continue;
@@ -488,6 +517,8 @@ function simulate(
       const left = v.podIds.filter((pod) => state.allocation(pod) !== undefined);
       if (left.length > 0) fail(`t=${sec(now)}: ${v.id} preempted in part: ${left.join(', ')} still allocated`);
       if ((v.criticalUntilMs ?? -Infinity) > now) fail(`t=${sec(now)}: ${v.id} preempted in its critical phase (until ${sec(v.criticalUntilMs as number)})`);
+      if (options.checkpointAware === true && v.checkpointInFlight === true && v.checkpointRequestedMs === undefined) fail(`t=${sec(now)}: ${v.id} preempted while writing a checkpoint`);
+      if (options.checkpointAware === true && v.checkpointable === true && v.checkpointRequestedMs === undefined) fail(`t=${sec(now)}: ${v.id} can checkpoint but was preempted without being asked for one`);
       running.delete(v.id);
       t.preempted.push({ victim: v.id, by: p.by, reason: p.reason, atMs: now });
       t.log.push(`t=${sec(now)} ${v.id} preempted: ${p.reason}`);
@@ -495,6 +526,15 @@ function simulate(
       const tmpl = template.get(v.id) as QueuedJob;
       const redo = now - Math.max(v.startMs, v.lastCheckpointMs ?? v.startMs);
       enqueue({ ...tmpl, estRuntimeMs: Math.max(1000, v.estEndMs - now + redo) }, now);
+    }
+    for (const q of res.checkpointRequests) {
+      const r = running.get(q.victim.id);
+      if (r === undefined) continue;
+      running.set(r.id, { ...r, checkpointRequestedMs: now });
+      const after = commitAfter.get(r.id);
+      if (after !== undefined) commits.set(r.id, now + after);
+      t.checkpointRequests.push({ victim: r.id, by: q.by, atMs: now });
+      t.log.push(`t=${sec(now)} checkpoint asked of ${r.id} for ${q.by} (evicted by ${sec(q.deadlineMs)} at the latest)`);
     }
     for (const d of res.deferred) {
       t.deferred.set(d.victim.id, { by: d.by, untilMs: d.atMs });
@@ -507,7 +547,7 @@ function simulate(
       t.waiting.delete(job.id);
       if (!t.started.has(job.id)) t.started.set(job.id, { atMs: now, placements: s.placements });
       const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      running.set(job.id, { id: job.id, queue: job.queue, priority: job.priority, startMs: now, estEndMs: now + job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true });
+      running.set(job.id, { id: job.id, queue: job.queue, priority: job.priority, startMs: now, estEndMs: now + job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true, ...(checkpointable.has(job.id) ? { checkpointable: true } : {}) });
     }
     if (res.started.length > 0) t.log.push(`t=${sec(now)} started: ${names(res.started.map((s) => `${s.job.id} (${[...new Set(s.placements.map((p) => p.node))].join(',')})`))}`);
     for (const [id, w] of res.waiting) {
@@ -622,6 +662,13 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       if (e.by !== undefined && d.by !== e.by) return `preemption of ${id} deferred for ${d.by}, expected for ${e.by}`;
       if (e.untilSec !== undefined && sec(d.untilMs) !== e.untilSec) return `preemption of ${id} deferred until ${sec(d.untilMs)} s, expected ${e.untilSec} s`;
       return undefined;
+    }
+    case 'checkpointRequested': {
+      const id = e.checkpointRequested as string;
+      const qs = t.checkpointRequests.filter((x) => x.victim === id);
+      if (qs.length === 0) return `expected a checkpoint to be asked of ${id}; none was (asked of: ${t.checkpointRequests.map((x) => x.victim).join(', ') || 'none'})`;
+      if (qs.some((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec))) return undefined;
+      return `checkpoint asked of ${id} for ${qs.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
     }
     case 'reservation': {
       const id = e.reservation as string;

@@ -23,7 +23,7 @@ export interface QueueObject {
     priorityClasses?: string[];
     defaultPriorityClassName?: string;
     namespaces?: string[];
-    preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number };
+    preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number; checkpointGraceSeconds?: number; defragmentByMigration?: boolean };
   };
 }
 
@@ -66,6 +66,9 @@ export function queueFromObject(o: QueueObject): QueueSpec {
     reclaimWithinCohort: p.reclaimWithinCohort ?? 'Any',
     cooldownMs: (p.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS) * 1000,
     criticalGraceMs: (p.criticalPhaseGraceSeconds ?? DEFAULT_CRITICAL_GRACE_SECONDS) * 1000,
+    // Only when given: the cycle's own default applies otherwise (and QueueSpecs of older objects stay as they were).
+    ...(p.checkpointGraceSeconds === undefined ? {} : { checkpointGraceMs: p.checkpointGraceSeconds * 1000 }),
+    ...(p.defragmentByMigration === undefined ? {} : { defragmentByMigration: p.defragmentByMigration }),
   } as const;
   return makeQueue(o.metadata?.name ?? '', {
     tenant: s.tenant ?? o.metadata?.name ?? '',
