@@ -33,6 +33,7 @@ import { celChecksOf } from '../api/schema/common.ts';
 import { GpuModelQuota, QueuePreemption, QueueSpec as QueueSpecSchema, ResourceQuota } from '../api/schema/queue.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
 import { disruptionsAllowed, type DisruptionBudget } from '../core/actions/disruption.ts';
+import { commitMigration, expectedStartMs, planMigration } from '../core/actions/migration.ts';
 import { DEFAULT_QUEUE, usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import type { Scheduler} from '../core/framework/scheduler.ts';
@@ -161,6 +162,8 @@ export const QueueExpectT = Type.Object(
     running: Type.Optional(Name),
     deferred: Type.Optional(Name),
     checkpointRequested: Type.Optional(Name),
+    /** A running job moved (checkpoint → restore elsewhere) to free a domain for `by` (defragmentation by migration). */
+    migrated: Type.Optional(Name),
     reservation: Type.Optional(Name),
     preemptions: Type.Optional(Type.Integer({ minimum: 0 })),
     maxPreemptions: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -182,7 +185,7 @@ export const QueueExpectT = Type.Object(
 );
 type QueueExpect = Static<typeof QueueExpectT>;
 
-const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'checkpointRequested', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
+const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'checkpointRequested', 'migrated', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
 type Target = (typeof TARGETS)[number];
 /** Which other fields each kind of expectation may use. */
 const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
@@ -192,6 +195,7 @@ const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
   running: [],
   deferred: ['by', 'untilSec'],
   checkpointRequested: ['by', 'atSec'],
+  migrated: ['by', 'atSec', 'nodes'],
   reservation: ['atSec', 'startsAtSec', 'nodes', 'nodeCount', 'messageContains'],
   preemptions: [],
   maxPreemptions: [],
@@ -438,6 +442,7 @@ interface Trace {
   readonly preempted: { victim: string; by: string; reason: string; atMs: number }[];
   readonly deferred: Map<string, { by: string; untilMs: number }>;
   readonly checkpointRequests: { victim: string; by: string; atMs: number }[];
+  readonly migrations: { moved: string; by: string; atMs: number; nodes: readonly string[] }[];
   /** Latest reason each job waited for (dropped when it starts). */
   readonly waiting: Map<string, Waiting>;
   /** Why each job waited, cycle by cycle (time → reason). */
@@ -465,7 +470,7 @@ function simulate(
   options: Partial<CycleOptions>,
   budgetsAt: (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined,
 ): Trace {
-  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), checkpointRequests: [], waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
+  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), checkpointRequests: [], migrations: [], waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
   const fail = (m: string): void => {
     if (!t.failures.includes(`${file}: ${m}`)) t.failures.push(`${file}: ${m}`);
   };
@@ -555,6 +560,31 @@ function simulate(
       t.waiting.set(id, w);
       const m = t.waitingAt.get(id) ?? new Map<number, Waiting>();
       t.waitingAt.set(id, m.set(now, w));
+    }
+    // Defragmentation by migration (ADR 0095): a gang of a queue that allows it, waiting on capacity, gets the
+    // moves that free a domain for it when they pay; the moved jobs keep running elsewhere, later by their pause.
+    for (const [id, w] of res.waiting) {
+      const job = pending.get(id);
+      if (job === undefined || w.reason !== 'capacity' || queues.get(job.queue)?.preemption?.defragmentByMigration !== true) continue;
+      const movable = [...running.values()].filter((r) => r.preemptible && r.checkpointable === true && (r.criticalUntilMs ?? -Infinity) <= now).map((r) => ({ job: r, gang: (template.get(r.id) as QueuedJob).gang }));
+      const expected = expectedStartMs(scheduler, job.gang, [...running.values()], now);
+      const plan = planMigration({ nowMs: now, scheduler, job, movable, expectedStartMs: expected });
+      if (plan === undefined) continue;
+      const placements = commitMigration(scheduler, plan);
+      for (const m of plan.moves) {
+        const r = running.get(m.job.id) as RunningJob;
+        running.set(r.id, { ...r, estEndMs: r.estEndMs + m.pauseMs, lastCheckpointMs: now });
+        const to = [...new Set(m.to.map((a) => a.node))].sort();
+        t.migrations.push({ moved: r.id, by: id, atMs: now, nodes: to });
+        t.log.push(`t=${sec(now)} ${r.id} moved to ${to.join(',')} (checkpoint, restore: ${sec(m.pauseMs)}) to free ${plan.level} ${plan.domain} for ${id}`);
+      }
+      pending.delete(id);
+      queue.delete(id);
+      t.waiting.delete(id);
+      if (!t.started.has(id)) t.started.set(id, { atMs: now, placements });
+      const model = state.node(placements[0]?.node ?? '')?.spec.gpus[0]?.model;
+      running.set(id, { id, queue: job.queue, priority: job.priority, startMs: plan.startMs, estEndMs: plan.startMs + job.estRuntimeMs, podIds: placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true });
+      t.log.push(`t=${sec(now)} started: ${id} (${[...new Set(placements.map((p) => p.node))].join(',')}) once the moved jobs have checkpointed (at ${sec(plan.startMs)}; gain ${Math.round(plan.gainGpuMs / 3.6e6)} GPU-h > cost ${Math.round((100 * plan.costGpuMs) / 3.6e6) / 100} GPU-h)`);
     }
     for (const r of res.reservations) t.reservations.set(r.jobId, (t.reservations.get(r.jobId) ?? new Map<number, Reservation>()).set(now, r));
     // Quota: no queue above nominal, or above nominal + borrowing limit in a cohort.
@@ -669,6 +699,15 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       if (qs.length === 0) return `expected a checkpoint to be asked of ${id}; none was (asked of: ${t.checkpointRequests.map((x) => x.victim).join(', ') || 'none'})`;
       if (qs.some((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec))) return undefined;
       return `checkpoint asked of ${id} for ${qs.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+    }
+    case 'migrated': {
+      const id = e.migrated as string;
+      const ms = t.migrations.filter((x) => x.moved === id);
+      if (ms.length === 0) return `expected ${id} to be moved; it was not (moved: ${t.migrations.map((x) => x.moved).join(', ') || 'none'})`;
+      const m = ms.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
+      if (m === undefined) return `${id} moved for ${ms.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      if (e.nodes !== undefined && JSON.stringify(m.nodes) !== JSON.stringify([...e.nodes].sort())) return `${id} moved to ${m.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
+      return undefined;
     }
     case 'reservation': {
       const id = e.reservation as string;
