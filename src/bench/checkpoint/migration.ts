@@ -16,8 +16,10 @@ export const DEFAULT_FGD_TRACES = join(import.meta.dirname, '../../../../shared/
 export interface MigrationBenchOptions {
   /** Folder with openb_node_list_gpu_node.csv and openb_pod_list_default.csv. */
   readonly traces?: string;
-  /** Arrival times divided by this (default 20,000: the cluster queues). */
+  /** Arrival times divided by this (default 200,000: the trace's 149 days arrive in about a minute, and the cluster queues). */
   readonly compress?: number;
+  /** Measure (and stop) this many hours after the first arrival (default 2: pods leave at their trace times meanwhile); 0: until the last arrival. */
+  readonly untilHours?: number;
   /** Only the first this many pods of the trace (default all). */
   readonly maxPods?: number;
   readonly policy?: string;
@@ -41,9 +43,12 @@ export function runMigrationBenchDetail(o: MigrationBenchOptions = {}): Migratio
   const dir = o.traces ?? DEFAULT_FGD_TRACES;
   const nodes = loadClusterSource({ kind: 'openb', file: join(dir, 'openb_node_list_gpu_node.csv') });
   const loaded = loadUnits(join(dir, 'openb_pod_list_default.csv'), 'openb');
-  const units = compressTime(o.maxPods === undefined ? loaded.units : loaded.units.slice(0, o.maxPods), o.compress ?? 20_000);
+  const units = compressTime(o.maxPods === undefined ? loaded.units : loaded.units.slice(0, o.maxPods), o.compress ?? 200_000);
+  const origin = units.reduce((m, u) => Math.min(m, u.arrivalMs), Number.POSITIVE_INFINITY);
+  const hours = o.untilHours ?? 2;
+  const until = hours > 0 && Number.isFinite(origin) ? { untilMs: origin + hours * 3_600_000 } : {};
   const run = (migrate: boolean): GangStats => {
-    const r = replay(nodes, units, { policy: o.policy ?? 'sits', seed: o.seed ?? 1, samples: 2, migration: { migrate, ...(o.cost === undefined ? {} : { cost: o.cost }) } });
+    const r = replay(nodes, units, { policy: o.policy ?? 'sits', seed: o.seed ?? 1, samples: 2, ...until, migration: { migrate, ...(o.cost === undefined ? {} : { cost: o.cost }) } });
     return r.gangs as GangStats;
   };
   const without = run(false);

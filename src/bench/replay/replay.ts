@@ -236,6 +236,8 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     preemptible: true,
     checkpointable: true,
   });
+  /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
+  const inWindow = (from: number, ms: number): number => Math.max(0, Math.min(from + ms, horizon) - Math.max(from, start));
   /** The longest-waiting gang that only fragmentation keeps out: move running units if it pays. */
   const migrate = (en: Environment<Payload>): void => {
     let head: Tracked | undefined;
@@ -262,7 +264,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
       const t = byId.get(m.job.id) as Tracked;
       movedUnits++;
       // Paused for its checkpoint and restore: it ends that much later, holding its (new) GPUs meanwhile.
-      overheadMilliMs += t.demandMilli * m.pauseMs + 1000 * m.redoneGpuMs;
+      overheadMilliMs += t.demandMilli * inWindow(en.nowMs, m.pauseMs) + 1000 * m.redoneGpuMs;
       t.epoch++;
       if (t.endAtMs !== undefined && Number.isFinite(t.endAtMs)) {
         t.endAtMs += m.pauseMs;
@@ -270,7 +272,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
       }
     }
     // The gang holds its GPUs from now but trains only once the slowest mover has checkpointed.
-    overheadMilliMs += head.demandMilli * (plan.startMs - en.nowMs);
+    overheadMilliMs += head.demandMilli * inWindow(en.nowMs, plan.startMs - en.nowMs);
     queue.delete(head.job.id);
     started(head, placements, en, plan.startMs);
   };
@@ -302,6 +304,8 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
         if (p.unit.state === 'waiting') {
           p.unit.state = 'abandoned';
           abandoned++;
+          // A gang that gave up waited all that time (and never started).
+          if (gangStats && isGang(p.unit)) gangWaitS.set(p.unit.seq, (en.nowMs - p.unit.waitingSinceMs) / 1000);
           spine.withdraw(p.unit.job.id, en.nowMs);
           waitingPods -= unitPods(p.unit.unit).length;
         }
