@@ -126,6 +126,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
     let critical: number | undefined;
     let checkpoint: number | undefined;
     let preemptible = true;
+    let requested: number | undefined;
+    let checkpointable = false;
     for (const p of members) {
       const spec = podFromK8s(p);
       if (spec.ok) res = { gpuMilli: res.gpuMilli + spec.value.request.gpuCount * spec.value.request.gpuMilli, cpuMilli: res.cpuMilli + spec.value.request.cpuMilli, memoryMiB: res.memoryMiB + spec.value.request.memoryMiB };
@@ -137,6 +139,9 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       const k = time(ann[ANNOTATION.lastCheckpoint]);
       if (k !== undefined) checkpoint = Math.min(checkpoint ?? Infinity, k);
       if (ann[ANNOTATION.preemptible] === 'false') preemptible = false;
+      const q = time(ann[ANNOTATION.checkpointRequested]);
+      if (q !== undefined) requested = Math.max(requested ?? 0, q);
+      if (ann[ANNOTATION.checkpointable] === 'true') checkpointable = true;
     }
     const first = members[0] as V1Pod;
     const { queue } = jobOfPod(first, groupQueue);
@@ -155,6 +160,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       preemptible,
       ...(critical === undefined ? {} : { criticalUntilMs: critical }),
       ...(checkpoint === undefined ? {} : { lastCheckpointMs: checkpoint }),
+      ...(checkpointable ? { checkpointable: true } : {}),
+      ...(requested === undefined ? {} : { checkpointRequestedMs: requested }),
     });
   }
   return out;
