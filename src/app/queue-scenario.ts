@@ -573,6 +573,8 @@ function simulate(
       const placements = commitMigration(scheduler, plan);
       for (const m of plan.moves) {
         const r = running.get(m.job.id) as RunningJob;
+        const lost = r.podIds.filter((pod) => state.allocation(pod) === undefined);
+        if (lost.length > 0) fail(`t=${sec(now)}: ${r.id} moved in part: ${lost.join(', ')} not placed again`);
         running.set(r.id, { ...r, estEndMs: r.estEndMs + m.pauseMs, lastCheckpointMs: now });
         const to = [...new Set(m.to.map((a) => a.node))].sort();
         t.migrations.push({ moved: r.id, by: id, atMs: now, nodes: to });
