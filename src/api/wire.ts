@@ -82,6 +82,10 @@ export const ANNOTATION = {
   /** Set by a training job while it checkpoints or is in an all-reduce window (RFC 3339 end time). */
   criticalUntil: `${P}/critical-until`,
   lastCheckpoint: `${P}/last-checkpoint`,
+  /** Set by SITS on a victim's pods and TrainingJob: a checkpoint is asked for before preemption or a move (RFC 3339 time of the request; ADR 0093). */
+  checkpointRequested: `${P}/checkpoint-requested`,
+  /** Set on the pods of a job that checkpoints when asked (a TrainingJob with a checkpoint policy): preemption asks first. */
+  checkpointable: `${P}/checkpointable`,
   preemptible: `${P}/preemptible`,
   // Pods: what the scheduler writes.
   /** The devices a bound pod holds ("0,1"), written through the Binding object. */

@@ -33,6 +33,7 @@ import { celChecksOf } from '../api/schema/common.ts';
 import { GpuModelQuota, QueuePreemption, QueueSpec as QueueSpecSchema, ResourceQuota } from '../api/schema/queue.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
 import { disruptionsAllowed, type DisruptionBudget } from '../core/actions/disruption.ts';
+import { commitMigration, expectedStartMs, planMigration } from '../core/actions/migration.ts';
 import { DEFAULT_QUEUE, usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import type { Scheduler} from '../core/framework/scheduler.ts';
@@ -107,6 +108,11 @@ export const ScenarioRunningJobT = Type.Object(
     criticalForSec: Type.Optional(Sec({ exclusiveMinimum: 0 })),
     checkpointAgoSec: Type.Optional(Sec({ minimum: 0 })),
     preemptible: Type.Optional(Type.Boolean()),
+    /** Takes a checkpoint when asked (checkpoint-aware preemption): commits `checkpointSec` after the request, or never. */
+    checkpointable: Type.Optional(Type.Boolean()),
+    checkpointSec: Type.Optional(Type.Union([Sec({ minimum: 0 }), Type.Literal('never')])),
+    /** Writing a checkpoint of its own right now (end unknown): a critical phase under checkpoint-aware preemption. */
+    checkpointInFlight: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -141,11 +147,12 @@ export const ScenarioCycleOptionsT = Type.Object(
     preemption: Type.Optional(Type.Boolean()),
     fairShare: Type.Optional(Type.Boolean()),
     maxReservations: Type.Optional(Type.Integer({ minimum: 0 })),
+    checkpointAware: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
 
-const WAIT_REASONS = ['quota', 'capacity', 'reservation', 'fair-share', 'critical-victim', 'inadmissible'] as const satisfies readonly WaitReason[];
+const WAIT_REASONS = ['quota', 'capacity', 'reservation', 'fair-share', 'critical-victim', 'checkpoint-victim', 'inadmissible'] as const satisfies readonly WaitReason[];
 
 export const QueueExpectT = Type.Object(
   {
@@ -154,6 +161,9 @@ export const QueueExpectT = Type.Object(
     preempted: Type.Optional(Name),
     running: Type.Optional(Name),
     deferred: Type.Optional(Name),
+    checkpointRequested: Type.Optional(Name),
+    /** A running job moved (checkpoint → restore elsewhere) to free a domain for `by` (defragmentation by migration). */
+    migrated: Type.Optional(Name),
     reservation: Type.Optional(Name),
     preemptions: Type.Optional(Type.Integer({ minimum: 0 })),
     maxPreemptions: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -175,7 +185,7 @@ export const QueueExpectT = Type.Object(
 );
 type QueueExpect = Static<typeof QueueExpectT>;
 
-const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
+const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'checkpointRequested', 'migrated', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
 type Target = (typeof TARGETS)[number];
 /** Which other fields each kind of expectation may use. */
 const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
@@ -184,6 +194,8 @@ const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
   preempted: ['by', 'atSec', 'messageContains'],
   running: [],
   deferred: ['by', 'untilSec'],
+  checkpointRequested: ['by', 'atSec'],
+  migrated: ['by', 'atSec', 'nodes'],
   reservation: ['atSec', 'startsAtSec', 'nodes', 'nodeCount', 'messageContains'],
   preemptions: [],
   maxPreemptions: [],
@@ -208,6 +220,10 @@ interface RunningDef {
   readonly criticalUntilMs?: number;
   readonly lastCheckpointMs?: number;
   readonly preemptible: boolean;
+  readonly checkpointable?: boolean;
+  /** After a checkpoint request, when it commits (ms later); undefined: never. */
+  readonly checkpointAfterMs?: number;
+  readonly checkpointInFlight?: boolean;
   readonly where: readonly (string | number)[];
 }
 
@@ -309,6 +325,9 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
       ...(j.criticalForSec === undefined ? {} : { criticalUntilMs: j.criticalForSec * 1000 }),
       ...(j.checkpointAgoSec === undefined ? {} : { lastCheckpointMs: -j.checkpointAgoSec * 1000 }),
       preemptible: j.preemptible ?? true,
+      ...(j.checkpointable === undefined ? {} : { checkpointable: j.checkpointable }),
+      ...(j.checkpointSec === undefined || j.checkpointSec === 'never' ? {} : { checkpointAfterMs: j.checkpointSec * 1000 }),
+      ...(j.checkpointInFlight === undefined ? {} : { checkpointInFlight: j.checkpointInFlight }),
       where: path,
     });
   });
@@ -410,6 +429,8 @@ function startRunning(scheduler: Scheduler, state: ClusterState, r: RunningDef):
     ...(r.criticalUntilMs === undefined ? {} : { criticalUntilMs: r.criticalUntilMs }),
     ...(r.lastCheckpointMs === undefined ? {} : { lastCheckpointMs: r.lastCheckpointMs }),
     preemptible: r.preemptible,
+    ...(r.checkpointable === undefined ? {} : { checkpointable: r.checkpointable }),
+    ...(r.checkpointInFlight === undefined ? {} : { checkpointInFlight: r.checkpointInFlight }),
   };
 }
 
@@ -420,6 +441,8 @@ interface Trace {
   readonly started: Map<string, { atMs: number; placements: readonly Placement[] }>;
   readonly preempted: { victim: string; by: string; reason: string; atMs: number }[];
   readonly deferred: Map<string, { by: string; untilMs: number }>;
+  readonly checkpointRequests: { victim: string; by: string; atMs: number }[];
+  readonly migrations: { moved: string; by: string; atMs: number; nodes: readonly string[] }[];
   /** Latest reason each job waited for (dropped when it starts). */
   readonly waiting: Map<string, Waiting>;
   /** Why each job waited, cycle by cycle (time → reason). */
@@ -447,7 +470,7 @@ function simulate(
   options: Partial<CycleOptions>,
   budgetsAt: (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined,
 ): Trace {
-  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
+  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), checkpointRequests: [], migrations: [], waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
   const fail = (m: string): void => {
     if (!t.failures.includes(`${file}: ${m}`)) t.failures.push(`${file}: ${m}`);
   };
@@ -464,8 +487,19 @@ function simulate(
   const everyMs = cycles.everySec * 1000;
   const sec = (ms: number): string => `${Math.round(ms / 100) / 10}s`;
   let lastLine = '';
+  // Requested checkpoints that will commit: victim → commit time.
+  const commits = new Map<string, number>();
+  const checkpointable = new Set(runningDefs.filter((r) => r.checkpointable === true).map((r) => r.job.id));
+  const commitAfter = new Map(runningDefs.filter((r) => r.checkpointAfterMs !== undefined).map((r) => [r.job.id, r.checkpointAfterMs as number]));
   for (let c = 0; c < cycles.count; c++) {
     const now = c * everyMs;
+    for (const [id, atMs] of commits) {
+      const r = running.get(id);
+      if (atMs > now || r === undefined) continue;
+      commits.delete(id);
+      running.set(id, { ...r, lastCheckpointMs: atMs });
+      t.log.push(`t=${sec(now)} ${id} committed the checkpoint asked of it (at ${sec(atMs)})`);
+    }
     const finished: string[] = [];
     for (const [id, r] of running) {
       if (r.estEndMs > now) continue;
@@ -488,6 +522,8 @@ function simulate(
       const left = v.podIds.filter((pod) => state.allocation(pod) !== undefined);
       if (left.length > 0) fail(`t=${sec(now)}: ${v.id} preempted in part: ${left.join(', ')} still allocated`);
       if ((v.criticalUntilMs ?? -Infinity) > now) fail(`t=${sec(now)}: ${v.id} preempted in its critical phase (until ${sec(v.criticalUntilMs as number)})`);
+      if (options.checkpointAware === true && v.checkpointInFlight === true && v.checkpointRequestedMs === undefined) fail(`t=${sec(now)}: ${v.id} preempted while writing a checkpoint`);
+      if (options.checkpointAware === true && v.checkpointable === true && v.checkpointRequestedMs === undefined) fail(`t=${sec(now)}: ${v.id} can checkpoint but was preempted without being asked for one`);
       running.delete(v.id);
       t.preempted.push({ victim: v.id, by: p.by, reason: p.reason, atMs: now });
       t.log.push(`t=${sec(now)} ${v.id} preempted: ${p.reason}`);
@@ -495,6 +531,15 @@ function simulate(
       const tmpl = template.get(v.id) as QueuedJob;
       const redo = now - Math.max(v.startMs, v.lastCheckpointMs ?? v.startMs);
       enqueue({ ...tmpl, estRuntimeMs: Math.max(1000, v.estEndMs - now + redo) }, now);
+    }
+    for (const q of res.checkpointRequests) {
+      const r = running.get(q.victim.id);
+      if (r === undefined) continue;
+      running.set(r.id, { ...r, checkpointRequestedMs: now });
+      const after = commitAfter.get(r.id);
+      if (after !== undefined) commits.set(r.id, now + after);
+      t.checkpointRequests.push({ victim: r.id, by: q.by, atMs: now });
+      t.log.push(`t=${sec(now)} checkpoint asked of ${r.id} for ${q.by} (evicted by ${sec(q.deadlineMs)} at the latest)`);
     }
     for (const d of res.deferred) {
       t.deferred.set(d.victim.id, { by: d.by, untilMs: d.atMs });
@@ -507,7 +552,7 @@ function simulate(
       t.waiting.delete(job.id);
       if (!t.started.has(job.id)) t.started.set(job.id, { atMs: now, placements: s.placements });
       const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      running.set(job.id, { id: job.id, queue: job.queue, priority: job.priority, startMs: now, estEndMs: now + job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true });
+      running.set(job.id, { id: job.id, queue: job.queue, priority: job.priority, startMs: now, estEndMs: now + job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true, ...(checkpointable.has(job.id) ? { checkpointable: true } : {}) });
     }
     if (res.started.length > 0) t.log.push(`t=${sec(now)} started: ${names(res.started.map((s) => `${s.job.id} (${[...new Set(s.placements.map((p) => p.node))].join(',')})`))}`);
     for (const [id, w] of res.waiting) {
@@ -515,6 +560,33 @@ function simulate(
       t.waiting.set(id, w);
       const m = t.waitingAt.get(id) ?? new Map<number, Waiting>();
       t.waitingAt.set(id, m.set(now, w));
+    }
+    // Defragmentation by migration (ADR 0095): a gang of a queue that allows it, waiting on capacity, gets the
+    // moves that free a domain for it when they pay; the moved jobs keep running elsewhere, later by their pause.
+    for (const [id, w] of res.waiting) {
+      const job = pending.get(id);
+      if (job === undefined || w.reason !== 'capacity' || queues.get(job.queue)?.preemption?.defragmentByMigration !== true) continue;
+      const movable = [...running.values()].filter((r) => r.preemptible && r.checkpointable === true && (r.criticalUntilMs ?? -Infinity) <= now).map((r) => ({ job: r, gang: (template.get(r.id) as QueuedJob).gang }));
+      const expected = expectedStartMs(scheduler, job.gang, [...running.values()], now);
+      const plan = planMigration({ nowMs: now, scheduler, job, movable, expectedStartMs: expected });
+      if (plan === undefined) continue;
+      const placements = commitMigration(scheduler, plan);
+      for (const m of plan.moves) {
+        const r = running.get(m.job.id) as RunningJob;
+        const lost = r.podIds.filter((pod) => state.allocation(pod) === undefined);
+        if (lost.length > 0) fail(`t=${sec(now)}: ${r.id} moved in part: ${lost.join(', ')} not placed again`);
+        running.set(r.id, { ...r, estEndMs: r.estEndMs + m.pauseMs, lastCheckpointMs: now });
+        const to = [...new Set(m.to.map((a) => a.node))].sort();
+        t.migrations.push({ moved: r.id, by: id, atMs: now, nodes: to });
+        t.log.push(`t=${sec(now)} ${r.id} moved to ${to.join(',')} (checkpoint, restore: ${sec(m.pauseMs)}) to free ${plan.level} ${plan.domain} for ${id}`);
+      }
+      pending.delete(id);
+      queue.delete(id);
+      t.waiting.delete(id);
+      if (!t.started.has(id)) t.started.set(id, { atMs: now, placements });
+      const model = state.node(placements[0]?.node ?? '')?.spec.gpus[0]?.model;
+      running.set(id, { id, queue: job.queue, priority: job.priority, startMs: plan.startMs, estEndMs: plan.startMs + job.estRuntimeMs, podIds: placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true });
+      t.log.push(`t=${sec(now)} started: ${id} (${[...new Set(placements.map((p) => p.node))].join(',')}) once the moved jobs have checkpointed (at ${sec(plan.startMs)}; gain ${Math.round(plan.gainGpuMs / 3.6e6)} GPU-h > cost ${Math.round((100 * plan.costGpuMs) / 3.6e6) / 100} GPU-h)`);
     }
     for (const r of res.reservations) t.reservations.set(r.jobId, (t.reservations.get(r.jobId) ?? new Map<number, Reservation>()).set(now, r));
     // Quota: no queue above nominal, or above nominal + borrowing limit in a cohort.
@@ -621,6 +693,22 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       if (d === undefined) return `expected the preemption of ${id} to be deferred; it was not`;
       if (e.by !== undefined && d.by !== e.by) return `preemption of ${id} deferred for ${d.by}, expected for ${e.by}`;
       if (e.untilSec !== undefined && sec(d.untilMs) !== e.untilSec) return `preemption of ${id} deferred until ${sec(d.untilMs)} s, expected ${e.untilSec} s`;
+      return undefined;
+    }
+    case 'checkpointRequested': {
+      const id = e.checkpointRequested as string;
+      const qs = t.checkpointRequests.filter((x) => x.victim === id);
+      if (qs.length === 0) return `expected a checkpoint to be asked of ${id}; none was (asked of: ${t.checkpointRequests.map((x) => x.victim).join(', ') || 'none'})`;
+      if (qs.some((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec))) return undefined;
+      return `checkpoint asked of ${id} for ${qs.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+    }
+    case 'migrated': {
+      const id = e.migrated as string;
+      const ms = t.migrations.filter((x) => x.moved === id);
+      if (ms.length === 0) return `expected ${id} to be moved; it was not (moved: ${t.migrations.map((x) => x.moved).join(', ') || 'none'})`;
+      const m = ms.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
+      if (m === undefined) return `${id} moved for ${ms.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      if (e.nodes !== undefined && JSON.stringify(m.nodes) !== JSON.stringify([...e.nodes].sort())) return `${id} moved to ${m.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
       return undefined;
     }
     case 'reservation': {

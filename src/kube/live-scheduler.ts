@@ -29,6 +29,7 @@ import { ClusterCache } from './cluster-cache.ts';
 import { EtaPublisher } from './eta-publisher.ts';
 import { KubeEventSink } from './event-sink.ts';
 import { KubeEvictor } from './evictor.ts';
+import { KubeCheckpointRequester } from './checkpoint-requester.ts';
 import { explainTarget, type ExplainReport } from './explain.ts';
 import { startInformers, type Informers } from './informers.ts';
 import { SCHEDULER_NAME } from '../api/wire.ts';
@@ -75,6 +76,12 @@ export interface LiveOptions {
   readonly afterGangMemberBound?: (count: number) => void;
   /** Spans of cycles, attempts and preemptions (default off); log lines written inside one carry its ids. */
   readonly tracing?: Tracing;
+  /**
+   * Checkpoint-aware preemption (ADR 0093): a victim whose pods say `checkpointable` is asked for a checkpoint
+   * (annotation `checkpoint-requested` on its pods and TrainingJob) and evicted once it commits or its
+   * queue's checkpoint grace runs out. Off by default: preemption as before.
+   */
+  readonly checkpointAware?: boolean;
 }
 
 /** Longest idle wait of the loop: backoffs and hint times are looked at least this often. */
@@ -116,6 +123,8 @@ export class LiveScheduler {
   readonly queue: SchedulingQueue;
   readonly binder: KubeBinder;
   readonly evictor: KubeEvictor;
+  readonly checkpoints: KubeCheckpointRequester;
+  private readonly checkpointAware: boolean;
   readonly events: KubeEventSink;
   readonly status: KubeStatusWriter;
   private readonly lanes: readonly Lane[];
@@ -168,6 +177,8 @@ export class LiveScheduler {
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
     this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
     this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
+    this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
+    this.checkpointAware = opts.checkpointAware === true;
     this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));
     this.laneByName = new Map(this.lanes.map((l) => [l.schedulerName, l]));
     this.queue = (this.lanes[0] as Lane).queue;
@@ -211,7 +222,7 @@ export class LiveScheduler {
     this.poke();
     this.informers?.stop();
     await this.loopDone;
-    await Promise.allSettled([this.binder.drain(), this.evictor.drain(), this.events.drain(), this.status.drain()]);
+    await Promise.allSettled([this.binder.drain(), this.evictor.drain(), this.checkpoints.drain(), this.events.drain(), this.status.drain()]);
     await this.leader?.stop(true);
   }
 
@@ -347,9 +358,10 @@ export class LiveScheduler {
     const tried = lane.queue.counts().active;
     // Budgets over every pod of the cache (O(pods × budgets)): computed only when a preemption is planned.
     const budgets = this.jobs.pdbs.size === 0 ? undefined : () => budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
-    const res = lane.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
+    const res = lane.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs, ...(this.checkpointAware ? { checkpointAware: true } : {}) }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
+    for (const q of res.checkpointRequests) this.checkpoints.request(q.victim.podIds, q.by, q.deadlineMs);
     const failed = Math.max(0, tried - res.started.length);
     this.counters.failedAttempts += failed;
     span?.set({ 'sits.profile': sch.profile.name, 'sits.nodes': state.size, 'sits.cycle.queued': view.jobs.length, 'sits.cycle.tried': tried, 'sits.cycle.attempted': res.attempted, 'sits.cycle.started': res.started.length, 'sits.cycle.waiting': res.waiting.size, 'sits.cycle.preempted': res.preempted.length });

@@ -23,7 +23,7 @@ export interface QueueObject {
     priorityClasses?: string[];
     defaultPriorityClassName?: string;
     namespaces?: string[];
-    preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number };
+    preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number; checkpointGraceSeconds?: number; defragmentByMigration?: boolean };
   };
 }
 
@@ -66,6 +66,9 @@ export function queueFromObject(o: QueueObject): QueueSpec {
     reclaimWithinCohort: p.reclaimWithinCohort ?? 'Any',
     cooldownMs: (p.cooldownSeconds ?? DEFAULT_COOLDOWN_SECONDS) * 1000,
     criticalGraceMs: (p.criticalPhaseGraceSeconds ?? DEFAULT_CRITICAL_GRACE_SECONDS) * 1000,
+    // Only when given: the cycle's own default applies otherwise (and QueueSpecs of older objects stay as they were).
+    ...(p.checkpointGraceSeconds === undefined ? {} : { checkpointGraceMs: p.checkpointGraceSeconds * 1000 }),
+    ...(p.defragmentByMigration === undefined ? {} : { defragmentByMigration: p.defragmentByMigration }),
   } as const;
   return makeQueue(o.metadata?.name ?? '', {
     tenant: s.tenant ?? o.metadata?.name ?? '',
@@ -123,6 +126,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
     let critical: number | undefined;
     let checkpoint: number | undefined;
     let preemptible = true;
+    let requested: number | undefined;
+    let checkpointable = false;
     for (const p of members) {
       const spec = podFromK8s(p);
       if (spec.ok) res = { gpuMilli: res.gpuMilli + spec.value.request.gpuCount * spec.value.request.gpuMilli, cpuMilli: res.cpuMilli + spec.value.request.cpuMilli, memoryMiB: res.memoryMiB + spec.value.request.memoryMiB };
@@ -134,6 +139,9 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       const k = time(ann[ANNOTATION.lastCheckpoint]);
       if (k !== undefined) checkpoint = Math.min(checkpoint ?? Infinity, k);
       if (ann[ANNOTATION.preemptible] === 'false') preemptible = false;
+      const q = time(ann[ANNOTATION.checkpointRequested]);
+      if (q !== undefined) requested = Math.max(requested ?? 0, q);
+      if (ann[ANNOTATION.checkpointable] === 'true') checkpointable = true;
     }
     const first = members[0] as V1Pod;
     const { queue } = jobOfPod(first, groupQueue);
@@ -152,6 +160,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       preemptible,
       ...(critical === undefined ? {} : { criticalUntilMs: critical }),
       ...(checkpoint === undefined ? {} : { lastCheckpointMs: checkpoint }),
+      ...(checkpointable ? { checkpointable: true } : {}),
+      ...(requested === undefined ? {} : { checkpointRequestedMs: requested }),
     });
   }
   return out;

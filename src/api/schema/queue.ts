@@ -109,6 +109,19 @@ export const QueuePreemption = Obj(
       maximum: 86400,
       default: 60,
     }),
+    // No apiserver default for the two below: objects written before them read back unchanged; unset means 300 s / false.
+    checkpointGraceSeconds: Type.Optional(
+      Type.Integer({
+        description: 'Checkpoint-aware preemption: a victim of this queue that can checkpoint is asked for one and evicted once it is committed, or after this long at the latest. Unset: 300.',
+        minimum: 0,
+        maximum: 3600,
+      }),
+    ),
+    defragmentByMigration: Type.Optional(
+      Type.Boolean({
+        description: 'A gang of this queue that waits only because free GPUs are fragmented may move checkpointable running jobs (checkpoint, then restore elsewhere) to free a whole domain, when its earlier start outweighs their checkpoint, restore and redone work. Unset: false.',
+      }),
+    ),
   },
   { description: 'Preemption policy; victims are always whole gangs. Default: {} (every field defaulted).', default: {} },
 );

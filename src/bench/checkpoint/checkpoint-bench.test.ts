@@ -1,15 +1,21 @@
 import { describe, expect, it } from 'vitest';
 
-import { CHECKPOINT_BENCH_TODO, runCheckpointBench } from './checkpoint-bench.ts';
+import { runCheckpointBench } from './checkpoint-bench.ts';
 import { summarize } from './snapshot-latency.ts';
 
 describe('sits bench checkpoint', () => {
-  it('writes the issue’s shape; parts other helpers build are null with the reason beside them', async () => {
-    const r = await runCheckpointBench({ snapshotLatency: false });
+  it('writes the issue’s shape; a part left out is null and named in the details', async () => {
+    const r = await runCheckpointBench({ snapshotLatency: false, redone: false, migration: false, health: false });
     expect(Object.keys(r.json)).toEqual(['snapshotLatencyMs', 'redoneGpuHours', 'migration', 'health']);
     expect(r.json).toEqual({ snapshotLatencyMs: null, redoneGpuHours: null, migration: null, health: null });
-    expect(Object.keys(r.details.todo).sort()).toEqual(['health', 'migration', 'redoneGpuHours']);
-    for (const why of Object.values(CHECKPOINT_BENCH_TODO)) expect(why).toMatch(/^TODO: /);
+    expect(r.details.skipped).toEqual(['snapshotLatencyMs', 'redoneGpuHours', 'migration', 'health']);
+  });
+
+  it('fills health from the fault series, exactly the issue’s keys', async () => {
+    const r = await runCheckpointBench({ snapshotLatency: false, redone: false, migration: false, health: { seeds: [11], devices: 40, days: 1 } });
+    expect(Object.keys(r.json.health ?? {})).toEqual(['foreseenPct', 'falseQuarantinesPer1000GpuDays']);
+    expect(r.json.health?.foreseenPct).toBe(r.details.health?.foreseenPct);
+    expect(r.details.skipped).toEqual(['snapshotLatencyMs', 'redoneGpuHours', 'migration']);
   });
 
   it('summarizes latencies as {mean, p50, p99} by nearest rank, to 0.1 ms', () => {

@@ -27,6 +27,7 @@ import { mean, median, percentile } from '../../core/stats.ts';
 import { Environment, type SimEvent } from '../../sim/engine.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { unitPods, type ReplayUnit } from './units.ts';
+import { commitMigration, DEFAULT_MIGRATION_COST, expectedStartMs, planMigration, type MigrationCost } from '../../core/actions/migration.ts';
 
 export interface FailureModel {
   /** Mean time between failures of one node. */
@@ -43,6 +44,24 @@ export interface ReplayOptions {
   readonly untilMs?: number;
   /** Points of the utilisation series (default 400). */
   readonly samples?: number;
+  /**
+   * Gang statistics, and with `migrate` defragmentation by migration (ADR 0095): after a pass, the longest-
+   * waiting multi-GPU unit that fails only on fragmentation gets a migration plan (every running unit can
+   * checkpoint and restore elsewhere), carried out when its gain beats its cost. Set, the result has `gangs`.
+   */
+  readonly migration?: { readonly migrate: boolean; readonly cost?: MigrationCost; readonly maxDomains?: number };
+}
+
+/** Multi-GPU units (what needs whole GPUs of one domain): their waits, and what migration did and cost. */
+export interface GangStats {
+  readonly units: number;
+  readonly waitP99S: number;
+  readonly waitMeanS: number;
+  /** 100 − allocated % doing work: allocation minus the GPUs paused for checkpoint/restore or held for a mover. */
+  readonly unallocatedPct: number;
+  readonly migrations: number;
+  readonly movedUnits: number;
+  readonly overheadGpuHours: number;
 }
 
 export interface DelayStats {
@@ -75,10 +94,11 @@ export interface ReplayResult {
   readonly training: { readonly units: number; readonly tokensPerSec: number; readonly gpuUtilizationPct: number };
   /** Sampled series: time (s from the first arrival), allocated GPU %, pods waiting. */
   readonly series: { readonly tS: readonly number[]; readonly allocatedPct: readonly number[]; readonly waitingPods: readonly number[] };
+  readonly gangs?: GangStats;
 }
 
 type Payload =
-  | { readonly type: 'complete'; readonly unit: Tracked }
+  | { readonly type: 'complete'; readonly unit: Tracked; readonly epoch?: number }
   | { readonly type: 'repair'; readonly node: number }
   | { readonly type: 'fail'; readonly node: number }
   | { readonly type: 'deadline'; readonly unit: Tracked }
@@ -97,6 +117,9 @@ interface Tracked {
   /** Bumped on every start so that a stale completion (after an eviction) is ignored. */
   epoch: number;
   waitingSinceMs: number;
+  /** When its completion is due (migration moves it). */
+  endAtMs?: number;
+  startedAtMs?: number;
 }
 
 /** One FIFO queue without quota, preemption or reservations: what the trace's cluster ran. */
@@ -168,7 +191,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     }
   };
   /** A unit the cycle started (its placements already committed to the simulated cluster). */
-  const started = (t: Tracked, placements: readonly { readonly podId: string; readonly node: string; readonly gpus: readonly number[] }[], en: Environment<Payload>): void => {
+  const started = (t: Tracked, placements: readonly { readonly podId: string; readonly node: string; readonly gpus: readonly number[] }[], en: Environment<Payload>, atMs = en.nowMs): void => {
     const u = t.unit;
     if (unitPods(u).every((p) => p.request.gpuCount > 0 && p.request.gpuMilli >= 1000)) {
       const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placements, (n) => state.node(n)?.spec));
@@ -181,14 +204,21 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     }
     for (const p of placements) podUnit.set(p.podId, t);
     placedPods += placements.length;
-    for (let i = 0; i < placements.length; i++) delaysS.push((en.nowMs - t.waitingSinceMs) / 1000);
+    for (let i = 0; i < placements.length; i++) delaysS.push((atMs - t.waitingSinceMs) / 1000);
+    if (gangStats && isGang(t) && !gangWaitS.has(t.seq)) gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
+    t.startedAtMs = atMs;
     t.state = 'running';
     t.epoch++;
     usedMilli += t.demandMilli;
     peak = Math.max(peak, usedMilli);
     waitingPods -= unitPods(u).length;
     running.set(t.seq, t);
-    if (Number.isFinite(u.durationMs)) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
+    if (Number.isFinite(u.durationMs)) {
+      t.endAtMs = atMs + Math.max(0, u.durationMs);
+      // Without gang statistics exactly as before (a relative delay, no epoch on the event).
+      if (!gangStats) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
+      else en.at(t.endAtMs, PRIORITY.complete, { type: 'complete', unit: t, epoch: t.epoch });
+    }
   };
   const release = (t: Tracked): void => {
     const pods = unitPods(t.unit).map((p) => p.id);
@@ -200,6 +230,70 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   const pass = (en: Environment<Payload>): void => {
     const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
     for (const x of res.started) started(byJob.get(x.job.id) as Tracked, x.placements, en);
+    if (o.migration?.migrate === true) migrate(en);
+  };
+  // Gang statistics and migration (only with o.migration).
+  const gangStats = o.migration !== undefined;
+  const gangWaitS = new Map<number, number>();
+  const waitingGangs = new Set<Tracked>();
+  let changes = 0;
+  let lastTry: { seq: number; changes: number; atMs: number } | undefined;
+  const RETRY_MS = 600_000;
+  let migrations = 0;
+  let movedUnits = 0;
+  let overheadMilliMs = 0;
+  const wholeGpus = (t: Tracked): number => unitPods(t.unit).reduce((s, p) => s + (p.request.gpuMilli >= 1000 ? p.request.gpuCount : 0), 0);
+  const isGang = (t: Tracked): boolean => wholeGpus(t) >= 2;
+  const runningJobOf = (t: Tracked): RunningJob => ({
+    id: t.job.id,
+    queue: t.job.queue,
+    priority: 0,
+    startMs: t.startedAtMs ?? 0,
+    estEndMs: t.endAtMs ?? Number.POSITIVE_INFINITY,
+    podIds: unitPods(t.unit).map((p) => p.id),
+    resources: { gpuMilli: t.demandMilli, cpuMilli: 0, memoryMiB: 0 },
+    preemptible: true,
+    checkpointable: true,
+  });
+  /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
+  const inWindow = (from: number, ms: number): number => Math.max(0, Math.min(from + ms, horizon) - Math.max(from, start));
+  /** The longest-waiting gang that only fragmentation keeps out: move running units if it pays. */
+  const migrate = (en: Environment<Payload>): void => {
+    let head: Tracked | undefined;
+    for (const t of waitingGangs) {
+      if (t.state !== 'waiting') {
+        waitingGangs.delete(t);
+        continue;
+      }
+      if (head === undefined || t.waitingSinceMs < head.waitingSinceMs || (t.waitingSinceMs === head.waitingSinceMs && t.seq < head.seq)) head = t;
+    }
+    if (head === undefined) return;
+    // Nothing moved since the same gang found no plan that pays: the answer is the same until time makes its wait longer.
+    if (lastTry !== undefined && lastTry.seq === head.seq && lastTry.changes === changes && en.nowMs - lastTry.atMs < RETRY_MS) return;
+    lastTry = { seq: head.seq, changes, atMs: en.nowMs };
+    const runningJobs = [...running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs).map((t) => ({ t, job: runningJobOf(t) }));
+    const cost = o.migration?.cost ?? DEFAULT_MIGRATION_COST;
+    const expected = expectedStartMs(scheduler, head.job.gang, runningJobs.map((r) => r.job), en.nowMs);
+    const plan = planMigration({ nowMs: en.nowMs, scheduler, job: head.job, movable: runningJobs.map((r) => ({ job: r.job, gang: r.t.job.gang })), expectedStartMs: expected, cost, ...(o.migration?.maxDomains === undefined ? {} : { maxDomains: o.migration.maxDomains }) });
+    if (plan === undefined) return;
+    const placements = commitMigration(scheduler, plan);
+    migrations++;
+    const byId = new Map(runningJobs.map((r) => [r.job.id, r.t]));
+    for (const m of plan.moves) {
+      const t = byId.get(m.job.id) as Tracked;
+      movedUnits++;
+      // Paused for its checkpoint and restore: it ends that much later, holding its (new) GPUs meanwhile.
+      overheadMilliMs += t.demandMilli * inWindow(en.nowMs, m.pauseMs) + 1000 * m.redoneGpuMs;
+      t.epoch++;
+      if (t.endAtMs !== undefined && Number.isFinite(t.endAtMs)) {
+        t.endAtMs += m.pauseMs;
+        en.at(t.endAtMs, PRIORITY.complete, { type: 'complete', unit: t, epoch: t.epoch });
+      }
+    }
+    // The gang holds its GPUs from now but trains only once the slowest mover has checkpointed.
+    overheadMilliMs += head.demandMilli * inWindow(en.nowMs, plan.startMs - en.nowMs);
+    queue.delete(head.job.id);
+    started(head, placements, en, plan.startMs);
   };
   const enqueue = (t: Tracked, now: number): void => {
     t.state = 'waiting';
@@ -207,9 +301,11 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     waitingPods += unitPods(t.unit).length;
     // Requeued units (after an eviction) keep their original order: the job keeps its (arrival, seq).
     queue.add(t.job, now);
+    if (gangStats && isGang(t)) waitingGangs.add(t);
   };
   const handle = (p: Payload, en: Environment<Payload>): void => {
     advance(en.nowMs);
+    if (p.type !== 'pass') changes++;
     switch (p.type) {
       case 'arrive':
         enqueue(p.unit, en.nowMs);
@@ -217,7 +313,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
         queuePass(en);
         break;
       case 'complete':
-        if (p.unit.state !== 'running') break;
+        if (p.unit.state !== 'running' || (p.epoch !== undefined && p.epoch !== p.unit.epoch)) break;
         release(p.unit);
         p.unit.state = 'done';
         queue.onEvent({ kind: 'freed' }, en.nowMs);
@@ -227,6 +323,8 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
         if (p.unit.state === 'waiting') {
           p.unit.state = 'abandoned';
           abandoned++;
+          // A gang that gave up waited all that time (and never started).
+          if (gangStats && isGang(p.unit)) gangWaitS.set(p.unit.seq, (en.nowMs - p.unit.waitingSinceMs) / 1000);
           spine.withdraw(p.unit.job.id, en.nowMs);
           waitingPods -= unitPods(p.unit.unit).length;
         }
@@ -326,7 +424,24 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     spanS: r2(span / 1000),
     training: { units: trainedUnits, tokensPerSec: Math.round(trainedUnits === 0 ? 0 : trainedTokens / trainedUnits), gpuUtilizationPct: trainedGpuMs === 0 ? 0 : r2((100 * trainedComputeMs) / trainedGpuMs) },
     series: { tS, allocatedPct, waitingPods: waitingSeries },
+    ...(gangStats ? { gangs: gangStatsOf() } : {}),
   };
+
+  function gangStatsOf(): GangStats {
+    const waits = [...gangWaitS.values()];
+    // A gang still waiting at the end counts with the wait it has had so far.
+    for (const t of tracked) if (t.state === 'waiting' && isGang(t)) waits.push((end - t.waitingSinceMs) / 1000);
+    const area = window > 0 && capacityMilli > 0 ? capacityMilli * window : 0;
+    return {
+      units: tracked.filter(isGang).length,
+      waitP99S: waits.length === 0 ? 0 : r2(percentile(waits, 99) as number),
+      waitMeanS: waits.length === 0 ? 0 : r2(mean(waits)),
+      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (areaMilliMs - overheadMilliMs)) / area),
+      migrations,
+      movedUnits,
+      overheadGpuHours: r2(overheadMilliMs / 1000 / 3_600_000),
+    };
+  }
 }
 
 const NO_RUNNING: ReadonlyMap<string, RunningJob> = new Map();

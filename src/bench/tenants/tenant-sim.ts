@@ -9,6 +9,7 @@ import { ArrivalHistory } from '../../core/estimate/arrivals.ts';
 import { RuntimeModel } from '../../core/estimate/runtime.ts';
 import { expectedRemaining, requeueAfterCheckpoint, runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
 import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
+import { checkpointMs } from '../../core/actions/checkpoint.ts';
 import { makePod, type PodSpec } from '../../core/model/pod.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
@@ -29,6 +30,14 @@ export interface TenantSimOptions {
   /** The busy window (utilisation is measured over it). */
   readonly windowMs: number;
   readonly checkpointEveryMs: number;
+  /**
+   * Preemption of checkpointing jobs (ADR 0093): `plain` evicts at once and the victim redoes the work since its
+   * last periodic checkpoint; `aware` orders victims by that work, asks each for a checkpoint (it takes
+   * `checkpointMs(gpus)`, training paused) and evicts once it commits. Set, the result counts the redone work.
+   */
+  readonly checkpoint?: 'plain' | 'aware';
+  /** Seconds one node's checkpoint takes (default CHECKPOINT_SECONDS_PER_NODE, seed 000 §1). */
+  readonly checkpointSecondsPerNode?: number;
   /** Jobs (evenly spaced by submission) whose start is estimated when they arrive; SITS only. */
   readonly etaSamples: number;
   readonly seed: number;
@@ -85,15 +94,23 @@ export interface TenantSimResult {
    */
   readonly etaErrorPct?: EtaError & { readonly signedP50: number; readonly byTier: Record<Tier, EtaError>; readonly byWait: Record<string, EtaError> };
   readonly contendedHours: number;
+  /** With `checkpoint` set: GPU-hours of work done again after preemptions, and GPU-hours spent writing requested checkpoints. */
+  readonly redoneGpuHours?: number;
+  readonly checkpointGpuHours?: number;
 }
 
-type Ev = { kind: 'arrive'; job: TenantJob } | { kind: 'finish'; id: string; version: number } | { kind: 'cycle' };
+type Ev = { kind: 'arrive'; job: TenantJob } | { kind: 'finish'; id: string; version: number } | { kind: 'cycle' } | { kind: 'commit'; id: string; version: number };
 
 interface Live {
   readonly job: TenantJob;
   remainingMs: number;
   version: number;
   firstStartMs?: number;
+  /** This run (checkpoint-aware): when its finish is due, the training time spent paused for requested checkpoints, the work its last one saved. */
+  finishAtMs?: number | undefined;
+  pausedMs?: number | undefined;
+  savedWorkMs?: number | undefined;
+  requestedMs?: number | undefined;
 }
 
 /** Buckets of the wait that an estimate made at submission had to predict. */
@@ -141,7 +158,11 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       ? [['fifo', makeQueue('fifo')]]
       : TIERS.map((t, i) => [t, makeQueue(t, { weight: TIER_WEIGHT[t], cohort: 'cluster', nominal: { gpuMilli: nominals[i] as number, cpuMilli: Infinity, memoryMiB: Infinity } })]),
   );
-  const cycleOptions: Partial<CycleOptions> = opts.mode === 'fifo' ? { fairShare: false, backfill: false, preemption: false, explain: false } : { minRuntimeMs: 10 * 60_000, criticalGraceMs: 5 * 60_000, explain: false };
+  const aware = opts.mode === 'sits' && opts.checkpoint === 'aware';
+  const ckptMs = (gpus: number): number => checkpointMs(gpus, opts.checkpointSecondsPerNode);
+  const cycleOptions: Partial<CycleOptions> = opts.mode === 'fifo' ? { fairShare: false, backfill: false, preemption: false, explain: false } : { minRuntimeMs: 10 * 60_000, criticalGraceMs: 5 * 60_000, explain: false, ...(aware ? { checkpointAware: true } : {}) };
+  let redoneGpuMs = 0;
+  let checkpointGpuMs = 0;
   const queueOf = (t: Tier): string => (opts.mode === 'fifo' ? 'fifo' : t);
 
   const live = new Map<string, Live>();
@@ -229,6 +250,22 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         const at = estimateStart(ev.job.id, en.nowMs, cycleQueued ? nextCycleMs : en.nowMs);
         if (at !== undefined) etaOf.set(ev.job.id, at);
       }
+    } else if (ev.kind === 'commit') {
+      // The checkpoint asked of a victim committed: its training resumes (its end moves by the pause) and a
+      // cycle now evicts it if its preemptor still needs the room.
+      const l = live.get(ev.id);
+      const r = running.get(ev.id);
+      if (l === undefined || r === undefined || l.version !== ev.version || l.requestedMs === undefined) return;
+      const pause = en.nowMs - l.requestedMs;
+      l.savedWorkMs = l.requestedMs - r.startMs - (l.pausedMs ?? 0);
+      l.pausedMs = (l.pausedMs ?? 0) + pause;
+      checkpointGpuMs += pause * (r.resources.gpuMilli / 1000);
+      l.requestedMs = undefined;
+      l.version++;
+      l.finishAtMs = (l.finishAtMs ?? en.nowMs) + pause;
+      en.at(l.finishAtMs, 0, { kind: 'finish', id: ev.id, version: l.version });
+      trueEndMs.set(ev.id, l.finishAtMs);
+      running.set(ev.id, { ...r, lastCheckpointMs: en.nowMs, estEndMs: r.estEndMs + pause });
     } else if (ev.kind === 'finish') {
       const l = live.get(ev.id);
       const r = running.get(ev.id);
@@ -249,12 +286,29 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         preemptions++;
         // Work since the last checkpoint is lost; the job goes back to its queue with its original submit time.
         const ranMs = en.nowMs - p.victim.startMs;
-        const kept = Math.floor(ranMs / opts.checkpointEveryMs) * opts.checkpointEveryMs;
+        const periodic = Math.floor(ranMs / opts.checkpointEveryMs) * opts.checkpointEveryMs;
+        // Checkpoint-aware: the checkpoint asked of it saved everything up to the request (training paused since).
+        const kept = aware ? Math.max(periodic, l.savedWorkMs ?? 0) : periodic;
+        const worked = ranMs - (l.pausedMs ?? 0) - (l.requestedMs === undefined ? 0 : en.nowMs - l.requestedMs);
+        redoneGpuMs += Math.max(0, worked - kept) * (p.victim.resources.gpuMilli / 1000);
+        l.savedWorkMs = undefined;
+        l.pausedMs = undefined;
+        l.requestedMs = undefined;
         l.remainingMs = Math.max(1000, l.remainingMs - kept);
         l.version++;
         enqueue(toQueued(l, en.nowMs), en.nowMs);
       }
       for (const d of res.deferred) en.at(d.atMs, 8, { kind: 'cycle' });
+      for (const q of res.checkpointRequests) {
+        const l = live.get(q.victim.id) as Live;
+        const r = running.get(q.victim.id);
+        if (r === undefined) continue;
+        l.requestedMs = en.nowMs;
+        running.set(r.id, { ...r, checkpointRequestedMs: en.nowMs });
+        en.at(en.nowMs + ckptMs(r.resources.gpuMilli / 1000), 2, { kind: 'commit', id: r.id, version: l.version });
+        // The grace bounds the wait even if the commit never comes.
+        en.at(q.deadlineMs, 8, { kind: 'cycle' });
+      }
       for (const s of res.started) {
         const l = live.get(s.job.id) as Live;
         pending.delete(s.job.id);
@@ -271,7 +325,9 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
           ...(model === undefined ? {} : { gpuModel: model }),
           preemptible: true,
           lastCheckpointMs: en.nowMs,
+          ...(aware ? { checkpointable: true } : {}),
         });
+        l.finishAtMs = en.nowMs + l.remainingMs;
         en.schedule(l.remainingMs, 0, { kind: 'finish', id: s.job.id, version: l.version });
         trueEndMs.set(s.job.id, en.nowMs + l.remainingMs);
       }
@@ -287,7 +343,9 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         const since = en.nowMs - r.startMs;
         const phase = since % opts.checkpointEveryMs;
         const lastCkpt = r.startMs + since - phase;
-        running.set(id, { ...r, lastCheckpointMs: lastCkpt, ...(phase < 60_000 && since >= opts.checkpointEveryMs ? { criticalUntilMs: lastCkpt + 60_000 } : {}) });
+        // A committed requested checkpoint is newer than the periodic one until the next period passes it.
+        const newest = Math.max(lastCkpt, aware && r.lastCheckpointMs !== undefined ? r.lastCheckpointMs : lastCkpt);
+        running.set(id, { ...r, lastCheckpointMs: newest, ...(phase < 60_000 && since >= opts.checkpointEveryMs ? { criticalUntilMs: lastCkpt + 60_000 } : {}) });
       }
       return;
     }
@@ -329,7 +387,9 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       const f = forecastJobs.get(v.id);
       const base = l === undefined ? f?.queued : pending.get(v.id) ?? toQueued(l, atMs);
       if (base === undefined) return undefined;
-      return requeueAfterCheckpoint(base, v, Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs);
+      const periodic = Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs;
+      // Checkpoint-aware, the redone work counts from the victim's checkpoint times (the one asked of it included).
+      return requeueAfterCheckpoint(base, v, aware ? Math.max(periodic, (v.lastCheckpointMs ?? v.startMs) - v.startMs) : periodic);
     };
     const eta = estimateStarts({
       nowMs,
@@ -345,6 +405,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       ...(method.forecast || oracle.arrivals === true ? { arrivals: [...forecastJobs.values()].map((f) => f.queued) } : {}),
       ...(method.requeue ? { requeue } : {}),
       ...(method.cadence ? { cadence: { nextMs: firstCycleMs, everyMs: 60_000 } } : {}),
+      ...(aware ? { checkpointMs: (v: RunningJob) => ckptMs(v.resources.gpuMilli / 1000), checkpointable: () => true } : {}),
     });
     return eta.get(id);
   }
@@ -404,5 +465,6 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     preemptions,
     ...(opts.mode === 'sits' ? { etaErrorPct } : {}),
     contendedHours: round(contendedMs / 3_600_000),
+    ...(opts.checkpoint === undefined ? {} : { redoneGpuHours: round(redoneGpuMs / 3_600_000), checkpointGpuHours: round(checkpointGpuMs / 3_600_000) }),
   };
 }

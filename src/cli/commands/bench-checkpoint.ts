@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { runCheckpointBench } from '../../bench/checkpoint/checkpoint-bench.ts';
 import { writeFileMkdir } from '../../bench/output.ts';
-import { intOption } from '../options.ts';
+import { intOption, numberOption } from '../options.ts';
 
 export function registerBenchCheckpoint(bench: Command): void {
   bench
@@ -11,13 +11,21 @@ export function registerBenchCheckpoint(bench: Command): void {
     .option('--period-ms <n>', 'period of the independent snapshot scheduler (cron-based schedulers offer a minute at best)', intOption('--period-ms', 50, 3_600_000), 5000)
     .option('--seed <n>', 'seed of the independent run\'s write times', intOption('--seed'), 1)
     .option('--skip-snapshot-latency', 'leave snapshotLatencyMs null (no cluster is started)')
-    .requiredOption('--json <file>', 'write {snapshotLatencyMs: {linked, independent}, redoneGpuHours, migration, health} here (parts not built yet are null)')
-    .option('--details <file>', 'also write every sample, the period and why a part is null here')
+    .option('--redone-nodes <n>', '8-GPU nodes of the tenants simulation for redone work', intOption('--redone-nodes', 1, 10_000), 16)
+    .option('--redone-window-hours <h>', 'hours of the Philly trace\'s busiest window it replays (the tenants bench uses 4; 2 keeps this run within minutes)', numberOption('--redone-window-hours', 0.1, 1000), 2)
+    .option('--skip-redone', 'leave redoneGpuHours null')
+    .option('--skip-migration', 'leave migration null')
+    .option('--skip-health', 'leave health null')
+    .requiredOption('--json <file>', 'write {snapshotLatencyMs: {linked, independent}, redoneGpuHours, migration, health} here (parts left out are null)')
+    .option('--details <file>', 'also write every sample, each part\'s detail (fairness, moves, failures by kind) and the parts left out here')
     .option('--verbose', 'print every cycle')
-    .action(async (o: { cycles: number; periodMs: number; seed: number; skipSnapshotLatency?: boolean; json: string; details?: string; verbose?: boolean }) => {
+    .action(async (o: { cycles: number; periodMs: number; seed: number; skipSnapshotLatency?: boolean; redoneNodes: number; redoneWindowHours: number; skipRedone?: boolean; skipMigration?: boolean; skipHealth?: boolean; json: string; details?: string; verbose?: boolean }) => {
       const r = await runCheckpointBench({
         snapshotLatency: o.skipSnapshotLatency === true ? false : { cycles: o.cycles, periodMs: o.periodMs, seed: o.seed },
-        ...(o.verbose === true ? { log: (l: string) => process.stderr.write(`${l}\n`) } : {}),
+        redone: o.skipRedone === true ? false : { nodes: o.redoneNodes, windowHours: o.redoneWindowHours },
+        migration: o.skipMigration === true ? false : {},
+        health: o.skipHealth === true ? false : {},
+        log: o.verbose === true ? (l: string) => process.stderr.write(`${l}\n`) : () => undefined,
       });
       const l = r.json.snapshotLatencyMs;
       if (l !== null) {
@@ -28,7 +36,11 @@ export function registerBenchCheckpoint(bench: Command): void {
             `ratio mean ${ratio(l.linked.mean, l.independent.mean)}, p99 ${ratio(l.linked.p99, l.independent.p99)}\n`,
         );
       }
-      for (const [k, why] of Object.entries(r.details.todo)) process.stdout.write(`${k}: null (${why})\n`);
+      const d = r.details;
+      if (d.redone !== undefined) process.stdout.write(`redone GPU-hours after preemption: checkpoint-aware ${d.redone.checkpointAware}, plain ${d.redone.plain} (${d.redone.reductionPct} % less; Jain ${d.redone.jain.checkpointAware} vs ${d.redone.jain.plain})\n`);
+      if (d.migration !== undefined) process.stdout.write(`migration: gang wait p99 ${d.migration.withoutGangWaitP99Sec} s → ${d.migration.withGangWaitP99Sec} s, unallocated ${d.migration.withoutUnallocatedPct} % → ${d.migration.withUnallocatedPct} %\n`);
+      if (d.health !== undefined) process.stdout.write(`GPU health: ${d.health.foreseenPct} % of ${d.health.failures} failures foreseen, ${d.health.falseQuarantinesPer1000GpuDays} false quarantines per 1,000 GPU-days\n`);
+      for (const k of d.skipped) process.stdout.write(`${k}: null (left out by its option)\n`);
       writeFileMkdir(o.json, `${JSON.stringify(r.json, null, 2)}\n`);
       if (o.details !== undefined) writeFileMkdir(o.details, `${JSON.stringify(r.details, null, 2)}\n`);
     });

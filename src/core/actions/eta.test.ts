@@ -103,3 +103,18 @@ describe('estimateStarts', () => {
     expect(state.allocation('x')).toBeDefined();
   });
 });
+
+describe('estimateStarts with checkpoint-aware preemption (ADR 0093)', () => {
+  it('a preemptor starts once its victim has committed the checkpoint asked of it; without a commit, at the grace', () => {
+    const p = profile();
+    if (!p.ok) throw new Error('profile');
+    const urgent = { ...job('u', 8, H, 0), priority: 10 };
+    const run = (checkpointMs?: (v: RunningJob) => number): number | undefined => {
+      const { state, running } = fullCluster(100 * H, 100 * H);
+      for (const [id, r] of running) running.set(id, { ...r, checkpointable: true });
+      return estimateStarts({ nowMs: 2 * H, state, profile: p.value, rng: seededRng(1), queues: new Map([['q', makeQueue('q')]]), pending: [urgent], running, options: { checkpointAware: true, minRuntimeMs: 0 }, untilStarted: 'u', ...(checkpointMs === undefined ? {} : { checkpointMs }) }).get('u');
+    };
+    expect(run(() => 89_000)).toBe(2 * H + 89_000);
+    expect(run()).toBe(2 * H + 300_000);
+  });
+});

@@ -44,6 +44,14 @@ export interface EtaInput {
    * picks up arrivals and completions). Without it a cycle runs at every event (an event-driven scheduler).
    */
   readonly cadence?: { readonly nextMs: number; readonly everyMs: number };
+  /**
+   * Checkpoint-aware preemption in the forward run (ADR 0093): a victim asked for a checkpoint commits it this
+   * long after the request (pausing its training as long) and is evicted then; without it a request never
+   * commits and the victim goes at its grace deadline.
+   */
+  readonly checkpointMs?: (victim: RunningJob) => number;
+  /** Whether a job started in the forward run can checkpoint when asked (default: no). */
+  readonly checkpointable?: (job: QueuedJob) => boolean;
 }
 
 /** A copy of the cluster state: same nodes, ranks and allocations, independent from now on. */
@@ -77,7 +85,16 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
   const admit = (to: number): void => {
     while (nextArrival < arrivals.length && (arrivals[nextArrival] as QueuedJob).arrivalMs <= to) pending.push(arrivals[nextArrival++] as QueuedJob);
   };
+  // Requested checkpoints of the forward run: victim → commit time and the deadline of its request.
+  const commits = new Map<string, { atMs: number; pauseMs: number }>();
+  const deadlines = new Set<number>();
   const advance = (to: number): void => {
+    for (const [id, c] of commits) {
+      const j = running.get(id);
+      if (c.atMs > to) continue;
+      commits.delete(id);
+      if (j !== undefined) running.set(id, { ...j, lastCheckpointMs: c.atMs, estEndMs: j.estEndMs + c.pauseMs });
+    }
     for (const [id, j] of running) {
       if (j.estEndMs <= to) {
         for (const pod of j.podIds) state.release(pod);
@@ -94,6 +111,14 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
   for (let step = 0; step < 10_000 && real > 0 && now <= horizon; step++) {
     const r = runCycle({ nowMs: now, scheduler, queues: input.queues, pending, running, ...(input.options === undefined ? {} : { options: input.options }) });
     const requeued: QueuedJob[] = [];
+    for (const q of r.checkpointRequests) {
+      const j = running.get(q.victim.id);
+      if (j === undefined) continue;
+      running.set(j.id, { ...j, checkpointRequestedMs: now });
+      deadlines.add(q.deadlineMs);
+      const pause = input.checkpointMs?.(j);
+      if (pause !== undefined) commits.set(j.id, { atMs: now + pause, pauseMs: pause });
+    }
     for (const p of r.preempted) {
       running.delete(p.victim.id);
       const back = input.requeue?.(p.victim, now);
@@ -112,6 +137,7 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
         resources: jobResources(s.job),
         ...(model === undefined ? {} : { gpuModel: model }),
         preemptible: true,
+        ...(input.checkpointable?.(s.job) === true ? { checkpointable: true } : {}),
       });
     }
     if (input.untilStarted !== undefined && eta.has(input.untilStarted)) break;
@@ -122,6 +148,8 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
     // next forecast arrival; with a cadence, the first cycle at or after it.
     let next = nextArrival < arrivals.length ? (arrivals[nextArrival] as QueuedJob).arrivalMs : Infinity;
     for (const j of running.values()) next = Math.min(next, j.estEndMs);
+    for (const c of commits.values()) next = Math.min(next, c.atMs);
+    for (const d of deadlines) if (d > now) next = Math.min(next, d);
     if (!Number.isFinite(next)) break;
     now = grid(Math.max(now + 1, next));
     advance(now);

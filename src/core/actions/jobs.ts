@@ -33,6 +33,12 @@ export interface RunningJob {
   /** Last completed checkpoint: work since then is what preemption destroys. */
   readonly lastCheckpointMs?: number;
   readonly preemptible: boolean;
+  /** Can take a checkpoint when asked (a TrainingJob with a checkpoint policy): preemption asks first (ADR 0093). */
+  readonly checkpointable?: boolean;
+  /** When SITS asked it for a checkpoint before a preemption or a move (annotation `checkpoint-requested`). */
+  readonly checkpointRequestedMs?: number;
+  /** A checkpoint it started on its own is being written: never cut in the middle of it. */
+  readonly checkpointInFlight?: boolean;
 }
 
 export function jobResources(job: QueuedJob): Resources {

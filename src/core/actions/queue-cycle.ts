@@ -30,6 +30,7 @@ import { add, inadmissible, sub, ZERO, type QueueSpec, type Resources } from '..
 import { borrowedBy, checkQuota, type QueueUsage } from '../queue/quota.ts';
 import { lessCost, pdbViolations, type DisruptionBudget, type PreemptionCost } from './disruption.ts';
 import { jobResources, lostWork, type QueuedJob, type RunningJob } from './jobs.ts';
+import { checkpointCommitted, checkpointStep, DEFAULT_CHECKPOINT_GRACE_MS, inCriticalPhase } from './checkpoint.ts';
 
 export interface CycleOptions {
   readonly backfill: boolean;
@@ -44,11 +45,19 @@ export interface CycleOptions {
   readonly maxReservations: number;
   /** Explain why each waiting job did not fit (costs a pass over the nodes per failed job). */
   readonly explain: boolean;
+  /**
+   * Checkpoint-aware preemption (ADR 0093): victims ordered by the work they would lose first, a checkpoint in
+   * flight counts as a critical phase, and a victim that can checkpoint is asked for one and evicted once it
+   * is committed or its queue's checkpoint grace has run out. Off: preemption as before.
+   */
+  readonly checkpointAware: boolean;
+  /** How long a victim may take to commit a requested checkpoint; a queue's own grace overrides it. */
+  readonly checkpointGraceMs: number;
 }
 
-export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4, explain: true };
+export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4, explain: true, checkpointAware: false, checkpointGraceMs: DEFAULT_CHECKPOINT_GRACE_MS };
 
-export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim' | 'inadmissible';
+export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim' | 'checkpoint-victim' | 'inadmissible';
 
 export interface Waiting {
   readonly reason: WaitReason;
@@ -90,10 +99,18 @@ export interface CycleResult {
   readonly preempted: readonly { readonly victim: RunningJob; readonly by: string; readonly reason: string }[];
   /** Victims in a critical phase: to be preempted for `by` once `atMs` passes. */
   readonly deferred: readonly { readonly victim: RunningJob; readonly by: string; readonly atMs: number }[];
+  /** Victims to ask for a checkpoint for `by` (checkpoint-aware preemption): evicted once it commits or at `deadlineMs`. */
+  readonly checkpointRequests: readonly CheckpointRequest[];
   readonly waiting: ReadonlyMap<string, Waiting>;
   readonly reservations: readonly Reservation[];
   /** Jobs whose placement was tried (the rest were admitted by reuse: parked, same shape as a failed one, or held). */
   readonly attempted: number;
+}
+
+export interface CheckpointRequest {
+  readonly victim: RunningJob;
+  readonly by: string;
+  readonly deadlineMs: number;
 }
 
 const byId = (a: QueuedJob, b: QueuedJob): number => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -152,6 +169,7 @@ export function runCycle(input: CycleInput): CycleResult {
   const started: { job: QueuedJob; placements: readonly Placement[] }[] = [];
   const preempted: { victim: RunningJob; by: string; reason: string }[] = [];
   const deferred: { victim: RunningJob; by: string; atMs: number }[] = [];
+  const checkpointRequests: CheckpointRequest[] = [];
   const waiting = new Map<string, Waiting>();
   const reservations: Reservation[] = [];
   const reservedNodes = new Set<string>();
@@ -309,7 +327,7 @@ export function runCycle(input: CycleInput): CycleResult {
     }
   }
 
-  return { started, preempted, deferred, waiting, reservations, attempted };
+  return { started, preempted, deferred, checkpointRequests, waiting, reservations, attempted };
 
   /** The job with its members limited to GPU models whose per-model quota has room, or why none has. */
   function withinModelQuotas(job: QueuedJob, q: QueueSpec, demand: Resources): QueuedJob | string {
@@ -403,7 +421,8 @@ export function runCycle(input: CycleInput): CycleResult {
     const policy = queueOf(job.queue).preemption ?? {};
     const withinQueue = policy.withinQueue ?? 'LowerPriority';
     const reclaim = policy.reclaimWithinCohort ?? 'Any';
-    const candidates: { r: RunningJob; borrowing: boolean; violates: boolean; cost: number }[] = [];
+    const aware = opts.checkpointAware;
+    const candidates: { r: RunningJob; borrowing: boolean; violates: boolean; cost: number; critical: boolean }[] = [];
     for (const r of running.values()) {
       const vq = queueOf(r.queue);
       if (!r.preemptible || nowMs - r.startMs < (vq.preemption?.cooldownMs ?? opts.minRuntimeMs)) continue;
@@ -415,7 +434,7 @@ export function runCycle(input: CycleInput): CycleResult {
         const overShare = vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
         if (!overShare) continue;
       }
-      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, violates: false, cost: lostWork(r, nowMs) });
+      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, violates: false, cost: lostWork(r, nowMs), critical: aware && inCriticalPhase(r, nowMs) });
     }
     if (candidates.length === 0) return 'no';
     const budgets = budgetsOf();
@@ -423,15 +442,23 @@ export function runCycle(input: CycleInput): CycleResult {
     // Borrowed quota first, then victims no PodDisruptionBudget protects (so the greedy pass takes them
     // first and the pruning reprieves the protected ones first, as kube does), then lower priority, then the
     // least work lost, then the newest.
-    candidates.sort((a, b) => Number(b.borrowing) - Number(a.borrowing) || Number(a.violates) - Number(b.violates) || a.r.priority - b.r.priority || a.cost - b.cost || b.r.startMs - a.r.startMs);
+    // Checkpoint-aware, jobs in a critical phase go last (a plan without them need not wait).
+    candidates.sort((a, b) => Number(b.borrowing) - Number(a.borrowing) || Number(a.violates) - Number(b.violates) || Number(a.critical) - Number(b.critical) || a.r.priority - b.r.priority || a.cost - b.cost || b.r.startMs - a.r.startMs);
     const level: TopologyLevel | undefined = job.gang.topology.required ?? job.gang.topology.preferred;
     const groups = level === undefined ? [candidates] : byDomain(candidates, level);
-    let best: { victims: RunningJob[]; placements: Placement[]; cost: PreemptionCost } | undefined;
+    let best: { victims: RunningJob[]; placements: Placement[]; cost: PreemptionCost; critical: number } | undefined;
     for (const group of groups) {
       const plan = victimsFor(job, group.map((c) => c.r), forQuota ? (victims) => quotaAllowsWithout(job, demand, victims) : undefined);
       if (plan === undefined) continue;
-      const cost: PreemptionCost = [pdbViolations(plan.victims.flatMap((v) => v.podIds), budgets).count, Math.max(...plan.victims.map((v) => v.priority)), plan.victims.length, plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0)];
-      if (best === undefined || lessCost(cost, best.cost)) best = { ...plan, cost };
+      const lost = plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0);
+      const pdb = pdbViolations(plan.victims.flatMap((v) => v.podIds), budgets).count;
+      const top = Math.max(...plan.victims.map((v) => v.priority));
+      // Checkpoint-aware, the work lost decides before the number of victims: two freshly checkpointed gangs
+      // cost less than one that would redo hours. The third key is then lost work, the fourth the count.
+      const cost: PreemptionCost = aware ? [pdb, top, lost, plan.victims.length] : [pdb, top, plan.victims.length, lost];
+      // Checkpoint-aware, a plan that needs no victim in a critical phase beats any that does (it need not wait).
+      const crit = aware ? plan.victims.filter((v) => inCriticalPhase(v, nowMs)).length : 0;
+      if (best === undefined || crit < best.critical || (crit === best.critical && lessCost(cost, best.cost))) best = { ...plan, cost, critical: crit };
     }
     if (best === undefined) return 'no';
     const critical = best.victims.filter((v) => (v.criticalUntilMs ?? 0) > nowMs);
@@ -442,11 +469,32 @@ export function runCycle(input: CycleInput): CycleResult {
       waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s` });
       return 'no';
     }
+    // Checkpoint-aware: a checkpoint the victim started itself has no known end: the preemptor waits for it.
+    const writing = aware ? best.victims.filter((v) => inCriticalPhase(v, nowMs)) : [];
+    if (writing.length > 0) {
+      waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${writing.map((v) => v.id).join(', ')} waits for the checkpoint they are writing` });
+      return 'no';
+    }
+    const graceOf = (v: RunningJob): number => queueOf(v.queue).preemption?.checkpointGraceMs ?? opts.checkpointGraceMs;
+    if (aware) {
+      const steps = best.victims.map((v) => ({ v, step: checkpointStep(v, nowMs, graceOf(v)) }));
+      const unready = steps.filter((s) => s.step !== 'ready');
+      if (unready.length > 0) {
+        for (const s of unready) if (s.step === 'request') checkpointRequests.push({ victim: s.v, by: job.id, deadlineMs: nowMs + graceOf(s.v) });
+        const deadline = Math.max(...unready.map((s) => (s.step === 'request' ? nowMs : (s.v.checkpointRequestedMs as number)) + graceOf(s.v)));
+        waiting.set(job.id, { reason: 'checkpoint-victim', message: `preemption of ${unready.map((s) => s.v.id).join(', ')} waits for the checkpoint asked of them (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)` });
+        return 'no';
+      }
+    }
     const stmt = scheduler.statement();
     // Breaking a budget is said, as it is the exception (no plan without it).
     const broken = best.cost[0] > 0 ? pdbViolations(best.victims.flatMap((v) => v.podIds), budgets).budgets : [];
     const brokenNote = broken.length === 0 ? '' : `; no plan kept PodDisruptionBudget ${broken.join(', ')}`;
-    const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`) + brokenNote;
+    const checkpointNote = (v: RunningJob): string => {
+      if (!aware || v.checkpointable !== true) return '';
+      return checkpointCommitted(v) ? `; after the checkpoint it committed ${Math.round((nowMs - (v.lastCheckpointMs as number)) / 1000)} s ago` : `; the checkpoint asked of it did not commit within its grace of ${Math.round(graceOf(v) / 1000)} s`;
+    };
+    const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`) + brokenNote + checkpointNote(v);
     for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod, `${reasonFor(v)} (whole gang ${v.id} evicted)`);
     const placed = scheduler.placeGang(job.gang, stmt, { explain: false });
     if (!placed.ok) {

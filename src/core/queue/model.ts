@@ -64,6 +64,10 @@ export interface QueuePreemption {
   readonly reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any';
   readonly cooldownMs?: number;
   readonly criticalGraceMs?: number;
+  /** Checkpoint-aware preemption: how long a victim of this queue may take to commit the checkpoint asked of it. */
+  readonly checkpointGraceMs?: number;
+  /** Gangs of this queue may have checkpointable jobs moved to free a domain (defragmentation by migration, ADR 0095). */
+  readonly defragmentByMigration?: boolean;
 }
 
 export const TIER_WEIGHTS: Readonly<Record<string, number>> = { gold: 4, silver: 2, bronze: 1 };

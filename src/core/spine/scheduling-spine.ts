@@ -129,6 +129,7 @@ export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | 
       return eligibleAtMs === undefined ? { on: ANY_CHANGE } : { on: ANY_CHANGE, atMs: eligibleAtMs };
     case 'reservation':
     case 'critical-victim':
+    case 'checkpoint-victim':
       return undefined;
   }
 }
