@@ -42,7 +42,7 @@ describe('KubeCheckpointRequester on the real apiserver', () => {
     await req.drain();
     expect(req.stats).toEqual({ requested: 1, errors: 0 });
     const tj = await client.get<{ metadata: { annotations?: Record<string, string> } }>(`${API_PATH}/namespaces/ck/trainingjobs/bert`);
-    expect(tj.metadata.annotations?.[ANNOTATION.checkpointRequested]).toBe('2026-12-01T17:00:00.000Z');
+    expect(tj.metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBe('Preemption/2026-12-01T17:00:00.000Z');
 
     const view = async (): Promise<ReturnType<typeof runningJobs>> => runningJobs(await listPods(client, 'ck'), SCHEDULER_NAME, () => undefined, 3_600_000);
     const before = (await view()).get('gang:ck/bert');

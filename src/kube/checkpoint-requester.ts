@@ -1,11 +1,12 @@
 /**
  * The live side of checkpoint-aware preemption (ADR 0093, the seam with the TrainingJob controller): the
  * queue cycle's "ask this victim for a checkpoint" becomes the annotation `ai.sits2026.dev/checkpoint-requested`
- * (RFC 3339 time of the request) on the victim's pods and on its TrainingJob (found by the pods'
- * `training-job` label). The pods' copy is the request's state: the next cycle reads it back (queues.ts
- * runningJobs) and evicts once the job's `last-checkpoint` annotation is at or after it, or the grace has
- * run out. The TrainingJob's copy is what its controller honours: it runs a checkpoint cycle and, on commit,
- * writes `last-checkpoint` on the pods. A job that has no TrainingJob is still evicted at the deadline.
+ * (RFC 3339 time of the request) on the victim's pods, and `ai.sits2026.dev/request-checkpoint:
+ * Preemption/<time>` on its TrainingJob (found by the pods' `training-job` label). The pods' copy is the
+ * request's state: the next cycle reads it back (queues.ts runningJobs) and evicts once the pods'
+ * `last-checkpoint` annotation is at or after it, or the grace has run out. The TrainingJob's request is what its
+ * controller honours (docs/checkpoints.md): it runs a checkpoint cycle and, when the snapshot is Ready, writes
+ * `last-checkpoint` on the gang's pods. A job that has no TrainingJob is still evicted at the deadline.
  */
 import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
 import type { KubeClient } from './client.ts';
@@ -24,6 +25,8 @@ export class KubeCheckpointRequester {
   request(podIds: readonly string[], by: string, deadlineMs: number): void {
     const at = new Date(this.opts.nowMs()).toISOString();
     const patch = { metadata: { annotations: { [ANNOTATION.checkpointRequested]: at } } };
+    // The TrainingJob controller's request (docs/checkpoints.md): `<reason>/<id>`, a new id per request.
+    const jobPatch = { metadata: { annotations: { [ANNOTATION.requestCheckpoint]: `Preemption/${at}` } } };
     const jobs = new Set<string>();
     for (const pod of podIds) {
       this.inFlight.track(this.patch(podPath(pod), patch, `pod ${pod}`));
@@ -32,7 +35,7 @@ export class KubeCheckpointRequester {
     }
     for (const key of jobs) {
       const [ns, name] = splitKey(key);
-      this.inFlight.track(this.patch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, patch, `TrainingJob ${key}`));
+      this.inFlight.track(this.patch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, jobPatch, `TrainingJob ${key}`));
     }
     this.stats.requested++;
     this.opts.log(`checkpoint asked of ${podIds.length} pod(s)${jobs.size === 0 ? '' : ` of ${[...jobs].join(', ')}`} for ${by}; evicted by ${new Date(deadlineMs).toISOString()} at the latest`);

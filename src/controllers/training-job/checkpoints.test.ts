@@ -38,6 +38,27 @@ function input(over: Partial<CheckpointInput> & { checkpoint?: Record<string, un
   return { job: withAnn, policy, previous: undefined, running: true, worldSize: 2, rank0: rank0(), snapshots: [], claims: [{ metadata: { name: 'x' } }], startMs: T0, nowMs: T0 + 1000, ...over };
 }
 
+describe('checkpoints seen by the scheduler (checkpoint-aware preemption, ADR 0093)', () => {
+  it('the newest Ready time goes on every replica as last-checkpoint, once', () => {
+    const ready = snap('bert-ckpt-3', { seq: 3, step: 300, ready: true, committed: true, readyMs: T0 - 5000 });
+    const at = new Date(T0 - 5000).toISOString();
+    const pod = (name: string, ann: Record<string, string> = {}): PodObject => ({ ...rank0(ann), metadata: { ...rank0(ann).metadata, name } });
+    const a = reconcileCheckpoints(input({ snapshots: [ready], replicas: [pod('bert-0'), pod('bert-1', { [ANNOTATION.lastCheckpoint]: at })] }));
+    expect(a.actions.filter((x) => x.kind === 'annotatePod')).toEqual([{ kind: 'annotatePod', name: 'bert-0', annotations: { [ANNOTATION.lastCheckpoint]: at } }]);
+    const b = reconcileCheckpoints(input({ snapshots: [ready], replicas: [pod('bert-0', { [ANNOTATION.lastCheckpoint]: at })] }));
+    expect(b.actions.filter((x) => x.kind === 'annotatePod')).toEqual([]);
+  });
+
+  it('replica pods of a job with a checkpoint policy say they can checkpoint; others do not', () => {
+    const withPolicy = reconcileTrainingJob({ job: makeJob({ replicas: 2, checkpoint: CKPT }), pods: [], services: [], podGroups: [], nowMs: T0 }, DEFAULT_CONTROLLER_CONFIG);
+    const created = withPolicy.actions.flatMap((x) => (x.kind === 'createPod' ? [x.pod] : []));
+    expect(created.length).toBeGreaterThan(0);
+    for (const p of created) expect(p.metadata.annotations?.[ANNOTATION.checkpointable]).toBe('true');
+    const without = reconcileTrainingJob({ job: makeJob({ replicas: 2 }), pods: [], services: [], podGroups: [], nowMs: T0 }, DEFAULT_CONTROLLER_CONFIG);
+    for (const x of without.actions) if (x.kind === 'createPod') expect(x.pod.metadata.annotations?.[ANNOTATION.checkpointable]).toBeUndefined();
+  });
+});
+
 describe('checkpoints in the TrainingJob reconcile', () => {
   it('a request starts a cycle and asks rank 0; the commit creates the VolumeSnapshot in the same reconcile', () => {
     const a = reconcileCheckpoints(input({ annotations: { [ANNOTATION.requestCheckpoint]: 'Preemption/42' } }));

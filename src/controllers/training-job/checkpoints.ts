@@ -156,6 +156,8 @@ export interface CheckpointInput {
   readonly worldSize: number;
   /** Rank 0's pod of the current attempt, when it exists and is not terminating. */
   readonly rank0: PodObject | undefined;
+  /** Every replica pod of the current attempt (they carry the newest Ready time for the scheduler). */
+  readonly replicas?: readonly PodObject[];
   readonly snapshots: readonly VolumeSnapshotObject[];
   readonly claims: readonly ClaimObject[];
   /** The job started (interval cycles count from here until the first one). */
@@ -283,6 +285,12 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   // Retention by count and TTL; the restore point stays.
   const committed = committedSnapshots(i.snapshots);
   const newest = newestReady(committed);
+  // The scheduler's view of the newest restore point (checkpoint-aware preemption evicts once it is at or after
+  // its request, ADR 0093): written on every replica of the gang, level-triggered.
+  if (newest !== undefined) {
+    const ready = iso(newest.readyMs);
+    for (const p of i.replicas ?? []) if (p.metadata.annotations?.[ANNOTATION.lastCheckpoint] !== ready) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.lastCheckpoint]: ready } });
+  }
   const ttlMs = policy.retention.ttlSeconds === undefined ? undefined : policy.retention.ttlSeconds * 1000;
   const doomed = new Set(retentionDeletes(committed, { keep: policy.retention.keep, ...(ttlMs === undefined ? {} : { ttlMs }) }, now));
   for (const n of doomed) {

@@ -216,7 +216,7 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
         [LABEL.podGroup]: podGroupName(name),
         ...(spec.queue === undefined ? {} : { [LABEL.queue]: spec.queue }),
       },
-      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [ANNOTATION.worldSize]: String(p.replicas * nproc), ...(topo ? { [ANNOTATION.ncclTopologyFile]: 'generate' } : {}) },
+      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [ANNOTATION.worldSize]: String(p.replicas * nproc), ...(topo ? { [ANNOTATION.ncclTopologyFile]: 'generate' } : {}), ...(spec.checkpoint === undefined ? {} : { [ANNOTATION.checkpointable]: 'true' }) },
       ownerReferences: [ownerReference(job)],
     },
     spec: {

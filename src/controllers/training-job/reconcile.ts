@@ -277,6 +277,7 @@ function withCheckpoints(ctx: Ctx, r: ReconcileResult): ReconcileResult {
     running: base.phase === 'Running' && base.nextAttemptTime === undefined,
     worldSize: base.worldSize ?? ctx.spec.replicas * ctx.nproc,
     rank0,
+    replicas: ctx.pods.filter((p) => roleOf(p) === 'replica' && attemptOf(p) === (base.attempt ?? ctx.attempt) && !isTerminating(p)),
     snapshots: ctx.o.volumeSnapshots ?? [],
     claims: ctx.o.claims ?? [],
     startMs: parseTime(base.startTime) ?? ctx.now,
