@@ -25,7 +25,7 @@ interface ScaledObjectWire {
     maxReplicaCount: number;
     pollingInterval: number;
     cooldownPeriod: number;
-    triggers: { type: string; metricType: string; metadata: Record<string, string> }[];
+    triggers: { type: string; metricType: string; metadata: Record<string, string>; authenticationRef?: { name: string; kind: string } }[];
   };
 }
 
@@ -146,13 +146,14 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
 
   it('changing the spec bounds (and the target) updates the ScaledObject in place', async () => {
     const before = (await scaledObjects())[0];
-    await client.mergePatch(`${svcPath}/chat`, { spec: { minReplicas: 1, maxReplicas: 6, autoscaling: { tokensPerSecondPerReplica: 4000 } } });
+    await client.mergePatch(`${svcPath}/chat`, { spec: { minReplicas: 1, maxReplicas: 6, autoscaling: { tokensPerSecondPerReplica: 4000, keda: { authenticationRef: { name: 'prom-auth', kind: 'ClusterTriggerAuthentication' } } } } });
     const so = await waitFor('ScaledObject updated', async () => {
       const x = (await scaledObjects())[0];
       return x?.spec.maxReplicaCount === 6 && x.spec.triggers[0]?.metadata.threshold === '4000' ? x : undefined;
     }, 60_000);
     expect(so.metadata.uid).toBe(before?.metadata.uid);
     expect(so.spec.minReplicaCount).toBe(1);
+    expect(so.spec.triggers[0]?.authenticationRef).toEqual({ name: 'prom-auth', kind: 'ClusterTriggerAuthentication' });
   });
 
   it('switching the mode back to sits deletes the ScaledObject and turns the condition off', async () => {

@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import {
   Conditions,
   ContainerOverrides,
+  DNS_SUBDOMAIN_PATTERN,
   DnsLabel,
   GpuRequirements,
   Obj,
@@ -92,6 +93,15 @@ export const KedaAutoscaling = Obj(
         minLength: 1,
         maxLength: 1024,
       }),
+    ),
+    authenticationRef: Type.Optional(
+      Obj(
+        {
+          name: Type.String({ description: 'Name of the TriggerAuthentication (in the service\'s namespace) or ClusterTriggerAuthentication.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+          kind: StringEnum(['TriggerAuthentication', 'ClusterTriggerAuthentication'], { description: 'Default: TriggerAuthentication.', default: 'TriggerAuthentication' }),
+        },
+        { description: 'KEDA authentication for a Prometheus that needs it (bearer token, basic auth, TLS); KEDA reads the secret, SITS never does.' },
+      ),
     ),
     pollingInterval: Type.Integer({ description: 'Seconds between KEDA\'s queries. Default: 30.', minimum: 1, maximum: 3600, default: 30 }),
     cooldownPeriod: Type.Integer({ description: 'Seconds without demand before KEDA scales the last replica to zero (minReplicas 0). Default: 300.', minimum: 0, maximum: 86400, default: 300 }),

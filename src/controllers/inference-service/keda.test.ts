@@ -97,6 +97,9 @@ describe('autoscaling.mode keda', () => {
     expect(so.spec).toMatchObject({ pollingInterval: 15, cooldownPeriod: 60 });
     expect(so.spec.triggers[0]?.metadata.query).toContain('vllm:prompt_tokens_total{kubernetes_namespace="ml",app="chat"}');
     expect(so.spec.triggers[0]?.metadata.serverAddress).toBe('https://prom:9091');
+    expect(so.spec.triggers[0]?.authenticationRef).toBeUndefined();
+    const auth = createdSo(run(isvc({ autoscaling: { mode: 'keda', keda: { serverAddress: 'https://prom:9091', authenticationRef: { name: 'prom-auth' } } } })).actions);
+    expect(auth.spec.triggers[0]?.authenticationRef).toEqual({ name: 'prom-auth', kind: 'TriggerAuthentication' });
   });
 
   it('changes nothing when the stored ScaledObject matches (fields KEDA adds are ignored); patches the spec when the bounds change', () => {

@@ -49,6 +49,7 @@ export function desiredScaledObject(s: InferenceServiceObject, thresholds: Autos
     queueDepthPerReplica: thresholds?.queueDepthPerReplica ?? a.queueDepthPerReplica ?? DEFAULT_QUEUE_DEPTH_PER_REPLICA,
     prometheusAddress: a.keda.serverAddress,
     ...(a.keda.labelMatchers === undefined ? {} : { selector: a.keda.labelMatchers }),
+    ...(a.keda.authenticationRef === undefined ? {} : { authenticationRef: a.keda.authenticationRef }),
     scaleDownStabilizationSec: a.scaleDownStabilizationSeconds,
     pollingIntervalSec: a.keda.pollingInterval,
     cooldownPeriodSec: a.keda.cooldownPeriod,
