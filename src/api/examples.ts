@@ -252,6 +252,7 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   }),
   invalid('InferenceService', 'replicas below minReplicas', 'spec.replicas', EXAMPLE_INFERENCE_SERVICE, (s) => (s.replicas = 0)),
   invalid('InferenceService', 'autoscaling without a target', 'spec.autoscaling.tokensPerSecondPerReplica', EXAMPLE_INFERENCE_SERVICE, (s) => (s.autoscaling = {})),
+  invalid('InferenceService', 'autoscaling mode keda without a Prometheus', 'spec.autoscaling.keda', EXAMPLE_INFERENCE_SERVICE, (s) => (s.autoscaling = { mode: 'keda' })),
   invalid('InferenceService', 'autoscaling without maxReplicas', 'spec.maxReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => delete s.maxReplicas),
   invalid('InferenceService', 'tensorParallelSize does not divide GPUs', 'spec.tensorParallelSize', EXAMPLE_INFERENCE_SERVICE, (s) => (s.tensorParallelSize = 3)),
   invalid('InferenceService', 'a rollout that cannot progress', 'spec.rollout.maxSurge', EXAMPLE_INFERENCE_SERVICE, (s) => (s.rollout = { maxSurge: 0, maxUnavailable: 0 })),

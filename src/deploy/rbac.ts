@@ -69,6 +69,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  // An InferenceService with autoscaling.mode keda owns one ScaledObject (ADR 0112); KEDA's own HPA writes /scale.
+  { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).

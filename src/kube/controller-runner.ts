@@ -114,7 +114,6 @@ export class ControllerRunner<P extends Primary = Primary> {
   private readonly tracing: Tracing;
   /** Log prefix, e.g. `trainingjob`. */
   private readonly noun: string;
-  private readonly retryLogged = new Map<string, string>();
   private synced = false;
   private stopped = false;
   private wasLeader = false;
@@ -166,20 +165,23 @@ export class ControllerRunner<P extends Primary = Primary> {
     }
   }
 
-  /** Lists once; without the CRD (404) keeps retrying in the background so that the rest still runs. */
-  private async startReflector(r: Reflector<WireObject>, what: string, isPrimary: boolean): Promise<void> {
+  /**
+   * Lists once; without the CRD (404) keeps retrying in the background so that the rest still runs. An optional
+   * owned kind (KEDA's ScaledObject where KEDA is not installed) may be missing for ever: the same error is logged
+   * once, not every retry.
+   */
+  private async startReflector(r: Reflector<WireObject>, what: string, isPrimary: boolean, lastError?: string): Promise<void> {
     try {
       await r.start();
+      if (lastError !== undefined) this.log(`${what}: listed after all, watching`);
       if (isPrimary) this.markSynced();
     } catch (e) {
       if (this.stopped) return;
-      // Said once per message: an optional kind whose CRD is absent (VolumeSnapshot) must not fill the log every 5 s.
-      const line = `${what}: ${(e as Error).message}; retrying in ${CRD_RETRY_MS / 1000}s`;
-      if (this.retryLogged.get(what) !== line) this.log(line);
-      this.retryLogged.set(what, line);
+      const message = (e as Error).message;
+      if (message !== lastError) this.log(`${what}: ${message}; retrying in ${CRD_RETRY_MS / 1000}s`);
       const t = setTimeout(() => {
         this.retryTimers.delete(t);
-        void this.startReflector(r, what, isPrimary);
+        void this.startReflector(r, what, isPrimary, message);
       }, CRD_RETRY_MS);
       this.retryTimers.add(t);
     }

@@ -23,6 +23,8 @@ export interface ScaledObjectInput {
   /** PromQL label matchers selecting the service's pods; default: its namespace and pod-name prefix. */
   readonly selector?: string;
   readonly scaleDownStabilizationSec: number;
+  /** KEDA's TriggerAuthentication for a Prometheus behind auth. */
+  readonly authenticationRef?: { readonly name: string; readonly kind: 'TriggerAuthentication' | 'ClusterTriggerAuthentication' };
   readonly pollingIntervalSec?: number;
   readonly cooldownPeriodSec?: number;
 }
@@ -38,7 +40,12 @@ export interface ScaledObject {
     readonly minReplicaCount: number;
     readonly maxReplicaCount: number;
     readonly advanced: { readonly horizontalPodAutoscalerConfig: { readonly behavior: { readonly scaleDown: { readonly stabilizationWindowSeconds: number } } } };
-    readonly triggers: readonly { readonly type: 'prometheus'; readonly metricType: 'AverageValue'; readonly metadata: Readonly<Record<string, string>> }[];
+    readonly triggers: readonly {
+      readonly type: 'prometheus';
+      readonly metricType: 'AverageValue';
+      readonly metadata: Readonly<Record<string, string>>;
+      readonly authenticationRef?: { readonly name: string; readonly kind: string };
+    }[];
   };
 }
 
@@ -75,6 +82,7 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
           metricType: 'AverageValue',
           // KEDA takes the threshold as a string; a whole number keeps it stable between re-renders of the same value.
           metadata: { serverAddress: i.prometheusAddress, query, threshold: String(Math.max(1, Math.round(threshold))), activationThreshold: '0' },
+          ...(i.authenticationRef === undefined ? {} : { authenticationRef: { name: i.authenticationRef.name, kind: i.authenticationRef.kind } }),
         },
       ],
     },

@@ -5,6 +5,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import {
   Conditions,
   ContainerOverrides,
+  DNS_SUBDOMAIN_PATTERN,
   DnsLabel,
   GpuRequirements,
   Obj,
@@ -73,6 +74,42 @@ export const EngineTuning = Obj(
 );
 export type EngineTuning = Static<typeof EngineTuning>;
 
+/**
+ * What a KEDA ScaledObject needs beyond the SITS policy (mode keda): where Prometheus answers and, where its pod
+ * labels differ from the usual `namespace`/`pod`, the matchers that select the service's pods. Names as KEDA's
+ * ScaledObject and Prometheus scaler spell them, so a KEDA user recognises them.
+ */
+export const KedaAutoscaling = Obj(
+  {
+    serverAddress: Type.String({
+      description: 'Prometheus base URL KEDA\'s Prometheus scaler queries (e.g. http://prometheus.monitoring:9090).',
+      minLength: 1,
+      maxLength: 2048,
+      pattern: '^https?://[^\\s]+$',
+    }),
+    labelMatchers: Type.Optional(
+      Type.String({
+        description: 'PromQL label matchers selecting the service\'s pods in the query; unset means namespace="<namespace>",pod=~"<name>-.*".',
+        minLength: 1,
+        maxLength: 1024,
+      }),
+    ),
+    authenticationRef: Type.Optional(
+      Obj(
+        {
+          name: Type.String({ description: 'Name of the TriggerAuthentication (in the service\'s namespace) or ClusterTriggerAuthentication.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+          kind: StringEnum(['TriggerAuthentication', 'ClusterTriggerAuthentication'], { description: 'Default: TriggerAuthentication.', default: 'TriggerAuthentication' }),
+        },
+        { description: 'KEDA authentication for a Prometheus that needs it (bearer token, basic auth, TLS); KEDA reads the secret, SITS never does.' },
+      ),
+    ),
+    pollingInterval: Type.Integer({ description: 'Seconds between KEDA\'s queries. Default: 30.', minimum: 1, maximum: 3600, default: 30 }),
+    cooldownPeriod: Type.Integer({ description: 'Seconds without demand before KEDA scales the last replica to zero (minReplicas 0). Default: 300.', minimum: 0, maximum: 86400, default: 300 }),
+  },
+  { description: 'The KEDA ScaledObject the controller keeps for mode keda: a Prometheus trigger on the SITS query at the calibrated threshold.' },
+);
+export type KedaAutoscaling = Static<typeof KedaAutoscaling>;
+
 export const InferenceAutoscaling = withRules(
   Obj(
     {
@@ -90,11 +127,12 @@ export const InferenceAutoscaling = withRules(
         maximum: 3600,
         default: 0,
       }),
-      mode: StringEnum(['sits', 'external'], {
+      mode: StringEnum(['sits', 'external', 'keda'], {
         description:
-          'Who writes spec.replicas: sits (the SITS autoscaler, through the scale subresource) or external (KEDA, an HPA or a person, through the scale subresource; SITS then never writes replicas). Default: sits.',
+          'Who writes spec.replicas: sits (the SITS autoscaler, through the scale subresource), external (KEDA, an HPA or a person, through the scale subresource; SITS then never writes replicas) or keda (the controller keeps a KEDA ScaledObject with the SITS query and calibrated threshold, and KEDA\'s HPA writes replicas through the scale subresource; needs keda.serverAddress and KEDA installed). Default: sits.',
         default: 'sits',
       }),
+      keda: Type.Optional(KedaAutoscaling),
       scaleDownStabilizationSeconds: Type.Integer({
         description: 'How long a lower recommendation must persist before scaling in. Default: 300.',
         minimum: 0,
@@ -106,16 +144,24 @@ export const InferenceAutoscaling = withRules(
   ),
   [
     {
-      rule: "self.mode == 'external' || has(self.tokensPerSecondPerReplica) || has(self.queueDepthPerReplica) || has(self.concurrencyPerReplica) || has(self.gpuUtilizationPercent)",
-      message: 'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent (or mode: external)',
+      // keda: the threshold is the calibrated one (starting from the SITS default when no target is given).
+      rule: "self.mode != 'sits' || has(self.tokensPerSecondPerReplica) || has(self.queueDepthPerReplica) || has(self.concurrencyPerReplica) || has(self.gpuUtilizationPercent)",
+      message: 'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent (or mode: external or keda)',
       reason: 'FieldValueRequired',
       fieldPath: '.tokensPerSecondPerReplica',
       check: (self) =>
-        self.mode === 'external' ||
+        self.mode !== 'sits' ||
         self.tokensPerSecondPerReplica !== undefined ||
         self.queueDepthPerReplica !== undefined ||
         self.concurrencyPerReplica !== undefined ||
         self.gpuUtilizationPercent !== undefined,
+    },
+    {
+      rule: "self.mode != 'keda' || has(self.keda)",
+      message: 'mode keda needs keda.serverAddress: the Prometheus KEDA queries',
+      reason: 'FieldValueRequired',
+      fieldPath: '.keda',
+      check: (self) => self.mode !== 'keda' || self.keda !== undefined,
     },
   ],
 );

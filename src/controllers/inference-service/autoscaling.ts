@@ -10,13 +10,15 @@ export type ReplicaWriter =
   | 'sits'
   /** mode external: KEDA, an HPA or a person writes replicas; SITS only reads them. */
   | 'external'
+  /** mode keda: the controller keeps a ScaledObject with the SITS policy; KEDA's HPA writes replicas. */
+  | 'keda'
   /** No autoscaling: replicas are what the user (or anything using /scale) sets. */
   | 'manual';
 
 export function replicaWriter(spec: Pick<InferenceServiceSpec, 'autoscaling'>): ReplicaWriter {
   const a = spec.autoscaling;
   if (a === undefined) return 'manual';
-  return a.mode === 'external' ? 'external' : 'sits';
+  return a.mode === 'external' || a.mode === 'keda' ? a.mode : 'sits';
 }
 
 /** The SITS autoscaler's guard: a recommendation is written only where SITS owns the replica count. */

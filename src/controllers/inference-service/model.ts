@@ -2,9 +2,10 @@
  * What the InferenceService reconcile reads and returns, and the ports through which it learns what the runner's
  * caches do not hold (the cluster's NVLink islands; what the engines report). Plain values: no clients, no clocks.
  */
-import type { ApplyFailure } from '../../api/controller.ts';
+import type { ApplyFailure, WireObject } from '../../api/controller.ts';
 import type { InferenceService, InferenceServiceStatus } from '../../api/schema/inference-service.ts';
-import type { PodObject, ServiceObject } from '../kube-objects.ts';
+import type { OwnerReference, PodObject, ServiceObject } from '../kube-objects.ts';
+import type { OwnedScaledObject } from './keda.ts';
 
 /** An InferenceService as read from the apiserver, defaults applied, with the metadata the controller needs. */
 export type InferenceServiceObject = InferenceService & {
@@ -49,12 +50,31 @@ export interface EnginePort {
 
 export const NO_ENGINE: EnginePort = { replica: () => undefined };
 
+/** The thresholds SITS's autoscaler calibrated for one service (mode keda renders them into the ScaledObject). */
+export interface AutoscalerThresholds {
+  /** Tokens/s one replica carries within the SLO (TokenAutoscaler.tokensPerReplica). */
+  readonly tokensPerReplica?: number;
+  readonly queueDepthPerReplica?: number;
+}
+
+/** A KEDA ScaledObject as the watch shows it. */
+export type ScaledObjectResource = WireObject & {
+  readonly metadata: WireObject['metadata'] & { readonly ownerReferences?: readonly OwnerReference[] };
+  readonly spec?: Readonly<Record<string, unknown>>;
+};
+
 export interface InferenceControllerConfig {
   /** Extra names a GPU model may go by on nodes (GFD product → the scheduler's model name). */
   readonly gpuModelAliases?: (model: string) => readonly string[];
   /** Read at every reconcile; a service refused for the cluster's shape is looked at again every minute. */
   readonly clusterFacts: () => ClusterFacts;
   readonly engine: EnginePort;
+  /**
+   * The calibrated thresholds per service (namespace, name), read at every reconcile of a service in mode keda;
+   * unset means the spec's targets (or SITS's starting threshold). When set, such services are re-read every
+   * calibration period so that their ScaledObject follows the calibration.
+   */
+  readonly thresholds?: (namespace: string, name: string) => AutoscalerThresholds | undefined;
 }
 
 export interface Observed {
@@ -62,6 +82,10 @@ export interface Observed {
   /** Pods labelled with the service's name (the reconcile keeps those it owns). */
   readonly pods: readonly PodObject[];
   readonly services: readonly ServiceObject[];
+  /** KEDA ScaledObjects labelled with the service's name; empty where KEDA is not installed. */
+  readonly scaledObjects?: readonly ScaledObjectResource[];
+  readonly thresholds?: AutoscalerThresholds;
+  readonly hasThresholdPort?: boolean;
   readonly nowMs: number;
   readonly facts: ClusterFacts;
   readonly engine: EnginePort;
@@ -74,6 +98,10 @@ export type Action =
   | { readonly kind: 'createService'; readonly service: ServiceObject }
   /** Merge patch of the Service's spec (selector, ports) when the runtime's ports changed. */
   | { readonly kind: 'patchService'; readonly name: string; readonly patch: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'createScaledObject'; readonly scaledObject: OwnedScaledObject }
+  /** Merge patch of the ScaledObject's spec (its triggers array is replaced whole). */
+  | { readonly kind: 'patchScaledObject'; readonly name: string; readonly patch: Readonly<Record<string, unknown>> }
+  | { readonly kind: 'deleteScaledObject'; readonly name: string; readonly uid: string }
   | { readonly kind: 'event'; readonly type: 'Normal' | 'Warning'; readonly reason: string; readonly message: string };
 
 export interface ReconcileResult {

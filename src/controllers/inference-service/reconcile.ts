@@ -13,6 +13,7 @@ import { findCondition, setCondition, setIfPresent, type ConditionUpdate } from 
 import { isOwnedBy, type PodObject, type ServiceObject } from '../kube-objects.ts';
 import type { Action, Observed, ReconcileResult } from './model.ts';
 import { selectorString } from './names.ts';
+import { planScaledObject } from './keda.ts';
 import { isvcName, renderService, type BuildConfig, type Rendered } from './pods.ts';
 
 export const CONDITION = {
@@ -178,6 +179,13 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
       made++;
     }
     for (const p of plan.remove) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
+
+    // mode keda: the ScaledObject follows the spec (and an invalid spec, like everything else, leaves it alone).
+    const keda = planScaledObject({ isvc: s, scaledObjects: o.scaledObjects ?? [], thresholds: o.thresholds, lastErrors: o.lastErrors, hasThresholdPort: o.hasThresholdPort === true });
+    actions.push(...keda.actions);
+    if (keda.condition !== undefined) cond.push(keda.condition);
+    if (keda.clearIfPresent !== undefined) clearIfPresent.push(keda.clearIfPresent);
+    if (keda.requeueAfterMs !== undefined) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, keda.requeueAfterMs);
 
     const converged = current.length === replicas && old.length === 0 && current.every(ready) && finished.length === 0;
     if (converged) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'Complete', message: `${replicas} replicas on the current template, all ready` });

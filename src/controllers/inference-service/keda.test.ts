@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { validateResource, withDefaults } from '../../api/validate.ts';
+import { replicaWriter, sitsMayScale } from './autoscaling.ts';
+import { inferenceServiceController, SCALED_OBJECT } from './controller.ts';
+import { SCALED_OBJECT_CONDITION, THRESHOLD_RESYNC_MS, type OwnedScaledObject } from './keda.ts';
+import { NO_ENGINE, type Action, type AutoscalerThresholds, type InferenceServiceObject, type Observed, type ScaledObjectResource } from './model.ts';
+import { reconcileInferenceService } from './reconcile.ts';
+
+const NOW = Date.parse('2026-12-01T12:00:00Z');
+const UID = 'isvc-uid';
+const KEDA = { mode: 'keda', keda: { serverAddress: 'http://prometheus.monitoring:9090' } };
+
+function isvc(spec: Record<string, unknown> = {}): InferenceServiceObject {
+  return withDefaults('InferenceService', {
+    apiVersion: 'ai.sits2026.dev/v1',
+    kind: 'InferenceService',
+    metadata: { name: 'chat', namespace: 'ml', uid: UID, generation: 1 },
+    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 2, minReplicas: 1, maxReplicas: 8, gpusPerReplica: 1, autoscaling: KEDA, ...spec },
+  }) as InferenceServiceObject;
+}
+
+const run = (s: InferenceServiceObject, o: { scaledObjects?: readonly ScaledObjectResource[]; lastErrors?: Observed['lastErrors']; thresholds?: AutoscalerThresholds; port?: boolean } = {}) =>
+  reconcileInferenceService(
+    {
+      isvc: s,
+      pods: [],
+      services: [],
+      scaledObjects: o.scaledObjects ?? [],
+      nowMs: NOW,
+      facts: { largestNvlinkIslandGpus: 4 },
+      engine: NO_ENGINE,
+      hasThresholdPort: o.port === true,
+      ...(o.thresholds === undefined ? {} : { thresholds: o.thresholds }),
+      ...(o.lastErrors === undefined ? {} : { lastErrors: o.lastErrors }),
+    },
+    {},
+  );
+
+const soActions = (actions: readonly Action[]) => actions.filter((a) => a.kind === 'createScaledObject' || a.kind === 'patchScaledObject' || a.kind === 'deleteScaledObject');
+const createdSo = (actions: readonly Action[]): OwnedScaledObject => {
+  const a = actions.find((x) => x.kind === 'createScaledObject');
+  if (a?.kind !== 'createScaledObject') throw new Error('no createScaledObject');
+  return a.scaledObject;
+};
+const cond = (r: ReturnType<typeof run>) => r.status?.conditions?.find((c) => c.type === SCALED_OBJECT_CONDITION);
+/** As the apiserver returns it: a uid, maybe fields KEDA's defaults add. */
+const stored = (so: OwnedScaledObject, uid = 'so-uid'): ScaledObjectResource => ({ ...so, metadata: { ...so.metadata, uid } }) as unknown as ScaledObjectResource;
+
+describe('autoscaling.mode keda', () => {
+  it('leaves replicas to KEDA: SITS\'s autoscaler must not write them', () => {
+    const s = isvc();
+    expect(replicaWriter(s.spec)).toBe('keda');
+    expect(sitsMayScale(s.spec)).toBe(false);
+  });
+
+  it('creates a ScaledObject targeting the InferenceService /scale with the bounds, owner and the SITS query and threshold', () => {
+    const r = run(isvc({ autoscaling: { ...KEDA, tokensPerSecondPerReplica: 2500, scaleDownStabilizationSeconds: 120 } }));
+    const so = createdSo(r.actions);
+    expect(so.metadata).toMatchObject({ name: 'chat', namespace: 'ml', labels: { 'ai.sits2026.dev/inference-service': 'chat' } });
+    expect(so.metadata.ownerReferences).toEqual([{ apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', name: 'chat', uid: UID, controller: true, blockOwnerDeletion: true }]);
+    expect(so.spec).toMatchObject({
+      scaleTargetRef: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', name: 'chat' },
+      minReplicaCount: 1,
+      maxReplicaCount: 8,
+      pollingInterval: 30,
+      cooldownPeriod: 300,
+      advanced: { horizontalPodAutoscalerConfig: { behavior: { scaleDown: { stabilizationWindowSeconds: 120 } } } },
+    });
+    expect(so.spec.triggers).toEqual([
+      {
+        type: 'prometheus',
+        metricType: 'AverageValue',
+        metadata: {
+          serverAddress: 'http://prometheus.monitoring:9090',
+          query: 'sum(rate(vllm:prompt_tokens_total{namespace="ml",pod=~"chat-.*"}[1m])) + sum(rate(vllm:generation_tokens_total{namespace="ml",pod=~"chat-.*"}[1m]))',
+          threshold: '2500',
+          activationThreshold: '0',
+        },
+      },
+    ]);
+    expect(cond(r)).toMatchObject({ status: 'Unknown', reason: 'Creating' });
+    // The replicas themselves are still the controller's job.
+    expect(r.actions.filter((a) => a.kind === 'createPod')).toHaveLength(2);
+  });
+
+  it('uses the calibrated threshold when SITS has one (else the spec target, else the SITS starting point), and re-reads it every calibration period', () => {
+    expect(createdSo(run(isvc(), { thresholds: { tokensPerReplica: 18_432.7 }, port: true }).actions).spec.triggers[0]?.metadata.threshold).toBe('18433');
+    expect(createdSo(run(isvc()).actions).spec.triggers[0]?.metadata.threshold).toBe('10000');
+    expect(run(isvc(), { port: true }).requeueAfterMs).toBe(THRESHOLD_RESYNC_MS);
+    expect(run(isvc()).requeueAfterMs).toBeUndefined();
+    const triton = createdSo(run(isvc({ runtime: 'triton', autoscaling: { ...KEDA, queueDepthPerReplica: 16 }, model: { uri: 's3://m/engine' }, gpu: { allowedModels: ['A100-80G'], minComputeCapability: '8.0' } })).actions);
+    expect(triton.spec.triggers[0]?.metadata).toMatchObject({ query: 'sum(nv_inference_pending_request_count{namespace="ml",pod=~"chat-.*"})', threshold: '16' });
+  });
+
+  it('takes the label matchers, polling interval and cooldown from spec.autoscaling.keda', () => {
+    const so = createdSo(run(isvc({ autoscaling: { mode: 'keda', keda: { serverAddress: 'https://prom:9091', labelMatchers: 'kubernetes_namespace="ml",app="chat"', pollingInterval: 15, cooldownPeriod: 60 } } })).actions);
+    expect(so.spec).toMatchObject({ pollingInterval: 15, cooldownPeriod: 60 });
+    expect(so.spec.triggers[0]?.metadata.query).toContain('vllm:prompt_tokens_total{kubernetes_namespace="ml",app="chat"}');
+    expect(so.spec.triggers[0]?.metadata.serverAddress).toBe('https://prom:9091');
+    expect(so.spec.triggers[0]?.authenticationRef).toBeUndefined();
+    const auth = createdSo(run(isvc({ autoscaling: { mode: 'keda', keda: { serverAddress: 'https://prom:9091', authenticationRef: { name: 'prom-auth' } } } })).actions);
+    expect(auth.spec.triggers[0]?.authenticationRef).toEqual({ name: 'prom-auth', kind: 'TriggerAuthentication' });
+  });
+
+  it('changes nothing when the stored ScaledObject matches (fields KEDA adds are ignored); patches the spec when the bounds change', () => {
+    const s = isvc();
+    const have = stored(createdSo(run(s).actions));
+    const withExtra = { ...have, spec: { ...have.spec, idleReplicaCount: undefined, fallback: undefined } } as ScaledObjectResource;
+    const r = run(s, { scaledObjects: [withExtra] });
+    expect(soActions(r.actions)).toEqual([]);
+    expect(cond(r)).toMatchObject({ status: 'True', reason: 'Applied' });
+    expect(cond(r)?.message).toContain('threshold 10000');
+    const wider = run(isvc({ minReplicas: 2, maxReplicas: 12 }), { scaledObjects: [have] });
+    expect(soActions(wider.actions)).toEqual([{ kind: 'patchScaledObject', name: 'chat', patch: { spec: expect.objectContaining({ minReplicaCount: 2, maxReplicaCount: 12 }) as unknown } }]);
+  });
+
+  it('deletes its ScaledObject when the mode goes back to sits (or autoscaling is removed), never one it does not own', () => {
+    const have = stored(createdSo(run(isvc()).actions));
+    const foreign = { ...have, metadata: { ...have.metadata, name: 'users-own', uid: 'other', ownerReferences: [] } } as ScaledObjectResource;
+    const sits = run(isvc({ autoscaling: { mode: 'sits', tokensPerSecondPerReplica: 2500 } }), { scaledObjects: [have, foreign] });
+    expect(soActions(sits.actions)).toEqual([{ kind: 'deleteScaledObject', name: 'chat', uid: 'so-uid' }]);
+    expect(soActions(run(isvc({ autoscaling: undefined }), { scaledObjects: [have] }).actions)).toEqual([{ kind: 'deleteScaledObject', name: 'chat', uid: 'so-uid' }]);
+    // The condition of the keda days is turned off, not left behind.
+    const prior = run(isvc(), { scaledObjects: [have] }).status;
+    const back = isvc({ autoscaling: { mode: 'sits', tokensPerSecondPerReplica: 2500 } });
+    const r = run({ ...back, status: prior } as InferenceServiceObject, { scaledObjects: [] });
+    expect(cond(r)).toMatchObject({ status: 'False', reason: 'NotKedaMode' });
+  });
+
+  it('without KEDA\'s CRDs (the create answered 404) says so in a condition naming the mode and KEDA; pods and Service go on', () => {
+    const r = run(isvc(), { lastErrors: [{ action: 'createScaledObject', name: 'chat', status: 404, reason: 'NotFound', message: 'the server could not find the requested resource' }] });
+    expect(cond(r)).toMatchObject({ status: 'False', reason: 'KedaNotInstalled' });
+    expect(cond(r)?.message).toMatch(/spec\.autoscaling\.mode keda.*keda\.sh\/v1alpha1 ScaledObjects.*KEDA's CRDs are not installed/);
+    expect(r.status?.conditions?.find((c) => c.type === 'ReplicaFailure')).toBeUndefined();
+    expect(r.actions.filter((a) => a.kind === 'createPod')).toHaveLength(2);
+    const rejected = run(isvc(), { lastErrors: [{ action: 'patchScaledObject', name: 'chat', status: 422, reason: 'Invalid', message: 'spec.maxReplicaCount: Invalid value' }] });
+    expect(cond(rejected)).toMatchObject({ status: 'False', reason: 'ScaledObjectRejected', message: 'patchScaledObject chat: 422 spec.maxReplicaCount: Invalid value' });
+  });
+
+  it('leaves the ScaledObject alone while the spec is invalid (nothing half-applied)', () => {
+    const have = stored(createdSo(run(isvc()).actions));
+    const r = run(isvc({ gpusPerReplica: 8 }), { scaledObjects: [have] });
+    expect(r.status?.conditions?.find((c) => c.type === 'InvalidSpec')?.status).toBe('True');
+    expect(soActions(r.actions)).toEqual([]);
+  });
+
+  it('maps the actions onto the runner\'s ScaledObject kind (keda.sh/v1alpha1 scaledobjects)', () => {
+    const def = inferenceServiceController({ clusterFacts: () => ({ largestNvlinkIslandGpus: 4 }), engine: NO_ENGINE, thresholds: () => ({ tokensPerReplica: 3000 }) });
+    expect(def.owned).toContainEqual(SCALED_OBJECT);
+    const out = def.reconcile({ object: isvc(), owned: new Map(), nowMs: NOW });
+    const create = out.actions.find((a) => a.op === 'create' && a.kind === 'ScaledObject');
+    expect(create).toMatchObject({ op: 'create', kind: 'ScaledObject', object: { spec: { triggers: [{ metadata: { threshold: '3000' } }] } } });
+    expect(out.requeueAfterMs).toBe(THRESHOLD_RESYNC_MS);
+  });
+});
+
+describe('the keda settings in the schema', () => {
+  const base = { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { runtime: 'vllm', model: { uri: 'hf://a/b' }, maxReplicas: 4 } };
+  const errs = (autoscaling: unknown): string[] => {
+    const r = validateResource('InferenceService', { ...base, spec: { ...base.spec, autoscaling } });
+    return r.ok ? [] : r.errors.map((e) => `${e.path}: ${e.message}`);
+  };
+  it('needs keda.serverAddress in mode keda, an http(s) URL; needs no target (the threshold is calibrated)', () => {
+    expect(errs({ mode: 'keda', keda: { serverAddress: 'http://prom:9090' } })).toEqual([]);
+    expect(JSON.stringify(errs({ mode: 'keda' }))).toContain('spec.autoscaling.keda');
+    expect(JSON.stringify(errs({ mode: 'keda', keda: { serverAddress: 'prom:9090' } }))).toContain('spec.autoscaling.keda.serverAddress');
+    expect(JSON.stringify(errs({ mode: 'sits' }))).toContain('spec.autoscaling.tokensPerSecondPerReplica');
+  });
+});

@@ -1,0 +1,127 @@
+/**
+ * autoscaling.mode keda (issue 12, Deliver 3; ADR 0112): the controller keeps one KEDA ScaledObject per service,
+ * rendered by serving/keda.ts from the spec and the threshold SITS calibrated, and removes it when the mode
+ * changes. KEDA's HPA then writes replicas through the InferenceService's /scale subresource, and SITS's own
+ * autoscaler stays out (sitsMayScale is false). Without KEDA's CRDs the create answers 404: the service then says
+ * so in the KedaScaledObject condition and nothing else changes (its replicas keep serving at spec.replicas).
+ * Pure: the calibrated threshold comes in through the config's `thresholds` port.
+ */
+import type { ApplyFailure } from '../../api/controller.ts';
+import { TOKEN_AUTOSCALER_DEFAULTS } from '../../serving/autoscale/token.ts';
+import { renderScaledObject, type ScaledObject } from '../../serving/keda.ts';
+import { runtimeFor } from '../../serving/runtimes/index.ts';
+import type { ConditionUpdate } from '../conditions.ts';
+import { isOwnedBy, type OwnerReference } from '../kube-objects.ts';
+import type { Action, AutoscalerThresholds, InferenceServiceObject, ScaledObjectResource } from './model.ts';
+import { isvcName, isvcNamespace, ownerReference } from './pods.ts';
+
+export const SCALED_OBJECT_CONDITION = 'KedaScaledObject';
+
+/** Waiting requests per replica where the runtime counts no tokens and the spec sets no queue target (Triton). */
+export const DEFAULT_QUEUE_DEPTH_PER_REPLICA = 4;
+
+/** The calibrated threshold is read again this often, so the ScaledObject follows the calibration. */
+export const THRESHOLD_RESYNC_MS = TOKEN_AUTOSCALER_DEFAULTS.calibrationSec * 1000;
+
+export type OwnedScaledObject = ScaledObject & { readonly metadata: ScaledObject['metadata'] & { readonly ownerReferences: readonly OwnerReference[] } };
+
+export interface KedaPlan {
+  readonly actions: readonly Action[];
+  /** Set (keda mode) or only updated where present (other modes). */
+  readonly condition?: ConditionUpdate;
+  readonly clearIfPresent?: ConditionUpdate;
+  readonly requeueAfterMs?: number;
+}
+
+/** The ScaledObject the spec asks for; undefined outside mode keda (or for a runtime the spec check refuses). */
+export function desiredScaledObject(s: InferenceServiceObject, thresholds: AutoscalerThresholds | undefined): OwnedScaledObject | undefined {
+  const a = s.spec.autoscaling;
+  const runtime = runtimeFor(s.spec.runtime);
+  if (a?.mode !== 'keda' || a.keda === undefined || runtime === undefined) return undefined;
+  const so = renderScaledObject({
+    name: isvcName(s),
+    namespace: isvcNamespace(s),
+    runtime,
+    minReplicas: s.spec.minReplicas,
+    maxReplicas: s.spec.maxReplicas ?? Math.max(1, s.spec.replicas),
+    // The threshold SITS calibrated; before there is one, the spec's target, else the SITS starting point.
+    tokensPerReplica: thresholds?.tokensPerReplica ?? a.tokensPerSecondPerReplica ?? TOKEN_AUTOSCALER_DEFAULTS.initialThreshold,
+    queueDepthPerReplica: thresholds?.queueDepthPerReplica ?? a.queueDepthPerReplica ?? DEFAULT_QUEUE_DEPTH_PER_REPLICA,
+    prometheusAddress: a.keda.serverAddress,
+    ...(a.keda.labelMatchers === undefined ? {} : { selector: a.keda.labelMatchers }),
+    ...(a.keda.authenticationRef === undefined ? {} : { authenticationRef: a.keda.authenticationRef }),
+    scaleDownStabilizationSec: a.scaleDownStabilizationSeconds,
+    pollingIntervalSec: a.keda.pollingInterval,
+    cooldownPeriodSec: a.keda.cooldownPeriod,
+  });
+  return { ...so, metadata: { ...so.metadata, ownerReferences: [ownerReference(s)] } };
+}
+
+/** The parts of a ScaledObject's spec the controller sets (the apiserver or KEDA may add others). */
+function managedSpec(spec: Readonly<Record<string, unknown>> | undefined): string {
+  const x = spec ?? {};
+  const advanced = x.advanced as { horizontalPodAutoscalerConfig?: { behavior?: { scaleDown?: { stabilizationWindowSeconds?: unknown } } } } | undefined;
+  return JSON.stringify([
+    x.scaleTargetRef,
+    x.pollingInterval,
+    x.cooldownPeriod,
+    x.minReplicaCount,
+    x.maxReplicaCount,
+    advanced?.horizontalPodAutoscalerConfig?.behavior?.scaleDown?.stabilizationWindowSeconds,
+    x.triggers,
+  ]);
+}
+
+const ACTIONS = ['createScaledObject', 'patchScaledObject', 'deleteScaledObject'];
+
+export function planScaledObject(p: {
+  readonly isvc: InferenceServiceObject;
+  /** ScaledObjects labelled with the service's name (only those it owns are touched). */
+  readonly scaledObjects: readonly ScaledObjectResource[];
+  readonly thresholds: AutoscalerThresholds | undefined;
+  readonly lastErrors: readonly ApplyFailure[] | undefined;
+  readonly hasThresholdPort: boolean;
+}): KedaPlan {
+  const s = p.isvc;
+  const owned = p.scaledObjects.filter((o) => isOwnedBy(o, s.metadata.uid) && o.metadata.deletionTimestamp === undefined);
+  const want = desiredScaledObject(s, p.thresholds);
+  const actions: Action[] = [];
+  if (want === undefined) {
+    for (const o of owned) actions.push({ kind: 'deleteScaledObject', name: o.metadata.name ?? '', uid: o.metadata.uid ?? '' });
+    return {
+      actions,
+      clearIfPresent: { type: SCALED_OBJECT_CONDITION, status: 'False', reason: 'NotKedaMode', message: `spec.autoscaling.mode is ${s.spec.autoscaling?.mode ?? 'unset'}: no ScaledObject is kept` },
+    };
+  }
+  const have = owned.find((o) => o.metadata.name === want.metadata.name);
+  for (const o of owned) if (o !== have) actions.push({ kind: 'deleteScaledObject', name: o.metadata.name ?? '', uid: o.metadata.uid ?? '' });
+  if (have === undefined) actions.push({ kind: 'createScaledObject', scaledObject: want });
+  else if (managedSpec(have.spec) !== managedSpec(want.spec as unknown as Record<string, unknown>)) {
+    actions.push({ kind: 'patchScaledObject', name: want.metadata.name, patch: { spec: want.spec } });
+  }
+
+  const trigger = want.spec.triggers[0]?.metadata;
+  const errors = (p.lastErrors ?? []).filter((e) => ACTIONS.includes(e.action));
+  const missingCrd = errors.find((e) => e.status === 404 && e.action === 'createScaledObject');
+  let condition: ConditionUpdate;
+  if (missingCrd !== undefined) {
+    condition = {
+      type: SCALED_OBJECT_CONDITION,
+      status: 'False',
+      reason: 'KedaNotInstalled',
+      message: `spec.autoscaling.mode keda: the apiserver does not serve keda.sh/v1alpha1 ScaledObjects (404: KEDA's CRDs are not installed); install KEDA or set spec.autoscaling.mode to sits or external. No ScaledObject exists and nothing scales the service: its replicas stay at spec.replicas`,
+    };
+  } else if (errors.length > 0) {
+    condition = { type: SCALED_OBJECT_CONDITION, status: 'False', reason: 'ScaledObjectRejected', message: errors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; ') };
+  } else if (have === undefined) {
+    condition = { type: SCALED_OBJECT_CONDITION, status: 'Unknown', reason: 'Creating', message: `creating ScaledObject ${want.metadata.name}` };
+  } else {
+    condition = {
+      type: SCALED_OBJECT_CONDITION,
+      status: 'True',
+      reason: 'Applied',
+      message: `ScaledObject ${want.metadata.name}: prometheus trigger threshold ${trigger?.threshold ?? '?'} on ${trigger?.query ?? '?'}, replicas ${want.spec.minReplicaCount}..${want.spec.maxReplicaCount}`,
+    };
+  }
+  return { actions, condition, ...(p.hasThresholdPort ? { requeueAfterMs: THRESHOLD_RESYNC_MS } : {}) };
+}
