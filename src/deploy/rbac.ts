@@ -67,7 +67,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['inferenceservices/scale'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // patch: the serving loop's engine-state annotation on InferenceService replicas (LoRA adapters, ADR 0110).
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).
