@@ -126,6 +126,10 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
   async function syncAdapters(pod: PodObject, runtime: RuntimeDefinition, c: EngineClient, want: readonly string[]): Promise<EngineStateRecord> {
     const uid = pod.metadata.uid ?? '';
     const adapters: AdapterObservation[] = [];
+    // TGI takes its adapters at launch only (--lora-adapters, rendered from the spec): a Ready engine has them all;
+    // a change rolls the replicas. Triton has none (the CRD refuses adapters for it).
+    if (runtime.lora.kind === 'launch-only') return { serving: true, adapters: want.map((name) => ({ name, state: 'Loaded' as const })) };
+    if (runtime.lora.kind === 'none') return { serving: true, adapters: [] };
     let list;
     try {
       list = await c.listAdapters();
