@@ -226,7 +226,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     if (want === s.spec.replicas) return;
     const ns = s.metadata.namespace ?? 'default';
     const name = s.metadata.name ?? '';
-    const demand = obs.promptTokensPerSec + obs.generatedTokensPerSec + (obs.waiting * obs.meanPromptTokens) / (o.policy?.drainSec ?? TOKEN_AUTOSCALER_DEFAULTS.drainSec);
+    const demand = policy.demandTokensPerSec;
     const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
     // The scale subresource: the same door KEDA and an HPA use, so a service declared external is never written.
     try {
