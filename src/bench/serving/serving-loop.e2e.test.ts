@@ -45,7 +45,9 @@ describe('the serving loop on real engines', () => {
           resolveAddress: devPodAddress,
           retry: { attempts: 3, baseDelayMs: 100, timeoutMs: 10_000 },
           adapterBackoffMs: { base: 500, max: 4000 },
-          policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 5, drainSec: 2, scaleDownStepSec: 3 },
+          // The calibrated threshold stays above what one slot of the tiny model serves (a few hundred tokens/s), so
+          // only a queue (requests_deferred, drained within 0.5 s) can ask for a second replica.
+          policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 2000, drainSec: 0.5, scaleDownStepSec: 3 },
         },
       },
     });
@@ -67,7 +69,7 @@ describe('the serving loop on real engines', () => {
         minReplicas: 1,
         maxReplicas: 3,
         progressDeadlineSeconds: 600,
-        autoscaling: { tokensPerSecondPerReplica: 40, scaleDownStabilizationSeconds: 8 },
+        autoscaling: { tokensPerSecondPerReplica: 3000, scaleDownStabilizationSeconds: 8 },
       },
     });
   }, 180_000);
@@ -91,7 +93,7 @@ describe('the serving loop on real engines', () => {
     expect((await svc()).spec.replicas).toBe(1);
 
     const trace = parseAzureTrace(readFileSync(DEFAULT_SERVING_TRACE, 'utf8'), DEFAULT_SERVING_TRACE);
-    const plan = planLoad(trace, { seed: 7, count: 16, spanMs: 3000, maxPromptTokens: 32, maxOutputTokens: 160 });
+    const plan = planLoad(trace, { seed: 7, count: 20, spanMs: 2000, maxPromptTokens: 32, maxOutputTokens: 160 });
     const load = runLoad(plan, endpoints, { model: APP, timeoutMs: 240_000 });
     const out = await waitFor('the SITS autoscaler to scale out', async () => {
       const s = await svc();
@@ -100,9 +102,10 @@ describe('the serving loop on real engines', () => {
     expect(out).toBeGreaterThanOrEqual(2);
     const { results } = await load;
     expect(results.filter((r) => !r.ok)).toEqual([]);
-    const decision = cluster.controllers?.serving?.decisions.find((d) => d.to >= 2);
-    expect(decision).toBeDefined();
+    const decision = cluster.controllers?.serving?.decisions[0];
+    expect(decision).toMatchObject({ service: `${NS}/${APP}`, from: 1, to: 2 });
     expect(decision?.waiting).toBeGreaterThan(0); // on real queueing: the engines' deferred requests
+    expect(decision?.thresholdTokensPerSec).toBeGreaterThanOrEqual(2000);
     const events = await listEvents(cluster.client, NS);
     expect(events.some((e) => e.reason === 'ScaledOut' && e.involvedObject?.name === APP && /threshold \d+ tokens\/s per replica/.test(e.message ?? ''))).toBe(true);
     await waitFor('a second replica ready', async () => ((await svc()).status?.readyReplicas ?? 0) >= 2, 180_000, 250);
