@@ -12,6 +12,7 @@ import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers
 import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
 import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
+import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 
 export interface ControllerOptions {
   readonly log?: (m: string) => void;
@@ -27,9 +28,16 @@ export interface ControllerOptions {
   readonly tracing?: Tracing;
   /** What the engines report per InferenceService replica (LoRA adapters); default: nothing known yet. */
   readonly engine?: EnginePort;
+  /**
+   * The live serving loop (app/serving-loop.ts): LoRA adapters on every replica and the SITS token autoscaler
+   * writing /scale. Off by default (it dials every replica's engine); when on, its engine view is the controller's.
+   */
+  readonly serving?: false | ServingLoopOptions;
 }
 
 export interface Controllers {
+  /** The serving loop, when it was asked for. */
+  readonly serving: ServingLoop | undefined;
   stop(): Promise<void>;
 }
 
@@ -40,7 +48,12 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, ...runnerOpts } = opts;
+  const serving =
+    servingOpts === undefined || servingOpts === false
+      ? undefined
+      : startServingLoop(client, { ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...servingOpts });
+  const engine = given ?? serving?.engine;
   // InferenceService specs are judged against the NVLink islands the nodes offer (tensor-parallel size).
   const facts = await watchClusterFacts(client, opts.log ?? (() => undefined));
   const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE });
@@ -48,7 +61,9 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
   return {
+    serving,
     stop: async () => {
+      await serving?.stop();
       facts.stop();
       await Promise.all(running.map((r) => r.stop()));
     },

@@ -27,6 +27,8 @@ export interface LiveAppOptions {
   readonly afterGangMemberBound?: (count: number) => void;
   /** Also run the workload controllers (TrainingJob, InferenceService); they act only while this replica leads. */
   readonly controllers?: boolean;
+  /** With `controllers`: also the serving loop (LoRA adapters on every replica, SITS token autoscaling; app/serving-loop.ts). */
+  readonly serving?: boolean;
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
@@ -63,7 +65,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}) }) : undefined;
   return {
     scheduler,
     client,

@@ -67,7 +67,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['inferenceservices/scale'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md).
+  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md) and the serving loop's engine-state
+  // annotation on InferenceService replicas (LoRA adapters, ADR 0110).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // An InferenceService with autoscaling.mode keda owns one ScaledObject (ADR 0112); KEDA's own HPA writes /scale.
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },

@@ -23,6 +23,8 @@ export const CONDITION = {
   invalidSpec: 'InvalidSpec',
   /** A replica stays unready past spec.progressDeadlineSeconds, or cannot be created. */
   replicaFailure: 'ReplicaFailure',
+  /** A LoRA adapter of the spec failed to load on a replica (named with the adapter); that replica is held out of ready. */
+  adapterFailure: 'AdapterFailure',
 } as const;
 
 const DEFAULT_MAX_SURGE = 1;
@@ -210,6 +212,14 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
   if (replicas === 0) cond.push({ type: CONDITION.ready, status: live.length === 0 ? 'True' : 'False', reason: 'ScaledToZero', message: live.length === 0 ? 'scaled to zero' : `scaling to zero: ${live.length} replicas left` });
   else if (readyCount >= readyNeeded) cond.push({ type: CONDITION.ready, status: 'True', reason: 'MinimumReplicasReady', message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})` });
   else cond.push({ type: CONDITION.ready, status: 'False', reason: 'MinimumReplicasUnavailable', message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})` });
+
+  // Adapters the engine side could not load, by replica (ADR 0110): the condition names both.
+  const adapterFailures = live.flatMap((p) => (o.engine.replica(p)?.adapters ?? []).filter((a) => a.state === 'Failed').map((a) => `replica ${p.metadata.name ?? ''}: adapter ${a.name}: ${a.message ?? 'failed to load'}`));
+  if (adapterFailures.length > 0) {
+    const message = `${adapterFailures.join('; ')}; the other replicas keep serving`.slice(0, 4000);
+    cond.push({ type: CONDITION.adapterFailure, status: 'True', reason: 'AdapterLoadFailed', message });
+    if (findCondition(prev.conditions, CONDITION.adapterFailure)?.status !== 'True') actions.push({ kind: 'event', type: 'Warning', reason: 'AdapterLoadFailed', message });
+  } else clearIfPresent.push({ type: CONDITION.adapterFailure, status: 'False', reason: 'AdaptersLoaded', message: 'every adapter the replicas were started with is loaded' });
 
   let conditions: Condition[] = [...(prev.conditions ?? [])];
   for (const u of cond) conditions = setCondition(conditions, u, nowIso, gen);

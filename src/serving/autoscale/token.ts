@@ -78,12 +78,18 @@ export class TokenAutoscaler implements Autoscaler {
   private lastDemand = Number.NEGATIVE_INFINITY;
   private lastObsSec: number | undefined;
   private lastBacklog = 0;
+  private demand = 0;
 
   constructor(private readonly cfg: TokenAutoscalerConfig) {
     this.history = new Window(cfg.historyWindowSec);
     this.panic = new Window(cfg.panicWindowSec);
     this.perReplica = new Window(cfg.historyWindowSec);
     this.smoothing = new Window(cfg.smoothingSec);
+  }
+
+  /** The token demand of the last observation (tokens/s: served plus the queue drained over drainSec), for events. */
+  get demandTokensPerSec(): number {
+    return this.demand;
   }
 
   /** The calibrated per-replica threshold (tokens/s), for status and tests. */
@@ -103,6 +109,7 @@ export class TokenAutoscaler implements Autoscaler {
     this.lastObsSec = obs.nowSec;
     this.lastBacklog = backlog;
     const demand = served + backlog / c.drainSec;
+    this.demand = demand;
     this.smoothing.push(obs.nowSec, arriving);
     this.history.push(obs.nowSec, this.smoothing.mean());
     this.panic.push(obs.nowSec, demand);

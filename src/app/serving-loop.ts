@@ -1,0 +1,312 @@
+/**
+ * The live serving loop (issue 12, items 3 and 4; ADRs 0110, 0111): every `intervalMs`, for each InferenceService,
+ *  - LoRA hot swap: on every ready replica, the adapters of the spec are loaded (switched on) and those no longer
+ *    listed unloaded, through the EngineClient (retries with backoff inside one call; a failed adapter is tried
+ *    again on later ticks with its own backoff). What was found is written on the pod as the engine-state
+ *    annotation; the controller reads it back (annotatedEngine) into per-replica status, readiness and the
+ *    AdapterFailure condition. No pod is restarted.
+ *  - Token autoscaling: every serving replica's /metrics is scraped, the scrapes become one ServiceObservation
+ *    (serving/observe.ts) for the pure SITS policy (serving/autoscale/token.ts), and where `sitsMayScale(spec)`
+ *    allows it a new count is written through the /scale subresource, with an event naming the decision.
+ * IO only: what to do comes from the pure layers.
+ */
+import type { InferenceService } from '../api/schema/inference-service.ts';
+import { withDefaults } from '../api/validate.ts';
+import { API_GROUP, API_GROUP_VERSION } from '../api/wire.ts';
+import type { Clock } from '../core/ports.ts';
+import { sitsMayScale } from '../controllers/inference-service/autoscaling.ts';
+import { annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
+import type { AdapterObservation, EnginePort } from '../controllers/inference-service/model.ts';
+import { selectorString } from '../controllers/inference-service/names.ts';
+import type { PodObject } from '../controllers/kube-objects.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { TokenAutoscaler, TOKEN_AUTOSCALER_DEFAULTS, type TokenAutoscalerConfig } from '../serving/autoscale/token.ts';
+import { observeService, type ReplicaScrape } from '../serving/observe.ts';
+import { adapterDir, renderReplica } from '../serving/pod-template.ts';
+import type { RuntimeDefinition } from '../serving/runtime.ts';
+import { EngineClient, EngineError, type RetryPolicy } from './engine-client.ts';
+
+const API = `/apis/${API_GROUP_VERSION}`;
+
+/** The TTFT SLO of a service, in seconds, when its runtime exports TTFT histograms (the spec has no field yet). */
+export const TTFT_SLO_ANNOTATION = `${API_GROUP}/ttft-slo-seconds`;
+
+export interface ServingLoopOptions {
+  /** Between two passes over the services (default 5000). */
+  readonly intervalMs?: number;
+  /** The SITS policy's windows and rates (tests shorten them); the spec's bounds and stabilisation win. */
+  readonly policy?: Partial<TokenAutoscalerConfig>;
+  /** TTFT SLO when the service does not name one (default 2 s). */
+  readonly sloTtftSec?: number;
+  /** The EngineClient's retries per call. */
+  readonly retry?: Partial<RetryPolicy>;
+  /** A failed adapter is tried again after base × 2^n ms, at most max (defaults 2 s and 60 s). */
+  readonly adapterBackoffMs?: { readonly base: number; readonly max: number };
+  /** Pod IP → the address to dial (dev mode: devPodAddress). */
+  readonly resolveAddress?: (ip: string) => string;
+  readonly clock?: Clock;
+  readonly log?: (m: string) => void;
+  /** When given, only the leader acts. */
+  readonly isLeader?: () => boolean;
+}
+
+export interface ScaleDecision {
+  readonly service: string;
+  readonly from: number;
+  readonly to: number;
+  /** Token demand the policy saw (tokens/s: served plus the queue drained over drainSec). */
+  readonly demandTokensPerSec: number;
+  readonly waiting: number;
+  /** The calibrated tokens/s one replica carries. */
+  readonly thresholdTokensPerSec: number;
+}
+
+export interface ServingLoop {
+  /** The controller's view of the engines (per-replica adapters, serving). */
+  readonly engine: EnginePort;
+  /** One pass now (tests, and the loop's own timer). */
+  tick(): Promise<void>;
+  /** Decisions that changed the replica count, oldest first (the last 100). */
+  readonly decisions: readonly ScaleDecision[];
+  stop(): Promise<void>;
+}
+
+interface ServiceMemory {
+  readonly uid: string;
+  readonly policy: TokenAutoscaler;
+  scrapes: ReplicaScrape[];
+}
+
+type IsvcObject = InferenceService & { metadata: InferenceService['metadata'] & { uid?: string; deletionTimestamp?: string } };
+
+type LivePod = PodObject & { readonly status?: NonNullable<PodObject['status']> & { readonly podIP?: string } };
+
+const podReady = (p: PodObject): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const key = (ns: string, name: string): string => `${ns}/${name}`;
+
+export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {}): ServingLoop {
+  const log = o.log ?? (() => undefined);
+  const now = o.clock ?? { nowMs: () => Date.now() };
+  const resolve = o.resolveAddress ?? ((ip: string) => ip);
+  const backoff = o.adapterBackoffMs ?? { base: 2000, max: 60_000 };
+  const desired = new Map<string, readonly string[]>();
+  const memory = new Map<string, ServiceMemory>();
+  // pod uid / adapter → failures so far and when to try again.
+  const failures = new Map<string, { n: number; nextMs: number; message: string }>();
+  const decisions: ScaleDecision[] = [];
+  let stopped = false;
+  let running: Promise<void> | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+
+  const engine = annotatedEngine((ns, svc) => desired.get(key(ns, svc)) ?? []);
+
+  const event = async (s: IsvcObject, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> => {
+    const ns = s.metadata.namespace ?? 'default';
+    const at = new Date(now.nowMs()).toISOString();
+    await client
+      .post(`/api/v1/namespaces/${ns}/events`, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { generateName: `${s.metadata.name ?? ''}.`, namespace: ns },
+        involvedObject: { apiVersion: API_GROUP_VERSION, kind: 'InferenceService', name: s.metadata.name, namespace: ns, ...(s.metadata.uid === undefined ? {} : { uid: s.metadata.uid }) },
+        reason,
+        message: message.slice(0, 1000),
+        type,
+        source: { component: 'sits-serving' },
+        reportingComponent: 'sits-serving',
+        reportingInstance: 'sits',
+        firstTimestamp: at,
+        lastTimestamp: at,
+        count: 1,
+      })
+      .catch((e: unknown) => log(`serving: event: ${(e as Error).message}`));
+  };
+
+  /** Brings one replica's adapters to the spec; returns what it observed. */
+  async function syncAdapters(pod: PodObject, runtime: RuntimeDefinition, c: EngineClient, want: readonly string[]): Promise<EngineStateRecord> {
+    const uid = pod.metadata.uid ?? '';
+    const adapters: AdapterObservation[] = [];
+    // TGI takes its adapters at launch only (--lora-adapters, rendered from the spec): a Ready engine has them all;
+    // a change rolls the replicas. Triton has none (the CRD refuses adapters for it).
+    if (runtime.lora.kind === 'launch-only') return { serving: true, adapters: want.map((name) => ({ name, state: 'Loaded' as const })) };
+    if (runtime.lora.kind === 'none') return { serving: true, adapters: [] };
+    let list;
+    try {
+      list = await c.listAdapters();
+    } catch (e) {
+      // The engine does not answer: nothing is known; the replica keeps its last view until it does.
+      const prev = readEngineState(pod);
+      log(`serving: ${(e as Error).message}`);
+      return prev ?? { serving: want.length === 0, adapters: want.map((name) => ({ name, state: 'Loading' as const })) };
+    }
+    const plan = planAdapters(want, list);
+    for (const name of want) {
+      if (!plan.load.includes(name)) {
+        adapters.push({ name, state: 'Loaded' });
+        failures.delete(`${uid}/${name}`);
+        continue;
+      }
+      // llama.cpp applies only adapters given at launch: a replica started before the adapter was added is replaced
+      // by the rolling update (the template changed) and keeps serving the base model meanwhile.
+      if (runtime.lora.kind === 'launch-scale' && !list.some((a) => a.name === name)) continue;
+      const f = failures.get(`${uid}/${name}`);
+      if (f !== undefined && now.nowMs() < f.nextMs) {
+        adapters.push({ name, state: 'Failed', message: f.message });
+        continue;
+      }
+      try {
+        await c.loadAdapter(name, adapterDir(name));
+        adapters.push({ name, state: 'Loaded' });
+        failures.delete(`${uid}/${name}`);
+        log(`serving: replica ${pod.metadata.name ?? ''}: adapter ${name} loaded`);
+      } catch (e) {
+        const message = e instanceof EngineError ? e.message : String(e);
+        const n = (f?.n ?? 0) + 1;
+        failures.set(`${uid}/${name}`, { n, nextMs: now.nowMs() + Math.min(backoff.max, backoff.base * 2 ** (n - 1)), message });
+        adapters.push({ name, state: 'Failed', message });
+        log(`serving: ${message}`);
+      }
+    }
+    for (const name of plan.unload) {
+      try {
+        await c.unloadAdapter(name, list.find((a) => a.name === name)?.path);
+        log(`serving: replica ${pod.metadata.name ?? ''}: adapter ${name} unloaded`);
+      } catch (e) {
+        log(`serving: ${(e as Error).message}`);
+      }
+    }
+    return { adapters, serving: adapters.every((a) => a.state === 'Loaded') };
+  }
+
+  async function writeState(pod: PodObject, rec: EngineStateRecord): Promise<void> {
+    const text = encodeEngineState(rec);
+    if (pod.metadata.annotations?.[ENGINE_STATE_ANNOTATION] === text) return;
+    await client
+      .mergePatch(`/api/v1/namespaces/${pod.metadata.namespace ?? 'default'}/pods/${pod.metadata.name ?? ''}`, { metadata: { annotations: { [ENGINE_STATE_ANNOTATION]: text } } })
+      .catch((e: unknown) => log(`serving: annotate ${pod.metadata.name ?? ''}: ${(e as Error).message}`));
+  }
+
+  function policyFor(s: IsvcObject): TokenAutoscaler {
+    const k = key(s.metadata.namespace ?? 'default', s.metadata.name ?? '');
+    const m = memory.get(k);
+    if (m !== undefined && m.uid === (s.metadata.uid ?? '')) return m.policy;
+    const a = s.spec.autoscaling;
+    const slo = Number(s.metadata.annotations?.[TTFT_SLO_ANNOTATION]);
+    const cfg: TokenAutoscalerConfig = {
+      ...TOKEN_AUTOSCALER_DEFAULTS,
+      ...o.policy,
+      sloTtftSec: Number.isFinite(slo) && slo > 0 ? slo : (o.sloTtftSec ?? 2),
+      minReplicas: s.spec.minReplicas,
+      maxReplicas: s.spec.maxReplicas ?? s.spec.replicas,
+      ...(a?.scaleDownStabilizationSeconds === undefined ? {} : { scaleDownDelaySec: a.scaleDownStabilizationSeconds }),
+      ...(a?.tokensPerSecondPerReplica === undefined ? {} : { initialThreshold: a.tokensPerSecondPerReplica }),
+    };
+    const policy = new TokenAutoscaler(cfg);
+    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [] });
+    return policy;
+  }
+
+  async function autoscale(s: IsvcObject, runtime: RuntimeDefinition, serving: readonly { pod: PodObject; client: EngineClient }[], starting: number): Promise<void> {
+    const policy = policyFor(s);
+    const mem = memory.get(key(s.metadata.namespace ?? 'default', s.metadata.name ?? '')) as ServiceMemory;
+    const atSec = now.nowMs() / 1000;
+    const scrapes: ReplicaScrape[] = [];
+    await Promise.all(
+      serving.map(async (r) => {
+        try {
+          scrapes.push({ replica: r.pod.metadata.name ?? '', atSec, signals: await r.client.scrape() });
+        } catch (e) {
+          log(`serving: ${(e as Error).message}`);
+        }
+      }),
+    );
+    const obs = observeService({ nowSec: atSec, readyReplicas: scrapes.length, startingReplicas: starting, desiredReplicas: s.spec.replicas }, scrapes, mem.scrapes);
+    mem.scrapes = scrapes;
+    const want = policy.decide(obs);
+    if (want === s.spec.replicas) return;
+    const ns = s.metadata.namespace ?? 'default';
+    const name = s.metadata.name ?? '';
+    const demand = policy.demandTokensPerSec;
+    const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
+    // The scale subresource: the same door KEDA and an HPA use, so a service declared external is never written.
+    try {
+      await client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/${name}/scale`, { spec: { replicas: want } });
+    } catch (e) {
+      log(`serving: scale ${d.service}: ${(e as Error).message}`);
+      return;
+    }
+    decisions.push(d);
+    if (decisions.length > 100) decisions.shift();
+    log(`serving: ${d.service} ${d.from} → ${d.to} replicas (demand ${d.demandTokensPerSec} tokens/s, ${d.waiting} waiting, threshold ${d.thresholdTokensPerSec} tokens/s per replica)`);
+    await event(s, 'Normal', want > d.from ? 'ScaledOut' : 'ScaledIn', `SITS autoscaler: replicas ${d.from} → ${d.to}: demand ${d.demandTokensPerSec} tokens/s (${obs.waiting} requests waiting, ${Math.round(obs.generatedTokensPerSec)} generated tokens/s), threshold ${d.thresholdTokensPerSec} tokens/s per replica`);
+  }
+
+  async function service(s: IsvcObject): Promise<void> {
+    const ns = s.metadata.namespace ?? 'default';
+    const name = s.metadata.name ?? '';
+    const want = (s.spec.model.adapters ?? []).map((a) => a.name);
+    desired.set(key(ns, name), want);
+    if (s.metadata.deletionTimestamp !== undefined) return;
+    const rendered = renderReplica(s.spec);
+    if (!rendered.ok) return; // the controller reports the spec; nothing to serve
+    const runtime = rendered.template.runtime;
+    const pods = (await client.get<{ items: LivePod[] }>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: selectorString(name) })).items.filter(
+      (p) => p.metadata.ownerReferences?.some((r) => r.uid === s.metadata.uid) === true && p.metadata.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+    );
+    const ready = pods.filter((p) => podReady(p) && (p.status?.podIP ?? '') !== '');
+    const replicas = ready.map((pod) => ({
+      pod,
+      client: new EngineClient(runtime, { name: pod.metadata.name ?? '', host: resolve(pod.status?.podIP ?? ''), port: rendered.template.port }, { ...(o.retry === undefined ? {} : { retry: o.retry }) }),
+    }));
+    const states = await Promise.all(
+      replicas.map(async (r) => {
+        const rec = await syncAdapters(r.pod, runtime, r.client, want);
+        await writeState(r.pod, rec);
+        return rec;
+      }),
+    );
+    const serving = replicas.filter((_, i) => states[i]?.serving === true);
+    if (sitsMayScale(s.spec)) await autoscale(s, runtime, serving, pods.length - serving.length);
+  }
+
+  async function tick(): Promise<void> {
+    if (o.isLeader !== undefined && !o.isLeader()) return;
+    let items: IsvcObject[];
+    try {
+      items = (await client.get<{ items: unknown[] }>(`${API}/inferenceservices`)).items.map((x) => withDefaults('InferenceService', x) as IsvcObject);
+    } catch (e) {
+      log(`serving: list inference services: ${(e as Error).message}`);
+      return;
+    }
+    const seen = new Set(items.map((s) => key(s.metadata.namespace ?? 'default', s.metadata.name ?? '')));
+    for (const k of [...memory.keys()]) if (!seen.has(k)) memory.delete(k);
+    for (const k of [...desired.keys()]) if (!seen.has(k)) desired.delete(k);
+    await Promise.all(
+      items.map((s) =>
+        service(s).catch((e: unknown) => log(`serving: ${s.metadata.namespace ?? ''}/${s.metadata.name ?? ''}: ${(e as Error).message}`)),
+      ),
+    );
+  }
+
+  const interval = o.intervalMs ?? 5000;
+  const loop = (): void => {
+    if (stopped) return;
+    running = tick().finally(() => {
+      running = undefined;
+      if (!stopped) timer = setTimeout(loop, interval);
+    });
+  };
+  timer = setTimeout(loop, 0);
+
+  return {
+    engine,
+    tick,
+    decisions,
+    stop: async () => {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      await running;
+    },
+  };
+}
+

@@ -1,0 +1,192 @@
+// Issue 12, items 3, 4 and 6 live: kube-apiserver + etcd, kube-controller-manager's endpointslice controller, the
+// SITS scheduler, the workload controllers with the serving loop, and the fake kubelet running the llama-server
+// stand-in (llama.cpp through node-llama-cpp, a tiny generated model and LoRA adapter) for the replicas of an
+// InferenceService of the llamacpp runtime. A compressed Azure trace burst queues on one replica: the SITS
+// autoscaler scales out through /scale on the engines' requests_deferred, then back in once the load is gone.
+// With the service handed to an external autoscaler SITS writes nothing; an adapter added to the spec is switched
+// on in every new replica before it counts as ready, and requests naming it get the adapter's output on each.
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startDevCluster, type DevCluster } from '../../app/dev-cluster.ts';
+import { freePorts } from '../../harness/control-plane.ts';
+import { createNs, listEvents, listPods, waitFor } from '../../harness/e2e-kit.ts';
+import { devPodAddress } from '../../harness/llm/engine-pods.ts';
+import { ensureTinyModel } from '../../harness/llm/tiny-model.ts';
+import { DEFAULT_SERVING_TRACE } from './run.ts';
+import { endpointsFromSlices, planLoad, runLoad, sendCompletion, type Endpoint } from './load-generator.ts';
+import { adapterDir, MODEL_DIR } from '../../serving/pod-template.ts';
+import { parseAzureTrace } from '../../serving/sim/trace.ts';
+import type { InferenceServiceObject } from '../../controllers/inference-service/model.ts';
+import { ENGINE_STATE_ANNOTATION } from '../../controllers/inference-service/engine-state.ts';
+
+const NS = 'serve';
+const APP = 'tiny';
+const PATH = `/apis/ai.sits2026.dev/v1/namespaces/${NS}/inferenceservices/${APP}`;
+
+describe('the serving loop on real engines', () => {
+  let cluster: DevCluster;
+  let port = 0;
+  const logs: string[] = [];
+  let adapterPods = new Set<string>();
+  let base0 = '';
+
+  beforeAll(async () => {
+    const { model, lora } = ensureTinyModel();
+    cluster = await startDevCluster({
+      nodes: 1,
+      shape: 'dgx-h100',
+      log: (m) => logs.push(m),
+      engines: { paths: { [MODEL_DIR]: model, [adapterDir('sql')]: lora }, probeEveryMs: 200, log: (l) => logs.push(l) },
+      controllers: {
+        log: (m) => logs.push(`controller: ${m}`),
+        // Short windows for the test only: a burst of seconds, scale-in within a minute.
+        serving: {
+          intervalMs: 1000,
+          resolveAddress: devPodAddress,
+          retry: { attempts: 3, baseDelayMs: 100, timeoutMs: 10_000 },
+          adapterBackoffMs: { base: 500, max: 4000 },
+          // The calibrated threshold stays above what one slot of the tiny model serves (a few hundred tokens/s), so
+          // only a queue (requests_deferred, drained within 0.5 s) can ask for a second replica.
+          policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 2000, drainSec: 0.5, scaleDownStepSec: 3 },
+        },
+      },
+    });
+    await cluster.plane.startControllerManager({ controllers: ['endpointslice-controller'] });
+    await createNs(cluster.client, NS);
+    [port] = (await freePorts(1)) as [number];
+    await cluster.client.post(`/apis/ai.sits2026.dev/v1/namespaces/${NS}/inferenceservices`, {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'InferenceService',
+      metadata: { name: APP },
+      spec: {
+        runtime: 'llamacpp',
+        model: { uri: 'pvc://models/tiny.gguf', name: APP },
+        gpusPerReplica: 0,
+        port,
+        // One slot per replica, so that a burst queues (llamacpp:requests_deferred).
+        container: { args: ['--parallel', '1'] },
+        replicas: 1,
+        minReplicas: 1,
+        maxReplicas: 3,
+        progressDeadlineSeconds: 600,
+        autoscaling: { tokensPerSecondPerReplica: 3000, scaleDownStabilizationSeconds: 8 },
+      },
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    if (process.env.SITS_SERVING_E2E_LOG !== undefined) (await import('node:fs')).writeFileSync(process.env.SITS_SERVING_E2E_LOG, logs.join('\n'));
+    await cluster?.stop();
+  });
+
+  const svc = (): Promise<InferenceServiceObject> => cluster.client.get<InferenceServiceObject>(PATH);
+  const endpoints = (): Promise<Endpoint[]> => endpointsFromSlices(cluster.client, NS, APP, 'http', devPodAddress);
+  const readyEndpoints = (n: number): Promise<Endpoint[]> =>
+    waitFor(`${n} ready endpoints`, async () => {
+      const e = await endpoints();
+      return e.length === n ? e : undefined;
+    }, 180_000, 250);
+
+  it('scales out on real queueing and back in after the load', async () => {
+    await waitFor('one replica ready', async () => ((await svc()).status?.readyReplicas === 1 ? true : undefined), 180_000, 250);
+    await readyEndpoints(1);
+    expect((await svc()).spec.replicas).toBe(1);
+
+    const trace = parseAzureTrace(readFileSync(DEFAULT_SERVING_TRACE, 'utf8'), DEFAULT_SERVING_TRACE);
+    const plan = planLoad(trace, { seed: 7, count: 20, spanMs: 2000, maxPromptTokens: 32, maxOutputTokens: 160 });
+    const load = runLoad(plan, endpoints, { model: APP, timeoutMs: 240_000 });
+    const out = await waitFor('the SITS autoscaler to scale out', async () => {
+      const s = await svc();
+      return s.spec.replicas >= 2 ? s.spec.replicas : undefined;
+    }, 120_000, 200);
+    expect(out).toBeGreaterThanOrEqual(2);
+    const { results } = await load;
+    expect(results.filter((r) => !r.ok)).toEqual([]);
+    const decision = cluster.controllers?.serving?.decisions[0];
+    expect(decision).toMatchObject({ service: `${NS}/${APP}`, from: 1, to: 2 });
+    expect(decision?.waiting).toBeGreaterThan(0); // on real queueing: the engines' deferred requests
+    expect(decision?.thresholdTokensPerSec).toBeGreaterThanOrEqual(2000);
+    const events = await listEvents(cluster.client, NS);
+    expect(events.some((e) => e.reason === 'ScaledOut' && e.involvedObject?.name === APP && /threshold \d+ tokens\/s per replica/.test(e.message ?? ''))).toBe(true);
+    await waitFor('a second replica ready', async () => ((await svc()).status?.readyReplicas ?? 0) >= 2, 180_000, 250);
+
+    await waitFor('the SITS autoscaler to scale back in', async () => ((await svc()).spec.replicas === 1 ? true : undefined), 180_000, 500);
+    await waitFor('one replica left', async () => (await svc()).status?.replicas === 1, 120_000, 250);
+    expect((await listEvents(cluster.client, NS)).some((e) => e.reason === 'ScaledIn')).toBe(true);
+  });
+
+  it('writes nothing once an external autoscaler owns the replica count', async () => {
+    await cluster.client.mergePatch(PATH, { spec: { autoscaling: { mode: 'external' } } });
+    await cluster.client.mergePatch(`${PATH}/scale`, { spec: { replicas: 2 } });
+    await waitFor('two replicas ready', async () => (await svc()).status?.readyReplicas === 2, 180_000, 250);
+    const before = cluster.controllers?.serving?.decisions.length;
+    await new Promise((r) => setTimeout(r, 4000)); // several ticks with no load: SITS would scale in
+    expect((await svc()).spec.replicas).toBe(2);
+    expect(cluster.controllers?.serving?.decisions.length).toBe(before);
+  });
+
+  it('loads an adapter added to the spec on every replica before it counts as ready; requests naming it get its output', async () => {
+    const eps = await readyEndpoints(2);
+    const ask = async (ep: Endpoint, lora: unknown[] | undefined): Promise<string> => {
+      const r = await sendCompletion(ep, { index: 0, prompt: 'the adapter changes the model', maxTokens: 12 }, { timeoutMs: 60_000, ...(lora === undefined ? {} : { body: { lora } }) });
+      expect(r.ok, r.error).toBe(true);
+      return r.text;
+    };
+    const base = await Promise.all(eps.map((ep) => ask(ep, undefined)));
+    expect(base[1]).toBe(base[0]);
+    const oldPods = new Set(eps.map((e) => e.name));
+
+    await cluster.client.mergePatch(PATH, { spec: { model: { uri: 'pvc://models/tiny.gguf', name: APP, adapters: [{ name: 'sql', uri: 'pvc://adapters/sql.gguf' }] } } });
+    // llama.cpp takes adapters at launch: the template rolls (surge 1, never below two ready) and each new replica
+    // serves only once the loop has switched the adapter on.
+    const early: string[] = []; // a new replica reported ready before its adapter was on (sampled)
+    const s = await waitFor('every replica new, with the adapter loaded', async () => {
+      const x = await svc();
+      const rs = x.status?.replicaStatuses ?? [];
+      for (const r of rs) if (!oldPods.has(r.name) && r.ready && r.adapters?.[0]?.state !== 'Loaded') early.push(`${r.name}: ${JSON.stringify(r.adapters)}`);
+      return rs.length === 2 && rs.every((r) => !oldPods.has(r.name) && r.ready && r.adapters?.[0]?.state === 'Loaded') && x.status?.readyReplicas === 2 ? x : undefined;
+    }, 300_000, 250);
+    expect(early).toEqual([]);
+    expect(s.status?.conditions?.find((c) => c.type === 'AdapterFailure')?.status ?? 'False').toBe('False');
+    expect(s.status?.replicaStatuses?.map((r) => r.adapters)).toEqual([[{ name: 'sql', state: 'Loaded' }], [{ name: 'sql', state: 'Loaded' }]]);
+    for (const p of (await listPods(cluster.client, NS)).filter((x) => x.metadata?.deletionTimestamp === undefined)) {
+      expect(JSON.parse(p.metadata?.annotations?.[ENGINE_STATE_ANNOTATION] ?? '{}')).toEqual({ serving: true, adapters: [{ name: 'sql', state: 'Loaded' }] });
+    }
+    const now = await waitFor('the new replicas as endpoints', async () => {
+      const e = await endpoints();
+      return e.length === 2 && e.every((x) => !oldPods.has(x.name)) ? e : undefined;
+    }, 120_000, 250);
+    const named = await Promise.all(now.map((ep) => ask(ep, [{ id: 0, scale: 1 }])));
+    const without = await Promise.all(now.map((ep) => ask(ep, [])));
+    expect(named[1]).toBe(named[0]);
+    expect(named[0]).not.toBe(base[0]);
+    expect(without).toEqual(base); // the same weights underneath: the difference is the adapter
+    // The adapter is on by default too (switched on by the loop, not per request).
+    expect(await Promise.all(now.map((ep) => ask(ep, undefined)))).toEqual(named);
+    adapterPods = new Set(now.map((e) => e.name));
+    base0 = base[0] ?? '';
+  });
+
+  it('switches an adapter removed from the spec off on the running replicas at once, then rolls them', async () => {
+    const eps = await readyEndpoints(2);
+    const lines = logs.length;
+    await cluster.client.mergePatch(PATH, { spec: { model: { uri: 'pvc://models/tiny.gguf', name: APP, adapters: null } } });
+    // The running replicas (launched with --lora) have it switched off through the engine's API, no restart:
+    // every replica answers with the base weights while the new template rolls.
+    await waitFor('the adapter unloaded on both replicas', async () => eps.every((ep) => logs.slice(lines).some((l) => l.includes(`replica ${ep.name}: adapter sql unloaded`))), 60_000, 250);
+    const s = await waitFor('every replica new, without adapters', async () => {
+      const x = await svc();
+      const rs = x.status?.replicaStatuses ?? [];
+      return rs.length === 2 && rs.every((r) => !adapterPods.has(r.name) && r.ready && r.adapters === undefined) && x.status?.readyReplicas === 2 ? x : undefined;
+    }, 300_000, 250);
+    expect(s.spec.model.adapters).toBeUndefined();
+    const now = await waitFor('the new replicas as endpoints', async () => {
+      const e = await endpoints();
+      return e.length === 2 && e.every((x) => !adapterPods.has(x.name)) ? e : undefined;
+    }, 120_000, 250);
+    for (const ep of now) {
+      const r = await sendCompletion(ep, { index: 0, prompt: 'the adapter changes the model', maxTokens: 12 }, { timeoutMs: 60_000 });
+      expect(r.text).toBe(base0);
+    }
+  });
+});

@@ -1,0 +1,67 @@
+/**
+ * The engine side's view of one replica, kept on the replica's pod as an annotation (ADR 0110): the serving loop
+ * (app/serving-loop.ts) writes what it found and did on the engine (adapters Loading, Loaded, Failed), the pod
+ * watch reconciles the service at once, and the controller reads it back through `annotatedEngine` — so the view
+ * survives a restart of SITS and the controller never calls an engine. Pure: parsing, encoding and planning.
+ */
+import { API_GROUP, LABEL } from '../../api/wire.ts';
+import type { PodObject } from '../kube-objects.ts';
+import type { AdapterObservation, EnginePort, ReplicaEngineState } from './model.ts';
+
+export const ENGINE_STATE_ANNOTATION = `${API_GROUP}/engine-state`;
+
+export interface EngineStateRecord {
+  readonly adapters: readonly AdapterObservation[];
+  /** Every adapter of the spec the replica was started with is applied (none Loading or Failed). */
+  readonly serving: boolean;
+}
+
+/** Stable text (fields in a fixed order): an unchanged view writes nothing. */
+export function encodeEngineState(r: EngineStateRecord): string {
+  return JSON.stringify({ serving: r.serving, adapters: r.adapters.map((a) => ({ name: a.name, state: a.state, ...(a.message === undefined ? {} : { message: a.message }) })) });
+}
+
+const STATES = new Set(['Loading', 'Loaded', 'Failed']);
+
+/** The record on a pod; undefined when absent or not ours (a hand-edited annotation is ignored, not a crash). */
+export function readEngineState(pod: PodObject): EngineStateRecord | undefined {
+  const text = pod.metadata.annotations?.[ENGINE_STATE_ANNOTATION];
+  if (text === undefined) return undefined;
+  try {
+    const j = JSON.parse(text) as { serving?: unknown; adapters?: unknown };
+    if (typeof j.serving !== 'boolean' || !Array.isArray(j.adapters)) return undefined;
+    const adapters: AdapterObservation[] = [];
+    for (const a of j.adapters as { name?: unknown; state?: unknown; message?: unknown }[]) {
+      if (typeof a.name !== 'string' || typeof a.state !== 'string' || !STATES.has(a.state)) continue;
+      adapters.push({ name: a.name, state: a.state as AdapterObservation['state'], ...(typeof a.message === 'string' ? { message: a.message } : {}) });
+    }
+    return { serving: j.serving, adapters };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The EnginePort over the annotation. `desiredAdapters` says which adapters a service's spec lists (the serving
+ * loop's latest read): a Ready pod of a service with adapters that the loop has not looked at yet is not serving
+ * (a new replica counts as ready only once its adapters are on), one without adapters is judged by its pod alone.
+ */
+export function annotatedEngine(desiredAdapters: (namespace: string, service: string) => readonly string[]): EnginePort {
+  return {
+    replica(pod: PodObject): ReplicaEngineState | undefined {
+      const rec = readEngineState(pod);
+      if (rec !== undefined) return rec;
+      const svc = pod.metadata.labels?.[LABEL.inferenceService];
+      if (svc === undefined) return undefined;
+      const want = desiredAdapters(pod.metadata.namespace ?? 'default', svc);
+      return want.length === 0 ? undefined : { serving: false, adapters: want.map((name) => ({ name, state: 'Loading' as const })) };
+    },
+  };
+}
+
+/** What to do on one replica: load what the spec lists and the engine has not applied, unload what it no longer lists. */
+export function planAdapters(desired: readonly string[], engine: readonly { readonly name: string; readonly active: boolean }[]): { readonly load: readonly string[]; readonly unload: readonly string[] } {
+  const want = new Set(desired);
+  const active = new Set(engine.filter((a) => a.active).map((a) => a.name));
+  return { load: desired.filter((n) => !active.has(n)), unload: [...active].filter((n) => !want.has(n)).sort() };
+}
