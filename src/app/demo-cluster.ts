@@ -4,7 +4,7 @@
  * inference pods and fractional-GPU pods arriving and finishing in virtual time.
  */
 import type { NodeSpec } from '../core/model/node.ts';
-import { NODE_SHAPES } from '../core/model/presets.ts';
+import { NODE_SHAPES, nodeOfShape } from '../core/model/presets.ts';
 import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
 import type { Rng } from '../core/ports.ts';
 
@@ -22,19 +22,7 @@ export function demoCluster(): NodeSpec[] {
       const shape = NODE_SHAPES[shapeId];
       if (shape === undefined) throw new Error(`demo: unknown preset ${shapeId}`);
       for (let i = 0; i < count; i++) {
-        nodes.push({
-          name: `${r.rack}-${shapeId}-${i}`,
-          cpuMilli: shape.cpuMilli,
-          memoryMiB: shape.memoryMiB,
-          maxPods: shape.maxPods,
-          gpus: shape.gpus,
-          topology: shape.topology,
-          location: { zone: 'zone-0', block: r.block, rack: r.rack },
-          labels: {},
-          taints: [],
-          unschedulable: false,
-          shape: shapeId,
-        });
+        nodes.push(nodeOfShape(`${r.rack}-${shapeId}-${i}`, shape, { zone: 'zone-0', block: r.block, rack: r.rack }));
       }
     }
   }

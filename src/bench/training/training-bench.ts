@@ -15,7 +15,7 @@ import { ddpJob, idealShares, sharesOf, stepTime, type NetworkModel, type Traini
 import { makeGpus } from '../../core/model/gpu.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
 import { makePod, type GangSpec, type PodSpec } from '../../core/model/pod.ts';
-import { NODE_SHAPES } from '../../core/model/presets.ts';
+import { NODE_SHAPES, nodeOfShape } from '../../core/model/presets.ts';
 import { buildTopology } from '../../core/model/topology.ts';
 import { seededRng, type Rng } from '../../core/ports.ts';
 import { nearestRank } from '../../core/stats.ts';
@@ -63,19 +63,7 @@ export function trainingCluster(): NodeSpec[] {
       const shape = id === 'a100-pcie' ? A100_PCIE : NODE_SHAPES[id];
       if (shape === undefined) throw new Error(`training bench: unknown shape ${id}`);
       for (let i = 0; i < count; i++) {
-        nodes.push({
-          name: `${r.rack}-${id}-${i}`,
-          cpuMilli: shape.cpuMilli,
-          memoryMiB: shape.memoryMiB,
-          maxPods: shape.maxPods,
-          gpus: shape.gpus,
-          topology: shape.topology,
-          location: { zone: 'zone-0', block: r.block, rack: r.rack },
-          labels: {},
-          taints: [],
-          unschedulable: false,
-          shape: id,
-        });
+        nodes.push(nodeOfShape(`${r.rack}-${id}-${i}`, shape, { zone: 'zone-0', block: r.block, rack: r.rack }));
       }
     }
   }

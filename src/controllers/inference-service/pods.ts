@@ -4,6 +4,7 @@
  * constraints, the gang of a tensor-parallel replica) and the Service in front of the ready replicas. A spec the
  * runtime or the cluster cannot honour yields every issue at once and no object (nothing half-applied).
  */
+import { gpuModelsValue } from '../gpu-constraints.ts';
 import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import { renderReplica, SERVING_CONTAINER, type ReplicaTemplate } from '../../serving/pod-template.ts';
 import { pipelineParallel, servedModelName, tensorParallel, type SpecIssue } from '../../serving/runtime.ts';
@@ -47,12 +48,8 @@ export type RenderOutcome = { readonly ok: true; readonly value: Rendered } | { 
 function schedulingAnnotations(s: InferenceServiceObject, t: ReplicaTemplate, cfg: BuildConfig, gang: boolean): Record<string, string> {
   const spec = s.spec;
   const out: Record<string, string> = {};
-  const models = spec.gpu?.allowedModels ?? [];
-  if (models.length > 0) {
-    const all: string[] = [];
-    for (const m of models) for (const name of [m, ...(cfg.gpuModelAliases?.(m) ?? [])]) if (!all.includes(name)) all.push(name);
-    out[ANNOTATION.gpuModels] = all.join(',');
-  }
+  const models = gpuModelsValue(spec.gpu?.allowedModels ?? [], cfg.gpuModelAliases);
+  if (models !== undefined) out[ANNOTATION.gpuModels] = models;
   if (spec.gpusPerReplica > 0) out[ANNOTATION.minComputeCapability] = t.minComputeCapability;
   if (spec.gpu?.minMemoryGiB !== undefined) out[ANNOTATION.gpuMemory] = `${spec.gpu.minMemoryGiB}Gi`;
   if (gang) {

@@ -2,6 +2,7 @@
  * The objects a TrainingJob owns, built from its spec: one pod per replica, the placeholder pods that probe for
  * room to grow, the headless Service for rendezvous and the PodGroups the scheduler places as gangs.
  */
+import { gpuModelsValue } from '../gpu-constraints.ts';
 import { quantityToMiB, quantityToMilli } from '../../api/quantity.ts';
 import { trainingJobGpusPerReplica, type TrainingJob, type TrainingJobSpec } from '../../api/schema/training-job.ts';
 import type { TopologyLevel } from '../../api/schema/common.ts';
@@ -66,12 +67,8 @@ export function gangTopology(spec: TrainingJobSpec): { required?: TopologyLevel;
 
 function schedulingAnnotations(spec: TrainingJobSpec, cfg: BuildConfig): Record<string, string> {
   const out: Record<string, string> = {};
-  const models = spec.gpu?.allowedModels ?? [];
-  if (models.length > 0) {
-    const all: string[] = [];
-    for (const m of models) for (const name of [m, ...(cfg.gpuModelAliases?.(m) ?? [])]) if (!all.includes(name)) all.push(name);
-    out[ANNOTATION.gpuModels] = all.join(',');
-  }
+  const models = gpuModelsValue(spec.gpu?.allowedModels ?? [], cfg.gpuModelAliases);
+  if (models !== undefined) out[ANNOTATION.gpuModels] = models;
   if (spec.gpu?.minComputeCapability !== undefined) out[ANNOTATION.minComputeCapability] = spec.gpu.minComputeCapability;
   const memMiB = gpuMemoryPerDeviceMiB(spec);
   if (memMiB > 0) out[ANNOTATION.gpuMemory] = `${memMiB}Mi`;

@@ -3,7 +3,8 @@
  * the host resources a node of that kind typically offers to pods.
  */
 import { makeGpus, type GpuDevice } from './gpu.ts';
-import { buildTopology, type LinkClass, type NodeGpuTopology } from './topology.ts';
+import type { NodeSpec } from './node.ts';
+import { buildTopology, type LinkClass, type NodeGpuTopology, type NodeLocation } from './topology.ts';
 
 export interface NodeShape {
   readonly id: string;
@@ -108,3 +109,8 @@ export const NODE_SHAPES: Readonly<Record<string, NodeShape>> = {
 };
 
 export const NODE_SHAPE_IDS = Object.keys(NODE_SHAPES);
+
+/** A schedulable node of a shape: its resources, GPUs and links, no labels or taints. */
+export function nodeOfShape(name: string, shape: Pick<NodeShape, 'id' | 'cpuMilli' | 'memoryMiB' | 'maxPods' | 'gpus' | 'topology'>, location: NodeLocation): NodeSpec {
+  return { name, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: shape.maxPods, gpus: shape.gpus, topology: shape.topology, location, labels: {}, taints: [], unschedulable: false, shape: shape.id };
+}
