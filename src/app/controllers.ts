@@ -56,7 +56,8 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const engine = given ?? serving?.engine;
   // InferenceService specs are judged against the NVLink islands the nodes offer (tensor-parallel size).
   const facts = await watchClusterFacts(client, opts.log ?? (() => undefined));
-  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE });
+  // In mode keda the ScaledObject carries the serving loop's calibrated threshold (ADR 0112), when the loop runs.
+  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE, ...(serving === undefined ? {} : { thresholds: serving.thresholds }) });
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));

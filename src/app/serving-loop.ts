@@ -16,7 +16,7 @@ import { API_GROUP, API_GROUP_VERSION } from '../api/wire.ts';
 import type { Clock } from '../core/ports.ts';
 import { sitsMayScale } from '../controllers/inference-service/autoscaling.ts';
 import { annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
-import type { AdapterObservation, EnginePort } from '../controllers/inference-service/model.ts';
+import type { AdapterObservation, AutoscalerThresholds, EnginePort } from '../controllers/inference-service/model.ts';
 import { selectorString } from '../controllers/inference-service/names.ts';
 import type { PodObject } from '../controllers/kube-objects.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -68,6 +68,11 @@ export interface ServingLoop {
   tick(): Promise<void>;
   /** Decisions that changed the replica count, oldest first (the last 100). */
   readonly decisions: readonly ScaleDecision[];
+  /**
+   * The calibrated threshold of a service the loop observes (also in modes where it never writes replicas): what
+   * the controller renders into the KEDA ScaledObject in mode keda (ADR 0112). Undefined before the first scrape.
+   */
+  thresholds(namespace: string, name: string): AutoscalerThresholds | undefined;
   stop(): Promise<void>;
 }
 
@@ -223,7 +228,8 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     const obs = observeService({ nowSec: atSec, readyReplicas: scrapes.length, startingReplicas: starting, desiredReplicas: s.spec.replicas }, scrapes, mem.scrapes);
     mem.scrapes = scrapes;
     const want = policy.decide(obs);
-    if (want === s.spec.replicas) return;
+    // Modes external and keda: observed and calibrated (the threshold feeds KEDA's trigger), never written.
+    if (!sitsMayScale(s.spec) || want === s.spec.replicas) return;
     const ns = s.metadata.namespace ?? 'default';
     const name = s.metadata.name ?? '';
     const demand = policy.demandTokensPerSec;
@@ -266,7 +272,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       }),
     );
     const serving = replicas.filter((_, i) => states[i]?.serving === true);
-    if (sitsMayScale(s.spec)) await autoscale(s, runtime, serving, pods.length - serving.length);
+    if (sitsMayScale(s.spec) || s.spec.autoscaling?.mode === 'keda') await autoscale(s, runtime, serving, pods.length - serving.length);
   }
 
   async function tick(): Promise<void> {
@@ -302,6 +308,10 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     engine,
     tick,
     decisions,
+    thresholds: (ns, name) => {
+      const m = memory.get(key(ns, name));
+      return m === undefined || m.scrapes.length === 0 ? undefined : { tokensPerReplica: m.policy.tokensPerReplica };
+    },
     stop: async () => {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);

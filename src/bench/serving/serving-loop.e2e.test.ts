@@ -106,6 +106,9 @@ describe('the serving loop on real engines', () => {
     expect(decision).toMatchObject({ service: `${NS}/${APP}`, from: 1, to: 2 });
     expect(decision?.waiting).toBeGreaterThan(0); // on real queueing: the engines' deferred requests
     expect(decision?.thresholdTokensPerSec).toBeGreaterThanOrEqual(2000);
+    // The calibrated threshold the controller renders into a KEDA ScaledObject in mode keda (ADR 0112).
+    expect(cluster.controllers?.serving?.thresholds(NS, APP)?.tokensPerReplica).toBeGreaterThanOrEqual(2000);
+    expect(cluster.controllers?.serving?.thresholds(NS, 'no-such-service')).toBeUndefined();
     const events = await listEvents(cluster.client, NS);
     expect(events.some((e) => e.reason === 'ScaledOut' && e.involvedObject?.name === APP && /threshold \d+ tokens\/s per replica/.test(e.message ?? ''))).toBe(true);
     await waitFor('a second replica ready', async () => ((await svc()).status?.readyReplicas ?? 0) >= 2, 180_000, 250);
