@@ -57,6 +57,8 @@ export interface ScaleDecision {
   /** Token demand the policy saw (tokens/s: served plus the queue drained over drainSec). */
   readonly demandTokensPerSec: number;
   readonly waiting: number;
+  /** Most requests seen waiting in one observation over the last minute: the queue a scale-out answered. */
+  readonly peakWaiting: number;
   /** The calibrated tokens/s one replica carries. */
   readonly thresholdTokensPerSec: number;
 }
@@ -80,6 +82,8 @@ interface ServiceMemory {
   readonly uid: string;
   readonly policy: TokenAutoscaler;
   scrapes: ReplicaScrape[];
+  /** (time s, requests waiting) of recent observations, for the decisions' peakWaiting. */
+  queue: { atSec: number; waiting: number }[];
 }
 
 type IsvcObject = InferenceService & { metadata: InferenceService['metadata'] & { uid?: string; deletionTimestamp?: string } };
@@ -207,7 +211,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       ...(a?.tokensPerSecondPerReplica === undefined ? {} : { initialThreshold: a.tokensPerSecondPerReplica }),
     };
     const policy = new TokenAutoscaler(cfg);
-    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [] });
+    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [], queue: [] });
     return policy;
   }
 
@@ -225,15 +229,18 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
         }
       }),
     );
+    // No replica answered: nothing is known, which is not "no load" — decide nothing this tick.
+    if (scrapes.length === 0) return;
     const obs = observeService({ nowSec: atSec, readyReplicas: scrapes.length, startingReplicas: starting, desiredReplicas: s.spec.replicas }, scrapes, mem.scrapes);
     mem.scrapes = scrapes;
+    mem.queue = [...mem.queue.filter((q) => q.atSec > atSec - 60), { atSec, waiting: obs.waiting }];
     const want = policy.decide(obs);
     // Modes external and keda: observed and calibrated (the threshold feeds KEDA's trigger), never written.
     if (!sitsMayScale(s.spec) || want === s.spec.replicas) return;
     const ns = s.metadata.namespace ?? 'default';
     const name = s.metadata.name ?? '';
     const demand = policy.demandTokensPerSec;
-    const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
+    const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, peakWaiting: Math.max(...mem.queue.map((q) => q.waiting)), thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
     // The scale subresource: the same door KEDA and an HPA use, so a service declared external is never written.
     try {
       await client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/${name}/scale`, { spec: { replicas: want } });

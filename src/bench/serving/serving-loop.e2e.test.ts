@@ -104,7 +104,9 @@ describe('the serving loop on real engines', () => {
     expect(results.filter((r) => !r.ok)).toEqual([]);
     const decision = cluster.controllers?.serving?.decisions[0];
     expect(decision).toMatchObject({ service: `${NS}/${APP}`, from: 1, to: 2 });
-    expect(decision?.waiting).toBeGreaterThan(0); // on real queueing: the engines' deferred requests
+    // On real queueing: the engines' deferred requests, seen in the observations that led to the decision (the
+    // deciding tick itself may fall between two requests on a slow machine).
+    expect(decision?.peakWaiting).toBeGreaterThan(0);
     expect(decision?.thresholdTokensPerSec).toBeGreaterThanOrEqual(2000);
     // The calibrated threshold the controller renders into a KEDA ScaledObject in mode keda (ADR 0112).
     expect(cluster.controllers?.serving?.thresholds(NS, APP)?.tokensPerReplica).toBeGreaterThanOrEqual(2000);
