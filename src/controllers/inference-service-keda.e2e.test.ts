@@ -201,6 +201,8 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
       });
       return r.status.allowed;
     };
+    // The apiserver's RBAC authorizer sees new roles through its informers: wait until the binding is in effect.
+    await waitFor('the new ClusterRoleBinding to take effect', async () => ((await may('get', 'scaledobjects')) ? true : undefined), 30_000);
     for (const verb of ['get', 'list', 'watch', 'create', 'patch', 'delete']) expect(await may(verb, 'scaledobjects'), verb).toBe(true);
     expect(await may('update', 'scaledobjects')).toBe(false);
     expect(await may('deletecollection', 'scaledobjects')).toBe(false);
