@@ -63,6 +63,19 @@ export interface ScaleDecision {
   readonly thresholdTokensPerSec: number;
 }
 
+/** One autoscaler pass over a service: what the engines said and what the policy wanted. */
+export interface ObservedTick {
+  readonly atSec: number;
+  /** Replicas serving (ready, adapters on) that the loop asked for metrics, and those that answered. */
+  readonly asked: number;
+  readonly answered: number;
+  readonly starting: number;
+  readonly waiting: number;
+  readonly demandTokensPerSec: number;
+  /** Undefined when no replica answered (no decision). */
+  readonly want?: number;
+}
+
 export interface ServingLoop {
   /** The controller's view of the engines (per-replica adapters, serving). */
   readonly engine: EnginePort;
@@ -75,6 +88,8 @@ export interface ServingLoop {
    * the controller renders into the KEDA ScaledObject in mode keda (ADR 0112). Undefined before the first scrape.
    */
   thresholds(namespace: string, name: string): AutoscalerThresholds | undefined;
+  /** The passes of the last minute over a service, oldest first: "why did it (not) scale". */
+  observations(namespace: string, name: string): readonly ObservedTick[];
   stop(): Promise<void>;
 }
 
@@ -82,8 +97,8 @@ interface ServiceMemory {
   readonly uid: string;
   readonly policy: TokenAutoscaler;
   scrapes: ReplicaScrape[];
-  /** (time s, requests waiting) of recent observations, for the decisions' peakWaiting. */
-  queue: { atSec: number; waiting: number }[];
+  /** The passes of the last minute, for the decisions' peakWaiting and observations(). */
+  recent: ObservedTick[];
 }
 
 type IsvcObject = InferenceService & { metadata: InferenceService['metadata'] & { uid?: string; deletionTimestamp?: string } };
@@ -211,7 +226,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       ...(a?.tokensPerSecondPerReplica === undefined ? {} : { initialThreshold: a.tokensPerSecondPerReplica }),
     };
     const policy = new TokenAutoscaler(cfg);
-    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [], queue: [] });
+    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [], recent: [] });
     return policy;
   }
 
@@ -229,18 +244,24 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
         }
       }),
     );
+    const remember = (t: ObservedTick): void => {
+      mem.recent = [...mem.recent.filter((q) => q.atSec > atSec - 60), t];
+    };
     // No replica answered: nothing is known, which is not "no load" — decide nothing this tick.
-    if (scrapes.length === 0) return;
+    if (scrapes.length === 0) {
+      remember({ atSec, asked: serving.length, answered: 0, starting, waiting: 0, demandTokensPerSec: 0 });
+      return;
+    }
     const obs = observeService({ nowSec: atSec, readyReplicas: scrapes.length, startingReplicas: starting, desiredReplicas: s.spec.replicas }, scrapes, mem.scrapes);
     mem.scrapes = scrapes;
-    mem.queue = [...mem.queue.filter((q) => q.atSec > atSec - 60), { atSec, waiting: obs.waiting }];
     const want = policy.decide(obs);
+    remember({ atSec, asked: serving.length, answered: scrapes.length, starting, waiting: obs.waiting, demandTokensPerSec: Math.round(policy.demandTokensPerSec), want });
     // Modes external and keda: observed and calibrated (the threshold feeds KEDA's trigger), never written.
     if (!sitsMayScale(s.spec) || want === s.spec.replicas) return;
     const ns = s.metadata.namespace ?? 'default';
     const name = s.metadata.name ?? '';
     const demand = policy.demandTokensPerSec;
-    const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, peakWaiting: Math.max(...mem.queue.map((q) => q.waiting)), thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
+    const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, peakWaiting: Math.max(...mem.recent.map((q) => q.waiting)), thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
     // The scale subresource: the same door KEDA and an HPA use, so a service declared external is never written.
     try {
       await client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/${name}/scale`, { spec: { replicas: want } });
@@ -319,6 +340,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       const m = memory.get(key(ns, name));
       return m === undefined || m.scrapes.length === 0 ? undefined : { tokensPerReplica: m.policy.tokensPerReplica };
     },
+    observations: (ns, name) => memory.get(key(ns, name))?.recent ?? [],
     stop: async () => {
       stopped = true;
       if (timer !== undefined) clearTimeout(timer);

@@ -98,7 +98,11 @@ describe('the serving loop on real engines', () => {
     const out = await waitFor('the SITS autoscaler to scale out', async () => {
       const s = await svc();
       return s.spec.replicas >= 2 ? s.spec.replicas : undefined;
-    }, 120_000, 200);
+    }, 120_000, 200).catch((e: unknown) => {
+      // What the loop and the engines saw, for a failure on a loaded machine.
+      const seen = cluster.controllers?.serving?.observations(NS, APP) ?? [];
+      throw new Error(`${(e as Error).message}\n${JSON.stringify(seen.slice(-20))}\n${logs.filter((l) => !/^\[(kube-|etcd)/.test(l)).slice(-40).join('\n')}`);
+    });
     expect(out).toBeGreaterThanOrEqual(2);
     const { results } = await load;
     expect(results.filter((r) => !r.ok)).toEqual([]);
@@ -107,6 +111,8 @@ describe('the serving loop on real engines', () => {
     // On real queueing: the engines' deferred requests, seen in the observations that led to the decision (the
     // deciding tick itself may fall between two requests on a slow machine).
     expect(decision?.peakWaiting).toBeGreaterThan(0);
+    const seen = cluster.controllers?.serving?.observations(NS, APP) ?? [];
+    expect(seen.some((t) => t.waiting > 0 && t.answered > 0 && (t.want ?? 0) >= 2)).toBe(true);
     expect(decision?.thresholdTokensPerSec).toBeGreaterThanOrEqual(2000);
     // The calibrated threshold the controller renders into a KEDA ScaledObject in mode keda (ADR 0112).
     expect(cluster.controllers?.serving?.thresholds(NS, APP)?.tokensPerReplica).toBeGreaterThanOrEqual(2000);

@@ -1,6 +1,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { devPodAddress, engineArgs, EnginePods, probePort } from './engine-pods.ts';
+import { devPodAddress, engineArgs, EnginePods, probePort, probeStep } from './engine-pods.ts';
 
 const c: V1Container = { name: 'server', image: 'ghcr.io/ggml-org/llama.cpp:server-cuda', args: ['--model', '/mnt/models', '--host', '0.0.0.0', '--port', '8080'], ports: [{ name: 'http', containerPort: 8080 }] };
 const pod = (image: string): V1Pod => ({ spec: { containers: [{ ...c, image }] } });
@@ -33,5 +33,17 @@ describe('engine pods', () => {
     expect(e.matches(pod('vllm/vllm-openai:v0.8.5'))).toBe(false);
     expect(e.matches(pod('ghcr.io/ggml-org/llama.cpp:full'))).toBe(false);
     expect(new EnginePods({ paths: {}, matches: () => true }).matches(pod('busybox'))).toBe(true);
+  });
+  it("keeps the kubelet's probe thresholds: unready after failureThreshold failures in a row, ready after successThreshold successes", () => {
+    const run = (results: boolean[], probe: { failureThreshold?: number; successThreshold?: number } | undefined, exitedAt = -1): boolean[] => {
+      let s = { ready: false, streak: 0 };
+      return results.map((ok, i) => (s = probeStep(s, ok, probe, i === exitedAt)).ready);
+    };
+    // Defaults: ready on the first success, unready on the third failure in a row; a success in between resets.
+    expect(run([true, false, false, true, false, false, false], undefined)).toEqual([true, true, true, true, true, true, false]);
+    expect(run([false, true, true, false, true, true], { successThreshold: 2 })).toEqual([false, false, true, true, true, true]);
+    expect(run([true, false], { failureThreshold: 1 })).toEqual([true, false]);
+    // A container that exited is unready at once, whatever the threshold.
+    expect(run([true, false, false], { failureThreshold: 5 }, 1)).toEqual([true, false, false]);
   });
 });

@@ -56,6 +56,23 @@ function container(pod: V1Pod): V1Container | undefined {
   return pod.spec?.containers?.[0];
 }
 
+/**
+ * One result of the readiness prober, with the kubelet's thresholds: a ready pod turns unready only after
+ * failureThreshold failures in a row (default 3), an unready one ready after successThreshold successes (default
+ * 1) — one slow answer on a busy machine is not an outage. An exited container is unready at once.
+ */
+export function probeStep(
+  s: { readonly ready: boolean; readonly streak: number },
+  ok: boolean,
+  probe: { readonly failureThreshold?: number; readonly successThreshold?: number } | undefined,
+  exited = false,
+): { ready: boolean; streak: number } {
+  if (ok === s.ready) return { ready: s.ready, streak: 0 };
+  const streak = s.streak + 1;
+  const needed = Math.max(1, ok ? (probe?.successThreshold ?? 1) : (probe?.failureThreshold ?? 3));
+  return exited || streak >= needed ? { ready: ok, streak: 0 } : { ready: s.ready, streak };
+}
+
 /** A probe's port: a number, a numeric string or the name of one of the container's ports. */
 export function probePort(c: V1Container, port: number | string | undefined): number | undefined {
   if (typeof port === 'number') return port;
@@ -138,6 +155,7 @@ export class EnginePods {
     const probePortN = probePort(c, probe?.port as number | string | undefined) ?? port;
     const url = `http://${devPodAddress(probe?.host ?? podIp)}:${probePortN}${probe?.path ?? '/'}`;
     const every = this.o.probeEveryMs ?? 200;
+    let streak = 0;
     const tick = async (): Promise<void> => {
       if (e.stopping) return;
       let ok = false;
@@ -152,10 +170,9 @@ export class EnginePods {
         }
       }
       if (e.stopping) return;
-      if (ok !== e.ready) {
-        e.ready = ok;
-        onReady(ok);
-      }
+      const was = e.ready;
+      ({ ready: e.ready, streak } = probeStep({ ready: was, streak }, ok, c.readinessProbe, e.exited));
+      if (e.ready !== was) onReady(e.ready);
       e.timer = setTimeout(() => void tick(), every);
     };
     e.timer = setTimeout(() => void tick(), every);
