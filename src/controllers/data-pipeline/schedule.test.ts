@@ -220,4 +220,25 @@ describe('nextRuns: properties', () => {
       { numRuns: 100 },
     );
   });
+
+  it('the order runs are listed in never changes the decision; Replace deletes exactly the active runs', () => {
+    const phase = fc.constantFrom<RunRef['phase']>('Pending', 'Running', 'Succeeded', 'Failed');
+    const runsArb = fc.array(fc.record({ phase, start: fc.option(fc.integer({ min: 0, max: 500 }), { nil: undefined }) }), { maxLength: 10 });
+    fc.assert(
+      fc.property(runsArb, fc.constantFrom<ConcurrencyPolicy>('Allow', 'Forbid', 'Replace'), fc.integer({ min: 0, max: 30 }), (xs, policy, gapMin) => {
+        const runs: RunRef[] = xs.map((x, i) => ({ name: `p-${i}`, phase: x.phase, ...(x.start === undefined ? {} : { startTime: new Date(base + minutes(x.start)) }) }));
+        const spec: ScheduleSpec = { ...every5, concurrencyPolicy: policy };
+        const last = new Date(base + minutes(600));
+        const now = new Date(last.getTime() + minutes(gapMin));
+        const d = decide(spec, last, now, runs);
+        expect(decide(spec, last, now, [...runs].reverse())).toEqual(d);
+        const active = runs.filter((r) => r.phase === 'Pending' || r.phase === 'Running').map((r) => r.name);
+        if (policy === 'Replace' && d.start !== undefined) expect([...d.replaced].sort()).toEqual([...active].sort());
+        else expect(d.replaced).toEqual([]);
+        if (policy === 'Forbid' && active.length > 0) expect(d.start).toBeUndefined();
+        for (const n of d.pruned) expect(active).not.toContain(n);
+      }),
+      { numRuns: 150 },
+    );
+  });
 });
