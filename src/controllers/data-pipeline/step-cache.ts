@@ -41,7 +41,7 @@ export interface StepCacheInput {
 }
 
 /** Bumped when what goes into a key changes, so that old entries stop matching. */
-export const CACHE_KEY_VERSION = 'sits.dev/step-cache/v1';
+export const CACHE_KEY_VERSION = 'ai.sits2026.dev/step-cache/v1';
 
 const DIGEST = /^sha256:[0-9a-f]{64}$/;
 
