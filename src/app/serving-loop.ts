@@ -95,6 +95,8 @@ export interface ServingLoop {
 
 interface ServiceMemory {
   readonly uid: string;
+  /** The spec's bounds the policy was built with (minReplicas 0 enables scale to zero). */
+  readonly bounds: string;
   readonly policy: TokenAutoscaler;
   scrapes: ReplicaScrape[];
   /** The passes of the last minute, for the decisions' peakWaiting and observations(). */
@@ -239,7 +241,10 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
   function policyFor(s: IsvcObject): TokenAutoscaler {
     const k = key(s.metadata.namespace ?? 'default', s.metadata.name ?? '');
     const m = memory.get(k);
-    if (m !== undefined && m.uid === (s.metadata.uid ?? '')) return m.policy;
+    const bounds = JSON.stringify([s.spec.minReplicas, s.spec.maxReplicas ?? s.spec.replicas]);
+    if (m !== undefined && m.uid === (s.metadata.uid ?? '') && m.bounds === bounds) return m.policy;
+    // New bounds (e.g. minReplicas 1 → 0) take effect now, not at the next restart of SITS: a new policy.
+    if (m !== undefined && m.uid === (s.metadata.uid ?? '')) log(`serving: ${k}: replica bounds changed to ${bounds}: new autoscaler state`);
     const a = s.spec.autoscaling;
     const slo = Number(s.metadata.annotations?.[TTFT_SLO_ANNOTATION]);
     const cfg: TokenAutoscalerConfig = {
@@ -252,7 +257,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       ...(a?.tokensPerSecondPerReplica === undefined ? {} : { initialThreshold: a.tokensPerSecondPerReplica }),
     };
     const policy = new TokenAutoscaler(cfg);
-    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [], recent: [] });
+    memory.set(k, { uid: s.metadata.uid ?? '', bounds, policy, scrapes: [], recent: [] });
     return policy;
   }
 
@@ -274,7 +279,8 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       mem.recent = [...mem.recent.filter((q) => q.atSec > atSec - 60), t];
     };
     // Scale from zero (ADR 0126): a router holding a request for a service without endpoints says so on the service.
-    const act = activationTime(s.metadata.annotations);
+    // Mode keda: KEDA activates (its activation trigger); the annotation is not SITS's to read there.
+    const act = sitsMayScale(s.spec) ? activationTime(s.metadata.annotations) : {};
     if (act.error !== undefined && mem.badActivation !== act.error) await event(s, 'Warning', 'InvalidActivation', act.error);
     mem.badActivation = act.error;
     if (act.atMs !== undefined) policy.activate(Math.min(act.atMs, now.nowMs()) / 1000);
