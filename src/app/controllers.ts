@@ -56,8 +56,9 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const engine = given ?? serving?.engine;
   // InferenceService specs are judged against the NVLink islands the nodes offer (tensor-parallel size).
   const facts = await watchClusterFacts(client, opts.log ?? (() => undefined));
-  // In mode keda the ScaledObject carries the serving loop's calibrated threshold (ADR 0112), when the loop runs.
-  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE, ...(serving === undefined ? {} : { thresholds: serving.thresholds }) });
+  // In mode keda the ScaledObject carries the serving loop's calibrated threshold (ADR 0112), when the loop runs; the
+  // loop also sets the adapters-loaded condition, so replicas with adapters declare it as a readiness gate (ADR 0125).
+  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE, ...(serving === undefined ? {} : { thresholds: serving.thresholds, adapterReadinessGate: true }) });
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));

@@ -14,8 +14,8 @@ import type { InferenceService } from '../api/schema/inference-service.ts';
 import { withDefaults } from '../api/validate.ts';
 import { API_GROUP, API_GROUP_VERSION } from '../api/wire.ts';
 import type { Clock } from '../core/ports.ts';
-import { sitsMayScale } from '../controllers/inference-service/autoscaling.ts';
-import { annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
+import { activationPatch, activationTime, sitsMayScale } from '../controllers/inference-service/autoscaling.ts';
+import { adapterGatePatch, annotatedEngine, encodeEngineState, hasAdapterGate, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
 import type { AdapterObservation, AutoscalerThresholds, EnginePort } from '../controllers/inference-service/model.ts';
 import { selectorString } from '../controllers/inference-service/names.ts';
 import type { PodObject } from '../controllers/kube-objects.ts';
@@ -95,18 +95,36 @@ export interface ServingLoop {
 
 interface ServiceMemory {
   readonly uid: string;
+  /** The spec's bounds the policy was built with (minReplicas 0 enables scale to zero). */
+  readonly bounds: string;
   readonly policy: TokenAutoscaler;
   scrapes: ReplicaScrape[];
   /** The passes of the last minute, for the decisions' peakWaiting and observations(). */
   recent: ObservedTick[];
+  /** The unreadable activation annotation already reported. */
+  badActivation?: string | undefined;
 }
 
 type IsvcObject = InferenceService & { metadata: InferenceService['metadata'] & { uid?: string; deletionTimestamp?: string } };
 
 type LivePod = PodObject & { readonly status?: NonNullable<PodObject['status']> & { readonly podIP?: string } };
 
-const podReady = (p: PodObject): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const condTrue = (p: PodObject, type: string): boolean => p.status?.conditions?.some((c) => c.type === type && c.status === 'True') === true;
+/**
+ * The engine answers its readiness probe. A pod gated on its adapters is Ready only once the loop has set the gate,
+ * so for it the containers' readiness is what says the engine is up; any other pod is judged by Ready, as before.
+ */
+const engineUp = (p: PodObject): boolean => (hasAdapterGate(p) ? condTrue(p, 'ContainersReady') : condTrue(p, 'Ready'));
 const key = (ns: string, name: string): string => `${ns}/${name}`;
+
+/**
+ * What a request router does when it holds a request for a service without endpoints (ADR 0126): stamps the
+ * service's activate annotation with the request's time; the serving loop then scales it from zero (mode sits).
+ * Needs `patch` on inferenceservices.
+ */
+export async function requestActivation(client: KubeClient, namespace: string, name: string, at: Date = new Date()): Promise<void> {
+  await client.mergePatch(`${API}/namespaces/${namespace}/inferenceservices/${name}`, activationPatch(at));
+}
 
 export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {}): ServingLoop {
   const log = o.log ?? (() => undefined);
@@ -210,10 +228,23 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       .catch((e: unknown) => log(`serving: annotate ${pod.metadata.name ?? ''}: ${(e as Error).message}`));
   }
 
+  /** The adapters-loaded readiness gate (ADR 0125), on pods that declare it. */
+  async function writeGate(pod: PodObject, rec: EngineStateRecord): Promise<void> {
+    if (!hasAdapterGate(pod)) return;
+    const patch = adapterGatePatch(pod, rec, new Date(now.nowMs()).toISOString());
+    if (patch === undefined) return;
+    await client
+      .request('PATCH', `/api/v1/namespaces/${pod.metadata.namespace ?? 'default'}/pods/${pod.metadata.name ?? ''}/status`, { contentType: 'application/strategic-merge-patch+json', body: patch })
+      .catch((e: unknown) => log(`serving: readiness gate ${pod.metadata.name ?? ''}: ${(e as Error).message}`));
+  }
+
   function policyFor(s: IsvcObject): TokenAutoscaler {
     const k = key(s.metadata.namespace ?? 'default', s.metadata.name ?? '');
     const m = memory.get(k);
-    if (m !== undefined && m.uid === (s.metadata.uid ?? '')) return m.policy;
+    const bounds = JSON.stringify([s.spec.minReplicas, s.spec.maxReplicas ?? s.spec.replicas]);
+    if (m !== undefined && m.uid === (s.metadata.uid ?? '') && m.bounds === bounds) return m.policy;
+    // New bounds (e.g. minReplicas 1 → 0) take effect now, not at the next restart of SITS: a new policy.
+    if (m !== undefined && m.uid === (s.metadata.uid ?? '')) log(`serving: ${k}: replica bounds changed to ${bounds}: new autoscaler state`);
     const a = s.spec.autoscaling;
     const slo = Number(s.metadata.annotations?.[TTFT_SLO_ANNOTATION]);
     const cfg: TokenAutoscalerConfig = {
@@ -226,7 +257,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       ...(a?.tokensPerSecondPerReplica === undefined ? {} : { initialThreshold: a.tokensPerSecondPerReplica }),
     };
     const policy = new TokenAutoscaler(cfg);
-    memory.set(k, { uid: s.metadata.uid ?? '', policy, scrapes: [], recent: [] });
+    memory.set(k, { uid: s.metadata.uid ?? '', bounds, policy, scrapes: [], recent: [] });
     return policy;
   }
 
@@ -247,8 +278,16 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     const remember = (t: ObservedTick): void => {
       mem.recent = [...mem.recent.filter((q) => q.atSec > atSec - 60), t];
     };
+    // Scale from zero (ADR 0126): a router holding a request for a service without endpoints says so on the service.
+    // Mode keda: KEDA activates (its activation trigger); the annotation is not SITS's to read there.
+    const act = sitsMayScale(s.spec) ? activationTime(s.metadata.annotations) : {};
+    if (act.error !== undefined && mem.badActivation !== act.error) await event(s, 'Warning', 'InvalidActivation', act.error);
+    mem.badActivation = act.error;
+    if (act.atMs !== undefined) policy.activate(Math.min(act.atMs, now.nowMs()) / 1000);
+    // At zero nothing runs, so nothing is served: a known zero the policy may act on (an activation).
+    const atZero = s.spec.replicas === 0 && serving.length === 0 && starting === 0;
     // No replica answered: nothing is known, which is not "no load" — decide nothing this tick.
-    if (scrapes.length === 0) {
+    if (scrapes.length === 0 && !atZero) {
       remember({ atSec, asked: serving.length, answered: 0, starting, waiting: 0, demandTokensPerSec: 0 });
       return;
     }
@@ -272,7 +311,8 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     decisions.push(d);
     if (decisions.length > 100) decisions.shift();
     log(`serving: ${d.service} ${d.from} → ${d.to} replicas (demand ${d.demandTokensPerSec} tokens/s, ${d.waiting} waiting, threshold ${d.thresholdTokensPerSec} tokens/s per replica)`);
-    await event(s, 'Normal', want > d.from ? 'ScaledOut' : 'ScaledIn', `SITS autoscaler: replicas ${d.from} → ${d.to}: demand ${d.demandTokensPerSec} tokens/s (${obs.waiting} requests waiting, ${Math.round(obs.generatedTokensPerSec)} generated tokens/s), threshold ${d.thresholdTokensPerSec} tokens/s per replica`);
+    const why = d.from === 0 && act.atMs !== undefined ? ` (activated by a request held at ${new Date(act.atMs).toISOString()})` : '';
+    await event(s, 'Normal', want > d.from ? 'ScaledOut' : 'ScaledIn', `SITS autoscaler: replicas ${d.from} → ${d.to}${why}: demand ${d.demandTokensPerSec} tokens/s (${obs.waiting} requests waiting, ${Math.round(obs.generatedTokensPerSec)} generated tokens/s), threshold ${d.thresholdTokensPerSec} tokens/s per replica`);
   }
 
   async function service(s: IsvcObject): Promise<void> {
@@ -287,7 +327,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     const pods = (await client.get<{ items: LivePod[] }>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: selectorString(name) })).items.filter(
       (p) => p.metadata.ownerReferences?.some((r) => r.uid === s.metadata.uid) === true && p.metadata.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
     );
-    const ready = pods.filter((p) => podReady(p) && (p.status?.podIP ?? '') !== '');
+    const ready = pods.filter((p) => engineUp(p) && (p.status?.podIP ?? '') !== '');
     const replicas = ready.map((pod) => ({
       pod,
       client: new EngineClient(runtime, { name: pod.metadata.name ?? '', host: resolve(pod.status?.podIP ?? ''), port: rendered.template.port }, { ...(o.retry === undefined ? {} : { retry: o.retry }) }),
@@ -295,7 +335,9 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     const states = await Promise.all(
       replicas.map(async (r) => {
         const rec = await syncAdapters(r.pod, runtime, r.client, want);
+        // The annotation first: once the gate makes the pod Ready, the controller already reads it as serving.
         await writeState(r.pod, rec);
+        await writeGate(r.pod, rec);
         return rec;
       }),
     );

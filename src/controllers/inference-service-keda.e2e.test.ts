@@ -25,7 +25,7 @@ interface ScaledObjectWire {
     maxReplicaCount: number;
     pollingInterval: number;
     cooldownPeriod: number;
-    triggers: { type: string; metricType: string; metadata: Record<string, string>; authenticationRef?: { name: string; kind: string } }[];
+    triggers: { type: string; name?: string; metricType: string; metadata: Record<string, string>; authenticationRef?: { name: string; kind: string } }[];
   };
 }
 
@@ -166,6 +166,37 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
     expect(condition(s, 'KedaScaledObject')?.status).toBe('False');
     // The replicas were never touched by any of it.
     expect((await listPods(client, NS)).filter((p) => p.metadata?.deletionTimestamp === undefined)).toHaveLength(1);
+  });
+
+  it('minReplicas 0: KEDA\'s CRD takes the ScaledObject with minReplicaCount 0, the activation threshold and the activation-only trigger', async () => {
+    const ACT = `sum(gateway_pending_requests{namespace="${NS}",service="idle"})`;
+    await client.post(svcPath, {
+      ...chat,
+      metadata: { name: 'idle' },
+      spec: { ...chat.spec, replicas: 0, minReplicas: 0, autoscaling: { mode: 'keda', tokensPerSecondPerReplica: 2500, keda: { serverAddress: PROM, activationQuery: ACT, cooldownPeriod: 120 } } },
+    });
+    // Created by the controller, so accepted by the apiserver against KEDA's own schema.
+    const so = await waitFor('the ScaledObject of the minReplicas-0 service', async () => (await scaledObjects()).find((x) => x.metadata.name === 'idle'), 60_000, 250);
+    expect(so.spec).toMatchObject({ minReplicaCount: 0, maxReplicaCount: 4, cooldownPeriod: 120 });
+    expect(so.spec.triggers.map((t) => [t.name, t.metadata.query, t.metadata.threshold, t.metadata.activationThreshold])).toEqual([
+      [undefined, `sum(rate(vllm:prompt_tokens_total{namespace="${NS}",pod=~"idle-.*"}[1m])) + sum(rate(vllm:generation_tokens_total{namespace="${NS}",pod=~"idle-.*"}[1m]))`, '2500', '0'],
+      ['activation', ACT, '1000000000', '0'],
+    ]);
+    const s = await waitFor('Applied, naming the activation', async () => {
+      const x = await client.get<InferenceServiceObject>(`${svcPath}/idle`);
+      return condition(x, 'KedaScaledObject')?.status === 'True' ? x : undefined;
+    }, 60_000);
+    expect(condition(s, 'KedaScaledObject')?.message).toContain(`replicas 0..4; activation from zero on ${ACT} > 0`);
+    expect(condition(s, 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
+    // The renderer's object for a minReplicas-0 service, server-side (dry run) against the same CRD.
+    const rendered = renderScaledObject({ name: 'probe0', namespace: NS, runtime: RUNTIMES.llamacpp, minReplicas: 0, maxReplicas: 2, tokensPerReplica: 3000, queueDepthPerReplica: 4, prometheusAddress: PROM, scaleDownStabilizationSec: 60, activationQuery: ACT });
+    await client.post(`${soPath}?dryRun=All`, rendered);
+    await client.delete(`${svcPath}/idle`);
+    await waitFor('its ScaledObject gone with it (or orphaned without a GC: deleted here)', async () => {
+      const left = (await scaledObjects()).filter((x) => x.metadata.name === 'idle');
+      await Promise.allSettled(left.map((x) => client.delete(`${soPath}/${x.metadata.name}`)));
+      return left.length === 0;
+    }, 60_000);
   });
 
   it('the validation is real: KEDA\'s CRD refuses a rendered ScaledObject with a bad field, naming the field, and takes the good one', async () => {

@@ -7,7 +7,9 @@
  * (setting it to "true" or "false" on a running pod flips its Ready condition). With `engines` (llm/engine-pods.ts),
  * a pod of the llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
  * devPodAddress), is Ready only while its readinessProbe answers, and its engine is stopped before the pod is
- * removed; every other pod is handled as before.
+ * removed; every other pod is handled as before. Readiness gates (spec.readinessGates) are honoured as the kubelet
+ * does: Ready = containers ready and every gate's pod condition True (podReadyCondition), re-judged whenever the
+ * pod changes; status is written as strategic-merge patches, so conditions owned by others stay.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
@@ -18,15 +20,36 @@ export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
 /** `"false"`: the pod runs but its readiness probe fails (an engine that never becomes ready). */
 export const READY_ANNOTATION = 'dev.sits2026.dev/ready';
 
-function readyConditions(ready: boolean, now: string): { type: string; status: string; lastTransitionTime: string }[] {
-  const s = ready ? 'True' : 'False';
+type Cond = { type: string; status: string; lastTransitionTime: string; reason?: string; message?: string };
+
+/**
+ * The kubelet's Ready condition (its GeneratePodReadyCondition, KEP-580 readiness gates): Ready only when the
+ * containers are ready and, for every `spec.readinessGates[].conditionType`, the pod has that condition True; a
+ * missing gate condition counts as False. Reasons and messages are the kubelet's.
+ */
+export function podReadyCondition(pod: V1Pod, containersReady: boolean, now: string): Cond {
+  if (!containersReady) return { type: 'Ready', status: 'False', reason: 'ContainersNotReady', lastTransitionTime: now };
+  const unready: string[] = [];
+  for (const g of pod.spec?.readinessGates ?? []) {
+    const c = pod.status?.conditions?.find((x) => x.type === g.conditionType);
+    if (c === undefined) unready.push(`corresponding condition of pod readiness gate "${g.conditionType}" does not exist.`);
+    else if (c.status !== 'True') unready.push(`the status of pod readiness gate "${g.conditionType}" is not "True", but ${c.status}`);
+  }
+  return unready.length === 0 ? { type: 'Ready', status: 'True', lastTransitionTime: now } : { type: 'Ready', status: 'False', reason: 'ReadinessGatesNotReady', message: unready.join(', '), lastTransitionTime: now };
+}
+
+function readyConditions(pod: V1Pod, ready: boolean, now: string, since = now): Cond[] {
   return [
-    { type: 'PodScheduled', status: 'True', lastTransitionTime: now },
-    { type: 'Initialized', status: 'True', lastTransitionTime: now },
-    { type: 'ContainersReady', status: s, lastTransitionTime: now },
-    { type: 'Ready', status: s, lastTransitionTime: now },
+    { type: 'PodScheduled', status: 'True', lastTransitionTime: since },
+    { type: 'Initialized', status: 'True', lastTransitionTime: since },
+    { type: 'ContainersReady', status: ready ? 'True' : 'False', lastTransitionTime: now, ...(ready ? {} : { reason: 'ContainersNotReady' }) },
+    podReadyCondition(pod, ready, now),
   ];
 }
+
+// Status writes are strategic-merge patches, as the kubelet's: conditions merge by type, so a condition someone
+// else owns (a readiness gate's) stays.
+const SMP = 'application/strategic-merge-patch+json';
 
 export class FakeKubelet {
   private reflector: Reflector<V1Pod> | undefined;
@@ -76,9 +99,11 @@ export class FakeKubelet {
     const ip = engines.allocateIp();
     const startedAt = new Date().toISOString();
     const containers = p.spec?.containers ?? [];
+    const key = objectKey(p);
     const status = (ready: boolean): Record<string, unknown> => {
       const now = new Date().toISOString();
-      const r = ready ? 'True' : 'False';
+      // The gates as the pod says now (the watch's latest copy), not as it was when the engine started.
+      const latest = this.reflector?.items.get(key) ?? p;
       return {
         metadata: { uid },
         status: {
@@ -87,20 +112,15 @@ export class FakeKubelet {
           podIPs: [{ ip }],
           hostIP: '127.0.0.1',
           startTime: startedAt,
-          conditions: [
-            { type: 'PodScheduled', status: 'True', lastTransitionTime: startedAt },
-            { type: 'Initialized', status: 'True', lastTransitionTime: startedAt },
-            { type: 'ContainersReady', status: r, lastTransitionTime: now, ...(ready ? {} : { reason: 'ContainersNotReady' }) },
-            { type: 'Ready', status: r, lastTransitionTime: now, ...(ready ? {} : { reason: 'ContainersNotReady' }) },
-          ],
+          conditions: readyConditions(latest, ready, now, startedAt),
           containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready, started: true, restartCount: 0, state: { running: { startedAt } } })),
         },
       };
     };
-    await this.client.request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body: status(false) });
+    await this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(false) });
     this.stats.started++;
     engines.start(uid, p, ip, (ready) => {
-      this.client.request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
+      this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
     });
   }
 
@@ -130,13 +150,16 @@ export class FakeKubelet {
       const containers = p.spec?.containers ?? [];
       const wantReady = p.metadata?.annotations?.[READY_ANNOTATION] !== 'false';
       const isReady = p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+      // The containers' readiness (the prober's verdict); pods written before ContainersReady existed: Ready.
+      const cr = p.status?.conditions?.find((c) => c.type === 'ContainersReady');
+      const containersReady = cr === undefined ? isReady : cr.status === 'True';
       if (phase === 'Pending' && this.engines?.matches(p) === true) {
         await this.startEngine(p, path, uid);
       } else if (phase === 'Pending') {
         const ip = `10.${(this.ipSeq >> 16) & 255}.${(this.ipSeq >> 8) & 255}.${this.ipSeq & 255}`;
         this.ipSeq++;
         await this.client.request('PATCH', `${path}/status`, {
-          contentType: 'application/merge-patch+json',
+          contentType: SMP,
           body: {
             ...(uid === undefined ? {} : { metadata: { uid } }),
             status: {
@@ -145,7 +168,7 @@ export class FakeKubelet {
               podIPs: [{ ip }],
               hostIP: '10.255.0.1',
               startTime: now,
-              conditions: readyConditions(wantReady, now),
+              conditions: readyConditions(p, wantReady, now),
               containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: wantReady, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
             },
           },
@@ -165,19 +188,25 @@ export class FakeKubelet {
           },
         });
         this.stats.finished++;
-      } else if (phase === 'Running' && p.metadata?.annotations?.[READY_ANNOTATION] !== undefined && wantReady !== isReady) {
+      } else if (phase === 'Running' && p.metadata?.annotations?.[READY_ANNOTATION] !== undefined && wantReady !== containersReady) {
         // Only pods that carry the annotation: a pod whose status someone else writes is left alone.
         const startedAt = p.status?.startTime === undefined ? now : new Date(p.status.startTime).toISOString();
         await this.client.request('PATCH', `${path}/status`, {
-          contentType: 'application/merge-patch+json',
+          contentType: SMP,
           body: {
             ...(uid === undefined ? {} : { metadata: { uid } }),
             status: {
-              conditions: readyConditions(wantReady, now),
+              conditions: readyConditions(p, wantReady, now),
               containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: wantReady, started: true, restartCount: 0, state: { running: { startedAt } } })),
             },
           },
         });
+      } else if (phase === 'Running' && (p.spec?.readinessGates?.length ?? 0) > 0) {
+        // A readiness gate's condition changed (someone else writes it): Ready follows, as the kubelet's status sync does.
+        const want = podReadyCondition(p, containersReady, now);
+        if (want.status !== (isReady ? 'True' : 'False')) {
+          await this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: { ...(uid === undefined ? {} : { metadata: { uid } }), status: { conditions: [want] } } });
+        }
       }
     } catch (e) {
       this.log(`fake kubelet ${key}: ${(e as Error).message}`);

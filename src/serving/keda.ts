@@ -27,6 +27,8 @@ export interface ScaledObjectInput {
   readonly authenticationRef?: { readonly name: string; readonly kind: 'TriggerAuthentication' | 'ClusterTriggerAuthentication' };
   readonly pollingIntervalSec?: number;
   readonly cooldownPeriodSec?: number;
+  /** minReplicas 0: a query above 0 while requests wait for a service at zero (a gateway's pending requests). */
+  readonly activationQuery?: string;
 }
 
 export interface ScaledObject {
@@ -42,6 +44,7 @@ export interface ScaledObject {
     readonly advanced: { readonly horizontalPodAutoscalerConfig: { readonly behavior: { readonly scaleDown: { readonly stabilizationWindowSeconds: number } } } };
     readonly triggers: readonly {
       readonly type: 'prometheus';
+      readonly name?: string;
       readonly metricType: 'AverageValue';
       readonly metadata: Readonly<Record<string, string>>;
       readonly authenticationRef?: { readonly name: string; readonly kind: string };
@@ -61,10 +64,16 @@ export function scalingQuery(runtime: RuntimeDefinition, selector: string): { re
   return { query: `sum(${waiting}{${selector}})`, signal: 'queue' };
 }
 
+/** The name of the activation-only trigger (minReplicas 0 with an activation query). */
+export const ACTIVATION_TRIGGER = 'activation';
+/** Its scaling threshold: never reached by a count of waiting requests, so it never sizes the service. */
+export const ACTIVATION_ONLY_THRESHOLD = '1000000000';
+
 export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
   const selector = i.selector ?? `namespace="${i.namespace}",pod=~"${i.name}-.*"`;
   const { query, signal } = scalingQuery(i.runtime, selector);
   const threshold = signal === 'tokens' ? i.tokensPerReplica : i.queueDepthPerReplica;
+  const auth = i.authenticationRef === undefined ? undefined : { name: i.authenticationRef.name, kind: i.authenticationRef.kind };
   return {
     apiVersion: 'keda.sh/v1alpha1',
     kind: 'ScaledObject',
@@ -82,8 +91,14 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
           metricType: 'AverageValue',
           // KEDA takes the threshold as a string; a whole number keeps it stable between re-renders of the same value.
           metadata: { serverAddress: i.prometheusAddress, query, threshold: String(Math.max(1, Math.round(threshold))), activationThreshold: '0' },
-          ...(i.authenticationRef === undefined ? {} : { authenticationRef: { name: i.authenticationRef.name, kind: i.authenticationRef.kind } }),
+          ...(auth === undefined ? {} : { authenticationRef: auth }),
         },
+        // Scale from zero: KEDA's activation phase (0 ↔ 1) is active while any trigger's value exceeds its
+        // activationThreshold, and the token query is 0 with no engine running. This trigger only activates: its
+        // threshold is out of reach, so the HPA (1 ↔ N) sizes on the token trigger alone.
+        ...(i.minReplicas === 0 && i.activationQuery !== undefined
+          ? [{ type: 'prometheus' as const, name: ACTIVATION_TRIGGER, metricType: 'AverageValue' as const, metadata: { serverAddress: i.prometheusAddress, query: i.activationQuery, threshold: ACTIVATION_ONLY_THRESHOLD, activationThreshold: '0' }, ...(auth === undefined ? {} : { authenticationRef: auth }) }]
+          : []),
       ],
     },
   };

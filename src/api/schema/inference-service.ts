@@ -103,6 +103,14 @@ export const KedaAutoscaling = Obj(
         { description: 'KEDA authentication for a Prometheus that needs it (bearer token, basic auth, TLS); KEDA reads the secret, SITS never does.' },
       ),
     ),
+    activationQuery: Type.Optional(
+      Type.String({
+        description:
+          'With minReplicas 0: a PromQL query whose value is above 0 while requests wait for a service without replicas (e.g. the gateway\'s or KEDA HTTP add-on interceptor\'s pending requests for this service). Rendered as a second, activation-only trigger: at zero replicas no engine exports the token metric, so without it KEDA cannot scale the service from zero.',
+        minLength: 1,
+        maxLength: 4096,
+      }),
+    ),
     pollingInterval: Type.Integer({ description: 'Seconds between KEDA\'s queries. Default: 30.', minimum: 1, maximum: 3600, default: 30 }),
     cooldownPeriod: Type.Integer({ description: 'Seconds without demand before KEDA scales the last replica to zero (minReplicas 0). Default: 300.', minimum: 0, maximum: 86400, default: 300 }),
   },

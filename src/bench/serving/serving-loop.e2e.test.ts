@@ -17,7 +17,9 @@ import { endpointsFromSlices, planLoad, runLoad, sendCompletion, type Endpoint }
 import { adapterDir, MODEL_DIR } from '../../serving/pod-template.ts';
 import { parseAzureTrace } from '../../serving/sim/trace.ts';
 import type { InferenceServiceObject } from '../../controllers/inference-service/model.ts';
-import { ENGINE_STATE_ANNOTATION } from '../../controllers/inference-service/engine-state.ts';
+import { ADAPTERS_LOADED_CONDITION, ENGINE_STATE_ANNOTATION } from '../../controllers/inference-service/engine-state.ts';
+import { requestActivation } from '../../app/serving-loop.ts';
+import type { V1Pod } from '@kubernetes/client-node';
 
 const NS = 'serve';
 const APP = 'tiny';
@@ -47,7 +49,8 @@ describe('the serving loop on real engines', () => {
           adapterBackoffMs: { base: 500, max: 4000 },
           // The calibrated threshold stays above what one slot of the tiny model serves (a few hundred tokens/s), so
           // only a queue (requests_deferred, drained within 0.5 s) can ask for a second replica.
-          policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 2000, drainSec: 0.5, scaleDownStepSec: 3 },
+          // idleToZeroSec: only the minReplicas-0 service of the last test scales to zero.
+          policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 2000, drainSec: 0.5, scaleDownStepSec: 3, idleToZeroSec: 15 },
         },
       },
     });
@@ -147,16 +150,47 @@ describe('the serving loop on real engines', () => {
     expect(base[1]).toBe(base[0]);
     const oldPods = new Set(eps.map((e) => e.name));
 
+    // Every version of the pods from here on (a watch misses none): what the readiness gate did to each new replica.
+    const versions: V1Pod[] = [];
+    const rv = (await cluster.client.get<{ metadata: { resourceVersion: string } }>(`/api/v1/namespaces/${NS}/pods`)).metadata.resourceVersion;
+    let watchEnded: string | undefined;
+    const watch = await cluster.client.watch<V1Pod>(`/api/v1/namespaces/${NS}/pods`, { resourceVersion: rv }, (e) => {
+      if (e.type === 'ADDED' || e.type === 'MODIFIED') versions.push(e.object);
+    }, (err) => (watchEnded = err?.message ?? 'closed'));
     await cluster.client.mergePatch(PATH, { spec: { model: { uri: 'pvc://models/tiny.gguf', name: APP, adapters: [{ name: 'sql', uri: 'pvc://adapters/sql.gguf' }] } } });
     // llama.cpp takes adapters at launch: the template rolls (surge 1, never below two ready) and each new replica
     // serves only once the loop has switched the adapter on.
-    const early: string[] = []; // a new replica reported ready before its adapter was on (sampled)
+    const early: string[] = []; // a new replica reported ready, or an endpoint, before its adapter was on (sampled)
     const s = await waitFor('every replica new, with the adapter loaded', async () => {
+      // The EndpointSlices first, then the pods: a pod's adapter state only moves forward during the roll, so an
+      // endpoint whose pod is read as not serving was not serving when it was an endpoint either.
+      const eps = await endpoints();
+      const pods = new Map((await listPods(cluster.client, NS)).map((p) => [p.metadata?.name ?? '', p]));
+      for (const ep of eps.filter((e) => !oldPods.has(e.name))) {
+        const p = pods.get(ep.name);
+        const st = JSON.parse(p?.metadata?.annotations?.[ENGINE_STATE_ANNOTATION] ?? '{}') as { serving?: boolean };
+        if (p !== undefined && st.serving !== true) early.push(`endpoint ${ep.name}: ${p.metadata?.annotations?.[ENGINE_STATE_ANNOTATION] ?? 'no engine state'}`);
+      }
       const x = await svc();
       const rs = x.status?.replicaStatuses ?? [];
       for (const r of rs) if (!oldPods.has(r.name) && r.ready && r.adapters?.[0]?.state !== 'Loaded') early.push(`${r.name}: ${JSON.stringify(r.adapters)}`);
       return rs.length === 2 && rs.every((r) => !oldPods.has(r.name) && r.ready && r.adapters?.[0]?.state === 'Loaded') && x.status?.readyReplicas === 2 ? x : undefined;
     }, 300_000, 250);
+    watch.stop();
+    expect(watchEnded).toBeUndefined();
+    const cond = (p: V1Pod, type: string): string | undefined => p.status?.conditions?.find((c) => c.type === type)?.status;
+    for (const r of s.status?.replicaStatuses ?? []) {
+      const seen = versions.filter((p) => p.metadata?.name === r.name);
+      // The pod declares the gate; its engine answered (containers ready) while the gate still held it unready;
+      // it was Ready only with the adapter on (the loop's annotation and condition).
+      expect(seen.at(-1)?.spec?.readinessGates).toEqual([{ conditionType: ADAPTERS_LOADED_CONDITION }]);
+      const held = seen.filter((p) => cond(p, 'ContainersReady') === 'True' && cond(p, ADAPTERS_LOADED_CONDITION) !== 'True');
+      expect(held.length, r.name).toBeGreaterThan(0);
+      expect(held.filter((p) => p.status?.conditions?.find((c) => c.type === 'Ready')?.reason !== 'ReadinessGatesNotReady').map((p) => JSON.stringify(p.status?.conditions)), r.name).toEqual([]);
+      const ready = seen.filter((p) => cond(p, 'Ready') === 'True');
+      expect(ready.length, r.name).toBeGreaterThan(0);
+      expect(ready.filter((p) => cond(p, ADAPTERS_LOADED_CONDITION) !== 'True' || !(p.metadata?.annotations?.[ENGINE_STATE_ANNOTATION] ?? '').includes('"serving":true')).map((p) => p.metadata?.resourceVersion)).toEqual([]);
+    }
     expect(early).toEqual([]);
     expect(s.status?.conditions?.find((c) => c.type === 'AdapterFailure')?.status ?? 'False').toBe('False');
     expect(s.status?.replicaStatuses?.map((r) => r.adapters)).toEqual([[{ name: 'sql', state: 'Loaded' }], [{ name: 'sql', state: 'Loaded' }]]);
@@ -199,5 +233,67 @@ describe('the serving loop on real engines', () => {
       const r = await sendCompletion(ep, { index: 0, prompt: 'the adapter changes the model', maxTokens: 12 }, { timeoutMs: 60_000 });
       expect(r.text).toBe(base0);
     }
+  });
+
+  it('scales a minReplicas-0 service to zero after a whole idle period, and back to one ready replica on activation', async () => {
+    // Fewer engines on the machine: the first service goes to one replica (its autoscaler is external now).
+    await cluster.client.mergePatch(`${PATH}/scale`, { spec: { replicas: 1 } });
+    const ZERO = 'zero';
+    const zpath = `/apis/ai.sits2026.dev/v1/namespaces/${NS}/inferenceservices/${ZERO}`;
+    const [zport] = (await freePorts(1)) as [number];
+    await cluster.client.post(`/apis/ai.sits2026.dev/v1/namespaces/${NS}/inferenceservices`, {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'InferenceService',
+      metadata: { name: ZERO },
+      spec: {
+        runtime: 'llamacpp',
+        model: { uri: 'pvc://models/tiny.gguf', name: ZERO },
+        gpusPerReplica: 0,
+        port: zport,
+        replicas: 1,
+        minReplicas: 0,
+        maxReplicas: 1,
+        progressDeadlineSeconds: 600,
+        autoscaling: { tokensPerSecondPerReplica: 3000, scaleDownStabilizationSeconds: 2 },
+      },
+    });
+    const zsvc = (): Promise<InferenceServiceObject> => cluster.client.get<InferenceServiceObject>(zpath);
+    const zeps = (): Promise<Endpoint[]> => endpointsFromSlices(cluster.client, NS, ZERO, 'http', devPodAddress);
+    await waitFor('the minReplicas-0 service ready', async () => ((await zsvc()).status?.readyReplicas === 1 ? true : undefined), 180_000, 250);
+    const upAt = Date.now();
+    // Idle (no request at all): to zero, but only after the whole idle period (15 s here) the loop observed.
+    await waitFor('scaled to zero', async () => ((await zsvc()).spec.replicas === 0 ? true : undefined), 180_000, 250);
+    expect(Date.now() - upAt).toBeGreaterThanOrEqual(15_000 - 2000);
+    const zero = await waitFor('no replica left', async () => {
+      const x = await zsvc();
+      return x.status?.replicas === 0 && (await zeps()).length === 0 ? x : undefined;
+    }, 120_000, 250);
+    expect(zero.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
+    const decisions = cluster.controllers?.serving?.decisions.filter((d) => d.service === `${NS}/${ZERO}`) ?? [];
+    expect(decisions.at(-1)).toMatchObject({ from: 1, to: 0 });
+    // It stays at zero while nothing asks for it (several ticks).
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await zsvc()).spec.replicas).toBe(0);
+
+    // A request arrives and no endpoint exists: the router holds it and stamps the activation (again while it
+    // waits, as it would for every request it holds), then sends it once an endpoint is there.
+    const ep = await waitFor('an endpoint after activation', async () => {
+      const e = await zeps();
+      if (e.length > 0) return e[0];
+      await requestActivation(cluster.client, NS, ZERO);
+      return undefined;
+    }, 240_000, 2000);
+    const r = await sendCompletion(ep, { index: 0, prompt: 'hello from zero', maxTokens: 8 }, { timeoutMs: 60_000 });
+    expect(r.ok, r.error).toBe(true);
+    expect(r.text.length).toBeGreaterThan(0);
+    const up = await zsvc();
+    expect(up.spec.replicas).toBe(1);
+    expect(up.status?.readyReplicas).toBe(1);
+    expect(cluster.controllers?.serving?.decisions.filter((d) => d.service === `${NS}/${ZERO}`).at(-1)).toMatchObject({ from: 0, to: 1 });
+    const events = await listEvents(cluster.client, NS);
+    expect(events.some((e) => e.involvedObject?.name === ZERO && e.reason === 'ScaledOut' && /replicas 0 → 1 \(activated by a request held at /.test(e.message ?? ''))).toBe(true);
+    // An unreadable activation is reported, not a crash.
+    await cluster.client.mergePatch(zpath, { metadata: { annotations: { 'ai.sits2026.dev/activate': 'soon' } } });
+    await waitFor('the bad activation reported', async () => (await listEvents(cluster.client, NS)).some((e) => e.involvedObject?.name === ZERO && e.reason === 'InvalidActivation' && /ai\.sits2026\.dev\/activate.*not an RFC 3339 time/.test(e.message ?? '')), 60_000, 250);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../api/validate.ts';
 import { LABEL } from '../../api/wire.ts';
 import type { PodObject } from '../kube-objects.ts';
-import { annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState } from './engine-state.ts';
+import { adapterGatePatch, ADAPTERS_LOADED_CONDITION, annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, hasAdapterGate, planAdapters, readEngineState } from './engine-state.ts';
 import type { InferenceServiceObject } from './model.ts';
 import { CONDITION, reconcileInferenceService } from './reconcile.ts';
 
@@ -70,5 +70,37 @@ describe('the reconcile with adapter states', () => {
     expect(r.actions.some((a) => a.kind === 'event' && a.reason === 'AdapterLoadFailed')).toBe(true);
     // No pod is deleted for it: the replica keeps its engine, the loop retries with backoff.
     expect(r.actions.some((a) => a.kind === 'deletePod')).toBe(false);
+  });
+});
+
+describe('the adapters-loaded readiness gate', () => {
+  const gated = (status?: string): PodObject => {
+    const p = pod('a');
+    return {
+      ...p,
+      spec: { ...(p.spec ?? { containers: [] }), readinessGates: [{ conditionType: ADAPTERS_LOADED_CONDITION }] },
+      status: { phase: 'Running', conditions: [{ type: 'ContainersReady', status: 'True' }, ...(status === undefined ? [] : [{ type: ADAPTERS_LOADED_CONDITION, status }])] },
+    };
+  };
+  const at = '2026-12-01T12:00:00.000Z';
+
+  it('is a qualified condition type on the pods that declare it', () => {
+    expect(ADAPTERS_LOADED_CONDITION).toBe('ai.sits2026.dev/adapters-loaded');
+    expect(hasAdapterGate(gated())).toBe(true);
+    expect(hasAdapterGate(pod('a'))).toBe(false);
+  });
+
+  it('turns True once every adapter is loaded, False while one is not, and writes nothing when the pod already says so', () => {
+    const loaded = { serving: true, adapters: [{ name: 'sql', state: 'Loaded' as const }] };
+    const loading = { serving: false, adapters: [{ name: 'sql', state: 'Loading' as const }] };
+    const failed = { serving: false, adapters: [{ name: 'sql', state: 'Failed' as const, message: 'no such file' }] };
+    expect(adapterGatePatch(gated(), loaded, at)).toEqual({
+      metadata: { uid: 'uid-a' },
+      status: { conditions: [{ type: ADAPTERS_LOADED_CONDITION, status: 'True', reason: 'AdaptersLoaded', message: 'every adapter of the replica is loaded', lastTransitionTime: at }] },
+    });
+    expect(adapterGatePatch(gated('True'), loaded, at)).toBeUndefined();
+    expect(adapterGatePatch(gated('True'), loading, at)?.status).toEqual({ conditions: [{ type: ADAPTERS_LOADED_CONDITION, status: 'False', reason: 'AdaptersNotLoaded', message: 'not loaded: sql Loading', lastTransitionTime: at }] });
+    expect(JSON.stringify(adapterGatePatch(gated(), failed, at))).toContain('not loaded: sql Failed: no such file');
+    expect(adapterGatePatch(gated('False'), failed, at)).toBeUndefined();
   });
 });

@@ -10,6 +10,33 @@ import type { AdapterObservation, EnginePort, ReplicaEngineState } from './model
 
 export const ENGINE_STATE_ANNOTATION = `${API_GROUP}/engine-state`;
 
+/**
+ * The pod readiness gate (KEP-580) of a replica whose template lists adapters: the serving loop sets this pod
+ * condition True once every adapter the replica must serve is on, False while one is not; the kubelet makes the
+ * pod Ready (an endpoint of the Service) only when its containers are ready and this condition is True.
+ */
+export const ADAPTERS_LOADED_CONDITION = `${API_GROUP}/adapters-loaded`;
+
+/** Whether the pod declares the adapters-loaded readiness gate. */
+export const hasAdapterGate = (pod: PodObject): boolean =>
+  Array.isArray(pod.spec?.readinessGates) && (pod.spec.readinessGates as readonly { conditionType?: unknown }[]).some((g) => g.conditionType === ADAPTERS_LOADED_CONDITION);
+
+/**
+ * The strategic-merge patch of pods/status that sets the gate to what the loop found (conditions merge by type, so
+ * the kubelet's own conditions stay); undefined when the pod already says so.
+ */
+export function adapterGatePatch(pod: PodObject, rec: EngineStateRecord, nowIso: string): Record<string, unknown> | undefined {
+  const status = rec.serving ? 'True' : 'False';
+  const have = pod.status?.conditions?.find((c) => c.type === ADAPTERS_LOADED_CONDITION);
+  if (have?.status === status) return undefined;
+  const missing = rec.adapters.filter((a) => a.state !== 'Loaded').map((a) => `${a.name} ${a.state}${a.message === undefined ? '' : `: ${a.message}`}`);
+  const message = rec.serving ? 'every adapter of the replica is loaded' : `not loaded: ${missing.join('; ') || 'adapters not checked yet'}`;
+  return {
+    ...(pod.metadata.uid === undefined ? {} : { metadata: { uid: pod.metadata.uid } }),
+    status: { conditions: [{ type: ADAPTERS_LOADED_CONDITION, status, reason: rec.serving ? 'AdaptersLoaded' : 'AdaptersNotLoaded', message: message.slice(0, 1000), lastTransitionTime: nowIso }] },
+  };
+}
+
 export interface EngineStateRecord {
   readonly adapters: readonly AdapterObservation[];
   /** Every adapter of the spec the replica was started with is applied (none Loading or Failed). */

@@ -102,6 +102,30 @@ describe('autoscaling.mode keda', () => {
     expect(auth.spec.triggers[0]?.authenticationRef).toEqual({ name: 'prom-auth', kind: 'TriggerAuthentication' });
   });
 
+  it('with minReplicas 0: minReplicaCount 0, and an activation-only trigger on keda.activationQuery; the condition says whether it can come back from zero', () => {
+    const ACT = 'sum(gateway_pending_requests{service="chat"})';
+    const zero = (keda: Record<string, unknown>) => isvc({ replicas: 0, minReplicas: 0, autoscaling: { mode: 'keda', keda: { serverAddress: 'http://prometheus.monitoring:9090', ...keda } } });
+    const so = createdSo(run(zero({ activationQuery: ACT, authenticationRef: { name: 'prom-auth' } })).actions);
+    expect(so.spec.minReplicaCount).toBe(0);
+    expect(so.spec.triggers).toHaveLength(2);
+    expect(so.spec.triggers[0]?.metadata.activationThreshold).toBe('0');
+    expect(so.spec.triggers[1]).toEqual({
+      type: 'prometheus',
+      name: 'activation',
+      metricType: 'AverageValue',
+      metadata: { serverAddress: 'http://prometheus.monitoring:9090', query: ACT, threshold: '1000000000', activationThreshold: '0' },
+      authenticationRef: { name: 'prom-auth', kind: 'TriggerAuthentication' },
+    });
+    const applied = run(zero({ activationQuery: ACT }), { scaledObjects: [stored(createdSo(run(zero({ activationQuery: ACT })).actions))] });
+    expect(cond(applied)?.message).toContain(`activation from zero on ${ACT} > 0`);
+    const without = zero({});
+    const bare = createdSo(run(without).actions);
+    expect(bare.spec.triggers).toHaveLength(1);
+    expect(cond(run(without, { scaledObjects: [stored(bare)] }))?.message).toContain('minReplicas 0 without spec.autoscaling.keda.activationQuery');
+    // minReplicas >= 1: the activation query is not rendered (KEDA's activation phase only runs from zero).
+    expect(createdSo(run(isvc({ autoscaling: { mode: 'keda', keda: { serverAddress: 'http://p:9090', activationQuery: ACT } } })).actions).spec.triggers).toHaveLength(1);
+  });
+
   it('changes nothing when the stored ScaledObject matches (fields KEDA adds are ignored); patches the spec when the bounds change', () => {
     const s = isvc();
     const have = stored(createdSo(run(s).actions));

@@ -8,7 +8,7 @@
  */
 import type { ApplyFailure } from '../../api/controller.ts';
 import { TOKEN_AUTOSCALER_DEFAULTS } from '../../serving/autoscale/token.ts';
-import { renderScaledObject, type ScaledObject } from '../../serving/keda.ts';
+import { ACTIVATION_TRIGGER, renderScaledObject, type ScaledObject } from '../../serving/keda.ts';
 import { runtimeFor } from '../../serving/runtimes/index.ts';
 import type { ConditionUpdate } from '../conditions.ts';
 import { isOwnedBy, type OwnerReference } from '../kube-objects.ts';
@@ -50,6 +50,7 @@ export function desiredScaledObject(s: InferenceServiceObject, thresholds: Autos
     prometheusAddress: a.keda.serverAddress,
     ...(a.keda.labelMatchers === undefined ? {} : { selector: a.keda.labelMatchers }),
     ...(a.keda.authenticationRef === undefined ? {} : { authenticationRef: a.keda.authenticationRef }),
+    ...(a.keda.activationQuery === undefined ? {} : { activationQuery: a.keda.activationQuery }),
     scaleDownStabilizationSec: a.scaleDownStabilizationSeconds,
     pollingIntervalSec: a.keda.pollingInterval,
     cooldownPeriodSec: a.keda.cooldownPeriod,
@@ -70,6 +71,15 @@ function managedSpec(spec: Readonly<Record<string, unknown>> | undefined): strin
     advanced?.horizontalPodAutoscalerConfig?.behavior?.scaleDown?.stabilizationWindowSeconds,
     x.triggers,
   ]);
+}
+
+/** What the condition says about scale from zero (ADR 0126). */
+function fromZero(so: OwnedScaledObject): string {
+  if (so.spec.minReplicaCount !== 0) return '';
+  const act = so.spec.triggers.find((t) => t.name === ACTIVATION_TRIGGER);
+  return act === undefined
+    ? '; minReplicas 0 without spec.autoscaling.keda.activationQuery: KEDA scales to zero after cooldownPeriod without tokens, but nothing can activate it from zero (no engine exports the token metric at zero replicas)'
+    : `; activation from zero on ${act.metadata.query ?? '?'} > 0`;
 }
 
 const ACTIONS = ['createScaledObject', 'patchScaledObject', 'deleteScaledObject'];
@@ -120,7 +130,7 @@ export function planScaledObject(p: {
       type: SCALED_OBJECT_CONDITION,
       status: 'True',
       reason: 'Applied',
-      message: `ScaledObject ${want.metadata.name}: prometheus trigger threshold ${trigger?.threshold ?? '?'} on ${trigger?.query ?? '?'}, replicas ${want.spec.minReplicaCount}..${want.spec.maxReplicaCount}`,
+      message: `ScaledObject ${want.metadata.name}: prometheus trigger threshold ${trigger?.threshold ?? '?'} on ${trigger?.query ?? '?'}, replicas ${want.spec.minReplicaCount}..${want.spec.maxReplicaCount}${fromZero(want)}`,
     };
   }
   return { actions, condition, ...(p.hasThresholdPort ? { requeueAfterMs: THRESHOLD_RESYNC_MS } : {}) };

@@ -69,6 +69,8 @@ export interface InferenceControllerConfig {
   /** Read at every reconcile; a service refused for the cluster's shape is looked at again every minute. */
   readonly clusterFacts: () => ClusterFacts;
   readonly engine: EnginePort;
+  /** The serving loop sets the adapters-loaded pod condition: replicas with adapters declare it as a readiness gate. */
+  readonly adapterReadinessGate?: boolean;
   /**
    * The calibrated thresholds per service (namespace, name), read at every reconcile of a service in mode keda;
    * unset means the spec's targets (or SITS's starting threshold). When set, such services are re-read every

@@ -9,12 +9,18 @@ import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL, SCHEDULER_NAME } from '../.
 import { renderReplica, SERVING_CONTAINER, type ReplicaTemplate } from '../../serving/pod-template.ts';
 import { pipelineParallel, servedModelName, tensorParallel, type SpecIssue } from '../../serving/runtime.ts';
 import type { ContainerObject, OwnerReference, PodObject, PodSpecObject, ServiceObject } from '../kube-objects.ts';
+import { ADAPTERS_LOADED_CONDITION } from './engine-state.ts';
 import type { ClusterFacts, InferenceServiceObject } from './model.ts';
 import { replicaPodName, replicaSelector, serviceName, templateHash } from './names.ts';
 
 export interface BuildConfig {
   /** Extra names a GPU model may go by on nodes (e.g. GFD product → the scheduler's model name). */
   readonly gpuModelAliases?: (model: string) => readonly string[];
+  /**
+   * Something sets the adapters-loaded pod condition (the serving loop runs): replicas of a service with adapters
+   * declare it as a readiness gate, so none is an endpoint before its adapters are on (ADR 0125).
+   */
+  readonly adapterReadinessGate?: boolean;
 }
 
 export const isvcName = (s: InferenceServiceObject): string => s.metadata.name ?? '';
@@ -80,14 +86,18 @@ function clusterIssues(s: InferenceServiceObject, t: ReplicaTemplate, facts: Clu
 }
 
 /** The pod spec of the template: the user's podTemplate, the serving container on top of its `server` container. */
-function podSpec(s: InferenceServiceObject, t: ReplicaTemplate): PodSpecObject {
+function podSpec(s: InferenceServiceObject, t: ReplicaTemplate, cfg: BuildConfig): PodSpecObject {
   const base = structuredClone((s.spec.podTemplate?.spec ?? {}) as Record<string, unknown>);
   const given = Array.isArray(base.containers) ? (base.containers as ContainerObject[]) : [];
   const own = given.find((c) => c.name === SERVING_CONTAINER);
   // The template's container adds what the runtime does not set (volume mounts, security context); ours wins on the rest.
   const server = { ...own, ...structuredClone(t.container) } as ContainerObject;
+  // Only with adapters: a gate without a writer would keep every replica out of its endpoints.
+  const gated = cfg.adapterReadinessGate === true && (s.spec.model.adapters ?? []).length > 0;
+  const userGates = Array.isArray(base.readinessGates) ? (base.readinessGates as { conditionType?: unknown }[]).filter((g) => g.conditionType !== ADAPTERS_LOADED_CONDITION) : [];
   return {
     ...base,
+    ...(gated ? { readinessGates: [...userGates, { conditionType: ADAPTERS_LOADED_CONDITION }] } : {}),
     containers: [server, ...given.filter((c) => c.name !== SERVING_CONTAINER)],
     schedulerName: SCHEDULER_NAME,
     restartPolicy: 'Always',
@@ -104,7 +114,7 @@ export function renderService(s: InferenceServiceObject, cfg: BuildConfig, facts
   const name = isvcName(s);
   const ns = isvcNamespace(s);
   const gang = s.spec.gpusPerReplica > 1 && tensorParallel(s.spec) > 1;
-  const spec = podSpec(s, t);
+  const spec = podSpec(s, t, cfg);
   const tmplMeta = s.spec.podTemplate?.metadata;
   const annotations = { ...tmplMeta?.annotations, ...schedulingAnnotations(s, t, cfg, gang) };
   const userLabels = { ...tmplMeta?.labels, ...(s.spec.queue === undefined ? {} : { [LABEL.queue]: s.spec.queue }) };

@@ -55,6 +55,25 @@ function steady(s: InferenceServiceObject): { pods: PodObject[]; services: Servi
   return { pods: created(r.actions).map((p) => asRunning(p, true)), services };
 }
 
+describe('InferenceService reconcile: the adapters-loaded readiness gate', () => {
+  const withAdapters = (): InferenceServiceObject => isvc({ model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen', adapters: [{ name: 'sql', uri: 'hf://x/sql' }] } });
+  const pods = (s: InferenceServiceObject, adapterReadinessGate: boolean): PodObject[] =>
+    created(reconcileInferenceService({ isvc: s, pods: [], services: [], nowMs: NOW, facts: FACTS, engine: NO_ENGINE }, { adapterReadinessGate }).actions);
+
+  it('is declared on replicas with adapters when the serving loop sets it, and kept next to the template\'s own gates', () => {
+    expect(pods(withAdapters(), true)[0]?.spec?.readinessGates).toEqual([{ conditionType: 'ai.sits2026.dev/adapters-loaded' }]);
+    const own = withAdapters();
+    const s = { ...own, spec: { ...own.spec, podTemplate: { spec: { readinessGates: [{ conditionType: 'example.com/lb' }] } } } } as InferenceServiceObject;
+    expect(pods(s, true)[0]?.spec?.readinessGates).toEqual([{ conditionType: 'example.com/lb' }, { conditionType: 'ai.sits2026.dev/adapters-loaded' }]);
+  });
+
+  it('is not declared without adapters or without a writer: those pods are the same as before', () => {
+    expect(pods(isvc(), true)[0]?.spec?.readinessGates).toBeUndefined();
+    expect(pods(withAdapters(), false)[0]?.spec?.readinessGates).toBeUndefined();
+    expect(pods(isvc(), true)).toEqual(pods(isvc(), false));
+  });
+});
+
 describe('InferenceService reconcile: replicas, Service, status', () => {
   it('creates one pod per replica for the SITS scheduler and a Service on the runtime port', () => {
     const r = run(isvc());

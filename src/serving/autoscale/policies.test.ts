@@ -145,6 +145,34 @@ describe('SITS token autoscaler', () => {
     expect(r).toBe(0);
     expect(p.decide(obs({ nowSec: 301, readyReplicas: 0, desiredReplicas: 0, waiting: 1 }))).toBe(1);
   });
+  it('waits a whole observed idle period before going to zero, even when it starts on an idle service', () => {
+    const p = new TokenAutoscaler(cfg({ minReplicas: 0, idleToZeroSec: 100, scaleDownDelaySec: 10, scaleDownStepSec: 1, historyWindowSec: 10 }));
+    let r = 1;
+    let zeroAt = -1;
+    for (let t = 1000; t <= 1300 && r > 0; t++) {
+      r = p.decide(obs({ nowSec: t, readyReplicas: r, desiredReplicas: r }));
+      if (r === 0) zeroAt = t;
+    }
+    expect(zeroAt).toBeGreaterThanOrEqual(1100);
+  });
+  it('comes back from zero on an activation (a request held by a router) and restarts the idle period from it', () => {
+    const p = new TokenAutoscaler(cfg({ minReplicas: 0, idleToZeroSec: 100, scaleDownDelaySec: 10, scaleDownStepSec: 1, historyWindowSec: 10 }));
+    let r = 1;
+    let t = 0;
+    for (; t <= 300 && r > 0; t++) r = p.decide(obs({ nowSec: t, readyReplicas: r, desiredReplicas: r }));
+    expect(r).toBe(0);
+    // Nothing runs, nothing is asked: it stays at zero.
+    for (let i = 0; i < 50; i++, t++) expect(p.decide(obs({ nowSec: t, readyReplicas: 0, desiredReplicas: 0 }))).toBe(0);
+    p.activate(t);
+    expect(p.decide(obs({ nowSec: t, readyReplicas: 0, desiredReplicas: 0 }))).toBe(1);
+    // An idle replica stays for the idle period after the activation, then goes.
+    const back = t;
+    for (r = 1; r > 0 && t < back + 300; ) r = p.decide(obs({ nowSec: ++t, readyReplicas: 1, desiredReplicas: 1 }));
+    expect(t - back).toBeGreaterThanOrEqual(100);
+    // An activation older than the idle period is no demand now.
+    p.activate(t - 150);
+    expect(p.decide(obs({ nowSec: t + 1, readyReplicas: 0, desiredReplicas: 0 }))).toBe(0);
+  });
   it('is deterministic: the same observations give the same answers', () => {
     const run = (): number[] => {
       const p = new TokenAutoscaler(cfg());

@@ -77,6 +77,7 @@ export class TokenAutoscaler implements Autoscaler {
   private panicUntil = Number.NEGATIVE_INFINITY;
   private lastDemand = Number.NEGATIVE_INFINITY;
   private lastObsSec: number | undefined;
+  private firstObsSec: number | undefined;
   private lastBacklog = 0;
   private demand = 0;
 
@@ -97,6 +98,14 @@ export class TokenAutoscaler implements Autoscaler {
     return this.threshold ?? this.cfg.initialThreshold;
   }
 
+  /**
+   * A request arrived at `atSec` with no replica to take it (an activator or router holds it): demand at that time,
+   * so a service at zero wants one replica again and the idle period restarts from it.
+   */
+  activate(atSec: number): void {
+    this.lastDemand = Math.max(this.lastDemand, atSec);
+  }
+
   decide(obs: ServiceObservation): number {
     const c = this.cfg;
     const served = obs.promptTokensPerSec + obs.generatedTokensPerSec;
@@ -107,6 +116,7 @@ export class TokenAutoscaler implements Autoscaler {
     const dt = this.lastObsSec === undefined ? 0 : obs.nowSec - this.lastObsSec;
     const arriving = Math.max(0, served + (dt > 0 ? (backlog - this.lastBacklog) / dt : 0));
     this.lastObsSec = obs.nowSec;
+    this.firstObsSec ??= obs.nowSec;
     this.lastBacklog = backlog;
     const demand = served + backlog / c.drainSec;
     this.demand = demand;
@@ -126,8 +136,10 @@ export class TokenAutoscaler implements Autoscaler {
     let want = Math.max(sized, burst);
     if (obs.waiting > 0) want = Math.max(want, 1);
 
-    // Scale to zero only after a whole idle period; any demand brings the floor back to one.
-    const floor = c.minReplicas === 0 && obs.nowSec - this.lastDemand < c.idleToZeroSec ? 1 : c.minReplicas;
+    // Scale to zero only after a whole idle period (observed: a policy that just started has seen none yet); any
+    // demand or activation brings the floor back to one.
+    const idleSince = Math.max(this.lastDemand, this.firstObsSec);
+    const floor = c.minReplicas === 0 && obs.nowSec - idleSince < c.idleToZeroSec ? 1 : c.minReplicas;
     want = clamp(want, floor, c.maxReplicas);
 
     let next = current;
