@@ -323,3 +323,13 @@ export function pluginCondition(s: PluginState): PluginConditionValue {
       return { type: 'StrategyPlugin', status: 'False', reason: 'PluginDisabled', message: `plugin ${s.name} disabled: ${s.reason}; built-in strategies used${counts(s.tally)}` };
   }
 }
+
+const RANK: Readonly<Record<PluginConditionValue['reason'], number>> = { NoPlugin: 0, PluginActive: 1, PluginDisabled: 2, PluginRejected: 3 };
+
+/** One StrategyPlugin condition for a job's two strategies: the worse of the two decides status and reason. */
+export function jobPluginCondition(states: Readonly<Record<StrategyKind, PluginState>>): PluginConditionValue {
+  const named = (Object.entries(states) as [StrategyKind, PluginState][]).filter(([, s]) => s.kind !== 'none').map(([k, s]) => [k, pluginCondition(s)] as const);
+  if (named.length === 0) return pluginCondition({ kind: 'none' });
+  const worst = named.reduce((a, b) => (RANK[b[1].reason] > RANK[a[1].reason] ? b : a))[1];
+  return { ...worst, status: worst.reason === 'PluginActive' ? 'True' : 'False', message: named.map(([k, c]) => `${k}: ${c.message}`).join('; ') };
+}
