@@ -52,7 +52,7 @@ describe('sits bench batch', () => {
     const bad = wasm('loops.wasm', '(loop $l (br $l)) i32.const 8');
     const e = await run(['batch', '--records', '300', '--json', join(tmp, 'x.json'), '--batch-plugin', bad]);
     expect(e.error).toBeInstanceOf(CliError);
-    expect(e.error?.message).toBe(`--batch-plugin: plugin ${bad}: self-test of batch_size: batch_size gave no answer within 5000 ms (an endless loop, or the worker died); worker terminated`);
+    expect(e.error?.message).toBe(`--batch-plugin: plugin ${bad}: self-test of batch_size: batch_size gave no answer within 1000 ms (an endless loop, or the worker died); worker terminated`);
   }, 120_000);
   it('names the file, line and column of a bad trace row', async () => {
     const bad = join(tmp, 'bad.csv');

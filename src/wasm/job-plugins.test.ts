@@ -28,7 +28,8 @@ describe('loadJobPlugins', () => {
   it('loads a file plugin and a ConfigMap plugin; the condition says both decide', () => {
     const j = loadJobPlugins(
       { batchSize: { wasm: { file: 'batch.wasm', sha256: sha(batch) } }, routing: { wasm: { configMap: { name: 'plugins', key: 'route.wasm' }, sha256: sha(route) } } },
-      { pluginDir: dir, configMapBytes: (n, k) => (n === 'plugins' && k === 'route.wasm' ? route : undefined) },
+      // Generous deadlines: a loaded CI machine may start the workers slowly.
+      { pluginDir: dir, configMapBytes: (n, k) => (n === 'plugins' && k === 'route.wasm' ? route : undefined), limits: { loadTimeoutMs: 60_000, callTimeoutMs: 10_000 } },
     );
     try {
       expect(j.condition).toEqual({ type: 'StrategyPlugin', status: 'True', reason: 'PluginActive', message: 'batchSize: plugin batch.wasm loaded; routing: plugin configmap/plugins/route.wasm loaded' });

@@ -41,7 +41,7 @@ export interface PluginLimits {
   readonly maxMemoryPages: number;
   /** Wall-clock limit of one call, ms; past it the worker is terminated and the plugin disabled. */
   readonly callTimeoutMs: number;
-  /** Wall-clock limit of compiling, instantiating (the start function) and the self-test, ms. */
+  /** Wall-clock limit of starting the worker, compiling and instantiating (the start function), ms. */
   readonly loadTimeoutMs: number;
 }
 /** 1 MiB of memory; 1 s a decision (microseconds of arithmetic, but a busy node may not schedule the thread for a while); 5 s to start. */
