@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { decideRoute } from './routing.ts';
 import type { PluginCaller } from './wasm-plugin.ts';
-import { PROBE_BATCH, decideBatchSize, decideRoutePlugin, inspectWasm, pluginCondition, routeArgs, selfTest, tally, validateRoute } from './wasm-plugin.ts';
+import { MAX_MODULE_BYTES, PROBE_BATCH, decideBatchSize, decideRoutePlugin, inspectWasm, pluginCondition, routeArgs, selfTest, tally, validateRoute } from './wasm-plugin.ts';
 
 /** A caller answering from a table: the port the host implements, with the answers a module could give. */
 const caller = (answers: Record<string, number | string>): PluginCaller => ({
@@ -87,5 +87,8 @@ describe('structural checks', () => {
     expect(inspectWasm(mod(2), ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: true, value: { imports: [], exports: ['sits_abi_version', 'batch_size'], memory: { initial: 1, maximum: 2, imported: false } } });
     expect(inspectWasm(mod(17), ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: 'memory maximum 17 pages is over the cap of 16 pages (1024 KiB)' });
     expect(inspectWasm(mod(2), ['routing'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: 'missing export route (the routing strategy); the module exports sits_abi_version, batch_size' });
+    const huge = new Uint8Array(MAX_MODULE_BYTES + 1);
+    huge.set(mod(2));
+    expect(inspectWasm(huge, ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: `module is ${MAX_MODULE_BYTES + 1} bytes, over the limit of ${MAX_MODULE_BYTES}` });
   });
 });

@@ -123,7 +123,11 @@ const describe = (e: unknown): string => (e instanceof Error ? e.message : Strin
  * Everything that can be checked without running the module: it is WebAssembly, it imports only what the host
  * defines, its memory is capped, it exports the ABI version and the strategies asked for.
  */
+/** A strategy is a few hundred bytes; the check compiles on the caller's thread, so a huge module is refused first. */
+export const MAX_MODULE_BYTES = 4 * 1024 * 1024;
+
 export function inspectWasm(bytes: Uint8Array, strategies: readonly StrategyKind[], limits: Pick<PluginLimits, 'maxMemoryPages'>): Checked<ModuleShape> {
+  if (bytes.length > MAX_MODULE_BYTES) return { ok: false, reason: `module is ${bytes.length} bytes, over the limit of ${MAX_MODULE_BYTES}` };
   if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) return { ok: false, reason: 'not a WebAssembly module (no \\0asm magic)' };
   let mod: WebAssembly.Module;
   try {
