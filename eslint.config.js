@@ -18,6 +18,8 @@ export const LAYERS = {
   sim: ['core', 'api', 'spec'],
   kube: ['core', 'api', 'spec'],
   controllers: ['core', 'api', 'serving'],
+  // The WASM strategy plugin host (issue 13 Deliver 9): a worker thread per plugin; the ABI itself is in controllers.
+  wasm: ['core', 'api', 'controllers', 'serving'],
   // Guard-rail rules and their engine (issue 16); webhook: the admission server that runs them.
   guard: ['core', 'api', 'spec'],
   webhook: ['core', 'api', 'spec', 'kube', 'guard'],
@@ -26,12 +28,12 @@ export const LAYERS = {
   // The test harness (also started by dev mode and the kube bench) may use the shared test helpers.
   harness: ['core', 'api', 'spec', 'kube', 'testing'],
   deploy: ['core', 'api', 'spec', 'kube'],
-  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'guard', 'webhook', 'node'],
-  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'guard', 'webhook'],
+  app: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'guard', 'webhook', 'node', 'wasm'],
+  bench: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'guard', 'webhook', 'wasm'],
   server: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
   // Helpers every folder's tests may use (port contract suites, headless Chromium): only the core's ports.
   testing: ['core'],
-  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'bench', 'server', 'testing', 'guard', 'webhook', 'node'],
+  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'bench', 'server', 'testing', 'guard', 'webhook', 'node', 'wasm'],
 };
 
 /** What tests (*.test.ts) may import on top of their folder's layer. */

@@ -294,6 +294,11 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('BatchInferenceJob', 'output not in the OpenAI batch format', 'spec.output.format', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.output = { uri: 's3://out/', format: 'csv' })),
   invalid('BatchInferenceJob', 'output overwrites the input', 'spec.output.uri', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.output = { uri: 's3://tickets/2026-01/' })),
   invalid('BatchInferenceJob', 'fewer shards than workers', 'spec.sharding.shards', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.sharding = { shards: 2 })),
+  invalid('BatchInferenceJob', 'WASM plugin from a ConfigMap and a file', 'spec.strategy.batchSize.wasm.configMap', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
+    s.strategy = { batchSize: { wasm: { configMap: { name: 'plugins', key: 'a.wasm' }, file: 'a.wasm', sha256: 'a'.repeat(64) } } };
+  }),
+  invalid('BatchInferenceJob', 'WASM plugin digest not lowercase hex', 'spec.strategy.routing.wasm.sha256', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { routing: { wasm: { file: 'a.wasm', sha256: 'A'.repeat(64) } } })),
+  invalid('BatchInferenceJob', 'WASM plugin file outside the plugin directory', 'spec.strategy.batchSize.wasm.file', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { batchSize: { wasm: { file: '../etc/a.wasm', sha256: 'a'.repeat(64) } } })),
   // Shared pieces (resource lists, env, name limits) are compiled into each CRD separately, so each kind gets a case.
   invalid('InferenceService', 'fractional GPUs', 'spec.resources', EXAMPLE_INFERENCE_SERVICE, (s) => (s.resources = { 'nvidia.com/gpu': '0.5' })),
   invalid('InferenceService', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', EXAMPLE_INFERENCE_SERVICE, (s) => {

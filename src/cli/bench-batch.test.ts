@@ -2,6 +2,7 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import wabtInit from 'wabt';
 import { describe, expect, it } from 'vitest';
 import { CliError } from './errors.ts';
 import { runBench as run } from './testing/bench-cli.ts';
@@ -26,6 +27,32 @@ describe('sits bench batch', () => {
     expect(j.faults).toEqual({ recordsLost: 0, recordsDuplicated: 0, makespanRatio: expect.any(Number) });
     expect(j.controlPlane).toBeNull();
     expect(Object.keys(JSON.parse(readFileSync(details, 'utf8')) as object)).toContain('goal');
+  }, 120_000);
+  it('runs the SITS batch sizes from a WASM plugin (--batch-plugin), and refuses a bad one', async () => {
+    const wabt = await wabtInit();
+    const wasm = (name: string, body: string) => {
+      const file = join(tmp, name);
+      const src = `(module (func (export "sits_abi_version") (result i32) i32.const 1)
+        (func (export "batch_size") (param i32 i32 i32 f64 f64 f64 f64 f64 f64 f64 f64) (result i32) ${body}))`;
+      writeFileSync(file, wabt.parseWat(name, src).toBinary({}).buffer);
+      return file;
+    };
+    const d0 = join(tmp, 'd0.json');
+    await run(['batch', '--records', '300', '--json', join(tmp, 'j0.json'), '--details', d0]);
+    const d8 = join(tmp, 'd8.json');
+    const r = await run(['batch', '--records', '300', '--json', join(tmp, 'j8.json'), '--details', d8, '--batch-plugin', wasm('eight.wasm', 'i32.const 8')]);
+    expect(r.error).toBeUndefined();
+    expect(r.out).toMatch(/batch plugin .*eight\.wasm: \d+ batch sizes by the plugin, 0 by the built-in\n/);
+    const builtin = JSON.parse(readFileSync(d0, 'utf8')) as { sitsInitialBatch: number };
+    const plugged = JSON.parse(readFileSync(d8, 'utf8')) as { sitsInitialBatch: number; sitsBatchSizes: object; batchPlugin: { plugin: number; builtin: number } };
+    expect(builtin.sitsInitialBatch).not.toBe(8);
+    expect(plugged.sitsInitialBatch).toBe(8);
+    expect(plugged.sitsBatchSizes).toEqual({ min: 8, max: 8, last: 8 });
+    expect(plugged.batchPlugin.builtin).toBe(0);
+    const bad = wasm('loops.wasm', '(loop $l (br $l)) i32.const 8');
+    const e = await run(['batch', '--records', '300', '--json', join(tmp, 'x.json'), '--batch-plugin', bad]);
+    expect(e.error).toBeInstanceOf(CliError);
+    expect(e.error?.message).toBe(`--batch-plugin: plugin ${bad}: self-test of batch_size: batch_size gave no answer within 1000 ms (an endless loop, or the worker died); worker terminated`);
   }, 120_000);
   it('names the file, line and column of a bad trace row', async () => {
     const bad = join(tmp, 'bad.csv');

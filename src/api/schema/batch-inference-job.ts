@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import {
   Conditions,
+  DNS_SUBDOMAIN_PATTERN,
   ContainerOverrides,
   DataRef,
   GpuRequirements,
@@ -134,6 +135,50 @@ export const SlaSpec = Obj(
   { description: 'Service level and accuracy tolerance, used to choose GPUs and batching.' },
 );
 
+/** A WebAssembly strategy module (issue 13 Deliver 9, ADR 0117): from a ConfigMap key or a file, pinned by SHA-256. */
+export const WasmModuleRef = withRules(
+  Obj(
+    {
+      configMap: Type.Optional(
+        Obj(
+          {
+            name: Type.String({ description: 'ConfigMap in the job\'s namespace.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+            key: Type.String({ description: 'Key under binaryData holding the module.', minLength: 1, maxLength: 253, pattern: '^[-._a-zA-Z0-9]+$' }),
+          },
+          { description: 'The module in a ConfigMap\'s binaryData.' },
+        ),
+      ),
+      file: Type.Optional(
+        Type.String({
+          description: 'The module as a file under the SITS controller\'s plugin directory, e.g. latency-ratio.wasm (relative, no ".." or hidden segments).',
+          minLength: 1,
+          maxLength: 1024,
+          pattern: '^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$',
+        }),
+      ),
+      sha256: Type.String({ description: 'Lowercase hex SHA-256 of the module; a module with another digest is refused.', minLength: 64, maxLength: 64, pattern: '^[0-9a-f]{64}$' }),
+    },
+    { description: 'A WebAssembly module implementing the SITS strategy ABI 1; the built-in strategy is used when it is refused or fails.' },
+  ),
+  [
+    {
+      rule: 'has(self.configMap) != has(self.file)',
+      message: 'set exactly one of configMap or file',
+      fieldPath: '.configMap',
+      check: (self) => (self.configMap === undefined) !== (self.file === undefined),
+    },
+  ],
+);
+export type WasmModuleRef = Static<typeof WasmModuleRef>;
+
+export const StrategySpec = Obj(
+  {
+    batchSize: Type.Optional(Obj({ wasm: WasmModuleRef }, { description: 'Batch-size strategy: the module\'s batch_size export replaces the built-in dynamic batch size and AIMD.' })),
+    routing: Type.Optional(Obj({ wasm: WasmModuleRef }, { description: 'Routing strategy: the module\'s route export replaces the built-in precision/SLA/fragmentation decision.' })),
+  },
+  { description: 'Strategy plugins; unset means the built-in strategies.' },
+);
+
 export const BatchInferenceJobSpec = withRules(
   Obj(
     {
@@ -163,6 +208,7 @@ export const BatchInferenceJobSpec = withRules(
       faultRecovery: FaultRecovery,
       checkpoint: ProgressCheckpoint,
       sla: Type.Optional(SlaSpec),
+      strategy: Type.Optional(StrategySpec),
       container: Type.Optional(ContainerOverrides),
       podTemplate: Type.Optional(PodTemplate),
       queue: Type.Optional(QueueName()),

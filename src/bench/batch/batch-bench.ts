@@ -21,6 +21,7 @@ import { ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
 import type { FaultPlan, RunResult, SitsResult } from './policies.ts';
 import { capacityBoundMs, runFixed, runSits, runStatic } from './policies.ts';
 import { DEFAULT_LADDER } from '../../controllers/batch-inference/fault-ladder.ts';
+import type { PluginCaller, PluginTally } from '../../controllers/batch-inference/wasm-plugin.ts';
 
 export interface BatchMetrics {
   readonly throughputTokensPerSec: number;
@@ -57,6 +58,8 @@ export interface BatchBenchOptions {
   readonly model?: EngineModel;
   /** Extra SITS runs at these SLAs for the details' frontier. */
   readonly frontier: readonly number[];
+  /** A WASM batch-size plugin for every SITS run (`--batch-plugin`); unset: the built-in strategy. */
+  readonly batchPlugin?: PluginCaller;
 }
 
 export const DEFAULT_BATCH_BENCH: BatchBenchOptions = { gpus: 4, slaP99Ms: 5000, kvHitRate: 0, quantumMs: 30, frontier: [2000, 10000, 20000, 60000] };
@@ -119,6 +122,8 @@ export interface BatchBenchDetails {
   readonly quarantined: readonly string[];
   readonly outputState: string;
   readonly goal: Record<string, number | boolean>;
+  /** With --batch-plugin: who decided the batch sizes of the fault-free SITS run. */
+  readonly batchPlugin?: { readonly name: string } & PluginTally;
 }
 
 export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<BatchBenchOptions> = {}): { json: BatchBenchJson; details: BatchBenchDetails } {
@@ -128,7 +133,8 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
   const reqs: EngineRequest[] = rows.map((t, i) => ({ index: i, promptTokens: t.promptTokens, outputTokens: t.outputTokens }));
   const st = runStatic(m, reqs, o.gpus);
   const fx = runFixed(m, reqs, o.gpus);
-  const sits = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate });
+  const plug = o.batchPlugin === undefined ? {} : { batchPlugin: o.batchPlugin };
+  const sits = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...plug });
   const T = sits.makespanMs;
   const plan: FaultPlan = {
     // A device that fails every shard from 60 % of the way (walks the ladder, quarantined for 15 minutes), a GPU
@@ -139,7 +145,7 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
     kills: o.gpus > 3 ? [{ worker: 3, atMs: Math.round(T * 0.4) }] : [],
     coordinatorRestartsMs: [Math.round(T * 0.5)],
   };
-  const faulty: SitsResult = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, faults: plan });
+  const faulty: SitsResult = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, faults: plan, ...plug });
   const ms = { static: metrics(m, reqs, st), fixed: metrics(m, reqs, fx), sits: metrics(m, reqs, sits) };
   const three = tenantShares(m, reqs, ['gold', 'silver', 'bronze'], o.quantumMs, sits.initialBatch);
   const two = tenantShares(m, reqs, ['gold', 'bronze'], o.quantumMs, sits.initialBatch);
@@ -147,7 +153,7 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
   const boundRatio = r2(capacityBoundMs(plan, o.gpus, T, m.startupSec * 1000, DEFAULT_LADDER.quarantineMinutes * 60_000) / T);
   // The latency/throughput frontier of SITS's SLA (the one knob): what each p99 target costs in throughput.
   const frontier = o.frontier.map((sla) => {
-    const r = metrics(m, reqs, runSits(m, reqs, o.gpus, { slaP99Ms: sla, kvHitRate: o.kvHitRate }));
+    const r = metrics(m, reqs, runSits(m, reqs, o.gpus, { slaP99Ms: sla, kvHitRate: o.kvHitRate, ...plug }));
     return { slaP99Ms: sla, ...r };
   });
   const within = (s: Record<string, TierShare>) => Object.values(s).every((x) => Math.abs(x.sharePct - x.entitledPct) <= 0.1 * x.entitledPct);
@@ -184,6 +190,7 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
       exactlyOnce: faulty.recordsLost === 0 && faulty.recordsDuplicated === 0,
       makespanGoal1_2: makespanRatio <= 1.2,
     },
+    ...(o.batchPlugin === undefined || sits.pluginTally === undefined ? {} : { batchPlugin: { name: o.batchPlugin.name, ...sits.pluginTally } }),
   };
   return { json, details };
 }

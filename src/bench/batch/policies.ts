@@ -13,7 +13,9 @@
 import type { EngineModel } from '../../serving/engine-model.ts';
 import type { Assignment, WorkerInfo } from '../../controllers/batch-inference/coordinator.ts';
 import { BatchCoordinator, OUTPUT, deriveShardRecords } from '../../controllers/batch-inference/coordinator.ts';
-import { aimdConfig, aimdStep, initialBatchSize } from '../../controllers/batch-inference/batch-size.ts';
+import { aimdConfig, aimdStep, initialBatchSize, kvCapacityTokens } from '../../controllers/batch-inference/batch-size.ts';
+import type { PluginCaller, PluginTally } from '../../controllers/batch-inference/wasm-plugin.ts';
+import { batchSizeInputs, decideBatchSize, tally } from '../../controllers/batch-inference/wasm-plugin.ts';
 import type { FailureKind } from '../../controllers/batch-inference/fault-ladder.ts';
 import { DEFAULT_LADDER } from '../../controllers/batch-inference/fault-ladder.ts';
 import { DEFAULT_LONG_TAIL } from '../../controllers/batch-inference/long-tail.ts';
@@ -115,6 +117,8 @@ export interface SitsOptions {
   readonly faults?: FaultPlan;
   /** AIMD window: requests finished on a worker between adjustments (default 128). */
   readonly windowRequests?: number;
+  /** A WASM batch-size plugin deciding the start size and each window's adjustment instead of the built-in. */
+  readonly batchPlugin?: PluginCaller;
 }
 
 export interface SitsResult extends RunResult {
@@ -125,6 +129,8 @@ export interface SitsResult extends RunResult {
   readonly initialBatch: number;
   readonly events: readonly string[];
   readonly quarantined: readonly string[];
+  /** With a batch plugin: its decisions and the built-in's fallbacks. */
+  readonly pluginTally?: PluginTally;
 }
 
 interface Live {
@@ -187,8 +193,20 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   let c = BatchCoordinator.open(store, cfg, 0);
   const mix = { promptTokens: reqs.map((r) => r.promptTokens), outputTokens: reqs.map((r) => r.outputTokens) };
   const bounds = { min: 1, max: m.maxNumSeqs };
-  const init = initialBatchSize(m, undefined, mix, o.kvHitRate, bounds, o.slaP99Ms);
-  const aimd = aimdConfig(init.size, bounds, o.slaP99Ms, 0.98);
+  const builtinInit = initialBatchSize(m, undefined, mix, o.kvHitRate, bounds, o.slaP99Ms);
+  const aimd = aimdConfig(builtinInit.size, bounds, o.slaP99Ms, 0.98);
+  // A batch plugin decides where the built-in would; a decision it fails is the built-in's (decideBatchSize).
+  const plugin = o.batchPlugin;
+  const pluginBase = plugin === undefined ? undefined : batchSizeInputs(kvCapacityTokens(m, undefined), mix, o.kvHitRate, bounds, o.slaP99Ms);
+  let pluginTally: PluginTally = { plugin: 0, builtin: 0 };
+  const decide = (current: number, observed: { p99Ms: number; memoryFraction: number } | undefined, builtin: number): number => {
+    if (plugin === undefined || pluginBase === undefined) return builtin;
+    const inputs = observed === undefined ? pluginBase : { ...pluginBase, current, observedP99Ms: observed.p99Ms, memoryFraction: observed.memoryFraction };
+    const d = decideBatchSize(plugin, inputs, builtin);
+    pluginTally = tally(pluginTally, d.source, d.reason);
+    return d.value;
+  };
+  const init = { size: decide(0, undefined, builtinInit.size) };
   // The p99 of fewer than 100 samples is their maximum: a window of 128 is the smallest whose p99 is a p99.
   const windowN = o.windowRequests ?? 128;
   const f = o.faults ?? {};
@@ -262,7 +280,8 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     }
     if (w.window.length >= windowN) {
       const p99 = percentile(w.window, 99) ?? 0;
-      w.size = aimdStep(w.size, { p99Ms: p99, memoryFraction: w.e.kvFraction }, aimd).size;
+      const observed = { p99Ms: p99, memoryFraction: w.e.kvFraction };
+      w.size = decide(w.size, observed, aimdStep(w.size, observed, aimd).size);
       sizes.push(w.size);
       w.window = [];
     }
@@ -358,5 +377,6 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     initialBatch: init.size,
     events,
     quarantined: quarantine.active(makespan).map((q) => `${q.device}: ${q.reason}`),
+    ...(plugin === undefined ? {} : { pluginTally }),
   };
 }

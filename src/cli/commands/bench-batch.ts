@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { benchBatch, DEFAULT_BATCH_TRACE } from '../../bench/batch/run.ts';
 import { TraceError } from '../../serving/sim/trace.ts';
+import { WasmPlugin } from '../../wasm/plugin-host.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
@@ -17,13 +18,23 @@ export function registerBenchBatch(bench: Command): void {
     .option('--records <n>', 'only the first n records of the trace', intOption('--records', 1, 10_000_000))
     .requiredOption('--json <file>', 'write {static, fixed, sits, tenants, faults, controlPlane} here')
     .option('--details <file>', 'also write makespans, batch sizes, the SLA frontier, the fault plan and events, and the goal check here')
-    .action((o: { trace: string; gpus: number; slaP99Ms: number; kvHitRate: number; records?: number; json: string; details?: string }) => {
+    .option('--batch-plugin <file.wasm>', 'a WASM batch-size strategy (ABI 1, e.g. examples/batch-plugins/) for the SITS runs instead of the built-in')
+    .action((o: { trace: string; gpus: number; slaP99Ms: number; kvHitRate: number; records?: number; json: string; details?: string; batchPlugin?: string }) => {
+      let plugin: WasmPlugin | undefined;
+      if (o.batchPlugin !== undefined) {
+        // A bench with a refused plugin would silently measure the built-in: refuse the run instead.
+        const p = WasmPlugin.loadFile(o.batchPlugin, { strategies: ['batchSize'] });
+        if (!p.ok) throw new CliError(`--batch-plugin: ${p.reason}`);
+        plugin = p.value;
+      }
       let r: ReturnType<typeof benchBatch>;
       try {
-        r = benchBatch(o.trace, { gpus: o.gpus, slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...(o.records === undefined ? {} : { records: o.records }) });
+        r = benchBatch(o.trace, { gpus: o.gpus, slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...(o.records === undefined ? {} : { records: o.records }), ...(plugin === undefined ? {} : { batchPlugin: plugin }) });
       } catch (e) {
         if (e instanceof TraceError) throw new CliError(e.message);
         throw e;
+      } finally {
+        plugin?.close();
       }
       writeFileSync(o.json, `${JSON.stringify(r.json, null, 2)}\n`);
       if (o.details !== undefined) writeFileSync(o.details, `${JSON.stringify(r.details, null, 2)}\n`);
@@ -40,7 +51,10 @@ export function registerBenchBatch(bench: Command): void {
           `tenants (GPU time %, entitled %): gold ${t.gold.sharePct}/${t.gold.entitledPct}, silver ${t.silver.sharePct}/${t.silver.entitledPct}, bronze ${t.bronze.sharePct}/${t.bronze.entitledPct}\n` +
           `faults: ${f.recordsLost} lost, ${f.recordsDuplicated} duplicated, makespan ×${f.makespanRatio} (the capacity left allows ×${r.details.faultCapacityBoundRatio} at best)\n` +
           `goal: p99 −${g.p99ReductionVsStaticPct} % vs static (≥ 47 % ${g.p99Goal47 ? 'yes' : 'NO'}), util ×${g.utilizationVsStatic} (≥ 2 ${g.utilizationGoal2x ? 'yes' : 'NO'}), ` +
-          `throughput ×${g.throughputVsStatic} (≥ 3.2 ${g.throughputGoal3_2x ? 'yes' : 'NO'}), tiers within 10 % ${g.tiersWithin10Pct ? 'yes' : 'NO'}, exactly once ${g.exactlyOnce ? 'yes' : 'NO'}, makespan ≤ 1.2 ${g.makespanGoal1_2 ? 'yes' : 'NO'}\n`,
+          `throughput ×${g.throughputVsStatic} (≥ 3.2 ${g.throughputGoal3_2x ? 'yes' : 'NO'}), tiers within 10 % ${g.tiersWithin10Pct ? 'yes' : 'NO'}, exactly once ${g.exactlyOnce ? 'yes' : 'NO'}, makespan ≤ 1.2 ${g.makespanGoal1_2 ? 'yes' : 'NO'}\n` +
+          (r.details.batchPlugin === undefined
+            ? ''
+            : `batch plugin ${r.details.batchPlugin.name}: ${r.details.batchPlugin.plugin} batch sizes by the plugin, ${r.details.batchPlugin.builtin} by the built-in${r.details.batchPlugin.lastFallback === undefined ? '' : ` (last: ${r.details.batchPlugin.lastFallback})`}\n`),
       );
     });
 }
