@@ -1,0 +1,146 @@
+// Issue 12 Deliver 5 live: etcd + kube-apiserver, one fake 4×A800 node, the SITS scheduler, the fake kubelet, the
+// workload controllers and the GPU lender (app/gpu-lending.ts). An elastic TrainingJob fills the node next to one
+// InferenceService replica; scaling the service up through /scale makes the (preemptible) job shrink by a whole
+// worker and the new replica bind on the freed GPU; scaling it down gives the worker back after the cooldown. A job
+// of higher priority than the service never lends: the replica stays pending with a NoGpuLender event.
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { V1Pod } from '@kubernetes/client-node';
+import { startDevCluster, type DevCluster } from './dev-cluster.ts';
+import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
+import type { TrainingJobObject } from '../controllers/training-job/model.ts';
+import { LENDING_ANNOTATION, NO_LENDER_REASON } from './gpu-lending.ts';
+
+const API = '/apis/ai.sits2026.dev/v1';
+const COOLDOWN_MS = 6000;
+
+let cluster: DevCluster;
+let client: DevCluster['client'];
+const logs: string[] = [];
+
+beforeAll(async () => {
+  cluster = await startDevCluster({
+    nodes: 1,
+    shape: 'a800x4',
+    log: (m) => logs.push(m),
+    controllers: {
+      config: { backoffBaseMs: 1000, backoffMaxMs: 8000, resizeCooldownMs: 1500 },
+      log: (m) => logs.push(`controller: ${m}`),
+      lending: { intervalMs: 500, cooldownMs: COOLDOWN_MS },
+    },
+  });
+  client = cluster.client;
+  await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'train-high' }, value: 1000 });
+}, 180_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const namespaces: string[] = [];
+afterEach(async (ctx) => {
+  for (const ns of namespaces.splice(0)) {
+    if (ctx.task.result?.state === 'fail') {
+      for (const j of (await client.get<{ items: TrainingJobObject[] }>(`${API}/namespaces/${ns}/trainingjobs`)).items) console.error(`job ${JSON.stringify(j.metadata.annotations)} ${JSON.stringify(j.spec)} ${JSON.stringify(j.status)}`);
+      for (const p of await listPods(client, ns)) console.error(`pod ${p.metadata?.name} ${p.spec?.nodeName ?? '-'} ${p.status?.phase} ${JSON.stringify(p.status?.conditions?.find((c) => c.type === 'PodScheduled'))}`);
+      console.error(logs.filter((l) => l.includes('lending') || l.startsWith('controller')).slice(-60).join('\n'));
+    }
+    // No garbage collector here: delete the owners, then what is left.
+    await Promise.allSettled([client.delete(`${API}/namespaces/${ns}/trainingjobs/train`), client.delete(`${API}/namespaces/${ns}/inferenceservices/svc`)]);
+    await waitFor(`namespace ${ns} emptied`, async () => {
+      const left = await listPods(client, ns);
+      await Promise.allSettled(left.map((p) => client.delete(`/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`)));
+      return left.length === 0 && (await client.get<{ items: unknown[] }>(`${API}/namespaces/${ns}/trainingjobs`)).items.length === 0;
+    }, 60_000);
+  }
+});
+
+async function newNs(name: string): Promise<string> {
+  await createNs(client, name);
+  namespaces.push(name);
+  return name;
+}
+
+const getJob = (ns: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${API}/namespaces/${ns}/trainingjobs/train`);
+const live = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => p.metadata?.deletionTimestamp === undefined);
+const bound = (ps: V1Pod[]): V1Pod[] => live(ps).filter((p) => (p.spec?.nodeName ?? '') !== '');
+const workers = async (ns: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/training-job'] === 'train' && p.metadata.labels['ai.sits2026.dev/role'] === 'replica');
+const replicas = async (ns: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'svc');
+const scaleService = (ns: string, n: number): Promise<unknown> => client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/svc/scale`, { spec: { replicas: n } });
+
+/** The node full: an elastic job of 3 one-GPU workers (min 1) and a service replica on the fourth GPU. */
+async function fill(ns: string, job: { priorityClassName?: string; preemptible: boolean }): Promise<void> {
+  await client.post(`${API}/namespaces/${ns}/inferenceservices`, {
+    apiVersion: 'ai.sits2026.dev/v1',
+    kind: 'InferenceService',
+    metadata: { name: 'svc' },
+    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, minReplicas: 1, maxReplicas: 2, gpusPerReplica: 1, resources: { cpu: '2', memory: '8Gi' } },
+  });
+  await waitFor('the first service replica bound', async () => bound(await replicas(ns)).length === 1, 60_000);
+  await client.post(`${API}/namespaces/${ns}/trainingjobs`, {
+    apiVersion: 'ai.sits2026.dev/v1',
+    kind: 'TrainingJob',
+    metadata: { name: 'train', ...(job.preemptible ? { annotations: { 'ai.sits2026.dev/preemptible': 'true' } } : {}) },
+    spec: {
+      container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+      replicas: 3,
+      minReplicas: 1,
+      maxReplicas: 3,
+      resources: { 'nvidia.com/gpu': 1 },
+      ...(job.priorityClassName === undefined ? {} : { priorityClassName: job.priorityClassName }),
+    },
+  });
+  await waitFor('the job running with 3 workers', async () => {
+    const j = await getJob(ns);
+    return j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3;
+  }, 20_000);
+}
+
+describe('GPU lending between serving and elastic training', () => {
+  it('scale up: the job shrinks by a whole worker and the replica binds on the freed GPU; scale down: the job regrows after the cooldown', async () => {
+    const ns = await newNs('lend');
+    await fill(ns, { preemptible: true });
+    await scaleService(ns, 2);
+    const shrunk = await waitFor('the job shrunk to 2 workers with the loan recorded', async () => {
+      const j = await getJob(ns);
+      return j.spec.replicas === 2 && j.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas] === '1' ? j : undefined;
+    }, 60_000);
+    expect(shrunk.metadata.annotations?.[LENDING_ANNOTATION.lentTo]).toBe(`${ns}/svc`);
+    const lentAt = Date.parse(shrunk.metadata.annotations?.[LENDING_ANNOTATION.lentAt] ?? '');
+    await waitFor('both service replicas bound and the job running with 2 workers', async () => {
+      const j = await getJob(ns);
+      return bound(await replicas(ns)).length === 2 && j.status?.phase === 'Running' && j.status.currentReplicas === 2 && bound(await workers(ns)).length === 2;
+    }, 90_000);
+    const events = await listEvents(client, ns);
+    expect(events.some((e) => e.reason === 'GpusLent' && e.message?.includes(`lends 1 worker(s) (1 GPU(s)) to ${ns}/svc: replicas 3 → 2`) === true)).toBe(true);
+
+    await scaleService(ns, 1);
+    const regrown = await waitFor('the job back at 3 workers, running', async () => {
+      const j = await getJob(ns);
+      return j.spec.replicas === 3 && j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3 ? j : undefined;
+    }, 120_000);
+    expect(regrown.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas]).toBeUndefined();
+    const returned = cluster.controllers?.lending?.records.find((r) => r.kind === 'giveBack');
+    expect(returned?.message).toBe('gets 1 worker(s) back: replicas 2 → 3');
+    // Not before the cooldown against resize storms.
+    expect((returned?.atMs ?? 0) - lentAt).toBeGreaterThanOrEqual(COOLDOWN_MS);
+    expect(bound(await replicas(ns))).toHaveLength(1);
+  }, 300_000);
+
+  it('a job of higher priority than the service never lends: the replica stays pending with a reason', async () => {
+    const ns = await newNs('nolend');
+    await fill(ns, { preemptible: true, priorityClassName: 'train-high' });
+    await scaleService(ns, 2);
+    const ev = await waitFor('a NoGpuLender event on the waiting replica', async () => (await listEvents(client, ns)).find((e) => e.reason === NO_LENDER_REASON), 60_000);
+    expect(ev.message).toMatch(new RegExp(`no training job lends 1 GPU\\(s\\) to ${ns}/svc: ${ns}/train has priority 1000, above ${ns}/svc's 0`));
+    // Several lending passes later: the job untouched, the replica still pending.
+    await new Promise((r) => setTimeout(r, 3000));
+    const j = await getJob(ns);
+    expect(j.spec.replicas).toBe(3);
+    expect(j.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas]).toBeUndefined();
+    expect(j.status?.currentReplicas).toBe(3);
+    const rs = live(await replicas(ns));
+    expect(rs).toHaveLength(2);
+    expect(bound(rs)).toHaveLength(1);
+    expect(cluster.controllers?.lending?.records.some((r) => r.kind === 'shrink' && r.subject === `${ns}/train`)).toBe(false);
+  }, 300_000);
+});
