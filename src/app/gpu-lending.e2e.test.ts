@@ -2,7 +2,8 @@
 // workload controllers and the GPU lender (app/gpu-lending.ts). An elastic TrainingJob fills the node next to one
 // InferenceService replica; scaling the service up through /scale makes the (preemptible) job shrink by a whole
 // worker and the new replica bind on the freed GPU; scaling it down gives the worker back after the cooldown. A job
-// of higher priority than the service never lends: the replica stays pending with a NoGpuLender event.
+// of higher priority than the service, or in a queue the service's queue may not reclaim from, never lends: the
+// replica stays pending with a NoGpuLender event.
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
@@ -68,12 +69,12 @@ const replicas = async (ns: string): Promise<V1Pod[]> => (await listPods(client,
 const scaleService = (ns: string, n: number): Promise<unknown> => client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/svc/scale`, { spec: { replicas: n } });
 
 /** The node full: an elastic job of 3 one-GPU workers (min 1) and a service replica on the fourth GPU. */
-async function fill(ns: string, job: { priorityClassName?: string; preemptible: boolean }): Promise<void> {
+async function fill(ns: string, job: { priorityClassName?: string; preemptible: boolean; serviceQueue?: string; jobQueue?: string }): Promise<void> {
   await client.post(`${API}/namespaces/${ns}/inferenceservices`, {
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'InferenceService',
     metadata: { name: 'svc' },
-    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, minReplicas: 1, maxReplicas: 2, gpusPerReplica: 1, resources: { cpu: '2', memory: '8Gi' } },
+    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, minReplicas: 1, maxReplicas: 2, gpusPerReplica: 1, resources: { cpu: '2', memory: '8Gi' }, ...(job.serviceQueue === undefined ? {} : { queue: job.serviceQueue }) },
   });
   await waitFor('the first service replica bound', async () => bound(await replicas(ns)).length === 1, 60_000);
   await client.post(`${API}/namespaces/${ns}/trainingjobs`, {
@@ -87,6 +88,7 @@ async function fill(ns: string, job: { priorityClassName?: string; preemptible: 
       maxReplicas: 3,
       resources: { 'nvidia.com/gpu': 1 },
       ...(job.priorityClassName === undefined ? {} : { priorityClassName: job.priorityClassName }),
+      ...(job.jobQueue === undefined ? {} : { queue: job.jobQueue }),
     },
   });
   await waitFor('the job running with 3 workers', async () => {
@@ -142,5 +144,24 @@ describe('GPU lending between serving and elastic training', () => {
     expect(rs).toHaveLength(2);
     expect(bound(rs)).toHaveLength(1);
     expect(cluster.controllers?.lending?.records.some((r) => r.kind === 'shrink' && r.subject === `${ns}/train`)).toBe(false);
+  }, 300_000);
+
+  it('a job in a queue the service may not reclaim from never lends', async () => {
+    const ns = await newNs('noreclaim');
+    const queue = (name: string, preemption: Record<string, unknown>) => ({ apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name }, spec: { tenant: name, preemption } });
+    await client.post(`${API}/queues`, queue('serving', { reclaimWithinCohort: 'Never' }));
+    await client.post(`${API}/queues`, queue('research', {}));
+    try {
+      await fill(ns, { preemptible: true, serviceQueue: 'serving', jobQueue: 'research' });
+      await scaleService(ns, 2);
+      const ev = await waitFor('a NoGpuLender event on the waiting replica', async () => (await listEvents(client, ns)).find((e) => e.reason === NO_LENDER_REASON), 60_000);
+      expect(ev.message).toContain(`queue serving never reclaims from other queues (reclaimWithinCohort Never), ${ns}/train is in queue research`);
+      await new Promise((r) => setTimeout(r, 3000));
+      const j = await getJob(ns);
+      expect([j.spec.replicas, j.status?.currentReplicas, j.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas]]).toEqual([3, 3, undefined]);
+      expect(bound(await replicas(ns))).toHaveLength(1);
+    } finally {
+      await Promise.allSettled([client.delete(`${API}/queues/serving`), client.delete(`${API}/queues/research`)]);
+    }
   }, 300_000);
 });
