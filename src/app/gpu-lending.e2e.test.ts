@@ -1,22 +1,70 @@
 // Issue 12 Deliver 5 live: etcd + kube-apiserver, one fake 4×A800 node, the SITS scheduler, the fake kubelet, the
-// workload controllers and the GPU lender (app/gpu-lending.ts). An elastic TrainingJob fills the node next to one
+// workload controllers and the GPU lender (app/gpu-lending.ts), which runs as a ServiceAccount holding exactly the
+// controllers' ClusterRole as shipped (deploy/rbac.yaml). An elastic TrainingJob fills the node next to one
 // InferenceService replica; scaling the service up through /scale makes the (preemptible) job shrink by a whole
 // worker and the new replica bind on the freed GPU; scaling it down gives the worker back after the cooldown. A job
 // of higher priority than the service, or in a queue the service's queue may not reclaim from, never lends: the
 // replica stays pending with a NoGpuLender event.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments, stringify } from 'yaml';
 import type { V1Pod } from '@kubernetes/client-node';
+import { KubeClient } from '../kube/client.ts';
+import { loadKubeConfig } from './live.ts';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
-import { LENDING_ANNOTATION, NO_LENDER_REASON } from './gpu-lending.ts';
+import { LENDING_ANNOTATION, NO_LENDER_REASON, startGpuLending, type GpuLending } from './gpu-lending.ts';
 
 const API = '/apis/ai.sits2026.dev/v1';
 const COOLDOWN_MS = 6000;
 
 let cluster: DevCluster;
 let client: DevCluster['client'];
+let lenderClient: KubeClient;
+let lending: GpuLending;
 const logs: string[] = [];
+
+/** The rules of the controllers' ClusterRole as shipped (deploy/rbac.yaml, generated from src/deploy/rbac.ts). */
+function shippedControllerRules(): unknown[] {
+  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map((d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: unknown[] });
+  const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'sits-controllers');
+  if (role?.rules === undefined) throw new Error('deploy/rbac.yaml has no sits-controllers ClusterRole');
+  return role.rules;
+}
+
+/** A client of ServiceAccount sits-system/sits-controller bound to exactly the shipped rules. */
+async function controllerIdentity(): Promise<KubeClient> {
+  await createNs(client, 'sits-system');
+  await client.post('/api/v1/namespaces/sits-system/serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'sits-controller' } });
+  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'lending-e2e' }, rules: shippedControllerRules() });
+  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'lending-e2e' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'lending-e2e' },
+    subjects: [{ kind: 'ServiceAccount', name: 'sits-controller', namespace: 'sits-system' }],
+  });
+  const tr = await client.post<{ status: { token: string } }>('/api/v1/namespaces/sits-system/serviceaccounts/sits-controller/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const path = join(cluster.plane.dir, 'lender.kubeconfig');
+  writeFileSync(
+    path,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server: cluster.plane.server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: 'lender', user: { token: tr.status.token } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: 'lender' } }],
+      'current-context': 'c',
+    }),
+    { mode: 0o600 },
+  );
+  const sa = new KubeClient(loadKubeConfig(path));
+  // The apiserver's RBAC authorizer sees the new binding through its informers.
+  await waitFor('the lender identity may list queues', async () => sa.get('/apis/ai.sits2026.dev/v1/queues').then(() => true), 30_000);
+  return sa;
+}
 
 beforeAll(async () => {
   cluster = await startDevCluster({
@@ -26,14 +74,17 @@ beforeAll(async () => {
     controllers: {
       config: { backoffBaseMs: 1000, backoffMaxMs: 8000, resizeCooldownMs: 1500 },
       log: (m) => logs.push(`controller: ${m}`),
-      lending: { intervalMs: 500, cooldownMs: COOLDOWN_MS },
     },
   });
   client = cluster.client;
   await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'train-high' }, value: 1000 });
+  lenderClient = await controllerIdentity();
+  lending = startGpuLending(lenderClient, { intervalMs: 500, cooldownMs: COOLDOWN_MS, log: (m) => logs.push(m) });
 }, 180_000);
 
 afterAll(async () => {
+  await lending?.stop();
+  lenderClient?.close();
   await cluster?.stop();
 });
 
@@ -121,7 +172,7 @@ describe('GPU lending between serving and elastic training', () => {
       return j.spec.replicas === 3 && j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3 ? j : undefined;
     }, 120_000);
     expect(regrown.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas]).toBeUndefined();
-    const returned = cluster.controllers?.lending?.records.find((r) => r.kind === 'giveBack');
+    const returned = lending.records.find((r) => r.kind === 'giveBack');
     expect(returned?.message).toBe('gets 1 worker(s) back: replicas 2 → 3');
     // Not before the cooldown against resize storms.
     expect((returned?.atMs ?? 0) - lentAt).toBeGreaterThanOrEqual(COOLDOWN_MS);
@@ -143,7 +194,7 @@ describe('GPU lending between serving and elastic training', () => {
     const rs = live(await replicas(ns));
     expect(rs).toHaveLength(2);
     expect(bound(rs)).toHaveLength(1);
-    expect(cluster.controllers?.lending?.records.some((r) => r.kind === 'shrink' && r.subject === `${ns}/train`)).toBe(false);
+    expect(lending.records.some((r) => r.kind === 'shrink' && r.subject === `${ns}/train`)).toBe(false);
   }, 300_000);
 
   it('a job in a queue the service may not reclaim from never lends', async () => {
