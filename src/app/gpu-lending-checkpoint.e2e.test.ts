@@ -12,10 +12,11 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import { startControllers, type Controllers } from './controllers.ts';
-import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { createNs, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, volumeSnapshotClass, type SnapshotStack } from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { LENDING_ANNOTATION } from './gpu-lending.ts';
+import { bound, elasticJob, lendingService, live, servicePods, workerPods } from './gpu-lending-testing.ts';
 
 const run = promisify(execFile);
 const HELPER = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'examples/sits_checkpoint.py');
@@ -49,10 +50,8 @@ afterAll(async () => {
 });
 
 const getJob = (): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${API}/namespaces/${NS}/trainingjobs/train`);
-const live = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => p.metadata?.deletionTimestamp === undefined);
-const bound = (ps: V1Pod[]): V1Pod[] => live(ps).filter((p) => (p.spec?.nodeName ?? '') !== '');
-const workers = async (): Promise<V1Pod[]> => (await listPods(client, NS)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/training-job'] === 'train' && p.metadata.labels['ai.sits2026.dev/role'] === 'replica');
-const replicas = async (): Promise<V1Pod[]> => (await listPods(client, NS)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'svc');
+const workers = (): Promise<V1Pod[]> => workerPods(client, NS);
+const replicas = (): Promise<V1Pod[]> => servicePods(client, NS);
 const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
 
 /** Rank 0's side of the contract, run as its container would run it. */
@@ -84,26 +83,9 @@ describe('GPU lending at a checkpoint boundary', () => {
     const tokenFile = join(cluster.plane.dir, 'lend-token');
     writeFileSync(tokenFile, cluster.plane.token, { mode: 0o600 });
 
-    await client.post(`${API}/namespaces/${NS}/inferenceservices`, {
-      apiVersion: 'ai.sits2026.dev/v1',
-      kind: 'InferenceService',
-      metadata: { name: 'svc' },
-      spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, minReplicas: 1, maxReplicas: 2, gpusPerReplica: 1, resources: { cpu: '2', memory: '8Gi' } },
-    });
+    await client.post(`${API}/namespaces/${NS}/inferenceservices`, lendingService());
     await waitFor('the first service replica bound', async () => bound(await replicas()).length === 1, 60_000);
-    await client.post(`${API}/namespaces/${NS}/trainingjobs`, {
-      apiVersion: 'ai.sits2026.dev/v1',
-      kind: 'TrainingJob',
-      metadata: { name: 'train' },
-      spec: {
-        container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
-        replicas: 3,
-        minReplicas: 1,
-        maxReplicas: 3,
-        resources: { 'nvidia.com/gpu': 1 },
-        checkpoint: { volume: { claimName: 'ckpt' }, volumeSnapshotClassName: 'stand-in', writers: 'rank0' },
-      },
-    });
+    await client.post(`${API}/namespaces/${NS}/trainingjobs`, elasticJob({ spec: { checkpoint: { volume: { claimName: 'ckpt' }, volumeSnapshotClassName: 'stand-in', writers: 'rank0' } } }));
     await waitFor('the job running with 3 workers', async () => {
       const j = await getJob();
       return j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers()).length === 3;

@@ -16,6 +16,7 @@ import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { LENDING_ANNOTATION, NO_LENDER_REASON, startGpuLending, type GpuLending } from './gpu-lending.ts';
+import { bound, elasticJob, lendingService, live, servicePods, workerPods } from './gpu-lending-testing.ts';
 
 const API = '/apis/ai.sits2026.dev/v1';
 const COOLDOWN_MS = 6000;
@@ -113,35 +114,16 @@ async function newNs(name: string): Promise<string> {
 }
 
 const getJob = (ns: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${API}/namespaces/${ns}/trainingjobs/train`);
-const live = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => p.metadata?.deletionTimestamp === undefined);
-const bound = (ps: V1Pod[]): V1Pod[] => live(ps).filter((p) => (p.spec?.nodeName ?? '') !== '');
-const workers = async (ns: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/training-job'] === 'train' && p.metadata.labels['ai.sits2026.dev/role'] === 'replica');
-const replicas = async (ns: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'svc');
+const workers = (ns: string): Promise<V1Pod[]> => workerPods(client, ns);
+const replicas = (ns: string): Promise<V1Pod[]> => servicePods(client, ns);
 const scaleService = (ns: string, n: number): Promise<unknown> => client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/svc/scale`, { spec: { replicas: n } });
 
 /** The node full: an elastic job of 3 one-GPU workers (min 1) and a service replica on the fourth GPU. */
 async function fill(ns: string, job: { priorityClassName?: string; preemptible: boolean; serviceQueue?: string; jobQueue?: string }): Promise<void> {
-  await client.post(`${API}/namespaces/${ns}/inferenceservices`, {
-    apiVersion: 'ai.sits2026.dev/v1',
-    kind: 'InferenceService',
-    metadata: { name: 'svc' },
-    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, minReplicas: 1, maxReplicas: 2, gpusPerReplica: 1, resources: { cpu: '2', memory: '8Gi' }, ...(job.serviceQueue === undefined ? {} : { queue: job.serviceQueue }) },
-  });
+  await client.post(`${API}/namespaces/${ns}/inferenceservices`, lendingService(job.serviceQueue));
   await waitFor('the first service replica bound', async () => bound(await replicas(ns)).length === 1, 60_000);
-  await client.post(`${API}/namespaces/${ns}/trainingjobs`, {
-    apiVersion: 'ai.sits2026.dev/v1',
-    kind: 'TrainingJob',
-    metadata: { name: 'train', ...(job.preemptible ? { annotations: { 'ai.sits2026.dev/preemptible': 'true' } } : {}) },
-    spec: {
-      container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
-      replicas: 3,
-      minReplicas: 1,
-      maxReplicas: 3,
-      resources: { 'nvidia.com/gpu': 1 },
-      ...(job.priorityClassName === undefined ? {} : { priorityClassName: job.priorityClassName }),
-      ...(job.jobQueue === undefined ? {} : { queue: job.jobQueue }),
-    },
-  });
+  const spec = { ...(job.priorityClassName === undefined ? {} : { priorityClassName: job.priorityClassName }), ...(job.jobQueue === undefined ? {} : { queue: job.jobQueue }) };
+  await client.post(`${API}/namespaces/${ns}/trainingjobs`, elasticJob({ ...(job.preemptible ? { annotations: { 'ai.sits2026.dev/preemptible': 'true' } } : {}), spec }));
   await waitFor('the job running with 3 workers', async () => {
     const j = await getJob(ns);
     return j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3;
