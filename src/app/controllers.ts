@@ -13,6 +13,7 @@ import { inferenceServiceController } from '../controllers/inference-service/con
 import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
+import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
 
 export interface ControllerOptions {
   readonly log?: (m: string) => void;
@@ -33,11 +34,15 @@ export interface ControllerOptions {
    * writing /scale. Off by default (it dials every replica's engine); when on, its engine view is the controller's.
    */
   readonly serving?: false | ServingLoopOptions;
+  /** GPU lending from elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts, ADR 0131); off by default. */
+  readonly lending?: false | GpuLendingOptions;
 }
 
 export interface Controllers {
   /** The serving loop, when it was asked for. */
   readonly serving: ServingLoop | undefined;
+  /** The GPU lender, when it was asked for. */
+  readonly lending: GpuLending | undefined;
   stop(): Promise<void>;
 }
 
@@ -48,7 +53,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -62,9 +67,15 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
+  const lending =
+    lendingOpts === undefined || lendingOpts === false
+      ? undefined
+      : startGpuLending(client, { ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...lendingOpts });
   return {
     serving,
+    lending,
     stop: async () => {
+      await lending?.stop();
       await serving?.stop();
       facts.stop();
       await Promise.all(running.map((r) => r.stop()));

@@ -82,6 +82,9 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: ['snapshot.storage.k8s.io'], resources: ['volumesnapshots'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
+  // GPU lending (app/gpu-lending.ts, ADR 0131): the queues' reclaim policy and guaranteed GPUs decide who lends
+  // (read only; the lender writes only TrainingJobs, with the patch above).
+  { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list'] },
 ];
 
 /**

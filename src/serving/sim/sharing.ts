@@ -2,7 +2,8 @@
  * Serving and training share a cluster (issue 12, Deliver 5, simulated): an elastic TrainingJob holds every GPU
  * the service does not. When the service must scale out and no GPU is free, the job lends one: it shrinks at its
  * next checkpoint boundary (at once when preemptible), never below its minimum; the service's replica gets the GPU
- * then. GPUs the service gives back are free until the job regrows onto them, `regrowDelaySec` later (a cooldown
+ * then. Whether and when the job lends, and how much it takes back, is the live lender's decision (core/actions/lending.ts,
+ * ADR 0131): one job, one queue, equal priorities, one GPU per worker. GPUs the service gives back are free until the job regrows onto them, `regrowDelaySec` later (a cooldown
  * against resize storms). Every resize stalls the job for `restartSec` on all its GPUs (restart from checkpoint).
  *
  * Accounting, in GPU-seconds within [fromSec, toSec]:
@@ -10,6 +11,7 @@
  * - lost: what lending cost the job beyond the GPUs it lent — resize stalls, and GPUs returned but idle until the
  *   job regrows. The job's progress falls short of running on its whole share by lent + lost.
  */
+import { giveBackWorkers, planLend, type Borrower, type Lender } from '../../core/actions/lending.ts';
 import type { GpuPool } from './serving-sim.ts';
 
 export interface SharingConfig {
@@ -33,6 +35,9 @@ export interface SharingReport {
   /** Requests refused because the job was at its minimum. */
   readonly refused: number;
 }
+
+/** The simulated service: same queue and priority as the job, so only the job's minimum and boundary decide. */
+const SERVICE = (gpus: number): Borrower => ({ id: 'service', queue: '', priority: 0, gpus, reclaim: 'Any' });
 
 type Event = { t: number; kind: 'shrink' | 'regrow'; gpus: number };
 
@@ -63,14 +68,15 @@ export class ElasticTrainingPool implements GpuPool {
       this.serving += gpus;
       return nowSec;
     }
-    if (this.training - this.promised - gpus < this.cfg.trainingMinGpus) {
+    const d = planLend(SERVICE(gpus), [this.lender()]);
+    if (!d.ok) {
       this.refused++;
       return undefined;
     }
     const c = this.cfg.checkpointIntervalSec;
-    const at = this.cfg.preemptible ? nowSec : Math.ceil(nowSec / c - 1e-9) * c;
-    this.promised += gpus;
-    this.push({ t: at, kind: 'shrink', gpus });
+    const at = d.when === 'now' ? nowSec : Math.ceil(nowSec / c - 1e-9) * c;
+    this.promised += d.gpus;
+    this.push({ t: at, kind: 'shrink', gpus: d.gpus });
     this.advance(nowSec);
     return at;
   }
@@ -99,6 +105,11 @@ export class ElasticTrainingPool implements GpuPool {
     return { trainingGpuHoursLent: this.lentSec / 3600, trainingGpuHoursLost: (this.idleSec + this.stallSec) / 3600, shrinks: this.shrinks, regrows: this.regrows, refused: this.refused };
   }
 
+  /** The job as the lending planner sees it: one GPU per worker, what it has not promised yet. */
+  private lender(): Lender {
+    return { id: 'training', queue: '', priority: 0, workers: this.training - this.promised, minWorkers: this.cfg.trainingMinGpus, gpusPerWorker: 1, preemptible: this.cfg.preemptible, checkpoints: true };
+  }
+
   private push(e: Event): void {
     this.events.push(e);
     this.events.sort((a, b) => a.t - b.t);
@@ -115,11 +126,10 @@ export class ElasticTrainingPool implements GpuPool {
         this.serving += e.gpus;
         this.shrinks++;
         this.stall(e.t);
-      } else if (this.free > 0 && this.training < this.cfg.clusterGpus - this.cfg.servingGpus) {
-        const take = Math.min(this.free, this.cfg.clusterGpus - this.cfg.servingGpus - this.training);
+      } else {
         // Only GPUs of the job's share: the service's own minimum stays free for it.
         const spare = this.free - Math.max(0, this.cfg.servingGpus - this.serving);
-        const n = Math.min(take, Math.max(0, spare));
+        const n = giveBackWorkers({ lentWorkers: this.cfg.clusterGpus - this.cfg.servingGpus - this.training, gpusPerWorker: 1, spareGpus: spare });
         if (n > 0) {
           this.free -= n;
           this.training += n;
