@@ -88,7 +88,12 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
  * which RBAC cannot require) and annotates the one it allocated for (gpu-allocated).
  */
 export const NODE_AGENT_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }];
-export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }];
+export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] },
+  // The plugin watches its own Node's gpu-quarantine annotation (a metadata.name field selector) and reports those
+  // GPUs Unhealthy to the kubelet (ADR 0128); get alone cannot watch.
+  { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
+];
 
 /**
  * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by
