@@ -5,6 +5,7 @@
 import type { Clock } from '../core/ports.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { runController, type RunningController } from '../kube/controller-runner.ts';
+import { GpuHealthMigrator } from '../kube/health-migration.ts';
 import { modelFromProduct } from '../kube/labels.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { trainingJobController } from '../controllers/training-job/controller.ts';
@@ -33,11 +34,18 @@ export interface ControllerOptions {
    * writing /scale. Off by default (it dials every replica's engine); when on, its engine view is the controller's.
    */
   readonly serving?: false | ServingLoopOptions;
+  /**
+   * Move TrainingJobs off quarantined GPUs (kube/health-migration.ts, ADR 0129): checkpoint, then evict the gang
+   * whole so it restarts elsewhere from the checkpoint. Off by default.
+   */
+  readonly healthMigration?: false | { readonly graceMs?: number; readonly intervalMs?: number };
 }
 
 export interface Controllers {
   /** The serving loop, when it was asked for. */
   readonly serving: ServingLoop | undefined;
+  /** The health migrator, when it was asked for. */
+  readonly healthMigration: GpuHealthMigrator | undefined;
   stop(): Promise<void>;
 }
 
@@ -48,7 +56,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, healthMigration: migrationOpts, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -61,9 +69,16 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
+  const healthMigration =
+    migrationOpts === undefined || migrationOpts === false
+      ? undefined
+      : new GpuHealthMigrator(client, { log: opts.log ?? (() => undefined), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...migrationOpts });
+  await healthMigration?.start();
   return {
     serving,
+    healthMigration,
     stop: async () => {
+      await healthMigration?.stop();
       await serving?.stop();
       facts.stop();
       await Promise.all(running.map((r) => r.stop()));

@@ -29,6 +29,8 @@ export interface LiveAppOptions {
   readonly controllers?: boolean;
   /** With `controllers`: also the serving loop (LoRA adapters on every replica, SITS token autoscaling; app/serving-loop.ts). */
   readonly serving?: boolean;
+  /** With `controllers`: move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
+  readonly healthMigration?: boolean;
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
@@ -65,7 +67,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}) }) : undefined;
   return {
     scheduler,
     client,

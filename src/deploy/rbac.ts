@@ -70,6 +70,9 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md) and the serving loop's engine-state
   // annotation on InferenceService replicas (LoRA adapters, ADR 0110).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  // The health migrator (--health-migration, ADR 0129): the DisruptionTarget condition on a replica it moves off a
+  // quarantined GPU, naming why, before it deletes it (as the scheduler's evictor does for preemption).
+  { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
   // An InferenceService with autoscaling.mode keda owns one ScaledObject (ADR 0112); KEDA's own HPA writes /scale.
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
