@@ -4,7 +4,8 @@
 // process, learning the quarantine from the Node as it would from a node agent elsewhere) asks for a checkpoint
 // through the TrainingJob's request-checkpoint annotation; the test plays rank 0 with examples/sits_checkpoint.py;
 // the VolumeSnapshot becomes readyToUse; only then is the gang evicted, whole; the TrainingJob controller restarts
-// it with SITS_RESTORE_SNAPSHOT of that checkpoint, and the SITS scheduler keeps it off the quarantined GPU.
+// it at once (not counted as a failure) with SITS_RESTORE_SNAPSHOT of that checkpoint, and the SITS scheduler
+// keeps it off the quarantined GPU.
 import { execFile } from 'node:child_process';
 import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -225,6 +226,13 @@ describe('a suspect GPU moves a checkpointable TrainingJob gang: checkpoint, sna
       }, 30_000);
       expect(events.find((e) => e.reason === 'CheckpointForMigration')?.message).toContain(`GPU ${gpu} of node ${node} is quarantined (XID 63`);
       expect(events.find((e) => e.reason === 'MigratedOffGpu')?.message).toBe(`evicting the gang (attempt 1, 2 replicas): GPU ${gpu} of node ${node} is quarantined (XID 63 (ECC page retirement or row remapping recorded (reset needed))): checkpoint ${snapshotName} (step 700) is ready; the gang restarts elsewhere from it`);
+      // The controller restarted the moved gang at once and did not count it against backoffLimit.
+      expect(second.j.status?.restartCount ?? 0).toBe(0);
+      const moved = await waitFor('the controller’s GangMoved event', async () => {
+        const evs = (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items;
+        return evs.find((e) => e.involvedObject?.kind === 'TrainingJob' && e.involvedObject.name === 'llm' && e.reason === 'GangMoved');
+      }, 30_000);
+      expect(moved.message).toContain(`SITS evicted the gang to move it (${MIGRATION_DISRUPTION_REASON}: GPU ${gpu} of node ${node} is quarantined`);
       expect(controllers.healthMigration?.stats).toMatchObject({ requested: 1, evictedGangs: 1, evictedPods: 2 });
       // The moved gang is left alone: no second request, no second eviction.
       await new Promise((res) => setTimeout(res, 3000));

@@ -82,6 +82,8 @@ export interface GpuHealthMigratorOptions {
   readonly intervalMs?: number;
   /** When given, only the leader acts. */
   readonly isLeader?: () => boolean;
+  /** Between telling the controller (ANNOTATION.gangEvicted) and the deletes (default 1 s). */
+  readonly announceMs?: number;
 }
 
 const gpuIndices = (p: V1Pod): number[] => (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((s) => /^\d+$/.test(s)).map(Number);
@@ -213,6 +215,10 @@ export class GpuHealthMigrator {
     const pods = (await this.client.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: `${LABEL.trainingJob}=${name},${LABEL.role}=replica,${LABEL.attempt}=${attempt}` })).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
     if (pods.length === 0) return;
     const at = new Date(this.clock.nowMs()).toISOString();
+    // Told first, so the controller restarts the gang at once and does not count the move as a failure. Its job
+    // watch and its pod watch are separate streams: the pause lets the annotation reach its cache before the deletes.
+    await this.client.mergePatch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, { metadata: { annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt: job.status?.attempt ?? 0, reason: MIGRATION_DISRUPTION_REASON, message: why }) } } });
+    await new Promise((r) => setTimeout(r, this.opts.announceMs ?? 1000));
     const condition = { type: 'DisruptionTarget', status: 'True', reason: MIGRATION_DISRUPTION_REASON, message: why.slice(0, 1000), lastTransitionTime: at };
     // Conditions first on all, then the deletes: a replica is never deleted before its siblings carry the reason.
     await Promise.all(
