@@ -116,7 +116,7 @@ async function helper(pod: V1Pod, tokenFile: string, args: string[]): Promise<{ 
   }
 }
 
-describe('a suspect GPU moves a checkpointable TrainingJob gang: checkpoint, snapshot ready, whole-gang eviction, restore on other GPUs', () => {
+describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 0129)', () => {
   it('XID 63 on rank 0’s GPU → quarantine → checkpoint asked → rank 0 commits → readyToUse → gang evicted whole → restarted from that checkpoint off the GPU', async () => {
     const { volumeDir, tokenFile } = await setUp();
     await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, {
@@ -241,5 +241,34 @@ describe('a suspect GPU moves a checkpointable TrainingJob gang: checkpoint, sna
     } finally {
       podWatch.stop();
     }
+  });
+
+  it('a job without a checkpoint policy on a quarantined GPU is left running, and a Warning says why', async () => {
+    await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'TrainingJob',
+      metadata: { name: 'plain' },
+      spec: { replicas: 1, gpusPerReplica: 1, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+    });
+    const [pod] = await waitFor('plain Running', async () => {
+      const ps = await replicas('plain', 1);
+      return ps.length === 1 && ps[0]?.status?.phase === 'Running' && gpusOf(ps[0]).length === 1 ? ps : undefined;
+    }, 120_000);
+    const node = pod?.spec?.nodeName ?? '';
+    const gpu = gpusOf(pod as V1Pod)[0] as number;
+    const path = `/api/v1/nodes/${node}`;
+    const have = JSON.parse((await client.get<V1Node>(path)).metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}') as Record<string, unknown>;
+    const since = new Date().toISOString();
+    // Written as another process would (the fault ladder, a node agent): the migrator reads the Node.
+    await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ ...have, [String(gpu)]: { reason: 'correctable ECC errors rising: 17 in 60 min (threshold 16)', since, until: new Date(Date.now() + 900_000).toISOString(), source: 'gpu-health' } }) } } });
+    const warning = await waitFor('GpuQuarantinedNotMoved on plain', async () => {
+      const evs = (await client.get<{ items: { type?: string; reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items;
+      return evs.find((e) => e.involvedObject?.name === 'plain' && e.reason === 'GpuQuarantinedNotMoved');
+    }, 60_000);
+    expect(warning.type).toBe('Warning');
+    expect(warning.message).toBe(`GPU ${gpu} of node ${node} is quarantined (correctable ECC errors rising: 17 in 60 min (threshold 16)); the job has no checkpoint policy, so moving it would lose all its work; it keeps running and the quarantine keeps new work off the GPU`);
+    await new Promise((res) => setTimeout(res, 2000));
+    expect((await replicas('plain', 1)).map((p) => p.metadata?.uid)).toEqual([pod?.metadata?.uid]);
+    expect((await getJob('plain')).metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBeUndefined();
   });
 });
