@@ -109,6 +109,11 @@ export const ANNOTATION = {
   checkpointCommit: `${P}/checkpoint-commit`,
   /** On a TrainingJob, written by whoever wants a checkpoint now (preemption, migration, a user): `<Trigger>[/<id>]`. */
   requestCheckpoint: `${P}/request-checkpoint`,
+  /**
+   * On a TrainingJob, written by SITS just before it evicts the gang to move it (the health migrator, ADR 0129):
+   * `{"attempt":N,"reason":R,"message":M}`. The controller restarts that attempt's gang at once, not counted as a failure.
+   */
+  gangEvicted: `${P}/gang-evicted`,
   /** On a committed VolumeSnapshot: when it was seen readyToUse (RFC 3339). */
   checkpointReadyTime: `${P}/checkpoint-ready-time`,
 } as const;

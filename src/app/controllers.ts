@@ -5,6 +5,7 @@
 import type { Clock } from '../core/ports.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { runController, type RunningController } from '../kube/controller-runner.ts';
+import { GpuHealthMigrator } from '../kube/health-migration.ts';
 import { modelFromProduct } from '../kube/labels.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { trainingJobController } from '../controllers/training-job/controller.ts';
@@ -36,6 +37,11 @@ export interface ControllerOptions {
   readonly serving?: false | ServingLoopOptions;
   /** GPU lending from elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts, ADR 0131); off by default. */
   readonly lending?: false | GpuLendingOptions;
+  /**
+   * Move TrainingJobs off quarantined GPUs (kube/health-migration.ts, ADR 0129): checkpoint, then evict the gang
+   * whole so it restarts elsewhere from the checkpoint. Off by default.
+   */
+  readonly healthMigration?: false | { readonly graceMs?: number; readonly intervalMs?: number };
 }
 
 export interface Controllers {
@@ -43,6 +49,8 @@ export interface Controllers {
   readonly serving: ServingLoop | undefined;
   /** The GPU lender, when it was asked for. */
   readonly lending: GpuLending | undefined;
+  /** The health migrator, when it was asked for. */
+  readonly healthMigration: GpuHealthMigrator | undefined;
   stop(): Promise<void>;
 }
 
@@ -53,7 +61,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -71,10 +79,17 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
     lendingOpts === undefined || lendingOpts === false
       ? undefined
       : startGpuLending(client, { ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...lendingOpts });
+  const healthMigration =
+    migrationOpts === undefined || migrationOpts === false
+      ? undefined
+      : new GpuHealthMigrator(client, { log: opts.log ?? (() => undefined), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...migrationOpts });
+  await healthMigration?.start();
   return {
     serving,
     lending,
+    healthMigration,
     stop: async () => {
+      await healthMigration?.stop();
       await lending?.stop();
       await serving?.stop();
       facts.stop();

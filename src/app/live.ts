@@ -31,6 +31,8 @@ export interface LiveAppOptions {
   readonly serving?: boolean;
   /** With `controllers`: also lend GPUs of elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts). */
   readonly lending?: boolean;
+  /** With `controllers`: move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
+  readonly healthMigration?: boolean;
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
@@ -67,7 +69,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}) }) : undefined;
   return {
     scheduler,
     client,

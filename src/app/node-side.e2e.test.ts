@@ -105,6 +105,14 @@ describe('sits node-agent with exactly the chart’s RBAC', () => {
       writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), A5000.replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>'));
       await waitFor('the unhealthy GPU on the node', async () => (await admin.get<V1Node>('/api/v1/nodes/gpu-a')).metadata?.annotations?.[ANNOTATION.unhealthyGpus] === '0');
       await waitFor('the unhealthy GPU at the kubelet', async () => kubelet.devices[0]?.health === 'Unhealthy' && kubelet.devices[1]?.health === 'Healthy');
+      // A quarantine another process writes on the Node (the health monitor, the fault ladder) reaches the kubelet
+      // through the agent's watch of its own Node, with the chart's RBAC; the release brings the GPU back.
+      const since = new Date().toISOString();
+      const until = new Date(Date.now() + 900_000).toISOString();
+      await admin.mergePatch('/api/v1/nodes/gpu-a', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '1': { reason: 'XID 63 (row remap recorded)', since, until, source: 'gpu-health' } }) } } });
+      await waitFor('the quarantined GPU Unhealthy at the kubelet', async () => kubelet.devices[1]?.health === 'Unhealthy', 30_000);
+      await admin.mergePatch('/api/v1/nodes/gpu-a', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: null } } });
+      await waitFor('the released GPU Healthy again at the kubelet', async () => kubelet.devices[1]?.health === 'Healthy', 30_000);
       expect(logs.filter((l) => /forbidden/i.test(l))).toEqual([]);
     } finally {
       await side.stop();

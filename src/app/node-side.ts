@@ -6,6 +6,7 @@ import { KubeClient } from '../kube/client.ts';
 import { GpuHealthWatcher } from '../kube/gpu-health.ts';
 import { NodeAgent, type TickResult } from '../node/agent.ts';
 import { SitsDevicePlugin } from '../node/device-plugin.ts';
+import { NodeQuarantineWatch } from '../node/quarantine-watch.ts';
 import { execRunner, type CommandRunner } from '../node/source.ts';
 import { loadKubeConfig } from './live.ts';
 
@@ -46,8 +47,11 @@ export async function startNodeSide(o: NodeSideOptions): Promise<NodeSide> {
   });
   const plugin = o.pluginDir === undefined ? undefined : new SitsDevicePlugin({ pluginDir: o.pluginDir, nodeName: o.nodeName, client, log: o.log });
   if (plugin !== undefined) agent.onReading((r) => plugin.update(r));
-  // One reading before the plugin registers, so the kubelet's first device list is the node's.
+  // The plugin reports quarantined GPUs Unhealthy, whoever quarantined them (ADR 0128).
+  const quarantine = plugin === undefined ? undefined : new NodeQuarantineWatch(client, o.nodeName, (q) => plugin.setQuarantined(q), o.log);
+  // One reading (and the quarantine) before the plugin registers, so the kubelet's first device list is the node's.
   const first = await agent.once();
+  await quarantine?.start();
   await plugin?.start();
   agent.start(true);
   const health =
@@ -71,6 +75,7 @@ export async function startNodeSide(o: NodeSideOptions): Promise<NodeSide> {
     first,
     stop: async () => {
       await health?.stop();
+      quarantine?.stop();
       await agent.stop();
       await plugin?.stop();
       client.close();

@@ -27,6 +27,7 @@ describe('the node agent in the chart', () => {
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] },
+      { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
     ]);
     for (const rule of role.rules) {
       for (const r of rule.resources) expect(FORBIDDEN_RESOURCES).not.toContain(r);

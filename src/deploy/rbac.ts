@@ -70,7 +70,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md) and the serving loop's engine-state
   // annotation on InferenceService replicas (LoRA adapters, ADR 0110).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // The serving loop's adapters-loaded pod condition, the readiness gate of replicas with adapters (ADR 0125).
+  // Pod conditions: the serving loop's adapters-loaded readiness gate (ADR 0125), and the health migrator's
+  // DisruptionTarget on a replica it moves off a quarantined GPU before it deletes it (ADR 0129).
   { apiGroups: [''], resources: ['pods/status'], verbs: ['patch'] },
   // An InferenceService with autoscaling.mode keda owns one ScaledObject (ADR 0112); KEDA's own HPA writes /scale.
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
@@ -93,7 +94,12 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
  * which RBAC cannot require) and annotates the one it allocated for (gpu-allocated).
  */
 export const NODE_AGENT_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }];
-export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }];
+export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] },
+  // The plugin watches its own Node's gpu-quarantine annotation (a metadata.name field selector) and reports those
+  // GPUs Unhealthy to the kubelet (ADR 0128); get alone cannot watch.
+  { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
+];
 
 /**
  * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by

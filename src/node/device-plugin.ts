@@ -1,6 +1,7 @@
 /**
  * The SITS device plugin for `nvidia.com/gpu` (kubelet device-plugin API v1beta1): one device per GPU of the
- * node agent's reading, unhealthy ones reported Unhealthy through ListAndWatch; Allocate gives the container
+ * node agent's reading, unhealthy ones reported Unhealthy through ListAndWatch (as are GPUs quarantined on the Node,
+ * `setQuarantined`: the kubelet then stops allocating them and lowers allocatable); Allocate gives the container
  * exactly the GPUs SITS recorded on the pod (allocation.ts, docs/adr/0047-device-plugin-finds-the-pod.md).
  *
  * It serves on `<plugin dir>/<socket>` and registers with `<plugin dir>/kubelet.sock`. A kubelet that
@@ -61,6 +62,8 @@ export class SitsDevicePlugin {
   private server: grpc.Server | undefined;
   private gpus: readonly GpuReading[] = [];
   private devices: Device[] = [];
+  /** GPU index → why it is quarantined (the Node's gpu-quarantine annotation, ADR 0096). */
+  private quarantined: ReadonlyMap<number, string> = new Map();
   private readonly streams = new Set<grpc.ServerWritableStream<Empty, ListAndWatchResponse>>();
   /** Indices handed out per pod UID, before the annotation written for them is seen in a list. */
   private readonly handed = new Map<string, number[]>();
@@ -80,9 +83,26 @@ export class SitsDevicePlugin {
   /** A new reading from the node agent: the device list, pushed to every ListAndWatch stream when it changed. */
   update(reading: NodeReading): void {
     this.gpus = reading.gpus;
-    const devices = reading.gpus.map((g) => ({ ID: deviceId(g), health: g.healthy ? HEALTHY : UNHEALTHY, topology: g.numaNode >= 0 ? { nodes: [{ ID: g.numaNode }] } : null }));
+    this.publish();
+  }
+
+  /**
+   * The GPUs quarantined on this Node (index → reason). A quarantined GPU is sent Unhealthy until it is released,
+   * so the kubelet gives it to no pod, whichever scheduler placed the pod.
+   */
+  setQuarantined(quarantined: ReadonlyMap<number, string>): void {
+    const key = (m: ReadonlyMap<number, string>): string => JSON.stringify([...m].sort((a, b) => a[0] - b[0]));
+    if (key(quarantined) === key(this.quarantined)) return;
+    this.quarantined = new Map(quarantined);
+    this.publish();
+  }
+
+  private publish(): void {
+    const healthy = (g: GpuReading): boolean => g.healthy && !this.quarantined.has(g.index);
+    const devices = this.gpus.map((g) => ({ ID: deviceId(g), health: healthy(g) ? HEALTHY : UNHEALTHY, topology: g.numaNode >= 0 ? { nodes: [{ ID: g.numaNode }] } : null }));
     if (JSON.stringify(devices) === JSON.stringify(this.devices)) return;
-    const sick = reading.gpus.filter((g) => !g.healthy).map((g) => `${g.index} (${g.reasons.join('; ')})`);
+    const why = (g: GpuReading): string => [...g.reasons, ...(this.quarantined.has(g.index) ? [`quarantined: ${this.quarantined.get(g.index) ?? ''}`] : [])].join('; ');
+    const sick = this.gpus.filter((g) => !healthy(g)).map((g) => `${g.index} (${why(g)})`);
     if (this.devices.length > 0 || sick.length > 0) this.opts.log(`device plugin: ${devices.length} GPUs${sick.length === 0 ? ', all healthy' : `, unhealthy: ${sick.join(', ')}`}`);
     this.devices = devices;
     for (const s of this.streams) s.write({ devices });

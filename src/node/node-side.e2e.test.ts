@@ -14,6 +14,7 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, createPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { NodeAgent } from './agent.ts';
 import { deviceId, SitsDevicePlugin } from './device-plugin.ts';
+import { NodeQuarantineWatch } from './quarantine-watch.ts';
 import { deriveReading, type NodeReading } from './reading.ts';
 import { execRunner } from './source.ts';
 import { writeFakeNvidiaSmi } from './testing/fake-nvidia-smi.ts';
@@ -230,5 +231,36 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
     expect(await kubelet.preferred([id(1), id(0)], 1)).toEqual({ container_responses: [{ deviceIDs: [id(0)] }] });
     expect(logs.some((l) => /was removed \(kubelet restart\); serving again/.test(l))).toBe(true);
   });
-});
 
+  it('a GPU quarantined on the Node (the annotation the health monitor writes) is sent Unhealthy while quarantined, Healthy again after release; a malformed annotation keeps the last good one', async () => {
+    plugin.update(good);
+    await waitFor('both devices Healthy', async () => kubelet.devices.length === 2 && kubelet.devices.every((d) => d.health === 'Healthy'));
+    const watch = new NodeQuarantineWatch(client, 'gpu-1', (q) => plugin.setQuarantined(q), log);
+    await watch.start();
+    try {
+      const path = '/api/v1/nodes/gpu-1';
+      const since = new Date().toISOString();
+      const until = new Date(Date.now() + 15 * 60_000).toISOString();
+      await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '0': { reason: 'XID 79 (GPU has fallen off the bus)', since, until, source: 'gpu-health' } }) } } });
+      await waitFor('GPU 0 Unhealthy at the kubelet', async () => kubelet.devices[0]?.health === 'Unhealthy', 30_000);
+      expect(kubelet.devices.map((d) => [d.ID, d.health])).toEqual([
+        [id(0), 'Unhealthy'],
+        [id(1), 'Healthy'],
+      ]);
+      expect(logs.some((l) => l.includes(`unhealthy: 0 (quarantined: quarantined until ${until}: XID 79 (GPU has fallen off the bus))`))).toBe(true);
+      // Another node's quarantine is not this plugin's business (the field selector narrows the watch).
+      await client.mergePatch('/api/v1/nodes/ws-1', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '1': { reason: 'x', since, until, source: 'gpu-health' } }) } } });
+      const n = kubelet.updates.length;
+      await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: '{not json' } } });
+      await waitFor('the malformed annotation logged', async () => logs.some((l) => /annotation ai\.sits2026\.dev\/gpu-quarantine: not JSON: .*keeps the last good quarantine/.test(l)), 30_000);
+      expect(kubelet.updates.length).toBe(n);
+      expect(kubelet.devices[0]?.health).toBe('Unhealthy');
+      await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: null } } });
+      await waitFor('GPU 0 Healthy again after the release', async () => kubelet.devices.every((d) => d.health === 'Healthy'), 30_000);
+      expect(kubelet.updates.length).toBe(n + 1);
+    } finally {
+      watch.stop();
+      await client.mergePatch('/api/v1/nodes/ws-1', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: null } } });
+    }
+  });
+});

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { SEED_TRAINING_JOB } from '../../api/examples.ts';
+import { ANNOTATION } from '../../api/wire.ts';
 import type { PodGroupObject } from '../kube-objects.ts';
 import { DEFAULT_CONTROLLER_CONFIG } from './model.ts';
 import { backoffDelayMs, exitCodeOf, isRetryableExitCode, isUnschedulable, reconcileTrainingJob, sizes } from './reconcile.ts';
@@ -400,6 +401,24 @@ describe('failures restart the whole gang', () => {
     b.pods.delete('bert-3');
     b.step();
     expect(b.job.status).toMatchObject({ phase: 'Restarting', restartCount: 1 });
+  });
+
+  it('a gang SITS evicted to move it (gang-evicted naming this attempt) restarts at once, not counted, even under restartPolicy Never; another attempt’s mark counts as usual', () => {
+    const a = running({ restartPolicy: 'Never' });
+    const attempt = a.job.status?.attempt ?? 0;
+    a.job = { ...a.job, metadata: { ...a.job.metadata, annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt, reason: 'GpuQuarantined', message: 'GPU 3 of node n0 is quarantined' }) } } };
+    a.pods.delete('bert-1');
+    a.pods.delete('bert-3');
+    a.step();
+    expect(a.job.status).toMatchObject({ phase: 'Restarting', attempt: attempt + 1, nextAttemptTime: new Date(a.now).toISOString() });
+    expect(a.job.status?.restartCount ?? 0).toBe(0);
+    expect(condition(a.job, 'Restarting')).toMatchObject({ reason: 'GangMoved', message: 'SITS evicted the gang to move it (GpuQuarantined: GPU 3 of node n0 is quarantined); restarting it whole, not counted against backoffLimit' });
+    const b = running();
+    b.job = { ...b.job, metadata: { ...b.job.metadata, annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt: attempt - 1, reason: 'GpuQuarantined', message: 'old' }) } } };
+    b.pods.delete('bert-3');
+    b.step();
+    expect(b.job.status).toMatchObject({ phase: 'Restarting', restartCount: 1 });
+    expect(condition(b.job, 'Restarting')).toMatchObject({ reason: 'ReplicaDeleted' });
   });
 
   it('a pod that vanished before the gang ran (a scheduler rollback) is recreated, not counted', () => {

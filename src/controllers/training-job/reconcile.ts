@@ -493,9 +493,27 @@ function failures(ctx: Ctx, current: readonly PodObject[], replicas: number): Fa
   return out;
 }
 
+/** SITS's own eviction of this attempt's gang (ANNOTATION.gangEvicted), when the annotation names it. */
+function plannedEviction(ctx: Ctx): { readonly reason: string; readonly message: string } | undefined {
+  const raw = ctx.job.metadata.annotations?.[ANNOTATION.gangEvicted];
+  if (raw === undefined) return undefined;
+  try {
+    const v = JSON.parse(raw) as { attempt?: unknown; reason?: unknown; message?: unknown };
+    return v.attempt === ctx.attempt ? { reason: typeof v.reason === 'string' ? v.reason : 'Evicted', message: typeof v.message === 'string' ? v.message : '' } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function onFailure(ctx: Ctx, base: Status, fs: readonly Failure[]): ReconcileResult {
   const first = fs[0] as Failure;
   const what = describeFailure(first) + (fs.length > 1 ? ` and ${fs.length - 1} more` : '');
+  // A move SITS made on purpose (off a quarantined GPU) is no failure of the job: at once, not counted, whatever the policy.
+  const planned = fs.every((f) => f.kind === 'Deleted') ? plannedEviction(ctx) : undefined;
+  if (planned !== undefined) {
+    const replicas = ctx.st.currentReplicas ?? sizes(ctx.spec).target;
+    return restartGang(ctx, base, { replicas, delayMs: 0, reason: 'GangMoved', message: `SITS evicted the gang to move it (${planned.reason}: ${planned.message}); restarting it whole, not counted against backoffLimit`, countsAsFailure: false, eventType: 'Normal' });
+  }
   const reason = first.kind === 'Evicted' ? 'ReplicaEvicted' : first.kind === 'Deleted' ? 'ReplicaDeleted' : 'ReplicaFailed';
   const policy = ctx.spec.restartPolicy;
   if (policy === 'Never') return fail(ctx, base, reason, `${what}; restartPolicy is Never`);

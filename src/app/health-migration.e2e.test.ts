@@ -1,0 +1,274 @@
+// Issue 14 §5 end to end on the real control plane and snapshot stack: a running checkpointable TrainingJob gang;
+// dcgm-exporter text (the recorded T4 capture, served over real HTTP) shows XID 63 on the GPU rank 0 holds; the
+// health watcher quarantines it on the Node (suspect: checkpoint first); the health migrator (in the controllers'
+// process, learning the quarantine from the Node as it would from a node agent elsewhere) asks for a checkpoint
+// through the TrainingJob's request-checkpoint annotation; the test plays rank 0 with examples/sits_checkpoint.py;
+// the VolumeSnapshot becomes readyToUse; only then is the gang evicted, whole; the TrainingJob controller restarts
+// it at once (not counted as a failure) with SITS_RESTORE_SNAPSHOT of that checkpoint, and the SITS scheduler
+// keeps it off the quarantined GPU.
+import { execFile } from 'node:child_process';
+import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ANNOTATION, LABEL } from '../api/wire.ts';
+import type { TrainingJobObject } from '../controllers/training-job/model.ts';
+import { T4_LABELS, withValue } from '../core/health/testing.ts';
+import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
+import { GpuHealthWatcher } from '../kube/gpu-health.ts';
+import { MIGRATION_DISRUPTION_REASON, parseMigrationRequest } from '../kube/health-migration.ts';
+import { Reflector } from '../kube/reflector.ts';
+import { startControllers, type Controllers } from './controllers.ts';
+import { startDevCluster, type DevCluster } from './dev-cluster.ts';
+
+const run = promisify(execFile);
+const HELPER = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'examples/sits_checkpoint.py');
+const T4 = readFileSync(new URL('../core/health/fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');
+const TJ = '/apis/ai.sits2026.dev/v1';
+const NS = 'health-move';
+
+let cluster: DevCluster;
+let client: DevCluster['client'];
+let stack: SnapshotStack;
+let controllers: Controllers;
+let server: Server;
+let served = '';
+let url = '';
+const logs: string[] = [];
+
+beforeAll(async () => {
+  await Promise.all([ensureSnapshotComponents(), ensureCsiProvisioner()]);
+  server = createServer((_req, res) => {
+    res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
+    res.end(served);
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
+  cluster = await startDevCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: false });
+  client = cluster.client;
+  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
+  stack = await startSnapshotStack(cluster.plane, { client, withProvisioner: true });
+  await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
+  await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
+  controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 }, healthMigration: { graceMs: 240_000, intervalMs: 500 } });
+}, 240_000);
+
+afterAll(async () => {
+  await controllers?.stop();
+  await stack?.stop();
+  await cluster?.stop();
+  await new Promise((r) => server?.close(r));
+});
+
+const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
+const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
+const replicas = async (job: string, attempt: number): Promise<V1Pod[]> =>
+  (await listPods(client, NS)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+const gpusOf = (p: V1Pod): number[] => (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((s) => s !== '').map(Number);
+
+/** The shared claim, and a service account `trainer` that may get and patch pods (the contract's Role), with its token. */
+async function setUp(): Promise<{ volumeDir: string; tokenFile: string }> {
+  await createNs(client, NS);
+  const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt' });
+  await client.post(`/api/v1/namespaces/${NS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'trainer' } });
+  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'sits-checkpoint' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }] });
+  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'trainer-checkpoint' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sits-checkpoint' },
+    subjects: [{ kind: 'ServiceAccount', name: 'trainer', namespace: NS }],
+  });
+  const tr = await client.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/trainer/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const dir = join(cluster.plane.dir, `sa-${NS}`);
+  mkdirSync(dir, { recursive: true });
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, tr.status.token, { mode: 0o600 });
+  await waitFor(`claim ${NS}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
+  return { volumeDir: stack.driver.volumeDir(vol.volume.id), tokenFile };
+}
+
+/** examples/sits_checkpoint.py as the pod would run it (its downward-API env, the service account's token). */
+async function helper(pod: V1Pod, tokenFile: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const r = await run('python3', [HELPER, ...args], {
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        SITS_KUBE_API: cluster.plane.server,
+        SITS_KUBE_TOKEN_FILE: tokenFile,
+        SITS_KUBE_CA_FILE: join(cluster.plane.dir, 'pki', 'apiserver.crt'),
+        SITS_POD_NAME: pod.metadata?.name ?? '',
+        SITS_POD_NAMESPACE: pod.metadata?.namespace ?? '',
+        SITS_CHECKPOINT_DIR: envOf(pod).SITS_CHECKPOINT_DIR ?? '',
+      },
+    });
+    return { code: 0, stdout: r.stdout, stderr: r.stderr };
+  } catch (e) {
+    const x = e as { code?: number; stdout?: string; stderr?: string };
+    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
+  }
+}
+
+describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 0129)', () => {
+  it('XID 63 on rank 0’s GPU → quarantine → checkpoint asked → rank 0 commits → readyToUse → gang evicted whole → restarted from that checkpoint off the GPU', async () => {
+    const { volumeDir, tokenFile } = await setUp();
+    await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'TrainingJob',
+      metadata: { name: 'llm' },
+      spec: {
+        replicas: 2,
+        gpusPerReplica: 2,
+        container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+        checkpoint: { volume: { claimName: 'ckpt' }, volumeSnapshotClassName: 'stand-in', writers: 'rank0' },
+      },
+    });
+    const first = await waitFor('attempt 1 Running with both replicas bound', async () => {
+      const j = await getJob('llm');
+      if (j.status?.phase !== 'Running' || j.status.attempt !== 1) return undefined;
+      const ps = await replicas('llm', 1);
+      return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running' && gpusOf(p).length === 2) ? ps : undefined;
+    }, 120_000);
+    const rank0 = first.find((p) => p.metadata?.labels?.[LABEL.rank] === '0') as V1Pod;
+    const node = rank0.spec?.nodeName ?? '';
+    const gpu = gpusOf(rank0)[0] as number;
+    const oldUids = new Set(first.map((p) => p.metadata?.uid ?? ''));
+
+    // Every pod change from here on, in order: the eviction must carry its reason and take the gang whole.
+    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
+    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${NS}/pods`, {
+      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
+      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
+      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
+    });
+    await podWatch.start();
+    try {
+      // dcgm-exporter: healthy, then XID 63 (a row remap recorded: the GPU still runs, a failure is near) on that GPU.
+      const labels = T4_LABELS.replace('gpu="0"', `gpu="${gpu}"`).replace('device="nvidia0"', `device="nvidia${gpu}"`);
+      const watcher = new GpuHealthWatcher({ client, targets: [{ node, url }], intervalMs: 1000, clock: { nowMs: () => Date.now() }, log: (l) => logs.push(l) });
+      served = withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', gpu, 0, labels);
+      expect((await watcher.once()).written).toEqual([]);
+      served = withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', gpu, 63, labels);
+      const r = await watcher.once();
+      expect(r.actions.find((a) => a.kind === 'quarantine')).toMatchObject({ state: 'suspect', entry: { node, gpu } });
+      expect(r.written).toEqual([node]);
+      const q = JSON.parse((await client.get<V1Node>(`/api/v1/nodes/${node}`)).metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}') as Record<string, { reason: string }>;
+      expect(q[String(gpu)]?.reason).toBe('XID 63 (ECC page retirement or row remapping recorded (reset needed))');
+
+      // The migrator asks for a checkpoint through the one request annotation; the controller starts a Migration cycle.
+      const cycle = await waitFor('a Migration checkpoint cycle for the request', async () => {
+        const j = await getJob('llm');
+        const req = parseMigrationRequest(j.metadata.annotations?.[ANNOTATION.requestCheckpoint]);
+        const c = j.status?.checkpoint?.cycle;
+        return req !== undefined && c?.request === req.value && c.trigger === 'Migration' ? { req, seq: c.seq } : undefined;
+      }, 60_000);
+      expect(cycle.req).toMatchObject({ node, gpu });
+      const seq = await waitFor('rank 0 sees the request through the contract', async () => {
+        const h = await helper(rank0, tokenFile, ['requested']);
+        if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+        return h.stdout.trim() === String(cycle.seq) ? cycle.seq : undefined;
+      }, 60_000, 200);
+      // Nothing is evicted before the checkpoint is committed and snapshotted.
+      expect((await replicas('llm', 1)).map((p) => p.metadata?.uid).sort()).toEqual([...oldUids].sort());
+
+      writeFileSync(join(volumeDir, 'step-700.pt'), 'weights of step 700');
+      const c = await helper(rank0, tokenFile, ['committed', '700', '1', String(seq)]);
+      expect(c.stderr).toBe('');
+      expect(c.code).toBe(0);
+      const snapshotName = `llm-ckpt-${seq}`;
+
+      const second = await waitFor('attempt 2 Running on two healthy GPUs each', async () => {
+        const j = await getJob('llm');
+        if (j.status?.phase !== 'Running' || j.status.attempt !== 2) return undefined;
+        const ps = await replicas('llm', 2);
+        return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running' && gpusOf(p).length === 2) ? { j, ps } : undefined;
+      }, 180_000);
+
+      // The snapshot was readyToUse before the first replica was evicted.
+      const snap = await client.get<VolumeSnapshotObject>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots/${snapshotName}`);
+      expect(snap.status?.readyToUse).toBe(true);
+      const readyMs = Date.parse(second.j.status?.checkpoint?.lastReady?.readyTime ?? '');
+      expect(second.j.status?.checkpoint?.lastReady).toMatchObject({ snapshotName, step: 700 });
+      expect(second.j.status?.checkpoint?.handledRequest).toBe(cycle.req.value);
+
+      // Evicted whole, each with the reason, and the new gang created only once both old replicas were gone.
+      const deletes = seen.filter((e) => e.kind === 'delete' && oldUids.has(e.pod.metadata?.uid ?? ''));
+      expect(deletes).toHaveLength(2);
+      for (const uid of oldUids) {
+        const cond = seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+        expect(cond?.reason).toBe(MIGRATION_DISRUPTION_REASON);
+        expect(cond?.message).toBe(`GPU ${gpu} of node ${node} is quarantined (XID 63 (ECC page retirement or row remapping recorded (reset needed))): checkpoint ${snapshotName} (step 700) is ready; the gang restarts elsewhere from it`);
+      }
+      const firstEvictMs = Math.min(...seen.filter((e) => oldUids.has(e.pod.metadata?.uid ?? '') && e.pod.metadata?.deletionTimestamp !== undefined).map((e) => e.atMs), ...deletes.map((e) => e.atMs));
+      expect(firstEvictMs).toBeGreaterThanOrEqual(readyMs);
+      const lastDelete = seen.lastIndexOf(deletes.at(-1) as (typeof seen)[number]);
+      const firstNew = seen.findIndex((e) => e.kind === 'add' && e.pod.metadata?.labels?.[LABEL.attempt] === '2' && e.pod.metadata.labels[LABEL.role] === 'replica');
+      expect(firstNew).toBeGreaterThan(lastDelete);
+
+      // Restarted from that checkpoint, off the quarantined GPU.
+      expect(second.j.status?.checkpoint?.restoredFrom).toEqual({ snapshotName, step: 700, attempt: 2 });
+      for (const p of second.ps) {
+        expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '700', SITS_RESTORE_SNAPSHOT: snapshotName });
+        if (p.spec?.nodeName === node) expect(gpusOf(p)).not.toContain(gpu);
+      }
+
+      // Events on the TrainingJob say why.
+      const events = await waitFor('the migration events', async () => {
+        const evs = (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items.filter((e) => e.involvedObject?.kind === 'TrainingJob' && e.involvedObject.name === 'llm');
+        return evs.some((e) => e.reason === 'MigratedOffGpu') ? evs : undefined;
+      }, 30_000);
+      expect(events.find((e) => e.reason === 'CheckpointForMigration')?.message).toContain(`GPU ${gpu} of node ${node} is quarantined (XID 63`);
+      expect(events.find((e) => e.reason === 'MigratedOffGpu')?.message).toBe(`evicting the gang (attempt 1, 2 replicas): GPU ${gpu} of node ${node} is quarantined (XID 63 (ECC page retirement or row remapping recorded (reset needed))): checkpoint ${snapshotName} (step 700) is ready; the gang restarts elsewhere from it`);
+      // The controller restarted the moved gang at once and did not count it against backoffLimit.
+      expect(second.j.status?.restartCount ?? 0).toBe(0);
+      const moved = await waitFor('the controller’s GangMoved event', async () => {
+        const evs = (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items;
+        return evs.find((e) => e.involvedObject?.kind === 'TrainingJob' && e.involvedObject.name === 'llm' && e.reason === 'GangMoved');
+      }, 30_000);
+      expect(moved.message).toContain(`SITS evicted the gang to move it (${MIGRATION_DISRUPTION_REASON}: GPU ${gpu} of node ${node} is quarantined`);
+      expect(controllers.healthMigration?.stats).toMatchObject({ requested: 1, evictedGangs: 1, evictedPods: 2 });
+      // The moved gang is left alone: no second request, no second eviction.
+      await new Promise((res) => setTimeout(res, 3000));
+      expect(controllers.healthMigration?.stats).toMatchObject({ requested: 1, evictedGangs: 1 });
+      expect((await getJob('llm')).status?.attempt).toBe(2);
+    } finally {
+      podWatch.stop();
+    }
+  });
+
+  it('a job without a checkpoint policy on a quarantined GPU is left running, and a Warning says why', async () => {
+    await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'TrainingJob',
+      metadata: { name: 'plain' },
+      spec: { replicas: 1, gpusPerReplica: 1, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+    });
+    const [pod] = await waitFor('plain Running', async () => {
+      const ps = await replicas('plain', 1);
+      return ps.length === 1 && ps[0]?.status?.phase === 'Running' && gpusOf(ps[0]).length === 1 ? ps : undefined;
+    }, 120_000);
+    const node = pod?.spec?.nodeName ?? '';
+    const gpu = gpusOf(pod as V1Pod)[0] as number;
+    const path = `/api/v1/nodes/${node}`;
+    const have = JSON.parse((await client.get<V1Node>(path)).metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}') as Record<string, unknown>;
+    const since = new Date().toISOString();
+    // Written as another process would (the fault ladder, a node agent): the migrator reads the Node.
+    await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ ...have, [String(gpu)]: { reason: 'correctable ECC errors rising: 17 in 60 min (threshold 16)', since, until: new Date(Date.now() + 900_000).toISOString(), source: 'gpu-health' } }) } } });
+    const warning = await waitFor('GpuQuarantinedNotMoved on plain', async () => {
+      const evs = (await client.get<{ items: { type?: string; reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items;
+      return evs.find((e) => e.involvedObject?.name === 'plain' && e.reason === 'GpuQuarantinedNotMoved');
+    }, 60_000);
+    expect(warning.type).toBe('Warning');
+    expect(warning.message).toBe(`GPU ${gpu} of node ${node} is quarantined (correctable ECC errors rising: 17 in 60 min (threshold 16)); the job has no checkpoint policy, so moving it would lose all its work; it keeps running and the quarantine keeps new work off the GPU`);
+    await new Promise((res) => setTimeout(res, 2000));
+    expect((await replicas('plain', 1)).map((p) => p.metadata?.uid)).toEqual([pod?.metadata?.uid]);
+    expect((await getJob('plain')).metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBeUndefined();
+  });
+});
