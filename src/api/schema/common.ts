@@ -29,8 +29,6 @@ export type CelReason = 'FieldValueInvalid' | 'FieldValueForbidden' | 'FieldValu
 export interface CelRule<T = unknown> {
   rule: string;
   message: string;
-  /** CEL string expression the apiserver prints instead of `message` (it can name the offending element). */
-  messageExpression?: string;
   /** Relative path of the field the apiserver names in the error, e.g. `.replicas`. */
   fieldPath?: string;
   reason?: CelReason;
@@ -41,7 +39,6 @@ export interface CelRule<T = unknown> {
 export interface ValidationRule {
   rule: string;
   message: string;
-  messageExpression?: string;
   fieldPath?: string;
   reason?: CelReason;
 }

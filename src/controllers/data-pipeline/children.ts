@@ -127,13 +127,13 @@ export function artifactSnapshot(p: DataPipelineObject, stage: string, artifact:
 }
 
 /** A claim restored from an artifact's snapshot (the CSI provisioner fills it from the snapshot, no copy by SITS). */
-export function restoredClaim(p: DataPipelineObject, stage: string, input: string, snapshot: string, size: string, storageClassName: string | undefined): ClaimObject {
+export function restoredClaim(p: DataPipelineObject, stage: string, input: string, snapshot: string, size: string, storageClassName: string | undefined, accessMode: string): ClaimObject {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: { name: restoredClaimName(pipelineName(p), stage, input), namespace: pipelineNamespace(p), labels: labels(p, stage), ownerReferences: [ownerReference(p)] },
     spec: {
-      accessModes: ['ReadWriteOnce'],
+      accessModes: [accessMode],
       ...(storageClassName === undefined ? {} : { storageClassName }),
       resources: { requests: { storage: size } },
       dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshot },

@@ -194,7 +194,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
           const snap = o.snapshots.find((x) => x.metadata.name === rec.volumeSnapshotName);
           const size = a.size ?? snap?.status?.restoreSize;
           if (size === undefined) inputWaits.push(`restore size of VolumeSnapshot ${rec.volumeSnapshotName}`);
-          else inputActions.push({ op: 'create', kind: 'PersistentVolumeClaim', object: restoredClaim(p, stage.name, a.name, rec.volumeSnapshotName, size, a.storageClassName) });
+          else inputActions.push({ op: 'create', kind: 'PersistentVolumeClaim', object: restoredClaim(p, stage.name, a.name, rec.volumeSnapshotName, size, a.storageClassName, a.accessMode) });
         }
       } else if (rec.claimName !== undefined) {
         inputs.push({ name: a.name, claimName: rec.claimName, readOnly: true, ...(rec.subPath === undefined ? {} : { subPath: rec.subPath }), ...(a.mountPath === undefined ? {} : { mountPath: a.mountPath }) });
