@@ -177,6 +177,62 @@ describe('DataPipeline controller on a real apiserver', () => {
     expect(dup.message).toContain('spec.stages[1]: Duplicate value');
   });
 
+  it('fine-tune → export → serve: a TrainingJob stage, a container stage reporting the adapter, an InferenceService stage serving it', async () => {
+    const ns = 'dp-serve';
+    await createNs(client, ns);
+    await client.post(
+      pipelines(ns),
+      pipeline('lora', {
+        stages: [
+          {
+            name: 'finetune',
+            workload: {
+              kind: 'TrainingJob',
+              spec: {
+                replicas: 1,
+                gpusPerReplica: 1,
+                container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'lora.py', '--out=/work/{{pipeline.name}}'] },
+                podTemplate: { metadata: { annotations: { [EXIT_CODE_ANNOTATION]: '0' } }, spec: { containers: [{ name: 'trainer', image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1' }] } },
+              },
+            },
+          },
+          podStage('export', 0, { dependsOn: ['finetune'], outputs: { parameters: [{ name: 'adapter' }] } }, '{"adapter":"pvc://lora-work/{{pipeline.name}}/lora.gguf"}'),
+          {
+            name: 'serve',
+            dependsOn: ['export'],
+            workload: {
+              kind: 'InferenceService',
+              spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen', adapters: [{ name: 'support-bot', uri: '{{steps.export.outputs.parameters.adapter}}' }] }, replicas: 2, gpusPerReplica: 1, resources: { cpu: '4', memory: '16Gi' } },
+            },
+          },
+        ],
+      }),
+    );
+    const done = await waitFor('pipeline lora Succeeded', async () => {
+      const p = await getPipeline(ns, 'lora');
+      return p.status?.phase === 'Succeeded' ? p : undefined;
+    }, 180_000).catch(async (e: unknown) => {
+      throw new Error(`${String(e)}\n${await dump(ns, 'lora')}`);
+    });
+    expect(stageOf(done, 'finetune')).toMatchObject({ phase: 'Succeeded' });
+    expect(stageOf(done, 'serve')).toMatchObject({ phase: 'Succeeded', message: 'InferenceService lora-serve is Ready and keeps serving' });
+    const tj = await client.get<{ metadata: { ownerReferences: { uid: string }[] }; status: { phase: string } }>(`${API}/namespaces/${ns}/trainingjobs/lora-finetune`);
+    expect(tj.status.phase).toBe('Succeeded');
+    expect(tj.metadata.ownerReferences[0]?.uid).toBe(done.metadata.uid);
+    const isvc = await client.get<{ spec: { model: { adapters: { name: string; uri: string }[] } }; status: { phase: string; readyReplicas: number } }>(`${API}/namespaces/${ns}/inferenceservices/lora-serve`);
+    expect(isvc.spec.model.adapters).toEqual([{ name: 'support-bot', uri: 'pvc://lora-work/lora/lora.gguf' }]);
+    expect(isvc.status).toMatchObject({ phase: 'Ready', readyReplicas: 2 });
+    // The service keeps serving after the pipeline is done; deleting the pipeline takes it (and the job) away.
+    await client.delete(`${pipelines(ns)}/lora`);
+    await waitFor('lora children gone', async () => {
+      const [svcs, jobs] = await Promise.all([
+        client.get<{ items: unknown[] }>(`${API}/namespaces/${ns}/inferenceservices`),
+        client.get<{ items: unknown[] }>(`${API}/namespaces/${ns}/trainingjobs`),
+      ]);
+      return svcs.items.length === 0 && jobs.items.length === 0;
+    }, 120_000);
+  });
+
   it('hands an artifact over by volume snapshot; deleting the pipeline removes its pods, claims and snapshots (OnPipelineDeletion), OnPipelineCompletion keeps only keepLast', async () => {
     const ns = 'dp-artifacts';
     await createNs(client, ns);
