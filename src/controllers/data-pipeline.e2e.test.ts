@@ -155,9 +155,11 @@ describe('DataPipeline controller on a real apiserver', () => {
     expect(failed.status?.message).toBe('stage train failed: pod flaky-train-0: exit code 7 (Error); retry limit 2 reached after 2 retries');
     expect(servePods).toBe(0);
     expect(seen.size).toBeGreaterThanOrEqual(2);
-    const events = await listEvents(client, ns);
-    expect(events.filter((e) => e.reason === 'StageRetry').length).toBeGreaterThanOrEqual(2);
-    expect(events.some((e) => e.reason === 'PipelineFailed')).toBe(true);
+    // Events follow the status write: wait for them.
+    await waitFor('StageRetry ×2 and PipelineFailed events', async () => {
+      const events = await listEvents(client, ns);
+      return events.filter((e) => e.reason === 'StageRetry').length >= 2 && events.some((e) => e.reason === 'PipelineFailed');
+    }, 30_000);
   });
 
   it('rejects a cycle, a self-reference, an unknown dependsOn and duplicate stage names at the apiserver, naming the field', async () => {
