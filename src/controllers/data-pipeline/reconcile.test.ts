@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ControllerAction } from '../../api/controller.ts';
+import type { ApplyFailure, ControllerAction } from '../../api/controller.ts';
 import { withDefaults } from '../../api/validate.ts';
 import type { StageStatus } from '../../api/schema/data-pipeline.ts';
 import type { PodObject } from '../kube-objects.ts';
@@ -18,13 +18,14 @@ class World {
   nowMs = T0;
   events: string[] = [];
   last: ControllerAction[] = [];
+  lastErrors: ApplyFailure[] | undefined;
   constructor(spec: Record<string, unknown>) {
     this.pipeline = withDefaults('DataPipeline', { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'p', namespace: 'ns', uid: 'u1', generation: 1 }, spec }) as DataPipelineObject;
   }
   step(): ReturnType<typeof reconcileDataPipeline> {
     const byKind = new Map<WorkloadKind, WorkloadObject[]>();
     for (const w of this.workloads.values()) byKind.set(w.kind as WorkloadKind, [...(byKind.get(w.kind as WorkloadKind) ?? []), w]);
-    const r = reconcileDataPipeline({ pipeline: this.pipeline, pods: [...this.pods.values()], workloads: byKind, snapshots: [...this.snapshots.values()], claims: [...this.claims.values()], nowMs: this.nowMs });
+    const r = reconcileDataPipeline({ pipeline: this.pipeline, pods: [...this.pods.values()], workloads: byKind, snapshots: [...this.snapshots.values()], claims: [...this.claims.values()], nowMs: this.nowMs, ...(this.lastErrors === undefined ? {} : { lastErrors: this.lastErrors }) });
     this.pipeline = { ...this.pipeline, status: r.status };
     this.last = [...r.actions];
     for (const a of r.actions) {
@@ -239,5 +240,40 @@ describe('reconcileDataPipeline', () => {
     w.pipeline = { ...w.pipeline, spec: { ...w.pipeline.spec, suspend: false } };
     w.step();
     expect(w.pods.has('p-a-0')).toBe(true);
+  });
+
+  it('fails a stage whose pod the apiserver refuses (422) with its message, without retrying', () => {
+    const w = new World({ stages: [{ name: 'a', container, retryStrategy: { limit: 3, retryPolicy: 'Always' } }] });
+    w.step();
+    w.pods.delete('p-a-0');
+    w.lastErrors = [{ action: 'createPod', name: 'p-a-0', status: 422, reason: 'Invalid', message: 'spec.containers[0].image: Required value' }];
+    w.step();
+    expect(w.stage('a')).toMatchObject({ phase: 'Failed', message: 'cannot create pod p-a-0: spec.containers[0].image: Required value' });
+    expect(w.stage('a').retries).toBeUndefined();
+  });
+
+  it('fails the pipeline on an input artifact from a stage outside dependsOn, naming the field', () => {
+    const w = new World({
+      stages: [
+        { name: 'a', container, outputs: { artifacts: [{ name: 'm', path: { claimName: 'c', subPath: 'x' } }] } },
+        { name: 'b', container, inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' } }] } },
+      ],
+    });
+    expect(w.step().status.message).toBe('invalid spec: spec.stages[1].inputs.artifacts[0].from.stage: a is not in dependsOn');
+  });
+
+  it('mounts a path artifact read-only from the producer\'s claim', () => {
+    const w = new World({
+      stages: [
+        { name: 'a', container, outputs: { artifacts: [{ name: 'm', path: { claimName: 'shared', subPath: 'models/{{pipeline.name}}' } }] } },
+        { name: 'b', dependsOn: ['a'], container, inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' }, mountPath: '/m' }] } },
+      ],
+    });
+    w.step();
+    w.finish('p-a-0', 0);
+    w.step();
+    const pod = w.pods.get('p-b-0') as PodObject;
+    expect(pod.spec?.volumes).toEqual([{ name: 'in-m', persistentVolumeClaim: { claimName: 'shared', readOnly: true } }]);
+    expect(pod.spec?.containers[0]?.volumeMounts).toEqual([{ name: 'in-m', mountPath: '/m', readOnly: true, subPath: 'models/p' }]);
   });
 });

@@ -239,6 +239,11 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const fresh: StageStatus = { ...prev, phase: 'Running', startTime: prev.startTime ?? now };
     delete (fresh as { nextRetryTime?: string }).nextRetryTime;
 
+    // The apiserver refusing a child (422, 403, ...) is the spec's or the cluster's problem: retrying cannot help.
+    const failNow = (message: string): StageStep => {
+      const m = clip(message);
+      return { status: { ...fresh, phase: 'Failed', message: m, completionTime: now }, actions: [], live, event: { type: 'Warning', reason: 'StageFailed', message: `stage ${stage.name}: ${m}` } };
+    };
     const failAttempt = (outcome: AttemptOutcome, message: string): StageStep => {
       const d = decideRetry(retry, outcome, retries, startedMs, o.nowMs);
       if (d.retry) {
@@ -267,7 +272,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
         const pod = pods.find((x) => x.metadata.name === podN);
         if (pod === undefined || !alive(pod)) {
           const err = createFailure(o.lastErrors, podN);
-          if (err !== undefined && permanent(err)) return failAttempt('failure', `cannot create pod ${podN}: ${err.message}`);
+          if (err !== undefined && permanent(err)) return failNow(`cannot create pod ${podN}: ${err.message}`);
           if (pod === undefined && wasRunning && err === undefined) return failAttempt('error', `pod ${podN} disappeared`);
           if (pod === undefined) create.push({ op: 'create', kind: 'Pod', object: stagePod(p, resolved, i, retries, inputs) });
           continue;
@@ -287,7 +292,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       const w = workloads.find((x) => x.metadata.name === wn);
       if (w === undefined || !alive(w)) {
         const err = createFailure(o.lastErrors, wn);
-        if (err !== undefined && permanent(err)) return failAttempt('failure', `cannot create ${kind} ${wn}: ${err.message}`);
+        if (err !== undefined && permanent(err)) return failNow(`cannot create ${kind} ${wn}: ${err.message}`);
         if (w === undefined && wasRunning && err === undefined) return failAttempt('error', `${kind} ${wn} disappeared`);
         if (w === undefined) create.push({ op: 'create', kind, object: stageWorkload(p, resolved, kind, resolved.workload?.spec ?? {}) });
         return { status: { ...fresh, message: `creating ${kind} ${wn}` }, actions: create, live };
@@ -319,7 +324,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       const snap = o.snapshots.find((x) => x.metadata.name === sn);
       if (snap === undefined) {
         const err = createFailure(o.lastErrors, sn);
-        if (err !== undefined && permanent(err)) return failAttempt('failure', `cannot create VolumeSnapshot ${sn}: ${err.message}`);
+        if (err !== undefined && permanent(err)) return failNow(`cannot create VolumeSnapshot ${sn}: ${err.message}`);
         artActions.push({ op: 'create', kind: 'VolumeSnapshot', object: artifactSnapshot(p, stage.name, a.name, vs.claimName, vs.volumeSnapshotClassName, gcStrategy !== 'Never') });
       } else if (snap.status?.error?.message !== undefined && snap.status.readyToUse !== true) {
         waits.push(`VolumeSnapshot ${sn}: ${snap.status.error.message}`);
