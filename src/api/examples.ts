@@ -258,6 +258,11 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('InferenceService', 'a rollout that cannot progress', 'spec.rollout.maxSurge', EXAMPLE_INFERENCE_SERVICE, (s) => (s.rollout = { maxSurge: 0, maxUnavailable: 0 })),
   invalid('InferenceService', 'LoRA adapters on triton', 'spec.model.adapters', EXAMPLE_INFERENCE_SERVICE, (s) => (s.runtime = 'triton')),
   invalid('DataPipeline', 'dependsOn a later stage', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['filter'] })),
+  invalid('DataPipeline', 'a cycle in dependsOn', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['caption'] })),
+  invalid('DataPipeline', 'a stage depending on itself', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['caption'] })),
+  invalid('DataPipeline', 'artifact with both a snapshot and a path', 'spec.stages[0].outputs.artifacts[0].volumeSnapshot', EXAMPLE_DATA_PIPELINE, (s) => {
+    list(s.stages)[0] = { ...list(s.stages)[0], outputs: { artifacts: [{ name: 'shards', volumeSnapshot: { claimName: 'work' }, path: { claimName: 'work', subPath: 'x' } }] } };
+  }),
   invalid('DataPipeline', 'dependsOn a missing stage', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['nope'] })),
   invalid('DataPipeline', 'duplicate stage names', 'spec.stages[2]', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[2] = { ...list(s.stages)[2], name: 'caption' })),
   invalid('DataPipeline', 'cpu stage with accelerators', 'spec.stages[0].acceleratorsPerReplica', EXAMPLE_DATA_PIPELINE, (s) => {

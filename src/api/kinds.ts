@@ -96,6 +96,7 @@ export const KINDS = {
       { name: 'Completed', type: 'integer', jsonPath: '.status.completedStages', description: 'Stages that succeeded.' },
       { name: 'Stages', type: 'integer', jsonPath: '.status.totalStages', description: 'Stages in the pipeline.' },
       age,
+      { name: 'Message', type: 'string', jsonPath: '.status.message', description: 'Why the pipeline is in its phase.', priority: 1 },
     ],
   },
   BatchInferenceJob: {

@@ -13,7 +13,7 @@ export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 /** REST prefix of the SITS resources (`/apis/ai.sits2026.dev/v1`). */
 export const API_PATH = `/apis/${API_GROUP_VERSION}`;
 
-export const KIND = { trainingJob: 'TrainingJob', inferenceService: 'InferenceService', podGroup: 'PodGroup', queue: 'Queue' } as const;
+export const KIND = { trainingJob: 'TrainingJob', inferenceService: 'InferenceService', batchInferenceJob: 'BatchInferenceJob', dataPipeline: 'DataPipeline', podGroup: 'PodGroup', queue: 'Queue' } as const;
 
 /** spec.schedulerName of the pods SITS schedules (also its event source and default lease name). */
 export const SCHEDULER_NAME = 'sits-scheduler';
@@ -54,6 +54,10 @@ export const LABEL = {
   inferenceService: `${P}/inference-service`,
   /** Hash of the replica's rendered pod template: a rolling update replaces the pods whose hash differs. */
   templateHash: `${P}/template-hash`,
+  // Objects the DataPipeline controller creates (pods, workloads, VolumeSnapshots, restored claims).
+  /** Every object the controller creates for a pipeline carries the pipeline's name here. */
+  dataPipeline: `${P}/data-pipeline`,
+  pipelineStage: `${P}/pipeline-stage`,
 } as const;
 
 export const ANNOTATION = {
@@ -116,6 +120,9 @@ export const ANNOTATION = {
   gangEvicted: `${P}/gang-evicted`,
   /** On a committed VolumeSnapshot: when it was seen readyToUse (RFC 3339). */
   checkpointReadyTime: `${P}/checkpoint-ready-time`,
+  // DataPipeline stages (docs/data-pipeline.md).
+  /** On a stage's pod or workload, written by the stage: its output parameters as a JSON object of strings. */
+  outputs: `${P}/outputs`,
 } as const;
 
 /** Labels of the VolumeSnapshots of a job's checkpoints (besides LABEL.trainingJob). */

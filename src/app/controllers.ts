@@ -12,6 +12,7 @@ import { trainingJobController } from '../controllers/training-job/controller.ts
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
 import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
 import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
+import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
@@ -55,7 +56,7 @@ export interface Controllers {
 }
 
 /**
- * Starts the workload controllers (TrainingJob, InferenceService) against the API server behind `client`. Resolves once the
+ * Starts the workload controllers (TrainingJob, InferenceService, DataPipeline) against the API server behind `client`. Resolves once the
  * caches are filled (or, when a CRD is missing, once that has been logged; the watch then keeps retrying).
  */
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
@@ -75,6 +76,7 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
+  running.push(await runController(client, dataPipelineController(), runnerOpts));
   const lending =
     lendingOpts === undefined || lendingOpts === false
       ? undefined

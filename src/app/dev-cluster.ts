@@ -32,7 +32,7 @@ export interface DevClusterOptions {
   readonly kubeconfig?: string;
   readonly profile?: string;
   readonly withScheduler?: boolean;
-  /** The workload controllers (TrainingJob, InferenceService): on by default; false leaves them out. */
+  /** The workload controllers (TrainingJob, InferenceService, DataPipeline): on by default; false leaves them out. */
   readonly controllers?: false | ControllerOptions;
   readonly log?: (m: string) => void;
   readonly binDir?: string;

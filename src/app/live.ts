@@ -25,7 +25,7 @@ export interface LiveAppOptions {
   readonly maxInFlight?: number;
   /** Test seam of the binder (crash tests): see KubeBinderOptions.afterGangMemberBound. */
   readonly afterGangMemberBound?: (count: number) => void;
-  /** Also run the workload controllers (TrainingJob, InferenceService); they act only while this replica leads. */
+  /** Also run the workload controllers (TrainingJob, InferenceService, DataPipeline); they act only while this replica leads. */
   readonly controllers?: boolean;
   /** With `controllers`: also the serving loop (LoRA adapters on every replica, SITS token autoscaling; app/serving-loop.ts). */
   readonly serving?: boolean;

@@ -398,6 +398,33 @@ describe('deploy manifests on a real kube-apiserver', () => {
       }
     });
 
+    it('runs the DataPipeline controller: stage pods created and bound, status written, a parameter handed on, nothing refused', async () => {
+      const dpl = '/apis/ai.sits2026.dev/v1/namespaces/rbac-dpl/datapipelines';
+      await createNs(admin, 'rbac-dpl');
+      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      const stage = (name: string, extra: Record<string, unknown>) => ({ name, container: { image: 'registry.sits2026.dev/tools/busybox:1.36' }, ...extra });
+      try {
+        await admin.post(dpl, { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'p' }, spec: { stages: [stage('a', {}), stage('b', { dependsOn: ['a'], container: { image: 'registry.sits2026.dev/tools/busybox:1.36', args: ['{{steps.a.outputs.parameters.x}}'] } })] } });
+        const pod = async (name: string): Promise<V1Pod | undefined> => (await listPods(admin, 'rbac-dpl')).find((p) => p.metadata?.name === name && (p.spec?.nodeName ?? '') !== '');
+        await waitFor('stage a pod created and bound, status written', async () => (await admin.get<{ status?: { phase?: string } }>(`${dpl}/p`)).status?.phase === 'Running' && (await pod('p-a-0')) !== undefined);
+        // No kubelet here: play its part and end the pod with a termination message.
+        await admin.request('PATCH', '/api/v1/namespaces/rbac-dpl/pods/p-a-0/status', {
+          contentType: 'application/merge-patch+json',
+          body: { status: { phase: 'Succeeded', containerStatuses: [{ name: 'main', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0, message: '{"x":"42"}' } } }] } },
+        });
+        const b = await waitFor('stage b pod created with the parameter', async () => {
+          const p = await pod('p-b-0');
+          return p?.spec?.containers[0]?.args?.[0] === '42' ? p : undefined;
+        });
+        expect(b.metadata?.ownerReferences?.[0]?.kind).toBe('DataPipeline');
+        expect(logs.filter((l) => /forbidden|403/i.test(l))).toEqual([]);
+      } finally {
+        await controllers.stop();
+        await admin.delete(`${dpl}/p`).catch(() => undefined);
+        for (const p of await listPods(admin, 'rbac-dpl')) await admin.delete(`/api/v1/namespaces/rbac-dpl/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+      }
+    });
+
     it('runs the InferenceService controller: replica pods created and bound, its Service and status written, /scale followed, nothing refused', async () => {
       const svcs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-isvc/inferenceservices';
       await createNs(admin, 'rbac-isvc');

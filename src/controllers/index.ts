@@ -9,3 +9,6 @@ export { reconcileInferenceService, planRollout, CONDITION as INFERENCE_SERVICE_
 export { replicaWriter, sitsMayScale } from './inference-service/autoscaling.ts';
 export { NO_ENGINE } from './inference-service/model.ts';
 export type { ClusterFacts, EnginePort, ReplicaEngineState, AdapterObservation, InferenceServiceObject } from './inference-service/model.ts';
+export { dataPipelineController, DATA_PIPELINE_RESOURCE } from './data-pipeline/controller.ts';
+export { reconcileDataPipeline } from './data-pipeline/reconcile.ts';
+export type { DataPipelineObject } from './data-pipeline/model.ts';

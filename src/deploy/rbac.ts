@@ -53,7 +53,7 @@ export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) 
 /** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
 export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];
 
-/** The workload controllers of src/app/controllers.ts (TrainingJob, InferenceService; more kinds get their rules here when their controllers land). */
+/** The workload controllers of src/app/controllers.ts (TrainingJob, InferenceService, DataPipeline; more kinds get their rules here when their controllers land). */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the finalizer; delete: ttlSecondsAfterFinished.
   { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
@@ -67,6 +67,12 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['inferenceservices/scale'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
+  // DataPipeline: status written, no finalizer (children go by ownerReference); delete: ttlSecondsAfterFinished.
+  // Its workload stages create and, between retries, delete TrainingJobs, BatchInferenceJobs and InferenceServices.
+  { apiGroups: [API_GROUP], resources: ['datapipelines'], verbs: ['get', 'list', 'watch', 'delete'] },
+  { apiGroups: [API_GROUP], resources: ['datapipelines/status'], verbs: ['get', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['datapipelines/finalizers'], verbs: ['update'] },
+  { apiGroups: [API_GROUP], resources: ['trainingjobs', 'batchinferencejobs', 'inferenceservices'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md) and the serving loop's engine-state
   // annotation on InferenceService replicas (LoRA adapters, ADR 0110).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
@@ -79,7 +85,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
-  // spec.checkpoint: the claim of claimTemplate and the job's VolumeSnapshots (patch: the committed label).
+  // spec.checkpoint: the claim of claimTemplate and the job's VolumeSnapshots (patch: the committed label); a
+  // DataPipeline's artifact snapshots and the claims restored from them.
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: ['snapshot.storage.k8s.io'], resources: ['volumesnapshots'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },

@@ -1,7 +1,9 @@
 /**
  * Dev mode only — not part of the product. Plays the kubelet for nodes that have none: a bound pod on a
  * fake node becomes Running (with a pod IP and a started container); annotation
- * `dev.sits2026.dev/exit-code: "0"` (or any other code) makes it Succeeded (or Failed) with that exit code;
+ * `dev.sits2026.dev/exit-code: "0"` (or any other code) makes it Succeeded (or Failed) with that exit code, and
+ * `dev.sits2026.dev/termination-message` is then the first container's termination message (what a real container
+ * writes to /dev/termination-log);
  * a pod being deleted on a fake node is removed at once. Readiness stands in for the readiness probe: a pod is
  * Ready unless annotation `dev.sits2026.dev/ready: "false"` says its engine's health endpoint would not answer
  * (setting it to "true" or "false" on a running pod flips its Ready condition). With `engines` (llm/engine-pods.ts),
@@ -19,6 +21,8 @@ import { EnginePods, type EnginePodsOptions } from './llm/engine-pods.ts';
 export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
 /** `"false"`: the pod runs but its readiness probe fails (an engine that never becomes ready). */
 export const READY_ANNOTATION = 'dev.sits2026.dev/ready';
+/** The first container's termination message once the pod exits (DataPipeline stages report outputs so). */
+export const TERMINATION_MESSAGE_ANNOTATION = 'dev.sits2026.dev/termination-message';
 
 type Cond = { type: string; status: string; lastTransitionTime: string; reason?: string; message?: string };
 
@@ -176,6 +180,7 @@ export class FakeKubelet {
         this.stats.started++;
       } else if (phase === 'Running' && exit !== undefined) {
         const code = Number(exit);
+        const termination = p.metadata?.annotations?.[TERMINATION_MESSAGE_ANNOTATION];
         await this.client.request('PATCH', `${path}/status`, {
           contentType: 'application/merge-patch+json',
           body: {
@@ -183,7 +188,7 @@ export class FakeKubelet {
             status: {
               phase: code === 0 ? 'Succeeded' : 'Failed',
               conditions: [{ type: 'Ready', status: 'False', reason: code === 0 ? 'PodCompleted' : 'PodFailed', lastTransitionTime: now }],
-              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now } } })),
+              containerStatuses: containers.map((c, i) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now, ...(i === 0 && termination !== undefined ? { message: termination } : {}) } } })),
             },
           },
         });

@@ -1,6 +1,8 @@
 // DataPipeline: a graph of stages on heterogeneous devices — CPU pre-processing, GPU inference, NPU
 // post-processing running as a streaming pipeline (seed 004 §2.5), or fine-tune → export → serve steps
-// (seed 001 §5). Stages are listed in dependency order, which makes cycles impossible to express.
+// (seed 001 §5). Stages are listed in dependency order, which makes cycles impossible to express (ADR 0119).
+// Argo-like on top: `when` conditions on outcomes, parameters and volume artifacts handed between stages,
+// `retryStrategy`, artifact GC.
 import { Type, type Static } from '@sinclair/typebox';
 import {
   Conditions,
@@ -39,6 +41,95 @@ export const StageWorkload = Obj(
 );
 export type StageWorkload = Static<typeof StageWorkload>;
 
+/** Argo-style durations: "30s", "1m30s", "500ms", or a plain number of seconds. */
+export const DURATION_PATTERN = '^([0-9]+(ms|s|m|h))+$|^[0-9]+$';
+const Duration = (description: string) => Type.String({ description, pattern: DURATION_PATTERN, maxLength: 32 });
+
+export const RETRY_POLICIES = ['Always', 'OnFailure', 'OnError'] as const;
+export type RetryPolicy = (typeof RETRY_POLICIES)[number];
+
+export const RetryStrategy = Obj(
+  {
+    limit: Type.Integer({ description: 'Retries after the first attempt. Default: 0.', minimum: 0, maximum: 100, default: 0 }),
+    retryPolicy: StringEnum(RETRY_POLICIES, {
+      description: 'OnFailure retries a stage whose container exited non-zero (or whose workload failed); OnError one whose pod or workload was lost (evicted, deleted, never ran to an exit code); Always both. Default: OnFailure.',
+      default: 'OnFailure',
+    }),
+    backoff: Type.Optional(
+      Obj(
+        {
+          duration: Duration('Wait before the first retry, e.g. "10s". Default: 0 (retry at once).'),
+          factor: Type.Integer({ description: 'Each further retry waits factor times longer. Default: 2.', minimum: 1, maximum: 10, default: 2 }),
+          maxDuration: Type.Optional(Duration('No retry starts later than this after the stage first started; the stage fails instead.')),
+        },
+        { description: 'Exponential backoff between attempts.' },
+      ),
+    ),
+  },
+  { description: 'Argo-like retries of a failed stage; when set it replaces maxRetries.' },
+);
+export type RetryStrategy = Static<typeof RetryStrategy>;
+
+const ARTIFACT_NAME_MAX = 20;
+
+export const OutputArtifact = withRules(
+  Obj(
+    {
+      name: DnsLabel('Artifact name, unique in the stage.', ARTIFACT_NAME_MAX),
+      volumeSnapshot: Type.Optional(
+        Obj(
+          {
+            claimName: Type.String({ description: 'PVC the stage wrote; snapshotted once the stage succeeds. May use {{...}} parameters.', minLength: 1, maxLength: 253 }),
+            volumeSnapshotClassName: Type.Optional(Type.String({ description: 'VolumeSnapshotClass; unset means the cluster default.', maxLength: 253 })),
+          },
+          { description: 'Record the output as a VolumeSnapshot of a claim (handed over by volume, never copied).' },
+        ),
+      ),
+      path: Type.Optional(
+        Obj(
+          {
+            claimName: Type.String({ description: 'PVC holding the output. May use {{...}} parameters.', minLength: 1, maxLength: 253 }),
+            subPath: Type.String({ description: 'Path inside the claim, e.g. adapters/run-1. Default: the claim\'s root.', maxLength: 1024, default: '' }),
+          },
+          { description: 'Record the output as a path on a shared claim; consumers mount the same claim.' },
+        ),
+      ),
+    },
+    { description: 'An output recorded as an artifact.' },
+  ),
+  [
+    {
+      rule: 'has(self.volumeSnapshot) != has(self.path)',
+      message: 'set exactly one of volumeSnapshot or path',
+      fieldPath: '.volumeSnapshot',
+      check: (self) => (self.volumeSnapshot === undefined) !== (self.path === undefined),
+    },
+  ],
+);
+export type OutputArtifact = Static<typeof OutputArtifact>;
+
+export const InputArtifact = Obj(
+  {
+    name: DnsLabel('Name under which the stage refers to it ({{inputs.artifacts.NAME.claimName}}).', ARTIFACT_NAME_MAX),
+    from: Obj(
+      {
+        stage: DnsLabel('Stage that produced it; must be in dependsOn.', STAGE_NAME_MAX),
+        artifact: DnsLabel('Its output artifact name.', ARTIFACT_NAME_MAX),
+      },
+      { description: 'Which output artifact.' },
+    ),
+    mountPath: Type.Optional(Type.String({ description: 'Where container stages mount it (read-only for path artifacts).', minLength: 1, maxLength: 4096 })),
+    storageClassName: Type.Optional(Type.String({ description: 'StorageClass of the claim restored from a snapshot; unset means the cluster default.', maxLength: 253 })),
+    size: Type.Optional(Type.String({ description: 'Size of the restored claim; unset means the snapshot\'s restoreSize.', maxLength: 64 })),
+    accessMode: StringEnum(['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany'], {
+      description: 'Access mode of the claim restored from a snapshot (ReadOnlyMany or ReadWriteMany when replicas on several nodes mount it). Default: ReadWriteOnce.',
+      default: 'ReadWriteOnce',
+    }),
+  },
+  { description: 'An artifact of an earlier stage, mounted by volume: a claim restored from its snapshot, or its claim and path.' },
+);
+export type InputArtifact = Static<typeof InputArtifact>;
+
 export const PipelineStage = withRules(
   Obj(
     {
@@ -65,6 +156,43 @@ export const PipelineStage = withRules(
       podTemplate: Type.Optional(PodTemplate),
       workload: Type.Optional(StageWorkload),
       maxRetries: Type.Integer({ description: 'Retries of a failed stage replica before the stage fails. Default: 3.', minimum: 0, maximum: 100, default: 3 }),
+      retryStrategy: Type.Optional(RetryStrategy),
+      when: Type.Optional(
+        Type.String({
+          description:
+            'Run only if this holds once the stages it names have finished, e.g. "train.Succeeded && !eval.Failed" (names: stages in dependsOn; outcomes Succeeded, Failed, Skipped, Completed = Succeeded or Failed; && || ! and parentheses). False: the stage is Skipped. Unset: every dependency must succeed.',
+          minLength: 1,
+          maxLength: 1024,
+        }),
+      ),
+      inputs: Type.Optional(
+        Obj(
+          {
+            artifacts: Type.Optional(Type.Array(InputArtifact, { description: 'Artifacts mounted into the stage.', maxItems: 8, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })),
+          },
+          { description: 'What the stage takes from earlier stages besides {{steps.NAME.outputs.parameters.X}} substitutions.' },
+        ),
+      ),
+      outputs: Type.Optional(
+        Obj(
+          {
+            parameters: Type.Optional(
+              Type.Array(
+                Obj(
+                  {
+                    name: Type.String({ description: 'Parameter name.', minLength: 1, maxLength: 63, pattern: '^[A-Za-z0-9_-]+$' }),
+                    default: Type.Optional(Type.String({ description: 'Value when the stage does not report one; unset makes it required.', maxLength: 4096 })),
+                  },
+                  { description: 'A declared output parameter.' },
+                ),
+                { description: 'Parameters the stage reports: a JSON object in the container\'s termination message, or in the ai.sits2026.dev/outputs annotation of its pod or workload.', maxItems: 16, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+              ),
+            ),
+            artifacts: Type.Optional(Type.Array(OutputArtifact, { description: 'Outputs recorded as artifacts once the stage succeeds.', maxItems: 8, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })),
+          },
+          { description: 'What the stage hands on.' },
+        ),
+      ),
     },
     { description: 'One stage of the pipeline.' },
   ),
@@ -92,9 +220,14 @@ export const PipelineStage = withRules(
 export type PipelineStage = Static<typeof PipelineStage>;
 
 // An index-aware comprehension (CEL two-variable all/exists, Kubernetes >= 1.33) expresses "listed
-// earlier" directly; indexOf() over a map() result is priced as unbounded by the cost estimator.
-const STAGE_ORDER_RULE =
-  'self.stages.all(i, s, !has(s.dependsOn) || s.dependsOn.all(d, self.stages.exists(j, t, j < i && t.name == d)))';
+// earlier" directly; indexOf() over a map() result is priced as unbounded by the cost estimator. Two rules so
+// that an unknown name and a backward edge (every cycle has one) get their own message (ADR 0119). No
+// messageExpression naming the stage: its estimated cost over 32 stages × 16 names exceeds the apiserver's budget.
+const known = (d: string) => `self.stages.exists(t, t.name == ${d})`;
+const STAGE_KNOWN_RULE = `self.stages.all(s, !has(s.dependsOn) || s.dependsOn.all(d, ${known('d')}))`;
+const STAGE_ORDER_RULE = `self.stages.all(i, s, !has(s.dependsOn) || s.dependsOn.all(d, !${known('d')} || self.stages.exists(j, t, j < i && t.name == d)))`;
+
+export const ARTIFACT_GC_STRATEGIES = ['OnPipelineCompletion', 'OnPipelineDeletion', 'Never'] as const;
 
 export const DataPipelineSpec = withRules(
   Obj(
@@ -117,15 +250,33 @@ export const DataPipelineSpec = withRules(
       suspend: Type.Boolean({ description: 'When true no new stage pods start; running ones are deleted. Default: false.', default: false }),
       activeDeadlineSeconds: Type.Optional(Type.Integer({ description: 'Wall-clock limit for the whole pipeline.', minimum: 1, format: 'int64' })),
       ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the finished pipeline after this many seconds; unset keeps it.', minimum: 0, format: 'int64' })),
+      artifactGC: Type.Optional(
+        Obj(
+          {
+            strategy: StringEnum(ARTIFACT_GC_STRATEGIES, {
+              description: 'OnPipelineCompletion deletes the artifact snapshots once the pipeline finishes; OnPipelineDeletion when it is deleted (they are owned by it); Never leaves them (no owner). Default: OnPipelineDeletion.',
+              default: 'OnPipelineDeletion',
+            }),
+            keepLast: Type.Optional(Type.Integer({ description: 'With OnPipelineCompletion: keep the last N artifacts produced (e.g. the final model), delete the earlier ones.', minimum: 0, maximum: 64 })),
+          },
+          { description: 'When the pipeline\'s artifact snapshots are deleted. Restored claims are owned by the pipeline and go with it.' },
+        ),
+      ),
     },
     { description: 'Desired state of a DataPipeline.' },
   ),
   [
     {
-      rule: STAGE_ORDER_RULE,
-      message: 'dependsOn must name stages listed earlier in stages (so the graph has no cycles)',
+      rule: STAGE_KNOWN_RULE,
+      message: 'dependsOn names a stage that does not exist in stages',
       fieldPath: '.stages',
-      check: (self) => self.stages.every((s, i) => (s.dependsOn ?? []).every((d) => self.stages.some((t, j) => j < i && t.name === d))),
+      check: (self) => self.stages.every((s) => (s.dependsOn ?? []).every((d) => self.stages.some((t) => t.name === d))),
+    },
+    {
+      rule: STAGE_ORDER_RULE,
+      message: 'dependsOn must name a stage listed earlier in stages: a later stage or the stage itself would make a cycle',
+      fieldPath: '.stages',
+      check: (self) => self.stages.every((s, i) => (s.dependsOn ?? []).every((d) => !self.stages.some((t) => t.name === d) || self.stages.some((t, j) => j < i && t.name === d))),
     },
   ],
 );
@@ -143,9 +294,36 @@ export const StageStatus = Obj(
     startTime: Type.Optional(Timestamp('When the stage started.')),
     completionTime: Type.Optional(Timestamp('When the stage finished.')),
     message: Type.Optional(Type.String({ description: 'Why the stage is in its phase.', maxLength: 4096 })),
+    nextRetryTime: Type.Optional(Timestamp('When the next attempt starts (backoff).')),
+    outputs: Type.Optional(
+      Obj(
+        {
+          parameters: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { description: 'Output parameters by name.', maxProperties: 32 })),
+          artifacts: Type.Optional(
+            Type.Array(
+              Obj(
+                {
+                  name: Type.String({ description: 'Artifact name.', maxLength: ARTIFACT_NAME_MAX }),
+                  volumeSnapshotName: Type.Optional(Type.String({ description: 'The VolumeSnapshot holding it.', maxLength: 253 })),
+                  claimName: Type.Optional(Type.String({ description: 'The claim holding it (path artifacts).', maxLength: 253 })),
+                  subPath: Type.Optional(Type.String({ description: 'Path inside the claim.', maxLength: 1024 })),
+                  readyToUse: Type.Boolean({ description: 'True once it can be restored or mounted.' }),
+                  deleted: Type.Optional(Type.Boolean({ description: 'True once garbage-collected by artifactGC.' })),
+                },
+                { description: 'A recorded artifact.' },
+              ),
+              { description: 'Output artifacts.', maxItems: 8 },
+            ),
+          ),
+        },
+        { description: 'What the stage handed on.' },
+      ),
+    ),
   },
   { description: 'Progress of one stage.' },
 );
+
+export type StageStatus = Static<typeof StageStatus>;
 
 export const DataPipelineStatus = Obj(
   {
@@ -164,6 +342,7 @@ export const DataPipelineStatus = Obj(
     totalStages: Type.Optional(Count('Stages in the pipeline.')),
     startTime: Type.Optional(Timestamp('When the first stage started.')),
     completionTime: Type.Optional(Timestamp('When the pipeline finished.')),
+    message: Type.Optional(Type.String({ description: 'Why the pipeline is in its phase (the failed stage and its reason).', maxLength: 4096 })),
   },
   { description: 'Observed state of a DataPipeline, written by the controller.' },
 );
