@@ -54,6 +54,8 @@ export const LABEL = {
   inferenceService: `${P}/inference-service`,
   /** Hash of the replica's rendered pod template: a rolling update replaces the pods whose hash differs. */
   templateHash: `${P}/template-hash`,
+  /** A multi-pod replica (podsPerReplica > 1): 0 on its leader, 1.. on its workers (LWS's worker-index). */
+  workerIndex: `${P}/worker-index`,
 } as const;
 
 export const ANNOTATION = {
