@@ -83,16 +83,16 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
   const runtime = runtimeFor(spec.runtime);
   if (runtime === undefined) return { ok: false, issues: [{ field: 'spec.runtime', message: `unknown runtime ${JSON.stringify(spec.runtime)}` }] };
   const port = spec.port ?? runtime.defaultPort;
+  const pods = podsPerReplica(spec);
+  const multi = runtime.multiNode;
+  const multiIssue: SpecIssue[] = pods > 1 && multi === undefined ? [{ field: 'spec.podsPerReplica', message: `${runtime.displayName} runs in one pod only: podsPerReplica ${pods} needs a runtime with multi-node serving (vllm)` }] : [];
   const args = runtime.args({ spec, port, modelDir: MODEL_DIR, adapterDir });
-  if (!args.ok) return { ok: false, issues: args.issues };
+  if (!args.ok || multiIssue.length > 0) return { ok: false, issues: [...multiIssue, ...(args.ok ? [] : args.issues)] };
   const metricsPort = runtime.metricsPort ?? port;
   const issues: SpecIssue[] = [];
   for (const [name, p] of Object.entries(runtime.extraPorts)) {
     if (p === port) issues.push({ field: 'spec.port', message: `port ${port} is the ${runtime.displayName} ${name} port; choose another serving port` });
   }
-  const pods = podsPerReplica(spec);
-  const multi = runtime.multiNode;
-  if (pods > 1 && multi === undefined) issues.push({ field: 'spec.podsPerReplica', message: `${runtime.displayName} runs in one pod only: podsPerReplica ${pods} needs a runtime with multi-node serving (vllm)` });
   if (issues.length > 0) return { ok: false, issues };
 
   // The runtime's environment first; spec.container.env overrides an entry of the same name.
