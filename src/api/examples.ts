@@ -310,6 +310,27 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     s.container = { env: [{ name: 'HF_TOKEN', value: 'x', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }] };
   }),
   { name: 'name too long', kind: 'InferenceService', path: 'metadata', manifest: { ...EXAMPLE_INFERENCE_SERVICE, metadata: { name: 'q'.repeat(51) } } },
+  // Multi-pod replicas (ADR 0134).
+  invalid('InferenceService', 'GPUs not a multiple of podsPerReplica', 'spec.podsPerReplica', EXAMPLE_INFERENCE_SERVICE, (s) => {
+    s.podsPerReplica = 3;
+    s.gpusPerReplica = 8;
+    delete s.tensorParallelSize;
+  }),
+  invalid('InferenceService', 'tensor parallel neither inside a pod nor over whole pods', 'spec.tensorParallelSize', EXAMPLE_INFERENCE_SERVICE, (s) => {
+    s.podsPerReplica = 2;
+    // 6 GPUs a pod: TP 4 divides the replica's 12 GPUs but neither fits a pod nor spans whole pods.
+    s.gpusPerReplica = 12;
+    s.tensorParallelSize = 4;
+  }),
+  invalid('InferenceService', 'replica topology preferred wider than required', 'spec.replicaTopology.preferredLevel', EXAMPLE_INFERENCE_SERVICE, (s) => {
+    s.replicaTopology = { requiredLevel: 'rack', preferredLevel: 'zone' };
+  }),
+  {
+    name: 'multi-pod name too long',
+    kind: 'InferenceService',
+    path: 'metadata',
+    manifest: { ...EXAMPLE_INFERENCE_SERVICE, metadata: { name: 'q'.repeat(41) }, spec: { ...(EXAMPLE_INFERENCE_SERVICE.spec as Record<string, unknown>), podsPerReplica: 2, gpusPerReplica: 16, tensorParallelSize: 8 } },
+  },
   invalid('DataPipeline', 'fractional GPUs', 'spec.stages[1].resources', EXAMPLE_DATA_PIPELINE, (s) => {
     list(s.stages)[1] = { ...list(s.stages)[1], resources: { 'nvidia.com/gpu': '1.5' } };
   }),

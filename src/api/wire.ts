@@ -58,6 +58,8 @@ export const LABEL = {
   /** Every object the controller creates for a pipeline carries the pipeline's name here. */
   dataPipeline: `${P}/data-pipeline`,
   pipelineStage: `${P}/pipeline-stage`,
+  /** A multi-pod replica (podsPerReplica > 1): 0 on its leader, 1.. on its workers (LWS's worker-index). */
+  workerIndex: `${P}/worker-index`,
 } as const;
 
 export const ANNOTATION = {

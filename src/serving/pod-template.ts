@@ -5,7 +5,7 @@
  * shared with the BatchInferenceJob (issue 13). A spec the runtime cannot honour yields every issue at once.
  */
 import type { InferenceServiceSpec } from '../api/schema/inference-service.ts';
-import type { HttpProbe, RuntimeDefinition, SpecIssue } from './runtime.ts';
+import { gpusPerPod, podsPerReplica, type HttpProbe, type RuntimeDefinition, type SpecIssue } from './runtime.ts';
 import { runtimeFor } from './runtimes/index.ts';
 
 /** Where the controller puts the weights and the adapters (KServe's storage-initializer convention). */
@@ -44,6 +44,9 @@ export interface ServingContainer {
   readonly imagePullPolicy?: string;
   readonly workingDir?: string;
 }
+/** A worker of a multi-pod replica: the engine's worker process, no API server and so no probes. */
+export type WorkerContainer = Omit<ServingContainer, 'readinessProbe' | 'livenessProbe' | 'startupProbe'>;
+
 export interface ReplicaTemplate {
   readonly runtime: RuntimeDefinition;
   readonly port: number;
@@ -53,6 +56,9 @@ export interface ReplicaTemplate {
   readonly minComputeCapability: string;
   /** The engine only runs on the GPU model it was built for (Triton/TensorRT-LLM): pin replicas to one model. */
   readonly pinGpuModel: boolean;
+  /** Pods of one replica; above 1 the container is the leader's and `worker` every other pod's. */
+  readonly podsPerReplica: number;
+  readonly worker?: WorkerContainer;
 }
 
 export type RenderResult = { readonly ok: true; readonly template: ReplicaTemplate } | { readonly ok: false; readonly issues: readonly SpecIssue[] };
@@ -77,8 +83,11 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
   const runtime = runtimeFor(spec.runtime);
   if (runtime === undefined) return { ok: false, issues: [{ field: 'spec.runtime', message: `unknown runtime ${JSON.stringify(spec.runtime)}` }] };
   const port = spec.port ?? runtime.defaultPort;
+  const pods = podsPerReplica(spec);
+  const multi = runtime.multiNode;
+  const multiIssue: SpecIssue[] = pods > 1 && multi === undefined ? [{ field: 'spec.podsPerReplica', message: `${runtime.displayName} runs in one pod only: podsPerReplica ${pods} needs a runtime with multi-node serving (vllm)` }] : [];
   const args = runtime.args({ spec, port, modelDir: MODEL_DIR, adapterDir });
-  if (!args.ok) return { ok: false, issues: args.issues };
+  if (!args.ok || multiIssue.length > 0) return { ok: false, issues: [...multiIssue, ...(args.ok ? [] : args.issues)] };
   const metricsPort = runtime.metricsPort ?? port;
   const issues: SpecIssue[] = [];
   for (const [name, p] of Object.entries(runtime.extraPorts)) {
@@ -90,19 +99,23 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
   const env = new Map<string, EnvVar>(Object.entries(runtime.env({ spec, port, modelDir: MODEL_DIR, adapterDir })).map(([name, value]) => [name, { name, value }]));
   for (const e of spec.container?.env ?? []) env.set(e.name, { name: e.name, ...(e.value !== undefined ? { value: e.value } : {}), ...(e.valueFrom !== undefined ? { valueFrom: e.valueFrom } : {}) });
 
-  const gpus = String(spec.gpusPerReplica);
+  const gpus = String(gpusPerPod(spec));
   const extra = Object.fromEntries(Object.entries(spec.resources ?? {}).map(([k, v]) => [k, String(v)]));
   const resources = spec.gpusPerReplica > 0 ? { limits: { ...extra, 'nvidia.com/gpu': gpus }, requests: { ...extra, 'nvidia.com/gpu': gpus } } : { limits: extra, requests: extra };
-  const command = spec.container?.command ?? (runtime.command.length > 0 ? runtime.command : undefined);
+  // The spec's args come after the runtime's: the engines' parsers let the last occurrence of a flag win.
+  const engineArgs = [...args.args, ...(pods > 1 && multi !== undefined ? multi.extraArgs : []), ...(spec.container?.args ?? [])];
+  // A multi-pod leader wraps the engine in the runtime's cluster start-up, unless the spec gives its own command.
+  const leader = pods > 1 && multi !== undefined && spec.container?.command === undefined ? multi.leader(engineArgs) : undefined;
+  const command = leader?.command ?? spec.container?.command ?? (runtime.command.length > 0 ? runtime.command : undefined);
+  const extraPorts = { ...runtime.extraPorts, ...(pods > 1 ? multi?.leaderPorts : {}) };
   const container: ServingContainer = {
     name: SERVING_CONTAINER,
     image: spec.container?.image ?? runtime.image,
     ...(command !== undefined ? { command } : {}),
-    // The spec's args come after the runtime's: the engines' parsers let the last occurrence of a flag win.
-    args: [...args.args, ...(spec.container?.args ?? [])],
+    args: leader?.args ?? engineArgs,
     ports: [
       { name: 'http', containerPort: port, protocol: 'TCP' },
-      ...Object.entries(runtime.extraPorts).map(([name, containerPort]) => ({ name, containerPort, protocol: 'TCP' as const })),
+      ...Object.entries(extraPorts).map(([name, containerPort]) => ({ name, containerPort, protocol: 'TCP' as const })),
     ],
     env: [...env.values()],
     resources,
@@ -114,5 +127,20 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
   };
   const asked = spec.gpu?.minComputeCapability;
   const minComputeCapability = asked !== undefined && compareComputeCapability(asked, runtime.gpus.minComputeCapability) > 0 ? asked : runtime.gpus.minComputeCapability;
-  return { ok: true, template: { runtime, port, metricsPort, container, minComputeCapability, pinGpuModel: runtime.gpus.boundToBuildGpu } };
+  const workerLine = pods > 1 ? multi?.worker() : undefined;
+  const worker: WorkerContainer | undefined =
+    workerLine === undefined
+      ? undefined
+      : {
+          name: SERVING_CONTAINER,
+          image: container.image,
+          command: workerLine.command,
+          args: workerLine.args,
+          ports: [],
+          env: container.env,
+          resources,
+          ...(container.imagePullPolicy !== undefined ? { imagePullPolicy: container.imagePullPolicy } : {}),
+          ...(container.workingDir !== undefined ? { workingDir: container.workingDir } : {}),
+        };
+  return { ok: true, template: { runtime, port, metricsPort, container, minComputeCapability, pinGpuModel: runtime.gpus.boundToBuildGpu, podsPerReplica: pods, ...(worker === undefined ? {} : { worker }) } };
 }

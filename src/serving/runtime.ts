@@ -85,6 +85,30 @@ export interface GpuSupport {
   readonly boundToBuildGpu: boolean;
 }
 
+/** A process of a multi-pod replica: the container's command and args. */
+export interface ProcessLine {
+  readonly command: readonly string[];
+  readonly args: readonly string[];
+}
+
+/**
+ * How the engine runs as one replica over several pods (LeaderWorkerSet style). The pods get LWS's environment:
+ * LWS_LEADER_ADDRESS (the leader's DNS name), LWS_GROUP_SIZE, LWS_WORKER_INDEX (0 on the leader).
+ */
+export interface MultiNodeSupport {
+  /** The leader's process: joins the workers and serves the API with `engineArgs` (the runtime's args plus `extraArgs`). */
+  readonly leader: (engineArgs: readonly string[]) => ProcessLine;
+  /** A worker's process: joins the leader at $LWS_LEADER_ADDRESS. */
+  readonly worker: () => ProcessLine;
+  /** Engine flags only a multi-pod replica needs (vLLM: the Ray executor). */
+  readonly extraArgs: readonly string[];
+  /** Ports the workers reach on the leader (vLLM: Ray's GCS on 6379). */
+  readonly leaderPorts: Readonly<Record<string, number>>;
+}
+
+/** A word for `sh -c`: single-quoted unless it is plainly safe. */
+export const shellWord = (w: string): string => (/^[A-Za-z0-9_./:=,@%+-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`);
+
 export interface RuntimeDefinition {
   readonly name: InferenceRuntime;
   readonly displayName: string;
@@ -106,6 +130,8 @@ export interface RuntimeDefinition {
   readonly metrics: EngineMetricNames;
   readonly lora: LoraApi;
   readonly gpus: GpuSupport;
+  /** Unset: the engine runs in one pod only, and podsPerReplica > 1 is refused. */
+  readonly multiNode?: MultiNodeSupport;
 }
 
 /** The served model name: spec.model.name, else the last path segment of the URI. */
@@ -121,9 +147,18 @@ export function huggingFaceId(uri: string): string | undefined {
   return m?.[1]?.replace(/\/+$/, '');
 }
 
-/** Tensor-parallel degree inside a replica (the spec default: every GPU of the replica). */
+/** Pods of one replica (1 unless multi-node: a leader and its workers). */
+export const podsPerReplica = (spec: InferenceServiceSpec): number => Math.max(1, spec.podsPerReplica ?? 1);
+
+/** GPUs of each pod of a replica. */
+export const gpusPerPod = (spec: InferenceServiceSpec): number => Math.floor(spec.gpusPerReplica / podsPerReplica(spec));
+
+/**
+ * Tensor-parallel degree inside a replica (the spec default: every GPU of the replica; with several pods, the GPUs
+ * of one pod — vLLM's multi-node guidance: TP = GPUs per node, PP = nodes).
+ */
 export function tensorParallel(spec: InferenceServiceSpec): number {
-  return spec.tensorParallelSize ?? Math.max(1, spec.gpusPerReplica);
+  return spec.tensorParallelSize ?? Math.max(1, podsPerReplica(spec) > 1 ? gpusPerPod(spec) : spec.gpusPerReplica);
 }
 
 /** Pipeline-parallel degree: the GPUs of a replica not used by tensor parallelism are pipeline stages. */

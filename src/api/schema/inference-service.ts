@@ -19,6 +19,9 @@ import {
   withRules,
   Count,
   ObservedGeneration,
+  TopologyLevelEnum,
+  celLevelAtMost,
+  topologyRank,
 } from './common.ts';
 
 export const INFERENCE_RUNTIMES = ['vllm', 'tgi', 'triton', 'llamacpp'] as const;
@@ -199,6 +202,28 @@ export const RolloutStrategy = withRules(
 );
 export type RolloutStrategy = Static<typeof RolloutStrategy>;
 
+/** Where the pods of one multi-pod replica may go (the gang's topology, as a TrainingJob's). */
+export const ReplicaTopology = withRules(
+  Obj(
+    {
+      requiredLevel: Type.Optional(
+        TopologyLevelEnum('The pods of one replica must share one domain of this level (nvlink-domain, node, rack, block or zone); unset means none, unless tensor parallelism spans the pods (then nvlink-domain).'),
+      ),
+      preferredLevel: Type.Optional(TopologyLevelEnum('The scheduler prefers to pack the pods of one replica into one domain of this level. Default: rack.')),
+    },
+    { description: 'Placement of the pods of one replica (podsPerReplica > 1).' },
+  ),
+  [
+    {
+      rule: `!has(self.requiredLevel) || !has(self.preferredLevel) || ${celLevelAtMost('self.preferredLevel', 'self.requiredLevel')}`,
+      message: 'preferredLevel must be the same as or narrower than requiredLevel (nvlink-domain < node < rack < block < zone)',
+      fieldPath: '.preferredLevel',
+      check: (self) => self.requiredLevel === undefined || self.preferredLevel === undefined || topologyRank(self.preferredLevel) <= topologyRank(self.requiredLevel),
+    },
+  ],
+);
+export type ReplicaTopology = Static<typeof ReplicaTopology>;
+
 export const InferenceServiceSpec = withRules(
   Obj(
     {
@@ -209,8 +234,20 @@ export const InferenceServiceSpec = withRules(
       maxReplicas: Type.Optional(Type.Integer({ description: 'Upper bound for replicas; required with autoscaling.', minimum: 1, maximum: 1000 })),
       gpusPerReplica: Type.Integer({ description: 'GPUs per replica. Default: 1.', minimum: 0, maximum: 64, default: 1 }),
       tensorParallelSize: Type.Optional(
-        Type.Integer({ description: 'Tensor-parallel degree inside a replica; must divide gpusPerReplica. Unset means gpusPerReplica.', minimum: 1, maximum: 64 }),
+        Type.Integer({
+          description: 'Tensor-parallel degree inside a replica; must divide gpusPerReplica. Unset means gpusPerReplica (with podsPerReplica > 1: the GPUs of one pod; the pods are then pipeline stages).',
+          minimum: 1,
+          maximum: 64,
+        }),
       ),
+      podsPerReplica: Type.Integer({
+        description:
+          'Pods of one replica (multi-node serving, LeaderWorkerSet\'s size): a leader that runs the engine\'s API server and podsPerReplica - 1 workers, each with gpusPerReplica / podsPerReplica GPUs, scheduled as one gang, created, restarted and rolled as a unit. Default: 1.',
+        minimum: 1,
+        maximum: 16,
+        default: 1,
+      }),
+      replicaTopology: Type.Optional(ReplicaTopology),
       engine: Type.Optional(EngineTuning),
       gpu: Type.Optional(GpuRequirements),
       resources: Type.Optional(ResourceList('Additional resources per replica (cpu, memory, ...); GPUs come from gpusPerReplica.')),
@@ -267,6 +304,23 @@ export const InferenceServiceSpec = withRules(
       fieldPath: '.tensorParallelSize',
       check: (self) =>
         self.tensorParallelSize === undefined || (self.tensorParallelSize <= self.gpusPerReplica && self.gpusPerReplica % self.tensorParallelSize === 0),
+    },
+    {
+      rule: 'self.podsPerReplica == 1 || (self.gpusPerReplica >= self.podsPerReplica && self.gpusPerReplica % self.podsPerReplica == 0)',
+      message: 'gpusPerReplica must be a positive multiple of podsPerReplica: every pod of a replica gets gpusPerReplica / podsPerReplica GPUs',
+      fieldPath: '.podsPerReplica',
+      check: (self) => self.podsPerReplica === 1 || (self.gpusPerReplica >= self.podsPerReplica && self.gpusPerReplica % self.podsPerReplica === 0),
+    },
+    {
+      // Tensor-parallel ranks either stay inside one pod (the pods are pipeline stages) or span whole pods.
+      rule: '!has(self.tensorParallelSize) || self.podsPerReplica == 1 || self.gpusPerReplica < self.podsPerReplica || (self.gpusPerReplica / self.podsPerReplica) % self.tensorParallelSize == 0 || self.tensorParallelSize % (self.gpusPerReplica / self.podsPerReplica) == 0',
+      message: 'with podsPerReplica > 1, tensorParallelSize must divide the GPUs of one pod (gpusPerReplica / podsPerReplica) or be a multiple of them',
+      fieldPath: '.tensorParallelSize',
+      check: (self) => {
+        if (self.tensorParallelSize === undefined || self.podsPerReplica === 1 || self.gpusPerReplica < self.podsPerReplica) return true;
+        const perPod = Math.floor(self.gpusPerReplica / self.podsPerReplica);
+        return perPod % self.tensorParallelSize === 0 || self.tensorParallelSize % perPod === 0;
+      },
     },
     {
       rule: "self.runtime != 'triton' || !has(self.model.adapters) || size(self.model.adapters) == 0",
@@ -335,6 +389,14 @@ export type InferenceServiceStatus = Static<typeof InferenceServiceStatus>;
 
 export const InferenceService = withRules(
   Resource('InferenceService', InferenceServiceSpec, InferenceServiceStatus, 'A model served by vLLM, TGI, Triton or llama.cpp, autoscaled on tokens and queue depth.'),
-  [nameLengthRule(50, 'the name is used for the Service and pod names, which must stay valid DNS labels')],
+  [
+    nameLengthRule(50, 'the name is used for the Service and pod names, which must stay valid DNS labels'),
+    {
+      rule: 'self.spec.podsPerReplica == 1 || self.metadata.name.size() <= 40',
+      message: 'metadata.name must be at most 40 characters with podsPerReplica > 1: the pods\' hostnames (<name>-<hash>-<slot>-<worker>) must stay DNS labels',
+      fieldPath: '.metadata',
+      check: (self) => self.spec.podsPerReplica === 1 || (self.metadata.name ?? '').length <= 40,
+    },
+  ],
 );
 export type InferenceService = Static<typeof InferenceService>;

@@ -7,6 +7,12 @@ import { LABEL } from '../../api/wire.ts';
 
 export const serviceName = (isvc: string): string => isvc;
 export const replicaPodName = (isvc: string, hash: string, slot: number): string => `${isvc}-${hash}-${slot}`;
+/** A worker of a multi-pod replica: its leader's name and its index (LWS's `<leader>-<index>`). */
+export const workerPodName = (leader: string, index: number): string => `${leader}-${index}`;
+/** The headless Service of a multi-pod service's pods: their DNS subdomain. */
+export const groupServiceName = (isvc: string): string => `${isvc}-pods`;
+/** The role label of a worker pod; leaders keep `replica`, so the Service and `/scale` select leaders only. */
+export const WORKER_ROLE = 'worker';
 
 /** The pods of a service (every template): what the Service and the scale subresource's selector select. */
 export const replicaSelector = (isvc: string): Record<string, string> => ({ [LABEL.inferenceService]: isvc, [LABEL.role]: 'replica' });

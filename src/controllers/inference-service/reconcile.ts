@@ -7,12 +7,12 @@
  */
 import type { Condition } from '../../api/schema/common.ts';
 import type { InferenceServiceStatus, ReplicaStatus } from '../../api/schema/inference-service.ts';
-import { LABEL } from '../../api/wire.ts';
+import { ANNOTATION, LABEL } from '../../api/wire.ts';
 import type { SpecIssue } from '../../serving/runtime.ts';
 import { findCondition, setCondition, setIfPresent, type ConditionUpdate } from '../conditions.ts';
 import { isOwnedBy, type PodObject, type ServiceObject } from '../kube-objects.ts';
 import type { Action, Observed, ReconcileResult } from './model.ts';
-import { selectorString } from './names.ts';
+import { selectorString, WORKER_ROLE } from './names.ts';
 import { planScaledObject } from './keda.ts';
 import { isvcName, renderService, type BuildConfig, type Rendered } from './pods.ts';
 
@@ -33,7 +33,14 @@ const DEFAULT_MAX_UNAVAILABLE = 0;
 const isTerminating = (p: PodObject): boolean => p.metadata.deletionTimestamp !== undefined;
 const isFinished = (p: PodObject): boolean => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
 const podReady = (p: PodObject): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-const slotOf = (p: PodObject): number => Number(/-(\d+)$/.exec(p.metadata.name ?? '')?.[1] ?? -1);
+/** The replica a pod belongs to: its gang (a multi-pod replica's leader name), else the pod itself. */
+const groupOf = (p: PodObject): string => p.metadata.labels?.[LABEL.podGroup] ?? p.metadata.name ?? '';
+const isWorker = (p: PodObject): boolean => p.metadata.labels?.[LABEL.role] === WORKER_ROLE;
+/** Pods of the replica `leader` stands for: its gang's minMember when it is a multi-pod replica, else 1. */
+const groupSize = (leader: PodObject): number => (leader.metadata.labels?.[LABEL.workerIndex] === undefined ? 1 : Math.max(1, Number(leader.metadata.annotations?.[ANNOTATION.minMember] ?? 1) || 1));
+const slotOfName = (name: string): number => Number(/-(\d+)$/.exec(name)?.[1] ?? -1);
+const slotOf = (p: PodObject): number => slotOfName(groupOf(p));
+const restarted = (p: PodObject): boolean => p.status?.containerStatuses?.some((c) => (c.restartCount ?? 0) > 0) === true;
 const ms = (iso: string | undefined): number | undefined => {
   const t = iso === undefined ? NaN : Date.parse(iso);
   return Number.isFinite(t) ? t : undefined;
@@ -118,9 +125,42 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
   const prev = s.status ?? {};
   const owned = o.pods.filter((p) => isOwnedBy(p, s.metadata.uid));
   const services = o.services.filter((x) => isOwnedBy(x, s.metadata.uid));
-  const live = owned.filter((p) => !isTerminating(p) && !isFinished(p));
-  const finished = owned.filter((p) => !isTerminating(p) && isFinished(p));
-  const ready = (p: PodObject): boolean => podReady(p) && o.engine.replica(p)?.serving !== false;
+  // A multi-pod replica (leader + workers, ADR 0134) is one unit: it counts, rolls and is deleted through its
+  // leader. A group missing a member, or with a member that finished or restarted, is deleted whole and made
+  // again (LWS's RecreateGroupOnPodRestart): the engine's ranks cannot rejoin a running group one by one.
+  const members = new Map<string, PodObject[]>();
+  for (const p of owned) {
+    if (p.metadata.labels?.[LABEL.workerIndex] === undefined) continue;
+    const list = members.get(groupOf(p)) ?? [];
+    list.push(p);
+    members.set(groupOf(p), list);
+  }
+  const broken: { readonly group: string; readonly why: string; readonly pods: readonly PodObject[] }[] = [];
+  for (const [group, pods] of members) {
+    const alive = pods.filter((p) => !isTerminating(p));
+    const leader = alive.find((p) => !isWorker(p));
+    const size = leader === undefined ? 0 : groupSize(leader);
+    const why =
+      leader === undefined
+        ? 'its leader is gone'
+        : alive.length < size
+          ? `${size - alive.length} of its ${size} pods ${size - alive.length === 1 ? 'is' : 'are'} gone`
+          : alive.find(isFinished) !== undefined
+            ? `pod ${alive.find(isFinished)?.metadata.name ?? ''} finished`
+            : alive.find(restarted) !== undefined
+              ? `pod ${alive.find(restarted)?.metadata.name ?? ''} restarted`
+              : undefined;
+    if (why !== undefined && alive.length > 0) broken.push({ group, why, pods: alive });
+  }
+  const brokenGroups = new Set(broken.map((b) => b.group));
+  const inGroup = (p: PodObject): boolean => members.has(groupOf(p));
+  const live = owned.filter((p) => !isTerminating(p) && !isWorker(p) && !(inGroup(p) ? brokenGroups.has(groupOf(p)) || isTerminating(p) : isFinished(p)));
+  const finished = owned.filter((p) => !isTerminating(p) && !inGroup(p) && isFinished(p));
+  const workersOf = (leader: PodObject): PodObject[] => (inGroup(leader) ? (members.get(groupOf(leader)) ?? []).filter((p) => isWorker(p) && !isTerminating(p)) : []);
+  // A multi-pod replica serves once its leader is ready and every worker runs.
+  const ready = (p: PodObject): boolean => podReady(p) && o.engine.replica(p)?.serving !== false && workersOf(p).every((w) => w.status?.phase === 'Running');
+  /** Deleting a replica deletes every pod of it. */
+  const deleteReplica = (p: PodObject): Action[] => [p, ...workersOf(p)].map((x) => ({ kind: 'deletePod', name: x.metadata.name ?? '', uid: x.metadata.uid ?? '' }));
   const replicas = s.spec.replicas;
   const maxUnavailable = s.spec.rollout?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE;
   const maxSurge = s.spec.rollout?.maxSurge ?? DEFAULT_MAX_SURGE;
@@ -165,7 +205,8 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
   } else {
     const r: Rendered = rendered.value;
     clearIfPresent.push({ type: CONDITION.invalidSpec, status: 'False', reason: 'SpecValid', message: 'the spec fits the runtime and the cluster' });
-    const svc = services[0];
+    const svc = services.find((x) => x.metadata.name === r.service.metadata.name);
+    if (r.groupService !== undefined && !services.some((x) => x.metadata.name === r.groupService?.metadata.name)) actions.push({ kind: 'createService', service: r.groupService });
     if (svc === undefined) actions.push({ kind: 'createService', service: r.service });
     else {
       const patch = serviceDiff(svc, r.service);
@@ -173,14 +214,18 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
     }
     // A finished pod (evicted, or its engine exited) is replaced: replicas run for ever.
     for (const p of finished) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
+    for (const b of broken) {
+      actions.push({ kind: 'event', type: 'Warning', reason: 'RecreatingReplica', message: `replica ${b.group}: ${b.why}; deleting its ${b.pods.length} remaining pods to create the whole group again` });
+      for (const p of b.pods) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
+    }
     const plan = planRollout({ replicas, maxSurge, maxUnavailable, current, old, ready });
     const used = new Set(owned.filter((p) => p.metadata.labels?.[LABEL.templateHash] === r.hash).map(slotOf));
     for (let slot = 0, made = 0; made < plan.create; slot++) {
       if (used.has(slot)) continue;
-      actions.push({ kind: 'createPod', pod: r.pod(slot) });
+      for (const pod of r.group(slot)) actions.push({ kind: 'createPod', pod });
       made++;
     }
-    for (const p of plan.remove) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
+    for (const p of plan.remove) actions.push(...deleteReplica(p));
 
     // mode keda: the ScaledObject follows the spec (and an invalid spec, like everything else, leaves it alone).
     const keda = planScaledObject({ isvc: s, scaledObjects: o.scaledObjects ?? [], thresholds: o.thresholds, lastErrors: o.lastErrors, hasThresholdPort: o.hasThresholdPort === true });
@@ -189,7 +234,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
     if (keda.clearIfPresent !== undefined) clearIfPresent.push(keda.clearIfPresent);
     if (keda.requeueAfterMs !== undefined) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, keda.requeueAfterMs);
 
-    const converged = current.length === replicas && old.length === 0 && current.every(ready) && finished.length === 0;
+    const converged = current.length === replicas && old.length === 0 && current.every(ready) && finished.length === 0 && broken.length === 0;
     if (converged) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'Complete', message: `${replicas} replicas on the current template, all ready` });
     else if (stuck.length > 0) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'ProgressDeadlineExceeded', message: stuck.join('; ') });
     else {

@@ -4,8 +4,15 @@
  * --max-model-len, --gpu-memory-utilization, --dtype, --quantization, --enable-lora, --max-loras,
  * --max-lora-rank). Health: GET /health. LoRA: POST /v1/load_lora_adapter {lora_name, lora_path} and
  * /v1/unload_lora_adapter {lora_name}, enabled by VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (vllm PR #6566).
+ * Multi-node (ADR 0134): a Ray cluster per replica, as vLLM's examples/online_serving/multi-node-serving.sh and the
+ * LeaderWorkerSet vLLM example start it — the leader runs `multi-node-serving.sh leader --ray_cluster_size=N`
+ * (Ray head, waits for N nodes) and then the API server with --distributed-executor-backend ray; each worker runs
+ * `multi-node-serving.sh worker --ray_address=$LWS_LEADER_ADDRESS`.
  */
-import { ArgsBuilder, huggingFaceId, pipelineParallel, servedModelName, tensorParallel, type RuntimeDefinition } from '../runtime.ts';
+import { ArgsBuilder, huggingFaceId, pipelineParallel, servedModelName, shellWord, tensorParallel, type RuntimeDefinition } from '../runtime.ts';
+
+/** Where the vLLM image keeps the multi-node helper (the path of the LWS vLLM example). */
+export const VLLM_MULTI_NODE_SCRIPT = '/vllm-workspace/examples/online_serving/multi-node-serving.sh';
 
 /** The spec's quantization in vLLM's --quantization vocabulary (int8/int4 weights load through bitsandbytes). */
 const QUANTIZATION: Readonly<Record<string, string>> = { awq: 'awq', gptq: 'gptq', fp8: 'fp8', int8: 'bitsandbytes', int4: 'bitsandbytes' };
@@ -66,4 +73,13 @@ export const VLLM: RuntimeDefinition = {
   },
   // vLLM's CUDA kernels need compute capability 7.0 (Volta) or later.
   gpus: { minComputeCapability: '7.0', boundToBuildGpu: false },
+  multiNode: {
+    leader: (engineArgs) => ({
+      command: ['/bin/sh', '-c'],
+      args: [`bash ${VLLM_MULTI_NODE_SCRIPT} leader --ray_cluster_size=$LWS_GROUP_SIZE && exec python3 -m vllm.entrypoints.openai.api_server ${engineArgs.map(shellWord).join(' ')}`],
+    }),
+    worker: () => ({ command: ['/bin/sh', '-c'], args: [`exec bash ${VLLM_MULTI_NODE_SCRIPT} worker --ray_address=$LWS_LEADER_ADDRESS`] }),
+    extraArgs: ['--distributed-executor-backend', 'ray'],
+    leaderPorts: { ray: 6379 },
+  },
 };
