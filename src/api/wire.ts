@@ -13,7 +13,7 @@ export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 /** REST prefix of the SITS resources (`/apis/ai.sits2026.dev/v1`). */
 export const API_PATH = `/apis/${API_GROUP_VERSION}`;
 
-export const KIND = { trainingJob: 'TrainingJob', inferenceService: 'InferenceService', podGroup: 'PodGroup', queue: 'Queue' } as const;
+export const KIND = { trainingJob: 'TrainingJob', inferenceService: 'InferenceService', batchInferenceJob: 'BatchInferenceJob', podGroup: 'PodGroup', queue: 'Queue' } as const;
 
 /** spec.schedulerName of the pods SITS schedules (also its event source and default lease name). */
 export const SCHEDULER_NAME = 'sits-scheduler';
@@ -54,6 +54,8 @@ export const LABEL = {
   inferenceService: `${P}/inference-service`,
   /** Hash of the replica's rendered pod template: a rolling update replaces the pods whose hash differs. */
   templateHash: `${P}/template-hash`,
+  /** Every worker pod of a BatchInferenceJob carries the job's name here. */
+  batchInferenceJob: `${P}/batch-inference-job`,
 } as const;
 
 export const ANNOTATION = {
@@ -111,6 +113,11 @@ export const ANNOTATION = {
   requestCheckpoint: `${P}/request-checkpoint`,
   /** On a committed VolumeSnapshot: when it was seen readyToUse (RFC 3339). */
   checkpointReadyTime: `${P}/checkpoint-ready-time`,
+  // Batch workers (docs/adr/0102-batch-worker-protocol.md).
+  /** On a batch worker's pod, written by the controller: the shard it runs (`{"attempt":…,"start":…,"end":…,"part":…}` or idle). */
+  batchAssignment: `${P}/batch-assignment`,
+  /** On a batch worker's pod, written by the worker at a bounded rate: `{"attempt":…,"done":…,"tokens":…,"state":…}`. */
+  batchReport: `${P}/batch-report`,
 } as const;
 
 /** Labels of the VolumeSnapshots of a job's checkpoints (besides LABEL.trainingJob). */

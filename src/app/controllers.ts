@@ -11,6 +11,8 @@ import { trainingJobController } from '../controllers/training-job/controller.ts
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
 import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
 import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
+import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
+import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 
@@ -33,6 +35,11 @@ export interface ControllerOptions {
    * writing /scale. Off by default (it dials every replica's engine); when on, its engine view is the controller's.
    */
   readonly serving?: false | ServingLoopOptions;
+  /**
+   * The BatchInferenceJob controller (docs/adr/0102): it coordinates each job's output commits, so it runs only
+   * where the batch claims are mounted (`volumes`). Off by default.
+   */
+  readonly batch?: { readonly volumes: BatchVolumes } & Omit<BatchControllerConfig, 'jobs'>;
 }
 
 export interface Controllers {
@@ -48,7 +55,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, batch, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -61,6 +68,11 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
+  if (batch !== undefined) {
+    const { volumes, ...batchCfg } = batch;
+    const jobs = fsBatchJobs(volumes, opts.log);
+    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...batchCfg, jobs }), runnerOpts));
+  }
   return {
     serving,
     stop: async () => {
