@@ -17,6 +17,7 @@ import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
 import { MODEL_DIR } from '../serving/pod-template.ts';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
+import type { Manifest } from './batch-inference/coordinator.ts';
 import { parseReport } from './batch-inference/worker-protocol.ts';
 
 const NS = 'batch';
@@ -102,7 +103,7 @@ describe('BatchInferenceJob on real engines', () => {
     const lines = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number; body: { choices?: unknown[] } } | null; error: unknown });
     return { ids: lines.map((l) => l.custom_id), lines };
   };
-  const manifestOf = (name: string): { state: string; reason?: string; epoch: number } => JSON.parse(readFileSync(join(root, 'data', 'out', name, 'manifest.json'), 'utf8')) as { state: string; reason?: string; epoch: number };
+  const manifestOf = (name: string): Manifest => JSON.parse(readFileSync(join(root, 'data', 'out', name, 'manifest.json'), 'utf8')) as Manifest;
 
   it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
     const ids = writeInput('plain.jsonl', 2000, 'p');
@@ -132,11 +133,11 @@ describe('BatchInferenceJob on real engines', () => {
   it('ends complete with no duplicate after a worker is killed mid-shard and the controller restarts', async () => {
     const ids = writeInput('crash.jsonl', 1500, 'c');
     await createJob('crash', 'crash.jsonl', 2);
-    // A worker in the middle of a shard: its report says running, some records done, not all.
+    // A worker in the middle of a shard (its report says running, some records done, not all) after a first commit.
     const victim = await waitFor('a worker mid-shard', async () => {
       for (const p of await workerPods('crash')) {
         const r = parseReport(p.metadata?.annotations?.[ANNOTATION.batchReport]);
-        if (r !== undefined && r.state === 'running' && r.done > 0 && r.done < r.end - r.start && (await job('crash')).status?.progress?.recordsProcessed !== undefined) return { pod: p, report: r };
+        if (r !== undefined && r.state === 'running' && r.done > 0 && r.done < r.end - r.start && ((await job('crash')).status?.progress?.recordsProcessed ?? 0) > 0) return { pod: p, report: r };
       }
       return undefined;
     }, 240_000, 100);
@@ -145,6 +146,7 @@ describe('BatchInferenceJob on real engines', () => {
     controllers = undefined;
     await waitFor('the killed worker pod failed', async () => ((await workerPods('crash')).some((p) => p.metadata?.uid === victim.pod.metadata?.uid && p.status?.phase === 'Failed') ? true : undefined), 60_000, 100);
     const before = manifestOf('crash');
+    expect(before.parts.length).toBeGreaterThan(0);
     controllers = await startControllers(cluster.client, controllerOpts());
     const j = await finished('crash', 360_000);
     expect(j.status?.phase).toBe('Succeeded');

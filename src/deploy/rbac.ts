@@ -66,9 +66,13 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['inferenceservices/status'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/scale'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/finalizers'], verbs: ['update'] },
+  // BatchInferenceJob (ADR 0102): read only; status written; worker pods own it (blockOwnerDeletion).
+  { apiGroups: [API_GROUP], resources: ['batchinferencejobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: ['batchinferencejobs/status'], verbs: ['get', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['batchinferencejobs/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md) and the serving loop's engine-state
-  // annotation on InferenceService replicas (LoRA adapters, ADR 0110).
+  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md), the serving loop's engine-state
+  // annotation on InferenceService replicas (LoRA adapters, ADR 0110) and a batch worker's shard (ADR 0102).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // An InferenceService with autoscaling.mode keda owns one ScaledObject (ADR 0112); KEDA's own HPA writes /scale.
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
@@ -89,6 +93,12 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
  */
 export const NODE_AGENT_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }];
 export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] }];
+
+/**
+ * `sits batch-worker` (ADR 0102): reads its shard from its own pod and reports there. RBAC cannot say "only your
+ * own pod": bind this ClusterRole with a RoleBinding in the job's namespace to the workers' service account.
+ */
+export const BATCH_WORKER_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }];
 
 /**
  * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by

@@ -8,7 +8,7 @@
 import { withDefaults } from '../../api/validate.ts';
 import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import type { BatchInferenceJob } from '../../api/schema/batch-inference-job.ts';
-import { renderReplica } from '../../serving/pod-template.ts';
+import { renderReplica, SERVING_CONTAINER } from '../../serving/pod-template.ts';
 import { servedModelName, tensorParallel, type SpecIssue } from '../../serving/runtime.ts';
 import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects.ts';
 import { schedulingAnnotations, type BuildConfig } from '../inference-service/pods.ts';
@@ -93,6 +93,10 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
     ],
     volumeMounts: claims.map((c) => ({ name: `batch-${c}`, mountPath: batchMountPath(c) })),
   };
+  const base = structuredClone((j.spec.podTemplate?.spec ?? {}) as Record<string, unknown>);
+  const given = Array.isArray(base.containers) ? (base.containers as ContainerObject[]) : [];
+  // The template's `server` container adds what the runtime does not set (mounts, security context); ours wins on the rest.
+  const server = { ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(t.container) } as ContainerObject;
   const annotations = { ...j.spec.podTemplate?.metadata?.annotations, ...schedulingAnnotations(isvc, t, cfg, gang) };
   const pod = (index: number): PodObject => {
     const podName = workerPodName(name, index);
@@ -107,8 +111,10 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
         ownerReferences: [ownerReference(j)],
       },
       spec: {
-        containers: [structuredClone(t.container) as unknown as ContainerObject, worker],
-        volumes: claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } })),
+        // The user's podTemplate (service account, tolerations, ...) underneath; ours wins on what we set.
+        ...base,
+        containers: [server, worker, ...given.filter((c) => c.name !== SERVING_CONTAINER && c.name !== WORKER_CONTAINER)],
+        volumes: [...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []), ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } }))],
         schedulerName: SCHEDULER_NAME,
         // A worker that dies is replaced by the controller (its shard goes back to the coordinator), not restarted in place.
         restartPolicy: 'Never',
