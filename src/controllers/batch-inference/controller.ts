@@ -125,6 +125,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     };
   }
   if (open.state === 'error') {
+    const said = prev.conditions?.find((x) => x.type === 'OutputWritable');
+    if (said?.status === 'False' && said.message === open.message) return { actions: [], requeueAfterMs: 10_000 };
     const conditions = conditionsWith(prev.conditions, nowMs, gen, { type: 'OutputWritable', status: 'False', reason: 'VolumeUnavailable', message: open.message });
     return { status: { ...prev, phase: prev.phase ?? 'Pending', conditions }, actions: [], requeueAfterMs: 10_000 };
   }
@@ -224,7 +226,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const next = { phase, recordsProcessed: progress.recordsProcessed, percent: progress.percent, quarantined } as const;
   const policy = { ...DEFAULT_STATUS_POLICY, maxIntervalMs: job.spec.checkpoint.intervalSeconds * 1000, ...cfg.statusPolicy };
   const workersChanged = s.last !== undefined && s.last.status.readyWorkers !== readyWorkers;
-  if (s.last === undefined || workersChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy)) {
+  // The status is returned only when a write is due: the runner compares what it returns with the stored copy (whose
+  // keys the apiserver reorders), so returning the last status on every tick would write it on every tick. A write
+  // that did not land (the stored phase is not the one written) is returned again.
+  const due = s.last === undefined || workersChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
+  const landed = s.last === undefined || prev.phase === s.last.status.phase;
+  if (due) {
     const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
     const complete =
       fin === undefined
@@ -251,7 +258,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }
-  return { status: s.last.status, actions, ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}) };
+  return { ...(s.last !== undefined && (due || !landed) ? { status: s.last.status } : {}), actions, ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}) };
 }
 
 export function batchInferenceJobController(cfg: BatchControllerConfig): ControllerDefinition<BatchJobObject> {
