@@ -60,6 +60,8 @@ export const LABEL = {
   pipelineStage: `${P}/pipeline-stage`,
   /** A multi-pod replica (podsPerReplica > 1): 0 on its leader, 1.. on its workers (LWS's worker-index). */
   workerIndex: `${P}/worker-index`,
+  /** Every worker pod of a BatchInferenceJob carries the job's name here. */
+  batchInferenceJob: `${P}/batch-inference-job`,
 } as const;
 
 export const ANNOTATION = {
@@ -125,6 +127,11 @@ export const ANNOTATION = {
   // DataPipeline stages (docs/data-pipeline.md).
   /** On a stage's pod or workload, written by the stage: its output parameters as a JSON object of strings. */
   outputs: `${P}/outputs`,
+  // Batch workers (docs/adr/0102-batch-worker-protocol.md).
+  /** On a batch worker's pod, written by the controller: the shard it runs (`{"attempt":…,"start":…,"end":…,"part":…}` or idle). */
+  batchAssignment: `${P}/batch-assignment`,
+  /** On a batch worker's pod, written by the worker at a bounded rate: `{"attempt":…,"done":…,"tokens":…,"state":…}`. */
+  batchReport: `${P}/batch-report`,
 } as const;
 
 /** Labels of the VolumeSnapshots of a job's checkpoints (besides LABEL.trainingJob). */

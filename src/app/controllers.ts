@@ -13,6 +13,8 @@ import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers
 import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
 import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
+import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
+import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
@@ -43,6 +45,11 @@ export interface ControllerOptions {
    * whole so it restarts elsewhere from the checkpoint. Off by default.
    */
   readonly healthMigration?: false | { readonly graceMs?: number; readonly intervalMs?: number };
+  /**
+   * The BatchInferenceJob controller (docs/adr/0102): it coordinates each job's output commits, so it runs only
+   * where the batch claims are mounted (`volumes`). Off by default.
+   */
+  readonly batch?: { readonly volumes: BatchVolumes } & Omit<BatchControllerConfig, 'jobs'>;
 }
 
 export interface Controllers {
@@ -62,7 +69,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, batch, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -77,6 +84,11 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
   running.push(await runController(client, dataPipelineController(), runnerOpts));
+  if (batch !== undefined) {
+    const { volumes, ...batchCfg } = batch;
+    const jobs = fsBatchJobs(volumes, opts.log);
+    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...batchCfg, jobs }), runnerOpts));
+  }
   const lending =
     lendingOpts === undefined || lendingOpts === false
       ? undefined

@@ -98,7 +98,7 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const nodes = devNodes(opts.nodes, opts.shape, opts.nodesPerRack, opts.racksPerBlock);
     await createFakeGpuNodes(kc, nodes);
     const names = new Set(nodes.map((n) => n.name));
-    const kubelet = new FakeKubelet(client, (n) => names.has(n), log, opts.engines === undefined ? {} : { engines: opts.engines });
+    const kubelet = new FakeKubelet(client, (n) => names.has(n), log, opts.engines === undefined ? {} : { engines: { kubeconfig: plane.kubeconfigPath, ...opts.engines } });
     await kubelet.start();
     const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
     const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...opts.controllers });

@@ -18,6 +18,7 @@ import { registerLint } from './commands/lint.ts';
 import { registerExtender } from './commands/extender.ts';
 import { registerTop } from './commands/top.ts';
 import { registerConformance } from './commands/conformance.ts';
+import { registerBatchWorker } from './commands/batch-worker.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sits')
@@ -41,6 +42,7 @@ export function buildProgram(): Command {
   registerExtender(program);
   registerTop(program);
   registerConformance(program);
+  registerBatchWorker(program);
   return program;
 }
 

@@ -4,7 +4,7 @@
  * Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { BATCH_WORKER_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
@@ -20,6 +20,7 @@ export const NAMES = {
   metricsService: 'sits-scheduler-metrics',
   metricsReaderRole: 'sits-metrics-reader',
   dashboardViewerRole: 'sits-dashboard-viewer',
+  batchWorkerRole: 'sits-batch-worker',
   pdb: 'sits-scheduler',
   container: 'sits',
   schedulerName: SCHEDULER_NAME,
@@ -309,6 +310,8 @@ export function rbacDocs(): Doc[] {
     clusterRoleBinding('clusterrolebinding-controllers.yaml', NAMES.controllersRole, 'controllers.enabled'),
     leaseRole(),
     leaseRoleBinding(),
+    // For BatchInferenceJob workers: bind their service account to it with a RoleBinding in the job's namespace.
+    clusterRole('clusterrole-batch-worker.yaml', NAMES.batchWorkerRole, BATCH_WORKER_RULES, 'controllers.enabled'),
     // For scrapers: bind a Prometheus ServiceAccount to it (the secure port authorizes `get /metrics`).
     {
       file: 'clusterrole-metrics-reader.yaml',

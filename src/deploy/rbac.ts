@@ -66,6 +66,10 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['inferenceservices/status'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/scale'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices/finalizers'], verbs: ['update'] },
+  // BatchInferenceJob (ADR 0102): read only; status written; worker pods own it (blockOwnerDeletion).
+  { apiGroups: [API_GROUP], resources: ['batchinferencejobs'], verbs: ['get', 'list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: ['batchinferencejobs/status'], verbs: ['get', 'patch'] },
+  { apiGroups: [API_GROUP], resources: ['batchinferencejobs/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // DataPipeline: status written, no finalizer (children go by ownerReference); delete: ttlSecondsAfterFinished.
   // Its workload stages create and, between retries, delete TrainingJobs, BatchInferenceJobs and InferenceServices.
@@ -73,8 +77,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['datapipelines/status'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['datapipelines/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['trainingjobs', 'batchinferencejobs', 'inferenceservices'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
-  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md) and the serving loop's engine-state
-  // annotation on InferenceService replicas (LoRA adapters, ADR 0110).
+  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md), the serving loop's engine-state
+  // annotation on InferenceService replicas (LoRA adapters, ADR 0110) and a batch worker's shard (ADR 0102).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Pod conditions: the serving loop's adapters-loaded readiness gate (ADR 0125), and the health migrator's
   // DisruptionTarget on a replica it moves off a quarantined GPU before it deletes it (ADR 0129).
@@ -107,6 +111,12 @@ export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [
   // GPUs Unhealthy to the kubelet (ADR 0128); get alone cannot watch.
   { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
 ];
+
+/**
+ * `sits batch-worker` (ADR 0102): reads its shard from its own pod and reports there. RBAC cannot say "only your
+ * own pod": bind this ClusterRole with a RoleBinding in the job's namespace to the workers' service account.
+ */
+export const BATCH_WORKER_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }];
 
 /**
  * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by

@@ -9,9 +9,10 @@
  * (setting it to "true" or "false" on a running pod flips its Ready condition). With `engines` (llm/engine-pods.ts),
  * a pod of the llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
  * devPodAddress), is Ready only while its readinessProbe answers, and its engine is stopped before the pod is
- * removed; every other pod is handled as before. Readiness gates (spec.readinessGates) are honoured as the kubelet
- * does: Ready = containers ready and every gate's pod condition True (podReadyCondition), re-judged whenever the
- * pod changes; status is written as strategic-merge patches, so conditions owned by others stay.
+ * removed; a `sits …` container beside the engine (a batch worker) runs as a process too, and its exit ends the
+ * pod (Succeeded on 0, else Failed); every other pod is handled as before. Readiness gates (spec.readinessGates) are
+ * honoured as the kubelet does: Ready = containers ready and every gate's pod condition True (podReadyCondition),
+ * re-judged whenever the pod changes; status is written as strategic-merge patches, so conditions owned by others stay.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
@@ -123,9 +124,31 @@ export class FakeKubelet {
     };
     await this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(false) });
     this.stats.started++;
-    engines.start(uid, p, ip, (ready) => {
-      this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
-    });
+    // A side container's exit ends the pod (restartPolicy Never, as batch workers have): Failed unless it exited 0.
+    const ended = (code: number): void => {
+      // The engine goes with it (no prober flipping the ended pod back to Running).
+      void engines.stop(uid);
+      const now = new Date().toISOString();
+      const body = {
+        metadata: { uid },
+        status: {
+          phase: code === 0 ? 'Succeeded' : 'Failed',
+          conditions: [{ type: 'Ready', status: 'False', reason: code === 0 ? 'PodCompleted' : 'PodFailed', lastTransitionTime: now }],
+          containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now } } })),
+        },
+      };
+      this.client.request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body }).catch((e: Error) => this.log(`fake kubelet ${path}: exit ${code}: ${e.message}`));
+      this.stats.finished++;
+    };
+    engines.start(
+      uid,
+      p,
+      ip,
+      (ready) => {
+        this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
+      },
+      ended,
+    );
   }
 
   private async reconcile(p: V1Pod): Promise<void> {

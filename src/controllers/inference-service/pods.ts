@@ -57,7 +57,7 @@ export type RenderOutcome = { readonly ok: true; readonly value: Rendered } | { 
  * which for a pod on one node means one NVLink island; with pipeline stages only the preference remains (stages
  * talk far less than tensor-parallel ranks).
  */
-function schedulingAnnotations(s: InferenceServiceObject, t: ReplicaTemplate, cfg: BuildConfig, gang: boolean): Record<string, string> {
+export function schedulingAnnotations(s: InferenceServiceObject, t: ReplicaTemplate, cfg: BuildConfig, gang: boolean): Record<string, string> {
   const spec = s.spec;
   const out: Record<string, string> = {};
   const models = gpuModelsValue(spec.gpu?.allowedModels ?? [], cfg.gpuModelAliases);

@@ -1,6 +1,6 @@
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { devPodAddress, engineArgs, EnginePods, probePort, probeStep } from './engine-pods.ts';
+import { devPodAddress, engineArgs, EnginePods, mapPath, probePort, probeStep, sideContainerLaunch } from './engine-pods.ts';
 
 const c: V1Container = { name: 'server', image: 'ghcr.io/ggml-org/llama.cpp:server-cuda', args: ['--model', '/mnt/models', '--host', '0.0.0.0', '--port', '8080'], ports: [{ name: 'http', containerPort: 8080 }] };
 const pod = (image: string): V1Pod => ({ spec: { containers: [{ ...c, image }] } });
@@ -45,5 +45,31 @@ describe('engine pods', () => {
     expect(run([true, false], { failureThreshold: 1 })).toEqual([true, false]);
     // A container that exited is unready at once, whatever the threshold.
     expect(run([true, false, false], { failureThreshold: 5 }, 1)).toEqual([true, false, false]);
+  });
+});
+
+describe('a sits side container (the batch worker) as the kubelet would start it', () => {
+  it('fills downward-API env, expands $(VAR) in args and maps container paths to this machine', () => {
+    const c: V1Container = {
+      name: 'batch-worker',
+      command: ['sits', 'batch-worker'],
+      args: ['--input', '/mnt/batch/data/in.jsonl', '--engine', 'http://$(POD_IP):8080', '--keep', '$(UNSET)'],
+      env: [
+        { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+        { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+        { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+        { name: 'MODE', value: 'x' },
+      ],
+    };
+    const pod: V1Pod = { metadata: { name: 'j-0', namespace: 'ns', uid: 'u' }, spec: { containers: [{ name: 'server' }, c] } };
+    const { args, env } = sideContainerLaunch(c, pod, '100.70.0.5', { '/mnt/batch': '/tmp/vol' });
+    expect(env).toEqual({ POD_NAME: 'j-0', POD_NAMESPACE: 'ns', POD_IP: '127.70.0.5', MODE: 'x' });
+    expect(args).toEqual(['batch-worker', '--input', '/tmp/vol/data/in.jsonl', '--engine', 'http://127.70.0.5:8080', '--keep', '$(UNSET)']);
+  });
+  it('maps exact paths and paths under a mapped folder, nothing else', () => {
+    const paths = { '/mnt/models': '/m/tiny.gguf', '/mnt/batch': '/v' };
+    expect(mapPath(paths, '/mnt/models')).toBe('/m/tiny.gguf');
+    expect(mapPath(paths, '/mnt/batch/a/b')).toBe('/v/a/b');
+    expect(mapPath(paths, '/mnt/batchy')).toBe('/mnt/batchy');
   });
 });

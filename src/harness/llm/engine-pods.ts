@@ -36,6 +36,8 @@ export interface EnginePodsOptions {
   /** Passed to each engine: it stays "Loading model" while this file exists (tests of readiness). */
   readonly holdWhileExists?: string;
   readonly log?: (line: string) => void;
+  /** The kubeconfig a `sits` side container (a batch worker) is given, as a service account token would be. */
+  readonly kubeconfig?: string;
 }
 
 interface Engine {
@@ -47,10 +49,44 @@ interface Engine {
   ready: boolean;
   timer: ReturnType<typeof setTimeout> | undefined;
   stopping: boolean;
+  /** A `sits ...` container beside the engine (the batch worker), run as a process of the CLI. */
+  side?: ChildProcess;
 }
 
 const MAIN = join(import.meta.dirname, 'llama-server-main.ts');
 const REPO = join(import.meta.dirname, '..', '..', '..');
+const SITS = join(REPO, 'bin', 'sits.mjs');
+const WATCHDOG = join(import.meta.dirname, 'parent-watchdog.ts');
+
+/** A container path mapped to this machine by `paths` (exact, or under a mapped folder); others unchanged. */
+export function mapPath(paths: Readonly<Record<string, string>>, p: string): string {
+  for (const [from, to] of Object.entries(paths)) {
+    if (p === from) return to;
+    if (p.startsWith(`${from}/`)) return join(to, p.slice(from.length + 1));
+  }
+  return p;
+}
+
+/**
+ * What the kubelet does to a container's env and args: values, downward-API fieldRefs (name, namespace, uid, the
+ * pod IP, which here is the loopback alias this machine can dial), then $(VAR) in args; paths mapped by `paths`.
+ */
+export function sideContainerLaunch(c: V1Container, pod: V1Pod, podIp: string, paths: Readonly<Record<string, string>>): { args: string[]; env: Record<string, string> } {
+  const env: Record<string, string> = {};
+  const fields: Record<string, string> = {
+    'metadata.name': pod.metadata?.name ?? '',
+    'metadata.namespace': pod.metadata?.namespace ?? 'default',
+    'metadata.uid': pod.metadata?.uid ?? '',
+    'status.podIP': devPodAddress(podIp),
+  };
+  for (const e of c.env ?? []) {
+    if (e.value !== undefined) env[e.name] = e.value;
+    else if (e.valueFrom?.fieldRef !== undefined) env[e.name] = fields[e.valueFrom.fieldRef.fieldPath] ?? '';
+  }
+  const expand = (a: string): string => a.replace(/\$\(([A-Za-z_][A-Za-z0-9_]*)\)/g, (m, v: string) => env[v] ?? m);
+  const args = [...(c.command ?? []).slice(1), ...(c.args ?? [])].map((a) => mapPath(paths, expand(a)));
+  return { args, env };
+}
 
 function container(pod: V1Pod): V1Container | undefined {
   return pod.spec?.containers?.[0];
@@ -124,8 +160,12 @@ export class EnginePods {
     return e !== undefined && !e.exited;
   }
 
-  /** Starts the engine for the pod of IP `podIp`; `onReady` is called on every readiness change the prober sees. */
-  start(key: string, pod: V1Pod, podIp: string, onReady: (ready: boolean) => void): void {
+  /**
+   * Starts the engine for the pod of IP `podIp`; `onReady` is called on every readiness change the prober sees. A
+   * second container whose command is `sits …` (a batch worker) runs beside it as a process of this repository's
+   * CLI; `onSideExit` gets its exit code (the pod's restartPolicy Never makes that the pod's end).
+   */
+  start(key: string, pod: V1Pod, podIp: string, onReady: (ready: boolean) => void, onSideExit?: (code: number) => void): void {
     if (this.engines.has(key)) return;
     const c = container(pod);
     if (c === undefined) return;
@@ -151,6 +191,8 @@ export class EnginePods {
       if (!e.stopping) this.o.log?.(`engine ${key}: exited (${signal ?? `code ${code}`})`);
     });
     child.on('error', (err) => this.o.log?.(`engine ${key}: ${err.message}`));
+    const sideC = pod.spec?.containers?.slice(1).find((x) => x.command?.[0] === 'sits');
+    if (sideC !== undefined) this.startSide(e, sideC, pod, podIp, onSideExit);
     const probe = c.readinessProbe?.httpGet;
     const probePortN = probePort(c, probe?.port as number | string | undefined) ?? port;
     const url = `http://${devPodAddress(probe?.host ?? podIp)}:${probePortN}${probe?.path ?? '/'}`;
@@ -178,12 +220,48 @@ export class EnginePods {
     e.timer = setTimeout(() => void tick(), every);
   }
 
+  private startSide(e: Engine, c: V1Container, pod: V1Pod, podIp: string, onExit: ((code: number) => void) | undefined): void {
+    const { args, env } = sideContainerLaunch(c, pod, podIp, this.o.paths);
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', WATCHDOG, SITS, ...args], {
+      cwd: REPO,
+      env: { ...process.env, ...env, ...(this.o.kubeconfig === undefined ? {} : { KUBECONFIG: this.o.kubeconfig }) },
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+    });
+    child.channel?.unref();
+    e.side = child;
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (s: string) => {
+      for (const line of s.split('\n')) if (line.trim() !== '') this.o.log?.(`${c.name} ${e.key}: ${line}`);
+    });
+    child.on('exit', (code, signal) => {
+      if (e.stopping) return;
+      this.o.log?.(`${c.name} ${e.key}: exited (${signal ?? `code ${code}`})`);
+      // A signal is what the kubelet reports as 128 + its number (SIGKILL: 137).
+      onExit?.(code ?? 128 + (signal === 'SIGKILL' ? 9 : 15));
+    });
+  }
+
+  /** Kills the side container of pod `key` (a worker crashing mid-shard, for tests); false when it has none. */
+  killSide(key: string): boolean {
+    const side = this.engines.get(key)?.side;
+    if (side === undefined || side.exitCode !== null) return false;
+    return side.kill('SIGKILL');
+  }
+
   /** Stops the pod's engine (SIGTERM, SIGKILL after `graceMs`) and waits for the process to exit. */
   async stop(key: string, graceMs = 5000): Promise<void> {
     const e = this.engines.get(key);
     if (e === undefined) return;
     e.stopping = true;
     if (e.timer !== undefined) clearTimeout(e.timer);
+    if (e.side !== undefined && e.side.exitCode === null && e.side.signalCode === null) {
+      const side = e.side;
+      const gone = new Promise<void>((r) => side.once('exit', () => r()));
+      side.kill('SIGTERM');
+      const t = setTimeout(() => side.kill('SIGKILL'), graceMs);
+      await gone;
+      clearTimeout(t);
+    }
     if (!e.exited) {
       const exited = new Promise<void>((r) => e.child.once('exit', () => r()));
       e.child.kill('SIGTERM');

@@ -1,0 +1,219 @@
+/**
+ * `sits batch-worker`: the container beside the engine in a BatchInferenceJob's worker pod (docs/adr/0102). It
+ * reads its shard from its own pod's assignment annotation (written by the controller), sends each record of it
+ * to the engine's OpenAI endpoint on the pod's address, writes the shard's results as one part file, whole or not
+ * at all (FsOutputStore: temp file, fsync, rename), and reports progress on its own pod's report annotation at a
+ * bounded rate (one write per reportEveryMs at most, plus one when the part is written), so the API writes per job
+ * grow with the shards, not the records. The controller commits the part; the worker never touches the manifest.
+ * A new attempt in the assignment cancels the running one (nothing is written for it); a smaller end is the
+ * long-tail breaker's cut (the part then stops there).
+ */
+import { readFileSync } from 'node:fs';
+import { ANNOTATION } from '../api/wire.ts';
+import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from '../controllers/batch-inference/openai-batch.ts';
+import { formatReport, parseAssignment, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
+import type { KubeClient } from '../kube/client.ts';
+import { FsOutputStore } from './batch-files.ts';
+
+export interface BatchWorkerOptions {
+  readonly client: KubeClient;
+  readonly namespace: string;
+  readonly podName: string;
+  /** The job's input file (as mounted in this container). */
+  readonly input: string;
+  /** The job's output folder (as mounted). */
+  readonly output: string;
+  /** The engine's base URL, e.g. http://10.0.0.7:8080. */
+  readonly engine: string;
+  /** The model name the engine serves (set on every request body). */
+  readonly model: string;
+  readonly jobUid: string;
+  /** Requests in flight at full concurrency. */
+  readonly concurrency?: number;
+  readonly pollMs?: number;
+  readonly reportEveryMs?: number;
+  readonly requestTimeoutMs?: number;
+  readonly log?: (m: string) => void;
+}
+
+interface Running {
+  readonly a: WireAssignment;
+  end: number;
+  readonly abort: AbortController;
+  done?: Promise<void>;
+}
+
+class EngineDown extends Error {}
+
+const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
+  new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+
+/** The input's requests in record order (blank lines skipped, as the controller counts them). */
+export function loadRequests(file: string): BatchRequestLine[] {
+  const out: BatchRequestLine[] = [];
+  const lines = readFileSync(file, 'utf8').split('\n');
+  for (let i = 0; i < lines.length; i++) {
+    const text = lines[i] as string;
+    if (text.trim() === '') continue;
+    out.push(parseRequestLine(text, file, i + 1).request);
+  }
+  return out;
+}
+
+export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): Promise<void> {
+  const log = o.log ?? (() => undefined);
+  const requests = loadRequests(o.input);
+  const store = new FsOutputStore(o.output);
+  const podPath = `/api/v1/namespaces/${o.namespace}/pods/${o.podName}`;
+  const engine = o.engine.replace(/\/+$/, '');
+  const concurrency = Math.max(1, o.concurrency ?? 4);
+  const reportEvery = o.reportEveryMs ?? 2000;
+  let current: Running | undefined;
+
+  const report = async (r: WorkerReport): Promise<void> => {
+    await o.client.mergePatch(podPath, { metadata: { annotations: { [ANNOTATION.batchReport]: formatReport(r) } } });
+  };
+
+  const waitForEngine = async (signal: AbortSignal): Promise<void> => {
+    for (let i = 0; !signal.aborted; i++) {
+      try {
+        const r = await fetch(`${engine}/health`, { signal: AbortSignal.timeout(5000) });
+        await r.arrayBuffer();
+        if (r.status === 200) return;
+      } catch {
+        // Not listening yet.
+      }
+      if (i % 20 === 19) log(`waiting for the engine at ${engine}`);
+      await sleep(250, signal);
+    }
+  };
+
+  /** One record: the output line and its tokens. Transient failures (refused, timeout, 5xx, 429) are retried. */
+  const call = async (index: number, signal: AbortSignal): Promise<{ line: string; tokens: number }> => {
+    const req = requests[index] as BatchRequestLine;
+    let last = '';
+    for (let attempt = 0; attempt < 5; attempt++) {
+      if (signal.aborted) throw new Error('cancelled');
+      try {
+        const res = await fetch(`${engine}${req.url}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ ...req.body, model: o.model }),
+          signal: AbortSignal.any([signal, AbortSignal.timeout(o.requestTimeoutMs ?? 120_000)]),
+        });
+        const text = await res.text();
+        if (res.status === 429 || res.status >= 500) {
+          last = `${res.status} ${text.slice(0, 200)}`;
+        } else {
+          let body: unknown;
+          try {
+            body = JSON.parse(text);
+          } catch {
+            body = text;
+          }
+          if (res.status >= 200 && res.status < 300) {
+            const usage = (body as { usage?: { total_tokens?: number } }).usage;
+            return { line: JSON.stringify(successLine(o.jobUid, req.custom_id, body, res.status)), tokens: usage?.total_tokens ?? 0 };
+          }
+          // The engine refused this request (4xx): an error line for this record, the shard goes on.
+          const msg = (body as { error?: { message?: string } }).error?.message ?? text.slice(0, 500);
+          return { line: JSON.stringify(errorLine(o.jobUid, req.custom_id, `http_${res.status}`, msg)), tokens: 0 };
+        }
+      } catch (e) {
+        if (signal.aborted) throw new Error('cancelled');
+        last = (e as Error).message;
+      }
+      await sleep(200 * 2 ** attempt, signal);
+    }
+    throw new EngineDown(`the engine at ${engine} failed record ${index} (${req.custom_id}) five times: ${last}`);
+  };
+
+  const runAttempt = async (r: Running): Promise<void> => {
+    const { a, abort } = r;
+    const startedMs = Date.now();
+    const lines: (string | undefined)[] = [];
+    let tokens = 0;
+    let contiguous = 0;
+    let next = a.start;
+    let lastReportMs = 0;
+    let reported = -1;
+    const base = { attempt: a.attempt, start: a.start, end: a.end, startedMs };
+    const maybeReport = async (): Promise<void> => {
+      const now = Date.now();
+      if (now - lastReportMs < reportEvery || contiguous === reported) return;
+      lastReportMs = now;
+      reported = contiguous;
+      await report({ ...base, done: contiguous, tokens, state: 'running' }).catch((e: Error) => log(`report: ${e.message}`));
+    };
+    await waitForEngine(abort.signal);
+    const slots = Math.max(1, Math.round(concurrency * a.concurrency));
+    const lane = async (): Promise<void> => {
+      while (!abort.signal.aborted) {
+        const i = next++;
+        if (i >= r.end) return;
+        const out = await call(i, abort.signal);
+        lines[i - a.start] = out.line;
+        tokens += out.tokens;
+        while (lines[contiguous] !== undefined) contiguous++;
+        await maybeReport();
+      }
+    };
+    try {
+      await Promise.all(Array.from({ length: slots }, () => lane()));
+    } catch (e) {
+      if (abort.signal.aborted) return;
+      // An engine that stops answering is the worker's device failing (the fault ladder's crash); anything else too.
+      const kind = 'crash' as const;
+      log(`attempt ${a.attempt} failed: ${(e as Error).message}`);
+      await report({ ...base, done: contiguous, tokens, state: 'failed', failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
+      return;
+    }
+    if (abort.signal.aborted) return;
+    const n = Math.min(r.end - a.start, contiguous);
+    const part = lines.slice(0, n) as string[];
+    store.writeAtomic(a.part, part.length === 0 ? '' : `${part.join('\n')}\n`);
+    await report({ ...base, done: n, tokens, state: 'done' });
+    log(`attempt ${a.attempt} [${a.start},${a.start + n}) written to ${a.part}`);
+  };
+
+  log(`batch worker ${o.namespace}/${o.podName}: ${requests.length} requests in ${o.input}, engine ${engine}`);
+  while (!stop.aborted) {
+    let want: WireAssignment | undefined;
+    try {
+      const pod = await o.client.get<{ metadata: { annotations?: Record<string, string> } }>(podPath);
+      const parsed = parseAssignment(pod.metadata.annotations?.[ANNOTATION.batchAssignment]);
+      if (parsed !== undefined && 'error' in parsed) {
+        log(parsed.error);
+        want = undefined;
+      } else want = parsed;
+    } catch (e) {
+      log(`reading ${podPath}: ${(e as Error).message}`);
+      await sleep(o.pollMs ?? 500, stop);
+      continue;
+    }
+    if (current !== undefined && (want === undefined || want.attempt !== current.a.attempt)) {
+      // Cancelled or replaced: drop it, write nothing for it.
+      current.abort.abort();
+      await current.done;
+      current = undefined;
+    }
+    if (current !== undefined && want !== undefined && want.end < current.end) current.end = Math.max(want.start, want.end);
+    if (current === undefined && want !== undefined) {
+      const r: Running = { a: want, end: want.end, abort: new AbortController() };
+      const id = want.attempt;
+      r.done = runAttempt(r).catch((e: Error) => log(`attempt ${id}: ${e.message}`));
+      current = r;
+    }
+    await sleep(o.pollMs ?? 500, stop);
+  }
+  current?.abort.abort();
+  await current?.done;
+}

@@ -1,0 +1,57 @@
+import type { Command } from 'commander';
+import { runBatchWorker } from '../../app/batch-worker.ts';
+import { loadKubeConfig } from '../../app/live.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { CliError } from '../errors.ts';
+import { numberOption } from '../options.ts';
+import { untilSignal } from './run.ts';
+
+const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+
+interface BatchWorkerFlags {
+  kubeconfig?: string;
+  podName?: string;
+  namespace?: string;
+  input: string;
+  output: string;
+  engine: string;
+  model: string;
+  jobUid: string;
+  concurrency: number;
+  reportInterval: number;
+}
+
+export function registerBatchWorker(program: Command): void {
+  program
+    .command('batch-worker')
+    .description("run beside the engine in a BatchInferenceJob's worker pod (the controller creates it): take shards from the pod's assignment annotation, send their records to the engine, write each shard's part file and report progress on the pod (docs/adr/0102)")
+    .requiredOption('--input <file>', 'the OpenAI batch input (JSONL), as mounted in this container')
+    .requiredOption('--output <dir>', "the job's output folder, as mounted")
+    .requiredOption('--engine <url>', "the engine's base URL (the pod's address and the serving port)")
+    .requiredOption('--model <name>', 'the model name the engine serves')
+    .requiredOption('--job-uid <uid>', "the job's uid (output line ids derive from it)")
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
+    .option('--pod-name <name>', 'this pod (default: $POD_NAME, from the downward API)')
+    .option('--namespace <ns>', "this pod's namespace (default: $POD_NAMESPACE)")
+    .option('--concurrency <n>', 'requests in flight', numberOption('--concurrency', 1, 4096), 4)
+    .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
+    .action(async (o: BatchWorkerFlags) => {
+      const podName = o.podName ?? process.env.POD_NAME ?? '';
+      const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? '';
+      if (podName === '' || namespace === '') throw new CliError('batch-worker: which pod? pass --pod-name and --namespace or set POD_NAME and POD_NAMESPACE (the worker pod sets them from the downward API)');
+      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-batch-worker/0.1' });
+      const stop = new AbortController();
+      void untilSignal().then((sig) => {
+        log(`${sig}: stopping`);
+        stop.abort();
+      });
+      try {
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, reportEveryMs: o.reportInterval * 1000, log }, stop.signal);
+      } catch (e) {
+        throw new CliError(`batch-worker: ${(e as Error).message}`);
+      } finally {
+        client.close();
+      }
+    });
+}

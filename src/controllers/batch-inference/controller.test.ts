@@ -1,0 +1,244 @@
+import { describe, expect, it } from 'vitest';
+import { withDefaults } from '../../api/validate.ts';
+import { ANNOTATION } from '../../api/wire.ts';
+import type { ControllerAction } from '../../api/controller.ts';
+import type { PodObject } from '../kube-objects.ts';
+import { BatchCoordinator, OUTPUT } from './coordinator.ts';
+import type { BatchJobsPort, JobSession, SessionState } from './controller.ts';
+import { reconcileBatchJob, type BatchControllerConfig } from './controller.ts';
+import { DEFAULT_LADDER } from './fault-ladder.ts';
+import { DEFAULT_LONG_TAIL } from './long-tail.ts';
+import type { RecordInfo } from './openai-batch.ts';
+import { outputCustomId } from './openai-batch.ts';
+import { MemoryOutputStore } from './output-store.ts';
+import { writePart } from './part-writer.ts';
+import type { BatchJobObject } from './pods.ts';
+import { MemoryQuarantine } from './quarantine.ts';
+import { formatReport, parseAssignment, type WireAssignment } from './worker-protocol.ts';
+
+const records = (n: number): RecordInfo[] => Array.from({ length: n }, (_, i) => ({ customId: `r-${i}`, promptTokens: 10, maxOutputTokens: 2 }));
+
+const jobOf = (workers: number, extra: Record<string, unknown> = {}): BatchJobObject =>
+  withDefaults('BatchInferenceJob', {
+    apiVersion: 'ai.sits2026.dev/v1',
+    kind: 'BatchInferenceJob',
+    metadata: { name: 'j', namespace: 'ns', uid: 'uid-1', generation: 1 },
+    spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf' }, input: { uri: 'pvc://data/in.jsonl' }, output: { uri: 'pvc://data/out/j' }, workers, gpusPerWorker: 1, ...extra },
+  }) as BatchJobObject;
+
+/** A port over one memory store, as a controller process would hold it; `restart()` is a new controller process. */
+function port(n: number, shard = 10): { port: BatchJobsPort; store: MemoryOutputStore; restart(): void; state: { s: SessionState } } {
+  const store = new MemoryOutputStore();
+  const state = { s: { state: 'loading' } as SessionState };
+  const open = (nowMs: number): SessionState => {
+    const q = new MemoryQuarantine();
+    const coordinator = BatchCoordinator.open(store, { jobUid: 'uid-1', records: records(n), shardRecords: shard, ladder: DEFAULT_LADDER, longTail: { ...DEFAULT_LONG_TAIL, enabled: false }, quarantine: q }, nowMs);
+    const session: JobSession = { coordinator, startMs: nowMs, assigned: new Map(), handled: new Set(), retries: 0, quarantined: (t) => q.active(t).map((e) => e.device) };
+    return { state: 'ready', session };
+  };
+  let opened = false;
+  return {
+    store,
+    state,
+    port: {
+      session: (_job, nowMs) => {
+        if (!opened) {
+          opened = true;
+          state.s = open(nowMs);
+          return { state: 'loading' };
+        }
+        return state.s;
+      },
+    },
+    restart: () => {
+      opened = false;
+    },
+  };
+}
+
+/** The cluster as far as the controller sees it: pods by name, changed by the controller's actions. */
+class Pods {
+  readonly byName = new Map<string, PodObject>();
+  private uid = 0;
+  apply(actions: readonly ControllerAction[]): void {
+    for (const a of actions) {
+      if (a.op === 'create') {
+        const p = a.object as PodObject;
+        this.byName.set(p.metadata.name ?? '', { ...p, metadata: { ...p.metadata, uid: `pod-${++this.uid}` }, spec: { ...(p.spec as PodObject['spec'] & object), nodeName: 'n1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } });
+      } else if (a.op === 'delete') this.byName.delete(a.name);
+      else if (a.op === 'patch') {
+        const p = this.byName.get(a.name) as PodObject;
+        const ann = (a.patch.metadata as { annotations: Record<string, string> }).annotations;
+        this.byName.set(a.name, { ...p, metadata: { ...p.metadata, annotations: { ...p.metadata.annotations, ...ann } } });
+      }
+    }
+  }
+  list(): PodObject[] {
+    return [...this.byName.values()];
+  }
+  assignment(name: string): WireAssignment | undefined {
+    const a = parseAssignment(this.byName.get(name)?.metadata.annotations?.[ANNOTATION.batchAssignment]);
+    return a === undefined || 'error' in a ? undefined : a;
+  }
+  report(name: string, r: Parameters<typeof formatReport>[0]): void {
+    const p = this.byName.get(name) as PodObject;
+    this.byName.set(name, { ...p, metadata: { ...p.metadata, annotations: { ...p.metadata.annotations, [ANNOTATION.batchReport]: formatReport(r) } } });
+  }
+  fail(name: string): void {
+    const p = this.byName.get(name) as PodObject;
+    this.byName.set(name, { ...p, status: { phase: 'Failed' } });
+  }
+}
+
+const ids = (store: MemoryOutputStore): string[] => (store.read(OUTPUT) ?? '').split('\n').filter((l) => l !== '').map((l) => outputCustomId(l) as string);
+
+/** Workers finish whatever they hold, one reconcile at a time, until the job is done. Returns the status writes. */
+function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, cfg: BatchControllerConfig, t0: number, stepMs = 1000): { t: number; statusWrites: number; job: BatchJobObject } {
+  let t = t0;
+  let last: unknown;
+  let writes = 0;
+  let j = job;
+  for (let i = 0; i < 500; i++) {
+    const step = reconcileBatchJob(j, pods.list(), t, cfg);
+    if (step.status !== undefined && JSON.stringify(step.status) !== JSON.stringify(last)) {
+      writes++;
+      last = step.status;
+      j = { ...j, status: step.status };
+    }
+    pods.apply(step.actions);
+    if (j.status?.phase === 'Succeeded' || j.status?.phase === 'Failed') break;
+    for (const pod of pods.list()) {
+      const name = pod.metadata.name ?? '';
+      const a = pods.assignment(name);
+      if (a === undefined) continue;
+      writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
+      pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 12 * (a.end - a.start), state: 'done', startedMs: t });
+    }
+    t += stepMs;
+  }
+  return { t, statusWrites: writes, job: j };
+}
+
+describe('the BatchInferenceJob reconcile', () => {
+  it('reads the input first (Pending, no pods), then creates the workers: engine from the serving runtime, sits batch-worker beside it', () => {
+    const p = port(40);
+    const cfg = { jobs: p.port };
+    const first = reconcileBatchJob(jobOf(2), [], 0, cfg);
+    expect(first.status?.phase).toBe('Pending');
+    expect(first.actions).toEqual([]);
+    const second = reconcileBatchJob(jobOf(2), [], 100, cfg);
+    const created = second.actions.filter((a) => a.op === 'create').map((a) => (a as { object: PodObject }).object);
+    expect(created.map((c) => c.metadata.name)).toEqual(['j-0', 'j-1']);
+    const pod = created[0] as PodObject;
+    expect(pod.spec?.schedulerName).toBe('sits-scheduler');
+    expect(pod.spec?.restartPolicy).toBe('Never');
+    const [server, worker] = pod.spec?.containers ?? [];
+    expect(server?.args).toEqual(expect.arrayContaining(['--model', '/mnt/models', '--alias', 'j', '--n-gpu-layers', '999']));
+    expect(server?.resources?.limits?.['nvidia.com/gpu']).toBe('1');
+    expect(worker?.command).toEqual(['sits', 'batch-worker']);
+    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--job-uid', 'uid-1']);
+    expect(pod.spec?.volumes).toEqual([{ name: 'batch-data', persistentVolumeClaim: { claimName: 'data' } }]);
+    expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'BatchInferenceJob', name: 'j', uid: 'uid-1', controller: true });
+  });
+
+  it('makes a worker needing several tensor-parallel GPUs a gang inside one NVLink island', () => {
+    const p = port(10);
+    reconcileBatchJob(jobOf(1, { gpusPerWorker: 4 }), [], 0, { jobs: p.port });
+    const pod = (reconcileBatchJob(jobOf(1, { gpusPerWorker: 4 }), [], 1, { jobs: p.port }).actions[0] as { object: PodObject }).object;
+    expect(pod.metadata.labels?.['ai.sits2026.dev/pod-group']).toBe('j-0');
+    expect(pod.metadata.annotations).toMatchObject({ [ANNOTATION.minMember]: '1', [ANNOTATION.topologyRequired]: 'nvlink-domain' });
+  });
+
+  it('hands out shards by annotation, commits reported parts, and finishes with every custom_id once', () => {
+    const p = port(95);
+    const pods = new Pods();
+    const r = runToEnd(jobOf(3), pods, p, { jobs: p.port }, 0);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(r.job.status?.progress).toMatchObject({ recordsTotal: 95, recordsProcessed: 95, recordsFailed: 0, tokensProcessed: 95 * 12, percent: 100 });
+    expect(r.job.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'True', reason: 'OutputComplete' });
+    expect(ids(p.store)).toEqual(records(95).map((x) => x.customId));
+    expect(pods.list()).toEqual([]);
+  });
+
+  it('writes status a bounded number of times, not once per record or shard', () => {
+    const p = port(1000, 10);
+    const pods = new Pods();
+    // 100 shards over 2 workers, a commit every second: status follows the 5 %-and-10 s policy.
+    const r = runToEnd(jobOf(2), pods, p, { jobs: p.port }, 0);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(r.statusWrites).toBeLessThan(20);
+  });
+
+  it('gives a dead worker’s shard to another attempt and replaces its pod', () => {
+    const p = port(30);
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(2);
+    reconcileBatchJob(job, [], 0, cfg);
+    pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
+    const lostShard = pods.assignment('j-0') as WireAssignment;
+    pods.fail('j-0');
+    const del = reconcileBatchJob(job, pods.list(), 3, cfg).actions;
+    expect(del).toContainEqual(expect.objectContaining({ op: 'delete', name: 'j-0' }));
+    pods.apply(del);
+    const create = reconcileBatchJob(job, pods.list(), 4, cfg).actions;
+    expect(create).toContainEqual(expect.objectContaining({ op: 'create' }));
+    pods.apply(create);
+    const r = runToEnd(job, pods, p, cfg, 5);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
+    expect(pods.assignment('j-0')).toBeUndefined();
+    expect(lostShard.attempt).toMatch(/^e1-/);
+  });
+
+  it('after a controller restart, adopts a worker still on a shard of the earlier epoch and commits it once', () => {
+    const p = port(20);
+    const pods = new Pods();
+    const job = jobOf(1);
+    reconcileBatchJob(job, [], 0, { jobs: p.port });
+    pods.apply(reconcileBatchJob(job, [], 1, { jobs: p.port }).actions);
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, { jobs: p.port }).actions);
+    const a = pods.assignment('j-0') as WireAssignment;
+    pods.report('j-0', { attempt: a.attempt, start: a.start, end: a.end, done: 3, tokens: 36, state: 'running', startedMs: 2 });
+    // The controller process restarts: a new coordinator over the same volume (epoch 2).
+    p.restart();
+    reconcileBatchJob(job, pods.list(), 10, { jobs: p.port });
+    const step = reconcileBatchJob(job, pods.list(), 11, { jobs: p.port });
+    // Adopted: the worker keeps its shard (no new assignment is written over it).
+    expect(step.actions.filter((x) => x.op === 'patch')).toEqual([]);
+    writePart(p.store, 'uid-1', records(20), { range: { start: a.start, end: a.end }, part: a.part });
+    pods.report('j-0', { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 12 * (a.end - a.start), state: 'done', startedMs: 2 });
+    const r = runToEnd(job, pods, p, { jobs: p.port }, 12);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(ids(p.store)).toEqual(records(20).map((x) => x.customId));
+  });
+
+  it('fails a job whose input is rejected, with the errors and the output marked partial', () => {
+    const jobs: BatchJobsPort = { session: () => ({ state: 'rejected', errors: ['pvc://data/in.jsonl:3:17: not JSON: Unexpected end'], output: 'pvc://data/out/j/manifest.json' }) };
+    const step = reconcileBatchJob(jobOf(1), [], 0, { jobs });
+    expect(step.status?.phase).toBe('Failed');
+    expect(step.status?.conditions?.find((c) => c.type === 'InputValid')).toMatchObject({ status: 'False', reason: 'MalformedInput', message: 'pvc://data/in.jsonl:3:17: not JSON: Unexpected end' });
+    expect(step.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'False', reason: 'OutputPartial' });
+    expect(step.actions).toEqual([]);
+  });
+
+  it('refuses an input that is not on a claim, naming the field', () => {
+    const step = reconcileBatchJob(jobOf(1, { input: { uri: 's3://bucket/in.jsonl' } }), [], 0, { jobs: port(1).port });
+    expect(step.status?.phase).toBe('Failed');
+    expect(step.status?.conditions?.[0]?.message).toMatch(/^spec\.input\.uri: only pvc:\/\//);
+  });
+
+  it('marks the output partial, naming why, when activeDeadlineSeconds passes', () => {
+    const p = port(50);
+    const pods = new Pods();
+    const job = jobOf(1, { activeDeadlineSeconds: 5 });
+    reconcileBatchJob(job, [], 0, { jobs: p.port });
+    pods.apply(reconcileBatchJob(job, [], 1, { jobs: p.port }).actions);
+    const step = reconcileBatchJob(job, pods.list(), 10_000, { jobs: p.port });
+    expect(step.status?.phase).toBe('Failed');
+    expect(step.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'False', reason: 'OutputPartial' });
+    expect(step.status?.conditions?.find((c) => c.type === 'Complete')?.message).toMatch(/activeDeadlineSeconds 5 passed with 50 records not run/);
+    expect(JSON.parse(p.store.read('manifest.json') as string)).toMatchObject({ state: 'partial' });
+  });
+});

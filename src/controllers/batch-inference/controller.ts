@@ -1,0 +1,276 @@
+/**
+ * The BatchInferenceJob controller as a definition for kube/controller-runner.ts (issue 13, Deliver 2). The
+ * controller is the job's coordinator: it owns one BatchCoordinator per job (opened through the BatchJobsPort on
+ * the output volume, resumed from its manifest after a restart) and talks to the workers only through their pods
+ * (docs/adr/0102-batch-worker-protocol.md): it writes each worker's shard into the pod's assignment annotation and
+ * reads the worker's bounded-rate report annotation back. It keeps the worker pods there (a dead one is replaced,
+ * its shard returned to the coordinator), commits finished parts, and writes status only when shouldWriteStatus
+ * says so (status.ts), so status writes do not grow with the records.
+ * Pure apart from the coordinator's state, which is the controller's own in-memory cache of the job; files go
+ * through the port's OutputStore, time comes in the input.
+ */
+import { withDefaults } from '../../api/validate.ts';
+import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL } from '../../api/wire.ts';
+import type { ControllerAction, ControllerDefinition, ControllerInput, ControllerOutcome, OwnedResource, ResourceType } from '../../api/controller.ts';
+import type { BatchInferenceJobStatus } from '../../api/schema/batch-inference-job.ts';
+import type { Condition } from '../../api/schema/common.ts';
+import { setCondition } from '../conditions.ts';
+import type { PodObject } from '../kube-objects.ts';
+import type { BatchCoordinator, WorkerInfo } from './coordinator.ts';
+import { partName } from './coordinator.ts';
+import { renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
+import type { StatusWritePolicy, WrittenStatus } from './status.ts';
+import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
+import { formatAssignment, parseReport, type WireAssignment } from './worker-protocol.ts';
+
+export const BATCH_INFERENCE_JOB_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.batchInferenceJob, plural: 'batchinferencejobs' };
+const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
+
+/** A job's coordinator and what the controller remembers of its workers, for as long as this process runs. */
+export interface JobSession {
+  readonly coordinator: BatchCoordinator;
+  readonly startMs: number;
+  /** Worker pod name → the shard it was given (what its assignment annotation must say). */
+  readonly assigned: Map<string, WireAssignment>;
+  /** Attempts this session is finished with (committed, failed, cancelled): their reports are history. */
+  readonly handled: Set<string>;
+  /** The devices the coordinator quarantined, for status. */
+  quarantined(nowMs: number): string[];
+  retries: number;
+  last?: { readonly written: WrittenStatus; readonly status: BatchInferenceJobStatus };
+  finished?: { readonly state: 'complete' | 'partial'; readonly records: number; readonly atMs: number; readonly reason?: string };
+}
+
+export type SessionState =
+  | { readonly state: 'loading' }
+  | { readonly state: 'ready'; readonly session: JobSession }
+  /** The input is not a valid OpenAI batch file: every error names file:line:column; the output is marked partial. */
+  | { readonly state: 'rejected'; readonly errors: readonly string[]; readonly output: string }
+  /** The volume cannot be read or written (not mounted here, another job's output, ...). */
+  | { readonly state: 'error'; readonly message: string };
+
+export interface BatchJobsPort {
+  /** The job's session, opened in the background on the first call (the input is read and checked, the manifest resumed). */
+  session(job: BatchJobObject, nowMs: number): SessionState;
+}
+
+export interface BatchControllerConfig extends WorkerBuildConfig {
+  readonly jobs: BatchJobsPort;
+  readonly statusPolicy?: Partial<StatusWritePolicy>;
+  /** How often a running job is reconciled even if no pod changed (status cadence, the long-tail breaker). */
+  readonly tickMs?: number;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+const epochOf = (attempt: string): number => Number(/^e(\d+)-/.exec(attempt)?.[1] ?? '0');
+const terminal = (p: PodObject): boolean => p.status?.phase === 'Failed' || p.status?.phase === 'Succeeded' || p.metadata.deletionTimestamp !== undefined;
+
+function deviceOf(p: PodObject): string {
+  const node = (p.spec?.nodeName as string | undefined) ?? 'unscheduled';
+  const gpus = p.metadata.annotations?.[ANNOTATION.gpuIndices];
+  return `${node}/${gpus === undefined || gpus === '' ? 'cpu' : gpus}`;
+}
+
+function podReady(p: PodObject): boolean {
+  return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+}
+
+interface Step {
+  readonly status?: BatchInferenceJobStatus;
+  readonly actions: ControllerAction[];
+  readonly requeueAfterMs?: number;
+}
+
+function conditionsWith(prev: readonly Condition[] | undefined, nowMs: number, gen: number | undefined, ...us: { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string }[]): Condition[] {
+  let out = [...(prev ?? [])];
+  for (const u of us) out = setCondition(out, u, iso(nowMs), gen);
+  return out;
+}
+
+const deleteAll = (pods: readonly PodObject[]): ControllerAction[] =>
+  pods.filter((p) => p.metadata.deletionTimestamp === undefined).map((p) => ({ op: 'delete', kind: POD.kind, name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' }));
+
+export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[], nowMs: number, cfg: BatchControllerConfig): Step {
+  const prev = job.status ?? {};
+  const gen = job.metadata.generation;
+  if ((job.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined) return { actions: [] };
+  // A finished job keeps its status; only leftover workers go.
+  if (prev.phase === 'Succeeded' || prev.phase === 'Failed') return { actions: deleteAll(pods) };
+  const render = renderWorkers(job, cfg);
+  if (!render.ok) {
+    const message = render.issues.map((i) => `${i.field}: ${i.message}`).join('; ');
+    return { status: { ...prev, phase: 'Failed', conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: 'InvalidSpec', message }) }, actions: deleteAll(pods) };
+  }
+  const open = cfg.jobs.session(job, nowMs);
+  if (open.state === 'loading') {
+    const status = prev.phase === undefined ? { ...prev, phase: 'Pending' as const, conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'Unknown', reason: 'Reading', message: `reading ${job.spec.input.uri}` }) } : undefined;
+    return { ...(status === undefined ? {} : { status }), actions: [], requeueAfterMs: 250 };
+  }
+  if (open.state === 'rejected') {
+    const message = open.errors.join('; ');
+    return {
+      status: {
+        ...prev,
+        phase: 'Failed',
+        completionTime: iso(nowMs),
+        conditions: conditionsWith(
+          prev.conditions,
+          nowMs,
+          gen,
+          { type: 'InputValid', status: 'False', reason: 'MalformedInput', message },
+          { type: 'Complete', status: 'False', reason: 'OutputPartial', message: `no record was run: the input is invalid; ${open.output} says partial` },
+        ),
+      },
+      actions: deleteAll(pods),
+    };
+  }
+  if (open.state === 'error') {
+    const said = prev.conditions?.find((x) => x.type === 'OutputWritable');
+    if (said?.status === 'False' && said.message === open.message) return { actions: [], requeueAfterMs: 10_000 };
+    const conditions = conditionsWith(prev.conditions, nowMs, gen, { type: 'OutputWritable', status: 'False', reason: 'VolumeUnavailable', message: open.message });
+    return { status: { ...prev, phase: prev.phase ?? 'Pending', conditions }, actions: [], requeueAfterMs: 10_000 };
+  }
+  const s = open.session;
+  const c = s.coordinator;
+  const name = job.metadata.name ?? '';
+  const actions: ControllerAction[] = [];
+  const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
+  const live: { pod: PodObject; worker: WorkerInfo }[] = [];
+  const cancelled = new Set<string>();
+
+  for (let i = 0; i < job.spec.workers && s.finished === undefined; i++) {
+    const pn = workerPodName(name, i);
+    const pod = byName.get(pn);
+    if (pod === undefined || terminal(pod)) {
+      // The worker is gone (crash, preemption, node loss): its shard goes back to the coordinator.
+      const had = s.assigned.get(pn);
+      if (had !== undefined) {
+        c.lost(pn);
+        s.handled.add(had.attempt);
+        s.assigned.delete(pn);
+      }
+      if (pod === undefined) actions.push({ op: 'create', kind: POD.kind, object: render.value.pod(i) });
+      else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
+    if (pod.status?.phase !== 'Running') continue;
+    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu: false };
+    c.register(worker);
+    live.push({ pod, worker });
+    const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
+    let cur = s.assigned.get(pn);
+    // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
+    if (cur === undefined && report !== undefined && report.state !== 'failed' && !s.handled.has(report.attempt) && epochOf(report.attempt) < c.epoch) {
+      if (c.adopt(report.attempt, { start: report.start, end: report.end }, worker, report.startedMs, report.done) === 'adopted') {
+        cur = { attempt: report.attempt, start: report.start, end: report.end, part: partName(report.attempt), concurrency: 1 };
+        s.assigned.set(pn, cur);
+      } else s.handled.add(report.attempt);
+    }
+    if (cur === undefined || report === undefined || report.attempt !== cur.attempt) continue;
+    c.progress(cur.attempt, report.done, report.tokens);
+    if (report.state === 'running') continue;
+    s.handled.add(cur.attempt);
+    s.assigned.delete(pn);
+    if (report.state === 'done') {
+      const r = c.complete(cur.attempt, nowMs);
+      if (r.kind === 'failed') s.retries++;
+      else for (const id of r.cancel) cancelled.add(id);
+    } else {
+      s.retries++;
+      c.fail(cur.attempt, { kind: report.failure?.kind ?? 'crash', message: report.failure?.message ?? 'the worker gave up', device: worker.device }, nowMs);
+    }
+  }
+  // Losing copies (their records were committed by another attempt): the worker is told by its next assignment.
+  for (const [pn, a] of [...s.assigned]) {
+    if (!cancelled.has(a.attempt)) continue;
+    s.handled.add(a.attempt);
+    s.assigned.delete(pn);
+  }
+  // The long-tail breaker: a straggler's assignment is cut short (same attempt, smaller end); idle workers take the rest.
+  if (s.finished === undefined) {
+    const idle = live.filter((l) => !s.assigned.has(l.worker.id)).length;
+    for (const cut of c.tick(nowMs, idle)) {
+      for (const [pn, a] of s.assigned) if (a.attempt === cut.attemptId) s.assigned.set(pn, { ...a, end: cut.cut });
+    }
+    for (const l of live) {
+      if (s.assigned.has(l.worker.id)) continue;
+      const a = c.assign(l.worker, nowMs);
+      if (a !== undefined) s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
+    }
+    for (const l of live) {
+      const want = formatAssignment(s.assigned.get(l.worker.id));
+      if (l.pod.metadata.annotations?.[ANNOTATION.batchAssignment] !== want) {
+        actions.push({ op: 'patch', kind: POD.kind, name: l.worker.id, patch: { metadata: { annotations: { [ANNOTATION.batchAssignment]: want } } } });
+      }
+    }
+  }
+
+  if (s.finished === undefined) {
+    const deadline = job.spec.activeDeadlineSeconds;
+    if (c.done) {
+      const f = c.finish();
+      s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs };
+    } else if (deadline !== undefined && nowMs - s.startMs > deadline * 1000) {
+      const reason = `activeDeadlineSeconds ${deadline} passed with ${c.uncommitted().reduce((a, r) => a + r.end - r.start, 0)} records not run`;
+      const f = c.finish(reason);
+      s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs, reason };
+    }
+  }
+  const fin = s.finished;
+  if (fin !== undefined) actions.push(...deleteAll(pods));
+
+  const progress = c.status(nowMs);
+  const phase = fin !== undefined ? (fin.state === 'complete' ? 'Succeeded' : 'Failed') : live.length > 0 ? 'Running' : 'Pending';
+  const readyWorkers = fin !== undefined ? 0 : live.filter((l) => podReady(l.pod)).length;
+  const quarantined = s.quarantined(nowMs);
+  const next = { phase, recordsProcessed: progress.recordsProcessed, percent: progress.percent, quarantined } as const;
+  const policy = { ...DEFAULT_STATUS_POLICY, maxIntervalMs: job.spec.checkpoint.intervalSeconds * 1000, ...cfg.statusPolicy };
+  const workersChanged = s.last !== undefined && s.last.status.readyWorkers !== readyWorkers;
+  // The status is returned only when a write is due: the runner compares what it returns with the stored copy (whose
+  // keys the apiserver reorders), so returning the last status on every tick would write it on every tick. A write
+  // that did not land (the stored phase is not the one written) is returned again.
+  const due = s.last === undefined || workersChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
+  const landed = s.last === undefined || prev.phase === s.last.status.phase;
+  if (due) {
+    const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
+    const complete =
+      fin === undefined
+        ? { type: 'Complete', status: 'False' as const, reason: 'Running', message: `${progress.recordsProcessed} of ${progress.recordsTotal} records committed` }
+        : fin.state === 'complete'
+          ? { type: 'Complete', status: 'True' as const, reason: 'OutputComplete', message: `${fin.records} records, every custom_id once, in ${out}` }
+          : { type: 'Complete', status: 'False' as const, reason: 'OutputPartial', message: `${fin.records} of ${progress.recordsTotal} records in ${out}, manifest.json says partial: ${fin.reason ?? ''}` };
+    const writable =
+      c.outputError === undefined
+        ? { type: 'OutputWritable', status: 'True' as const, reason: 'Writable', message: `parts and manifest written to ${job.spec.output.uri}` }
+        : { type: 'OutputWritable', status: 'False' as const, reason: 'VolumeRefused', message: c.outputError };
+    const status: BatchInferenceJobStatus = {
+      ...toStatus(progress, {
+        phase,
+        startMs: s.startMs,
+        nowMs,
+        quarantined,
+        readyWorkers,
+        retries: s.retries,
+        ...(gen === undefined ? {} : { generation: gen }),
+        ...(fin === undefined ? {} : { completionMs: fin.atMs }),
+      }),
+      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable),
+    };
+    s.last = { written: { ...next, atMs: nowMs }, status };
+  }
+  return { ...(s.last !== undefined && (due || !landed) ? { status: s.last.status } : {}), actions, ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}) };
+}
+
+export function batchInferenceJobController(cfg: BatchControllerConfig): ControllerDefinition<BatchJobObject> {
+  return {
+    primary: BATCH_INFERENCE_JOB_RESOURCE,
+    owned: [POD],
+    ownerLabel: LABEL.batchInferenceJob,
+    component: 'sits-batchinferencejob-controller',
+    reconcile(input: ControllerInput<BatchJobObject>): ControllerOutcome {
+      const job = withDefaults('BatchInferenceJob', input.object) as BatchJobObject;
+      const step = reconcileBatchJob(job, (input.owned.get(POD.kind) ?? []) as readonly PodObject[], input.nowMs, cfg);
+      return { ...(step.status === undefined ? {} : { status: step.status as Readonly<Record<string, unknown>> }), actions: step.actions, ...(step.requeueAfterMs === undefined ? {} : { requeueAfterMs: step.requeueAfterMs }) };
+    },
+  };
+}

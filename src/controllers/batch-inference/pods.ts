@@ -1,0 +1,126 @@
+/**
+ * The worker pods of a BatchInferenceJob: the engine container rendered by the serving runtimes
+ * (serving/pod-template.ts, the same code as an InferenceService replica: shared, not copied), a `sits
+ * batch-worker` container beside it that feeds the engine its shard over localhost (docs/adr/0102), and the
+ * claims of the input and output mounted into the worker. A worker needing several GPUs for tensor parallelism is a
+ * gang of its pod kept inside one NVLink island, as a tensor-parallel replica is. Pure.
+ */
+import { withDefaults } from '../../api/validate.ts';
+import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
+import type { BatchInferenceJob } from '../../api/schema/batch-inference-job.ts';
+import { renderReplica, SERVING_CONTAINER } from '../../serving/pod-template.ts';
+import { servedModelName, tensorParallel, type SpecIssue } from '../../serving/runtime.ts';
+import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects.ts';
+import { schedulingAnnotations, type BuildConfig } from '../inference-service/pods.ts';
+import type { InferenceServiceObject } from '../inference-service/model.ts';
+import { batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
+
+export type BatchJobObject = BatchInferenceJob;
+
+/** The image holding the `sits` CLI (the chart's image). */
+export const DEFAULT_WORKER_IMAGE = 'registry.sits2026.dev/sits/sits:0.1.0';
+
+export const workerPodName = (job: string, index: number): string => `${job}-${index}`;
+
+export function ownerReference(j: BatchJobObject): OwnerReference {
+  return { apiVersion: API_GROUP_VERSION, kind: KIND.batchInferenceJob, name: j.metadata.name ?? '', uid: j.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+}
+
+/** The job seen as one InferenceService replica: what the serving runtimes render the engine container from. */
+export function asInferenceService(j: BatchJobObject): InferenceServiceObject {
+  const s = j.spec;
+  return withDefaults('InferenceService', {
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND.inferenceService,
+    metadata: { name: j.metadata.name, namespace: j.metadata.namespace },
+    spec: {
+      runtime: s.runtime,
+      model: { uri: s.model.uri, name: j.metadata.name, ...(s.model.revision === undefined ? {} : { revision: s.model.revision }), ...(s.model.quantization === undefined ? {} : { quantization: s.model.quantization }) },
+      gpusPerReplica: s.gpusPerWorker,
+      ...(s.gpu === undefined ? {} : { gpu: s.gpu }),
+      ...(s.resources === undefined ? {} : { resources: s.resources }),
+      ...(s.container === undefined ? {} : { container: s.container }),
+      ...(s.priorityClassName === undefined ? {} : { priorityClassName: s.priorityClassName }),
+    },
+  }) as InferenceServiceObject;
+}
+
+export interface WorkerTemplate {
+  readonly pod: (index: number) => PodObject;
+  readonly model: string;
+  readonly gang: boolean;
+}
+
+export type WorkerRender = { readonly ok: true; readonly value: WorkerTemplate } | { readonly ok: false; readonly issues: readonly SpecIssue[] };
+
+export interface WorkerBuildConfig extends BuildConfig {
+  readonly workerImage?: string;
+}
+
+/** Every reason the job's pods cannot be built, or the builder of worker pod `index`. */
+export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): WorkerRender {
+  const isvc = asInferenceService(j);
+  const r = renderReplica(isvc.spec);
+  if (!r.ok) return { ok: false, issues: r.issues.map((i) => ({ ...i, field: i.field.replace(/^spec\.gpusPerReplica/, 'spec.gpusPerWorker') })) };
+  const input = pvcLocation(j.spec.input.uri);
+  const output = pvcLocation(j.spec.output.uri);
+  const issues: SpecIssue[] = [];
+  if (input === undefined) issues.push({ field: 'spec.input.uri', message: `only pvc://<claim>/<path> inputs are read so far, got ${JSON.stringify(j.spec.input.uri)}` });
+  if (output === undefined) issues.push({ field: 'spec.output.uri', message: `only pvc://<claim>/<path> outputs are written so far, got ${JSON.stringify(j.spec.output.uri)}` });
+  if (input === undefined || output === undefined) return { ok: false, issues };
+  const t = r.template;
+  const name = j.metadata.name ?? '';
+  const ns = j.metadata.namespace ?? 'default';
+  const gang = j.spec.gpusPerWorker > 1 && tensorParallel(isvc.spec) > 1;
+  const model = servedModelName(isvc.spec);
+  const claims = [...new Set([input.claim, output.claim])];
+  const worker: ContainerObject = {
+    name: WORKER_CONTAINER,
+    image: cfg.workerImage ?? DEFAULT_WORKER_IMAGE,
+    command: ['sits', 'batch-worker'],
+    args: [
+      '--input', `${batchMountPath(input.claim)}/${input.path}`,
+      '--output', `${batchMountPath(output.claim)}/${output.path}`,
+      // The pod's own address: the engine binds every interface of the pod's network namespace.
+      '--engine', `http://$(POD_IP):${t.port}`,
+      '--model', model,
+      '--job-uid', j.metadata.uid ?? '',
+    ],
+    env: [
+      { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+      { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+      { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+    ],
+    volumeMounts: claims.map((c) => ({ name: `batch-${c}`, mountPath: batchMountPath(c) })),
+  };
+  const base = structuredClone((j.spec.podTemplate?.spec ?? {}) as Record<string, unknown>);
+  const given = Array.isArray(base.containers) ? (base.containers as ContainerObject[]) : [];
+  // The template's `server` container adds what the runtime does not set (mounts, security context); ours wins on the rest.
+  const server = { ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(t.container) } as ContainerObject;
+  const annotations = { ...j.spec.podTemplate?.metadata?.annotations, ...schedulingAnnotations(isvc, t, cfg, gang) };
+  const pod = (index: number): PodObject => {
+    const podName = workerPodName(name, index);
+    return {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name: podName,
+        namespace: ns,
+        labels: { ...j.spec.podTemplate?.metadata?.labels, [LABEL.batchInferenceJob]: name, ...(j.spec.queue === undefined ? {} : { [LABEL.queue]: j.spec.queue }), ...(gang ? { [LABEL.podGroup]: podName } : {}) },
+        annotations: { ...annotations, [ANNOTATION.batchAssignment]: formatAssignment(undefined) },
+        ownerReferences: [ownerReference(j)],
+      },
+      spec: {
+        // The user's podTemplate (service account, tolerations, ...) underneath; ours wins on what we set.
+        ...base,
+        containers: [server, worker, ...given.filter((c) => c.name !== SERVING_CONTAINER && c.name !== WORKER_CONTAINER)],
+        volumes: [...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []), ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } }))],
+        schedulerName: SCHEDULER_NAME,
+        // A worker that dies is replaced by the controller (its shard goes back to the coordinator), not restarted in place.
+        restartPolicy: 'Never',
+        ...(j.spec.priorityClassName === undefined ? {} : { priorityClassName: j.spec.priorityClassName }),
+      },
+    };
+  };
+  return { ok: true, value: { pod, model, gang } };
+}

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { formatAssignment, formatReport, parseAssignment, parseReport, pvcLocation } from './worker-protocol.ts';
+
+describe('the batch worker protocol', () => {
+  it('round-trips an assignment and reads idle as none', () => {
+    const a = { attempt: 'e2-a7', start: 100, end: 194, part: 'parts/e2-a7.jsonl', concurrency: 0.5 };
+    expect(parseAssignment(formatAssignment(a))).toEqual(a);
+    expect(parseAssignment(formatAssignment(undefined))).toBeUndefined();
+    expect(parseAssignment(undefined)).toBeUndefined();
+  });
+  it('names what is wrong with a garbled assignment', () => {
+    expect(parseAssignment('{"attempt":"e1-a1","start":5,"end":2,"part":"p"}')).toEqual({ error: expect.stringMatching(/expected \{attempt, start, end, part\}/) });
+    expect(parseAssignment('{nope')).toEqual({ error: expect.stringMatching(/^assignment: not JSON/) });
+  });
+  it('round-trips a report and ignores one that is not a report', () => {
+    const r = { attempt: 'e1-a3', start: 0, end: 10, done: 4, tokens: 48, state: 'failed' as const, startedMs: 1000, failure: { kind: 'oom' as const, message: 'out of memory' } };
+    expect(parseReport(formatReport(r))).toEqual(r);
+    expect(parseReport('{"attempt":"e1-a3"}')).toBeUndefined();
+    expect(parseReport('not json')).toBeUndefined();
+    expect(parseReport(JSON.stringify({ ...r, state: 'paused' }))).toBeUndefined();
+  });
+  it('reads pvc:// locations only', () => {
+    expect(pvcLocation('pvc://data/in/requests.jsonl')).toEqual({ claim: 'data', path: 'in/requests.jsonl' });
+    expect(pvcLocation('pvc://data')).toEqual({ claim: 'data', path: '' });
+    expect(pvcLocation('s3://bucket/x')).toBeUndefined();
+    expect(pvcLocation('pvc://Bad_Claim/x')).toBeUndefined();
+  });
+});

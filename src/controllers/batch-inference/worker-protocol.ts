@@ -1,0 +1,89 @@
+/**
+ * The batch worker protocol (docs/adr/0102-batch-worker-protocol.md): two annotations on each worker pod, one
+ * written by each side, so the controller never reads the worker's volume to learn what it did and the worker
+ * never needs more than get/patch on its own pod.
+ *  - ANNOTATION.batchAssignment, written by the controller: the shard the worker runs now (or none).
+ *  - ANNOTATION.batchReport, written by the worker: how far it is in that shard, at a bounded rate, and when it
+ *    has written the part file (state done) or given up (state failed).
+ * A new attempt id in the assignment cancels the previous one: the worker drops it and writes nothing for it.
+ * Pure: parsing and formatting only.
+ */
+import type { FailureKind } from './fault-ladder.ts';
+
+export const WORKER_CONTAINER = 'batch-worker';
+/** Where the worker pod mounts the claim of a `pvc://claim/path` input or output. */
+export const batchMountPath = (claim: string): string => `/mnt/batch/${claim}`;
+
+export interface WireAssignment {
+  readonly attempt: string;
+  readonly start: number;
+  readonly end: number;
+  readonly part: string;
+  /** Fraction of the worker's normal concurrency (the fault ladder's first rung lowers it). */
+  readonly concurrency: number;
+}
+
+/** The assignment annotation's value: a shard, or `{"attempt":null}` (wait). */
+export function formatAssignment(a: WireAssignment | undefined): string {
+  return a === undefined ? '{"attempt":null}' : JSON.stringify({ attempt: a.attempt, start: a.start, end: a.end, part: a.part, concurrency: a.concurrency });
+}
+
+export type ReportState = 'running' | 'done' | 'failed';
+
+export interface WorkerReport {
+  readonly attempt: string;
+  readonly start: number;
+  readonly end: number;
+  /** Records finished so far (in order from start). */
+  readonly done: number;
+  readonly tokens: number;
+  readonly state: ReportState;
+  /** Epoch ms the worker started the attempt (an adopted attempt keeps its age for the long-tail breaker). */
+  readonly startedMs: number;
+  readonly failure?: { readonly kind: FailureKind; readonly message: string };
+}
+
+const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
+
+/** Parses an assignment annotation; undefined for none or idle; an error string for garbage. */
+export function parseAssignment(text: string | undefined): WireAssignment | undefined | { error: string } {
+  if (text === undefined) return undefined;
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(text) as Record<string, unknown>;
+  } catch (e) {
+    return { error: `assignment: not JSON (${(e as Error).message})` };
+  }
+  if (v.attempt === null || v.attempt === undefined) return undefined;
+  if (typeof v.attempt !== 'string' || !isInt(v.start) || !isInt(v.end) || v.end < v.start || typeof v.part !== 'string') return { error: `assignment: expected {attempt, start, end, part}, got ${text}` };
+  const concurrency = typeof v.concurrency === 'number' && v.concurrency > 0 && v.concurrency <= 1 ? v.concurrency : 1;
+  return { attempt: v.attempt, start: v.start, end: v.end, part: v.part, concurrency };
+}
+
+const FAILURE_KINDS: readonly FailureKind[] = ['oom', 'timeout', 'crash', 'hardware', 'corrupt-output'];
+
+/** Parses a report annotation; undefined when absent or not a report (a worker of another version: ignored). */
+export function parseReport(text: string | undefined): WorkerReport | undefined {
+  if (text === undefined) return undefined;
+  let v: Record<string, unknown>;
+  try {
+    v = JSON.parse(text) as Record<string, unknown>;
+  } catch {
+    return undefined;
+  }
+  if (typeof v.attempt !== 'string' || !isInt(v.start) || !isInt(v.end) || !isInt(v.done) || !isInt(v.tokens) || !isInt(v.startedMs)) return undefined;
+  if (v.state !== 'running' && v.state !== 'done' && v.state !== 'failed') return undefined;
+  const f = v.failure as { kind?: unknown; message?: unknown } | undefined;
+  const failure =
+    f !== undefined && typeof f.message === 'string' ? { kind: FAILURE_KINDS.includes(f.kind as FailureKind) ? (f.kind as FailureKind) : ('crash' as const), message: f.message } : undefined;
+  return { attempt: v.attempt, start: v.start, end: v.end, done: v.done, tokens: v.tokens, state: v.state, startedMs: v.startedMs, ...(failure === undefined ? {} : { failure }) };
+}
+
+export const formatReport = (r: WorkerReport): string => JSON.stringify(r);
+
+/** `pvc://claim/some/path` → claim and path; undefined for any other scheme (not served by this controller yet). */
+export function pvcLocation(uri: string): { claim: string; path: string } | undefined {
+  const m = /^pvc:\/\/([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\/(.*))?$/.exec(uri);
+  if (m === null) return undefined;
+  return { claim: m[1] as string, path: m[4] ?? '' };
+}
