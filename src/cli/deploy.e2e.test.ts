@@ -258,6 +258,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
         { verb: 'create', resource: 'services', namespace: 'team-a' },
         { verb: 'create', resource: 'pods', namespace: 'team-a' },
+        // the DataPipeline controller's workload stages
+        { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        { verb: 'create', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
         // the InferenceService controller
         { verb: 'watch', resource: 'inferenceservices', group: 'ai.sits2026.dev' },
         { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
@@ -285,7 +288,10 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { verb: 'create', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
         { verb: 'deletecollection', resource: 'pods', namespace: 'team-a' },
         { verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'team-a' },
-        { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        // The controllers create TrainingJobs only as a DataPipeline's stages, and never rewrite what users own.
+        { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        { verb: 'patch', resource: 'datapipelines', group: 'ai.sits2026.dev', namespace: 'team-a' },
+        { verb: 'create', resource: 'queues', group: 'ai.sits2026.dev' },
       ];
       const wrong: string[] = [];
       for (const a of allowed) if (!(await can(a))) wrong.push(`should be allowed: ${JSON.stringify(a)}`);

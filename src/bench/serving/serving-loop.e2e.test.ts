@@ -96,15 +96,25 @@ describe('the serving loop on real engines', () => {
     expect((await svc()).spec.replicas).toBe(1);
 
     const trace = parseAzureTrace(readFileSync(DEFAULT_SERVING_TRACE, 'utf8'), DEFAULT_SERVING_TRACE);
-    const plan = planLoad(trace, { seed: 7, count: 20, spanMs: 2000, maxPromptTokens: 32, maxOutputTokens: 160 });
-    const load = runLoad(plan, endpoints, { model: APP, timeoutMs: 240_000 });
+    // A burst that queues for seconds on any machine: the tiny model generates ~1,700 tokens/s on an idle core, so
+    // 20 requests in 0.5 s with ~9,000 output tokens in all (the trace's shape, scaled) keep one slot busy ~5 s
+    // idle and far longer under load. ignore_eos: each request generates exactly its planned tokens, whatever the
+    // model samples, so the work does not depend on the prompts.
+    const plan = planLoad(trace, { seed: 7, count: 20, spanMs: 500, maxPromptTokens: 32, maxOutputTokens: 3000 });
+    const load = runLoad(plan, endpoints, { model: APP, timeoutMs: 240_000, body: { ignore_eos: true } });
+    // Every pass of the loop while waiting (observations() keeps a minute), and how the load went: printed if the
+    // scale-out never comes, so a failure on a loaded machine says what the loop saw.
+    const passes = new Map<number, string>();
+    let loadDone = '';
+    void load.then(({ summary }) => (loadDone = JSON.stringify(summary)));
     const out = await waitFor('the SITS autoscaler to scale out', async () => {
+      for (const t of cluster.controllers?.serving?.observations(NS, APP) ?? []) passes.set(t.atSec, `${t.answered}/${t.asked} w${t.waiting} d${t.demandTokensPerSec} → ${t.want ?? '-'}`);
       const s = await svc();
       return s.spec.replicas >= 2 ? s.spec.replicas : undefined;
     }, 120_000, 200).catch((e: unknown) => {
-      // What the loop and the engines saw, for a failure on a loaded machine.
-      const seen = cluster.controllers?.serving?.observations(NS, APP) ?? [];
-      throw new Error(`${(e as Error).message}\n${JSON.stringify(seen.slice(-20))}\n${logs.filter((l) => !/^\[(kube-|etcd)/.test(l)).slice(-40).join('\n')}`);
+      const t0 = Math.min(...passes.keys());
+      const series = [...passes].map(([at, v]) => `+${(at - t0).toFixed(1)}s ${v}`).join(', ');
+      throw new Error(`${(e as Error).message}\nload: ${loadDone || 'not finished'}\npasses: ${series}\n${logs.filter((l) => !/^\[(kube-|etcd)/.test(l)).slice(-40).join('\n')}`);
     });
     expect(out).toBeGreaterThanOrEqual(2);
     const { results } = await load;

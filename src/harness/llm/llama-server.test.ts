@@ -56,6 +56,20 @@ describe('the llama-server stand-in', () => {
     expect(await (await fetch(`${base}/health`)).json()).toEqual({ status: 'ok' });
   });
 
+  it("keeps llama-server's ignore_eos: exactly max_tokens generated, whatever the model samples; a non-boolean is a 400", async () => {
+    // A prompt the tiny model answers with an end-of-generation token at once at temperature 0 may exist or not;
+    // what ignore_eos guarantees is the count: every one of these prompts yields exactly max_tokens tokens.
+    for (const prompt of ['a', 'the end', 'stop here.', 'the model server']) {
+      const r = await post('/v1/completions', { prompt, max_tokens: 24, temperature: 0, ignore_eos: true });
+      expect(r.status).toBe(200);
+      expect((r.json.usage as { completion_tokens: number }).completion_tokens).toBe(24);
+      expect((r.json.choices as { finish_reason: string }[])[0]?.finish_reason).toBe('length');
+    }
+    const bad = await post('/v1/completions', { prompt: 'x', max_tokens: 2, ignore_eos: 'yes' });
+    expect(bad.status).toBe(400);
+    expect(JSON.stringify(bad.json)).toContain("'ignore_eos' must be a boolean");
+  });
+
   it('completes deterministically at temperature 0, counting tokens like llama-server', async () => {
     const a = await complete({});
     expect(a.split(' ').length).toBeGreaterThan(3);

@@ -145,6 +145,8 @@ interface GenerateRequest {
   readonly temperature: number;
   readonly seed: number | undefined;
   readonly scales: readonly number[];
+  /** llama-server's `ignore_eos`: generate max_tokens whatever the model samples (fixed work per request). */
+  readonly ignoreEos: boolean;
 }
 
 const MAX_BODY = 8 << 20;
@@ -330,6 +332,7 @@ export class LlamaServerStandIn {
       temperature: num('temperature') ?? 0.8,
       seed: num('seed'),
       scales: b.lora === undefined ? [...this.scales] : this.parseLora(b.lora, 'lora'),
+      ignoreEos: this.flag(b, 'ignore_eos'),
     };
     const stream = b.stream === true;
     const id = `${chat ? 'chatcmpl' : 'cmpl'}-${++this.nextRequest}`;
@@ -353,6 +356,13 @@ export class LlamaServerStandIn {
     const result = await this.generate(request, () => undefined);
     const choice = chat ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason: result.finishReason } : { index: 0, text: result.text, logprobs: null, finish_reason: result.finishReason };
     json(res, 200, { ...base, object, choices: [choice], usage: result.usage, timings: result.timings });
+  }
+
+  private flag(b: Record<string, unknown>, k: string): boolean {
+    const v = b[k];
+    if (v === undefined || v === null) return false;
+    if (typeof v !== 'boolean') throw new HttpError(400, 'invalid_request_error', `'${k}' must be a boolean`);
+    return v;
   }
 
   /** Tokenizes, waits for a slot, evaluates the prompt and samples up to maxTokens, counting what llama-server counts. */
@@ -383,7 +393,7 @@ export class LlamaServerStandIn {
             this.counters.promptTokens += promptTokens.length;
             this.counters.promptSeconds += (tFirst - t0) / 1000;
           }
-          if (model.isEogToken(token)) {
+          if (model.isEogToken(token) && !r.ignoreEos) {
             finishReason = 'stop';
             break;
           }
