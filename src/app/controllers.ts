@@ -76,7 +76,7 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
-  running.push(await runController(client, dataPipelineController(), runnerOpts));
+  running.push(await runController(client, dataPipelineController({ nodes: facts.nodes }), runnerOpts));
   const lending =
     lendingOpts === undefined || lendingOpts === false
       ? undefined
