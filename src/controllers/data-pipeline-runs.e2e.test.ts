@@ -138,6 +138,17 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
     expect((t.status?.stepCache ?? []).some((e) => e.run === run1 && e.stage === 'prep')).toBe(true);
   });
 
+  it('the apiserver refuses a scheduled pipeline whose name leaves no room for run names', async () => {
+    const ns = 'dp-long';
+    await createNs(client, ns);
+    const body = { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'a'.repeat(28) }, spec: { schedule: { cron: '@daily' }, stages: [podStage('prep', undefined)] } };
+    const e = await client.post(pipelines(ns), body).then(() => undefined, (x: unknown) => x as Error & { status?: number });
+    expect(e?.status).toBe(422);
+    expect(e?.message).toContain('metadata.name must be at most 27 characters with spec.schedule');
+    // Without a schedule the same name is fine (pipelines may have 36).
+    await client.post(pipelines(ns), { ...body, spec: { stages: body.spec.stages } });
+  });
+
   it('fails a stage whose resource profile cannot be resolved, naming the field', async () => {
     const ns = 'dp-prof';
     await createNs(client, ns);

@@ -333,6 +333,9 @@ export const DataPipelineSpec = withRules(
 );
 export type DataPipelineSpec = Static<typeof DataPipelineSpec>;
 
+/** A run is named <template>-<unix minute (8 digits)> and pipeline names are at most 36 characters. */
+export const TEMPLATE_NAME_MAX = 27;
+
 /** Bound on a template's step-cache history (newest kept). */
 export const STEP_CACHE_MAX = 32;
 
@@ -438,6 +441,14 @@ export type DataPipelineStatus = Static<typeof DataPipelineStatus>;
 
 export const DataPipeline = withRules(
   Resource('DataPipeline', DataPipelineSpec, DataPipelineStatus, 'A pipeline of CPU, GPU and NPU stages, batch or streaming.'),
-  [nameLengthRule(36, 'pods are named <pipeline>-<stage>-<index> and must stay valid DNS labels')],
+  [
+    nameLengthRule(36, 'pods are named <pipeline>-<stage>-<index> and must stay valid DNS labels'),
+    {
+      rule: `!has(self.spec.schedule) || self.metadata.name.size() <= ${TEMPLATE_NAME_MAX}`,
+      message: `metadata.name must be at most ${TEMPLATE_NAME_MAX} characters with spec.schedule: its runs are named <name>-<unix minute> (ADR 0121)`,
+      fieldPath: '.metadata',
+      check: (self) => self.spec.schedule === undefined || (self.metadata.name ?? '').length <= TEMPLATE_NAME_MAX,
+    },
+  ],
 );
 export type DataPipeline = Static<typeof DataPipeline>;

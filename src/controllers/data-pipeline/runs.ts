@@ -46,8 +46,13 @@ function runRef(r: DataPipelineObject): RunRef {
 
 export const rerunName = (template: string, token: string): string => `${template}-r${bytesToHex(sha256(utf8ToBytes(token))).slice(0, 8)}`;
 
-function runObject(t: DataPipelineObject, name: string, cache: readonly Entry[], rerun?: string): DataPipelineObject {
+/** Annotations are at most 256 KiB together: the history handed to a run is cut, oldest entries first, to this. */
+const STEP_CACHE_ANNOTATION_MAX = 128 * 1024;
+
+function runObject(t: DataPipelineObject, name: string, entries: readonly Entry[], rerun?: string): DataPipelineObject {
   const { schedule: _s, ...spec } = t.spec;
+  let cache = entries;
+  while (cache.length > 0 && JSON.stringify(cache).length > STEP_CACHE_ANNOTATION_MAX) cache = cache.slice(0, -1);
   return {
     apiVersion: API_GROUP_VERSION,
     kind: KIND.dataPipeline,
