@@ -138,6 +138,50 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
     expect((t.status?.stepCache ?? []).some((e) => e.run === run1 && e.stage === 'prep')).toBe(true);
   });
 
+  it('a TrainingJob stage with resourceProfile auto gets the training rule\'s GPU model, count, replicas and topology', async () => {
+    const ns = 'dp-tj';
+    await createNs(client, ns);
+    await client.post(pipelines(ns), {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'DataPipeline',
+      metadata: { name: 'ftp' },
+      spec: {
+        stages: [
+          {
+            name: 'ft',
+            resourceProfile: 'auto',
+            model: { params: 7e9, trainingMethod: 'full' },
+            workload: {
+              kind: 'TrainingJob',
+              spec: {
+                replicas: 1,
+                container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+                podTemplate: { metadata: { annotations: { [EXIT_CODE_ANNOTATION]: '0' } }, spec: { containers: [{ name: 'trainer', image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1' }] } },
+              },
+            },
+          },
+        ],
+      },
+    });
+    const tj = await waitFor('TrainingJob ftp-ft created', () => client.get<{ spec: Record<string, unknown> }>(`${API}/namespaces/${ns}/trainingjobs/ftp-ft`).catch(() => undefined), 60_000).catch(or<{ spec: Record<string, unknown> }>(ns, 'ftp'));
+    const p = await waitFor('stage ft has reasons', async () => {
+      const x = await getPipeline(ns, 'ftp');
+      return (stageOf(x, 'ft')?.reasons ?? []).length > 0 ? x : undefined;
+    }, 60_000).catch(or<DataPipelineObject>(ns, 'ftp'));
+    const reasons = stageOf(p, 'ft')?.reasons ?? [];
+    expect(reasons[0]).toMatch(/^auto chose training for a training step \(7B params\)/);
+    const gpu = tj.spec.gpu as { allowedModels?: string[]; minMemoryGiB?: number };
+    expect(gpu.allowedModels?.[0]).toMatch(/A800/);
+    expect(reasons[0]).toContain(gpu.allowedModels?.[0]);
+    // 7B full training (16 bytes a parameter, ~104 GiB) does not fit one 80 GB A800: more than one GPU a replica.
+    expect(tj.spec.gpusPerReplica).toBeGreaterThan(1);
+    expect(gpu.minMemoryGiB).toBeGreaterThan(0);
+    expect(tj.spec.replicas).toBeGreaterThanOrEqual(1);
+    // The a800x4 nodes have 4-GPU NVLink islands, which hold it: one replica in one island, required.
+    expect(reasons[0]).toContain('in one NVLink island');
+    expect(tj.spec.topology).toMatchObject({ requiredLevel: 'nvlink-domain' });
+  });
+
   it('the apiserver refuses a scheduled pipeline whose name leaves no room for run names', async () => {
     const ns = 'dp-long';
     await createNs(client, ns);
