@@ -249,7 +249,8 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const key = cacheKey({ spec: { stage: stage.name, kind: kind ?? 'pod', parallelism: stage.parallelism, work: sub.value, profile: choice }, inputs: stepInputs });
     const cacheMeta = { ...(key.ok ? { cacheKey: key.value } : {}), ...(profile === undefined ? {} : { reasons: profile.reasons.slice(0, 16).map((r) => r.slice(0, 1024)) }) };
     const fresh0 = prev.phase !== 'Running' && retries === 0 && live.length === 0;
-    if (fresh0 && key.ok && o.stepCache !== undefined) {
+    // An InferenceService stage's result is a running server, not an output: it is never reused.
+    if (fresh0 && key.ok && o.stepCache !== undefined && kind !== 'InferenceService') {
       const hit = cacheLookup(key.value, o.stepCache, new Date(o.nowMs), { enabled: stage.cache, ...(stage.cacheMaxAgeSeconds === undefined ? {} : { maxAgeSeconds: stage.cacheMaxAgeSeconds }) });
       if (hit.hit) {
         const m = clip(`cached from run ${hit.entry.run}: ${hit.reason}`);

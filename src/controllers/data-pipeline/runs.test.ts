@@ -94,6 +94,16 @@ describe('step caching in a run', () => {
     expect(reconcileDataPipeline(observe(pipeline(histOld, old))).status.stages?.[0]?.phase).toBe('Running');
   });
 
+  it('never reuses an InferenceService stage: its result is a running server', () => {
+    const isvc = { stages: [{ name: 'serve', workload: { kind: 'InferenceService', spec: { model: { name: 'm' } } } }] };
+    const key = reconcileDataPipeline(observe(pipeline(undefined, isvc))).status.stages?.[0]?.cacheKey;
+    expect(key).toMatch(/^sha256:/);
+    const hist = JSON.stringify([{ key, run: 'r1', stage: 'serve', finishedAt: '2026-12-01T19:00:00Z', outputs: {} }]);
+    const r = reconcileDataPipeline(observe(pipeline(hist, isvc)));
+    expect(r.status.stages?.[0]?.cachedFrom).toBeUndefined();
+    expect(r.actions.some((a) => a.op === 'create' && a.kind === 'InferenceService')).toBe(true);
+  });
+
   it('a malformed history annotation is no history, not a crash', () => {
     expect(reconcileDataPipeline(observe(pipeline('{not json'))).status.stages?.[0]?.phase).toBe('Running');
   });
