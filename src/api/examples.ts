@@ -276,6 +276,12 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     list(s.stages)[0] = { ...list(s.stages)[0], gpu: { minComputeCapability: '8.0' } };
   }),
   { name: 'name too long for stage pods', kind: 'DataPipeline', path: 'metadata', manifest: { ...EXAMPLE_DATA_PIPELINE, metadata: { name: 'x'.repeat(37) } } },
+  {
+    name: 'scheduled pipeline name too long for run names',
+    kind: 'DataPipeline',
+    path: 'metadata',
+    manifest: { ...EXAMPLE_DATA_PIPELINE, metadata: { name: 'x'.repeat(28) }, spec: { ...(EXAMPLE_DATA_PIPELINE.spec as object), schedule: { cron: '@daily' } } },
+  },
   invalid('BatchInferenceJob', 'batchSize above 2048', 'spec.batching.batchSize', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
     s.batching = { batchSize: 4096 };
   }),

@@ -7,6 +7,7 @@ import type { V1Node } from '@kubernetes/client-node';
 import type { ClusterFacts } from '../controllers/inference-service/model.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { nodeFromK8s } from '../kube/labels.ts';
+import type { NodeSpec } from '../core/model/node.ts';
 import { Reflector } from '../kube/reflector.ts';
 
 /** The most healthy GPUs of one node joined by NVLink/NVSwitch (one island), over the nodes; undefined with no node. */
@@ -28,6 +29,8 @@ export function largestNvlinkIsland(nodes: Iterable<V1Node>): number | undefined
 
 export interface ClusterFactsSource {
   readonly facts: () => ClusterFacts;
+  /** The nodes as SITS reads them (unreadable ones left out), for DataPipeline resource profiles. */
+  readonly nodes: () => NodeSpec[];
   stop(): void;
 }
 
@@ -39,5 +42,12 @@ export async function watchClusterFacts(client: KubeClient, log: (m: string) => 
   } catch (e) {
     log(`nodes: ${(e as Error).message}; NVLink island sizes unknown, tensor-parallel sizes are not checked`);
   }
-  return { facts: () => ({ largestNvlinkIslandGpus: r.items.size === 0 ? undefined : largestNvlinkIsland(r.items.values()) }), stop: () => r.stop() };
+  return {
+    facts: () => ({ largestNvlinkIslandGpus: r.items.size === 0 ? undefined : largestNvlinkIsland(r.items.values()) }),
+    nodes: () => [...r.items.values()].flatMap((n) => {
+      const s = nodeFromK8s(n);
+      return s.ok ? [s.value] : [];
+    }),
+    stop: () => r.stop(),
+  };
 }

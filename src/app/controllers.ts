@@ -83,7 +83,7 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
-  running.push(await runController(client, dataPipelineController(), runnerOpts));
+  running.push(await runController(client, dataPipelineController({ nodes: facts.nodes }), runnerOpts));
   if (batch !== undefined) {
     const { volumes, ...batchCfg } = batch;
     const jobs = fsBatchJobs(volumes, opts.log);

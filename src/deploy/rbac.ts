@@ -73,7 +73,7 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // DataPipeline: status written, no finalizer (children go by ownerReference); delete: ttlSecondsAfterFinished.
   // Its workload stages create and, between retries, delete TrainingJobs, BatchInferenceJobs and InferenceServices.
-  { apiGroups: [API_GROUP], resources: ['datapipelines'], verbs: ['get', 'list', 'watch', 'delete'] },
+  { apiGroups: [API_GROUP], resources: ['datapipelines'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [API_GROUP], resources: ['datapipelines/status'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['datapipelines/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['trainingjobs', 'batchinferencejobs', 'inferenceservices'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },

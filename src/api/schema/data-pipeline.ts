@@ -22,10 +22,13 @@ import {
   Count,
   Timestamp,
   ObservedGeneration,
+  TOPOLOGY_LEVELS,
 } from './common.ts';
 
 /** Stage names are short because pods are named <pipeline>-<stage>-<index>. */
 const STAGE_NAME_MAX = 20;
+
+export const RESOURCE_PROFILE_NAMES = ['auto', 'low-latency', 'batch-throughput'] as const;
 
 export const PIPELINE_WORKLOAD_KINDS = ['TrainingJob', 'BatchInferenceJob', 'InferenceService'] as const;
 
@@ -157,6 +160,37 @@ export const PipelineStage = withRules(
       workload: Type.Optional(StageWorkload),
       maxRetries: Type.Integer({ description: 'Retries of a failed stage replica before the stage fails. Default: 3.', minimum: 0, maximum: 100, default: 3 }),
       retryStrategy: Type.Optional(RetryStrategy),
+      resourceProfile: Type.Optional(
+        StringEnum(RESOURCE_PROFILE_NAMES, {
+          description:
+            'Choose GPU model, GPUs per replica, replicas, topology and queue from the cluster: low-latency (the smallest GPUs holding weights + KV), batch-throughput (most tokens/s per GPU-hour), auto (training for TrainingJob stages, low-latency for InferenceService, batch-throughput otherwise). The reasons go to the stage status (ADR 0123).',
+        }),
+      ),
+      model: Type.Optional(
+        Obj(
+          {
+            params: Type.Number({ description: 'Parameters of the model the stage trains or serves, e.g. 8.03e9.', exclusiveMinimum: 0 }),
+            dtype: Type.Optional(StringEnum(['bf16', 'fp16', 'fp8', 'int8', 'int4'], { description: 'Weight precision. Default: bf16.' })),
+            kvBytesPerToken: Type.Optional(Type.Integer({ description: 'KV-cache bytes per token; unset: estimated from params.', minimum: 1 })),
+            trainingMethod: Type.Optional(StringEnum(['full', 'lora'], { description: 'TrainingJob stages: full or lora. Default: full.' })),
+          },
+          { description: 'The model the stage works on, for resourceProfile sizing.' },
+        ),
+      ),
+      profileOverrides: Type.Optional(
+        Obj(
+          {
+            gpuModels: Type.Optional(Type.Array(Type.String({ description: 'A GPU model, e.g. A800-SXM4-80GB.', minLength: 1, maxLength: 128 }), { description: 'GPU models allowed (the profile picks among them).', maxItems: 16 })),
+            gpusPerPod: Type.Optional(Type.Integer({ description: 'GPUs per replica.', minimum: 1, maximum: 64 })),
+            pods: Type.Optional(Type.Integer({ description: 'Replicas.', minimum: 1, maximum: 1024 })),
+            topology: Type.Optional(StringEnum([...TOPOLOGY_LEVELS, 'none'], { description: 'Required topology level (nvlink-domain, node, rack, block, zone), or none.' })),
+            queue: Type.Optional(QueueName()),
+          },
+          { description: 'Per-stage choices that win over the resourceProfile\'s.' },
+        ),
+      ),
+      cache: Type.Boolean({ description: 'In runs of a scheduled pipeline, reuse this stage\'s result from an earlier run with the same cache key (resolved spec and inputs). Default: true.', default: true }),
+      cacheMaxAgeSeconds: Type.Optional(Type.Integer({ description: 'Reuse only results younger than this; unset: any age.', minimum: 1, format: 'int64' })),
       when: Type.Optional(
         Type.String({
           description:
@@ -227,6 +261,22 @@ const known = (d: string) => `self.stages.exists(t, t.name == ${d})`;
 const STAGE_KNOWN_RULE = `self.stages.all(s, !has(s.dependsOn) || s.dependsOn.all(d, ${known('d')}))`;
 const STAGE_ORDER_RULE = `self.stages.all(i, s, !has(s.dependsOn) || s.dependsOn.all(d, !${known('d')} || self.stages.exists(j, t, j < i && t.name == d)))`;
 
+export const PipelineSchedule = Obj(
+  {
+    cron: Type.String({ description: 'Standard 5-field cron or a macro such as @hourly, read in timeZone.', minLength: 1, maxLength: 256 }),
+    timeZone: Type.Optional(Type.String({ description: 'IANA time zone. Default: UTC.', minLength: 1, maxLength: 64 })),
+    concurrencyPolicy: StringEnum(['Allow', 'Forbid', 'Replace'], { description: 'As CronJob: Allow, Forbid or Replace. Default: Allow.', default: 'Allow' }),
+    startingDeadlineSeconds: Type.Optional(Type.Integer({ description: 'A scheduled time missed by more than this is skipped.', minimum: 0, format: 'int64' })),
+    suspend: Type.Boolean({ description: 'No scheduled runs (manual re-runs still start). Default: false.', default: false }),
+    successfulRunsHistoryLimit: Type.Integer({ description: 'Finished successful runs kept. Default: 3.', minimum: 0, maximum: 100, default: 3 }),
+    failedRunsHistoryLimit: Type.Integer({ description: 'Finished failed runs kept. Default: 1.', minimum: 0, maximum: 100, default: 1 }),
+  },
+  {
+    description:
+      'Makes the pipeline a template: each run is a child DataPipeline <name>-<minute> (a manual re-run: the ai.sits2026.dev/rerun annotation, <name>-r<hash>) with the stages; history pruned by the limits (ADR 0121).',
+  },
+);
+
 export const ARTIFACT_GC_STRATEGIES = ['OnPipelineCompletion', 'OnPipelineDeletion', 'Never'] as const;
 
 export const DataPipelineSpec = withRules(
@@ -239,6 +289,7 @@ export const DataPipelineSpec = withRules(
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['name'],
       }),
+      schedule: Type.Optional(PipelineSchedule),
       input: Type.Optional(DataRef('Data the first stages read.')),
       output: Type.Optional(DataRef('Where the last stages write.')),
       failurePolicy: StringEnum(['StopPipeline', 'ContinueIndependent'], {
@@ -282,6 +333,12 @@ export const DataPipelineSpec = withRules(
 );
 export type DataPipelineSpec = Static<typeof DataPipelineSpec>;
 
+/** A run is named <template>-<unix minute (8 digits)> and pipeline names are at most 36 characters. */
+export const TEMPLATE_NAME_MAX = 27;
+
+/** Bound on a template's step-cache history (newest kept). */
+export const STEP_CACHE_MAX = 32;
+
 export const STAGE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Skipped'] as const;
 export const DATA_PIPELINE_PHASES = ['Pending', 'Running', 'Succeeded', 'Failed', 'Suspended'] as const;
 
@@ -295,6 +352,9 @@ export const StageStatus = Obj(
     completionTime: Type.Optional(Timestamp('When the stage finished.')),
     message: Type.Optional(Type.String({ description: 'Why the stage is in its phase.', maxLength: 4096 })),
     nextRetryTime: Type.Optional(Timestamp('When the next attempt starts (backoff).')),
+    reasons: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { description: 'Why the resourceProfile chose what it chose, one line each.', maxItems: 16 })),
+    cacheKey: Type.Optional(Type.String({ description: 'sha256 of the resolved stage and its inputs (step caching).', maxLength: 80 })),
+    cachedFrom: Type.Optional(Type.String({ description: 'The earlier run whose result this stage reused.', maxLength: 253 })),
     outputs: Type.Optional(
       Obj(
         {
@@ -343,6 +403,37 @@ export const DataPipelineStatus = Obj(
     startTime: Type.Optional(Timestamp('When the first stage started.')),
     completionTime: Type.Optional(Timestamp('When the pipeline finished.')),
     message: Type.Optional(Type.String({ description: 'Why the pipeline is in its phase (the failed stage and its reason).', maxLength: 4096 })),
+    lastScheduleTime: Type.Optional(Timestamp('Templates: the last scheduled time a run was started for.')),
+    nextScheduleTime: Type.Optional(Timestamp('Templates: the next scheduled time.')),
+    lastRerunToken: Type.Optional(Type.String({ description: 'Templates: the ai.sits2026.dev/rerun token last acted on.', maxLength: 253 })),
+    runs: Type.Optional(
+      Type.Array(
+        Obj(
+          {
+            name: Type.String({ description: 'The run (a DataPipeline).', maxLength: 253 }),
+            phase: Type.String({ description: 'Its phase: Pending, Running, Succeeded or Failed.', maxLength: 32 }),
+            startTime: Type.Optional(Timestamp('When the run started.')),
+          },
+          { description: 'A run.' },
+        ),
+        { description: 'Templates: the runs kept, oldest first.', maxItems: 256 },
+      ),
+    ),
+    stepCache: Type.Optional(
+      Type.Array(
+        Obj(
+          {
+            key: Type.String({ description: 'The cache key.', maxLength: 80 }),
+            run: Type.String({ description: 'The run that produced it.', maxLength: 253 }),
+            stage: Type.String({ description: 'The stage.', maxLength: STAGE_NAME_MAX }),
+            finishedAt: Timestamp('When the stage succeeded.'),
+            outputs: Type.Record(Type.String(), Type.Unknown(), { 'x-kubernetes-preserve-unknown-fields': true, description: 'The stage outputs.' }),
+          },
+          { description: 'A reusable stage result.' },
+        ),
+        { description: 'Templates: the newest successful stage results of its runs (bounded), handed to each new run for step caching.', maxItems: STEP_CACHE_MAX },
+      ),
+    ),
   },
   { description: 'Observed state of a DataPipeline, written by the controller.' },
 );
@@ -350,6 +441,14 @@ export type DataPipelineStatus = Static<typeof DataPipelineStatus>;
 
 export const DataPipeline = withRules(
   Resource('DataPipeline', DataPipelineSpec, DataPipelineStatus, 'A pipeline of CPU, GPU and NPU stages, batch or streaming.'),
-  [nameLengthRule(36, 'pods are named <pipeline>-<stage>-<index> and must stay valid DNS labels')],
+  [
+    nameLengthRule(36, 'pods are named <pipeline>-<stage>-<index> and must stay valid DNS labels'),
+    {
+      rule: `!has(self.spec.schedule) || self.metadata.name.size() <= ${TEMPLATE_NAME_MAX}`,
+      message: `metadata.name must be at most ${TEMPLATE_NAME_MAX} characters with spec.schedule: its runs are named <name>-<unix minute> (ADR 0121)`,
+      fieldPath: '.metadata',
+      check: (self) => self.spec.schedule === undefined || (self.metadata.name ?? '').length <= TEMPLATE_NAME_MAX,
+    },
+  ],
 );
 export type DataPipeline = Static<typeof DataPipeline>;

@@ -11,6 +11,14 @@ import type { PodObject } from '../kube-objects.ts';
 import { SNAPSHOT_API_VERSION } from '../training-job/checkpoints.ts';
 import { WORKLOAD_PLURALS, type ClaimObject, type DataPipelineObject, type VolumeSnapshotObject, type WorkloadKind, type WorkloadObject } from './model.ts';
 import { reconcileDataPipeline } from './reconcile.ts';
+import { summarizeCluster, type ClusterSummary } from './profiles.ts';
+import { reconcileTemplate, runStepCache } from './runs.ts';
+import type { NodeSpec } from '../../core/model/node.ts';
+
+export interface DataPipelineControllerConfig {
+  /** The cluster's nodes (from a Node watch in app/), for stages with a resourceProfile. */
+  readonly nodes?: () => readonly NodeSpec[];
+}
 
 export const DATA_PIPELINE_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, plural: 'datapipelines' };
 
@@ -19,16 +27,26 @@ const WORKLOADS: readonly OwnedResource[] = (Object.keys(WORKLOAD_PLURALS) as Wo
 // Where the snapshot CRDs are not installed the runner keeps retrying this watch; only artifact stages wait on it.
 const VOLUME_SNAPSHOT: OwnedResource = { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots' };
 const CLAIM: OwnedResource = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' };
+// The runs of a scheduled pipeline (a template) are DataPipelines labelled with its name (ADR 0121).
+const RUN: OwnedResource = { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, plural: 'datapipelines', awaitWatch: true };
 
-export function dataPipelineController(): ControllerDefinition<DataPipelineObject> {
+export function dataPipelineController(cfg: DataPipelineControllerConfig = {}): ControllerDefinition<DataPipelineObject> {
   return {
     primary: DATA_PIPELINE_RESOURCE,
-    owned: [POD, ...WORKLOADS, VOLUME_SNAPSHOT, CLAIM],
+    owned: [POD, ...WORKLOADS, VOLUME_SNAPSHOT, CLAIM, RUN],
     ownerLabel: LABEL.dataPipeline,
     component: 'sits-datapipeline-controller',
     reconcile(input: ControllerInput<DataPipelineObject>) {
       const pipeline = withDefaults('DataPipeline', input.object) as DataPipelineObject;
       if (pipeline.metadata.deletionTimestamp !== undefined) return { actions: [] };
+      if (pipeline.spec.schedule !== undefined) {
+        const runs = ((input.owned.get(RUN.kind) ?? []) as readonly DataPipelineObject[]).map((r) => withDefaults('DataPipeline', r) as DataPipelineObject);
+        const t = reconcileTemplate(pipeline, runs, input.nowMs);
+        return { status: t.status as Readonly<Record<string, unknown>>, actions: t.actions, ...(t.requeueAfterMs === undefined ? {} : { requeueAfterMs: t.requeueAfterMs }) };
+      }
+      // Summarised per reconcile, and only for pipelines that use profiles (nodes change rarely; few stages ask).
+      const cluster: ClusterSummary | undefined = cfg.nodes !== undefined && pipeline.spec.stages.some((s) => s.resourceProfile !== undefined) ? summarizeCluster(cfg.nodes()) : undefined;
+      const stepCache = runStepCache(pipeline);
       const res = reconcileDataPipeline({
         pipeline,
         pods: (input.owned.get(POD.kind) ?? []) as readonly PodObject[],
@@ -36,6 +54,8 @@ export function dataPipelineController(): ControllerDefinition<DataPipelineObjec
         snapshots: (input.owned.get(VOLUME_SNAPSHOT.kind) ?? []) as readonly VolumeSnapshotObject[],
         claims: (input.owned.get(CLAIM.kind) ?? []) as readonly ClaimObject[],
         nowMs: input.nowMs,
+        ...(cluster === undefined ? {} : { cluster }),
+        ...(stepCache === undefined ? {} : { stepCache }),
         ...(input.lastErrors === undefined ? {} : { lastErrors: input.lastErrors }),
       });
       return { status: res.status as Readonly<Record<string, unknown>>, actions: res.actions, ...(res.requeueAfterMs === undefined ? {} : { requeueAfterMs: res.requeueAfterMs }) };

@@ -6,6 +6,8 @@
 import type { ApplyFailure } from '../../api/controller.ts';
 import type { DataPipelineSpec, DataPipelineStatus } from '../../api/schema/data-pipeline.ts';
 import type { ObjectMeta, PodObject } from '../kube-objects.ts';
+import type { ClusterSummary } from './profiles.ts';
+import type { CacheEntry } from './step-cache.ts';
 
 export interface DataPipelineObject {
   readonly apiVersion?: string;
@@ -56,4 +58,8 @@ export interface Observed {
   readonly claims: readonly ClaimObject[];
   readonly nowMs: number;
   readonly lastErrors?: readonly ApplyFailure[];
+  /** The cluster's GPUs, for resourceProfile; undefined: no node source (a profiled stage then fails). */
+  readonly cluster?: ClusterSummary;
+  /** For a run of a template: the template's step-cache history when the run was created (ADR 0122). */
+  readonly stepCache?: readonly CacheEntry[];
 }

@@ -30,6 +30,8 @@ import type { Observed, WorkloadKind, WorkloadObject } from './model.ts';
 import { parseOutputs, substitute } from './params.ts';
 import { decideRetry, effectiveRetry, type AttemptOutcome } from './retry.ts';
 import { evalWhen, handlesFailureOf, parseWhen, stagesOf, type WhenExpr } from './when.ts';
+import { profiledPod, profiledWorkloadSpec, stageProfile } from './stage-profile.ts';
+import { cacheKey, lookup as cacheLookup, type StepInput } from './step-cache.ts';
 
 export interface ReconcileResult {
   readonly status: DataPipelineStatus;
@@ -227,6 +229,37 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     if (!sub.ok) return done({ ...prev, phase: 'Failed', message: clip(sub.error), completionTime: now }, { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${sub.error}`) });
     const resolved = { ...stage, ...(sub.value as Pick<PipelineStage, 'container' | 'podTemplate' | 'workload' | 'outputs'>) };
     const retries = prev.retries ?? 0;
+
+    // The resource profile (ADR 0123): a wrong one fails the stage naming the field.
+    const prof = stageProfile(stage, index, o.cluster ?? { pools: [] });
+    if (prof !== undefined && !prof.ok) {
+      const m = clip(`${prof.error.field}: ${prof.error.message}`);
+      return done({ ...prev, phase: 'Failed', message: m, completionTime: now }, { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${m}`) });
+    }
+    const profile = prof?.value;
+
+    // Step caching (ADR 0122): the key covers the resolved stage, the profile's choice and the inputs' identities
+    // (an upstream result is identified by its own key); a run reuses a success of an earlier run of its template.
+    const stepInputs: StepInput[] = (stage.inputs?.artifacts ?? []).map((a) => {
+      const producer = next.get(a.from.stage);
+      const rec = (producer?.outputs?.artifacts ?? []).find((x) => x.name === a.from.artifact);
+      return { name: a.name, artifact: { kind: 'volume', claim: rec?.volumeSnapshotName ?? rec?.claimName ?? a.from.artifact, path: rec?.subPath === undefined || rec.subPath === '' ? '/' : rec.subPath, contentId: producer?.cacheKey ?? `${name}/${a.from.stage}@${producer?.completionTime ?? ''}` } };
+    });
+    const { reasons: _r, ...choice } = profile ?? { reasons: [] };
+    const key = cacheKey({ spec: { stage: stage.name, kind: kind ?? 'pod', parallelism: stage.parallelism, work: sub.value, profile: choice }, inputs: stepInputs });
+    const cacheMeta = { ...(key.ok ? { cacheKey: key.value } : {}), ...(profile === undefined ? {} : { reasons: profile.reasons.slice(0, 16).map((r) => r.slice(0, 1024)) }) };
+    const fresh0 = prev.phase !== 'Running' && retries === 0 && live.length === 0;
+    // An InferenceService stage's result is a running server, not an output: it is never reused.
+    if (fresh0 && key.ok && o.stepCache !== undefined && kind !== 'InferenceService') {
+      const hit = cacheLookup(key.value, o.stepCache, new Date(o.nowMs), { enabled: stage.cache, ...(stage.cacheMaxAgeSeconds === undefined ? {} : { maxAgeSeconds: stage.cacheMaxAgeSeconds }) });
+      if (hit.hit) {
+        const m = clip(`cached from run ${hit.entry.run}: ${hit.reason}`);
+        return done(
+          { ...prev, ...cacheMeta, phase: 'Succeeded', cachedFrom: hit.entry.run, outputs: hit.entry.outputs as StageStatus['outputs'] & object, message: m, startTime: prev.startTime ?? now, completionTime: now, readyReplicas: 0 },
+          { type: 'Normal', reason: 'StageCached', message: clip(`stage ${stage.name}: ${m}`) },
+        );
+      }
+    }
     const startedMs = parseMs(prev.startTime) ?? o.nowMs;
     const retry = effectiveRetry(stage.retryStrategy, stage.maxRetries);
 
@@ -236,7 +269,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       const at = parseMs(prev.nextRetryTime) ?? o.nowMs;
       if (at > o.nowMs) return { status: prev, actions: [], live, requeueAtMs: at };
     }
-    const fresh: StageStatus = { ...prev, phase: 'Running', startTime: prev.startTime ?? now };
+    const fresh: StageStatus = { ...prev, ...cacheMeta, phase: 'Running', startTime: prev.startTime ?? now };
     delete (fresh as { nextRetryTime?: string }).nextRetryTime;
 
     // The apiserver refusing a child (422, 403, ...) is the spec's or the cluster's problem: retrying cannot help.
@@ -274,7 +307,10 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
           const err = createFailure(o.lastErrors, podN);
           if (err !== undefined && permanent(err)) return failNow(`cannot create pod ${podN}: ${err.message}`);
           if (pod === undefined && wasRunning && err === undefined) return failAttempt('error', `pod ${podN} disappeared`);
-          if (pod === undefined) create.push({ op: 'create', kind: 'Pod', object: stagePod(p, resolved, i, retries, inputs) });
+          if (pod === undefined) {
+            const pod = stagePod(p, resolved, i, retries, inputs);
+            create.push({ op: 'create', kind: 'Pod', object: profile === undefined ? pod : profiledPod(pod, profile) });
+          }
           continue;
         }
         const phase = pod.status?.phase;
@@ -294,7 +330,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
         const err = createFailure(o.lastErrors, wn);
         if (err !== undefined && permanent(err)) return failNow(`cannot create ${kind} ${wn}: ${err.message}`);
         if (w === undefined && wasRunning && err === undefined) return failAttempt('error', `${kind} ${wn} disappeared`);
-        if (w === undefined) create.push({ op: 'create', kind, object: stageWorkload(p, resolved, kind, resolved.workload?.spec ?? {}) });
+        if (w === undefined) create.push({ op: 'create', kind, object: stageWorkload(p, resolved, kind, profile === undefined ? (resolved.workload?.spec ?? {}) : profiledWorkloadSpec(kind, resolved.workload?.spec ?? {}, profile)) });
         return { status: { ...fresh, message: `creating ${kind} ${wn}` }, actions: create, live };
       }
       const phase = w.status?.phase;
