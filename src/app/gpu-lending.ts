@@ -28,6 +28,7 @@ import { ANNOTATION, API_GROUP, API_GROUP_VERSION, GPU_RESOURCE, LABEL, REASON }
 import { giveBackWorkers, planLend, type Lender, type ReclaimPolicy } from '../core/actions/lending.ts';
 import type { Clock } from '../core/ports.ts';
 import { isStatus, type KubeClient } from '../kube/client.ts';
+import { runPeriodically } from './periodic.ts';
 
 const API = `/apis/${API_GROUP_VERSION}`;
 
@@ -318,9 +319,6 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
   const records: LendingRecord[] = [];
   // Pod uid → the refusal last reported on it (an event only when the reason changes).
   const told = new Map<string, string>();
-  let stopped = false;
-  let running: Promise<void> | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
 
   const record = (kind: LendingAction['kind'], subject: string, message: string): void => {
     records.push({ atMs: clock.nowMs(), kind, subject, message });
@@ -431,22 +429,10 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
     }
   }
 
-  const interval = o.intervalMs ?? 5000;
-  const loop = (): void => {
-    if (stopped) return;
-    running = tick().finally(() => {
-      running = undefined;
-      if (!stopped) timer = setTimeout(loop, interval);
-    });
-  };
-  timer = setTimeout(loop, 0);
+  const periodic = runPeriodically(tick, o.intervalMs ?? 5000);
   return {
     tick,
     records,
-    stop: async () => {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      await running;
-    },
+    stop: () => periodic.stop(),
   };
 }

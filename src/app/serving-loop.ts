@@ -25,6 +25,7 @@ import { observeService, type ReplicaScrape } from '../serving/observe.ts';
 import { adapterDir, renderReplica } from '../serving/pod-template.ts';
 import type { RuntimeDefinition } from '../serving/runtime.ts';
 import { EngineClient, EngineError, type RetryPolicy } from './engine-client.ts';
+import { runPeriodically } from './periodic.ts';
 
 const API = `/apis/${API_GROUP_VERSION}`;
 
@@ -136,9 +137,6 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
   // pod uid / adapter → failures so far and when to try again.
   const failures = new Map<string, { n: number; nextMs: number; message: string }>();
   const decisions: ScaleDecision[] = [];
-  let stopped = false;
-  let running: Promise<void> | undefined;
-  let timer: ReturnType<typeof setTimeout> | undefined;
 
   const engine = annotatedEngine((ns, svc) => desired.get(key(ns, svc)) ?? []);
 
@@ -364,15 +362,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     );
   }
 
-  const interval = o.intervalMs ?? 5000;
-  const loop = (): void => {
-    if (stopped) return;
-    running = tick().finally(() => {
-      running = undefined;
-      if (!stopped) timer = setTimeout(loop, interval);
-    });
-  };
-  timer = setTimeout(loop, 0);
+  const periodic = runPeriodically(tick, o.intervalMs ?? 5000);
 
   return {
     engine,
@@ -383,11 +373,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       return m === undefined || m.scrapes.length === 0 ? undefined : { tokensPerReplica: m.policy.tokensPerReplica };
     },
     observations: (ns, name) => memory.get(key(ns, name))?.recent ?? [],
-    stop: async () => {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      await running;
-    },
+    stop: () => periodic.stop(),
   };
 }
 
