@@ -123,8 +123,13 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   // The batch size outlives an attempt: what the engine sustained on the last shard holds for the next.
   let sizer: LiveBatchSize | undefined;
   let pluginNote: string | undefined;
-  const plugins = o.batching?.plugin === undefined ? undefined : loadJobPlugins({ batchSize: { wasm: o.batching.plugin } }, o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir });
+  const ref = o.batching?.plugin;
+  // The worker may read its own pod only (RBAC), so a ConfigMap module is refused here with that reason.
+  const cm = ref?.configMap;
+  if (cm !== undefined) pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps; give the module as a file under its --plugin-dir; built-in strategies used`;
+  const plugins = ref === undefined || cm !== undefined ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir });
   if (o.batching !== undefined) {
+    if (pluginNote !== undefined) log(`batch-size strategy: ${pluginNote}`);
     if (plugins !== undefined) {
       pluginNote = plugins.condition.message;
       log(`batch-size strategy: ${pluginNote}`);
