@@ -7,12 +7,18 @@
  * grow with the shards, not the records. The controller commits the part; the worker never touches the manifest.
  * A new attempt in the assignment cancels the running one (nothing is written for it); a smaller end is the
  * long-tail breaker's cut (the part then stops there).
+ * Requests in flight: the fixed --concurrency, or, when the job asks for dynamic batching or a batch-size plugin
+ * (--batching), its live batch size (LiveBatchSize: AIMD or the plugin on each window's p99 against the SLA),
+ * scaled by the fault ladder's assignment concurrency either way; the report carries the size in use.
  */
 import { readFileSync } from 'node:fs';
 import { ANNOTATION } from '../api/wire.ts';
 import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from '../controllers/batch-inference/openai-batch.ts';
+import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
+import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
 import { formatReport, parseAssignment, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { loadJobPlugins } from '../wasm/job-plugins.ts';
 import { FsOutputStore } from './batch-files.ts';
 
 export interface BatchWorkerOptions {
@@ -30,6 +36,12 @@ export interface BatchWorkerOptions {
   readonly jobUid: string;
   /** Requests in flight at full concurrency. */
   readonly concurrency?: number;
+  /** The job's dynamic batching and batch-size plugin (the controller's --batching flag); unset: fixed concurrency. */
+  readonly batching?: BatchPolicy;
+  /** Where the batch-size plugin's file is looked up (--plugin-dir or $SITS_PLUGIN_DIR). */
+  readonly pluginDir?: string;
+  /** Completions per batch-size window (default BATCH_WINDOW). */
+  readonly batchWindow?: number;
   readonly pollMs?: number;
   readonly reportEveryMs?: number;
   readonly requestTimeoutMs?: number;
@@ -68,6 +80,37 @@ export function loadRequests(file: string): BatchRequestLine[] {
   return out;
 }
 
+/**
+ * Runs `work` on the indices `take` hands out with at most `slots()` in flight, read again at every completion so a
+ * new batch size applies to the next request. Rejects with the first failure (no new work starts after it).
+ */
+export function runWithSlots(take: () => number | undefined, work: (i: number) => Promise<void>, slots: () => number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let active = 0;
+    let failed = false;
+    const pump = (): void => {
+      if (failed) return;
+      while (!signal.aborted && active < Math.max(1, slots())) {
+        const i = take();
+        if (i === undefined) break;
+        active++;
+        work(i).then(
+          () => {
+            active--;
+            pump();
+          },
+          (e: unknown) => {
+            failed = true;
+            reject(e instanceof Error ? e : new Error(String(e)));
+          },
+        );
+      }
+      if (active === 0) resolve();
+    };
+    pump();
+  });
+}
+
 export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): Promise<void> {
   const log = o.log ?? (() => undefined);
   const requests = loadRequests(o.input);
@@ -77,9 +120,29 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   const concurrency = Math.max(1, o.concurrency ?? 4);
   const reportEvery = o.reportEveryMs ?? 2000;
   let current: Running | undefined;
+  // The batch size outlives an attempt: what the engine sustained on the last shard holds for the next.
+  let sizer: LiveBatchSize | undefined;
+  let pluginNote: string | undefined;
+  const ref = o.batching?.plugin;
+  // The worker may read its own pod only (RBAC), so a ConfigMap module is refused here with that reason.
+  const cm = ref?.configMap;
+  if (cm !== undefined) pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps; give the module as a file under its --plugin-dir; built-in strategies used`;
+  const plugins = ref === undefined || cm !== undefined ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir });
+  if (o.batching !== undefined) {
+    if (pluginNote !== undefined) log(`batch-size strategy: ${pluginNote}`);
+    if (plugins !== undefined) {
+      pluginNote = plugins.condition.message;
+      log(`batch-size strategy: ${pluginNote}`);
+    }
+    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow);
+    if (sizer.lastFallback !== undefined) log(sizer.lastFallback);
+    log(`batch size ${sizer.size} (${sizer.source})${o.batching.targetP99Ms === undefined ? ', fixed: the job sets no targetLatencyMs' : `, p99 target ${o.batching.targetP99Ms} ms`}`);
+  }
 
   const report = async (r: WorkerReport): Promise<void> => {
-    await o.client.mergePatch(podPath, { metadata: { annotations: { [ANNOTATION.batchReport]: formatReport(r) } } });
+    const note = sizer?.lastFallback ?? pluginNote;
+    const full: WorkerReport = { ...r, ...(note === undefined ? {} : { batchNote: note }) };
+    await o.client.mergePatch(podPath, { metadata: { annotations: { [ANNOTATION.batchReport]: formatReport(full) } } });
   };
 
   const waitForEngine = async (signal: AbortSignal): Promise<void> => {
@@ -151,36 +214,36 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       if (now - lastReportMs < reportEvery || contiguous === reported) return;
       lastReportMs = now;
       reported = contiguous;
-      await report({ ...base, done: contiguous, tokens, state: 'running' }).catch((e: Error) => log(`report: ${e.message}`));
+      await report({ ...base, done: contiguous, tokens, state: 'running', batchSize: slots() }).catch((e: Error) => log(`report: ${e.message}`));
     };
     await waitForEngine(abort.signal);
-    const slots = Math.max(1, Math.round(concurrency * a.concurrency));
-    const lane = async (): Promise<void> => {
-      while (!abort.signal.aborted) {
-        const i = next++;
-        if (i >= r.end) return;
-        const out = await call(i, abort.signal);
-        lines[i - a.start] = out.line;
-        tokens += out.tokens;
-        while (lines[contiguous] !== undefined) contiguous++;
-        await maybeReport();
-      }
+    const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
+    const take = (): number | undefined => (next < r.end && !abort.signal.aborted ? next++ : undefined);
+    const work = async (i: number): Promise<void> => {
+      const t0 = performance.now();
+      const out = await call(i, abort.signal);
+      const change = sizer?.observe(performance.now() - t0);
+      if (change !== undefined) log(`batch size ${change.size} (${change.source}): ${change.why}`);
+      lines[i - a.start] = out.line;
+      tokens += out.tokens;
+      while (lines[contiguous] !== undefined) contiguous++;
+      await maybeReport();
     };
     try {
-      await Promise.all(Array.from({ length: slots }, () => lane()));
+      await runWithSlots(take, work, slots, abort.signal);
     } catch (e) {
       if (abort.signal.aborted) return;
       // An engine that stops answering is the worker's device failing (the fault ladder's crash); anything else too.
       const kind = 'crash' as const;
       log(`attempt ${a.attempt} failed: ${(e as Error).message}`);
-      await report({ ...base, done: contiguous, tokens, state: 'failed', failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
+      await report({ ...base, done: contiguous, tokens, state: 'failed', batchSize: slots(), failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
     }
     if (abort.signal.aborted) return;
     const n = Math.min(r.end - a.start, contiguous);
     const part = lines.slice(0, n) as string[];
     store.writeAtomic(a.part, part.length === 0 ? '' : `${part.join('\n')}\n`);
-    await report({ ...base, done: n, tokens, state: 'done' });
+    await report({ ...base, done: n, tokens, state: 'done', batchSize: slots() });
     log(`attempt ${a.attempt} [${a.start},${a.start + n}) written to ${a.part}`);
   };
 
@@ -216,4 +279,5 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   }
   current?.abort.abort();
   await current?.done;
+  plugins?.close();
 }

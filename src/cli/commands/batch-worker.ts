@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { runBatchWorker } from '../../app/batch-worker.ts';
+import { parseBatchPolicy } from '../../controllers/batch-inference/live-batch.ts';
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { CliError } from '../errors.ts';
@@ -19,6 +20,8 @@ interface BatchWorkerFlags {
   jobUid: string;
   concurrency: number;
   reportInterval: number;
+  batching?: string;
+  pluginDir?: string;
 }
 
 export function registerBatchWorker(program: Command): void {
@@ -34,11 +37,16 @@ export function registerBatchWorker(program: Command): void {
     .option('--pod-name <name>', 'this pod (default: $POD_NAME, from the downward API)')
     .option('--namespace <ns>', "this pod's namespace (default: $POD_NAMESPACE)")
     .option('--concurrency <n>', 'requests in flight', numberOption('--concurrency', 1, 4096), 4)
+    .option('--batching <json>', "the job's dynamic batching and batch-size plugin (set by the controller): requests in flight follow the live batch size instead of --concurrency")
+    .option('--plugin-dir <dir>', "where the job's batch-size plugin file is (default: $SITS_PLUGIN_DIR)")
     .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
     .action(async (o: BatchWorkerFlags) => {
       const podName = o.podName ?? process.env.POD_NAME ?? '';
       const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? '';
       if (podName === '' || namespace === '') throw new CliError('batch-worker: which pod? pass --pod-name and --namespace or set POD_NAME and POD_NAMESPACE (the worker pod sets them from the downward API)');
+      const batching = o.batching === undefined ? undefined : parseBatchPolicy(o.batching);
+      if (batching !== undefined && 'error' in batching) throw new CliError(`batch-worker: ${batching.error}`);
+      const pluginDir = o.pluginDir ?? process.env.SITS_PLUGIN_DIR;
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-batch-worker/0.1' });
       const stop = new AbortController();
@@ -47,7 +55,7 @@ export function registerBatchWorker(program: Command): void {
         stop.abort();
       });
       try {
-        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, reportEveryMs: o.reportInterval * 1000, log }, stop.signal);
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), reportEveryMs: o.reportInterval * 1000, log }, stop.signal);
       } catch (e) {
         throw new CliError(`batch-worker: ${(e as Error).message}`);
       } finally {

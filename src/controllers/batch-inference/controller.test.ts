@@ -192,6 +192,26 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(lostShard.attempt).toMatch(/^e1-/);
   });
 
+  it('passes dynamic batching to the worker (--batching) and shows the largest reported live batch size in status', () => {
+    const p = port(40);
+    const pods = new Pods();
+    const job = jobOf(2, { batching: { batchSize: 16, dynamic: { minBatchSize: 2, maxBatchSize: 64, targetLatencyMs: 900 } } });
+    reconcileBatchJob(job, [], 0, { jobs: p.port });
+    pods.apply(reconcileBatchJob(job, [], 1, { jobs: p.port }).actions);
+    const worker = pods.byName.get('j-0')?.spec?.containers[1];
+    expect(worker?.args?.slice(-2)).toEqual(['--batching', JSON.stringify({ start: 16, min: 2, max: 64, targetP99Ms: 900 })]);
+    const assigned = reconcileBatchJob(job, pods.list(), 2, { jobs: p.port });
+    pods.apply(assigned.actions);
+    const a0 = pods.assignment('j-0') as WireAssignment;
+    pods.report('j-0', { attempt: a0.attempt, start: a0.start, end: a0.end, done: 1, tokens: 12, state: 'running', startedMs: 2, batchSize: 12 });
+    // j-1 finishes its shard: the first commit makes a status write due; the size rides on it (no write of its own).
+    const a1 = pods.assignment('j-1') as WireAssignment;
+    writePart(p.store, 'uid-1', records(40), { range: { start: a1.start, end: a1.end }, part: a1.part });
+    pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: a1.end - a1.start, tokens: 120, state: 'done', startedMs: 2, batchSize: 7 });
+    const st = reconcileBatchJob({ ...job, ...(assigned.status === undefined ? {} : { status: assigned.status }) }, pods.list(), 3, { jobs: p.port }).status;
+    expect(st?.currentBatchSize).toBe(12);
+  });
+
   it('after a controller restart, adopts a worker still on a shard of the earlier epoch and commits it once', () => {
     const p = port(20);
     const pods = new Pods();

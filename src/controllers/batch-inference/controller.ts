@@ -138,6 +138,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const live: { pod: PodObject; worker: WorkerInfo }[] = [];
   const cancelled = new Set<string>();
 
+  // The workers' live batch sizes (ADR 0102): status shows the largest, the size the engines are driven at.
+  const batchSizes: number[] = [];
   for (let i = 0; i < job.spec.workers && s.finished === undefined; i++) {
     const pn = workerPodName(name, i);
     const pod = byName.get(pn);
@@ -158,6 +160,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     c.register(worker);
     live.push({ pod, worker });
     const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
+    if (report?.batchSize !== undefined) batchSizes.push(report.batchSize);
     let cur = s.assigned.get(pn);
     // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
     if (cur === undefined && report !== undefined && report.state !== 'failed' && !s.handled.has(report.attempt) && epochOf(report.attempt) < c.epoch) {
@@ -251,6 +254,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         quarantined,
         readyWorkers,
         retries: s.retries,
+        ...(batchSizes.length === 0 ? {} : { batchSize: Math.max(...batchSizes) }),
         ...(gen === undefined ? {} : { generation: gen }),
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),

@@ -13,6 +13,7 @@ import { servedModelName, tensorParallel, type SpecIssue } from '../../serving/r
 import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects.ts';
 import { schedulingAnnotations, type BuildConfig } from '../inference-service/pods.ts';
 import type { InferenceServiceObject } from '../inference-service/model.ts';
+import { batchPolicyOf } from './live-batch.ts';
 import { batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
 
 export type BatchJobObject = BatchInferenceJob;
@@ -74,6 +75,7 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   const gang = j.spec.gpusPerWorker > 1 && tensorParallel(isvc.spec) > 1;
   const model = servedModelName(isvc.spec);
   const claims = [...new Set([input.claim, output.claim])];
+  const batching = batchPolicyOf(j.spec);
   const worker: ContainerObject = {
     name: WORKER_CONTAINER,
     image: cfg.workerImage ?? DEFAULT_WORKER_IMAGE,
@@ -85,6 +87,8 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       '--engine', `http://$(POD_IP):${t.port}`,
       '--model', model,
       '--job-uid', j.metadata.uid ?? '',
+      // Dynamic batching or a batch-size plugin: the worker drives its in-flight requests by it (live-batch.ts).
+      ...(batching === undefined ? [] : ['--batching', JSON.stringify(batching)]),
     ],
     env: [
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },

@@ -19,6 +19,13 @@ describe('the batch worker protocol', () => {
     expect(parseReport('not json')).toBeUndefined();
     expect(parseReport(JSON.stringify({ ...r, state: 'paused' }))).toBeUndefined();
   });
+  it('carries the live batch size and the plugin note, and drops bad ones without dropping the report', () => {
+    const r = { attempt: 'e1-a3', start: 0, end: 10, done: 4, tokens: 48, state: 'running' as const, startedMs: 1000, batchSize: 12, batchNote: 'plugin p.wasm rejected: x' };
+    expect(parseReport(formatReport(r))).toEqual(r);
+    const { batchSize: _b, batchNote: _n, ...plain } = r;
+    expect(parseReport(JSON.stringify({ ...r, batchSize: 0, batchNote: 7 }))).toEqual(plain);
+    expect(parseReport(JSON.stringify({ ...r, batchSize: 'big' }))).toEqual({ ...plain, batchNote: r.batchNote });
+  });
   it('reads pvc:// locations only', () => {
     expect(pvcLocation('pvc://data/in/requests.jsonl')).toEqual({ claim: 'data', path: 'in/requests.jsonl' });
     expect(pvcLocation('pvc://data')).toEqual({ claim: 'data', path: '' });

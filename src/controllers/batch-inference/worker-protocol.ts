@@ -41,6 +41,10 @@ export interface WorkerReport {
   /** Epoch ms the worker started the attempt (an adopted attempt keeps its age for the long-tail breaker). */
   readonly startedMs: number;
   readonly failure?: { readonly kind: FailureKind; readonly message: string };
+  /** Requests the worker keeps in flight now (its live batch size); absent from older workers. */
+  readonly batchSize?: number;
+  /** Why the job's batch-size plugin does not decide (rejected, or its last answer replaced by the built-in's). */
+  readonly batchNote?: string;
 }
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
@@ -76,7 +80,21 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   const f = v.failure as { kind?: unknown; message?: unknown } | undefined;
   const failure =
     f !== undefined && typeof f.message === 'string' ? { kind: FAILURE_KINDS.includes(f.kind as FailureKind) ? (f.kind as FailureKind) : ('crash' as const), message: f.message } : undefined;
-  return { attempt: v.attempt, start: v.start, end: v.end, done: v.done, tokens: v.tokens, state: v.state, startedMs: v.startedMs, ...(failure === undefined ? {} : { failure }) };
+  // The batch fields are optional and advisory: a bad one is dropped, the report stays.
+  const batchSize = isInt(v.batchSize) && v.batchSize >= 1 ? v.batchSize : undefined;
+  const batchNote = typeof v.batchNote === 'string' ? v.batchNote.slice(0, 1024) : undefined;
+  return {
+    attempt: v.attempt,
+    start: v.start,
+    end: v.end,
+    done: v.done,
+    tokens: v.tokens,
+    state: v.state,
+    startedMs: v.startedMs,
+    ...(failure === undefined ? {} : { failure }),
+    ...(batchSize === undefined ? {} : { batchSize }),
+    ...(batchNote === undefined ? {} : { batchNote }),
+  };
 }
 
 export const formatReport = (r: WorkerReport): string => JSON.stringify(r);

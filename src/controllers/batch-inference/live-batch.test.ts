@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { LiveBatchSize, batchPolicyOf, parseBatchPolicy, tokenMixOf } from './live-batch.ts';
+
+describe('the live batch-size policy', () => {
+  it('comes from spec.batching.dynamic and spec.strategy.batchSize, and is absent without either', () => {
+    expect(batchPolicyOf({ batching: { batchSize: 32 } })).toBeUndefined();
+    expect(batchPolicyOf({ batching: { batchSize: 32, dynamic: { minBatchSize: 2, maxBatchSize: 64, targetLatencyMs: 800 } } })).toEqual({ start: 32, min: 2, max: 64, targetP99Ms: 800 });
+    const plugin = { file: 'p.wasm', sha256: 'a'.repeat(64) };
+    expect(batchPolicyOf({ batching: { batchSize: 8 }, strategy: { batchSize: { wasm: plugin } } })).toEqual({ start: 8, min: 1, max: 2048, plugin });
+  });
+  it('round-trips through the --batching flag and names a bad field', () => {
+    const p = { start: 32, min: 2, max: 64, targetP99Ms: 800, plugin: { file: 'p.wasm', sha256: 'a'.repeat(64) } };
+    expect(parseBatchPolicy(JSON.stringify(p))).toEqual(p);
+    expect(parseBatchPolicy('{"start":0,"min":1,"max":2}')).toEqual({ error: '--batching: start must be a positive integer, got 0' });
+    expect(parseBatchPolicy('{"start":4,"min":8,"max":2}')).toEqual({ error: '--batching: min 8 is over max 2' });
+    expect(parseBatchPolicy('{"start":4,"min":1,"max":8,"targetP99Ms":-3}')).toEqual({ error: '--batching: targetP99Ms must be a positive integer, got -3' });
+    expect(parseBatchPolicy('nope')).toMatchObject({ error: expect.stringMatching(/^--batching: not JSON/) });
+  });
+  it('steps by AIMD once a window: +start/8 under the SLA, ×0.7 over it, within the bounds', () => {
+    const s = new LiveBatchSize({ start: 16, min: 4, max: 20, targetP99Ms: 100 }, tokenMixOf([{ prompt: 'x' }]), undefined, 4);
+    for (let i = 0; i < 3; i++) expect(s.observe(50)).toBeUndefined();
+    expect(s.observe(50)).toMatchObject({ size: 18, p99Ms: 50, source: 'builtin' });
+    for (let i = 0; i < 4; i++) s.observe(50);
+    expect(s.size).toBe(20);
+    for (let i = 0; i < 3; i++) s.observe(50);
+    // One slow request in the window is its p99.
+    expect(s.observe(500)).toMatchObject({ size: 14, p99Ms: 500, why: 'p99 500 ms over 100 ms' });
+    for (let k = 0; k < 5; k++) for (let i = 0; i < 4; i++) s.observe(500);
+    expect(s.size).toBe(4);
+  });
+});
