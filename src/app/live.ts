@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
 import type { Tracing } from '../kube/tracing.ts';
+import { claimsUnder } from './batch-jobs.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 export interface LiveAppOptions {
@@ -33,6 +34,8 @@ export interface LiveAppOptions {
   readonly lending?: boolean;
   /** With `controllers`: move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
   readonly healthMigration?: boolean;
+  /** With `controllers`: the BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
+  readonly batchClaimsDir?: string;
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
@@ -69,7 +72,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir) } }) }) : undefined;
   return {
     scheduler,
     client,

@@ -26,3 +26,15 @@ describe('sits run --config (several profiles, ADR 0076)', () => {
     expect(r.err).toMatch(/--config names the profiles and their scheduler names: give it without --profile and --scheduler-name/);
   });
 });
+
+describe('sits run --batch-claims-dir', () => {
+  it('runs only with the controllers and needs a folder; both refused before it connects, exit 2', async () => {
+    const alone = await runSits(['run', '--batch-claims-dir', tmpdir()]);
+    expect(alone.code).toBe(2);
+    expect(alone.err).toContain('--batch-claims-dir runs with the controllers: give --controllers too');
+    const missing = await runSits(['run', '--controllers', '--batch-claims-dir', join(tmpdir(), 'no-such-claims-dir')]);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('--batch-claims-dir: ');
+    expect(missing.err).toContain('is not a folder');
+  });
+});

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { createLiveApp, loadKubeConfig } from '../../app/live.ts';
@@ -53,15 +53,20 @@ export function registerRun(program: Command): void {
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('--gpu-lending', 'with --controllers: an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob, given back after a cooldown (ADR 0131)')
     .option('--serving-loop', 'with --controllers: also load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler (writes /scale unless autoscaling.mode is external)')
+    .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
     .option('--health-migration', 'with --controllers: move TrainingJobs off GPUs quarantined on their Node (checkpoint, then evict the gang whole so it restarts elsewhere from the checkpoint; ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; verbose?: boolean }) => {
+    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; batchClaimsDir?: string; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
       if (o.gpuLending === true && o.controllers !== true) throw new CliError('--gpu-lending runs with the controllers: give --controllers too');
       if (o.healthMigration === true && o.controllers !== true) throw new CliError('--health-migration runs with the controllers: give --controllers too');
+      if (o.batchClaimsDir !== undefined) {
+        if (o.controllers !== true) throw new CliError('--batch-claims-dir runs with the controllers: give --controllers too');
+        if (!existsSync(o.batchClaimsDir) || !statSync(o.batchClaimsDir).isDirectory()) throw new CliError(`--batch-claims-dir: ${o.batchClaimsDir} is not a folder`);
+      }
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName)) throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
       const identity = o.identity ?? `${hostname()}-${process.pid}`;
       let tracing: Tracing;
@@ -89,6 +94,7 @@ export function registerRun(program: Command): void {
         serving: o.servingLoop === true,
         lending: o.gpuLending === true,
         healthMigration: o.healthMigration === true,
+        ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
         log,
         tracing,
       }).catch(async (e: unknown) => {
