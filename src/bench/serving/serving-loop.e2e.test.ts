@@ -296,7 +296,11 @@ describe('the serving loop on real engines', () => {
     const r = await sendCompletion(ep, { index: 0, prompt: 'hello from zero', maxTokens: 8 }, { timeoutMs: 60_000 });
     expect(r.ok, r.error).toBe(true);
     expect(r.text.length).toBeGreaterThan(0);
-    const up = await zsvc();
+    // The endpoint can appear before the controller writes the service's status: wait for that write too.
+    const up = await waitFor('status to count the ready replica', async () => {
+      const x = await zsvc();
+      return x.status?.readyReplicas === 1 ? x : undefined;
+    }, 60_000, 250);
     expect(up.spec.replicas).toBe(1);
     expect(up.status?.readyReplicas).toBe(1);
     expect(cluster.controllers?.serving?.decisions.filter((d) => d.service === `${NS}/${ZERO}`).at(-1)).toMatchObject({ from: 0, to: 1 });
