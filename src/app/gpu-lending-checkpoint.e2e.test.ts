@@ -3,23 +3,19 @@
 // A service replica waits on the full node: the lender asks the job for a checkpoint and does not shrink it before
 // the checkpoint is Ready; the test plays rank 0's commit with the contract helper (examples/sits_checkpoint.py);
 // then the job shrinks by one worker, its new gang restores from that checkpoint, and the replica binds.
-import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import { startControllers, type Controllers } from './controllers.ts';
+import { runCheckpointHelper } from '../harness/checkpoint-helper.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, volumeSnapshotClass, type SnapshotStack } from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { LENDING_ANNOTATION } from './gpu-lending.ts';
 import { bound, elasticJob, lendingService, live, servicePods, workerPods } from './gpu-lending-testing.ts';
 
-const run = promisify(execFile);
-const HELPER = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'examples/sits_checkpoint.py');
 const API = '/apis/ai.sits2026.dev/v1';
 const NS = 'lend-ckpt';
 
@@ -54,26 +50,8 @@ const workers = (): Promise<V1Pod[]> => workerPods(client, NS);
 const replicas = (): Promise<V1Pod[]> => servicePods(client, NS);
 const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
 
-/** Rank 0's side of the contract, run as its container would run it. */
-async function helper(pod: V1Pod, tokenFile: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run('python3', [HELPER, ...args], {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        SITS_KUBE_API: cluster.plane.server,
-        SITS_KUBE_TOKEN_FILE: tokenFile,
-        SITS_KUBE_CA_FILE: join(cluster.plane.dir, 'pki', 'apiserver.crt'),
-        SITS_POD_NAME: pod.metadata?.name ?? '',
-        SITS_POD_NAMESPACE: pod.metadata?.namespace ?? '',
-        SITS_CHECKPOINT_DIR: envOf(pod).SITS_CHECKPOINT_DIR ?? '',
-      },
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const x = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-  }
-}
+/** examples/sits_checkpoint.py as rank 0's container would run it. */
+const helper = (pod: V1Pod, tokenFile: string, args: string[]): ReturnType<typeof runCheckpointHelper> => runCheckpointHelper(cluster.plane, pod, tokenFile, args);
 
 describe('GPU lending at a checkpoint boundary', () => {
   it('a checkpointing job is asked for a checkpoint, is not shrunk before it is Ready, then lends a whole worker and restores from it', async () => {

@@ -6,13 +6,10 @@
 // the VolumeSnapshot becomes readyToUse; only then is the gang evicted, whole; the TrainingJob controller restarts
 // it at once (not counted as a failure) with SITS_RESTORE_SNAPSHOT of that checkpoint, and the SITS scheduler
 // keeps it off the quarantined GPU.
-import { execFile } from 'node:child_process';
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { T4_LABELS, withValue } from '../core/health/testing.ts';
+import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { GpuHealthWatcher } from '../kube/gpu-health.ts';
@@ -28,8 +26,6 @@ import { Reflector } from '../kube/reflector.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 
-const run = promisify(execFile);
-const HELPER = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'examples/sits_checkpoint.py');
 const T4 = readFileSync(new URL('../core/health/fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');
 const TJ = '/apis/ai.sits2026.dev/v1';
 const NS = 'health-move';
@@ -77,44 +73,13 @@ const gpusOf = (p: V1Pod): number[] => (p.metadata?.annotations?.[ANNOTATION.gpu
 async function setUp(): Promise<{ volumeDir: string; tokenFile: string }> {
   await createNs(client, NS);
   const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt' });
-  await client.post(`/api/v1/namespaces/${NS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'trainer' } });
-  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'sits-checkpoint' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }] });
-  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${NS}/rolebindings`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'trainer-checkpoint' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sits-checkpoint' },
-    subjects: [{ kind: 'ServiceAccount', name: 'trainer', namespace: NS }],
-  });
-  const tr = await client.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/trainer/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-  const dir = join(cluster.plane.dir, `sa-${NS}`);
-  mkdirSync(dir, { recursive: true });
-  const tokenFile = join(dir, 'token');
-  writeFileSync(tokenFile, tr.status.token, { mode: 0o600 });
+  const tokenFile = await trainerTokenFile(client, cluster.plane, NS);
   await waitFor(`claim ${NS}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
   return { volumeDir: stack.driver.volumeDir(vol.volume.id), tokenFile };
 }
 
-/** examples/sits_checkpoint.py as the pod would run it (its downward-API env, the service account's token). */
-async function helper(pod: V1Pod, tokenFile: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const r = await run('python3', [HELPER, ...args], {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        SITS_KUBE_API: cluster.plane.server,
-        SITS_KUBE_TOKEN_FILE: tokenFile,
-        SITS_KUBE_CA_FILE: join(cluster.plane.dir, 'pki', 'apiserver.crt'),
-        SITS_POD_NAME: pod.metadata?.name ?? '',
-        SITS_POD_NAMESPACE: pod.metadata?.namespace ?? '',
-        SITS_CHECKPOINT_DIR: envOf(pod).SITS_CHECKPOINT_DIR ?? '',
-      },
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const x = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-  }
-}
+/** examples/sits_checkpoint.py as rank 0's container would run it. */
+const helper = (pod: V1Pod, tokenFile: string, args: string[]): ReturnType<typeof runCheckpointHelper> => runCheckpointHelper(cluster.plane, pod, tokenFile, args);
 
 describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 0129)', () => {
   it('XID 63 on rank 0’s GPU → quarantine → checkpoint asked → rank 0 commits → readyToUse → gang evicted whole → restarted from that checkpoint off the GPU', async () => {

@@ -2,11 +2,9 @@
 // snapshot-controller and csi-snapshotter over the stand-in CSI driver, kube-controller-manager's PV binder. The
 // test plays rank 0 through the documented contract by running examples/sits_checkpoint.py for real, as a
 // service account allowed only to get and patch pods.
-import { execFile, execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join, resolve, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,12 +12,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { startControllers, type Controllers } from '../app/controllers.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
+import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
 
-const run = promisify(execFile);
-const HELPER = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'examples/sits_checkpoint.py');
 const TJ = '/apis/ai.sits2026.dev/v1';
 const jobsPath = (ns: string): string => `${TJ}/namespaces/${ns}/trainingjobs`;
 
@@ -59,51 +56,13 @@ const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.
 async function setUp(ns: string): Promise<{ volumeDir: string; tokenFile: string }> {
   await createNs(client, ns);
   const vol = await createStaticVolume(stack, { namespace: ns, pvcName: 'ckpt' });
-  await client.post(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'trainer' } });
-  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'Role',
-    metadata: { name: 'sits-checkpoint' },
-    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }],
-  });
-  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'RoleBinding',
-    metadata: { name: 'trainer-checkpoint' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sits-checkpoint' },
-    subjects: [{ kind: 'ServiceAccount', name: 'trainer', namespace: ns }],
-  });
-  const tr = await client.post<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/trainer/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-  const dir = join(cluster.plane.dir, `sa-${ns}`);
-  mkdirSync(dir, { recursive: true });
-  const tokenFile = join(dir, 'token');
-  writeFileSync(tokenFile, tr.status.token, { mode: 0o600 });
+  const tokenFile = await trainerTokenFile(client, cluster.plane, ns);
   await waitFor(`claim ${ns}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
   return { volumeDir: stack.driver.volumeDir(vol.volume.id), tokenFile };
 }
 
-/** Runs the Python helper as the pod `pod` would (its env from the pod, the service account's token). */
-async function helper(pod: V1Pod, tokenFile: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const env = envOf(pod);
-  try {
-    const r = await run('python3', [HELPER, ...args], {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        SITS_KUBE_API: cluster.plane.server,
-        SITS_KUBE_TOKEN_FILE: tokenFile,
-        SITS_KUBE_CA_FILE: join(cluster.plane.dir, 'pki', 'apiserver.crt'),
-        // What the downward API gives the container.
-        SITS_POD_NAME: pod.metadata?.name ?? '',
-        SITS_POD_NAMESPACE: pod.metadata?.namespace ?? '',
-        SITS_CHECKPOINT_DIR: env.SITS_CHECKPOINT_DIR ?? '',
-      },
-    });
-    return { code: 0, stdout: r.stdout, stderr: r.stderr };
-  } catch (e) {
-    const x = e as { code?: number; stdout?: string; stderr?: string };
-    return { code: x.code ?? -1, stdout: x.stdout ?? '', stderr: x.stderr ?? '' };
-  }
-}
+/** examples/sits_checkpoint.py as rank 0's container would run it. */
+const helper = (pod: V1Pod, tokenFile: string, args: string[]): ReturnType<typeof runCheckpointHelper> => runCheckpointHelper(cluster.plane, pod, tokenFile, args);
 
 function job(name: string, checkpoint: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
