@@ -15,6 +15,7 @@ import { registerDeploy } from './commands/deploy.ts';
 import { registerWebhook } from './commands/webhook.ts';
 import { registerNodeAgent } from './commands/node-agent.ts';
 import { registerLint } from './commands/lint.ts';
+import { registerActivator } from './commands/activator.ts';
 import { registerExtender } from './commands/extender.ts';
 import { registerTop } from './commands/top.ts';
 import { registerConformance } from './commands/conformance.ts';
@@ -40,6 +41,7 @@ export function buildProgram(): Command {
   registerNodeAgent(program);
   registerLint(program);
   registerExtender(program);
+  registerActivator(program);
   registerTop(program);
   registerConformance(program);
   registerBatchWorker(program);

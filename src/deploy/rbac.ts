@@ -155,6 +155,23 @@ export const WEBHOOK_SECRET_CREATE_RULE: PolicyRule = { apiGroups: [''], resourc
 /** What the apiserver's admission identity may do on the webhook: POST its two paths, nothing else. */
 export const WEBHOOK_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/validate', '/mutate'], verbs: ['post'] }];
 
+/**
+ * `sits activator` (app/activator.ts, ADR 0149): the EndpointSlices of InferenceServices (list+watch, its cache),
+ * the activation stamp (get, patch on inferenceservices), and delegated authn/authz of its callers.
+ */
+export const ACTIVATOR_RULES: readonly PolicyRule[] = [
+  { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+  { apiGroups: [API_GROUP], resources: ['inferenceservices'], verbs: ['get', 'patch'] },
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+];
+
+/**
+ * Who may send requests to an InferenceService through the activator (the `inferenceservices/proxy` subresource
+ * with the method's verb, as `services/proxy`); bound by users in their namespaces with a RoleBinding.
+ */
+export const INFERENCE_CALLER_RULES: readonly PolicyRule[] = [{ apiGroups: [API_GROUP], resources: ['inferenceservices/proxy'], verbs: ['get', 'create'] }];
+
 /** Who may scrape the secure metrics ports (bound by the user to their Prometheus). */
 /**
  * The dashboard on the secure port (server/dashboard.ts): the page, the view and its stream, nothing else (not

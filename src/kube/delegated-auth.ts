@@ -5,7 +5,8 @@
  * - authentication: a client certificate verified against the client CA, or a bearer token checked with a
  *   TokenReview; successful reviews are cached for 10 s, failed ones for 10 s too (the apiserver defaults);
  * - authorization: a SubjectAccessReview for the non-resource path and the lower-cased HTTP verb
- *   (`post /validate`), cached 10 s allowed / 10 s denied;
+ *   (`post /validate`), or for a resource where a path stands for one (the activator's
+ *   `inferenceservices/proxy`), cached 10 s allowed / 10 s denied;
  * - always-allowed paths (`/healthz`, `/readyz`, `/livez`), as `--authorization-always-allow-paths`.
  * A request without credentials is `system:anonymous` in `system:unauthenticated`, so RBAC decides, exactly as
  * kube-scheduler does.
@@ -159,13 +160,33 @@ interface SarStatus {
   readonly status?: { readonly allowed?: boolean; readonly denied?: boolean; readonly reason?: string; readonly evaluationError?: string };
 }
 
-/** SubjectAccessReview for non-resource requests; needs `create subjectaccessreviews`. */
-export function subjectAccessReviewAuthorizer(client: KubeClient, opts: CacheOptions = {}): Authorizer {
+/** A SubjectAccessReview's resourceAttributes (authorization.k8s.io/v1). */
+export interface ResourceAttributes {
+  readonly namespace: string;
+  readonly verb: string;
+  readonly group: string;
+  readonly resource: string;
+  readonly subresource?: string;
+  readonly name?: string;
+}
+
+export interface SarOptions extends CacheOptions {
+  /**
+   * Paths that stand for a resource (a proxy subresource, as the apiserver's `services/proxy`): their attributes;
+   * undefined for a path, or without this option, the review is for the non-resource path and verb.
+   */
+  readonly resourceFor?: (path: string, verb: string) => ResourceAttributes | undefined;
+}
+
+/** SubjectAccessReview for non-resource requests (or resources, `resourceFor`); needs `create subjectaccessreviews`. */
+export function subjectAccessReviewAuthorizer(client: KubeClient, opts: SarOptions = {}): Authorizer {
   const now = opts.now ?? (() => performance.now());
   const cache = new TtlCache<Decision>(opts.maxEntries ?? 4096, now);
   return {
     async authorize(c, attrs) {
-      const key = JSON.stringify([c.user, c.uid ?? '', c.groups, c.extra ?? {}, attrs.path, attrs.verb]);
+      const resource = opts.resourceFor?.(attrs.path, attrs.verb);
+      // One review per resource, not per path: every path under one service's proxy has the same answer.
+      const key = JSON.stringify([c.user, c.uid ?? '', c.groups, c.extra ?? {}, resource ?? attrs.path, attrs.verb]);
       const hit = cache.get(key);
       if (hit !== undefined) return hit;
       const spec = {
@@ -173,7 +194,7 @@ export function subjectAccessReviewAuthorizer(client: KubeClient, opts: CacheOpt
         ...(c.uid !== undefined ? { uid: c.uid } : {}),
         groups: [...c.groups],
         ...(c.extra !== undefined ? { extra: c.extra } : {}),
-        nonResourceAttributes: { path: attrs.path, verb: attrs.verb },
+        ...(resource !== undefined ? { resourceAttributes: { ...resource } } : { nonResourceAttributes: { path: attrs.path, verb: attrs.verb } }),
       };
       const r = await client.post<SarStatus>('/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
       const allowed = r.status?.allowed === true && r.status.denied !== true;

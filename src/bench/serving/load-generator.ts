@@ -9,13 +9,10 @@
 import type { KubeClient } from '../../kube/client.ts';
 import type { TraceRequest } from '../../serving/sim/trace.ts';
 import { prng, VOCAB_WORDS } from '../../harness/llm/tiny-model.ts';
+import { readyEndpoints, SERVICE_NAME_LABEL, type Endpoint, type EndpointSliceLike } from '../../serving/activator-routing.ts';
 
-export interface Endpoint {
-  /** The pod (EndpointSlice targetRef) or any label. */
-  readonly name: string;
-  readonly host: string;
-  readonly port: number;
-}
+export type { Endpoint };
+
 
 export interface PlannedRequest {
   readonly index: number;
@@ -63,10 +60,7 @@ export function planLoad(trace: readonly TraceRequest[], o: PlanOptions): Planne
 }
 
 interface EndpointSliceList {
-  readonly items: {
-    readonly endpoints?: { readonly addresses: readonly string[]; readonly conditions?: { readonly ready?: boolean }; readonly targetRef?: { readonly name?: string } }[];
-    readonly ports?: { readonly name?: string; readonly port?: number }[];
-  }[];
+  readonly items: EndpointSliceLike[];
 }
 
 /**
@@ -74,18 +68,8 @@ interface EndpointSliceList {
  * first port. `resolve` maps a pod IP to the address to dial (the dev pod network: harness/llm/engine-pods.ts).
  */
 export async function endpointsFromSlices(client: KubeClient, namespace: string, service: string, portName?: string, resolve: (ip: string) => string = (ip) => ip): Promise<Endpoint[]> {
-  const list = await client.get<EndpointSliceList>(`/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`, { labelSelector: `kubernetes.io/service-name=${service}` });
-  const out: Endpoint[] = [];
-  for (const s of list.items) {
-    const port = (portName === undefined ? s.ports?.[0] : s.ports?.find((p) => p.name === portName))?.port;
-    if (port === undefined) continue;
-    for (const e of s.endpoints ?? []) {
-      // An endpoint without conditions.ready is ready (the EndpointSlice API's rule).
-      if (e.conditions?.ready === false) continue;
-      for (const ip of e.addresses) out.push({ name: e.targetRef?.name ?? ip, host: resolve(ip), port });
-    }
-  }
-  return out.sort((a, b) => a.name.localeCompare(b.name) || a.host.localeCompare(b.host));
+  const list = await client.get<EndpointSliceList>(`/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`, { labelSelector: `${SERVICE_NAME_LABEL}=${service}` });
+  return readyEndpoints(list.items, portName, resolve);
 }
 
 export interface RequestResult {

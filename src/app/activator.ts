@@ -1,0 +1,366 @@
+/**
+ * `sits activator` (ADR 0149): the request path for InferenceServices that scale to zero, for clusters without a
+ * gateway that does it (Knative's activator, KEDA's HTTP interceptor). A request for
+ * `/namespaces/{ns}/inferenceservices/{name}/proxy/{path}` goes to one of the service's ready endpoints (from
+ * its EndpointSlices, the fewest requests in flight first); when it has none, the activator holds the request,
+ * stamps the service's `ai.sits2026.dev/activate` annotation (ADR 0126; again every few seconds while it holds),
+ * and sends it on once a replica is ready, or answers 503 after the hold timeout. Callers are authenticated and
+ * authorized by delegation on the secure port (TokenReview, SubjectAccessReview for `inferenceservices/proxy`
+ * with the method's verb, as the apiserver's `services/proxy`); their credentials are not passed to the engine.
+ * `/metrics` has the held requests per service: what a KEDA `activationQuery` reads in mode keda.
+ */
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { API_GROUP, LABEL } from '../api/wire.ts';
+import { serviceName } from '../controllers/inference-service/names.ts';
+import type { CertPair } from '../kube/certs.ts';
+import { isStatus, type KubeClient } from '../kube/client.ts';
+import type { Authenticator, Authorizer, ResourceAttributes } from '../kube/delegated-auth.ts';
+import { Reflector, objectKey } from '../kube/reflector.ts';
+import { BodyTooLarge, readBody, startSecureServer } from '../kube/secure-server.ts';
+import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS, parseProxyPath, pickEndpoint, proxyVerb, readyEndpoints, SERVICE_NAME_LABEL, type Endpoint, type EndpointSliceLike, type ProxyTarget } from '../serving/activator-routing.ts';
+import { requestActivation } from './serving-loop.ts';
+
+export interface ActivatorOptions {
+  readonly port: number;
+  /** Default 0.0.0.0; plain HTTP (no `tls`) only on loopback. */
+  readonly host?: string;
+  readonly tls?: CertPair;
+  readonly clientCa?: string;
+  readonly authn: Authenticator;
+  /** Built with `activatorAuthorizer` (or any authorizer that understands the proxy paths). */
+  readonly authz: Authorizer;
+  /** Watch and serve only this namespace (a namespaced Role then suffices); default every namespace. */
+  readonly namespace?: string;
+  /** How long a request waits for a ready replica. Default 300 s (a model load). */
+  readonly holdTimeoutMs?: number;
+  /** Requests held per service at most; beyond, 503 with Retry-After. Default 1000. */
+  readonly maxHeldPerService?: number;
+  /** Re-stamp the activation this often while holding. Default 5 s. */
+  readonly restampMs?: number;
+  /** Largest request body. Default 16 MiB. */
+  readonly maxBodyBytes?: number;
+  /** The Service port to send to, by name. Default `http` (every runtime's API port). */
+  readonly portName?: string;
+  /** Pod IP → address to dial (identity in a cluster; the dev pod network in tests). */
+  readonly resolveAddress?: (ip: string) => string;
+  readonly log?: (m: string) => void;
+}
+
+export interface Activator {
+  readonly url: string;
+  readonly port: number;
+  readonly registry: Registry;
+  /** Requests held now for one service. */
+  held(namespace: string, name: string): number;
+  /** Serves a renewed certificate from the next handshake on. */
+  setTls(pair: CertPair): void;
+  close(): Promise<void>;
+}
+
+const PROXY_RESOURCE = { group: API_GROUP, resource: 'inferenceservices', subresource: 'proxy' } as const;
+
+/** The SAR attributes of a proxy path (undefined: a non-resource path such as /metrics). */
+export function activatorResource(path: string, verb: string): ResourceAttributes | undefined {
+  const p = parseProxyPath(path);
+  if (!p.ok) return undefined;
+  // The secure server passes the lower-cased HTTP method; RBAC speaks the proxy subresource's verbs.
+  return { ...PROXY_RESOURCE, namespace: p.target.namespace, name: p.target.name, verb: proxyVerb(verb) };
+}
+
+interface Waiter {
+  readonly resolve: (e: readonly Endpoint[]) => void;
+}
+
+interface ServiceState {
+  held: number;
+  waiters: Set<Waiter>;
+  lastStampMs: number;
+  timer?: ReturnType<typeof setInterval> | undefined;
+}
+
+function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  // The OpenAI error shape: what the engines answer, so a client's SDK shows the message.
+  const body = JSON.stringify({ error: { message, type: status === 404 ? 'not_found_error' : status === 503 ? 'unavailable_error' : 'invalid_request_error', code: status } });
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', ...headers });
+  res.end(body);
+}
+
+export async function startActivator(client: KubeClient, o: ActivatorOptions): Promise<Activator> {
+  const log = o.log ?? (() => undefined);
+  const holdTimeoutMs = o.holdTimeoutMs ?? 300_000;
+  const maxHeld = o.maxHeldPerService ?? 1000;
+  const restampMs = o.restampMs ?? 5000;
+  const maxBody = o.maxBodyBytes ?? 16 << 20;
+  const portName = o.portName ?? 'http';
+  const resolve = o.resolveAddress ?? ((ip: string) => ip);
+
+  const registry = new Registry();
+  const m = {
+    requests: new Counter({ name: 'sits_activator_requests_total', help: 'Requests answered, by namespace, InferenceService and HTTP status code.', labelNames: ['namespace', 'inferenceservice', 'code'], registers: [registry] }),
+    held: new Gauge({ name: 'sits_activator_held_requests', help: 'Requests held now because the InferenceService has no ready replica (a KEDA activationQuery reads this).', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
+    activations: new Counter({ name: 'sits_activator_activations_total', help: 'Activation stamps written on InferenceServices (ai.sits2026.dev/activate).', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
+    holdSeconds: new Histogram({ name: 'sits_activator_hold_seconds', help: 'How long held requests waited for a ready replica.', labelNames: ['namespace', 'inferenceservice'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600], registers: [registry] }),
+  };
+
+  // ns/service → slice key → slice: the EndpointSlices of InferenceServices' Services only (their label).
+  const slices = new Map<string, Map<string, EndpointSliceLike>>();
+  const states = new Map<string, ServiceState>();
+  const inFlight = new Map<string, number>();
+  let turn = 0;
+  let synced = false;
+  const svcKey = (ns: string, svc: string): string => `${ns}/${svc}`;
+  const sliceOwner = (s: EndpointSliceLike): string | undefined => {
+    const svc = s.metadata?.labels?.[SERVICE_NAME_LABEL];
+    return svc === undefined ? undefined : svcKey(s.metadata?.namespace ?? '', svc);
+  };
+  const endpointsOf = (key: string): Endpoint[] => readyEndpoints(slices.get(key)?.values() ?? [], portName, resolve);
+  const state = (key: string): ServiceState => {
+    let s = states.get(key);
+    if (s === undefined) {
+      s = { held: 0, waiters: new Set(), lastStampMs: -Infinity };
+      states.set(key, s);
+    }
+    return s;
+  };
+  const changed = (key: string): void => {
+    const s = states.get(key);
+    if (s === undefined || s.waiters.size === 0) return;
+    const eps = endpointsOf(key);
+    if (eps.length === 0) return;
+    for (const w of [...s.waiters]) w.resolve(eps);
+  };
+  const put = (obj: EndpointSliceLike & { metadata?: { name?: string } }): void => {
+    const key = sliceOwner(obj);
+    if (key === undefined) return;
+    let m2 = slices.get(key);
+    if (m2 === undefined) slices.set(key, (m2 = new Map()));
+    m2.set(objectKey(obj), obj);
+    changed(key);
+  };
+  const base = o.namespace === undefined ? '/apis/discovery.k8s.io/v1/endpointslices' : `/apis/discovery.k8s.io/v1/namespaces/${o.namespace}/endpointslices`;
+  const reflector = new Reflector<EndpointSliceLike & { metadata?: { name?: string; namespace?: string } }>(
+    client,
+    base,
+    {
+      add: put,
+      update: put,
+      delete: (obj) => {
+        const key = sliceOwner(obj);
+        if (key !== undefined) slices.get(key)?.delete(objectKey(obj));
+      },
+      synced: () => {
+        synced = true;
+      },
+      error: (e) => log(`activator: endpointslice watch: ${e.message}`),
+    },
+    // Only the Services the InferenceService controller made carry this label (the slice controller copies it).
+    { labelSelector: LABEL.inferenceService },
+  );
+  await reflector.start();
+
+  // Whether the InferenceService exists, cached briefly (a request for an unknown one is a 404, not a hold).
+  const known = new Map<string, { exists: boolean; untilMs: number }>();
+  const exists = async (t: ProxyTarget): Promise<boolean> => {
+    const key = svcKey(t.namespace, t.name);
+    const hit = known.get(key);
+    if (hit !== undefined && hit.untilMs > Date.now()) return hit.exists;
+    let ok = true;
+    try {
+      await client.get(`/apis/${API_GROUP}/v1/namespaces/${t.namespace}/inferenceservices/${t.name}`);
+    } catch (e) {
+      if (!isStatus(e, 404)) throw e;
+      ok = false;
+    }
+    known.set(key, { exists: ok, untilMs: Date.now() + 5000 });
+    return ok;
+  };
+
+  const stamp = async (t: ProxyTarget, s: ServiceState): Promise<void> => {
+    s.lastStampMs = Date.now();
+    try {
+      await requestActivation(client, t.namespace, t.name);
+      m.activations.inc({ namespace: t.namespace, inferenceservice: t.name });
+    } catch (e) {
+      log(`activator: cannot stamp the activation of ${t.namespace}/${t.name}: ${(e as Error).message}`);
+    }
+  };
+
+  /** Resolves with the ready endpoints, or undefined after the timeout or when the client went away. */
+  const hold = (t: ProxyTarget, key: string, res: ServerResponse): Promise<readonly Endpoint[] | undefined> => {
+    const s = state(key);
+    const labels = { namespace: t.namespace, inferenceservice: t.name };
+    s.held++;
+    m.held.set(labels, s.held);
+    const t0 = performance.now();
+    if (Date.now() - s.lastStampMs >= restampMs) void stamp(t, s);
+    s.timer ??= setInterval(() => void stamp(t, s), restampMs);
+    return new Promise((done) => {
+      let finished = false;
+      const finish = (eps: readonly Endpoint[] | undefined): void => {
+        if (finished) return;
+        finished = true;
+        clearTimeout(timeout);
+        res.off('close', onClose);
+        s.waiters.delete(waiter);
+        s.held--;
+        m.held.set(labels, s.held);
+        m.holdSeconds.observe(labels, (performance.now() - t0) / 1000);
+        if (s.held === 0 && s.timer !== undefined) {
+          clearInterval(s.timer);
+          s.timer = undefined;
+        }
+        done(eps);
+      };
+      const waiter: Waiter = { resolve: (eps) => finish(eps) };
+      const timeout = setTimeout(() => finish(undefined), holdTimeoutMs);
+      // The client went away while held: stop holding for it.
+      const onClose = (): void => {
+        if (!res.writableEnded) finish(undefined);
+      };
+      res.on('close', onClose);
+      s.waiters.add(waiter);
+      // A slice may have come between the check and now.
+      const eps = endpointsOf(key);
+      if (eps.length > 0) finish(eps);
+    });
+  };
+
+  /** Sends the request to `e`; resolves false when the connection failed before any answer (try another). */
+  const forward = (t: ProxyTarget, e: Endpoint, req: IncomingMessage, res: ServerResponse, body: Buffer, query: string): Promise<boolean> =>
+    new Promise((done) => {
+      const id = `${e.host}:${e.port}`;
+      inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
+      let settled = false;
+      const settle = (ok: boolean): void => {
+        if (settled) return;
+        settled = true;
+        inFlight.set(id, (inFlight.get(id) ?? 1) - 1);
+        done(ok);
+      };
+      const headers: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
+      headers['content-length'] = String(body.length);
+      const prior = req.headers['x-forwarded-for'];
+      const peer = req.socket.remoteAddress ?? '';
+      headers['x-forwarded-for'] = typeof prior === 'string' && prior !== '' ? `${prior}, ${peer}` : peer;
+      const up = httpRequest({ host: e.host, port: e.port, method: req.method ?? 'GET', path: `${t.rest}${query}`, headers }, (ur) => {
+        const out: Record<string, string | string[]> = {};
+        for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !DROPPED_RESPONSE_HEADERS.has(k)) out[k] = v;
+        res.writeHead(ur.statusCode ?? 502, out);
+        // Server-sent events stream through as they come (no buffering).
+        ur.pipe(res);
+        ur.on('end', () => settle(true));
+        ur.on('error', () => {
+          res.destroy();
+          settle(true);
+        });
+        m.requests.inc({ namespace: t.namespace, inferenceservice: t.name, code: String(ur.statusCode ?? 502) });
+      });
+      up.on('error', (err) => {
+        if (!res.headersSent) {
+          log(`activator: ${t.namespace}/${t.name} → ${e.name} (${id}): ${err.message}`);
+          settle(false);
+        } else settle(true);
+      });
+      // The client went away: stop the engine's work for it too.
+      res.on('close', () => {
+        if (!res.writableFinished) up.destroy();
+      });
+      up.end(body);
+    });
+
+  const proxy = async (req: IncomingMessage, res: ServerResponse, t: ProxyTarget, query: string): Promise<void> => {
+    const labels = { namespace: t.namespace, inferenceservice: t.name };
+    const fail = (status: number, message: string, headers?: Record<string, string>): void => {
+      m.requests.inc({ ...labels, code: String(status) });
+      sendError(res, status, message, headers);
+    };
+    if (o.namespace !== undefined && t.namespace !== o.namespace) return fail(404, `this activator serves namespace ${o.namespace} only, not ${t.namespace}`);
+    let body: Buffer;
+    try {
+      body = await readBody(req, maxBody);
+    } catch (e) {
+      if (e instanceof BodyTooLarge) return fail(413, e.message);
+      throw e;
+    }
+    const key = svcKey(t.namespace, serviceName(t.name));
+    let eps: readonly Endpoint[] = endpointsOf(key);
+    if (eps.length === 0) {
+      if (!(await exists(t))) return fail(404, `InferenceService ${t.namespace}/${t.name} not found`);
+      if (state(key).held >= maxHeld) return fail(503, `${maxHeld} requests already wait for a replica of ${t.namespace}/${t.name}`, { 'Retry-After': '1' });
+      const got = await hold(t, key, res);
+      if (got === undefined) {
+        if (res.destroyed) return;
+        return fail(503, `no replica of InferenceService ${t.namespace}/${t.name} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, { 'Retry-After': '5' });
+      }
+      eps = got;
+    }
+    const tried = new Set<string>();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const left = eps.filter((e) => !tried.has(`${e.host}:${e.port}`));
+      const e = pickEndpoint(left, (x) => inFlight.get(`${x.host}:${x.port}`) ?? 0, turn++);
+      if (e === undefined) break;
+      tried.add(`${e.host}:${e.port}`);
+      if (await forward(t, e, req, res, body, query)) return;
+      eps = endpointsOf(key);
+    }
+    fail(502, `no replica of InferenceService ${t.namespace}/${t.name} accepted the connection`);
+  };
+
+  const send = (res: ServerResponse, status: number, text: string, type = 'text/plain; charset=utf-8'): void => {
+    res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
+    res.end(text);
+  };
+  const server = await startSecureServer({
+    port: o.port,
+    ...(o.host !== undefined ? { host: o.host } : {}),
+    ...(o.tls !== undefined ? { tls: o.tls } : {}),
+    ...(o.clientCa !== undefined ? { clientCa: o.clientCa } : {}),
+    authn: o.authn,
+    authz: o.authz,
+    log,
+    handler: (req, res) => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      switch (url.pathname) {
+        case '/healthz':
+        case '/livez':
+          return send(res, 200, 'ok\n');
+        case '/readyz':
+          return synced ? send(res, 200, 'ok\n') : send(res, 503, 'not ready: endpointslices not listed yet\n');
+        case '/metrics':
+          registry.metrics().then(
+            (text) => send(res, 200, text, registry.contentType),
+            () => send(res, 500, 'metrics unavailable\n'),
+          );
+          return;
+      }
+      const p = parseProxyPath(url.pathname);
+      if (!p.ok) return sendError(res, 404, p.message);
+      proxy(req, res, p.target, url.search).catch((e: unknown) => {
+        log(`activator: ${url.pathname}: ${(e as Error).message}`);
+        sendError(res, 500, (e as Error).message);
+      });
+    },
+  });
+  log(`activator: serving ${server.url}${o.namespace === undefined ? '' : ` (namespace ${o.namespace})`}`);
+  return {
+    url: server.url,
+    port: server.port,
+    registry,
+    held: (ns, name) => states.get(svcKey(ns, serviceName(name)))?.held ?? 0,
+    setTls: (p) => server.setTls(p),
+    close: async () => {
+      reflector.stop();
+      for (const s of states.values()) {
+        if (s.timer !== undefined) clearInterval(s.timer);
+        for (const w of [...s.waiters]) w.resolve([]);
+      }
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { activatorResource, startActivator } from '../../app/activator.ts';
+import { loadKubeConfig } from '../../app/live.ts';
+import { watchCertFiles, type CertPair } from '../../kube/certs.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
+import { CliError } from '../errors.ts';
+import { intOption, numberOption } from '../options.ts';
+import { untilSignal } from './run.ts';
+
+const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+
+interface ActivatorFlags {
+  kubeconfig?: string;
+  port: number;
+  host: string;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  clientCaFile?: string;
+  namespace?: string;
+  holdTimeout: number;
+  maxHeld: number;
+  maxBodyBytes: number;
+  portName: string;
+  insecureLocalhost?: boolean;
+}
+
+function readFlagFile(flag: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`${flag} ${path}: ${(e as Error).message}`);
+  }
+}
+
+export function registerActivator(program: Command): void {
+  program
+    .command('activator')
+    .description('serve InferenceServices at /namespaces/{ns}/inferenceservices/{name}/proxy/…: route to ready replicas, and hold requests for a service scaled to zero while it activates (docs/inference-service.md, ADR 0149)')
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
+    .option('--port <port>', 'HTTPS port', intOption('--port', 1, 65535), 8443)
+    .option('--host <addr>', 'address to listen on', '0.0.0.0')
+    .option('--tls-cert-file <file>', 'serving certificate (PEM; re-read when it changes)')
+    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+    .option('--client-ca-file <file>', 'CA of client certificates to accept; bearer tokens are checked by TokenReview either way')
+    .option('--namespace <ns>', 'serve only this namespace (a namespaced Role suffices)')
+    .option('--hold-timeout <sec>', 'seconds a request waits for a ready replica before a 503', numberOption('--hold-timeout', 1, 3600), 300)
+    .option('--max-held <n>', 'requests held per service at most (beyond: 503 with Retry-After)', intOption('--max-held', 1, 1_000_000), 1000)
+    .option('--max-body-bytes <n>', 'largest request body', intOption('--max-body-bytes', 1024, 1 << 30), 16 << 20)
+    .option('--port-name <name>', "the Service port requests go to, by name", 'http')
+    .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 (local development only; callers are still authenticated and authorized)')
+    .action(async (o: ActivatorFlags) => {
+      if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
+      if (o.insecureLocalhost !== true && o.tlsCertFile === undefined) throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
+      const readTls = (): CertPair | undefined =>
+        o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined ? undefined : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
+      const tls = o.insecureLocalhost === true ? undefined : readTls();
+      const clientCa = o.clientCaFile === undefined ? undefined : readFlagFile('--client-ca-file', o.clientCaFile);
+      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-activator/0.1' });
+      const act = await startActivator(client, {
+        port: o.port,
+        host: o.insecureLocalhost === true ? '127.0.0.1' : o.host,
+        ...(tls === undefined ? {} : { tls }),
+        ...(clientCa === undefined ? {} : { clientCa }),
+        authn: unionAuthenticator(...(clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(client)),
+        authz: subjectAccessReviewAuthorizer(client, { resourceFor: activatorResource }),
+        ...(o.namespace === undefined ? {} : { namespace: o.namespace }),
+        holdTimeoutMs: o.holdTimeout * 1000,
+        maxHeldPerService: o.maxHeld,
+        maxBodyBytes: o.maxBodyBytes,
+        portName: o.portName,
+        log,
+      });
+      const stopWatch =
+        tls === undefined || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined
+          ? undefined
+          : watchCertFiles({ certFile: o.tlsCertFile, keyFile: o.tlsPrivateKeyFile }, 5000, (p) => {
+              act.setTls(p);
+              log(`serving certificate reloaded from ${o.tlsCertFile ?? ''}`);
+            }, log);
+      const sig = await untilSignal();
+      log(`${sig}: stopping`);
+      stopWatch?.();
+      await act.close();
+      client.close();
+    });
+}
