@@ -240,3 +240,38 @@ describe('the extender in the chart (off by default; ADR 0078)', () => {
     expect((find(objs, 'ClusterRoleBinding', 'sits-extender-caller') as unknown as { subjects: unknown[] }).subjects).toEqual([{ kind: 'User', name: 'sits:kube-scheduler', apiGroup: 'rbac.authorization.k8s.io' }]);
   });
 });
+
+describe('the activator in the chart (off by default; ADR 0149)', () => {
+  const values = resolveValues({ activator: { enabled: true } });
+  if (!values.ok) throw new Error(values.errors.join('\n'));
+  const objs = plainObjects(values.value);
+  type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
+  const role = (name: string): Rule[] => (find(objs, 'ClusterRole', name) as unknown as { rules: Rule[] }).rules;
+
+  it('is not in the default manifests', () => {
+    expect(plainObjects().filter((o) => /^sits-(activator|inference-caller)/.test((o as Obj).metadata.name))).toEqual([]);
+  });
+
+  it('runs `sits activator` on HTTPS with its serving Secret, probes on the secure port, hardened; a held request may finish on shutdown', () => {
+    const dep = find(objs, 'Deployment', 'sits-activator') as unknown as { spec: { replicas: number; template: { spec: { serviceAccountName: string; terminationGracePeriodSeconds: number; volumes: unknown[]; containers: { args: string[]; readinessProbe: unknown; securityContext: Record<string, unknown> }[] } } } };
+    const c = dep.spec.template.spec.containers[0];
+    expect(dep.spec.replicas).toBe(2);
+    expect(c?.args).toEqual(['activator', '--port=8443', '--tls-cert-file=/etc/sits-activator/tls/tls.crt', '--tls-private-key-file=/etc/sits-activator/tls/tls.key', '--hold-timeout=300', '--max-held=1000']);
+    expect(c?.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'https', scheme: 'HTTPS' } });
+    expect(c?.securityContext).toMatchObject({ readOnlyRootFilesystem: true, runAsNonRoot: true, allowPrivilegeEscalation: false });
+    expect(dep.spec.template.spec.terminationGracePeriodSeconds).toBe(300);
+    expect(dep.spec.template.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'sits-activator-tls' } });
+    expect(dep.spec.template.spec.serviceAccountName).toBe('sits-activator');
+    expect((find(objs, 'Service', 'sits-activator') as unknown as { spec: unknown }).spec).toMatchObject({ selector: { 'app.kubernetes.io/component': 'activator' }, ports: [{ port: 443, targetPort: 'https' }] });
+  });
+
+  it('RBAC: reads EndpointSlices, stamps InferenceServices, delegates auth, nothing else; callers get inferenceservices/proxy only', () => {
+    expect(role('sits-activator')).toEqual([
+      { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['list', 'watch'] },
+      { apiGroups: ['ai.sits2026.dev'], resources: ['inferenceservices'], verbs: ['get', 'patch'] },
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    ]);
+    expect(role('sits-inference-caller')).toEqual([{ apiGroups: ['ai.sits2026.dev'], resources: ['inferenceservices/proxy'], verbs: ['get', 'create'] }]);
+  });
+});

@@ -8,6 +8,7 @@ import { BATCH_WORKER_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PL
 import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
+import { activatorDocs } from './activator-manifests.ts';
 import { extenderDocs } from './extender-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
@@ -339,5 +340,5 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
 }

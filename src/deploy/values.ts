@@ -61,6 +61,18 @@ export const DeployValuesSchema = Type.Object(
       },
       { additionalProperties: false, description: 'The admission webhook (`sits webhook`): guard rails and SITS defaults.' },
     ),
+    activator: Type.Object(
+      {
+        enabled: Type.Boolean(),
+        replicas: Type.Integer({ minimum: 1, maximum: 20 }),
+        port: Type.Integer({ minimum: 1024, maximum: 65535 }),
+        holdTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 3600, description: 'How long a request waits for a replica of a service scaled to zero.' }),
+        maxHeldPerService: Type.Integer({ minimum: 1, maximum: 1000000 }),
+        tlsSecret: Type.String({ ...DnsLabel, description: 'kubernetes.io/tls Secret with tls.crt and tls.key (serving, for the Service name sits-activator.<namespace>.svc), e.g. cert-manager\'s.' }),
+        resources: Type.Object({ requests: ResourceList, limits: ResourceList }, { additionalProperties: false }),
+      },
+      { additionalProperties: false, description: 'The activator (`sits activator`, ADR 0149): routes requests to InferenceServices and holds them while a service scales from zero.' },
+    ),
     extender: Type.Object(
       {
         enabled: Type.Boolean(),
@@ -129,6 +141,15 @@ export const DEFAULT_VALUES: DeployValues = {
     excludeNamespaces: ['kube-system', 'kube-node-lease', 'sits-system'],
     callers: [{ kind: 'User', name: 'sits:kube-apiserver-admission', apiGroup: 'rbac.authorization.k8s.io' }],
     resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { cpu: '1', memory: '512Mi' } },
+  },
+  activator: {
+    enabled: false,
+    replicas: 2,
+    port: 8443,
+    holdTimeoutSeconds: 300,
+    maxHeldPerService: 1000,
+    tlsSecret: 'sits-activator-tls',
+    resources: { requests: { cpu: '200m', memory: '128Mi' }, limits: { cpu: '2', memory: '512Mi' } },
   },
   extender: {
     enabled: false,
