@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { TraceRequest } from '../../serving/sim/trace.ts';
-import { runServingBench } from './serving-bench.ts';
+import { PEAK_HOLD_SEC, runServingBench } from './serving-bench.ts';
 
 /** A small bursty trace: quiet minutes, then bursts of long prompts (the shape of the Azure code trace). */
 function trace(): TraceRequest[] {
@@ -44,5 +44,19 @@ describe('sits bench serving', () => {
     // Static is sized for the peak: the fewest replicas meeting the SLO, so it meets it.
     expect(a.json.policies.static.sloAttainmentPct).toBeGreaterThanOrEqual(99);
     expect(a.details.goal.sitsGpuHoursVsStatic).toBeCloseTo(a.json.policies.sits.gpuHours / a.json.policies.static.gpuHours, 2);
+  });
+  it('bounds what the reported part allows: hindsight static, the reactive peak-hold and the oracle with foresight', () => {
+    const b = a.details.bound;
+    expect(b.hindsightStatic.replicas).toBeLessThanOrEqual(a.details.chosen.static);
+    expect(b.hindsightStatic.sloAttainmentPct).toBeGreaterThanOrEqual(99);
+    // Foresight only helps: the oracle never needs more than static, and its fluid estimate (no start-up) is below it.
+    expect(b.oracle.gpuHours).toBeLessThanOrEqual(a.json.policies.static.gpuHours);
+    expect(b.oracle.fluidGpuHours).toBeLessThanOrEqual(b.oracle.gpuHours);
+    expect(b.oracle99.fluidGpuHours).toBeLessThanOrEqual(b.oracle.fluidGpuHours);
+    expect(b.reactivePeakHold.map((r) => r.holdSec)).toEqual([...PEAK_HOLD_SEC]);
+    for (const r of b.reactivePeakHold) {
+      expect(r.vsStatic).toBeCloseTo(r.gpuHours / a.json.policies.static.gpuHours, 2);
+      for (const v of [r.withinPct, r.tunePartWithinPct]) expect(v >= 0 && v <= 100).toBe(true);
+    }
   });
 });

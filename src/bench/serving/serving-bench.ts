@@ -16,6 +16,7 @@ import { StaticPolicy } from '../../serving/autoscale/static.ts';
 import { TOKEN_AUTOSCALER_DEFAULTS, TokenAutoscaler, type TokenAutoscalerConfig } from '../../serving/autoscale/token.ts';
 import { LLAMA31_8B_H100, type EngineModel } from '../../serving/engine-model.ts';
 import { simulateService, type SimResult } from '../../serving/sim/serving-sim.ts';
+import { binMisses, binNeeds, fluidGpuHours, OraclePolicy, peakHold } from './oracle.ts';
 import { ElasticTrainingPool, type SharingConfig, type SharingReport } from '../../serving/sim/sharing.ts';
 import type { TraceRequest } from '../../serving/sim/trace.ts';
 
@@ -41,6 +42,8 @@ export interface ServingBenchOptions {
   readonly engine?: EngineModel;
   readonly sharing?: Omit<SharingConfig, 'fromSec' | 'toSec'>;
   readonly onProgress?: (message: string) => void;
+  /** The SITS settings searched on the first part (default SITS_GRID). */
+  readonly sitsGrid?: readonly Partial<TokenAutoscalerConfig>[];
 }
 
 export interface ServingBenchDetails {
@@ -53,8 +56,33 @@ export interface ServingBenchDetails {
   readonly tuning: readonly { readonly policy: string; readonly setting: string; readonly sloAttainmentPct: number; readonly gpuHours: number }[];
   readonly peakReplicas: Readonly<Record<string, number>>;
   readonly sharing: SharingReport & { readonly config: SharingConfig; readonly gpuHours: number };
+  /** How few GPU-hours the reported part allows at all (oracle.ts), each also as a fraction of static's. */
+  readonly bound: {
+    readonly binSec: number;
+    /** The fewest static replicas meeting 99 % on the reported part alone (hindsight of the very part reported). */
+    readonly hindsightStatic: { readonly replicas: number; readonly sloAttainmentPct: number; readonly gpuHours: number; readonly vsStatic: number };
+    /** Every request of every bin within the SLO; fluid: no start-up paid; simulated: the oracle replayed. */
+    readonly oracle: OracleNumbers;
+    /** The same, allowed to miss 1 % of the reported requests where that saves most. */
+    readonly oracle99: OracleNumbers;
+    /** The best reactive peak-hold policy (oracle.ts peakHold) per hold time: reported part, and the tuning part. */
+    readonly reactivePeakHold: readonly { readonly holdSec: number; readonly withinPct: number; readonly gpuHours: number; readonly vsStatic: number; readonly tunePartWithinPct: number }[];
+  };
   readonly goal: { readonly sitsMeetsSlo: boolean; readonly sitsGpuHoursVsStatic: number; readonly sitsBeatsEachAutoscaler: Readonly<Record<string, boolean>>; readonly met: boolean };
 }
+
+export interface OracleNumbers {
+  readonly fluidGpuHours: number;
+  readonly fluidVsStatic: number;
+  readonly sloAttainmentPct: number;
+  readonly gpuHours: number;
+  readonly vsStatic: number;
+}
+
+/** Bins of the oracle bound (oracle.ts): short against the minute-long bursts, long against the SLO. */
+export const ORACLE_BIN_SEC = 10;
+/** Hold times of the reactive peak-hold bound, seconds. */
+export const PEAK_HOLD_SEC: readonly number[] = [60, 120, 240, 300, 360, 420, 480, 600, 900, 1200];
 
 export const SHARING_DEFAULTS: Omit<SharingConfig, 'fromSec' | 'toSec'> = {
   clusterGpus: 16,
@@ -118,8 +146,10 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
 
   // Static: the fewest replicas meeting the SLO over the whole trace.
   let staticN = o.maxReplicas;
+  const ttftByReplicas: Float64Array[] = [];
   for (let n = 1; n <= o.maxReplicas; n++) {
     const r = run(trace, new StaticPolicy(n), n, 0);
+    ttftByReplicas.push(r.ttftPerRequestSec);
     progress(`size static: ${n} replicas, ${r.sloAttainmentPct.toFixed(2)} % within SLO`);
     if (r.sloAttainmentPct >= 99) {
       staticN = n;
@@ -128,7 +158,7 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
   }
   const kedaThreshold = tune('keda', KEDA_THRESHOLDS, (t) => new KedaPolicy({ threshold: t, minReplicas: 1, maxReplicas: o.maxReplicas }), (t) => `threshold ${t}`);
   const concurrencyTarget = tune('concurrency', CONCURRENCY_TARGETS, (t) => new ConcurrencyPolicy({ targetConcurrency: t, minReplicas: 1, maxReplicas: o.maxReplicas }), (t) => `target ${t}`);
-  const sitsChoice = tune('sits', SITS_GRID, (p) => sits(p), (p) => `window ${p.historyWindowSec} s, q ${p.demandQuantile}, smoothing ${p.smoothingSec} s, scale-down delay ${p.scaleDownDelaySec} s`);
+  const sitsChoice = tune('sits', o.sitsGrid ?? SITS_GRID, (p) => sits(p), (p) => `window ${p.historyWindowSec} s, q ${p.demandQuantile}, smoothing ${p.smoothingSec} s, scale-down delay ${p.scaleDownDelaySec} s`);
 
   progress('report on the second part');
   const results = {
@@ -136,6 +166,38 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
     keda: run(trace, new KedaPolicy({ threshold: kedaThreshold, minReplicas: 1, maxReplicas: o.maxReplicas }), 1, split),
     concurrency: run(trace, new ConcurrencyPolicy({ targetConcurrency: concurrencyTarget, minReplicas: 1, maxReplicas: o.maxReplicas }), 1, split),
     sits: run(trace, sits(sitsChoice), 1, split),
+  };
+
+  // The bound: hindsight static on the reported part, and the clairvoyant oracle (oracle.ts).
+  progress('bound: hindsight static and the oracle');
+  let hindsight = { n: staticN, r: results.static };
+  for (let n = 1; n < staticN; n++) {
+    const r = run(trace, new StaticPolicy(n), n, split);
+    if (r.sloAttainmentPct >= 99) {
+      hindsight = { n, r };
+      break;
+    }
+  }
+  const vs = (h: number): number => (results.static.gpuHours > 0 ? round(h / results.static.gpuHours, 3) : 0);
+  const table = binMisses(trace, ttftByReplicas, o.sloTtftSec, ORACLE_BIN_SEC);
+  const exactNeeds = binNeeds(table, { fromSec: 0, missBudget: 0 });
+  const oracle = (missBudget: number): OracleNumbers => {
+    const needs = binNeeds(table, { fromSec: split, missBudget });
+    const r = run(trace, new OraclePolicy(needs, ORACLE_BIN_SEC, engine.startupSec * 1.1 + ORACLE_BIN_SEC), needs[0] ?? 1, split);
+    const fluid = fluidGpuHours(needs, ORACLE_BIN_SEC, split, span, engine.gpusPerReplica);
+    return { fluidGpuHours: round(fluid, 3), fluidVsStatic: vs(fluid), sloAttainmentPct: round(r.sloAttainmentPct, 2), gpuHours: round(r.gpuHours, 3), vsStatic: vs(r.gpuHours) };
+  };
+  const bound = {
+    binSec: ORACLE_BIN_SEC,
+    hindsightStatic: { replicas: hindsight.n, sloAttainmentPct: round(hindsight.r.sloAttainmentPct, 2), gpuHours: round(hindsight.r.gpuHours, 3), vsStatic: vs(hindsight.r.gpuHours) },
+    oracle: oracle(0),
+    oracle99: oracle(Math.floor(results.static.requests / 100)),
+    reactivePeakHold: PEAK_HOLD_SEC.map((holdSec) => {
+      const at = { holdSec, lagSec: engine.startupSec, startupSec: engine.startupSec };
+      const reported = peakHold(table, exactNeeds, { ...at, fromSec: split, toSec: span + ORACLE_BIN_SEC });
+      const tuned = peakHold(table, exactNeeds, { ...at, fromSec: Math.min(TUNE_WARMUP_SEC, split / 2), toSec: split });
+      return { holdSec, withinPct: round(reported.withinPct, 2), gpuHours: round(reported.gpuHours, 3), vsStatic: vs(reported.gpuHours), tunePartWithinPct: round(tuned.withinPct, 2) };
+    }),
   };
 
   const sharingCfg: SharingConfig = { ...(o.sharing ?? SHARING_DEFAULTS), fromSec: split, toSec: span };
@@ -176,6 +238,7 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
     tuning,
     peakReplicas: { static: results.static.maxReplicas, keda: results.keda.maxReplicas, concurrency: results.concurrency.maxReplicas, sits: results.sits.maxReplicas, sharing: shared.maxReplicas },
     sharing: { ...share, config: sharingCfg, gpuHours: round(shared.gpuHours, 3) },
+    bound,
     goal: {
       sitsMeetsSlo: p.sits.sloAttainmentPct >= 99,
       sitsGpuHoursVsStatic: vsStatic,

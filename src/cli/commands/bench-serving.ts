@@ -38,12 +38,17 @@ export function registerBenchServing(bench: Command): void {
       const rows = Object.entries(r.json.policies).map(([k, p]) => [k, p.sloAttainmentPct.toFixed(2), p.gpuHours.toFixed(3), p.ttftSec.p50, p.ttftSec.p99, p.itlSec.p99]);
       const s = r.json.sharing;
       const g = r.details.goal;
+      const b = r.details.bound;
+      const hold = b.reactivePeakHold.filter((h) => h.withinPct >= 99).sort((x, y) => x.gpuHours - y.gpuHours)[0];
       process.stdout.write(
         `${r.details.requests} requests, tuned on the first ${r.details.splitSec} s of ${r.details.traceSpanSec} s, reported on ${r.details.reportedRequests}; TTFT SLO ${r.json.sloTtftSec} s\n\n` +
           `${table(['policy', 'within SLO %', 'GPU-h', 'TTFT p50 s', 'TTFT p99 s', 'ITL p99 s'], rows)}\n\n` +
           `shared with elastic training: ${s.sloAttainmentPct} % within SLO, training lent ${s.trainingGpuHoursLent} GPU-h, lost ${s.trainingGpuHoursLost} GPU-h\n` +
           `goal: SITS ≥ 99 % ${g.sitsMeetsSlo ? 'yes' : 'NO'}, ${g.sitsGpuHoursVsStatic}× static GPU-h (≤ 0.6 ${g.sitsGpuHoursVsStatic <= 0.6 ? 'yes' : 'NO'}), ` +
-          `fewer GPU-h at equal or better SLO than keda ${g.sitsBeatsEachAutoscaler.keda ? 'yes' : 'NO'}, concurrency ${g.sitsBeatsEachAutoscaler.concurrency ? 'yes' : 'NO'}\n`,
+          `fewer GPU-h at equal or better SLO than keda ${g.sitsBeatsEachAutoscaler.keda ? 'yes' : 'NO'}, concurrency ${g.sitsBeatsEachAutoscaler.concurrency ? 'yes' : 'NO'}\n` +
+          `bound: static sized on the reported part alone ${b.hindsightStatic.replicas} replicas (${b.hindsightStatic.vsStatic}×), ` +
+          `best reactive peak-hold ≥ 99 % ${hold === undefined ? 'none' : `${hold.vsStatic}× (hold ${hold.holdSec} s; ${hold.tunePartWithinPct} % on the tuning part)`}, ` +
+          `oracle with foresight ${b.oracle.vsStatic}× (${b.oracle.sloAttainmentPct} %)\n`,
       );
     });
 }

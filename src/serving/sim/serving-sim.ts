@@ -78,6 +78,8 @@ export interface SimResult {
   readonly maxReplicas: number;
   /** (time, replicas holding GPUs) whenever it changed. */
   readonly replicaTimeline: readonly (readonly [number, number])[];
+  /** Every request's TTFT in trace order (all requests, reported or not; Infinity when it never got a token). */
+  readonly ttftPerRequestSec: Float64Array;
 }
 
 interface Seq {
@@ -435,5 +437,6 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
     itlSec: { p99: itl.quantile(0.99) },
     maxReplicas: maxHeld,
     replicaTimeline: timeline,
+    ttftPerRequestSec: ttft.map((v) => (Number.isNaN(v) ? NEVER : v)),
   };
 }
