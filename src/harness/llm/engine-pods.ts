@@ -42,6 +42,11 @@ export interface EnginePodsOptions {
   /** Container path → file on this machine, exact or as a directory prefix. */
   readonly paths: Readonly<Record<string, string>>;
   /**
+   * Per pod, asked when its engine starts: entries over `paths` (undefined: remove that path), as if that pod's node
+   * lacked a volume or had another one (tests of an adapter missing on one replica).
+   */
+  readonly podPaths?: (pod: V1Pod) => Readonly<Record<string, string | undefined>>;
+  /**
    * Which pods run an engine: by default a pod whose first container has llama.cpp's server image or vLLM's
    * (engineKind); a pod matched here with any other image gets the llama-server stand-in.
    */
@@ -197,10 +202,11 @@ export class EnginePods {
     const ip = devPodAddress(podIp);
     const args = engineArgs(c, ip);
     const vllm = engineKind(pod) === 'vllm';
+    const paths = this.pathsFor(pod);
     const port = Number(argValue(args, ['--port']) ?? (vllm ? '8000' : '8080'));
     const child = spawn(process.execPath, ['--import', 'tsx', vllm ? VLLM_MAIN : MAIN, ...args], {
       cwd: REPO,
-      env: vllm ? vllmEnv(c, pod, podIp, this.o.paths) : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(this.o.paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
+      env: vllm ? vllmEnv(c, pod, podIp, paths) : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
       // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
       // test leaves no engine behind; unref'd so that it keeps nothing alive here.
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -244,6 +250,16 @@ export class EnginePods {
       e.timer = setTimeout(() => void tick(), every);
     };
     e.timer = setTimeout(() => void tick(), every);
+  }
+
+  private pathsFor(pod: V1Pod): Readonly<Record<string, string>> {
+    if (this.o.podPaths === undefined) return this.o.paths;
+    const out: Record<string, string> = { ...this.o.paths };
+    for (const [k, v] of Object.entries(this.o.podPaths(pod))) {
+      if (v === undefined) delete out[k];
+      else out[k] = v;
+    }
+    return out;
   }
 
   private startSide(e: Engine, c: V1Container, pod: V1Pod, podIp: string, onExit: ((code: number) => void) | undefined): void {
