@@ -176,7 +176,7 @@ export class LiveScheduler {
     this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }), instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
     this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
-    this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
+    this.evictor = new KubeEvictor(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
     this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
     this.checkpointAware = opts.checkpointAware === true;
     this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));
