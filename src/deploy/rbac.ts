@@ -39,6 +39,9 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
+  // Checkpoint-aware preemption and defragmentation (ADR 0093, 0143, 0144): request-checkpoint and gang-evicted on a
+  // victim's TrainingJob; get: its checkpoint status, before a defragmentation move.
+  { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'patch'] },
   // The secure metrics port checks its callers by delegation (system:auth-delegator's two rules).
   { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
   { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
@@ -48,7 +51,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
  * `sits extender` (src/kube/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
  * annotations, rollback), not its events (kube-scheduler reports) — and its own Lease (in the chart's Role).
  */
-export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events'));
+export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events') && !r.resources.includes('trainingjobs'));
 
 /** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
 export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];

@@ -17,12 +17,12 @@
  * its work now; the quarantine keeps new work off), with an Event saying so. Events on the TrainingJob name why.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION, API_PATH, KIND, LABEL } from '../api/wire.ts';
-import type { TrainingJob } from '../api/schema/training-job.ts';
+import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
 import type { Clock } from '../core/ports.ts';
 import type { MigrateIntent } from '../core/health/monitor.ts';
 import { parseQuarantine, type QuarantineEntry } from '../core/health/quarantine.ts';
 import { isStatus, type KubeClient } from './client.ts';
+import { checkpointThenEvict, GangMover, type MoveJobObject, type MoveStep } from './gang-mover.ts';
 import { Reflector } from './reflector.ts';
 
 /** The DisruptionTarget reason on a replica moved off a quarantined GPU. */
@@ -47,13 +47,9 @@ export function parseMigrationRequest(value: string | undefined): MigrationReque
   return Number.isFinite(atMs) ? { value: value as string, atMs, node: m[2] as string, gpu: Number(m[3]) } : undefined;
 }
 
-type JobObject = Pick<TrainingJob, 'spec' | 'status'> & { readonly metadata: { readonly name?: string; readonly namespace?: string; readonly uid?: string; readonly annotations?: Readonly<Record<string, string>> } };
+type JobObject = MoveJobObject;
 
-export type MigrationStep =
-  | { readonly kind: 'request'; readonly value: string }
-  | { readonly kind: 'wait'; readonly untilMs: number }
-  | { readonly kind: 'evict'; readonly why: string }
-  | { readonly kind: 'leave'; readonly why: string };
+export type MigrationStep = MoveStep;
 
 /**
  * What to do now about job `job` on quarantined GPU `entry` (pure). A request of ours counts only when it names the
@@ -65,12 +61,8 @@ export function migrationStep(job: JobObject, entry: Pick<QuarantineEntry, 'node
   if (mode === 'restore-last') return { kind: 'evict', why: `the GPU failed; the gang restarts elsewhere from ${newest}` };
   if (job.spec.checkpoint === undefined) return { kind: 'leave', why: 'the job has no checkpoint policy, so moving it would lose all its work; it keeps running and the quarantine keeps new work off the GPU' };
   const req = parseMigrationRequest(job.metadata.annotations?.[ANNOTATION.requestCheckpoint]);
-  if (req === undefined || req.node !== entry.node || req.gpu !== entry.gpu || req.atMs < entry.sinceMs) return { kind: 'request', value: migrationRequestValue(nowMs, entry.node, entry.gpu) };
-  const readyMs = ck?.lastReady === undefined ? Number.NaN : Date.parse(ck.lastReady.readyTime);
-  if (ck?.handledRequest === req.value && readyMs >= req.atMs) return { kind: 'evict', why: `checkpoint ${ck.lastReady?.snapshotName ?? ''} (step ${ck.lastReady?.step ?? 0}) is ready; the gang restarts elsewhere from it` };
-  if (ck?.handledRequest === req.value && ck.cycle?.request === req.value && ck.cycle.phase === 'Failed') return { kind: 'evict', why: `the checkpoint asked for failed (${ck.cycle.failureReason ?? 'Failed'}); the gang restarts elsewhere from ${newest}` };
-  if (nowMs >= req.atMs + graceMs) return { kind: 'evict', why: `no checkpoint within the grace of ${Math.round(graceMs / 1000)} s; the gang restarts elsewhere from ${newest}` };
-  return { kind: 'wait', untilMs: req.atMs + graceMs };
+  const ours = req === undefined || req.node !== entry.node || req.gpu !== entry.gpu || req.atMs < entry.sinceMs ? undefined : req;
+  return checkpointThenEvict(job, ours, migrationRequestValue(nowMs, entry.node, entry.gpu), nowMs, graceMs);
 }
 
 export interface GpuHealthMigratorOptions {
@@ -101,12 +93,14 @@ export class GpuHealthMigrator {
   private again = false;
   private stopped = false;
   private readonly clock: Clock;
+  private readonly mover: GangMover;
 
   constructor(
     private readonly client: KubeClient,
     private readonly opts: GpuHealthMigratorOptions,
   ) {
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
+    this.mover = new GangMover(client, { log: opts.log, clock: this.clock, reason: MIGRATION_DISRUPTION_REASON, component: 'sits-health-migration', logPrefix: 'health migration', ...(opts.announceMs === undefined ? {} : { announceMs: opts.announceMs }) });
     const kick = (): void => this.kick();
     this.nodes = new Reflector<V1Node>(client, '/api/v1/nodes', { add: kick, update: kick, delete: () => undefined, error: (e) => opts.log(`health migration: nodes watch: ${e.message}`) });
   }
@@ -192,73 +186,21 @@ export class GpuHealthMigrator {
       if (step.kind === 'leave') {
         this.once_(`leave:${tag}`, () => {
           this.stats.left++;
-          this.event(job, 'Warning', 'GpuQuarantinedNotMoved', `${device} is quarantined (${entry.reason}); ${step.why}`);
+          this.mover.event(job, 'Warning', 'GpuQuarantinedNotMoved', `${device} is quarantined (${entry.reason}); ${step.why}`);
         });
         continue;
       }
       if (step.kind === 'request') {
-        await this.client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.requestCheckpoint]: step.value } } });
-        this.stats.requested++;
         const grace = Math.round((this.opts.graceMs ?? DEFAULT_MIGRATION_GRACE_MS) / 1000);
-        this.event(job, 'Normal', 'CheckpointForMigration', `${device} is quarantined (${entry.reason}): checkpoint requested (${step.value}); the gang moves once it is ready, within ${grace} s at the latest`);
+        await this.mover.request(job, step.value, 'CheckpointForMigration', `${device} is quarantined (${entry.reason}): checkpoint requested (${step.value}); the gang moves once it is ready, within ${grace} s at the latest`);
+        this.stats.requested++;
         this.opts.log(`health migration: ${key} on ${device}: checkpoint requested (${step.value})`);
         continue;
       }
-      await this.evict(job, key, `${device} is quarantined (${entry.reason}): ${step.why}`);
+      await this.mover.evict(job, `${device} is quarantined (${entry.reason}): ${step.why}`, 'MigratedOffGpu');
+      this.stats.evictedGangs = this.mover.stats.evictedGangs;
+      this.stats.evictedPods = this.mover.stats.evictedPods;
     }
-  }
-
-  /** Every replica of the job's current attempt, at once: the controller never sees half a gang moved. */
-  private async evict(job: JobObject, key: string, why: string): Promise<void> {
-    const [ns, name] = key.split('/') as [string, string];
-    const attempt = String(job.status?.attempt ?? '');
-    const pods = (await this.client.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: `${LABEL.trainingJob}=${name},${LABEL.role}=replica,${LABEL.attempt}=${attempt}` })).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
-    if (pods.length === 0) return;
-    const at = new Date(this.clock.nowMs()).toISOString();
-    // Told first, so the controller restarts the gang at once and does not count the move as a failure. Its job
-    // watch and its pod watch are separate streams: the pause lets the annotation reach its cache before the deletes.
-    await this.client.mergePatch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, { metadata: { annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt: job.status?.attempt ?? 0, reason: MIGRATION_DISRUPTION_REASON, message: why }) } } });
-    await new Promise((r) => setTimeout(r, this.opts.announceMs ?? 1000));
-    const condition = { type: 'DisruptionTarget', status: 'True', reason: MIGRATION_DISRUPTION_REASON, message: why.slice(0, 1000), lastTransitionTime: at };
-    // Conditions first on all, then the deletes: a replica is never deleted before its siblings carry the reason.
-    await Promise.all(
-      pods.map((p) =>
-        this.client
-          .request('PATCH', `/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { conditions: [condition] } } })
-          .catch((e: unknown) => this.opts.log(`health migration: ${ns}/${p.metadata?.name ?? ''}: condition: ${(e as Error).message}`)),
-      ),
-    );
-    const results = await Promise.allSettled(pods.map((p) => this.client.request('DELETE', `/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`, { body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: p.metadata?.uid } } })));
-    const failed = results.filter((r) => r.status === 'rejected' && !isStatus(r.reason, 404) && !isStatus(r.reason, 409));
-    this.stats.evictedPods += results.length - failed.length;
-    this.stats.evictedGangs++;
-    this.event(job, 'Normal', 'MigratedOffGpu', `evicting the gang (attempt ${attempt}, ${pods.length} replicas): ${why}`);
-    this.opts.log(`health migration: ${key}: evicted ${pods.length} replicas of attempt ${attempt}: ${why}`);
-    // A delete that failed leaves the controller to restart the gang (a vanished replica restarts it whole).
-    for (const f of failed) this.opts.log(`health migration: ${key}: delete: ${((f as PromiseRejectedResult).reason as Error).message}`);
-  }
-
-  private event(job: JobObject, type: 'Normal' | 'Warning', reason: string, message: string): void {
-    const ns = job.metadata.namespace ?? 'default';
-    const name = job.metadata.name ?? '';
-    const at = new Date(this.clock.nowMs()).toISOString();
-    void this.client
-      .post(`/api/v1/namespaces/${ns}/events`, {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { generateName: `${name}.`, namespace: ns },
-        involvedObject: { apiVersion: 'ai.sits2026.dev/v1', kind: KIND.trainingJob, name, namespace: ns, ...(job.metadata.uid === undefined ? {} : { uid: job.metadata.uid }) },
-        reason,
-        message: message.slice(0, 1000),
-        type,
-        source: { component: 'sits-health-migration' },
-        reportingComponent: 'sits-health-migration',
-        reportingInstance: 'sits-health-migration',
-        firstTimestamp: at,
-        lastTimestamp: at,
-        count: 1,
-      })
-      .catch((e: unknown) => this.opts.log(`health migration: event: ${(e as Error).message}`));
   }
 
   private once_(key: string, fn: () => void): void {

@@ -30,6 +30,8 @@ import { EtaPublisher } from './eta-publisher.ts';
 import { KubeEventSink } from './event-sink.ts';
 import { KubeEvictor } from './evictor.ts';
 import { KubeCheckpointRequester } from './checkpoint-requester.ts';
+import { Defragmenter } from './defragmenter.ts';
+import { podFromK8s } from './labels.ts';
 import { explainTarget, type ExplainReport } from './explain.ts';
 import { startInformers, type Informers } from './informers.ts';
 import { SCHEDULER_NAME } from '../api/wire.ts';
@@ -82,6 +84,8 @@ export interface LiveOptions {
    * queue's checkpoint grace runs out. Off by default: preemption as before.
    */
   readonly checkpointAware?: boolean;
+  /** Defragmentation by migration's timing (ADR 0144; on per Queue, `spec.preemption.defragmentByMigration`). */
+  readonly defragment?: { readonly graceMs?: number; readonly announceMs?: number };
 }
 
 /** Longest idle wait of the loop: backoffs and hint times are looked at least this often. */
@@ -124,6 +128,8 @@ export class LiveScheduler {
   readonly binder: KubeBinder;
   readonly evictor: KubeEvictor;
   readonly checkpoints: KubeCheckpointRequester;
+  /** Defragmentation by migration (ADR 0144): acts only for gangs of a Queue with defragmentByMigration. */
+  readonly defragmenter: Defragmenter;
   private readonly checkpointAware: boolean;
   readonly events: KubeEventSink;
   readonly status: KubeStatusWriter;
@@ -176,9 +182,10 @@ export class LiveScheduler {
     this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }), instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
     this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
-    this.evictor = new KubeEvictor(client, { log: this.log, nowMs });
+    this.evictor = new KubeEvictor(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
     this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
     this.checkpointAware = opts.checkpointAware === true;
+    this.defragmenter = new Defragmenter(client, { log: this.log, clock: this.clock, ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }), ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }) });
     this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));
     this.laneByName = new Map(this.lanes.map((l) => [l.schedulerName, l]));
     this.queue = (this.lanes[0] as Lane).queue;
@@ -222,7 +229,7 @@ export class LiveScheduler {
     this.poke();
     this.informers?.stop();
     await this.loopDone;
-    await Promise.allSettled([this.binder.drain(), this.evictor.drain(), this.checkpoints.drain(), this.events.drain(), this.status.drain()]);
+    await Promise.allSettled([this.binder.drain(), this.evictor.drain(), this.defragmenter.drain(), this.checkpoints.drain(), this.events.drain(), this.status.drain()]);
     await this.leader?.stop(true);
   }
 
@@ -305,6 +312,7 @@ export class LiveScheduler {
         }
         this.binder.tick();
         this.cycle();
+        this.defragmenter.tick();
         this.onChange?.();
       } catch (e) {
         this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
@@ -362,6 +370,10 @@ export class LiveScheduler {
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
     for (const q of res.checkpointRequests) this.checkpoints.request(q.victim.podIds, q.by, q.deadlineMs);
+    // Defragmentation by migration, only where a Queue asks for it (listing the running jobs costs O(pods)).
+    if ([...view.queues.values()].some((q) => q.preemption?.defragmentByMigration === true)) {
+      this.defragmenter.consider({ nowMs, scheduler: sch, queues: view.queues, jobs: view.jobs, waiting: res.waiting, running: view.running.values(), pod: (k) => this.cache.pod(k), specOf: (p) => { const r = podFromK8s(p); return r.ok ? r.value : undefined; } });
+    }
     const failed = Math.max(0, tried - res.started.length);
     this.counters.failedAttempts += failed;
     span?.set({ 'sits.profile': sch.profile.name, 'sits.nodes': state.size, 'sits.cycle.queued': view.jobs.length, 'sits.cycle.tried': tried, 'sits.cycle.attempted': res.attempted, 'sits.cycle.started': res.started.length, 'sits.cycle.waiting': res.waiting.size, 'sits.cycle.preempted': res.preempted.length });

@@ -421,6 +421,17 @@ describe('failures restart the whole gang', () => {
     expect(condition(b.job, 'Restarting')).toMatchObject({ reason: 'ReplicaDeleted' });
   });
 
+  it('a gang SITS evicted that vanished whole between two reconciles is still a move of its attempt (restored, not recreated in place)', () => {
+    const a = running();
+    const attempt = a.job.status?.attempt ?? 0;
+    a.job = { ...a.job, metadata: { ...a.job.metadata, annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt, reason: 'Preempted', message: 'reclaimed by queue team-a' }) } } };
+    for (const name of [...a.pods.keys()]) a.pods.delete(name);
+    a.step();
+    expect(a.job.status).toMatchObject({ phase: 'Restarting', attempt: attempt + 1 });
+    expect(a.job.status?.restartCount ?? 0).toBe(0);
+    expect(condition(a.job, 'Restarting')).toMatchObject({ reason: 'GangMoved' });
+  });
+
   it('a pod that vanished before the gang ran (a scheduler rollback) is recreated, not counted', () => {
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, replicas: 4 }));
     c.step();

@@ -485,8 +485,9 @@ function failures(ctx: Ctx, current: readonly PodObject[], replicas: number): Fa
       out.push({ pod: name, kind: 'Deleted' });
     }
   }
-  // A replica that vanished once the gang has run (preempted, node drained) leaves the others waiting in NCCL.
-  if (current.some(hasRun)) {
+  // A replica that vanished once the gang has run (preempted, node drained) leaves the others waiting in NCCL. A gang
+  // SITS evicted on purpose (ANNOTATION.gangEvicted names this attempt) may vanish whole between two reconciles.
+  if (current.some(hasRun) || (current.length === 0 && plannedEviction(ctx) !== undefined)) {
     const ranks = new Set(current.map(rankOf));
     for (let r = 0; r < replicas; r++) if (!ranks.has(r)) out.push({ pod: replicaPodName(ctx.name, r), kind: 'Deleted' });
   }

@@ -1,0 +1,181 @@
+// Issue 14 §3 live, end to end on the real control plane and snapshot stack: a checkpointable TrainingJob borrowing
+// the whole cluster is preempted by the queue that owns the quota. The checkpoint-aware SITS scheduler asks it for a
+// checkpoint (Preemption/<time>); the test plays rank 0 with examples/sits_checkpoint.py; the VolumeSnapshot becomes
+// readyToUse; only then is the gang evicted, announced to its controller as `gang-evicted` reason Preempted
+// (ADR 0143), so the controller restarts it at once as GangMoved, not counted against backoffLimit, restoring from
+// that checkpoint once the GPUs are free again.
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+import type { V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+import { ANNOTATION, LABEL } from '../api/wire.ts';
+import type { TrainingJobObject } from '../controllers/training-job/model.ts';
+import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
+import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
+import { PREEMPTION_EVICTION_REASON } from '../kube/evictor.ts';
+import { LiveScheduler } from '../kube/live-scheduler.ts';
+import { Reflector } from '../kube/reflector.ts';
+import { startControllers, type Controllers } from './controllers.ts';
+import { startDevCluster, type DevCluster } from './dev-cluster.ts';
+
+const TJ = '/apis/ai.sits2026.dev/v1';
+const NS = 'preempt-ckpt';
+
+let cluster: DevCluster;
+let client: DevCluster['client'];
+let stack: SnapshotStack;
+let controllers: Controllers;
+let scheduler: LiveScheduler;
+const logs: string[] = [];
+
+beforeAll(async () => {
+  await Promise.all([ensureSnapshotComponents(), ensureCsiProvisioner()]);
+  cluster = await startDevCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: false, withScheduler: false });
+  client = cluster.client;
+  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
+  stack = await startSnapshotStack(cluster.plane, { client, withProvisioner: true });
+  await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
+  await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
+  scheduler = new LiveScheduler(client, { identity: 'sits-preempt-ckpt', checkpointAware: true, log: (m) => logs.push(`scheduler: ${m}`) });
+  await scheduler.start();
+  controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
+}, 240_000);
+
+afterAll(async () => {
+  await controllers?.stop();
+  await scheduler?.stop();
+  await stack?.stop();
+  await cluster?.stop();
+});
+
+const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
+const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
+const replicas = async (job: string, attempt: number): Promise<V1Pod[]> =>
+  (await listPods(client, NS)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+const queue = (name: string, tier: string, grace?: number): Record<string, unknown> => ({
+  apiVersion: 'ai.sits2026.dev/v1',
+  kind: 'Queue',
+  metadata: { name },
+  spec: { tenant: name, tier, cohort: 'research', resources: [{ name: 'nvidia.com/gpu', nominal: '4' }], preemption: { cooldownSeconds: 0, ...(grace === undefined ? {} : { checkpointGraceSeconds: grace }) } },
+});
+const trainingJob = (name: string, queueName: string, priorityClassName: string, gpus: number, checkpoint: boolean): Record<string, unknown> => ({
+  apiVersion: 'ai.sits2026.dev/v1',
+  kind: 'TrainingJob',
+  metadata: { name },
+  spec: {
+    replicas: 2,
+    queue: queueName,
+    priorityClassName,
+    gpusPerReplica: gpus,
+    container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+    ...(checkpoint ? { checkpoint: { volume: { claimName: 'ckpt' }, volumeSnapshotClassName: 'stand-in', writers: 'rank0' } } : {}),
+  },
+});
+
+describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', () => {
+  it('the preempted gang is checkpointed first, evicted whole as Preempted, restarted without a failure and restored from that checkpoint', async () => {
+    for (const [name, value] of [['ck-low', 100], ['ck-high', 1000]] as const) {
+      await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
+    }
+    await client.post(`${TJ}/queues`, queue('ck-a', 'gold'));
+    await client.post(`${TJ}/queues`, queue('ck-b', 'bronze', 240));
+    await createNs(client, NS);
+    const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt' });
+    const tokenFile = await trainerTokenFile(client, cluster.plane, NS);
+    await waitFor(`claim ${NS}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
+    const volumeDir = stack.driver.volumeDir(vol.volume.id);
+
+    // ck-b borrows ck-a's idle quota: 2 × 4 GPUs = the whole cluster.
+    await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('low', 'ck-b', 'ck-low', 4, true));
+    const first = await waitFor('low attempt 1 Running on all 8 GPUs', async () => {
+      const j = await getJob('low');
+      if (j.status?.phase !== 'Running' || j.status.attempt !== 1) return undefined;
+      const ps = await replicas('low', 1);
+      return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? ps : undefined;
+    }, 120_000);
+    const rank0 = first.find((p) => p.metadata?.labels?.[LABEL.rank] === '0') as V1Pod;
+    const oldUids = new Set(first.map((p) => p.metadata?.uid ?? ''));
+
+    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
+    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${NS}/pods`, {
+      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
+      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
+      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
+    });
+    await podWatch.start();
+    try {
+      await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high', 'ck-a', 'ck-high', 2, false));
+      // The scheduler asks the victim for a checkpoint; its controller runs a Preemption cycle.
+      const cycle = await waitFor('a Preemption checkpoint cycle on low', async () => {
+        const j = await getJob('low');
+        const req = j.metadata.annotations?.[ANNOTATION.requestCheckpoint];
+        const c = j.status?.checkpoint?.cycle;
+        return req?.startsWith('Preemption/') === true && c?.request === req && c.trigger === 'Preemption' ? { req, seq: c.seq } : undefined;
+      }, 90_000);
+      const seq = await waitFor('rank 0 sees the request through the contract', async () => {
+        const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
+        if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+        return h.stdout.trim() === String(cycle.seq) ? cycle.seq : undefined;
+      }, 60_000, 200);
+      // Not evicted before the checkpoint is committed and snapshotted.
+      expect((await replicas('low', 1)).map((p) => p.metadata?.uid).sort()).toEqual([...oldUids].sort());
+
+      writeFileSync(join(volumeDir, 'step-500.pt'), 'weights of step 500');
+      const c = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['committed', '500', '1', String(seq)]);
+      expect(c.stderr).toBe('');
+      expect(c.code).toBe(0);
+      const snapshotName = `low-ckpt-${seq}`;
+
+      const highPods = await waitFor('high bound on the GPUs low held', async () => {
+        const ps = await replicas('high', 1);
+        return ps.length === 2 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+      }, 120_000);
+      expect(highPods).toHaveLength(2);
+      const second = await waitFor('low attempt 2 created (waiting for GPUs), restoring from the checkpoint', async () => {
+        const j = await getJob('low');
+        const ps = await replicas('low', 2);
+        return j.status?.attempt === 2 && ps.length === 2 ? { j, ps } : undefined;
+      }, 60_000);
+
+      // Evicted whole, only once the snapshot was readyToUse, each replica with the preemption's condition.
+      const snap = await client.get<VolumeSnapshotObject>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots/${snapshotName}`);
+      expect(snap.status?.readyToUse).toBe(true);
+      expect(second.j.status?.checkpoint?.lastReady).toMatchObject({ snapshotName, step: 500 });
+      const readyMs = Date.parse(second.j.status?.checkpoint?.lastReady?.readyTime ?? '');
+      const deletes = seen.filter((e) => e.kind === 'delete' && oldUids.has(e.pod.metadata?.uid ?? ''));
+      expect(deletes).toHaveLength(2);
+      const firstEvictMs = Math.min(...seen.filter((e) => oldUids.has(e.pod.metadata?.uid ?? '') && e.pod.metadata?.deletionTimestamp !== undefined).map((e) => e.atMs), ...deletes.map((e) => e.atMs));
+      expect(firstEvictMs).toBeGreaterThanOrEqual(readyMs);
+      for (const uid of oldUids) {
+        const cond = seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+        expect(cond?.reason).toBe('PreemptionByScheduler');
+      }
+
+      // The controller was told: a move, not a failure — restarted at once, restartCount unchanged.
+      const announced = JSON.parse(second.j.metadata.annotations?.[ANNOTATION.gangEvicted] ?? '{}') as { attempt?: number; reason?: string };
+      expect(announced).toMatchObject({ attempt: 1, reason: PREEMPTION_EVICTION_REASON });
+      expect(second.j.status?.restartCount ?? 0).toBe(0);
+      expect(second.j.status?.phase).not.toBe('Failed');
+      const moved = await waitFor('the controller’s GangMoved event', async () => (await listEvents(client, NS)).find((e) => e.involvedObject?.name === 'low' && e.reason === 'GangMoved'), 30_000);
+      expect(moved.message).toContain(`SITS evicted the gang to move it (${PREEMPTION_EVICTION_REASON}:`);
+      expect((await listEvents(client, NS)).filter((e) => e.involvedObject?.name === 'low' && (e.reason === 'ReplicaDeleted' || e.reason === 'ReplicaEvicted'))).toEqual([]);
+      for (const p of second.ps) expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '500', SITS_RESTORE_SNAPSHOT: snapshotName });
+
+      // When the quota's owner is done, low resumes from that checkpoint.
+      await client.delete(`${TJ}/namespaces/${NS}/trainingjobs/high`);
+      const resumed = await waitFor('low attempt 2 Running', async () => {
+        const j = await getJob('low');
+        const ps = await replicas('low', 2);
+        return j.status?.phase === 'Running' && j.status.attempt === 2 && ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? j : undefined;
+      }, 180_000);
+      expect(resumed.status?.checkpoint?.restoredFrom).toEqual({ snapshotName, step: 500, attempt: 2 });
+      expect(resumed.status?.restartCount ?? 0).toBe(0);
+      expect(scheduler.evictor.stats).toMatchObject({ announced: 1, evicted: 2 });
+    } finally {
+      podWatch.stop();
+    }
+  });
+});
