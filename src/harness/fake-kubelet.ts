@@ -7,7 +7,8 @@
  * a pod being deleted on a fake node is removed at once. Readiness stands in for the readiness probe: a pod is
  * Ready unless annotation `dev.sits2026.dev/ready: "false"` says its engine's health endpoint would not answer
  * (setting it to "true" or "false" on a running pod flips its Ready condition). With `engines` (llm/engine-pods.ts),
- * a pod of the llamacpp runtime gets a real engine process on its own pod IP instead (served on a loopback alias:
+ * a pod of the llamacpp or vllm runtime (by its image) gets a real engine process on its own pod IP instead (the
+ * llama-server or the vLLM stand-in, both real llama.cpp inference; served on a loopback alias:
  * devPodAddress), is Ready only while its readinessProbe answers, and its engine is stopped before the pod is
  * removed; a `sits …` container beside the engine (a batch worker) runs as a process too, and its exit ends the
  * pod (Succeeded on 0, else Failed); every other pod is handled as before. Readiness gates (spec.readinessGates) are
@@ -63,7 +64,7 @@ export class FakeKubelet {
   /** The latest version of a pod that changed while it was being handled: handled right after (else lost). */
   private readonly again = new Map<string, V1Pod>();
   readonly stats = { started: 0, finished: 0, deleted: 0 };
-  /** The engine processes of llamacpp pods, when asked for. */
+  /** The engine processes of llamacpp and vllm pods, when asked for. */
   readonly engines: EnginePods | undefined;
 
   constructor(
@@ -95,7 +96,7 @@ export class FakeKubelet {
   }
 
   /**
-   * A llamacpp pod: Running at once with its pod IP but not Ready; the engine starts on that IP and the prober
+   * An engine pod (llamacpp, vllm): Running at once with its pod IP but not Ready; the engine starts on that IP and the prober
    * flips Ready (and the containers' ready) with /health, as the kubelet does from the readinessProbe.
    */
   private async startEngine(p: V1Pod, path: string, uid: string | undefined): Promise<void> {

@@ -49,6 +49,19 @@ describe('vLLM', () => {
       '--dtype', 'bfloat16', '--quantization', 'fp8', '--enable-lora', '--max-loras', '4', '--max-lora-rank', '64',
     ]);
   });
+  it('launches LoRA-ready when the spec reserves adapter slots, with or without adapters: the same container either way (ADR 0136)', () => {
+    const c = (adapters: { name: string; uri: string }[]) => {
+      const r = renderReplica(spec({ runtime: 'vllm', model: { uri: 'hf://m/m', adapters }, engine: { maxLoras: 2 } }));
+      if (!r.ok) throw new Error(JSON.stringify(r.issues));
+      return r.template.container;
+    };
+    expect(c([]).args).toEqual(expect.arrayContaining(['--enable-lora', '--max-loras', '2']));
+    expect(c([]).env).toEqual([{ name: 'VLLM_ALLOW_RUNTIME_LORA_UPDATING', value: 'True' }]);
+    expect(c([{ name: 'a', uri: 's3://a' }])).toEqual(c([]));
+    // Without reserved slots nothing changes: no LoRA, no switch.
+    const plain = renderReplica(spec({ runtime: 'vllm', model: { uri: 'hf://m/m' } }));
+    expect(plain.ok && plain.template.container.env).toEqual([]);
+  });
   it('serves weights from the model directory for a non-Hugging-Face URI and names the model after its last segment', () => {
     expect(args({ runtime: 'vllm', model: { uri: 's3://bucket/models/mistral-7b/' } })).toEqual([
       '--model', '/mnt/models', '--served-model-name', 'mistral-7b', '--port', '8000', '--tensor-parallel-size', '1',

@@ -66,6 +66,11 @@ export type LoraApi =
       readonly unload: { readonly method: 'POST'; readonly path: string; readonly body: (name: string) => Readonly<Record<string, unknown>> };
       /** Environment the engine needs before it accepts runtime loads. */
       readonly env: Readonly<Record<string, string>>;
+      /**
+       * The spec has the engine launched ready for runtime adapters even when it lists none (it reserved adapter
+       * slots): adapters come and go with the same pod template (no roll), ADR 0136.
+       */
+      readonly launchedForAdapters: (spec: InferenceServiceSpec) => boolean;
     }
   /**
    * Loaded at launch from the command line; the running engine only switches them on and off (llama.cpp:

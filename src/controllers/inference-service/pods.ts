@@ -107,8 +107,10 @@ function podSpec(s: InferenceServiceObject, t: ReplicaTemplate, cfg: BuildConfig
   const own = given.find((c) => c.name === SERVING_CONTAINER);
   // The template's container adds what the runtime does not set (volume mounts, security context); ours wins on the rest.
   const server = { ...own, ...structuredClone(t.container) } as ContainerObject;
-  // Only with adapters: a gate without a writer would keep every replica out of its endpoints.
-  const gated = cfg.adapterReadinessGate === true && (s.spec.model.adapters ?? []).length > 0;
+  // Only with adapters, or on an engine launched ready for them (ADR 0136: the first adapter then rolls nothing):
+  // a gate without a writer would keep every replica out of its endpoints.
+  const lora = t.runtime.lora;
+  const gated = cfg.adapterReadinessGate === true && ((s.spec.model.adapters ?? []).length > 0 || (lora.kind === 'runtime' && lora.launchedForAdapters(s.spec)));
   const userGates = Array.isArray(base.readinessGates) ? (base.readinessGates as { conditionType?: unknown }[]).filter((g) => g.conditionType !== ADAPTERS_LOADED_CONDITION) : [];
   return {
     ...base,

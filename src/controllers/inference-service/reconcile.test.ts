@@ -72,6 +72,19 @@ describe('InferenceService reconcile: the adapters-loaded readiness gate', () =>
     expect(pods(withAdapters(), false)[0]?.spec?.readinessGates).toBeUndefined();
     expect(pods(isvc(), true)).toEqual(pods(isvc(), false));
   });
+
+  it('is declared on vLLM replicas that reserved adapter slots, so the first adapter keeps the same pod template (ADR 0136)', () => {
+    const slots = (adapters: { name: string; uri: string }[]): InferenceServiceObject => {
+      const s = isvc({ model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen', adapters } });
+      return { ...s, spec: { ...s.spec, engine: { maxLoras: 2 } } } as InferenceServiceObject;
+    };
+    const none = pods(slots([]), true)[0];
+    const one = pods(slots([{ name: 'sql', uri: 'hf://x/sql' }]), true)[0];
+    expect(none?.spec?.readinessGates).toEqual([{ conditionType: 'ai.sits2026.dev/adapters-loaded' }]);
+    expect(one?.metadata.name).toBe(none?.metadata.name); // same template hash: no roll
+    expect(one?.spec).toEqual(none?.spec);
+    expect(pods(slots([]), false)[0]?.spec?.readinessGates).toBeUndefined();
+  });
 });
 
 describe('InferenceService reconcile: replicas, Service, status', () => {

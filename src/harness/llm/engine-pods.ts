@@ -1,7 +1,8 @@
 /**
- * Dev mode and tests only: what a node's container runtime would do for pods of the llamacpp runtime. The fake
- * kubelet (fake-kubelet.ts) hands such a pod here; it starts the llama-server stand-in (llama-server-main.ts) as
- * a process with the pod's container args on the pod's own loopback address (127.x.y.z is all loopback on Linux,
+ * Dev mode and tests only: what a node's container runtime would do for pods of the llamacpp and vllm runtimes.
+ * The fake kubelet (fake-kubelet.ts) hands such a pod here; it starts the engine's stand-in as a process — the
+ * llama-server stand-in (llama-server-main.ts) for llama.cpp's server image, the vLLM stand-in
+ * (vllm-server-main.ts, with the container's env) for vLLM's — with the pod's container args on the pod's own loopback address (127.x.y.z is all loopback on Linux,
  * so every pod keeps its container port), probes the pod's readinessProbe httpGet like the kubelet's prober, and
  * stops the process when the pod goes. Container paths (/mnt/models, /mnt/adapters/<name>) are mapped to files
  * on this machine by `paths`.
@@ -26,10 +27,24 @@ export function devPodAddress(ip: string): string {
 /** llama.cpp's server images (ghcr.io/ggml-org/llama.cpp:server, :server-cuda, ...), the runtime's default. */
 export const LLAMA_SERVER_IMAGE = /^ghcr\.io\/ggml-org\/llama\.cpp:server(-[a-z0-9.-]+)?$/;
 
+/** vLLM's OpenAI-server image (vllm/vllm-openai:<tag>, from Docker Hub by any of its names). */
+export const VLLM_IMAGE = /^(docker\.io\/)?(library\/)?vllm\/vllm-openai(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
+
+/** Which stand-in a pod's first container gets: by its image; undefined for any other image. */
+export function engineKind(pod: V1Pod): 'llamacpp' | 'vllm' | undefined {
+  const image = pod.spec?.containers?.[0]?.image ?? '';
+  if (LLAMA_SERVER_IMAGE.test(image)) return 'llamacpp';
+  if (VLLM_IMAGE.test(image)) return 'vllm';
+  return undefined;
+}
+
 export interface EnginePodsOptions {
   /** Container path → file on this machine, exact or as a directory prefix. */
   readonly paths: Readonly<Record<string, string>>;
-  /** Which pods run the engine: by default a pod whose first container has llama.cpp's server image. */
+  /**
+   * Which pods run an engine: by default a pod whose first container has llama.cpp's server image or vLLM's
+   * (engineKind); a pod matched here with any other image gets the llama-server stand-in.
+   */
   readonly matches?: (pod: V1Pod) => boolean;
   /** The prober's period (the pod's periodSeconds is minutes of test time; tests want fractions of a second). */
   readonly probeEveryMs?: number;
@@ -54,6 +69,7 @@ interface Engine {
 }
 
 const MAIN = join(import.meta.dirname, 'llama-server-main.ts');
+const VLLM_MAIN = join(import.meta.dirname, 'vllm-server-main.ts');
 const REPO = join(import.meta.dirname, '..', '..', '..');
 const SITS = join(REPO, 'bin', 'sits.mjs');
 const WATCHDOG = join(import.meta.dirname, 'parent-watchdog.ts');
@@ -126,6 +142,15 @@ export function engineArgs(c: V1Container, ip: string): string[] {
   return args;
 }
 
+/**
+ * The vLLM stand-in's environment: this process's (node, tsx) without any VLLM_* variable of its own, then the
+ * container's env as the kubelet fills it (so VLLM_ALLOW_RUNTIME_LORA_UPDATING is what the pod says), then the path map.
+ */
+export function vllmEnv(c: V1Container, pod: V1Pod, podIp: string, paths: Readonly<Record<string, string>>): Record<string, string> {
+  const own = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined && !e[0].startsWith('VLLM_')));
+  return { ...own, ...sideContainerLaunch(c, pod, podIp, paths).env, SITS_LLAMA_PATHS: JSON.stringify(paths) };
+}
+
 function argValue(args: readonly string[], names: readonly string[]): string | undefined {
   for (let i = args.length - 2; i >= 0; i--) if (names.includes(args[i] as string)) return args[i + 1];
   return undefined;
@@ -141,7 +166,7 @@ export class EnginePods {
 
   matches(pod: V1Pod): boolean {
     if (this.o.matches !== undefined) return this.o.matches(pod);
-    return LLAMA_SERVER_IMAGE.test(container(pod)?.image ?? '');
+    return engineKind(pod) !== undefined;
   }
 
   /** The next pod IP (100.<subnet>.y.z; its engine listens on devPodAddress of it). */
@@ -171,10 +196,11 @@ export class EnginePods {
     if (c === undefined) return;
     const ip = devPodAddress(podIp);
     const args = engineArgs(c, ip);
-    const port = Number(argValue(args, ['--port']) ?? '8080');
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    const vllm = engineKind(pod) === 'vllm';
+    const port = Number(argValue(args, ['--port']) ?? (vllm ? '8000' : '8080'));
+    const child = spawn(process.execPath, ['--import', 'tsx', vllm ? VLLM_MAIN : MAIN, ...args], {
       cwd: REPO,
-      env: { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(this.o.paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
+      env: vllm ? vllmEnv(c, pod, podIp, this.o.paths) : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(this.o.paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
       // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
       // test leaves no engine behind; unref'd so that it keeps nothing alive here.
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

@@ -6,20 +6,8 @@
  * Bad arguments exit 1 with llama-server's style of message; SIGTERM (or the parent's IPC channel closing) closes
  * the server and exits 0.
  */
+import { containerPathResolver as resolver } from './engine-core.ts';
 import { ArgsError, LlamaServerStandIn, parseLlamaServerArgs } from './llama-server.ts';
-
-function resolver(json: string | undefined): (p: string) => string {
-  if (json === undefined || json === '') return (p) => p;
-  const map = JSON.parse(json) as Record<string, string>;
-  return (p) => {
-    if (map[p] !== undefined) return map[p];
-    // The longest mapped directory that contains p.
-    const dir = Object.keys(map)
-      .filter((k) => p.startsWith(`${k.replace(/\/+$/, '')}/`))
-      .sort((a, b) => b.length - a.length)[0];
-    return dir === undefined ? p : `${map[dir]}${p.slice(dir.replace(/\/+$/, '').length)}`;
-  };
-}
 
 let server: LlamaServerStandIn | undefined;
 let closing = false;

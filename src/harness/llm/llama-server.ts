@@ -12,7 +12,7 @@
 import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { getLlama, LlamaLogLevel, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from 'node-llama-cpp';
+import { ContextSizeError, EngineCore, type AppliedAdapter } from './engine-core.ts';
 
 export interface LoraArg {
   /** The path as given on the command line (what GET /lora-adapters reports). */
@@ -91,44 +91,6 @@ export function parseLlamaServerArgs(argv: readonly string[], resolvePath: (p: s
   return { host, port, model: arg(model), ...(alias !== undefined ? { alias } : {}), ctxSize, parallel, metrics, loras: loras.map(arg), loraInitWithoutApply, threads };
 }
 
-/** FIFO slots: at most `n` requests run; the rest wait (llama-server's deferred queue). */
-class Slots {
-  busy = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly n: number) {}
-  get deferred(): number {
-    return this.waiting.length;
-  }
-  async acquire(): Promise<void> {
-    if (this.busy < this.n) {
-      this.busy++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-  release(): void {
-    const next = this.waiting.shift();
-    if (next !== undefined) next();
-    else this.busy--;
-  }
-}
-
-/** One llama context per distinct adapter-scale vector (node-llama-cpp applies adapters per context). */
-interface ScaledContext {
-  readonly context: LlamaContext;
-  readonly free: LlamaContextSequence[];
-}
-
-interface Counters {
-  promptTokens: number;
-  promptSeconds: number;
-  predictedTokens: number;
-  predictedSeconds: number;
-  decodes: number;
-  busySlotsAtDecodes: number;
-  maxTokens: number;
-}
-
 class HttpError extends Error {
   constructor(
     readonly status: number,
@@ -139,7 +101,7 @@ class HttpError extends Error {
   }
 }
 
-interface GenerateRequest {
+interface CompletionRequest {
   readonly prompt: string;
   readonly maxTokens: number | undefined;
   readonly temperature: number;
@@ -155,20 +117,14 @@ export class LlamaServerStandIn {
   private server: Server | undefined;
   private state: 'loading' | 'ready' | 'error' = 'loading';
   private loadError = '';
-  private model: LlamaModel | undefined;
-  private readonly contexts = new Map<string, Promise<ScaledContext>>();
-  private readonly slots: Slots;
+  private readonly core: EngineCore;
   private readonly scales: number[];
-  private readonly kvTokens = new Map<number, number>();
   private nextRequest = 0;
-  private kvSeq = 0;
-  private readonly counters: Counters = { promptTokens: 0, promptSeconds: 0, predictedTokens: 0, predictedSeconds: 0, decodes: 0, busySlotsAtDecodes: 0, maxTokens: 0 };
-  private disposeLlama: (() => Promise<void>) | undefined;
   /** Settles when loading ends (ready or failed). */
   loaded: Promise<void> = Promise.resolve();
 
   constructor(private readonly o: LlamaServerOptions) {
-    this.slots = new Slots(o.parallel);
+    this.core = new EngineCore({ modelFile: o.model.file, slotContextSize: this.slotContextSize, parallel: o.parallel, threads: o.threads });
     this.scales = o.loras.map(() => (o.loraInitWithoutApply ? 0 : 1));
   }
 
@@ -191,10 +147,8 @@ export class LlamaServerStandIn {
 
   private async load(): Promise<void> {
     try {
-      const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error, maxThreads: this.o.threads });
-      this.disposeLlama = () => llama.dispose();
-      this.model = await llama.loadModel({ modelPath: this.o.model.file });
-      await this.contextFor(this.scales); // the adapters are read at launch, as llama-server does
+      await this.core.load();
+      await this.core.contextFor(this.adapters(this.scales)); // the adapters are read at launch, as llama-server does
       while (this.o.holdWhileExists !== undefined && existsSync(this.o.holdWhileExists)) await new Promise((r) => setTimeout(r, 50));
       this.state = 'ready';
       this.o.log?.(`llama-server stand-in: model ${this.o.model.path} loaded, ${this.o.parallel} slot(s) of ${this.slotContextSize} tokens`);
@@ -213,24 +167,12 @@ export class LlamaServerStandIn {
       await new Promise<void>((r) => s.close(() => r()));
     }
     await this.loaded;
-    for (const c of this.contexts.values()) await (await c.catch(() => undefined))?.context.dispose();
-    await this.model?.dispose();
-    await this.disposeLlama?.();
+    await this.core.close();
   }
 
-  private contextFor(scales: readonly number[]): Promise<ScaledContext> {
-    const key = scales.join(',');
-    let c = this.contexts.get(key);
-    if (c === undefined) {
-      const model = this.model as LlamaModel;
-      const adapters = this.o.loras.flatMap((l, i) => ((scales[i] ?? 0) !== 0 ? [{ filePath: l.file, scale: scales[i] as number }] : []));
-      c = model
-        .createContext({ contextSize: this.slotContextSize, sequences: this.o.parallel, threads: this.o.threads, ...(adapters.length > 0 ? { lora: { adapters } } : {}) })
-        .then((context) => ({ context, free: [] }));
-      this.contexts.set(key, c);
-      c.catch(() => this.contexts.delete(key));
-    }
-    return c;
+  /** The adapters a scale vector applies: those of non-zero scale, in --lora order. */
+  private adapters(scales: readonly number[]): AppliedAdapter[] {
+    return this.o.loras.flatMap((l, i) => ((scales[i] ?? 0) !== 0 ? [{ file: l.file, scale: scales[i] as number }] : []));
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -249,7 +191,7 @@ export class LlamaServerStandIn {
           return;
         case 'GET /v1/models':
         case 'GET /models':
-          return json(res, 200, { object: 'list', data: [{ id: this.alias, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp', meta: { n_ctx_train: this.model?.trainContextSize } }] });
+          return json(res, 200, { object: 'list', data: [{ id: this.alias, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp', meta: { n_ctx_train: this.core.trainContextSize } }] });
         case 'GET /props':
           return json(res, 200, { total_slots: this.o.parallel, model_path: this.o.model.path, model_alias: this.alias, default_generation_settings: { n_ctx: this.slotContextSize } });
         case 'GET /lora-adapters':
@@ -326,7 +268,7 @@ export class LlamaServerStandIn {
       return v;
     };
     const maxTokens = num('max_tokens') ?? num('n_predict');
-    const request: GenerateRequest = {
+    const request: CompletionRequest = {
       prompt,
       maxTokens: maxTokens === undefined || maxTokens < 0 ? undefined : Math.floor(maxTokens),
       temperature: num('temperature') ?? 0.8,
@@ -365,75 +307,27 @@ export class LlamaServerStandIn {
     return v;
   }
 
-  /** Tokenizes, waits for a slot, evaluates the prompt and samples up to maxTokens, counting what llama-server counts. */
-  private async generate(r: GenerateRequest, onText: (text: string) => void) {
-    const model = this.model as LlamaModel;
-    const bos = model.tokens.bos;
-    const promptTokens = [...(bos === null ? [] : [bos]), ...model.tokenize(r.prompt)];
-    const room = this.slotContextSize - promptTokens.length;
-    if (room < 1 || (r.maxTokens !== undefined && r.maxTokens > room)) {
-      throw new HttpError(400, 'exceed_context_size_error', `the request exceeds the available context size (${promptTokens.length} prompt + ${r.maxTokens ?? 0} tokens > ${this.slotContextSize}), try increasing it`);
-    }
-    const maxTokens = r.maxTokens ?? room;
-    const ctx = await this.contextFor(r.scales);
-    await this.slots.acquire();
-    const slot = ++this.kvSeq;
-    const seq = ctx.free.pop() ?? ctx.context.getSequence();
-    const out: Token[] = [];
-    let text = '';
-    let finishReason: 'length' | 'stop' = 'length';
-    const t0 = performance.now();
-    let tFirst = t0;
+  /** Generates on the shared core, in llama-server's answer shape and context-size error. */
+  private async generate(r: CompletionRequest, onText: (text: string) => void) {
+    let g;
     try {
-      this.decoded(promptTokens.length, slot, promptTokens.length);
-      if (maxTokens > 0) {
-        for await (const token of seq.evaluate(promptTokens, { temperature: r.temperature, ...(r.seed !== undefined ? { seed: r.seed } : {}) })) {
-          if (out.length === 0) {
-            tFirst = performance.now();
-            this.counters.promptTokens += promptTokens.length;
-            this.counters.promptSeconds += (tFirst - t0) / 1000;
-          }
-          if (model.isEogToken(token) && !r.ignoreEos) {
-            finishReason = 'stop';
-            break;
-          }
-          out.push(token);
-          this.decoded(1, slot, promptTokens.length + out.length);
-          const full = model.detokenize(out);
-          if (full.length > text.length) onText(full.slice(text.length));
-          text = full;
-          if (out.length >= maxTokens) break;
-        }
-      }
-    } finally {
-      this.kvTokens.delete(slot);
-      await seq.clearHistory();
-      ctx.free.push(seq);
-      this.slots.release();
+      g = await this.core.generate({ prompt: r.prompt, maxTokens: r.maxTokens, temperature: r.temperature, seed: r.seed, adapters: this.adapters(r.scales), ignoreEos: r.ignoreEos }, onText);
+    } catch (e) {
+      if (e instanceof ContextSizeError) throw new HttpError(400, 'exceed_context_size_error', `the request exceeds the available context size (${e.message}), try increasing it`);
+      throw e;
     }
-    const tEnd = performance.now();
-    this.counters.predictedTokens += out.length;
-    this.counters.predictedSeconds += (tEnd - tFirst) / 1000;
     return {
-      text,
-      finishReason,
-      usage: { prompt_tokens: promptTokens.length, completion_tokens: out.length, total_tokens: promptTokens.length + out.length },
-      timings: { prompt_n: promptTokens.length, prompt_ms: tFirst - t0, predicted_n: out.length, predicted_ms: tEnd - tFirst },
+      text: g.text,
+      finishReason: g.finishReason,
+      usage: { prompt_tokens: g.promptTokens, completion_tokens: g.completionTokens, total_tokens: g.promptTokens + g.completionTokens },
+      timings: { prompt_n: g.promptTokens, prompt_ms: g.tFirst - g.t0, predicted_n: g.completionTokens, predicted_ms: g.tEnd - g.tFirst },
     };
-  }
-
-  /** One llama_decode: its size and how many slots were busy (llamacpp:n_busy_slots_per_decode). */
-  private decoded(tokens: number, slot: number, inCache: number): void {
-    this.counters.decodes++;
-    this.counters.busySlotsAtDecodes += this.slots.busy;
-    this.counters.maxTokens = Math.max(this.counters.maxTokens, tokens);
-    this.kvTokens.set(slot, inCache);
   }
 
   /** The /metrics text, in llama-server's names, HELP texts, types and order (handle_metrics in server.cpp). */
   metricsText(): string {
-    const c = this.counters;
-    const kv = [...this.kvTokens.values()].reduce((a, n) => a + n, 0);
+    const c = this.core.counters;
+    const kv = this.core.kvCacheTokens;
     const rows: [string, 'counter' | 'gauge', string, number][] = [
       ['prompt_tokens_total', 'counter', 'Number of prompt tokens processed.', c.promptTokens],
       ['prompt_seconds_total', 'counter', 'Prompt process time', c.promptSeconds],
@@ -447,8 +341,8 @@ export class LlamaServerStandIn {
       // Exported by llama-server builds before PR #13660 (2025); the runtime data reads it when present.
       ['kv_cache_usage_ratio', 'gauge', 'KV-cache usage. 1 means 100 percent usage.', kv / (this.slotContextSize * this.o.parallel)],
       ['kv_cache_tokens', 'gauge', 'KV-cache tokens.', kv],
-      ['requests_processing', 'gauge', 'Number of requests processing.', this.slots.busy],
-      ['requests_deferred', 'gauge', 'Number of requests deferred.', this.slots.deferred],
+      ['requests_processing', 'gauge', 'Number of requests processing.', this.core.slots.busy],
+      ['requests_deferred', 'gauge', 'Number of requests deferred.', this.core.slots.deferred],
     ];
     return rows.map(([n, t, help, v]) => `# HELP llamacpp:${n} ${help}\n# TYPE llamacpp:${n} ${t}\nllamacpp:${n} ${v}\n`).join('');
   }

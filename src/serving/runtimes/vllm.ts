@@ -4,15 +4,22 @@
  * --max-model-len, --gpu-memory-utilization, --dtype, --quantization, --enable-lora, --max-loras,
  * --max-lora-rank). Health: GET /health. LoRA: POST /v1/load_lora_adapter {lora_name, lora_path} and
  * /v1/unload_lora_adapter {lora_name}, enabled by VLLM_ALLOW_RUNTIME_LORA_UPDATING=True (vllm PR #6566).
+ * A spec that reserves adapter slots (spec.engine.maxLoras) gets --enable-lora and the runtime-updating switch even
+ * with no adapter listed, so adapters are added and removed through the API on the same pods (ADR 0136); without
+ * it, --max-loras follows the number of adapters and a change of that number rolls the replicas.
  * Multi-node (ADR 0134): a Ray cluster per replica, as vLLM's examples/online_serving/multi-node-serving.sh and the
  * LeaderWorkerSet vLLM example start it — the leader runs `multi-node-serving.sh leader --ray_cluster_size=N`
  * (Ray head, waits for N nodes) and then the API server with --distributed-executor-backend ray; each worker runs
  * `multi-node-serving.sh worker --ray_address=$LWS_LEADER_ADDRESS`.
  */
+import type { InferenceServiceSpec } from '../../api/schema/inference-service.ts';
 import { ArgsBuilder, huggingFaceId, pipelineParallel, servedModelName, shellWord, tensorParallel, type RuntimeDefinition } from '../runtime.ts';
 
 /** Where the vLLM image keeps the multi-node helper (the path of the LWS vLLM example). */
 export const VLLM_MULTI_NODE_SCRIPT = '/vllm-workspace/examples/online_serving/multi-node-serving.sh';
+
+/** LoRA is enabled at launch: adapters listed, or adapter slots or rank asked for. */
+const loraOn = (spec: InferenceServiceSpec): boolean => (spec.model.adapters ?? []).length > 0 || spec.engine?.maxLoras !== undefined || spec.engine?.maxLoraRank !== undefined;
 
 /** The spec's quantization in vLLM's --quantization vocabulary (int8/int4 weights load through bitsandbytes). */
 const QUANTIZATION: Readonly<Record<string, string>> = { awq: 'awq', gptq: 'gptq', fp8: 'fp8', int8: 'bitsandbytes', int4: 'bitsandbytes' };
@@ -44,14 +51,15 @@ export const VLLM: RuntimeDefinition = {
     if (spec.model.dtype !== 'auto') b.push('--dtype', spec.model.dtype);
     if (spec.model.quantization !== undefined) b.push('--quantization', QUANTIZATION[spec.model.quantization] ?? spec.model.quantization);
     const adapters = spec.model.adapters ?? [];
-    if (adapters.length > 0 || spec.engine?.maxLoras !== undefined || spec.engine?.maxLoraRank !== undefined) {
+    if (loraOn(spec)) {
       // Adapters are loaded through the runtime API (ready only once loaded), so the slots must exist from the start.
       b.push('--enable-lora', '--max-loras', String(spec.engine?.maxLoras ?? Math.max(1, adapters.length)));
       if (spec.engine?.maxLoraRank !== undefined) b.push('--max-lora-rank', String(spec.engine.maxLoraRank));
     }
     return b.done();
   },
-  env: (ctx) => ((ctx.spec.model.adapters ?? []).length > 0 ? { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' } : {}),
+  // Whenever LoRA is on: a spec that reserved slots keeps the same env when its first adapter comes (no roll).
+  env: (ctx) => (loraOn(ctx.spec) ? { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' } : {}),
   readiness: { path: '/health', initialDelaySeconds: 0, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
   liveness: { path: '/health', initialDelaySeconds: 0, periodSeconds: 10, timeoutSeconds: 5, failureThreshold: 6 },
   // Up to 30 minutes to download and load weights before the liveness probe may restart the pod.
@@ -70,6 +78,7 @@ export const VLLM: RuntimeDefinition = {
     load: { method: 'POST', path: '/v1/load_lora_adapter', body: (name, path) => ({ lora_name: name, lora_path: path }) },
     unload: { method: 'POST', path: '/v1/unload_lora_adapter', body: (name) => ({ lora_name: name }) },
     env: { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' },
+    launchedForAdapters: (spec) => spec.engine?.maxLoras !== undefined,
   },
   // vLLM's CUDA kernels need compute capability 7.0 (Volta) or later.
   gpus: { minComputeCapability: '7.0', boundToBuildGpu: false },
