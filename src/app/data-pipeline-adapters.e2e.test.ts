@@ -5,13 +5,13 @@
 // on deletion only the pipeline's entry removed. The real hot swap on real engines: data-pipeline-serve.e2e.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
+import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import { runController, type RunningController } from '../kube/controller-runner.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
 import { EXIT_CODE_ANNOTATION, TERMINATION_MESSAGE_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { dataPipelineController } from './data-pipeline/controller.ts';
-import type { DataPipelineObject } from './data-pipeline/model.ts';
-import type { TargetService } from './data-pipeline/adapter-stage.ts';
+import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
+import type { DataPipelineObject } from '../controllers/data-pipeline/model.ts';
+import type { TargetService } from '../controllers/data-pipeline/adapter-stage.ts';
 
 const API = '/apis/ai.sits2026.dev/v1';
 const pipelines = (ns: string): string => `${API}/namespaces/${ns}/datapipelines`;
