@@ -50,6 +50,12 @@ export type ControllerAction =
   | { readonly op: 'create'; readonly kind: string; readonly object: WireObject; readonly label?: string }
   /** JSON merge patch of the object; every error counts. */
   | { readonly op: 'patch'; readonly kind: string; readonly name: string; readonly patch: Readonly<Record<string, unknown>>; readonly label?: string }
+  /**
+   * Server-side apply of `object` (an apply configuration: only the fields this manager owns) under `fieldManager`,
+   * without force: a field another manager owns with another value is a 409 conflict, fed back. The kind is an
+   * owned or a referenced one. Fields the manager owned before and `object` omits are removed.
+   */
+  | { readonly op: 'apply'; readonly kind: string; readonly name: string; readonly fieldManager: string; readonly object: WireObject; readonly label?: string }
   /** DELETE with a uid precondition; 404 (already gone) counts as done. */
   | { readonly op: 'delete'; readonly kind: string; readonly name: string; readonly uid: string; readonly label?: string }
   /** Merge patch of metadata.finalizers with a resourceVersion precondition; 409 retries soon, 404 is done. */
@@ -71,11 +77,18 @@ export interface ApplyFailure {
   readonly message: string;
 }
 
+export interface ReferencedResource extends ResourceType {
+  /** The names of objects of this kind the primary refers to. */
+  readonly names: (primary: WireObject) => readonly string[];
+}
+
 export interface ControllerInput<P extends WireObject = WireObject> {
   /** As read from the apiserver (no defaults applied). */
   readonly object: P;
   /** Owned objects labelled with the object's name, per owned kind (every owned kind present, maybe empty). */
   readonly owned: ReadonlyMap<string, readonly WireObject[]>;
+  /** Objects the primary names (definition.referenced), per kind, those that exist; absent without referenced kinds. */
+  readonly referenced?: ReadonlyMap<string, readonly WireObject[]>;
   readonly nowMs: number;
   readonly lastErrors?: readonly ApplyFailure[];
 }
@@ -96,6 +109,11 @@ export interface ControllerDefinition<P extends WireObject = WireObject> {
   readonly ownerLabel: string;
   /** Event source component, e.g. `sits-trainingjob-controller`. */
   readonly component: string;
+  /**
+   * Objects the primary does not own but acts on (a user's InferenceService a DataPipeline adds an adapter to):
+   * watched without the owner label; a change to one reconciles the primaries whose `names` list it (same namespace).
+   */
+  readonly referenced?: readonly ReferencedResource[];
   /** Pure: the same input gives the same outcome. */
   reconcile(input: ControllerInput<P>): ControllerOutcome;
 }
@@ -104,7 +122,7 @@ export interface ControllerDefinition<P extends WireObject = WireObject> {
 export function actionLabel(a: ControllerAction): string {
   if (a.op === 'event') return 'event';
   if (a.label !== undefined) return a.label;
-  return a.op === 'create' || a.op === 'patch' || a.op === 'delete' ? `${a.op}${a.kind}` : a.op;
+  return a.op === 'create' || a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? `${a.op}${a.kind}` : a.op;
 }
 
 /** `/api/v1` or `/apis/<group>/<version>`. */

@@ -271,6 +271,9 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('DataPipeline', 'stage with two workloads', 'spec.stages[1].container', EXAMPLE_DATA_PIPELINE, (s) => {
     list(s.stages)[1] = { ...list(s.stages)[1], workload: { kind: 'BatchInferenceJob', spec: {} } };
   }),
+  invalid('DataPipeline', 'adapter stage with a resource profile', 'spec.stages[2].adapter', EXAMPLE_DATA_PIPELINE, (s) => {
+    list(s.stages)[2] = { name: 'filter', dependsOn: ['caption'], adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://adapters/support' }, resourceProfile: 'auto' };
+  }),
   invalid('DataPipeline', 'no stages', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (s.stages = [])),
   invalid('DataPipeline', 'gpu requirements on a cpu stage', 'spec.stages[0].gpu', EXAMPLE_DATA_PIPELINE, (s) => {
     list(s.stages)[0] = { ...list(s.stages)[0], gpu: { minComputeCapability: '8.0' } };

@@ -151,6 +151,8 @@ export const NAMESPACE_ANNOTATION = {
 
 export const FINALIZER = {
   trainingJobCleanup: `${P}/training-job-cleanup`,
+  /** On a DataPipeline whose adapter stages added LoRA adapters to users' InferenceServices (removed on deletion). */
+  dataPipelineAdapters: `${P}/datapipeline-adapters`,
 } as const;
 
 /** Reasons one component writes and another (or a user's tooling) reads. */

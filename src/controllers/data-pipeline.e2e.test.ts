@@ -275,4 +275,44 @@ describe('DataPipeline controller on a real apiserver', () => {
     await waitFor('keep pipeline children gone', async () => (await podsOf(ns, 'keep')).length === 0 && (await snaps('keep')).length === 0 && (await claims('keep')).length === 0, 120_000);
     expect((await podsOf(ns, 'gc')).length).toBe(2);
   });
+
+  it('mounts input artifacts into workload stages: the TrainingJob\'s trainer and the InferenceService\'s server container get a claim restored from the snapshot', async () => {
+    const ns = 'dp-wl-inputs';
+    await createNs(client, ns);
+    await createStaticVolume(stack, { namespace: ns, pvcName: 'work' });
+    await waitFor(`claim ${ns}/work Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/work`)).status?.phase === 'Bound', 120_000);
+    const input = (mountPath: string) => ({ artifacts: [{ name: 'base', from: { stage: 'prep', artifact: 'base' }, mountPath, storageClassName: 'stand-in', accessMode: 'ReadWriteMany' }] });
+    await client.post(
+      pipelines(ns),
+      pipeline('wl', {
+        stages: [
+          podStage('prep', 0, { outputs: { artifacts: [{ name: 'base', volumeSnapshot: { claimName: 'work', volumeSnapshotClassName: 'stand-in' } }] } }),
+          {
+            name: 'ft',
+            dependsOn: ['prep'],
+            inputs: input('/base'),
+            workload: { kind: 'TrainingJob', spec: { replicas: 1, gpusPerReplica: 1, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'lora.py', '--base=/base'] } } },
+          },
+          {
+            name: 'serve',
+            dependsOn: ['prep'],
+            inputs: input('/models'),
+            workload: { kind: 'InferenceService', spec: { runtime: 'vllm', model: { uri: 'pvc://wl-serve-in-base/model', name: 'base' }, replicas: 1, gpusPerReplica: 1, resources: { cpu: '4', memory: '16Gi' } } },
+          },
+        ],
+      }),
+    );
+    const podOf = async (label: string, name: string): Promise<V1Pod> =>
+      waitFor(`pod of ${name}`, async () => (await listPods(client, ns)).find((p) => p.metadata?.labels?.[label] === name && p.spec?.volumes?.some((v) => v.name === 'in-base') === true), 180_000).catch(async (e: unknown) => {
+        throw new Error(`${String(e)}\n${await dump(ns, 'wl')}`);
+      });
+    const [trainer, server] = await Promise.all([podOf('ai.sits2026.dev/training-job', 'wl-ft'), podOf('ai.sits2026.dev/inference-service', 'wl-serve')]);
+    for (const [pod, claim, container, mountPath] of [[trainer, 'wl-ft-in-base', 'trainer', '/base'], [server, 'wl-serve-in-base', 'server', '/models']] as const) {
+      expect(pod.spec?.volumes?.find((v) => v.name === 'in-base')?.persistentVolumeClaim?.claimName).toBe(claim);
+      expect(pod.spec?.containers.find((c) => c.name === container)?.volumeMounts?.find((m) => m.name === 'in-base')?.mountPath).toBe(mountPath);
+      expect((await client.get<{ spec: { dataSource?: { name: string } } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/${claim}`)).spec.dataSource?.name).toBe('wl-prep-base');
+    }
+    // The TrainingJob was given as container: it became the equivalent podTemplate (the trainer keeps its command).
+    expect(trainer.spec?.containers.find((c) => c.name === 'trainer')?.command).toEqual(['torchrun', 'lora.py', '--base=/base']);
+  });
 });

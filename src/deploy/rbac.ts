@@ -74,12 +74,14 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['batchinferencejobs/status'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['batchinferencejobs/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['podgroups'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // DataPipeline: status written, no finalizer (children go by ownerReference); delete: ttlSecondsAfterFinished.
-  // Its workload stages create and, between retries, delete TrainingJobs, BatchInferenceJobs and InferenceServices.
-  { apiGroups: [API_GROUP], resources: ['datapipelines'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  // DataPipeline: status written; delete: ttlSecondsAfterFinished; patch: the adapters finalizer (children go by
+  // ownerReference). Its workload stages create and, between retries, delete TrainingJobs, BatchInferenceJobs and
+  // InferenceServices; its adapter stages patch (server-side apply, own field manager) users' InferenceServices.
+  { apiGroups: [API_GROUP], resources: ['datapipelines'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   { apiGroups: [API_GROUP], resources: ['datapipelines/status'], verbs: ['get', 'patch'] },
   { apiGroups: [API_GROUP], resources: ['datapipelines/finalizers'], verbs: ['update'] },
-  { apiGroups: [API_GROUP], resources: ['trainingjobs', 'batchinferencejobs', 'inferenceservices'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  { apiGroups: [API_GROUP], resources: ['trainingjobs', 'batchinferencejobs'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
+  { apiGroups: [API_GROUP], resources: ['inferenceservices'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md), the serving loop's engine-state
   // annotation on InferenceService replicas (LoRA adapters, ADR 0110) and a batch worker's shard (ADR 0102).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },

@@ -10,7 +10,18 @@
  * looks like a vanished replica. Failed actions are fed back to the next reconcile and retried with backoff.
  */
 import type { Clock, TraceAttributes, TraceSpan } from '../core/ports.ts';
-import { actionLabel, resourcePath, statusPatch, type ApplyFailure, type ControllerAction, type ControllerDefinition, type ControllerOutcome, type OwnedResource, type WireObject } from '../api/controller.ts';
+import {
+  actionLabel,
+  resourcePath,
+  statusPatch,
+  type ApplyFailure,
+  type ControllerAction,
+  type ControllerDefinition,
+  type ControllerOutcome,
+  type OwnedResource,
+  type ReferencedResource,
+  type WireObject,
+} from '../api/controller.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
 import { objectKey, Reflector } from './reflector.ts';
 import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
@@ -103,6 +114,8 @@ const apiMessage = (e: unknown): string => (e instanceof KubeApiError ? e.messag
 export class ControllerRunner<P extends Primary = Primary> {
   private readonly objects = new Map<string, P>();
   private readonly indexes = new Map<string, { readonly type: OwnedResource; readonly index: OwnerIndex }>();
+  /** Referenced kinds: every object of the kind by `namespace/name` (watched without the owner label). */
+  private readonly refs = new Map<string, { readonly type: ReferencedResource; readonly objects: Map<string, WireObject> }>();
   private readonly expectations = new Map<string, Expectation>();
   private readonly lastErrors = new Map<string, ApplyFailure[]>();
   private readonly errorStreak = new Map<string, number>();
@@ -130,6 +143,7 @@ export class ControllerRunner<P extends Primary = Primary> {
     this.noun = def.primary.kind.toLowerCase();
     const enqueue = (k: string): void => this.queue.add(k);
     for (const type of def.owned) this.indexes.set(type.kind, { type, index: new OwnerIndex(def.ownerLabel, enqueue) });
+    for (const type of def.referenced ?? []) this.refs.set(type.kind, { type, objects: new Map() });
     this.queue = new WorkQueue((k) => this.process(k), opts.concurrency ?? 4, (k, e) => this.log(`${this.noun} ${k}: ${(e as Error).stack ?? String(e)}`));
   }
 
@@ -139,6 +153,21 @@ export class ControllerRunner<P extends Primary = Primary> {
       what: type.plural,
       r: new Reflector<WireObject>(this.client, resourcePath(type), { add: (o) => index.upsert(o), update: (o) => index.upsert(o), delete: (o) => index.remove(o), error: (e) => this.log(`${type.plural} watch: ${e.message}`) }, sel),
     }));
+    const referenced = [...this.refs.values()].map(({ type, objects }) => {
+      const changed = (o: WireObject): void => {
+        const ns = o.metadata.namespace ?? 'default';
+        for (const [k, p] of this.objects) if ((p.metadata.namespace ?? 'default') === ns && type.names(p).includes(o.metadata.name ?? '')) this.queue.add(k);
+      };
+      const upsert = (o: WireObject): void => {
+        objects.set(objectKey(o), o);
+        changed(o);
+      };
+      return {
+        what: type.plural,
+        r: new Reflector<WireObject>(this.client, resourcePath(type), { add: upsert, update: upsert, delete: (o) => (objects.delete(objectKey(o)), changed(o)), error: (e) => this.log(`${type.plural} watch: ${e.message}`) }),
+      };
+    });
+    owned.push(...referenced);
     const what = this.def.primary.plural;
     const primary = new Reflector<P>(this.client, resourcePath(this.def.primary), {
       add: (o) => this.upsert(o),
@@ -238,9 +267,12 @@ export class ControllerRunner<P extends Primary = Primary> {
     }
     const owned = new Map<string, readonly WireObject[]>();
     for (const [kind, { index }] of this.indexes) owned.set(kind, index.of(key));
+    const ns = obj.metadata.namespace ?? 'default';
+    const referenced = new Map<string, readonly WireObject[]>();
+    for (const [kind, { type, objects }] of this.refs) referenced.set(kind, type.names(obj).flatMap((n) => objects.get(`${ns}/${n}`) ?? []));
     const errors = this.lastErrors.get(key);
     const reconcile = async (span: TraceSpan | undefined): Promise<void> => {
-      const res = this.def.reconcile({ object: obj, owned, nowMs: this.clock.nowMs(), ...(errors === undefined ? {} : { lastErrors: errors }) });
+      const res = this.def.reconcile({ object: obj, owned, ...(this.refs.size === 0 ? {} : { referenced }), nowMs: this.clock.nowMs(), ...(errors === undefined ? {} : { lastErrors: errors }) });
       const phase = res.status?.phase;
       span?.set({ 'sits.actions': res.actions.length, ...(typeof phase === 'string' ? { 'sits.phase': phase } : {}), ...(res.requeueAfterMs === undefined ? {} : { 'sits.requeue_after_ms': res.requeueAfterMs }) });
       const result = await this.apply(key, obj, res);
@@ -255,8 +287,8 @@ export class ControllerRunner<P extends Primary = Primary> {
     return resourcePath(this.def.primary, o.metadata.namespace ?? 'default', o.metadata.name ?? '');
   }
 
-  private ownedType(kind: string): OwnedResource {
-    const t = this.indexes.get(kind)?.type;
+  private ownedType(kind: string): OwnedResource | ReferencedResource {
+    const t = this.indexes.get(kind)?.type ?? this.refs.get(kind)?.type;
     if (t === undefined) throw new Error(`${this.def.primary.kind} controller: ${kind} is not among its owned kinds`);
     return t;
   }
@@ -318,7 +350,7 @@ export class ControllerRunner<P extends Primary = Primary> {
               this.queue.addAfter(key, 200);
               return;
             }
-            const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' ? a.name : undefined;
+            const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? a.name : undefined;
             errors.push({ action: actionLabel(a), ...(name === undefined ? {} : { name }), status: status ?? 0, reason: (e instanceof KubeApiError ? e.reason : '') || 'Error', message: apiMessage(e) });
           }
         }),
@@ -360,6 +392,9 @@ export class ControllerRunner<P extends Primary = Primary> {
       case 'patch':
         await this.client.mergePatch(resourcePath(this.ownedType(a.kind), ns, a.name), a.patch);
         return;
+      case 'apply':
+        await this.client.request('PATCH', resourcePath(this.ownedType(a.kind), ns, a.name), { body: a.object, contentType: 'application/apply-patch+yaml', query: { fieldManager: a.fieldManager } });
+        return;
       case 'delete':
         await this.client.request('DELETE', resourcePath(this.ownedType(a.kind), ns, a.name), { body: { preconditions: { uid: a.uid } } });
         return;
@@ -400,7 +435,7 @@ export async function runController<P extends Primary>(client: KubeClient, def: 
 
 /** What an action span says: the op, its label and the object it acts on. */
 function actionAttributes(a: ControllerAction): TraceAttributes {
-  const kind = a.op === 'create' || a.op === 'patch' || a.op === 'delete' ? { 'sits.kind': a.kind } : {};
-  const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' ? a.name : undefined;
+  const kind = a.op === 'create' || a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? { 'sits.kind': a.kind } : {};
+  const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? a.name : undefined;
   return { 'sits.op': a.op, 'sits.action': actionLabel(a), ...kind, ...(name === undefined ? {} : { 'sits.name': name }), ...(a.op === 'event' ? { 'sits.reason': a.reason } : {}) };
 }

@@ -44,6 +44,25 @@ export const StageWorkload = Obj(
 );
 export type StageWorkload = Static<typeof StageWorkload>;
 
+export const ADAPTER_DELETION_POLICIES = ['Remove', 'Keep'] as const;
+
+export const StageAdapter = Obj(
+  {
+    inferenceService: DnsLabel('An InferenceService in the pipeline\'s namespace that the user runs; the pipeline adds the adapter to it and never creates, owns or deletes it.'),
+    name: Type.String({ description: 'Adapter name clients request (a DNS label once {{...}} parameters are substituted).', minLength: 1, maxLength: 253 }),
+    uri: Type.String({ description: 'Where the adapter weights are, e.g. {{steps.export.outputs.parameters.uri}}; as spec.model.adapters[].uri.', minLength: 1, maxLength: 2048 }),
+    onPipelineDeletion: StringEnum(ADAPTER_DELETION_POLICIES, {
+      description: 'Remove: deleting the pipeline takes the adapter off the service (only what the pipeline added: the user\'s own fields stay); Keep: it stays listed. Default: Remove.',
+      default: 'Remove',
+    }),
+  },
+  {
+    description:
+      'Hot-swap a LoRA adapter into a running InferenceService without a restart (ADR 0137): added to its spec.model.adapters by server-side apply under the pipeline\'s own field manager; the stage succeeds once every ready replica reports it Loaded, fails naming the replica when one reports Failed.',
+  },
+);
+export type StageAdapter = Static<typeof StageAdapter>;
+
 /** Argo-style durations: "30s", "1m30s", "500ms", or a plain number of seconds. */
 export const DURATION_PATTERN = '^([0-9]+(ms|s|m|h))+$|^[0-9]+$';
 const Duration = (description: string) => Type.String({ description, pattern: DURATION_PATTERN, maxLength: 32 });
@@ -121,7 +140,9 @@ export const InputArtifact = Obj(
       },
       { description: 'Which output artifact.' },
     ),
-    mountPath: Type.Optional(Type.String({ description: 'Where container stages mount it (read-only for path artifacts).', minLength: 1, maxLength: 4096 })),
+    mountPath: Type.Optional(
+      Type.String({ description: 'Where the stage mounts it (read-only for path artifacts): in a container stage\'s pod, or in the pods of a workload stage (its trainer or server container).', minLength: 1, maxLength: 4096 }),
+    ),
     storageClassName: Type.Optional(Type.String({ description: 'StorageClass of the claim restored from a snapshot; unset means the cluster default.', maxLength: 253 })),
     size: Type.Optional(Type.String({ description: 'Size of the restored claim; unset means the snapshot\'s restoreSize.', maxLength: 64 })),
     accessMode: StringEnum(['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany'], {
@@ -158,6 +179,7 @@ export const PipelineStage = withRules(
       container: Type.Optional(Container),
       podTemplate: Type.Optional(PodTemplate),
       workload: Type.Optional(StageWorkload),
+      adapter: Type.Optional(StageAdapter),
       maxRetries: Type.Integer({ description: 'Retries of a failed stage replica before the stage fails. Default: 3.', minimum: 0, maximum: 100, default: 3 }),
       retryStrategy: Type.Optional(RetryStrategy),
       resourceProfile: Type.Optional(
@@ -232,10 +254,16 @@ export const PipelineStage = withRules(
   ),
   [
     {
-      rule: '(has(self.container) ? 1 : 0) + (has(self.podTemplate) ? 1 : 0) + (has(self.workload) ? 1 : 0) == 1',
-      message: 'set exactly one of container, podTemplate or workload',
+      rule: '(has(self.container) ? 1 : 0) + (has(self.podTemplate) ? 1 : 0) + (has(self.workload) ? 1 : 0) + (has(self.adapter) ? 1 : 0) == 1',
+      message: 'set exactly one of container, podTemplate, workload or adapter',
       fieldPath: '.container',
-      check: (self) => [self.container, self.podTemplate, self.workload].filter((x) => x !== undefined).length === 1,
+      check: (self) => [self.container, self.podTemplate, self.workload, self.adapter].filter((x) => x !== undefined).length === 1,
+    },
+    {
+      rule: '!has(self.adapter) || (!has(self.resourceProfile) && !has(self.outputs) && !has(self.inputs))',
+      message: 'an adapter stage runs nothing: it takes no resourceProfile, inputs or outputs (name the upstream artifact in adapter.uri)',
+      fieldPath: '.adapter',
+      check: (self) => self.adapter === undefined || (self.resourceProfile === undefined && self.outputs === undefined && self.inputs === undefined),
     },
     {
       rule: "self.device != 'cpu' || !has(self.acceleratorsPerReplica) || self.acceleratorsPerReplica == 0",

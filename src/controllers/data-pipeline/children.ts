@@ -10,6 +10,8 @@ import type { Container, PodTemplate } from '../../api/schema/common.ts';
 import type { PipelineStage } from '../../api/schema/data-pipeline.ts';
 import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects.ts';
 import { SNAPSHOT_API_VERSION } from '../training-job/checkpoints.ts';
+import { TRAINER_CONTAINER } from '../training-job/names.ts';
+import { SERVING_CONTAINER } from '../../serving/pod-template.ts';
 import type { ClaimObject, DataPipelineObject, VolumeSnapshotObject, WorkloadObject, WorkloadKind } from './model.ts';
 
 export const pipelineName = (p: DataPipelineObject): string => p.metadata.name ?? '';
@@ -49,6 +51,47 @@ function stageResources(stage: PipelineStage): { requests?: Record<string, strin
   return Object.keys(out).length === 0 ? {} : { requests: { ...out }, limits: { ...out } };
 }
 
+/** The volumes and mounts of the inputs that have a mountPath (`in-<input>`; a path output's claim read-only). */
+function inputVolumes(inputs: readonly MountedInput[]): { mounts: Record<string, unknown>[]; volumes: Record<string, unknown>[] } {
+  const m = inputs.filter((i) => i.mountPath !== undefined);
+  return {
+    mounts: m.map((i) => ({ name: `in-${i.name}`, mountPath: i.mountPath, readOnly: i.readOnly, ...(i.subPath === undefined || i.subPath === '' ? {} : { subPath: i.subPath }) })),
+    volumes: m.map((i) => ({ name: `in-${i.name}`, persistentVolumeClaim: { claimName: i.claimName, readOnly: i.readOnly } })),
+  };
+}
+
+/**
+ * A workload stage's spec with its input artifacts in the workload's podTemplate: the volumes in its pod spec, the
+ * mounts on the container the workload's controller keeps the template's mounts of: `trainer` (else the first) for
+ * a TrainingJob, `server` for an InferenceService or BatchInferenceJob (whose batch-worker container is the
+ * controller's own). A TrainingJob given as `container` becomes the equivalent podTemplate (its controller renders
+ * `container` as a pod of that one container named trainer), since only a podTemplate carries volumes.
+ */
+export function workloadSpecWithInputs(kind: WorkloadKind, spec: Readonly<Record<string, unknown>>, inputs: readonly MountedInput[]): Record<string, unknown> {
+  const { mounts, volumes } = inputVolumes(inputs);
+  if (volumes.length === 0) return { ...spec };
+  const out = structuredClone(spec) as Record<string, unknown>;
+  if (kind === 'TrainingJob' && out.podTemplate === undefined && out.container !== undefined) {
+    out.podTemplate = { spec: { containers: [{ ...(out.container as Record<string, unknown>), name: TRAINER_CONTAINER }] } };
+    delete out.container;
+  }
+  const tmpl = (out.podTemplate ?? {}) as { metadata?: unknown; spec?: Record<string, unknown> };
+  const podSpec = tmpl.spec ?? {};
+  const containers = Array.isArray(podSpec.containers) ? (podSpec.containers as ContainerObject[]) : [];
+  const target = kind === 'TrainingJob' ? (containers.some((c) => c.name === TRAINER_CONTAINER) ? TRAINER_CONTAINER : (containers[0]?.name ?? TRAINER_CONTAINER)) : SERVING_CONTAINER;
+  const withMounts = (c: ContainerObject): ContainerObject => ({ ...c, volumeMounts: [...((c.volumeMounts as unknown[] | undefined) ?? []), ...mounts] });
+  const has = containers.some((c) => c.name === target);
+  out.podTemplate = {
+    ...tmpl,
+    spec: {
+      ...podSpec,
+      containers: has ? containers.map((c) => (c.name === target ? withMounts(c) : c)) : [withMounts({ name: target }), ...containers],
+      volumes: [...(Array.isArray(podSpec.volumes) ? (podSpec.volumes as unknown[]) : []), ...volumes],
+    },
+  };
+  return out;
+}
+
 /**
  * A pod of a container or podTemplate stage. `stage` already has its parameters substituted. SITS env
  * (SITS_PIPELINE, SITS_STAGE, SITS_STAGE_INDEX, SITS_RETRY) comes first, so the user's env wins.
@@ -60,8 +103,7 @@ export function stagePod(p: DataPipelineObject, stage: PipelineStage, index: num
     { name: 'SITS_STAGE_INDEX', value: String(index) },
     { name: 'SITS_RETRY', value: String(retries) },
   ];
-  const mounts = inputs.filter((i) => i.mountPath !== undefined).map((i) => ({ name: `in-${i.name}`, mountPath: i.mountPath, readOnly: i.readOnly, ...(i.subPath === undefined || i.subPath === '' ? {} : { subPath: i.subPath }) }));
-  const volumes = inputs.filter((i) => i.mountPath !== undefined).map((i) => ({ name: `in-${i.name}`, persistentVolumeClaim: { claimName: i.claimName, readOnly: i.readOnly } }));
+  const { mounts, volumes } = inputVolumes(inputs);
   const tmpl: PodTemplate | undefined = stage.podTemplate;
   const merge = (c: ContainerObject): ContainerObject => {
     const userEnv = c.env ?? [];

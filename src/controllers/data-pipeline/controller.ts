@@ -4,7 +4,8 @@
  * them — all labelled with the pipeline's name. Pods and workloads are awaited on the watch after a create or a
  * delete: the reconcile counts them (a missing one in a running stage is a lost attempt).
  */
-import type { ControllerDefinition, ControllerInput, OwnedResource, ResourceType } from '../../api/controller.ts';
+import type { ControllerDefinition, ControllerInput, OwnedResource, ReferencedResource, ResourceType } from '../../api/controller.ts';
+import { adapterCleanup, adapterTargets, type TargetService } from './adapter-stage.ts';
 import { withDefaults } from '../../api/validate.ts';
 import { API_GROUP_VERSION, KIND, LABEL } from '../../api/wire.ts';
 import type { PodObject } from '../kube-objects.ts';
@@ -30,15 +31,21 @@ const CLAIM: OwnedResource = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', 
 // The runs of a scheduled pipeline (a template) are DataPipelines labelled with its name (ADR 0121).
 const RUN: OwnedResource = { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, plural: 'datapipelines', awaitWatch: true };
 
+// The users' InferenceServices adapter stages add to: not owned, watched without the owner label (ADR 0137).
+const USER_SERVICE: ReferencedResource = { apiVersion: API_GROUP_VERSION, kind: KIND.inferenceService, plural: WORKLOAD_PLURALS.InferenceService, names: (p) => adapterTargets(p as DataPipelineObject) };
+
 export function dataPipelineController(cfg: DataPipelineControllerConfig = {}): ControllerDefinition<DataPipelineObject> {
   return {
     primary: DATA_PIPELINE_RESOURCE,
     owned: [POD, ...WORKLOADS, VOLUME_SNAPSHOT, CLAIM, RUN],
+    referenced: [USER_SERVICE],
     ownerLabel: LABEL.dataPipeline,
     component: 'sits-datapipeline-controller',
     reconcile(input: ControllerInput<DataPipelineObject>) {
       const pipeline = withDefaults('DataPipeline', input.object) as DataPipelineObject;
-      if (pipeline.metadata.deletionTimestamp !== undefined) return { actions: [] };
+      const services = (input.referenced?.get(USER_SERVICE.kind) ?? []) as readonly TargetService[];
+      // Children go by ownerReference; only the adapters added to users' services need the pipeline's hand.
+      if (pipeline.metadata.deletionTimestamp !== undefined) return { actions: adapterCleanup(pipeline, services) };
       if (pipeline.spec.schedule !== undefined) {
         const runs = ((input.owned.get(RUN.kind) ?? []) as readonly DataPipelineObject[]).map((r) => withDefaults('DataPipeline', r) as DataPipelineObject);
         const t = reconcileTemplate(pipeline, runs, input.nowMs);
@@ -53,6 +60,7 @@ export function dataPipelineController(cfg: DataPipelineControllerConfig = {}): 
         workloads: new Map(WORKLOADS.map((w) => [w.kind as WorkloadKind, (input.owned.get(w.kind) ?? []) as readonly WorkloadObject[]])),
         snapshots: (input.owned.get(VOLUME_SNAPSHOT.kind) ?? []) as readonly VolumeSnapshotObject[],
         claims: (input.owned.get(CLAIM.kind) ?? []) as readonly ClaimObject[],
+        services,
         nowMs: input.nowMs,
         ...(cluster === undefined ? {} : { cluster }),
         ...(stepCache === undefined ? {} : { stepCache }),

@@ -8,6 +8,7 @@ import type { DataPipelineSpec, DataPipelineStatus } from '../../api/schema/data
 import type { ObjectMeta, PodObject } from '../kube-objects.ts';
 import type { ClusterSummary } from './profiles.ts';
 import type { CacheEntry } from './step-cache.ts';
+import type { TargetService } from './adapter-stage.ts';
 
 export interface DataPipelineObject {
   readonly apiVersion?: string;
@@ -60,6 +61,8 @@ export interface Observed {
   readonly lastErrors?: readonly ApplyFailure[];
   /** The cluster's GPUs, for resourceProfile; undefined: no node source (a profiled stage then fails). */
   readonly cluster?: ClusterSummary;
+  /** The users' InferenceServices the adapter stages name (those that exist). */
+  readonly services?: readonly TargetService[];
   /** For a run of a template: the template's step-cache history when the run was created (ADR 0122). */
   readonly stepCache?: readonly CacheEntry[];
 }

@@ -1,7 +1,7 @@
 /**
  * Parameters between stages, after Argo: a stage reports outputs as a JSON object of strings (its container's
  * termination message, or the `ai.sits2026.dev/outputs` annotation of its pod or workload), and later stages use
- * them as `{{steps.NAME.outputs.parameters.X}}` in any string of their container, podTemplate or workload spec.
+ * them as `{{steps.NAME.outputs.parameters.X}}` in any string of their container, podTemplate, workload or adapter spec.
  */
 
 export type Substitution = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string };

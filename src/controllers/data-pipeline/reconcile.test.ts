@@ -5,6 +5,7 @@ import type { StageStatus } from '../../api/schema/data-pipeline.ts';
 import type { PodObject } from '../kube-objects.ts';
 import type { ClaimObject, DataPipelineObject, VolumeSnapshotObject, WorkloadKind, WorkloadObject } from './model.ts';
 import { reconcileDataPipeline } from './reconcile.ts';
+import { adapterCleanup, type TargetService } from './adapter-stage.ts';
 
 const T0 = Date.parse('2026-12-01T20:00:00Z');
 
@@ -19,13 +20,14 @@ class World {
   events: string[] = [];
   last: ControllerAction[] = [];
   lastErrors: ApplyFailure[] | undefined;
+  services = new Map<string, TargetService>();
   constructor(spec: Record<string, unknown>) {
     this.pipeline = withDefaults('DataPipeline', { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'p', namespace: 'ns', uid: 'u1', generation: 1 }, spec }) as DataPipelineObject;
   }
   step(): ReturnType<typeof reconcileDataPipeline> {
     const byKind = new Map<WorkloadKind, WorkloadObject[]>();
     for (const w of this.workloads.values()) byKind.set(w.kind as WorkloadKind, [...(byKind.get(w.kind as WorkloadKind) ?? []), w]);
-    const r = reconcileDataPipeline({ pipeline: this.pipeline, pods: [...this.pods.values()], workloads: byKind, snapshots: [...this.snapshots.values()], claims: [...this.claims.values()], nowMs: this.nowMs, ...(this.lastErrors === undefined ? {} : { lastErrors: this.lastErrors }) });
+    const r = reconcileDataPipeline({ pipeline: this.pipeline, pods: [...this.pods.values()], workloads: byKind, snapshots: [...this.snapshots.values()], claims: [...this.claims.values()], services: [...this.services.values()], nowMs: this.nowMs, ...(this.lastErrors === undefined ? {} : { lastErrors: this.lastErrors }) });
     this.pipeline = { ...this.pipeline, status: r.status };
     this.last = [...r.actions];
     for (const a of r.actions) {
@@ -37,6 +39,14 @@ class World {
         else if (a.kind === 'VolumeSnapshot') this.snapshots.set(n, obj as VolumeSnapshotObject);
         else if (a.kind === 'PersistentVolumeClaim') this.claims.set(n, obj as ClaimObject);
         else this.workloads.set(n, obj as WorkloadObject);
+      }
+      if (a.op === 'addFinalizer') this.pipeline = { ...this.pipeline, metadata: { ...this.pipeline.metadata, finalizers: [...(this.pipeline.metadata.finalizers ?? []), a.finalizer] } };
+      if (a.op === 'apply') {
+        // The user's entries stay; the applied one replaces the entry of the same name (a list-map key).
+        const svc = this.services.get(a.name) as TargetService;
+        const mine = ((a.object as { spec?: { model?: { adapters?: { name: string; uri: string }[] } } }).spec?.model?.adapters ?? []);
+        const adapters = [...(svc.spec?.model?.adapters ?? []).filter((x) => !mine.some((m) => m.name === x.name)), ...mine];
+        this.services.set(a.name, { ...svc, spec: { model: { adapters } }, metadata: { ...svc.metadata, managedFields: [...(svc.metadata.managedFields ?? []), { manager: a.fieldManager, operation: 'Apply' }] } });
       }
       if (a.op === 'delete') for (const m of [this.pods, this.workloads, this.snapshots, this.claims] as Map<string, unknown>[]) m.delete(a.name);
     }
@@ -275,5 +285,109 @@ describe('reconcileDataPipeline', () => {
     const pod = w.pods.get('p-b-0') as PodObject;
     expect(pod.spec?.volumes).toEqual([{ name: 'in-m', persistentVolumeClaim: { claimName: 'shared', readOnly: true } }]);
     expect(pod.spec?.containers[0]?.volumeMounts).toEqual([{ name: 'in-m', mountPath: '/m', readOnly: true, subPath: 'models/p' }]);
+  });
+
+  it('mounts input artifacts into workload stages: a TrainingJob given as container becomes its podTemplate, an InferenceService\'s go to its server container', () => {
+    const w = new World({
+      stages: [
+        { name: 'a', container, outputs: { artifacts: [{ name: 'm', path: { claimName: 'shared', subPath: 'adapters/a' } }] } },
+        { name: 'ft', dependsOn: ['a'], inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' }, mountPath: '/base' }] }, workload: { kind: 'TrainingJob', spec: { replicas: 1, container } } },
+        {
+          name: 'serve',
+          dependsOn: ['a'],
+          inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' }, mountPath: '/adapters' }] },
+          workload: { kind: 'InferenceService', spec: { model: { uri: 'pvc://shared/base' }, podTemplate: { spec: { containers: [{ name: 'sidecar', image: 'x' }], volumes: [{ name: 'cache', emptyDir: {} }] } } } },
+        },
+      ],
+    });
+    w.step();
+    w.finish('p-a-0', 0);
+    w.step();
+    const vol = { name: 'in-m', persistentVolumeClaim: { claimName: 'shared', readOnly: true } };
+    expect(w.workloads.get('p-ft')?.spec).toEqual({
+      replicas: 1,
+      podTemplate: { spec: { containers: [{ ...container, name: 'trainer', volumeMounts: [{ name: 'in-m', mountPath: '/base', readOnly: true, subPath: 'adapters/a' }] }], volumes: [vol] } },
+    });
+    expect(w.workloads.get('p-serve')?.spec).toEqual({
+      model: { uri: 'pvc://shared/base' },
+      podTemplate: {
+        spec: {
+          containers: [{ name: 'server', volumeMounts: [{ name: 'in-m', mountPath: '/adapters', readOnly: true, subPath: 'adapters/a' }] }, { name: 'sidecar', image: 'x' }],
+          volumes: [{ name: 'cache', emptyDir: {} }, vol],
+        },
+      },
+    });
+  });
+
+  it('adds an adapter to the user\'s InferenceService by server-side apply, after its finalizer, and succeeds once every ready replica has it Loaded', () => {
+    const w = new World({
+      stages: [
+        { name: 'export', container, outputs: { parameters: [{ name: 'uri' }] } },
+        { name: 'swap', dependsOn: ['export'], adapter: { inferenceService: 'chat', name: 'support-{{pipeline.name}}', uri: '{{steps.export.outputs.parameters.uri}}' } },
+      ],
+    });
+    w.services.set('chat', { metadata: { name: 'chat', namespace: 'ns' }, spec: { model: { adapters: [{ name: 'users-own', uri: 'pvc://u/a' }] } }, status: { replicaStatuses: [] } });
+    w.step();
+    w.finish('p-export-0', 0, '{"uri":"pvc://out/support"}');
+    w.step();
+    expect(w.last.filter((a) => a.op !== 'event')).toEqual([{ op: 'addFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' }]);
+    w.step();
+    expect(w.last).toEqual([
+      { op: 'apply', kind: 'InferenceService', name: 'chat', fieldManager: 'sits-datapipeline/p/swap', object: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { model: { adapters: [{ name: 'support-p', uri: 'pvc://out/support' }] } } } },
+    ]);
+    expect(w.services.get('chat')?.spec?.model?.adapters).toEqual([{ name: 'users-own', uri: 'pvc://u/a' }, { name: 'support-p', uri: 'pvc://out/support' }]);
+    w.step();
+    expect(w.last).toEqual([]);
+    expect(w.stage('swap')).toMatchObject({ phase: 'Running', message: 'waiting for a ready replica of InferenceService chat' });
+    const svc = w.services.get('chat') as TargetService;
+    const replicas = (a: string, b: string) => [
+      { name: 'chat-0', ready: true, adapters: [{ name: 'support-p', state: a }] },
+      { name: 'chat-1', ready: true, adapters: [{ name: 'support-p', state: b }] },
+      { name: 'chat-2', ready: false },
+    ];
+    w.services.set('chat', { ...svc, status: { replicaStatuses: replicas('Loaded', 'Loading') } });
+    w.step();
+    expect(w.stage('swap')).toMatchObject({ phase: 'Running', message: 'adapter support-p loaded on 1 of 2 ready replicas of InferenceService chat; waiting for chat-1' });
+    w.services.set('chat', { ...svc, status: { replicaStatuses: replicas('Loaded', 'Loaded') } });
+    w.step();
+    expect(w.stage('swap')).toMatchObject({ phase: 'Succeeded', message: 'adapter support-p loaded on all 2 ready replicas of InferenceService chat (chat-0, chat-1) without a restart', outputs: { parameters: { adapter: 'support-p', inferenceService: 'chat' } } });
+    expect(w.pipeline.status?.phase).toBe('Succeeded');
+    // Never owned: nothing of the service is ever created or deleted.
+    expect(w.workloads.size).toBe(0);
+
+    // Deletion: an empty apply under the stage's manager, then (its entry gone from managedFields) the finalizer.
+    const deleting = { ...w.pipeline, metadata: { ...w.pipeline.metadata, deletionTimestamp: '2026-12-01T21:00:00Z' } };
+    expect(adapterCleanup(deleting, [...w.services.values()])).toEqual([{ op: 'apply', kind: 'InferenceService', name: 'chat', fieldManager: 'sits-datapipeline/p/swap', object: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' } } }]);
+    expect(adapterCleanup(deleting, [{ ...svc, metadata: { name: 'chat', managedFields: [{ manager: 'kubectl-client-side-apply' }] } }])).toEqual([{ op: 'removeFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' }]);
+    expect(adapterCleanup(deleting, [])).toEqual([{ op: 'removeFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' }]);
+  });
+
+  it('fails an adapter stage naming the replica that failed to load it, retries under the strategy, and refuses a field another manager holds', () => {
+    const w = new World({
+      stages: [{ name: 'swap', retryStrategy: { limit: 1 }, adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://out/support', onPipelineDeletion: 'Keep' } }],
+    });
+    w.services.set('chat', { metadata: { name: 'chat' }, spec: { model: {} } });
+    w.step();
+    // Keep: no finalizer needed, the apply comes at once.
+    expect(w.last.map((a) => a.op)).toEqual(['apply']);
+    const svc = w.services.get('chat') as TargetService;
+    w.services.set('chat', { ...svc, status: { replicaStatuses: [{ name: 'chat-0', ready: true, adapters: [{ name: 'support', state: 'Failed', message: 'adapter_config.json: no such file' }] }] } });
+    w.step();
+    expect(w.stage('swap')).toMatchObject({ phase: 'Running', retries: 1, message: expect.stringContaining('attempt 1 failed: InferenceService chat: replica chat-0 failed to load adapter support: adapter_config.json: no such file') });
+    w.nowMs += 60_000;
+    w.step();
+    w.step();
+    expect(w.stage('swap')).toMatchObject({ phase: 'Failed', message: expect.stringContaining('replica chat-0 failed to load adapter support') });
+
+    const c = new World({ stages: [{ name: 'swap', adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://new', onPipelineDeletion: 'Keep' } }] });
+    c.services.set('chat', { metadata: { name: 'chat' }, spec: { model: { adapters: [{ name: 'support', uri: 'pvc://users' }] } } });
+    c.lastErrors = [{ action: 'applyInferenceService', name: 'chat', status: 409, reason: 'Conflict', message: 'Apply failed with 1 conflict: conflict with "kubectl": .spec.model.adapters[name="support"].uri' }];
+    c.step();
+    expect(c.stage('swap')).toMatchObject({ phase: 'Failed', message: expect.stringContaining('adapter support is set by another field manager to another uri') });
+
+    const bad = new World({ stages: [{ name: 'swap', adapter: { inferenceService: 'chat', name: 'Support_1', uri: 'x' } }] });
+    bad.services.set('chat', svc);
+    bad.step();
+    expect(bad.stage('swap')).toMatchObject({ phase: 'Failed', message: 'spec.stages[0].adapter.name: "Support_1" is not a DNS label (lowercase letters, digits and \'-\', at most 63)' });
   });
 });

@@ -24,6 +24,7 @@ import {
   stagePod,
   stageWorkload,
   workloadName,
+  workloadSpecWithInputs,
   type MountedInput,
 } from './children.ts';
 import type { Observed, WorkloadKind, WorkloadObject } from './model.ts';
@@ -32,6 +33,7 @@ import { decideRetry, effectiveRetry, type AttemptOutcome } from './retry.ts';
 import { evalWhen, handlesFailureOf, parseWhen, stagesOf, type WhenExpr } from './when.ts';
 import { profiledPod, profiledWorkloadSpec, stageProfile } from './stage-profile.ts';
 import { cacheKey, lookup as cacheLookup, type StepInput } from './step-cache.ts';
+import { adapterStep } from './adapter-stage.ts';
 
 export interface ReconcileResult {
   readonly status: DataPipelineStatus;
@@ -222,12 +224,12 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       return undefined;
     };
     const sub = substitute(
-      { container: stage.container, podTemplate: stage.podTemplate, workload: stage.workload, outputs: stage.outputs },
+      { container: stage.container, podTemplate: stage.podTemplate, workload: stage.workload, adapter: stage.adapter, outputs: stage.outputs },
       `spec.stages[${index}]`,
       lookup,
     );
     if (!sub.ok) return done({ ...prev, phase: 'Failed', message: clip(sub.error), completionTime: now }, { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${sub.error}`) });
-    const resolved = { ...stage, ...(sub.value as Pick<PipelineStage, 'container' | 'podTemplate' | 'workload' | 'outputs'>) };
+    const resolved = { ...stage, ...(sub.value as Pick<PipelineStage, 'container' | 'podTemplate' | 'workload' | 'adapter' | 'outputs'>) };
     const retries = prev.retries ?? 0;
 
     // The resource profile (ADR 0123): a wrong one fails the stage naming the field.
@@ -250,7 +252,8 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const cacheMeta = { ...(key.ok ? { cacheKey: key.value } : {}), ...(profile === undefined ? {} : { reasons: profile.reasons.slice(0, 16).map((r) => r.slice(0, 1024)) }) };
     const fresh0 = prev.phase !== 'Running' && retries === 0 && live.length === 0;
     // An InferenceService stage's result is a running server, not an output: it is never reused.
-    if (fresh0 && key.ok && o.stepCache !== undefined && kind !== 'InferenceService') {
+    // Nor is an adapter stage's: its result is an adapter on a running server.
+    if (fresh0 && key.ok && o.stepCache !== undefined && kind !== 'InferenceService' && stage.adapter === undefined) {
       const hit = cacheLookup(key.value, o.stepCache, new Date(o.nowMs), { enabled: stage.cache, ...(stage.cacheMaxAgeSeconds === undefined ? {} : { maxAgeSeconds: stage.cacheMaxAgeSeconds }) });
       if (hit.hit) {
         const m = clip(`cached from run ${hit.entry.run}: ${hit.reason}`);
@@ -297,7 +300,15 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const wasRunning = prev.phase === 'Running' && prev.nextRetryTime === undefined;
     let outputs: Record<string, string> | undefined;
     const create: ControllerAction[] = [...inputActions];
-    if (kind === undefined) {
+    let doneMessage: string | undefined;
+    if (resolved.adapter !== undefined) {
+      const target = resolved.adapter.inferenceService;
+      const r = adapterStep(p, resolved, index, (o.services ?? []).find((x) => x.metadata.name === target), o.lastErrors);
+      if (r.kind === 'wait') return { status: { ...fresh, message: clip(r.message) }, actions: r.actions, live };
+      if (r.kind === 'fail') return r.permanent ? failNow(r.message) : failAttempt('failure', r.message);
+      outputs = { ...r.parameters };
+      doneMessage = r.message;
+    } else if (kind === undefined) {
       const want = Array.from({ length: resolved.parallelism }, (_, i) => podName(name, stage.name, i));
       let running = 0;
       let succeeded = 0;
@@ -330,7 +341,10 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
         const err = createFailure(o.lastErrors, wn);
         if (err !== undefined && permanent(err)) return failNow(`cannot create ${kind} ${wn}: ${err.message}`);
         if (w === undefined && wasRunning && err === undefined) return failAttempt('error', `${kind} ${wn} disappeared`);
-        if (w === undefined) create.push({ op: 'create', kind, object: stageWorkload(p, resolved, kind, profile === undefined ? (resolved.workload?.spec ?? {}) : profiledWorkloadSpec(kind, resolved.workload?.spec ?? {}, profile)) });
+        if (w === undefined) {
+          const wspec = profile === undefined ? (resolved.workload?.spec ?? {}) : profiledWorkloadSpec(kind, resolved.workload?.spec ?? {}, profile);
+          create.push({ op: 'create', kind, object: stageWorkload(p, resolved, kind, workloadSpecWithInputs(kind, wspec, inputs)) });
+        }
         return { status: { ...fresh, message: `creating ${kind} ${wn}` }, actions: create, live };
       }
       const phase = w.status?.phase;
@@ -371,7 +385,7 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     if (artActions.length > 0 || waits.length > 0) {
       return { status: { ...fresh, readyReplicas: 0, outputs: out, message: clip(`recording artifacts: waiting for ${[...artActions.map((a) => (a.op === 'create' ? `VolumeSnapshot ${a.object.metadata.name ?? ''}` : '')), ...waits].join(', ')}`) }, actions: artActions, live, requeueAtMs: o.nowMs + 5000 };
     }
-    const message = kind === 'InferenceService' ? `InferenceService ${workloadName(name, stage.name)} is Ready and keeps serving` : `succeeded${retries > 0 ? ` after ${retries} ${retries === 1 ? 'retry' : 'retries'}` : ''}`;
+    const message = doneMessage ?? (kind === 'InferenceService' ? `InferenceService ${workloadName(name, stage.name)} is Ready and keeps serving` : `succeeded${retries > 0 ? ` after ${retries} ${retries === 1 ? 'retry' : 'retries'}` : ''}`);
     return { status: { ...fresh, phase: 'Succeeded', readyReplicas: 0, outputs: out, message, completionTime: now }, actions: [], live, event: { type: 'Normal', reason: 'StageSucceeded', message: `stage ${stage.name}: ${message}` } };
   }
 

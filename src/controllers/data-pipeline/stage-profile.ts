@@ -8,6 +8,9 @@ import { ANNOTATION, GPU_RESOURCE, LABEL } from '../../api/wire.ts';
 import type { PipelineStage } from '../../api/schema/data-pipeline.ts';
 import type { Result } from '../../core/result.ts';
 import type { PodObject } from '../kube-objects.ts';
+import { quantityToMiB } from '../../api/quantity.ts';
+
+const HOSTNAME_KEY = 'kubernetes.io/hostname';
 import { resolveProfile, type ClusterSummary, type ProfileOverrides, type ProfileStep, type ResolvedProfile, type StepKind } from './profiles.ts';
 import type { FieldError } from './step-cache.ts';
 
@@ -43,14 +46,22 @@ export function stageProfile(stage: PipelineStage, index: number, cluster: Clust
 }
 
 /**
- * A container stage's pod with the profile's GPU models, topology, queue and GPU count. No minimum GPU memory: a
- * pod's gpu-memory annotation is a fractional request, not a floor; the chosen models already hold the step.
+ * A container stage's pod with the profile's GPU models, topology, queue and GPU count; the memory each GPU must
+ * have as the gpu-memory annotation (a floor per device, as a TrainingJob's gpu.minMemoryGiB becomes; the pod's
+ * own higher value stays); and where the profile spreads replicas (low-latency), a topology spread over nodes of
+ * the stage's pods — ScheduleAnyway, because the profile prefers separate nodes, it does not require them.
  */
 export function profiledPod(pod: PodObject, r: ResolvedProfile): PodObject {
   const ann: Record<string, string> = { ...(pod.metadata.annotations ?? {}) };
   if (r.gpuModels.length > 0) ann[ANNOTATION.gpuModels] = r.gpuModels.join(',');
   if (r.topology.required !== undefined) ann[ANNOTATION.topologyRequired] = r.topology.required;
   if (r.topology.preferred !== undefined) ann[ANNOTATION.topologyPreferred] = r.topology.preferred;
+  if (r.minMemoryGiB !== undefined && r.gpusPerPod > 0) {
+    const mib = Math.max(1, Math.ceil(r.minMemoryGiB)) * 1024;
+    const asked = ann[ANNOTATION.gpuMemory];
+    const own = asked === undefined ? undefined : quantityToMiB(asked);
+    if (own === undefined || own < mib) ann[ANNOTATION.gpuMemory] = `${mib}Mi`;
+  }
   const labels = { ...(pod.metadata.labels ?? {}), ...(r.queue === undefined ? {} : { [LABEL.queue]: r.queue }) };
   const spec = pod.spec as NonNullable<PodObject['spec']>;
   const containers = (spec.containers ?? []).map((c, i) => {
@@ -59,7 +70,14 @@ export function profiledPod(pod: PodObject, r: ResolvedProfile): PodObject {
     const g = String(r.gpusPerPod);
     return { ...c, resources: { ...res, requests: { ...(res.requests ?? {}), [GPU_RESOURCE]: g }, limits: { ...(res.limits ?? {}), [GPU_RESOURCE]: g } } };
   });
-  return { ...pod, metadata: { ...pod.metadata, labels, annotations: ann }, spec: { ...spec, containers } };
+  const own = pod.metadata.labels ?? {};
+  const selector = { [LABEL.dataPipeline]: own[LABEL.dataPipeline] ?? '', [LABEL.pipelineStage]: own[LABEL.pipelineStage] ?? '' };
+  const given = (spec.topologySpreadConstraints as readonly Record<string, unknown>[] | undefined) ?? [];
+  const spread =
+    r.topology.spread && !given.some((t) => t.topologyKey === HOSTNAME_KEY)
+      ? { topologySpreadConstraints: [...given, { maxSkew: 1, topologyKey: HOSTNAME_KEY, whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }] }
+      : {};
+  return { ...pod, metadata: { ...pod.metadata, labels, annotations: ann }, spec: { ...spec, containers, ...spread } };
 }
 
 /** A workload stage's spec with the profile's choice (the stage's own spec fields the profile decides are replaced). */
