@@ -15,7 +15,7 @@ import { withDefaults } from '../api/validate.ts';
 import { API_GROUP, API_GROUP_VERSION } from '../api/wire.ts';
 import type { Clock } from '../core/ports.ts';
 import { activationPatch, activationTime, sitsMayScale } from '../controllers/inference-service/autoscaling.ts';
-import { adapterGatePatch, annotatedEngine, encodeEngineState, hasAdapterGate, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
+import { adapterGatePatch, annotatedEngine, encodeEngineState, excuseUnloadable, hasAdapterGate, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
 import type { AdapterObservation, AutoscalerThresholds, EnginePort } from '../controllers/inference-service/model.ts';
 import { selectorString } from '../controllers/inference-service/names.ts';
 import type { PodObject } from '../controllers/kube-objects.ts';
@@ -330,13 +330,15 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       pod,
       client: new EngineClient(runtime, { name: pod.metadata.name ?? '', host: resolve(pod.status?.podIP ?? ''), port: rendered.template.port }, { ...(o.retry === undefined ? {} : { retry: o.retry }) }),
     }));
-    const states = await Promise.all(
-      replicas.map(async (r) => {
-        const rec = await syncAdapters(r.pod, runtime, r.client, want);
+    const synced = await Promise.all(replicas.map((r) => syncAdapters(r.pod, runtime, r.client, want)));
+    const loadedSomewhere = new Set(synced.flatMap((rec) => rec.adapters.filter((a) => a.state === 'Loaded').map((a) => a.name)));
+    const states = synced.map((rec) => excuseUnloadable(rec, loadedSomewhere));
+    await Promise.all(
+      replicas.map(async (r, i) => {
+        const rec = states[i] as EngineStateRecord;
         // The annotation first: once the gate makes the pod Ready, the controller already reads it as serving.
         await writeState(r.pod, rec);
         await writeGate(r.pod, rec);
-        return rec;
       }),
     );
     const serving = replicas.filter((_, i) => states[i]?.serving === true);

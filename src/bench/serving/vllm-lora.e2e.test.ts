@@ -214,6 +214,24 @@ describe('LoRA hot swap on vLLM replicas, live', () => {
     for (const [n, p] of first) expect((await snapshot()).get(n), n).toEqual(p);
   });
 
+  it('an adapter no replica can load holds nobody out: the replicas keep serving the base model and the other adapters', async () => {
+    // typo's path exists on no replica: without ADR 0125's amendment every gate would go False and no endpoint stay.
+    await cluster.client.mergePatch(PATH, { spec: { model: { ...MODEL, adapters: [{ name: 'sql', uri: 'pvc://adapters/sql' }, { name: 'ghost', uri: 'pvc://adapters/ghost' }, { name: 'typo', uri: 'pvc://adapters/typo' }] } } });
+    const s = await waitFor('typo failed on every replica', async () => {
+      const x = await svc();
+      const c = x.status?.conditions?.find((k) => k.type === 'AdapterFailure');
+      return c?.status === 'True' && (c.message?.match(/adapter typo/g) ?? []).length === 3 ? { x, c } : undefined;
+    }, 120_000, 250);
+    expect(s.x.status?.readyReplicas).toBe(2);
+    const eps = await endpointsNamed('the two good replicas still endpoints', (e) => e.length === 2 && e.every((x) => first.has(x.name)));
+    for (const ep of eps) {
+      expect(await served(ep, 'sql')).toBe(adapted);
+      expect(await served(ep, APP)).toBe(base);
+      expect((await ask(ep, 'typo')).status).toBe(404);
+    }
+    for (const [n, p] of first) expect((await snapshot()).get(n), n).toEqual(p);
+  });
+
   it('unloads removed adapters on every replica, still on the same pods: a request naming one then fails', async () => {
     const before = await snapshot();
     const lines = logs.length;

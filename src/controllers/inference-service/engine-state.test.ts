@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../api/validate.ts';
 import { LABEL } from '../../api/wire.ts';
 import type { PodObject } from '../kube-objects.ts';
-import { adapterGatePatch, ADAPTERS_LOADED_CONDITION, annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, hasAdapterGate, planAdapters, readEngineState } from './engine-state.ts';
+import { adapterGatePatch, ADAPTERS_LOADED_CONDITION, annotatedEngine, encodeEngineState, ENGINE_STATE_ANNOTATION, excuseUnloadable, hasAdapterGate, planAdapters, readEngineState } from './engine-state.ts';
 import type { InferenceServiceObject } from './model.ts';
 import { CONDITION, reconcileInferenceService } from './reconcile.ts';
 
@@ -102,5 +102,22 @@ describe('the adapters-loaded readiness gate', () => {
     expect(adapterGatePatch(gated('True'), loading, at)?.status).toEqual({ conditions: [{ type: ADAPTERS_LOADED_CONDITION, status: 'False', reason: 'AdaptersNotLoaded', message: 'not loaded: sql Loading', lastTransitionTime: at }] });
     expect(JSON.stringify(adapterGatePatch(gated(), failed, at))).toContain('not loaded: sql Failed: no such file');
     expect(adapterGatePatch(gated('False'), failed, at)).toBeUndefined();
+  });
+});
+
+describe('excuseUnloadable', () => {
+  const failed = { serving: false, adapters: [{ name: 'sql', state: 'Loaded' as const }, { name: 'typo', state: 'Failed' as const, message: 'no such file' }] };
+  it('lets a replica serve when the only adapters it lacks failed and no replica has them', () => {
+    const r = excuseUnloadable(failed, new Set(['sql']));
+    expect(r.serving).toBe(true);
+    // Still Failed in the record: AdapterFailure keeps naming it.
+    expect(r.adapters.find((a) => a.name === 'typo')?.state).toBe('Failed');
+  });
+  it('holds it out while another replica serves the adapter, or while one is still loading', () => {
+    expect(excuseUnloadable(failed, new Set(['sql', 'typo'])).serving).toBe(false);
+    const loading = { serving: false, adapters: [{ name: 'sql', state: 'Loading' as const }] };
+    expect(excuseUnloadable(loading, new Set())).toBe(loading);
+    const ok = { serving: true, adapters: [{ name: 'sql', state: 'Loaded' as const }] };
+    expect(excuseUnloadable(ok, new Set())).toBe(ok);
   });
 });

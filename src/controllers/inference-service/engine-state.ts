@@ -86,6 +86,19 @@ export function annotatedEngine(desiredAdapters: (namespace: string, service: st
   };
 }
 
+/**
+ * The replica's record as the gate and the controller read it, given the adapters some replica of the service has
+ * loaded: an adapter that failed here and is loaded on no replica holds nobody out (ADR 0125, amended 2026-12-02).
+ * The gate keeps replicas consistent — none serves without an adapter another one serves — but an adapter nobody
+ * can load (a wrong URI, a rank over the engine's limit) would otherwise take every endpoint away from the base
+ * model and the other adapters. It stays Failed in the record, so AdapterFailure still names it and each replica.
+ */
+export function excuseUnloadable(rec: EngineStateRecord, loadedSomewhere: ReadonlySet<string>): EngineStateRecord {
+  if (rec.serving || rec.adapters.length === 0) return rec;
+  const ok = rec.adapters.every((a) => a.state === 'Loaded' || (a.state === 'Failed' && !loadedSomewhere.has(a.name)));
+  return ok ? { ...rec, serving: true } : rec;
+}
+
 /** What to do on one replica: load what the spec lists and the engine has not applied, unload what it no longer lists. */
 export function planAdapters(desired: readonly string[], engine: readonly { readonly name: string; readonly active: boolean }[]): { readonly load: readonly string[]; readonly unload: readonly string[] } {
   const want = new Set(desired);
