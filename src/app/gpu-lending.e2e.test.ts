@@ -5,13 +5,13 @@
 // worker and the new replica bind on the freed GPU; scaling it down gives the worker back after the cooldown. A job
 // of higher priority than the service, or in a queue the service's queue may not reclaim from, never lends: the
 // replica stays pending with a NoGpuLender event.
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import type { V1Pod } from '@kubernetes/client-node';
-import { KubeClient } from '../kube/client.ts';
-import { loadKubeConfig } from './live.ts';
+import type { KubeClient } from '../kube/client.ts';
+import type { PolicyRule } from '../deploy/rbac.ts';
+import { serviceAccountClient } from './service-account-testing.ts';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
@@ -28,8 +28,8 @@ let lending: GpuLending;
 const logs: string[] = [];
 
 /** The rules of the controllers' ClusterRole as shipped (deploy/rbac.yaml, generated from src/deploy/rbac.ts). */
-function shippedControllerRules(): unknown[] {
-  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map((d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: unknown[] });
+function shippedControllerRules(): PolicyRule[] {
+  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map((d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: PolicyRule[] });
   const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'sits-controllers');
   if (role?.rules === undefined) throw new Error('deploy/rbac.yaml has no sits-controllers ClusterRole');
   return role.rules;
@@ -38,30 +38,7 @@ function shippedControllerRules(): unknown[] {
 /** A client of ServiceAccount sits-system/sits-controller bound to exactly the shipped rules. */
 async function controllerIdentity(): Promise<KubeClient> {
   await createNs(client, 'sits-system');
-  await client.post('/api/v1/namespaces/sits-system/serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'sits-controller' } });
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'lending-e2e' }, rules: shippedControllerRules() });
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    apiVersion: 'rbac.authorization.k8s.io/v1',
-    kind: 'ClusterRoleBinding',
-    metadata: { name: 'lending-e2e' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'lending-e2e' },
-    subjects: [{ kind: 'ServiceAccount', name: 'sits-controller', namespace: 'sits-system' }],
-  });
-  const tr = await client.post<{ status: { token: string } }>('/api/v1/namespaces/sits-system/serviceaccounts/sits-controller/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-  const path = join(cluster.plane.dir, 'lender.kubeconfig');
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: cluster.plane.server, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: 'lender', user: { token: tr.status.token } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: 'lender' } }],
-      'current-context': 'c',
-    }),
-    { mode: 0o600 },
-  );
-  const sa = new KubeClient(loadKubeConfig(path));
+  const sa = (await serviceAccountClient(client, cluster.plane, { namespace: 'sits-system', name: 'sits-controller', rules: shippedControllerRules() })).client;
   // The apiserver's RBAC authorizer sees the new binding through its informers.
   await waitFor('the lender identity may list queues', async () => sa.get('/apis/ai.sits2026.dev/v1/queues').then(() => true), 30_000);
   return sa;
