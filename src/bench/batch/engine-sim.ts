@@ -33,6 +33,8 @@ export interface Finished {
 export class EngineSim {
   nowMs = 0;
   busyMs = 0;
+  /** busyMs at the model's speed: busyMs / modelMs is the slowdown a worker observes (step time vs the model). */
+  modelMs = 0;
   tokens = 0;
   /** Sequences admitted at most (the batch size policy's knob); --max-num-seqs caps it. */
   maxSeqs: number;
@@ -111,9 +113,11 @@ export class EngineSim {
       prefill += take;
       if (s.prefillLeft === 0) prefilled.push(s);
     }
-    const dur = (stepSeconds(this.m, decodeSeqs, ctx, prefill) * 1000) / this.speed;
+    const model = stepSeconds(this.m, decodeSeqs, ctx, prefill) * 1000;
+    const dur = model / this.speed;
     this.nowMs += dur;
     this.busyMs += dur;
+    this.modelMs += model;
     this.tokens += prefill + decodeSeqs;
     for (const s of this.running) {
       if (s.prefillLeft > 0) continue;

@@ -150,6 +150,8 @@ interface Worker {
   live: Live[];
   size: number;
   window: number[];
+  /** engine busyMs and modelMs when the window began: the window's observed slowdown. */
+  windowFrom: { busyMs: number; modelMs: number };
   downUntil: number;
 }
 
@@ -212,7 +214,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   const f = o.faults ?? {};
   const workers: Worker[] = Array.from({ length: gpus }, (_, i) => {
     const e = new EngineSim(m);
-    return { i, info: { id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true }, e, live: [], size: init.size, window: [], downUntil: 0 };
+    return { i, info: { id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true }, e, live: [], size: init.size, window: [], windowFrom: { busyMs: 0, modelMs: 0 }, downUntil: 0 };
   });
   for (const w of workers) c.register(w.info);
   const lat: number[] = [];
@@ -280,10 +282,13 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     }
     if (w.window.length >= windowN) {
       const p99 = percentile(w.window, 99) ?? 0;
+      const modelled = w.e.modelMs - w.windowFrom.modelMs;
+      const slowdown = modelled > 0 ? (w.e.busyMs - w.windowFrom.busyMs) / modelled : 1;
       const observed = { p99Ms: p99, memoryFraction: w.e.kvFraction };
-      w.size = decide(w.size, observed, aimdStep(w.size, observed, aimd).size);
+      w.size = decide(w.size, observed, aimdStep(w.size, { ...observed, slowdown }, aimd).size);
       sizes.push(w.size);
       w.window = [];
+      w.windowFrom = { busyMs: w.e.busyMs, modelMs: w.e.modelMs };
     }
   };
 
@@ -335,7 +340,8 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
       continue;
     }
     if (now >= nextTick) {
-      const idle = workers.filter((w) => w.e.inFlight === 0 && w.e.nowMs >= w.downUntil && !(quarantine.isQuarantined(w.info.device, now))).length;
+      // Idle: up (a killed worker is down until its engine is back), nothing in flight, device not quarantined.
+      const idle = workers.filter((w) => w.e.inFlight === 0 && now >= w.downUntil && !quarantine.isQuarantined(w.info.device, now)).length;
       for (const cut of c.tick(now, idle))
         for (const w of workers)
           for (const l of w.live)

@@ -459,14 +459,16 @@ export class BatchCoordinator {
    */
   tick(nowMs: number, idleWorkers: number): { attemptId: string; cut: number; why: string }[] {
     if (this.state !== 'running') return [];
-    const candidates = [...this.attempts.values()].filter((a) => !a.resharded && !a.rung.cpu && a.speculativeOf === undefined);
+    // A re-sharded attempt or a chunk is not judged a straggler again, but the tail steal may split it further.
+    const candidates = [...this.attempts.values()].filter((a) => !a.rung.cpu && (this.cfg.longTail.idleSteal === true || (!a.resharded && a.speculativeOf === undefined)));
     const typical = this.finishedMsPerRecord.length === 0 ? undefined : median(this.finishedMsPerRecord);
     const plans = planReshards(
-      candidates.map((a) => ({ id: a.id, range: a.range, startMs: a.startMs, done: a.done })),
+      candidates.map((a) => ({ id: a.id, range: a.range, startMs: a.startMs, done: a.done, ...(a.resharded || a.speculativeOf !== undefined ? { stealOnly: true } : {}) })),
       nowMs,
       typical,
       idleWorkers,
       this.cfg.longTail,
+      this.open.length,
     );
     const out: { attemptId: string; cut: number; why: string }[] = [];
     for (const p of plans) {
