@@ -17,7 +17,7 @@ import { percentile } from '../../core/stats.ts';
 import { makeQueue, TIER_WEIGHTS } from '../../core/queue/model.ts';
 import { simulateShares, tenantsFromQueues } from '../../controllers/batch-inference/wfq.ts';
 import type { EngineRequest } from './engine-sim.ts';
-import { ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
+import { ceilingBreakdown, ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
 import type { FaultPlan, RunResult, SitsResult } from './policies.ts';
 import { capacityBoundMs, runFixed, runSits, runStatic } from './policies.ts';
 import { DEFAULT_LADDER } from '../../controllers/batch-inference/fault-ladder.ts';
@@ -168,6 +168,11 @@ export interface BatchBenchDetails {
   readonly faultPlan: FaultPlan;
   /** The best makespan ratio any scheduler could reach with the capacity the faults leave. */
   readonly faultCapacityBoundRatio: number;
+  /**
+   * The oracle: the engine model's ceiling on this token mix (every step full) over the GPUs, i.e. the most any
+   * batching policy could reach, and what it allows against static batching; where the ceiling's time goes.
+   */
+  readonly oracle: { readonly tokensPerSec: number; readonly maxThroughputVsStatic: number; readonly maxUtilizationVsStatic: number; readonly sitsPctOfOracle: number; readonly timePct: { prefill: number; decode: number; fixed: number } };
   /** With faultSeeds: the held-out fault plans' makespan ratios and capacity bounds. */
   readonly heldOutFaults?: readonly HeldOutFault[];
   readonly slaFrontier: readonly ({ slaP99Ms: number } & BatchMetrics)[];
@@ -195,7 +200,7 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
   const three = tenantShares(m, reqs, ['gold', 'silver', 'bronze'], o.quantumMs, sits.initialBatch);
   const two = tenantShares(m, reqs, ['gold', 'bronze'], o.quantumMs, sits.initialBatch);
   const makespanRatio = r2(faulty.makespanMs / sits.makespanMs);
-  const bound = (p: FaultPlan): number => r2(capacityBoundMs(p, o.gpus, T, m.startupSec * 1000, DEFAULT_LADDER.quarantineMinutes * 60_000) / T);
+  const bound = (p: FaultPlan): number => r2(capacityBoundMs(p, o.gpus, T, m.startupSec * 1000, DEFAULT_LADDER.quarantineMinutes * 60_000, sits.busyGpuMs) / T);
   const boundRatio = bound(plan);
   const heldOut: HeldOutFault[] = (o.faultSeeds ?? []).map((seed) => {
     const p = randomFaultPlan(seed, o.gpus, T);
@@ -226,6 +231,17 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
     twoTenants: two,
     faultPlan: plan,
     faultCapacityBoundRatio: boundRatio,
+    oracle: (() => {
+      const ceil = ceilingTokensPerSec(m, reqs) * o.gpus;
+      const b = ceilingBreakdown(m, reqs);
+      return {
+        tokensPerSec: r2(ceil),
+        maxThroughputVsStatic: r2(ceil / ms.static.throughputTokensPerSec),
+        maxUtilizationVsStatic: r2(100 / ms.static.utilizationPct),
+        sitsPctOfOracle: r2((100 * ms.sits.throughputTokensPerSec) / ceil),
+        timePct: { prefill: b.prefillPct, decode: b.decodePct, fixed: b.fixedPct },
+      };
+    })(),
     ...(heldOut.length === 0 ? {} : { heldOutFaults: heldOut }),
     slaFrontier: frontier,
     faultEvents: faulty.events.filter((e) => /quarantin|rung|lost|re-sharded|epoch/.test(e)).slice(0, 40),

@@ -153,3 +153,22 @@ export function ceilingTokensPerSec(m: EngineModel, reqs: readonly EngineRequest
   }
   return sec === 0 ? 0 : tokens / sec;
 }
+
+/**
+ * Where the ceiling's time goes on a token mix: prefill (prompt tokens at the prefill rate), decode (per-sequence
+ * and KV-read cost of each output token) and the steps' fixed cost. A mix whose time is mostly prefill leaves
+ * little for any batching policy to win: batching amortises the fixed and per-step costs, not the prefill FLOPs.
+ */
+export function ceilingBreakdown(m: EngineModel, reqs: readonly EngineRequest[]): { prefillPct: number; decodePct: number; fixedPct: number } {
+  let prefill = 0;
+  let decode = 0;
+  let fixed = 0;
+  for (const r of reqs) {
+    prefill += r.promptTokens / m.prefillTokensPerSec;
+    decode += r.outputTokens * (m.stepPerSeqSec + m.stepPerContextTokenSec * (r.promptTokens + r.outputTokens / 2));
+    fixed += ((r.promptTokens + r.outputTokens) / m.maxBatchedTokens) * m.stepBaseSec;
+  }
+  const all = prefill + decode + fixed;
+  const pct = (x: number): number => (all === 0 ? 0 : Math.round((10000 * x) / all) / 100);
+  return { prefillPct: pct(prefill), decodePct: pct(decode), fixedPct: pct(fixed) };
+}

@@ -122,6 +122,8 @@ export interface SitsOptions {
 }
 
 export interface SitsResult extends RunResult {
+  /** GPU time the engines were busy, at the model's speed (the work done; a straggler's slowness not counted). */
+  readonly busyGpuMs: number;
   readonly recordsLost: number;
   readonly recordsDuplicated: number;
   readonly outputState: string;
@@ -164,9 +166,12 @@ export function speedAt(f: FaultPlan, worker: number, nowMs: number): number {
  * The best makespan any scheduler could reach under `f`: the fault-free job's GPU time spread over the capacity
  * left (stragglers at their speed, killed workers down for the engine start-up, a broken device gone for the
  * quarantine). SITS's makespan with faults is judged against this as well as against the fault-free one.
+ * `needGpuMs` is the fault-free run's busy GPU time (its work); unset, gpus × faultFreeMs, which also counts the
+ * fault-free run's idle tail as work. Approximate either way: the batch sizes AIMD picks under faults differ, and
+ * with them the work (a few per cent either side).
  */
-export function capacityBoundMs(f: FaultPlan, gpus: number, faultFreeMs: number, startupMs: number, quarantineMs: number): number {
-  const need = gpus * faultFreeMs;
+export function capacityBoundMs(f: FaultPlan, gpus: number, faultFreeMs: number, startupMs: number, quarantineMs: number, needGpuMs?: number): number {
+  const need = needGpuMs ?? gpus * faultFreeMs;
   const dt = 100;
   let got = 0;
   let t = 0;
@@ -375,6 +380,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     latenciesMs: lat,
     jobTokens: jobTokens(reqs),
     engineTokens: workers.reduce((a, w) => a + w.e.tokens, 0),
+    busyGpuMs: workers.reduce((a, w) => a + w.e.modelMs, 0),
     gpus,
     recordsLost: lost,
     recordsDuplicated: dup,
