@@ -162,6 +162,8 @@ export interface BatchBenchDetails {
   readonly model: string;
   readonly slaP99Ms: number;
   readonly makespanSec: { static: number; fixed: number; sits: number; sitsWithFaults: number };
+  /** The faulted SITS run's p99 (a throttled GPU's requests miss the SLA at any batch size). */
+  readonly sitsWithFaultsP99LatencyMs: number;
   readonly sitsInitialBatch: number;
   readonly sitsBatchSizes: { min: number; max: number; last: number };
   readonly twoTenants: Record<string, TierShare>;
@@ -226,6 +228,7 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
     model: m.name,
     slaP99Ms: o.slaP99Ms,
     makespanSec: { static: r2(st.makespanMs / 1000), fixed: r2(fx.makespanMs / 1000), sits: r2(sits.makespanMs / 1000), sitsWithFaults: r2(faulty.makespanMs / 1000) },
+    sitsWithFaultsP99LatencyMs: r2(percentile(faulty.latenciesMs, 99) ?? 0),
     sitsInitialBatch: sits.initialBatch,
     sitsBatchSizes: { min: Math.min(...sizes), max: Math.max(...sizes), last: sizes[sizes.length - 1] as number },
     twoTenants: two,
