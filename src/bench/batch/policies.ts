@@ -119,6 +119,8 @@ export interface SitsOptions {
   readonly windowRequests?: number;
   /** A WASM batch-size plugin deciding the start size and each window's adjustment instead of the built-in. */
   readonly batchPlugin?: PluginCaller;
+  /** Commit each attempt's finished prefix this often (default 10 s; 0: only whole attempts). */
+  readonly checkpointMs?: number;
 }
 
 export interface SitsResult extends RunResult {
@@ -143,6 +145,8 @@ interface Live {
   end: number;
   readonly done: Set<number>;
   failAtMs?: number;
+  /** The last checkpoint: when, how many records from the start it committed, and how many there were. */
+  checkpoint: { atMs: number; upTo: number; n: number };
 }
 
 interface Worker {
@@ -246,7 +250,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
         const a = c.assign(w.info, w.e.nowMs);
         if (a === undefined) return;
         const br = broken(w, w.e.nowMs);
-        l = { a, tag: ++tagSeq, startMs: w.e.nowMs, next: a.range.start, end: a.range.end, done: new Set(), ...(br === undefined ? {} : { failAtMs: w.e.nowMs + br.failAfterMs }) };
+        l = { a, tag: ++tagSeq, startMs: w.e.nowMs, next: a.range.start, end: a.range.end, done: new Set(), checkpoint: { atMs: w.e.nowMs, upTo: 0, n: 0 }, ...(br === undefined ? {} : { failAtMs: w.e.nowMs + br.failAfterMs }) };
         w.live.push(l);
       }
       w.e.submit(reqs[l.next] as EngineRequest, l.tag);
@@ -262,6 +266,18 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     if (c.done && doneAtMs === 0) doneAtMs = w.e.nowMs;
     w.live = w.live.filter((x) => x !== l);
     if (r.kind !== 'failed') cancel(r.cancel);
+  };
+
+  // The finished prefix is committed every checkpointMs, so a killed worker loses seconds of work, not a shard.
+  const checkpointMs = o.checkpointMs ?? 10_000;
+  const checkpoint = (l: Live, upTo: number, nowMs: number): void => {
+    const n = l.checkpoint.n + 1;
+    const file = `parts/${l.a.attemptId}.c${n}.jsonl`;
+    store.writeAtomic(file, `${partLines(cfg.jobUid, records, l.a, { upTo }).join('\n')}\n`);
+    l.checkpoint = { atMs: nowMs, upTo, n };
+    const r = c.checkpoint(l.a.attemptId, file);
+    if (r.kind !== 'failed') cancel(r.cancel);
+    if (c.done && doneAtMs === 0) doneAtMs = nowMs;
   };
 
   const cancel = (ids: readonly string[]): void => {
@@ -284,6 +300,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
       while (l.done.has(l.a.range.start + contiguous)) contiguous++;
       c.progress(l.a.attemptId, contiguous, 0);
       if (l.done.size === l.end - l.a.range.start && l.next >= l.end) finishAttempt(w, l);
+      else if (checkpointMs > 0 && d.doneMs - l.checkpoint.atMs >= checkpointMs && contiguous > l.checkpoint.upTo) checkpoint(l, contiguous, d.doneMs);
     }
     if (w.window.length >= windowN) {
       const p99 = percentile(w.window, 99) ?? 0;
