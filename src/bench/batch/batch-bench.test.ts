@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { LLAMA31_8B_H100 } from '../../serving/engine-model.ts';
 import { parseAzureTrace } from '../../serving/sim/trace.ts';
-import { runBatchBench } from './batch-bench.ts';
-import { ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
+import { randomFaultPlan, runBatchBench } from './batch-bench.ts';
+import { ceilingBreakdown, ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
 import { capacityBoundMs, runFixed, runSits, runStatic } from './policies.ts';
 import { DEFAULT_BATCH_TRACE } from './run.ts';
 
@@ -28,6 +28,11 @@ describe('engine simulation on the serving engine model', () => {
     e.step();
     expect(e.kvFraction).toBeLessThanOrEqual(1);
     expect(e.kvFraction).toBeCloseTo(9030 / 10_000);
+  });
+  it('the ceiling\'s time on this trace is mostly prefill (what no batching policy can amortise)', () => {
+    const b = ceilingBreakdown(m, reqs);
+    expect(b.prefillPct + b.decodePct + b.fixedPct).toBeCloseTo(100, 1);
+    expect(b.prefillPct).toBeGreaterThan(85);
   });
   it('achieved throughput stays under the ceiling', () => {
     for (const r of [runStatic(m, reqs, 2), runFixed(m, reqs, 2)]) expect(r.jobTokens / (r.makespanMs / 1000) / 2).toBeLessThan(ceilingTokensPerSec(m, reqs));
@@ -67,5 +72,24 @@ describe('runBatchBench', () => {
     expect(r.json.tenants.gold.entitledPct).toBeCloseTo(57.14, 1);
     expect(r.details.twoTenants.gold?.entitledPct).toBe(80);
     expect(r.json.faults).toMatchObject({ recordsLost: 0, recordsDuplicated: 0 });
+  });
+});
+
+describe('held-out fault plans', () => {
+  it('are drawn from the seed alone, one fault of each kind on distinct workers', () => {
+    expect(randomFaultPlan(7, 4, 100_000)).toEqual(randomFaultPlan(7, 4, 100_000));
+    expect(randomFaultPlan(7, 4, 100_000)).not.toEqual(randomFaultPlan(8, 4, 100_000));
+    for (let seed = 1; seed <= 20; seed++) {
+      const p = randomFaultPlan(seed, 4, 100_000);
+      const ws = [p.brokenDevices?.[0]?.worker, p.stragglers?.[0]?.worker, p.kills?.[0]?.worker];
+      expect(new Set(ws).size).toBe(3);
+      expect(p.stragglers?.[0]?.speed).toBeGreaterThanOrEqual(0.2);
+    }
+  });
+  it('--fault-seeds: every held-out run keeps every record exactly once and reports its bound', () => {
+    const r = runBatchBench(trace, { records: 300, frontier: [], faultSeeds: [1, 2] });
+    expect(r.details.heldOutFaults?.map((h) => [h.seed, h.recordsLost, h.recordsDuplicated])).toEqual([[1, 0, 0], [2, 0, 0]]);
+    for (const h of r.details.heldOutFaults ?? []) expect(h.capacityBoundRatio).toBeGreaterThan(0);
+    expect(r.details.oracle.maxThroughputVsStatic).toBeGreaterThan(1);
   });
 });

@@ -17,11 +17,13 @@ import { percentile } from '../../core/stats.ts';
 import { makeQueue, TIER_WEIGHTS } from '../../core/queue/model.ts';
 import { simulateShares, tenantsFromQueues } from '../../controllers/batch-inference/wfq.ts';
 import type { EngineRequest } from './engine-sim.ts';
-import { ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
+import { ceilingBreakdown, ceilingTokensPerSec, EngineSim } from './engine-sim.ts';
 import type { FaultPlan, RunResult, SitsResult } from './policies.ts';
 import { capacityBoundMs, runFixed, runSits, runStatic } from './policies.ts';
 import { DEFAULT_LADDER } from '../../controllers/batch-inference/fault-ladder.ts';
 import type { PluginCaller, PluginTally } from '../../controllers/batch-inference/wasm-plugin.ts';
+import type { FailureKind } from '../../controllers/batch-inference/fault-ladder.ts';
+import { seededRng } from '../../core/ports.ts';
 
 export interface BatchMetrics {
   readonly throughputTokensPerSec: number;
@@ -60,6 +62,11 @@ export interface BatchBenchOptions {
   readonly frontier: readonly number[];
   /** A WASM batch-size plugin for every SITS run (`--batch-plugin`); unset: the built-in strategy. */
   readonly batchPlugin?: PluginCaller;
+  /**
+   * Held-out fault plans (`--fault-seeds`): the SITS job again under randomFaultPlan(seed) for each seed, so the
+   * makespan ratio is also judged on injections no policy was tuned on. Empty: none (the default run is fast).
+   */
+  readonly faultSeeds?: readonly number[];
 }
 
 export const DEFAULT_BATCH_BENCH: BatchBenchOptions = { gpus: 4, slaP99Ms: 5000, kvHitRate: 0, quantumMs: 30, frontier: [2000, 10000, 20000, 60000] };
@@ -105,18 +112,71 @@ function tenantShares(m: EngineModel, reqs: readonly EngineRequest[], tiers: rea
   return out;
 }
 
+/** The default run's fault plan (the one the JSON's `faults` reports), at fractions of the fault-free makespan T. */
+export function defaultFaultPlan(gpus: number, T: number): FaultPlan {
+  return {
+    // A device that fails every shard from 60 % of the way (walks the ladder, quarantined for 15 minutes), a GPU
+    // throttled to 30 % between 30 % and 70 %, a worker killed at 40 % (back after the engine's start-up), and the
+    // coordinator restarted at 50 %.
+    brokenDevices: [{ worker: 1 % gpus, fromMs: Math.round(T * 0.6), kind: 'oom', failAfterMs: 2000 }],
+    stragglers: gpus > 2 ? [{ worker: 2, speed: 0.3, fromMs: Math.round(T * 0.3), untilMs: Math.round(T * 0.7) }] : [],
+    kills: gpus > 3 ? [{ worker: 3, atMs: Math.round(T * 0.4) }] : [],
+    coordinatorRestartsMs: [Math.round(T * 0.5)],
+  };
+}
+
+/**
+ * A held-out fault plan of the same family as the default one, drawn from `seed`: one device broken from a random
+ * point (a random failure kind, failing after 0.5–5 s of running), one straggler at 20–60 % speed for 20–50 % of
+ * the job, one worker killed, one coordinator restart, each on a different worker where there are enough.
+ */
+export function randomFaultPlan(seed: number, gpus: number, T: number): FaultPlan {
+  const r = seededRng(seed);
+  const between = (a: number, b: number): number => a + (b - a) * r.next();
+  const order = Array.from({ length: gpus }, (_, i) => i);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = r.int(i + 1);
+    [order[i], order[j]] = [order[j] as number, order[i] as number];
+  }
+  const kinds: readonly FailureKind[] = ['oom', 'timeout', 'crash', 'hardware'];
+  const from = Math.round(T * between(0.1, 0.6));
+  return {
+    brokenDevices: [{ worker: order[0] as number, fromMs: Math.round(T * between(0.3, 0.8)), kind: kinds[r.int(kinds.length)] as FailureKind, failAfterMs: Math.round(between(500, 5000)) }],
+    stragglers: gpus > 1 ? [{ worker: order[1 % gpus] as number, speed: Math.round(between(0.2, 0.6) * 100) / 100, fromMs: from, untilMs: from + Math.round(T * between(0.2, 0.5)) }] : [],
+    kills: gpus > 2 ? [{ worker: order[2] as number, atMs: Math.round(T * between(0.2, 0.8)) }] : [],
+    coordinatorRestartsMs: [Math.round(T * between(0.2, 0.8))],
+  };
+}
+
+export interface HeldOutFault {
+  readonly seed: number;
+  readonly makespanRatio: number;
+  readonly capacityBoundRatio: number;
+  readonly recordsLost: number;
+  readonly recordsDuplicated: number;
+}
+
 export interface BatchBenchDetails {
   readonly records: number;
   readonly gpus: number;
   readonly model: string;
   readonly slaP99Ms: number;
   readonly makespanSec: { static: number; fixed: number; sits: number; sitsWithFaults: number };
+  /** The faulted SITS run's p99 (a throttled GPU's requests miss the SLA at any batch size). */
+  readonly sitsWithFaultsP99LatencyMs: number;
   readonly sitsInitialBatch: number;
   readonly sitsBatchSizes: { min: number; max: number; last: number };
   readonly twoTenants: Record<string, TierShare>;
   readonly faultPlan: FaultPlan;
   /** The best makespan ratio any scheduler could reach with the capacity the faults leave. */
   readonly faultCapacityBoundRatio: number;
+  /**
+   * The oracle: the engine model's ceiling on this token mix (every step full) over the GPUs, i.e. the most any
+   * batching policy could reach, and what it allows against static batching; where the ceiling's time goes.
+   */
+  readonly oracle: { readonly tokensPerSec: number; readonly maxThroughputVsStatic: number; readonly maxUtilizationVsStatic: number; readonly sitsPctOfOracle: number; readonly timePct: { prefill: number; decode: number; fixed: number } };
+  /** With faultSeeds: the held-out fault plans' makespan ratios and capacity bounds. */
+  readonly heldOutFaults?: readonly HeldOutFault[];
   readonly slaFrontier: readonly ({ slaP99Ms: number } & BatchMetrics)[];
   readonly faultEvents: readonly string[];
   readonly quarantined: readonly string[];
@@ -136,21 +196,19 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
   const plug = o.batchPlugin === undefined ? {} : { batchPlugin: o.batchPlugin };
   const sits = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...plug });
   const T = sits.makespanMs;
-  const plan: FaultPlan = {
-    // A device that fails every shard from 60 % of the way (walks the ladder, quarantined for 15 minutes), a GPU
-    // throttled to 30 % between 30 % and 70 %, a worker killed at 40 % (back after the engine's start-up), and the
-    // coordinator restarted at 50 %.
-    brokenDevices: [{ worker: 1 % o.gpus, fromMs: Math.round(T * 0.6), kind: 'oom', failAfterMs: 2000 }],
-    stragglers: o.gpus > 2 ? [{ worker: 2, speed: 0.3, fromMs: Math.round(T * 0.3), untilMs: Math.round(T * 0.7) }] : [],
-    kills: o.gpus > 3 ? [{ worker: 3, atMs: Math.round(T * 0.4) }] : [],
-    coordinatorRestartsMs: [Math.round(T * 0.5)],
-  };
+  const plan = defaultFaultPlan(o.gpus, T);
   const faulty: SitsResult = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, faults: plan, ...plug });
   const ms = { static: metrics(m, reqs, st), fixed: metrics(m, reqs, fx), sits: metrics(m, reqs, sits) };
   const three = tenantShares(m, reqs, ['gold', 'silver', 'bronze'], o.quantumMs, sits.initialBatch);
   const two = tenantShares(m, reqs, ['gold', 'bronze'], o.quantumMs, sits.initialBatch);
   const makespanRatio = r2(faulty.makespanMs / sits.makespanMs);
-  const boundRatio = r2(capacityBoundMs(plan, o.gpus, T, m.startupSec * 1000, DEFAULT_LADDER.quarantineMinutes * 60_000) / T);
+  const bound = (p: FaultPlan): number => r2(capacityBoundMs(p, o.gpus, T, m.startupSec * 1000, DEFAULT_LADDER.quarantineMinutes * 60_000, sits.busyGpuMs) / T);
+  const boundRatio = bound(plan);
+  const heldOut: HeldOutFault[] = (o.faultSeeds ?? []).map((seed) => {
+    const p = randomFaultPlan(seed, o.gpus, T);
+    const r = runSits(m, reqs, o.gpus, { slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, faults: p, ...plug });
+    return { seed, makespanRatio: r2(r.makespanMs / T), capacityBoundRatio: bound(p), recordsLost: r.recordsLost, recordsDuplicated: r.recordsDuplicated };
+  });
   // The latency/throughput frontier of SITS's SLA (the one knob): what each p99 target costs in throughput.
   const frontier = o.frontier.map((sla) => {
     const r = metrics(m, reqs, runSits(m, reqs, o.gpus, { slaP99Ms: sla, kvHitRate: o.kvHitRate, ...plug }));
@@ -170,11 +228,24 @@ export function runBatchBench(trace: readonly TraceRequest[], opts: Partial<Batc
     model: m.name,
     slaP99Ms: o.slaP99Ms,
     makespanSec: { static: r2(st.makespanMs / 1000), fixed: r2(fx.makespanMs / 1000), sits: r2(sits.makespanMs / 1000), sitsWithFaults: r2(faulty.makespanMs / 1000) },
+    sitsWithFaultsP99LatencyMs: r2(percentile(faulty.latenciesMs, 99) ?? 0),
     sitsInitialBatch: sits.initialBatch,
     sitsBatchSizes: { min: Math.min(...sizes), max: Math.max(...sizes), last: sizes[sizes.length - 1] as number },
     twoTenants: two,
     faultPlan: plan,
     faultCapacityBoundRatio: boundRatio,
+    oracle: (() => {
+      const ceil = ceilingTokensPerSec(m, reqs) * o.gpus;
+      const b = ceilingBreakdown(m, reqs);
+      return {
+        tokensPerSec: r2(ceil),
+        maxThroughputVsStatic: r2(ceil / ms.static.throughputTokensPerSec),
+        maxUtilizationVsStatic: r2(100 / ms.static.utilizationPct),
+        sitsPctOfOracle: r2((100 * ms.sits.throughputTokensPerSec) / ceil),
+        timePct: { prefill: b.prefillPct, decode: b.decodePct, fixed: b.fixedPct },
+      };
+    })(),
+    ...(heldOut.length === 0 ? {} : { heldOutFaults: heldOut }),
     slaFrontier: frontier,
     faultEvents: faulty.events.filter((e) => /quarantin|rung|lost|re-sharded|epoch/.test(e)).slice(0, 40),
     quarantined: faulty.quarantined,

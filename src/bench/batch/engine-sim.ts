@@ -33,6 +33,8 @@ export interface Finished {
 export class EngineSim {
   nowMs = 0;
   busyMs = 0;
+  /** busyMs at the model's speed: busyMs / modelMs is the slowdown a worker observes (step time vs the model). */
+  modelMs = 0;
   tokens = 0;
   /** Sequences admitted at most (the batch size policy's knob); --max-num-seqs caps it. */
   maxSeqs: number;
@@ -111,9 +113,11 @@ export class EngineSim {
       prefill += take;
       if (s.prefillLeft === 0) prefilled.push(s);
     }
-    const dur = (stepSeconds(this.m, decodeSeqs, ctx, prefill) * 1000) / this.speed;
+    const model = stepSeconds(this.m, decodeSeqs, ctx, prefill) * 1000;
+    const dur = model / this.speed;
     this.nowMs += dur;
     this.busyMs += dur;
+    this.modelMs += model;
     this.tokens += prefill + decodeSeqs;
     for (const s of this.running) {
       if (s.prefillLeft > 0) continue;
@@ -148,4 +152,23 @@ export function ceilingTokensPerSec(m: EngineModel, reqs: readonly EngineRequest
     sec += r.promptTokens / m.prefillTokensPerSec + r.outputTokens * (m.stepPerSeqSec + m.stepPerContextTokenSec * avgCtx) + (t / m.maxBatchedTokens) * m.stepBaseSec;
   }
   return sec === 0 ? 0 : tokens / sec;
+}
+
+/**
+ * Where the ceiling's time goes on a token mix: prefill (prompt tokens at the prefill rate), decode (per-sequence
+ * and KV-read cost of each output token) and the steps' fixed cost. A mix whose time is mostly prefill leaves
+ * little for any batching policy to win: batching amortises the fixed and per-step costs, not the prefill FLOPs.
+ */
+export function ceilingBreakdown(m: EngineModel, reqs: readonly EngineRequest[]): { prefillPct: number; decodePct: number; fixedPct: number } {
+  let prefill = 0;
+  let decode = 0;
+  let fixed = 0;
+  for (const r of reqs) {
+    prefill += r.promptTokens / m.prefillTokensPerSec;
+    decode += r.outputTokens * (m.stepPerSeqSec + m.stepPerContextTokenSec * (r.promptTokens + r.outputTokens / 2));
+    fixed += ((r.promptTokens + r.outputTokens) / m.maxBatchedTokens) * m.stepBaseSec;
+  }
+  const all = prefill + decode + fixed;
+  const pct = (x: number): number => (all === 0 ? 0 : Math.round((10000 * x) / all) / 100);
+  return { prefillPct: pct(prefill), decodePct: pct(decode), fixedPct: pct(fixed) };
 }

@@ -119,9 +119,13 @@ export interface SitsOptions {
   readonly windowRequests?: number;
   /** A WASM batch-size plugin deciding the start size and each window's adjustment instead of the built-in. */
   readonly batchPlugin?: PluginCaller;
+  /** Commit each attempt's finished prefix this often (default 10 s; 0: only whole attempts). */
+  readonly checkpointMs?: number;
 }
 
 export interface SitsResult extends RunResult {
+  /** GPU time the engines were busy, at the model's speed (the work done; a straggler's slowness not counted). */
+  readonly busyGpuMs: number;
   readonly recordsLost: number;
   readonly recordsDuplicated: number;
   readonly outputState: string;
@@ -141,6 +145,8 @@ interface Live {
   end: number;
   readonly done: Set<number>;
   failAtMs?: number;
+  /** The last checkpoint: when, how many records from the start it committed, and how many there were. */
+  checkpoint: { atMs: number; upTo: number; n: number };
 }
 
 interface Worker {
@@ -150,6 +156,8 @@ interface Worker {
   live: Live[];
   size: number;
   window: number[];
+  /** engine busyMs and modelMs when the window began: the window's observed slowdown. */
+  windowFrom: { busyMs: number; modelMs: number };
   downUntil: number;
 }
 
@@ -162,9 +170,12 @@ export function speedAt(f: FaultPlan, worker: number, nowMs: number): number {
  * The best makespan any scheduler could reach under `f`: the fault-free job's GPU time spread over the capacity
  * left (stragglers at their speed, killed workers down for the engine start-up, a broken device gone for the
  * quarantine). SITS's makespan with faults is judged against this as well as against the fault-free one.
+ * `needGpuMs` is the fault-free run's busy GPU time (its work); unset, gpus × faultFreeMs, which also counts the
+ * fault-free run's idle tail as work. Approximate either way: the batch sizes AIMD picks under faults differ, and
+ * with them the work (a few per cent either side).
  */
-export function capacityBoundMs(f: FaultPlan, gpus: number, faultFreeMs: number, startupMs: number, quarantineMs: number): number {
-  const need = gpus * faultFreeMs;
+export function capacityBoundMs(f: FaultPlan, gpus: number, faultFreeMs: number, startupMs: number, quarantineMs: number, needGpuMs?: number): number {
+  const need = needGpuMs ?? gpus * faultFreeMs;
   const dt = 100;
   let got = 0;
   let t = 0;
@@ -212,7 +223,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   const f = o.faults ?? {};
   const workers: Worker[] = Array.from({ length: gpus }, (_, i) => {
     const e = new EngineSim(m);
-    return { i, info: { id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true }, e, live: [], size: init.size, window: [], downUntil: 0 };
+    return { i, info: { id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true }, e, live: [], size: init.size, window: [], windowFrom: { busyMs: 0, modelMs: 0 }, downUntil: 0 };
   });
   for (const w of workers) c.register(w.info);
   const lat: number[] = [];
@@ -239,7 +250,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
         const a = c.assign(w.info, w.e.nowMs);
         if (a === undefined) return;
         const br = broken(w, w.e.nowMs);
-        l = { a, tag: ++tagSeq, startMs: w.e.nowMs, next: a.range.start, end: a.range.end, done: new Set(), ...(br === undefined ? {} : { failAtMs: w.e.nowMs + br.failAfterMs }) };
+        l = { a, tag: ++tagSeq, startMs: w.e.nowMs, next: a.range.start, end: a.range.end, done: new Set(), checkpoint: { atMs: w.e.nowMs, upTo: 0, n: 0 }, ...(br === undefined ? {} : { failAtMs: w.e.nowMs + br.failAfterMs }) };
         w.live.push(l);
       }
       w.e.submit(reqs[l.next] as EngineRequest, l.tag);
@@ -255,6 +266,18 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     if (c.done && doneAtMs === 0) doneAtMs = w.e.nowMs;
     w.live = w.live.filter((x) => x !== l);
     if (r.kind !== 'failed') cancel(r.cancel);
+  };
+
+  // The finished prefix is committed every checkpointMs, so a killed worker loses seconds of work, not a shard.
+  const checkpointMs = o.checkpointMs ?? 10_000;
+  const checkpoint = (l: Live, upTo: number, nowMs: number): void => {
+    const n = l.checkpoint.n + 1;
+    const file = `parts/${l.a.attemptId}.c${n}.jsonl`;
+    store.writeAtomic(file, `${partLines(cfg.jobUid, records, l.a, { upTo }).join('\n')}\n`);
+    l.checkpoint = { atMs: nowMs, upTo, n };
+    const r = c.checkpoint(l.a.attemptId, file);
+    if (r.kind !== 'failed') cancel(r.cancel);
+    if (c.done && doneAtMs === 0) doneAtMs = nowMs;
   };
 
   const cancel = (ids: readonly string[]): void => {
@@ -277,13 +300,17 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
       while (l.done.has(l.a.range.start + contiguous)) contiguous++;
       c.progress(l.a.attemptId, contiguous, 0);
       if (l.done.size === l.end - l.a.range.start && l.next >= l.end) finishAttempt(w, l);
+      else if (checkpointMs > 0 && d.doneMs - l.checkpoint.atMs >= checkpointMs && contiguous > l.checkpoint.upTo) checkpoint(l, contiguous, d.doneMs);
     }
     if (w.window.length >= windowN) {
       const p99 = percentile(w.window, 99) ?? 0;
+      const modelled = w.e.modelMs - w.windowFrom.modelMs;
+      const slowdown = modelled > 0 ? (w.e.busyMs - w.windowFrom.busyMs) / modelled : 1;
       const observed = { p99Ms: p99, memoryFraction: w.e.kvFraction };
-      w.size = decide(w.size, observed, aimdStep(w.size, observed, aimd).size);
+      w.size = decide(w.size, observed, aimdStep(w.size, { ...observed, slowdown }, aimd).size);
       sizes.push(w.size);
       w.window = [];
+      w.windowFrom = { busyMs: w.e.busyMs, modelMs: w.e.modelMs };
     }
   };
 
@@ -335,7 +362,8 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
       continue;
     }
     if (now >= nextTick) {
-      const idle = workers.filter((w) => w.e.inFlight === 0 && w.e.nowMs >= w.downUntil && !(quarantine.isQuarantined(w.info.device, now))).length;
+      // Idle: up (a killed worker is down until its engine is back), nothing in flight, device not quarantined.
+      const idle = workers.filter((w) => w.e.inFlight === 0 && now >= w.downUntil && !quarantine.isQuarantined(w.info.device, now)).length;
       for (const cut of c.tick(now, idle))
         for (const w of workers)
           for (const l of w.live)
@@ -369,6 +397,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     latenciesMs: lat,
     jobTokens: jobTokens(reqs),
     engineTokens: workers.reduce((a, w) => a + w.e.tokens, 0),
+    busyGpuMs: workers.reduce((a, w) => a + w.e.modelMs, 0),
     gpus,
     recordsLost: lost,
     recordsDuplicated: dup,

@@ -18,8 +18,9 @@ export function registerBenchBatch(bench: Command): void {
     .option('--records <n>', 'only the first n records of the trace', intOption('--records', 1, 10_000_000))
     .requiredOption('--json <file>', 'write {static, fixed, sits, tenants, faults, controlPlane} here')
     .option('--details <file>', 'also write makespans, batch sizes, the SLA frontier, the fault plan and events, and the goal check here')
+    .option('--fault-seeds <n>', 'also run the faulted job under n held-out random fault plans (seeds 1..n) and report each makespan ratio', intOption('--fault-seeds', 0, 1000), 0)
     .option('--batch-plugin <file.wasm>', 'a WASM batch-size strategy (ABI 1, e.g. examples/batch-plugins/) for the SITS runs instead of the built-in')
-    .action((o: { trace: string; gpus: number; slaP99Ms: number; kvHitRate: number; records?: number; json: string; details?: string; batchPlugin?: string }) => {
+    .action((o: { trace: string; gpus: number; slaP99Ms: number; kvHitRate: number; records?: number; faultSeeds: number; json: string; details?: string; batchPlugin?: string }) => {
       let plugin: WasmPlugin | undefined;
       if (o.batchPlugin !== undefined) {
         // A bench with a refused plugin would silently measure the built-in: refuse the run instead.
@@ -29,7 +30,7 @@ export function registerBenchBatch(bench: Command): void {
       }
       let r: ReturnType<typeof benchBatch>;
       try {
-        r = benchBatch(o.trace, { gpus: o.gpus, slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...(o.records === undefined ? {} : { records: o.records }), ...(plugin === undefined ? {} : { batchPlugin: plugin }) });
+        r = benchBatch(o.trace, { gpus: o.gpus, slaP99Ms: o.slaP99Ms, kvHitRate: o.kvHitRate, ...(o.records === undefined ? {} : { records: o.records }), faultSeeds: Array.from({ length: o.faultSeeds }, (_, i) => i + 1), ...(plugin === undefined ? {} : { batchPlugin: plugin }) });
       } catch (e) {
         if (e instanceof TraceError) throw new CliError(e.message);
         throw e;
@@ -50,6 +51,7 @@ export function registerBenchBatch(bench: Command): void {
           `${table(['policy', 'tokens/s', 'p99 ms', 'util %', 'GPU-h/Mtok'], rows)}\n\n` +
           `tenants (GPU time %, entitled %): gold ${t.gold.sharePct}/${t.gold.entitledPct}, silver ${t.silver.sharePct}/${t.silver.entitledPct}, bronze ${t.bronze.sharePct}/${t.bronze.entitledPct}\n` +
           `faults: ${f.recordsLost} lost, ${f.recordsDuplicated} duplicated, makespan ×${f.makespanRatio} (the capacity left allows ×${r.details.faultCapacityBoundRatio} at best)\n` +
+          heldOutLine(r.details.heldOutFaults) +
           `goal: p99 −${g.p99ReductionVsStaticPct} % vs static (≥ 47 % ${g.p99Goal47 ? 'yes' : 'NO'}), util ×${g.utilizationVsStatic} (≥ 2 ${g.utilizationGoal2x ? 'yes' : 'NO'}), ` +
           `throughput ×${g.throughputVsStatic} (≥ 3.2 ${g.throughputGoal3_2x ? 'yes' : 'NO'}), tiers within 10 % ${g.tiersWithin10Pct ? 'yes' : 'NO'}, exactly once ${g.exactlyOnce ? 'yes' : 'NO'}, makespan ≤ 1.2 ${g.makespanGoal1_2 ? 'yes' : 'NO'}\n` +
           (r.details.batchPlugin === undefined
@@ -57,4 +59,12 @@ export function registerBenchBatch(bench: Command): void {
             : `batch plugin ${r.details.batchPlugin.name}: ${r.details.batchPlugin.plugin} batch sizes by the plugin, ${r.details.batchPlugin.builtin} by the built-in${r.details.batchPlugin.lastFallback === undefined ? '' : ` (last: ${r.details.batchPlugin.lastFallback})`}\n`),
       );
     });
+}
+
+function heldOutLine(h: readonly { seed: number; makespanRatio: number; capacityBoundRatio: number; recordsLost: number; recordsDuplicated: number }[] | undefined): string {
+  if (h === undefined || h.length === 0) return '';
+  const worst = Math.max(...h.map((x) => x.makespanRatio));
+  const bad = h.reduce((a, x) => a + x.recordsLost + x.recordsDuplicated, 0);
+  const over = h.filter((x) => x.makespanRatio > 1.2).length;
+  return `held-out fault plans (${h.length}): makespan ×${h.map((x) => x.makespanRatio).join(' ×')} (capacity bounds ×${h.map((x) => x.capacityBoundRatio).join(' ×')}); worst ×${worst}, ${over} over 1.2, ${bad} records lost or duplicated\n`;
 }

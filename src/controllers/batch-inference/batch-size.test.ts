@@ -50,6 +50,11 @@ describe('AIMD on p99 against the SLA', () => {
     expect(aimdStep(64, { p99Ms: 100, memoryFraction: 0.95 }, c).size).toBe(44);
     expect(aimdStep(5, { p99Ms: 5000, memoryFraction: 0 }, c).size).toBe(4);
     expect(aimdStep(250, { p99Ms: 1, memoryFraction: 0 }, c).size).toBe(256);
+    // A miss the device's slowdown explains (1500 ms at ×2 slower = 750 ms healthy) keeps the size; one it does not, shrinks.
+    expect(aimdStep(64, { p99Ms: 1500, memoryFraction: 0.5, slowdown: 2 }, c)).toEqual({ size: 64, why: 'p99 1500 ms over 1000 ms, explained by the device running ×2.00 slower: size kept' });
+    expect(aimdStep(64, { p99Ms: 2500, memoryFraction: 0.5, slowdown: 2 }, c).size).toBe(44);
+    expect(aimdStep(64, { p99Ms: 1500, memoryFraction: 0.95, slowdown: 2 }, c).size).toBe(44);
+    expect(aimdStep(64, { p99Ms: 1200, memoryFraction: 0.5, slowdown: 1 }, c).size).toBe(44);
   });
   it('converges to a size oscillating just below the knee of a latency curve', () => {
     // A plant whose p99 grows linearly with the batch: the SLA is met at 100 and below.

@@ -106,6 +106,12 @@ export interface AimdConfig extends BatchBounds {
 export interface Observation {
   readonly p99Ms: number;
   readonly memoryFraction: number;
+  /**
+   * How much slower the device ran in the window than the engine model says for the same steps (observed step
+   * time ÷ modelled; 1 or unset = healthy). A throttled GPU or a bad link makes every request slower whatever the
+   * batch size: a p99 miss it explains is not the batch's fault, and shrinking the batch would only lose throughput.
+   */
+  readonly slowdown?: number;
 }
 
 export function aimdConfig(start: number, bounds: BatchBounds, targetP99Ms: number, maxMemoryFraction = 0.9): AimdConfig {
@@ -114,6 +120,10 @@ export function aimdConfig(start: number, bounds: BatchBounds, targetP99Ms: numb
 
 /** One AIMD step from a window's observation. */
 export function aimdStep(size: number, o: Observation, c: AimdConfig): { size: number; why: string } {
+  const slow = o.slowdown ?? 1;
+  if (o.p99Ms > c.targetP99Ms && o.memoryFraction <= c.maxMemoryFraction && slow > 1 && o.p99Ms / slow <= c.targetP99Ms) {
+    return { size, why: `p99 ${o.p99Ms.toFixed(0)} ms over ${c.targetP99Ms} ms, explained by the device running ×${slow.toFixed(2)} slower: size kept` };
+  }
   if (o.p99Ms > c.targetP99Ms || o.memoryFraction > c.maxMemoryFraction) {
     const next = Math.max(c.min, Math.floor(size * c.decrease));
     return { size: next, why: o.p99Ms > c.targetP99Ms ? `p99 ${o.p99Ms.toFixed(0)} ms over ${c.targetP99Ms} ms` : `memory ${(o.memoryFraction * 100).toFixed(0)} % over ${(c.maxMemoryFraction * 100).toFixed(0)} %` };

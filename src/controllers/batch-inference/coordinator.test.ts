@@ -7,7 +7,7 @@ import { DEFAULT_LONG_TAIL } from './long-tail.ts';
 import type { RecordInfo } from './openai-batch.ts';
 import { outputCustomId } from './openai-batch.ts';
 import { MemoryOutputStore } from './output-store.ts';
-import { writePart } from './part-writer.ts';
+import { partLines, writePart } from './part-writer.ts';
 import { MemoryQuarantine } from './quarantine.ts';
 import { overlaps } from './ranges.ts';
 
@@ -39,6 +39,54 @@ function drain(c: BatchCoordinator, store: MemoryOutputStore, cfg: CoordinatorCo
   }
   return now;
 }
+
+describe('BatchCoordinator: checkpoints of a running attempt', () => {
+  const prefix = (store: MemoryOutputStore, cfg: CoordinatorConfig, a: Assignment, upTo: number, file: string): string => {
+    store.writeAtomic(file, `${partLines(cfg.jobUid, cfg.records, a, { upTo }).join('\n')}\n`);
+    return file;
+  };
+  it('commits the finished prefix, keeps the attempt running, and accepts only the rest at completion', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(8, { shardRecords: 8 });
+    const c = BatchCoordinator.open(store, cfg, 0);
+    const a = c.assign(gpu(0), 0) as Assignment;
+    expect(c.checkpoint(a.attemptId, prefix(store, cfg, a, 3, `parts/${a.attemptId}.c1.jsonl`))).toMatchObject({ kind: 'committed', accepted: [{ start: 0, end: 3 }] });
+    expect(c.committedRanges()).toEqual([{ start: 0, end: 3 }]);
+    expect(c.runningAttempts().map((x) => x.id)).toEqual([a.attemptId]);
+    expect(c.checkpoint(a.attemptId, prefix(store, cfg, a, 3, `parts/${a.attemptId}.c2.jsonl`))).toMatchObject({ kind: 'discarded' });
+    writePart(store, cfg.jobUid, cfg.records, a);
+    expect(c.complete(a.attemptId, 1000)).toMatchObject({ kind: 'committed', accepted: [{ start: 3, end: 8 }], discardedRecords: 3 });
+    c.finish();
+    expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
+  });
+  it('a worker lost after a checkpoint gives back only the records after it; a restart keeps the checkpoint', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(8, { shardRecords: 8 });
+    const c = BatchCoordinator.open(store, cfg, 0);
+    const a = c.assign(gpu(0), 0) as Assignment;
+    c.checkpoint(a.attemptId, prefix(store, cfg, a, 5, `parts/${a.attemptId}.c1.jsonl`));
+    c.lost('w0');
+    expect(c.uncommitted()).toEqual([{ start: 5, end: 8 }]);
+    const c2 = BatchCoordinator.open(store, cfg, 10);
+    expect(c2.uncommitted()).toEqual([{ start: 5, end: 8 }]);
+    drain(c2, store, cfg, [gpu(1)], 10);
+    c2.finish();
+    expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
+  });
+  it('refuses a checkpoint that is not one: the final part\'s name, a wrong custom_id, an unknown attempt', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(8, { shardRecords: 8 });
+    const c = BatchCoordinator.open(store, cfg, 0);
+    const a = c.assign(gpu(0), 0) as Assignment;
+    expect(c.checkpoint(a.attemptId, a.part).kind).toBe('discarded');
+    store.writeAtomic('parts/x.c1.jsonl', `${partLines(cfg.jobUid, cfg.records, { range: { start: 1, end: 3 } }).join('\n')}\n`);
+    expect(c.checkpoint(a.attemptId, 'parts/x.c1.jsonl')).toMatchObject({ kind: 'discarded', why: expect.stringContaining('custom_id "req-1", expected "req-0"') });
+    expect(store.read('parts/x.c1.jsonl')).toBeUndefined();
+    expect(c.checkpoint('e1-a99', prefix(store, cfg, a, 2, 'parts/e1-a99.c1.jsonl')).kind).toBe('discarded');
+    expect(c.committedRanges()).toEqual([]);
+    expect(c.runningAttempts()).toHaveLength(1);
+  });
+});
 
 describe('BatchCoordinator: sharding and the commit protocol', () => {
   it('derives the shard size from records and workers when none is given', () => {
@@ -254,6 +302,7 @@ describe('BatchCoordinator: exactly once under any interleaving (property)', () 
   type Op =
     | { t: 'assign'; w: number }
     | { t: 'progress'; w: number; k: number }
+    | { t: 'checkpoint'; w: number }
     | { t: 'finish'; w: number; partial: boolean }
     | { t: 'write-then-crash'; w: number }
     | { t: 'fail'; w: number; kind: 'oom' | 'crash' | 'hardware' }
@@ -266,6 +315,7 @@ describe('BatchCoordinator: exactly once under any interleaving (property)', () 
   const op: fc.Arbitrary<Op> = fc.oneof(
     { weight: 5, arbitrary: w.map((x) => ({ t: 'assign' as const, w: x })) },
     { weight: 3, arbitrary: fc.record({ t: fc.constant('progress' as const), w, k: fc.integer({ min: 1, max: 6 }) }) },
+    { weight: 2, arbitrary: w.map((x) => ({ t: 'checkpoint' as const, w: x })) },
     { weight: 4, arbitrary: fc.record({ t: fc.constant('finish' as const), w, partial: fc.boolean() }) },
     { weight: 1, arbitrary: w.map((x) => ({ t: 'write-then-crash' as const, w: x })) },
     { weight: 1, arbitrary: fc.record({ t: fc.constant('fail' as const), w, kind: fc.constantFrom('oom' as const, 'crash' as const, 'hardware' as const) }) },
@@ -307,6 +357,14 @@ describe('BatchCoordinator: exactly once under any interleaving (property)', () 
               if (a !== undefined) {
                 done[o.w] = Math.min(a.range.end - a.range.start, done[o.w]! + o.k);
                 c.progress(a.attemptId, done[o.w]!, 0);
+              }
+              break;
+            case 'checkpoint':
+              // The finished prefix committed while the attempt runs on (it may race chunks made of its records).
+              if (a !== undefined) {
+                const file = `parts/${a.attemptId}.c${now}.jsonl`;
+                store.writeAtomic(file, `${partLines(cfg.jobUid, cfg.records, a, { upTo: done[o.w]! }).join('\n')}\n`);
+                c.checkpoint(a.attemptId, file);
               }
               break;
             case 'finish':

@@ -360,6 +360,53 @@ export class BatchCoordinator {
     return { kind: 'committed', accepted, discardedRecords: lines.length - n, cancel };
   }
 
+  /**
+   * A running attempt commits the finished prefix of its records without stopping: `file` (a part file of its own,
+   * e.g. `parts/<attemptId>.c1.jsonl`, written atomically) holds lines from the attempt's first record, like its
+   * final part. The records of it not yet committed are accepted and the attempt keeps running; when it completes,
+   * its final part's lines for them are discarded (accepted once, as for any race). A lost worker then loses only
+   * what came after its last checkpoint. A bad or unknown checkpoint commits nothing and fails nothing.
+   */
+  checkpoint(attemptId: string, file: string): CommitResult {
+    const a = this.attempts.get(attemptId);
+    if (a === undefined || file === a.part || !file.startsWith('parts/')) {
+      this.store.remove(file);
+      return { kind: 'discarded', why: `no checkpoint for ${attemptId} in ${file} (not running, or not a checkpoint file)`, cancel: [] };
+    }
+    const text = this.store.read(file);
+    const lines = text === undefined ? [] : text.split('\n').filter((l) => l !== '');
+    const bad = text === undefined ? `${file} is missing` : this.checkPart(lines, a);
+    const accepted = bad === undefined ? subtract({ start: a.given.start, end: a.given.start + lines.length }, this.committed) : [];
+    if (bad !== undefined || accepted.length === 0) {
+      this.store.remove(file);
+      return { kind: 'discarded', why: bad ?? `nothing new in ${file}`, cancel: [] };
+    }
+    const entry: PartEntry = { file, start: a.given.start, lines: lines.length, accept: accepted, failed: 0, tokens: 0 };
+    let failed = 0;
+    let tokens = 0;
+    for (const r of accepted)
+      for (let i = r.start; i < r.end; i++) {
+        const v = JSON.parse(lines[i - a.given.start] as string) as { error?: unknown; response?: { body?: { usage?: { total_tokens?: number } } } | null };
+        if (v.error !== null && v.error !== undefined) failed++;
+        tokens += v.response?.body?.usage?.total_tokens ?? 0;
+      }
+    const withCounts = { ...entry, failed, tokens };
+    try {
+      this.writeManifest([...this.parts, withCounts], 'running');
+    } catch (e) {
+      if (!(e instanceof OutputWriteError)) throw e;
+      this.outputError = e.message;
+      this.store.remove(file);
+      this.note(`checkpoint of ${attemptId} failed: ${e.message}`);
+      return { kind: 'failed', why: e.message };
+    }
+    this.parts.push(withCounts);
+    this.committed = union(this.committed, accepted);
+    const cancel = this.cancelCovered();
+    this.reconcile();
+    return { kind: 'committed', accepted, discardedRecords: lines.length - total(accepted), cancel };
+  }
+
   private checkPart(lines: readonly string[], a: Attempt): string | undefined {
     if (lines.length > size(a.given)) return `${a.part}: ${lines.length} lines for ${size(a.given)} records ${fmt(a.given)}`;
     for (let i = 0; i < lines.length; i++) {
@@ -459,14 +506,16 @@ export class BatchCoordinator {
    */
   tick(nowMs: number, idleWorkers: number): { attemptId: string; cut: number; why: string }[] {
     if (this.state !== 'running') return [];
-    const candidates = [...this.attempts.values()].filter((a) => !a.resharded && !a.rung.cpu && a.speculativeOf === undefined);
+    // A re-sharded attempt or a chunk is not judged a straggler again, but the tail steal may split it further.
+    const candidates = [...this.attempts.values()].filter((a) => !a.rung.cpu && (this.cfg.longTail.idleSteal === true || (!a.resharded && a.speculativeOf === undefined)));
     const typical = this.finishedMsPerRecord.length === 0 ? undefined : median(this.finishedMsPerRecord);
     const plans = planReshards(
-      candidates.map((a) => ({ id: a.id, range: a.range, startMs: a.startMs, done: a.done })),
+      candidates.map((a) => ({ id: a.id, range: a.range, startMs: a.startMs, done: a.done, ...(a.resharded || a.speculativeOf !== undefined ? { stealOnly: true } : {}) })),
       nowMs,
       typical,
       idleWorkers,
       this.cfg.longTail,
+      this.open.length,
     );
     const out: { attemptId: string; cut: number; why: string }[] = [];
     for (const p of plans) {
