@@ -15,6 +15,7 @@ import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/mod
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
 import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
 import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
+import { NodeAnnotationQuarantine } from './batch-quarantine.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
@@ -86,7 +87,8 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   running.push(await runController(client, dataPipelineController({ nodes: facts.nodes }), runnerOpts));
   if (batch !== undefined) {
     const { volumes, ...batchCfg } = batch;
-    const jobs = fsBatchJobs(volumes, opts.log);
+    // The ladder's quarantines go on the Nodes, where the scheduler and the device plugin read them (ADR 0139).
+    const jobs = fsBatchJobs(volumes, opts.log, new NodeAnnotationQuarantine(client, opts.log));
     running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...batchCfg, jobs }), runnerOpts));
   }
   const lending =

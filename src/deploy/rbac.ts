@@ -87,8 +87,9 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).
-  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them; patch: the
+  // BatchInferenceJob fault ladder writes a failing GPU into the Node's quarantine annotation (ADR 0139).
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
   // spec.checkpoint: the claim of claimTemplate and the job's VolumeSnapshots (patch: the committed label); a
   // DataPipeline's artifact snapshots and the claims restored from them.
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },

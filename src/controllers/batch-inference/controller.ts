@@ -36,6 +36,11 @@ export interface JobSession {
   readonly handled: Set<string>;
   /** The devices the coordinator quarantined, for status. */
   quarantined(nowMs: number): string[];
+  /**
+   * Whether a quarantined device's quarantine is where the scheduler reads it (its Node); until then an idle worker
+   * on it is kept, since its replacement could be placed on the same device. Absent: at once.
+   */
+  readonly published?: (device: string) => boolean;
   retries: number;
   last?: { readonly written: WrittenStatus; readonly status: BatchInferenceJobStatus };
   finished?: { readonly state: 'complete' | 'partial'; readonly records: number; readonly atMs: number; readonly reason?: string };
@@ -157,6 +162,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     }
     if (pod.status?.phase !== 'Running') continue;
     const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu: false };
+    // An idle worker on a device the fault ladder quarantined is replaced: the scheduler places the new pod on a
+    // healthy device (the quarantine is on the Node), and the job keeps its width.
+    if (!s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
+      actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
     c.register(worker);
     live.push({ pod, worker });
     const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
@@ -246,6 +257,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       c.outputError === undefined
         ? { type: 'OutputWritable', status: 'True' as const, reason: 'Writable', message: `parts and manifest written to ${job.spec.output.uri}` }
         : { type: 'OutputWritable', status: 'False' as const, reason: 'VolumeRefused', message: c.outputError };
+    const ladder = c.faultLog();
+    // What the fault ladder did, newest last (retries, splits, quarantines): `kubectl describe` shows the walk.
+    const faults =
+      ladder.length === 0
+        ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
+        : { type: 'FaultRecovery', status: 'True' as const, reason: quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
     const status: BatchInferenceJobStatus = {
       ...toStatus(progress, {
         phase,
@@ -258,7 +275,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         ...(gen === undefined ? {} : { generation: gen }),
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
-      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable),
+      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }
