@@ -97,7 +97,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   // GPU lending (app/gpu-lending.ts, ADR 0131): the queues' reclaim policy and guaranteed GPUs decide who lends
   // (read only; the lender writes only TrainingJobs, with the patch above).
-  { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list'] },
+  // watch: the BatchInferenceJob GPU share weighs each job by its Queue (ADR 0140).
+  { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
 ];
 
 /**
