@@ -11,7 +11,7 @@ import { BatchCoordinator, deriveShardRecords, MANIFEST } from '../controllers/b
 import { DEFAULT_LADDER } from '../controllers/batch-inference/fault-ladder.ts';
 import { DEFAULT_LONG_TAIL } from '../controllers/batch-inference/long-tail.ts';
 import type { BatchJobObject } from '../controllers/batch-inference/pods.ts';
-import { MemoryQuarantine } from '../controllers/batch-inference/quarantine.ts';
+import { MemoryQuarantine, type Quarantine, type QuarantineEntry } from '../controllers/batch-inference/quarantine.ts';
 import { pvcLocation } from '../controllers/batch-inference/worker-protocol.ts';
 import { FsOutputStore, readBatchInput } from './batch-files.ts';
 
@@ -23,7 +23,10 @@ export interface BatchVolumes {
 /** Claims mounted under one folder, `<root>/<claim>` (the controller's pod mounts each batch claim there). */
 export const claimsUnder = (root: string): BatchVolumes => ({ claim: (_ns, claim) => join(root, claim) });
 
-export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = () => undefined): BatchJobsPort {
+/** The quarantine the jobs' fault ladders share (app/batch-quarantine.ts on a cluster; in memory otherwise). */
+export type SharedQuarantine = Quarantine & { active(nowMs: number): QuarantineEntry[]; published?(device: string): boolean };
+
+export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = () => undefined, quarantine: SharedQuarantine = new MemoryQuarantine()): BatchJobsPort {
   const sessions = new Map<string, SessionState>();
   const resolve = (ns: string, uri: string): string | undefined => {
     const loc = pvcLocation(uri);
@@ -45,7 +48,6 @@ export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = ()
       store.writeAtomic(MANIFEST, `${JSON.stringify({ version: 1, jobUid: uid, total: 0, epoch: 0, state: 'partial', parts: [], missing: [], reason: `input rejected: ${errors.join('; ')}` })}\n`);
       return { state: 'rejected', errors, output: `${job.spec.output.uri.replace(/\/+$/, '')}/${MANIFEST}` };
     }
-    const quarantine = new MemoryQuarantine();
     const s = job.spec;
     const coordinator = BatchCoordinator.open(
       store,
@@ -62,7 +64,15 @@ export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = ()
     log(`batch ${ns}/${job.metadata.name ?? ''}: ${coordinator.events[coordinator.events.length - 1] ?? ''}`);
     // A restarted controller keeps the job's start (the deadline and the ETA count from it).
     const started = job.status?.startTime === undefined ? Number.NaN : Date.parse(job.status.startTime);
-    const session: JobSession = { coordinator, startMs: Number.isNaN(started) ? nowMs : started, assigned: new Map(), handled: new Set(), retries: 0, quarantined: (t) => quarantine.active(t).map((e) => e.device) };
+    const session: JobSession = {
+      coordinator,
+      startMs: Number.isNaN(started) ? nowMs : started,
+      assigned: new Map(),
+      handled: new Set(),
+      retries: 0,
+      quarantined: (t) => quarantine.active(t).map((e) => e.device),
+      published: (d) => quarantine.published?.(d) ?? true,
+    };
     return { state: 'ready', session };
   };
   return {

@@ -56,6 +56,8 @@ interface Running {
 }
 
 class EngineDown extends Error {}
+/** The engine is up but says it could not load the model (llama-server's /health 500 after a failed load). */
+class ModelUnavailable extends Error {}
 
 const sleep = (ms: number, signal?: AbortSignal): Promise<void> =>
   new Promise((resolve) => {
@@ -146,12 +148,18 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   };
 
   const waitForEngine = async (signal: AbortSignal): Promise<void> => {
+    let loadFailures = 0;
     for (let i = 0; !signal.aborted; i++) {
       try {
         const r = await fetch(`${engine}/health`, { signal: AbortSignal.timeout(5000) });
-        await r.arrayBuffer();
+        const text = await r.text();
         if (r.status === 200) return;
-      } catch {
+        // 503 is "Loading model"; a 500 that says the load failed, three times running, is the model's fault.
+        const msg = /failed to load model/i.test(text) ? ((JSON.parse(text) as { error?: { message?: string } }).error?.message ?? text) : undefined;
+        loadFailures = r.status === 500 && msg !== undefined ? loadFailures + 1 : 0;
+        if (loadFailures >= 3) throw new ModelUnavailable((msg as string).slice(0, 500));
+      } catch (e) {
+        if (e instanceof ModelUnavailable) throw e;
         // Not listening yet.
       }
       if (i % 20 === 19) log(`waiting for the engine at ${engine}`);
@@ -216,7 +224,14 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       reported = contiguous;
       await report({ ...base, done: contiguous, tokens, state: 'running', batchSize: slots() }).catch((e: Error) => log(`report: ${e.message}`));
     };
-    await waitForEngine(abort.signal);
+    try {
+      await waitForEngine(abort.signal);
+    } catch (e) {
+      if (!(e instanceof ModelUnavailable)) throw e;
+      log(`attempt ${a.attempt}: ${e.message}`);
+      await report({ ...base, done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
+      return;
+    }
     const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
     const take = (): number | undefined => (next < r.end && !abort.signal.aborted ? next++ : undefined);
     const work = async (i: number): Promise<void> => {

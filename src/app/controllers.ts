@@ -15,6 +15,8 @@ import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/mod
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
 import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
 import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
+import { NodeAnnotationQuarantine } from './batch-quarantine.ts';
+import { watchQueueTenants, type QueueTenants } from './batch-tenants.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
@@ -84,10 +86,15 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
   running.push(await runController(client, dataPipelineController({ nodes: facts.nodes }), runnerOpts));
+  let queueTenants: QueueTenants | undefined;
   if (batch !== undefined) {
     const { volumes, ...batchCfg } = batch;
-    const jobs = fsBatchJobs(volumes, opts.log);
-    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...batchCfg, jobs }), runnerOpts));
+    // The ladder's quarantines go on the Nodes, where the scheduler and the device plugin read them (ADR 0139).
+    const jobs = fsBatchJobs(volumes, opts.log, new NodeAnnotationQuarantine(client, opts.log));
+    // With a GPU share, a job's tenant is its Queue, weighed as the queue cycle weighs it (ADR 0140).
+    queueTenants = batchCfg.share === undefined || batchCfg.tenantOf !== undefined ? undefined : await watchQueueTenants(client, opts.log);
+    const tenantOf = queueTenants?.tenantOf;
+    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...batchCfg, ...(tenantOf === undefined ? {} : { tenantOf }), jobs }), runnerOpts));
   }
   const lending =
     lendingOpts === undefined || lendingOpts === false
@@ -103,6 +110,7 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
     lending,
     healthMigration,
     stop: async () => {
+      queueTenants?.stop();
       await healthMigration?.stop();
       await lending?.stop();
       await serving?.stop();

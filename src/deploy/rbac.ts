@@ -92,8 +92,9 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).
-  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
+  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them; patch: the
+  // BatchInferenceJob fault ladder writes a failing GPU into the Node's quarantine annotation (ADR 0139).
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
   // spec.checkpoint: the claim of claimTemplate and the job's VolumeSnapshots (patch: the committed label); a
   // DataPipeline's artifact snapshots and the claims restored from them.
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
@@ -101,7 +102,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['events'], verbs: ['create', 'patch'] },
   // GPU lending (app/gpu-lending.ts, ADR 0131): the queues' reclaim policy and guaranteed GPUs decide who lends
   // (read only; the lender writes only TrainingJobs, with the patch above).
-  { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list'] },
+  // watch: the BatchInferenceJob GPU share weighs each job by its Queue (ADR 0140).
+  { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
 ];
 
 /**

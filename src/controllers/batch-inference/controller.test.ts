@@ -192,6 +192,25 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(lostShard.attempt).toMatch(/^e1-/);
   });
 
+  it('fails the job naming spec.model.uri when a worker\'s engine cannot load the model; no device is quarantined, the output says partial', () => {
+    const p = port(30);
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(2);
+    reconcileBatchJob(job, [], 0, cfg);
+    pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
+    const a = pods.assignment('j-0') as WireAssignment;
+    pods.report('j-0', { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: 2, failure: { kind: 'model', message: 'failed to load model /mnt/models: no such file' } });
+    const step = reconcileBatchJob(job, pods.list(), 3, cfg);
+    expect(step.status?.phase).toBe('Failed');
+    expect(step.status?.conditions?.find((c) => c.type === 'ModelAvailable')).toMatchObject({ status: 'False', reason: 'ModelUnavailable', message: expect.stringMatching(/^spec\.model\.uri pvc:\/\/models\/tiny\.gguf: the engine cannot load it: failed to load model/) as unknown });
+    expect(step.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'False', reason: 'OutputPartial' });
+    expect(step.status?.quarantinedGpus).toEqual([]);
+    expect(JSON.parse(p.store.read('manifest.json') as string)).toMatchObject({ state: 'partial', reason: expect.stringContaining('spec.model.uri') as unknown });
+    expect(step.actions.filter((x) => x.op === 'delete').map((x) => (x as { name: string }).name).sort()).toEqual(['j-0', 'j-1']);
+  });
+
   it('passes dynamic batching to the worker (--batching) and shows the largest reported live batch size in status', () => {
     const p = port(40);
     const pods = new Pods();

@@ -22,6 +22,14 @@ import { renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConf
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
 import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
 import { formatAssignment, parseReport, type WireAssignment } from './worker-protocol.ts';
+import type { GpuShare, ShareTenant } from './gpu-share.ts';
+import { TIER_WEIGHTS } from '../../core/queue/model.ts';
+
+/** The tenant of a job with no Queue lookup: its queue (bronze weight unless told) or its tier. */
+export function defaultTenant(job: BatchJobObject): ShareTenant {
+  const tier = job.spec.tier ?? 'bronze';
+  return job.spec.queue !== undefined ? { name: job.spec.queue, weight: TIER_WEIGHTS.bronze ?? 1 } : { name: `tier:${tier}`, weight: TIER_WEIGHTS[tier] ?? 1 };
+}
 
 export const BATCH_INFERENCE_JOB_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.batchInferenceJob, plural: 'batchinferencejobs' };
 const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
@@ -36,7 +44,14 @@ export interface JobSession {
   readonly handled: Set<string>;
   /** The devices the coordinator quarantined, for status. */
   quarantined(nowMs: number): string[];
+  /**
+   * Whether a quarantined device's quarantine is where the scheduler reads it (its Node); until then an idle worker
+   * on it is kept, since its replacement could be placed on the same device. Absent: at once.
+   */
+  readonly published?: (device: string) => boolean;
   retries: number;
+  /** A worker's engine could not load the model: the job fails naming spec.model.uri (no device is at fault). */
+  modelError?: string;
   last?: { readonly written: WrittenStatus; readonly status: BatchInferenceJobStatus };
   finished?: { readonly state: 'complete' | 'partial'; readonly records: number; readonly atMs: number; readonly reason?: string };
 }
@@ -56,6 +71,13 @@ export interface BatchJobsPort {
 
 export interface BatchControllerConfig extends WorkerBuildConfig {
   readonly jobs: BatchJobsPort;
+  /**
+   * Weighted-fair GPU time between tenants (gpu-share.ts, ADR 0140): shared by every job of this controller; unset,
+   * each job runs all its workers at once.
+   */
+  readonly share?: GpuShare;
+  /** A job's tenant for the share: its Queue's name and weight (default: the queue name, or its tier, by tier weight). */
+  readonly tenantOf?: (job: BatchJobObject) => ShareTenant;
   readonly statusPolicy?: Partial<StatusWritePolicy>;
   /** How often a running job is reconciled even if no pod changed (status cadence, the long-tail breaker). */
   readonly tickMs?: number;
@@ -93,9 +115,17 @@ const deleteAll = (pods: readonly PodObject[]): ControllerAction[] =>
 export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[], nowMs: number, cfg: BatchControllerConfig): Step {
   const prev = job.status ?? {};
   const gen = job.metadata.generation;
-  if ((job.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined) return { actions: [] };
+  const shareKey = job.metadata.uid ?? job.metadata.name ?? '';
+  const leave = (): void => cfg.share?.done(shareKey, nowMs);
+  if ((job.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined) {
+    leave();
+    return { actions: [] };
+  }
   // A finished job keeps its status; only leftover workers go.
-  if (prev.phase === 'Succeeded' || prev.phase === 'Failed') return { actions: deleteAll(pods) };
+  if (prev.phase === 'Succeeded' || prev.phase === 'Failed') {
+    leave();
+    return { actions: deleteAll(pods) };
+  }
   const render = renderWorkers(job, cfg);
   if (!render.ok) {
     const message = render.issues.map((i) => `${i.field}: ${i.message}`).join('; ');
@@ -138,11 +168,18 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const live: { pod: PodObject; worker: WorkerInfo }[] = [];
   const cancelled = new Set<string>();
 
+  // The workers this job may run now under the GPU share; one at index ≥ allowed finishes its shard and goes.
+  const allowed = cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0 ? job.spec.workers : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), job.spec.workers, job.spec.gpusPerWorker, nowMs);
+  const retiring = new Set<string>();
   // The workers' live batch sizes (ADR 0102): status shows the largest, the size the engines are driven at.
   const batchSizes: number[] = [];
   for (let i = 0; i < job.spec.workers && s.finished === undefined; i++) {
     const pn = workerPodName(name, i);
     const pod = byName.get(pn);
+    if (i >= allowed) {
+      if (pod === undefined) cfg.share?.release(shareKey, i, nowMs);
+      else retiring.add(pn);
+    }
     if (pod === undefined || terminal(pod)) {
       // The worker is gone (crash, preemption, node loss): its shard goes back to the coordinator.
       const had = s.assigned.get(pn);
@@ -151,12 +188,23 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         s.handled.add(had.attempt);
         s.assigned.delete(pn);
       }
-      if (pod === undefined) actions.push({ op: 'create', kind: POD.kind, object: render.value.pod(i) });
-      else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      if (pod === undefined) {
+        if (i < allowed) actions.push({ op: 'create', kind: POD.kind, object: render.value.pod(i) });
+      } else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
-    if (pod.status?.phase !== 'Running') continue;
+    if (pod.status?.phase !== 'Running') {
+      // Not started yet and its GPU time already given to another tenant: it goes now.
+      if (retiring.has(pn)) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
     const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu: false };
+    // An idle worker on a device the fault ladder quarantined is replaced: the scheduler places the new pod on a
+    // healthy device (the quarantine is on the Node), and the job keeps its width.
+    if (!s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
+      actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
     c.register(worker);
     live.push({ pod, worker });
     const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
@@ -178,6 +226,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       const r = c.complete(cur.attempt, nowMs);
       if (r.kind === 'failed') s.retries++;
       else for (const id of r.cancel) cancelled.add(id);
+    } else if (report.failure?.kind === 'model') {
+      s.modelError ??= `spec.model.uri ${job.spec.model.uri}: the engine cannot load it: ${report.failure.message}`;
     } else {
       s.retries++;
       c.fail(cur.attempt, { kind: report.failure?.kind ?? 'crash', message: report.failure?.message ?? 'the worker gave up', device: worker.device }, nowMs);
@@ -197,6 +247,11 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     }
     for (const l of live) {
       if (s.assigned.has(l.worker.id)) continue;
+      // Its GPU time is over (the share): at this shard boundary the worker goes instead of taking another shard.
+      if (retiring.has(l.worker.id)) {
+        actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+        continue;
+      }
       const a = c.assign(l.worker, nowMs);
       if (a !== undefined) s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
     }
@@ -210,7 +265,10 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
 
   if (s.finished === undefined) {
     const deadline = job.spec.activeDeadlineSeconds;
-    if (c.done) {
+    if (s.modelError !== undefined) {
+      const f = c.finish(s.modelError);
+      s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs, reason: s.modelError };
+    } else if (c.done) {
       const f = c.finish();
       s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs };
     } else if (deadline !== undefined && nowMs - s.startMs > deadline * 1000) {
@@ -220,7 +278,10 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     }
   }
   const fin = s.finished;
-  if (fin !== undefined) actions.push(...deleteAll(pods));
+  if (fin !== undefined) {
+    leave();
+    actions.push(...deleteAll(pods));
+  }
 
   const progress = c.status(nowMs);
   const phase = fin !== undefined ? (fin.state === 'complete' ? 'Succeeded' : 'Failed') : live.length > 0 ? 'Running' : 'Pending';
@@ -246,6 +307,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       c.outputError === undefined
         ? { type: 'OutputWritable', status: 'True' as const, reason: 'Writable', message: `parts and manifest written to ${job.spec.output.uri}` }
         : { type: 'OutputWritable', status: 'False' as const, reason: 'VolumeRefused', message: c.outputError };
+    const ladder = c.faultLog();
+    // What the fault ladder did, newest last (retries, splits, quarantines): `kubectl describe` shows the walk.
+    const faults =
+      ladder.length === 0
+        ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
+        : { type: 'FaultRecovery', status: 'True' as const, reason: quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
     const status: BatchInferenceJobStatus = {
       ...toStatus(progress, {
         phase,
@@ -258,7 +325,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         ...(gen === undefined ? {} : { generation: gen }),
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
-      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable),
+      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }

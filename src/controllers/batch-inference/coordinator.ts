@@ -174,6 +174,7 @@ export class BatchCoordinator {
   private readonly finishedMsPerRecord: number[] = [];
   /** What happened, for status conditions and `sits explain` (newest last, bounded). */
   readonly events: string[] = [];
+  private readonly faults: string[] = [];
   outputError: string | undefined;
 
   private constructor(
@@ -231,9 +232,18 @@ export class BatchCoordinator {
     return this.open.length;
   }
 
-  private note(e: string): void {
+  private note(e: string, fault = false): void {
     this.events.push(e);
     if (this.events.length > 200) this.events.shift();
+    if (fault) {
+      this.faults.push(e);
+      if (this.faults.length > 12) this.faults.shift();
+    }
+  }
+
+  /** The fault ladder's last steps (failures, rungs, quarantines, give-ups), oldest first: for status. */
+  faultLog(): readonly string[] {
+    return this.faults;
   }
 
   private writeManifest(parts: readonly PartEntry[], state: OutputState, extra: { missing?: readonly Range[]; reason?: string } = {}): void {
@@ -446,11 +456,13 @@ export class BatchCoordinator {
       });
       if (d.quarantine !== undefined) {
         this.cfg.quarantine.quarantine(d.quarantine.device, d.quarantine.reason, d.quarantine.untilMs);
-        this.note(`quarantined ${d.quarantine.device} until ${d.quarantine.untilMs}: ${d.quarantine.reason}`);
+        this.note(`quarantined ${d.quarantine.device} until ${new Date(d.quarantine.untilMs).toISOString()}`, true);
       }
       if (d.kind === 'retry') {
         for (const p of d.pieces) front.push({ range: p.range, rung: p.rung });
-        this.note(`${attemptId} ${fmt(r)}: ${failure.kind}; rung ${d.pieces[0]?.rung.level} (${d.pieces.length} piece${d.pieces.length === 1 ? '' : 's'})`);
+        const p0 = d.pieces[0]?.rung;
+        const how = p0 === undefined ? '' : p0.level === 1 ? `same device at ${p0.concurrencyFactor}× concurrency${p0.reducedClock ? ', reduced clock' : ''}` : p0.level === 2 ? 'split over other devices' : 'CPU fallback';
+        this.note(`${attemptId} ${fmt(r)} on ${failure.device}: ${failure.kind} (${failure.message.slice(0, 160)}); rung ${p0?.level ?? '?'}: ${how} (${d.pieces.length} piece${d.pieces.length === 1 ? '' : 's'})`, true);
       } else {
         this.commitErrors(r, d.reason);
       }
@@ -479,7 +491,7 @@ export class BatchCoordinator {
     }
     this.parts.push(entry);
     this.committed = union(this.committed, accepted);
-    this.note(`records ${fmt(r)} failed: ${reason}`);
+    this.note(`records ${fmt(r)} failed: ${reason}`, true);
     this.cancelCovered();
   }
 

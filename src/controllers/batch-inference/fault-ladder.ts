@@ -14,7 +14,8 @@
 import type { Range } from './ranges.ts';
 import { size, split } from './ranges.ts';
 
-export type FailureKind = 'oom' | 'timeout' | 'crash' | 'hardware' | 'corrupt-output';
+/** `model`: the engine cannot load the job's model (no device is at fault; the controller fails the job, no ladder). */
+export type FailureKind = 'oom' | 'timeout' | 'crash' | 'hardware' | 'corrupt-output' | 'model';
 
 export interface Failure {
   readonly kind: FailureKind;

@@ -25,15 +25,40 @@ export class WfqScheduler {
   private readonly vtime = new Map<string, number>();
   private readonly usedMs = new Map<string, number>();
   private virtualNow = 0;
-  private readonly byName: ReadonlyMap<string, WfqTenant>;
+  private readonly byName = new Map<string, WfqTenant>();
+  private readonly list: WfqTenant[] = [];
 
-  constructor(readonly tenants: readonly WfqTenant[]) {
-    for (const t of tenants) if (!(t.weight > 0)) throw new Error(`tenant ${t.name}: weight must be positive, got ${t.weight}`);
-    this.byName = new Map(tenants.map((t) => [t.name, t]));
-    for (const t of tenants) {
-      this.vtime.set(t.name, 0);
-      this.usedMs.set(t.name, 0);
-    }
+  constructor(tenants: readonly WfqTenant[]) {
+    for (const t of tenants) this.add(t);
+  }
+
+  get tenants(): readonly WfqTenant[] {
+    return this.list;
+  }
+
+  /** A tenant that appears later (a queue's first job in the live controller) starts at the current virtual time. */
+  add(t: WfqTenant): void {
+    if (!(t.weight > 0)) throw new Error(`tenant ${t.name}: weight must be positive, got ${t.weight}`);
+    if (this.byName.has(t.name)) return;
+    this.byName.set(t.name, t);
+    this.list.push(t);
+    this.vtime.set(t.name, this.virtualNow);
+    this.usedMs.set(t.name, 0);
+  }
+
+  /**
+   * The system's virtual time follows the busy tenants (the smallest virtual time among `active`), so a tenant that
+   * arrives or comes back later starts there, not at the time of the last pick (the live share picks rarely).
+   */
+  advance(active: ReadonlySet<string>): void {
+    let min = Infinity;
+    for (const n of active) min = Math.min(min, this.vtime.get(n) ?? Infinity);
+    if (Number.isFinite(min)) this.virtualNow = Math.max(this.virtualNow, min);
+  }
+
+  /** The tenant's virtual time as `pick` would see it now (an idle tenant's is raised to the current one). */
+  virtualTime(name: string): number {
+    return Math.max(this.vtime.get(name) ?? 0, this.virtualNow);
   }
 
   /** The tenant whose slice starts now among the backlogged ones; undefined when none is. */

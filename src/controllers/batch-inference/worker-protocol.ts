@@ -64,7 +64,7 @@ export function parseAssignment(text: string | undefined): WireAssignment | unde
   return { attempt: v.attempt, start: v.start, end: v.end, part: v.part, concurrency };
 }
 
-const FAILURE_KINDS: readonly FailureKind[] = ['oom', 'timeout', 'crash', 'hardware', 'corrupt-output'];
+const FAILURE_KINDS: readonly FailureKind[] = ['oom', 'timeout', 'crash', 'hardware', 'corrupt-output', 'model'];
 
 /** Parses a report annotation; undefined when absent or not a report (a worker of another version: ignored). */
 export function parseReport(text: string | undefined): WorkerReport | undefined {

@@ -10,6 +10,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION } from '../../api/wire.ts';
 
 /**
  * The dev pod network. The apiserver refuses loopback addresses in EndpointSlices (ValidateNonSpecialIP), and
@@ -55,6 +56,11 @@ export interface EnginePodsOptions {
   readonly probeEveryMs?: number;
   /** Passed to each engine: it stays "Loading model" while this file exists (tests of readiness). */
   readonly holdWhileExists?: string;
+  /**
+   * Fault injection per device: the engine of a pod on node N holding GPUs G (its gpu-indices annotation, e.g. `3`
+   * or `0,1`) fails every completion while the file `<faultDir>/<N>/<G>` exists (faultFile names it).
+   */
+  readonly faultDir?: string;
   readonly log?: (line: string) => void;
   /** The kubeconfig a `sits` side container (a batch worker) is given, as a service account token would be. */
   readonly kubeconfig?: string;
@@ -78,6 +84,12 @@ const VLLM_MAIN = join(import.meta.dirname, 'vllm-server-main.ts');
 const REPO = join(import.meta.dirname, '..', '..', '..');
 const SITS = join(REPO, 'bin', 'sits.mjs');
 const WATCHDOG = join(import.meta.dirname, 'parent-watchdog.ts');
+
+/** The file whose existence makes the engine of `pod` fail (EnginePodsOptions.faultDir): per node and GPU set. */
+export function faultFile(dir: string, pod: V1Pod): string {
+  const gpus = pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '';
+  return join(dir, pod.spec?.nodeName ?? 'unscheduled', gpus === '' ? 'cpu' : gpus);
+}
 
 /** A container path mapped to this machine by `paths` (exact, or under a mapped folder); others unchanged. */
 export function mapPath(paths: Readonly<Record<string, string>>, p: string): string {
@@ -206,7 +218,7 @@ export class EnginePods {
     const port = Number(argValue(args, ['--port']) ?? (vllm ? '8000' : '8080'));
     const child = spawn(process.execPath, ['--import', 'tsx', vllm ? VLLM_MAIN : MAIN, ...args], {
       cwd: REPO,
-      env: vllm ? vllmEnv(c, pod, podIp, paths) : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '' },
+      env: vllm ? vllmEnv(c, pod, podIp, paths) : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '', SITS_LLAMA_FAIL_FILE: this.o.faultDir === undefined ? '' : faultFile(this.o.faultDir, pod) },
       // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
       // test leaves no engine behind; unref'd so that it keeps nothing alive here.
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

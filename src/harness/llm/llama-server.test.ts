@@ -23,13 +23,14 @@ describe('parseLlamaServerArgs', () => {
 describe('the llama-server stand-in', () => {
   const dir = mkdtempSync(join(tmpdir(), 'sits-llama-'));
   const hold = join(dir, 'hold');
+  const fault = join(dir, 'fault');
   let server: LlamaServerStandIn;
   let base = '';
   beforeAll(async () => {
     const { model, lora } = ensureTinyModel();
     writeFileSync(hold, '');
     const o = parseLlamaServerArgs(['--model', '/mnt/models', '--alias', 'tiny', '--host', '127.0.0.1', '--port', '0', '--metrics', '--parallel', '1', '--ctx-size', '256', '--lora', '/mnt/adapters/a', '--lora-init-without-apply'], (p) => (p === '/mnt/models' ? model : lora));
-    server = new LlamaServerStandIn({ ...o, holdWhileExists: hold });
+    server = new LlamaServerStandIn({ ...o, holdWhileExists: hold, failWhileExists: fault });
     const a = await server.start();
     base = `http://127.0.0.1:${a.port}`;
   });
@@ -54,6 +55,16 @@ describe('the llama-server stand-in', () => {
     rmSync(hold);
     await waitFor('the stand-in to load', async () => (await fetch(`${base}/health`)).status === 200, 30_000);
     expect(await (await fetch(`${base}/health`)).json()).toEqual({ status: 'ok' });
+  });
+
+  it('fails every completion with 500 while the fault file exists, health still ok (an injected device fault)', async () => {
+    writeFileSync(fault, '');
+    const r = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 });
+    expect(r.status).toBe(500);
+    expect(r.json).toMatchObject({ error: { code: 500, type: 'server_error', message: expect.stringContaining('injected device fault') as unknown } });
+    expect((await fetch(`${base}/health`)).status).toBe(200);
+    rmSync(fault);
+    expect((await post('/v1/completions', { prompt: 'x', max_tokens: 2 })).status).toBe(200);
   });
 
   it("keeps llama-server's ignore_eos: exactly max_tokens generated, whatever the model samples; a non-boolean is a 400", async () => {

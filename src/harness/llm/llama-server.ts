@@ -36,6 +36,11 @@ export interface LlamaServerOptions {
   readonly threads: number;
   /** Test hook: the server stays "Loading model" while this file exists (a model that is slow to load, on demand). */
   readonly holdWhileExists?: string;
+  /**
+   * Test hook: while this file exists every completion fails with 500 (what a device with a fault looks like from
+   * its engine: health and the model list still answer, compute does not), for fault-ladder tests.
+   */
+  readonly failWhileExists?: string;
   readonly log?: (line: string) => void;
 }
 
@@ -181,6 +186,9 @@ export class LlamaServerStandIn {
     try {
       if (this.state === 'loading') throw new HttpError(503, 'unavailable_error', 'Loading model');
       if (this.state === 'error') throw new HttpError(500, 'server_error', this.loadError);
+      if (/completions$/.test(url.pathname) && this.o.failWhileExists !== undefined && existsSync(this.o.failWhileExists)) {
+        throw new HttpError(500, 'server_error', `injected device fault (${this.o.failWhileExists} exists)`);
+      }
       switch (route) {
         case 'GET /health':
           return json(res, 200, { status: 'ok' });
