@@ -36,6 +36,8 @@ export interface LiveAppOptions {
   readonly healthMigration?: boolean;
   /** With `controllers`: the BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
   readonly batchClaimsDir?: string;
+  /** Checkpoint-aware preemption (ADR 0093): checkpointable victims are asked for a checkpoint before eviction. */
+  readonly checkpointAware?: boolean;
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
@@ -70,6 +72,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
     ...(opts.log === undefined ? {} : { log: opts.log }),
     ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
+    ...(opts.checkpointAware === true ? { checkpointAware: true } : {}),
   });
   await scheduler.start();
   const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir) } }) }) : undefined;

@@ -16,10 +16,10 @@ import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-hel
 import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { PREEMPTION_EVICTION_REASON } from '../kube/evictor.ts';
-import { LiveScheduler } from '../kube/live-scheduler.ts';
 import { Reflector } from '../kube/reflector.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
+import { createLiveApp, type LiveApp } from './live.ts';
 
 const TJ = '/apis/ai.sits2026.dev/v1';
 const NS = 'preempt-ckpt';
@@ -28,7 +28,7 @@ let cluster: DevCluster;
 let client: DevCluster['client'];
 let stack: SnapshotStack;
 let controllers: Controllers;
-let scheduler: LiveScheduler;
+let app: LiveApp;
 const logs: string[] = [];
 
 beforeAll(async () => {
@@ -39,14 +39,14 @@ beforeAll(async () => {
   stack = await startSnapshotStack(cluster.plane, { client, withProvisioner: true });
   await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
   await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
-  scheduler = new LiveScheduler(client, { identity: 'sits-preempt-ckpt', checkpointAware: true, log: (m) => logs.push(`scheduler: ${m}`) });
-  await scheduler.start();
+  // As `sits run --checkpoint-aware-preemption` starts it.
+  app = await createLiveApp({ kubeconfig: cluster.kubeconfigPath, identity: 'sits-preempt-ckpt', checkpointAware: true, log: (m) => logs.push(`scheduler: ${m}`) });
   controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
 }, 240_000);
 
 afterAll(async () => {
   await controllers?.stop();
-  await scheduler?.stop();
+  await app?.stop();
   await stack?.stop();
   await cluster?.stop();
 });
@@ -173,7 +173,7 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       }, 180_000);
       expect(resumed.status?.checkpoint?.restoredFrom).toEqual({ snapshotName, step: 500, attempt: 2 });
       expect(resumed.status?.restartCount ?? 0).toBe(0);
-      expect(scheduler.evictor.stats).toMatchObject({ announced: 1, evicted: 2 });
+      expect(app.scheduler.evictor.stats).toMatchObject({ announced: 1, evicted: 2 });
     } finally {
       podWatch.stop();
     }

@@ -54,10 +54,11 @@ export function registerRun(program: Command): void {
     .option('--gpu-lending', 'with --controllers: an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob, given back after a cooldown (ADR 0131)')
     .option('--serving-loop', 'with --controllers: also load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler (writes /scale unless autoscaling.mode is external)')
     .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
+    .option('--checkpoint-aware-preemption', 'ask a checkpointable preemption victim (a TrainingJob with a checkpoint policy) for a checkpoint and evict it once the checkpoint is Ready or its queue\'s grace runs out; it resumes from that checkpoint (ADR 0093, 0143)')
     .option('--health-migration', 'with --controllers: move TrainingJobs off GPUs quarantined on their Node (checkpoint, then evict the gang whole so it restarts elsewhere from the checkpoint; ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; batchClaimsDir?: string; verbose?: boolean }) => {
+    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
@@ -94,6 +95,7 @@ export function registerRun(program: Command): void {
         serving: o.servingLoop === true,
         lending: o.gpuLending === true,
         healthMigration: o.healthMigration === true,
+        checkpointAware: o.checkpointAwarePreemption === true,
         ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
         log,
         tracing,
