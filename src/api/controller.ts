@@ -46,8 +46,11 @@ export interface OwnedResource extends ResourceType {
  * `patch<Kind>`, `delete<Kind>`, or the op itself.
  */
 export type ControllerAction =
-  /** POST; 409 (already there) counts as done. */
-  | { readonly op: 'create'; readonly kind: string; readonly object: WireObject; readonly label?: string }
+  /**
+   * POST; 409 (already there) counts as done. `withStatus`: sent together with the status write instead of after it
+   * (only for a create idempotent by name whose object does not depend on the status landing; ADR 0145).
+   */
+  | { readonly op: 'create'; readonly kind: string; readonly object: WireObject; readonly label?: string; readonly withStatus?: boolean }
   /** JSON merge patch of the object; every error counts. */
   | { readonly op: 'patch'; readonly kind: string; readonly name: string; readonly patch: Readonly<Record<string, unknown>>; readonly label?: string }
   /**

@@ -163,4 +163,38 @@ describe('controller runner with a toy definition', () => {
       await runner.stop();
     }
   });
+
+  it('sends a create marked withStatus together with the status write, the others after it', async () => {
+    const ns = 'toy-with-status';
+    await createNs(client, ns);
+    // The status writes wait for the test: a create sent after the status cannot exist until the gate opens.
+    let open = (): void => undefined;
+    const gate = new Promise<void>((r) => (open = r));
+    const gated = new Proxy(client, {
+      get(target, prop) {
+        if (prop === 'mergePatch') return async (path: string, body: unknown) => (path.endsWith('/status') ? gate.then(() => target.mergePatch(path, body)) : target.mergePatch(path, body));
+        const v: unknown = Reflect.get(target, prop);
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const eager: ControllerDefinition<Echo> = {
+      ...echoController,
+      reconcile: (input) => {
+        const r = echoController.reconcile(input);
+        return { ...r, actions: r.actions.map((a) => (a.op === 'create' && (a.object.metadata.name ?? '').endsWith('-now') ? { ...a, withStatus: true } : a)) };
+      },
+    };
+    const runner = await runController(gated, eager, { clock });
+    try {
+      await client.post(echoes(ns), { apiVersion: `${GROUP}/v1`, kind: 'Echo', metadata: { name: 'e4' }, spec: { entries: { now: '1', later: '2' } } });
+      await waitFor('the withStatus ConfigMap created while the status write waits', async () => (await configMaps(ns, 'e4')).some((c) => c.metadata.name === 'e4-now'), 60_000);
+      expect((await configMaps(ns, 'e4')).map((c) => c.metadata.name)).toEqual(['e4-now']);
+      expect((await getEcho(ns, 'e4')).status).toBeUndefined();
+      open();
+      await waitFor('the other ConfigMap once the status is written', async () => (await configMaps(ns, 'e4')).length === 2 && (await getEcho(ns, 'e4')).status !== undefined, 60_000);
+    } finally {
+      open();
+      await runner.stop();
+    }
+  });
 });

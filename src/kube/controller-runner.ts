@@ -296,26 +296,6 @@ export class ControllerRunner<P extends Primary = Primary> {
   /** Writes status and carries out the actions; says how it went (`ok`, `error`: fed back, `conflict`: stale copy, `gone`). */
   private async apply(key: string, obj: P, res: ControllerOutcome): Promise<'ok' | 'error' | 'conflict' | 'gone'> {
     const ns = obj.metadata.namespace ?? 'default';
-    if (res.status !== undefined) {
-      const patch = statusPatch(obj.status ?? {}, res.status);
-      if (patch !== undefined) {
-        try {
-          const updated = await this.client.mergePatch<P>(`${this.selfPath(obj)}/status`, { metadata: { resourceVersion: obj.metadata.resourceVersion }, status: patch });
-          const [from, to] = [obj.status?.phase, res.status.phase];
-          if (to !== from) this.log(`${this.noun} ${key}: ${typeof from === 'string' ? from : '(new)'} → ${typeof to === 'string' ? to : '?'}`);
-          this.upsert(updated);
-        } catch (e) {
-          // 409: our copy is stale; the watch brings the new one and with it another reconcile.
-          if (e instanceof KubeApiError && e.status === 409) {
-            this.queue.addAfter(key, 200);
-            return 'conflict';
-          }
-          if (e instanceof KubeApiError && e.status === 404) return 'gone';
-          this.failed(key, [{ action: 'writeStatus', status: e instanceof KubeApiError ? e.status : 0, reason: 'StatusWriteFailed', message: (e as Error).message }]);
-          return 'error';
-        }
-      }
-    }
     const errors: ApplyFailure[] = [];
     const created = new Map<string, Set<string>>();
     const deleted = new Map<string, Set<string>>();
@@ -325,38 +305,66 @@ export class ControllerRunner<P extends Primary = Primary> {
       if (s === undefined) m.set(kind, (s = new Set()));
       s.add(v);
     };
+    const run = async (a: ControllerAction): Promise<void> => {
+      try {
+        await (this.tracing.enabled ? this.tracing.run('sits.action', actionAttributes(a), () => this.act(ns, obj, a)) : this.act(ns, obj, a));
+        if (a.op === 'create') note(created, a.kind, a.object.metadata.name ?? '');
+        if (a.op === 'delete') note(deleted, a.kind, a.uid);
+      } catch (e) {
+        if (a.op === 'event') {
+          this.log(`${this.noun} ${key}: event ${a.reason}: ${(e as Error).message}`);
+          return;
+        }
+        const status = e instanceof KubeApiError ? e.status : undefined;
+        if (a.op === 'create' && status === 409) return; // already there
+        if ((a.op === 'delete' || a.op === 'deleteSelf' || a.op === 'addFinalizer' || a.op === 'removeFinalizer') && status === 404) return; // already gone
+        if ((a.op === 'addFinalizer' || a.op === 'removeFinalizer') && status === 409) {
+          this.queue.addAfter(key, 200);
+          return;
+        }
+        const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? a.name : undefined;
+        errors.push({ action: actionLabel(a), ...(name === undefined ? {} : { name }), status: status ?? 0, reason: (e instanceof KubeApiError ? e.reason : '') || 'Error', message: apiMessage(e) });
+      }
+    };
+    // Creates marked `withStatus` go out together with the status write instead of after it (a snapshot asked for
+    // the moment a commit is seen, ADR 0145): they are idempotent by name, so a status conflict only repeats them.
+    const early = res.actions.filter((a) => a.op === 'create' && a.withStatus === true);
+    const earlyDone = Promise.all(early.map(run));
+    const expect = (): void => {
+      if (created.size > 0 || deleted.size > 0) this.expectations.set(key, { created, deletedUids: deleted, deadline: performance.now() + EXPECTATION_TIMEOUT_MS });
+    };
+    if (res.status !== undefined) {
+      const patch = statusPatch(obj.status ?? {}, res.status);
+      if (patch !== undefined) {
+        try {
+          const updated = await this.client.mergePatch<P>(`${this.selfPath(obj)}/status`, { metadata: { resourceVersion: obj.metadata.resourceVersion }, status: patch });
+          const [from, to] = [obj.status?.phase, res.status.phase];
+          if (to !== from) this.log(`${this.noun} ${key}: ${typeof from === 'string' ? from : '(new)'} → ${typeof to === 'string' ? to : '?'}`);
+          this.upsert(updated);
+        } catch (e) {
+          await earlyDone;
+          expect();
+          // 409: our copy is stale; the watch brings the new one and with it another reconcile.
+          if (e instanceof KubeApiError && e.status === 409) {
+            this.queue.addAfter(key, 200);
+            return 'conflict';
+          }
+          if (e instanceof KubeApiError && e.status === 404) return 'gone';
+          this.failed(key, [...errors, { action: 'writeStatus', status: e instanceof KubeApiError ? e.status : 0, reason: 'StatusWriteFailed', message: (e as Error).message }]);
+          return 'error';
+        }
+      }
+    }
+    await earlyDone;
     const groups: ControllerAction[][] = [];
     for (const a of res.actions) {
+      if (early.includes(a)) continue;
       const last = groups[groups.length - 1];
       if (last?.[0] !== undefined && actionLabel(last[0]) === actionLabel(a)) last.push(a);
       else groups.push([a]);
     }
-    for (const group of groups) {
-      await Promise.all(
-        group.map(async (a) => {
-          try {
-            await (this.tracing.enabled ? this.tracing.run('sits.action', actionAttributes(a), () => this.act(ns, obj, a)) : this.act(ns, obj, a));
-            if (a.op === 'create') note(created, a.kind, a.object.metadata.name ?? '');
-            if (a.op === 'delete') note(deleted, a.kind, a.uid);
-          } catch (e) {
-            if (a.op === 'event') {
-              this.log(`${this.noun} ${key}: event ${a.reason}: ${(e as Error).message}`);
-              return;
-            }
-            const status = e instanceof KubeApiError ? e.status : undefined;
-            if (a.op === 'create' && status === 409) return; // already there
-            if ((a.op === 'delete' || a.op === 'deleteSelf' || a.op === 'addFinalizer' || a.op === 'removeFinalizer') && status === 404) return; // already gone
-            if ((a.op === 'addFinalizer' || a.op === 'removeFinalizer') && status === 409) {
-              this.queue.addAfter(key, 200);
-              return;
-            }
-            const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? a.name : undefined;
-            errors.push({ action: actionLabel(a), ...(name === undefined ? {} : { name }), status: status ?? 0, reason: (e instanceof KubeApiError ? e.reason : '') || 'Error', message: apiMessage(e) });
-          }
-        }),
-      );
-    }
-    if (created.size > 0 || deleted.size > 0) this.expectations.set(key, { created, deletedUids: deleted, deadline: performance.now() + EXPECTATION_TIMEOUT_MS });
+    for (const group of groups) await Promise.all(group.map(run));
+    expect();
     if (errors.length > 0) this.failed(key, errors);
     else {
       this.lastErrors.delete(key);

@@ -79,7 +79,9 @@ export function toControllerAction(a: Action): ControllerAction {
     case 'event':
       return { op: 'event', type: a.type, reason: a.reason, message: a.message };
     case 'createVolumeSnapshot':
-      return { op: 'create', kind: VOLUME_SNAPSHOT.kind, object: a.snapshot, label: a.kind };
+      // The snapshot is asked for the moment the commit is seen (000 §2.5), not one status round trip later: its
+      // name is fixed by the cycle, so a status write that conflicts only makes the next reconcile find it there.
+      return { op: 'create', kind: VOLUME_SNAPSHOT.kind, object: a.snapshot, label: a.kind, withStatus: true };
     case 'patchVolumeSnapshot':
       return { op: 'patch', kind: VOLUME_SNAPSHOT.kind, name: a.name, patch: a.patch, label: a.kind };
     case 'deleteVolumeSnapshot':

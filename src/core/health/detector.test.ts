@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { readDcgmMetrics, type DcgmFields } from './dcgm.ts';
-import { DEFAULT_DETECTOR, HealthDetector } from './detector.ts';
+import { DEFAULT_DETECTOR, HealthDetector, poissonTail } from './detector.ts';
 import { T4_LABELS, withValue } from './testing.ts';
 
 const T4 = readFileSync(new URL('./fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');
@@ -77,5 +77,32 @@ describe('HealthDetector', () => {
     const d = new HealthDetector();
     d.observe('n/0', 0, { nvlinkCrcFlitTotal: 10, nvlinkCrcDataTotal: 0 });
     expect(d.observe('n/0', 30 * MIN, { nvlinkCrcFlitTotal: 150, nvlinkCrcDataTotal: 100 })).toMatchObject({ state: 'suspect', signal: 'nvlink-crc-rate' });
+  });
+
+  it('correctable ECC errors in more and more scrapes, against the GPU\'s own rate: suspect; a steady trickler and a one-off burst are not', () => {
+    // A trickler: a new error every 20 min for a day, never surprising against its own rate.
+    const trickler = new HealthDetector();
+    for (let m = 0; m <= 24 * 60; m++) expect(trickler.observe('n/0', m * MIN, { sbeVolTotal: Math.floor(m / 20) }).signal).not.toBe('ecc-sbe-surge');
+    // A burst: 12 errors in one scrape is one event.
+    const burst = new HealthDetector();
+    for (let m = 0; m <= 180; m++) expect(burst.observe('n/0', m * MIN, { sbeVolTotal: m >= 120 ? 12 : 0 }).state).toBe('healthy');
+    // Accelerating after 3 quiet hours: new errors in every scrape from minute 180 on.
+    const failing = new HealthDetector();
+    let v = failing.observe('n/0', 0, { sbeVolTotal: 0 });
+    let at = -1;
+    for (let m = 1; m <= 200 && at < 0; m++) {
+      v = failing.observe('n/0', m * MIN, { sbeVolTotal: Math.max(0, m - 180) });
+      if (v.state !== 'healthy') at = m;
+    }
+    expect(v).toMatchObject({ state: 'suspect', signal: 'ecc-sbe-surge' });
+    expect(at).toBeLessThan(181 + 6); // a handful of scrapes, far below the 16-in-an-hour count rule
+    expect(v.reason).toMatch(/^correctable ECC errors accelerating: new ones in \d+ scrapes of the last 30 min/);
+  });
+
+  it('poissonTail', () => {
+    expect(poissonTail(0, 3)).toBe(1);
+    expect(poissonTail(1, 2)).toBeCloseTo(1 - Math.exp(-2), 12);
+    expect(poissonTail(5, 0.25)).toBeCloseTo(6.6117e-6, 9);
+    expect(poissonTail(3, 0)).toBe(0);
   });
 });

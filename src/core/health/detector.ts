@@ -11,7 +11,7 @@ import { xidInfo } from './xid.ts';
 export type HealthState = 'healthy' | 'suspect' | 'failed';
 
 /** Which rule fired (stable codes for metrics and tests; the reason is for people). */
-export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'temperature' | 'temperature-rise' | 'nvlink-crc-rate';
+export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'ecc-sbe-surge' | 'temperature' | 'temperature-rise' | 'nvlink-crc-rate';
 
 export interface Verdict {
   readonly state: HealthState;
@@ -37,6 +37,19 @@ export interface DetectorConfig {
   readonly powerSteadyFraction: number;
   /** The rise must hold this long without a break (noise flickers, a creep persists). */
   readonly tempRiseHoldMs: number;
+  /**
+   * SBE surge (ADR 0146): scrapes with new correctable ECC errors within `sbeSurgeWindowMs`, against the device's
+   * own long-run rate of such scrapes, as a Poisson tail. Counting scrapes, not errors, makes a one-off burst
+   * (many errors in one scrape) one event; comparing with the device's own rate keeps a steady trickler quiet.
+   */
+  readonly sbeSurgeWindowMs: number;
+  /** Suspect when P(at least that many scrapes with new errors | the device's rate) falls below this. */
+  readonly sbeSurgeP: number;
+  /** ... and at least this many such scrapes. */
+  readonly sbeSurgeMin: number;
+  /** Prior of the long-run rate (scrapes with new errors per hour, weighted as `sbePriorHours` of history). */
+  readonly sbePriorPerHour: number;
+  readonly sbePriorHours: number;
 }
 
 export const DEFAULT_DETECTOR: DetectorConfig = {
@@ -48,6 +61,11 @@ export const DEFAULT_DETECTOR: DetectorConfig = {
   tempRiseFloorC: 45,
   powerSteadyFraction: 0.15,
   tempRiseHoldMs: 20 * 60_000,
+  sbeSurgeWindowMs: 30 * 60_000,
+  sbeSurgeP: 1e-6,
+  sbeSurgeMin: 4,
+  sbePriorPerHour: 1,
+  sbePriorHours: 2,
 };
 
 export const HEALTHY: Verdict = { state: 'healthy', reason: 'no fault signal' };
@@ -55,6 +73,8 @@ export const HEALTHY: Verdict = { state: 'healthy', reason: 'no fault signal' };
 interface Point {
   readonly t: number;
   readonly temp: number;
+  /** The scrape brought new correctable ECC errors. */
+  readonly sbeNew: boolean;
   readonly power: number;
   readonly sbe: number;
   readonly crc: number;
@@ -72,6 +92,10 @@ interface DeviceTrack {
   /** Since when the temperature-rise condition has held (NaN: it does not). */
   riseSinceMs: number;
   verdict: Verdict;
+  /** Scrapes with new SBE errors and hours observed, all history (for the long-run rate). */
+  sbeScrapes: number;
+  firstT: number;
+  lastSbe: number;
 }
 
 const NaNish = (v: number | undefined): number => (v === undefined ? Number.NaN : v);
@@ -88,6 +112,26 @@ function mean(ps: readonly Point[], from: number, to: number, f: (p: Point) => n
     }
   }
   return c === 0 ? Number.NaN : s / c;
+}
+
+/** P(X ≥ k) for X ~ Poisson(mu). */
+export function poissonTail(k: number, mu: number): number {
+  if (k <= 0) return 1;
+  if (mu <= 0) return 0;
+  let term = Math.exp(-mu);
+  let below = 0;
+  for (let i = 0; i < k; i++) {
+    below += term;
+    term *= mu / (i + 1);
+  }
+  // For small tails 1 − below loses precision: sum the upper terms instead.
+  if (below < 0.99) return Math.max(0, 1 - below);
+  let upper = 0;
+  for (let i = k; i < k + 200 && term > 0; i++) {
+    upper += term;
+    term *= mu / (i + 1);
+  }
+  return upper;
 }
 
 export class HealthDetector {
@@ -113,12 +157,29 @@ export class HealthDetector {
     let tr = this.tracks.get(device);
     const first = tr === undefined;
     if (tr === undefined) {
-      tr = { points: [], head: 0, lastXid: 0, dbe: undefined, retired: undefined, remapped: undefined, activeXids: new Set(), riseSinceMs: Number.NaN, verdict: HEALTHY };
+      tr = {
+        points: [],
+        head: 0,
+        lastXid: 0,
+        dbe: undefined,
+        retired: undefined,
+        remapped: undefined,
+        activeXids: new Set(),
+        riseSinceMs: Number.NaN,
+        verdict: HEALTHY,
+        sbeScrapes: 0,
+        firstT: timeMs,
+        lastSbe: Number.NaN,
+      };
       this.tracks.set(device, tr);
     }
     const sbe = NaNish(f.sbeVolTotal);
     const crc = f.nvlinkCrcFlitTotal === undefined && f.nvlinkCrcDataTotal === undefined ? Number.NaN : (f.nvlinkCrcFlitTotal ?? 0) + (f.nvlinkCrcDataTotal ?? 0);
-    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), power: NaNish(f.powerW), sbe, crc });
+    // A counter that went down (a reset) is no news; only a rise is.
+    const sbeNew = !Number.isNaN(sbe) && !Number.isNaN(tr.lastSbe) && sbe > tr.lastSbe;
+    if (!Number.isNaN(sbe)) tr.lastSbe = sbe;
+    if (sbeNew) tr.sbeScrapes++;
+    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), sbeNew, power: NaNish(f.powerW), sbe, crc });
     while (tr.head < tr.points.length && (tr.points[tr.head] as Point).t < timeMs - c.windowMs) tr.head++;
     if (tr.head > 1024 && tr.head * 2 > tr.points.length) {
       tr.points = tr.points.slice(tr.head);
@@ -127,6 +188,26 @@ export class HealthDetector {
     const verdict = this.judge(tr, f, activeXids, first);
     tr.verdict = verdict;
     return verdict;
+  }
+
+  /** The SBE surge rule's reason, or undefined when the recent scrapes with new errors are not surprising. */
+  private sbeSurge(tr: DeviceTrack, now: number): string | undefined {
+    const c = this.config;
+    let k = 0;
+    for (let i = tr.points.length - 1; i >= tr.head; i--) {
+      const p = tr.points[i] as Point;
+      if (p.t <= now - c.sbeSurgeWindowMs) break;
+      if (p.sbeNew) k++;
+    }
+    if (k < c.sbeSurgeMin) return undefined;
+    const hour = 3_600_000;
+    const oldHours = Math.max(0, (now - tr.firstT - c.sbeSurgeWindowMs) / hour);
+    const rate = (tr.sbeScrapes - k + c.sbePriorPerHour * c.sbePriorHours) / (oldHours + c.sbePriorHours);
+    const mu = (rate * c.sbeSurgeWindowMs) / hour;
+    const p = poissonTail(k, mu);
+    if (p >= c.sbeSurgeP) return undefined;
+    const minutes = Math.round(c.sbeSurgeWindowMs / 60_000);
+    return `correctable ECC errors accelerating: new ones in ${k} scrapes of the last ${minutes} min, ${mu.toFixed(2)} expected from this GPU's rate (p ${p.toExponential(1)} < ${c.sbeSurgeP})`;
   }
 
   private judge(tr: DeviceTrack, f: Readonly<DcgmFields>, activeXids: readonly number[], first: boolean): Verdict {
@@ -181,6 +262,8 @@ export class HealthDetector {
     if (n >= 2) {
       const sbeUp = newest.sbe - oldest.sbe;
       if (sbeUp >= c.sbePerWindow) warn('ecc-sbe-rate', `correctable ECC errors rising: ${sbeUp} in ${minutes} min (threshold ${c.sbePerWindow})`);
+      const surge = this.sbeSurge(tr, newest.t);
+      if (surge !== undefined) warn('ecc-sbe-surge', surge);
       const crcUp = newest.crc - oldest.crc;
       if (crcUp >= c.nvlinkCrcPerWindow) warn('nvlink-crc-rate', `NVLink CRC errors rising: ${crcUp} in ${minutes} min (threshold ${c.nvlinkCrcPerWindow})`);
     }
