@@ -201,6 +201,16 @@ describe('sits activator', () => {
       expect(code('sits_activator_requests_total', { namespace: NS, inferenceservice: PARKED, code: '503' })).toBe(1);
       expect(code('sits_activator_held_requests', { namespace: NS, inferenceservice: PARKED })).toBe(0);
       expect(code('sits_activator_activations_total', { namespace: NS, inferenceservice: PARKED })).toBeGreaterThanOrEqual(2);
+      // Shutting down with a drain: not ready, new requests refused at once, a held request still ends by its hold.
+      const held = call(`/namespaces/${NS}/inferenceservices/${PARKED}/proxy/v1/completions`, { token: caller.token, body: { prompt: 'x' } });
+      await waitFor('a second request held', async () => (short.held(NS, PARKED) === 1 ? true : undefined), 30_000, 50);
+      const closing = short.close({ drainMs: 60_000 });
+      await waitFor('not ready while draining', async () => ((await call('/readyz')).status === 503 ? true : undefined), 30_000, 50);
+      const refused = await call(`/namespaces/${NS}/inferenceservices/${ZERO}/proxy/v1/models`, { token: caller.token });
+      expect(refused.status).toBe(503);
+      expect(refused.body).toMatch(/shutting down/);
+      expect((await held).body).toMatch(/became ready within 3s/);
+      await closing;
     } finally {
       activator = keep;
       await short.close();

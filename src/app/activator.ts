@@ -55,7 +55,11 @@ export interface Activator {
   held(namespace: string, name: string): number;
   /** Serves a renewed certificate from the next handshake on. */
   setTls(pair: CertPair): void;
-  close(): Promise<void>;
+  /**
+   * Stops: /readyz turns 503 and new requests get 503 at once, while held and forwarded requests may finish for up
+   * to `drainMs` (default 0: dropped at once); then the port closes.
+   */
+  close(o?: { readonly drainMs?: number }): Promise<void>;
 }
 
 const PROXY_RESOURCE = { group: API_GROUP, resource: 'inferenceservices', subresource: 'proxy' } as const;
@@ -113,6 +117,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
   const inFlight = new Map<string, number>();
   let turn = 0;
   let synced = false;
+  let draining = false;
   const svcKey = (ns: string, svc: string): string => `${ns}/${svc}`;
   const sliceOwner = (s: EndpointSliceLike): string | undefined => {
     const svc = s.metadata?.labels?.[SERVICE_NAME_LABEL];
@@ -280,6 +285,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
       m.requests.inc({ ...labels, code: String(status) });
       sendError(res, status, message, headers);
     };
+    if (draining) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
     if (o.namespace !== undefined && t.namespace !== o.namespace) return fail(404, `this activator serves namespace ${o.namespace} only, not ${t.namespace}`);
     let body: Buffer;
     try {
@@ -299,6 +305,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         return fail(503, `no replica of InferenceService ${t.namespace}/${t.name} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, { 'Retry-After': '5' });
       }
       eps = got;
+      if (eps.length === 0) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
     }
     const tried = new Set<string>();
     for (let attempt = 0; attempt < 2; attempt++) {
@@ -331,6 +338,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         case '/livez':
           return send(res, 200, 'ok\n');
         case '/readyz':
+          if (draining) return send(res, 503, 'not ready: shutting down\n');
           return synced ? send(res, 200, 'ok\n') : send(res, 503, 'not ready: endpointslices not listed yet\n');
         case '/metrics':
           registry.metrics().then(
@@ -354,11 +362,16 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
     registry,
     held: (ns, name) => states.get(svcKey(ns, serviceName(name)))?.held ?? 0,
     setTls: (p) => server.setTls(p),
-    close: async () => {
+    close: async (c = {}) => {
+      draining = true;
+      // Held requests and those on their way to an engine may finish (the pod's grace period covers a hold).
+      const deadline = performance.now() + (c.drainMs ?? 0);
+      const busy = (): boolean => [...states.values()].some((x) => x.held > 0) || [...inFlight.values()].some((n) => n > 0);
+      while (busy() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       reflector.stop();
-      for (const s of states.values()) {
-        if (s.timer !== undefined) clearInterval(s.timer);
-        for (const w of [...s.waiters]) w.resolve([]);
+      for (const x of states.values()) {
+        if (x.timer !== undefined) clearInterval(x.timer);
+        for (const w of [...x.waiters]) w.resolve([]);
       }
       await server.close();
     },

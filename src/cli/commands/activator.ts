@@ -83,7 +83,8 @@ export function registerActivator(program: Command): void {
       const sig = await untilSignal();
       log(`${sig}: stopping`);
       stopWatch?.();
-      await act.close();
+      // Held requests may still get their replica: drain for up to the hold (the chart's grace period).
+      await act.close({ drainMs: o.holdTimeout * 1000 });
       client.close();
     });
 }
