@@ -1,12 +1,10 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { activatorResource, startActivator } from '../../app/activator.ts';
 import { loadKubeConfig } from '../../app/live.ts';
-import { watchCertFiles, type CertPair } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
-import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
+import { reloadServingCert, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -26,13 +24,6 @@ interface ActivatorFlags {
   insecureLocalhost?: boolean;
 }
 
-function readFlagFile(flag: string, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new CliError(`${flag} ${path}: ${(e as Error).message}`);
-  }
-}
 
 export function registerActivator(program: Command): void {
   program
@@ -51,12 +42,7 @@ export function registerActivator(program: Command): void {
     .option('--port-name <name>', "the Service port requests go to, by name", 'http')
     .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 (local development only; callers are still authenticated and authorized)')
     .action(async (o: ActivatorFlags) => {
-      if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
-      if (o.insecureLocalhost !== true && o.tlsCertFile === undefined) throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
-      const readTls = (): CertPair | undefined =>
-        o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined ? undefined : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
-      const tls = o.insecureLocalhost === true ? undefined : readTls();
-      const clientCa = o.clientCaFile === undefined ? undefined : readFlagFile('--client-ca-file', o.clientCaFile);
+      const { tls, clientCa } = servingTls(o);
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-activator/0.1' });
       const act = await startActivator(client, {
@@ -73,13 +59,7 @@ export function registerActivator(program: Command): void {
         portName: o.portName,
         log,
       });
-      const stopWatch =
-        tls === undefined || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined
-          ? undefined
-          : watchCertFiles({ certFile: o.tlsCertFile, keyFile: o.tlsPrivateKeyFile }, 5000, (p) => {
-              act.setTls(p);
-              log(`serving certificate reloaded from ${o.tlsCertFile ?? ''}`);
-            }, log);
+      const stopWatch = reloadServingCert(o, tls !== undefined, (p) => act.setTls(p), log);
       const sig = await untilSignal();
       log(`${sig}: stopping`);
       stopWatch?.();

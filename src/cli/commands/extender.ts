@@ -1,13 +1,12 @@
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { loadKubeConfig } from '../../app/live.ts';
-import { watchCertFiles, type CertPair } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
 import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender-server.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
+import { reloadServingCert, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -32,13 +31,6 @@ interface ExtenderFlags {
   identity?: string;
 }
 
-function readFlagFile(flag: string, path: string): string {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch (e) {
-    throw new CliError(`${flag} ${path}: ${(e as Error).message}`);
-  }
-}
 
 export function registerExtender(program: Command): void {
   program
@@ -62,13 +54,8 @@ export function registerExtender(program: Command): void {
     .option('--identity <id>', 'leader-election identity (default: hostname-pid)')
     .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
     .action(async (o: ExtenderFlags) => {
-      if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
-      if (o.insecureLocalhost !== true && o.tlsCertFile === undefined) throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
+      const { tls, clientCa } = servingTls(o);
       if (o.pathPrefix !== '' && !o.pathPrefix.startsWith('/')) throw new CliError(`--path-prefix: want a path starting with /, got "${o.pathPrefix}"`);
-      const readTls = (): CertPair | undefined =>
-        o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined ? undefined : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
-      const tls = o.insecureLocalhost === true ? undefined : readTls();
-      const clientCa = o.clientCaFile === undefined ? undefined : readFlagFile('--client-ca-file', o.clientCaFile);
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-extender/0.1' });
       const ext = await startExtender({
@@ -86,14 +73,7 @@ export function registerExtender(program: Command): void {
         ...(o.leaderElect === true ? { leaderElection: { namespace: o.leaseNamespace, name: o.leaseName, identity: o.identity ?? `${hostname()}-${process.pid}`, leaseDurationSec: o.leaseDuration } } : {}),
         log,
       });
-      // A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on.
-      const stopWatch =
-        tls === undefined || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined
-          ? undefined
-          : watchCertFiles({ certFile: o.tlsCertFile, keyFile: o.tlsPrivateKeyFile }, 5000, (p) => {
-              ext.setTls(p);
-              log(`serving certificate reloaded from ${o.tlsCertFile ?? ''}`);
-            }, log);
+      const stopWatch = reloadServingCert(o, tls !== undefined, (p) => ext.setTls(p), log);
       log(`sits-extender serving on ${ext.url}${o.pathPrefix} for pods of ${o.schedulerName} (profile ${o.profile})`);
       const sig = await untilSignal();
       log(`${sig}: stopping`);

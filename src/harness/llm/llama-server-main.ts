@@ -7,23 +7,12 @@
  * Bad arguments exit 1 with llama-server's style of message; SIGTERM (or the parent's IPC channel closing) closes
  * the server and exits 0.
  */
+import { exitWhenStopped } from './engine-http.ts';
 import { containerPathResolver as resolver } from './engine-core.ts';
 import { ArgsError, LlamaServerStandIn, parseLlamaServerArgs } from './llama-server.ts';
 
 let server: LlamaServerStandIn | undefined;
-let closing = false;
-function stop(): void {
-  if (closing) return;
-  closing = true;
-  void (server?.close() ?? Promise.resolve()).finally(() => process.exit(0));
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-// Started by the dev kubelet with an IPC channel: its end closing means the kubelet's process is gone.
-if (process.send !== undefined) {
-  process.on('disconnect', stop);
-  process.channel?.unref();
-}
+exitWhenStopped(() => server?.close());
 
 async function main(): Promise<void> {
   try {

@@ -13,6 +13,7 @@ import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ContextSizeError, EngineCore, type AppliedAdapter } from './engine-core.ts';
+import { HttpError, readJson, sendJson } from './engine-http.ts';
 
 export interface LoraArg {
   /** The path as given on the command line (what GET /lora-adapters reports). */
@@ -96,15 +97,6 @@ export function parseLlamaServerArgs(argv: readonly string[], resolvePath: (p: s
   return { host, port, model: arg(model), ...(alias !== undefined ? { alias } : {}), ctxSize, parallel, metrics, loras: loras.map(arg), loraInitWithoutApply, threads };
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 interface CompletionRequest {
   readonly prompt: string;
@@ -116,7 +108,6 @@ interface CompletionRequest {
   readonly ignoreEos: boolean;
 }
 
-const MAX_BODY = 8 << 20;
 
 export class LlamaServerStandIn {
   private server: Server | undefined;
@@ -191,7 +182,7 @@ export class LlamaServerStandIn {
       }
       switch (route) {
         case 'GET /health':
-          return json(res, 200, { status: 'ok' });
+          return sendJson(res, 200, { status: 'ok' });
         case 'GET /metrics':
           if (!this.o.metrics) throw new HttpError(501, 'not_supported_error', 'This server does not support metrics endpoint. Start it with `--metrics`');
           res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
@@ -199,26 +190,26 @@ export class LlamaServerStandIn {
           return;
         case 'GET /v1/models':
         case 'GET /models':
-          return json(res, 200, { object: 'list', data: [{ id: this.alias, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp', meta: { n_ctx_train: this.core.trainContextSize } }] });
+          return sendJson(res, 200, { object: 'list', data: [{ id: this.alias, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp', meta: { n_ctx_train: this.core.trainContextSize } }] });
         case 'GET /props':
-          return json(res, 200, { total_slots: this.o.parallel, model_path: this.o.model.path, model_alias: this.alias, default_generation_settings: { n_ctx: this.slotContextSize } });
+          return sendJson(res, 200, { total_slots: this.o.parallel, model_path: this.o.model.path, model_alias: this.alias, default_generation_settings: { n_ctx: this.slotContextSize } });
         case 'GET /lora-adapters':
-          return json(
+          return sendJson(
             res,
             200,
             this.o.loras.map((l, id) => ({ id, path: l.path, scale: this.scales[id] })),
           );
         case 'POST /lora-adapters': {
-          const next = this.parseLora(await readJson(req), 'body');
+          const next = this.parseLora(await readJson(req, 'invalid_request_error'), 'body');
           next.forEach((s, i) => (this.scales[i] = s));
-          return json(res, 200, { success: true });
+          return sendJson(res, 200, { success: true });
         }
         case 'POST /v1/completions':
         case 'POST /completions':
-          return await this.completion(await readJson(req), res, false);
+          return await this.completion(await readJson(req, 'invalid_request_error'), res, false);
         case 'POST /v1/chat/completions':
         case 'POST /chat/completions':
-          return await this.completion(await readJson(req), res, true);
+          return await this.completion(await readJson(req, 'invalid_request_error'), res, true);
         default:
           throw new HttpError(404, 'not_found_error', `File Not Found: ${url.pathname}`);
       }
@@ -228,7 +219,7 @@ export class LlamaServerStandIn {
         return;
       }
       const h = e instanceof HttpError ? e : new HttpError(500, 'server_error', (e as Error).message);
-      json(res, h.status, { error: { code: h.status, message: h.message, type: h.type } });
+      sendJson(res, h.status, { error: { code: h.status, message: h.message, type: h.type } });
     }
   }
 
@@ -305,7 +296,7 @@ export class LlamaServerStandIn {
     }
     const result = await this.generate(request, () => undefined);
     const choice = chat ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason: result.finishReason } : { index: 0, text: result.text, logprobs: null, finish_reason: result.finishReason };
-    json(res, 200, { ...base, object, choices: [choice], usage: result.usage, timings: result.timings });
+    sendJson(res, 200, { ...base, object, choices: [choice], usage: result.usage, timings: result.timings });
   }
 
   private flag(b: Record<string, unknown>, k: string): boolean {
@@ -356,24 +347,4 @@ export class LlamaServerStandIn {
   }
 }
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const s = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(s) });
-  res.end(s);
-}
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    n += c.length;
-    if (n > MAX_BODY) throw new HttpError(413, 'invalid_request_error', 'request body too large');
-    chunks.push(c);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return JSON.parse(text === '' ? '{}' : text);
-  } catch (e) {
-    throw new HttpError(400, 'invalid_request_error', `request body is not JSON: ${(e as Error).message}`);
-  }
-}

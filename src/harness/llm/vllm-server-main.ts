@@ -5,23 +5,12 @@
  * /mnt/adapters/x) to files on this machine, as for the llama-server stand-in. Bad arguments exit 2 with argparse's
  * message; SIGTERM (or the parent's IPC channel closing) closes the server and exits 0.
  */
+import { exitWhenStopped } from './engine-http.ts';
 import { containerPathResolver } from './engine-core.ts';
 import { parseVllmArgs, VllmArgsError, VllmServerStandIn } from './vllm-server.ts';
 
 let server: VllmServerStandIn | undefined;
-let closing = false;
-function stop(): void {
-  if (closing) return;
-  closing = true;
-  void (server?.close() ?? Promise.resolve()).finally(() => process.exit(0));
-}
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
-// Started by the dev kubelet with an IPC channel: its end closing means the kubelet's process is gone.
-if (process.send !== undefined) {
-  process.on('disconnect', stop);
-  process.channel?.unref();
-}
+exitWhenStopped(() => server?.close());
 
 async function main(): Promise<void> {
   let opts;

@@ -19,6 +19,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { readGgufFileInfo } from 'node-llama-cpp';
 import { ContextSizeError, EngineCore, type GenerateResult } from './engine-core.ts';
+import { HttpError, readJson, sendJson } from './engine-http.ts';
 
 /** The vLLM release whose protocol the stand-in speaks (the runtime's default image, serving/runtimes/vllm.ts). */
 export const VLLM_VERSION = '0.10.2';
@@ -187,16 +188,6 @@ export function parseVllmArgs(argv: readonly string[], env: Readonly<Record<stri
   };
 }
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly type: string,
-    message: string,
-    readonly param: string | null = null,
-  ) {
-    super(message);
-  }
-}
 
 /** An adapter vLLM holds: the name clients use, the path it was loaded from, the GGUF file applied. */
 interface LoadedLora {
@@ -207,7 +198,6 @@ interface LoadedLora {
   readonly created: number;
 }
 
-const MAX_BODY = 8 << 20;
 /** vLLM V1's histogram buckets (vllm/v1/metrics/loggers.py), as the recorded /metrics text shows them. */
 const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
 const TPOT_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
@@ -351,24 +341,24 @@ export class VllmServerStandIn {
           res.end();
           return;
         case 'GET /version':
-          return json(res, 200, { version: VLLM_VERSION });
+          return sendJsonV(res, 200, { version: VLLM_VERSION });
         case 'GET /metrics':
           res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8' });
           res.end(this.metricsText());
           return;
         case 'GET /v1/models':
-          return json(res, 200, { object: 'list', data: this.modelCards() });
+          return sendJsonV(res, 200, { object: 'list', data: this.modelCards() });
         case 'POST /v1/completions':
-          return await this.completion(await readJson(req), res, false);
+          return await this.completion(await readJson(req, 'BadRequestError'), res, false);
         case 'POST /v1/chat/completions':
-          return await this.completion(await readJson(req), res, true);
+          return await this.completion(await readJson(req, 'BadRequestError'), res, true);
         case 'POST /v1/load_lora_adapter':
         case 'POST /v1/unload_lora_adapter':
           // vLLM registers these routes only when VLLM_ALLOW_RUNTIME_LORA_UPDATING is set: otherwise FastAPI's 404.
-          if (!this.o.runtimeLoraUpdating) return json(res, 404, { detail: 'Not Found' });
-          return route === 'POST /v1/load_lora_adapter' ? await this.loadRoute(await readJson(req), res) : this.unloadRoute(await readJson(req), res);
+          if (!this.o.runtimeLoraUpdating) return sendJsonV(res, 404, { detail: 'Not Found' });
+          return route === 'POST /v1/load_lora_adapter' ? await this.loadRoute(await readJson(req, 'BadRequestError'), res) : this.unloadRoute(await readJson(req, 'BadRequestError'), res);
         default:
-          return json(res, 404, { detail: 'Not Found' });
+          return sendJsonV(res, 404, { detail: 'Not Found' });
       }
     } catch (e) {
       if (res.headersSent) {
@@ -376,7 +366,7 @@ export class VllmServerStandIn {
         return;
       }
       const h = e instanceof HttpError ? e : new HttpError(500, 'InternalServerError', (e as Error).message);
-      json(res, h.status, { error: { message: h.message, type: h.type, param: h.param, code: h.status } });
+      sendJsonV(res, h.status, { error: { message: h.message, type: h.type, param: h.param, code: h.status } });
     }
   }
 
@@ -486,7 +476,7 @@ export class VllmServerStandIn {
     const choice = chat
       ? { index: 0, message: { role: 'assistant', reasoning_content: null, content: g.text, tool_calls: [] }, logprobs: null, finish_reason: g.finishReason, stop_reason: null }
       : { index: 0, text: g.text, logprobs: null, finish_reason: g.finishReason, stop_reason: null, prompt_logprobs: null };
-    json(res, 200, { id, object, created, model, choices: [choice], usage });
+    sendJsonV(res, 200, { id, object, created, model, choices: [choice], usage });
   }
 
   /** Generates on the shared core with the request's adapter, observing vLLM's latency histograms. */
@@ -568,30 +558,10 @@ export class VllmServerStandIn {
 
 const uuid = (): string => randomUUID().replace(/-/g, '');
 
-function json(res: ServerResponse, status: number, body: unknown): void {
-  const s = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(s) });
-  res.end(s);
-}
 
 function text(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  let n = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    n += c.length;
-    if (n > MAX_BODY) throw new HttpError(413, 'BadRequestError', 'request body too large');
-    chunks.push(c);
-  }
-  const t = Buffer.concat(chunks).toString('utf8');
-  try {
-    return JSON.parse(t === '' ? '{}' : t);
-  } catch (e) {
-    // FastAPI's validation error for a body that is not JSON.
-    throw new HttpError(400, 'BadRequestError', `request body is not JSON: ${(e as Error).message}`);
-  }
-}
+const sendJsonV = (res: ServerResponse, status: number, body: unknown): void => sendJson(res, status, body, 'application/json');

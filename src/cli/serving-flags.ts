@@ -1,0 +1,42 @@
+/**
+ * The secure-port flags of `sits extender` and `sits activator`: --tls-cert-file / --tls-private-key-file (PEM,
+ * re-read when they change), --client-ca-file, and --insecure-localhost for local development. Checked before
+ * anything connects; an unreadable file is a CliError naming the flag and the file.
+ */
+import { readFileSync } from 'node:fs';
+import { watchCertFiles, type CertPair } from '../kube/certs.ts';
+import { CliError } from './errors.ts';
+
+export interface ServingFlags {
+  readonly tlsCertFile?: string;
+  readonly tlsPrivateKeyFile?: string;
+  readonly clientCaFile?: string;
+  readonly insecureLocalhost?: boolean;
+}
+
+export function readFlagFile(flag: string, path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`${flag} ${path}: ${(e as Error).message}`);
+  }
+}
+
+/** The serving certificate (none with --insecure-localhost) and the client CA, or a CliError for bad flags. */
+export function servingTls(o: ServingFlags): { readonly tls?: CertPair; readonly clientCa?: string } {
+  if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
+  if (o.insecureLocalhost !== true && o.tlsCertFile === undefined) throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
+  const tls = o.insecureLocalhost === true || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined ? undefined : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
+  const clientCa = o.clientCaFile === undefined ? undefined : readFlagFile('--client-ca-file', o.clientCaFile);
+  return { ...(tls === undefined ? {} : { tls }), ...(clientCa === undefined ? {} : { clientCa }) };
+}
+
+/** A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on; returns the stop. */
+export function reloadServingCert(o: ServingFlags, served: boolean, setTls: (p: CertPair) => void, log: (m: string) => void): (() => void) | undefined {
+  if (!served || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined) return undefined;
+  const certFile = o.tlsCertFile;
+  return watchCertFiles({ certFile, keyFile: o.tlsPrivateKeyFile }, 5000, (p) => {
+    setTls(p);
+    log(`serving certificate reloaded from ${certFile}`);
+  }, log);
+}
