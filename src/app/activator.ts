@@ -267,10 +267,13 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         m.requests.inc({ namespace: t.namespace, inferenceservice: t.name, code: String(ur.statusCode ?? 502) });
       });
       up.on('error', (err) => {
-        if (!res.headersSent) {
-          log(`activator: ${t.namespace}/${t.name} → ${e.name} (${id}): ${err.message}`);
-          settle(false);
-        } else settle(true);
+        log(`activator: ${t.namespace}/${t.name} → ${e.name} (${id}): ${err.message}`);
+        if (!res.headersSent) settle(false);
+        else {
+          // The answer had begun: the client must see it cut, not a truncated body that looks complete.
+          res.destroy();
+          settle(true);
+        }
       });
       // The client went away: stop the engine's work for it too.
       res.on('close', () => {
