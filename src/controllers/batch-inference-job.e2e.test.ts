@@ -4,19 +4,15 @@
 // job over a few thousand OpenAI batch requests finishes with every custom_id once; a worker killed mid-shard
 // together with a controller restart still ends complete with no duplicate; a malformed line fails the job
 // naming file:line, and the output's manifest says partial.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { claimsUnder } from '../app/batch-jobs.ts';
-import { startControllers, type ControllerOptions, type Controllers } from '../app/controllers.ts';
-import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
-import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
-import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
-import { MODEL_DIR } from '../serving/pod-template.ts';
+import { startBatchE2e, type BatchE2e, type OutputLine } from '../app/batch-e2e-kit.ts';
+import type { DevCluster } from '../app/dev-cluster.ts';
+import { waitFor } from '../harness/e2e-kit.ts';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
-import { ANNOTATION, LABEL } from '../api/wire.ts';
+import { ANNOTATION } from '../api/wire.ts';
 import type { Manifest } from './batch-inference/coordinator.ts';
 import { parseReport } from './batch-inference/worker-protocol.ts';
 import { promSamples, type Sample } from '../core/prom-text.ts';
@@ -54,86 +50,29 @@ const NS = 'batch';
 const JOBS = `/apis/ai.sits2026.dev/v1/namespaces/${NS}/batchinferencejobs`;
 
 describe('BatchInferenceJob on real engines', () => {
+  let kit: BatchE2e;
   let cluster: DevCluster;
-  let controllers: Controllers | undefined;
   let root = '';
-  const logs: string[] = [];
-  const controllerOpts = (): ControllerOptions => ({ log: (m) => logs.push(`controller: ${m}`), batch: { volumes: claimsUnder(root), tickMs: 500 } });
+  let logs: string[] = [];
 
+  // The dev cluster, the claim over a local folder and the controllers: the set-up batch-policies.e2e shares.
   beforeAll(async () => {
-    const { model } = ensureTinyModel();
-    root = mkdtempSync(join(tmpdir(), 'sits-batch-e2e-'));
-    mkdirSync(join(root, 'data', 'in'), { recursive: true });
-    cluster = await startDevCluster({
-      nodes: 1,
-      shape: 'dgx-h100',
-      log: (m) => logs.push(m),
-      engines: { paths: { [MODEL_DIR]: model, '/mnt/batch': root }, probeEveryMs: 200, log: (l) => logs.push(l) },
-      controllers: false,
-    });
-    await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
-    await createNs(cluster.client, NS);
-    // The claim `data` the jobs read and write: a static RWX volume over the local folder, bound by the PV binder.
-    await cluster.client.post('/api/v1/persistentvolumes', {
-      apiVersion: 'v1',
-      kind: 'PersistentVolume',
-      metadata: { name: 'batch-data' },
-      spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', hostPath: { path: join(root, 'data') }, claimRef: { namespace: NS, name: 'data' } },
-    });
-    await cluster.client.post(`/api/v1/namespaces/${NS}/persistentvolumeclaims`, {
-      apiVersion: 'v1',
-      kind: 'PersistentVolumeClaim',
-      metadata: { name: 'data' },
-      spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: 'batch-data', resources: { requests: { storage: '1Gi' } } },
-    });
-    await waitFor('the claim bound', async () => ((await cluster.client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/data`)).status?.phase === 'Bound' ? true : undefined), 60_000, 200);
-    controllers = await startControllers(cluster.client, controllerOpts());
+    kit = await startBatchE2e({ ns: NS });
+    ({ cluster, root, logs } = kit);
+    await kit.startControllers();
   }, 240_000);
 
   afterAll(async () => {
-    if (process.env.SITS_BATCH_E2E_LOG !== undefined) writeFileSync(process.env.SITS_BATCH_E2E_LOG, logs.join('\n'));
-    await controllers?.stop();
-    await cluster?.kubelet.stopAndWait();
-    await cluster?.stop();
-    rmSync(root, { recursive: true, force: true });
+    await kit?.stop();
   });
 
-  const writeInput = (file: string, n: number, prefix: string): string[] => {
-    const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-    const lines = ids.map((id, i) => JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: `count ${i}` }], max_tokens: 2 } }));
-    writeFileSync(join(root, 'data', 'in', file), `${lines.join('\n')}\n`);
-    return ids;
-  };
-  const createJob = (name: string, input: string, workers: number): Promise<unknown> =>
-    cluster.client.post(JOBS, {
-      apiVersion: 'ai.sits2026.dev/v1',
-      kind: 'BatchInferenceJob',
-      metadata: { name },
-      spec: {
-        runtime: 'llamacpp',
-        model: { uri: 'pvc://models/tiny.gguf' },
-        input: { uri: `pvc://data/in/${input}` },
-        output: { uri: `pvc://data/out/${name}` },
-        workers,
-        gpusPerWorker: 1,
-        container: { args: ['--parallel', '2'] },
-      },
-    });
-  const job = (name: string): Promise<BatchInferenceJob> => cluster.client.get<BatchInferenceJob>(`${JOBS}/${name}`);
-  const workerPods = async (name: string): Promise<V1Pod[]> => (await listPods(cluster.client, NS)).filter((p) => p.metadata?.labels?.[LABEL.batchInferenceJob] === name);
-  const finished = (name: string, timeoutMs: number): Promise<BatchInferenceJob> =>
-    waitFor(`${name} finished`, async () => {
-      const j = await job(name);
-      return j.status?.phase === 'Succeeded' || j.status?.phase === 'Failed' ? j : undefined;
-    }, timeoutMs, 500).catch(async (e: unknown) => {
-      throw new Error(`${(e as Error).message}\n${JSON.stringify((await job(name)).status)}\n${logs.filter((l) => !/^\[(kube-|etcd)/.test(l)).slice(-60).join('\n')}`);
-    });
-  const outputOf = (name: string): { ids: string[]; lines: { custom_id: string; response: { status_code: number; body: { choices?: unknown[] } } | null; error: unknown }[] } => {
-    const text = readFileSync(join(root, 'data', 'out', name, 'output.jsonl'), 'utf8');
-    const lines = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { custom_id: string; response: { status_code: number; body: { choices?: unknown[] } } | null; error: unknown });
-    return { ids: lines.map((l) => l.custom_id), lines };
-  };
-  const manifestOf = (name: string): Manifest => JSON.parse(readFileSync(join(root, 'data', 'out', name, 'manifest.json'), 'utf8')) as Manifest;
+  const writeInput = (file: string, n: number, prefix: string): string[] => kit.writeInput(file, n, prefix);
+  const createJob = (name: string, input: string, workers: number): Promise<unknown> => kit.createJob(name, input, workers);
+  const job = (name: string): Promise<BatchInferenceJob> => kit.job(name);
+  const workerPods = (name: string): Promise<V1Pod[]> => kit.workerPods(name);
+  const finished = (name: string, timeoutMs: number): Promise<BatchInferenceJob> => kit.finished(name, timeoutMs);
+  const outputOf = (name: string): { ids: string[]; lines: OutputLine[] } => kit.outputOf(name);
+  const manifestOf = (name: string): Manifest => kit.manifestOf(name);
 
   it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
     const ids = writeInput('plain.jsonl', 2000, 'p');
@@ -205,12 +144,12 @@ describe('BatchInferenceJob on real engines', () => {
       return undefined;
     }, 240_000, 100);
     expect(cluster.kubelet.engines?.killSide(victim.pod.metadata?.uid ?? '')).toBe(true);
-    await controllers?.stop();
-    controllers = undefined;
+    await kit.controllers?.stop();
+    kit.controllers = undefined;
     await waitFor('the killed worker pod failed', async () => ((await workerPods('crash')).some((p) => p.metadata?.uid === victim.pod.metadata?.uid && p.status?.phase === 'Failed') ? true : undefined), 60_000, 100);
     const before = manifestOf('crash');
     expect(before.parts.length).toBeGreaterThan(0);
-    controllers = await startControllers(cluster.client, controllerOpts());
+    await kit.startControllers();
     const j = await finished('crash', 360_000);
     expect(j.status?.phase).toBe('Succeeded');
     expect(j.status?.progress).toMatchObject({ recordsTotal: 1500, recordsProcessed: 1500 });
