@@ -9,7 +9,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
@@ -83,6 +83,8 @@ const cordon = (node: string, on: boolean): Promise<unknown> => client.mergePatc
 
 describe('defragmentation by migration on the live scheduler (ADR 0144)', () => {
   it('policy off: nothing moves; on: one 4-GPU job is checkpointed, evicted and restored on the other node, and the 8-GPU gang binds', async () => {
+    // A failure on a busy CI machine says what the scheduler and controllers did.
+    onTestFailed(() => console.error(`--- defragment e2e log (last 150 lines) ---\n${logs.slice(-150).join('\n')}`));
     await client.post(`${TJ}/queues`, queue(false));
     await createNs(client, NS);
     const vols = { a: await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt-a' }), b: await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt-b' }) };
