@@ -2,17 +2,20 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { ANNOTATION, GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../api/wire.ts';
-import { scaled } from '../testing/timeouts.ts';
+import { loadScaleNow } from '../testing/timeouts.ts';
 
 /**
  * Polls `fn` until it returns something other than undefined/false, and returns that. A throw counts as "not
  * yet" (so `fn` may use expect(); the last error is in the timeout message). `timeoutMs` is the budget on an
- * idle machine: it is scaled by the test timeout factor (src/testing/timeouts.ts), like every test timeout.
+ * idle machine: it is spent at the test timeout factor (src/testing/timeouts.ts) or, while the machine is busier
+ * than when the run started, at the load's factor (`loadScaleNow`), so a wait on a loaded CI machine gets the
+ * time the load takes from it while a failing test on an idle one still fails quickly.
  */
 export async function waitFor<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const budgetMs = scaled(timeoutMs);
-  const end = performance.now() + budgetMs;
+  const start = performance.now();
+  let spent = 0;
   let last: unknown;
+  let at = start;
   for (;;) {
     try {
       const v = await fn();
@@ -20,7 +23,10 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     } catch (e) {
       last = e;
     }
-    if (performance.now() > end) throw new Error(`timed out after ${budgetMs} ms waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
+    const now = performance.now();
+    spent += (now - at) / loadScaleNow();
+    at = now;
+    if (spent > timeoutMs) throw new Error(`timed out after ${Math.round(now - start)} ms (a budget of ${timeoutMs} ms on an idle machine) waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
