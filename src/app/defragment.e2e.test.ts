@@ -139,6 +139,8 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
       const from = moved === 'a' ? a1.node : b1.node;
       const to = moved === 'a' ? b1.node : a1.node;
       expect(scheduler.defragmenter.stats.plans).toBe(1);
+      // The node the move frees is held for the gang while the plan stands (the moved job may not take it back).
+      expect(scheduler.defragmenter.held(Date.now()).map((r) => r.nodes)).toEqual([[from]]);
       expect((await getJob(stays)).metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBeUndefined();
       const [rank0] = await replicas(moved, 1);
       const seq = await waitFor('rank 0 sees the request through the contract', async () => {
@@ -161,6 +163,7 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
         return (p?.spec?.nodeName ?? '') !== '' ? p : undefined;
       }, 120_000);
       expect(big?.spec?.nodeName).toBe(from);
+      await waitFor('the hold released once the gang started', async () => scheduler.defragmenter.held(Date.now()).length === 0, 60_000);
       const restarted = await waitFor(`${moved} attempt 2 Running on the other node`, () => runningOn(moved, 2), 120_000);
       expect(restarted.node).toBe(to);
       const j = await getJob(moved);

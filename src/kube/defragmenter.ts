@@ -10,12 +10,14 @@
  * gang in the freed domain, and the moved jobs wherever they fit (the plan checked that they do).
  *
  * One plan at a time; the plan is dropped (nothing more is evicted) if its gang starts or goes before the moves.
+ * While a plan stands, the domain it frees is held for its gang (`held`, a reservation the cycle honours as a
+ * backfill reservation): the moved jobs' new pods, or any other job, cannot take it back while the gang waits.
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
 import { expectedStartMs, planMigration, type MigrationCost, type MigrationPlan, type Movable } from '../core/actions/migration.ts';
 import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
-import type { Waiting } from '../core/actions/queue-cycle.ts';
+import type { Reservation, Waiting } from '../core/actions/queue-cycle.ts';
 import type { Scheduler } from '../core/framework/scheduler.ts';
 import type { GangSpec, PodSpec } from '../core/model/pod.ts';
 import type { Clock } from '../core/ports.ts';
@@ -30,6 +32,8 @@ export const DEFRAGMENT_REASON = 'Defragment';
 export const DEFAULT_DEFRAGMENT_GRACE_MS = 300_000;
 /** After a plan, the same gang is not planned for again this soon (its moves are still settling). */
 const REPLAN_MS = 60_000;
+/** How long the freed domain stays held after the checkpoint grace, for the moved jobs to go and the gang to bind. */
+const HOLD_AFTER_GRACE_MS = 600_000;
 
 export const defragmentRequestValue = (atMs: number): string => `Migration/${new Date(atMs).toISOString()}/defragment`;
 
@@ -79,6 +83,7 @@ export class Defragmenter {
   readonly stats = { plans: 0, dropped: 0, requested: 0, evictedGangs: 0 };
   private readonly mover: GangMover;
   private active: Active | undefined;
+  private holding: { readonly reservation: Reservation; readonly untilMs: number } | undefined;
   private readonly lastPlan = new Map<string, number>();
   private running: Promise<void> | undefined;
 
@@ -94,8 +99,19 @@ export class Defragmenter {
     return this.active?.plan;
   }
 
+  /** The freed domain of the plan under way, held for its gang until it starts (the cycle's `held`). */
+  held(nowMs: number): readonly Reservation[] {
+    const h = this.holding;
+    if (h === undefined) return [];
+    if (nowMs <= h.untilMs) return [h.reservation];
+    this.opts.log(`defragment: the hold for ${h.reservation.jobId} on ${h.reservation.nodes.join(', ')} ran out`);
+    this.holding = undefined;
+    return [];
+  }
+
   /** In the cycle, after its commits (synchronous: the scheduler's state is this cycle's). */
   consider(input: DefragmentInput): void {
+    if (this.holding !== undefined && !input.waiting.has(this.holding.reservation.jobId)) this.holding = undefined;
     const a = this.active;
     if (a !== undefined) {
       // Its gang started or went before every move was made: the rest are not needed.
@@ -135,6 +151,9 @@ export class Defragmenter {
     this.stats.plans++;
     const moves = plan.moves.map((m) => ({ ...(keyOf.get(m.job.id) as { ns: string; name: string }), jobId: m.job.id, done: false }));
     this.active = { plan, atMs: input.nowMs, moves };
+    const needs: Record<string, number> = {};
+    for (const al of plan.allocations) needs[al.node] = (needs[al.node] ?? 0) + al.gpus.length * al.gpuMilli;
+    this.holding = { reservation: { jobId: job.id, startMs: plan.startMs, nodes: Object.keys(needs).sort(), needs }, untilMs: input.nowMs + (this.opts.graceMs ?? DEFAULT_DEFRAGMENT_GRACE_MS) + HOLD_AFTER_GRACE_MS };
     const h = (ms: number): string => `${Math.round((100 * ms) / 3.6e6) / 100} GPU-h`;
     this.opts.log(`defragment: moving ${moves.map((m) => `${m.ns}/${m.name}`).join(', ')} (checkpoint, restore elsewhere) frees ${plan.level} ${plan.domain} for ${job.id}: gain ${h(plan.gainGpuMs)} > cost ${h(plan.costGpuMs)}`);
   }

@@ -366,7 +366,8 @@ export class LiveScheduler {
     const tried = lane.queue.counts().active;
     // Budgets over every pod of the cache (O(pods × budgets)): computed only when a preemption is planned.
     const budgets = this.jobs.pdbs.size === 0 ? undefined : () => budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
-    const res = lane.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, options: { minRuntimeMs: view.minRuntimeMs, ...(this.checkpointAware ? { checkpointAware: true } : {}) }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
+    const held = this.defragmenter.held(nowMs);
+    const res = lane.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, ...(held.length === 0 ? {} : { held }), options: { minRuntimeMs: view.minRuntimeMs, ...(this.checkpointAware ? { checkpointAware: true } : {}) }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
     for (const q of res.checkpointRequests) this.checkpoints.request(q.victim.podIds, q.by, q.deadlineMs);

@@ -108,6 +108,38 @@ describe('queue cycle: reservation and backfill', () => {
   });
 });
 
+describe('queue cycle: a reservation the host holds (a defragmentation plan’s freed domain)', () => {
+  const now = 1_000_000;
+  const qs = queues(makeQueue('a'));
+  const held = [{ jobId: 'big', startMs: now + 90_000, nodes: ['r0-n1'], needs: { 'r0-n1': 8000 } }];
+  /** Two 8-GPU nodes, r0-n0 full with two 4-GPU jobs, r0-n1 empty (the freed node). */
+  const setup = (): { s: Scheduler; running: Map<string, RunningJob> } => {
+    const s = cluster('dgx-h100', 1, 2);
+    const rs = [start(s, job('other', 'a', 1, 4), now - 1000), start(s, job('filler', 'a', 1, 4), now - 1000)];
+    expect(rs.map((r) => s.state.nodeOfPod(r.podIds[0] as string)?.spec.name)).toEqual(['r0-n0', 'r0-n0']);
+    return { s, running: new Map(rs.map((r) => [r.id, r])) };
+  };
+  const run = (pending: QueuedJob[], withHold: boolean): CycleResult => {
+    const { s, running } = setup();
+    return runCycle({ nowMs: now, scheduler: s, queues: qs, pending, running, options: { preemption: false }, ...(withHold ? { held } : {}) });
+  };
+
+  it('keeps a long job off the held node (it would take it without the hold)', () => {
+    expect(startedIds(run([job('moved', 'a', 1, 4)], false))).toEqual(['moved']);
+    const r = run([job('moved', 'a', 1, 4)], true);
+    expect(startedIds(r)).toEqual([]);
+    expect(r.waiting.get('moved')?.reason).toBe('reservation');
+    expect(r.waiting.get('moved')?.message).toContain('would delay the reservation of big');
+  });
+
+  it('lets a job that ends before the reserved start backfill, and the reserved job itself use the node', () => {
+    expect(startedIds(run([job('short', 'a', 1, 4, { estRuntimeMs: 30_000 })], true))).toEqual(['short']);
+    const mine = run([job('big', 'a', 1, 8)], true);
+    expect(startedIds(mine)).toEqual(['big']);
+    expect(mine.started[0]?.placements.map((p) => p.node)).toEqual(['r0-n1']);
+  });
+});
+
 describe('queue cycle: what a queue accepts', () => {
   const withClass = (j: QueuedJob, priorityClass?: string, namespace?: string): QueuedJob => ({ ...j, ...(priorityClass === undefined ? {} : { priorityClass }), ...(namespace === undefined ? {} : { namespace }) });
 

@@ -92,6 +92,12 @@ export interface CycleInput {
    * pod pay it only then).
    */
   readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
+  /**
+   * Reservations the host holds across cycles (a defragmentation plan's freed domain, ADR 0144): other jobs may
+   * use those nodes only as a backfill job may use a reserved node, and the reserved job itself is not kept off
+   * them. They take none of the cycle's own reservation slots.
+   */
+  readonly held?: readonly Reservation[];
 }
 
 export interface CycleResult {
@@ -172,7 +178,8 @@ export function runCycle(input: CycleInput): CycleResult {
   const checkpointRequests: CheckpointRequest[] = [];
   const waiting = new Map<string, Waiting>();
   const reservations: Reservation[] = [];
-  const reservedNodes = new Set<string>();
+  const hostHeld = input.held ?? [];
+  const reservedNodes = new Set<string>(hostHeld.flatMap((r) => r.nodes));
   let budgetList: readonly DisruptionBudget[] | undefined;
   const budgetsOf = (): readonly DisruptionBudget[] => {
     const given = input.disruptionBudgets ?? NO_BUDGETS;
@@ -283,7 +290,8 @@ export function runCycle(input: CycleInput): CycleResult {
         span?.set({ 'sits.topology.level': placed.level });
         const endMs = nowMs + job.estRuntimeMs;
         // A backfill job may share a reserved node only if it ends first or leaves the node enough free GPUs.
-        const blocking = reservations.find((r) => r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0)));
+        const blocks = (r: Reservation): boolean => r.jobId !== job?.id && r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0));
+        const blocking = hostHeld.find(blocks) ?? reservations.find(blocks);
         if (blocking === undefined) {
           stmt.commit();
           const model = state.node(placed.placements[0]?.node ?? '')?.spec.gpus[0]?.model;

@@ -14,7 +14,7 @@
  */
 import type { DisruptionBudget } from '../actions/disruption.ts';
 import type { RunningJob } from '../actions/jobs.ts';
-import { DEFAULT_CYCLE_OPTIONS, runCycle, type CycleOptions, type CycleResult, type Waiting } from '../actions/queue-cycle.ts';
+import { DEFAULT_CYCLE_OPTIONS, runCycle, type CycleOptions, type CycleResult, type Reservation, type Waiting } from '../actions/queue-cycle.ts';
 import type { Scheduler } from '../framework/scheduler.ts';
 import type { EventSink, StatusWriter } from '../ports.ts';
 import type { QueueSpec } from '../queue/model.ts';
@@ -28,6 +28,8 @@ export interface SpineCycleInput {
   readonly options?: Partial<CycleOptions>;
   /** PodDisruptionBudgets over the running pods (preemption avoids breaking them where it can). */
   readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
+  /** Reservations the host holds across cycles (runCycle's `held`). */
+  readonly held?: readonly Reservation[];
 }
 
 /** What the spine says about waiting and preempted pods; the placements go through the scheduler's commit target. */
@@ -51,7 +53,7 @@ export class SchedulingSpine {
     const queue = this.queue;
     queue.flush(nowMs);
     const { jobs, parked } = queue.forCycle();
-    const res = runCycle({ nowMs, scheduler: input.scheduler, queues: input.queues, pending: jobs, running: input.running, parked, ...(input.options === undefined ? {} : { options: input.options }), ...(input.disruptionBudgets === undefined ? {} : { disruptionBudgets: input.disruptionBudgets }) });
+    const res = runCycle({ nowMs, scheduler: input.scheduler, queues: input.queues, pending: jobs, running: input.running, parked, ...(input.options === undefined ? {} : { options: input.options }), ...(input.disruptionBudgets === undefined ? {} : { disruptionBudgets: input.disruptionBudgets }), ...(input.held === undefined || input.held.length === 0 ? {} : { held: input.held }) });
     const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
     const startedQueues = new Set<string>();
     for (const s of res.started) {
