@@ -68,7 +68,8 @@ describe('BatchInferenceJob policies on real engines', () => {
       return parsed.ok ? { entries: parsed.value, node: n } : undefined;
     }, 60_000, 200);
     const entry = q.entries.find((x) => String(x.gpu) === gpu);
-    expect(entry).toMatchObject({ source: 'batch-fault-ladder' });
+    // A device the ladder saw break work is `failed` (ADR 0150): nothing on it is asked for a checkpoint first.
+    expect(entry).toMatchObject({ source: 'batch-fault-ladder', state: 'failed' });
     expect(entry?.reason).toMatch(/fault ladder: crash on .* at rung 1: .*injected device fault/);
     expect((entry?.untilMs ?? 0) - (entry?.sinceMs ?? 0)).toBeGreaterThanOrEqual(14.9 * 60_000);
     // What the scheduler (and `sits explain`) sees of that GPU: unhealthy, with the quarantine's text.

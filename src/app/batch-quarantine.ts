@@ -1,11 +1,12 @@
 /**
  * The BatchInferenceJob fault ladder's Quarantine port on the one quarantine SITS has (core/health/quarantine.ts):
  * a device the ladder quarantines is written into its Node's ANNOTATION.gpuQuarantine with source
- * `batch-fault-ladder`, so the scheduler stops placing there (kube/labels.ts marks the GPU unhealthy with the
- * reason, which `sits explain` shows), the node agent's device plugin reports it Unhealthy to the kubelet
- * (node/quarantine-watch.ts, ADR 0128) and the GPU health monitor releases it after a passing health check. The
- * controller keeps its own copy for the coordinator's synchronous questions; `published` says whether the Node
- * carries it yet (a replacement worker must not be created before the scheduler can see the quarantine).
+ * `batch-fault-ladder` and state `failed` (ADR 0150), so the scheduler stops placing there (kube/labels.ts marks
+ * the GPU unhealthy with the reason, which `sits explain` shows), the node agent's device plugin reports it
+ * Unhealthy to the kubelet (node/quarantine-watch.ts, ADR 0128) and the GPU health monitor releases it after a
+ * passing health check. The controller keeps its own copy for the coordinator's synchronous questions;
+ * `published` says whether the Node carries it yet (a replacement worker must not be created before the scheduler
+ * can see the quarantine).
  * A device is `node/index` or `node/i,j` (a worker holding several GPUs: each is quarantined); `node/cpu` is
  * kept in memory only (there is nothing to annotate).
  */
@@ -83,7 +84,8 @@ export class NodeAnnotationQuarantine implements Quarantine {
           book.load(q.value);
         }
         const nowMs = this.clock();
-        for (const gpu of gpus) book.quarantine({ node, gpu }, `batch job fault ladder: ${reason}`, untilMs, nowMs, BATCH_QUARANTINE_SOURCE);
+        // `failed` (ADR 0150): work on it has already failed, so nothing on it is asked for a checkpoint first.
+        for (const gpu of gpus) book.quarantine({ node, gpu }, `batch job fault ladder: ${reason}`, untilMs, nowMs, BATCH_QUARANTINE_SOURCE, 'failed');
         const want = formatQuarantine(book.ofNode(node));
         if (want !== have) await this.client.mergePatch(path, { metadata: { resourceVersion: n.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: want ?? null } } });
         this.written.add(device);

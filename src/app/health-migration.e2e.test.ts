@@ -5,7 +5,9 @@
 // through the TrainingJob's request-checkpoint annotation; the test plays rank 0 with examples/sits_checkpoint.py;
 // the VolumeSnapshot becomes readyToUse; only then is the gang evicted, whole; the TrainingJob controller restarts
 // it at once (not counted as a failure) with SITS_RESTORE_SNAPSHOT of that checkpoint, and the SITS scheduler
-// keeps it off the quarantined GPU.
+// keeps it off the quarantined GPU. And from the Node alone (ADR 0150): an entry whose state is `failed` evicts its job
+// at once, without a checkpoint request, to restart from its newest Ready checkpoint; `suspect` (or no state, an entry
+// written before ADR 0150) still asks for a checkpoint first.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -63,19 +65,20 @@ afterAll(async () => {
   await new Promise((r) => server?.close(r));
 });
 
-const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
+const getJob = (name: string, ns = NS): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${ns}/trainingjobs/${name}`);
 const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
-const replicas = async (job: string, attempt: number): Promise<V1Pod[]> =>
-  (await listPods(client, NS)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+const replicas = async (job: string, attempt: number, ns = NS): Promise<V1Pod[]> =>
+  (await listPods(client, ns)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
 const gpusOf = (p: V1Pod): number[] => (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((s) => s !== '').map(Number);
 
-/** The shared claim, and a service account `trainer` that may get and patch pods (the contract's Role), with its token. */
-async function setUp(): Promise<{ volumeDir: string; tokenFile: string }> {
-  await createNs(client, NS);
-  const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt' });
-  const tokenFile = await trainerTokenFile(client, cluster.plane, NS);
-  await waitFor(`claim ${NS}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
-  return { volumeDir: stack.driver.volumeDir(vol.volume.id), tokenFile };
+/** The shared claims, and a service account `trainer` that may get and patch pods (the contract's Role), with its token. */
+async function setUp(ns = NS, claims: readonly string[] = ['ckpt']): Promise<{ volumeDir: string; volumeDirs: Map<string, string>; tokenFile: string }> {
+  await createNs(client, ns);
+  const volumeDirs = new Map<string, string>();
+  for (const pvcName of claims) volumeDirs.set(pvcName, stack.driver.volumeDir((await createStaticVolume(stack, { namespace: ns, pvcName })).volume.id));
+  const tokenFile = await trainerTokenFile(client, cluster.plane, ns);
+  for (const pvcName of claims) await waitFor(`claim ${ns}/${pvcName} Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/${pvcName}`)).status?.phase === 'Bound', 120_000);
+  return { volumeDir: volumeDirs.get(claims[0] as string) as string, volumeDirs, tokenFile };
 }
 
 /** examples/sits_checkpoint.py as rank 0's container would run it. */
@@ -124,8 +127,8 @@ describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 012
       const r = await watcher.once();
       expect(r.actions.find((a) => a.kind === 'quarantine')).toMatchObject({ state: 'suspect', entry: { node, gpu } });
       expect(r.written).toEqual([node]);
-      const q = JSON.parse((await client.get<V1Node>(`/api/v1/nodes/${node}`)).metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}') as Record<string, { reason: string }>;
-      expect(q[String(gpu)]?.reason).toBe('XID 63 (ECC page retirement or row remapping recorded (reset needed))');
+      const q = JSON.parse((await client.get<V1Node>(`/api/v1/nodes/${node}`)).metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}') as Record<string, { reason: string; state: string }>;
+      expect(q[String(gpu)]).toMatchObject({ reason: 'XID 63 (ECC page retirement or row remapping recorded (reset needed))', state: 'suspect' });
 
       // The migrator asks for a checkpoint through the one request annotation; the controller starts a Migration cycle.
       const cycle = await waitFor('a Migration checkpoint cycle for the request', async () => {
@@ -235,5 +238,116 @@ describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 012
     await new Promise((res) => setTimeout(res, 2000));
     expect((await replicas('plain', 1)).map((p) => p.metadata?.uid)).toEqual([pod?.metadata?.uid]);
     expect((await getJob('plain')).metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBeUndefined();
+  });
+
+  it('from the Node alone: a failed entry (written by another process) evicts at once without a checkpoint request and restarts from the newest Ready checkpoint; suspect and state-less entries ask for a checkpoint first', async () => {
+    const ns = 'health-failed';
+    // The GPUs of the jobs above go back (the two quarantines they left stay): this test needs four free GPUs.
+    for (const j of (await client.get<{ items: TrainingJobObject[] }>(`${TJ}/namespaces/${NS}/trainingjobs`)).items) await client.delete(`${TJ}/namespaces/${NS}/trainingjobs/${j.metadata.name ?? ''}`);
+    await waitFor(`no replica left in ${NS}`, async () => (await listPods(client, NS)).every((p) => p.metadata?.labels?.[LABEL.trainingJob] === undefined), 120_000);
+
+    const { volumeDirs, tokenFile } = await setUp(ns, ['ckpt-a', 'ckpt-b', 'ckpt-c']);
+    const job = (name: string, claimName: string): Record<string, unknown> => ({
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'TrainingJob',
+      metadata: { name },
+      spec: { replicas: 1, gpusPerReplica: 1, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] }, checkpoint: { volume: { claimName }, volumeSnapshotClassName: 'stand-in', writers: 'rank0' } },
+    });
+    for (const [name, claim] of [['dead', 'ckpt-a'], ['warm', 'ckpt-b'], ['old', 'ckpt-c']] as const) await client.post(`${TJ}/namespaces/${ns}/trainingjobs`, job(name, claim));
+    const running = async (name: string): Promise<V1Pod> =>
+      waitFor(`${name} attempt 1 Running`, async () => {
+        const [p] = await replicas(name, 1, ns);
+        return p?.status?.phase === 'Running' && gpusOf(p).length === 1 ? p : undefined;
+      }, 120_000);
+    const dead = await running('dead');
+    const warm = await running('warm');
+    const old = await running('old');
+
+    // `dead` has a Ready checkpoint from before the failure (asked for by hand, committed by rank 0 through the contract).
+    await client.mergePatch(`${TJ}/namespaces/${ns}/trainingjobs/dead`, { metadata: { annotations: { [ANNOTATION.requestCheckpoint]: 'Manual/before-failure' } } });
+    const seq = await waitFor('dead: rank 0 sees the manual request', async () => {
+      const h = await helper(dead, tokenFile, ['requested']);
+      if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+      return /^\d+$/.test(h.stdout.trim()) ? Number(h.stdout.trim()) : undefined;
+    }, 60_000, 200);
+    writeFileSync(join(volumeDirs.get('ckpt-a') as string, 'step-300.pt'), 'weights of step 300');
+    const c = await helper(dead, tokenFile, ['committed', '300', '1', String(seq)]);
+    expect(c.stderr).toBe('');
+    expect(c.code).toBe(0);
+    const snapshotName = `dead-ckpt-${seq}`;
+    await waitFor(`dead: ${snapshotName} Ready`, async () => (await getJob('dead', ns)).status?.checkpoint?.lastReady?.snapshotName === snapshotName, 120_000);
+
+    // From here: every version of the three jobs and every pod change, in order.
+    const jobsSeen: TrainingJobObject[] = [];
+    const jobWatch = new Reflector<TrainingJobObject>(client, `${TJ}/namespaces/${ns}/trainingjobs`, { add: (j) => jobsSeen.push(j), update: (j) => jobsSeen.push(j), delete: () => undefined });
+    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
+    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${ns}/pods`, {
+      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
+      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
+      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
+    });
+    await Promise.all([jobWatch.start(), podWatch.start()]);
+    const before = { ...(controllers.healthMigration?.stats ?? { requested: 0, evictedGangs: 0 }) };
+    try {
+      // Written as a node agent's health monitor (another process) writes them, one patch per Node: `dead`'s GPU failed
+      // outright, `warm`'s is suspect, `old`'s entry carries no state (written before ADR 0150).
+      const writtenMs = Date.now();
+      const since = new Date(writtenMs).toISOString();
+      const until = new Date(Date.now() + 900_000).toISOString();
+      const entries: [V1Pod, Record<string, string>][] = [
+        [dead, { reason: 'XID 48 (double-bit ECC error)', state: 'failed' }],
+        [warm, { reason: 'correctable ECC errors rising: 17 in 60 min (threshold 16)', state: 'suspect' }],
+        [old, { reason: '1 page(s) pending retirement (reset needed)' }],
+      ];
+      const byNode = new Map<string, Record<string, unknown>>();
+      for (const [p, e] of entries) byNode.set(p.spec?.nodeName ?? '', { ...byNode.get(p.spec?.nodeName ?? ''), [String(gpusOf(p)[0])]: { ...e, since, until, source: 'gpu-health' } });
+      for (const [node, add] of byNode) {
+        const path = `/api/v1/nodes/${node}`;
+        const have = JSON.parse((await client.get<V1Node>(path)).metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}') as Record<string, unknown>;
+        await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ ...have, ...add }) } } });
+      }
+
+      // Suspect and state-less: a Migration request naming the GPU, the gang still running.
+      for (const p of [warm, old]) {
+        const name = p.metadata?.labels?.[LABEL.trainingJob] ?? '';
+        const req = await waitFor(`${name}: a Migration checkpoint request`, async () => parseMigrationRequest((await getJob(name, ns)).metadata.annotations?.[ANNOTATION.requestCheckpoint]), 60_000);
+        expect(req).toMatchObject({ node: p.spec?.nodeName, gpu: gpusOf(p)[0] });
+      }
+
+      // Failed: evicted at once (well inside the 240 s grace the other two wait for), no checkpoint asked for.
+      const deadUid = dead.metadata?.uid ?? '';
+      const gone = await waitFor('dead: its replica deleted', async () => seen.find((e) => e.kind === 'delete' && e.pod.metadata?.uid === deadUid), 150_000);
+      expect(gone.atMs - writtenMs).toBeLessThan(240_000);
+      const gpu = gpusOf(dead)[0] as number;
+      const node = dead.spec?.nodeName ?? '';
+      const cond = seen.filter((e) => e.pod.metadata?.uid === deadUid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+      expect(cond?.reason).toBe(MIGRATION_DISRUPTION_REASON);
+      expect(cond?.message).toBe(`GPU ${gpu} of node ${node} is quarantined (XID 48 (double-bit ECC error)): the GPU failed outright, so the job on it is likely dead and no checkpoint is asked for; the gang restarts elsewhere from its newest Ready checkpoint ${snapshotName} (step 300)`);
+      // The other two were not moved: they wait for their checkpoints.
+      for (const p of [warm, old]) expect(seen.some((e) => e.pod.metadata?.uid === p.metadata?.uid && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined))).toBe(false);
+
+      // Restarted from the newest Ready checkpoint, off the failed GPU, with no checkpoint cycle after the failure.
+      const second = await waitFor('dead: attempt 2 Running', async () => {
+        const j = await getJob('dead', ns);
+        const [p] = await replicas('dead', 2, ns);
+        return j.status?.phase === 'Running' && j.status.attempt === 2 && p?.status?.phase === 'Running' && gpusOf(p).length === 1 ? { j, p } : undefined;
+      }, 180_000);
+      expect(second.j.status?.checkpoint?.restoredFrom).toEqual({ snapshotName, step: 300, attempt: 2 });
+      expect(envOf(second.p)).toMatchObject({ SITS_RESTORE_STEP: '300', SITS_RESTORE_SNAPSHOT: snapshotName });
+      if (second.p.spec?.nodeName === node) expect(gpusOf(second.p)).not.toContain(gpu);
+      expect(second.j.status?.checkpoint?.seq).toBe(seq);
+      expect(jobsSeen.filter((j) => j.metadata.name === 'dead').map((j) => j.metadata.annotations?.[ANNOTATION.requestCheckpoint])).toEqual(expect.arrayContaining(['Manual/before-failure']));
+      expect(jobsSeen.filter((j) => j.metadata.name === 'dead').every((j) => j.metadata.annotations?.[ANNOTATION.requestCheckpoint] === 'Manual/before-failure')).toBe(true);
+      const events = (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { kind?: string; name?: string } }[] }>(`/api/v1/namespaces/${ns}/events`)).items.filter((e) => e.involvedObject?.kind === 'TrainingJob');
+      expect(events.filter((e) => e.involvedObject?.name === 'dead' && e.reason === 'CheckpointForMigration')).toEqual([]);
+      expect(events.filter((e) => e.reason === 'CheckpointForMigration').map((e) => e.involvedObject?.name).sort()).toEqual(['old', 'warm']);
+      expect(controllers.healthMigration?.stats.requested).toBe(before.requested + 2);
+      expect(controllers.healthMigration?.stats.evictedGangs).toBe(before.evictedGangs + 1);
+      // Still only asked, not moved (their grace has not run out).
+      for (const p of [warm, old]) expect((await replicas(p.metadata?.labels?.[LABEL.trainingJob] ?? '', 1, ns)).map((x) => x.metadata?.uid)).toEqual([p.metadata?.uid]);
+    } finally {
+      jobWatch.stop();
+      podWatch.stop();
+    }
   });
 });

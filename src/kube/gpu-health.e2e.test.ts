@@ -73,7 +73,7 @@ describe('GPU health watcher on the real control plane', () => {
     expect(r.written).toEqual([node]);
     expect(intents).toEqual([{ kind: 'checkpoint-and-migrate', node, gpu: 3, uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e', mode: 'restore-last', reason: 'XID 79 (GPU has fallen off the bus)', pods: [], atMs: now }]);
     const until = new Date(now + 15 * MIN).toISOString();
-    expect(JSON.parse((await annotation()) ?? '{}')).toEqual({ '3': { reason: 'XID 79 (GPU has fallen off the bus)', since: new Date(now).toISOString(), until, source: 'gpu-health' } });
+    expect(JSON.parse((await annotation()) ?? '{}')).toEqual({ '3': { reason: 'XID 79 (GPU has fallen off the bus)', state: 'failed', since: new Date(now).toISOString(), until, source: 'gpu-health' } });
 
     await createNs(client, 'health');
     await createPods(client, [testPod('health', 'whole', { gpus: 8 })]);

@@ -112,9 +112,13 @@ export class GpuHealthWatcher {
         const path = `/api/v1/nodes/${encodeURIComponent(t.node)}`;
         const node = await this.opts.client.get<V1Node>(path);
         const have = node.metadata?.annotations?.[ANNOTATION.gpuQuarantine];
+        // The annotation as this version writes it: one written before ADR 0150 (no state) means the same with
+        // `suspect`, so it is not rewritten for the format alone.
+        let haveNormal = have;
         // Another writer's quarantines join the book (released only by a health check, like ours).
         if (have !== undefined) {
           const q = parseQuarantine(t.node, have);
+          if (q.ok) haveNormal = formatQuarantine(q.value);
           if (q.ok) this.monitor.book.load(q.value.filter((e) => !this.monitor.book.isQuarantined(e)));
           else problem(`annotation ${ANNOTATION.gpuQuarantine}: ${q.error} (rewritten from this monitor's book)`);
         }
@@ -146,7 +150,7 @@ export class GpuHealthWatcher {
         }
         actions.push(...mine);
         const want = formatQuarantine(this.monitor.book.ofNode(t.node));
-        if (want !== have) {
+        if (want !== have && want !== haveNormal) {
           // resourceVersion makes the write conditional: a concurrent writer's change is read next round, not lost.
           await this.opts.client.mergePatch(path, { metadata: { resourceVersion: node.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: want ?? null } } });
           written.push(t.node);

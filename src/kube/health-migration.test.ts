@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION } from '../api/wire.ts';
-import { migrationRequestValue, migrationStep, parseMigrationRequest } from './health-migration.ts';
+import type { MigrateIntent } from '../core/health/monitor.ts';
+import { parseQuarantine, type QuarantineEntry } from '../core/health/quarantine.ts';
+import { migrationRequestValue, migrationStep, migrationTargets, parseMigrationRequest } from './health-migration.ts';
 
 const T0 = Date.UTC(2026, 11, 1, 20, 0, 0);
 const entry = { node: 'n1', gpu: 3, sinceMs: T0 };
@@ -31,8 +33,43 @@ describe('migrationStep', () => {
     expect(failed).toEqual({ kind: 'evict', why: 'the checkpoint asked for failed (NeverCommitted); the gang restarts elsewhere from its newest Ready checkpoint llm-ckpt-1 (step 100)' });
     expect(migrationStep(job(a), entry, 'checkpoint-first', T0 + 1000 + GRACE, GRACE)).toEqual({ kind: 'evict', why: 'no checkpoint within the grace of 300 s; the gang restarts elsewhere from no Ready checkpoint yet' });
   });
-  it('a failed GPU evicts at once (restore-last); a job without a checkpoint policy is left running', () => {
-    expect(migrationStep(job(), entry, 'restore-last', T0, GRACE).kind).toBe('evict');
+  it('a failed GPU evicts at once (restore-last), even mid-checkpoint, from the newest Ready checkpoint; a job without a checkpoint policy is left running', () => {
+    const lastReady = { snapshotName: 'llm-ckpt-1', step: 100, readyTime: iso(T0 - 60_000) };
+    expect(migrationStep(job({}, { checkpoint: { lastReady } } as Job['status']), entry, 'restore-last', T0, GRACE)).toEqual({
+      kind: 'evict',
+      why: 'the GPU failed outright, so the job on it is likely dead and no checkpoint is asked for; the gang restarts elsewhere from its newest Ready checkpoint llm-ckpt-1 (step 100)',
+    });
+    // A suspect GPU that failed while our checkpoint was pending: no more waiting.
+    expect(migrationStep(job({ [ANNOTATION.requestCheckpoint]: req }, { checkpoint: { lastReady } } as Job['status']), entry, 'restore-last', T0 + 2000, GRACE).kind).toBe('evict');
     expect(migrationStep(job({}, {}, false), entry, 'checkpoint-first', T0, GRACE)).toMatchObject({ kind: 'leave' });
+  });
+});
+
+describe('migrationTargets: the mode of a quarantine read from the Node (ADR 0150)', () => {
+  const at = `"since":"${iso(T0)}","until":"${iso(T0 + 900_000)}"`;
+  const read = (text: string): QuarantineEntry[] => {
+    const q = parseQuarantine('n1', text);
+    if (!q.ok) throw new Error(q.error);
+    return q.value;
+  };
+  const intent = (gpu: number, mode: MigrateIntent['mode'], atMs: number): MigrateIntent => ({ kind: 'checkpoint-and-migrate', node: 'n1', gpu, uuid: '', mode, reason: `intent ${mode}`, pods: [], atMs });
+
+  it('failed → restore-last; suspect, or an entry written without a state → checkpoint-first', () => {
+    const q = read(`{"1":{"reason":"XID 48 (double-bit ECC error)","state":"failed",${at},"source":"gpu-health"},"2":{"reason":"temperature rising","state":"suspect",${at},"source":"gpu-health"},"3":{"reason":"shard failed","since":"${iso(T0)}","until":"${iso(T0 + 900_000)}","source":"batch-fault-ladder"}}`);
+    expect(migrationTargets(q, []).map((t) => [t.entry.gpu, t.mode])).toEqual([
+      [1, 'restore-last'],
+      [2, 'checkpoint-first'],
+      [3, 'checkpoint-first'],
+    ]);
+  });
+
+  it('an in-process intent adds its device or its mode, but never undoes the Node’s failed', () => {
+    const q = read(`{"1":{"reason":"XID 48 (double-bit ECC error)","state":"failed",${at},"source":"gpu-health"},"2":{"reason":"pages pending retirement","state":"suspect",${at},"source":"gpu-health"}}`);
+    const t = migrationTargets(q, [intent(1, 'checkpoint-first', T0 - 5000), intent(2, 'restore-last', T0 + 1000), intent(4, 'checkpoint-first', T0 + 2000)]);
+    expect(t).toEqual([
+      { entry: q[0], mode: 'restore-last' },
+      { entry: { node: 'n1', gpu: 2, sinceMs: T0, reason: 'intent restore-last' }, mode: 'restore-last' },
+      { entry: { node: 'n1', gpu: 4, sinceMs: T0 + 2000, reason: 'intent checkpoint-first' }, mode: 'checkpoint-first' },
+    ]);
   });
 });

@@ -12,14 +12,15 @@
  *      GPU and why, then is deleted. The TrainingJob controller restarts the gang from its newest Ready checkpoint
  *      (SITS_RESTORE_SNAPSHOT, ADR 0091), and the quarantine keeps the new gang off the GPU.
  *
- * `handle(intent)` takes the monitor's intents in-process: `restore-last` (the GPU failed, the job is likely dead)
- * skips the checkpoint and evicts at once. Work that cannot checkpoint is left running (moving it would lose all
- * its work now; the quarantine keeps new work off), with an Event saying so. Events on the TrainingJob name why.
+ * A GPU that failed outright (the entry's `state: failed`, ADR 0150, or an in-process intent from `handle` with mode
+ * `restore-last`) skips 1–2: the job on it is likely dead, so the gang is evicted at once and restarts from its
+ * newest Ready checkpoint. Work that cannot checkpoint is left running (moving it would lose all its work now; the
+ * quarantine keeps new work off), with an Event saying so. Events on the TrainingJob name why.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
 import type { Clock } from '../core/ports.ts';
-import type { MigrateIntent } from '../core/health/monitor.ts';
+import { migrateMode, type MigrateIntent } from '../core/health/monitor.ts';
 import { parseQuarantine, type QuarantineEntry } from '../core/health/quarantine.ts';
 import { isStatus, type KubeClient } from './client.ts';
 import { checkpointThenEvict, GangMover, type MoveJobObject, type MoveStep } from './gang-mover.ts';
@@ -58,11 +59,32 @@ export type MigrationStep = MoveStep;
 export function migrationStep(job: JobObject, entry: Pick<QuarantineEntry, 'node' | 'gpu' | 'sinceMs'>, mode: MigrateIntent['mode'], nowMs: number, graceMs: number): MigrationStep {
   const ck = job.status?.checkpoint;
   const newest = ck?.lastReady === undefined ? 'no Ready checkpoint yet' : `its newest Ready checkpoint ${ck.lastReady.snapshotName} (step ${ck.lastReady.step})`;
-  if (mode === 'restore-last') return { kind: 'evict', why: `the GPU failed; the gang restarts elsewhere from ${newest}` };
+  if (mode === 'restore-last') return { kind: 'evict', why: `the GPU failed outright, so the job on it is likely dead and no checkpoint is asked for; the gang restarts elsewhere from ${newest}` };
   if (job.spec.checkpoint === undefined) return { kind: 'leave', why: 'the job has no checkpoint policy, so moving it would lose all its work; it keeps running and the quarantine keeps new work off the GPU' };
   const req = parseMigrationRequest(job.metadata.annotations?.[ANNOTATION.requestCheckpoint]);
   const ours = req === undefined || req.node !== entry.node || req.gpu !== entry.gpu || req.atMs < entry.sinceMs ? undefined : req;
   return checkpointThenEvict(job, ours, migrationRequestValue(nowMs, entry.node, entry.gpu), nowMs, graceMs);
+}
+
+export interface MigrationTarget {
+  readonly entry: Pick<QuarantineEntry, 'node' | 'gpu' | 'sinceMs' | 'reason'>;
+  readonly mode: MigrateIntent['mode'];
+}
+
+/**
+ * The GPUs to move work off and how (pure): each quarantine on the Nodes, `restore-last` when its entry says the GPU
+ * `failed` (ADR 0150), else `checkpoint-first`; an in-process intent adds its device or gives its mode, but never
+ * turns a Node's `failed` back into `checkpoint-first` (the intent may be older than the escalation).
+ */
+export function migrationTargets(quarantined: readonly QuarantineEntry[], intents: Iterable<MigrateIntent>): MigrationTarget[] {
+  const out = new Map<string, MigrationTarget>();
+  for (const e of quarantined) out.set(`${e.node}/${e.gpu}`, { entry: e, mode: migrateMode(e.state) });
+  for (const i of intents) {
+    const k = `${i.node}/${i.gpu}`;
+    const onNode = out.get(k);
+    if (onNode?.mode !== 'restore-last') out.set(k, { entry: { node: i.node, gpu: i.gpu, sinceMs: onNode?.entry.sinceMs ?? i.atMs, reason: i.reason }, mode: i.mode });
+  }
+  return [...out.values()];
 }
 
 export interface GpuHealthMigratorOptions {
@@ -127,7 +149,7 @@ export class GpuHealthMigrator {
   async once(): Promise<void> {
     if (this.opts.isLeader !== undefined && !this.opts.isLeader()) return;
     const now = this.clock.nowMs();
-    const devices = new Map<string, { entry: Pick<QuarantineEntry, 'node' | 'gpu' | 'sinceMs' | 'reason'>; mode: MigrateIntent['mode'] }>();
+    const quarantined: QuarantineEntry[] = [];
     for (const n of this.nodes.items.values()) {
       const name = n.metadata?.name ?? '';
       const text = n.metadata?.annotations?.[ANNOTATION.gpuQuarantine];
@@ -137,13 +159,11 @@ export class GpuHealthMigrator {
         this.once_(`bad:${name}:${text}`, () => this.opts.log(`health migration: node ${name}: annotation ${ANNOTATION.gpuQuarantine}: ${q.error}`));
         continue;
       }
-      for (const e of q.value) devices.set(`${e.node}/${e.gpu}`, { entry: e, mode: 'checkpoint-first' });
+      quarantined.push(...q.value);
     }
-    for (const [k, i] of this.intents) {
-      if (now - i.atMs > INTENT_TTL_MS && !devices.has(k)) this.intents.delete(k);
-      else devices.set(k, { entry: { node: i.node, gpu: i.gpu, sinceMs: devices.get(k)?.entry.sinceMs ?? i.atMs, reason: i.reason }, mode: i.mode });
-    }
-    for (const { entry, mode } of devices.values()) {
+    const onNodes = new Set(quarantined.map((e) => `${e.node}/${e.gpu}`));
+    for (const [k, i] of this.intents) if (now - i.atMs > INTENT_TTL_MS && !onNodes.has(k)) this.intents.delete(k);
+    for (const { entry, mode } of migrationTargets(quarantined, this.intents.values())) {
       try {
         await this.device(entry, mode, now);
       } catch (e) {

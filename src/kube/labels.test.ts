@@ -189,9 +189,13 @@ describe('nodeFromK8s with quarantined GPUs (ANNOTATION.gpuQuarantine)', () => {
       [3, 'quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus)'],
       [5, undefined],
     ]);
+    // The state (ADR 0150) is the migrator's business: a failed GPU reads the same to the scheduler and explain.
+    const failed = nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"reason"', '"state":"failed","reason"') }));
+    expect(failed.ok && failed.value.gpus.filter((g) => !g.healthy).map((g) => [g.index, g.unhealthyReason])).toEqual([[3, 'quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus)']]);
   });
   it('a bad annotation or a GPU the node does not have is an error naming the annotation', () => {
     expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: '{"3":{}}' }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: reason: expected a non-empty string` });
+    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"reason"', '"state":"broken","reason"') }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: state: expected "suspect" or "failed", got "broken"` });
     expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"3"', '"9"') }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 9 does not exist (the node has 8)` });
   });
 });

@@ -29,6 +29,9 @@ describe('GpuHealthMonitor', () => {
     const f = m.observe('node-a', devices(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 48, T4_LABELS)), 3 * MIN);
     expect(f.map((x) => x.kind)).toEqual(['extend', 'checkpoint-and-migrate']);
     expect(f[1]).toMatchObject({ mode: 'restore-last', reason: 'XID 48 (double-bit ECC error)' });
+    // The book (what the Node's annotation says) carries the state too: suspect, then failed.
+    expect(a[0]).toMatchObject({ kind: 'quarantine', state: 'suspect', entry: { state: 'suspect' } });
+    expect(m.book.get({ node: 'node-a', gpu: 0 })?.state).toBe('failed');
     // Healthy readings again; the period (15 min from the last flag) runs out, the check is due and passes.
     let due: string[] = [];
     for (let t = 4; t <= 18; t++) due = m.observe('node-a', devices(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 48, T4_LABELS)), t * MIN).map((x) => x.kind);

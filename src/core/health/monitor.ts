@@ -7,7 +7,7 @@
  */
 import type { DcgmDevice, DcgmPodRef } from './dcgm.ts';
 import { HealthDetector, type DetectorConfig, type HealthState, type Verdict } from './detector.ts';
-import { DEFAULT_QUARANTINE_MS, QuarantineBook, type DeviceRef, type QuarantineEntry } from './quarantine.ts';
+import { DEFAULT_QUARANTINE_MS, QuarantineBook, type DeviceRef, type QuarantineEntry, type QuarantineState } from './quarantine.ts';
 
 /**
  * What the work on a device should do. `checkpoint-first` (suspect): the job still runs; checkpoint now,
@@ -23,6 +23,9 @@ export interface MigrateIntent extends DeviceRef {
   readonly pods: readonly DcgmPodRef[];
   readonly atMs: number;
 }
+
+/** The one mapping from a quarantined device's state to what its work does (the intent here, the Node's entry in the migrator). */
+export const migrateMode = (state: QuarantineState): MigrateIntent['mode'] => (state === 'failed' ? 'restore-last' : 'checkpoint-first');
 
 export type HealthAction =
   | { readonly kind: 'quarantine'; readonly entry: QuarantineEntry; readonly state: HealthState }
@@ -69,12 +72,13 @@ export class GpuHealthMonitor {
     const k = deviceKey(ref);
     const was = this.book.get(ref);
     const before = this.stateOf.get(k);
-    const change = this.book.quarantine(ref, v.reason, nowMs + this.quarantineMs, nowMs, was?.source ?? 'gpu-health');
+    const state: QuarantineState = v.state === 'failed' ? 'failed' : 'suspect';
+    const change = this.book.quarantine(ref, v.reason, nowMs + this.quarantineMs, nowMs, was?.source ?? 'gpu-health', state);
     const out: HealthAction[] = [];
     if (was === undefined) out.push({ kind: 'quarantine', entry: change.entry, state: v.state });
     else out.push({ kind: 'extend', entry: change.entry });
     if (was === undefined || (before === 'suspect' && v.state === 'failed')) {
-      out.push({ kind: 'checkpoint-and-migrate', node: ref.node, gpu: ref.gpu, uuid, mode: v.state === 'failed' ? 'restore-last' : 'checkpoint-first', reason: v.reason, pods, atMs: nowMs });
+      out.push({ kind: 'checkpoint-and-migrate', node: ref.node, gpu: ref.gpu, uuid, mode: migrateMode(state), reason: v.reason, pods, atMs: nowMs });
       this.stateOf.set(k, v.state);
     }
     return out;

@@ -5,7 +5,8 @@
  * untilMs)`; once `until` has passed the device is due a health check, and only a passing check releases it
  * (a failing one keeps it for another period). The book is stored on the Node as one annotation
  * (ANNOTATION.gpuQuarantine, see `formatQuarantine`), which is what the scheduler reads: a quarantined GPU
- * is unhealthy with the quarantine's reason (sits explain), whatever process wrote it.
+ * is unhealthy with the quarantine's reason (sits explain), whatever process wrote it. Each entry also says
+ * whether the device is `suspect` or `failed` (ADR 0150), which decides how the health migrator moves the work on it.
  */
 import { err, ok, type Result } from '../result.ts';
 
@@ -14,8 +15,17 @@ export interface DeviceRef {
   readonly gpu: number;
 }
 
+/**
+ * What the writer knows of the device. `suspect`: a failure is predicted and the work on it still runs, so it is
+ * checkpointed first. `failed`: the device failed outright and the work on it is likely dead, so it restarts from its
+ * newest Ready checkpoint without asking for one (the monitor's `restore-last`). An entry written without it
+ * (before ADR 0150) is `suspect`.
+ */
+export type QuarantineState = 'suspect' | 'failed';
+
 export interface QuarantineEntry extends DeviceRef {
   readonly reason: string;
+  readonly state: QuarantineState;
   readonly sinceMs: number;
   readonly untilMs: number;
   /** Who put it there (`gpu-health`, `batch-fault-ladder`, ...): each releases only through a health check. */
@@ -36,12 +46,13 @@ export class QuarantineBook {
 
   /**
    * Quarantines a device until `untilMs` (or keeps it longer: an existing quarantine keeps its start and
-   * the later end; the newest reason is shown).
+   * the later end; the newest reason is shown). `failed` is kept until the release: a device that failed
+   * outright does not become merely suspect because another reading or writer says so.
    */
-  quarantine(device: DeviceRef, reason: string, untilMs: number, nowMs: number, source = 'gpu-health'): QuarantineChange {
+  quarantine(device: DeviceRef, reason: string, untilMs: number, nowMs: number, source: string, state: QuarantineState): QuarantineChange {
     const k = key(device);
     const old = this.byKey.get(k);
-    const entry: QuarantineEntry = { node: device.node, gpu: device.gpu, reason, sinceMs: old?.sinceMs ?? nowMs, untilMs: Math.max(untilMs, old?.untilMs ?? untilMs), source: old?.source ?? source, failedChecks: old?.failedChecks ?? 0 };
+    const entry: QuarantineEntry = { node: device.node, gpu: device.gpu, reason, state: old?.state === 'failed' ? 'failed' : state, sinceMs: old?.sinceMs ?? nowMs, untilMs: Math.max(untilMs, old?.untilMs ?? untilMs), source: old?.source ?? source, failedChecks: old?.failedChecks ?? 0 };
     this.byKey.set(k, entry);
     return { kind: old === undefined ? 'quarantined' : 'extended', entry };
   }
@@ -107,6 +118,7 @@ export function quarantineText(e: Pick<QuarantineEntry, 'reason' | 'untilMs'>): 
 
 interface StoredEntry {
   readonly reason: string;
+  readonly state: QuarantineState;
   readonly since: string;
   readonly until: string;
   readonly source: string;
@@ -115,13 +127,14 @@ interface StoredEntry {
 
 /**
  * The annotation value: JSON keyed by GPU index, times in RFC 3339, e.g.
- * `{"3":{"reason":"XID 79 (GPU has fallen off the bus)","since":"…","until":"…","source":"gpu-health"}}`.
+ * `{"3":{"reason":"XID 79 (GPU has fallen off the bus)","state":"failed","since":"…","until":"…","source":"gpu-health"}}`.
+ * `state` is always written; a reader takes an entry without it as `suspect` (written before ADR 0150).
  * Undefined when the node has no quarantine (the annotation is then removed).
  */
 export function formatQuarantine(entries: readonly QuarantineEntry[]): string | undefined {
   if (entries.length === 0) return undefined;
   const out: Record<string, StoredEntry> = {};
-  for (const e of [...entries].sort((a, b) => a.gpu - b.gpu)) out[String(e.gpu)] = { reason: e.reason, since: new Date(e.sinceMs).toISOString(), until: new Date(e.untilMs).toISOString(), source: e.source, ...(e.failedChecks === 0 ? {} : { failedChecks: e.failedChecks }) };
+  for (const e of [...entries].sort((a, b) => a.gpu - b.gpu)) out[String(e.gpu)] = { reason: e.reason, state: e.state, since: new Date(e.sinceMs).toISOString(), until: new Date(e.untilMs).toISOString(), source: e.source, ...(e.failedChecks === 0 ? {} : { failedChecks: e.failedChecks }) };
   return JSON.stringify(out);
 }
 
@@ -145,13 +158,15 @@ export function parseQuarantine(node: string, text: string): Result<QuarantineEn
       return Number.isNaN(t) ? `GPU ${k}: ${f}: expected an RFC 3339 time` : t;
     };
     if (typeof r.reason !== 'string' || r.reason === '') return err(`GPU ${k}: reason: expected a non-empty string`);
+    const state = r.state === undefined ? 'suspect' : r.state;
+    if (state !== 'suspect' && state !== 'failed') return err(`GPU ${k}: state: expected "suspect" or "failed", got ${JSON.stringify(state)}`);
     const since = time('since');
     const until = time('until');
     if (typeof since === 'string') return err(since);
     if (typeof until === 'string') return err(until);
     const fc = r.failedChecks ?? 0;
     if (typeof fc !== 'number' || !Number.isInteger(fc) || fc < 0) return err(`GPU ${k}: failedChecks: expected a count`);
-    out.push({ node, gpu: Number(k), reason: r.reason, sinceMs: since, untilMs: until, source: typeof r.source === 'string' ? r.source : 'unknown', failedChecks: fc });
+    out.push({ node, gpu: Number(k), reason: r.reason, state, sinceMs: since, untilMs: until, source: typeof r.source === 'string' ? r.source : 'unknown', failedChecks: fc });
   }
   return ok(out.sort((a, b) => a.gpu - b.gpu));
 }
