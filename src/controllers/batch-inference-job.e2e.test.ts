@@ -15,39 +15,9 @@ import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import type { Manifest } from './batch-inference/coordinator.ts';
 import { parseReport } from './batch-inference/worker-protocol.ts';
-import { promSamples, type Sample } from '../core/prom-text.ts';
-
-const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/**
- * Writes to the API server by the batch job's own parties (the controller and the workers), from the apiserver's
- * apiserver_request_total: every write on batchinferencejobs (any subresource) and on pods themselves (creates,
- * annotation patches, deletes). The kubelet's pods/status and the scheduler's pods/binding are the same under any
- * batch design and are left out.
- */
-/** The same writes by resource/subresource and verb, for the log. */
-function writeBreakdown(samples: readonly Sample[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const x of samples) {
-    if (x.name !== 'apiserver_request_total' || !WRITE_VERBS.has(x.labels.verb ?? '')) continue;
-    const k = `${x.labels.verb ?? ''} ${x.labels.resource ?? ''}${x.labels.subresource === undefined || x.labels.subresource === '' ? '' : `/${x.labels.subresource}`}`;
-    out.set(k, (out.get(k) ?? 0) + x.value);
-  }
-  return out;
-}
-
-function jobWrites(samples: readonly Sample[]): number {
-  let n = 0;
-  for (const x of samples) {
-    if (x.name !== 'apiserver_request_total' || !WRITE_VERBS.has(x.labels.verb ?? '')) continue;
-    const res = x.labels.resource;
-    const sub = x.labels.subresource ?? '';
-    if (res === 'batchinferencejobs' || (res === 'pods' && sub === '')) n += x.value;
-  }
-  return n;
-}
+import { naiveWrites, runMeasuredJob } from '../app/batch-control-plane.ts';
 
 const NS = 'batch';
-const JOBS = `/apis/ai.sits2026.dev/v1/namespaces/${NS}/batchinferencejobs`;
 
 describe('BatchInferenceJob on real engines', () => {
   let kit: BatchE2e;
@@ -76,19 +46,12 @@ describe('BatchInferenceJob on real engines', () => {
 
   it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
     const ids = writeInput('plain.jsonl', 2000, 'p');
-    const scrape = async (): Promise<Sample[]> => promSamples(await cluster.client.get<string>('/metrics'));
-    const first = await scrape();
-    const before = jobWrites(first);
-    const started = Date.now();
-    await createJob('plain', 'plain.jsonl', 2);
-    const pods = await waitFor('two worker pods bound by SITS', async () => {
-      const ps = await workerPods('plain');
-      return ps.length === 2 && ps.every((p) => p.spec?.nodeName !== undefined) ? ps : undefined;
-    }, 60_000, 250);
+    // The job measured on the apiserver's own metrics, as `sits bench batch --control-plane` does (ADR 0158).
+    const m = await runMeasuredJob(kit, { name: 'plain', input: 'plain.jsonl', workers: 2, timeoutMs: 300_000 });
+    const { pods, job: j } = m;
+    logs.push(`plain: ${m.elapsedMs} ms`);
     expect(pods.every((p) => p.spec?.schedulerName === 'sits-scheduler')).toBe(true);
     expect(pods.map((p) => p.spec?.containers.map((c) => c.name))).toEqual([['server', 'batch-worker'], ['server', 'batch-worker']]);
-    const j = await finished('plain', 300_000);
-    logs.push(`plain: ${Date.now() - started} ms`);
     expect(j.status?.phase).toBe('Succeeded');
     expect(j.status?.progress).toMatchObject({ recordsTotal: 2000, recordsProcessed: 2000, recordsFailed: 0, percent: 100 });
     expect(j.status?.progress?.tokensProcessed).toBeGreaterThan(2000);
@@ -99,37 +62,20 @@ describe('BatchInferenceJob on real engines', () => {
     expect(out.ids).toEqual(ids);
     expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200 && (l.response.body.choices?.length ?? 0) === 1)).toBe(true);
     expect(manifestOf('plain').state).toBe('complete');
-    await waitFor('worker pods gone', async () => ((await workerPods('plain')).length === 0 ? true : undefined), 60_000, 250);
-    const after = await scrape();
-    const sits = jobWrites(after) - before;
-    const b0 = writeBreakdown(first);
-    logs.push(`writes during the job: ${[...writeBreakdown(after)].map(([k, v]) => `${k}=${v - (b0.get(k) ?? 0)}`).filter((x) => !x.endsWith('=0')).join(', ')}`);
-    // The naive design for comparison, measured the same way: a controller that writes status on every record (one
-    // status PATCH per record on a job object, on the real apiserver) plus the same pod creates and deletes.
-    const scratch = (await cluster.client.post(JOBS, {
-      apiVersion: 'ai.sits2026.dev/v1',
-      kind: 'BatchInferenceJob',
-      metadata: { name: 'naive-writer' },
-      // Not on a claim: the SITS controller marks it Failed once and leaves it alone.
-      spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf' }, input: { uri: 's3://none/in.jsonl' }, output: { uri: 's3://none/out' }, workers: 1, gpusPerWorker: 0 },
-    })) as BatchInferenceJob;
-    await waitFor('the scratch job judged', async () => ((await job('naive-writer')).status?.phase === 'Failed' ? true : undefined), 30_000, 100);
-    const n0 = jobWrites(await scrape());
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        for (let i = next++; i < 2000; i = next++) await cluster.client.mergePatch(`${JOBS}/naive-writer/status`, { status: { progress: { recordsProcessed: i + 1 } } });
-      }),
-    );
-    const naiveStatus = jobWrites(await scrape()) - n0;
-    const naive = naiveStatus + 2 * pods.length;
-    logs.push(`control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive} (${naiveStatus} status writes + ${2 * pods.length} pod creates/deletes)`);
-    process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive}: ${(100 * (1 - sits / naive)).toFixed(1)} % fewer\n`);
-    expect(scratch.metadata.name).toBe('naive-writer');
-    expect(naiveStatus).toBe(2000);
+    logs.push(`requests during the job: ${JSON.stringify(m.requests)}`);
+    // The naive design for comparison, measured the same way: a controller that writes status on every record.
+    const naive = await naiveWrites(kit, { name: 'naive-writer', records: 2000, pods: pods.length });
+    const sits = m.writes;
+    logs.push(`control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive.writes} (${naive.statusWrites} status writes + ${2 * pods.length} pod creates/deletes); etcd writes on the job: sits ${m.etcdJobWrites}, naive ${naive.etcdJobWrites}`);
+    process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive.writes}: ${(100 * (1 - sits / naive.writes)).toFixed(1)} % fewer\n`);
+    expect(naive.statusWrites).toBe(2000);
+    // Every status PATCH changed the object, so each is one etcd update.
+    expect(naive.etcdJobWrites).toBe(2000);
     expect(sits).toBeGreaterThan(2 * pods.length);
+    expect(m.etcdJobWrites).toBeGreaterThan(0);
     // 004 §2.5: at least 70 % fewer writes than the per-record status writer.
-    expect(sits).toBeLessThanOrEqual(0.3 * naive);
+    expect(sits).toBeLessThanOrEqual(0.3 * naive.writes);
+    expect(m.etcdJobWrites).toBeLessThanOrEqual(0.3 * naive.etcdJobWrites);
   }, 600_000);
 
   it('ends complete with no duplicate after a worker is killed mid-shard and the controller restarts', async () => {
