@@ -37,8 +37,7 @@ describe('BatchInferenceJob on real engines', () => {
   });
 
   const writeInput = (file: string, n: number, prefix: string): string[] => kit.writeInput(file, n, prefix);
-  const createJob = (name: string, input: string, workers: number): Promise<unknown> => kit.createJob(name, input, workers);
-  const job = (name: string): Promise<BatchInferenceJob> => kit.job(name);
+  const createJob = (name: string, input: string, workers: number, spec?: Record<string, unknown>): Promise<unknown> => kit.createJob(name, input, workers, spec);
   const workerPods = (name: string): Promise<V1Pod[]> => kit.workerPods(name);
   const finished = (name: string, timeoutMs: number): Promise<BatchInferenceJob> => kit.finished(name, timeoutMs);
   const outputOf = (name: string): { ids: string[]; lines: OutputLine[] } => kit.outputOf(name);
@@ -69,8 +68,8 @@ describe('BatchInferenceJob on real engines', () => {
     logs.push(`control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive.writes} (${naive.statusWrites} status writes + ${2 * pods.length} pod creates/deletes); etcd writes on the job: sits ${m.etcdJobWrites}, naive ${naive.etcdJobWrites}`);
     process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive.writes}: ${(100 * (1 - sits / naive.writes)).toFixed(1)} % fewer\n`);
     expect(naive.statusWrites).toBe(2000);
-    // Every status PATCH changed the object, so each is one etcd update.
-    expect(naive.etcdJobWrites).toBe(2000);
+    // Every status PATCH changed the object: at least one etcd update each (a conflict retry is one more).
+    expect(naive.etcdJobWrites).toBeGreaterThanOrEqual(2000);
     expect(sits).toBeGreaterThan(2 * pods.length);
     expect(m.etcdJobWrites).toBeGreaterThan(0);
     // 004 §2.5: at least 70 % fewer writes than the per-record status writer.
@@ -80,15 +79,21 @@ describe('BatchInferenceJob on real engines', () => {
 
   it('ends complete with no duplicate after a worker is killed mid-shard and the controller restarts', async () => {
     const ids = writeInput('crash.jsonl', 1500, 'c');
-    await createJob('crash', 'crash.jsonl', 2);
-    // A worker in the middle of a shard (its report says running, some records done, not all) after a first commit.
-    const victim = await waitFor('a worker mid-shard', async () => {
+    // Two long shards, checkpointed every 100 records (ADR 0159).
+    await createJob('crash', 'crash.jsonl', 2, { sharding: { shards: 2 }, checkpoint: { intervalRecords: 100 } });
+    // A worker in the middle of a shard (its report says running, not all records done) whose checkpoint the
+    // controller has committed (the manifest lists it).
+    const victim = await waitFor('a worker mid-shard past a committed checkpoint', async () => {
       for (const p of await workerPods('crash')) {
         const r = parseReport(p.metadata?.annotations?.[ANNOTATION.batchReport]);
-        if (r !== undefined && r.state === 'running' && r.done > 0 && r.done < r.end - r.start && ((await job('crash')).status?.progress?.recordsProcessed ?? 0) > 0) return { pod: p, report: r };
+        if (r === undefined || r.state !== 'running' || r.checkpoint === undefined || r.done >= r.end - r.start - 50) continue;
+        const ckpt = manifestOf('crash').parts.find((x) => x.file === r.checkpoint);
+        if (ckpt !== undefined) return { pod: p, report: r, ckpt };
       }
       return undefined;
     }, 240_000, 100);
+    expect(victim.ckpt.start).toBe(victim.report.start);
+    expect(victim.ckpt.lines).toBeGreaterThanOrEqual(100);
     expect(cluster.kubelet.engines?.killSide(victim.pod.metadata?.uid ?? '')).toBe(true);
     await kit.controllers?.stop();
     kit.controllers = undefined;
@@ -106,6 +111,13 @@ describe('BatchInferenceJob on real engines', () => {
     expect(m.state).toBe('complete');
     // The restarted coordinator resumed from the manifest (a new epoch) rather than starting over.
     expect(m.epoch).toBe(before.epoch + 1);
+    // The victim's checkpointed records are in the output from its checkpoint and were not run again: no part made
+    // after the kill holds any of them (without the checkpoint the whole shard would have been redone).
+    expect(m.parts.find((x) => x.file === victim.ckpt.file)?.accept).toEqual(victim.ckpt.accept);
+    const ck = { start: victim.ckpt.start, end: victim.ckpt.start + victim.ckpt.lines };
+    const later = m.parts.filter((x) => !before.parts.some((b) => b.file === x.file));
+    expect(later.length).toBeGreaterThan(0);
+    expect(later.filter((x) => x.start < ck.end && x.start + x.lines > ck.start).map((x) => x.file)).toEqual([]);
     // The killed pod was replaced by a new one of the same name.
     expect(logs.some((l) => l.includes(`batch-worker ${victim.pod.metadata?.uid ?? ''}: exited (SIGKILL)`))).toBe(true);
   }, 600_000);
