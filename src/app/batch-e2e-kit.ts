@@ -1,5 +1,6 @@
 /**
- * Tests only: the dev cluster BatchInferenceJob e2e files share: kube-apiserver + etcd, the PV binder of
+ * The dev cluster the BatchInferenceJob e2e files and `sits bench batch --control-plane` (batch-control-plane.ts)
+ * share: kube-apiserver + etcd, the PV binder of
  * kube-controller-manager, the SITS scheduler, the fake kubelet running each worker pod's engine (the llama-server
  * stand-in on the tiny generated model) and its `sits batch-worker` container as processes, and one RWX claim
  * `data` over a local folder (`root`/data) that the jobs read and write; the controllers started with the claims
@@ -57,23 +58,18 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
     log: (m) => logs.push(m),
     engines: { paths: { [MODEL_DIR]: model, '/mnt/batch': root }, probeEveryMs: 200, log: (l) => logs.push(l), ...o.engines },
     controllers: false,
+  }).catch((e: unknown) => {
+    rmSync(root, { recursive: true, force: true });
+    throw e;
   });
-  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
-  await createNs(cluster.client, ns);
-  // The claim `data` the jobs read and write: a static RWX volume over the local folder, bound by the PV binder.
-  await cluster.client.post('/api/v1/persistentvolumes', {
-    apiVersion: 'v1',
-    kind: 'PersistentVolume',
-    metadata: { name: `batch-data-${ns}` },
-    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', hostPath: { path: join(root, 'data') }, claimRef: { namespace: ns, name: 'data' } },
-  });
-  await cluster.client.post(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
-    apiVersion: 'v1',
-    kind: 'PersistentVolumeClaim',
-    metadata: { name: 'data' },
-    spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: `batch-data-${ns}`, resources: { requests: { storage: '1Gi' } } },
-  });
-  await waitFor('the claim bound', async () => ((await cluster.client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/data`)).status?.phase === 'Bound' ? true : undefined), 60_000, 200);
+  try {
+    await setUpClaim(cluster, root, ns);
+  } catch (e) {
+    await cluster.kubelet.stopAndWait();
+    await cluster.stop();
+    rmSync(root, { recursive: true, force: true });
+    throw e;
+  }
   const jobsPath = `/apis/ai.sits2026.dev/v1/namespaces/${ns}/batchinferencejobs`;
   const job = (name: string): Promise<BatchInferenceJob> => cluster.client.get<BatchInferenceJob>(`${jobsPath}/${name}`);
   const e: BatchE2e = {
@@ -139,4 +135,23 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
     },
   };
   return e;
+}
+
+/** The PV binder and the claim `data` the jobs read and write: a static RWX volume over `root`/data. */
+async function setUpClaim(cluster: DevCluster, root: string, ns: string): Promise<void> {
+  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
+  await createNs(cluster.client, ns);
+  await cluster.client.post('/api/v1/persistentvolumes', {
+    apiVersion: 'v1',
+    kind: 'PersistentVolume',
+    metadata: { name: `batch-data-${ns}` },
+    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', hostPath: { path: join(root, 'data') }, claimRef: { namespace: ns, name: 'data' } },
+  });
+  await cluster.client.post(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: { name: 'data' },
+    spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: `batch-data-${ns}`, resources: { requests: { storage: '1Gi' } } },
+  });
+  await waitFor('the claim bound', async () => ((await cluster.client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/data`)).status?.phase === 'Bound' ? true : undefined), 60_000, 200);
 }

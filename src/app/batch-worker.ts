@@ -10,13 +10,15 @@
  * Requests in flight: the fixed --concurrency, or, when the job asks for dynamic batching or a batch-size plugin
  * (--batching), its live batch size (LiveBatchSize: AIMD or the plugin on each window's p99 against the SLA),
  * scaled by the fault ladder's assignment concurrency either way; the report carries the size in use.
+ * Checkpoints (ADR 0159): at the job's checkpoint interval the finished prefix is written as a part file of the
+ * attempt's own and named in the report, for the controller to commit while the shard runs on.
  */
 import { readFileSync } from 'node:fs';
 import { ANNOTATION } from '../api/wire.ts';
 import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from '../controllers/batch-inference/openai-batch.ts';
 import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
 import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
-import { formatReport, parseAssignment, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
+import { checkpointName, formatReport, parseAssignment, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { loadJobPlugins } from '../wasm/job-plugins.ts';
 import { FsOutputStore } from './batch-files.ts';
@@ -44,6 +46,12 @@ export interface BatchWorkerOptions {
   readonly batchWindow?: number;
   readonly pollMs?: number;
   readonly reportEveryMs?: number;
+  /**
+   * Checkpoint the attempt's finished prefix at least this often (the job's spec.checkpoint.intervalSeconds, ADR
+   * 0159), and after every `checkpointRecords` records when set; unset: no checkpoints.
+   */
+  readonly checkpointEveryMs?: number;
+  readonly checkpointRecords?: number;
   readonly requestTimeoutMs?: number;
   readonly log?: (m: string) => void;
 }
@@ -216,20 +224,32 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     let next = a.start;
     let lastReportMs = 0;
     let reported = -1;
-    const base = { attempt: a.attempt, start: a.start, end: a.end, startedMs };
+    // The latest checkpoint (ADR 0159): its file rides on every report after it, and is reported at once.
+    const ckpt = { n: 0, upTo: 0, atMs: Date.now(), file: undefined as string | undefined, reported: undefined as string | undefined };
+    const base = (): Omit<WorkerReport, 'done' | 'tokens' | 'state'> => ({ attempt: a.attempt, start: a.start, end: a.end, startedMs, ...(ckpt.file === undefined ? {} : { checkpoint: ckpt.file }) });
+    const maybeCheckpoint = (): void => {
+      const every = o.checkpointEveryMs;
+      const records = o.checkpointRecords;
+      if ((every === undefined && records === undefined) || contiguous <= ckpt.upTo || contiguous >= r.end - a.start || abort.signal.aborted) return;
+      if (!((every !== undefined && Date.now() - ckpt.atMs >= every) || (records !== undefined && contiguous - ckpt.upTo >= records))) return;
+      const file = checkpointName(a.attempt, ckpt.n + 1);
+      store.writeAtomic(file, `${(lines.slice(0, contiguous) as string[]).join('\n')}\n`);
+      Object.assign(ckpt, { n: ckpt.n + 1, upTo: contiguous, atMs: Date.now(), file });
+    };
     const maybeReport = async (): Promise<void> => {
       const now = Date.now();
-      if (now - lastReportMs < reportEvery || contiguous === reported) return;
+      if (ckpt.file === ckpt.reported && (now - lastReportMs < reportEvery || contiguous === reported)) return;
       lastReportMs = now;
       reported = contiguous;
-      await report({ ...base, done: contiguous, tokens, state: 'running', batchSize: slots() }).catch((e: Error) => log(`report: ${e.message}`));
+      ckpt.reported = ckpt.file;
+      await report({ ...base(), done: contiguous, tokens, state: 'running', batchSize: slots() }).catch((e: Error) => log(`report: ${e.message}`));
     };
     try {
       await waitForEngine(abort.signal);
     } catch (e) {
       if (!(e instanceof ModelUnavailable)) throw e;
       log(`attempt ${a.attempt}: ${e.message}`);
-      await report({ ...base, done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
+      await report({ ...base(), done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
     }
     const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
@@ -242,6 +262,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       lines[i - a.start] = out.line;
       tokens += out.tokens;
       while (lines[contiguous] !== undefined) contiguous++;
+      maybeCheckpoint();
       await maybeReport();
     };
     try {
@@ -251,14 +272,14 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       // An engine that stops answering is the worker's device failing (the fault ladder's crash); anything else too.
       const kind = 'crash' as const;
       log(`attempt ${a.attempt} failed: ${(e as Error).message}`);
-      await report({ ...base, done: contiguous, tokens, state: 'failed', batchSize: slots(), failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
+      await report({ ...base(), done: contiguous, tokens, state: 'failed', batchSize: slots(), failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
     }
     if (abort.signal.aborted) return;
     const n = Math.min(r.end - a.start, contiguous);
     const part = lines.slice(0, n) as string[];
     store.writeAtomic(a.part, part.length === 0 ? '' : `${part.join('\n')}\n`);
-    await report({ ...base, done: n, tokens, state: 'done', batchSize: slots() });
+    await report({ ...base(), done: n, tokens, state: 'done', batchSize: slots() });
     log(`attempt ${a.attempt} [${a.start},${a.start + n}) written to ${a.part}`);
   };
 

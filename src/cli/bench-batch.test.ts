@@ -1,5 +1,5 @@
 // `sits bench batch` driven in-process through commander: the issue's JSON shape, byte-identical runs, bad traces.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import wabtInit from 'wabt';
@@ -25,8 +25,12 @@ describe('sits bench batch', () => {
     expect(Object.keys(j.tenants as object)).toEqual(['gold', 'silver', 'bronze']);
     expect(Object.keys((j.tenants as Record<string, object>).gold as object)).toEqual(['sharePct', 'entitledPct']);
     expect(j.faults).toEqual({ recordsLost: 0, recordsDuplicated: 0, makespanRatio: expect.any(Number) });
+    // Without --control-plane no cluster is started, and the run says so rather than inventing a number.
     expect(j.controlPlane).toBeNull();
-    expect(Object.keys(JSON.parse(readFileSync(details, 'utf8')) as object)).toContain('goal');
+    expect(r.out).toContain('controlPlane: null (not measured: needs --control-plane');
+    const d = JSON.parse(readFileSync(details, 'utf8')) as { goal: object; controlPlane: { notMeasured: string } };
+    expect(d.goal).toBeDefined();
+    expect(d.controlPlane.notMeasured).toMatch(/^not measured: needs --control-plane/);
   }, 120_000);
   it('runs the SITS batch sizes from a WASM plugin (--batch-plugin), and refuses a bad one', async () => {
     const wabt = await wabtInit();
@@ -54,6 +58,22 @@ describe('sits bench batch', () => {
     expect(e.error).toBeInstanceOf(CliError);
     expect(e.error?.message).toBe(`--batch-plugin: plugin ${bad}: self-test of batch_size: batch_size gave no answer within 1000 ms (an endless loop, or the worker died); worker terminated`);
   }, 120_000);
+  it('--control-plane without the control-plane binaries fails saying why, and writes no JSON', async () => {
+    const empty = mkdtempSync(join(tmp, 'no-bin-'));
+    const out = join(tmp, 'cp.json');
+    const saved = process.env.SITS_K8S_BIN;
+    process.env.SITS_K8S_BIN = empty;
+    try {
+      const r = await run(['batch', '--records', '300', '--json', out, '--control-plane']);
+      expect(r.error).toBeInstanceOf(CliError);
+      expect(r.error?.message).toMatch(/^--control-plane: not measured: .*ensure\.mjs failed/s);
+      expect(r.error?.message).toContain(empty);
+      expect(existsSync(out)).toBe(false);
+    } finally {
+      if (saved === undefined) delete process.env.SITS_K8S_BIN;
+      else process.env.SITS_K8S_BIN = saved;
+    }
+  });
   it('names the file, line and column of a bad trace row', async () => {
     const bad = join(tmp, 'bad.csv');
     writeFileSync(bad, 'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03,12,y\n');

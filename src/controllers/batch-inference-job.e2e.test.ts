@@ -15,39 +15,9 @@ import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import type { Manifest } from './batch-inference/coordinator.ts';
 import { parseReport } from './batch-inference/worker-protocol.ts';
-import { promSamples, type Sample } from '../core/prom-text.ts';
-
-const WRITE_VERBS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-/**
- * Writes to the API server by the batch job's own parties (the controller and the workers), from the apiserver's
- * apiserver_request_total: every write on batchinferencejobs (any subresource) and on pods themselves (creates,
- * annotation patches, deletes). The kubelet's pods/status and the scheduler's pods/binding are the same under any
- * batch design and are left out.
- */
-/** The same writes by resource/subresource and verb, for the log. */
-function writeBreakdown(samples: readonly Sample[]): Map<string, number> {
-  const out = new Map<string, number>();
-  for (const x of samples) {
-    if (x.name !== 'apiserver_request_total' || !WRITE_VERBS.has(x.labels.verb ?? '')) continue;
-    const k = `${x.labels.verb ?? ''} ${x.labels.resource ?? ''}${x.labels.subresource === undefined || x.labels.subresource === '' ? '' : `/${x.labels.subresource}`}`;
-    out.set(k, (out.get(k) ?? 0) + x.value);
-  }
-  return out;
-}
-
-function jobWrites(samples: readonly Sample[]): number {
-  let n = 0;
-  for (const x of samples) {
-    if (x.name !== 'apiserver_request_total' || !WRITE_VERBS.has(x.labels.verb ?? '')) continue;
-    const res = x.labels.resource;
-    const sub = x.labels.subresource ?? '';
-    if (res === 'batchinferencejobs' || (res === 'pods' && sub === '')) n += x.value;
-  }
-  return n;
-}
+import { naiveWrites, runMeasuredJob } from '../app/batch-control-plane.ts';
 
 const NS = 'batch';
-const JOBS = `/apis/ai.sits2026.dev/v1/namespaces/${NS}/batchinferencejobs`;
 
 describe('BatchInferenceJob on real engines', () => {
   let kit: BatchE2e;
@@ -67,8 +37,7 @@ describe('BatchInferenceJob on real engines', () => {
   });
 
   const writeInput = (file: string, n: number, prefix: string): string[] => kit.writeInput(file, n, prefix);
-  const createJob = (name: string, input: string, workers: number): Promise<unknown> => kit.createJob(name, input, workers);
-  const job = (name: string): Promise<BatchInferenceJob> => kit.job(name);
+  const createJob = (name: string, input: string, workers: number, spec?: Record<string, unknown>): Promise<unknown> => kit.createJob(name, input, workers, spec);
   const workerPods = (name: string): Promise<V1Pod[]> => kit.workerPods(name);
   const finished = (name: string, timeoutMs: number): Promise<BatchInferenceJob> => kit.finished(name, timeoutMs);
   const outputOf = (name: string): { ids: string[]; lines: OutputLine[] } => kit.outputOf(name);
@@ -76,19 +45,12 @@ describe('BatchInferenceJob on real engines', () => {
 
   it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
     const ids = writeInput('plain.jsonl', 2000, 'p');
-    const scrape = async (): Promise<Sample[]> => promSamples(await cluster.client.get<string>('/metrics'));
-    const first = await scrape();
-    const before = jobWrites(first);
-    const started = Date.now();
-    await createJob('plain', 'plain.jsonl', 2);
-    const pods = await waitFor('two worker pods bound by SITS', async () => {
-      const ps = await workerPods('plain');
-      return ps.length === 2 && ps.every((p) => p.spec?.nodeName !== undefined) ? ps : undefined;
-    }, 60_000, 250);
+    // The job measured on the apiserver's own metrics, as `sits bench batch --control-plane` does (ADR 0158).
+    const m = await runMeasuredJob(kit, { name: 'plain', input: 'plain.jsonl', workers: 2, timeoutMs: 300_000 });
+    const { pods, job: j } = m;
+    logs.push(`plain: ${m.elapsedMs} ms`);
     expect(pods.every((p) => p.spec?.schedulerName === 'sits-scheduler')).toBe(true);
     expect(pods.map((p) => p.spec?.containers.map((c) => c.name))).toEqual([['server', 'batch-worker'], ['server', 'batch-worker']]);
-    const j = await finished('plain', 300_000);
-    logs.push(`plain: ${Date.now() - started} ms`);
     expect(j.status?.phase).toBe('Succeeded');
     expect(j.status?.progress).toMatchObject({ recordsTotal: 2000, recordsProcessed: 2000, recordsFailed: 0, percent: 100 });
     expect(j.status?.progress?.tokensProcessed).toBeGreaterThan(2000);
@@ -99,50 +61,39 @@ describe('BatchInferenceJob on real engines', () => {
     expect(out.ids).toEqual(ids);
     expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200 && (l.response.body.choices?.length ?? 0) === 1)).toBe(true);
     expect(manifestOf('plain').state).toBe('complete');
-    await waitFor('worker pods gone', async () => ((await workerPods('plain')).length === 0 ? true : undefined), 60_000, 250);
-    const after = await scrape();
-    const sits = jobWrites(after) - before;
-    const b0 = writeBreakdown(first);
-    logs.push(`writes during the job: ${[...writeBreakdown(after)].map(([k, v]) => `${k}=${v - (b0.get(k) ?? 0)}`).filter((x) => !x.endsWith('=0')).join(', ')}`);
-    // The naive design for comparison, measured the same way: a controller that writes status on every record (one
-    // status PATCH per record on a job object, on the real apiserver) plus the same pod creates and deletes.
-    const scratch = (await cluster.client.post(JOBS, {
-      apiVersion: 'ai.sits2026.dev/v1',
-      kind: 'BatchInferenceJob',
-      metadata: { name: 'naive-writer' },
-      // Not on a claim: the SITS controller marks it Failed once and leaves it alone.
-      spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf' }, input: { uri: 's3://none/in.jsonl' }, output: { uri: 's3://none/out' }, workers: 1, gpusPerWorker: 0 },
-    })) as BatchInferenceJob;
-    await waitFor('the scratch job judged', async () => ((await job('naive-writer')).status?.phase === 'Failed' ? true : undefined), 30_000, 100);
-    const n0 = jobWrites(await scrape());
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 8 }, async () => {
-        for (let i = next++; i < 2000; i = next++) await cluster.client.mergePatch(`${JOBS}/naive-writer/status`, { status: { progress: { recordsProcessed: i + 1 } } });
-      }),
-    );
-    const naiveStatus = jobWrites(await scrape()) - n0;
-    const naive = naiveStatus + 2 * pods.length;
-    logs.push(`control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive} (${naiveStatus} status writes + ${2 * pods.length} pod creates/deletes)`);
-    process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive}: ${(100 * (1 - sits / naive)).toFixed(1)} % fewer\n`);
-    expect(scratch.metadata.name).toBe('naive-writer');
-    expect(naiveStatus).toBe(2000);
+    logs.push(`requests during the job: ${JSON.stringify(m.requests)}`);
+    // The naive design for comparison, measured the same way: a controller that writes status on every record.
+    const naive = await naiveWrites(kit, { name: 'naive-writer', records: 2000, pods: pods.length });
+    const sits = m.writes;
+    logs.push(`control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive.writes} (${naive.statusWrites} status writes + ${2 * pods.length} pod creates/deletes); etcd writes on the job: sits ${m.etcdJobWrites}, naive ${naive.etcdJobWrites}`);
+    process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive.writes}: ${(100 * (1 - sits / naive.writes)).toFixed(1)} % fewer\n`);
+    expect(naive.statusWrites).toBe(2000);
+    // Every status PATCH changed the object: at least one etcd update each (a conflict retry is one more).
+    expect(naive.etcdJobWrites).toBeGreaterThanOrEqual(2000);
     expect(sits).toBeGreaterThan(2 * pods.length);
+    expect(m.etcdJobWrites).toBeGreaterThan(0);
     // 004 §2.5: at least 70 % fewer writes than the per-record status writer.
-    expect(sits).toBeLessThanOrEqual(0.3 * naive);
+    expect(sits).toBeLessThanOrEqual(0.3 * naive.writes);
+    expect(m.etcdJobWrites).toBeLessThanOrEqual(0.3 * naive.etcdJobWrites);
   }, 600_000);
 
   it('ends complete with no duplicate after a worker is killed mid-shard and the controller restarts', async () => {
     const ids = writeInput('crash.jsonl', 1500, 'c');
-    await createJob('crash', 'crash.jsonl', 2);
-    // A worker in the middle of a shard (its report says running, some records done, not all) after a first commit.
-    const victim = await waitFor('a worker mid-shard', async () => {
+    // Two long shards, checkpointed every 100 records (ADR 0159).
+    await createJob('crash', 'crash.jsonl', 2, { sharding: { shards: 2 }, checkpoint: { intervalRecords: 100 } });
+    // A worker in the middle of a shard (its report says running, not all records done) whose checkpoint the
+    // controller has committed (the manifest lists it).
+    const victim = await waitFor('a worker mid-shard past a committed checkpoint', async () => {
       for (const p of await workerPods('crash')) {
         const r = parseReport(p.metadata?.annotations?.[ANNOTATION.batchReport]);
-        if (r !== undefined && r.state === 'running' && r.done > 0 && r.done < r.end - r.start && ((await job('crash')).status?.progress?.recordsProcessed ?? 0) > 0) return { pod: p, report: r };
+        if (r === undefined || r.state !== 'running' || r.checkpoint === undefined || r.done >= r.end - r.start - 50) continue;
+        const ckpt = manifestOf('crash').parts.find((x) => x.file === r.checkpoint);
+        if (ckpt !== undefined) return { pod: p, report: r, ckpt };
       }
       return undefined;
     }, 240_000, 100);
+    expect(victim.ckpt.start).toBe(victim.report.start);
+    expect(victim.ckpt.lines).toBeGreaterThanOrEqual(100);
     expect(cluster.kubelet.engines?.killSide(victim.pod.metadata?.uid ?? '')).toBe(true);
     await kit.controllers?.stop();
     kit.controllers = undefined;
@@ -160,6 +111,13 @@ describe('BatchInferenceJob on real engines', () => {
     expect(m.state).toBe('complete');
     // The restarted coordinator resumed from the manifest (a new epoch) rather than starting over.
     expect(m.epoch).toBe(before.epoch + 1);
+    // The victim's checkpointed records are in the output from its checkpoint and were not run again: no part made
+    // after the kill holds any of them (without the checkpoint the whole shard would have been redone).
+    expect(m.parts.find((x) => x.file === victim.ckpt.file)?.accept).toEqual(victim.ckpt.accept);
+    const ck = { start: victim.ckpt.start, end: victim.ckpt.start + victim.ckpt.lines };
+    const later = m.parts.filter((x) => !before.parts.some((b) => b.file === x.file));
+    expect(later.length).toBeGreaterThan(0);
+    expect(later.filter((x) => x.start < ck.end && x.start + x.lines > ck.start).map((x) => x.file)).toEqual([]);
     // The killed pod was replaced by a new one of the same name.
     expect(logs.some((l) => l.includes(`batch-worker ${victim.pod.metadata?.uid ?? ''}: exited (SIGKILL)`))).toBe(true);
   }, 600_000);

@@ -43,8 +43,16 @@ export interface BatchBenchJson {
   readonly sits: BatchMetrics;
   readonly tenants: { readonly gold: TierShare; readonly silver: TierShare; readonly bronze: TierShare };
   readonly faults: { readonly recordsLost: number; readonly recordsDuplicated: number; readonly makespanRatio: number };
-  /** Measured on the real apiserver's metrics by the controller; not built yet (docs/batch-inference.md). */
-  readonly controlPlane: null;
+  /**
+   * API writes per job on the real apiserver's own metrics (`--control-plane`, app/batch-control-plane.ts; ADR 0158),
+   * SITS's controller and workers vs a controller that writes status on every record. Null when not measured: the
+   * pure bench starts no cluster.
+   */
+  readonly controlPlane: ControlPlaneJson | null;
+}
+
+export interface ControlPlaneJson {
+  readonly writesPerJob: { readonly sits: number; readonly naive: number };
 }
 
 export interface BatchBenchOptions {

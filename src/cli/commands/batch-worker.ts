@@ -4,7 +4,7 @@ import { parseBatchPolicy } from '../../controllers/batch-inference/live-batch.t
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { CliError } from '../errors.ts';
-import { numberOption } from '../options.ts';
+import { intOption, numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -20,6 +20,8 @@ interface BatchWorkerFlags {
   jobUid: string;
   concurrency: number;
   reportInterval: number;
+  checkpointInterval?: number;
+  checkpointRecords?: number;
   batching?: string;
   pluginDir?: string;
 }
@@ -40,6 +42,8 @@ export function registerBatchWorker(program: Command): void {
     .option('--batching <json>', "the job's dynamic batching and batch-size plugin (set by the controller): requests in flight follow the live batch size instead of --concurrency")
     .option('--plugin-dir <dir>', "where the job's batch-size plugin file is (default: $SITS_PLUGIN_DIR)")
     .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
+    .option('--checkpoint-interval <sec>', "checkpoint the shard's finished prefix at least this often (the job's spec.checkpoint.intervalSeconds; set by the controller); default: never", numberOption('--checkpoint-interval', 0.1, 86_400))
+    .option('--checkpoint-records <n>', 'also checkpoint after this many records (spec.checkpoint.intervalRecords)', intOption('--checkpoint-records', 1, 1_000_000_000))
     .action(async (o: BatchWorkerFlags) => {
       const podName = o.podName ?? process.env.POD_NAME ?? '';
       const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? '';
@@ -55,7 +59,7 @@ export function registerBatchWorker(program: Command): void {
         stop.abort();
       });
       try {
-        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), reportEveryMs: o.reportInterval * 1000, log }, stop.signal);
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
       } catch (e) {
         throw new CliError(`batch-worker: ${(e as Error).message}`);
       } finally {

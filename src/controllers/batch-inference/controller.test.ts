@@ -11,10 +11,10 @@ import { DEFAULT_LONG_TAIL } from './long-tail.ts';
 import type { RecordInfo } from './openai-batch.ts';
 import { outputCustomId } from './openai-batch.ts';
 import { MemoryOutputStore } from './output-store.ts';
-import { writePart } from './part-writer.ts';
+import { partLines, writePart } from './part-writer.ts';
 import type { BatchJobObject } from './pods.ts';
 import { MemoryQuarantine } from './quarantine.ts';
-import { formatReport, parseAssignment, type WireAssignment } from './worker-protocol.ts';
+import { checkpointName, formatReport, parseAssignment, type WireAssignment } from './worker-protocol.ts';
 
 const records = (n: number): RecordInfo[] => Array.from({ length: n }, (_, i) => ({ customId: `r-${i}`, promptTokens: 10, maxOutputTokens: 2 }));
 
@@ -136,7 +136,7 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(server?.args).toEqual(expect.arrayContaining(['--model', '/mnt/models', '--alias', 'j', '--n-gpu-layers', '999']));
     expect(server?.resources?.limits?.['nvidia.com/gpu']).toBe('1');
     expect(worker?.command).toEqual(['sits', 'batch-worker']);
-    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--job-uid', 'uid-1']);
+    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--job-uid', 'uid-1', '--checkpoint-interval', '300']);
     expect(pod.spec?.volumes).toEqual([{ name: 'batch-data', persistentVolumeClaim: { claimName: 'data' } }]);
     expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'BatchInferenceJob', name: 'j', uid: 'uid-1', controller: true });
   });
@@ -190,6 +190,31 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
     expect(pods.assignment('j-0')).toBeUndefined();
     expect(lostShard.attempt).toMatch(/^e1-/);
+  });
+
+  it('commits a worker\'s reported checkpoint while it runs, so its lost shard gives back only the rest (ADR 0159)', () => {
+    const p = port(30);
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(2, { checkpoint: { intervalRecords: 4 } });
+    reconcileBatchJob(job, [], 0, cfg);
+    pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
+    expect(pods.byName.get('j-0')?.spec?.containers[1]?.args).toEqual(expect.arrayContaining(['--checkpoint-interval', '300', '--checkpoint-records', '4']));
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
+    const a = pods.assignment('j-0') as WireAssignment;
+    const file = checkpointName(a.attempt, 1);
+    p.store.writeAtomic(file, `${partLines('uid-1', records(30), { range: { start: a.start, end: a.end } }, { upTo: 4 }).join('\n')}\n`);
+    pods.report('j-0', { attempt: a.attempt, start: a.start, end: a.end, done: 4, tokens: 48, state: 'running', startedMs: 2, checkpoint: file });
+    pods.apply(reconcileBatchJob(job, pods.list(), 3, cfg).actions);
+    const c = (p.state.s as { session: JobSession }).session.coordinator;
+    expect(c.committedRanges()).toEqual([{ start: a.start, end: a.start + 4 }]);
+    pods.fail('j-0');
+    pods.apply(reconcileBatchJob(job, pods.list(), 4, cfg).actions);
+    expect(c.uncommitted()).toEqual([{ start: a.start + 4, end: 30 }]);
+    const r = runToEnd(job, pods, p, cfg, 5);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
+    expect(JSON.parse(p.store.read('manifest.json') ?? '{}').parts.find((x: { file: string }) => x.file === file)?.accept).toEqual([{ start: a.start, end: a.start + 4 }]);
   });
 
   it('fails the job naming spec.model.uri when a worker\'s engine cannot load the model; no device is quarantined, the output says partial', () => {

@@ -40,7 +40,10 @@ export interface JobSession {
   readonly startMs: number;
   /** Worker pod name → the shard it was given (what its assignment annotation must say). */
   readonly assigned: Map<string, WireAssignment>;
-  /** Attempts this session is finished with (committed, failed, cancelled): their reports are history. */
+  /**
+   * Attempts this session is finished with (committed, failed, cancelled): their reports are history; and the
+   * checkpoint files (`parts/…c<n>.jsonl`, never an attempt id) it has judged.
+   */
   readonly handled: Set<string>;
   /** The devices the coordinator quarantined, for status. */
   quarantined(nowMs: number): string[];
@@ -219,6 +222,13 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     }
     if (cur === undefined || report === undefined || report.attempt !== cur.attempt) continue;
     c.progress(cur.attempt, report.done, report.tokens);
+    // A checkpoint is committed while the attempt runs on (ADR 0159), before a done or failed report is judged, so a
+    // failed or lost attempt gives back only what came after it.
+    if (report.checkpoint !== undefined && !s.handled.has(report.checkpoint)) {
+      s.handled.add(report.checkpoint);
+      const r = c.checkpoint(cur.attempt, report.checkpoint);
+      if (r.kind === 'committed') for (const id of r.cancel) cancelled.add(id);
+    }
     if (report.state === 'running') continue;
     s.handled.add(cur.attempt);
     s.assigned.delete(pn);

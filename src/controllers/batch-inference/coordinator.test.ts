@@ -73,6 +73,22 @@ describe('BatchCoordinator: checkpoints of a running attempt', () => {
     c2.finish();
     expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
   });
+  it('keeps a committed checkpoint seen again after a restart (the worker\'s report still names it)', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(8, { shardRecords: 8 });
+    const c = BatchCoordinator.open(store, cfg, 0);
+    const a = c.assign(gpu(0), 0) as Assignment;
+    const file = prefix(store, cfg, a, 5, `parts/${a.attemptId}.c1.jsonl`);
+    expect(c.checkpoint(a.attemptId, file).kind).toBe('committed');
+    const c2 = BatchCoordinator.open(store, cfg, 10);
+    expect(c2.adopt(a.attemptId, a.range, gpu(0), 0, 5)).toBe('adopted');
+    expect(c2.checkpoint(a.attemptId, file)).toMatchObject({ kind: 'discarded', why: `${file} is committed already` });
+    expect(store.read(file)).toBeDefined();
+    writePart(store, cfg.jobUid, cfg.records, a);
+    expect(c2.complete(a.attemptId, 20)).toMatchObject({ kind: 'committed', accepted: [{ start: 5, end: 8 }] });
+    c2.finish();
+    expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
+  });
   it('refuses a checkpoint that is not one: the final part\'s name, a wrong custom_id, an unknown attempt', () => {
     const store = new MemoryOutputStore();
     const cfg = config(8, { shardRecords: 8 });

@@ -378,6 +378,8 @@ export class BatchCoordinator {
    * what came after its last checkpoint. A bad or unknown checkpoint commits nothing and fails nothing.
    */
   checkpoint(attemptId: string, file: string): CommitResult {
+    // Already committed (a report seen again, e.g. by a restarted controller): the file is output, keep it.
+    if (this.parts.some((p) => p.file === file)) return { kind: 'discarded', why: `${file} is committed already`, cancel: [] };
     const a = this.attempts.get(attemptId);
     if (a === undefined || file === a.part || !file.startsWith('parts/')) {
       this.store.remove(file);

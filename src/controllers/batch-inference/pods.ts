@@ -87,6 +87,9 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       '--engine', `http://$(POD_IP):${t.port}`,
       '--model', model,
       '--job-uid', j.metadata.uid ?? '',
+      // The finished prefix of a shard is committed at the job's checkpoint interval (ADR 0159).
+      '--checkpoint-interval', String(j.spec.checkpoint.intervalSeconds),
+      ...(j.spec.checkpoint.intervalRecords === undefined ? [] : ['--checkpoint-records', String(j.spec.checkpoint.intervalRecords)]),
       // Dynamic batching or a batch-size plugin: the worker drives its in-flight requests by it (live-batch.ts).
       ...(batching === undefined ? [] : ['--batching', JSON.stringify(batching)]),
     ],

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatAssignment, formatReport, parseAssignment, parseReport, pvcLocation } from './worker-protocol.ts';
+import { checkpointName, formatAssignment, formatReport, parseAssignment, parseReport, pvcLocation } from './worker-protocol.ts';
 
 describe('the batch worker protocol', () => {
   it('round-trips an assignment and reads idle as none', () => {
@@ -25,6 +25,14 @@ describe('the batch worker protocol', () => {
     const { batchSize: _b, batchNote: _n, ...plain } = r;
     expect(parseReport(JSON.stringify({ ...r, batchSize: 0, batchNote: 7 }))).toEqual(plain);
     expect(parseReport(JSON.stringify({ ...r, batchSize: 'big' }))).toEqual({ ...plain, batchNote: r.batchNote });
+  });
+  it('carries a checkpoint file of the reporting attempt only', () => {
+    const r = { attempt: 'e1-a3', start: 0, end: 10, done: 4, tokens: 48, state: 'running' as const, startedMs: 1000, checkpoint: checkpointName('e1-a3', 2) };
+    expect(r.checkpoint).toBe('parts/e1-a3.c2.jsonl');
+    expect(parseReport(formatReport(r))).toEqual(r);
+    const { checkpoint: _c, ...plain } = r;
+    // Another attempt's file, the final part, or a path out of parts/ are not checkpoints of this attempt.
+    for (const bad of ['parts/e1-a4.c1.jsonl', 'parts/e1-a3.jsonl', 'parts/../manifest.json', '/etc/passwd', 3]) expect(parseReport(JSON.stringify({ ...r, checkpoint: bad }))).toEqual(plain);
   });
   it('reads pvc:// locations only', () => {
     expect(pvcLocation('pvc://data/in/requests.jsonl')).toEqual({ claim: 'data', path: 'in/requests.jsonl' });

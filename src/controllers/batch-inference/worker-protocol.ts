@@ -45,7 +45,16 @@ export interface WorkerReport {
   readonly batchSize?: number;
   /** Why the job's batch-size plugin does not decide (rejected, or its last answer replaced by the built-in's). */
   readonly batchNote?: string;
+  /**
+   * The attempt's latest checkpoint (ADR 0159): a part file of its own, `parts/<attempt>.c<n>.jsonl`, holding the
+   * finished prefix from `start`, for the coordinator to commit while the attempt runs on. Absent: none yet.
+   */
+  readonly checkpoint?: string;
 }
+
+/** The checkpoint file of an attempt's n-th checkpoint (the coordinator's own naming, ADR 0147). */
+export const checkpointName = (attempt: string, n: number): string => `parts/${attempt}.c${n}.jsonl`;
+const CHECKPOINT_FILE = /^parts\/[A-Za-z0-9_-]+\.c[0-9]+\.jsonl$/;
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
@@ -83,6 +92,8 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   // The batch fields are optional and advisory: a bad one is dropped, the report stays.
   const batchSize = isInt(v.batchSize) && v.batchSize >= 1 ? v.batchSize : undefined;
   const batchNote = typeof v.batchNote === 'string' ? v.batchNote.slice(0, 1024) : undefined;
+  // Only a checkpoint file of this attempt: the controller reads it from the output volume.
+  const checkpoint = typeof v.checkpoint === 'string' && CHECKPOINT_FILE.test(v.checkpoint) && v.checkpoint.startsWith(`parts/${v.attempt}.c`) ? v.checkpoint : undefined;
   return {
     attempt: v.attempt,
     start: v.start,
@@ -94,6 +105,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
     ...(failure === undefined ? {} : { failure }),
     ...(batchSize === undefined ? {} : { batchSize }),
     ...(batchNote === undefined ? {} : { batchNote }),
+    ...(checkpoint === undefined ? {} : { checkpoint }),
   };
 }
 
