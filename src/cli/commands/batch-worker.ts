@@ -22,6 +22,7 @@ interface BatchWorkerFlags {
   reportInterval: number;
   batching?: string;
   pluginDir?: string;
+  pluginConfigmapDir?: string;
 }
 
 export function registerBatchWorker(program: Command): void {
@@ -39,6 +40,7 @@ export function registerBatchWorker(program: Command): void {
     .option('--concurrency <n>', 'requests in flight', numberOption('--concurrency', 1, 4096), 4)
     .option('--batching <json>', "the job's dynamic batching and batch-size plugin (set by the controller): requests in flight follow the live batch size instead of --concurrency")
     .option('--plugin-dir <dir>', "where the job's batch-size plugin file is (default: $SITS_PLUGIN_DIR)")
+    .option('--plugin-configmap-dir <dir>', "where the pod mounts the job's plugin ConfigMap, each key a file (set by the controller)")
     .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
     .action(async (o: BatchWorkerFlags) => {
       const podName = o.podName ?? process.env.POD_NAME ?? '';
@@ -55,7 +57,7 @@ export function registerBatchWorker(program: Command): void {
         stop.abort();
       });
       try {
-        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), reportEveryMs: o.reportInterval * 1000, log }, stop.signal);
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), ...(o.pluginConfigmapDir === undefined ? {} : { pluginConfigMapDir: o.pluginConfigmapDir }), reportEveryMs: o.reportInterval * 1000, log }, stop.signal);
       } catch (e) {
         throw new CliError(`batch-worker: ${(e as Error).message}`);
       } finally {

@@ -13,6 +13,10 @@ import type { FailureKind } from './fault-ladder.ts';
 export const WORKER_CONTAINER = 'batch-worker';
 /** Where the worker pod mounts the claim of a `pvc://claim/path` input or output. */
 export const batchMountPath = (claim: string): string => `/mnt/batch/${claim}`;
+/** Where the worker pod mounts the ConfigMap of spec.strategy.batchSize.wasm.configMap (its key as a file, ADR 0156). */
+export const BATCH_PLUGIN_MOUNT = '/var/run/sits/strategy/batch-size';
+/** The worker pod's volume of that ConfigMap. */
+export const BATCH_PLUGIN_VOLUME = 'sits-batch-size-plugin';
 
 export interface WireAssignment {
   readonly attempt: string;
@@ -45,7 +49,12 @@ export interface WorkerReport {
   readonly batchSize?: number;
   /** Why the job's batch-size plugin does not decide (rejected, or its last answer replaced by the built-in's). */
   readonly batchNote?: string;
+  /** The job's batch-size plugin in this worker: deciding, refused at load, or disabled since (a time limit hit). */
+  readonly batchPlugin?: BatchPluginState;
 }
+
+export type BatchPluginState = 'active' | 'rejected' | 'disabled';
+const PLUGIN_STATES: readonly BatchPluginState[] = ['active', 'rejected', 'disabled'];
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
@@ -83,6 +92,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   // The batch fields are optional and advisory: a bad one is dropped, the report stays.
   const batchSize = isInt(v.batchSize) && v.batchSize >= 1 ? v.batchSize : undefined;
   const batchNote = typeof v.batchNote === 'string' ? v.batchNote.slice(0, 1024) : undefined;
+  const batchPlugin = PLUGIN_STATES.find((x) => x === v.batchPlugin);
   return {
     attempt: v.attempt,
     start: v.start,
@@ -94,6 +104,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
     ...(failure === undefined ? {} : { failure }),
     ...(batchSize === undefined ? {} : { batchSize }),
     ...(batchNote === undefined ? {} : { batchNote }),
+    ...(batchPlugin === undefined ? {} : { batchPlugin }),
   };
 }
 
