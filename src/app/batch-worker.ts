@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { ANNOTATION } from '../api/wire.ts';
 import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from '../controllers/batch-inference/openai-batch.ts';
 import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
+import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
 import { formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -43,6 +44,8 @@ export interface BatchWorkerOptions {
   readonly pluginDir?: string;
   /** Where the pod mounts the plugin's ConfigMap, its key as a file (--plugin-configmap-dir, set by the controller; ADR 0156). */
   readonly pluginConfigMapDir?: string;
+  /** The operator's plugin limits (--plugin-limits, from the controller's config); unset: DEFAULT_PLUGIN_LIMITS. */
+  readonly pluginLimits?: Partial<PluginLimits>;
   /** Completions per batch-size window (default BATCH_WINDOW). */
   readonly batchWindow?: number;
   readonly pollMs?: number;
@@ -134,7 +137,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   const cmDir = o.pluginConfigMapDir;
   if (cm !== undefined && cmDir === undefined) pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps and none is mounted (--plugin-configmap-dir); built-in strategies used`;
   const mounted = (_name: string, key: string): Uint8Array | undefined => (cmDir !== undefined && existsSync(join(cmDir, key)) ? readFileSync(join(cmDir, key)) : undefined);
-  const plugins = ref === undefined || (cm !== undefined && cmDir === undefined) ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, { ...(o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir }), configMapBytes: mounted });
+  const plugins = ref === undefined || (cm !== undefined && cmDir === undefined) ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, { ...(o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir }), configMapBytes: mounted, ...(o.pluginLimits === undefined ? {} : { limits: o.pluginLimits }) });
   const pluginState = (): BatchPluginState | undefined => (ref === undefined ? undefined : plugins?.batchSize === undefined ? 'rejected' : plugins.batchSize.disabled !== undefined ? 'disabled' : 'active');
   if (o.batching !== undefined) {
     if (pluginNote !== undefined) log(`batch-size strategy: ${pluginNote}`);

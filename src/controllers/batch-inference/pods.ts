@@ -14,6 +14,7 @@ import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects
 import { schedulingAnnotations, type BuildConfig } from '../inference-service/pods.ts';
 import type { InferenceServiceObject } from '../inference-service/model.ts';
 import { batchPolicyOf } from './live-batch.ts';
+import type { PluginLimits } from './wasm-plugin.ts';
 import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
 
 export type BatchJobObject = BatchInferenceJob;
@@ -56,6 +57,8 @@ export type WorkerRender = { readonly ok: true; readonly value: WorkerTemplate }
 
 export interface WorkerBuildConfig extends BuildConfig {
   readonly workerImage?: string;
+  /** The operator's limits for the workers' strategy plugins (ADR 0117: the host's, never the job's); unset: the defaults. */
+  readonly pluginLimits?: Partial<PluginLimits>;
 }
 
 /** Every reason the job's pods cannot be built, or the builder of worker pod `index`. */
@@ -95,6 +98,7 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       // Dynamic batching or a batch-size plugin: the worker drives its in-flight requests by it (live-batch.ts).
       ...(batching === undefined ? [] : ['--batching', JSON.stringify(batching)]),
       ...(pluginCm === undefined ? [] : ['--plugin-configmap-dir', BATCH_PLUGIN_MOUNT]),
+      ...(batching?.plugin === undefined || cfg.pluginLimits === undefined ? [] : ['--plugin-limits', JSON.stringify(cfg.pluginLimits)]),
     ],
     env: [
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
