@@ -4,17 +4,20 @@
 // mounts the ConfigMap key into the worker pod; the fake kubelet materialises that volume from the real ConfigMap,
 // as a kubelet would; the worker loads the module from the mounted file. The AssemblyScript example
 // (examples/batch-plugins/latency-ratio.ts), compiled here, changes the batch size; a module that traps is refused
-// with the StrategyPlugin condition False, and that job runs on the built-in size, every record once.
+// with the StrategyPlugin condition False, and that job runs on the built-in size, every record once. Then the
+// fake kubelet's configMap volumes on their own: a missing ConfigMap holds a pod, its creation starts it.
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import asc from 'assemblyscript/asc';
 import wabtInit from 'wabt';
+import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
 import { waitFor } from '../harness/e2e-kit.ts';
 import { BATCH_PLUGIN_MOUNT } from '../controllers/batch-inference/worker-protocol.ts';
+import { MODEL_DIR } from '../serving/pod-template.ts';
 import { startBatchE2e, type BatchE2e } from './batch-e2e-kit.ts';
 import { claimsUnder } from './batch-jobs.ts';
 
@@ -112,4 +115,44 @@ describe('BatchInferenceJob WASM batch-size plugins from a ConfigMap, live', () 
       expect(strategyCondition(done)?.status).toBe(verdict);
     }
   }, 900_000);
+
+  // The fake kubelet's configMap volumes are general (not plugin-specific): a required volume of a ConfigMap that is
+  // not there holds the pod in ContainerCreating with the kubelet's FailedMount Event; once the ConfigMap exists the
+  // pod starts and its container reads the projected file (`sits lint` exits 0 on the manifest, 2 on a missing file).
+  it('a pod waits in ContainerCreating for a missing ConfigMap, then starts and reads the projected file', async () => {
+    const client = e.cluster.client;
+    const nodes = await client.get<{ items: { metadata: { name: string } }[] }>('/api/v1/nodes');
+    const node = nodes.items[0]?.metadata.name ?? '';
+    const pods = `/api/v1/namespaces/${e.ns}/pods`;
+    await client.post(pods, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'lint-probe' },
+      spec: {
+        nodeName: node,
+        restartPolicy: 'Never',
+        containers: [
+          { name: 'server', image: 'ghcr.io/ggml-org/llama.cpp:server', args: ['--model', MODEL_DIR, '--port', '8080'] },
+          { name: 'lint', image: 'sits', command: ['sits', 'lint', '/etc/lint/manifests/cm.yaml'], volumeMounts: [{ name: 'input', mountPath: '/etc/lint' }] },
+        ],
+        volumes: [{ name: 'input', configMap: { name: 'lint-input', items: [{ key: 'cm.yaml', path: 'manifests/cm.yaml' }] } }],
+      },
+    });
+    const event = await waitFor('a FailedMount Event', async () => {
+      const evs = await client.get<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${e.ns}/events`);
+      return evs.items.find((x) => x.reason === 'FailedMount' && x.involvedObject?.name === 'lint-probe');
+    }, 120_000, 250);
+    expect(event.message).toBe('MountVolume.SetUp failed for volume "input" : configmap "lint-input" not found');
+    const waiting = await client.get<V1Pod>(`${pods}/lint-probe`);
+    expect(waiting.status?.phase).toBe('Pending');
+    expect(waiting.status?.containerStatuses?.map((c) => c.state?.waiting?.reason)).toEqual(['ContainerCreating', 'ContainerCreating']);
+
+    await client.post(`/api/v1/namespaces/${e.ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'lint-input' }, data: { 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n' } });
+    const done = await waitFor('the pod ended', async () => {
+      const p = await client.get<V1Pod>(`${pods}/lint-probe`);
+      return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+    }, 180_000, 250);
+    expect(done.status?.phase).toBe('Succeeded');
+    await client.delete(`${pods}/lint-probe`).catch(() => undefined);
+  }, 600_000);
 });
