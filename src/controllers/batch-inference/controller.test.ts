@@ -5,7 +5,7 @@ import type { ControllerAction } from '../../api/controller.ts';
 import type { PodObject } from '../kube-objects.ts';
 import { BatchCoordinator, OUTPUT } from './coordinator.ts';
 import type { BatchJobsPort, JobSession, SessionState } from './controller.ts';
-import { reconcileBatchJob, type BatchControllerConfig } from './controller.ts';
+import { reconcileBatchJob, strategyPluginCondition, type BatchControllerConfig } from './controller.ts';
 import { DEFAULT_LADDER } from './fault-ladder.ts';
 import { DEFAULT_LONG_TAIL } from './long-tail.ts';
 import type { RecordInfo } from './openai-batch.ts';
@@ -271,6 +271,14 @@ describe('the BatchInferenceJob reconcile', () => {
     pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: 1, tokens: 12, state: 'running', startedMs: 2, batchSize: 32, batchPlugin: 'rejected', batchNote: refused });
     const st2 = reconcileBatchJob(j, pods.list(), 5, { jobs: p.port }).status;
     expect(st2?.conditions?.find((c) => c.type === 'StrategyPlugin')).toMatchObject({ status: 'False', reason: 'PluginRejected', message: `worker j-1: ${refused}` });
+  });
+
+  it('ranks the workers\' plugin verdicts: rejected over disabled over active', () => {
+    expect(strategyPluginCondition([])).toBeUndefined();
+    const r = (pod: string, state: 'active' | 'rejected' | 'disabled') => ({ pod, state, note: `${state} note` });
+    expect(strategyPluginCondition([r('a', 'active'), r('b', 'disabled')])).toEqual({ type: 'StrategyPlugin', status: 'False', reason: 'PluginDisabled', message: 'worker b: disabled note' });
+    expect(strategyPluginCondition([r('a', 'rejected'), r('b', 'disabled'), r('c', 'active')])).toMatchObject({ status: 'False', reason: 'PluginRejected', message: 'worker a: rejected note' });
+    expect(strategyPluginCondition([r('a', 'active'), r('b', 'active')])).toMatchObject({ status: 'True', reason: 'PluginActive', message: 'worker a: active note' });
   });
 
   it('writes no StrategyPlugin condition for a job without a plugin', () => {

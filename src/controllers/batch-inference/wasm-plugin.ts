@@ -48,18 +48,18 @@ export interface PluginLimits {
 export const DEFAULT_PLUGIN_LIMITS: PluginLimits = { maxMemoryPages: 16, callTimeoutMs: 1000, loadTimeoutMs: 5000 };
 
 /** Parses the worker's --plugin-limits flag (a JSON subset of PluginLimits, positive integers); an error names the field. */
-export function parsePluginLimits(text: string): Partial<PluginLimits> | { error: string } {
+export function parsePluginLimits(text: string, flag = '--plugin-limits'): Partial<PluginLimits> | { error: string } {
   let v: unknown;
   try {
     v = JSON.parse(text);
   } catch (e) {
-    return { error: `--plugin-limits: not JSON (${(e as Error).message})` };
+    return { error: `${flag}: not JSON (${(e as Error).message})` };
   }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: '--plugin-limits: expected an object {maxMemoryPages, callTimeoutMs, loadTimeoutMs}' };
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: `${flag}: expected an object {maxMemoryPages, callTimeoutMs, loadTimeoutMs}` };
   const out: Record<string, number> = {};
   for (const [k, x] of Object.entries(v)) {
-    if (!(k in DEFAULT_PLUGIN_LIMITS)) return { error: `--plugin-limits: unknown field ${k} (known: ${Object.keys(DEFAULT_PLUGIN_LIMITS).join(', ')})` };
-    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) return { error: `--plugin-limits: ${k} must be a positive integer, got ${JSON.stringify(x)}` };
+    if (!(k in DEFAULT_PLUGIN_LIMITS)) return { error: `${flag}: unknown field ${k} (known: ${Object.keys(DEFAULT_PLUGIN_LIMITS).join(', ')})` };
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) return { error: `${flag}: ${k} must be a positive integer, got ${JSON.stringify(x)}` };
     out[k] = x;
   }
   return out as Partial<PluginLimits>;
