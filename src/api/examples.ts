@@ -312,6 +312,7 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     s.strategy = { batchSize: { wasm: { configMap: { name: 'plugins', key: 'a.wasm' }, file: 'a.wasm', sha256: 'a'.repeat(64) } } };
   }),
   invalid('BatchInferenceJob', 'WASM plugin digest not lowercase hex', 'spec.strategy.routing.wasm.sha256', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { routing: { wasm: { file: 'a.wasm', sha256: 'A'.repeat(64) } } })),
+  invalid('BatchInferenceJob', 'WASM plugin ConfigMap key ..', 'spec.strategy.batchSize.wasm.configMap.key', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { batchSize: { wasm: { configMap: { name: 'plugins', key: '..' }, sha256: 'a'.repeat(64) } } })),
   invalid('BatchInferenceJob', 'WASM plugin file outside the plugin directory', 'spec.strategy.batchSize.wasm.file', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { batchSize: { wasm: { file: '../etc/a.wasm', sha256: 'a'.repeat(64) } } })),
   // Shared pieces (resource lists, env, name limits) are compiled into each CRD separately, so each kind gets a case.
   invalid('InferenceService', 'fractional GPUs', 'spec.resources', EXAMPLE_INFERENCE_SERVICE, (s) => (s.resources = { 'nvidia.com/gpu': '0.5' })),

@@ -13,12 +13,14 @@
  * Checkpoints (ADR 0159): at the job's checkpoint interval the finished prefix is written as a part file of the
  * attempt's own and named in the report, for the controller to commit while the shard runs on.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { ANNOTATION } from '../api/wire.ts';
 import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from '../controllers/batch-inference/openai-batch.ts';
 import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
+import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
-import { checkpointName, formatReport, parseAssignment, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
+import { checkpointName, formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { loadJobPlugins } from '../wasm/job-plugins.ts';
 import { FsOutputStore } from './batch-files.ts';
@@ -42,6 +44,10 @@ export interface BatchWorkerOptions {
   readonly batching?: BatchPolicy;
   /** Where the batch-size plugin's file is looked up (--plugin-dir or $SITS_PLUGIN_DIR). */
   readonly pluginDir?: string;
+  /** Where the pod mounts the plugin's ConfigMap, its key as a file (--plugin-configmap-dir, set by the controller; ADR 0156). */
+  readonly pluginConfigMapDir?: string;
+  /** The operator's plugin limits (--plugin-limits, from the controller's config); unset: DEFAULT_PLUGIN_LIMITS. */
+  readonly pluginLimits?: Partial<PluginLimits>;
   /** Completions per batch-size window (default BATCH_WINDOW). */
   readonly batchWindow?: number;
   readonly pollMs?: number;
@@ -134,24 +140,29 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   let sizer: LiveBatchSize | undefined;
   let pluginNote: string | undefined;
   const ref = o.batching?.plugin;
-  // The worker may read its own pod only (RBAC), so a ConfigMap module is refused here with that reason.
+  // The worker may read its own pod only (RBAC): a ConfigMap module reaches it as a file the kubelet mounted.
   const cm = ref?.configMap;
-  if (cm !== undefined) pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps; give the module as a file under its --plugin-dir; built-in strategies used`;
-  const plugins = ref === undefined || cm !== undefined ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir });
+  const cmDir = o.pluginConfigMapDir;
+  if (cm !== undefined && cmDir === undefined) pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps and none is mounted (--plugin-configmap-dir); built-in strategies used`;
+  const mounted = (_name: string, key: string): Uint8Array | undefined => (cmDir !== undefined && existsSync(join(cmDir, key)) ? readFileSync(join(cmDir, key)) : undefined);
+  const plugins = ref === undefined || (cm !== undefined && cmDir === undefined) ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, { ...(o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir }), configMapBytes: mounted, ...(o.pluginLimits === undefined ? {} : { limits: o.pluginLimits }) });
+  const pluginState = (): BatchPluginState | undefined => (ref === undefined ? undefined : plugins?.batchSize === undefined ? 'rejected' : plugins.batchSize.disabled !== undefined ? 'disabled' : 'active');
   if (o.batching !== undefined) {
     if (pluginNote !== undefined) log(`batch-size strategy: ${pluginNote}`);
+    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow);
     if (plugins !== undefined) {
-      pluginNote = plugins.condition.message;
+      const builtin = Math.max(o.batching.min, Math.min(o.batching.max, o.batching.start));
+      pluginNote = `${plugins.condition.message}${plugins.batchSize === undefined ? '' : `; start batch size ${sizer.size} (${sizer.source}; the built-in's: ${builtin})`}`;
       log(`batch-size strategy: ${pluginNote}`);
     }
-    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow);
     if (sizer.lastFallback !== undefined) log(sizer.lastFallback);
     log(`batch size ${sizer.size} (${sizer.source})${o.batching.targetP99Ms === undefined ? ', fixed: the job sets no targetLatencyMs' : `, p99 target ${o.batching.targetP99Ms} ms`}`);
   }
 
   const report = async (r: WorkerReport): Promise<void> => {
     const note = sizer?.lastFallback ?? pluginNote;
-    const full: WorkerReport = { ...r, ...(note === undefined ? {} : { batchNote: note }) };
+    const state = pluginState();
+    const full: WorkerReport = { ...r, ...(note === undefined ? {} : { batchNote: note }), ...(state === undefined ? {} : { batchPlugin: state }) };
     await o.client.mergePatch(podPath, { metadata: { annotations: { [ANNOTATION.batchReport]: formatReport(full) } } });
   };
 

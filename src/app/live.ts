@@ -7,6 +7,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { KubeClient } from '../kube/client.ts';
 import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
 import type { Tracing } from '../kube/tracing.ts';
+import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { claimsUnder } from './batch-jobs.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
@@ -36,6 +37,8 @@ export interface LiveAppOptions {
   readonly healthMigration?: boolean;
   /** With `controllers`: the BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
   readonly batchClaimsDir?: string;
+  /** The batch workers' WASM plugin limits (ADR 0117/0156: the operator's); unset: the defaults. */
+  readonly batchPluginLimits?: Partial<PluginLimits>;
   /** Checkpoint-aware preemption (ADR 0093): checkpointable victims are asked for a checkpoint before eviction. */
   readonly checkpointAware?: boolean;
   readonly log?: (m: string) => void;
@@ -75,7 +78,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.checkpointAware === true ? { checkpointAware: true } : {}),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir) } }) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
   return {
     scheduler,
     client,

@@ -37,4 +37,12 @@ describe('sits run --batch-claims-dir', () => {
     expect(missing.err).toContain('--batch-claims-dir: ');
     expect(missing.err).toContain('is not a folder');
   });
+  it('takes the batch workers\' plugin limits only with it, and names a bad field; exit 2 before it connects', async () => {
+    const alone = await runSits(['run', '--controllers', '--batch-plugin-limits', '{"callTimeoutMs":5000}']);
+    expect(alone.code).toBe(2);
+    expect(alone.err).toContain('--batch-plugin-limits is for the batch workers: give --batch-claims-dir too');
+    const bad = await runSits(['run', '--controllers', '--batch-claims-dir', tmpdir(), '--batch-plugin-limits', '{"callTimeoutMs":-1}']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--batch-plugin-limits: callTimeoutMs must be a positive integer, got -1');
+  });
 });

@@ -14,10 +14,18 @@
  * pod (Succeeded on 0, else Failed); every other pod is handled as before. Readiness gates (spec.readinessGates) are
  * honoured as the kubelet does: Ready = containers ready and every gate's pod condition True (podReadyCondition),
  * re-judged whenever the pod changes; status is written as strategic-merge patches, so conditions owned by others stay.
+ * For the pods it runs as processes it mounts `configMap` volumes as the kubelet does (configmap-volumes.ts: the
+ * ConfigMap read from the apiserver, keys or items projected into a folder per pod, each container's mountPath
+ * mapped to it); a mount that fails (a ConfigMap that is not there and not optional) keeps the pod Pending in
+ * ContainerCreating with a FailedMount Event, retried every few seconds, as the kubelet's volume manager does.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { objectKey, Reflector } from '../kube/reflector.ts';
+import { materializeConfigMapVolumes } from './configmap-volumes.ts';
 import { EnginePods, type EnginePodsOptions } from './llm/engine-pods.ts';
 
 export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
@@ -66,6 +74,9 @@ export class FakeKubelet {
   readonly stats = { started: 0, finished: 0, deleted: 0 };
   /** The engine processes of llamacpp and vllm pods, when asked for. */
   readonly engines: EnginePods | undefined;
+  /** The kubelet's pods folder (/var/lib/kubelet/pods): a folder per pod uid with its materialised volumes. */
+  private podsDir: string | undefined;
+  private readonly mountRetry = new Map<string, ReturnType<typeof setTimeout>>();
 
   constructor(
     private readonly client: KubeClient,
@@ -79,20 +90,82 @@ export class FakeKubelet {
   async start(): Promise<void> {
     const handle = (p: V1Pod): void => void this.reconcile(p);
     // A pod removed by someone else (a forced delete) takes its engine with it.
-    const gone = (p: V1Pod): void => void this.engines?.stop(p.metadata?.uid ?? '');
+    const gone = (p: V1Pod): void => {
+      void this.engines?.stop(p.metadata?.uid ?? '').then(() => this.removePodDir(p.metadata?.uid));
+    };
     this.reflector = new Reflector<V1Pod>(this.client, '/api/v1/pods', { add: handle, update: handle, delete: gone, error: (e) => this.log(`fake kubelet watch: ${e.message}`) });
     await this.reflector.start();
   }
 
   stop(): void {
     this.reflector?.stop();
-    void this.engines?.stopAll();
+    void this.engines?.stopAll().then(() => this.removePodsDir());
   }
 
   /** Stops the watch and waits for every engine process to exit. */
   async stopAndWait(): Promise<void> {
     this.reflector?.stop();
     await this.engines?.stopAll();
+    this.removePodsDir();
+  }
+
+  private removePodsDir(): void {
+    for (const t of this.mountRetry.values()) clearTimeout(t);
+    this.mountRetry.clear();
+    if (this.podsDir !== undefined) rmSync(this.podsDir, { recursive: true, force: true });
+    this.podsDir = undefined;
+  }
+
+  private removePodDir(uid: string | undefined): void {
+    if (uid === undefined || this.podsDir === undefined) return;
+    clearTimeout(this.mountRetry.get(uid));
+    this.mountRetry.delete(uid);
+    rmSync(join(this.podsDir, uid), { recursive: true, force: true });
+  }
+
+  /**
+   * The pod's volumes, mounted before its containers start: per container, mount paths mapped to this machine. A
+   * failed mount leaves the pod Pending (ContainerCreating, a FailedMount Event) and is retried; undefined then.
+   */
+  private async mountVolumes(p: V1Pod, path: string, uid: string): Promise<ReadonlyMap<string, Readonly<Record<string, string>>> | undefined> {
+    if (!(p.spec?.volumes ?? []).some((v) => v.configMap !== undefined)) return new Map();
+    // A retry is already due (this is the pod's own status patch coming back): one attempt, one Event per period.
+    if (this.mountRetry.has(uid)) return undefined;
+    this.podsDir ??= mkdtempSync(join(tmpdir(), 'sits-fake-kubelet-'));
+    const r = await materializeConfigMapVolumes(this.client, p, join(this.podsDir, uid));
+    if (r.ok) return r.mounts;
+    const message = `MountVolume.SetUp failed for volume "${r.volume}" : ${r.reason}`;
+    this.log(`fake kubelet ${path}: ${message}`);
+    const ns = p.metadata?.namespace ?? 'default';
+    const now = new Date().toISOString();
+    const waiting = (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } }));
+    await this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: { metadata: { uid }, status: { containerStatuses: waiting } } }).catch((e: Error) => this.log(`fake kubelet ${path}: ${e.message}`));
+    await this.client
+      .post(`/api/v1/namespaces/${ns}/events`, {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { generateName: `${p.metadata?.name ?? 'pod'}.`, namespace: ns },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', name: p.metadata?.name, namespace: ns, uid },
+        reason: 'FailedMount',
+        message,
+        type: 'Warning',
+        source: { component: 'kubelet', host: p.spec?.nodeName },
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      })
+      .catch((e: Error) => this.log(`fake kubelet ${path}: event: ${e.message}`));
+    // The kubelet's volume manager retries; the latest copy of the pod is handled again.
+    clearTimeout(this.mountRetry.get(uid));
+    this.mountRetry.set(
+      uid,
+      setTimeout(() => {
+        this.mountRetry.delete(uid);
+        const latest = this.reflector?.items.get(objectKey(p));
+        if (latest?.metadata?.uid === uid) void this.reconcile(latest);
+      }, 2000),
+    );
+    return undefined;
   }
 
   /**
@@ -102,6 +175,8 @@ export class FakeKubelet {
   private async startEngine(p: V1Pod, path: string, uid: string | undefined): Promise<void> {
     const engines = this.engines as EnginePods;
     if (uid === undefined || engines.has(uid)) return;
+    const volumes = await this.mountVolumes(p, path, uid);
+    if (volumes === undefined || engines.has(uid)) return;
     const ip = engines.allocateIp();
     const startedAt = new Date().toISOString();
     const containers = p.spec?.containers ?? [];
@@ -149,6 +224,7 @@ export class FakeKubelet {
         this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
       },
       ended,
+      volumes,
     );
   }
 
@@ -168,6 +244,7 @@ export class FakeKubelet {
       const uid = p.metadata?.uid;
       if (p.metadata?.deletionTimestamp !== undefined) {
         await this.engines?.stop(uid ?? '');
+        this.removePodDir(uid);
         await this.client.request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, ...(uid === undefined ? {} : { preconditions: { uid } }) } });
         this.stats.deleted++;
         return;

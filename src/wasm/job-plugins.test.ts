@@ -50,7 +50,7 @@ describe('loadJobPlugins', () => {
     expect(j.condition.reason).toBe('PluginRejected');
     expect(j.condition.message).toBe(
       `batchSize: plugin batch.wasm rejected: sha256 ${sha(batch)} differs from the ${'0'.repeat(64)} the job names; built-in strategies used; ` +
-        'routing: plugin configmap/plugins/gone.wasm rejected: ConfigMap plugins has no binaryData key gone.wasm; built-in strategies used',
+        'routing: plugin configmap/plugins/gone.wasm rejected: ConfigMap plugins does not exist or has no key gone.wasm; built-in strategies used',
     );
     const f = loadJobPlugins({ batchSize: { wasm: { file: 'nope.wasm', sha256: sha(batch) } }, routing: { wasm: { file: '../x.wasm', sha256: sha(route) } } }, { pluginDir: dir });
     expect(f.states.batchSize).toMatchObject({ kind: 'rejected', reason: expect.stringMatching(/^cannot read .*nope\.wasm: ENOENT/) });

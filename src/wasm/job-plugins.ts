@@ -14,7 +14,7 @@ import { WasmPlugin } from './plugin-host.ts';
 export interface PluginSources {
   /** Where spec.strategy.*.wasm.file is looked up; unset: file references are refused. */
   readonly pluginDir?: string;
-  /** binaryData[key] of the ConfigMap `name` in the job's namespace, fetched by the caller; undefined when absent. */
+  /** The bytes of key `key` of the ConfigMap `name` in the job's namespace (fetched, or mounted by the kubelet); undefined when absent. */
   readonly configMapBytes?: (name: string, key: string) => Uint8Array | undefined;
   readonly limits?: Partial<PluginLimits>;
 }
@@ -34,7 +34,7 @@ const refName = (r: WasmModuleRef): string => (r.file !== undefined ? r.file : `
 function bytesOf(r: WasmModuleRef, src: PluginSources): { ok: true; bytes: Uint8Array } | { ok: false; reason: string } {
   if (r.configMap !== undefined) {
     const b = src.configMapBytes?.(r.configMap.name, r.configMap.key);
-    return b === undefined ? { ok: false, reason: `ConfigMap ${r.configMap.name} has no binaryData key ${r.configMap.key}` } : { ok: true, bytes: b };
+    return b === undefined ? { ok: false, reason: `ConfigMap ${r.configMap.name} does not exist or has no key ${r.configMap.key}` } : { ok: true, bytes: b };
   }
   if (r.file === undefined) return { ok: false, reason: 'names neither configMap nor file' };
   if (src.pluginDir === undefined) return { ok: false, reason: 'file references need the controller\'s plugin directory, and none is configured' };

@@ -2,7 +2,8 @@
 // and hand-written WAT assembled by wabt for every way a plugin can be bad. Each bad plugin is refused with a
 // reason naming what is wrong, and the decision falls back to the built-in strategy.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import asc from 'assemblyscript/asc';
@@ -177,4 +178,20 @@ describe('at run time, a failing decision falls back to the built-in', () => {
     expect(decideBatchSize(p, inputs(9), 32)).toMatchObject({ value: 32, source: 'builtin', reason: expect.stringMatching(/disabled \(batch_size gave no answer/) });
     expect(pluginCondition({ kind: 'disabled', name: 'p.wasm', reason: p.disabled as string, tally: { plugin: 2, builtin: 4 } }).message).toMatch(/^plugin p\.wasm disabled: batch_size gave no answer within 2000 ms .*; built-in strategies used; 2 decisions by the plugin, 4 by the built-in$/);
   });
+});
+
+describe('the plugin thread in a process with TypeScript preloads', () => {
+  it('loads as in a plain process (the thread inherits none of the parent\'s --import flags)', () => {
+    // How the dev kubelet starts a batch worker: node --import tsx --import <a .ts preload>. Before the thread's
+    // execArgv was emptied, every plugin was refused there ("loading gave no answer").
+    writeFileSync(join(dir, 'preload.ts'), 'const noop: number = 0;\nvoid noop;\n');
+    writeFileSync(join(dir, 'example.wasm'), example);
+    const host = new URL('./plugin-host.ts', import.meta.url).pathname;
+    writeFileSync(
+      join(dir, 'load.ts'),
+      `import { readFileSync } from 'node:fs';\nimport { WasmPlugin } from ${JSON.stringify(host)};\nconst r = WasmPlugin.load(readFileSync(${JSON.stringify(join(dir, 'example.wasm'))}), { name: 'p', strategies: ['batchSize'], limits: { loadTimeoutMs: 20000, callTimeoutMs: 10000 } });\nconsole.log(r.ok ? 'loaded' : r.reason);\nif (r.ok) r.value.close();\n`,
+    );
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--import', join(dir, 'preload.ts'), join(dir, 'load.ts')], { cwd: new URL('../..', import.meta.url).pathname, encoding: 'utf8', timeout: 60_000 });
+    expect(out.trim()).toBe('loaded');
+  }, 90_000);
 });

@@ -54,6 +54,10 @@ export class WasmPlugin implements PluginCaller {
     const worker = new Worker(new URL('./plugin-worker.mjs', import.meta.url), {
       workerData: { bytes: Uint8Array.from(bytes), flag: flag.buffer, port: port2, maxMemoryPages: limits.maxMemoryPages, memoryInitial: shape.value.memory?.imported === true ? shape.value.memory.initial : undefined },
       transferList: [port2],
+      // The thread runs plain JS and needs none of the parent's preloads. Inherited, `node --import tsx --import x.ts`
+      // (how the dev kubelet starts a batch worker) left the thread silent while the parent waited in Atomics.wait:
+      // every plugin was refused at load (measured on Node 20.20).
+      execArgv: [],
       // The module's linear memory is capped by its declared maximum; this caps the JS heap of the thread around it.
       resourceLimits: { maxOldGenerationSizeMb: 32, maxYoungGenerationSizeMb: 8, stackSizeMb: 1 },
     });

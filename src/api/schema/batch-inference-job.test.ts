@@ -28,5 +28,8 @@ describe('spec.strategy', () => {
     expect(paths({ batchSize: { wasm: { file: 'a/.hidden/b.wasm', sha256: sha } } })).toEqual(['spec.strategy.batchSize.wasm.file']);
     expect(paths({ routing: { wasm: { configMap: { name: 'Plugins', key: 'a.wasm' }, sha256: sha } } })).toEqual(['spec.strategy.routing.wasm.configMap.name']);
     expect(paths({ routing: {} })).toEqual(['spec.strategy.routing.wasm']);
+    expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '..' }, sha256: sha } } })).toEqual(['spec.strategy.batchSize.wasm.configMap.key']);
+    expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '..data' }, sha256: sha } } })).toEqual(['spec.strategy.batchSize.wasm.configMap.key']);
+    expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '.grow.wasm' }, sha256: sha } } })).toEqual([]);
   });
 });

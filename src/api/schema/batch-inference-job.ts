@@ -143,9 +143,10 @@ export const WasmModuleRef = withRules(
         Obj(
           {
             name: Type.String({ description: 'ConfigMap in the job\'s namespace.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
-            key: Type.String({ description: 'Key under binaryData holding the module.', minLength: 1, maxLength: 253, pattern: '^[-._a-zA-Z0-9]+$' }),
+            // A ConfigMap key (not "." or "..", no leading ".."), which the worker pod mounts as a file of that name.
+            key: Type.String({ description: 'Key under binaryData holding the module (letters, digits, "-", "_", "."; not starting with "..").', minLength: 1, maxLength: 253, pattern: '^([-_a-zA-Z0-9]|\\.[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$' }),
           },
-          { description: 'The module in a ConfigMap\'s binaryData.' },
+          { description: 'The module in a ConfigMap\'s binaryData, in the job\'s namespace; the controller mounts that key into each worker pod (the ConfigMap is read by the kubelet, not by SITS).' },
         ),
       ),
       file: Type.Optional(

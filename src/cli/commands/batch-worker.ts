@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { runBatchWorker } from '../../app/batch-worker.ts';
 import { parseBatchPolicy } from '../../controllers/batch-inference/live-batch.ts';
+import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { CliError } from '../errors.ts';
@@ -24,6 +25,8 @@ interface BatchWorkerFlags {
   checkpointRecords?: number;
   batching?: string;
   pluginDir?: string;
+  pluginConfigmapDir?: string;
+  pluginLimits?: string;
 }
 
 export function registerBatchWorker(program: Command): void {
@@ -41,6 +44,8 @@ export function registerBatchWorker(program: Command): void {
     .option('--concurrency <n>', 'requests in flight', numberOption('--concurrency', 1, 4096), 4)
     .option('--batching <json>', "the job's dynamic batching and batch-size plugin (set by the controller): requests in flight follow the live batch size instead of --concurrency")
     .option('--plugin-dir <dir>', "where the job's batch-size plugin file is (default: $SITS_PLUGIN_DIR)")
+    .option('--plugin-configmap-dir <dir>', "where the pod mounts the job's plugin ConfigMap, each key a file (set by the controller)")
+    .option('--plugin-limits <json>', 'the operator\'s plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs} (set by the controller; default ADR 0117\'s)')
     .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
     .option('--checkpoint-interval <sec>', "checkpoint the shard's finished prefix at least this often (the job's spec.checkpoint.intervalSeconds; set by the controller); default: never", numberOption('--checkpoint-interval', 0.1, 86_400))
     .option('--checkpoint-records <n>', 'also checkpoint after this many records (spec.checkpoint.intervalRecords)', intOption('--checkpoint-records', 1, 1_000_000_000))
@@ -51,6 +56,8 @@ export function registerBatchWorker(program: Command): void {
       const batching = o.batching === undefined ? undefined : parseBatchPolicy(o.batching);
       if (batching !== undefined && 'error' in batching) throw new CliError(`batch-worker: ${batching.error}`);
       const pluginDir = o.pluginDir ?? process.env.SITS_PLUGIN_DIR;
+      const pluginLimits = o.pluginLimits === undefined ? undefined : parsePluginLimits(o.pluginLimits);
+      if (pluginLimits !== undefined && 'error' in pluginLimits) throw new CliError(`batch-worker: ${pluginLimits.error}`);
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-batch-worker/0.1' });
       const stop = new AbortController();
@@ -59,7 +66,7 @@ export function registerBatchWorker(program: Command): void {
         stop.abort();
       });
       try {
-        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), ...(o.pluginConfigmapDir === undefined ? {} : { pluginConfigMapDir: o.pluginConfigmapDir }), ...(pluginLimits === undefined ? {} : { pluginLimits }), reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
       } catch (e) {
         throw new CliError(`batch-worker: ${(e as Error).message}`);
       } finally {

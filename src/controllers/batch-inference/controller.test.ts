@@ -5,16 +5,21 @@ import type { ControllerAction } from '../../api/controller.ts';
 import type { PodObject } from '../kube-objects.ts';
 import { BatchCoordinator, OUTPUT } from './coordinator.ts';
 import type { BatchJobsPort, JobSession, SessionState } from './controller.ts';
-import { reconcileBatchJob, type BatchControllerConfig } from './controller.ts';
+import { reconcileBatchJob, strategyPluginCondition, type BatchControllerConfig } from './controller.ts';
 import { DEFAULT_LADDER } from './fault-ladder.ts';
 import { DEFAULT_LONG_TAIL } from './long-tail.ts';
 import type { RecordInfo } from './openai-batch.ts';
 import { outputCustomId } from './openai-batch.ts';
 import { MemoryOutputStore } from './output-store.ts';
 import { partLines, writePart } from './part-writer.ts';
-import type { BatchJobObject } from './pods.ts';
+import { renderWorkers, type BatchJobObject } from './pods.ts';
 import { MemoryQuarantine } from './quarantine.ts';
-import { checkpointName, formatReport, parseAssignment, type WireAssignment } from './worker-protocol.ts';
+import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, checkpointName, formatReport, parseAssignment, type WireAssignment } from './worker-protocol.ts';
+
+const renderWorkersVolumes = (j: BatchJobObject): string[] => {
+  const r = renderWorkers(j);
+  return r.ok ? ((r.value.pod(0).spec?.volumes ?? []) as { name: string }[]).map((v) => v.name) : [];
+};
 
 const records = (n: number): RecordInfo[] => Array.from({ length: n }, (_, i) => ({ customId: `r-${i}`, promptTokens: 10, maxOutputTokens: 2 }));
 
@@ -254,6 +259,59 @@ describe('the BatchInferenceJob reconcile', () => {
     pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: a1.end - a1.start, tokens: 120, state: 'done', startedMs: 2, batchSize: 7 });
     const st = reconcileBatchJob({ ...job, ...(assigned.status === undefined ? {} : { status: assigned.status }) }, pods.list(), 3, { jobs: p.port }).status;
     expect(st?.currentBatchSize).toBe(12);
+  });
+
+  it('mounts a ConfigMap batch-size plugin into the worker and shows the workers\' verdict as the StrategyPlugin condition', () => {
+    const p = port(40);
+    const pods = new Pods();
+    const wasm = { configMap: { name: 'plugins', key: 'grow.wasm' }, sha256: 'ab'.repeat(32) };
+    const job = jobOf(2, { strategy: { batchSize: { wasm } } });
+    reconcileBatchJob(job, [], 0, { jobs: p.port });
+    pods.apply(reconcileBatchJob(job, [], 1, { jobs: p.port }).actions);
+    const spec = pods.byName.get('j-0')?.spec;
+    const worker = spec?.containers[1];
+    // The kubelet projects the key as a file (optional: a missing ConfigMap is the worker's refusal, not a stuck pod).
+    expect(spec?.volumes).toContainEqual({ name: BATCH_PLUGIN_VOLUME, configMap: { name: 'plugins', items: [{ key: 'grow.wasm', path: 'grow.wasm' }], optional: true } });
+    expect(worker?.volumeMounts).toContainEqual({ name: BATCH_PLUGIN_VOLUME, mountPath: BATCH_PLUGIN_MOUNT, readOnly: true });
+    expect(worker?.args?.slice(-4)).toEqual(['--batching', JSON.stringify({ start: 32, min: 1, max: 2048, plugin: wasm }), '--plugin-configmap-dir', BATCH_PLUGIN_MOUNT]);
+    // Without a plugin no such volume.
+    expect(renderWorkersVolumes(jobOf(1))).not.toContain(BATCH_PLUGIN_VOLUME);
+
+    const assigned = reconcileBatchJob(job, pods.list(), 2, { jobs: p.port });
+    pods.apply(assigned.actions);
+    let j: BatchJobObject = { ...job, ...(assigned.status === undefined ? {} : { status: assigned.status }) };
+    const a0 = pods.assignment('j-0') as WireAssignment;
+    const a1 = pods.assignment('j-1') as WireAssignment;
+    const note = 'batchSize: plugin configmap/plugins/grow.wasm loaded; start batch size 3 (plugin; the built-in\'s: 32)';
+    pods.report('j-0', { attempt: a0.attempt, start: a0.start, end: a0.end, done: 1, tokens: 12, state: 'running', startedMs: 2, batchSize: 3, batchPlugin: 'active', batchNote: note });
+    // A verdict is written at once, without waiting for progress.
+    const st = reconcileBatchJob(j, pods.list(), 3, { jobs: p.port }).status;
+    expect(st?.conditions?.find((c) => c.type === 'StrategyPlugin')).toMatchObject({ status: 'True', reason: 'PluginActive', message: `worker j-0: ${note}` });
+    expect(st?.currentBatchSize).toBe(3);
+    j = { ...j, ...(st === undefined ? {} : { status: st }) };
+    // The same verdict again: no write.
+    expect(reconcileBatchJob(j, pods.list(), 4, { jobs: p.port }).status).toBeUndefined();
+    // One worker refused it: the worst decides.
+    const refused = 'batchSize: plugin configmap/plugins/grow.wasm rejected: ConfigMap plugins does not exist or has no key grow.wasm; built-in strategies used';
+    pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: 1, tokens: 12, state: 'running', startedMs: 2, batchSize: 32, batchPlugin: 'rejected', batchNote: refused });
+    const st2 = reconcileBatchJob(j, pods.list(), 5, { jobs: p.port }).status;
+    expect(st2?.conditions?.find((c) => c.type === 'StrategyPlugin')).toMatchObject({ status: 'False', reason: 'PluginRejected', message: `worker j-1: ${refused}` });
+  });
+
+  it('ranks the workers\' plugin verdicts: rejected over disabled over active', () => {
+    expect(strategyPluginCondition([])).toBeUndefined();
+    const r = (pod: string, state: 'active' | 'rejected' | 'disabled') => ({ pod, state, note: `${state} note` });
+    expect(strategyPluginCondition([r('a', 'active'), r('b', 'disabled')])).toEqual({ type: 'StrategyPlugin', status: 'False', reason: 'PluginDisabled', message: 'worker b: disabled note' });
+    expect(strategyPluginCondition([r('a', 'rejected'), r('b', 'disabled'), r('c', 'active')])).toMatchObject({ status: 'False', reason: 'PluginRejected', message: 'worker a: rejected note' });
+    expect(strategyPluginCondition([r('a', 'active'), r('b', 'active')])).toMatchObject({ status: 'True', reason: 'PluginActive', message: 'worker a: active note' });
+  });
+
+  it('writes no StrategyPlugin condition for a job without a plugin', () => {
+    const p = port(20);
+    const job = jobOf(1);
+    const { job: done } = runToEnd(job, new Pods(), p, { jobs: p.port }, 0);
+    expect(done.status?.phase).toBe('Succeeded');
+    expect(done.status?.conditions?.some((c) => c.type === 'StrategyPlugin')).toBe(false);
   });
 
   it('after a controller restart, adopts a worker still on a shard of the earlier epoch and commits it once', () => {

@@ -21,7 +21,7 @@ import { partName } from './coordinator.ts';
 import { renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
 import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
-import { formatAssignment, parseReport, type WireAssignment } from './worker-protocol.ts';
+import { formatAssignment, parseReport, type BatchPluginState, type WireAssignment } from './worker-protocol.ts';
 import type { GpuShare, ShareTenant } from './gpu-share.ts';
 import { TIER_WEIGHTS } from '../../core/queue/model.ts';
 
@@ -53,6 +53,8 @@ export interface JobSession {
    */
   readonly published?: (device: string) => boolean;
   retries: number;
+  /** The workers' last reported live batch size, kept in status after they are gone. */
+  lastBatchSize?: number;
   /** A worker's engine could not load the model: the job fails naming spec.model.uri (no device is at fault). */
   modelError?: string;
   last?: { readonly written: WrittenStatus; readonly status: BatchInferenceJobStatus };
@@ -100,13 +102,28 @@ function podReady(p: PodObject): boolean {
   return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 }
 
+type ConditionUpdate = { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+
+const PLUGIN_RANK: Readonly<Record<BatchPluginState, number>> = { active: 0, disabled: 1, rejected: 2 };
+const PLUGIN_REASON: Readonly<Record<BatchPluginState, string>> = { active: 'PluginActive', disabled: 'PluginDisabled', rejected: 'PluginRejected' };
+
+/**
+ * The StrategyPlugin condition from the workers' reports (the batch-size plugin runs in the workers, ADR 0156): the
+ * worst worker decides (rejected over disabled over active), its note is the message; undefined until one reported.
+ */
+export function strategyPluginCondition(reports: readonly { readonly pod: string; readonly state: BatchPluginState; readonly note?: string }[]): ConditionUpdate | undefined {
+  if (reports.length === 0) return undefined;
+  const w = reports.reduce((a, b) => (PLUGIN_RANK[b.state] > PLUGIN_RANK[a.state] ? b : a));
+  return { type: 'StrategyPlugin', status: w.state === 'active' ? 'True' : 'False', reason: PLUGIN_REASON[w.state], message: `worker ${w.pod}: ${w.note ?? `batch-size plugin ${w.state}`}`.slice(0, 4000) };
+}
+
 interface Step {
   readonly status?: BatchInferenceJobStatus;
   readonly actions: ControllerAction[];
   readonly requeueAfterMs?: number;
 }
 
-function conditionsWith(prev: readonly Condition[] | undefined, nowMs: number, gen: number | undefined, ...us: { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string }[]): Condition[] {
+function conditionsWith(prev: readonly Condition[] | undefined, nowMs: number, gen: number | undefined, ...us: ConditionUpdate[]): Condition[] {
   let out = [...(prev ?? [])];
   for (const u of us) out = setCondition(out, u, iso(nowMs), gen);
   return out;
@@ -176,6 +193,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const retiring = new Set<string>();
   // The workers' live batch sizes (ADR 0102): status shows the largest, the size the engines are driven at.
   const batchSizes: number[] = [];
+  const pluginReports: { pod: string; state: BatchPluginState; note?: string }[] = [];
   for (let i = 0; i < job.spec.workers && s.finished === undefined; i++) {
     const pn = workerPodName(name, i);
     const pod = byName.get(pn);
@@ -212,6 +230,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     live.push({ pod, worker });
     const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
     if (report?.batchSize !== undefined) batchSizes.push(report.batchSize);
+    if (report?.batchPlugin !== undefined) pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
     let cur = s.assigned.get(pn);
     // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
     if (cur === undefined && report !== undefined && report.state !== 'failed' && !s.handled.has(report.attempt) && epochOf(report.attempt) < c.epoch) {
@@ -300,10 +319,15 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const next = { phase, recordsProcessed: progress.recordsProcessed, percent: progress.percent, quarantined } as const;
   const policy = { ...DEFAULT_STATUS_POLICY, maxIntervalMs: job.spec.checkpoint.intervalSeconds * 1000, ...cfg.statusPolicy };
   const workersChanged = s.last !== undefined && s.last.status.readyWorkers !== readyWorkers;
+  if (batchSizes.length > 0) s.lastBatchSize = Math.max(...batchSizes);
+  const plugin = strategyPluginCondition(pluginReports);
+  // A plugin's verdict changing is written at once; its message alone (a fallback's numbers) waits for the next write.
+  const saidPlugin = s.last?.status.conditions?.find((x) => x.type === 'StrategyPlugin');
+  const pluginChanged = plugin !== undefined && (saidPlugin?.status !== plugin.status || saidPlugin.reason !== plugin.reason);
   // The status is returned only when a write is due: the runner compares what it returns with the stored copy (whose
   // keys the apiserver reorders), so returning the last status on every tick would write it on every tick. A write
   // that did not land (the stored phase is not the one written) is returned again.
-  const due = s.last === undefined || workersChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
+  const due = s.last === undefined || workersChanged || pluginChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
   const landed = s.last === undefined || prev.phase === s.last.status.phase;
   if (due) {
     const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
@@ -331,11 +355,11 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         quarantined,
         readyWorkers,
         retries: s.retries,
-        ...(batchSizes.length === 0 ? {} : { batchSize: Math.max(...batchSizes) }),
+        ...(s.lastBatchSize === undefined ? {} : { batchSize: s.lastBatchSize }),
         ...(gen === undefined ? {} : { generation: gen }),
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
-      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
+      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(plugin === undefined ? [] : [plugin]), ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }

@@ -14,7 +14,8 @@ import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects
 import { schedulingAnnotations, type BuildConfig } from '../inference-service/pods.ts';
 import type { InferenceServiceObject } from '../inference-service/model.ts';
 import { batchPolicyOf } from './live-batch.ts';
-import { batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
+import type { PluginLimits } from './wasm-plugin.ts';
+import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
 
 export type BatchJobObject = BatchInferenceJob;
 
@@ -56,6 +57,8 @@ export type WorkerRender = { readonly ok: true; readonly value: WorkerTemplate }
 
 export interface WorkerBuildConfig extends BuildConfig {
   readonly workerImage?: string;
+  /** The operator's limits for the workers' strategy plugins (ADR 0117: the host's, never the job's); unset: the defaults. */
+  readonly pluginLimits?: Partial<PluginLimits>;
 }
 
 /** Every reason the job's pods cannot be built, or the builder of worker pod `index`. */
@@ -76,6 +79,11 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   const model = servedModelName(isvc.spec);
   const claims = [...new Set([input.claim, output.claim])];
   const batching = batchPolicyOf(j.spec);
+  // A batch-size plugin in a ConfigMap is mounted into the worker as a file, as any pod reads a ConfigMap: the kubelet
+  // fetches it, the worker needs no RBAC on ConfigMaps (ADR 0156). Optional, so a missing ConfigMap or key does not
+  // hold the pod in ContainerCreating: the worker then refuses the plugin with that reason and the built-in decides.
+  const pluginCm = batching?.plugin?.configMap;
+  const pluginVolume = pluginCm === undefined ? [] : [{ name: BATCH_PLUGIN_VOLUME, configMap: { name: pluginCm.name, items: [{ key: pluginCm.key, path: pluginCm.key }], optional: true } }];
   const worker: ContainerObject = {
     name: WORKER_CONTAINER,
     image: cfg.workerImage ?? DEFAULT_WORKER_IMAGE,
@@ -92,13 +100,15 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       ...(j.spec.checkpoint.intervalRecords === undefined ? [] : ['--checkpoint-records', String(j.spec.checkpoint.intervalRecords)]),
       // Dynamic batching or a batch-size plugin: the worker drives its in-flight requests by it (live-batch.ts).
       ...(batching === undefined ? [] : ['--batching', JSON.stringify(batching)]),
+      ...(pluginCm === undefined ? [] : ['--plugin-configmap-dir', BATCH_PLUGIN_MOUNT]),
+      ...(batching?.plugin === undefined || cfg.pluginLimits === undefined ? [] : ['--plugin-limits', JSON.stringify(cfg.pluginLimits)]),
     ],
     env: [
       { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     ],
-    volumeMounts: claims.map((c) => ({ name: `batch-${c}`, mountPath: batchMountPath(c) })),
+    volumeMounts: [...claims.map((c) => ({ name: `batch-${c}`, mountPath: batchMountPath(c) })), ...(pluginCm === undefined ? [] : [{ name: BATCH_PLUGIN_VOLUME, mountPath: BATCH_PLUGIN_MOUNT, readOnly: true }])],
   };
   const base = structuredClone((j.spec.podTemplate?.spec ?? {}) as Record<string, unknown>);
   const given = Array.isArray(base.containers) ? (base.containers as ContainerObject[]) : [];
@@ -121,7 +131,7 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
         // The user's podTemplate (service account, tolerations, ...) underneath; ours wins on what we set.
         ...base,
         containers: [server, worker, ...given.filter((c) => c.name !== SERVING_CONTAINER && c.name !== WORKER_CONTAINER)],
-        volumes: [...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []), ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } }))],
+        volumes: [...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []), ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } })), ...pluginVolume],
         schedulerName: SCHEDULER_NAME,
         // A worker that dies is replaced by the controller (its shard goes back to the coordinator), not restarted in place.
         restartPolicy: 'Never',

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { decideRoute } from './routing.ts';
 import type { PluginCaller } from './wasm-plugin.ts';
-import { MAX_MODULE_BYTES, PROBE_BATCH, decideBatchSize, decideRoutePlugin, inspectWasm, pluginCondition, routeArgs, selfTest, tally, validateRoute } from './wasm-plugin.ts';
+import { MAX_MODULE_BYTES, PROBE_BATCH, decideBatchSize, decideRoutePlugin, inspectWasm, parsePluginLimits, pluginCondition, routeArgs, selfTest, tally, validateRoute } from './wasm-plugin.ts';
 
 /** A caller answering from a table: the port the host implements, with the answers a module could give. */
 const caller = (answers: Record<string, number | string>): PluginCaller => ({
@@ -90,5 +90,15 @@ describe('structural checks', () => {
     const huge = new Uint8Array(MAX_MODULE_BYTES + 1);
     huge.set(mod(2));
     expect(inspectWasm(huge, ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: `module is ${MAX_MODULE_BYTES + 1} bytes, over the limit of ${MAX_MODULE_BYTES}` });
+  });
+});
+
+describe("the worker's --plugin-limits flag", () => {
+  it('takes positive integer limits and names a bad field', () => {
+    expect(parsePluginLimits('{"callTimeoutMs":10000,"loadTimeoutMs":60000}')).toEqual({ callTimeoutMs: 10000, loadTimeoutMs: 60000 });
+    expect(parsePluginLimits('{"callTimeoutMs":0}')).toEqual({ error: '--plugin-limits: callTimeoutMs must be a positive integer, got 0' });
+    expect(parsePluginLimits('{"fuel":5}')).toEqual({ error: '--plugin-limits: unknown field fuel (known: maxMemoryPages, callTimeoutMs, loadTimeoutMs)' });
+    expect(parsePluginLimits('[1]')).toMatchObject({ error: expect.stringMatching(/expected an object/) });
+    expect(parsePluginLimits('{')).toMatchObject({ error: expect.stringMatching(/^--plugin-limits: not JSON/) });
   });
 });

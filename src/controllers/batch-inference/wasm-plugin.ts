@@ -47,6 +47,24 @@ export interface PluginLimits {
 /** 1 MiB of memory; 1 s a decision (microseconds of arithmetic, but a busy node may not schedule the thread for a while); 5 s to start. */
 export const DEFAULT_PLUGIN_LIMITS: PluginLimits = { maxMemoryPages: 16, callTimeoutMs: 1000, loadTimeoutMs: 5000 };
 
+/** Parses the worker's --plugin-limits flag (a JSON subset of PluginLimits, positive integers); an error names the field. */
+export function parsePluginLimits(text: string, flag = '--plugin-limits'): Partial<PluginLimits> | { error: string } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    return { error: `${flag}: not JSON (${(e as Error).message})` };
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return { error: `${flag}: expected an object {maxMemoryPages, callTimeoutMs, loadTimeoutMs}` };
+  const out: Record<string, number> = {};
+  for (const [k, x] of Object.entries(v)) {
+    if (!(k in DEFAULT_PLUGIN_LIMITS)) return { error: `${flag}: unknown field ${k} (known: ${Object.keys(DEFAULT_PLUGIN_LIMITS).join(', ')})` };
+    if (typeof x !== 'number' || !Number.isInteger(x) || x < 1) return { error: `${flag}: ${k} must be a positive integer, got ${JSON.stringify(x)}` };
+    out[k] = x;
+  }
+  return out as Partial<PluginLimits>;
+}
+
 export type Checked<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly reason: string };
 
 export interface ModuleShape {

@@ -25,6 +25,9 @@ describe('the batch worker protocol', () => {
     const { batchSize: _b, batchNote: _n, ...plain } = r;
     expect(parseReport(JSON.stringify({ ...r, batchSize: 0, batchNote: 7 }))).toEqual(plain);
     expect(parseReport(JSON.stringify({ ...r, batchSize: 'big' }))).toEqual({ ...plain, batchNote: r.batchNote });
+    // The plugin's state: one of three words, anything else dropped.
+    expect(parseReport(formatReport({ ...r, batchPlugin: 'rejected' }))?.batchPlugin).toBe('rejected');
+    expect(parseReport(JSON.stringify({ ...r, batchPlugin: 'maybe' }))).toEqual(r);
   });
   it('carries a checkpoint file of the reporting attempt only', () => {
     const r = { attempt: 'e1-a3', start: 0, end: 10, done: 4, tokens: 48, state: 'running' as const, startedMs: 1000, checkpoint: checkpointName('e1-a3', 2) };

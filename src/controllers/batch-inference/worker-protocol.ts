@@ -13,6 +13,10 @@ import type { FailureKind } from './fault-ladder.ts';
 export const WORKER_CONTAINER = 'batch-worker';
 /** Where the worker pod mounts the claim of a `pvc://claim/path` input or output. */
 export const batchMountPath = (claim: string): string => `/mnt/batch/${claim}`;
+/** Where the worker pod mounts the ConfigMap of spec.strategy.batchSize.wasm.configMap (its key as a file, ADR 0156). */
+export const BATCH_PLUGIN_MOUNT = '/var/run/sits/strategy/batch-size';
+/** The worker pod's volume of that ConfigMap. */
+export const BATCH_PLUGIN_VOLUME = 'sits-batch-size-plugin';
 
 export interface WireAssignment {
   readonly attempt: string;
@@ -50,11 +54,16 @@ export interface WorkerReport {
    * finished prefix from `start`, for the coordinator to commit while the attempt runs on. Absent: none yet.
    */
   readonly checkpoint?: string;
+  /** The job's batch-size plugin in this worker: deciding, refused at load, or disabled since (a time limit hit). */
+  readonly batchPlugin?: BatchPluginState;
 }
 
 /** The checkpoint file of an attempt's n-th checkpoint (the coordinator's own naming, ADR 0147). */
 export const checkpointName = (attempt: string, n: number): string => `parts/${attempt}.c${n}.jsonl`;
 const CHECKPOINT_FILE = /^parts\/[A-Za-z0-9_-]+\.c[0-9]+\.jsonl$/;
+
+export type BatchPluginState = 'active' | 'rejected' | 'disabled';
+const PLUGIN_STATES: readonly BatchPluginState[] = ['active', 'rejected', 'disabled'];
 
 const isInt = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0;
 
@@ -94,6 +103,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   const batchNote = typeof v.batchNote === 'string' ? v.batchNote.slice(0, 1024) : undefined;
   // Only a checkpoint file of this attempt: the controller reads it from the output volume.
   const checkpoint = typeof v.checkpoint === 'string' && CHECKPOINT_FILE.test(v.checkpoint) && v.checkpoint.startsWith(`parts/${v.attempt}.c`) ? v.checkpoint : undefined;
+  const batchPlugin = PLUGIN_STATES.find((x) => x === v.batchPlugin);
   return {
     attempt: v.attempt,
     start: v.start,
@@ -106,6 +116,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
     ...(batchSize === undefined ? {} : { batchSize }),
     ...(batchNote === undefined ? {} : { batchNote }),
     ...(checkpoint === undefined ? {} : { checkpoint }),
+    ...(batchPlugin === undefined ? {} : { batchPlugin }),
   };
 }
 

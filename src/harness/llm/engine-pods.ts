@@ -11,6 +11,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION } from '../../api/wire.ts';
+import { overlayPaths } from '../configmap-volumes.ts';
 
 /**
  * The dev pod network. The apiserver refuses loopback addresses in EndpointSlices (ValidateNonSpecialIP), and
@@ -205,16 +206,17 @@ export class EnginePods {
   /**
    * Starts the engine for the pod of IP `podIp`; `onReady` is called on every readiness change the prober sees. A
    * second container whose command is `sits …` (a batch worker) runs beside it as a process of this repository's
-   * CLI; `onSideExit` gets its exit code (the pod's restartPolicy Never makes that the pod's end).
+   * CLI; `onSideExit` gets its exit code (the pod's restartPolicy Never makes that the pod's end). `volumes` maps,
+   * per container name, the mount paths of volumes the kubelet materialised (configmap-volumes.ts) over `paths`.
    */
-  start(key: string, pod: V1Pod, podIp: string, onReady: (ready: boolean) => void, onSideExit?: (code: number) => void): void {
+  start(key: string, pod: V1Pod, podIp: string, onReady: (ready: boolean) => void, onSideExit?: (code: number) => void, volumes?: ReadonlyMap<string, Readonly<Record<string, string>>>): void {
     if (this.engines.has(key)) return;
     const c = container(pod);
     if (c === undefined) return;
     const ip = devPodAddress(podIp);
     const args = engineArgs(c, ip);
     const vllm = engineKind(pod) === 'vllm';
-    const paths = this.pathsFor(pod);
+    const paths = overlayPaths(this.pathsFor(pod), volumes?.get(c.name));
     const port = Number(argValue(args, ['--port']) ?? (vllm ? '8000' : '8080'));
     const child = spawn(process.execPath, ['--import', 'tsx', vllm ? VLLM_MAIN : MAIN, ...args], {
       cwd: REPO,
@@ -236,7 +238,7 @@ export class EnginePods {
     });
     child.on('error', (err) => this.o.log?.(`engine ${key}: ${err.message}`));
     const sideC = pod.spec?.containers?.slice(1).find((x) => x.command?.[0] === 'sits');
-    if (sideC !== undefined) this.startSide(e, sideC, pod, podIp, onSideExit);
+    if (sideC !== undefined) this.startSide(e, sideC, pod, podIp, onSideExit, overlayPaths(this.o.paths, volumes?.get(sideC.name)));
     const probe = c.readinessProbe?.httpGet;
     const probePortN = probePort(c, probe?.port as number | string | undefined) ?? port;
     const url = `http://${devPodAddress(probe?.host ?? podIp)}:${probePortN}${probe?.path ?? '/'}`;
@@ -274,8 +276,8 @@ export class EnginePods {
     return out;
   }
 
-  private startSide(e: Engine, c: V1Container, pod: V1Pod, podIp: string, onExit: ((code: number) => void) | undefined): void {
-    const { args, env } = sideContainerLaunch(c, pod, podIp, this.o.paths);
+  private startSide(e: Engine, c: V1Container, pod: V1Pod, podIp: string, onExit: ((code: number) => void) | undefined, paths: Readonly<Record<string, string>>): void {
+    const { args, env } = sideContainerLaunch(c, pod, podIp, paths);
     const child = spawn(process.execPath, ['--import', 'tsx', '--import', WATCHDOG, SITS, ...args], {
       cwd: REPO,
       env: { ...process.env, ...env, ...(this.o.kubeconfig === undefined ? {} : { KUBECONFIG: this.o.kubeconfig }) },
