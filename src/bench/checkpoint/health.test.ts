@@ -19,7 +19,7 @@ describe('health bench', () => {
     expect(d.failures).toBeGreaterThan(0);
     expect(d.foreseen).toBeGreaterThan(0);
     expect(d.byKind.sudden.foreseen).toBe(0);
-    const blind = healthBenchDetail({ ...small, detector: { ...DEFAULT_DETECTOR, sbePerWindow: Infinity, nvlinkCrcPerWindow: Infinity, tempSuspectC: Infinity, tempRiseCPerHour: Infinity } });
+    const blind = healthBenchDetail({ ...small, detector: { ...DEFAULT_DETECTOR, sbePerWindow: Infinity, nvlinkCrcPerWindow: Infinity, tempSuspectC: Infinity, tempRiseCPerHour: Infinity, creepRateCPerHour: Infinity } });
     expect(blind.foreseen).toBeLessThan(d.foreseen);
   });
 

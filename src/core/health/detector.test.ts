@@ -73,6 +73,45 @@ describe('HealthDetector', () => {
     expect(new HealthDetector().observe('n/0', 0, { tempC: 90 })).toMatchObject({ state: 'suspect', signal: 'temperature', reason: 'GPU at 90 °C (threshold 88 °C)' });
   });
 
+  // A GPU on a first-order thermal model (0.07 °C/W above the inlet, 3 min lag): six hours of jobs and idle
+  // gaps first, so that its thermal fit is its own; then `tail` minutes in which `extra(m)` °C are added to
+  // the inlet and the load changes at minute 20 (a job ends) and 32 (another starts).
+  const thermalRun = (d: HealthDetector, extra: (m: number) => number, tail: number): { first: number; signals: Set<string> } => {
+    let temp = 30;
+    let first = -1;
+    const signals = new Set<string>();
+    const history = 6 * 60;
+    for (let m = 0; m <= history + tail; m++) {
+      const k = m - history;
+      const busy = k < 0 ? Math.floor(m / 40) % 2 === 0 : k < 20 || k >= 32;
+      const power = busy ? 420 + 15 * Math.sin(m) : 70;
+      temp += (26 + 0.07 * power + (k < 0 ? 0 : extra(k)) - temp) * (1 - Math.exp(-1 / 3));
+      const v = d.observe('n/0', m * MIN, { tempC: Math.round(temp + 0.4 * Math.sin(7 * m)), powerW: power });
+      if (v.signal !== undefined) signals.add(v.signal);
+      if (k >= 0 && first < 0 && v.signal === 'temperature-creep') first = k;
+    }
+    return { first, signals };
+  };
+
+  it('a cooling creep through load changes trips the creep rule on the residual; the steady-power rule misses it', () => {
+    const d = new HealthDetector();
+    const r = thermalRun(d, (m) => (8 * m) / 60, 100);
+    expect(r.first).toBeGreaterThan(40);
+    // Parts without settled points (the idle gap) count as not rising: the verdict waits until the window is past it.
+    expect(r.first).toBeLessThan(95);
+    expect(r.signals.has('temperature-rise')).toBe(false);
+    expect(d.thermalResistance('n/0')).toBeCloseTo(0.07, 2);
+    const v = thermalRun(new HealthDetector(), (m) => (8 * m) / 60, r.first);
+    expect(v.signals.has('temperature-creep')).toBe(true);
+  });
+
+  it('a hot-aisle step (8 °C over 20 min, then level) and the load changes alone never trip the creep rule', () => {
+    const step = thermalRun(new HealthDetector(), (m) => 8 * Math.min(1, Math.max(0, m - 5) / 20), 180);
+    expect(step.first).toBe(-1);
+    expect(step.signals.has('temperature-creep')).toBe(false);
+    expect(thermalRun(new HealthDetector(), () => 0, 180).signals.size).toBe(0);
+  });
+
   it('NVLink CRC errors at a rate: suspect', () => {
     const d = new HealthDetector();
     d.observe('n/0', 0, { nvlinkCrcFlitTotal: 10, nvlinkCrcDataTotal: 0 });

@@ -11,7 +11,7 @@ import { xidInfo } from './xid.ts';
 export type HealthState = 'healthy' | 'suspect' | 'failed';
 
 /** Which rule fired (stable codes for metrics and tests; the reason is for people). */
-export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'ecc-sbe-surge' | 'temperature' | 'temperature-rise' | 'nvlink-crc-rate';
+export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'ecc-sbe-surge' | 'temperature' | 'temperature-rise' | 'temperature-creep' | 'nvlink-crc-rate';
 
 export interface Verdict {
   readonly state: HealthState;
@@ -50,6 +50,37 @@ export interface DetectorConfig {
   /** Prior of the long-run rate (scrapes with new errors per hour, weighted as `sbePriorHours` of history). */
   readonly sbePriorPerHour: number;
   readonly sbePriorHours: number;
+  /**
+   * Thermal creep on the residual (ADR 0154). The residual is the temperature minus this GPU's own response
+   * to its power (°C per W fitted on its history, power through the first-order lag `powerLagMs`): what is
+   * left is inlet air plus cooling, so a load change cancels out and no steady-power condition is needed.
+   * Only settled points count (power within `creepSettleFraction` of its lagged value), and the slope is
+   * pooled within runs of them, each run with its own offset, so the fit's error times a power step is no
+   * rise. Over `creepWindowMs` the slope must be at least `creepRateCPerHour` and `creepZ` standard errors
+   * above zero; in each of `creepParts` equal parts at least `creepConvexity` × that slope (a cooling fault
+   * keeps rising, a hot-aisle step or any step response levels off); for `creepHoldMs`.
+   */
+  readonly creepWindowMs: number;
+  readonly creepParts: number;
+  readonly creepRateCPerHour: number;
+  readonly creepConvexity: number;
+  readonly creepSettleFraction: number;
+  /** Share of the window's points that must be settled. */
+  readonly creepSettledShare: number;
+  /** The rise must stand this many standard errors above zero (the fit's scatter, at least `creepNoiseFloorC`). */
+  readonly creepZ: number;
+  readonly creepNoiseFloorC: number;
+  readonly creepHoldMs: number;
+  /** The thermal lag between power and temperature (a heat sink's time constant: minutes). */
+  readonly powerLagMs: number;
+  /**
+   * Prior thermal resistance (°C per W) and its weight (samples × (100 W)²). The creep rule waits until the
+   * GPU's history varies in power by at least that weight, so the fit is its own.
+   */
+  readonly thermalPriorCPerW: number;
+  readonly thermalPriorWeight: number;
+  /** Half-life of the history the thermal fit weighs (points enter it once they leave the window). */
+  readonly thermalHalfLifeMs: number;
 }
 
 export const DEFAULT_DETECTOR: DetectorConfig = {
@@ -66,6 +97,19 @@ export const DEFAULT_DETECTOR: DetectorConfig = {
   sbeSurgeMin: 4,
   sbePriorPerHour: 1,
   sbePriorHours: 2,
+  creepWindowMs: 45 * 60_000,
+  creepParts: 3,
+  creepRateCPerHour: 4,
+  creepConvexity: 0.4,
+  creepSettleFraction: 0.15,
+  creepSettledShare: 0.5,
+  creepZ: 5,
+  creepNoiseFloorC: 0.5,
+  creepHoldMs: 10 * 60_000,
+  powerLagMs: 3 * 60_000,
+  thermalPriorCPerW: 0.07,
+  thermalPriorWeight: 60,
+  thermalHalfLifeMs: 24 * 3_600_000,
 };
 
 export const HEALTHY: Verdict = { state: 'healthy', reason: 'no fault signal' };
@@ -76,6 +120,8 @@ interface Point {
   /** The scrape brought new correctable ECC errors. */
   readonly sbeNew: boolean;
   readonly power: number;
+  /** Power through the thermal lag (what the temperature follows). */
+  readonly pf: number;
   readonly sbe: number;
   readonly crc: number;
 }
@@ -96,6 +142,12 @@ interface DeviceTrack {
   sbeScrapes: number;
   firstT: number;
   lastSbe: number;
+  /** Lag-filtered power and when it was last updated. */
+  pf: number;
+  pfT: number;
+  /** Exponentially weighted sums of (pf, temp) of the points that left the window: the thermal fit. */
+  fit: { w: number; p: number; t: number; pp: number; pt: number; at: number };
+  creepSinceMs: number;
 }
 
 const NaNish = (v: number | undefined): number => (v === undefined ? Number.NaN : v);
@@ -170,6 +222,10 @@ export class HealthDetector {
         sbeScrapes: 0,
         firstT: timeMs,
         lastSbe: Number.NaN,
+        pf: Number.NaN,
+        pfT: timeMs,
+        fit: { w: 0, p: 0, t: 0, pp: 0, pt: 0, at: timeMs },
+        creepSinceMs: Number.NaN,
       };
       this.tracks.set(device, tr);
     }
@@ -179,8 +235,16 @@ export class HealthDetector {
     const sbeNew = !Number.isNaN(sbe) && !Number.isNaN(tr.lastSbe) && sbe > tr.lastSbe;
     if (!Number.isNaN(sbe)) tr.lastSbe = sbe;
     if (sbeNew) tr.sbeScrapes++;
-    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), sbeNew, power: NaNish(f.powerW), sbe, crc });
-    while (tr.head < tr.points.length && (tr.points[tr.head] as Point).t < timeMs - c.windowMs) tr.head++;
+    const power = NaNish(f.powerW);
+    if (!Number.isNaN(power)) {
+      tr.pf = Number.isNaN(tr.pf) ? power : tr.pf + (power - tr.pf) * (1 - Math.exp(-(timeMs - tr.pfT) / c.powerLagMs));
+      tr.pfT = timeMs;
+    }
+    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), sbeNew, power, pf: tr.pf, sbe, crc });
+    while (tr.head < tr.points.length && (tr.points[tr.head] as Point).t < timeMs - c.windowMs) {
+      this.fitAdd(tr, tr.points[tr.head] as Point);
+      tr.head++;
+    }
     if (tr.head > 1024 && tr.head * 2 > tr.points.length) {
       tr.points = tr.points.slice(tr.head);
       tr.head = 0;
@@ -188,6 +252,133 @@ export class HealthDetector {
     const verdict = this.judge(tr, f, activeXids, first);
     tr.verdict = verdict;
     return verdict;
+  }
+
+  /** A point that left the window joins the GPU's thermal fit (older points weigh less). */
+  private fitAdd(tr: DeviceTrack, p: Point): void {
+    if (Number.isNaN(p.temp) || Number.isNaN(p.pf)) return;
+    const f = tr.fit;
+    const decay = Math.pow(0.5, Math.max(0, p.t - f.at) / this.config.thermalHalfLifeMs);
+    f.w = f.w * decay + 1;
+    f.p = f.p * decay + p.pf;
+    f.t = f.t * decay + p.temp;
+    f.pp = f.pp * decay + p.pf * p.pf;
+    f.pt = f.pt * decay + p.pf * p.temp;
+    f.at = p.t;
+  }
+
+  /** This GPU's thermal resistance (°C per W): its history's slope of temperature on power, shrunk to the prior. */
+  thermalResistance(device: string): number {
+    const tr = this.tracks.get(device);
+    return tr === undefined ? this.config.thermalPriorCPerW : this.resistance(tr);
+  }
+
+  private resistance(tr: DeviceTrack): number {
+    const c = this.config;
+    const f = tr.fit;
+    const lambda = c.thermalPriorWeight * 100 * 100;
+    const sxy = f.w === 0 ? 0 : f.pt - (f.p * f.t) / f.w;
+    return (sxy + lambda * c.thermalPriorCPerW) / (this.powerSpread(tr) + lambda);
+  }
+
+  /** How much the fit's history varies in power (Σ(pf − mean)², samples × W²): what the fit is learnt from. */
+  private powerSpread(tr: DeviceTrack): number {
+    const f = tr.fit;
+    return f.w === 0 ? 0 : Math.max(0, f.pp - (f.p * f.p) / f.w);
+  }
+
+  /**
+   * Slope (°C/h) of the thermal residual over the points [from, end) that are settled (power at its lagged
+   * value: a load change is over), pooled within runs of settled points: each run has its own offset, so a
+   * residual step at a load change (the fit's error times the power step) is no rise. NaN when too few points.
+   */
+  private residualSlope(tr: DeviceTrack, from: number, to: number, R: number): { slope: number; z: number; settled: number } {
+    const c = this.config;
+    const ps = tr.points;
+    let sxx = 0;
+    let sxy = 0;
+    let syy = 0;
+    let runs = 0;
+    let settled = 0;
+    let n = 0;
+    let srr = 0;
+    let st = 0;
+    let sr = 0;
+    let stt = 0;
+    let str = 0;
+    const close = (): void => {
+      if (n >= 2) {
+        sxx += stt - (st * st) / n;
+        sxy += str - (st * sr) / n;
+        syy += srr - (sr * sr) / n;
+        runs++;
+      }
+      n = st = sr = stt = str = srr = 0;
+    };
+    const t0 = (ps[from] as Point | undefined)?.t ?? 0;
+    for (let i = from; i < to; i++) {
+      const p = ps[i] as Point;
+      const ok = !Number.isNaN(p.temp) && !Number.isNaN(p.pf) && !Number.isNaN(p.power) && Math.abs(p.power - p.pf) <= c.creepSettleFraction * Math.max(p.pf, 1);
+      if (!ok) {
+        close();
+        continue;
+      }
+      const x = (p.t - t0) / 3_600_000;
+      const r = p.temp - R * p.pf;
+      settled++;
+      n++;
+      st += x;
+      sr += r;
+      stt += x * x;
+      str += x * r;
+      srr += r * r;
+    }
+    close();
+    if (sxx <= 0) return { slope: Number.NaN, z: Number.NaN, settled };
+    const slope = sxy / sxx;
+    // The slope's standard error from the scatter about the fit (one offset per run, one common slope).
+    const dof = settled - runs - 1;
+    const sigma2 = dof <= 0 ? Number.NaN : Math.max(syy - slope * sxy, 0) / dof;
+    return { slope, z: slope / Math.sqrt(Math.max(sigma2, c.creepNoiseFloorC ** 2) / sxx), settled };
+  }
+
+  /** The creep rule's reason, or undefined (ADR 0154). */
+  private creep(tr: DeviceTrack, now: number): string | undefined {
+    const c = this.config;
+    const ps = tr.points;
+    const since = (ms: number): number => {
+      let i = ps.length;
+      while (i > tr.head && (ps[i - 1] as Point).t > now - ms) i--;
+      return i;
+    };
+    const from = since(c.creepWindowMs);
+    // Until the GPU's own history outweighs the prior, its response to power is not known (a T4 runs near
+    // 0.5 °C/W, an H100 near 0.06): no creep verdict from a guess.
+    if (this.powerSpread(tr) < c.thermalPriorWeight * 100 * 100) {
+      tr.creepSinceMs = Number.NaN;
+      return undefined;
+    }
+    const oldest = ps[from] as Point | undefined;
+    const R = this.resistance(tr);
+    const whole = oldest === undefined || now - oldest.t < c.creepWindowMs * 0.9 ? undefined : this.residualSlope(tr, from, ps.length, R);
+    // The window's parts (oldest first): a creep rises in every one, a step (hot aisle) only in one or two.
+    const k = c.creepParts;
+    const parts: number[] = [];
+    if (whole !== undefined) for (let i = 0; i < k; i++) parts.push(this.residualSlope(tr, since(c.creepWindowMs * (1 - i / k)), since(c.creepWindowMs * (1 - (i + 1) / k) - 1), R).slope);
+    const holds =
+      whole !== undefined &&
+      whole.settled >= c.creepSettledShare * (ps.length - from) &&
+      whole.slope >= c.creepRateCPerHour &&
+      whole.z >= c.creepZ &&
+      parts.every((p) => p >= c.creepConvexity * whole.slope);
+    if (!holds) {
+      tr.creepSinceMs = Number.NaN;
+      return undefined;
+    }
+    if (Number.isNaN(tr.creepSinceMs)) tr.creepSinceMs = now;
+    if (now - tr.creepSinceMs < c.creepHoldMs) return undefined;
+    const minutes = Math.round(c.creepWindowMs / 60_000);
+    return `temperature creeping ${whole.slope.toFixed(1)} °C/h beyond this GPU's response to its power (${R.toFixed(3)} °C/W) over ${minutes} min, rising in each part (${parts.map((p) => p.toFixed(1)).join(', ')} °C/h; threshold ${c.creepRateCPerHour} °C/h)`;
   }
 
   /** The SBE surge rule's reason, or undefined when the recent scrapes with new errors are not surprising. */
@@ -288,6 +479,8 @@ export class HealthDetector {
       else if (Number.isNaN(tr.riseSinceMs)) tr.riseSinceMs = newest.t;
       if (holds && newest.t - tr.riseSinceMs >= c.tempRiseHoldMs) warn('temperature-rise', `temperature rising ${rate.toFixed(1)} °C/h at steady power, now ${newest.temp} °C (threshold ${c.tempRiseCPerHour} °C/h)`);
     }
+    const creep = this.creep(tr, newest.t);
+    if (creep !== undefined) warn('temperature-creep', creep);
     return suspect ?? HEALTHY;
   }
 }
