@@ -30,6 +30,6 @@ if (what !== 'migration') {
 if (what !== 'redone') {
   const t = Date.now();
   const m = runMigrationBenchDetail({ ...(compress === undefined ? {} : { compress }), ...(untilHours === undefined ? {} : { untilHours }) });
-  const { without, with: withMigration, ...migration } = m;
-  console.log(JSON.stringify({ migration, detail: { without, with: withMigration }, seconds: (Date.now() - t) / 1000 }));
+  const { seeds, ...migration } = m;
+  console.log(JSON.stringify({ migration, detail: { seeds }, seconds: (Date.now() - t) / 1000 }));
 }

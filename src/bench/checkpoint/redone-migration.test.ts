@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { runMigrationBench, runMigrationBenchDetail } from './migration.ts';
+import { makePod } from '../../core/model/pod.ts';
+import { runMigrationBench, runMigrationBenchDetail, tuneUnits } from './migration.ts';
 import { runRedoneBench, runRedoneBenchDetail } from './redone.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'sits-ckpt-bench-'));
@@ -23,18 +24,32 @@ writeFileSync(
 );
 
 describe('bench checkpoint: migration', () => {
-  it('moving one 4-GPU pod lets the 8-GPU pod start after a checkpoint instead of giving up', () => {
-    const d = runMigrationBenchDetail({ traces: dir, compress: 1, untilHours: 1 });
-    expect(d.without.migrations).toBe(0);
-    expect(d.with.migrations).toBe(1);
-    expect(d.with.movedUnits).toBe(1);
-    // Without: G gives up at its trace deletion time (2,000 s), never started.
+  it('moving one 4-GPU pod lets the 8-GPU pod start after a checkpoint instead of giving up; medians and totals over seeds', () => {
+    const o = { traces: dir, compress: 1, untilHours: 1, tune: 0, seeds: [1, 2], sensitivity: false };
+    const d = runMigrationBenchDetail(o);
+    expect(d.seeds.map((r) => [r.without.migrations, r.with.migrations, r.with.movedUnits, r.with.helped])).toEqual([
+      [0, 1, 1, 1],
+      [0, 1, 1, 1],
+    ]);
+    expect(d).toMatchObject({ migrations: 2, gangsHelped: 2, gangsBlockedByFragmentation: 2 });
+    // Without: G gives up at its trace deletion time (2,000 s), never started (A, B, C count as gangs that never waited).
     expect(d.withoutGangWaitP99Sec).toBeCloseTo(2000 - 20, 0);
     // G waits for the mover's checkpoint: 44.5 s for half a node.
     expect(d.withGangWaitP99Sec).toBeCloseTo(44.5, 1);
-    // Checkpoint + restore of 4 GPUs (89 s) and G's 8 GPUs held for 44.5 s are counted as unallocated.
-    expect(d.with.overheadGpuHours).toBeCloseTo((4 * 89 + 8 * 44.5) / 3600, 2);
-    expect(Object.keys(runMigrationBench({ traces: dir, compress: 1, untilHours: 1 }))).toEqual(['withoutGangWaitP99Sec', 'withGangWaitP99Sec', 'withoutUnallocatedPct', 'withUnallocatedPct']);
+    // Checkpoint + restore of 4 GPUs (89 s) and G's 8 GPUs held for 44.5 s are counted as unallocated, per seed.
+    expect(d.overheadGpuHours).toBeCloseTo((2 * (4 * 89 + 8 * 44.5)) / 3600, 1);
+    expect(d.withUnallocatedPct).toBeLessThan(d.withoutUnallocatedPct);
+    expect(Object.keys(runMigrationBench(o))).toEqual(['withoutGangWaitP99Sec', 'withGangWaitP99Sec', 'withoutUnallocatedPct', 'withUnallocatedPct']);
+  });
+
+  it('tunes the pod list to the FGD load with clones that keep their times, the same for the same seed', () => {
+    const units = [0, 1, 2].map((i) => ({ id: `p${i}`, arrivalMs: i * 1000, durationMs: 10_000, deadlineMs: Number.POSITIVE_INFINITY, pod: makePod(`p${i}`, { cpuMilli: 1000, gpuCount: 1 }) }));
+    const a = tuneUnits(units, 4, 1.3, 7);
+    // 3 GPUs asked of 4: two clones bring it to 5 ≤ 5.2, a third would cross it.
+    expect(a.clones).toBe(2);
+    expect(a.units.slice(3).every((u) => units.some((x) => x.arrivalMs === u.arrivalMs && u.id.startsWith(`${x.id}-tuned-`) && u.pod?.id === u.id))).toBe(true);
+    expect(tuneUnits(units, 4, 1.3, 7)).toEqual(a);
+    expect(tuneUnits(units, 4, 0, 7).clones).toBe(0);
   });
 });
 

@@ -27,7 +27,7 @@ import { mean, median, percentile } from '../../core/stats.ts';
 import { Environment, type SimEvent } from '../../sim/engine.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { unitPods, type ReplayUnit } from './units.ts';
-import { commitMigration, DEFAULT_MIGRATION_COST, expectedStartMs, planMigration, type MigrationCost } from '../../core/actions/migration.ts';
+import { commitMigration, DEFAULT_MIGRATION_COST, expectedStartMs, planMigration, type MigrationCost, type NoPlanReason } from '../../core/actions/migration.ts';
 
 export interface FailureModel {
   /** Mean time between failures of one node. */
@@ -49,7 +49,16 @@ export interface ReplayOptions {
    * waiting multi-GPU unit that fails only on fragmentation gets a migration plan (every running unit can
    * checkpoint and restore elsewhere), carried out when its gain beats its cost. Set, the result has `gangs`.
    */
-  readonly migration?: { readonly migrate: boolean; readonly cost?: MigrationCost; readonly maxDomains?: number };
+  readonly migration?: {
+    readonly migrate: boolean;
+    readonly cost?: MigrationCost;
+    readonly maxDomains?: number;
+    readonly maxMoves?: number;
+    /** Which running units may be moved, as checkpointing training jobs (default: every unit). */
+    readonly movable?: (u: ReplayUnit) => boolean;
+    /** Gang statistics over [fromMs, horizon] only: gangs arriving from then, GPU time and moves from then (default: the first arrival). */
+    readonly fromMs?: number;
+  };
 }
 
 /** Multi-GPU units (what needs whole GPUs of one domain): their waits, and what migration did and cost. */
@@ -62,6 +71,13 @@ export interface GangStats {
   readonly migrations: number;
   readonly movedUnits: number;
   readonly overheadGpuHours: number;
+  /** Gangs that started or gave up at some point blocked only by fragmentation (enough whole GPUs free). */
+  readonly fragmentationBlocked: number;
+  /** Gangs started by a migration plan. */
+  readonly helped: number;
+  /** Calls of the planner, and why the ones without a plan gave none. */
+  readonly planCalls: number;
+  readonly noPlan: Readonly<Partial<Record<NoPlanReason, number>>>;
 }
 
 export interface DelayStats {
@@ -161,6 +177,9 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   let waitingPods = 0;
   let lastT = start;
   let areaMilliMs = 0;
+  // Gang statistics' own window (from o.migration.fromMs): the replay runs from the first arrival all the same.
+  const gangFrom = Math.max(start, o.migration?.fromMs ?? start);
+  let gangAreaMilliMs = 0;
   let peak = 0;
   let evictions = 0;
   let failures = 0;
@@ -180,6 +199,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     const clipped = Math.min(t, horizon);
     if (clipped > lastT) {
       areaMilliMs += usedMilli * (clipped - lastT);
+      gangAreaMilliMs += usedMilli * Math.max(0, clipped - Math.max(lastT, gangFrom));
       lastT = clipped;
     }
   };
@@ -205,7 +225,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     for (const p of placements) podUnit.set(p.podId, t);
     placedPods += placements.length;
     for (let i = 0; i < placements.length; i++) delaysS.push((atMs - t.waitingSinceMs) / 1000);
-    if (gangStats && isGang(t) && !gangWaitS.has(t.seq)) gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
+    if (gangStats && counted(t) && !gangWaitS.has(t.seq)) gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
     t.startedAtMs = atMs;
     t.state = 'running';
     t.epoch++;
@@ -230,6 +250,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   const pass = (en: Environment<Payload>): void => {
     const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
     for (const x of res.started) started(byJob.get(x.job.id) as Tracked, x.placements, en);
+    if (gangStats) noteFragmentation();
     if (o.migration?.migrate === true) migrate(en);
   };
   // Gang statistics and migration (only with o.migration).
@@ -237,13 +258,21 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   const gangWaitS = new Map<number, number>();
   const waitingGangs = new Set<Tracked>();
   let changes = 0;
-  let lastTry: { seq: number; changes: number; atMs: number } | undefined;
+  const lastTry = new Map<number, { changes: number; atMs: number }>();
   const RETRY_MS = 600_000;
+  const REPLAN_MS = 60_000;
   let migrations = 0;
   let movedUnits = 0;
+  let planCalls = 0;
+  const noPlan: Partial<Record<NoPlanReason, number>> = {};
+  const fragBlocked = new Set<number>();
+  const helped = new Set<number>();
   let overheadMilliMs = 0;
   const wholeGpus = (t: Tracked): number => unitPods(t.unit).reduce((s, p) => s + (p.request.gpuMilli >= 1000 ? p.request.gpuCount : 0), 0);
   const isGang = (t: Tracked): boolean => wholeGpus(t) >= 2;
+  /** A gang the statistics count: one that arrives in their window. */
+  const counted = (t: Tracked): boolean => isGang(t) && t.unit.arrivalMs >= gangFrom;
+  const canMove = o.migration?.movable ?? ((): boolean => true);
   const runningJobOf = (t: Tracked): RunningJob => ({
     id: t.job.id,
     queue: t.job.queue,
@@ -255,35 +284,87 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     preemptible: true,
     checkpointable: true,
   });
-  /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
-  const inWindow = (from: number, ms: number): number => Math.max(0, Math.min(from + ms, horizon) - Math.max(from, start));
-  /** The longest-waiting gang that only fragmentation keeps out: move running units if it pays. */
-  const migrate = (en: Environment<Payload>): void => {
-    let head: Tracked | undefined;
-    for (const t of waitingGangs) {
-      if (t.state !== 'waiting') {
-        waitingGangs.delete(t);
-        continue;
+  /**
+   * Gangs still waiting after a pass although the cluster has as many whole free GPUs of a model they allow as
+   * they ask: only fragmentation (or CPU/memory beside the GPUs) keeps them out. Measured the same in both runs.
+   */
+  let freeAll = 0;
+  const noteFragmentation = (): void => {
+    if (waitingGangs.size === 0) return;
+    const freeByModel = new Map<string, number>();
+    freeAll = 0;
+    for (const n of state.nodes) {
+      for (let g = 0; g < n.gpuFree.length; g++) {
+        if (n.gpuUsable[g] !== 1 || n.gpuFree[g] !== 1000) continue;
+        const model = n.spec.gpus[g]?.model ?? '';
+        freeByModel.set(model, (freeByModel.get(model) ?? 0) + 1);
+        freeAll++;
       }
-      if (head === undefined || t.waitingSinceMs < head.waitingSinceMs || (t.waitingSinceMs === head.waitingSinceMs && t.seq < head.seq)) head = t;
     }
-    if (head === undefined) return;
-    // Nothing moved since the same gang found no plan that pays: the answer is the same until time makes its wait longer.
-    if (lastTry !== undefined && lastTry.seq === head.seq && lastTry.changes === changes && en.nowMs - lastTry.atMs < RETRY_MS) return;
-    lastTry = { seq: head.seq, changes, atMs: en.nowMs };
-    const runningJobs = [...running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs).map((t) => ({ t, job: runningJobOf(t) }));
+    for (const t of waitingGangs) {
+      if (t.state !== 'waiting' || fragBlocked.has(t.seq)) continue;
+      const models = unitPods(t.unit)[0]?.gpuModels ?? [];
+      const free = models.length === 0 ? freeAll : models.reduce((s, m) => s + (freeByModel.get(m) ?? 0), 0);
+      if (free >= wholeGpus(t) && counted(t)) fragBlocked.add(t.seq);
+    }
+  };
+  /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
+  const inWindow = (from: number, ms: number): number => Math.max(0, Math.min(from + ms, horizon) - Math.max(from, gangFrom));
+  /**
+   * The waiting gangs, longest-waiting first, each given to the planner (ADR 0095) when only fragmentation keeps
+   * it out; a plan that pays is carried out at once, and the next gang is planned for on the state it left.
+   */
+  const migrate = (en: Environment<Payload>): void => {
+    const order: Tracked[] = [];
+    for (const t of waitingGangs) {
+      if (t.state !== 'waiting') waitingGangs.delete(t);
+      else order.push(t);
+    }
+    order.sort((a, b) => a.waitingSinceMs - b.waitingSinceMs || a.seq - b.seq);
+    for (const t of order) migrateOne(t, en);
+  };
+  const migrateOne = (head: Tracked, en: Environment<Payload>): void => {
+    const last = lastTry.get(head.seq);
+    // Nothing was freed since this gang found no plan that pays: the answer is the same (for ten minutes).
+    if (last !== undefined && last.changes === changes && en.nowMs - last.atMs < RETRY_MS) return;
+    // As the live defragmenter (ADR 0144): the same gang is not planned for again within a minute.
+    if (last !== undefined && en.nowMs - last.atMs < REPLAN_MS) return;
+    lastTry.set(head.seq, { changes, atMs: en.nowMs });
+    planCalls++;
+    // The planner's first test, before the expected start's bisection: fewer whole GPUs free than the gang asks.
+    if (freeAll < wholeGpus(head)) {
+      noPlan.short = (noPlan.short ?? 0) + 1;
+      return;
+    }
+    const runningJobs = [...running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs && canMove(t.unit)).map((t) => ({ t, job: runningJobOf(t) }));
     const cost = o.migration?.cost ?? DEFAULT_MIGRATION_COST;
     const expected = expectedStartMs(scheduler, head.job.gang, runningJobs.map((r) => r.job), en.nowMs);
-    const plan = planMigration({ nowMs: en.nowMs, scheduler, job: head.job, movable: runningJobs.map((r) => ({ job: r.job, gang: r.t.job.gang })), expectedStartMs: expected, cost, ...(o.migration?.maxDomains === undefined ? {} : { maxDomains: o.migration.maxDomains }) });
+    const plan = planMigration({
+      nowMs: en.nowMs,
+      scheduler,
+      job: head.job,
+      movable: runningJobs.map((r) => ({ job: r.job, gang: r.t.job.gang })),
+      expectedStartMs: expected,
+      cost,
+      ...(o.migration?.maxDomains === undefined ? {} : { maxDomains: o.migration.maxDomains }),
+      ...(o.migration?.maxMoves === undefined ? {} : { maxMoves: o.migration.maxMoves }),
+      onNoPlan: (why) => {
+        noPlan[why] = (noPlan[why] ?? 0) + 1;
+      },
+    });
     if (plan === undefined) return;
+    const inStats = en.nowMs >= gangFrom;
+    if (counted(head)) helped.add(head.seq);
     const placements = commitMigration(scheduler, plan);
-    migrations++;
+    // The movers took as many whole GPUs elsewhere as they freed; the gang took its own.
+    freeAll -= wholeGpus(head);
+    if (inStats) migrations++;
     const byId = new Map(runningJobs.map((r) => [r.job.id, r.t]));
     for (const m of plan.moves) {
       const t = byId.get(m.job.id) as Tracked;
-      movedUnits++;
+      if (inStats) movedUnits++;
       // Paused for its checkpoint and restore: it ends that much later, holding its (new) GPUs meanwhile.
-      overheadMilliMs += t.demandMilli * inWindow(en.nowMs, m.pauseMs) + 1000 * m.redoneGpuMs;
+      overheadMilliMs += t.demandMilli * inWindow(en.nowMs, m.pauseMs) + (inStats ? 1000 * m.redoneGpuMs : 0);
       t.epoch++;
       if (t.endAtMs !== undefined && Number.isFinite(t.endAtMs)) {
         t.endAtMs += m.pauseMs;
@@ -293,6 +374,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     // The gang holds its GPUs from now but trains only once the slowest mover has checkpointed.
     overheadMilliMs += head.demandMilli * inWindow(en.nowMs, plan.startMs - en.nowMs);
     queue.delete(head.job.id);
+    waitingGangs.delete(head);
     started(head, placements, en, plan.startMs);
   };
   const enqueue = (t: Tracked, now: number): void => {
@@ -305,7 +387,8 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   };
   const handle = (p: Payload, en: Environment<Payload>): void => {
     advance(en.nowMs);
-    if (p.type !== 'pass') changes++;
+    // Only what frees GPUs can turn "no plan" into a plan (an arrival only takes room): re-plan after those.
+    if (p.type === 'complete' || p.type === 'repair' || p.type === 'fail') changes++;
     switch (p.type) {
       case 'arrive':
         enqueue(p.unit, en.nowMs);
@@ -324,7 +407,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
           p.unit.state = 'abandoned';
           abandoned++;
           // A gang that gave up waited all that time (and never started).
-          if (gangStats && isGang(p.unit)) gangWaitS.set(p.unit.seq, (en.nowMs - p.unit.waitingSinceMs) / 1000);
+          if (gangStats && counted(p.unit)) gangWaitS.set(p.unit.seq, (en.nowMs - p.unit.waitingSinceMs) / 1000);
           spine.withdraw(p.unit.job.id, en.nowMs);
           waitingPods -= unitPods(p.unit.unit).length;
         }
@@ -430,16 +513,21 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
   function gangStatsOf(): GangStats {
     const waits = [...gangWaitS.values()];
     // A gang still waiting at the end counts with the wait it has had so far.
-    for (const t of tracked) if (t.state === 'waiting' && isGang(t)) waits.push((end - t.waitingSinceMs) / 1000);
-    const area = window > 0 && capacityMilli > 0 ? capacityMilli * window : 0;
+    for (const t of tracked) if (t.state === 'waiting' && counted(t)) waits.push((end - t.waitingSinceMs) / 1000);
+    const gangWindow = horizon - gangFrom;
+    const area = gangWindow > 0 && capacityMilli > 0 ? capacityMilli * gangWindow : 0;
     return {
-      units: tracked.filter(isGang).length,
+      units: tracked.filter(counted).length,
       waitP99S: waits.length === 0 ? 0 : r2(percentile(waits, 99) as number),
       waitMeanS: waits.length === 0 ? 0 : r2(mean(waits)),
-      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (areaMilliMs - overheadMilliMs)) / area),
+      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (gangAreaMilliMs - overheadMilliMs)) / area),
       migrations,
       movedUnits,
       overheadGpuHours: r2(overheadMilliMs / 1000 / 3_600_000),
+      fragmentationBlocked: fragBlocked.size,
+      helped: helped.size,
+      planCalls,
+      noPlan,
     };
   }
 }

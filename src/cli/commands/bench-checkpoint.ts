@@ -38,7 +38,13 @@ export function registerBenchCheckpoint(bench: Command): void {
       }
       const d = r.details;
       if (d.redone !== undefined) process.stdout.write(`redone GPU-hours after preemption: checkpoint-aware ${d.redone.checkpointAware}, plain ${d.redone.plain} (${d.redone.reductionPct} % less; Jain ${d.redone.jain.checkpointAware} vs ${d.redone.jain.plain})\n`);
-      if (d.migration !== undefined) process.stdout.write(`migration: gang wait p99 ${d.migration.withoutGangWaitP99Sec} s → ${d.migration.withGangWaitP99Sec} s, unallocated ${d.migration.withoutUnallocatedPct} % → ${d.migration.withUnallocatedPct} %\n`);
+      if (d.migration !== undefined) {
+        const m = d.migration;
+        process.stdout.write(
+          `migration (seeds ${m.regime.seeds.join(',')}, medians): gang wait p99 ${m.withoutGangWaitP99Sec} s → ${m.withGangWaitP99Sec} s, unallocated ${m.withoutUnallocatedPct} % → ${m.withUnallocatedPct} %; ` +
+            `${m.migrations} migrations, ${m.overheadGpuHours} GPU-h of checkpoint/restore, ${m.gangsHelped} of ${m.gangsBlockedByFragmentation} fragmentation-blocked gangs helped (${m.gangs} gangs)\n`,
+        );
+      }
       if (d.health !== undefined) process.stdout.write(`GPU health: ${d.health.foreseenPct} % of ${d.health.failures} failures foreseen, ${d.health.falseQuarantinesPer1000GpuDays} false quarantines per 1,000 GPU-days\n`);
       for (const k of d.skipped) process.stdout.write(`${k}: null (left out by its option)\n`);
       writeFileMkdir(o.json, `${JSON.stringify(r.json, null, 2)}\n`);

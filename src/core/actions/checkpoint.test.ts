@@ -143,6 +143,24 @@ describe('defragmentation by migration', () => {
     expect(planMigration({ nowMs: NOW, scheduler: s, job: job('g', 4), movable, expectedStartMs: Infinity })).toBeUndefined();
   });
 
+  it('says why it gives no plan', () => {
+    const { s, a, b } = fragmented();
+    const movable = [a, b].map((r) => ({ job: r, gang: gangOf(r) }));
+    const why = (j: QueuedJob, expectedStartMs: number, m = movable): string[] => {
+      const out: string[] = [];
+      expect(planMigration({ nowMs: NOW, scheduler: s, job: j, movable: m, expectedStartMs, onNoPlan: (r) => out.push(r) })).toBeUndefined();
+      return out;
+    };
+    expect(why(job('g', 12), Infinity)).toEqual(['short']);
+    expect(why(job('g', 4), Infinity)).toEqual(['fits']);
+    expect(why(job('g', 8), NOW + 10_000 + 44_500)).toEqual(['no-gain']);
+    expect(why(job('g', 8), Infinity, [])).toEqual(['no-domain']);
+    // A plan that pays is not a "no plan".
+    const told: string[] = [];
+    expect(planMigration({ nowMs: NOW, scheduler: s, job: job('g', 8), movable, expectedStartMs: Infinity, onNoPlan: (r) => told.push(r) })).toBeDefined();
+    expect(told).toEqual([]);
+  });
+
   it('a move that would redo work costs that work (a job that cannot checkpoint)', () => {
     const { s, a, b } = fragmented();
     const plain = { ...a, checkpointable: false, lastCheckpointMs: NOW - 3_600_000 };

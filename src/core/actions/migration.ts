@@ -44,7 +44,17 @@ export interface MigrationInput {
   readonly maxMoves?: number;
   /** Most domains looked at, those with the most free GPUs first (default 16). */
   readonly maxDomains?: number;
+  /** Told why no plan came out (benches count these; the plan itself does not depend on it). */
+  readonly onNoPlan?: (reason: NoPlanReason) => void;
 }
+
+/**
+ * Why `planMigration` gave no plan: the gang asks no whole GPU; `short`: fewer whole GPUs free than it asks
+ * (capacity, not fragmentation); `fits`: it fits already; `no-domain`: no domain big enough holds a movable job;
+ * `too-many-moves`: no domain frees enough with `maxMoves` moves; `no-room`: the movers found no room elsewhere;
+ * `no-gain`: a plan exists but its gain does not beat its cost.
+ */
+export type NoPlanReason = 'no-whole-gpus' | 'short' | 'fits' | 'no-domain' | 'too-many-moves' | 'no-room' | 'no-gain';
 
 export interface MigrationMove {
   readonly job: RunningJob;
@@ -84,15 +94,19 @@ export function planMigration(input: MigrationInput): MigrationPlan | undefined 
   const state = scheduler.state;
   const cost = input.cost ?? DEFAULT_MIGRATION_COST;
   const need = wholeGpus(job.gang);
-  if (need === 0) return undefined;
+  const none = (reason: NoPlanReason): undefined => {
+    input.onNoPlan?.(reason);
+    return undefined;
+  };
+  if (need === 0) return none('no-whole-gpus');
   // Fragmentation only: the cluster has enough whole free GPUs, just not where the gang could use them.
   let free = 0;
   for (const n of state.nodes) for (let g = 0; g < n.gpuFree.length; g++) if (n.gpuUsable[g] === 1 && n.gpuFree[g] === 1000) free++;
-  if (free < need) return undefined;
+  if (free < need) return none('short');
   const probe = scheduler.statement();
   const fits = scheduler.placeGang(job.gang, probe, { explain: false }).ok;
   probe.discard();
-  if (fits) return undefined;
+  if (fits) return none('fits');
 
   const level: TopologyLevel = job.gang.topology.required ?? 'node';
   const domOf = state.domainOf[level];
@@ -125,15 +139,21 @@ export function planMigration(input: MigrationInput): MigrationPlan | undefined 
     .sort((a, b) => b.freeHere - a.freeHere || a.i - b.i)
     .slice(0, input.maxDomains ?? 16);
 
+  if (domains.length === 0) return none('no-domain');
   let best: MigrationPlan | undefined;
+  let noRoom = false;
+  let unpaid = false;
   for (const { d, i } of domains) {
     const plan = tryDomain(input, cost, level, d.key, movers.get(i) ?? [], need);
-    if (plan !== undefined && plan.gainGpuMs > plan.costGpuMs && (best === undefined || plan.gainGpuMs - plan.costGpuMs > best.gainGpuMs - best.costGpuMs)) best = plan;
+    if (plan === 'no-room') noRoom = true;
+    else if (plan !== undefined && plan.gainGpuMs <= plan.costGpuMs) unpaid = true;
+    else if (plan !== undefined && (best === undefined || plan.gainGpuMs - plan.costGpuMs > best.gainGpuMs - best.costGpuMs)) best = plan;
   }
-  return best;
+  return best ?? none(unpaid ? 'no-gain' : noRoom ? 'no-room' : 'too-many-moves');
 }
 
-function tryDomain(input: MigrationInput, cost: MigrationCost, level: TopologyLevel, key: string, cands: readonly Movable[], need: number): MigrationPlan | undefined {
+/** The plan that frees this domain, 'no-room' when its movers cannot all be placed again, undefined when no ≤ maxMoves moves free it. */
+function tryDomain(input: MigrationInput, cost: MigrationCost, level: TopologyLevel, key: string, cands: readonly Movable[], need: number): MigrationPlan | 'no-room' | undefined {
   const { scheduler, job, nowMs } = input;
   const state = scheduler.state;
   const moveCost = (m: Movable): number => gpusOf(m.job) * (cost.checkpointMs(gpusOf(m.job)) + cost.restoreMs(gpusOf(m.job))) + redone(m.job, nowMs);
@@ -160,7 +180,7 @@ function tryDomain(input: MigrationInput, cost: MigrationCost, level: TopologyLe
         const g = gpusOf(c.job);
         moves.push({ job: c.job, to: pods(stmt, again.placements), pauseMs: cost.checkpointMs(g) + cost.restoreMs(g), redoneGpuMs: redone(c.job, nowMs) });
       }
-      if (moves.length < chosen.length) return undefined;
+      if (moves.length < chosen.length) return 'no-room';
       const startMs = nowMs + Math.max(...chosen.map((c) => cost.checkpointMs(gpusOf(c.job))));
       // A gang that would never start otherwise gains at most a week (a finite gain keeps the comparison meaningful).
       const gainGpuMs = Math.max(0, Math.min(input.expectedStartMs, nowMs + GAIN_HORIZON_MS) - startMs) * need;
