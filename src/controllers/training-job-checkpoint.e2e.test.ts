@@ -201,7 +201,9 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
   it('bad input: a checkpoint that never commits and a VolumeSnapshotClass that does not exist get a condition naming it; the last good checkpoint is kept', async () => {
     const ns = 'ckpt-bad';
     const { volumeDir, tokenFile } = await setUp(ns);
-    await client.post(jobsPath(ns), job('bad', { commitTimeoutSeconds: 3, snapshotTimeoutSeconds: 6 }));
+    // The good checkpoint gets a snapshot deadline a loaded machine cannot miss (the real snapshot chain can take
+    // longer than 6 s there); the short one is set with the missing class, where it is what the test waits for.
+    await client.post(jobsPath(ns), job('bad', { commitTimeoutSeconds: 3, snapshotTimeoutSeconds: 300 }));
     const first = await request(ns, 'bad', 'good', tokenFile);
     await commit(first.pod, volumeDir, tokenFile, 50, first.seq);
     await readyCheckpoint(ns, 'bad', 'bad-ckpt-1');
@@ -217,7 +219,7 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     expect(never.status?.checkpoint?.lastReady?.snapshotName).toBe('bad-ckpt-1');
 
     // The class is changed to one that does not exist: the snapshot-controller's error, naming it, is the condition.
-    await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { volumeSnapshotClassName: 'no-such-class' } } });
+    await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { volumeSnapshotClassName: 'no-such-class', snapshotTimeoutSeconds: 6 } } });
     const third = await request(ns, 'bad', 'missing-class', tokenFile);
     await commit(third.pod, volumeDir, tokenFile, 70, third.seq);
     const erroring = await waitFor('SnapshotError naming the class', async () => {
