@@ -71,6 +71,10 @@ const trainingJob = (name: string, gpus: number, claim?: string): Record<string,
     queue: 'train',
     gpusPerReplica: gpus,
     container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+    // Without a stated runtime and no finished job to learn from, a job that has run e seconds is expected to run
+    // about e more (the runtime model's doubling tail), and a minute-old job ends sooner than a checkpoint takes:
+    // moving it would not pay, on a fast machine (the CI run on 45821c5), while a slow one got a plan.
+    expectedRuntimeSeconds: 3600,
     ...(claim === undefined ? {} : { checkpoint: { volume: { claimName: claim }, volumeSnapshotClassName: 'stand-in', writers: 'rank0' } }),
   },
 });

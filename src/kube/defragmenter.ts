@@ -15,7 +15,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
-import { expectedStartMs, planMigration, type MigrationCost, type MigrationPlan, type Movable } from '../core/actions/migration.ts';
+import { expectedStartMs, planMigration, type MigrationCost, type MigrationPlan, type Movable, type NoPlanReason } from '../core/actions/migration.ts';
 import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
 import type { Reservation, Waiting } from '../core/actions/queue-cycle.ts';
 import type { Scheduler } from '../core/framework/scheduler.ts';
@@ -85,6 +85,8 @@ export class Defragmenter {
   private active: Active | undefined;
   private holding: { readonly reservation: Reservation; readonly untilMs: number } | undefined;
   private readonly lastPlan = new Map<string, number>();
+  /** The last reason logged per gang for making no plan: said once, not every cycle. */
+  private readonly lastNoPlan = new Map<string, string>();
   private running: Promise<void> | undefined;
 
   constructor(
@@ -142,10 +144,12 @@ export class Defragmenter {
       movable.push({ job: r, gang });
       keyOf.set(r.id, { ns: splitKey(r.podIds[0] as string)[0], name: tj });
     }
-    if (movable.length === 0) return;
+    if (movable.length === 0) return this.noPlan(job.id, `no movable job (${running.length} running; a move needs a checkpointable TrainingJob gang, preemptible, not in a critical phase)`);
     const expected = expectedStartMs(input.scheduler, job.gang, running, input.nowMs);
-    const plan = planMigration({ nowMs: input.nowMs, scheduler: input.scheduler, job, movable, expectedStartMs: expected, ...(this.opts.cost === undefined ? {} : { cost: this.opts.cost }) });
-    if (plan === undefined) return;
+    let why: NoPlanReason | undefined;
+    const plan = planMigration({ nowMs: input.nowMs, scheduler: input.scheduler, job, movable, expectedStartMs: expected, onNoPlan: (r) => (why = r), ...(this.opts.cost === undefined ? {} : { cost: this.opts.cost }) });
+    if (plan === undefined) return this.noPlan(job.id, `no plan (${why ?? 'none pays'}) with ${movable.length} movable job(s)`);
+    this.lastNoPlan.delete(job.id);
     this.lastPlan.set(job.id, input.nowMs);
     if (this.lastPlan.size > 10_000) this.lastPlan.clear();
     this.stats.plans++;
@@ -156,6 +160,13 @@ export class Defragmenter {
     this.holding = { reservation: { jobId: job.id, startMs: plan.startMs, nodes: Object.keys(needs).sort(), needs }, untilMs: input.nowMs + (this.opts.graceMs ?? DEFAULT_DEFRAGMENT_GRACE_MS) + HOLD_AFTER_GRACE_MS };
     const h = (ms: number): string => `${Math.round((100 * ms) / 3.6e6) / 100} GPU-h`;
     this.opts.log(`defragment: moving ${moves.map((m) => `${m.ns}/${m.name}`).join(', ')} (checkpoint, restore elsewhere) frees ${plan.level} ${plan.domain} for ${job.id}: gain ${h(plan.gainGpuMs)} > cost ${h(plan.costGpuMs)}`);
+  }
+
+  private noPlan(jobId: string, why: string): void {
+    if (this.lastNoPlan.get(jobId) === why) return;
+    if (this.lastNoPlan.size > 10_000) this.lastNoPlan.clear();
+    this.lastNoPlan.set(jobId, why);
+    this.opts.log(`defragment: ${jobId} waits on capacity: ${why}`);
   }
 
   /** Drives the moves of the plan under way (once per loop turn; never overlaps itself; never throws). */

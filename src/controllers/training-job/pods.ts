@@ -72,6 +72,8 @@ function schedulingAnnotations(spec: TrainingJobSpec, cfg: BuildConfig): Record<
   if (spec.gpu?.minComputeCapability !== undefined) out[ANNOTATION.minComputeCapability] = spec.gpu.minComputeCapability;
   const memMiB = gpuMemoryPerDeviceMiB(spec);
   if (memMiB > 0) out[ANNOTATION.gpuMemory] = `${memMiB}Mi`;
+  // The user's runtime estimate reaches the scheduler (backfill, ETA, the defragmenter's gain) as on a plain pod.
+  if (spec.expectedRuntimeSeconds !== undefined) out[ANNOTATION.expectedRuntimeSeconds] = String(spec.expectedRuntimeSeconds);
   return out;
 }
 

@@ -139,6 +139,15 @@ describe('replica pods', () => {
     expect(c.replicaPods()[0]?.metadata.annotations).toMatchObject({ 'ai.sits2026.dev/gpu-models': 'NVIDIA-A800-SXM4-80GB,A800,H100-SXM', 'ai.sits2026.dev/min-compute-capability': '8.0' });
   });
 
+  it('carry the user\'s runtime estimate (spec.expectedRuntimeSeconds) as the scheduler reads it, and none when unset', () => {
+    const c = new FakeCluster(makeJob({ ...SEED_SPEC, expectedRuntimeSeconds: 7200 }));
+    c.step();
+    expect(c.replicaPods().map((p) => p.metadata.annotations?.['ai.sits2026.dev/expected-runtime-seconds'])).toEqual(c.replicaPods().map(() => '7200'));
+    const d = new FakeCluster(makeJob(SEED_SPEC));
+    d.step();
+    expect(d.replicaPods()[0]?.metadata.annotations?.['ai.sits2026.dev/expected-runtime-seconds']).toBeUndefined();
+  });
+
   it('carry the GPU memory each device needs: minMemoryGiB, or memory-gpu-optimized spread over the replica\'s GPUs', () => {
     const ann = (spec: Record<string, unknown>) => {
       const c = new FakeCluster(makeJob({ ...SEED_SPEC, ...spec }));
