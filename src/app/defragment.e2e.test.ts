@@ -14,32 +14,28 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
-import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
-import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
+import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
+import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { DEFRAGMENT_REASON, parseDefragmentRequest } from '../kube/defragmenter.ts';
 import { LiveScheduler } from '../kube/live-scheduler.ts';
 import { Reflector } from '../kube/reflector.ts';
+import { containerEnv, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
-import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 
 const TJ = '/apis/ai.sits2026.dev/v1';
 const NS = 'defrag';
 
-let cluster: DevCluster;
-let client: DevCluster['client'];
+let env: CheckpointCluster;
+let cluster: CheckpointCluster['cluster'];
+let client: CheckpointCluster['client'];
 let stack: SnapshotStack;
 let controllers: Controllers;
 let scheduler: LiveScheduler;
 const logs: string[] = [];
 
 beforeAll(async () => {
-  await Promise.all([ensureSnapshotComponents(), ensureCsiProvisioner()]);
-  cluster = await startDevCluster({ nodes: 2, shape: 'l4x8', log: (m) => logs.push(m), controllers: false, withScheduler: false });
-  client = cluster.client;
-  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
-  stack = await startSnapshotStack(cluster.plane, { client, withProvisioner: true });
-  await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
-  await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
+  env = await startCheckpointCluster({ nodes: 2, shape: 'l4x8', log: (m) => logs.push(m), controllers: false, withScheduler: false });
+  ({ cluster, client, stack } = env);
   scheduler = new LiveScheduler(client, { identity: 'sits-defrag', log: (m) => logs.push(`scheduler: ${m}`), defragment: { graceMs: 240_000 } });
   await scheduler.start();
   controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
@@ -48,14 +44,12 @@ beforeAll(async () => {
 afterAll(async () => {
   await controllers?.stop();
   await scheduler?.stop();
-  await stack?.stop();
-  await cluster?.stop();
+  await env?.stop();
 });
 
 const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
-const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
-const replicas = async (job: string, attempt: number): Promise<V1Pod[]> =>
-  (await listPods(client, NS)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+const envOf = containerEnv;
+const replicas = (job: string, attempt: number): Promise<V1Pod[]> => trainingJobReplicas(client, NS, job, attempt);
 const queue = (defragment: boolean): Record<string, unknown> => ({
   apiVersion: 'ai.sits2026.dev/v1',
   kind: 'Queue',

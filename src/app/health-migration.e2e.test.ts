@@ -21,19 +21,20 @@ import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { T4_LABELS, withValue } from '../core/health/testing.ts';
 import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
-import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
+import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { GpuHealthWatcher } from '../kube/gpu-health.ts';
 import { MIGRATION_DISRUPTION_REASON, parseMigrationRequest } from '../kube/health-migration.ts';
 import { Reflector } from '../kube/reflector.ts';
+import { containerEnv, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
-import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 
 const T4 = readFileSync(new URL('../core/health/fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');
 const TJ = '/apis/ai.sits2026.dev/v1';
 const NS = 'health-move';
 
-let cluster: DevCluster;
-let client: DevCluster['client'];
+let env: CheckpointCluster;
+let cluster: CheckpointCluster['cluster'];
+let client: CheckpointCluster['client'];
 let stack: SnapshotStack;
 let controllers: Controllers;
 let server: Server;
@@ -42,33 +43,26 @@ let url = '';
 const logs: string[] = [];
 
 beforeAll(async () => {
-  await Promise.all([ensureSnapshotComponents(), ensureCsiProvisioner()]);
   server = createServer((_req, res) => {
     res.writeHead(200, { 'Content-Type': 'text/plain; version=0.0.4' });
     res.end(served);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`;
-  cluster = await startDevCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: false });
-  client = cluster.client;
-  await cluster.plane.startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
-  stack = await startSnapshotStack(cluster.plane, { client, withProvisioner: true });
-  await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
-  await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
+  env = await startCheckpointCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: false });
+  ({ cluster, client, stack } = env);
   controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 }, healthMigration: { graceMs: 240_000, intervalMs: 500 } });
 }, 240_000);
 
 afterAll(async () => {
   await controllers?.stop();
-  await stack?.stop();
-  await cluster?.stop();
+  await env?.stop();
   await new Promise((r) => server?.close(r));
 });
 
 const getJob = (name: string, ns = NS): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${ns}/trainingjobs/${name}`);
-const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
-const replicas = async (job: string, attempt: number, ns = NS): Promise<V1Pod[]> =>
-  (await listPods(client, ns)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+const envOf = containerEnv;
+const replicas = (job: string, attempt: number, ns = NS): Promise<V1Pod[]> => trainingJobReplicas(client, ns, job, attempt);
 const gpusOf = (p: V1Pod): number[] => (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((s) => s !== '').map(Number);
 
 /** The shared claims, and a service account `trainer` that may get and patch pods (the contract's Role), with its token. */
