@@ -9,6 +9,7 @@ import { LABEL } from '../api/wire.ts';
 import { listPods } from '../harness/e2e-kit.ts';
 import { ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack } from '../harness/snapshot-stack.ts';
 import type { KubeClient } from '../kube/client.ts';
+import { Reflector } from '../kube/reflector.ts';
 import { startDevCluster, type DevCluster, type DevClusterOptions } from './dev-cluster.ts';
 
 /** The class name of the stand-in driver's VolumeSnapshotClass and StorageClass. */
@@ -55,4 +56,22 @@ export const containerEnv = (p: V1Pod): Record<string, string> => Object.fromEnt
 /** The replica pods of a TrainingJob's attempt that are not being deleted. */
 export async function trainingJobReplicas(client: KubeClient, ns: string, job: string, attempt: number): Promise<V1Pod[]> {
   return (await listPods(client, ns)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+}
+
+export interface PodChange {
+  readonly kind: 'add' | 'update' | 'delete';
+  readonly pod: V1Pod;
+  readonly atMs: number;
+}
+
+/** Every pod change in `ns` from now on, in order, with when it was seen (eviction order and reasons). */
+export async function recordPodChanges(client: KubeClient, ns: string): Promise<{ readonly seen: PodChange[]; stop(): void }> {
+  const seen: PodChange[] = [];
+  const watch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${ns}/pods`, {
+    add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
+    update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
+    delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
+  });
+  await watch.start();
+  return { seen, stop: () => watch.stop() };
 }

@@ -18,8 +18,7 @@ import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { DEFRAGMENT_REASON, parseDefragmentRequest } from '../kube/defragmenter.ts';
 import { LiveScheduler } from '../kube/live-scheduler.ts';
-import { Reflector } from '../kube/reflector.ts';
-import { containerEnv, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
+import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 const TJ = '/apis/ai.sits2026.dev/v1';
@@ -112,13 +111,8 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
     expect((await replicas('big', 1))[0]?.spec?.nodeName ?? '').toBe('');
 
     const uids = new Map([...(await replicas('a', 1)), ...(await replicas('b', 1))].map((p) => [p.metadata?.uid ?? '', p.metadata?.labels?.[LABEL.trainingJob] ?? '']));
-    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
-    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${NS}/pods`, {
-      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
-      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
-      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
-    });
-    await podWatch.start();
+    const podWatch = await recordPodChanges(client, NS);
+    const seen = podWatch.seen;
     try {
       // Policy on.
       const q = await client.get<{ metadata: { resourceVersion?: string } }>(`${TJ}/queues/train`);

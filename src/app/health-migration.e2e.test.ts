@@ -25,7 +25,7 @@ import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapsh
 import { GpuHealthWatcher } from '../kube/gpu-health.ts';
 import { MIGRATION_DISRUPTION_REASON, parseMigrationRequest } from '../kube/health-migration.ts';
 import { Reflector } from '../kube/reflector.ts';
-import { containerEnv, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
+import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 const T4 = readFileSync(new URL('../core/health/fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');
@@ -104,13 +104,8 @@ describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 012
     const oldUids = new Set(first.map((p) => p.metadata?.uid ?? ''));
 
     // Every pod change from here on, in order: the eviction must carry its reason and take the gang whole.
-    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
-    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${NS}/pods`, {
-      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
-      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
-      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
-    });
-    await podWatch.start();
+    const podWatch = await recordPodChanges(client, NS);
+    const seen = podWatch.seen;
     try {
       // dcgm-exporter: healthy, then XID 63 (a row remap recorded: the GPU still runs, a failure is near) on that GPU.
       const labels = T4_LABELS.replace('gpu="0"', `gpu="${gpu}"`).replace('device="nvidia0"', `device="nvidia${gpu}"`);
@@ -274,13 +269,8 @@ describe('moving TrainingJobs off quarantined GPUs (the health migrator, ADR 012
     // From here: every version of the three jobs and every pod change, in order.
     const jobsSeen: TrainingJobObject[] = [];
     const jobWatch = new Reflector<TrainingJobObject>(client, `${TJ}/namespaces/${ns}/trainingjobs`, { add: (j) => jobsSeen.push(j), update: (j) => jobsSeen.push(j), delete: () => undefined });
-    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
-    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${ns}/pods`, {
-      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
-      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
-      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
-    });
-    await Promise.all([jobWatch.start(), podWatch.start()]);
+    const [, podWatch] = await Promise.all([jobWatch.start(), recordPodChanges(client, ns)]);
+    const seen = podWatch.seen;
     const before = { ...(controllers.healthMigration?.stats ?? { requested: 0, evictedGangs: 0 }) };
     try {
       // Written as a node agent's health monitor (another process) writes them, one patch per Node: `dead`'s GPU failed

@@ -16,8 +16,7 @@ import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-hel
 import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { PREEMPTION_EVICTION_REASON } from '../kube/evictor.ts';
-import { Reflector } from '../kube/reflector.ts';
-import { containerEnv, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
+import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
 
@@ -93,13 +92,8 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     const rank0 = first.find((p) => p.metadata?.labels?.[LABEL.rank] === '0') as V1Pod;
     const oldUids = new Set(first.map((p) => p.metadata?.uid ?? ''));
 
-    const seen: { kind: 'add' | 'update' | 'delete'; pod: V1Pod; atMs: number }[] = [];
-    const podWatch = new Reflector<V1Pod>(client, `/api/v1/namespaces/${NS}/pods`, {
-      add: (p) => seen.push({ kind: 'add', pod: p, atMs: Date.now() }),
-      update: (p) => seen.push({ kind: 'update', pod: p, atMs: Date.now() }),
-      delete: (p) => seen.push({ kind: 'delete', pod: p, atMs: Date.now() }),
-    });
-    await podWatch.start();
+    const podWatch = await recordPodChanges(client, NS);
+    const seen = podWatch.seen;
     try {
       await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high', 'ck-a', 'ck-high', 2, false));
       // The scheduler asks the victim for a checkpoint; its controller runs a Preemption cycle.
