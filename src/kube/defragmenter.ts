@@ -17,7 +17,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
 import { expectedStartMs, planMigration, type MigrationCost, type MigrationPlan, type Movable, type NoPlanReason } from '../core/actions/migration.ts';
 import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
-import type { Reservation, Waiting } from '../core/actions/queue-cycle.ts';
+import { reservationFor, type Reservation, type Waiting } from '../core/actions/queue-cycle.ts';
 import type { Scheduler } from '../core/framework/scheduler.ts';
 import type { GangSpec, PodSpec } from '../core/model/pod.ts';
 import type { Clock } from '../core/ports.ts';
@@ -155,9 +155,8 @@ export class Defragmenter {
     this.stats.plans++;
     const moves = plan.moves.map((m) => ({ ...(keyOf.get(m.job.id) as { ns: string; name: string }), jobId: m.job.id, done: false }));
     this.active = { plan, atMs: input.nowMs, moves };
-    const needs: Record<string, number> = {};
-    for (const al of plan.allocations) needs[al.node] = (needs[al.node] ?? 0) + al.gpus.length * al.gpuMilli;
-    this.holding = { reservation: { jobId: job.id, startMs: plan.startMs, nodes: Object.keys(needs).sort(), needs }, untilMs: input.nowMs + (this.opts.graceMs ?? DEFAULT_DEFRAGMENT_GRACE_MS) + HOLD_AFTER_GRACE_MS };
+    const reservation = reservationFor(job.id, plan.startMs, plan.allocations.map((al) => ({ node: al.node, gpuMilli: al.gpus.length * al.gpuMilli })));
+    this.holding = { reservation, untilMs: input.nowMs + (this.opts.graceMs ?? DEFAULT_DEFRAGMENT_GRACE_MS) + HOLD_AFTER_GRACE_MS };
     const h = (ms: number): string => `${Math.round((100 * ms) / 3.6e6) / 100} GPU-h`;
     this.opts.log(`defragment: moving ${moves.map((m) => `${m.ns}/${m.name}`).join(', ')} (checkpoint, restore elsewhere) frees ${plan.level} ${plan.domain} for ${job.id}: gain ${h(plan.gainGpuMs)} > cost ${h(plan.costGpuMs)}`);
   }

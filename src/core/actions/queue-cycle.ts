@@ -72,6 +72,13 @@ export interface Reservation {
   readonly needs: Readonly<Record<string, number>>;
 }
 
+/** The reservation of `jobId` from `startMs` on the nodes its pods would take, with the GPU milli each needs there. */
+export function reservationFor(jobId: string, startMs: number, pods: Iterable<{ readonly node: string; readonly gpuMilli: number }>): Reservation {
+  const needs: Record<string, number> = {};
+  for (const p of pods) needs[p.node] = (needs[p.node] ?? 0) + p.gpuMilli;
+  return { jobId, startMs, nodes: Object.keys(needs).sort(), needs };
+}
+
 export interface CycleInput {
   readonly nowMs: number;
   readonly scheduler: Scheduler;
@@ -384,12 +391,10 @@ export function runCycle(input: CycleInput): CycleResult {
     const placements = feasibleAfter(lo) as Placement[];
     stmt.discard();
     const startMs = Math.max(nowMs, lo === 0 ? nowMs : (order[lo - 1] as RunningJob).estEndMs);
-    const needs: Record<string, number> = {};
-    for (const p of placements) {
+    return reservationFor(job.id, startMs, placements.map((p) => {
       const member = job.gang.members.find((m) => m.id === p.podId);
-      needs[p.node] = (needs[p.node] ?? 0) + (member === undefined ? 0 : member.request.gpuCount * member.request.gpuMilli);
-    }
-    return { jobId: job.id, startMs, nodes: Object.keys(needs).sort(), needs };
+      return { node: p.node, gpuMilli: member === undefined ? 0 : member.request.gpuCount * member.request.gpuMilli };
+    }));
   }
 
   /** Takes every free GPU of the given nodes with placeholder allocations (YuniKorn-style), inside stmt. */
