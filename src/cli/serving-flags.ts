@@ -4,6 +4,7 @@
  * anything connects; an unreadable file is a CliError naming the flag and the file.
  */
 import { readFileSync } from 'node:fs';
+import type { Command } from 'commander';
 import { watchCertFiles, type CertPair } from '../kube/certs.ts';
 import { CliError } from './errors.ts';
 
@@ -12,6 +13,29 @@ export interface ServingFlags {
   readonly tlsPrivateKeyFile?: string;
   readonly clientCaFile?: string;
   readonly insecureLocalhost?: boolean;
+}
+
+/** What differs between the commands' secure-port flags: the default port and the help that names the caller. */
+export interface ServingOptionHelp {
+  readonly port: number;
+  readonly portHelp: string;
+  readonly clientCaHelp: string;
+  readonly insecureHelp: string;
+}
+
+/**
+ * Declares --kubeconfig, --port, --host, --tls-cert-file, --tls-private-key-file, --client-ca-file and
+ * --insecure-localhost on `cmd`: one declaration, so the secure-port commands cannot drift apart.
+ */
+export function servingOptions(cmd: Command, h: ServingOptionHelp, portOption: (v: string) => number): Command {
+  return cmd
+    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
+    .option('--port <port>', h.portHelp, portOption, h.port)
+    .option('--host <addr>', 'address to listen on', '0.0.0.0')
+    .option('--tls-cert-file <file>', 'serving certificate (PEM; re-read when it changes)')
+    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+    .option('--client-ca-file <file>', h.clientCaHelp)
+    .option('--insecure-localhost', h.insecureHelp);
 }
 
 export function readFlagFile(flag: string, path: string): string {

@@ -4,7 +4,7 @@ import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
 import { intOption, numberOption } from '../options.ts';
-import { reloadServingCert, servingTls } from '../serving-flags.ts';
+import { reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -26,21 +26,24 @@ interface ActivatorFlags {
 
 
 export function registerActivator(program: Command): void {
-  program
+  const cmd = program
     .command('activator')
-    .description('serve InferenceServices at /namespaces/{ns}/inferenceservices/{name}/proxy/…: route to ready replicas, and hold requests for a service scaled to zero while it activates (docs/inference-service.md, ADR 0149)')
-    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
-    .option('--port <port>', 'HTTPS port', intOption('--port', 1, 65535), 8443)
-    .option('--host <addr>', 'address to listen on', '0.0.0.0')
-    .option('--tls-cert-file <file>', 'serving certificate (PEM; re-read when it changes)')
-    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
-    .option('--client-ca-file <file>', 'CA of client certificates to accept; bearer tokens are checked by TokenReview either way')
+    .description('serve InferenceServices at /namespaces/{ns}/inferenceservices/{name}/proxy/…: route to ready replicas, and hold requests for a service scaled to zero while it activates (docs/inference-service.md, ADR 0149)');
+  servingOptions(
+    cmd,
+    {
+      port: 8443,
+      portHelp: 'HTTPS port',
+      clientCaHelp: 'CA of client certificates to accept; bearer tokens are checked by TokenReview either way',
+      insecureHelp: 'plain HTTP on 127.0.0.1 (local development only; callers are still authenticated and authorized)',
+    },
+    intOption('--port', 1, 65535),
+  )
     .option('--namespace <ns>', 'serve only this namespace (a namespaced Role suffices)')
     .option('--hold-timeout <sec>', 'seconds a request waits for a ready replica before a 503', numberOption('--hold-timeout', 1, 3600), 300)
     .option('--max-held <n>', 'requests held per service at most (beyond: 503 with Retry-After)', intOption('--max-held', 1, 1_000_000), 1000)
     .option('--max-body-bytes <n>', 'largest request body', intOption('--max-body-bytes', 1024, 1 << 30), 16 << 20)
     .option('--port-name <name>', "the Service port requests go to, by name", 'http')
-    .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 (local development only; callers are still authenticated and authorized)')
     .action(async (o: ActivatorFlags) => {
       const { tls, clientCa } = servingTls(o);
       const log = (m: string): void => void process.stderr.write(stamp(m));

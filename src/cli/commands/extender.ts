@@ -6,7 +6,7 @@ import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
 import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender-server.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
-import { reloadServingCert, servingTls } from '../serving-flags.ts';
+import { reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
 
 const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
@@ -33,15 +33,19 @@ interface ExtenderFlags {
 
 
 export function registerExtender(program: Command): void {
-  program
+  const cmd = program
     .command('extender')
-    .description("serve kube-scheduler's HTTP extender protocol (filter, prioritize, bind, preempt; nodeCacheCapable) over HTTPS with SITS's GPU topology, fragmentation and gang logic, for clusters that keep kube-scheduler (docs/extender.md)")
-    .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
-    .option('--port <port>', 'HTTPS port of the extender verbs and /healthz', intOption('--port', 1, 65535), 8888)
-    .option('--host <addr>', 'address to listen on', '0.0.0.0')
-    .option('--tls-cert-file <file>', 'serving certificate (PEM; re-read when it changes)')
-    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
-    .option('--client-ca-file <file>', "CA of kube-scheduler's client certificate (its extender tlsConfig certData); else bearer tokens, checked by TokenReview")
+    .description("serve kube-scheduler's HTTP extender protocol (filter, prioritize, bind, preempt; nodeCacheCapable) over HTTPS with SITS's GPU topology, fragmentation and gang logic, for clusters that keep kube-scheduler (docs/extender.md)");
+  servingOptions(
+    cmd,
+    {
+      port: 8888,
+      portHelp: 'HTTPS port of the extender verbs and /healthz',
+      clientCaHelp: "CA of kube-scheduler's client certificate (its extender tlsConfig certData); else bearer tokens, checked by TokenReview",
+      insecureHelp: 'plain HTTP on 127.0.0.1 without authentication (local development only)',
+    },
+    intOption('--port', 1, 65535),
+  )
     .option('--scheduler-name <name>', 'schedulerName of the pods kube-scheduler asks about (its profile)', KUBE_SCHEDULER_NAME)
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
     .option('--path-prefix <path>', "path part of kube-scheduler's urlPrefix, e.g. /sits (the verbs are served under it)", '')
@@ -52,7 +56,6 @@ export function registerExtender(program: Command): void {
     .option('--lease-name <name>', 'name of the leader-election Lease', 'sits-extender')
     .option('--lease-duration <sec>', 'lease duration in seconds', numberOption('--lease-duration', 1, 300), 15)
     .option('--identity <id>', 'leader-election identity (default: hostname-pid)')
-    .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
     .action(async (o: ExtenderFlags) => {
       const { tls, clientCa } = servingTls(o);
       if (o.pathPrefix !== '' && !o.pathPrefix.startsWith('/')) throw new CliError(`--path-prefix: want a path starting with /, got "${o.pathPrefix}"`);
