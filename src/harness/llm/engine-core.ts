@@ -98,6 +98,23 @@ export interface GenerateResult {
   readonly tEnd: number;
 }
 
+/**
+ * A chat's prompt: the tiny model has no chat template, so both front-ends fall back to ChatML (llama-server's
+ * fallback; vLLM would refuse such a model). `fail` words a malformed message in the front-end's error.
+ */
+export function chatMlPrompt(messages: unknown, fail: (message: string) => never): string {
+  if (!Array.isArray(messages)) return fail("'messages' is required");
+  return (
+    messages
+      .map((m: unknown, i) => {
+        const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
+        if (typeof role !== 'string' || typeof content !== 'string') return fail(`messages[${i}]: role and content must be strings`);
+        return `<|im_start|>${role}\n${content}<|im_end|>\n`;
+      })
+      .join('') + '<|im_start|>assistant\n'
+  );
+}
+
 /** The prompt plus max_tokens does not fit a slot: each front-end words it as its engine does. */
 export class ContextSizeError extends Error {
   constructor(
@@ -166,9 +183,18 @@ export class EngineCore {
 
   /** The prompt's tokens as the model sees them (BOS first when the model has one). */
   promptTokens(prompt: string): Token[] {
+    return this.tokenize(prompt, true);
+  }
+
+  detokenize(tokens: readonly number[]): string {
+    return (this.model as LlamaModel).detokenize(tokens as unknown as Token[]);
+  }
+
+  /** The text's token ids, with the model's BOS first when `addSpecial` (the engines' /tokenize). */
+  tokenize(text: string, addSpecial: boolean): Token[] {
     const model = this.model as LlamaModel;
     const bos = model.tokens.bos;
-    return [...(bos === null ? [] : [bos]), ...model.tokenize(prompt)];
+    return [...(bos === null || !addSpecial ? [] : [bos]), ...model.tokenize(text)];
   }
 
   /**

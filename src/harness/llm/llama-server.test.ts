@@ -93,6 +93,26 @@ describe('the llama-server stand-in', () => {
     expect((chat.json.choices as { message: { role: string } }[])[0]?.message.role).toBe('assistant');
   });
 
+  it("tokenizes as llama-server's /tokenize and /apply-template: the same count a completion reports", async () => {
+    const t = await post('/tokenize', { content: 'the model server' });
+    expect(t.status).toBe(200);
+    const plain = t.json.tokens as number[];
+    const special = (await post('/tokenize', { content: 'the model server', add_special: true })).json.tokens as number[];
+    // add_special puts the BOS first; the completion above counts it (prompt_tokens 4).
+    expect(special.length).toBe(plain.length + 1);
+    expect(special.length).toBe(4);
+    const pieces = (await post('/tokenize', { content: 'the model server', with_pieces: true })).json.tokens as { id: number; piece: string }[];
+    expect(pieces.map((p) => p.id)).toEqual(plain);
+    expect(pieces.map((p) => p.piece.trim())).toEqual(['the', 'model', 'server']);
+    const tpl = await post('/apply-template', { messages: [{ role: 'user', content: 'hello' }] });
+    expect(tpl.json.prompt).toBe('<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n');
+    const chat = await post('/v1/chat/completions', { messages: [{ role: 'user', content: 'hello' }], max_tokens: 1, temperature: 0 });
+    const counted = (await post('/tokenize', { content: tpl.json.prompt, add_special: true })).json.tokens as number[];
+    expect((chat.json.usage as { prompt_tokens: number }).prompt_tokens).toBe(counted.length);
+    expect((await post('/tokenize', { content: 3 })).status).toBe(400);
+    expect((await post('/apply-template', { messages: 'hi' })).status).toBe(400);
+  });
+
   it('streams server-sent events ending in [DONE]', async () => {
     const text = await (await fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'the model', max_tokens: 4, temperature: 0, stream: true }) })).text();
     const events = text.split('\n\n').filter((e) => e !== '');

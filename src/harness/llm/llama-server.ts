@@ -12,7 +12,7 @@
 import { existsSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ContextSizeError, EngineCore, type AppliedAdapter } from './engine-core.ts';
+import { chatMlPrompt, ContextSizeError, EngineCore, type AppliedAdapter } from './engine-core.ts';
 import { HttpError, readJson, sendJson } from './engine-http.ts';
 
 export interface LoraArg {
@@ -204,6 +204,10 @@ export class LlamaServerStandIn {
           next.forEach((s, i) => (this.scales[i] = s));
           return sendJson(res, 200, { success: true });
         }
+        case 'POST /tokenize':
+          return sendJson(res, 200, this.tokenizeRoute(await readJson(req, 'invalid_request_error')));
+        case 'POST /apply-template':
+          return sendJson(res, 200, { prompt: chatMlPrompt(((await readJson(req, 'invalid_request_error')) as { messages?: unknown } | null)?.messages, this.bad) });
         case 'POST /v1/completions':
         case 'POST /completions':
           return await this.completion(await readJson(req, 'invalid_request_error'), res, false);
@@ -221,6 +225,18 @@ export class LlamaServerStandIn {
       const h = e instanceof HttpError ? e : new HttpError(500, 'server_error', (e as Error).message);
       sendJson(res, h.status, { error: { code: h.status, message: h.message, type: h.type } });
     }
+  }
+
+  private readonly bad = (message: string): never => {
+    throw new HttpError(400, 'invalid_request_error', message);
+  };
+
+  /** llama-server's /tokenize: {content, add_special (default false), with_pieces} → {tokens}. */
+  private tokenizeRoute(body: unknown): { tokens: (number | { id: number; piece: string })[] } {
+    const b = (body ?? {}) as Record<string, unknown>;
+    if (typeof b.content !== 'string') this.bad("'content' must be a string");
+    const tokens = this.core.tokenize(b.content as string, this.flag(b, 'add_special')) as unknown as number[];
+    return { tokens: this.flag(b, 'with_pieces') ? tokens.map((id) => ({ id, piece: this.core.detokenize([id]) })) : tokens };
   }
 
   private get alias(): string {
@@ -246,16 +262,7 @@ export class LlamaServerStandIn {
     const b = (body ?? {}) as Record<string, unknown>;
     let prompt: string;
     if (chat) {
-      if (!Array.isArray(b.messages)) throw new HttpError(400, 'invalid_request_error', "'messages' is required");
-      // No chat template in the tiny model: llama-server falls back to ChatML.
-      prompt =
-        (b.messages as unknown[])
-          .map((m, i) => {
-            const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
-            if (typeof role !== 'string' || typeof content !== 'string') throw new HttpError(400, 'invalid_request_error', `messages[${i}]: role and content must be strings`);
-            return `<|im_start|>${role}\n${content}<|im_end|>\n`;
-          })
-          .join('') + '<|im_start|>assistant\n';
+      prompt = chatMlPrompt(b.messages, this.bad);
     } else {
       if (typeof b.prompt !== 'string') throw new HttpError(400, 'invalid_request_error', "'prompt' must be a string");
       prompt = b.prompt;

@@ -94,6 +94,20 @@ describe('the vLLM stand-in', () => {
     expect(long.json.error).toMatchObject({ message: expect.stringContaining("This model's maximum context length is 256 tokens. However, you requested 1004 tokens") as unknown });
   });
 
+  it("tokenizes as vLLM's /tokenize: count and max_model_len, the count a completion then reports", async () => {
+    const t = await post('/tokenize', { model: 'tiny', prompt: 'the model server' });
+    expect(t.status).toBe(200);
+    expect(t.json).toMatchObject({ count: 4, max_model_len: 256, token_strs: null });
+    expect((t.json.tokens as number[]).length).toBe(4);
+    expect((await post('/tokenize', { model: 'tiny', prompt: 'the model server', add_special_tokens: false })).json.count).toBe(3);
+    const messages = [{ role: 'user', content: 'hello' }];
+    const c = await post('/tokenize', { model: 'tiny', messages });
+    const chat = await post('/v1/chat/completions', { model: 'tiny', messages, max_tokens: 1, temperature: 0 });
+    expect(c.json.count).toBe((chat.json.usage as { prompt_tokens: number }).prompt_tokens);
+    expect((await post('/tokenize', { model: 'nope', prompt: 'x' })).status).toBe(404);
+    expect((await post('/tokenize', { model: 'tiny', prompt: 7 })).json.error).toMatchObject({ type: 'BadRequestError', param: 'prompt' });
+  });
+
   it('loads an adapter at runtime: listed with its parent, and naming it changes the output for the same seed', async () => {
     const plain = textOf(await complete({}));
     const r = await post('/v1/load_lora_adapter', { lora_name: 'sql', lora_path: '/mnt/adapters/sql' });

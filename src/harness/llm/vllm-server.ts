@@ -18,7 +18,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { readGgufFileInfo } from 'node-llama-cpp';
-import { ContextSizeError, EngineCore, type GenerateResult } from './engine-core.ts';
+import { chatMlPrompt, ContextSizeError, EngineCore, type GenerateResult } from './engine-core.ts';
 import { HttpError, readJson, sendJson } from './engine-http.ts';
 
 /** The vLLM release whose protocol the stand-in speaks (the runtime's default image, serving/runtimes/vllm.ts). */
@@ -348,6 +348,8 @@ export class VllmServerStandIn {
           return;
         case 'GET /v1/models':
           return sendJsonV(res, 200, { object: 'list', data: this.modelCards() });
+        case 'POST /tokenize':
+          return sendJsonV(res, 200, this.tokenizeRoute(await readJson(req, 'BadRequestError')));
         case 'POST /v1/completions':
           return await this.completion(await readJson(req, 'BadRequestError'), res, false);
         case 'POST /v1/chat/completions':
@@ -398,6 +400,28 @@ export class VllmServerStandIn {
     text(res, 200, `Success: LoRA adapter '${name}' removed successfully.`);
   }
 
+  /**
+   * vLLM's /tokenize: TokenizeCompletionRequest {prompt, add_special_tokens = true} or TokenizeChatRequest
+   * {messages, add_generation_prompt = true, add_special_tokens = false} → {count, max_model_len, tokens, token_strs}.
+   */
+  private tokenizeRoute(body: unknown): { count: number; max_model_len: number; tokens: number[]; token_strs: string[] | null } {
+    const b = (body ?? {}) as Record<string, unknown>;
+    const bad = (m: string, param: string | null = null): never => {
+      throw new HttpError(400, 'BadRequestError', m, param);
+    };
+    const model = typeof b.model === 'string' ? b.model : this.baseName;
+    if (!this.o.servedModelNames.includes(model) && !this.loras.some((l) => l.name === model)) throw new HttpError(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
+    const flag = (k: string, dflt: boolean): boolean => (b[k] === undefined || b[k] === null ? dflt : typeof b[k] === 'boolean' ? (b[k] as boolean) : bad(`'${k}' must be a boolean`, k));
+    const chat = b.messages !== undefined;
+    if (!chat && typeof b.prompt !== 'string') bad("'prompt' must be a string", 'prompt');
+    const text = chat ? chatMlPrompt(b.messages, (m) => bad(m, 'messages')) : (b.prompt as string);
+    // A real chat template renders the BOS as text (hence add_special_tokens false for chats); the stand-in's ChatML
+    // has none and generation adds it, so a chat is counted with it: the count is what the completion will report.
+    const addSpecial = flag('add_special_tokens', !chat);
+    const tokens = this.core.tokenize(text, addSpecial || chat) as unknown as number[];
+    return { count: tokens.length, max_model_len: this.maxModelLen, tokens, token_strs: flag('return_token_strs', false) ? tokens.map((t) => this.core.detokenize([t])) : null };
+  }
+
   private async completion(body: unknown, res: ServerResponse, chat: boolean): Promise<void> {
     const b = (body ?? {}) as Record<string, unknown>;
     const bad = (m: string, param: string | null = null): never => {
@@ -412,16 +436,7 @@ export class VllmServerStandIn {
     }
     let prompt: string;
     if (chat) {
-      if (!Array.isArray(b.messages)) bad("'messages' is required", 'messages');
-      // The tiny model has no chat template; the stand-in uses ChatML (vLLM would refuse a model without one).
-      prompt =
-        (b.messages as unknown[])
-          .map((m, i) => {
-            const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
-            if (typeof role !== 'string' || typeof content !== 'string') bad(`messages[${i}]: role and content must be strings`, 'messages');
-            return `<|im_start|>${role as string}\n${content as string}<|im_end|>\n`;
-          })
-          .join('') + '<|im_start|>assistant\n';
+      prompt = chatMlPrompt(b.messages, (m) => bad(m, 'messages'));
     } else {
       const p = Array.isArray(b.prompt) && b.prompt.length === 1 ? b.prompt[0] : b.prompt;
       if (Array.isArray(b.prompt) && b.prompt.length !== 1) bad('the stand-in takes one prompt per request', 'prompt');
