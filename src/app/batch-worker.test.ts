@@ -13,7 +13,7 @@ import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
 import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
 import type { PluginCaller } from '../controllers/batch-inference/wasm-plugin.ts';
 import { loadJobPlugins } from '../wasm/job-plugins.ts';
-import { runWithSlots } from './batch-worker.ts';
+import { runStages } from '../controllers/batch-inference/stage-runner.ts';
 
 interface EngineLatencyDouble {
   readonly url: string;
@@ -46,22 +46,31 @@ async function startEngineLatencyDouble(delay: (inFlight: number) => number): Pr
   }) as EngineLatencyDouble;
 }
 
-/** Sends `n` completions through the worker's slot pool, the sizer moving the slots; the sizes after each window. */
+/** Sends `n` completions through the worker's infer stage, the sizer moving its slots; the sizes after each window. */
 async function drive(engine: EngineLatencyDouble, n: number, sizer: LiveBatchSize): Promise<number[]> {
   const sizes = [sizer.size];
   let next = 0;
   const stop = new AbortController();
-  await runWithSlots(
+  // The worker's infer stage alone: its concurrency is the live batch size, read at every start.
+  await runStages(
     () => (next < n ? next++ : undefined),
-    async () => {
-      const t0 = performance.now();
-      const r = await fetch(`${engine.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', prompt: 'hi', max_tokens: 1 }) });
-      await r.json();
-      const c = sizer.observe(performance.now() - t0);
-      if (c !== undefined) sizes.push(c.size);
-    },
-    () => sizer.size,
+    [
+      {
+        name: 'infer',
+        concurrency: () => sizer.size,
+        run: async () => {
+          const t0 = performance.now();
+          const r = await fetch(`${engine.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', prompt: 'hi', max_tokens: 1 }) });
+          await r.json();
+          const c = sizer.observe(performance.now() - t0);
+          if (c !== undefined) sizes.push(c.size);
+          return 'next';
+        },
+      },
+    ],
+    () => 1,
     stop.signal,
+    () => performance.now(),
   );
   return sizes;
 }

@@ -20,7 +20,10 @@ import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from 
 import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
-import { checkpointName, formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
+import { checkpointName, formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WireStage, type WireStageName, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
+import { runStages, type LiveStage, type StageStats } from '../controllers/batch-inference/stage-runner.ts';
+import type { InferenceRuntime } from '../api/schema/inference-service.ts';
+import { estimatePromptTokens, promptCounter, type PromptCount, type PromptCounter } from './prompt-counter.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { loadJobPlugins } from '../wasm/job-plugins.ts';
 import { FsOutputStore } from './batch-files.ts';
@@ -37,6 +40,8 @@ export interface BatchWorkerOptions {
   readonly engine: string;
   /** The model name the engine serves (set on every request body). */
   readonly model: string;
+  /** The engine's runtime (--runtime): its tokenizer counts each prompt in the tokenise stage; unset: estimated. */
+  readonly runtime?: InferenceRuntime;
   readonly jobUid: string;
   /** Requests in flight at full concurrency. */
   readonly concurrency?: number;
@@ -96,35 +101,52 @@ export function loadRequests(file: string): BatchRequestLine[] {
   return out;
 }
 
-/**
- * Runs `work` on the indices `take` hands out with at most `slots()` in flight, read again at every completion so a
- * new batch size applies to the next request. Rejects with the first failure (no new work starts after it).
- */
-export function runWithSlots(take: () => number | undefined, work: (i: number) => Promise<void>, slots: () => number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    let active = 0;
-    let failed = false;
-    const pump = (): void => {
-      if (failed) return;
-      while (!signal.aborted && active < Math.max(1, slots())) {
-        const i = take();
-        if (i === undefined) break;
-        active++;
-        work(i).then(
-          () => {
-            active--;
-            pump();
-          },
-          (e: unknown) => {
-            failed = true;
-            reject(e instanceof Error ? e : new Error(String(e)));
-          },
-        );
-      }
-      if (active === 0) resolve();
-    };
-    pump();
-  });
+/** A record in the worker's stage pipeline: what the tokenise stage counted, then the output line. */
+interface StagedRecord {
+  readonly i: number;
+  prompt?: PromptCount;
+  out?: { readonly line: string; readonly tokens: number };
+}
+
+/** max_tokens (or max_completion_tokens) of a request body, when it sets one. */
+function maxOutputTokens(body: Readonly<Record<string, unknown>>): number | undefined {
+  const v = body.max_tokens ?? body.max_completion_tokens;
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+}
+
+/** The worker's stage totals over its attempts, as the report carries them. */
+class StageTotals {
+  private readonly sums = new Map<WireStageName, { processed: number; busyMs: number; blockedMs: number; maxQueue: number; capacity: number }>();
+  promptTokens = 0;
+  refused = 0;
+  counter: 'engine' | 'estimated' | undefined;
+  /** The attempt in flight: its live stats, added on top until it ends. */
+  live: readonly StageStats[] = [];
+
+  add(stats: readonly StageStats[], capacities: readonly number[]): void {
+    stats.forEach((st, k) => {
+      const name = st.name as WireStageName;
+      const t = this.sums.get(name) ?? { processed: 0, busyMs: 0, blockedMs: 0, maxQueue: 0, capacity: 0 };
+      this.sums.set(name, { processed: t.processed + st.processed, busyMs: t.busyMs + st.busyMs, blockedMs: t.blockedMs + st.blockedMs, maxQueue: Math.max(t.maxQueue, st.maxQueue), capacity: Math.max(t.capacity, capacities[k] ?? 0) });
+    });
+  }
+
+  wire(capacities: readonly number[]): WireStage[] {
+    const names: WireStageName[] = ['tokenise', 'infer', 'postprocess'];
+    return names.map((name, k) => {
+      const t = this.sums.get(name) ?? { processed: 0, busyMs: 0, blockedMs: 0, maxQueue: 0, capacity: 0 };
+      const l = this.live[k];
+      const base = {
+        name,
+        processed: t.processed + (l?.processed ?? 0),
+        busyMs: Math.round(t.busyMs + (l?.busyMs ?? 0)),
+        blockedMs: Math.round(t.blockedMs + (l?.blockedMs ?? 0)),
+        maxQueue: Math.max(t.maxQueue, l?.maxQueue ?? 0),
+        capacity: Math.max(t.capacity, capacities[k] ?? 0),
+      };
+      return name === 'tokenise' ? { ...base, promptTokens: this.promptTokens, refused: this.refused, ...(this.counter === undefined ? {} : { counter: this.counter }) } : base;
+    });
+  }
 }
 
 export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): Promise<void> {
@@ -159,10 +181,32 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     log(`batch size ${sizer.size} (${sizer.source})${o.batching.targetP99Ms === undefined ? ', fixed: the job sets no targetLatencyMs' : `, p99 target ${o.batching.targetP99Ms} ms`}`);
   }
 
+  // The tokenise stage's counter: the engine's tokenizer where the runtime has one; an answer it cannot give (an old
+  // engine, a refusal) falls back to the estimate for that record and is said once.
+  const counter: PromptCounter | undefined = o.runtime === undefined ? undefined : promptCounter(o.runtime, engine, o.model);
+  const totals = new StageTotals();
+  let capacities: number[] = [0, 0, 0];
+  let counterNote = false;
+  const countPrompt = async (body: Record<string, unknown>, chat: boolean, signal: AbortSignal): Promise<PromptCount> => {
+    if (counter !== undefined) {
+      try {
+        const c = await counter(body, chat, signal);
+        totals.counter = totals.counter === 'estimated' ? 'estimated' : c.estimated ? 'estimated' : 'engine';
+        return c;
+      } catch (e) {
+        if (signal.aborted) throw new Error('cancelled');
+        if (!counterNote) log(`tokenise: the engine's tokenizer did not answer (${(e as Error).message}); prompt tokens estimated`);
+        counterNote = true;
+      }
+    }
+    totals.counter = 'estimated';
+    return { tokens: estimatePromptTokens(body), estimated: true };
+  };
+
   const report = async (r: WorkerReport): Promise<void> => {
     const note = sizer?.lastFallback ?? pluginNote;
     const state = pluginState();
-    const full: WorkerReport = { ...r, ...(note === undefined ? {} : { batchNote: note }), ...(state === undefined ? {} : { batchPlugin: state }) };
+    const full: WorkerReport = { ...r, ...(note === undefined ? {} : { batchNote: note }), ...(state === undefined ? {} : { batchPlugin: state }), stages: totals.wire(capacities) };
     await o.client.mergePatch(podPath, { metadata: { annotations: { [ANNOTATION.batchReport]: formatReport(full) } } });
   };
 
@@ -264,21 +308,65 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       return;
     }
     const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
-    const take = (): number | undefined => (next < r.end && !abort.signal.aborted ? next++ : undefined);
-    const work = async (i: number): Promise<void> => {
-      const t0 = performance.now();
-      const out = await call(i, abort.signal);
-      const change = sizer?.observe(performance.now() - t0);
-      if (change !== undefined) log(`batch size ${change.size} (${change.source}): ${change.why}`);
-      lines[i - a.start] = out.line;
-      tokens += out.tokens;
-      while (lines[contiguous] !== undefined) contiguous++;
-      maybeCheckpoint();
-      await maybeReport();
-    };
+    const take = (): StagedRecord | undefined => (next < r.end && !abort.signal.aborted ? { i: next++ } : undefined);
+    // The stage pipeline (ADR 0167): tokenise in this container (CPU) with the engine's own tokenizer, infer on the
+    // engine (the pod's accelerator), post-process here (CPU), with bounded queues between them.
+    const stages: LiveStage<StagedRecord>[] = [
+      {
+        name: 'tokenise',
+        concurrency: () => Math.max(2, Math.ceil(slots() / 2)),
+        run: async (rec) => {
+          const req = requests[rec.i] as BatchRequestLine;
+          const body = req.body as Record<string, unknown>;
+          rec.prompt = await countPrompt(body, req.url.endsWith('/chat/completions'), abort.signal);
+          totals.promptTokens += rec.prompt.tokens;
+          const limit = rec.prompt.contextLimit;
+          const maxOut = maxOutputTokens(body);
+          // A prompt the engine's context cannot hold is refused here, without taking an engine slot; an estimate
+          // never refuses (the engine decides then).
+          if (!rec.prompt.estimated && limit !== undefined && (rec.prompt.tokens >= limit || (maxOut !== undefined && rec.prompt.tokens + maxOut > limit))) {
+            totals.refused++;
+            const why = `the prompt has ${rec.prompt.tokens} tokens${maxOut === undefined ? '' : ` and max_tokens is ${maxOut}`}; the engine's context holds ${limit}`;
+            rec.out = { line: JSON.stringify(errorLine(o.jobUid, req.custom_id, 'context_length_exceeded', why)), tokens: 0 };
+          }
+          return 'next';
+        },
+      },
+      {
+        name: 'infer',
+        concurrency: slots,
+        run: async (rec) => {
+          if (rec.out !== undefined) return 'next';
+          const t0 = performance.now();
+          rec.out = await call(rec.i, abort.signal);
+          const change = sizer?.observe(performance.now() - t0);
+          if (change !== undefined) log(`batch size ${change.size} (${change.source}): ${change.why}`);
+          return 'next';
+        },
+      },
+      {
+        name: 'postprocess',
+        concurrency: () => 1,
+        run: async (rec) => {
+          const out = rec.out as { line: string; tokens: number };
+          lines[rec.i - a.start] = out.line;
+          tokens += out.tokens;
+          while (lines[contiguous] !== undefined) contiguous++;
+          maybeCheckpoint();
+          await maybeReport();
+          return 'next';
+        },
+      },
+    ];
+    // Enough tokenised records to refill every engine slot twice; results wait at most one batch for the writer.
+    capacities = [0, Math.max(2, 2 * slots()), Math.max(2, slots())];
     try {
-      await runWithSlots(take, work, slots, abort.signal);
+      const stats = await runStages(take, stages, (k) => (k === 1 ? Math.max(2, 2 * slots()) : Math.max(2, slots())), abort.signal, () => performance.now(), (st) => (totals.live = st));
+      totals.live = [];
+      totals.add(stats, capacities);
     } catch (e) {
+      totals.add(totals.live, capacities);
+      totals.live = [];
       if (abort.signal.aborted) return;
       // An engine that stops answering is the worker's device failing (the fault ladder's crash); anything else too.
       const kind = 'crash' as const;

@@ -4,7 +4,7 @@
 // job over a few thousand OpenAI batch requests finishes with every custom_id once; a worker killed mid-shard
 // together with a controller restart still ends complete with no duplicate; a malformed line fails the job
 // naming file:line, and the output's manifest says partial.
-import { existsSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -44,7 +44,9 @@ describe('BatchInferenceJob on real engines', () => {
   const manifestOf = (name: string): Manifest => kit.manifestOf(name);
 
   it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
-    const ids = writeInput('plain.jsonl', 2000, 'p');
+    const ids = [...writeInput('plain.jsonl', 2000, 'p'), 'p-long'];
+    // One request whose prompt no engine context here holds: the workers' tokenise stage refuses it (ADR 0167).
+    appendFileSync(join(root, 'data', 'in', 'plain.jsonl'), `${JSON.stringify({ custom_id: 'p-long', method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'count '.repeat(40_000) }], max_tokens: 2 } })}\n`);
     // The job measured on the apiserver's own metrics, as `sits bench batch --control-plane` does (ADR 0158).
     const m = await runMeasuredJob(kit, { name: 'plain', input: 'plain.jsonl', workers: 2, timeoutMs: 300_000 });
     const { pods, job: j } = m;
@@ -52,15 +54,28 @@ describe('BatchInferenceJob on real engines', () => {
     expect(pods.every((p) => p.spec?.schedulerName === 'sits-scheduler')).toBe(true);
     expect(pods.map((p) => p.spec?.containers.map((c) => c.name))).toEqual([['server', 'batch-worker'], ['server', 'batch-worker']]);
     expect(j.status?.phase).toBe('Succeeded');
-    expect(j.status?.progress).toMatchObject({ recordsTotal: 2000, recordsProcessed: 2000, recordsFailed: 0, percent: 100 });
+    expect(j.status?.progress).toMatchObject({ recordsTotal: 2001, recordsProcessed: 2001, recordsFailed: 1, percent: 100 });
     expect(j.status?.progress?.tokensProcessed).toBeGreaterThan(2000);
     expect(j.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'True', reason: 'OutputComplete' });
     expect(j.status?.completionTime).toBeDefined();
     const out = outputOf('plain');
     // Every custom_id exactly once, in input order, each with the engine's answer.
     expect(out.ids).toEqual(ids);
-    expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200 && (l.response.body.choices?.length ?? 0) === 1)).toBe(true);
+    const answered = out.lines.filter((l) => l.custom_id !== 'p-long');
+    expect(answered.every((l) => l.error === null && l.response?.status_code === 200 && (l.response.body.choices?.length ?? 0) === 1)).toBe(true);
+    expect(out.lines.find((l) => l.custom_id === 'p-long')?.error).toMatchObject({ code: 'context_length_exceeded', message: expect.stringMatching(/^the prompt has \d+ tokens and max_tokens is 2; the engine's context holds \d+$/) as unknown });
     expect(manifestOf('plain').state).toBe('complete');
+    // The workers' stage pipeline (ADR 0167): tokenise (CPU, the engine's tokenizer) → infer (the GPU engine) →
+    // postprocess (CPU), every record through each, queues within their bounds; the counted prompt tokens are the
+    // engine's own (at least what its answers report: a record cut by the breaker may be counted twice).
+    const st = j.status?.stages ?? [];
+    expect(st.map((x) => [x.name, x.device])).toEqual([['tokenise', 'cpu'], ['infer', 'gpu'], ['postprocess', 'cpu']]);
+    for (const x of st) expect(x.records).toBeGreaterThanOrEqual(x.name === 'tokenise' ? 2001 : 2000);
+    expect(st[0]).toMatchObject({ tokenizer: 'engine', refused: 1 });
+    const usage = answered.reduce((a, l) => a + ((l.response?.body as { usage?: { prompt_tokens?: number } } | undefined)?.usage?.prompt_tokens ?? 0), 0);
+    expect(st[0]?.promptTokens).toBeGreaterThanOrEqual(usage);
+    for (const x of st.slice(1)) expect(x.maxQueue).toBeLessThanOrEqual(x.queueCapacity);
+    logs.push(`stages: ${JSON.stringify(st)}`);
     logs.push(`requests during the job: ${JSON.stringify(m.requests)}`);
     // The naive design for comparison, measured the same way: a controller that writes status on every record.
     const naive = await naiveWrites(kit, { name: 'naive-writer', records: 2000, pods: pods.length });

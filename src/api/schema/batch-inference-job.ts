@@ -303,6 +303,27 @@ export const BatchInferenceJobStatus = Obj(
     estimatedCompletionTime: Type.Optional(Timestamp('Predicted completion time from the observed rate.')),
     estimatedStartTime: Type.Optional(Timestamp('Predicted start time while pending.')),
     queue: Type.Optional(Type.String({ description: 'Queue holding or running the job.', maxLength: 63 })),
+    stages: Type.Optional(
+      Type.Array(
+        Obj(
+          {
+            name: StringEnum(['tokenise', 'infer', 'postprocess'], { description: 'The stage.' }),
+            device: StringEnum(['cpu', 'gpu', 'npu'], { description: 'The device class it runs on.' }),
+            placement: Type.String({ description: 'Where it runs and why.', maxLength: 512 }),
+            records: Type.Integer({ description: 'Records it finished, over all workers.', minimum: 0, format: 'int64' }),
+            busySeconds: Type.Number({ description: 'Time its slots worked, summed over workers and slots.', minimum: 0 }),
+            blockedSeconds: Type.Number({ description: 'Time finished records waited on it for room in the next queue (backpressure).', minimum: 0 }),
+            maxQueue: Type.Integer({ description: 'Most records ever queued in front of it on one worker.', minimum: 0, format: 'int32' }),
+            queueCapacity: Type.Integer({ description: 'The bound of that queue (0: it reads the input).', minimum: 0, format: 'int32' }),
+            promptTokens: Type.Optional(Type.Integer({ description: 'tokenise: prompt tokens counted.', minimum: 0, format: 'int64' })),
+            tokenizer: Type.Optional(StringEnum(['engine', 'estimated'], { description: "tokenise: counted by the engine's tokenizer, or estimated from characters." })),
+            refused: Type.Optional(Type.Integer({ description: "tokenise: records refused before the engine (prompt plus max_tokens beyond the engine's context).", minimum: 0, format: 'int64' })),
+          },
+          { description: 'One stage of the workers\' pipeline.' },
+        ),
+        { description: 'The workers\' stage pipeline (tokenise → infer → postprocess, bounded queues between), from their reports (ADR 0167).', maxItems: 3 },
+      ),
+    ),
   },
   { description: 'Observed state of a BatchInferenceJob, written by the controller.' },
 );

@@ -4,6 +4,7 @@ import { parseBatchPolicy } from '../../controllers/batch-inference/live-batch.t
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { INFERENCE_RUNTIMES, type InferenceRuntime } from '../../api/schema/inference-service.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
@@ -18,6 +19,7 @@ interface BatchWorkerFlags {
   output: string;
   engine: string;
   model: string;
+  runtime?: string;
   jobUid: string;
   concurrency: number;
   reportInterval: number;
@@ -37,6 +39,7 @@ export function registerBatchWorker(program: Command): void {
     .requiredOption('--output <dir>', "the job's output folder, as mounted")
     .requiredOption('--engine <url>', "the engine's base URL (the pod's address and the serving port)")
     .requiredOption('--model <name>', 'the model name the engine serves')
+    .option('--runtime <name>', `the engine's runtime (${INFERENCE_RUNTIMES.join(', ')}): the tokenise stage counts prompts with its tokenizer (vllm, llamacpp); default: estimated`)
     .requiredOption('--job-uid <uid>', "the job's uid (output line ids derive from it)")
     .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
     .option('--pod-name <name>', 'this pod (default: $POD_NAME, from the downward API)')
@@ -53,6 +56,8 @@ export function registerBatchWorker(program: Command): void {
       const podName = o.podName ?? process.env.POD_NAME ?? '';
       const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? '';
       if (podName === '' || namespace === '') throw new CliError('batch-worker: which pod? pass --pod-name and --namespace or set POD_NAME and POD_NAMESPACE (the worker pod sets them from the downward API)');
+      if (o.runtime !== undefined && !(INFERENCE_RUNTIMES as readonly string[]).includes(o.runtime)) throw new CliError(`batch-worker: --runtime: want one of ${INFERENCE_RUNTIMES.join(', ')}, got "${o.runtime}"`);
+      const runtime = o.runtime as InferenceRuntime | undefined;
       const batching = o.batching === undefined ? undefined : parseBatchPolicy(o.batching);
       if (batching !== undefined && 'error' in batching) throw new CliError(`batch-worker: ${batching.error}`);
       const pluginDir = o.pluginDir ?? process.env.SITS_PLUGIN_DIR;
@@ -66,7 +71,7 @@ export function registerBatchWorker(program: Command): void {
         stop.abort();
       });
       try {
-        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), ...(o.pluginConfigmapDir === undefined ? {} : { pluginConfigMapDir: o.pluginConfigmapDir }), ...(pluginLimits === undefined ? {} : { pluginLimits }), reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, ...(runtime === undefined ? {} : { runtime }), jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), ...(o.pluginConfigmapDir === undefined ? {} : { pluginConfigMapDir: o.pluginConfigmapDir }), ...(pluginLimits === undefined ? {} : { pluginLimits }), reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
       } catch (e) {
         throw new CliError(`batch-worker: ${(e as Error).message}`);
       } finally {

@@ -141,7 +141,7 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(server?.args).toEqual(expect.arrayContaining(['--model', '/mnt/models', '--alias', 'j', '--n-gpu-layers', '999']));
     expect(server?.resources?.limits?.['nvidia.com/gpu']).toBe('1');
     expect(worker?.command).toEqual(['sits', 'batch-worker']);
-    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--job-uid', 'uid-1', '--checkpoint-interval', '300']);
+    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--runtime', 'llamacpp', '--job-uid', 'uid-1', '--checkpoint-interval', '300']);
     expect(pod.spec?.volumes).toEqual([{ name: 'batch-data', persistentVolumeClaim: { claimName: 'data' } }]);
     expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'BatchInferenceJob', name: 'j', uid: 'uid-1', controller: true });
   });
@@ -220,6 +220,46 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(r.job.status?.phase).toBe('Succeeded');
     expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
     expect(JSON.parse(p.store.read('manifest.json') ?? '{}').parts.find((x: { file: string }) => x.file === file)?.accept).toEqual([{ start: a.start, end: a.start + 4 }]);
+  });
+
+  it('sums the workers\' stage pipelines into status.stages, keeping a replaced worker\'s totals (ADR 0167)', () => {
+    const p = port(30);
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(2);
+    reconcileBatchJob(job, [], 0, cfg);
+    pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
+    const stages = (n: number, queue: number, counter: 'engine' | 'estimated') => [
+      { name: 'tokenise' as const, processed: n, busyMs: 10 * n, blockedMs: 100, maxQueue: 0, capacity: 0, promptTokens: 20 * n, counter, refused: 1 },
+      { name: 'infer' as const, processed: n - 1, busyMs: 500 * n, blockedMs: 0, maxQueue: queue, capacity: 8 },
+      { name: 'postprocess' as const, processed: n - 1, busyMs: n, blockedMs: 0, maxQueue: 1, capacity: 4 },
+    ];
+    // j-0 finishes its shard (the first commit: a status write is due), j-1 runs on.
+    const done0 = pods.assignment('j-0') as WireAssignment;
+    writePart(p.store, 'uid-1', records(30), { range: { start: done0.start, end: done0.end }, part: done0.part });
+    pods.report('j-0', { attempt: done0.attempt, start: done0.start, end: done0.end, done: done0.end - done0.start, tokens: 20, state: 'done', startedMs: 2, stages: stages(5, 3, 'engine') });
+    const a1 = pods.assignment('j-1') as WireAssignment;
+    pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: 2, tokens: 20, state: 'running', startedMs: 2, stages: stages(7, 6, 'engine') });
+    // That status has both; a worker that dies keeps its totals in the job's.
+    const step3 = reconcileBatchJob(job, pods.list(), 3, cfg);
+    pods.apply(step3.actions);
+    const first = step3.status;
+    expect(first?.stages?.map((x) => [x.name, x.device, x.records, x.maxQueue, x.queueCapacity])).toEqual([
+      ['tokenise', 'cpu', 12, 0, 0],
+      ['infer', 'gpu', 10, 6, 8],
+      ['postprocess', 'cpu', 10, 1, 4],
+    ]);
+    expect(first?.stages?.[0]).toMatchObject({ promptTokens: 240, refused: 2, tokenizer: 'engine', blockedSeconds: 0.2, placement: "cpu: the batch-worker container, with the llamacpp engine's own tokenizer" });
+    expect(first?.stages?.[1]).toMatchObject({ busySeconds: 6, placement: 'gpu: the llamacpp engine container on 1 GPU a worker' });
+    pods.fail('j-1');
+    pods.apply(reconcileBatchJob(job, pods.list(), 4, cfg).actions);
+    const a0 = pods.assignment('j-0') as WireAssignment;
+    pods.report('j-0', { attempt: a0.attempt, start: a0.start, end: a0.end, done: 3, tokens: 30, state: 'running', startedMs: 2, stages: stages(9, 3, 'estimated') });
+    pods.apply(reconcileBatchJob(job, pods.list(), 5, cfg).actions);
+    const r = runToEnd(job, pods, p, cfg, 6);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(r.job.status?.stages?.[0]).toMatchObject({ records: 16, tokenizer: 'estimated', placement: expect.stringContaining('estimated') as unknown });
   });
 
   it('fails the job naming spec.model.uri when a worker\'s engine cannot load the model; no device is quarantined, the output says partial', () => {

@@ -21,7 +21,7 @@ import { partName } from './coordinator.ts';
 import { renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
 import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
-import { formatAssignment, parseReport, type BatchPluginState, type WireAssignment } from './worker-protocol.ts';
+import { formatAssignment, parseReport, STAGE_NAMES, type BatchPluginState, type WireAssignment, type WireStage } from './worker-protocol.ts';
 import type { GpuShare, ShareTenant } from './gpu-share.ts';
 import { TIER_WEIGHTS } from '../../core/queue/model.ts';
 
@@ -115,6 +115,45 @@ export function strategyPluginCondition(reports: readonly { readonly pod: string
   if (reports.length === 0) return undefined;
   const w = reports.reduce((a, b) => (PLUGIN_RANK[b.state] > PLUGIN_RANK[a.state] ? b : a));
   return { type: 'StrategyPlugin', status: w.state === 'active' ? 'True' : 'False', reason: PLUGIN_REASON[w.state], message: `worker ${w.pod}: ${w.note ?? `batch-size plugin ${w.state}`}`.slice(0, 4000) };
+}
+
+type StatusStage = NonNullable<BatchInferenceJobStatus['stages']>[number];
+
+/** Each worker pod's last reported stage totals, kept after the pod is gone (they count toward the job). */
+const stageReports = new WeakMap<JobSession, Map<string, readonly WireStage[]>>();
+
+/**
+ * The job's stage pipeline for status (ADR 0167): the workers' totals summed (records, busy and blocked time,
+ * prompt tokens), the deepest queue any worker saw, and where each stage runs.
+ */
+export function stagesStatus(job: BatchJobObject, reports: Iterable<readonly WireStage[]>): StatusStage[] | undefined {
+  const all = [...reports];
+  if (all.length === 0) return undefined;
+  const gpus = job.spec.gpusPerWorker;
+  return STAGE_NAMES.map((name) => {
+    const mine = all.flatMap((r) => r.filter((x) => x.name === name));
+    const sum = (f: (x: WireStage) => number | undefined): number => mine.reduce((a, x) => a + (f(x) ?? 0), 0);
+    const estimated = mine.some((x) => x.counter === 'estimated');
+    const placement =
+      name === 'tokenise'
+        ? `cpu: the batch-worker container, ${estimated ? 'prompt tokens estimated (4 characters a token): the engine\'s tokenizer was not reachable' : `with the ${job.spec.runtime} engine's own tokenizer`}`
+        : name === 'infer'
+          ? gpus > 0
+            ? `gpu: the ${job.spec.runtime} engine container on ${gpus} GPU${gpus === 1 ? '' : 's'} a worker`
+            : `cpu: the ${job.spec.runtime} engine container (gpusPerWorker 0)`
+          : 'cpu: the batch-worker container (no NPU post-processing stage is built)';
+    return {
+      name,
+      device: name === 'infer' && gpus > 0 ? 'gpu' : 'cpu',
+      placement,
+      records: sum((x) => x.processed),
+      busySeconds: Math.round(sum((x) => x.busyMs)) / 1000,
+      blockedSeconds: Math.round(sum((x) => x.blockedMs)) / 1000,
+      maxQueue: Math.max(0, ...mine.map((x) => x.maxQueue)),
+      queueCapacity: Math.max(0, ...mine.map((x) => x.capacity)),
+      ...(name === 'tokenise' ? { promptTokens: sum((x) => x.promptTokens), refused: sum((x) => x.refused), ...(mine.some((x) => x.counter !== undefined) ? { tokenizer: estimated ? ('estimated' as const) : ('engine' as const) } : {}) } : {}),
+    };
+  });
 }
 
 interface Step {
@@ -230,6 +269,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     live.push({ pod, worker });
     const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
     if (report?.batchSize !== undefined) batchSizes.push(report.batchSize);
+    if (report?.stages !== undefined) {
+      const m = stageReports.get(s) ?? new Map<string, readonly WireStage[]>();
+      stageReports.set(s, m);
+      // Keyed by pod UID: a replacement pod with the same name starts its totals from zero.
+      m.set(pod.metadata.uid ?? pn, report.stages);
+    }
     if (report?.batchPlugin !== undefined) pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
     let cur = s.assigned.get(pn);
     // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
@@ -347,7 +392,9 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       ladder.length === 0
         ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
         : { type: 'FaultRecovery', status: 'True' as const, reason: quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
+    const stages = stagesStatus(job, stageReports.get(s)?.values() ?? []);
     const status: BatchInferenceJobStatus = {
+      ...(stages === undefined ? {} : { stages }),
       ...toStatus(progress, {
         phase,
         startMs: s.startMs,

@@ -94,6 +94,8 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       // The pod's own address: the engine binds every interface of the pod's network namespace.
       '--engine', `http://$(POD_IP):${t.port}`,
       '--model', model,
+      // Its tokenizer counts each prompt in the worker's tokenise stage (ADR 0167).
+      '--runtime', j.spec.runtime,
       '--job-uid', j.metadata.uid ?? '',
       // The finished prefix of a shard is committed at the job's checkpoint interval (ADR 0159).
       '--checkpoint-interval', String(j.spec.checkpoint.intervalSeconds),

@@ -31,12 +31,14 @@ export interface StageStats {
 /**
  * Runs every record `source` hands out through `stages`. Resolves with each stage's stats when the source is dry
  * and every record has left the last stage (or, once `signal` aborts, when the work in flight ends; queued and
- * waiting records are then dropped). Rejects with the first stage failure; no new work starts after it.
+ * waiting records are then dropped). `live` gets the stats as they grow. Rejects with the first stage failure; no new work starts after it.
  */
-export function runStages<T>(source: () => T | undefined, stages: readonly LiveStage<T>[], capacity: (stage: number) => number, signal: AbortSignal, now: () => number): Promise<StageStats[]> {
+export function runStages<T>(source: () => T | undefined, stages: readonly LiveStage<T>[], capacity: (stage: number) => number, signal: AbortSignal, now: () => number, live?: (stats: readonly StageStats[]) => void): Promise<StageStats[]> {
   if (stages.length === 0) throw new Error('runStages: no stage');
   const k = stages.length;
   const stats: StageStats[] = stages.map((s) => ({ name: s.name, processed: 0, busyMs: 0, blockedMs: 0, maxQueue: 0 }));
+  // The caller may read the stats while the run goes on (a progress report).
+  live?.(stats);
   const active = stages.map(() => 0);
   const queues: T[][] = stages.map(() => []);
   const waiting: { item: T; since: number }[][] = stages.map(() => []);

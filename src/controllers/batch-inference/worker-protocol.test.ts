@@ -37,6 +37,17 @@ describe('the batch worker protocol', () => {
     // Another attempt's file, the final part, or a path out of parts/ are not checkpoints of this attempt.
     for (const bad of ['parts/e1-a4.c1.jsonl', 'parts/e1-a3.jsonl', 'parts/../manifest.json', '/etc/passwd', 3]) expect(parseReport(JSON.stringify({ ...r, checkpoint: bad }))).toEqual(plain);
   });
+  it('carries the stage pipeline, and drops a malformed one without dropping the report', () => {
+    const stages = [
+      { name: 'tokenise' as const, processed: 10, busyMs: 40, blockedMs: 3, maxQueue: 0, capacity: 0, promptTokens: 230, counter: 'engine' as const, refused: 1 },
+      { name: 'infer' as const, processed: 9, busyMs: 900, blockedMs: 0, maxQueue: 8, capacity: 8 },
+      { name: 'postprocess' as const, processed: 9, busyMs: 5, blockedMs: 0, maxQueue: 2, capacity: 4 },
+    ];
+    const r = { attempt: 'e1-a3', start: 0, end: 10, done: 4, tokens: 48, state: 'running' as const, startedMs: 1000, stages };
+    expect(parseReport(formatReport(r))).toEqual(r);
+    const { stages: _s, ...plain } = r;
+    for (const bad of [[{ ...stages[0], name: 'gpu' }], [{ ...stages[1], busyMs: -1 }], 'tokenise', [...stages, ...stages]]) expect(parseReport(JSON.stringify({ ...r, stages: bad }))).toEqual(plain);
+  });
   it('reads pvc:// locations only', () => {
     expect(pvcLocation('pvc://data/in/requests.jsonl')).toEqual({ claim: 'data', path: 'in/requests.jsonl' });
     expect(pvcLocation('pvc://data')).toEqual({ claim: 'data', path: '' });

@@ -56,6 +56,49 @@ export interface WorkerReport {
   readonly checkpoint?: string;
   /** The job's batch-size plugin in this worker: deciding, refused at load, or disabled since (a time limit hit). */
   readonly batchPlugin?: BatchPluginState;
+  /** The worker's stage pipeline since it started (ADR 0167): tokenise, infer, postprocess, in order. */
+  readonly stages?: readonly WireStage[];
+}
+
+export const STAGE_NAMES = ['tokenise', 'infer', 'postprocess'] as const;
+export type WireStageName = (typeof STAGE_NAMES)[number];
+
+/** One stage of a worker's pipeline, summed over its attempts. */
+export interface WireStage {
+  readonly name: WireStageName;
+  readonly processed: number;
+  readonly busyMs: number;
+  /** Time finished records waited on this stage for room in the next queue (backpressure), ms. */
+  readonly blockedMs: number;
+  /** Most records ever queued in front of it, and that queue's bound. */
+  readonly maxQueue: number;
+  readonly capacity: number;
+  /** tokenise only: prompt tokens counted, and whether by the engine's tokenizer or estimated. */
+  readonly promptTokens?: number;
+  readonly counter?: 'engine' | 'estimated';
+  /** tokenise only: records refused before the engine (prompt plus max_tokens beyond the engine's context). */
+  readonly refused?: number;
+}
+
+function parseStages(v: unknown): WireStage[] | undefined {
+  if (!Array.isArray(v) || v.length > STAGE_NAMES.length) return undefined;
+  const out: WireStage[] = [];
+  for (const x of v as Record<string, unknown>[]) {
+    if (typeof x !== 'object' || x === null || !STAGE_NAMES.includes(x.name as WireStageName)) return undefined;
+    if (![x.processed, x.busyMs, x.blockedMs, x.maxQueue, x.capacity].every(isInt)) return undefined;
+    out.push({
+      name: x.name as WireStageName,
+      processed: x.processed as number,
+      busyMs: x.busyMs as number,
+      blockedMs: x.blockedMs as number,
+      maxQueue: x.maxQueue as number,
+      capacity: x.capacity as number,
+      ...(isInt(x.promptTokens) ? { promptTokens: x.promptTokens } : {}),
+      ...(x.counter === 'engine' || x.counter === 'estimated' ? { counter: x.counter } : {}),
+      ...(isInt(x.refused) ? { refused: x.refused } : {}),
+    });
+  }
+  return out;
 }
 
 /** The checkpoint file of an attempt's n-th checkpoint (the coordinator's own naming, ADR 0147). */
@@ -104,6 +147,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   // Only a checkpoint file of this attempt: the controller reads it from the output volume.
   const checkpoint = typeof v.checkpoint === 'string' && CHECKPOINT_FILE.test(v.checkpoint) && v.checkpoint.startsWith(`parts/${v.attempt}.c`) ? v.checkpoint : undefined;
   const batchPlugin = PLUGIN_STATES.find((x) => x === v.batchPlugin);
+  const stages = parseStages(v.stages);
   return {
     attempt: v.attempt,
     start: v.start,
@@ -117,6 +161,7 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
     ...(batchNote === undefined ? {} : { batchNote }),
     ...(checkpoint === undefined ? {} : { checkpoint }),
     ...(batchPlugin === undefined ? {} : { batchPlugin }),
+    ...(stages === undefined ? {} : { stages }),
   };
 }
 
