@@ -4,6 +4,7 @@ import { parseBatchPolicy } from '../../controllers/batch-inference/live-batch.t
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { RUNTIMES, runtimeFor } from '../../serving/runtimes/index.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
@@ -27,6 +28,8 @@ interface BatchWorkerFlags {
   pluginDir?: string;
   pluginConfigmapDir?: string;
   pluginLimits?: string;
+  runtime?: string;
+  kvInterval: number;
 }
 
 export function registerBatchWorker(program: Command): void {
@@ -46,6 +49,8 @@ export function registerBatchWorker(program: Command): void {
     .option('--plugin-dir <dir>', "where the job's batch-size plugin file is (default: $SITS_PLUGIN_DIR)")
     .option('--plugin-configmap-dir <dir>', "where the pod mounts the job's plugin ConfigMap, each key a file (set by the controller)")
     .option('--plugin-limits <json>', 'the operator\'s plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs} (set by the controller; default ADR 0117\'s)')
+    .option('--runtime <name>', "the engine's runtime (vllm, tgi, triton, llamacpp; set by the controller): its /metrics names, for the KV-cache use fed to the batch size")
+    .option('--kv-interval <sec>', "at most one scrape of the engine's /metrics per this many seconds while a shard runs", numberOption('--kv-interval', 0.1, 3600), 1)
     .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
     .option('--checkpoint-interval <sec>', "checkpoint the shard's finished prefix at least this often (the job's spec.checkpoint.intervalSeconds; set by the controller); default: never", numberOption('--checkpoint-interval', 0.1, 86_400))
     .option('--checkpoint-records <n>', 'also checkpoint after this many records (spec.checkpoint.intervalRecords)', intOption('--checkpoint-records', 1, 1_000_000_000))
@@ -58,6 +63,8 @@ export function registerBatchWorker(program: Command): void {
       const pluginDir = o.pluginDir ?? process.env.SITS_PLUGIN_DIR;
       const pluginLimits = o.pluginLimits === undefined ? undefined : parsePluginLimits(o.pluginLimits);
       if (pluginLimits !== undefined && 'error' in pluginLimits) throw new CliError(`batch-worker: ${pluginLimits.error}`);
+      const runtime = o.runtime === undefined ? undefined : runtimeFor(o.runtime);
+      if (o.runtime !== undefined && runtime === undefined) throw new CliError(`batch-worker: --runtime must be one of ${Object.keys(RUNTIMES).join(', ')}, got ${JSON.stringify(o.runtime)}`);
       const log = (m: string): void => void process.stderr.write(stamp(m));
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-batch-worker/0.1' });
       const stop = new AbortController();
@@ -66,7 +73,7 @@ export function registerBatchWorker(program: Command): void {
         stop.abort();
       });
       try {
-        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), ...(o.pluginConfigmapDir === undefined ? {} : { pluginConfigMapDir: o.pluginConfigmapDir }), ...(pluginLimits === undefined ? {} : { pluginLimits }), reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
+        await runBatchWorker({ client, namespace, podName, input: o.input, output: o.output, engine: o.engine, model: o.model, jobUid: o.jobUid, concurrency: o.concurrency, ...(batching === undefined ? {} : { batching }), ...(pluginDir === undefined ? {} : { pluginDir }), ...(o.pluginConfigmapDir === undefined ? {} : { pluginConfigMapDir: o.pluginConfigmapDir }), ...(pluginLimits === undefined ? {} : { pluginLimits }), ...(runtime === undefined ? {} : { runtime }), kvEveryMs: o.kvInterval * 1000, reportEveryMs: o.reportInterval * 1000, ...(o.checkpointInterval === undefined ? {} : { checkpointEveryMs: o.checkpointInterval * 1000 }), ...(o.checkpointRecords === undefined ? {} : { checkpointRecords: o.checkpointRecords }), log }, stop.signal);
       } catch (e) {
         throw new CliError(`batch-worker: ${(e as Error).message}`);
       } finally {

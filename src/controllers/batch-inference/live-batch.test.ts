@@ -29,3 +29,21 @@ describe('the live batch-size policy', () => {
     expect(s.size).toBe(4);
   });
 });
+
+describe('the live batch size reads the engine KV cache', () => {
+  it('gives the window peak use to AIMD (shrinks past 0.9) and the free tokens to the plugin', () => {
+    const reads = [{ usedFraction: 0.5, freeFraction: 0.5, capacityTokens: 1000, freeTokens: 500 }, { usedFraction: 0.95, freeFraction: 0.05 }];
+    const seen: number[][] = [];
+    const plugin = { name: 'echo', call: (_e: string, args: readonly number[]) => (seen.push([...args]), { ok: false as const, reason: 'no' }) };
+    const s = new LiveBatchSize({ start: 10, min: 1, max: 40, targetP99Ms: 100 }, tokenMixOf([{ prompt: 'x' }]), plugin, 2, () => reads.shift());
+    s.observe(10);
+    expect(s.observe(10)).toMatchObject({ size: 11, source: 'builtin' });
+    // batch_size(current, min, max, kvCapacityTokens, …, memoryFraction): the free tokens and the use.
+    expect([seen[1]?.[3], seen[1]?.[10]]).toEqual([500, 0.5]);
+    s.observe(10);
+    // p99 10 ms is well under the SLA: only the memory miss (95 % > 90 %) shrinks 11 to 7.
+    expect(s.observe(10)).toMatchObject({ size: 7, why: 'plugin echo: no; built-in batch size 7 used' });
+    expect(seen[2]?.[10]).toBe(0.95);
+    expect(s.lastKv).toEqual({ usedFraction: 0.95, freeFraction: 0.05 });
+  });
+});

@@ -95,6 +95,8 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       '--engine', `http://$(POD_IP):${t.port}`,
       '--model', model,
       '--job-uid', j.metadata.uid ?? '',
+      // Which /metrics names carry the engine's KV-cache use (ADR 0164).
+      '--runtime', j.spec.runtime,
       // The finished prefix of a shard is committed at the job's checkpoint interval (ADR 0159).
       '--checkpoint-interval', String(j.spec.checkpoint.intervalSeconds),
       ...(j.spec.checkpoint.intervalRecords === undefined ? [] : ['--checkpoint-records', String(j.spec.checkpoint.intervalRecords)]),
