@@ -252,7 +252,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     // The latest checkpoint (ADR 0159): its file rides on every report after it, and is reported at once.
     const ckpt = { n: 0, upTo: 0, atMs: Date.now(), file: undefined as string | undefined, reported: undefined as string | undefined };
     const kvFields = (): Pick<WorkerReport, 'kvFree' | 'kvCapacityTokens'> =>
-      kvPeak === undefined ? {} : { kvFree: Math.round(kvPeak.freeFraction * 1000) / 1000, ...(kvPeak.capacityTokens === undefined ? {} : { kvCapacityTokens: kvPeak.capacityTokens }) };
+      kvPeak === undefined ? {} : { kvFree: kvPeak.freeFraction, ...(kvPeak.capacityTokens === undefined ? {} : { kvCapacityTokens: kvPeak.capacityTokens }) };
     const base = (): Omit<WorkerReport, 'done' | 'tokens' | 'state'> => ({ attempt: a.attempt, start: a.start, end: a.end, startedMs, outputTokens, ...kvFields(), ...(ckpt.file === undefined ? {} : { checkpoint: ckpt.file }) });
     const maybeCheckpoint = (): void => {
       const every = o.checkpointEveryMs;
@@ -278,6 +278,12 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       log(`attempt ${a.attempt}: ${e.message}`);
       await report({ ...base(), done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
+    }
+    // The plugin's start decision was asked before the engine was up; once, with its KV cache read, it is asked again.
+    if (sizer !== undefined && plugins?.batchSize !== undefined && !kvStarted) {
+      kvStarted = true;
+      const k = await scrapeKv(abort.signal);
+      if (k !== undefined && sizer.startWithKv(k)) log(`batch size ${sizer.size} (${sizer.source}): start decision with the engine's ${k.freeTokens ?? 'unknown'} free KV tokens (${(k.freeFraction * 100).toFixed(1)} % free)`);
     }
     const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
     const take = (): number | undefined => (next < r.end && !abort.signal.aborted ? next++ : undefined);
@@ -322,25 +328,35 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
 
   const rt = o.runtime;
   const kvEvery = o.kvEveryMs ?? 1000;
+  let kvStarted = false;
   let kvReason: string | undefined = rt === undefined ? 'no --runtime: the engine KV cache is not read' : exportsKvUsage(rt) ? undefined : `${rt.name} exports no KV-cache usage metric: the batch-size strategy gets KV unknown (0)`;
+  /** Scrapes the engine's KV use until `signal`, at most once per kvEvery; each reading goes to the window and `onRead`. */
+  /** One read of the engine's KV use; undefined (the reason logged once) when it cannot be read. */
+  const scrapeKv = async (signal: AbortSignal): Promise<KvReading | undefined> => {
+    if (rt === undefined || !exportsKvUsage(rt)) return undefined;
+    try {
+      const res = await fetch(`${engine}${rt.metricsPath}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(5000)]) });
+      const r = readKv(rt, await res.text());
+      if (r.ok) return r.value;
+      if (kvReason !== r.reason) {
+        kvReason = r.reason;
+        log(`engine KV cache: ${r.reason}`);
+      }
+    } catch (e) {
+      if (!signal.aborted) log(`engine KV cache: ${(e as Error).message}`);
+    }
+    return undefined;
+  };
   /** Scrapes the engine's KV use until `signal`, at most once per kvEvery; each reading goes to the window and `onRead`. */
   const sampleKv = async (onRead: (r: KvReading) => void, signal: AbortSignal): Promise<void> => {
     if (rt === undefined || !exportsKvUsage(rt)) return;
     // The first read a moment after the attempt starts: at its very start nothing is in flight yet.
     await sleep(Math.min(kvEvery, 100), signal);
     while (!signal.aborted) {
-      try {
-        const res = await fetch(`${engine}${rt.metricsPath}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(5000)]) });
-        const r = readKv(rt, await res.text());
-        if (r.ok) {
-          kvWindow.add(r.value);
-          onRead(r.value);
-        } else if (kvReason !== r.reason) {
-          kvReason = r.reason;
-          log(`engine KV cache: ${r.reason}`);
-        }
-      } catch (e) {
-        if (!signal.aborted) log(`engine KV cache: ${(e as Error).message}`);
+      const k = await scrapeKv(signal);
+      if (k !== undefined) {
+        kvWindow.add(k);
+        onRead(k);
       }
       await sleep(kvEvery, signal);
     }

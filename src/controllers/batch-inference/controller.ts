@@ -153,7 +153,8 @@ export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], n
       promptTokensPerRecord: round(profile.promptTokensPerRecord),
       outputTokensPerRecord: round(profile.outputTokensPerRecord),
       msPerRecord: round(profile.msPerRecord),
-      ...(profile.peakKvFraction === undefined ? {} : { peakKvFraction: round(profile.peakKvFraction) }),
+      // Four significant digits: a small engine's use is a few thousandths, which three decimals would call 0.
+      ...(profile.peakKvFraction === undefined ? {} : { peakKvFraction: Number(profile.peakKvFraction.toPrecision(4)) }),
     },
   };
   return { routing, reason: refused !== undefined ? ROUTED_REASON.refused : ROUTED_REASON[decided.source] };

@@ -47,3 +47,19 @@ describe('the live batch size reads the engine KV cache', () => {
     expect(s.lastKv).toEqual({ usedFraction: 0.95, freeFraction: 0.05 });
   });
 });
+
+describe('the plugin start decision with the engine KV cache', () => {
+  it('is asked again with the free tokens once the engine is read, and not after a window', () => {
+    const seen: number[] = [];
+    const plugin = { name: 'kv', call: (_e: string, args: readonly number[]) => (seen.push(args[3] as number), { ok: true as const, value: Math.max(1, Math.min(64, Math.floor((args[3] as number) / 100))) }) };
+    const s = new LiveBatchSize({ start: 8, min: 1, max: 64, targetP99Ms: 100 }, tokenMixOf([{ prompt: 'x' }]), plugin, 2);
+    // Before the engine is up the KV is unknown (0): a memory-bound plugin answers its minimum.
+    expect([s.size, seen]).toEqual([1, [0]]);
+    expect(s.startWithKv({ usedFraction: 0.2, freeFraction: 0.8, capacityTokens: 4000, freeTokens: 3200 })).toBe(true);
+    expect([s.size, s.source, seen]).toEqual([32, 'plugin', [0, 3200]]);
+    s.observe(10);
+    s.observe(10);
+    expect(s.startWithKv({ usedFraction: 0, freeFraction: 1, capacityTokens: 4000, freeTokens: 4000 })).toBe(false);
+    expect(new LiveBatchSize({ start: 8, min: 1, max: 64 }, tokenMixOf([{ prompt: 'x' }])).startWithKv({ usedFraction: 0, freeFraction: 1 })).toBe(false);
+  });
+});

@@ -91,6 +91,7 @@ export class LiveBatchSize {
   lastKv?: KvReading | undefined;
   private readonly bounds: BatchBounds;
   private window: number[] = [];
+  private windows = 0;
 
   constructor(
     private readonly policy: BatchPolicy,
@@ -108,6 +109,21 @@ export class LiveBatchSize {
     if (d.reason !== undefined) this.lastFallback = d.reason;
   }
 
+  /**
+   * The plugin's start decision again, now with the engine's KV cache read (the first was asked before the engine
+   * was up, KV unknown); only before the first window, and only a plugin's (the built-in start is the spec's size).
+   * True when it was asked.
+   */
+  startWithKv(kv: KvReading): boolean {
+    if (this.windows > 0 || this.plugin === undefined) return false;
+    const builtin = Math.max(this.policy.min, Math.min(this.policy.max, this.policy.start));
+    const d = decideBatchSize(this.plugin, batchSizeInputs(kv.freeTokens ?? 0, this.mix, 0, this.bounds, this.policy.targetP99Ms ?? -1), builtin);
+    this.size = d.value;
+    this.source = d.source;
+    if (d.reason !== undefined) this.lastFallback = d.reason;
+    return true;
+  }
+
   /** One completed request's latency; at the end of a window, the new size (which may equal the old). */
   observe(latencyMs: number): SizeChange | undefined {
     const target = this.policy.targetP99Ms;
@@ -116,6 +132,7 @@ export class LiveBatchSize {
     if (this.window.length < this.windowSize) return undefined;
     const p99Ms = percentiles(this.window, [99])[0] as number;
     this.window = [];
+    this.windows++;
     const kv = this.kv?.();
     this.lastKv = kv;
     const o = { p99Ms, memoryFraction: kv?.usedFraction ?? 0 };
