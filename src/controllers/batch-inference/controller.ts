@@ -146,7 +146,7 @@ export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], n
     ...(decided.quantization === undefined ? {} : { quantization: decided.quantization }),
     source: decided.source,
     reasons,
-    fragmentation,
+    fragmentation: round(fragmentation),
     decisionTime: iso(nowMs),
     profile: {
       shards: profile.shards,
