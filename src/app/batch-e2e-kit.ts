@@ -15,6 +15,7 @@ import { LABEL } from '../api/wire.ts';
 import type { Manifest } from '../controllers/batch-inference/coordinator.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import type { EnginePodsOptions } from '../harness/llm/engine-pods.ts';
+import { schedulerFragmentation } from './batch-routing.ts';
 import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
 import { MODEL_DIR } from '../serving/pod-template.ts';
 import { claimsUnder } from './batch-jobs.ts';
@@ -80,7 +81,9 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
     logs,
     controllers: undefined,
     async startControllers(extra = {}) {
-      e.controllers = await startControllers(cluster.client, { log: (m) => logs.push(`controller: ${m}`), batch: { volumes: claimsUnder(root), tickMs: 500 }, ...o.controllers, ...extra });
+      // The routing's fragmentation from the dev cluster's scheduler, as `sits run` wires it (ADR 0165).
+      const fragmentation = cluster.app === undefined ? {} : { fragmentation: schedulerFragmentation(cluster.app.scheduler) };
+      e.controllers = await startControllers(cluster.client, { log: (m) => logs.push(`controller: ${m}`), batch: { volumes: claimsUnder(root), tickMs: 500, ...fragmentation }, ...o.controllers, ...extra });
       return e.controllers;
     },
     writeInput(file, n, prefix) {

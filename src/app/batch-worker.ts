@@ -10,6 +10,9 @@
  * Requests in flight: the fixed --concurrency, or, when the job asks for dynamic batching or a batch-size plugin
  * (--batching), its live batch size (LiveBatchSize: AIMD or the plugin on each window's p99 against the SLA),
  * scaled by the fault ladder's assignment concurrency either way; the report carries the size in use.
+ * KV cache (ADR 0164): while an attempt runs, the engine's /metrics is scraped at most once per kvEveryMs and read
+ * through the runtime's own names (engine-kv.ts); each batch-size window gets its peak use and free tokens, and the
+ * report carries the attempt's tightest free fraction (kvFree) for the controller's workload profile.
  * Checkpoints (ADR 0159): at the job's checkpoint interval the finished prefix is written as a part file of the
  * attempt's own and named in the report, for the controller to commit while the shard runs on.
  */
@@ -22,7 +25,8 @@ import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts
 import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
 import { checkpointName, formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WireStage, type WireStageName, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
 import { runStages, type LiveStage, type StageStats } from '../controllers/batch-inference/stage-runner.ts';
-import type { InferenceRuntime } from '../api/schema/inference-service.ts';
+import { exportsKvUsage, KvWindow, readKv, type KvReading } from '../controllers/batch-inference/engine-kv.ts';
+import type { RuntimeDefinition } from '../serving/runtime.ts';
 import { estimatePromptTokens, promptCounter, type PromptCount, type PromptCounter } from './prompt-counter.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { loadJobPlugins } from '../wasm/job-plugins.ts';
@@ -40,8 +44,6 @@ export interface BatchWorkerOptions {
   readonly engine: string;
   /** The model name the engine serves (set on every request body). */
   readonly model: string;
-  /** The engine's runtime (--runtime): its tokenizer counts each prompt in the tokenise stage; unset: estimated. */
-  readonly runtime?: InferenceRuntime;
   readonly jobUid: string;
   /** Requests in flight at full concurrency. */
   readonly concurrency?: number;
@@ -53,6 +55,10 @@ export interface BatchWorkerOptions {
   readonly pluginConfigMapDir?: string;
   /** The operator's plugin limits (--plugin-limits, from the controller's config); unset: DEFAULT_PLUGIN_LIMITS. */
   readonly pluginLimits?: Partial<PluginLimits>;
+  /** The engine's runtime (--runtime): where its /metrics is and its KV-cache gauge's name; unset: KV not read. */
+  readonly runtime?: RuntimeDefinition;
+  /** At most one /metrics scrape per this many ms while an attempt runs (default 1000). */
+  readonly kvEveryMs?: number;
   /** Completions per batch-size window (default BATCH_WINDOW). */
   readonly batchWindow?: number;
   readonly pollMs?: number;
@@ -105,7 +111,7 @@ export function loadRequests(file: string): BatchRequestLine[] {
 interface StagedRecord {
   readonly i: number;
   prompt?: PromptCount;
-  out?: { readonly line: string; readonly tokens: number };
+  out?: { readonly line: string; readonly tokens: number; readonly outputTokens: number };
 }
 
 /** max_tokens (or max_completion_tokens) of a request body, when it sets one. */
@@ -161,6 +167,8 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   // The batch size outlives an attempt: what the engine sustained on the last shard holds for the next.
   let sizer: LiveBatchSize | undefined;
   let pluginNote: string | undefined;
+  // The KV readings since the last batch-size window (the sizer takes their peak at each window's end).
+  const kvWindow = new KvWindow();
   const ref = o.batching?.plugin;
   // The worker may read its own pod only (RBAC): a ConfigMap module reaches it as a file the kubelet mounted.
   const cm = ref?.configMap;
@@ -171,7 +179,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   const pluginState = (): BatchPluginState | undefined => (ref === undefined ? undefined : plugins?.batchSize === undefined ? 'rejected' : plugins.batchSize.disabled !== undefined ? 'disabled' : 'active');
   if (o.batching !== undefined) {
     if (pluginNote !== undefined) log(`batch-size strategy: ${pluginNote}`);
-    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow);
+    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow, () => kvWindow.take());
     if (plugins !== undefined) {
       const builtin = Math.max(o.batching.min, Math.min(o.batching.max, o.batching.start));
       pluginNote = `${plugins.condition.message}${plugins.batchSize === undefined ? '' : `; start batch size ${sizer.size} (${sizer.source}; the built-in's: ${builtin})`}`;
@@ -183,7 +191,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
 
   // The tokenise stage's counter: the engine's tokenizer where the runtime has one; an answer it cannot give (an old
   // engine, a refusal) falls back to the estimate for that record and is said once.
-  const counter: PromptCounter | undefined = o.runtime === undefined ? undefined : promptCounter(o.runtime, engine, o.model);
+  const counter: PromptCounter | undefined = o.runtime === undefined ? undefined : promptCounter(o.runtime.name, engine, o.model);
   const totals = new StageTotals();
   let capacities: number[] = [0, 0, 0];
   let counterNote = false;
@@ -231,7 +239,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   };
 
   /** One record: the output line and its tokens. Transient failures (refused, timeout, 5xx, 429) are retried. */
-  const call = async (index: number, signal: AbortSignal): Promise<{ line: string; tokens: number }> => {
+  const call = async (index: number, signal: AbortSignal): Promise<{ line: string; tokens: number; outputTokens: number }> => {
     const req = requests[index] as BatchRequestLine;
     let last = '';
     for (let attempt = 0; attempt < 5; attempt++) {
@@ -254,12 +262,12 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
             body = text;
           }
           if (res.status >= 200 && res.status < 300) {
-            const usage = (body as { usage?: { total_tokens?: number } }).usage;
-            return { line: JSON.stringify(successLine(o.jobUid, req.custom_id, body, res.status)), tokens: usage?.total_tokens ?? 0 };
+            const usage = (body as { usage?: { total_tokens?: number; completion_tokens?: number } }).usage;
+            return { line: JSON.stringify(successLine(o.jobUid, req.custom_id, body, res.status)), tokens: usage?.total_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0 };
           }
           // The engine refused this request (4xx): an error line for this record, the shard goes on.
           const msg = (body as { error?: { message?: string } }).error?.message ?? text.slice(0, 500);
-          return { line: JSON.stringify(errorLine(o.jobUid, req.custom_id, `http_${res.status}`, msg)), tokens: 0 };
+          return { line: JSON.stringify(errorLine(o.jobUid, req.custom_id, `http_${res.status}`, msg)), tokens: 0, outputTokens: 0 };
         }
       } catch (e) {
         if (signal.aborted) throw new Error('cancelled');
@@ -275,13 +283,18 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     const startedMs = Date.now();
     const lines: (string | undefined)[] = [];
     let tokens = 0;
+    let outputTokens = 0;
+    // The attempt's tightest KV moment: its free fraction rides on the reports (the controller's profile).
+    let kvPeak: KvReading | undefined;
     let contiguous = 0;
     let next = a.start;
     let lastReportMs = 0;
     let reported = -1;
     // The latest checkpoint (ADR 0159): its file rides on every report after it, and is reported at once.
     const ckpt = { n: 0, upTo: 0, atMs: Date.now(), file: undefined as string | undefined, reported: undefined as string | undefined };
-    const base = (): Omit<WorkerReport, 'done' | 'tokens' | 'state'> => ({ attempt: a.attempt, start: a.start, end: a.end, startedMs, ...(ckpt.file === undefined ? {} : { checkpoint: ckpt.file }) });
+    const kvFields = (): Pick<WorkerReport, 'kvFree' | 'kvCapacityTokens'> =>
+      kvPeak === undefined ? {} : { kvFree: kvPeak.freeFraction, ...(kvPeak.capacityTokens === undefined ? {} : { kvCapacityTokens: kvPeak.capacityTokens }) };
+    const base = (): Omit<WorkerReport, 'done' | 'tokens' | 'state'> => ({ attempt: a.attempt, start: a.start, end: a.end, startedMs, outputTokens, ...kvFields(), ...(ckpt.file === undefined ? {} : { checkpoint: ckpt.file }) });
     const maybeCheckpoint = (): void => {
       const every = o.checkpointEveryMs;
       const records = o.checkpointRecords;
@@ -307,6 +320,12 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       await report({ ...base(), done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
     }
+    // The plugin's start decision was asked before the engine was up; once, with its KV cache read, it is asked again.
+    if (sizer !== undefined && plugins?.batchSize !== undefined && !kvStarted) {
+      kvStarted = true;
+      const k = await scrapeKv(abort.signal);
+      if (k !== undefined && sizer.startWithKv(k)) log(`batch size ${sizer.size} (${sizer.source}): start decision with the engine's ${k.freeTokens ?? 'unknown'} free KV tokens (${(k.freeFraction * 100).toFixed(1)} % free)`);
+    }
     const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
     const take = (): StagedRecord | undefined => (next < r.end && !abort.signal.aborted ? { i: next++ } : undefined);
     // The stage pipeline (ADR 0167): tokenise in this container (CPU) with the engine's own tokenizer, infer on the
@@ -327,7 +346,7 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
           if (!rec.prompt.estimated && limit !== undefined && (rec.prompt.tokens >= limit || (maxOut !== undefined && rec.prompt.tokens + maxOut > limit))) {
             totals.refused++;
             const why = `the prompt has ${rec.prompt.tokens} tokens${maxOut === undefined ? '' : ` and max_tokens is ${maxOut}`}; the engine's context holds ${limit}`;
-            rec.out = { line: JSON.stringify(errorLine(o.jobUid, req.custom_id, 'context_length_exceeded', why)), tokens: 0 };
+            rec.out = { line: JSON.stringify(errorLine(o.jobUid, req.custom_id, 'context_length_exceeded', why)), tokens: 0, outputTokens: 0 };
           }
           return 'next';
         },
@@ -348,9 +367,10 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
         name: 'postprocess',
         concurrency: () => 1,
         run: async (rec) => {
-          const out = rec.out as { line: string; tokens: number };
+          const out = rec.out as { line: string; tokens: number; outputTokens: number };
           lines[rec.i - a.start] = out.line;
           tokens += out.tokens;
+          outputTokens += out.outputTokens;
           while (lines[contiguous] !== undefined) contiguous++;
           maybeCheckpoint();
           await maybeReport();
@@ -360,6 +380,11 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     ];
     // Enough tokenised records to refill every engine slot twice; results wait at most one batch for the writer.
     capacities = [0, Math.max(2, 2 * slots()), Math.max(2, slots())];
+    const kvStop = new AbortController();
+    const kvLoop = sampleKv((k) => {
+      if (kvPeak === undefined || k.usedFraction > kvPeak.usedFraction) kvPeak = k;
+    }, AbortSignal.any([abort.signal, kvStop.signal]));
+    const runStartMs = Date.now();
     try {
       const stats = await runStages(take, stages, (k) => (k === 1 ? Math.max(2, 2 * slots()) : Math.max(2, slots())), abort.signal, () => performance.now(), (st) => (totals.live = st));
       totals.live = [];
@@ -367,6 +392,8 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     } catch (e) {
       totals.add(totals.live, capacities);
       totals.live = [];
+      kvStop.abort();
+      await kvLoop;
       if (abort.signal.aborted) return;
       // An engine that stops answering is the worker's device failing (the fault ladder's crash); anything else too.
       const kind = 'crash' as const;
@@ -374,15 +401,53 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       await report({ ...base(), done: contiguous, tokens, state: 'failed', batchSize: slots(), failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
     }
+    kvStop.abort();
+    await kvLoop;
     if (abort.signal.aborted) return;
     const n = Math.min(r.end - a.start, contiguous);
     const part = lines.slice(0, n) as string[];
     store.writeAtomic(a.part, part.length === 0 ? '' : `${part.join('\n')}\n`);
-    await report({ ...base(), done: n, tokens, state: 'done', batchSize: slots() });
+    await report({ ...base(), done: n, tokens, state: 'done', batchSize: slots(), ms: Date.now() - runStartMs });
     log(`attempt ${a.attempt} [${a.start},${a.start + n}) written to ${a.part}`);
   };
 
-  log(`batch worker ${o.namespace}/${o.podName}: ${requests.length} requests in ${o.input}, engine ${engine}`);
+  const rt = o.runtime;
+  const kvEvery = o.kvEveryMs ?? 1000;
+  let kvStarted = false;
+  let kvReason: string | undefined = rt === undefined ? 'no --runtime: the engine KV cache is not read' : exportsKvUsage(rt) ? undefined : `${rt.name} exports no KV-cache usage metric: the batch-size strategy gets KV unknown (0)`;
+  /** Scrapes the engine's KV use until `signal`, at most once per kvEvery; each reading goes to the window and `onRead`. */
+  /** One read of the engine's KV use; undefined (the reason logged once) when it cannot be read. */
+  const scrapeKv = async (signal: AbortSignal): Promise<KvReading | undefined> => {
+    if (rt === undefined || !exportsKvUsage(rt)) return undefined;
+    try {
+      const res = await fetch(`${engine}${rt.metricsPath}`, { signal: AbortSignal.any([signal, AbortSignal.timeout(5000)]) });
+      const r = readKv(rt, await res.text());
+      if (r.ok) return r.value;
+      if (kvReason !== r.reason) {
+        kvReason = r.reason;
+        log(`engine KV cache: ${r.reason}`);
+      }
+    } catch (e) {
+      if (!signal.aborted) log(`engine KV cache: ${(e as Error).message}`);
+    }
+    return undefined;
+  };
+  /** Scrapes the engine's KV use until `signal`, at most once per kvEvery; each reading goes to the window and `onRead`. */
+  const sampleKv = async (onRead: (r: KvReading) => void, signal: AbortSignal): Promise<void> => {
+    if (rt === undefined || !exportsKvUsage(rt)) return;
+    // The first read a moment after the attempt starts: at its very start nothing is in flight yet.
+    await sleep(Math.min(kvEvery, 100), signal);
+    while (!signal.aborted) {
+      const k = await scrapeKv(signal);
+      if (k !== undefined) {
+        kvWindow.add(k);
+        onRead(k);
+      }
+      await sleep(kvEvery, signal);
+    }
+  };
+
+  log(`batch worker ${o.namespace}/${o.podName}: ${requests.length} requests in ${o.input}, engine ${engine}${kvReason === undefined ? `, KV cache from ${rt?.metricsPath ?? ''} every ${kvEvery} ms` : `; ${kvReason}`}`);
   while (!stop.aborted) {
     let want: WireAssignment | undefined;
     try {

@@ -15,6 +15,7 @@ import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/mod
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
 import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
 import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
+import { routePluginLoader } from './batch-routing.ts';
 import { NodeAnnotationQuarantine } from './batch-quarantine.ts';
 import { watchQueueTenants, type QueueTenants } from './batch-tenants.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
@@ -51,7 +52,7 @@ export interface ControllerOptions {
    * The BatchInferenceJob controller (docs/adr/0102): it coordinates each job's output commits, so it runs only
    * where the batch claims are mounted (`volumes`). Off by default.
    */
-  readonly batch?: { readonly volumes: BatchVolumes } & Omit<BatchControllerConfig, 'jobs'>;
+  readonly batch?: { readonly volumes: BatchVolumes; /** Where spec.strategy.routing.wasm.file plugins are read (ADR 0165). */ readonly pluginDir?: string } & Omit<BatchControllerConfig, 'jobs'>;
 }
 
 export interface Controllers {
@@ -88,13 +89,13 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   running.push(await runController(client, dataPipelineController({ nodes: facts.nodes }), runnerOpts));
   let queueTenants: QueueTenants | undefined;
   if (batch !== undefined) {
-    const { volumes, ...batchCfg } = batch;
+    const { volumes, pluginDir, ...batchCfg } = batch;
     // The ladder's quarantines go on the Nodes, where the scheduler and the device plugin read them (ADR 0139).
     const jobs = fsBatchJobs(volumes, opts.log, new NodeAnnotationQuarantine(client, opts.log));
     // With a GPU share, a job's tenant is its Queue, weighed as the queue cycle weighs it (ADR 0140).
     queueTenants = batchCfg.share === undefined || batchCfg.tenantOf !== undefined ? undefined : await watchQueueTenants(client, opts.log);
     const tenantOf = queueTenants?.tenantOf;
-    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...batchCfg, ...(tenantOf === undefined ? {} : { tenantOf }), jobs }), runnerOpts));
+    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...(pluginDir === undefined ? {} : { routePlugin: routePluginLoader(pluginDir, batchCfg.pluginLimits) }), ...batchCfg, ...(tenantOf === undefined ? {} : { tenantOf }), jobs }), runnerOpts));
   }
   const lending =
     lendingOpts === undefined || lendingOpts === false

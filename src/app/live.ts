@@ -9,6 +9,7 @@ import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/liv
 import type { Tracing } from '../kube/tracing.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { claimsUnder } from './batch-jobs.ts';
+import { schedulerFragmentation } from './batch-routing.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 export interface LiveAppOptions {
@@ -39,6 +40,8 @@ export interface LiveAppOptions {
   readonly batchClaimsDir?: string;
   /** The batch workers' WASM plugin limits (ADR 0117/0156: the operator's); unset: the defaults. */
   readonly batchPluginLimits?: Partial<PluginLimits>;
+  /** With `batchClaimsDir`: where the jobs' routing plugin files (spec.strategy.routing.wasm.file) are read (ADR 0165). */
+  readonly batchPluginDir?: string;
   /** Checkpoint-aware preemption (ADR 0093): checkpointable victims are asked for a checkpoint before eviction. */
   readonly checkpointAware?: boolean;
   readonly log?: (m: string) => void;
@@ -78,7 +81,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.checkpointAware === true ? { checkpointAware: true } : {}),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), fragmentation: schedulerFragmentation(scheduler), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
   return {
     scheduler,
     client,

@@ -45,4 +45,12 @@ describe('sits run --batch-claims-dir', () => {
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('--batch-plugin-limits: callTimeoutMs must be a positive integer, got -1');
   });
+  it('takes the routing plugin folder only with the claims folder, and only a folder; exit 2 before it connects', async () => {
+    const alone = await runSits(['run', '--controllers', '--batch-plugin-dir', tmpdir()]);
+    expect(alone.code).toBe(2);
+    expect(alone.err).toContain('--batch-plugin-dir is for the BatchInferenceJob controller: give --batch-claims-dir too');
+    const missing = await runSits(['run', '--controllers', '--batch-claims-dir', tmpdir(), '--batch-plugin-dir', '/nonexistent/plugins']);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toContain('--batch-plugin-dir: /nonexistent/plugins is not a folder');
+  });
 });

@@ -76,6 +76,25 @@ describe('BatchInferenceJob on real engines', () => {
     expect(st[0]?.promptTokens).toBeGreaterThanOrEqual(usage);
     for (const x of st.slice(1)) expect(x.maxQueue).toBeLessThanOrEqual(x.queueCapacity);
     logs.push(`stages: ${JSON.stringify(st)}`);
+    // Routed once from its first committed shards (ADR 0165), with the scheduler's fragmentation, each level explained.
+    const routing = j.status?.routing;
+    logs.push(`plain routing: ${JSON.stringify(routing)}`);
+    expect(['gpu-exclusive', 'gpu-shared', 'gpu-fragments', 'cpu-elastic']).toContain(routing?.route);
+    expect(routing?.source).toBe('builtin');
+    expect(routing?.reasons).toEqual(expect.arrayContaining(['precision: full (accuracyTolerance 1)', 'SLA P2: shares GPUs in weighted time slices', expect.stringMatching(/^fragmentation \d\.\d\d /)]));
+    expect(routing?.reasons.some((r) => r.includes('unknown'))).toBe(false);
+    expect(j.status?.conditions?.find((c) => c.type === 'Routed')).toMatchObject({ status: 'True', reason: 'Routed' });
+    expect(routing?.profile).toMatchObject({ shards: 3 });
+    expect(routing?.profile.outputTokensPerRecord).toBeGreaterThan(0);
+    expect(routing?.profile.outputTokensPerRecord).toBeLessThanOrEqual(2);
+    expect(routing?.profile.promptTokensPerRecord).toBeGreaterThan(0);
+    expect(routing?.profile.msPerRecord).toBeGreaterThan(0);
+    // The workers read their engines' KV cache from /metrics (ADR 0164): the free fraction they reported at the
+    // shards' tightest moments, 1 − the profile's peak, was neither empty nor full.
+    const free = 1 - (routing?.profile.peakKvFraction ?? 0);
+    expect(routing?.profile.peakKvFraction).toBeDefined();
+    expect(free).toBeGreaterThan(0);
+    expect(free).toBeLessThan(1);
     logs.push(`requests during the job: ${JSON.stringify(m.requests)}`);
     // The naive design for comparison, measured the same way: a controller that writes status on every record.
     const naive = await naiveWrites(kit, { name: 'naive-writer', records: 2000, pods: pods.length });

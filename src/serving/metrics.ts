@@ -5,7 +5,7 @@
  * read as "an empty queue".
  */
 import { parsePromText, PromParseError, type MetricFamily, type Sample } from '../core/prom-text.ts';
-import type { RuntimeDefinition } from './runtime.ts';
+import type { EngineMetricNames, RuntimeDefinition } from './runtime.ts';
 
 /** A cumulative histogram summed over its series: ascending upper bounds, the last one +Inf. */
 export interface Histogram {
@@ -18,6 +18,8 @@ export interface EngineSignals {
   readonly running?: number;
   readonly waiting?: number;
   readonly kvCacheUsage?: number;
+  /** The KV cache's size in tokens, when the engine reports it (runtime.ts kvCacheCapacity). */
+  readonly kvCapacityTokens?: number;
   readonly generatedTokensTotal?: number;
   readonly promptTokensTotal?: number;
   readonly ttftSeconds?: Histogram;
@@ -50,6 +52,19 @@ function averaged(families: Map<string, MetricFamily>, names: readonly string[])
   return undefined;
 }
 
+/** The KV cache's size in tokens from the runtime's capacity names; undefined when absent, zero or not derivable. */
+function kvCapacity(families: Map<string, MetricFamily>, c: EngineMetricNames['kvCacheCapacity'], usage: number | undefined): number | undefined {
+  if (c === undefined) return undefined;
+  if ('info' in c) {
+    const s = samplesNamed(families, c.info)[0];
+    const tokens = Number(s?.labels[c.blocksLabel]) * Number(s?.labels[c.blockSizeLabel]);
+    return Number.isFinite(tokens) && tokens > 0 ? tokens : undefined;
+  }
+  // tokens in use ÷ the share in use: only defined while something is in the cache.
+  const inUse = summed(families, [c.tokensInUse]);
+  return inUse === undefined || usage === undefined || !(usage > 0) ? undefined : Math.round(inUse / usage);
+}
+
 function histogram(families: Map<string, MetricFamily>, names: readonly string[]): Histogram | undefined {
   for (const n of names) {
     const buckets = samplesNamed(families, `${n}_bucket`);
@@ -79,6 +94,7 @@ export function readEngineSignals(runtime: RuntimeDefinition, text: string): Sig
     running: summed(families, m.running),
     waiting: summed(families, m.waiting),
     kvCacheUsage: averaged(families, m.kvCacheUsage),
+    kvCapacityTokens: kvCapacity(families, m.kvCacheCapacity, averaged(families, m.kvCacheUsage)),
     generatedTokensTotal: summed(families, m.generatedTokensTotal),
     promptTokensTotal: summed(families, m.promptTokensTotal),
     ttftSeconds: histogram(families, m.ttftSeconds),

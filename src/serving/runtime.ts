@@ -47,6 +47,12 @@ export interface EngineMetricNames {
   readonly waiting: readonly string[];
   /** KV-cache use in [0, 1] (gauge). */
   readonly kvCacheUsage: readonly string[];
+  /**
+   * The KV cache's size in tokens, where the engine says it: an info gauge whose labels give blocks × tokens a block
+   * (vLLM's cache_config_info), or a gauge of the tokens held now, which with the usage ratio gives the size
+   * (llama.cpp's kv_cache_tokens). Unset: the engine does not report its capacity.
+   */
+  readonly kvCacheCapacity?: { readonly info: string; readonly blocksLabel: string; readonly blockSizeLabel: string } | { readonly tokensInUse: string };
   /** Generated tokens so far (a counter, or a histogram's _sum, which only grows). */
   readonly generatedTokensTotal: readonly string[];
   /** Prompt tokens so far (same). */

@@ -282,6 +282,30 @@ export const BatchProgress = Obj(
   { description: 'Progress, as of the last checkpoint.' },
 );
 
+/** The workload profile and route (issue 13 Deliver 8, ADR 0165), decided once from the first committed shards. */
+export const BatchRouting = Obj(
+  {
+    route: StringEnum(['gpu-exclusive', 'gpu-shared', 'gpu-fragments', 'cpu-elastic'], { description: 'Where the job belongs: whole GPUs, shared whole GPUs, GPU fragments, or the CPU-elastic path.' }),
+    quantization: Type.Optional(StringEnum(['fp8', 'int8'], { description: 'Quantised weights the accuracy tolerance allows; advisory when spec.model.quantization is unset (the model is not changed).' })),
+    source: StringEnum(['builtin', 'plugin'], { description: 'Who decided: the built-in three-level rule or spec.strategy.routing.wasm.' }),
+    reasons: Type.Array(Type.String({ maxLength: 512 }), { description: 'One line per level (precision, SLA class, fragmentation) and what the route changes.', maxItems: 8 }),
+    fragmentation: Type.Number({ description: "The cluster's GPU fragmentation ratio the decision saw (0 when unknown, as a reason says).", minimum: 0, maximum: 1 }),
+    decisionTime: Timestamp('When the route was decided.'),
+    profile: Obj(
+      {
+        shards: Type.Integer({ description: 'Committed shards profiled.', minimum: 1, format: 'int32' }),
+        promptTokensPerRecord: Type.Number({ description: 'Median prompt tokens a record.', minimum: 0 }),
+        outputTokensPerRecord: Type.Number({ description: 'Median generated tokens a record.', minimum: 0 }),
+        msPerRecord: Type.Number({ description: 'Median wall time a record on one worker, ms.', minimum: 0 }),
+        peakKvFraction: Type.Optional(Type.Number({ description: "Peak KV-cache use of the workers' engines while the shards ran, 0-1; unset when the engine exports none (TGI, Triton).", minimum: 0, maximum: 1 })),
+      },
+      { description: 'The workload profile from the first committed shards.' },
+    ),
+  },
+  { description: 'The route decided from the workload profile, spec.sla and the cluster fragmentation.' },
+);
+export type BatchRouting = Static<typeof BatchRouting>;
+
 export const BatchInferenceJobStatus = Obj(
   {
     phase: Type.Optional(StringEnum(BATCH_INFERENCE_PHASES, { description: 'Pending, Running, Succeeded, Failed or Suspended.' })),
@@ -324,6 +348,7 @@ export const BatchInferenceJobStatus = Obj(
         { description: 'The workers\' stage pipeline (tokenise → infer → postprocess, bounded queues between), from their reports (ADR 0167).', maxItems: 3 },
       ),
     ),
+    routing: Type.Optional(BatchRouting),
   },
   { description: 'Observed state of a BatchInferenceJob, written by the controller.' },
 );

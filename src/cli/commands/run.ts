@@ -55,12 +55,13 @@ export function registerRun(program: Command): void {
     .option('--gpu-lending', 'with --controllers: an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob, given back after a cooldown (ADR 0131)')
     .option('--serving-loop', 'with --controllers: also load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler (writes /scale unless autoscaling.mode is external)')
     .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
+    .option('--batch-plugin-dir <dir>', "with --batch-claims-dir: where the BatchInferenceJob controller reads routing plugin files (spec.strategy.routing.wasm.file; ADR 0165)")
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM strategy plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs} (default 16 pages, 1000 ms, 5000 ms; ADR 0117, 0156)")
     .option('--checkpoint-aware-preemption', 'ask a checkpointable preemption victim (a TrainingJob with a checkpoint policy) for a checkpoint and evict it once the checkpoint is Ready or its queue\'s grace runs out; it resumes from that checkpoint (ADR 0093, 0143)')
     .option('--health-migration', 'with --controllers: move TrainingJobs off GPUs quarantined on their Node (checkpoint, then evict the gang whole so it restarts elsewhere from the checkpoint; ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginLimits?: string; verbose?: boolean }) => {
+    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; verbose?: boolean }) => {
       const log = (m: string): void => void process.stderr.write(stamp(m));
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
@@ -75,6 +76,7 @@ export function registerRun(program: Command): void {
         if ('error' in batchPluginLimits) throw new CliError(batchPluginLimits.error);
         if (o.batchClaimsDir === undefined) throw new CliError('--batch-plugin-limits is for the batch workers: give --batch-claims-dir too');
       }
+      if (o.batchPluginDir !== undefined && (o.batchClaimsDir === undefined || !existsSync(o.batchPluginDir) || !statSync(o.batchPluginDir).isDirectory())) throw new CliError(o.batchClaimsDir === undefined ? '--batch-plugin-dir is for the BatchInferenceJob controller: give --batch-claims-dir too' : `--batch-plugin-dir: ${o.batchPluginDir} is not a folder`);
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName)) throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
       const identity = o.identity ?? `${hostname()}-${process.pid}`;
       let tracing: Tracing;
@@ -105,6 +107,7 @@ export function registerRun(program: Command): void {
         checkpointAware: o.checkpointAwarePreemption === true,
         ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
         ...(batchPluginLimits === undefined ? {} : { batchPluginLimits }),
+        ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
         log,
         tracing,
       }).catch(async (e: unknown) => {

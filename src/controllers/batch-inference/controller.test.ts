@@ -6,6 +6,7 @@ import type { PodObject } from '../kube-objects.ts';
 import { BatchCoordinator, OUTPUT } from './coordinator.ts';
 import type { BatchJobsPort, JobSession, SessionState } from './controller.ts';
 import { reconcileBatchJob, strategyPluginCondition, type BatchControllerConfig } from './controller.ts';
+import type { PluginCaller } from './wasm-plugin.ts';
 import { DEFAULT_LADDER } from './fault-ladder.ts';
 import { DEFAULT_LONG_TAIL } from './long-tail.ts';
 import type { RecordInfo } from './openai-batch.ts';
@@ -98,7 +99,8 @@ class Pods {
 const ids = (store: MemoryOutputStore): string[] => (store.read(OUTPUT) ?? '').split('\n').filter((l) => l !== '').map((l) => outputCustomId(l) as string);
 
 /** Workers finish whatever they hold, one reconcile at a time, until the job is done. Returns the status writes. */
-function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, cfg: BatchControllerConfig, t0: number, stepMs = 1000): { t: number; statusWrites: number; job: BatchJobObject } {
+function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, cfg: BatchControllerConfig, t0: number, stepMs = 1000, extra: (n: number) => Record<string, unknown> = () => ({})): { t: number; statusWrites: number; job: BatchJobObject } {
+  let reports = 0;
   let t = t0;
   let last: unknown;
   let writes = 0;
@@ -117,7 +119,7 @@ function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, c
       const a = pods.assignment(name);
       if (a === undefined) continue;
       writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
-      pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 12 * (a.end - a.start), state: 'done', startedMs: t });
+      pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 12 * (a.end - a.start), state: 'done', startedMs: t, ...extra(reports++) });
     }
     t += stepMs;
   }
@@ -141,7 +143,7 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(server?.args).toEqual(expect.arrayContaining(['--model', '/mnt/models', '--alias', 'j', '--n-gpu-layers', '999']));
     expect(server?.resources?.limits?.['nvidia.com/gpu']).toBe('1');
     expect(worker?.command).toEqual(['sits', 'batch-worker']);
-    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--runtime', 'llamacpp', '--job-uid', 'uid-1', '--checkpoint-interval', '300']);
+    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--job-uid', 'uid-1', '--runtime', 'llamacpp', '--checkpoint-interval', '300']);
     expect(pod.spec?.volumes).toEqual([{ name: 'batch-data', persistentVolumeClaim: { claimName: 'data' } }]);
     expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'BatchInferenceJob', name: 'j', uid: 'uid-1', controller: true });
   });
@@ -402,5 +404,99 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(step.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'False', reason: 'OutputPartial' });
     expect(step.status?.conditions?.find((c) => c.type === 'Complete')?.message).toMatch(/activeDeadlineSeconds 5 passed with 50 records not run/);
     expect(JSON.parse(p.store.read('manifest.json') as string)).toMatchObject({ state: 'partial' });
+  });
+
+  describe('profiling and routing (ADR 0165)', () => {
+    // Each shard: 10 records, 120 tokens of which 20 generated, 500 ms; the engine's free KV 0.6, 0.5, 0.7, then 0.1.
+    const measured = (n: number): Record<string, unknown> => ({ outputTokens: 20, ms: 500, kvFree: [0.6, 0.5, 0.7][n] ?? 0.1 });
+
+    it('profiles the first three committed shards, routes once from spec.sla and the fragmentation, and says why', () => {
+      const p = port(95);
+      const pods = new Pods();
+      let reads = 0;
+      const frag = [0.45, 0.9];
+      const cfg = { jobs: p.port, fragmentation: () => frag[Math.min(reads++, 1)] };
+      const r = runToEnd(jobOf(2, { sla: { class: 'P3', accuracyTolerance: 0.9 } }), pods, p, cfg, 0, 1000, measured);
+      expect(r.job.status?.phase).toBe('Succeeded');
+      // Read once: the route does not follow the fragmentation (0.9 later would be cpu-elastic) — no flapping.
+      expect(reads).toBe(1);
+      const routing = r.job.status?.routing;
+      expect(routing).toMatchObject({ route: 'gpu-fragments', quantization: 'int8', source: 'builtin', fragmentation: 0.45 });
+      // Medians per record of the first three shards; the peak KV use is 1 − the lowest free fraction of those three.
+      expect(routing?.profile).toEqual({ shards: 3, promptTokensPerRecord: 10, outputTokensPerRecord: 2, msPerRecord: 50, peakKvFraction: 0.5 });
+      expect(routing?.reasons).toEqual([
+        'precision: int8 allowed (accuracyTolerance 0.9)',
+        'SLA P3: shares GPUs in weighted time slices',
+        'fragmentation 0.45 ≥ 0.3: fill fragments (partial GPUs) rather than take whole ones',
+        'quantization int8: advisory only, spec.model.quantization is unset and the model is not changed; set it to run quantised',
+        'route gpu-fragments: recorded; the workers stay as the spec makes them',
+      ]);
+      const c = r.job.status?.conditions?.find((x) => x.type === 'Routed');
+      expect(c).toMatchObject({ status: 'True', reason: 'Routed' });
+      expect(c?.message).toBe(`gpu-fragments (int8 allowed): ${routing?.reasons.join('; ')}`);
+      // The model was not changed: the engine container has no quantisation flag.
+      expect(JSON.stringify(renderWorkers(jobOf(2, { sla: { class: 'P3', accuracyTolerance: 0.9 } })))).not.toMatch(/int8/);
+    });
+
+    it('says Profiling until the shards are in, and takes an unknown fragmentation as 0 with that reason', () => {
+      const p = port(95);
+      const pods = new Pods();
+      const cfg = { jobs: p.port };
+      const job = jobOf(1);
+      reconcileBatchJob(job, [], 0, cfg);
+      const s = reconcileBatchJob(job, [], 1, cfg);
+      expect(s.status?.conditions?.find((x) => x.type === 'Routed')).toMatchObject({ status: 'False', reason: 'Profiling', message: 'profiling the workload: 0 of 3 shards committed' });
+      expect(s.status?.routing).toBeUndefined();
+      const r = runToEnd(job, pods, p, cfg, 2, 1000, measured);
+      expect(r.job.status?.routing).toMatchObject({ route: 'gpu-shared', source: 'builtin', fragmentation: 0 });
+      expect(r.job.status?.routing?.reasons[0]).toBe('fragmentation unknown (no scheduler view in this controller): taken as 0');
+      expect(r.job.status?.routing?.reasons).toContain('precision: full (accuracyTolerance 1)');
+    });
+
+    it('a job smaller than three shards is routed from what it had when it ends; the engine without a KV gauge leaves peak KV unset', () => {
+      const p = port(20);
+      const r = runToEnd(jobOf(1, { sla: { class: 'P1' } }), new Pods(), p, { jobs: p.port, fragmentation: () => 0.2 }, 0, 1000, () => ({ outputTokens: 20, ms: 400 }));
+      expect(r.job.status?.routing).toMatchObject({ route: 'gpu-exclusive', profile: { shards: 2, msPerRecord: 40 } });
+      expect(r.job.status?.routing?.profile.peakKvFraction).toBeUndefined();
+    });
+
+    it('keeps the route in status after a controller restart instead of deciding again', () => {
+      const p = port(95);
+      const pods = new Pods();
+      const cfg = { jobs: p.port, fragmentation: () => 0.1 };
+      const before = runToEnd(jobOf(2), pods, p, cfg, 0, 1000, measured).job.status?.routing;
+      const p2 = port(95);
+      let reads = 0;
+      const job = { ...jobOf(2), status: { phase: 'Running' as const, routing: { ...(before as NonNullable<typeof before>), route: 'gpu-fragments' as const } } };
+      const r = runToEnd(job, new Pods(), p2, { jobs: p2.port, fragmentation: () => (reads++, 0.1) }, 0, 1000, measured);
+      expect(reads).toBe(0);
+      expect(r.job.status?.routing?.route).toBe('gpu-fragments');
+    });
+
+    it('lets a routing plugin file decide, and refuses a ConfigMap plugin with the reason, the built-in deciding', () => {
+      const sha256 = 'a'.repeat(64);
+      const closed: string[] = [];
+      // route code = route index + 256 × quantisation: 0 is gpu-exclusive, full precision.
+      const caller = (file: string): PluginCaller & { close(): void } => ({ name: file, call: () => ({ ok: true, value: 0 }), close: () => void closed.push(file) });
+      const loads: string[] = [];
+      const routePlugin = (file: string, sha: string) => (loads.push(`${file}@${sha.slice(0, 4)}`), file === 'bad.wasm' ? { ok: false as const, reason: 'plugin bad.wasm: sha256 mismatch' } : { ok: true as const, value: caller(file) });
+      const run = (wasm: Record<string, unknown>) => {
+        const p = port(40);
+        return runToEnd(jobOf(1, { strategy: { routing: { wasm: { ...wasm, sha256 } } } }), new Pods(), p, { jobs: p.port, fragmentation: () => 0.1, routePlugin }, 0, 1000, measured).job.status;
+      };
+      const good = run({ file: 'route.wasm' });
+      expect(good?.routing).toMatchObject({ route: 'gpu-exclusive', source: 'plugin' });
+      expect(good?.routing?.reasons[0]).toBe('plugin route.wasm: route gpu-exclusive');
+      expect(good?.conditions?.find((x) => x.type === 'Routed')).toMatchObject({ status: 'True', reason: 'RoutedByPlugin' });
+      expect(closed).toEqual(['route.wasm']);
+      const bad = run({ file: 'bad.wasm' });
+      expect(bad?.routing).toMatchObject({ route: 'gpu-shared', source: 'builtin' });
+      expect(bad?.routing?.reasons).toContain('spec.strategy.routing.wasm plugin bad.wasm: sha256 mismatch; built-in route used');
+      expect(bad?.conditions?.find((x) => x.type === 'Routed')).toMatchObject({ reason: 'PluginRefused' });
+      const cm = run({ configMap: { name: 'plugins', key: 'route.wasm' } });
+      expect(cm?.routing?.source).toBe('builtin');
+      expect(cm?.routing?.reasons).toContain('spec.strategy.routing.wasm configmap/plugins/route.wasm: the controller reads routing plugins from files under its plugin directory only; built-in route used');
+      expect(loads).toEqual(['route.wasm@aaaa', 'bad.wasm@aaaa']);
+    });
   });
 });

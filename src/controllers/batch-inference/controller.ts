@@ -12,7 +12,7 @@
 import { withDefaults } from '../../api/validate.ts';
 import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL } from '../../api/wire.ts';
 import type { ControllerAction, ControllerDefinition, ControllerInput, ControllerOutcome, OwnedResource, ResourceType } from '../../api/controller.ts';
-import type { BatchInferenceJobStatus } from '../../api/schema/batch-inference-job.ts';
+import type { BatchInferenceJobStatus, BatchRouting } from '../../api/schema/batch-inference-job.ts';
 import type { Condition } from '../../api/schema/common.ts';
 import { setCondition } from '../conditions.ts';
 import type { PodObject } from '../kube-objects.ts';
@@ -24,6 +24,8 @@ import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts'
 import { formatAssignment, parseReport, STAGE_NAMES, type BatchPluginState, type WireAssignment, type WireStage } from './worker-protocol.ts';
 import type { GpuShare, ShareTenant } from './gpu-share.ts';
 import { TIER_WEIGHTS } from '../../core/queue/model.ts';
+import { decideRoute, profileFromShards, routeEffects, type ShardSample } from './routing.ts';
+import { decideRoutePlugin, type PluginCaller } from './wasm-plugin.ts';
 
 /** The tenant of a job with no Queue lookup: its queue (bronze weight unless told) or its tier. */
 export function defaultTenant(job: BatchJobObject): ShareTenant {
@@ -57,6 +59,10 @@ export interface JobSession {
   lastBatchSize?: number;
   /** A worker's engine could not load the model: the job fails naming spec.model.uri (no device is at fault). */
   modelError?: string;
+  /** The first committed shards' measurements, for the workload profile (at most PROFILE_SHARDS). */
+  shardSamples?: ShardSample[];
+  /** The route, decided once (ADR 0165); after a restart, the one in status. */
+  routing?: BatchRouting;
   last?: { readonly written: WrittenStatus; readonly status: BatchInferenceJobStatus };
   finished?: { readonly state: 'complete' | 'partial'; readonly records: number; readonly atMs: number; readonly reason?: string };
 }
@@ -86,7 +92,75 @@ export interface BatchControllerConfig extends WorkerBuildConfig {
   readonly statusPolicy?: Partial<StatusWritePolicy>;
   /** How often a running job is reconciled even if no pod changed (status cadence, the long-tail breaker). */
   readonly tickMs?: number;
+  /**
+   * The cluster's GPU fragmentation ratio now, 0..1 (the scheduler's, as sits_cluster_gpu_fragmentation_ratio
+   * reports it), read once when a job is routed; unset or undefined: unknown, taken as 0 and said so.
+   */
+  readonly fragmentation?: () => number | undefined;
+  /** Loads spec.strategy.routing.wasm.file from the controller's plugin directory; unset: file plugins are refused. */
+  readonly routePlugin?: (file: string, sha256: string) => { readonly ok: true; readonly value: PluginCaller & { close(): void } } | { readonly ok: false; readonly reason: string };
 }
+
+/** Shards the profile is taken from: the first three committed (one is an anecdote), or all of a smaller job. */
+export const PROFILE_SHARDS = 3;
+
+const ROUTED_REASON = { builtin: 'Routed', plugin: 'RoutedByPlugin', refused: 'PluginRefused' } as const;
+
+/**
+ * The job's route from its profile, spec.sla and the cluster fragmentation (routing.ts), by the job's routing plugin
+ * when it names one the controller can load (a file under its plugin directory; a ConfigMap is refused here, the
+ * controller reads no ConfigMaps). The reasons say each level, the plugin's refusal and what the route changes.
+ */
+export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], nowMs: number, cfg: Pick<BatchControllerConfig, 'fragmentation' | 'routePlugin'>): { routing: BatchRouting; reason: string } | undefined {
+  const profile = profileFromShards(samples, Math.max(1, Math.min(PROFILE_SHARDS, samples.length)));
+  if (profile === undefined) return undefined;
+  const measured = cfg.fragmentation?.();
+  const fragmentation = measured === undefined || !Number.isFinite(measured) ? 0 : Math.min(1, Math.max(0, measured));
+  const sla = job.spec.sla;
+  const input = { slaClass: sla?.class ?? 'P2', ...(sla?.accuracyTolerance === undefined ? {} : { accuracyTolerance: sla.accuracyTolerance }), fragmentation, profile };
+  const builtin = decideRoute(input);
+  const ref = job.spec.strategy?.routing?.wasm;
+  let decided: { route: BatchRouting['route']; quantization?: 'fp8' | 'int8'; reasons: readonly string[]; source: 'builtin' | 'plugin' } = { ...builtin, source: 'builtin' };
+  let refused: string | undefined;
+  if (ref !== undefined) {
+    const loaded =
+      ref.file === undefined
+        ? { ok: false as const, reason: `configmap/${ref.configMap?.name}/${ref.configMap?.key}: the controller reads routing plugins from files under its plugin directory only` }
+        : cfg.routePlugin === undefined
+          ? { ok: false as const, reason: `${ref.file}: the controller has no plugin directory` }
+          : cfg.routePlugin(ref.file, ref.sha256);
+    if (loaded.ok) {
+      try {
+        decided = decideRoutePlugin(loaded.value, { ...input, ...(job.spec.tier === undefined ? {} : { tier: job.spec.tier }) }, builtin);
+      } finally {
+        loaded.value.close();
+      }
+    } else {
+      refused = `spec.strategy.routing.wasm ${loaded.reason}; built-in route used`;
+    }
+  }
+  const unknown = measured === undefined ? [`fragmentation unknown (no scheduler view in this controller): taken as 0`] : [];
+  const reasons = [...unknown, ...decided.reasons, ...(refused === undefined ? [] : [refused]), ...routeEffects(decided, job.spec.model.quantization)].map((r) => r.slice(0, 512));
+  const routing: BatchRouting = {
+    route: decided.route,
+    ...(decided.quantization === undefined ? {} : { quantization: decided.quantization }),
+    source: decided.source,
+    reasons,
+    fragmentation: round(fragmentation),
+    decisionTime: iso(nowMs),
+    profile: {
+      shards: profile.shards,
+      promptTokensPerRecord: round(profile.promptTokensPerRecord),
+      outputTokensPerRecord: round(profile.outputTokensPerRecord),
+      msPerRecord: round(profile.msPerRecord),
+      // Four significant digits: a small engine's use is a few thousandths, which three decimals would call 0.
+      ...(profile.peakKvFraction === undefined ? {} : { peakKvFraction: Number(profile.peakKvFraction.toPrecision(4)) }),
+    },
+  };
+  return { routing, reason: refused !== undefined ? ROUTED_REASON.refused : ROUTED_REASON[decided.source] };
+}
+
+const round = (x: number): number => Math.round(x * 1000) / 1000;
 
 const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const epochOf = (attempt: string): number => Number(/^e(\d+)-/.exec(attempt)?.[1] ?? '0');
@@ -300,6 +374,11 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       const r = c.complete(cur.attempt, nowMs);
       if (r.kind === 'failed') s.retries++;
       else for (const id of r.cancel) cancelled.add(id);
+      // The first committed shards are the workload's profile (ADR 0165); a bounded few, then no more.
+      if (r.kind === 'committed' && s.routing === undefined && (s.shardSamples ??= []).length < PROFILE_SHARDS && report.done > 0) {
+        const out = report.outputTokens ?? 0;
+        s.shardSamples.push({ records: report.done, promptTokens: report.tokens - out, outputTokens: out, ms: report.ms ?? 0, ...(report.kvFree === undefined ? {} : { peakKvFraction: 1 - report.kvFree }) });
+      }
     } else if (report.failure?.kind === 'model') {
       s.modelError ??= `spec.model.uri ${job.spec.model.uri}: the engine cannot load it: ${report.failure.message}`;
     } else {
@@ -358,6 +437,19 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   }
 
   const progress = c.status(nowMs);
+  // Routed once: after PROFILE_SHARDS committed shards (or when a smaller job ends), never again (no flapping); a
+  // restarted controller keeps the route its status holds.
+  if (s.routing === undefined && prev.routing !== undefined) s.routing = prev.routing;
+  let routed: ConditionUpdate | undefined;
+  const samples = s.shardSamples ?? [];
+  if (s.routing === undefined && (samples.length >= Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS) || (fin !== undefined && samples.length > 0))) {
+    const r = routeJob(job, samples, nowMs, cfg);
+    if (r !== undefined) {
+      s.routing = r.routing;
+      routed = { type: 'Routed', status: 'True', reason: r.reason, message: `${r.routing.route}${r.routing.quantization === undefined ? '' : ` (${r.routing.quantization} allowed)`}: ${r.routing.reasons.join('; ')}`.slice(0, 4000) };
+    }
+  }
+  if (routed === undefined && s.routing === undefined) routed = { type: 'Routed', status: 'False', reason: 'Profiling', message: `profiling the workload: ${samples.length} of ${Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS)} shards committed` };
   const phase = fin !== undefined ? (fin.state === 'complete' ? 'Succeeded' : 'Failed') : live.length > 0 ? 'Running' : 'Pending';
   const readyWorkers = fin !== undefined ? 0 : live.filter((l) => podReady(l.pod)).length;
   const quarantined = s.quarantined(nowMs);
@@ -372,7 +464,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // The status is returned only when a write is due: the runner compares what it returns with the stored copy (whose
   // keys the apiserver reorders), so returning the last status on every tick would write it on every tick. A write
   // that did not land (the stored phase is not the one written) is returned again.
-  const due = s.last === undefined || workersChanged || pluginChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
+  const routeChanged = s.routing !== undefined && s.last?.status.routing === undefined;
+  const due = s.last === undefined || workersChanged || pluginChanged || routeChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
   const landed = s.last === undefined || prev.phase === s.last.status.phase;
   if (due) {
     const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
@@ -406,7 +499,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         ...(gen === undefined ? {} : { generation: gen }),
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
-      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(plugin === undefined ? [] : [plugin]), ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
+      ...(s.routing === undefined ? {} : { routing: s.routing }),
+      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(plugin === undefined ? [] : [plugin]), ...(routed === undefined ? [] : [routed]), ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }

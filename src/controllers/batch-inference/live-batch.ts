@@ -3,13 +3,17 @@
  * worker keeps in flight at its engine, moved window by window on the observed p99 latency against the job's SLA
  * (spec.batching.dynamic.targetLatencyMs) by the built-in AIMD, or by the job's batch-size plugin through the same
  * decide function (an answer it cannot use falls back to the built-in's, with the reason).
- * The worker knows neither the engine model nor free accelerator memory, so its start is the job's
- * spec.batching.batchSize (the plugin's start decision when one is loaded); memory is reported as unknown (0).
+ * The worker does not know the engine model, so its start is the job's spec.batching.batchSize (the plugin's start
+ * decision when one is loaded, asked before the engine is up: KV unknown, 0). Each window's adjustment gets the
+ * engine's KV-cache use as read from its /metrics (engine-kv.ts, ADR 0164): the window's peak use as the
+ * observation's memoryFraction (the built-in AIMD shrinks past 0.9) and the free tokens, when the engine reports its
+ * cache's size, as kvCapacityTokens; an engine without the gauge (TGI) leaves both at 0 (unknown).
  * Pure: the worker feeds it latencies and reads the size.
  */
 import { percentiles } from '../../core/stats.ts';
 import type { BatchBounds, TokenMix } from './batch-size.ts';
 import { aimdConfig, aimdStep } from './batch-size.ts';
+import type { KvReading } from './engine-kv.ts';
 import type { PluginCaller } from './wasm-plugin.ts';
 import { batchSizeInputs, decideBatchSize } from './wasm-plugin.ts';
 
@@ -83,14 +87,19 @@ export class LiveBatchSize {
   source: 'plugin' | 'builtin' = 'builtin';
   /** The last plugin answer the built-in replaced, and why. */
   lastFallback?: string;
+  /** The KV reading the last window's decision was given. */
+  lastKv?: KvReading | undefined;
   private readonly bounds: BatchBounds;
   private window: number[] = [];
+  private windows = 0;
 
   constructor(
     private readonly policy: BatchPolicy,
     private readonly mix: TokenMix,
     private readonly plugin?: PluginCaller,
     private readonly windowSize = BATCH_WINDOW,
+    /** The engine's KV use over the window now ending (its peak), when the engine exports it. */
+    private readonly kv?: () => KvReading | undefined,
   ) {
     this.bounds = { min: policy.min, max: policy.max };
     const builtin = Math.max(policy.min, Math.min(policy.max, policy.start));
@@ -98,6 +107,21 @@ export class LiveBatchSize {
     this.size = d.value;
     this.source = d.source;
     if (d.reason !== undefined) this.lastFallback = d.reason;
+  }
+
+  /**
+   * The plugin's start decision again, now with the engine's KV cache read (the first was asked before the engine
+   * was up, KV unknown); only before the first window, and only a plugin's (the built-in start is the spec's size).
+   * True when it was asked.
+   */
+  startWithKv(kv: KvReading): boolean {
+    if (this.windows > 0 || this.plugin === undefined) return false;
+    const builtin = Math.max(this.policy.min, Math.min(this.policy.max, this.policy.start));
+    const d = decideBatchSize(this.plugin, batchSizeInputs(kv.freeTokens ?? 0, this.mix, 0, this.bounds, this.policy.targetP99Ms ?? -1), builtin);
+    this.size = d.value;
+    this.source = d.source;
+    if (d.reason !== undefined) this.lastFallback = d.reason;
+    return true;
   }
 
   /** One completed request's latency; at the end of a window, the new size (which may equal the old). */
@@ -108,9 +132,12 @@ export class LiveBatchSize {
     if (this.window.length < this.windowSize) return undefined;
     const p99Ms = percentiles(this.window, [99])[0] as number;
     this.window = [];
-    const o = { p99Ms, memoryFraction: 0 };
+    this.windows++;
+    const kv = this.kv?.();
+    this.lastKv = kv;
+    const o = { p99Ms, memoryFraction: kv?.usedFraction ?? 0 };
     const built = aimdStep(this.size, o, aimdConfig(this.policy.start, this.bounds, target));
-    const d = decideBatchSize(this.plugin, batchSizeInputs(0, this.mix, 0, this.bounds, target, this.size, o), built.size);
+    const d = decideBatchSize(this.plugin, batchSizeInputs(kv?.freeTokens ?? 0, this.mix, 0, this.bounds, target, this.size, o), built.size);
     this.size = d.value;
     this.source = d.source;
     if (d.reason !== undefined) this.lastFallback = d.reason;

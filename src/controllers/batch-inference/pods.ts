@@ -94,9 +94,9 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       // The pod's own address: the engine binds every interface of the pod's network namespace.
       '--engine', `http://$(POD_IP):${t.port}`,
       '--model', model,
-      // Its tokenizer counts each prompt in the worker's tokenise stage (ADR 0167).
-      '--runtime', j.spec.runtime,
       '--job-uid', j.metadata.uid ?? '',
+      // Which /metrics names carry the engine's KV-cache use (ADR 0164), and its tokenizer for the tokenise stage (ADR 0167).
+      '--runtime', j.spec.runtime,
       // The finished prefix of a shard is committed at the job's checkpoint interval (ADR 0159).
       '--checkpoint-interval', String(j.spec.checkpoint.intervalSeconds),
       ...(j.spec.checkpoint.intervalRecords === undefined ? [] : ['--checkpoint-records', String(j.spec.checkpoint.intervalRecords)]),

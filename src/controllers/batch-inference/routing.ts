@@ -17,8 +17,8 @@ export interface ShardSample {
   readonly promptTokens: number;
   readonly outputTokens: number;
   readonly ms: number;
-  /** Peak KV-cache use during the shard, 0..1. */
-  readonly peakKvFraction: number;
+  /** Peak KV-cache use during the shard, 0..1; unset when the engine exports none (TGI, Triton). */
+  readonly peakKvFraction?: number;
 }
 
 export interface WorkloadProfile {
@@ -26,19 +26,21 @@ export interface WorkloadProfile {
   readonly promptTokensPerRecord: number;
   readonly outputTokensPerRecord: number;
   readonly msPerRecord: number;
-  readonly peakKvFraction: number;
+  /** Unset when no shard reported its engine's KV use. */
+  readonly peakKvFraction?: number;
 }
 
 /** The profile from the first shards; undefined until `minShards` have finished (one shard is an anecdote). */
 export function profileFromShards(samples: readonly ShardSample[], minShards = 3): WorkloadProfile | undefined {
   const s = samples.filter((x) => x.records > 0);
   if (s.length < minShards) return undefined;
+  const kv = s.flatMap((x) => (x.peakKvFraction === undefined ? [] : [x.peakKvFraction]));
   return {
     shards: s.length,
     promptTokensPerRecord: median(s.map((x) => x.promptTokens / x.records)),
     outputTokensPerRecord: median(s.map((x) => x.outputTokens / x.records)),
     msPerRecord: median(s.map((x) => x.ms / x.records)),
-    peakKvFraction: Math.max(...s.map((x) => x.peakKvFraction)),
+    ...(kv.length === 0 ? {} : { peakKvFraction: Math.max(...kv) }),
   };
 }
 
@@ -83,4 +85,27 @@ export function decideRoute(i: RouteInput): RouteDecision {
   }
   reasons.push(`fragmentation ${i.fragmentation.toFixed(2)} < 0.3: shared whole GPUs`);
   return { route: 'gpu-shared', ...q, reasons };
+}
+
+/**
+ * What a decided route changes, as reason lines after the decision's own (ADR 0165): so far the route is recorded
+ * and explained, not acted on. A quantisation the spec does not ask for is advice (the model is never changed
+ * behind its owner's back); cpu-elastic is not built by this controller; the GPU routes leave the pods as the spec
+ * makes them (the SLA class already reaches them through the job's queue and priority).
+ */
+export function routeEffects(d: Pick<RouteDecision, 'route' | 'quantization'>, specQuantization: string | undefined): string[] {
+  const out: string[] = [];
+  if (d.quantization !== undefined) {
+    out.push(
+      specQuantization === undefined
+        ? `quantization ${d.quantization}: advisory only, spec.model.quantization is unset and the model is not changed; set it to run quantised`
+        : `quantization: the model runs ${specQuantization} as spec.model.quantization says`,
+    );
+  }
+  out.push(
+    d.route === 'cpu-elastic'
+      ? 'route cpu-elastic: recorded only, this controller does not build CPU workers; the workers stay as the spec makes them'
+      : `route ${d.route}: recorded; the workers stay as the spec makes them`,
+  );
+  return out;
 }

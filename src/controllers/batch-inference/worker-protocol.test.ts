@@ -48,6 +48,13 @@ describe('the batch worker protocol', () => {
     const { stages: _s, ...plain } = r;
     for (const bad of [[{ ...stages[0], name: 'gpu' }], [{ ...stages[1], busyMs: -1 }], 'tokenise', [...stages, ...stages]]) expect(parseReport(JSON.stringify({ ...r, stages: bad }))).toEqual(plain);
   });
+  it('carries the profile fields (output tokens, ms, free KV fraction, KV size) and drops bad ones', () => {
+    const r = { attempt: 'e1-a3', start: 0, end: 10, done: 10, tokens: 48, state: 'done' as const, startedMs: 1000, outputTokens: 20, ms: 840, kvFree: 0.625, kvCapacityTokens: 4096 };
+    expect(parseReport(formatReport(r))).toEqual(r);
+    const { outputTokens: _o, ms: _m, kvFree: _k, kvCapacityTokens: _c, ...plain } = r;
+    // More output than tokens, a fraction outside 0..1, a negative time or size: dropped, the report stays.
+    expect(parseReport(JSON.stringify({ ...r, outputTokens: 49, ms: -1, kvFree: 1.5, kvCapacityTokens: 0 }))).toEqual(plain);
+  });
   it('reads pvc:// locations only', () => {
     expect(pvcLocation('pvc://data/in/requests.jsonl')).toEqual({ claim: 'data', path: 'in/requests.jsonl' });
     expect(pvcLocation('pvc://data')).toEqual({ claim: 'data', path: '' });

@@ -56,6 +56,14 @@ export interface WorkerReport {
   readonly checkpoint?: string;
   /** The job's batch-size plugin in this worker: deciding, refused at load, or disabled since (a time limit hit). */
   readonly batchPlugin?: BatchPluginState;
+  /** Generated tokens of the finished records (the rest of `tokens` is prompt), for the workload profile (ADR 0165). */
+  readonly outputTokens?: number;
+  /** Wall time of the attempt's records, ms (done reports; engine start-up excluded). */
+  readonly ms?: number;
+  /** The engine's free KV-cache fraction at the attempt's tightest moment, 0..1 (ADR 0164); absent: not read. */
+  readonly kvFree?: number;
+  /** The engine's KV cache in tokens, when it reports its size. */
+  readonly kvCapacityTokens?: number;
   /** The worker's stage pipeline since it started (ADR 0167): tokenise, infer, postprocess, in order. */
   readonly stages?: readonly WireStage[];
 }
@@ -148,6 +156,10 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   const checkpoint = typeof v.checkpoint === 'string' && CHECKPOINT_FILE.test(v.checkpoint) && v.checkpoint.startsWith(`parts/${v.attempt}.c`) ? v.checkpoint : undefined;
   const batchPlugin = PLUGIN_STATES.find((x) => x === v.batchPlugin);
   const stages = parseStages(v.stages);
+  const outputTokens = isInt(v.outputTokens) && v.outputTokens <= v.tokens ? v.outputTokens : undefined;
+  const ms = isInt(v.ms) ? v.ms : undefined;
+  const kvFree = typeof v.kvFree === 'number' && v.kvFree >= 0 && v.kvFree <= 1 ? v.kvFree : undefined;
+  const kvCapacityTokens = isInt(v.kvCapacityTokens) && v.kvCapacityTokens > 0 ? v.kvCapacityTokens : undefined;
   return {
     attempt: v.attempt,
     start: v.start,
@@ -162,6 +174,10 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
     ...(checkpoint === undefined ? {} : { checkpoint }),
     ...(batchPlugin === undefined ? {} : { batchPlugin }),
     ...(stages === undefined ? {} : { stages }),
+    ...(outputTokens === undefined ? {} : { outputTokens }),
+    ...(ms === undefined ? {} : { ms }),
+    ...(kvFree === undefined ? {} : { kvFree }),
+    ...(kvCapacityTokens === undefined ? {} : { kvCapacityTokens }),
   };
 }
 

@@ -53,6 +53,7 @@ export const LLAMACPP: RuntimeDefinition = {
     waiting: ['llamacpp:requests_deferred'],
     // Removed from llama.cpp's /metrics in 2025 (llama.cpp PR #13660); older servers still export it.
     kvCacheUsage: ['llamacpp:kv_cache_usage_ratio'],
+    kvCacheCapacity: { tokensInUse: 'llamacpp:kv_cache_tokens' },
     generatedTokensTotal: ['llamacpp:tokens_predicted_total'],
     promptTokensTotal: ['llamacpp:prompt_tokens_total'],
     ttftSeconds: [],

@@ -68,6 +68,7 @@ export const VLLM: RuntimeDefinition = {
     running: ['vllm:num_requests_running'],
     waiting: ['vllm:num_requests_waiting'],
     kvCacheUsage: ['vllm:kv_cache_usage_perc', 'vllm:gpu_cache_usage_perc'],
+    kvCacheCapacity: { info: 'vllm:cache_config_info', blocksLabel: 'num_gpu_blocks', blockSizeLabel: 'block_size' },
     generatedTokensTotal: ['vllm:generation_tokens_total'],
     promptTokensTotal: ['vllm:prompt_tokens_total'],
     ttftSeconds: ['vllm:time_to_first_token_seconds'],
