@@ -18,7 +18,7 @@ import { setCondition } from '../conditions.ts';
 import type { PodObject } from '../kube-objects.ts';
 import type { BatchCoordinator, WorkerInfo } from './coordinator.ts';
 import { partName } from './coordinator.ts';
-import { renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
+import { cpuWorkerPodName, renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
 import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
 import { formatAssignment, parseReport, type BatchPluginState, type WireAssignment } from './worker-protocol.ts';
@@ -191,13 +191,31 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // The workers this job may run now under the GPU share; one at index ≥ allowed finishes its shard and goes.
   const allowed = cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0 ? job.spec.workers : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), job.spec.workers, job.spec.gpusPerWorker, nowMs);
   const retiring = new Set<string>();
+  // Workers deleted at this reconcile's shard boundary (no assignment is written to them).
+  const gone = new Set<string>();
   // The workers' live batch sizes (ADR 0102): status shows the largest, the size the engines are driven at.
   const batchSizes: number[] = [];
   const pluginReports: { pod: string; state: BatchPluginState; note?: string }[] = [];
-  for (let i = 0; i < job.spec.workers && s.finished === undefined; i++) {
-    const pn = workerPodName(name, i);
+  // The GPU workers, then the CPU fallback worker while work is open or running on the ladder's CPU rung (ADR 0162).
+  // It holds no GPU, so the GPU share does not count it, and the coordinator gives it only CPU-rung work.
+  const cpuTemplate = render.value.cpuPod;
+  const cpuWanted = cpuTemplate !== undefined && c.cpuWorkPending();
+  const slots: { readonly pn: string; readonly index?: number }[] = [
+    ...Array.from({ length: job.spec.workers }, (_, i) => ({ pn: workerPodName(name, i), index: i })),
+    ...(cpuTemplate === undefined ? [] : [{ pn: cpuWorkerPodName(name) }]),
+  ];
+  for (const slot of slots) {
+    if (s.finished !== undefined) break;
+    const { pn } = slot;
+    const cpu = slot.index === undefined;
+    const i = slot.index ?? 0;
     const pod = byName.get(pn);
-    if (i >= allowed) {
+    // No CPU work left and none on it: the fallback worker goes (it comes back if the ladder sends more).
+    if (cpu && !cpuWanted && pod !== undefined && !terminal(pod) && !s.assigned.has(pn)) {
+      actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
+    if (!cpu && i >= allowed) {
       if (pod === undefined) cfg.share?.release(shareKey, i, nowMs);
       else retiring.add(pn);
     }
@@ -210,7 +228,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         s.assigned.delete(pn);
       }
       if (pod === undefined) {
-        if (i < allowed) actions.push({ op: 'create', kind: POD.kind, object: render.value.pod(i) });
+        if (cpu ? cpuWanted : i < allowed) actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : render.value.pod(i) });
       } else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -219,10 +237,10 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       if (retiring.has(pn)) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
-    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu: false };
+    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu };
     // An idle worker on a device the fault ladder quarantined is replaced: the scheduler places the new pod on a
     // healthy device (the quarantine is on the Node), and the job keeps its width.
-    if (!s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
+    if (!cpu && !s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
       actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -270,7 +288,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   }
   // The long-tail breaker: a straggler's assignment is cut short (same attempt, smaller end); idle workers take the rest.
   if (s.finished === undefined) {
-    const idle = live.filter((l) => !s.assigned.has(l.worker.id)).length;
+    // Only GPU workers take a straggler's chunks (they are GPU work).
+    const idle = live.filter((l) => !l.worker.cpu && !s.assigned.has(l.worker.id)).length;
     for (const cut of c.tick(nowMs, idle)) {
       for (const [pn, a] of s.assigned) if (a.attempt === cut.attemptId) s.assigned.set(pn, { ...a, end: cut.cut });
     }
@@ -279,12 +298,22 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       // Its GPU time is over (the share): at this shard boundary the worker goes instead of taking another shard.
       if (retiring.has(l.worker.id)) {
         actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+        gone.add(l.worker.id);
         continue;
       }
       const a = c.assign(l.worker, nowMs);
       if (a !== undefined) s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
+      else if (l.worker.cpu && !c.cpuWorkPending()) {
+        // Its last CPU-rung shard is committed: the fallback worker goes now, not a tick later.
+        actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+        gone.add(l.worker.id);
+      }
     }
+    // A shard reached the CPU rung in this reconcile: its worker is created now, not a tick later.
+    const cpuPn = cpuWorkerPodName(name);
+    if (cpuTemplate !== undefined && !cpuWanted && byName.get(cpuPn) === undefined && c.cpuWorkPending()) actions.push({ op: 'create', kind: POD.kind, object: cpuTemplate() });
     for (const l of live) {
+      if (gone.has(l.worker.id)) continue;
       const want = formatAssignment(s.assigned.get(l.worker.id));
       if (l.pod.metadata.annotations?.[ANNOTATION.batchAssignment] !== want) {
         actions.push({ op: 'patch', kind: POD.kind, name: l.worker.id, patch: { metadata: { annotations: { [ANNOTATION.batchAssignment]: want } } } });
@@ -346,7 +375,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     const faults =
       ladder.length === 0
         ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
-        : { type: 'FaultRecovery', status: 'True' as const, reason: quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
+        : { type: 'FaultRecovery', status: 'True' as const, reason: c.cpuWorkPending() ? 'CpuFallback' : quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
     const status: BatchInferenceJobStatus = {
       ...toStatus(progress, {
         phase,
