@@ -271,7 +271,8 @@ describe('the BatchInferenceJob reconcile', () => {
     const pods = new Pods();
     const cfg = { jobs: p.port };
     const job = jobOf(1, { faultRecovery: { splitOnRetry: false } });
-    expect(renderWorkers(job).ok && renderWorkers(job).value.cpuPod).toBe(undefined);
+    const r0 = renderWorkers(job);
+    expect(r0.ok && r0.value.cpuPod).toBe(undefined);
     const names = new Set<string>();
     let t = 0;
     for (; t < 60 && job.status?.phase !== 'Succeeded'; t++) {
