@@ -105,8 +105,9 @@ describe('BatchInferenceJob policies on real engines', () => {
 
   it('reaches rung 3: the failed shard runs on a CPU fallback worker with no GPU, which goes when it is done', async () => {
     const ids = e.writeInput('cpufb.jsonl', 120, 'c');
-    // splitOnRetry off: after the same-device retry the shard goes straight to the CPU rung.
-    await e.createJob('cpufb', 'cpufb.jsonl', 1, { sharding: { reshardStragglers: false }, faultRecovery: { cpuFallback: true, splitOnRetry: false } });
+    // splitOnRetry off: after the same-device retry the shard goes straight to the CPU rung. One CPU per worker: the
+    // CPU engine's threads follow it (4 threads on this 2-core machine made the CPU shard 20× slower).
+    await e.createJob('cpufb', 'cpufb.jsonl', 1, { sharding: { reshardStragglers: false }, faultRecovery: { cpuFallback: true, splitOnRetry: false }, resources: { cpu: '1' } });
     const bad = await waitFor('the worker bound to a GPU', async () => {
       const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.name === workerPodName('cpufb', 0));
       return p?.spec?.nodeName !== undefined && (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '') !== '' ? p : undefined;
@@ -150,7 +151,8 @@ describe('BatchInferenceJob policies on real engines', () => {
     expect(cpuSeen?.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').toBe('');
     expect(cpuSeen?.metadata?.labels?.[LABEL.batchCpuFallback]).toBe('true');
     expect(JSON.stringify(cpuSeen?.spec?.containers)).not.toContain('nvidia.com/gpu');
-    expect(JSON.stringify(cpuSeen?.spec?.containers)).toContain('"--n-gpu-layers","0"');
+    expect(JSON.stringify(cpuSeen?.spec?.containers)).toContain('"--n-gpu-layers","0","--threads","1"');
+    expect(cpuSeen?.spec?.containers[0]?.resources?.requests).toEqual({ cpu: '1', memory: '16Gi' });
     // It ran exactly the shard that failed twice on the GPU, and nothing else.
     expect([...cpuRanges]).toEqual([`${rung1.start}-${rung1.end}`]);
     const device = `${node}/${gpu}`;
