@@ -250,6 +250,7 @@ describe('the BatchInferenceJob reconcile', () => {
     // The replacement GPU worker takes the normal shard; the CPU worker never does.
     expect(pods.assignment('j-0')).toMatchObject({ start: 10, end: 20 });
     expect(pods.assignment('j-cpu')).toMatchObject({ start: 0, end: 10 });
+    expect(job.status?.conditions?.find((x) => x.type === 'FaultRecovery')?.reason).toBe('CpuFallback');
     done('j-cpu', 8);
     const s8 = step(8);
     // No CPU work left: the CPU worker goes while the job still runs, and gets no new assignment.
@@ -263,6 +264,8 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(job.status?.phase).toBe('Succeeded');
     expect(ids(p.store)).toEqual(records(20).map((x) => x.customId));
     const fr = job.status?.conditions?.find((x) => x.type === 'FaultRecovery');
+    // Nothing left on the CPU rung: the reason is the quarantine again.
+    expect(fr?.reason).toBe('DeviceQuarantined');
     expect(fr?.message).toMatch(/rung 1: same device at 0.5× concurrency.*rung 3: CPU fallback, waiting for a CPU worker.*\[0,10\): rung 3: CPU fallback on j-cpu \(n1\/cpu\)/);
   });
 
