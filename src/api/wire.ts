@@ -62,6 +62,8 @@ export const LABEL = {
   workerIndex: `${P}/worker-index`,
   /** Every worker pod of a BatchInferenceJob carries the job's name here. */
   batchInferenceJob: `${P}/batch-inference-job`,
+  /** `"true"` on a BatchInferenceJob's CPU fallback worker (the fault ladder's rung 3): it holds no GPU. */
+  batchCpuFallback: `${P}/batch-cpu-fallback`,
 } as const;
 
 export const ANNOTATION = {

@@ -6,16 +6,16 @@
 // custom_id is in the output exactly once.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { V1Node } from '@kubernetes/client-node';
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ANNOTATION } from '../api/wire.ts';
+import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { startBatchE2e, type BatchE2e } from './batch-e2e-kit.ts';
 import { claimsUnder } from './batch-jobs.ts';
 import { GpuShare } from '../controllers/batch-inference/gpu-share.ts';
 import { parseQuarantine } from '../core/health/quarantine.ts';
 import { waitFor } from '../harness/e2e-kit.ts';
 import { nodeFromK8s } from '../kube/labels.ts';
-import { workerPodName } from '../controllers/batch-inference/pods.ts';
+import { cpuWorkerPodName, workerPodName } from '../controllers/batch-inference/pods.ts';
 import { parseAssignment } from '../controllers/batch-inference/worker-protocol.ts';
 
 describe('BatchInferenceJob policies on real engines', () => {
@@ -102,6 +102,66 @@ describe('BatchInferenceJob policies on real engines', () => {
     expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200)).toBe(true);
     expect(e.manifestOf('faulty').state).toBe('complete');
   }, 480_000);
+
+  it('reaches rung 3: the failed shard runs on a CPU fallback worker with no GPU, which goes when it is done', async () => {
+    const ids = e.writeInput('cpufb.jsonl', 120, 'c');
+    // splitOnRetry off: after the same-device retry the shard goes straight to the CPU rung. One CPU per worker: the
+    // CPU engine's threads follow it (4 threads on this 2-core machine made the CPU shard 20× slower).
+    await e.createJob('cpufb', 'cpufb.jsonl', 1, { sharding: { reshardStragglers: false }, faultRecovery: { cpuFallback: true, splitOnRetry: false }, resources: { cpu: '1' } });
+    const bad = await waitFor('the worker bound to a GPU', async () => {
+      const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.name === workerPodName('cpufb', 0));
+      return p?.spec?.nodeName !== undefined && (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '') !== '' ? p : undefined;
+    }, 60_000, 100);
+    const node = bad.spec?.nodeName ?? '';
+    const gpu = bad.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '';
+    mkdirSync(join(faultDir, node), { recursive: true });
+    writeFileSync(join(faultDir, node, gpu), 'injected by the e2e test\n');
+    const cpuName = cpuWorkerPodName('cpufb');
+    // Every assignment the CPU worker is given, and whether it is gone before the job ends.
+    const cpuRanges = new Set<string>();
+    let cpuSeen: V1Pod | undefined;
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        // A failed list (a busy apiserver) is only a missed sample.
+        const p = (await e.workerPods('cpufb').catch(() => [] as V1Pod[])).find((x) => x.metadata?.name === cpuName);
+        const a = parseAssignment(p?.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+        if (a !== undefined && !('error' in a)) cpuRanges.add(`${a.start}-${a.end}`);
+        if (p?.spec?.nodeName !== undefined) cpuSeen = p;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const rung1 = await waitFor('a retry on the failing device at half concurrency', async () => {
+      const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.uid === bad.metadata?.uid);
+      const a = parseAssignment(p?.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+      return a !== undefined && !('error' in a) && a.concurrency === 0.5 ? a : undefined;
+    }, 60_000, 100);
+    const j = await e.finished('cpufb', 120_000).finally(() => {
+      watching = false;
+    });
+    await watch;
+    expect(j.status?.phase).toBe('Succeeded');
+    expect(j.status?.progress).toMatchObject({ recordsTotal: 120, recordsProcessed: 120, recordsFailed: 0 });
+    const out = e.outputOf('cpufb');
+    expect(out.ids).toEqual(ids);
+    expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200)).toBe(true);
+    // The fallback worker was placed by SITS with no GPU: bound to a node, no GPU indices, no GPU in any container.
+    const cpuNode = cpuSeen?.spec?.nodeName;
+    expect(cpuNode).toBeDefined();
+    expect(cpuSeen?.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').toBe('');
+    expect(cpuSeen?.metadata?.labels?.[LABEL.batchCpuFallback]).toBe('true');
+    expect(JSON.stringify(cpuSeen?.spec?.containers)).not.toContain('nvidia.com/gpu');
+    expect(JSON.stringify(cpuSeen?.spec?.containers)).toContain('"--n-gpu-layers","0","--threads","1"');
+    expect(cpuSeen?.spec?.containers[0]?.resources?.requests).toEqual({ cpu: '1', memory: '16Gi' });
+    // It ran exactly the shard that failed twice on the GPU, and nothing else.
+    expect([...cpuRanges]).toEqual([`${rung1.start}-${rung1.end}`]);
+    const device = `${node}/${gpu}`;
+    const fr = j.status?.conditions?.find((c) => c.type === 'FaultRecovery');
+    expect(fr?.message).toMatch(new RegExp(`on ${device}: crash .*rung 1: same device at 0.5× concurrency.*on ${device}: crash .*rung 3: CPU fallback, waiting for a CPU worker.*\\[${rung1.start},${rung1.end}\\): rung 3: CPU fallback on ${cpuName} \\(${cpuNode ?? ''}/cpu\\)`));
+    expect(e.manifestOf('cpufb').state).toBe('complete');
+    // And it is gone.
+    await waitFor('the CPU worker deleted', async () => ((await e.workerPods('cpufb')).some((p) => p.metadata?.name === cpuName) ? undefined : true), 60_000, 200);
+  }, 300_000);
 
   it('shares the GPUs between two tenants by their Queues\' weights, measured from the worker pods\' GPU-seconds', async () => {
     for (const [name, tier] of [['gold-team', 'gold'], ['bronze-team', 'bronze']] as const) {

@@ -96,6 +96,20 @@ export interface GpuSupport {
   readonly boundToBuildGpu: boolean;
 }
 
+/**
+ * How the engine runs with no GPU at all: a BatchInferenceJob's CPU fallback worker (the fault ladder's rung 3,
+ * ADR 0162). The spec is rendered with gpusPerReplica 0, then these flags are appended (last wins, so a GPU flag in
+ * spec.container.args cannot put the fallback back on a GPU). Unset: the engine has no CPU build.
+ */
+export interface CpuSupport {
+  /** The engine's CPU build (the GPU image's kernels need a GPU); spec.container.image still wins. */
+  readonly image: string;
+  /** Flags that keep the engine off any GPU and size it to the pod's `cpus` (whole cores, at least 1). */
+  readonly args: (cpus: number) => readonly string[];
+  /** Environment of the CPU build, e.g. its KV-cache size; the spec's env still wins. */
+  readonly env: (memoryMiB: number) => Readonly<Record<string, string>>;
+}
+
 /** A process of a multi-pod replica: the container's command and args. */
 export interface ProcessLine {
   readonly command: readonly string[];
@@ -141,6 +155,7 @@ export interface RuntimeDefinition {
   readonly metrics: EngineMetricNames;
   readonly lora: LoraApi;
   readonly gpus: GpuSupport;
+  readonly cpu?: CpuSupport;
   /** Unset: the engine runs in one pod only, and podsPerReplica > 1 is refused. */
   readonly multiNode?: MultiNodeSupport;
 }

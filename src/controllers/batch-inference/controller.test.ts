@@ -1,13 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { withDefaults } from '../../api/validate.ts';
-import { ANNOTATION } from '../../api/wire.ts';
+import { ANNOTATION, LABEL } from '../../api/wire.ts';
 import type { ControllerAction } from '../../api/controller.ts';
 import type { PodObject } from '../kube-objects.ts';
 import { BatchCoordinator, OUTPUT } from './coordinator.ts';
 import type { BatchJobsPort, JobSession, SessionState } from './controller.ts';
 import { reconcileBatchJob, strategyPluginCondition, type BatchControllerConfig } from './controller.ts';
 import type { PluginCaller } from './wasm-plugin.ts';
-import { DEFAULT_LADDER } from './fault-ladder.ts';
+import { DEFAULT_LADDER, type LadderConfig } from './fault-ladder.ts';
+import { GpuShare } from './gpu-share.ts';
 import { DEFAULT_LONG_TAIL } from './long-tail.ts';
 import type { RecordInfo } from './openai-batch.ts';
 import { outputCustomId } from './openai-batch.ts';
@@ -33,12 +34,12 @@ const jobOf = (workers: number, extra: Record<string, unknown> = {}): BatchJobOb
   }) as BatchJobObject;
 
 /** A port over one memory store, as a controller process would hold it; `restart()` is a new controller process. */
-function port(n: number, shard = 10): { port: BatchJobsPort; store: MemoryOutputStore; restart(): void; state: { s: SessionState } } {
+function port(n: number, shard = 10, ladder: LadderConfig = DEFAULT_LADDER): { port: BatchJobsPort; store: MemoryOutputStore; restart(): void; state: { s: SessionState } } {
   const store = new MemoryOutputStore();
   const state = { s: { state: 'loading' } as SessionState };
   const open = (nowMs: number): SessionState => {
     const q = new MemoryQuarantine();
-    const coordinator = BatchCoordinator.open(store, { jobUid: 'uid-1', records: records(n), shardRecords: shard, ladder: DEFAULT_LADDER, longTail: { ...DEFAULT_LONG_TAIL, enabled: false }, quarantine: q }, nowMs);
+    const coordinator = BatchCoordinator.open(store, { jobUid: 'uid-1', records: records(n), shardRecords: shard, ladder, longTail: { ...DEFAULT_LONG_TAIL, enabled: false }, quarantine: q }, nowMs);
     const session: JobSession = { coordinator, startMs: nowMs, assigned: new Map(), handled: new Set(), retries: 0, quarantined: (t) => q.active(t).map((e) => e.device) };
     return { state: 'ready', session };
   };
@@ -66,11 +67,15 @@ function port(n: number, shard = 10): { port: BatchJobsPort; store: MemoryOutput
 class Pods {
   readonly byName = new Map<string, PodObject>();
   private uid = 0;
+  private gpu = 0;
   apply(actions: readonly ControllerAction[]): void {
     for (const a of actions) {
       if (a.op === 'create') {
         const p = a.object as PodObject;
-        this.byName.set(p.metadata.name ?? '', { ...p, metadata: { ...p.metadata, uid: `pod-${++this.uid}` }, spec: { ...(p.spec as PodObject['spec'] & object), nodeName: 'n1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } });
+        // The scheduler's GPU choice on a pod that asks for one (each pod a fresh GPU of node n1).
+        const wantsGpu = (p.spec?.containers ?? []).some((c) => c.resources?.requests?.['nvidia.com/gpu'] !== undefined);
+        const annotations = { ...p.metadata.annotations, ...(wantsGpu ? { [ANNOTATION.gpuIndices]: String(this.gpu++) } : {}) };
+        this.byName.set(p.metadata.name ?? '', { ...p, metadata: { ...p.metadata, annotations, uid: `pod-${++this.uid}` }, spec: { ...(p.spec as PodObject['spec'] & object), nodeName: 'n1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } });
       } else if (a.op === 'delete') this.byName.delete(a.name);
       else if (a.op === 'patch') {
         const p = this.byName.get(a.name) as PodObject;
@@ -197,6 +202,104 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
     expect(pods.assignment('j-0')).toBeUndefined();
     expect(lostShard.attempt).toMatch(/^e1-/);
+  });
+
+  it('creates the CPU fallback worker only for rung-3 work: no GPU, outside the GPU share, only that shard, deleted when it is done', () => {
+    const p = port(20, 10, { ...DEFAULT_LADDER, cpuFallback: true, splitOnRetry: false });
+    const pods = new Pods();
+    // One GPU for batch workers in all: the job's one GPU worker holds it, and the CPU worker needs none.
+    const cfg = { jobs: p.port, share: new GpuShare({ budgetGpus: 1, quantumMs: 60_000 }) };
+    const job = jobOf(1, { faultRecovery: { cpuFallback: true, splitOnRetry: false } });
+    const step = (t: number): ControllerAction[] => {
+      const r = reconcileBatchJob(job, pods.list(), t, cfg);
+      pods.apply(r.actions);
+      if (r.status !== undefined) job.status = r.status;
+      return r.actions;
+    };
+    const created = (as: readonly ControllerAction[]): string[] => as.flatMap((a) => (a.op === 'create' ? [(a.object as PodObject).metadata.name ?? ''] : []));
+    const failed = (pod: string, t: number): void => {
+      const a = pods.assignment(pod) as WireAssignment;
+      pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: t, failure: { kind: 'crash', message: 'engine 500' } });
+    };
+    const done = (pod: string, t: number): void => {
+      const a = pods.assignment(pod) as WireAssignment;
+      writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
+      pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 0, state: 'done', startedMs: t });
+    };
+    step(0);
+    expect(created(step(1))).toEqual(['j-0']);
+    step(2);
+    const shard = pods.assignment('j-0') as WireAssignment;
+    expect(shard).toMatchObject({ start: 0, end: 10 });
+    // Rung 0 fails: rung 1 retries on the same GPU; no CPU worker yet.
+    failed('j-0', 3);
+    expect(created(step(3))).toEqual([]);
+    expect(pods.assignment('j-0')).toMatchObject({ start: 0, end: 10, concurrency: 0.5 });
+    // Rung 1 fails: splitOnRetry off, so rung 3: the CPU worker is created in the same reconcile.
+    failed('j-0', 4);
+    expect(created(step(4))).toEqual(['j-cpu']);
+    const cpuPod = pods.byName.get('j-cpu') as PodObject;
+    expect(cpuPod.metadata.labels?.[LABEL.batchCpuFallback]).toBe('true');
+    expect(JSON.stringify(cpuPod.spec?.containers)).not.toContain('nvidia.com/gpu');
+    // j-0 is idle on its quarantined GPU and goes; the CPU worker takes the failed shard, registered as a CPU worker.
+    const s5 = step(5);
+    expect(s5).toContainEqual(expect.objectContaining({ op: 'delete', name: 'j-0' }));
+    expect(pods.assignment('j-cpu')).toMatchObject({ start: shard.start, end: shard.end, concurrency: 1 });
+    const session = p.state.s.state === 'ready' ? p.state.s.session : undefined;
+    expect(session?.coordinator.runningAttempts().find((a) => a.worker === 'j-cpu')?.range).toEqual({ start: 0, end: 10 });
+    expect(created(step(6))).toEqual(['j-0']);
+    step(7);
+    // The replacement GPU worker takes the normal shard; the CPU worker never does.
+    expect(pods.assignment('j-0')).toMatchObject({ start: 10, end: 20 });
+    expect(pods.assignment('j-cpu')).toMatchObject({ start: 0, end: 10 });
+    expect(job.status?.conditions?.find((x) => x.type === 'FaultRecovery')?.reason).toBe('CpuFallback');
+    done('j-cpu', 8);
+    const s8 = step(8);
+    // No CPU work left: the CPU worker goes while the job still runs, and gets no new assignment.
+    expect(s8).toContainEqual(expect.objectContaining({ op: 'delete', name: 'j-cpu' }));
+    expect(s8).not.toContainEqual(expect.objectContaining({ op: 'patch', name: 'j-cpu' }));
+    expect(pods.byName.has('j-cpu')).toBe(false);
+    expect(step(9).map((a) => a.op === 'create' && (a.object as PodObject).metadata.name)).not.toContain('j-cpu');
+    expect(job.status?.phase).toBe('Running');
+    done('j-0', 10);
+    step(10);
+    expect(job.status?.phase).toBe('Succeeded');
+    expect(ids(p.store)).toEqual(records(20).map((x) => x.customId));
+    const fr = job.status?.conditions?.find((x) => x.type === 'FaultRecovery');
+    // Nothing left on the CPU rung: the reason is the quarantine again.
+    expect(fr?.reason).toBe('DeviceQuarantined');
+    expect(fr?.message).toMatch(/rung 1: same device at 0.5× concurrency.*rung 3: CPU fallback, waiting for a CPU worker.*\[0,10\): rung 3: CPU fallback on j-cpu \(n1\/cpu\)/);
+  });
+
+  it('with cpuFallback off, a shard past rung 1 gets error lines and no CPU worker is ever created', () => {
+    const p = port(20, 10, { ...DEFAULT_LADDER, splitOnRetry: false });
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(1, { faultRecovery: { splitOnRetry: false } });
+    const r0 = renderWorkers(job);
+    expect(r0.ok && r0.value.cpuPod).toBe(undefined);
+    const names = new Set<string>();
+    let t = 0;
+    for (; t < 60 && job.status?.phase !== 'Succeeded'; t++) {
+      const r = reconcileBatchJob(job, pods.list(), t, cfg);
+      for (const a of r.actions) if (a.op === 'create') names.add((a.object as PodObject).metadata.name ?? '');
+      pods.apply(r.actions);
+      if (r.status !== undefined) job.status = r.status;
+      for (const pod of pods.list()) {
+        const name = pod.metadata.name ?? '';
+        const a = pods.assignment(name);
+        if (a === undefined) continue;
+        // Shard [0,10) always fails; the rest succeeds.
+        if (a.start === 0) pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: t, failure: { kind: 'crash', message: 'engine 500' } });
+        else {
+          writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
+          pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 0, state: 'done', startedMs: t });
+        }
+      }
+    }
+    expect(job.status?.phase).toBe('Succeeded');
+    expect(job.status?.progress).toMatchObject({ recordsProcessed: 20, recordsFailed: 10 });
+    expect([...names].every((n) => /^j-\d+$/.test(n))).toBe(true);
   });
 
   it('commits a worker\'s reported checkpoint while it runs, so its lost shard gives back only the rest (ADR 0159)', () => {

@@ -18,7 +18,7 @@ import { setCondition } from '../conditions.ts';
 import type { PodObject } from '../kube-objects.ts';
 import type { BatchCoordinator, WorkerInfo } from './coordinator.ts';
 import { partName } from './coordinator.ts';
-import { renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
+import { cpuWorkerPodName, renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
 import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
 import { formatAssignment, parseReport, STAGE_NAMES, type BatchPluginState, type WireAssignment, type WireStage } from './worker-protocol.ts';
@@ -194,18 +194,20 @@ export function strategyPluginCondition(reports: readonly { readonly pod: string
 type StatusStage = NonNullable<BatchInferenceJobStatus['stages']>[number];
 
 /** Each worker pod's last reported stage totals, kept after the pod is gone (they count toward the job). */
-const stageReports = new WeakMap<JobSession, Map<string, readonly WireStage[]>>();
+const stageReports = new WeakMap<JobSession, Map<string, { readonly cpu: boolean; readonly stages: readonly WireStage[] }>>();
 
 /**
  * The job's stage pipeline for status (ADR 0167): the workers' totals summed (records, busy and blocked time,
  * prompt tokens), the deepest queue any worker saw, and where each stage runs.
  */
-export function stagesStatus(job: BatchJobObject, reports: Iterable<readonly WireStage[]>): StatusStage[] | undefined {
+export function stagesStatus(job: BatchJobObject, reports: Iterable<{ readonly cpu: boolean; readonly stages: readonly WireStage[] }>): StatusStage[] | undefined {
   const all = [...reports];
   if (all.length === 0) return undefined;
   const gpus = job.spec.gpusPerWorker;
+  // The CPU fallback worker's inference ran on CPU (ADR 0162): said, not counted as another device class.
+  const onCpu = all.filter((r) => r.cpu).reduce((a, r) => a + (r.stages.find((x) => x.name === 'infer')?.processed ?? 0), 0);
   return STAGE_NAMES.map((name) => {
-    const mine = all.flatMap((r) => r.filter((x) => x.name === name));
+    const mine = all.flatMap((r) => r.stages.filter((x) => x.name === name));
     const sum = (f: (x: WireStage) => number | undefined): number => mine.reduce((a, x) => a + (f(x) ?? 0), 0);
     const estimated = mine.some((x) => x.counter === 'estimated');
     const placement =
@@ -213,7 +215,7 @@ export function stagesStatus(job: BatchJobObject, reports: Iterable<readonly Wir
         ? `cpu: the batch-worker container, ${estimated ? 'prompt tokens estimated (4 characters a token): the engine\'s tokenizer was not reachable' : `with the ${job.spec.runtime} engine's own tokenizer`}`
         : name === 'infer'
           ? gpus > 0
-            ? `gpu: the ${job.spec.runtime} engine container on ${gpus} GPU${gpus === 1 ? '' : 's'} a worker`
+            ? `gpu: the ${job.spec.runtime} engine container on ${gpus} GPU${gpus === 1 ? '' : 's'} a worker${onCpu > 0 ? `; ${onCpu} records on the CPU fallback worker` : ''}`
             : `cpu: the ${job.spec.runtime} engine container (gpusPerWorker 0)`
           : 'cpu: the batch-worker container (no NPU post-processing stage is built)';
     return {
@@ -304,13 +306,31 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // The workers this job may run now under the GPU share; one at index ≥ allowed finishes its shard and goes.
   const allowed = cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0 ? job.spec.workers : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), job.spec.workers, job.spec.gpusPerWorker, nowMs);
   const retiring = new Set<string>();
+  // Workers deleted at this reconcile's shard boundary (no assignment is written to them).
+  const gone = new Set<string>();
   // The workers' live batch sizes (ADR 0102): status shows the largest, the size the engines are driven at.
   const batchSizes: number[] = [];
   const pluginReports: { pod: string; state: BatchPluginState; note?: string }[] = [];
-  for (let i = 0; i < job.spec.workers && s.finished === undefined; i++) {
-    const pn = workerPodName(name, i);
+  // The GPU workers, then the CPU fallback worker while work is open or running on the ladder's CPU rung (ADR 0162).
+  // It holds no GPU, so the GPU share does not count it, and the coordinator gives it only CPU-rung work.
+  const cpuTemplate = render.value.cpuPod;
+  const cpuWanted = cpuTemplate !== undefined && c.cpuWorkPending();
+  const slots: { readonly pn: string; readonly index?: number }[] = [
+    ...Array.from({ length: job.spec.workers }, (_, i) => ({ pn: workerPodName(name, i), index: i })),
+    ...(cpuTemplate === undefined ? [] : [{ pn: cpuWorkerPodName(name) }]),
+  ];
+  for (const slot of slots) {
+    if (s.finished !== undefined) break;
+    const { pn } = slot;
+    const cpu = slot.index === undefined;
+    const i = slot.index ?? 0;
     const pod = byName.get(pn);
-    if (i >= allowed) {
+    // No CPU work left and none on it: the fallback worker goes (it comes back if the ladder sends more).
+    if (cpu && !cpuWanted && pod !== undefined && !terminal(pod) && !s.assigned.has(pn)) {
+      actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
+    if (!cpu && i >= allowed) {
       if (pod === undefined) cfg.share?.release(shareKey, i, nowMs);
       else retiring.add(pn);
     }
@@ -323,7 +343,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         s.assigned.delete(pn);
       }
       if (pod === undefined) {
-        if (i < allowed) actions.push({ op: 'create', kind: POD.kind, object: render.value.pod(i) });
+        if (cpu ? cpuWanted : i < allowed) actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : render.value.pod(i) });
       } else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -332,10 +352,10 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       if (retiring.has(pn)) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
-    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu: false };
+    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu };
     // An idle worker on a device the fault ladder quarantined is replaced: the scheduler places the new pod on a
     // healthy device (the quarantine is on the Node), and the job keeps its width.
-    if (!s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
+    if (!cpu && !s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
       actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -344,10 +364,10 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
     if (report?.batchSize !== undefined) batchSizes.push(report.batchSize);
     if (report?.stages !== undefined) {
-      const m = stageReports.get(s) ?? new Map<string, readonly WireStage[]>();
+      const m = stageReports.get(s) ?? new Map<string, { cpu: boolean; stages: readonly WireStage[] }>();
       stageReports.set(s, m);
       // Keyed by pod UID: a replacement pod with the same name starts its totals from zero.
-      m.set(pod.metadata.uid ?? pn, report.stages);
+      m.set(pod.metadata.uid ?? pn, { cpu, stages: report.stages });
     }
     if (report?.batchPlugin !== undefined) pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
     let cur = s.assigned.get(pn);
@@ -394,7 +414,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   }
   // The long-tail breaker: a straggler's assignment is cut short (same attempt, smaller end); idle workers take the rest.
   if (s.finished === undefined) {
-    const idle = live.filter((l) => !s.assigned.has(l.worker.id)).length;
+    // Only GPU workers take a straggler's chunks (they are GPU work).
+    const idle = live.filter((l) => !l.worker.cpu && !s.assigned.has(l.worker.id)).length;
     for (const cut of c.tick(nowMs, idle)) {
       for (const [pn, a] of s.assigned) if (a.attempt === cut.attemptId) s.assigned.set(pn, { ...a, end: cut.cut });
     }
@@ -403,12 +424,22 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       // Its GPU time is over (the share): at this shard boundary the worker goes instead of taking another shard.
       if (retiring.has(l.worker.id)) {
         actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+        gone.add(l.worker.id);
         continue;
       }
       const a = c.assign(l.worker, nowMs);
       if (a !== undefined) s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
+      else if (l.worker.cpu && !c.cpuWorkPending()) {
+        // Its last CPU-rung shard is committed: the fallback worker goes now, not a tick later.
+        actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+        gone.add(l.worker.id);
+      }
     }
+    // A shard reached the CPU rung in this reconcile: its worker is created now, not a tick later.
+    const cpuPn = cpuWorkerPodName(name);
+    if (cpuTemplate !== undefined && !cpuWanted && byName.get(cpuPn) === undefined && c.cpuWorkPending()) actions.push({ op: 'create', kind: POD.kind, object: cpuTemplate() });
     for (const l of live) {
+      if (gone.has(l.worker.id)) continue;
       const want = formatAssignment(s.assigned.get(l.worker.id));
       if (l.pod.metadata.annotations?.[ANNOTATION.batchAssignment] !== want) {
         actions.push({ op: 'patch', kind: POD.kind, name: l.worker.id, patch: { metadata: { annotations: { [ANNOTATION.batchAssignment]: want } } } });
@@ -484,7 +515,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     const faults =
       ladder.length === 0
         ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
-        : { type: 'FaultRecovery', status: 'True' as const, reason: quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
+        : { type: 'FaultRecovery', status: 'True' as const, reason: c.cpuWorkPending() ? 'CpuFallback' : quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
     const stages = stagesStatus(job, stageReports.get(s)?.values() ?? []);
     const status: BatchInferenceJobStatus = {
       ...(stages === undefined ? {} : { stages }),

@@ -226,11 +226,19 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(c.assign(gpu(0), 200)).toBeUndefined();
     const pieces = [c.assign(gpu(1), 200), c.assign(gpu(2), 200)] as Assignment[];
     expect(pieces.map((p) => p.range)).toEqual([{ start: 0, end: 2 }, { start: 2, end: 4 }]);
+    expect(c.cpuWorkPending()).toBe(false);
     c.fail(pieces[0]!.attemptId, { kind: 'crash', message: 'segfault', device: 'node-1/0' }, 300);
+    // Open on the CPU rung: the controller starts its CPU fallback worker for it.
+    expect(c.cpuWorkPending()).toBe(true);
+    expect(c.faultLog().at(-1)).toMatch(/rung 3: CPU fallback, waiting for a CPU worker \(1 piece\)$/);
     expect(c.assign(gpu(1), 300)).toBeUndefined();
     const onCpu = c.assign(cpuWorker, 300) as Assignment;
     expect(onCpu).toMatchObject({ cpu: true, range: { start: 0, end: 2 } });
+    expect(c.faultLog().at(-1)).toBe(`${onCpu.attemptId} [0,2): rung 3: CPU fallback on cpu (node-9/cpu)`);
+    expect(c.cpuWorkPending()).toBe(true);
     c.fail(onCpu.attemptId, { kind: 'crash', message: 'killed', device: 'node-9/cpu' }, 400);
+    // Given up (error lines): nothing left for a CPU worker.
+    expect(c.cpuWorkPending()).toBe(false);
     writePart(store, cfg.jobUid, cfg.records, pieces[1]!);
     c.complete(pieces[1]!.attemptId, 400);
     expect(c.done).toBe(true);
@@ -240,6 +248,26 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(out.map((o) => o.custom_id)).toEqual(['req-0', 'req-1', 'req-2', 'req-3']);
     expect(out[0]?.error?.code).toBe('shard_failed');
     expect(out[0]?.error?.message).toMatch(/gave up after 3 retries: oom on node-0\/0 at rung 0.*crash on cpu at rung 3/);
+  });
+  it('a CPU worker takes only CPU-rung work; a CPU attempt lost with its worker stays on the CPU rung', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(4, { shardRecords: 2, ladder: { ...DEFAULT_LADDER, cpuFallback: true, splitOnRetry: false } });
+    const c = BatchCoordinator.open(store, cfg, 0);
+    expect(c.assign(cpuWorker, 0)).toBeUndefined();
+    const a0 = c.assign(gpu(0), 0) as Assignment;
+    c.fail(a0.attemptId, { kind: 'hardware', message: 'Xid 79', device: 'node-0/0' }, 10);
+    // A hardware fault skips rung 1; splitOnRetry off skips rung 2: straight to the CPU.
+    expect(c.cpuWorkPending()).toBe(true);
+    const onCpu = c.assign(cpuWorker, 20) as Assignment;
+    expect(onCpu).toMatchObject({ cpu: true, range: a0.range });
+    expect(c.assign(cpuWorker, 20)).toBeUndefined();
+    c.lost(cpuWorker.id);
+    expect(c.cpuWorkPending()).toBe(true);
+    const again = c.assign(cpuWorker, 30) as Assignment;
+    expect(again).toMatchObject({ cpu: true, range: a0.range });
+    writePart(store, cfg.jobUid, cfg.records, again);
+    expect(c.complete(again.attemptId, 40).kind).toBe('committed');
+    expect(c.cpuWorkPending()).toBe(false);
   });
   it('a full volume while writing error lines: reported, nothing committed, no crash', () => {
     const store = new MemoryOutputStore();

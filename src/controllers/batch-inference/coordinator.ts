@@ -232,6 +232,14 @@ export class BatchCoordinator {
     return this.open.length;
   }
 
+  /**
+   * Whether work is open or running on the fault ladder's CPU rung (rung 3): what the controller keeps a CPU fallback
+   * worker for, and only while it lasts.
+   */
+  cpuWorkPending(): boolean {
+    return this.state === 'running' && (this.open.some((t) => t.rung.cpu) || [...this.attempts.values()].some((a) => a.rung.cpu));
+  }
+
   private note(e: string, fault = false): void {
     this.events.push(e);
     if (this.events.length > 200) this.events.shift();
@@ -284,6 +292,7 @@ export class BatchCoordinator {
     const id = `e${this.epoch}-a${++this.seq}`;
     const a: Attempt = { id, range: t.range, given: t.range, part: partName(id), rung: t.rung, worker, startMs: nowMs, done: 0, tokens: 0, resharded: false, ...(t.speculativeOf === undefined ? {} : { speculativeOf: t.speculativeOf }) };
     this.attempts.set(id, a);
+    if (t.rung.cpu) this.note(`${id} ${fmt(t.range)}: rung 3: CPU fallback on ${worker.id} (${worker.device})`, true);
     return {
       attemptId: id,
       range: t.range,
@@ -463,7 +472,7 @@ export class BatchCoordinator {
       if (d.kind === 'retry') {
         for (const p of d.pieces) front.push({ range: p.range, rung: p.rung });
         const p0 = d.pieces[0]?.rung;
-        const how = p0 === undefined ? '' : p0.level === 1 ? `same device at ${p0.concurrencyFactor}× concurrency${p0.reducedClock ? ', reduced clock' : ''}` : p0.level === 2 ? 'split over other devices' : 'CPU fallback';
+        const how = p0 === undefined ? '' : p0.level === 1 ? `same device at ${p0.concurrencyFactor}× concurrency${p0.reducedClock ? ', reduced clock' : ''}` : p0.level === 2 ? 'split over other devices' : 'CPU fallback, waiting for a CPU worker';
         this.note(`${attemptId} ${fmt(r)} on ${failure.device}: ${failure.kind} (${failure.message.slice(0, 160)}); rung ${p0?.level ?? '?'}: ${how} (${d.pieces.length} piece${d.pieces.length === 1 ? '' : 's'})`, true);
       } else {
         this.commitErrors(r, d.reason);

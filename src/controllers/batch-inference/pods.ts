@@ -5,11 +5,13 @@
  * claims of the input and output mounted into the worker. A worker needing several GPUs for tensor parallelism is a
  * gang of its pod kept inside one NVLink island, as a tensor-parallel replica is. Pure.
  */
+import { quantityToMiB, quantityToMilli } from '../../api/quantity.ts';
 import { withDefaults } from '../../api/validate.ts';
-import { ANNOTATION, API_GROUP_VERSION, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
+import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import type { BatchInferenceJob } from '../../api/schema/batch-inference-job.ts';
-import { renderReplica, SERVING_CONTAINER } from '../../serving/pod-template.ts';
+import { renderReplica, SERVING_CONTAINER, type EnvVar, type ServingContainer } from '../../serving/pod-template.ts';
 import { servedModelName, tensorParallel, type SpecIssue } from '../../serving/runtime.ts';
+import { runtimeFor } from '../../serving/runtimes/index.ts';
 import type { ContainerObject, OwnerReference, PodObject } from '../kube-objects.ts';
 import { schedulingAnnotations, type BuildConfig } from '../inference-service/pods.ts';
 import type { InferenceServiceObject } from '../inference-service/model.ts';
@@ -23,6 +25,14 @@ export type BatchJobObject = BatchInferenceJob;
 export const DEFAULT_WORKER_IMAGE = 'registry.sits2026.dev/sits/sits:0.1.0';
 
 export const workerPodName = (job: string, index: number): string => `${job}-${index}`;
+/**
+ * The CPU fallback worker (the fault ladder's rung 3, ADR 0162). `-cpu`, not `-cpu-0`: a worker name ends in digits,
+ * so this one is no other job's worker (`<job>-cpu-0` is worker 0 of a job named `<job>-cpu`).
+ */
+export const cpuWorkerPodName = (job: string): string => `${job}-cpu`;
+
+/** What the CPU fallback worker requests when spec.resources says nothing of cpu or memory. */
+export const DEFAULT_CPU_WORKER_RESOURCES: Readonly<Record<'cpu' | 'memory', string>> = { cpu: '4', memory: '16Gi' };
 
 export function ownerReference(j: BatchJobObject): OwnerReference {
   return { apiVersion: API_GROUP_VERSION, kind: KIND.batchInferenceJob, name: j.metadata.name ?? '', uid: j.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
@@ -49,6 +59,8 @@ export function asInferenceService(j: BatchJobObject): InferenceServiceObject {
 
 export interface WorkerTemplate {
   readonly pod: (index: number) => PodObject;
+  /** The CPU fallback worker: no GPU, CPU and memory requested, the engine's CPU build; set when spec.faultRecovery.cpuFallback is. */
+  readonly cpuPod?: () => PodObject;
   readonly model: string;
   readonly gang: boolean;
 }
@@ -66,12 +78,13 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   const isvc = asInferenceService(j);
   const r = renderReplica(isvc.spec);
   if (!r.ok) return { ok: false, issues: r.issues.map((i) => ({ ...i, field: i.field.replace(/^spec\.gpusPerReplica/, 'spec.gpusPerWorker') })) };
+  const cpu = j.spec.faultRecovery.cpuFallback ? renderCpuServer(isvc) : undefined;
   const input = pvcLocation(j.spec.input.uri);
   const output = pvcLocation(j.spec.output.uri);
-  const issues: SpecIssue[] = [];
+  const issues: SpecIssue[] = cpu?.ok === false ? [...cpu.issues] : [];
   if (input === undefined) issues.push({ field: 'spec.input.uri', message: `only pvc://<claim>/<path> inputs are read so far, got ${JSON.stringify(j.spec.input.uri)}` });
   if (output === undefined) issues.push({ field: 'spec.output.uri', message: `only pvc://<claim>/<path> outputs are written so far, got ${JSON.stringify(j.spec.output.uri)}` });
-  if (input === undefined || output === undefined) return { ok: false, issues };
+  if (input === undefined || output === undefined || issues.length > 0) return { ok: false, issues };
   const t = r.template;
   const name = j.metadata.name ?? '';
   const ns = j.metadata.namespace ?? 'default';
@@ -117,22 +130,21 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   // The template's `server` container adds what the runtime does not set (mounts, security context); ours wins on the rest.
   const server = { ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(t.container) } as ContainerObject;
   const annotations = { ...j.spec.podTemplate?.metadata?.annotations, ...schedulingAnnotations(isvc, t, cfg, gang) };
-  const pod = (index: number): PodObject => {
-    const podName = workerPodName(name, index);
+  const build = (podName: string, engine: ContainerObject, podAnnotations: Record<string, string>, extraLabels: Record<string, string>): PodObject => {
     return {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: {
         name: podName,
         namespace: ns,
-        labels: { ...j.spec.podTemplate?.metadata?.labels, [LABEL.batchInferenceJob]: name, ...(j.spec.queue === undefined ? {} : { [LABEL.queue]: j.spec.queue }), ...(gang ? { [LABEL.podGroup]: podName } : {}) },
-        annotations: { ...annotations, [ANNOTATION.batchAssignment]: formatAssignment(undefined) },
+        labels: { ...j.spec.podTemplate?.metadata?.labels, [LABEL.batchInferenceJob]: name, ...(j.spec.queue === undefined ? {} : { [LABEL.queue]: j.spec.queue }), ...extraLabels },
+        annotations: { ...podAnnotations, [ANNOTATION.batchAssignment]: formatAssignment(undefined) },
         ownerReferences: [ownerReference(j)],
       },
       spec: {
         // The user's podTemplate (service account, tolerations, ...) underneath; ours wins on what we set.
         ...base,
-        containers: [server, worker, ...given.filter((c) => c.name !== SERVING_CONTAINER && c.name !== WORKER_CONTAINER)],
+        containers: [engine, worker, ...given.filter((c) => c.name !== SERVING_CONTAINER && c.name !== WORKER_CONTAINER)],
         volumes: [...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []), ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } })), ...pluginVolume],
         schedulerName: SCHEDULER_NAME,
         // A worker that dies is replaced by the controller (its shard goes back to the coordinator), not restarted in place.
@@ -141,5 +153,37 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       },
     };
   };
-  return { ok: true, value: { pod, model, gang } };
+  const pod = (index: number): PodObject => {
+    const podName = workerPodName(name, index);
+    return build(podName, server, annotations, gang ? { [LABEL.podGroup]: podName } : {});
+  };
+  // No GPU scheduling annotations (GPU models, compute capability, memory): the pod holds no GPU, any node with the
+  // CPUs and memory takes it. Never a gang.
+  const cpuServer = cpu?.ok === true ? ({ ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(cpu.container) } as ContainerObject) : undefined;
+  const cpuPod = cpuServer === undefined ? undefined : (): PodObject => build(cpuWorkerPodName(name), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchCpuFallback]: 'true' });
+  return { ok: true, value: { pod, model, gang, ...(cpuPod === undefined ? {} : { cpuPod }) } };
+}
+
+/**
+ * The engine container of the CPU fallback worker: the job rendered by its serving runtime with no GPU, then the
+ * runtime's CPU build (image, flags, env; serving/runtime.ts CpuSupport). It requests spec.resources' cpu and memory
+ * (DEFAULT_CPU_WORKER_RESOURCES where unset) as requests and limits, and no GPU; other resources stay as given.
+ */
+function renderCpuServer(isvc: InferenceServiceObject): { readonly ok: true; readonly container: ServingContainer } | { readonly ok: false; readonly issues: readonly SpecIssue[] } {
+  const { gpu: _gpu, ...spec } = isvc.spec;
+  const runtime = runtimeFor(spec.runtime);
+  const support = runtime?.cpu;
+  if (support === undefined) return { ok: false, issues: [{ field: 'spec.faultRecovery.cpuFallback', message: `${runtime?.displayName ?? spec.runtime} has no CPU build to fall back to: set it false, or use the llamacpp or vllm runtime` }] };
+  const given = Object.fromEntries(Object.entries(spec.resources ?? {}).filter(([k]) => k !== GPU_RESOURCE));
+  const resources = { ...given, cpu: given.cpu ?? DEFAULT_CPU_WORKER_RESOURCES.cpu, memory: given.memory ?? DEFAULT_CPU_WORKER_RESOURCES.memory };
+  const r = renderReplica({ ...spec, gpusPerReplica: 0, resources });
+  if (!r.ok) return { ok: false, issues: r.issues };
+  const cores = Math.max(1, Math.ceil((quantityToMilli(resources.cpu) ?? 1000) / 1000));
+  const memoryMiB = quantityToMiB(resources.memory) ?? 16 * 1024;
+  // The CPU build's env over the runtime's, under the spec's own (spec.container.env wins, as on the GPU workers).
+  const own = new Set((spec.container?.env ?? []).map((e) => e.name));
+  const cpuEnv = Object.entries(support.env(memoryMiB)).filter(([k]) => !own.has(k));
+  const env: EnvVar[] = [...r.template.container.env.filter((e) => !cpuEnv.some(([k]) => k === e.name)), ...cpuEnv.map(([n, value]) => ({ name: n, value }))];
+  const c = r.template.container;
+  return { ok: true, container: { ...c, image: spec.container?.image ?? support.image, args: [...c.args, ...support.args(cores)], env } };
 }

@@ -29,8 +29,8 @@ export function devPodAddress(ip: string): string {
 /** llama.cpp's server images (ghcr.io/ggml-org/llama.cpp:server, :server-cuda, ...), the runtime's default. */
 export const LLAMA_SERVER_IMAGE = /^ghcr\.io\/ggml-org\/llama\.cpp:server(-[a-z0-9.-]+)?$/;
 
-/** vLLM's OpenAI-server image (vllm/vllm-openai:<tag>, from Docker Hub by any of its names). */
-export const VLLM_IMAGE = /^(docker\.io\/)?(library\/)?vllm\/vllm-openai(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
+/** vLLM's OpenAI-server image (vllm/vllm-openai:<tag>, from Docker Hub by any of its names), or its CPU build's. */
+export const VLLM_IMAGE = /^((docker\.io\/)?(library\/)?vllm\/vllm-openai|public\.ecr\.aws\/q9t5s3a7\/vllm-cpu-release-repo)(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
 
 /** Which stand-in a pod's first container gets: by its image; undefined for any other image. */
 export function engineKind(pod: V1Pod): 'llamacpp' | 'vllm' | undefined {

@@ -62,4 +62,7 @@ export const LLAMACPP: RuntimeDefinition = {
   lora: { kind: 'launch-scale', scale: { method: 'POST', path: '/lora-adapters', body: (scales) => scales.map((s) => ({ id: s.id, scale: s.scale })) } },
   // ggml's CUDA backend builds for Maxwell (5.0) and later; it also runs on CPU (gpusPerReplica 0).
   gpus: { minComputeCapability: '5.0', boundToBuildGpu: false },
+  // The CPU image (`:server`, no CUDA). No layer offloaded; llama.cpp sizes its thread pool by the host's cores, not
+  // the container's CPU limit, so the threads follow the pod's CPU request.
+  cpu: { image: 'ghcr.io/ggml-org/llama.cpp:server', args: (cpus) => ['--n-gpu-layers', '0', '--threads', String(cpus)], env: () => ({}) },
 };

@@ -83,6 +83,14 @@ export const VLLM: RuntimeDefinition = {
   },
   // vLLM's CUDA kernels need compute capability 7.0 (Volta) or later.
   gpus: { minComputeCapability: '7.0', boundToBuildGpu: false },
+  // vLLM's x86 CPU build (docs.vllm.ai, installation/cpu: the release images on public ECR); the platform is the
+  // build's, so no flag selects it. Its KV cache is VLLM_CPU_KVCACHE_SPACE GiB: half the pod's memory, the rest for
+  // the weights.
+  cpu: {
+    image: 'public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.2',
+    args: () => [],
+    env: (memoryMiB) => ({ VLLM_CPU_KVCACHE_SPACE: String(Math.max(1, Math.floor(memoryMiB / 1024 / 2))) }),
+  },
   multiNode: {
     leader: (engineArgs) => ({
       command: ['/bin/sh', '-c'],
