@@ -6,6 +6,7 @@
  * estimated (4 characters a token, what the batch-size strategy assumed before), and say so.
  */
 import type { InferenceRuntime } from '../api/schema/inference-service.ts';
+import { estimatePromptTokens } from '../controllers/batch-inference/live-batch.ts';
 
 export interface PromptCount {
   readonly tokens: number;
@@ -17,8 +18,7 @@ export interface PromptCount {
 
 export type PromptCounter = (body: Readonly<Record<string, unknown>>, chat: boolean, signal: AbortSignal) => Promise<PromptCount>;
 
-/** The estimate of ADR 0102's token mix: 4 characters a token of the prompt's JSON. */
-export const estimatePromptTokens = (body: Readonly<Record<string, unknown>>): number => Math.max(1, Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? body.input ?? '').length / 4));
+export { estimatePromptTokens };
 
 export const TOKENIZER_RUNTIMES: readonly InferenceRuntime[] = ['vllm', 'llamacpp'];
 

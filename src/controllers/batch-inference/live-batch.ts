@@ -65,9 +65,12 @@ export function parseBatchPolicy(text: string): BatchPolicy | { error: string } 
   return { start: start as number, min: min as number, max: max as number, ...(v.targetP99Ms === undefined ? {} : { targetP99Ms: v.targetP99Ms as number }), ...(p === undefined ? {} : { plugin: p }) };
 }
 
+/** A prompt's tokens estimated from its JSON, 4 characters a token (what the worker assumes without a tokenizer). */
+export const estimatePromptTokens = (body: Readonly<Record<string, unknown>>): number => Math.max(1, Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? body.input ?? '').length / 4));
+
 /** A rough token mix from the requests themselves (4 characters a token; max_tokens or 16 out): the plugin's inputs. */
 export function tokenMixOf(bodies: readonly Record<string, unknown>[]): TokenMix {
-  const promptTokens = bodies.map((b) => Math.max(1, Math.ceil(JSON.stringify(b.messages ?? b.prompt ?? b.input ?? '').length / 4)));
+  const promptTokens = bodies.map(estimatePromptTokens);
   const outputTokens = bodies.map((b) => (posInt(b.max_tokens) ? b.max_tokens : posInt(b.max_completion_tokens) ? b.max_completion_tokens : 16));
   return { promptTokens, outputTokens };
 }
