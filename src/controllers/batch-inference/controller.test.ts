@@ -271,6 +271,52 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(fr?.message).toMatch(/rung 1: same device at 0.5× concurrency.*rung 3: CPU fallback, waiting for a CPU worker.*\[0,10\): rung 3: CPU fallback on j-cpu \(n1\/cpu\)/);
   });
 
+  it('after a controller restart, the CPU fallback worker keeps its rung-3 shard (adopted, not deleted) and the GPUs never get it', () => {
+    const p = port(20, 10, { ...DEFAULT_LADDER, cpuFallback: true, splitOnRetry: false });
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(1, { faultRecovery: { cpuFallback: true, splitOnRetry: false } });
+    const step = (t: number): ControllerAction[] => {
+      const r = reconcileBatchJob(job, pods.list(), t, cfg);
+      pods.apply(r.actions);
+      if (r.status !== undefined) job.status = r.status;
+      return r.actions;
+    };
+    const failed = (pod: string, t: number, kind: 'crash' | 'hardware'): void => {
+      const a = pods.assignment(pod) as WireAssignment;
+      pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: t, failure: { kind, message: 'Xid 79' } });
+    };
+    step(0);
+    step(1);
+    step(2);
+    // A hardware fault skips rung 1, splitOnRetry off skips rung 2: rung 3 at once.
+    failed('j-0', 3, 'hardware');
+    step(3);
+    step(4);
+    const onCpu = pods.assignment('j-cpu') as WireAssignment;
+    expect(onCpu).toMatchObject({ start: 0, end: 10 });
+    pods.report('j-cpu', { attempt: onCpu.attempt, start: onCpu.start, end: onCpu.end, done: 2, tokens: 0, state: 'running', startedMs: 4 });
+    // The controller process restarts: a new coordinator over the same volume, which kept the ladder.
+    p.restart();
+    step(10);
+    const s11 = step(11);
+    expect(s11).not.toContainEqual(expect.objectContaining({ op: 'delete', name: 'j-cpu' }));
+    expect(pods.assignment('j-cpu')).toMatchObject({ attempt: onCpu.attempt, start: 0, end: 10 });
+    for (let t = 12; t < 16; t++) step(t);
+    // The GPU worker (the replacement of j-0) takes the other shard only.
+    const g = pods.assignment('j-0') as WireAssignment;
+    expect(g).toMatchObject({ start: 10, end: 20 });
+    for (const [pod, a] of [['j-cpu', onCpu], ['j-0', g]] as const) {
+      writePart(p.store, 'uid-1', records(20), { range: { start: a.start, end: a.end }, part: a.part });
+      pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 0, state: 'done', startedMs: 12 });
+    }
+    step(16);
+    step(17);
+    expect(job.status?.phase).toBe('Succeeded');
+    expect(ids(p.store)).toEqual(records(20).map((x) => x.customId));
+    expect(pods.byName.has('j-cpu')).toBe(false);
+  });
+
   it('with cpuFallback off, a shard past rung 1 gets error lines and no CPU worker is ever created', () => {
     const p = port(20, 10, { ...DEFAULT_LADDER, splitOnRetry: false });
     const pods = new Pods();

@@ -269,6 +269,55 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(c.complete(again.attemptId, 40).kind).toBe('committed');
     expect(c.cpuWorkPending()).toBe(false);
   });
+  it('a restarted coordinator keeps the ladder: CPU-rung work stays on the CPU, an adopted CPU attempt stays CPU-rung', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(6, { shardRecords: 2, ladder: { ...DEFAULT_LADDER, cpuFallback: true, splitOnRetry: false } });
+    const c = BatchCoordinator.open(store, cfg, 0);
+    const [a0, a1] = [c.assign(gpu(0), 0), c.assign(gpu(1), 0)] as Assignment[];
+    c.fail(a0!.attemptId, { kind: 'hardware', message: 'Xid 79', device: 'node-0/0' }, 10);
+    c.fail(a1!.attemptId, { kind: 'hardware', message: 'Xid 48', device: 'node-1/0' }, 10);
+    const onCpu = c.assign(cpuWorker, 20) as Assignment;
+    // The newest failure is first in line.
+    expect(onCpu).toMatchObject({ cpu: true, range: a1!.range });
+    // Saved at the failure, not at a later commit.
+    const saved = JSON.parse(store.read(MANIFEST) as string) as { ladder?: { start: number; end: number; rung: { level: number; cpu: boolean; pinDevice?: string; excludeDevices: string[] } }[] };
+    expect(saved.ladder?.map((e) => [e.start, e.end, e.rung.level, e.rung.cpu])).toEqual([[2, 4, 3, true], [0, 2, 3, true]]);
+    // The controller restarts: a fresh coordinator on the same volume.
+    const c2 = BatchCoordinator.open(store, cfg, 30);
+    expect(c2.cpuWorkPending()).toBe(true);
+    expect(c2.adopt(onCpu.attemptId, onCpu.range, cpuWorker, 20, 0)).toBe('adopted');
+    // The other CPU-rung shard is not given to a GPU; only rung-0 work is.
+    const g = c2.assign(gpu(2), 30) as Assignment;
+    expect(g).toMatchObject({ cpu: false, range: { start: 4, end: 6 } });
+    expect(c2.assign(gpu(3), 30)).toBeUndefined();
+    const other = c2.assign({ ...cpuWorker, id: 'cpu-b' }, 30) as Assignment;
+    expect(other).toMatchObject({ cpu: true, range: a0!.range });
+    // The adopted attempt failing again climbs from rung 3 (gives up: error lines), not from rung 0.
+    c2.fail(onCpu.attemptId, { kind: 'crash', message: 'killed', device: 'node-9/cpu' }, 40);
+    expect(c2.cpuWorkPending()).toBe(true);
+    for (const a of [g, other]) {
+      writePart(store, cfg.jobUid, cfg.records, a);
+      expect(c2.complete(a.attemptId, 50).kind).toBe('committed');
+    }
+    expect(c2.done).toBe(true);
+    expect(c2.status(50)).toMatchObject({ recordsProcessed: 6, recordsFailed: 2 });
+    c2.finish();
+    expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
+    expect((JSON.parse(store.read(MANIFEST) as string) as { ladder?: unknown }).ladder).toBeUndefined();
+  });
+  it('a malformed ladder entry in the manifest is dropped (its records restart at rung 0), the rest kept', () => {
+    const store = new MemoryOutputStore();
+    const cfg = config(4, { shardRecords: 2, ladder: { ...DEFAULT_LADDER, cpuFallback: true } });
+    BatchCoordinator.open(store, cfg, 0);
+    const m = JSON.parse(store.read(MANIFEST) as string) as Record<string, unknown>;
+    const rung = { level: 3, retries: 1, concurrencyFactor: 1, reducedClock: false, excludeDevices: [], cpu: true, history: ['hardware on node-0/0 at rung 0: Xid 79'] };
+    store.writeAtomic(MANIFEST, JSON.stringify({ ...m, ladder: [{ start: 0, end: 2, rung }, { start: 2, end: 9, rung }, { start: 2, end: 4, rung: { ...rung, level: 7 } }] }));
+    const c = BatchCoordinator.open(store, cfg, 10);
+    expect(c.events.some((e) => e.includes('2 malformed fault-ladder entries ignored'))).toBe(true);
+    expect(c.assign(gpu(0), 10)).toMatchObject({ cpu: false, range: { start: 2, end: 4 } });
+    expect(c.assign(gpu(1), 10)).toBeUndefined();
+    expect(c.assign(cpuWorker, 10)).toMatchObject({ cpu: true, range: { start: 0, end: 2 } });
+  });
   it('a full volume while writing error lines: reported, nothing committed, no crash', () => {
     const store = new MemoryOutputStore();
     const c = BatchCoordinator.open(store, config(4, { ladder: { ...DEFAULT_LADDER, maxRetries: 0 } }), 0);

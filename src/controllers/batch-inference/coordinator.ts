@@ -57,7 +57,23 @@ export interface Manifest {
   /** Set when state is partial: the records not in the output, and why. */
   readonly missing?: readonly Range[];
   readonly reason?: string;
+  /**
+   * Uncommitted work off rung 0 of the fault ladder, so a restarted coordinator does not send a CPU-rung shard back
+   * to the GPUs, nor retry from rung 0 what failed already. Absent in manifests written before it (read as none).
+   */
+  readonly ladder?: readonly LadderEntry[];
 }
+
+/** A range and the rung it is on, as the manifest keeps it (no device pin: the pinned worker may be gone). */
+export interface LadderEntry {
+  readonly start: number;
+  readonly end: number;
+  readonly rung: Omit<Rung, 'pinDevice'>;
+}
+
+/** History lines kept per manifest entry, and their length: the manifest stays small whatever the faults said. */
+const LADDER_HISTORY = 4;
+const LADDER_HISTORY_CHARS = 300;
 
 export interface CoordinatorConfig {
   readonly jobUid: string;
@@ -152,6 +168,27 @@ function readManifest(store: OutputStore, cfg: CoordinatorConfig): Manifest | un
   return m;
 }
 
+/**
+ * The manifest's ladder entries that are well formed; the others are dropped (their work restarts at rung 0, which
+ * loses nothing: the ladder only narrows where work may run). `dropped` counts them for the events.
+ */
+export function ladderEntriesOf(raw: unknown, records: number): { entries: LadderEntry[]; dropped: number } {
+  if (!Array.isArray(raw)) return { entries: [], dropped: raw === undefined ? 0 : 1 };
+  const strings = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+  const entries: LadderEntry[] = [];
+  for (const e of raw as unknown[]) {
+    const x = e as Partial<LadderEntry> | null;
+    const r = x?.rung as Partial<Rung> | undefined;
+    const ok =
+      x !== null && Number.isInteger(x.start) && Number.isInteger(x.end) && 0 <= (x.start as number) && (x.start as number) < (x.end as number) && (x.end as number) <= records &&
+      r !== undefined && (r.level === 1 || r.level === 2 || r.level === 3) && Number.isInteger(r.retries) && (r.retries as number) >= 0 &&
+      typeof r.concurrencyFactor === 'number' && r.concurrencyFactor > 0 && r.concurrencyFactor <= 1 &&
+      typeof r.reducedClock === 'boolean' && typeof r.cpu === 'boolean' && strings(r.excludeDevices) && strings(r.history);
+    if (ok) entries.push({ start: x.start as number, end: x.end as number, rung: { level: r.level as 1 | 2 | 3, retries: r.retries as number, concurrencyFactor: r.concurrencyFactor as number, reducedClock: r.reducedClock as boolean, excludeDevices: r.excludeDevices as string[], cpu: r.cpu as boolean, history: r.history as string[] } });
+  }
+  return { entries, dropped: raw.length - entries.length };
+}
+
 /** Shard size with no configuration: about 8 shards a worker (so stragglers and faults cost little), 16..4096 records. */
 export function deriveShardRecords(records: number, workers: number, shards?: number): number {
   if (shards !== undefined) return Math.max(1, Math.ceil(records / shards));
@@ -200,8 +237,12 @@ export class BatchCoordinator {
     const listed = new Set(c.parts.map((p) => p.file));
     for (const f of store.list()) if (f.startsWith('parts/') && !listed.has(f)) store.remove(f);
     if (c.state !== 'complete') {
-      c.writeManifest(c.parts, 'running');
+      // The fault ladder where the last coordinator left it: those tasks first, the rest of the gaps at rung 0.
+      const { entries, dropped } = ladderEntriesOf(prev?.ladder, cfg.records.length);
+      for (const e of entries) for (const range of subtract({ start: e.start, end: e.end }, c.committed)) c.open.push({ range, rung: e.rung });
+      if (dropped > 0) c.note(`${MANIFEST}: ${dropped} malformed fault-ladder entr${dropped === 1 ? 'y' : 'ies'} ignored; their records restart at rung 0`);
       c.reconcile();
+      c.writeManifest(c.parts, 'running');
     }
     c.note(`epoch ${c.epoch}: ${total(c.committed)} of ${cfg.records.length} records committed${prev === undefined ? '' : ' before this start'}`);
     return c;
@@ -255,8 +296,23 @@ export class BatchCoordinator {
   }
 
   private writeManifest(parts: readonly PartEntry[], state: OutputState, extra: { missing?: readonly Range[]; reason?: string } = {}): void {
-    const m: Manifest = { version: 1, jobUid: this.cfg.jobUid, total: this.cfg.records.length, epoch: this.epoch, state, parts, ...extra };
+    const ladder = state === 'running' ? this.ladderEntries() : [];
+    const m: Manifest = { version: 1, jobUid: this.cfg.jobUid, total: this.cfg.records.length, epoch: this.epoch, state, parts, ...extra, ...(ladder.length === 0 ? {} : { ladder }) };
     this.store.writeAtomic(MANIFEST, `${JSON.stringify(m)}\n`);
+  }
+
+  /** Open and running work off rung 0, for the manifest (uncommitted records only, no device pin, short history). */
+  private ladderEntries(): LadderEntry[] {
+    const out: LadderEntry[] = [];
+    const add = (r: Range, rung: Rung): void => {
+      if (rung.level === 0) return;
+      const { pinDevice: _pin, ...kept } = rung;
+      const history = kept.history.slice(-LADDER_HISTORY).map((h) => h.slice(0, LADDER_HISTORY_CHARS));
+      for (const u of subtract(r, this.committed)) out.push({ start: u.start, end: u.end, rung: { ...kept, history } });
+    };
+    for (const t of this.open) add(t.range, t.rung);
+    for (const a of this.attempts.values()) add(a.range, a.rung);
+    return out;
   }
 
   /** Keeps the invariant: every uncommitted record is in an open task or a running attempt. */
@@ -321,7 +377,9 @@ export class BatchCoordinator {
     this.devices.set(worker.id, worker);
     if (this.attempts.has(attemptId)) return 'adopted';
     if (subtract(range, this.committed).length === 0 || this.state !== 'running') return 'cancel';
-    this.attempts.set(attemptId, { id: attemptId, range, given: range, part: partName(attemptId), rung: FRESH, worker, startMs, done, tokens: 0, resharded: false });
+    // The rung the manifest kept for these records (the highest where several overlap): a CPU-rung attempt stays one.
+    const rung = this.open.filter((t) => overlaps(t.range, range)).reduce<Rung>((best, t) => (t.rung.level > best.level ? t.rung : best), FRESH);
+    this.attempts.set(attemptId, { id: attemptId, range, given: range, part: partName(attemptId), rung, worker, startMs, done, tokens: 0, resharded: false });
     this.open = this.open.flatMap((t) => subtract(t.range, [range]).map((r) => ({ ...t, range: r })));
     this.reconcile();
     return 'adopted';
@@ -480,6 +538,16 @@ export class BatchCoordinator {
     }
     this.open.unshift(...front);
     this.reconcile();
+    // The new rungs reach the manifest now, not at the next commit: a restart in between must not forget them.
+    if (this.state === 'running' && front.length > 0) {
+      try {
+        this.writeManifest(this.parts, 'running');
+      } catch (e) {
+        if (!(e instanceof OutputWriteError)) throw e;
+        this.outputError = e.message;
+        this.note(`fault ladder not saved: ${e.message}`);
+      }
+    }
   }
 
   /** Records the ladder gave up on get error lines, committed like any part: the output stays complete. */
