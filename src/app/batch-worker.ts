@@ -22,12 +22,12 @@ import { ANNOTATION } from '../api/wire.ts';
 import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from '../controllers/batch-inference/openai-batch.ts';
 import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
-import { LiveBatchSize, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
+import { LiveBatchSize, sharedPrefixFraction, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
 import { checkpointName, formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WireStage, type WireStageName, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
 import { runStages, type LiveStage, type StageStats } from '../controllers/batch-inference/stage-runner.ts';
 import { exportsKvUsage, KvWindow, readKv, type KvReading } from '../controllers/batch-inference/engine-kv.ts';
 import type { RuntimeDefinition } from '../serving/runtime.ts';
-import { estimatePromptTokens, promptCounter, type PromptCount, type PromptCounter } from './prompt-counter.ts';
+import { engineCapacity, estimatePromptTokens, promptCounter, type PromptCount, type PromptCounter } from './prompt-counter.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { loadJobPlugins } from '../wasm/job-plugins.ts';
 import { FsOutputStore } from './batch-files.ts';
@@ -113,6 +113,9 @@ interface StagedRecord {
   prompt?: PromptCount;
   out?: { readonly line: string; readonly tokens: number; readonly outputTokens: number };
 }
+
+/** Prompts of the first shard counted with the engine's tokenizer for the start decision: a p90 that is not one record. */
+const START_SAMPLE = 64;
 
 /** max_tokens (or max_completion_tokens) of a request body, when it sets one. */
 function maxOutputTokens(body: Readonly<Record<string, unknown>>): number | undefined {
@@ -320,11 +323,22 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       await report({ ...base(), done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
       return;
     }
-    // The plugin's start decision was asked before the engine was up; once, with its KV cache read, it is asked again.
-    if (sizer !== undefined && plugins?.batchSize !== undefined && !kvStarted) {
+    // The first size was chosen before the engine was up. Once, with the engine's KV cache read and a sample of this
+    // shard's prompts counted by its tokenizer, the start is chosen again (live-batch.ts startFromEngine).
+    if (sizer !== undefined && !kvStarted) {
       kvStarted = true;
-      const k = await scrapeKv(abort.signal);
-      if (k !== undefined && sizer.startWithKv(k)) log(`batch size ${sizer.size} (${sizer.source}): start decision with the engine's ${k.freeTokens ?? 'unknown'} free KV tokens (${(k.freeFraction * 100).toFixed(1)} % free)`);
+      const read = await scrapeKv(abort.signal);
+      // An idle llama-server's /metrics cannot give its cache's size (tokens in use ÷ use); its /props can.
+      const props = o.runtime === undefined || read === undefined || read.capacityTokens !== undefined ? undefined : await engineCapacity(o.runtime.name, engine, abort.signal);
+      const k = read === undefined || props === undefined ? read : { ...read, capacityTokens: props.capacityTokens, freeTokens: Math.floor(props.capacityTokens * read.freeFraction) };
+      const sample = Array.from({ length: Math.min(START_SAMPLE, r.end - a.start) }, (_, i) => (requests[a.start + i] as BatchRequestLine));
+      const counted = k === undefined ? [] : await Promise.all(sample.map((q) => countPrompt(q.body as Record<string, unknown>, q.url.endsWith('/chat/completions'), abort.signal).catch(() => undefined)));
+      const bodies = sample.map((q) => q.body as Record<string, unknown>);
+      const mix = counted.every((c) => c !== undefined && !c.estimated) && counted.length > 0 ? { promptTokens: counted.map((c) => (c as PromptCount).tokens), outputTokens: tokenMixOf(bodies).outputTokens } : undefined;
+      // Only an engine that caches prefixes across requests holds a shared prefix once.
+      const shared = o.runtime?.sharesPrefixKv === true ? sharedPrefixFraction(bodies) : 0;
+      const line = sizer.startFromEngine(k, mix, shared, props?.slots);
+      if (line !== undefined) log(line);
     }
     const slots = (): number => Math.max(1, Math.round((sizer?.size ?? concurrency) * a.concurrency));
     const take = (): StagedRecord | undefined => (next < r.end && !abort.signal.aborted ? { i: next++ } : undefined);

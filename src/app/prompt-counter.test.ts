@@ -5,7 +5,7 @@ import { waitFor } from '../harness/e2e-kit.ts';
 import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
 import { LlamaServerStandIn, parseLlamaServerArgs } from '../harness/llm/llama-server.ts';
 import { parseVllmArgs, VllmServerStandIn } from '../harness/llm/vllm-server.ts';
-import { estimatePromptTokens, promptCounter } from './prompt-counter.ts';
+import { engineCapacity, estimatePromptTokens, promptCounter } from './prompt-counter.ts';
 
 const chat = { messages: [{ role: 'user', content: 'count the model server tokens' }], max_tokens: 1, temperature: 0 };
 const completion = { prompt: 'the model server', max_tokens: 1, temperature: 0 };
@@ -35,6 +35,12 @@ describe('promptCounter', () => {
     await vllm?.close();
   });
 
+  it("reads llama-server's whole KV cache and its slots from /props; the others say neither there", async () => {
+    // --parallel 1, --ctx-size 256: one slot of 256 tokens.
+    expect(await engineCapacity('llamacpp', llamaBase, signal)).toEqual({ capacityTokens: 256, slots: 1 });
+    expect(await engineCapacity('vllm', vllmBase, signal)).toBeUndefined();
+    expect(await engineCapacity('llamacpp', 'http://127.0.0.1:1', signal)).toBeUndefined();
+  });
   it("counts with llama-server's template and tokenizer, and reads a slot's context from /props", async () => {
     const count = promptCounter('llamacpp', llamaBase, 'tiny');
     const c = await count(chat, true, signal);

@@ -66,3 +66,21 @@ export function promptCounter(runtime: InferenceRuntime, engine: string, model: 
   }
   return async (body) => estimate(body);
 }
+
+/**
+ * The engine's KV capacity and concurrency where its own API says them while it is idle: llama-server's `GET /props`
+ * (`total_slots` slots of `default_generation_settings.n_ctx` tokens each: its whole KV cache). vLLM says its capacity
+ * in /metrics (`cache_config_info`, engine-kv.ts); the others say neither. Undefined when unknown or unreachable.
+ */
+export async function engineCapacity(runtime: InferenceRuntime, engine: string, signal: AbortSignal): Promise<{ readonly capacityTokens: number; readonly slots: number } | undefined> {
+  if (runtime !== 'llamacpp') return undefined;
+  try {
+    const r = await fetch(`${engine.replace(/\/+$/, '')}/props`, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
+    const p = (await r.json()) as { total_slots?: unknown; default_generation_settings?: { n_ctx?: unknown } };
+    const slots = p.total_slots;
+    const ctx = p.default_generation_settings?.n_ctx;
+    return typeof slots === 'number' && typeof ctx === 'number' && slots >= 1 && ctx >= 1 ? { capacityTokens: slots * ctx, slots } : undefined;
+  } catch {
+    return undefined;
+  }
+}

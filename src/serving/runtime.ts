@@ -153,6 +153,11 @@ export interface RuntimeDefinition {
   /** Loading weights takes minutes: the startup probe holds the liveness probe off until then. */
   readonly startup: HttpProbe;
   readonly metrics: EngineMetricNames;
+  /**
+   * The engine caches prompt prefixes across requests (vLLM V1's automatic prefix caching, on by default): a prefix
+   * shared by many requests is held in its KV cache once, so more sequences fit. Unset: each holds its own.
+   */
+  readonly sharesPrefixKv?: boolean;
   readonly lora: LoraApi;
   readonly gpus: GpuSupport;
   readonly cpu?: CpuSupport;

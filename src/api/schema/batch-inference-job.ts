@@ -34,9 +34,9 @@ export const DynamicBatching = withRules(
       minBatchSize: Type.Integer({ description: 'Smallest batch the controller may shrink to. Default: 1.', minimum: 1, maximum: 2048, default: 1 }),
       maxBatchSize: Type.Integer({ description: 'Largest batch the controller may grow to. Default: 2048.', minimum: 1, maximum: 2048, default: 2048 }),
       targetLatencyMs: Type.Optional(Type.Integer({ description: 'Shrink batches when the p99 batch latency exceeds this.', minimum: 1, maximum: 3600000 })),
-      maxGpuMemoryPercent: Type.Integer({ description: 'Grow batches only while GPU memory use stays below this percentage. Default: 90.', minimum: 1, maximum: 100, default: 90 }),
+      maxGpuMemoryPercent: Type.Integer({ description: 'The share of the engine\'s free KV cache the start may fill, and the KV use over which batches shrink. Default: 90.', minimum: 1, maximum: 100, default: 90 }),
     },
-    { description: 'Dynamic batch sizing from GPU memory, sequence lengths and latency; when set, batchSize is the starting point.' },
+    { description: 'Dynamic batch sizing: the start from the engine\'s free KV memory, the prompt lengths its tokenizer counts and the prompts\' shared prefix, then AIMD on the p99 latency and the KV use.' },
   ),
   [
     {
@@ -52,7 +52,7 @@ export type DynamicBatching = Static<typeof DynamicBatching>;
 export const BatchingSpec = withRules(
   Obj(
     {
-      batchSize: Type.Integer({ description: 'Sequences per batch (the starting size with dynamic batching). Default: 32.', minimum: 1, maximum: 2048, default: 32 }),
+      batchSize: Type.Integer({ description: 'Sequences per batch. With dynamic batching, the size until the engine is up; then the start comes from its free KV cache and the counted prompt lengths, where the engine says its cache size. Default: 32.', minimum: 1, maximum: 2048, default: 32 }),
       seqLen: Type.Integer({ description: 'Maximum sequence length in tokens (prompt plus output). Default: 2048.', minimum: 1, maximum: 32768, default: 2048 }),
       kvCachePolicy: StringEnum(KV_CACHE_POLICIES, {
         description:

@@ -72,14 +72,23 @@ export function predictedP99Ms(m: EngineModel, b: number, mix: TokenMix): number
   return q(steps, 99) * step * 1000;
 }
 
-export function initialBatchSize(m: EngineModel, mem: MemoryBudget | undefined, mix: TokenMix, kvHitRate: number, bounds: BatchBounds, slaP99Ms?: number): InitialBatch {
-  const cap = kvCapacityTokens(m, mem);
+/**
+ * The memory rule alone: how many sequences fit `capTokens` of KV cache when each holds its p90 prompt and p90
+ * output and the shared prefix (kvHitRate × the p90 prompt) is held once. The bench's start and the live worker's
+ * (live-batch.ts, from the engine's own free KV tokens) both use it.
+ */
+export function batchByMemory(capTokens: number, mix: TokenMix, kvHitRate: number): { readonly size: number; readonly perSeq: number; readonly shared: number } {
   const hit = Math.min(1, Math.max(0, kvHitRate));
   const p90p = q(mix.promptTokens, 90);
   const p90o = q(mix.outputTokens, 90);
   const shared = hit * p90p;
   const perSeq = Math.max(1, p90p - shared + p90o);
-  const byMemory = Math.floor(Math.max(0, cap - shared) / perSeq);
+  return { size: Math.floor(Math.max(0, capTokens - shared) / perSeq), perSeq, shared };
+}
+
+export function initialBatchSize(m: EngineModel, mem: MemoryBudget | undefined, mix: TokenMix, kvHitRate: number, bounds: BatchBounds, slaP99Ms?: number): InitialBatch {
+  const cap = kvCapacityTokens(m, mem);
+  const { size: byMemory, perSeq } = batchByMemory(cap, mix, kvHitRate);
   let size = Math.min(byMemory, m.maxNumSeqs);
   let limitedBy: InitialBatch['limitedBy'] = byMemory <= m.maxNumSeqs ? 'memory' : 'engine';
   if (slaP99Ms !== undefined) {

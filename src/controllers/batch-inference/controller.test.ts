@@ -439,7 +439,7 @@ describe('the BatchInferenceJob reconcile', () => {
     reconcileBatchJob(job, [], 0, { jobs: p.port });
     pods.apply(reconcileBatchJob(job, [], 1, { jobs: p.port }).actions);
     const worker = pods.byName.get('j-0')?.spec?.containers[1];
-    expect(worker?.args?.slice(-2)).toEqual(['--batching', JSON.stringify({ start: 16, min: 2, max: 64, targetP99Ms: 900 })]);
+    expect(worker?.args?.slice(-2)).toEqual(['--batching', JSON.stringify({ start: 16, min: 2, max: 64, targetP99Ms: 900, maxMemoryFraction: 0.9 })]);
     const assigned = reconcileBatchJob(job, pods.list(), 2, { jobs: p.port });
     pods.apply(assigned.actions);
     const a0 = pods.assignment('j-0') as WireAssignment;

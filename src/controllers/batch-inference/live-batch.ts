@@ -3,8 +3,10 @@
  * worker keeps in flight at its engine, moved window by window on the observed p99 latency against the job's SLA
  * (spec.batching.dynamic.targetLatencyMs) by the built-in AIMD, or by the job's batch-size plugin through the same
  * decide function (an answer it cannot use falls back to the built-in's, with the reason).
- * The worker does not know the engine model, so its start is the job's spec.batching.batchSize (the plugin's start
- * decision when one is loaded, asked before the engine is up: KV unknown, 0). Each window's adjustment gets the
+ * The worker does not know the engine model. Its first size is the job's spec.batching.batchSize (the plugin's start
+ * decision when one is loaded, asked before the engine is up: KV unknown, 0); once the engine is up, with dynamic
+ * batching, the built-in starts from the engine's free KV tokens and the prompts counted by its tokenizer
+ * (memoryStart; batchSize stays when the engine does not say its cache's size), a plugin is asked again. Each window's adjustment gets the
  * engine's KV-cache use as read from its /metrics (engine-kv.ts, ADR 0164): the window's peak use as the
  * observation's memoryFraction (the built-in AIMD shrinks past 0.9) and the free tokens, when the engine reports its
  * cache's size, as kvCapacityTokens; an engine without the gauge (TGI) leaves both at 0 (unknown).
@@ -12,7 +14,7 @@
  */
 import { percentiles } from '../../core/stats.ts';
 import type { BatchBounds, TokenMix } from './batch-size.ts';
-import { aimdConfig, aimdStep } from './batch-size.ts';
+import { aimdConfig, aimdStep, batchByMemory } from './batch-size.ts';
 import type { KvReading } from './engine-kv.ts';
 import type { PluginCaller } from './wasm-plugin.ts';
 import { batchSizeInputs, decideBatchSize } from './wasm-plugin.ts';
@@ -24,11 +26,17 @@ export interface BatchPolicy {
   readonly max: number;
   /** The SLA the p99 is held to; unset: the size stays at its start. */
   readonly targetP99Ms?: number;
+  /**
+   * spec.batching.dynamic.maxGpuMemoryPercent / 100, set with dynamic batching only: the share of the engine's free
+   * KV cache the start may fill, and the KV use AIMD treats as a miss. With it the built-in starts from the engine's
+   * memory (memoryStart); unset (a plugin without dynamic batching), `start` stands.
+   */
+  readonly maxMemoryFraction?: number;
   readonly plugin?: { readonly file?: string; readonly configMap?: { readonly name: string; readonly key: string }; readonly sha256: string };
 }
 
 interface PolicySpec {
-  readonly batching: { readonly batchSize: number; readonly dynamic?: { readonly minBatchSize: number; readonly maxBatchSize: number; readonly targetLatencyMs?: number } };
+  readonly batching: { readonly batchSize: number; readonly dynamic?: { readonly minBatchSize: number; readonly maxBatchSize: number; readonly targetLatencyMs?: number; readonly maxGpuMemoryPercent?: number } };
   readonly strategy?: { readonly batchSize?: { readonly wasm: NonNullable<BatchPolicy['plugin']> } };
 }
 
@@ -42,6 +50,7 @@ export function batchPolicyOf(spec: PolicySpec): BatchPolicy | undefined {
     min: d?.minBatchSize ?? 1,
     max: d?.maxBatchSize ?? 2048,
     ...(d?.targetLatencyMs === undefined ? {} : { targetP99Ms: d.targetLatencyMs }),
+    ...(d === undefined ? {} : { maxMemoryFraction: (d.maxGpuMemoryPercent ?? 90) / 100 }),
     ...(plugin === undefined ? {} : { plugin }),
   };
 }
@@ -60,9 +69,11 @@ export function parseBatchPolicy(text: string): BatchPolicy | { error: string } 
   const [start, min, max] = [v.start, v.min, v.max] as number[];
   if ((min as number) > (max as number)) return { error: `--batching: min ${min} is over max ${max}` };
   if (v.targetP99Ms !== undefined && !posInt(v.targetP99Ms)) return { error: `--batching: targetP99Ms must be a positive integer, got ${JSON.stringify(v.targetP99Ms)}` };
+  const f = v.maxMemoryFraction;
+  if (f !== undefined && !(typeof f === 'number' && f > 0 && f <= 1)) return { error: `--batching: maxMemoryFraction must be a number in (0, 1], got ${JSON.stringify(f)}` };
   const p = v.plugin as BatchPolicy['plugin'] | undefined;
   if (p !== undefined && (typeof p !== 'object' || p === null || typeof p.sha256 !== 'string')) return { error: '--batching: plugin must be {file | configMap, sha256}' };
-  return { start: start as number, min: min as number, max: max as number, ...(v.targetP99Ms === undefined ? {} : { targetP99Ms: v.targetP99Ms as number }), ...(p === undefined ? {} : { plugin: p }) };
+  return { start: start as number, min: min as number, max: max as number, ...(v.targetP99Ms === undefined ? {} : { targetP99Ms: v.targetP99Ms as number }), ...(f === undefined ? {} : { maxMemoryFraction: f }), ...(p === undefined ? {} : { plugin: p }) };
 }
 
 /** A prompt's tokens estimated from its JSON, 4 characters a token (what the worker assumes without a tokenizer). */
@@ -73,6 +84,43 @@ export function tokenMixOf(bodies: readonly Record<string, unknown>[]): TokenMix
   const promptTokens = bodies.map(estimatePromptTokens);
   const outputTokens = bodies.map((b) => (posInt(b.max_tokens) ? b.max_tokens : posInt(b.max_completion_tokens) ? b.max_completion_tokens : 16));
   return { promptTokens, outputTokens };
+}
+
+/**
+ * The share of each prompt that is a prefix common to the sampled prompts (a system prompt, a few-shot preamble):
+ * what an engine with automatic prefix caching holds once. From the prompts' text, 0..1; 0 for fewer than 2.
+ */
+export function sharedPrefixFraction(bodies: readonly Readonly<Record<string, unknown>>[]): number {
+  const texts = bodies.map((b) => JSON.stringify(b.messages ?? b.prompt ?? b.input ?? ''));
+  if (texts.length < 2) return 0;
+  let lcp = (texts[0] as string).length;
+  for (const t of texts.slice(1)) {
+    let i = 0;
+    const a = texts[0] as string;
+    while (i < lcp && i < t.length && a.charCodeAt(i) === t.charCodeAt(i)) i++;
+    lcp = i;
+  }
+  const meanLen = texts.reduce((x, t) => x + t.length, 0) / texts.length;
+  return meanLen === 0 ? 0 : Math.min(1, lcp / meanLen);
+}
+
+/**
+ * The built-in's start from the engine itself (seed 004 §2.3): the sequences whose KV fits the engine's free KV
+ * tokens × maxMemoryFraction, each holding the p90 counted prompt and p90 output, the shared prefix once
+ * (batchByMemory, the bench's rule). Undefined when the engine does not say its cache's size.
+ */
+export function memoryStart(kv: KvReading, mix: TokenMix, sharedFraction: number, maxMemoryFraction: number, bounds: BatchBounds, engineSlots?: number): { readonly size: number; readonly why: string } | undefined {
+  if (kv.freeTokens === undefined) return undefined;
+  const cap = Math.floor(kv.freeTokens * maxMemoryFraction);
+  const fit = batchByMemory(cap, mix, sharedFraction);
+  // More in flight than the engine runs at once only queues there (llama-server's slots).
+  const bySlots = engineSlots === undefined ? fit.size : Math.min(fit.size, engineSlots);
+  const size = Math.max(bounds.min, Math.min(bounds.max, bySlots));
+  const clamp = size === fit.size ? '' : bySlots < fit.size && size === bySlots ? ` (${fit.size} fit, the engine runs ${engineSlots} at once)` : ` (${fit.size} fit, bounded to [${bounds.min}, ${bounds.max}])`;
+  return {
+    size,
+    why: `start from the engine's memory: ${cap} of its ${kv.freeTokens} free KV tokens (${Math.round(maxMemoryFraction * 100)} %) at ${Math.round(fit.perSeq)} tokens a sequence (p90 prompt and output of ${mix.promptTokens.length} counted records${fit.shared > 0 ? `, a ${Math.round(fit.shared)}-token shared prefix held once` : ''})${clamp}`,
+  };
 }
 
 export interface SizeChange {
@@ -98,7 +146,7 @@ export class LiveBatchSize {
 
   constructor(
     private readonly policy: BatchPolicy,
-    private readonly mix: TokenMix,
+    private mix: TokenMix,
     private readonly plugin?: PluginCaller,
     private readonly windowSize = BATCH_WINDOW,
     /** The engine's KV use over the window now ending (its peak), when the engine exports it. */
@@ -127,6 +175,26 @@ export class LiveBatchSize {
     return true;
   }
 
+  /**
+   * The start once the engine is up, from what it says (before the first window only): the mix becomes the counted
+   * one; with dynamic batching the built-in's size becomes memoryStart's (a plugin is asked again instead, with the
+   * free KV tokens and the counted mix). Returns the line to log, or undefined when nothing changed.
+   */
+  startFromEngine(kv: KvReading | undefined, counted: TokenMix | undefined, sharedFraction: number, engineSlots?: number): string | undefined {
+    if (this.windows > 0) return undefined;
+    if (counted !== undefined && counted.promptTokens.length > 0) this.mix = counted;
+    if (this.plugin !== undefined) {
+      if (kv === undefined || !this.startWithKv(kv)) return undefined;
+      return `batch size ${this.size} (${this.source}): start decision with the engine's ${kv.freeTokens ?? 'unknown'} free KV tokens (${(kv.freeFraction * 100).toFixed(1)} % free)`;
+    }
+    const f = this.policy.maxMemoryFraction;
+    if (f === undefined || kv === undefined) return undefined;
+    const m = memoryStart(kv, this.mix, sharedFraction, f, this.bounds, engineSlots);
+    if (m === undefined) return undefined;
+    this.size = m.size;
+    return `batch size ${m.size} (builtin): ${m.why}`;
+  }
+
   /** One completed request's latency; at the end of a window, the new size (which may equal the old). */
   observe(latencyMs: number): SizeChange | undefined {
     const target = this.policy.targetP99Ms;
@@ -139,7 +207,7 @@ export class LiveBatchSize {
     const kv = this.kv?.();
     this.lastKv = kv;
     const o = { p99Ms, memoryFraction: kv?.usedFraction ?? 0 };
-    const built = aimdStep(this.size, o, aimdConfig(this.policy.start, this.bounds, target));
+    const built = aimdStep(this.size, o, aimdConfig(this.policy.start, this.bounds, target, this.policy.maxMemoryFraction));
     const d = decideBatchSize(this.plugin, batchSizeInputs(kv?.freeTokens ?? 0, this.mix, 0, this.bounds, target, this.size, o), built.size);
     this.size = d.value;
     this.source = d.source;

@@ -74,6 +74,7 @@ export const VLLM: RuntimeDefinition = {
     ttftSeconds: ['vllm:time_to_first_token_seconds'],
     itlSeconds: ['vllm:inter_token_latency_seconds', 'vllm:time_per_output_token_seconds'],
   },
+  sharesPrefixKv: true,
   lora: {
     kind: 'runtime',
     load: { method: 'POST', path: '/v1/load_lora_adapter', body: (name, path) => ({ lora_name: name, lora_path: path }) },
