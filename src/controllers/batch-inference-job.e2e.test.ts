@@ -254,4 +254,50 @@ describe('BatchInferenceJob on real engines', () => {
     const routed = j.status?.conditions?.find((c) => c.type === 'Routed');
     expect(routed?.message).toMatch(/; workers now: /);
   }, 600_000);
+
+  it('acts on a gpu-fragments route: whole-GPU workers drain, replacements on a share of one GPU are bound and finish the job', async () => {
+    // The fragmentation port at 0.45 (0.3 ≤ F < 0.6: gpu-fragments for a P3 job), as above: deterministic here.
+    await kit.controllers?.stop();
+    kit.controllers = undefined;
+    await kit.startControllers({ batch: { volumes: claimsUnder(root), tickMs: 500, fragmentation: () => 0.45 } });
+    const ids = writeInput('frag.jsonl', 160, 'g');
+    await createJob('frag', 'frag.jsonl', 2, { sla: { class: 'P3' }, sharding: { shards: 16, reshardStragglers: false } });
+    const seen = new Map<string, { name: string; pod: V1Pod; ranges: Set<string> }>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        for (const p of await workerPods('frag').catch(() => [] as V1Pod[])) {
+          const uid = p.metadata?.uid ?? '';
+          const v = seen.get(uid) ?? { name: p.metadata?.name ?? '', pod: p, ranges: new Set<string>() };
+          if (p.spec?.nodeName !== undefined) v.pod = p;
+          const a = parseAssignment(p.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+          if (a !== undefined && !('error' in a)) v.ranges.add(`${a.start}-${a.end}`);
+          seen.set(uid, v);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const j = await finished('frag', 360_000).finally(() => {
+      watching = false;
+    });
+    await watch;
+    expect(j.status?.phase).toBe('Succeeded');
+    expect(outputOf('frag').ids).toEqual(ids);
+    expect(j.status?.routing?.route).toBe('gpu-fragments');
+    const reason = j.status?.routing?.reasons.at(-1) ?? '';
+    expect(reason).toMatch(/^route gpu-fragments: new workers take 0\.25 of one GPU \(ai\.sits2026\.dev\/gpu-fraction, no whole-GPU request; peak KV use .* × 1\.25 headroom, rounded up to 0\.25\); whole-GPU workers drained at shard boundaries$/);
+    const all = [...seen.values()];
+    logs.push(`frag pods: ${all.map((v) => `${v.name} ${v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] ?? 'whole'} gpus=${v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? ''} ${[...v.ranges].join(',')}`).join('; ')}`);
+    // A replacement worker with the share annotation, bound by SITS to a GPU, with no whole-GPU request, ran shards.
+    const frac = all.filter((v) => v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] === '0.25');
+    expect(frac.length).toBeGreaterThan(0);
+    for (const v of frac) {
+      expect(v.pod.spec?.nodeName).toBeDefined();
+      expect(v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').toMatch(/^\d+$/);
+      expect(JSON.stringify(v.pod.spec?.containers)).not.toContain('nvidia.com/gpu');
+    }
+    expect(frac.some((v) => v.ranges.size > 0)).toBe(true);
+    // The whole-GPU workers were replaced, not run beside the shares: at most 2 workers (spec.workers) of each name.
+    expect(new Set(all.map((v) => v.name))).toEqual(new Set(['frag-0', 'frag-1']));
+  }, 600_000);
 });
