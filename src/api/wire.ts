@@ -64,6 +64,8 @@ export const LABEL = {
   batchInferenceJob: `${P}/batch-inference-job`,
   /** `"true"` on a BatchInferenceJob's CPU fallback worker (the fault ladder's rung 3): it holds no GPU. */
   batchCpuFallback: `${P}/batch-cpu-fallback`,
+  /** The route a BatchInferenceJob worker was built for when the route changed its shape (ADR 0161): gpu-fragments or cpu-elastic. */
+  batchRoute: `${P}/batch-route`,
 } as const;
 
 export const ANNOTATION = {

@@ -4,7 +4,11 @@
  */
 import { hostname } from 'node:os';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../kube/client.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import { KubeClient, isStatus } from '../kube/client.ts';
+import { batchWorkerLines } from '../kube/explain-batch.ts';
+import { API_GROUP_VERSION, LABEL } from '../api/wire.ts';
+import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
 import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
@@ -103,7 +107,14 @@ export async function explainLive(target: string, opts: { readonly kubeconfig?: 
   const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, ...(opts.profile === undefined ? {} : { profile: opts.profile }) });
   try {
     await s.start();
-    return s.explain(target, opts.nowMs);
+    const r = s.explain(target, opts.nowMs);
+    // A BatchInferenceJob worker: its job's route and why (ADR 0161), read from the job's status.
+    const [ns = '', name = ''] = target.split('/');
+    const pod = await client.get<V1Pod>(`/api/v1/namespaces/${ns}/pods/${name}`).catch((e: unknown) => (isStatus(e, 404) ? undefined : Promise.reject(e)));
+    const jobName = pod?.metadata?.labels?.[LABEL.batchInferenceJob];
+    if (pod === undefined || jobName === undefined) return r;
+    const job = await client.get<BatchInferenceJob>(`/apis/${API_GROUP_VERSION}/namespaces/${ns}/batchinferencejobs/${jobName}`).catch((e: unknown) => (isStatus(e, 404) ? undefined : Promise.reject(e)));
+    return { ...r, lines: [...r.lines, ...batchWorkerLines(pod, job)] };
   } finally {
     await s.stop();
     client.close();

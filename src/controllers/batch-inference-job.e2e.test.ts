@@ -16,6 +16,11 @@ import { ANNOTATION } from '../api/wire.ts';
 import type { Manifest } from './batch-inference/coordinator.ts';
 import { parseReport } from './batch-inference/worker-protocol.ts';
 import { naiveWrites, runMeasuredJob } from '../app/batch-control-plane.ts';
+import { claimsUnder } from '../app/batch-jobs.ts';
+import { explainLive } from '../app/live.ts';
+import { LABEL } from '../api/wire.ts';
+import { elasticWorkerPodName } from './batch-inference/route-placement.ts';
+import { parseAssignment } from './batch-inference/worker-protocol.ts';
 
 const NS = 'batch';
 
@@ -172,4 +177,127 @@ describe('BatchInferenceJob on real engines', () => {
     expect(existsSync(join(root, 'data', 'out', 'bad', 'output.jsonl'))).toBe(false);
     expect(await workerPods('bad')).toEqual([]);
   }, 120_000);
+
+  it('acts on a cpu-elastic route: the GPU workers drain at shard boundaries, CPU workers finish the job, explain says why', async () => {
+    // The controllers again, with the fragmentation port fixed at 0.7 (the kit lets a test pass it): the scheduler's
+    // own measure on this one-node cluster is low (the plain test above checks it is read); 0.7 ≥ 0.6 with
+    // accuracyTolerance 0.8 and 2-token outputs is the cpu-elastic level of the rule, deterministically.
+    await kit.controllers?.stop();
+    kit.controllers = undefined;
+    await kit.startControllers({ batch: { volumes: claimsUnder(root), tickMs: 500, fragmentation: () => 0.7 } });
+    const ids = writeInput('elastic.jsonl', 160, 'e');
+    // 16 shards of 10: 3 profile the job on the GPUs, the rest are left for the CPU workers. One CPU a worker (the
+    // CPU engine's threads follow it; this machine has 2 cores).
+    await createJob('elastic', 'elastic.jsonl', 2, { sla: { class: 'P3', accuracyTolerance: 0.8 }, sharding: { shards: 16, reshardStragglers: false }, resources: { cpu: '1' } });
+    // Every pod of the job seen (by UID), its first sighting, its shape, and the ranges it was given.
+    const seen = new Map<string, { name: string; firstMs: number; cpu: boolean; pod: V1Pod; ranges: Set<string> }>();
+    let maxElastic = 0;
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        const ps = await workerPods('elastic').catch(() => [] as V1Pod[]);
+        maxElastic = Math.max(maxElastic, ps.filter((p) => p.metadata?.labels?.[LABEL.batchRoute] === 'cpu-elastic' && p.metadata.deletionTimestamp === undefined).length);
+        for (const p of ps) {
+          const uid = p.metadata?.uid ?? '';
+          const v = seen.get(uid) ?? { name: p.metadata?.name ?? '', firstMs: Date.now(), cpu: p.metadata?.labels?.[LABEL.batchRoute] === 'cpu-elastic', pod: p, ranges: new Set<string>() };
+          if (p.spec?.nodeName !== undefined) v.pod = p;
+          const a = parseAssignment(p.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+          if (a !== undefined && !('error' in a)) v.ranges.add(`${a.start}-${a.end}`);
+          seen.set(uid, v);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    // While a CPU worker runs: `sits explain` on it shows the route and why.
+    const cpuPod = await waitFor('a CPU-elastic worker bound', async () => [...seen.values()].find((v) => v.cpu && v.pod.spec?.nodeName !== undefined)?.pod, 240_000, 200);
+    const report = await explainLive(`${NS}/${cpuPod.metadata?.name ?? ''}`, { kubeconfig: cluster.kubeconfigPath, nowMs: Date.now() });
+    logs.push(`explain ${cpuPod.metadata?.name ?? ''}:\n${report.lines.join('\n')}`);
+    expect(report.lines).toEqual(expect.arrayContaining([
+      `BatchInferenceJob ${NS}/elastic: this pod is a CPU-elastic worker (route cpu-elastic): no GPU, takes any of the job's shards`,
+      expect.stringMatching(/^route cpu-elastic \(int8 allowed\), decided .* by the built-in rule at fragmentation 0\.7:$/),
+      expect.stringMatching(/^ {2}- fragmentation 0\.70 ≥ 0\.6 with accuracyTolerance < 0\.85 and 2 output tokens a record: CPU-elastic/),
+      expect.stringMatching(/^ {2}- route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers \(the llamacpp CPU build, no GPU\)/),
+      'condition Routed=True (Routed)',
+    ]));
+    const j = await finished('elastic', 360_000).finally(() => {
+      watching = false;
+    });
+    await watch;
+    expect(j.status?.phase).toBe('Succeeded');
+    expect(j.status?.progress).toMatchObject({ recordsTotal: 160, recordsProcessed: 160, recordsFailed: 0 });
+    const out = outputOf('elastic');
+    expect(out.ids).toEqual(ids);
+    expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200)).toBe(true);
+    expect(j.status?.routing?.route).toBe('cpu-elastic');
+    const all = [...seen.values()];
+    const cpu = all.filter((v) => v.cpu);
+    const gpu = all.filter((v) => !v.cpu);
+    logs.push(`elastic pods: ${all.map((v) => `${v.name} cpu=${v.cpu} ${[...v.ranges].join(',')}`).join('; ')}`);
+    // The CPU workers: named <job>-cpu<n>, placed by SITS with no GPU, at most spec.workers at once.
+    expect(cpu.length).toBeGreaterThan(0);
+    expect(maxElastic).toBeLessThanOrEqual(2);
+    for (const v of cpu) {
+      expect([elasticWorkerPodName('elastic', 0), elasticWorkerPodName('elastic', 1)]).toContain(v.name);
+      expect(v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').toBe('');
+      expect(JSON.stringify(v.pod.spec?.containers)).not.toContain('nvidia.com/gpu');
+      expect(JSON.stringify(v.pod.spec?.containers)).toContain('"--n-gpu-layers","0","--threads","1"');
+    }
+    // No GPU worker was created once the CPU workers came: the GPU ones were drained, not replaced.
+    const firstCpu = Math.min(...cpu.map((v) => v.firstMs));
+    expect(gpu.filter((v) => v.firstMs > firstCpu).map((v) => v.name)).toEqual([]);
+    // The work after the profile ran on CPU: the job's infer stage counts the CPU workers' records, at least the
+    // shards the GPU workers could not have held (3 profiled, at most 2 more in flight, 1 given as the route came).
+    const infer = j.status?.stages?.find((x) => x.name === 'infer');
+    const onCpu = Number(/; (\d+) records on CPU workers/.exec(infer?.placement ?? '')?.[1] ?? '0');
+    expect(onCpu).toBeGreaterThanOrEqual(160 - 6 * 10);
+    expect(manifestOf('elastic').state).toBe('complete');
+    const routed = j.status?.conditions?.find((c) => c.type === 'Routed');
+    expect(routed?.message).toMatch(/; workers now: /);
+  }, 600_000);
+
+  it('acts on a gpu-fragments route: whole-GPU workers drain, replacements on a share of one GPU are bound and finish the job', async () => {
+    // The fragmentation port at 0.45 (0.3 ≤ F < 0.6: gpu-fragments for a P3 job), as above: deterministic here.
+    await kit.controllers?.stop();
+    kit.controllers = undefined;
+    await kit.startControllers({ batch: { volumes: claimsUnder(root), tickMs: 500, fragmentation: () => 0.45 } });
+    const ids = writeInput('frag.jsonl', 160, 'g');
+    await createJob('frag', 'frag.jsonl', 2, { sla: { class: 'P3' }, sharding: { shards: 16, reshardStragglers: false } });
+    const seen = new Map<string, { name: string; pod: V1Pod; ranges: Set<string> }>();
+    let watching = true;
+    const watch = (async () => {
+      while (watching) {
+        for (const p of await workerPods('frag').catch(() => [] as V1Pod[])) {
+          const uid = p.metadata?.uid ?? '';
+          const v = seen.get(uid) ?? { name: p.metadata?.name ?? '', pod: p, ranges: new Set<string>() };
+          if (p.spec?.nodeName !== undefined) v.pod = p;
+          const a = parseAssignment(p.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+          if (a !== undefined && !('error' in a)) v.ranges.add(`${a.start}-${a.end}`);
+          seen.set(uid, v);
+        }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    })();
+    const j = await finished('frag', 360_000).finally(() => {
+      watching = false;
+    });
+    await watch;
+    expect(j.status?.phase).toBe('Succeeded');
+    expect(outputOf('frag').ids).toEqual(ids);
+    expect(j.status?.routing?.route).toBe('gpu-fragments');
+    const reason = j.status?.routing?.reasons.at(-1) ?? '';
+    expect(reason).toMatch(/^route gpu-fragments: new workers take 0\.25 of one GPU \(ai\.sits2026\.dev\/gpu-fraction, no whole-GPU request; peak KV use .* × 1\.25 headroom, rounded up to 0\.25\); whole-GPU workers drained at shard boundaries$/);
+    const all = [...seen.values()];
+    logs.push(`frag pods: ${all.map((v) => `${v.name} ${v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] ?? 'whole'} gpus=${v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? ''} ${[...v.ranges].join(',')}`).join('; ')}`);
+    // A replacement worker with the share annotation, bound by SITS to a GPU, with no whole-GPU request, ran shards.
+    const frac = all.filter((v) => v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] === '0.25');
+    expect(frac.length).toBeGreaterThan(0);
+    for (const v of frac) {
+      expect(v.pod.spec?.nodeName).toBeDefined();
+      expect(v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').toMatch(/^\d+$/);
+      expect(JSON.stringify(v.pod.spec?.containers)).not.toContain('nvidia.com/gpu');
+    }
+    expect(frac.some((v) => v.ranges.size > 0)).toBe(true);
+    // The whole-GPU workers were replaced, not run beside the shares: at most 2 workers (spec.workers) of each name.
+    expect(new Set(all.map((v) => v.name))).toEqual(new Set(['frag-0', 'frag-1']));
+  }, 600_000);
 });

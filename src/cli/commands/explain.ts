@@ -5,7 +5,7 @@ import { CliError } from '../errors.ts';
 export function registerExplain(program: Command): void {
   program
     .command('explain')
-    .description('why a pending pod or pod group waits, which queue holds it, and when it is expected to start; for a running one, its expected training step on its GPUs vs an ideal placement (reads the cluster, writes nothing)')
+    .description('why a pending pod or pod group waits, which queue holds it, and when it is expected to start; for a running one, its expected training step on its GPUs vs an ideal placement; for a BatchInferenceJob worker, its route and why (reads the cluster, writes nothing)')
     .argument('<target>', 'namespace/name of a pod or of a PodGroup (gang)')
     .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster, else $KUBECONFIG or ~/.kube/config)')
     .option('--profile <name>', 'scheduling profile the scheduler runs', 'sits')

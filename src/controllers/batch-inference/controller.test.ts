@@ -73,7 +73,7 @@ class Pods {
       if (a.op === 'create') {
         const p = a.object as PodObject;
         // The scheduler's GPU choice on a pod that asks for one (each pod a fresh GPU of node n1).
-        const wantsGpu = (p.spec?.containers ?? []).some((c) => c.resources?.requests?.['nvidia.com/gpu'] !== undefined);
+        const wantsGpu = (p.spec?.containers ?? []).some((c) => c.resources?.requests?.['nvidia.com/gpu'] !== undefined) || p.metadata.annotations?.[ANNOTATION.gpuFraction] !== undefined;
         const annotations = { ...p.metadata.annotations, ...(wantsGpu ? { [ANNOTATION.gpuIndices]: String(this.gpu++) } : {}) };
         this.byName.set(p.metadata.name ?? '', { ...p, metadata: { ...p.metadata, annotations, uid: `pod-${++this.uid}` }, spec: { ...(p.spec as PodObject['spec'] & object), nodeName: 'n1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } });
       } else if (a.op === 'delete') this.byName.delete(a.name);
@@ -101,10 +101,39 @@ class Pods {
   }
 }
 
+/** Pods that record what the controller did: creations, deletions, and a deletion of a worker mid-shard (a bug). */
+class Watched extends Pods {
+  readonly created: PodObject[] = [];
+  readonly deleted: string[] = [];
+  /** Deleted while other workers still had shards (the job not finishing). */
+  readonly deletedBeforeEnd: string[] = [];
+  readonly killedMidShard: string[] = [];
+  readonly assignedTo: { name: string; uid: string }[] = [];
+  override apply(actions: readonly ControllerAction[]): void {
+    const finishing = actions.filter((a) => a.op === 'delete').length === this.list().length && this.list().length > 0;
+    for (const a of actions) {
+      if (a.op !== 'delete') continue;
+      this.deleted.push(a.name);
+      if (!finishing) this.deletedBeforeEnd.push(a.name);
+      const asg = this.assignment(a.name);
+      const rep = this.byName.get(a.name)?.metadata.annotations?.[ANNOTATION.batchReport];
+      if (asg !== undefined && !finishing && !(rep ?? '').includes(asg.attempt)) this.killedMidShard.push(a.name);
+    }
+    super.apply(actions);
+    for (const a of actions) {
+      if (a.op === 'create') this.created.push(this.byName.get((a.object as PodObject).metadata.name ?? '') as PodObject);
+      if (a.op === 'patch') {
+        const asg = this.assignment(a.name);
+        if (asg !== undefined) this.assignedTo.push({ name: a.name, uid: this.byName.get(a.name)?.metadata.uid ?? '' });
+      }
+    }
+  }
+}
+
 const ids = (store: MemoryOutputStore): string[] => (store.read(OUTPUT) ?? '').split('\n').filter((l) => l !== '').map((l) => outputCustomId(l) as string);
 
 /** Workers finish whatever they hold, one reconcile at a time, until the job is done. Returns the status writes. */
-function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, cfg: BatchControllerConfig, t0: number, stepMs = 1000, extra: (n: number) => Record<string, unknown> = () => ({})): { t: number; statusWrites: number; job: BatchJobObject } {
+function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, cfg: BatchControllerConfig, t0: number, stepMs = 1000, extra: (n: number) => Record<string, unknown> = () => ({}), hold: (pod: string) => boolean = () => false): { t: number; statusWrites: number; job: BatchJobObject } {
   let reports = 0;
   let t = t0;
   let last: unknown;
@@ -122,7 +151,7 @@ function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, c
     for (const pod of pods.list()) {
       const name = pod.metadata.name ?? '';
       const a = pods.assignment(name);
-      if (a === undefined) continue;
+      if (a === undefined || hold(name)) continue;
       writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
       pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 12 * (a.end - a.start), state: 'done', startedMs: t, ...extra(reports++) });
     }
@@ -578,13 +607,68 @@ describe('the BatchInferenceJob reconcile', () => {
         'SLA P3: shares GPUs in weighted time slices',
         'fragmentation 0.45 ≥ 0.3: fill fragments (partial GPUs) rather than take whole ones',
         'quantization int8: advisory only, spec.model.quantization is unset and the model is not changed; set it to run quantised',
-        'route gpu-fragments: recorded; the workers stay as the spec makes them',
+        'route gpu-fragments: new workers take 0.75 of one GPU (ai.sits2026.dev/gpu-fraction, no whole-GPU request; peak KV use 0.500 × 1.25 headroom, rounded up to 0.25); whole-GPU workers drained at shard boundaries',
       ]);
       const c = r.job.status?.conditions?.find((x) => x.type === 'Routed');
       expect(c).toMatchObject({ status: 'True', reason: 'Routed' });
-      expect(c?.message).toBe(`gpu-fragments (int8 allowed): ${routing?.reasons.join('; ')}`);
+      expect(c?.message?.startsWith(`gpu-fragments (int8 allowed): ${routing?.reasons.join('; ') ?? ''}; workers now: `)).toBe(true);
       // The model was not changed: the engine container has no quantisation flag.
       expect(JSON.stringify(renderWorkers(jobOf(2, { sla: { class: 'P3', accuracyTolerance: 0.9 } })))).not.toMatch(/int8/);
+    });
+
+    it('acts on gpu-fragments: whole-GPU workers drain at shard boundaries, fractional ones replace them, no record lost', () => {
+      const p = port(200);
+      const pods = new Watched();
+      const r = runToEnd(jobOf(2, { sla: { class: 'P3' }, gpu: { minMemoryGiB: 20 } }), pods, p, { jobs: p.port, fragmentation: () => 0.45 }, 0, 1000, measured);
+      expect(r.job.status?.phase).toBe('Succeeded');
+      expect(ids(p.store)).toEqual(records(200).map((x) => x.customId));
+      expect(r.job.status?.routing?.route).toBe('gpu-fragments');
+      expect(pods.killedMidShard).toEqual([]);
+      // Two whole-GPU workers first, then (after the route, each at its shard boundary) two on 0.75 of a GPU whose
+      // device must hold 20 GiB in the share.
+      const made = pods.created.map((x) => `${x.metadata.name ?? ''}:${x.metadata.annotations?.[ANNOTATION.gpuFraction] ?? 'whole'}`);
+      expect(made).toEqual(['j-0:whole', 'j-1:whole', 'j-0:0.75', 'j-1:0.75']);
+      const frac = pods.created[2] as PodObject;
+      expect(frac.metadata.annotations?.[ANNOTATION.gpuMemory]).toBe('27Gi');
+      expect(frac.metadata.labels?.[LABEL.batchRoute]).toBe('gpu-fragments');
+      expect(JSON.stringify(frac.spec?.containers)).not.toContain('nvidia.com/gpu');
+      // The fractional workers ran shards after the whole ones were gone.
+      expect(pods.assignedTo.filter((x) => x.uid === frac.metadata.uid).length).toBeGreaterThan(0);
+      expect(r.job.status?.conditions?.find((x) => x.type === 'Routed')?.message).toMatch(/; workers now: 2 on 0\.75 of a GPU$/);
+    });
+
+    it('acts on cpu-elastic: GPU workers drain, CPU workers <job>-cpu<n> take every shard, fewer as the work runs out', () => {
+      const p = port(200);
+      const pods = new Watched();
+      const job = jobOf(2, { sla: { class: 'P3', accuracyTolerance: 0.8 } });
+      // j-cpu1 is slow: it holds its first shard while j-cpu0 is there, so j-cpu0 runs out of shards first.
+      const r = runToEnd(job, pods, p, { jobs: p.port, fragmentation: () => 0.7 }, 0, 1000, measured, (n) => n === 'j-cpu1' && pods.byName.has('j-cpu0'));
+      expect(r.job.status?.phase).toBe('Succeeded');
+      expect(ids(p.store)).toEqual(records(200).map((x) => x.customId));
+      expect(r.job.status?.routing?.route).toBe('cpu-elastic');
+      expect(r.job.status?.routing?.reasons.at(-1)).toMatch(/^route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers \(the llamacpp CPU build, no GPU\)/);
+      expect(pods.killedMidShard).toEqual([]);
+      expect(pods.created.map((x) => x.metadata.name)).toEqual(['j-0', 'j-1', 'j-cpu0', 'j-cpu1']);
+      const cpu = pods.created[2] as PodObject;
+      expect(cpu.metadata.labels?.[LABEL.batchRoute]).toBe('cpu-elastic');
+      expect(JSON.stringify(cpu.spec?.containers)).not.toContain('nvidia.com/gpu');
+      expect((cpu.spec?.containers?.[0] as { image?: string }).image).toBe('ghcr.io/ggml-org/llama.cpp:server');
+      // Once the CPU workers came, every shard went to them (the GPU workers only finished what they held).
+      const firstCpu = pods.assignedTo.findIndex((x) => x.name.startsWith('j-cpu'));
+      expect(firstCpu).toBeGreaterThan(0);
+      expect(pods.assignedTo.slice(firstCpu).filter((x) => !x.name.startsWith('j-cpu'))).toEqual([]);
+      // Elastic: no shard open and one running on j-cpu1, so the idle j-cpu0 went while the job ran on.
+      expect(pods.deletedBeforeEnd.filter((n) => n.startsWith('j-cpu'))).toEqual(['j-cpu0']);
+    });
+
+    it('keeps GPUs for a cpu-elastic route when the runtime has no CPU build, and says so', () => {
+      const p = port(60);
+      const job = jobOf(1, { runtime: 'tgi', model: { uri: 'pvc://models/m' }, sla: { class: 'P3', accuracyTolerance: 0.8 } });
+      const pods = new Watched();
+      const r = runToEnd(job, pods, p, { jobs: p.port, fragmentation: () => 0.7 }, 0, 1000, measured);
+      expect(r.job.status?.routing?.route).toBe('cpu-elastic');
+      expect(r.job.status?.routing?.reasons.at(-1)).toBe('route cpu-elastic not acted on: Text Generation Inference has no CPU build; the workers stay on GPUs');
+      expect(pods.created.map((x) => x.metadata.name)).toEqual(['j-0']);
     });
 
     it('says Profiling until the shards are in, and takes an unknown fragmentation as 0 with that reason', () => {

@@ -25,6 +25,7 @@ import { formatAssignment, parseReport, STAGE_NAMES, type BatchPluginState, type
 import type { GpuShare, ShareTenant } from './gpu-share.ts';
 import { TIER_WEIGHTS } from '../../core/queue/model.ts';
 import { decideRoute, profileFromShards, routeEffects, type ShardSample } from './routing.ts';
+import { elasticWorkerPodName, elasticWorkers, misplaced, placementOf, workersLine } from './route-placement.ts';
 import { decideRoutePlugin, type PluginCaller } from './wasm-plugin.ts';
 
 /** The tenant of a job with no Queue lookup: its queue (bronze weight unless told) or its tier. */
@@ -140,7 +141,9 @@ export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], n
     }
   }
   const unknown = measured === undefined ? [`fragmentation unknown (no scheduler view in this controller): taken as 0`] : [];
-  const reasons = [...unknown, ...decided.reasons, ...(refused === undefined ? [] : [refused]), ...routeEffects(decided, job.spec.model.quantization)].map((r) => r.slice(0, 512));
+  const render = renderWorkers(job);
+  const acted = render.ok ? placementOf(job, { route: decided.route, profile }, render.value).reason : `route ${decided.route}: not acted on, the workers cannot be rendered`;
+  const reasons = [...unknown, ...decided.reasons, ...(refused === undefined ? [] : [refused]), ...routeEffects(decided, job.spec.model.quantization, acted)].map((r) => r.slice(0, 512));
   const routing: BatchRouting = {
     route: decided.route,
     ...(decided.quantization === undefined ? {} : { quantization: decided.quantization }),
@@ -161,6 +164,9 @@ export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], n
 }
 
 const round = (x: number): number => Math.round(x * 1000) / 1000;
+
+/** The Routed condition's message: the route, every reason, and how many workers are on which shape now. */
+const routedMessage = (r: BatchRouting, workers: string): string => `${`${r.route}${r.quantization === undefined ? '' : ` (${r.quantization} allowed)`}: ${r.reasons.join('; ')}`.slice(0, 3800)}; ${workers}`;
 
 const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const epochOf = (attempt: string): number => Number(/^e(\d+)-/.exec(attempt)?.[1] ?? '0');
@@ -204,7 +210,7 @@ export function stagesStatus(job: BatchJobObject, reports: Iterable<{ readonly c
   const all = [...reports];
   if (all.length === 0) return undefined;
   const gpus = job.spec.gpusPerWorker;
-  // The CPU fallback worker's inference ran on CPU (ADR 0162): said, not counted as another device class.
+  // The CPU workers' inference ran on CPU (fallback ADR 0162, CPU-elastic ADR 0161): said, not counted as another device class.
   const onCpu = all.filter((r) => r.cpu).reduce((a, r) => a + (r.stages.find((x) => x.name === 'infer')?.processed ?? 0), 0);
   return STAGE_NAMES.map((name) => {
     const mine = all.flatMap((r) => r.stages.filter((x) => x.name === name));
@@ -215,7 +221,7 @@ export function stagesStatus(job: BatchJobObject, reports: Iterable<{ readonly c
         ? `cpu: the batch-worker container, ${estimated ? 'prompt tokens estimated (4 characters a token): the engine\'s tokenizer was not reachable' : `with the ${job.spec.runtime} engine's own tokenizer`}`
         : name === 'infer'
           ? gpus > 0
-            ? `gpu: the ${job.spec.runtime} engine container on ${gpus} GPU${gpus === 1 ? '' : 's'} a worker${onCpu > 0 ? `; ${onCpu} records on the CPU fallback worker` : ''}`
+            ? `gpu: the ${job.spec.runtime} engine container on ${gpus} GPU${gpus === 1 ? '' : 's'} a worker${onCpu > 0 ? `; ${onCpu} records on CPU workers (the fallback worker, or CPU-elastic ones)` : ''}`
             : `cpu: the ${job.spec.runtime} engine container (gpusPerWorker 0)`
           : 'cpu: the batch-worker container (no NPU post-processing stage is built)';
     return {
@@ -303,8 +309,13 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const live: { pod: PodObject; worker: WorkerInfo }[] = [];
   const cancelled = new Set<string>();
 
+  // What the decided route does to the workers (ADR 0161): the same on every reconcile and after a restart. A
+  // cpu-elastic job wants no GPU worker: each finishes its shard and goes, CPU-elastic workers take the work.
+  const routing = s.routing ?? prev.routing;
+  const placement = routing === undefined ? undefined : placementOf(job, routing, render.value);
+  const gpuWanted = placement?.shape === 'cpu' ? 0 : job.spec.workers;
   // The workers this job may run now under the GPU share; one at index ≥ allowed finishes its shard and goes.
-  const allowed = cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0 ? job.spec.workers : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), job.spec.workers, job.spec.gpusPerWorker, nowMs);
+  const allowed = cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0 ? gpuWanted : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), gpuWanted, job.spec.gpusPerWorker, nowMs);
   const retiring = new Set<string>();
   // Workers deleted at this reconcile's shard boundary (no assignment is written to them).
   const gone = new Set<string>();
@@ -315,18 +326,33 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // It holds no GPU, so the GPU share does not count it, and the coordinator gives it only CPU-rung work.
   const cpuTemplate = render.value.cpuPod;
   const cpuWanted = cpuTemplate !== undefined && c.cpuWorkPending();
-  const slots: { readonly pn: string; readonly index?: number }[] = [
+  const elasticPod = placement?.shape === 'cpu' && typeof render.value.elasticPod === 'function' ? render.value.elasticPod : undefined;
+  const elasticNames = elasticPod === undefined ? [] : Array.from({ length: job.spec.workers }, (_, n) => elasticWorkerPodName(name, n));
+  // CPU-elastic workers by count, not index: as many as the shards left (open, or running on them), at most spec.workers.
+  const elasticUp = elasticNames.filter((pn) => byName.get(pn) !== undefined && !terminal(byName.get(pn) as PodObject)).length;
+  const elasticWant = elasticWorkers(job.spec.workers, c.pendingTasks(), elasticNames.filter((pn) => s.assigned.has(pn)).length);
+  let elasticCreate = Math.max(0, elasticWant - elasticUp);
+  let elasticSurplus = Math.max(0, elasticUp - elasticWant);
+  const slots: { readonly pn: string; readonly index?: number; readonly elastic?: number }[] = [
     ...Array.from({ length: job.spec.workers }, (_, i) => ({ pn: workerPodName(name, i), index: i })),
     ...(cpuTemplate === undefined ? [] : [{ pn: cpuWorkerPodName(name) }]),
+    ...elasticNames.map((pn, n) => ({ pn, elastic: n })),
   ];
   for (const slot of slots) {
     if (s.finished !== undefined) break;
     const { pn } = slot;
     const cpu = slot.index === undefined;
+    const elastic = slot.elastic !== undefined;
     const i = slot.index ?? 0;
     const pod = byName.get(pn);
+    // A CPU-elastic worker beyond the shards left goes while idle (elastic: fewer as the work runs out).
+    if (elastic && pod !== undefined && !terminal(pod) && !s.assigned.has(pn) && elasticSurplus > 0) {
+      elasticSurplus--;
+      actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
+      continue;
+    }
     // No CPU work left and none on it: the fallback worker goes (it comes back if the ladder sends more).
-    if (cpu && !cpuWanted && pod !== undefined && !terminal(pod) && !s.assigned.has(pn)) {
+    if (cpu && !elastic && !cpuWanted && pod !== undefined && !terminal(pod) && !s.assigned.has(pn)) {
       actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -334,6 +360,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       if (pod === undefined) cfg.share?.release(shareKey, i, nowMs);
       else retiring.add(pn);
     }
+    // Built for another shape than the route's (a whole GPU under gpu-fragments): drained at its shard boundary.
+    if (!cpu && pod !== undefined && !terminal(pod) && misplaced(pod, placement)) retiring.add(pn);
     if (pod === undefined || terminal(pod)) {
       // The worker is gone (crash, preemption, node loss): its shard goes back to the coordinator.
       const had = s.assigned.get(pn);
@@ -342,8 +370,14 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         s.handled.add(had.attempt);
         s.assigned.delete(pn);
       }
-      if (pod === undefined) {
-        if (cpu ? cpuWanted : i < allowed) actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : render.value.pod(i) });
+      if (pod === undefined && elastic) {
+        if (elasticPod !== undefined && elasticCreate > 0) {
+          elasticCreate--;
+          actions.push({ op: 'create', kind: POD.kind, object: elasticPod(slot.elastic ?? 0) });
+        }
+      } else if (pod === undefined) {
+        const gpuPod = (): PodObject => (placement?.shape === 'fraction' ? render.value.fractionPod(i, placement.fraction ?? 1, placement.deviceMemoryGiB) : render.value.pod(i));
+        if (cpu ? cpuWanted : i < allowed) actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : gpuPod() });
       } else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -352,7 +386,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       if (retiring.has(pn)) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
-    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu };
+    const worker: WorkerInfo = { id: pn, device: deviceOf(pod), cpu, ...(elastic ? { elastic: true } : {}) };
     // An idle worker on a device the fault ladder quarantined is replaced: the scheduler places the new pod on a
     // healthy device (the quarantine is on the Node), and the job keeps its width.
     if (!cpu && !s.assigned.has(pn) && s.quarantined(nowMs).includes(worker.device) && (s.published?.(worker.device) ?? true)) {
@@ -415,7 +449,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // The long-tail breaker: a straggler's assignment is cut short (same attempt, smaller end); idle workers take the rest.
   if (s.finished === undefined) {
     // Only GPU workers take a straggler's chunks (they are GPU work).
-    const idle = live.filter((l) => !l.worker.cpu && !s.assigned.has(l.worker.id)).length;
+    const idle = live.filter((l) => (!l.worker.cpu || l.worker.elastic === true) && !s.assigned.has(l.worker.id)).length;
     for (const cut of c.tick(nowMs, idle)) {
       for (const [pn, a] of s.assigned) if (a.attempt === cut.attemptId) s.assigned.set(pn, { ...a, end: cut.cut });
     }
@@ -429,7 +463,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       }
       const a = c.assign(l.worker, nowMs);
       if (a !== undefined) s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
-      else if (l.worker.cpu && !c.cpuWorkPending()) {
+      else if (l.worker.cpu && l.worker.elastic !== true && !c.cpuWorkPending()) {
         // Its last CPU-rung shard is committed: the fallback worker goes now, not a tick later.
         actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
         gone.add(l.worker.id);
@@ -477,8 +511,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     const r = routeJob(job, samples, nowMs, cfg);
     if (r !== undefined) {
       s.routing = r.routing;
-      routed = { type: 'Routed', status: 'True', reason: r.reason, message: `${r.routing.route}${r.routing.quantization === undefined ? '' : ` (${r.routing.quantization} allowed)`}: ${r.routing.reasons.join('; ')}`.slice(0, 4000) };
+      routed = { type: 'Routed', status: 'True', reason: r.reason, message: routedMessage(r.routing, workersLine(pods, placementOf(job, r.routing, render.value))) };
     }
+  } else if (s.routing !== undefined) {
+    // Routed before: the reasons stay, the worker counts follow the pods (as of this reconcile's start).
+    const said = prev.conditions?.find((x) => x.type === 'Routed' && x.status === 'True');
+    routed = { type: 'Routed', status: 'True', reason: said?.reason ?? ROUTED_REASON[s.routing.source], message: routedMessage(s.routing, workersLine(pods, placement)) };
   }
   if (routed === undefined && s.routing === undefined) routed = { type: 'Routed', status: 'False', reason: 'Profiling', message: `profiling the workload: ${samples.length} of ${Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS)} shards committed` };
   const phase = fin !== undefined ? (fin.state === 'complete' ? 'Succeeded' : 'Failed') : live.length > 0 ? 'Running' : 'Pending';

@@ -90,6 +90,8 @@ export interface WorkerInfo {
   /** `node/index` of its accelerator, or `node/cpu`. */
   readonly device: string;
   readonly cpu: boolean;
+  /** A CPU-elastic worker (ADR 0161): on CPU (`cpu` true) yet it takes work of every rung, not only the CPU rung's. */
+  readonly elastic?: boolean;
   /** The device takes a lower clock / power limit (rung 1 of the ladder). */
   readonly allowsReducedClock?: boolean;
 }
@@ -341,7 +343,7 @@ export class BatchCoordinator {
     if (!worker.cpu && this.cfg.quarantine.isQuarantined(worker.device, nowMs)) return undefined;
     const pinOk = (pin: string | undefined): boolean =>
       pin === undefined || pin === worker.device || this.cfg.quarantine.isQuarantined(pin, nowMs) || ![...this.devices.values()].some((w) => w.device === pin);
-    const i = this.open.findIndex((t) => t.rung.cpu === worker.cpu && !t.rung.excludeDevices.includes(worker.device) && pinOk(t.rung.pinDevice));
+    const i = this.open.findIndex((t) => (t.rung.cpu === worker.cpu || worker.elastic === true) && !t.rung.excludeDevices.includes(worker.device) && pinOk(t.rung.pinDevice));
     if (i < 0) return undefined;
     const t = this.open[i] as Task;
     this.open.splice(i, 1);

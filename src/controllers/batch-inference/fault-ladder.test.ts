@@ -26,6 +26,8 @@ const SCENARIOS: Scenario[] = [
   { name: 'second failure: split over the other devices, quarantine', rung: r1, failure: oom, otherDevices: 3, expect: { kind: 'retry', level: 2, pieces: 3, quarantine: true, exclude: ['n1/0'] } },
   { name: 'hardware fault: straight to split, quarantine at once', rung: FRESH, failure: xid, otherDevices: 2, expect: { kind: 'retry', level: 2, pieces: 2, quarantine: true } },
   { name: 'no other device: chunks wait for this one', rung: r1, failure: oom, otherDevices: 0, expect: { kind: 'retry', level: 2, pieces: 2, quarantine: true, exclude: [] } },
+  // A CPU-elastic worker's device (ADR 0161): no GPU, nothing to quarantine, and other CPU workers on that node may take the chunks.
+  { name: 'a CPU-elastic worker failed twice: split, no quarantine, its node/cpu not excluded', rung: { ...r1, pinDevice: 'n1/cpu' }, failure: { ...oom, device: 'n1/cpu' }, otherDevices: 3, expect: { kind: 'retry', level: 2, pieces: 3, quarantine: false, exclude: [] } },
   { name: 'split failed, CPU fallback on', rung: r2, failure: oom, cfg: { cpuFallback: true }, expect: { kind: 'retry', level: 3, cpu: true, quarantine: false } },
   { name: 'split failed, CPU fallback off (the default): give up', rung: r2, failure: oom, expect: { kind: 'give-up' } },
   { name: 'splitOnRetry off: from rung 1 to the CPU', rung: r1, failure: oom, cfg: { splitOnRetry: false, cpuFallback: true }, expect: { kind: 'retry', level: 3, cpu: true, quarantine: true } },

@@ -68,7 +68,9 @@ export interface LadderContext {
 export function nextRung(range: Range, rung: Rung, failure: Failure, cfg: LadderConfig, ctx: LadderContext): LadderDecision {
   const note = `${failure.kind} on ${rung.cpu ? 'cpu' : failure.device} at rung ${rung.level}: ${failure.message}`;
   const history = [...rung.history, note];
-  const quarantine = (why: string) => (cfg.quarantineMinutes > 0 && !rung.cpu ? { device: failure.device, reason: why, untilMs: ctx.nowMs + cfg.quarantineMinutes * 60_000 } : undefined);
+  // A CPU-elastic worker's device is `<node>/cpu` (ADR 0161): no GPU to quarantine or to keep work off.
+  const onCpu = rung.cpu || failure.device.endsWith('/cpu');
+  const quarantine = (why: string) => (cfg.quarantineMinutes > 0 && !onCpu ? { device: failure.device, reason: why, untilMs: ctx.nowMs + cfg.quarantineMinutes * 60_000 } : undefined);
   const q = (why: string) => {
     const v = quarantine(why);
     return v === undefined ? {} : { quarantine: v };
@@ -76,7 +78,7 @@ export function nextRung(range: Range, rung: Rung, failure: Failure, cfg: Ladder
   if (rung.retries >= cfg.maxRetries) return { kind: 'give-up', reason: `gave up after ${rung.retries} retries: ${history.join('; ')}`, ...(failure.kind === 'hardware' ? q(note) : {}) };
   const base = { retries: rung.retries + 1, history };
   // With no other device the chunks stay on this one (after its quarantine): excluding it would strand them.
-  const exclude = rung.cpu || ctx.otherDevices === 0 ? rung.excludeDevices : [...new Set([...rung.excludeDevices, failure.device])];
+  const exclude = onCpu || ctx.otherDevices === 0 ? rung.excludeDevices : [...new Set([...rung.excludeDevices, failure.device])];
 
   // Rung 1: same device, half the concurrency, lower clock when possible. Not after a hardware fault.
   if (rung.level === 0 && failure.kind !== 'hardware') {

@@ -17,6 +17,7 @@ import { schedulingAnnotations, type BuildConfig } from '../inference-service/po
 import type { InferenceServiceObject } from '../inference-service/model.ts';
 import { batchPolicyOf } from './live-batch.ts';
 import type { PluginLimits } from './wasm-plugin.ts';
+import { elasticWorkerPodName, fractionalServer } from './route-placement.ts';
 import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
 
 export type BatchJobObject = BatchInferenceJob;
@@ -61,6 +62,10 @@ export interface WorkerTemplate {
   readonly pod: (index: number) => PodObject;
   /** The CPU fallback worker: no GPU, CPU and memory requested, the engine's CPU build; set when spec.faultRecovery.cpuFallback is. */
   readonly cpuPod?: () => PodObject;
+  /** GPU worker `index` on a share of one device (route gpu-fragments, ADR 0161). */
+  readonly fractionPod: (index: number, fraction: number, deviceMemoryGiB?: number) => PodObject;
+  /** CPU-elastic worker `n` (route cpu-elastic, ADR 0161): the fallback worker's pod, taking all work; unset: why not. */
+  readonly elasticPod: ((n: number) => PodObject) | string;
   readonly model: string;
   readonly gang: boolean;
 }
@@ -78,10 +83,11 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   const isvc = asInferenceService(j);
   const r = renderReplica(isvc.spec);
   if (!r.ok) return { ok: false, issues: r.issues.map((i) => ({ ...i, field: i.field.replace(/^spec\.gpusPerReplica/, 'spec.gpusPerWorker') })) };
-  const cpu = j.spec.faultRecovery.cpuFallback ? renderCpuServer(isvc) : undefined;
+  // The CPU build serves the fallback worker and the CPU-elastic workers (a refusal matters only to cpuFallback).
+  const cpu = renderCpuServer(isvc);
   const input = pvcLocation(j.spec.input.uri);
   const output = pvcLocation(j.spec.output.uri);
-  const issues: SpecIssue[] = cpu?.ok === false ? [...cpu.issues] : [];
+  const issues: SpecIssue[] = j.spec.faultRecovery.cpuFallback && !cpu.ok ? [...cpu.issues] : [];
   if (input === undefined) issues.push({ field: 'spec.input.uri', message: `only pvc://<claim>/<path> inputs are read so far, got ${JSON.stringify(j.spec.input.uri)}` });
   if (output === undefined) issues.push({ field: 'spec.output.uri', message: `only pvc://<claim>/<path> outputs are written so far, got ${JSON.stringify(j.spec.output.uri)}` });
   if (input === undefined || output === undefined || issues.length > 0) return { ok: false, issues };
@@ -159,9 +165,19 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   };
   // No GPU scheduling annotations (GPU models, compute capability, memory): the pod holds no GPU, any node with the
   // CPUs and memory takes it. Never a gang.
-  const cpuServer = cpu?.ok === true ? ({ ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(cpu.container) } as ContainerObject) : undefined;
-  const cpuPod = cpuServer === undefined ? undefined : (): PodObject => build(cpuWorkerPodName(name), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchCpuFallback]: 'true' });
-  return { ok: true, value: { pod, model, gang, ...(cpuPod === undefined ? {} : { cpuPod }) } };
+  const cpuServer = cpu.ok ? ({ ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(cpu.container) } as ContainerObject) : undefined;
+  const cpuPod = cpuServer === undefined || !j.spec.faultRecovery.cpuFallback ? undefined : (): PodObject => build(cpuWorkerPodName(name), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchCpuFallback]: 'true' });
+  // A share of one device: the engine without its whole-GPU request, the gpu-fraction annotation, and the device
+  // memory that leaves the share spec.gpu.minMemoryGiB (route-placement.ts). gpusPerWorker is 1 here, never a gang.
+  const fractionPod = (index: number, fraction: number, deviceMemoryGiB?: number): PodObject =>
+    build(
+      workerPodName(name, index),
+      fractionalServer(server, j.spec.runtime, fraction, GPU_RESOURCE),
+      { ...annotations, [ANNOTATION.gpuFraction]: String(fraction), ...(deviceMemoryGiB === undefined ? {} : { [ANNOTATION.gpuMemory]: `${deviceMemoryGiB}Gi` }) },
+      { [LABEL.batchRoute]: 'gpu-fragments' },
+    );
+  const elasticPod = cpuServer === undefined ? runtimeFor(j.spec.runtime)?.cpu === undefined ? `${runtimeFor(j.spec.runtime)?.displayName ?? j.spec.runtime} has no CPU build` : `its CPU build cannot be rendered: ${cpu.ok ? '' : cpu.issues.map((i) => `${i.field}: ${i.message}`).join('; ')}` : (n: number): PodObject => build(elasticWorkerPodName(name, n), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchRoute]: 'cpu-elastic' });
+  return { ok: true, value: { pod, model, gang, fractionPod, elasticPod, ...(cpuPod === undefined ? {} : { cpuPod }) } };
 }
 
 /**

@@ -88,12 +88,11 @@ export function decideRoute(i: RouteInput): RouteDecision {
 }
 
 /**
- * What a decided route changes, as reason lines after the decision's own (ADR 0165): so far the route is recorded
- * and explained, not acted on. A quantisation the spec does not ask for is advice (the model is never changed
- * behind its owner's back); cpu-elastic is not built by this controller; the GPU routes leave the pods as the spec
- * makes them (the SLA class already reaches them through the job's queue and priority).
+ * What a decided route changes, as reason lines after the decision's own: a quantisation the spec does not ask for
+ * is advice (the model is never changed behind its owner's back, ADR 0165); `acted` is what was done to the
+ * workers (route-placement.ts, ADR 0161: fractional GPUs, CPU-elastic workers, or why not).
  */
-export function routeEffects(d: Pick<RouteDecision, 'route' | 'quantization'>, specQuantization: string | undefined): string[] {
+export function routeEffects(d: Pick<RouteDecision, 'route' | 'quantization'>, specQuantization: string | undefined, acted: string): string[] {
   const out: string[] = [];
   if (d.quantization !== undefined) {
     out.push(
@@ -102,10 +101,6 @@ export function routeEffects(d: Pick<RouteDecision, 'route' | 'quantization'>, s
         : `quantization: the model runs ${specQuantization} as spec.model.quantization says`,
     );
   }
-  out.push(
-    d.route === 'cpu-elastic'
-      ? 'route cpu-elastic: recorded only, this controller does not build CPU workers; the workers stay as the spec makes them'
-      : `route ${d.route}: recorded; the workers stay as the spec makes them`,
-  );
+  out.push(acted);
   return out;
 }
