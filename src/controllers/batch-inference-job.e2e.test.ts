@@ -161,6 +161,39 @@ describe('BatchInferenceJob on real engines', () => {
     expect(logs.some((l) => l.includes(`batch-worker ${victim.pod.metadata?.uid ?? ''}: exited (SIGKILL)`))).toBe(true);
   }, 600_000);
 
+  it('suspends a running job (pods gone, phase Suspended, progress kept) and resumes it to a complete output, each custom_id once (ADR 0160)', async () => {
+    const ids = writeInput('susp.jsonl', 1500, 's');
+    await createJob('susp', 'susp.jsonl', 2, { checkpoint: { intervalRecords: 100 } });
+    const path = `${kit.jobsPath}/susp`;
+    await waitFor('susp has committed records', async () => ((await kit.job('susp')).status?.progress?.recordsProcessed ?? 0) > 0 ? true : undefined, 240_000, 100);
+    await cluster.client.mergePatch(path, { spec: { suspend: true } });
+    const held = await waitFor('susp suspended with no pods', async () => {
+      const j = await kit.job('susp');
+      return j.status?.phase === 'Suspended' && (await workerPods('susp')).length === 0 ? j : undefined;
+    }, 120_000, 200);
+    expect(held.status?.conditions?.find((c) => c.type === 'Suspended')).toMatchObject({ status: 'True', reason: 'Suspended' });
+    const done = held.status?.progress?.recordsProcessed ?? 0;
+    expect(done).toBeGreaterThan(0);
+    expect(done).toBeLessThan(1500);
+    // Not growing while suspended: no pod comes back, the count stays (polled for a while, not one sleep).
+    const until = Date.now() + 5000;
+    while (Date.now() < until) {
+      const j = await kit.job('susp');
+      expect(j.status?.phase).toBe('Suspended');
+      expect(j.status?.progress?.recordsProcessed).toBe(done);
+      expect(await workerPods('susp')).toEqual([]);
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    await cluster.client.mergePatch(path, { spec: { suspend: false } });
+    const j = await finished('susp', 360_000);
+    expect(j.status?.phase).toBe('Succeeded');
+    expect(j.status?.conditions?.find((c) => c.type === 'Suspended')).toMatchObject({ status: 'False', reason: 'Resumed' });
+    expect(Date.parse(j.status?.startTime ?? '')).toBeGreaterThan(Date.parse(held.status?.startTime ?? ''));
+    const out = outputOf('susp');
+    expect(out.ids).toEqual(ids);
+    expect(manifestOf('susp').state).toBe('complete');
+  }, 600_000);
+
   it('fails a job whose input has a malformed line, naming file:line, with the output marked partial', async () => {
     const good = (i: number): string => JSON.stringify({ custom_id: `b-${i}`, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 } });
     writeFileSync(join(root, 'data', 'in', 'bad.jsonl'), `${good(0)}\n${good(1)}\n{"custom_id": "b-2", "method": "POST",\n${good(3)}\n`);

@@ -214,7 +214,7 @@ export const BatchInferenceJobSpec = withRules(
       podTemplate: Type.Optional(PodTemplate),
       queue: Type.Optional(QueueName()),
       priorityClassName: Type.Optional(PriorityClassName()),
-      suspend: Type.Boolean({ description: 'When true workers stop after checkpointing; resuming continues from the checkpoint. Default: false.', default: false }),
+      suspend: Type.Boolean({ description: 'When true the worker pods are deleted and no shard is handed out (phase Suspended); what was committed stays, the rest runs after resume, each record once. Work since a worker\'s last checkpoint is redone. Default: false.', default: false }),
       activeDeadlineSeconds: Type.Optional(Type.Integer({ description: 'Wall-clock limit for the job.', minimum: 1, format: 'int64' })),
       ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the finished job after this many seconds; unset keeps it.', minimum: 0, format: 'int64' })),
       expectedRuntimeSeconds: Type.Optional(Type.Integer({ description: 'User estimate of the run time, for start-time predictions and backfill.', minimum: 1, format: 'int64' })),

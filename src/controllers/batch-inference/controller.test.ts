@@ -733,3 +733,91 @@ describe('the BatchInferenceJob reconcile', () => {
     });
   });
 });
+
+describe('spec.suspend (ADR 0160)', () => {
+  it('a job created suspended starts no pods and is phase Suspended with the Suspended condition', () => {
+    const p = port(20);
+    const job = jobOf(2, { suspend: true });
+    reconcileBatchJob(job, [], 0, { jobs: p.port });
+    const step = reconcileBatchJob(job, [], 1, { jobs: p.port });
+    expect(step.actions).toEqual([]);
+    expect(step.status?.phase).toBe('Suspended');
+    expect(step.status?.conditions?.find((c) => c.type === 'Suspended')).toMatchObject({ status: 'True', reason: 'Suspended' });
+  });
+
+  it('suspending a running job keeps its checkpoint, deletes the pods, releases the share; resume resets startTime and finishes every custom_id once', () => {
+    const p = port(30);
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(2, { checkpoint: { intervalRecords: 4 }, activeDeadlineSeconds: 100 });
+    reconcileBatchJob(job, [], 0, cfg);
+    pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
+    const a = pods.assignment('j-0') as WireAssignment;
+    const file = checkpointName(a.attempt, 1);
+    p.store.writeAtomic(file, `${partLines('uid-1', records(30), { range: { start: a.start, end: a.end } }, { upTo: 4 }).join('\n')}\n`);
+    pods.report('j-0', { attempt: a.attempt, start: a.start, end: a.end, done: 4, tokens: 48, state: 'running', startedMs: 2, checkpoint: file });
+    pods.apply(reconcileBatchJob(job, pods.list(), 3, cfg).actions);
+    const suspended = jobOf(2, { checkpoint: { intervalRecords: 4 }, activeDeadlineSeconds: 100, suspend: true });
+    const s1 = reconcileBatchJob(suspended, pods.list(), 4, cfg);
+    expect(s1.actions.filter((x) => x.op === 'delete').map((x) => (x as { name: string }).name).sort()).toEqual(['j-0', 'j-1']);
+    expect(s1.actions.some((x) => x.op === 'create')).toBe(false);
+    expect(s1.status?.phase).toBe('Suspended');
+    expect(s1.status?.progress?.recordsProcessed).toBe(4);
+    pods.apply(s1.actions);
+    const c = (p.state.s as { session: JobSession }).session.coordinator;
+    expect(c.uncommitted()).toEqual([{ start: a.start + 4, end: 30 }]);
+    // Long past activeDeadlineSeconds while suspended: nothing starts, nothing fails.
+    const s2 = reconcileBatchJob({ ...suspended, status: s1.status as never }, pods.list(), 500_000, cfg);
+    expect(s2.actions).toEqual([]);
+    expect(s2.status).toBeUndefined();
+    const resumed = { ...job, status: s1.status as never };
+    const s3 = reconcileBatchJob(resumed, pods.list(), 600_000, cfg);
+    expect(s3.actions.filter((x) => x.op === 'create')).toHaveLength(2);
+    expect(s3.status?.phase).not.toBe('Failed');
+    expect(s3.status?.startTime).toBe('1970-01-01T00:10:00Z');
+    expect(s3.status?.conditions?.find((x) => x.type === 'Suspended')).toMatchObject({ status: 'False', reason: 'Resumed' });
+    pods.apply(s3.actions);
+    const r = runToEnd({ ...resumed, status: s3.status as never }, pods, p, cfg, 601_000);
+    expect(r.job.status?.phase).toBe('Succeeded');
+    expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
+  });
+
+  it('keeps what the workers reported but the controller had not judged when the suspend arrives: a checkpoint, a finished part', () => {
+    const p = port(30);
+    const pods = new Pods();
+    const cfg = { jobs: p.port };
+    const job = jobOf(2, { checkpoint: { intervalRecords: 4 } });
+    reconcileBatchJob(job, [], 0, cfg);
+    pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
+    pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
+    const [a0, a1] = [pods.assignment('j-0'), pods.assignment('j-1')] as WireAssignment[];
+    const file = checkpointName(a0!.attempt, 1);
+    p.store.writeAtomic(file, `${partLines('uid-1', records(30), { range: { start: a0!.start, end: a0!.end } }, { upTo: 4 }).join('\n')}\n`);
+    pods.report('j-0', { attempt: a0!.attempt, start: a0!.start, end: a0!.end, done: 4, tokens: 48, state: 'running', startedMs: 2, checkpoint: file });
+    writePart(p.store, 'uid-1', records(30), { range: { start: a1!.start, end: a1!.end }, part: a1!.part });
+    pods.report('j-1', { attempt: a1!.attempt, start: a1!.start, end: a1!.end, done: a1!.end - a1!.start, tokens: 12, state: 'done', startedMs: 2 });
+    // The suspend is seen in the very reconcile that first reads these reports.
+    const s1 = reconcileBatchJob(jobOf(2, { checkpoint: { intervalRecords: 4 }, suspend: true }), pods.list(), 3, cfg);
+    expect(s1.status?.phase).toBe('Suspended');
+    expect(s1.status?.progress?.recordsProcessed).toBe(4 + (a1!.end - a1!.start));
+    const c = (p.state.s as { session: JobSession }).session.coordinator;
+    expect(c.committedRanges()).toEqual(expect.arrayContaining([{ start: a0!.start, end: a0!.start + 4 }]));
+  });
+  it('gives the GPU share back while suspended', () => {
+    const p = port(30);
+    const share = new GpuShare({ budgetGpus: 2, quantumMs: 60_000 });
+    const cfg = { jobs: p.port, share };
+    reconcileBatchJob(jobOf(2), [], 0, cfg);
+    reconcileBatchJob(jobOf(2), [], 1, cfg);
+    reconcileBatchJob(jobOf(2, { suspend: true }), [], 2, cfg);
+    // The suspended job is no demand: another tenant's job gets the whole budget at once.
+    expect(share.workers('other', { name: 'other', weight: 1 }, 2, 1, 3)).toBe(2);
+  });
+
+  it('a finished job stays finished when suspended', () => {
+    const p = port(10);
+    const step = reconcileBatchJob({ ...jobOf(1, { suspend: true }), status: { phase: 'Succeeded' } }, [], 0, { jobs: p.port });
+    expect(step.status).toBeUndefined();
+  });
+});

@@ -40,7 +40,10 @@ const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awai
 /** A job's coordinator and what the controller remembers of its workers, for as long as this process runs. */
 export interface JobSession {
   readonly coordinator: BatchCoordinator;
-  readonly startMs: number;
+  /** When the job's run (re)started: reset on resume from spec.suspend, so deadlines do not run while suspended. */
+  startMs: number;
+  /** spec.suspend held the job at the last reconcile (the next unsuspended one is a resume). */
+  suspended?: boolean;
   /** Worker pod name → the shard it was given (what its assignment annotation must say). */
   readonly assigned: Map<string, WireAssignment>;
   /**
@@ -303,6 +306,14 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   }
   const s = open.session;
   const c = s.coordinator;
+  if (job.spec.suspend && s.finished === undefined) return suspendStep(job, pods, s, nowMs, leave);
+  const resumed = s.suspended === true || prev.phase === 'Suspended';
+  if (resumed) {
+    // Like batch/v1 Job: the run restarts its clock, activeDeadlineSeconds counts from the resume.
+    s.suspended = false;
+    s.startMs = nowMs;
+    delete s.last;
+  }
   const name = job.metadata.name ?? '';
   const actions: ControllerAction[] = [];
   const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
@@ -569,11 +580,54 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
       ...(s.routing === undefined ? {} : { routing: s.routing }),
-      conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(plugin === undefined ? [] : [plugin]), ...(routed === undefined ? [] : [routed]), ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
+      conditions: conditionsWith(prev.conditions?.some((x) => x.type === 'Suspended' && x.status === 'True') ? setCondition([...(prev.conditions ?? [])], { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' }, iso(nowMs), gen) : prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(plugin === undefined ? [] : [plugin]), ...(routed === undefined ? [] : [routed]), ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }
   return { ...(s.last !== undefined && (due || !landed) ? { status: s.last.status } : {}), actions, ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}) };
+}
+
+/**
+ * spec.suspend on an unfinished job (ADR 0160): no worker runs and no shard is handed out. Each worker's shard goes
+ * back to the coordinator (c.lost: what its committed checkpoints hold stays committed, the rest is run again after
+ * resume, so no record is lost or done twice), the pods are deleted and the GPU share is given back.
+ */
+function suspendStep(job: BatchJobObject, pods: readonly PodObject[], s: JobSession, nowMs: number, leave: () => void): Step {
+  const prev = job.status ?? {};
+  // What the workers reported and the controller has not judged yet is kept first: a checkpoint they named, a part
+  // they finished. Only what came after is given back.
+  const byName = new Map(pods.map((p) => [p.metadata.name ?? '', p]));
+  for (const [pn, a] of [...s.assigned]) {
+    const report = parseReport(byName.get(pn)?.metadata.annotations?.[ANNOTATION.batchReport]);
+    if (report !== undefined && report.attempt === a.attempt) {
+      if (report.checkpoint !== undefined && !s.handled.has(report.checkpoint)) {
+        s.handled.add(report.checkpoint);
+        s.coordinator.checkpoint(a.attempt, report.checkpoint);
+      }
+      if (report.state === 'done') s.coordinator.complete(a.attempt, nowMs);
+    }
+  }
+  for (const [pn, a] of [...s.assigned]) {
+    s.coordinator.lost(pn);
+    s.handled.add(a.attempt);
+    s.assigned.delete(pn);
+  }
+  leave();
+  s.suspended = true;
+  delete s.last;
+  const progress = s.coordinator.status(nowMs);
+  const cond = prev.conditions?.find((x) => x.type === 'Suspended');
+  const said = prev.phase === 'Suspended' && cond?.status === 'True' && prev.progress?.recordsProcessed === progress.recordsProcessed && prev.readyWorkers === 0;
+  const gen = job.metadata.generation;
+  const status: BatchInferenceJobStatus = {
+    ...prev,
+    // The progress as committed; startTime stays the last run's start (it is reset on resume).
+    ...toStatus(progress, { phase: 'Suspended', startMs: s.startMs, nowMs, quarantined: s.quarantined(nowMs), readyWorkers: 0, retries: s.retries, ...(gen === undefined ? {} : { generation: gen }) }),
+    tokensPerSecond: 0,
+    conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Suspended', status: 'True', reason: 'Suspended', message: `spec.suspend is true: no workers run; ${progress.recordsProcessed} of ${progress.recordsTotal} records committed` }),
+  };
+  delete status.estimatedCompletionTime;
+  return { ...(said ? {} : { status }), actions: deleteAll(pods), requeueAfterMs: 5000 };
 }
 
 export function batchInferenceJobController(cfg: BatchControllerConfig): ControllerDefinition<BatchJobObject> {
