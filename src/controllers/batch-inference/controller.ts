@@ -16,7 +16,7 @@ import type { BatchInferenceJobStatus, BatchRouting } from '../../api/schema/bat
 import type { Condition } from '../../api/schema/common.ts';
 import { setCondition } from '../conditions.ts';
 import type { PodObject } from '../kube-objects.ts';
-import type { BatchCoordinator, WorkerInfo } from './coordinator.ts';
+import type { BatchCoordinator, CommitResult, WorkerInfo } from './coordinator.ts';
 import { partName } from './coordinator.ts';
 import { cpuWorkerPodName, renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
@@ -427,11 +427,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     c.progress(cur.attempt, report.done, report.tokens);
     // A checkpoint is committed while the attempt runs on (ADR 0159), before a done or failed report is judged, so a
     // failed or lost attempt gives back only what came after it.
-    if (report.checkpoint !== undefined && !s.handled.has(report.checkpoint)) {
-      s.handled.add(report.checkpoint);
-      const r = c.checkpoint(cur.attempt, report.checkpoint);
-      if (r.kind === 'committed') for (const id of r.cancel) cancelled.add(id);
-    }
+    const ck = commitCheckpoint(s, cur.attempt, report.checkpoint);
+    if (ck?.kind === 'committed') for (const id of ck.cancel) cancelled.add(id);
     if (report.state === 'running') continue;
     s.handled.add(cur.attempt);
     s.assigned.delete(pn);
@@ -587,6 +584,13 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   return { ...(s.last !== undefined && (due || !landed) ? { status: s.last.status } : {}), actions, ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}) };
 }
 
+/** A checkpoint a worker's report names, committed once (a report is read at every reconcile); undefined when none is new. */
+function commitCheckpoint(s: JobSession, attempt: string, file: string | undefined): CommitResult | undefined {
+  if (file === undefined || s.handled.has(file)) return undefined;
+  s.handled.add(file);
+  return s.coordinator.checkpoint(attempt, file);
+}
+
 /**
  * spec.suspend on an unfinished job (ADR 0160): no worker runs and no shard is handed out. Each worker's shard goes
  * back to the coordinator (c.lost: what its committed checkpoints hold stays committed, the rest is run again after
@@ -600,10 +604,7 @@ function suspendStep(job: BatchJobObject, pods: readonly PodObject[], s: JobSess
   for (const [pn, a] of [...s.assigned]) {
     const report = parseReport(byName.get(pn)?.metadata.annotations?.[ANNOTATION.batchReport]);
     if (report !== undefined && report.attempt === a.attempt) {
-      if (report.checkpoint !== undefined && !s.handled.has(report.checkpoint)) {
-        s.handled.add(report.checkpoint);
-        s.coordinator.checkpoint(a.attempt, report.checkpoint);
-      }
+      commitCheckpoint(s, a.attempt, report.checkpoint);
       if (report.state === 'done') s.coordinator.complete(a.attempt, nowMs);
     }
   }
