@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_DETECTOR } from '../../core/health/detector.ts';
-import { healthBenchDetail, runHealthBench } from './health.ts';
+import { healthBenchDetail, runHealthBench, wilson95 } from './health.ts';
 import { faultSeries } from './fault-series.ts';
 
 // Small sizes: the issue-size run is scripts/health-bench.ts (numbers in docs/adr/0096-predictive-gpu-health.md).
@@ -44,5 +44,18 @@ describe('health bench', () => {
     let n = 0;
     healthy.run(() => n++);
     expect(n).toBe(24 * 60 + 1);
+  });
+
+  it('the Wilson interval: a known value, it holds the share, and it narrows with more failures', () => {
+    // 339 of 385 (ADR 0154's held-out count): 84.43–90.92 % by the Wilson formula (checked with a separate computation).
+    expect(wilson95(339, 385)).toEqual([84.43, 90.92]);
+    const [lo, hi] = wilson95(678, 770);
+    expect(lo).toBeLessThan(88.05);
+    expect(hi).toBeGreaterThan(88.05);
+    expect(hi - lo).toBeLessThan(90.92 - 84.43);
+    expect(wilson95(0, 0)).toEqual([0, 100]);
+    const d = healthBenchDetail(small);
+    expect(d.foreseenPctCi95[0]).toBeLessThanOrEqual(d.foreseenPct);
+    expect(d.foreseenPctCi95[1]).toBeGreaterThanOrEqual(d.foreseenPct);
   });
 });

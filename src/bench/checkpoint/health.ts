@@ -33,6 +33,11 @@ export interface HealthBenchDetail extends HealthBenchResult {
    * nothing before) are unforeseeable by construction and cap foreseenPct at 100 − their share.
    */
   readonly foreseeablePct: number;
+  /**
+   * 95 % Wilson score interval of foreseenPct: the failures are a sample of the generator's, so a share over a
+   * few hundred of them is known to about ±3 points (ADR 0166).
+   */
+  readonly foreseenPctCi95: readonly [number, number];
   readonly gpuDays: number;
   readonly failures: number;
   readonly foreseen: number;
@@ -55,6 +60,16 @@ export const REPORT_SEEDS: readonly number[] = Array.from({ length: 20 }, (_, i)
 export const FORMER_REPORT_SEEDS: readonly number[] = [11, 12, 13, 14, 15, 16, 17, 18, 19, 20];
 
 const round = (x: number, d: number): number => Math.round(x * 10 ** d) / 10 ** d;
+
+/** 95 % Wilson score interval of k successes in n, in percent. */
+export function wilson95(k: number, n: number): [number, number] {
+  if (n === 0) return [0, 100];
+  const z = 1.959964;
+  const p = k / n;
+  const centre = (p + (z * z) / (2 * n)) / (1 + (z * z) / n);
+  const half = ((z / (1 + (z * z) / n)) * Math.sqrt((p * (1 - p)) / n + (z * z) / (4 * n * n)));
+  return [round(100 * Math.max(0, centre - half), 2), round(100 * Math.min(1, centre + half), 2)];
+}
 
 export function healthBenchDetail(opts: HealthBenchOptions = {}): HealthBenchDetail {
   const seeds = opts.seeds ?? REPORT_SEEDS;
@@ -111,6 +126,7 @@ export function healthBenchDetail(opts: HealthBenchOptions = {}): HealthBenchDet
   return {
     foreseenPct: failures === 0 ? 100 : round((100 * foreseen) / failures, 2),
     foreseeablePct: failures - byKind.sudden.failures === 0 ? 100 : round((100 * foreseen) / (failures - byKind.sudden.failures), 2),
+    foreseenPctCi95: wilson95(foreseen, failures),
     falseQuarantinesPer1000GpuDays: round((1000 * falseQ) / gpuDays, 3),
     gpuDays,
     failures,
