@@ -3,7 +3,8 @@
  * reading). A device is `failed` (it cannot run work: a fatal XID, a new uncorrectable ECC error, a failed
  * row remap), `suspect` (it still runs, a failure is predicted: checkpoint first, then move the work), or
  * `healthy`. Every rule and its default is documented on DetectorConfig; docs/adr/0096-predictive-gpu-health.md
- * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others).
+ * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others); the
+ * thermal creep rule is ADR 0154, its hold ADR 0168.
  */
 import type { DcgmFields } from './dcgm.ts';
 import { xidInfo } from './xid.ts';
@@ -58,7 +59,8 @@ export interface DetectorConfig {
    * pooled within runs of them, each run with its own offset, so the fit's error times a power step is no
    * rise. Over `creepWindowMs` the slope must be at least `creepRateCPerHour` and `creepZ` standard errors
    * above zero; in each of `creepParts` equal parts at least `creepConvexity` × that slope (a cooling fault
-   * keeps rising, a hot-aisle step or any step response levels off); for `creepHoldMs`.
+   * keeps rising, a hot-aisle step or any step response levels off); for `creepHoldMs` of evidence
+   * (`creepHoldDecay`, ADR 0168).
    */
   readonly creepWindowMs: number;
   readonly creepParts: number;
