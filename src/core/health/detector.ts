@@ -3,7 +3,8 @@
  * reading). A device is `failed` (it cannot run work: a fatal XID, a new uncorrectable ECC error, a failed
  * row remap), `suspect` (it still runs, a failure is predicted: checkpoint first, then move the work), or
  * `healthy`. Every rule and its default is documented on DetectorConfig; docs/adr/0096-predictive-gpu-health.md
- * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others).
+ * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others); the
+ * thermal creep rule is ADR 0154, its hold ADR 0168.
  */
 import type { DcgmFields } from './dcgm.ts';
 import { xidInfo } from './xid.ts';
@@ -58,7 +59,8 @@ export interface DetectorConfig {
    * pooled within runs of them, each run with its own offset, so the fit's error times a power step is no
    * rise. Over `creepWindowMs` the slope must be at least `creepRateCPerHour` and `creepZ` standard errors
    * above zero; in each of `creepParts` equal parts at least `creepConvexity` × that slope (a cooling fault
-   * keeps rising, a hot-aisle step or any step response levels off); for `creepHoldMs`.
+   * keeps rising, a hot-aisle step or any step response levels off); for `creepHoldMs` of evidence
+   * (`creepHoldDecay`, ADR 0168).
    */
   readonly creepWindowMs: number;
   readonly creepParts: number;
@@ -71,6 +73,14 @@ export interface DetectorConfig {
   readonly creepZ: number;
   readonly creepNoiseFloorC: number;
   readonly creepHoldMs: number;
+  /**
+   * The hold is sequential evidence, not an unbroken run (ADR 0168): each minute the rule holds adds a minute,
+   * each minute it does not takes `creepHoldDecay` minutes away (a CUSUM with drift, floored at zero), and the
+   * verdict comes at `creepHoldMs`. A short creep flickers through the test (the parts' slopes over 15 min have
+   * a standard error near 3 °C/h), so an unbroken run rarely lasts; noise passing the test now and then is
+   * drained at this rate. `Infinity` is the old rule: any lapse starts the hold again.
+   */
+  readonly creepHoldDecay: number;
   /** The thermal lag between power and temperature (a heat sink's time constant: minutes). */
   readonly powerLagMs: number;
   /**
@@ -106,6 +116,7 @@ export const DEFAULT_DETECTOR: DetectorConfig = {
   creepZ: 5,
   creepNoiseFloorC: 0.5,
   creepHoldMs: 10 * 60_000,
+  creepHoldDecay: 0.5,
   powerLagMs: 3 * 60_000,
   thermalPriorCPerW: 0.07,
   thermalPriorWeight: 60,
@@ -147,7 +158,9 @@ interface DeviceTrack {
   pfT: number;
   /** Exponentially weighted sums of (pf, temp) of the points that left the window: the thermal fit. */
   fit: { w: number; p: number; t: number; pp: number; pt: number; at: number };
-  creepSinceMs: number;
+  /** The creep hold's evidence (ms; NaN: none) and when the creep rule last ran (ADR 0168). */
+  creepEvidenceMs: number;
+  creepLastT: number;
 }
 
 const NaNish = (v: number | undefined): number => (v === undefined ? Number.NaN : v);
@@ -225,7 +238,8 @@ export class HealthDetector {
         pf: Number.NaN,
         pfT: timeMs,
         fit: { w: 0, p: 0, t: 0, pp: 0, pt: 0, at: timeMs },
-        creepSinceMs: Number.NaN,
+        creepEvidenceMs: Number.NaN,
+        creepLastT: Number.NaN,
       };
       this.tracks.set(device, tr);
     }
@@ -355,7 +369,8 @@ export class HealthDetector {
     // Until the GPU's own history outweighs the prior, its response to power is not known (a T4 runs near
     // 0.5 °C/W, an H100 near 0.06): no creep verdict from a guess.
     if (this.powerSpread(tr) < c.thermalPriorWeight * 100 * 100) {
-      tr.creepSinceMs = Number.NaN;
+      tr.creepEvidenceMs = Number.NaN;
+      tr.creepLastT = now;
       return undefined;
     }
     const oldest = ps[from] as Point | undefined;
@@ -371,14 +386,18 @@ export class HealthDetector {
       whole.slope >= c.creepRateCPerHour &&
       whole.z >= c.creepZ &&
       parts.every((p) => p >= c.creepConvexity * whole.slope);
+    const dt = Number.isNaN(tr.creepLastT) ? 0 : now - tr.creepLastT;
+    tr.creepLastT = now;
+    // The hold's evidence (ADR 0168): NaN until the rule first holds; a lapse drains it at creepHoldDecay.
     if (!holds) {
-      tr.creepSinceMs = Number.NaN;
+      const left = tr.creepEvidenceMs - c.creepHoldDecay * dt;
+      tr.creepEvidenceMs = left > 0 ? left : Number.NaN;
       return undefined;
     }
-    if (Number.isNaN(tr.creepSinceMs)) tr.creepSinceMs = now;
-    if (now - tr.creepSinceMs < c.creepHoldMs) return undefined;
+    tr.creepEvidenceMs = Number.isNaN(tr.creepEvidenceMs) ? 0 : tr.creepEvidenceMs + dt;
+    if (tr.creepEvidenceMs < c.creepHoldMs) return undefined;
     const minutes = Math.round(c.creepWindowMs / 60_000);
-    return `temperature creeping ${whole.slope.toFixed(1)} °C/h beyond this GPU's response to its power (${R.toFixed(3)} °C/W) over ${minutes} min, rising in each part (${parts.map((p) => p.toFixed(1)).join(', ')} °C/h; threshold ${c.creepRateCPerHour} °C/h)`;
+    return `temperature creeping ${whole.slope.toFixed(1)} °C/h beyond this GPU's response to its power (${R.toFixed(3)} °C/W) over ${minutes} min, rising in each part (${parts.map((p) => p.toFixed(1)).join(', ')} °C/h; threshold ${c.creepRateCPerHour} °C/h), held ${Math.round(tr.creepEvidenceMs / 60_000)} min net of lapses`;
   }
 
   /** The SBE surge rule's reason, or undefined when the recent scrapes with new errors are not surprising. */
