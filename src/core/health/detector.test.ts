@@ -158,19 +158,19 @@ describe('HealthDetector', () => {
     return signals;
   };
 
-  it('three scrapes with new correctable errors within 10 min on a quiet GPU: the short surge; the 30 min surge and the count miss them', () => {
-    expect([...sbeRun(new HealthDetector(), 30, [0, 4, 7])]).toEqual(['ecc-sbe-surge-short']);
+  it('three scrapes with new correctable errors within 15 min on a quiet GPU: the short surge; the 30 min surge and the count miss them', () => {
+    expect([...sbeRun(new HealthDetector(), 40, [0, 4, 7])]).toEqual(['ecc-sbe-surge-short']);
     const old = new HealthDetector({ ...DEFAULT_DETECTOR, sbeSurgeShortMin: Number.POSITIVE_INFINITY });
-    expect(sbeRun(old, 30, [0, 4, 7]).size).toBe(0);
+    expect(sbeRun(old, 40, [0, 4, 7]).size).toBe(0);
     const d = new HealthDetector();
-    sbeRun(d, 30, [0, 4, 7]);
-    expect(d.current('n/0').reason).toMatch(/^correctable ECC errors accelerating: new ones in 3 scrapes of the last 10 min, 0\.\d+ expected from this GPU's rate \(p \S+ < 0\.000001\)$/);
+    sbeRun(d, 40, [0, 4, 7]);
+    expect(d.current('n/0').reason).toMatch(/^correctable ECC errors accelerating: new ones in 3 scrapes of the last 15 min, 0\.\d+ expected from this GPU's rate \(p \S+ < 0\.000001\)$/);
   });
 
   it('the short surge stays quiet for one-off bursts, two close bursts, a new GPU without history and a steady trickler', () => {
     // Bursts of 7 errors, one scrape each, hours apart; then two 5 min apart (14 in an hour: below the count rule too).
     expect(sbeRun(new HealthDetector(), 20, [0, 180, 400, 405], 'sbeVolTotal', 7).size).toBe(0);
-    // Without history the prior (1 scrape/h) holds: three scrapes in 10 min within the first hour are not rare enough.
+    // Without history the prior (1 scrape/h) holds: three scrapes in 15 min within the first hour are not rare enough.
     expect(sbeRun(new HealthDetector(), 0, [10, 14, 17]).has('ecc-sbe-surge-short')).toBe(false);
     // A trickler (a scrape with a new error every 20 min for a day), then three in 9 min: ordinary at its rate.
     const trickler = new HealthDetector();

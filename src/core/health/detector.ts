@@ -4,6 +4,8 @@
  * row remap), `suspect` (it still runs, a failure is predicted: checkpoint first, then move the work), or
  * `healthy`. Every rule and its default is documented on DetectorConfig; docs/adr/0096-predictive-gpu-health.md
  * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others).
+ * Counted events (correctable ECC, NVLink CRC) are tested as scrapes with new errors against the device's own
+ * long-run rate of them (ADR 0146; ADR 0169 adds a 15 min window for ECC and the same test for NVLink).
  */
 import type { DcgmFields } from './dcgm.ts';
 import { xidInfo } from './xid.ts';
@@ -53,8 +55,8 @@ export interface DetectorConfig {
   /**
    * Short SBE surge (ADR 0169): the same test as the surge rule on a second, shorter window in parallel, with a
    * lower minimum. A memory that degrades within an hour or two brings its first errors only in its last
-   * minutes; in a 30 min window three scrapes are diluted by 30 min of the device's rate, in a 10 min window they
-   * are not. A quiet GPU's own rate (stray bursts, one scrape each) makes three scrapes in 10 min rare; a
+   * minutes; in a 30 min window three scrapes are diluted by 30 min of the device's rate, in a 15 min window they
+   * are less so. A quiet GPU's own rate (stray bursts, one scrape each) makes three scrapes in 15 min rare; a
    * trickler's rate makes them ordinary. Same p and prior as the surge rule.
    */
   readonly sbeSurgeShortWindowMs: number;
@@ -114,7 +116,7 @@ export const DEFAULT_DETECTOR: DetectorConfig = {
   sbeSurgeMin: 4,
   sbePriorPerHour: 1,
   sbePriorHours: 2,
-  sbeSurgeShortWindowMs: 10 * 60_000,
+  sbeSurgeShortWindowMs: 15 * 60_000,
   sbeSurgeShortMin: 3,
   crcSurgeWindowMs: 30 * 60_000,
   crcSurgeMin: 4,
