@@ -175,7 +175,8 @@ describe('HealthDetector', () => {
     const burst = new HealthDetector();
     for (let m = 0; m <= 180; m++) expect(burst.observe('n/0', m * MIN, { sbeVolTotal: m >= 120 ? 12 : 0 }).state).toBe('healthy');
     // Accelerating after 3 quiet hours: new errors in every scrape from minute 180 on.
-    const failing = new HealthDetector();
+    // The 30 min rule alone (the short surge of ADR 0169 fires even earlier on this series: below).
+    const failing = new HealthDetector({ ...DEFAULT_DETECTOR, sbeSurgeShortMin: Number.POSITIVE_INFINITY });
     let v = failing.observe('n/0', 0, { sbeVolTotal: 0 });
     let at = -1;
     for (let m = 1; m <= 200 && at < 0; m++) {
@@ -185,6 +186,54 @@ describe('HealthDetector', () => {
     expect(v).toMatchObject({ state: 'suspect', signal: 'ecc-sbe-surge' });
     expect(at).toBeLessThan(181 + 6); // a handful of scrapes, far below the 16-in-an-hour count rule
     expect(v.reason).toMatch(/^correctable ECC errors accelerating: new ones in \d+ scrapes of the last 30 min/);
+    const both = new HealthDetector();
+    let first = -1;
+    for (let m = 0; m <= 200 && first < 0; m++) if (both.observe('n/0', m * MIN, { sbeVolTotal: Math.max(0, m - 180) }).state !== 'healthy') first = m;
+    expect(first).toBeGreaterThan(180);
+    expect(first).toBeLessThanOrEqual(at);
+  });
+
+  // ADR 0169. A quiet GPU (no new errors for `quietH` hours), then new correctable errors in the scrapes `at`.
+  const sbeRun = (d: HealthDetector, quietH: number, at: readonly number[], field: 'sbeVolTotal' | 'nvlinkCrcFlitTotal' = 'sbeVolTotal', per = 1): Set<string> => {
+    const signals = new Set<string>();
+    let total = 0;
+    const end = quietH * 60 + Math.max(0, ...at);
+    for (let m = 0; m <= end; m++) {
+      const k = m - quietH * 60;
+      if (at.includes(k)) total += per;
+      const v = d.observe('n/0', m * MIN, { [field]: total });
+      if (v.signal !== undefined) signals.add(v.signal);
+    }
+    return signals;
+  };
+
+  it('three scrapes with new correctable errors within 15 min on a quiet GPU: the short surge; the 30 min surge and the count miss them', () => {
+    expect([...sbeRun(new HealthDetector(), 40, [0, 4, 7])]).toEqual(['ecc-sbe-surge-short']);
+    const old = new HealthDetector({ ...DEFAULT_DETECTOR, sbeSurgeShortMin: Number.POSITIVE_INFINITY });
+    expect(sbeRun(old, 40, [0, 4, 7]).size).toBe(0);
+    const d = new HealthDetector();
+    sbeRun(d, 40, [0, 4, 7]);
+    expect(d.current('n/0').reason).toMatch(/^correctable ECC errors accelerating: new ones in 3 scrapes of the last 15 min, 0\.\d+ expected from this GPU's rate \(p \S+ < 0\.000001\)$/);
+  });
+
+  it('the short surge stays quiet for one-off bursts, two close bursts, a new GPU without history and a steady trickler', () => {
+    // Bursts of 7 errors, one scrape each, hours apart; then two 5 min apart (14 in an hour: below the count rule too).
+    expect(sbeRun(new HealthDetector(), 20, [0, 180, 400, 405], 'sbeVolTotal', 7).size).toBe(0);
+    // Without history the prior (1 scrape/h) holds: three scrapes in 15 min within the first hour are not rare enough.
+    expect(sbeRun(new HealthDetector(), 0, [10, 14, 17]).has('ecc-sbe-surge-short')).toBe(false);
+    // A trickler (a scrape with a new error every 20 min for a day), then three in 9 min: ordinary at its rate.
+    const trickler = new HealthDetector();
+    const at = [...Array.from({ length: 72 }, (_, i) => i * 20), 1441, 1445, 1449];
+    expect(sbeRun(trickler, 0, at).has('ecc-sbe-surge-short')).toBe(false);
+  });
+
+  it('NVLink CRC errors in scrape after scrape, far below the count threshold: the CRC surge; blips of 50 are not', () => {
+    const d = new HealthDetector();
+    expect(sbeRun(d, 20, [0, 3, 5, 7, 8, 9], 'nvlinkCrcFlitTotal', 2).has('nvlink-crc-surge')).toBe(true);
+    expect(d.current('n/0').reason).toMatch(/^NVLink CRC errors accelerating: new ones in 6 scrapes of the last 30 min/);
+    const old = new HealthDetector({ ...DEFAULT_DETECTOR, crcSurgeMin: Number.POSITIVE_INFINITY });
+    expect(sbeRun(old, 20, [0, 3, 5, 7, 8, 9], 'nvlinkCrcFlitTotal', 2).size).toBe(0);
+    expect(sbeRun(new HealthDetector(), 20, [0, 120, 240, 250], 'nvlinkCrcFlitTotal', 50).size).toBe(0);
   });
 
   it('poissonTail', () => {

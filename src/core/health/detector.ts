@@ -4,7 +4,9 @@
  * row remap), `suspect` (it still runs, a failure is predicted: checkpoint first, then move the work), or
  * `healthy`. Every rule and its default is documented on DetectorConfig; docs/adr/0096-predictive-gpu-health.md
  * says where the defaults come from (tuned on the generated series' tuning seeds, reported on others); the
- * thermal creep rule is ADR 0154, its hold ADR 0168.
+ * thermal creep rule is ADR 0154, its hold ADR 0168. Counted events (correctable ECC, NVLink CRC) are tested as
+ * scrapes with new errors against the device's own long-run rate of them (ADR 0146; ADR 0169 adds a 15 min
+ * window for ECC and the same test for NVLink).
  */
 import type { DcgmFields } from './dcgm.ts';
 import { xidInfo } from './xid.ts';
@@ -12,7 +14,7 @@ import { xidInfo } from './xid.ts';
 export type HealthState = 'healthy' | 'suspect' | 'failed';
 
 /** Which rule fired (stable codes for metrics and tests; the reason is for people). */
-export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'ecc-sbe-surge' | 'temperature' | 'temperature-rise' | 'temperature-creep' | 'nvlink-crc-rate';
+export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'ecc-sbe-surge' | 'temperature' | 'temperature-rise' | 'temperature-creep' | 'nvlink-crc-rate' | 'ecc-sbe-surge-short' | 'nvlink-crc-surge';
 
 export interface Verdict {
   readonly state: HealthState;
@@ -51,6 +53,23 @@ export interface DetectorConfig {
   /** Prior of the long-run rate (scrapes with new errors per hour, weighted as `sbePriorHours` of history). */
   readonly sbePriorPerHour: number;
   readonly sbePriorHours: number;
+  /**
+   * Short SBE surge (ADR 0169): the same test as the surge rule on a second, shorter window in parallel, with a
+   * lower minimum. A memory that degrades within an hour or two brings its first errors only in its last
+   * minutes; in a 30 min window three scrapes are diluted by 30 min of the device's rate, in a 15 min window they
+   * are less so. A quiet GPU's own rate (stray bursts, one scrape each) makes three scrapes in 15 min rare; a
+   * trickler's rate makes them ordinary. Same p and prior as the surge rule.
+   */
+  readonly sbeSurgeShortWindowMs: number;
+  readonly sbeSurgeShortMin: number;
+  /**
+   * NVLink CRC surge (ADR 0169): scrapes with new CRC errors within `crcSurgeWindowMs` against the link's own
+   * long-run rate of such scrapes, as the SBE surge (a blip of many errors is one scrape; a failing link errs
+   * scrape after scrape long before the count reaches `nvlinkCrcPerWindow`). Uses `sbeSurgeP` and the prior
+   * `sbePriorPerHour` × `sbePriorHours`.
+   */
+  readonly crcSurgeWindowMs: number;
+  readonly crcSurgeMin: number;
   /**
    * Thermal creep on the residual (ADR 0154). The residual is the temperature minus this GPU's own response
    * to its power (°C per W fitted on its history, power through the first-order lag `powerLagMs`): what is
@@ -107,6 +126,10 @@ export const DEFAULT_DETECTOR: DetectorConfig = {
   sbeSurgeMin: 4,
   sbePriorPerHour: 1,
   sbePriorHours: 2,
+  sbeSurgeShortWindowMs: 15 * 60_000,
+  sbeSurgeShortMin: 3,
+  crcSurgeWindowMs: 30 * 60_000,
+  crcSurgeMin: 4,
   creepWindowMs: 45 * 60_000,
   creepParts: 3,
   creepRateCPerHour: 4,
@@ -135,6 +158,8 @@ interface Point {
   readonly pf: number;
   readonly sbe: number;
   readonly crc: number;
+  /** The scrape brought new NVLink CRC errors. */
+  readonly crcNew: boolean;
 }
 
 interface DeviceTrack {
@@ -153,6 +178,9 @@ interface DeviceTrack {
   sbeScrapes: number;
   firstT: number;
   lastSbe: number;
+  /** Scrapes with new NVLink CRC errors, all history, and the last CRC total (ADR 0169). */
+  crcScrapes: number;
+  lastCrc: number;
   /** Lag-filtered power and when it was last updated. */
   pf: number;
   pfT: number;
@@ -235,6 +263,8 @@ export class HealthDetector {
         sbeScrapes: 0,
         firstT: timeMs,
         lastSbe: Number.NaN,
+        crcScrapes: 0,
+        lastCrc: Number.NaN,
         pf: Number.NaN,
         pfT: timeMs,
         fit: { w: 0, p: 0, t: 0, pp: 0, pt: 0, at: timeMs },
@@ -249,12 +279,15 @@ export class HealthDetector {
     const sbeNew = !Number.isNaN(sbe) && !Number.isNaN(tr.lastSbe) && sbe > tr.lastSbe;
     if (!Number.isNaN(sbe)) tr.lastSbe = sbe;
     if (sbeNew) tr.sbeScrapes++;
+    const crcNew = !Number.isNaN(crc) && !Number.isNaN(tr.lastCrc) && crc > tr.lastCrc;
+    if (!Number.isNaN(crc)) tr.lastCrc = crc;
+    if (crcNew) tr.crcScrapes++;
     const power = NaNish(f.powerW);
     if (!Number.isNaN(power)) {
       tr.pf = Number.isNaN(tr.pf) ? power : tr.pf + (power - tr.pf) * (1 - Math.exp(-(timeMs - tr.pfT) / c.powerLagMs));
       tr.pfT = timeMs;
     }
-    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), sbeNew, power, pf: tr.pf, sbe, crc });
+    tr.points.push({ t: timeMs, temp: NaNish(f.tempC), sbeNew, power, pf: tr.pf, sbe, crc, crcNew });
     while (tr.head < tr.points.length && (tr.points[tr.head] as Point).t < timeMs - c.windowMs) {
       this.fitAdd(tr, tr.points[tr.head] as Point);
       tr.head++;
@@ -403,21 +436,42 @@ export class HealthDetector {
   /** The SBE surge rule's reason, or undefined when the recent scrapes with new errors are not surprising. */
   private sbeSurge(tr: DeviceTrack, now: number): string | undefined {
     const c = this.config;
+    const { k, mu, p } = this.scrapeSurge(tr, now, c.sbeSurgeWindowMs, (q) => q.sbeNew, tr.sbeScrapes);
+    if (k < c.sbeSurgeMin || p >= c.sbeSurgeP) return undefined;
+    const minutes = Math.round(c.sbeSurgeWindowMs / 60_000);
+    return `correctable ECC errors accelerating: new ones in ${k} scrapes of the last ${minutes} min, ${mu.toFixed(2)} expected from this GPU's rate (p ${p.toExponential(1)} < ${c.sbeSurgeP})`;
+  }
+
+  /**
+   * Scrapes flagged by `isNew` within the last `windowMs` against the device's own long-run rate of them
+   * (`total` over all history), as the SBE surge (ADR 0146, 0169): the count k, the expected count and the tail.
+   */
+  private scrapeSurge(tr: DeviceTrack, now: number, windowMs: number, isNew: (p: Point) => boolean, total: number): { k: number; mu: number; p: number } {
+    const c = this.config;
     let k = 0;
     for (let i = tr.points.length - 1; i >= tr.head; i--) {
       const p = tr.points[i] as Point;
-      if (p.t <= now - c.sbeSurgeWindowMs) break;
-      if (p.sbeNew) k++;
+      if (p.t <= now - windowMs) break;
+      if (isNew(p)) k++;
     }
-    if (k < c.sbeSurgeMin) return undefined;
     const hour = 3_600_000;
-    const oldHours = Math.max(0, (now - tr.firstT - c.sbeSurgeWindowMs) / hour);
-    const rate = (tr.sbeScrapes - k + c.sbePriorPerHour * c.sbePriorHours) / (oldHours + c.sbePriorHours);
-    const mu = (rate * c.sbeSurgeWindowMs) / hour;
-    const p = poissonTail(k, mu);
-    if (p >= c.sbeSurgeP) return undefined;
-    const minutes = Math.round(c.sbeSurgeWindowMs / 60_000);
-    return `correctable ECC errors accelerating: new ones in ${k} scrapes of the last ${minutes} min, ${mu.toFixed(2)} expected from this GPU's rate (p ${p.toExponential(1)} < ${c.sbeSurgeP})`;
+    const oldHours = Math.max(0, (now - tr.firstT - windowMs) / hour);
+    const mu = (((total - k + c.sbePriorPerHour * c.sbePriorHours) / (oldHours + c.sbePriorHours)) * windowMs) / hour;
+    return { k, mu, p: poissonTail(k, mu) };
+  }
+
+  /** The short SBE surge and the NVLink CRC surge rules (ADR 0169): their signal and reason, or undefined. */
+  private shortSurges(tr: DeviceTrack, now: number): { signal: HealthSignal; reason: string } | undefined {
+    const c = this.config;
+    const s = this.scrapeSurge(tr, now, c.sbeSurgeShortWindowMs, (p) => p.sbeNew, tr.sbeScrapes);
+    if (s.k >= c.sbeSurgeShortMin && s.p < c.sbeSurgeP) {
+      return { signal: 'ecc-sbe-surge-short', reason: `correctable ECC errors accelerating: new ones in ${s.k} scrapes of the last ${Math.round(c.sbeSurgeShortWindowMs / 60_000)} min, ${s.mu.toFixed(3)} expected from this GPU's rate (p ${s.p.toExponential(1)} < ${c.sbeSurgeP})` };
+    }
+    const l = this.scrapeSurge(tr, now, c.crcSurgeWindowMs, (p) => p.crcNew, tr.crcScrapes);
+    if (l.k >= c.crcSurgeMin && l.p < c.sbeSurgeP) {
+      return { signal: 'nvlink-crc-surge', reason: `NVLink CRC errors accelerating: new ones in ${l.k} scrapes of the last ${Math.round(c.crcSurgeWindowMs / 60_000)} min, ${l.mu.toFixed(3)} expected from this link's rate (p ${l.p.toExponential(1)} < ${c.sbeSurgeP})` };
+    }
+    return undefined;
   }
 
   private judge(tr: DeviceTrack, f: Readonly<DcgmFields>, activeXids: readonly number[], first: boolean): Verdict {
@@ -476,6 +530,8 @@ export class HealthDetector {
       if (surge !== undefined) warn('ecc-sbe-surge', surge);
       const crcUp = newest.crc - oldest.crc;
       if (crcUp >= c.nvlinkCrcPerWindow) warn('nvlink-crc-rate', `NVLink CRC errors rising: ${crcUp} in ${minutes} min (threshold ${c.nvlinkCrcPerWindow})`);
+      const short = this.shortSurges(tr, newest.t);
+      if (short !== undefined) warn(short.signal, short.reason);
     }
     if (newest.temp >= c.tempSuspectC) warn('temperature', `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)`);
     // Rise across the window, quarter by quarter: a creep rises in every quarter; a step (a hot aisle, a fan
