@@ -74,6 +74,20 @@ describe('HealthDetector', () => {
     expect(new HealthDetector().observe('n/0', 0, { tempC: 90 })).toMatchObject({ state: 'suspect', signal: 'temperature', reason: 'GPU at 90 °C (threshold 88 °C)' });
   });
 
+  it('the temperature limit is on the last 5 min, not one reading: a noise spike to 88 °C on a GPU at 86 °C is not suspect, a GPU held at 89 °C is', () => {
+    const spiky = new HealthDetector();
+    const readings = [86, 85, 87, 86, 85, 86, 86, 88];
+    const verdicts = readings.map((tempC, m) => spiky.observe('n/0', m * MIN, { tempC, powerW: 680 }));
+    expect(verdicts.every((v) => v.state === 'healthy')).toBe(true);
+    // The rule as it was (one reading) would have fired on the last one.
+    const single = new HealthDetector({ ...DEFAULT_DETECTOR, tempSuspectMs: 0 });
+    expect(readings.map((tempC, m) => single.observe('n/0', m * MIN, { tempC, powerW: 680 }).state).at(-1)).toBe('suspect');
+    const hot = new HealthDetector();
+    let v = hot.observe('n/0', 0, { tempC: 86, powerW: 680 });
+    for (let m = 1; m <= 6; m++) v = hot.observe('n/0', m * MIN, { tempC: 89, powerW: 680 });
+    expect(v).toMatchObject({ state: 'suspect', signal: 'temperature', reason: 'GPU at 89.0 °C on average over the last 5 min (threshold 88 °C)' });
+  });
+
   // A GPU on a first-order thermal model (0.07 °C/W above the inlet, 3 min lag): six hours of jobs and idle
   // gaps first, so that its thermal fit is its own; then `tail` minutes in which `extra(m)` °C are added to
   // the inlet and the load changes at minute 20 (a job ends) and 32 (another starts).

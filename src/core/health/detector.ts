@@ -32,6 +32,12 @@ export interface DetectorConfig {
   readonly nvlinkCrcPerWindow: number;
   /** GPU temperature at or above which the device is suspect (slowdown is near). */
   readonly tempSuspectC: number;
+  /**
+   * ...as the mean of the readings within this time (ADR 0170): one scrape is one noisy sensor reading (about
+   * ±0.7 °C and rounded to a degree), so a GPU that runs at 86 °C would touch 88 now and then; slowdown follows
+   * the sustained temperature.
+   */
+  readonly tempSuspectMs: number;
   /** A rise of at least this many °C per hour across the window, at roughly constant power, is a cooling fault. */
   readonly tempRiseCPerHour: number;
   /** ...counted only above this temperature (an idle GPU in a cold aisle drifting a little is not a fault). */
@@ -117,6 +123,7 @@ export const DEFAULT_DETECTOR: DetectorConfig = {
   sbePerWindow: 16,
   nvlinkCrcPerWindow: 120,
   tempSuspectC: 88,
+  tempSuspectMs: 5 * 60_000,
   tempRiseCPerHour: 5,
   tempRiseFloorC: 45,
   powerSteadyFraction: 0.15,
@@ -533,7 +540,13 @@ export class HealthDetector {
       const short = this.shortSurges(tr, newest.t);
       if (short !== undefined) warn(short.signal, short.reason);
     }
-    if (newest.temp >= c.tempSuspectC) warn('temperature', `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)`);
+    let recent = ps.length - 1;
+    while (recent > tr.head && (ps[recent - 1] as Point).t > newest.t - c.tempSuspectMs) recent--;
+    const hot = mean(ps, recent, ps.length, (p) => p.temp);
+    if (hot >= c.tempSuspectC) {
+      const span = Math.round(c.tempSuspectMs / 60_000);
+      warn('temperature', ps.length - recent === 1 ? `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)` : `GPU at ${hot.toFixed(1)} °C on average over the last ${span} min (threshold ${c.tempSuspectC} °C)`);
+    }
     // Rise across the window, quarter by quarter: a creep rises in every quarter; a step (a hot aisle, a fan
     // curve, a job starting) sits in one or two of them. Power must stay roughly where it was.
     const spanMs = newest.t - oldest.t;
