@@ -1,11 +1,11 @@
 // The health numbers of issue 14 (`sits bench checkpoint` reports the held-out ones under "health"): foreseen
 // failures and false quarantines on the generated fault series, on the tuning seeds the detector's defaults
-// are chosen on (ADR 0166: 1–20, shown as 1–10 and 11–20 as well). `--report` adds the held-out seeds: run it
+// are chosen on (ADR 0166, ADR 0170: 1–40, shown by origin as well). `--report` adds the held-out seeds: run it
 // once, after the configuration is committed, never while choosing one.
 //
 //   npx tsx scripts/health-bench.ts [--devices N] [--days D] [--report] [--json OUT]
 import { writeFileSync } from 'node:fs';
-import { FORMER_REPORT_SEEDS, healthBenchDetail, REPORT_SEEDS, TUNING_SEEDS } from '../src/bench/checkpoint/health.ts';
+import { healthBenchDetail, REPORT_SEEDS, TUNING_GROUPS, TUNING_SEEDS } from '../src/bench/checkpoint/health.ts';
 
 function arg(argv: readonly string[], name: string): string | undefined {
   const i = argv.indexOf(name);
@@ -21,22 +21,20 @@ function main(argv: readonly string[]): number {
   };
   const devices = num('--devices', 400);
   const days = num('--days', 3);
-  const first = TUNING_SEEDS.filter((s) => !FORMER_REPORT_SEEDS.includes(s));
-  const a = healthBenchDetail({ seeds: first, devices, days });
-  const b = healthBenchDetail({ seeds: FORMER_REPORT_SEEDS, devices, days });
+  const groups = TUNING_GROUPS.map((g) => ({ name: g.name, seeds: g.seeds, ...healthBenchDetail({ seeds: g.seeds, devices, days }) }));
+  const sum = (f: (g: (typeof groups)[number]) => number): number => groups.reduce((s, g) => s + f(g), 0);
   const pct = (x: number, of: number): number => Math.round((10_000 * x) / of) / 100;
   const out = {
-    // The two halves' counts added up (a median lead cannot be added, so none is given).
+    // The groups' counts added up (a median lead cannot be added, so none is given).
     tuning: {
       seeds: TUNING_SEEDS,
-      foreseenPct: pct(a.foreseen + b.foreseen, a.failures + b.failures),
-      falseQuarantinesPer1000GpuDays: Math.round((1_000_000 * (a.falseQuarantines + b.falseQuarantines)) / (a.gpuDays + b.gpuDays)) / 1000,
-      failures: a.failures + b.failures,
-      foreseen: a.foreseen + b.foreseen,
-      falseQuarantines: a.falseQuarantines + b.falseQuarantines,
+      foreseenPct: pct(sum((g) => g.foreseen), sum((g) => g.failures)),
+      falseQuarantinesPer1000GpuDays: Math.round((1_000_000 * sum((g) => g.falseQuarantines)) / sum((g) => g.gpuDays)) / 1000,
+      failures: sum((g) => g.failures),
+      foreseen: sum((g) => g.foreseen),
+      falseQuarantines: sum((g) => g.falseQuarantines),
     },
-    tuning1to10: { seeds: first, ...a },
-    tuning11to20: { seeds: FORMER_REPORT_SEEDS, ...b },
+    groups,
     ...(argv.includes('--report') ? { report: { seeds: REPORT_SEEDS, ...healthBenchDetail({ seeds: REPORT_SEEDS, devices, days }) } } : {}),
   };
   const text = `${JSON.stringify(out, null, 2)}\n`;
