@@ -87,6 +87,8 @@ export interface TenantSimResult {
   readonly jain: number;
   readonly utilizationPct: number;
   readonly preemptions: number;
+  /** Scheduling cycles run (a cycle per event instant, a periodic one a minute apart, and the wakeups of deferrals). */
+  readonly cycles: number;
   /**
    * |estimated start − actual start| / (actual start − time of the estimate), in %, over jobs whose start was
    * estimated when they were submitted (the denominator is at least 60 s); by tier, by how long the job
@@ -99,7 +101,7 @@ export interface TenantSimResult {
   readonly checkpointGpuHours?: number;
 }
 
-type Ev = { kind: 'arrive'; job: TenantJob } | { kind: 'finish'; id: string; version: number } | { kind: 'cycle' } | { kind: 'commit'; id: string; version: number };
+type Ev = { kind: 'arrive'; job: TenantJob } | { kind: 'finish'; id: string; version: number } | { kind: 'cycle' } | { kind: 'wakeup' } | { kind: 'commit'; id: string; version: number };
 
 interface Live {
   readonly job: TenantJob;
@@ -238,6 +240,15 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     queue.onEvent({ kind: 'arrived', queue: j.queue }, nowMs);
   };
   let cycleQueued = false;
+  let cycles = 0;
+  // Extra cycles at a victim's deferral or a checkpoint deadline, one per instant: every cycle that sees the same
+  // deferred victims asks for the same instant again, so without this the cycles at that instant multiply.
+  const wakeups = new Set<number>();
+  const wakeAt = (en: Environment<Ev>, atMs: number): void => {
+    if (wakeups.has(atMs)) return;
+    wakeups.add(atMs);
+    en.at(atMs, 8, { kind: 'wakeup' });
+  };
   const env = new Environment<Ev>((e, en) => {
     integrate(en.nowMs);
     const ev = e.payload;
@@ -277,7 +288,9 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       done++;
       opts.onProgress?.(done, jobs.length);
     } else {
-      cycleQueued = false;
+      if (ev.kind === 'wakeup') wakeups.delete(en.nowMs);
+      else cycleQueued = false;
+      cycles++;
       refreshEstimates(en.nowMs);
       const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues, running, options: cycleOptions });
       for (const p of res.preempted) {
@@ -298,7 +311,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         l.version++;
         enqueue(toQueued(l, en.nowMs), en.nowMs);
       }
-      for (const d of res.deferred) en.at(d.atMs, 8, { kind: 'cycle' });
+      for (const d of res.deferred) wakeAt(en, d.atMs);
       for (const q of res.checkpointRequests) {
         const l = live.get(q.victim.id) as Live;
         const r = running.get(q.victim.id);
@@ -307,7 +320,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         running.set(r.id, { ...r, checkpointRequestedMs: en.nowMs });
         en.at(en.nowMs + ckptMs(r.resources.gpuMilli / 1000), 2, { kind: 'commit', id: r.id, version: l.version });
         // The grace bounds the wait even if the commit never comes.
-        en.at(q.deadlineMs, 8, { kind: 'cycle' });
+        wakeAt(en, q.deadlineMs);
       }
       for (const s of res.started) {
         const l = live.get(s.job.id) as Live;
@@ -463,6 +476,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     jain: round(jain, 4),
     utilizationPct: round((100 * usedInWindow) / (capacityMilli * opts.windowMs)),
     preemptions,
+    cycles,
     ...(opts.mode === 'sits' ? { etaErrorPct } : {}),
     contendedHours: round(contendedMs / 3_600_000),
     ...(opts.checkpoint === undefined ? {} : { redoneGpuHours: round(redoneGpuMs / 3_600_000), checkpointGpuHours: round(checkpointGpuMs / 3_600_000) }),

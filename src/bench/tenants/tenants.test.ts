@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { busiestWindow, parsePhilly, tierAssignment, type TenantJob } from './philly-window.ts';
+import { busiestWindow, busiestWindows, parsePhilly, tierAssignment, type TenantJob } from './philly-window.ts';
 import { podsFor, runTenantSim } from './tenant-sim.ts';
 
 const CSV = `timestamp,duration,num_gpus,gpu_time,cluster
@@ -28,6 +28,17 @@ describe('philly window', () => {
       ['bronze', 16, 1_800_000, 3_600_000],
       ['gold', 1, 2_400_000, 60_000],
     ]);
+  });
+
+  it('ranks the windows by GPU-hours submitted, busiest first, without overlap', () => {
+    const jobs = parsePhilly(CSV, 'p.csv');
+    const ws = busiestWindows(jobs, { windowSec: 3600, maxDurationSec: 3600, maxGpus: 64 }, 5);
+    // 05:00 (8 + 16 GPU-h + 1 GPU-min), then 00:00 (1 GPU × 10 min + 2 GPUs × 10 min); no other window has a job.
+    expect(ws.map((w) => [w.windowStartSec - (ws[1] as (typeof ws)[number]).windowStartSec, Math.round(w.demandGpuHours * 60), w.jobs.length])).toEqual([
+      [5 * 3600, 24 * 60 + 1, 3],
+      [0, 30, 2],
+    ]);
+    expect(ws[0]).toEqual(busiestWindow(jobs, { windowSec: 3600, maxDurationSec: 3600, maxGpus: 64 }));
   });
 
   it('splits wide jobs into 8-GPU pods plus the rest', () => {
@@ -63,6 +74,24 @@ describe('tenant simulation', () => {
     expect(r.etaErrorPct?.samples).toBeGreaterThan(20);
     expect(r.etaErrorPct?.p50).toBe(0);
     expect(r.etaErrorPct?.p90).toBeLessThan(10);
+  });
+
+  it('a preemption deferred past a checkpoint window wakes one cycle, not a second periodic chain', () => {
+    // Bronze holds the cluster; gold arrives every 30 min just inside bronze's checkpoint window (its first
+    // minute), so each reclaim is deferred to the window's end. Each deferral once restarted the one-minute
+    // cadence beside the running one: 1,579 cycles here instead of about 280.
+    const jobs: TenantJob[] = [];
+    for (let i = 0; i < 4; i++) jobs.push({ id: `b${i}`, tier: 'bronze', submitMs: i * 1000, durationMs: 4 * 3_600_000, gpus: 8 });
+    for (let k = 0; k < 6; k++) for (let i = 0; i < 3; i++) jobs.push({ id: `g${k}-${i}`, tier: 'gold', submitMs: (k + 1) * 1_800_000 + 5000 + i * 1000, durationMs: 20 * 60_000, gpus: 8 });
+    for (let k = 0; k < 30; k++) jobs.push({ id: `s${k}`, tier: 'silver', submitMs: k * 600_000, durationMs: 3_600_000, gpus: 1 });
+    jobs.sort((a, b) => a.submitMs - b.submitMs);
+    const o = { mode: 'sits' as const, nodes: 4, shape: 'dgx-h100', windowMs: 4 * 3_600_000, checkpointEveryMs: 1_800_000, etaSamples: 0, seed: 1 };
+    for (const checkpoint of ['plain', 'aware'] as const) {
+      const r = runTenantSim(jobs, { ...o, checkpoint });
+      expect(r.preemptions).toBeGreaterThan(0);
+      // At most one cycle a minute over the window, plus one per event instant (arrival, finish, commit, wakeup).
+      expect(r.cycles).toBeLessThanOrEqual(o.windowMs / 60_000 + 3 * jobs.length);
+    }
   });
 
   it('is deterministic: same input, same result', () => {
