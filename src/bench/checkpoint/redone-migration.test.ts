@@ -61,15 +61,27 @@ for (let i = 0; i < 2; i++) rows.push(`2017-10-01 00:00:0${i},14400.0,8,115200.0
 for (let i = 0; i < 3; i++) rows.push(`2017-10-01 00:50:0${i},3600.0,8,28800.0,aaa`);
 for (let i = 0; i < 4; i++) rows.push(`2017-10-01 00:5${i}:30,600.0,1,600.0,aaa`);
 rows.push('2017-10-01 01:30:00,600.0,1,600.0,bbb', '2017-10-01 01:31:00,600.0,1,600.0,bbb', '2017-10-01 01:32:00,600.0,1,600.0,bbb');
+// The same two hours again a day later: a second window, as busy as the first.
+rows.push(...rows.slice(1).map((r) => r.replace('2017-10-01', '2017-10-02')));
 writeFileSync(philly, `${rows.join('\n')}\n`);
 
 describe('bench checkpoint: redone work', () => {
   it('checkpoint-aware preemption redoes far less than plain whole-gang preemption', () => {
-    const d = runRedoneBenchDetail({ trace: philly, nodes: 2, windowHours: 2 });
+    const d = runRedoneBenchDetail({ trace: philly, nodes: 2, windowHours: 2, windows: 1 });
     expect(d.preemptions.plain).toBeGreaterThan(0);
     expect(d.plain).toBeGreaterThan(0);
     expect(d.checkpointAware).toBeLessThan(d.plain * 0.2);
     expect(d.checkpointGpuHours).toBeGreaterThan(0);
-    expect(runRedoneBench({ trace: philly, nodes: 2, windowHours: 2 })).toEqual({ checkpointAware: d.checkpointAware, plain: d.plain });
+    expect(runRedoneBench({ trace: philly, nodes: 2, windowHours: 2, windows: 1 })).toEqual({ checkpointAware: d.checkpointAware, plain: d.plain });
+  });
+
+  it('sums the busiest windows, each replayed on its own', () => {
+    const one = runRedoneBenchDetail({ trace: philly, nodes: 2, windowHours: 2, windows: 1 });
+    const d = runRedoneBenchDetail({ trace: philly, nodes: 2, windowHours: 2, windows: 8 });
+    // Only two windows hold jobs; they are the same jobs a day apart (ties: the earlier first).
+    expect(d.windows.map((w) => w.startHoursIntoTrace)).toEqual([0, 24]);
+    for (const w of d.windows) expect({ plain: w.plain, checkpointAware: w.checkpointAware }).toEqual({ plain: one.plain, checkpointAware: one.checkpointAware });
+    expect(d).toMatchObject({ plain: 2 * one.plain, checkpointAware: 2 * one.checkpointAware, reductionPct: one.reductionPct, jain: one.jain });
+    expect(d.preemptions.plain).toBe(2 * one.preemptions.plain);
   });
 });

@@ -48,6 +48,14 @@ export function tierAssignment(jobs: readonly TraceJob[]): Record<string, Tier> 
 
 /** The window (aligned to its own length from the first submission) with the most GPU-hours submitted. */
 export function busiestWindow(jobs: readonly TraceJob[], opts: WindowOptions): TenantWorkload {
+  return busiestWindows(jobs, opts, 1)[0] as TenantWorkload;
+}
+
+/**
+ * The `count` windows (aligned to their own length from the first submission, so they never overlap) with the
+ * most GPU-hours submitted, busiest first (ties: the earlier window).
+ */
+export function busiestWindows(jobs: readonly TraceJob[], opts: WindowOptions, count: number): TenantWorkload[] {
   const tiers = tierAssignment(jobs);
   let t0 = Infinity;
   for (const j of jobs) t0 = Math.min(t0, j.submitS);
@@ -57,13 +65,14 @@ export function busiestWindow(jobs: readonly TraceJob[], opts: WindowOptions): T
     const k = Math.floor((j.submitS - t0) / opts.windowSec);
     demand.set(k, (demand.get(k) ?? 0) + j.gpus * Math.min(j.durationS, opts.maxDurationSec));
   }
-  let best = 0;
-  let bestDemand = -1;
-  for (const [k, d] of demand) if (d > bestDemand || (d === bestDemand && k < best)) [best, bestDemand] = [k, d];
-  const start = t0 + best * opts.windowSec;
-  const picked = jobs
-    .filter((j) => j.gpus <= opts.maxGpus && j.submitS >= start && j.submitS < start + opts.windowSec)
-    .sort((a, b) => a.submitS - b.submitS || a.line - b.line)
-    .map((j) => ({ id: j.name, tier: tiers[j.group] as Tier, submitMs: Math.round((j.submitS - start) * 1000), durationMs: Math.max(1000, Math.round(Math.min(j.durationS, opts.maxDurationSec) * 1000)), gpus: j.gpus }));
-  return { windowStartSec: start, jobs: picked, tierOfCluster: tiers, demandGpuHours: bestDemand / 3600 };
+  const ranked = [...demand].sort((a, b) => b[1] - a[1] || a[0] - b[0]).slice(0, Math.max(1, count));
+  if (ranked.length === 0) ranked.push([0, 0]);
+  return ranked.map(([k, d]) => {
+    const start = t0 + k * opts.windowSec;
+    const picked = jobs
+      .filter((j) => j.gpus <= opts.maxGpus && j.submitS >= start && j.submitS < start + opts.windowSec)
+      .sort((a, b) => a.submitS - b.submitS || a.line - b.line)
+      .map((j) => ({ id: j.name, tier: tiers[j.group] as Tier, submitMs: Math.round((j.submitS - start) * 1000), durationMs: Math.max(1000, Math.round(Math.min(j.durationS, opts.maxDurationSec) * 1000)), gpus: j.gpus }));
+    return { windowStartSec: start, jobs: picked, tierOfCluster: tiers, demandGpuHours: d / 3600 };
+  });
 }

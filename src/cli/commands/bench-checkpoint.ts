@@ -13,16 +13,17 @@ export function registerBenchCheckpoint(bench: Command): void {
     .option('--skip-snapshot-latency', 'leave snapshotLatencyMs null (no cluster is started)')
     .option('--redone-nodes <n>', '8-GPU nodes of the tenants simulation for redone work', intOption('--redone-nodes', 1, 10_000), 16)
     .option('--redone-window-hours <h>', 'hours of the Philly trace\'s busiest window it replays (the tenants bench uses 4; 2 keeps this run within minutes)', numberOption('--redone-window-hours', 0.1, 1000), 2)
+    .option('--redone-windows <n>', 'how many of the busiest windows (non-overlapping) it replays and sums', intOption('--redone-windows', 1, 1000), 8)
     .option('--skip-redone', 'leave redoneGpuHours null')
     .option('--skip-migration', 'leave migration null')
     .option('--skip-health', 'leave health null')
     .requiredOption('--json <file>', 'write {snapshotLatencyMs: {linked, independent}, redoneGpuHours, migration, health} here (parts left out are null)')
     .option('--details <file>', 'also write every sample, each part\'s detail (fairness, moves, failures by kind) and the parts left out here')
     .option('--verbose', 'print every cycle')
-    .action(async (o: { cycles: number; periodMs: number; seed: number; skipSnapshotLatency?: boolean; redoneNodes: number; redoneWindowHours: number; skipRedone?: boolean; skipMigration?: boolean; skipHealth?: boolean; json: string; details?: string; verbose?: boolean }) => {
+    .action(async (o: { cycles: number; periodMs: number; seed: number; skipSnapshotLatency?: boolean; redoneNodes: number; redoneWindowHours: number; redoneWindows: number; skipRedone?: boolean; skipMigration?: boolean; skipHealth?: boolean; json: string; details?: string; verbose?: boolean }) => {
       const r = await runCheckpointBench({
         snapshotLatency: o.skipSnapshotLatency === true ? false : { cycles: o.cycles, periodMs: o.periodMs, seed: o.seed },
-        redone: o.skipRedone === true ? false : { nodes: o.redoneNodes, windowHours: o.redoneWindowHours },
+        redone: o.skipRedone === true ? false : { nodes: o.redoneNodes, windowHours: o.redoneWindowHours, windows: o.redoneWindows },
         migration: o.skipMigration === true ? false : {},
         health: o.skipHealth === true ? false : {},
         log: o.verbose === true ? (l: string) => process.stderr.write(`${l}\n`) : () => undefined,
@@ -37,7 +38,7 @@ export function registerBenchCheckpoint(bench: Command): void {
         );
       }
       const d = r.details;
-      if (d.redone !== undefined) process.stdout.write(`redone GPU-hours after preemption: checkpoint-aware ${d.redone.checkpointAware}, plain ${d.redone.plain} (${d.redone.reductionPct} % less; Jain ${d.redone.jain.checkpointAware} vs ${d.redone.jain.plain})\n`);
+      if (d.redone !== undefined) process.stdout.write(`redone GPU-hours after preemption (${d.redone.windows.length} busiest windows): checkpoint-aware ${d.redone.checkpointAware}, plain ${d.redone.plain} (${d.redone.reductionPct} % less; ${d.redone.preemptions.checkpointAware} vs ${d.redone.preemptions.plain} preemptions; mean Jain ${d.redone.jain.checkpointAware} vs ${d.redone.jain.plain})\n`);
       if (d.migration !== undefined) {
         const m = d.migration;
         process.stdout.write(
