@@ -1,6 +1,7 @@
 // The live seam of checkpoint-aware preemption on the real apiserver: the request lands on the victim's pods
 // and on its TrainingJob, and the next cycle's view of the running job (runningJobs) carries it back with
-// the `checkpointable` and `last-checkpoint` annotations the TrainingJob controller writes.
+// the `checkpointable` and `last-checkpoint` annotations the TrainingJob controller writes; until the cache
+// shows the ask, the requester's memory of it does (so a cycle in between does not ask twice).
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION, API_PATH, LABEL, SCHEDULER_NAME } from '../api/wire.ts';
@@ -37,14 +38,27 @@ describe('KubeCheckpointRequester on the real apiserver', () => {
     await createPods(client, [0, 1].map((r) => testPod('ck', `bert-${r}`, { gpus: 4, labels, annotations: { [ANNOTATION.checkpointable]: 'true' } })));
     for (const r of [0, 1]) await client.post(`/api/v1/namespaces/ck/pods/bert-${r}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name: `bert-${r}` }, target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' } });
     const askedAt = Date.parse('2026-12-01T17:00:00.000Z');
-    const req = new KubeCheckpointRequester(client, { log: (m) => logs.push(m), nowMs: () => askedAt, labelsOf: () => labels });
+    // The scheduler's cache, as a test-held copy: it lags the apiserver until `cached` is refreshed.
+    const view = async (): Promise<ReturnType<typeof runningJobs>> => runningJobs(await listPods(client, 'ck'), SCHEDULER_NAME, () => undefined, 3_600_000);
+    let cached = await listPods(client, 'ck');
+    const req = new KubeCheckpointRequester(client, { log: (m) => logs.push(m), nowMs: () => askedAt, pod: (k) => cached.find((p) => `ck/${p.metadata?.name}` === k) });
+    const stale = runningJobs(cached, SCHEDULER_NAME, () => undefined, 3_600_000);
+    expect(checkpointStep(stale.get('gang:ck/bert') as NonNullable<ReturnType<typeof stale.get>>, askedAt, 300_000)).toBe('request');
     req.request(['ck/bert-0', 'ck/bert-1'], 'gang:ck/urgent', askedAt + 300_000);
+    // Before the cache shows the ask, the next cycle still sees it and waits instead of asking again.
+    const unseen = req.withUnseenAsks(runningJobs(cached, SCHEDULER_NAME, () => undefined, 3_600_000)).get('gang:ck/bert');
+    expect(unseen?.checkpointRequestedMs).toBe(askedAt);
+    expect(checkpointStep(unseen as NonNullable<typeof unseen>, askedAt + 1000, 300_000)).toBe('pending');
     await req.drain();
     expect(req.stats).toEqual({ requested: 1, errors: 0 });
     const tj = await client.get<{ metadata: { annotations?: Record<string, string> } }>(`${API_PATH}/namespaces/ck/trainingjobs/bert`);
     expect(tj.metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBe('Preemption/2026-12-01T17:00:00.000Z');
+    // Once the cache shows the annotations, the requester forgets its asks: the pods carry the state.
+    expect(req.unseenAsks).toBe(2);
+    cached = await listPods(client, 'ck');
+    req.withUnseenAsks(runningJobs(cached, SCHEDULER_NAME, () => undefined, 3_600_000));
+    expect(req.unseenAsks).toBe(0);
 
-    const view = async (): Promise<ReturnType<typeof runningJobs>> => runningJobs(await listPods(client, 'ck'), SCHEDULER_NAME, () => undefined, 3_600_000);
     const before = (await view()).get('gang:ck/bert');
     expect(before).toMatchObject({ checkpointable: true, checkpointRequestedMs: askedAt, podIds: ['ck/bert-0', 'ck/bert-1'] });
     expect(checkpointStep(before as NonNullable<typeof before>, askedAt + 30_000, 300_000)).toBe('pending');
@@ -56,7 +70,7 @@ describe('KubeCheckpointRequester on the real apiserver', () => {
 
   it('a job without a TrainingJob still gets the pods annotated; a missing object is logged, not thrown', async () => {
     await createPods(client, [testPod('ck', 'lone', { gpus: 1 })]);
-    const req = new KubeCheckpointRequester(client, { log: (m) => logs.push(m), nowMs: () => Date.now(), labelsOf: (p) => (p === 'ck/lone' ? { [LABEL.trainingJob]: 'gone' } : undefined) });
+    const req = new KubeCheckpointRequester(client, { log: (m) => logs.push(m), nowMs: () => Date.now(), pod: (p) => (p === 'ck/lone' ? { metadata: { name: 'lone', namespace: 'ck', labels: { [LABEL.trainingJob]: 'gone' } } } : undefined) });
     req.request(['ck/lone'], 'x', Date.now() + 1000);
     await req.drain();
     const pod = await client.get<V1Pod>('/api/v1/namespaces/ck/pods/lone');

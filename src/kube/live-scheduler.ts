@@ -178,12 +178,12 @@ export class LiveScheduler {
     this.rng = opts.rng ?? DEFAULT_RNG;
     const nowMs = (): number => this.clock.nowMs();
     this.cache = new ClusterCache(ours, this.log);
-    this.jobs = new PodJobs(this.cache, ours, this.clock);
+    this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, pod: (k) => this.cache.pod(k) });
+    this.jobs = new PodJobs(this.cache, ours, this.clock, (running) => this.checkpoints.withUnseenAsks(running));
     this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }), instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
     this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
     this.evictor = new KubeEvictor(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
-    this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
     this.checkpointAware = opts.checkpointAware === true;
     this.defragmenter = new Defragmenter(client, { log: this.log, clock: this.clock, ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }), ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }) });
     this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));

@@ -71,6 +71,8 @@ export class PodJobs {
     private readonly cache: ClusterCache,
     private readonly schedulerName: SchedulerNames,
     private readonly clock: Clock,
+    /** What the scheduler knows of the running jobs that its cache does not show yet (its own checkpoint asks). */
+    private readonly runningOverlay: (running: Map<string, RunningJob>) => Map<string, RunningJob> = (r) => r,
   ) {}
 
   readonly groupQueue = (group: string): string | undefined => this.podGroups.get(group)?.spec?.queue;
@@ -181,7 +183,7 @@ export class PodJobs {
     const runningNow = (): Map<string, RunningJob> => {
       if (running === undefined) {
         const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
-        running = this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, nowMs);
+        running = this.runningOverlay(this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, nowMs));
       }
       return running;
     };
