@@ -13,14 +13,25 @@ In a torchrun script (rank 0 asks, everyone saves, rank 0 commits):
     if seq: dcp.save(state, checkpoint_id=sits_checkpoint.path(step))            # every rank writes its shards
     if seq and rank == 0: sits_checkpoint.committed(step, shards=world_size, seq=seq)
 
+A save can fail (the shared volume is full: ENOSPC). Rank 0 then says so with failed(), and SITS ends the cycle at
+once with a condition naming the volume (VolumeFull) instead of waiting for commitTimeoutSeconds; the last good
+checkpoint stays the restore point. `saving()` does both: it commits when the block succeeds and reports the error
+when it raises (torch.distributed.checkpoint raises on every rank when any rank fails), and training goes on:
+
+    if seq:
+        with sits_checkpoint.saving(step, seq=seq, shards=world_size, rank=rank):
+            dcp.save(state, checkpoint_id=sits_checkpoint.path(step))
+
 The pod talks to the API server as its service account; that account needs `get` and `patch` on pods in its
 namespace (docs/checkpoints.md has the Role). Overrides for tests and odd setups: SITS_KUBE_API (base URL),
 SITS_KUBE_TOKEN_FILE, SITS_KUBE_CA_FILE.
 
 Also a command line: `python3 sits_checkpoint.py requested` prints the pending cycle (or nothing),
-`python3 sits_checkpoint.py committed STEP SHARDS [SEQ]` commits.
+`python3 sits_checkpoint.py committed STEP SHARDS [SEQ]` commits, `python3 sits_checkpoint.py failed STEP MESSAGE
+[SEQ]` reports a failed save.
 """
 
+import errno
 import json
 import os
 import ssl
@@ -131,6 +142,14 @@ def requested(min_interval=5.0):
     return seq
 
 
+def _pending_seq():
+    ann = (_call("GET").get("metadata") or {}).get("annotations") or {}
+    req = ann.get(REQUEST_ANNOTATION, "")
+    if not req.isdigit():
+        raise CheckpointError("no checkpoint was requested (annotation %s is not set on this pod)" % REQUEST_ANNOTATION)
+    return int(req)
+
+
 def committed(step, shards, seq=None):
     """Rank 0, after every writer has saved: tells SITS that checkpoint `step` is complete.
 
@@ -140,15 +159,85 @@ def committed(step, shards, seq=None):
     global _last_answer
     ranks = len(set(shards)) if isinstance(shards, (list, tuple, set)) else int(shards)
     if seq is None:
-        ann = (_call("GET").get("metadata") or {}).get("annotations") or {}
-        req = ann.get(REQUEST_ANNOTATION, "")
-        if not req.isdigit():
-            raise CheckpointError("no checkpoint was requested (annotation %s is not set on this pod)" % REQUEST_ANNOTATION)
-        seq = int(req)
+        seq = _pending_seq()
     value = json.dumps({"seq": int(seq), "step": int(step), "ranks": ranks}, separators=(",", ":"))
     _call("PATCH", {"metadata": {"annotations": {COMMIT_ANNOTATION: value}}})
     _last_answer = None
     return int(seq)
+
+
+def failed(step, error, seq=None):
+    """Rank 0, when the save of checkpoint `step` failed: tells SITS it will not come, and why.
+
+    `error` is an exception or a message; an OSError is described with its errno name, so a full volume reads
+    "No space left on device (ENOSPC): <file>" and SITS reports it as VolumeFull.
+    """
+    global _last_answer
+    message = describe(error) if isinstance(error, BaseException) else str(error).strip()
+    if not message:
+        raise ValueError("failed(): the error message is empty")
+    if seq is None:
+        seq = _pending_seq()
+    value = json.dumps({"seq": int(seq), "step": int(step), "error": message[:1024]}, separators=(",", ":"))
+    _call("PATCH", {"metadata": {"annotations": {COMMIT_ANNOTATION: value}}})
+    _last_answer = None
+    return int(seq)
+
+
+def _os_errors(exc, seen=None):
+    """The OSErrors inside `exc`: itself, its cause and context, and torch DCP's per-rank failures."""
+    seen = seen if seen is not None else set()
+    if exc is None or id(exc) in seen:
+        return []
+    seen.add(id(exc))
+    out = [exc] if isinstance(exc, OSError) and exc.errno is not None else []
+    inner = [exc.__cause__, exc.__context__]
+    failures = getattr(exc, "failures", None)  # torch.distributed.checkpoint's CheckpointException: {rank: (exc, tb)}
+    if isinstance(failures, dict):
+        for v in failures.values():
+            inner.append(v[0] if isinstance(v, tuple) and v else v)
+    for e in inner:
+        if isinstance(e, BaseException):
+            out.extend(_os_errors(e, seen))
+    return out
+
+
+def describe(exc):
+    """One line for a failed save: the first OSError inside it with its errno name and file, else the exception."""
+    for e in _os_errors(exc):
+        name = errno.errorcode.get(e.errno, str(e.errno))
+        where = ": %s" % e.filename if e.filename else ""
+        return "%s (%s)%s" % (e.strerror or os.strerror(e.errno), name, where)
+    return "%s: %s" % (type(exc).__name__, exc)
+
+
+class saving:
+    """Every rank, around its save: on success rank 0 commits; if the block raises, rank 0 reports the failure.
+
+    The exception is swallowed (training goes on; the last good checkpoint stays the restore point) unless
+    `reraise=True`. `error` holds what was reported. A CheckpointError from reaching the API server is raised.
+    """
+
+    def __init__(self, step, seq, shards, rank=0, reraise=False):
+        self.step, self.seq, self.shards, self.rank, self.reraise = step, seq, shards, rank, reraise
+        self.error = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc is None:
+            if self.rank == 0:
+                committed(self.step, self.shards, self.seq)
+            return False
+        if isinstance(exc, (KeyboardInterrupt, SystemExit, CheckpointError)):
+            return False
+        self.error = describe(exc)
+        if ": /" not in self.error:
+            self.error += ", saving %s" % path(self.step)  # a failed write(2) names no file: say where it went
+        if self.rank == 0:
+            failed(self.step, self.error, self.seq)
+        return not self.reraise
 
 
 def _main(argv):
@@ -161,13 +250,16 @@ def _main(argv):
         if len(argv) in (3, 4) and argv[0] == "committed":
             print(committed(int(argv[1]), int(argv[2]), int(argv[3]) if len(argv) == 4 else None))
             return 0
+        if len(argv) in (3, 4) and argv[0] == "failed":
+            print(failed(int(argv[1]), argv[2], int(argv[3]) if len(argv) == 4 else None))
+            return 0
     except CheckpointError as e:
         print("sits_checkpoint: %s" % e, file=sys.stderr)
         return 1
     except ValueError as e:
         print("sits_checkpoint: %s" % e, file=sys.stderr)
         return 2
-    print("usage: sits_checkpoint.py requested | committed STEP SHARDS [SEQ]", file=sys.stderr)
+    print("usage: sits_checkpoint.py requested | committed STEP SHARDS [SEQ] | failed STEP MESSAGE [SEQ]", file=sys.stderr)
     return 2
 
 

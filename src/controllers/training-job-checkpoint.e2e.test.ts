@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { startControllers, type Controllers } from '../app/controllers.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
+import { runCheckpointHelper, runCheckpointScript, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
@@ -198,7 +198,7 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     expect((await getJob(ns, 'ttl')).status?.checkpoint?.lastReady?.snapshotName).toBe('ttl-ckpt-2');
   });
 
-  it('bad input: a checkpoint that never commits and a VolumeSnapshotClass that does not exist get a condition naming it; the last good checkpoint is kept', async () => {
+  it('bad input: a checkpoint that never commits, a full volume and a VolumeSnapshotClass that does not exist get a condition naming it; the last good checkpoint is kept', async () => {
     const ns = 'ckpt-bad';
     const { volumeDir, tokenFile } = await setUp(ns);
     // The good checkpoint gets a snapshot deadline a loaded machine cannot miss (the real snapshot chain can take
@@ -217,6 +217,34 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     expect(never.status?.checkpoint?.cycle?.failureReason).toBe('NeverCommitted');
     expect(never.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({ status: 'False', reason: 'NeverCommitted' });
     expect(never.status?.checkpoint?.lastReady?.snapshotName).toBe('bad-ckpt-1');
+
+    // The volume is full: rank 0's save raises ENOSPC inside sits_checkpoint.saving(), which reports it. The write
+    // goes to /dev/full, the kernel's always-full device: a real ENOSPC from a real write(2). The cycle fails at
+    // once (the commit limit is raised to 300 s first, so only the report can end it) as VolumeFull.
+    await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { commitTimeoutSeconds: 300 } } });
+    const full = await request(ns, 'bad', 'full-volume', tokenFile);
+    const save = await runCheckpointScript(cluster.plane, full.pod, tokenFile, [
+      'import sits_checkpoint',
+      `with sits_checkpoint.saving(60, seq=${full.seq}, shards=1, rank=0) as s:`,
+      "    with open('/dev/full', 'wb') as f:",
+      "        f.write(b'weights of step 60' * 4096)",
+      'print(s.error)',
+    ].join('\n'));
+    expect(save.stderr).toBe('');
+    expect(save.stdout.trim()).toBe('No space left on device (ENOSPC), saving /checkpoints/step-60');
+    const volumeFull = await waitFor('VolumeFull', async () => {
+      const j = await getJob(ns, 'bad');
+      return j.status?.checkpoint?.cycle?.seq === full.seq && j.status.checkpoint.cycle.phase === 'Failed' ? j : undefined;
+    }, 60_000);
+    expect(volumeFull.status?.checkpoint?.cycle?.failureReason).toBe('VolumeFull');
+    expect(volumeFull.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({
+      status: 'False',
+      reason: 'VolumeFull',
+      message: `checkpoint ${full.seq} (manual) of step 60 failed: claim ckpt mounted at /checkpoints is full: No space left on device (ENOSPC), saving /checkpoints/step-60; the last Ready checkpoint is kept`,
+    });
+    expect(volumeFull.status?.checkpoint?.lastReady).toMatchObject({ snapshotName: 'bad-ckpt-1', step: 50 });
+    // The failed cycle's request is withdrawn from rank 0's pod.
+    await waitFor('the failed cycle’s request withdrawn', async () => (await client.get<V1Pod>(`/api/v1/namespaces/${ns}/pods/${full.pod.metadata?.name ?? ''}`)).metadata?.annotations?.['ai.sits2026.dev/checkpoint-request'] === undefined, 30_000);
 
     // The class is changed to one that does not exist: the snapshot-controller's error, naming it, is the condition.
     await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { volumeSnapshotClassName: 'no-such-class', snapshotTimeoutSeconds: 6 } } });

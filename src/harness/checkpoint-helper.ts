@@ -24,8 +24,17 @@ const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.
 
 /** Runs the Python helper as `pod` would (what the downward API gives the container, the token in `tokenFile`). */
 export async function runCheckpointHelper(plane: HelperPlane, pod: V1Pod, tokenFile: string, args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runPython(plane, pod, tokenFile, [CHECKPOINT_HELPER, ...args]);
+}
+
+/** Runs Python `code` as rank 0 of `pod` would, with the helper importable as `sits_checkpoint` (its library API). */
+export async function runCheckpointScript(plane: HelperPlane, pod: V1Pod, tokenFile: string, code: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runPython(plane, pod, tokenFile, ['-c', code], { PYTHONPATH: dirname(CHECKPOINT_HELPER) });
+}
+
+async function runPython(plane: HelperPlane, pod: V1Pod, tokenFile: string, args: readonly string[], extra: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const r = await run('python3', [CHECKPOINT_HELPER, ...args], {
+    const r = await run('python3', args, {
       env: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         SITS_KUBE_API: plane.server,
@@ -34,6 +43,7 @@ export async function runCheckpointHelper(plane: HelperPlane, pod: V1Pod, tokenF
         SITS_POD_NAME: pod.metadata?.name ?? '',
         SITS_POD_NAMESPACE: pod.metadata?.namespace ?? '',
         SITS_CHECKPOINT_DIR: envOf(pod).SITS_CHECKPOINT_DIR ?? '',
+        ...extra,
       },
     });
     return { code: 0, stdout: r.stdout, stderr: r.stderr };

@@ -341,7 +341,7 @@ export const CheckpointStatus = Obj(
           commitTime: Type.Optional(Timestamp('When the commit was seen.')),
           snapshotReadyTime: Type.Optional(Timestamp('When the VolumeSnapshot was seen readyToUse.')),
           request: Type.Optional(Type.String({ description: 'The request-checkpoint annotation value this cycle answers.', maxLength: 256 })),
-          failureReason: Type.Optional(Type.String({ description: 'NeverCommitted, IncompleteCommit, SnapshotFailed, SnapshotNotReady or SnapshotLost.', maxLength: 64 })),
+          failureReason: Type.Optional(Type.String({ description: 'NeverCommitted, IncompleteCommit, VolumeFull, WriteFailed, SnapshotFailed, SnapshotNotReady or SnapshotLost.', maxLength: 64 })),
           failureMessage: Type.Optional(Type.String({ description: 'Why the cycle failed.', maxLength: 4096 })),
         },
         { description: 'The newest cycle (in flight, or the last one finished).' },

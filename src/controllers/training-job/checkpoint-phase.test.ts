@@ -58,6 +58,25 @@ describe('a checkpoint cycle', () => {
     expect(ddp.cycle.phase).toBe('SnapshotTrigger');
   });
 
+  it('a save the training side reports failed ends the cycle at once: VolumeFull for ENOSPC/EDQUOT naming the volume, WriteFailed otherwise', () => {
+    const policy = { ...DCP, volume: 'claim llama-ckpt mounted at /checkpoints' };
+    const full = stepCheckpoint(startCheckpoint('llama', 4, 'Preemption', T0), { nowMs: T0 + 9000, commit: { seq: 4, step: 600, ranksWritten: 0, error: 'No space left on device (ENOSPC): /checkpoints/step-600/__0_0.distcp' } }, policy);
+    expect(full.cycle).toMatchObject({ phase: 'Failed', failure: { reason: 'VolumeFull' } });
+    expect(full.condition).toEqual({
+      type: 'Checkpointing',
+      status: 'False',
+      reason: 'VolumeFull',
+      message: 'checkpoint 4 (preemption) of step 600 failed: claim llama-ckpt mounted at /checkpoints is full: No space left on device (ENOSPC): /checkpoints/step-600/__0_0.distcp; the last Ready checkpoint is kept',
+    });
+    // No snapshot is asked for; one that exists (it cannot, before a commit, but level-triggered) is deleted.
+    expect(full.actions).toEqual([]);
+    expect(stepCheckpoint(startCheckpoint('llama', 4, 'Periodic', T0), { nowMs: T0, commit: { seq: 4, step: 600, ranksWritten: 0, error: 'Disk quota exceeded (EDQUOT)' }, snapshot: { readyToUse: false, committed: false } }, policy).actions).toEqual([{ kind: 'deleteVolumeSnapshot', name: 'llama-ckpt-4' }]);
+    const other = stepCheckpoint(startCheckpoint('llama', 5, 'Periodic', T0), { nowMs: T0, commit: { seq: 5, step: 700, ranksWritten: 0, error: 'Read-only file system (EROFS)' } }, policy);
+    expect(other.condition).toMatchObject({ reason: 'WriteFailed', message: expect.stringContaining('the training side could not write to claim llama-ckpt mounted at /checkpoints: Read-only file system (EROFS)') });
+    // A failure report of an older cycle is not this one's.
+    expect(stepCheckpoint(startCheckpoint('llama', 6, 'Periodic', T0), { nowMs: T0, commit: { seq: 5, step: 700, ranksWritten: 0, error: 'ENOSPC' } }, policy).cycle.phase).toBe('Pre');
+  });
+
   it('a snapshot error (a missing class, a full volume) is shown at once and fails the cycle at its deadline, deleting the snapshot', () => {
     const c = run(startCheckpoint('j', 4, 'Periodic', T0), { nowMs: T0, commit: { seq: 4, step: 7, ranksWritten: 4 } });
     const err = 'Failed to get snapshot class with error volumesnapshotclass.snapshot.storage.k8s.io "fast" not found';

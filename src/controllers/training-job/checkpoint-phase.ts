@@ -3,7 +3,7 @@
  *
  *   Pre ──(the training side commits: every writer's shards, then the metadata)──▶ SnapshotTrigger
  *   SnapshotTrigger ──(the VolumeSnapshot is readyToUse)──▶ PostCommit ──(the snapshot is marked committed)──▶ Ready
- *   any non-final phase ──(deadline, incomplete commit, lost snapshot)──▶ Failed
+ *   any non-final phase ──(deadline, incomplete commit, a save the training side reports failed, lost snapshot)──▶ Failed
  *
  * The VolumeSnapshot is asked for the moment Pre completes (000 §2.5), not on a timer. `stepCheckpoint` is
  * level-triggered like the TrainingJob reconcile: it recomputes from what is observed, repeats idempotent actions
@@ -32,9 +32,11 @@ export interface CheckpointCyclePolicy {
   readonly commitTimeoutMs: number;
   /** The VolumeSnapshot must be readyToUse within this long after the commit. */
   readonly snapshotTimeoutMs: number;
+  /** The shared volume as a failure names it, e.g. `claim llama-ckpt mounted at /checkpoints`. */
+  readonly volume?: string;
 }
 
-export type CheckpointFailureReason = 'NeverCommitted' | 'IncompleteCommit' | 'SnapshotFailed' | 'SnapshotNotReady' | 'SnapshotLost';
+export type CheckpointFailureReason = 'NeverCommitted' | 'IncompleteCommit' | 'VolumeFull' | 'WriteFailed' | 'SnapshotFailed' | 'SnapshotNotReady' | 'SnapshotLost';
 
 export interface CheckpointCycle {
   /** 1, 2, … per job; the training side echoes it in its commit so a stale commit is never taken for this one. */
@@ -58,6 +60,13 @@ export interface CheckpointCommit {
   readonly step: number;
   /** Distinct ranks whose shards are in the commit. */
   readonly ranksWritten: number;
+  /** Set when the training side reports that it could not save this checkpoint (the error it got). */
+  readonly error?: string;
+}
+
+/** Whether a save error is the volume being full (ENOSPC, or EDQUOT: the quota of the volume is full). */
+export function isVolumeFullError(error: string): boolean {
+  return /\b(ENOSPC|EDQUOT)\b|no space left on device|disk quota exceeded/i.test(error);
 }
 
 /** The cycle's VolumeSnapshot as observed; absent when it does not exist. */
@@ -125,6 +134,11 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
 
     case 'Pre': {
       const commit = obs.commit?.seq === cycle.seq ? obs.commit : undefined; // a commit of an older cycle is not this one's
+      if (commit?.error !== undefined) {
+        const where = policy.volume === undefined ? 'the checkpoint volume' : policy.volume;
+        const what = isVolumeFullError(commit.error) ? `${where} is full` : `the training side could not write to ${where}`;
+        return fail(cycle, isVolumeFullError(commit.error) ? 'VolumeFull' : 'WriteFailed', `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`, obs.snapshot !== undefined);
+      }
       if (commit !== undefined) {
         const want = expectedWriters(policy);
         if (commit.ranksWritten < want) {
