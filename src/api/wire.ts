@@ -96,6 +96,12 @@ export const ANNOTATION = {
   lastCheckpoint: `${P}/last-checkpoint`,
   /** Set by SITS on a victim's pods and TrainingJob: a checkpoint is asked for before preemption or a move (RFC 3339 time of the request; ADR 0093). */
   checkpointRequested: `${P}/checkpoint-requested`,
+  /**
+   * Set by the TrainingJob controller on every replica when the cycle answering a preemption's request failed (a
+   * full volume, no commit, no snapshot): the request's value, `Preemption/<RFC 3339 time>`. The scheduler then
+   * evicts at once instead of waiting out the grace for a checkpoint that will not come (ADR 0093).
+   */
+  checkpointFailed: `${P}/checkpoint-failed`,
   /** Set on the pods of a job that checkpoints when asked (a TrainingJob with a checkpoint policy): preemption asks first. */
   checkpointable: `${P}/checkpointable`,
   preemptible: `${P}/preemptible`,

@@ -8,14 +8,15 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 import type { V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest';
 
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
-import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
+import { runCheckpointHelper, runCheckpointScript, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { PREEMPTION_EVICTION_REASON } from '../kube/evictor.ts';
+import { scaled } from '../testing/timeouts.ts';
 import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
@@ -30,13 +31,17 @@ let stack: SnapshotStack;
 let controllers: Controllers;
 let app: LiveApp;
 const logs: string[] = [];
+/** Log lines with the time they were written (the failure dump tells what waited for what). */
+const logAs = (who: string) => (m: string): void => {
+  logs.push(`${new Date().toISOString().slice(11, 23)} ${who}${m}`);
+};
 
 beforeAll(async () => {
-  env = await startCheckpointCluster({ nodes: 2, shape: 'a800x4', log: (m) => logs.push(m), controllers: false, withScheduler: false });
+  env = await startCheckpointCluster({ nodes: 2, shape: 'a800x4', log: logAs(''), controllers: false, withScheduler: false });
   ({ cluster, client, stack } = env);
   // As `sits run --checkpoint-aware-preemption` starts it.
-  app = await createLiveApp({ kubeconfig: cluster.kubeconfigPath, identity: 'sits-preempt-ckpt', checkpointAware: true, log: (m) => logs.push(`scheduler: ${m}`) });
-  controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
+  app = await createLiveApp({ kubeconfig: cluster.kubeconfigPath, identity: 'sits-preempt-ckpt', checkpointAware: true, log: logAs('scheduler: ') });
+  controllers = await startControllers(client, { log: logAs('controller: '), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
 }, 240_000);
 
 afterAll(async () => {
@@ -45,6 +50,7 @@ afterAll(async () => {
   await env?.stop();
 });
 
+let tokenFile: string;
 const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
 const envOf = containerEnv;
 const replicas = (job: string, attempt: number): Promise<V1Pod[]> => trainingJobReplicas(client, NS, job, attempt);
@@ -70,6 +76,8 @@ const trainingJob = (name: string, queueName: string, priorityClassName: string,
 
 describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', () => {
   it('the preempted gang is checkpointed first, evicted whole as Preempted, restarted without a failure and restored from that checkpoint', async () => {
+    // A failure in a full run under load is hard to reproduce alone: the scheduler's and controller's story with it.
+    onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
     for (const [name, value] of [['ck-low', 100], ['ck-high', 1000]] as const) {
       await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
     }
@@ -77,7 +85,7 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     await client.post(`${TJ}/queues`, queue('ck-b', 'bronze', 240));
     await createNs(client, NS);
     const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt' });
-    const tokenFile = await trainerTokenFile(client, cluster.plane, NS);
+    tokenFile = await trainerTokenFile(client, cluster.plane, NS);
     await waitFor(`claim ${NS}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
     const volumeDir = stack.driver.volumeDir(vol.volume.id);
 
@@ -165,8 +173,99 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       expect(resumed.status?.checkpoint?.restoredFrom).toEqual({ snapshotName, step: 500, attempt: 2 });
       expect(resumed.status?.restartCount ?? 0).toBe(0);
       expect(app.scheduler.evictor.stats).toMatchObject({ announced: 1, evicted: 2 });
+      // Asked once: the cycles between the ask and the cache showing it read the requester's memory of it.
+      expect(app.scheduler.checkpoints.stats).toEqual({ requested: 1, errors: 0 });
     } finally {
       podWatch.stop();
+    }
+  });
+  // Runs after the test above: `low` is Running again (attempt 2, restored from step 500) on all 8 GPUs.
+  it('a victim whose checkpoint fails (its volume is full) is evicted at once, not at its grace; one that never commits is evicted at its grace', async () => {
+    onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
+    const running = async (attempt: number): Promise<V1Pod[]> =>
+      waitFor(`low attempt ${attempt} Running on all 8 GPUs`, async () => {
+        const j = await getJob('low');
+        const ps = await replicas('low', attempt);
+        return j.status?.phase === 'Running' && j.status.attempt === attempt && ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? ps : undefined;
+      }, 180_000);
+    const evictedAt = (seen: readonly { kind: string; pod: V1Pod; atMs: number }[], uids: ReadonlySet<string>): number =>
+      Math.min(...seen.filter((e) => uids.has(e.pod.metadata?.uid ?? '') && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined)).map((e) => e.atMs));
+    const boundHigh = (name: string): Promise<V1Pod[]> =>
+      waitFor(`${name} bound on the GPUs low held`, async () => {
+        const ps = await replicas(name, 1);
+        return ps.length === 2 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+      }, 150_000);
+
+    // 1. A full volume: rank 0's save raises ENOSPC (a real write(2) to /dev/full) and saving() reports it. The
+    //    victim's queue grants 240 s; the gang goes as soon as the cycle has failed.
+    const second = await running(2);
+    const before = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
+    const rank0 = second.find((p) => p.metadata?.labels?.[LABEL.rank] === '0') as V1Pod;
+    const uids2 = new Set(second.map((p) => p.metadata?.uid ?? ''));
+    let watch = await recordPodChanges(client, NS);
+    try {
+      await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high2', 'ck-a', 'ck-high', 2, false));
+      await waitFor('a new Preemption ask on low', async () => {
+        const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
+        return req !== before && req?.startsWith('Preemption/') === true ? req : undefined;
+      }, 90_000);
+      const seq = await waitFor('rank 0 sees the request', async () => {
+        const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
+        if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+        return h.stdout.trim() === '' ? undefined : Number(h.stdout.trim());
+      }, 60_000, 200);
+      const save = await runCheckpointScript(cluster.plane, rank0, tokenFile, [
+        'import sits_checkpoint',
+        `with sits_checkpoint.saving(900, seq=${seq}, shards=1, rank=0) as s:`,
+        "    with open('/dev/full', 'wb') as f:",
+        "        f.write(b'weights of step 900' * 4096)",
+        'print(s.error)',
+      ].join('\n'));
+      expect(save.stderr).toBe('');
+      expect(save.stdout).toContain('No space left on device (ENOSPC)');
+      const reportedMs = Date.now();
+      await boundHigh('high2');
+      const j = await getJob('low');
+      expect(j.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({ reason: 'VolumeFull', message: expect.stringContaining('claim ckpt mounted at /checkpoints is full: No space left on device (ENOSPC)') });
+      // Evicted after the failure was reported, long before the 240 s grace, with the reason on each replica.
+      const evictMs = evictedAt(watch.seen, uids2);
+      expect(evictMs).toBeGreaterThanOrEqual(reportedMs - 1000);
+      for (const uid of uids2) {
+        const cond = watch.seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+        expect(cond?.message).toContain('the checkpoint asked of it failed');
+      }
+      // The job keeps its last good checkpoint: the next attempt restores step 500.
+      const third = await waitFor('low attempt 3 created, restoring from step 500', async () => {
+        const ps = await replicas('low', 3);
+        return ps.length === 2 ? ps : undefined;
+      }, 60_000);
+      for (const p of third) expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '500' });
+      await client.delete(`${TJ}/namespaces/${NS}/trainingjobs/high2`);
+    } finally {
+      watch.stop();
+    }
+
+    // 2. Nobody commits: the victim is evicted at its queue's grace, not before.
+    await client.mergePatch(`${TJ}/queues/ck-b`, { spec: { preemption: { checkpointGraceSeconds: 10 } } });
+    const uids3 = new Set((await running(3)).map((p) => p.metadata?.uid ?? ''));
+    watch = await recordPodChanges(client, NS);
+    try {
+      const before3 = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
+      await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high3', 'ck-a', 'ck-high', 2, false));
+      const askMs = await waitFor('a third Preemption ask on low', async () => {
+        const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
+        return req !== before3 && req?.startsWith('Preemption/') === true ? Date.parse(req.slice('Preemption/'.length)) : undefined;
+      }, 90_000);
+      await boundHigh('high3');
+      // Not before the grace; and at it, not at whatever event comes next (the scheduler wakes for the deadline).
+      expect(evictedAt(watch.seen, uids3)).toBeGreaterThanOrEqual(askMs + 10_000);
+      expect(evictedAt(watch.seen, uids3)).toBeLessThan(askMs + 10_000 + scaled(30_000));
+      for (const uid of uids3) {
+        const cond = watch.seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+        expect(cond?.message).toContain('the checkpoint asked of it did not commit within its grace of 10 s');
+      }
+    } finally {
+      watch.stop();
     }
   });
 });

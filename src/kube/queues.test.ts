@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { LABEL } from '../api/wire.ts';
+import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { queueFromObject, runningJobs } from './queues.ts';
 
 describe('Queue objects as core queues', () => {
@@ -49,5 +49,17 @@ describe('running gangs as core jobs', () => {
     const jobs = runningJobs([pod('train-0', 'n0'), pod('train-1', 'n0')], 'sits-scheduler', () => 'research', 3_600_000, (n) => (n === 'n0' ? 'H100-SXM' : undefined));
     const j = jobs.get('gang:ml/train');
     expect(j).toMatchObject({ queue: 'research', priority: 10, podIds: ['ml/train-0', 'ml/train-1'], resources: { gpuMilli: 8000, cpuMilli: 2000, memoryMiB: 2048 }, gpuModel: 'H100-SXM', preemptible: true });
+  });
+
+  it('reads the checkpoint request and its failure back from the pods (a failure of another kind of request is not one)', () => {
+    const at = '2026-12-03T10:00:00.000Z';
+    const pod = (name: string, failed: string | undefined): V1Pod => ({
+      metadata: { name, namespace: 'ml', labels: { [LABEL.podGroup]: 'train' }, annotations: { [ANNOTATION.checkpointable]: 'true', [ANNOTATION.checkpointRequested]: at, ...(failed === undefined ? {} : { [ANNOTATION.checkpointFailed]: failed }) } },
+      spec: { schedulerName: 'sits-scheduler', nodeName: 'n0', containers: [{ name: 'c' }] },
+    });
+    const read = (failed: string | undefined): ReturnType<typeof runningJobs> => runningJobs([pod('train-0', failed), pod('train-1', undefined)], 'sits-scheduler', () => undefined, 3_600_000);
+    expect(read(`Preemption/${at}`).get('gang:ml/train')).toMatchObject({ checkpointable: true, checkpointRequestedMs: Date.parse(at), checkpointFailedMs: Date.parse(at) });
+    expect(read(`Migration/${at}`).get('gang:ml/train')?.checkpointFailedMs).toBeUndefined();
+    expect(read(undefined).get('gang:ml/train')?.checkpointFailedMs).toBeUndefined();
   });
 });

@@ -92,6 +92,17 @@ const time = (s: string | undefined): number | undefined => {
   return Number.isFinite(t) ? t : undefined;
 };
 
+/** When checkpoint-aware preemption asked this pod's job for a checkpoint (its `checkpoint-requested` annotation). */
+export function checkpointRequestedOf(p: V1Pod): number | undefined {
+  return time(p.metadata?.annotations?.[ANNOTATION.checkpointRequested]);
+}
+
+/** The time of the preemption request whose checkpoint cycle failed (`checkpoint-failed: Preemption/<time>`). */
+function checkpointFailedOf(p: V1Pod): number | undefined {
+  const v = p.metadata?.annotations?.[ANNOTATION.checkpointFailed];
+  return v?.startsWith('Preemption/') === true ? time(v.slice('Preemption/'.length)) : undefined;
+}
+
 /** The job a pod of ours belongs to (its pod group, or the pod alone) and that job's queue. */
 export function jobOfPod(p: V1Pod, groupQueue: (group: string) => string | undefined): { id: string; queue: string } {
   const ns = p.metadata?.namespace ?? 'default';
@@ -127,6 +138,7 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
     let checkpoint: number | undefined;
     let preemptible = true;
     let requested: number | undefined;
+    let failed: number | undefined;
     let checkpointable = false;
     for (const p of members) {
       const spec = podFromK8s(p);
@@ -139,8 +151,10 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       const k = time(ann[ANNOTATION.lastCheckpoint]);
       if (k !== undefined) checkpoint = Math.min(checkpoint ?? Infinity, k);
       if (ann[ANNOTATION.preemptible] === 'false') preemptible = false;
-      const q = time(ann[ANNOTATION.checkpointRequested]);
+      const q = checkpointRequestedOf(p);
       if (q !== undefined) requested = Math.max(requested ?? 0, q);
+      const f = checkpointFailedOf(p);
+      if (f !== undefined) failed = Math.max(failed ?? 0, f);
       if (ann[ANNOTATION.checkpointable] === 'true') checkpointable = true;
     }
     const first = members[0] as V1Pod;
@@ -162,6 +176,7 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       ...(checkpoint === undefined ? {} : { lastCheckpointMs: checkpoint }),
       ...(checkpointable ? { checkpointable: true } : {}),
       ...(requested === undefined ? {} : { checkpointRequestedMs: requested }),
+      ...(failed === undefined ? {} : { checkpointFailedMs: failed }),
     });
   }
   return out;

@@ -134,10 +134,40 @@ describe('checkpoints in the TrainingJob reconcile', () => {
     ]);
   });
 
+  it('a failed save reported by rank 0 fails the cycle as VolumeFull naming the claim and its mount, withdraws the request and keeps the last Ready checkpoint', () => {
+    const good = snap('bert-ckpt-1', { seq: 1, step: 100, ready: true, committed: true, readyMs: T0 - 60_000 });
+    const a = reconcileCheckpoints(input({ annotations: { [ANNOTATION.requestCheckpoint]: 'Preemption/x' }, snapshots: [good] }));
+    expect(a.status.cycle).toMatchObject({ seq: 2, phase: 'Pre' });
+    const failed = { [ANNOTATION.checkpointRequest]: '2', [ANNOTATION.checkpointCommit]: '{"seq":2,"step":200,"error":"No space left on device (ENOSPC): /checkpoints/step-200"}' };
+    const b = reconcileCheckpoints(input({ annotations: { [ANNOTATION.requestCheckpoint]: 'Preemption/x' }, previous: a.status, rank0: rank0(failed), snapshots: [good], nowMs: T0 + 5000 }));
+    expect(b.status.cycle).toMatchObject({ seq: 2, phase: 'Failed', failureReason: 'VolumeFull' });
+    expect(b.condition).toMatchObject({ type: 'Checkpointing', status: 'False', reason: 'VolumeFull', message: expect.stringContaining('claim ckpt mounted at /checkpoints is full: No space left on device (ENOSPC)') });
+    expect(b.status.lastReady).toMatchObject({ snapshotName: 'bert-ckpt-1', step: 100 });
+    expect(b.actions).toContainEqual({ kind: 'annotatePod', name: 'bert-0', annotations: { [ANNOTATION.checkpointRequest]: null } });
+    expect(b.actions).toContainEqual(expect.objectContaining({ kind: 'event', type: 'Warning', reason: 'CheckpointFailed' }));
+    expect(b.actions.some((x) => x.kind === 'createVolumeSnapshot' || x.kind === 'deleteVolumeSnapshot')).toBe(false);
+  });
+
+  it('when the cycle answering a preemption fails, every replica says so (the scheduler evicts without waiting out the grace); other failures do not', () => {
+    const pod = (name: string, ann: Record<string, string> = {}): PodObject => ({ ...rank0(ann), metadata: { ...rank0(ann).metadata, name } });
+    const fail = (request: string): ReturnType<typeof reconcileCheckpoints> => {
+      const a = reconcileCheckpoints(input({ annotations: { [ANNOTATION.requestCheckpoint]: request } }));
+      const commit = { [ANNOTATION.checkpointRequest]: '1', [ANNOTATION.checkpointCommit]: '{"seq":1,"step":10,"error":"No space left on device (ENOSPC)"}' };
+      return reconcileCheckpoints(input({ annotations: { [ANNOTATION.requestCheckpoint]: request }, previous: a.status, rank0: rank0(commit), replicas: [pod('bert-0', commit), pod('bert-1')], nowMs: T0 + 3000 }));
+    };
+    const marks = (r: ReturnType<typeof reconcileCheckpoints>): unknown[] => r.actions.filter((x) => x.kind === 'annotatePod' && ANNOTATION.checkpointFailed in x.annotations);
+    const req = 'Preemption/2026-12-03T10:00:00.000Z';
+    expect(marks(fail(req))).toEqual(['bert-0', 'bert-1'].map((name) => ({ kind: 'annotatePod', name, annotations: { [ANNOTATION.checkpointFailed]: req } })));
+    expect(marks(fail('Migration/2026-12-03T10:00:00.000Z/n1/2'))).toEqual([]);
+  });
+
   it('reads the commit strictly and says what is wrong with it', () => {
     expect(readCommit(rank0({ [ANNOTATION.checkpointCommit]: 'step 5' })).problem).toContain('is not JSON');
     expect(readCommit(rank0({ [ANNOTATION.checkpointCommit]: '{"seq":1,"step":-1,"ranks":1}' })).problem).toContain('must be {"seq": int, "step": int, "ranks": int}');
     expect(readCommit(rank0({ [ANNOTATION.checkpointCommit]: '{"seq":1,"step":5,"ranks":2}' })).commit).toEqual({ seq: 1, step: 5, ranksWritten: 2 });
+    expect(readCommit(rank0({ [ANNOTATION.checkpointCommit]: '{"seq":2,"step":6,"error":"No space left on device (ENOSPC)"}' })).commit).toEqual({ seq: 2, step: 6, ranksWritten: 0, error: 'No space left on device (ENOSPC)' });
+    expect(readCommit(rank0({ [ANNOTATION.checkpointCommit]: '{"seq":2,"step":6,"error":""}' })).problem).toContain('reporting a failed save must be {"seq": int, "step": int, "error": "…"}');
+    expect(readCommit(rank0({ [ANNOTATION.checkpointCommit]: '{"seq":2,"error":"ENOSPC"}' })).problem).toContain('reporting a failed save');
     expect(requestTrigger('Migration/abc')).toBe('Migration');
     expect(requestTrigger('because')).toBe('Manual');
   });

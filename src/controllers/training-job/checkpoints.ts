@@ -7,7 +7,8 @@
  *            migration, a user);
  *   commit   the training side patches its own pod with ANNOTATION.checkpointCommit `{"seq","step","ranks"}`
  *            (examples/sits_checkpoint.py); the pod watch brings it here and the VolumeSnapshot of the shared claim
- *            is created in the same reconcile (the "linked" schedule of 000 §2.5);
+ *            is created in the same reconcile (the "linked" schedule of 000 §2.5); `{"seq","step","error"}` says the
+ *            save failed (a full volume: VolumeFull) and fails the cycle at once;
  *   record   once readyToUse, the snapshot is labelled committed with its step: a restore point;
  *   retain   keep the newest `retention.keep`, drop those older than `retention.ttlSeconds`, never the newest;
  *   restore  a new gang starts with SITS_RESTORE_STEP/SITS_RESTORE_SNAPSHOT of the newest restore point; a claim
@@ -106,6 +107,13 @@ export function readCommit(pod: PodObject | undefined): { commit?: CheckpointCom
   const int = (x: unknown): number | undefined => (typeof x === 'number' && Number.isInteger(x) && x >= 0 ? x : undefined);
   const seq = int(o.seq);
   const step = int(o.step);
+  // A failed save (sits_checkpoint.failed): the seq and step it was for and the error, no ranks.
+  if (o.error !== undefined) {
+    if (seq === undefined || step === undefined || typeof o.error !== 'string' || o.error.trim() === '') {
+      return { problem: `annotation ${ANNOTATION.checkpointCommit} on pod ${pod?.metadata.name ?? ''} reporting a failed save must be {"seq": int, "step": int, "error": "…"}, got ${raw.slice(0, 200)}` };
+    }
+    return { commit: { seq, step, ranksWritten: 0, error: o.error.slice(0, 1024) } };
+  }
   const ranks = int(o.ranks);
   if (seq === undefined || step === undefined || ranks === undefined) {
     return { problem: `annotation ${ANNOTATION.checkpointCommit} on pod ${pod?.metadata.name ?? ''} must be {"seq": int, "step": int, "ranks": int}, got ${raw.slice(0, 200)}` };
@@ -218,7 +226,8 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   let handled = prev.handledRequest;
   const requested = job.metadata.annotations?.[ANNOTATION.requestCheckpoint];
   const pending = requested !== undefined && requested !== '' && requested !== handled ? requested : undefined;
-  const cyclePolicy = { writers: policy.writers, worldSize: Math.max(1, i.worldSize), commitTimeoutMs: policy.commitTimeoutSeconds * 1000, snapshotTimeoutMs: policy.snapshotTimeoutSeconds * 1000 };
+  const claim = checkpointClaim(job);
+  const cyclePolicy = { writers: policy.writers, worldSize: Math.max(1, i.worldSize), commitTimeoutMs: policy.commitTimeoutSeconds * 1000, snapshotTimeoutMs: policy.snapshotTimeoutSeconds * 1000, ...(claim === undefined ? {} : { volume: `claim ${claim} mounted at ${policy.mountPath}` }) };
   let cycle = prev.cycle === undefined ? undefined : cycleFromStatus(prev.cycle);
   let request = prev.cycle?.request;
   let condition: ConditionUpdate | undefined;
@@ -290,6 +299,10 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   if (newest !== undefined) {
     const ready = iso(newest.readyMs);
     for (const p of i.replicas ?? []) if (p.metadata.annotations?.[ANNOTATION.lastCheckpoint] !== ready) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.lastCheckpoint]: ready } });
+  }
+  // A preemption's checkpoint that failed: the scheduler evicts now rather than at its grace (ADR 0093).
+  if (cycle?.phase === 'Failed' && request !== undefined && requestTrigger(request) === 'Preemption') {
+    for (const p of i.replicas ?? []) if (p.metadata.annotations?.[ANNOTATION.checkpointFailed] !== request) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.checkpointFailed]: request } });
   }
   const ttlMs = policy.retention.ttlSeconds === undefined ? undefined : policy.retention.ttlSeconds * 1000;
   const doomed = new Set(retentionDeletes(committed, { keep: policy.retention.keep, ...(ttlMs === undefined ? {} : { ttlMs }) }, now));

@@ -57,6 +57,11 @@ describe('checkpoint step of a victim', () => {
     expect(checkpointStep({ ...asked, lastCheckpointMs: NOW + 1 }, NOW + 2 + CHECKPOINT_FRESH_MS, 300_000)).toBe('request');
     expect(checkpointStep(asked, NOW + 300_001 + CHECKPOINT_FRESH_MS, 300_000)).toBe('request');
   });
+  it('a failed checkpoint of this request ends the wait at once; the failure of an earlier request does not', () => {
+    const asked: RunningJob = { ...base, checkpointable: true, checkpointRequestedMs: NOW };
+    expect(checkpointStep({ ...asked, checkpointFailedMs: NOW }, NOW + 20_000, 300_000)).toBe('ready');
+    expect(checkpointStep({ ...asked, checkpointFailedMs: NOW - 60_000 }, NOW + 20_000, 300_000)).toBe('pending');
+  });
   it('a self-started checkpoint in flight is critical, a requested one is not', () => {
     expect(inCriticalPhase({ ...base, checkpointInFlight: true }, NOW)).toBe(true);
     expect(inCriticalPhase({ ...base, checkpointInFlight: true, checkpointRequestedMs: NOW }, NOW)).toBe(false);
@@ -98,6 +103,15 @@ describe('checkpoint-aware preemption in the queue cycle', () => {
     expect(done.preempted.map((p) => p.victim.id)).toEqual(['v']);
     expect(done.preempted[0]?.reason).toContain('after the checkpoint it committed 1 s ago');
     expect(done.started.map((x) => x.job.id)).toEqual(['u']);
+  });
+
+  it('a victim whose asked-for checkpoint failed is evicted before its grace, and the reason says so', () => {
+    const s = cluster(1);
+    const v = run(s, job('v', 8), 'n0', { checkpointable: true, lastCheckpointMs: 0, checkpointRequestedMs: NOW });
+    expect(cyc(s, [job('u', 8, 10)], [v], true, NOW + 20_000).preempted).toEqual([]);
+    const r = cyc(s, [job('u', 8, 10)], [{ ...v, checkpointFailedMs: NOW }], true, NOW + 20_000);
+    expect(r.preempted.map((p) => p.victim.id)).toEqual(['v']);
+    expect(r.preempted[0]?.reason).toContain('the checkpoint asked of it failed');
   });
 
   it('off, the same victim is evicted at once and no checkpoint is asked for', () => {

@@ -19,7 +19,7 @@ export const CHECKPOINT_FRESH_MS = 5 * 60_000;
 export const DEFAULT_CHECKPOINT_GRACE_MS = 300_000;
 
 /**
- * - `ready`: evict now (cannot checkpoint, or its requested checkpoint committed, or the grace ran out);
+ * - `ready`: evict now (cannot checkpoint, or its requested checkpoint committed or failed, or the grace ran out);
  * - `request`: ask it for a checkpoint first (none asked, or the last request is stale);
  * - `pending`: asked, not committed yet, still within the grace.
  */
@@ -31,7 +31,14 @@ export function checkpointStep(v: RunningJob, nowMs: number, graceMs: number): C
   if (req === undefined || nowMs - req > graceMs + CHECKPOINT_FRESH_MS) return 'request';
   const committed = v.lastCheckpointMs ?? Number.NEGATIVE_INFINITY;
   if (committed >= req) return nowMs - committed <= CHECKPOINT_FRESH_MS ? 'ready' : 'request';
+  // The cycle answering this request failed (e.g. the volume is full): waiting out the grace gains nothing.
+  if ((v.checkpointFailedMs ?? Number.NEGATIVE_INFINITY) >= req) return 'ready';
   return nowMs >= req + graceMs ? 'ready' : 'pending';
+}
+
+/** Whether the checkpoint asked of the victim failed (its controller said so before the grace ran out). */
+export function checkpointFailed(v: RunningJob): boolean {
+  return v.checkpointRequestedMs !== undefined && !checkpointCommitted(v) && (v.checkpointFailedMs ?? Number.NEGATIVE_INFINITY) >= v.checkpointRequestedMs;
 }
 
 /** Whether the victim's requested checkpoint committed (so its eviction loses only the time since that commit). */

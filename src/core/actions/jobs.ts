@@ -37,6 +37,8 @@ export interface RunningJob {
   readonly checkpointable?: boolean;
   /** When SITS asked it for a checkpoint before a preemption or a move (annotation `checkpoint-requested`). */
   readonly checkpointRequestedMs?: number;
+  /** The time of the preemption request whose checkpoint failed (annotation `checkpoint-failed`): it will not come. */
+  readonly checkpointFailedMs?: number;
   /** A checkpoint it started on its own is being written: never cut in the middle of it. */
   readonly checkpointInFlight?: boolean;
 }

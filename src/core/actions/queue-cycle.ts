@@ -30,7 +30,7 @@ import { add, inadmissible, sub, ZERO, type QueueSpec, type Resources } from '..
 import { borrowedBy, checkQuota, type QueueUsage } from '../queue/quota.ts';
 import { lessCost, pdbViolations, type DisruptionBudget, type PreemptionCost } from './disruption.ts';
 import { jobResources, lostWork, type QueuedJob, type RunningJob } from './jobs.ts';
-import { checkpointCommitted, checkpointStep, DEFAULT_CHECKPOINT_GRACE_MS, inCriticalPhase } from './checkpoint.ts';
+import { checkpointCommitted, checkpointFailed, checkpointStep, DEFAULT_CHECKPOINT_GRACE_MS, inCriticalPhase } from './checkpoint.ts';
 
 export interface CycleOptions {
   readonly backfill: boolean;
@@ -62,6 +62,11 @@ export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | '
 export interface Waiting {
   readonly reason: WaitReason;
   readonly message: string;
+  /**
+   * When the wait can end with nothing else happening (a victim's grace or critical phase runs out): a host
+   * that only runs cycles on events must run one then.
+   */
+  readonly retryAtMs?: number;
 }
 
 export interface Reservation {
@@ -479,7 +484,7 @@ export function runCycle(input: CycleInput): CycleResult {
       const waitMs = Math.max(...critical.map((v) => (v.criticalUntilMs as number) - nowMs));
       const withinGrace = critical.every((v) => (v.criticalUntilMs as number) - nowMs <= (queueOf(v.queue).preemption?.criticalGraceMs ?? opts.criticalGraceMs));
       if (withinGrace) for (const v of critical) deferred.push({ victim: v, by: job.id, atMs: v.criticalUntilMs as number });
-      waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s` });
+      waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s`, retryAtMs: nowMs + waitMs });
       return 'no';
     }
     // Checkpoint-aware: a checkpoint the victim started itself has no known end: the preemptor waits for it.
@@ -495,7 +500,7 @@ export function runCycle(input: CycleInput): CycleResult {
       if (unready.length > 0) {
         for (const s of unready) if (s.step === 'request') checkpointRequests.push({ victim: s.v, by: job.id, deadlineMs: nowMs + graceOf(s.v) });
         const deadline = Math.max(...unready.map((s) => (s.step === 'request' ? nowMs : (s.v.checkpointRequestedMs as number)) + graceOf(s.v)));
-        waiting.set(job.id, { reason: 'checkpoint-victim', message: `preemption of ${unready.map((s) => s.v.id).join(', ')} waits for the checkpoint asked of them (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)` });
+        waiting.set(job.id, { reason: 'checkpoint-victim', message: `preemption of ${unready.map((s) => s.v.id).join(', ')} waits for the checkpoint asked of them (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)`, retryAtMs: deadline });
         return 'no';
       }
     }
@@ -505,7 +510,8 @@ export function runCycle(input: CycleInput): CycleResult {
     const brokenNote = broken.length === 0 ? '' : `; no plan kept PodDisruptionBudget ${broken.join(', ')}`;
     const checkpointNote = (v: RunningJob): string => {
       if (!aware || v.checkpointable !== true) return '';
-      return checkpointCommitted(v) ? `; after the checkpoint it committed ${Math.round((nowMs - (v.lastCheckpointMs as number)) / 1000)} s ago` : `; the checkpoint asked of it did not commit within its grace of ${Math.round(graceOf(v) / 1000)} s`;
+      if (checkpointCommitted(v)) return `; after the checkpoint it committed ${Math.round((nowMs - (v.lastCheckpointMs as number)) / 1000)} s ago`;
+      return checkpointFailed(v) ? '; the checkpoint asked of it failed (its TrainingJob says why)' : `; the checkpoint asked of it did not commit within its grace of ${Math.round(graceOf(v) / 1000)} s`;
     };
     const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`) + brokenNote + checkpointNote(v);
     for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod, `${reasonFor(v)} (whole gang ${v.id} evicted)`);

@@ -44,6 +44,18 @@ describe('SchedulingQueue', () => {
     expect(q.whereIs('a')).toBe('active');
   });
 
+  it('an active job whose wait ends by itself (a victim’s grace) makes a cycle due then; a past time does not', () => {
+    const q = new SchedulingQueue(LIVE_QUEUE_TIMING);
+    q.add(job('a'), 0);
+    q.failed('a', { reason: 'checkpoint-victim', message: 'waits for the checkpoint asked of v', retryAtMs: 10_000 }, undefined, 1000);
+    expect(q.whereIs('a')).toBe('active');
+    expect(q.nextWakeMs()).toBe(10_000);
+    q.failed('a', { reason: 'reservation', message: 'would delay b' }, undefined, 2000);
+    expect(q.nextWakeMs()).toBe(Number.POSITIVE_INFINITY);
+    q.failed('a', { reason: 'checkpoint-victim', message: 'late', retryAtMs: 2500 }, undefined, 3000);
+    expect(q.nextWakeMs()).toBe(Number.POSITIVE_INFINITY);
+  });
+
   it('a hint time wakes the job when it comes, and the live safety net after five minutes', () => {
     const q = new SchedulingQueue(LIVE_QUEUE_TIMING);
     q.add(job('a'), 0);

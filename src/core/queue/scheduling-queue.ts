@@ -60,6 +60,8 @@ interface Entry {
   parkedAtMs: number;
   hints: Hints | undefined;
   waiting: Waiting | undefined;
+  /** Active after a wait that can end by itself then (`Waiting.retryAtMs`). */
+  retryAtMs: number | undefined;
 }
 
 export interface QueueCounts {
@@ -96,7 +98,7 @@ export class SchedulingQueue {
   add(job: QueuedJob, nowMs: number, changed = true): void {
     const e = this.entries.get(job.id);
     if (e === undefined) {
-      this.entries.set(job.id, { job, where: 'active', attempts: 0, backoffUntilMs: 0, parkedAtMs: 0, hints: undefined, waiting: undefined });
+      this.entries.set(job.id, { job, where: 'active', attempts: 0, backoffUntilMs: 0, parkedAtMs: 0, hints: undefined, waiting: undefined, retryAtMs: undefined });
       return;
     }
     e.job = job;
@@ -121,11 +123,14 @@ export class SchedulingQueue {
     if (hints === undefined) {
       e.where = 'active';
       e.hints = undefined;
+      // Tried at the next cycle; with nothing else happening, that cycle is due when the wait can end by itself.
+      e.retryAtMs = waiting.retryAtMs !== undefined && waiting.retryAtMs > nowMs ? waiting.retryAtMs : undefined;
       return;
     }
     e.where = 'unschedulable';
     e.parkedAtMs = nowMs;
     e.hints = hints;
+    e.retryAtMs = undefined;
   }
 
   /** Moves the parked jobs the event could help (to backoff or active). */
@@ -153,11 +158,15 @@ export class SchedulingQueue {
     return false;
   }
 
-  /** The earliest time at which a job in backoff or parked with a hint time becomes active (for timers). */
+  /**
+   * The earliest time at which a job in backoff or parked with a hint time becomes active, or an active job's
+   * wait can end by itself (`Waiting.retryAtMs`): for hosts that otherwise run cycles only on events.
+   */
   nextWakeMs(): number {
     let t = Number.POSITIVE_INFINITY;
     for (const e of this.entries.values()) {
       if (e.where === 'backoff') t = Math.min(t, e.backoffUntilMs);
+      else if (e.where === 'active' && e.retryAtMs !== undefined) t = Math.min(t, e.retryAtMs);
       else if (e.where === 'unschedulable') t = Math.min(t, e.hints?.atMs ?? Number.POSITIVE_INFINITY, e.parkedAtMs + this.opts.maxUnschedulableMs);
     }
     return t;
