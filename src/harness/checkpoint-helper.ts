@@ -29,7 +29,7 @@ export async function runCheckpointHelper(plane: HelperPlane, pod: V1Pod, tokenF
 
 /** Runs Python `code` as rank 0 of `pod` would, with the helper importable as `sits_checkpoint` (its library API). */
 export async function runCheckpointScript(plane: HelperPlane, pod: V1Pod, tokenFile: string, code: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return runPython(plane, pod, tokenFile, ['-c', code], { PYTHONPATH: dirname(CHECKPOINT_HELPER) });
+  return runPython(plane, pod, tokenFile, ['-c', code], { PYTHONPATH: dirname(CHECKPOINT_HELPER), PYTHONDONTWRITEBYTECODE: '1' });
 }
 
 async function runPython(plane: HelperPlane, pod: V1Pod, tokenFile: string, args: readonly string[], extra: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {

@@ -221,12 +221,37 @@ async function py(args: string[], env: Record<string, string>): Promise<{ code: 
 }
 
 describe('examples/sits_checkpoint.py on bad input (the real contract is exercised in training-job-checkpoint.e2e.test.ts)', () => {
+  it('describes a failed save by the first OSError inside it: itself, its cause, or a rank of a DCP CheckpointException', async () => {
+    const code = [
+      'import errno, sits_checkpoint as s',
+      'class CheckpointException(Exception):',
+      '    def __init__(self, failures): super().__init__("dcp"); self.failures = failures',
+      "full = OSError(errno.ENOSPC, 'No space left on device', '/ckpt/step-7/__1_0.distcp')",
+      'print(s.describe(full))',
+      'print(s.describe(CheckpointException({1: (full, None)})))',
+      'try:',
+      '    try: raise OSError(errno.EDQUOT, "Disk quota exceeded")',
+      '    except OSError as e: raise RuntimeError("save failed") from e',
+      'except RuntimeError as e: print(s.describe(e))',
+      'print(s.describe(ValueError("bad shard")))',
+    ].join('\n');
+    const r = await run('python3', ['-c', code], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', PYTHONPATH: dirname(HELPER), PYTHONDONTWRITEBYTECODE: '1' } });
+    expect(r.stdout.split('\n')).toEqual([
+      'No space left on device (ENOSPC): /ckpt/step-7/__1_0.distcp',
+      'No space left on device (ENOSPC): /ckpt/step-7/__1_0.distcp',
+      'Disk quota exceeded (EDQUOT)',
+      'ValueError: bad shard',
+      '',
+    ]);
+  });
+
   it('says what is missing instead of a traceback', async () => {
     expect(await py(['committed', '5', '1'], {})).toEqual({ code: 1, stderr: 'sits_checkpoint: no API server: KUBERNETES_SERVICE_HOST is not set (not in a pod?) and SITS_KUBE_API is unset\n' });
     expect(await py(['committed', '5', '1'], { SITS_KUBE_API: 'https://127.0.0.1:1' })).toEqual({ code: 1, stderr: 'sits_checkpoint: SITS_POD_NAME and SITS_POD_NAMESPACE must be set (the TrainingJob controller sets them from the downward API)\n' });
     const noToken = await py(['requested'], { SITS_KUBE_API: 'https://127.0.0.1:1', SITS_POD_NAME: 'p', SITS_POD_NAMESPACE: 'n', SITS_KUBE_TOKEN_FILE: '/nonexistent/token' });
     expect(noToken).toEqual({ code: 1, stderr: 'sits_checkpoint: service account token /nonexistent/token: No such file or directory\n' });
     expect((await py(['committed', 'five', '1'], {})).code).toBe(2);
-    expect((await py(['frobnicate'], {})).stderr).toContain('usage: sits_checkpoint.py requested | committed STEP SHARDS [SEQ]');
+    expect(await py(['failed', '5', ' '], {})).toEqual({ code: 2, stderr: 'sits_checkpoint: failed(): the error message is empty\n' });
+    expect((await py(['frobnicate'], {})).stderr).toContain('usage: sits_checkpoint.py requested | committed STEP SHARDS [SEQ] | failed STEP MESSAGE [SEQ]');
   });
 });
