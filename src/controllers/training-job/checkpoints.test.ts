@@ -158,6 +158,10 @@ describe('checkpoints in the TrainingJob reconcile', () => {
     const marks = (r: ReturnType<typeof reconcileCheckpoints>): unknown[] => r.actions.filter((x) => x.kind === 'annotatePod' && ANNOTATION.checkpointFailed in x.annotations);
     const req = 'Preemption/2026-12-03T10:00:00.000Z';
     expect(marks(fail(req))).toEqual(['bert-0', 'bert-1'].map((name) => ({ kind: 'annotatePod', name, annotations: { [ANNOTATION.checkpointFailed]: req } })));
+    // The next attempt's replicas (created after the cycle started) were not asked: they are not marked.
+    const failed = fail(req);
+    const later = { ...pod('bert-0'), metadata: { ...pod('bert-0').metadata, creationTimestamp: new Date(T0 + 60_000).toISOString() } };
+    expect(marks(reconcileCheckpoints(input({ annotations: { [ANNOTATION.requestCheckpoint]: req }, previous: failed.status, replicas: [later], nowMs: T0 + 70_000 })))).toEqual([]);
     expect(marks(fail('Migration/2026-12-03T10:00:00.000Z/n1/2'))).toEqual([]);
   });
 

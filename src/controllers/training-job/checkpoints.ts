@@ -300,9 +300,12 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
     const ready = iso(newest.readyMs);
     for (const p of i.replicas ?? []) if (p.metadata.annotations?.[ANNOTATION.lastCheckpoint] !== ready) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.lastCheckpoint]: ready } });
   }
-  // A preemption's checkpoint that failed: the scheduler evicts now rather than at its grace (ADR 0093).
+  // A preemption's checkpoint that failed: the scheduler evicts now rather than at its grace (ADR 0093). Only
+  // the replicas that were asked (a gang created after the cycle started is another one).
   if (cycle?.phase === 'Failed' && request !== undefined && requestTrigger(request) === 'Preemption') {
-    for (const p of i.replicas ?? []) if (p.metadata.annotations?.[ANNOTATION.checkpointFailed] !== request) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.checkpointFailed]: request } });
+    const startedMs = cycle.startedMs;
+    const asked = (p: PodObject): boolean => (parseTime(p.metadata.creationTimestamp) ?? Number.NEGATIVE_INFINITY) <= startedMs;
+    for (const p of i.replicas ?? []) if (asked(p) && p.metadata.annotations?.[ANNOTATION.checkpointFailed] !== request) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.checkpointFailed]: request } });
   }
   const ttlMs = policy.retention.ttlSeconds === undefined ? undefined : policy.retention.ttlSeconds * 1000;
   const doomed = new Set(retentionDeletes(committed, { keep: policy.retention.keep, ...(ttlMs === undefined ? {} : { ttlMs }) }, now));
