@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it, onTestFailed } from 'vitest'
 
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import type { TrainingJobObject } from '../controllers/training-job/model.ts';
-import { runCheckpointHelper, runCheckpointScript, trainerTokenFile } from '../harness/checkpoint-helper.ts';
+import { runCheckpointHelper, saveOnFullVolume, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { PREEMPTION_EVICTION_REASON } from '../kube/evictor.ts';
@@ -51,6 +51,11 @@ afterAll(async () => {
 });
 
 let tokenFile: string;
+/** A failure in a full run under load is hard to reproduce alone: the scheduler's and controller's story with it. */
+const dumpLogsOnFailure = (): void => onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
+/** The DisruptionTarget condition a pod carried at any point of a recorded watch. */
+const disruptionOf = (seen: readonly { pod: V1Pod }[], uid: string): { reason?: string; message?: string } | undefined =>
+  seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
 const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
 const envOf = containerEnv;
 const replicas = (job: string, attempt: number): Promise<V1Pod[]> => trainingJobReplicas(client, NS, job, attempt);
@@ -76,8 +81,7 @@ const trainingJob = (name: string, queueName: string, priorityClassName: string,
 
 describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', () => {
   it('the preempted gang is checkpointed first, evicted whole as Preempted, restarted without a failure and restored from that checkpoint', async () => {
-    // A failure in a full run under load is hard to reproduce alone: the scheduler's and controller's story with it.
-    onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
+    dumpLogsOnFailure();
     for (const [name, value] of [['ck-low', 100], ['ck-high', 1000]] as const) {
       await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
     }
@@ -149,8 +153,7 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       const firstEvictMs = Math.min(...seen.filter((e) => oldUids.has(e.pod.metadata?.uid ?? '') && e.pod.metadata?.deletionTimestamp !== undefined).map((e) => e.atMs), ...deletes.map((e) => e.atMs));
       expect(firstEvictMs).toBeGreaterThanOrEqual(readyMs);
       for (const uid of oldUids) {
-        const cond = seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
-        expect(cond?.reason).toBe('PreemptionByScheduler');
+        expect(disruptionOf(seen, uid)?.reason).toBe('PreemptionByScheduler');
       }
 
       // The controller was told: a move, not a failure — restarted at once, restartCount unchanged.
@@ -181,7 +184,7 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
   });
   // Runs after the test above: `low` is Running again (attempt 2, restored from step 500) on all 8 GPUs.
   it('a victim whose checkpoint fails (its volume is full) is evicted at once, not at its grace; one that never commits is evicted at its grace', async () => {
-    onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
+    dumpLogsOnFailure();
     const running = async (attempt: number): Promise<V1Pod[]> =>
       waitFor(`low attempt ${attempt} Running on all 8 GPUs`, async () => {
         const j = await getJob('low');
@@ -190,6 +193,12 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       }, 180_000);
     const evictedAt = (seen: readonly { kind: string; pod: V1Pod; atMs: number }[], uids: ReadonlySet<string>): number =>
       Math.min(...seen.filter((e) => uids.has(e.pod.metadata?.uid ?? '') && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined)).map((e) => e.atMs));
+    /** The time of the first Preemption ask on low after `before` (the job's request-checkpoint value then). */
+    const newAsk = (what: string, before: string | undefined): Promise<number> =>
+      waitFor(what, async () => {
+        const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
+        return req !== before && req?.startsWith('Preemption/') === true ? Date.parse(req.slice('Preemption/'.length)) : undefined;
+      }, 90_000);
     const boundHigh = (name: string): Promise<V1Pod[]> =>
       waitFor(`${name} bound on the GPUs low held`, async () => {
         const ps = await replicas(name, 1);
@@ -205,22 +214,13 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     let watch = await recordPodChanges(client, NS);
     try {
       await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high2', 'ck-a', 'ck-high', 2, false));
-      await waitFor('a new Preemption ask on low', async () => {
-        const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
-        return req !== before && req?.startsWith('Preemption/') === true ? req : undefined;
-      }, 90_000);
+      await newAsk('a new Preemption ask on low', before);
       const seq = await waitFor('rank 0 sees the request', async () => {
         const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
         if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
         return h.stdout.trim() === '' ? undefined : Number(h.stdout.trim());
       }, 60_000, 200);
-      const save = await runCheckpointScript(cluster.plane, rank0, tokenFile, [
-        'import sits_checkpoint',
-        `with sits_checkpoint.saving(900, seq=${seq}, shards=1, rank=0) as s:`,
-        "    with open('/dev/full', 'wb') as f:",
-        "        f.write(b'weights of step 900' * 4096)",
-        'print(s.error)',
-      ].join('\n'));
+      const save = await saveOnFullVolume(cluster.plane, rank0, tokenFile, 900, seq);
       expect(save.stderr).toBe('');
       expect(save.stdout).toContain('No space left on device (ENOSPC)');
       const reportedMs = Date.now();
@@ -230,10 +230,7 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       // Evicted after the failure was reported, long before the 240 s grace, with the reason on each replica.
       const evictMs = evictedAt(watch.seen, uids2);
       expect(evictMs).toBeGreaterThanOrEqual(reportedMs - 1000);
-      for (const uid of uids2) {
-        const cond = watch.seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
-        expect(cond?.message).toContain('the checkpoint asked of it failed');
-      }
+      for (const uid of uids2) expect(disruptionOf(watch.seen, uid)?.message).toContain('the checkpoint asked of it failed');
       // The job keeps its last good checkpoint: the next attempt restores step 500.
       const third = await waitFor('low attempt 3 created, restoring from step 500', async () => {
         const ps = await replicas('low', 3);
@@ -252,18 +249,12 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     try {
       const before3 = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
       await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high3', 'ck-a', 'ck-high', 2, false));
-      const askMs = await waitFor('a third Preemption ask on low', async () => {
-        const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
-        return req !== before3 && req?.startsWith('Preemption/') === true ? Date.parse(req.slice('Preemption/'.length)) : undefined;
-      }, 90_000);
+      const askMs = await newAsk('a third Preemption ask on low', before3);
       await boundHigh('high3');
       // Not before the grace; and at it, not at whatever event comes next (the scheduler wakes for the deadline).
       expect(evictedAt(watch.seen, uids3)).toBeGreaterThanOrEqual(askMs + 10_000);
       expect(evictedAt(watch.seen, uids3)).toBeLessThan(askMs + 10_000 + scaled(30_000));
-      for (const uid of uids3) {
-        const cond = watch.seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
-        expect(cond?.message).toContain('the checkpoint asked of it did not commit within its grace of 10 s');
-      }
+      for (const uid of uids3) expect(disruptionOf(watch.seen, uid)?.message).toContain('the checkpoint asked of it did not commit within its grace of 10 s');
     } finally {
       watch.stop();
     }

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { startControllers, type Controllers } from '../app/controllers.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { runCheckpointHelper, runCheckpointScript, trainerTokenFile } from '../harness/checkpoint-helper.ts';
+import { runCheckpointHelper, saveOnFullVolume, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
@@ -223,13 +223,7 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     // once (the commit limit is raised to 300 s first, so only the report can end it) as VolumeFull.
     await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { commitTimeoutSeconds: 300 } } });
     const full = await request(ns, 'bad', 'full-volume', tokenFile);
-    const save = await runCheckpointScript(cluster.plane, full.pod, tokenFile, [
-      'import sits_checkpoint',
-      `with sits_checkpoint.saving(60, seq=${full.seq}, shards=1, rank=0) as s:`,
-      "    with open('/dev/full', 'wb') as f:",
-      "        f.write(b'weights of step 60' * 4096)",
-      'print(s.error)',
-    ].join('\n'));
+    const save = await saveOnFullVolume(cluster.plane, full.pod, tokenFile, 60, full.seq);
     expect(save.stderr).toBe('');
     expect(save.stdout.trim()).toBe('No space left on device (ENOSPC), saving /checkpoints/step-60');
     const volumeFull = await waitFor('VolumeFull', async () => {

@@ -27,8 +27,18 @@ export async function runCheckpointHelper(plane: HelperPlane, pod: V1Pod, tokenF
   return runPython(plane, pod, tokenFile, [CHECKPOINT_HELPER, ...args]);
 }
 
-/** Runs Python `code` as rank 0 of `pod` would, with the helper importable as `sits_checkpoint` (its library API). */
-export async function runCheckpointScript(plane: HelperPlane, pod: V1Pod, tokenFile: string, code: string): Promise<{ code: number; stdout: string; stderr: string }> {
+/**
+ * Rank 0 of `pod` saves checkpoint `step` of cycle `seq` inside `sits_checkpoint.saving()` (the helper's library API)
+ * onto a full volume: the write goes to /dev/full, so write(2) really fails with ENOSPC. Prints what saving() reported.
+ */
+export async function saveOnFullVolume(plane: HelperPlane, pod: V1Pod, tokenFile: string, step: number, seq: number): Promise<{ code: number; stdout: string; stderr: string }> {
+  const code = [
+    'import sits_checkpoint',
+    `with sits_checkpoint.saving(${step}, seq=${seq}, shards=1, rank=0) as s:`,
+    "    with open('/dev/full', 'wb') as f:",
+    `        f.write(b'weights of step ${step}' * 4096)`,
+    'print(s.error)',
+  ].join('\n');
   return runPython(plane, pod, tokenFile, ['-c', code], { PYTHONPATH: dirname(CHECKPOINT_HELPER), PYTHONDONTWRITEBYTECODE: '1' });
 }
 

@@ -135,9 +135,10 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
     case 'Pre': {
       const commit = obs.commit?.seq === cycle.seq ? obs.commit : undefined; // a commit of an older cycle is not this one's
       if (commit?.error !== undefined) {
-        const where = policy.volume === undefined ? 'the checkpoint volume' : policy.volume;
-        const what = isVolumeFullError(commit.error) ? `${where} is full` : `the training side could not write to ${where}`;
-        return fail(cycle, isVolumeFullError(commit.error) ? 'VolumeFull' : 'WriteFailed', `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`, obs.snapshot !== undefined);
+        const where = policy.volume ?? 'the checkpoint volume';
+        const full = isVolumeFullError(commit.error);
+        const what = full ? `${where} is full` : `the training side could not write to ${where}`;
+        return fail(cycle, full ? 'VolumeFull' : 'WriteFailed', `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`, obs.snapshot !== undefined);
       }
       if (commit !== undefined) {
         const want = expectedWriters(policy);
