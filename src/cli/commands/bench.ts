@@ -8,6 +8,7 @@ import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
 import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
+import { registerBenchStartup } from './bench-startup.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
 import { registerBenchThroughput } from './bench-throughput.ts';
 import { registerBenchTraining } from './bench-training.ts';
@@ -27,5 +28,6 @@ export function registerBench(program: Command): void {
   registerBenchBatch(bench);
   registerBenchDashboard(bench);
   registerBenchCheckpoint(bench);
+  registerBenchStartup(bench);
   registerBenchAll(bench);
 }
