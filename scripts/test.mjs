@@ -52,6 +52,8 @@ if (!unitOnly) {
   provide('otel collector', 'tools/otelcol/ensure.mjs', 'SITS_OTELCOL', 'the OpenTelemetry Collector for the tracing e2e test');
   provide('CSI snapshot components', 'tools/snapshots/ensure.mjs', 'SITS_SNAPSHOTS_BIN', 'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests');
   provide('csi-provisioner', 'tools/snapshots/ensure-provisioner.mjs', 'SITS_CSI_PROVISIONER_BIN', 'csi-provisioner (restore from a VolumeSnapshot) for the snapshot e2e tests');
+  // umoci, crane and a distribution registry (daemonless OCI images; the chart pushed as an OCI artifact).
+  provide('oci tools', 'tools/oci/ensure.mjs', 'SITS_OCI_BIN', 'umoci, crane and registry for the OCI e2e tests');
   // The upstream Kubernetes e2e suite (e2e.test) for the conformance test (src/app/conformance.e2e.test.ts, ADR 0073).
   provide('upstream e2e suite', 'tools/k8s/ensure-e2e.mjs', 'SITS_E2E_BIN', 'e2e.test for the conformance test');
   // The browser tests (HTML reports) need Chromium: Debian's package, installed when missing.

@@ -202,12 +202,25 @@ function installExitHooks(): void {
   }
 }
 
+/**
+ * Registers a process group started outside a control plane (e.g. src/harness/oci-registry.ts) to be killed when
+ * this process exits or is signalled, as the control plane's are; forget it with untrackProcessGroup once it exited.
+ */
+export function trackProcessGroup(pgid: number): void {
+  installExitHooks();
+  liveGroups.add(pgid);
+}
+
+export function untrackProcessGroup(pgid: number): void {
+  liveGroups.delete(pgid);
+}
+
 function killAllGroupsNow(): void {
   for (const pgid of liveGroups) killGroup(pgid, 'SIGKILL');
   liveGroups.clear();
 }
 
-function killGroup(pgid: number, signal: NodeJS.Signals): void {
+export function killGroup(pgid: number, signal: NodeJS.Signals): void {
   try {
     process.kill(-pgid, signal);
   } catch {
@@ -243,7 +256,8 @@ process.stdin.on('end', () => {
 });
 `;
 
-class Watchdog {
+/** The orphan watchdog, also used by other harness processes (src/harness/oci-registry.ts). */
+export class Watchdog {
   private readonly child: ChildProcess;
   constructor() {
     this.child = spawn(process.execPath, ['-e', WATCHDOG_SOURCE], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
