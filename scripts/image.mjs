@@ -64,7 +64,9 @@ export async function stageApp(dir) {
   const built = JSON.parse(readFileSync(join(ROOT, 'dist', 'BUILD-INFO.json'), 'utf8')).outputs.map((o) => o.file);
   for (const f of [...built, ...built.map((b) => `${b}.LEGAL.txt`).filter((l) => existsSync(join(ROOT, l))), 'dist/BUILD-INFO.json']) cpSync(join(ROOT, f), join(dir, f));
   for (const f of APP_FILES) cpSync(join(ROOT, f), join(dir, f));
-  for (const name of dependencyClosure(RUNTIME_EXTERNALS)) cpSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name), { recursive: true });
+  // Their code only: no type declarations or source maps.
+  const runtimeFile = (src) => !/\.d\.[cm]?ts$|\.map$/.test(src);
+  for (const name of dependencyClosure(RUNTIME_EXTERNALS)) cpSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name), { recursive: true, filter: runtimeFile });
 }
 
 /** Debian's libraries for Node, unpacked from the .deb files apt downloads (with their copyright files, no docs). */
