@@ -8,6 +8,7 @@ import { registerInfo } from './commands/info.ts';
 import { registerBench } from './commands/bench.ts';
 import { registerScenario } from './commands/scenario.ts';
 import { registerRun } from './commands/run.ts';
+import { registerControllers } from './commands/controllers.ts';
 import { registerDev } from './commands/dev.ts';
 import { registerExplain } from './commands/explain.ts';
 import { registerCrds } from './commands/crds.ts';
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   registerInfo(program);
   registerBench(program);
   registerRun(program);
+  registerControllers(program);
   registerDev(program);
   registerExplain(program);
   registerCrds(program);
