@@ -60,6 +60,8 @@ if (!unitOnly) {
   provide('chromium', 'tools/chromium/ensure.mjs', 'SITS_CHROMIUM', 'Chromium for the browser tests');
   // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.
   provide('prometheus', 'tools/prometheus/ensure.mjs', 'SITS_PROMETHEUS', 'Prometheus for the metrics e2e test');
+  // The chart's ServiceMonitor is applied against the Prometheus Operator's real CRD (Go module cache, no build).
+  provide('ServiceMonitor CRD', 'tools/prometheus-operator/ensure-crd.mjs', 'SITS_SERVICEMONITOR_CRD', "the Prometheus Operator's ServiceMonitor CRD for the deploy e2e test");
 }
 
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');

@@ -30,9 +30,9 @@ export interface DevWebhookOptions {
 
 /** The chart's two configurations, exactly as it renders them, with `clientConfig.url` instead of the Service. */
 export function devWebhookConfigs(port: number, failurePolicy: 'Fail' | 'Ignore'): { validating: Record<string, unknown>; mutating: Record<string, unknown> } {
-  const values = resolveValues({ namespace: DEV_WEBHOOK_NAMESPACE, webhook: { failurePolicy } });
+  const values = resolveValues({ webhook: { failurePolicy } }, DEV_WEBHOOK_NAMESPACE);
   if (!values.ok) throw new Error(values.errors.join('; '));
-  const rendered = evaluateDocs(webhookDocs(), values.value).map((d) => d.object as Record<string, unknown> & { kind: string; webhooks?: { clientConfig: { service?: { path?: string } } }[] });
+  const rendered = evaluateDocs(webhookDocs(), values.value, DEV_WEBHOOK_NAMESPACE).map((d) => d.object as Record<string, unknown> & { kind: string; webhooks?: { clientConfig: { service?: { path?: string } } }[] });
   const withUrl = (kind: string): Record<string, unknown> => {
     const cfg = rendered.find((o) => o.kind === kind);
     if (cfg === undefined) throw new Error(`the chart renders no ${kind}`);

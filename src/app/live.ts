@@ -15,6 +15,7 @@ import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts
 import { claimsUnder } from './batch-jobs.ts';
 import { schedulerFragmentation } from './batch-routing.ts';
 import { startControllers, type Controllers } from './controllers.ts';
+import { LeaderElector } from '../kube/leader.ts';
 
 export interface LiveAppOptions {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
@@ -118,5 +119,83 @@ export async function explainLive(target: string, opts: { readonly kubeconfig?: 
   } finally {
     await s.stop();
     client.close();
+  }
+}
+
+export interface ControllersAppOptions {
+  /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
+  readonly kubeconfig?: string;
+  readonly identity?: string;
+  /** Namespace of the controllers' Lease; undefined disables leader election (one replica only). */
+  readonly leaseNamespace?: string;
+  /** The controllers' own Lease, apart from the scheduler's (default sits-controllers). */
+  readonly leaseName?: string;
+  readonly leaseDurationSec?: number;
+  readonly maxInFlight?: number;
+  readonly serving?: boolean;
+  readonly lending?: boolean;
+  readonly healthMigration?: boolean;
+  readonly batchClaimsDir?: string;
+  readonly batchPluginLimits?: Partial<PluginLimits>;
+  readonly batchPluginDir?: string;
+  readonly log?: (m: string) => void;
+  readonly tracing?: Tracing;
+}
+
+export interface ControllersApp {
+  readonly client: KubeClient;
+  readonly controllers: Controllers;
+  isLeader(): boolean;
+  stop(): Promise<void>;
+}
+
+/** The default Lease of `sits controllers` (the chart's Role grants exactly this name). */
+export const CONTROLLERS_LEASE = 'sits-controllers';
+
+/**
+ * `sits controllers`: the workload controllers without a scheduler, in their own process under their own
+ * ServiceAccount (the chart's sits-controllers Deployment), leading through their own Lease. Without the scheduler's
+ * view the BatchInferenceJob routing takes the fragmentation as unknown (0; it says so in the job's status).
+ */
+export async function createControllersApp(opts: ControllersAppOptions): Promise<ControllersApp> {
+  const client = new KubeClient(loadKubeConfig(opts.kubeconfig), { maxInFlight: opts.maxInFlight ?? 64, userAgent: 'sits-controllers/0.1' });
+  const leaseSec = opts.leaseDurationSec;
+  const elector =
+    opts.leaseNamespace === undefined
+      ? undefined
+      : new LeaderElector(client, {
+          namespace: opts.leaseNamespace,
+          name: opts.leaseName ?? CONTROLLERS_LEASE,
+          identity: opts.identity ?? `${hostname()}-${process.pid}`,
+          // As the scheduler's elector: renew deadline and retry period follow the lease duration.
+          ...(leaseSec === undefined ? {} : { leaseDurationSec: leaseSec, renewDeadlineSec: Math.max(1, leaseSec * 0.66), retryPeriodSec: Math.max(0.5, leaseSec / 7) }),
+          ...(opts.log === undefined ? {} : { log: opts.log }),
+        });
+  elector?.start();
+  const isLeader = (): boolean => elector?.isLeader() ?? true;
+  try {
+    const controllers = await startControllers(client, {
+      isLeader,
+      ...(opts.log === undefined ? {} : { log: opts.log }),
+      ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
+      ...(opts.serving === true ? { serving: {} } : {}),
+      ...(opts.lending === true ? { lending: {} } : {}),
+      ...(opts.healthMigration === true ? { healthMigration: {} } : {}),
+      ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }),
+    });
+    return {
+      client,
+      controllers,
+      isLeader,
+      stop: async () => {
+        await controllers.stop();
+        await elector?.stop(true);
+        client.close();
+      },
+    };
+  } catch (e) {
+    await elector?.stop(true);
+    client.close();
+    throw e;
   }
 }

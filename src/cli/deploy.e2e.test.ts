@@ -1,15 +1,15 @@
 // Lives in cli/: it runs the whole product (live scheduler, controllers, HTTP server, `sits run`) under the generated RBAC,
 // and only the cli layer may import all of them.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { get as httpsGet } from 'node:https';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
-import { startControllers } from '../app/controllers.ts';
+import { parse as parseYaml } from 'yaml';
+import { createControllersApp, createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
 import { applyCrds, devNodes } from '../app/dev-cluster.ts';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
 import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
@@ -18,7 +18,7 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { METRIC } from '../server/metrics.ts';
 import { startServer, type SitsServer } from '../server/server.ts';
 import { parsePromText, sampleValue } from '../harness/prom-text.ts';
-import { plainObjects } from '../deploy/bundle.ts';
+import { chartObjects, plainObjects } from '../deploy/bundle.ts';
 import { NAMES } from '../deploy/manifests.ts';
 import { WEBHOOK_NAMES } from '../deploy/webhook-manifests.ts';
 import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from '../deploy/testing/helm.ts';
@@ -42,7 +42,28 @@ const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
   Pod: { plural: 'pods', namespaced: true },
   ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
   MutatingWebhookConfiguration: { plural: 'mutatingwebhookconfigurations', namespaced: false },
+  ServiceMonitor: { plural: 'servicemonitors', namespaced: true },
 };
+
+/** The Prometheus Operator's ServiceMonitor CRD, the real one (tools/prometheus-operator/ensure-crd.mjs prints its path). */
+function serviceMonitorCrd(): Json {
+  const r = spawnSync(process.execPath, [join(import.meta.dirname, '../../tools/prometheus-operator/ensure-crd.mjs')], { encoding: 'utf8', timeout: 600_000 });
+  const path = r.stdout.trim().split('\n').at(-1) ?? '';
+  if (r.status !== 0 || path === '') throw new Error(`ensure-crd.mjs failed: ${r.stderr}`);
+  return parseYaml(readFileSync(path, 'utf8')) as Json;
+}
+
+/** A kubeconfig holding only a token of this ServiceAccount (TokenRequest API). */
+async function tokenKubeconfig(admin: KubeClient, server: string, dir: string, ns: string, sa: string): Promise<string> {
+  const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const path = join(dir, `${sa}.kubeconfig`);
+  writeFileSync(
+    path,
+    stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }], users: [{ name: sa, user: { token: tr.status.token } }], contexts: [{ name: 'c', context: { cluster: 'c', user: sa } }], 'current-context': 'c' }),
+    { mode: 0o600 },
+  );
+  return path;
+}
 
 function objectPath(o: Obj): string {
   const r = RESOURCES[o.kind];
@@ -121,12 +142,16 @@ describe('deploy manifests on a real kube-apiserver', () => {
   });
 
   it('server-side dry run accepts what `helm template` renders, with the defaults and with other values', async () => {
-    const variants = [
+    const variants: (Record<string, unknown> | undefined)[] = [
       undefined,
       { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false } },
       {
-        namespace: 'sched',
-        image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', pullPolicy: 'Always' },
+        image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', digest: `sha256:${'0f'.repeat(32)}`, pullPolicy: 'Always' },
+        imagePullSecrets: [{ name: 'regcred' }],
+        podAnnotations: { 'example.com/a': 'b' },
+        podLabels: { team: 'ml' },
+        controllers: { replicas: 1, quarantineGpus: true, nodeSelector: { 'kubernetes.io/os': 'linux' } },
+        webhook: { mode: 'enforce', failurePolicy: 'Fail', affinity: {} },
         metrics: { port: 9464 },
         replicas: 3,
         priorityClassName: 'system-cluster-critical',
@@ -137,12 +162,41 @@ describe('deploy manifests on a real kube-apiserver', () => {
       { nodeAgent: { enabled: true } },
       { nodeAgent: { enabled: true, devicePlugin: false, runtimeClassName: '' } },
     ];
-    for (const v of variants) {
-      const objects = helmTemplate(helm, chart, v === undefined ? [] : ['-f', valuesFile(v)]);
+    for (const [i, v] of variants.entries()) {
+      // The third in its own namespace (helm -n), which must exist: the chart has no Namespace.
+      const ns = i === 2 ? 'sched' : 'sits-system';
+      await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } } as Json, false);
+      const objects = helmTemplate(helm, chart, ['-n', ns, ...(v === undefined ? [] : ['-f', valuesFile(v)])]);
       // Helm rendered what the builder gives for the same values (helm.test.ts checks this field for field).
-      expect(objects.length).toBe(plainObjects(v === undefined ? undefined : resolved(v)).length);
+      expect(objects.length).toBe(chartObjects(v === undefined ? undefined : resolved(v), ns).length);
       expect(await dryRunAll(admin, objects)).toHaveLength(objects.length);
     }
+  });
+
+  it('the ServiceMonitor is accepted by the Prometheus Operator\'s real CRD (server-side apply), and the CRD has teeth', async () => {
+    const crd = serviceMonitorCrd();
+    await apply(admin, crd, false);
+    await waitFor('the ServiceMonitor CRD established', async () => {
+      const got = await admin.get<{ status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/servicemonitors.monitoring.coreos.com');
+      return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
+    });
+    await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'monitored' } } as Json, false);
+    const objects = helmTemplate(helm, chart, ['-n', 'monitored', '--set', 'serviceMonitor.enabled=true', '--set', 'serviceMonitor.interval=15s', '--set', 'serviceMonitor.labels.release=kube-prometheus-stack']);
+    const sm = objects.find((o) => kindOf(o) === 'ServiceMonitor');
+    if (sm === undefined) throw new Error('no ServiceMonitor rendered');
+    // Not dry run: stored as the CRD's structural schema prunes it, so what comes back is what Prometheus reads.
+    const stored = (await apply(admin, sm, false)) as unknown as { metadata: { namespace: string }; spec: { endpoints: Record<string, unknown>[]; selector: unknown; namespaceSelector: unknown } };
+    expect(stored.metadata.namespace).toBe('monitored');
+    expect(stored.spec.endpoints[0]).toEqual({ port: 'metrics', scheme: 'https', path: '/metrics', interval: '15s', bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } });
+    expect(stored.spec.namespaceSelector).toEqual({ matchNames: ['monitored'] });
+    // It selects the metrics Service the chart renders, whose port is named metrics.
+    const svc = objects.find((o) => kindOf(o) === 'Service' && (o as Obj).metadata.name === NAMES.metricsService) as unknown as { metadata: { labels: Record<string, string> }; spec: { ports: { name: string }[] } };
+    for (const [k, v] of Object.entries((stored.spec.selector as { matchLabels: Record<string, string> }).matchLabels)) expect(svc.metadata.labels[k]).toBe(v);
+    expect(svc.spec.ports.map((p) => p.name)).toContain('metrics');
+    // The CRD has teeth: a bad interval is refused by its schema.
+    const bad = structuredClone(sm) as unknown as { spec: { endpoints: { interval: string }[] } };
+    (bad.spec.endpoints[0] as { interval: string }).interval = 'often';
+    await expect(apply(admin, bad as unknown as Json, true)).rejects.toMatchObject({ status: 422 });
   });
 
   it('the pod template meets Pod Security "restricted", which the namespace enforces', async () => {
@@ -162,14 +216,15 @@ describe('deploy manifests on a real kube-apiserver', () => {
   });
 
   it('helm install creates the release on the apiserver (NOTES with the values), helm uninstall removes it', async () => {
-    // As docs/deploy.md says: the namespace first (the release record lives in it), the chart's Namespace off.
-    await createNs(admin, 'helm-e2e');
+    // As docs/deploy.md says: helm install -n NS --create-namespace (the chart has no Namespace of its own).
     const kc = ['--kubeconfig', plane.kubeconfigPath, '--namespace', 'helm-e2e'];
-    const inst = runHelm(helm, ['install', 'sits', chart, ...kc, '--set', 'namespace=helm-e2e', '--set', 'createNamespace=false', '--set', 'replicas=3']);
+    const inst = runHelm(helm, ['install', 'sits', chart, ...kc, '--create-namespace', '--set', 'replicas=3']);
     expect(inst.code, inst.stderr).toBe(0);
     expect(inst.stdout).toContain('STATUS: deployed');
-    expect(inst.stdout).toContain('SITS 0.1.0 runs in namespace helm-e2e (3 replicas).');
-    expect(inst.stdout).toContain('kubectl -n helm-e2e port-forward svc/sits-scheduler-metrics 8080');
+    expect(inst.stdout).toContain('SITS 0.2.0 is installed in namespace helm-e2e: the scheduler (3 replicas), the controllers (2 replicas), the admission webhook (mode audit, failurePolicy Ignore).');
+    expect(inst.stdout).toContain('kubectl -n helm-e2e port-forward svc/sits-scheduler-metrics 8080:8080 &');
+    const ctlBinding = await admin.get<{ subjects: unknown[] }>('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-controllers');
+    expect(ctlBinding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'sits-controllers', namespace: 'helm-e2e' }]);
     const dep = await admin.get<{ metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } }>(
       '/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler',
     );
@@ -179,7 +234,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     const binding = await admin.get<{ subjects: unknown[] }>('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler');
     expect(binding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'sits-scheduler', namespace: 'helm-e2e' }]);
     const list = runHelm(helm, ['list', ...kc, '-o', 'json']);
-    expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'sits', namespace: 'helm-e2e', status: 'deployed', chart: 'sits-0.1.0' }]);
+    expect(JSON.parse(list.stdout)).toMatchObject([{ name: 'sits', namespace: 'helm-e2e', status: 'deployed', chart: 'sits-0.2.0' }]);
 
     const un = runHelm(helm, ['uninstall', 'sits', ...kc]);
     expect(un.code, un.stderr).toBe(0);
@@ -192,6 +247,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
   describe('with exactly the generated RBAC', () => {
     let sa: KubeClient;
     let saKubeconfig: string;
+    let ctl: KubeClient;
+    let ctlKubeconfig: string;
     let app: LiveApp | undefined;
     let server: SitsServer | undefined;
     const logs: string[] = [];
@@ -219,6 +276,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
         { mode: 0o600 },
       );
       sa = new KubeClient(loadKubeConfig(saKubeconfig));
+      // The controllers' own ServiceAccount (the chart's sits-controllers Deployment).
+      ctlKubeconfig = await tokenKubeconfig(admin, plane.server, tmp, 'sits-system', NAMES.controllersServiceAccount);
+      ctl = new KubeClient(loadKubeConfig(ctlKubeconfig));
       // The live scheduler with only that token, and its HTTP server.
       await createFakeGpuNodes(plane.kubeConfig(), devNodes(2, 'dgx-h100', 2));
       server = await startServer({ port: 0, host: '127.0.0.1' });
@@ -229,6 +289,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       await server?.close();
       await app?.stop();
       sa?.close();
+      ctl?.close();
     });
 
     it('the token authenticates as the ServiceAccount', async () => {
@@ -236,70 +297,112 @@ describe('deploy manifests on a real kube-apiserver', () => {
       expect(review.status.userInfo.username).toBe(`system:serviceaccount:sits-system:${NAMES.serviceAccount}`);
     });
 
-    it('SelfSubjectAccessReview: what it may do, and what it may not', async () => {
+    it('SelfSubjectAccessReview: what the scheduler and the controllers may do, each under its own ServiceAccount, and what they may not', async () => {
       type Attr = { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string };
-      const can = async (a: Attr): Promise<boolean> =>
-        (await sa.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: a } })).status.allowed;
-      const allowed: Attr[] = [
-        { verb: 'watch', resource: 'nodes' },
-        { verb: 'list', resource: 'pods' },
-        { verb: 'create', resource: 'pods', subresource: 'binding', namespace: 'team-a' },
-        { verb: 'patch', resource: 'pods', subresource: 'status', namespace: 'team-a' },
-        { verb: 'delete', resource: 'pods', namespace: 'team-a' },
-        { verb: 'create', resource: 'events', namespace: 'team-a' },
-        { verb: 'watch', resource: 'podgroups', group: 'ai.sits2026.dev' },
-        { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
-        { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
-        { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system' },
-        // the TrainingJob controller
-        { verb: 'patch', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
-        { verb: 'delete', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'finalizers', namespace: 'team-a' },
-        { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'create', resource: 'services', namespace: 'team-a' },
-        { verb: 'create', resource: 'pods', namespace: 'team-a' },
-        // the DataPipeline controller's workload stages
-        { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'create', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        // the InferenceService controller
-        { verb: 'watch', resource: 'inferenceservices', group: 'ai.sits2026.dev' },
-        { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
-        { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'scale', namespace: 'team-a' },
-        { verb: 'patch', resource: 'services', namespace: 'team-a' },
-        // A DataPipeline's adapter stage server-side-applies its one adapter entry into a user's InferenceService
-        // under its own field manager, and the pipeline holds a finalizer to take it out again (ADR 0137).
-        { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'patch', resource: 'datapipelines', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        // the secure metrics port's delegated authn/authz
-        { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
-        { verb: 'create', resource: 'subjectaccessreviews', group: 'authorization.k8s.io' },
-      ];
-      const denied: Attr[] = [
-        { verb: 'get', resource: 'secrets', namespace: 'sits-system' },
-        { verb: 'list', resource: 'secrets' },
-        { verb: 'get', resource: 'configmaps', namespace: 'sits-system' },
-        { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: 'sits-system', name: NAMES.serviceAccount },
-        { verb: 'update', resource: 'nodes' },
-        { verb: 'delete', resource: 'nodes' },
-        // The controller follows spec.replicas; it never replaces an InferenceService's spec (patch: below).
-        { verb: 'update', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'someone-else' },
-        { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system', name: 'sits-scheduler' },
-        { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
-        { verb: 'escalate', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
-        { verb: 'impersonate', resource: 'users' },
-        { verb: 'create', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
-        { verb: 'deletecollection', resource: 'pods', namespace: 'team-a' },
-        { verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'team-a' },
-        // The controllers create TrainingJobs only as a DataPipeline's stages, and never rewrite what users own.
-        { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'update', resource: 'datapipelines', group: 'ai.sits2026.dev', namespace: 'team-a' },
-        { verb: 'create', resource: 'queues', group: 'ai.sits2026.dev' },
-      ];
+      const can = async (client: KubeClient, a: Attr): Promise<boolean> =>
+        (await client.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: a } })).status.allowed;
+      const scheduler: { allowed: Attr[]; denied: Attr[] } = {
+        allowed: [
+          { verb: 'watch', resource: 'nodes' },
+          { verb: 'list', resource: 'pods' },
+          { verb: 'create', resource: 'pods', subresource: 'binding', namespace: 'team-a' },
+          { verb: 'patch', resource: 'pods', subresource: 'status', namespace: 'team-a' },
+          // Preemption victims and a half-bound gang's pods (as kube-scheduler's own role).
+          { verb: 'delete', resource: 'pods', namespace: 'team-a' },
+          { verb: 'create', resource: 'events', namespace: 'team-a' },
+          { verb: 'watch', resource: 'podgroups', group: 'ai.sits2026.dev' },
+          { verb: 'get', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
+          { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
+          { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system' },
+          // Checkpoint-aware preemption asks a victim's TrainingJob for a checkpoint.
+          { verb: 'patch', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          // the secure metrics port's delegated authn/authz
+          { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
+          { verb: 'create', resource: 'subjectaccessreviews', group: 'authorization.k8s.io' },
+        ],
+        denied: [
+          // What only the controllers do: the point of the split.
+          { verb: 'create', resource: 'pods', namespace: 'team-a' },
+          { verb: 'create', resource: 'services', namespace: 'team-a' },
+          { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'patch', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+          { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-controllers' },
+          { verb: 'get', resource: 'secrets', namespace: 'sits-system' },
+          { verb: 'list', resource: 'secrets' },
+          { verb: 'get', resource: 'configmaps', namespace: 'sits-system' },
+          { verb: 'create', resource: 'serviceaccounts', subresource: 'token', namespace: 'sits-system', name: NAMES.serviceAccount },
+          { verb: 'patch', resource: 'nodes' },
+          { verb: 'update', resource: 'nodes' },
+          { verb: 'delete', resource: 'nodes' },
+          { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'someone-else' },
+          { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'kube-system', name: 'sits-scheduler' },
+          { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
+          { verb: 'escalate', resource: 'clusterroles', group: 'rbac.authorization.k8s.io' },
+          { verb: 'impersonate', resource: 'users' },
+          { verb: 'create', resource: 'customresourcedefinitions', group: 'apiextensions.k8s.io' },
+          { verb: 'deletecollection', resource: 'pods', namespace: 'team-a' },
+          { verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'team-a' },
+        ],
+      };
+      const controllers: { allowed: Attr[]; denied: Attr[] } = {
+        allowed: [
+          { verb: 'patch', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+          { verb: 'delete', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', subresource: 'finalizers', namespace: 'team-a' },
+          { verb: 'create', resource: 'podgroups', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'create', resource: 'services', namespace: 'team-a' },
+          { verb: 'create', resource: 'pods', namespace: 'team-a' },
+          { verb: 'delete', resource: 'pods', namespace: 'team-a' },
+          // the DataPipeline controller's workload stages
+          { verb: 'create', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'create', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          // the InferenceService controller
+          { verb: 'watch', resource: 'inferenceservices', group: 'ai.sits2026.dev' },
+          { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'status', namespace: 'team-a' },
+          { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', subresource: 'scale', namespace: 'team-a' },
+          { verb: 'patch', resource: 'services', namespace: 'team-a' },
+          // A DataPipeline's adapter stage server-side-applies its one adapter entry into a user's InferenceService
+          // under its own field manager, and the pipeline holds a finalizer to take it out again (ADR 0137).
+          { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'patch', resource: 'datapipelines', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'watch', resource: 'nodes' },
+          // Their own Lease.
+          { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system' },
+          { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-controllers' },
+        ],
+        denied: [
+          // What only the scheduler does.
+          { verb: 'create', resource: 'pods', subresource: 'binding', namespace: 'team-a' },
+          { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
+          { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
+          // nodes patch only with controllers.quarantineGpus (off by default).
+          { verb: 'patch', resource: 'nodes' },
+          { verb: 'get', resource: 'secrets', namespace: 'sits-system' },
+          { verb: 'get', resource: 'configmaps', namespace: 'sits-system' },
+          // The controller follows spec.replicas; it never replaces an InferenceService's spec (patch: above).
+          { verb: 'update', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          // The controllers create TrainingJobs only as a DataPipeline's stages, and never rewrite what users own.
+          { verb: 'update', resource: 'trainingjobs', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'update', resource: 'datapipelines', group: 'ai.sits2026.dev', namespace: 'team-a' },
+          { verb: 'create', resource: 'queues', group: 'ai.sits2026.dev' },
+          { verb: 'deletecollection', resource: 'pods', namespace: 'team-a' },
+          { verb: 'create', resource: 'pods', subresource: 'exec', namespace: 'team-a' },
+          { verb: 'create', resource: 'clusterrolebindings', group: 'rbac.authorization.k8s.io' },
+          { verb: 'impersonate', resource: 'users' },
+        ],
+      };
       const wrong: string[] = [];
-      for (const a of allowed) if (!(await can(a))) wrong.push(`should be allowed: ${JSON.stringify(a)}`);
-      for (const a of denied) if (await can(a)) wrong.push(`should be denied: ${JSON.stringify(a)}`);
+      for (const [who, client, want] of [['scheduler', sa, scheduler], ['controllers', ctl, controllers]] as const) {
+        for (const a of want.allowed) if (!(await can(client, a))) wrong.push(`${who} should be allowed: ${JSON.stringify(a)}`);
+        for (const a of want.denied) if (await can(client, a)) wrong.push(`${who} should be denied: ${JSON.stringify(a)}`);
+      }
       expect(wrong).toEqual([]);
+      // And for real: the scheduler's token cannot create a pod.
+      await createNs(admin, 'rbac-split');
+      const refused = await sa.post('/api/v1/namespaces/rbac-split/pods', testPod('rbac-split', 'not-by-the-scheduler')).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(KubeApiError);
+      expect((refused as KubeApiError).status).toBe(403);
     });
 
     it('runs the live scheduler: leads through the Lease, binds pods and a gang, writes events and status; reading secrets is forbidden', async () => {
@@ -372,7 +475,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     it('runs the TrainingJob controller: pods, Service and PodGroup created, status and finalizer written, all deleted with the job', async () => {
       const jobs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/trainingjobs';
       await createNs(admin, 'rbac-tj');
-      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      const controllers = await createControllersApp({ kubeconfig: ctlKubeconfig, identity: 'ctl-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(`controller: ${m}`) });
       try {
         await admin.post(jobs, {
           apiVersion: 'ai.sits2026.dev/v1',
@@ -410,7 +513,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     it('runs the DataPipeline controller: stage pods created and bound, status written, a parameter handed on, nothing refused', async () => {
       const dpl = '/apis/ai.sits2026.dev/v1/namespaces/rbac-dpl/datapipelines';
       await createNs(admin, 'rbac-dpl');
-      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      const controllers = await createControllersApp({ kubeconfig: ctlKubeconfig, identity: 'ctl-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(`controller: ${m}`) });
       const stage = (name: string, extra: Record<string, unknown>) => ({ name, container: { image: 'registry.sits2026.dev/tools/busybox:1.36' }, ...extra });
       try {
         await admin.post(dpl, { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'p' }, spec: { stages: [stage('a', {}), stage('b', { dependsOn: ['a'], container: { image: 'registry.sits2026.dev/tools/busybox:1.36', args: ['{{steps.a.outputs.parameters.x}}'] } })] } });
@@ -437,7 +540,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
     it('runs the InferenceService controller: replica pods created and bound, its Service and status written, /scale followed, nothing refused', async () => {
       const svcs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-isvc/inferenceservices';
       await createNs(admin, 'rbac-isvc');
-      const controllers = await startControllers(sa, { log: (m) => logs.push(`controller: ${m}`), isLeader: () => app?.scheduler.isLeader() ?? false });
+      const controllers = await createControllersApp({ kubeconfig: ctlKubeconfig, identity: 'ctl-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(`controller: ${m}`) });
       try {
         await admin.post(svcs, { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-0.5B-Instruct' }, replicas: 1 } });
         const bound = async (n: number): Promise<boolean> => {
@@ -513,7 +616,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const dep = plainObjects().find((o) => kindOf(o) === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
       const port = (await freePorts(1))[0] ?? 0;
       const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`));
-      expect(args).toContain('--controllers');
+      // The scheduler alone: the controllers run in their own Deployment (below).
+      expect(args).not.toContain('--controllers');
       // As in the pod: all interfaces, so TLS with a self-signed certificate and delegated authn/authz.
       const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
@@ -555,6 +659,43 @@ describe('deploy manifests on a real kube-apiserver', () => {
         child.kill('SIGTERM');
       }
       expect(await exited).toBe(0);
+      expect(stderr.split('\n').filter((l) => /forbidden|\b403\b/i.test(l))).toEqual([]);
+    });
+
+    it("the controllers Deployment's command line runs `sits controllers` with their token: takes their own Lease, HTTPS probes, nothing else served, nothing refused, stops on SIGTERM", async () => {
+      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === NAMES.controllersDeployment) as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: { args: string[] }[] } } } };
+      expect(dep.spec.template.spec.serviceAccountName).toBe(NAMES.controllersServiceAccount);
+      const port = (await freePorts(1))[0] ?? 0;
+      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-controllers-pod-1').replace(/^--health-port=\d+$/, `--health-port=${port}`));
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${ctlKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      let stderr = '';
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      const get = (path: string): Promise<{ status: number; body: string }> =>
+        new Promise((resolve, reject) => {
+          const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+          });
+          req.on('error', reject);
+        });
+      try {
+        const body = await waitFor('/readyz of the spawned controllers, leading', async () => {
+          const r = await get('/readyz').catch(() => undefined);
+          return r?.status === 200 && r.body.includes('role: leader') ? r.body : undefined;
+        }, 60_000, 200);
+        expect(body).toContain('controllers: synced');
+        expect((await get('/healthz')).status).toBe(200);
+        // Only the probes: no metrics, no dashboard.
+        expect((await get('/metrics')).status).toBe(403);
+        const lease = await admin.get<{ spec: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/sits-system/leases/${NAMES.controllersLease}`);
+        expect(lease.spec.holderIdentity).toBe('sits-controllers-pod-1');
+      } finally {
+        child.kill('SIGTERM');
+      }
+      expect(await exited).toBe(0);
+      expect(stderr).toContain('sits-controllers running (Lease sits-system/sits-controllers');
       expect(stderr.split('\n').filter((l) => /forbidden|\b403\b/i.test(l))).toEqual([]);
     });
   });

@@ -15,6 +15,7 @@ export const COMMANDS: readonly { readonly names: readonly string[]; readonly lo
   { names: ['presets', 'profiles'], load: async () => (await import('./commands/info.ts')).registerInfo },
   { names: ['bench'], load: async () => (await import('./commands/bench.ts')).registerBench },
   { names: ['run'], load: async () => (await import('./commands/run.ts')).registerRun },
+  { names: ['controllers'], load: async () => (await import('./commands/controllers.ts')).registerControllers },
   { names: ['dev'], load: async () => (await import('./commands/dev.ts')).registerDev },
   { names: ['explain'], load: async () => (await import('./commands/explain.ts')).registerExplain },
   { names: ['crds'], load: async () => (await import('./commands/crds.ts')).registerCrds },

@@ -7,7 +7,8 @@
  * from a kubernetes.io/tls Secret (`activator.tlsSecret`, keys tls.crt and tls.key: e.g. cert-manager's).
  */
 import { ACTIVATOR_RULES, INFERENCE_CALLER_RULES, type PolicyRule } from './rbac.ts';
-import { block, concat, quoted, raw, type Doc, type Node } from './tree.ts';
+import { block, concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
+import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const ACTIVATOR_NAMES = {
@@ -21,7 +22,7 @@ export const ACTIVATOR_NAMES = {
 export const ACTIVATOR_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'activator' } as const;
 const TLS_DIR = '/etc/sits-activator/tls';
 const labels = (): Record<string, Node> => ({ ...ACTIVATOR_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('namespace') } : {}), labels: labels() });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
 const rules = (list: readonly PolicyRule[]): Node[] =>
   list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
 const A = 'activator.enabled';
@@ -39,17 +40,18 @@ function activatorDeployment(): Doc {
         revisionHistoryLimit: 5,
         selector: { matchLabels: { ...ACTIVATOR_SELECTOR } },
         template: {
-          metadata: { labels: labels() },
+          metadata: podMetadata(labels(), 'activator.'),
           spec: {
             serviceAccountName: ACTIVATOR_NAMES.serviceAccount,
             automountServiceAccountToken: true,
             securityContext: RESTRICTED_POD,
+            ...podPlacement('activator.'),
             // Held requests wait for a model load: let them finish on shutdown, up to the hold timeout.
             terminationGracePeriodSeconds: raw('activator.holdTimeoutSeconds'),
             containers: [
               {
                 name: 'activator',
-                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                image: image(),
                 imagePullPolicy: raw('image.pullPolicy'),
                 args: [
                   'activator',
@@ -94,7 +96,7 @@ export function activatorDocs(): Doc[] {
         kind: 'ClusterRoleBinding',
         metadata: meta(ACTIVATOR_NAMES.role, false),
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: ACTIVATOR_NAMES.role },
-        subjects: [{ kind: 'ServiceAccount', name: ACTIVATOR_NAMES.serviceAccount, namespace: quoted('namespace') }],
+        subjects: [{ kind: 'ServiceAccount', name: ACTIVATOR_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }],
       },
     },
     // Bound by users (a RoleBinding in their namespace) to the workloads that send requests.

@@ -8,7 +8,8 @@
  * kubernetes.io/tls Secret (`extender.tlsSecret`, keys tls.crt, tls.key, ca.crt: e.g. cert-manager's).
  */
 import { EXTENDER_CALLER_RULES, EXTENDER_RULES, LEASE_CREATE_RULE, type PolicyRule } from './rbac.ts';
-import { block, concat, quoted, raw, type Doc, type Node } from './tree.ts';
+import { block, concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
+import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const EXTENDER_NAMES = {
@@ -23,10 +24,10 @@ export const EXTENDER_NAMES = {
 export const EXTENDER_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'extender' } as const;
 const TLS_DIR = '/etc/sits-extender/tls';
 const labels = (): Record<string, Node> => ({ ...EXTENDER_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('namespace') } : {}), labels: labels() });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
 const rules = (list: readonly PolicyRule[]): Node[] =>
   list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
-const sa = (): Node[] => [{ kind: 'ServiceAccount', name: EXTENDER_NAMES.serviceAccount, namespace: quoted('namespace') }];
+const sa = (): Node[] => [{ kind: 'ServiceAccount', name: EXTENDER_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }];
 const E = 'extender.enabled';
 
 function extenderDeployment(): Doc {
@@ -44,16 +45,17 @@ function extenderDeployment(): Doc {
         strategy: { type: 'Recreate' },
         selector: { matchLabels: { ...EXTENDER_SELECTOR } },
         template: {
-          metadata: { labels: labels() },
+          metadata: podMetadata(labels(), 'extender.'),
           spec: {
             serviceAccountName: EXTENDER_NAMES.serviceAccount,
             automountServiceAccountToken: true,
             securityContext: RESTRICTED_POD,
+            ...podPlacement('extender.'),
             terminationGracePeriodSeconds: 10,
             containers: [
               {
                 name: 'extender',
-                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                image: image(),
                 imagePullPolicy: raw('image.pullPolicy'),
                 args: [
                   'extender',
@@ -64,7 +66,7 @@ function extenderDeployment(): Doc {
                   `--tls-private-key-file=${TLS_DIR}/tls.key`,
                   `--client-ca-file=${TLS_DIR}/ca.crt`,
                   '--leader-elect',
-                  concat('--lease-namespace=', raw('namespace')),
+                  concat('--lease-namespace=', raw(RELEASE_NAMESPACE)),
                   `--lease-name=${EXTENDER_NAMES.lease}`,
                   concat('--lease-duration=', raw('extender.leaseDurationSeconds')),
                   '--identity=$(POD_NAME)',

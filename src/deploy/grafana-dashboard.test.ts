@@ -11,9 +11,9 @@ const configMaps = (list: readonly Json[]): Obj[] => list.filter((o) => (o as Ob
 describe('the Grafana dashboard in the chart', () => {
   it('is off by default; enabled, one ConfigMap in the namespace with the sidecar label, holding the dashboard JSON', () => {
     expect(configMaps(plainObjects())).toEqual([]);
-    const v = resolveValues({ namespace: 'ops', grafanaDashboard: { enabled: true } });
+    const v = resolveValues({ grafanaDashboard: { enabled: true } }, 'ops');
     if (!v.ok) throw new Error(v.errors.join('\n'));
-    const [cm, ...more] = configMaps(plainObjects(v.value));
+    const [cm, ...more] = configMaps(plainObjects(v.value, 'ops'));
     expect(more).toEqual([]);
     expect(cm?.metadata).toMatchObject({ name: 'sits-grafana-dashboard', namespace: 'ops', labels: { grafana_dashboard: '1' } });
     expect(cm?.data?.[DASHBOARD_FILE]).toBe(dashboardJson());

@@ -7,9 +7,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { plainObjects } from './bundle.ts';
+import { chartObjects, NOTES_READER, plainObjects } from './bundle.ts';
 import { DASHBOARD_FILE, grafanaDashboard } from './grafana-dashboard.ts';
-import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
+import { ensureHelm, helmNotes, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
 import { goFloat, type Json } from './tree.ts';
 import { resolveValues, type DeployValues } from './values.ts';
 
@@ -26,25 +26,31 @@ const byKey = (list: readonly Json[]): Map<string, Json> => {
 };
 const kinds = (list: readonly Json[]): string[] => list.map((o) => (o as Obj).kind).filter((k) => k !== 'CustomResourceDefinition');
 const deploymentOf = (list: readonly Json[]): Dep => {
-  const d = list.find((o) => (o as Obj).kind === 'Deployment');
+  const d = list.find((o) => (o as Obj).kind === 'Deployment' && (o as Obj).metadata.name === 'sits-scheduler');
   if (d === undefined) throw new Error('no Deployment');
   return d as unknown as Dep;
 };
-const withValues = (over: Record<string, unknown>): DeployValues => {
-  const r = resolveValues(over);
+const withValues = (over: Record<string, unknown>, ns?: string): DeployValues => {
+  const r = resolveValues(over, ns);
   if (!r.ok) throw new Error(r.errors.join('\n'));
   return r.value;
 };
 
 // Every conditional and value of the templates (both sides of each `if`), as -f files Helm merges over values.yaml.
+// Each variant is rendered in its namespace (helm -n; the plain builder's namespace argument).
+const NAMESPACE: Record<number, string> = { 1: 'sched' };
 const VARIANTS: [string, Record<string, unknown>][] = [
   ['single replica without leader election, PDB, controllers or webhook', { replicas: 1, leaderElection: { enabled: false }, podDisruptionBudget: { enabled: false }, controllers: { enabled: false }, webhook: { enabled: false } }],
   [
     'another namespace, image, profile, port, placement and resources',
     {
-      namespace: 'sched',
-      createNamespace: false,
-      image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', pullPolicy: 'Always' },
+      image: { repository: 'example.org:5000/team/sits', tag: 'v2.0.0-rc.1', digest: `sha256:${'0f'.repeat(32)}`, pullPolicy: 'Always' },
+      imagePullSecrets: [{ name: 'regcred' }],
+      podAnnotations: { 'example.com/scrape': 'skip' },
+      podLabels: { team: 'ml-platform' },
+      affinity: {},
+      serviceMonitor: { enabled: true, interval: '15s', labels: { release: 'kube-prometheus-stack' } },
+      controllers: { replicas: 1, quarantineGpus: true, podLabels: { tier: 'control' }, priorityClassName: 'high', affinity: {} },
       profile: 'binpack',
       metrics: { port: 9464 },
       grafanaDashboard: { enabled: true },
@@ -54,7 +60,7 @@ const VARIANTS: [string, Record<string, unknown>][] = [
       nodeSelector: { 'node-role.kubernetes.io/control-plane': '' },
       tolerations: [{ key: 'node-role.kubernetes.io/control-plane', operator: 'Exists', effect: 'NoSchedule' }],
       resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { memory: '4Gi' } },
-      webhook: { mode: 'audit', failurePolicy: 'Ignore', port: 10443, disable: 'a-rule,b-rule', excludeNamespaces: ['sched'], callers: [{ kind: 'Group', name: 'system:masters', apiGroup: 'rbac.authorization.k8s.io' }] },
+      webhook: { mode: 'enforce', failurePolicy: 'Fail', port: 10443, disable: 'a-rule,b-rule', excludeNamespaces: ['sched'], callers: [{ kind: 'Group', name: 'system:masters', apiGroup: 'rbac.authorization.k8s.io' }] },
     },
   ],
   ['the node agent with its device plugin', { nodeAgent: { enabled: true } }],
@@ -93,22 +99,25 @@ describe('the Helm chart, by the real helm', () => {
 
   it('helm template with values.yaml gives exactly the plain manifests (deploy/sits.yaml)', () => {
     const rendered = helmTemplate(helm, chart, ['--namespace', 'sits-system']);
-    expect(byKey(rendered)).toEqual(byKey(plainObjects()));
+    expect(byKey(rendered)).toEqual(byKey(chartObjects()));
+    // The plain file has the Namespace besides.
+    expect(plainObjects().length - rendered.length).toBe(1);
   });
 
-  it.each(VARIANTS)('helm template -f gives the plain manifests with the same values: %s', (_what, over) => {
-    const values = withValues(over);
-    const rendered = helmTemplate(helm, chart, ['--namespace', values.namespace, '-f', valuesFile(over)]);
-    expect(byKey(rendered)).toEqual(byKey(plainObjects(values)));
+  it.each(VARIANTS.map(([what, over], i) => [what, over, NAMESPACE[i] ?? 'sits-system'] as const))('helm template -f gives the plain manifests with the same values: %s', (_what, over, ns) => {
+    const values = withValues(over, ns);
+    const rendered = helmTemplate(helm, chart, ['--namespace', ns, '-f', valuesFile(over)]);
+    expect(byKey(rendered)).toEqual(byKey(chartObjects(values, ns)));
   });
 
   it('helm template --set / --set-string gives the plain manifests with the same values', () => {
     const rendered = helmTemplate(helm, chart, ['--set', 'replicas=4', '--set-string', 'image.tag=1.2.3', '--set', 'profile=binpack', '--set', 'podDisruptionBudget.minAvailable=2']);
     const values = withValues({ replicas: 4, image: { tag: '1.2.3' }, profile: 'binpack', podDisruptionBudget: { minAvailable: 2 } });
-    expect(byKey(rendered)).toEqual(byKey(plainObjects(values)));
+    expect(byKey(rendered)).toEqual(byKey(chartObjects(values, 'default')));
     const dep = deploymentOf(rendered);
     expect(dep.spec.replicas).toBe(4);
     expect(dep.spec.template.spec.containers[0]?.image).toBe('registry.sits2026.dev/sits/sits:1.2.3');
+    expect(dep.metadata.namespace).toBe('default');
     expect(dep.spec.template.spec.containers[0]?.args).toContain('--profile=binpack');
   });
 
@@ -119,12 +128,19 @@ describe('the Helm chart, by the real helm', () => {
     // The scheduler's role, the metrics reader's and the dashboard viewer's (no controllers, no webhook).
     expect(kinds(single).filter((k) => k === 'ClusterRole')).toHaveLength(3);
     expect(deploymentOf(single).spec.template.spec.containers[0]?.args).toEqual(['run', '--profile=sits', '--metrics-port=8080', '--identity=$(POD_NAME)', '--no-leader-elect']);
-    const other = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS[1]?.[1])]);
+    expect(kinds(single)).not.toContain('ServiceMonitor');
+    const other = helmTemplate(helm, chart, ['-n', 'sched', '-f', valuesFile(VARIANTS[1]?.[1])]);
     expect(kinds(other)).not.toContain('Namespace');
     const dep = deploymentOf(other);
     expect(dep.metadata.namespace).toBe('sched');
     expect(dep.spec.replicas).toBe(3);
-    expect(dep.spec.template.spec.containers[0]?.image).toBe('example.org:5000/team/sits:v2.0.0-rc.1');
+    expect(dep.spec.template.spec.containers[0]?.image).toBe(`example.org:5000/team/sits@sha256:${'0f'.repeat(32)}`);
+    expect(dep.spec.template.spec.imagePullSecrets).toEqual([{ name: 'regcred' }]);
+    expect((dep.spec.template as unknown as { metadata: { labels: Record<string, string> } }).metadata.labels.team).toBe('ml-platform');
+    const sm = other.find((o) => (o as Obj).kind === 'ServiceMonitor') as unknown as { metadata: { namespace: string; labels: Record<string, string> }; spec: { namespaceSelector: unknown; endpoints: Record<string, unknown>[] } };
+    expect(sm.metadata).toMatchObject({ namespace: 'sched', labels: { release: 'kube-prometheus-stack' } });
+    expect(sm.spec.namespaceSelector).toEqual({ matchNames: ['sched'] });
+    expect(sm.spec.endpoints[0]).toMatchObject({ port: 'metrics', scheme: 'https', interval: '15s', bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } });
     expect(dep.spec.template.spec.containers[0]?.imagePullPolicy).toBe('Always');
     expect(dep.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
     expect(dep.spec.template.spec.tolerations).toHaveLength(1);
@@ -136,10 +152,48 @@ describe('the Helm chart, by the real helm', () => {
     expect([cm.metadata.namespace, cm.metadata.labels.grafana_dashboard]).toEqual(['sched', '1']);
     expect(JSON.parse(cm.data[DASHBOARD_FILE] ?? '')).toEqual(grafanaDashboard());
     const hook = other.find((o) => (o as Obj).kind === 'Deployment' && (o as Obj).metadata.name === 'sits-webhook') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
-    expect(hook.spec.template.spec.containers[0]?.args).toEqual(expect.arrayContaining(['--mode=audit', '--port=10443', '--namespace=sched', '--disable=a-rule,b-rule']));
+    expect(hook.spec.template.spec.containers[0]?.args).toEqual(expect.arrayContaining(['--mode=enforce', '--port=10443', '--namespace=sched', '--disable=a-rule,b-rule']));
     const vwc = other.find((o) => (o as Obj).kind === 'ValidatingWebhookConfiguration') as unknown as { webhooks: { failurePolicy: string; namespaceSelector: unknown }[] };
-    expect(vwc.webhooks[0]?.failurePolicy).toBe('Ignore');
-    expect(vwc.webhooks[0]?.namespaceSelector).toEqual({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sched'] }] });
+    expect(vwc.webhooks[0]?.failurePolicy).toBe('Fail');
+    expect(vwc.webhooks[0]?.namespaceSelector).toEqual({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sched'] }, { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: ['sched'] }] });
+    // The controllers under their own ServiceAccount, nodes patch granted by quarantineGpus.
+    const ctlRole = other.find((o) => (o as Obj).kind === 'ClusterRole' && (o as Obj).metadata.name === 'sits-controllers') as unknown as { rules: { resources: string[]; verbs: string[] }[] };
+    expect(ctlRole.rules.filter((r) => r.resources.includes('nodes')).flatMap((r) => r.verbs)).toContain('patch');
+  });
+
+  it.each([
+    ['the defaults', 'sits-system', []],
+    ['another namespace and port, webhook enforcing, extender on', 'sched', ['--set', 'metrics.port=9464', '--set', 'webhook.mode=enforce', '--set', 'extender.enabled=true']],
+  ] as [string, string, string[]][])('NOTES.txt: its commands name what the chart renders (%s)', (_what, ns, args) => {
+    const notes = helmNotes(helm, chart, ['-n', ns, ...args]);
+    const objects = helmTemplate(helm, chart, ['-n', ns, ...args]);
+    const named = (kind: string, name: string): Obj | undefined => objects.find((o) => (o as Obj).kind === kind && (o as Obj).metadata.name === name) as Obj | undefined;
+    const commands = notes.split('\n').map((l) => l.trim()).filter((l) => /^(kubectl|curl|sits|TOKEN=)/.test(l));
+    expect(commands.length).toBeGreaterThanOrEqual(9);
+    const port = /metrics\.port=(\d+)/.exec(args.join(' '))?.[1] ?? '8080';
+    for (const c of commands) {
+      // Every namespace named is the release's.
+      for (const m of c.matchAll(/(?:-n |namespace |--serviceaccount=)([a-z0-9-]+)/g)) expect(m[1], c).toBe(ns);
+      for (const m of c.matchAll(/--clusterrole=([a-z0-9-]+)/g)) expect(named('ClusterRole', m[1] ?? ''), c).toBeDefined();
+      for (const m of c.matchAll(/svc\/([a-z0-9-]+) (\d+):(\d+)/g)) {
+        const svc = named('Service', m[1] ?? '') as unknown as { metadata: { namespace: string }; spec: { ports: { port: number }[] } } | undefined;
+        expect(svc?.metadata.namespace, c).toBe(ns);
+        expect(svc?.spec.ports.map((p) => String(p.port)), c).toContain(m[3]);
+        expect(m[2], c).toBe(port);
+      }
+      for (const m of c.matchAll(/https:\/\/localhost:(\d+)/g)) expect(m[1], c).toBe(port);
+      for (const m of c.matchAll(/-l ([^ ]+)=([^ ]+)/g)) expect(objects.some((o) => (o as { spec?: { template?: { metadata?: { labels?: Record<string, string> } } } }).spec?.template?.metadata?.labels?.[m[1] ?? ''] === m[2]), c).toBe(true);
+      // kubectl get <short name>: a CRD of the chart has it.
+      const get = /^kubectl get ([a-z]+)$/.exec(c)?.[1];
+      if (get !== undefined) expect(objects.some((o) => (o as { spec?: { names?: { shortNames?: string[] } } }).spec?.names?.shortNames?.includes(get) === true), c).toBe(true);
+    }
+    // The token is minted for the reader the notes create, and the reader is bound to the metrics reader role.
+    expect(commands).toContain(`kubectl -n ${ns} create serviceaccount ${NOTES_READER}`);
+    expect(commands).toContain(`TOKEN=$(kubectl -n ${ns} create token ${NOTES_READER})`);
+    expect(commands.some((c) => c.includes('--clusterrole=sits-metrics-reader'))).toBe(true);
+    expect(commands.some((c) => c.startsWith('curl -k -H "Authorization: Bearer $TOKEN" https://localhost:'))).toBe(true);
+    expect(notes.includes('The webhook audits')).toBe(!args.includes('webhook.mode=enforce'));
+    expect(notes.includes(`https://sits-extender.${ns}.svc`)).toBe(args.includes('extender.enabled=true'));
   });
 
   it('values.schema.json makes helm template and helm lint fail on bad values, naming them', () => {

@@ -1,24 +1,34 @@
 /**
- * The SITS deployment as manifest trees (see tree.ts): Namespace, ServiceAccount, RBAC, the Deployment
- * running `sits run --controllers` with leader election, a metrics Service and a PodDisruptionBudget.
- * Each tree gives both the plain manifest (for given values) and the Helm template.
+ * The SITS deployment as manifest trees (see tree.ts): the Namespace (plain manifests only), the scheduler's
+ * ServiceAccount, RBAC and Deployment (`sits run` with leader election), the controllers' own ServiceAccount,
+ * RBAC and Deployment (`sits controllers`), a metrics Service, a PodDisruptionBudget and an optional
+ * ServiceMonitor. Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { BATCH_WORKER_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
-import { block, concat, entriesIf, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
+import { BATCH_WORKER_RULES, CONTROLLER_NODE_QUARANTINE_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { block, concat, entriesIf, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
 import { activatorDocs } from './activator-manifests.ts';
 import { extenderDocs } from './extender-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
+import { image, podMetadata, podPlacement } from './pod.ts';
+import { spread } from './tree.ts';
+
+const spreadLabels = (): Record<string, Node> => spread('serviceMonitor.labels');
 
 export const NAMES = {
   serviceAccount: 'sits-scheduler',
   schedulerRole: 'sits-scheduler',
+  controllersServiceAccount: 'sits-controllers',
   controllersRole: 'sits-controllers',
+  /** The controllers' Lease (and the Role that lets them take it). */
+  controllersLease: 'sits-controllers',
+  controllersDeployment: 'sits-controllers',
   leaseRole: 'sits-leader-election',
   deployment: 'sits-scheduler',
   metricsService: 'sits-scheduler-metrics',
+  serviceMonitor: 'sits-scheduler',
   metricsReaderRole: 'sits-metrics-reader',
   dashboardViewerRole: 'sits-dashboard-viewer',
   batchWorkerRole: 'sits-batch-worker',
@@ -30,23 +40,33 @@ export const NAMES = {
 } as const;
 
 export const SELECTOR_LABELS = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'scheduler' } as const;
-const labels = (): Record<string, Node> => ({ ...SELECTOR_LABELS, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('namespace') } : {}), labels: labels() });
+export const CONTROLLERS_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'controllers' } as const;
+const labels = (selector: Record<string, string> = SELECTOR_LABELS): Record<string, Node> => ({ ...selector, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
+const meta = (name: string, namespaced = true, selector: Record<string, string> = SELECTOR_LABELS): Record<string, Node> => ({
+  name,
+  ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}),
+  labels: labels(selector),
+});
 
 const rules = (list: readonly PolicyRule[]): Node[] =>
   list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
 
-const subjects = (): Node[] => [{ kind: 'ServiceAccount', name: NAMES.serviceAccount, namespace: quoted('namespace') }];
+const subjects = (sa: string = NAMES.serviceAccount): Node[] => [{ kind: 'ServiceAccount', name: sa, namespace: quoted(RELEASE_NAMESPACE) }];
 
+/**
+ * The Namespace, in the plain manifests only. The chart has none: Helm keeps its release record in the release
+ * namespace, so that one exists before any template is applied (`helm install -n sits-system --create-namespace`),
+ * and a template for it would clash with it. Its Pod Security labels are then set with kubectl (docs/deploy.md).
+ */
 function namespace(): Doc {
   return {
     file: 'namespace.yaml',
-    when: 'createNamespace',
+    plainOnly: true,
     body: {
       apiVersion: 'v1',
       kind: 'Namespace',
       metadata: {
-        name: quoted('namespace'),
+        name: quoted(RELEASE_NAMESPACE),
         labels: {
           ...labels(),
           // The scheduler's own pods meet the "restricted" Pod Security Standard; enforce it.
@@ -65,21 +85,21 @@ const serviceAccount = (): Doc => ({
   body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(NAMES.serviceAccount), automountServiceAccountToken: true },
 });
 
-const clusterRole = (file: string, name: string, list: readonly PolicyRule[], when?: string): Doc => ({
+const clusterRole = (file: string, name: string, list: readonly Node[], when?: string, selector?: Record<string, string>): Doc => ({
   file,
   ...(when === undefined ? {} : { when }),
-  body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(name, false), rules: rules(list) },
+  body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(name, false, selector), rules: [...list] },
 });
 
-const clusterRoleBinding = (file: string, name: string, when?: string): Doc => ({
+const clusterRoleBinding = (file: string, name: string, when?: string, sa: string = NAMES.serviceAccount, selector?: Record<string, string>): Doc => ({
   file,
   ...(when === undefined ? {} : { when }),
   body: {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: meta(name, false),
+    metadata: meta(name, false, selector),
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
-    subjects: subjects(),
+    subjects: subjects(sa),
   },
 });
 
@@ -106,6 +126,37 @@ const leaseRoleBinding = (): Doc => ({
   },
 });
 
+const C = 'controllers.enabled';
+
+/** The controllers' ServiceAccount, ClusterRole (nodes patch only with controllers.quarantineGpus) and their Lease's Role. */
+const controllersRbac = (): Doc[] => [
+  { file: 'controllers-serviceaccount.yaml', when: C, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(NAMES.controllersServiceAccount, true, CONTROLLERS_SELECTOR), automountServiceAccountToken: true } },
+  clusterRole('clusterrole-controllers.yaml', NAMES.controllersRole, [...rules(CONTROLLER_RULES), ifItems('controllers.quarantineGpus', rules(CONTROLLER_NODE_QUARANTINE_RULES))], C, CONTROLLERS_SELECTOR),
+  clusterRoleBinding('clusterrolebinding-controllers.yaml', NAMES.controllersRole, C, NAMES.controllersServiceAccount, CONTROLLERS_SELECTOR),
+  {
+    file: 'controllers-role.yaml',
+    when: C,
+    body: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: meta(NAMES.controllersRole, true, CONTROLLERS_SELECTOR),
+      // Their own Lease only: create cannot be limited by name, get/update are.
+      rules: [...rules([LEASE_CREATE_RULE]), { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [NAMES.controllersLease], verbs: ['get', 'update'] }],
+    },
+  },
+  {
+    file: 'controllers-rolebinding.yaml',
+    when: C,
+    body: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: meta(NAMES.controllersRole, true, CONTROLLERS_SELECTOR),
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: NAMES.controllersRole },
+      subjects: subjects(NAMES.controllersServiceAccount),
+    },
+  },
+];
+
 // The metrics port is the secure port (TLS, delegated authn/authz); the probe paths need no credentials.
 const probe = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'metrics', scheme: 'HTTPS' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
 
@@ -121,35 +172,25 @@ function deployment(): Doc {
         revisionHistoryLimit: 5,
         selector: { matchLabels: { ...SELECTOR_LABELS } },
         template: {
-          metadata: { labels: labels() },
+          metadata: podMetadata(labels(), ''),
           spec: {
             serviceAccountName: NAMES.serviceAccount,
             automountServiceAccountToken: true,
-            ...entriesIf('priorityClassName', { priorityClassName: quoted('priorityClassName') }),
             securityContext: RESTRICTED_POD,
             // A leader that stops renewing loses the lease within the renew deadline; 30 s covers the release on SIGTERM.
             terminationGracePeriodSeconds: 30,
-            affinity: {
-              podAntiAffinity: {
-                preferredDuringSchedulingIgnoredDuringExecution: [
-                  { weight: 100, podAffinityTerm: { topologyKey: 'kubernetes.io/hostname', labelSelector: { matchLabels: { ...SELECTOR_LABELS } } } },
-                ],
-              },
-            },
-            ...entriesIf('nodeSelector', { nodeSelector: block('nodeSelector') }),
-            ...entriesIf('tolerations', { tolerations: block('tolerations') }),
+            ...podPlacement(''),
             containers: [
               {
                 name: NAMES.container,
-                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                image: image(),
                 imagePullPolicy: raw('image.pullPolicy'),
                 args: [
                   'run',
-                  ifItems('controllers.enabled', ['--controllers']),
                   concat('--profile=', raw('profile')),
                   concat('--metrics-port=', raw('metrics.port')),
                   '--identity=$(POD_NAME)',
-                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw('namespace')), concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
+                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
                 ],
                 env: [
                   { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -162,11 +203,63 @@ function deployment(): Doc {
                 readinessProbe: probe('/readyz', 5, 3),
                 resources: block('resources'),
                 securityContext: RESTRICTED_CONTAINER,
-                // The TypeScript loader caches compiled modules in the temp dir: the only writable path.
+                // The root filesystem is read-only: /tmp is the only writable path (Node's and libraries' temp files).
                 volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
               },
             ],
             volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '256Mi' } }],
+          },
+        },
+      },
+    },
+  };
+}
+
+/** `sits controllers`: the workload controllers alone, under their own ServiceAccount, with their own Lease. */
+function controllersDeployment(): Doc {
+  const p = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'health', scheme: 'HTTPS' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
+  return {
+    file: 'controllers-deployment.yaml',
+    when: C,
+    body: {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: meta(NAMES.controllersDeployment, true, CONTROLLERS_SELECTOR),
+      spec: {
+        replicas: raw('controllers.replicas'),
+        revisionHistoryLimit: 5,
+        selector: { matchLabels: { ...CONTROLLERS_SELECTOR } },
+        template: {
+          metadata: podMetadata(labels(CONTROLLERS_SELECTOR), 'controllers.'),
+          spec: {
+            serviceAccountName: NAMES.controllersServiceAccount,
+            automountServiceAccountToken: true,
+            securityContext: RESTRICTED_POD,
+            terminationGracePeriodSeconds: 30,
+            ...podPlacement('controllers.'),
+            containers: [
+              {
+                name: 'controllers',
+                image: image(),
+                imagePullPolicy: raw('image.pullPolicy'),
+                args: [
+                  'controllers',
+                  concat('--health-port=', raw('controllers.port')),
+                  '--identity=$(POD_NAME)',
+                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), `--lease-name=${NAMES.controllersLease}`, concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
+                ],
+                env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+                ports: [{ name: 'health', containerPort: raw('controllers.port'), protocol: 'TCP' }],
+                // /readyz turns ready once the controllers' caches are filled (leader or standby).
+                startupProbe: p('/healthz', 2, 30),
+                livenessProbe: p('/healthz', 10, 3),
+                readinessProbe: p('/readyz', 5, 3),
+                resources: block('controllers.resources'),
+                securityContext: RESTRICTED_CONTAINER,
+                volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
+              },
+            ],
+            volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }],
           },
         },
       },
@@ -181,6 +274,34 @@ const metricsService = (): Doc => ({
     kind: 'Service',
     metadata: { ...meta(NAMES.metricsService), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/scheme': 'https', 'prometheus.io/port': quoted('metrics.port'), 'prometheus.io/path': '/metrics' } },
     spec: { type: 'ClusterIP', selector: { ...SELECTOR_LABELS }, ports: [{ name: 'metrics', port: raw('metrics.port'), targetPort: 'metrics', protocol: 'TCP' }] },
+  },
+});
+
+/**
+ * For the Prometheus Operator (serviceMonitor.enabled): the metrics Service over HTTPS with the Prometheus's own
+ * ServiceAccount token, which the secure port checks by TokenReview and SubjectAccessReview (sits-metrics-reader).
+ */
+const serviceMonitor = (): Doc => ({
+  file: 'servicemonitor.yaml',
+  when: 'serviceMonitor.enabled',
+  body: {
+    apiVersion: 'monitoring.coreos.com/v1',
+    kind: 'ServiceMonitor',
+    metadata: { name: NAMES.serviceMonitor, namespace: quoted(RELEASE_NAMESPACE), labels: { ...labels(), ...spreadLabels() } },
+    spec: {
+      selector: { matchLabels: { ...SELECTOR_LABELS } },
+      namespaceSelector: { matchNames: [raw(RELEASE_NAMESPACE)] },
+      endpoints: [
+        {
+          port: 'metrics',
+          scheme: 'https',
+          path: '/metrics',
+          interval: raw('serviceMonitor.interval'),
+          bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+          tlsConfig: block('serviceMonitor.tlsConfig'),
+        },
+      ],
+    },
   },
 });
 
@@ -248,21 +369,19 @@ function nodeAgentDaemonSet(): Doc {
         selector: { matchLabels: { ...NODE_AGENT_SELECTOR } },
         updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
         template: {
-          metadata: { labels: agentLabels() },
+          metadata: podMetadata(agentLabels(), 'nodeAgent.'),
           spec: {
             serviceAccountName: NAMES.nodeAgent,
             automountServiceAccountToken: true,
-            // As NVIDIA's device plugin: a node's GPUs are not allocatable without it.
-            priorityClassName: 'system-node-critical',
             ...entriesIf('nodeAgent.runtimeClassName', { runtimeClassName: quoted('nodeAgent.runtimeClassName') }),
-            ...entriesIf('nodeAgent.nodeSelector', { nodeSelector: block('nodeAgent.nodeSelector') }),
-            ...entriesIf('nodeAgent.tolerations', { tolerations: block('nodeAgent.tolerations') }),
+            // priorityClassName: system-node-critical by default, as NVIDIA's device plugin (no GPU is allocatable without it).
+            ...podPlacement('nodeAgent.'),
             securityContext: { seccompProfile: { type: 'RuntimeDefault' } },
             terminationGracePeriodSeconds: 10,
             containers: [
               {
                 name: 'node-agent',
-                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                image: image(),
                 imagePullPolicy: raw('image.pullPolicy'),
                 args: [
                   'node-agent',
@@ -305,14 +424,13 @@ export function nodeAgentDocs(): Doc[] {
 export function rbacDocs(): Doc[] {
   return [
     serviceAccount(),
-    clusterRole('clusterrole-scheduler.yaml', NAMES.schedulerRole, SCHEDULER_RULES),
+    clusterRole('clusterrole-scheduler.yaml', NAMES.schedulerRole, rules(SCHEDULER_RULES)),
     clusterRoleBinding('clusterrolebinding-scheduler.yaml', NAMES.schedulerRole),
-    clusterRole('clusterrole-controllers.yaml', NAMES.controllersRole, CONTROLLER_RULES, 'controllers.enabled'),
-    clusterRoleBinding('clusterrolebinding-controllers.yaml', NAMES.controllersRole, 'controllers.enabled'),
     leaseRole(),
     leaseRoleBinding(),
+    ...controllersRbac(),
     // For BatchInferenceJob workers: bind their service account to it with a RoleBinding in the job's namespace.
-    clusterRole('clusterrole-batch-worker.yaml', NAMES.batchWorkerRole, BATCH_WORKER_RULES, 'controllers.enabled'),
+    clusterRole('clusterrole-batch-worker.yaml', NAMES.batchWorkerRole, rules(BATCH_WORKER_RULES), C),
     // For scrapers: bind a Prometheus ServiceAccount to it (the secure port authorizes `get /metrics`).
     {
       file: 'clusterrole-metrics-reader.yaml',
@@ -333,12 +451,12 @@ const grafanaDashboardConfigMap = (): Doc => ({
   body: {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: NAMES.grafanaDashboard, namespace: quoted('namespace'), labels: { ...labels(), grafana_dashboard: '1' } },
+    metadata: { name: NAMES.grafanaDashboard, namespace: quoted(RELEASE_NAMESPACE), labels: { ...labels(), grafana_dashboard: '1' } },
     data: { [DASHBOARD_FILE]: dashboardJson() },
   },
 });
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), deployment(), podDisruptionBudget(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
 }

@@ -57,7 +57,7 @@ describe('the node agent in the chart', () => {
   });
 
   it('may not share the scheduler’s namespace (Pod Security "restricted" there)', () => {
-    const r = resolveValues({ nodeAgent: { enabled: true, namespace: 'sits-system' } });
+    const r = resolveValues({ nodeAgent: { enabled: true, namespace: 'gpu' } }, 'gpu');
     expect(r.ok ? '' : r.errors.join('\n')).toMatch(/values\.nodeAgent\.namespace: must differ/);
   });
 });

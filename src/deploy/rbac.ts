@@ -1,7 +1,12 @@
 /**
- * What the SITS process may do, and why. Least privilege: no wildcards, no secrets or configmaps, no
- * write access to nodes, no RBAC or CRD management; the Lease only in the scheduler's own namespace
- * (a Role) and, for get/update, only the named leases.
+ * What each SITS process may do, and why; manifests.ts and the *-manifests.ts files turn these rules into one
+ * ServiceAccount and ClusterRole per process (scheduler, controllers, webhook, extender, activator, node agent).
+ * Least privilege: no wildcards, no configmaps, no RBAC or CRD management, no escalating verbs; Secrets only for
+ * the webhook's own certificate (a Role, by name); Leases only in the release namespace (a Role per process) and,
+ * for get/update, only the named ones. Cluster-wide pods create/delete and nodes patch only where a feature
+ * enabled in the values needs them: pods delete for the scheduler (preemption, gang rollback, as kube-scheduler's
+ * own role) and the extender; pods create/delete for the controllers (controllers.enabled); nodes patch for the
+ * controllers with controllers.quarantineGpus and for the node agent (nodeAgent.enabled).
  */
 import { API_GROUP } from '../api/wire.ts';
 
@@ -18,7 +23,8 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
   // Namespace labels, for namespaceSelector in pod affinity terms (kube-scheduler reads them too).
   { apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] },
-  // patch: the gang plan annotations; delete: rolling back a half-bound gang (the owner recreates the pods).
+  // patch: the gang plan annotations; delete: preemption victims and rolling back a half-bound gang (their owners
+  // recreate them), as kube-scheduler's system:kube-scheduler role deletes pods. No create: it never makes pods.
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
   { apiGroups: [''], resources: ['pods/binding'], verbs: ['create'] },
   // PodScheduled=False/Unschedulable with the explanation.
@@ -56,7 +62,11 @@ export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) 
 /** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
 export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];
 
-/** The workload controllers of src/app/controllers.ts (TrainingJob, InferenceService, DataPipeline; more kinds get their rules here when their controllers land). */
+/**
+ * The workload controllers of src/app/controllers.ts (TrainingJob, InferenceService, DataPipeline; more kinds get
+ * their rules here when their controllers land), run by `sits controllers` under their own ServiceAccount: the
+ * chart grants them only with controllers.enabled.
+ */
 export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // patch: the finalizer; delete: ttlSecondsAfterFinished.
   { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'list', 'watch', 'patch', 'delete'] },
@@ -82,8 +92,9 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: [API_GROUP], resources: ['datapipelines/finalizers'], verbs: ['update'] },
   { apiGroups: [API_GROUP], resources: ['trainingjobs', 'batchinferencejobs'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
   { apiGroups: [API_GROUP], resources: ['inferenceservices'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md), the serving loop's engine-state
-  // annotation on InferenceService replicas (LoRA adapters, ADR 0110) and a batch worker's shard (ADR 0102).
+  // create/delete: TrainingJob workers, InferenceService replicas, DataPipeline stage pods are made and removed
+  // here. patch: the checkpoint request annotation on rank 0 (docs/checkpoints.md), the serving loop's
+  // engine-state annotation on InferenceService replicas (LoRA adapters, ADR 0110) and a batch worker's shard (ADR 0102).
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Pod conditions: the serving loop's adapters-loaded readiness gate (ADR 0125), and the health migrator's
   // DisruptionTarget on a replica it moves off a quarantined GPU before it deletes it (ADR 0129).
@@ -92,9 +103,8 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   { apiGroups: ['keda.sh'], resources: ['scaledobjects'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
   // Headless services for the rendezvous (MASTER_ADDR); an InferenceService's Service, patched when its ports change.
   { apiGroups: [''], resources: ['services'], verbs: ['get', 'list', 'watch', 'create', 'patch', 'delete'] },
-  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them; patch: the
-  // BatchInferenceJob fault ladder writes a failing GPU into the Node's quarantine annotation (ADR 0139).
-  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch', 'patch'] },
+  // NVLink islands per node: an InferenceService's tensor-parallel size is judged against them (read only).
+  { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'watch'] },
   // spec.checkpoint: the claim of claimTemplate and the job's VolumeSnapshots (patch: the committed label); a
   // DataPipeline's artifact snapshots and the claims restored from them.
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['get', 'list', 'watch', 'create', 'delete'] },
@@ -105,6 +115,12 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // watch: the BatchInferenceJob GPU share weighs each job by its Queue (ADR 0140).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
 ];
+
+/**
+ * With controllers.quarantineGpus only: the BatchInferenceJob fault ladder writes a failing GPU into its Node's
+ * quarantine annotation (ADR 0139, app/batch-quarantine.ts). RBAC cannot limit it to that annotation.
+ */
+export const CONTROLLER_NODE_QUARANTINE_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: ['patch'] }];
 
 /**
  * `sits node-agent` (src/node/agent.ts, device-plugin.ts). RBAC cannot say "only your own node": the agent

@@ -32,21 +32,45 @@ export interface IfEntries {
   readonly then: Readonly<Record<string, Node>>;
 }
 
-export type Node = string | number | boolean | null | Ref | Concat | IfItems | IfEntries | readonly Node[] | { readonly [key: string]: Node };
+/** A leaf chosen by a value (Go truthiness): `then` when the value at `$choose` is truthy, else `else`. Leaves only. */
+export interface Choose {
+  readonly $choose: string;
+  readonly then: string | Ref | Concat;
+  readonly else: string | Ref | Concat;
+}
+/** In a mapping (under any key starting with `$spread`): the entries of the mapping value at `$spread`, if any. */
+export interface Spread {
+  readonly $spread: string;
+}
+
+export type Node = string | number | boolean | null | Ref | Concat | Choose | IfItems | IfEntries | Spread | readonly Node[] | { readonly [key: string]: Node };
 
 /** A manifest file: one object, present when `when` (a values path) is truthy. */
 export interface Doc {
   readonly file: string;
   readonly when?: string;
+  /** Only in the plain manifests, not a chart template (the release's Namespace: Helm's `--create-namespace`). */
+  readonly plainOnly?: true;
   readonly body: Node;
 }
+
+/**
+ * The release's namespace: `{{ .Release.Namespace }}` in the chart (`helm install -n NS`), the namespace the
+ * plain manifests are evaluated for (`evaluate`'s `namespace`) otherwise. Use with raw/quoted/concat.
+ */
+export const RELEASE_NAMESPACE = 'Release.Namespace';
+/** The default namespace of the plain manifests (deploy/sits.yaml). */
+export const DEFAULT_NAMESPACE = 'sits-system';
 
 export const raw = (path: string): Ref => ({ $ref: path, style: 'raw' });
 export const quoted = (path: string): Ref => ({ $ref: path, style: 'quote' });
 export const block = (path: string): Ref => ({ $ref: path, style: 'yaml' });
 export const concat = (...parts: (string | Ref)[]): Concat => ({ $concat: parts });
 export const ifItems = (path: string, then: readonly Node[], otherwise: readonly Node[] = []): IfItems => ({ $if: path, then, else: otherwise });
+export const choose = (path: string, then: string | Ref | Concat, otherwise: string | Ref | Concat): Choose => ({ $choose: path, then, else: otherwise });
 let ifKeySeq = 0;
+/** Use as `{ fixed: 'x', ...spread('podLabels') }`: the value's entries after the fixed ones (they must not repeat a key). */
+export const spread = (path: string): Record<string, Spread> => ({ [`$spread${ifKeySeq++}`]: { $spread: path } });
 /** Use as `{ ...entriesIf('priorityClassName', { priorityClassName: quoted('priorityClassName') }) }`. */
 export const entriesIf = (path: string, then: Record<string, Node>): Record<string, IfEntries> => ({ [`$if${ifKeySeq++}`]: { $ifEntries: path, then } });
 
@@ -55,6 +79,8 @@ const isRef = (n: unknown): n is Ref => isObj(n) && typeof n.$ref === 'string';
 const isConcat = (n: unknown): n is Concat => isObj(n) && Array.isArray(n.$concat);
 const isIfItems = (n: unknown): n is IfItems => isObj(n) && typeof n.$if === 'string';
 const isIfEntries = (n: unknown): n is IfEntries => isObj(n) && typeof n.$ifEntries === 'string';
+const isChoose = (n: unknown): n is Choose => isObj(n) && typeof n.$choose === 'string';
+const isSpread = (n: unknown): n is Spread => isObj(n) && typeof n.$spread === 'string';
 
 export function lookup(values: unknown, path: string): unknown {
   let cur: unknown = values;
@@ -88,38 +114,63 @@ export function truthy(v: unknown): boolean {
 // ---------------------------------------------------------------------------------------------
 // Evaluation with values: the plain manifests
 
-export function evaluate(node: Node, values: unknown): Json {
+/** What a tree is evaluated with: the values, and the namespace standing for `.Release.Namespace`. */
+interface Scope {
+  readonly values: unknown;
+  readonly namespace: string;
+}
+
+const get = (scope: Scope, path: string): unknown => (path === RELEASE_NAMESPACE ? scope.namespace : lookup(scope.values, path));
+
+export function evaluate(node: Node, values: unknown, namespace: string = DEFAULT_NAMESPACE): Json {
+  return evalNode(node, { values, namespace });
+}
+
+function evalNode(node: Node, scope: Scope): Json {
   if (node === null || typeof node !== 'object') return node;
-  if (Array.isArray(node)) return evaluateList(node, values);
+  if (Array.isArray(node)) return evaluateList(node, scope);
   if (isRef(node)) {
-    const v = lookup(values, node.$ref);
+    const v = get(scope, node.$ref);
     if (v === undefined) throw new Error(`no value at ${node.$ref}`);
     // `| quote` makes a string of anything, as Helm prints it.
     if (node.style === 'quote') return typeof v === 'number' ? goFloat(v) : String(v);
     return structuredClone(v) as Json;
   }
-  if (isConcat(node)) return node.$concat.map((p) => (typeof p === 'string' ? p : String(evaluate(p, values)))).join('');
-  if (isIfItems(node) || isIfEntries(node)) throw new Error(`conditional ${JSON.stringify(node)} outside a list or mapping`);
+  if (isConcat(node)) return node.$concat.map((p) => (typeof p === 'string' ? p : String(evalNode(p, scope)))).join('');
+  if (isChoose(node)) return evalNode(truthy(get(scope, node.$choose)) ? node.then : node.else, scope);
+  if (isIfItems(node) || isIfEntries(node) || isSpread(node)) throw new Error(`conditional ${JSON.stringify(node)} outside a list or mapping`);
   const out: Record<string, Json> = {};
   for (const [k, v] of Object.entries(node as Record<string, Node>)) {
     if (isIfEntries(v)) {
-      if (truthy(lookup(values, v.$ifEntries))) for (const [k2, v2] of Object.entries(v.then)) out[k2] = evaluate(v2, values);
-    } else out[k] = evaluate(v, values);
+      if (truthy(get(scope, v.$ifEntries))) for (const [k2, v2] of Object.entries(v.then)) out[k2] = evalNode(v2, scope);
+    } else if (isSpread(v)) {
+      const m = get(scope, v.$spread);
+      if (!truthy(m)) continue;
+      if (!isObj(m)) throw new Error(`${v.$spread}: a mapping is needed`);
+      for (const [k2, v2] of Object.entries(m)) {
+        // Helm would print the key twice, which YAML forbids; resolveValues says so first.
+        if (k2 in out) throw new Error(`${v.$spread}: ${k2} is set by the chart`);
+        out[k2] = structuredClone(v2) as Json;
+      }
+    } else out[k] = evalNode(v, scope);
   }
   return out;
 }
 
-function evaluateList(list: readonly Node[], values: unknown): Json[] {
+function evaluateList(list: readonly Node[], scope: Scope): Json[] {
   const out: Json[] = [];
   for (const item of list) {
-    if (isIfItems(item)) out.push(...evaluateList(truthy(lookup(values, item.$if)) ? item.then : item.else, values));
-    else out.push(evaluate(item, values));
+    if (isIfItems(item)) out.push(...evaluateList(truthy(get(scope, item.$if)) ? item.then : item.else, scope));
+    else out.push(evalNode(item, scope));
   }
   return out;
 }
 
-export function evaluateDocs(docs: readonly Doc[], values: unknown): { file: string; object: Json }[] {
-  return docs.filter((d) => d.when === undefined || truthy(lookup(values, d.when))).map((d) => ({ file: d.file, object: evaluate(d.body, values) }));
+/** The documents present for `values` (their `when`), evaluated; `target` 'chart' leaves out the plain-only ones. */
+export function evaluateDocs(docs: readonly Doc[], values: unknown, namespace: string = DEFAULT_NAMESPACE, target: 'plain' | 'chart' = 'plain'): { file: string; object: Json }[] {
+  return docs
+    .filter((d) => (target === 'plain' || d.plainOnly !== true) && (d.when === undefined || truthy(lookup(values, d.when))))
+    .map((d) => ({ file: d.file, object: evaluate(d.body, values, namespace) }));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -130,7 +181,7 @@ export const TEMPLATE_HEADER = '{{/* Generated by scripts/gen-deploy.ts from src
 export function emitTemplate(doc: Doc): string {
   const lines: string[] = [];
   if (!isObj(doc.body) || isRef(doc.body) || isConcat(doc.body)) throw new Error(`${doc.file}: a document must be a mapping`);
-  if (doc.when !== undefined) lines.push(`{{- if .Values.${doc.when} }}`);
+  if (doc.when !== undefined) lines.push(`{{- if ${expr(doc.when)} }}`);
   emitMap(doc.body as Record<string, Node>, 0, lines);
   if (doc.when !== undefined) lines.push('{{- end }}');
   return `${TEMPLATE_HEADER}${lines.join('\n')}\n`;
@@ -146,8 +197,11 @@ function scalar(v: string | number | boolean | null): string {
 /** A multi-line leaf (a block scalar, e.g. a file in a ConfigMap) printed at `indent`: its lines go below the key. */
 const indented = (text: string, indent: number): string => text.split('\n').map((l, i) => (i === 0 || l === '' ? l : `${pad(indent)}${l}`)).join('\n');
 
+/** The Go template expression of a value path. */
+const expr = (path: string): string => (path === RELEASE_NAMESPACE ? '.Release.Namespace' : `.Values.${path}`);
+
 function action(r: Ref): string {
-  return r.style === 'quote' ? `{{ .Values.${r.$ref} | quote }}` : `{{ .Values.${r.$ref} }}`;
+  return r.style === 'quote' ? `{{ ${expr(r.$ref)} | quote }}` : `{{ ${expr(r.$ref)} }}`;
 }
 
 /** A string with values inside, double-quoted; the values are printed raw, so they must not contain `"` or `\`. */
@@ -164,6 +218,14 @@ function inline(n: Node): string | undefined {
   if (n === null || typeof n !== 'object') return scalar(n);
   if (isRef(n)) return n.style === 'yaml' ? undefined : action(n);
   if (isConcat(n)) return emitConcat(n);
+  if (isChoose(n)) {
+    const leaf = (x: string | Ref | Concat): string => {
+      const t = inline(x);
+      if (t === undefined) throw new Error('a choice between YAML blocks is not supported');
+      return t;
+    };
+    return `{{ if ${expr(n.$choose)} }}${leaf(n.then)}{{ else }}${leaf(n.else)}{{ end }}`;
+  }
   if (Array.isArray(n) && n.length === 0) return '[]';
   if (isObj(n) && !Array.isArray(n) && Object.keys(n).length === 0) return '{}';
   return undefined;
@@ -172,15 +234,19 @@ function inline(n: Node): string | undefined {
 function emitMap(map: Readonly<Record<string, Node>>, indent: number, out: string[]): void {
   for (const [k, v] of Object.entries(map)) {
     if (isIfEntries(v)) {
-      out.push(`${pad(indent)}{{- if .Values.${v.$ifEntries} }}`);
+      out.push(`${pad(indent)}{{- if ${expr(v.$ifEntries)} }}`);
       emitMap(v.then, indent, out);
       out.push(`${pad(indent)}{{- end }}`);
+      continue;
+    }
+    if (isSpread(v)) {
+      out.push(`${pad(indent)}{{- with ${expr(v.$spread)} }}`, `${pad(indent)}{{- toYaml . | nindent ${indent} }}`, `${pad(indent)}{{- end }}`);
       continue;
     }
     const key = scalar(k);
     const text = inline(v);
     if (text !== undefined) out.push(`${pad(indent)}${key}: ${indented(text, indent + 2)}`);
-    else if (isRef(v)) out.push(`${pad(indent)}${key}:`, `${pad(indent + 2)}{{- toYaml .Values.${v.$ref} | nindent ${indent + 2} }}`);
+    else if (isRef(v)) out.push(`${pad(indent)}${key}:`, `${pad(indent + 2)}{{- toYaml ${expr(v.$ref)} | nindent ${indent + 2} }}`);
     else if (Array.isArray(v)) {
       out.push(`${pad(indent)}${key}:`);
       emitList(v, indent + 2, out);
@@ -194,7 +260,7 @@ function emitMap(map: Readonly<Record<string, Node>>, indent: number, out: strin
 function emitList(list: readonly Node[], indent: number, out: string[]): void {
   for (const item of list) {
     if (isIfItems(item)) {
-      out.push(`${pad(indent)}{{- if .Values.${item.$if} }}`);
+      out.push(`${pad(indent)}{{- if ${expr(item.$if)} }}`);
       emitList(item.then, indent, out);
       if (item.else.length > 0) {
         out.push(`${pad(indent)}{{- else }}`);

@@ -6,7 +6,8 @@
  */
 import { NAMESPACE_OPT_IN } from '../api/wire.ts';
 import { WEBHOOK_CALLER_RULES, WEBHOOK_RULES, WEBHOOK_SECRET_CREATE_RULE, type PolicyRule } from './rbac.ts';
-import { block, concat, ifItems, quoted, raw, type Doc, type Node } from './tree.ts';
+import { block, concat, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
+import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const WEBHOOK_NAMES = {
@@ -24,10 +25,10 @@ export const WEBHOOK_NAMES = {
 
 export const WEBHOOK_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'webhook' } as const;
 const labels = (): Record<string, Node> => ({ ...WEBHOOK_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('namespace') } : {}), labels: labels() });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
 const rules = (list: readonly PolicyRule[]): Node[] =>
   list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
-const sa = (): Node[] => [{ kind: 'ServiceAccount', name: WEBHOOK_NAMES.serviceAccount, namespace: quoted('namespace') }];
+const sa = (): Node[] => [{ kind: 'ServiceAccount', name: WEBHOOK_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }];
 const W = 'webhook.enabled';
 
 /** What the validating webhook reviews (CREATE and UPDATE): the objects the guard rules look at. */
@@ -56,22 +57,23 @@ function webhookDeployment(): Doc {
         revisionHistoryLimit: 5,
         selector: { matchLabels: { ...WEBHOOK_SELECTOR } },
         template: {
-          metadata: { labels: labels() },
+          metadata: podMetadata(labels(), 'webhook.'),
           spec: {
             serviceAccountName: WEBHOOK_NAMES.serviceAccount,
             automountServiceAccountToken: true,
             securityContext: RESTRICTED_POD,
+            ...podPlacement('webhook.'),
             terminationGracePeriodSeconds: 10,
             containers: [
               {
                 name: 'webhook',
-                image: concat(raw('image.repository'), ':', raw('image.tag')),
+                image: image(),
                 imagePullPolicy: raw('image.pullPolicy'),
                 args: [
                   'webhook',
                   concat('--port=', raw('webhook.port')),
                   concat('--mode=', raw('webhook.mode')),
-                  concat('--namespace=', raw('namespace')),
+                  concat('--namespace=', raw(RELEASE_NAMESPACE)),
                   `--service=${WEBHOOK_NAMES.service}`,
                   `--cert-secret=${WEBHOOK_NAMES.secret}`,
                   `--validating-config=${WEBHOOK_NAMES.validating}`,
@@ -96,7 +98,14 @@ function webhookDeployment(): Doc {
   };
 }
 
-const namespaceSelector = (): Node => ({ matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: block('webhook.excludeNamespaces') }] });
+// The expressions are ANDed: the excluded namespaces, and always the release's own (the webhook must never review
+// the pods that would repair it).
+const namespaceSelector = (): Node => ({
+  matchExpressions: [
+    { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: block('webhook.excludeNamespaces') },
+    { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [raw(RELEASE_NAMESPACE)] },
+  ],
+});
 
 function validatingConfig(): Doc {
   return {
@@ -110,9 +119,10 @@ function validatingConfig(): Doc {
         {
           name: WEBHOOK_NAMES.validatingHook,
           // caBundle: written by the webhook from its Secret (src/webhook/cert-rotation.ts).
-          clientConfig: { service: { name: WEBHOOK_NAMES.service, namespace: quoted('namespace'), path: '/validate', port: 443 } },
+          clientConfig: { service: { name: WEBHOOK_NAMES.service, namespace: quoted(RELEASE_NAMESPACE), path: '/validate', port: 443 } },
           rules: VALIDATED.map((r) => ({ apiGroups: [...r.apiGroups], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...r.resources], scope: '*' })),
           namespaceSelector: namespaceSelector(),
+          // Ignore by default: a fail-closed webhook without a running pod refuses every matching create (values.ts).
           failurePolicy: raw('webhook.failurePolicy'),
           matchPolicy: 'Equivalent',
           sideEffects: 'NoneOnDryRun',
@@ -135,7 +145,7 @@ function mutatingConfig(): Doc {
       webhooks: [
         {
           name: WEBHOOK_NAMES.mutatingHook,
-          clientConfig: { service: { name: WEBHOOK_NAMES.service, namespace: quoted('namespace'), path: '/mutate', port: 443 } },
+          clientConfig: { service: { name: WEBHOOK_NAMES.service, namespace: quoted(RELEASE_NAMESPACE), path: '/mutate', port: 443 } },
           rules: [
             { apiGroups: [''], apiVersions: ['v1'], operations: ['CREATE'], resources: ['pods'], scope: 'Namespaced' },
             { apiGroups: ['ai.sits2026.dev'], apiVersions: ['v1'], operations: ['CREATE'], resources: ['trainingjobs'], scope: 'Namespaced' },

@@ -3,7 +3,7 @@
  * `node tools/helm/ensure.mjs` prints (it builds and caches Helm from the Go module proxy when missing).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -108,4 +108,18 @@ export function helmTemplate(bin: string, chartDir: string, extra: readonly stri
   const r = runHelm(bin, ['template', 'sits', chartDir, '--include-crds', ...extra]);
   if (r.code !== 0) throw new Error(`helm template failed (exit code ${r.code}): ${r.stderr.trim()}`);
   return parseManifests(r.stdout);
+}
+
+/**
+ * templates/NOTES.txt as Helm renders it for these args (`helm template` leaves NOTES out, and `helm install
+ * --dry-run` needs a cluster): a copy of the chart renders the same text through `tpl` into a ConfigMap.
+ */
+export function helmNotes(bin: string, chartDir: string, extra: readonly string[] = []): string {
+  const dir = join(scratch('notes-'), 'sits');
+  cpSync(chartDir, dir, { recursive: true });
+  cpSync(join(dir, 'templates/NOTES.txt'), join(dir, 'notes.txt'));
+  writeFileSync(join(dir, 'templates/zz-notes.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rendered-notes\ndata:\n  notes: {{ tpl (.Files.Get "notes.txt") . | quote }}\n');
+  const cm = helmTemplate(bin, dir, extra).find((o) => (o as { metadata?: { name?: string } }).metadata?.name === 'rendered-notes') as { data: { notes: string } } | undefined;
+  if (cm === undefined) throw new Error('the notes were not rendered');
+  return cm.data.notes;
 }
