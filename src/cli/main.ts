@@ -1,5 +1,6 @@
 /** The `sits` command. Every subcommand has --help; errors go to stderr with a non-zero exit code. */
 import { Command, CommanderError } from 'commander';
+import { SITS_VERSION } from '../api/version.ts';
 import { InputError } from '../spec/yaml-source.ts';
 import { CliError, ExitStatus } from './errors.ts';
 
@@ -30,8 +31,8 @@ export const COMMANDS: readonly { readonly names: readonly string[]; readonly lo
   { names: ['batch-worker'], load: async () => (await import('./commands/batch-worker.ts')).registerBatchWorker },
 ];
 
-/** The package's version, as `sits --version` prints it. */
-export const VERSION = '0.1.0';
+/** The release, as `sits --version` prints it. */
+export const VERSION = SITS_VERSION;
 
 /**
  * The program with the commands `argv` needs: the one it names, or every command (help, a mistyped name that

@@ -2,6 +2,7 @@
  * The deployment's settings: one TypeBox schema that gives the TypeScript type, the defaults, the
  * validation of `sits deploy --values FILE`, and the Helm chart's `values.yaml` / `values.schema.json`.
  */
+import { SITS_VERSION } from '../api/version.ts';
 import { Type, type Static } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { SCHEDULER_NAME } from '../api/wire.ts';
@@ -156,7 +157,7 @@ export type DeployValues = Static<typeof DeployValuesSchema>;
 const noPodExtras = { podAnnotations: {}, podLabels: {}, nodeSelector: {}, tolerations: [], affinity: {}, priorityClassName: '' };
 
 export const DEFAULT_VALUES: DeployValues = {
-  image: { repository: 'registry.sits2026.dev/sits/sits', tag: '0.2.0', digest: '', pullPolicy: 'IfNotPresent' },
+  image: { repository: 'registry.sits2026.dev/sits/sits', tag: SITS_VERSION, digest: '', pullPolicy: 'IfNotPresent' },
   imagePullSecrets: [],
   replicas: 2,
   profile: 'sits',

@@ -5,6 +5,7 @@
  * claims of the input and output mounted into the worker. A worker needing several GPUs for tensor parallelism is a
  * gang of its pod kept inside one NVLink island, as a tensor-parallel replica is. Pure.
  */
+import { SITS_IMAGE } from '../../api/version.ts';
 import { quantityToMiB, quantityToMilli } from '../../api/quantity.ts';
 import { withDefaults } from '../../api/validate.ts';
 import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
@@ -23,7 +24,7 @@ import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, batchMountPath, formatAssignme
 export type BatchJobObject = BatchInferenceJob;
 
 /** The image holding the `sits` CLI (the chart's image). */
-export const DEFAULT_WORKER_IMAGE = 'registry.sits2026.dev/sits/sits:0.1.0';
+export const DEFAULT_WORKER_IMAGE = SITS_IMAGE;
 
 export const workerPodName = (job: string, index: number): string => `${job}-${index}`;
 /**
