@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { parse as parseYaml } from 'yaml';
 import { crdFiles } from '../../api/crd.ts';
@@ -7,6 +5,7 @@ import { deployFiles } from '../../deploy/bundle.ts';
 import { resolveValues } from '../../deploy/values.ts';
 import { syncDeployFiles } from '../../deploy/write.ts';
 import { CliError } from '../errors.ts';
+import { prepareOutputDir, readInput } from '../paths.ts';
 
 /** `sits deploy --out DIR [--values FILE]`: the manifests of deploy/ (CRDs, sits.yaml, rbac.yaml, Helm chart) for these values. */
 export function registerDeploy(program: Command): void {
@@ -18,22 +17,18 @@ export function registerDeploy(program: Command): void {
     .action((o: { out: string; values?: string }) => {
       let overrides: unknown = {};
       if (o.values !== undefined) {
-        let text: string;
-        try {
-          text = readFileSync(o.values, 'utf8');
-        } catch (e) {
-          throw new CliError(`cannot read ${o.values}: ${(e as Error).message}`);
-        }
+        const text = readInput(o.values, 'values', '--values');
         try {
           overrides = parseYaml(text) ?? {};
         } catch (e) {
-          throw new CliError(`${o.values}: ${(e as Error).message}`);
+          throw new CliError(`--values ${o.values}: not YAML: ${((e as Error).message.split('\n')[0] ?? '').trim()}`, { hint: 'fix the file' });
         }
       }
       const values = resolveValues(overrides);
-      if (!values.ok) throw new CliError(`${o.values ?? 'values'}:\n  ${values.errors.join('\n  ')}`);
+      if (!values.ok) throw new CliError(`--values ${o.values ?? ''}: ${values.errors.join('; ')}`, { hint: 'the keys and types of helm/sits/values.yaml' });
+      // Checked and created before anything is generated; one level at a time (a recursive mkdir spins under /proc).
+      const out = prepareOutputDir('--out', o.out);
       const files = [...crdFiles().map((f) => ({ path: `crds/${f.fileName}`, content: f.content })), ...deployFiles(values.value)];
-      const out = resolve(o.out);
       const r = syncDeployFiles(out, { files });
       process.stdout.write(`wrote ${r.changed.length} of ${r.total} files to ${out} (crds/, sits.yaml, rbac.yaml, helm/sits/)${r.stale.length > 0 ? `; removed ${r.stale.length} stale chart files` : ''}\n`);
     });
