@@ -9,8 +9,9 @@
  * gangs:
  *   - {name: train-a, replicas: 16, minMember: 16, pod: {gpu: 1}, topology: {required: rack}}
  * ```
- * `gpu` is a device count (1, 2, 8) or a fraction of one device (0.25, 0.5); `gpuMilli` gives the fraction
- * in milli-GPU instead. Optional `arrivalSec`/`durationSec` are used by the simulator.
+ * `gpu` is a device count (1, 2, 8) or a fraction of one device in thousandths (0.25, 0.5); `gpuMilli` gives the fraction
+ * in milli-GPU instead. `minComputeCapability` is `sm_90`, `9.0`, `9` or `90`, quoted or not (an unquoted `9.0` is read
+ * as written, not as the number 9). Optional `arrivalSec`/`durationSec` are used by the simulator.
  *
  * Kubernetes Pod fields, with their Kubernetes names and meaning (ADR 0049, 0054): `namespace`, `labels`,
  * `nodeSelector`, `tolerations`, `affinity.nodeAffinity`, `affinity.podAffinity`/`podAntiAffinity`,

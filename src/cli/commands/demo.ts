@@ -38,7 +38,7 @@ export function registerDemo(program: Command): void {
     .option('--hours <h>', 'hours of arrivals', numberOption('--hours', 0.1, 1000), 8)
     .option('--load <x>', 'arrival-rate multiplier (1 ≈ 95 % of GPU capacity demanded)', numberOption('--load', 0.01, 100), 1)
     .option('--profiles <list>', 'comma-separated profiles to compare', 'sits,kube-default')
-    .option('--json <file>', 'also write the figures as JSON')
+    .option('--json <file>', 'also write the figures as JSON (checked to be writable before the run)')
     .option('--serve', 'instead: replay the workload under SITS in accelerated virtual time and show it in the dashboard (http://127.0.0.1)')
     .option('--port <port>', 'port of the dashboard with --serve (0 = any free port)', intOption('--port', 0, 65535), 8090)
     .option('--speed <x>', 'with --serve: virtual seconds per second', numberOption('--speed', 1, 1_000_000), 300)
