@@ -33,4 +33,7 @@ if (existsSync(builder)) {
 // V8's compiled code cached on disk: a later start skips most of the parsing (Node's own cache folder).
 module.enableCompileCache?.();
 const { main } = await import('../dist/sits.js');
-process.exitCode = await main(process.argv);
+const code = await main(process.argv);
+// After an error, whatever the failed command left open (a timer, a half-started server) must not keep sits alive.
+// A command that succeeded may still have set process.exitCode itself (`sits explain` of an unknown pod: 1).
+if (code !== 0) process.exit(code);

@@ -3,9 +3,10 @@
  * only place that wires the Kubernetes adapters to the core for `sits run` and `sits dev up`.
  */
 import { hostname } from 'node:os';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient, isStatus } from '../kube/client.ts';
+import { resolveKubeConfig } from '../kube/kubeconfig.ts';
 import { batchWorkerLines } from '../kube/explain-batch.ts';
 import { API_GROUP_VERSION, LABEL } from '../api/wire.ts';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
@@ -61,12 +62,9 @@ export interface LiveApp {
   stop(): Promise<void>;
 }
 
+/** The kubeconfig at `path`, else as kubectl finds one; a KubeConfigError says which file and what to do. */
 export function loadKubeConfig(path?: string): KubeConfig {
-  const kc = new KubeConfig();
-  if (path !== undefined) kc.loadFromFile(path);
-  else if (process.env.KUBERNETES_SERVICE_HOST !== undefined && process.env.KUBECONFIG === undefined) kc.loadFromCluster();
-  else kc.loadFromDefault();
-  return kc;
+  return resolveKubeConfig(path).kc;
 }
 
 export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {

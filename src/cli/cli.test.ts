@@ -29,7 +29,7 @@ describe('sits demo', () => {
   it('rejects a bad seed with a clear message and exit code 2', async () => {
     const r = await sits(['demo', '--seed', 'abc']);
     expect(r.code).toBe(2);
-    expect(r.err).toContain('--seed must be an integer');
+    expect(r.err).toBe('sits: demo --seed: "abc" is not a whole number (give a whole number, e.g. 42; see sits demo --help)\n');
   });
 });
 
@@ -68,10 +68,22 @@ describe('sits schedule', () => {
     expect(r.err).toMatch(new RegExp(`${bad}:2:23: nodes\\[0\\]\\.shape: unknown shape "dgx-h200"`));
   });
 
+  it('reads an unquoted minComputeCapability: 9.0 as sm_90: a Hopper-only pod is not placed on a T4 (issue 31)', async () => {
+    const t4 = join(tmp, 't4.yaml');
+    writeFileSync(t4, 'nodes:\n  - {namePrefix: t4-, count: 1, shape: t4x4, rack: r0}\n');
+    const wl = join(tmp, 'hopper.yaml');
+    writeFileSync(wl, 'pods:\n  - {name: h, gpu: 1, minComputeCapability: 9.0}\n  - {name: a, gpu: 1, minComputeCapability: 8.6}\n');
+    const r = await sits(['schedule', '--cluster', t4, '--workload', wl, '-o', 'json']);
+    expect(r.code, r.err).toBe(0);
+    const j = JSON.parse(r.out) as { placements: unknown[]; pending: { explanation: string }[] };
+    expect(j.placements).toEqual([]);
+    expect(j.pending.map((p) => p.explanation)).toEqual(['0/1 nodes fit pod h: 1 GPU model not allowed (needs sm_90)', '0/1 nodes fit pod a: 1 GPU model not allowed (needs sm_86)']);
+  });
+
   it('reports a missing file', async () => {
     const r = await sits(['schedule', '--cluster', join(tmp, 'nope.yaml'), '--workload', cluster]);
     expect(r.code).toBe(2);
-    expect(r.err).toContain('nope.yaml: cannot read the cluster file: ENOENT');
+    expect(r.err).toMatch(/^sits: --cluster .*nope\.yaml: no such file \(check the path of the cluster file\)\n$/);
   });
 });
 

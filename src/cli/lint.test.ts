@@ -80,7 +80,7 @@ describe('sits lint', () => {
     expect(help.out).toContain('Usage: sits lint [options] <paths...>');
     const missing = await runSits(['lint', join(tmp, 'nope.yaml'), join(dir, 'ok.yaml')]);
     expect(missing.code).toBe(2);
-    expect(missing.err).toBe(`sits: ${join(tmp, 'nope.yaml')}: cannot read: ENOENT\n`);
+    expect(missing.err).toBe(`sits: ${join(tmp, 'nope.yaml')}: cannot read: ENOENT (check the path; the other inputs were linted)\n`);
     expect(missing.out).toBe('0 errors, 0 warnings in 1 object from 1 input\n');
   });
 });

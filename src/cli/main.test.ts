@@ -31,7 +31,7 @@ describe('the compiled CLI (bin/sits.mjs → dist/)', () => {
     expect(v).toMatchObject({ code: 0, out: `${VERSION}\n` });
     const typo = await runSits(['lnt']);
     expect(typo.code).toBe(2);
-    expect(typo.err).toContain('(Did you mean lint?)');
+    expect(typo.err).toBe('sits: lnt: unknown command (Did you mean lint? see sits --help)\n');
   });
 
   it('ends quietly when its reader stops early (EPIPE), as a Unix filter does', async () => {

@@ -1,8 +1,7 @@
 /** The `sits` command. Every subcommand has --help; errors go to stderr with a non-zero exit code. */
 import { Command, CommanderError } from 'commander';
 import { SITS_VERSION } from '../api/version.ts';
-import { InputError } from '../spec/yaml-source.ts';
-import { CliError, ExitStatus } from './errors.ts';
+import { ExitStatus, reportError } from './errors.ts';
 
 /**
  * Each command's module, loaded only when that command runs (or for the full help): `sits --version` and `sits
@@ -42,7 +41,9 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
   const program = new Command('sits')
     .description('SITS — Scalable Intelligent Task Scheduler: GPU-, topology- and fragmentation-aware scheduling for ML on Kubernetes')
     .version(VERSION)
-    .showHelpAfterError()
+    .option('--debug', 'on an error, also print its stack trace (errors are otherwise one line: sits: <what>: <why> (<what to do>))')
+    // Commander's own messages go through reportError like every other error (one line); help and version still print.
+    .configureOutput({ outputError: () => undefined })
     .exitOverride();
   const args = argv.slice(2);
   const first = args.find((a) => !a.startsWith('-'));
@@ -51,6 +52,35 @@ export async function buildProgram(argv: readonly string[] = []): Promise<Comman
   const needed = versionOnly ? [] : only !== undefined ? [only] : COMMANDS;
   for (const register of await Promise.all(needed.map((c) => c.load()))) register(program);
   return program;
+}
+
+/** The subcommand path `argv` names (`bench fgd`), for the `--help` an error line points at. */
+export function commandPath(program: Command, argv: readonly string[]): string {
+  const names: string[] = [];
+  let cmd = program;
+  for (const a of argv.slice(2)) {
+    if (a === '--') break;
+    if (a.startsWith('-')) continue;
+    const sub = cmd.commands.find((c) => c.name() === a || c.aliases().includes(a));
+    if (sub === undefined) break;
+    names.push(sub.name());
+    cmd = sub;
+  }
+  return names.join(' ');
+}
+
+/** Whether --debug is among the options (before a `--`). */
+function wantsDebug(argv: readonly string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--debug');
+}
+
+/** Prints `e` as the CLI's one line (and its stack with --debug); returns the exit code. */
+function fail(e: unknown, command: string, debug: boolean): number {
+  const r = reportError(e, command);
+  if (debug) process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.stderr.write(`${r.lines.join('\n')}\n`);
+  return r.exitCode;
 }
 
 /** Runs the CLI; returns the exit code. */
@@ -62,17 +92,24 @@ export async function main(argv: readonly string[]): Promise<number> {
       throw e;
     });
   }
+  const debug = wantsDebug(argv);
+  let command = '';
+  // An error outside the command's promise (a socket's 'error' event, a timer) ends the same way, not with a trace.
+  const fatal = (e: unknown): void => {
+    process.exit(fail(e, command, debug));
+  };
+  process.on('uncaughtException', fatal);
+  process.on('unhandledRejection', fatal);
   const program = await buildProgram(argv);
+  command = commandPath(program, argv);
   try {
     await program.parseAsync([...argv]);
     return 0;
   } catch (e) {
-    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof CommanderError && e.exitCode === 0) return 0;
+    // `sits` alone, `sits bench`: commander printed the help to stderr.
+    if (e instanceof CommanderError && e.code === 'commander.help') return 2;
     if (e instanceof ExitStatus) return e.exitCode;
-    if (e instanceof InputError || e instanceof CliError) {
-      process.stderr.write(`sits: ${e.message}\n`);
-      return 2;
-    }
-    throw e;
+    return fail(e, command, debug);
   }
 }

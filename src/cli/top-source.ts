@@ -7,12 +7,13 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { loadKubeConfig } from '../app/live.ts';
+import { KubeConfigError } from '../kube/kubeconfig.ts';
 import { demoCluster } from '../app/demo-cluster.ts';
 import { buildClusterView, CLUSTER_VIEW_VERSION, type ClusterView } from '../server/cluster-view.ts';
 import { demoFeedJobs, demoQueues } from '../server/demo-serve.ts';
 import { SimFeed } from '../server/sim-feed.ts';
 import { DASHBOARD_PATHS } from '../server/dashboard.ts';
-import { CliError } from './errors.ts';
+import { CliError, EXIT, systemErrorLine } from './errors.ts';
 
 export interface LiveSourceOptions {
   /** The scheduler's HTTP(S) base URL (`sits run --metrics-host/--metrics-port`). */
@@ -53,6 +54,8 @@ export async function fetchLiveView(o: LiveSourceOptions): Promise<ClusterView> 
         return loadKubeConfig(o.kubeconfig);
       } catch (e) {
         if (o.token !== undefined) return undefined;
+        // A KubeConfigError already names the file and what to do.
+        if (e instanceof KubeConfigError) throw new CliError(e.message, { hint: `${e.hint}, or pass --token` });
         throw new CliError(`kubeconfig${o.kubeconfig === undefined ? '' : ` ${o.kubeconfig}`}: ${(e as Error).message}`);
       }
     })();
@@ -89,7 +92,9 @@ export async function fetchLiveView(o: LiveSourceOptions): Promise<ClusterView> 
     const err = e as NodeJS.ErrnoException;
     const tls = /certificate|self[- ]signed|CERT|UNABLE_TO_VERIFY/i.test(`${err.code ?? ''} ${err.message}`);
     const hint = tls ? ' (the scheduler serves a certificate this machine does not trust: pass --certificate-authority <the CA or the --tls-cert-file of sits run>, or --insecure-skip-tls-verify)' : '';
-    throw new CliError(`${url.href}: ${err.message}${hint}`);
+    const sys = systemErrorLine(e);
+    if (sys?.network === true) throw new CliError(`${url.href}: ${sys.why}`, { hint: 'is sits run up? --server is its metrics address', exitCode: EXIT.runtime });
+    throw new CliError(`${url.href}: ${err.message}${hint}`, { exitCode: EXIT.runtime });
   });
   if (status === 401) throw new CliError(`${url.href}: 401 Unauthorized (the scheduler could not authenticate you: check the kubeconfig user or pass --token)`);
   if (status === 403) throw new CliError(`${url.href}: 403 Forbidden (${body.trim() || 'RBAC'}: the user needs "get" on the non-resource URL ${DASHBOARD_PATHS.view})`);

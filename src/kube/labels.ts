@@ -23,7 +23,7 @@
  * SITS writes `ANNOTATION.gpuIndices: "0,1"` on each pod it binds (through the Binding object).
  */
 import type { V1Container, V1LabelSelector, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1PodAffinity, V1PodAffinityTerm, V1PodAntiAffinity, V1TopologySpreadConstraint } from '@kubernetes/client-node';
-import { GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
+import { COMPUTE_CAPABILITY_FORMS, GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
 import type { NodeSpec, Taint } from '../core/model/node.ts';
 import { makePod, type HostPort, type LabelSelector, type NodeAffinity, type NodeSelectorRequirement, type NodeSelectorTerm, type PodAffinityRules, type PodAffinityTerm, type PodSpec, type TopologySpreadConstraint } from '../core/model/pod.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
@@ -203,7 +203,7 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
   const ccText = ann[ANNOTATION.minComputeCapability];
   if (ccText !== undefined) {
     const parsed = parseComputeCapability(ccText);
-    if (parsed === undefined) return err(`pod ${key}: annotation ${ANNOTATION.minComputeCapability}: "${ccText}" is not a compute capability (sm_90, 9.0 or 90)`);
+    if (parsed === undefined) return err(`pod ${key}: annotation ${ANNOTATION.minComputeCapability}: "${ccText}" is not a compute capability (${COMPUTE_CAPABILITY_FORMS})`);
     cc = parsed;
   }
   const memText = ann[ANNOTATION.gpuMemory];

@@ -184,7 +184,7 @@ describe('loadClusterText: errors name file, line, column and field', () => {
 
   it('a bad compute capability in a custom shape', () => {
     const found = issues(yaml('shapes:', '  my:', '    gpu: {model: L40S, count: 4, computeCapability: sm_x}', '    cpuMilli: 1000', '    memoryMiB: 1000', 'nodes:', '  - {name: a, shape: my}'));
-    expect(found[0]).toEqual({ file: 'cluster.yaml', line: 3, column: 53, field: 'shapes.my.gpu.computeCapability', message: '"sm_x" is not a compute capability (use sm_90, 9.0 or 90)' });
+    expect(found[0]).toEqual({ file: 'cluster.yaml', line: 3, column: 53, field: 'shapes.my.gpu.computeCapability', message: '"sm_x" is not a compute capability (use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120)' });
   });
 
   it('malformed YAML', () => {

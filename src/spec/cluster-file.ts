@@ -15,7 +15,7 @@
  * ```
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
+import { COMPUTE_CAPABILITY_FORMS, GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
 import type { NodeSpec } from '../core/model/node.ts';
 import { NODE_SHAPES, type NodeShape } from '../core/model/presets.ts';
 import { buildTopology, flatTopology, type LinkClass, type NodeGpuTopology } from '../core/model/topology.ts';
@@ -53,7 +53,7 @@ const ShapeT = Type.Object(
         model: Type.String({ minLength: 1 }),
         count: Type.Integer({ minimum: 0, maximum: 64 }),
         memoryMiB: Type.Optional(Type.Integer({ minimum: 0 })),
-        computeCapability: Type.Optional(Type.Union([Type.String(), Type.Integer()])),
+        computeCapability: Type.Optional(Type.Union([Type.String(), Type.Number()])),
       },
       { additionalProperties: false },
     ),
@@ -117,9 +117,12 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
     issues.push(issueAt(src, [...prefix, ...path], msg));
   };
   const custom = new Map<string, NodeShape>();
+  // Shapes with an issue of their own: the node groups using them are not "unknown shape" besides.
+  const broken = new Set<string>();
   for (const [id, s] of Object.entries(v.value.shapes ?? {})) {
     const shape = buildShape(id, s, (path, msg) => at(['shapes', id, ...path], msg));
     if (shape !== undefined) custom.set(id, shape);
+    else broken.add(id);
   }
   const nodes: NodeSpec[] = [];
   const names = new Set<string>();
@@ -127,6 +130,7 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
   v.value.nodes.forEach((g, gi) => {
     const shape = custom.get(g.shape) ?? NODE_SHAPES[g.shape];
     if (shape === undefined) {
+      if (broken.has(g.shape)) return;
       at(['nodes', gi, 'shape'], `unknown shape "${g.shape}" (presets: ${Object.keys(NODE_SHAPES).join(', ')}${custom.size > 0 ? `; custom: ${[...custom.keys()].join(', ')}` : ''})`);
       return;
     }
@@ -184,7 +188,7 @@ function buildShape(id: string, s: ShapeInput, at: (path: (string | number)[], m
   if (s.gpu.computeCapability !== undefined) {
     const parsed = parseComputeCapability(s.gpu.computeCapability);
     if (parsed === undefined) {
-      at(['gpu', 'computeCapability'], `"${s.gpu.computeCapability}" is not a compute capability (use sm_90, 9.0 or 90)`);
+      at(['gpu', 'computeCapability'], `"${s.gpu.computeCapability}" is not a compute capability (${COMPUTE_CAPABILITY_FORMS})`);
       return undefined;
     }
     cc = parsed;

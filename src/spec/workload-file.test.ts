@@ -138,7 +138,7 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
       ['pods[0].gpu', 3, 10, '1.5 GPUs: use a whole number of devices, or a fraction below 1 for a shared device'],
       ['pods[1].name', 4, 11, 'duplicate name "p"'],
       ['pods[2].gpuMilli', 5, 25, 'gpuMilli describes one device: use it with gpu: 1 or without gpu'],
-      ['pods[3].minComputeCapability', 6, 37, '"sm_x" is not a compute capability (use sm_90, 9.0 or 90)'],
+      ['pods[3].minComputeCapability', 6, 37, '"sm_x" is not a compute capability (use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120)'],
       ['pods[5].name', 8, 12, 'duplicate name "x-1"'],
     ]);
   });

@@ -9,8 +9,9 @@
  * gangs:
  *   - {name: train-a, replicas: 16, minMember: 16, pod: {gpu: 1}, topology: {required: rack}}
  * ```
- * `gpu` is a device count (1, 2, 8) or a fraction of one device (0.25, 0.5); `gpuMilli` gives the fraction
- * in milli-GPU instead. Optional `arrivalSec`/`durationSec` are used by the simulator.
+ * `gpu` is a device count (1, 2, 8) or a fraction of one device in thousandths (0.25, 0.5); `gpuMilli` gives the fraction
+ * in milli-GPU instead. `minComputeCapability` is `sm_90`, `9.0`, `9` or `90`, quoted or not (an unquoted `9.0` is read
+ * as written, not as the number 9). Optional `arrivalSec`/`durationSec` are used by the simulator.
  *
  * Kubernetes Pod fields, with their Kubernetes names and meaning (ADR 0049, 0054): `namespace`, `labels`,
  * `nodeSelector`, `tolerations`, `affinity.nodeAffinity`, `affinity.podAffinity`/`podAntiAffinity`,
@@ -32,7 +33,7 @@
  */
 import { podClaims, podInlineDisks } from '../api/storage.ts';
 import { Type, type Static } from '@sinclair/typebox';
-import { parseComputeCapability } from '../core/model/gpu.ts';
+import { COMPUTE_CAPABILITY_FORMS, parseComputeCapability } from '../core/model/gpu.ts';
 import { makePod, type GangSpec, type PodSpec } from '../core/model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
@@ -118,7 +119,7 @@ export const PodT = Type.Object(
     cpuMilli: Type.Optional(Type.Integer({ minimum: 0 })),
     memoryMiB: Type.Optional(Type.Integer({ minimum: 0 })),
     gpuModels: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
-    minComputeCapability: Type.Optional(Type.Union([Type.String(), Type.Integer()])),
+    minComputeCapability: Type.Optional(Type.Union([Type.String(), Type.Number()])),
     priority: Type.Optional(Type.Integer()),
     queue: Type.Optional(Type.String({ minLength: 1 })),
     nodeSelector: Type.Optional(Type.Record(Type.String(), Type.String())),
@@ -281,8 +282,14 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
     return undefined;
   } else if (p.gpu !== undefined && p.gpu > 0) {
     if (p.gpu < 1) {
+      // A shared device in thousandths: 0.0004 used to become a 0-milli share, 0.3333 a silent 333.
+      const milli = p.gpu * 1000;
+      if (Math.abs(milli - Math.round(milli)) > 1e-9) {
+        at('gpu', `${p.gpu} GPUs: a share of one device is given in thousandths, 0.001 to 0.999 (or as gpuMilli)`);
+        return undefined;
+      }
       gpuCount = 1;
-      gpuMilli = Math.round(p.gpu * 1000);
+      gpuMilli = Math.round(milli);
     } else if (Number.isInteger(p.gpu)) {
       gpuCount = p.gpu;
       gpuMilli = 1000;
@@ -295,7 +302,7 @@ export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { 
   if (p.minComputeCapability !== undefined) {
     const parsed = parseComputeCapability(p.minComputeCapability);
     if (parsed === undefined) {
-      at('minComputeCapability', `"${p.minComputeCapability}" is not a compute capability (use sm_90, 9.0 or 90)`);
+      at('minComputeCapability', `"${p.minComputeCapability}" is not a compute capability (${COMPUTE_CAPABILITY_FORMS})`);
       return undefined;
     }
     cc = parsed;

@@ -2,7 +2,7 @@
  * YAML input with positions: every error names the file, line, column and field, so a person can fix a
  * cluster or workload file without guessing. Parsing and validation are all-or-nothing.
  */
-import { LineCounter, parseDocument, isMap, isNode, isScalar, isSeq, type Document } from 'yaml';
+import { LineCounter, parseDocument, isMap, isNode, isScalar, isSeq, visit, type Document } from 'yaml';
 import { Value } from '@sinclair/typebox/value';
 import type { Static, TSchema } from '@sinclair/typebox';
 import { err, ok, type Result } from '../core/result.ts';
@@ -114,7 +114,23 @@ export function parseYaml(file: string, text: string): Result<YamlSource, InputE
       ),
     );
   }
+  keepWrittenText(doc);
   return ok({ file, doc, lines });
+}
+
+/**
+ * Fields whose meaning is the text as written, which a YAML number loses: YAML 1.2 reads `9.0` as 9, and a
+ * Hopper-only pod with `minComputeCapability: 9.0` was once placed on a T4 as sm_9 (issue 31).
+ */
+export const TEXT_FIELDS: ReadonlySet<string> = new Set(['minComputeCapability', 'computeCapability']);
+
+/** A number under a TEXT_FIELDS key becomes the text it was written as (`9.0`, `8.60`), for its parser to read. */
+function keepWrittenText(doc: Document.Parsed): void {
+  visit(doc, {
+    Pair(_, pair) {
+      if (isScalar(pair.key) && TEXT_FIELDS.has(String(pair.key.value)) && isScalar(pair.value) && typeof pair.value.value === 'number' && typeof pair.value.source === 'string') pair.value.value = pair.value.source;
+    },
+  });
 }
 
 /** Validates the document against a TypeBox schema; issues carry YAML positions. */
@@ -146,5 +162,13 @@ function describe(message: string, schema: TSchema, value: unknown): string {
   const allowed = (schema as { enum?: unknown[]; anyOf?: { const?: unknown }[] }).anyOf?.map((s) => s.const).filter((c) => c !== undefined);
   if (allowed !== undefined && allowed.length > 0) return `${JSON.stringify(value)} is not one of ${allowed.map((a) => JSON.stringify(a)).join(', ')}`;
   if (message === 'Unexpected property') return 'unknown field';
-  return `${message}${value === undefined ? '' : ` (got ${JSON.stringify(value)})`}`;
+  // A union of types (string or number): name them, not "Expected union value".
+  const types = (schema as { anyOf?: { type?: unknown }[] }).anyOf?.map((s) => s.type).filter((t): t is string => typeof t === 'string');
+  const said = message === 'Expected union value' && types !== undefined && types.length > 0 ? `Expected ${types.join(' or ')}` : message;
+  return `${said}${value === undefined ? '' : ` (got ${shown(value)})`}`;
+}
+
+/** A value as the person wrote it: .nan and .inf are NaN and Infinity, not JSON's null. */
+function shown(value: unknown): string {
+  return typeof value === 'number' && !Number.isFinite(value) ? String(value) : JSON.stringify(value);
 }

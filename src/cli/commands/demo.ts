@@ -2,7 +2,10 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { runDemo, type DemoResult } from '../../app/demo.ts';
 import { serveDemo } from '../../server/demo-serve.ts';
+import { profileConfig, PROFILE_NAMES } from '../../core/framework/registry.ts';
+import { CliError, EXIT } from '../errors.ts';
 import { table } from '../format.ts';
+import { checkOutputFile } from '../paths.ts';
 import { intOption, numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
 
@@ -35,21 +38,29 @@ export function registerDemo(program: Command): void {
     .option('--hours <h>', 'hours of arrivals', numberOption('--hours', 0.1, 1000), 8)
     .option('--load <x>', 'arrival-rate multiplier (1 ≈ 95 % of GPU capacity demanded)', numberOption('--load', 0.01, 100), 1)
     .option('--profiles <list>', 'comma-separated profiles to compare', 'sits,kube-default')
-    .option('--json <file>', 'also write the figures as JSON')
+    .option('--json <file>', 'also write the figures as JSON (checked to be writable before the run)')
     .option('--serve', 'instead: replay the workload under SITS in accelerated virtual time and show it in the dashboard (http://127.0.0.1)')
     .option('--port <port>', 'port of the dashboard with --serve (0 = any free port)', intOption('--port', 0, 65535), 8090)
     .option('--speed <x>', 'with --serve: virtual seconds per second', numberOption('--speed', 1, 1_000_000), 300)
     .action(async (o: { seed: number; hours: number; load: number; profiles: string; json?: string; serve?: boolean; port: number; speed: number }) => {
       if (o.serve === true) {
         const log = (m: string): void => void process.stderr.write(`${m}\n`);
-        const d = await serveDemo({ seed: o.seed, hours: o.hours, load: o.load, speed: o.speed, port: o.port, log });
+        const d = await serveDemo({ seed: o.seed, hours: o.hours, load: o.load, speed: o.speed, port: o.port, log }).catch((e: unknown) => {
+          if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`--port ${o.port}: address already in use`, { hint: 'another sits demo --serve may run there: stop it, or choose another --port; --port 0 picks a free one', exitCode: EXIT.runtime, cause: e });
+          throw e;
+        });
         process.stdout.write(`SITS demo dashboard: ${d.url}\nreplaying ${d.feed.jobs} jobs over ${o.hours} h of virtual time at ${o.speed}× (Ctrl-C to stop)\n`);
         void d.done.then(() => process.stdout.write(`replay finished: ${d.feed.stats.started} job starts, ${d.feed.waiting} still waiting; the dashboard stays up until Ctrl-C\n`));
         await untilSignal();
         await d.close();
         return;
       }
-      const r = runDemo({ seed: o.seed, hours: o.hours, load: o.load, profiles: o.profiles.split(',').map((s) => s.trim()).filter(Boolean) });
+      // Every mistake is found before the run, not after it (issue 31).
+      const profiles = o.profiles.split(',').map((s) => s.trim()).filter(Boolean);
+      if (profiles.length === 0) throw new CliError('--profiles: no profile given', { hint: 'e.g. --profiles sits,kube-default; sits profiles lists them' });
+      for (const p of profiles) if (profileConfig(p) === undefined) throw new CliError(`--profiles: unknown profile "${p}"`, { hint: `one of ${PROFILE_NAMES.join(', ')}` });
+      if (o.json !== undefined) checkOutputFile('--json', o.json);
+      const r = runDemo({ seed: o.seed, hours: o.hours, load: o.load, profiles });
       process.stdout.write(renderDemo(r));
       if (o.json !== undefined) writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
     });

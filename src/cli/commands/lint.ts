@@ -74,7 +74,7 @@ export function registerLint(program: Command): void {
     .action(async (paths: string[], flags: LintFlags) => {
       const { options, format } = lintOptions(flags, RULES);
       const { sources, unreadable } = await readInputs(paths, readStdin);
-      for (const u of unreadable) process.stderr.write(`sits: ${u.path}: cannot read: ${u.reason}\n`);
+      for (const u of unreadable) process.stderr.write(`sits: ${u.path}: cannot read: ${u.reason} (check the path; the other inputs were linted)\n`);
       const report = lintSources(sources, RULES, options);
       const infos: RuleInfo[] = [...RULES.map((r) => ({ id: r.id, severity: r.severity, title: r.title, rationale: r.rationale, seed: r.seed })), ...INPUT_RULES];
       process.stdout.write(formatFindings(format, report.findings, report, infos, { version: program.version() ?? '0.0.0', ...(flags.docsUrl === undefined ? {} : { docsBase: flags.docsUrl }) }));

@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { checkScenario, loadScenarioText } from '../../app/scenario.ts';
-import { CliError } from '../errors.ts';
-import { renderBatch, readInput } from './schedule.ts';
+import { CliError, EXIT } from '../errors.ts';
+import { readInput } from '../paths.ts';
+import { renderBatch } from './schedule.ts';
 
 export function registerScenario(program: Command): void {
   program
@@ -21,6 +22,6 @@ export function registerScenario(program: Command): void {
         if (o.verbose === true && log.length > 0) process.stdout.write(`${log.map((l) => `     ${l}`).join('\n')}\n`);
         if (failures.length > 0) failed++;
       }
-      if (failed > 0) throw new CliError(`${failed} of ${files.length} scenarios failed`);
+      if (failed > 0) throw new CliError(`scenario: ${failed} of ${files.length} scenarios failed`, { hint: 'the FAIL lines above say what differed', exitCode: EXIT.runtime });
     });
 }

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { scheduleBatch, type BatchResult } from '../../app/schedule-batch.ts';
@@ -6,14 +5,7 @@ import { loadClusterText } from '../../spec/cluster-file.ts';
 import { loadWorkloadText } from '../../spec/workload-file.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
-
-export function readInput(file: string, what: string): string {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new CliError(`${file}: cannot read the ${what} file: ${(e as NodeJS.ErrnoException).code ?? String(e)}`);
-  }
-}
+import { readInput } from '../paths.ts';
 
 export function renderBatch(r: BatchResult): string {
   const rows = r.placements.map((p) => [p.podId, p.gang ?? '', p.node, p.gpus.length === 0 ? '-' : p.gpus.join(',')]);
@@ -36,13 +28,13 @@ export function registerSchedule(program: Command): void {
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('-o, --output <format>', 'table | json | yaml', 'table')
     .action((o: { cluster: string; workload: string; profile: string; output: string }) => {
-      if (!['table', 'json', 'yaml'].includes(o.output)) throw new CliError(`--output must be table, json or yaml, got "${o.output}"`);
-      const nodes = loadClusterText(o.cluster, readInput(o.cluster, 'cluster'));
+      if (!['table', 'json', 'yaml'].includes(o.output)) throw new CliError(`--output: "${o.output}" is not a format`, { hint: 'one of table, json, yaml' });
+      const nodes = loadClusterText(o.cluster, readInput(o.cluster, 'cluster', '--cluster'));
       if (!nodes.ok) throw nodes.error;
-      const units = loadWorkloadText(o.workload, readInput(o.workload, 'workload'));
+      const units = loadWorkloadText(o.workload, readInput(o.workload, 'workload', '--workload'));
       if (!units.ok) throw units.error;
       const r = scheduleBatch(nodes.value, units.value, o.profile);
-      if (!r.ok) throw new CliError(r.error);
+      if (!r.ok) throw new CliError(r.error.startsWith('unknown profile') ? `--profile: ${r.error}` : r.error);
       if (o.output === 'json') process.stdout.write(`${JSON.stringify(r.value, null, 2)}\n`);
       else if (o.output === 'yaml') process.stdout.write(stringify(r.value));
       else process.stdout.write(renderBatch(r.value));

@@ -10,21 +10,27 @@ describe('parseComputeCapability', () => {
     ['9.0', 90],
     ['8.6', 86],
     ['12.0', 120],
+    ['10.0', 100],
     ['75', 75],
+    ['120', 120],
+    // A major version alone: every sm code has two or more digits.
+    ['9', 90],
     [89, 89],
+    // Numbers as YAML gives them: 9.0 and 9 are both 9; 8.6 stays 8.6.
+    [9, 90],
+    [8.6, 86],
+    [12.1, 121],
+    [120, 120],
   ] as const)('%j → %i', (text, cc) => {
     expect(parseComputeCapability(text)).toBe(cc);
   });
 
-  it.each(['sm_x', '', 'sm_9', '9', '9.0.1', 'ampere', '8.65'])('rejects %j', (text) => {
+  it.each(['sm_x', '', 'sm_9', '9.0.1', 'ampere', '8.65', '9.10', '0.5', '0', '-9.0', 'NaN', '12', '10', 'sm_200', '200'])('rejects %j', (text) => {
     expect(parseComputeCapability(text)).toBeUndefined();
   });
 
-  it('rejects numbers that are not a plausible integer capability', () => {
-    expect(parseComputeCapability(8.6)).toBeUndefined();
-    expect(parseComputeCapability(0)).toBeUndefined();
-    expect(parseComputeCapability(-90)).toBeUndefined();
-    expect(parseComputeCapability(200)).toBeUndefined();
+  it('rejects numbers that are no capability, or ambiguous ones (12: sm_12 or 12.0?)', () => {
+    for (const n of [0, -90, -9, 200, 8.65, 0.5, Number.NaN, Number.POSITIVE_INFINITY, 12, 15]) expect(parseComputeCapability(n), String(n)).toBeUndefined();
   });
 
   it('formats back as sm_NN', () => {

@@ -42,18 +42,39 @@ export interface GpuDevice {
   readonly unhealthyReason?: string;
 }
 
-/** Parses `sm_90`, `9.0` or `90` into 90; returns undefined for anything else. */
+/**
+ * Parses a compute capability as a person writes it into the sm code (90 for Hopper), the same for text and
+ * numbers: `sm_90`/`sm90`, `9.0` (major.minor, one minor digit), `9` (a major version alone: every sm code has
+ * two or more digits), `90` (the sm code, 20 to 199). 10 to 19 alone are ambiguous (sm_12 or 12.0?) and rejected,
+ * as is anything else (undefined). A YAML loader must pass the text as written: YAML reads `9.0` as the number 9
+ * (spec/yaml-source.ts keeps it), which is why 9 means 9.0 here and was once misread as sm_9 (issue 31).
+ */
 export function parseComputeCapability(text: string | number): ComputeCapability | undefined {
-  if (typeof text === 'number') return Number.isInteger(text) && text > 0 && text < 200 ? text : undefined;
+  if (typeof text === 'number') {
+    if (!Number.isFinite(text) || text <= 0) return undefined;
+    if (Number.isInteger(text)) return parseComputeCapability(String(text));
+    const tenths = Math.round(text * 10);
+    // One minor digit only: 8.65 is no capability, not 8.6 or 8.7.
+    return Math.abs(text * 10 - tenths) < 1e-9 ? parseComputeCapability(`${Math.floor(tenths / 10)}.${tenths % 10}`) : undefined;
+  }
   const s = text.trim();
   let m = /^sm_?(\d{2,3})$/i.exec(s);
-  if (m?.[1] !== undefined) return Number(m[1]);
+  if (m?.[1] !== undefined) return valid(Number(m[1]));
   m = /^(\d{1,2})\.(\d)$/.exec(s);
-  if (m?.[1] !== undefined && m[2] !== undefined) return Number(m[1]) * 10 + Number(m[2]);
-  m = /^(\d{2,3})$/.exec(s);
-  if (m?.[1] !== undefined) return Number(m[1]);
-  return undefined;
+  if (m?.[1] !== undefined && m[2] !== undefined) return Number(m[1]) >= 1 ? valid(Number(m[1]) * 10 + Number(m[2])) : undefined;
+  m = /^(\d{1,3})$/.exec(s);
+  if (m?.[1] === undefined) return undefined;
+  const n = Number(m[1]);
+  if (n >= 1 && n <= 9) return n * 10;
+  return n >= 20 ? valid(n) : undefined;
 }
+
+function valid(cc: number): ComputeCapability | undefined {
+  return cc >= 10 && cc < 200 ? cc : undefined;
+}
+
+/** What to tell a person whose compute capability did not parse. */
+export const COMPUTE_CAPABILITY_FORMS = 'use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120';
 
 export function formatComputeCapability(cc: ComputeCapability): string {
   return `sm_${cc}`;
