@@ -1,6 +1,7 @@
 // The chart as an OCI artifact, installed and upgraded on a real kube-apiserver (issue 30). One control plane and one
 // local registry (distribution, tools/oci) for the file:
-//   1. the working tree's chart is packaged, pushed with `helm push` and installed from oci://… as a user would;
+//   1. the image (`scripts/image.mjs`) is pushed with crane, the working tree's chart is packaged, pushed with
+//      `helm push` and installed from oci://… as a user would, its workloads referencing the image by digest;
 //   2. the previous release (src/deploy/testing/fixtures/sits-0.1.0.tgz) is installed, workloads run under it, then
 //      the CRDs are upgraded the documented way (server-side apply of what `sits crds` prints) and the release is
 //      upgraded to the OCI chart and rolled back, without restarting the workloads.
@@ -25,6 +26,7 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
 import { ensureOciTools, startOciRegistry, type OciRegistry } from '../harness/oci-registry.ts';
 import { ensureHelm, helmTemplate, parseManifests, removeHelmScratch, runHelm, valuesFile, writeChart, type HelmRun } from './testing/helm.ts';
+import { buildImage } from './testing/image.ts';
 
 const FIXTURE = join(import.meta.dirname, 'testing/fixtures/sits-0.1.0.tgz');
 const NS = 'sits-system';
@@ -80,20 +82,32 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
   let packaged: string;
   let repo: string;
   let kc: string[];
+  /** Values of the working tree's chart, and of the 0.1.0 release (whose schema had namespace/createNamespace). */
   let values: string;
+  let oldValues: string;
+  let ociBin: string;
+  let imageLayout: string;
+  let imageDigest: Promise<string>;
 
   beforeAll(async () => {
     helm = await ensureHelm();
-    crane = join(await ensureOciTools(), 'crane');
+    ociBin = await ensureOciTools();
+    crane = join(ociBin, 'crane');
+    tmp = mkdtempSync(join(tmpdir(), 'sits-chart-oci-'));
+    // The image builds while the control plane starts.
+    imageLayout = join(tmp, 'image');
+    imageDigest = buildImage(ociBin, imageLayout, join(tmp, 'sits-image.oci.tar'));
+    imageDigest.catch(() => undefined);
     [plane, registry] = await Promise.all([startControlPlane(), startOciRegistry()]);
     admin = new KubeClient(plane.kubeConfig());
-    tmp = mkdtempSync(join(tmpdir(), 'sits-chart-oci-'));
     chartDir = writeChart();
     version = String((parseYaml(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { version: string }).version);
     repo = `oci://${registry.host}/charts`;
     kc = ['--kubeconfig', plane.kubeconfigPath, '--namespace', NS];
-    // --create-namespace makes the release's namespace, so the chart's own Namespace is off (docs/deploy.md).
-    values = valuesFile({ createNamespace: false, webhook: { excludeNamespaces: ['kube-system', 'kube-node-lease', NS, WORKLOADS] } });
+    // The guard-rail webhook's pods never answer here: the workloads' namespace is left out of its reviews. The
+    // release namespace is Helm's (--create-namespace); 0.1.0 made its own unless told not to.
+    values = valuesFile({ webhook: { excludeNamespaces: ['kube-system', 'kube-node-lease', WORKLOADS] } });
+    oldValues = valuesFile({ createNamespace: false, webhook: { excludeNamespaces: ['kube-system', 'kube-node-lease', NS, WORKLOADS] } });
   });
   afterAll(async () => {
     admin?.close();
@@ -102,7 +116,18 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     removeHelmScratch();
   });
 
-  it('helm package + push to the registry, then helm install from oci:// creates every object of the chart', async () => {
+  it('image and chart pushed to the registry, helm install from oci:// creates every object, workloads use the image by digest', async () => {
+    // The image: the OCI layout pushed as is; the registry serves the very manifest scripts/image.mjs wrote.
+    const digest = await imageDigest;
+    const imageRepo = `${registry.host}/sits/sits`;
+    const push = spawnSync(crane, ['push', '--insecure', imageLayout, `${imageRepo}:${version}`], { encoding: 'utf8' });
+    expect(push.status, push.stderr).toBe(0);
+    expect(push.stdout.trim()).toBe(`${imageRepo}@${digest}`);
+    const remote = spawnSync(crane, ['digest', '--insecure', `${imageRepo}:${version}`], { encoding: 'utf8' });
+    expect(remote.stdout.trim()).toBe(digest);
+    const config = JSON.parse(spawnSync(crane, ['config', '--insecure', `${imageRepo}@${digest}`], { encoding: 'utf8' }).stdout) as { config: { User: string; Entrypoint: string[] } };
+    expect(config.config).toMatchObject({ User: '65532:65532', Entrypoint: ['/usr/local/bin/node', '/app/bin/sits.mjs'] });
+
     ok(runHelm(helm, ['package', chartDir, '-d', tmp]), 'helm package');
     packaged = join(tmp, `sits-${version}.tgz`);
     const pushed = runHelm(helm, ['push', packaged, repo, '--plain-http']);
@@ -115,7 +140,8 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     expect(m.config.mediaType).toBe('application/vnd.cncf.helm.config.v1+json');
     expect(m.layers).toEqual([expect.objectContaining({ mediaType: 'application/vnd.cncf.helm.chart.content.v1.tar+gzip', digest: sha256(packaged) })]);
 
-    const out = ok(runHelm(helm, ['install', 'sits', `${repo}/sits`, '--version', version, '--plain-http', '--create-namespace', '-f', values, ...kc]), 'helm install');
+    const byDigest = ['--set', `image.repository=${imageRepo}`, '--set', `image.digest=${digest}`];
+    const out = ok(runHelm(helm, ['install', 'sits', `${repo}/sits`, '--version', version, '--plain-http', '--create-namespace', '-f', values, ...byDigest, ...kc]), 'helm install');
     expect(out).toContain('STATUS: deployed');
     const status = JSON.parse(ok(runHelm(helm, ['status', 'sits', '-o', 'json', ...kc]), 'helm status')) as { info: { status: string }; version: number };
     expect(status).toMatchObject({ info: { status: 'deployed' }, version: 1 });
@@ -123,6 +149,10 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
 
     try {
       await everyObjectInstalled();
+      // Every SITS workload runs exactly the pushed image: repository@digest, never a tag that could move.
+      const workloads = (await admin.get<{ items: { metadata: { name: string }; spec: { template: { spec: { containers: { image: string }[] } } } }[] }>(`/apis/apps/v1/namespaces/${NS}/deployments`)).items;
+      expect(workloads.map((d) => d.metadata.name).sort()).toEqual(['sits-controllers', 'sits-scheduler', 'sits-webhook']);
+      for (const d of workloads) for (const c of d.spec.template.spec.containers) expect(c.image, d.metadata.name).toBe(`${imageRepo}@${digest}`);
     } finally {
       ok(runHelm(helm, ['uninstall', 'sits', ...kc]), 'helm uninstall');
       // Helm leaves the CRDs; removed here so the next test starts from the 0.1.0 release's own CRDs.
@@ -155,11 +185,11 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     await plane.startControllerManager({ controllers: ['deployment-controller', 'replicaset-controller'] });
 
     // 1. The previous release, as installed in the field: its chart, its CRDs (crds/ on first install).
-    const inst = ok(runHelm(helm, ['install', 'sits', FIXTURE, '--create-namespace', '-f', values, ...kc]), 'helm install 0.1.0');
+    const inst = ok(runHelm(helm, ['install', 'sits', FIXTURE, '--create-namespace', '-f', oldValues, ...kc]), 'helm install 0.1.0');
     expect(inst).toContain('STATUS: deployed');
     // The CRDs on the apiserver are the 0.1.0 chart's crds/.
     const schemaOf = (c: CrdLike): unknown[] => c.spec.versions.map((v) => ({ name: v.name, served: v.served, storage: v.storage, schema: v.schema }));
-    const fixtureCrds = (helmTemplate(helm, FIXTURE, ['--include-crds', '-f', values, '--namespace', NS]) as unknown as CrdLike[]).filter((o) => o.kind === 'CustomResourceDefinition');
+    const fixtureCrds = (helmTemplate(helm, FIXTURE, ['--include-crds', '-f', oldValues, '--namespace', NS]) as unknown as CrdLike[]).filter((o) => o.kind === 'CustomResourceDefinition');
     expect(fixtureCrds.length).toBeGreaterThan(0);
     for (const c of fixtureCrds) expect(schemaOf(await admin.get<CrdLike>(`${CRDS}/${c.metadata.name}`)), c.metadata.name).toEqual(schemaOf(c));
 
@@ -238,11 +268,11 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
       await newSchemas(); // helm upgrade left the CRDs alone
 
       // SITS's own pod templates changed exactly where the chart changed them.
-      const rendered = (chart: string): unknown[] => {
-        const objects = helmTemplate(helm, chart, ['-f', values, '--namespace', NS]) as Obj[];
+      const rendered = (chart: string, valuesOf: string): unknown[] => {
+        const objects = helmTemplate(helm, chart, ['-f', valuesOf, '--namespace', NS]) as Obj[];
         return deployments.map((d) => objects.find((o) => o.kind === 'Deployment' && o.metadata.name === d)?.spec?.['template']);
       };
-      const [oldRendered, newRendered] = [rendered(FIXTURE), rendered(chartDir)];
+      const [oldRendered, newRendered] = [rendered(FIXTURE, oldValues), rendered(chartDir, values)];
       const templatesAfter = await Promise.all(deployments.map(async (d) => (await deployment(d)).spec.template));
       for (const [i, d] of deployments.entries()) {
         const chartChanged = JSON.stringify(oldRendered[i]) !== JSON.stringify(newRendered[i]);
