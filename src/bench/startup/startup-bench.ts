@@ -27,6 +27,8 @@ export interface StartupCase {
 }
 
 export interface StartupResult {
+  /** The `sits` entry measured (bin/sits.mjs of this installation unless --entry). */
+  readonly entry: string;
   readonly node: string;
   readonly cpuCores: number;
   readonly loadAverage1m: number;
@@ -77,7 +79,8 @@ async function measure(name: string, args: readonly string[], runs: number, cwd:
 /** A Pod with one GPU: what `sits lint` reads in the lint case. */
 const LINT_INPUT = 'apiVersion: v1\nkind: Pod\nmetadata: {name: train-0}\nspec:\n  schedulerName: sits-scheduler\n  containers:\n    - name: train\n      image: registry.example/train:1.0\n      resources: {limits: {nvidia.com/gpu: 1, cpu: "8", memory: 64Gi}}\n';
 
-export async function runStartupBench(opts: { readonly runs: number; readonly progress?: (m: string) => void }): Promise<StartupResult> {
+export async function runStartupBench(opts: { readonly runs: number; readonly entry?: string; readonly progress?: (m: string) => void }): Promise<StartupResult> {
+  const sits = opts.entry ?? SITS;
   const progress = opts.progress ?? (() => undefined);
   const dir = mkdtempSync(join(tmpdir(), 'sits-startup-'));
   try {
@@ -85,8 +88,8 @@ export async function runStartupBench(opts: { readonly runs: number; readonly pr
     writeFileSync(file, LINT_INPUT);
     const loadAverage1m = Math.round((loadavg()[0] ?? 0) * 100) / 100;
     const baseline = await measure('node -e 0', ['-e', '0'], opts.runs, dir, progress);
-    const cases = [await measure('sits --version', [SITS, '--version'], opts.runs, dir, progress), await measure('sits lint pod.yaml', [SITS, 'lint', file], opts.runs, dir, progress)];
-    return { node: process.version, cpuCores: cpus().length, loadAverage1m, goalsMs: { version: 300, lintOneFile: 600 }, cases, baseline };
+    const cases = [await measure('sits --version', [sits, '--version'], opts.runs, dir, progress), await measure('sits lint pod.yaml', [sits, 'lint', file], opts.runs, dir, progress)];
+    return { entry: sits, node: process.version, cpuCores: cpus().length, loadAverage1m, goalsMs: { version: 300, lintOneFile: 600 }, cases, baseline };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
