@@ -63,39 +63,24 @@ const estimate = (text, px) => text.length * px * 0.56;
 export function layoutHeatmap(nodes, width, measure = estimate) {
   let totalGpus = 0;
   for (const n of nodes) totalGpus += n.gpus.length;
-  const c = cellSizeFor(totalGpus);
-  const gap = c >= 8 ? 2 : 1;
-  const islandGap = c >= 8 ? 4 : 2;
-  const labels = c >= 8;
-  const labelPx = c >= 14 ? 12 : 9;
-  const pad = c >= 8 ? 6 : 3;
+  const base = cellSizeFor(totalGpus);
+  const gap = base >= 8 ? 2 : 1;
+  const islandGap = base >= 8 ? 4 : 2;
+  const labels = base >= 8;
+  const labelPx = base >= 14 ? 12 : 9;
+  const pad = base >= 8 ? 6 : 3;
   const rackLabelH = labels ? 16 : 0;
   const zoneLabelH = 20;
-  const domainGap = c >= 8 ? 4 : 2;
-  const rowH = c + gap;
-  // GPU x offsets per island pattern (nodes of one shape share them).
-  const patterns = new Map();
-  const xsOf = (n) => {
-    const key = n.gpus.map((g) => g.island).join(',');
-    let xs = patterns.get(key);
-    if (xs === undefined) {
-      xs = [];
-      let x = 0;
-      for (let i = 0; i < n.gpus.length; i++) {
-        if (i > 0 && n.gpus[i].island !== n.gpus[i - 1].island) x += islandGap;
-        xs.push(x);
-        x += c + gap;
-      }
-      patterns.set(key, xs);
-    }
-    return xs;
-  };
-  let nodeW = 0;
+  const domainGap = base >= 8 ? 4 : 2;
+  const barW = base >= 8 ? 4 : 2;
+  const margin = 8;
+  // The island patterns of the nodes (nodes of one shape share one), and the node label columns.
+  const shapes = new Map();
   let nameW = 0;
   let modelW = 0;
   for (const n of nodes) {
-    const xs = xsOf(n);
-    nodeW = Math.max(nodeW, xs.length === 0 ? 0 : xs[xs.length - 1] + c);
+    const key = n.gpus.map((g) => g.island).join(',');
+    if (!shapes.has(key)) shapes.set(key, n.gpus.map((g) => g.island));
     if (labels) {
       nameW = Math.max(nameW, measure(n.name, labelPx));
       modelW = Math.max(modelW, measure(n.model || 'no GPU', labelPx));
@@ -106,20 +91,29 @@ export function layoutHeatmap(nodes, width, measure = estimate) {
   modelW = Math.ceil(Math.min(modelW, 140));
   const labelGap = 8;
   const labelW = labels ? nameW + labelGap + modelW + labelGap : 0;
-  const barW = c >= 8 ? 4 : 2;
-  const margin = 8;
-  const minRackW = labelW + nodeW + 2 * pad + barW + 2;
-  const racks = [];
-  const zones = [];
-  const cells = new Array(nodes.length);
-  let y = 0;
-  let i = 0;
-  let usedW = width;
-  while (i < nodes.length) {
+  /** GPU x offsets of an island pattern at cell size `c`. */
+  const offsets = (islands, c) => {
+    const xs = [];
+    let x = 0;
+    for (let i = 0; i < islands.length; i++) {
+      if (i > 0 && islands[i] !== islands[i - 1]) x += islandGap;
+      xs.push(x);
+      x += c + gap;
+    }
+    return xs;
+  };
+  const rackWFor = (c) => {
+    let nodeW = 0;
+    for (const islands of shapes.values()) {
+      const xs = offsets(islands, c);
+      nodeW = Math.max(nodeW, xs.length === 0 ? 0 : xs[xs.length - 1] + c);
+    }
+    return labelW + nodeW + 2 * pad + barW + 2;
+  };
+  // Racks per zone (node index ranges; nodes come in topology order).
+  const zoneRanges = [];
+  for (let i = 0; i < nodes.length; ) {
     const zone = nodes[i].zone;
-    zones.push({ name: zone, y });
-    y += zoneLabelH;
-    // The zone's racks: node index ranges.
     const ranges = [];
     while (i < nodes.length && nodes[i].zone === zone) {
       const rackKey = `${nodes[i].block}/${nodes[i].rack}`;
@@ -127,9 +121,40 @@ export function layoutHeatmap(nodes, width, measure = estimate) {
       while (i < nodes.length && nodes[i].zone === zone && `${nodes[i].block}/${nodes[i].rack}` === rackKey) i++;
       ranges.push({ name: rackKey, start, end: i });
     }
-    // As many racks a row as fit, stretched to the full width (a narrow window: one a row, scrolled sideways).
-    const perRow = Math.max(1, Math.min(ranges.length, Math.floor((width + margin) / (minRackW + margin))));
-    const rackW = Math.max(minRackW, Math.floor((width - (perRow - 1) * margin) / perRow));
+    zoneRanges.push({ zone, ranges });
+  }
+  // As many racks a row as fit, rows balanced (4 racks where 3 fit: 2 + 2, not 3 + 1), stretched to the full
+  // width; a narrow window: one a row, scrolled sideways.
+  const minRackW = rackWFor(base);
+  const fits = Math.max(1, Math.floor((width + margin) / (minRackW + margin)));
+  const grid = zoneRanges.map(({ ranges }) => {
+    const rows = Math.ceil(ranges.length / Math.min(fits, ranges.length));
+    const perRow = Math.max(1, Math.ceil(ranges.length / rows));
+    return { perRow, rackW: Math.max(minRackW, Math.floor((width - (perRow - 1) * margin) / perRow)) };
+  });
+  // Small clusters: the cells grow (up to 1.4×) into the room the stretched racks leave.
+  let c = base;
+  if (base >= 14 && grid.length > 0) {
+    const room = Math.min(...grid.map((g) => g.rackW));
+    while (c < Math.floor(base * 1.4) && rackWFor(c + 1) <= room) c++;
+  }
+  const rowH = c + gap;
+  const patterns = new Map();
+  const xsOf = (n) => {
+    const key = n.gpus.map((g) => g.island).join(',');
+    let xs = patterns.get(key);
+    if (xs === undefined) patterns.set(key, (xs = offsets(shapes.get(key), c)));
+    return xs;
+  };
+  const racks = [];
+  const zones = [];
+  const cells = new Array(nodes.length);
+  let y = 0;
+  let usedW = width;
+  zoneRanges.forEach(({ zone, ranges }, z) => {
+    const { perRow, rackW } = grid[z];
+    zones.push({ name: zone, y });
+    y += zoneLabelH;
     usedW = Math.max(usedW, perRow * rackW + (perRow - 1) * margin);
     let rowMaxH = 0;
     ranges.forEach(({ name, start, end }, k) => {
@@ -158,7 +183,7 @@ export function layoutHeatmap(nodes, width, measure = estimate) {
       rowMaxH = Math.max(rowMaxH, h);
     });
     y += rowMaxH + margin;
-  }
+  });
   return { cell: c, gap, barW, pad, labels, labelPx, nameW, modelW, rackLabelH, width: usedW, height: Math.max(y, 40), racks, zones, cells };
 }
 
