@@ -2,7 +2,7 @@
 // heatmap on a canvas and three tables. Read-only: the page never writes anything. `window.sitsDashboard`
 // exposes the current view and paint timings for tests and the benchmark.
 import { Heatmap, COLOURS, queueColour } from './heatmap.js';
-import { applyPatch, clock, duration, gpus } from './view.js';
+import { applyPatch, clock, domainCell, duration, gpus, nvlinkLabel } from './view.js';
 
 const STREAM = 'api/v1/cluster/stream';
 const MAX_ROWS = 200;
@@ -102,9 +102,42 @@ function legend() {
   }));
 }
 
+/** A replay's state (sits demo --serve): running with its end, or ended with a restart button. */
+function renderReplay(v) {
+  const box = $('replay');
+  const r = v.replay;
+  if (r === undefined) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  const ended = r.state === 'ended';
+  box.className = ended ? 'badge replay-ended' : 'badge';
+  const text = $('replay-text');
+  const run = r.run > 1 ? ` (run ${r.run})` : '';
+  text.textContent = ended ? `replay ended at ${clock(v, v.atMs)}${run} — ` : `replay${run} ${Math.min(100, Math.round((100 * v.atMs) / r.endMs))} % of ${clock(v, r.endMs)}${r.loop ? ', looping' : ''}`;
+  const button = $('replay-restart');
+  button.hidden = !ended;
+  button.dataset.path = r.restartPath;
+}
+
+async function restartReplay() {
+  const button = $('replay-restart');
+  button.disabled = true;
+  try {
+    const res = await fetch(button.dataset.path, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+    if (!res.ok) $('replay-text').textContent = `restart refused: ${res.status} ${(await res.text()).trim()} — `;
+  } catch (e) {
+    $('replay-text').textContent = `restart failed: ${String(e)} — `;
+  } finally {
+    button.disabled = false;
+  }
+}
+
 function renderHeader(v) {
   $('source').textContent = v.source === 'sim' ? 'simulator' : 'live cluster';
   $('clock').textContent = clock(v, v.atMs);
+  renderReplay(v);
   const t = v.totals;
   const items = [
     ['nodes', t.nodes],
@@ -195,12 +228,12 @@ function renderPending(v) {
 function renderRunning(v) {
   const yes = (b) => (b ? ['yes', 'yes'] : ['no', 'no']);
   const build = (r) => {
-    const tr = row([r.id, r.queue, [gpus(r.gpuMilli), 'num'], [String(r.pods), 'num'], r.span, yes(r.oneNvlinkDomain), yes(r.oneRack), r.nodes.length <= 4 ? r.nodes.join(', ') : `${r.nodes.slice(0, 4).join(', ')} +${r.nodes.length - 4}`]);
+    const tr = row([r.id, r.queue, [gpus(r.gpuMilli), 'num'], [String(r.pods), 'num'], r.span, domainCell(r), yes(r.oneRack), r.nodes.length <= 4 ? r.nodes.join(', ') : `${r.nodes.slice(0, 4).join(', ')} +${r.nodes.length - 4}`]);
     tr.dataset.job = r.id;
     return tr;
   };
   $('running-count').textContent = `${v.totals.runningJobs}`;
-  fillKeyed($('running'), v.running.slice(0, MAX_ROWS), v.running.length, 8, (r) => `${r.queue}|${r.gpuMilli}|${r.pods}|${r.span}|${r.nodes.join(',')}`, build);
+  fillKeyed($('running'), v.running.slice(0, MAX_ROWS), v.running.length, 8, (r) => `${r.queue}|${r.gpuMilli}|${r.pods}|${r.span}|${r.largestNvlinkDomainGpus}|${r.nodes.join(',')}`, build);
 }
 
 function renderTables(v, changed) {
@@ -281,6 +314,8 @@ function reconnect() {
   connect();
 }
 
+$('replay-restart').addEventListener('click', () => void restartReplay());
+
 $('colour-by').addEventListener('change', (e) => {
   heatmap.setMode(e.target.value);
   legend();
@@ -299,7 +334,7 @@ canvas.addEventListener('mousemove', (e) => {
   const lines = [`${n.name}  (${n.model || 'no GPU'})`, `zone ${n.zone} · block ${n.block} · rack ${n.rack}${n.nvlinkDomain === undefined ? '' : ` · NVLink domain ${n.nvlinkDomain}`}`];
   if (hit.gpu !== undefined) {
     const g = n.gpus[hit.gpu];
-    lines.push(`GPU ${g.index} · NVLink island ${g.island} · ${g.healthy ? 'healthy' : 'UNHEALTHY'} · ${g.usedMilli}/1000 milli allocated`);
+    lines.push(`GPU ${g.index} · ${nvlinkLabel(n, g)} · ${g.healthy ? 'healthy' : 'UNHEALTHY'} · ${g.usedMilli}/1000 milli allocated`);
     for (const id of g.pods) {
       const p = n.pods.find((x) => x.pod === id);
       if (p !== undefined) lines.push(`  pod ${p.pod}\n    job ${p.job} · queue ${p.queue}\n    devices ${p.gpus.join(',')}${p.gpuMilli < 1000 ? ` · ${p.gpuMilli} milli each` : ''}`);

@@ -8,6 +8,7 @@ export const COLOURS = {
   rackBox: '#1b2430',
   rackLine: '#2c3a4b',
   label: '#8b98a8',
+  nodeLabel: '#d8dee6',
   free: '#2b3a4c',
   whole: '#f76707',
   fractionLow: '#6b5a1e',
@@ -51,87 +52,139 @@ function cellSizeFor(gpus) {
   return 5;
 }
 
-/** Where every GPU cell is drawn, from the node list alone (so patches need no new layout). */
-export function layoutHeatmap(nodes, width) {
+/** Width of a text in CSS pixels at `px`: the page measures with the canvas; tests and the default estimate. */
+const estimate = (text, px) => text.length * px * 0.56;
+
+/**
+ * Where every GPU cell and node label is drawn, from the node list alone (so patches need no new layout). Racks
+ * of a zone flow left to right and are stretched so that a row of racks fills the width; each node row starts
+ * with its name and GPU model (when cells are big enough for a readable line: up to 16,384 GPUs).
+ */
+export function layoutHeatmap(nodes, width, measure = estimate) {
   let totalGpus = 0;
   for (const n of nodes) totalGpus += n.gpus.length;
-  const c = cellSizeFor(totalGpus);
-  const gap = c >= 8 ? 2 : 1;
-  const islandGap = c >= 8 ? 4 : 2;
-  const labels = c >= 8;
-  const pad = c >= 8 ? 6 : 3;
+  const base = cellSizeFor(totalGpus);
+  const gap = base >= 8 ? 2 : 1;
+  const islandGap = base >= 8 ? 4 : 2;
+  const labels = base >= 8;
+  const labelPx = base >= 14 ? 12 : 9;
+  const pad = base >= 8 ? 6 : 3;
   const rackLabelH = labels ? 16 : 0;
   const zoneLabelH = 20;
-  const domainGap = c >= 8 ? 4 : 2;
-  const rowH = c + gap;
-  // GPU x offsets per island pattern (nodes of one shape share them).
-  const patterns = new Map();
-  const xsOf = (n) => {
+  const domainGap = base >= 8 ? 4 : 2;
+  const barW = base >= 8 ? 4 : 2;
+  const margin = 8;
+  // The island patterns of the nodes (nodes of one shape share one), and the node label columns.
+  const shapes = new Map();
+  let nameW = 0;
+  let modelW = 0;
+  for (const n of nodes) {
     const key = n.gpus.map((g) => g.island).join(',');
-    let xs = patterns.get(key);
-    if (xs === undefined) {
-      xs = [];
-      let x = 0;
-      for (let i = 0; i < n.gpus.length; i++) {
-        if (i > 0 && n.gpus[i].island !== n.gpus[i - 1].island) x += islandGap;
-        xs.push(x);
-        x += c + gap;
-      }
-      patterns.set(key, xs);
+    if (!shapes.has(key)) shapes.set(key, n.gpus.map((g) => g.island));
+    if (labels) {
+      nameW = Math.max(nameW, measure(n.name, labelPx));
+      modelW = Math.max(modelW, measure(n.model || 'no GPU', labelPx));
+    }
+  }
+  // Long names are squeezed (fillText's maxWidth) rather than pushing the cells off the rack.
+  nameW = Math.ceil(Math.min(nameW, 240));
+  modelW = Math.ceil(Math.min(modelW, 140));
+  const labelGap = 8;
+  const labelW = labels ? nameW + labelGap + modelW + labelGap : 0;
+  /** GPU x offsets of an island pattern at cell size `c`. */
+  const offsets = (islands, c) => {
+    const xs = [];
+    let x = 0;
+    for (let i = 0; i < islands.length; i++) {
+      if (i > 0 && islands[i] !== islands[i - 1]) x += islandGap;
+      xs.push(x);
+      x += c + gap;
     }
     return xs;
   };
-  let nodeW = 0;
-  for (const n of nodes) {
-    const xs = xsOf(n);
-    nodeW = Math.max(nodeW, xs.length === 0 ? 0 : xs[xs.length - 1] + c);
-  }
-  const barW = c >= 8 ? 4 : 2;
-  const rackW = nodeW + 2 * pad + barW + 2;
-  const racks = [];
-  const zones = [];
-  const cells = new Array(nodes.length);
-  let y = 0;
-  let i = 0;
-  const margin = 8;
-  while (i < nodes.length) {
+  const rackWFor = (c) => {
+    let nodeW = 0;
+    for (const islands of shapes.values()) {
+      const xs = offsets(islands, c);
+      nodeW = Math.max(nodeW, xs.length === 0 ? 0 : xs[xs.length - 1] + c);
+    }
+    return labelW + nodeW + 2 * pad + barW + 2;
+  };
+  // Racks per zone (node index ranges; nodes come in topology order).
+  const zoneRanges = [];
+  for (let i = 0; i < nodes.length; ) {
     const zone = nodes[i].zone;
-    zones.push({ name: zone, y });
-    y += zoneLabelH;
-    let x = 0;
-    let rowMaxH = 0;
+    const ranges = [];
     while (i < nodes.length && nodes[i].zone === zone) {
       const rackKey = `${nodes[i].block}/${nodes[i].rack}`;
       const start = i;
       while (i < nodes.length && nodes[i].zone === zone && `${nodes[i].block}/${nodes[i].rack}` === rackKey) i++;
-      // Height: rows plus a gap between NVLink domains.
-      let h = rackLabelH + pad;
-      for (let k = start; k < i; k++) {
-        if (k > start && nodes[k].nvlinkDomain !== nodes[k - 1].nvlinkDomain) h += domainGap;
-        h += rowH;
-      }
-      h += pad - gap;
-      if (x > 0 && x + rackW > width) {
-        x = 0;
+      ranges.push({ name: rackKey, start, end: i });
+    }
+    zoneRanges.push({ zone, ranges });
+  }
+  // As many racks a row as fit, rows balanced (4 racks where 3 fit: 2 + 2, not 3 + 1), stretched to the full
+  // width; a narrow window: one a row, scrolled sideways.
+  const minRackW = rackWFor(base);
+  const fits = Math.max(1, Math.floor((width + margin) / (minRackW + margin)));
+  const grid = zoneRanges.map(({ ranges }) => {
+    const rows = Math.ceil(ranges.length / Math.min(fits, ranges.length));
+    const perRow = Math.max(1, Math.ceil(ranges.length / rows));
+    return { perRow, rackW: Math.max(minRackW, Math.floor((width - (perRow - 1) * margin) / perRow)) };
+  });
+  // Small clusters: the cells grow (up to 1.4×) into the room the stretched racks leave.
+  let c = base;
+  if (base >= 14 && grid.length > 0) {
+    const room = Math.min(...grid.map((g) => g.rackW));
+    while (c < Math.floor(base * 1.4) && rackWFor(c + 1) <= room) c++;
+  }
+  const rowH = c + gap;
+  const patterns = new Map();
+  const xsOf = (n) => {
+    const key = n.gpus.map((g) => g.island).join(',');
+    let xs = patterns.get(key);
+    if (xs === undefined) patterns.set(key, (xs = offsets(shapes.get(key), c)));
+    return xs;
+  };
+  const racks = [];
+  const zones = [];
+  const cells = new Array(nodes.length);
+  let y = 0;
+  let usedW = width;
+  zoneRanges.forEach(({ zone, ranges }, z) => {
+    const { perRow, rackW } = grid[z];
+    zones.push({ name: zone, y });
+    y += zoneLabelH;
+    usedW = Math.max(usedW, perRow * rackW + (perRow - 1) * margin);
+    let rowMaxH = 0;
+    ranges.forEach(({ name, start, end }, k) => {
+      if (k > 0 && k % perRow === 0) {
         y += rowMaxH + margin;
         rowMaxH = 0;
       }
-      const rack = { name: rackKey, x, y, w: rackW, h, first: start, last: i - 1, rows: [] };
+      const x = (k % perRow) * (rackW + margin);
+      // Height: rows plus a gap between NVLink domains.
+      let h = rackLabelH + pad;
+      for (let j = start; j < end; j++) {
+        if (j > start && nodes[j].nvlinkDomain !== nodes[j - 1].nvlinkDomain) h += domainGap;
+        h += rowH;
+      }
+      h += pad - gap;
+      const rack = { name, x, y, w: rackW, h, first: start, last: end - 1, rows: [] };
       let ry = y + rackLabelH + pad;
-      for (let k = start; k < i; k++) {
-        if (k > start && nodes[k].nvlinkDomain !== nodes[k - 1].nvlinkDomain) ry += domainGap;
-        const nx = x + pad + barW + 2;
-        cells[k] = { x: nx, y: ry, xs: xsOf(nodes[k]) };
-        rack.rows.push({ node: k, y: ry });
+      const labelX = x + pad + barW + 4;
+      for (let j = start; j < end; j++) {
+        if (j > start && nodes[j].nvlinkDomain !== nodes[j - 1].nvlinkDomain) ry += domainGap;
+        cells[j] = { x: x + pad + barW + 2 + labelW, y: ry, xs: xsOf(nodes[j]) };
+        rack.rows.push({ node: j, y: ry, ...(labels ? { labelX, modelX: labelX + nameW + labelGap } : {}) });
         ry += rowH;
       }
       racks.push(rack);
-      x += rackW + margin;
       rowMaxH = Math.max(rowMaxH, h);
-    }
+    });
     y += rowMaxH + margin;
-  }
-  return { cell: c, gap, barW, pad, labels, rackLabelH, width, height: Math.max(y, 40), racks, zones, cells };
+  });
+  return { cell: c, gap, barW, pad, labels, labelPx, nameW, modelW, rackLabelH, width: usedW, height: Math.max(y, 40), racks, zones, cells };
 }
 
 export class Heatmap {
@@ -146,9 +199,17 @@ export class Heatmap {
   /** A whole view: lay out (when the node list or the width changed) and paint everything. */
   setView(view) {
     const width = Math.max(320, Math.floor(this.canvas.parentElement.clientWidth));
-    const sameNodes = this.view !== undefined && this.layout !== undefined && this.layout.width === width && this.view.nodes.length === view.nodes.length && this.view.nodes.every((n, i) => n.name === view.nodes[i].name);
+    const sameNodes = this.view !== undefined && this.layout !== undefined && this.layout.viewWidth === width && this.view.nodes.length === view.nodes.length && this.view.nodes.every((n, i) => n.name === view.nodes[i].name);
     this.view = view;
-    if (!sameNodes) this.layout = layoutHeatmap(view.nodes, width);
+    if (!sameNodes) {
+      const ctx = this.ctx;
+      const measure = (text, px) => {
+        ctx.font = `${px}px system-ui, sans-serif`;
+        return ctx.measureText(text).width;
+      };
+      this.layout = layoutHeatmap(view.nodes, width, measure);
+      this.layout.viewWidth = width;
+    }
     this.paintAll();
   }
 
@@ -183,6 +244,8 @@ export class Heatmap {
       canvas.width = Math.round(w * dpr);
       canvas.height = Math.round(h * dpr);
       canvas.style.height = `${h}px`;
+      // Wider than the window only when one rack does not fit (then the section scrolls sideways).
+      canvas.style.width = w > L.viewWidth ? `${w}px` : '100%';
     }
     const ctx = this.ctx;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -208,6 +271,25 @@ export class Heatmap {
       // Nodes of a multi-node NVLink domain: a bar beside their rows.
       ctx.fillStyle = COLOURS.nvlinkBar;
       for (const row of r.rows) if (nodes[row.node].nvlinkDomain !== undefined) ctx.fillRect(r.x + L.pad, row.y, L.barW, L.cell + L.gap);
+    }
+    // Node labels: name, then the GPU model dimmer. Kept for tests (the canvas has no text to query).
+    this.labels = [];
+    if (L.labels) {
+      ctx.font = `${L.labelPx}px system-ui, sans-serif`;
+      ctx.textBaseline = 'middle';
+      for (const r of L.racks) {
+        for (const row of r.rows) {
+          const n = nodes[row.node];
+          const mid = row.y + L.cell / 2;
+          const model = n.model || 'no GPU';
+          ctx.fillStyle = COLOURS.nodeLabel;
+          ctx.fillText(n.name, row.labelX, mid, L.nameW);
+          ctx.fillStyle = COLOURS.label;
+          ctx.fillText(model, row.modelX, mid, L.modelW);
+          this.labels.push({ node: n.name, model, x: row.labelX, y: row.y });
+        }
+      }
+      ctx.textBaseline = 'top';
     }
     // Cells batched by colour: few fillStyle changes however many GPUs.
     const byColour = new Map();

@@ -9,7 +9,7 @@ export function applyPatch(view, patch) {
     if (nodes[at] === undefined || nodes[at].name !== node.name) throw new Error(`patch: node ${node.name} is not at ${at}`);
     nodes[at] = node;
   }
-  return { ...view, seq: patch.seq, atMs: patch.atMs, totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
+  return { ...view, seq: patch.seq, atMs: patch.atMs, ...(patch.replay === undefined ? {} : { replay: patch.replay }), totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
 }
 
 const byId = (a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -48,4 +48,27 @@ export function duration(ms) {
 export function clock(view, ms) {
   if (view.source === 'sim') return `t+${duration(ms)}`;
   return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
+}
+
+/**
+ * Where a GPU sits for NVLink, as the tooltip says it: "NVLink island N" when it shares NVLink with another GPU
+ * of its node (or its node is in a multi-node NVLink domain), "PCIe only (no NVLink)" when it is alone in its
+ * island — a PCIe-only node (L4, T4) gives every GPU an island of its own, and a number there would suggest a link.
+ */
+export function nvlinkLabel(node, gpu) {
+  if (node.nvlinkDomain !== undefined) return `NVLink island ${gpu.island} (domain ${node.nvlinkDomain})`;
+  let peers = 0;
+  for (const g of node.gpus) if (g.island === gpu.island) peers++;
+  return peers > 1 ? `NVLink island ${gpu.island}` : 'PCIe only (no NVLink)';
+}
+
+/**
+ * The running table's "one NVLink domain" cell: yes / no only when some NVLink domain of the cluster (of the
+ * job's GPU model) could hold the job; a job larger than every domain spans domains by necessity, which is no
+ * fault (neutral text, not a red "no"). Returns [text, css class].
+ */
+export function domainCell(r) {
+  if (r.oneNvlinkDomain) return ['yes', 'yes'];
+  if (r.largestNvlinkDomainGpus !== undefined && r.gpus !== undefined && r.gpus > r.largestNvlinkDomainGpus) return [`spans domains (no domain holds ${r.gpus} GPUs)`, 'neutral'];
+  return ['no', 'no'];
 }

@@ -7,7 +7,7 @@ import type { NodeLocation } from '../core/model/topology.ts';
 import { makeQueue } from '../core/queue/model.ts';
 import { seededRng } from '../core/ports.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
-import { applyPatch, buildClusterView, ClusterViewTracker, diffViews, emptyPatch, pendingFromJobs, spanOf, splitWaitMessage, type ClusterView, type PendingInput, type ViewInput } from './cluster-view.ts';
+import { applyPatch, buildClusterView, ClusterViewTracker, diffViews, emptyPatch, largestNvlinkDomains, pendingFromJobs, spanOf, splitWaitMessage, type ClusterView, type PendingInput, type ViewInput } from './cluster-view.ts';
 
 function node(name: string, shape: string, location: Partial<NodeLocation> = {}): NodeSpec {
   const s = NODE_SHAPES[shape];
@@ -77,6 +77,30 @@ describe('buildClusterView', () => {
     // A CPU-only member holds no GPU: it is not part of the heatmap nor of the job's GPUs.
     expect(byId.get('gang:ns/g5')).toMatchObject({ span: 'island', pods: 1 });
     expect(spanOf(s, [alloc('p', 'n-a', [0]), alloc('q', 'n-b', [0])])).toBe('block');
+    // The largest NVLink domain of the job's GPU model: a 4-GPU island on nvlink-2x4, the 16-GPU nvl-0 domain of
+    // the two H100 nodes, and (g4 on an A100 and an L4) the larger of the two models'.
+    expect(byId.get('gang:ns/g1')).toMatchObject({ gpus: 4, largestNvlinkDomainGpus: 4 });
+    expect(byId.get('gang:ns/g3')).toMatchObject({ gpus: 16, largestNvlinkDomainGpus: 16 });
+    expect(byId.get('gang:ns/g4')).toMatchObject({ gpus: 2, largestNvlinkDomainGpus: 4 });
+  });
+
+  it('says when no NVLink domain of the cluster could hold a job: PCIe-only GPUs, gangs larger than any domain', () => {
+    const s = cluster();
+    // Two L4s (PCIe only: every GPU its own island), and two 8-GPU H100 gangs' worth on nodes outside any multi-node domain.
+    s.allocate(alloc('l4-0', 'n-c', [0], 1000, { gang: 'ns/l4' }));
+    s.allocate(alloc('l4-1', 'n-c', [1], 1000, { gang: 'ns/l4' }));
+    // Two pods sharing one GPU hold one device.
+    s.allocate(alloc('f-0', 'n-c', [5], 500, { gang: 'ns/f' }));
+    s.allocate(alloc('f-1', 'n-c', [5], 500, { gang: 'ns/f' }));
+    const v = buildClusterView(input(s));
+    const byId = new Map(v.running.map((r) => [r.id, r]));
+    expect(byId.get('gang:ns/l4')).toMatchObject({ span: 'node', oneNvlinkDomain: false, gpus: 2, largestNvlinkDomainGpus: 1 });
+    expect(byId.get('gang:ns/f')).toMatchObject({ span: 'island', oneNvlinkDomain: true, gpus: 1, largestNvlinkDomainGpus: 1 });
+    expect(largestNvlinkDomains(s)).toEqual(new Map([[NODE_SHAPES['nvlink-2x4']?.gpus[0]?.model, 4], [NODE_SHAPES['l4x8']?.gpus[0]?.model, 1], [NODE_SHAPES['dgx-h100']?.gpus[0]?.model, 16]]));
+    // Without the multi-node domain an H100 gang of 16 fits no domain (8 GPUs a node).
+    const flat = new ClusterState([node('h-0', 'dgx-h100'), node('h-1', 'dgx-h100')]);
+    for (const n of ['h-0', 'h-1']) flat.allocate(alloc(`${n}-p`, n, [0, 1, 2, 3, 4, 5, 6, 7], 1000, { gang: 'ns/big' }));
+    expect(buildClusterView(input(flat)).running[0]).toMatchObject({ oneNvlinkDomain: false, gpus: 16, largestNvlinkDomainGpus: 8 });
   });
 
   it('reports queues with nominal quota, borrowing, usage and fair share, and counts queues named only by jobs', () => {

@@ -109,6 +109,13 @@ export interface RunningJobView {
   readonly span: Span;
   /** All GPUs in one NVLink domain (an island of one node, or a multi-node NVLink domain). */
   readonly oneNvlinkDomain: boolean;
+  /** GPU devices it holds (a shared GPU counts once). */
+  readonly gpus: number;
+  /**
+   * The GPU count of the cluster's largest NVLink domain of the job's GPU model(s): when `gpus` is larger, no
+   * domain could hold the job and `oneNvlinkDomain: false` is no fault of the placement (the page says so).
+   */
+  readonly largestNvlinkDomainGpus: number;
   readonly oneRack: boolean;
   readonly startMs?: number;
 }
@@ -122,9 +129,24 @@ export interface ClusterTotals {
   readonly runningJobs: number;
 }
 
+/** A replay's progress (`sits demo --serve`): the page says when it ended and offers to restart it. */
+export interface ReplayView {
+  readonly state: 'running' | 'ended';
+  /** Virtual ms at which the replay stops. */
+  readonly endMs: number;
+  /** Restarts automatically when it ends (`--loop`). */
+  readonly loop: boolean;
+  /** 1 for the first run, +1 per restart. */
+  readonly run: number;
+  /** Where the page POSTs to restart it (relative to the page). */
+  readonly restartPath: string;
+}
+
 export interface ClusterView {
   readonly version: typeof CLUSTER_VIEW_VERSION;
   readonly source: 'live' | 'sim';
+  /** A replay host's progress; absent on a live cluster. */
+  readonly replay?: ReplayView;
   /** Increases with every view a host builds; a patch goes from one to the next. */
   readonly seq: number;
   readonly atMs: number;
@@ -144,6 +166,8 @@ export interface ClusterViewPatch {
   readonly fromSeq: number;
   readonly seq: number;
   readonly atMs: number;
+  /** Always carried when the view has one (a few bytes). */
+  readonly replay?: ReplayView;
   readonly totals: ClusterTotals;
   readonly nodes: readonly { readonly at: number; readonly node: NodeView }[];
   readonly queues?: readonly QueueView[];
@@ -212,6 +236,7 @@ export interface ViewInput {
   readonly gangQueue?: (gang: string) => string | undefined;
   /** At most this many pending rows (the oldest first after priority); default 1000. Totals count them all. */
   readonly maxPending?: number;
+  readonly replay?: ReplayView;
 }
 
 /** The job of an allocation: `gang:<gang>` for members of a gang, the pod otherwise (the queue's job ids). */
@@ -281,6 +306,49 @@ export function spanOf(state: ClusterState, allocations: readonly Allocation[]):
   return 'cluster';
 }
 
+/**
+ * The GPU count of the largest NVLink domain per GPU model: a multi-node NVLink domain whole (per model), else
+ * the largest NVLink island of one node (1 on a PCIe-only node: each GPU its own island).
+ */
+export function largestNvlinkDomains(state: ClusterState): Map<string, number> {
+  const multi = new Map<string, number>();
+  const out = new Map<string, number>();
+  const raise = (model: string, n: number): void => void out.set(model, Math.max(out.get(model) ?? 0, n));
+  for (const n of state.nodes) {
+    const spec = n.spec;
+    const model = spec.gpus[0]?.model ?? '';
+    if (spec.gpus.length === 0) continue;
+    if (spec.location.nvlinkDomain !== undefined) {
+      const key = `${domainKey(spec, 'nvlink-domain')}\u0000${model}`;
+      const total = (multi.get(key) ?? 0) + spec.gpus.length;
+      multi.set(key, total);
+      raise(model, total);
+      continue;
+    }
+    const sizes = new Map<number, number>();
+    spec.gpus.forEach((_, i) => {
+      const island = spec.topology.islandOf[i] ?? i;
+      sizes.set(island, (sizes.get(island) ?? 0) + 1);
+    });
+    raise(model, Math.max(...sizes.values()));
+  }
+  return out;
+}
+
+/** The largest NVLink domain that a job on these allocations' GPU models could have had. */
+function largestFor(state: ClusterState, allocs: readonly Allocation[], largest: ReadonlyMap<string, number>): number {
+  let m = 0;
+  for (const a of allocs) m = Math.max(m, largest.get(state.node(a.node)?.spec.gpus[0]?.model ?? '') ?? 0);
+  return m;
+}
+
+/** GPU devices held by a job's allocations (two pods sharing a GPU count it once). */
+function devicesOf(allocs: readonly Allocation[]): number {
+  const seen = new Set<string>();
+  for (const a of allocs) for (const g of a.gpus) seen.add(`${a.node}\u0000${g}`);
+  return seen.size;
+}
+
 const SPAN_ORDER: readonly Span[] = ['island', 'node', 'nvlink-domain', 'rack', 'block', 'zone', 'cluster'];
 const within = (s: Span, level: Span): boolean => SPAN_ORDER.indexOf(s) <= SPAN_ORDER.indexOf(level);
 
@@ -317,6 +385,8 @@ export function buildTables(input: ViewInput, rows?: RunningRowCache): Omit<Clus
     }
   }
   const running: RunningJobView[] = [];
+  // O(nodes), and a node set that changes (a node added) changes the answer: computed per build.
+  const largest = largestNvlinkDomains(state);
   const usedByQueue = new Map<string, number>();
   const runningByQueue = new Map<string, number>();
   for (const [id, allocs] of byJob) {
@@ -327,11 +397,11 @@ export function buildTables(input: ViewInput, rows?: RunningRowCache): Omit<Clus
     // delta then skips it by identity (thousands of rows are not rebuilt and compared on every bind).
     const cached = rows?.get(id);
     let row: RunningJobView;
-    if (cached !== undefined && cached.row.queue === queue && cached.row.startMs === start && cached.allocs.length === allocs.length && cached.allocs.every((a, i) => a === allocs[i])) row = cached.row;
+    if (cached !== undefined && cached.row.queue === queue && cached.row.startMs === start && cached.row.largestNvlinkDomainGpus === largestFor(state, allocs, largest) && cached.allocs.length === allocs.length && cached.allocs.every((a, i) => a === allocs[i])) row = cached.row;
     else {
       const gpuMilli = allocs.reduce((s, a) => s + a.gpus.length * a.gpuMilli, 0);
       const span = spanOf(state, allocs);
-      row = { id, queue, pods: allocs.length, gpuMilli, nodes: [...new Set(allocs.map((a) => a.node))].sort(), span, oneNvlinkDomain: span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined), oneRack: within(span, 'rack'), ...(start === undefined ? {} : { startMs: start }) };
+      row = { id, queue, pods: allocs.length, gpuMilli, nodes: [...new Set(allocs.map((a) => a.node))].sort(), span, oneNvlinkDomain: span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined), oneRack: within(span, 'rack'), gpus: devicesOf(allocs), largestNvlinkDomainGpus: largestFor(state, allocs, largest), ...(start === undefined ? {} : { startMs: start }) };
     }
     nextRows?.set(id, { allocs, row });
     running.push(row);
@@ -395,6 +465,7 @@ export function buildTables(input: ViewInput, rows?: RunningRowCache): Omit<Clus
   return {
     version: CLUSTER_VIEW_VERSION,
     source: input.source,
+    ...(input.replay === undefined ? {} : { replay: input.replay }),
     seq: input.seq,
     atMs: input.atMs,
     totals: { nodes: state.nodes.length, gpus, healthyGpus, usedGpuMilli, pendingJobs: input.pending.length, runningJobs: running.length },
@@ -403,6 +474,8 @@ export function buildTables(input: ViewInput, rows?: RunningRowCache): Omit<Clus
     running,
   };
 }
+
+const replayOf = (v: { readonly replay?: ReplayView }): { replay?: ReplayView } => (v.replay === undefined ? {} : { replay: v.replay });
 
 const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
@@ -429,7 +502,7 @@ export function diffViews(prev: ClusterView, next: ClusterView): ClusterViewPatc
     if (a.name !== b.name || a.gpus.length !== b.gpus.length || a.rack !== b.rack || a.zone !== b.zone || a.block !== b.block || a.nvlinkDomain !== b.nvlinkDomain) return undefined;
     if (!sameNode(a, b)) nodes.push({ at: i, node: b });
   }
-  return { fromSeq: prev.seq, seq: next.seq, atMs: next.atMs, totals: next.totals, nodes, ...changedTables(prev, next) };
+  return { fromSeq: prev.seq, seq: next.seq, atMs: next.atMs, ...replayOf(next), totals: next.totals, nodes, ...changedTables(prev, next) };
 }
 
 /** Whether a patch changes nothing but the time (hosts skip sending those). */
@@ -445,7 +518,7 @@ export function applyPatch(view: ClusterView, patch: ClusterViewPatch): ClusterV
     if (at < 0 || at >= nodes.length || nodes[at]?.name !== node.name) throw new Error(`cluster view patch: node ${node.name} is not at position ${at}`);
     nodes[at] = node;
   }
-  return { ...view, seq: patch.seq, atMs: patch.atMs, totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
+  return { ...view, seq: patch.seq, atMs: patch.atMs, ...replayOf(patch), totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
 }
 
 function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {
@@ -498,7 +571,7 @@ export class ClusterViewTracker {
         }
       }
       view = { ...tables, nodes };
-      patch = { fromSeq: prev.seq, seq, atMs: view.atMs, totals: view.totals, nodes: patched, ...changedTables(prev, tables) };
+      patch = { fromSeq: prev.seq, seq, atMs: view.atMs, ...replayOf(view), totals: view.totals, nodes: patched, ...changedTables(prev, tables) };
     } else {
       view = { ...buildTables({ ...input, seq }, this.rows), nodes: state.nodes.map((n) => nodeView(n, input.gangQueue)) };
       patch = prev === undefined ? undefined : diffViews(prev, view);

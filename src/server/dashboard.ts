@@ -21,7 +21,37 @@ export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
  * `system:discovery` ClusterRole opens to every authenticated user — a view of every pod and queue must not
  * ride on that (ADR 0061).
  */
-export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/dashboard/api/v1/cluster', stream: '/dashboard/api/v1/cluster/stream' } as const;
+export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/dashboard/api/v1/cluster', stream: '/dashboard/api/v1/cluster/stream', restart: '/dashboard/api/v1/replay/restart' } as const;
+
+/** A replay the page may start over (`sits demo --serve`): the one write the dashboard has, and only there. */
+export interface ReplayControl {
+  restart(): void;
+}
+
+/**
+ * `POST /dashboard/api/v1/replay/restart`. Authentication and authorization are the server's, as for every
+ * path (on the secure port a SubjectAccessReview for verb `post` on this URL). The demo's loopback port has
+ * none, so a web page of another origin must not be able to restart it from the user's browser: a POST that
+ * says it comes from elsewhere (Origin, Sec-Fetch-Site) is refused, and so is a form post (no JSON type: forms
+ * cannot send one without a CORS preflight, which this server never grants).
+ */
+export function replayRestartRoute(req: IncomingMessage, res: ServerResponse, replay: ReplayControl | undefined): void {
+  const reply = (status: number, body: string): void => {
+    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+    res.end(body);
+  };
+  if (replay === undefined) return reply(404, '{"error":"no replay to restart: only sits demo --serve has one"}\n');
+  const site = req.headers['sec-fetch-site'];
+  const origin = req.headers.origin;
+  const host = req.headers.host;
+  const sameOrigin = origin === undefined || (host !== undefined && (origin === `http://${host}` || origin === `https://${host}`));
+  if ((site !== undefined && site !== 'same-origin' && site !== 'none') || !sameOrigin) return reply(403, '{"error":"cross-origin request refused"}\n');
+  if (!(req.headers['content-type'] ?? '').startsWith('application/json')) return reply(415, '{"error":"send Content-Type: application/json"}\n');
+  // The body is not needed: drained so that the connection can be reused.
+  req.resume();
+  replay.restart();
+  return reply(200, '{"restarted":true}\n');
+}
 
 /**
  * RBAC rules that let a caller read the dashboard on the secure port (a ClusterRole's `rules`): the page, the view

@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CertPair } from '../kube/certs.ts';
 import { ALLOW_ALL, ANONYMOUS_AUTHN, type Authenticator, type Authorizer } from '../kube/delegated-auth.ts';
 import { startSecureServer } from '../kube/secure-server.ts';
-import { dashboardRoutes } from './dashboard.ts';
+import { DASHBOARD_PATHS, dashboardRoutes, replayRestartRoute, type ReplayControl } from './dashboard.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
 import type { ClusterViewStream } from './view-stream.ts';
 
@@ -30,6 +30,8 @@ export interface ServerOptions {
   readonly view?: ClusterViewStream;
   /** Folder of the page's files (default: the shipped `web/`). */
   readonly webDir?: string;
+  /** A replay the page may restart (`sits demo --serve`): enables `POST /dashboard/api/v1/replay/restart`. */
+  readonly replay?: ReplayControl;
 }
 
 export interface SitsServer {
@@ -66,8 +68,13 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+    // The one write: a demo replay started over (404 where there is none, as any unknown path).
+    if (path === DASHBOARD_PATHS.restart && req.method === 'POST') {
+      replayRestartRoute(req, res, opts.replay);
+      return;
+    }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.setHeader('Allow', 'GET, HEAD');
+      res.setHeader('Allow', path === DASHBOARD_PATHS.restart ? 'POST' : 'GET, HEAD');
       send(res, 405, 'method not allowed\n');
       return;
     }

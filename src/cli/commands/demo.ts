@@ -42,20 +42,23 @@ export function registerDemo(program: Command): void {
     .option('--serve', 'instead: replay the workload under SITS in accelerated virtual time and show it in the dashboard (http://127.0.0.1)')
     .option('--port <port>', 'port of the dashboard with --serve (0 = any free port)', intOption('--port', 0, 65535), 8090)
     .option('--speed <x>', 'with --serve: virtual seconds per second', numberOption('--speed', 1, 1_000_000), 300)
-    .action(async (o: { seed: number; hours: number; load: number; profiles: string; json?: string; serve?: boolean; port: number; speed: number }) => {
+    .option('--loop', 'with --serve: start the replay over when it ends (without it the page says it ended and offers a restart)')
+    .action(async (o: { seed: number; hours: number; load: number; profiles: string; json?: string; serve?: boolean; port: number; speed: number; loop?: boolean }) => {
       if (o.serve === true) {
         const log = (m: string): void => void process.stderr.write(`${m}\n`);
-        const d = await serveDemo({ seed: o.seed, hours: o.hours, load: o.load, speed: o.speed, port: o.port, log }).catch((e: unknown) => {
+        const d = await serveDemo({ seed: o.seed, hours: o.hours, load: o.load, speed: o.speed, port: o.port, loop: o.loop === true, log }).catch((e: unknown) => {
           if ((e as NodeJS.ErrnoException).code === 'EADDRINUSE') throw new CliError(`--port ${o.port}: address already in use`, { hint: 'another sits demo --serve may run there: stop it, or choose another --port; --port 0 picks a free one', exitCode: EXIT.runtime, cause: e });
           throw e;
         });
-        process.stdout.write(`SITS demo dashboard: ${d.url}\nreplaying ${d.feed.jobs} jobs over ${o.hours} h of virtual time at ${o.speed}× (Ctrl-C to stop)\n`);
-        void d.done.then(() => process.stdout.write(`replay finished: ${d.feed.stats.started} job starts, ${d.feed.waiting} still waiting; the dashboard stays up until Ctrl-C\n`));
+        const wallSec = Math.round((o.hours * 3600 * 1.25) / o.speed);
+        process.stdout.write(`SITS demo dashboard: ${d.url}\nreplaying ${d.feed.jobs} jobs over ${o.hours} h of virtual time (+25 % to drain) at ${o.speed}×: ${wallSec} s${o.loop === true ? ', then again (--loop)' : ''} (Ctrl-C to stop)\n`);
+        if (o.loop !== true) void d.done.then(() => process.stdout.write(`replay finished: ${d.feed.stats.started} job starts, ${d.feed.waiting} still waiting; the dashboard stays up until Ctrl-C (its restart button starts the replay over)\n`));
         await untilSignal();
         await d.close();
         return;
       }
       // Every mistake is found before the run, not after it (issue 31).
+      if (o.loop === true) throw new CliError('--loop: only with --serve', { hint: 'sits demo --serve --loop replays the workload in the dashboard again and again' });
       const profiles = o.profiles.split(',').map((s) => s.trim()).filter(Boolean);
       if (profiles.length === 0) throw new CliError('--profiles: no profile given', { hint: 'e.g. --profiles sits,kube-default; sits profiles lists them' });
       for (const p of profiles) if (profileConfig(p) === undefined) throw new CliError(`--profiles: unknown profile "${p}"`, { hint: `one of ${PROFILE_NAMES.join(', ')}` });
