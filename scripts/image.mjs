@@ -27,7 +27,14 @@ const DEBIAN_PACKAGES = ['libc6', 'libgcc-s1', 'libstdc++6'];
  * What /app holds besides bin/ and dist/: the files the code reads relative to its sources (the build keeps those
  * paths, ADR 0171) — the dashboard's page, the device plugin's protocol, the WASM plugin thread.
  */
-export const APP_FILES = ['web/index.html', 'web/dashboard.css', 'web/dashboard.js', 'web/heatmap.js', 'web/view.js', 'src/node/deviceplugin/api.proto', 'src/wasm/plugin-worker.mjs'];
+export const APP_FILES = [
+  ...readdirSync(join(ROOT, 'web'))
+    .filter((f) => !f.includes('.test.'))
+    .sort()
+    .map((f) => `web/${f}`),
+  'src/node/deviceplugin/api.proto',
+  'src/wasm/plugin-worker.mjs',
+];
 
 const log = (m) => process.stderr.write(`[sits-image] ${m}\n`);
 
