@@ -44,10 +44,17 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     });
     expect(new Set(placed.map((p) => p.spec?.nodeName)).size).toBe(3);
     const waiting = (await listPods(client, 'anti')).find((p) => (p.spec?.nodeName ?? '') === '')?.metadata?.name as string;
-    const cond = await waitFor('PodScheduled=False on the fourth pod', async () =>
-      (await listPods(client, 'anti')).find((p) => p.metadata?.name === waiting)?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'),
-    );
-    expect(cond.message).toBe(`0/3 nodes fit gang anti/${waiting} (1×no GPU): 3 node(s) didn't match pod anti-affinity rules`);
+    // The condition may first carry an attempt made while the others were still binding (fewer nodes taken by
+    // them); the scheduler retries on their binding events and rewrites it: wait for the settled reason.
+    const expected = `0/3 nodes fit gang anti/${waiting} (1×no GPU): 3 node(s) didn't match pod anti-affinity rules`;
+    let last: string | undefined;
+    await waitFor(`PodScheduled=False on the fourth pod saying "${expected}"`, async () => {
+      const cond = (await listPods(client, 'anti')).find((p) => p.metadata?.name === waiting)?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+      last = cond?.message;
+      return last === expected ? true : undefined;
+    }).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}; last seen: ${last ?? 'no condition'}`);
+    });
     expect((await bound('anti')).length).toBe(3);
   });
 
