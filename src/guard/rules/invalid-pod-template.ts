@@ -115,6 +115,20 @@ spec:
     spec:
       restartPolicy: Never
       containers: notalist
+---
+apiVersion: ai.sits2026.dev/v1
+kind: TrainingJob
+metadata: {name: llama, namespace: ml}
+spec:
+  replicas: 2
+  podTemplate:
+    spec:
+      containers:
+      - name: trainer
+        image: pytorch/pytorch:2.3
+        resources: {limits: {nvidia.com/gpu: "-1"}}
+        volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+      volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 `,
     good: `apiVersion: v1
 kind: Pod
