@@ -79,6 +79,9 @@ describe('invalid-pod-template: pod specs the apiserver rejects', () => {
   it('passes valid pod specs, including SITS typed containers (the CRD schema checks those)', () => {
     expect(hits(POD('  containers: [{name: c, image: x, resources: {limits: {nvidia.com/gpu: 1, cpu: "1.5", memory: 1e3, hugepages-2Mi: 2Mi}}}]\n'), ['invalid-pod-template'])).toEqual([]);
     expect(hits(TJ('  replicas: 2\n  container: {image: x}\n'), ['invalid-pod-template'])).toEqual([]);
+    const kserve = 'apiVersion: serving.kserve.io/v1beta1\nkind: InferenceService\nmetadata: {name: m}\nspec:\n  predictor: {model: {modelFormat: {name: sklearn}}}\n';
+    expect(hits(kserve, ['invalid-pod-template'])).toEqual([]);
+    expect(hits(kserve.replace('model: {modelFormat: {name: sklearn}}', 'containers: notalist'), ['invalid-pod-template']).map((x) => x.path)).toEqual(['spec/predictor/containers']);
   });
 
   it('knows extended resources: a domain outside kubernetes.io', () => {

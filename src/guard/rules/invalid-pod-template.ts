@@ -56,13 +56,13 @@ function checkContainerShape(c: unknown, path: FieldPath, hits: RuleHit[]): void
   }
 }
 
-function checkPodSpec(s: PodSite, hits: RuleHit[]): void {
+function checkPodSpec(s: PodSite, containersRequired: boolean, hits: RuleHit[]): void {
   for (const f of LIST_FIELDS_OF_POD) {
     const v = s.spec[f];
     if (v !== undefined && v !== null && !Array.isArray(v)) hits.push(at([...s.path, f], `must be a list, got ${typeOf(v)}${f === 'containers' ? ': write containers: [{name: …, image: …}]' : ''}`));
   }
   const cs = s.spec.containers;
-  if (cs === undefined || cs === null) hits.push(at(s.path, 'the pod spec has no containers (Required value): a pod needs at least one'));
+  if ((cs === undefined || cs === null) && containersRequired) hits.push(at(s.path, 'the pod spec has no containers (Required value): a pod needs at least one'));
   else if (Array.isArray(cs) && cs.length === 0) hits.push(at([...s.path, 'containers'], 'the pod spec has no containers (Required value): a pod needs at least one'));
   for (const key of ['initContainers', 'containers'] as const) {
     const v = s.spec[key];
@@ -155,7 +155,8 @@ spec:
     for (const s of podSites(obj)) {
       // A SITS kind's typed container is checked against its CRD schema (crd-schema).
       if (s.synthetic && isSitsKind(obj)) continue;
-      if (!s.synthetic) checkPodSpec(s, hits);
+      // A KServe predictor names a model instead of containers; KServe builds them.
+      if (!s.synthetic) checkPodSpec(s, !(kindOf(obj) === 'InferenceService' && !isSitsKind(obj)), hits);
       for (const c of s.containers) checkResources(c, hits);
     }
     return hits;
