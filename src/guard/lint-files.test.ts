@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { KubeObject, Rule, RuleHit } from './rule.ts';
 import { RULES } from './rules/index.ts';
-import { exitCodeOf, LIMITS, lintSources, loadSource, readInputs, type InputSource, type LocatedFinding } from './lint-files.ts';
+import { decodeText, exitCodeOf, isHelmTemplate, LIMITS, lintSources, loadSource, readInputs, type InputSource, type LocatedFinding } from './lint-files.ts';
 
 const src = (file: string, text: string): InputSource => ({ file, text, bytes: Buffer.byteLength(text) });
 
@@ -81,6 +81,10 @@ describe('lintSources: positions', () => {
     const r = lintSources([src('b.yaml', `${pod}---\n${pod}`), src('a.yaml', pod)], TEST_RULES);
     expect(r.findings.map(at)).toEqual(['a.yaml:4:31 latest-image spec.containers[0].image', 'b.yaml:4:31 latest-image spec.containers[0].image', 'b.yaml:9:31 latest-image spec.containers[0].image']);
     expect(exitCodeOf(r.findings)).toBe(0);
+    // An input that cannot be read (a syntax error, over a limit) is exit 2, as a missing file is.
+    expect(exitCodeOf(lintSources([src('s.yaml', 'a: [\n')], TEST_RULES).findings)).toBe(2);
+    expect(exitCodeOf(lintSources([{ file: 'big.yaml', bytes: LIMITS.maxInputBytes + 1 }], TEST_RULES).findings)).toBe(2);
+    expect(exitCodeOf(lintSources([src('k.yaml', 'a: 1\na: 2\n')], TEST_RULES).findings)).toBe(1);
     expect(r).toMatchObject({ files: 2, objects: 3 });
   });
 
@@ -199,8 +203,45 @@ describe('readInputs', () => {
 
   it('names what cannot be read', async () => {
     const r = await readInputs([join(dir, 'nope.yaml'), dir], noStdin);
-    expect(r.unreadable).toEqual([{ path: join(dir, 'nope.yaml'), reason: 'ENOENT' }]);
+    expect(r.unreadable).toEqual([{ path: join(dir, 'nope.yaml'), message: 'cannot read: ENOENT (check the path; the other inputs were linted)' }]);
     expect(r.sources).toHaveLength(4);
+  });
+
+  it('refuses binary files and stdin (a NUL byte, bytes that are not UTF-8) in one line, echoing nothing', async () => {
+    const bin = join(dir, 'model.bin');
+    writeFileSync(bin, Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x00, 0x01, 0x41]));
+    const latin1 = join(dir, 'latin1.txt');
+    writeFileSync(latin1, Buffer.from('a: caf\xe9\n', 'latin1'));
+    const r = await readInputs([bin, latin1, '-'], () => Promise.resolve({ text: '', bytes: 3, binary: true }));
+    expect(r.sources).toEqual([]);
+    expect(r.unreadable.map((u) => u.path)).toEqual([bin, latin1, '<stdin>']);
+    for (const u of r.unreadable) expect(u.message).toBe('is a binary file, not YAML or JSON: nothing was read from it (give sits lint manifests; the other inputs were linted)');
+    expect(decodeText(Buffer.from('a: café\n'))).toBe('a: café\n');
+    expect(decodeText(Buffer.from([0x61, 0x00]))).toBeNull();
+  });
+
+  it('refuses an unrendered Helm chart once, with the helm template command: a chart folder, files of it, stdin', async () => {
+    const chart = join(dir, 'charts', 'train');
+    mkdirSync(join(chart, 'templates'), { recursive: true });
+    writeFileSync(join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: train\nversion: 0.1.0\n');
+    writeFileSync(join(chart, 'templates', 'job.yaml'), 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n{{- end }}\n');
+    writeFileSync(join(chart, 'templates', 'svc.yaml'), 'kind: Service\nmetadata: {name: {{ include "train.name" . }}}\n');
+    const help = `this is a Helm chart: lint its rendered output: helm template NAME ${chart} | sits lint -`;
+    const folder = await readInputs([join(dir, 'charts')], noStdin);
+    expect(folder).toEqual({ sources: [], unreadable: [{ path: chart, message: help }] });
+    const files = await readInputs([join(chart, 'templates', 'job.yaml'), join(chart, 'templates', 'svc.yaml')], noStdin);
+    expect(files).toEqual({ sources: [], unreadable: [{ path: chart, message: help }] });
+    const stdin = await readInputs(['-'], () => Promise.resolve({ text: '{{- if .Values.enabled }}\nkind: Pod\n{{- end }}\n', bytes: 40 }));
+    expect(stdin.unreadable).toEqual([{ path: '<stdin>', message: 'this is a Helm chart: lint its rendered output: helm template NAME DIR | sits lint -' }]);
+  });
+
+  it('tells Helm templates from rendered manifests that carry {{ }} in strings (Prometheus, Alertmanager, Argo)', () => {
+    expect(isHelmTemplate('metadata:\n  name: {{ .Release.Name }}\n')).toBe(true);
+    expect(isHelmTemplate('{{- include "x.labels" . | nindent 4 }}\n')).toBe(true);
+    expect(isHelmTemplate('{{ end }}\n')).toBe(true);
+    expect(isHelmTemplate('annotations:\n  summary: "{{ $labels.instance }} down for {{ $value }}"\n')).toBe(false);
+    expect(isHelmTemplate('data:\n  slack.tmpl: |\n    {{ define "slack" }}{{ range .Alerts }}x{{ end }}{{ end }}\n')).toBe(false);
+    expect(isHelmTemplate('args: ["{{inputs.parameters.message}}"]\n')).toBe(false);
   });
 
   it('does not read a 20 MB file: one input-too-large finding, quickly', async () => {

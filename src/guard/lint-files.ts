@@ -6,7 +6,7 @@
  * (ADR 0045). Bad input is a finding, never a crash; limits (LIMITS) bound what a hostile or broken file costs.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { isMap, isNode, isPair, isSeq, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import { frameOffset, parseFast } from './fast-positions.ts';
 import { fieldName, positionAt, type SourcePosition } from '../spec/yaml-source.ts';
@@ -93,6 +93,13 @@ function problem(file: string, lines: LineCounter | null, offset: number, rule: 
   const pos = lines === null ? { line: 1, col: 1 } : lines.linePos(offset);
   const info = INPUT_RULES.find((r) => r.id === rule);
   return { file, line: pos.line, column: pos.col, rule, severity: info?.severity ?? 'error', message, field: '', kind: null, name: null, namespace: null, ...(template === undefined ? {} : { template }) };
+}
+
+const MAX_MESSAGE = 200;
+
+/** A parser message cut to a line's worth: it may quote the input, and a minified or binary input is one huge line. */
+function clip(message: string): string {
+  return message.length <= MAX_MESSAGE ? message : `${message.slice(0, MAX_MESSAGE)}…`;
 }
 
 function errorRule(code: string): string {
@@ -209,7 +216,7 @@ function loadExact(file: string, text: string, limits: Limits): Loaded {
         // yaml reports a stack overflow at every level it unwinds: once is enough.
         if (e.code === 'RESOURCE_EXHAUSTION' && seen.has(e.code)) continue;
         seen.add(e.code);
-        const message = e.code === 'RESOURCE_EXHAUSTION' ? `the document nests maps and sequences too deeply to parse (${e.message}); more than ${limits.maxNesting} levels is refused (maxNesting)` : (e.message.split('\n')[0] ?? e.code);
+        const message = e.code === 'RESOURCE_EXHAUSTION' ? `the document nests maps and sequences too deeply to parse (${e.message}); more than ${limits.maxNesting} levels is refused (maxNesting)` : clip(e.message.split('\n')[0] ?? e.code);
         out.problems.push(problem(file, lines, e.pos[0], errorRule(e.code), message, template));
         if (seen.size >= limits.maxErrorsPerDocument) break;
       }
@@ -358,48 +365,117 @@ export function sortFindings(fs: LocatedFinding[]): LocatedFinding[] {
   return fs.sort((a, b) => cmp(a.file, b.file) || a.line - b.line || a.column - b.column || cmp(a.rule, b.rule) || cmp(a.message, b.message));
 }
 
-/** 1 when any finding is an error, else 0 (warnings alone pass). */
-export function exitCodeOf(findings: readonly LocatedFinding[]): 0 | 1 {
+/** Input findings that mean an input could not be read at all: the run exits 2, as for a missing file. */
+export const UNREADABLE_RULES: ReadonlySet<string> = new Set(['yaml-syntax', 'input-too-large']);
+
+/** 2 when an input could not be read (a syntax error, over a limit), else 1 when any finding is an error, else 0 (warnings alone pass). */
+export function exitCodeOf(findings: readonly LocatedFinding[]): 0 | 1 | 2 {
+  if (findings.some((f) => UNREADABLE_RULES.has(f.rule))) return 2;
   return findings.some((f) => f.severity === 'error') ? 1 : 0;
 }
 
 const EXTENSIONS = /\.(ya?ml|json)$/i;
 
+/** An input that is not linted, and why: `sits: <path>: <message>` on stderr, exit 2. */
 export interface Unreadable {
   readonly path: string;
-  readonly reason: string;
+  readonly message: string;
 }
+
+const cannotRead = (path: string, reason: string): Unreadable => ({ path, message: `cannot read: ${reason} (check the path; the other inputs were linted)` });
+
+/**
+ * Go-template actions that only an unrendered Helm template has: `.Values`/`.Release`/`.Chart`/`.Capabilities`/
+ * `.Files`/`.Template`, `include`, `tpl`, `toYaml`, or an action at column 0 (`{{- if …}}`, `{{ end }}`). Rendered
+ * manifests may hold `{{ }}` too (Prometheus and Alertmanager templates, Argo parameters), but indented inside a
+ * string, and without these.
+ */
+const HELM_ACTION = /\{\{-?\s*(?:\.(?:Values|Release|Chart|Capabilities|Files|Template)\b|include\s|tpl\s|toYaml\s)|^\{\{/m;
+
+export const isHelmTemplate = (text: string): boolean => text.includes('{{') && HELM_ACTION.test(text);
+
+/** The chart folder a file is in (the nearest parent with a Chart.yaml), or undefined. */
+function chartRootOf(file: string): string | undefined {
+  let dir = dirname(file);
+  for (let i = 0; i < 64; i++) {
+    if (isChartDir(dir)) return dir;
+    const up = dirname(dir);
+    if (up === dir) return undefined;
+    dir = up;
+  }
+  return undefined;
+}
+
+function isChartDir(dir: string): boolean {
+  try {
+    return statSync(join(dir, 'Chart.yaml')).isFile();
+  } catch {
+    return false;
+  }
+}
+
+const helmChart = (path: string, dir: string): Unreadable => ({ path, message: `this is a Helm chart: lint its rendered output: helm template NAME ${dir} | sits lint -` });
+
+const binary = (path: string): Unreadable => ({ path, message: 'is a binary file, not YAML or JSON: nothing was read from it (give sits lint manifests; the other inputs were linted)' });
 
 /** Display name of stdin in findings. */
 export const STDIN = '<stdin>';
 
+/** UTF-8 text, or null for bytes that are not (a binary file, UTF-16): those are refused rather than decoded to U+FFFD. */
+export function decodeText(bytes: Uint8Array): string | null {
+  try {
+    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return text.includes('\u0000') ? null : text;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Reads the inputs named on the command line: a file (any extension), a folder (recursively, its *.yaml, *.yml
  * and *.json in sorted order, so output never depends on the file system's order) or `-` for stdin. A file
- * over the size limit is not read. What cannot be read is returned, named, for the caller to report (exit 2).
+ * over the size limit is not read. What is not linted is returned, named, for the caller to report (exit 2):
+ * what cannot be read, binary files, and unrendered Helm charts (a folder with a Chart.yaml, once per chart,
+ * or a file with Helm template actions), which would give one syntax error per template action.
  */
-export async function readInputs(paths: readonly string[], readStdin: (maxBytes: number) => Promise<{ text?: string; bytes: number }>, limits: Limits = LIMITS): Promise<{ sources: InputSource[]; unreadable: Unreadable[] }> {
+export async function readInputs(paths: readonly string[], readStdin: (maxBytes: number) => Promise<{ text?: string; bytes: number; binary?: boolean }>, limits: Limits = LIMITS): Promise<{ sources: InputSource[]; unreadable: Unreadable[] }> {
   const sources: InputSource[] = [];
   const unreadable: Unreadable[] = [];
+  const charts = new Set<string>();
   const reason = (e: unknown): string => (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+  const helm = (path: string, dir: string | undefined): void => {
+    const key = dir ?? path;
+    if (charts.has(key)) return;
+    charts.add(key);
+    unreadable.push(helmChart(dir ?? path, dir ?? 'DIR'));
+  };
+  const addText = (file: string, text: string | null, bytes: number, chartDir: () => string | undefined): void => {
+    if (text === null) unreadable.push(binary(file));
+    else if (isHelmTemplate(text)) helm(file, chartDir());
+    else sources.push({ file, text, bytes });
+  };
   const readFile = (path: string, size: number): void => {
     if (size > limits.maxInputBytes) {
       sources.push({ file: path, bytes: size });
       return;
     }
     try {
-      const text = readFileSync(path, 'utf8');
-      sources.push({ file: path, text, bytes: Buffer.byteLength(text) });
+      const buf = readFileSync(path);
+      addText(path, decodeText(buf), buf.length, () => chartRootOf(path));
     } catch (e) {
-      unreadable.push({ path, reason: reason(e) });
+      unreadable.push(cannotRead(path, reason(e)));
     }
   };
   const walk = (dir: string): void => {
+    if (isChartDir(dir)) {
+      helm(dir, dir);
+      return;
+    }
     let entries;
     try {
       entries = readdirSync(dir, { withFileTypes: true });
     } catch (e) {
-      unreadable.push({ path: dir, reason: reason(e) });
+      unreadable.push(cannotRead(dir, reason(e)));
       return;
     }
     for (const entry of entries.sort((a, b) => cmp(a.name, b.name))) {
@@ -411,7 +487,7 @@ export async function readInputs(paths: readonly string[], readStdin: (maxBytes:
           const st = statSync(path);
           if (st.isFile()) readFile(path, st.size);
         } catch (e) {
-          unreadable.push({ path, reason: reason(e) });
+          unreadable.push(cannotRead(path, reason(e)));
         }
       }
     }
@@ -419,14 +495,15 @@ export async function readInputs(paths: readonly string[], readStdin: (maxBytes:
   for (const p of paths) {
     if (p === '-') {
       const s = await readStdin(limits.maxInputBytes);
-      sources.push({ file: STDIN, ...s });
+      if (s.text === undefined) sources.push({ file: STDIN, bytes: s.bytes });
+      else addText(STDIN, s.binary === true || s.text.includes('\u0000') ? null : s.text, s.bytes, () => undefined);
       continue;
     }
     let st;
     try {
       st = statSync(p);
     } catch (e) {
-      unreadable.push({ path: p, reason: reason(e) });
+      unreadable.push(cannotRead(p, reason(e)));
       continue;
     }
     if (st.isDirectory()) walk(p);

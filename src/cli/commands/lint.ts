@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { DEFAULT_CLUSTER, disabledRuleIds, type LintOptions } from '../../guard/engine.ts';
 import { formatFindings, OUTPUT_FORMATS, type OutputFormat } from '../../guard/format.ts';
-import { exitCodeOf, INPUT_RULES, lintSources, readInputs, type RuleInfo } from '../../guard/lint-files.ts';
+import { decodeText, exitCodeOf, INPUT_RULES, lintSources, readInputs, type RuleInfo } from '../../guard/lint-files.ts';
 import type { Rule } from '../../guard/rule.ts';
 import { RULES } from '../../guard/rules/index.ts';
 import { CliError, ExitStatus } from '../errors.ts';
@@ -45,7 +45,7 @@ export function lintOptions(flags: LintFlags, rules: readonly Rule[]): { options
 }
 
 /** Reads stdin up to `maxBytes`; beyond that it stops and reports the size it saw (an `input-too-large` finding). */
-async function readStdin(maxBytes: number): Promise<{ text?: string; bytes: number }> {
+async function readStdin(maxBytes: number): Promise<{ text?: string; bytes: number; binary?: boolean }> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of process.stdin) {
@@ -57,7 +57,8 @@ async function readStdin(maxBytes: number): Promise<{ text?: string; bytes: numb
     }
     chunks.push(b);
   }
-  return { text: Buffer.concat(chunks).toString('utf8'), bytes };
+  const text = decodeText(Buffer.concat(chunks));
+  return text === null ? { text: '', bytes, binary: true } : { text, bytes };
 }
 
 export function registerLint(program: Command): void {
@@ -74,7 +75,7 @@ export function registerLint(program: Command): void {
     .action(async (paths: string[], flags: LintFlags) => {
       const { options, format } = lintOptions(flags, RULES);
       const { sources, unreadable } = await readInputs(paths, readStdin);
-      for (const u of unreadable) process.stderr.write(`sits: ${u.path}: cannot read: ${u.reason} (check the path; the other inputs were linted)\n`);
+      for (const u of unreadable) process.stderr.write(`sits: ${u.path}: ${u.message}\n`);
       const report = lintSources(sources, RULES, options);
       const infos: RuleInfo[] = [...RULES.map((r) => ({ id: r.id, severity: r.severity, title: r.title, rationale: r.rationale, seed: r.seed })), ...INPUT_RULES];
       process.stdout.write(formatFindings(format, report.findings, report, infos, { version: program.version() ?? '0.0.0', ...(flags.docsUrl === undefined ? {} : { docsBase: flags.docsUrl }) }));

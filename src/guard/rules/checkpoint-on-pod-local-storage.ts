@@ -107,8 +107,8 @@ spec:
           - name: pytorch
             image: pytorch/pytorch:2.3
             command: [torchrun, train.py, --checkpoint-dir, /ckpt/bert, --output-dir, s3://bucket/bert]
-            volumeMounts: [{name: ckpt, mountPath: /ckpt}]
-          volumes: [{name: ckpt, persistentVolumeClaim: {claimName: shared-ckpt}}]
+            volumeMounts: [{name: ckpt, mountPath: /ckpt}, {name: dshm, mountPath: /dev/shm}]
+          volumes: [{name: ckpt, persistentVolumeClaim: {claimName: shared-ckpt}}, {name: dshm, emptyDir: {medium: Memory}}]
 ---
 apiVersion: v1
 kind: Pod

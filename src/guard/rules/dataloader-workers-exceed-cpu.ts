@@ -82,9 +82,11 @@ spec:
     image: pytorch/pytorch:2.3
     args: [python, train.py, --num-workers, "2"]
     resources: {limits: {cpu: 4000m}}
+    volumeMounts: [{name: dshm, mountPath: /dev/shm}]
   - name: sidecar
     image: busybox
     env: [{name: NUM_WORKERS, value: "8"}]
+  volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 ---
 apiVersion: ai.sits2026.dev/v1
 kind: TrainingJob

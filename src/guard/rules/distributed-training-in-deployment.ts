@@ -49,7 +49,8 @@ spec:
   template:
     metadata: {labels: {app: single}}
     spec:
-      containers: [{name: t, image: pytorch/pytorch:2.3, command: [torchrun, --nproc-per-node=8, train.py]}]
+      containers: [{name: t, image: pytorch/pytorch:2.3, command: [torchrun, --nproc-per-node=8, train.py], volumeMounts: [{name: dshm, mountPath: /dev/shm}]}]
+      volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 `,
   },
   check(obj) {

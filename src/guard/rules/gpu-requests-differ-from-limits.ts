@@ -1,5 +1,5 @@
 import { GPU_RESOURCE } from '../../api/wire.ts';
-import { compareQuantities, isWholeQuantity } from '../../api/quantity.ts';
+import { compareQuantities, isQuantity, isWholeQuantity } from '../../api/quantity.ts';
 import { WORKLOAD_KINDS, at, field, podSites } from '../pod-specs.ts';
 import type { Rule, RuleHit } from '../rule.ts';
 
@@ -70,7 +70,8 @@ spec:
         const limPath = [...c.resourcesPath, 'limits', GPU_RESOURCE];
         const name = c.name || '(unnamed)';
         for (const [v, p] of [[req, reqPath], [lim, limPath]] as const) {
-          if (v !== undefined && !isWholeQuantity(v)) hits.push({ message: `container ${name}: ${GPU_RESOURCE} ${JSON.stringify(v)} is not a whole number of GPUs (the apiserver rejects it); request whole GPUs, or one shared GPU with annotation ai.sits2026.dev/gpu-fraction`, path: p });
+          // A value that is not a quantity at all is invalid-pod-template's finding.
+          if (v !== undefined && isQuantity(v) && !isWholeQuantity(v)) hits.push({ message: `container ${name}: ${GPU_RESOURCE} ${JSON.stringify(v)} is not a whole number of GPUs (the apiserver rejects it); request whole GPUs, or one shared GPU with annotation ai.sits2026.dev/gpu-fraction`, path: p });
         }
         if (req !== undefined && lim === undefined) {
           hits.push({ message: `container ${name}: ${GPU_RESOURCE} is requested (${String(req)}) without a limit; extended resources need a limit (the apiserver rejects the pod): set limits["${GPU_RESOURCE}"]: ${String(req)}`, path: reqPath });

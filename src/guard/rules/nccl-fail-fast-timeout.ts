@@ -81,6 +81,8 @@ spec:
             env:
             - {name: NCCL_ASYNC_ERROR_HANDLING, value: "1"}
             - {name: NCCL_TIMEOUT, value: "600"}
+            volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+          volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 ---
 apiVersion: ai.sits2026.dev/v1
 kind: TrainingJob

@@ -48,6 +48,8 @@ spec:
           - name: pytorch
             image: pytorch/pytorch:2.3
             env: [{name: NCCL_IB_DISABLE, value: "0"}]
+            volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+          volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 ---
 apiVersion: ai.sits2026.dev/v1
 kind: TrainingJob

@@ -76,6 +76,8 @@ spec:
         image: pytorch/pytorch:2.3
         command: [torchrun, --nnodes=4, --rdzv-endpoint=bert-0.bert.ml.svc:29500, train.py]
         env: [{name: MASTER_ADDR, value: bert}]
+        volumeMounts: [{name: dshm, mountPath: /dev/shm}]
+      volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 `,
   },
   check(obj, ctx) {

@@ -138,7 +138,8 @@ spec:
       template:
         spec:
           nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3}
-          containers: [{name: pytorch, image: pytorch/pytorch:2.3, command: [torchrun, train.py]}]
+          containers: [{name: pytorch, image: pytorch/pytorch:2.3, command: [torchrun, train.py], volumeMounts: [{name: dshm, mountPath: /dev/shm}]}]
+          volumes: [{name: dshm, emptyDir: {medium: Memory}}]
 `,
   },
   check(obj, ctx) {
