@@ -113,10 +113,12 @@ describe('training-without-shm', () => {
     expect(hits(DEPLOY(`${TORCHRUN}      hostIPC: true\n`), ['training-without-shm'])).toEqual([]);
   });
 
-  it('triggers on DataLoader workers, a TrainingJob podTemplate and a PyTorchJob; not on inference, init containers, zero workers or a typed TrainingJob container', () => {
+  it('triggers on DataLoader workers, a TrainingJob podTemplate with a disk /dev/shm and a PyTorchJob; not on inference, init containers, zero workers or a TrainingJob the controller gives one', () => {
     expect(hits(POD('  containers: [{name: c, image: x, env: [{name: DATALOADER_NUM_WORKERS, value: "4"}]}]\n'), ['training-without-shm']).map((x) => x.message)).toEqual([expect.stringContaining('container c starts 4 DataLoader workers (env DATALOADER_NUM_WORKERS)')]);
     expect(hits(POD('  containers: [{name: c, image: x, args: [python, train.py, --num-workers, "0"]}]\n'), ['training-without-shm'])).toEqual([]);
-    expect(hits(TJ('  replicas: 2\n  podTemplate:\n    spec:\n      initContainers: [{name: fetch, image: x, command: [torchrun]}]\n      containers: [{name: side, image: y}, {name: trainer, image: x}]\n'), ['training-without-shm']).map((x) => x.path)).toEqual(['spec/podTemplate/spec/containers/1']);
+    // A SITS TrainingJob's trainer gets a memory /dev/shm from the controller: only a disk-backed one of its own is flagged.
+    expect(hits(TJ('  replicas: 2\n  podTemplate:\n    spec:\n      initContainers: [{name: fetch, image: x, command: [torchrun]}]\n      containers: [{name: side, image: y}, {name: trainer, image: x}]\n'), ['training-without-shm'])).toEqual([]);
+    expect(hits(TJ('  replicas: 2\n  podTemplate:\n    spec:\n      volumes: [{name: s, emptyDir: {}}]\n      containers: [{name: side, image: y}, {name: trainer, image: x, volumeMounts: [{name: s, mountPath: /dev/shm}]}]\n'), ['training-without-shm']).map((x) => x.path)).toEqual(['spec/podTemplate/spec/containers/1/volumeMounts/0']);
     expect(hits(TJ('  replicas: 2\n  container: {image: x, command: [torchrun, train.py]}\n'), ['training-without-shm'])).toEqual([]);
     expect(hits('apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: j}\nspec:\n  pytorchReplicaSpecs:\n    Master: {replicas: 1, template: {spec: {containers: [{name: pytorch, image: x}]}}}\n', ['training-without-shm']).map((x) => x.path)).toEqual(['spec/pytorchReplicaSpecs/Master/template/spec/containers/0']);
     expect(hits(POD('  containers: [{name: vllm, image: vllm/vllm-openai:v0.6.0, args: [--tensor-parallel-size, "2"], env: [{name: WORLD_SIZE, value: "2"}]}]\n'), ['training-without-shm'])).toEqual([]);

@@ -204,11 +204,11 @@ describe('checkpoints in the TrainingJob reconcile', () => {
     }
   });
 
-  it('without spec.checkpoint nothing changes: no checkpoint status, volumes or env', () => {
+  it('without spec.checkpoint nothing changes: no checkpoint status, no checkpoint volume (only /dev/shm), no env', () => {
     const r = reconcileTrainingJob({ job: makeJob({ replicas: 1 }), pods: [], services: [], podGroups: [], nowMs: T0 }, DEFAULT_CONTROLLER_CONFIG);
     expect(r.status?.checkpoint).toBeUndefined();
     const pod = r.actions.find((a) => a.kind === 'createPod');
-    expect(pod?.kind === 'createPod' ? pod.pod.spec?.volumes : 'x').toBeUndefined();
+    expect(pod?.kind === 'createPod' ? pod.pod.spec?.volumes : 'x').toEqual([{ name: 'sits-dshm', emptyDir: { medium: 'Memory' } }]);
   });
 });
 

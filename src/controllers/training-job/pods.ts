@@ -129,6 +129,20 @@ export const NCCL_TOPO_VOLUME = 'sits-nccl-topology';
 export const NCCL_TOPO_DIR = '/etc/sits/nccl';
 export const NCCL_TOPO_FILE = `${NCCL_TOPO_DIR}/topo.xml`;
 
+/**
+ * PyTorch's DataLoader workers hand batches over through /dev/shm, which a container gets at 64 MiB: past that they
+ * die with a bus error. The trainer gets a memory-backed /dev/shm unless the template mounts its own there or shares
+ * the host's IPC (the lint rule training-without-shm says the same of hand-written pods). It counts against the
+ * container's memory limit, as any tmpfs does.
+ */
+export const SHM_VOLUME = 'sits-dshm';
+
+function needsShm(base: PodSpecObject, c: ContainerObject): boolean {
+  if ((base as { hostIPC?: unknown }).hostIPC === true) return false;
+  const mounts = Array.isArray(c.volumeMounts) ? (c.volumeMounts as { mountPath?: unknown }[]) : [];
+  return !mounts.some((m) => typeof m.mountPath === 'string' && m.mountPath.replace(/\/+$/, '') === '/dev/shm');
+}
+
 function ncclTopologyVolume(): Record<string, unknown> {
   return { name: NCCL_TOPO_VOLUME, downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: `metadata.annotations['${ANNOTATION.ncclTopology}']` } }] } };
 }
@@ -175,6 +189,8 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
   const ti = trainerIndex(base.containers);
   const nproc = nprocPerNode(spec, trainingJobGpusPerReplica(spec));
   const topo = spec.nccl.topologyFile !== false && trainingJobGpusPerReplica(spec) > 0;
+  const trainer = base.containers[ti];
+  const shm = trainer !== undefined && needsShm(base, trainer);
   const containers = base.containers.map((c, i) => {
     if (i !== ti) return c;
     const withRes = withResources(c, res);
@@ -190,6 +206,7 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
       ...own,
       ...(spec.checkpoint === undefined ? [] : [{ name: CHECKPOINT_VOLUME_NAME, mountPath: spec.checkpoint.mountPath }]),
       ...(topo ? [{ name: NCCL_TOPO_VOLUME, mountPath: NCCL_TOPO_DIR, readOnly: true }] : []),
+      ...(shm ? [{ name: SHM_VOLUME, mountPath: '/dev/shm' }] : []),
     ];
     return { ...withRes, env, ports: withPort, ...(mounts.length === own.length ? {} : { volumeMounts: mounts }) };
   });
@@ -197,7 +214,11 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
   const baseVolumes = Array.isArray(base.volumes) ? (base.volumes as unknown[]) : [];
   // The scheduler writes the NCCL file's XML into the pod's annotations through the Binding
   // (kube/nccl-topology-binding.ts); the kubelet starts the pod after that and projects the annotation as the file.
-  const extraVolumes = [...(claim === undefined ? [] : [{ name: CHECKPOINT_VOLUME_NAME, persistentVolumeClaim: { claimName: claim } }]), ...(topo ? [ncclTopologyVolume()] : [])];
+  const extraVolumes = [
+    ...(claim === undefined ? [] : [{ name: CHECKPOINT_VOLUME_NAME, persistentVolumeClaim: { claimName: claim } }]),
+    ...(topo ? [ncclTopologyVolume()] : []),
+    ...(shm ? [{ name: SHM_VOLUME, emptyDir: { medium: 'Memory' } }] : []),
+  ];
   const volumes = extraVolumes.length === 0 ? {} : { volumes: [...baseVolumes, ...extraVolumes] };
   const tmplMeta = spec.podTemplate?.metadata;
   return {

@@ -184,7 +184,7 @@ describe('replica pods', () => {
     const p = c.replicaPods()[1];
     expect(p?.spec?.schedulerName).toBe('sits-scheduler');
     expect(p?.spec?.priorityClassName).toBe('training-high');
-    expect(p?.spec?.volumes).toEqual([{ name: 'ckpt', emptyDir: {} }, NCCL_VOLUME]);
+    expect(p?.spec?.volumes).toEqual([{ name: 'ckpt', emptyDir: {} }, NCCL_VOLUME, SHM_VOLUME]);
     expect(p?.metadata.labels).toMatchObject({ team: 'nlp', 'ai.sits2026.dev/queue': 'research' });
     expect(p?.metadata.annotations?.note).toBe('x');
     const [sidecar, trainer] = p?.spec?.containers ?? [];
@@ -198,6 +198,8 @@ describe('replica pods', () => {
 const p0 = (p: ReturnType<FakeCluster['replicaPods']>[number] | undefined) => p?.spec?.containers[0];
 
 const NCCL_VOLUME = { name: 'sits-nccl-topology', downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: "metadata.annotations['ai.sits2026.dev/nccl-topology']" } }] } };
+const SHM_VOLUME = { name: 'sits-dshm', emptyDir: { medium: 'Memory' } };
+const SHM_MOUNT = { name: 'sits-dshm', mountPath: '/dev/shm' };
 
 describe('the NCCL topology file', () => {
   it('every GPU replica asks the scheduler for it and reads it from its annotations at /etc/sits/nccl/topo.xml (NCCL_TOPO_FILE)', () => {
@@ -205,8 +207,8 @@ describe('the NCCL topology file', () => {
     c.step();
     for (const p of c.replicaPods()) {
       expect(p.metadata.annotations?.['ai.sits2026.dev/nccl-topology-file']).toBe('generate');
-      expect(p.spec?.volumes).toEqual([NCCL_VOLUME]);
-      expect(p0(p)?.['volumeMounts']).toEqual([{ name: 'sits-nccl-topology', mountPath: '/etc/sits/nccl', readOnly: true }]);
+      expect(p.spec?.volumes).toEqual([NCCL_VOLUME, SHM_VOLUME]);
+      expect(p0(p)?.['volumeMounts']).toEqual([{ name: 'sits-nccl-topology', mountPath: '/etc/sits/nccl', readOnly: true }, SHM_MOUNT]);
       expect(envOf(p).NCCL_TOPO_FILE).toBe('/etc/sits/nccl/topo.xml');
     }
   });
@@ -218,7 +220,7 @@ describe('the NCCL topology file', () => {
     cpuOnly.step();
     for (const p of [...off.replicaPods(), ...cpuOnly.replicaPods()]) {
       expect(p.metadata.annotations?.['ai.sits2026.dev/nccl-topology-file']).toBeUndefined();
-      expect(p.spec?.volumes).toBeUndefined();
+      expect(p.spec?.volumes).toEqual([SHM_VOLUME]);
       expect(envOf(p).NCCL_TOPO_FILE).toBeUndefined();
     }
     const own = new FakeCluster(makeJob({ ...SEED_SPEC, container: { image: 'x', env: [{ name: 'NCCL_TOPO_FILE', value: '/opt/topo.xml' }] } }));
@@ -751,5 +753,35 @@ describe('housekeeping', () => {
     expect(kinds(c.step())).toEqual([]);
     c.pods.delete('bert-0');
     expect(kinds(c.step())).toContain('createPod');
+  });
+});
+
+describe('/dev/shm of the trainer', () => {
+  it('is a memory-backed emptyDir by default (the 64 MiB default kills DataLoader workers)', () => {
+    const c = new FakeCluster(makeJob(SEED_SPEC));
+    c.step();
+    for (const p of c.replicaPods()) {
+      expect(p.spec?.volumes).toContainEqual(SHM_VOLUME);
+      expect(p0(p)?.['volumeMounts']).toContainEqual(SHM_MOUNT);
+    }
+  });
+
+  it('is left alone when the template mounts its own at /dev/shm or shares the host IPC', () => {
+    const own = new FakeCluster(
+      makeJob({
+        ...SEED_SPEC,
+        container: undefined,
+        podTemplate: { spec: { volumes: [{ name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } }], containers: [{ name: 'trainer', image: 'x', volumeMounts: [{ name: 'shm', mountPath: '/dev/shm/' }] }] } },
+      }),
+    );
+    own.step();
+    const hostIpc = new FakeCluster(makeJob({ ...SEED_SPEC, container: undefined, podTemplate: { spec: { hostIPC: true, containers: [{ name: 'trainer', image: 'x' }] } } }));
+    hostIpc.step();
+    for (const p of [...own.replicaPods(), ...hostIpc.replicaPods()]) {
+      expect(p.spec?.volumes ?? []).not.toContainEqual(SHM_VOLUME);
+      expect((p0(p)?.['volumeMounts'] as unknown[] | undefined) ?? []).not.toContainEqual(SHM_MOUNT);
+    }
+    expect(own.replicaPods().length).toBeGreaterThan(0);
+    expect(hostIpc.replicaPods().length).toBeGreaterThan(0);
   });
 });

@@ -48,7 +48,8 @@ export const trainingWithoutShm: Rule = {
     '`MASTER_ADDR`/`WORLD_SIZE`, or starts DataLoader workers (`--num-workers N`, `DATALOADER_NUM_WORKERS`, `num_workers=N`, N > 0). It is ' +
     'fine with an `emptyDir: {medium: Memory}` mounted at `/dev/shm` (counted against the memory limit: size it with `sizeLimit`), another ' +
     'volume mounted there, or `hostIPC: true`; an `emptyDir` without `medium: Memory` is disk, not shared memory, and is flagged. A ' +
-    'TrainingJob with a typed `container` has no volumes to add: use `podTemplate` for it.',
+    'SITS TrainingJob gets a memory-backed `/dev/shm` on its trainer from the controller when it mounts nothing there, so only a ' +
+    'disk-backed one is flagged in it.',
   kinds: ['Pod', 'Deployment', 'StatefulSet', 'ReplicaSet', 'Job', 'CronJob', 'TrainingJob', 'PyTorchJob', 'LeaderWorkerSet'],
   fixtures: {
     bad: `apiVersion: kubeflow.org/v1
@@ -113,6 +114,8 @@ spec:
         if (why === undefined) continue;
         const shm = shmOf(s, c);
         const name = c.name || '(unnamed)';
+        // SITS's TrainingJob controller mounts a memory-backed /dev/shm on the trainer it finds nothing on.
+        if (shm === 'none' && kindOf(obj) === 'TrainingJob' && isSitsKind(obj)) continue;
         if (shm === 'none') hits.push({ message: `container ${name} ${why.why} but mounts nothing at /dev/shm: the runtime's default is 64 MiB and DataLoader workers die with "bus error" when it fills; ${FIX}`, path: c.path });
         else if (!shm.memory) hits.push({ message: `container ${name} ${why.why} and mounts a disk-backed emptyDir at /dev/shm: shared memory needs RAM; set medium: Memory on that emptyDir (with a sizeLimit, counted against the memory limit)`, path: shm.path });
       }
