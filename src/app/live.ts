@@ -18,7 +18,7 @@ import { schedulerFragmentation } from './batch-routing.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { LeaderElector } from '../kube/leader.ts';
 
-export interface LiveAppOptions {
+export interface LiveAppOptions extends ControllerFeatures {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
   readonly kubeconfig?: string;
   readonly profile?: string;
@@ -34,20 +34,8 @@ export interface LiveAppOptions {
   readonly maxInFlight?: number;
   /** Test seam of the binder (crash tests): see KubeBinderOptions.afterGangMemberBound. */
   readonly afterGangMemberBound?: (count: number) => void;
-  /** Also run the workload controllers (TrainingJob, InferenceService, DataPipeline); they act only while this replica leads. */
+  /** Also run the workload controllers (TrainingJob, InferenceService, DataPipeline, and the ControllerFeatures asked for); they act only while this replica leads. */
   readonly controllers?: boolean;
-  /** With `controllers`: also the serving loop (LoRA adapters on every replica, SITS token autoscaling; app/serving-loop.ts). */
-  readonly serving?: boolean;
-  /** With `controllers`: also lend GPUs of elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts). */
-  readonly lending?: boolean;
-  /** With `controllers`: move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
-  readonly healthMigration?: boolean;
-  /** With `controllers`: the BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
-  readonly batchClaimsDir?: string;
-  /** The batch workers' WASM plugin limits (ADR 0117/0156: the operator's); unset: the defaults. */
-  readonly batchPluginLimits?: Partial<PluginLimits>;
-  /** With `batchClaimsDir`: where the jobs' routing plugin files (spec.strategy.routing.wasm.file) are read (ADR 0165). */
-  readonly batchPluginDir?: string;
   /** Checkpoint-aware preemption (ADR 0093): checkpointable victims are asked for a checkpoint before eviction. */
   readonly checkpointAware?: boolean;
   readonly log?: (m: string) => void;
@@ -120,7 +108,23 @@ export async function explainLive(target: string, opts: { readonly kubeconfig?: 
   }
 }
 
-export interface ControllersAppOptions {
+/** What the workload controllers run besides the TrainingJob, InferenceService and DataPipeline controllers. */
+export interface ControllerFeatures {
+  /** Also the serving loop (LoRA adapters on every replica, SITS token autoscaling; app/serving-loop.ts). */
+  readonly serving?: boolean;
+  /** Also lend GPUs of elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts). */
+  readonly lending?: boolean;
+  /** Move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
+  readonly healthMigration?: boolean;
+  /** The BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
+  readonly batchClaimsDir?: string;
+  /** The batch workers' WASM plugin limits (ADR 0117/0156: the operator's); unset: the defaults. */
+  readonly batchPluginLimits?: Partial<PluginLimits>;
+  /** With `batchClaimsDir`: where the jobs' routing plugin files (spec.strategy.routing.wasm.file) are read (ADR 0165). */
+  readonly batchPluginDir?: string;
+}
+
+export interface ControllersAppOptions extends ControllerFeatures {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
   readonly kubeconfig?: string;
   readonly identity?: string;
@@ -130,12 +134,6 @@ export interface ControllersAppOptions {
   readonly leaseName?: string;
   readonly leaseDurationSec?: number;
   readonly maxInFlight?: number;
-  readonly serving?: boolean;
-  readonly lending?: boolean;
-  readonly healthMigration?: boolean;
-  readonly batchClaimsDir?: string;
-  readonly batchPluginLimits?: Partial<PluginLimits>;
-  readonly batchPluginDir?: string;
   readonly log?: (m: string) => void;
   readonly tracing?: Tracing;
 }
