@@ -24,26 +24,9 @@ import { WEBHOOK_NAMES } from '../deploy/webhook-manifests.ts';
 import { ensureHelm, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from '../deploy/testing/helm.ts';
 import type { Json } from '../deploy/tree.ts';
 import { resolveValues, type DeployValues } from '../deploy/values.ts';
+import { objectPath } from '../deploy/testing/rest-paths.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: { template?: { metadata?: unknown; spec?: Record<string, unknown> } } };
-
-const RESOURCES: Record<string, { plural: string; namespaced: boolean }> = {
-  CustomResourceDefinition: { plural: 'customresourcedefinitions', namespaced: false },
-  Namespace: { plural: 'namespaces', namespaced: false },
-  ServiceAccount: { plural: 'serviceaccounts', namespaced: true },
-  Service: { plural: 'services', namespaced: true },
-  ClusterRole: { plural: 'clusterroles', namespaced: false },
-  ClusterRoleBinding: { plural: 'clusterrolebindings', namespaced: false },
-  Role: { plural: 'roles', namespaced: true },
-  RoleBinding: { plural: 'rolebindings', namespaced: true },
-  Deployment: { plural: 'deployments', namespaced: true },
-  DaemonSet: { plural: 'daemonsets', namespaced: true },
-  PodDisruptionBudget: { plural: 'poddisruptionbudgets', namespaced: true },
-  Pod: { plural: 'pods', namespaced: true },
-  ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
-  MutatingWebhookConfiguration: { plural: 'mutatingwebhookconfigurations', namespaced: false },
-  ServiceMonitor: { plural: 'servicemonitors', namespaced: true },
-};
 
 /** The Prometheus Operator's ServiceMonitor CRD, the real one (tools/prometheus-operator/ensure-crd.mjs prints its path). */
 function serviceMonitorCrd(): Json {
@@ -63,14 +46,6 @@ async function tokenKubeconfig(admin: KubeClient, server: string, dir: string, n
     { mode: 0o600 },
   );
   return path;
-}
-
-function objectPath(o: Obj): string {
-  const r = RESOURCES[o.kind];
-  if (r === undefined) throw new Error(`no REST mapping for ${o.kind}`);
-  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
-  const ns = r.namespaced ? `/namespaces/${o.metadata.namespace ?? 'default'}` : '';
-  return `${base}${ns}/${r.plural}/${o.metadata.name}`;
 }
 
 /** Server-side apply, as `kubectl apply --server-side [--dry-run=server]`. */

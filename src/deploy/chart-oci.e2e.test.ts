@@ -27,6 +27,7 @@ import { FakeKubelet } from '../harness/fake-kubelet.ts';
 import { ensureOciTools, startOciRegistry, type OciRegistry } from '../harness/oci-registry.ts';
 import { ensureHelm, helmTemplate, parseManifests, removeHelmScratch, runHelm, valuesFile, writeChart, type HelmRun } from './testing/helm.ts';
 import { buildImage } from './testing/image.ts';
+import { objectPath } from './testing/rest-paths.ts';
 
 const FIXTURE = join(import.meta.dirname, 'testing/fixtures/sits-0.1.0.tgz');
 const NS = 'sits-system';
@@ -39,29 +40,7 @@ type Meta = { name: string; namespace?: string; uid?: string; generation?: numbe
 type Obj = { apiVersion: string; kind: string; metadata: Meta; spec?: Record<string, unknown> };
 type CrdLike = { kind: string; metadata: Meta; spec: { versions: readonly { name: string; served: boolean; storage: boolean; schema?: unknown }[] }; status?: { conditions?: { type: string; status: string }[] } };
 
-const PLURALS: Record<string, { plural: string; namespaced: boolean }> = {
-  CustomResourceDefinition: { plural: 'customresourcedefinitions', namespaced: false },
-  Namespace: { plural: 'namespaces', namespaced: false },
-  ServiceAccount: { plural: 'serviceaccounts', namespaced: true },
-  Service: { plural: 'services', namespaced: true },
-  ConfigMap: { plural: 'configmaps', namespaced: true },
-  ClusterRole: { plural: 'clusterroles', namespaced: false },
-  ClusterRoleBinding: { plural: 'clusterrolebindings', namespaced: false },
-  Role: { plural: 'roles', namespaced: true },
-  RoleBinding: { plural: 'rolebindings', namespaced: true },
-  Deployment: { plural: 'deployments', namespaced: true },
-  DaemonSet: { plural: 'daemonsets', namespaced: true },
-  PodDisruptionBudget: { plural: 'poddisruptionbudgets', namespaced: true },
-  ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
-  MutatingWebhookConfiguration: { plural: 'mutatingwebhookconfigurations', namespaced: false },
-};
-
-function pathOf(o: Obj): string {
-  const r = PLURALS[o.kind];
-  if (r === undefined) throw new Error(`no REST mapping for ${o.kind} (add it to PLURALS)`);
-  const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
-  return `${base}${r.namespaced ? `/namespaces/${o.metadata.namespace ?? NS}` : ''}/${r.plural}/${o.metadata.name}`;
-}
+const pathOf = (o: Obj): string => objectPath(o, NS);
 
 function ok(r: HelmRun, what: string): string {
   expect(r.code, `${what}: ${r.stderr}`).toBe(0);
