@@ -28,7 +28,8 @@ export function outputOption(formats: readonly string[], note = ''): Option {
 /** `-o json|yaml` of a value, as kubectl prints objects; undefined for the table formats. */
 export function printed(value: unknown, format: string): string | undefined {
   if (format === 'json') return `${JSON.stringify(value, null, 2)}\n`;
-  if (format === 'yaml') return stringify(value);
+  // No &anchors for objects shared between entries: every entry reads whole, as kubectl prints them.
+  if (format === 'yaml') return stringify(value, { aliasDuplicateObjects: false });
   return undefined;
 }
 

@@ -25,9 +25,11 @@ export function registerExplain(program: Command): void {
     .addOption(outputOption(['text', 'json', 'yaml']))
     .option('--json', 'deprecated: -o json')
     .action(async (target: string, o: ExplainFlags) => {
-      // Resolved first: a missing or broken kubeconfig (or an unknown --context) is named before any connection is tried.
-      const kube = resolveKubeConfig(o.kubeconfig, process.env, { context: o.context });
-      const key = namespacedName(target, o.namespace, () => kube.namespace);
+      // A malformed target first, then a missing or broken kubeconfig (or an unknown --context), before any connection.
+      let resolved: ReturnType<typeof resolveKubeConfig> | undefined;
+      const resolve = (): ReturnType<typeof resolveKubeConfig> => (resolved ??= resolveKubeConfig(o.kubeconfig, process.env, { context: o.context }));
+      const key = namespacedName(target, o.namespace, () => resolve().namespace);
+      const kube = resolve();
       if (o.json === true) process.stderr.write('sits explain: --json is deprecated, use -o json\n');
       const format = o.json === true ? 'json' : o.output;
       const r = await explainLive(key, { ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }), ...(o.context === undefined ? {} : { context: o.context }), schedulerName: o.schedulerName, profile: o.profile, nowMs: Date.now() }).catch((e: unknown) => {
