@@ -100,6 +100,6 @@ describe('expected start on the live scheduler', () => {
     expect(report.lines.at(-1)).toBe('can never fit: needs 12 GPUs (3 pods × 4), the cluster has 4 (4 A800)');
     const other = await runSits(['explain', 'eta/huge-0', '--kubeconfig', cluster.kubeconfigPath, '--scheduler-name', 'someone-else']);
     expect(other.code).toBe(1);
-    expect(other.out).toBe('eta/huge-0: no pending pod or pod group of someone-else with that name\n');
+    expect(other.out).toBe('eta/huge-0: waits for scheduler sits-scheduler, not someone-else (pass --scheduler-name sits-scheduler)\n');
   }, scaled(120_000));
 });

@@ -67,3 +67,13 @@ describe('sits explain: a waiting gang', () => {
     expect(r.lines.at(-1), r.lines.join('\n')).toMatch(/^can never fit: needs 24 GPUs of H100-SXM \(3 pods × 8\), the cluster has 8 of them \(24 GPUs in all: /);
   });
 });
+
+describe('sits explain: whose pod', () => {
+  it('a waiting pod of another scheduler names that scheduler', () => {
+    const cache = cluster();
+    cache.upsertPod(testPod('default', 'theirs', { gpus: 1, schedulerName: 'gpu-scheduler' }));
+    const r = explain(cache, 'default/theirs');
+    expect(r.state).toBe('unknown');
+    expect(r.lines).toEqual(['default/theirs: waits for scheduler gpu-scheduler, not sits-scheduler (pass --scheduler-name gpu-scheduler)']);
+  });
+});

@@ -44,6 +44,12 @@ export interface ExplainContext {
 export function explainTarget(ctx: ExplainContext, asked: string, nowMs: number): ExplainReport {
   const state = ctx.cache.state();
   const { singles, gangs } = ctx.jobs.pendingUnits();
+  // A waiting pod of another scheduler: say whose it is, not that it does not exist.
+  const asPod = ctx.cache.pod(asked);
+  const its = asPod?.spec?.schedulerName ?? 'default-scheduler';
+  if (asPod !== undefined && (asPod.spec?.nodeName ?? '') === '' && its !== ctx.schedulerName) {
+    return { target: asked, state: 'unknown', lines: [`${asked}: waits for scheduler ${its}, not ${ctx.schedulerName}${its === 'default-scheduler' ? '' : ` (pass --scheduler-name ${its})`}`] };
+  }
   // A waiting member of a gang is placed with its group or not at all: explain the group (issue 31).
   const group = groupOfPendingPod(ctx, asked);
   const target = group ?? asked;
