@@ -57,7 +57,7 @@ export async function fetchLiveView(o: LiveSourceOptions): Promise<ClusterView> 
       } catch (e) {
         if (o.token !== undefined && o.context === undefined) return undefined;
         // A KubeConfigError already names the file and what to do.
-        if (e instanceof KubeConfigError) throw new CliError(e.message, { hint: `${e.hint}, or pass --token` });
+        if (e instanceof KubeConfigError) throw new CliError(e.message, { hint: o.context === undefined ? `${e.hint}, or pass --token` : e.hint });
         throw new CliError(`kubeconfig${o.kubeconfig === undefined ? '' : ` ${o.kubeconfig}`}: ${(e as Error).message}`);
       }
     })();
