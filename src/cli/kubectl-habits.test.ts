@@ -68,6 +68,12 @@ describe('-o json|yaml, -n and --context', () => {
     expect(bad.err).toBe('sits: profiles --output: "xml" is not one of table, wide, json, yaml (see sits profiles --help)\n');
   });
 
+  it('top -o yaml is the view', async () => {
+    const r = await runSits(['top', '--sim', '-o', 'yaml']);
+    expect(r.code, r.err).toBe(0);
+    expect(parse(r.out)).toMatchObject({ version: 1, source: 'sim' });
+  });
+
   it('scenario -o json: per file, ok and failures', async () => {
     const r = await runSits(['scenario', 'scenarios/gang-16-one-rack.yaml', '-o', 'json']);
     expect(r.code, r.err).toBe(0);
@@ -89,9 +95,9 @@ describe('-o json|yaml, -n and --context', () => {
     const unknown = await runSits(['explain', 'w', '--kubeconfig', kc, '--context', 'nope']);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toBe(`sits: --context: no context "nope" in --kubeconfig ${kc} (known: one, two)\n`);
-    const two = await runSits(['explain', 'w', '--kubeconfig', kc, '--context', 'two']);
+    const two = await runSits(['explain', 'w', '--kubeconfig', kc, '--context', 'two', '--json']);
     expect(two.code).toBe(1);
-    expect(two.err).toMatch(/^sits: apiserver https:\/\/127\.0\.0\.1:2: /);
+    expect(two.err).toMatch(/^sits explain: --json is deprecated, use -o json\nsits: apiserver https:\/\/127\.0\.0\.1:2: /);
     const current = await runSits(['explain', 'w', '--kubeconfig', kc]);
     expect(current.err).toMatch(/^sits: apiserver https:\/\/127\.0\.0\.1:1: /);
   });

@@ -3,11 +3,12 @@ import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import type { ClusterView } from '../../server/cluster-view.ts';
 import { reportError } from '../errors.ts';
+import { outputOption, printed } from '../kube-flags.ts';
 import { renderTop, type TopSection } from '../top-render.ts';
 import { fetchLiveView, simSource } from '../top-source.ts';
 
 const SECTIONS: readonly TopSection[] = ['all', 'nodes', 'queues', 'pending', 'jobs'];
-const OUTPUTS = ['table', 'wide', 'json'] as const;
+const OUTPUTS = ['table', 'wide', 'json', 'yaml'] as const;
 
 interface TopFlags {
   server: string;
@@ -74,7 +75,7 @@ export function registerTop(program: Command): void {
     .option('--hours <h>', 'with --sim: hours of arrivals', numberOption('--hours', 0.1, 1000), 8)
     .option('--load <x>', 'with --sim: arrival-rate multiplier', numberOption('--load', 0.01, 100), 1)
     .option('--at <minutes>', 'with --sim: virtual minutes into the replay', numberOption('--at', 0, 1_000_000), 120)
-    .option('-o, --output <format>', OUTPUTS.join(' | ') + ' (wide: one heatmap line per node)', 'table')
+    .addOption(outputOption(OUTPUTS, 'wide: one heatmap line per node; json/yaml: the dashboard\'s ClusterView'))
     .option('--max-rows <n>', 'pending and running rows shown at most', intOption('--max-rows', 1, 1_000_000), 20)
     .option('-w, --watch', 'redraw every --interval seconds until Ctrl-C (a terminal is cleared; a pipe gets a separator line); with --sim the replay plays on in real time')
     .option('--interval <s>', 'with --watch: seconds between redraws', numberOption('--interval', 0.1, 3600), 2)
@@ -82,7 +83,6 @@ export function registerTop(program: Command): void {
     .action(async (what: string | undefined, o: TopFlags) => {
       const section = (what ?? 'all') as TopSection;
       if (!SECTIONS.includes(section)) throw new CliError(`sits top: unknown view "${what}" (one of ${SECTIONS.filter((s) => s !== 'all').join(', ')})`);
-      if (!(OUTPUTS as readonly string[]).includes(o.output)) throw new CliError(`--output must be ${OUTPUTS.join(', ')}, got "${o.output}"`);
       const sim = o.sim === true ? simSource({ seed: o.seed, hours: o.hours, load: o.load, atMinutes: o.at }) : undefined;
       const started = Date.now();
       const fetchView = async (): Promise<ClusterView> =>
@@ -100,7 +100,8 @@ export function registerTop(program: Command): void {
           o.namespace,
         );
       const draw = (view: ClusterView): string => {
-        if (o.output === 'json') return `${JSON.stringify(view, null, 2)}\n`;
+        const obj = printed(view, o.output);
+        if (obj !== undefined) return obj;
         // The view's own time for a simulated cluster (virtual ms); the wall clock for a live one.
         const nowMs = view.source === 'sim' ? view.atMs : Date.now();
         return renderTop(view, { colorLevel: colorLevel(o.color), width: process.stdout.columns ?? 120, section, wide: o.output === 'wide', nowMs, maxRows: o.maxRows });
@@ -126,6 +127,7 @@ export function registerTop(program: Command): void {
         if (tty) process.stdout.write(`\x1b[H\x1b[2J${draw(view)}`);
         // JSON frames follow each other bare, as kubectl get -w -o json prints them (a JSON stream reader takes them).
         else if (o.output === 'json') process.stdout.write(draw(view));
+        else if (o.output === 'yaml') process.stdout.write(`${n === 0 ? '' : '---\n'}${draw(view)}`);
         else process.stdout.write(`${n === 0 ? '' : '\n'}--- ${new Date().toISOString()} ---\n${draw(view)}`);
         await sleep(o.interval * 1000, (w) => (wake = w));
         if (stopped) break;
