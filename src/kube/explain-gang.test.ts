@@ -57,6 +57,9 @@ describe('sits explain: a waiting gang', () => {
     const overdue = r.lines.find((l) => l.startsWith('overdue since'));
     expect(overdue).toBe('overdue since 2026-01-01T00:30:00.000Z (30 min ago) for default/pair: the estimate assumed running jobs would end by their expected runtimes (given or learned); still running: default/blocker (running 120 min)');
     expect(r.lines.at(-1)).toMatch(/^expected start: /);
+    // Less than a minute past is the refresh's lag, not overdue.
+    for (let i = 0; i < 2; i++) cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:59:30.000Z' } }));
+    expect(explain(cache, 'default/pair').overdueSinceMs).toBeUndefined();
   });
 
   it('a model the cluster has too few of: counted per model', () => {

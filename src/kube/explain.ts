@@ -165,7 +165,8 @@ export function neverFitLine(ctx: Pick<ExplainContext, 'profile' | 'rng'>, state
  */
 function overdueLine(ctx: ExplainContext, target: string, pods: readonly { readonly key: string }[], running: ReadonlyMap<string, RunningJob>, nowMs: number): { line: string; sinceMs: number } | undefined {
   const published = Math.min(...pods.map((p) => Date.parse(ctx.cache.pod(p.key)?.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '')).filter((t) => Number.isFinite(t)));
-  if (!Number.isFinite(published) || published >= nowMs) return undefined;
+  // Estimates are refreshed once a minute: one less than a minute past is "now", not overdue (as sits top shows it).
+  if (!Number.isFinite(published) || nowMs - published <= 60_000) return undefined;
   const still = [...running.values()].filter((j) => j.startMs <= published).sort((a, b) => a.startMs - b.startMs);
   const ago = Math.round((nowMs - published) / 60_000);
   const names = still.slice(0, 3).map((j) => `${j.id.replace(/^gang:/, '')} (running ${Math.round((nowMs - j.startMs) / 60_000)} min)`);
