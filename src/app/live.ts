@@ -51,8 +51,8 @@ export interface LiveApp {
 }
 
 /** The kubeconfig at `path`, else as kubectl finds one; a KubeConfigError says which file and what to do. */
-export function loadKubeConfig(path?: string): KubeConfig {
-  return resolveKubeConfig(path).kc;
+export function loadKubeConfig(path?: string, context?: string): KubeConfig {
+  return resolveKubeConfig(path, process.env, { context }).kc;
 }
 
 export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
@@ -89,9 +89,9 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
  * `sits explain`: a passive live scheduler (informers only: never leads, binds or writes) answers for one
  * pending pod or pod group, then stops.
  */
-export async function explainLive(target: string, opts: { readonly kubeconfig?: string; readonly profile?: string; readonly nowMs: number }): Promise<ExplainReport> {
-  const client = new KubeClient(loadKubeConfig(opts.kubeconfig));
-  const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, ...(opts.profile === undefined ? {} : { profile: opts.profile }) });
+export async function explainLive(target: string, opts: { readonly kubeconfig?: string; readonly context?: string; readonly schedulerName?: string; readonly profile?: string; readonly nowMs: number }): Promise<ExplainReport> {
+  const client = new KubeClient(loadKubeConfig(opts.kubeconfig, opts.context));
+  const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, ...(opts.profile === undefined ? {} : { profile: opts.profile }), ...(opts.schedulerName === undefined ? {} : { schedulerName: opts.schedulerName }) });
   try {
     await s.start();
     const r = s.explain(target, opts.nowMs);

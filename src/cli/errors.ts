@@ -131,16 +131,19 @@ function commanderLine(e: CommanderError, command: string): string {
   const hint = suggestion === '' ? help(command) : `${suggestion} ${help(command)}`;
   const where = command === '' ? '' : `${command} `;
   let m: RegExpMatchArray | null;
-  if ((m = /^option '([^' ]+)[^']*' argument '(.*)' is invalid\. ?(.*)$/s.exec(first)) !== null) {
-    const [, flag = '', , why = ''] = m;
+  // `-o, --output <format>`: the long flag names the option.
+  if ((m = /^option '(?:-[^-], )?([^' ]+)[^']*' argument '(.*)' is invalid\. ?(.*)$/s.exec(first)) !== null) {
+    const [, flag = '', value = '', said = ''] = m;
+    const choices = /^Allowed choices are (.*)\.$/s.exec(said);
+    const why = choices === null ? said : `"${value}" is not one of ${choices[1] ?? ''}`;
     const own = /^(.*) \((.*)\)$/s.exec(why);
     return own === null ? line(`${where}${flag}: ${why}`, help(command)) : line(`${where}${flag}: ${own[1] ?? ''}`, `${own[2] ?? ''}; ${help(command)}`);
   }
   if ((m = /^command-argument value '(.*)' is invalid for argument '([^']*)'\. ?(.*)$/s.exec(first)) !== null) return line(`${where}<${m[2] ?? ''}>: ${m[3] ?? ''}`, help(command));
   if ((m = /^unknown command '(.*)'$/.exec(first)) !== null) return line(`${m[1] ?? ''}: unknown command`, hint);
   if ((m = /^unknown option '(.*)'$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: unknown option`, hint);
-  if ((m = /^required option '([^' ]+)[^']*' not specified$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: required option not given`, help(command));
-  if ((m = /^option '([^' ]+)[^']*' argument missing$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: value missing`, help(command));
+  if ((m = /^required option '(?:-[^-], )?([^' ]+)[^']*' not specified$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: required option not given`, help(command));
+  if ((m = /^option '(?:-[^-], )?([^' ]+)[^']*' argument missing$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: value missing`, help(command));
   if ((m = /^missing required argument '(.*)'$/.exec(first)) !== null) return line(`${where}<${m[1] ?? ''}>: required argument missing`, help(command));
   if ((m = /^too many arguments(?: for '.*')?\. (.*)$/.exec(first)) !== null) return line(`${command === '' ? 'sits' : command}: too many arguments: ${m[1] ?? ''}`, help(command));
   return line(withWhat(first, command), hint);

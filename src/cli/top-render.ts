@@ -51,6 +51,16 @@ const gpus = (milli: number): string => {
 const gpusOrUnlimited = (m: number | null): string => (m === null ? '∞' : gpus(m));
 const pct = (part: number, whole: number): string => (whole <= 0 ? '-' : `${Math.round((100 * part) / whole)}%`);
 
+/**
+ * The ETA column: in how long, `now`, or `overdue 12m` for an estimate more than a minute past while the job
+ * still waits (estimates are refreshed once a minute; `sits explain` says what the estimate assumed).
+ */
+export function etaCell(etaMs: number | undefined, nowMs: number): string {
+  if (etaMs === undefined) return '-';
+  if (etaMs > nowMs) return shortDuration(etaMs - nowMs);
+  return nowMs - etaMs > 60_000 ? `overdue ${shortDuration(nowMs - etaMs)}` : 'now';
+}
+
 /** `45s`, `12m`, `3h05m`, `2d4h`: kubectl's AGE style. */
 export function shortDuration(ms: number): string {
   const s = Math.max(0, Math.round(ms / 1000));
@@ -160,7 +170,7 @@ function fit(s: string, w: number): string {
 
 export function renderPending(pending: readonly PendingJobView[], nowMs: number, width: number, max: number): string {
   if (pending.length === 0) return 'No pending jobs.';
-  const rows = pending.slice(0, max).map((p) => [p.id, p.queue, String(p.pods), gpus(p.gpuMilli), shortDuration(nowMs - p.arrivalMs), p.queueReason ?? '-', p.etaMs === undefined ? '-' : p.etaMs <= nowMs ? 'now' : shortDuration(p.etaMs - nowMs), p.explanation]);
+  const rows = pending.slice(0, max).map((p) => [p.id, p.queue, String(p.pods), gpus(p.gpuMilli), shortDuration(nowMs - p.arrivalMs), p.queueReason ?? '-', etaCell(p.etaMs, nowMs), p.explanation]);
   // The explanation takes what the other columns leave of the width.
   const widths = [0, 1, 2, 3, 4, 5, 6].map((i) => Math.max(['JOB', 'QUEUE', 'PODS', 'GPUS', 'WAITING', 'REASON', 'ETA'][i]?.length ?? 0, ...rows.map((r) => (r[i] ?? '').length)));
   const room = Math.max(20, width - widths.reduce((a, b) => a + b + 2, 0));

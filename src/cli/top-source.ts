@@ -19,6 +19,8 @@ export interface LiveSourceOptions {
   /** The scheduler's HTTP(S) base URL (`sits run --metrics-host/--metrics-port`). */
   readonly server: string;
   readonly kubeconfig?: string;
+  /** A kubeconfig context other than the current one (its user's credentials are sent). */
+  readonly context?: string;
   /** A bearer token instead of the kubeconfig user's credentials. */
   readonly token?: string;
   /** CA bundle that signed the scheduler's serving certificate (default: the kubeconfig cluster's CA). */
@@ -51,11 +53,11 @@ export async function fetchLiveView(o: LiveSourceOptions): Promise<ClusterView> 
   if (base.protocol === 'https:') {
     const kc = (() => {
       try {
-        return loadKubeConfig(o.kubeconfig);
+        return loadKubeConfig(o.kubeconfig, o.context);
       } catch (e) {
-        if (o.token !== undefined) return undefined;
+        if (o.token !== undefined && o.context === undefined) return undefined;
         // A KubeConfigError already names the file and what to do.
-        if (e instanceof KubeConfigError) throw new CliError(e.message, { hint: `${e.hint}, or pass --token` });
+        if (e instanceof KubeConfigError) throw new CliError(e.message, { hint: o.context === undefined ? `${e.hint}, or pass --token` : e.hint });
         throw new CliError(`kubeconfig${o.kubeconfig === undefined ? '' : ` ${o.kubeconfig}`}: ${(e as Error).message}`);
       }
     })();
@@ -119,8 +121,19 @@ export interface SimSourceOptions {
 
 /** The demo workload (the one `npm start` and `sits demo --serve` use) under SITS, at `atMinutes` of virtual time. */
 export function simView(o: SimSourceOptions): ClusterView {
+  return simSource(o)(0);
+}
+
+/**
+ * The same replay kept open, for `sits top --sim --watch`: each call advances it to `atMinutes` plus `laterMs` of
+ * virtual time (never back), so the redraws play the demo on in real time.
+ */
+export function simSource(o: SimSourceOptions): (laterMs: number) => ClusterView {
   const nodes = demoCluster();
   const feed = new SimFeed({ nodes, jobs: demoFeedJobs(o.seed, o.hours, o.load), queues: demoQueues(nodes.reduce((s, n) => s + n.gpus.length, 0)), seed: o.seed, etaEveryMs: 5 * 60_000 });
-  feed.advanceTo(o.atMinutes * 60_000);
-  return buildClusterView({ ...feed.input(), seq: 1 });
+  let seq = 0;
+  return (laterMs) => {
+    feed.advanceTo(o.atMinutes * 60_000 + laterMs);
+    return buildClusterView({ ...feed.input(), seq: ++seq });
+  };
 }

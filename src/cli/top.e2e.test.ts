@@ -103,6 +103,17 @@ describe('sits top against sits run on the dev cluster', () => {
     expect(wide.code, wide.err).toBe(0);
     expect(wide.out).not.toContain(`${ESC}[`);
     expect(wide.out.split('\n').filter((l) => /^a800x4-00\d\s/.test(l))).toHaveLength(4);
+
+    // kubectl habits (issue 31): -n narrows the job rows; --context picks the kubeconfig user, an unknown one is named.
+    const mine = await runSits(['top', 'pending', '-n', 'top', ...auth()]);
+    expect(mine.code, mine.err).toBe(0);
+    expect(mine.out).toMatch(/^top\/too-big\s/m);
+    const others = await runSits(['top', 'pending', '-n', 'elsewhere', ...auth()]);
+    expect(others.code, others.err).toBe(0);
+    expect(others.out.trim()).toBe('No pending jobs.');
+    const ctx = await runSits(['top', '--context', 'nope', ...auth()]);
+    expect(ctx.code).toBe(2);
+    expect(ctx.err).toMatch(/^sits: --context: no context "nope" in --kubeconfig \S+ \(known: \S+/);
   });
 
   it('says what to do when the certificate is not trusted or the credentials are refused', async () => {

@@ -9,6 +9,7 @@ import { ANNOTATION } from '../api/wire.ts';
 import { runSits } from '../testing/sits-cli.ts';
 import { createNs, createPods, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { scaled } from '../testing/timeouts.ts';
+import { parse } from 'yaml';
 
 let cluster: DevCluster;
 let client: KubeClient;
@@ -81,4 +82,24 @@ describe('expected start on the live scheduler', () => {
     expect(Math.abs(ms(at) - (blockerEnd + learnedMs))).toBeLessThan(1000);
     expect((await listPods(client, 'eta')).filter((p) => (p.spec?.nodeName ?? '') === '').map((p) => p.metadata?.name).sort()).toEqual(['w1', 'w2']);
   }, scaled(240_000));
+
+  // Issue 31: a member pod of a gang bigger than the whole cluster, named kubectl style (NAME -n NS), answers for
+  // its gang with the numbers instead of "no pending pod"; under another scheduler's name it is not ours.
+  it('sits explain on a member pod of a gang that can never fit, and --scheduler-name', async () => {
+    const gang = [0, 1, 2].map((i) => testPod('eta', `huge-${i}`, { gpus: 4, group: 'huge', annotations: { [ANNOTATION.minMember]: '3' } }));
+    await createPods(client, gang);
+    const out = await waitFor('explain sees the gang', async () => {
+      const r = await runSits(['explain', 'huge-0', '-n', 'eta', '--kubeconfig', cluster.kubeconfigPath, '-o', 'yaml']);
+      return r.code === 0 ? r : undefined;
+    }, 60_000, 500);
+    const report = parse(out.out) as { target: string; podGroup: string; neverFits: boolean; lines: string[] };
+    expect(report.target).toBe('eta/huge-0');
+    expect(report.podGroup).toBe('eta/huge');
+    expect(report.neverFits).toBe(true);
+    expect(report.lines[0]).toBe('pod eta/huge-0 belongs to pod group eta/huge: it starts with the whole gang');
+    expect(report.lines.at(-1)).toBe('can never fit: needs 12 GPUs (3 pods × 4), the cluster has 4 (4 A800)');
+    const other = await runSits(['explain', 'eta/huge-0', '--kubeconfig', cluster.kubeconfigPath, '--scheduler-name', 'someone-else']);
+    expect(other.code).toBe(1);
+    expect(other.out).toBe('eta/huge-0: waits for scheduler sits-scheduler, not someone-else (pass --scheduler-name sits-scheduler)\n');
+  }, scaled(120_000));
 });

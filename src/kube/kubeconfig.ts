@@ -36,6 +36,15 @@ export interface ResolvedKubeConfig {
   readonly source: string;
   /** The current context's apiserver URL. */
   readonly server: string;
+  /** The current context's namespace, else `default` (kubectl's default for -n). */
+  readonly namespace: string;
+  /** The context in use (--context, else the kubeconfig's current-context); '' for in-cluster. */
+  readonly context: string;
+}
+
+/** What kubectl's global flags choose beside the file: `--context NAME`. */
+export interface KubeConfigChoice {
+  readonly context?: string | undefined;
 }
 
 function isFile(path: string): 'file' | 'folder' | 'missing' {
@@ -80,7 +89,7 @@ function loadFile(kc: KubeConfig, path: string, label: string): void {
  * The kubeconfig at `path`; without one the in-cluster service account (when running in a pod and $KUBECONFIG is
  * unset), else $KUBECONFIG, else ~/.kube/config, else the service account. Never the localhost:8080 fallback.
  */
-export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.env): ResolvedKubeConfig {
+export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.env, choice: KubeConfigChoice = {}): ResolvedKubeConfig {
   const kc = new KubeConfig();
   let source: string;
   const home = env.HOME ?? homedir();
@@ -118,6 +127,11 @@ export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.en
       'pass --kubeconfig FILE or set KUBECONFIG; `sits dev up --kubeconfig FILE` starts a local cluster',
     );
   }
+  if (choice.context !== undefined) {
+    const known = kc.getContexts().map((c) => c.name);
+    if (!known.includes(choice.context)) throw new KubeConfigError(`--context: no context "${choice.context}" in ${source}`, known.length === 0 ? 'it has no contexts' : `known: ${known.join(', ')}`);
+    kc.setCurrentContext(choice.context);
+  }
   const context = kc.getCurrentContext() as string | undefined;
   const cluster = kc.getCurrentCluster();
   if (kc.getClusters().length === 0) throw new KubeConfigError(`${source}: not a kubeconfig (no clusters in it)`, 'give the kubeconfig your cluster\'s tools wrote; kubectl config view shows one');
@@ -134,5 +148,16 @@ export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.en
   // client-node refuses plain HTTP unless TLS checks are off; say so before a request fails deep inside it.
   if (url.protocol === 'http:' && cluster.skipTLSVerify !== true) throw new KubeConfigError(`${source}: cluster "${cluster.name}" server ${cluster.server} is plain HTTP`, 'use the apiserver\'s https:// address, or set insecure-skip-tls-verify: true for a local test cluster');
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeConfigError(`${source}: cluster "${cluster.name}" server ${cluster.server} is not http(s)`, 'write the apiserver\'s https://host:port');
-  return { kc, source, server: cluster.server };
+  const inPod = source === 'in-cluster service account';
+  const ns = inPod ? readServiceAccountNamespace() : (kc.getContextObject(context ?? '')?.namespace ?? '');
+  return { kc, source, server: cluster.server, namespace: ns === '' ? 'default' : ns, context: inPod ? '' : (context ?? '') };
+}
+
+/** The pod's own namespace in-cluster (kubectl's default there too). */
+function readServiceAccountNamespace(): string {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_TOKEN.replace(/token$/, 'namespace'), 'utf8').trim();
+  } catch {
+    return '';
+  }
 }

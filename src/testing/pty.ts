@@ -14,11 +14,19 @@ export function terminalEnv(source: NodeJS.ProcessEnv = process.env): Record<str
   return { ...env, TERM: 'xterm-256color' };
 }
 
-export function sitsInPty(args: readonly string[], opts: { cols?: number; rows?: number } = {}): Promise<{ code: number; out: string }> {
+export function sitsInPty(args: readonly string[], opts: { cols?: number; rows?: number; interruptWhen?: (out: string) => boolean } = {}): Promise<{ code: number; out: string }> {
   return new Promise((res) => {
     const p = ptySpawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], { name: 'xterm-256color', cols: opts.cols ?? 120, rows: opts.rows ?? 60, cwd: ROOT, env: terminalEnv() });
     let out = '';
-    p.onData((d) => (out += d));
+    let interrupted = false;
+    p.onData((d) => {
+      out += d;
+      // Ctrl-C as a person would end a --watch, once what the test waits for is on the screen.
+      if (!interrupted && opts.interruptWhen?.(out) === true) {
+        interrupted = true;
+        p.kill('SIGINT');
+      }
+    });
     p.onExit(({ exitCode }) => res({ code: exitCode, out }));
   });
 }

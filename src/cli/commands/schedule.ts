@@ -1,16 +1,17 @@
 import type { Command } from 'commander';
-import { stringify } from 'yaml';
 import { scheduleBatch, type BatchResult } from '../../app/schedule-batch.ts';
 import { loadClusterText } from '../../spec/cluster-file.ts';
 import { loadWorkloadText } from '../../spec/workload-file.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
+import { printed } from '../kube-flags.ts';
 import { readInput } from '../paths.ts';
 
-export function renderBatch(r: BatchResult): string {
-  const rows = r.placements.map((p) => [p.podId, p.gang ?? '', p.node, p.gpus.length === 0 ? '-' : p.gpus.join(',')]);
+/** Placements as a table (-o wide adds each node's rack), then what stays pending and why. */
+export function renderBatch(r: BatchResult, wide = false): string {
+  const rows = r.placements.map((p) => [p.podId, p.gang ?? '', p.node, ...(wide ? [r.racks[p.node] ?? ''] : []), p.gpus.length === 0 ? '-' : p.gpus.join(',')]);
   const out = [`profile ${r.profile}: placed ${r.summary.placed}/${r.summary.pods} pods (${r.summary.gangsPlaced}/${r.summary.gangs} gangs), GPU allocation ${r.summary.gpuAllocatedPct}%`, ''];
-  if (rows.length > 0) out.push(table(['pod', 'gang', 'node', 'gpus'], rows), '');
+  if (rows.length > 0) out.push(table(['pod', 'gang', 'node', ...(wide ? ['rack'] : []), 'gpus'], rows), '');
   if (r.pending.length > 0) {
     out.push('pending:');
     for (const p of r.pending) out.push(`  ${p.explanation}`);
@@ -26,17 +27,15 @@ export function registerSchedule(program: Command): void {
     .requiredOption('--cluster <file>', 'cluster YAML (node groups, shapes, racks)')
     .requiredOption('--workload <file>', 'workload YAML (pods and gangs)')
     .option('--profile <name>', 'scheduling profile', 'sits')
-    .option('-o, --output <format>', 'table | json | yaml', 'table')
+    .option('-o, --output <format>', 'table | wide (with each node\'s rack) | json | yaml', 'table')
     .action((o: { cluster: string; workload: string; profile: string; output: string }) => {
-      if (!['table', 'json', 'yaml'].includes(o.output)) throw new CliError(`--output: "${o.output}" is not a format`, { hint: 'one of table, json, yaml' });
+      if (!['table', 'wide', 'json', 'yaml'].includes(o.output)) throw new CliError(`--output: "${o.output}" is not a format`, { hint: 'one of table, wide, json, yaml' });
       const nodes = loadClusterText(o.cluster, readInput(o.cluster, 'cluster', '--cluster'));
       if (!nodes.ok) throw nodes.error;
       const units = loadWorkloadText(o.workload, readInput(o.workload, 'workload', '--workload'));
       if (!units.ok) throw units.error;
       const r = scheduleBatch(nodes.value, units.value, o.profile);
       if (!r.ok) throw new CliError(r.error.startsWith('unknown profile') ? `--profile: ${r.error}` : r.error);
-      if (o.output === 'json') process.stdout.write(`${JSON.stringify(r.value, null, 2)}\n`);
-      else if (o.output === 'yaml') process.stdout.write(stringify(r.value));
-      else process.stdout.write(renderBatch(r.value));
+      process.stdout.write(printed(r.value, o.output) ?? renderBatch(r.value, o.output === 'wide'));
     });
 }
