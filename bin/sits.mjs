@@ -27,7 +27,13 @@ if (Number(process.versions.node.split('.')[0]) < MIN_NODE) {
 const builder = join(ROOT, 'scripts', 'build.mjs');
 if (existsSync(builder)) {
   const { ensureBuilt } = await import(builder);
-  await ensureBuilt();
+  try {
+    await ensureBuilt();
+  } catch (e) {
+    // esbuild has printed each error with its file and line above.
+    process.stderr.write(`sits: building dist/ from src/ failed: ${String(e?.message ?? e).split('\n')[0]} (fix the errors above; npm run build rebuilds)\n`);
+    process.exit(1);
+  }
 }
 
 // V8's compiled code cached on disk: a later start skips most of the parsing (Node's own cache folder).

@@ -99,6 +99,8 @@ export async function buildDist({ quiet = false } = {}) {
   const result = await build({
     entryPoints: Object.fromEntries(Object.entries(ENTRY_POINTS).map(([k, v]) => [k, join(ROOT, v)])),
     outdir: out,
+    // Aliases and relative paths resolve from the project, whatever folder `sits` was started in.
+    absWorkingDir: ROOT,
     // Chunks beside the entries: every output file is one folder below the root (the source locations rely on it).
     splitting: true,
     chunkNames: '[name]-[hash]',
