@@ -105,7 +105,7 @@ export function registerControllers(program: Command): void {
         throw e;
       }
       const running = app;
-      log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}${health === undefined ? '' : `, health on ${health.url}`})`);
+      log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}, controllers ${running.controllers.names.join(', ')}${health === undefined ? '' : `, health on ${health.url}`})`);
       const sig = await untilSignal();
       log(`${sig}: stopping`);
       app = 'stopping';

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { createLiveApp, loadKubeConfig } from '../../app/live.ts';
 import { selfSignedServing } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { ControllerMetrics } from '../../kube/controller-metrics.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
 import { liveViewStream } from '../../server/dashboard.ts';
@@ -108,6 +109,7 @@ export function registerRun(program: Command): void {
         ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
         ...(batchPluginLimits === undefined ? {} : { batchPluginLimits }),
         ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
+        ...(server === undefined ? {} : { controllerMetrics: new ControllerMetrics(server.metrics.registry) }),
         log,
         tracing,
       }).catch(async (e: unknown) => {
@@ -120,7 +122,7 @@ export function registerRun(program: Command): void {
       // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
       server?.attachView(liveViewStream(app.scheduler, { log }));
       const serving = profiles === undefined ? `${o.schedulerName} running (profile ${o.profile}` : `${profiles.map((p) => p.schedulerName).join(', ')} running (profiles ${profiles.map((p) => p.config.name).join(', ')}`;
-      process.stderr.write(stamp(`${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
+      process.stderr.write(stamp(`${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : `, controllers ${app.controllers.names.join(', ')}`}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
       const sig = await untilSignal();
       process.stderr.write(stamp(`${sig}: stopping`));
       server?.draining();
@@ -152,7 +154,7 @@ function readSchedulerConfig(file: string): readonly SchedulerProfileSpec[] {
  */
 async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure'], perGpu: boolean): Promise<SitsServer | undefined> {
   try {
-    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime(), perGpu }), log, ...(secure !== undefined ? { secure } : {}) });
+    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime(), perGpu, processMetrics: true }), log, ...(secure !== undefined ? { secure } : {}) });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     log(`metrics server: ${host}:${port} is in use; running without /metrics, /healthz and /readyz (--metrics-port to choose another, 0 for none)`);
