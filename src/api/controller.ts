@@ -28,6 +28,8 @@ export interface ResourceType {
   readonly apiVersion: string;
   readonly kind: string;
   readonly plural: string;
+  /** What its absence disables and how to install it, logged once when its API is not served (404). */
+  readonly whenAbsent?: string;
 }
 
 export interface OwnedResource extends ResourceType {

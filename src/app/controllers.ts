@@ -7,6 +7,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { runController, type RunningController } from '../kube/controller-runner.ts';
 import { GpuHealthMigrator } from '../kube/health-migration.ts';
 import { modelFromProduct } from '../kube/labels.ts';
+import type { ControllerMetrics } from '../kube/controller-metrics.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { trainingJobController } from '../controllers/training-job/controller.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
@@ -34,6 +35,8 @@ export interface ControllerOptions {
   readonly concurrency?: number;
   /** A span per reconcile and per action (default off). */
   readonly tracing?: Tracing;
+  /** controller-runtime's reconcile and work-queue metrics, on the registry the process serves (default none). */
+  readonly metrics?: ControllerMetrics;
   /** What the engines report per InferenceService replica (LoRA adapters); default: nothing known yet. */
   readonly engine?: EnginePort;
   /**
@@ -56,6 +59,8 @@ export interface ControllerOptions {
 }
 
 export interface Controllers {
+  /** What runs, for the start line: the controllers by kind, then the loops asked for. */
+  readonly names: readonly string[];
   /** The serving loop, when it was asked for. */
   readonly serving: ServingLoop | undefined;
   /** The GPU lender, when it was asked for. */
@@ -67,7 +72,7 @@ export interface Controllers {
 
 /**
  * Starts the workload controllers (TrainingJob, InferenceService, DataPipeline) against the API server behind `client`. Resolves once the
- * caches are filled (or, when a CRD is missing, once that has been logged; the watch then keeps retrying).
+ * caches are filled (or, when a CRD is missing, once that has been logged; the runner looks again with backoff up to 5 min).
  */
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
@@ -106,7 +111,9 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
       ? undefined
       : new GpuHealthMigrator(client, { log: opts.log ?? (() => undefined), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...migrationOpts });
   await healthMigration?.start();
+  const names = ['TrainingJob', 'InferenceService', 'DataPipeline', ...(batch === undefined ? [] : ['BatchInferenceJob']), ...(serving === undefined ? [] : ['serving loop']), ...(lending === undefined ? [] : ['GPU lending']), ...(healthMigration === undefined ? [] : ['health migration'])];
   return {
+    names,
     serving,
     lending,
     healthMigration,

@@ -11,6 +11,7 @@ import { batchWorkerLines } from '../kube/explain-batch.ts';
 import { API_GROUP_VERSION, LABEL } from '../api/wire.ts';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
 import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
+import type { ControllerMetrics } from '../kube/controller-metrics.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { claimsUnder } from './batch-jobs.ts';
@@ -41,6 +42,8 @@ export interface LiveAppOptions extends ControllerFeatures {
   readonly log?: (m: string) => void;
   /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
+  /** controller-runtime's reconcile and work-queue metrics of the controllers (with `controllers`). */
+  readonly controllerMetrics?: ControllerMetrics;
 }
 
 export interface LiveApp {
@@ -72,7 +75,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.checkpointAware === true ? { checkpointAware: true } : {}),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), fragmentation: schedulerFragmentation(scheduler), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.controllerMetrics === undefined ? {} : { metrics: opts.controllerMetrics }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), fragmentation: schedulerFragmentation(scheduler), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
   return {
     scheduler,
     client,

@@ -5,7 +5,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApplyFailure, ControllerAction, ControllerDefinition, OwnedResource, WireObject } from '../api/controller.ts';
 import type { Clock } from '../core/ports.ts';
 import { KubeClient } from './client.ts';
+import { Registry } from 'prom-client';
+import { ControllerMetrics } from './controller-metrics.ts';
 import { runController, type RunningController } from './controller-runner.ts';
+import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
 
@@ -104,10 +107,17 @@ describe('controller runner with a toy definition', () => {
   it('waits for a missing CRD, then creates, patches and deletes owned objects, writes status with the given clock, and cleans up behind a finalizer', async () => {
     const ns = 'toy';
     await createNs(client, ns);
-    // Started before the CRD exists: start() still resolves and the primary watch keeps retrying.
-    const runner = await runController(client, echoController, { clock, log: (m) => logs.push(`runner: ${m}`) });
+    // Started before the CRD exists: start() still resolves, says so once, and keeps looking with backoff.
+    const registry = new Registry();
+    const runner = await runController(client, echoController, { clock, log: (m) => logs.push(`runner: ${m}`), metrics: new ControllerMetrics(registry) });
     try {
-      expect(logs.some((l) => l.startsWith('runner: echoes: ') && l.includes('retrying in 5s'))).toBe(true);
+      const absent = logs.filter((l) => l.startsWith('runner: warning: Echo API not installed (toy.sits.test/v1 echoes: 404)'));
+      expect(absent).toHaveLength(1);
+      expect(absent[0]).toMatch(/looking again with backoff up to 5 min$/);
+      // Nothing reconciled yet: the series exist at 0 (as controller-runtime's do).
+      const before = parsePromText(await registry.metrics());
+      expect(sampleValue(before, 'controller_runtime_reconcile_total', { controller: 'echo', result: 'success' })).toBe(0);
+      expect(sampleValue(before, 'workqueue_adds_total', { name: 'echo' })).toBe(0);
       await client.post('/apis/apiextensions.k8s.io/v1/customresourcedefinitions', ECHO_CRD);
       await waitFor('Echo CRD served', async () => (await client.get<{ items: unknown[] }>(echoes(ns))).items !== undefined, 60_000, 200);
 
@@ -142,6 +152,20 @@ describe('controller runner with a toy definition', () => {
       // deleteSelf: the reconcile deletes the object itself.
       await client.post(echoes(ns), { apiVersion: `${GROUP}/v1`, kind: 'Echo', metadata: { name: 'e2' }, spec: { selfDestruct: true } });
       await waitFor('self-destructing Echo gone', async () => (await client.get<{ items: unknown[] }>(echoes(ns))).items.length === 0, 60_000);
+      // The absent API was reported once, not at each look.
+      expect(logs.filter((l) => l.includes('Echo API not installed'))).toHaveLength(1);
+
+      // controller-runtime's metrics moved: reconciles (the 422 above counted as an error), queue adds and waits.
+      const after = parsePromText(await registry.metrics());
+      const n = (name: string, labels: Record<string, string>): number => sampleValue(after, name, labels) ?? -1;
+      expect(n('controller_runtime_reconcile_total', { controller: 'echo', result: 'success' })).toBeGreaterThan(3);
+      expect(n('controller_runtime_reconcile_total', { controller: 'echo', result: 'error' })).toBeGreaterThanOrEqual(1);
+      expect(n('controller_runtime_reconcile_errors_total', { controller: 'echo' })).toBe(n('controller_runtime_reconcile_total', { controller: 'echo', result: 'error' }));
+      const reconciles = ['success', 'error', 'requeue', 'requeue_after'].reduce((t, result) => t + n('controller_runtime_reconcile_total', { controller: 'echo', result }), 0);
+      expect(n('controller_runtime_reconcile_time_seconds_count', { controller: 'echo' })).toBe(reconciles);
+      expect(n('workqueue_adds_total', { name: 'echo' })).toBeGreaterThanOrEqual(reconciles);
+      expect(n('workqueue_queue_duration_seconds_count', { name: 'echo' })).toBeGreaterThanOrEqual(reconciles);
+      expect(n('workqueue_depth', { name: 'echo' })).toBe(0);
     } finally {
       await runner.stop();
     }

@@ -20,9 +20,11 @@ import {
   type ControllerOutcome,
   type OwnedResource,
   type ReferencedResource,
+  type ResourceType,
   type WireObject,
 } from '../api/controller.ts';
 import { KubeApiError, type KubeClient } from './client.ts';
+import type { ControllerMetrics, ReconcileResult } from './controller-metrics.ts';
 import { objectKey, Reflector } from './reflector.ts';
 import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
 import { WorkQueue } from './work-queue.ts';
@@ -37,6 +39,8 @@ export interface RunnerOptions {
   readonly concurrency?: number;
   /** A span per reconcile and per action (default off); log lines written inside one carry its ids. */
   readonly tracing?: Tracing;
+  /** controller-runtime's reconcile and work-queue metrics (kube/controller-metrics.ts); default none. */
+  readonly metrics?: ControllerMetrics;
 }
 
 export interface RunningController {
@@ -45,6 +49,8 @@ export interface RunningController {
 
 const EXPECTATION_TIMEOUT_MS = 15_000;
 const CRD_RETRY_MS = 5_000;
+/** A kind whose API is not installed (404) is looked for again with backoff from CRD_RETRY_MS up to this. */
+const ABSENT_RETRY_MAX_MS = 300_000;
 
 const systemClock: Clock = { nowMs: () => Date.now() };
 
@@ -122,6 +128,8 @@ export class ControllerRunner<P extends Primary = Primary> {
   private readonly queue: WorkQueue;
   private readonly reflectors: Reflector<WireObject>[] = [];
   private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
+  /** Kinds whose API was not served at the last look, with the look to take now when an action proves it is back. */
+  private readonly absent = new Map<string, () => void>();
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
   private readonly tracing: Tracing;
@@ -144,13 +152,14 @@ export class ControllerRunner<P extends Primary = Primary> {
     const enqueue = (k: string): void => this.queue.add(k);
     for (const type of def.owned) this.indexes.set(type.kind, { type, index: new OwnerIndex(def.ownerLabel, enqueue) });
     for (const type of def.referenced ?? []) this.refs.set(type.kind, { type, objects: new Map() });
-    this.queue = new WorkQueue((k) => this.process(k), opts.concurrency ?? 4, (k, e) => this.log(`${this.noun} ${k}: ${(e as Error).stack ?? String(e)}`));
+    const observer = opts.metrics?.register(this.noun, () => this.queue.depth);
+    this.queue = new WorkQueue((k) => this.process(k), opts.concurrency ?? 4, (k, e) => this.log(`${this.noun} ${k}: ${(e as Error).stack ?? String(e)}`), observer);
   }
 
   async start(): Promise<void> {
     const sel = { labelSelector: this.def.ownerLabel };
     const owned = [...this.indexes.values()].map(({ type, index }) => ({
-      what: type.plural,
+      type: type as ResourceType,
       r: new Reflector<WireObject>(this.client, resourcePath(type), { add: (o) => index.upsert(o), update: (o) => index.upsert(o), delete: (o) => index.remove(o), error: (e) => this.log(`${type.plural} watch: ${e.message}`) }, sel),
     }));
     const referenced = [...this.refs.values()].map(({ type, objects }) => {
@@ -163,7 +172,7 @@ export class ControllerRunner<P extends Primary = Primary> {
         changed(o);
       };
       return {
-        what: type.plural,
+        type: type as ResourceType,
         r: new Reflector<WireObject>(this.client, resourcePath(type), { add: upsert, update: upsert, delete: (o) => (objects.delete(objectKey(o)), changed(o)), error: (e) => this.log(`${type.plural} watch: ${e.message}`) }),
       };
     });
@@ -183,8 +192,8 @@ export class ControllerRunner<P extends Primary = Primary> {
     });
     this.reflectors.push(...owned.map((o) => o.r), primary as unknown as Reflector<WireObject>);
     // Owned objects first: an object must never be reconciled against an empty cache of what it owns.
-    await Promise.all(owned.map((o) => this.startReflector(o.r, o.what, false)));
-    await this.startReflector(primary as unknown as Reflector<WireObject>, what, true);
+    await Promise.all(owned.map((o) => this.startReflector(o.r, o.type, false)));
+    await this.startReflector(primary as unknown as Reflector<WireObject>, this.def.primary, true);
     if (this.opts.isLeader !== undefined) {
       this.leaderTimer = setInterval(() => {
         const leading = this.opts.isLeader?.() ?? true;
@@ -195,24 +204,34 @@ export class ControllerRunner<P extends Primary = Primary> {
   }
 
   /**
-   * Lists once; without the CRD (404) keeps retrying in the background so that the rest still runs. An optional
-   * owned kind (KEDA's ScaledObject where KEDA is not installed) may be missing for ever: the same error is logged
-   * once, not every retry.
+   * Lists once; without the CRD (404) keeps looking in the background so that the rest still runs. An optional kind
+   * (KEDA's ScaledObject where KEDA is not installed, VolumeSnapshot without the CSI snapshot CRDs) may be missing for
+   * ever: that is said once, with what it disables, and looked for again with backoff from 5 s to 5 min rather than
+   * every 5 s; a successful write of that kind (it has been installed since) looks at once. Other errors are logged when they change and retried every 5 s.
    */
-  private async startReflector(r: Reflector<WireObject>, what: string, isPrimary: boolean, lastError?: string): Promise<void> {
+  private async startReflector(r: Reflector<WireObject>, type: ResourceType, isPrimary: boolean, lastError?: string, delayMs = CRD_RETRY_MS): Promise<void> {
+    const what = type.plural;
     try {
       await r.start();
       if (lastError !== undefined) this.log(`${what}: listed after all, watching`);
       if (isPrimary) this.markSynced();
     } catch (e) {
       if (this.stopped) return;
-      const message = (e as Error).message;
-      if (message !== lastError) this.log(`${what}: ${message}; retrying in ${CRD_RETRY_MS / 1000}s`);
-      const t = setTimeout(() => {
+      const absent = e instanceof KubeApiError && e.status === 404;
+      const message = absent ? 'absent' : (e as Error).message;
+      if (message !== lastError) {
+        if (absent) this.log(`warning: ${type.kind} API not installed (${type.apiVersion} ${what}: 404)${type.whenAbsent === undefined ? '' : `: ${type.whenAbsent}`}; looking again with backoff up to ${ABSENT_RETRY_MAX_MS / 60_000} min`);
+        else this.log(`${what}: ${message}; retrying in ${CRD_RETRY_MS / 1000}s`);
+      }
+      const again = (): void => {
+        clearTimeout(t);
         this.retryTimers.delete(t);
-        void this.startReflector(r, what, isPrimary, message);
-      }, CRD_RETRY_MS);
+        this.absent.delete(type.kind);
+        void this.startReflector(r, type, isPrimary, message, absent ? Math.min(delayMs * 2, ABSENT_RETRY_MAX_MS) : CRD_RETRY_MS);
+      };
+      const t = setTimeout(again, absent ? delayMs : CRD_RETRY_MS);
       this.retryTimers.add(t);
+      if (absent) this.absent.set(type.kind, again);
     }
   }
 
@@ -272,11 +291,22 @@ export class ControllerRunner<P extends Primary = Primary> {
     for (const [kind, { type, objects }] of this.refs) referenced.set(kind, type.names(obj).flatMap((n) => objects.get(`${ns}/${n}`) ?? []));
     const errors = this.lastErrors.get(key);
     const reconcile = async (span: TraceSpan | undefined): Promise<void> => {
+      const started = performance.now();
+      let outcome: ReconcileResult = 'error';
+      try {
+        outcome = await reconcileOnce(span);
+      } finally {
+        this.opts.metrics?.reconciled(this.noun, outcome, (performance.now() - started) / 1000);
+      }
+    };
+    const reconcileOnce = async (span: TraceSpan | undefined): Promise<ReconcileResult> => {
       const res = this.def.reconcile({ object: obj, owned, ...(this.refs.size === 0 ? {} : { referenced }), nowMs: this.clock.nowMs(), ...(errors === undefined ? {} : { lastErrors: errors }) });
       const phase = res.status?.phase;
       span?.set({ 'sits.actions': res.actions.length, ...(typeof phase === 'string' ? { 'sits.phase': phase } : {}), ...(res.requeueAfterMs === undefined ? {} : { 'sits.requeue_after_ms': res.requeueAfterMs }) });
       const result = await this.apply(key, obj, res);
       span?.set({ 'sits.result': result });
+      // controller-runtime's result labels: a stale copy (409) is a requeue, a wait asked for is requeue_after.
+      return result === 'error' ? 'error' : result === 'conflict' ? 'requeue' : result === 'ok' && res.requeueAfterMs !== undefined ? 'requeue_after' : 'success';
     };
     if (!this.tracing.enabled) return reconcile(undefined);
     const attrs = { 'sits.controller': this.def.primary.kind, 'k8s.namespace.name': obj.metadata.namespace ?? 'default', 'sits.object': obj.metadata.name ?? '', ...(errors === undefined ? {} : { 'sits.last_errors': errors.length }) };
@@ -308,6 +338,8 @@ export class ControllerRunner<P extends Primary = Primary> {
     const run = async (a: ControllerAction): Promise<void> => {
       try {
         await (this.tracing.enabled ? this.tracing.run('sits.action', actionAttributes(a), () => this.act(ns, obj, a)) : this.act(ns, obj, a));
+        // A write to a kind whose API was absent succeeded: it has been installed, so watch it now, not at the next look.
+        if ((a.op === 'create' || a.op === 'patch' || a.op === 'apply') && this.absent.has(a.kind)) this.absent.get(a.kind)?.();
         if (a.op === 'create') note(created, a.kind, a.object.metadata.name ?? '');
         if (a.op === 'delete') note(deleted, a.kind, a.uid);
       } catch (e) {

@@ -10,16 +10,21 @@ export class WorkQueue {
   private readonly dirty = new Set<string>();
   private readonly timers = new Map<string, { at: number; timer: ReturnType<typeof setTimeout> }>();
   private readonly running = new Set<Promise<void>>();
+  /** When each queued key was added (performance.now()), for the observer's queue wait. */
+  private readonly addedAt = new Map<string, number>();
   private stopped = false;
 
   constructor(
     private readonly worker: (key: string) => Promise<void>,
     private readonly concurrency = 4,
     private readonly onError: (key: string, e: unknown) => void = () => undefined,
+    /** Metrics hooks (kube/controller-metrics.ts): every add, and each key's wait once a worker takes it. */
+    private readonly observer?: { added(): void; started(seconds: number): void },
   ) {}
 
   add(key: string): void {
     if (this.stopped) return;
+    this.observer?.added();
     if (this.processing.has(key)) {
       this.dirty.add(key);
       return;
@@ -27,6 +32,7 @@ export class WorkQueue {
     if (this.queued.has(key)) return;
     this.queued.add(key);
     this.queue.push(key);
+    if (this.observer !== undefined) this.addedAt.set(key, performance.now());
     this.pump();
   }
 
@@ -48,6 +54,11 @@ export class WorkQueue {
     return this.queue.length + this.processing.size;
   }
 
+  /** Keys waiting for a worker (client-go's workqueue depth: neither those in flight nor those on a timer). */
+  get depth(): number {
+    return this.queue.length;
+  }
+
   /** Stops taking work and waits for the workers in flight. */
   async stop(): Promise<void> {
     this.stopped = true;
@@ -55,6 +66,7 @@ export class WorkQueue {
     this.timers.clear();
     this.queue.length = 0;
     this.queued.clear();
+    this.addedAt.clear();
     await Promise.allSettled([...this.running]);
   }
 
@@ -62,6 +74,11 @@ export class WorkQueue {
     while (!this.stopped && this.processing.size < this.concurrency && this.queue.length > 0) {
       const key = this.queue.shift() as string;
       this.queued.delete(key);
+      const at = this.addedAt.get(key);
+      if (at !== undefined) {
+        this.addedAt.delete(key);
+        this.observer?.started((performance.now() - at) / 1000);
+      }
       this.processing.add(key);
       const run = this.worker(key)
         .catch((e: unknown) => this.onError(key, e))

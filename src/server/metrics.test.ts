@@ -201,3 +201,19 @@ describe('the Grafana dashboard and the metrics', () => {
     expect(unused.sort()).toEqual([METRIC.buildInfo, METRIC.startTime].sort());
   });
 });
+
+describe('SitsMetrics: process metrics (issue 31)', () => {
+  it('with processMetrics serves prom-client\'s default collectors: RSS, heap, event-loop lag, GC', async () => {
+    const families = parsePromText(await new SitsMetrics({ processMetrics: true }).metrics());
+    expect(sampleValue(families, 'process_resident_memory_bytes')).toBeGreaterThan(1_000_000);
+    expect(families.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge');
+    expect(sampleValue(families, 'nodejs_eventloop_lag_seconds')).toBeGreaterThanOrEqual(0);
+    expect(sampleValue(families, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(families.get('nodejs_gc_duration_seconds')?.type).toBe('histogram');
+  });
+
+  it('without it the registry holds only the scheduler\'s own families', async () => {
+    const families = parsePromText(await new SitsMetrics().metrics());
+    expect([...families.keys()].filter((n) => n.startsWith('process_') || n.startsWith('nodejs_'))).toEqual([]);
+  });
+});

@@ -6,7 +6,7 @@
  * event counters are fed by the scheduler's `onAttempt` hook and its `LiveObserver`. Cardinality is bounded:
  * see docs/metrics.md (per-GPU series only with `perGpu`, queue labels capped at MAX_QUEUE_LABELS).
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RunningJob } from '../core/actions/jobs.ts';
 import { jobResources } from '../core/actions/jobs.ts';
 import type { ExtensionPoint } from '../core/framework/types.ts';
@@ -151,6 +151,11 @@ export interface SitsMetricsOptions {
   readonly startTimeSeconds?: number;
   /** One series per GPU (node × device index): off by default, 2 × GPUs series (docs/metrics.md). */
   readonly perGpu?: boolean;
+  /**
+   * prom-client's default process metrics (process_resident_memory_bytes, nodejs_heap_*, nodejs_eventloop_lag_*,
+   * nodejs_gc_duration_seconds, ...): on for the served registry, off by default so tests' registries stay exact.
+   */
+  readonly processMetrics?: boolean;
 }
 
 /** One scrape's numbers derived from a LiveMetricsView. */
@@ -277,6 +282,7 @@ export class SitsMetrics {
     gauge(METRIC.gpusAllocated, 'Healthy GPUs with any part allocated to a pod.', () => s().gpusAllocated);
     new Gauge({ name: METRIC.buildInfo, help: 'Always 1; the labels say which build runs.', labelNames: ['version'], registers }).set({ version: opts.version ?? 'unknown' }, 1);
     new Gauge({ name: METRIC.startTime, help: 'Start time of the process, seconds since the Unix epoch.', registers }).set(opts.startTimeSeconds ?? 0);
+    if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry });
 
     // Issue 15: read at scrape time from the scheduler's view, except the histograms and event counters.
     const d = (): Detail => this.detail();

@@ -6,8 +6,7 @@ import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuth
 import { intOption, numberOption } from '../options.ts';
 import { reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
-
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 interface ActivatorFlags {
   kubeconfig?: string;
@@ -44,9 +43,11 @@ export function registerActivator(program: Command): void {
     .option('--max-held <n>', 'requests held per service at most (beyond: 503 with Retry-After)', intOption('--max-held', 1, 1_000_000), 1000)
     .option('--max-body-bytes <n>', 'largest request body', intOption('--max-body-bytes', 1024, 1 << 30), 16 << 20)
     .option('--port-name <name>', "the Service port requests go to, by name", 'http')
-    .action(async (o: ActivatorFlags) => {
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
+    .action(async (o: ActivatorFlags & LogOptions) => {
       const { tls, clientCa } = servingTls(o);
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const log = createLogger('sits-activator', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-activator/0.1' });
       const act = await startActivator(client, {
         port: o.port,

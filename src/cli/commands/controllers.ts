@@ -10,8 +10,8 @@ import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /**
@@ -66,8 +66,10 @@ export function registerControllers(program: Command): void {
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs}")
     .option('--health-migration', 'move TrainingJobs off GPUs quarantined on their Node (ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces over OTLP/HTTP to this collector (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
-    .action(async (o: { kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; otlpEndpoint?: string }) => {
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
+    .action(async (o: LogOptions & { kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; otlpEndpoint?: string }) => {
+      const log = createLogger('sits-controllers', o).line;
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.leaseName)) throw new CliError(`--lease-name: "${o.leaseName}" is not a DNS subdomain`);
       if (o.batchClaimsDir !== undefined && (!existsSync(o.batchClaimsDir) || !statSync(o.batchClaimsDir).isDirectory())) throw new CliError(`--batch-claims-dir: ${o.batchClaimsDir} is not a folder`);
       const limits = o.batchPluginLimits === undefined ? undefined : parsePluginLimits(o.batchPluginLimits, '--batch-plugin-limits');
@@ -105,7 +107,7 @@ export function registerControllers(program: Command): void {
         throw e;
       }
       const running = app;
-      log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}${health === undefined ? '' : `, health on ${health.url}`})`);
+      log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}, controllers ${running.controllers.names.join(', ')}${health === undefined ? '' : `, health on ${health.url}`})`);
       const sig = await untilSignal();
       log(`${sig}: stopping`);
       app = 'stopping';

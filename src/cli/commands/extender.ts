@@ -8,8 +8,7 @@ import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
-
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 interface ExtenderFlags {
   kubeconfig?: string;
@@ -56,10 +55,12 @@ export function registerExtender(program: Command): void {
     .option('--lease-name <name>', 'name of the leader-election Lease', 'sits-extender')
     .option('--lease-duration <sec>', 'lease duration in seconds', numberOption('--lease-duration', 1, 300), 15)
     .option('--identity <id>', 'leader-election identity (default: hostname-pid)')
-    .action(async (o: ExtenderFlags) => {
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
+    .action(async (o: ExtenderFlags & LogOptions) => {
       const { tls, clientCa } = servingTls(o);
       if (o.pathPrefix !== '' && !o.pathPrefix.startsWith('/')) throw new CliError(`--path-prefix: want a path starting with /, got "${o.pathPrefix}"`);
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const log = createLogger('sits-extender', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-extender/0.1' });
       const ext = await startExtender({
         client,

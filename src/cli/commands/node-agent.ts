@@ -5,8 +5,7 @@ import { execRunner, readNode } from '../../node/source.ts';
 import { CliError } from '../errors.ts';
 import { numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
-
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 interface NodeAgentFlags {
   kubeconfig?: string;
@@ -39,7 +38,9 @@ export function registerNodeAgent(program: Command): void {
     .option('--health-interval <sec>', 'seconds between dcgm-exporter scrapes', numberOption('--health-interval', 1, 86_400), 30)
     .option('--quarantine <sec>', 'how long a failing GPU stays out before its health check', numberOption('--quarantine', 1, 7 * 86_400), 900)
     .option('--once', 'read the node once, print what would be written (JSON) and exit; no API server needed')
-    .action(async (o: NodeAgentFlags) => {
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
+    .action(async (o: NodeAgentFlags & LogOptions) => {
       if (o.once === true) {
         const r = await readNode({ nvidiaSmi: o.nvidiaSmi, sysfsRoot: o.sysfsRoot, runner: execRunner });
         if (!r.ok) throw new CliError(r.error);
@@ -50,7 +51,7 @@ export function registerNodeAgent(program: Command): void {
       const nodeName = o.nodeName ?? process.env.NODE_NAME ?? '';
       if (nodeName === '') throw new CliError('node-agent: which node? pass --node-name or set NODE_NAME (the DaemonSet sets it from spec.nodeName)');
       if (!o.labels && !o.devicePlugin) throw new CliError('node-agent: --no-labels and --no-device-plugin together leave nothing to do');
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const log = createLogger('sits-node-agent', o).line;
       const side = await startNodeSide({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         nodeName,

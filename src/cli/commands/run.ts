@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { createLiveApp, loadKubeConfig } from '../../app/live.ts';
 import { selfSignedServing } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
+import { ControllerMetrics } from '../../kube/controller-metrics.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
 import { liveViewStream } from '../../server/dashboard.ts';
@@ -14,8 +15,7 @@ import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin
 import { loadSchedulerConfig, type SchedulerProfileSpec } from '../../spec/scheduler-config.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
-
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 /** Resolves when SIGINT or SIGTERM arrives. */
 export function untilSignal(): Promise<string> {
@@ -60,9 +60,10 @@ export function registerRun(program: Command): void {
     .option('--checkpoint-aware-preemption', 'ask a checkpointable preemption victim (a TrainingJob with a checkpoint policy) for a checkpoint and evict it once the checkpoint is Ready or its queue\'s grace runs out; it resumes from that checkpoint (ADR 0093, 0143)')
     .option('--health-migration', 'with --controllers: move TrainingJobs off GPUs quarantined on their Node (checkpoint, then evict the gang whole so it restarts elsewhere from the checkpoint; ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
-    .option('-v, --verbose', 'log every decision problem')
-    .action(async (o: { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; verbose?: boolean }) => {
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
+    .action(async (o: LogOptions & { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string }) => {
+      const log = createLogger('sits-scheduler', o).line;
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
       if (o.gpuLending === true && o.controllers !== true) throw new CliError('--gpu-lending runs with the controllers: give --controllers too');
@@ -108,6 +109,7 @@ export function registerRun(program: Command): void {
         ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
         ...(batchPluginLimits === undefined ? {} : { batchPluginLimits }),
         ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
+        ...(server === undefined ? {} : { controllerMetrics: new ControllerMetrics(server.metrics.registry) }),
         log,
         tracing,
       }).catch(async (e: unknown) => {
@@ -120,9 +122,9 @@ export function registerRun(program: Command): void {
       // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
       server?.attachView(liveViewStream(app.scheduler, { log }));
       const serving = profiles === undefined ? `${o.schedulerName} running (profile ${o.profile}` : `${profiles.map((p) => p.schedulerName).join(', ')} running (profiles ${profiles.map((p) => p.config.name).join(', ')}`;
-      process.stderr.write(stamp(`${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : ', TrainingJob controller'}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`));
+      log(`${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : `, controllers ${app.controllers.names.join(', ')}`}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`);
       const sig = await untilSignal();
-      process.stderr.write(stamp(`${sig}: stopping`));
+      log(`${sig}: stopping`);
       server?.draining();
       await app.stop();
       await server?.close();
@@ -152,7 +154,7 @@ function readSchedulerConfig(file: string): readonly SchedulerProfileSpec[] {
  */
 async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure'], perGpu: boolean): Promise<SitsServer | undefined> {
   try {
-    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime(), perGpu }), log, ...(secure !== undefined ? { secure } : {}) });
+    return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime(), perGpu, processMetrics: true }), log, ...(secure !== undefined ? { secure } : {}) });
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
     log(`metrics server: ${host}:${port} is in use; running without /metrics, /healthz and /readyz (--metrics-port to choose another, 0 for none)`);

@@ -8,8 +8,7 @@ import { startWebhook, type WebhookOptions } from '../../webhook/start.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
 import { untilSignal } from './run.ts';
-
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 interface WebhookFlags {
   kubeconfig?: string;
@@ -53,7 +52,9 @@ export function registerWebhook(program: Command): void {
     .option('--client-ca-file <file>', 'CA of client certificates the apiserver may present (else bearer tokens, checked by TokenReview)')
     .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
     .option('--no-audit-events', 'in audit mode, do not write Events (the report and metrics remain)')
-    .action(async (o: WebhookFlags) => {
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
+    .action(async (o: WebhookFlags & LogOptions) => {
       if (o.mode !== 'enforce' && o.mode !== 'audit') throw new CliError(`--mode: want enforce or audit, got "${o.mode}"`);
       let disabled: Set<string>;
       try {
@@ -62,7 +63,7 @@ export function registerWebhook(program: Command): void {
         throw new CliError(`--disable: ${(e as Error).message}`);
       }
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const log = createLogger('sits-webhook', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-webhook/0.1' });
       let tls: WebhookOptions['tls'];
       let host = o.host;

@@ -25,8 +25,8 @@ export const DATA_PIPELINE_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERS
 
 const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
 const WORKLOADS: readonly OwnedResource[] = (Object.keys(WORKLOAD_PLURALS) as WorkloadKind[]).map((kind) => ({ apiVersion: API_GROUP_VERSION, kind, plural: WORKLOAD_PLURALS[kind], awaitWatch: true }));
-// Where the snapshot CRDs are not installed the runner keeps retrying this watch; only artifact stages wait on it.
-const VOLUME_SNAPSHOT: OwnedResource = { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots' };
+// Where the snapshot CRDs are not installed the runner says so once and looks again with backoff (up to 5 min); only artifact stages wait on it.
+const VOLUME_SNAPSHOT: OwnedResource = { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots', whenAbsent: 'snapshot artifact stages wait; install the CSI snapshot CRDs to enable' };
 const CLAIM: OwnedResource = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' };
 // The runs of a scheduled pipeline (a template) are DataPipelines labelled with its name (ADR 0121).
 const RUN: OwnedResource = { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, plural: 'datapipelines', awaitWatch: true };
