@@ -128,6 +128,8 @@ export interface ControllerFeatures {
 }
 
 export interface ControllersAppOptions extends ControllerFeatures {
+  /** controller-runtime's reconcile and work-queue metrics, on the registry the health port serves. */
+  readonly controllerMetrics?: ControllerMetrics;
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
   readonly kubeconfig?: string;
   readonly identity?: string;
@@ -177,6 +179,7 @@ export async function createControllersApp(opts: ControllersAppOptions): Promise
       isLeader,
       ...(opts.log === undefined ? {} : { log: opts.log }),
       ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
+      ...(opts.controllerMetrics === undefined ? {} : { metrics: opts.controllerMetrics }),
       ...(opts.serving === true ? { serving: {} } : {}),
       ...(opts.lending === true ? { lending: {} } : {}),
       ...(opts.healthMigration === true ? { healthMigration: {} } : {}),

@@ -342,6 +342,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
           { verb: 'patch', resource: 'inferenceservices', group: 'ai.sits2026.dev', namespace: 'team-a' },
           { verb: 'patch', resource: 'datapipelines', group: 'ai.sits2026.dev', namespace: 'team-a' },
           { verb: 'watch', resource: 'nodes' },
+          // /metrics on their health port checks its callers by delegation.
+          { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
+          { verb: 'create', resource: 'subjectaccessreviews', group: 'authorization.k8s.io' },
           // Their own Lease.
           { verb: 'create', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system' },
           { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-controllers' },
@@ -350,7 +353,6 @@ describe('deploy manifests on a real kube-apiserver', () => {
           // What only the scheduler does.
           { verb: 'create', resource: 'pods', subresource: 'binding', namespace: 'team-a' },
           { verb: 'update', resource: 'leases', group: 'coordination.k8s.io', namespace: 'sits-system', name: 'sits-scheduler' },
-          { verb: 'create', resource: 'tokenreviews', group: 'authentication.k8s.io' },
           // nodes patch only with controllers.quarantineGpus (off by default).
           { verb: 'patch', resource: 'nodes' },
           { verb: 'get', resource: 'secrets', namespace: 'sits-system' },
@@ -637,7 +639,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       expect(stderr.split('\n').filter((l) => /forbidden|\b403\b/i.test(l))).toEqual([]);
     });
 
-    it("the controllers Deployment's command line runs `sits controllers` with their token: takes their own Lease, HTTPS probes, nothing else served, nothing refused, stops on SIGTERM", async () => {
+    it("the controllers Deployment's command line runs `sits controllers` with their token: takes their own Lease, HTTPS probes, /metrics for readers only, nothing refused, stops on SIGTERM", async () => {
       const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === NAMES.controllersDeployment) as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: { args: string[] }[] } } } };
       expect(dep.spec.template.spec.serviceAccountName).toBe(NAMES.controllersServiceAccount);
       const port = (await freePorts(1))[0] ?? 0;
@@ -646,9 +648,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      const get = (path: string): Promise<{ status: number; body: string }> =>
+      const get = (path: string, token?: string): Promise<{ status: number; body: string }> =>
         new Promise((resolve, reject) => {
-          const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false }, (res) => {
+          const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
             const chunks: Buffer[] = [];
             res.on('data', (c: Buffer) => chunks.push(c));
             res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
@@ -662,8 +664,16 @@ describe('deploy manifests on a real kube-apiserver', () => {
         }, 60_000, 200);
         expect(body).toContain('controllers: synced');
         expect((await get('/healthz')).status).toBe(200);
-        // Only the probes: no metrics, no dashboard.
+        // The probes are open; /metrics only for callers the apiserver authenticates and authorizes (TokenReview and
+        // SubjectAccessReview by the controllers' own ServiceAccount): anonymous and bad tokens are refused, the
+        // admin reads the process and controller-runtime metrics.
         expect((await get('/metrics')).status).toBe(403);
+        expect((await get('/metrics', 'not-a-token')).status).toBe(401);
+        const families = parsePromText((await get('/metrics', plane.token)).body);
+        expect(families.get('process_resident_memory_bytes')).toBeDefined();
+        expect(families.get('controller_runtime_reconcile_total')).toBeDefined();
+        expect(families.get('workqueue_depth')).toBeDefined();
+        expect((await get('/dashboard/', plane.token)).status).toBe(404);
         const lease = await admin.get<{ spec: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/sits-system/leases/${NAMES.controllersLease}`);
         expect(lease.spec.holderIdentity).toBe('sits-controllers-pod-1');
       } finally {

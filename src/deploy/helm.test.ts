@@ -144,8 +144,14 @@ describe('the Helm chart, by the real helm', () => {
     expect(dep.spec.template.spec.containers[0]?.imagePullPolicy).toBe('Always');
     expect(dep.spec.template.spec.priorityClassName).toBe('system-cluster-critical');
     expect(dep.spec.template.spec.tolerations).toHaveLength(1);
-    const svc = other.find((o) => (o as Obj).kind === 'Service') as unknown as { metadata: { annotations: Record<string, string> } };
+    const svc = other.find((o) => (o as Obj).kind === 'Service' && (o as Obj).metadata.name === 'sits-scheduler-metrics') as unknown as { metadata: { annotations: Record<string, string> } };
     expect(svc.metadata.annotations['prometheus.io/port']).toBe('9464');
+    // One ServiceMonitor scrapes both metrics Services (their ports are both named metrics); the controllers' is
+    // their health port, there only with controllers.enabled.
+    expect((sm.spec as unknown as { selector: unknown }).selector).toEqual({ matchLabels: { 'app.kubernetes.io/name': 'sits' }, matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'In', values: ['scheduler', 'controllers'] }] });
+    const ctlSvc = other.find((o) => (o as Obj).kind === 'Service' && (o as Obj).metadata.name === 'sits-controllers-metrics') as unknown as { spec: { ports: { name: string; targetPort: string }[] } };
+    expect(ctlSvc.spec.ports).toEqual([expect.objectContaining({ name: 'metrics', targetPort: 'health' })]);
+    expect(single.some((o) => (o as Obj).metadata.name === 'sits-controllers-metrics')).toBe(false);
     // The Grafana dashboard: only when enabled, labelled for the sidecar, the JSON intact through Helm's YAML.
     expect(kinds(single)).not.toContain('ConfigMap');
     const cm = other.find((o) => (o as Obj).kind === 'ConfigMap') as unknown as { metadata: { namespace: string; labels: Record<string, string> }; data: Record<string, string> };

@@ -28,6 +28,7 @@ export const NAMES = {
   leaseRole: 'sits-leader-election',
   deployment: 'sits-scheduler',
   metricsService: 'sits-scheduler-metrics',
+  controllersMetricsService: 'sits-controllers-metrics',
   serviceMonitor: 'sits-scheduler',
   metricsReaderRole: 'sits-metrics-reader',
   dashboardViewerRole: 'sits-dashboard-viewer',
@@ -277,9 +278,22 @@ const metricsService = (): Doc => ({
   },
 });
 
+/** The controllers' /metrics (their health port; controller-runtime's reconcile and work-queue metrics). */
+const controllersMetricsService = (): Doc => ({
+  file: 'controllers-service-metrics.yaml',
+  when: 'controllers.enabled',
+  body: {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { ...meta(NAMES.controllersMetricsService, true, CONTROLLERS_SELECTOR), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/scheme': 'https', 'prometheus.io/port': quoted('controllers.port'), 'prometheus.io/path': '/metrics' } },
+    spec: { type: 'ClusterIP', selector: { ...CONTROLLERS_SELECTOR }, ports: [{ name: 'metrics', port: raw('controllers.port'), targetPort: 'health', protocol: 'TCP' }] },
+  },
+});
+
 /**
- * For the Prometheus Operator (serviceMonitor.enabled): the metrics Service over HTTPS with the Prometheus's own
- * ServiceAccount token, which the secure port checks by TokenReview and SubjectAccessReview (sits-metrics-reader).
+ * For the Prometheus Operator (serviceMonitor.enabled): both metrics Services (scheduler and controllers) over HTTPS
+ * with the Prometheus's own ServiceAccount token, which the secure ports check by TokenReview and
+ * SubjectAccessReview (sits-metrics-reader).
  */
 const serviceMonitor = (): Doc => ({
   file: 'servicemonitor.yaml',
@@ -289,7 +303,7 @@ const serviceMonitor = (): Doc => ({
     kind: 'ServiceMonitor',
     metadata: { name: NAMES.serviceMonitor, namespace: quoted(RELEASE_NAMESPACE), labels: { ...labels(), ...spreadLabels() } },
     spec: {
-      selector: { matchLabels: { ...SELECTOR_LABELS } },
+      selector: { matchLabels: { 'app.kubernetes.io/name': 'sits' }, matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'In', values: ['scheduler', 'controllers'] }] },
       namespaceSelector: { matchNames: [raw(RELEASE_NAMESPACE)] },
       endpoints: [
         {
@@ -458,5 +472,5 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
 }

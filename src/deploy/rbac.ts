@@ -114,6 +114,9 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
   // (read only; the lender writes only TrainingJobs, with the patch above).
   // watch: the BatchInferenceJob GPU share weighs each job by its Queue (ADR 0140).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
+  // /metrics on the health port (`sits controllers`) checks its callers by delegation (system:auth-delegator's two rules).
+  { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+  { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
 ];
 
 /**

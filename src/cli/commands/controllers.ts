@@ -3,7 +3,11 @@ import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { createControllersApp, CONTROLLERS_LEASE, type ControllersApp } from '../../app/live.ts';
 import { selfSignedServing } from '../../kube/certs.ts';
-import { ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { loadKubeConfig } from '../../app/live.ts';
+import { KubeClient } from '../../kube/client.ts';
+import { ControllerMetrics } from '../../kube/controller-metrics.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN, subjectAccessReviewAuthorizer, tokenReviewAuthenticator } from '../../kube/delegated-auth.ts';
 import { startSecureServer, type SecureServer } from '../../kube/secure-server.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
@@ -15,20 +19,32 @@ import { createLogger, logFormatOption, verbosityOption, type LogOptions } from 
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /**
- * /healthz, /livez (alive) and /readyz (caches filled; leader or standby) for the kubelet's probes. Nothing else is
- * served, so no caller needs authenticating: every other path is refused (403) without asking the apiserver.
- * Off loopback HTTPS with a certificate generated at start, as the scheduler's secure port.
+ * /healthz, /livez (alive) and /readyz (caches filled; leader or standby) for the kubelet's probes, open to anyone;
+ * /metrics (process metrics and controller-runtime's reconcile and work-queue metrics) for callers the apiserver
+ * authenticates (TokenReview) and authorizes (SubjectAccessReview `get /metrics`: the sits-metrics-reader role), as
+ * the scheduler's secure port. Off loopback HTTPS with a certificate generated at start; on loopback plain HTTP,
+ * unchecked (local use).
  */
-async function startHealthServer(port: number, host: string, state: () => ControllersApp | 'stopping' | undefined): Promise<SecureServer> {
-  const tls = LOOPBACK.has(host) ? undefined : await selfSignedServing([hostname(), 'localhost'], host === '0.0.0.0' || host === '::' ? ['127.0.0.1'] : [host]);
-  return startSecureServer({
+async function startHealthServer(port: number, host: string, state: () => ControllersApp | 'stopping' | undefined, metrics: Registry, kubeconfig: string | undefined): Promise<{ server: SecureServer; close: () => Promise<void> }> {
+  const loopback = LOOPBACK.has(host);
+  const tls = loopback ? undefined : await selfSignedServing([hostname(), 'localhost'], host === '0.0.0.0' || host === '::' ? ['127.0.0.1'] : [host]);
+  // Its own small client: a flood of unknown callers must not queue behind the controllers' requests.
+  const client = loopback ? undefined : new KubeClient(loadKubeConfig(kubeconfig), { maxInFlight: 4, userAgent: 'sits-controllers-auth' });
+  const server = await startSecureServer({
     port,
     host,
     ...(tls === undefined ? {} : { tls }),
-    authn: ANONYMOUS_AUTHN,
-    authz: { authorize: () => Promise.resolve({ allowed: false, reason: 'only the health paths are served' }) },
+    authn: client === undefined ? ANONYMOUS_AUTHN : tokenReviewAuthenticator(client),
+    authz: client === undefined ? ALLOW_ALL : subjectAccessReviewAuthorizer(client),
     handler: (req, res) => {
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
+      if (path === '/metrics') {
+        void metrics.metrics().then((text) => {
+          res.writeHead(200, { 'Content-Type': metrics.contentType, 'Cache-Control': 'no-store' });
+          res.end(text);
+        });
+        return;
+      }
       const s = state();
       const [status, body] =
         path === '/healthz' || path === '/livez'
@@ -44,6 +60,13 @@ async function startHealthServer(port: number, host: string, state: () => Contro
       res.end(body);
     },
   });
+  return {
+    server,
+    close: async () => {
+      await server.close();
+      client?.close();
+    },
+  };
 }
 
 export function registerControllers(program: Command): void {
@@ -57,7 +80,7 @@ export function registerControllers(program: Command): void {
     .option('--no-leader-elect', 'run without leader election (one replica only)')
     .option('--lease-duration <sec>', 'lease duration in seconds', numberOption('--lease-duration', 1, 300), 15)
     .option('--max-in-flight <n>', 'API requests in flight at most', intOption('--max-in-flight', 1, 10_000), 64)
-    .option('--health-port <port>', 'port of /healthz and /readyz (0 = off); nothing else is served', intOption('--health-port', 0, 65535), 8081)
+    .option('--health-port <port>', 'port of /healthz, /readyz (open) and /metrics (callers checked by TokenReview/SubjectAccessReview off loopback); 0 = off', intOption('--health-port', 0, 65535), 8081)
     .option('--health-host <addr>', 'address of the health server (off loopback: HTTPS with a certificate generated at start)', '0.0.0.0')
     .option('--gpu-lending', 'an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob (ADR 0131)')
     .option('--serving-loop', 'load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler')
@@ -85,7 +108,10 @@ export function registerControllers(program: Command): void {
       }
       let app: ControllersApp | 'stopping' | undefined;
       // Before the caches fill, so the probes answer during start-up (as `sits run`).
-      const health = o.healthPort === 0 ? undefined : await startHealthServer(o.healthPort, o.healthHost, () => app);
+      const registry = new Registry();
+      collectDefaultMetrics({ register: registry });
+      const controllerMetrics = new ControllerMetrics(registry);
+      const health = o.healthPort === 0 ? undefined : await startHealthServer(o.healthPort, o.healthHost, () => app, registry, o.kubeconfig);
       try {
         app = await createControllersApp({
           ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
@@ -98,6 +124,7 @@ export function registerControllers(program: Command): void {
           ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
           ...(limits === undefined ? {} : { batchPluginLimits: limits }),
           ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
+          controllerMetrics,
           log,
           tracing,
         });
@@ -107,7 +134,7 @@ export function registerControllers(program: Command): void {
         throw e;
       }
       const running = app;
-      log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}, controllers ${running.controllers.names.join(', ')}${health === undefined ? '' : `, health on ${health.url}`})`);
+      log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}, controllers ${running.controllers.names.join(', ')}${health === undefined ? '' : `, health and metrics on ${health.server.url}`})`);
       const sig = await untilSignal();
       log(`${sig}: stopping`);
       app = 'stopping';
