@@ -42,7 +42,7 @@ export interface LiveAppOptions {
   readonly lending?: boolean;
   /** With `controllers`: move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
   readonly healthMigration?: boolean;
-  /** With `controllers`: the BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
+  /** With `controllers`: the BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<namespace>/<claim>` (ADR 0102). */
   readonly batchClaimsDir?: string;
   /** The batch workers' WASM plugin limits (ADR 0117/0156: the operator's); unset: the defaults. */
   readonly batchPluginLimits?: Partial<PluginLimits>;

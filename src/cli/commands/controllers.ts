@@ -61,7 +61,7 @@ export function registerControllers(program: Command): void {
     .option('--health-host <addr>', 'address of the health server (off loopback: HTTPS with a certificate generated at start)', '0.0.0.0')
     .option('--gpu-lending', 'an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob (ADR 0131)')
     .option('--serving-loop', 'load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler')
-    .option('--batch-claims-dir <dir>', "also run the BatchInferenceJob controller; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
+    .option('--batch-claims-dir <dir>', "also run the BatchInferenceJob controller; the jobs' input/output claims are mounted here as <dir>/<namespace>/<claim> (ADR 0102)")
     .option('--batch-plugin-dir <dir>', 'with --batch-claims-dir: where routing plugin files are read (ADR 0165)')
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs}")
     .option('--health-migration', 'move TrainingJobs off GPUs quarantined on their Node (ADR 0129)')

@@ -54,7 +54,7 @@ export function registerRun(program: Command): void {
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('--gpu-lending', 'with --controllers: an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob, given back after a cooldown (ADR 0131)')
     .option('--serving-loop', 'with --controllers: also load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler (writes /scale unless autoscaling.mode is external)')
-    .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
+    .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<namespace>/<claim> (ADR 0102)")
     .option('--batch-plugin-dir <dir>', "with --batch-claims-dir: where the BatchInferenceJob controller reads routing plugin files (spec.strategy.routing.wasm.file; ADR 0165)")
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM strategy plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs} (default 16 pages, 1000 ms, 5000 ms; ADR 0117, 0156)")
     .option('--checkpoint-aware-preemption', 'ask a checkpointable preemption victim (a TrainingJob with a checkpoint policy) for a checkpoint and evict it once the checkpoint is Ready or its queue\'s grace runs out; it resumes from that checkpoint (ADR 0093, 0143)')
