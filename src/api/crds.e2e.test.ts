@@ -184,6 +184,21 @@ describe('SITS CRDs on a real kube-apiserver', () => {
     expect(offline.ok && (offline.value as { spec: unknown }).spec).toEqual(stored.spec);
   });
 
+  // Issue 36: the apiserver itself refuses a data URI that would leave its claim (the controller refuses it too).
+  it.each([
+    'pvc://data/../../../var/run/secrets/kubernetes.io/serviceaccount/token',
+    'pvc://data//etc/passwd',
+    'pvc://data/%2e%2e/%2e%2e/etc/passwd',
+    'pvc://data/..\\..\\etc',
+    'pvc://data/in\u0000x',
+    's3://bucket/../other',
+  ])('refuses the BatchInferenceJob input %j at the apiserver, naming spec.input.uri', async (uri) => {
+    const body = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'BatchInferenceJob', metadata: { generateName: 'traversal-' }, spec: { model: { uri: 'hf://m/m' }, input: { uri }, output: { uri: 'pvc://data/out/' } } };
+    const err = await create('BatchInferenceJob', body).then(() => undefined, (e: unknown) => e);
+    expect(err, `${uri} must be refused`).toBeDefined();
+    expect(statusMessage(err)).toContain('spec.input.uri');
+  });
+
   it('scales a TrainingJob through the scale subresource and refuses a size above maxReplicas', async () => {
     const body = structuredClone(ELASTIC_TRAINING_JOB);
     body.metadata = { name: 'elastic-scale' };

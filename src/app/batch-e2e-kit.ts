@@ -6,7 +6,7 @@
  * `data` over a local folder (`root`/data) that the jobs read and write; the controllers started with the claims
  * mounted under `root`. Helpers to write inputs, create jobs and read outputs.
  */
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
@@ -31,6 +31,8 @@ export interface OutputLine {
 export interface BatchE2e {
   readonly cluster: DevCluster;
   readonly root: string;
+  /** The controller's claims folder: `<claimsDir>/<ns>/data` is `root`/data. */
+  readonly claimsDir: string;
   readonly ns: string;
   readonly jobsPath: string;
   readonly logs: string[];
@@ -53,6 +55,10 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
   const root = mkdtempSync(join(tmpdir(), 'sits-batch-e2e-'));
   mkdirSync(join(root, 'data', 'in'), { recursive: true });
   const ns = o.ns;
+  // The controller sees claims as <claims>/<namespace>/<claim> (issue 36); the claim `data` of `ns` is root/data.
+  const claimsDir = join(root, 'claims');
+  mkdirSync(join(claimsDir, ns), { recursive: true });
+  symlinkSync(join(root, 'data'), join(claimsDir, ns, 'data'));
   const cluster = await startDevCluster({
     nodes: o.nodes ?? 1,
     shape: 'dgx-h100',
@@ -76,6 +82,7 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
   const e: BatchE2e = {
     cluster,
     root,
+    claimsDir,
     ns,
     jobsPath,
     logs,
@@ -83,7 +90,7 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
     async startControllers(extra = {}) {
       // The routing's fragmentation from the dev cluster's scheduler, as `sits run` wires it (ADR 0165).
       const fragmentation = cluster.app === undefined ? {} : { fragmentation: schedulerFragmentation(cluster.app.scheduler) };
-      e.controllers = await startControllers(cluster.client, { log: (m) => logs.push(`controller: ${m}`), batch: { volumes: claimsUnder(root), tickMs: 500, ...fragmentation }, ...o.controllers, ...extra });
+      e.controllers = await startControllers(cluster.client, { log: (m) => logs.push(`controller: ${m}`), batch: { volumes: claimsUnder(claimsDir), tickMs: 500, ...fragmentation }, ...o.controllers, ...extra });
       return e.controllers;
     },
     writeInput(file, n, prefix) {

@@ -4,7 +4,7 @@
  * committed manifest survives power loss), and the streaming reader of an OpenAI batch input that names
  * file:line:column of a bad line without loading the file into memory.
  */
-import { createReadStream, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { constants, createReadStream, closeSync, fsyncSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { OutputStore } from '../controllers/batch-inference/output-store.ts';
@@ -42,7 +42,13 @@ export class FsOutputStore implements OutputStore {
 
   read(name: string): string | undefined {
     try {
-      return readFileSync(join(this.dir, name), 'utf8');
+      // O_NOFOLLOW: a symlink planted in the output (a worker writes there) is not followed out of the claim.
+      const fd = openSync(join(this.dir, name), constants.O_RDONLY | constants.O_NOFOLLOW);
+      try {
+        return readFileSync(fd, 'utf8');
+      } finally {
+        closeSync(fd);
+      }
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw e;

@@ -5,14 +5,15 @@
  * streamed and checked line by line (app/batch-files.ts), the coordinator resumes from the output's manifest, and an
  * invalid input leaves a manifest saying partial with the errors, so nobody mistakes the empty output for a result.
  */
-import { join } from 'node:path';
+import { existsSync, lstatSync, realpathSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
 import type { BatchJobsPort, JobSession, SessionState } from '../controllers/batch-inference/controller.ts';
-import { BatchCoordinator, deriveShardRecords, MANIFEST } from '../controllers/batch-inference/coordinator.ts';
+import { BatchCoordinator, deriveShardRecords, MANIFEST, outputOwnerConflict } from '../controllers/batch-inference/coordinator.ts';
 import { DEFAULT_LADDER } from '../controllers/batch-inference/fault-ladder.ts';
 import { DEFAULT_LONG_TAIL } from '../controllers/batch-inference/long-tail.ts';
 import type { BatchJobObject } from '../controllers/batch-inference/pods.ts';
 import { MemoryQuarantine, type Quarantine, type QuarantineEntry } from '../controllers/batch-inference/quarantine.ts';
-import { pvcLocation } from '../controllers/batch-inference/worker-protocol.ts';
+import { parsePvcUri } from '../api/data-uri.ts';
 import { FsOutputStore, readBatchInput } from './batch-files.ts';
 
 export interface BatchVolumes {
@@ -20,28 +21,60 @@ export interface BatchVolumes {
   readonly claim: (namespace: string, claim: string) => string | undefined;
 }
 
-/** Claims mounted under one folder, `<root>/<claim>` (the controller's pod mounts each batch claim there). */
-export const claimsUnder = (root: string): BatchVolumes => ({ claim: (_ns, claim) => join(root, claim) });
+/**
+ * Claims mounted under one folder, `<root>/<namespace>/<claim>` (issue 36): a claim is a namespaced object, so the
+ * same claim name in two namespaces is two folders, and a job reaches only its own namespace's.
+ */
+export const claimsUnder = (root: string): BatchVolumes => ({ claim: (ns, claim) => join(root, ns, claim) });
+
+export type Resolved = { readonly ok: true; readonly path: string } | { readonly ok: false; readonly reason: 'PathOutsideClaim' | 'VolumeUnavailable'; readonly message: string };
+
+/**
+ * Where `uri` of a job in `ns` is in this process, checked to stay inside the claim's folder after symlinks: the URI
+ * parser refuses `..` and friends, and the real path of the longest existing prefix must be under the claim's real
+ * folder (a symlink the tenant planted in the claim, pointing out, is refused). What does not exist yet (an output
+ * folder) is created later below that checked prefix.
+ */
+export function resolveInClaim(volumes: BatchVolumes, ns: string, uri: string): Resolved {
+  const loc = parsePvcUri(uri);
+  if (!loc.ok) return { ok: false, reason: 'PathOutsideClaim', message: `${uri}: ${loc.reason}` };
+  const dir = volumes.claim(ns, loc.claim);
+  if (dir === undefined || !existsSync(dir)) return { ok: false, reason: 'VolumeUnavailable', message: `the controller does not mount claim ${ns}/${loc.claim} of ${uri}` };
+  const root = realpathSync(dir);
+  const target = join(root, loc.path);
+  let existing = target;
+  // lstat, not exists: a dangling link is found here and refused below, not walked past and followed later.
+  while (lstatSync(existing, { throwIfNoEntry: false }) === undefined && existing !== root) existing = dirname(existing);
+  let real: string;
+  try {
+    real = realpathSync(existing);
+  } catch {
+    real = ''; // a dangling link: refused like one that points out
+  }
+  if (real !== root && !real.startsWith(root + sep)) return { ok: false, reason: 'PathOutsideClaim', message: `${uri}: resolves outside claim ${ns}/${loc.claim} (a symlink points out)` };
+  return { ok: true, path: join(real, relative(existing, target)) };
+}
 
 /** The quarantine the jobs' fault ladders share (app/batch-quarantine.ts on a cluster; in memory otherwise). */
 export type SharedQuarantine = Quarantine & { active(nowMs: number): QuarantineEntry[]; published?(device: string): boolean };
 
 export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = () => undefined, quarantine: SharedQuarantine = new MemoryQuarantine()): BatchJobsPort {
   const sessions = new Map<string, SessionState>();
-  const resolve = (ns: string, uri: string): string | undefined => {
-    const loc = pvcLocation(uri);
-    if (loc === undefined) return undefined;
-    const dir = volumes.claim(ns, loc.claim);
-    return dir === undefined ? undefined : join(dir, loc.path);
-  };
   const openJob = async (job: BatchJobObject, nowMs: number): Promise<SessionState> => {
     const ns = job.metadata.namespace ?? 'default';
     const uid = job.metadata.uid ?? '';
-    const input = resolve(ns, job.spec.input.uri);
-    const output = resolve(ns, job.spec.output.uri);
-    if (input === undefined || output === undefined) return { state: 'error', message: `the controller does not mount the claim of ${input === undefined ? job.spec.input.uri : job.spec.output.uri}` };
-    const read = await readBatchInput(input);
+    const inputAt = resolveInClaim(volumes, ns, job.spec.input.uri);
+    const outputAt = resolveInClaim(volumes, ns, job.spec.output.uri);
+    const bad = !inputAt.ok ? inputAt : !outputAt.ok ? outputAt : undefined;
+    if (bad !== undefined) return bad.reason === 'PathOutsideClaim' ? { state: 'refused', reason: bad.reason, message: bad.message } : { state: 'error', message: bad.message };
+    if (!inputAt.ok || !outputAt.ok) return { state: 'error', message: 'unresolved' }; // narrowed above
+    const input = inputAt.path;
+    const output = outputAt.path;
     const store = new FsOutputStore(output);
+    // Before any write or delete: the output must be empty or this job's (its UID in the manifest).
+    const conflict = outputOwnerConflict(store, uid);
+    if (conflict !== undefined) return { state: 'refused', reason: 'OutputOwnedByAnotherJob', message: `${job.spec.output.uri}: ${conflict}` };
+    const read = await readBatchInput(input);
     if (!read.ok) {
       // The file name users see is the job's, not this process's mount.
       const errors = read.errors.map((e) => e.split(input).join(job.spec.input.uri));

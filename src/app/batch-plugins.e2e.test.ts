@@ -51,7 +51,7 @@ describe('BatchInferenceJob WASM batch-size plugins from a ConfigMap, live', () 
     m.destroy();
     e = await startBatchE2e({ ns: 'batchwasm' });
     // The operator's limits: generous, so that a loaded CI machine starting the plugin's thread slowly refuses nothing.
-    await e.startControllers({ batch: { volumes: claimsUnder(e.root), tickMs: 500, pluginLimits: { loadTimeoutMs: 60_000, callTimeoutMs: 10_000 } } });
+    await e.startControllers({ batch: { volumes: claimsUnder(e.claimsDir), tickMs: 500, pluginLimits: { loadTimeoutMs: 60_000, callTimeoutMs: 10_000 } } });
     await e.cluster.client.post(`/api/v1/namespaces/${e.ns}/configmaps`, {
       apiVersion: 'v1',
       kind: 'ConfigMap',

@@ -27,7 +27,7 @@ describe('BatchInferenceJob policies on real engines', () => {
     mkdirSync(faultDir, { recursive: true });
     e = await startBatchE2e({ ns: 'batchp', engines: { faultDir } });
     // Batch workers may hold 2 GPUs at once over all jobs; slices of 1.5 s × the queue's weight.
-    await e.startControllers({ batch: { volumes: claimsUnder(e.root), tickMs: 500, share: new GpuShare({ budgetGpus: 2, quantumMs: 1500 }) } });
+    await e.startControllers({ batch: { volumes: claimsUnder(e.claimsDir), tickMs: 500, share: new GpuShare({ budgetGpus: 2, quantumMs: 1500 }) } });
   }, 240_000);
 
   afterAll(async () => {

@@ -13,6 +13,7 @@ import { trainingJobController } from '../controllers/training-job/controller.ts
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
 import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
 import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/model.ts';
+import type { KedaAllowList } from '../controllers/inference-service/keda.ts';
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
 import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
 import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
@@ -51,6 +52,8 @@ export interface ControllerOptions {
    * whole so it restarts elsewhere from the checkpoint. Off by default.
    */
   readonly healthMigration?: false | { readonly graceMs?: number; readonly intervalMs?: number };
+  /** The KEDA servers and ClusterTriggerAuthentications an InferenceService may name (issue 36); unset: none. */
+  readonly kedaAllow?: KedaAllowList;
   /**
    * The BatchInferenceJob controller (docs/adr/0102): it coordinates each job's output commits, so it runs only
    * where the batch claims are mounted (`volumes`). Off by default.
@@ -77,7 +80,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, batch, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, batch, kedaAllow, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -87,7 +90,7 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
   const facts = await watchClusterFacts(client, opts.log ?? (() => undefined));
   // In mode keda the ScaledObject carries the serving loop's calibrated threshold (ADR 0112), when the loop runs; the
   // loop also sets the adapters-loaded condition, so replicas with adapters declare it as a readiness gate (ADR 0125).
-  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE, ...(serving === undefined ? {} : { thresholds: serving.thresholds, adapterReadinessGate: true }) });
+  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE, ...(kedaAllow === undefined ? {} : { kedaAllow }), ...(serving === undefined ? {} : { thresholds: serving.thresholds, adapterReadinessGate: true }) });
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));

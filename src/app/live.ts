@@ -16,6 +16,7 @@ import type { Tracing } from '../kube/tracing.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { claimsUnder } from './batch-jobs.ts';
 import { schedulerFragmentation } from './batch-routing.ts';
+import type { KedaAllowList } from '../controllers/inference-service/keda.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { LeaderElector } from '../kube/leader.ts';
 
@@ -75,7 +76,7 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.checkpointAware === true ? { checkpointAware: true } : {}),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.controllerMetrics === undefined ? {} : { metrics: opts.controllerMetrics }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), fragmentation: schedulerFragmentation(scheduler), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
+  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.controllerMetrics === undefined ? {} : { metrics: opts.controllerMetrics }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.kedaAllow === undefined ? {} : { kedaAllow: opts.kedaAllow }), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), fragmentation: schedulerFragmentation(scheduler), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
   return {
     scheduler,
     client,
@@ -119,7 +120,9 @@ export interface ControllerFeatures {
   readonly lending?: boolean;
   /** Move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
   readonly healthMigration?: boolean;
-  /** The BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<claim>` (ADR 0102). */
+  /** The KEDA servers and ClusterTriggerAuthentications services may name (issue 36); unset: none. */
+  readonly kedaAllow?: KedaAllowList;
+  /** The BatchInferenceJob controller, with the jobs' claims mounted as `<dir>/<namespace>/<claim>` (ADR 0102). */
   readonly batchClaimsDir?: string;
   /** The batch workers' WASM plugin limits (ADR 0117/0156: the operator's); unset: the defaults. */
   readonly batchPluginLimits?: Partial<PluginLimits>;
@@ -183,6 +186,7 @@ export async function createControllersApp(opts: ControllersAppOptions): Promise
       ...(opts.serving === true ? { serving: {} } : {}),
       ...(opts.lending === true ? { lending: {} } : {}),
       ...(opts.healthMigration === true ? { healthMigration: {} } : {}),
+      ...(opts.kedaAllow === undefined ? {} : { kedaAllow: opts.kedaAllow }),
       ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }),
     });
     return {

@@ -217,7 +217,7 @@ describe('BatchInferenceJob on real engines', () => {
     // accuracyTolerance 0.8 and 2-token outputs is the cpu-elastic level of the rule, deterministically.
     await kit.controllers?.stop();
     kit.controllers = undefined;
-    await kit.startControllers({ batch: { volumes: claimsUnder(root), tickMs: 500, fragmentation: () => 0.7 } });
+    await kit.startControllers({ batch: { volumes: claimsUnder(kit.claimsDir), tickMs: 500, fragmentation: () => 0.7 } });
     const ids = writeInput('elastic.jsonl', 160, 'e');
     // 16 shards of 10: 3 profile the job on the GPUs, the rest are left for the CPU workers. One CPU a worker (the
     // CPU engine's threads follow it; this machine has 2 cores).
@@ -292,7 +292,7 @@ describe('BatchInferenceJob on real engines', () => {
     // The fragmentation port at 0.45 (0.3 ≤ F < 0.6: gpu-fragments for a P3 job), as above: deterministic here.
     await kit.controllers?.stop();
     kit.controllers = undefined;
-    await kit.startControllers({ batch: { volumes: claimsUnder(root), tickMs: 500, fragmentation: () => 0.45 } });
+    await kit.startControllers({ batch: { volumes: claimsUnder(kit.claimsDir), tickMs: 500, fragmentation: () => 0.45 } });
     const ids = writeInput('frag.jsonl', 160, 'g');
     await createJob('frag', 'frag.jsonl', 2, { sla: { class: 'P3' }, sharding: { shards: 16, reshardStragglers: false } });
     const seen = new Map<string, { name: string; pod: V1Pod; ranges: Set<string> }>();

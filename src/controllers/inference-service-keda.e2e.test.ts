@@ -34,7 +34,7 @@ let client: DevCluster['client'];
 const logs: string[] = [];
 
 beforeAll(async () => {
-  cluster = await startDevCluster({ nodes: 1, shape: 'nvlink-2x4', log: (m) => logs.push(m), controllers: { log: (m) => logs.push(`controller: ${m}`) } });
+  cluster = await startDevCluster({ nodes: 1, shape: 'nvlink-2x4', log: (m) => logs.push(m), controllers: { log: (m) => logs.push(`controller: ${m}`), kedaAllow: { servers: [PROM], clusterAuth: ['prom-auth'] } } });
   client = cluster.client;
   await createNs(client, NS);
 });
@@ -197,6 +197,31 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
       await Promise.allSettled(left.map((x) => client.delete(`${soPath}/${x.metadata.name}`)));
       return left.length === 0;
     }, 60_000);
+  });
+
+  it('issue 36: a service naming a foreign server or an unlisted ClusterTriggerAuthentication gets no ScaledObject, a condition and a Warning Event', async () => {
+    const cases = [
+      { name: 'exfil', keda: { serverAddress: 'https://attacker.example:8443' }, reason: 'KedaServerNotAllowed' },
+      { name: 'borrow', keda: { serverAddress: PROM, authenticationRef: { name: 'platform-admin', kind: 'ClusterTriggerAuthentication' } }, reason: 'KedaClusterAuthNotAllowed' },
+    ];
+    for (const c of cases) await client.post(svcPath, { ...chat, metadata: { name: c.name }, spec: { ...chat.spec, autoscaling: { mode: 'keda', keda: c.keda } } });
+    for (const c of cases) {
+      const s = await waitFor(`${c.name}: refused`, async () => {
+        const x = await client.get<InferenceServiceObject>(`${svcPath}/${c.name}`);
+        return condition(x, 'KedaScaledObject')?.reason === c.reason ? x : undefined;
+      }, 60_000);
+      expect(condition(s, 'KedaScaledObject')?.status).toBe('False');
+      const events = await waitFor(`${c.name}: the Warning Event`, async () => {
+        const l = (await client.get<{ items: { reason?: string; type?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items;
+        const mine = l.filter((e) => e.involvedObject?.name === c.name && e.reason === c.reason);
+        return mine.length > 0 ? mine : undefined;
+      }, 30_000);
+      expect(events[0]?.type).toBe('Warning');
+    }
+    // Several reconciles later, still nothing with the foreign server or the shared secret.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await scaledObjects()).filter((x) => x.metadata.name === 'exfil' || x.metadata.name === 'borrow')).toEqual([]);
+    for (const c of cases) await client.delete(`${svcPath}/${c.name}`);
   });
 
   it('the validation is real: KEDA\'s CRD refuses a rendered ScaledObject with a bad field, naming the field, and takes the good one', async () => {

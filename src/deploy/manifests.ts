@@ -248,6 +248,8 @@ function controllersDeployment(): Doc {
                   concat('--health-port=', raw('controllers.port')),
                   '--identity=$(POD_NAME)',
                   ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), `--lease-name=${NAMES.controllersLease}`, concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
+                  ifItems('controllers.kedaAllowedServers', [concat('--keda-allowed-servers=', raw('controllers.kedaAllowedServers'))]),
+                  ifItems('controllers.kedaAllowedClusterAuth', [concat('--keda-allowed-cluster-auth=', raw('controllers.kedaAllowedClusterAuth'))]),
                 ],
                 env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
                 ports: [{ name: 'health', containerPort: raw('controllers.port'), protocol: 'TCP' }],

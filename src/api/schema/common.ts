@@ -11,6 +11,7 @@ import {
   type TSchema,
   type TUnion,
 } from '@sinclair/typebox';
+import { DATA_URI_PATTERN } from '../data-uri.ts';
 import { NON_NEGATIVE_QUANTITY_PATTERN, isWholeQuantity, type QuantityValue } from '../quantity.ts';
 import { API_GROUP_VERSION, GPU_RESOURCE } from '../wire.ts';
 
@@ -342,7 +343,12 @@ export const DATA_FORMATS = ['jsonl', 'parquet', 'csv', 'arrow', 'webdataset', '
 export function DataRef(description: string) {
   return Obj(
     {
-      uri: Type.String({ description: 'Location of the data, e.g. s3://bucket/prefix/ or pvc://claim/path.', minLength: 1, maxLength: 2048 }),
+      uri: Type.String({
+        description: 'Location of the data, e.g. s3://bucket/prefix/ or pvc://claim/path. The path stays inside its bucket or claim: no . or .. segment, backslash or control character; a pvc:// path is relative, without % or empty segments.',
+        minLength: 1,
+        maxLength: 2048,
+        pattern: DATA_URI_PATTERN,
+      }),
       format: Type.Optional(StringEnum(DATA_FORMATS, { description: 'Record format. Default: jsonl.', default: 'jsonl' })),
     },
     { description },

@@ -11,6 +11,7 @@ import { ALLOW_ALL, ANONYMOUS_AUTHN, subjectAccessReviewAuthorizer, tokenReviewA
 import { startSecureServer, type SecureServer } from '../../kube/secure-server.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
+import { parseKedaAllowList } from '../../controllers/inference-service/keda.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { untilSignal } from './run.ts';
@@ -84,16 +85,20 @@ export function registerControllers(program: Command): void {
     .option('--health-host <addr>', 'address of the health server (off loopback: HTTPS with a certificate generated at start)', '0.0.0.0')
     .option('--gpu-lending', 'an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob (ADR 0131)')
     .option('--serving-loop', 'load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler')
-    .option('--batch-claims-dir <dir>', "also run the BatchInferenceJob controller; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
+    .option('--batch-claims-dir <dir>', "also run the BatchInferenceJob controller; the jobs' input/output claims are mounted here as <dir>/<namespace>/<claim> (ADR 0102)")
     .option('--batch-plugin-dir <dir>', 'with --batch-claims-dir: where routing plugin files are read (ADR 0165)')
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs}")
+    .option('--keda-allowed-servers <urls>', 'comma-separated Prometheus addresses an InferenceService in autoscaling mode keda may name; unset: none (no ScaledObject; docs/security.md)')
+    .option('--keda-allowed-cluster-auth <names>', 'comma-separated ClusterTriggerAuthentications such a service may use (a TriggerAuthentication in its own namespace always may)')
     .option('--health-migration', 'move TrainingJobs off GPUs quarantined on their Node (ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces over OTLP/HTTP to this collector (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
     .addOption(verbosityOption())
     .addOption(logFormatOption())
-    .action(async (o: LogOptions & { kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; otlpEndpoint?: string }) => {
+    .action(async (o: LogOptions & { kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; otlpEndpoint?: string }) => {
       const log = createLogger('sits-controllers', o).line;
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.leaseName)) throw new CliError(`--lease-name: "${o.leaseName}" is not a DNS subdomain`);
+      const kedaAllow = parseKedaAllowList(o.kedaAllowedServers, o.kedaAllowedClusterAuth);
+      if ('error' in kedaAllow) throw new CliError(kedaAllow.error, { hint: 'give http(s) URLs and object names, comma-separated' });
       if (o.batchClaimsDir !== undefined && (!existsSync(o.batchClaimsDir) || !statSync(o.batchClaimsDir).isDirectory())) throw new CliError(`--batch-claims-dir: ${o.batchClaimsDir} is not a folder`);
       const limits = o.batchPluginLimits === undefined ? undefined : parsePluginLimits(o.batchPluginLimits, '--batch-plugin-limits');
       if (limits !== undefined && 'error' in limits) throw new CliError(limits.error);
@@ -121,6 +126,7 @@ export function registerControllers(program: Command): void {
           serving: o.servingLoop === true,
           lending: o.gpuLending === true,
           healthMigration: o.healthMigration === true,
+        kedaAllow,
           ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
           ...(limits === undefined ? {} : { batchPluginLimits: limits }),
           ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),

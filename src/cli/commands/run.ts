@@ -13,6 +13,7 @@ import { startServer, type ServerOptions, type SitsServer } from '../../server/s
 import { SCHEDULER_NAME } from '../../api/wire.ts';
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadSchedulerConfig, type SchedulerProfileSpec } from '../../spec/scheduler-config.ts';
+import { parseKedaAllowList } from '../../controllers/inference-service/keda.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
@@ -54,7 +55,9 @@ export function registerRun(program: Command): void {
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('--gpu-lending', 'with --controllers: an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob, given back after a cooldown (ADR 0131)')
     .option('--serving-loop', 'with --controllers: also load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler (writes /scale unless autoscaling.mode is external)')
-    .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<claim> (ADR 0102)")
+    .option('--keda-allowed-servers <urls>', 'comma-separated Prometheus addresses with --controllers: an InferenceService in autoscaling mode keda may name; unset: none (no ScaledObject; docs/security.md)')
+    .option('--keda-allowed-cluster-auth <names>', 'comma-separated ClusterTriggerAuthentications such a service may use (a TriggerAuthentication in its own namespace always may)')
+    .option('--batch-claims-dir <dir>', "with --controllers: also run the BatchInferenceJob controller, which commits each job's output; the jobs' input/output claims are mounted here as <dir>/<namespace>/<claim> (ADR 0102)")
     .option('--batch-plugin-dir <dir>', "with --batch-claims-dir: where the BatchInferenceJob controller reads routing plugin files (spec.strategy.routing.wasm.file; ADR 0165)")
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM strategy plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs} (default 16 pages, 1000 ms, 5000 ms; ADR 0117, 0156)")
     .option('--checkpoint-aware-preemption', 'ask a checkpointable preemption victim (a TrainingJob with a checkpoint policy) for a checkpoint and evict it once the checkpoint is Ready or its queue\'s grace runs out; it resumes from that checkpoint (ADR 0093, 0143)')
@@ -62,11 +65,14 @@ export function registerRun(program: Command): void {
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .addOption(verbosityOption())
     .addOption(logFormatOption())
-    .action(async (o: LogOptions & { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string }) => {
+    .action(async (o: LogOptions & { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string }) => {
       const log = createLogger('sits-scheduler', o).line;
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
       if (o.gpuLending === true && o.controllers !== true) throw new CliError('--gpu-lending runs with the controllers: give --controllers too');
+      const kedaAllow = parseKedaAllowList(o.kedaAllowedServers, o.kedaAllowedClusterAuth);
+      if ('error' in kedaAllow) throw new CliError(kedaAllow.error, { hint: 'give http(s) URLs and object names, comma-separated' });
+      if ((o.kedaAllowedServers !== undefined || o.kedaAllowedClusterAuth !== undefined) && o.controllers !== true) throw new CliError('--keda-allowed-servers and --keda-allowed-cluster-auth are for the controllers: give --controllers too');
       if (o.healthMigration === true && o.controllers !== true) throw new CliError('--health-migration runs with the controllers: give --controllers too');
       if (o.batchClaimsDir !== undefined) {
         if (o.controllers !== true) throw new CliError('--batch-claims-dir runs with the controllers: give --controllers too');
@@ -105,6 +111,7 @@ export function registerRun(program: Command): void {
         serving: o.servingLoop === true,
         lending: o.gpuLending === true,
         healthMigration: o.healthMigration === true,
+        kedaAllow,
         checkpointAware: o.checkpointAwarePreemption === true,
         ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
         ...(batchPluginLimits === undefined ? {} : { batchPluginLimits }),

@@ -76,8 +76,10 @@ export type SessionState =
   | { readonly state: 'ready'; readonly session: JobSession }
   /** The input is not a valid OpenAI batch file: every error names file:line:column; the output is marked partial. */
   | { readonly state: 'rejected'; readonly errors: readonly string[]; readonly output: string }
-  /** The volume cannot be read or written (not mounted here, another job's output, ...). */
-  | { readonly state: 'error'; readonly message: string };
+  /** The volume cannot be read or written (not mounted here, unreadable): tried again. */
+  | { readonly state: 'error'; readonly message: string }
+  /** The job may not use its URIs (issue 36): a path out of its claim, an output another job owns. The job fails. */
+  | { readonly state: 'refused'; readonly reason: 'PathOutsideClaim' | 'OutputOwnedByAnotherJob'; readonly message: string };
 
 export interface BatchJobsPort {
   /** The job's session, opened in the background on the first call (the input is read and checked, the manifest resumed). */
@@ -295,6 +297,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
           { type: 'Complete', status: 'False', reason: 'OutputPartial', message: `no record was run: the input is invalid; ${open.output} says partial` },
         ),
       },
+      actions: deleteAll(pods),
+    };
+  }
+  if (open.state === 'refused') {
+    return {
+      status: { ...prev, phase: 'Failed', completionTime: iso(nowMs), conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: open.reason, message: open.message }) },
       actions: deleteAll(pods),
     };
   }

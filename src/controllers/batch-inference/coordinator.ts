@@ -155,6 +155,25 @@ export class ManifestError extends Error {
   }
 }
 
+/**
+ * Why `store` is not `jobUid`'s to write (issue 36): a manifest of another job (or not a manifest at all), or parts
+ * without a manifest. Undefined: empty, or this job's. Checked before any write or delete of a job's output.
+ */
+export function outputOwnerConflict(store: OutputStore, jobUid: string): string | undefined {
+  const text = store.read(MANIFEST);
+  if (text === undefined) {
+    const parts = store.list().filter((f) => f.startsWith('parts/')).length;
+    return parts === 0 ? undefined : `no ${MANIFEST} but ${parts} parts/ file(s): the output location holds another writer's data`;
+  }
+  let owner: unknown;
+  try {
+    owner = (JSON.parse(text) as { jobUid?: unknown } | null)?.jobUid;
+  } catch {
+    return `${MANIFEST} is not JSON: the output location holds something else`;
+  }
+  return owner === jobUid ? undefined : `${MANIFEST} is owned by job ${typeof owner === 'string' ? owner : '?'}, not ${jobUid}: the output location is another job's`;
+}
+
 function readManifest(store: OutputStore, cfg: CoordinatorConfig): Manifest | undefined {
   const text = store.read(MANIFEST);
   if (text === undefined) return undefined;
@@ -235,9 +254,13 @@ export class BatchCoordinator {
   /** Starts or resumes the job on `store`: recomputes nothing committed, deletes what was never committed. */
   static open(store: OutputStore, cfg: CoordinatorConfig, nowMs: number): BatchCoordinator {
     const prev = readManifest(store, cfg);
+    // Only this job's manifest licenses deleting parts (readManifest refused another job's): parts without a
+    // manifest were written by someone else, since a job writes its manifest before any worker runs.
+    const strays = store.list().filter((f) => f.startsWith('parts/'));
+    if (prev === undefined && strays.length > 0) throw new ManifestError(`no ${MANIFEST} but ${strays.length} parts/ file(s): the output location holds another writer's data`);
     const c = new BatchCoordinator(store, cfg, prev, nowMs);
     const listed = new Set(c.parts.map((p) => p.file));
-    for (const f of store.list()) if (f.startsWith('parts/') && !listed.has(f)) store.remove(f);
+    for (const f of strays) if (!listed.has(f)) store.remove(f);
     if (c.state !== 'complete') {
       // The fault ladder where the last coordinator left it: those tasks first, the rest of the gaps at rung 0.
       const { entries, dropped } = ladderEntriesOf(prev?.ladder, cfg.records.length);

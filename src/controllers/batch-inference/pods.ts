@@ -19,7 +19,8 @@ import type { InferenceServiceObject } from '../inference-service/model.ts';
 import { batchPolicyOf } from './live-batch.ts';
 import type { PluginLimits } from './wasm-plugin.ts';
 import { elasticWorkerPodName, fractionalServer } from './route-placement.ts';
-import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, batchMountPath, formatAssignment, pvcLocation, WORKER_CONTAINER } from './worker-protocol.ts';
+import { BATCH_PLUGIN_MOUNT, BATCH_PLUGIN_VOLUME, batchMountPath, formatAssignment, WORKER_CONTAINER } from './worker-protocol.ts';
+import { parsePvcUri } from '../../api/data-uri.ts';
 
 export type BatchJobObject = BatchInferenceJob;
 
@@ -86,12 +87,12 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   if (!r.ok) return { ok: false, issues: r.issues.map((i) => ({ ...i, field: i.field.replace(/^spec\.gpusPerReplica/, 'spec.gpusPerWorker') })) };
   // The CPU build serves the fallback worker and the CPU-elastic workers (a refusal matters only to cpuFallback).
   const cpu = renderCpuServer(isvc);
-  const input = pvcLocation(j.spec.input.uri);
-  const output = pvcLocation(j.spec.output.uri);
+  const input = parsePvcUri(j.spec.input.uri);
+  const output = parsePvcUri(j.spec.output.uri);
   const issues: SpecIssue[] = j.spec.faultRecovery.cpuFallback && !cpu.ok ? [...cpu.issues] : [];
-  if (input === undefined) issues.push({ field: 'spec.input.uri', message: `only pvc://<claim>/<path> inputs are read so far, got ${JSON.stringify(j.spec.input.uri)}` });
-  if (output === undefined) issues.push({ field: 'spec.output.uri', message: `only pvc://<claim>/<path> outputs are written so far, got ${JSON.stringify(j.spec.output.uri)}` });
-  if (input === undefined || output === undefined || issues.length > 0) return { ok: false, issues };
+  if (!input.ok) issues.push({ field: 'spec.input.uri', message: `${input.reason}, got ${JSON.stringify(j.spec.input.uri)}` });
+  if (!output.ok) issues.push({ field: 'spec.output.uri', message: `${output.reason}, got ${JSON.stringify(j.spec.output.uri)}` });
+  if (!input.ok || !output.ok || issues.length > 0) return { ok: false, issues };
   const t = r.template;
   const name = j.metadata.name ?? '';
   const ns = j.metadata.namespace ?? 'default';

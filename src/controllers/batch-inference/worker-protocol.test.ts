@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkpointName, formatAssignment, formatReport, parseAssignment, parseReport, pvcLocation } from './worker-protocol.ts';
+import { checkpointName, formatAssignment, formatReport, parseAssignment, parseReport } from './worker-protocol.ts';
 
 describe('the batch worker protocol', () => {
   it('round-trips an assignment and reads idle as none', () => {
@@ -54,11 +54,5 @@ describe('the batch worker protocol', () => {
     const { outputTokens: _o, ms: _m, kvFree: _k, kvCapacityTokens: _c, ...plain } = r;
     // More output than tokens, a fraction outside 0..1, a negative time or size: dropped, the report stays.
     expect(parseReport(JSON.stringify({ ...r, outputTokens: 49, ms: -1, kvFree: 1.5, kvCapacityTokens: 0 }))).toEqual(plain);
-  });
-  it('reads pvc:// locations only', () => {
-    expect(pvcLocation('pvc://data/in/requests.jsonl')).toEqual({ claim: 'data', path: 'in/requests.jsonl' });
-    expect(pvcLocation('pvc://data')).toEqual({ claim: 'data', path: '' });
-    expect(pvcLocation('s3://bucket/x')).toBeUndefined();
-    expect(pvcLocation('pvc://Bad_Claim/x')).toBeUndefined();
   });
 });

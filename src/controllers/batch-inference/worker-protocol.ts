@@ -182,10 +182,3 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
 }
 
 export const formatReport = (r: WorkerReport): string => JSON.stringify(r);
-
-/** `pvc://claim/some/path` → claim and path; undefined for any other scheme (not served by this controller yet). */
-export function pvcLocation(uri: string): { claim: string; path: string } | undefined {
-  const m = /^pvc:\/\/([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\/(.*))?$/.exec(uri);
-  if (m === null) return undefined;
-  return { claim: m[1] as string, path: m[4] ?? '' };
-}

@@ -2,13 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { validateResource, withDefaults } from '../../api/validate.ts';
 import { replicaWriter, sitsMayScale } from './autoscaling.ts';
 import { inferenceServiceController, SCALED_OBJECT } from './controller.ts';
-import { SCALED_OBJECT_CONDITION, THRESHOLD_RESYNC_MS, type OwnedScaledObject } from './keda.ts';
+import { parseKedaAllowList, SCALED_OBJECT_CONDITION, THRESHOLD_RESYNC_MS, type KedaAllowList, type OwnedScaledObject } from './keda.ts';
 import { NO_ENGINE, type Action, type AutoscalerThresholds, type InferenceServiceObject, type Observed, type ScaledObjectResource } from './model.ts';
 import { reconcileInferenceService } from './reconcile.ts';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
 const UID = 'isvc-uid';
 const KEDA = { mode: 'keda', keda: { serverAddress: 'http://prometheus.monitoring:9090' } };
+/** The operator's allow-list these tests run under (issue 36): the servers they name, one shared authentication. */
+const ALLOW = { servers: ['http://prometheus.monitoring:9090', 'https://prom:9091', 'http://p:9090/'], clusterAuth: ['shared-prom'] };
 
 function isvc(spec: Record<string, unknown> = {}): InferenceServiceObject {
   return withDefaults('InferenceService', {
@@ -19,7 +21,7 @@ function isvc(spec: Record<string, unknown> = {}): InferenceServiceObject {
   }) as InferenceServiceObject;
 }
 
-const run = (s: InferenceServiceObject, o: { scaledObjects?: readonly ScaledObjectResource[]; lastErrors?: Observed['lastErrors']; thresholds?: AutoscalerThresholds; port?: boolean } = {}) =>
+const run = (s: InferenceServiceObject, o: { scaledObjects?: readonly ScaledObjectResource[]; lastErrors?: Observed['lastErrors']; thresholds?: AutoscalerThresholds; port?: boolean; allow?: KedaAllowList } = {}) =>
   reconcileInferenceService(
     {
       isvc: s,
@@ -33,7 +35,7 @@ const run = (s: InferenceServiceObject, o: { scaledObjects?: readonly ScaledObje
       ...(o.thresholds === undefined ? {} : { thresholds: o.thresholds }),
       ...(o.lastErrors === undefined ? {} : { lastErrors: o.lastErrors }),
     },
-    {},
+    { kedaAllow: o.allow ?? ALLOW },
   );
 
 const soActions = (actions: readonly Action[]) => actions.filter((a) => a.kind === 'createScaledObject' || a.kind === 'patchScaledObject' || a.kind === 'deleteScaledObject');
@@ -45,6 +47,49 @@ const createdSo = (actions: readonly Action[]): OwnedScaledObject => {
 const cond = (r: ReturnType<typeof run>) => r.status?.conditions?.find((c) => c.type === SCALED_OBJECT_CONDITION);
 /** As the apiserver returns it: a uid, maybe fields KEDA's defaults add. */
 const stored = (so: OwnedScaledObject, uid = 'so-uid'): ScaledObjectResource => ({ ...so, metadata: { ...so.metadata, uid } }) as unknown as ScaledObjectResource;
+
+describe('KEDA confused deputy (issue 36, finding 2): servers and shared authentications only from the allow-list', () => {
+  const events = (r: ReturnType<typeof run>) => r.actions.filter((a) => a.kind === 'event');
+  it('a foreign serverAddress gets no ScaledObject, a condition and a Warning event naming the flag', () => {
+    for (const serverAddress of ['https://attacker.example:443', 'http://prometheus.monitoring:9091', 'http://prometheus.monitoring.evil:9090']) {
+      const r = run(isvc({ autoscaling: { mode: 'keda', keda: { serverAddress } } }));
+      expect(soActions(r.actions).filter((a) => a.kind !== 'deleteScaledObject')).toEqual([]);
+      expect(cond(r)).toMatchObject({ status: 'False', reason: 'KedaServerNotAllowed' });
+      expect(cond(r)?.message).toContain('--keda-allowed-servers');
+      expect(events(r)).toEqual([expect.objectContaining({ type: 'Warning', reason: 'KedaServerNotAllowed' })]);
+    }
+  });
+  it('with no allow-list (the default) no server is allowed', () => {
+    const r = run(isvc(), { allow: { servers: [], clusterAuth: [] } });
+    expect(soActions(r.actions)).toEqual([]);
+    expect(cond(r)).toMatchObject({ reason: 'KedaServerNotAllowed' });
+  });
+  it('a ClusterTriggerAuthentication not listed gets no ScaledObject; a listed one and a namespaced TriggerAuthentication do', () => {
+    const foreign = run(isvc({ autoscaling: { ...KEDA, keda: { ...KEDA.keda, authenticationRef: { name: 'platform-admin', kind: 'ClusterTriggerAuthentication' } } } }));
+    expect(soActions(foreign.actions)).toEqual([]);
+    expect(cond(foreign)).toMatchObject({ status: 'False', reason: 'KedaClusterAuthNotAllowed' });
+    expect(events(foreign)).toEqual([expect.objectContaining({ reason: 'KedaClusterAuthNotAllowed' })]);
+    const listed = createdSo(run(isvc({ autoscaling: { ...KEDA, keda: { ...KEDA.keda, authenticationRef: { name: 'shared-prom', kind: 'ClusterTriggerAuthentication' } } } })).actions);
+    expect(listed.spec.triggers[0]?.authenticationRef).toEqual({ name: 'shared-prom', kind: 'ClusterTriggerAuthentication' });
+    // A namespaced TriggerAuthentication of the same name as an unlisted cluster one: the tenant's own, allowed.
+    const own = createdSo(run(isvc({ autoscaling: { ...KEDA, keda: { ...KEDA.keda, authenticationRef: { name: 'platform-admin', kind: 'TriggerAuthentication' } } } })).actions);
+    expect(own.spec.triggers[0]?.authenticationRef).toEqual({ name: 'platform-admin', kind: 'TriggerAuthentication' });
+  });
+  it('a ScaledObject kept from before is deleted once its spec names a foreign server; the event is not repeated', () => {
+    const so = stored(createdSo(run(isvc()).actions));
+    const s = isvc({ autoscaling: { mode: 'keda', keda: { serverAddress: 'https://attacker.example' } } });
+    const r = run(s, { scaledObjects: [so] });
+    expect(soActions(r.actions)).toEqual([{ kind: 'deleteScaledObject', name: 'chat', uid: 'so-uid' }]);
+    const again = run({ ...s, status: { ...s.status, conditions: r.status?.conditions ?? [] } } as InferenceServiceObject, { scaledObjects: [] });
+    expect(events(again)).toEqual([]);
+  });
+  it('the flags parse to the allow-list; addresses match with or without a trailing slash', () => {
+    expect(parseKedaAllowList('http://a:9090, https://b/ ', 'x,y')).toEqual({ servers: ['http://a:9090', 'https://b/'], clusterAuth: ['x', 'y'] });
+    expect(parseKedaAllowList('prom:9090', undefined)).toMatchObject({ error: expect.stringContaining('--keda-allowed-servers') });
+    expect(parseKedaAllowList(undefined, 'Bad_Name')).toMatchObject({ error: expect.stringContaining('--keda-allowed-cluster-auth') });
+    expect(createdSo(run(isvc({ autoscaling: { mode: 'keda', keda: { serverAddress: 'http://p:9090' } } })).actions).spec.triggers[0]?.metadata.serverAddress).toBe('http://p:9090');
+  });
+});
 
 describe('autoscaling.mode keda', () => {
   it('leaves replicas to KEDA: SITS\'s autoscaler must not write them', () => {
@@ -169,7 +214,7 @@ describe('autoscaling.mode keda', () => {
   });
 
   it('maps the actions onto the runner\'s ScaledObject kind (keda.sh/v1alpha1 scaledobjects)', () => {
-    const def = inferenceServiceController({ clusterFacts: () => ({ largestNvlinkIslandGpus: 4 }), engine: NO_ENGINE, thresholds: () => ({ tokensPerReplica: 3000 }) });
+    const def = inferenceServiceController({ clusterFacts: () => ({ largestNvlinkIslandGpus: 4 }), engine: NO_ENGINE, thresholds: () => ({ tokensPerReplica: 3000 }), kedaAllow: ALLOW });
     expect(def.owned).toContainEqual(SCALED_OBJECT);
     const out = def.reconcile({ object: isvc(), owned: new Map(), nowMs: NOW });
     const create = out.actions.find((a) => a.op === 'create' && a.kind === 'ScaledObject');

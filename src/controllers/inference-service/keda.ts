@@ -11,6 +11,7 @@ import { TOKEN_AUTOSCALER_DEFAULTS } from '../../serving/autoscale/token.ts';
 import { ACTIVATION_TRIGGER, renderScaledObject, type ScaledObject } from '../../serving/keda.ts';
 import { runtimeFor } from '../../serving/runtimes/index.ts';
 import type { ConditionUpdate } from '../conditions.ts';
+import { findCondition } from '../conditions.ts';
 import { isOwnedBy, type OwnerReference } from '../kube-objects.ts';
 import type { Action, AutoscalerThresholds, InferenceServiceObject, ScaledObjectResource } from './model.ts';
 import { isvcName, isvcNamespace, ownerReference } from './pods.ts';
@@ -82,6 +83,55 @@ function fromZero(so: OwnedScaledObject): string {
     : `; activation from zero on ${act.metadata.query ?? '?'} > 0`;
 }
 
+/**
+ * What the operator lets services name in a ScaledObject (issue 36, finding 2): KEDA, not the tenant, talks to the
+ * server, with the credentials of the authentication named. A Prometheus address and a ClusterTriggerAuthentication
+ * (cluster-wide, shared secrets) are used only when listed here; a TriggerAuthentication in the service's own
+ * namespace is the tenant's own and stays allowed. Empty lists (the default) refuse every keda server.
+ */
+export interface KedaAllowList {
+  readonly servers: readonly string[];
+  readonly clusterAuth: readonly string[];
+}
+
+export const NO_KEDA_ALLOWED: KedaAllowList = { servers: [], clusterAuth: [] };
+
+/** The allow-list from the controller flags (comma-separated); the first bad item's complaint otherwise. */
+export function parseKedaAllowList(servers: string | undefined, clusterAuth: string | undefined): KedaAllowList | { readonly error: string } {
+  const items = (v: string | undefined): string[] => (v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const s = items(servers);
+  const bad = s.find((u) => !/^https?:\/\/[^\s]+$/.test(u) || !URL.canParse(u));
+  if (bad !== undefined) return { error: `--keda-allowed-servers: ${JSON.stringify(bad)} is not an http(s) URL` };
+  const a = items(clusterAuth);
+  const badName = a.find((n) => !/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(n));
+  if (badName !== undefined) return { error: `--keda-allowed-cluster-auth: ${JSON.stringify(badName)} is not a ClusterTriggerAuthentication name` };
+  return { servers: s, clusterAuth: a };
+}
+
+/** One spelling per address: parsed, lower-case host, no trailing slash (so `http://p:9090/` is `http://p:9090`). */
+export function normalServer(url: string): string {
+  try {
+    return new URL(url).href.replace(/\/+$/, '');
+  } catch {
+    return url;
+  }
+}
+
+/** Why the service may not have its ScaledObject; undefined when the allow-list admits it. */
+export function kedaRefusal(s: InferenceServiceObject, allow: KedaAllowList): { readonly reason: 'KedaServerNotAllowed' | 'KedaClusterAuthNotAllowed'; readonly message: string } | undefined {
+  const k = s.spec.autoscaling?.keda;
+  if (s.spec.autoscaling?.mode !== 'keda' || k === undefined) return undefined;
+  const servers = new Set(allow.servers.map(normalServer));
+  if (!servers.has(normalServer(k.serverAddress))) {
+    return { reason: 'KedaServerNotAllowed', message: `spec.autoscaling.keda.serverAddress ${k.serverAddress} is not one the operator allows (controller flag --keda-allowed-servers: ${allow.servers.length === 0 ? 'none set' : allow.servers.join(', ')}); no ScaledObject is kept` };
+  }
+  const ref = k.authenticationRef;
+  if (ref?.kind === 'ClusterTriggerAuthentication' && !allow.clusterAuth.includes(ref.name)) {
+    return { reason: 'KedaClusterAuthNotAllowed', message: `spec.autoscaling.keda.authenticationRef: ClusterTriggerAuthentication ${ref.name} is not one the operator allows (controller flag --keda-allowed-cluster-auth: ${allow.clusterAuth.length === 0 ? 'none set' : allow.clusterAuth.join(', ')}); use a TriggerAuthentication in namespace ${isvcNamespace(s)}. No ScaledObject is kept` };
+  }
+  return undefined;
+}
+
 const ACTIONS = ['createScaledObject', 'patchScaledObject', 'deleteScaledObject'];
 
 export function planScaledObject(p: {
@@ -91,9 +141,19 @@ export function planScaledObject(p: {
   readonly thresholds: AutoscalerThresholds | undefined;
   readonly lastErrors: readonly ApplyFailure[] | undefined;
   readonly hasThresholdPort: boolean;
+  /** Unset: nothing allowed (the controller's default). */
+  readonly allow?: KedaAllowList;
 }): KedaPlan {
   const s = p.isvc;
   const owned = p.scaledObjects.filter((o) => isOwnedBy(o, s.metadata.uid) && o.metadata.deletionTimestamp === undefined);
+  const refused = kedaRefusal(s, p.allow ?? NO_KEDA_ALLOWED);
+  if (refused !== undefined) {
+    // Checked before rendering: a ScaledObject already kept (an earlier spec, a narrower allow-list) goes too.
+    const actions: Action[] = owned.map((o) => ({ kind: 'deleteScaledObject', name: o.metadata.name ?? '', uid: o.metadata.uid ?? '' }));
+    const said = findCondition(s.status?.conditions, SCALED_OBJECT_CONDITION);
+    if (said?.reason !== refused.reason || said.message !== refused.message) actions.push({ kind: 'event', type: 'Warning', reason: refused.reason, message: refused.message });
+    return { actions, condition: { type: SCALED_OBJECT_CONDITION, status: 'False', ...refused } };
+  }
   const want = desiredScaledObject(s, p.thresholds);
   const actions: Action[] = [];
   if (want === undefined) {

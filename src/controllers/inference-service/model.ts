@@ -77,6 +77,8 @@ export interface InferenceControllerConfig {
    * calibration period so that their ScaledObject follows the calibration.
    */
   readonly thresholds?: (namespace: string, name: string) => AutoscalerThresholds | undefined;
+  /** The KEDA servers and ClusterTriggerAuthentications services may name (issue 36); unset: none. */
+  readonly kedaAllow?: { readonly servers: readonly string[]; readonly clusterAuth: readonly string[] };
 }
 
 export interface Observed {

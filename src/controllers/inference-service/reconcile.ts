@@ -13,7 +13,7 @@ import { findCondition, setCondition, setIfPresent, type ConditionUpdate } from 
 import { isOwnedBy, type PodObject, type ServiceObject } from '../kube-objects.ts';
 import type { Action, Observed, ReconcileResult } from './model.ts';
 import { selectorString, WORKER_ROLE } from './names.ts';
-import { planScaledObject } from './keda.ts';
+import { planScaledObject, type KedaAllowList } from './keda.ts';
 import { isvcName, renderService, type BuildConfig, type Rendered } from './pods.ts';
 
 export const CONDITION = {
@@ -116,7 +116,7 @@ function serviceDiff(have: ServiceObject, want: ServiceObject): Record<string, u
   return { spec: { selector: want.spec?.selector, ports: want.spec?.ports } };
 }
 
-export function reconcileInferenceService(o: Observed, cfg: BuildConfig): ReconcileResult {
+export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { readonly kedaAllow?: KedaAllowList }): ReconcileResult {
   const s = o.isvc;
   if (s.metadata.deletionTimestamp !== undefined) return { actions: [] }; // owner references let the GC clean up
   const name = isvcName(s);
@@ -228,7 +228,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig): Reconc
     for (const p of plan.remove) actions.push(...deleteReplica(p));
 
     // mode keda: the ScaledObject follows the spec (and an invalid spec, like everything else, leaves it alone).
-    const keda = planScaledObject({ isvc: s, scaledObjects: o.scaledObjects ?? [], thresholds: o.thresholds, lastErrors: o.lastErrors, hasThresholdPort: o.hasThresholdPort === true });
+    const keda = planScaledObject({ isvc: s, scaledObjects: o.scaledObjects ?? [], thresholds: o.thresholds, lastErrors: o.lastErrors, hasThresholdPort: o.hasThresholdPort === true, ...(cfg.kedaAllow === undefined ? {} : { allow: cfg.kedaAllow }) });
     actions.push(...keda.actions);
     if (keda.condition !== undefined) cond.push(keda.condition);
     if (keda.clearIfPresent !== undefined) clearIfPresent.push(keda.clearIfPresent);
