@@ -48,6 +48,18 @@ async function tokenKubeconfig(admin: KubeClient, server: string, dir: string, n
   return path;
 }
 
+/** GET https://127.0.0.1:PORT/PATH (any certificate: the servers' own, generated at start), with a bearer token. */
+function httpsText(port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+    });
+    req.on('error', reject);
+  });
+}
+
 /** Server-side apply, as `kubectl apply --server-side [--dry-run=server]`. */
 function apply(client: KubeClient, o: Json, dryRun: boolean): Promise<Obj> {
   return client.request<Obj>('PATCH', objectPath(o as Obj), {
@@ -601,15 +613,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       // 'close', not 'exit': only then has all of stderr been read (it is checked below).
       const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      const get = (path: string, token?: string): Promise<{ status: number; body: string }> =>
-        new Promise((resolve, reject) => {
-          const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-          });
-          req.on('error', reject);
-        });
+      const get = (path: string, token?: string): Promise<{ status: number; body: string }> => httpsText(port, path, token);
       try {
         const body = await waitFor(
           '/readyz of the spawned replica',
@@ -648,15 +652,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
-      const get = (path: string, token?: string): Promise<{ status: number; body: string }> =>
-        new Promise((resolve, reject) => {
-          const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
-            const chunks: Buffer[] = [];
-            res.on('data', (c: Buffer) => chunks.push(c));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-          });
-          req.on('error', reject);
-        });
+      const get = (path: string, token?: string): Promise<{ status: number; body: string }> => httpsText(port, path, token);
       try {
         const body = await waitFor('/readyz of the spawned controllers, leading', async () => {
           const r = await get('/readyz').catch(() => undefined);
