@@ -5,6 +5,7 @@
  */
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, type Stats } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { utf8Text } from '../core/utf8-text.ts';
 import { CliError } from './errors.ts';
 
 function statOf(path: string): Stats | undefined {
@@ -22,18 +23,6 @@ function why(e: unknown): string {
   return x.code === undefined ? x.message : `${words[x.code] ?? x.message} (${x.code})`;
 }
 
-/** Where a byte makes the text binary: a NUL or invalid UTF-8; undefined for text. */
-export function binaryAt(buf: Buffer): number | undefined {
-  const nul = buf.indexOf(0);
-  if (nul !== -1) return nul;
-  try {
-    new TextDecoder('utf-8', { fatal: true }).decode(buf);
-    return undefined;
-  } catch {
-    return 0;
-  }
-}
-
 /** The text of an input file given by `flag` (`--workload`); a CliError (exit 2) that says what is wrong. */
 export function readInput(file: string, what: string, flag?: string): string {
   const label = flag === undefined ? file : `${flag} ${file}`;
@@ -46,8 +35,8 @@ export function readInput(file: string, what: string, flag?: string): string {
   } catch (e) {
     throw new CliError(`${label}: cannot read the ${what} file: ${why(e)}`, { hint: 'check its permissions' });
   }
-  const at = binaryAt(buf);
-  if (at !== undefined) throw new CliError(`${label}: not a ${what} file: binary data${at > 0 ? ` (a NUL byte at offset ${at})` : ' (not UTF-8 text)'}`, { hint: `give the ${what} YAML file` });
+  const r = utf8Text(buf);
+  if ('binaryAt' in r) throw new CliError(`${label}: not a ${what} file: binary data${r.binaryAt > 0 ? ` (a NUL byte at offset ${r.binaryAt})` : ' (not UTF-8 text)'}`, { hint: `give the ${what} YAML file` });
   return buf.toString('utf8');
 }
 

@@ -5,6 +5,7 @@
  * js-yaml where it gives the same answer as the `yaml` package, which is the reference for errors and positions
  * (ADR 0045). Bad input is a finding, never a crash; limits (LIMITS) bound what a hostile or broken file costs.
  */
+import { utf8Text } from '../core/utf8-text.ts';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isMap, isNode, isPair, isSeq, LineCounter, parseAllDocuments, type Document } from 'yaml';
@@ -423,12 +424,8 @@ export const STDIN = '<stdin>';
 
 /** UTF-8 text, or null for bytes that are not (a binary file, UTF-16): those are refused rather than decoded to U+FFFD. */
 export function decodeText(bytes: Uint8Array): string | null {
-  try {
-    const text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
-    return text.includes('\u0000') ? null : text;
-  } catch {
-    return null;
-  }
+  const r = utf8Text(bytes);
+  return 'text' in r ? r.text : null;
 }
 
 /**
