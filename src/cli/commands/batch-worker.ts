@@ -7,11 +7,10 @@ import { KubeClient } from '../../kube/client.ts';
 import { RUNTIMES, runtimeFor } from '../../serving/runtimes/index.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
+import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 import { untilSignal } from './run.ts';
 
-const stamp = (m: string): string => `${new Date().toISOString()} ${m}\n`;
-
-interface BatchWorkerFlags {
+interface BatchWorkerFlags extends LogOptions {
   kubeconfig?: string;
   podName?: string;
   namespace?: string;
@@ -54,6 +53,8 @@ export function registerBatchWorker(program: Command): void {
     .option('--report-interval <sec>', 'at most one progress report per this many seconds', numberOption('--report-interval', 0.1, 3600), 2)
     .option('--checkpoint-interval <sec>', "checkpoint the shard's finished prefix at least this often (the job's spec.checkpoint.intervalSeconds; set by the controller); default: never", numberOption('--checkpoint-interval', 0.1, 86_400))
     .option('--checkpoint-records <n>', 'also checkpoint after this many records (spec.checkpoint.intervalRecords)', intOption('--checkpoint-records', 1, 1_000_000_000))
+    .addOption(verbosityOption())
+    .addOption(logFormatOption())
     .action(async (o: BatchWorkerFlags) => {
       const podName = o.podName ?? process.env.POD_NAME ?? '';
       const namespace = o.namespace ?? process.env.POD_NAMESPACE ?? '';
@@ -65,7 +66,7 @@ export function registerBatchWorker(program: Command): void {
       if (pluginLimits !== undefined && 'error' in pluginLimits) throw new CliError(`batch-worker: ${pluginLimits.error}`);
       const runtime = o.runtime === undefined ? undefined : runtimeFor(o.runtime);
       if (o.runtime !== undefined && runtime === undefined) throw new CliError(`batch-worker: --runtime must be one of ${Object.keys(RUNTIMES).join(', ')}, got ${JSON.stringify(o.runtime)}`);
-      const log = (m: string): void => void process.stderr.write(stamp(m));
+      const log = createLogger('sits-batch-worker', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-batch-worker/0.1' });
       const stop = new AbortController();
       void untilSignal().then((sig) => {
