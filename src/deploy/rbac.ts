@@ -45,6 +45,8 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'] },
   // Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts); preemption deletes victims (pods above).
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'] },
+  // Queue and PodGroup status: kubectl's Weight/Admitted/Pending and Phase columns (src/kube/object-status.ts).
+  { apiGroups: [API_GROUP], resources: ['queues/status', 'podgroups/status'], verbs: ['patch'] },
   // Checkpoint-aware preemption and defragmentation (ADR 0093, 0143, 0144): request-checkpoint and gang-evicted on a
   // victim's TrainingJob; get: its checkpoint status, before a defragmentation move.
   { apiGroups: [API_GROUP], resources: ['trainingjobs'], verbs: ['get', 'patch'] },
@@ -57,7 +59,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
  * `sits extender` (src/kube/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
  * annotations, rollback), not its events (kube-scheduler reports) — and its own Lease (in the chart's Role).
  */
-export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events') && !r.resources.includes('trainingjobs'));
+export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events') && !r.resources.includes('trainingjobs') && !r.resources.includes('queues/status'));
 
 /** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
 export const EXTENDER_CALLER_RULES: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'] }];
