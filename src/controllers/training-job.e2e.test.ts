@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { createNs, listPods, testPod, waitFor, getTable as getTableAt, type KubeTable } from '../harness/e2e-kit.ts';
+import { createNs, listEvents, listPods, testPod, waitFor, getTable as getTableAt, type KubeTable } from '../harness/e2e-kit.ts';
 import { SEED_TRAINING_JOB } from '../api/examples.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
 
@@ -130,6 +130,13 @@ describe('TrainingJob controller on a real kube-apiserver (4 × a800x4)', () => 
     const table = await getTable(jobsPath(ns));
     const col = (n: string): unknown => table.rows[0]?.cells[table.columnDefinitions.findIndex((c) => c.name === n)];
     expect([col('Name'), col('Phase'), col('Ready'), col('Replicas'), col('GPUs')]).toEqual(['bert-large-finetune', 'Running', 8, 8, 8]);
+    // `kubectl describe tj`: each transition is an Event; startTime is when the gang ran, not when it was created.
+    const reasons = await waitFor('the Running event', async () => {
+      const r = (await listEvents(client, ns)).filter((e) => e.involvedObject?.name === 'bert-large-finetune').map((e) => e.reason);
+      return r.includes('Running') ? r : undefined;
+    }, 15_000);
+    expect(reasons).toEqual(expect.arrayContaining(['Created', 'Running']));
+    expect(job.status?.startTime).toBeDefined();
 
     await deleteJobAndWait(ns, 'bert-large-finetune');
   });
@@ -149,6 +156,9 @@ describe('TrainingJob controller on a real kube-apiserver (4 × a800x4)', () => 
     expect(pods).toHaveLength(2);
     expect(pods.filter((p) => (p.spec?.nodeName ?? '') !== '')).toEqual([]);
     expect(job.status).toMatchObject({ replicas: 2, readyReplicas: 0, gpus: 0, restartCount: 0 });
+    // Waiting is not running: no startTime (activeDeadlineSeconds does not count the wait), and the Pending Event.
+    expect(job.status?.startTime).toBeUndefined();
+    await waitFor('the Pending event', async () => (await listEvents(client, ns)).some((e) => e.involvedObject?.name === 'huge' && e.reason === 'Pending' && e.message === 'phase Scheduling -> Pending'), 15_000);
     await deleteJobAndWait(ns, 'huge');
   });
 

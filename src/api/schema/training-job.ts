@@ -381,7 +381,7 @@ export const TrainingJobStatus = Obj(
     attempt: Type.Optional(Count('Gang generation: bumped on every restart and every elastic resize; the pods carry it in label ai.sits2026.dev/attempt.')),
     currentReplicas: Type.Optional(Count('Replicas of the current gang (elastic jobs: between minReplicas and replicas, what fitted).')),
     nextAttemptTime: Type.Optional(Timestamp('While Restarting: when the next gang is created (after the backoff).')),
-    startTime: Type.Optional(Timestamp('When the job was first admitted and its pods created.')),
+    startTime: Type.Optional(Timestamp('When the gang first ran (phase Running); activeDeadlineSeconds counts from it.')),
     completionTime: Type.Optional(Timestamp('When the job succeeded or failed.')),
     lastRestartTime: Type.Optional(Timestamp('When the gang last restarted; backoff is measured from it.')),
     nodes: Type.Optional(

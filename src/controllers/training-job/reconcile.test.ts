@@ -21,7 +21,9 @@ describe('a new TrainingJob', () => {
     const c = new FakeCluster(makeJob(SEED_SPEC));
     const r = c.step();
     expect(kinds(r)).toEqual(['createService', 'applyPodGroup', ...Array<string>(8).fill('createPod'), 'event']);
-    expect(r.status).toMatchObject({ phase: 'Scheduling', attempt: 1, currentReplicas: 8, restartCount: 0, worldSize: 8, startTime: new Date(T0).toISOString(), selector: 'ai.sits2026.dev/training-job=bert,ai.sits2026.dev/role=replica' });
+    expect(r.status).toMatchObject({ phase: 'Scheduling', attempt: 1, currentReplicas: 8, restartCount: 0, worldSize: 8, selector: 'ai.sits2026.dev/training-job=bert,ai.sits2026.dev/role=replica' });
+    // Queued is not started: startTime comes when the gang runs.
+    expect(r.status?.startTime).toBeUndefined();
     expect(c.replicaPods().map((p) => p.metadata.name)).toEqual(['bert-0', 'bert-1', 'bert-2', 'bert-3', 'bert-4', 'bert-5', 'bert-6', 'bert-7']);
     expect([...c.groups.values()][0]?.spec).toEqual({ minMember: 8, topology: { preferred: 'rack' } });
     expect(condition(c.job, 'Scheduled')).toMatchObject({ status: 'False', reason: 'Creating' });
@@ -260,8 +262,8 @@ describe('status while the gang is placed and started', () => {
     c.now += 2000;
     c.runAll();
     const r = c.step();
-    expect(r.actions).toEqual([]);
-    expect(c.job.status).toMatchObject({ phase: 'Running', replicas: 8, readyReplicas: 8, gpus: 8, nodes: ['n0', 'n1'], worldSize: 8 });
+    expect(r.actions).toEqual([{ kind: 'event', type: 'Normal', reason: 'Running', message: 'phase Scheduling -> Running' }]);
+    expect(c.job.status).toMatchObject({ phase: 'Running', replicas: 8, readyReplicas: 8, gpus: 8, nodes: ['n0', 'n1'], worldSize: 8, startTime: new Date(c.now).toISOString() });
     expect(condition(c.job, 'Running')).toMatchObject({ status: 'True', reason: 'AllReplicasRunning' });
     // Conditions keep their transition time while nothing changes.
     const t = condition(c.job, 'Running')?.lastTransitionTime;
@@ -278,7 +280,8 @@ describe('status while the gang is placed and started', () => {
     const r = c.step();
     expect(c.job.status?.phase).toBe('Pending');
     expect(condition(c.job, 'Scheduled')).toMatchObject({ status: 'False', reason: 'Unschedulable', message: why });
-    expect(kinds(r)).toEqual([]);
+    expect(r.actions).toEqual([{ kind: 'event', type: 'Normal', reason: 'Pending', message: 'phase Scheduling -> Pending' }]);
+    expect(c.job.status?.startTime).toBeUndefined();
   });
 
   it('estimatedStartTime is the latest expected start the scheduler wrote on the waiting replicas', () => {

@@ -253,12 +253,31 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
   else r = active(ctx);
   r = withCheckpoints(ctx, r);
   r = withErrorCondition(ctx, r);
-  // The deadline wakes us even when nothing else would.
-  if (deadlineAt !== undefined && r.status?.phase !== 'Failed' && r.status?.phase !== 'Succeeded') {
-    const wake = deadlineAt - ctx.now;
+  r = withTransition(ctx, r);
+  // The deadline wakes us even when nothing else would (from the start this very pass may have recorded).
+  const started = parseTime(r.status?.startTime);
+  const wakeAt = deadlineAt ?? (ctx.spec.activeDeadlineSeconds === undefined || started === undefined ? undefined : started + ctx.spec.activeDeadlineSeconds * 1000);
+  if (wakeAt !== undefined && r.status?.phase !== 'Failed' && r.status?.phase !== 'Succeeded') {
+    const wake = wakeAt - ctx.now;
     return { ...r, requeueAfterMs: r.requeueAfterMs === undefined ? wake : Math.min(r.requeueAfterMs, wake) };
   }
   return r;
+}
+
+/**
+ * Every phase change is an Event (the transitions that carry their own, such as Created or GangRestarted, keep
+ * theirs), and startTime is when the gang first runs, not when it was queued: a job waiting in its queue has not
+ * started, so activeDeadlineSeconds does not count the wait (as Kueue resets a suspended Job's startTime).
+ */
+function withTransition(ctx: Ctx, r: ReconcileResult): ReconcileResult {
+  const st = r.status;
+  if (st === undefined) return r;
+  const status = st.phase === 'Running' && st.startTime === undefined ? { ...st, startTime: ctx.nowIso } : st;
+  const from = ctx.st.phase;
+  // The first status of a new job is announced by Created (or not at all while it is created suspended).
+  if (st.phase === undefined || from === undefined || st.phase === from || r.actions.some((a) => a.kind === 'event')) return status === st ? r : { ...r, status };
+  const warning = st.phase === 'Failed';
+  return { ...r, status, actions: [...r.actions, { kind: 'event', type: warning ? 'Warning' : 'Normal', reason: st.phase, message: `phase ${from ?? 'none'} -> ${st.phase}` }] };
 }
 
 /**
@@ -408,7 +427,6 @@ function launch(ctx: Ctx, base: Status, attempt: number, replicas: number, extra
     const { restoredFrom: _, ...rest } = status.checkpoint ?? {};
     status.checkpoint = restore === undefined ? rest : { ...rest, restoredFrom: { ...restore, attempt } };
   }
-  if (status.startTime === undefined) status.startTime = ctx.nowIso;
   status.conditions = cond(ctx, base.conditions, { type: 'Scheduled', status: 'False', reason: 'Creating', message: `creating ${replicas} replicas (attempt ${attempt})` });
   status.conditions = condIfPresent(ctx, status.conditions, { type: 'Restarting', status: 'False', reason: 'GangCreated', message: `attempt ${attempt} created with ${replicas} replicas` });
   status.conditions = condIfPresent(ctx, status.conditions, { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' });
