@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { buildCrds } from '../api/crd.ts';
-import { ANNOTATION, API_GROUP } from '../api/wire.ts';
-import { MANAGED_ANNOTATIONS, MANAGED_LABELS } from '../node/reading.ts';
-import { NODE_AGENT_ANNOTATIONS, NODE_AGENT_LABELS, POD_MAKING_KINDS, POLICY_NAMES } from './admission-policies.ts';
+import { API_GROUP } from '../api/wire.ts';
+import { POD_MAKING_KINDS, POLICY_NAMES } from './admission-policies.ts';
 import { plainObjects } from './bundle.ts';
 import type { Json } from './tree.ts';
 import { resolveValues } from './values.ts';
@@ -39,10 +38,5 @@ describe('the chart’s admission policies (ADR 0174)', () => {
     expect(makesPods).toEqual([...POD_MAKING_KINDS].sort());
     const rule = objects({})[0]?.spec.matchConstraints?.resourceRules;
     expect(rule).toEqual([{ apiGroups: [API_GROUP], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...POD_MAKING_KINDS] }]);
-  });
-
-  it('the node agent’s keys are exactly those its code writes', () => {
-    expect(NODE_AGENT_LABELS).toEqual(MANAGED_LABELS);
-    expect(NODE_AGENT_ANNOTATIONS).toEqual([...MANAGED_ANNOTATIONS, ANNOTATION.gpuQuarantine]);
   });
 });

@@ -10,8 +10,7 @@
  *   BatchInferenceJob or DataPipeline spec into pods with their own rights; creating one, or changing its spec,
  *   needs the requesting user's own right to create pods in that namespace.
  */
-import { API_GROUP, ANNOTATION } from '../api/wire.ts';
-import { MANAGED_ANNOTATIONS, MANAGED_LABELS } from '../node/reading.ts';
+import { API_GROUP, ANNOTATION, MANAGED_NODE_ANNOTATIONS, MANAGED_NODE_LABELS } from '../api/wire.ts';
 import { concat, quoted, raw, type Doc, type Node } from './tree.ts';
 
 export const POLICY_NAMES = {
@@ -23,9 +22,9 @@ export const POLICY_NAMES = {
 export const NODE_NAME_EXTRA = 'authentication.kubernetes.io/node-name';
 
 /** The Node labels the agent writes (src/node/reading.ts). */
-export const NODE_AGENT_LABELS: readonly string[] = MANAGED_LABELS;
+export const NODE_AGENT_LABELS: readonly string[] = MANAGED_NODE_LABELS;
 /** The Node annotations it writes: the topology loop's, and the GPU health watcher's quarantine (--dcgm-url). */
-export const NODE_AGENT_ANNOTATIONS: readonly string[] = [...MANAGED_ANNOTATIONS, ANNOTATION.gpuQuarantine];
+export const NODE_AGENT_ANNOTATIONS: readonly string[] = [...MANAGED_NODE_ANNOTATIONS, ANNOTATION.gpuQuarantine];
 /** The pod annotation the device plugin writes (src/node/device-plugin.ts). */
 export const DEVICE_PLUGIN_POD_ANNOTATIONS: readonly string[] = [ANNOTATION.gpuAllocated];
 
