@@ -132,7 +132,7 @@ function workloadsPolicy(): Doc {
         // through /scale (authorized on its own) change no pod template.
         matchConstraints: { resourceRules: [{ apiGroups: [API_GROUP], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...POD_MAKING_KINDS] }] },
         // An update that leaves the spec alone (annotations: checkpoint requests, activation stamps) makes no pod.
-        matchConditions: [{ name: 'makes-pods', expression: "request.operation == 'CREATE' || object.spec != oldObject.spec" }],
+        matchConditions: [{ name: 'makes-pods', expression: "request.operation == 'CREATE' || object.?spec != oldObject.?spec" }],
         validations: [
           {
             expression: "authorizer.group('').resource('pods').namespace(request.namespace).check('create').allowed()",
