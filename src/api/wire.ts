@@ -144,6 +144,13 @@ export const ANNOTATION = {
   batchReport: `${P}/batch-report`,
 } as const;
 
+/**
+ * The Node labels and annotations `sits node-agent`'s topology loop owns (set when known, removed when not): here
+ * because the chart's admission policy holds the agent to exactly these (ADR 0174).
+ */
+export const MANAGED_NODE_LABELS = [LABEL.gpuModel, LABEL.gfdProduct, LABEL.gfdCount, LABEL.gfdMemory, LABEL.gfdMajor, LABEL.gfdMinor] as const;
+export const MANAGED_NODE_ANNOTATIONS = [ANNOTATION.gpuTopology, ANNOTATION.unhealthyGpus, ANNOTATION.gpuBusIds, ANNOTATION.nics] as const;
+
 /** Labels of the VolumeSnapshots of a job's checkpoints (besides LABEL.trainingJob). */
 export const CHECKPOINT_LABEL = {
   seq: `${P}/checkpoint-seq`,

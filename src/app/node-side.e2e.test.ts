@@ -1,5 +1,6 @@
-// `sits node-agent` as the chart runs it: with only the RBAC the chart generates (a ServiceAccount token),
-// against a real kube-apiserver, a kubelet stand-in and a stand-in nvidia-smi printing captured outputs.
+// `sits node-agent` as the chart runs it: with only the RBAC and the admission policy the chart generates (a
+// ServiceAccount token bound to its pod on the node, as the kubelet projects it), against a real kube-apiserver,
+// a kubelet stand-in and a stand-in nvidia-smi printing captured outputs.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,9 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
+import { POLICY_NAMES } from '../deploy/admission-policies.ts';
 import { plainObjects } from '../deploy/bundle.ts';
 import { resolveValues } from '../deploy/values.ts';
-import { KubeClient } from '../kube/client.ts';
+import { KubeApiError, KubeClient } from '../kube/client.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, createPods, testPod, waitFor } from '../harness/e2e-kit.ts';
@@ -27,6 +29,8 @@ const PATHS: Record<string, (o: Obj) => string> = {
   ServiceAccount: (o) => `/api/v1/namespaces/${o.metadata.namespace}/serviceaccounts`,
   ClusterRole: () => '/apis/rbac.authorization.k8s.io/v1/clusterroles',
   ClusterRoleBinding: () => '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
+  ValidatingAdmissionPolicy: () => '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
+  ValidatingAdmissionPolicyBinding: () => '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
 };
 
 let plane: ControlPlane;
@@ -44,32 +48,60 @@ afterAll(async () => {
   if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
 });
 
-describe('sits node-agent with exactly the chart’s RBAC', () => {
+describe('sits node-agent with exactly the chart’s RBAC and admission policy', () => {
   let kubeconfig: string;
   let sa: KubeClient;
 
-  beforeAll(async () => {
-    const values = resolveValues({ nodeAgent: { enabled: true } });
-    if (!values.ok) throw new Error(values.errors.join('\n'));
-    const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => PATHS[o.kind] !== undefined && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node'));
-    expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']);
-    for (const o of objects) await admin.post((PATHS[o.kind] as (o: Obj) => string)(o), o);
-    const tr = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-    kubeconfig = join(dir, 'agent.kubeconfig');
+  const tokenKubeconfig = (name: string, token: string): string => {
+    const path = join(dir, `${name}.kubeconfig`);
     writeFileSync(
-      kubeconfig,
+      path,
       stringify({
         apiVersion: 'v1',
         kind: 'Config',
         clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
-        users: [{ name: 'agent', user: { token: tr.status.token } }],
-        contexts: [{ name: 'c', context: { cluster: 'c', user: 'agent' } }],
+        users: [{ name, user: { token } }],
+        contexts: [{ name: 'c', context: { cluster: 'c', user: name } }],
         'current-context': 'c',
       }),
       { mode: 0o600 },
     );
-    sa = new KubeClient(loadKubeConfig(kubeconfig));
+    return path;
+  };
+
+  beforeAll(async () => {
+    const values = resolveValues({ nodeAgent: { enabled: true } });
+    if (!values.ok) throw new Error(values.errors.join('\n'));
+    const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => PATHS[o.kind] !== undefined && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node' || o.metadata.name === POLICY_NAMES.nodeAgent));
+    expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    for (const o of objects) await admin.post((PATHS[o.kind] as (o: Obj) => string)(o), o);
     await createFakeGpuNodes(plane.kubeConfig(), [{ name: 'gpu-a', capacity: { [GPU_RESOURCE]: '2' } }]);
+    // The DaemonSet's pod on gpu-a; its token is bound to it, so the apiserver knows the agent's node (ADR 0174).
+    const own = testPod('sits-node', 'sits-node-agent-a', { gpus: 0 });
+    const pod = await admin.post<V1Pod>('/api/v1/namespaces/sits-node/pods', { ...own, spec: { ...own.spec, containers: own.spec?.containers ?? [], nodeName: 'gpu-a', serviceAccountName: 'sits-node-agent' } });
+    const tr = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: pod.metadata?.name, uid: pod.metadata?.uid } },
+    });
+    kubeconfig = tokenKubeconfig('agent', tr.status.token);
+    sa = new KubeClient(loadKubeConfig(kubeconfig));
+    // The policy is live once it refuses a token bound to no node (a write the agent could make otherwise).
+    const unbound = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } });
+    const probe = new KubeClient(loadKubeConfig(tokenKubeconfig('unbound', unbound.status.token)));
+    try {
+      await waitFor('the node agent policy live', async () => {
+        try {
+          await probe.mergePatch('/api/v1/nodes/gpu-a', { metadata: { labels: { [LABEL.gfdCount]: '0' } } });
+          return false;
+        } catch (e) {
+          if (e instanceof KubeApiError && e.status === 403) return true;
+          throw e;
+        }
+      });
+    } finally {
+      probe.close();
+    }
     await createNs(admin, 'work');
   });
   afterAll(() => sa?.close());
@@ -124,5 +156,9 @@ describe('sits node-agent with exactly the chart’s RBAC', () => {
     await expect(sa.delete('/api/v1/namespaces/work/pods/train')).rejects.toMatchObject({ status: 403 });
     await expect(sa.delete('/api/v1/nodes/gpu-a')).rejects.toMatchObject({ status: 403 });
     await expect(sa.post('/api/v1/namespaces/work/pods', testPod('work', 'sneaky'))).rejects.toMatchObject({ status: 403 });
+    // What RBAC allows but the policy does not: its own node's spec, another key, the pod's spec.
+    await expect(sa.mergePatch('/api/v1/nodes/gpu-a', { spec: { unschedulable: true } })).rejects.toMatchObject({ status: 403 });
+    await expect(sa.mergePatch('/api/v1/nodes/gpu-a', { metadata: { labels: { [LABEL.rack]: 'r1' } } })).rejects.toMatchObject({ status: 403 });
+    await expect(sa.mergePatch('/api/v1/namespaces/work/pods/train', { metadata: { labels: { [LABEL.queue]: 'vip' } } })).rejects.toMatchObject({ status: 403 });
   });
 });

@@ -36,7 +36,7 @@ function chartYaml(values: DeployValues): string {
     type: 'application',
     version: CHART_VERSION,
     appVersion: values.image.tag,
-    kubeVersion: '>=1.29.0-0',
+    kubeVersion: '>=1.30.0-0',
     keywords: ['scheduler', 'gpu', 'gang-scheduling', 'machine-learning'],
   });
 }

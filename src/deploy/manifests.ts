@@ -14,6 +14,7 @@ import { extenderDocs } from './extender-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { spread } from './tree.ts';
+import { nodeAgentPolicyDocs, workloadPolicyDocs } from './admission-policies.ts';
 
 const spreadLabels = (): Record<string, Node> => spread('serviceMonitor.labels');
 
@@ -431,9 +432,9 @@ function nodeAgentDaemonSet(): Doc {
   };
 }
 
-/** The node side (`sits node-agent`): namespace, RBAC and DaemonSet, all when nodeAgent.enabled. */
+/** The node side (`sits node-agent`): namespace, RBAC, its admission policy (ADR 0174) and DaemonSet, all when nodeAgent.enabled. */
 export function nodeAgentDocs(): Doc[] {
-  return [nodeAgentNamespace(), ...nodeAgentRbac(), nodeAgentDaemonSet()];
+  return [nodeAgentNamespace(), ...nodeAgentRbac(), ...nodeAgentPolicyDocs(NAMES.nodeAgent), nodeAgentDaemonSet()];
 }
 
 /** RBAC documents alone (deploy/rbac.yaml), in apply order. */
@@ -474,5 +475,5 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), ...workloadPolicyDocs(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
 }

@@ -26,7 +26,7 @@ describe('the node agent in the chart', () => {
     const role = ofKind(objs, 'ClusterRole').find((r) => r.metadata.name === 'sits-node-agent') as Obj & { rules: { resources: string[]; verbs: string[] }[] };
     expect(role.rules).toEqual([
       { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
-      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['list', 'patch'] },
       { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },
     ]);
     for (const rule of role.rules) {

@@ -130,11 +130,14 @@ export const CONTROLLER_NODE_QUARANTINE_RULES: readonly PolicyRule[] = [{ apiGro
 /**
  * `sits node-agent` (src/node/agent.ts, device-plugin.ts). RBAC cannot say "only your own node": the agent
  * patches the Node named by its NODE_NAME, and the device plugin lists the pods of that node (a field selector,
- * which RBAC cannot require) and annotates the one it allocated for (gpu-allocated).
+ * which RBAC cannot require) and annotates the one it allocated for (gpu-allocated). The writes are held to its
+ * own Node, its keys and its node's pods by the ValidatingAdmissionPolicy sits-node-agent-restriction
+ * (admission-policies.ts, ADR 0174); the reads are not (as the rules say).
  */
 export const NODE_AGENT_RULES: readonly PolicyRule[] = [{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }];
 export const DEVICE_PLUGIN_RULES: readonly PolicyRule[] = [
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'patch'] },
+  // list (never get): the pods of its node by field selector; patch: the one it allocated for.
+  { apiGroups: [''], resources: ['pods'], verbs: ['list', 'patch'] },
   // The plugin watches its own Node's gpu-quarantine annotation (a metadata.name field selector) and reports those
   // GPUs Unhealthy to the kubelet (ADR 0128); get alone cannot watch.
   { apiGroups: [''], resources: ['nodes'], verbs: ['list', 'watch'] },

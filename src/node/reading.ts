@@ -7,7 +7,7 @@
 import { GPU_MODELS } from '../core/model/gpu.ts';
 import type { NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
-import { ANNOTATION, LABEL } from '../api/wire.ts';
+import { ANNOTATION, LABEL, MANAGED_NODE_ANNOTATIONS, MANAGED_NODE_LABELS } from '../api/wire.ts';
 import { modelFromProduct } from '../kube/labels.ts';
 import { formatNics, nicPlacements } from '../spec/nccl-topology.ts';
 import { formatSmiMatrix, readSmiMatrix, readSmiNics, topologyFromMatrix } from '../spec/nvidia-smi-topo.ts';
@@ -51,9 +51,9 @@ export interface ReadingInput {
   readonly sysfsNuma: ReadonlyMap<string, number>;
 }
 
-/** Every label and annotation the agent owns: set when known, removed when no longer known. */
-export const MANAGED_LABELS = [LABEL.gpuModel, LABEL.gfdProduct, LABEL.gfdCount, LABEL.gfdMemory, LABEL.gfdMajor, LABEL.gfdMinor] as const;
-export const MANAGED_ANNOTATIONS = [ANNOTATION.gpuTopology, ANNOTATION.unhealthyGpus, ANNOTATION.gpuBusIds, ANNOTATION.nics] as const;
+/** Every label and annotation the agent owns: set when known, removed when no longer known (api/wire.ts). */
+export const MANAGED_LABELS = MANAGED_NODE_LABELS;
+export const MANAGED_ANNOTATIONS = MANAGED_NODE_ANNOTATIONS;
 
 /** Architectures with a single compute capability (Ampere, Pascal, Blackwell have several: the model must tell). */
 const ARCH_CC: Readonly<Record<string, number>> = { Volta: 70, Turing: 75, 'Ada Lovelace': 89, Hopper: 90 };

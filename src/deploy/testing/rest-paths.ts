@@ -17,6 +17,8 @@ const RESOURCES: Readonly<Record<string, { readonly plural: string; readonly nam
   Pod: { plural: 'pods', namespaced: true },
   ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
   MutatingWebhookConfiguration: { plural: 'mutatingwebhookconfigurations', namespaced: false },
+  ValidatingAdmissionPolicy: { plural: 'validatingadmissionpolicies', namespaced: false },
+  ValidatingAdmissionPolicyBinding: { plural: 'validatingadmissionpolicybindings', namespaced: false },
   ServiceMonitor: { plural: 'servicemonitors', namespaced: true },
 };
 
