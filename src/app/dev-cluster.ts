@@ -44,7 +44,25 @@ export interface DevClusterOptions {
   readonly tracing?: Tracing;
   /** Run the llama-server stand-in for pods of the llamacpp runtime (harness/llm/engine-pods.ts); default off. */
   readonly engines?: EnginePodsOptions;
+  /**
+   * kube-controller-manager with the controllers a cluster needs for SITS's objects to behave as on a real one
+   * (`DEV_CONTROLLERS`: garbage collection of owned objects, Deployments, Jobs, EndpointSlices, PV binding,
+   * namespace deletion). `sits dev up` runs it; off by default here (tests that need it ask).
+   */
+  readonly controllerManager?: boolean;
 }
+
+/** The kube-controller-manager controllers `sits dev up` runs. */
+export const DEV_CONTROLLERS: readonly string[] = [
+  'garbage-collector-controller',
+  'deployment-controller',
+  'replicaset-controller',
+  'job-controller',
+  'endpointslice-controller',
+  'namespace-controller',
+  'persistentvolume-binder-controller',
+  'persistentvolumeclaim-protection-controller',
+];
 
 export interface DevCluster {
   readonly plane: ControlPlane;
@@ -95,6 +113,7 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     await applyCrds(client);
     if (opts.upstreamCrds === true) await applyCrdObjects(client, [...upstreamCrds('keda'), ...upstreamCrds('kubeflow')]);
     if (opts.webhook !== undefined && opts.webhook !== false) webhook = await startDevWebhook(client, { log, ...opts.webhook });
+    if (opts.controllerManager === true) await plane.startControllerManager({ controllers: DEV_CONTROLLERS });
     const nodes = devNodes(opts.nodes, opts.shape, opts.nodesPerRack, opts.racksPerBlock);
     await createFakeGpuNodes(kc, nodes);
     const names = new Set(nodes.map((n) => n.name));

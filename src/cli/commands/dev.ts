@@ -9,7 +9,7 @@ export function registerDev(program: Command): void {
   const dev = program.command('dev').description('a local cluster for people and tools (dev mode, not for production)');
   dev
     .command('up')
-    .description('start etcd + kube-apiserver, N fake GPU nodes of one shape, the SITS CRDs, scheduler and a fake kubelet; print "ready kubeconfig=FILE"; stop on SIGINT/SIGTERM')
+    .description('start etcd + kube-apiserver, kube-controller-manager, N fake GPU nodes of one shape, the SITS CRDs, scheduler, controllers and a fake kubelet; print "ready kubeconfig=FILE"; stop on SIGINT/SIGTERM')
     .option('--nodes <n>', 'number of fake nodes', intOption('--nodes', 1, 20_000), 4)
     .option('--shape <preset>', 'node preset (sits presets)', 'dgx-h100')
     .option('--nodes-per-rack <n>', 'nodes per rack', intOption('--nodes-per-rack', 1, 1000), 8)
@@ -17,8 +17,9 @@ export function registerDev(program: Command): void {
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('--webhook <mode>', 'the admission webhook with the guard rails: audit (warns, records Events), enforce (errors deny) or off', 'audit')
     .option('--otlp-endpoint <url>', 'OpenTelemetry traces of the scheduler and controllers over OTLP/HTTP (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
+    .option('--no-controller-manager', 'leave out kube-controller-manager (garbage collection, Deployments, Jobs, EndpointSlices, PV binding)')
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+    .action(async (o: { controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
       if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
       const log = (m: string): void => {
         if (o.verbose === true) process.stderr.write(`${m}\n`);
@@ -29,7 +30,7 @@ export function registerDev(program: Command): void {
       } catch (e) {
         throw new CliError((e as Error).message);
       }
-      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing }).catch(async (e: unknown) => {
+      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing, controllerManager: o.controllerManager }).catch(async (e: unknown) => {
         await tracing.shutdown();
         throw e;
       });
