@@ -81,13 +81,8 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
 
   // Plain HTTP on loopback answers only requests addressed to loopback: a page that rebinds its own DNS name to
   // 127.0.0.1 sends its own name as Host and is refused (421), so it cannot read what the local port serves.
-  let port = 0;
-  const hostAllowed = (h: string | undefined): boolean => {
-    if (o.tls !== undefined) return true;
-    if (h === undefined) return false;
-    const m = /^(localhost|127\.0\.0\.1|\[::1\])(?::(\d+))?$/i.exec(h);
-    return m !== null && (m[2] === undefined || Number(m[2]) === port);
-  };
+  // Any port: the name is what rebinding cannot fake, and a forwarded port (kubectl port-forward, ssh -L) differs.
+  const hostAllowed = (h: string | undefined): boolean => o.tls !== undefined || (h !== undefined && /^(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/i.test(h));
 
   const handle = (req: IncomingMessage, res: ServerResponse): void => {
     if (!hostAllowed(req.headers.host)) {
@@ -190,7 +185,6 @@ export async function startSecureServer(o: SecureServerOptions): Promise<SecureS
   server.on('error', (e) => o.log?.(`server: ${e.message}`));
   server.on('tlsClientError', (e) => o.log?.(`tls: ${e.message}`));
   const addr = server.address() as AddressInfo;
-  port = addr.port;
   const shown = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
   return {
     url: `${o.tls !== undefined ? 'https' : 'http'}://${shown}:${addr.port}`,
