@@ -212,6 +212,22 @@ describe('delegated auth under a flood of unauthenticated callers (issue 36, fin
   );
 });
 
+describe('one made-up token repeated (issue 36, finding 6)', () => {
+  it('2000 requests with the same bad token cost one TokenReview (negative cache and in-flight sharing)', async () => {
+    const auth = delegatedAuth(binding, { paths: ['/bind'] });
+    const server = await serve(auth);
+    const token = randomBytes(24).toString('base64url');
+    const agent = new Agent({ keepAlive: true, maxSockets: 32, ca });
+    const before = await reviewsAtApiserver();
+    const answers = await Promise.all(Array.from({ length: 2000 }, () => call(server.url, '/bind', { token, agent })));
+    agent.destroy();
+    const after = await reviewsAtApiserver();
+    expect(answers.every((a) => a.status === 401)).toBe(true);
+    expect(after.tokenreviews - before.tokenreviews).toBe(1);
+    expect(auth.gate.stats.sent).toBe(1);
+  }, scaled(120_000));
+});
+
 describe('token audiences (issue 36, finding 7: the activator accepted tokens meant for the apiserver)', () => {
   it('with audiences set, a token for the apiserver or another audience is refused and one for the server is accepted', async () => {
     await createNs(admin, 'aud');
