@@ -212,8 +212,8 @@ describe('delegated auth under a flood of unauthenticated callers (issue 36, fin
   );
 });
 
-describe('one made-up token repeated (issue 36, finding 6)', () => {
-  it('2000 requests with the same bad token cost one TokenReview (negative cache and in-flight sharing)', async () => {
+describe('one made-up token, one served path (issue 36, finding 6)', () => {
+  it('2000 requests with the same bad token cost one TokenReview, 2000 anonymous calls of a served path one SubjectAccessReview', async () => {
     const auth = delegatedAuth(binding, { paths: ['/bind'] });
     const server = await serve(auth);
     const token = randomBytes(24).toString('base64url');
@@ -225,6 +225,12 @@ describe('one made-up token repeated (issue 36, finding 6)', () => {
     expect(answers.every((a) => a.status === 401)).toBe(true);
     expect(after.tokenreviews - before.tokenreviews).toBe(1);
     expect(auth.gate.stats.sent).toBe(1);
+    const anonymous = new Agent({ keepAlive: true, maxSockets: 32, ca });
+    const denied = await Promise.all(Array.from({ length: 2000 }, () => call(server.url, '/bind', { agent: anonymous })));
+    anonymous.destroy();
+    const last = await reviewsAtApiserver();
+    expect(denied.every((a) => a.status === 403)).toBe(true);
+    expect(last.subjectaccessreviews - after.subjectaccessreviews).toBe(1);
   }, scaled(120_000));
 });
 

@@ -329,6 +329,7 @@ export function subjectAccessReviewAuthorizer(client: KubeClient, opts: SarOptio
   const now = opts.now ?? (() => performance.now());
   const cache = new TtlCache<Decision>(opts.maxEntries ?? 4096, now);
   const gate = opts.gate ?? new ReviewGate({}, now);
+  const inFlight = new Map<string, Promise<Decision>>();
   return {
     size: () => cache.size,
     async authorize(c, attrs) {
@@ -339,6 +340,9 @@ export function subjectAccessReviewAuthorizer(client: KubeClient, opts: SarOptio
       const key = JSON.stringify([c.user, c.uid ?? '', c.groups, c.extra ?? {}, resource ?? path, attrs.verb]);
       const hit = cache.get(key);
       if (hit !== undefined) return hit;
+      // Concurrent requests for one key share one review (a burst of anonymous /metrics calls is one SAR).
+      const pending = inFlight.get(key);
+      if (pending !== undefined) return pending;
       const spec = {
         user: c.user,
         ...(c.uid !== undefined ? { uid: c.uid } : {}),
@@ -346,13 +350,17 @@ export function subjectAccessReviewAuthorizer(client: KubeClient, opts: SarOptio
         ...(c.extra !== undefined ? { extra: c.extra } : {}),
         ...(resource !== undefined ? { resourceAttributes: { ...resource } } : { nonResourceAttributes: { path, verb: attrs.verb } }),
       };
-      return gate.run(c.user === ANONYMOUS.user ? 'unknown' : 'known', async () => {
-        const r = await client.post<SarStatus>('/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
-        const allowed = r.status?.allowed === true && r.status.denied !== true;
-        const d: Decision = { allowed, reason: r.status?.reason ?? r.status?.evaluationError ?? '' };
-        cache.set(key, d, allowed ? (opts.allowTtlMs ?? SAR_TTL_MS) : (opts.denyTtlMs ?? SAR_TTL_MS));
-        return d;
-      });
+      const p = gate
+        .run(c.user === ANONYMOUS.user ? 'unknown' : 'known', async () => {
+          const r = await client.post<SarStatus>('/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
+          const allowed = r.status?.allowed === true && r.status.denied !== true;
+          const d: Decision = { allowed, reason: r.status?.reason ?? r.status?.evaluationError ?? '' };
+          cache.set(key, d, allowed ? (opts.allowTtlMs ?? SAR_TTL_MS) : (opts.denyTtlMs ?? SAR_TTL_MS));
+          return d;
+        })
+        .finally(() => inFlight.delete(key));
+      inFlight.set(key, p);
+      return p;
     },
   };
 }
