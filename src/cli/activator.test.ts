@@ -7,6 +7,7 @@ describe('sits activator', () => {
     expect(r.code).toBe(0);
     expect(r.out).toMatch(/--hold-timeout/);
     expect(r.out).toMatch(/--tls-cert-file/);
+    expect(r.out).toMatch(/--api-audiences/);
   });
 
   it('bad flags are clear errors with exit code 2, before any API server is asked', async () => {
@@ -21,5 +22,8 @@ describe('sits activator', () => {
     const hold = await runSits(['activator', '--insecure-localhost', '--hold-timeout', '0']);
     expect(hold.code).toBe(2);
     expect(hold.err).toMatch(/--hold-timeout/);
+    const aud = await runSits(['activator', '--insecure-localhost', '--api-audiences', 'sits-activator,,x']);
+    expect(aud.code).toBe(2);
+    expect(aud.err).toMatch(/--api-audiences: want comma-separated audiences/);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * The secure-port flags of `sits extender` and `sits activator`: --tls-cert-file / --tls-private-key-file (PEM,
- * re-read when they change), --client-ca-file, and --insecure-localhost for local development. Checked before
+ * re-read when they change), --client-ca-file, --api-audiences, and --insecure-localhost for local development. Checked before
  * anything connects; an unreadable file is a CliError naming the flag and the file.
  */
 import { readFileSync } from 'node:fs';
@@ -13,6 +13,7 @@ export interface ServingFlags {
   readonly tlsPrivateKeyFile?: string;
   readonly clientCaFile?: string;
   readonly insecureLocalhost?: boolean;
+  readonly apiAudiences?: string;
 }
 
 /** What differs between the commands' secure-port flags: the default port and the help that names the caller. */
@@ -35,7 +36,19 @@ export function servingOptions(cmd: Command, h: ServingOptionHelp, portOption: (
     .option('--tls-cert-file <file>', 'serving certificate (PEM; re-read when it changes)')
     .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
     .option('--client-ca-file <file>', h.clientCaHelp)
+    .option('--api-audiences <list>', API_AUDIENCES_HELP)
     .option('--insecure-localhost', h.insecureHelp);
+}
+
+export const API_AUDIENCES_HELP =
+  "comma-separated token audiences this server accepts (as kube-apiserver's --api-audiences): TokenReviews ask for them and a token meant for another audience (e.g. the apiserver's) is refused; default: the apiserver's audiences";
+
+/** --api-audiences: a comma-separated list of non-empty audiences, or undefined when not given. */
+export function parseAudiences(v: string | undefined): readonly string[] | undefined {
+  if (v === undefined) return undefined;
+  const list = v.split(',').map((a) => a.trim());
+  if (list.some((a) => a === '' || /\s/.test(a))) throw new CliError(`--api-audiences: want comma-separated audiences without spaces or empty entries, got "${v}"`);
+  return list;
 }
 
 export function readFlagFile(flag: string, path: string): string {
@@ -56,10 +69,11 @@ export function servingTls(o: ServingFlags): { readonly tls?: CertPair; readonly
 }
 
 /** A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on; returns the stop. */
-export function reloadServingCert(o: ServingFlags, served: boolean, setTls: (p: CertPair) => void, log: (m: string) => void): (() => void) | undefined {
+export function reloadServingCert(o: ServingFlags, served: boolean, setTls: (p: CertPair) => void, log: (m: string) => void, intervalMs = 5000): (() => void) | undefined {
   if (!served || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined) return undefined;
   const certFile = o.tlsCertFile;
-  return watchCertFiles({ certFile, keyFile: o.tlsPrivateKeyFile }, 5000, (p) => {
+  // setTls throws on a pair that does not load (bad PEM, key of another certificate): logged, the old pair kept.
+  return watchCertFiles({ certFile, keyFile: o.tlsPrivateKeyFile }, intervalMs, (p) => {
     setTls(p);
     log(`serving certificate reloaded from ${certFile}`);
   }, log);

@@ -141,15 +141,19 @@ export function issuedBy(pem: string, caPem: string): boolean {
 export function watchCertFiles(files: { readonly certFile: string; readonly keyFile: string }, intervalMs: number, onChange: (pair: CertPair) => void, log: (m: string) => void): () => void {
   const stamp = (): string => `${statSync(files.certFile).mtimeMs}/${statSync(files.keyFile).mtimeMs}`;
   let seen = stamp();
+  // A pair that does not load is logged once per change of the files (and retried: the key may follow the cert).
+  let failed = '';
   const timer = setInterval(() => {
+    let now = '';
     try {
-      const now = stamp();
+      now = stamp();
       if (now === seen) return;
       const pair = { cert: readFileSync(files.certFile, 'utf8'), key: readFileSync(files.keyFile, 'utf8') };
       onChange(pair);
       seen = now;
     } catch (e) {
-      log(`certificate files ${files.certFile}, ${files.keyFile}: ${(e as Error).message}`);
+      if (now !== failed) log(`certificate files ${files.certFile}, ${files.keyFile}: ${(e as Error).message}; still serving the previous certificate`);
+      failed = now;
     }
   }, intervalMs);
   timer.unref();

@@ -259,6 +259,11 @@ export class KubeClient {
     };
   }
 
+  /** Another client for the same cluster and credentials with its own connections and queue (e.g. the auth path's). */
+  fork(opts: ClientOptions = {}): KubeClient {
+    return new KubeClient(this.kc, opts);
+  }
+
   close(): void {
     this.agent?.destroy();
     this.agent = undefined;

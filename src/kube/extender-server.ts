@@ -11,7 +11,7 @@ import { formatProfileError, resolveProfile } from '../core/framework/registry.t
 import { seededRng } from '../core/ports.ts';
 import type { CertPair } from './certs.ts';
 import type { KubeClient } from './client.ts';
-import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator, type Authenticator, type Authorizer } from './delegated-auth.ts';
+import { delegatedAuth, type Authenticator, type Authorizer } from './delegated-auth.ts';
 import { SitsExtender, type ExtenderArgs, type ExtenderBindingArgs, type ExtenderPreemptionArgs } from './extender.ts';
 import { LeaderElector } from './leader.ts';
 import { LiveScheduler, WALL_CLOCK } from './live-scheduler.ts';
@@ -33,6 +33,8 @@ export interface ExtenderServerOptions {
   readonly clientCa?: string;
   /** Override authn/authz (benchmarks, --insecure-localhost). Default: delegated to the apiserver. */
   readonly auth?: { readonly authn: Authenticator; readonly authz: Authorizer };
+  /** Token audiences the extender accepts (TokenReview spec.audiences); default the apiserver's. */
+  readonly audiences?: readonly string[];
   /** Path prefix of the verbs (the part of kube-scheduler's urlPrefix after host:port), e.g. `/sits`; default none. */
   readonly pathPrefix?: string;
   /** schedulerName of the pods kube-scheduler sends (its profile's name). */
@@ -156,8 +158,18 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
         throw new HttpError(404, `no extender verb ${verb}`);
     }
   };
-  const authn = o.auth?.authn ?? unionAuthenticator(...(o.clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(o.client));
-  const authz = o.auth?.authz ?? subjectAccessReviewAuthorizer(o.client);
+  // Reviews go through their own client and gate, not the binding client's queue; only the verbs are reviewed (ADR 0177).
+  const delegated =
+    o.auth === undefined
+      ? delegatedAuth(o.client, {
+          ...(o.clientCa !== undefined ? { clientCa: o.clientCa } : {}),
+          ...(o.audiences !== undefined ? { audiences: o.audiences } : {}),
+          paths: ['filter', 'prioritize', 'bind', 'preempt'].map((v) => `${prefix}/${v}`),
+          userAgent: 'sits-extender-auth/0.1',
+        })
+      : undefined;
+  const authn = o.auth?.authn ?? (delegated as NonNullable<typeof delegated>).authn;
+  const authz = o.auth?.authz ?? (delegated as NonNullable<typeof delegated>).authz;
   const server = await startSecureServer({
     port: o.port,
     ...(o.host === undefined ? {} : { host: o.host }),
@@ -207,6 +219,7 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
       serving = false;
       extender.close();
       await server.close();
+      delegated?.close();
       // Released: a standby replica takes over at once instead of after the lease's duration.
       await elector?.stop(true);
       await live.stop();

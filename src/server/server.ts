@@ -34,6 +34,9 @@ export interface ServerOptions {
   readonly replay?: ReplayControl;
 }
 
+/** The paths served behind authorization (the probes are always allowed): the review is for these routes. */
+export const SERVER_PATHS = ['/metrics', '/', '/dashboard', '/dashboard/*'] as const;
+
 export interface SitsServer {
   /** http://host:port */
   /** http://host:port on loopback, https://host:port otherwise */
@@ -46,6 +49,8 @@ export interface SitsServer {
   attachView(view: ClusterViewStream): void;
   /** Shutting down: /readyz turns unready at once. */
   draining(): void;
+  /** Serves a new certificate from the next TLS handshake on (throws on a pair that does not load). */
+  setTls(pair: CertPair): void;
   close(): Promise<void>;
 }
 
@@ -124,6 +129,7 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     draining: () => {
       stopping = true;
     },
+    setTls: (p) => server.setTls(p),
     close: async () => {
       stopping = true;
       view?.close();

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { KubeClient } from '../kube/client.ts';
-import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator, type Authorizer, type Authenticator } from '../kube/delegated-auth.ts';
+import { delegatedAuth, type Authorizer, type Authenticator } from '../kube/delegated-auth.ts';
 import { InFlight } from '../kube/in-flight.ts';
 import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
 import { certValidity, watchCertFiles, type CertPair } from '../kube/certs.ts';
@@ -33,6 +33,9 @@ export interface WebhookOptions {
   readonly events?: boolean;
   readonly log?: (m: string) => void;
 }
+
+/** The paths the webhook serves behind authorization (the probes are always allowed). */
+export const WEBHOOK_PATHS = ['/validate', '/mutate', '/metrics', '/report'] as const;
 
 export interface RunningWebhook {
   readonly url: string;
@@ -128,10 +131,9 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
   if (tls !== undefined) metrics.certExpiry.set(certValidity(tls.cert).notAfter.getTime() / 1000);
 
   const clientCa = o.clientCaFile === undefined ? undefined : readFileSync(o.clientCaFile, 'utf8');
-  const auth = o.auth ?? {
-    authn: unionAuthenticator(...(clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(o.client)),
-    authz: subjectAccessReviewAuthorizer(o.client),
-  };
+  // Reviews through their own client and gate; only the paths served are reviewed (ADR 0177).
+  const delegated = o.auth === undefined ? delegatedAuth(o.client, { ...(clientCa !== undefined ? { clientCa } : {}), paths: WEBHOOK_PATHS, userAgent: 'sits-webhook-auth/0.1' }) : undefined;
+  const auth = o.auth ?? (delegated as NonNullable<typeof delegated>);
 
   const handler = webhookHandler({
     rules: o.rules,
@@ -190,6 +192,7 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
       stopFileWatch?.();
       cache.stop();
       await server.close();
+      delegated?.close();
       await events?.inFlight.drain();
     },
   };

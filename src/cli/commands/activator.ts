@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import { activatorResource, startActivator } from '../../app/activator.ts';
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
-import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
+import { delegatedAuth } from '../../kube/delegated-auth.ts';
 import { intOption, numberOption } from '../options.ts';
-import { reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
+import { parseAudiences, reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
@@ -21,6 +21,7 @@ interface ActivatorFlags {
   maxBodyBytes: number;
   portName: string;
   insecureLocalhost?: boolean;
+  apiAudiences?: string;
 }
 
 
@@ -47,15 +48,18 @@ export function registerActivator(program: Command): void {
     .addOption(logFormatOption())
     .action(async (o: ActivatorFlags & LogOptions) => {
       const { tls, clientCa } = servingTls(o);
+      const audiences = parseAudiences(o.apiAudiences);
       const log = createLogger('sits-activator', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-activator/0.1' });
+      // Reviews through their own client and gate (ADR 0177); /metrics is the one non-resource path reviewed.
+      const auth = delegatedAuth(client, { ...(clientCa === undefined ? {} : { clientCa }), ...(audiences === undefined ? {} : { audiences }), resourceFor: activatorResource, paths: ['/metrics'], userAgent: 'sits-activator-auth/0.1' });
       const act = await startActivator(client, {
         port: o.port,
         host: o.insecureLocalhost === true ? '127.0.0.1' : o.host,
         ...(tls === undefined ? {} : { tls }),
         ...(clientCa === undefined ? {} : { clientCa }),
-        authn: unionAuthenticator(...(clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(client)),
-        authz: subjectAccessReviewAuthorizer(client, { resourceFor: activatorResource }),
+        authn: auth.authn,
+        authz: auth.authz,
         ...(o.namespace === undefined ? {} : { namespace: o.namespace }),
         holdTimeoutMs: o.holdTimeout * 1000,
         maxHeldPerService: o.maxHeld,
@@ -69,6 +73,7 @@ export function registerActivator(program: Command): void {
       stopWatch?.();
       // Held requests may still get their replica: drain for up to the hold (the chart's grace period).
       await act.close({ drainMs: o.holdTimeout * 1000 });
+      auth.close();
       client.close();
     });
 }

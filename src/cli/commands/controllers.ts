@@ -7,7 +7,7 @@ import { collectDefaultMetrics, Registry } from 'prom-client';
 import { loadKubeConfig } from '../../app/live.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { ControllerMetrics } from '../../kube/controller-metrics.ts';
-import { ALLOW_ALL, ANONYMOUS_AUTHN, subjectAccessReviewAuthorizer, tokenReviewAuthenticator } from '../../kube/delegated-auth.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN, delegatedAuth } from '../../kube/delegated-auth.ts';
 import { startSecureServer, type SecureServer } from '../../kube/secure-server.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
@@ -31,12 +31,13 @@ async function startHealthServer(port: number, host: string, state: () => Contro
   const tls = loopback ? undefined : await selfSignedServing([hostname(), 'localhost'], host === '0.0.0.0' || host === '::' ? ['127.0.0.1'] : [host]);
   // Its own small client: a flood of unknown callers must not queue behind the controllers' requests.
   const client = loopback ? undefined : new KubeClient(loadKubeConfig(kubeconfig), { maxInFlight: 4, userAgent: 'sits-controllers-auth' });
+  const auth = client === undefined ? undefined : delegatedAuth(client, { paths: ['/metrics'], userAgent: 'sits-controllers-auth' });
   const server = await startSecureServer({
     port,
     host,
     ...(tls === undefined ? {} : { tls }),
-    authn: client === undefined ? ANONYMOUS_AUTHN : tokenReviewAuthenticator(client),
-    authz: client === undefined ? ALLOW_ALL : subjectAccessReviewAuthorizer(client),
+    authn: auth?.authn ?? ANONYMOUS_AUTHN,
+    authz: auth?.authz ?? ALLOW_ALL,
     handler: (req, res) => {
       const path = new URL(req.url ?? '/', 'http://localhost').pathname;
       if (path === '/metrics') {
@@ -65,6 +66,7 @@ async function startHealthServer(port: number, host: string, state: () => Contro
     server,
     close: async () => {
       await server.close();
+      auth?.close();
       client?.close();
     },
   };

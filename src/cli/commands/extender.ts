@@ -6,7 +6,7 @@ import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
 import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender-server.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
-import { reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
+import { parseAudiences, reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
@@ -23,6 +23,7 @@ interface ExtenderFlags {
   planTtl: number;
   gangPlanTtl: number;
   insecureLocalhost?: boolean;
+  apiAudiences?: string;
   leaderElect?: boolean;
   leaseNamespace: string;
   leaseName: string;
@@ -59,6 +60,7 @@ export function registerExtender(program: Command): void {
     .addOption(logFormatOption())
     .action(async (o: ExtenderFlags & LogOptions) => {
       const { tls, clientCa } = servingTls(o);
+      const audiences = parseAudiences(o.apiAudiences);
       if (o.pathPrefix !== '' && !o.pathPrefix.startsWith('/')) throw new CliError(`--path-prefix: want a path starting with /, got "${o.pathPrefix}"`);
       const log = createLogger('sits-extender', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-extender/0.1' });
@@ -68,6 +70,7 @@ export function registerExtender(program: Command): void {
         host: o.insecureLocalhost === true ? '127.0.0.1' : o.host,
         ...(tls === undefined ? {} : { tls }),
         ...(clientCa === undefined ? {} : { clientCa }),
+        ...(audiences === undefined ? {} : { audiences }),
         ...(o.insecureLocalhost === true ? { auth: { authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL } } : {}),
         schedulerName: o.schedulerName,
         profile: o.profile,

@@ -6,16 +6,17 @@ import { selfSignedServing } from '../../kube/certs.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { ControllerMetrics } from '../../kube/controller-metrics.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
-import { clientCertAuthenticator, subjectAccessReviewAuthorizer, tokenReviewAuthenticator, unionAuthenticator } from '../../kube/delegated-auth.ts';
+import { delegatedAuth, type DelegatedAuth } from '../../kube/delegated-auth.ts';
 import { liveViewStream } from '../../server/dashboard.ts';
 import { SitsMetrics } from '../../server/metrics.ts';
-import { startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
+import { SERVER_PATHS, startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadSchedulerConfig, type SchedulerProfileSpec } from '../../spec/scheduler-config.ts';
 import { parseKedaAllowList } from '../../controllers/inference-service/keda.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
+import { API_AUDIENCES_HELP, parseAudiences, reloadServingCert } from '../serving-flags.ts';
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 /** Resolves when SIGINT or SIGTERM arrives. */
@@ -49,7 +50,8 @@ export function registerRun(program: Command): void {
     .option('--metrics-host <addr>', 'address the metrics server listens on (off loopback: HTTPS, callers checked by TokenReview/SubjectAccessReview; /healthz, /readyz, /livez open)', '0.0.0.0')
     .option('--metrics-per-gpu', 'also one series per GPU (sits_gpu_allocated_ratio, sits_gpu_healthy: 2 series per GPU; off by default, docs/metrics.md)')
     .option('--tls-cert-file <file>', 'serving certificate of the metrics server (default: a self-signed one generated at start, as kube-scheduler does)')
-    .option('--tls-private-key-file <file>', 'key of --tls-cert-file')
+    .option('--tls-private-key-file <file>', 'key of --tls-cert-file (both re-read when they change)')
+    .option('--api-audiences <list>', API_AUDIENCES_HELP)
     .option('--client-ca-file <file>', 'CA of client certificates accepted from scrapers (else bearer tokens, checked by TokenReview)')
     .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads')
     .option('--no-controllers', 'run the scheduler only (the default)')
@@ -65,7 +67,7 @@ export function registerRun(program: Command): void {
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces (cycles, attempts, reconciles) over OTLP/HTTP to this collector, e.g. http://localhost:4318 (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: no tracing)')
     .addOption(verbosityOption())
     .addOption(logFormatOption())
-    .action(async (o: LogOptions & { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string }) => {
+    .action(async (o: LogOptions & { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; apiAudiences?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string }) => {
       const log = createLogger('sits-scheduler', o).line;
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
@@ -98,6 +100,8 @@ export function registerRun(program: Command): void {
       const profiles = o.config === undefined ? undefined : readSchedulerConfig(o.config);
       const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
       const server = o.metricsPort === 0 ? undefined : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure, o.metricsPerGpu === true);
+      // A renewed --tls-cert-file pair is served from the next handshake; a broken one is logged and the old kept.
+      const stopCertWatch = server === undefined || auth === undefined ? undefined : reloadServingCert(o, true, (p) => server.setTls(p), log);
       const app = await createLiveApp({
         ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
         profile: o.profile,
@@ -120,8 +124,9 @@ export function registerRun(program: Command): void {
         log,
         tracing,
       }).catch(async (e: unknown) => {
+        stopCertWatch?.();
         await server?.close();
-        auth?.client.close();
+        auth?.close();
         await tracing.shutdown();
         throw e;
       });
@@ -134,8 +139,9 @@ export function registerRun(program: Command): void {
       log(`${sig}: stopping`);
       server?.draining();
       await app.stop();
+      stopCertWatch?.();
       await server?.close();
-      auth?.client.close();
+      auth?.close();
       // The last spans (the stop's own cycle, reconciles) are sent before the process exits.
       await tracing.shutdown();
     });
@@ -172,20 +178,21 @@ async function startMetricsServer(port: number, host: string, version: string, l
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /** The secure port's certificate (given, or self-signed for this host) and delegated authn/authz through the apiserver. */
-async function secureServing(o: { kubeconfig?: string; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string }): Promise<{ secure: NonNullable<ServerOptions['secure']>; client: KubeClient }> {
+async function secureServing(o: { kubeconfig?: string; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; apiAudiences?: string }): Promise<{ secure: NonNullable<ServerOptions['secure']>; close: () => void }> {
+  const audiences = parseAudiences(o.apiAudiences);
   const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-scheduler-auth/0.1' });
   const tls =
     o.tlsCertFile !== undefined && o.tlsPrivateKeyFile !== undefined
       ? { cert: readFileSync(o.tlsCertFile, 'utf8'), key: readFileSync(o.tlsPrivateKeyFile, 'utf8') }
       : await selfSignedServing([hostname(), 'localhost'], o.metricsHost === '0.0.0.0' || o.metricsHost === '::' ? ['127.0.0.1'] : [o.metricsHost]);
   const clientCa = o.clientCaFile === undefined ? undefined : readFileSync(o.clientCaFile, 'utf8');
+  // Reviews through their own client and gate; only the routes served are reviewed (ADR 0177).
+  const auth: DelegatedAuth = delegatedAuth(client, { ...(clientCa !== undefined ? { clientCa } : {}), ...(audiences === undefined ? {} : { audiences }), paths: SERVER_PATHS, userAgent: 'sits-scheduler-auth/0.1' });
   return {
-    client,
-    secure: {
-      tls,
-      ...(clientCa !== undefined ? { clientCa } : {}),
-      authn: unionAuthenticator(...(clientCa !== undefined ? [clientCertAuthenticator()] : []), tokenReviewAuthenticator(client)),
-      authz: subjectAccessReviewAuthorizer(client),
+    close: () => {
+      auth.close();
+      client.close();
     },
+    secure: { tls, ...(clientCa !== undefined ? { clientCa } : {}), authn: auth.authn, authz: auth.authz },
   };
 }
