@@ -64,6 +64,21 @@ const VARIANTS: [string, Record<string, unknown>][] = [
     },
   ],
   ['the node agent with its device plugin', { nodeAgent: { enabled: true } }],
+  [
+    'every component, NetworkPolicies narrowed to a Prometheus, the control plane and an ingress',
+    {
+      activator: { enabled: true },
+      extender: { enabled: true },
+      nodeAgent: { enabled: true },
+      networkPolicy: {
+        metricsFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
+        webhookFrom: [{ ipBlock: { cidr: '10.0.0.0/24' } }],
+        extenderFrom: [{ ipBlock: { cidr: '10.0.0.0/24', except: ['10.0.0.128/25'] } }],
+        activatorFrom: [{ namespaceSelector: { matchExpressions: [{ key: 'ingress', operator: 'Exists' }] } }],
+      },
+    },
+  ],
+  ['no NetworkPolicies', { networkPolicy: { enabled: false } }],
   ['the activator, three replicas, a short hold and another Secret', { activator: { enabled: true, replicas: 3, port: 9443, holdTimeoutSeconds: 30, maxHeldPerService: 50, tlsSecret: 'act-tls' } }],
   ['the extender, three replicas, another Secret and caller', { extender: { enabled: true, replicas: 3, port: 9888, tlsSecret: 'my-tls', callers: [{ kind: 'Group', name: 'sits:schedulers', apiGroup: 'rbac.authorization.k8s.io' }] } }],
   [

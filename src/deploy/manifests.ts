@@ -11,6 +11,7 @@ import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
 import { activatorDocs } from './activator-manifests.ts';
 import { extenderDocs } from './extender-manifests.ts';
+import { networkPolicyDocs } from './network-policy-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { spread } from './tree.ts';
@@ -473,5 +474,5 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs(), ...networkPolicyDocs()];
 }

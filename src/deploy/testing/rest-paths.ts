@@ -18,6 +18,7 @@ const RESOURCES: Readonly<Record<string, { readonly plural: string; readonly nam
   ValidatingWebhookConfiguration: { plural: 'validatingwebhookconfigurations', namespaced: false },
   MutatingWebhookConfiguration: { plural: 'mutatingwebhookconfigurations', namespaced: false },
   ServiceMonitor: { plural: 'servicemonitors', namespaced: true },
+  NetworkPolicy: { plural: 'networkpolicies', namespaced: true },
 };
 
 /** `/api/v1/namespaces/NS/services/NAME`, `/apis/GROUP/VERSION/…`; a namespaced object without one is in `defaultNamespace`. */
