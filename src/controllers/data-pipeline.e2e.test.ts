@@ -3,7 +3,6 @@
 // csi-provisioner over the stand-in CSI driver, and kube-controller-manager's garbage collector (ownerReferences),
 // PV binder and PVC protection. Container stages are podTemplate pods the fake kubelet ends with the exit code and
 // termination message their annotations name.
-import { request as httpsRequest } from 'node:https';
 
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { startControllers, type Controllers } from '../app/controllers.ts';
 import { EXIT_CODE_ANNOTATION, TERMINATION_MESSAGE_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { createNs, listEvents, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { createNs, listEvents, listPods, waitFor, getTable as getTableAt, type KubeTable } from '../harness/e2e-kit.ts';
 import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import type { DataPipelineObject } from './data-pipeline/model.ts';
 
@@ -60,18 +59,7 @@ function podStage(name: string, exitCode: number, extra: Record<string, unknown>
 
 const pipeline = (name: string, spec: Record<string, unknown>): Record<string, unknown> => ({ apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name }, spec });
 
-/** What `kubectl get` shows: the server-side Table with the CRD's printer columns. */
-function getTable(path: string): Promise<{ columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${cluster.plane.server}${path}`, { headers: { Authorization: `Bearer ${cluster.plane.token}`, Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, rejectUnauthorized: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as never) : reject(new Error(`${res.statusCode}: ${text}`))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const getTable = (path: string): Promise<KubeTable> => getTableAt(cluster.plane, path);
 
 async function rejection(ns: string, body: Record<string, unknown>): Promise<{ code: number; message: string }> {
   try {

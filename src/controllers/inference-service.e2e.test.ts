@@ -1,12 +1,11 @@
 // Issue 12 Deliver 1–2 on a real control plane: etcd + kube-apiserver, 3 fake 8×A100 nodes with two 4-GPU NVLink
 // islands each (nvlink-2x4), the SITS scheduler, the fake kubelet (Ready unless annotated otherwise) and the
 // workload controllers. One namespace per test; objects are created as raw JSON, as `kubectl apply` sends them.
-import { request as httpsRequest } from 'node:https';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { READY_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { createNs, createPods, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { createNs, createPods, listPods, testPod, waitFor, getTable as getTableAt, type KubeTable } from '../harness/e2e-kit.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import type { InferenceServiceObject } from './inference-service/model.ts';
 
@@ -70,17 +69,7 @@ const isReady = (p: V1Pod): boolean => p.metadata?.deletionTimestamp === undefin
 const replicas = async (ns: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] !== undefined);
 const condition = (s: InferenceServiceObject, type: string) => s.status?.conditions?.find((c) => c.type === type);
 
-function getTable(path: string): Promise<{ columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${cluster.plane.server}${path}`, { headers: { Authorization: `Bearer ${cluster.plane.token}`, Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, rejectUnauthorized: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as never) : reject(new Error(`${res.statusCode}: ${text}`))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const getTable = (path: string): Promise<KubeTable> => getTableAt(cluster.plane, path);
 
 async function readyService(ns: string, name: string, n: number): Promise<InferenceServiceObject> {
   return waitFor(`${ns}/${name} ready ${n}/${n}`, async () => {

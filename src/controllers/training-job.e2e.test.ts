@@ -1,12 +1,11 @@
 // Issue 5's acceptance on a real control plane: `sits dev up --nodes 4 --shape a800x4` (etcd + kube-apiserver, 4
 // fake 4×A800 NVLink nodes, the SITS scheduler, the fake kubelet and the TrainingJob controller), one namespace
 // per test. Objects are created as raw JSON through KubeClient, as `kubectl apply` would send them.
-import { request as httpsRequest } from 'node:https';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
-import { createNs, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { createNs, listPods, testPod, waitFor, getTable as getTableAt, type KubeTable } from '../harness/e2e-kit.ts';
 import { SEED_TRAINING_JOB } from '../api/examples.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
 
@@ -53,18 +52,7 @@ afterEach(async (ctx) => {
   }
 });
 
-/** What `kubectl get` shows: the server-side Table with the CRD's printer columns. */
-function getTable(path: string): Promise<{ columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${cluster.plane.server}${path}`, { headers: { Authorization: `Bearer ${cluster.plane.token}`, Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, rejectUnauthorized: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as never) : reject(new Error(`${res.statusCode}: ${text}`))));
-    });
-    req.on('error', reject);
-    req.end();
-  });
-}
+const getTable = (path: string): Promise<KubeTable> => getTableAt(cluster.plane, path);
 
 function trainingJob(name: string, spec: Record<string, unknown>): Record<string, unknown> {
   return {

@@ -135,11 +135,22 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     } finally {
       ok(runHelm(helm, ['uninstall', 'sits', ...kc]), 'helm uninstall');
       // Helm leaves the CRDs; removed here so the next test starts from the 0.1.0 release's own CRDs.
-      for (const c of buildCrds()) await admin.delete(`${CRDS}/${c.metadata.name}`);
-      await waitFor('the SITS CRDs gone', async () => (await admin.get<{ items: Obj[] }>(CRDS)).items.every((c) => !c.metadata.name.endsWith('.ai.sits2026.dev')), 30_000);
+      await removeSitsCrds();
     }
     await expect(admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/sits-scheduler`)).rejects.toMatchObject({ status: 404 });
   });
+
+  /** Deletes the SITS CRDs, if any, and waits until the apiserver has removed them. */
+  async function removeSitsCrds(): Promise<void> {
+    for (const c of buildCrds()) await admin.delete(`${CRDS}/${c.metadata.name}`).catch((e: { status?: number }) => { if (e.status !== 404) throw e; });
+    // The apiserver's CRD finalizer removes instances and polls every 5 s for them to be gone, 5 CRDs at a time:
+    // tens of seconds on a busy machine (CI once took over 30 s). A timeout names what is left and why.
+    await waitFor('the SITS CRDs gone', async () => {
+      const left = (await admin.get<{ items: (Obj & { status?: { conditions?: { type: string; status: string; message?: string }[] } })[] }>(CRDS)).items.filter((c) => c.metadata.name.endsWith('.ai.sits2026.dev'));
+      if (left.length === 0) return true;
+      throw new Error(left.map((c) => `${c.metadata.name}: ${c.status?.conditions?.find((k) => k.type === 'Terminating')?.message ?? 'not terminating'}`).join('; '));
+    }, 120_000);
+  }
 
   /** Every object Helm renders for these values is on the apiserver, the CRDs from crds/ included. */
   async function everyObjectInstalled(): Promise<void> {
@@ -163,6 +174,7 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     // Deployments → ReplicaSets → Pods, so "SITS's own pods were (not) replaced" is visible.
     await plane.startControllerManager({ controllers: ['deployment-controller', 'replicaset-controller'] });
 
+    await removeSitsCrds(); // the first test removes them; run alone or after its failure, this test does
     // 1. The previous release, as installed in the field: its chart, its CRDs (crds/ on first install).
     const inst = ok(runHelm(helm, ['install', 'sits', FIXTURE, '--create-namespace', '-f', oldValues, ...kc]), 'helm install 0.1.0');
     expect(inst).toContain('STATUS: deployed');

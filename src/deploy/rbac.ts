@@ -75,6 +75,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
   },
   { apiGroups: ['storage.k8s.io'], resources: ['storageclasses'], verbs: ['get', 'list', 'watch'], why: 'VolumeBinding: the claims\' classes (binding mode, provisioner), as system:volume-scheduler.' },
   { apiGroups: [API_GROUP], resources: ['queues'], verbs: ['get', 'list', 'watch'], why: 'Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts).' },
+  { apiGroups: [API_GROUP], resources: ['queues/status', 'podgroups/status'], verbs: ['patch'], why: 'Queue and PodGroup status: kubectl\'s Weight/Admitted/Pending and Phase columns (src/kube/object-status.ts).' },
   {
     apiGroups: [API_GROUP],
     resources: ['trainingjobs'],
@@ -89,7 +90,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
  * `sits extender` (src/kube/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
  * annotations through pods/status, rollback), not its events (kube-scheduler reports) — and its own Lease (in the chart's Role).
  */
-export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events') && !r.resources.includes('trainingjobs'));
+export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter((r) => !r.resources.includes('events') && !r.resources.includes('trainingjobs') && !r.resources.includes('queues/status'));
 
 /** Who may call the extender's verbs: kube-scheduler's identity (its client certificate's CN), by SubjectAccessReview. */
 export const EXTENDER_CALLER_RULES: readonly NonResourceRule[] = [{ nonResourceURLs: ['/filter', '/prioritize', '/bind', '/preempt'], verbs: ['post'], why: 'kube-scheduler calls the extender\'s four verbs; the extender authorizes its client certificate\'s identity by SubjectAccessReview.' }];

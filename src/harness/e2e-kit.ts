@@ -1,4 +1,5 @@
 /** Small helpers for end-to-end tests against the real control plane. */
+import { request as httpsRequest } from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { ANNOTATION, GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../api/wire.ts';
@@ -89,4 +90,28 @@ export function gpuUsage(pods: readonly V1Pod[], gpusPerNode: number): Map<strin
     used.set(node, arr);
   }
   return used;
+}
+
+/** What `kubectl get` shows: the apiserver's server-side Table, with the CRD's printer columns. */
+export interface KubeTable {
+  readonly columnDefinitions: readonly { readonly name: string }[];
+  readonly rows: readonly { readonly cells: readonly unknown[]; readonly object?: { readonly metadata?: { readonly name?: string } } }[];
+}
+
+/** GETs `path` as a Table, the way kubectl asks for it (the bearer token of the harness's admin). */
+export function getTable(plane: { readonly server: string; readonly token: string }, path: string): Promise<KubeTable> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(`${plane.server}${path}`, { headers: { Authorization: `Bearer ${plane.token}`, Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, rejectUnauthorized: false }, (res) => {
+      let text = '';
+      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as KubeTable) : reject(new Error(`${res.statusCode ?? 0}: ${text}`))));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A Table's rows as column name → cell. */
+export function tableRows(t: KubeTable): Record<string, unknown>[] {
+  return t.rows.map((r) => Object.fromEntries(t.columnDefinitions.map((c, i) => [c.name, r.cells[i]])));
 }

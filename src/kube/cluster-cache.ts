@@ -32,6 +32,8 @@ export class ClusterCache {
   private readonly pods = new Map<string, V1Pod>();
   /** Allocations SITS made that the watch has not confirmed yet (pod key → allocation). */
   private readonly assumed = new Map<string, Allocation>();
+  /** Pods SITS is evicting, until the watch reports them deleted (or marked for deletion). */
+  private readonly leavingPods = new Set<string>();
   readonly pending = new Map<string, PendingPod>();
   private stateDirty = true;
   private current: ClusterState | undefined;
@@ -248,6 +250,7 @@ export class ClusterCache {
 
   deletePod(p: V1Pod): void {
     const key = podKey(p);
+    this.leavingPods.delete(key);
     this.pods.delete(key);
     this.pending.delete(key);
     this.assumed.delete(key);
@@ -269,6 +272,26 @@ export class ClusterCache {
     if (a === undefined) return false;
     this.assume(a);
     return true;
+  }
+
+  /** The node SITS assumed for a pod it placed, before the watch confirms the binding. */
+  assumedNode(podId: string): string | undefined {
+    return this.assumed.get(podId)?.node;
+  }
+
+  /** SITS decided to evict these pods: the queues stop counting them now, not when the watch reports the delete. */
+  markLeaving(podIds: readonly string[]): void {
+    for (const id of podIds) if (this.pods.has(id)) this.leavingPods.add(id);
+  }
+
+  /** An eviction that failed: the pod counts again. */
+  stayed(podId: string): void {
+    this.leavingPods.delete(podId);
+  }
+
+  /** Whether SITS is evicting the pod (it still holds its node's resources until it is gone). */
+  isLeaving(podId: string): boolean {
+    return this.leavingPods.has(podId);
   }
 
   /** Whether SITS assumed the pod and the watch has not confirmed it yet. */

@@ -21,6 +21,10 @@ export interface KubeEvictorOptions {
   readonly labelsOf?: (pod: string) => Readonly<Record<string, string>> | undefined;
   /** Between the announcement and the deletes (default 1 s, see gang-eviction.ts). */
   readonly announceMs?: number;
+  /** Told at once which pods are going, so the next cycle does not count them for their queue (or evict for them again). */
+  readonly leaving?: (podIds: readonly string[]) => void;
+  /** A pod whose delete failed: it stays and counts again. */
+  readonly stayed?: (podId: string) => void;
 }
 
 export class KubeEvictor implements Evictor {
@@ -33,6 +37,7 @@ export class KubeEvictor implements Evictor {
   ) {}
 
   evict(podIds: readonly string[], reason: string): void {
+    this.opts.leaving?.(podIds);
     // Victims of one TrainingJob attempt go together, after the announcement; others at once.
     const gangs = new Map<string, { ns: string; job: string; attempt: number; pods: string[] }>();
     for (const pod of podIds) {
@@ -80,6 +85,7 @@ export class KubeEvictor implements Evictor {
       this.stats.evicted++;
     } catch (e) {
       this.stats.errors++;
+      if ((e as { status?: number }).status !== 404) this.opts.stayed?.(pod);
       this.opts.log(`evict ${pod}: ${(e as Error).message}`);
     }
   }

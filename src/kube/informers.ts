@@ -49,13 +49,24 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
   });
   const groups = new Reflector<PodGroupObject>(client, `${API_PATH}/podgroups`, {
     add: (g) => (jobs.podGroups.set(objectKey(g), g), changed()),
-    update: (g) => (jobs.podGroups.set(objectKey(g), g), changed()),
+    // The scheduler writes PodGroup and Queue status itself (object-status.ts): only a spec change is news.
+    update: (g) => {
+      const spec = JSON.stringify(jobs.podGroups.get(objectKey(g))?.spec);
+      jobs.podGroups.set(objectKey(g), g);
+      if (JSON.stringify(g.spec) !== spec) changed();
+    },
     delete: (g) => (jobs.podGroups.delete(objectKey(g)), changed()),
     error: (e) => log(`podgroups watch: ${e.message}`),
   });
   const queues = new Reflector<QueueObject>(client, `${API_PATH}/queues`, {
     add: (q) => (jobs.queueObjs.set(objectKey(q), q), queuesChanged(), changed()),
-    update: (q) => (jobs.queueObjs.set(objectKey(q), q), queuesChanged(), changed()),
+    update: (q) => {
+      const spec = JSON.stringify(jobs.queueObjs.get(objectKey(q))?.spec);
+      jobs.queueObjs.set(objectKey(q), q);
+      if (JSON.stringify(q.spec) === spec) return;
+      queuesChanged();
+      changed();
+    },
     delete: (q) => (jobs.queueObjs.delete(objectKey(q)), queuesChanged(), changed()),
     error: (e) => log(`queues watch: ${e.message}`),
   });

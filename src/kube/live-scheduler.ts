@@ -40,6 +40,7 @@ import type { LiveMetricsView, LiveObserver } from './live-observer.ts';
 import { PodJobs, type GangShort, type JobsView } from './pod-jobs.ts';
 import type { PendingPod } from './cluster-cache.ts';
 import { queueFromObject, runningJobs } from './queues.ts';
+import { ObjectStatusWriter } from './object-status.ts';
 import { KubeStatusWriter } from './status-writer.ts';
 import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
 
@@ -72,6 +73,8 @@ export interface LiveOptions {
   readonly log?: (msg: string) => void;
   /** Wall clock (default Date.now). */
   readonly clock?: Clock;
+  /** How often Queue and PodGroup status is written at most (default 5 s). */
+  readonly statusIntervalMs?: number;
   /** Randomness for the scheduler and its forward runs (default seeded: the same choices on every run). */
   readonly rng?: (purpose: 'scheduler' | 'forward-run') => Rng;
   /** Test seam of the binder (see KubeBinderOptions.afterGangMemberBound). */
@@ -154,6 +157,10 @@ export class LiveScheduler {
   /** The last cycle's view and the jobs it started (every profile's), for `metricsView()`. */
   private lastView: JobsView | undefined;
   private lastStarted = new Set<string>();
+  /** Jobs holding a reservation after the last cycle, per profile (for the Queue status). */
+  private lastReserving = new Map<string, ReadonlySet<string>>();
+  /** Queue and PodGroup status (kubectl's columns), written in the background at most every few seconds. */
+  readonly objectStatus: ObjectStatusWriter;
   /** Called after every watch event and every loop turn that cycled; for the dashboard's live view (reads only). */
   onChange: (() => void) | undefined;
   private readonly schedulerName: string;
@@ -183,12 +190,19 @@ export class LiveScheduler {
     this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }), instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
     this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
-    this.evictor = new KubeEvictor(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels });
+    this.evictor = new KubeEvictor(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels, leaving: (pods) => this.cache.markLeaving(pods), stayed: (pod) => this.cache.stayed(pod) });
     this.checkpointAware = opts.checkpointAware === true;
     this.defragmenter = new Defragmenter(client, { log: this.log, clock: this.clock, ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }), ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }) });
     this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));
     this.laneByName = new Map(this.lanes.map((l) => [l.schedulerName, l]));
     this.queue = (this.lanes[0] as Lane).queue;
+    this.objectStatus = new ObjectStatusWriter(client, {
+      view: () => this.metricsView(),
+      reserving: () => new Set([...this.lastReserving.values()].flatMap((s) => [...s])),
+      queues: () => this.jobs.queueObjs.values(),
+      podGroups: () => this.jobs.podGroups.values(),
+      pods: () => this.cache.allPods(),
+    }, { log: this.log, ...(opts.statusIntervalMs === undefined ? {} : { intervalMs: opts.statusIntervalMs }) });
   }
 
   get stats(): { preemptions: number; cycles: number; bound: number; bindErrors: number; failedAttempts: number; gangsBound: number; rollbacks: number; recoveries: number } {
@@ -255,7 +269,7 @@ export class LiveScheduler {
   /** What the metrics read at scrape time; reads the cache, changes nothing (O(pods) for the running jobs). */
   metricsView(): LiveMetricsView {
     const state = this.cache.state();
-    const running = runningJobs(this.cache.allPods(), this.schedulerName, this.jobs.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
+    const running = runningJobs(this.cache.allPods(), this.schedulerName, this.jobs.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model, this.jobs.inFlight(this.clock.nowMs()));
     const v = this.lastView;
     // The Queue objects as watched now (the last view's may predate a new queue: its series show before its first job).
     const queues = new Map([...this.jobs.queueObjs.values()].map((o) => queueFromObject(o)).map((q) => [q.name, q]));
@@ -313,6 +327,7 @@ export class LiveScheduler {
         this.binder.tick();
         this.cycle();
         this.defragmenter.tick();
+        this.objectStatus.tick(this.clock.nowMs());
         this.onChange?.();
       } catch (e) {
         this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
@@ -385,6 +400,7 @@ export class LiveScheduler {
       for (let i = 0; i < failed; i++) this.onAttempt(each, 'unschedulable');
     }
     this.observe(lane, res, view, nowMs);
+    this.lastReserving.set(lane.schedulerName, new Set(res.reservations.map((r) => r.jobId)));
     lane.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
   }
 

@@ -21,12 +21,14 @@ import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { podFromK8s } from './labels.ts';
 import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import { SpreadOwners } from './spread-owners.ts';
-import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type QueueObject } from './queues.ts';
+import { DEFAULT_COOLDOWN_SECONDS, givenRuntimeMs, jobOfPod, queueFromObject, runningJobs, type InFlightView, type QueueObject } from './queues.ts';
 import { LiveRuntimes, requeueVictim } from './runtime-learning.ts';
 
 export interface PodGroupObject {
   metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string };
   spec?: { minMember?: number; topology?: { required?: string; preferred?: string }; queue?: string; priorityClassName?: string };
+  /** Written by the scheduler (object-status.ts); read only to skip unchanged writes. */
+  status?: unknown;
 }
 
 /** A gang whose pods do not all exist yet: not a job until they do. */
@@ -76,6 +78,11 @@ export class PodJobs {
   ) {}
 
   readonly groupQueue = (group: string): string | undefined => this.podGroups.get(group)?.spec?.queue;
+
+  /** The scheduler's own decisions the watch has not reported yet, as the queues must count them (`runningJobs`). */
+  inFlight(nowMs: number): InFlightView {
+    return { nowMs, assumedNode: (k) => this.cache.assumedNode(k), leaving: (k) => this.cache.isLeaving(k) };
+  }
 
   /** Follows the runs of the jobs SITS bound, for learned runtimes (`LiveRuntimes`). */
   learn(p: V1Pod, deleted = false): void {
@@ -182,7 +189,7 @@ export class PodJobs {
     let running: Map<string, RunningJob> | undefined;
     const runningNow = (): Map<string, RunningJob> => {
       if (running === undefined) {
-        const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model);
+        const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model, this.inFlight(nowMs));
         running = this.runningOverlay(this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, nowMs));
       }
       return running;

@@ -62,4 +62,20 @@ describe('running gangs as core jobs', () => {
     expect(read(`Migration/${at}`).get('gang:ml/train')?.checkpointFailedMs).toBeUndefined();
     expect(read(undefined).get('gang:ml/train')?.checkpointFailedMs).toBeUndefined();
   });
+
+  it('counts the scheduler\'s own decisions before the watch reports them: evicted pods leave their queue, a placed preemptor joins its own', () => {
+    const pod = (name: string, group: string, node: string | undefined, extra: Partial<V1Pod['metadata']> = {}): V1Pod => ({
+      metadata: { name, namespace: 'ml', labels: { [LABEL.podGroup]: group }, creationTimestamp: new Date(1000), ...extra },
+      spec: { schedulerName: 'sits-scheduler', ...(node === undefined ? {} : { nodeName: node }), containers: [{ name: 'c', resources: { requests: { 'nvidia.com/gpu': '1' } } }] },
+    });
+    const pods = [pod('victim-0', 'victim', 'n0'), pod('gone-0', 'gone', 'n0', { deletionTimestamp: new Date(2000) }), pod('pre-0', 'pre', undefined), pod('waiting-0', 'waiting', undefined), pod('planned-0', 'planned', undefined, { annotations: { [ANNOTATION.planId]: 'p1', [ANNOTATION.assignedNode]: 'n1' } })];
+    const queueOf = (g: string): string => (g.endsWith('pre') ? 'light' : 'heavy');
+    // Without the view: what the watch shows (the victim still runs, the preemptor not yet; a written plan counts).
+    expect([...runningJobs(pods, 'sits-scheduler', queueOf, 3_600_000).keys()].sort()).toEqual(['gang:ml/planned', 'gang:ml/victim']);
+    const view = { nowMs: 50_000, assumedNode: (k: string) => (k === 'ml/pre-0' ? 'n0' : undefined), leaving: (k: string) => k === 'ml/victim-0' };
+    const jobs = runningJobs(pods, 'sits-scheduler', queueOf, 3_600_000, (n) => (n === 'n0' ? 'A800' : undefined), view);
+    expect([...jobs.keys()].sort()).toEqual(['gang:ml/planned', 'gang:ml/pre']);
+    // The preemptor starts now (its full cooldown ahead), on the node it was placed on.
+    expect(jobs.get('gang:ml/pre')).toMatchObject({ queue: 'light', startMs: 50_000, gpuModel: 'A800', resources: { gpuMilli: 1000 } });
+  });
 });

@@ -25,6 +25,8 @@ export interface QueueObject {
     namespaces?: string[];
     preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number; checkpointGraceSeconds?: number; defragmentByMigration?: boolean };
   };
+  /** Written by the scheduler (object-status.ts); read only to skip unchanged writes. */
+  status?: unknown;
 }
 
 // Queue quotas may be fractional GPUs ("0.5"): GPUs are counted in thousandths here, rounded up like CPU.
@@ -119,13 +121,39 @@ export function givenRuntimeMs(p: V1Pod | undefined): number | undefined {
 }
 
 /**
- * Running jobs of our scheduler: bound pods grouped by pod group (or alone), with the queue of their group,
- * their total requests, and the preemption hints their annotations carry.
+ * What the scheduler knows of its own decisions before the watch reports them: the node it assumed for a pod it
+ * placed (bound or waiting for its victims to leave), and the pods it is evicting.
  */
-export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number, nodeModel: (node: string) => string | undefined = () => undefined): Map<string, RunningJob> {
+export interface InFlightView {
+  readonly nowMs: number;
+  readonly assumedNode: (podId: string) => string | undefined;
+  readonly leaving: (podId: string) => boolean;
+}
+
+/** Where a pod holds resources for the queues' usage: bound, or placed by a committed plan; undefined if neither. */
+function usageNode(p: V1Pod, view: InFlightView | undefined): string | undefined {
+  const bound = p.spec?.nodeName ?? '';
+  if (bound !== '') return bound;
+  const a = p.metadata?.annotations;
+  return view?.assumedNode(podKey(p)) ?? (a?.[ANNOTATION.planId] !== undefined ? a[ANNOTATION.assignedNode] : undefined);
+}
+
+/**
+ * Running jobs of our scheduler, as the queue cycle must count them: pods grouped by pod group (or alone), with
+ * the queue of their group, their total requests, and the preemption hints their annotations carry.
+ * The cycle's view is the cluster after the moves already decided, as in the simulator where an eviction and the
+ * preemptor's start are one step: a pod being evicted or deleted no longer counts for its queue, and a pod placed
+ * by a committed plan counts from then on (with `view.nowMs` as its start, so it has the full cooldown) though it
+ * binds only once its victims are gone and the watch reports both later still. Counting neither (issue 32), each
+ * cycle in between reclaimed again for the same share: a queue evicted a whole cluster for one share's worth of
+ * jobs, and the other queue then took it all back.
+ */
+export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number, nodeModel: (node: string) => string | undefined = () => undefined, view?: InFlightView): Map<string, RunningJob> {
   const groups = new Map<string, V1Pod[]>();
   for (const p of pods) {
-    if (p.spec === undefined || !isOurs(schedulerName, p.spec.schedulerName) || (p.spec.nodeName ?? '') === '' || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    if (p.spec === undefined || !isOurs(schedulerName, p.spec.schedulerName) || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    if ((p.metadata?.deletionTimestamp ?? undefined) !== undefined || view?.leaving(podKey(p)) === true) continue;
+    if (usageNode(p, view) === undefined) continue;
     const { id } = jobOfPod(p, groupQueue);
     groups.set(id, [...(groups.get(id) ?? []), p]);
   }
@@ -144,7 +172,8 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
       const spec = podFromK8s(p);
       if (spec.ok) res = { gpuMilli: res.gpuMilli + spec.value.request.gpuCount * spec.value.request.gpuMilli, cpuMilli: res.cpuMilli + spec.value.request.cpuMilli, memoryMiB: res.memoryMiB + spec.value.request.memoryMiB };
       priority = Math.max(priority, p.spec?.priority ?? 0);
-      start = Math.min(start, time(p.status?.startTime?.toString()) ?? time(p.metadata?.creationTimestamp?.toString()) ?? 0);
+      const planned = (p.spec?.nodeName ?? '') === '' ? view?.nowMs : undefined;
+      start = Math.min(start, planned ?? time(p.status?.startTime?.toString()) ?? time(p.metadata?.creationTimestamp?.toString()) ?? 0);
       const ann = p.metadata?.annotations ?? {};
       const c = time(ann[ANNOTATION.criticalUntil]);
       if (c !== undefined) critical = Math.max(critical ?? 0, c);
@@ -161,7 +190,7 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
     const { queue } = jobOfPod(first, groupQueue);
     const runtime = givenRuntimeMs(first);
     // The GPU model its pods run on, for per-model quotas (a gang's members share one model in practice).
-    const model = res.gpuMilli > 0 ? nodeModel(first.spec?.nodeName ?? '') : undefined;
+    const model = res.gpuMilli > 0 ? nodeModel(usageNode(first, view) ?? '') : undefined;
     out.set(id, {
       id,
       queue,
