@@ -308,6 +308,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
           { verb: 'create', resource: 'subjectaccessreviews', group: 'authorization.k8s.io' },
         ],
         denied: [
+          // No pod patch or update (ADR 0175): what it records goes through pods/binding and pods/status, as kube-scheduler.
+          { verb: 'patch', resource: 'pods', namespace: 'team-a' },
+          { verb: 'update', resource: 'pods', namespace: 'team-a' },
           // What only the controllers do: the point of the split.
           { verb: 'create', resource: 'pods', namespace: 'team-a' },
           { verb: 'create', resource: 'services', namespace: 'team-a' },
@@ -392,6 +395,13 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const refused = await sa.post('/api/v1/namespaces/rbac-split/pods', testPod('rbac-split', 'not-by-the-scheduler')).catch((e: unknown) => e);
       expect(refused).toBeInstanceOf(KubeApiError);
       expect((refused as KubeApiError).status).toBe(403);
+      // Nor change a pod's spec or labels (an image, a toleration, a label a Service or NetworkPolicy selects):
+      // a pod patch is refused; a pods/status patch cannot reach the spec (scheduler-writes.e2e.test.ts).
+      // (Another scheduler's pod: the live scheduler running beside this test must not bind it and skew its metrics.)
+      await createPods(admin, [testPod('rbac-split', 'victim', { schedulerName: 'default-scheduler' })]);
+      const patched = await sa.mergePatch('/api/v1/namespaces/rbac-split/pods/victim', { metadata: { labels: { role: 'db' } }, spec: { activeDeadlineSeconds: 1 } }).catch((e: unknown) => e);
+      expect(patched).toBeInstanceOf(KubeApiError);
+      expect((patched as KubeApiError).status).toBe(403);
     });
 
     it('runs the live scheduler: leads through the Lease, binds pods and a gang, writes events and status; reading secrets is forbidden', async () => {

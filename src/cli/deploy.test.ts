@@ -46,6 +46,23 @@ describe('sits deploy', () => {
     expect(parseYaml(readFileSync(join(out, 'helm/sits/values.yaml'), 'utf8'))).toMatchObject({ replicas: 3, image: { tag: '1.2.3', pullPolicy: 'IfNotPresent' } });
   });
 
+  it('--out writes the RBAC audit table for the values given (rbac.md, rbac.json; ADR 0175)', async () => {
+    const values = join(tmp, 'rbac-values.yaml');
+    writeFileSync(values, 'activator: {enabled: true}\ncontrollers: {quarantineGpus: true}\n');
+    const out = join(tmp, 'rbac');
+    expect((await sits(['deploy', '--out', out, '--values', values])).code).toBe(0);
+    const table = JSON.parse(readFileSync(join(out, 'rbac.json'), 'utf8')) as { roles: { kind: string; name: string; enabled: boolean; rules: { resources?: string[]; verbs: string[]; when?: string; why: string }[] }[] };
+    expect(table.roles.find((r) => r.kind === 'ClusterRole' && r.name === 'sits-activator')?.enabled).toBe(true);
+    expect(table.roles.find((r) => r.kind === 'ClusterRole' && r.name === 'sits-extender')?.enabled).toBe(false);
+    const quarantine = table.roles.find((r) => r.kind === 'ClusterRole' && r.name === 'sits-controllers')?.rules.find((x) => x.when === 'controllers.quarantineGpus');
+    expect(quarantine?.verbs).toEqual(['patch']);
+    expect(quarantine?.why).toMatch(/quarantine/);
+    const md = readFileSync(join(out, 'rbac.md'), 'utf8');
+    expect(md).toContain('## ClusterRole sits-scheduler');
+    expect(md).toContain('| `controllers.quarantineGpus` |');
+    expect(md).not.toContain('`controllers.quarantineGpus` (off)');
+  });
+
   it('names the bad value, exit code 2', async () => {
     const values = join(tmp, 'bad.yaml');
     writeFileSync(values, 'replicas: 2\nleaderElection: {enabled: false}\nmetrics: {port: 80}\n');

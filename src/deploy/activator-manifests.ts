@@ -6,7 +6,7 @@
  * serves (no leader): each holds its own requests and stamps the same annotation. The serving certificate comes
  * from a kubernetes.io/tls Secret (`activator.tlsSecret`, keys tls.crt and tls.key: e.g. cert-manager's).
  */
-import { ACTIVATOR_RULES, INFERENCE_CALLER_RULES, type PolicyRule } from './rbac.ts';
+import { ACTIVATOR_RULES, INFERENCE_CALLER_RULES, ruleYaml, type PolicyRule } from './rbac.ts';
 import { block, concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
@@ -23,8 +23,7 @@ export const ACTIVATOR_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kuber
 const TLS_DIR = '/etc/sits-activator/tls';
 const labels = (): Record<string, Node> => ({ ...ACTIVATOR_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
 const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
-const rules = (list: readonly PolicyRule[]): Node[] =>
-  list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
+const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 const A = 'activator.enabled';
 
 function activatorDeployment(): Doc {

@@ -202,7 +202,7 @@ describe('finding 4b: a SITS kind that makes pods needs the requester’s own ri
   const plural = (k: (typeof KIND_NAMES)[number]): string => KINDS[k].plural;
   const base = (k: (typeof KIND_NAMES)[number]): string => `/apis/${API_GROUP}/${API_VERSION}/namespaces/${NS}/${plural(k)}`;
   const manifest = (k: (typeof KIND_NAMES)[number], name: string): Record<string, unknown> => ({ ...structuredClone(EXAMPLES[k]), metadata: { name, namespace: NS } });
-  const workloadRule: PolicyRule = { apiGroups: [API_GROUP], resources: KIND_NAMES.map(plural), verbs: ['get', 'create', 'update', 'patch'] };
+  const workloadRule: PolicyRule = { apiGroups: [API_GROUP], resources: KIND_NAMES.map(plural), verbs: ['get', 'create', 'update', 'patch'], why: 'the test user creates the workload kinds' };
   let noPods: KubeClient;
   let withPods: KubeClient;
   let controllers: KubeClient;
@@ -215,7 +215,7 @@ describe('finding 4b: a SITS kind that makes pods needs the requester’s own ri
     expect(objects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     await createNs(admin, NS);
     const a = await serviceAccountClient(admin, plane, { namespace: NS, name: 'no-pods', rules: [workloadRule], namespaced: true });
-    const b = await serviceAccountClient(admin, plane, { namespace: NS, name: 'with-pods', rules: [workloadRule, { apiGroups: [''], resources: ['pods'], verbs: ['create'] }], namespaced: true });
+    const b = await serviceAccountClient(admin, plane, { namespace: NS, name: 'with-pods', rules: [workloadRule, { apiGroups: [''], resources: ['pods'], verbs: ['create'], why: 'the test user may create pods' }], namespaced: true });
     const c = await serviceAccountClient(admin, plane, { namespace: 'default', name: 'sits-controllers', rules: CONTROLLER_RULES });
     const d = await serviceAccountClient(admin, plane, { namespace: 'default', name: 'sits-scheduler', rules: SCHEDULER_RULES });
     [noPods, withPods, controllers, scheduler] = [a.client, b.client, c.client, d.client];

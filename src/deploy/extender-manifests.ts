@@ -7,7 +7,7 @@
  * become Ready). The serving certificate and the CA of kube-scheduler's client certificate come from a
  * kubernetes.io/tls Secret (`extender.tlsSecret`, keys tls.crt, tls.key, ca.crt: e.g. cert-manager's).
  */
-import { EXTENDER_CALLER_RULES, EXTENDER_RULES, LEASE_CREATE_RULE, type PolicyRule } from './rbac.ts';
+import { EXTENDER_CALLER_RULES, EXTENDER_RULES, LEASE_CREATE_RULE, LEASE_GET_UPDATE_RULE, nonResourceRuleYaml, ruleYaml, type PolicyRule } from './rbac.ts';
 import { block, concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
@@ -25,8 +25,7 @@ export const EXTENDER_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubern
 const TLS_DIR = '/etc/sits-extender/tls';
 const labels = (): Record<string, Node> => ({ ...EXTENDER_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
 const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
-const rules = (list: readonly PolicyRule[]): Node[] =>
-  list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
+const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 const sa = (): Node[] => [{ kind: 'ServiceAccount', name: EXTENDER_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }];
 const E = 'extender.enabled';
 
@@ -113,7 +112,7 @@ export function extenderDocs(): Doc[] {
         kind: 'Role',
         metadata: meta(EXTENDER_NAMES.role),
         // Its own Lease only: create cannot be limited by name, get/update are.
-        rules: [...rules([LEASE_CREATE_RULE]), { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [EXTENDER_NAMES.lease], verbs: ['get', 'update'] }],
+        rules: [...rules([LEASE_CREATE_RULE]), { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: [EXTENDER_NAMES.lease] }],
       },
     },
     {
@@ -121,7 +120,7 @@ export function extenderDocs(): Doc[] {
       when: E,
       body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: meta(EXTENDER_NAMES.role), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: EXTENDER_NAMES.role }, subjects: sa() },
     },
-    { file: 'extender-caller-clusterrole.yaml', when: E, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(EXTENDER_NAMES.callerRole, false), rules: EXTENDER_CALLER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) } },
+    { file: 'extender-caller-clusterrole.yaml', when: E, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(EXTENDER_NAMES.callerRole, false), rules: EXTENDER_CALLER_RULES.map(nonResourceRuleYaml) } },
     {
       file: 'extender-caller-clusterrolebinding.yaml',
       when: E,

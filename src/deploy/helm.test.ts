@@ -64,6 +64,21 @@ const VARIANTS: [string, Record<string, unknown>][] = [
     },
   ],
   ['the node agent with its device plugin', { nodeAgent: { enabled: true } }],
+  [
+    'every component, NetworkPolicies narrowed to a Prometheus, the control plane and an ingress',
+    {
+      activator: { enabled: true },
+      extender: { enabled: true },
+      nodeAgent: { enabled: true },
+      networkPolicy: {
+        metricsFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
+        webhookFrom: [{ ipBlock: { cidr: '10.0.0.0/24' } }],
+        extenderFrom: [{ ipBlock: { cidr: '10.0.0.0/24', except: ['10.0.0.128/25'] } }],
+        activatorFrom: [{ namespaceSelector: { matchExpressions: [{ key: 'ingress', operator: 'Exists' }] } }],
+      },
+    },
+  ],
+  ['no NetworkPolicies', { networkPolicy: { enabled: false } }],
   ['the activator, three replicas, a short hold and another Secret', { activator: { enabled: true, replicas: 3, port: 9443, holdTimeoutSeconds: 30, maxHeldPerService: 50, tlsSecret: 'act-tls' } }],
   ['the extender, three replicas, another Secret and caller', { extender: { enabled: true, replicas: 3, port: 9888, tlsSecret: 'my-tls', callers: [{ kind: 'Group', name: 'sits:schedulers', apiGroup: 'rbac.authorization.k8s.io' }] } }],
   [
@@ -168,7 +183,7 @@ describe('the Helm chart, by the real helm', () => {
     // ADR 0174: the workloads' pod-rights policy comes with the controllers; the node agent's names its account in its namespace.
     expect(kinds(single)).not.toContain('ValidatingAdmissionPolicy');
     expect(other.filter((o) => (o as Obj).kind.startsWith('ValidatingAdmissionPolicy')).map((o) => (o as Obj).metadata.name)).toEqual(['sits-workloads-need-pod-rights', 'sits-workloads-need-pod-rights']);
-    const agent = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS[5]?.[1])]);
+    const agent = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS.find(([name]) => name.startsWith('the node agent for labels only'))?.[1])]);
     const vap = agent.find((o) => (o as Obj).kind === 'ValidatingAdmissionPolicy' && (o as Obj).metadata.name === 'sits-node-agent-restriction') as unknown as { spec: { matchConditions: { expression: string }[] } };
     expect(vap.spec.matchConditions).toEqual([{ name: 'node-agent', expression: "request.userInfo.username == 'system:serviceaccount:gpu-agents:sits-node-agent'" }]);
   });

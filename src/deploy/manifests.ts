@@ -5,12 +5,13 @@
  * ServiceMonitor. Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { BATCH_WORKER_RULES, CONTROLLER_NODE_QUARANTINE_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { BATCH_WORKER_RULES, CONTROLLER_NODE_QUARANTINE_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, LEASE_GET_UPDATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, nonResourceRuleYaml, ruleYaml, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
 import { activatorDocs } from './activator-manifests.ts';
 import { extenderDocs } from './extender-manifests.ts';
+import { networkPolicyDocs } from './network-policy-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { spread } from './tree.ts';
@@ -50,8 +51,7 @@ const meta = (name: string, namespaced = true, selector: Record<string, string> 
   labels: labels(selector),
 });
 
-const rules = (list: readonly PolicyRule[]): Node[] =>
-  list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
+const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 
 const subjects = (sa: string = NAMES.serviceAccount): Node[] => [{ kind: 'ServiceAccount', name: sa, namespace: quoted(RELEASE_NAMESPACE) }];
 
@@ -112,7 +112,7 @@ const leaseRole = (): Doc => ({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'Role',
     metadata: meta(NAMES.leaseRole),
-    rules: [...rules([LEASE_CREATE_RULE]), { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: block('leaderElection.leaseNames'), verbs: ['get', 'update'] }],
+    rules: [...rules([LEASE_CREATE_RULE]), { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: block('leaderElection.leaseNames') }],
   },
 });
 
@@ -143,7 +143,7 @@ const controllersRbac = (): Doc[] => [
       kind: 'Role',
       metadata: meta(NAMES.controllersRole, true, CONTROLLERS_SELECTOR),
       // Their own Lease only: create cannot be limited by name, get/update are.
-      rules: [...rules([LEASE_CREATE_RULE]), { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [NAMES.controllersLease], verbs: ['get', 'update'] }],
+      rules: [...rules([LEASE_CREATE_RULE]), { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: [NAMES.controllersLease] }],
     },
   },
   {
@@ -451,12 +451,12 @@ export function rbacDocs(): Doc[] {
     // For scrapers: bind a Prometheus ServiceAccount to it (the secure port authorizes `get /metrics`).
     {
       file: 'clusterrole-metrics-reader.yaml',
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.metricsReaderRole, false), rules: METRICS_READER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) },
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.metricsReaderRole, false), rules: METRICS_READER_RULES.map(nonResourceRuleYaml) },
     },
     // For people and tools that open the dashboard (server/dashboard.ts): bind a user or group to it.
     {
       file: 'clusterrole-dashboard-viewer.yaml',
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.dashboardViewerRole, false), rules: DASHBOARD_VIEWER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) },
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.dashboardViewerRole, false), rules: DASHBOARD_VIEWER_RULES.map(nonResourceRuleYaml) },
     },
   ];
 }
@@ -475,5 +475,5 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), ...workloadPolicyDocs(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs()];
+  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), ...workloadPolicyDocs(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs(), ...networkPolicyDocs()];
 }

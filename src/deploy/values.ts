@@ -36,6 +36,27 @@ const Callers = (description: string) =>
     { minItems: 1, maxItems: 8, description },
   );
 
+/** NetworkPolicy `from` peers (networking.k8s.io/v1 NetworkPolicyPeer). */
+const Selector = Type.Object(
+  {
+    matchLabels: Type.Optional(Type.Record(Type.String(), Type.String())),
+    matchExpressions: Type.Optional(Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), operator: Type.Union([Type.Literal('In'), Type.Literal('NotIn'), Type.Literal('Exists'), Type.Literal('DoesNotExist')]), values: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }))),
+  },
+  { additionalProperties: false },
+);
+const Peers = (who: string) =>
+  Type.Array(
+    Type.Object(
+      {
+        podSelector: Type.Optional(Selector),
+        namespaceSelector: Type.Optional(Selector),
+        ipBlock: Type.Optional(Type.Object({ cidr: Type.String({ minLength: 1, pattern: '^[0-9a-fA-F:.]+/[0-9]{1,3}$' }), except: Type.Optional(Type.Array(Type.String({ pattern: '^[0-9a-fA-F:.]+/[0-9]{1,3}$' }))) }, { additionalProperties: false })),
+      },
+      { additionalProperties: false, minProperties: 1 },
+    ),
+    { maxItems: 32, description: `Who may reach ${who}: NetworkPolicy peers; [] any source.` },
+  );
+
 export const DeployValuesSchema = Type.Object(
   {
     image: Type.Object(
@@ -150,6 +171,20 @@ export const DeployValuesSchema = Type.Object(
           'The node side (`sits node-agent`, a DaemonSet in its own namespace, Pod Security "privileged" for the kubelet socket folder): GPU labels and topology annotations on each node, and, with devicePlugin, the nvidia.com/gpu device plugin that gives containers exactly the GPUs SITS chose. It replaces NVIDIA\'s device plugin: disable that one first (GPU operator: devicePlugin.enabled=false), or set devicePlugin false for labels only. runtimeClassName: the runtime that mounts nvidia-smi and the driver ("" for the default runtime).',
       },
     ),
+    networkPolicy: Type.Object(
+      {
+        enabled: Type.Boolean({ description: 'One NetworkPolicy per component: ingress only to its one listening port, from the peers below; the node agent gets none.' }),
+        metricsFrom: Peers('Prometheus and dashboard users to the scheduler\'s metrics port and the controllers\' health port (/metrics, the dashboard)'),
+        webhookFrom: Peers('the kube-apiserver to the admission webhook'),
+        extenderFrom: Peers('kube-scheduler to the extender'),
+        activatorFrom: Peers('users and ingress controllers to the activator'),
+      },
+      {
+        additionalProperties: false,
+        description:
+          'NetworkPolicies (ADR 0175). Each list is NetworkPolicy `from` peers (podSelector, namespaceSelector, ipBlock); [] allows any source, as every listener authenticates its callers (TLS and TokenReview or client certificates) — narrow them to your Prometheus, apiserver and ingress. Kubelet probes and port-forward are not pod traffic and need no entry in most network plugins. Egress is not restricted: the apiserver\'s address is not known to the chart.',
+      },
+    ),
   },
   { additionalProperties: false },
 );
@@ -234,6 +269,8 @@ export const DEFAULT_VALUES: DeployValues = {
     tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
     resources: { requests: { cpu: '20m', memory: '96Mi' }, limits: { memory: '256Mi' } },
   },
+  // On: nothing that works stops working (every listener's port stays open to any source until narrowed), every other port closes.
+  networkPolicy: { enabled: true, metricsFrom: [], webhookFrom: [], extenderFrom: [], activatorFrom: [] },
 };
 
 export type ValuesResult = { ok: true; value: DeployValues } | { ok: false; errors: string[] };

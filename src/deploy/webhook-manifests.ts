@@ -5,7 +5,7 @@
  * certificate in a Secret and writes the caBundle into both configurations itself (no cert-manager needed).
  */
 import { NAMESPACE_OPT_IN } from '../api/wire.ts';
-import { WEBHOOK_CALLER_RULES, WEBHOOK_RULES, WEBHOOK_SECRET_CREATE_RULE, type PolicyRule } from './rbac.ts';
+import { nonResourceRuleYaml, ruleYaml, WEBHOOK_CALLER_RULES, WEBHOOK_RULES, WEBHOOK_SECRET_CREATE_RULE, WEBHOOK_SECRET_GET_UPDATE_RULE, type PolicyRule } from './rbac.ts';
 import { block, concat, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
@@ -26,8 +26,7 @@ export const WEBHOOK_NAMES = {
 export const WEBHOOK_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'webhook' } as const;
 const labels = (): Record<string, Node> => ({ ...WEBHOOK_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
 const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
-const rules = (list: readonly PolicyRule[]): Node[] =>
-  list.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
+const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 const sa = (): Node[] => [{ kind: 'ServiceAccount', name: WEBHOOK_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }];
 const W = 'webhook.enabled';
 
@@ -183,7 +182,7 @@ export function webhookDocs(): Doc[] {
         kind: 'Role',
         metadata: meta(WEBHOOK_NAMES.role),
         // Its own certificate Secret only: create cannot be limited by name, get/update are.
-        rules: [...rules([WEBHOOK_SECRET_CREATE_RULE]), { apiGroups: [''], resources: ['secrets'], resourceNames: [WEBHOOK_NAMES.secret], verbs: ['get', 'update'] }],
+        rules: [...rules([WEBHOOK_SECRET_CREATE_RULE]), { ...ruleYaml(WEBHOOK_SECRET_GET_UPDATE_RULE), resourceNames: [WEBHOOK_NAMES.secret] }],
       },
     },
     {
@@ -192,7 +191,7 @@ export function webhookDocs(): Doc[] {
       body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: meta(WEBHOOK_NAMES.role), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: WEBHOOK_NAMES.role }, subjects: sa() },
     },
     // Who may call /validate and /mutate: the apiserver's admission identity (its AdmissionConfiguration kubeconfig).
-    { file: 'webhook-caller-clusterrole.yaml', when: W, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(WEBHOOK_NAMES.callerRole, false), rules: WEBHOOK_CALLER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) } },
+    { file: 'webhook-caller-clusterrole.yaml', when: W, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(WEBHOOK_NAMES.callerRole, false), rules: WEBHOOK_CALLER_RULES.map(nonResourceRuleYaml) } },
     {
       file: 'webhook-caller-clusterrolebinding.yaml',
       when: W,

@@ -14,7 +14,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
 import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { isStatus, type KubeClient } from './client.ts';
-import { InFlight, podPath, splitKey } from './in-flight.ts';
+import { InFlight, podPath, podStatusPath, splitKey } from './in-flight.ts';
 import type { ClusterCache } from './cluster-cache.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import { parseGpuIndices, podKey } from './labels.ts';
@@ -167,14 +167,14 @@ export class KubeBinder implements Binder {
   private async bindGang(name: string, plan: readonly BindRequest[]): Promise<void> {
     const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
     const annotate = plan.map((r) =>
-      this.client.mergePatch(podPath(r.podId), {
+      this.client.mergePatch(podStatusPath(r.podId), {
         metadata: { annotations: { [ANNOTATION.assignedNode]: r.node, [ANNOTATION.gpuIndices]: r.gpus.join(','), [ANNOTATION.planId]: planId, [ANNOTATION.planSize]: String(plan.length) } },
       }),
     );
     const results = await Promise.allSettled(annotate);
     if (results.some((x) => x.status === 'rejected')) {
       this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
-      await Promise.allSettled(plan.map((r) => this.client.mergePatch(podPath(r.podId), { metadata: { annotations: planCleared() } })));
+      await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
       for (const r of plan) this.cache.forget(r.podId);
       this.opts.requeued?.();
       this.stats.rollbacks++;
@@ -257,12 +257,14 @@ export class KubeBinder implements Binder {
     this.stats.rollbacks++;
     this.opts.log(`plan ${planId}: rolling back ${bound.length} bound members`);
     await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
-    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podPath(podKey(p)), { metadata: { annotations: planCleared() } })));
+    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })));
     for (const p of unbound) this.cache.forget(podKey(p));
     this.opts.requeued?.();
   }
 }
 
+// The plan is metadata written through pods/status (a merge patch there writes annotations, never the spec; ADR
+// 0175): the scheduler holds kube-scheduler's pods/status patch and no pods patch.
 function planCleared(): Record<string, null> {
   return { [ANNOTATION.assignedNode]: null, [ANNOTATION.planId]: null, [ANNOTATION.planSize]: null };
 }

@@ -17,7 +17,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, API_PATH, LABEL } from '../api/wire.ts';
 import type { RunningJob } from '../core/actions/jobs.ts';
 import type { KubeClient } from './client.ts';
-import { InFlight, podPath, splitKey } from './in-flight.ts';
+import { InFlight, podStatusPath, splitKey } from './in-flight.ts';
 import { checkpointRequestedOf } from './queues.ts';
 
 export class KubeCheckpointRequester {
@@ -42,7 +42,8 @@ export class KubeCheckpointRequester {
     const jobs = new Set<string>();
     for (const pod of podIds) {
       this.unseen.set(pod, atMs);
-      this.inFlight.track(this.patch(podPath(pod), patch, `pod ${pod}`));
+      // Through pods/status (ADR 0175: the scheduler may not patch pods; a merge patch there writes the annotation).
+      this.inFlight.track(this.patch(podStatusPath(pod), patch, `pod ${pod}`));
       const job = this.opts.pod(pod)?.metadata?.labels?.[LABEL.trainingJob];
       if (job !== undefined) jobs.add(`${splitKey(pod)[0]}/${job}`);
     }

@@ -31,3 +31,11 @@ export function podPath(key: string): string {
   const [ns, name] = splitKey(key);
   return `/api/v1/namespaces/${ns}/pods/${name}`;
 }
+
+/**
+ * The pod's status subresource: where the scheduler writes what it records on a pod (conditions, and annotations
+ * by merge patch: the apiserver keeps the spec), as kube-scheduler holds pods/status patch and no pods patch.
+ */
+export function podStatusPath(key: string): string {
+  return `${podPath(key)}/status`;
+}

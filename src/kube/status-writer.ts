@@ -12,7 +12,7 @@ import type { StatusWriter } from '../core/ports.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeApiError, type KubeClient } from './client.ts';
 import type { ClusterCache } from './cluster-cache.ts';
-import { InFlight, podPath } from './in-flight.ts';
+import { InFlight, podPath, podStatusPath } from './in-flight.ts';
 import { ANNOTATION } from '../api/wire.ts';
 
 export class KubeStatusWriter implements StatusWriter {
@@ -61,7 +61,8 @@ export class KubeStatusWriter implements StatusWriter {
       if (pod === undefined) continue;
       const prev = Date.parse(pod.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
       if (Number.isFinite(prev) && Math.abs(prev - atMs) < 60_000) continue;
-      this.track(this.client.mergePatch(podPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }), `expected-start ${id}`);
+      // Through pods/status, as the condition (ADR 0175: the scheduler may not patch pods).
+      this.track(this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }), `expected-start ${id}`);
     }
   }
 

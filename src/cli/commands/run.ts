@@ -53,7 +53,7 @@ export function registerRun(program: Command): void {
     .option('--tls-private-key-file <file>', 'key of --tls-cert-file (both re-read when they change)')
     .option('--api-audiences <list>', API_AUDIENCES_HELP)
     .option('--client-ca-file <file>', 'CA of client certificates accepted from scrapers (else bearer tokens, checked by TokenReview)')
-    .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads')
+    .option('--controllers', 'also run the workload controllers (TrainingJob); they act only while this replica leads. A development mode (sits dev, one process): scheduler and controllers then share one identity, which needs both roles; installs run `sits controllers` under its own ServiceAccount (docs/rbac.md)')
     .option('--no-controllers', 'run the scheduler only (the default)')
     .option('--gpu-lending', 'with --controllers: an InferenceService replica that finds no free GPU borrows whole workers of an elastic TrainingJob, given back after a cooldown (ADR 0131)')
     .option('--serving-loop', 'with --controllers: also load the LoRA adapters of every InferenceService on its replicas and run the SITS token autoscaler (writes /scale unless autoscaling.mode is external)')

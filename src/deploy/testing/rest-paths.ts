@@ -20,6 +20,7 @@ const RESOURCES: Readonly<Record<string, { readonly plural: string; readonly nam
   ValidatingAdmissionPolicy: { plural: 'validatingadmissionpolicies', namespaced: false },
   ValidatingAdmissionPolicyBinding: { plural: 'validatingadmissionpolicybindings', namespaced: false },
   ServiceMonitor: { plural: 'servicemonitors', namespaced: true },
+  NetworkPolicy: { plural: 'networkpolicies', namespaced: true },
 };
 
 /** `/api/v1/namespaces/NS/services/NAME`, `/apis/GROUP/VERSION/…`; a namespaced object without one is in `defaultNamespace`. */
