@@ -1,6 +1,6 @@
 // The chart's ValidatingAdmissionPolicies (ADR 0174) on a real kube-apiserver with RBAC, installed exactly as
 // the generated manifests hold them (helm.test.ts checks `helm template` renders the same): the attacks of
-// docs/security.md findings 3 and 4b are performed and must be refused; what SITS itself does must pass.
+// docs/security.md findings 3, 4a (the webhook's Secret) and 4b are performed and must be refused; what SITS itself does must pass.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,7 +18,8 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, testPod } from '../harness/e2e-kit.ts';
 import { applyCrdObjects } from '../harness/upstream-crds.ts';
 import { KubeApiError, KubeClient } from '../kube/client.ts';
-import { CONTROLLER_RULES, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { CONTROLLER_RULES, SCHEDULER_RULES, WEBHOOK_SECRET_CREATE_RULE, WEBHOOK_SECRET_GET_UPDATE_RULE, type PolicyRule } from './rbac.ts';
+import { WEBHOOK_NAMES } from './webhook-manifests.ts';
 import { NODE_AGENT_ANNOTATIONS, NODE_AGENT_LABELS, NODE_NAME_EXTRA, POLICY_NAMES } from './admission-policies.ts';
 import { plainObjects } from './bundle.ts';
 import { resolveValues } from './values.ts';
@@ -253,5 +254,37 @@ describe('finding 4b: a SITS kind that makes pods needs the requester’s own ri
     await controllers.mergePatch(`${base('TrainingJob')}/mine`, { spec: { replicas: 2 } });
     await scheduler.mergePatch(`${base('TrainingJob')}/mine`, { metadata: { annotations: { [ANNOTATION.requestCheckpoint]: 'Preemption/1' } } });
     expect((await admin.get<{ spec: { replicas: number } }>(`${base('TrainingJob')}/mine`)).spec.replicas).toBe(2);
+  });
+});
+
+describe('finding 4a: the webhook may create only its own serving-certificate Secret (RBAC cannot limit create by name)', () => {
+  const NS = 'sits-system';
+  let webhook: KubeClient;
+  const secret = (name: string, type: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, ...extra }, type });
+  const tls = { data: { 'tls.crt': Buffer.from('crt').toString('base64'), 'tls.key': Buffer.from('key').toString('base64') } };
+
+  beforeAll(async () => {
+    await createNs(admin, NS).catch(() => undefined);
+    const objects = await installFromChart({}, (o) => o.metadata.name === POLICY_NAMES.webhookSecret);
+    expect(objects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    // The webhook's own account with exactly its Secret rules (the Role the chart gives it in its namespace).
+    const a = await serviceAccountClient(admin, plane, { namespace: NS, name: WEBHOOK_NAMES.serviceAccount, rules: [WEBHOOK_SECRET_CREATE_RULE, { ...WEBHOOK_SECRET_GET_UPDATE_RULE, resourceNames: [WEBHOOK_NAMES.secret] }], namespaced: true });
+    webhook = a.client;
+    clients.push(webhook);
+    await untilLive(() => webhook.post(`/api/v1/namespaces/${NS}/secrets`, secret('probe', 'Opaque'), { dryRun: 'All' }));
+  });
+
+  it('refuses another name, and a service-account-token Secret under its own name; allows its TLS Secret', async () => {
+    const path = `/api/v1/namespaces/${NS}/secrets`;
+    // A token Secret for the controllers' account would hand the webhook their rights.
+    const steal = secret('stolen', 'kubernetes.io/service-account-token', { annotations: { 'kubernetes.io/service-account.name': 'sits-controllers' } });
+    expect(await refused(webhook.post(path, steal))).toContain('may write only its serving-certificate Secret sits-webhook-tls');
+    expect(await refused(webhook.post(path, secret(WEBHOOK_NAMES.secret, 'kubernetes.io/service-account-token', { annotations: { 'kubernetes.io/service-account.name': 'sits-controllers' } })))).toContain('of type kubernetes.io/service-account-token');
+    expect(await refused(webhook.post(path, { ...secret('other-tls', 'kubernetes.io/tls'), ...tls }))).toContain('not other-tls');
+    expect((await admin.get<{ items: { metadata: { name: string } }[] }>(path)).items.map((s) => s.metadata.name)).not.toEqual(expect.arrayContaining(['stolen', 'other-tls']));
+    // What the webhook does (src/webhook/cert-rotation.ts): its own TLS Secret, created and renewed.
+    await webhook.post(path, { ...secret(WEBHOOK_NAMES.secret, 'kubernetes.io/tls'), ...tls });
+    const mine = await webhook.get<Record<string, unknown>>(`${path}/${WEBHOOK_NAMES.secret}`);
+    await webhook.request('PUT', `${path}/${WEBHOOK_NAMES.secret}`, { body: { ...mine, data: { 'tls.crt': Buffer.from('crt2').toString('base64'), 'tls.key': Buffer.from('key2').toString('base64') } } });
   });
 });

@@ -15,15 +15,21 @@ const objects = (over: Record<string, unknown>): Policy[] => {
 
 describe('the chart’s admission policies (ADR 0174)', () => {
   it('the workloads’ policy comes with the controllers, denies (not audits) and fails closed; the node agent’s with the node agent', () => {
-    const byDefault = objects({});
+    const byDefault = objects({ webhook: { enabled: false } });
     expect(byDefault.map((o) => [o.kind, o.metadata.name])).toEqual([
       ['ValidatingAdmissionPolicy', POLICY_NAMES.workloads],
       ['ValidatingAdmissionPolicyBinding', POLICY_NAMES.workloads],
     ]);
     expect(byDefault[0]?.spec.failurePolicy).toBe('Fail');
     expect(byDefault[1]?.spec).toEqual({ policyName: POLICY_NAMES.workloads, validationActions: ['Deny'] });
-    expect(objects({ controllers: { enabled: false } })).toEqual([]);
-    const agent = objects({ controllers: { enabled: false }, nodeAgent: { enabled: true, namespace: 'gpu-agents' } });
+    expect(objects({ controllers: { enabled: false }, webhook: { enabled: false } })).toEqual([]);
+    // The webhook's Secret policy comes with the webhook (on by default), for its account in the release namespace.
+    const hook = objects({ controllers: { enabled: false } });
+    expect(hook.map((o) => [o.kind, o.metadata.name])).toEqual([['ValidatingAdmissionPolicy', POLICY_NAMES.webhookSecret], ['ValidatingAdmissionPolicyBinding', POLICY_NAMES.webhookSecret]]);
+    expect(hook[0]?.spec.failurePolicy).toBe('Fail');
+    expect(hook[0]?.spec.matchConditions?.[0]?.expression).toBe("request.userInfo.username == 'system:serviceaccount:sits-system:sits-webhook'");
+    expect(hook[1]?.spec.validationActions).toEqual(['Deny']);
+    const agent = objects({ controllers: { enabled: false }, webhook: { enabled: false }, nodeAgent: { enabled: true, namespace: 'gpu-agents' } });
     expect(agent.map((o) => o.metadata.name)).toEqual([POLICY_NAMES.nodeAgent, POLICY_NAMES.nodeAgent]);
     expect(agent[0]?.spec.failurePolicy).toBe('Fail');
     expect(agent[0]?.spec.matchConditions?.[0]?.expression).toBe("request.userInfo.username == 'system:serviceaccount:gpu-agents:sits-node-agent'");

@@ -9,13 +9,17 @@
  * - sits-workloads-need-pod-rights (controllers.enabled): the controllers turn a TrainingJob, InferenceService,
  *   BatchInferenceJob or DataPipeline spec into pods with their own rights; creating one, or changing its spec,
  *   needs the requesting user's own right to create pods in that namespace.
+ * - sits-webhook-secret (webhook.enabled): RBAC cannot limit `create` by name, so the webhook's Role may create any
+ *   Secret in its namespace; the apiserver holds it to its one serving-certificate Secret, of type kubernetes.io/tls
+ *   (a service-account-token Secret under that name would hand it another ServiceAccount's token).
  */
 import { API_GROUP, ANNOTATION, MANAGED_NODE_ANNOTATIONS, MANAGED_NODE_LABELS } from '../api/wire.ts';
-import { concat, quoted, raw, type Doc, type Node } from './tree.ts';
+import { concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 
 export const POLICY_NAMES = {
   nodeAgent: 'sits-node-agent-restriction',
   workloads: 'sits-workloads-need-pod-rights',
+  webhookSecret: 'sits-webhook-secret',
 } as const;
 
 /** The extra the apiserver sets on a token bound to a pod on a node (KEP-4193, GA in 1.32). */
@@ -164,4 +168,33 @@ export function nodeAgentPolicyDocs(serviceAccount: string): Doc[] {
 
 export function workloadPolicyDocs(): Doc[] {
   return [workloadsPolicy(), binding('admissionpolicybinding-workloads.yaml', 'controllers.enabled', POLICY_NAMES.workloads, 'controllers')];
+}
+
+function webhookSecretPolicy(serviceAccount: string, secret: string): Doc {
+  return {
+    file: 'admissionpolicy-webhook-secret.yaml',
+    when: 'webhook.enabled',
+    body: {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: POLICY_NAMES.webhookSecret, labels: policyLabels('webhook') },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['secrets'] }] },
+        matchConditions: [{ name: 'webhook', expression: concat("request.userInfo.username == 'system:serviceaccount:", raw(RELEASE_NAMESPACE), `:${serviceAccount}'`) }],
+        validations: [
+          {
+            expression: `object.metadata.name == '${secret}' && object.?type.orValue('') == 'kubernetes.io/tls'`,
+            messageExpression: `'the webhook may write only its serving-certificate Secret ${secret} of type kubernetes.io/tls, not ' + object.metadata.name + ' of type ' + object.?type.orValue('Opaque')`,
+            reason: 'Forbidden',
+          },
+        ],
+      },
+    },
+  };
+}
+
+/** `serviceAccount` and `secret`: the webhook's (in the release namespace). */
+export function webhookSecretPolicyDocs(serviceAccount: string, secret: string): Doc[] {
+  return [webhookSecretPolicy(serviceAccount, secret), binding('admissionpolicybinding-webhook-secret.yaml', 'webhook.enabled', POLICY_NAMES.webhookSecret, 'webhook')];
 }

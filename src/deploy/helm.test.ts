@@ -182,7 +182,7 @@ describe('the Helm chart, by the real helm', () => {
     expect(ctlRole.rules.filter((r) => r.resources.includes('nodes')).flatMap((r) => r.verbs)).toContain('patch');
     // ADR 0174: the workloads' pod-rights policy comes with the controllers; the node agent's names its account in its namespace.
     expect(kinds(single)).not.toContain('ValidatingAdmissionPolicy');
-    expect(other.filter((o) => (o as Obj).kind.startsWith('ValidatingAdmissionPolicy')).map((o) => (o as Obj).metadata.name)).toEqual(['sits-workloads-need-pod-rights', 'sits-workloads-need-pod-rights']);
+    expect(other.filter((o) => (o as Obj).kind.startsWith('ValidatingAdmissionPolicy')).map((o) => (o as Obj).metadata.name).sort()).toEqual(['sits-webhook-secret', 'sits-webhook-secret', 'sits-workloads-need-pod-rights', 'sits-workloads-need-pod-rights']);
     const agent = helmTemplate(helm, chart, ['-f', valuesFile(VARIANTS.find(([name]) => name.startsWith('the node agent for labels only'))?.[1])]);
     const vap = agent.find((o) => (o as Obj).kind === 'ValidatingAdmissionPolicy' && (o as Obj).metadata.name === 'sits-node-agent-restriction') as unknown as { spec: { matchConditions: { expression: string }[] } };
     expect(vap.spec.matchConditions).toEqual([{ name: 'node-agent', expression: "request.userInfo.username == 'system:serviceaccount:gpu-agents:sits-node-agent'" }]);

@@ -8,6 +8,7 @@ import { NAMESPACE_OPT_IN } from '../api/wire.ts';
 import { nonResourceRuleYaml, ruleYaml, WEBHOOK_CALLER_RULES, WEBHOOK_RULES, WEBHOOK_SECRET_CREATE_RULE, WEBHOOK_SECRET_GET_UPDATE_RULE, type PolicyRule } from './rbac.ts';
 import { block, concat, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
+import { webhookSecretPolicyDocs } from './admission-policies.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
 export const WEBHOOK_NAMES = {
@@ -191,6 +192,8 @@ export function webhookDocs(): Doc[] {
       body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: meta(WEBHOOK_NAMES.role), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: WEBHOOK_NAMES.role }, subjects: sa() },
     },
     // Who may call /validate and /mutate: the apiserver's admission identity (its AdmissionConfiguration kubeconfig).
+    // Create cannot be limited by name in RBAC: the apiserver holds the webhook to its one Secret (ADR 0174).
+    ...webhookSecretPolicyDocs(WEBHOOK_NAMES.serviceAccount, WEBHOOK_NAMES.secret),
     { file: 'webhook-caller-clusterrole.yaml', when: W, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(WEBHOOK_NAMES.callerRole, false), rules: WEBHOOK_CALLER_RULES.map(nonResourceRuleYaml) } },
     {
       file: 'webhook-caller-clusterrolebinding.yaml',
