@@ -57,9 +57,9 @@ export const PATH_FIELDS: readonly PathField[] = [
   },
 ];
 
-/** What the field's parser says, with the CRD's length bounds (the values hold no astral characters: UTF-16 units and the apiserver's characters count alike). */
+/** What the field's parser says, with the CRD's length bounds (in characters, as the apiserver counts, not UTF-16 units). */
 export function accepts(f: PathField, value: string): boolean {
-  if (value.length > f.maxLength) return false;
+  if ([...value].length > f.maxLength) return false;
   if (f.shape === 'uri') return value.length >= 1 && parseDataUri(value).ok;
   if (f.shape === 'mount-path') return parsePlainPath(value, true).ok;
   return parsePlainPath(value, false).ok;
@@ -82,11 +82,22 @@ export function hostileValue(f: PathField): fc.Arbitrary<string> {
     .tuple(prefix, fc.array(segment, { maxLength: 6 }), fc.constantFrom('/', '/', '/', '\\'), fc.boolean())
     .map(([p, segs, sep, trailing]) => `${p}${segs.join(sep)}${trailing ? '/' : ''}`);
   const long = fc
-    .tuple(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', '../', 'ab/'))
+    .tuple(fc.integer({ min: -3, max: 3 }), fc.constantFrom('a', '../', 'ab/', '\u{1F600}', '\u{1F600}/'))
     .map(([d, unit]) => {
       const head = f.shape === 'uri' ? 'pvc://data/' : f.shape === 'mount-path' ? '/' : '';
       const want = f.maxLength + d;
-      return (head + unit.repeat(Math.ceil(want / unit.length))).slice(0, want).replace(/\/$/, 'a');
+      // Cut by characters (an emoji is one character and two UTF-16 units), then no trailing slash.
+      return [...(head + unit.repeat(want))].slice(0, want).join('').replace(/\/$/, 'a');
     });
   return fc.oneof({ weight: 9, arbitrary: joined }, { weight: 1, arbitrary: long });
+}
+
+/**
+ * The length edges every run tries: at the limit and one over, in ASCII and in emoji (one character, two UTF-16
+ * units: the apiserver counts characters, and so must the offline check `sits lint` runs).
+ */
+export function edgeValues(f: PathField): string[] {
+  const head = f.shape === 'uri' ? 'pvc://data/' : f.shape === 'mount-path' ? '/' : '';
+  const of = (unit: string, n: number): string => [...(head + unit.repeat(n))].slice(0, n).join('');
+  return [of('a', f.maxLength), of('a', f.maxLength + 1), of('\u{1F600}', f.maxLength), of('\u{1F600}', f.maxLength + 1)];
 }

@@ -6,7 +6,7 @@ import { request } from 'node:https';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ensureK8sBinaries, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
-import { PATH_FIELDS, accepts, hostileValue } from './hostile-paths.ts';
+import { PATH_FIELDS, accepts, edgeValues, hostileValue } from './hostile-paths.ts';
 import { scaled } from '../testing/timeouts.ts';
 import { buildCrds } from './crd.ts';
 import { KINDS } from './kinds.ts';
@@ -63,7 +63,7 @@ describe('hostile URIs and paths on a real kube-apiserver (issue 36)', () => {
     let created = 0;
     for (const [i, f] of PATH_FIELDS.entries()) {
       // A bounded sample per field (seeded: the same cases every run), so that the whole check takes seconds.
-      const values = fc.sample(hostileValue(f), { numRuns: 12, seed: 3636 + i });
+      const values = [...edgeValues(f), ...fc.sample(hostileValue(f), { numRuns: 12, seed: 3636 + i })];
       const path = `/apis/${API_GROUP}/${API_VERSION}/namespaces/${NS}/${KINDS[f.kind].plural}?dryRun=All`;
       for (const [j, v] of values.entries()) {
         const what = `${f.kind} ${f.field} = ${show(v)}`;

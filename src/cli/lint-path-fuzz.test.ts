@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { validateResource } from '../api/validate.ts';
-import { PATH_FIELDS, accepts, hostileValue } from '../api/hostile-paths.ts';
+import { PATH_FIELDS, accepts, edgeValues, hostileValue } from '../api/hostile-paths.ts';
 import { runSits } from '../testing/sits-cli.ts';
 
 /** A value for a message: long ones cut (the test names their length). */
@@ -17,6 +17,10 @@ const show = (v: string): string => (v.length <= 80 ? JSON.stringify(v) : `${JSO
 describe('hostile URIs and paths in every URI or path field (issue 36)', () => {
   it('the CRD validation refuses, naming the field, exactly what the field parser refuses', () => {
     for (const f of PATH_FIELDS) {
+      for (const v of edgeValues(f)) {
+        const r = validateResource(f.kind, f.manifest(v, 'edge'));
+        expect(r.ok, `${f.field} = ${show(v)}: ${JSON.stringify(r.ok ? 'accepted' : r.errors).slice(0, 300)}`).toBe(accepts(f, v));
+      }
       expect(validateResource(f.kind, f.manifest(f.shape === 'uri' ? 'pvc://data/in/x' : f.shape === 'mount-path' ? '/model' : 'adapters/run-1', 'ok')), `${f.kind} ${f.field}: the base object`).toMatchObject({ ok: true });
       fc.assert(
         fc.property(hostileValue(f), (v) => {
@@ -36,7 +40,7 @@ describe('hostile URIs and paths in every URI or path field (issue 36)', () => {
     mkdirSync(join(dir, 'all'));
     const cases: { file: string; field: string; value: string; want: boolean }[] = [];
     PATH_FIELDS.forEach((f, i) => {
-      fc.sample(hostileValue(f), { numRuns: 16, seed: 3600 + i }).forEach((v, j) => {
+      [...edgeValues(f), ...fc.sample(hostileValue(f), { numRuns: 16, seed: 3600 + i })].forEach((v, j) => {
         const file = join(dir, 'all', `f${i}-${j}.yaml`);
         const text = stringify(f.manifest(v, `fuzz-${i}-${j}`));
         writeFileSync(file, text);
