@@ -15,7 +15,8 @@
  *       low byte: route index in ROUTES; next byte: quantisation (0 none, 1 fp8, 2 int8), which the job's
  *       accuracyTolerance must allow (fp8 needs < 1, int8 needs < 0.95), as for the built-in.
  * Imports: only `env.abort(msg i32, file i32, line i32, column i32)` (AssemblyScript's) and `env.memory` (the host's,
- * capped); the module's own memory must declare a maximum within the cap.
+ * capped); the module's own memory must declare a maximum within the cap. One memory in all, 32-bit and unshared:
+ * a second one (multi-memory), memory64 or a shared memory is refused.
  */
 import { percentiles } from '../../core/stats.ts';
 import type { BatchBounds, Observation, TokenMix } from './batch-size.ts';
