@@ -42,4 +42,10 @@ const { main } = await import('../dist/sits.js');
 const code = await main(process.argv);
 // After an error, whatever the failed command left open (a timer, a half-started server) must not keep sits alive.
 // A command that succeeded may still have set process.exitCode itself (`sits explain` of an unknown pod: 1).
-if (code !== 0) process.exit(code);
+if (code !== 0) {
+  // What is still queued for a pipe goes out first: process.exit drops it (`sits lint -o json | jq` with findings
+  // got the first 64 KiB). An empty write's callback runs once everything before it is written.
+  const flushed = (s) => new Promise((resolve) => (s.destroyed || s.writableLength === 0 ? resolve() : s.write('', () => resolve())));
+  await Promise.race([Promise.all([flushed(process.stdout), flushed(process.stderr)]), new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+  process.exit(code);
+}

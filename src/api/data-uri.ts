@@ -43,3 +43,38 @@ export function parsePvcUri(uri: string): PvcUri {
   if (segs.some((s) => s === '.' || s === '..')) return { ok: false, reason: 'the path has a . or .. segment: it must stay inside its claim' };
   return { ok: true, claim, path: rest === '' ? '' : segs.join('/') };
 }
+
+const OTHER_RE = new RegExp(`^${NOT_PVC_SCHEME}://(.*)$`, 's');
+
+/**
+ * Any data or model URI the CRDs take (`DATA_URI_PATTERN`, the same rule): `pvc://` as `parsePvcUri`; another
+ * scheme (`s3`, `hf`, `oci`, ...: lower-case, not `pvc`) with no `.` or `..` segment, backslash or control
+ * character, so no reader that joins it onto a bucket or folder is led outside. The reason says which.
+ */
+export function parseDataUri(uri: string): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
+  if (uri.startsWith('pvc://')) {
+    const r = parsePvcUri(uri);
+    return r.ok ? { ok: true } : r;
+  }
+  const m = OTHER_RE.exec(uri);
+  if (m === null) return { ok: false, reason: 'not a URI: want <scheme>://<location> with a lower-case scheme (pvc, s3, gs, hf, oci, ...)' };
+  const rest = m[m.length - 1] as string;
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
+  if (/[\x00-\x1f\x7f]/.test(rest)) return { ok: false, reason: 'the location holds a control character (NUL, newline, ...)' };
+  if (rest.includes('\\')) return { ok: false, reason: 'the location holds a backslash' };
+  if (rest.split('/').some((s) => s === '.' || s === '..')) return { ok: false, reason: 'the location has a . or .. segment' };
+  return { ok: true };
+}
+
+/** A path inside a claim (`subPath`): relative plain segments, as the path of a `pvc://` URI. Empty is the claim's root. */
+export const SUB_PATH_PATTERN = `^(${SEGMENT}(/${SEGMENT})*/?)?$`;
+/** A path in a container (`mountPath`): absolute plain segments, so that comparing two of them as text is comparing the places. */
+export const MOUNT_PATH_PATTERN = `^(/${SEGMENT})+/?$`;
+
+/** `parsePvcUri`'s path rule for a path alone; `absolute` for a mount path (a leading `/`, not the root alone). */
+export function parsePlainPath(path: string, absolute: boolean): { readonly ok: true } | { readonly ok: false; readonly reason: string } {
+  const r = parsePvcUri(`pvc://x/${absolute ? path.slice(1) : path}`);
+  if (absolute && !path.startsWith('/')) return { ok: false, reason: 'the path is not absolute (it starts with /)' };
+  if (absolute && path.replace(/\/$/, '') === '') return { ok: false, reason: 'the path is the root (/): name a folder' };
+  return r.ok ? { ok: true } : { ok: false, reason: absolute ? r.reason.replace('the path is absolute (pvc://<claim>/<relative path>)', 'the path has an empty segment (//)') : r.reason.replace(' (pvc://<claim>/<relative path>)', ': want a path relative to the claim') };
+}

@@ -224,6 +224,8 @@ function schemaErrors(kind: ResourceKind, value: unknown, root: JSONSchemaProps)
     }
     if (e.type === ValueErrorType.ObjectRequiredProperty) required.add(path);
     else if (required.has(path)) continue; // TypeBox also reports the missing value's type
+    // TypeBox counts UTF-16 units, the apiserver characters (code points): an emoji is two units and one character.
+    if (e.type === ValueErrorType.StringMaxLength && typeof e.value === 'string' && [...e.value].length <= Number((e.schema as Json).maxLength)) continue;
     // The CRD bounds enums by their longest value; the apiserver reports that before the enum.
     if (e.type === ValueErrorType.Union && node?.enum && node.maxLength !== undefined && typeof e.value === 'string' && e.value.length > node.maxLength) {
       errors.push({ path, code: 'TooLong', message: `Too long: may not be more than ${node.maxLength} bytes` });

@@ -13,7 +13,7 @@ import { WEBHOOK_CALLER_RULES } from '../deploy/rbac.ts';
 import { WEBHOOK_NAMES, webhookDocs } from '../deploy/webhook-manifests.ts';
 import { evaluateDocs } from '../deploy/tree.ts';
 import { resolveValues } from '../deploy/values.ts';
-import type { Mode } from '../webhook/admission.ts';
+import { defaultControllerUsers, type Mode } from '../webhook/admission.ts';
 import { startWebhook, type RunningWebhook } from '../webhook/start.ts';
 
 export const DEV_WEBHOOK_NAMESPACE = 'sits-system';
@@ -68,9 +68,14 @@ export async function startDevWebhook(client: KubeClient, o: DevWebhookOptions):
   const cfg = devWebhookConfigs(port, o.failurePolicy ?? 'Fail');
   await put(client, 'validatingwebhookconfigurations', cfg.validating);
   await put(client, 'mutatingwebhookconfigurations', cfg.mutating);
+  // The local controllers (`sits dev up`) and kube-controller-manager run as this same client: their pods are
+  // a controller's pods here, besides the chart's identities.
+  const me = await client.post<{ status?: { userInfo?: { username?: string } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+  const self = me.status?.userInfo?.username;
   return startWebhook({
     client,
     rules: o.rules ?? RULES,
+    controllerUsers: [...defaultControllerUsers(DEV_WEBHOOK_NAMESPACE), ...(self === undefined || self === '' ? [] : [self])],
     mode: o.mode,
     schedulerName: 'sits-scheduler',
     port,

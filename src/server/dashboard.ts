@@ -5,9 +5,9 @@
  * every one of these paths is authenticated and authorized like /metrics (a SubjectAccessReview on the
  * non-resource URL), since the secure server checks every path but the probes.
  */
-import { readFileSync, realpathSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { extname, join, resolve, sep } from 'node:path';
+import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { LiveScheduler } from '../kube/live-scheduler.ts';
 import { liveViewInput } from './cluster-view-sources.ts';
@@ -68,38 +68,71 @@ const TYPES: Readonly<Record<string, string>> = {
   '.ico': 'image/x-icon',
 };
 
-/** A request the dashboard handles: true when it answered. */
-export type DashboardRoute = (req: IncomingMessage, res: ServerResponse, path: string) => boolean;
+/** A request the dashboard handles: true when it answered. `client` names the caller (the stream's per-caller cap). */
+export type DashboardRoute = (req: IncomingMessage, res: ServerResponse, path: string, client?: string) => boolean;
 
 function send(res: ServerResponse, status: number, body: string | Buffer, type: string, extra: Record<string, string> = {}): void {
   res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', ...extra });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
+/** What the page's folder may hold: the shipped page is 5 files and 50 KB; a folder over this is refused at start. */
+export const WEB_LIMITS = { maxFiles: 256, maxBytes: 16 * 1024 * 1024 } as const;
+
 /**
- * The routes over a view stream (undefined until the host has one: the API answers 503 then, as /readyz does).
- * Files are read once and kept: the page is a handful of small files.
+ * The page's files, read once at start: every file under the folder with a known type (symlinks resolved, and
+ * kept only when they stay inside it). A name asked for later is looked up, never added, so the map holds what
+ * the folder held and no more, whatever names callers send (issue 36: a cache keyed by every name asked grew
+ * without bound).
  */
-export function dashboardRoutes(stream: () => ClusterViewStream | undefined, webDir: string = WEB_DIR): DashboardRoute {
-  const root = realpathSync(webDir);
-  const files = new Map<string, Buffer | undefined>();
-  const file = (name: string): Buffer | undefined => {
-    if (!files.has(name)) {
-      const full = resolve(join(root, name));
-      // Only files inside web/ with a known type: no traversal, no directory listings.
-      let body: Buffer | undefined;
-      if ((full.startsWith(root + sep) || full === root) && TYPES[extname(full)] !== undefined) {
-        try {
-          body = readFileSync(realpathSync(full));
-        } catch {
-          body = undefined;
-        }
+export class WebFiles {
+  private readonly files = new Map<string, Buffer>();
+  private total = 0;
+
+  constructor(webDir: string = WEB_DIR, limits: { readonly maxFiles: number; readonly maxBytes: number } = WEB_LIMITS) {
+    const root = realpathSync(webDir);
+    for (const e of readdirSync(root, { recursive: true, withFileTypes: true })) {
+      const full = join(e.parentPath, e.name);
+      if (TYPES[extname(full)] === undefined || e.isDirectory()) continue;
+      let real: string;
+      try {
+        real = realpathSync(full);
+      } catch {
+        continue; // a dangling link: nothing to serve
       }
-      files.set(name, body);
+      if (!real.startsWith(root + sep) || !statSync(real).isFile()) continue;
+      const body = readFileSync(real);
+      this.total += body.length;
+      if (this.files.size + 1 > limits.maxFiles || this.total > limits.maxBytes)
+        throw new Error(`dashboard files: ${root} holds more than ${limits.maxFiles} files or ${limits.maxBytes} bytes of page files; point --web-dir at the page's folder only`);
+      // URL paths use `/` whatever the platform.
+      this.files.set(relative(root, full).split(sep).join('/'), body);
     }
-    return files.get(name);
-  };
-  return (req, res, path) => {
+  }
+
+  get(name: string): Buffer | undefined {
+    return this.files.get(name);
+  }
+
+  /** Files held and their bytes (fixed after start; tests check that requests do not add to them). */
+  get size(): { readonly entries: number; readonly bytes: number } {
+    return { entries: this.files.size, bytes: this.total };
+  }
+}
+
+/** A page file's name from the URL path: undefined when its %-escapes are malformed (a 404, as any unknown name). */
+function pageName(encoded: string): string | undefined {
+  try {
+    return decodeURIComponent(encoded);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The routes over a view stream (undefined until the host has one: the API answers 503 then, as /readyz does). */
+export function dashboardRoutes(stream: () => ClusterViewStream | undefined, web: string | WebFiles = WEB_DIR): DashboardRoute {
+  const files = typeof web === 'string' ? new WebFiles(web) : web;
+  return (req, res, path, client) => {
     if (path === '/' || path === '/dashboard') {
       res.writeHead(302, { Location: DASHBOARD_PATHS.page, 'Content-Length': 0 });
       res.end();
@@ -113,14 +146,14 @@ export function dashboardRoutes(stream: () => ClusterViewStream | undefined, web
       }
       if (path === DASHBOARD_PATHS.view) send(res, 200, s.viewJson(), 'application/json; charset=utf-8');
       else if (req.method === 'HEAD') send(res, 200, '', 'text/event-stream; charset=utf-8');
-      else s.subscribe(res);
+      else s.subscribe(res, client ?? `address ${req.socket.remoteAddress ?? '?'}`);
       return true;
     }
     if (!path.startsWith(DASHBOARD_PATHS.page)) return false;
-    const name = path === DASHBOARD_PATHS.page ? 'index.html' : decodeURIComponent(path.slice(DASHBOARD_PATHS.page.length));
-    const body = name.includes('\0') ? undefined : file(name);
+    const name = path === DASHBOARD_PATHS.page ? 'index.html' : pageName(path.slice(DASHBOARD_PATHS.page.length));
+    const body = name === undefined ? undefined : files.get(name);
     if (body === undefined) send(res, 404, 'not found\n', 'text/plain; charset=utf-8');
-    else send(res, 200, body, TYPES[extname(name)] as string, { 'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'" });
+    else send(res, 200, body, TYPES[extname(name as string)] as string, { 'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'" });
     return true;
   };
 }

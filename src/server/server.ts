@@ -9,9 +9,9 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { CertPair } from '../kube/certs.ts';
-import { ALLOW_ALL, ANONYMOUS_AUTHN, type Authenticator, type Authorizer } from '../kube/delegated-auth.ts';
+import { ALLOW_ALL, ANONYMOUS, ANONYMOUS_AUTHN, type Authenticator, type Authorizer, type Caller } from '../kube/delegated-auth.ts';
 import { startSecureServer } from '../kube/secure-server.ts';
-import { DASHBOARD_PATHS, dashboardRoutes, replayRestartRoute, type ReplayControl } from './dashboard.ts';
+import { DASHBOARD_PATHS, dashboardRoutes, replayRestartRoute, type ReplayControl, type WebFiles } from './dashboard.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
 import type { ClusterViewStream } from './view-stream.ts';
 
@@ -28,8 +28,8 @@ export interface ServerOptions {
   readonly secure?: { readonly tls: CertPair; readonly clientCa?: string; readonly authn: Authenticator; readonly authz: Authorizer };
   /** The dashboard's live view (page, /dashboard/api/v1/cluster, its event stream); also given later by `attachView`. */
   readonly view?: ClusterViewStream;
-  /** Folder of the page's files (default: the shipped `web/`). */
-  readonly webDir?: string;
+  /** Folder of the page's files (default: the shipped `web/`), or those files already read. */
+  readonly webDir?: string | WebFiles;
   /** A replay the page may restart (`sits demo --serve`): enables `POST /dashboard/api/v1/replay/restart`. */
   readonly replay?: ReplayControl;
 }
@@ -71,7 +71,7 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     res.end(res.req.method === 'HEAD' ? undefined : body);
   };
 
-  const handle = (req: IncomingMessage, res: ServerResponse): void => {
+  const handle = (req: IncomingMessage, res: ServerResponse, caller: Caller): void => {
     const path = new URL(req.url ?? '/', 'http://localhost').pathname;
     // The one write: a demo replay started over (404 where there is none, as any unknown path).
     if (path === DASHBOARD_PATHS.restart && req.method === 'POST') {
@@ -104,7 +104,8 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
         );
         return;
       default:
-        if (!dashboard(req, res, path)) send(res, 404, 'not found\n');
+        // The stream's per-caller cap counts an authenticated user's streams together, an anonymous caller's by address.
+        if (!dashboard(req, res, path, caller.user === ANONYMOUS.user ? `address ${req.socket.remoteAddress ?? '?'}` : `user ${caller.user}`)) send(res, 404, 'not found\n');
     }
   };
 
@@ -115,7 +116,7 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
     // Loopback without TLS: the local operator's own machine (tests, `sits dev`), as kube-scheduler's old insecure port.
     authn: opts.secure?.authn ?? ANONYMOUS_AUTHN,
     authz: opts.secure?.authz ?? ALLOW_ALL,
-    handler: (req, res) => handle(req, res),
+    handler: (req, res, caller) => handle(req, res, caller),
     ...(opts.log !== undefined ? { log: opts.log } : {}),
   });
   return {

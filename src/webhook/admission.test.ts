@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import jsonpatch from 'fast-json-patch';
 import type { Rule } from '../guard/rule.ts';
-import { BadReview, DEFAULT_PREFERRED_LEVEL_ANNOTATION, DEFAULT_QUEUE_ANNOTATION, OPT_IN_LABEL, mutate, parseReview, validate, type AdmissionRequest, type NamespaceInfo } from './admission.ts';
+import { BadReview, DEFAULT_PREFERRED_LEVEL_ANNOTATION, DEFAULT_QUEUE_ANNOTATION, OPT_IN_LABEL, defaultControllerUsers, mutate, parseReview, validate, type AdmissionRequest, type NamespaceInfo } from './admission.ts';
 
 // Two real rules over Pods: one error (a hand-set CUDA_VISIBLE_DEVICES), one warning (no limits).
 const rules: Rule[] = [
@@ -89,9 +89,17 @@ describe('validate', () => {
   it("never denies a controller's pod (its owner was reviewed): errors become warnings", () => {
     const owned = pod([{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }], { limits: {} });
     (owned.metadata as Record<string, unknown>).ownerReferences = [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'rs', uid: 'u', controller: true }];
-    const v = validate(request(owned), { rules, mode: 'enforce', cluster });
+    const controllerUsers = new Set(defaultControllerUsers('sits-system'));
+    const v = validate({ ...request(owned), userInfo: { username: 'system:serviceaccount:kube-system:replicaset-controller' } }, { rules, mode: 'enforce', cluster, controllerUsers });
     expect(v.denied).toBe(false);
     expect(v.review.response.warnings).toEqual(["[test-visible-devices] spec.containers[0].env[0]: let the allocation set it (a controller's pod: fix its owner)"]);
+    // Issue 36: the ownerReference is the user's own writing; sent by anyone else, the same pod is denied.
+    for (const username of ['alice', 'system:serviceaccount:team:sits-controllers', 'system:serviceaccount:team:replicaset-controller']) {
+      const forged = validate({ ...request(owned), userInfo: { username } }, { rules, mode: 'enforce', cluster, controllerUsers });
+      expect(forged.denied, username).toBe(true);
+    }
+    expect(validate(request(owned), { rules, mode: 'enforce', cluster, controllerUsers }).denied).toBe(true);
+    expect(validate({ ...request(owned), userInfo: { username: 'system:kube-controller-manager' } }, { rules, mode: 'enforce', cluster }).denied).toBe(true);
   });
   it('keeps warnings within what the apiserver shows whole', () => {
     const many = { ...pod([]), spec: { containers: Array.from({ length: 40 }, (_, i) => ({ name: `c${i}`, image: 'i' })) } };

@@ -4,8 +4,10 @@
  *
  * Validation runs the guard rules (src/guard) over the object and the related objects the webhook's caches
  * hold. enforce: an error finding denies with every error named by rule id and field; warnings travel as
- * AdmissionReview `warnings` (kubectl prints them). A pod created by a controller (ownerReference with
- * `controller: true`) is never denied: its owner was reviewed, and a denial would only make the controller retry. audit: nothing is denied; every finding is recorded
+ * AdmissionReview `warnings` (kubectl prints them). A pod a controller writes (ownerReference with
+ * `controller: true`, sent by one of the controller identities) is never denied: its owner was reviewed, and a
+ * denial would only make the controller retry. The ownerReference alone proves nothing: anyone may write one.
+ * audit: nothing is denied; every finding is recorded
  * (Events, report, metrics) by the caller. DELETE and CONNECT are never linted.
  *
  * Mutation (opted-in namespaces only) sets defaults that are safe to apply twice: the SITS scheduler name on
@@ -29,7 +31,8 @@ export interface AdmissionRequest {
   /** UPDATE: the stored object before the change. */
   readonly oldObject?: KubeObject;
   readonly dryRun?: boolean;
-  readonly userInfo?: { readonly username?: string };
+  /** Who sent the request, as the apiserver authenticated it (the one part of a review a user cannot write). */
+  readonly userInfo?: { readonly username?: string; readonly groups?: readonly string[] };
 }
 
 export interface AdmissionResponse {
@@ -77,7 +80,9 @@ export function parseReview(body: unknown): AdmissionRequest {
     ...(isObj(r.object) ? { object: r.object as KubeObject } : {}),
     ...(isObj(r.oldObject) ? { oldObject: r.oldObject as KubeObject } : {}),
     ...(r.dryRun === true ? { dryRun: true } : {}),
-    ...(isObj(r.userInfo) && typeof r.userInfo.username === 'string' ? { userInfo: { username: r.userInfo.username } } : {}),
+    ...(isObj(r.userInfo) && typeof r.userInfo.username === 'string'
+      ? { userInfo: { username: r.userInfo.username, ...(Array.isArray(r.userInfo.groups) ? { groups: (r.userInfo.groups as unknown[]).filter((g): g is string => typeof g === 'string') } : {}) } }
+      : {}),
   };
 }
 
@@ -102,6 +107,22 @@ export interface ValidateDeps {
   readonly disabled?: ReadonlySet<string>;
   /** Objects the rules may look at besides the reviewed one (same namespace, cluster-scoped policy). */
   readonly related?: (req: AdmissionRequest, obj: KubeObject) => readonly KubeObject[];
+  /**
+   * Users whose controlled pods get warnings instead of denials (the controllers that build pods from reviewed
+   * owners). Unset or empty: none, every pod is judged on its own.
+   */
+  readonly controllerUsers?: ReadonlySet<string>;
+}
+
+/**
+ * The identities that create pods from owners the webhook reviewed: SITS's controllers (their own
+ * ServiceAccount in the chart, the scheduler's under `sits run --controllers`) and kube-controller-manager's
+ * (one user, or one ServiceAccount per controller with --use-service-account-credentials).
+ */
+export function defaultControllerUsers(sitsNamespace: string | undefined): string[] {
+  const kcm = ['replicaset-controller', 'job-controller', 'statefulset-controller', 'daemon-set-controller'].map((c) => `system:serviceaccount:kube-system:${c}`);
+  const sits = sitsNamespace === undefined || sitsNamespace === '' ? [] : ['sits-controllers', 'sits-scheduler'].map((sa) => `system:serviceaccount:${sitsNamespace}:${sa}`);
+  return [...sits, 'system:kube-controller-manager', ...kcm];
 }
 
 export interface ValidateResult {
@@ -136,8 +157,10 @@ export function validate(req: AdmissionRequest, d: ValidateDeps): ValidateResult
     const before = new Set(lint(withNamespace(req, req.oldObject)).map(findingKey));
     findings = findings.map((f) => (f.severity === 'error' && before.has(findingKey(f)) ? { ...f, severity: 'warning' as const, message: `${f.message} (already present before this update)` } : f));
   }
-  if (req.kind.kind === 'Pod' && controlledBy(obj)) {
+  if (req.kind.kind === 'Pod' && controlledBy(obj) && d.controllerUsers?.has(req.userInfo?.username ?? '') === true) {
     // Its owner was reviewed when it was applied; denying the controller's pod would only make it retry in a loop.
+    // Who sent it decides, not the ownerReference: a user can write one naming any owner, real or made up, and the
+    // webhook would have to trust the pod's own claim. The apiserver's userInfo is the one field the user cannot set.
     findings = findings.map((f) => (f.severity === 'error' ? { ...f, severity: 'warning' as const, message: `${f.message} (a controller's pod: fix its owner)` } : f));
   }
   const errors = findings.filter((f) => f.severity === 'error');

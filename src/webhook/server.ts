@@ -62,6 +62,8 @@ export interface WebhookHandlerOptions {
   readonly disabled?: ReadonlySet<string>;
   readonly cluster: () => ClusterFacts;
   readonly related?: (req: AdmissionRequest, obj: KubeObject) => readonly KubeObject[];
+  /** Users whose controlled pods are warned, not denied (admission.ts `defaultControllerUsers`). */
+  readonly controllerUsers?: ReadonlySet<string>;
   readonly mutate?: MutateDeps;
   readonly recorder?: FindingRecorder;
   readonly report?: () => unknown;
@@ -102,7 +104,7 @@ export function webhookHandler(o: WebhookHandlerOptions): (req: IncomingMessage,
       let outReview: ReviewOut;
       let result: string;
       if (which === 'validate') {
-        const v = validate(r, { rules: o.rules, mode: o.mode, cluster: o.cluster(), ...(o.disabled !== undefined ? { disabled: o.disabled } : {}), ...(o.related !== undefined ? { related: o.related } : {}) });
+        const v = validate(r, { rules: o.rules, mode: o.mode, cluster: o.cluster(), ...(o.disabled !== undefined ? { disabled: o.disabled } : {}), ...(o.related !== undefined ? { related: o.related } : {}), ...(o.controllerUsers !== undefined ? { controllerUsers: o.controllerUsers } : {}) });
         outReview = v.review;
         result = v.denied ? 'denied' : 'allowed';
         // A dry run has no side effects (sideEffects: NoneOnDryRun): no events, no report, no finding counts.

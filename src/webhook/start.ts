@@ -10,7 +10,7 @@ import { InFlight } from '../kube/in-flight.ts';
 import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
 import { certValidity, watchCertFiles, type CertPair } from '../kube/certs.ts';
 import type { Finding, KubeObject, Rule } from '../guard/rule.ts';
-import { findingText, type AdmissionRequest, type Mode } from './admission.ts';
+import { defaultControllerUsers, findingText, type AdmissionRequest, type Mode } from './admission.ts';
 import { startContextCache, type ContextCache } from './context-cache.ts';
 import { CertRotation, type CertRotationOptions } from './cert-rotation.ts';
 import { FindingReport, webhookHandler, webhookMetrics, type WebhookMetrics } from './server.ts';
@@ -31,6 +31,11 @@ export interface WebhookOptions {
   readonly auth?: { readonly authn: Authenticator; readonly authz: Authorizer };
   /** Write audit Events (default: in audit mode). */
   readonly events?: boolean;
+  /**
+   * Users whose controlled pods are warned, not denied. Default: `defaultControllerUsers` of the namespace of the
+   * certificate Secret (SITS's own), or kube-controller-manager's alone when there is none.
+   */
+  readonly controllerUsers?: readonly string[];
   readonly log?: (m: string) => void;
 }
 
@@ -141,6 +146,7 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
     ...(o.disabled !== undefined ? { disabled: o.disabled } : {}),
     cluster: () => cache.cluster(),
     related: (req, obj) => cache.related(req.namespace, { kind: req.kind.kind, ...(typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? { name: (obj.metadata as { name: string }).name } : {}) }),
+    controllerUsers: new Set(o.controllerUsers ?? defaultControllerUsers(typeof o.tls === 'object' && 'rotation' in o.tls ? o.tls.rotation.secret.namespace : undefined)),
     mutate: { schedulerName: o.schedulerName, namespace: (n) => cache.namespace(n) },
     recorder: {
       record: (req, obj, findings, denied) => {

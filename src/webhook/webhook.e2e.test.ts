@@ -70,13 +70,13 @@ const pod = (name: string, o: { env?: { name: string; value: string }[]; image?:
 });
 
 /** POST with the admin token, returning the body and the `Warning` headers kubectl would print. */
-function createRaw(plane: ControlPlane, path: string, body: unknown): Promise<{ status: number; body: string; warnings: string[] }> {
+function createRaw(plane: ControlPlane, path: string, body: unknown, token = plane.token): Promise<{ status: number; body: string; warnings: string[] }> {
   return new Promise((resolve, reject) => {
     const u = new URL(path, plane.server);
     const data = JSON.stringify(body);
     const req = httpsRequest(
       u,
-      { method: 'POST', rejectUnauthorized: false, headers: { Authorization: `Bearer ${plane.token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } },
+      { method: 'POST', rejectUnauthorized: false, headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -227,6 +227,46 @@ describe('the webhook behind a real kube-apiserver', () => {
     expect(r.status).toBe(201);
     expect(r.warnings.some((w) => w.includes('[e2e-latest-tag] spec.containers[0].image: pin the image'))).toBe(true);
     await client.get('/api/v1/namespaces/team/pods/warned');
+  });
+
+  it("softens a controller-owned pod only when a controller identity sends it: a forged ownerReference is still denied (issue 36)", async () => {
+    const cuda = { env: [{ name: 'CUDA_VISIBLE_DEVICES', value: '0' }] };
+    const owned = (name: string, ref: Record<string, unknown> | undefined): Record<string, unknown> => {
+      const p = pod(name, cuda);
+      return { ...p, metadata: { name, ...(ref !== undefined ? { ownerReferences: [ref] } : {}) } };
+    };
+    const owner = await client.post<{ metadata: { uid: string } }>('/api/v1/namespaces/team/configmaps', { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'owner' } });
+    const madeUp = { apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'no-such-job', uid: '00000000-0000-4000-8000-000000000000', controller: true };
+    const realOwner = { apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata.uid, controller: true };
+    // The attack: a user (any who may create pods) writes `controller: true` naming a made-up owner, or a real one.
+    for (const [name, ref] of [['forged-made-up', madeUp], ['forged-real-owner', realOwner]] as const) {
+      const r = await createRaw(plane, '/api/v1/namespaces/team/pods', owned(name, ref));
+      expect(r.status, name).toBe(403);
+      expect(r.body).toContain('[e2e-visible-devices] spec.containers[0].env[0]');
+      await expect(client.get(`/api/v1/namespaces/team/pods/${name}`)).rejects.toSatisfy((e: unknown) => e instanceof KubeApiError && e.status === 404);
+    }
+    // The controllers' own ServiceAccount (the chart's sits-controllers in the SITS namespace), with a real token.
+    await client.post(`/api/v1/namespaces/${NS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'sits-controllers' } });
+    // The right the controllers have on pods (a Role of its own: the aggregated `edit` is filled by kube-controller-manager).
+    await client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/team/roles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'pod-writer' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['create'] }] });
+    await client.post('/apis/rbac.authorization.k8s.io/v1/namespaces/team/rolebindings', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'controllers-pods' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'pod-writer' },
+      subjects: [{ kind: 'ServiceAccount', name: 'sits-controllers', namespace: NS }],
+    });
+    const tr = await client.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/sits-controllers/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+    let byController = { status: 0, body: '', warnings: [] as string[] };
+    await waitFor('the controller RoleBinding to take effect', async () => {
+      byController = await createRaw(plane, '/api/v1/namespaces/team/pods', owned('by-controller', realOwner), tr.status.token);
+      return byController.status !== 403 || byController.body.includes('e2e-visible-devices');
+    });
+    expect(byController.status, byController.body).toBe(201);
+    expect(byController.warnings.some((w) => w.includes("[e2e-visible-devices] spec.containers[0].env[0]: remove it: SITS sets the devices it allocated (a controller's pod: fix its owner)"))).toBe(true);
+    // The same identity without an ownerReference: a pod of its own, judged as any.
+    const unowned = await createRaw(plane, '/api/v1/namespaces/team/pods', owned('by-controller-unowned', undefined), tr.status.token);
+    expect(unowned.status).toBe(403);
   });
 
   it('counts findings by rule and reports them, but a dry run leaves no trace', async () => {

@@ -3,6 +3,7 @@
 // (§2.5), weighted fair time slicing between tenants (§4.1), fault recovery (§2.5) and long-tail
 // re-sharding (§4.4), with progress checkpoints so a restart resumes instead of starting over.
 import { Type, type Static } from '@sinclair/typebox';
+import { DATA_URI_PATTERN } from '../data-uri.ts';
 import {
   Conditions,
   DNS_SUBDOMAIN_PATTERN,
@@ -119,7 +120,7 @@ export const ProgressCheckpoint = Obj(
   {
     intervalSeconds: Type.Integer({ description: 'Record progress (completed shards and offsets) at least this often. Default: 300.', minimum: 1, maximum: 86400, default: 300 }),
     intervalRecords: Type.Optional(Type.Integer({ description: 'Also record progress after this many records.', minimum: 1, format: 'int64' })),
-    uri: Type.Optional(Type.String({ description: 'Where progress is stored; unset means next to the output.', minLength: 1, maxLength: 2048 })),
+    uri: Type.Optional(Type.String({ description: 'Where progress is stored; unset means next to the output. A data URI as spec.output.uri (no . or .. segment, backslash or control character).', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN })),
   },
   { description: 'Progress checkpoints, so a restarted or preempted job resumes where it stopped. Default: {} (every field defaulted).', default: {} },
 );
@@ -186,7 +187,7 @@ export const BatchInferenceJobSpec = withRules(
       runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Inference engine: vllm, tgi, triton or llamacpp. Default: vllm.', default: 'vllm' }),
       model: Obj(
         {
-          uri: Type.String({ description: 'Where the weights are: hf://, s3://, gs://, pvc:// or oci://.', minLength: 1, maxLength: 2048 }),
+          uri: Type.String({ description: 'Where the weights are: hf://, s3://, gs://, pvc:// or oci://; no . or .. segment, backslash or control character.', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN }),
           revision: Type.Optional(Type.String({ description: 'Revision, tag or commit of the weights.', minLength: 1, maxLength: 128 })),
           quantization: Type.Optional(StringEnum(['awq', 'gptq', 'fp8', 'int8', 'int4'], { description: 'Quantization of the weights; unset means none.' })),
         },

@@ -4,6 +4,7 @@
 // Argo-like on top: `when` conditions on outcomes, parameters and volume artifacts handed between stages,
 // `retryStrategy`, artifact GC.
 import { Type, type Static } from '@sinclair/typebox';
+import { MOUNT_PATH_PATTERN, SUB_PATH_PATTERN } from '../data-uri.ts';
 import {
   Conditions,
   Container,
@@ -111,7 +112,7 @@ export const OutputArtifact = withRules(
         Obj(
           {
             claimName: Type.String({ description: 'PVC holding the output. May use {{...}} parameters.', minLength: 1, maxLength: 253 }),
-            subPath: Type.String({ description: 'Path inside the claim, e.g. adapters/run-1. Default: the claim\'s root.', maxLength: 1024, default: '' }),
+            subPath: Type.String({ description: 'Path inside the claim, e.g. adapters/run-1: relative, no . or .. segment, empty segment, %, backslash or control character. Default: the claim\'s root.', maxLength: 1024, default: '', pattern: SUB_PATH_PATTERN }),
           },
           { description: 'Record the output as a path on a shared claim; consumers mount the same claim.' },
         ),
@@ -141,7 +142,7 @@ export const InputArtifact = Obj(
       { description: 'Which output artifact.' },
     ),
     mountPath: Type.Optional(
-      Type.String({ description: 'Where the stage mounts it (read-only for path artifacts): in a container stage\'s pod, or in the pods of a workload stage (its trainer or server container).', minLength: 1, maxLength: 4096 }),
+      Type.String({ description: 'Where the stage mounts it (read-only for path artifacts): in a container stage\'s pod, or in the pods of a workload stage (its trainer or server container). Absolute, no . or .. segment, empty segment, %, backslash or control character.', minLength: 1, maxLength: 4096, pattern: MOUNT_PATH_PATTERN }),
     ),
     storageClassName: Type.Optional(Type.String({ description: 'StorageClass of the claim restored from a snapshot; unset means the cluster default.', maxLength: 253 })),
     size: Type.Optional(Type.String({ description: 'Size of the restored claim; unset means the snapshot\'s restoreSize.', maxLength: 64 })),

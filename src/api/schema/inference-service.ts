@@ -2,6 +2,7 @@
 // seed 001 §2.4 mixed GPU models, §5 unified fine-tune/serve), autoscaled on tokens and queue depth
 // rather than request counts (landscape: KServe #3561, #4028).
 import { Type, type Static } from '@sinclair/typebox';
+import { DATA_URI_PATTERN } from '../data-uri.ts';
 import {
   Conditions,
   ContainerOverrides,
@@ -36,14 +37,14 @@ export const RUNTIME_DEFAULT_PORT: Readonly<Record<InferenceRuntime, number>> = 
 export const ModelAdapter = Obj(
   {
     name: DnsLabel('Adapter name clients select (e.g. the LoRA adapter id).'),
-    uri: Type.String({ description: 'Location of the adapter weights.', minLength: 1, maxLength: 2048 }),
+    uri: Type.String({ description: 'Location of the adapter weights, a URI as spec.model.uri.', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN }),
   },
   { description: 'A LoRA adapter loaded on top of the base model and hot-swappable without a restart.' },
 );
 
 export const ModelSpec = Obj(
   {
-    uri: Type.String({ description: 'Where the weights are: hf://org/model, s3://..., gs://..., pvc://claim/path or oci://...', minLength: 1, maxLength: 2048 }),
+    uri: Type.String({ description: 'Where the weights are: hf://org/model, s3://..., gs://..., pvc://claim/path or oci://...; no . or .. segment, backslash or control character.', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN }),
     name: Type.Optional(Type.String({ description: 'Model name clients request; unset means the last path segment of uri.', minLength: 1, maxLength: 253 })),
     revision: Type.Optional(Type.String({ description: 'Revision, tag or commit of the weights.', minLength: 1, maxLength: 128 })),
     format: Type.Optional(

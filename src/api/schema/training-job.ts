@@ -1,6 +1,7 @@
 // TrainingJob: distributed (PyTorch DDP / torchrun) training as one gang (seed 000 §1, seed 001 §1 and §3,
 // issue 5). Field names follow what PyTorchJob / TrainJob / Volcano Job users expect.
 import { Type, type Static } from '@sinclair/typebox';
+import { MOUNT_PATH_PATTERN } from '../data-uri.ts';
 import { GPU_RESOURCE } from '../wire.ts';
 import {
   Conditions,
@@ -168,8 +169,8 @@ export const CheckpointPolicy = Obj(
   {
     volume: CheckpointVolume,
     mountPath: Type.String({
-      description: 'Where the checkpoint volume is mounted in every rank (SITS_CHECKPOINT_DIR). Default: /checkpoints.',
-      pattern: '^/',
+      description: 'Where the checkpoint volume is mounted in every rank (SITS_CHECKPOINT_DIR): absolute, no . or .. segment, empty segment, %, backslash or control character (the overlap check compares paths as text). Default: /checkpoints.',
+      pattern: MOUNT_PATH_PATTERN,
       minLength: 2,
       maxLength: 1024,
       default: '/checkpoints',

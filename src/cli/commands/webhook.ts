@@ -4,6 +4,7 @@ import { disabledRuleIds } from '../../guard/engine.ts';
 import { RULES } from '../../guard/rules/index.ts';
 import { KubeClient } from '../../kube/client.ts';
 import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
+import { defaultControllerUsers } from '../../webhook/admission.ts';
 import { startWebhook, type WebhookOptions } from '../../webhook/start.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
@@ -27,6 +28,7 @@ interface WebhookFlags {
   clientCaFile?: string;
   insecureLocalhost?: boolean;
   auditEvents?: boolean;
+  controllerUser: string[];
 }
 
 const collect = (v: string, prev: string[]): string[] => [...prev, ...v.split(',').map((s) => s.trim()).filter((s) => s !== '')];
@@ -52,6 +54,7 @@ export function registerWebhook(program: Command): void {
     .option('--client-ca-file <file>', 'CA of client certificates the apiserver may present (else bearer tokens, checked by TokenReview)')
     .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
     .option('--no-audit-events', 'in audit mode, do not write Events (the report and metrics remain)')
+    .option('--controller-user <name>', "user whose controller-owned pods are warned about, not denied (repeatable; default: SITS's controllers in --namespace and kube-controller-manager's)", collect, [])
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: WebhookFlags & LogOptions) => {
@@ -96,6 +99,7 @@ export function registerWebhook(program: Command): void {
         ...(o.clientCaFile !== undefined ? { clientCaFile: o.clientCaFile } : {}),
         ...(o.insecureLocalhost === true ? { auth: { authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL } } : {}),
         ...(o.auditEvents === false ? { events: false } : {}),
+        controllerUsers: o.controllerUser.length > 0 ? o.controllerUser : defaultControllerUsers(o.namespace ?? process.env.POD_NAMESPACE),
         log,
       });
       log(`sits-webhook serving on ${hook.url} (mode ${o.mode}, ${RULES.length - disabled.size} rules${hook.cache.skipped.length > 0 ? `; not watching ${hook.cache.skipped.join(', ')}` : ''})`);

@@ -93,6 +93,53 @@ describe('structural checks', () => {
   });
 });
 
+describe('memories beyond the first (issue 36: multi-memory escaped the cap)', () => {
+  // The same module as above with other import (2) and memory (5) sections. Node 24 compiles every one of these
+  // (the assertion below says so), so each is an attack on the cap, not a module the engine would refuse anyway.
+  const name = (s: string) => [s.length, ...new TextEncoder().encode(s)];
+  const section = (id: number, body: number[]) => [id, body.length, ...body];
+  const importMemory = (flags: number, ...limits: number[]) => [...name('env'), ...name('memory'), 2, flags, ...limits];
+  const mod = (o: { imports?: number[][]; memories?: number[][] }) =>
+    Uint8Array.from([
+      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+      ...section(1, [1, 0x60, 0, 1, 0x7f]),
+      ...(o.imports === undefined ? [] : section(2, [o.imports.length, ...o.imports.flat()])),
+      ...section(3, [2, 0, 0]),
+      ...(o.memories === undefined ? [] : section(5, [o.memories.length, ...o.memories.flat()])),
+      ...section(7, [2, ...name('sits_abi_version'), 0, 0, ...name('batch_size'), 0, 1]),
+      ...section(10, [2, 4, 0, 0x41, 1, 0x0b, 4, 0, 0x41, 1, 0x0b]),
+    ]);
+  const limits = { maxMemoryPages: 16 };
+  it('refuses a second declared memory, one declared beside an imported one, and two imports of env.memory', () => {
+    // A capped first memory, then one with no maximum (it could grow to 4 GiB).
+    const twoDeclared = mod({ memories: [[1, 1, 2], [0, 1]] });
+    const importedAndDeclared = mod({ imports: [importMemory(0, 1)], memories: [[0, 1]] });
+    const twoImports = mod({ imports: [importMemory(1, 1, 2), importMemory(0, 1)] });
+    for (const [bytes, reason] of [
+      [twoDeclared, 'the module has 2 memories (0 imported, 2 declared): a plugin may have one, capped at 16 pages'],
+      [importedAndDeclared, 'the module has 2 memories (1 imported, 1 declared): a plugin may have one, capped at 16 pages'],
+      [twoImports, 'the module has 2 memories (2 imported, 0 declared): a plugin may have one, capped at 16 pages'],
+    ] as const) {
+      expect(WebAssembly.validate(bytes), reason).toBe(true);
+      expect(inspectWasm(bytes, ['batchSize'], limits)).toEqual({ ok: false, reason });
+    }
+  });
+  it('refuses a 64-bit and a shared memory, declared or imported', () => {
+    for (const [bytes, reason] of [
+      [mod({ memories: [[0x05, 1, 2]] }), "the module has a 64-bit memory (memory64): a plugin's memory is 32-bit"],
+      [mod({ imports: [importMemory(0x05, 1, 2)] }), "the module has a 64-bit memory (memory64): a plugin's memory is 32-bit"],
+      [mod({ memories: [[0x03, 1, 2]] }), "the module has a shared memory: a plugin's memory is its own"],
+    ] as const) {
+      expect(WebAssembly.validate(bytes), reason).toBe(true);
+      expect(inspectWasm(bytes, ['batchSize'], limits)).toEqual({ ok: false, reason });
+    }
+  });
+  it('still takes one capped memory, declared or imported', () => {
+    expect(inspectWasm(mod({ memories: [[1, 1, 2]] }), ['batchSize'], limits)).toMatchObject({ ok: true, value: { memory: { initial: 1, maximum: 2, imported: false } } });
+    expect(inspectWasm(mod({ imports: [importMemory(0, 1)] }), ['batchSize'], limits)).toMatchObject({ ok: true, value: { memory: { initial: 1, maximum: 16, imported: true } } });
+  });
+});
+
 describe("the worker's --plugin-limits flag", () => {
   it('takes positive integer limits and names a bad field', () => {
     expect(parsePluginLimits('{"callTimeoutMs":10000,"loadTimeoutMs":60000}')).toEqual({ callTimeoutMs: 10000, loadTimeoutMs: 60000 });

@@ -15,7 +15,8 @@
  *       low byte: route index in ROUTES; next byte: quantisation (0 none, 1 fp8, 2 int8), which the job's
  *       accuracyTolerance must allow (fp8 needs < 1, int8 needs < 0.95), as for the built-in.
  * Imports: only `env.abort(msg i32, file i32, line i32, column i32)` (AssemblyScript's) and `env.memory` (the host's,
- * capped); the module's own memory must declare a maximum within the cap.
+ * capped); the module's own memory must declare a maximum within the cap. One memory in all, 32-bit and unshared:
+ * a second one (multi-memory), memory64 or a shared memory is refused.
  */
 import { percentiles } from '../../core/stats.ts';
 import type { BatchBounds, Observation, TokenMix } from './batch-size.ts';
@@ -100,18 +101,34 @@ class Reader {
     this.pos += n;
     return s;
   }
-  limits(): { initial: number; maximum?: number } {
+  limits(): { flags: number; initial: number; maximum?: number } {
     const flags = this.byte();
     const initial = this.u32();
-    return (flags & 1) === 1 ? { initial, maximum: this.u32() } : { initial };
+    return (flags & 1) === 1 ? { flags, initial, maximum: this.u32() } : { flags, initial };
   }
 }
 
-/** Memory limits from the import (2) and memory (5) sections; the rest of the module is skipped section by section. */
-function memoryLimits(bytes: Uint8Array): { initial: number; maximum?: number; imported: boolean } | undefined {
+type MemoryLimits = { initial: number; maximum?: number; imported: boolean };
+
+/**
+ * Every memory from the import (2) and memory (5) sections; the rest of the module is skipped section by
+ * section. With multi-memory (on by default since Node 22) a module may import or declare several: each one
+ * is read, so a second memory cannot slip past a cap that looked at the first (issue 36).
+ */
+function memoriesOf(bytes: Uint8Array): MemoryLimits[] {
   const r = new Reader(bytes);
   r.pos = 8;
-  let mem: { initial: number; maximum?: number; imported: boolean } | undefined;
+  const mems: MemoryLimits[] = [];
+  const memory = (imported: boolean): void => {
+    // Limits flags: 1 has a maximum, 2 shared, 4 memory64 (whose limits are 64-bit: read only after the check).
+    // The host's ABI hands 32-bit offsets in one private memory.
+    const flags = r.b[r.pos] ?? 0;
+    if ((flags & 4) !== 0) throw new PluginShapeError('a 64-bit memory (memory64): a plugin\'s memory is 32-bit');
+    if ((flags & 2) !== 0) throw new PluginShapeError('a shared memory: a plugin\'s memory is its own');
+    if ((flags & ~1) !== 0) throw new PluginShapeError(`memory limits flags 0x${flags.toString(16)} are unknown`);
+    const { flags: _, ...l } = r.limits();
+    mems.push({ ...l, imported });
+  };
   while (r.pos < bytes.length) {
     const id = r.byte();
     const size = r.u32();
@@ -125,15 +142,18 @@ function memoryLimits(bytes: Uint8Array): { initial: number; maximum?: number; i
         else if (kind === 1) {
           r.byte();
           r.limits();
-        } else if (kind === 2) mem = { ...r.limits(), imported: true };
+        } else if (kind === 2) memory(true);
         else if (kind === 3) r.pos += 2;
         else r.pos = end; // a newer kind (tags): the import list was already checked by name and kind
       }
-    } else if (id === 5 && r.u32() > 0) mem = { ...r.limits(), imported: false };
+    } else if (id === 5) for (let n = r.u32(); n > 0; n--) memory(false);
     r.pos = end;
   }
-  return mem;
+  return mems;
 }
+
+/** A memory the plugin host does not run: refused with its own reason (not "invalid WebAssembly"). */
+class PluginShapeError extends Error {}
 
 const describe = (e: unknown): string => (e instanceof Error ? e.message : String(e));
 
@@ -164,12 +184,15 @@ export function inspectWasm(bytes: Uint8Array, strategies: readonly StrategyKind
   const fn = new Set(exports.filter((e) => e.kind === 'function').map((e) => e.name));
   if (!fn.has('sits_abi_version')) return { ok: false, reason: `missing export sits_abi_version (a function returning ${WASM_ABI_VERSION})` };
   for (const s of strategies) if (!fn.has(EXPORT_OF[s].name)) return { ok: false, reason: `missing export ${EXPORT_OF[s].name} (the ${s} strategy); the module exports ${[...fn].join(', ') || 'no functions'}` };
-  let mem: ReturnType<typeof memoryLimits>;
+  let mems: MemoryLimits[];
   try {
-    mem = memoryLimits(bytes);
+    mems = memoriesOf(bytes);
   } catch (e) {
-    return { ok: false, reason: `invalid WebAssembly: ${describe(e)}` };
+    return { ok: false, reason: e instanceof PluginShapeError ? `the module has ${e.message}` : `invalid WebAssembly: ${describe(e)}` };
   }
+  if (mems.length > 1)
+    return { ok: false, reason: `the module has ${mems.length} memories (${mems.filter((m) => m.imported).length} imported, ${mems.filter((m) => !m.imported).length} declared): a plugin may have one, capped at ${limits.maxMemoryPages} pages` };
+  const mem = mems[0];
   const cap = limits.maxMemoryPages;
   if (mem !== undefined) {
     const where = mem.imported ? 'imported memory' : 'memory';
