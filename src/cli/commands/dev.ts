@@ -3,7 +3,8 @@ import { startDevCluster } from '../../app/dev-cluster.ts';
 import { startTracing, type Tracing } from '../../kube/tracing.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
-import { untilSignal } from './run.ts';
+import { liveViewStream } from '../../server/dashboard.ts';
+import { startMetricsServer, untilSignal } from './run.ts';
 
 export function registerDev(program: Command): void {
   const dev = program.command('dev').description('a local cluster for people and tools (dev mode, not for production)');
@@ -17,9 +18,10 @@ export function registerDev(program: Command): void {
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('--webhook <mode>', 'the admission webhook with the guard rails: audit (warns, records Events), enforce (errors deny) or off', 'audit')
     .option('--otlp-endpoint <url>', 'OpenTelemetry traces of the scheduler and controllers over OTLP/HTTP (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
+    .option('--metrics-port <port>', 'the scheduler\'s /metrics and dashboard on 127.0.0.1 (plain HTTP on loopback only; 0 = off)', intOption('--metrics-port', 0, 65535), 8080)
     .option('--no-controller-manager', 'leave out kube-controller-manager (garbage collection, Deployments, Jobs, EndpointSlices, PV binding)')
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+    .action(async (o: { metricsPort: number; controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
       if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
       const log = (m: string): void => {
         if (o.verbose === true) process.stderr.write(`${m}\n`);
@@ -34,9 +36,17 @@ export function registerDev(program: Command): void {
         await tracing.shutdown();
         throw e;
       });
+      // The scheduler's metrics and dashboard, as `sits run` serves them (loopback: plain HTTP, loopback Host only).
+      const server = o.metricsPort === 0 || cluster.app === undefined ? undefined : await startMetricsServer(o.metricsPort, '127.0.0.1', program.version() ?? 'unknown', (m) => process.stderr.write(`${m}\n`), undefined, false);
+      if (server !== undefined && cluster.app !== undefined) {
+        server.attach(cluster.app.scheduler, cluster.app.client);
+        server.attachView(liveViewStream(cluster.app.scheduler, { log }));
+        process.stderr.write(`metrics on ${server.url}/metrics, dashboard on ${server.url}/dashboard/ (sits top --server ${server.url})\n`);
+      }
       process.stdout.write(`ready kubeconfig=${cluster.kubeconfigPath}\n`);
       const sig = await untilSignal();
       process.stderr.write(`${sig}: stopping the dev cluster\n`);
+      await server?.close();
       await cluster.stop();
       await tracing.shutdown();
     });

@@ -165,7 +165,7 @@ function readSchedulerConfig(file: string): readonly SchedulerProfileSpec[] {
  * in use is reported and the scheduler runs without them (several `sits run` on one machine); in a pod the
  * failing probes make it visible.
  */
-async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure'], perGpu: boolean): Promise<SitsServer | undefined> {
+export async function startMetricsServer(port: number, host: string, version: string, log: (m: string) => void, secure: ServerOptions['secure'], perGpu: boolean): Promise<SitsServer | undefined> {
   try {
     return await startServer({ port, host, metrics: new SitsMetrics({ version, startTimeSeconds: Date.now() / 1000 - process.uptime(), perGpu, processMetrics: true }), log, ...(secure !== undefined ? { secure } : {}) });
   } catch (e) {
