@@ -74,6 +74,8 @@ export interface Activator {
 
 /** The chart's memory limit for the activator (activator.resources.limits.memory), the defaults' base without another. */
 export const DEFAULT_MEMORY_LIMIT = 512 << 20;
+/** How long the rest of a refused body is read and dropped before the connection is cut. */
+const LINGER_MS = 2000;
 
 const PROXY_RESOURCE = { group: API_GROUP, resource: 'inferenceservices', subresource: 'proxy' } as const;
 
@@ -377,15 +379,26 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
     const declared = cl === undefined || chunked ? 0 : Number(cl);
     if (!Number.isSafeInteger(declared) || declared < 0) return fail(400, `Content-Length: ${JSON.stringify(cl)} is not a number of bytes`);
     const showBytes = (): void => void m.heldBytes.set(labels, budget.bytesUsed(tenant));
-    // Refused before the body is read; the connection closes after the answer, so the rest is never read either.
+    // Refused before the body is read (or while it arrives). What the client still sends is discarded, never
+    // buffered, for a moment (closing at once would reset the connection before the client reads the answer: a
+    // lingering close), then the connection is cut.
     const refuse = (r: Refusal): void => {
+      res.once('finish', () => {
+        if (req.complete) return;
+        req.removeAllListeners('data');
+        req.resume();
+        const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
+        cut.unref();
+        req.once('end', () => clearTimeout(cut));
+        req.once('close', () => clearTimeout(cut));
+      });
       m.refused.inc({ ...labels, reason: r.reason });
       // A service at zero still activates: its callers retry after Retry-After and find a replica.
       if (endpointsOf(key).length === 0) {
         const s = state(key);
         if (Date.now() - s.lastStampMs >= restampMs) void stamp(t, s);
       }
-      fail(r.status, r.message, { Connection: 'close', ...(r.status === 413 ? {} : { 'Retry-After': r.status === 429 ? '5' : '1' }) });
+      fail(r.status, r.message, r.status === 413 ? {} : { 'Retry-After': r.status === 429 ? '5' : '1' });
     };
     const admitted = budget.admit(tenant, declared);
     if (!('release' in admitted)) return refuse(admitted);
