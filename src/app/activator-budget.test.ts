@@ -31,6 +31,9 @@ describe('activator budget', () => {
     expect(detectMemoryLimit({}, (p) => (p === '/sys/fs/cgroup/memory.max' ? 'max\n' : none()))).toBeUndefined();
     expect(detectMemoryLimit({}, (p) => (p === '/sys/fs/cgroup/memory/memory.limit_in_bytes' ? '9223372036854771712' : none()))).toBeUndefined();
     expect(detectMemoryLimit({}, none)).toBeUndefined();
+    // The downward API gives the node's memory when the pod sets no limit: the cgroup's, when smaller, wins.
+    expect(detectMemoryLimit({ SITS_MEMORY_LIMIT: String(64 * 1024 * MiB) }, (p) => (p === '/sys/fs/cgroup/memory.max' ? '536870912' : none()))).toBe(512 * MiB);
+    expect(detectMemoryLimit({ SITS_MEMORY_LIMIT: String(256 * MiB) }, (p) => (p === '/sys/fs/cgroup/memory.max' ? '536870912' : none()))).toBe(256 * MiB);
   });
 
   it('names the field of limits that cannot work together', () => {

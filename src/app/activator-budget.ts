@@ -55,16 +55,22 @@ export function budgetFromMemory(memoryLimitBytes: number, maxBodyBytes = 16 * M
 }
 
 /**
- * The container's memory limit: `SITS_MEMORY_LIMIT` (bytes; the chart sets it from `limits.memory` through the
- * downward API), else the cgroup's (v2 memory.max, v1 memory.limit_in_bytes), else undefined (no limit known).
+ * The container's memory limit: the smaller of `SITS_MEMORY_LIMIT` (bytes; the chart sets it from `limits.memory`
+ * through the downward API, which gives the node's allocatable memory when no limit is set) and the cgroup's (v2
+ * memory.max, v1 memory.limit_in_bytes); undefined when neither is known.
  */
 export function detectMemoryLimit(env: NodeJS.ProcessEnv = process.env, read: (p: string) => string = (p) => readFileSync(p, 'utf8')): number | undefined {
   const fromEnv = env.SITS_MEMORY_LIMIT;
+  let limit: number | undefined;
   if (fromEnv !== undefined && fromEnv !== '') {
-    const n = Number(fromEnv);
-    if (!Number.isSafeInteger(n) || n <= 0) throw new Error(`SITS_MEMORY_LIMIT: ${JSON.stringify(fromEnv)} is not a positive number of bytes`);
-    return n;
+    limit = Number(fromEnv);
+    if (!Number.isSafeInteger(limit) || limit <= 0) throw new Error(`SITS_MEMORY_LIMIT: ${JSON.stringify(fromEnv)} is not a positive number of bytes`);
   }
+  const cgroup = cgroupLimit(read);
+  return limit === undefined ? cgroup : cgroup === undefined ? limit : Math.min(limit, cgroup);
+}
+
+function cgroupLimit(read: (p: string) => string): number | undefined {
   for (const p of ['/sys/fs/cgroup/memory.max', '/sys/fs/cgroup/memory/memory.limit_in_bytes']) {
     let text: string;
     try {
