@@ -1,8 +1,9 @@
 /**
  * The activator's memory budget (ADR 0176): how many requests it may hold and how many body bytes it may buffer,
- * across every service and per service, decided before a body byte is read. A service's share is capped, and the
- * last part of the budget (the reserve) goes only to services that hold nothing yet: one tenant's flood fills at
- * most the rest, so another namespace's first request still gets in and its scale-from-zero still starts.
+ * across every service, per namespace (the tenant) and per service, decided before a body byte is read. A
+ * namespace's share is capped, and the last part of the budget (the reserve) goes only to namespaces that hold
+ * nothing yet: floods fill at most the rest, so another namespace's first request still gets in and its
+ * scale-from-zero still starts.
  */
 import { readFileSync } from 'node:fs';
 
@@ -15,17 +16,17 @@ export interface BudgetLimits {
   readonly maxHeldBytes: number;
   /** Largest single body. */
   readonly maxBodyBytes: number;
-  /** The part of each global limit one service may take, 0 < share ≤ 1. */
-  readonly serviceShare: number;
-  /** The part of each global limit only services holding nothing may take, 0 ≤ reserve < 1. */
+  /** The part of each global limit one namespace (tenant) may take, 0 < share ≤ 1. */
+  readonly namespaceShare: number;
+  /** The part of each global limit only namespaces holding nothing may take, 0 ≤ reserve < 1. */
   readonly reserve: number;
 }
 
-/** Why a request was refused: a metric label, and the HTTP status (429 for a per-service share, 503 when full). */
+/** Why a request was refused: a metric label, and the HTTP status (429 for a tenant's share, 503 when full). */
 export type Refusal =
   | { readonly reason: 'body-too-large'; readonly status: 413; readonly message: string }
   | { readonly reason: 'activator-full' | 'held-requests'; readonly status: 503; readonly message: string }
-  | { readonly reason: 'service-share' | 'service-held-requests'; readonly status: 429; readonly message: string };
+  | { readonly reason: 'namespace-share' | 'namespace-held-requests' | 'service-held-requests'; readonly status: 429; readonly message: string };
 
 export interface Ticket {
   /** Bytes counted for this request now. */
@@ -43,6 +44,8 @@ export interface Ticket {
 interface Usage {
   bytes: number;
   held: number;
+  /** Tickets using this entry. */
+  users: number;
 }
 
 const MiB = 1 << 20;
@@ -51,7 +54,7 @@ const MiB = 1 << 20;
 export function budgetFromMemory(memoryLimitBytes: number, maxBodyBytes = 16 * MiB): BudgetLimits {
   const maxHeldBytes = Math.floor(memoryLimitBytes / 2);
   const maxHeldRequests = Math.max(1, Math.floor(memoryLimitBytes / (64 << 10)));
-  return { maxHeldBytes, maxHeldRequests, maxHeldPerService: Math.min(1000, maxHeldRequests), maxBodyBytes: Math.min(maxBodyBytes, Math.floor(maxHeldBytes / 4)), serviceShare: 0.5, reserve: 0.25 };
+  return { maxHeldBytes, maxHeldRequests, maxHeldPerService: Math.min(1000, maxHeldRequests), maxBodyBytes: Math.min(maxBodyBytes, Math.floor(maxHeldBytes / 4)), namespaceShare: 0.5, reserve: 0.25 };
 }
 
 /**
@@ -94,14 +97,16 @@ export function checkLimits(l: BudgetLimits): void {
   int('maxHeldPerService', l.maxHeldPerService, 1);
   int('maxHeldBytes', l.maxHeldBytes, 1);
   int('maxBodyBytes', l.maxBodyBytes, 0);
-  if (!(l.serviceShare > 0 && l.serviceShare <= 1)) throw new Error(`serviceShare: ${l.serviceShare} must be in (0, 1]`);
+  if (!(l.namespaceShare > 0 && l.namespaceShare <= 1)) throw new Error(`namespaceShare: ${l.namespaceShare} must be in (0, 1]`);
   if (!(l.reserve >= 0 && l.reserve < 1)) throw new Error(`reserve: ${l.reserve} must be in [0, 1)`);
-  if (l.maxBodyBytes > l.maxHeldBytes * l.serviceShare) throw new Error(`maxBodyBytes: ${l.maxBodyBytes} is over one service's share of maxHeldBytes (${Math.floor(l.maxHeldBytes * l.serviceShare)}): no body that large could ever be held`);
+  if (l.maxBodyBytes > l.maxHeldBytes * l.namespaceShare) throw new Error(`maxBodyBytes: ${l.maxBodyBytes} is over one namespace's share of maxHeldBytes (${Math.floor(l.maxHeldBytes * l.namespaceShare)}): no body that large could ever be held`);
 }
 
 export class HoldBudget {
   readonly limits: BudgetLimits;
-  private readonly usage = new Map<string, Usage>();
+  /** By service (`ns/name`) and by namespace (`ns`): an entry lives while a ticket uses it. */
+  private readonly services = new Map<string, Usage>();
+  private readonly namespaces = new Map<string, Usage>();
   private bytes = 0;
   private held = 0;
 
@@ -110,39 +115,43 @@ export class HoldBudget {
     this.limits = limits;
   }
 
-  /** Body bytes counted now, across services or for one. */
-  bytesUsed(key?: string): number {
-    return key === undefined ? this.bytes : (this.usage.get(key)?.bytes ?? 0);
+  /** Body bytes counted now: across services, or for one service (`ns/name`). */
+  bytesUsed(service?: string): number {
+    return service === undefined ? this.bytes : (this.services.get(service)?.bytes ?? 0);
   }
 
-  /** Requests held now, across services or for one. */
-  heldNow(key?: string): number {
-    return key === undefined ? this.held : (this.usage.get(key)?.held ?? 0);
+  /** Requests held now: across services, or for one service (`ns/name`). */
+  heldNow(service?: string): number {
+    return service === undefined ? this.held : (this.services.get(service)?.held ?? 0);
   }
 
   /**
-   * A ticket for one request to service `key`, with `declared` bytes (its Content-Length) counted at once; a
-   * chunked body starts at 0 and grows. Refused before any body byte is read.
+   * A ticket for one request to `service` (`ns/name`), with `declared` bytes (its Content-Length) counted at once;
+   * a chunked body starts at 0 and grows. Refused before any body byte is read.
    */
-  admit(key: string, declared = 0): Ticket | Refusal {
+  admit(service: string, declared = 0): Ticket | Refusal {
     const l = this.limits;
     if (declared > l.maxBodyBytes) return { reason: 'body-too-large', status: 413, message: `request body of ${declared} bytes is over the limit of ${l.maxBodyBytes}` };
-    const u = this.usage.get(key) ?? { bytes: 0, held: 0 };
-    const refused = this.checkBytes(key, u, declared);
+    const namespace = service.slice(0, service.indexOf('/'));
+    const entry = (m: Map<string, Usage>, k: string): Usage => m.get(k) ?? { bytes: 0, held: 0, users: 0 };
+    const s = entry(this.services, service);
+    const t = entry(this.namespaces, namespace);
+    const refused = this.checkBytes(namespace, t, declared, 0);
     if (refused !== undefined) return refused;
-    this.usage.set(key, u);
+    this.services.set(service, s);
+    this.namespaces.set(namespace, t);
+    s.users++;
+    t.users++;
     let mine = 0;
     let holding = false;
     let released = false;
     const add = (n: number): void => {
       mine += n;
-      u.bytes += n;
+      s.bytes += n;
+      t.bytes += n;
       this.bytes += n;
     };
     add(declared);
-    // A ticket in use keeps its usage entry alive; the last one out deletes it.
-    const users = (this.users.get(u) ?? 0) + 1;
-    this.users.set(u, users);
     const ticket: Ticket = {
       get bytes() {
         return mine;
@@ -150,64 +159,63 @@ export class HoldBudget {
       grow: (n) => {
         if (released) return undefined;
         if (mine + n > l.maxBodyBytes) return { reason: 'body-too-large', status: 413, message: `request body over the limit of ${l.maxBodyBytes} bytes` };
-        const r = this.checkBytes(key, u, n, mine);
+        const r = this.checkBytes(namespace, t, n, mine);
         if (r !== undefined) return r;
         add(n);
         return undefined;
       },
       hold: () => {
         if (released || holding) return undefined;
-        const r = this.checkHeld(key, u);
+        const r = this.checkHeld(service, s, namespace, t);
         if (r !== undefined) return r;
         holding = true;
-        u.held++;
+        s.held++;
+        t.held++;
         this.held++;
         return undefined;
       },
       unhold: () => {
         if (!holding) return;
         holding = false;
-        u.held--;
+        s.held--;
+        t.held--;
         this.held--;
       },
       release: () => {
         if (released) return;
         ticket.unhold();
         released = true;
-        u.bytes -= mine;
+        s.bytes -= mine;
+        t.bytes -= mine;
         this.bytes -= mine;
         mine = 0;
-        const left = (this.users.get(u) ?? 1) - 1;
-        if (left === 0) {
-          this.users.delete(u);
-          this.usage.delete(key);
-        } else this.users.set(u, left);
+        if (--s.users === 0) this.services.delete(service);
+        if (--t.users === 0) this.namespaces.delete(namespace);
       },
     };
     return ticket;
   }
 
-  private readonly users = new Map<Usage, number>();
-
-  /** `own`: bytes this request already counts (they are the service's, but not "something else it holds"). */
-  private checkBytes(key: string, u: Usage, n: number, own = 0): Refusal | undefined {
+  /** `own`: bytes this request already counts (the namespace's, but not "something else it holds"). */
+  private checkBytes(namespace: string, t: Usage, n: number, own: number): Refusal | undefined {
     const l = this.limits;
     if (this.bytes + n > l.maxHeldBytes) return { reason: 'activator-full', status: 503, message: `the activator buffers ${this.bytes} of ${l.maxHeldBytes} body bytes: no room for ${n} more` };
-    const share = Math.floor(l.maxHeldBytes * l.serviceShare);
-    if (u.bytes + n > share) return { reason: 'service-share', status: 429, message: `${key} already buffers ${u.bytes} body bytes, its share is ${share}` };
-    // The reserve is for services with nothing else buffered: their first request must get in.
-    if (u.bytes - own > 0 && this.bytes + n > Math.floor(l.maxHeldBytes * (1 - l.reserve)))
-      return { reason: 'service-share', status: 429, message: `${key} already buffers ${u.bytes} body bytes; the last ${Math.round(l.reserve * 100)}% of the activator's budget is kept for services that hold nothing` };
+    const share = Math.floor(l.maxHeldBytes * l.namespaceShare);
+    if (t.bytes + n > share) return { reason: 'namespace-share', status: 429, message: `namespace ${namespace} already buffers ${t.bytes} body bytes, its share is ${share}` };
+    // The reserve is for namespaces with nothing else buffered: their first request must get in.
+    if (t.bytes - own > 0 && this.bytes + n > Math.floor(l.maxHeldBytes * (1 - l.reserve)))
+      return { reason: 'namespace-share', status: 429, message: `namespace ${namespace} already buffers ${t.bytes} body bytes; the last ${Math.round(l.reserve * 100)}% of the activator's budget is kept for namespaces that hold nothing` };
     return undefined;
   }
 
-  private checkHeld(key: string, u: Usage): Refusal | undefined {
+  private checkHeld(service: string, s: Usage, namespace: string, t: Usage): Refusal | undefined {
     const l = this.limits;
     if (this.held + 1 > l.maxHeldRequests) return { reason: 'held-requests', status: 503, message: `the activator holds ${this.held} requests, its limit` };
-    const share = Math.min(l.maxHeldPerService, Math.max(1, Math.floor(l.maxHeldRequests * l.serviceShare)));
-    if (u.held + 1 > share) return { reason: 'service-held-requests', status: 429, message: `${share} requests already wait for a replica of ${key}` };
-    if (u.held > 0 && this.held + 1 > Math.floor(l.maxHeldRequests * (1 - l.reserve)))
-      return { reason: 'service-held-requests', status: 429, message: `${key} already has ${u.held} requests waiting; the last ${Math.round(l.reserve * 100)}% of the activator's held requests are kept for services that hold nothing` };
+    if (s.held + 1 > l.maxHeldPerService) return { reason: 'service-held-requests', status: 429, message: `${l.maxHeldPerService} requests already wait for a replica of ${service}` };
+    const share = Math.max(1, Math.floor(l.maxHeldRequests * l.namespaceShare));
+    if (t.held + 1 > share) return { reason: 'namespace-held-requests', status: 429, message: `${share} requests of namespace ${namespace} already wait for a replica` };
+    if (t.held > 0 && this.held + 1 > Math.floor(l.maxHeldRequests * (1 - l.reserve)))
+      return { reason: 'namespace-held-requests', status: 429, message: `namespace ${namespace} already has ${t.held} requests waiting; the last ${Math.round(l.reserve * 100)}% of the activator's held requests are kept for namespaces that hold nothing` };
     return undefined;
   }
 }

@@ -24,10 +24,11 @@ import { LABEL } from '../api/wire.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MiB = 1 << 20;
-const MEMORY = 256 * MiB; // --memory-limit: a budget of 128 MiB of bodies, 64 MiB per service, bodies up to 16 MiB
+const MEMORY = 256 * MiB; // --memory-limit: a budget of 128 MiB of bodies, 64 MiB per namespace, bodies up to 16 MiB
 const BUDGET = MEMORY / 2;
 const BODY = 16 * MiB;
 const FLOOD_NS = 'flood';
+const FLOOD2_NS = 'flood2';
 const QUIET_NS = 'quiet';
 // One buffer for every write: the test's own memory stays small whatever it sends.
 const CHUNK = Buffer.alloc(256 << 10, 0x61);
@@ -66,6 +67,7 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
   let proc: ComponentProcess;
   let port = 0;
   let flooder: Account;
+  let flooder2: Account;
   let quiet: Account;
   let replica: Server;
   const seen: { bytes: number; sha: string }[] = [];
@@ -145,11 +147,12 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
     plane = await startControlPlane();
     admin = new KubeClient(plane.kubeConfig());
     await applyCrds(admin);
-    for (const ns of [FLOOD_NS, QUIET_NS, 'sits-system']) await createNs(admin, ns);
+    for (const ns of [FLOOD_NS, FLOOD2_NS, QUIET_NS, 'sits-system']) await createNs(admin, ns);
     await serviceAccountClient(admin, plane, { namespace: 'sits-system', name: 'sits-activator', rules: ACTIVATOR_RULES });
     flooder = await serviceAccountClient(admin, plane, { namespace: FLOOD_NS, name: 'app', rules: INFERENCE_CALLER_RULES, namespaced: true });
+    flooder2 = await serviceAccountClient(admin, plane, { namespace: FLOOD2_NS, name: 'app', rules: INFERENCE_CALLER_RULES, namespaced: true });
     quiet = await serviceAccountClient(admin, plane, { namespace: QUIET_NS, name: 'app', rules: INFERENCE_CALLER_RULES, namespaced: true });
-    for (const [ns, name] of [[FLOOD_NS, 'big'], [FLOOD_NS, 'big2'], [QUIET_NS, 'small'], [QUIET_NS, 'dead']] as const) await createService(ns, name);
+    for (const [ns, name] of [[FLOOD_NS, 'big'], [FLOOD_NS, 'big2'], [FLOOD2_NS, 'big3'], [QUIET_NS, 'small'], [QUIET_NS, 'dead']] as const) await createService(ns, name);
     // The replica that comes up for quiet/small: answers with what it got.
     replica = createServer((req, res) => {
       const h = createHash('sha256');
@@ -200,19 +203,22 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
 
   it('keeps its memory to the budget, refuses before reading, and another namespace still scales from zero', async () => {
     expect(await value('sits_activator_budget_limit', { resource: 'bytes', scope: 'global' })).toBe(BUDGET);
-    expect(await value('sits_activator_budget_limit', { resource: 'bytes', scope: 'service' })).toBe(BUDGET / 2);
+    expect(await value('sits_activator_budget_limit', { resource: 'bytes', scope: 'namespace' })).toBe(BUDGET / 2);
     const baseline = rssOf(proc.pid);
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, rssOf(proc.pid))), 20);
     const t0 = performance.now();
     try {
-      // 64 × 16 MiB (1 GiB) at two services of the flooding tenant; one more declares 17 MiB. Each client waits
-      // before its body (longer on a loaded machine): an answer in that pause came before any body byte was sent.
+      // 64 × 16 MiB (1 GiB): half at two services of one flooding tenant, half at a second tenant's service; one
+      // more declares 17 MiB. Each client waits before its body (longer on a loaded machine): an answer in that
+      // pause came before any body byte was sent.
       const pauseMs = scaled(1000);
+      const targets = [[FLOOD_NS, 'big', flooder], [FLOOD_NS, 'big2', flooder], [FLOOD2_NS, 'big3', flooder2], [FLOOD2_NS, 'big3', flooder2]] as const;
       const flood: Shot[] = [];
       for (let i = 0; i < 64; i++) {
-        const chunked = i % 2 === 1;
-        flood.push(shoot(`${chunked ? 'chunked' : 'length'}-${i}`, FLOOD_NS, i < 32 ? 'big' : 'big2', flooder.token, { chunked, size: BODY, pauseMs }));
+        const chunked = Math.floor(i / 4) % 2 === 1;
+        const [ns, svc, who] = targets[i % 4] as (typeof targets)[number];
+        flood.push(shoot(`${ns}/${svc} ${chunked ? 'chunked' : 'length'} #${i}`, ns, svc, who.token, { chunked, size: BODY, pauseMs }));
       }
       const tooBig = shoot('too-big', FLOOD_NS, 'big', flooder.token, { chunked: false, size: BODY + MiB, pauseMs });
       await Promise.all([...flood, tooBig].map((s) => s.settled));
@@ -231,21 +237,25 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       expect(refused.length).toBeGreaterThan(32);
       for (const s of refused) {
         expect([429, 503, 413], `${s.label}: ${s.body}`).toContain(s.status);
-        expect(s.body).toMatch(/"message":"[^"]*(buffers|kept for services|over the limit)/);
+        expect(s.body).toMatch(/"message":"[^"]*(buffers|kept for namespaces that hold nothing|over the limit)/);
         // Refused before the body was read: a declared length at its headers (nothing sent yet), a chunked one
         // before its end (the activator stopped reading; the client still had most of it to send).
         if (!s.chunked) expect(s.sentAtAnswer, s.label).toBe(0);
         else expect(s.sentAtAnswer, s.label).toBeLessThan(BODY);
       }
-      // The held ones sent all of their body; they are what the budget holds: at most 75 % of it (the reserve).
+      // The held ones sent all of their body; they are what the budget holds: the tenant's share, half of it, over
+      // both of its services.
       for (const s of held) expect(s.sent).toBe(BODY);
       const floodBytes = held.length * BODY;
+      const heldBytes = async (ns: string, svc: string): Promise<number> => value('sits_activator_held_bytes', { namespace: ns, inferenceservice: svc });
       // The last chunks the clients sent may still be on their way in.
-      await waitFor('the held bodies counted', async () => (await value('sits_activator_held_bytes', { namespace: FLOOD_NS, inferenceservice: 'big' })) + (await value('sits_activator_held_bytes', { namespace: FLOOD_NS, inferenceservice: 'big2' })) === floodBytes || undefined, 10_000, 50);
+      await waitFor('the held bodies counted', async () => (await heldBytes(FLOOD_NS, 'big')) + (await heldBytes(FLOOD_NS, 'big2')) + (await heldBytes(FLOOD2_NS, 'big3')) === floodBytes || undefined, 10_000, 50);
+      // A tenant gets half the budget over all its services; both together stop where the reserve begins.
+      expect((await heldBytes(FLOOD_NS, 'big')) + (await heldBytes(FLOOD_NS, 'big2'))).toBeLessThanOrEqual(BUDGET / 2);
+      expect(await heldBytes(FLOOD2_NS, 'big3')).toBeLessThanOrEqual(BUDGET / 2);
       expect(floodBytes).toBeLessThanOrEqual(BUDGET * 0.75);
-      expect(await value('sits_activator_held_bytes', { namespace: FLOOD_NS, inferenceservice: 'big' })).toBeLessThanOrEqual(BUDGET / 2);
       const fams = await metrics();
-      const refusals = ['activator-full', 'service-share', 'body-too-large'].reduce((n, reason) => n + (sampleValue(fams, 'sits_activator_refused_total', { namespace: FLOOD_NS, inferenceservice: 'big', reason }) ?? 0) + (sampleValue(fams, 'sits_activator_refused_total', { namespace: FLOOD_NS, inferenceservice: 'big2', reason }) ?? 0), 0);
+      const refusals = fams.get('sits_activator_refused_total')?.samples.reduce((n, x) => n + x.value, 0);
       expect(refusals).toBe(refused.length + 1);
       expect(sampleValue(fams, 'sits_activator_budget_used', { resource: 'bytes' })).toBe(floodBytes);
 
@@ -267,9 +277,9 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       await waitFor('quiet/small bytes returned', async () => (await value('sits_activator_held_bytes', { namespace: QUIET_NS, inferenceservice: 'small' })) === 0 || undefined, 10_000, 50);
       for (const s of held) s.destroy();
       await waitFor('the flood bytes returned', async () => ((await value('sits_activator_budget_used', { resource: 'bytes' })) === 0 && (await value('sits_activator_budget_used', { resource: 'requests' })) === 0) || undefined, 10_000, 50);
-      for (const svc of ['big', 'big2']) {
-        expect(await value('sits_activator_held_bytes', { namespace: FLOOD_NS, inferenceservice: svc })).toBe(0);
-        expect(await value('sits_activator_held_requests', { namespace: FLOOD_NS, inferenceservice: svc })).toBe(0);
+      for (const [ns, svc] of targets) {
+        expect(await heldBytes(ns, svc)).toBe(0);
+        expect(await value('sits_activator_held_requests', { namespace: ns, inferenceservice: svc })).toBe(0);
       }
       // …and a forward that fails (the replica refuses the connection) too.
       const [closed] = (await freePorts(1)) as [number];

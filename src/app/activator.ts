@@ -9,7 +9,7 @@
  * with the method's verb, as the apiserver's `services/proxy`); their credentials are not passed to the engine.
  * `/metrics` has the held requests per service: what a KEDA `activationQuery` reads in mode keda.
  * Memory (ADR 0176): every hold and every buffered body byte is admitted by a budget (activator-budget.ts) before
- * the body is read; a refusal is a 503 (activator full) or 429 (the service's share) with Retry-After, and a
+ * the body is read; a refusal is a 503 (activator full) or 429 (the namespace's share) with Retry-After, and a
  * service at zero still gets its activation stamped, so a flood cannot stop anyone's scale-from-zero.
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -142,16 +142,17 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         this.set({ resource: 'requests' }, budget.heldNow());
       },
     }),
-    budgetLimit: new Gauge({ name: 'sits_activator_budget_limit', help: 'The activator\'s limits: body bytes and held requests across every service, and per service.', labelNames: ['resource', 'scope'], registers: [registry] }),
+    budgetLimit: new Gauge({ name: 'sits_activator_budget_limit', help: 'The activator\'s limits: body bytes and held requests across every service (scope global), per namespace, per service, per request.', labelNames: ['resource', 'scope'], registers: [registry] }),
     holdSeconds: new Histogram({ name: 'sits_activator_hold_seconds', help: 'How long held requests waited for a ready replica.', labelNames: ['namespace', 'inferenceservice'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600], registers: [registry] }),
   };
 
   const L = budget.limits;
   m.budgetLimit.set({ resource: 'bytes', scope: 'global' }, L.maxHeldBytes);
-  m.budgetLimit.set({ resource: 'bytes', scope: 'service' }, Math.floor(L.maxHeldBytes * L.serviceShare));
+  m.budgetLimit.set({ resource: 'bytes', scope: 'namespace' }, Math.floor(L.maxHeldBytes * L.namespaceShare));
   m.budgetLimit.set({ resource: 'bytes', scope: 'request' }, L.maxBodyBytes);
   m.budgetLimit.set({ resource: 'requests', scope: 'global' }, L.maxHeldRequests);
-  m.budgetLimit.set({ resource: 'requests', scope: 'service' }, Math.min(L.maxHeldPerService, Math.max(1, Math.floor(L.maxHeldRequests * L.serviceShare))));
+  m.budgetLimit.set({ resource: 'requests', scope: 'namespace' }, Math.max(1, Math.floor(L.maxHeldRequests * L.namespaceShare)));
+  m.budgetLimit.set({ resource: 'requests', scope: 'service' }, L.maxHeldPerService);
 
   // ns/service → slice key → slice: the EndpointSlices of InferenceServices' Services only (their label).
   const slices = new Map<string, Map<string, EndpointSliceLike>>();
