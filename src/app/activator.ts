@@ -394,8 +394,9 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         req.once('close', () => clearTimeout(cut));
       });
       m.refused.inc({ ...labels, reason: r.reason });
-      // A service at zero still activates: its callers retry after Retry-After and find a replica.
-      if (endpointsOf(key).length === 0) {
+      // A service at zero still activates (unless the request itself is wrong): its callers retry after
+      // Retry-After and find a replica.
+      if (r.status !== 413 && endpointsOf(key).length === 0) {
         const s = state(key);
         if (Date.now() - s.lastStampMs >= restampMs) void stamp(t, s);
       }
