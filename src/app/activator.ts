@@ -8,6 +8,9 @@
  * authorized by delegation on the secure port (TokenReview, SubjectAccessReview for `inferenceservices/proxy`
  * with the method's verb, as the apiserver's `services/proxy`); their credentials are not passed to the engine.
  * `/metrics` has the held requests per service: what a KEDA `activationQuery` reads in mode keda.
+ * Memory (ADR 0176): every hold and every buffered body byte is admitted by a budget (activator-budget.ts) before
+ * the body is read; a refusal is a 503 (activator full) or 429 (the namespace's share) with Retry-After, and a
+ * service at zero still gets its activation stamped, so a flood cannot stop anyone's scale-from-zero.
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
@@ -17,9 +20,10 @@ import type { CertPair } from '../kube/certs.ts';
 import { isStatus, type KubeClient } from '../kube/client.ts';
 import type { Authenticator, Authorizer, ResourceAttributes } from '../kube/delegated-auth.ts';
 import { Reflector, objectKey } from '../kube/reflector.ts';
-import { BodyTooLarge, readBody, startSecureServer } from '../kube/secure-server.ts';
+import { startSecureServer } from '../kube/secure-server.ts';
 import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS, parseProxyPath, pickEndpoint, proxyVerb, readyEndpoints, SERVICE_NAME_LABEL, type Endpoint, type EndpointSliceLike, type ProxyTarget } from '../serving/activator-routing.ts';
 import { requestActivation } from './serving-loop.ts';
+import { budgetFromMemory, HoldBudget, type Refusal, type Ticket } from './activator-budget.ts';
 
 export interface ActivatorOptions {
   readonly port: number;
@@ -34,11 +38,17 @@ export interface ActivatorOptions {
   readonly namespace?: string;
   /** How long a request waits for a ready replica. Default 300 s (a model load). */
   readonly holdTimeoutMs?: number;
-  /** Requests held per service at most; beyond, 503 with Retry-After. Default 1000. */
+  /** Requests held per service at most; beyond, 429 with Retry-After. Default 1000 (less on a small memory limit). */
   readonly maxHeldPerService?: number;
+  /** Requests held across every service; beyond, 503 with Retry-After. Default: the memory limit / 64 KiB. */
+  readonly maxHeldRequests?: number;
+  /** Body bytes buffered across every service; beyond, 503 with Retry-After. Default: half the memory limit. */
+  readonly maxHeldBytes?: number;
+  /** The container's memory limit the defaults come from (detectMemoryLimit). Default 512 MiB (the chart's). */
+  readonly memoryLimitBytes?: number;
   /** Re-stamp the activation this often while holding. Default 5 s. */
   readonly restampMs?: number;
-  /** Largest request body. Default 16 MiB. */
+  /** Largest request body. Default 16 MiB (at most a quarter of maxHeldBytes). */
   readonly maxBodyBytes?: number;
   /** The Service port to send to, by name. Default `http` (every runtime's API port). */
   readonly portName?: string;
@@ -61,6 +71,11 @@ export interface Activator {
    */
   close(o?: { readonly drainMs?: number }): Promise<void>;
 }
+
+/** The chart's memory limit for the activator (activator.resources.limits.memory), the defaults' base without another. */
+export const DEFAULT_MEMORY_LIMIT = 512 << 20;
+/** How long the rest of a refused body is read and dropped before the connection is cut. */
+const LINGER_MS = 2000;
 
 const PROXY_RESOURCE = { group: API_GROUP, resource: 'inferenceservices', subresource: 'proxy' } as const;
 
@@ -97,9 +112,16 @@ function sendError(res: ServerResponse, status: number, message: string, headers
 export async function startActivator(client: KubeClient, o: ActivatorOptions): Promise<Activator> {
   const log = o.log ?? (() => undefined);
   const holdTimeoutMs = o.holdTimeoutMs ?? 300_000;
-  const maxHeld = o.maxHeldPerService ?? 1000;
   const restampMs = o.restampMs ?? 5000;
-  const maxBody = o.maxBodyBytes ?? 16 << 20;
+  const derived = budgetFromMemory(o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT, o.maxBodyBytes);
+  const maxHeldBytes = o.maxHeldBytes ?? derived.maxHeldBytes;
+  const budget = new HoldBudget({
+    ...derived,
+    maxHeldBytes,
+    maxHeldRequests: o.maxHeldRequests ?? derived.maxHeldRequests,
+    maxHeldPerService: o.maxHeldPerService ?? derived.maxHeldPerService,
+    maxBodyBytes: o.maxBodyBytes ?? Math.min(16 << 20, Math.floor(maxHeldBytes / 4)),
+  });
   const portName = o.portName ?? 'http';
   const resolve = o.resolveAddress ?? ((ip: string) => ip);
 
@@ -108,8 +130,29 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
     requests: new Counter({ name: 'sits_activator_requests_total', help: 'Requests answered, by namespace, InferenceService and HTTP status code.', labelNames: ['namespace', 'inferenceservice', 'code'], registers: [registry] }),
     held: new Gauge({ name: 'sits_activator_held_requests', help: 'Requests held now because the InferenceService has no ready replica (a KEDA activationQuery reads this).', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
     activations: new Counter({ name: 'sits_activator_activations_total', help: 'Activation stamps written on InferenceServices (ai.sits2026.dev/activate).', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
+    heldBytes: new Gauge({ name: 'sits_activator_held_bytes', help: 'Request body bytes buffered now (held, or on their way to a replica), by InferenceService.', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
+    refused: new Counter({ name: 'sits_activator_refused_total', help: 'Requests refused by the memory budget before their body was read (or cut off while it arrived), by reason.', labelNames: ['namespace', 'inferenceservice', 'reason'], registers: [registry] }),
+    budgetUsed: new Gauge({
+      name: 'sits_activator_budget_used',
+      help: 'What the activator holds now across every service: body bytes, held requests.',
+      labelNames: ['resource'],
+      registers: [registry],
+      collect() {
+        this.set({ resource: 'bytes' }, budget.bytesUsed());
+        this.set({ resource: 'requests' }, budget.heldNow());
+      },
+    }),
+    budgetLimit: new Gauge({ name: 'sits_activator_budget_limit', help: 'The activator\'s limits: body bytes and held requests across every service (scope global), per namespace, per service, per request.', labelNames: ['resource', 'scope'], registers: [registry] }),
     holdSeconds: new Histogram({ name: 'sits_activator_hold_seconds', help: 'How long held requests waited for a ready replica.', labelNames: ['namespace', 'inferenceservice'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600], registers: [registry] }),
   };
+
+  const L = budget.limits;
+  m.budgetLimit.set({ resource: 'bytes', scope: 'global' }, L.maxHeldBytes);
+  m.budgetLimit.set({ resource: 'bytes', scope: 'namespace' }, Math.floor(L.maxHeldBytes * L.namespaceShare));
+  m.budgetLimit.set({ resource: 'bytes', scope: 'request' }, L.maxBodyBytes);
+  m.budgetLimit.set({ resource: 'requests', scope: 'global' }, L.maxHeldRequests);
+  m.budgetLimit.set({ resource: 'requests', scope: 'namespace' }, Math.max(1, Math.floor(L.maxHeldRequests * L.namespaceShare)));
+  m.budgetLimit.set({ resource: 'requests', scope: 'service' }, L.maxHeldPerService);
 
   // ns/service → slice key → slice: the EndpointSlices of InferenceServices' Services only (their label).
   const slices = new Map<string, Map<string, EndpointSliceLike>>();
@@ -236,7 +279,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
   };
 
   /** Sends the request to `e`; resolves false when the connection failed before any answer (try another). */
-  const forward = (t: ProxyTarget, e: Endpoint, req: IncomingMessage, res: ServerResponse, body: Buffer, query: string): Promise<boolean> =>
+  const forward = (t: ProxyTarget, e: Endpoint, req: IncomingMessage, res: ServerResponse, body: readonly Buffer[], size: number, query: string): Promise<boolean> =>
     new Promise((done) => {
       const id = `${e.host}:${e.port}`;
       inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
@@ -249,7 +292,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
       };
       const headers: Record<string, string | string[]> = {};
       for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
-      headers['content-length'] = String(body.length);
+      headers['content-length'] = String(size);
       const prior = req.headers['x-forwarded-for'];
       const peer = req.socket.remoteAddress ?? '';
       headers['x-forwarded-for'] = typeof prior === 'string' && prior !== '' ? `${prior}, ${peer}` : peer;
@@ -279,7 +322,45 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
       res.on('close', () => {
         if (!res.writableFinished) up.destroy();
       });
-      up.end(body);
+      // The chunks as they came (no concatenated copy: a second buffer of the same size).
+      for (const c of body) up.write(c);
+      up.end();
+    });
+
+  /**
+   * The body as it arrives, each chunk counted by the ticket first; a refusal stops reading at once (the rest is
+   * never buffered). Undefined when the client went away.
+   */
+  const readCounted = (req: IncomingMessage, ticket: Ticket, counted: boolean): Promise<{ chunks: Buffer[]; size: number } | Refusal | undefined> =>
+    new Promise((done) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      const stop = (r: { chunks: Buffer[]; size: number } | Refusal | undefined): void => {
+        req.off('data', onData);
+        req.off('end', onEnd);
+        req.off('error', onGone);
+        req.off('aborted', onGone);
+        req.socket?.off('close', onGone);
+        done(r);
+      };
+      const onData = (c: Buffer): void => {
+        // A declared length was counted whole at admission (the parser never reads past it).
+        const r = counted ? undefined : ticket.grow(c.length);
+        if (r !== undefined) {
+          req.pause();
+          chunks.length = 0;
+          return stop(r);
+        }
+        chunks.push(c);
+        size += c.length;
+      };
+      const onEnd = (): void => stop({ chunks, size });
+      const onGone = (): void => stop(undefined);
+      req.on('data', onData);
+      req.on('end', onEnd);
+      req.on('error', onGone);
+      req.on('aborted', onGone);
+      req.socket?.on('close', onGone);
     });
 
   const proxy = async (req: IncomingMessage, res: ServerResponse, t: ProxyTarget, query: string): Promise<void> => {
@@ -290,36 +371,75 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
     };
     if (draining) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
     if (o.namespace !== undefined && t.namespace !== o.namespace) return fail(404, `this activator serves namespace ${o.namespace} only, not ${t.namespace}`);
-    let body: Buffer;
-    try {
-      body = await readBody(req, maxBody);
-    } catch (e) {
-      if (e instanceof BodyTooLarge) return fail(413, e.message);
-      throw e;
-    }
     const key = svcKey(t.namespace, serviceName(t.name));
+    const tenant = `${t.namespace}/${t.name}`;
     let eps: readonly Endpoint[] = endpointsOf(key);
-    if (eps.length === 0) {
-      if (!(await exists(t))) return fail(404, `InferenceService ${t.namespace}/${t.name} not found`);
-      if (state(key).held >= maxHeld) return fail(503, `${maxHeld} requests already wait for a replica of ${t.namespace}/${t.name}`, { 'Retry-After': '1' });
-      const got = await hold(t, key, res);
-      if (got === undefined) {
-        if (res.destroyed) return;
-        return fail(503, `no replica of InferenceService ${t.namespace}/${t.name} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, { 'Retry-After': '5' });
+    if (eps.length === 0 && !(await exists(t))) return fail(404, `InferenceService ${tenant} not found`);
+    const cl = req.headers['content-length'];
+    const chunked = req.headers['transfer-encoding'] !== undefined;
+    const declared = cl === undefined || chunked ? 0 : Number(cl);
+    if (!Number.isSafeInteger(declared) || declared < 0) return fail(400, `Content-Length: ${JSON.stringify(cl)} is not a number of bytes`);
+    const showBytes = (): void => void m.heldBytes.set(labels, budget.bytesUsed(tenant));
+    // Refused before the body is read (or while it arrives). What the client still sends is discarded, never
+    // buffered, for a moment (closing at once would reset the connection before the client reads the answer: a
+    // lingering close), then the connection is cut.
+    const refuse = (r: Refusal): void => {
+      res.once('finish', () => {
+        if (req.complete) return;
+        req.removeAllListeners('data');
+        req.resume();
+        const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
+        cut.unref();
+        req.once('end', () => clearTimeout(cut));
+        req.once('close', () => clearTimeout(cut));
+      });
+      m.refused.inc({ ...labels, reason: r.reason });
+      // A service at zero still activates (unless the request itself is wrong): its callers retry after
+      // Retry-After and find a replica.
+      if (r.status !== 413 && endpointsOf(key).length === 0) {
+        const s = state(key);
+        if (Date.now() - s.lastStampMs >= restampMs) void stamp(t, s);
       }
-      eps = got;
-      if (eps.length === 0) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
+      fail(r.status, r.message, r.status === 413 ? {} : { 'Retry-After': r.status === 429 ? '5' : '1' });
+    };
+    const admitted = budget.admit(tenant, declared);
+    if (!('release' in admitted)) return refuse(admitted);
+    const ticket = admitted;
+    try {
+      if (eps.length === 0) {
+        const r = ticket.hold();
+        if (r !== undefined) return refuse(r);
+      }
+      showBytes();
+      const body = await readCounted(req, ticket, !chunked);
+      showBytes();
+      if (body === undefined) return;
+      if ('reason' in body) return refuse(body);
+      if (eps.length === 0) {
+        const got = await hold(t, key, res);
+        ticket.unhold();
+        if (got === undefined) {
+          if (res.destroyed) return;
+          return fail(503, `no replica of InferenceService ${tenant} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, { 'Retry-After': '5' });
+        }
+        eps = got;
+        if (eps.length === 0) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
+      }
+      const tried = new Set<string>();
+      for (let attempt = 0; attempt < 2; attempt++) {
+        const left = eps.filter((e) => !tried.has(`${e.host}:${e.port}`));
+        const e = pickEndpoint(left, (x) => inFlight.get(`${x.host}:${x.port}`) ?? 0, turn++);
+        if (e === undefined) break;
+        tried.add(`${e.host}:${e.port}`);
+        if (await forward(t, e, req, res, body.chunks, body.size, query)) return;
+        eps = endpointsOf(key);
+      }
+      fail(502, `no replica of InferenceService ${tenant} accepted the connection`);
+    } finally {
+      // Forwarded, failed, timed out or the client left: every byte goes back to the budget.
+      ticket.release();
+      showBytes();
     }
-    const tried = new Set<string>();
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const left = eps.filter((e) => !tried.has(`${e.host}:${e.port}`));
-      const e = pickEndpoint(left, (x) => inFlight.get(`${x.host}:${x.port}`) ?? 0, turn++);
-      if (e === undefined) break;
-      tried.add(`${e.host}:${e.port}`);
-      if (await forward(t, e, req, res, body, query)) return;
-      eps = endpointsOf(key);
-    }
-    fail(502, `no replica of InferenceService ${t.namespace}/${t.name} accepted the connection`);
   };
 
   const send = (res: ServerResponse, status: number, text: string, type = 'text/plain; charset=utf-8'): void => {

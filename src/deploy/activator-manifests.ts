@@ -5,6 +5,8 @@
  * namespaces to let a workload send requests, a Service, and a Deployment running `sits activator`. Every replica
  * serves (no leader): each holds its own requests and stamps the same annotation. The serving certificate comes
  * from a kubernetes.io/tls Secret (`activator.tlsSecret`, keys tls.crt and tls.key: e.g. cert-manager's).
+ * Its memory budget (ADR 0176: held requests and buffered body bytes) comes from its own memory limit, handed in by
+ * the downward API, so `activator.resources.limits.memory` and the budget cannot disagree.
  */
 import { ACTIVATOR_RULES, INFERENCE_CALLER_RULES, ruleYaml, type PolicyRule } from './rbac.ts';
 import { block, concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
@@ -60,6 +62,8 @@ function activatorDeployment(): Doc {
                   concat('--hold-timeout=', raw('activator.holdTimeoutSeconds')),
                   concat('--max-held=', raw('activator.maxHeldPerService')),
                 ],
+                // The budget's base: half of it for request bodies, 64 KiB of it per held request (ADR 0176).
+                env: [{ name: 'SITS_MEMORY_LIMIT', valueFrom: { resourceFieldRef: { containerName: 'activator', resource: 'limits.memory', divisor: '1' } } }],
                 ports: [{ name: 'https', containerPort: raw('activator.port'), protocol: 'TCP' }],
                 readinessProbe: { httpGet: { path: '/readyz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 2 },
                 livenessProbe: { httpGet: { path: '/healthz', port: 'https', scheme: 'HTTPS' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
