@@ -135,7 +135,7 @@ export const DeployValuesSchema = Type.Object(
         replicas: Type.Integer({ minimum: 1, maximum: 20, description: 'Every replica serves (no leader).' }),
         port: Type.Integer({ minimum: 1024, maximum: 65535, description: 'Container port (the Service listens on 443).' }),
         holdTimeoutSeconds: Type.Integer({ minimum: 1, maximum: 3600, description: 'How long a request waits for a replica of a service scaled to zero.' }),
-        maxHeldPerService: Type.Integer({ minimum: 1, maximum: 1000000, description: 'Requests held at most per service while it scales from zero (more are refused with 503).' }),
+        maxHeldPerService: Type.Integer({ minimum: 1, maximum: 1000000, description: 'Requests held at most per service while it scales from zero (more are refused with 429 and Retry-After).' }),
         tlsSecret: Type.String({ ...DnsLabel, description: 'kubernetes.io/tls Secret with tls.crt and tls.key (serving, for the Service name sits-activator.<namespace>.svc), e.g. cert-manager\'s.' }),
         ...podSettings('the activator pods'),
       },
