@@ -19,19 +19,12 @@ import { writeFakeNvidiaSmi } from '../node/testing/fake-nvidia-smi.ts';
 import { KubeletStandIn } from '../node/testing/kubelet-stand-in.ts';
 import { loadKubeConfig } from './live.ts';
 import { startNodeSide } from './node-side.ts';
+import { collectionPath, IDENTITY_KINDS } from '../deploy/testing/rest-paths.ts';
 
 const data = (f: string): string => readFileSync(new URL(`../node/testdata/${f}`, import.meta.url), 'utf8');
 const A5000 = data('smi-q-x-dual-rtx-a5000.xml');
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
-const PATHS: Record<string, (o: Obj) => string> = {
-  Namespace: () => '/api/v1/namespaces',
-  ServiceAccount: (o) => `/api/v1/namespaces/${o.metadata.namespace}/serviceaccounts`,
-  ClusterRole: () => '/apis/rbac.authorization.k8s.io/v1/clusterroles',
-  ClusterRoleBinding: () => '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
-  ValidatingAdmissionPolicy: () => '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
-  ValidatingAdmissionPolicyBinding: () => '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
-};
 
 let plane: ControlPlane;
 let admin: KubeClient;
@@ -72,9 +65,9 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
   beforeAll(async () => {
     const values = resolveValues({ nodeAgent: { enabled: true } });
     if (!values.ok) throw new Error(values.errors.join('\n'));
-    const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => PATHS[o.kind] !== undefined && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node' || o.metadata.name === POLICY_NAMES.nodeAgent));
+    const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => IDENTITY_KINDS.has(o.kind) && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node' || o.metadata.name === POLICY_NAMES.nodeAgent));
     expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
-    for (const o of objects) await admin.post((PATHS[o.kind] as (o: Obj) => string)(o), o);
+    for (const o of objects) await admin.post(collectionPath(o), o);
     await createFakeGpuNodes(plane.kubeConfig(), [{ name: 'gpu-a', capacity: { [GPU_RESOURCE]: '2' } }]);
     // The DaemonSet's pod on gpu-a; its token is bound to it, so the apiserver knows the agent's node (ADR 0174).
     const own = testPod('sits-node', 'sits-node-agent-a', { gpus: 0 });

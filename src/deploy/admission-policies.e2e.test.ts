@@ -23,16 +23,9 @@ import { WEBHOOK_NAMES } from './webhook-manifests.ts';
 import { NODE_AGENT_ANNOTATIONS, NODE_AGENT_LABELS, NODE_NAME_EXTRA, POLICY_NAMES } from './admission-policies.ts';
 import { plainObjects } from './bundle.ts';
 import { resolveValues } from './values.ts';
+import { collectionPath, IDENTITY_KINDS } from './testing/rest-paths.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
-const PATHS: Record<string, (o: Obj) => string> = {
-  Namespace: () => '/api/v1/namespaces',
-  ServiceAccount: (o) => `/api/v1/namespaces/${o.metadata.namespace}/serviceaccounts`,
-  ClusterRole: () => '/apis/rbac.authorization.k8s.io/v1/clusterroles',
-  ClusterRoleBinding: () => '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
-  ValidatingAdmissionPolicy: () => '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies',
-  ValidatingAdmissionPolicyBinding: () => '/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings',
-};
 
 let plane: ControlPlane;
 let admin: KubeClient;
@@ -55,8 +48,8 @@ afterAll(async () => {
 async function installFromChart(over: Record<string, unknown>, keep: (o: Obj) => boolean): Promise<Obj[]> {
   const values = resolveValues(over);
   if (!values.ok) throw new Error(values.errors.join('\n'));
-  const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => PATHS[o.kind] !== undefined && keep(o));
-  for (const o of objects) await admin.post((PATHS[o.kind] as (o: Obj) => string)(o), o);
+  const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => IDENTITY_KINDS.has(o.kind) && keep(o));
+  for (const o of objects) await admin.post(collectionPath(o), o);
   return objects;
 }
 

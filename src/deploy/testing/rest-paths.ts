@@ -30,3 +30,11 @@ export function objectPath(o: { readonly apiVersion: string; readonly kind: stri
   const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
   return `${base}${r.namespaced ? `/namespaces/${o.metadata.namespace ?? defaultNamespace}` : ''}/${r.plural}/${o.metadata.name}`;
 }
+
+/** The collection an object is created in (`objectPath` without the name). */
+export function collectionPath(o: Parameters<typeof objectPath>[0], defaultNamespace = 'default'): string {
+  return objectPath(o, defaultNamespace).slice(0, -(o.metadata.name.length + 1));
+}
+
+/** The kinds a test applies to create a component's identity and admission policies (no workloads). */
+export const IDENTITY_KINDS: ReadonlySet<string> = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
