@@ -9,7 +9,7 @@
  * the downward API, so `activator.resources.limits.memory` and the budget cannot disagree.
  */
 import { ACTIVATOR_RULES, INFERENCE_CALLER_RULES, ruleYaml, type PolicyRule } from './rbac.ts';
-import { block, concat, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
+import { block, concat, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
 
@@ -61,6 +61,7 @@ function activatorDeployment(): Doc {
                   `--tls-private-key-file=${TLS_DIR}/tls.key`,
                   concat('--hold-timeout=', raw('activator.holdTimeoutSeconds')),
                   concat('--max-held=', raw('activator.maxHeldPerService')),
+                  ifItems('activator.apiAudiences', [concat('--api-audiences=', raw('activator.apiAudiences'))]),
                 ],
                 // The budget's base: half of it for request bodies, 64 KiB of it per held request (ADR 0176).
                 env: [{ name: 'SITS_MEMORY_LIMIT', valueFrom: { resourceFieldRef: { containerName: 'activator', resource: 'limits.memory', divisor: '1' } } }],

@@ -353,6 +353,9 @@ describe('the activator in the chart (off by default; ADR 0149)', () => {
     expect(dep.spec.template.spec.terminationGracePeriodSeconds).toBe(300);
     expect(dep.spec.template.spec.volumes).toContainEqual({ name: 'tls', secret: { secretName: 'sits-activator-tls' } });
     expect(dep.spec.template.spec.serviceAccountName).toBe('sits-activator');
+    // activator.apiAudiences: tokens for the activator's own audience only (docs/security.md, finding 7).
+    const own = find(plainObjects(withValues({ activator: { enabled: true, apiAudiences: 'sits-activator' } })), 'Deployment', 'sits-activator') as unknown as typeof dep;
+    expect(own.spec.template.spec.containers[0]?.args).toContain('--api-audiences=sits-activator');
     expect((find(objs, 'Service', 'sits-activator') as unknown as { spec: unknown }).spec).toMatchObject({ selector: { 'app.kubernetes.io/component': 'activator' }, ports: [{ port: 443, targetPort: 'https' }] });
   });
 

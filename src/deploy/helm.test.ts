@@ -79,7 +79,7 @@ const VARIANTS: [string, Record<string, unknown>][] = [
     },
   ],
   ['no NetworkPolicies', { networkPolicy: { enabled: false } }],
-  ['the activator, three replicas, a short hold and another Secret', { activator: { enabled: true, replicas: 3, port: 9443, holdTimeoutSeconds: 30, maxHeldPerService: 50, tlsSecret: 'act-tls' } }],
+  ['the activator, three replicas, a short hold, another Secret and its own token audience', { activator: { enabled: true, replicas: 3, port: 9443, holdTimeoutSeconds: 30, maxHeldPerService: 50, tlsSecret: 'act-tls', apiAudiences: 'sits-activator' } }],
   ['the extender, three replicas, another Secret and caller', { extender: { enabled: true, replicas: 3, port: 9888, tlsSecret: 'my-tls', callers: [{ kind: 'Group', name: 'sits:schedulers', apiGroup: 'rbac.authorization.k8s.io' }] } }],
   [
     'the node agent for labels only, elsewhere, on the default runtime',
