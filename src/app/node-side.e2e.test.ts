@@ -1,11 +1,10 @@
 // `sits node-agent` as the chart runs it: with only the RBAC and the admission policy the chart generates (a
 // ServiceAccount token bound to its pod on the node, as the kubelet projects it), against a real kube-apiserver,
 // a kubelet stand-in and a stand-in nvidia-smi printing captured outputs.
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
 import { POLICY_NAMES } from '../deploy/admission-policies.ts';
@@ -19,6 +18,7 @@ import { writeFakeNvidiaSmi } from '../node/testing/fake-nvidia-smi.ts';
 import { KubeletStandIn } from '../node/testing/kubelet-stand-in.ts';
 import { loadKubeConfig } from './live.ts';
 import { startNodeSide } from './node-side.ts';
+import { writeTokenKubeconfig } from './service-account-testing.ts';
 import { collectionPath, IDENTITY_KINDS } from '../deploy/testing/rest-paths.ts';
 
 const data = (f: string): string => readFileSync(new URL(`../node/testdata/${f}`, import.meta.url), 'utf8');
@@ -45,22 +45,7 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
   let kubeconfig: string;
   let sa: KubeClient;
 
-  const tokenKubeconfig = (name: string, token: string): string => {
-    const path = join(dir, `${name}.kubeconfig`);
-    writeFileSync(
-      path,
-      stringify({
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
-        users: [{ name, user: { token } }],
-        contexts: [{ name: 'c', context: { cluster: 'c', user: name } }],
-        'current-context': 'c',
-      }),
-      { mode: 0o600 },
-    );
-    return path;
-  };
+  const tokenKubeconfig = (name: string, token: string): string => writeTokenKubeconfig(dir, plane.server, name, name, token);
 
   beforeAll(async () => {
     const values = resolveValues({ nodeAgent: { enabled: true } });

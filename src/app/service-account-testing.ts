@@ -42,18 +42,24 @@ export async function serviceAccountClient(admin: KubeClient, plane: { readonly 
     await admin.post(`${RBAC}/clusterrolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: roleName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName }, subjects }).catch(ok409);
   }
   const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${o.namespace}/serviceaccounts/${o.name}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
-  const path = join(plane.dir, `${roleName}.kubeconfig`);
+  const path = writeTokenKubeconfig(plane.dir, plane.server, roleName, o.name, tr.status.token);
+  return { token: tr.status.token, client: new KubeClient(loadKubeConfig(path)), user: `system:serviceaccount:${o.namespace}:${o.name}` };
+}
+
+/** A kubeconfig at `<dir>/<file>.kubeconfig` that sends `token` as `user` to `server` (mode 0600); its path. */
+export function writeTokenKubeconfig(dir: string, server: string, file: string, user: string, token: string): string {
+  const path = join(dir, `${file}.kubeconfig`);
   writeFileSync(
     path,
     stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
-      users: [{ name: o.name, user: { token: tr.status.token } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: o.name } }],
+      clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: user, user: { token } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user } }],
       'current-context': 'c',
     }),
     { mode: 0o600 },
   );
-  return { token: tr.status.token, client: new KubeClient(loadKubeConfig(path)), user: `system:serviceaccount:${o.namespace}:${o.name}` };
+  return path;
 }

@@ -1,18 +1,17 @@
 // The chart's ValidatingAdmissionPolicies (ADR 0174) on a real kube-apiserver with RBAC, installed exactly as
 // the generated manifests hold them (helm.test.ts checks `helm template` renders the same): the attacks of
 // docs/security.md findings 3, 4a (the webhook's Secret) and 4b are performed and must be refused; what SITS itself does must pass.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stringify } from 'yaml';
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { buildCrds } from '../api/crd.ts';
 import { EXAMPLES } from '../api/examples.ts';
 import { KINDS } from '../api/kinds.ts';
 import { ANNOTATION, API_GROUP, API_VERSION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
 import { loadKubeConfig } from '../app/live.ts';
-import { serviceAccountClient } from '../app/service-account-testing.ts';
+import { serviceAccountClient, writeTokenKubeconfig } from '../app/service-account-testing.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, testPod } from '../harness/e2e-kit.ts';
@@ -54,19 +53,7 @@ async function installFromChart(over: Record<string, unknown>, keep: (o: Obj) =>
 }
 
 function tokenClient(name: string, token: string): KubeClient {
-  const path = join(dir, `${name}.kubeconfig`);
-  writeFileSync(
-    path,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
-      users: [{ name, user: { token } }],
-      contexts: [{ name: 'c', context: { cluster: 'c', user: name } }],
-      'current-context': 'c',
-    }),
-    { mode: 0o600 },
-  );
+  const path = writeTokenKubeconfig(dir, plane.server, name, name, token);
   const c = new KubeClient(loadKubeConfig(path));
   clients.push(c);
   return c;
