@@ -396,7 +396,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       expect(refused).toBeInstanceOf(KubeApiError);
       expect((refused as KubeApiError).status).toBe(403);
       // Nor change a pod's spec or labels (an image, a toleration, a label a Service or NetworkPolicy selects):
-      // a pod patch is refused; a pods/status patch cannot reach the spec (scheduler-writes.e2e.test.ts).
+      // a pod patch is refused; a pods/status patch cannot reach the spec (status-writer.e2e.test.ts).
       // (Another scheduler's pod: the live scheduler running beside this test must not bind it and skew its metrics.)
       await createPods(admin, [testPod('rbac-split', 'victim', { schedulerName: 'default-scheduler' })]);
       const patched = await sa.mergePatch('/api/v1/namespaces/rbac-split/pods/victim', { metadata: { labels: { role: 'db' } }, spec: { activeDeadlineSeconds: 1 } }).catch((e: unknown) => e);

@@ -13,9 +13,21 @@ import { devNodes } from '../app/dev-cluster.ts';
 
 const scheduledCondition = (p: V1Pod): { status?: string; reason?: string } | undefined => p.status?.conditions?.find((c) => c.type === 'PodScheduled');
 
+let plane: ControlPlane;
+let client: KubeClient;
+
+beforeAll(async () => {
+  plane = await startControlPlane();
+  client = new KubeClient(plane.kubeConfig());
+  await createFakeGpuNodes(plane.kubeConfig(), devNodes(1, 'dgx-h100'));
+  await createNs(client, 'sw');
+});
+afterAll(async () => {
+  client?.close();
+  await plane?.stop();
+});
+
 describe('KubeStatusWriter on the real apiserver', () => {
-  let plane: ControlPlane;
-  let client: KubeClient;
   const pod = (name: string): Promise<V1Pod> => client.get<V1Pod>(`/api/v1/namespaces/sw/pods/${name}`);
   /** The writer over a cache that still holds the given (stale) pod objects, as a cycle's snapshot does. */
   const writerSeeing = (pods: readonly V1Pod[]): KubeStatusWriter => {
@@ -23,17 +35,6 @@ describe('KubeStatusWriter on the real apiserver', () => {
     const cache = { pod: (id: string) => byKey.get(id) } as unknown as ClusterCache;
     return new KubeStatusWriter(client, cache, { log: () => undefined, nowMs: () => Date.now() });
   };
-
-  beforeAll(async () => {
-    plane = await startControlPlane();
-    client = new KubeClient(plane.kubeConfig());
-    await createFakeGpuNodes(plane.kubeConfig(), devNodes(1, 'dgx-h100'));
-    await createNs(client, 'sw');
-  });
-  afterAll(async () => {
-    client?.close();
-    await plane?.stop();
-  });
 
   it('does not mark a pod bound after the cycle saw it Unschedulable', async () => {
     await createPods(client, [testPod('sw', 'bound-meanwhile', { gpus: 0 })]);
@@ -55,5 +56,30 @@ describe('KubeStatusWriter on the real apiserver', () => {
     w.unschedulable(['sw/changed-meanwhile'], '0/1 nodes fit: waiting');
     await w.drain();
     expect(scheduledCondition(await pod('changed-meanwhile'))).toMatchObject({ status: 'False', reason: 'Unschedulable' });
+  });
+});
+
+// The apiserver facts behind the scheduler's RBAC (ADR 0175): it writes onto pods only through pods/binding and
+// pods/status, as kube-scheduler does, never by patching the pod. Same control plane as above (one start).
+describe('pods/binding and pods/status carry what the scheduler records (real apiserver)', () => {
+  const pod = (name: string): Promise<V1Pod> => client.get<V1Pod>(`/api/v1/namespaces/sw/pods/${name}`);
+
+  it('a Binding\'s annotations are copied onto the pod', async () => {
+    await createPods(client, [testPod('sw', 'b', { gpus: 0 })]);
+    await client.post('/api/v1/namespaces/sw/pods/b/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'b', annotations: { 'ai.sits2026.dev/gpu-indices': '0,1' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' } });
+    const p = await pod('b');
+    expect(p.spec?.nodeName).toBe('dgx-h100-000');
+    expect(p.metadata?.annotations?.['ai.sits2026.dev/gpu-indices']).toBe('0,1');
+  });
+
+  it('a pods/status merge patch writes and removes annotations, and cannot touch the spec', async () => {
+    await createPods(client, [testPod('sw', 's', { gpus: 0 })]);
+    const before = await pod('s');
+    await client.request('PATCH', '/api/v1/namespaces/sw/pods/s/status', { contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'ai.sits2026.dev/expected-start': '2026-01-01T00:00:00.000Z' } }, spec: { activeDeadlineSeconds: 5 } } });
+    const after = await pod('s');
+    expect(after.metadata?.annotations?.['ai.sits2026.dev/expected-start']).toBe('2026-01-01T00:00:00.000Z');
+    expect(after.spec?.activeDeadlineSeconds).toBe(before.spec?.activeDeadlineSeconds);
+    await client.request('PATCH', '/api/v1/namespaces/sw/pods/s/status', { contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'ai.sits2026.dev/expected-start': null } } } });
+    expect((await pod('s')).metadata?.annotations?.['ai.sits2026.dev/expected-start']).toBeUndefined();
   });
 });
