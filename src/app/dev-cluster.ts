@@ -3,9 +3,7 @@
  * GPU nodes of one preset (Node objects only, no kubelet), the SITS CRDs, the SITS scheduler, a fake
  * kubelet that runs bound pods, and optionally the admission webhook. Everything started here is stopped by `stop()`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync, writeFileSync } from 'node:fs';
 import { buildCrds } from '../api/crd.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
@@ -19,6 +17,7 @@ import type { RunningWebhook } from '../webhook/start.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
+import { makeScratchDir, sweepStaleScratch } from '../harness/scratch-dirs.ts';
 import type { EnginePodsOptions } from '../harness/llm/engine-pods.ts';
 import type { Tracing } from '../kube/tracing.ts';
 import { startControllers, type ControllerOptions, type Controllers } from './controllers.ts';
@@ -99,7 +98,8 @@ export async function applyCrds(client: KubeClient): Promise<void> {
 
 export async function startDevCluster(opts: DevClusterOptions): Promise<DevCluster> {
   const log = opts.log ?? (() => undefined);
-  const scratch = mkdtempSync(join(tmpdir(), 'sits-dev-'));
+  sweepStaleScratch('sits-dev-');
+  const scratch = makeScratchDir('sits-dev-');
   const admission = opts.webhook === undefined || opts.webhook === false ? undefined : admissionPlaneSetup(scratch);
   const plane = await startControlPlane({
     ...(opts.binDir === undefined ? {} : { binDir: opts.binDir }),

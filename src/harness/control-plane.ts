@@ -6,13 +6,13 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { makeScratchDir, sweepStaleScratch } from './scratch-dirs.ts';
+import { createWriteStream, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { WriteStream } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { createServer } from 'node:net';
 import type { AddressInfo, Server } from 'node:net';
-import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -725,7 +725,9 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   installExitHooks();
   const [etcd, etcdPeer, apiServer] = await freePorts(3);
   if (etcd === undefined || etcdPeer === undefined || apiServer === undefined) throw new Error('no free ports');
-  const dir = mkdtempSync(join(tmpdir(), 'sits-cp-'));
+  // A control plane SIGKILLed with its test or `sits dev up` left its folder (etcd data, logs): removed now.
+  sweepStaleScratch('sits-cp-');
+  const dir = makeScratchDir('sits-cp-');
   const cp = new ControlPlaneImpl(dir, binDir, { etcd, etcdPeer, apiServer }, opts);
   try {
     const t0 = Date.now();
