@@ -49,6 +49,11 @@ export interface DevClusterOptions {
    * namespace deletion). `sits dev up` runs it; off by default here (tests that need it ask).
    */
   readonly controllerManager?: boolean;
+  /**
+   * The in-process scheduler takes the Lease `sits run` takes (kube-system/sits-scheduler), so a `sits run` started
+   * against the dev cluster stands by behind it, and takes over when it is gone. `sits dev up` sets it.
+   */
+  readonly leaderElection?: boolean;
 }
 
 /** The kube-controller-manager controllers `sits dev up` runs. */
@@ -119,7 +124,7 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const names = new Set(nodes.map((n) => n.name));
     const kubelet = new FakeKubelet(client, (n) => names.has(n), log, opts.engines === undefined ? {} : { engines: { kubeconfig: plane.kubeconfigPath, ...opts.engines } });
     await kubelet.start();
-    const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
+    const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.leaderElection === true ? { leaseNamespace: 'kube-system' } : {}), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
     const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...opts.controllers });
     if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
     return {

@@ -94,6 +94,7 @@ const CASES: readonly Case[] = [
   { name: 'an output file in a missing folder', args: () => ['demo', '--json', '/nonexistent/dir/out.json'], exit: 2, line: 'sits: --json /nonexistent/dir/out.json: folder /nonexistent/dir does not exist (create it first or choose another path)\n' },
   { name: 'a folder as the output file', args: () => ['demo', '--json', tmp], exit: 2, line: () => `sits: --json ${tmp}: is a folder (give a file name, e.g. out.json)\n` },
   { name: 'an output file under /proc', args: () => ['demo', '--json', '/proc/forbidden.json'], exit: 2, line: /^sits: --json \/proc\/forbidden\.json: cannot write: .+ \(choose a writable path\)\n$/ },
+  { name: 'dev up with an unknown scheduler mode (before anything starts)', args: () => ['dev', 'up', '--scheduler', 'bogus'], exit: 2, line: 'sits: --scheduler: want in-process or none, got "bogus" (see sits dev up --help)\n' },
   { name: 'deploy --out a file', args: () => ['deploy', '--out', '/etc/passwd'], exit: 2, line: 'sits: --out /etc/passwd: is a file, not a folder (give a folder path; it is created if missing)\n' },
   { name: 'deploy --out below a file', args: () => ['deploy', '--out', join(aFile, 'sub')], exit: 2, line: () => `sits: --out ${join(aFile, 'sub')}: ${aFile} is a file, not a folder (give a folder path; it is created if missing)\n` },
   { name: 'deploy --out under /proc (used to spin)', args: () => ['deploy', '--out', '/proc/forbidden'], exit: 2, line: 'sits: --out /proc/forbidden: cannot create folder /proc/forbidden: not possible there (ENOENT) (choose a writable path)\n' },

@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { freePorts } from '../harness/control-plane.ts';
 import { waitFor } from '../harness/e2e-kit.ts';
+import { loadKubeConfig } from '../app/live.ts';
+import { KubeClient } from '../kube/client.ts';
 import type { ClusterView } from '../server/cluster-view.ts';
 import { runSits } from '../testing/sits-cli.ts';
 
@@ -24,7 +26,7 @@ afterAll(async () => {
 });
 
 describe('sits dev up', () => {
-  it('prints its kubeconfig, runs kube-controller-manager, serves metrics and the dashboard `sits top` reads; stops on SIGTERM', async () => {
+  it('prints its kubeconfig, leads with its scheduler, runs kube-controller-manager, serves metrics and the dashboard `sits top` reads; stops on SIGTERM', async () => {
     const [port] = (await freePorts(1)) as [number];
     const kubeconfig = join(dir, 'dev.kubeconfig');
     let out = '';
@@ -48,9 +50,14 @@ describe('sits dev up', () => {
       return v.totals.nodes === 2 ? v : undefined;
     }, 60_000);
     expect(view).toMatchObject({ source: 'live', totals: { nodes: 2, gpus: 8 } });
-    // The controller manager runs: a Deployment gets its ReplicaSet (kubectl create deployment would).
-    const kc = ['--kubeconfig', kubeconfig];
-    expect(kc).toHaveLength(2);
+    // Its scheduler holds the Lease `sits run` takes, so a `sits run` against it stands by (--scheduler none: none).
+    const client = new KubeClient(loadKubeConfig(kubeconfig));
+    const lease = await waitFor('the scheduler\'s Lease', async () => (await client.get<{ spec?: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler')).spec?.holderIdentity, 30_000);
+    expect(lease).toBe('sits-dev');
+    // The controller manager runs: a Deployment gets its ReplicaSet (what `kubectl create deployment` relies on).
+    await client.post('/apis/apps/v1/namespaces/default/deployments', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1' }] } } } });
+    await waitFor('the Deployment\'s ReplicaSet', async () => (await client.get<{ items: unknown[] }>('/apis/apps/v1/namespaces/default/replicasets')).items.length === 1, 60_000);
+    client.close();
     const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toContain('sits_');

@@ -18,11 +18,13 @@ export function registerDev(program: Command): void {
     .option('--profile <name>', 'scheduling profile', 'sits')
     .option('--webhook <mode>', 'the admission webhook with the guard rails: audit (warns, records Events), enforce (errors deny) or off', 'audit')
     .option('--otlp-endpoint <url>', 'OpenTelemetry traces of the scheduler and controllers over OTLP/HTTP (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
+    .option('--scheduler <mode>', 'in-process: the SITS scheduler runs in dev up, with leader election (a `sits run` against it stands by); none: no scheduler (run your own `sits run` replicas against the cluster)', 'in-process')
     .option('--metrics-port <port>', 'the scheduler\'s /metrics and dashboard on 127.0.0.1 (plain HTTP on loopback only; 0 = off)', intOption('--metrics-port', 0, 65535), 8080)
     .option('--no-controller-manager', 'leave out kube-controller-manager (garbage collection, Deployments, Jobs, EndpointSlices, PV binding)')
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { metricsPort: number; controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+    .action(async (o: { scheduler: string; metricsPort: number; controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
       if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
+      if (o.scheduler !== 'in-process' && o.scheduler !== 'none') throw new CliError(`--scheduler: want in-process or none, got "${o.scheduler}"`);
       const log = (m: string): void => {
         if (o.verbose === true) process.stderr.write(`${m}\n`);
       };
@@ -32,7 +34,7 @@ export function registerDev(program: Command): void {
       } catch (e) {
         throw new CliError((e as Error).message);
       }
-      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing, controllerManager: o.controllerManager }).catch(async (e: unknown) => {
+      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing, controllerManager: o.controllerManager, withScheduler: o.scheduler === 'in-process', leaderElection: true }).catch(async (e: unknown) => {
         await tracing.shutdown();
         throw e;
       });
