@@ -1,6 +1,6 @@
 // Issue 32, "nothing left behind": on a dev cluster as `sits dev up` runs it (kube-controller-manager included),
 // deleting a running TrainingJob, InferenceService or DataPipeline removes every pod, Service and PodGroup made
-// for it within 30 s, and their GPUs can be used again.
+// for it within 30 s, and their GPUs can be used again; before that, Services have endpoints at the pods' IPs.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import type { KubeClient } from '../kube/client.ts';
@@ -43,6 +43,16 @@ describe('deleting a running workload on the dev cluster', () => {
     const running = async (name: string): Promise<number> => (await listPods(client, 'gc')).filter((p) => p.metadata?.name?.startsWith(`${name}-`) && (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running').length;
     for (const k of KINDS) await waitFor(`${k.plural}/${k.name} running`, async () => (await running(k.name)) >= k.pods, 60_000);
     for (const k of KINDS) expect(await leftOf(k.name), k.plural).not.toEqual([]);
+    // The InferenceService's Service has endpoints (kube-controller-manager's EndpointSlice controller), at the
+    // pods' IPs, which lie outside the Service CIDR (10.0.0.0/24).
+    const ips = await waitFor('the Service chat with both replicas as endpoints', async () => {
+      const slices = await client.get<{ items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }[] }>('/apis/discovery.k8s.io/v1/namespaces/gc/endpointslices', { labelSelector: 'kubernetes.io/service-name=chat' });
+      const ready = slices.items.flatMap((e) => e.endpoints ?? []).filter((e) => e.conditions?.ready === true).flatMap((e) => e.addresses);
+      return ready.length === 2 ? ready : undefined;
+    }, 60_000);
+    const podIps = (await listPods(client, 'gc')).filter((p) => p.metadata?.name?.startsWith('chat-')).map((p) => p.status?.podIP);
+    expect([...ips].sort()).toEqual([...podIps].sort());
+    for (const ip of ips) expect(ip.startsWith('10.0.0.'), ip).toBe(false);
 
     for (const k of KINDS) {
       await client.delete(`${API}/${k.plural}/${k.name}`);

@@ -261,7 +261,8 @@ export class FakeKubelet {
       if (phase === 'Pending' && this.engines?.matches(p) === true) {
         await this.startEngine(p, path, uid);
       } else if (phase === 'Pending') {
-        const ip = `10.${(this.ipSeq >> 16) & 255}.${(this.ipSeq >> 8) & 255}.${this.ipSeq & 255}`;
+        // Pod IPs from 10.244.0.0/14 (kind's pod range), outside the Service CIDR (10.0.0.0/24): EndpointSlices list them.
+        const ip = `10.${244 + ((this.ipSeq >> 16) & 3)}.${(this.ipSeq >> 8) & 255}.${this.ipSeq & 255}`;
         this.ipSeq++;
         await this.client.request('PATCH', `${path}/status`, {
           contentType: SMP,
