@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { RUN_SECONDS_ANNOTATION } from '../harness/fake-kubelet.ts';
 
 let cluster: DevCluster;
 let client: KubeClient;
@@ -64,6 +65,9 @@ describe('deleting a running workload on the dev cluster', () => {
       }, 30_000);
       expect(Date.now() - t0).toBeLessThan(60_000);
     }
+    // A stage that says how long it runs (dev.sits2026.dev/run-seconds) finishes, and its pipeline Succeeds.
+    await client.post(`${API}/datapipelines`, { ...KINDS[2].body, metadata: { name: 'quick' }, spec: { stages: [{ name: 'tokenize', podTemplate: { metadata: { annotations: { [RUN_SECONDS_ANNOTATION]: '1' } }, spec: KINDS[2].body.spec.stages[0].podTemplate.spec } }] } });
+    await waitFor('the pipeline quick Succeeded', async () => (await client.get<{ status?: { phase?: string } }>(`${API}/datapipelines/quick`)).status?.phase === 'Succeeded', 60_000);
     // The 8 GPUs are free: a gang of all of them runs.
     await client.post(`${API}/trainingjobs`, { ...KINDS[0].body, metadata: { name: 'all' }, spec: { ...KINDS[0].body.spec, replicas: 2, resources: { 'nvidia.com/gpu': 4 } } });
     await waitFor('a gang of all 8 GPUs running', async () => (await running('all')) === 2, 60_000);

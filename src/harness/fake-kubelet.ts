@@ -33,6 +33,11 @@ export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
 export const READY_ANNOTATION = 'dev.sits2026.dev/ready';
 /** The first container's termination message once the pod exits (DataPipeline stages report outputs so). */
 export const TERMINATION_MESSAGE_ANNOTATION = 'dev.sits2026.dev/termination-message';
+/**
+ * `"N"`: the pod runs N seconds after it started, then exits (with `exit-code`, default 0). Without it, `exit-code`
+ * ends the pod at once and a pod with neither runs until deleted.
+ */
+export const RUN_SECONDS_ANNOTATION = 'dev.sits2026.dev/run-seconds';
 
 type Cond = { type: string; status: string; lastTransitionTime: string; reason?: string; message?: string };
 
@@ -69,6 +74,8 @@ export class FakeKubelet {
   private reflector: Reflector<V1Pod> | undefined;
   private ipSeq = 2;
   private readonly busy = new Set<string>();
+  /** Pods with a run time, woken when it is up. */
+  private readonly timers = new Map<string, NodeJS.Timeout>();
   /** The latest version of a pod that changed while it was being handled: handled right after (else lost). */
   private readonly again = new Map<string, V1Pod>();
   readonly stats = { started: 0, finished: 0, deleted: 0 };
@@ -99,12 +106,14 @@ export class FakeKubelet {
 
   stop(): void {
     this.reflector?.stop();
+    for (const t of this.timers.values()) clearTimeout(t);
     void this.engines?.stopAll().then(() => this.removePodsDir());
   }
 
   /** Stops the watch and waits for every engine process to exit. */
   async stopAndWait(): Promise<void> {
     this.reflector?.stop();
+    for (const t of this.timers.values()) clearTimeout(t);
     await this.engines?.stopAll();
     this.removePodsDir();
   }
@@ -228,6 +237,14 @@ export class FakeKubelet {
     );
   }
 
+  /** Milliseconds its run-seconds annotation leaves a running pod (0: up; -1: none or malformed). */
+  private runLeftMs(p: V1Pod): number {
+    const sec = Number(p.metadata?.annotations?.[RUN_SECONDS_ANNOTATION] ?? Number.NaN);
+    const start = Date.parse(String(p.status?.startTime ?? ''));
+    if (!Number.isFinite(sec) || sec < 0 || Number.isNaN(start)) return -1;
+    return Math.max(0, start + sec * 1000 - Date.now());
+  }
+
   private async reconcile(p: V1Pod): Promise<void> {
     const node = p.spec?.nodeName ?? '';
     if (node === '' || !this.isFakeNode(node)) return;
@@ -280,8 +297,19 @@ export class FakeKubelet {
           },
         });
         this.stats.started++;
-      } else if (phase === 'Running' && exit !== undefined) {
-        const code = Number(exit);
+      } else if (phase === 'Running' && this.runLeftMs(p) > 0) {
+        // Not yet: woken once when its run time is up (the watch sends nothing then).
+        if (!this.timers.has(key)) {
+          this.timers.set(
+            key,
+            setTimeout(() => {
+              this.timers.delete(key);
+              void this.reconcile(p);
+            }, this.runLeftMs(p)),
+          );
+        }
+      } else if (phase === 'Running' && (exit !== undefined || this.runLeftMs(p) === 0)) {
+        const code = Number(exit ?? '0');
         const termination = p.metadata?.annotations?.[TERMINATION_MESSAGE_ANNOTATION];
         await this.client.request('PATCH', `${path}/status`, {
           contentType: 'application/merge-patch+json',
