@@ -81,3 +81,27 @@ describe('ClusterCache: the snapshot changes only when a cycle takes it', () => 
     expect(cache.snapshot().state.node('n-0')?.hostPorts?.get('TCP/8080')).toBe(1);
   });
 });
+
+describe('ClusterCache: the pods SITS is evicting', () => {
+  it('leave when marked, until deleted or the eviction fails; a pod recreated under the same name is not leaving', () => {
+    const cache = new ClusterCache();
+    cache.upsertNode(node('n-0'));
+    const victim = (uid: string): V1Pod => {
+      const p = bound(testPod('ns', 'v-0', { gpus: 1 }), 'n-0', '0');
+      return { ...p, metadata: { ...p.metadata, uid } };
+    };
+    cache.upsertPod(victim('u1'));
+    cache.markLeaving(['ns/v-0', 'ns/unknown']);
+    expect([cache.isLeaving('ns/v-0'), cache.isLeaving('ns/unknown')]).toEqual([true, false]);
+    cache.stayed('ns/v-0');
+    expect(cache.isLeaving('ns/v-0')).toBe(false);
+    cache.markLeaving(['ns/v-0']);
+    // The watch missed the delete (a relist), and the controller recreated the replica under its name.
+    cache.upsertPod(victim('u2'));
+    expect(cache.isLeaving('ns/v-0')).toBe(false);
+    cache.markLeaving(['ns/v-0']);
+    cache.deletePod(victim('u2'));
+    cache.upsertPod(victim('u3'));
+    expect(cache.isLeaving('ns/v-0')).toBe(false);
+  });
+});

@@ -32,8 +32,8 @@ export class ClusterCache {
   private readonly pods = new Map<string, V1Pod>();
   /** Allocations SITS made that the watch has not confirmed yet (pod key → allocation). */
   private readonly assumed = new Map<string, Allocation>();
-  /** Pods SITS is evicting, until the watch reports them deleted (or marked for deletion). */
-  private readonly leavingPods = new Set<string>();
+  /** Pods SITS is evicting (key → uid: a pod recreated under the same name is not leaving), until deleted. */
+  private readonly leavingPods = new Map<string, string | undefined>();
   readonly pending = new Map<string, PendingPod>();
   private stateDirty = true;
   private current: ClusterState | undefined;
@@ -281,7 +281,10 @@ export class ClusterCache {
 
   /** SITS decided to evict these pods: the queues stop counting them now, not when the watch reports the delete. */
   markLeaving(podIds: readonly string[]): void {
-    for (const id of podIds) if (this.pods.has(id)) this.leavingPods.add(id);
+    for (const id of podIds) {
+      const p = this.pods.get(id);
+      if (p !== undefined) this.leavingPods.set(id, p.metadata?.uid);
+    }
   }
 
   /** An eviction that failed: the pod counts again. */
@@ -291,7 +294,7 @@ export class ClusterCache {
 
   /** Whether SITS is evicting the pod (it still holds its node's resources until it is gone). */
   isLeaving(podId: string): boolean {
-    return this.leavingPods.has(podId);
+    return this.leavingPods.has(podId) && this.leavingPods.get(podId) === this.pods.get(podId)?.metadata?.uid;
   }
 
   /** Whether SITS assumed the pod and the watch has not confirmed it yet. */
