@@ -1,13 +1,15 @@
-// `sits dev up` as a user runs it (the real CLI, a child process): it prints where its kubeconfig is, runs
-// kube-controller-manager, and serves the scheduler's metrics and dashboard on loopback, which `sits top` reads.
+// `sits dev up` as a user runs it (the real CLI, a child process): it prints where its kubeconfig is, leads with its
+// scheduler, runs kube-controller-manager (so deleting a workload removes what it made, as on a real cluster), and
+// serves the scheduler's metrics and dashboard on loopback, which `sits top` reads.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePorts } from '../harness/control-plane.ts';
-import { waitFor } from '../harness/e2e-kit.ts';
+import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
+import { RUN_SECONDS_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { loadKubeConfig } from '../app/live.ts';
 import { KubeClient } from '../kube/client.ts';
 import type { ClusterView } from '../server/cluster-view.ts';
@@ -15,31 +17,59 @@ import { runSits } from '../testing/sits-cli.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = mkdtempSync(join(tmpdir(), 'sits-devup-'));
+const kubeconfig = join(dir, 'dev.kubeconfig');
+const API = '/apis/ai.sits2026.dev/v1/namespaces/gc';
 let child: ChildProcess | undefined;
+let exited: Promise<number | null>;
+let client: KubeClient;
+let port = 0;
+let out = '';
+let err = '';
+
+beforeAll(async () => {
+  [port] = (await freePorts(1)) as [number];
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'dev', 'up', '--nodes', '2', '--shape', 'a800x4', '--kubeconfig', kubeconfig, '--metrics-port', String(port), '--webhook', 'off'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  child = proc;
+  proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  proc.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
+  exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+  await waitFor('ready', async () => {
+    if (proc.exitCode !== null) throw new Error(`dev up exited ${proc.exitCode}: ${err}`);
+    return out.includes(`ready kubeconfig=${kubeconfig}`);
+  }, 120_000);
+  client = new KubeClient(loadKubeConfig(kubeconfig));
+  await createNs(client, 'gc');
+});
 
 afterAll(async () => {
+  client?.close();
   if (child !== undefined && child.exitCode === null) {
     child.kill('SIGKILL');
-    await new Promise<void>((r) => child?.once('exit', () => r()));
+    await exited;
   }
   rmSync(dir, { recursive: true, force: true });
 });
 
+const gpu = { requests: { 'nvidia.com/gpu': '1', cpu: '1', memory: '1Gi' }, limits: { 'nvidia.com/gpu': '1' } };
+const KINDS = [
+  { plural: 'trainingjobs', name: 'train', pods: 2, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', metadata: { name: 'train' }, spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } } } },
+  { plural: 'inferenceservices', name: 'chat', pods: 2, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 2, gpusPerReplica: 1, resources: { cpu: '1', memory: '1Gi' } } } },
+  { plural: 'datapipelines', name: 'prep', pods: 1, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'prep' }, spec: { stages: [{ name: 'tokenize', podTemplate: { spec: { containers: [{ name: 'main', image: 'registry.sits2026.dev/tools/busybox:1.36', resources: gpu }] } } }] } } },
+] as const;
+
+/** What in the namespace still belongs to `name` (its label or its name prefix): pods, Services, PodGroups. */
+async function leftOf(name: string): Promise<string[]> {
+  const [pods, svcs, pgs] = await Promise.all([
+    listPods(client, 'gc'),
+    client.get<{ items: { metadata: { name: string } }[] }>('/api/v1/namespaces/gc/services'),
+    client.get<{ items: { metadata: { name: string } }[] }>(`${API}/podgroups`),
+  ]);
+  const mine = (n: string | undefined): boolean => n !== undefined && (n === name || n.startsWith(`${name}-`));
+  return [...pods.filter((p) => mine(p.metadata?.name)).map((p) => `pod/${p.metadata?.name ?? ''}`), ...svcs.items.filter((s) => mine(s.metadata.name)).map((s) => `service/${s.metadata.name}`), ...pgs.items.filter((g) => mine(g.metadata.name)).map((g) => `podgroup/${g.metadata.name}`)];
+}
+
 describe('sits dev up', () => {
-  it('prints its kubeconfig, leads with its scheduler, runs kube-controller-manager, serves metrics and the dashboard `sits top` reads; stops on SIGTERM', async () => {
-    const [port] = (await freePorts(1)) as [number];
-    const kubeconfig = join(dir, 'dev.kubeconfig');
-    let out = '';
-    let err = '';
-    const proc = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'dev', 'up', '--nodes', '2', '--shape', 'a800x4', '--kubeconfig', kubeconfig, '--metrics-port', String(port), '--webhook', 'off'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
-    child = proc;
-    proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
-    proc.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
-    await waitFor('ready', async () => {
-      if (proc.exitCode !== null) throw new Error(`dev up exited ${proc.exitCode}: ${err}`);
-      return out.includes(`ready kubeconfig=${kubeconfig}`);
-    }, 120_000);
+  it('leads with its scheduler, runs kube-controller-manager, serves metrics and the dashboard `sits top` reads', async () => {
     expect(err).toContain(`metrics on http://127.0.0.1:${port}/metrics, dashboard on http://127.0.0.1:${port}/dashboard/ (sits top --server http://127.0.0.1:${port})`);
 
     // `sits top` against it, as the line says.
@@ -51,18 +81,52 @@ describe('sits dev up', () => {
     }, 60_000);
     expect(view).toMatchObject({ source: 'live', totals: { nodes: 2, gpus: 8 } });
     // Its scheduler holds the Lease `sits run` takes, so a `sits run` against it stands by (--scheduler none: none).
-    const client = new KubeClient(loadKubeConfig(kubeconfig));
     const lease = await waitFor('the scheduler\'s Lease', async () => (await client.get<{ spec?: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler')).spec?.holderIdentity, 30_000);
     expect(lease).toBe('sits-dev');
     // The controller manager runs: a Deployment gets its ReplicaSet (what `kubectl create deployment` relies on).
     await client.post('/apis/apps/v1/namespaces/default/deployments', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1' }] } } } });
     await waitFor('the Deployment\'s ReplicaSet', async () => (await client.get<{ items: unknown[] }>('/apis/apps/v1/namespaces/default/replicasets')).items.length === 1, 60_000);
-    client.close();
     const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
     expect(metrics.status).toBe(200);
     expect(await metrics.text()).toContain('sits_');
+  });
 
-    proc.kill('SIGTERM');
+  it('deleting a running TrainingJob, InferenceService, DataPipeline: their pods, Services and PodGroups are gone within 30 s, their GPUs free again', async () => {
+    for (const k of KINDS) await client.post(`${API}/${k.plural}`, k.body);
+    const running = async (name: string): Promise<number> => (await listPods(client, 'gc')).filter((p) => p.metadata?.name?.startsWith(`${name}-`) && (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running').length;
+    for (const k of KINDS) await waitFor(`${k.plural}/${k.name} running`, async () => (await running(k.name)) >= k.pods, 60_000);
+    for (const k of KINDS) expect(await leftOf(k.name), k.plural).not.toEqual([]);
+    // The InferenceService's Service has endpoints (kube-controller-manager's EndpointSlice controller), at the
+    // pods' IPs, which lie outside the Service CIDR (10.0.0.0/24).
+    const ips = await waitFor('the Service chat with both replicas as endpoints', async () => {
+      const slices = await client.get<{ items: { endpoints?: { addresses: string[]; conditions?: { ready?: boolean } }[] }[] }>('/apis/discovery.k8s.io/v1/namespaces/gc/endpointslices', { labelSelector: 'kubernetes.io/service-name=chat' });
+      const ready = slices.items.flatMap((e) => e.endpoints ?? []).filter((e) => e.conditions?.ready === true).flatMap((e) => e.addresses);
+      return ready.length === 2 ? ready : undefined;
+    }, 60_000);
+    const podIps = (await listPods(client, 'gc')).filter((p) => p.metadata?.name?.startsWith('chat-')).map((p) => p.status?.podIP);
+    expect([...ips].sort()).toEqual([...podIps].sort());
+    for (const ip of ips) expect(ip.startsWith('10.0.0.'), ip).toBe(false);
+
+    for (const k of KINDS) {
+      await client.delete(`${API}/${k.plural}/${k.name}`);
+      const t0 = Date.now();
+      await waitFor(`everything of ${k.plural}/${k.name} gone`, async () => {
+        const left = await leftOf(k.name);
+        if (left.length > 0) throw new Error(`left: ${left.join(', ')}`);
+        return true;
+      }, 30_000);
+      expect(Date.now() - t0).toBeLessThan(60_000);
+    }
+    // A stage that says how long it runs (dev.sits2026.dev/run-seconds) finishes, and its pipeline Succeeds.
+    await client.post(`${API}/datapipelines`, { ...KINDS[2].body, metadata: { name: 'quick' }, spec: { stages: [{ name: 'tokenize', podTemplate: { metadata: { annotations: { [RUN_SECONDS_ANNOTATION]: '1' } }, spec: KINDS[2].body.spec.stages[0].podTemplate.spec } }] } });
+    await waitFor('the pipeline quick Succeeded', async () => (await client.get<{ status?: { phase?: string } }>(`${API}/datapipelines/quick`)).status?.phase === 'Succeeded', 60_000);
+    // The 8 GPUs are free: a gang of all of them runs.
+    await client.post(`${API}/trainingjobs`, { ...KINDS[0].body, metadata: { name: 'all' }, spec: { ...KINDS[0].body.spec, replicas: 2, resources: { 'nvidia.com/gpu': 4 } } });
+    await waitFor('a gang of all 8 GPUs running', async () => (await running('all')) === 2, 60_000);
+  });
+
+  it('stops on SIGTERM', async () => {
+    child?.kill('SIGTERM');
     expect(await exited).toBe(0);
     expect(err).toContain('SIGTERM: stopping the dev cluster');
   });

@@ -193,10 +193,13 @@ function installExitHooks(): void {
   process.on('exit', killAllGroupsNow);
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
     const handler = (): void => {
-      killAllGroupsNow();
-      // Keep the default behaviour (terminate) unless someone else handles the signal.
       process.removeListener(sig, handler);
-      if (process.listenerCount(sig) === 0) process.kill(process.pid, sig);
+      // Someone else handles the signal (a graceful stop, e.g. `sits dev up` stopping its scheduler and controllers
+      // before the apiserver they talk to): the children go when the process exits ('exit' above). Nobody else:
+      // kill them now and keep the default behaviour (terminate).
+      if (process.listenerCount(sig) > 0) return;
+      killAllGroupsNow();
+      process.kill(process.pid, sig);
     };
     process.on(sig, handler);
   }
