@@ -583,7 +583,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--host=127.0.0.1', `--kubeconfig=${kubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
       try {
         await waitFor('the webhook to publish its caBundle into both configurations', async () => {
           for (const c of configs) {
@@ -606,7 +606,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
         expect(stderr).not.toMatch(/forbidden|\b403\b/i);
       } finally {
         child.kill('SIGTERM');
-        expect(await exited).toBe(0);
+        expect(await exited, `sits webhook's exit on SIGTERM; its stderr ends:\n${stderr.slice(-2000)}`).toBe(0);
         for (const c of configs) await admin.delete(objectPath(c as Obj)).catch(() => undefined);
       }
     });
@@ -622,7 +622,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       // 'close', not 'exit': only then has all of stderr been read (it is checked below).
-      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
       const get = (path: string, token?: string): Promise<{ status: number; body: string }> => httpsText(port, path, token);
       try {
         const body = await waitFor(
@@ -661,7 +661,7 @@ describe('deploy manifests on a real kube-apiserver', () => {
       const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${ctlKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-      const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
+      const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
       const get = (path: string, token?: string): Promise<{ status: number; body: string }> => httpsText(port, path, token);
       try {
         const body = await waitFor('/readyz of the spawned controllers, leading', async () => {
