@@ -10,7 +10,8 @@ import { API_GROUP, API_VERSION, LABEL } from '../api/wire.ts';
 import type { QueuedJob } from '../core/actions/jobs.ts';
 import { weightedShare } from '../core/queue/fair-share.ts';
 import { borrowedBy } from '../core/queue/quota.ts';
-import type { QueueSpec, Resources } from '../core/queue/model.ts';
+import { ZERO, type QueueSpec, type Resources } from '../core/queue/model.ts';
+import { clusterCapacity, usageOf } from '../core/actions/queue-cycle.ts';
 import type { KubeClient } from './client.ts';
 import type { LiveMetricsView } from './live-observer.ts';
 
@@ -42,20 +43,19 @@ export interface StatusSource {
 
 /** Queue status from one view (pure). `fairShare` is the weighted dominant share the queue order uses. */
 export function queueStatuses(v: LiveMetricsView, reserving: ReadonlySet<string>): Map<string, QueueStatusBody> {
-  let capacity: Resources = { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
-  for (const n of v.state.nodes) capacity = { gpuMilli: capacity.gpuMilli + n.gpuUsable.reduce((s, u) => s + u, 0) * 1000, cpuMilli: capacity.cpuMilli + n.spec.cpuMilli, memoryMiB: capacity.memoryMiB + n.spec.memoryMiB };
-  const used = new Map<string, Resources>();
+  const capacity = clusterCapacity(v);
+  const used = usageOf(v.running);
   const admitted = new Map<string, number>();
-  for (const r of v.running) {
-    admitted.set(r.queue, (admitted.get(r.queue) ?? 0) + 1);
-    const u = used.get(r.queue) ?? { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
-    used.set(r.queue, { gpuMilli: u.gpuMilli + r.resources.gpuMilli, cpuMilli: u.cpuMilli + r.resources.cpuMilli, memoryMiB: u.memoryMiB + r.resources.memoryMiB });
-  }
+  for (const r of v.running) admitted.set(r.queue, (admitted.get(r.queue) ?? 0) + 1);
   const pendingOf = new Map<string, QueuedJob[]>();
-  for (const j of v.pending) pendingOf.set(j.queue, [...(pendingOf.get(j.queue) ?? []), j]);
+  for (const j of v.pending) {
+    const list = pendingOf.get(j.queue);
+    if (list === undefined) pendingOf.set(j.queue, [j]);
+    else list.push(j);
+  }
   const out = new Map<string, QueueStatusBody>();
   for (const [name, spec] of v.queues) {
-    const u = used.get(name) ?? { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
+    const u = used.get(name)?.total ?? ZERO;
     const waiting = pendingOf.get(name) ?? [];
     const reservers = waiting.filter((j) => reserving.has(j.id));
     const head = reservers[0] ?? [...waiting].sort(headOrder)[0];
@@ -64,7 +64,7 @@ export function queueStatuses(v: LiveMetricsView, reserving: ReadonlySet<string>
       pendingWorkloads: waiting.length,
       admittedWorkloads: admitted.get(name) ?? 0,
       reservingWorkloads: reservers.length,
-      usage: usageOf(spec, u),
+      usage: usageRows(spec, u),
       fairShare: round(weightedShare(spec, u, capacity)),
       ...(head === undefined ? {} : { headWorkload: workloadName(head) }),
     });
@@ -81,7 +81,7 @@ function workloadName(j: QueuedJob): string {
 
 const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
-function usageOf(spec: QueueSpec, u: Resources): QueueStatusBody['usage'] {
+function usageRows(spec: QueueSpec, u: Resources): QueueStatusBody['usage'] {
   const b = borrowedBy(spec, u);
   const row = (name: string, total: string, borrowed: number, fmt: (x: number) => string): QueueStatusBody['usage'][number] => ({ name, total, ...(borrowed > 0 ? { borrowed: fmt(borrowed) } : {}) });
   const gpus = (m: number): string => (m % 1000 === 0 ? String(m / 1000) : `${m}m`);
@@ -162,7 +162,9 @@ export class ObjectStatusWriter {
       const g = p.metadata?.labels?.[LABEL.podGroup];
       if (g === undefined) continue;
       const key = `${p.metadata?.namespace ?? 'default'}/${g}`;
-      members.set(key, [...(members.get(key) ?? []), p]);
+      const list = members.get(key);
+      if (list === undefined) members.set(key, [p]);
+      else list.push(p);
     }
     for (const g of this.source.podGroups()) {
       const ns = g.metadata?.namespace ?? 'default';

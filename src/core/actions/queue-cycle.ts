@@ -164,7 +164,8 @@ function capacityOf(s: Scheduler): { readonly capacity: Resources; readonly mode
   return entry;
 }
 
-export function clusterCapacity(s: Scheduler): Resources {
+/** What the cluster's healthy nodes hold (a scheduler, or any view with its state). */
+export function clusterCapacity(s: { readonly state: ClusterState }): Resources {
   let gpuMilli = 0;
   let cpuMilli = 0;
   let memoryMiB = 0;
