@@ -594,6 +594,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
         }, 60_000, 200);
         const secret = await admin.get<{ type: string }>(`/api/v1/namespaces/sits-system/secrets/${WEBHOOK_NAMES.secret}`);
         expect(secret.type).toBe('kubernetes.io/tls');
+        // The caBundle is published before the HTTPS port listens (the Secret comes first); wait for the port.
+        await waitFor('the webhook to serve', async () => stderr.includes('sits-webhook serving on https://127.0.0.1:'), 60_000, 100);
         const health = await new Promise<number>((resolve, reject) => {
           const req = httpsGet(`https://127.0.0.1:${port}/readyz`, { rejectUnauthorized: false }, (res) => {
             res.resume();

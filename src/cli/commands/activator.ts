@@ -88,6 +88,7 @@ export function registerActivator(program: Command): void {
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: ActivatorFlags & LogOptions) => {
+      const signal = untilSignal();
       const { tls, clientCa } = servingTls(o);
       const audiences = parseAudiences(o.apiAudiences);
       const limits = activatorBudgetFlags(o);
@@ -110,7 +111,7 @@ export function registerActivator(program: Command): void {
       });
       log(`activator: budget ${limits.maxHeldBytes} body bytes and ${limits.maxHeldRequests} held requests (memory limit ${limits.memoryLimitBytes}), ${limits.maxHeldPerService} held per service, bodies up to ${limits.maxBodyBytes} bytes`);
       const stopWatch = reloadServingCert(o, tls !== undefined, (p) => act.setTls(p), log);
-      const sig = await untilSignal();
+      const sig = await signal;
       log(`${sig}: stopping`);
       stopWatch?.();
       // Held requests may still get their replica: drain for up to the hold (the chart's grace period).

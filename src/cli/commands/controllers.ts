@@ -97,6 +97,7 @@ export function registerControllers(program: Command): void {
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: LogOptions & { kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; otlpEndpoint?: string }) => {
+      const signal = untilSignal();
       const log = createLogger('sits-controllers', o).line;
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.leaseName)) throw new CliError(`--lease-name: "${o.leaseName}" is not a DNS subdomain`);
       const kedaAllow = parseKedaAllowList(o.kedaAllowedServers, o.kedaAllowedClusterAuth);
@@ -143,7 +144,7 @@ export function registerControllers(program: Command): void {
       }
       const running = app;
       log(`sits-controllers running (${o.leaderElect ? `Lease ${o.leaseNamespace}/${o.leaseName}` : 'no leader election'}, controllers ${running.controllers.names.join(', ')}${health === undefined ? '' : `, health and metrics on ${health.server.url}`})`);
-      const sig = await untilSignal();
+      const sig = await signal;
       log(`${sig}: stopping`);
       app = 'stopping';
       await running.stop();

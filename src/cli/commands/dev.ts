@@ -23,6 +23,7 @@ export function registerDev(program: Command): void {
     .option('--no-controller-manager', 'leave out kube-controller-manager (garbage collection, Deployments, Jobs, EndpointSlices, PV binding)')
     .option('-v, --verbose', 'print control-plane and scheduler logs')
     .action(async (o: { scheduler: string; metricsPort: number; controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+      const signal = untilSignal();
       if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
       if (o.scheduler !== 'in-process' && o.scheduler !== 'none') throw new CliError(`--scheduler: want in-process or none, got "${o.scheduler}"`);
       const log = (m: string): void => {
@@ -46,7 +47,7 @@ export function registerDev(program: Command): void {
         process.stderr.write(`metrics on ${server.url}/metrics, dashboard on ${server.url}/dashboard/ (sits top --server ${server.url})\n`);
       }
       process.stdout.write(`ready kubeconfig=${cluster.kubeconfigPath}\n`);
-      const sig = await untilSignal();
+      const sig = await signal;
       process.stderr.write(`${sig}: stopping the dev cluster\n`);
       await server?.close();
       await cluster.stop();

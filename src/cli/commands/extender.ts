@@ -59,6 +59,7 @@ export function registerExtender(program: Command): void {
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: ExtenderFlags & LogOptions) => {
+      const signal = untilSignal();
       const { tls, clientCa } = servingTls(o);
       const audiences = parseAudiences(o.apiAudiences);
       if (o.pathPrefix !== '' && !o.pathPrefix.startsWith('/')) throw new CliError(`--path-prefix: want a path starting with /, got "${o.pathPrefix}"`);
@@ -82,7 +83,7 @@ export function registerExtender(program: Command): void {
       });
       const stopWatch = reloadServingCert(o, tls !== undefined, (p) => ext.setTls(p), log);
       log(`sits-extender serving on ${ext.url}${o.pathPrefix} for pods of ${o.schedulerName} (profile ${o.profile})`);
-      const sig = await untilSignal();
+      const sig = await signal;
       log(`${sig}: stopping`);
       stopWatch?.();
       await ext.close();

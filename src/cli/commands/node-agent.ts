@@ -41,6 +41,7 @@ export function registerNodeAgent(program: Command): void {
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: NodeAgentFlags & LogOptions) => {
+      const signal = untilSignal();
       if (o.once === true) {
         const r = await readNode({ nvidiaSmi: o.nvidiaSmi, sysfsRoot: o.sysfsRoot, runner: execRunner });
         if (!r.ok) throw new CliError(r.error);
@@ -64,7 +65,7 @@ export function registerNodeAgent(program: Command): void {
         log,
       });
       log(`sits node-agent running on ${nodeName} (${o.labels ? 'labels' : 'no labels'}, ${o.devicePlugin ? `device plugin in ${o.pluginDir}` : 'no device plugin'}, every ${o.interval} s${o.dcgmUrl === undefined ? '' : `; GPU health from ${o.dcgmUrl} every ${o.healthInterval} s`}; first reading: ${side.first.kind})`);
-      const sig = await untilSignal();
+      const sig = await signal;
       log(`${sig}: stopping`);
       await side.stop();
     });

@@ -19,17 +19,25 @@ import { intOption, numberOption } from '../options.ts';
 import { API_AUDIENCES_HELP, parseAudiences, reloadServingCert } from '../serving-flags.ts';
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
-/** Resolves when SIGINT or SIGTERM arrives. */
+let signalled: Promise<string> | undefined;
+
+/**
+ * Resolves when SIGINT or SIGTERM arrives. A long-running command calls it first thing, before its start-up, so a
+ * signal during start-up is kept and answered by a clean stop once start-up ends (it used to kill the process with
+ * the default action). A second signal exits at once, for a start-up that hangs.
+ */
 export function untilSignal(): Promise<string> {
-  return new Promise((resolve) => {
-    const on = (s: string): void => {
-      process.off('SIGINT', on);
-      process.off('SIGTERM', on);
+  signalled ??= new Promise((resolve) => {
+    let first: string | undefined;
+    const on = (s: NodeJS.Signals): void => {
+      if (first !== undefined) process.exit(s === 'SIGINT' ? 130 : 143);
+      first = s;
       resolve(s);
     };
     process.on('SIGINT', on);
     process.on('SIGTERM', on);
   });
+  return signalled;
 }
 
 export function registerRun(program: Command): void {
@@ -68,6 +76,7 @@ export function registerRun(program: Command): void {
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: LogOptions & { otlpEndpoint?: string; kubeconfig?: string; config?: string; profile: string; schedulerName: string; identity?: string; leaseNamespace: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; events: boolean; metricsPort: number; metricsHost: string; metricsPerGpu?: boolean; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; apiAudiences?: string; controllers?: boolean; servingLoop?: boolean; gpuLending?: boolean; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; checkpointAwarePreemption?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string }) => {
+      const signal = untilSignal();
       const log = createLogger('sits-scheduler', o).line;
       if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
       if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
@@ -135,7 +144,7 @@ export function registerRun(program: Command): void {
       server?.attachView(liveViewStream(app.scheduler, { log }));
       const serving = profiles === undefined ? `${o.schedulerName} running (profile ${o.profile}` : `${profiles.map((p) => p.schedulerName).join(', ')} running (profiles ${profiles.map((p) => p.config.name).join(', ')}`;
       log(`${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : `, controllers ${app.controllers.names.join(', ')}`}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`);
-      const sig = await untilSignal();
+      const sig = await signal;
       log(`${sig}: stopping`);
       server?.draining();
       await app.stop();

@@ -58,6 +58,7 @@ export function registerWebhook(program: Command): void {
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: WebhookFlags & LogOptions) => {
+      const signal = untilSignal();
       if (o.mode !== 'enforce' && o.mode !== 'audit') throw new CliError(`--mode: want enforce or audit, got "${o.mode}"`);
       let disabled: Set<string>;
       try {
@@ -103,7 +104,7 @@ export function registerWebhook(program: Command): void {
         log,
       });
       log(`sits-webhook serving on ${hook.url} (mode ${o.mode}, ${RULES.length - disabled.size} rules${hook.cache.skipped.length > 0 ? `; not watching ${hook.cache.skipped.join(', ')}` : ''})`);
-      const sig = await untilSignal();
+      const sig = await signal;
       log(`${sig}: stopping`);
       await hook.close();
       client.close();
