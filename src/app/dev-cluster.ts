@@ -5,7 +5,14 @@
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { buildCrds } from '../api/crd.ts';
-import { ANNOTATION } from '../api/wire.ts';
+import { join } from 'node:path';
+import type { V1Pod } from '@kubernetes/client-node';
+import { ANNOTATION, LABEL } from '../api/wire.ts';
+import { claimsUnder } from './batch-jobs.ts';
+import { linkClaimFolders, type ClaimFolders } from '../harness/claim-folders.ts';
+import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
+import { MODEL_DIR } from '../serving/pod-template.ts';
+import { ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, type SnapshotStack } from '../harness/snapshot-stack.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
 import { KubeClient } from '../kube/client.ts';
 import { nodeObjectFor } from '../kube/labels.ts';
@@ -54,6 +61,40 @@ export interface DevClusterOptions {
    * against the dev cluster stands by behind it, and takes over when it is gone. `sits dev up` sets it.
    */
   readonly leaderElection?: boolean;
+  /**
+   * Storage as a cluster has it: the real csi-provisioner, snapshot-controller and csi-snapshotter over the stand-in
+   * CSI driver (its volumes are folders under the dev folder), StorageClass and VolumeSnapshotClass `sits-dev`, both
+   * the default. Needs `controllerManager` (PV binding). `sits dev up` sets it.
+   */
+  readonly storage?: boolean;
+  /**
+   * Batch inference as on a cluster: the BatchInferenceJob controller with its claims folder (`claimsDir`, a link per
+   * Bound claim), and the fake kubelet runs its workers (`sits batch-worker`) and their engine (the llama.cpp
+   * stand-in on the tiny generated model), mounting the pods' claims. Needs `storage`. `sits dev up` sets it.
+   */
+  readonly batch?: boolean;
+  /**
+   * Seconds a workload pod without the run-seconds annotation runs before it succeeds (TrainingJob replicas,
+   * DataPipeline stages, batch/v1 Job pods; not servers). Undefined: they run until deleted.
+   */
+  readonly podRunSeconds?: number;
+}
+
+/** The engines of `sits dev up`: the tiny generated model for whatever model a pod names (/mnt/models, a Hugging Face id). */
+function devEngines(): EnginePodsOptions {
+  const { model } = ensureTinyModel();
+  return { paths: { [MODEL_DIR]: model }, hubModel: model };
+}
+
+/** The StorageClass and VolumeSnapshotClass of `sits dev up` (the default of each). */
+export const DEV_STORAGE_CLASS = 'sits-dev';
+
+/** Pods that finish by themselves on a cluster (training replicas, pipeline stages, Jobs' pods), not servers. */
+export function isFinitePod(p: V1Pod): boolean {
+  const labels = p.metadata?.labels ?? {};
+  if (labels[LABEL.trainingJob] !== undefined && labels[LABEL.role] === 'replica') return true;
+  if (labels[LABEL.dataPipeline] !== undefined && labels[LABEL.inferenceService] === undefined) return true;
+  return (p.metadata?.ownerReferences ?? []).some((o) => o.kind === 'Job' && o.apiVersion === 'batch/v1');
 }
 
 /** The kube-controller-manager controllers `sits dev up` runs. */
@@ -77,6 +118,8 @@ export interface DevCluster {
   readonly client: KubeClient;
   readonly nodeNames: readonly string[];
   readonly webhook: RunningWebhook | undefined;
+  /** With `batch`: where the batch controller sees each Bound claim, `<claimsDir>/<namespace>/<claim>`. */
+  readonly claimsDir: string | undefined;
   stop(): Promise<void>;
 }
 
@@ -112,6 +155,8 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     ...(admission !== undefined ? { apiServerArgs: admission.apiServerArgs, tokens: admission.tokens } : {}),
   });
   let webhook: RunningWebhook | undefined;
+  let stack: SnapshotStack | undefined;
+  let folders: ClaimFolders | undefined;
   try {
     const kc = plane.kubeConfig();
     const client = new KubeClient(kc);
@@ -122,10 +167,28 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const nodes = devNodes(opts.nodes, opts.shape, opts.nodesPerRack, opts.racksPerBlock);
     await createFakeGpuNodes(kc, nodes);
     const names = new Set(nodes.map((n) => n.name));
-    const kubelet = new FakeKubelet(client, (n) => names.has(n), log, opts.engines === undefined ? {} : { engines: { kubeconfig: plane.kubeconfigPath, ...opts.engines } });
+    if (opts.storage === true || opts.batch === true) {
+      await Promise.all([ensureSnapshotComponents({ log }), ensureCsiProvisioner({ log })]);
+      stack = await startSnapshotStack(plane, { client, withProvisioner: true, stateDir: join(scratch, 'csi'), log });
+      // Immediate binding: a batch job's input is written into its claim before any pod of it exists (the
+      // controller validates it first), so the volume must be there when the claim is created.
+      await client.post('/apis/storage.k8s.io/v1/storageclasses', { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: DEV_STORAGE_CLASS, annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } }, provisioner: stack.driver.name, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' });
+      await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, { apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshotClass', metadata: { name: DEV_STORAGE_CLASS, annotations: { 'snapshot.storage.kubernetes.io/is-default-class': 'true' } }, driver: stack.driver.name, deletionPolicy: 'Delete' });
+    }
+    const driver = stack?.driver;
+    const csiDrivers = driver === undefined ? undefined : { [driver.name]: driver.address };
+    const engines = opts.engines ?? (opts.batch === true ? devEngines() : undefined);
+    const kubelet = new FakeKubelet(client, (n) => names.has(n), log, {
+      ...(engines === undefined ? {} : { engines: { kubeconfig: plane.kubeconfigPath, ...engines } }),
+      ...(csiDrivers === undefined ? {} : { claims: { csiDrivers } }),
+      ...(opts.podRunSeconds === undefined ? {} : { defaultRunSeconds: (p: V1Pod) => (isFinitePod(p) ? opts.podRunSeconds : undefined) }),
+    });
     await kubelet.start();
+    if (opts.batch === true) folders = await linkClaimFolders(client, join(scratch, 'claims'), (d, handle) => (d === driver?.name ? driver.volumeDir(handle) : undefined), log);
+    const claimsDir = folders?.root;
     const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.leaderElection === true ? { leaseNamespace: 'kube-system' } : {}), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
-    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...opts.controllers });
+    const batch = claimsDir === undefined ? {} : { batch: { volumes: claimsUnder(claimsDir) } };
+    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...batch, ...opts.controllers });
     if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
     return {
       plane,
@@ -136,10 +199,13 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
       client,
       nodeNames: [...names],
       webhook,
+      claimsDir,
       stop: async () => {
-        kubelet.stop();
+        await kubelet.stopAndWait();
         await controllers?.stop();
+        folders?.stop();
         await app?.stop();
+        await stack?.stop();
         await webhook?.close();
         client.close();
         await plane.stop();
@@ -147,6 +213,8 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
       },
     };
   } catch (e) {
+    folders?.stop();
+    await stack?.stop();
     await webhook?.close();
     await plane.stop();
     rmSync(scratch, { recursive: true, force: true });

@@ -1,13 +1,14 @@
 // `sits dev up` as a user runs it (the real CLI, a child process): it prints where its kubeconfig is, leads with its
 // scheduler, runs kube-controller-manager (so deleting a workload removes what it made, as on a real cluster), and
 // serves the scheduler's metrics and dashboard on loopback, which `sits top` reads.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { promisify } from 'node:util';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePorts } from '../harness/control-plane.ts';
+import { freePorts, runEnsure } from '../harness/control-plane.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { RUN_SECONDS_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { loadKubeConfig } from '../app/live.ts';
@@ -15,6 +16,7 @@ import { KubeClient } from '../kube/client.ts';
 import type { ClusterView } from '../server/cluster-view.ts';
 import { runSits } from '../testing/sits-cli.ts';
 
+const execFileAsync = promisify(execFile);
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = mkdtempSync(join(tmpdir(), 'sits-devup-'));
 const kubeconfig = join(dir, 'dev.kubeconfig');
@@ -28,7 +30,7 @@ let err = '';
 
 beforeAll(async () => {
   [port] = (await freePorts(1)) as [number];
-  const proc = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'dev', 'up', '--nodes', '2', '--shape', 'a800x4', '--kubeconfig', kubeconfig, '--metrics-port', String(port), '--webhook', 'off'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'dev', 'up', '--nodes', '2', '--shape', 'a800x4', '--kubeconfig', kubeconfig, '--metrics-port', String(port), '--webhook', 'off', '--pod-run-seconds', '5'], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
   child = proc;
   proc.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
   proc.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
@@ -52,9 +54,9 @@ afterAll(async () => {
 
 const gpu = { requests: { 'nvidia.com/gpu': '1', cpu: '1', memory: '1Gi' }, limits: { 'nvidia.com/gpu': '1' } };
 const KINDS = [
-  { plural: 'trainingjobs', name: 'train', pods: 2, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', metadata: { name: 'train' }, spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } } } },
+  { plural: 'trainingjobs', name: 'train', pods: 2, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', metadata: { name: 'train' }, spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, podTemplate: { metadata: { annotations: { [RUN_SECONDS_ANNOTATION]: '3600' } }, spec: { containers: [{ name: 'trainer', image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] }] } } } } },
   { plural: 'inferenceservices', name: 'chat', pods: 2, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 2, gpusPerReplica: 1, resources: { cpu: '1', memory: '1Gi' } } } },
-  { plural: 'datapipelines', name: 'prep', pods: 1, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'prep' }, spec: { stages: [{ name: 'tokenize', podTemplate: { spec: { containers: [{ name: 'main', image: 'registry.sits2026.dev/tools/busybox:1.36', resources: gpu }] } } }] } } },
+  { plural: 'datapipelines', name: 'prep', pods: 1, body: { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'prep' }, spec: { stages: [{ name: 'tokenize', podTemplate: { metadata: { annotations: { [RUN_SECONDS_ANNOTATION]: '3600' } }, spec: { containers: [{ name: 'main', image: 'registry.sits2026.dev/tools/busybox:1.36', resources: gpu }] } } }] } } },
 ] as const;
 
 /** What in the namespace still belongs to `name` (its label or its name prefix): pods, Services, PodGroups. */
@@ -66,6 +68,17 @@ async function leftOf(name: string): Promise<string[]> {
   ]);
   const mine = (n: string | undefined): boolean => n !== undefined && (n === name || n.startsWith(`${name}-`));
   return [...pods.filter((p) => mine(p.metadata?.name)).map((p) => `pod/${p.metadata?.name ?? ''}`), ...svcs.items.filter((s) => mine(s.metadata.name)).map((s) => `service/${s.metadata.name}`), ...pgs.items.filter((g) => mine(g.metadata.name)).map((g) => `podgroup/${g.metadata.name}`)];
+}
+
+/**
+ * kubectl's table as rows of cells by header: kubectl aligns every cell under its header (tabwriter), so a cell is
+ * the text from its header's column to the next header's; an empty cell stays empty (splitting on spaces would
+ * shift the rest of the row).
+ */
+function tableCells(text: string): Record<string, string>[] {
+  const [header = '', ...lines] = text.split('\n').filter((l) => l.trim() !== '');
+  const starts = [...header.matchAll(/\S+/g)].map((m) => ({ name: m[0], at: m.index }));
+  return lines.map((l) => Object.fromEntries(starts.map((h, i) => [h.name, l.slice(h.at, starts[i + 1]?.at ?? l.length).trim()])));
 }
 
 describe('sits dev up', () => {
@@ -123,6 +136,50 @@ describe('sits dev up', () => {
     // The 8 GPUs are free: a gang of all of them runs.
     await client.post(`${API}/trainingjobs`, { ...KINDS[0].body, metadata: { name: 'all' }, spec: { ...KINDS[0].body.spec, replicas: 2, resources: { 'nvidia.com/gpu': 4 } } });
     await waitFor('a gang of all 8 GPUs running', async () => (await running('all')) === 2, 60_000);
+    await client.delete(`${API}/trainingjobs/all`);
+    await waitFor('the gang all gone', async () => (await leftOf('all')).length === 0, 30_000);
+  });
+
+  it('runs docs/quick-start.md as written: every bash block in order, with kubectl; every kind ends as the page says and fills its columns', async () => {
+    const page = readFileSync(join(ROOT, 'docs/quick-start.md'), 'utf8');
+    // The page's dev up is this one's (the other flags here only pick ports, files and a smaller cluster).
+    expect(page).toContain('sits dev up --pod-run-seconds 5\n');
+    const claims = /claims \(batch input and output\) under (\S+)\/<namespace>\/<claim>/.exec(err)?.[1];
+    expect(claims, err).toBeDefined();
+    const kubectlDir = process.env.SITS_KUBECTL_BIN ?? (await runEnsure(join(ROOT, 'tools/k8s/ensure-kubectl.mjs'), () => undefined));
+    const env = { ...process.env, PATH: `${kubectlDir}:${process.env.PATH ?? ''}`, KUBECONFIG: kubeconfig, CLAIMS: claims ?? '' };
+    const blocks = [...page.matchAll(/```bash\n([\s\S]*?)```/g)].map((m) => m[1] ?? '');
+    expect(blocks.length).toBeGreaterThanOrEqual(6);
+    for (const [i, block] of blocks.entries()) {
+      // Not spawnSync: a block waits for minutes at most, and the test worker must keep answering vitest meanwhile.
+      const r = await execFileAsync('bash', ['-euo', 'pipefail', '-c', block], { cwd: ROOT, env, encoding: 'utf8', timeout: 300_000 }).then(
+        (o) => ({ status: 0, ...o }),
+        (e: { code?: number; stdout?: string; stderr?: string }) => ({ status: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+      );
+      expect(r.status, `block ${i + 1} of docs/quick-start.md:\n${block}\nstdout:\n${r.stdout}\nstderr:\n${r.stderr}`).toBe(0);
+    }
+    const kubectl = (...args: string[]): string => {
+      const r = spawnSync('kubectl', args, { env, encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+      return r.stdout;
+    };
+    // What the page promised, read as a user reads it: the default columns of each kind, none left empty.
+    const rows = {
+      sq: tableCells(kubectl('get', 'sq', 'research', 'product')),
+      tj: tableCells(kubectl('get', 'tj', 'bert-finetune')),
+      infsvc: tableCells(kubectl('get', 'infsvc', 'chat')),
+      bij: tableCells(kubectl('get', 'bij', 'summaries')),
+      dpl: tableCells(kubectl('get', 'dpl', 'tokenize')),
+    };
+    for (const [kind, table] of Object.entries(rows)) for (const row of table) for (const [col, v] of Object.entries(row)) expect(v, `${kind} ${row.NAME ?? ''} column ${col}`).not.toBe('');
+    expect(rows.tj[0]).toMatchObject({ PHASE: 'Succeeded', REPLICAS: '2' });
+    expect(rows.infsvc[0]).toMatchObject({ READY: '2', DESIRED: '2', PHASE: 'Ready' });
+    expect(rows.bij[0]).toMatchObject({ PHASE: 'Succeeded', PROGRESS: '100' });
+    expect(rows.dpl[0]).toMatchObject({ PHASE: 'Succeeded', COMPLETED: '2', STAGES: '2' });
+    expect(rows.sq.map((r) => [r.NAME, r.TIER, r.WEIGHT])).toEqual([['research', 'silver', '2'], ['product', 'bronze', '1']]);
+    const output = readFileSync(join(claims ?? '', 'default/data/out/summaries/output.jsonl'), 'utf8').trim().split('\n');
+    expect(output).toHaveLength(20);
+    expect(kubectl('get', 'events', '--field-selector', 'involvedObject.name=bert-finetune')).toMatch(/Succeeded\s+trainingjob\/bert-finetune/);
   });
 
   it('stops on SIGTERM', async () => {

@@ -25,7 +25,8 @@ import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { KubeClient } from '../kube/client.ts';
 import { objectKey, Reflector } from '../kube/reflector.ts';
-import { materializeConfigMapVolumes } from './configmap-volumes.ts';
+import { materializeClaimVolumes, type ClaimVolumeOptions } from './claim-volumes.ts';
+import { materializeConfigMapVolumes, overlayPaths, type PodVolumes } from './configmap-volumes.ts';
 import { EnginePods, type EnginePodsOptions } from './llm/engine-pods.ts';
 
 export const EXIT_CODE_ANNOTATION = 'dev.sits2026.dev/exit-code';
@@ -70,6 +71,25 @@ function readyConditions(pod: V1Pod, ready: boolean, now: string, since = now): 
 // else owns (a readiness gate's) stays.
 const SMP = 'application/strategic-merge-patch+json';
 
+/** The claim volumes' mounts over the configMap ones, per container; a failed claim mount fails the pod's mount. */
+function mergeMounts(base: ReadonlyMap<string, Readonly<Record<string, string>>>, over: PodVolumes): PodVolumes {
+  if (!over.ok) return over;
+  const merged = new Map(base);
+  for (const [c, m] of over.mounts) merged.set(c, overlayPaths(merged.get(c) ?? {}, m));
+  return { ok: true, mounts: merged };
+}
+
+export interface FakeKubeletOptions {
+  readonly engines?: EnginePodsOptions;
+  /**
+   * Mount `persistentVolumeClaim` volumes of the pods run as processes (claim-volumes.ts): hostPath PVs, and CSI PVs
+   * of these drivers through their Node service. Without it only configMap volumes are mounted.
+   */
+  readonly claims?: ClaimVolumeOptions;
+  /** The run time of a pod without the run-seconds annotation (undefined: runs until deleted). `sits dev up` sets one for workload pods. */
+  readonly defaultRunSeconds?: (pod: V1Pod) => number | undefined;
+}
+
 export class FakeKubelet {
   private reflector: Reflector<V1Pod> | undefined;
   private ipSeq = 2;
@@ -89,7 +109,7 @@ export class FakeKubelet {
     private readonly client: KubeClient,
     private readonly isFakeNode: (node: string) => boolean,
     private readonly log: (m: string) => void = () => undefined,
-    opts: { readonly engines?: EnginePodsOptions } = {},
+    private readonly opts: FakeKubeletOptions = {},
   ) {
     this.engines = opts.engines === undefined ? undefined : new EnginePods({ log, ...opts.engines });
   }
@@ -137,11 +157,14 @@ export class FakeKubelet {
    * failed mount leaves the pod Pending (ContainerCreating, a FailedMount Event) and is retried; undefined then.
    */
   private async mountVolumes(p: V1Pod, path: string, uid: string): Promise<ReadonlyMap<string, Readonly<Record<string, string>>> | undefined> {
-    if (!(p.spec?.volumes ?? []).some((v) => v.configMap !== undefined)) return new Map();
+    const claims = this.opts.claims;
+    if (!(p.spec?.volumes ?? []).some((v) => v.configMap !== undefined || (claims !== undefined && v.persistentVolumeClaim !== undefined))) return new Map();
     // A retry is already due (this is the pod's own status patch coming back): one attempt, one Event per period.
     if (this.mountRetry.has(uid)) return undefined;
     this.podsDir ??= mkdtempSync(join(tmpdir(), 'sits-fake-kubelet-'));
-    const r = await materializeConfigMapVolumes(this.client, p, join(this.podsDir, uid));
+    const podDir = join(this.podsDir, uid);
+    const cms = await materializeConfigMapVolumes(this.client, p, podDir);
+    const r = !cms.ok || claims === undefined ? cms : mergeMounts(cms.mounts, await materializeClaimVolumes(this.client, p, podDir, claims));
     if (r.ok) return r.mounts;
     const message = `MountVolume.SetUp failed for volume "${r.volume}" : ${r.reason}`;
     this.log(`fake kubelet ${path}: ${message}`);
@@ -239,7 +262,8 @@ export class FakeKubelet {
 
   /** Milliseconds its run-seconds annotation leaves a running pod (0: up; -1: none or malformed). */
   private runLeftMs(p: V1Pod): number {
-    const sec = Number(p.metadata?.annotations?.[RUN_SECONDS_ANNOTATION] ?? Number.NaN);
+    const own = p.metadata?.annotations?.[RUN_SECONDS_ANNOTATION];
+    const sec = own === undefined ? (this.opts.defaultRunSeconds?.(p) ?? Number.NaN) : Number(own);
     const start = Date.parse(String(p.status?.startTime ?? ''));
     if (!Number.isFinite(sec) || sec < 0 || Number.isNaN(start)) return -1;
     return Math.max(0, start + sec * 1000 - Date.now());

@@ -10,7 +10,7 @@ export function registerDev(program: Command): void {
   const dev = program.command('dev').description('a local cluster for people and tools (dev mode, not for production)');
   dev
     .command('up')
-    .description('start etcd + kube-apiserver, kube-controller-manager, N fake GPU nodes of one shape, the SITS CRDs, scheduler, controllers and a fake kubelet; print "ready kubeconfig=FILE"; stop on SIGINT/SIGTERM')
+    .description('start etcd + kube-apiserver, kube-controller-manager, dev storage (CSI provisioner and snapshots), N fake GPU nodes of one shape, the SITS CRDs, scheduler, every controller (batch included) and a fake kubelet that runs batch workers and engines; print "ready kubeconfig=FILE"; stop on SIGINT/SIGTERM')
     .option('--nodes <n>', 'number of fake nodes', intOption('--nodes', 1, 20_000), 4)
     .option('--shape <preset>', 'node preset (sits presets)', 'dgx-h100')
     .option('--nodes-per-rack <n>', 'nodes per rack', intOption('--nodes-per-rack', 1, 1000), 8)
@@ -20,11 +20,16 @@ export function registerDev(program: Command): void {
     .option('--otlp-endpoint <url>', 'OpenTelemetry traces of the scheduler and controllers over OTLP/HTTP (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
     .option('--scheduler <mode>', 'in-process: the SITS scheduler runs in dev up, with leader election (a `sits run` against it stands by); none: no scheduler (run your own `sits run` replicas against the cluster)', 'in-process')
     .option('--metrics-port <port>', 'the scheduler\'s /metrics and dashboard on 127.0.0.1 (plain HTTP on loopback only; 0 = off)', intOption('--metrics-port', 0, 65535), 8080)
-    .option('--no-controller-manager', 'leave out kube-controller-manager (garbage collection, Deployments, Jobs, EndpointSlices, PV binding)')
+    .option('--no-controller-manager', 'leave out kube-controller-manager (garbage collection, Deployments, Jobs, EndpointSlices, PV binding; storage and batch need it)')
+    .option('--no-storage', 'leave out the dev storage: csi-provisioner, snapshot-controller and csi-snapshotter over a CSI driver of folders, default StorageClass and VolumeSnapshotClass sits-dev')
+    .option('--no-batch', 'leave out the BatchInferenceJob controller and the engines the fake kubelet runs for batch workers and llama.cpp/vLLM servers')
+    .option('--pod-run-seconds <n>', 'seconds a TrainingJob replica, DataPipeline stage or Job pod runs before it succeeds, unless its dev.sits2026.dev/run-seconds annotation says otherwise (0: runs until deleted)', intOption('--pod-run-seconds', 0, 86_400 * 365), 300)
     .option('-v, --verbose', 'print control-plane and scheduler logs')
-    .action(async (o: { scheduler: string; metricsPort: number; controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
+    .action(async (o: { storage: boolean; batch: boolean; podRunSeconds: number; scheduler: string; metricsPort: number; controllerManager: boolean; otlpEndpoint?: string; nodes: number; shape: string; nodesPerRack: number; kubeconfig: string; profile: string; webhook: string; verbose?: boolean }) => {
       const signal = untilSignal();
       if (o.webhook !== 'audit' && o.webhook !== 'enforce' && o.webhook !== 'off') throw new CliError(`--webhook: want audit, enforce or off, got "${o.webhook}"`);
+      if (o.storage && !o.controllerManager) throw new CliError('--no-controller-manager leaves claims unbound: give --no-storage too (and --no-batch)');
+      if (o.batch && !o.storage) throw new CliError('--no-storage leaves batch jobs without claims: give --no-batch too');
       if (o.scheduler !== 'in-process' && o.scheduler !== 'none') throw new CliError(`--scheduler: want in-process or none, got "${o.scheduler}"`);
       const log = (m: string): void => {
         if (o.verbose === true) process.stderr.write(`${m}\n`);
@@ -35,7 +40,7 @@ export function registerDev(program: Command): void {
       } catch (e) {
         throw new CliError((e as Error).message);
       }
-      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing, controllerManager: o.controllerManager, withScheduler: o.scheduler === 'in-process', leaderElection: true }).catch(async (e: unknown) => {
+      const cluster = await startDevCluster({ nodes: o.nodes, shape: o.shape, nodesPerRack: o.nodesPerRack, kubeconfig: o.kubeconfig, profile: o.profile, log, webhook: o.webhook === 'off' ? false : { mode: o.webhook }, tracing, controllerManager: o.controllerManager, withScheduler: o.scheduler === 'in-process', leaderElection: true, storage: o.storage, batch: o.batch, ...(o.podRunSeconds === 0 ? {} : { podRunSeconds: o.podRunSeconds }) }).catch(async (e: unknown) => {
         await tracing.shutdown();
         throw e;
       });
@@ -46,6 +51,7 @@ export function registerDev(program: Command): void {
         server.attachView(liveViewStream(cluster.app.scheduler, { log }));
         process.stderr.write(`metrics on ${server.url}/metrics, dashboard on ${server.url}/dashboard/ (sits top --server ${server.url})\n`);
       }
+      if (cluster.claimsDir !== undefined) process.stderr.write(`claims (batch input and output) under ${cluster.claimsDir}/<namespace>/<claim>\n`);
       process.stdout.write(`ready kubeconfig=${cluster.kubeconfigPath}\n`);
       const sig = await signal;
       process.stderr.write(`${sig}: stopping the dev cluster\n`);

@@ -63,6 +63,11 @@ export interface EnginePodsOptions {
    */
   readonly faultDir?: string;
   readonly log?: (line: string) => void;
+  /**
+   * Dev mode (`sits dev up`): the GGUF file that stands in for any Hugging Face model id a vLLM pod names (vLLM
+   * would download it; this machine has no network). Unset: such a pod's engine exits with the stand-in's error.
+   */
+  readonly hubModel?: string;
   /** The kubeconfig a `sits` side container (a batch worker) is given, as a service account token would be. */
   readonly kubeconfig?: string;
 }
@@ -220,7 +225,7 @@ export class EnginePods {
     const port = Number(argValue(args, ['--port']) ?? (vllm ? '8000' : '8080'));
     const child = spawn(process.execPath, ['--import', 'tsx', vllm ? VLLM_MAIN : MAIN, ...args], {
       cwd: REPO,
-      env: vllm ? vllmEnv(c, pod, podIp, paths) : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '', SITS_LLAMA_FAIL_FILE: this.o.faultDir === undefined ? '' : faultFile(this.o.faultDir, pod) },
+      env: vllm ? { ...vllmEnv(c, pod, podIp, paths), ...(this.o.hubModel === undefined ? {} : { SITS_DEV_HUB_MODEL: this.o.hubModel }) } : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '', SITS_LLAMA_FAIL_FILE: this.o.faultDir === undefined ? '' : faultFile(this.o.faultDir, pod) },
       // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
       // test leaves no engine behind; unref'd so that it keeps nothing alive here.
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],

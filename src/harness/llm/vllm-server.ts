@@ -166,9 +166,12 @@ export function parseVllmArgs(argv: readonly string[], env: Readonly<Record<stri
   if (unknown.length > 0) throw new VllmArgsError(`${PROG}: error: unrecognized arguments: ${unknown.join(' ')}`);
   if (model === undefined) throw new VllmArgsError(`${PROG}: error: the stand-in needs a model (--model or a positional MODEL): this machine has no network to fetch vLLM's default`);
   if (loraModules.length > 0 && !enableLora) throw new VllmArgsError(`${PROG}: error: argument --lora-modules: needs --enable-lora`);
-  const file = resolvePath(model);
+  const hub = env.SITS_DEV_HUB_MODEL ?? '';
+  const isHubId = !existsSync(resolvePath(model)) && /^[\w.-]+\/[\w.-]+$/.test(model);
+  // `sits dev up`: every Hugging Face id is served by the tiny local GGUF (no network here; named in its docs).
+  const file = isHubId && hub !== '' ? hub : resolvePath(model);
   // A Hugging Face id (org/name) that is no file here would be downloaded by vLLM.
-  if (!existsSync(file) && /^[\w.-]+\/[\w.-]+$/.test(model)) throw new VllmArgsError(`${PROG}: error: model ${model}: this machine has no network; give the weights as a local GGUF path`);
+  if (!existsSync(file) && isHubId) throw new VllmArgsError(`${PROG}: error: model ${model}: this machine has no network; give the weights as a local GGUF path`);
   const flag = (env.VLLM_ALLOW_RUNTIME_LORA_UPDATING ?? '0').trim().toLowerCase();
   return {
     host,
