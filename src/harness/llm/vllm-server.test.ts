@@ -29,6 +29,13 @@ describe('parseVllmArgs', () => {
     expect(() => parseVllmArgs(['--model', 'Qwen/Qwen3-0.6B'])).toThrow('no network');
     expect(() => parseVllmArgs(['--port', '1'])).toThrow('needs a model');
   });
+  it('serves a Hugging Face id from the dev hub model when sits dev up names one; a path is still a path', () => {
+    const hub = import.meta.filename;
+    const o = parseVllmArgs(['--model', 'Qwen/Qwen3-0.6B'], { SITS_DEV_HUB_MODEL: hub });
+    expect(o.model).toEqual({ path: 'Qwen/Qwen3-0.6B', file: hub });
+    expect(o.servedModelNames).toEqual(['Qwen/Qwen3-0.6B']);
+    expect(parseVllmArgs(['--model', '/m'], { SITS_DEV_HUB_MODEL: hub }).model.file).toBe('/m');
+  });
 });
 
 describe('the vLLM stand-in', () => {
