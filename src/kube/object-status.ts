@@ -2,8 +2,11 @@
  * The status of the Queue and PodGroup objects, as `kubectl get sq` / `kubectl get pg` show it (issue 32): the
  * scheduler is the only one who knows admitted, pending and reserving jobs, usage, borrowing and fair shares, so
  * it writes them. Batched and rate-limited: at most one pass per `intervalMs`, only objects whose status changed
- * (compared with what the watch shows), at most `maxWritesPerPass` writes per pass (the rest next pass), one write
- * at a time, never from the scheduling cycle itself.
+ * (compared with what the watch shows), at most `maxWritesPerPass` writes per pass (the rest next pass), a few
+ * writes in flight, never from the scheduling cycle itself. A pending gang's message carries a countdown ("expected
+ * start in 8 s") that changes every pass: a change of the message alone is written at most once per `messageHoldMs`
+ * per object, and after every change of phase or count (`sits bench status-writes` measured 30 of 39 pending groups
+ * never written at all when every countdown was a write, one at a time).
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { API_GROUP, API_VERSION, LABEL } from '../api/wire.ts';
@@ -118,7 +121,12 @@ export interface ObjectStatusOptions {
   readonly log: (m: string) => void;
   readonly intervalMs?: number;
   readonly maxWritesPerPass?: number;
+  /** A change of a PodGroup's message alone waits this long after the object's last write (default 60 s). */
+  readonly messageHoldMs?: number;
 }
+
+/** Writes in flight at once: a pass of 100 writes one at a time took longer than its period on a busy apiserver. */
+const IN_FLIGHT = 4;
 
 export class ObjectStatusWriter {
   readonly stats = { passes: 0, writes: 0, errors: 0 };
@@ -126,6 +134,9 @@ export class ObjectStatusWriter {
   private writing = false;
   private readonly intervalMs: number;
   private readonly maxWrites: number;
+  private readonly messageHoldMs: number;
+  /** When each object's status was last written (by path), for the message hold. */
+  private readonly writtenAt = new Map<string, number>();
 
   constructor(
     private readonly client: KubeClient,
@@ -134,6 +145,7 @@ export class ObjectStatusWriter {
   ) {
     this.intervalMs = opts.intervalMs ?? 5000;
     this.maxWrites = opts.maxWritesPerPass ?? 100;
+    this.messageHoldMs = opts.messageHoldMs ?? 60_000;
   }
 
   /** Called on every loop turn; does a pass at most every `intervalMs`, in the background. */
@@ -141,13 +153,13 @@ export class ObjectStatusWriter {
     if (this.writing || nowMs - this.lastPassMs < this.intervalMs) return;
     this.lastPassMs = nowMs;
     this.writing = true;
-    void this.pass().finally(() => {
+    void this.pass(nowMs).finally(() => {
       this.writing = false;
     });
   }
 
   /** One pass: computes every status, writes the changed ones (awaitable, for tests). */
-  async pass(): Promise<void> {
+  async pass(nowMs = Date.now()): Promise<void> {
     this.stats.passes++;
     const writes: { path: string; status: object }[] = [];
     const statuses = queueStatuses(this.source.view(), this.source.reserving());
@@ -166,22 +178,43 @@ export class ObjectStatusWriter {
       if (list === undefined) members.set(key, [p]);
       else list.push(p);
     }
+    const messageOnly: { path: string; status: object }[] = [];
+    const live = new Set<string>();
     for (const g of this.source.podGroups()) {
       const ns = g.metadata?.namespace ?? 'default';
       const name = g.metadata?.name ?? '';
+      const path = `/apis/${API_GROUP}/${API_VERSION}/namespaces/${ns}/podgroups/${name}/status`;
+      live.add(path);
       const want = podGroupStatus(Math.max(1, g.spec?.minMember ?? 1), members.get(`${ns}/${name}`) ?? []);
       if (holds(g.status, want)) continue;
-      writes.push({ path: `/apis/${API_GROUP}/${API_VERSION}/namespaces/${ns}/podgroups/${name}/status`, status: { ...want, message: want.message ?? null } });
-    }
-    for (const w of writes.slice(0, this.maxWrites)) {
-      try {
-        await this.client.request('PATCH', w.path, { contentType: 'application/merge-patch+json', body: { status: w.status } });
-        this.stats.writes++;
-      } catch (e) {
-        this.stats.errors++;
-        // Gone meanwhile, or no right to write status (an older chart): said once per pass, never fatal.
-        if ((e as { status?: number }).status !== 404) this.opts.log(`status ${w.path}: ${(e as Error).message}`);
+      const write = { path, status: { ...want, message: want.message ?? null } };
+      const have = g.status as { message?: string } | undefined;
+      if (have !== undefined && holds(have, { ...want, ...(have.message === undefined ? {} : { message: have.message }) }) && (want.message ?? '') !== '') {
+        // Only the message differs (a countdown, most often): held, then written after the phase changes.
+        if (nowMs - (this.writtenAt.get(path) ?? Number.NEGATIVE_INFINITY) >= this.messageHoldMs) messageOnly.push(write);
+        continue;
       }
+      writes.push(write);
+    }
+    for (const path of this.writtenAt.keys()) if (path.includes('/podgroups/') && !live.has(path)) this.writtenAt.delete(path);
+    const batch = [...writes, ...messageOnly].slice(0, this.maxWrites);
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: Math.min(IN_FLIGHT, batch.length) }, async () => {
+        for (let w = batch[next++]; w !== undefined; w = batch[next++]) await this.write(w, nowMs);
+      }),
+    );
+  }
+
+  private async write(w: { path: string; status: object }, nowMs: number): Promise<void> {
+    try {
+      await this.client.request('PATCH', w.path, { contentType: 'application/merge-patch+json', body: { status: w.status } });
+      this.stats.writes++;
+      this.writtenAt.set(w.path, nowMs);
+    } catch (e) {
+      this.stats.errors++;
+      // Gone meanwhile, or no right to write status (an older chart): said once per pass, never fatal.
+      if ((e as { status?: number }).status !== 404) this.opts.log(`status ${w.path}: ${(e as Error).message}`);
     }
   }
 }

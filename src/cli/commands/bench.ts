@@ -9,6 +9,7 @@ import { registerBenchKube } from './bench-kube.ts';
 import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
 import { registerBenchStartup } from './bench-startup.ts';
+import { registerBenchStatusWrites } from './bench-status-writes.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
 import { registerBenchThroughput } from './bench-throughput.ts';
 import { registerBenchTraining } from './bench-training.ts';
@@ -29,5 +30,6 @@ export function registerBench(program: Command): void {
   registerBenchDashboard(bench);
   registerBenchCheckpoint(bench);
   registerBenchStartup(bench);
+  registerBenchStatusWrites(bench);
   registerBenchAll(bench);
 }
