@@ -2,6 +2,7 @@
 // scheduler, runs kube-controller-manager (so deleting a workload removes what it made, as on a real cluster), and
 // serves the scheduler's metrics and dashboard on loopback, which `sits top` reads.
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { get as httpsGet } from 'node:https';
 import { promisify } from 'node:util';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -83,11 +84,13 @@ function tableCells(text: string): Record<string, string>[] {
 
 describe('sits dev up', () => {
   it('leads with its scheduler, runs kube-controller-manager, serves metrics and the dashboard `sits top` reads', async () => {
-    expect(err).toContain(`metrics on http://127.0.0.1:${port}/metrics, dashboard on http://127.0.0.1:${port}/dashboard/ (sits top --server http://127.0.0.1:${port})`);
+    const ca = join(dir, 'dev.scheduler-ca.crt');
+    const server = `https://127.0.0.1:${port}`;
+    expect(err).toContain(`metrics on ${server}/metrics, dashboard on ${server}/dashboard/ (sits top --server ${server} --kubeconfig ${kubeconfig} --certificate-authority ${ca})`);
 
-    // `sits top` against it, as the line says.
+    // `sits top` against it, as the line says: the kubeconfig's credentials, the scheduler's certificate checked.
     const view = await waitFor('sits top sees both nodes', async () => {
-      const r = await runSits(['top', '-o', 'json', '--server', `http://127.0.0.1:${port}`]);
+      const r = await runSits(['top', '-o', 'json', '--server', server, '--kubeconfig', kubeconfig, '--certificate-authority', ca]);
       if (r.code !== 0) throw new Error(r.err);
       const v = JSON.parse(r.out) as ClusterView;
       return v.totals.nodes === 2 ? v : undefined;
@@ -99,9 +102,22 @@ describe('sits dev up', () => {
     // The controller manager runs: a Deployment gets its ReplicaSet (what `kubectl create deployment` relies on).
     await client.post('/apis/apps/v1/namespaces/default/deployments', { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'web' }, spec: { replicas: 1, selector: { matchLabels: { app: 'web' } }, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'web', image: 'registry.invalid/web:1' }] } } } });
     await waitFor('the Deployment\'s ReplicaSet', async () => (await client.get<{ items: unknown[] }>('/apis/apps/v1/namespaces/default/replicasets')).items.length === 1, 60_000);
-    const metrics = await fetch(`http://127.0.0.1:${port}/metrics`);
+    // The port checks who calls (TokenReview, SubjectAccessReview through the dev apiserver), like `sits run`'s.
+    const token = /token: (\S+)/.exec(readFileSync(kubeconfig, 'utf8'))?.[1] ?? '';
+    const get = (headers: Record<string, string>): Promise<{ status: number; body: string }> =>
+      new Promise((done, fail) => {
+        httpsGet(`${server}/metrics`, { ca: readFileSync(ca), headers }, (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c: string) => (body += c));
+          res.on('end', () => done({ status: res.statusCode ?? 0, body }));
+        }).on('error', fail);
+      });
+    // No credentials: anonymous, which RBAC does not let read /metrics; a token the apiserver does not know: 401.
+    expect((await get({})).status).toBe(403);
+    expect((await get({ authorization: 'Bearer not-a-token' })).status).toBe(401);
+    const metrics = await get({ authorization: `Bearer ${token}` });
     expect(metrics.status).toBe(200);
-    expect(await metrics.text()).toContain('sits_');
+    expect(metrics.body).toContain('sits_');
   });
 
   it('deleting a running TrainingJob, InferenceService, DataPipeline: their pods, Services and PodGroups are gone within 30 s, their GPUs free again', async () => {

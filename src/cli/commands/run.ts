@@ -187,7 +187,7 @@ export async function startMetricsServer(port: number, host: string, version: st
 const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
 
 /** The secure port's certificate (given, or self-signed for this host) and delegated authn/authz through the apiserver. */
-async function secureServing(o: { kubeconfig?: string; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; apiAudiences?: string }): Promise<{ secure: NonNullable<ServerOptions['secure']>; close: () => void }> {
+export async function secureServing(o: { kubeconfig?: string; metricsHost: string; tlsCertFile?: string; tlsPrivateKeyFile?: string; clientCaFile?: string; apiAudiences?: string }): Promise<{ secure: NonNullable<ServerOptions['secure']>; close: () => void; selfSignedCa: string | undefined }> {
   const audiences = parseAudiences(o.apiAudiences);
   const client = new KubeClient(loadKubeConfig(o.kubeconfig), { maxInFlight: 4, userAgent: 'sits-scheduler-auth/0.1' });
   const tls =
@@ -202,6 +202,7 @@ async function secureServing(o: { kubeconfig?: string; metricsHost: string; tlsC
       auth.close();
       client.close();
     },
+    selfSignedCa: 'ca' in tls ? tls.ca : undefined,
     secure: { tls, ...(clientCa !== undefined ? { clientCa } : {}), authn: auth.authn, authz: auth.authz },
   };
 }
