@@ -20,6 +20,7 @@ import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
 import { routePluginLoader } from './batch-routing.ts';
 import { NodeAnnotationQuarantine } from './batch-quarantine.ts';
 import { watchQueueTenants, type QueueTenants } from './batch-tenants.ts';
+import { startSchedulerWatch, type SchedulerWatchOptions } from './scheduler-watch.ts';
 import { watchClusterFacts } from './cluster-facts.ts';
 import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
 import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
@@ -58,6 +59,8 @@ export interface ControllerOptions {
    * The BatchInferenceJob controller (docs/adr/0102): it coordinates each job's output commits, so it runs only
    * where the batch claims are mounted (`volumes`). Off by default.
    */
+  /** Events on pods waiting for a scheduler that has no leader (scheduler-watch.ts); off by default. */
+  readonly schedulerWatch?: Omit<SchedulerWatchOptions, 'isLeader' | 'log'>;
   readonly batch?: { readonly volumes: BatchVolumes; /** Where spec.strategy.routing.wasm.file plugins are read (ADR 0165). */ readonly pluginDir?: string } & Omit<BatchControllerConfig, 'jobs'>;
 }
 
@@ -80,7 +83,7 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, batch, kedaAllow, ...runnerOpts } = opts;
+  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, batch, kedaAllow, schedulerWatch: watchOpts, ...runnerOpts } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
@@ -114,13 +117,15 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
       ? undefined
       : new GpuHealthMigrator(client, { log: opts.log ?? (() => undefined), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...migrationOpts });
   await healthMigration?.start();
-  const names = ['TrainingJob', 'InferenceService', 'DataPipeline', ...(batch === undefined ? [] : ['BatchInferenceJob']), ...(serving === undefined ? [] : ['serving loop']), ...(lending === undefined ? [] : ['GPU lending']), ...(healthMigration === undefined ? [] : ['health migration'])];
+  const schedulerWatch = watchOpts === undefined ? undefined : await startSchedulerWatch(client, { ...watchOpts, ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.log === undefined ? {} : { log: opts.log }) });
+  const names = ['TrainingJob', 'InferenceService', 'DataPipeline', ...(batch === undefined ? [] : ['BatchInferenceJob']), ...(serving === undefined ? [] : ['serving loop']), ...(lending === undefined ? [] : ['GPU lending']), ...(healthMigration === undefined ? [] : ['health migration']), ...(schedulerWatch === undefined ? [] : [`scheduler watch (${watchOpts?.lease ?? ''})`])];
   return {
     names,
     serving,
     lending,
     healthMigration,
     stop: async () => {
+      await schedulerWatch?.stop();
       queueTenants?.stop();
       await healthMigration?.stop();
       await lending?.stop();

@@ -7,7 +7,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { buildCrds } from '../api/crd.ts';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
-import { ANNOTATION, LABEL } from '../api/wire.ts';
+import { ANNOTATION, LABEL, SCHEDULER_NAME } from '../api/wire.ts';
 import { claimsUnder } from './batch-jobs.ts';
 import { linkClaimFolders, type ClaimFolders } from '../harness/claim-folders.ts';
 import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
@@ -188,7 +188,9 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
     const claimsDir = folders?.root;
     const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.leaderElection === true ? { leaseNamespace: 'kube-system' } : {}), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
     const batch = claimsDir === undefined ? {} : { batch: { volumes: claimsUnder(claimsDir) } };
-    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...batch, ...opts.controllers });
+    // With leader election (dev up), pods left waiting while no scheduler leads are told so (`--scheduler none`).
+    const watch = opts.leaderElection === true ? { schedulerWatch: { lease: `kube-system/${SCHEDULER_NAME}`, schedulerNames: [SCHEDULER_NAME] } } : {};
+    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...batch, ...watch, ...opts.controllers });
     if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
     return {
       plane,

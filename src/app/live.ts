@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
+import { SCHEDULER_NAME } from '../api/wire.ts';
 import { KubeClient, isStatus } from '../kube/client.ts';
 import { resolveKubeConfig } from '../kube/kubeconfig.ts';
 import { batchWorkerLines } from '../kube/explain-batch.ts';
@@ -128,6 +129,8 @@ export interface ControllerFeatures {
   readonly batchPluginLimits?: Partial<PluginLimits>;
   /** With `batchClaimsDir`: where the jobs' routing plugin files (spec.strategy.routing.wasm.file) are read (ADR 0165). */
   readonly batchPluginDir?: string;
+  /** Events on pods left waiting while the scheduler's Lease (`namespace/name`) has no holder (scheduler-watch.ts). */
+  readonly schedulerLease?: string;
 }
 
 export interface ControllersAppOptions extends ControllerFeatures {
@@ -188,6 +191,7 @@ export async function createControllersApp(opts: ControllersAppOptions): Promise
       ...(opts.healthMigration === true ? { healthMigration: {} } : {}),
       ...(opts.kedaAllow === undefined ? {} : { kedaAllow: opts.kedaAllow }),
       ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }),
+      ...(opts.schedulerLease === undefined ? {} : { schedulerWatch: { lease: opts.schedulerLease, schedulerNames: [SCHEDULER_NAME] } }),
     });
     return {
       client,

@@ -150,7 +150,7 @@ describe('least privilege', () => {
     }
   });
 
-  it('Leases only through a namespaced Role; get/update only on the named Lease', () => {
+  it('Leases only through a namespaced Role; get/update only on the named Lease; the controllers read the scheduler\'s by name', () => {
     for (const r of roles.filter((x) => x.kind === 'ClusterRole')) for (const rule of r.rules) expect(rule.resources).not.toContain('leases');
     const lease = (name: string) => roles.find((r) => r.kind === 'Role' && r.metadata.name === name);
     for (const [role, leaseName] of [['sits-leader-election', 'sits-scheduler'], ['sits-controllers', 'sits-controllers']] as const) {
@@ -158,6 +158,8 @@ describe('least privilege', () => {
       expect(lease(role)?.rules).toEqual([
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
+        // The scheduler watch (app/scheduler-watch.ts): get only, and only the scheduler's Lease.
+        ...(role === 'sits-controllers' ? [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['sits-scheduler'], verbs: ['get'] }] : []),
       ]);
     }
   });

@@ -5,7 +5,7 @@
  * ServiceMonitor. Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { BATCH_WORKER_RULES, CONTROLLER_NODE_QUARANTINE_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, LEASE_GET_UPDATE_RULE, METRICS_READER_RULES, NODE_AGENT_RULES, nonResourceRuleYaml, ruleYaml, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import { BATCH_WORKER_RULES, CONTROLLER_NODE_QUARANTINE_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, LEASE_GET_UPDATE_RULE, METRICS_READER_RULES, SCHEDULER_LEASE_READ_RULE, NODE_AGENT_RULES, nonResourceRuleYaml, ruleYaml, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
@@ -143,7 +143,7 @@ const controllersRbac = (): Doc[] => [
       kind: 'Role',
       metadata: meta(NAMES.controllersRole, true, CONTROLLERS_SELECTOR),
       // Their own Lease only: create cannot be limited by name, get/update are.
-      rules: [...rules([LEASE_CREATE_RULE]), { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: [NAMES.controllersLease] }],
+      rules: [...rules([LEASE_CREATE_RULE]), { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: [NAMES.controllersLease] }, { ...ruleYaml(SCHEDULER_LEASE_READ_RULE), resourceNames: [SCHEDULER_NAME] }],
     },
   },
   {
@@ -248,7 +248,7 @@ function controllersDeployment(): Doc {
                   'controllers',
                   concat('--health-port=', raw('controllers.port')),
                   '--identity=$(POD_NAME)',
-                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), `--lease-name=${NAMES.controllersLease}`, concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
+                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), `--lease-name=${NAMES.controllersLease}`, concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect', '--no-scheduler-watch']),
                   ifItems('controllers.kedaAllowedServers', [concat('--keda-allowed-servers=', raw('controllers.kedaAllowedServers'))]),
                   ifItems('controllers.kedaAllowedClusterAuth', [concat('--keda-allowed-cluster-auth=', raw('controllers.kedaAllowedClusterAuth'))]),
                 ],

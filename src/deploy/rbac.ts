@@ -211,6 +211,8 @@ export const BATCH_WORKER_RULES: readonly PolicyRule[] = [
  * name; get/update are, to `leaderElection.leaseNames` (manifests.ts).
  */
 export const LEASE_CREATE_RULE: PolicyRule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'], why: 'Leader election: creates its Lease when missing (create cannot be limited by name; the Role is in the release namespace only).' };
+/** The controllers read the scheduler's Lease, by name, to tell waiting pods when no scheduler leads (scheduler-watch.ts). */
+export const SCHEDULER_LEASE_READ_RULE: PolicyRule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [], verbs: ['get'], why: 'Reads the scheduler\'s Lease, by name: pods waiting while no scheduler replica has led for a lease duration get a NoSchedulerLeader Event (issue 34).' };
 /** Leader election's get and update of its own Lease; resourceNames are set where the Role is made. */
 export const LEASE_GET_UPDATE_RULE: PolicyRule = { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [], verbs: ['get', 'update'], why: 'Leader election: reads and renews its own Lease, by name.' };
 

@@ -92,11 +92,13 @@ export function registerControllers(program: Command): void {
     .option('--batch-plugin-limits <json>', "with --batch-claims-dir: the batch workers' WASM plugin limits {maxMemoryPages, callTimeoutMs, loadTimeoutMs}")
     .option('--keda-allowed-servers <urls>', 'comma-separated Prometheus addresses an InferenceService in autoscaling mode keda may name; unset: none (no ScaledObject; docs/security.md)')
     .option('--keda-allowed-cluster-auth <names>', 'comma-separated ClusterTriggerAuthentications such a service may use (a TriggerAuthentication in its own namespace always may)')
+    .option('--scheduler-lease <ns/name>', "the scheduler's Lease: pods waiting for sits-scheduler while nobody has held it for a lease duration get a NoSchedulerLeader Event (default: <--lease-namespace>/sits-scheduler)")
+    .option('--no-scheduler-watch', 'do not watch the scheduler\'s Lease')
     .option('--health-migration', 'move TrainingJobs off GPUs quarantined on their Node (ADR 0129)')
     .option('--otlp-endpoint <url>', 'send OpenTelemetry traces over OTLP/HTTP to this collector (default: $OTEL_EXPORTER_OTLP_ENDPOINT; unset: none)')
     .addOption(verbosityOption())
     .addOption(logFormatOption())
-    .action(async (o: LogOptions & { kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; otlpEndpoint?: string }) => {
+    .action(async (o: LogOptions & { schedulerLease?: string; schedulerWatch: boolean; kubeconfig?: string; identity?: string; leaseNamespace: string; leaseName: string; leaderElect: boolean; leaseDuration: number; maxInFlight: number; healthPort: number; healthHost: string; gpuLending?: boolean; servingLoop?: boolean; batchClaimsDir?: string; batchPluginDir?: string; batchPluginLimits?: string; healthMigration?: boolean; kedaAllowedServers?: string; kedaAllowedClusterAuth?: string; otlpEndpoint?: string }) => {
       const signal = untilSignal();
       const log = createLogger('sits-controllers', o).line;
       if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.leaseName)) throw new CliError(`--lease-name: "${o.leaseName}" is not a DNS subdomain`);
@@ -107,6 +109,8 @@ export function registerControllers(program: Command): void {
       if (limits !== undefined && 'error' in limits) throw new CliError(limits.error);
       if ((limits !== undefined || o.batchPluginDir !== undefined) && o.batchClaimsDir === undefined) throw new CliError('--batch-plugin-dir and --batch-plugin-limits are for the BatchInferenceJob controller: give --batch-claims-dir too');
       if (o.batchPluginDir !== undefined && (!existsSync(o.batchPluginDir) || !statSync(o.batchPluginDir).isDirectory())) throw new CliError(`--batch-plugin-dir: ${o.batchPluginDir} is not a folder`);
+      const schedulerLease = o.schedulerLease ?? `${o.leaseNamespace}/sits-scheduler`;
+      if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(schedulerLease)) throw new CliError(`--scheduler-lease: want namespace/name, got "${schedulerLease}"`);
       const identity = o.identity ?? `${hostname()}-${process.pid}`;
       let tracing: Tracing;
       try {
@@ -134,6 +138,7 @@ export function registerControllers(program: Command): void {
           ...(limits === undefined ? {} : { batchPluginLimits: limits }),
           ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
           controllerMetrics,
+          ...(o.schedulerWatch ? { schedulerLease } : {}),
           log,
           tracing,
         });
