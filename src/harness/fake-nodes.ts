@@ -1,7 +1,8 @@
 // Fake GPU nodes and small test helpers for a control plane without kubelets
 // (see control-plane.ts and docs/control-plane.md).
-import { ApiException, CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Namespace, V1Node, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
+import { KubeClient } from '../kube/client.ts';
 
 export interface FakeNodeSpec {
   name: string;
@@ -61,7 +62,17 @@ function sameResources(want: Record<string, string>, got: Record<string, string>
  * `nodes/status` subresource. Resolves to the nodes as stored by the server.
  */
 export async function createFakeGpuNodes(kc: KubeConfig, nodes: readonly FakeNodeSpec[]): Promise<V1Node[]> {
-  const core = kc.makeApiClient(CoreV1Api);
+  // Our client, not client-node's generated one: that one's node-fetch calls url.parse, which Node 24 warns about on
+  // every `sits dev up` (DEP0169).
+  const client = new KubeClient(kc, { userAgent: 'sits-fake-nodes/0.1' });
+  try {
+    return await createNodes(client, nodes);
+  } finally {
+    client.close();
+  }
+}
+
+async function createNodes(client: KubeClient, nodes: readonly FakeNodeSpec[]): Promise<V1Node[]> {
   const created: V1Node[] = [];
   for (const spec of nodes) {
     const status = fakeNodeStatus(spec);
@@ -79,14 +90,11 @@ export async function createFakeGpuNodes(kc: KubeConfig, nodes: readonly FakeNod
       },
       status,
     };
-    let node = await core.createNode({ body });
+    let node = await client.post<V1Node>('/api/v1/nodes', body);
     const wantCap = status.capacity ?? {};
     const wantAlloc = status.allocatable ?? {};
     if (!sameResources(wantCap, node.status?.capacity) || !sameResources(wantAlloc, node.status?.allocatable)) {
-      node = await core.patchNodeStatus(
-        { name: spec.name, body: { status } },
-        setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-      );
+      node = await client.request<V1Node>('PATCH', `/api/v1/nodes/${spec.name}/status`, { contentType: 'application/merge-patch+json', body: { status } });
       if (!sameResources(wantCap, node.status?.capacity) || !sameResources(wantAlloc, node.status?.allocatable)) {
         throw new Error(`node ${spec.name}: status capacity/allocatable did not stick: ${JSON.stringify(node.status)}`);
       }
