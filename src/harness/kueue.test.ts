@@ -32,13 +32,13 @@ describe('kueueConfigYaml', () => {
 });
 
 describe('kueueCrds', () => {
-  it('gives the five CRDs the cert rotator injects into a conversion webhook on the manager port, and leaves the rest', () => {
+  it('serves only the storage version, and gives the five CRDs the cert rotator injects into a conversion webhook on the manager port', () => {
     mkdirSync(join(dir, 'crds'));
-    writeFileSync(join(dir, 'crds', 'w.yaml'), 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: workloads.kueue.x-k8s.io\nspec:\n  group: kueue.x-k8s.io\n');
+    writeFileSync(join(dir, 'crds', 'w.yaml'), 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: workloads.kueue.x-k8s.io\nspec:\n  group: kueue.x-k8s.io\n  versions:\n  - name: v1beta1\n    served: true\n  - name: v1beta2\n    served: true\n    storage: true\n');
     writeFileSync(join(dir, 'crds', 't.yaml'), 'apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: topologies.kueue.x-k8s.io\nspec:\n  group: kueue.x-k8s.io\n');
     const crds = kueueCrds(dir, 9555) as { metadata: { name: string }; spec: Record<string, unknown> }[];
     const byName = new Map(crds.map((c) => [c.metadata.name, c]));
-    expect(byName.get('workloads.kueue.x-k8s.io')?.spec).toEqual({ group: 'kueue.x-k8s.io', conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: 'https://127.0.0.1:9555/convert' } } } });
+    expect(byName.get('workloads.kueue.x-k8s.io')?.spec).toEqual({ group: 'kueue.x-k8s.io', versions: [{ name: 'v1beta2', served: true, storage: true }], conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: 'https://127.0.0.1:9555/convert' } } } });
     expect(byName.get('topologies.kueue.x-k8s.io')?.spec).toEqual({ group: 'kueue.x-k8s.io' });
   });
   it('fails when the folder holds no CRDs', () => {

@@ -10,11 +10,14 @@
  * `suspend: true` with the `kueue.x-k8s.io/queue-name` label, as Kueue's Job webhook would make them. Internal
  * cert management stays on anyway: with it off, Kueue v0.17 reads its metrics certificate from the fixed path
  * /etc/kueue/metrics/certs and exits when it is missing, and its webhook server needs a certificate to start.
+ * The rotator keeps its certificate in a Secret and waits for the kubelet to mount it into the webhook's certDir;
+ * startKueue does that mount (it writes the Secret's files into the folder).
  * The cert rotator then also insists on injecting its CA into the conversion webhook of five CRDs, and keeps the
  * manager from starting while any of them lacks `spec.conversion.webhook.clientConfig`; so those CRDs get one, as
- * Kueue's kustomize overlay gives them, with a URL on the manager's webhook port. The apiserver calls it only to
- * convert between v1beta1 and v1beta2 (the host check above makes such a call fail); everything here speaks
- * v1beta2, the storage version, so no conversion happens.
+ * Kueue's kustomize overlay gives them, with a URL on the manager's webhook port. A call to it would fail the host
+ * check above, so the CRDs serve only their storage version (v1beta2, which the manager uses; v1beta1 is only in
+ * its scheme for that conversion webhook): with one version there is nothing to convert and it is never called.
+ * (Serving v1beta1 too made the apiserver's watch cache try, and log a failed conversion, for every event.)
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -79,15 +82,18 @@ export interface RunningKueue {
   stop(): Promise<void>;
 }
 
-/** Kueue's CRDs from `<binDir>/crds`, with the conversion stanza its cert rotator needs (see the file comment). */
+/** Kueue's CRDs from `<binDir>/crds`: the storage version only, and the conversion stanza its cert rotator needs (see the file comment). */
 export function kueueCrds(binDir: string, webhookPort: number): Record<string, unknown>[] {
   const dir = join(binDir, 'crds');
   const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
   if (files.length === 0) throw new Error(`no Kueue CRDs (*.yaml) in ${dir}`);
   return files.map((f) => {
-    const crd = parseYaml(readFileSync(join(dir, f), 'utf8')) as { metadata: { name: string }; spec: Record<string, unknown> };
-    if (!CONVERSION_CRDS.has(crd.metadata.name)) return crd;
-    return { ...crd, spec: { ...crd.spec, conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: `https://127.0.0.1:${webhookPort}/convert` } } } } };
+    const crd = parseYaml(readFileSync(join(dir, f), 'utf8')) as { metadata: { name: string }; spec: { versions?: { storage?: boolean }[] } & Record<string, unknown> };
+    // Only the storage version is served, so the apiserver never has anything to convert.
+    const versions = crd.spec.versions?.filter((v) => v.storage === true);
+    const spec = versions === undefined || versions.length === 0 ? crd.spec : { ...crd.spec, versions };
+    if (!CONVERSION_CRDS.has(crd.metadata.name)) return { ...crd, spec };
+    return { ...crd, spec: { ...spec, conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: `https://127.0.0.1:${webhookPort}/convert` } } } } };
   });
 }
 
@@ -133,6 +139,15 @@ async function createIfMissing(client: KubeClient, path: string, body: unknown):
   });
 }
 
+/** Writes the webhook Secret's files into `certDir` once the cert rotator has filled it; false while it has not. */
+async function mountSecret(client: KubeClient, certDir: string): Promise<boolean> {
+  const secret = await client.get<{ data?: Record<string, string> }>(`/api/v1/namespaces/${KUEUE_NAMESPACE}/secrets/${WEBHOOK_SECRET}`);
+  const data = secret.data ?? {};
+  if (data['tls.crt'] === undefined || data['tls.key'] === undefined) return false;
+  for (const [name, b64] of Object.entries(data)) writeFileSync(join(certDir, name), Buffer.from(b64, 'base64'), { mode: 0o600 });
+  return true;
+}
+
 /** Installs Kueue's CRDs and starts its manager against `plane`; resolves once its /readyz answers 200. */
 export async function startKueue(plane: ControlPlane, opts: KueueOptions = {}): Promise<RunningKueue> {
   const client = opts.client ?? new KubeClient(plane.kubeConfig());
@@ -150,12 +165,15 @@ export async function startKueue(plane: ControlPlane, opts: KueueOptions = {}): 
   writeFileSync(configPath, kueueConfigYaml({ webhookPort, healthPort, certDir, fairSharing: opts.fairSharing, frameworks: opts.frameworks ?? ['batch/job'] }));
   const proc = plane.startProcess('kueue', join(binDir, 'kueue'), [`--config=${configPath}`, `--kubeconfig=${plane.kubeconfigPath}`, `--zap-log-level=${opts.logLevel ?? 'info'}`]);
   const healthUrl = `http://127.0.0.1:${healthPort}`;
+  let mounted = false;
   try {
     await waitFor(
       'Kueue /readyz',
       async () => {
         if (!proc.alive()) throw new Error(`kueue exited (${proc.logPath}):\n${proc.tail().join('\n')}`);
-        return (await httpStatus(`${healthUrl}/readyz`)) === 200;
+        // The cert rotator only fills the Secret and waits for the kubelet to mount it into certDir; here we are the kubelet.
+        if (!mounted) mounted = await mountSecret(client, certDir);
+        return mounted && (await httpStatus(`${healthUrl}/readyz`)) === 200;
       },
       opts.readyTimeoutMs ?? 60_000,
       200,

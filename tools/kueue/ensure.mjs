@@ -8,7 +8,7 @@
 // SITS_K8S_BUILD_JOBS. Plain Node ESM, no dependencies.
 
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { cacheRoot, ensureGoBuild, isExecutableFile, reporter, requiredVersion, useOverride } from '../lib/cached-build.mjs';
@@ -59,7 +59,10 @@ await ensureGoBuild({
     const crds = crdFiles(crdSrc);
     if (crds.length === 0) throw new Error(`no CRDs (*.yaml) in ${crdSrc}`);
     mkdirSync(join(tmpDir, 'crds'));
-    for (const f of crds) copyFileSync(join(crdSrc, f), join(tmpDir, 'crds', f));
+    for (const f of crds) {
+      copyFileSync(join(crdSrc, f), join(tmpDir, 'crds', f));
+      chmodSync(join(tmpDir, 'crds', f), 0o644); // the module cache's files are read-only
+    }
     writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify({ kueue: version, go: goVersion, crds, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`);
   },
 });

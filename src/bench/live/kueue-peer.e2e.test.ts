@@ -35,15 +35,13 @@ beforeAll(async () => {
 }, 1_800_000);
 
 describe('Kueue as the live bench peer', () => {
-  let r: KueuePeerResult;
-
   it('admits batch/v1 Jobs by fair sharing, preempts the queue above its share, and kube-scheduler places the pods', async () => {
     const jobs: PeerJob[] = [];
     for (let i = 0; i < GPUS; i++) jobs.push({ id: `a-${i}`, queue: 'a', submitAtSec: 0, runSeconds: 600, gpus: 1 });
     for (let i = 0; i < GPUS; i++) jobs.push({ id: `b-${i}`, queue: 'b', submitAtSec: 3, runSeconds: 600, gpus: 1 });
-    r = await runKueuePeer(
+    const r: KueuePeerResult = await runKueuePeer(
       { jobs, queues: [{ name: 'a', weight: WEIGHTS.a }, { name: 'b', weight: WEIGHTS.b }], nodes: 1, shape: 'l4x8' },
-      { durationSec: 14, kueueBinDir: binDir },
+      { durationSec: 11, kueueBinDir: binDir },
     );
     process.stderr.write(`[kueue-peer.e2e] ${JSON.stringify({ ...r, samples: r.samples.map((s) => `${s.t}s a=${s.admitted.a}/${s.running.a} b=${s.admitted.b}/${s.running.b}`) })}\n`);
 
