@@ -1,6 +1,6 @@
 // Kueue v0.17 (tools/kueue/ensure.mjs) as the live bench's peer, on the real control plane: fair sharing with weights
 // 2:1 over one node of 8 fake GPUs, batch/v1 Jobs that Kueue admits, whose pods kube-controller-manager's Job
-// controller creates and the real kube-scheduler places. Queue a fills the cluster first; b's Jobs arrive 3 s later
+// controller creates and the real kube-scheduler places. Queue a fills the cluster first; b's Jobs arrive 4 s later
 // and take GPUs back through Kueue's fair-sharing preemption until neither of its strategies allows another.
 import { beforeAll, describe, expect, it } from 'vitest';
 
@@ -38,17 +38,17 @@ describe('Kueue as the live bench peer', () => {
   it('admits batch/v1 Jobs by fair sharing, preempts the queue above its share, and kube-scheduler places the pods', async () => {
     const jobs: PeerJob[] = [];
     for (let i = 0; i < GPUS; i++) jobs.push({ id: `a-${i}`, queue: 'a', submitAtSec: 0, runSeconds: 600, gpus: 1 });
-    for (let i = 0; i < GPUS; i++) jobs.push({ id: `b-${i}`, queue: 'b', submitAtSec: 3, runSeconds: 600, gpus: 1 });
+    for (let i = 0; i < GPUS; i++) jobs.push({ id: `b-${i}`, queue: 'b', submitAtSec: 4, runSeconds: 600, gpus: 1 });
     const r: KueuePeerResult = await runKueuePeer(
       { jobs, queues: [{ name: 'a', weight: WEIGHTS.a }, { name: 'b', weight: WEIGHTS.b }], nodes: 1, shape: 'l4x8' },
-      { durationSec: 11, kueueBinDir: binDir },
+      { durationSec: 12, kueueBinDir: binDir },
     );
     process.stderr.write(`[kueue-peer.e2e] ${JSON.stringify({ ...r, samples: r.samples.map((s) => `${s.t}s a=${s.admitted.a}/${s.running.a} b=${s.admitted.b}/${s.running.b}`) })}\n`);
 
     expect(r.kueueVersion).toBe('v0.17.0');
     expect(r.totalGpus).toBe(GPUS);
     // Before b's Jobs arrive, a borrows the whole cohort.
-    expect(r.samples.filter((s) => s.t < 3).some((s) => s.admitted.a === GPUS)).toBe(true);
+    expect(r.samples.filter((s) => s.t < 4).some((s) => s.admitted.a === GPUS)).toBe(true);
     const last = r.samples.at(-1);
     expect(last).toBeDefined();
     if (last === undefined) return;

@@ -53,7 +53,10 @@ export interface PeerWorkload {
 }
 
 export interface KueuePeerOptions {
-  /** Seconds to sample for, from the start of the run. Default: until every job has finished. */
+  /**
+   * Seconds to sample for, from the start of the run. Default: until every job has finished; the steady window is
+   * then the drain at the end, so a steady-state measurement gives a duration that ends while the queues are still full.
+   */
   readonly durationSec?: number;
   /** Hard cap when durationSec is not given. Default: last submit + the sum of run seconds + 60. */
   readonly maxDurationSec?: number;
@@ -291,8 +294,11 @@ export async function runKueuePeer(workload: PeerWorkload, opts: KueuePeerOption
   let kueue: RunningKueue | undefined;
   const reflectors: Reflector<WorkloadObject | V1Pod>[] = [];
   try {
-    await cluster.plane.startScheduler();
-    kueue = await startKueue(cluster.plane, { client: cluster.client, fairSharing: { preemptionStrategies: strategies }, log, ...(opts.kueueBinDir === undefined ? {} : { binDir: opts.kueueBinDir }) });
+    const started = await Promise.all([
+      cluster.plane.startScheduler(),
+      startKueue(cluster.plane, { client: cluster.client, fairSharing: { preemptionStrategies: strategies }, log, ...(opts.kueueBinDir === undefined ? {} : { binDir: opts.kueueBinDir }) }),
+    ]);
+    kueue = started[1];
     const kueueVersion = kueueVersionOf(kueue.binDir);
     await setUpQueues(cluster.client, workload.queues, totalGpus);
 
