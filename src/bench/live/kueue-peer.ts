@@ -69,6 +69,12 @@ export interface KueuePeerOptions {
   /** Folder of kueue + crds/ (default tools/kueue/ensure.mjs). */
   readonly kueueBinDir?: string;
   readonly log?: (line: string) => void;
+  /**
+   * Run on this dev cluster instead of a fresh one: started by the caller with `workload.nodes` nodes of
+   * `workload.shape`, `controllerManager: true` and `withScheduler: false` (kube-scheduler is started on its plane
+   * when it has none). Kueue is stopped at the end; the cluster, Kueue's CRDs and the run's objects stay.
+   */
+  readonly cluster?: DevCluster;
   /** Called after each sample (progress on a TTY). */
   readonly onSample?: (s: ShareSample, done: number, total: number) => void;
 }
@@ -290,12 +296,13 @@ export async function runKueuePeer(workload: PeerWorkload, opts: KueuePeerOption
   const lastSubmit = Math.max(0, ...workload.jobs.map((j) => j.submitAtSec));
   const cap = opts.durationSec ?? opts.maxDurationSec ?? lastSubmit + workload.jobs.reduce((s, j) => s + j.runSeconds, 0) + 60;
 
-  const cluster: DevCluster = await startDevCluster({ nodes: workload.nodes, shape, controllerManager: true, withScheduler: false, controllers: false, log });
+  const cluster: DevCluster = opts.cluster ?? (await startDevCluster({ nodes: workload.nodes, shape, controllerManager: true, withScheduler: false, controllers: false, log }));
+  if (opts.cluster !== undefined && opts.cluster.nodeNames.length !== workload.nodes) throw new Error(`workload.nodes: ${workload.nodes}, but the given cluster has ${opts.cluster.nodeNames.length} nodes`);
   let kueue: RunningKueue | undefined;
   const reflectors: Reflector<WorkloadObject | V1Pod>[] = [];
   try {
     const started = await Promise.all([
-      cluster.plane.startScheduler(),
+      cluster.plane.scheduler === undefined ? cluster.plane.startScheduler() : Promise.resolve(cluster.plane.scheduler),
       startKueue(cluster.plane, { client: cluster.client, fairSharing: { preemptionStrategies: strategies }, log, ...(opts.kueueBinDir === undefined ? {} : { binDir: opts.kueueBinDir }) }),
     ]);
     kueue = started[1];
@@ -397,7 +404,7 @@ export async function runKueuePeer(workload: PeerWorkload, opts: KueuePeerOption
   } finally {
     for (const r of reflectors) r.stop();
     await kueue?.stop();
-    await cluster.stop();
+    if (opts.cluster === undefined) await cluster.stop();
   }
 }
 
