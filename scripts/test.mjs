@@ -50,6 +50,8 @@ if (!unitOnly) {
   provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
   // kubectl, for the quick start as users type it (docs/quick-start.md) on `sits dev up`.
   provide('kubectl', 'tools/k8s/ensure-kubectl.mjs', 'SITS_KUBECTL_BIN', 'kubectl for the quick-start e2e test');
+  // Kueue v0.17's manager and CRDs, the peer of the live fair-share bench (sits bench live; ADR 0181).
+  provide('kueue', 'tools/kueue/ensure.mjs', 'SITS_KUEUE_BIN', 'Kueue v0.17 for the live bench peer e2e test');
   // The tracing e2e test's OTLP receiver: a small OpenTelemetry Collector built from Go modules (ADR 0067).
   provide('otel collector', 'tools/otelcol/ensure.mjs', 'SITS_OTELCOL', 'the OpenTelemetry Collector for the tracing e2e test');
   provide('CSI snapshot components', 'tools/snapshots/ensure.mjs', 'SITS_SNAPSHOTS_BIN', 'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests');
