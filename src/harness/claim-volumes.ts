@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
 import { isStatus, type KubeClient } from '../kube/client.ts';
-import type { PodVolumes } from './configmap-volumes.ts';
+import { containerMounts, type PodVolumes } from './configmap-volumes.ts';
 import { NodeService } from './csi/proto.ts';
 
 export interface ClaimVolumeOptions {
@@ -74,14 +74,5 @@ export async function materializeClaimVolumes(client: KubeClient, pod: V1Pod, po
     if (!r.ok) return { ok: false, volume: v.name, reason: r.reason };
     roots.set(v.name, r.dir);
   }
-  const mounts = new Map<string, Record<string, string>>();
-  for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
-    const m: Record<string, string> = {};
-    for (const vm of c.volumeMounts ?? []) {
-      const root = roots.get(vm.name);
-      if (root !== undefined) m[vm.mountPath.replace(/\/+$/, '')] = vm.subPath === undefined || vm.subPath === '' ? root : join(root, vm.subPath);
-    }
-    if (Object.keys(m).length > 0) mounts.set(c.name, m);
-  }
-  return { ok: true, mounts };
+  return { ok: true, mounts: containerMounts(pod, roots) };
 }

@@ -93,6 +93,11 @@ export async function materializeConfigMapVolumes(client: KubeClient, pod: V1Pod
     writeVolume(dir, p.files, now);
     roots.set(v.name, dir);
   }
+  return { ok: true, mounts: containerMounts(pod, roots) };
+}
+
+/** Per container name, its `volumeMounts` of the volumes in `roots` (volume name → folder here), `subPath` applied. */
+export function containerMounts(pod: V1Pod, roots: ReadonlyMap<string, string>): Map<string, Record<string, string>> {
   const mounts = new Map<string, Record<string, string>>();
   for (const c of [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])]) {
     const m: Record<string, string> = {};
@@ -102,7 +107,7 @@ export async function materializeConfigMapVolumes(client: KubeClient, pod: V1Pod
     }
     if (Object.keys(m).length > 0) mounts.set(c.name, m);
   }
-  return { ok: true, mounts };
+  return mounts;
 }
 
 /** `over` on top of `base`, the longest container path first (a mount inside a mapped folder wins over the folder). */
