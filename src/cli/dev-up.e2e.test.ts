@@ -4,7 +4,7 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { get as httpsGet } from 'node:https';
 import { promisify } from 'node:util';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -120,7 +120,7 @@ describe('sits dev up', () => {
     expect(metrics.body).toContain('sits_');
   });
 
-  it('deleting a running TrainingJob, InferenceService, DataPipeline: their pods, Services and PodGroups are gone within 30 s, their GPUs free again', async () => {
+  it('deleting a running TrainingJob, InferenceService, DataPipeline, BatchInferenceJob: their pods, Services and PodGroups are gone within 30 s, their GPUs free again', async () => {
     for (const k of KINDS) await client.post(`${API}/${k.plural}`, k.body);
     const running = async (name: string): Promise<number> => (await listPods(client, 'gc')).filter((p) => p.metadata?.name?.startsWith(`${name}-`) && (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running').length;
     for (const k of KINDS) await waitFor(`${k.plural}/${k.name} running`, async () => (await running(k.name)) >= k.pods, 60_000);
@@ -146,6 +146,20 @@ describe('sits dev up', () => {
       }, 30_000);
       expect(Date.now() - t0).toBeLessThan(60_000);
     }
+    // A BatchInferenceJob deleted while its workers run: its pods go too (the claim and its files are the user's).
+    const claims = /claims \(batch input and output\) under (\S+)\/<namespace>\/<claim>/.exec(err)?.[1] ?? '';
+    await client.post('/api/v1/namespaces/gc/persistentvolumeclaims', { apiVersion: 'v1', kind: 'PersistentVolumeClaim', metadata: { name: 'data' }, spec: { accessModes: ['ReadWriteMany'], resources: { requests: { storage: '1Gi' } } } });
+    await waitFor('the claim linked for the batch controller', async () => existsSync(join(claims, 'gc/data')), 60_000);
+    mkdirSync(join(claims, 'gc/data/in'), { recursive: true });
+    writeFileSync(join(claims, 'gc/data/in/many.jsonl'), Array.from({ length: 5000 }, (_, i) => `${JSON.stringify({ custom_id: `r-${i}`, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: `count ${i}` }], max_tokens: 64 } })}\n`).join(''));
+    await client.post(`${API}/batchinferencejobs`, { apiVersion: 'ai.sits2026.dev/v1', kind: 'BatchInferenceJob', metadata: { name: 'batch' }, spec: { model: { uri: 'hf://Qwen/Qwen2.5-0.5B-Instruct' }, input: { uri: 'pvc://data/in/many.jsonl' }, output: { uri: 'pvc://data/out/batch' }, workers: 2, gpusPerWorker: 1 } });
+    await waitFor('batchinferencejobs/batch running', async () => (await running('batch')) >= 2, 60_000);
+    await client.delete(`${API}/batchinferencejobs/batch`);
+    await waitFor('everything of batchinferencejobs/batch gone', async () => {
+      const left = await leftOf('batch');
+      if (left.length > 0) throw new Error(`left: ${left.join(', ')}`);
+      return true;
+    }, 30_000);
     // A stage that says how long it runs (dev.sits2026.dev/run-seconds) finishes, and its pipeline Succeeds.
     await client.post(`${API}/datapipelines`, { ...KINDS[2].body, metadata: { name: 'quick' }, spec: { stages: [{ name: 'tokenize', podTemplate: { metadata: { annotations: { [RUN_SECONDS_ANNOTATION]: '1' } }, spec: KINDS[2].body.spec.stages[0].podTemplate.spec } }] } });
     await waitFor('the pipeline quick Succeeded', async () => (await client.get<{ status?: { phase?: string } }>(`${API}/datapipelines/quick`)).status?.phase === 'Succeeded', 60_000);
