@@ -142,4 +142,19 @@ describe('sits bench serving', () => {
     expect(r.error).toBeInstanceOf(CliError);
     expect(r.error?.message).toBe(`${bad}:2:21: ContextTokens "x" is not a whole number ≥ 1`);
   });
+  it('serving-traces: runs the chosen variants, the same JSON for the same seed, and names an unknown variant', async () => {
+    const a = join(tmp, 'traces-a.json');
+    const b = join(tmp, 'traces-b.json');
+    const args = ['serving-traces', '--trace', trace, '--max-replicas', '6', '--variants', 'as-is,every-8'];
+    const r = await run([...args, '--json', a]);
+    expect(r.error).toBeUndefined();
+    expect(r.out).toMatch(/variant\s+requests\s+static n/);
+    await run([...args, '--json', b]);
+    expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
+    const j = JSON.parse(readFileSync(a, 'utf8')) as { variants: { name: string; requests: number }[] };
+    expect(j.variants.map((v) => [v.name, v.requests])).toEqual([['as-is', 240], ['every-8', 30]]);
+    const bad = await run(['serving-traces', '--trace', trace, '--variants', 'as-is,sideways', '--json', join(tmp, 'y.json')]);
+    expect(bad.error).toBeInstanceOf(CliError);
+    expect(bad.error?.message).toMatch(/^--variants: unknown sideways \(known: as-is, first-half/);
+  }, 120_000);
 });

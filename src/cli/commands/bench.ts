@@ -8,6 +8,7 @@ import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
 import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
+import { registerBenchServingTraces } from './bench-serving-traces.ts';
 import { registerBenchStartup } from './bench-startup.ts';
 import { registerBenchStatusWrites } from './bench-status-writes.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
@@ -25,6 +26,7 @@ export function registerBench(program: Command): void {
   registerBenchWebhook(bench);
   registerBenchKube(bench);
   registerBenchServing(bench);
+  registerBenchServingTraces(bench);
   registerBenchTraining(bench);
   registerBenchBatch(bench);
   registerBenchDashboard(bench);

@@ -7,6 +7,7 @@ import { registerBenchDashboard } from '../commands/bench-dashboard.ts';
 import { registerBenchFgd } from '../commands/bench-fgd.ts';
 import { registerBenchReplay } from '../commands/bench-replay.ts';
 import { registerBenchServing } from '../commands/bench-serving.ts';
+import { registerBenchServingTraces } from '../commands/bench-serving-traces.ts';
 import { registerBenchThroughput } from '../commands/bench-throughput.ts';
 import { registerBenchWebhook } from '../commands/bench-webhook.ts';
 
@@ -21,6 +22,7 @@ export async function runBench(args: readonly string[]): Promise<{ out: string; 
   registerBenchReplay(bench);
   registerBenchWebhook(bench);
   registerBenchServing(bench);
+  registerBenchServingTraces(bench);
   registerBenchBatch(bench);
   registerBenchDashboard(bench);
   let out = '';

@@ -3,7 +3,7 @@ import { ConcurrencyPolicy } from './concurrency.ts';
 import { KedaPolicy } from './keda.ts';
 import { Window, type ServiceObservation } from './policy.ts';
 import { StaticPolicy } from './static.ts';
-import { TOKEN_AUTOSCALER_DEFAULTS, TokenAutoscaler, type TokenAutoscalerConfig } from './token.ts';
+import { sloAtRisk, TOKEN_AUTOSCALER_DEFAULTS, TokenAutoscaler, type TokenAutoscalerConfig } from './token.ts';
 
 const obs = (o: Partial<ServiceObservation> & { nowSec: number }): ServiceObservation => ({
   readyReplicas: 1,
@@ -106,10 +106,16 @@ describe('SITS token autoscaler', () => {
     const load = (t: number, ttft: number, tokens = 10_000): number => p.decide(obs({ nowSec: t, readyReplicas: 1, promptTokensPerSec: tokens, ttftP99Sec: ttft }));
     for (let t = 0; t <= 10; t++) load(t, 0.2);
     expect(p.tokensPerReplica).toBe(10_000);
+    // The first window met the SLO with room: 10,000 tokens/s per replica is proven.
+    expect(p.provenTokensPerReplica).toBe(10_000);
     load(20, 2);
+    // The miss lowers the threshold and drops what was proven (it no longer holds).
+    expect(p.provenTokensPerReplica).toBe(0);
     expect(p.tokensPerReplica).toBeCloseTo(8_500, 6);
     load(30, 0.1);
-    expect(p.tokensPerReplica).toBeCloseTo(8_925, 6);
+    expect(p.calibratedTokensPerReplica).toBeCloseTo(8_925, 6);
+    // …and the window at 30 s carried 10,000 within the SLO again: proven, so that is what replicas are sized with.
+    expect(p.tokensPerReplica).toBe(10_000);
     // A quiet service gives no evidence that a replica can carry more: the threshold stays.
     const q = new TokenAutoscaler(cfg({ calibrationSec: 10, historyWindowSec: 20 }));
     for (let t = 0; t <= 10; t++) q.decide(obs({ nowSec: t, promptTokensPerSec: 20_000 }));
@@ -121,15 +127,16 @@ describe('SITS token autoscaler', () => {
   });
   it('sizes replicas on the demand history and scales out at once on a queue (panic), up to 2× per decision', () => {
     const p = new TokenAutoscaler(cfg({ initialThreshold: 10_000 }));
-    expect(p.decide(obs({ nowSec: 0, promptTokensPerSec: 25_000 }))).toBe(2);
+    // A TTFT p99 of 0.9 s (over half the 1 s SLO) is the evidence of risk a scale-out needs.
+    expect(p.decide(obs({ nowSec: 0, promptTokensPerSec: 25_000, ttftP99Sec: 0.9 }))).toBe(2);
     // 300 requests of 1,000 tokens queued: drained in 2 s they ask 150,000 tokens/s → 16 replicas, reached by doubling.
     expect(p.decide(obs({ nowSec: 1, promptTokensPerSec: 10_000, waiting: 300, desiredReplicas: 2 }))).toBe(4);
     expect(p.decide(obs({ nowSec: 2, promptTokensPerSec: 10_000, waiting: 300, desiredReplicas: 4 }))).toBe(8);
   });
   it('scales in one replica at a time, only after the lower count held for the delay and the history forgot the peak', () => {
     const p = new TokenAutoscaler(cfg({ initialThreshold: 10_000, historyWindowSec: 60, scaleDownDelaySec: 120, scaleDownStepSec: 30 }));
-    expect(p.decide(obs({ nowSec: 0, promptTokensPerSec: 40_000 }))).toBe(2);
-    expect(p.decide(obs({ nowSec: 1, promptTokensPerSec: 40_000, desiredReplicas: 2 }))).toBe(4);
+    expect(p.decide(obs({ nowSec: 0, promptTokensPerSec: 40_000, ttftP99Sec: 0.9 }))).toBe(2);
+    expect(p.decide(obs({ nowSec: 1, promptTokensPerSec: 40_000, desiredReplicas: 2, ttftP99Sec: 0.9 }))).toBe(4);
     const seen: number[] = [];
     let r = 4;
     for (let t = 2; t <= 400; t++) {
@@ -172,6 +179,67 @@ describe('SITS token autoscaler', () => {
     // An activation older than the idle period is no demand now.
     p.activate(t - 150);
     expect(p.decide(obs({ nowSec: t + 1, readyReplicas: 0, desiredReplicas: 0 }))).toBe(0);
+  });
+  it('does not scale out on demand above the threshold while the SLO holds with room; does on evidence of risk', () => {
+    // A low threshold (2,000 tokens/s) and 3× that demand served with a TTFT p99 of 0.2 s and nothing queued: one
+    // replica demonstrably suffices (and the window proves 6,000 tokens/s per replica).
+    const p = new TokenAutoscaler(cfg({ initialThreshold: 2_000, minThreshold: 500, calibrationSec: 1_000, historyWindowSec: 60, demandQuantile: 1, riskHoldSec: 100 }));
+    for (let t = 0; t < 200; t++) expect(p.decide(obs({ nowSec: t, promptTokensPerSec: 6_000, ttftP99Sec: 0.2 }))).toBe(1);
+    expect(p.sloRiskAtSec).toBe(Number.NEGATIVE_INFINITY);
+    expect(p.tokensPerReplica).toBe(6_000);
+    // 18,000 tokens/s and the p99 over half the SLO: now the demand history sizes the replicas (→ 3, ×2 per step).
+    expect(p.decide(obs({ nowSec: 200, promptTokensPerSec: 18_000, ttftP99Sec: 0.6 }))).toBe(2);
+    expect(p.decide(obs({ nowSec: 201, promptTokensPerSec: 18_000, desiredReplicas: 2, ttftP99Sec: 0.6 }))).toBe(3);
+    expect(p.sloRiskAtSec).toBe(201);
+    // A higher demand long after the risk (riskHoldSec 100 s) with the SLO met again adds nothing.
+    let r = 3;
+    for (let t = 400; t < 450; t++) r = p.decide(obs({ nowSec: t, readyReplicas: r, desiredReplicas: r, promptTokensPerSec: 30_000, ttftP99Sec: 0.2 }));
+    expect(r).toBe(3);
+  });
+  it('counts a queue that takes longer than half the SLO to drain as risk, and panics on it at once', () => {
+    const p = new TokenAutoscaler(cfg({ initialThreshold: 10_000 }));
+    // 20 requests of 1,000 tokens queued behind 10,000 tokens/s served: 2 s to drain.
+    expect(p.decide(obs({ nowSec: 0, promptTokensPerSec: 10_000, waiting: 20 }))).toBe(2);
+    // 3 queued: 0.3 s to drain, under half the SLO, and the TTFT is fine: not at risk, nothing added.
+    const q = new TokenAutoscaler(cfg({ initialThreshold: 10_000 }));
+    expect(q.decide(obs({ nowSec: 0, promptTokensPerSec: 30_000, waiting: 3, ttftP99Sec: 0.3 }))).toBe(1);
+  });
+  it('sloAtRisk: a TTFT p99 over the limit, or queued tokens slower to drain than the limit at the serving rate', () => {
+    const base = obs({ nowSec: 0, readyReplicas: 2 });
+    expect(sloAtRisk({ ...base, ttftP99Sec: 0.51 }, 0, 0, 5_000, 0.5)).toBe(true);
+    expect(sloAtRisk({ ...base, ttftP99Sec: 0.5 }, 0, 0, 5_000, 0.5)).toBe(false);
+    // Drain rate: what was served, at least the threshold per ready replica (10,000 here).
+    expect(sloAtRisk(base, 5_000, 0, 5_000, 0.5)).toBe(false);
+    expect(sloAtRisk(base, 5_001, 0, 5_000, 0.5)).toBe(true);
+    expect(sloAtRisk(base, 10_000, 40_000, 5_000, 0.5)).toBe(false);
+    // A queue with nothing serving it never drains.
+    expect(sloAtRisk({ ...base, readyReplicas: 0 }, 1, 0, 5_000, 0.5)).toBe(true);
+  });
+  it('learns what a replica carries within the SLO: windows without risk prove their peak, and it sizes with it', () => {
+    const p = new TokenAutoscaler(cfg({ initialThreshold: 1_000, minThreshold: 500, calibrationSec: 30, historyWindowSec: 300, demandQuantile: 1 }));
+    // A replica carries 1,000 tokens/s most of the time and 8,000 in one second, the TTFT p99 at 0.2 s throughout.
+    for (let t = 0; t <= 60; t++) p.decide(obs({ nowSec: t, promptTokensPerSec: t === 45 ? 8_000 : 1_000, ttftP99Sec: 0.2 }));
+    expect(p.provenTokensPerReplica).toBe(8_000);
+    expect(p.tokensPerReplica).toBe(8_000);
+    // A window with a risk proves nothing: its 20,000 tokens/s peak is not learned.
+    for (let t = 61; t <= 90; t++) p.decide(obs({ nowSec: t, promptTokensPerSec: t === 70 ? 16_000 : 1_000, ttftP99Sec: t === 70 ? 0.7 : 0.2 }));
+    expect(p.provenTokensPerReplica).toBe(8_000);
+    // Sized on the proven capacity: the 16,000 tokens/s peak asks for 2 replicas, not the 16 a 1,000 threshold would.
+    let r = 1;
+    for (let t = 91; t <= 95; t++) r = p.decide(obs({ nowSec: t, readyReplicas: r, desiredReplicas: r, promptTokensPerSec: 1_000, ttftP99Sec: 0.7 }));
+    expect(r).toBe(2);
+  });
+  it('does not flap: alternating risk and calm scales out once and steps in only after the delay', () => {
+    const p = new TokenAutoscaler(cfg({ initialThreshold: 10_000, historyWindowSec: 60, scaleDownDelaySec: 120, scaleDownStepSec: 30, riskHoldSec: 60 }));
+    const seen: number[] = [];
+    let r = 1;
+    for (let t = 0; t <= 600; t++) {
+      // 20 s bursts of 30,000 tokens/s with a TTFT p99 of 0.8 s every 100 s for the first 200 s, then 5,000 tokens/s.
+      const burst = t < 200 && t % 100 < 20;
+      r = p.decide(obs({ nowSec: t, readyReplicas: r, desiredReplicas: r, promptTokensPerSec: burst ? 30_000 : 5_000, ttftP99Sec: burst ? 0.8 : 0.2 }));
+      if (seen.at(-1) !== r) seen.push(r);
+    }
+    expect(seen).toEqual([2, 3, 2, 1]);
   });
   it('is deterministic: the same observations give the same answers', () => {
     const run = (): number[] => {

@@ -7,6 +7,10 @@
  * raised while it is met with room and nothing queues. Replicas follow a high quantile of the demand over the
  * history window (capacity for the bursts the service has just seen), with a panic window that scales out at
  * once on a burst, rate limits, a scale-down delay, and scale to zero after an idle period where minReplicas is 0.
+ * Two guards keep it from spending GPUs the SLO never needed (ADR 0183): the threshold is never below what one
+ * replica was seen to carry in a window where the SLO held with room (learned from (load, latency) pairs, not only
+ * the P95 of what it carried), and it scales out only on evidence the SLO is at risk (TTFT p99 over half the SLO,
+ * or a queue slower than that to drain) seen within `riskHoldSec`; without it the replicas serving are held.
  * Pure and deterministic: the controller calls `decide` with live observations, the simulator with simulated ones.
  */
 import { clamp, Window, type Autoscaler, type ServiceObservation } from './policy.ts';
@@ -42,6 +46,13 @@ export interface TokenAutoscalerConfig {
   readonly maxScaleUpRate: number;
   /** With minReplicas 0: no demand for this long takes the service to zero (the first request activates it). */
   readonly idleToZeroSec: number;
+  /**
+   * Scale out (beyond one replica) only on evidence the SLO is at risk, seen within the last `riskHoldSec`: the
+   * TTFT p99 above `riskTtftFraction` × the SLO, or a queue that takes longer than that to drain at the rate the
+   * replicas serve. Demand above the threshold alone is not evidence: the threshold may underrate a replica.
+   */
+  readonly riskTtftFraction: number;
+  readonly riskHoldSec: number;
 }
 
 export const TOKEN_AUTOSCALER_DEFAULTS: Omit<TokenAutoscalerConfig, 'sloTtftSec' | 'minReplicas' | 'maxReplicas'> = {
@@ -61,6 +72,8 @@ export const TOKEN_AUTOSCALER_DEFAULTS: Omit<TokenAutoscalerConfig, 'sloTtftSec'
   scaleDownStepSec: 30,
   maxScaleUpRate: 2,
   idleToZeroSec: 300,
+  riskTtftFraction: 0.5,
+  riskHoldSec: 600,
 };
 
 export class TokenAutoscaler implements Autoscaler {
@@ -80,12 +93,18 @@ export class TokenAutoscaler implements Autoscaler {
   private firstObsSec: number | undefined;
   private lastBacklog = 0;
   private demand = 0;
+  private riskAt = Number.NEGATIVE_INFINITY;
+  /** Per-replica demand carried within the SLO: each calibration window's peak, kept when no risk was seen in it. */
+  private proven: Window;
+  private windowPeak = 0;
+  private windowRisk = false;
 
   constructor(private readonly cfg: TokenAutoscalerConfig) {
     this.history = new Window(cfg.historyWindowSec);
     this.panic = new Window(cfg.panicWindowSec);
     this.perReplica = new Window(cfg.historyWindowSec);
     this.smoothing = new Window(cfg.smoothingSec);
+    this.proven = new Window(cfg.historyWindowSec);
   }
 
   /** The token demand of the last observation (tokens/s: served plus the queue drained over drainSec), for events. */
@@ -93,9 +112,24 @@ export class TokenAutoscaler implements Autoscaler {
     return this.demand;
   }
 
-  /** The calibrated per-replica threshold (tokens/s), for status and tests. */
+  /** The per-replica threshold replicas are sized with (tokens/s): the calibrated one or the proven capacity, the higher. */
   get tokensPerReplica(): number {
+    return Math.max(this.threshold ?? this.cfg.initialThreshold, this.provenTokensPerReplica);
+  }
+
+  /** The threshold the SLO feedback calibrated (tokens/s per replica), before the proven capacity raises it. */
+  get calibratedTokensPerReplica(): number {
     return this.threshold ?? this.cfg.initialThreshold;
+  }
+
+  /** The most one replica carried (smoothed demand per ready replica) in a recent window the SLO held throughout. */
+  get provenTokensPerReplica(): number {
+    return this.proven.max();
+  }
+
+  /** When the SLO was last seen at risk (seconds; -Infinity when never), for status and tests. */
+  get sloRiskAtSec(): number {
+    return this.riskAt;
   }
 
   /**
@@ -125,15 +159,22 @@ export class TokenAutoscaler implements Autoscaler {
     this.panic.push(obs.nowSec, demand);
     if (obs.readyReplicas > 0) this.perReplica.push(obs.nowSec, served / obs.readyReplicas);
     if (demand > 0 || obs.running > 0 || obs.waiting > 0) this.lastDemand = obs.nowSec;
+    const risk = sloAtRisk(obs, backlog, served, this.tokensPerReplica, c.sloTtftSec * c.riskTtftFraction);
+    if (risk) this.riskAt = obs.nowSec;
+    this.windowRisk ||= risk;
+    if (obs.readyReplicas > 0) this.windowPeak = Math.max(this.windowPeak, this.smoothing.mean() / obs.readyReplicas);
     this.calibrate(obs);
     const theta = this.tokensPerReplica;
+    const atRisk = obs.nowSec - this.riskAt <= c.riskHoldSec;
     const current = (this.current ??= obs.desiredReplicas);
 
     const sized = Math.ceil(this.history.quantile(c.demandQuantile) / theta);
     const burst = Math.ceil(this.panic.mean() / theta);
     const serving = Math.max(1, obs.readyReplicas + obs.startingReplicas);
-    if (burst >= c.panicThreshold * serving && burst > current) this.panicUntil = obs.nowSec + c.panicWindowSec * 10;
+    if (atRisk && burst >= c.panicThreshold * serving && burst > current) this.panicUntil = obs.nowSec + c.panicWindowSec * 10;
     let want = Math.max(sized, burst);
+    // Without evidence of risk the replicas serving are enough: hold them (scale-in still follows the demand).
+    if (!atRisk) want = Math.min(want, Math.max(current, 1));
     if (obs.waiting > 0) want = Math.max(want, 1);
 
     // Scale to zero only after a whole idle period (observed: a policy that just started has seen none yet); any
@@ -168,15 +209,35 @@ export class TokenAutoscaler implements Autoscaler {
     const c = this.cfg;
     if (obs.nowSec - this.lastCalibration < c.calibrationSec) return;
     this.lastCalibration = obs.nowSec;
+    // The window's TTFT p99 covers the window's requests: no risk seen in it means its peak was carried within the SLO.
+    if (!this.windowRisk && this.windowPeak > 0 && obs.ttftP99Sec !== undefined) this.proven.push(obs.nowSec, this.windowPeak);
+    this.windowPeak = 0;
+    this.windowRisk = false;
     const carried = this.perReplica.quantile(0.95);
     if (this.threshold === undefined) {
       if (obs.nowSec >= c.calibrationSec && carried > 0) this.threshold = clamp(carried, c.minThreshold, c.maxThreshold);
       return;
     }
-    if (obs.ttftP99Sec !== undefined && obs.ttftP99Sec > c.sloTtftSec) this.threshold = clamp(this.threshold * c.lower, c.minThreshold, c.maxThreshold);
+    if (obs.ttftP99Sec !== undefined && obs.ttftP99Sec > c.sloTtftSec) {
+      this.threshold = clamp(this.threshold * c.lower, c.minThreshold, c.maxThreshold);
+      // A miss contradicts what was proven (the requests or the engine changed): learn the capacity afresh.
+      this.proven = new Window(c.historyWindowSec);
+    }
     // Raise only on evidence: replicas recently carried close to the threshold and the SLO held with room.
     else if ((obs.ttftP99Sec ?? 0) < c.sloTtftSec / 2 && obs.waiting === 0 && obs.kvCacheUsage < 0.9 && carried >= 0.8 * this.threshold) {
       this.threshold = clamp(this.threshold * c.raise, c.minThreshold, c.maxThreshold);
     }
   }
+}
+
+/**
+ * The SLO is at risk when the recent TTFT p99 is above `limitSec`, or the queued tokens take longer than that to
+ * drain at the rate the replicas serve (what they served, at least the threshold each): a request queued now would
+ * wait that long for its first token.
+ */
+export function sloAtRisk(obs: ServiceObservation, backlogTokens: number, servedTokensPerSec: number, threshold: number, limitSec: number): boolean {
+  if (obs.ttftP99Sec !== undefined && obs.ttftP99Sec > limitSec) return true;
+  if (backlogTokens <= 0) return false;
+  const rate = Math.max(servedTokensPerSec, threshold * obs.readyReplicas);
+  return rate <= 0 || backlogTokens / rate > limitSec;
 }
