@@ -9,33 +9,34 @@ import { gangShape, replayWorkload, type ReplayWorkload } from './workload.ts';
 import { queueFromObject } from '../../kube/queues.ts';
 
 const trace = parsePhilly(readFileSync(DEFAULT_TENANTS_TRACE, 'utf8'), DEFAULT_TENANTS_TRACE);
-const tiny = { nodes: 2, gpusPerNode: 8, windowHours: 0.5, compress: 150, maxDurationHours: 0.25, maxJobs: 24, seed: 1 };
+const tiny = { nodes: 2, shape: 'dgx-h100', windowHours: 0.5, compress: 150, maxDurationHours: 0.25, maxJobs: 24, seed: 1 };
 
 describe('replay workload', () => {
   it('is deterministic by seed, compressed, and keeps every queue in a small sample', () => {
     const a = replayWorkload(trace, tiny);
     expect(replayWorkload(trace, tiny)).toEqual(a);
-    expect(replayWorkload(trace, { ...tiny, seed: 2 }).items).not.toEqual(a.items);
-    expect(a.items).toHaveLength(24);
+    expect(replayWorkload(trace, { ...tiny, seed: 2 }).jobs).not.toEqual(a.jobs);
+    expect(a.jobs).toHaveLength(24);
     expect(a.horizonSec).toBe(12);
-    expect(new Set(a.items.map((j) => j.queue))).toEqual(new Set(['gold', 'silver', 'bronze']));
-    for (const j of a.items) {
+    expect(new Set(a.jobs.map((j) => j.queue))).toEqual(new Set(['gold', 'silver', 'bronze']));
+    for (const j of a.jobs) {
       expect(Object.keys(j).sort()).toEqual(['gpus', 'id', 'queue', 'runSeconds', 'submitAtSec']);
       expect(j.id).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
       expect(Number.isInteger(j.runSeconds) && j.runSeconds >= 1 && j.runSeconds <= (0.25 * 3600) / 150 + 1).toBe(true);
       expect(j.submitAtSec).toBeGreaterThanOrEqual(0);
       expect(j.submitAtSec).toBeLessThan(a.horizonSec);
     }
-    expect([...a.items].sort((x, y) => x.submitAtSec - y.submitAtSec)).toEqual(a.items);
+    expect([...a.jobs].sort((x, y) => x.submitAtSec - y.submitAtSec)).toEqual(a.jobs);
     expect(a.queues).toEqual([{ name: 'gold', weight: 4 }, { name: 'silver', weight: 2 }, { name: 'bronze', weight: 1 }]);
   });
 
-  it('picks a window where every tier asks for GPUs, unlike the single busiest one', () => {
-    const w = replayWorkload(trace, { nodes: 4, gpusPerNode: 8, windowHours: 4, compress: 30, maxDurationHours: 2, seed: 1 });
-    const demand = (q: string): number => w.items.filter((j) => j.queue === q).reduce((s, j) => s + j.gpus * j.runSeconds, 0);
-    const total = demand('gold') + demand('silver') + demand('bronze');
-    for (const q of ['gold', 'silver', 'bronze']) expect(demand(q) / total).toBeGreaterThan(0.2);
+  it('picks a window where every queue asks for more than its weighted share of the cluster, unlike the single busiest one', () => {
+    const w = replayWorkload(trace, { nodes: 4, shape: 'dgx-h100', windowHours: 4, compress: 30, maxDurationHours: 2, seed: 1 });
+    const capacity = 32 * w.horizonSec;
+    const weights = w.queues.reduce((s, q) => s + q.weight, 0);
+    for (const q of w.queues) expect(w.jobs.filter((j) => j.queue === q.name).reduce((s, j) => s + j.gpus * j.runSeconds, 0)).toBeGreaterThan((capacity * q.weight) / weights);
     expect(w.source.busiestRank).toBeGreaterThan(1);
+    expect(w.jobs.every((j) => j.gpus <= 8)).toBe(true);
   });
 
   it('names the field of bad options', () => {
@@ -59,7 +60,7 @@ describe('replay queues and metrics', () => {
     const qs = replayQueueObjects(w, 16, 4).map(queueFromObject);
     expect(qs.reduce((s, q) => s + q.nominal.gpuMilli, 0)).toBe(16_000);
     expect(qs.map((q) => q.weight)).toEqual([4, 2, 1]);
-    expect(qs.every((q) => q.cohort === 'replay' && q.preemption.cooldownMs === 4000)).toBe(true);
+    expect(qs.every((q) => q.cohort === 'replay' && q.preemption?.cooldownMs === 4000)).toBe(true);
   });
 
   it('counts zig-zag swings of at least the given size', () => {
@@ -79,11 +80,13 @@ describe('replay queues and metrics', () => {
   it('computes shares over the steady part, waits from submit to start, and utilisation', () => {
     const w: ReplayWorkload = {
       queues: [{ name: 'a', weight: 2 }, { name: 'b', weight: 1 }],
-      items: [
+      jobs: [
         { id: 'x', queue: 'a', submitAtSec: 0, runSeconds: 10, gpus: 2 },
         { id: 'y', queue: 'b', submitAtSec: 1, runSeconds: 10, gpus: 1 },
         { id: 'z', queue: 'b', submitAtSec: 2, runSeconds: 10, gpus: 1 },
       ],
+      nodes: 1,
+      shape: 'dgx-h100',
       horizonSec: 4,
       source: { windowStartHoursIntoTrace: 0, busiestRank: 1, windowHours: 1, compress: 1, jobsInWindow: 3, demandGpuHours: 0 },
     };
@@ -114,7 +117,7 @@ describe('simulated replay', () => {
     expect(a.samples).toHaveLength(w.horizonSec + 1);
     for (const s of a.samples) expect(Object.values(s.gpus).reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(16);
     expect(a.firstStartSec.size).toBeGreaterThan(0);
-    for (const [id, at] of a.firstStartSec) expect(at).toBeGreaterThanOrEqual(w.items.find((j) => j.id === id)?.submitAtSec ?? Infinity);
+    for (const [id, at] of a.firstStartSec) expect(at).toBeGreaterThanOrEqual(w.jobs.find((j) => j.id === id)?.submitAtSec ?? Infinity);
     expect(simulateReplay(w, { nodes: 2, shape: 'dgx-h100', queues, seed: 1, namespace: 'replay' })).toEqual(a);
   });
 });

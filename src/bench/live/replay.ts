@@ -138,14 +138,14 @@ export function replayMetrics(w: ReplayWorkload, trace: ReplayTrace, clusterGpus
   const used = (s: ReplaySample): number => names.reduce((a, q) => a + (s.gpus[q] ?? 0), 0);
   const usedSum = steady.reduce((a, s) => a + used(s), 0);
   const shares = sharesOverTime({ ...trace, samples: steady }, names);
-  const waits = (items: typeof w.items): number[] =>
+  const waits = (items: typeof w.jobs): number[] =>
     items
       .flatMap((j) => {
         const at = trace.firstStartSec.get(j.id);
         return at === undefined || at > w.horizonSec ? [] : [Math.max(0, at - j.submitAtSec)];
       })
       .sort((a, b) => a - b);
-  const submitted = w.items.filter((j) => j.submitAtSec <= w.horizonSec);
+  const submitted = w.jobs.filter((j) => j.submitAtSec <= w.horizonSec);
   const queues: Record<string, QueueMetrics> = {};
   for (const q of names) {
     const series = movingAverage(shares[q] ?? [], SMOOTH_SEC);

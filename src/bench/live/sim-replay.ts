@@ -60,8 +60,8 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
   const { scheduler, queue, spine } = app.value;
   const queues = new Map<string, QueueSpec>(o.queues.map((q) => [q.metadata?.name ?? '', queueFromObject(q)]));
   const stepMs = Math.round((o.stepSec ?? 0.5) * 1000);
-  const templates = new Map(w.items.map((j, i) => [j.id, replayGang(j, perNode, o.namespace, Math.round(j.submitAtSec * 1000), i)]));
-  const arrivals = [...w.items].sort((a, b) => a.submitAtSec - b.submitAtSec);
+  const templates = new Map(w.jobs.map((j, i) => [j.id, replayGang(j, perNode, o.namespace, Math.round(j.submitAtSec * 1000), i)]));
+  const arrivals = [...w.jobs].sort((a, b) => a.submitAtSec - b.submitAtSec);
   const running = new Map<string, RunningJob>();
   const endAt = new Map<string, number>();
   const firstStartSec = new Map<string, number>();

@@ -3,9 +3,10 @@
  * and the Kueue peer (kueue-peer.ts). A busy window of the Philly trace (the tenants bench's busiestWindow: tiers
  * gold/silver/bronze become queues of weight 4/2/1), time-compressed so that a live replay fits in minutes: submit
  * times and durations are divided by `compress`. One trace job is one gang (all its GPUs or none), as the
- * simulator's tenant workload means it.
+ * simulator's tenant workload means it; jobs wider than a node are left out (the Kueue peer runs a job as one pod).
  */
 import { seededRng, shuffle } from '../../core/ports.ts';
+import { NODE_SHAPES } from '../../core/model/presets.ts';
 import type { TraceJob } from '../../sim/trace/philly.ts';
 import { busiestWindows, TIERS, type TenantWorkload, type WindowOptions } from '../tenants/philly-window.ts';
 import { TIER_WEIGHT } from '../tenants/tenant-sim.ts';
@@ -26,14 +27,18 @@ export interface WorkloadItem {
   readonly gpus: number;
 }
 
+/** Field for field what the Kueue peer takes (kueue-peer.ts PeerWorkload): `runKueuePeer(workload)` replays the same jobs. */
 export interface Workload {
   readonly queues: readonly WorkloadQueue[];
-  readonly items: readonly WorkloadItem[];
+  readonly jobs: readonly WorkloadItem[];
+  readonly nodes: number;
+  /** Node preset (core/model/presets.ts) of every node. */
+  readonly shape: string;
 }
 
 export interface ReplayWorkloadOptions {
   readonly nodes: number;
-  readonly gpusPerNode: number;
+  readonly shape: string;
   readonly windowHours: number;
   /** Trace seconds per replay second. */
   readonly compress: number;
@@ -75,11 +80,13 @@ export function gangShape(gpus: number, perNode: number): { readonly replicas: n
 }
 
 export function replayWorkload(trace: readonly TraceJob[], o: ReplayWorkloadOptions): ReplayWorkload {
-  for (const [k, v] of [['nodes', o.nodes], ['gpusPerNode', o.gpusPerNode], ['windowHours', o.windowHours], ['compress', o.compress], ['maxDurationHours', o.maxDurationHours]] as const) {
+  const gpusPerNode = NODE_SHAPES[o.shape]?.gpus.length ?? 0;
+  if (gpusPerNode === 0) throw new Error(`shape: "${o.shape}" is not a GPU node preset (${Object.keys(NODE_SHAPES).join(', ')})`);
+  for (const [k, v] of [['nodes', o.nodes], ['windowHours', o.windowHours], ['compress', o.compress], ['maxDurationHours', o.maxDurationHours]] as const) {
     if (!(Number.isFinite(v) && v > 0)) throw new Error(`${k}: ${v} must be a positive number`);
   }
   if (o.maxJobs !== undefined && !(Number.isInteger(o.maxJobs) && o.maxJobs > 0)) throw new Error(`maxJobs: ${o.maxJobs} must be a positive integer`);
-  const { window: w, rank } = contestedWindow(trace, { windowSec: o.windowHours * 3600, maxDurationSec: o.maxDurationHours * 3600, maxGpus: o.nodes * o.gpusPerNode }, o.candidates ?? DEFAULT_CANDIDATES);
+  const { window: w, rank } = contestedWindow(trace, { windowSec: o.windowHours * 3600, maxDurationSec: o.maxDurationHours * 3600, maxGpus: gpusPerNode }, o.candidates ?? DEFAULT_CANDIDATES);
   let jobs = w.jobs;
   if (o.maxJobs !== undefined && jobs.length > o.maxJobs) {
     // A seeded sample dealt round-robin over the queues (so a small sample keeps every queue), then in submit order.
@@ -90,7 +97,7 @@ export function replayWorkload(trace: readonly TraceJob[], o: ReplayWorkloadOpti
     jobs = jobs.filter((_, i) => keep.has(i));
   }
   const width = String(jobs.length).length;
-  const items = jobs.map((j, i) => ({
+  const items: WorkloadItem[] = jobs.map((j, i) => ({
     id: `j-${String(i).padStart(width, '0')}`,
     queue: j.tier,
     submitAtSec: Math.round(j.submitMs / o.compress / 10) / 100,
@@ -99,7 +106,9 @@ export function replayWorkload(trace: readonly TraceJob[], o: ReplayWorkloadOpti
   }));
   return {
     queues: TIERS.map((t) => ({ name: t, weight: TIER_WEIGHT[t] })),
-    items,
+    jobs: items,
+    nodes: o.nodes,
+    shape: o.shape,
     horizonSec: Math.round((o.windowHours * 3600) / o.compress),
     source: { windowStartHoursIntoTrace: Math.round((w.windowStartSec / 3600) * 100) / 100, busiestRank: rank, windowHours: o.windowHours, compress: o.compress, jobsInWindow: w.jobs.length, demandGpuHours: Math.round(w.demandGpuHours * 10) / 10 },
   };

@@ -6,6 +6,7 @@ import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
+import { registerBenchLive } from './bench-live.ts';
 import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
 import { registerBenchStartup } from './bench-startup.ts';
@@ -23,6 +24,7 @@ export function registerBench(program: Command): void {
   registerBenchAdmission(bench);
   registerBenchWebhook(bench);
   registerBenchKube(bench);
+  registerBenchLive(bench);
   registerBenchServing(bench);
   registerBenchTraining(bench);
   registerBenchBatch(bench);
