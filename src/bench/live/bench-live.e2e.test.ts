@@ -29,8 +29,12 @@ describe('sits bench live (tiny)', () => {
       expect(s.utilizationPct).toBeLessThanOrEqual(100);
       for (const q of names) expect(s.shareOverTime.byQueue[q]).toHaveLength(Math.floor(r.workload.horizonSec / s.shareOverTime.everySec) + 1);
     }
-    // Every live eviction shows up as a gang restart of its TrainingJob.
-    expect(r.live.evictedGangs).toBeLessThanOrEqual(r.live.preemptions);
+    // Every gang restart of a TrainingJob comes from an eviction the watch saw.
+    expect(r.live.restarts).toBeLessThanOrEqual(r.live.preemptions);
+    for (const s of [r.live, r.simulated]) {
+      expect(s.preemptionsAtSec).toHaveLength(s.preemptions);
+      for (const t of s.preemptionsAtSec) expect(t).toBeLessThanOrEqual(r.workload.horizonSec);
+    }
     expect(r.live.wall.lateSubmissions).toBe(0);
     for (const q of names) {
       expect(r.diff.sharePp[q]).toBeCloseTo((r.live.queues[q]?.sharePct ?? 0) - (r.simulated.queues[q]?.sharePct ?? 0), 1);

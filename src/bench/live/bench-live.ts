@@ -34,7 +34,7 @@ export interface SideReport extends ReplayMetrics {
 
 export interface BenchLiveReport {
   readonly workload: ReplayWorkload & { readonly gpus: number; readonly cooldownSeconds: number; readonly steadyFromSec: number };
-  readonly live: SideReport & { readonly wall: LiveReplayResult['wall']; readonly evictedGangs: number };
+  readonly live: SideReport & { readonly wall: LiveReplayResult['wall']; readonly restarts: number };
   readonly simulated: SideReport;
   readonly diff: { readonly sharePp: Record<string, number>; readonly preemptionsPct: number | null; readonly utilizationPp: number; readonly swings: Record<string, number> };
   /** The Kueue peer's metrics on the same workload (kueue-peer.ts), null until it is run. */
@@ -71,7 +71,7 @@ export async function benchLive(o: BenchLiveOptions): Promise<BenchLiveReport> {
   const liveTrace = await runLiveReplay(w, { nodes: o.nodes, shape: SHAPE, queues, namespace: NAMESPACE, ...(o.log === undefined ? {} : { log: o.log }), ...(o.onProgress === undefined ? {} : { onProgress: (t: number, n: number, g: number) => o.onProgress?.(t, w.horizonSec, n, g) }) });
   const steady = steadyFrom(simTrace, gpus, w.horizonSec);
   const simulated = side(w, simTrace, gpus, steady);
-  const live = { ...side(w, liveTrace, gpus, steady), wall: liveTrace.wall, evictedGangs: liveTrace.evictedGangs };
+  const live = { ...side(w, liveTrace, gpus, steady), wall: liveTrace.wall, restarts: liveTrace.restarts };
   const names = w.queues.map((q) => q.name);
   const sharePp = Object.fromEntries(names.map((q) => [q, round((live.queues[q]?.sharePct ?? 0) - (simulated.queues[q]?.sharePct ?? 0))]));
   const swings = Object.fromEntries(names.map((q) => [q, (live.queues[q]?.oscillation.swings ?? 0) - (simulated.queues[q]?.oscillation.swings ?? 0)]));

@@ -5,8 +5,10 @@
  * preemption is submitted (its controller recreates the whole gang, as the simulator requeues a victim); its
  * replicas carry `dev.sits2026.dev/run-seconds` (the fake kubelet ends them that long after they start) and
  * `expectedRuntimeSeconds` (the runtime the simulator's jobs declare). A watch on the pods records, every second,
- * the GPUs of Running pods per queue and when each job first had every replica Running; preemptions are the gang
- * restarts the TrainingJobs report (status.attempt − 1: the only restarts here are SITS's evictions).
+ * the GPUs of Running pods per queue and when each job first had every replica Running; a preemption is a gang
+ * (job and attempt) whose pods got the scheduler's DisruptionTarget condition (PreemptionByScheduler) within the
+ * window, cross-checked by the gang restarts the TrainingJobs report (status.attempt − 1: the only restarts here
+ * are SITS's evictions, so there are at most as many, fewer when an eviction at the end is not restarted yet).
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { startDevCluster } from '../../app/dev-cluster.ts';
@@ -32,8 +34,8 @@ export interface LiveReplayOptions {
 export interface LiveReplayResult extends ReplayTrace {
   /** Wall seconds: starting the cluster, and submissions that were late by more than 0.5 s (the submitter fell behind). */
   readonly wall: { readonly startupSec: number; readonly lateSubmissions: number };
-  /** Pods that got the scheduler's DisruptionTarget condition (PreemptionByScheduler), by gang and attempt: a cross-check of `preemptions`. */
-  readonly evictedGangs: number;
+  /** Σ (status.attempt − 1) over the TrainingJobs right after the window: a cross-check of `preemptions`. */
+  readonly restarts: number;
 }
 
 export function trainingJobFor(item: WorkloadItem, perNode: number, namespace: string): Record<string, unknown> {
@@ -72,24 +74,32 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
     const byId = new Map(w.jobs.map((j) => [j.id, j]));
     const replicasOf = new Map(w.jobs.map((j) => [j.id, gangShape(j.gpus, perNode).replicas]));
     const firstStartSec = new Map<string, number>();
-    const evicted = new Set<string>();
+    const evicted = new Map<string, number>();
     let t0 = 0;
     const since = (): number => (performance.now() - t0) / 1000;
+    // Pods by job and attempt (`job/attempt` → name → pod), so that a pod event looks only at its own gang.
+    const gangs = new Map<string, Map<string, V1Pod>>();
+    const gangOf = (p: V1Pod): string | undefined => {
+      const job = p.metadata?.labels?.[LABEL.trainingJob];
+      return job === undefined ? undefined : `${job}/${p.metadata?.labels?.[LABEL.attempt] ?? ''}`;
+    };
+    // A job has started when every replica of one attempt is Running; a victim shows the scheduler's condition first.
+    const seen = (p: V1Pod): void => {
+      const gang = gangOf(p);
+      const job = p.metadata?.labels?.[LABEL.trainingJob];
+      if (gang === undefined || job === undefined) return;
+      const members = gangs.get(gang) ?? new Map<string, V1Pod>();
+      gangs.set(gang, members.set(p.metadata?.name ?? '', p));
+      if (t0 === 0) return;
+      if (p.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.reason === 'PreemptionByScheduler') === true && !evicted.has(gang) && since() <= w.horizonSec) evicted.set(gang, Math.round(since() * 100) / 100);
+      if (firstStartSec.has(job) || !isRunning(p)) return;
+      if ([...members.values()].filter(isRunning).length >= (replicasOf.get(job) ?? Infinity)) firstStartSec.set(job, since());
+    };
     const pods = new Reflector<V1Pod>(client, `/api/v1/namespaces/${o.namespace}/pods`, {
       add: (p) => seen(p),
       update: (p) => seen(p),
-      delete: () => undefined,
+      delete: (p) => gangs.get(gangOf(p) ?? '')?.delete(p.metadata?.name ?? ''),
     });
-    // A job has started when every replica of one attempt is Running; a victim shows the scheduler's condition first.
-    const seen = (p: V1Pod): void => {
-      const job = p.metadata?.labels?.[LABEL.trainingJob];
-      const attempt = p.metadata?.labels?.[LABEL.attempt];
-      if (job === undefined || t0 === 0) return;
-      if (p.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.reason === 'PreemptionByScheduler') === true) evicted.add(`${job}/${attempt}`);
-      if (firstStartSec.has(job) || !isRunning(p)) return;
-      const up = [...pods.items.values()].filter((x) => x.metadata?.labels?.[LABEL.trainingJob] === job && x.metadata?.labels?.[LABEL.attempt] === attempt && isRunning(x)).length;
-      if (up >= (replicasOf.get(job) ?? Infinity)) firstStartSec.set(job, since());
-    };
     await pods.start();
     // The scheduler must know the queues before the first job comes.
     await sleep(1500);
@@ -120,9 +130,10 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
     await submitter;
     await Promise.all(posts);
     const jobs = await client.get<{ items: TrainingJobObject[] }>(`/apis/${API_GROUP_VERSION}/namespaces/${o.namespace}/trainingjobs`);
-    const preemptions = jobs.items.reduce((s, j) => s + Math.max(0, (j.status?.attempt ?? 1) - 1), 0);
+    const restarts = jobs.items.reduce((s, j) => s + Math.max(0, (j.status?.attempt ?? 1) - 1), 0);
     pods.stop();
-    return { samples, firstStartSec, preemptions, wall: { startupSec: Math.round(startupSec * 10) / 10, lateSubmissions: late }, evictedGangs: evicted.size };
+    const preemptionsAtSec = [...evicted.values()].sort((a, b) => a - b);
+    return { samples, firstStartSec, preemptions: preemptionsAtSec.length, preemptionsAtSec, wall: { startupSec: Math.round(startupSec * 10) / 10, lateSubmissions: late }, restarts };
   } finally {
     await cluster.stop();
   }

@@ -94,6 +94,7 @@ describe('replay queues and metrics', () => {
       samples: [0, 1, 2, 3, 4].map((s) => ({ t: s, gpus: { a: s >= 1 ? 2 : 0, b: s >= 3 ? 1 : 0 } })),
       firstStartSec: new Map([['x', 0.5], ['y', 3]]),
       preemptions: 1,
+      preemptionsAtSec: [2],
     };
     expect(steadyFrom(t, 3, 4)).toBe(3);
     const m = replayMetrics(w, t, 3, 3);
@@ -105,6 +106,7 @@ describe('replay queues and metrics', () => {
     expect(m.utilizationPct).toBeCloseTo((100 * 10) / 15, 1);
     expect(m.steadyUtilizationPct).toBe(100);
     expect(m.preemptions).toBe(1);
+    expect(m.preemptionsAtSec).toEqual([2]);
   });
 });
 
@@ -116,6 +118,7 @@ describe('simulated replay', () => {
     const a = simulateReplay(w, { nodes: 2, shape: 'dgx-h100', queues, seed: 1, namespace: 'replay' });
     expect(a.samples).toHaveLength(w.horizonSec + 1);
     for (const s of a.samples) expect(Object.values(s.gpus).reduce((x, y) => x + y, 0)).toBeLessThanOrEqual(16);
+    expect(a.preemptionsAtSec).toHaveLength(a.preemptions);
     expect(a.firstStartSec.size).toBeGreaterThan(0);
     for (const [id, at] of a.firstStartSec) expect(at).toBeGreaterThanOrEqual(w.jobs.find((j) => j.id === id)?.submitAtSec ?? Infinity);
     expect(simulateReplay(w, { nodes: 2, shape: 'dgx-h100', queues, seed: 1, namespace: 'replay' })).toEqual(a);

@@ -37,6 +37,8 @@ export interface ReplayTrace {
   readonly firstStartSec: ReadonlyMap<string, number>;
   /** Gangs preempted (each counted once per eviction, however many pods). */
   readonly preemptions: number;
+  /** When each preemption happened (seconds into the replay), in order. */
+  readonly preemptionsAtSec: readonly number[];
 }
 
 export interface QueueMetrics {
@@ -69,6 +71,7 @@ export interface ReplayMetrics {
   readonly utilizationPct: number;
   readonly steadyUtilizationPct: number;
   readonly preemptions: number;
+  readonly preemptionsAtSec: readonly number[];
   /** Submit → every pod of the job Running, over the jobs that started within the window (replay seconds). */
   readonly waitSec: { readonly p50: number | null; readonly p99: number | null };
   readonly started: number;
@@ -164,5 +167,5 @@ export function replayMetrics(w: ReplayWorkload, trace: ReplayTrace, clusterGpus
   }
   const all = waits(submitted);
   const util = (ss: readonly ReplaySample[]): number => (ss.length === 0 ? 0 : round((100 * ss.reduce((a, s) => a + used(s), 0)) / (ss.length * clusterGpus)));
-  return { queues, utilizationPct: util(inWindow), steadyUtilizationPct: util(steady), preemptions: trace.preemptions, waitSec: { p50: pct(all, 50), p99: pct(all, 99) }, started: all.length, neverStarted: submitted.length - all.length };
+  return { queues, utilizationPct: util(inWindow), steadyUtilizationPct: util(steady), preemptions: trace.preemptions, preemptionsAtSec: trace.preemptionsAtSec, waitSec: { p50: pct(all, 50), p99: pct(all, 99) }, started: all.length, neverStarted: submitted.length - all.length };
 }

@@ -67,7 +67,7 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
   const firstStartSec = new Map<string, number>();
   const samples: ReplaySample[] = [];
   let next = 0;
-  let preemptions = 0;
+  const preemptionsAtSec: number[] = [];
   const enqueue = (j: QueuedJob, now: number): void => {
     queue.add(j, now);
     queue.onEvent({ kind: 'arrived', queue: j.queue }, now);
@@ -86,7 +86,7 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
     for (const p of res.preempted) {
       running.delete(p.victim.id);
       endAt.delete(p.victim.id);
-      preemptions++;
+      preemptionsAtSec.push(now / 1000);
       enqueue(templates.get(p.victim.id) as QueuedJob, now);
     }
     for (const s of res.started) {
@@ -101,5 +101,5 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
       samples.push({ t: now / 1000, gpus });
     }
   }
-  return { samples, firstStartSec, preemptions };
+  return { samples, firstStartSec, preemptions: preemptionsAtSec.length, preemptionsAtSec };
 }

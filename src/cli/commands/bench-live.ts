@@ -13,7 +13,7 @@ export function registerBenchLive(bench: Command): void {
     .option('--nodes <n>', '8-GPU nodes in the cluster', intOption('--nodes', 1, 64), 4)
     .option('--window-hours <h>', 'length of the trace window', numberOption('--window-hours', 0.1, 48), 4)
     .option('--compress <x>', 'trace seconds per replay second (the live run lasts window / compress)', numberOption('--compress', 1, 100_000), 30)
-    .option('--max-duration-hours <h>', 'job durations are clipped to this (trace hours)', numberOption('--max-duration-hours', 0.01, 1000), 2)
+    .option('--max-duration-hours <h>', 'job durations are clipped to this (trace hours; as bench tenants)', numberOption('--max-duration-hours', 0.01, 1000), 6)
     .option('--max-jobs <n>', 'a seeded sample of at most this many jobs of the window', intOption('--max-jobs', 1, 100_000))
     .option('--cooldown-trace-seconds <s>', 'victims are protected this long after they (re)start, in trace seconds', numberOption('--cooldown-trace-seconds', 0, 86_400), 600)
     .option('--seed <n>', 'seed', intOption('--seed'), 1)
