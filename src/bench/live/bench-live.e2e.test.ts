@@ -5,10 +5,11 @@ import { DEFAULT_TENANTS_TRACE } from '../tenants/bench-tenants.ts';
 import { benchLive } from './bench-live.ts';
 
 /**
- * Live and simulated shares of this tiny replay agree this closely. Measured: |diff| ≤ MEASURED pp over 4 runs on the
- * loaded 2-core machine (bench/notes/live-replay.md); the bound leaves room for the load of a CI run.
+ * Live and simulated shares of this tiny replay agree this closely. Measured on the shared 2-core machine (load 6–8):
+ * the largest |diff| of a queue was 5.9, 5.84, 6.83 and 0.26 pp in four runs (bench/notes/live-replay.md): in 12 s
+ * a second of start latency is a large part of a job's run; the bound is 1.5× the worst of them.
  */
-const SHARE_BOUND_PP = 20;
+const SHARE_BOUND_PP = 10;
 
 describe('sits bench live (tiny)', () => {
   it('replays the same workload live and simulated and reports both side by side', async () => {
