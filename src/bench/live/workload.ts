@@ -54,8 +54,8 @@ export const DEFAULT_CANDIDATES = 100;
 
 /**
  * Among the `candidates` busiest windows (busiestWindows), the one whose least-demanding tier asks the most GPU-hours
- * (ties: the busier). The single busiest window is not used: in the Philly trace one virtual cluster submits most of
- * it (the busiest 4 h window is 87 % gold), so no queue would contend for its share there.
+ * (ties: the busier). The single busiest window is not used: a few virtual clusters submit most of it (the busiest
+ * 4 h window, jobs up to a node, durations clipped at 6 h, is 2 % silver), so a queue would hardly contend there.
  */
 export function contestedWindow(trace: readonly TraceJob[], opts: WindowOptions, candidates: number): { readonly window: TenantWorkload; readonly rank: number } {
   const ws = busiestWindows(trace, opts, candidates);
