@@ -20,7 +20,7 @@ export interface FakeNodeSpec {
 
 export const DEFAULT_NODE_CAPACITY: Readonly<Record<string, string>> = { cpu: '64', memory: '512Gi', pods: '110' };
 
-function fakeNodeStatus(spec: FakeNodeSpec): V1NodeStatus {
+export function fakeNodeStatus(spec: FakeNodeSpec): V1NodeStatus {
   const capacity = { ...DEFAULT_NODE_CAPACITY, ...spec.capacity };
   const now = new Date();
   return {

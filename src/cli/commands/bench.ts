@@ -6,6 +6,7 @@ import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
 import { registerBenchAll, registerBenchFgd } from './bench-fgd.ts';
 import { registerBenchKube } from './bench-kube.ts';
+import { registerBenchLive } from './bench-live.ts';
 import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
 import { registerBenchServingTraces } from './bench-serving-traces.ts';
@@ -25,6 +26,7 @@ export function registerBench(program: Command): void {
   registerBenchAdmission(bench);
   registerBenchWebhook(bench);
   registerBenchKube(bench);
+  registerBenchLive(bench);
   registerBenchServing(bench);
   registerBenchServingTraces(bench);
   registerBenchTraining(bench);
