@@ -12,6 +12,7 @@ import { runLiveReplay, type LiveReplayResult } from './live-replay.ts';
 import { replayMetrics, replayQueueObjects, sharesOverTime, steadyFrom, type ReplayMetrics, type ReplayTrace } from './replay.ts';
 import { simulateReplay } from './sim-replay.ts';
 import { replayWorkload, type ReplayWorkload } from './workload.ts';
+import { runKueuePeer, summariseShares, type KueuePeerResult, type ShareSample } from './kueue-peer.ts';
 
 export interface BenchLiveOptions {
   readonly trace: string;
@@ -25,6 +26,31 @@ export interface BenchLiveOptions {
   readonly cooldownTraceSec: number;
   readonly log?: (m: string) => void;
   readonly onProgress?: (t: number, horizon: number, submitted: number, usedGpus: number) => void;
+  /** Also run the same workload on Kueue v0.17 with fair sharing and kube-scheduler (kueue-peer.ts), on a fresh cluster. */
+  readonly peer?: boolean;
+  readonly onPeerProgress?: (t: number, horizon: number) => void;
+}
+
+/** Kueue on the same workload, measured as SITS's live side is: shares of the GPUs in use over the same steady part. */
+export interface PeerReport {
+  readonly name: 'kueue';
+  readonly version: string;
+  readonly fairSharing: KueuePeerResult['fairSharing'];
+  readonly quotas: string;
+  readonly sharePct: Record<string, number>;
+  readonly utilizationPct: number;
+  readonly preemptions: number;
+  readonly preemptionsByQueue: Readonly<Record<string, number>>;
+  readonly waitSec: KueuePeerResult['waits']['running'];
+  readonly neverAdmitted: number;
+  readonly podsScheduledByKubeScheduler: number;
+  /**
+   * First second from which every queue stays within 3 pp of the GPUs share it holds over the last quarter of the
+   * run (kueue-peer.ts summariseShares), for Kueue and, with the same function on its samples, for SITS live.
+   */
+  readonly timeToSteadySec: { readonly kueue: number | null; readonly sitsLive: number | null };
+  /** SITS live minus Kueue, per queue, in pp. */
+  readonly sharePpSitsMinusKueue: Record<string, number>;
 }
 
 export interface SideReport extends ReplayMetrics {
@@ -37,9 +63,9 @@ export interface BenchLiveReport {
   readonly live: SideReport & { readonly wall: LiveReplayResult['wall']; readonly restarts: number };
   readonly simulated: SideReport;
   readonly diff: { readonly sharePp: Record<string, number>; readonly preemptionsPct: number | null; readonly utilizationPp: number; readonly swings: Record<string, number> };
-  /** The Kueue peer's metrics on the same workload (kueue-peer.ts), null until it is run. */
-  readonly peer: null | Record<string, unknown>;
-  readonly goals: { readonly sharesWithin3pp: boolean; readonly preemptionsWithin10Pct: boolean; readonly noQueueOscillates: boolean };
+  /** The Kueue peer's metrics on the same workload (kueue-peer.ts); null when it was not run (`peer: false`). */
+  readonly peer: null | PeerReport;
+  readonly goals: { readonly sharesWithin3pp: boolean; readonly preemptionsWithin10Pct: boolean; readonly noQueueOscillates: boolean; readonly convergesAtLeastAsFastAsKueue?: boolean; readonly noMorePreemptionsThanKueue?: boolean };
 }
 
 export const SHAPE = 'dgx-h100';
@@ -76,17 +102,47 @@ export async function benchLive(o: BenchLiveOptions): Promise<BenchLiveReport> {
   const sharePp = Object.fromEntries(names.map((q) => [q, round((live.queues[q]?.sharePct ?? 0) - (simulated.queues[q]?.sharePct ?? 0))]));
   const swings = Object.fromEntries(names.map((q) => [q, (live.queues[q]?.oscillation.swings ?? 0) - (simulated.queues[q]?.oscillation.swings ?? 0)]));
   const preemptionsPct = simulated.preemptions === 0 ? (live.preemptions === 0 ? 0 : null) : round((100 * (live.preemptions - simulated.preemptions)) / simulated.preemptions);
+  const peer = o.peer === true ? peerReport(await runKueuePeer({ jobs: w.jobs, queues: w.queues, nodes: o.nodes, shape: SHAPE }, { durationSec: w.horizonSec, ...(o.log === undefined ? {} : { log: o.log }), ...(o.onPeerProgress === undefined ? {} : { onSample: (x: ShareSample) => o.onPeerProgress?.(x.t, w.horizonSec) }) }), w, liveTrace.samples, live, steady, gpus) : null;
   return {
     workload: { ...w, gpus, cooldownSeconds, steadyFromSec: steady },
     live,
     simulated,
     diff: { sharePp, preemptionsPct, utilizationPp: round(live.utilizationPct - simulated.utilizationPct), swings },
-    peer: null,
+    peer,
     goals: {
+      ...(peer === null
+        ? {}
+        : {
+            convergesAtLeastAsFastAsKueue: peer.timeToSteadySec.sitsLive !== null && (peer.timeToSteadySec.kueue === null || peer.timeToSteadySec.sitsLive <= peer.timeToSteadySec.kueue),
+            noMorePreemptionsThanKueue: live.preemptions <= peer.preemptions,
+          }),
       sharesWithin3pp: Object.values(sharePp).every((d) => Math.abs(d) <= 3),
       // No preemption on either side meets it; some live and none simulated (no percentage) does not.
       preemptionsWithin10Pct: preemptionsPct !== null && Math.abs(preemptionsPct) <= 10,
       noQueueOscillates: names.every((q) => !oscillates(live.queues[q]?.oscillation.swings ?? 0, simulated.queues[q]?.oscillation.swings ?? 0)),
     },
+  };
+}
+
+export function peerReport(k: KueuePeerResult, w: ReplayWorkload, liveSamples: ReplayTrace['samples'], live: SideReport, steady: number, gpus: number): PeerReport {
+  const names = w.queues.map((q) => q.name);
+  const part = k.samples.filter((x) => x.t >= steady);
+  const used = part.reduce((a, x) => a + names.reduce((b, q) => b + (x.running[q] ?? 0), 0), 0);
+  const sharePct = Object.fromEntries(names.map((q) => [q, used === 0 ? 0 : round((100 * part.reduce((a, x) => a + (x.running[q] ?? 0), 0)) / used)]));
+  const sits = summariseShares(liveSamples.map((x) => ({ t: x.t, admitted: x.gpus, running: x.gpus })), w.queues, gpus);
+  return {
+    name: 'kueue',
+    version: k.kueueVersion,
+    fairSharing: k.fairSharing,
+    quotas: k.quotas,
+    sharePct,
+    utilizationPct: round(100 * k.utilisation.running),
+    preemptions: k.preemptions.total,
+    preemptionsByQueue: k.preemptions.byQueue,
+    waitSec: k.waits.running,
+    neverAdmitted: k.neverAdmitted,
+    podsScheduledByKubeScheduler: k.podsScheduledByKubeScheduler,
+    timeToSteadySec: { kueue: k.shares.timeToSteadySec, sitsLive: sits.timeToSteadySec },
+    sharePpSitsMinusKueue: Object.fromEntries(names.map((q) => [q, round((live.queues[q]?.sharePct ?? 0) - (sharePct[q] ?? 0))])),
   };
 }
