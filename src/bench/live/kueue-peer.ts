@@ -27,22 +27,11 @@ import { KUEUE_API, QUEUE_NAME_LABEL, startKueue, type FairSharingStrategy, type
 import { waitFor } from '../../harness/e2e-kit.ts';
 import type { KubeClient } from '../../kube/client.ts';
 import { Reflector } from '../../kube/reflector.ts';
+import type { WorkloadItem, WorkloadQueue } from './workload.ts';
 
-export interface PeerJob {
-  readonly id: string;
-  readonly queue: string;
-  /** Seconds after the start of the run (wall clock; the caller compresses time). */
-  readonly submitAtSec: number;
-  /** Seconds the job's pod runs once started (the fake kubelet's run-seconds). */
-  readonly runSeconds: number;
-  /** GPUs of the job's one pod (at most a node's GPUs). */
-  readonly gpus: number;
-}
-
-export interface PeerQueue {
-  readonly name: string;
-  readonly weight: number;
-}
+/** The jobs and queues `sits bench live` replays (workload.ts), one type for both sides. */
+export type PeerJob = WorkloadItem;
+export type PeerQueue = WorkloadQueue;
 
 export interface PeerWorkload {
   readonly jobs: readonly PeerJob[];

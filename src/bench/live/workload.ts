@@ -24,6 +24,7 @@ export interface WorkloadItem {
   readonly submitAtSec: number;
   /** Seconds the job runs once all its GPUs run (compressed; whole seconds, at least 1). */
   readonly runSeconds: number;
+  /** GPUs of the job, at most a node's (the Kueue peer runs it as one pod). */
   readonly gpus: number;
 }
 
