@@ -9,6 +9,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { LABEL } from '../../api/wire.ts';
+import { etcdWrites } from '../../app/batch-control-plane.ts';
 import { startDevCluster } from '../../app/dev-cluster.ts';
 import { promSamples, type Sample } from '../../core/prom-text.ts';
 import { seededRng } from '../../core/ports.ts';
@@ -44,12 +45,6 @@ const NS = 'status-bench';
 function statusPatches(samples: readonly Sample[], resource: string): number {
   let n = 0;
   for (const x of samples) if (x.name === 'apiserver_request_total' && x.labels.verb === 'PATCH' && x.labels.resource === resource && x.labels.subresource === 'status') n += x.value;
-  return n;
-}
-
-function etcdWrites(samples: readonly Sample[], resource: string): number {
-  let n = 0;
-  for (const x of samples) if (x.name === 'etcd_requests_total' && x.labels.resource === resource && ['create', 'update', 'delete'].includes(x.labels.operation ?? '')) n += x.value;
   return n;
 }
 
