@@ -33,7 +33,25 @@ export const LAYERS = {
   server: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'harness', 'deploy', 'app'],
   // Helpers every folder's tests may use (port contract suites, headless Chromium): only the core's ports.
   testing: ['core'],
-  cli: ['core', 'api', 'spec', 'sim', 'kube', 'controllers', 'serving', 'harness', 'deploy', 'app', 'bench', 'server', 'testing', 'guard', 'webhook', 'node', 'wasm'],
+  cli: [
+    'core',
+    'api',
+    'spec',
+    'sim',
+    'kube',
+    'controllers',
+    'serving',
+    'harness',
+    'deploy',
+    'app',
+    'bench',
+    'server',
+    'testing',
+    'guard',
+    'webhook',
+    'node',
+    'wasm',
+  ],
 };
 
 /** What tests (*.test.ts) may import on top of their folder's layer. */
@@ -50,9 +68,40 @@ const impureInCore = [
   { object: 'process', property: 'env', message: 'core is pure: configuration comes in as values' },
   { object: 'performance', property: 'now', message: 'core is pure: take time from the Clock port' },
 ];
-const pureGlobals = ['setTimeout', 'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'clearImmediate', 'queueMicrotask', 'fetch', 'performance', 'process', 'crypto'].map((name) => ({ name, message: `core is pure: no ${name} (clock, timers, I/O and the process belong to adapters)` }));
+const pureGlobals = [
+  'setTimeout',
+  'setInterval',
+  'setImmediate',
+  'clearTimeout',
+  'clearInterval',
+  'clearImmediate',
+  'queueMicrotask',
+  'fetch',
+  'performance',
+  'process',
+  'crypto',
+].map((name) => ({ name, message: `core is pure: no ${name} (clock, timers, I/O and the process belong to adapters)` }));
 const pureImports = [
-  { group: ['node:*', 'fs', 'fs/*', 'path', 'http', 'https', 'net', 'os', 'child_process', 'crypto', 'worker_threads', 'perf_hooks', 'timers', 'timers/*', 'url'], message: 'core is pure: I/O belongs to adapters' },
+  {
+    group: [
+      'node:*',
+      'fs',
+      'fs/*',
+      'path',
+      'http',
+      'https',
+      'net',
+      'os',
+      'child_process',
+      'crypto',
+      'worker_threads',
+      'perf_hooks',
+      'timers',
+      'timers/*',
+      'url',
+    ],
+    message: 'core is pure: I/O belongs to adapters',
+  },
   { group: ['@kubernetes/*'], message: 'core is pure: it never touches the cluster' },
 ];
 
@@ -110,7 +159,10 @@ export default tseslint.config(
     rules: {
       'no-restricted-properties': ['error', ...impureInCore],
       'no-restricted-globals': ['error', ...pureGlobals],
-      'no-restricted-syntax': ['error', { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'core is pure: take time from the Clock port' }],
+      'no-restricted-syntax': [
+        'error',
+        { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'core is pure: take time from the Clock port' },
+      ],
     },
   },
 );

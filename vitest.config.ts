@@ -15,7 +15,14 @@ const hangTimeout = (ms: number): number => Math.max(scaled(ms), MAX_SCALE * ms)
 export default defineConfig({
   test: {
     projects: [
-      { test: { name: 'unit', include: ['src/**/*.test.ts', 'web/**/*.test.ts', 'scripts/**/*.test.ts'], exclude: ['**/*.e2e.test.ts', 'node_modules/**'], testTimeout: scaled(60_000) } },
+      {
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts', 'web/**/*.test.ts', 'scripts/**/*.test.ts'],
+          exclude: ['**/*.e2e.test.ts', 'node_modules/**'],
+          testTimeout: scaled(60_000),
+        },
+      },
       {
         test: {
           name: 'e2e',

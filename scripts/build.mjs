@@ -41,7 +41,18 @@ const ENTRY_URLS = {
  * without them). The image ships the first group (scripts/image.mjs).
  */
 export const RUNTIME_EXTERNALS = ['highs', 'chart.js'];
-const DEV_EXTERNALS = ['playwright-core', 'node-llama-cpp', 'tsx', '@lydell/node-pty', 'vitest', 'typescript', 'esbuild', 'assemblyscript', 'wabt', 'fast-check'];
+const DEV_EXTERNALS = [
+  'playwright-core',
+  'node-llama-cpp',
+  'tsx',
+  '@lydell/node-pty',
+  'vitest',
+  'typescript',
+  'esbuild',
+  'assemblyscript',
+  'wabt',
+  'fast-check',
+];
 
 function newestSource() {
   let newest = 0;
@@ -118,7 +129,11 @@ export async function buildDist({ quiet = false } = {}) {
     alias: { punycode: 'punycode/' },
     // Bundled CommonJS packages call require(); ESM output has none of its own.
     banner: {
-      js: ["import { createRequire as __sitsCreateRequire } from 'node:module';", "import { fileURLToPath as __sitsFileURLToPath } from 'node:url';", 'const require = __sitsCreateRequire(import.meta.url);'].join('\n'),
+      js: [
+        "import { createRequire as __sitsCreateRequire } from 'node:module';",
+        "import { fileURLToPath as __sitsFileURLToPath } from 'node:url';",
+        'const require = __sitsCreateRequire(import.meta.url);',
+      ].join('\n'),
     },
     plugins: [sourceLocations],
   });
@@ -135,7 +150,9 @@ export async function buildDist({ quiet = false } = {}) {
   if (!quiet) {
     const entries = outputs.filter((o) => Object.keys(ENTRY_POINTS).some((e) => o.file === `dist/${e}.js`));
     const total = outputs.reduce((n, o) => n + o.bytes, 0);
-    process.stderr.write(`built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s: ${outputs.length} files, ${(total / 1e6).toFixed(1)} MB (${entries.map((o) => `${o.file} ${(o.bytes / 1e3).toFixed(0)} kB`).join(', ')})\n`);
+    process.stderr.write(
+      `built dist/ in ${((Date.now() - started) / 1000).toFixed(1)} s: ${outputs.length} files, ${(total / 1e6).toFixed(1)} MB (${entries.map((o) => `${o.file} ${(o.bytes / 1e3).toFixed(0)} kB`).join(', ')})\n`,
+    );
   }
   return outputs;
 }

@@ -43,7 +43,12 @@ const { positionals, values } = parseArgs({
 });
 
 const split = JSON.parse(readFileSync(values.split, 'utf8')) as Split;
-const setVariants = (set: string): string[] => (set === 'training' ? [...split.training.variants] : set === 'validation' ? [...split.validation.variants] : [...split.training.variants, ...split.validation.variants]);
+const setVariants = (set: string): string[] =>
+  set === 'training'
+    ? [...split.training.variants]
+    : set === 'validation'
+      ? [...split.validation.variants]
+      : [...split.training.variants, ...split.validation.variants];
 let variants = setVariants(values.set);
 if (values.only !== undefined) {
   const re = new RegExp(values.only);
@@ -63,7 +68,9 @@ function gen(): void {
     const pods = generateVariant(base, nodes, spec, specSource);
     writeFileSync(podsFile(v), variantCsv(pods));
     const m = measureShares(pods, nodes);
-    process.stdout.write(`${v}: ${pods.length} pods, cpu ${m.cpu.toFixed(1)}‰, gpushare ${m.gpushare.toFixed(1)} %, gpuspec ${m.gpuspec.toFixed(1)} %, multigpu ${m.multigpu.toFixed(1)} %\n`);
+    process.stdout.write(
+      `${v}: ${pods.length} pods, cpu ${m.cpu.toFixed(1)}‰, gpushare ${m.gpushare.toFixed(1)} %, gpuspec ${m.gpuspec.toFixed(1)} %, multigpu ${m.multigpu.toFixed(1)} %\n`,
+    );
   }
 }
 
@@ -107,7 +114,9 @@ function sweep(): void {
     process.stdout.write(`${values.label}\t${v}\tfgd ${mf.toFixed(3)}\tsits ${ms.toFixed(3)}\tmargin ${(mf - ms).toFixed(3)}\n`);
   }
   const mean = margins.reduce((a, b) => a + b, 0) / Math.max(1, margins.length);
-  process.stdout.write(`${values.label}\tSUMMARY\t${JSON.stringify(params)}\twins ${wins}/${margins.length}\tmean margin ${mean.toFixed(3)}\tmin margin ${Math.min(...margins).toFixed(3)}\n`);
+  process.stdout.write(
+    `${values.label}\tSUMMARY\t${JSON.stringify(params)}\twins ${wins}/${margins.length}\tmean margin ${mean.toFixed(3)}\tmin margin ${Math.min(...margins).toFixed(3)}\n`,
+  );
 }
 
 interface BenchJson {
@@ -135,7 +144,10 @@ function summary(): void {
     rows.push(`| ${v} | ${fg.toFixed(3)} | ${si.toFixed(3)} | ${(fg - si).toFixed(3)} | ${lb.toFixed(3)} | ${(si - lb).toFixed(3)} |`);
   }
   const mean = margins.reduce((a, b) => a + b, 0) / Math.max(1, margins.length);
-  rows.push('', `sits ≤ FGD on ${wins} of ${margins.length}; margin mean ${mean.toFixed(3)} pp, median ${median(margins).toFixed(3)} pp, worst ${Math.min(...margins).toFixed(3)} pp`);
+  rows.push(
+    '',
+    `sits ≤ FGD on ${wins} of ${margins.length}; margin mean ${mean.toFixed(3)} pp, median ${median(margins).toFixed(3)} pp, worst ${Math.min(...margins).toFixed(3)} pp`,
+  );
   process.stdout.write(`${rows.join('\n')}\n`);
 }
 

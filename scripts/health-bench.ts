@@ -28,7 +28,10 @@ function main(argv: readonly string[]): number {
     // The groups' counts added up (a median lead cannot be added, so none is given).
     tuning: {
       seeds: TUNING_SEEDS,
-      foreseenPct: pct(sum((g) => g.foreseen), sum((g) => g.failures)),
+      foreseenPct: pct(
+        sum((g) => g.foreseen),
+        sum((g) => g.failures),
+      ),
       falseQuarantinesPer1000GpuDays: Math.round((1_000_000 * sum((g) => g.falseQuarantines)) / sum((g) => g.gpuDays)) / 1000,
       failures: sum((g) => g.failures),
       foreseen: sum((g) => g.foreseen),

@@ -65,15 +65,20 @@ export async function stageApp(dir) {
   mkdirSync(dir, { recursive: true });
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
   // Only what Node needs to read the files as ES modules, and the version for humans.
-  writeFileSync(join(dir, 'package.json'), `${JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', license: pkg.license, engines: pkg.engines, bin: pkg.bin }, null, 2)}\n`);
+  writeFileSync(
+    join(dir, 'package.json'),
+    `${JSON.stringify({ name: pkg.name, version: pkg.version, type: 'module', license: pkg.license, engines: pkg.engines, bin: pkg.bin }, null, 2)}\n`,
+  );
   cpSync(join(ROOT, 'bin', 'sits.mjs'), join(dir, 'bin', 'sits.mjs'));
   // The build's own files: its JS (no source maps: they name paths that are not in the image), licences, summary.
   const built = JSON.parse(readFileSync(join(ROOT, 'dist', 'BUILD-INFO.json'), 'utf8')).outputs.map((o) => o.file);
-  for (const f of [...built, ...built.map((b) => `${b}.LEGAL.txt`).filter((l) => existsSync(join(ROOT, l))), 'dist/BUILD-INFO.json']) cpSync(join(ROOT, f), join(dir, f));
+  for (const f of [...built, ...built.map((b) => `${b}.LEGAL.txt`).filter((l) => existsSync(join(ROOT, l))), 'dist/BUILD-INFO.json'])
+    cpSync(join(ROOT, f), join(dir, f));
   for (const f of APP_FILES) cpSync(join(ROOT, f), join(dir, f));
   // Their code only: no type declarations or source maps.
   const runtimeFile = (src) => !/\.d\.[cm]?ts$|\.map$/.test(src);
-  for (const name of dependencyClosure(RUNTIME_EXTERNALS)) cpSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name), { recursive: true, filter: runtimeFile });
+  for (const name of dependencyClosure(RUNTIME_EXTERNALS))
+    cpSync(join(ROOT, 'node_modules', name), join(dir, 'node_modules', name), { recursive: true, filter: runtimeFile });
 }
 
 /** Debian's libraries for Node, unpacked from the .deb files apt downloads (with their copyright files, no docs). */
@@ -139,7 +144,11 @@ function umociBin() {
 }
 
 /** Builds the image; returns { digest, archive, layout, unpackedBytes, debian }. */
-export async function buildImage({ out = join(ROOT, 'dist', 'sits-image.oci.tar'), layout, tag = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version } = {}) {
+export async function buildImage({
+  out = join(ROOT, 'dist', 'sits-image.oci.tar'),
+  layout,
+  tag = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).version,
+} = {}) {
   const epoch = sourceDateEpoch();
   const created = new Date(epoch * 1000).toISOString();
   const scratch = mkdtempSync(join(tmpdir(), 'sits-image-'));
@@ -214,7 +223,20 @@ export async function buildImage({ out = join(ROOT, 'dist', 'sits-image.oci.tar'
     u('gc', '--layout', dir);
     touchTree(dir, epoch);
     mkdirSync(dirname(out), { recursive: true });
-    execFileSync('tar', ['--sort=name', `--mtime=@${epoch}`, '--owner=0', '--group=0', '--numeric-owner', '--format=posix', '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime', '-cf', out, '-C', dir, '.']);
+    execFileSync('tar', [
+      '--sort=name',
+      `--mtime=@${epoch}`,
+      '--owner=0',
+      '--group=0',
+      '--numeric-owner',
+      '--format=posix',
+      '--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime',
+      '-cf',
+      out,
+      '-C',
+      dir,
+      '.',
+    ]);
     const index = JSON.parse(readFileSync(join(dir, 'index.json'), 'utf8'));
     const digest = index.manifests[0].digest;
     return { digest, archive: out, ...(layout === undefined ? {} : { layout }), unpackedBytes, debian, node: nodeVersion, tag };
@@ -253,6 +275,8 @@ if (process.argv[1] !== undefined && resolve(process.argv[1]) === fileURLToPath(
     ...(value('--layout') === undefined ? {} : { layout: value('--layout') }),
     ...(tagIndex >= 0 ? { tag: args[tagIndex + 1] } : {}),
   });
-  log(`wrote ${r.archive} (${(statSync(r.archive).size / 1e6).toFixed(1)} MB, ${(r.unpackedBytes / 1e6).toFixed(1)} MB unpacked, ${r.node}) in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  log(
+    `wrote ${r.archive} (${(statSync(r.archive).size / 1e6).toFixed(1)} MB, ${(r.unpackedBytes / 1e6).toFixed(1)} MB unpacked, ${r.node}) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+  );
   process.stdout.write(`${r.digest}\n`);
 }

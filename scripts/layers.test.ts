@@ -61,7 +61,10 @@ describe('the layer rules', () => {
       for (const depth of [0, 1, 2]) {
         for (const other of forbidden) {
           const m = await lint(probe(folder, depth), importOf(depth, other));
-          expect(m.filter((x) => x.startsWith('no-restricted-imports')), `${probe(folder, depth)} → ${other}`).toEqual([expect.stringContaining(`${folder} may import only`)]);
+          expect(
+            m.filter((x) => x.startsWith('no-restricted-imports')),
+            `${probe(folder, depth)} → ${other}`,
+          ).toEqual([expect.stringContaining(`${folder} may import only`)]);
         }
       }
     }
@@ -70,7 +73,8 @@ describe('the layer rules', () => {
   it('accept the imports the layer allows, and imports inside the folder', async () => {
     for (const folder of layers) {
       for (const depth of [0, 2]) {
-        for (const other of LAYERS[folder] ?? []) expect(await lint(probe(folder, depth), importOf(depth, other)), `${probe(folder, depth)} → ${other}`).toEqual([]);
+        for (const other of LAYERS[folder] ?? [])
+          expect(await lint(probe(folder, depth), importOf(depth, other)), `${probe(folder, depth)} → ${other}`).toEqual([]);
         expect(await lint(probe(folder, depth), `import { x } from './x.ts';\nexport const y = x;\n`)).toEqual([]);
       }
     }
@@ -80,7 +84,9 @@ describe('the layer rules', () => {
     expect(await lint(probe('sim', 1, true), importOf(1, 'harness'))).toEqual([]);
     expect(await lint(probe('core', 0, true), importOf(0, 'testing'))).toEqual([]);
     expect(await lint(probe('kube', 0, true), importOf(0, 'app'))).toEqual([]);
-    expect(await lint(probe('deploy', 0, true), importOf(0, 'server'))).toEqual([expect.stringContaining('deploy tests may import only core, api, spec, kube, harness, app, testing')]);
+    expect(await lint(probe('deploy', 0, true), importOf(0, 'server'))).toEqual([
+      expect.stringContaining('deploy tests may import only core, api, spec, kube, harness, app, testing'),
+    ]);
     expect(await lint(probe('controllers', 1, true), importOf(1, 'kube'))).toEqual([expect.stringContaining('controllers tests may import only')]);
   });
 

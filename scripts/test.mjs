@@ -47,15 +47,30 @@ function provide(label, script, envVar, what) {
 provide('helm', 'tools/helm/ensure.mjs', 'SITS_HELM', 'helm for the deploy tests');
 if (!unitOnly) {
   provide('control plane binaries', 'tools/k8s/ensure.mjs', 'SITS_K8S_BIN', 'kube-apiserver/etcd for the e2e tests');
-  provide('kube-controller-manager', 'tools/k8s/ensure-controller-manager.mjs', 'SITS_KCM_BIN', 'kube-controller-manager (PV binding, namespaces) for the e2e tests');
+  provide(
+    'kube-controller-manager',
+    'tools/k8s/ensure-controller-manager.mjs',
+    'SITS_KCM_BIN',
+    'kube-controller-manager (PV binding, namespaces) for the e2e tests',
+  );
   // kubectl, for the quick start as users type it (docs/quick-start.md) on `sits dev up`.
   provide('kubectl', 'tools/k8s/ensure-kubectl.mjs', 'SITS_KUBECTL_BIN', 'kubectl for the quick-start e2e test');
   // Kueue v0.17's manager and CRDs, the peer of the live fair-share bench (sits bench live; ADR 0181).
   provide('kueue', 'tools/kueue/ensure.mjs', 'SITS_KUEUE_BIN', 'Kueue v0.17 for the live bench peer e2e test');
   // The tracing e2e test's OTLP receiver: a small OpenTelemetry Collector built from Go modules (ADR 0067).
   provide('otel collector', 'tools/otelcol/ensure.mjs', 'SITS_OTELCOL', 'the OpenTelemetry Collector for the tracing e2e test');
-  provide('CSI snapshot components', 'tools/snapshots/ensure.mjs', 'SITS_SNAPSHOTS_BIN', 'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests');
-  provide('csi-provisioner', 'tools/snapshots/ensure-provisioner.mjs', 'SITS_CSI_PROVISIONER_BIN', 'csi-provisioner (restore from a VolumeSnapshot) for the snapshot e2e tests');
+  provide(
+    'CSI snapshot components',
+    'tools/snapshots/ensure.mjs',
+    'SITS_SNAPSHOTS_BIN',
+    'snapshot-controller, csi-snapshotter and csi-sanity for the snapshot e2e tests',
+  );
+  provide(
+    'csi-provisioner',
+    'tools/snapshots/ensure-provisioner.mjs',
+    'SITS_CSI_PROVISIONER_BIN',
+    'csi-provisioner (restore from a VolumeSnapshot) for the snapshot e2e tests',
+  );
   // umoci, crane and a distribution registry (daemonless OCI images; the chart pushed as an OCI artifact).
   provide('oci tools', 'tools/oci/ensure.mjs', 'SITS_OCI_BIN', 'umoci, crane and registry for the OCI e2e tests');
   // The upstream Kubernetes e2e suite (e2e.test) for the conformance test (src/app/conformance.e2e.test.ts, ADR 0073).
@@ -65,7 +80,12 @@ if (!unitOnly) {
   // The metrics e2e test scrapes `sits run` with a real Prometheus: Debian's package, unpacked into a cache.
   provide('prometheus', 'tools/prometheus/ensure.mjs', 'SITS_PROMETHEUS', 'Prometheus for the metrics e2e test');
   // The chart's ServiceMonitor is applied against the Prometheus Operator's real CRD (Go module cache, no build).
-  provide('ServiceMonitor CRD', 'tools/prometheus-operator/ensure-crd.mjs', 'SITS_SERVICEMONITOR_CRD', "the Prometheus Operator's ServiceMonitor CRD for the deploy e2e test");
+  provide(
+    'ServiceMonitor CRD',
+    'tools/prometheus-operator/ensure-crd.mjs',
+    'SITS_SERVICEMONITOR_CRD',
+    "the Prometheus Operator's ServiceMonitor CRD for the deploy e2e test",
+  );
 }
 
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
@@ -88,6 +108,7 @@ try {
   failed++;
   process.stderr.write('no test report was written\n');
 }
-if (failedSteps > 0) process.stderr.write(`${failedSteps} non-test step(s) failed (build, lint, type-check, or a component the tests need: see above), counted as failures\n`);
+if (failedSteps > 0)
+  process.stderr.write(`${failedSteps} non-test step(s) failed (build, lint, type-check, or a component the tests need: see above), counted as failures\n`);
 console.log(`${passed} passed, ${failed} failed${skipped > 0 ? `, ${skipped} skipped` : ''}`);
 process.exit(failed > 0 ? 1 : 0);

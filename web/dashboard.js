@@ -84,22 +84,40 @@ function fillKeyed(table, items, total, columns, signature, build) {
   table.rowCache = next;
   const body = table.tBodies[0];
   const more = total > rows.length ? `… and ${total - rows.length} more` : '';
-  const same = body.children.length === rows.length + (more === '' ? 0 : 1) && rows.every((r, i) => body.children[i] === r) && (more === '' || body.lastElementChild?.textContent === more);
+  const same =
+    body.children.length === rows.length + (more === '' ? 0 : 1) &&
+    rows.every((r, i) => body.children[i] === r) &&
+    (more === '' || body.lastElementChild?.textContent === more);
   if (!same) fillBody(table, rows, total, columns);
 }
 
 function legend() {
-  const items = heatmap.mode === 'queue'
-    ? [...new Set((state.view?.queues ?? []).map((q) => q.name))].map((q) => [queueColour(q), q]).concat([[COLOURS.free, 'free'], [COLOURS.unhealthy, 'unhealthy']])
-    : [[COLOURS.free, 'free'], [COLOURS.fractionLow, 'fraction (little)'], [COLOURS.fractionHigh, 'fraction (most)'], [COLOURS.whole, 'whole GPU'], [COLOURS.unhealthy, 'unhealthy'], [COLOURS.nvlinkBar, 'multi-node NVLink domain']];
+  const items =
+    heatmap.mode === 'queue'
+      ? [...new Set((state.view?.queues ?? []).map((q) => q.name))]
+          .map((q) => [queueColour(q), q])
+          .concat([
+            [COLOURS.free, 'free'],
+            [COLOURS.unhealthy, 'unhealthy'],
+          ])
+      : [
+          [COLOURS.free, 'free'],
+          [COLOURS.fractionLow, 'fraction (little)'],
+          [COLOURS.fractionHigh, 'fraction (most)'],
+          [COLOURS.whole, 'whole GPU'],
+          [COLOURS.unhealthy, 'unhealthy'],
+          [COLOURS.nvlinkBar, 'multi-node NVLink domain'],
+        ];
   const ul = $('legend');
-  ul.replaceChildren(...items.map(([c, t]) => {
-    const li = el('li');
-    const sw = el('span', undefined, 'swatch');
-    sw.style.background = c;
-    li.append(sw, t);
-    return li;
-  }));
+  ul.replaceChildren(
+    ...items.map(([c, t]) => {
+      const li = el('li');
+      const sw = el('span', undefined, 'swatch');
+      sw.style.background = c;
+      li.append(sw, t);
+      return li;
+    }),
+  );
 }
 
 /** A replay's state (sits demo --serve): running with its end, or ended with a restart button. */
@@ -115,7 +133,9 @@ function renderReplay(v) {
   box.className = ended ? 'badge replay-ended' : 'badge';
   const text = $('replay-text');
   const run = r.run > 1 ? ` (run ${r.run})` : '';
-  text.textContent = ended ? `replay ended at ${clock(v, v.atMs)}${run} — ` : `replay${run} ${Math.min(100, Math.round((100 * v.atMs) / r.endMs))} % of ${clock(v, r.endMs)}${r.loop ? ', looping' : ''}`;
+  text.textContent = ended
+    ? `replay ended at ${clock(v, v.atMs)}${run} — `
+    : `replay${run} ${Math.min(100, Math.round((100 * v.atMs) / r.endMs))} % of ${clock(v, r.endMs)}${r.loop ? ', looping' : ''}`;
   const button = $('replay-restart');
   button.hidden = !ended;
   button.dataset.path = r.restartPath;
@@ -146,11 +166,13 @@ function renderHeader(v) {
     ['pending', t.pendingJobs],
     ['running', t.runningJobs],
   ];
-  $('totals').replaceChildren(...items.map(([k, val]) => {
-    const d = el('div');
-    d.append(el('dt', k), el('dd', String(val)));
-    return d;
-  }));
+  $('totals').replaceChildren(
+    ...items.map(([k, val]) => {
+      const d = el('div');
+      d.append(el('dt', k), el('dd', String(val)));
+      return d;
+    }),
+  );
 }
 
 function spark(name, q) {
@@ -191,18 +213,20 @@ function renderQueues(v) {
     if (hs.length > HISTORY) hs.shift();
     history.set(q.name, hs);
   }
-  const rows = v.queues.map((q) => row([
-    q.defined ? q.name : `${q.name} (no Queue object)`,
-    q.cohort ?? '—',
-    [String(q.weight), 'num'],
-    [gpus(q.nominalGpuMilli), 'num'],
-    [gpus(q.borrowedGpuMilli), 'num'],
-    [gpus(q.usedGpuMilli), 'num'],
-    [gpus(q.fairShareGpuMilli), 'num'],
-    [`${q.pendingJobs} (${gpus(q.pendingGpuMilli)} GPUs)`, 'num'],
-    [String(q.runningJobs), 'num'],
-    spark(q.name, q),
-  ]));
+  const rows = v.queues.map((q) =>
+    row([
+      q.defined ? q.name : `${q.name} (no Queue object)`,
+      q.cohort ?? '—',
+      [String(q.weight), 'num'],
+      [gpus(q.nominalGpuMilli), 'num'],
+      [gpus(q.borrowedGpuMilli), 'num'],
+      [gpus(q.usedGpuMilli), 'num'],
+      [gpus(q.fairShareGpuMilli), 'num'],
+      [`${q.pendingJobs} (${gpus(q.pendingGpuMilli)} GPUs)`, 'num'],
+      [String(q.runningJobs), 'num'],
+      spark(q.name, q),
+    ]),
+  );
   fillBody($('queues'), rows, rows.length, 10);
 }
 
@@ -228,12 +252,28 @@ function renderPending(v) {
 function renderRunning(v) {
   const yes = (b) => (b ? ['yes', 'yes'] : ['no', 'no']);
   const build = (r) => {
-    const tr = row([r.id, r.queue, [gpus(r.gpuMilli), 'num'], [String(r.pods), 'num'], r.span, domainCell(r), yes(r.oneRack), r.nodes.length <= 4 ? r.nodes.join(', ') : `${r.nodes.slice(0, 4).join(', ')} +${r.nodes.length - 4}`]);
+    const tr = row([
+      r.id,
+      r.queue,
+      [gpus(r.gpuMilli), 'num'],
+      [String(r.pods), 'num'],
+      r.span,
+      domainCell(r),
+      yes(r.oneRack),
+      r.nodes.length <= 4 ? r.nodes.join(', ') : `${r.nodes.slice(0, 4).join(', ')} +${r.nodes.length - 4}`,
+    ]);
     tr.dataset.job = r.id;
     return tr;
   };
   $('running-count').textContent = `${v.totals.runningJobs}`;
-  fillKeyed($('running'), v.running.slice(0, MAX_ROWS), v.running.length, 8, (r) => `${r.queue}|${r.gpuMilli}|${r.pods}|${r.span}|${r.largestNvlinkDomainGpus}|${r.nodes.join(',')}`, build);
+  fillKeyed(
+    $('running'),
+    v.running.slice(0, MAX_ROWS),
+    v.running.length,
+    8,
+    (r) => `${r.queue}|${r.gpuMilli}|${r.pods}|${r.span}|${r.largestNvlinkDomainGpus}|${r.nodes.join(',')}`,
+    build,
+  );
 }
 
 function renderTables(v, changed) {
@@ -244,11 +284,14 @@ function renderTables(v, changed) {
 }
 
 /** Resolves once the frame that shows what was just drawn has been produced (a task after its animation frame). */
-const nextFrame = () => new Promise((r) => requestAnimationFrame(() => {
-  const ch = new MessageChannel();
-  ch.port1.onmessage = () => r();
-  ch.port2.postMessage(0);
-}));
+const nextFrame = () =>
+  new Promise((r) =>
+    requestAnimationFrame(() => {
+      const ch = new MessageChannel();
+      ch.port1.onmessage = () => r();
+      ch.port2.postMessage(0);
+    }),
+  );
 
 function onView(text, receivedAt) {
   const v = JSON.parse(text);
@@ -287,7 +330,18 @@ function onPatch(text, receivedAt) {
   if (p.queues !== undefined && heatmap.mode === 'queue') legend();
   const tabled = performance.now();
   if (p.nodes.length === 0 && p.queues === undefined && p.pending === undefined && p.running === undefined) return;
-  void nextFrame().then(() => state.paints.push({ kind: 'patch', seq: v.seq, nodes: p.nodes.length, ms: performance.now() - receivedAt, parseMs: parsed - receivedAt, heatmapMs: drawn - parsed, tablesMs: tabled - drawn, wallMs: Date.now() }));
+  void nextFrame().then(() =>
+    state.paints.push({
+      kind: 'patch',
+      seq: v.seq,
+      nodes: p.nodes.length,
+      ms: performance.now() - receivedAt,
+      parseMs: parsed - receivedAt,
+      heatmapMs: drawn - parsed,
+      tablesMs: tabled - drawn,
+      wallMs: Date.now(),
+    }),
+  );
 }
 
 let source;
@@ -331,13 +385,19 @@ canvas.addEventListener('mousemove', (e) => {
     return;
   }
   const n = v.nodes[hit.node];
-  const lines = [`${n.name}  (${n.model || 'no GPU'})`, `zone ${n.zone} · block ${n.block} · rack ${n.rack}${n.nvlinkDomain === undefined ? '' : ` · NVLink domain ${n.nvlinkDomain}`}`];
+  const lines = [
+    `${n.name}  (${n.model || 'no GPU'})`,
+    `zone ${n.zone} · block ${n.block} · rack ${n.rack}${n.nvlinkDomain === undefined ? '' : ` · NVLink domain ${n.nvlinkDomain}`}`,
+  ];
   if (hit.gpu !== undefined) {
     const g = n.gpus[hit.gpu];
     lines.push(`GPU ${g.index} · ${nvlinkLabel(n, g)} · ${g.healthy ? 'healthy' : 'UNHEALTHY'} · ${g.usedMilli}/1000 milli allocated`);
     for (const id of g.pods) {
       const p = n.pods.find((x) => x.pod === id);
-      if (p !== undefined) lines.push(`  pod ${p.pod}\n    job ${p.job} · queue ${p.queue}\n    devices ${p.gpus.join(',')}${p.gpuMilli < 1000 ? ` · ${p.gpuMilli} milli each` : ''}`);
+      if (p !== undefined)
+        lines.push(
+          `  pod ${p.pod}\n    job ${p.job} · queue ${p.queue}\n    devices ${p.gpus.join(',')}${p.gpuMilli < 1000 ? ` · ${p.gpuMilli} milli each` : ''}`,
+        );
     }
     if (g.pods.length === 0) lines.push('  free');
   }
@@ -366,7 +426,13 @@ state.longFrames = [];
 if (typeof PerformanceObserver !== 'undefined' && PerformanceObserver.supportedEntryTypes?.includes('long-animation-frame')) {
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
-      state.longFrames.push({ duration: Math.round(e.duration), blocking: Math.round(e.blockingDuration), render: Math.round(e.startTime + e.duration - e.renderStart), styleLayout: Math.round(e.startTime + e.duration - e.styleAndLayoutStart), scripts: e.scripts.map((x) => `${x.invoker} ${Math.round(x.duration)}`).slice(0, 3) });
+      state.longFrames.push({
+        duration: Math.round(e.duration),
+        blocking: Math.round(e.blockingDuration),
+        render: Math.round(e.startTime + e.duration - e.renderStart),
+        styleLayout: Math.round(e.startTime + e.duration - e.styleAndLayoutStart),
+        scripts: e.scripts.map((x) => `${x.invoker} ${Math.round(x.duration)}`).slice(0, 3),
+      });
       if (state.longFrames.length > 100) state.longFrames.shift();
     }
   }).observe({ type: 'long-animation-frame', buffered: true });

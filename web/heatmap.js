@@ -21,7 +21,13 @@ const hex = (c) => [parseInt(c.slice(1, 3), 16), parseInt(c.slice(3, 5), 16), pa
 const mix = (a, b, t) => {
   const x = hex(a);
   const y = hex(b);
-  return `#${x.map((v, i) => Math.round(v + (y[i] - v) * t).toString(16).padStart(2, '0')).join('')}`;
+  return `#${x
+    .map((v, i) =>
+      Math.round(v + (y[i] - v) * t)
+        .toString(16)
+        .padStart(2, '0'),
+    )
+    .join('')}`;
 };
 const FRACTION_STEPS = Array.from({ length: 11 }, (_, i) => mix(COLOURS.fractionLow, COLOURS.fractionHigh, i / 10));
 
@@ -29,7 +35,7 @@ const FRACTION_STEPS = Array.from({ length: 11 }, (_, i) => mix(COLOURS.fraction
 export function queueColour(name) {
   let h = 2166136261;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 16777619);
-  const hue = ((h >>> 0) % 360);
+  const hue = (h >>> 0) % 360;
   return `hsl(${hue} 70% 58%)`;
 }
 
@@ -80,7 +86,11 @@ export function layoutHeatmap(nodes, width, measure = estimate) {
   let modelW = 0;
   for (const n of nodes) {
     const key = n.gpus.map((g) => g.island).join(',');
-    if (!shapes.has(key)) shapes.set(key, n.gpus.map((g) => g.island));
+    if (!shapes.has(key))
+      shapes.set(
+        key,
+        n.gpus.map((g) => g.island),
+      );
     if (labels) {
       nameW = Math.max(nameW, measure(n.name, labelPx));
       modelW = Math.max(modelW, measure(n.model || 'no GPU', labelPx));
@@ -112,7 +122,7 @@ export function layoutHeatmap(nodes, width, measure = estimate) {
   };
   // Racks per zone (node index ranges; nodes come in topology order).
   const zoneRanges = [];
-  for (let i = 0; i < nodes.length; ) {
+  for (let i = 0; i < nodes.length;) {
     const zone = nodes[i].zone;
     const ranges = [];
     while (i < nodes.length && nodes[i].zone === zone) {
@@ -199,7 +209,12 @@ export class Heatmap {
   /** A whole view: lay out (when the node list or the width changed) and paint everything. */
   setView(view) {
     const width = Math.max(320, Math.floor(this.canvas.parentElement.clientWidth));
-    const sameNodes = this.view !== undefined && this.layout !== undefined && this.layout.viewWidth === width && this.view.nodes.length === view.nodes.length && this.view.nodes.every((n, i) => n.name === view.nodes[i].name);
+    const sameNodes =
+      this.view !== undefined &&
+      this.layout !== undefined &&
+      this.layout.viewWidth === width &&
+      this.view.nodes.length === view.nodes.length &&
+      this.view.nodes.every((n, i) => n.name === view.nodes[i].name);
     this.view = view;
     if (!sameNodes) {
       const ctx = this.ctx;

@@ -9,7 +9,17 @@ export function applyPatch(view, patch) {
     if (nodes[at] === undefined || nodes[at].name !== node.name) throw new Error(`patch: node ${node.name} is not at ${at}`);
     nodes[at] = node;
   }
-  return { ...view, seq: patch.seq, atMs: patch.atMs, ...(patch.replay === undefined ? {} : { replay: patch.replay }), totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
+  return {
+    ...view,
+    seq: patch.seq,
+    atMs: patch.atMs,
+    ...(patch.replay === undefined ? {} : { replay: patch.replay }),
+    totals: patch.totals,
+    nodes,
+    queues: patch.queues ?? view.queues,
+    pending: applyListDelta(view.pending, patch.pending, comparePending),
+    running: applyListDelta(view.running, patch.running, compareRunning),
+  };
 }
 
 const byId = (a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
@@ -29,7 +39,12 @@ export function applyListDelta(list, delta, order) {
 export function gpus(milli) {
   if (milli === null || milli === undefined) return '∞';
   const g = milli / 1000;
-  return Number.isInteger(g) ? String(g) : g.toFixed(g < 10 ? 2 : 1).replace(/0+$/, '').replace(/\.$/, '');
+  return Number.isInteger(g)
+    ? String(g)
+    : g
+        .toFixed(g < 10 ? 2 : 1)
+        .replace(/0+$/, '')
+        .replace(/\.$/, '');
 }
 
 /** A duration in ms as "45 s", "12 min", "3 h 5 min", "2 d 4 h". */
@@ -69,6 +84,7 @@ export function nvlinkLabel(node, gpu) {
  */
 export function domainCell(r) {
   if (r.oneNvlinkDomain) return ['yes', 'yes'];
-  if (r.largestNvlinkDomainGpus !== undefined && r.gpus !== undefined && r.gpus > r.largestNvlinkDomainGpus) return [`spans domains (no domain holds ${r.gpus} GPUs)`, 'neutral'];
+  if (r.largestNvlinkDomainGpus !== undefined && r.gpus !== undefined && r.gpus > r.largestNvlinkDomainGpus)
+    return [`spans domains (no domain holds ${r.gpus} GPUs)`, 'neutral'];
   return ['no', 'no'];
 }

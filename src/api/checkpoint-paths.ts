@@ -46,7 +46,10 @@ export function checkpointPathProblems(spec: unknown): CheckpointPathProblem[] {
     if (!Array.isArray(list)) return;
     list.forEach((e, k) => {
       if (isRecord(e) && e.name === CHECKPOINT_DIR_ENV) {
-        out.push({ path: `${at}[${k}]`, message: `${CHECKPOINT_DIR_ENV} is set by the controller to spec.checkpoint.mountPath (${mountPath}); overriding it would point ranks at different directories` });
+        out.push({
+          path: `${at}[${k}]`,
+          message: `${CHECKPOINT_DIR_ENV} is set by the controller to spec.checkpoint.mountPath (${mountPath}); overriding it would point ranks at different directories`,
+        });
       }
     });
   };
@@ -58,7 +61,11 @@ export function checkpointPathProblems(spec: unknown): CheckpointPathProblem[] {
     podSpec.volumes.forEach((v, i) => {
       if (!isRecord(v) || typeof v.name !== 'string') return;
       volumes.set(v.name, { v, i });
-      if (v.name === CHECKPOINT_VOLUME_NAME) out.push({ path: `spec.podTemplate.spec.volumes[${i}]`, message: `volume name ${CHECKPOINT_VOLUME_NAME} is the controller's checkpoint volume (spec.checkpoint.volume); rename it` });
+      if (v.name === CHECKPOINT_VOLUME_NAME)
+        out.push({
+          path: `spec.podTemplate.spec.volumes[${i}]`,
+          message: `volume name ${CHECKPOINT_VOLUME_NAME} is the controller's checkpoint volume (spec.checkpoint.volume); rename it`,
+        });
     });
   }
   for (const key of ['containers', 'initContainers'] as const) {

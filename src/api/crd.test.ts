@@ -158,7 +158,9 @@ describe('deploy/crds', () => {
   it('holds exactly the generator output (run `npx tsx scripts/gen-crds.ts` after changing a schema)', () => {
     const files = crdFiles();
     expect(existsSync(DEPLOY_DIR)).toBe(true);
-    const committed = readdirSync(DEPLOY_DIR).filter((f) => f.endsWith('.yaml')).sort();
+    const committed = readdirSync(DEPLOY_DIR)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     expect(committed).toEqual(files.map((f) => f.fileName).sort());
     for (const f of files) expect(readFileSync(join(DEPLOY_DIR, f.fileName), 'utf8'), f.fileName).toBe(f.content);
   });

@@ -88,23 +88,26 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
 describe('SITS CRDs on a real kube-apiserver', () => {
   let cp: ControlPlane | undefined;
 
-  beforeAll(async () => {
-    const binDir = await ensureK8sBinaries();
-    cp = await startControlPlane({ binDir });
-    const kc = cp.kubeConfig();
-    const ext = kc.makeApiClient(ApiextensionsV1Api);
-    for (const crd of buildCrds()) {
-      const res = await requestJson(cp, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
-      if (res.status !== 201) throw new Error(`creating ${crd.metadata.name}: HTTP ${res.status}: ${res.body}`);
-    }
-    for (const crd of buildCrds()) {
-      await waitFor(`${crd.metadata.name} Established`, async () => {
-        const got = await ext.readCustomResourceDefinition({ name: crd.metadata.name });
-        return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
-      });
-    }
-    await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
-  }, BUILD_TIMEOUT_MS + scaled(240_000));
+  beforeAll(
+    async () => {
+      const binDir = await ensureK8sBinaries();
+      cp = await startControlPlane({ binDir });
+      const kc = cp.kubeConfig();
+      const ext = kc.makeApiClient(ApiextensionsV1Api);
+      for (const crd of buildCrds()) {
+        const res = await requestJson(cp, 'POST', '/apis/apiextensions.k8s.io/v1/customresourcedefinitions', crd);
+        if (res.status !== 201) throw new Error(`creating ${crd.metadata.name}: HTTP ${res.status}: ${res.body}`);
+      }
+      for (const crd of buildCrds()) {
+        await waitFor(`${crd.metadata.name} Established`, async () => {
+          const got = await ext.readCustomResourceDefinition({ name: crd.metadata.name });
+          return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ? true : undefined;
+        });
+      }
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NAMESPACE } } });
+    },
+    BUILD_TIMEOUT_MS + scaled(240_000),
+  );
 
   afterAll(async () => {
     await cp?.stop();
@@ -163,7 +166,12 @@ describe('SITS CRDs on a real kube-apiserver', () => {
       apiVersion: `${API_GROUP}/${API_VERSION}`,
       kind: 'BatchInferenceJob',
       metadata: { name: 'zero-config' },
-      spec: { model: { uri: 'hf://meta-llama/Llama-3.1-8B-Instruct' }, input: { uri: 'pvc://data/requests.jsonl' }, output: { uri: 'pvc://data/results/' }, tier: 'silver' },
+      spec: {
+        model: { uri: 'hf://meta-llama/Llama-3.1-8B-Instruct' },
+        input: { uri: 'pvc://data/requests.jsonl' },
+        output: { uri: 'pvc://data/results/' },
+        tier: 'silver',
+      },
     };
     const stored = (await create('BatchInferenceJob', structuredClone(manifest))) as { spec: Record<string, unknown> };
     expect(stored.spec).toEqual({
@@ -193,8 +201,16 @@ describe('SITS CRDs on a real kube-apiserver', () => {
     'pvc://data/in\u0000x',
     's3://bucket/../other',
   ])('refuses the BatchInferenceJob input %j at the apiserver, naming spec.input.uri', async (uri) => {
-    const body = { apiVersion: `${API_GROUP}/${API_VERSION}`, kind: 'BatchInferenceJob', metadata: { generateName: 'traversal-' }, spec: { model: { uri: 'hf://m/m' }, input: { uri }, output: { uri: 'pvc://data/out/' } } };
-    const err = await create('BatchInferenceJob', body).then(() => undefined, (e: unknown) => e);
+    const body = {
+      apiVersion: `${API_GROUP}/${API_VERSION}`,
+      kind: 'BatchInferenceJob',
+      metadata: { generateName: 'traversal-' },
+      spec: { model: { uri: 'hf://m/m' }, input: { uri }, output: { uri: 'pvc://data/out/' } },
+    };
+    const err = await create('BatchInferenceJob', body).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err, `${uri} must be refused`).toBeDefined();
     expect(statusMessage(err)).toContain('spec.input.uri');
   });
@@ -222,7 +238,10 @@ describe('SITS CRDs on a real kube-apiserver', () => {
         name: 'elastic-scale',
         body: [{ op: 'replace', path: '/spec/replicas', value: 9 }],
       })
-      .then(() => undefined, (e: unknown) => e);
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err, 'scaling above maxReplicas must fail').toBeDefined();
     expect(statusMessage(err)).toContain('spec.replicas');
   });
@@ -246,12 +265,21 @@ describe('SITS CRDs on a real kube-apiserver', () => {
     expect(offline.ok).toBe(true);
 
     const badStatus = { conditions: [{ type: 'Running', status: 'Maybe', lastTransitionTime: '2026-01-01T00:00:00Z', reason: 'X', message: '' }] };
-    const rejected = await requestJson(cp, 'PATCH', `${base}/bert-large-finetune/status`, { status: badStatus }, { 'Content-Type': 'application/merge-patch+json' });
+    const rejected = await requestJson(
+      cp,
+      'PATCH',
+      `${base}/bert-large-finetune/status`,
+      { status: badStatus },
+      { 'Content-Type': 'application/merge-patch+json' },
+    );
     expect(rejected.status).toBe(422);
     expect(rejected.body).toContain('status.conditions[0].status');
 
     const table = await requestJson(cp, 'GET', base, undefined, { Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' });
-    const parsed = JSON.parse(table.body) as { columnDefinitions: Array<{ name: string }>; rows: Array<{ cells: unknown[]; object: { metadata: { name: string } } }> };
+    const parsed = JSON.parse(table.body) as {
+      columnDefinitions: Array<{ name: string }>;
+      rows: Array<{ cells: unknown[]; object: { metadata: { name: string } } }>;
+    };
     const columns = parsed.columnDefinitions.map((c) => c.name);
     expect(columns).toEqual(expect.arrayContaining(['Name', 'Phase', 'Ready', 'Replicas', 'GPUs', 'Age']));
     const row = parsed.rows.find((r) => r.object.metadata.name === 'bert-large-finetune');

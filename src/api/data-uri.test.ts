@@ -35,7 +35,8 @@ describe('pvc:// URIs (issue 36: a path stays inside its claim)', () => {
   });
 
   it('the CRD pattern keeps the other schemes, without . or .. segments or backslashes', () => {
-    for (const ok of ['s3://tickets/2026-01/', 'hf://Qwen/Qwen2.5-7B-Instruct', 'https://h/p?x=%20', 'oci://r/m:1', 'pvc://data/out/j']) expect(pattern.test(ok), ok).toBe(true);
+    for (const ok of ['s3://tickets/2026-01/', 'hf://Qwen/Qwen2.5-7B-Instruct', 'https://h/p?x=%20', 'oci://r/m:1', 'pvc://data/out/j'])
+      expect(pattern.test(ok), ok).toBe(true);
     for (const bad of ['s3://b/../x', 'hf://a/./b', 'https://h/a\\b', 'pvcx://a/..', 'p://a/..', 'pvc://a/..']) expect(pattern.test(bad), bad).toBe(false);
   });
 

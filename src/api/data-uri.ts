@@ -30,7 +30,11 @@ const PVC_RE = new RegExp(`^pvc://(${CLAIM})(/(.*))?$`, 's');
 /** `pvc://claim/some/path` → claim and a relative path that stays inside the claim; the reason otherwise. */
 export function parsePvcUri(uri: string): PvcUri {
   const m = PVC_RE.exec(uri);
-  if (m === null) return { ok: false, reason: uri.startsWith('pvc://') ? 'the claim is not a DNS label (pvc://<claim>/<path>)' : 'only pvc://<claim>/<path> URIs are served' };
+  if (m === null)
+    return {
+      ok: false,
+      reason: uri.startsWith('pvc://') ? 'the claim is not a DNS label (pvc://<claim>/<path>)' : 'only pvc://<claim>/<path> URIs are served',
+    };
   const claim = m[1] as string;
   const rest = m[4] ?? '';
   // eslint-disable-next-line no-control-regex -- refusing control characters is the point
@@ -76,5 +80,12 @@ export function parsePlainPath(path: string, absolute: boolean): { readonly ok: 
   const r = parsePvcUri(`pvc://x/${absolute ? path.slice(1) : path}`);
   if (absolute && !path.startsWith('/')) return { ok: false, reason: 'the path is not absolute (it starts with /)' };
   if (absolute && path.replace(/\/$/, '') === '') return { ok: false, reason: 'the path is the root (/): name a folder' };
-  return r.ok ? { ok: true } : { ok: false, reason: absolute ? r.reason.replace('the path is absolute (pvc://<claim>/<relative path>)', 'the path has an empty segment (//)') : r.reason.replace(' (pvc://<claim>/<relative path>)', ': want a path relative to the claim') };
+  return r.ok
+    ? { ok: true }
+    : {
+        ok: false,
+        reason: absolute
+          ? r.reason.replace('the path is absolute (pvc://<claim>/<relative path>)', 'the path has an empty segment (//)')
+          : r.reason.replace(' (pvc://<claim>/<relative path>)', ': want a path relative to the claim'),
+      };
 }

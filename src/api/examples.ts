@@ -243,28 +243,95 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('TrainingJob', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', SEED_TRAINING_JOB, (s) => {
     obj(s.container).env = [{ name: 'HF_TOKEN', value: 'x', valueFrom: { secretKeyRef: { name: 'hf', key: 'token' } } }];
   }),
-  { name: 'name too long for pod hostnames', kind: 'TrainingJob', path: 'metadata', manifest: { ...SEED_TRAINING_JOB, metadata: { name: `bert-${'x'.repeat(44)}` } } },
-  { name: 'name with a dot (the headless Service needs a DNS label)', kind: 'TrainingJob', path: 'metadata', manifest: { ...SEED_TRAINING_JOB, metadata: { name: 'bert.large' } } },
+  {
+    name: 'name too long for pod hostnames',
+    kind: 'TrainingJob',
+    path: 'metadata',
+    manifest: { ...SEED_TRAINING_JOB, metadata: { name: `bert-${'x'.repeat(44)}` } },
+  },
+  {
+    name: 'name with a dot (the headless Service needs a DNS label)',
+    kind: 'TrainingJob',
+    path: 'metadata',
+    manifest: { ...SEED_TRAINING_JOB, metadata: { name: 'bert.large' } },
+  },
   invalid('InferenceService', 'unknown runtime', 'spec.runtime', EXAMPLE_INFERENCE_SERVICE, (s) => (s.runtime = 'sglang')),
   invalid('InferenceService', 'minReplicas > maxReplicas', 'spec.minReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => {
     s.minReplicas = 9;
     s.replicas = 9;
   }),
   invalid('InferenceService', 'replicas below minReplicas', 'spec.replicas', EXAMPLE_INFERENCE_SERVICE, (s) => (s.replicas = 0)),
-  invalid('InferenceService', 'autoscaling without a target', 'spec.autoscaling.tokensPerSecondPerReplica', EXAMPLE_INFERENCE_SERVICE, (s) => (s.autoscaling = {})),
-  invalid('InferenceService', 'autoscaling mode keda without a Prometheus', 'spec.autoscaling.keda', EXAMPLE_INFERENCE_SERVICE, (s) => (s.autoscaling = { mode: 'keda' })),
+  invalid(
+    'InferenceService',
+    'autoscaling without a target',
+    'spec.autoscaling.tokensPerSecondPerReplica',
+    EXAMPLE_INFERENCE_SERVICE,
+    (s) => (s.autoscaling = {}),
+  ),
+  invalid(
+    'InferenceService',
+    'autoscaling mode keda without a Prometheus',
+    'spec.autoscaling.keda',
+    EXAMPLE_INFERENCE_SERVICE,
+    (s) => (s.autoscaling = { mode: 'keda' }),
+  ),
   invalid('InferenceService', 'autoscaling without maxReplicas', 'spec.maxReplicas', EXAMPLE_INFERENCE_SERVICE, (s) => delete s.maxReplicas),
-  invalid('InferenceService', 'tensorParallelSize does not divide GPUs', 'spec.tensorParallelSize', EXAMPLE_INFERENCE_SERVICE, (s) => (s.tensorParallelSize = 3)),
-  invalid('InferenceService', 'a rollout that cannot progress', 'spec.rollout.maxSurge', EXAMPLE_INFERENCE_SERVICE, (s) => (s.rollout = { maxSurge: 0, maxUnavailable: 0 })),
+  invalid(
+    'InferenceService',
+    'tensorParallelSize does not divide GPUs',
+    'spec.tensorParallelSize',
+    EXAMPLE_INFERENCE_SERVICE,
+    (s) => (s.tensorParallelSize = 3),
+  ),
+  invalid(
+    'InferenceService',
+    'a rollout that cannot progress',
+    'spec.rollout.maxSurge',
+    EXAMPLE_INFERENCE_SERVICE,
+    (s) => (s.rollout = { maxSurge: 0, maxUnavailable: 0 }),
+  ),
   invalid('InferenceService', 'LoRA adapters on triton', 'spec.model.adapters', EXAMPLE_INFERENCE_SERVICE, (s) => (s.runtime = 'triton')),
-  invalid('DataPipeline', 'dependsOn a later stage', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['filter'] })),
-  invalid('DataPipeline', 'a cycle in dependsOn', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['caption'] })),
-  invalid('DataPipeline', 'a stage depending on itself', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['caption'] })),
+  invalid(
+    'DataPipeline',
+    'dependsOn a later stage',
+    'spec.stages',
+    EXAMPLE_DATA_PIPELINE,
+    (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['filter'] }),
+  ),
+  invalid(
+    'DataPipeline',
+    'a cycle in dependsOn',
+    'spec.stages',
+    EXAMPLE_DATA_PIPELINE,
+    (s) => (list(s.stages)[0] = { ...list(s.stages)[0], dependsOn: ['caption'] }),
+  ),
+  invalid(
+    'DataPipeline',
+    'a stage depending on itself',
+    'spec.stages',
+    EXAMPLE_DATA_PIPELINE,
+    (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['caption'] }),
+  ),
   invalid('DataPipeline', 'artifact with both a snapshot and a path', 'spec.stages[0].outputs.artifacts[0].volumeSnapshot', EXAMPLE_DATA_PIPELINE, (s) => {
-    list(s.stages)[0] = { ...list(s.stages)[0], outputs: { artifacts: [{ name: 'shards', volumeSnapshot: { claimName: 'work' }, path: { claimName: 'work', subPath: 'x' } }] } };
+    list(s.stages)[0] = {
+      ...list(s.stages)[0],
+      outputs: { artifacts: [{ name: 'shards', volumeSnapshot: { claimName: 'work' }, path: { claimName: 'work', subPath: 'x' } }] },
+    };
   }),
-  invalid('DataPipeline', 'dependsOn a missing stage', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['nope'] })),
-  invalid('DataPipeline', 'duplicate stage names', 'spec.stages[2]', EXAMPLE_DATA_PIPELINE, (s) => (list(s.stages)[2] = { ...list(s.stages)[2], name: 'caption' })),
+  invalid(
+    'DataPipeline',
+    'dependsOn a missing stage',
+    'spec.stages',
+    EXAMPLE_DATA_PIPELINE,
+    (s) => (list(s.stages)[1] = { ...list(s.stages)[1], dependsOn: ['nope'] }),
+  ),
+  invalid(
+    'DataPipeline',
+    'duplicate stage names',
+    'spec.stages[2]',
+    EXAMPLE_DATA_PIPELINE,
+    (s) => (list(s.stages)[2] = { ...list(s.stages)[2], name: 'caption' }),
+  ),
   invalid('DataPipeline', 'cpu stage with accelerators', 'spec.stages[0].acceleratorsPerReplica', EXAMPLE_DATA_PIPELINE, (s) => {
     list(s.stages)[0] = { ...list(s.stages)[0], acceleratorsPerReplica: 1 };
   }),
@@ -272,7 +339,12 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     list(s.stages)[1] = { ...list(s.stages)[1], workload: { kind: 'BatchInferenceJob', spec: {} } };
   }),
   invalid('DataPipeline', 'adapter stage with a resource profile', 'spec.stages[2].adapter', EXAMPLE_DATA_PIPELINE, (s) => {
-    list(s.stages)[2] = { name: 'filter', dependsOn: ['caption'], adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://adapters/support' }, resourceProfile: 'auto' };
+    list(s.stages)[2] = {
+      name: 'filter',
+      dependsOn: ['caption'],
+      adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://adapters/support' },
+      resourceProfile: 'auto',
+    };
   }),
   invalid('DataPipeline', 'no stages', 'spec.stages', EXAMPLE_DATA_PIPELINE, (s) => (s.stages = [])),
   invalid('DataPipeline', 'gpu requirements on a cpu stage', 'spec.stages[0].gpu', EXAMPLE_DATA_PIPELINE, (s) => {
@@ -283,13 +355,23 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     name: 'scheduled pipeline name too long for run names',
     kind: 'DataPipeline',
     path: 'metadata',
-    manifest: { ...EXAMPLE_DATA_PIPELINE, metadata: { name: 'x'.repeat(28) }, spec: { ...(EXAMPLE_DATA_PIPELINE.spec as object), schedule: { cron: '@daily' } } },
+    manifest: {
+      ...EXAMPLE_DATA_PIPELINE,
+      metadata: { name: 'x'.repeat(28) },
+      spec: { ...(EXAMPLE_DATA_PIPELINE.spec as object), schedule: { cron: '@daily' } },
+    },
   },
   invalid('BatchInferenceJob', 'batchSize above 2048', 'spec.batching.batchSize', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
     s.batching = { batchSize: 4096 };
   }),
   invalid('BatchInferenceJob', 'seqLen above 32768', 'spec.batching.seqLen', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.batching = { seqLen: 65536 })),
-  invalid('BatchInferenceJob', 'unknown kvCachePolicy', 'spec.batching.kvCachePolicy', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.batching = { kvCachePolicy: 'spill' })),
+  invalid(
+    'BatchInferenceJob',
+    'unknown kvCachePolicy',
+    'spec.batching.kvCachePolicy',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.batching = { kvCachePolicy: 'spill' }),
+  ),
   invalid('BatchInferenceJob', 'batchSize outside dynamic bounds', 'spec.batching.batchSize', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
     s.batching = { batchSize: 512, dynamic: { minBatchSize: 8, maxBatchSize: 256 } };
   }),
@@ -304,16 +386,52 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     delete s.queue;
     s.tier = 'platinum';
   }),
-  invalid('BatchInferenceJob', 'input not in the OpenAI batch format', 'spec.input.format', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.input = { uri: 's3://tickets/', format: 'parquet' })),
-  invalid('BatchInferenceJob', 'output not in the OpenAI batch format', 'spec.output.format', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.output = { uri: 's3://out/', format: 'csv' })),
-  invalid('BatchInferenceJob', 'output overwrites the input', 'spec.output.uri', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.output = { uri: 's3://tickets/2026-01/' })),
+  invalid(
+    'BatchInferenceJob',
+    'input not in the OpenAI batch format',
+    'spec.input.format',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.input = { uri: 's3://tickets/', format: 'parquet' }),
+  ),
+  invalid(
+    'BatchInferenceJob',
+    'output not in the OpenAI batch format',
+    'spec.output.format',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.output = { uri: 's3://out/', format: 'csv' }),
+  ),
+  invalid(
+    'BatchInferenceJob',
+    'output overwrites the input',
+    'spec.output.uri',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.output = { uri: 's3://tickets/2026-01/' }),
+  ),
   invalid('BatchInferenceJob', 'fewer shards than workers', 'spec.sharding.shards', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.sharding = { shards: 2 })),
   invalid('BatchInferenceJob', 'WASM plugin from a ConfigMap and a file', 'spec.strategy.batchSize.wasm.configMap', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
     s.strategy = { batchSize: { wasm: { configMap: { name: 'plugins', key: 'a.wasm' }, file: 'a.wasm', sha256: 'a'.repeat(64) } } };
   }),
-  invalid('BatchInferenceJob', 'WASM plugin digest not lowercase hex', 'spec.strategy.routing.wasm.sha256', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { routing: { wasm: { file: 'a.wasm', sha256: 'A'.repeat(64) } } })),
-  invalid('BatchInferenceJob', 'WASM plugin ConfigMap key ..', 'spec.strategy.batchSize.wasm.configMap.key', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { batchSize: { wasm: { configMap: { name: 'plugins', key: '..' }, sha256: 'a'.repeat(64) } } })),
-  invalid('BatchInferenceJob', 'WASM plugin file outside the plugin directory', 'spec.strategy.batchSize.wasm.file', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.strategy = { batchSize: { wasm: { file: '../etc/a.wasm', sha256: 'a'.repeat(64) } } })),
+  invalid(
+    'BatchInferenceJob',
+    'WASM plugin digest not lowercase hex',
+    'spec.strategy.routing.wasm.sha256',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.strategy = { routing: { wasm: { file: 'a.wasm', sha256: 'A'.repeat(64) } } }),
+  ),
+  invalid(
+    'BatchInferenceJob',
+    'WASM plugin ConfigMap key ..',
+    'spec.strategy.batchSize.wasm.configMap.key',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.strategy = { batchSize: { wasm: { configMap: { name: 'plugins', key: '..' }, sha256: 'a'.repeat(64) } } }),
+  ),
+  invalid(
+    'BatchInferenceJob',
+    'WASM plugin file outside the plugin directory',
+    'spec.strategy.batchSize.wasm.file',
+    EXAMPLE_BATCH_INFERENCE_JOB,
+    (s) => (s.strategy = { batchSize: { wasm: { file: '../etc/a.wasm', sha256: 'a'.repeat(64) } } }),
+  ),
   // Shared pieces (resource lists, env, name limits) are compiled into each CRD separately, so each kind gets a case.
   invalid('InferenceService', 'fractional GPUs', 'spec.resources', EXAMPLE_INFERENCE_SERVICE, (s) => (s.resources = { 'nvidia.com/gpu': '0.5' })),
   invalid('InferenceService', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', EXAMPLE_INFERENCE_SERVICE, (s) => {
@@ -339,13 +457,20 @@ export const INVALID_CASES: readonly InvalidCase[] = [
     name: 'multi-pod name too long',
     kind: 'InferenceService',
     path: 'metadata',
-    manifest: { ...EXAMPLE_INFERENCE_SERVICE, metadata: { name: 'q'.repeat(41) }, spec: { ...(EXAMPLE_INFERENCE_SERVICE.spec as Record<string, unknown>), podsPerReplica: 2, gpusPerReplica: 16, tensorParallelSize: 8 } },
+    manifest: {
+      ...EXAMPLE_INFERENCE_SERVICE,
+      metadata: { name: 'q'.repeat(41) },
+      spec: { ...(EXAMPLE_INFERENCE_SERVICE.spec as Record<string, unknown>), podsPerReplica: 2, gpusPerReplica: 16, tensorParallelSize: 8 },
+    },
   },
   invalid('DataPipeline', 'fractional GPUs', 'spec.stages[1].resources', EXAMPLE_DATA_PIPELINE, (s) => {
     list(s.stages)[1] = { ...list(s.stages)[1], resources: { 'nvidia.com/gpu': '1.5' } };
   }),
   invalid('DataPipeline', 'env with value and valueFrom', 'spec.stages[0].container.env[0].valueFrom', EXAMPLE_DATA_PIPELINE, (s) => {
-    list(s.stages)[0] = { ...list(s.stages)[0], container: { image: 'x', env: [{ name: 'A', value: 'x', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] } };
+    list(s.stages)[0] = {
+      ...list(s.stages)[0],
+      container: { image: 'x', env: [{ name: 'A', value: 'x', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }] },
+    };
   }),
   invalid('BatchInferenceJob', 'fractional GPUs', 'spec.resources', EXAMPLE_BATCH_INFERENCE_JOB, (s) => (s.resources = { 'nvidia.com/gpu': '250m' })),
   invalid('BatchInferenceJob', 'env with value and valueFrom', 'spec.container.env[0].valueFrom', EXAMPLE_BATCH_INFERENCE_JOB, (s) => {
@@ -370,5 +495,11 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('Queue', 'default priority class not allowed', 'spec.defaultPriorityClassName', EXAMPLE_QUEUE, (s) => (s.defaultPriorityClassName = 'batch-low')),
   invalid('Queue', 'negative quota', 'spec.resources[1].nominal', EXAMPLE_QUEUE, (s) => (list(s.resources)[1] = { name: 'cpu', nominal: -4 })),
   invalid('PodGroup', 'minMember 0', 'spec.minMember', EXAMPLE_POD_GROUP, (s) => (s.minMember = 0)),
-  invalid('PodGroup', 'preferred topology wider than required', 'spec.topology.preferred', EXAMPLE_POD_GROUP, (s) => (s.topology = { required: 'node', preferred: 'rack' })),
+  invalid(
+    'PodGroup',
+    'preferred topology wider than required',
+    'spec.topology.preferred',
+    EXAMPLE_POD_GROUP,
+    (s) => (s.topology = { required: 'node', preferred: 'rack' }),
+  ),
 ];

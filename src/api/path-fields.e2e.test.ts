@@ -20,12 +20,20 @@ function post(path: string, body: unknown): Promise<{ status: number; body: stri
   const cp = plane as ControlPlane;
   return new Promise((resolve, reject) => {
     const data = JSON.stringify(body);
-    const req = request(`${cp.server}${path}`, { method: 'POST', rejectUnauthorized: false, headers: { Authorization: `Bearer ${cp.token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) } }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (text += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
-    });
+    const req = request(
+      `${cp.server}${path}`,
+      {
+        method: 'POST',
+        rejectUnauthorized: false,
+        headers: { Authorization: `Bearer ${cp.token}`, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(data) },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
     req.on('error', reject);
     req.end(data);
   });

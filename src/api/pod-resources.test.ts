@@ -14,12 +14,21 @@ describe('readPodResources', () => {
       },
       'spec',
     );
-    expect(r).toEqual({ ok: true, value: { cpuMilli: 4100, memoryMiB: 1600, gpuCount: 2, scalar: { 'ephemeral-storage': 10 * 2 ** 30, 'hugepages-2Mi': 4 * 2 ** 20, 'rdma/hca': 1 } } });
+    expect(r).toEqual({
+      ok: true,
+      value: { cpuMilli: 4100, memoryMiB: 1600, gpuCount: 2, scalar: { 'ephemeral-storage': 10 * 2 ** 30, 'hugepages-2Mi': 4 * 2 ** 20, 'rdma/hca': 1 } },
+    });
   });
 
   it('names the field of a bad quantity; extended resources must be whole', () => {
-    expect(readPodResources({ containers: [{ resources: { requests: { cpu: 'lots' } } }] }, 'pod a/b: spec')).toEqual({ ok: false, error: 'pod a/b: spec.containers[0].resources.requests[cpu]: "lots" is not a quantity (e.g. 500m, 1.5, 32Gi)' });
+    expect(readPodResources({ containers: [{ resources: { requests: { cpu: 'lots' } } }] }, 'pod a/b: spec')).toEqual({
+      ok: false,
+      error: 'pod a/b: spec.containers[0].resources.requests[cpu]: "lots" is not a quantity (e.g. 500m, 1.5, 32Gi)',
+    });
     expect(readPodResources({ containers: [{ resources: { limits: { 'rdma/hca': '0.5' } } }] }, 'spec').ok).toBe(false);
-    expect(readPodResources({ containers: [{ resources: { requests: { 'ephemeral-storage': '1.5' } } }] }, 'spec')).toEqual({ ok: true, value: { cpuMilli: 0, memoryMiB: 0, gpuCount: 0, scalar: { 'ephemeral-storage': 2 } } });
+    expect(readPodResources({ containers: [{ resources: { requests: { 'ephemeral-storage': '1.5' } } }] }, 'spec')).toEqual({
+      ok: true,
+      value: { cpuMilli: 0, memoryMiB: 0, gpuCount: 0, scalar: { 'ephemeral-storage': 2 } },
+    });
   });
 });

@@ -9,8 +9,7 @@ export type QuantityValue = number | string;
  * Same grammar as k8s.io/apimachinery resource.Quantity, restricted to non-negative values; written to
  * be valid both as an RE2 pattern (apiserver) and as a JavaScript RegExp (TypeBox).
  */
-export const NON_NEGATIVE_QUANTITY_PATTERN =
-  '^(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?[0-9]+))?$';
+export const NON_NEGATIVE_QUANTITY_PATTERN = '^(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?[0-9]+))?$';
 
 const QUANTITY_RE = /^([+-]?)(?:([0-9]+)(?:\.([0-9]*))?|\.([0-9]+))(?:(Ki|Mi|Gi|Ti|Pi|Ei)|([numkMGTPE])|[eE]([+-]?[0-9]+))?$/;
 
@@ -110,7 +109,11 @@ export type QuantityUnit = 'milli' | 'MiB' | 'count';
  * integer"), so a fraction is an error here too rather than being rounded. Negative values are errors as
  * for requests and capacity. `field` names where the value came from, for the error message.
  */
-export function readQuantity(value: QuantityValue, unit: QuantityUnit, field: string): { readonly ok: true; readonly value: number } | { readonly ok: false; readonly error: string } {
+export function readQuantity(
+  value: QuantityValue,
+  unit: QuantityUnit,
+  field: string,
+): { readonly ok: true; readonly value: number } | { readonly ok: false; readonly error: string } {
   const n = quantityToNano(value);
   const shown = JSON.stringify(value);
   if (n === undefined) return { ok: false, error: `${field}: ${shown} is not a quantity (e.g. 500m, 1.5, 32Gi)` };

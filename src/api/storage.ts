@@ -4,7 +4,16 @@
  * plugins read (ADR 0070); the apiserver has validated live objects, files get an error naming the field.
  */
 import type { LabelSelector, NodeSelectorTerm } from '../core/model/pod.ts';
-import type { AccessMode, InlineDisk, PersistentVolume, PodClaim, PersistentVolumeClaim, StorageClass, TopologySelectorTerm, VolumeMode } from '../core/model/volume.ts';
+import type {
+  AccessMode,
+  InlineDisk,
+  PersistentVolume,
+  PodClaim,
+  PersistentVolumeClaim,
+  StorageClass,
+  TopologySelectorTerm,
+  VolumeMode,
+} from '../core/model/volume.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { readResourceQuantity } from './pod-resources.ts';
 import type { QuantityValue } from './quantity.ts';
@@ -89,7 +98,8 @@ function nodeTerms(terms: readonly SelectorTermLike[], field: string): Result<No
       if (list === undefined) return ok(undefined);
       const r = [];
       for (const [j, e] of list.entries()) {
-        if (!(NODE_OPERATORS as readonly string[]).includes(e.operator)) return err(`${field}[${i}].${what}[${j}].operator: "${e.operator}" is not one of ${NODE_OPERATORS.join(', ')}`);
+        if (!(NODE_OPERATORS as readonly string[]).includes(e.operator))
+          return err(`${field}[${i}].${what}[${j}].operator: "${e.operator}" is not one of ${NODE_OPERATORS.join(', ')}`);
         r.push({ key: e.key, operator: e.operator as (typeof NODE_OPERATORS)[number], ...(e.values === undefined ? {} : { values: e.values }) });
       }
       return ok(r);
@@ -127,7 +137,9 @@ export function readPersistentVolume(o: PersistentVolumeLike, where = 'persisten
     volumeMode: mode.value,
     ...(affinity === undefined ? {} : { nodeAffinity: affinity.value }),
     labels: o.metadata?.labels ?? {},
-    ...(ref?.name === undefined ? {} : { claimRef: { namespace: ref.namespace ?? 'default', name: ref.name, ...(ref.uid === undefined || ref.uid === '' ? {} : { uid: ref.uid }) } }),
+    ...(ref?.name === undefined
+      ? {}
+      : { claimRef: { namespace: ref.namespace ?? 'default', name: ref.name, ...(ref.uid === undefined || ref.uid === '' ? {} : { uid: ref.uid }) } }),
     phase: phase as PersistentVolume['phase'],
     deleting: o.metadata?.deletionTimestamp !== undefined && o.metadata.deletionTimestamp !== null,
   });
@@ -174,8 +186,15 @@ export function readStorageClass(o: StorageClassLike, where = 'storageclass'): R
   if (name === '') return err(`${where}: metadata.name is required`);
   const mode = o.volumeBindingMode ?? 'Immediate';
   if (mode !== 'Immediate' && mode !== 'WaitForFirstConsumer') return err(`${at}: volumeBindingMode: "${mode}" is not Immediate or WaitForFirstConsumer`);
-  const topo: TopologySelectorTerm[] | undefined = o.allowedTopologies?.map((t) => ({ matchLabelExpressions: (t.matchLabelExpressions ?? []).map((e) => ({ key: e.key, values: e.values })) }));
-  return ok({ name, provisioner: o.provisioner ?? '', volumeBindingMode: mode, ...(topo === undefined || topo.length === 0 ? {} : { allowedTopologies: topo }) });
+  const topo: TopologySelectorTerm[] | undefined = o.allowedTopologies?.map((t) => ({
+    matchLabelExpressions: (t.matchLabelExpressions ?? []).map((e) => ({ key: e.key, values: e.values })),
+  }));
+  return ok({
+    name,
+    provisioner: o.provisioner ?? '',
+    volumeBindingMode: mode,
+    ...(topo === undefined || topo.length === 0 ? {} : { allowedTopologies: topo }),
+  });
 }
 
 export interface PodVolumeLike {
@@ -207,7 +226,8 @@ export function podInlineDisks(volumes: readonly PodVolumeLike[] | undefined): I
 export function podClaims(volumes: readonly PodVolumeLike[] | undefined, podName: string): PodClaim[] {
   const out: PodClaim[] = [];
   for (const v of volumes ?? []) {
-    if (v.persistentVolumeClaim !== undefined && v.persistentVolumeClaim !== null) out.push({ name: v.persistentVolumeClaim.claimName, ...(v.persistentVolumeClaim.readOnly === true ? { readOnly: true as const } : {}) });
+    if (v.persistentVolumeClaim !== undefined && v.persistentVolumeClaim !== null)
+      out.push({ name: v.persistentVolumeClaim.claimName, ...(v.persistentVolumeClaim.readOnly === true ? { readOnly: true as const } : {}) });
     else if (v.ephemeral !== undefined && v.ephemeral !== null) out.push({ name: `${podName}-${v.name}`, ephemeral: true });
   }
   return out;

@@ -70,7 +70,8 @@ function typeOfJson(v: JsonValue): string {
 function defaultIssues(node: JSONSchemaProps, value: JsonValue, path: string): string[] {
   const issues: string[] = [];
   const t = typeOfJson(value);
-  if (node.type && !(t === node.type || (node.type === 'number' && t === 'integer'))) issues.push(`${path}: default ${JSON.stringify(value)} is not of type ${node.type}`);
+  if (node.type && !(t === node.type || (node.type === 'number' && t === 'integer')))
+    issues.push(`${path}: default ${JSON.stringify(value)} is not of type ${node.type}`);
   if (node.enum && !node.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) issues.push(`${path}: default ${JSON.stringify(value)} is not in enum`);
   if (typeof value === 'number') {
     if (node.minimum !== undefined && value < node.minimum) issues.push(`${path}: default below minimum`);
@@ -78,7 +79,8 @@ function defaultIssues(node: JSONSchemaProps, value: JsonValue, path: string): s
   }
   if (typeof value === 'object' && value !== null && !Array.isArray(value)) {
     for (const key of Object.keys(value)) {
-      if (!node.properties?.[key] && !node.additionalProperties && !node['x-kubernetes-preserve-unknown-fields']) issues.push(`${path}: default has unknown field ${key} (defaults must be pruned)`);
+      if (!node.properties?.[key] && !node.additionalProperties && !node['x-kubernetes-preserve-unknown-fields'])
+        issues.push(`${path}: default has unknown field ${key} (defaults must be pruned)`);
     }
   }
   return issues;
@@ -101,7 +103,8 @@ function check(node: JSONSchemaProps, path: string, level: Level, underPreserve:
   if (intOrString) {
     if (node.type !== undefined) issues.push(`${path}: int-or-string must not have a type`);
     if (preserve) issues.push(`${path}: int-or-string cannot preserve unknown fields`);
-    if (JSON.stringify(node.anyOf) !== JSON.stringify([{ type: 'integer' }, { type: 'string' }])) issues.push(`${path}: int-or-string needs exactly anyOf [integer, string]`);
+    if (JSON.stringify(node.anyOf) !== JSON.stringify([{ type: 'integer' }, { type: 'string' }]))
+      issues.push(`${path}: int-or-string needs exactly anyOf [integer, string]`);
   } else if (node.anyOf !== undefined) {
     issues.push(`${path}: anyOf is only allowed for int-or-string`);
   }
@@ -124,7 +127,8 @@ function check(node: JSONSchemaProps, path: string, level: Level, underPreserve:
     else if (/[\r\n]/.test(node.description)) issues.push(`${path}: description must be one line`);
   }
   if (node.default !== undefined) {
-    if (!node.description?.includes(`Default: ${describeDefault(node.default)}`)) issues.push(`${path}: description must say "Default: ${describeDefault(node.default)}"`);
+    if (!node.description?.includes(`Default: ${describeDefault(node.default)}`))
+      issues.push(`${path}: description must say "Default: ${describeDefault(node.default)}"`);
     issues.push(...defaultIssues(node, node.default, path));
   }
 
@@ -132,7 +136,8 @@ function check(node: JSONSchemaProps, path: string, level: Level, underPreserve:
   // Root apiVersion/kind are the apiserver's own and never read by SITS rules.
   const typeMeta = path === 'apiVersion' || path === 'kind';
   if (!underPreserve && !typeMeta) {
-    if (node.type === 'string' && node.maxLength === undefined && node.enum === undefined && node.format !== 'date-time') issues.push(`${path}: string without maxLength`);
+    if (node.type === 'string' && node.maxLength === undefined && node.enum === undefined && node.format !== 'date-time')
+      issues.push(`${path}: string without maxLength`);
     if (node.type === 'array' && node.maxItems === undefined) issues.push(`${path}: array without maxItems`);
     if (node.type === 'object' && node.additionalProperties && node.maxProperties === undefined) issues.push(`${path}: map without maxProperties`);
   }

@@ -135,6 +135,8 @@ describe('structuralIssues (the checker itself)', () => {
         o: { description: 'o', type: 'object', 'x-kubernetes-validations': [{ rule: 'true', message: 'm', fieldPath: '.missing' }] },
       },
     });
-    expect(issues).toEqual(expect.arrayContaining(['l: map key name must be required or defaulted', 'o.x-kubernetes-validations[0]: fieldPath .missing does not resolve']));
+    expect(issues).toEqual(
+      expect.arrayContaining(['l: map key name must be required or defaulted', 'o.x-kubernetes-validations[0]: fieldPath .missing does not resolve']),
+    );
   });
 });

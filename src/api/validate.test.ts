@@ -52,7 +52,9 @@ describe('the seed TrainingJob', () => {
   it('gives controllers non-optional types for defaulted fields', () => {
     expectTypeOf<TrainingJob['spec']['replicas']>().toEqualTypeOf<number>();
     expectTypeOf<TrainingJob['spec']['nccl']['socketTimeout']>().toEqualTypeOf<number>();
-    expectTypeOf<TrainingJob['spec']['topology']['strategy']>().toEqualTypeOf<'ring-allreduce' | 'tree-allreduce' | 'hierarchical-allreduce' | 'parameter-server' | 'none'>();
+    expectTypeOf<TrainingJob['spec']['topology']['strategy']>().toEqualTypeOf<
+      'ring-allreduce' | 'tree-allreduce' | 'hierarchical-allreduce' | 'parameter-server' | 'none'
+    >();
     expectTypeOf<TrainingJob['spec']['minReplicas']>().toEqualTypeOf<number | undefined>();
   });
 });
@@ -156,7 +158,11 @@ describe('invalid manifests are rejected with the field named', () => {
   it('limits names reused as pod hostnames', () => {
     const long = { ...SEED_TRAINING_JOB, metadata: { name: 'x'.repeat(49) } };
     expect(errorsOf(validateResource('TrainingJob', long))).toEqual([
-      { path: 'metadata', code: 'Invalid', message: 'metadata.name must be at most 48 characters: pod hostnames <name>-<rank> and the headless Service must stay valid DNS labels' },
+      {
+        path: 'metadata',
+        code: 'Invalid',
+        message: 'metadata.name must be at most 48 characters: pod hostnames <name>-<rank> and the headless Service must stay valid DNS labels',
+      },
     ]);
   });
 
@@ -199,7 +205,9 @@ describe('defaulting', () => {
   });
 
   it('never overrides a value the user set', () => {
-    const d = withDefaults('TrainingJob', { ...SEED_TRAINING_JOB, spec: { ...spec(SEED_TRAINING_JOB), backoffLimit: 0, nccl: { socketTimeout: 600 } } }) as { spec: TrainingJob['spec'] };
+    const d = withDefaults('TrainingJob', { ...SEED_TRAINING_JOB, spec: { ...spec(SEED_TRAINING_JOB), backoffLimit: 0, nccl: { socketTimeout: 600 } } }) as {
+      spec: TrainingJob['spec'];
+    };
     expect(d.spec.backoffLimit).toBe(0);
     expect(d.spec.nccl).toEqual({ ibDisable: false, socketTimeout: 600, asyncErrorHandling: true, timeoutSeconds: 1800, topologyFile: true });
   });
@@ -218,7 +226,12 @@ describe('validateManifest', () => {
   });
 
   it('formats errors one per line with the path first', () => {
-    expect(formatErrors([{ path: 'spec.replicas', code: 'Invalid', message: 'Invalid value: 0' }, { path: '', code: 'TypeInvalid', message: 'x' }])).toBe('spec.replicas: Invalid value: 0\nx');
+    expect(
+      formatErrors([
+        { path: 'spec.replicas', code: 'Invalid', message: 'Invalid value: 0' },
+        { path: '', code: 'TypeInvalid', message: 'x' },
+      ]),
+    ).toBe('spec.replicas: Invalid value: 0\nx');
   });
 });
 

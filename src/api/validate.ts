@@ -149,13 +149,19 @@ export function withDefaults(kind: ResourceKind, obj: unknown): unknown {
 
 function intOrStringProblem(node: JSONSchemaProps, value: unknown): { code: FieldErrorCode; message: string } {
   if (typeof value === 'number' && Number.isInteger(value)) {
-    if (node.minimum !== undefined && value < node.minimum) return { code: 'Invalid', message: `Invalid value: ${value}: should be greater than or equal to ${node.minimum}` };
-    if (node.maximum !== undefined && value > node.maximum) return { code: 'Invalid', message: `Invalid value: ${value}: should be less than or equal to ${node.maximum}` };
+    if (node.minimum !== undefined && value < node.minimum)
+      return { code: 'Invalid', message: `Invalid value: ${value}: should be greater than or equal to ${node.minimum}` };
+    if (node.maximum !== undefined && value > node.maximum)
+      return { code: 'Invalid', message: `Invalid value: ${value}: should be less than or equal to ${node.maximum}` };
   }
   if (typeof value === 'string') {
-    if (node.maxLength !== undefined && value.length > node.maxLength) return { code: 'TooLong', message: `Too long: may not be more than ${node.maxLength} bytes` };
+    if (node.maxLength !== undefined && value.length > node.maxLength)
+      return { code: 'TooLong', message: `Too long: may not be more than ${node.maxLength} bytes` };
     if (node.pattern !== undefined && !new RegExp(node.pattern).test(value)) {
-      return { code: 'Invalid', message: `Invalid value: ${show(value)}: should be a non-negative quantity such as 1, 500m or 32Gi (pattern '${node.pattern}')` };
+      return {
+        code: 'Invalid',
+        message: `Invalid value: ${show(value)}: should be a non-negative quantity such as 1, 500m or 32Gi (pattern '${node.pattern}')`,
+      };
     }
   }
   return { code: 'TypeInvalid', message: `Invalid value: ${show(value)}: must be an integer or a string` };
@@ -168,7 +174,8 @@ function schemaProblem(e: ValueError, node: JSONSchemaProps | undefined): { code
     case ValueErrorType.ObjectRequiredProperty:
       return { code: 'Required', message: 'Required value' };
     case ValueErrorType.Union:
-      if (node?.enum) return { code: 'NotSupported', message: `Unsupported value: ${show(v)}: supported values: ${node.enum.map((x) => JSON.stringify(x)).join(', ')}` };
+      if (node?.enum)
+        return { code: 'NotSupported', message: `Unsupported value: ${show(v)}: supported values: ${node.enum.map((x) => JSON.stringify(x)).join(', ')}` };
       if (node?.['x-kubernetes-int-or-string']) return intOrStringProblem(node, v);
       return { code: 'Invalid', message: `Invalid value: ${show(v)}: ${e.message}` };
     case ValueErrorType.Literal:
@@ -329,10 +336,15 @@ export function validateResource<K extends ResourceKind>(kind: K, obj: unknown):
 export function validateManifest(obj: unknown): ValidationResult<SitsResource> {
   if (!isPlainObject(obj)) return { ok: false, errors: [{ path: '', code: 'TypeInvalid', message: `Invalid value: ${show(obj)}: must be an object` }] };
   if (obj.apiVersion !== API_GROUP_VERSION) {
-    return { ok: false, errors: [{ path: 'apiVersion', code: 'NotSupported', message: `Unsupported value: ${show(obj.apiVersion)}: supported values: "${API_GROUP_VERSION}"` }] };
+    return {
+      ok: false,
+      errors: [{ path: 'apiVersion', code: 'NotSupported', message: `Unsupported value: ${show(obj.apiVersion)}: supported values: "${API_GROUP_VERSION}"` }],
+    };
   }
   if (!isResourceKind(obj.kind)) {
-    const kinds = Object.keys(KINDS).map((k) => JSON.stringify(k)).join(', ');
+    const kinds = Object.keys(KINDS)
+      .map((k) => JSON.stringify(k))
+      .join(', ');
     return { ok: false, errors: [{ path: 'kind', code: 'NotSupported', message: `Unsupported value: ${show(obj.kind)}: supported values: ${kinds}` }] };
   }
   return validateResource(obj.kind, obj);
@@ -342,4 +354,3 @@ export function validateManifest(obj: unknown): ValidationResult<SitsResource> {
 export function formatErrors(errors: readonly FieldError[]): string {
   return errors.map((e) => (e.path === '' ? e.message : `${e.path}: ${e.message}`)).join('\n');
 }
-

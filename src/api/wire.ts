@@ -13,7 +13,14 @@ export const API_GROUP_VERSION = `${API_GROUP}/${API_VERSION}`;
 /** REST prefix of the SITS resources (`/apis/ai.sits2026.dev/v1`). */
 export const API_PATH = `/apis/${API_GROUP_VERSION}`;
 
-export const KIND = { trainingJob: 'TrainingJob', inferenceService: 'InferenceService', batchInferenceJob: 'BatchInferenceJob', dataPipeline: 'DataPipeline', podGroup: 'PodGroup', queue: 'Queue' } as const;
+export const KIND = {
+  trainingJob: 'TrainingJob',
+  inferenceService: 'InferenceService',
+  batchInferenceJob: 'BatchInferenceJob',
+  dataPipeline: 'DataPipeline',
+  podGroup: 'PodGroup',
+  queue: 'Queue',
+} as const;
 
 /** spec.schedulerName of the pods SITS schedules (also its event source and default lease name). */
 export const SCHEDULER_NAME = 'sits-scheduler';

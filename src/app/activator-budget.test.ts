@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { budgetFromMemory, checkLimits, detectMemoryLimit, HoldBudget, type BudgetLimits, type Refusal, type Ticket } from './activator-budget.ts';
 
 const MiB = 1 << 20;
-const limits = (o: Partial<BudgetLimits> = {}): BudgetLimits => ({ maxHeldRequests: 8, maxHeldPerService: 100, maxHeldBytes: 100 * MiB, maxBodyBytes: 16 * MiB, namespaceShare: 0.5, reserve: 0.25, ...o });
+const limits = (o: Partial<BudgetLimits> = {}): BudgetLimits => ({
+  maxHeldRequests: 8,
+  maxHeldPerService: 100,
+  maxHeldBytes: 100 * MiB,
+  maxBodyBytes: 16 * MiB,
+  namespaceShare: 0.5,
+  reserve: 0.25,
+  ...o,
+});
 const ok = (t: Ticket | Refusal): Ticket => {
   if (!('release' in t)) throw new Error(`refused: ${t.message}`);
   return t;
@@ -32,7 +40,9 @@ describe('activator budget', () => {
     expect(detectMemoryLimit({}, (p) => (p === '/sys/fs/cgroup/memory/memory.limit_in_bytes' ? '9223372036854771712' : none()))).toBeUndefined();
     expect(detectMemoryLimit({}, none)).toBeUndefined();
     // The downward API gives the node's memory when the pod sets no limit: the cgroup's, when smaller, wins.
-    expect(detectMemoryLimit({ SITS_MEMORY_LIMIT: String(64 * 1024 * MiB) }, (p) => (p === '/sys/fs/cgroup/memory.max' ? '536870912' : none()))).toBe(512 * MiB);
+    expect(detectMemoryLimit({ SITS_MEMORY_LIMIT: String(64 * 1024 * MiB) }, (p) => (p === '/sys/fs/cgroup/memory.max' ? '536870912' : none()))).toBe(
+      512 * MiB,
+    );
     expect(detectMemoryLimit({ SITS_MEMORY_LIMIT: String(256 * MiB) }, (p) => (p === '/sys/fs/cgroup/memory.max' ? '536870912' : none()))).toBe(256 * MiB);
   });
 
@@ -59,11 +69,18 @@ describe('activator budget', () => {
     // One tenant, two services: the share is the namespace's.
     for (const svc of ['a/x', 'a/x2', 'a/x']) flood.push(ok(b.admit(svc, 16 * MiB)));
     // 48 MiB held in namespace a; a 4th 16 MiB would pass its 50 MiB share, whichever service it is for.
-    expect(refusal(b.admit('a/x3', 16 * MiB))).toMatchObject({ reason: 'namespace-share', status: 429, message: 'namespace a already buffers 50331648 body bytes, its share is 52428800' });
+    expect(refusal(b.admit('a/x3', 16 * MiB))).toMatchObject({
+      reason: 'namespace-share',
+      status: 429,
+      message: 'namespace a already buffers 50331648 body bytes, its share is 52428800',
+    });
     expect(b.bytesUsed('a/x')).toBe(32 * MiB);
     flood.push(ok(b.admit('b/y', 16 * MiB)), ok(b.admit('b/y2', 8 * MiB)));
     // 72 of 100 MiB: namespace b already holds, and 75 MiB is where the reserve begins.
-    expect(refusal(b.admit('b/y3', 4 * MiB))).toMatchObject({ reason: 'namespace-share', message: expect.stringMatching(/kept for namespaces that hold nothing/) });
+    expect(refusal(b.admit('b/y3', 4 * MiB))).toMatchObject({
+      reason: 'namespace-share',
+      message: expect.stringMatching(/kept for namespaces that hold nothing/),
+    });
     // A newcomer's first request may use the reserve…
     const first = ok(b.admit('c/z', 16 * MiB));
     // …until the whole budget is gone: then everyone gets a 503.

@@ -54,7 +54,14 @@ const MiB = 1 << 20;
 export function budgetFromMemory(memoryLimitBytes: number, maxBodyBytes = 16 * MiB): BudgetLimits {
   const maxHeldBytes = Math.floor(memoryLimitBytes / 2);
   const maxHeldRequests = Math.max(1, Math.floor(memoryLimitBytes / (64 << 10)));
-  return { maxHeldBytes, maxHeldRequests, maxHeldPerService: Math.min(1000, maxHeldRequests), maxBodyBytes: Math.min(maxBodyBytes, Math.floor(maxHeldBytes / 4)), namespaceShare: 0.5, reserve: 0.25 };
+  return {
+    maxHeldBytes,
+    maxHeldRequests,
+    maxHeldPerService: Math.min(1000, maxHeldRequests),
+    maxBodyBytes: Math.min(maxBodyBytes, Math.floor(maxHeldBytes / 4)),
+    namespaceShare: 0.5,
+    reserve: 0.25,
+  };
 }
 
 /**
@@ -99,7 +106,10 @@ export function checkLimits(l: BudgetLimits): void {
   int('maxBodyBytes', l.maxBodyBytes, 0);
   if (!(l.namespaceShare > 0 && l.namespaceShare <= 1)) throw new Error(`namespaceShare: ${l.namespaceShare} must be in (0, 1]`);
   if (!(l.reserve >= 0 && l.reserve < 1)) throw new Error(`reserve: ${l.reserve} must be in [0, 1)`);
-  if (l.maxBodyBytes > l.maxHeldBytes * l.namespaceShare) throw new Error(`maxBodyBytes: ${l.maxBodyBytes} is over one namespace's share of maxHeldBytes (${Math.floor(l.maxHeldBytes * l.namespaceShare)}): no body that large could ever be held`);
+  if (l.maxBodyBytes > l.maxHeldBytes * l.namespaceShare)
+    throw new Error(
+      `maxBodyBytes: ${l.maxBodyBytes} is over one namespace's share of maxHeldBytes (${Math.floor(l.maxHeldBytes * l.namespaceShare)}): no body that large could ever be held`,
+    );
 }
 
 export class HoldBudget {
@@ -131,7 +141,8 @@ export class HoldBudget {
    */
   admit(service: string, declared = 0): Ticket | Refusal {
     const l = this.limits;
-    if (declared > l.maxBodyBytes) return { reason: 'body-too-large', status: 413, message: `request body of ${declared} bytes is over the limit of ${l.maxBodyBytes}` };
+    if (declared > l.maxBodyBytes)
+      return { reason: 'body-too-large', status: 413, message: `request body of ${declared} bytes is over the limit of ${l.maxBodyBytes}` };
     const namespace = service.slice(0, service.indexOf('/'));
     const entry = (m: Map<string, Usage>, k: string): Usage => m.get(k) ?? { bytes: 0, held: 0, users: 0 };
     const s = entry(this.services, service);
@@ -199,23 +210,35 @@ export class HoldBudget {
   /** `own`: bytes this request already counts (the namespace's, but not "something else it holds"). */
   private checkBytes(namespace: string, t: Usage, n: number, own: number): Refusal | undefined {
     const l = this.limits;
-    if (this.bytes + n > l.maxHeldBytes) return { reason: 'activator-full', status: 503, message: `the activator buffers ${this.bytes} of ${l.maxHeldBytes} body bytes: no room for ${n} more` };
+    if (this.bytes + n > l.maxHeldBytes)
+      return { reason: 'activator-full', status: 503, message: `the activator buffers ${this.bytes} of ${l.maxHeldBytes} body bytes: no room for ${n} more` };
     const share = Math.floor(l.maxHeldBytes * l.namespaceShare);
-    if (t.bytes + n > share) return { reason: 'namespace-share', status: 429, message: `namespace ${namespace} already buffers ${t.bytes} body bytes, its share is ${share}` };
+    if (t.bytes + n > share)
+      return { reason: 'namespace-share', status: 429, message: `namespace ${namespace} already buffers ${t.bytes} body bytes, its share is ${share}` };
     // The reserve is for namespaces with nothing else buffered: their first request must get in.
     if (t.bytes - own > 0 && this.bytes + n > Math.floor(l.maxHeldBytes * (1 - l.reserve)))
-      return { reason: 'namespace-share', status: 429, message: `namespace ${namespace} already buffers ${t.bytes} body bytes; the last ${Math.round(l.reserve * 100)}% of the activator's budget is kept for namespaces that hold nothing` };
+      return {
+        reason: 'namespace-share',
+        status: 429,
+        message: `namespace ${namespace} already buffers ${t.bytes} body bytes; the last ${Math.round(l.reserve * 100)}% of the activator's budget is kept for namespaces that hold nothing`,
+      };
     return undefined;
   }
 
   private checkHeld(service: string, s: Usage, namespace: string, t: Usage): Refusal | undefined {
     const l = this.limits;
     if (this.held + 1 > l.maxHeldRequests) return { reason: 'held-requests', status: 503, message: `the activator holds ${this.held} requests, its limit` };
-    if (s.held + 1 > l.maxHeldPerService) return { reason: 'service-held-requests', status: 429, message: `${l.maxHeldPerService} requests already wait for a replica of ${service}` };
+    if (s.held + 1 > l.maxHeldPerService)
+      return { reason: 'service-held-requests', status: 429, message: `${l.maxHeldPerService} requests already wait for a replica of ${service}` };
     const share = Math.max(1, Math.floor(l.maxHeldRequests * l.namespaceShare));
-    if (t.held + 1 > share) return { reason: 'namespace-held-requests', status: 429, message: `${share} requests of namespace ${namespace} already wait for a replica` };
+    if (t.held + 1 > share)
+      return { reason: 'namespace-held-requests', status: 429, message: `${share} requests of namespace ${namespace} already wait for a replica` };
     if (t.held > 0 && this.held + 1 > Math.floor(l.maxHeldRequests * (1 - l.reserve)))
-      return { reason: 'namespace-held-requests', status: 429, message: `namespace ${namespace} already has ${t.held} requests waiting; the last ${Math.round(l.reserve * 100)}% of the activator's held requests are kept for namespaces that hold nothing` };
+      return {
+        reason: 'namespace-held-requests',
+        status: 429,
+        message: `namespace ${namespace} already has ${t.held} requests waiting; the last ${Math.round(l.reserve * 100)}% of the activator's held requests are kept for namespaces that hold nothing`,
+      };
     return undefined;
   }
 }

@@ -50,8 +50,11 @@ interface Shot {
 
 /** The machine's own non-loopback IPv4 address: EndpointSlices refuse 127.0.0.0/8, the replica listens here. */
 function hostAddress(): string {
-  const a = Object.values(networkInterfaces()).flatMap((l) => l ?? []).find((i) => i.family === 'IPv4' && !i.internal);
-  if (a === undefined) throw new Error('this test needs a non-loopback IPv4 address for the replica (the apiserver refuses EndpointSlice addresses in 127.0.0.0/8)');
+  const a = Object.values(networkInterfaces())
+    .flatMap((l) => l ?? [])
+    .find((i) => i.family === 'IPv4' && !i.internal);
+  if (a === undefined)
+    throw new Error('this test needs a non-loopback IPv4 address for the replica (the apiserver refuses EndpointSlice addresses in 127.0.0.0/8)');
   return a.address;
 }
 
@@ -89,7 +92,11 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       port,
       method: 'POST',
       path: `/namespaces/${ns}/inferenceservices/${svc}/proxy/v1/completions`,
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream', ...(o.chunked ? { 'Transfer-Encoding': 'chunked' } : { 'Content-Length': String(o.size) }) },
+      headers: {
+        Authorization: `Bearer ${token}`,
+        'Content-Type': 'application/octet-stream',
+        ...(o.chunked ? { 'Transfer-Encoding': 'chunked' } : { 'Content-Length': String(o.size) }),
+      },
     });
     req.on('response', (res) => {
       shot.status = res.statusCode ?? 0;
@@ -113,17 +120,18 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
         if (o.gapMs !== undefined && shot.sent > 0) await new Promise((r) => setTimeout(r, o.gapMs));
         if (shot.sentAtAnswer !== undefined || req.destroyed) break;
         shot.sent += c.length;
-        if (!req.write(c)) await new Promise<void>((r) => {
-          const done = (): void => {
-            req.off('drain', done);
-            req.off('close', done);
-            req.off('response', done);
-            r();
-          };
-          req.on('drain', done);
-          req.on('close', done);
-          req.on('response', done);
-        });
+        if (!req.write(c))
+          await new Promise<void>((r) => {
+            const done = (): void => {
+              req.off('drain', done);
+              req.off('close', done);
+              req.off('response', done);
+              r();
+            };
+            req.on('drain', done);
+            req.on('close', done);
+            req.on('response', done);
+          });
       }
       if (shot.sentAtAnswer === undefined && !req.destroyed) req.end(() => settle());
     })();
@@ -136,7 +144,16 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       kind: 'InferenceService',
       metadata: { name },
       // mode external: nothing in this test scales it; the test plays the replica coming up (an EndpointSlice).
-      spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf', name }, gpusPerReplica: 0, port: 8080, replicas: 0, minReplicas: 0, maxReplicas: 1, autoscaling: { mode: 'external' } },
+      spec: {
+        runtime: 'llamacpp',
+        model: { uri: 'pvc://models/tiny.gguf', name },
+        gpusPerReplica: 0,
+        port: 8080,
+        replicas: 0,
+        minReplicas: 0,
+        maxReplicas: 1,
+        autoscaling: { mode: 'external' },
+      },
     });
   const replicaUp = (ns: string, name: string, at: number): Promise<unknown> =>
     admin.post(`/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`, {
@@ -157,7 +174,15 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
     flooder = await serviceAccountClient(admin, plane, { namespace: FLOOD_NS, name: 'app', rules: INFERENCE_CALLER_RULES, namespaced: true });
     flooder2 = await serviceAccountClient(admin, plane, { namespace: FLOOD2_NS, name: 'app', rules: INFERENCE_CALLER_RULES, namespaced: true });
     quiet = await serviceAccountClient(admin, plane, { namespace: QUIET_NS, name: 'app', rules: INFERENCE_CALLER_RULES, namespaced: true });
-    for (const [ns, name] of [[FLOOD_NS, 'big'], [FLOOD_NS, 'big2'], [FLOOD2_NS, 'big3'], [QUIET_NS, 'small'], [QUIET_NS, 'late'], [QUIET_NS, 'dead']] as const) await createService(ns, name);
+    for (const [ns, name] of [
+      [FLOOD_NS, 'big'],
+      [FLOOD_NS, 'big2'],
+      [FLOOD2_NS, 'big3'],
+      [QUIET_NS, 'small'],
+      [QUIET_NS, 'late'],
+      [QUIET_NS, 'dead'],
+    ] as const)
+      await createService(ns, name);
     // The replica that comes up for quiet/small: answers with what it got.
     replica = createServer((req, res) => {
       const h = createHash('sha256');
@@ -190,15 +215,30 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       '--memory-limit',
       String(MEMORY),
     ]);
-    await waitFor('the activator ready', async () => {
-      if (!proc.alive()) throw new Error(`sits activator exited:\n${proc.tail().join('\n')}`);
-      return fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status === 200, () => false);
-    }, 120_000, 200);
+    await waitFor(
+      'the activator ready',
+      async () => {
+        if (!proc.alive()) throw new Error(`sits activator exited:\n${proc.tail().join('\n')}`);
+        return fetch(`http://127.0.0.1:${port}/readyz`).then(
+          (r) => r.status === 200,
+          () => false,
+        );
+      },
+      120_000,
+      200,
+    );
     // The apiserver's RBAC authorizer sees new bindings through its informers.
-    await waitFor('the callers authorized', async () => {
-      const r = await fetch(`http://127.0.0.1:${port}/namespaces/${QUIET_NS}/inferenceservices/nope/proxy/v1/models`, { headers: { Authorization: `Bearer ${quiet.token}` } });
-      return r.status === 404 || undefined;
-    }, 30_000, 200);
+    await waitFor(
+      'the callers authorized',
+      async () => {
+        const r = await fetch(`http://127.0.0.1:${port}/namespaces/${QUIET_NS}/inferenceservices/nope/proxy/v1/models`, {
+          headers: { Authorization: `Bearer ${quiet.token}` },
+        });
+        return r.status === 404 || undefined;
+      },
+      30_000,
+      200,
+    );
   }, 240_000);
 
   afterAll(async () => {
@@ -218,14 +258,26 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       // more declares 17 MiB. Each client waits before its body (longer on a loaded machine): an answer in that
       // pause came before any body byte was sent.
       const pauseMs = scaled(1000);
-      const targets = [[FLOOD_NS, 'big', flooder], [FLOOD_NS, 'big2', flooder], [FLOOD2_NS, 'big3', flooder2], [FLOOD2_NS, 'big3', flooder2]] as const;
+      const targets = [
+        [FLOOD_NS, 'big', flooder],
+        [FLOOD_NS, 'big2', flooder],
+        [FLOOD2_NS, 'big3', flooder2],
+        [FLOOD2_NS, 'big3', flooder2],
+      ] as const;
       const flood: Shot[] = [];
       for (let i = 0; i < 64; i++) {
         const chunked = Math.floor(i / 4) % 2 === 1;
         const [ns, svc, who] = targets[i % 4] as (typeof targets)[number];
         // Chunked bodies trickle in (64 pieces over several seconds), as a slow client's would: the activator must
         // cut them off by what has arrived, and the answer comes long before the end even on a loaded machine.
-        flood.push(shoot(`${ns}/${svc} ${chunked ? 'chunked' : 'length'} #${i}`, ns, svc, who.token, { chunked, size: BODY, pauseMs, ...(chunked ? { gapMs: scaled(60) } : {}) }));
+        flood.push(
+          shoot(`${ns}/${svc} ${chunked ? 'chunked' : 'length'} #${i}`, ns, svc, who.token, {
+            chunked,
+            size: BODY,
+            pauseMs,
+            ...(chunked ? { gapMs: scaled(60) } : {}),
+          }),
+        );
       }
       const tooBig = shoot('too-big', FLOOD_NS, 'big', flooder.token, { chunked: false, size: BODY + MiB, pauseMs });
       await Promise.all([...flood, tooBig].map((s) => s.settled));
@@ -256,7 +308,12 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       const floodBytes = held.length * BODY;
       const heldBytes = async (ns: string, svc: string): Promise<number> => value('sits_activator_held_bytes', { namespace: ns, inferenceservice: svc });
       // The last chunks the clients sent may still be on their way in.
-      await waitFor('the held bodies counted', async () => (await heldBytes(FLOOD_NS, 'big')) + (await heldBytes(FLOOD_NS, 'big2')) + (await heldBytes(FLOOD2_NS, 'big3')) === floodBytes || undefined, 10_000, 50);
+      await waitFor(
+        'the held bodies counted',
+        async () => (await heldBytes(FLOOD_NS, 'big')) + (await heldBytes(FLOOD_NS, 'big2')) + (await heldBytes(FLOOD2_NS, 'big3')) === floodBytes || undefined,
+        10_000,
+        50,
+      );
       // A tenant gets half the budget over all its services; both together stop where the reserve begins.
       expect((await heldBytes(FLOOD_NS, 'big')) + (await heldBytes(FLOOD_NS, 'big2'))).toBeLessThanOrEqual(BUDGET / 2);
       expect(await heldBytes(FLOOD2_NS, 'big3')).toBeLessThanOrEqual(BUDGET / 2);
@@ -269,12 +326,26 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
 
       // Another namespace, while the flood is held: its 16 MiB request is held too, its service activated…
       const q = shoot('quiet', QUIET_NS, 'small', quiet.token, { chunked: false, size: BODY, pauseMs: 0 });
-      await waitFor('the quiet request held', async () => (await value('sits_activator_held_requests', { namespace: QUIET_NS, inferenceservice: 'small' })) === 1 || undefined, 30_000, 100);
+      await waitFor(
+        'the quiet request held',
+        async () => (await value('sits_activator_held_requests', { namespace: QUIET_NS, inferenceservice: 'small' })) === 1 || undefined,
+        30_000,
+        100,
+      );
       expect(q.status).toBeUndefined();
-      await waitFor('quiet/small activated', async () => (await admin.get<{ metadata: { annotations?: Record<string, string> } }>(`/apis/ai.sits2026.dev/v1/namespaces/${QUIET_NS}/inferenceservices/small`)).metadata.annotations?.['ai.sits2026.dev/activate'], 30_000, 100);
+      await waitFor(
+        'quiet/small activated',
+        async () =>
+          (await admin.get<{ metadata: { annotations?: Record<string, string> } }>(`/apis/ai.sits2026.dev/v1/namespaces/${QUIET_NS}/inferenceservices/small`))
+            .metadata.annotations?.['ai.sits2026.dev/activate'],
+        30_000,
+        100,
+      );
       // A refusal still activates: the quiet tenant's second service, refused (the budget is at its reserve and the
       // tenant already holds), is stamped all the same, so its caller's retry finds a replica.
-      const activation = async (name: string): Promise<string | undefined> => (await admin.get<{ metadata: { annotations?: Record<string, string> } }>(`/apis/ai.sits2026.dev/v1/namespaces/${QUIET_NS}/inferenceservices/${name}`)).metadata.annotations?.['ai.sits2026.dev/activate'];
+      const activation = async (name: string): Promise<string | undefined> =>
+        (await admin.get<{ metadata: { annotations?: Record<string, string> } }>(`/apis/ai.sits2026.dev/v1/namespaces/${QUIET_NS}/inferenceservices/${name}`))
+          .metadata.annotations?.['ai.sits2026.dev/activate'];
       const late = shoot('late', QUIET_NS, 'late', quiet.token, { chunked: false, size: BODY, pauseMs: scaled(1000) });
       await late.settled;
       expect(late.status, late.body).toBe(429);
@@ -287,13 +358,28 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       await waitFor('the quiet answer', async () => (q.body.endsWith('}') ? true : undefined), 30_000, 50);
       expect(q.status, q.body).toBe(200);
       expect(JSON.parse(q.body)).toEqual({ bytes: BODY, sha: createHash('sha256').update(Buffer.alloc(BODY, 0x61)).digest('hex') });
-      process.stderr.write(`activator flood: ${refused.length} refused, ${held.length} held (${floodBytes / MiB} MiB); ${rss}; with quiet/small's 16 MiB: peak ${(peak / MiB).toFixed(0)} MiB\n`);
+      process.stderr.write(
+        `activator flood: ${refused.length} refused, ${held.length} held (${floodBytes / MiB} MiB); ${rss}; with quiet/small's 16 MiB: peak ${(peak / MiB).toFixed(0)} MiB\n`,
+      );
       expect(peak - baseline).toBeLessThan(BUDGET + 64 * MiB);
 
       // Every byte returns: the forwarded request's at once, the flood's when its clients go away…
-      await waitFor('quiet/small bytes returned', async () => (await value('sits_activator_held_bytes', { namespace: QUIET_NS, inferenceservice: 'small' })) === 0 || undefined, 10_000, 50);
+      await waitFor(
+        'quiet/small bytes returned',
+        async () => (await value('sits_activator_held_bytes', { namespace: QUIET_NS, inferenceservice: 'small' })) === 0 || undefined,
+        10_000,
+        50,
+      );
       for (const s of held) s.destroy();
-      await waitFor('the flood bytes returned', async () => ((await value('sits_activator_budget_used', { resource: 'bytes' })) === 0 && (await value('sits_activator_budget_used', { resource: 'requests' })) === 0) || undefined, 10_000, 50);
+      await waitFor(
+        'the flood bytes returned',
+        async () =>
+          ((await value('sits_activator_budget_used', { resource: 'bytes' })) === 0 &&
+            (await value('sits_activator_budget_used', { resource: 'requests' })) === 0) ||
+          undefined,
+        10_000,
+        50,
+      );
       for (const [ns, svc] of targets) {
         expect(await heldBytes(ns, svc)).toBe(0);
         expect(await value('sits_activator_held_requests', { namespace: ns, inferenceservice: svc })).toBe(0);
@@ -301,12 +387,17 @@ describe('sits activator under a flood of large bodies (issue 36 finding 5)', ()
       // …and a forward that fails (the replica refuses the connection) too.
       const [closed] = (await freePorts(1)) as [number];
       await replicaUp(QUIET_NS, 'dead', closed);
-      await waitFor('dead routed', async () => {
-        const d = shoot('dead', QUIET_NS, 'dead', quiet.token, { chunked: true, size: 4 * MiB, pauseMs: 0 });
-        await d.settled;
-        await waitFor('its answer', async () => (d.body !== '' ? true : undefined), 10_000, 20);
-        return d.status === 502 || undefined;
-      }, 30_000, 200);
+      await waitFor(
+        'dead routed',
+        async () => {
+          const d = shoot('dead', QUIET_NS, 'dead', quiet.token, { chunked: true, size: 4 * MiB, pauseMs: 0 });
+          await d.settled;
+          await waitFor('its answer', async () => (d.body !== '' ? true : undefined), 10_000, 20);
+          return d.status === 502 || undefined;
+        },
+        30_000,
+        200,
+      );
       expect(await value('sits_activator_budget_used', { resource: 'bytes' })).toBe(0);
       expect(await value('sits_activator_held_bytes', { namespace: QUIET_NS, inferenceservice: 'dead' })).toBe(0);
       expect(proc.alive()).toBe(true);

@@ -47,7 +47,10 @@ describe('sits activator', () => {
         {
           method: o.method ?? (data === undefined ? 'GET' : 'POST'),
           ca,
-          headers: { ...(o.token === undefined ? {} : { Authorization: `Bearer ${o.token}` }), ...(data === undefined ? {} : { 'Content-Type': 'application/json' }) },
+          headers: {
+            ...(o.token === undefined ? {} : { Authorization: `Bearer ${o.token}` }),
+            ...(data === undefined ? {} : { 'Content-Type': 'application/json' }),
+          },
           timeout: 300_000,
         },
         (res) => {
@@ -68,7 +71,17 @@ describe('sits activator', () => {
       apiVersion: 'ai.sits2026.dev/v1',
       kind: 'InferenceService',
       metadata: { name },
-      spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf', name }, gpusPerReplica: 0, port, replicas: 0, minReplicas: 0, maxReplicas: 1, progressDeadlineSeconds: 600, autoscaling },
+      spec: {
+        runtime: 'llamacpp',
+        model: { uri: 'pvc://models/tiny.gguf', name },
+        gpusPerReplica: 0,
+        port,
+        replicas: 0,
+        minReplicas: 0,
+        maxReplicas: 1,
+        progressDeadlineSeconds: 600,
+        autoscaling,
+      },
     });
   };
   const svc = (name: string): Promise<InferenceServiceObject> => cluster.client.get<InferenceServiceObject>(`${isvcs}/${name}`);
@@ -82,7 +95,12 @@ describe('sits activator', () => {
       engines: { paths: { [MODEL_DIR]: model }, probeEveryMs: 200, log: (l) => logs.push(l) },
       controllers: {
         log: (m) => logs.push(`controller: ${m}`),
-        serving: { intervalMs: 1000, resolveAddress: devPodAddress, retry: { attempts: 3, baseDelayMs: 100, timeoutMs: 10_000 }, policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 2000, idleToZeroSec: 15 } },
+        serving: {
+          intervalMs: 1000,
+          resolveAddress: devPodAddress,
+          retry: { attempts: 3, baseDelayMs: 100, timeoutMs: 10_000 },
+          policy: { historyWindowSec: 15, smoothingSec: 1, panicWindowSec: 3, calibrationSec: 5, minThreshold: 2000, idleToZeroSec: 15 },
+        },
       },
     });
     await cluster.plane.startControllerManager({ controllers: ['endpointslice-controller'] });
@@ -137,13 +155,21 @@ describe('sits activator', () => {
   it('holds the first request for a service at zero, activates it, and answers from the new replica', async () => {
     // A new service starts with one replica, as a new Knative revision does (initial scale 1), and goes to zero
     // after a whole idle period the loop observed (ADR 0126); then no endpoint is left.
-    await waitFor('scaled to zero', async () => {
-      const s = await svc(ZERO);
-      return s.spec.replicas === 0 && s.status?.replicas === 0 ? true : undefined;
-    }, 240_000, 250);
+    await waitFor(
+      'scaled to zero',
+      async () => {
+        const s = await svc(ZERO);
+        return s.spec.replicas === 0 && s.status?.replicas === 0 ? true : undefined;
+      },
+      240_000,
+      250,
+    );
     await waitFor('no endpoint left in the activator', async () => ((await svc(ZERO)).status?.readyReplicas ?? 0) === 0 || undefined, 60_000, 250);
     const t0 = Date.now();
-    const first = call(`/namespaces/${NS}/inferenceservices/${ZERO}/proxy/v1/completions`, { token: caller.token, body: { model: ZERO, prompt: 'hello from zero', max_tokens: 8 } });
+    const first = call(`/namespaces/${NS}/inferenceservices/${ZERO}/proxy/v1/completions`, {
+      token: caller.token,
+      body: { model: ZERO, prompt: 'hello from zero', max_tokens: 8 },
+    });
     await waitFor('the request held', async () => (activator.held(NS, ZERO) === 1 ? true : undefined), 30_000, 50);
     const stamped = await waitFor('the activation stamped', async () => (await svc(ZERO)).metadata.annotations?.['ai.sits2026.dev/activate'], 30_000, 100);
     expect(Date.parse(stamped)).toBeGreaterThanOrEqual(t0 - 1000);
@@ -157,7 +183,10 @@ describe('sits activator', () => {
   });
 
   it('routes to the ready replica at once and streams server-sent events through', async () => {
-    const r = await call(`/namespaces/${NS}/inferenceservices/${ZERO}/proxy/v1/completions`, { token: caller.token, body: { model: ZERO, prompt: 'stream me', max_tokens: 6, stream: true } });
+    const r = await call(`/namespaces/${NS}/inferenceservices/${ZERO}/proxy/v1/completions`, {
+      token: caller.token,
+      body: { model: ZERO, prompt: 'stream me', max_tokens: 6, stream: true },
+    });
     expect(r.status).toBe(200);
     expect(r.headers['content-type']).toMatch(/text\/event-stream/);
     const events = r.body.split('\n\n').filter((e) => e.startsWith('data: '));

@@ -21,7 +21,18 @@ import { isStatus, type KubeClient } from '../kube/client.ts';
 import type { Authenticator, Authorizer, ResourceAttributes } from '../kube/delegated-auth.ts';
 import { Reflector, objectKey } from '../kube/reflector.ts';
 import { startSecureServer } from '../kube/secure-server.ts';
-import { DROPPED_REQUEST_HEADERS, DROPPED_RESPONSE_HEADERS, parseProxyPath, pickEndpoint, proxyVerb, readyEndpoints, SERVICE_NAME_LABEL, type Endpoint, type EndpointSliceLike, type ProxyTarget } from '../serving/activator-routing.ts';
+import {
+  DROPPED_REQUEST_HEADERS,
+  DROPPED_RESPONSE_HEADERS,
+  parseProxyPath,
+  pickEndpoint,
+  proxyVerb,
+  readyEndpoints,
+  SERVICE_NAME_LABEL,
+  type Endpoint,
+  type EndpointSliceLike,
+  type ProxyTarget,
+} from '../serving/activator-routing.ts';
 import { requestActivation } from './serving-loop.ts';
 import { budgetFromMemory, HoldBudget, type Refusal, type Ticket } from './activator-budget.ts';
 
@@ -104,7 +115,9 @@ function sendError(res: ServerResponse, status: number, message: string, headers
     return;
   }
   // The OpenAI error shape: what the engines answer, so a client's SDK shows the message.
-  const body = JSON.stringify({ error: { message, type: status === 404 ? 'not_found_error' : status === 503 ? 'unavailable_error' : 'invalid_request_error', code: status } });
+  const body = JSON.stringify({
+    error: { message, type: status === 404 ? 'not_found_error' : status === 503 ? 'unavailable_error' : 'invalid_request_error', code: status },
+  });
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', ...headers });
   res.end(body);
 }
@@ -127,11 +140,36 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
 
   const registry = new Registry();
   const m = {
-    requests: new Counter({ name: 'sits_activator_requests_total', help: 'Requests answered, by namespace, InferenceService and HTTP status code.', labelNames: ['namespace', 'inferenceservice', 'code'], registers: [registry] }),
-    held: new Gauge({ name: 'sits_activator_held_requests', help: 'Requests held now because the InferenceService has no ready replica (a KEDA activationQuery reads this).', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
-    activations: new Counter({ name: 'sits_activator_activations_total', help: 'Activation stamps written on InferenceServices (ai.sits2026.dev/activate).', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
-    heldBytes: new Gauge({ name: 'sits_activator_held_bytes', help: 'Request body bytes buffered now (held, or on their way to a replica), by InferenceService.', labelNames: ['namespace', 'inferenceservice'], registers: [registry] }),
-    refused: new Counter({ name: 'sits_activator_refused_total', help: 'Requests refused by the memory budget before their body was read (or cut off while it arrived), by reason.', labelNames: ['namespace', 'inferenceservice', 'reason'], registers: [registry] }),
+    requests: new Counter({
+      name: 'sits_activator_requests_total',
+      help: 'Requests answered, by namespace, InferenceService and HTTP status code.',
+      labelNames: ['namespace', 'inferenceservice', 'code'],
+      registers: [registry],
+    }),
+    held: new Gauge({
+      name: 'sits_activator_held_requests',
+      help: 'Requests held now because the InferenceService has no ready replica (a KEDA activationQuery reads this).',
+      labelNames: ['namespace', 'inferenceservice'],
+      registers: [registry],
+    }),
+    activations: new Counter({
+      name: 'sits_activator_activations_total',
+      help: 'Activation stamps written on InferenceServices (ai.sits2026.dev/activate).',
+      labelNames: ['namespace', 'inferenceservice'],
+      registers: [registry],
+    }),
+    heldBytes: new Gauge({
+      name: 'sits_activator_held_bytes',
+      help: 'Request body bytes buffered now (held, or on their way to a replica), by InferenceService.',
+      labelNames: ['namespace', 'inferenceservice'],
+      registers: [registry],
+    }),
+    refused: new Counter({
+      name: 'sits_activator_refused_total',
+      help: 'Requests refused by the memory budget before their body was read (or cut off while it arrived), by reason.',
+      labelNames: ['namespace', 'inferenceservice', 'reason'],
+      registers: [registry],
+    }),
     budgetUsed: new Gauge({
       name: 'sits_activator_budget_used',
       help: 'What the activator holds now across every service: body bytes, held requests.',
@@ -142,8 +180,19 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         this.set({ resource: 'requests' }, budget.heldNow());
       },
     }),
-    budgetLimit: new Gauge({ name: 'sits_activator_budget_limit', help: 'The activator\'s limits: body bytes and held requests across every service (scope global), per namespace, per service, per request.', labelNames: ['resource', 'scope'], registers: [registry] }),
-    holdSeconds: new Histogram({ name: 'sits_activator_hold_seconds', help: 'How long held requests waited for a ready replica.', labelNames: ['namespace', 'inferenceservice'], buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600], registers: [registry] }),
+    budgetLimit: new Gauge({
+      name: 'sits_activator_budget_limit',
+      help: "The activator's limits: body bytes and held requests across every service (scope global), per namespace, per service, per request.",
+      labelNames: ['resource', 'scope'],
+      registers: [registry],
+    }),
+    holdSeconds: new Histogram({
+      name: 'sits_activator_hold_seconds',
+      help: 'How long held requests waited for a ready replica.',
+      labelNames: ['namespace', 'inferenceservice'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
+      registers: [registry],
+    }),
   };
 
   const L = budget.limits;
@@ -279,7 +328,15 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
   };
 
   /** Sends the request to `e`; resolves false when the connection failed before any answer (try another). */
-  const forward = (t: ProxyTarget, e: Endpoint, req: IncomingMessage, res: ServerResponse, body: readonly Buffer[], size: number, query: string): Promise<boolean> =>
+  const forward = (
+    t: ProxyTarget,
+    e: Endpoint,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: readonly Buffer[],
+    size: number,
+    query: string,
+  ): Promise<boolean> =>
     new Promise((done) => {
       const id = `${e.host}:${e.port}`;
       inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
@@ -420,7 +477,9 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         ticket.unhold();
         if (got === undefined) {
           if (res.destroyed) return;
-          return fail(503, `no replica of InferenceService ${tenant} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, { 'Retry-After': '5' });
+          return fail(503, `no replica of InferenceService ${tenant} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, {
+            'Retry-After': '5',
+          });
         }
         eps = got;
         if (eps.length === 0) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });

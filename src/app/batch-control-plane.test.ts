@@ -22,7 +22,7 @@ const page = (podPatches: number, statusPatches: number, etcdUpdates: number): s
   ].join('\n');
 
 describe('control-plane counters', () => {
-  it('counts the job parties\' writes (job object, pods themselves), not the kubelet\'s, the scheduler\'s or reads', () => {
+  it("counts the job parties' writes (job object, pods themselves), not the kubelet's, the scheduler's or reads", () => {
     const a = promSamples(page(10, 5, 4));
     const b = promSamples(page(16, 9, 7));
     expect(jobWrites(a)).toBe(2 + 10 + 5);

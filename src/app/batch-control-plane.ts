@@ -86,10 +86,15 @@ export async function runMeasuredJob(kit: BatchE2e, o: { name: string; input: st
   const first = await scrapeApiserver(client);
   const started = Date.now();
   await kit.createJob(o.name, o.input, o.workers);
-  const pods = await waitFor(`${o.workers} worker pods bound by SITS`, async () => {
-    const ps = await kit.workerPods(o.name);
-    return ps.length === o.workers && ps.every((p) => p.spec?.nodeName !== undefined) ? ps : undefined;
-  }, 60_000, 250);
+  const pods = await waitFor(
+    `${o.workers} worker pods bound by SITS`,
+    async () => {
+      const ps = await kit.workerPods(o.name);
+      return ps.length === o.workers && ps.every((p) => p.spec?.nodeName !== undefined) ? ps : undefined;
+    },
+    60_000,
+    250,
+  );
   const job = await kit.finished(o.name, o.timeoutMs);
   const elapsedMs = Date.now() - started;
   await waitFor('worker pods gone', async () => ((await kit.workerPods(o.name)).length === 0 ? true : undefined), 60_000, 250);
@@ -127,9 +132,16 @@ export async function naiveWrites(kit: BatchE2e, o: { name: string; records: num
     kind: 'BatchInferenceJob',
     metadata: { name: o.name },
     // Not on a claim: the SITS controller marks it Failed once and leaves it alone.
-    spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf' }, input: { uri: 's3://none/in.jsonl' }, output: { uri: 's3://none/out' }, workers: 1, gpusPerWorker: 0 },
+    spec: {
+      runtime: 'llamacpp',
+      model: { uri: 'pvc://models/tiny.gguf' },
+      input: { uri: 's3://none/in.jsonl' },
+      output: { uri: 's3://none/out' },
+      workers: 1,
+      gpusPerWorker: 0,
+    },
   });
-  await waitFor('the naive writer\'s job judged', async () => ((await kit.job(o.name)).status?.phase === 'Failed' ? true : undefined), 30_000, 100);
+  await waitFor("the naive writer's job judged", async () => ((await kit.job(o.name)).status?.phase === 'Failed' ? true : undefined), 30_000, 100);
   const before = await scrapeApiserver(client);
   // One at a time, as one controller writes: PATCHes in parallel on one object would conflict in etcd (every
   // conflict a retried transaction, counted by etcd_requests_total) and inflate the naive count.
@@ -170,7 +182,8 @@ export async function measureControlPlane(o: { records: number; workers: number;
     kit.writeInput('bench.jsonl', o.records, 'r');
     o.log?.(`control plane: a job of ${o.records} records on ${o.workers} workers`);
     const m = await runMeasuredJob(kit, { name: 'bench', input: 'bench.jsonl', workers: o.workers, timeoutMs: 900_000 });
-    if (m.job.status?.phase !== 'Succeeded') throw new Error(`the measured job ended ${m.job.status?.phase ?? 'without a phase'}: ${JSON.stringify(m.job.status?.conditions ?? [])}`);
+    if (m.job.status?.phase !== 'Succeeded')
+      throw new Error(`the measured job ended ${m.job.status?.phase ?? 'without a phase'}: ${JSON.stringify(m.job.status?.conditions ?? [])}`);
     o.log?.(`control plane: the job took ${(m.elapsedMs / 1000).toFixed(1)} s, ${m.writes} writes; now the per-record writer`);
     const n = await naiveWrites(kit, { name: 'naive-writer', records: o.records, pods: m.pods.length });
     const version = await kit.cluster.client.get<{ gitVersion?: string }>('/version');

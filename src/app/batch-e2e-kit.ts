@@ -49,7 +49,12 @@ export interface BatchE2e {
   stop(): Promise<void>;
 }
 
-export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: Partial<EnginePodsOptions>; controllers?: Partial<ControllerOptions> }): Promise<BatchE2e> {
+export async function startBatchE2e(o: {
+  ns: string;
+  nodes?: number;
+  engines?: Partial<EnginePodsOptions>;
+  controllers?: Partial<ControllerOptions>;
+}): Promise<BatchE2e> {
   const { model } = ensureTinyModel();
   const logs: string[] = [];
   const root = mkdtempSync(join(tmpdir(), 'sits-batch-e2e-'));
@@ -90,12 +95,24 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
     async startControllers(extra = {}) {
       // The routing's fragmentation from the dev cluster's scheduler, as `sits run` wires it (ADR 0165).
       const fragmentation = cluster.app === undefined ? {} : { fragmentation: schedulerFragmentation(cluster.app.scheduler) };
-      e.controllers = await startControllers(cluster.client, { log: (m) => logs.push(`controller: ${m}`), batch: { volumes: claimsUnder(claimsDir), tickMs: 500, ...fragmentation }, ...o.controllers, ...extra });
+      e.controllers = await startControllers(cluster.client, {
+        log: (m) => logs.push(`controller: ${m}`),
+        batch: { volumes: claimsUnder(claimsDir), tickMs: 500, ...fragmentation },
+        ...o.controllers,
+        ...extra,
+      });
       return e.controllers;
     },
     writeInput(file, n, prefix) {
       const ids = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
-      const lines = ids.map((id, i) => JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: `count ${i}` }], max_tokens: 2 } }));
+      const lines = ids.map((id, i) =>
+        JSON.stringify({
+          custom_id: id,
+          method: 'POST',
+          url: '/v1/chat/completions',
+          body: { messages: [{ role: 'user', content: `count ${i}` }], max_tokens: 2 },
+        }),
+      );
       writeFileSync(join(root, 'data', 'in', file), `${lines.join('\n')}\n`);
       return ids;
     },
@@ -121,16 +138,29 @@ export async function startBatchE2e(o: { ns: string; nodes?: number; engines?: P
       return (await listPods(cluster.client, ns)).filter((p) => p.metadata?.labels?.[LABEL.batchInferenceJob] === name);
     },
     finished(name, timeoutMs) {
-      return waitFor(`${name} finished`, async () => {
-        const j = await job(name);
-        return j.status?.phase === 'Succeeded' || j.status?.phase === 'Failed' ? j : undefined;
-      }, timeoutMs, 500).catch(async (err: unknown) => {
-        throw new Error(`${(err as Error).message}\n${JSON.stringify((await job(name)).status)}\n${logs.filter((l) => !/^\[(kube-|etcd)/.test(l)).slice(-60).join('\n')}`);
+      return waitFor(
+        `${name} finished`,
+        async () => {
+          const j = await job(name);
+          return j.status?.phase === 'Succeeded' || j.status?.phase === 'Failed' ? j : undefined;
+        },
+        timeoutMs,
+        500,
+      ).catch(async (err: unknown) => {
+        throw new Error(
+          `${(err as Error).message}\n${JSON.stringify((await job(name)).status)}\n${logs
+            .filter((l) => !/^\[(kube-|etcd)/.test(l))
+            .slice(-60)
+            .join('\n')}`,
+        );
       });
     },
     outputOf(name) {
       const text = readFileSync(join(root, 'data', 'out', name, 'output.jsonl'), 'utf8');
-      const lines = text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as OutputLine);
+      const lines = text
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as OutputLine);
       return { ids: lines.map((l) => l.custom_id), lines };
     },
     manifestOf(name) {
@@ -155,7 +185,14 @@ async function setUpClaim(cluster: DevCluster, root: string, ns: string): Promis
     apiVersion: 'v1',
     kind: 'PersistentVolume',
     metadata: { name: `batch-data-${ns}` },
-    spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteMany'], persistentVolumeReclaimPolicy: 'Retain', storageClassName: '', hostPath: { path: join(root, 'data') }, claimRef: { namespace: ns, name: 'data' } },
+    spec: {
+      capacity: { storage: '1Gi' },
+      accessModes: ['ReadWriteMany'],
+      persistentVolumeReclaimPolicy: 'Retain',
+      storageClassName: '',
+      hostPath: { path: join(root, 'data') },
+      claimRef: { namespace: ns, name: 'data' },
+    },
   });
   await cluster.client.post(`/api/v1/namespaces/${ns}/persistentvolumeclaims`, {
     apiVersion: 'v1',
@@ -163,5 +200,13 @@ async function setUpClaim(cluster: DevCluster, root: string, ns: string): Promis
     metadata: { name: 'data' },
     spec: { accessModes: ['ReadWriteMany'], storageClassName: '', volumeName: `batch-data-${ns}`, resources: { requests: { storage: '1Gi' } } },
   });
-  await waitFor('the claim bound', async () => ((await cluster.client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/data`)).status?.phase === 'Bound' ? true : undefined), 60_000, 200);
+  await waitFor(
+    'the claim bound',
+    async () =>
+      (await cluster.client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/data`)).status?.phase === 'Bound'
+        ? true
+        : undefined,
+    60_000,
+    200,
+  );
 }

@@ -11,7 +11,13 @@ import { MemoryQuarantine } from '../controllers/batch-inference/quarantine.ts';
 import { FsOutputStore, readBatchInput } from './batch-files.ts';
 
 const tmp = mkdtempSync(join(tmpdir(), 'sits-batch-files-'));
-const line = (id: string) => JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { model: 'm', messages: [{ role: 'user', content: `say ${id}` }], max_tokens: 8 } });
+const line = (id: string) =>
+  JSON.stringify({
+    custom_id: id,
+    method: 'POST',
+    url: '/v1/chat/completions',
+    body: { model: 'm', messages: [{ role: 'user', content: `say ${id}` }], max_tokens: 8 },
+  });
 
 describe('readBatchInput', () => {
   it('streams a valid file into records', async () => {
@@ -25,7 +31,13 @@ describe('readBatchInput', () => {
     const f = join(tmp, 'bad.jsonl');
     writeFileSync(f, [line('a'), '{"custom_id":"b","method":"POST",', line('c').replace('"POST"', '"PUT"')].join('\r\n'));
     const r = await readBatchInput(f);
-    expect(r).toEqual({ ok: false, errors: [expect.stringMatching(new RegExp(`^${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2:\\d+: not JSON`)), expect.stringContaining(`${f}:3:1: method: `)] });
+    expect(r).toEqual({
+      ok: false,
+      errors: [
+        expect.stringMatching(new RegExp(`^${f.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:2:\\d+: not JSON`)),
+        expect.stringContaining(`${f}:3:1: method: `),
+      ],
+    });
   });
   it('says when the file is not there', async () => {
     expect(await readBatchInput(join(tmp, 'nope.jsonl'))).toEqual({ ok: false, errors: [`${join(tmp, 'nope.jsonl')}: no such file`] });
@@ -40,7 +52,14 @@ describe('FsOutputStore with the coordinator', () => {
     if (!r.ok) throw new Error(r.errors.join('\n'));
     const dir = join(tmp, 'out');
     const store = new FsOutputStore(dir);
-    const cfg = { jobUid: 'uid-1', records: r.records, shardRecords: 5, ladder: DEFAULT_LADDER, longTail: DEFAULT_LONG_TAIL, quarantine: new MemoryQuarantine() };
+    const cfg = {
+      jobUid: 'uid-1',
+      records: r.records,
+      shardRecords: 5,
+      ladder: DEFAULT_LADDER,
+      longTail: DEFAULT_LONG_TAIL,
+      quarantine: new MemoryQuarantine(),
+    };
     const w = { id: 'w0', device: 'n0/0', cpu: false };
     const c1 = BatchCoordinator.open(store, cfg, 0);
     const a = c1.assign(w, 0) as Assignment;
@@ -58,7 +77,10 @@ describe('FsOutputStore with the coordinator', () => {
       c2.complete(x.attemptId, 4);
     }
     expect(c2.finish().state).toBe('complete');
-    const out = readFileSync(join(dir, OUTPUT), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { custom_id: string });
+    const out = readFileSync(join(dir, OUTPUT), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { custom_id: string });
     expect(out.map((o) => o.custom_id)).toEqual(r.records.map((x) => x.customId));
     expect(JSON.parse(readFileSync(join(dir, MANIFEST), 'utf8'))).toMatchObject({ state: 'complete', epoch: 2, total: 20 });
   });

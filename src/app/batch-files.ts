@@ -72,7 +72,8 @@ export class FsOutputStore implements OutputStore {
     } catch (e) {
       rmSync(tmp, { force: true });
       const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS') throw new OutputWriteError(`${path}: ${code === 'EROFS' ? 'the output volume is read-only' : 'no space left on the output volume'} (${code})`);
+      if (code === 'ENOSPC' || code === 'EDQUOT' || code === 'EROFS')
+        throw new OutputWriteError(`${path}: ${code === 'EROFS' ? 'the output volume is read-only' : 'no space left on the output volume'} (${code})`);
       throw e;
     }
   }
@@ -83,7 +84,10 @@ export class FsOutputStore implements OutputStore {
 }
 
 /** Reads and validates an OpenAI batch input line by line (streaming); every error names file:line:column. */
-export async function readBatchInput(file: string, o: { maxErrors?: number; defaultMaxTokens?: number } = {}): Promise<{ ok: true; records: readonly RecordInfo[] } | { ok: false; errors: readonly string[] }> {
+export async function readBatchInput(
+  file: string,
+  o: { maxErrors?: number; defaultMaxTokens?: number } = {},
+): Promise<{ ok: true; records: readonly RecordInfo[] } | { ok: false; errors: readonly string[] }> {
   const v = new BatchInputValidator(file, o.maxErrors ?? 20, o.defaultMaxTokens ?? 256);
   let input: ReturnType<typeof createReadStream>;
   try {

@@ -14,7 +14,8 @@ import { claimsUnder, fsBatchJobs, resolveInClaim } from './batch-jobs.ts';
 let root: string;
 let claims: string;
 let secret: string;
-const line = (id: string): string => JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 } });
+const line = (id: string): string =>
+  JSON.stringify({ custom_id: id, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 } });
 
 beforeEach(() => {
   root = mkdtempSync(join(tmpdir(), 'sits-claims-'));
@@ -75,14 +76,23 @@ describe('a batch job stays in its own claim (issue 36)', () => {
       expect(resolveInClaim(claimsUnder(claims), 'bob', uri)).toMatchObject({ ok: false, reason: 'PathOutsideClaim' });
       expect(await settle(j)).toMatchObject({ state: 'refused', reason: 'PathOutsideClaim' });
       // The controller refuses the spec before it opens anything.
-      const step = reconcileBatchJob(j, [], 1, { jobs: { session: () => { throw new Error('opened a refused URI'); } } });
+      const step = reconcileBatchJob(j, [], 1, {
+        jobs: {
+          session: () => {
+            throw new Error('opened a refused URI');
+          },
+        },
+      });
       expect(step.status?.phase).toBe('Failed');
       expect(step.status?.conditions?.find((c) => c.type === 'Complete')?.message).toContain('spec.input.uri');
     },
   );
 
   it("a second namespace's claim of the same name is another folder: bob's job cannot read alice's input", async () => {
-    expect(resolveInClaim(claimsUnder(claims), 'alice', 'pvc://data/in/private.jsonl')).toEqual({ ok: true, path: join(claims, 'alice', 'data', 'in', 'private.jsonl') });
+    expect(resolveInClaim(claimsUnder(claims), 'alice', 'pvc://data/in/private.jsonl')).toEqual({
+      ok: true,
+      path: join(claims, 'alice', 'data', 'in', 'private.jsonl'),
+    });
     const s = await settle(job('bob', 'u2', 'pvc://data/in/private.jsonl', 'pvc://data/out/steal'));
     // bob's claim has no such file: the input is unreadable in bob's folder, never alice's.
     expect(s.state).toBe('rejected');
@@ -116,7 +126,10 @@ describe('a batch job stays in its own claim (issue 36)', () => {
     const out = join(claims, 'bob', 'data', 'out', 'stray');
     mkdirSync(join(out, 'parts'), { recursive: true });
     writeFileSync(join(out, 'parts', 'x.jsonl'), 'someone\n');
-    expect(await settle(job('bob', 'u3', 'pvc://data/in/ok.jsonl', 'pvc://data/out/stray'))).toMatchObject({ state: 'refused', reason: 'OutputOwnedByAnotherJob' });
+    expect(await settle(job('bob', 'u3', 'pvc://data/in/ok.jsonl', 'pvc://data/out/stray'))).toMatchObject({
+      state: 'refused',
+      reason: 'OutputOwnedByAnotherJob',
+    });
     expect(existsSync(join(out, 'parts', 'x.jsonl'))).toBe(true);
     // The job's own output: opened, and opened again by the same UID (a restart).
     expect((await settle(job('bob', 'u4', 'pvc://data/in/ok.jsonl', 'pvc://data/out/mine'))).state).toBe('ready');

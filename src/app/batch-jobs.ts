@@ -27,7 +27,8 @@ export interface BatchVolumes {
  */
 export const claimsUnder = (root: string): BatchVolumes => ({ claim: (ns, claim) => join(root, ns, claim) });
 
-export type Resolved = { readonly ok: true; readonly path: string } | { readonly ok: false; readonly reason: 'PathOutsideClaim' | 'VolumeUnavailable'; readonly message: string };
+export type Resolved =
+  { readonly ok: true; readonly path: string } | { readonly ok: false; readonly reason: 'PathOutsideClaim' | 'VolumeUnavailable'; readonly message: string };
 
 /**
  * Where `uri` of a job in `ns` is in this process, checked to stay inside the claim's folder after symlinks: the URI
@@ -39,7 +40,8 @@ export function resolveInClaim(volumes: BatchVolumes, ns: string, uri: string): 
   const loc = parsePvcUri(uri);
   if (!loc.ok) return { ok: false, reason: 'PathOutsideClaim', message: `${uri}: ${loc.reason}` };
   const dir = volumes.claim(ns, loc.claim);
-  if (dir === undefined || !existsSync(dir)) return { ok: false, reason: 'VolumeUnavailable', message: `the controller does not mount claim ${ns}/${loc.claim} of ${uri}` };
+  if (dir === undefined || !existsSync(dir))
+    return { ok: false, reason: 'VolumeUnavailable', message: `the controller does not mount claim ${ns}/${loc.claim} of ${uri}` };
   const root = realpathSync(dir);
   const target = join(root, loc.path);
   let existing = target;
@@ -51,14 +53,19 @@ export function resolveInClaim(volumes: BatchVolumes, ns: string, uri: string): 
   } catch {
     real = ''; // a dangling link: refused like one that points out
   }
-  if (real !== root && !real.startsWith(root + sep)) return { ok: false, reason: 'PathOutsideClaim', message: `${uri}: resolves outside claim ${ns}/${loc.claim} (a symlink points out)` };
+  if (real !== root && !real.startsWith(root + sep))
+    return { ok: false, reason: 'PathOutsideClaim', message: `${uri}: resolves outside claim ${ns}/${loc.claim} (a symlink points out)` };
   return { ok: true, path: join(real, relative(existing, target)) };
 }
 
 /** The quarantine the jobs' fault ladders share (app/batch-quarantine.ts on a cluster; in memory otherwise). */
 export type SharedQuarantine = Quarantine & { active(nowMs: number): QuarantineEntry[]; published?(device: string): boolean };
 
-export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = () => undefined, quarantine: SharedQuarantine = new MemoryQuarantine()): BatchJobsPort {
+export function fsBatchJobs(
+  volumes: BatchVolumes,
+  log: (m: string) => void = () => undefined,
+  quarantine: SharedQuarantine = new MemoryQuarantine(),
+): BatchJobsPort {
   const sessions = new Map<string, SessionState>();
   const openJob = async (job: BatchJobObject, nowMs: number): Promise<SessionState> => {
     const ns = job.metadata.namespace ?? 'default';
@@ -66,7 +73,8 @@ export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = ()
     const inputAt = resolveInClaim(volumes, ns, job.spec.input.uri);
     const outputAt = resolveInClaim(volumes, ns, job.spec.output.uri);
     const bad = !inputAt.ok ? inputAt : !outputAt.ok ? outputAt : undefined;
-    if (bad !== undefined) return bad.reason === 'PathOutsideClaim' ? { state: 'refused', reason: bad.reason, message: bad.message } : { state: 'error', message: bad.message };
+    if (bad !== undefined)
+      return bad.reason === 'PathOutsideClaim' ? { state: 'refused', reason: bad.reason, message: bad.message } : { state: 'error', message: bad.message };
     if (!inputAt.ok || !outputAt.ok) return { state: 'error', message: 'unresolved' }; // narrowed above
     const input = inputAt.path;
     const output = outputAt.path;
@@ -78,7 +86,10 @@ export function fsBatchJobs(volumes: BatchVolumes, log: (m: string) => void = ()
     if (!read.ok) {
       // The file name users see is the job's, not this process's mount.
       const errors = read.errors.map((e) => e.split(input).join(job.spec.input.uri));
-      store.writeAtomic(MANIFEST, `${JSON.stringify({ version: 1, jobUid: uid, total: 0, epoch: 0, state: 'partial', parts: [], missing: [], reason: `input rejected: ${errors.join('; ')}` })}\n`);
+      store.writeAtomic(
+        MANIFEST,
+        `${JSON.stringify({ version: 1, jobUid: uid, total: 0, epoch: 0, state: 'partial', parts: [], missing: [], reason: `input rejected: ${errors.join('; ')}` })}\n`,
+      );
       return { state: 'rejected', errors, output: `${job.spec.output.uri.replace(/\/+$/, '')}/${MANIFEST}` };
     }
     const s = job.spec;

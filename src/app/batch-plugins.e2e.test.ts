@@ -71,7 +71,10 @@ describe('BatchInferenceJob WASM batch-size plugins from a ConfigMap, live', () 
   // - the built-in fits the memory too, but the engine runs 2 sequences at once, and the job's minimum is 3.
   // Different answers from the same engine facts: the plugin, not the built-in, set the good job's size.
   const batching = { batchSize: 8, dynamic: { minBatchSize: 3, maxBatchSize: 16 } };
-  const withPlugin = (key: string, bytes: Uint8Array) => ({ batching, strategy: { batchSize: { wasm: { configMap: { name: 'batch-plugins', key }, sha256: sha(bytes) } } } });
+  const withPlugin = (key: string, bytes: Uint8Array) => ({
+    batching,
+    strategy: { batchSize: { wasm: { configMap: { name: 'batch-plugins', key }, sha256: sha(bytes) } } },
+  });
 
   it('the example plugin, mounted from its ConfigMap, sets the batch size; a trapping one is refused and the built-in runs the job, every record once', async () => {
     const goodIds = e.writeInput('good.jsonl', 200, 'g');
@@ -80,36 +83,71 @@ describe('BatchInferenceJob WASM batch-size plugins from a ConfigMap, live', () 
     await e.createJob('bad', 'bad.jsonl', 1, withPlugin('trap.wasm', trap));
 
     // The worker pod carries the ConfigMap volume the kubelet materialises, and the worker is told where it is.
-    const [pod] = await waitFor('the good job\'s worker pod', async () => {
-      const ps = await e.workerPods('good');
-      return ps.length === 1 ? ps : undefined;
-    }, 120_000, 200);
-    expect(pod?.spec?.volumes?.find((v) => v.configMap !== undefined)?.configMap).toMatchObject({ name: 'batch-plugins', items: [{ key: 'latency-ratio.wasm', path: 'latency-ratio.wasm' }], optional: true });
+    const [pod] = await waitFor(
+      "the good job's worker pod",
+      async () => {
+        const ps = await e.workerPods('good');
+        return ps.length === 1 ? ps : undefined;
+      },
+      120_000,
+      200,
+    );
+    expect(pod?.spec?.volumes?.find((v) => v.configMap !== undefined)?.configMap).toMatchObject({
+      name: 'batch-plugins',
+      items: [{ key: 'latency-ratio.wasm', path: 'latency-ratio.wasm' }],
+      optional: true,
+    });
     expect(pod?.spec?.containers?.[1]?.args).toEqual(expect.arrayContaining(['--plugin-configmap-dir', BATCH_PLUGIN_MOUNT]));
 
     // The first verdict a worker reports is the one asserted (no waiting for a wished-for value).
-    const active = await waitFor('the good job shows its plugin verdict', async () => {
-      const j = await e.job('good');
-      return strategyCondition(j) !== undefined && j.status?.currentBatchSize !== undefined ? j : undefined;
-    }, 180_000, 500).catch(async (err: unknown) => {
-      throw new Error(`${(err as Error).message}\n${JSON.stringify((await e.job('good')).status)}\n${e.logs.filter((l) => !/^\[(kube-|etcd)/.test(l)).slice(-40).join('\n')}`);
+    const active = await waitFor(
+      'the good job shows its plugin verdict',
+      async () => {
+        const j = await e.job('good');
+        return strategyCondition(j) !== undefined && j.status?.currentBatchSize !== undefined ? j : undefined;
+      },
+      180_000,
+      500,
+    ).catch(async (err: unknown) => {
+      throw new Error(
+        `${(err as Error).message}\n${JSON.stringify((await e.job('good')).status)}\n${e.logs
+          .filter((l) => !/^\[(kube-|etcd)/.test(l))
+          .slice(-40)
+          .join('\n')}`,
+      );
     });
-    expect(strategyCondition(active)).toMatchObject({ status: 'True', reason: 'PluginActive', message: expect.stringMatching(/^worker good-0: batchSize: plugin configmap\/batch-plugins\/latency-ratio\.wasm loaded; start batch size 3 \(plugin; the built-in's: 8\)/) });
+    expect(strategyCondition(active)).toMatchObject({
+      status: 'True',
+      reason: 'PluginActive',
+      message: expect.stringMatching(
+        /^worker good-0: batchSize: plugin configmap\/batch-plugins\/latency-ratio\.wasm loaded; start batch size 3 \(plugin; the built-in's: 8\)/,
+      ),
+    });
     expect(active.status?.currentBatchSize).toBe(16);
 
-    const refused = await waitFor('the bad job shows its plugin verdict', async () => {
-      const j = await e.job('bad');
-      return strategyCondition(j) !== undefined && j.status?.currentBatchSize !== undefined ? j : undefined;
-    }, 180_000, 500);
+    const refused = await waitFor(
+      'the bad job shows its plugin verdict',
+      async () => {
+        const j = await e.job('bad');
+        return strategyCondition(j) !== undefined && j.status?.currentBatchSize !== undefined ? j : undefined;
+      },
+      180_000,
+      500,
+    );
     expect(strategyCondition(refused)).toMatchObject({
       status: 'False',
       reason: 'PluginRejected',
-      message: expect.stringMatching(/^worker bad-0: batchSize: plugin configmap\/batch-plugins\/trap\.wasm rejected: self-test of batch_size: .*unreachable.*; built-in strategies used/),
+      message: expect.stringMatching(
+        /^worker bad-0: batchSize: plugin configmap\/batch-plugins\/trap\.wasm rejected: self-test of batch_size: .*unreachable.*; built-in strategies used/,
+      ),
     });
     expect(refused.status?.currentBatchSize).toBe(3);
 
     // Both finish with every custom_id once, in input order; the verdicts and sizes stay in status.
-    for (const [name, ids, size, verdict] of [['good', goodIds, 16, 'True'], ['bad', badIds, 3, 'False']] as const) {
+    for (const [name, ids, size, verdict] of [
+      ['good', goodIds, 16, 'True'],
+      ['bad', badIds, 3, 'False'],
+    ] as const) {
       const done = await e.finished(name, 300_000);
       expect(done.status?.phase).toBe('Succeeded');
       expect(done.status?.progress?.recordsProcessed).toBe(ids.length);
@@ -142,20 +180,37 @@ describe('BatchInferenceJob WASM batch-size plugins from a ConfigMap, live', () 
         volumes: [{ name: 'input', configMap: { name: 'lint-input', items: [{ key: 'cm.yaml', path: 'manifests/cm.yaml' }] } }],
       },
     });
-    const event = await waitFor('a FailedMount Event', async () => {
-      const evs = await client.get<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${e.ns}/events`);
-      return evs.items.find((x) => x.reason === 'FailedMount' && x.involvedObject?.name === 'lint-probe');
-    }, 120_000, 250);
+    const event = await waitFor(
+      'a FailedMount Event',
+      async () => {
+        const evs = await client.get<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(
+          `/api/v1/namespaces/${e.ns}/events`,
+        );
+        return evs.items.find((x) => x.reason === 'FailedMount' && x.involvedObject?.name === 'lint-probe');
+      },
+      120_000,
+      250,
+    );
     expect(event.message).toBe('MountVolume.SetUp failed for volume "input" : configmap "lint-input" not found');
     const waiting = await client.get<V1Pod>(`${pods}/lint-probe`);
     expect(waiting.status?.phase).toBe('Pending');
     expect(waiting.status?.containerStatuses?.map((c) => c.state?.waiting?.reason)).toEqual(['ContainerCreating', 'ContainerCreating']);
 
-    await client.post(`/api/v1/namespaces/${e.ns}/configmaps`, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'lint-input' }, data: { 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n' } });
-    const done = await waitFor('the pod ended', async () => {
-      const p = await client.get<V1Pod>(`${pods}/lint-probe`);
-      return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
-    }, 180_000, 250);
+    await client.post(`/api/v1/namespaces/${e.ns}/configmaps`, {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'lint-input' },
+      data: { 'cm.yaml': 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  a: b\n' },
+    });
+    const done = await waitFor(
+      'the pod ended',
+      async () => {
+        const p = await client.get<V1Pod>(`${pods}/lint-probe`);
+        return p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed' ? p : undefined;
+      },
+      180_000,
+      250,
+    );
     expect(done.status?.phase).toBe('Succeeded');
     await client.delete(`${pods}/lint-probe`).catch(() => undefined);
   }, 600_000);

@@ -39,10 +39,17 @@ describe('BatchInferenceJob policies on real engines', () => {
     const ids = e.writeInput('faulty.jsonl', 300, 'f');
     // The breaker would cut the failing shard as a straggler; this test is about the ladder alone.
     await e.createJob('faulty', 'faulty.jsonl', 2, { sharding: { reshardStragglers: false } });
-    const pods = await waitFor('two worker pods bound', async () => {
-      const ps = await e.workerPods('faulty');
-      return ps.length === 2 && ps.every((p) => p.spec?.nodeName !== undefined && (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '') !== '') ? ps : undefined;
-    }, 60_000, 100);
+    const pods = await waitFor(
+      'two worker pods bound',
+      async () => {
+        const ps = await e.workerPods('faulty');
+        return ps.length === 2 && ps.every((p) => p.spec?.nodeName !== undefined && (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '') !== '')
+          ? ps
+          : undefined;
+      },
+      60_000,
+      100,
+    );
     const bad = pods.find((p) => p.metadata?.name === workerPodName('faulty', 0));
     const node = bad?.spec?.nodeName ?? '';
     const gpu = bad?.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '';
@@ -52,21 +59,31 @@ describe('BatchInferenceJob policies on real engines', () => {
     writeFileSync(join(faultDir, node, gpu), 'injected by the e2e test\n');
 
     // Rung 1 is visible on the pod: the same worker is given the shard again at half its concurrency.
-    const rung1 = await waitFor('a retry on the failing device at half concurrency', async () => {
-      const p = (await e.workerPods('faulty')).find((x) => x.metadata?.uid === bad?.metadata?.uid);
-      const a = parseAssignment(p?.metadata?.annotations?.[ANNOTATION.batchAssignment]);
-      return a !== undefined && !('error' in a) && a.concurrency === 0.5 ? a : undefined;
-    }, 60_000, 100);
+    const rung1 = await waitFor(
+      'a retry on the failing device at half concurrency',
+      async () => {
+        const p = (await e.workerPods('faulty')).find((x) => x.metadata?.uid === bad?.metadata?.uid);
+        const a = parseAssignment(p?.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+        return a !== undefined && !('error' in a) && a.concurrency === 0.5 ? a : undefined;
+      },
+      60_000,
+      100,
+    );
     expect(rung1.end - rung1.start).toBeGreaterThan(1);
 
     // Rung 2: quarantined on the Node, with the ladder's reason, for 15 minutes.
-    const q = await waitFor('the GPU quarantined on its Node', async () => {
-      const n = await e.cluster.client.get<V1Node>(`/api/v1/nodes/${node}`);
-      const text = n.metadata?.annotations?.[ANNOTATION.gpuQuarantine];
-      if (text === undefined) return undefined;
-      const parsed = parseQuarantine(node, text);
-      return parsed.ok ? { entries: parsed.value, node: n } : undefined;
-    }, 60_000, 200);
+    const q = await waitFor(
+      'the GPU quarantined on its Node',
+      async () => {
+        const n = await e.cluster.client.get<V1Node>(`/api/v1/nodes/${node}`);
+        const text = n.metadata?.annotations?.[ANNOTATION.gpuQuarantine];
+        if (text === undefined) return undefined;
+        const parsed = parseQuarantine(node, text);
+        return parsed.ok ? { entries: parsed.value, node: n } : undefined;
+      },
+      60_000,
+      200,
+    );
     const entry = q.entries.find((x) => String(x.gpu) === gpu);
     // A device the ladder saw break work is `failed` (ADR 0150): nothing on it is asked for a checkpoint first.
     expect(entry).toMatchObject({ source: 'batch-fault-ladder', state: 'failed' });
@@ -80,12 +97,17 @@ describe('BatchInferenceJob policies on real engines', () => {
     expect(g?.unhealthyReason).toMatch(/^quarantined until .*: batch job fault ladder: /);
 
     // The idle worker on the quarantined GPU is replaced; SITS places the new one on another GPU.
-    const moved = await waitFor('worker 0 replaced on a healthy GPU', async () => {
-      const p = (await e.workerPods('faulty')).find((x) => x.metadata?.name === workerPodName('faulty', 0));
-      if (p === undefined || p.metadata?.uid === bad?.metadata?.uid || p.spec?.nodeName === undefined) return undefined;
-      const idx = p.metadata?.annotations?.[ANNOTATION.gpuIndices];
-      return idx === undefined || idx === '' ? undefined : `${p.spec.nodeName}/${idx}`;
-    }, 60_000, 200);
+    const moved = await waitFor(
+      'worker 0 replaced on a healthy GPU',
+      async () => {
+        const p = (await e.workerPods('faulty')).find((x) => x.metadata?.name === workerPodName('faulty', 0));
+        if (p === undefined || p.metadata?.uid === bad?.metadata?.uid || p.spec?.nodeName === undefined) return undefined;
+        const idx = p.metadata?.annotations?.[ANNOTATION.gpuIndices];
+        return idx === undefined || idx === '' ? undefined : `${p.spec.nodeName}/${idx}`;
+      },
+      60_000,
+      200,
+    );
     expect(moved).not.toBe(device);
 
     const j = await e.finished('faulty', 120_000);
@@ -95,7 +117,9 @@ describe('BatchInferenceJob policies on real engines', () => {
     const fr = j.status?.conditions?.find((c) => c.type === 'FaultRecovery');
     expect(fr).toMatchObject({ status: 'True', reason: 'DeviceQuarantined' });
     // The walk, in order: rung 1 on the same device at half concurrency, then split over other devices + quarantine.
-    expect(fr?.message).toMatch(new RegExp(`on ${device}: crash .*rung 1: same device at 0.5× concurrency.*on ${device}: crash .*rung 2: split over other devices \\(2 pieces\\)`));
+    expect(fr?.message).toMatch(
+      new RegExp(`on ${device}: crash .*rung 1: same device at 0.5× concurrency.*on ${device}: crash .*rung 2: split over other devices \\(2 pieces\\)`),
+    );
     expect(fr?.message).toContain(`quarantined ${device} until`);
     const out = e.outputOf('faulty');
     expect(out.ids).toEqual(ids);
@@ -107,11 +131,20 @@ describe('BatchInferenceJob policies on real engines', () => {
     const ids = e.writeInput('cpufb.jsonl', 120, 'c');
     // splitOnRetry off: after the same-device retry the shard goes straight to the CPU rung. One CPU per worker: the
     // CPU engine's threads follow it (4 threads on this 2-core machine made the CPU shard 20× slower).
-    await e.createJob('cpufb', 'cpufb.jsonl', 1, { sharding: { reshardStragglers: false }, faultRecovery: { cpuFallback: true, splitOnRetry: false }, resources: { cpu: '1' } });
-    const bad = await waitFor('the worker bound to a GPU', async () => {
-      const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.name === workerPodName('cpufb', 0));
-      return p?.spec?.nodeName !== undefined && (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '') !== '' ? p : undefined;
-    }, 60_000, 100);
+    await e.createJob('cpufb', 'cpufb.jsonl', 1, {
+      sharding: { reshardStragglers: false },
+      faultRecovery: { cpuFallback: true, splitOnRetry: false },
+      resources: { cpu: '1' },
+    });
+    const bad = await waitFor(
+      'the worker bound to a GPU',
+      async () => {
+        const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.name === workerPodName('cpufb', 0));
+        return p?.spec?.nodeName !== undefined && (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '') !== '' ? p : undefined;
+      },
+      60_000,
+      100,
+    );
     const node = bad.spec?.nodeName ?? '';
     const gpu = bad.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '';
     mkdirSync(join(faultDir, node), { recursive: true });
@@ -131,11 +164,16 @@ describe('BatchInferenceJob policies on real engines', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-    const rung1 = await waitFor('a retry on the failing device at half concurrency', async () => {
-      const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.uid === bad.metadata?.uid);
-      const a = parseAssignment(p?.metadata?.annotations?.[ANNOTATION.batchAssignment]);
-      return a !== undefined && !('error' in a) && a.concurrency === 0.5 ? a : undefined;
-    }, 60_000, 100);
+    const rung1 = await waitFor(
+      'a retry on the failing device at half concurrency',
+      async () => {
+        const p = (await e.workerPods('cpufb')).find((x) => x.metadata?.uid === bad.metadata?.uid);
+        const a = parseAssignment(p?.metadata?.annotations?.[ANNOTATION.batchAssignment]);
+        return a !== undefined && !('error' in a) && a.concurrency === 0.5 ? a : undefined;
+      },
+      60_000,
+      100,
+    );
     const j = await e.finished('cpufb', 120_000).finally(() => {
       watching = false;
     });
@@ -157,18 +195,40 @@ describe('BatchInferenceJob policies on real engines', () => {
     expect([...cpuRanges]).toEqual([`${rung1.start}-${rung1.end}`]);
     const device = `${node}/${gpu}`;
     const fr = j.status?.conditions?.find((c) => c.type === 'FaultRecovery');
-    expect(fr?.message).toMatch(new RegExp(`on ${device}: crash .*rung 1: same device at 0.5× concurrency.*on ${device}: crash .*rung 3: CPU fallback, waiting for a CPU worker.*\\[${rung1.start},${rung1.end}\\): rung 3: CPU fallback on ${cpuName} \\(${cpuNode ?? ''}/cpu\\)`));
+    expect(fr?.message).toMatch(
+      new RegExp(
+        `on ${device}: crash .*rung 1: same device at 0.5× concurrency.*on ${device}: crash .*rung 3: CPU fallback, waiting for a CPU worker.*\\[${rung1.start},${rung1.end}\\): rung 3: CPU fallback on ${cpuName} \\(${cpuNode ?? ''}/cpu\\)`,
+      ),
+    );
     expect(e.manifestOf('cpufb').state).toBe('complete');
     // And it is gone.
-    await waitFor('the CPU worker deleted', async () => ((await e.workerPods('cpufb')).some((p) => p.metadata?.name === cpuName) ? undefined : true), 60_000, 200);
+    await waitFor(
+      'the CPU worker deleted',
+      async () => ((await e.workerPods('cpufb')).some((p) => p.metadata?.name === cpuName) ? undefined : true),
+      60_000,
+      200,
+    );
   }, 300_000);
 
-  it('shares the GPUs between two tenants by their Queues\' weights, measured from the worker pods\' GPU-seconds', async () => {
-    for (const [name, tier] of [['gold-team', 'gold'], ['bronze-team', 'bronze']] as const) {
-      await e.cluster.client.post('/apis/ai.sits2026.dev/v1/queues', { apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name }, spec: { tenant: name, tier } });
+  it("shares the GPUs between two tenants by their Queues' weights, measured from the worker pods' GPU-seconds", async () => {
+    for (const [name, tier] of [
+      ['gold-team', 'gold'],
+      ['bronze-team', 'bronze'],
+    ] as const) {
+      await e.cluster.client.post('/apis/ai.sits2026.dev/v1/queues', {
+        apiVersion: 'ai.sits2026.dev/v1',
+        kind: 'Queue',
+        metadata: { name },
+        spec: { tenant: name, tier },
+      });
     }
     // The controller's Queue watch sees both before the jobs come (else a job would be weighed by its tier default).
-    await waitFor('the queues listed', async () => ((await e.cluster.client.get<{ items: unknown[] }>('/apis/ai.sits2026.dev/v1/queues')).items.length >= 2 ? true : undefined), 30_000, 100);
+    await waitFor(
+      'the queues listed',
+      async () => ((await e.cluster.client.get<{ items: unknown[] }>('/apis/ai.sits2026.dev/v1/queues')).items.length >= 2 ? true : undefined),
+      30_000,
+      100,
+    );
     // Sized so the contention window holds about twenty turns (CI time); the bench measures the shares at length.
     const goldIds = e.writeInput('gold.jsonl', 2400, 'g');
     e.writeInput('bronze.jsonl', 1200, 'b');
@@ -177,7 +237,12 @@ describe('BatchInferenceJob policies on real engines', () => {
     // Gold runs alone first on both GPUs; bronze arrives and contends (it starts at the system's virtual time, not
     // with credit for the time it was not there). The shares are measured from bronze's arrival to gold's end.
     await e.createJob('gold', 'gold.jsonl', 2, spec('gold-team', 240));
-    await waitFor('gold running on both GPUs', async () => ((await e.workerPods('gold')).filter((p) => p.status?.phase === 'Running').length === 2 ? true : undefined), 60_000, 200);
+    await waitFor(
+      'gold running on both GPUs',
+      async () => ((await e.workerPods('gold')).filter((p) => p.status?.phase === 'Running').length === 2 ? true : undefined),
+      60_000,
+      200,
+    );
     await e.createJob('bronze', 'bronze.jsonl', 2, spec('bronze-team', 120));
     // GPU-seconds per job from its worker pods: each pod holds its GPU from the moment it is bound until it is gone.
     const held = new Map<string, { job: string; from: number; to: number; gpus: number }>();
@@ -189,7 +254,12 @@ describe('BatchInferenceJob policies on real engines', () => {
           for (const p of await e.workerPods(job)) {
             const uid = p.metadata?.uid ?? '';
             if (p.spec?.nodeName === undefined || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
-            const h = held.get(uid) ?? { job, from: now, to: now, gpus: (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((x) => x !== '').length };
+            const h = held.get(uid) ?? {
+              job,
+              from: now,
+              to: now,
+              gpus: (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((x) => x !== '').length,
+            };
             h.to = now;
             held.set(uid, h);
           }
@@ -206,8 +276,12 @@ describe('BatchInferenceJob policies on real engines', () => {
     const gold = seconds('gold');
     const bronze = seconds('bronze');
     const goldPct = (100 * gold) / (gold + bronze);
-    e.logs.push(`GPU share: gold ${gold.toFixed(1)} GPU-s, bronze ${bronze.toFixed(1)} GPU-s: gold ${goldPct.toFixed(1)} % (entitled 80 %), ${held.size} worker pods`);
-    process.stderr.write(`GPU share while both ran: gold ${gold.toFixed(1)} GPU-s, bronze ${bronze.toFixed(1)} GPU-s: gold ${goldPct.toFixed(1)} % of GPU time (entitled 80 %), bronze ${(100 - goldPct).toFixed(1)} % (entitled 20 %); ${held.size} worker pods\n`);
+    e.logs.push(
+      `GPU share: gold ${gold.toFixed(1)} GPU-s, bronze ${bronze.toFixed(1)} GPU-s: gold ${goldPct.toFixed(1)} % (entitled 80 %), ${held.size} worker pods`,
+    );
+    process.stderr.write(
+      `GPU share while both ran: gold ${gold.toFixed(1)} GPU-s, bronze ${bronze.toFixed(1)} GPU-s: gold ${goldPct.toFixed(1)} % of GPU time (entitled 80 %), bronze ${(100 - goldPct).toFixed(1)} % (entitled 20 %); ${held.size} worker pods\n`,
+    );
     expect(j.status?.phase).toBe('Succeeded');
     expect(e.outputOf('gold').ids).toEqual(goldIds);
     // Both ran (bronze got its slices), and gold's GPU time is near its weight's 4 / 5. Each turn restarts an engine

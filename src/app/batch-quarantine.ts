@@ -87,7 +87,10 @@ export class NodeAnnotationQuarantine implements Quarantine {
         // `failed` (ADR 0150): work on it has already failed, so nothing on it is asked for a checkpoint first.
         for (const gpu of gpus) book.quarantine({ node, gpu }, `batch job fault ladder: ${reason}`, untilMs, nowMs, BATCH_QUARANTINE_SOURCE, 'failed');
         const want = formatQuarantine(book.ofNode(node));
-        if (want !== have) await this.client.mergePatch(path, { metadata: { resourceVersion: n.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: want ?? null } } });
+        if (want !== have)
+          await this.client.mergePatch(path, {
+            metadata: { resourceVersion: n.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: want ?? null } },
+          });
         this.written.add(device);
         this.log(`batch fault ladder: node ${node} GPU ${gpus.join(',')} quarantined until ${new Date(untilMs).toISOString()}: ${reason}`);
         return;

@@ -20,7 +20,12 @@ const sha = (b: Uint8Array): string => createHash('sha256').update(b).digest('he
 beforeAll(async () => {
   const wabt = await wabtInit();
   // route() = 2: gpu-fragments, full precision.
-  route = wabt.parseWat('r.wat', '(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "route") (param f64 i32 i32 f64 f64) (result i32) i32.const 2))').toBinary({}).buffer;
+  route = wabt
+    .parseWat(
+      'r.wat',
+      '(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "route") (param f64 i32 i32 f64 f64) (result i32) i32.const 2))',
+    )
+    .toBinary({}).buffer;
   dir = mkdtempSync(join(tmpdir(), 'sits-route-'));
   writeFileSync(join(dir, 'route.wasm'), route);
 });
@@ -31,7 +36,13 @@ const job = (wasm: Record<string, unknown>): BatchJobObject =>
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'BatchInferenceJob',
     metadata: { name: 'j', namespace: 'ns', uid: 'u' },
-    spec: { runtime: 'llamacpp', model: { uri: 'pvc://m/x.gguf' }, input: { uri: 'pvc://d/in.jsonl' }, output: { uri: 'pvc://d/out' }, strategy: { routing: { wasm } } },
+    spec: {
+      runtime: 'llamacpp',
+      model: { uri: 'pvc://m/x.gguf' },
+      input: { uri: 'pvc://d/in.jsonl' },
+      output: { uri: 'pvc://d/out' },
+      strategy: { routing: { wasm } },
+    },
   }) as BatchJobObject;
 const samples = [1, 2, 3].map(() => ({ records: 10, promptTokens: 100, outputTokens: 20, ms: 300, peakKvFraction: 0.2 }));
 const limits = { loadTimeoutMs: 60_000, callTimeoutMs: 10_000 };
@@ -44,10 +55,15 @@ describe('the batch controller routing ports', () => {
     expect(r?.routing.reasons[0]).toBe('plugin route.wasm: route gpu-fragments');
   });
   it('a module with another digest is refused with the loader reason and the built-in decides', () => {
-    const r = routeJob(job({ file: 'route.wasm', sha256: '0'.repeat(64) }), samples, 0, { fragmentation: () => 0.1, routePlugin: routePluginLoader(dir, limits) });
+    const r = routeJob(job({ file: 'route.wasm', sha256: '0'.repeat(64) }), samples, 0, {
+      fragmentation: () => 0.1,
+      routePlugin: routePluginLoader(dir, limits),
+    });
     expect(r?.reason).toBe('PluginRefused');
     expect(r?.routing).toMatchObject({ route: 'gpu-shared', source: 'builtin' });
-    expect(r?.routing.reasons).toContain(`spec.strategy.routing.wasm plugin route.wasm: sha256 ${sha(route)} differs from the ${'0'.repeat(64)} the job names; built-in route used`);
+    expect(r?.routing.reasons).toContain(
+      `spec.strategy.routing.wasm plugin route.wasm: sha256 ${sha(route)} differs from the ${'0'.repeat(64)} the job names; built-in route used`,
+    );
   });
   it('reads the fragmentation the scheduler metrics report, undefined with no node', () => {
     const nodes = [

@@ -18,7 +18,12 @@ export interface QueueTenants {
 }
 
 export async function watchQueueTenants(client: KubeClient, log: (m: string) => void = () => undefined): Promise<QueueTenants> {
-  const r = new Reflector<QueueObject & { metadata?: { name?: string } }>(client, `/apis/${API_GROUP_VERSION}/queues`, { add: () => undefined, update: () => undefined, delete: () => undefined, error: (e) => log(`batch GPU share: watching Queues: ${e.message}`) });
+  const r = new Reflector<QueueObject & { metadata?: { name?: string } }>(client, `/apis/${API_GROUP_VERSION}/queues`, {
+    add: () => undefined,
+    update: () => undefined,
+    delete: () => undefined,
+    error: (e) => log(`batch GPU share: watching Queues: ${e.message}`),
+  });
   await r.start();
   return {
     tenantOf(job) {

@@ -34,7 +34,14 @@ async function startEngineLatencyDouble(delay: (inFlight: number) => number): Pr
       setTimeout(() => {
         inFlight--;
         res.writeHead(200, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ id: 'cmpl-1', object: 'text_completion', choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }], usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 } }));
+        res.end(
+          JSON.stringify({
+            id: 'cmpl-1',
+            object: 'text_completion',
+            choices: [{ index: 0, text: 'ok', finish_reason: 'stop' }],
+            usage: { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 },
+          }),
+        );
       }, d.delay(inFlight));
     });
   });
@@ -60,7 +67,11 @@ async function drive(engine: EngineLatencyDouble, n: number, sizer: LiveBatchSiz
         concurrency: () => sizer.size,
         run: async () => {
           const t0 = performance.now();
-          const r = await fetch(`${engine.url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'm', prompt: 'hi', max_tokens: 1 }) });
+          const r = await fetch(`${engine.url}/v1/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ model: 'm', prompt: 'hi', max_tokens: 1 }),
+          });
           await r.json();
           const c = sizer.observe(performance.now() - t0);
           if (c !== undefined) sizes.push(c.size);
@@ -166,7 +177,11 @@ describe("the job's batch-size plugin decides the sizes", () => {
     const p = policy('0'.repeat(64));
     const plugins = loadJobPlugins({ batchSize: { wasm: p.plugin as NonNullable<BatchPolicy['plugin']> } }, { pluginDir: dir, limits });
     expect(plugins.batchSize).toBeUndefined();
-    expect(plugins.condition).toMatchObject({ status: 'False', reason: 'PluginRejected', message: expect.stringMatching(/^batchSize: plugin grow\.wasm rejected: sha256 [0-9a-f]{64} differs/) });
+    expect(plugins.condition).toMatchObject({
+      status: 'False',
+      reason: 'PluginRejected',
+      message: expect.stringMatching(/^batchSize: plugin grow\.wasm rejected: sha256 [0-9a-f]{64} differs/),
+    });
     const sizer = new LiveBatchSize(p, mix, plugins.batchSize, 8);
     expect(sizer).toMatchObject({ size: 16, source: 'builtin' });
     const sizes = await drive(engine, 32, sizer);

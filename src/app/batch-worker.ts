@@ -23,7 +23,16 @@ import { errorLine, parseRequestLine, successLine, type BatchRequestLine } from 
 import type { BatchPolicy } from '../controllers/batch-inference/live-batch.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { LiveBatchSize, sharedPrefixFraction, tokenMixOf } from '../controllers/batch-inference/live-batch.ts';
-import { checkpointName, formatReport, parseAssignment, type BatchPluginState, type WireAssignment, type WireStage, type WireStageName, type WorkerReport } from '../controllers/batch-inference/worker-protocol.ts';
+import {
+  checkpointName,
+  formatReport,
+  parseAssignment,
+  type BatchPluginState,
+  type WireAssignment,
+  type WireStage,
+  type WireStageName,
+  type WorkerReport,
+} from '../controllers/batch-inference/worker-protocol.ts';
 import { runStages, type LiveStage, type StageStats } from '../controllers/batch-inference/stage-runner.ts';
 import { exportsKvUsage, KvWindow, readKv, type KvReading } from '../controllers/batch-inference/engine-kv.ts';
 import type { RuntimeDefinition } from '../serving/runtime.ts';
@@ -136,7 +145,13 @@ class StageTotals {
     stats.forEach((st, k) => {
       const name = st.name as WireStageName;
       const t = this.sums.get(name) ?? { processed: 0, busyMs: 0, blockedMs: 0, maxQueue: 0, capacity: 0 };
-      this.sums.set(name, { processed: t.processed + st.processed, busyMs: t.busyMs + st.busyMs, blockedMs: t.blockedMs + st.blockedMs, maxQueue: Math.max(t.maxQueue, st.maxQueue), capacity: Math.max(t.capacity, capacities[k] ?? 0) });
+      this.sums.set(name, {
+        processed: t.processed + st.processed,
+        busyMs: t.busyMs + st.busyMs,
+        blockedMs: t.blockedMs + st.blockedMs,
+        maxQueue: Math.max(t.maxQueue, st.maxQueue),
+        capacity: Math.max(t.capacity, capacities[k] ?? 0),
+      });
     });
   }
 
@@ -153,7 +168,9 @@ class StageTotals {
         maxQueue: Math.max(t.maxQueue, l?.maxQueue ?? 0),
         capacity: Math.max(t.capacity, capacities[k] ?? 0),
       };
-      return name === 'tokenise' ? { ...base, promptTokens: this.promptTokens, refused: this.refused, ...(this.counter === undefined ? {} : { counter: this.counter }) } : base;
+      return name === 'tokenise'
+        ? { ...base, promptTokens: this.promptTokens, refused: this.refused, ...(this.counter === undefined ? {} : { counter: this.counter }) }
+        : base;
     });
   }
 }
@@ -176,20 +193,37 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   // The worker may read its own pod only (RBAC): a ConfigMap module reaches it as a file the kubelet mounted.
   const cm = ref?.configMap;
   const cmDir = o.pluginConfigMapDir;
-  if (cm !== undefined && cmDir === undefined) pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps and none is mounted (--plugin-configmap-dir); built-in strategies used`;
-  const mounted = (_name: string, key: string): Uint8Array | undefined => (cmDir !== undefined && existsSync(join(cmDir, key)) ? readFileSync(join(cmDir, key)) : undefined);
-  const plugins = ref === undefined || (cm !== undefined && cmDir === undefined) ? undefined : loadJobPlugins({ batchSize: { wasm: ref } }, { ...(o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir }), configMapBytes: mounted, ...(o.pluginLimits === undefined ? {} : { limits: o.pluginLimits }) });
-  const pluginState = (): BatchPluginState | undefined => (ref === undefined ? undefined : plugins?.batchSize === undefined ? 'rejected' : plugins.batchSize.disabled !== undefined ? 'disabled' : 'active');
+  if (cm !== undefined && cmDir === undefined)
+    pluginNote = `batchSize: plugin configmap/${cm.name}/${cm.key} rejected: the batch worker cannot read ConfigMaps and none is mounted (--plugin-configmap-dir); built-in strategies used`;
+  const mounted = (_name: string, key: string): Uint8Array | undefined =>
+    cmDir !== undefined && existsSync(join(cmDir, key)) ? readFileSync(join(cmDir, key)) : undefined;
+  const plugins =
+    ref === undefined || (cm !== undefined && cmDir === undefined)
+      ? undefined
+      : loadJobPlugins(
+          { batchSize: { wasm: ref } },
+          {
+            ...(o.pluginDir === undefined ? {} : { pluginDir: o.pluginDir }),
+            configMapBytes: mounted,
+            ...(o.pluginLimits === undefined ? {} : { limits: o.pluginLimits }),
+          },
+        );
+  const pluginState = (): BatchPluginState | undefined =>
+    ref === undefined ? undefined : plugins?.batchSize === undefined ? 'rejected' : plugins.batchSize.disabled !== undefined ? 'disabled' : 'active';
   if (o.batching !== undefined) {
     if (pluginNote !== undefined) log(`batch-size strategy: ${pluginNote}`);
-    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow, () => kvWindow.take());
+    sizer = new LiveBatchSize(o.batching, tokenMixOf(requests.map((r) => r.body as Record<string, unknown>)), plugins?.batchSize, o.batchWindow, () =>
+      kvWindow.take(),
+    );
     if (plugins !== undefined) {
       const builtin = Math.max(o.batching.min, Math.min(o.batching.max, o.batching.start));
       pluginNote = `${plugins.condition.message}${plugins.batchSize === undefined ? '' : `; start batch size ${sizer.size} (${sizer.source}; the built-in's: ${builtin})`}`;
       log(`batch-size strategy: ${pluginNote}`);
     }
     if (sizer.lastFallback !== undefined) log(sizer.lastFallback);
-    log(`batch size ${sizer.size} (${sizer.source})${o.batching.targetP99Ms === undefined ? ', fixed: the job sets no targetLatencyMs' : `, p99 target ${o.batching.targetP99Ms} ms`}`);
+    log(
+      `batch size ${sizer.size} (${sizer.source})${o.batching.targetP99Ms === undefined ? ', fixed: the job sets no targetLatencyMs' : `, p99 target ${o.batching.targetP99Ms} ms`}`,
+    );
   }
 
   // The tokenise stage's counter: the engine's tokenizer where the runtime has one; an answer it cannot give (an old
@@ -217,7 +251,12 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   const report = async (r: WorkerReport): Promise<void> => {
     const note = sizer?.lastFallback ?? pluginNote;
     const state = pluginState();
-    const full: WorkerReport = { ...r, ...(note === undefined ? {} : { batchNote: note }), ...(state === undefined ? {} : { batchPlugin: state }), stages: totals.wire(capacities) };
+    const full: WorkerReport = {
+      ...r,
+      ...(note === undefined ? {} : { batchNote: note }),
+      ...(state === undefined ? {} : { batchPlugin: state }),
+      stages: totals.wire(capacities),
+    };
     await o.client.mergePatch(podPath, { metadata: { annotations: { [ANNOTATION.batchReport]: formatReport(full) } } });
   };
 
@@ -266,7 +305,11 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
           }
           if (res.status >= 200 && res.status < 300) {
             const usage = (body as { usage?: { total_tokens?: number; completion_tokens?: number } }).usage;
-            return { line: JSON.stringify(successLine(o.jobUid, req.custom_id, body, res.status)), tokens: usage?.total_tokens ?? 0, outputTokens: usage?.completion_tokens ?? 0 };
+            return {
+              line: JSON.stringify(successLine(o.jobUid, req.custom_id, body, res.status)),
+              tokens: usage?.total_tokens ?? 0,
+              outputTokens: usage?.completion_tokens ?? 0,
+            };
           }
           // The engine refused this request (4xx): an error line for this record, the shard goes on.
           const msg = (body as { error?: { message?: string } }).error?.message ?? text.slice(0, 500);
@@ -297,7 +340,15 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     const ckpt = { n: 0, upTo: 0, atMs: Date.now(), file: undefined as string | undefined, reported: undefined as string | undefined };
     const kvFields = (): Pick<WorkerReport, 'kvFree' | 'kvCapacityTokens'> =>
       kvPeak === undefined ? {} : { kvFree: kvPeak.freeFraction, ...(kvPeak.capacityTokens === undefined ? {} : { kvCapacityTokens: kvPeak.capacityTokens }) };
-    const base = (): Omit<WorkerReport, 'done' | 'tokens' | 'state'> => ({ attempt: a.attempt, start: a.start, end: a.end, startedMs, outputTokens, ...kvFields(), ...(ckpt.file === undefined ? {} : { checkpoint: ckpt.file }) });
+    const base = (): Omit<WorkerReport, 'done' | 'tokens' | 'state'> => ({
+      attempt: a.attempt,
+      start: a.start,
+      end: a.end,
+      startedMs,
+      outputTokens,
+      ...kvFields(),
+      ...(ckpt.file === undefined ? {} : { checkpoint: ckpt.file }),
+    });
     const maybeCheckpoint = (): void => {
       const every = o.checkpointEveryMs;
       const records = o.checkpointRecords;
@@ -320,7 +371,9 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     } catch (e) {
       if (!(e instanceof ModelUnavailable)) throw e;
       log(`attempt ${a.attempt}: ${e.message}`);
-      await report({ ...base(), done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) => log(`report: ${err.message}`));
+      await report({ ...base(), done: 0, tokens: 0, state: 'failed', failure: { kind: 'model', message: e.message } }).catch((err: Error) =>
+        log(`report: ${err.message}`),
+      );
       return;
     }
     // The first size was chosen before the engine was up. Once, with the engine's KV cache read and a sample of this
@@ -329,12 +382,26 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       kvStarted = true;
       const read = await scrapeKv(abort.signal);
       // An idle llama-server's /metrics cannot give its cache's size (tokens in use ÷ use); its /props can.
-      const props = o.runtime === undefined || read === undefined || read.capacityTokens !== undefined ? undefined : await engineCapacity(o.runtime.name, engine, abort.signal);
-      const k = read === undefined || props === undefined ? read : { ...read, capacityTokens: props.capacityTokens, freeTokens: Math.floor(props.capacityTokens * read.freeFraction) };
-      const sample = Array.from({ length: Math.min(START_SAMPLE, r.end - a.start) }, (_, i) => (requests[a.start + i] as BatchRequestLine));
-      const counted = k === undefined ? [] : await Promise.all(sample.map((q) => countPrompt(q.body as Record<string, unknown>, q.url.endsWith('/chat/completions'), abort.signal).catch(() => undefined)));
+      const props =
+        o.runtime === undefined || read === undefined || read.capacityTokens !== undefined
+          ? undefined
+          : await engineCapacity(o.runtime.name, engine, abort.signal);
+      const k =
+        read === undefined || props === undefined
+          ? read
+          : { ...read, capacityTokens: props.capacityTokens, freeTokens: Math.floor(props.capacityTokens * read.freeFraction) };
+      const sample = Array.from({ length: Math.min(START_SAMPLE, r.end - a.start) }, (_, i) => requests[a.start + i] as BatchRequestLine);
+      const counted =
+        k === undefined
+          ? []
+          : await Promise.all(
+              sample.map((q) => countPrompt(q.body as Record<string, unknown>, q.url.endsWith('/chat/completions'), abort.signal).catch(() => undefined)),
+            );
       const bodies = sample.map((q) => q.body as Record<string, unknown>);
-      const mix = counted.every((c) => c !== undefined && !c.estimated) && counted.length > 0 ? { promptTokens: counted.map((c) => (c as PromptCount).tokens), outputTokens: tokenMixOf(bodies).outputTokens } : undefined;
+      const mix =
+        counted.every((c) => c !== undefined && !c.estimated) && counted.length > 0
+          ? { promptTokens: counted.map((c) => (c as PromptCount).tokens), outputTokens: tokenMixOf(bodies).outputTokens }
+          : undefined;
       // Only an engine that caches prefixes across requests holds a shared prefix once.
       const shared = o.runtime?.sharesPrefixKv === true ? sharedPrefixFraction(bodies) : 0;
       const line = sizer.startFromEngine(k, mix, shared, props?.slots);
@@ -395,12 +462,22 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     // Enough tokenised records to refill every engine slot twice; results wait at most one batch for the writer.
     capacities = [0, Math.max(2, 2 * slots()), Math.max(2, slots())];
     const kvStop = new AbortController();
-    const kvLoop = sampleKv((k) => {
-      if (kvPeak === undefined || k.usedFraction > kvPeak.usedFraction) kvPeak = k;
-    }, AbortSignal.any([abort.signal, kvStop.signal]));
+    const kvLoop = sampleKv(
+      (k) => {
+        if (kvPeak === undefined || k.usedFraction > kvPeak.usedFraction) kvPeak = k;
+      },
+      AbortSignal.any([abort.signal, kvStop.signal]),
+    );
     const runStartMs = Date.now();
     try {
-      const stats = await runStages(take, stages, (k) => (k === 1 ? Math.max(2, 2 * slots()) : Math.max(2, slots())), abort.signal, () => performance.now(), (st) => (totals.live = st));
+      const stats = await runStages(
+        take,
+        stages,
+        (k) => (k === 1 ? Math.max(2, 2 * slots()) : Math.max(2, slots())),
+        abort.signal,
+        () => performance.now(),
+        (st) => (totals.live = st),
+      );
       totals.live = [];
       totals.add(stats, capacities);
     } catch (e) {
@@ -412,7 +489,9 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
       // An engine that stops answering is the worker's device failing (the fault ladder's crash); anything else too.
       const kind = 'crash' as const;
       log(`attempt ${a.attempt} failed: ${(e as Error).message}`);
-      await report({ ...base(), done: contiguous, tokens, state: 'failed', batchSize: slots(), failure: { kind, message: (e as Error).message } }).catch((err: Error) => log(`report: ${err.message}`));
+      await report({ ...base(), done: contiguous, tokens, state: 'failed', batchSize: slots(), failure: { kind, message: (e as Error).message } }).catch(
+        (err: Error) => log(`report: ${err.message}`),
+      );
       return;
     }
     kvStop.abort();
@@ -428,7 +507,12 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
   const rt = o.runtime;
   const kvEvery = o.kvEveryMs ?? 1000;
   let kvStarted = false;
-  let kvReason: string | undefined = rt === undefined ? 'no --runtime: the engine KV cache is not read' : exportsKvUsage(rt) ? undefined : `${rt.name} exports no KV-cache usage metric: the batch-size strategy gets KV unknown (0)`;
+  let kvReason: string | undefined =
+    rt === undefined
+      ? 'no --runtime: the engine KV cache is not read'
+      : exportsKvUsage(rt)
+        ? undefined
+        : `${rt.name} exports no KV-cache usage metric: the batch-size strategy gets KV unknown (0)`;
   /** Scrapes the engine's KV use until `signal`, at most once per kvEvery; each reading goes to the window and `onRead`. */
   /** One read of the engine's KV use; undefined (the reason logged once) when it cannot be read. */
   const scrapeKv = async (signal: AbortSignal): Promise<KvReading | undefined> => {
@@ -461,7 +545,9 @@ export async function runBatchWorker(o: BatchWorkerOptions, stop: AbortSignal): 
     }
   };
 
-  log(`batch worker ${o.namespace}/${o.podName}: ${requests.length} requests in ${o.input}, engine ${engine}${kvReason === undefined ? `, KV cache from ${rt?.metricsPath ?? ''} every ${kvEvery} ms` : `; ${kvReason}`}`);
+  log(
+    `batch worker ${o.namespace}/${o.podName}: ${requests.length} requests in ${o.input}, engine ${engine}${kvReason === undefined ? `, KV cache from ${rt?.metricsPath ?? ''} every ${kvEvery} ms` : `; ${kvReason}`}`,
+  );
   while (!stop.aborted) {
     let want: WireAssignment | undefined;
     try {

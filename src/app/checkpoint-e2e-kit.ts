@@ -7,7 +7,15 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { LABEL } from '../api/wire.ts';
 import { listPods } from '../harness/e2e-kit.ts';
-import { ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack } from '../harness/snapshot-stack.ts';
+import {
+  ensureCsiProvisioner,
+  ensureSnapshotComponents,
+  SNAPSHOT_API,
+  startSnapshotStack,
+  storageClass,
+  volumeSnapshotClass,
+  type SnapshotStack,
+} from '../harness/snapshot-stack.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { Reflector } from '../kube/reflector.ts';
 import { startDevCluster, type DevCluster, type DevClusterOptions } from './dev-cluster.ts';
@@ -55,7 +63,13 @@ export const containerEnv = (p: V1Pod): Record<string, string> => Object.fromEnt
 
 /** The replica pods of a TrainingJob's attempt that are not being deleted. */
 export async function trainingJobReplicas(client: KubeClient, ns: string, job: string, attempt: number): Promise<V1Pod[]> {
-  return (await listPods(client, ns)).filter((p) => p.metadata?.labels?.[LABEL.trainingJob] === job && p.metadata.labels[LABEL.role] === 'replica' && p.metadata.labels[LABEL.attempt] === String(attempt) && p.metadata.deletionTimestamp === undefined);
+  return (await listPods(client, ns)).filter(
+    (p) =>
+      p.metadata?.labels?.[LABEL.trainingJob] === job &&
+      p.metadata.labels[LABEL.role] === 'replica' &&
+      p.metadata.labels[LABEL.attempt] === String(attempt) &&
+      p.metadata.deletionTimestamp === undefined,
+  );
 }
 
 export interface PodChange {

@@ -6,7 +6,11 @@ import { devNodes } from './dev-cluster.ts';
 
 const asNodes = (shape: string, n = 2, unhealthy?: string): V1Node[] =>
   devNodes(n, shape).map((x) => ({
-    metadata: { name: x.name, labels: x.labels, annotations: { ...x.annotations, ...(unhealthy === undefined ? {} : { [ANNOTATION.unhealthyGpus]: unhealthy }) } },
+    metadata: {
+      name: x.name,
+      labels: x.labels,
+      annotations: { ...x.annotations, ...(unhealthy === undefined ? {} : { [ANNOTATION.unhealthyGpus]: unhealthy }) },
+    },
     status: { capacity: { cpu: '64', memory: '512Gi', pods: '110', ...x.capacity }, allocatable: { cpu: '64', memory: '512Gi', pods: '110', ...x.capacity } },
   }));
 

@@ -36,7 +36,12 @@ export interface ClusterFactsSource {
 
 /** Watches Nodes; resolves once listed. A failed list (no RBAC for nodes) leaves the facts unknown and is logged. */
 export async function watchClusterFacts(client: KubeClient, log: (m: string) => void): Promise<ClusterFactsSource> {
-  const r = new Reflector<V1Node>(client, '/api/v1/nodes', { add: () => undefined, update: () => undefined, delete: () => undefined, error: (e) => log(`nodes watch: ${e.message}`) });
+  const r = new Reflector<V1Node>(client, '/api/v1/nodes', {
+    add: () => undefined,
+    update: () => undefined,
+    delete: () => undefined,
+    error: (e) => log(`nodes watch: ${e.message}`),
+  });
   try {
     await r.start();
   } catch (e) {
@@ -44,10 +49,11 @@ export async function watchClusterFacts(client: KubeClient, log: (m: string) => 
   }
   return {
     facts: () => ({ largestNvlinkIslandGpus: r.items.size === 0 ? undefined : largestNvlinkIsland(r.items.values()) }),
-    nodes: () => [...r.items.values()].flatMap((n) => {
-      const s = nodeFromK8s(n);
-      return s.ok ? [s.value] : [];
-    }),
+    nodes: () =>
+      [...r.items.values()].flatMap((n) => {
+        const s = nodeFromK8s(n);
+        return s.ok ? [s.value] : [];
+      }),
     stop: () => r.stop(),
   };
 }

@@ -20,9 +20,19 @@ describe('upstream e2e scheduling cases with SITS as default-scheduler', () => {
     'passes the quick SchedulerPredicates and PodTopologySpread cases',
     async () => {
       const lines: string[] = [];
-      const summary = await runConformance({ focus: anyOf(CI_CASES), skipped: SKIPPED_CASES, nodes: 4, shape: 'dgx-h100', timeoutMs: scaled(150_000), log: (m) => lines.push(m) });
+      const summary = await runConformance({
+        focus: anyOf(CI_CASES),
+        skipped: SKIPPED_CASES,
+        nodes: 4,
+        shape: 'dgx-h100',
+        timeoutMs: scaled(150_000),
+        log: (m) => lines.push(m),
+      });
       const failed = summary.cases.filter((c) => c.state !== 'passed');
-      expect(failed, `not passed:\n${failed.map((c) => `${c.name}: ${c.message ?? ''}`).join('\n')}\n--- last log lines:\n${lines.slice(-30).join('\n')}`).toEqual([]);
+      expect(
+        failed,
+        `not passed:\n${failed.map((c) => `${c.name}: ${c.message ?? ''}`).join('\n')}\n--- last log lines:\n${lines.slice(-30).join('\n')}`,
+      ).toEqual([]);
       // Every subset case ran (a renamed upstream case would silently match nothing).
       expect(summary.cases.map((c) => CI_CASES.find((t) => c.name.includes(t))).sort()).toEqual([...CI_CASES].sort());
     },

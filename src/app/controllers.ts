@@ -61,7 +61,10 @@ export interface ControllerOptions {
    */
   /** Events on pods waiting for a scheduler that has no leader (scheduler-watch.ts); off by default. */
   readonly schedulerWatch?: Omit<SchedulerWatchOptions, 'isLeader' | 'log'>;
-  readonly batch?: { readonly volumes: BatchVolumes; /** Where spec.strategy.routing.wasm.file plugins are read (ADR 0165). */ readonly pluginDir?: string } & Omit<BatchControllerConfig, 'jobs'>;
+  readonly batch?: {
+    readonly volumes: BatchVolumes;
+    /** Where spec.strategy.routing.wasm.file plugins are read (ADR 0165). */ readonly pluginDir?: string;
+  } & Omit<BatchControllerConfig, 'jobs'>;
 }
 
 export interface Controllers {
@@ -83,17 +86,38 @@ export interface Controllers {
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
   // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
-  const { config: _, engine: given, serving: servingOpts, lending: lendingOpts, healthMigration: migrationOpts, batch, kedaAllow, schedulerWatch: watchOpts, ...runnerOpts } = opts;
+  const {
+    config: _,
+    engine: given,
+    serving: servingOpts,
+    lending: lendingOpts,
+    healthMigration: migrationOpts,
+    batch,
+    kedaAllow,
+    schedulerWatch: watchOpts,
+    ...runnerOpts
+  } = opts;
   const serving =
     servingOpts === undefined || servingOpts === false
       ? undefined
-      : startServingLoop(client, { ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...servingOpts });
+      : startServingLoop(client, {
+          ...(opts.log === undefined ? {} : { log: opts.log }),
+          ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }),
+          ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+          ...servingOpts,
+        });
   const engine = given ?? serving?.engine;
   // InferenceService specs are judged against the NVLink islands the nodes offer (tensor-parallel size).
   const facts = await watchClusterFacts(client, opts.log ?? (() => undefined));
   // In mode keda the ScaledObject carries the serving loop's calibrated threshold (ADR 0112), when the loop runs; the
   // loop also sets the adapters-loaded condition, so replicas with adapters declare it as a readiness gate (ADR 0125).
-  const inference = inferenceServiceController({ gpuModelAliases: (m) => [modelFromProduct(m)], clusterFacts: facts.facts, engine: engine ?? NO_ENGINE, ...(kedaAllow === undefined ? {} : { kedaAllow }), ...(serving === undefined ? {} : { thresholds: serving.thresholds, adapterReadinessGate: true }) });
+  const inference = inferenceServiceController({
+    gpuModelAliases: (m) => [modelFromProduct(m)],
+    clusterFacts: facts.facts,
+    engine: engine ?? NO_ENGINE,
+    ...(kedaAllow === undefined ? {} : { kedaAllow }),
+    ...(serving === undefined ? {} : { thresholds: serving.thresholds, adapterReadinessGate: true }),
+  });
   const running: RunningController[] = [];
   running.push(await runController(client, trainingJobController(cfg), runnerOpts));
   running.push(await runController(client, inference, runnerOpts));
@@ -106,19 +130,57 @@ export async function startControllers(client: KubeClient, opts: ControllerOptio
     // With a GPU share, a job's tenant is its Queue, weighed as the queue cycle weighs it (ADR 0140).
     queueTenants = batchCfg.share === undefined || batchCfg.tenantOf !== undefined ? undefined : await watchQueueTenants(client, opts.log);
     const tenantOf = queueTenants?.tenantOf;
-    running.push(await runController(client, batchInferenceJobController({ gpuModelAliases: (m) => [modelFromProduct(m)], ...(pluginDir === undefined ? {} : { routePlugin: routePluginLoader(pluginDir, batchCfg.pluginLimits) }), ...batchCfg, ...(tenantOf === undefined ? {} : { tenantOf }), jobs }), runnerOpts));
+    running.push(
+      await runController(
+        client,
+        batchInferenceJobController({
+          gpuModelAliases: (m) => [modelFromProduct(m)],
+          ...(pluginDir === undefined ? {} : { routePlugin: routePluginLoader(pluginDir, batchCfg.pluginLimits) }),
+          ...batchCfg,
+          ...(tenantOf === undefined ? {} : { tenantOf }),
+          jobs,
+        }),
+        runnerOpts,
+      ),
+    );
   }
   const lending =
     lendingOpts === undefined || lendingOpts === false
       ? undefined
-      : startGpuLending(client, { ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...lendingOpts });
+      : startGpuLending(client, {
+          ...(opts.log === undefined ? {} : { log: opts.log }),
+          ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }),
+          ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+          ...lendingOpts,
+        });
   const healthMigration =
     migrationOpts === undefined || migrationOpts === false
       ? undefined
-      : new GpuHealthMigrator(client, { log: opts.log ?? (() => undefined), ...(opts.clock === undefined ? {} : { clock: opts.clock }), ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...migrationOpts });
+      : new GpuHealthMigrator(client, {
+          log: opts.log ?? (() => undefined),
+          ...(opts.clock === undefined ? {} : { clock: opts.clock }),
+          ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }),
+          ...migrationOpts,
+        });
   await healthMigration?.start();
-  const schedulerWatch = watchOpts === undefined ? undefined : await startSchedulerWatch(client, { ...watchOpts, ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }), ...(opts.log === undefined ? {} : { log: opts.log }) });
-  const names = ['TrainingJob', 'InferenceService', 'DataPipeline', ...(batch === undefined ? [] : ['BatchInferenceJob']), ...(serving === undefined ? [] : ['serving loop']), ...(lending === undefined ? [] : ['GPU lending']), ...(healthMigration === undefined ? [] : ['health migration']), ...(schedulerWatch === undefined ? [] : [`scheduler watch (${watchOpts?.lease ?? ''})`])];
+  const schedulerWatch =
+    watchOpts === undefined
+      ? undefined
+      : await startSchedulerWatch(client, {
+          ...watchOpts,
+          ...(opts.isLeader === undefined ? {} : { isLeader: opts.isLeader }),
+          ...(opts.log === undefined ? {} : { log: opts.log }),
+        });
+  const names = [
+    'TrainingJob',
+    'InferenceService',
+    'DataPipeline',
+    ...(batch === undefined ? [] : ['BatchInferenceJob']),
+    ...(serving === undefined ? [] : ['serving loop']),
+    ...(lending === undefined ? [] : ['GPU lending']),
+    ...(healthMigration === undefined ? [] : ['health migration']),
+    ...(schedulerWatch === undefined ? [] : [`scheduler watch (${watchOpts?.lease ?? ''})`]),
+  ];
   return {
     names,
     serving,

@@ -53,7 +53,11 @@ const queue = (defragment: boolean): Record<string, unknown> => ({
   apiVersion: 'ai.sits2026.dev/v1',
   kind: 'Queue',
   metadata: { name: 'train' },
-  spec: { tenant: 'train', resources: [{ name: 'nvidia.com/gpu', nominal: '16' }], preemption: { withinQueue: 'Never', reclaimWithinCohort: 'Never', defragmentByMigration: defragment } },
+  spec: {
+    tenant: 'train',
+    resources: [{ name: 'nvidia.com/gpu', nominal: '16' }],
+    preemption: { withinQueue: 'Never', reclaimWithinCohort: 'Never', defragmentByMigration: defragment },
+  },
 });
 const trainingJob = (name: string, gpus: number, claim?: string): Record<string, unknown> => ({
   apiVersion: 'ai.sits2026.dev/v1',
@@ -74,7 +78,9 @@ const trainingJob = (name: string, gpus: number, claim?: string): Record<string,
 const runningOn = async (job: string, attempt: number): Promise<{ pod: V1Pod; node: string } | undefined> => {
   const j = await getJob(job);
   const [p] = await replicas(job, attempt);
-  return j.status?.phase === 'Running' && j.status.attempt === attempt && p?.status?.phase === 'Running' && (p.spec?.nodeName ?? '') !== '' ? { pod: p, node: p.spec?.nodeName ?? '' } : undefined;
+  return j.status?.phase === 'Running' && j.status.attempt === attempt && p?.status?.phase === 'Running' && (p.spec?.nodeName ?? '') !== ''
+    ? { pod: p, node: p.spec?.nodeName ?? '' }
+    : undefined;
 };
 const cordon = (node: string, on: boolean): Promise<unknown> => client.mergePatch(`/api/v1/nodes/${node}`, { spec: { unschedulable: on } });
 
@@ -84,9 +90,17 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
     onTestFailed(() => console.error(`--- defragment e2e log (last 150 lines) ---\n${logs.slice(-150).join('\n')}`));
     await client.post(`${TJ}/queues`, queue(false));
     await createNs(client, NS);
-    const vols = { a: await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt-a' }), b: await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt-b' }) };
+    const vols = {
+      a: await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt-a' }),
+      b: await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt-b' }),
+    };
     const tokenFile = await trainerTokenFile(client, cluster.plane, NS);
-    for (const c of ['ckpt-a', 'ckpt-b']) await waitFor(`claim ${c} Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/${c}`)).status?.phase === 'Bound', 120_000);
+    for (const c of ['ckpt-a', 'ckpt-b'])
+      await waitFor(
+        `claim ${c} Bound`,
+        async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/${c}`)).status?.phase === 'Bound',
+        120_000,
+      );
 
     // One 4-GPU job per node: the first node is cordoned while the second job is placed.
     await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('a', 4, 'ckpt-a'));
@@ -100,32 +114,45 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
 
     // The 8-GPU gang: 8 GPUs free in the cluster, 4 on each node.
     await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('big', 8));
-    await waitFor('big waits for capacity', async () => {
-      const [p] = await replicas('big', 1);
-      return p?.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False') === true;
-    }, 60_000);
+    await waitFor(
+      'big waits for capacity',
+      async () => {
+        const [p] = await replicas('big', 1);
+        return p?.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False') === true;
+      },
+      60_000,
+    );
     // Policy off: no plan, no checkpoint asked, nothing evicted, for a while.
     await new Promise((r) => setTimeout(r, 5000));
     expect(scheduler.defragmenter.stats.plans).toBe(0);
     for (const j of ['a', 'b']) expect((await getJob(j)).metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBeUndefined();
     expect((await replicas('big', 1))[0]?.spec?.nodeName ?? '').toBe('');
 
-    const uids = new Map([...(await replicas('a', 1)), ...(await replicas('b', 1))].map((p) => [p.metadata?.uid ?? '', p.metadata?.labels?.[LABEL.trainingJob] ?? '']));
+    const uids = new Map(
+      [...(await replicas('a', 1)), ...(await replicas('b', 1))].map((p) => [p.metadata?.uid ?? '', p.metadata?.labels?.[LABEL.trainingJob] ?? '']),
+    );
     const podWatch = await recordPodChanges(client, NS);
     const seen = podWatch.seen;
     try {
       // Policy on.
       const q = await client.get<{ metadata: { resourceVersion?: string } }>(`${TJ}/queues/train`);
-      await client.mergePatch(`${TJ}/queues/train`, { metadata: { resourceVersion: q.metadata.resourceVersion }, spec: { preemption: { defragmentByMigration: true } } });
-      const asked = await waitFor('a Migration checkpoint cycle on one of the 4-GPU jobs', async () => {
-        for (const name of ['a', 'b']) {
-          const j = await getJob(name);
-          const req = parseDefragmentRequest(j.metadata.annotations?.[ANNOTATION.requestCheckpoint]);
-          const c = j.status?.checkpoint?.cycle;
-          if (req !== undefined && c?.request === req.value && c.trigger === 'Migration') return { name, seq: c.seq };
-        }
-        return undefined;
-      }, 90_000);
+      await client.mergePatch(`${TJ}/queues/train`, {
+        metadata: { resourceVersion: q.metadata.resourceVersion },
+        spec: { preemption: { defragmentByMigration: true } },
+      });
+      const asked = await waitFor(
+        'a Migration checkpoint cycle on one of the 4-GPU jobs',
+        async () => {
+          for (const name of ['a', 'b']) {
+            const j = await getJob(name);
+            const req = parseDefragmentRequest(j.metadata.annotations?.[ANNOTATION.requestCheckpoint]);
+            const c = j.status?.checkpoint?.cycle;
+            if (req !== undefined && c?.request === req.value && c.trigger === 'Migration') return { name, seq: c.seq };
+          }
+          return undefined;
+        },
+        90_000,
+      );
       const moved = asked.name;
       const stays = moved === 'a' ? 'b' : 'a';
       const from = moved === 'a' ? a1.node : b1.node;
@@ -135,11 +162,16 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
       expect(scheduler.defragmenter.held(Date.now()).map((r) => r.nodes)).toEqual([[from]]);
       expect((await getJob(stays)).metadata.annotations?.[ANNOTATION.requestCheckpoint]).toBeUndefined();
       const [rank0] = await replicas(moved, 1);
-      const seq = await waitFor('rank 0 sees the request through the contract', async () => {
-        const h = await runCheckpointHelper(cluster.plane, rank0 as V1Pod, tokenFile, ['requested']);
-        if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
-        return h.stdout.trim() === String(asked.seq) ? asked.seq : undefined;
-      }, 60_000, 200);
+      const seq = await waitFor(
+        'rank 0 sees the request through the contract',
+        async () => {
+          const h = await runCheckpointHelper(cluster.plane, rank0 as V1Pod, tokenFile, ['requested']);
+          if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+          return h.stdout.trim() === String(asked.seq) ? asked.seq : undefined;
+        },
+        60_000,
+        200,
+      );
       // Nothing is evicted before the checkpoint is committed and snapshotted.
       await new Promise((r) => setTimeout(r, 2000));
       expect((await replicas(moved, 1)).map((p) => p.metadata?.uid)).toEqual([rank0?.metadata?.uid]);
@@ -150,10 +182,14 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
       expect(c.code).toBe(0);
       const snapshotName = `${moved}-ckpt-${seq}`;
 
-      const big = await waitFor('big bound on the freed node', async () => {
-        const [p] = await replicas('big', 1);
-        return (p?.spec?.nodeName ?? '') !== '' ? p : undefined;
-      }, 120_000);
+      const big = await waitFor(
+        'big bound on the freed node',
+        async () => {
+          const [p] = await replicas('big', 1);
+          return (p?.spec?.nodeName ?? '') !== '' ? p : undefined;
+        },
+        120_000,
+      );
       expect(big?.spec?.nodeName).toBe(from);
       await waitFor('the hold released once the gang started', async () => scheduler.defragmenter.held(Date.now()).length === 0, 60_000);
       const restarted = await waitFor(`${moved} attempt 2 Running on the other node`, () => runningOn(moved, 2), 120_000);
@@ -169,17 +205,28 @@ describe('defragmentation by migration on the live scheduler (ADR 0144)', () => 
       expect(snap.status?.readyToUse).toBe(true);
       const readyMs = Date.parse(j.status?.checkpoint?.lastReady?.readyTime ?? '');
       const movedUid = rank0?.metadata?.uid ?? '';
-      const firstEvictMs = Math.min(...seen.filter((e) => e.pod.metadata?.uid === movedUid && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined)).map((e) => e.atMs));
+      const firstEvictMs = Math.min(
+        ...seen.filter((e) => e.pod.metadata?.uid === movedUid && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined)).map((e) => e.atMs),
+      );
       expect(firstEvictMs).toBeGreaterThanOrEqual(readyMs);
-      const cond = seen.filter((e) => e.pod.metadata?.uid === movedUid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+      const cond = seen
+        .filter((e) => e.pod.metadata?.uid === movedUid)
+        .flatMap((e) => e.pod.status?.conditions ?? [])
+        .find((x) => x.type === 'DisruptionTarget');
       expect(cond?.reason).toBe(DEFRAGMENT_REASON);
       expect(cond?.message).toContain(`is freed for gang:${NS}/big (defragmentation by migration): checkpoint ${snapshotName} (step 300) is ready`);
-      for (const [uid, job] of uids) if (job === stays) expect(seen.some((e) => e.pod.metadata?.uid === uid && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined))).toBe(false);
+      for (const [uid, job] of uids)
+        if (job === stays)
+          expect(seen.some((e) => e.pod.metadata?.uid === uid && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined))).toBe(false);
       expect((await getJob(stays)).status?.attempt).toBe(1);
-      const ev = await waitFor('the move’s events', async () => {
-        const evs = (await listEvents(client, NS)).filter((e) => e.involvedObject?.name === moved);
-        return evs.some((e) => e.reason === 'GangMoved') && evs.some((e) => e.reason === 'MovedForDefragmentation') ? evs : undefined;
-      }, 30_000);
+      const ev = await waitFor(
+        'the move’s events',
+        async () => {
+          const evs = (await listEvents(client, NS)).filter((e) => e.involvedObject?.name === moved);
+          return evs.some((e) => e.reason === 'GangMoved') && evs.some((e) => e.reason === 'MovedForDefragmentation') ? evs : undefined;
+        },
+        30_000,
+      );
       expect(ev.find((e) => e.reason === 'CheckpointForDefragmentation')?.message).toContain(`for gang:${NS}/big`);
       expect(scheduler.defragmenter.stats).toMatchObject({ plans: 1, requested: 1, evictedGangs: 1 });
     } finally {

@@ -11,7 +11,14 @@ import type { Rng } from '../core/ports.ts';
 const RACKS: readonly { rack: string; block: string; groups: readonly [string, number][] }[] = [
   { rack: 'rack-0', block: 'block-0', groups: [['dgx-h100', 8]] },
   { rack: 'rack-1', block: 'block-0', groups: [['hgx-a100', 8]] },
-  { rack: 'rack-2', block: 'block-1', groups: [['hgx-a100', 4], ['l4x8', 4]] },
+  {
+    rack: 'rack-2',
+    block: 'block-1',
+    groups: [
+      ['hgx-a100', 4],
+      ['l4x8', 4],
+    ],
+  },
   { rack: 'rack-3', block: 'block-1', groups: [['l4x8', 8]] },
 ];
 
@@ -95,11 +102,22 @@ export function demoWorkload(rng: Rng, opts: DemoWorkloadOptions): DemoJob[] {
 function makeJob(rng: Rng, kind: DemoJobKind, id: string, arrivalMs: number): DemoJob {
   switch (kind) {
     case 'training': {
-      const total = pickWeighted(rng, [[2, 25], [4, 25], [8, 20], [16, 15], [32, 10], [64, 5]] as const);
+      const total = pickWeighted(rng, [
+        [2, 25],
+        [4, 25],
+        [8, 20],
+        [16, 15],
+        [32, 10],
+        [64, 5],
+      ] as const);
       const perPod = total >= 8 && rng.next() < 0.6 ? 8 : 1;
       const replicas = total / perPod;
       const members = Array.from({ length: replicas }, (_, i) =>
-        makePod(`${id}-${i}`, { cpuMilli: 12_000 * perPod, memoryMiB: 65_536 * perPod, gpuCount: perPod, gpuMilli: 1000 }, { gpuModels: ['H100-SXM', 'A100-80G'], gang: id, priority: 0, queue: 'training' }),
+        makePod(
+          `${id}-${i}`,
+          { cpuMilli: 12_000 * perPod, memoryMiB: 65_536 * perPod, gpuCount: perPod, gpuMilli: 1000 },
+          { gpuModels: ['H100-SXM', 'A100-80G'], gang: id, priority: 0, queue: 'training' },
+        ),
       );
       return {
         id,
@@ -112,11 +130,28 @@ function makeJob(rng: Rng, kind: DemoJobKind, id: string, arrivalMs: number): De
     }
     case 'inference': {
       const cc = rng.next() < 1 / 3 ? 89 : 80;
-      return { id, kind, arrivalMs, durationMs: lognormal(rng, 60 * MINUTE, 0.7), gpus: 1, unit: { kind: 'pod', pod: makePod(id, { cpuMilli: 8000, memoryMiB: 32_768, gpuCount: 1, gpuMilli: 1000 }, { minComputeCapability: cc, queue: 'inference' }) } };
+      return {
+        id,
+        kind,
+        arrivalMs,
+        durationMs: lognormal(rng, 60 * MINUTE, 0.7),
+        gpus: 1,
+        unit: {
+          kind: 'pod',
+          pod: makePod(id, { cpuMilli: 8000, memoryMiB: 32_768, gpuCount: 1, gpuMilli: 1000 }, { minComputeCapability: cc, queue: 'inference' }),
+        },
+      };
     }
     case 'fractional': {
       const milli = rng.next() < 0.5 ? 250 : 500;
-      return { id, kind, arrivalMs, durationMs: lognormal(rng, 30 * MINUTE, 0.7), gpus: milli / 1000, unit: { kind: 'pod', pod: makePod(id, { cpuMilli: 2000, memoryMiB: 8192, gpuCount: 1, gpuMilli: milli }, { queue: 'notebooks' }) } };
+      return {
+        id,
+        kind,
+        arrivalMs,
+        durationMs: lognormal(rng, 30 * MINUTE, 0.7),
+        gpus: milli / 1000,
+        unit: { kind: 'pod', pod: makePod(id, { cpuMilli: 2000, memoryMiB: 8192, gpuCount: 1, gpuMilli: milli }, { queue: 'notebooks' }) },
+      };
     }
   }
 }

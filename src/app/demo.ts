@@ -60,7 +60,13 @@ export function runDemo(opts: DemoOptions): DemoResult {
   return {
     seed: opts.seed,
     cluster: { nodes: nodes.length, gpus: nodes.reduce((s, n) => s + n.gpus.length, 0), racks: new Set(nodes.map((n) => n.location.rack)).size },
-    workload: { jobs: jobs.length, training: jobs.filter((j) => j.kind === 'training').length, inference: jobs.filter((j) => j.kind === 'inference').length, fractional: jobs.filter((j) => j.kind === 'fractional').length, hours },
+    workload: {
+      jobs: jobs.length,
+      training: jobs.filter((j) => j.kind === 'training').length,
+      inference: jobs.filter((j) => j.kind === 'inference').length,
+      fractional: jobs.filter((j) => j.kind === 'fractional').length,
+      hours,
+    },
     results,
   };
 }
@@ -124,7 +130,7 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
   });
 
   const schedulePass = (en: Environment<Ev>): void => {
-    for (let i = 0; i < pending.length; ) {
+    for (let i = 0; i < pending.length;) {
       const job = pending[i] as DemoJob;
       let placedNodes: { node: string; gpus: readonly number[] }[] | undefined;
       if (job.unit.kind === 'pod') {
@@ -149,7 +155,10 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
       }
       started.set(job.id, { startMs: en.nowMs, nodes: nodeSet, oneNvlink, oneRack: racks.size === 1 });
       if (job.kind === 'training') {
-        const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placedNodes, (n) => state.node(n)?.spec));
+        const st = stepTime(
+          DEFAULT_TRAINING_MODEL,
+          sharesOf(placedNodes, (n) => state.node(n)?.spec),
+        );
         trained.push({ gpuMs: job.gpus * job.durationMs, tokensPerSec: st.tokensPerSec, util: st.gpuUtilization });
       }
       en.schedule(job.durationMs, 0, { kind: 'finish', job });
@@ -180,7 +189,13 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
     jobsNeverStarted: jobs.length - started.size,
     training: {
       tokensPerSec: Math.round(trained.reduce((a, t) => a + t.tokensPerSec, 0) / Math.max(1, trained.length)),
-      gpuUtilizationPct: round2((100 * trained.reduce((a, t) => a + t.gpuMs * t.util, 0)) / Math.max(1, trained.reduce((a, t) => a + t.gpuMs, 0))),
+      gpuUtilizationPct: round2(
+        (100 * trained.reduce((a, t) => a + t.gpuMs * t.util, 0)) /
+          Math.max(
+            1,
+            trained.reduce((a, t) => a + t.gpuMs, 0),
+          ),
+      ),
     },
   };
 }

@@ -133,7 +133,11 @@ export function devNodes(count: number, shape: string, nodesPerRack = 8, racksPe
   const gpus = NODE_SHAPES[shape].gpus.length;
   return Array.from({ length: count }, (_, i) => {
     const rack = Math.floor(i / nodesPerRack);
-    const node = nodeObjectFor(`${shape}-${String(i).padStart(3, '0')}`, shape, { zone: 'zone-0', block: `block-${Math.floor(rack / racksPerBlock)}`, rack: `rack-${rack}` });
+    const node = nodeObjectFor(`${shape}-${String(i).padStart(3, '0')}`, shape, {
+      zone: 'zone-0',
+      block: `block-${Math.floor(rack / racksPerBlock)}`,
+      rack: `rack-${rack}`,
+    });
     // What `sits node-agent` publishes from nvidia-smi on a real node; these simulated nodes get bus ids in a
     // made-up layout (devBusIds) so that pods on them get an NCCL topology file too.
     return gpus === 0 ? node : { ...node, annotations: { ...node.annotations, [ANNOTATION.gpuBusIds]: devBusIds(gpus).join(',') } };
@@ -172,8 +176,21 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
       stack = await startSnapshotStack(plane, { client, withProvisioner: true, stateDir: join(scratch, 'csi'), log });
       // Immediate binding: a batch job's input is written into its claim before any pod of it exists (the
       // controller validates it first), so the volume must be there when the claim is created.
-      await client.post('/apis/storage.k8s.io/v1/storageclasses', { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name: DEV_STORAGE_CLASS, annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } }, provisioner: stack.driver.name, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' });
-      await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, { apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshotClass', metadata: { name: DEV_STORAGE_CLASS, annotations: { 'snapshot.storage.kubernetes.io/is-default-class': 'true' } }, driver: stack.driver.name, deletionPolicy: 'Delete' });
+      await client.post('/apis/storage.k8s.io/v1/storageclasses', {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'StorageClass',
+        metadata: { name: DEV_STORAGE_CLASS, annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+        provisioner: stack.driver.name,
+        reclaimPolicy: 'Delete',
+        volumeBindingMode: 'Immediate',
+      });
+      await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, {
+        apiVersion: 'snapshot.storage.k8s.io/v1',
+        kind: 'VolumeSnapshotClass',
+        metadata: { name: DEV_STORAGE_CLASS, annotations: { 'snapshot.storage.kubernetes.io/is-default-class': 'true' } },
+        driver: stack.driver.name,
+        deletionPolicy: 'Delete',
+      });
     }
     const driver = stack?.driver;
     const csiDrivers = driver === undefined ? undefined : { [driver.name]: driver.address };
@@ -184,13 +201,27 @@ export async function startDevCluster(opts: DevClusterOptions): Promise<DevClust
       ...(opts.podRunSeconds === undefined ? {} : { defaultRunSeconds: (p: V1Pod) => (isFinitePod(p) ? opts.podRunSeconds : undefined) }),
     });
     await kubelet.start();
-    if (opts.batch === true) folders = await linkClaimFolders(client, join(scratch, 'claims'), (d, handle) => (d === driver?.name ? driver.volumeDir(handle) : undefined), log);
+    if (opts.batch === true)
+      folders = await linkClaimFolders(client, join(scratch, 'claims'), (d, handle) => (d === driver?.name ? driver.volumeDir(handle) : undefined), log);
     const claimsDir = folders?.root;
-    const app = opts.withScheduler === false ? undefined : await createLiveApp({ kubeconfig: plane.kubeconfigPath, ...(opts.profile === undefined ? {} : { profile: opts.profile }), identity: 'sits-dev', log, ...(opts.leaderElection === true ? { leaseNamespace: 'kube-system' } : {}), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }) });
+    const app =
+      opts.withScheduler === false
+        ? undefined
+        : await createLiveApp({
+            kubeconfig: plane.kubeconfigPath,
+            ...(opts.profile === undefined ? {} : { profile: opts.profile }),
+            identity: 'sits-dev',
+            log,
+            ...(opts.leaderElection === true ? { leaseNamespace: 'kube-system' } : {}),
+            ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
+          });
     const batch = claimsDir === undefined ? {} : { batch: { volumes: claimsUnder(claimsDir) } };
     // With leader election (dev up), pods left waiting while no scheduler leads are told so (`--scheduler none`).
     const watch = opts.leaderElection === true ? { schedulerWatch: { lease: `kube-system/${SCHEDULER_NAME}`, schedulerNames: [SCHEDULER_NAME] } } : {};
-    const controllers = opts.controllers === false ? undefined : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...batch, ...watch, ...opts.controllers });
+    const controllers =
+      opts.controllers === false
+        ? undefined
+        : await startControllers(client, { log, ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...batch, ...watch, ...opts.controllers });
     if (opts.kubeconfig !== undefined) writeFileSync(opts.kubeconfig, await import('node:fs').then((fs) => fs.readFileSync(plane.kubeconfigPath, 'utf8')));
     return {
       plane,

@@ -32,7 +32,9 @@ export interface DevWebhookOptions {
 export function devWebhookConfigs(port: number, failurePolicy: 'Fail' | 'Ignore'): { validating: Record<string, unknown>; mutating: Record<string, unknown> } {
   const values = resolveValues({ webhook: { failurePolicy } }, DEV_WEBHOOK_NAMESPACE);
   if (!values.ok) throw new Error(values.errors.join('; '));
-  const rendered = evaluateDocs(webhookDocs(), values.value, DEV_WEBHOOK_NAMESPACE).map((d) => d.object as Record<string, unknown> & { kind: string; webhooks?: { clientConfig: { service?: { path?: string } } }[] });
+  const rendered = evaluateDocs(webhookDocs(), values.value, DEV_WEBHOOK_NAMESPACE).map(
+    (d) => d.object as Record<string, unknown> & { kind: string; webhooks?: { clientConfig: { service?: { path?: string } } }[] },
+  );
   const withUrl = (kind: string): Record<string, unknown> => {
     const cfg = rendered.find((o) => o.kind === kind);
     if (cfg === undefined) throw new Error(`the chart renders no ${kind}`);
@@ -70,7 +72,10 @@ export async function startDevWebhook(client: KubeClient, o: DevWebhookOptions):
   await put(client, 'mutatingwebhookconfigurations', cfg.mutating);
   // The local controllers (`sits dev up`) and kube-controller-manager run as this same client: their pods are
   // a controller's pods here, besides the chart's identities.
-  const me = await client.post<{ status?: { userInfo?: { username?: string } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+  const me = await client.post<{ status?: { userInfo?: { username?: string } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'SelfSubjectReview',
+  });
   const self = me.status?.userInfo?.username;
   return startWebhook({
     client,
@@ -80,7 +85,15 @@ export async function startDevWebhook(client: KubeClient, o: DevWebhookOptions):
     schedulerName: 'sits-scheduler',
     port,
     host: '127.0.0.1',
-    tls: { rotation: { secret: { namespace: DEV_WEBHOOK_NAMESPACE, name: WEBHOOK_NAMES.secret }, dnsNames: ['localhost'], ips: ['127.0.0.1'], validatingConfigs: [WEBHOOK_NAMES.validating], mutatingConfigs: [WEBHOOK_NAMES.mutating] } },
+    tls: {
+      rotation: {
+        secret: { namespace: DEV_WEBHOOK_NAMESPACE, name: WEBHOOK_NAMES.secret },
+        dnsNames: ['localhost'],
+        ips: ['127.0.0.1'],
+        validatingConfigs: [WEBHOOK_NAMES.validating],
+        mutatingConfigs: [WEBHOOK_NAMES.mutating],
+      },
+    },
     ...(o.log !== undefined ? { log: o.log } : {}),
   });
 }

@@ -33,12 +33,20 @@ describe('EngineClient retries', () => {
     const s = await scripted(script);
     servers.push(s.server);
     const sleeps: number[] = [];
-    const c = new EngineClient(VLLM, { name: 'svc-0', host: '127.0.0.1', port: s.port }, { retry: { attempts, baseDelayMs: 100, maxDelayMs: 250 }, sleep: async (ms) => void sleeps.push(ms) });
+    const c = new EngineClient(
+      VLLM,
+      { name: 'svc-0', host: '127.0.0.1', port: s.port },
+      { retry: { attempts, baseDelayMs: 100, maxDelayMs: 250 }, sleep: async (ms) => void sleeps.push(ms) },
+    );
     return { c, seen: s.seen, sleeps, port: s.port };
   };
 
   it("retries a loading engine's 503 with exponential backoff, then succeeds (vLLM's load API)", async () => {
-    const { c, seen, sleeps } = await client([[503, { message: 'loading' }], [503, { message: 'loading' }], [200, 'Success']]);
+    const { c, seen, sleeps } = await client([
+      [503, { message: 'loading' }],
+      [503, { message: 'loading' }],
+      [200, 'Success'],
+    ]);
     await c.loadAdapter('sql', '/mnt/adapters/sql');
     expect(seen).toEqual(Array(3).fill('POST /v1/load_lora_adapter {"lora_name":"sql","lora_path":"/mnt/adapters/sql"}'));
     expect(sleeps).toEqual([100, 200]);
@@ -48,7 +56,9 @@ describe('EngineClient retries', () => {
     const { c, sleeps, port } = await client([[500, { error: { message: 'CUDA out of memory' } }]], 3);
     const e = await c.loadAdapter('sql', '/mnt/adapters/sql').catch((x: unknown) => x);
     expect(e).toBeInstanceOf(EngineError);
-    expect((e as EngineError).message).toBe(`replica svc-0 (http://127.0.0.1:${port}): load adapter "sql" failed after 3 attempt(s): POST /v1/load_lora_adapter answered 500: CUDA out of memory`);
+    expect((e as EngineError).message).toBe(
+      `replica svc-0 (http://127.0.0.1:${port}): load adapter "sql" failed after 3 attempt(s): POST /v1/load_lora_adapter answered 500: CUDA out of memory`,
+    );
     expect(e).toMatchObject({ replica: 'svc-0', adapter: 'sql', retryable: true, status: 500 });
     expect(sleeps).toEqual([100, 200]);
   });
@@ -69,18 +79,36 @@ describe('EngineClient retries', () => {
   it('retries a refused connection and says so', async () => {
     const { c, port, server } = await (async () => {
       const s = await scripted([[200, {}]]);
-      return { c: new EngineClient(VLLM, { name: 'svc-1', host: '127.0.0.1', port: s.port }, { retry: { attempts: 2, baseDelayMs: 1 } }), port: s.port, server: s.server };
+      return {
+        c: new EngineClient(VLLM, { name: 'svc-1', host: '127.0.0.1', port: s.port }, { retry: { attempts: 2, baseDelayMs: 1 } }),
+        port: s.port,
+        server: s.server,
+      };
     })();
     await new Promise<void>((r) => server.close(() => r()));
-    await expect(c.unloadAdapter('a')).rejects.toThrow(`replica svc-1 (http://127.0.0.1:${port}): unload adapter "a" failed after 2 attempt(s): POST /v1/unload_lora_adapter: ECONNREFUSED`);
+    await expect(c.unloadAdapter('a')).rejects.toThrow(
+      `replica svc-1 (http://127.0.0.1:${port}): unload adapter "a" failed after 2 attempt(s): POST /v1/unload_lora_adapter: ECONNREFUSED`,
+    );
     expect(await c.health()).toEqual({ ready: false, error: 'ECONNREFUSED' });
   });
 
   it('lists vLLM adapters from /v1/models and refuses runtimes without a runtime LoRA API', async () => {
-    const { c } = await client([[200, { data: [{ id: 'base', root: '/mnt/models', parent: null }, { id: 'sql', root: '/mnt/adapters/sql', parent: 'base' }] }]]);
+    const { c } = await client([
+      [
+        200,
+        {
+          data: [
+            { id: 'base', root: '/mnt/models', parent: null },
+            { id: 'sql', root: '/mnt/adapters/sql', parent: 'base' },
+          ],
+        },
+      ],
+    ]);
     expect(await c.listAdapters()).toEqual([{ name: 'sql', path: '/mnt/adapters/sql', active: true }]);
     const triton = new EngineClient(TRITON, { name: 't-0', host: '127.0.0.1', port: 1 });
-    await expect(triton.loadAdapter('a', '/a')).rejects.toThrow(/t-0 .*: load adapter "a": Triton.* cannot load adapters into a running engine \(no LoRA support\)/);
+    await expect(triton.loadAdapter('a', '/a')).rejects.toThrow(
+      /t-0 .*: load adapter "a": Triton.* cannot load adapters into a running engine \(no LoRA support\)/,
+    );
   });
 
   it('names an adapter by its path', () => {
@@ -97,7 +125,27 @@ describe('EngineClient against the llama-server stand-in', () => {
     const { model, lora } = ensureTinyModel();
     const other = cacheGguf('tiny-lora', tinyLoraGguf(8));
     const files: Record<string, string> = { '/mnt/models': model, '/mnt/adapters/sql': lora, '/mnt/adapters/chat': other };
-    const o = parseLlamaServerArgs(['--model', '/mnt/models', '--host', '127.0.0.1', '--port', '0', '--metrics', '--parallel', '2', '--ctx-size', '512', '--lora', '/mnt/adapters/sql', '--lora', '/mnt/adapters/chat', '--lora-init-without-apply'], (p) => files[p] ?? p);
+    const o = parseLlamaServerArgs(
+      [
+        '--model',
+        '/mnt/models',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--metrics',
+        '--parallel',
+        '2',
+        '--ctx-size',
+        '512',
+        '--lora',
+        '/mnt/adapters/sql',
+        '--lora',
+        '/mnt/adapters/chat',
+        '--lora-init-without-apply',
+      ],
+      (p) => files[p] ?? p,
+    );
     server = new LlamaServerStandIn(o);
     const a = await server.start();
     base = `http://127.0.0.1:${a.port}`;
@@ -129,17 +177,28 @@ describe('EngineClient against the llama-server stand-in', () => {
     await c.unloadAdapter('never-there');
     const e = (await c.loadAdapter('new', '/mnt/adapters/new').catch((x: unknown) => x)) as EngineError;
     expect(e).toMatchObject({ replica: 'tiny-0', adapter: 'new', retryable: false });
-    expect(e.message).toMatch(/replica tiny-0 .*: load adapter "new" failed: llama.cpp server was not launched with adapter "new" \(\/mnt\/adapters\/new\) \(it has \/mnt\/adapters\/sql, \/mnt\/adapters\/chat\); a new adapter needs the replica restarted with --lora/);
+    expect(e.message).toMatch(
+      /replica tiny-0 .*: load adapter "new" failed: llama.cpp server was not launched with adapter "new" \(\/mnt\/adapters\/new\) \(it has \/mnt\/adapters\/sql, \/mnt\/adapters\/chat\); a new adapter needs the replica restarted with --lora/,
+    );
   });
 
   it("reads the engine's /metrics into the serving layer's signals with the runtime's names", async () => {
     const before = await c.scrape();
     expect(before).toMatchObject({ running: 0, waiting: 0, kvCacheUsage: 0 });
-    const burst = [1, 2, 3, 4].map(() => fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'the model server', max_tokens: 120, temperature: 0 }) }).then((r) => r.json()));
-    const busy = await waitFor('queueing in the signals', async () => {
-      const s = await c.scrape();
-      return (s.waiting ?? 0) >= 1 ? s : undefined;
-    }, 30_000, 5);
+    const burst = [1, 2, 3, 4].map(() =>
+      fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'the model server', max_tokens: 120, temperature: 0 }) }).then((r) =>
+        r.json(),
+      ),
+    );
+    const busy = await waitFor(
+      'queueing in the signals',
+      async () => {
+        const s = await c.scrape();
+        return (s.waiting ?? 0) >= 1 ? s : undefined;
+      },
+      30_000,
+      5,
+    );
     expect(busy.running).toBe(2);
     expect(busy.kvCacheUsage).toBeGreaterThan(0);
     await Promise.all(burst);

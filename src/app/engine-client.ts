@@ -108,7 +108,14 @@ export class EngineClient {
    * The exchange with retries: a 2xx is returned, `accept` may take some other statuses as done (an adapter that
    * is already loaded), other 4xx fail at once, the rest are retried with backoff until the attempts run out.
    */
-  private async call(what: string, adapter: string | undefined, method: string, path: string, body?: unknown, o: { port?: number; accept?: (r: Response) => boolean } = {}): Promise<Response> {
+  private async call(
+    what: string,
+    adapter: string | undefined,
+    method: string,
+    path: string,
+    body?: unknown,
+    o: { port?: number; accept?: (r: Response) => boolean } = {},
+  ): Promise<Response> {
     let last = '';
     let lastStatus: number | undefined;
     for (let attempt = 1; attempt <= this.retry.attempts; attempt++) {
@@ -156,7 +163,9 @@ export class EngineClient {
       // vLLM lists adapters among its models: an adapter's entry names its base model as `parent`.
       const r = await this.call('list adapters', undefined, 'GET', '/v1/models');
       const data = (parseJson(r.text, this.where(), this.replica.name) as { data?: { id?: unknown; root?: unknown; parent?: unknown }[] }).data ?? [];
-      return data.filter((m) => typeof m.parent === 'string' && typeof m.id === 'string').map((m) => ({ name: m.id as string, ...(typeof m.root === 'string' ? { path: m.root } : {}), active: true }));
+      return data
+        .filter((m) => typeof m.parent === 'string' && typeof m.id === 'string')
+        .map((m) => ({ name: m.id as string, ...(typeof m.root === 'string' ? { path: m.root } : {}), active: true }));
     }
     return [];
   }
@@ -199,10 +208,17 @@ export class EngineClient {
     if (lora.kind === 'launch-scale') return this.setLlamaScale(name, path, 1, what);
     if (lora.kind === 'runtime') {
       // vLLM answers 400 "...has already been loaded" to a second load: the adapter is there, which is what was asked.
-      await this.call(what, name, lora.load.method, lora.load.path, lora.load.body(name, path), { accept: (r) => r.status === 400 && /already been loaded/i.test(r.text) });
+      await this.call(what, name, lora.load.method, lora.load.path, lora.load.body(name, path), {
+        accept: (r) => r.status === 400 && /already been loaded/i.test(r.text),
+      });
       return;
     }
-    throw new EngineError(`${this.where()}: ${what}: ${this.runtime.displayName} cannot load adapters into a running engine (${lora.kind === 'none' ? 'no LoRA support' : 'adapters are given at launch'})`, this.replica.name, name, false);
+    throw new EngineError(
+      `${this.where()}: ${what}: ${this.runtime.displayName} cannot load adapters into a running engine (${lora.kind === 'none' ? 'no LoRA support' : 'adapters are given at launch'})`,
+      this.replica.name,
+      name,
+      false,
+    );
   }
 
   /** Unloads (vLLM) or switches off (llama.cpp: scale 0) adapter `name`; an adapter that is not there succeeds. */
@@ -211,7 +227,9 @@ export class EngineClient {
     const what = `unload adapter "${name}"`;
     if (lora.kind === 'launch-scale') return this.setLlamaScale(name, path, 0, what);
     if (lora.kind === 'runtime') {
-      await this.call(what, name, lora.unload.method, lora.unload.path, lora.unload.body(name), { accept: (r) => r.status === 404 || (r.status === 400 && /cannot be found|not found/i.test(r.text)) });
+      await this.call(what, name, lora.unload.method, lora.unload.path, lora.unload.body(name), {
+        accept: (r) => r.status === 404 || (r.status === 400 && /cannot be found|not found/i.test(r.text)),
+      });
       return;
     }
     throw new EngineError(`${this.where()}: ${what}: ${this.runtime.displayName} cannot unload adapters from a running engine`, this.replica.name, name, false);

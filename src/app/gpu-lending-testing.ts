@@ -11,7 +11,16 @@ export function lendingService(queue?: string): Record<string, unknown> {
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'InferenceService',
     metadata: { name: 'svc' },
-    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, minReplicas: 1, maxReplicas: 2, gpusPerReplica: 1, resources: { cpu: '2', memory: '8Gi' }, ...(queue === undefined ? {} : { queue }) },
+    spec: {
+      runtime: 'vllm',
+      model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' },
+      replicas: 1,
+      minReplicas: 1,
+      maxReplicas: 2,
+      gpusPerReplica: 1,
+      resources: { cpu: '2', memory: '8Gi' },
+      ...(queue === undefined ? {} : { queue }),
+    },
   };
 }
 
@@ -21,7 +30,14 @@ export function elasticJob(o: { annotations?: Record<string, string>; spec?: Rec
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'TrainingJob',
     metadata: { name: 'train', ...(o.annotations === undefined ? {} : { annotations: o.annotations }) },
-    spec: { container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] }, replicas: 3, minReplicas: 1, maxReplicas: 3, resources: { 'nvidia.com/gpu': 1 }, ...o.spec },
+    spec: {
+      container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+      replicas: 3,
+      minReplicas: 1,
+      maxReplicas: 3,
+      resources: { 'nvidia.com/gpu': 1 },
+      ...o.spec,
+    },
   };
 }
 
@@ -32,6 +48,10 @@ async function pods(client: KubeClient, ns: string): Promise<V1Pod[]> {
   return (await client.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${ns}/pods`)).items;
 }
 /** The replica pods of job `train`. */
-export const workerPods = async (client: KubeClient, ns: string): Promise<V1Pod[]> => (await pods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/training-job'] === 'train' && p.metadata.labels['ai.sits2026.dev/role'] === 'replica');
+export const workerPods = async (client: KubeClient, ns: string): Promise<V1Pod[]> =>
+  (await pods(client, ns)).filter(
+    (p) => p.metadata?.labels?.['ai.sits2026.dev/training-job'] === 'train' && p.metadata.labels['ai.sits2026.dev/role'] === 'replica',
+  );
 /** The replica pods of service `svc`. */
-export const servicePods = async (client: KubeClient, ns: string): Promise<V1Pod[]> => (await pods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'svc');
+export const servicePods = async (client: KubeClient, ns: string): Promise<V1Pod[]> =>
+  (await pods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'svc');

@@ -29,7 +29,9 @@ const logs: string[] = [];
 
 /** The rules of the controllers' ClusterRole as shipped (deploy/rbac.yaml, generated from src/deploy/rbac.ts). */
 function shippedControllerRules(): PolicyRule[] {
-  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map((d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: PolicyRule[] });
+  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map(
+    (d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: PolicyRule[] },
+  );
   const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'sits-controllers');
   if (role?.rules === undefined) throw new Error('deploy/rbac.yaml has no sits-controllers ClusterRole');
   return role.rules;
@@ -55,7 +57,12 @@ beforeAll(async () => {
     },
   });
   client = cluster.client;
-  await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name: 'train-high' }, value: 1000 });
+  await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', {
+    apiVersion: 'scheduling.k8s.io/v1',
+    kind: 'PriorityClass',
+    metadata: { name: 'train-high' },
+    value: 1000,
+  });
   lenderClient = await controllerIdentity();
   lending = startGpuLending(lenderClient, { intervalMs: 500, cooldownMs: COOLDOWN_MS, log: (m) => logs.push(m) });
 }, 180_000);
@@ -70,17 +77,30 @@ const namespaces: string[] = [];
 afterEach(async (ctx) => {
   for (const ns of namespaces.splice(0)) {
     if (ctx.task.result?.state === 'fail') {
-      for (const j of (await client.get<{ items: TrainingJobObject[] }>(`${API}/namespaces/${ns}/trainingjobs`)).items) console.error(`job ${JSON.stringify(j.metadata.annotations)} ${JSON.stringify(j.spec)} ${JSON.stringify(j.status)}`);
-      for (const p of await listPods(client, ns)) console.error(`pod ${p.metadata?.name} ${p.spec?.nodeName ?? '-'} ${p.status?.phase} ${JSON.stringify(p.status?.conditions?.find((c) => c.type === 'PodScheduled'))}`);
-      console.error(logs.filter((l) => l.includes('lending') || l.startsWith('controller')).slice(-60).join('\n'));
+      for (const j of (await client.get<{ items: TrainingJobObject[] }>(`${API}/namespaces/${ns}/trainingjobs`)).items)
+        console.error(`job ${JSON.stringify(j.metadata.annotations)} ${JSON.stringify(j.spec)} ${JSON.stringify(j.status)}`);
+      for (const p of await listPods(client, ns))
+        console.error(
+          `pod ${p.metadata?.name} ${p.spec?.nodeName ?? '-'} ${p.status?.phase} ${JSON.stringify(p.status?.conditions?.find((c) => c.type === 'PodScheduled'))}`,
+        );
+      console.error(
+        logs
+          .filter((l) => l.includes('lending') || l.startsWith('controller'))
+          .slice(-60)
+          .join('\n'),
+      );
     }
     // No garbage collector here: delete the owners, then what is left.
     await Promise.allSettled([client.delete(`${API}/namespaces/${ns}/trainingjobs/train`), client.delete(`${API}/namespaces/${ns}/inferenceservices/svc`)]);
-    await waitFor(`namespace ${ns} emptied`, async () => {
-      const left = await listPods(client, ns);
-      await Promise.allSettled(left.map((p) => client.delete(`/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`)));
-      return left.length === 0 && (await client.get<{ items: unknown[] }>(`${API}/namespaces/${ns}/trainingjobs`)).items.length === 0;
-    }, 60_000);
+    await waitFor(
+      `namespace ${ns} emptied`,
+      async () => {
+        const left = await listPods(client, ns);
+        await Promise.allSettled(left.map((p) => client.delete(`/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`)));
+        return left.length === 0 && (await client.get<{ items: unknown[] }>(`${API}/namespaces/${ns}/trainingjobs`)).items.length === 0;
+      },
+      60_000,
+    );
   }
 });
 
@@ -93,18 +113,29 @@ async function newNs(name: string): Promise<string> {
 const getJob = (ns: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${API}/namespaces/${ns}/trainingjobs/train`);
 const workers = (ns: string): Promise<V1Pod[]> => workerPods(client, ns);
 const replicas = (ns: string): Promise<V1Pod[]> => servicePods(client, ns);
-const scaleService = (ns: string, n: number): Promise<unknown> => client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/svc/scale`, { spec: { replicas: n } });
+const scaleService = (ns: string, n: number): Promise<unknown> =>
+  client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/svc/scale`, { spec: { replicas: n } });
 
 /** The node full: an elastic job of 3 one-GPU workers (min 1) and a service replica on the fourth GPU. */
 async function fill(ns: string, job: { priorityClassName?: string; preemptible: boolean; serviceQueue?: string; jobQueue?: string }): Promise<void> {
   await client.post(`${API}/namespaces/${ns}/inferenceservices`, lendingService(job.serviceQueue));
   await waitFor('the first service replica bound', async () => bound(await replicas(ns)).length === 1, 60_000);
-  const spec = { ...(job.priorityClassName === undefined ? {} : { priorityClassName: job.priorityClassName }), ...(job.jobQueue === undefined ? {} : { queue: job.jobQueue }) };
-  await client.post(`${API}/namespaces/${ns}/trainingjobs`, elasticJob({ ...(job.preemptible ? { annotations: { 'ai.sits2026.dev/preemptible': 'true' } } : {}), spec }));
-  await waitFor('the job running with 3 workers', async () => {
-    const j = await getJob(ns);
-    return j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3;
-  }, 20_000);
+  const spec = {
+    ...(job.priorityClassName === undefined ? {} : { priorityClassName: job.priorityClassName }),
+    ...(job.jobQueue === undefined ? {} : { queue: job.jobQueue }),
+  };
+  await client.post(
+    `${API}/namespaces/${ns}/trainingjobs`,
+    elasticJob({ ...(job.preemptible ? { annotations: { 'ai.sits2026.dev/preemptible': 'true' } } : {}), spec }),
+  );
+  await waitFor(
+    'the job running with 3 workers',
+    async () => {
+      const j = await getJob(ns);
+      return j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3;
+    },
+    20_000,
+  );
 }
 
 describe('GPU lending between serving and elastic training', () => {
@@ -112,24 +143,40 @@ describe('GPU lending between serving and elastic training', () => {
     const ns = await newNs('lend');
     await fill(ns, { preemptible: true });
     await scaleService(ns, 2);
-    const shrunk = await waitFor('the job shrunk to 2 workers with the loan recorded', async () => {
-      const j = await getJob(ns);
-      return j.spec.replicas === 2 && j.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas] === '1' ? j : undefined;
-    }, 60_000);
+    const shrunk = await waitFor(
+      'the job shrunk to 2 workers with the loan recorded',
+      async () => {
+        const j = await getJob(ns);
+        return j.spec.replicas === 2 && j.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas] === '1' ? j : undefined;
+      },
+      60_000,
+    );
     expect(shrunk.metadata.annotations?.[LENDING_ANNOTATION.lentTo]).toBe(`${ns}/svc`);
     const lentAt = Date.parse(shrunk.metadata.annotations?.[LENDING_ANNOTATION.lentAt] ?? '');
-    await waitFor('both service replicas bound and the job running with 2 workers', async () => {
-      const j = await getJob(ns);
-      return bound(await replicas(ns)).length === 2 && j.status?.phase === 'Running' && j.status.currentReplicas === 2 && bound(await workers(ns)).length === 2;
-    }, 90_000);
+    await waitFor(
+      'both service replicas bound and the job running with 2 workers',
+      async () => {
+        const j = await getJob(ns);
+        return (
+          bound(await replicas(ns)).length === 2 && j.status?.phase === 'Running' && j.status.currentReplicas === 2 && bound(await workers(ns)).length === 2
+        );
+      },
+      90_000,
+    );
     const events = await listEvents(client, ns);
     expect(events.some((e) => e.reason === 'GpusLent' && e.message?.includes(`lends 1 worker(s) (1 GPU(s)) to ${ns}/svc: replicas 3 → 2`) === true)).toBe(true);
 
     await scaleService(ns, 1);
-    const regrown = await waitFor('the job back at 3 workers, running', async () => {
-      const j = await getJob(ns);
-      return j.spec.replicas === 3 && j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3 ? j : undefined;
-    }, 120_000);
+    const regrown = await waitFor(
+      'the job back at 3 workers, running',
+      async () => {
+        const j = await getJob(ns);
+        return j.spec.replicas === 3 && j.status?.phase === 'Running' && j.status.currentReplicas === 3 && bound(await workers(ns)).length === 3
+          ? j
+          : undefined;
+      },
+      120_000,
+    );
     expect(regrown.metadata.annotations?.[LENDING_ANNOTATION.lentReplicas]).toBeUndefined();
     const returned = lending.records.find((r) => r.kind === 'giveBack');
     expect(returned?.message).toBe('gets 1 worker(s) back: replicas 2 → 3');
@@ -142,7 +189,11 @@ describe('GPU lending between serving and elastic training', () => {
     const ns = await newNs('nolend');
     await fill(ns, { preemptible: true, priorityClassName: 'train-high' });
     await scaleService(ns, 2);
-    const ev = await waitFor('a NoGpuLender event on the waiting replica', async () => (await listEvents(client, ns)).find((e) => e.reason === NO_LENDER_REASON), 60_000);
+    const ev = await waitFor(
+      'a NoGpuLender event on the waiting replica',
+      async () => (await listEvents(client, ns)).find((e) => e.reason === NO_LENDER_REASON),
+      60_000,
+    );
     expect(ev.message).toMatch(new RegExp(`no training job lends 1 GPU\\(s\\) to ${ns}/svc: ${ns}/train has priority 1000, above ${ns}/svc's 0`));
     // Several lending passes later: the job untouched, the replica still pending.
     await new Promise((r) => setTimeout(r, 3000));
@@ -158,13 +209,22 @@ describe('GPU lending between serving and elastic training', () => {
 
   it('a job in a queue the service may not reclaim from never lends', async () => {
     const ns = await newNs('noreclaim');
-    const queue = (name: string, preemption: Record<string, unknown>) => ({ apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name }, spec: { tenant: name, preemption } });
+    const queue = (name: string, preemption: Record<string, unknown>) => ({
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'Queue',
+      metadata: { name },
+      spec: { tenant: name, preemption },
+    });
     await client.post(`${API}/queues`, queue('serving', { reclaimWithinCohort: 'Never' }));
     await client.post(`${API}/queues`, queue('research', {}));
     try {
       await fill(ns, { preemptible: true, serviceQueue: 'serving', jobQueue: 'research' });
       await scaleService(ns, 2);
-      const ev = await waitFor('a NoGpuLender event on the waiting replica', async () => (await listEvents(client, ns)).find((e) => e.reason === NO_LENDER_REASON), 60_000);
+      const ev = await waitFor(
+        'a NoGpuLender event on the waiting replica',
+        async () => (await listEvents(client, ns)).find((e) => e.reason === NO_LENDER_REASON),
+        60_000,
+      );
       expect(ev.message).toContain(`queue serving never reclaims from other queues (reclaimWithinCohort Never), ${ns}/train is in queue research`);
       await new Promise((r) => setTimeout(r, 3000));
       const j = await getJob(ns);

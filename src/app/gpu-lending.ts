@@ -52,7 +52,15 @@ export interface GpuLendingOptions {
   readonly isLeader?: () => boolean;
 }
 
-type Obj<T> = T & { readonly metadata: { readonly name?: string; readonly namespace?: string; readonly uid?: string; readonly resourceVersion?: string; readonly annotations?: Readonly<Record<string, string>> } };
+type Obj<T> = T & {
+  readonly metadata: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly uid?: string;
+    readonly resourceVersion?: string;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
+};
 export type JobObject = Obj<TrainingJob> & { readonly metadata: TrainingJob['metadata'] & { readonly resourceVersion?: string; readonly uid?: string } };
 type QueueObject = Queue & { readonly metadata: Queue['metadata'] };
 
@@ -136,7 +144,9 @@ export function podGpus(p: V1Pod): number {
 const isBound = (p: V1Pod): boolean => (p.spec?.nodeName ?? '') !== '';
 const isFinished = (p: V1Pod): boolean => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
 const unschedulable = (p: V1Pod): boolean =>
-  !isBound(p) && p.metadata?.annotations?.[ANNOTATION.assignedNode] === undefined && (p.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === REASON.unschedulable);
+  !isBound(p) &&
+  p.metadata?.annotations?.[ANNOTATION.assignedNode] === undefined &&
+  (p.status?.conditions ?? []).some((c) => c.type === 'PodScheduled' && c.status === 'False' && c.reason === REASON.unschedulable);
 
 function parsePending(v: string | undefined): JobView['pending'] {
   const m = /^(\d+)@(.+)$/.exec(v ?? '');
@@ -158,8 +168,14 @@ export function readLendingView(nodes: readonly V1Node[], pods: readonly V1Pod[]
     queueHeld.set(q, (queueHeld.get(q) ?? 0) + g);
   }
   const waiting: WaitingReplica[] = pods
-    .filter((p) => p.metadata?.labels?.[LABEL.inferenceService] !== undefined && p.metadata.deletionTimestamp === undefined && unschedulable(p) && podGpus(p) > 0)
-    .sort((a, b) => String(a.metadata?.creationTimestamp ?? '').localeCompare(String(b.metadata?.creationTimestamp ?? '')) || (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''))
+    .filter(
+      (p) => p.metadata?.labels?.[LABEL.inferenceService] !== undefined && p.metadata.deletionTimestamp === undefined && unschedulable(p) && podGpus(p) > 0,
+    )
+    .sort(
+      (a, b) =>
+        String(a.metadata?.creationTimestamp ?? '').localeCompare(String(b.metadata?.creationTimestamp ?? '')) ||
+        (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''),
+    )
     .map((p) => ({
       pod: p.metadata?.name ?? '',
       namespace: p.metadata?.namespace ?? 'default',
@@ -174,7 +190,9 @@ export function readLendingView(nodes: readonly V1Node[], pods: readonly V1Pod[]
     const ns = j.metadata.namespace ?? 'default';
     const name = j.metadata.name ?? '';
     const ann = j.metadata.annotations ?? {};
-    const mine = pods.filter((p) => p.metadata?.namespace === ns && p.metadata.labels?.[LABEL.trainingJob] === name && p.metadata.labels[LABEL.role] === 'replica');
+    const mine = pods.filter(
+      (p) => p.metadata?.namespace === ns && p.metadata.labels?.[LABEL.trainingJob] === name && p.metadata.labels[LABEL.role] === 'replica',
+    );
     const g = trainingJobGpusPerReplica(j.spec);
     const holding = mine.filter((p) => isBound(p) && !isFinished(p)).length;
     const current = j.status?.currentReplicas ?? j.spec.replicas;
@@ -268,7 +286,8 @@ export function decideLending(v: LendingView, nowMs: number, cooldownMs: number)
       const j = v.jobs.find((x) => x.id === d.lender) as JobView;
       promised.set(j.id, (promised.get(j.id) ?? 0) + d.workers);
       available += d.gpus - need;
-      if (d.when === 'now') actions.push({ kind: 'shrink', job: j, workers: d.workers, to: j.currentReplicas - (promised.get(j.id) ?? 0), borrower: r.service });
+      if (d.when === 'now')
+        actions.push({ kind: 'shrink', job: j, workers: d.workers, to: j.currentReplicas - (promised.get(j.id) ?? 0), borrower: r.service });
       else actions.push({ kind: 'requestCheckpoint', job: j, workers: d.workers, borrower: r.service });
     }
     return mergeShrinks(actions);
@@ -289,9 +308,13 @@ export function decideLending(v: LendingView, nowMs: number, cooldownMs: number)
 function mergeShrinks(actions: LendingAction[]): LendingAction[] {
   const out: LendingAction[] = [];
   for (const a of actions) {
-    const prev = a.kind === 'shrink' || a.kind === 'requestCheckpoint' ? out.find((b) => (b.kind === 'shrink' || b.kind === 'requestCheckpoint') && b.kind === a.kind && b.job.id === a.job.id) : undefined;
+    const prev =
+      a.kind === 'shrink' || a.kind === 'requestCheckpoint'
+        ? out.find((b) => (b.kind === 'shrink' || b.kind === 'requestCheckpoint') && b.kind === a.kind && b.job.id === a.job.id)
+        : undefined;
     if (prev === undefined) out.push(a);
-    else if (prev.kind === 'shrink' && a.kind === 'shrink') out[out.indexOf(prev)] = { ...prev, workers: prev.workers + a.workers, to: Math.min(prev.to, a.to) };
+    else if (prev.kind === 'shrink' && a.kind === 'shrink')
+      out[out.indexOf(prev)] = { ...prev, workers: prev.workers + a.workers, to: Math.min(prev.to, a.to) };
     else if (prev.kind === 'requestCheckpoint' && a.kind === 'requestCheckpoint') out[out.indexOf(prev)] = { ...prev, workers: prev.workers + a.workers };
   }
   return out;
@@ -326,7 +349,12 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
     log(`lending: ${subject}: ${message}`);
   };
 
-  async function event(involved: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string }, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  async function event(
+    involved: { apiVersion: string; kind: string; namespace: string; name: string; uid?: string },
+    type: 'Normal' | 'Warning',
+    reason: string,
+    message: string,
+  ): Promise<void> {
     const at = new Date(clock.nowMs()).toISOString();
     await client
       .post(`/api/v1/namespaces/${involved.namespace}/events`, {
@@ -368,7 +396,9 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
     switch (a.kind) {
       case 'requestCheckpoint': {
         const msg = `asked for a checkpoint: ${a.workers} worker(s) (${a.workers * a.job.gpusPerReplica} GPU(s)) go to ${a.borrower} at its boundary`;
-        if (await patchJob(a.job, { annotations: { [LENDING_ANNOTATION.lendPending]: `${a.workers}@${at}`, [ANNOTATION.requestCheckpoint]: `Lending/${nowMs}` } })) {
+        if (
+          await patchJob(a.job, { annotations: { [LENDING_ANNOTATION.lendPending]: `${a.workers}@${at}`, [ANNOTATION.requestCheckpoint]: `Lending/${nowMs}` } })
+        ) {
           record(a.kind, a.job.id, msg);
           await event(jobRef(a.job), 'Normal', 'GpuLoanPending', msg);
         }
@@ -377,7 +407,12 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
       case 'shrink': {
         const lent = a.job.lentReplicas + (a.job.specReplicas - a.to);
         const msg = `lends ${a.job.specReplicas - a.to} worker(s) (${(a.job.specReplicas - a.to) * a.job.gpusPerReplica} GPU(s)) to ${a.borrower}: replicas ${a.job.specReplicas} → ${a.to}${a.job.preemptible ? ' (preemptible: at once)' : ' (at its checkpoint boundary)'}`;
-        const annotations = { [LENDING_ANNOTATION.lentReplicas]: String(lent), [LENDING_ANNOTATION.lentTo]: a.borrower, [LENDING_ANNOTATION.lentAt]: at, [LENDING_ANNOTATION.lendPending]: null };
+        const annotations = {
+          [LENDING_ANNOTATION.lentReplicas]: String(lent),
+          [LENDING_ANNOTATION.lentTo]: a.borrower,
+          [LENDING_ANNOTATION.lentAt]: at,
+          [LENDING_ANNOTATION.lendPending]: null,
+        };
         if (await patchJob(a.job, { annotations, replicas: a.to })) {
           record(a.kind, a.job.id, msg);
           await event(jobRef(a.job), 'Normal', 'GpusLent', msg);
@@ -385,12 +420,17 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
         return;
       }
       case 'cancel':
-        if (await patchJob(a.job, { annotations: { [LENDING_ANNOTATION.lendPending]: null } })) record(a.kind, a.job.id, 'the pending loan is no longer needed');
+        if (await patchJob(a.job, { annotations: { [LENDING_ANNOTATION.lendPending]: null } }))
+          record(a.kind, a.job.id, 'the pending loan is no longer needed');
         return;
       case 'giveBack': {
         const left = a.job.lentReplicas - a.workers;
         const msg = `gets ${a.workers} worker(s) back: replicas ${a.job.specReplicas} → ${a.to}${left > 0 ? ` (${left} still lent)` : ''}`;
-        const annotations = { [LENDING_ANNOTATION.lentReplicas]: left > 0 ? String(left) : null, [LENDING_ANNOTATION.lentAt]: at, ...(left > 0 ? {} : { [LENDING_ANNOTATION.lentTo]: null }) };
+        const annotations = {
+          [LENDING_ANNOTATION.lentReplicas]: left > 0 ? String(left) : null,
+          [LENDING_ANNOTATION.lentAt]: at,
+          ...(left > 0 ? {} : { [LENDING_ANNOTATION.lentTo]: null }),
+        };
         if (await patchJob(a.job, { annotations, replicas: a.to })) {
           record(a.kind, a.job.id, msg);
           await event(jobRef(a.job), 'Normal', 'GpusReturned', msg);
@@ -401,7 +441,12 @@ export function startGpuLending(client: KubeClient, o: GpuLendingOptions = {}): 
         if (told.get(a.replica.uid) === a.message) return;
         told.set(a.replica.uid, a.message);
         record(a.kind, `${a.replica.namespace}/${a.replica.pod}`, a.message);
-        await event({ apiVersion: 'v1', kind: 'Pod', namespace: a.replica.namespace, name: a.replica.pod, uid: a.replica.uid }, 'Warning', NO_LENDER_REASON, a.message);
+        await event(
+          { apiVersion: 'v1', kind: 'Pod', namespace: a.replica.namespace, name: a.replica.pod, uid: a.replica.uid },
+          'Warning',
+          NO_LENDER_REASON,
+          a.message,
+        );
         return;
       }
     }

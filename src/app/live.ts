@@ -77,7 +77,29 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
     ...(opts.checkpointAware === true ? { checkpointAware: true } : {}),
   });
   await scheduler.start();
-  const controllers = opts.controllers === true ? await startControllers(client, { isLeader: () => scheduler.isLeader(), ...(opts.log === undefined ? {} : { log: opts.log }), ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }), ...(opts.controllerMetrics === undefined ? {} : { metrics: opts.controllerMetrics }), ...(opts.serving === true ? { serving: {} } : {}), ...(opts.lending === true ? { lending: {} } : {}), ...(opts.healthMigration === true ? { healthMigration: {} } : {}), ...(opts.kedaAllow === undefined ? {} : { kedaAllow: opts.kedaAllow }), ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), fragmentation: schedulerFragmentation(scheduler), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }) }) : undefined;
+  const controllers =
+    opts.controllers === true
+      ? await startControllers(client, {
+          isLeader: () => scheduler.isLeader(),
+          ...(opts.log === undefined ? {} : { log: opts.log }),
+          ...(opts.tracing === undefined ? {} : { tracing: opts.tracing }),
+          ...(opts.controllerMetrics === undefined ? {} : { metrics: opts.controllerMetrics }),
+          ...(opts.serving === true ? { serving: {} } : {}),
+          ...(opts.lending === true ? { lending: {} } : {}),
+          ...(opts.healthMigration === true ? { healthMigration: {} } : {}),
+          ...(opts.kedaAllow === undefined ? {} : { kedaAllow: opts.kedaAllow }),
+          ...(opts.batchClaimsDir === undefined
+            ? {}
+            : {
+                batch: {
+                  volumes: claimsUnder(opts.batchClaimsDir),
+                  fragmentation: schedulerFragmentation(scheduler),
+                  ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }),
+                  ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }),
+                },
+              }),
+        })
+      : undefined;
   return {
     scheduler,
     client,
@@ -94,9 +116,17 @@ export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
  * `sits explain`: a passive live scheduler (informers only: never leads, binds or writes) answers for one
  * pending pod or pod group, then stops.
  */
-export async function explainLive(target: string, opts: { readonly kubeconfig?: string; readonly context?: string; readonly schedulerName?: string; readonly profile?: string; readonly nowMs: number }): Promise<ExplainReport> {
+export async function explainLive(
+  target: string,
+  opts: { readonly kubeconfig?: string; readonly context?: string; readonly schedulerName?: string; readonly profile?: string; readonly nowMs: number },
+): Promise<ExplainReport> {
   const client = new KubeClient(loadKubeConfig(opts.kubeconfig, opts.context));
-  const s = new LiveScheduler(client, { identity: 'sits-explain', passive: true, ...(opts.profile === undefined ? {} : { profile: opts.profile }), ...(opts.schedulerName === undefined ? {} : { schedulerName: opts.schedulerName }) });
+  const s = new LiveScheduler(client, {
+    identity: 'sits-explain',
+    passive: true,
+    ...(opts.profile === undefined ? {} : { profile: opts.profile }),
+    ...(opts.schedulerName === undefined ? {} : { schedulerName: opts.schedulerName }),
+  });
   try {
     await s.start();
     const r = s.explain(target, opts.nowMs);
@@ -105,7 +135,9 @@ export async function explainLive(target: string, opts: { readonly kubeconfig?: 
     const pod = await client.get<V1Pod>(`/api/v1/namespaces/${ns}/pods/${name}`).catch((e: unknown) => (isStatus(e, 404) ? undefined : Promise.reject(e)));
     const jobName = pod?.metadata?.labels?.[LABEL.batchInferenceJob];
     if (pod === undefined || jobName === undefined) return r;
-    const job = await client.get<BatchInferenceJob>(`/apis/${API_GROUP_VERSION}/namespaces/${ns}/batchinferencejobs/${jobName}`).catch((e: unknown) => (isStatus(e, 404) ? undefined : Promise.reject(e)));
+    const job = await client
+      .get<BatchInferenceJob>(`/apis/${API_GROUP_VERSION}/namespaces/${ns}/batchinferencejobs/${jobName}`)
+      .catch((e: unknown) => (isStatus(e, 404) ? undefined : Promise.reject(e)));
     return { ...r, lines: [...r.lines, ...batchWorkerLines(pod, job)] };
   } finally {
     await s.stop();
@@ -175,7 +207,9 @@ export async function createControllersApp(opts: ControllersAppOptions): Promise
           name: opts.leaseName ?? CONTROLLERS_LEASE,
           identity: opts.identity ?? `${hostname()}-${process.pid}`,
           // As the scheduler's elector: renew deadline and retry period follow the lease duration.
-          ...(leaseSec === undefined ? {} : { leaseDurationSec: leaseSec, renewDeadlineSec: Math.max(1, leaseSec * 0.66), retryPeriodSec: Math.max(0.5, leaseSec / 7) }),
+          ...(leaseSec === undefined
+            ? {}
+            : { leaseDurationSec: leaseSec, renewDeadlineSec: Math.max(1, leaseSec * 0.66), retryPeriodSec: Math.max(0.5, leaseSec / 7) }),
           ...(opts.log === undefined ? {} : { log: opts.log }),
         });
   elector?.start();
@@ -190,7 +224,15 @@ export async function createControllersApp(opts: ControllersAppOptions): Promise
       ...(opts.lending === true ? { lending: {} } : {}),
       ...(opts.healthMigration === true ? { healthMigration: {} } : {}),
       ...(opts.kedaAllow === undefined ? {} : { kedaAllow: opts.kedaAllow }),
-      ...(opts.batchClaimsDir === undefined ? {} : { batch: { volumes: claimsUnder(opts.batchClaimsDir), ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }), ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }) } }),
+      ...(opts.batchClaimsDir === undefined
+        ? {}
+        : {
+            batch: {
+              volumes: claimsUnder(opts.batchClaimsDir),
+              ...(opts.batchPluginDir === undefined ? {} : { pluginDir: opts.batchPluginDir }),
+              ...(opts.batchPluginLimits === undefined ? {} : { pluginLimits: opts.batchPluginLimits }),
+            },
+          }),
       ...(opts.schedulerLease === undefined ? {} : { schedulerWatch: { lease: opts.schedulerLease, schedulerNames: [SCHEDULER_NAME] } }),
     });
     return {

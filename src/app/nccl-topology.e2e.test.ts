@@ -31,17 +31,29 @@ describe('the NCCL topology file of each TrainingJob replica', () => {
       apiVersion: 'ai.sits2026.dev/v1',
       kind: 'TrainingJob',
       metadata: { name: 'topo' },
-      spec: { replicas: 3, resources: { 'nvidia.com/gpu': 2 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+      spec: {
+        replicas: 3,
+        resources: { 'nvidia.com/gpu': 2 },
+        container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+      },
     });
-    const pods = await waitFor('3 replicas bound with their topology file', async () => {
-      const ps = (await listPods(client, ns)).filter((p) => p.metadata?.labels?.[LABEL.role] === 'replica');
-      return ps.length === 3 && ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.annotations?.[ANNOTATION.ncclTopology] !== undefined) ? ps : undefined;
-    }, 60_000);
+    const pods = await waitFor(
+      '3 replicas bound with their topology file',
+      async () => {
+        const ps = (await listPods(client, ns)).filter((p) => p.metadata?.labels?.[LABEL.role] === 'replica');
+        return ps.length === 3 && ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.annotations?.[ANNOTATION.ncclTopology] !== undefined)
+          ? ps
+          : undefined;
+      },
+      60_000,
+    );
     const nodes = new Map((await client.get<{ items: V1Node[] }>('/api/v1/nodes')).items.map((n) => [n.metadata?.name ?? '', n]));
     const seen = new Set<string>();
     for (const p of pods) {
       expect(envOf(p).NCCL_TOPO_FILE).toBe('/etc/sits/nccl/topo.xml');
-      expect(p.spec?.volumes?.find((v) => v.name === 'sits-nccl-topology')?.downwardAPI?.items?.[0]?.fieldRef?.fieldPath).toBe(`metadata.annotations['${ANNOTATION.ncclTopology}']`);
+      expect(p.spec?.volumes?.find((v) => v.name === 'sits-nccl-topology')?.downwardAPI?.items?.[0]?.fieldRef?.fieldPath).toBe(
+        `metadata.annotations['${ANNOTATION.ncclTopology}']`,
+      );
       expect(p.spec?.containers[0]?.volumeMounts).toContainEqual({ name: 'sits-nccl-topology', mountPath: '/etc/sits/nccl', readOnly: true });
       const gpus = (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').map(Number);
       expect(gpus).toHaveLength(2);

@@ -57,13 +57,27 @@ describe('node agent with --dcgm-url on a real kube-apiserver', () => {
       writeFileSync(join(sys, 'bus', 'pci', 'devices', bus, 'numa_node'), '0\n');
     }
     const nvidiaSmi = writeFakeNvidiaSmi(join(dir, 'nvidia-smi'), nodeData('topo-2x-rtx3090-sys-numa-na.txt'), nodeData('smi-q-x-dual-rtx-a5000.xml'), 0);
-    side = await startNodeSide({ kubeconfig: plane.kubeconfigPath, nodeName: 'ws-h', intervalMs: 60_000, nvidiaSmi, sysfsRoot: sys, labels: true, dcgmUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`, healthIntervalMs: 200, log: (m) => logs.push(m) });
+    side = await startNodeSide({
+      kubeconfig: plane.kubeconfigPath,
+      nodeName: 'ws-h',
+      intervalMs: 60_000,
+      nvidiaSmi,
+      sysfsRoot: sys,
+      labels: true,
+      dcgmUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}/metrics`,
+      healthIntervalMs: 200,
+      log: (m) => logs.push(m),
+    });
     const node = await waitFor('the quarantine on the Node', async () => {
       const n = await client.get<V1Node>('/api/v1/nodes/ws-h');
       return n.metadata?.annotations?.[ANNOTATION.gpuQuarantine] === undefined ? undefined : n;
     });
     expect(Object.keys(JSON.parse(node.metadata?.annotations?.[ANNOTATION.gpuQuarantine] ?? '{}'))).toEqual(['1']);
-    expect(logs.some((l) => l.startsWith('gpu health: GPU 1 (GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e): restore elsewhere the work on it: XID 79 (GPU has fallen off the bus)'))).toBe(true);
+    expect(
+      logs.some((l) =>
+        l.startsWith('gpu health: GPU 1 (GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e): restore elsewhere the work on it: XID 79 (GPU has fallen off the bus)'),
+      ),
+    ).toBe(true);
     const spec = nodeFromK8s(node);
     if (!spec.ok) throw new Error(spec.error);
     expect(spec.value.gpus.map((g) => [g.index, g.healthy, g.unhealthyReason?.replace(/until \S+:/, 'until T:')])).toEqual([

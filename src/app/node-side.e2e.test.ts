@@ -50,13 +50,26 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
   beforeAll(async () => {
     const values = resolveValues({ nodeAgent: { enabled: true } });
     if (!values.ok) throw new Error(values.errors.join('\n'));
-    const objects = (plainObjects(values.value) as unknown as Obj[]).filter((o) => IDENTITY_KINDS.has(o.kind) && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node' || o.metadata.name === POLICY_NAMES.nodeAgent));
-    expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+    const objects = (plainObjects(values.value) as unknown as Obj[]).filter(
+      (o) =>
+        IDENTITY_KINDS.has(o.kind) && (o.metadata.name === 'sits-node-agent' || o.metadata.name === 'sits-node' || o.metadata.name === POLICY_NAMES.nodeAgent),
+    );
+    expect(objects.map((o) => o.kind)).toEqual([
+      'Namespace',
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ]);
     for (const o of objects) await admin.post(collectionPath(o), o);
     await createFakeGpuNodes(plane.kubeConfig(), [{ name: 'gpu-a', capacity: { [GPU_RESOURCE]: '2' } }]);
     // The DaemonSet's pod on gpu-a; its token is bound to it, so the apiserver knows the agent's node (ADR 0174).
     const own = testPod('sits-node', 'sits-node-agent-a', { gpus: 0 });
-    const pod = await admin.post<V1Pod>('/api/v1/namespaces/sits-node/pods', { ...own, spec: { ...own.spec, containers: own.spec?.containers ?? [], nodeName: 'gpu-a', serviceAccountName: 'sits-node-agent' } });
+    const pod = await admin.post<V1Pod>('/api/v1/namespaces/sits-node/pods', {
+      ...own,
+      spec: { ...own.spec, containers: own.spec?.containers ?? [], nodeName: 'gpu-a', serviceAccountName: 'sits-node-agent' },
+    });
     const tr = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenRequest',
@@ -65,7 +78,11 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
     kubeconfig = tokenKubeconfig('agent', tr.status.token);
     sa = new KubeClient(loadKubeConfig(kubeconfig));
     // The policy is live once it refuses a token bound to no node (a write the agent could make otherwise).
-    const unbound = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 600 } });
+    const unbound = await admin.post<{ status: { token: string } }>('/api/v1/namespaces/sits-node/serviceaccounts/sits-node-agent/token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 600 },
+    });
     const probe = new KubeClient(loadKubeConfig(tokenKubeconfig('unbound', unbound.status.token)));
     try {
       await waitFor('the node agent policy live', async () => {
@@ -86,7 +103,12 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
 
   it('labels its node, registers the device plugin, allocates a SITS pod its GPUs and marks it, follows a GPU failing; nothing more is allowed', async () => {
     await createPods(admin, [testPod('work', 'train', { gpus: 2 })]);
-    await admin.post('/api/v1/namespaces/work/pods/train/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'train', namespace: 'work', annotations: { [ANNOTATION.gpuIndices]: '0,1' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-a' } });
+    await admin.post('/api/v1/namespaces/work/pods/train/binding', {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'train', namespace: 'work', annotations: { [ANNOTATION.gpuIndices]: '0,1' } },
+      target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-a' },
+    });
     const pluginDir = join(dir, 'device-plugins');
     mkdirSync(pluginDir, { recursive: true });
     const kubelet = new KubeletStandIn(pluginDir);
@@ -112,14 +134,25 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
       expect(r.container_responses[0]?.envs).toMatchObject({ NVIDIA_VISIBLE_DEVICES: '0,1', CUDA_VISIBLE_DEVICES: '0,1' });
       expect((await admin.get<V1Pod>('/api/v1/namespaces/work/pods/train')).metadata?.annotations?.[ANNOTATION.gpuAllocated]).toBe('0,1');
       // The loop re-reads: a GPU that starts failing reaches the node's annotation and the kubelet's device list.
-      writeFakeNvidiaSmi(join(dir, 'smi'), data('topo-2x-rtx5090-phb.txt'), A5000.replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>'));
-      await waitFor('the unhealthy GPU on the node', async () => (await admin.get<V1Node>('/api/v1/nodes/gpu-a')).metadata?.annotations?.[ANNOTATION.unhealthyGpus] === '0');
+      writeFakeNvidiaSmi(
+        join(dir, 'smi'),
+        data('topo-2x-rtx5090-phb.txt'),
+        A5000.replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>'),
+      );
+      await waitFor(
+        'the unhealthy GPU on the node',
+        async () => (await admin.get<V1Node>('/api/v1/nodes/gpu-a')).metadata?.annotations?.[ANNOTATION.unhealthyGpus] === '0',
+      );
       await waitFor('the unhealthy GPU at the kubelet', async () => kubelet.devices[0]?.health === 'Unhealthy' && kubelet.devices[1]?.health === 'Healthy');
       // A quarantine another process writes on the Node (the health monitor, the fault ladder) reaches the kubelet
       // through the agent's watch of its own Node, with the chart's RBAC; the release brings the GPU back.
       const since = new Date().toISOString();
       const until = new Date(Date.now() + 900_000).toISOString();
-      await admin.mergePatch('/api/v1/nodes/gpu-a', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '1': { reason: 'XID 63 (row remap recorded)', since, until, source: 'gpu-health' } }) } } });
+      await admin.mergePatch('/api/v1/nodes/gpu-a', {
+        metadata: {
+          annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '1': { reason: 'XID 63 (row remap recorded)', since, until, source: 'gpu-health' } }) },
+        },
+      });
       await waitFor('the quarantined GPU Unhealthy at the kubelet', async () => kubelet.devices[1]?.health === 'Unhealthy', 30_000);
       await admin.mergePatch('/api/v1/nodes/gpu-a', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: null } } });
       await waitFor('the released GPU Healthy again at the kubelet', async () => kubelet.devices[1]?.health === 'Healthy', 30_000);
@@ -137,6 +170,8 @@ describe('sits node-agent with exactly the chart’s RBAC and admission policy',
     // What RBAC allows but the policy does not: its own node's spec, another key, the pod's spec.
     await expect(sa.mergePatch('/api/v1/nodes/gpu-a', { spec: { unschedulable: true } })).rejects.toMatchObject({ status: 403 });
     await expect(sa.mergePatch('/api/v1/nodes/gpu-a', { metadata: { labels: { [LABEL.rack]: 'r1' } } })).rejects.toMatchObject({ status: 403 });
-    await expect(sa.mergePatch('/api/v1/namespaces/work/pods/train', { metadata: { labels: { [LABEL.queue]: 'vip' } } })).rejects.toMatchObject({ status: 403 });
+    await expect(sa.mergePatch('/api/v1/namespaces/work/pods/train', { metadata: { labels: { [LABEL.queue]: 'vip' } } })).rejects.toMatchObject({
+      status: 403,
+    });
   });
 });

@@ -65,7 +65,10 @@ export async function startNodeSide(o: NodeSideOptions): Promise<NodeSide> {
           log: o.log,
           ...(o.quarantineMs === undefined ? {} : { quarantineMs: o.quarantineMs }),
           // No controller in this process: the intent is logged for the operator (and the controller's seam).
-          onIntent: (i) => o.log(`gpu health: GPU ${i.gpu} (${i.uuid}): ${i.mode === 'checkpoint-first' ? 'checkpoint then move' : 'restore elsewhere'} the work on it: ${i.reason}`),
+          onIntent: (i) =>
+            o.log(
+              `gpu health: GPU ${i.gpu} (${i.uuid}): ${i.mode === 'checkpoint-first' ? 'checkpoint then move' : 'restore elsewhere'} the work on it: ${i.reason}`,
+            ),
         });
   health?.start();
   return {

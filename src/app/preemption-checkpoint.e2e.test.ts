@@ -32,9 +32,11 @@ let controllers: Controllers;
 let app: LiveApp;
 const logs: string[] = [];
 /** Log lines with the time they were written (the failure dump tells what waited for what). */
-const logAs = (who: string) => (m: string): void => {
-  logs.push(`${new Date().toISOString().slice(11, 23)} ${who}${m}`);
-};
+const logAs =
+  (who: string) =>
+  (m: string): void => {
+    logs.push(`${new Date().toISOString().slice(11, 23)} ${who}${m}`);
+  };
 
 beforeAll(async () => {
   env = await startCheckpointCluster({ nodes: 2, shape: 'a800x4', log: logAs(''), controllers: false, withScheduler: false });
@@ -52,10 +54,14 @@ afterAll(async () => {
 
 let tokenFile: string;
 /** A failure in a full run under load is hard to reproduce alone: the scheduler's and controller's story with it. */
-const dumpLogsOnFailure = (): void => onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
+const dumpLogsOnFailure = (): void =>
+  onTestFailed(() => console.error(`--- preemption-checkpoint e2e log (last 200 lines) ---\n${logs.slice(-200).join('\n')}`));
 /** The DisruptionTarget condition a pod carried at any point of a recorded watch. */
 const disruptionOf = (seen: readonly { pod: V1Pod }[], uid: string): { reason?: string; message?: string } | undefined =>
-  seen.filter((e) => e.pod.metadata?.uid === uid).flatMap((e) => e.pod.status?.conditions ?? []).find((x) => x.type === 'DisruptionTarget');
+  seen
+    .filter((e) => e.pod.metadata?.uid === uid)
+    .flatMap((e) => e.pod.status?.conditions ?? [])
+    .find((x) => x.type === 'DisruptionTarget');
 const getJob = (name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${TJ}/namespaces/${NS}/trainingjobs/${name}`);
 const envOf = containerEnv;
 const replicas = (job: string, attempt: number): Promise<V1Pod[]> => trainingJobReplicas(client, NS, job, attempt);
@@ -63,7 +69,13 @@ const queue = (name: string, tier: string, grace?: number): Record<string, unkno
   apiVersion: 'ai.sits2026.dev/v1',
   kind: 'Queue',
   metadata: { name },
-  spec: { tenant: name, tier, cohort: 'research', resources: [{ name: 'nvidia.com/gpu', nominal: '4' }], preemption: { cooldownSeconds: 0, ...(grace === undefined ? {} : { checkpointGraceSeconds: grace }) } },
+  spec: {
+    tenant: name,
+    tier,
+    cohort: 'research',
+    resources: [{ name: 'nvidia.com/gpu', nominal: '4' }],
+    preemption: { cooldownSeconds: 0, ...(grace === undefined ? {} : { checkpointGraceSeconds: grace }) },
+  },
 });
 const trainingJob = (name: string, queueName: string, priorityClassName: string, gpus: number, checkpoint: boolean): Record<string, unknown> => ({
   apiVersion: 'ai.sits2026.dev/v1',
@@ -82,7 +94,10 @@ const trainingJob = (name: string, queueName: string, priorityClassName: string,
 describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', () => {
   it('the preempted gang is checkpointed first, evicted whole as Preempted, restarted without a failure and restored from that checkpoint', async () => {
     dumpLogsOnFailure();
-    for (const [name, value] of [['ck-low', 100], ['ck-high', 1000]] as const) {
+    for (const [name, value] of [
+      ['ck-low', 100],
+      ['ck-high', 1000],
+    ] as const) {
       await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
     }
     await client.post(`${TJ}/queues`, queue('ck-a', 'gold'));
@@ -90,17 +105,25 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     await createNs(client, NS);
     const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt' });
     tokenFile = await trainerTokenFile(client, cluster.plane, NS);
-    await waitFor(`claim ${NS}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
+    await waitFor(
+      `claim ${NS}/ckpt Bound`,
+      async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound',
+      120_000,
+    );
     const volumeDir = stack.driver.volumeDir(vol.volume.id);
 
     // ck-b borrows ck-a's idle quota: 2 × 4 GPUs = the whole cluster.
     await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('low', 'ck-b', 'ck-low', 4, true));
-    const first = await waitFor('low attempt 1 Running on all 8 GPUs', async () => {
-      const j = await getJob('low');
-      if (j.status?.phase !== 'Running' || j.status.attempt !== 1) return undefined;
-      const ps = await replicas('low', 1);
-      return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? ps : undefined;
-    }, 120_000);
+    const first = await waitFor(
+      'low attempt 1 Running on all 8 GPUs',
+      async () => {
+        const j = await getJob('low');
+        if (j.status?.phase !== 'Running' || j.status.attempt !== 1) return undefined;
+        const ps = await replicas('low', 1);
+        return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? ps : undefined;
+      },
+      120_000,
+    );
     const rank0 = first.find((p) => p.metadata?.labels?.[LABEL.rank] === '0') as V1Pod;
     const oldUids = new Set(first.map((p) => p.metadata?.uid ?? ''));
 
@@ -109,20 +132,31 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     try {
       await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high', 'ck-a', 'ck-high', 2, false));
       // The scheduler asks the victim for a checkpoint; its controller runs a Preemption cycle.
-      const cycle = await waitFor('a Preemption checkpoint cycle on low', async () => {
-        const j = await getJob('low');
-        const req = j.metadata.annotations?.[ANNOTATION.requestCheckpoint];
-        const c = j.status?.checkpoint?.cycle;
-        // The cycle may answer an earlier Preemption request than the annotation's: the scheduler can ask twice
-        // before its cache shows the first ask, and a cycle in progress answers the newer request when it ends
-        // Ready (ADR 0083).
-        return req?.startsWith('Preemption/') === true && c?.request?.startsWith('Preemption/') === true && c.trigger === 'Preemption' ? { req, seq: c.seq } : undefined;
-      }, 90_000);
-      const seq = await waitFor('rank 0 sees the request through the contract', async () => {
-        const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
-        if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
-        return h.stdout.trim() === String(cycle.seq) ? cycle.seq : undefined;
-      }, 60_000, 200);
+      const cycle = await waitFor(
+        'a Preemption checkpoint cycle on low',
+        async () => {
+          const j = await getJob('low');
+          const req = j.metadata.annotations?.[ANNOTATION.requestCheckpoint];
+          const c = j.status?.checkpoint?.cycle;
+          // The cycle may answer an earlier Preemption request than the annotation's: the scheduler can ask twice
+          // before its cache shows the first ask, and a cycle in progress answers the newer request when it ends
+          // Ready (ADR 0083).
+          return req?.startsWith('Preemption/') === true && c?.request?.startsWith('Preemption/') === true && c.trigger === 'Preemption'
+            ? { req, seq: c.seq }
+            : undefined;
+        },
+        90_000,
+      );
+      const seq = await waitFor(
+        'rank 0 sees the request through the contract',
+        async () => {
+          const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
+          if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+          return h.stdout.trim() === String(cycle.seq) ? cycle.seq : undefined;
+        },
+        60_000,
+        200,
+      );
       // Not evicted before the checkpoint is committed and snapshotted.
       expect((await replicas('low', 1)).map((p) => p.metadata?.uid).sort()).toEqual([...oldUids].sort());
 
@@ -132,16 +166,24 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       expect(c.code).toBe(0);
       const snapshotName = `low-ckpt-${seq}`;
 
-      const highPods = await waitFor('high bound on the GPUs low held', async () => {
-        const ps = await replicas('high', 1);
-        return ps.length === 2 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
-      }, 120_000);
+      const highPods = await waitFor(
+        'high bound on the GPUs low held',
+        async () => {
+          const ps = await replicas('high', 1);
+          return ps.length === 2 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+        },
+        120_000,
+      );
       expect(highPods).toHaveLength(2);
-      const second = await waitFor('low attempt 2 created (waiting for GPUs), restoring from the checkpoint', async () => {
-        const j = await getJob('low');
-        const ps = await replicas('low', 2);
-        return j.status?.attempt === 2 && ps.length === 2 ? { j, ps } : undefined;
-      }, 60_000);
+      const second = await waitFor(
+        'low attempt 2 created (waiting for GPUs), restoring from the checkpoint',
+        async () => {
+          const j = await getJob('low');
+          const ps = await replicas('low', 2);
+          return j.status?.attempt === 2 && ps.length === 2 ? { j, ps } : undefined;
+        },
+        60_000,
+      );
 
       // Evicted whole, only once the snapshot was readyToUse, each replica with the preemption's condition.
       const snap = await client.get<VolumeSnapshotObject>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots/${snapshotName}`);
@@ -150,7 +192,10 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       const readyMs = Date.parse(second.j.status?.checkpoint?.lastReady?.readyTime ?? '');
       const deletes = seen.filter((e) => e.kind === 'delete' && oldUids.has(e.pod.metadata?.uid ?? ''));
       expect(deletes).toHaveLength(2);
-      const firstEvictMs = Math.min(...seen.filter((e) => oldUids.has(e.pod.metadata?.uid ?? '') && e.pod.metadata?.deletionTimestamp !== undefined).map((e) => e.atMs), ...deletes.map((e) => e.atMs));
+      const firstEvictMs = Math.min(
+        ...seen.filter((e) => oldUids.has(e.pod.metadata?.uid ?? '') && e.pod.metadata?.deletionTimestamp !== undefined).map((e) => e.atMs),
+        ...deletes.map((e) => e.atMs),
+      );
       expect(firstEvictMs).toBeGreaterThanOrEqual(readyMs);
       for (const uid of oldUids) {
         expect(disruptionOf(seen, uid)?.reason).toBe('PreemptionByScheduler');
@@ -161,18 +206,28 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
       expect(announced).toMatchObject({ attempt: 1, reason: PREEMPTION_EVICTION_REASON });
       expect(second.j.status?.restartCount ?? 0).toBe(0);
       expect(second.j.status?.phase).not.toBe('Failed');
-      const moved = await waitFor('the controller’s GangMoved event', async () => (await listEvents(client, NS)).find((e) => e.involvedObject?.name === 'low' && e.reason === 'GangMoved'), 30_000);
+      const moved = await waitFor(
+        'the controller’s GangMoved event',
+        async () => (await listEvents(client, NS)).find((e) => e.involvedObject?.name === 'low' && e.reason === 'GangMoved'),
+        30_000,
+      );
       expect(moved.message).toContain(`SITS evicted the gang to move it (${PREEMPTION_EVICTION_REASON}:`);
-      expect((await listEvents(client, NS)).filter((e) => e.involvedObject?.name === 'low' && (e.reason === 'ReplicaDeleted' || e.reason === 'ReplicaEvicted'))).toEqual([]);
+      expect(
+        (await listEvents(client, NS)).filter((e) => e.involvedObject?.name === 'low' && (e.reason === 'ReplicaDeleted' || e.reason === 'ReplicaEvicted')),
+      ).toEqual([]);
       for (const p of second.ps) expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '500', SITS_RESTORE_SNAPSHOT: snapshotName });
 
       // When the quota's owner is done, low resumes from that checkpoint.
       await client.delete(`${TJ}/namespaces/${NS}/trainingjobs/high`);
-      const resumed = await waitFor('low attempt 2 Running', async () => {
-        const j = await getJob('low');
-        const ps = await replicas('low', 2);
-        return j.status?.phase === 'Running' && j.status.attempt === 2 && ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? j : undefined;
-      }, 180_000);
+      const resumed = await waitFor(
+        'low attempt 2 Running',
+        async () => {
+          const j = await getJob('low');
+          const ps = await replicas('low', 2);
+          return j.status?.phase === 'Running' && j.status.attempt === 2 && ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? j : undefined;
+        },
+        180_000,
+      );
       expect(resumed.status?.checkpoint?.restoredFrom).toEqual({ snapshotName, step: 500, attempt: 2 });
       expect(resumed.status?.restartCount ?? 0).toBe(0);
       expect(app.scheduler.evictor.stats).toMatchObject({ announced: 1, evicted: 2 });
@@ -186,24 +241,42 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
   it('a victim whose checkpoint fails (its volume is full) is evicted at once, not at its grace; one that never commits is evicted at its grace', async () => {
     dumpLogsOnFailure();
     const running = async (attempt: number): Promise<V1Pod[]> =>
-      waitFor(`low attempt ${attempt} Running on all 8 GPUs`, async () => {
-        const j = await getJob('low');
-        const ps = await replicas('low', attempt);
-        return j.status?.phase === 'Running' && j.status.attempt === attempt && ps.length === 2 && ps.every((p) => p.status?.phase === 'Running') ? ps : undefined;
-      }, 180_000);
+      waitFor(
+        `low attempt ${attempt} Running on all 8 GPUs`,
+        async () => {
+          const j = await getJob('low');
+          const ps = await replicas('low', attempt);
+          return j.status?.phase === 'Running' && j.status.attempt === attempt && ps.length === 2 && ps.every((p) => p.status?.phase === 'Running')
+            ? ps
+            : undefined;
+        },
+        180_000,
+      );
     const evictedAt = (seen: readonly { kind: string; pod: V1Pod; atMs: number }[], uids: ReadonlySet<string>): number =>
-      Math.min(...seen.filter((e) => uids.has(e.pod.metadata?.uid ?? '') && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined)).map((e) => e.atMs));
+      Math.min(
+        ...seen
+          .filter((e) => uids.has(e.pod.metadata?.uid ?? '') && (e.kind === 'delete' || e.pod.metadata?.deletionTimestamp !== undefined))
+          .map((e) => e.atMs),
+      );
     /** The time of the first Preemption ask on low after `before` (the job's request-checkpoint value then). */
     const newAsk = (what: string, before: string | undefined): Promise<number> =>
-      waitFor(what, async () => {
-        const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
-        return req !== before && req?.startsWith('Preemption/') === true ? Date.parse(req.slice('Preemption/'.length)) : undefined;
-      }, 90_000);
+      waitFor(
+        what,
+        async () => {
+          const req = (await getJob('low')).metadata.annotations?.[ANNOTATION.requestCheckpoint];
+          return req !== before && req?.startsWith('Preemption/') === true ? Date.parse(req.slice('Preemption/'.length)) : undefined;
+        },
+        90_000,
+      );
     const boundHigh = (name: string): Promise<V1Pod[]> =>
-      waitFor(`${name} bound on the GPUs low held`, async () => {
-        const ps = await replicas(name, 1);
-        return ps.length === 2 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
-      }, 150_000);
+      waitFor(
+        `${name} bound on the GPUs low held`,
+        async () => {
+          const ps = await replicas(name, 1);
+          return ps.length === 2 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+        },
+        150_000,
+      );
 
     // 1. A full volume: rank 0's save raises ENOSPC (a real write(2) to /dev/full) and saving() reports it. The
     //    victim's queue grants 240 s; the gang goes as soon as the cycle has failed.
@@ -215,27 +288,39 @@ describe('checkpoint-aware preemption of a TrainingJob on the live scheduler', (
     try {
       await client.post(`${TJ}/namespaces/${NS}/trainingjobs`, trainingJob('high2', 'ck-a', 'ck-high', 2, false));
       await newAsk('a new Preemption ask on low', before);
-      const seq = await waitFor('rank 0 sees the request', async () => {
-        const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
-        if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
-        return h.stdout.trim() === '' ? undefined : Number(h.stdout.trim());
-      }, 60_000, 200);
+      const seq = await waitFor(
+        'rank 0 sees the request',
+        async () => {
+          const h = await runCheckpointHelper(cluster.plane, rank0, tokenFile, ['requested']);
+          if (h.code !== 0) throw new Error(`sits_checkpoint.py requested: ${h.stderr}`);
+          return h.stdout.trim() === '' ? undefined : Number(h.stdout.trim());
+        },
+        60_000,
+        200,
+      );
       const save = await saveOnFullVolume(cluster.plane, rank0, tokenFile, 900, seq);
       expect(save.stderr).toBe('');
       expect(save.stdout).toContain('No space left on device (ENOSPC)');
       const reportedMs = Date.now();
       await boundHigh('high2');
       const j = await getJob('low');
-      expect(j.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({ reason: 'VolumeFull', message: expect.stringContaining('claim ckpt mounted at /checkpoints is full: No space left on device (ENOSPC)') });
+      expect(j.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({
+        reason: 'VolumeFull',
+        message: expect.stringContaining('claim ckpt mounted at /checkpoints is full: No space left on device (ENOSPC)'),
+      });
       // Evicted after the failure was reported, long before the 240 s grace, with the reason on each replica.
       const evictMs = evictedAt(watch.seen, uids2);
       expect(evictMs).toBeGreaterThanOrEqual(reportedMs - 1000);
       for (const uid of uids2) expect(disruptionOf(watch.seen, uid)?.message).toContain('the checkpoint asked of it failed');
       // The job keeps its last good checkpoint: the next attempt restores step 500.
-      const third = await waitFor('low attempt 3 created, restoring from step 500', async () => {
-        const ps = await replicas('low', 3);
-        return ps.length === 2 ? ps : undefined;
-      }, 60_000);
+      const third = await waitFor(
+        'low attempt 3 created, restoring from step 500',
+        async () => {
+          const ps = await replicas('low', 3);
+          return ps.length === 2 ? ps : undefined;
+        },
+        60_000,
+      );
       for (const p of third) expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '500' });
       await client.delete(`${TJ}/namespaces/${NS}/trainingjobs/high2`);
     } finally {

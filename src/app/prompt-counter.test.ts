@@ -23,12 +23,24 @@ describe('promptCounter', () => {
   let llamaBase = '';
   let vllmBase = '';
   beforeAll(async () => {
-    llama = new LlamaServerStandIn(parseLlamaServerArgs(['--model', '/mnt/models', '--alias', 'tiny', '--host', '127.0.0.1', '--port', '0', '--parallel', '1', '--ctx-size', '256'], () => model));
+    llama = new LlamaServerStandIn(
+      parseLlamaServerArgs(
+        ['--model', '/mnt/models', '--alias', 'tiny', '--host', '127.0.0.1', '--port', '0', '--parallel', '1', '--ctx-size', '256'],
+        () => model,
+      ),
+    );
     llamaBase = `http://127.0.0.1:${(await llama.start()).port}`;
-    vllm = new VllmServerStandIn(parseVllmArgs(['--model', '/mnt/models', '--served-model-name', 'tiny', '--host', '127.0.0.1', '--port', '0', '--max-model-len', '192', '--max-num-seqs', '1'], {}, () => model));
+    vllm = new VllmServerStandIn(
+      parseVllmArgs(
+        ['--model', '/mnt/models', '--served-model-name', 'tiny', '--host', '127.0.0.1', '--port', '0', '--max-model-len', '192', '--max-num-seqs', '1'],
+        {},
+        () => model,
+      ),
+    );
     vllmBase = `http://127.0.0.1:${(await vllm.start()).port}`;
     // Both answer 503 until the model is loaded.
-    for (const base of [llamaBase, vllmBase]) await waitFor(`${base}/health`, async () => ((await fetch(`${base}/health`)).status === 200 ? true : undefined), 60_000, 50);
+    for (const base of [llamaBase, vllmBase])
+      await waitFor(`${base}/health`, async () => ((await fetch(`${base}/health`)).status === 200 ? true : undefined), 60_000, 50);
   });
   afterAll(async () => {
     await llama?.close();
@@ -50,7 +62,11 @@ describe('promptCounter', () => {
 
   it("counts with vLLM's /tokenize and takes max_model_len as the limit", async () => {
     const count = promptCounter('vllm', vllmBase, 'tiny');
-    expect(await count(chat, true, signal)).toEqual({ tokens: await usage(vllmBase, '/v1/chat/completions', { model: 'tiny', ...chat }), contextLimit: 192, estimated: false });
+    expect(await count(chat, true, signal)).toEqual({
+      tokens: await usage(vllmBase, '/v1/chat/completions', { model: 'tiny', ...chat }),
+      contextLimit: 192,
+      estimated: false,
+    });
     expect((await count(completion, false, signal)).tokens).toBe(await usage(vllmBase, '/v1/completions', { model: 'tiny', ...completion }));
   });
 

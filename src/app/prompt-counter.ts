@@ -23,7 +23,12 @@ export { estimatePromptTokens };
 export const TOKENIZER_RUNTIMES: readonly InferenceRuntime[] = ['vllm', 'llamacpp'];
 
 async function postJson(url: string, body: unknown, signal: AbortSignal): Promise<unknown> {
-  const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });
+  const r = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]),
+  });
   const text = await r.text();
   if (r.status !== 200) throw new Error(`${url}: ${r.status} ${text.slice(0, 200)}`);
   return JSON.parse(text) as unknown;
@@ -72,7 +77,11 @@ export function promptCounter(runtime: InferenceRuntime, engine: string, model: 
  * (`total_slots` slots of `default_generation_settings.n_ctx` tokens each: its whole KV cache). vLLM says its capacity
  * in /metrics (`cache_config_info`, engine-kv.ts); the others say neither. Undefined when unknown or unreachable.
  */
-export async function engineCapacity(runtime: InferenceRuntime, engine: string, signal: AbortSignal): Promise<{ readonly capacityTokens: number; readonly slots: number } | undefined> {
+export async function engineCapacity(
+  runtime: InferenceRuntime,
+  engine: string,
+  signal: AbortSignal,
+): Promise<{ readonly capacityTokens: number; readonly slots: number } | undefined> {
   if (runtime !== 'llamacpp') return undefined;
   try {
     const r = await fetch(`${engine.replace(/\/+$/, '')}/props`, { signal: AbortSignal.any([signal, AbortSignal.timeout(10_000)]) });

@@ -36,7 +36,7 @@ import { disruptionsAllowed, type DisruptionBudget } from '../core/actions/disru
 import { commitMigration, expectedStartMs, planMigration } from '../core/actions/migration.ts';
 import { DEFAULT_QUEUE, usageOf, type CycleOptions, type Reservation, type WaitReason, type Waiting } from '../core/actions/queue-cycle.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
-import type { Scheduler} from '../core/framework/scheduler.ts';
+import type { Scheduler } from '../core/framework/scheduler.ts';
 import { type Placement } from '../core/framework/scheduler.ts';
 import type { NodeSpec } from '../core/model/node.ts';
 import type { GangSpec, PodSpec } from '../core/model/pod.ts';
@@ -126,7 +126,18 @@ export const ScenarioBudgetT = Type.Object(
     selector: Type.Object(
       {
         matchLabels: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String())),
-        matchExpressions: Type.Optional(Type.Array(Type.Object({ key: Type.String({ minLength: 1 }), operator: Type.Union(['In', 'NotIn', 'Exists', 'DoesNotExist'].map((o) => Type.Literal(o))), values: Type.Optional(Type.Array(Type.String())) }, { additionalProperties: false }))),
+        matchExpressions: Type.Optional(
+          Type.Array(
+            Type.Object(
+              {
+                key: Type.String({ minLength: 1 }),
+                operator: Type.Union(['In', 'NotIn', 'Exists', 'DoesNotExist'].map((o) => Type.Literal(o))),
+                values: Type.Optional(Type.Array(Type.String())),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        ),
       },
       { additionalProperties: false },
     ),
@@ -138,7 +149,10 @@ export const ScenarioBudgetT = Type.Object(
 
 export const ScenarioCyclesT = Type.Union([
   Type.Integer({ minimum: 1, maximum: 100_000 }),
-  Type.Object({ count: Type.Integer({ minimum: 1, maximum: 100_000 }), everySec: Type.Optional(Sec({ exclusiveMinimum: 0 })) }, { additionalProperties: false }),
+  Type.Object(
+    { count: Type.Integer({ minimum: 1, maximum: 100_000 }), everySec: Type.Optional(Sec({ exclusiveMinimum: 0 })) },
+    { additionalProperties: false },
+  ),
 ]);
 
 export const ScenarioCycleOptionsT = Type.Object(
@@ -152,7 +166,15 @@ export const ScenarioCycleOptionsT = Type.Object(
   { additionalProperties: false },
 );
 
-const WAIT_REASONS = ['quota', 'capacity', 'reservation', 'fair-share', 'critical-victim', 'checkpoint-victim', 'inadmissible'] as const satisfies readonly WaitReason[];
+const WAIT_REASONS = [
+  'quota',
+  'capacity',
+  'reservation',
+  'fair-share',
+  'critical-victim',
+  'checkpoint-victim',
+  'inadmissible',
+] as const satisfies readonly WaitReason[];
 
 export const QueueExpectT = Type.Object(
   {
@@ -185,7 +207,19 @@ export const QueueExpectT = Type.Object(
 );
 type QueueExpect = Static<typeof QueueExpectT>;
 
-const TARGETS = ['admitted', 'held', 'preempted', 'running', 'deferred', 'checkpointRequested', 'migrated', 'reservation', 'preemptions', 'maxPreemptions', 'shares'] as const;
+const TARGETS = [
+  'admitted',
+  'held',
+  'preempted',
+  'running',
+  'deferred',
+  'checkpointRequested',
+  'migrated',
+  'reservation',
+  'preemptions',
+  'maxPreemptions',
+  'shares',
+] as const;
 type Target = (typeof TARGETS)[number];
 /** Which other fields each kind of expectation may use. */
 const MODIFIERS: Readonly<Record<Target, readonly (keyof QueueExpect)[]>> = {
@@ -228,7 +262,14 @@ interface RunningDef {
 }
 
 /** Loads the queue part of a scenario (everything but name, description, cluster and running pods). */
-export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], runningPods: readonly RunningPod[], profileName: string, seed: number, storage?: StorageObjects): Result<QueueScenarioRun, InputError> {
+export function loadQueueScenario(
+  src: YamlSource,
+  nodes: readonly NodeSpec[],
+  runningPods: readonly RunningPod[],
+  profileName: string,
+  seed: number,
+  storage?: StorageObjects,
+): Result<QueueScenarioRun, InputError> {
   const issues: InputIssue[] = [];
   const at = (path: readonly (string | number)[], msg: string): void => {
     issues.push(issueAt(src, path, msg));
@@ -236,7 +277,8 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
   // No queues at all: every job is outside any Queue (kube-scheduler's semantics).
   const qv = validateYaml(src, Type.Array(ScenarioQueueT), ['queues']);
   if (!qv.ok) return qv;
-  const optional = <S extends TSchema>(schema: S, key: string): Result<Static<S> | undefined, InputError> => (valueAt(src, [key]) === undefined ? ok(undefined) : validateYaml(src, schema, [key]));
+  const optional = <S extends TSchema>(schema: S, key: string): Result<Static<S> | undefined, InputError> =>
+    valueAt(src, [key]) === undefined ? ok(undefined) : validateYaml(src, schema, [key]);
   const jv = optional(Type.Array(ScenarioJobT), 'jobs');
   if (!jv.ok) return jv;
   const rv = optional(Type.Array(ScenarioRunningJobT), 'runningJobs');
@@ -257,7 +299,8 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
     if (queues.has(q.name)) at([...path, 'name'], `duplicate queue "${q.name}"`);
     for (const rule of celChecksOf(QueueSpecSchema)) if (!rule.check(q)) at([...path, ...fieldPath(rule.fieldPath)], rule.message);
     (q.resources ?? []).forEach((r, k) => {
-      if (!['nvidia.com/gpu', 'cpu', 'memory'].includes(r.name)) at([...path, 'resources', k, 'name'], `resource ${r.name} is not modelled (nvidia.com/gpu, cpu, memory)`);
+      if (!['nvidia.com/gpu', 'cpu', 'memory'].includes(r.name))
+        at([...path, 'resources', k, 'name'], `resource ${r.name} is not modelled (nvidia.com/gpu, cpu, memory)`);
       for (const rule of celChecksOf(ResourceQuota)) if (!rule.check(r)) at([...path, 'resources', k, ...fieldPath(rule.fieldPath)], rule.message);
     });
     (q.gpuModels ?? []).forEach((m, k) => {
@@ -278,7 +321,13 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
     return true;
   };
   const labelsOf = new Map<string, Readonly<Record<string, string>>>();
-  const toJob = (id: string, j: Static<typeof ScenarioJobT> | Static<typeof ScenarioRunningJobT>, path: readonly (string | number)[], arrivalMs: number, runtimeMs: number): QueuedJob | undefined => {
+  const toJob = (
+    id: string,
+    j: Static<typeof ScenarioJobT> | Static<typeof ScenarioRunningJobT>,
+    path: readonly (string | number)[],
+    arrivalMs: number,
+    runtimeMs: number,
+  ): QueuedJob | undefined => {
     const queue = j.queue ?? DEFAULT_QUEUE;
     if (j.queue !== undefined && !queues.has(j.queue)) {
       at([...path, 'queue'], `unknown queue "${j.queue}" (queues: ${[...queues.keys()].join(', ')})`);
@@ -299,11 +348,23 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
       name: id,
       minMember: replicas,
       members,
-      topology: { ...(t.required === undefined ? {} : { required: t.required as TopologyLevel }), ...(t.preferred === undefined ? {} : { preferred: t.preferred as TopologyLevel }) },
+      topology: {
+        ...(t.required === undefined ? {} : { required: t.required as TopologyLevel }),
+        ...(t.preferred === undefined ? {} : { preferred: t.preferred as TopologyLevel }),
+      },
       priority: j.priority ?? 0,
       queue,
     };
-    return { id, queue, priority: j.priority ?? 0, arrivalMs, gang, estRuntimeMs: runtimeMs, ...(j.priorityClass === undefined ? {} : { priorityClass: j.priorityClass }), ...(j.namespace === undefined ? {} : { namespace: j.namespace }) };
+    return {
+      id,
+      queue,
+      priority: j.priority ?? 0,
+      arrivalMs,
+      gang,
+      estRuntimeMs: runtimeMs,
+      ...(j.priorityClass === undefined ? {} : { priorityClass: j.priorityClass }),
+      ...(j.namespace === undefined ? {} : { namespace: j.namespace }),
+    };
   };
 
   const runningDefs: RunningDef[] = [];
@@ -352,7 +413,8 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
     const target = targets[0];
     if (target !== undefined) {
       const allowed = new Set<string>([target, ...MODIFIERS[target]]);
-      for (const k of Object.keys(e)) if (!allowed.has(k)) at([...path, k], `does not apply to ${target} (use ${MODIFIERS[target].join(', ') || 'nothing else'})`);
+      for (const k of Object.keys(e))
+        if (!allowed.has(k)) at([...path, k], `does not apply to ${target} (use ${MODIFIERS[target].join(', ') || 'nothing else'})`);
       const name = e[target];
       if (typeof name === 'string' && !ids.has(name)) at([...path, target], `no job named "${name}"`);
       if (e.by !== undefined && !ids.has(e.by)) at([...path, 'by'], `no job named "${e.by}"`);
@@ -362,7 +424,12 @@ export function loadQueueScenario(src: YamlSource, nodes: readonly NodeSpec[], r
   });
   if (issues.length > 0) return err(new InputError(issues));
 
-  const cycles = cv.value === undefined ? { count: 1, everySec: 60 } : typeof cv.value === 'number' ? { count: cv.value, everySec: 60 } : { count: cv.value.count, everySec: cv.value.everySec ?? 60 };
+  const cycles =
+    cv.value === undefined
+      ? { count: 1, everySec: 60 }
+      : typeof cv.value === 'number'
+        ? { count: cv.value, everySec: 60 }
+        : { count: cv.value.count, everySec: cv.value.everySec ?? 60 };
   const options: Partial<CycleOptions> = { ...ov.value };
   const allPods = [...runningDefs.flatMap((r) => r.job.gang.members), ...jobDefs.flatMap((j) => j.job.gang.members)];
   const budgetsAt = budgetsFor(bv.value ?? [], [...runningDefs.map((r) => r.job), ...jobDefs.map((j) => j.job)], labelsOf);
@@ -470,7 +537,20 @@ function simulate(
   options: Partial<CycleOptions>,
   budgetsAt: (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined,
 ): Trace {
-  const t: Trace = { failures: [], log: [], started: new Map(), preempted: [], deferred: new Map(), checkpointRequests: [], migrations: [], waiting: new Map(), waitingAt: new Map(), reservations: new Map(), running, gpuTime: new Map() };
+  const t: Trace = {
+    failures: [],
+    log: [],
+    started: new Map(),
+    preempted: [],
+    deferred: new Map(),
+    checkpointRequests: [],
+    migrations: [],
+    waiting: new Map(),
+    waitingAt: new Map(),
+    reservations: new Map(),
+    running,
+    gpuTime: new Map(),
+  };
   const fail = (m: string): void => {
     if (!t.failures.includes(`${file}: ${m}`)) t.failures.push(`${file}: ${m}`);
   };
@@ -522,8 +602,10 @@ function simulate(
       const left = v.podIds.filter((pod) => state.allocation(pod) !== undefined);
       if (left.length > 0) fail(`t=${sec(now)}: ${v.id} preempted in part: ${left.join(', ')} still allocated`);
       if ((v.criticalUntilMs ?? -Infinity) > now) fail(`t=${sec(now)}: ${v.id} preempted in its critical phase (until ${sec(v.criticalUntilMs as number)})`);
-      if (options.checkpointAware === true && v.checkpointInFlight === true && v.checkpointRequestedMs === undefined) fail(`t=${sec(now)}: ${v.id} preempted while writing a checkpoint`);
-      if (options.checkpointAware === true && v.checkpointable === true && v.checkpointRequestedMs === undefined) fail(`t=${sec(now)}: ${v.id} can checkpoint but was preempted without being asked for one`);
+      if (options.checkpointAware === true && v.checkpointInFlight === true && v.checkpointRequestedMs === undefined)
+        fail(`t=${sec(now)}: ${v.id} preempted while writing a checkpoint`);
+      if (options.checkpointAware === true && v.checkpointable === true && v.checkpointRequestedMs === undefined)
+        fail(`t=${sec(now)}: ${v.id} can checkpoint but was preempted without being asked for one`);
       running.delete(v.id);
       t.preempted.push({ victim: v.id, by: p.by, reason: p.reason, atMs: now });
       t.log.push(`t=${sec(now)} ${v.id} preempted: ${p.reason}`);
@@ -547,14 +629,27 @@ function simulate(
     }
     for (const s of res.started) {
       const job = s.job;
-      if (new Set(s.placements.map((p) => p.podId)).size !== job.gang.members.length) fail(`t=${sec(now)}: ${job.id} started with ${s.placements.length} of ${job.gang.members.length} members`);
+      if (new Set(s.placements.map((p) => p.podId)).size !== job.gang.members.length)
+        fail(`t=${sec(now)}: ${job.id} started with ${s.placements.length} of ${job.gang.members.length} members`);
       pending.delete(job.id);
       t.waiting.delete(job.id);
       if (!t.started.has(job.id)) t.started.set(job.id, { atMs: now, placements: s.placements });
       const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      running.set(job.id, { id: job.id, queue: job.queue, priority: job.priority, startMs: now, estEndMs: now + job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true, ...(checkpointable.has(job.id) ? { checkpointable: true } : {}) });
+      running.set(job.id, {
+        id: job.id,
+        queue: job.queue,
+        priority: job.priority,
+        startMs: now,
+        estEndMs: now + job.estRuntimeMs,
+        podIds: s.placements.map((p) => p.podId),
+        resources: jobResources(job),
+        ...(model === undefined ? {} : { gpuModel: model }),
+        preemptible: true,
+        ...(checkpointable.has(job.id) ? { checkpointable: true } : {}),
+      });
     }
-    if (res.started.length > 0) t.log.push(`t=${sec(now)} started: ${names(res.started.map((s) => `${s.job.id} (${[...new Set(s.placements.map((p) => p.node))].join(',')})`))}`);
+    if (res.started.length > 0)
+      t.log.push(`t=${sec(now)} started: ${names(res.started.map((s) => `${s.job.id} (${[...new Set(s.placements.map((p) => p.node))].join(',')})`))}`);
     for (const [id, w] of res.waiting) {
       if (!pending.has(id)) continue;
       t.waiting.set(id, w);
@@ -566,7 +661,9 @@ function simulate(
     for (const [id, w] of res.waiting) {
       const job = pending.get(id);
       if (job === undefined || w.reason !== 'capacity' || queues.get(job.queue)?.preemption?.defragmentByMigration !== true) continue;
-      const movable = [...running.values()].filter((r) => r.preemptible && r.checkpointable === true && (r.criticalUntilMs ?? -Infinity) <= now).map((r) => ({ job: r, gang: (template.get(r.id) as QueuedJob).gang }));
+      const movable = [...running.values()]
+        .filter((r) => r.preemptible && r.checkpointable === true && (r.criticalUntilMs ?? -Infinity) <= now)
+        .map((r) => ({ job: r, gang: (template.get(r.id) as QueuedJob).gang }));
       const expected = expectedStartMs(scheduler, job.gang, [...running.values()], now);
       const plan = planMigration({ nowMs: now, scheduler, job, movable, expectedStartMs: expected });
       if (plan === undefined) continue;
@@ -585,8 +682,20 @@ function simulate(
       t.waiting.delete(id);
       if (!t.started.has(id)) t.started.set(id, { atMs: now, placements });
       const model = state.node(placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      running.set(id, { id, queue: job.queue, priority: job.priority, startMs: plan.startMs, estEndMs: plan.startMs + job.estRuntimeMs, podIds: placements.map((p) => p.podId), resources: jobResources(job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true });
-      t.log.push(`t=${sec(now)} started: ${id} (${[...new Set(placements.map((p) => p.node))].join(',')}) once the moved jobs have checkpointed (at ${sec(plan.startMs)}; gain ${Math.round(plan.gainGpuMs / 3.6e6)} GPU-h > cost ${Math.round((100 * plan.costGpuMs) / 3.6e6) / 100} GPU-h)`);
+      running.set(id, {
+        id,
+        queue: job.queue,
+        priority: job.priority,
+        startMs: plan.startMs,
+        estEndMs: plan.startMs + job.estRuntimeMs,
+        podIds: placements.map((p) => p.podId),
+        resources: jobResources(job),
+        ...(model === undefined ? {} : { gpuModel: model }),
+        preemptible: true,
+      });
+      t.log.push(
+        `t=${sec(now)} started: ${id} (${[...new Set(placements.map((p) => p.node))].join(',')}) once the moved jobs have checkpointed (at ${sec(plan.startMs)}; gain ${Math.round(plan.gainGpuMs / 3.6e6)} GPU-h > cost ${Math.round((100 * plan.costGpuMs) / 3.6e6) / 100} GPU-h)`,
+      );
     }
     for (const r of res.reservations) t.reservations.set(r.jobId, (t.reservations.get(r.jobId) ?? new Map<number, Reservation>()).set(now, r));
     // Quota: no queue above nominal, or above nominal + borrowing limit in a cohort.
@@ -620,7 +729,11 @@ function simulate(
  * the pods of every job whose labels match (running or waiting: the controllers' scale), healthy = those
  * running now. Undefined without budgets (the cycle then works as it always did).
  */
-function budgetsFor(defs: readonly Static<typeof ScenarioBudgetT>[], jobs: readonly QueuedJob[], labelsOf: ReadonlyMap<string, Readonly<Record<string, string>>>): (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined {
+function budgetsFor(
+  defs: readonly Static<typeof ScenarioBudgetT>[],
+  jobs: readonly QueuedJob[],
+  labelsOf: ReadonlyMap<string, Readonly<Record<string, string>>>,
+): (running: ReadonlyMap<string, RunningJob>) => readonly DisruptionBudget[] | undefined {
   if (defs.length === 0) return () => undefined;
   const selected = defs.map((d) => jobs.filter((j) => matchesSelector(d.selector, labelsOf.get(j.id) ?? {})));
   return (running) =>
@@ -628,7 +741,18 @@ function budgetsFor(defs: readonly Static<typeof ScenarioBudgetT>[], jobs: reado
       const js = selected[i] as QueuedJob[];
       const expected = js.reduce((n, j) => n + j.gang.members.length, 0);
       const podIds = new Set(js.flatMap((j) => running.get(j.id)?.podIds ?? []));
-      return { name: d.name, podIds, disruptionsAllowed: disruptionsAllowed({ ...(d.minAvailable === undefined ? {} : { minAvailable: d.minAvailable }), ...(d.maxUnavailable === undefined ? {} : { maxUnavailable: d.maxUnavailable }) }, expected, podIds.size) };
+      return {
+        name: d.name,
+        podIds,
+        disruptionsAllowed: disruptionsAllowed(
+          {
+            ...(d.minAvailable === undefined ? {} : { minAvailable: d.minAvailable }),
+            ...(d.maxUnavailable === undefined ? {} : { maxUnavailable: d.maxUnavailable }),
+          },
+          expected,
+          podIds.size,
+        ),
+      };
     });
 }
 
@@ -650,7 +774,8 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       if (s === undefined) return `expected ${id} to be admitted; ${heldText(id)}`;
       if (e.atSec !== undefined && sec(s.atMs) !== e.atSec) return `${id} admitted at ${sec(s.atMs)} s, expected at ${e.atSec} s`;
       const nodes = [...new Set(s.placements.map((p) => p.node))].sort();
-      if (e.nodes !== undefined && JSON.stringify(nodes) !== JSON.stringify([...e.nodes].sort())) return `${id} on nodes ${nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
+      if (e.nodes !== undefined && JSON.stringify(nodes) !== JSON.stringify([...e.nodes].sort()))
+        return `${id} on nodes ${nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
       if (e.nodeCount !== undefined && nodes.length !== e.nodeCount) return `${id} on ${nodes.length} nodes (${nodes.join(',')}), expected ${e.nodeCount}`;
       if (e.sameRack === true && new Set(nodes.map((n) => state.node(n)?.spec.location.rack)).size !== 1) return `${id} spans racks`;
       return undefined;
@@ -661,11 +786,13 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       let w: Waiting | undefined;
       if (e.atSec !== undefined) {
         w = t.waitingAt.get(id)?.get(e.atSec * 1000);
-        if (w === undefined) return `expected ${id} to be held at ${e.atSec} s; ${s !== undefined && s.atMs <= e.atSec * 1000 ? `it was admitted at ${sec(s.atMs)} s` : 'no cycle held it then'}`;
+        if (w === undefined)
+          return `expected ${id} to be held at ${e.atSec} s; ${s !== undefined && s.atMs <= e.atSec * 1000 ? `it was admitted at ${sec(s.atMs)} s` : 'no cycle held it then'}`;
       } else {
         if (t.running.has(id)) return `expected ${id} to be held, but it was admitted at ${sec(s?.atMs ?? 0)} s`;
         w = t.waiting.get(id);
-        if (w === undefined) return `expected ${id} to be held with a reason; ${s === undefined ? 'it was never considered' : `it was admitted at ${sec(s.atMs)} s and finished`}`;
+        if (w === undefined)
+          return `expected ${id} to be held with a reason; ${s === undefined ? 'it was never considered' : `it was admitted at ${sec(s.atMs)} s and finished`}`;
       }
       if (e.reason !== undefined && w.reason !== e.reason) return `${id} held for ${w.reason} (${w.message}), expected ${e.reason}`;
       if (e.message !== undefined && w.message !== e.message) return `${id}: message\n    "${w.message}"\n  expected\n    "${e.message}"`;
@@ -677,7 +804,8 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       const ps = t.preempted.filter((p) => p.victim === id);
       if (ps.length === 0) return `expected ${id} to be preempted; it was not (victims: ${t.preempted.map((p) => p.victim).join(', ') || 'none'})`;
       const p = ps.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
-      if (p === undefined) return `${id} preempted by ${ps.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` by ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      if (p === undefined)
+        return `${id} preempted by ${ps.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` by ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
       for (const c of e.messageContains ?? []) if (!p.reason.includes(c)) return `${id}: preemption reason "${p.reason}" does not contain "${c}"`;
       return undefined;
     }
@@ -685,7 +813,9 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       const id = e.running as string;
       if (t.running.has(id)) return undefined;
       const p = t.preempted.find((x) => x.victim === id);
-      return p !== undefined ? `expected ${id} to be running; it was preempted at ${sec(p.atMs)} s by ${p.by}` : `expected ${id} to be running; ${t.started.has(id) ? 'it finished' : heldText(id)}`;
+      return p !== undefined
+        ? `expected ${id} to be running; it was preempted at ${sec(p.atMs)} s by ${p.by}`
+        : `expected ${id} to be running; ${t.started.has(id) ? 'it finished' : heldText(id)}`;
     }
     case 'deferred': {
       const id = e.deferred as string;
@@ -698,7 +828,8 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
     case 'checkpointRequested': {
       const id = e.checkpointRequested as string;
       const qs = t.checkpointRequests.filter((x) => x.victim === id);
-      if (qs.length === 0) return `expected a checkpoint to be asked of ${id}; none was (asked of: ${t.checkpointRequests.map((x) => x.victim).join(', ') || 'none'})`;
+      if (qs.length === 0)
+        return `expected a checkpoint to be asked of ${id}; none was (asked of: ${t.checkpointRequests.map((x) => x.victim).join(', ') || 'none'})`;
       if (qs.some((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec))) return undefined;
       return `checkpoint asked of ${id} for ${qs.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
     }
@@ -707,8 +838,10 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       const ms = t.migrations.filter((x) => x.moved === id);
       if (ms.length === 0) return `expected ${id} to be moved; it was not (moved: ${t.migrations.map((x) => x.moved).join(', ') || 'none'})`;
       const m = ms.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
-      if (m === undefined) return `${id} moved for ${ms.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
-      if (e.nodes !== undefined && JSON.stringify(m.nodes) !== JSON.stringify([...e.nodes].sort())) return `${id} moved to ${m.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
+      if (m === undefined)
+        return `${id} moved for ${ms.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      if (e.nodes !== undefined && JSON.stringify(m.nodes) !== JSON.stringify([...e.nodes].sort()))
+        return `${id} moved to ${m.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
       return undefined;
     }
     case 'reservation': {
@@ -717,17 +850,22 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       // At the cycle asked for, else the latest.
       const atSec = e.atSec;
       const found = atSec === undefined ? all[all.length - 1] : all.find(([atMs]) => atMs === atSec * 1000);
-      if (found === undefined) return `expected a reservation for ${id}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}; ${all.length > 0 ? `it had one at ${all.map(([atMs]) => sec(atMs)).join(', ')} s` : t.started.has(id) ? 'it was admitted' : heldText(id)}`;
+      if (found === undefined)
+        return `expected a reservation for ${id}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}; ${all.length > 0 ? `it had one at ${all.map(([atMs]) => sec(atMs)).join(', ')} s` : t.started.has(id) ? 'it was admitted' : heldText(id)}`;
       const [atMs, r] = found;
       const msg = t.waitingAt.get(id)?.get(atMs)?.message ?? '';
-      if (e.startsAtSec !== undefined && sec(r.startMs) !== e.startsAtSec) return `reservation of ${id} starts at ${sec(r.startMs)} s, expected ${e.startsAtSec} s`;
-      if (e.nodes !== undefined && JSON.stringify(r.nodes) !== JSON.stringify([...e.nodes].sort())) return `reservation of ${id} on ${r.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
+      if (e.startsAtSec !== undefined && sec(r.startMs) !== e.startsAtSec)
+        return `reservation of ${id} starts at ${sec(r.startMs)} s, expected ${e.startsAtSec} s`;
+      if (e.nodes !== undefined && JSON.stringify(r.nodes) !== JSON.stringify([...e.nodes].sort()))
+        return `reservation of ${id} on ${r.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
       if (e.nodeCount !== undefined && r.nodes.length !== e.nodeCount) return `reservation of ${id} on ${r.nodes.length} nodes, expected ${e.nodeCount}`;
       for (const c of e.messageContains ?? []) if (!msg.includes(c)) return `${id}: message "${msg}" does not contain "${c}"`;
       return undefined;
     }
     case 'preemptions':
-      return t.preempted.length === e.preemptions ? undefined : `${t.preempted.length} preemptions (${t.preempted.map((p) => p.victim).join(', ')}), expected ${e.preemptions}`;
+      return t.preempted.length === e.preemptions
+        ? undefined
+        : `${t.preempted.length} preemptions (${t.preempted.map((p) => p.victim).join(', ')}), expected ${e.preemptions}`;
     case 'maxPreemptions':
       return t.preempted.length <= (e.maxPreemptions as number) ? undefined : `${t.preempted.length} preemptions, expected at most ${e.maxPreemptions}`;
     case 'shares': {
@@ -749,7 +887,9 @@ function checkExpectation(e: QueueExpect, target: Target, t: Trace, state: Clust
       const got = qs.map((q) => ({ q, want: (want[q] as number) / wSum, got: gSum === 0 ? 0 : (gpu.get(q) ?? 0) / gSum }));
       const bad = got.filter((g) => Math.abs(g.got - g.want) > tol * g.want);
       const show = (x: number): string => `${Math.round(x * 1000) / 10}%`;
-      return bad.length === 0 ? undefined : `shares over ${contendedMs / 1000} s of contention: ${got.map((g) => `${g.q} ${show(g.got)} (entitled ${show(g.want)})`).join(', ')}; off by more than ${e.tolerancePct ?? 10}%: ${bad.map((g) => g.q).join(', ')}`;
+      return bad.length === 0
+        ? undefined
+        : `shares over ${contendedMs / 1000} s of contention: ${got.map((g) => `${g.q} ${show(g.got)} (entitled ${show(g.want)})`).join(', ')}; off by more than ${e.tolerancePct ?? 10}%: ${bad.map((g) => g.q).join(', ')}`;
     }
   }
 }

@@ -63,7 +63,8 @@ expect:
 });
 
 describe('queue scenarios: failures and bad input name the file, line and field', () => {
-  const scenario = (queues: string, rest = `jobs:\n  - {name: j, queue: a, pod: {gpu: 8}}\nexpect:\n  - {admitted: j}\n`): string => `name: q\ncluster: {nodes: [{name: n0, shape: dgx-h100}]}\nqueues:\n${queues}${rest}`;
+  const scenario = (queues: string, rest = `jobs:\n  - {name: j, queue: a, pod: {gpu: 8}}\nexpect:\n  - {admitted: j}\n`): string =>
+    `name: q\ncluster: {nodes: [{name: n0, shape: dgx-h100}]}\nqueues:\n${queues}${rest}`;
   const errorOf = (text: string): string => {
     const s = loadScenarioText('q.yaml', text);
     if (s.ok) throw new Error('expected an input error');
@@ -85,11 +86,15 @@ describe('queue scenarios: failures and bad input name the file, line and field'
   });
 
   it('a preemption policy Kueue does not have', () => {
-    expect(errorOf(scenario('  - {name: a, preemption: {reclaimWithinCohort: Sometimes}}\n'))).toBe('q.yaml:4:49: queues[0].preemption.reclaimWithinCohort: "Sometimes" is not one of "Never", "LowerPriority", "Any"');
+    expect(errorOf(scenario('  - {name: a, preemption: {reclaimWithinCohort: Sometimes}}\n'))).toBe(
+      'q.yaml:4:49: queues[0].preemption.reclaimWithinCohort: "Sometimes" is not one of "Never", "LowerPriority", "Any"',
+    );
   });
 
   it('the CRD rules: limits need a cohort, guaranteed at most nominal, tier or weight', () => {
-    const e = errorOf(scenario('  - name: a\n    tier: gold\n    weight: 3\n    resources:\n      - {name: nvidia.com/gpu, nominal: 4, borrowingLimit: 4, guaranteed: 8}\n'));
+    const e = errorOf(
+      scenario('  - name: a\n    tier: gold\n    weight: 3\n    resources:\n      - {name: nvidia.com/gpu, nominal: 4, borrowingLimit: 4, guaranteed: 8}\n'),
+    );
     expect(e.split('\n')).toEqual([
       'q.yaml:6:13: queues[0].weight: set tier or weight, not both',
       'q.yaml:4:5: queues[0].cohort: borrowingLimit and lendingLimit require a cohort',
@@ -105,6 +110,8 @@ describe('queue scenarios: failures and bad input name the file, line and field'
   });
 
   it('a modifier that does not belong to the expectation', () => {
-    expect(errorOf(scenario('  - {name: a}\n', `jobs:\n  - {name: j, queue: a, pod: {gpu: 1}}\nexpect:\n  - {running: j, reason: quota}\n`))).toBe('q.yaml:8:26: expect[0].reason: does not apply to running (use nothing else)');
+    expect(errorOf(scenario('  - {name: a}\n', `jobs:\n  - {name: j, queue: a, pod: {gpu: 1}}\nexpect:\n  - {running: j, reason: quota}\n`))).toBe(
+      'q.yaml:8:26: expect[0].reason: does not apply to running (use nothing else)',
+    );
   });
 });

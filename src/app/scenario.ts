@@ -53,13 +53,34 @@ const ScenarioT = Type.Object(
     profile: Type.Optional(Type.String()),
     seed: Type.Optional(Type.Integer()),
     cluster: Type.Unknown(),
-    running: Type.Optional(Type.Array(Type.Composite([Type.Omit(PodT, ['count', 'arrivalSec', 'durationSec']), Type.Object({ node: Type.String(), gpuIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))) })], { additionalProperties: false }))),
+    running: Type.Optional(
+      Type.Array(
+        Type.Composite(
+          [
+            Type.Omit(PodT, ['count', 'arrivalSec', 'durationSec']),
+            Type.Object({ node: Type.String(), gpuIndices: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))) }),
+          ],
+          { additionalProperties: false },
+        ),
+      ),
+    ),
     workload: Type.Optional(Type.Unknown()),
     /**
      * Services that select workload pods: a pod without spread constraints that one selects gets the profile's
      * default spread constraints with their selector (kube's PodTopologySpread defaulting, ADR 0077).
      */
-    services: Type.Optional(Type.Array(Type.Object({ name: Type.String({ minLength: 1 }), namespace: Type.Optional(Type.String({ minLength: 1 })), selector: Type.Record(Type.String({ minLength: 1 }), Type.String()) }, { additionalProperties: false }))),
+    services: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            name: Type.String({ minLength: 1 }),
+            namespace: Type.Optional(Type.String({ minLength: 1 })),
+            selector: Type.Record(Type.String({ minLength: 1 }), Type.String()),
+          },
+          { additionalProperties: false },
+        ),
+      ),
+    ),
     /** Queue scenarios (validated in ./queue-scenario.ts). */
     queues: Type.Optional(Type.Unknown()),
     jobs: Type.Optional(Type.Unknown()),
@@ -117,7 +138,8 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
     if (!q.ok) return q;
     return ok({ ...base, kind: 'queues', check: () => ({ result: undefined, ...q.value.check() }) });
   }
-  for (const k of ['jobs', 'runningJobs', 'cycles', 'options', 'disruptionBudgets'] as const) if (v.value[k] !== undefined) issues.push(issueAt(src.value, [k], 'only scenarios with queues use this field'));
+  for (const k of ['jobs', 'runningJobs', 'cycles', 'options', 'disruptionBudgets'] as const)
+    if (v.value[k] !== undefined) issues.push(issueAt(src.value, [k], 'only scenarios with queues use this field'));
   if (v.value.workload === undefined) issues.push(issueAt(src.value, [], 'give a workload (or queues and jobs)'));
   if (issues.length > 0) return err(new InputError(issues));
   const loaded = loadWorkload(src.value, ['workload']);
@@ -133,7 +155,11 @@ export function loadScenarioText(file: string, text: string): Result<Scenario, I
     return { expect: e, where: issueAt(src.value, ['expect', i], '') };
   });
   if (issues.length > 0) return err(new InputError(issues));
-  return ok({ ...base, kind: 'placement', check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running, storage?.value), expectations) });
+  return ok({
+    ...base,
+    kind: 'placement',
+    check: () => checkPlacements(file, () => scheduleBatch(nodes.value, units.value, profile, seed, running, storage?.value), expectations),
+  });
 }
 
 /** Runs a scenario; returns the failed expectations as readable lines (empty = all met). */
@@ -141,7 +167,11 @@ export function checkScenario(s: Scenario): ScenarioOutcome {
   return s.check();
 }
 
-function checkPlacements(file: string, run: () => Result<BatchResult, string>, expectations: readonly { readonly expect: Expectation; readonly where: InputIssue }[]): ScenarioOutcome {
+function checkPlacements(
+  file: string,
+  run: () => Result<BatchResult, string>,
+  expectations: readonly { readonly expect: Expectation; readonly where: InputIssue }[],
+): ScenarioOutcome {
   const r = run();
   if (!r.ok) return { result: undefined, log: [], failures: [`${file}: ${r.error}`] };
   const failures: string[] = [];
@@ -173,7 +203,8 @@ function checkPlacements(file: string, run: () => Result<BatchResult, string>, e
       continue;
     }
     const nodes = [...new Set(placements.map((p) => p.node))].sort();
-    if (e.nodes !== undefined && JSON.stringify(nodes) !== JSON.stringify([...e.nodes].sort())) fail(`${what} on nodes ${nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`);
+    if (e.nodes !== undefined && JSON.stringify(nodes) !== JSON.stringify([...e.nodes].sort()))
+      fail(`${what} on nodes ${nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`);
     if (e.node !== undefined && (nodes.length !== 1 || nodes[0] !== e.node)) fail(`${what} on ${nodes.join(',')}, expected ${e.node}`);
     if (e.nodeCount !== undefined && nodes.length !== e.nodeCount) fail(`${what} on ${nodes.length} nodes (${nodes.join(',')}), expected ${e.nodeCount}`);
     if (e.notOnNodesMatching !== undefined) {
@@ -198,9 +229,14 @@ function rackOf(r: BatchResult, node: string): string {
 }
 
 /** The workload with the profile's default spread constraints on the pods the scenario's Services select. */
-function withServices(units: readonly WorkloadUnit[], services: readonly { readonly namespace?: string; readonly selector: Readonly<Record<string, string>> }[], defaults: SpreadDefaults | undefined): WorkloadUnit[] {
+function withServices(
+  units: readonly WorkloadUnit[],
+  services: readonly { readonly namespace?: string; readonly selector: Readonly<Record<string, string>> }[],
+  defaults: SpreadDefaults | undefined,
+): WorkloadUnit[] {
   if (services.length === 0) return [...units];
   const svc = services.map((s) => ({ namespace: s.namespace ?? 'default', selector: s.selector }));
-  const apply = (p: PodSpec): PodSpec => withDefaultSpread(p, defaults, defaultSelector({ namespace: p.namespace ?? 'default', ...(p.labels === undefined ? {} : { labels: p.labels }) }, svc));
+  const apply = (p: PodSpec): PodSpec =>
+    withDefaultSpread(p, defaults, defaultSelector({ namespace: p.namespace ?? 'default', ...(p.labels === undefined ? {} : { labels: p.labels }) }, svc));
   return units.map((u) => (u.kind === 'pod' ? { ...u, pod: apply(u.pod) } : { ...u, gang: { ...u.gang, members: u.gang.members.map(apply) } }));
 }

@@ -42,7 +42,14 @@ export interface RunningPod {
   readonly gpus?: readonly number[];
 }
 
-export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly WorkloadUnit[], profileName: string, seed = 1, running: readonly RunningPod[] = [], storage?: StorageObjects): Result<BatchResult, string> {
+export function scheduleBatch(
+  nodes: readonly NodeSpec[],
+  units: readonly WorkloadUnit[],
+  profileName: string,
+  seed = 1,
+  running: readonly RunningPod[] = [],
+  storage?: StorageObjects,
+): Result<BatchResult, string> {
   const app = createSimApp({ nodes, profile: profileName, typicalShapes: expectedWorkload(units), rng: seededRng(seed) });
   if (!app.ok) return err(app.error);
   const { state, scheduler, profile } = app.value;
@@ -53,7 +60,16 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
     if (placed !== undefined) return err(placed);
   }
   const order = units
-    .map((u, seq) => ({ u, q: { key: u.kind === 'pod' ? u.pod.id : u.gang.name, priority: u.kind === 'pod' ? u.pod.priority : u.gang.priority, queue: 'default', arrivalMs: u.timing.arrivalSec * 1000, seq } }))
+    .map((u, seq) => ({
+      u,
+      q: {
+        key: u.kind === 'pod' ? u.pod.id : u.gang.name,
+        priority: u.kind === 'pod' ? u.pod.priority : u.gang.priority,
+        queue: 'default',
+        arrivalMs: u.timing.arrivalSec * 1000,
+        seq,
+      },
+    }))
     .sort((a, b) => (profile.queueSort.queueSort ?? priorityFifo)(a.q, b.q));
   const placements: (Placement & { gang?: string })[] = [];
   const pending: { subject: string; explanation: string; unresolvable: boolean }[] = [];
@@ -84,7 +100,11 @@ export function scheduleBatch(nodes: readonly NodeSpec[], units: readonly Worklo
       const ungated = u.gang.members.filter((m) => m.schedulingGates === undefined);
       if (ungated.length < u.gang.minMember) {
         const gated = u.gang.members.length - ungated.length;
-        pending.push({ subject: `gang ${u.gang.name}`, explanation: `gang ${u.gang.name}: waiting for pods: ${ungated.length} of minMember ${u.gang.minMember} are not gated (${gated} SchedulingGated)`, unresolvable: false });
+        pending.push({
+          subject: `gang ${u.gang.name}`,
+          explanation: `gang ${u.gang.name}: waiting for pods: ${ungated.length} of minMember ${u.gang.minMember} are not gated (${gated} SchedulingGated)`,
+          unresolvable: false,
+        });
         continue;
       }
       const r = scheduler.scheduleGang(ungated.length === u.gang.members.length ? u.gang : { ...u.gang, members: ungated });

@@ -12,10 +12,16 @@ import { Reflector } from '../kube/reflector.ts';
 import { runPeriodically } from './periodic.ts';
 
 export interface LeaseObject {
-  readonly spec?: { readonly holderIdentity?: string | null; readonly leaseDurationSeconds?: number; readonly renewTime?: string | null; readonly acquireTime?: string | null };
+  readonly spec?: {
+    readonly holderIdentity?: string | null;
+    readonly leaseDurationSeconds?: number;
+    readonly renewTime?: string | null;
+    readonly acquireTime?: string | null;
+  };
 }
 
-export type LeaderVerdict = { readonly down: false } | { readonly down: true; readonly sinceMs: number; readonly lastHolder: string | undefined; readonly message: string };
+export type LeaderVerdict =
+  { readonly down: false } | { readonly down: true; readonly sinceMs: number; readonly lastHolder: string | undefined; readonly message: string };
 
 /**
  * Whether the schedulers have had no leader for longer than one lease duration at `nowMs`. The lease expires at
@@ -25,7 +31,14 @@ export type LeaderVerdict = { readonly down: false } | { readonly down: true; re
 export function leaderVerdict(lease: LeaseObject | undefined, leasePath: string, nowMs: number, firstSeenMs: number, defaultDurationSec = 15): LeaderVerdict {
   if (lease === undefined) {
     const since = firstSeenMs;
-    return nowMs - since > defaultDurationSec * 1000 ? { down: true, sinceMs: since, lastHolder: undefined, message: `no scheduler replica leads: the Lease ${leasePath} does not exist (no replica has taken it since ${new Date(since).toISOString()})` } : { down: false };
+    return nowMs - since > defaultDurationSec * 1000
+      ? {
+          down: true,
+          sinceMs: since,
+          lastHolder: undefined,
+          message: `no scheduler replica leads: the Lease ${leasePath} does not exist (no replica has taken it since ${new Date(since).toISOString()})`,
+        }
+      : { down: false };
   }
   const durationMs = (lease.spec?.leaseDurationSeconds ?? defaultDurationSec) * 1000;
   const renewed = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '');
@@ -33,7 +46,12 @@ export function leaderVerdict(lease: LeaseObject | undefined, leasePath: string,
   const expiresMs = Number.isNaN(renewed) ? firstSeenMs : holder === '' ? renewed : renewed + durationMs;
   if (nowMs - expiresMs <= durationMs) return { down: false };
   const last = holder === '' ? undefined : holder;
-  return { down: true, sinceMs: expiresMs, lastHolder: last, message: `no scheduler replica has held the Lease ${leasePath} since ${new Date(expiresMs).toISOString()}${last === undefined ? ' (released)' : ` (last holder ${last})`}: this pod waits for a scheduler that is not running` };
+  return {
+    down: true,
+    sinceMs: expiresMs,
+    lastHolder: last,
+    message: `no scheduler replica has held the Lease ${leasePath} since ${new Date(expiresMs).toISOString()}${last === undefined ? ' (released)' : ` (last holder ${last})`}: this pod waits for a scheduler that is not running`,
+  };
 }
 
 export interface SchedulerWatchOptions {
@@ -63,7 +81,12 @@ export async function startSchedulerWatch(client: KubeClient, o: SchedulerWatchO
   const [ns, name] = o.lease.split('/') as [string, string];
   const names = new Set(o.schedulerNames);
   // Only pods without a node: a cluster's running pods stay out of this cache.
-  const pending = new Reflector<V1Pod>(client, '/api/v1/pods', { add: () => undefined, update: () => undefined, delete: () => undefined, error: (e) => log(`scheduler watch: pods: ${e.message}`) }, { fieldSelector: 'spec.nodeName=' });
+  const pending = new Reflector<V1Pod>(
+    client,
+    '/api/v1/pods',
+    { add: () => undefined, update: () => undefined, delete: () => undefined, error: (e) => log(`scheduler watch: pods: ${e.message}`) },
+    { fieldSelector: 'spec.nodeName=' },
+  );
   await pending.start();
   const firstSeenMs = now();
   const told = new Map<string, number>();

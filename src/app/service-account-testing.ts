@@ -32,16 +32,45 @@ export async function serviceAccountClient(admin: KubeClient, plane: { readonly 
   };
   await admin.post(`/api/v1/namespaces/${o.namespace}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: o.name } }).catch(ok409);
   const roleName = `${o.namespace}-${o.name}`;
-  const rules = o.rules.map((r) => ({ apiGroups: [...r.apiGroups], resources: [...r.resources], ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }), verbs: [...r.verbs] }));
+  const rules = o.rules.map((r) => ({
+    apiGroups: [...r.apiGroups],
+    resources: [...r.resources],
+    ...(r.resourceNames === undefined ? {} : { resourceNames: [...r.resourceNames] }),
+    verbs: [...r.verbs],
+  }));
   const subjects = [{ kind: 'ServiceAccount', name: o.name, namespace: o.namespace }];
   if (o.namespaced === true) {
-    await admin.post(`${RBAC}/namespaces/${o.namespace}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: roleName }, rules }).catch(ok409);
-    await admin.post(`${RBAC}/namespaces/${o.namespace}/rolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: roleName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: roleName }, subjects }).catch(ok409);
+    await admin
+      .post(`${RBAC}/namespaces/${o.namespace}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: roleName }, rules })
+      .catch(ok409);
+    await admin
+      .post(`${RBAC}/namespaces/${o.namespace}/rolebindings`, {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: roleName },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: roleName },
+        subjects,
+      })
+      .catch(ok409);
   } else {
-    await admin.post(`${RBAC}/clusterroles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: roleName }, rules }).catch(ok409);
-    await admin.post(`${RBAC}/clusterrolebindings`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: roleName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName }, subjects }).catch(ok409);
+    await admin
+      .post(`${RBAC}/clusterroles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: roleName }, rules })
+      .catch(ok409);
+    await admin
+      .post(`${RBAC}/clusterrolebindings`, {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: roleName },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: roleName },
+        subjects,
+      })
+      .catch(ok409);
   }
-  const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${o.namespace}/serviceaccounts/${o.name}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${o.namespace}/serviceaccounts/${o.name}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
   const path = writeTokenKubeconfig(plane.dir, plane.server, roleName, o.name, tr.status.token);
   return { token: tr.status.token, client: new KubeClient(loadKubeConfig(path)), user: `system:serviceaccount:${o.namespace}:${o.name}` };
 }

@@ -15,7 +15,17 @@ import { withDefaults } from '../api/validate.ts';
 import { API_GROUP, API_GROUP_VERSION } from '../api/wire.ts';
 import type { Clock } from '../core/ports.ts';
 import { activationPatch, activationTime, sitsMayScale } from '../controllers/inference-service/autoscaling.ts';
-import { adapterGatePatch, annotatedEngine, encodeEngineState, excuseUnloadable, hasAdapterGate, ENGINE_STATE_ANNOTATION, planAdapters, readEngineState, type EngineStateRecord } from '../controllers/inference-service/engine-state.ts';
+import {
+  adapterGatePatch,
+  annotatedEngine,
+  encodeEngineState,
+  excuseUnloadable,
+  hasAdapterGate,
+  ENGINE_STATE_ANNOTATION,
+  planAdapters,
+  readEngineState,
+  type EngineStateRecord,
+} from '../controllers/inference-service/engine-state.ts';
 import type { AdapterObservation, AutoscalerThresholds, EnginePort } from '../controllers/inference-service/model.ts';
 import { selectorString } from '../controllers/inference-service/names.ts';
 import type { PodObject } from '../controllers/kube-objects.ts';
@@ -148,7 +158,13 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { generateName: `${s.metadata.name ?? ''}.`, namespace: ns },
-        involvedObject: { apiVersion: API_GROUP_VERSION, kind: 'InferenceService', name: s.metadata.name, namespace: ns, ...(s.metadata.uid === undefined ? {} : { uid: s.metadata.uid }) },
+        involvedObject: {
+          apiVersion: API_GROUP_VERSION,
+          kind: 'InferenceService',
+          name: s.metadata.name,
+          namespace: ns,
+          ...(s.metadata.uid === undefined ? {} : { uid: s.metadata.uid }),
+        },
         reason,
         message: message.slice(0, 1000),
         type,
@@ -222,7 +238,9 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     const text = encodeEngineState(rec);
     if (pod.metadata.annotations?.[ENGINE_STATE_ANNOTATION] === text) return;
     await client
-      .mergePatch(`/api/v1/namespaces/${pod.metadata.namespace ?? 'default'}/pods/${pod.metadata.name ?? ''}`, { metadata: { annotations: { [ENGINE_STATE_ANNOTATION]: text } } })
+      .mergePatch(`/api/v1/namespaces/${pod.metadata.namespace ?? 'default'}/pods/${pod.metadata.name ?? ''}`, {
+        metadata: { annotations: { [ENGINE_STATE_ANNOTATION]: text } },
+      })
       .catch((e: unknown) => log(`serving: annotate ${pod.metadata.name ?? ''}: ${(e as Error).message}`));
   }
 
@@ -232,7 +250,10 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     const patch = adapterGatePatch(pod, rec, new Date(now.nowMs()).toISOString());
     if (patch === undefined) return;
     await client
-      .request('PATCH', `/api/v1/namespaces/${pod.metadata.namespace ?? 'default'}/pods/${pod.metadata.name ?? ''}/status`, { contentType: 'application/strategic-merge-patch+json', body: patch })
+      .request('PATCH', `/api/v1/namespaces/${pod.metadata.namespace ?? 'default'}/pods/${pod.metadata.name ?? ''}/status`, {
+        contentType: 'application/strategic-merge-patch+json',
+        body: patch,
+      })
       .catch((e: unknown) => log(`serving: readiness gate ${pod.metadata.name ?? ''}: ${(e as Error).message}`));
   }
 
@@ -259,7 +280,12 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     return policy;
   }
 
-  async function autoscale(s: IsvcObject, runtime: RuntimeDefinition, serving: readonly { pod: PodObject; client: EngineClient }[], starting: number): Promise<void> {
+  async function autoscale(
+    s: IsvcObject,
+    runtime: RuntimeDefinition,
+    serving: readonly { pod: PodObject; client: EngineClient }[],
+    starting: number,
+  ): Promise<void> {
     const policy = policyFor(s);
     const mem = memory.get(key(s.metadata.namespace ?? 'default', s.metadata.name ?? '')) as ServiceMemory;
     const atSec = now.nowMs() / 1000;
@@ -289,16 +315,36 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
       remember({ atSec, asked: serving.length, answered: 0, starting, waiting: 0, demandTokensPerSec: 0 });
       return;
     }
-    const obs = observeService({ nowSec: atSec, readyReplicas: scrapes.length, startingReplicas: starting, desiredReplicas: s.spec.replicas }, scrapes, mem.scrapes);
+    const obs = observeService(
+      { nowSec: atSec, readyReplicas: scrapes.length, startingReplicas: starting, desiredReplicas: s.spec.replicas },
+      scrapes,
+      mem.scrapes,
+    );
     mem.scrapes = scrapes;
     const want = policy.decide(obs);
-    remember({ atSec, asked: serving.length, answered: scrapes.length, starting, waiting: obs.waiting, demandTokensPerSec: Math.round(policy.demandTokensPerSec), want });
+    remember({
+      atSec,
+      asked: serving.length,
+      answered: scrapes.length,
+      starting,
+      waiting: obs.waiting,
+      demandTokensPerSec: Math.round(policy.demandTokensPerSec),
+      want,
+    });
     // Modes external and keda: observed and calibrated (the threshold feeds KEDA's trigger), never written.
     if (!sitsMayScale(s.spec) || want === s.spec.replicas) return;
     const ns = s.metadata.namespace ?? 'default';
     const name = s.metadata.name ?? '';
     const demand = policy.demandTokensPerSec;
-    const d: ScaleDecision = { service: key(ns, name), from: s.spec.replicas, to: want, demandTokensPerSec: Math.round(demand), waiting: obs.waiting, peakWaiting: Math.max(...mem.recent.map((q) => q.waiting)), thresholdTokensPerSec: Math.round(policy.tokensPerReplica) };
+    const d: ScaleDecision = {
+      service: key(ns, name),
+      from: s.spec.replicas,
+      to: want,
+      demandTokensPerSec: Math.round(demand),
+      waiting: obs.waiting,
+      peakWaiting: Math.max(...mem.recent.map((q) => q.waiting)),
+      thresholdTokensPerSec: Math.round(policy.tokensPerReplica),
+    };
     // The scale subresource: the same door KEDA and an HPA use, so a service declared external is never written.
     try {
       await client.mergePatch(`${API}/namespaces/${ns}/inferenceservices/${name}/scale`, { spec: { replicas: want } });
@@ -308,9 +354,16 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     }
     decisions.push(d);
     if (decisions.length > 100) decisions.shift();
-    log(`serving: ${d.service} ${d.from} → ${d.to} replicas (demand ${d.demandTokensPerSec} tokens/s, ${d.waiting} waiting, threshold ${d.thresholdTokensPerSec} tokens/s per replica)`);
+    log(
+      `serving: ${d.service} ${d.from} → ${d.to} replicas (demand ${d.demandTokensPerSec} tokens/s, ${d.waiting} waiting, threshold ${d.thresholdTokensPerSec} tokens/s per replica)`,
+    );
     const why = d.from === 0 && act.atMs !== undefined ? ` (activated by a request held at ${new Date(act.atMs).toISOString()})` : '';
-    await event(s, 'Normal', want > d.from ? 'ScaledOut' : 'ScaledIn', `SITS autoscaler: replicas ${d.from} → ${d.to}${why}: demand ${d.demandTokensPerSec} tokens/s (${obs.waiting} requests waiting, ${Math.round(obs.generatedTokensPerSec)} generated tokens/s), threshold ${d.thresholdTokensPerSec} tokens/s per replica`);
+    await event(
+      s,
+      'Normal',
+      want > d.from ? 'ScaledOut' : 'ScaledIn',
+      `SITS autoscaler: replicas ${d.from} → ${d.to}${why}: demand ${d.demandTokensPerSec} tokens/s (${obs.waiting} requests waiting, ${Math.round(obs.generatedTokensPerSec)} generated tokens/s), threshold ${d.thresholdTokensPerSec} tokens/s per replica`,
+    );
   }
 
   async function service(s: IsvcObject): Promise<void> {
@@ -323,12 +376,20 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     if (!rendered.ok) return; // the controller reports the spec; nothing to serve
     const runtime = rendered.template.runtime;
     const pods = (await client.get<{ items: LivePod[] }>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: selectorString(name) })).items.filter(
-      (p) => p.metadata.ownerReferences?.some((r) => r.uid === s.metadata.uid) === true && p.metadata.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+      (p) =>
+        p.metadata.ownerReferences?.some((r) => r.uid === s.metadata.uid) === true &&
+        p.metadata.deletionTimestamp === undefined &&
+        p.status?.phase !== 'Succeeded' &&
+        p.status?.phase !== 'Failed',
     );
     const ready = pods.filter((p) => engineUp(p) && (p.status?.podIP ?? '') !== '');
     const replicas = ready.map((pod) => ({
       pod,
-      client: new EngineClient(runtime, { name: pod.metadata.name ?? '', host: resolve(pod.status?.podIP ?? ''), port: rendered.template.port }, { ...(o.retry === undefined ? {} : { retry: o.retry }) }),
+      client: new EngineClient(
+        runtime,
+        { name: pod.metadata.name ?? '', host: resolve(pod.status?.podIP ?? ''), port: rendered.template.port },
+        { ...(o.retry === undefined ? {} : { retry: o.retry }) },
+      ),
     }));
     const synced = await Promise.all(replicas.map((r) => syncAdapters(r.pod, runtime, r.client, want)));
     const loadedSomewhere = new Set(synced.flatMap((rec) => rec.adapters.filter((a) => a.state === 'Loaded').map((a) => a.name)));
@@ -358,9 +419,7 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     for (const k of [...memory.keys()]) if (!seen.has(k)) memory.delete(k);
     for (const k of [...desired.keys()]) if (!seen.has(k)) desired.delete(k);
     await Promise.all(
-      items.map((s) =>
-        service(s).catch((e: unknown) => log(`serving: ${s.metadata.namespace ?? ''}/${s.metadata.name ?? ''}: ${(e as Error).message}`)),
-      ),
+      items.map((s) => service(s).catch((e: unknown) => log(`serving: ${s.metadata.namespace ?? ''}/${s.metadata.name ?? ''}: ${(e as Error).message}`))),
     );
   }
 
@@ -378,4 +437,3 @@ export function startServingLoop(client: KubeClient, o: ServingLoopOptions = {})
     stop: () => periodic.stop(),
   };
 }
-

@@ -15,10 +15,22 @@ describe('sits activator', () => {
 
   it('derives the budget from the memory limit, and names the flag that cannot work', async () => {
     const none = { PATH: '' };
-    expect(activatorBudgetFlags({ memoryLimit: 512 << 20 }, none)).toEqual({ maxHeldBytes: 256 << 20, maxHeldRequests: 8192, maxHeldPerService: 1000, maxBodyBytes: 16 << 20, memoryLimitBytes: 512 << 20 });
-    expect(activatorBudgetFlags({}, { SITS_MEMORY_LIMIT: String(128 << 20) })).toMatchObject({ maxHeldBytes: 64 << 20, maxBodyBytes: 16 << 20, maxHeldRequests: 2048 });
+    expect(activatorBudgetFlags({ memoryLimit: 512 << 20 }, none)).toEqual({
+      maxHeldBytes: 256 << 20,
+      maxHeldRequests: 8192,
+      maxHeldPerService: 1000,
+      maxBodyBytes: 16 << 20,
+      memoryLimitBytes: 512 << 20,
+    });
+    expect(activatorBudgetFlags({}, { SITS_MEMORY_LIMIT: String(128 << 20) })).toMatchObject({
+      maxHeldBytes: 64 << 20,
+      maxBodyBytes: 16 << 20,
+      maxHeldRequests: 2048,
+    });
     expect(activatorBudgetFlags({ maxHeldBytes: 8 << 20 }, none)).toMatchObject({ maxHeldBytes: 8 << 20, maxBodyBytes: 2 << 20 });
-    expect(() => activatorBudgetFlags({ maxHeldBytes: 32 << 20, maxBodyBytes: 32 << 20 }, none)).toThrow(/^--max-body-bytes: 33554432 is over one namespace's share of maxHeldBytes/);
+    expect(() => activatorBudgetFlags({ maxHeldBytes: 32 << 20, maxBodyBytes: 32 << 20 }, none)).toThrow(
+      /^--max-body-bytes: 33554432 is over one namespace's share of maxHeldBytes/,
+    );
     expect(() => activatorBudgetFlags({}, { SITS_MEMORY_LIMIT: '1Gi' })).toThrow(/SITS_MEMORY_LIMIT: "1Gi" is not a positive number of bytes/);
     const bad = await runSits(['activator', '--insecure-localhost', '--max-held-bytes', 'lots']);
     expect(bad.code).toBe(2);

@@ -7,13 +7,15 @@ import { describe, expect, it } from 'vitest';
 import { runBench as run } from './testing/bench-cli.ts';
 
 describe('sits bench batch --control-plane', () => {
-  it('fills controlPlane.writesPerJob from the apiserver\'s metrics', async () => {
+  it("fills controlPlane.writesPerJob from the apiserver's metrics", async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'sits-bench-batch-cp-'));
     const json = join(tmp, 'b.json');
     const details = join(tmp, 'd.json');
     const r = await run(['batch', '--records', '300', '--json', json, '--details', details, '--control-plane', '--control-plane-records', '600']);
     expect(r.error).toBeUndefined();
-    expect(r.out).toMatch(/control plane \(one job of 600 records on 2 workers, .* kube-apiserver v1\.36\.\d+ \/metrics\): API writes per job sits \d+, per-record status writer 604: [\d.]+ % fewer \(goal ≥ 70 % yes\)/);
+    expect(r.out).toMatch(
+      /control plane \(one job of 600 records on 2 workers, .* kube-apiserver v1\.36\.\d+ \/metrics\): API writes per job sits \d+, per-record status writer 604: [\d.]+ % fewer \(goal ≥ 70 % yes\)/,
+    );
     const j = JSON.parse(readFileSync(json, 'utf8')) as { controlPlane: { writesPerJob: { sits: number; naive: number } } };
     expect(Object.keys(j.controlPlane)).toEqual(['writesPerJob']);
     expect(Object.keys(j.controlPlane.writesPerJob)).toEqual(['sits', 'naive']);
@@ -22,7 +24,9 @@ describe('sits bench batch --control-plane', () => {
     expect(j.controlPlane.writesPerJob.naive).toBe(604);
     expect(j.controlPlane.writesPerJob.sits).toBeGreaterThan(4);
     expect(j.controlPlane.writesPerJob.sits).toBeLessThanOrEqual(0.3 * j.controlPlane.writesPerJob.naive);
-    const d = JSON.parse(readFileSync(details, 'utf8')) as { controlPlane: { jobPhase: string; naiveStatusWrites: number; etcdJobWritesPerJob: { sits: number; naive: number } } };
+    const d = JSON.parse(readFileSync(details, 'utf8')) as {
+      controlPlane: { jobPhase: string; naiveStatusWrites: number; etcdJobWritesPerJob: { sits: number; naive: number } };
+    };
     expect(d.controlPlane.jobPhase).toBe('Succeeded');
     expect(d.controlPlane.naiveStatusWrites).toBe(600);
     expect(d.controlPlane.etcdJobWritesPerJob.naive).toBeGreaterThanOrEqual(600);

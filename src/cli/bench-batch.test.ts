@@ -10,7 +10,7 @@ import { runBench as run } from './testing/bench-cli.ts';
 const tmp = mkdtempSync(join(tmpdir(), 'sits-bench-batch-'));
 
 describe('sits bench batch', () => {
-  it('writes exactly issue 13\'s JSON shape, byte-identical across runs', async () => {
+  it("writes exactly issue 13's JSON shape, byte-identical across runs", async () => {
     const a = join(tmp, 'a.json');
     const b = join(tmp, 'b.json');
     const details = join(tmp, 'd.json');
@@ -21,7 +21,8 @@ describe('sits bench batch', () => {
     expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
     const j = JSON.parse(readFileSync(a, 'utf8')) as Record<string, Record<string, unknown>>;
     expect(Object.keys(j)).toEqual(['static', 'fixed', 'sits', 'tenants', 'faults', 'controlPlane']);
-    for (const k of ['static', 'fixed', 'sits']) expect(Object.keys(j[k] as object)).toEqual(['throughputTokensPerSec', 'p99LatencyMs', 'utilizationPct', 'gpuHoursPerMTokens']);
+    for (const k of ['static', 'fixed', 'sits'])
+      expect(Object.keys(j[k] as object)).toEqual(['throughputTokensPerSec', 'p99LatencyMs', 'utilizationPct', 'gpuHoursPerMTokens']);
     expect(Object.keys(j.tenants as object)).toEqual(['gold', 'silver', 'bronze']);
     expect(Object.keys((j.tenants as Record<string, object>).gold as object)).toEqual(['sharePct', 'entitledPct']);
     expect(j.faults).toEqual({ recordsLost: 0, recordsDuplicated: 0, makespanRatio: expect.any(Number) });
@@ -48,7 +49,11 @@ describe('sits bench batch', () => {
     expect(r.error).toBeUndefined();
     expect(r.out).toMatch(/batch plugin .*eight\.wasm: \d+ batch sizes by the plugin, 0 by the built-in\n/);
     const builtin = JSON.parse(readFileSync(d0, 'utf8')) as { sitsInitialBatch: number };
-    const plugged = JSON.parse(readFileSync(d8, 'utf8')) as { sitsInitialBatch: number; sitsBatchSizes: object; batchPlugin: { plugin: number; builtin: number } };
+    const plugged = JSON.parse(readFileSync(d8, 'utf8')) as {
+      sitsInitialBatch: number;
+      sitsBatchSizes: object;
+      batchPlugin: { plugin: number; builtin: number };
+    };
     expect(builtin.sitsInitialBatch).not.toBe(8);
     expect(plugged.sitsInitialBatch).toBe(8);
     expect(plugged.sitsBatchSizes).toEqual({ min: 8, max: 8, last: 8 });
@@ -56,7 +61,9 @@ describe('sits bench batch', () => {
     const bad = wasm('loops.wasm', '(loop $l (br $l)) i32.const 8');
     const e = await run(['batch', '--records', '300', '--json', join(tmp, 'x.json'), '--batch-plugin', bad]);
     expect(e.error).toBeInstanceOf(CliError);
-    expect(e.error?.message).toBe(`--batch-plugin: plugin ${bad}: self-test of batch_size: batch_size gave no answer within 1000 ms (an endless loop, or the worker died); worker terminated`);
+    expect(e.error?.message).toBe(
+      `--batch-plugin: plugin ${bad}: self-test of batch_size: batch_size gave no answer within 1000 ms (an endless loop, or the worker died); worker terminated`,
+    );
   }, 120_000);
   it('--control-plane without the control-plane binaries fails saying why, and writes no JSON', async () => {
     const empty = mkdtempSync(join(tmp, 'no-bin-'));

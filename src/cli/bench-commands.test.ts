@@ -82,7 +82,21 @@ describe('sits bench throughput', () => {
 describe('sits bench replay', () => {
   it('replays the openb fixture with its timestamps', async () => {
     const f = join(tmp, 'replay.json');
-    const r = await run(['replay', '--trace', fixture('tiny_pods.csv'), '--nodes', fixture('tiny_nodes.csv'), '--compress', '20', '--policies', 'sits,fgd', '--json', f, '--html', join(tmp, 'replay.html')]);
+    const r = await run([
+      'replay',
+      '--trace',
+      fixture('tiny_pods.csv'),
+      '--nodes',
+      fixture('tiny_nodes.csv'),
+      '--compress',
+      '20',
+      '--policies',
+      'sits,fgd',
+      '--json',
+      f,
+      '--html',
+      join(tmp, 'replay.html'),
+    ]);
     expect(r.error).toBeUndefined();
     const j = JSON.parse(readFileSync(f, 'utf8'));
     expect(j.results.map((x: { policy: string }) => x.policy)).toEqual(['sits', 'fgd']);
@@ -104,7 +118,8 @@ describe('sits bench webhook', () => {
     const j = JSON.parse(readFileSync(json, 'utf8')) as Record<string, unknown>;
     expect(Object.keys(j)).toEqual(['reviewsPerSec', 'latencyMs', 'lintManifestsPerSec']);
     expect(Object.keys(j.latencyMs as object)).toEqual(['p50', 'p99']);
-    for (const v of [j.reviewsPerSec, (j.latencyMs as { p50: number }).p50, (j.latencyMs as { p99: number }).p99, j.lintManifestsPerSec]) expect(v).toBeGreaterThan(0);
+    for (const v of [j.reviewsPerSec, (j.latencyMs as { p50: number }).p50, (j.latencyMs as { p99: number }).p99, j.lintManifestsPerSec])
+      expect(v).toBeGreaterThan(0);
     const d = JSON.parse(readFileSync(details, 'utf8')) as { webhook: { reviews: number; denied: number }; lint: { manifests: number } };
     expect(d.webhook.reviews).toBe(200);
     expect(d.webhook.denied).toBeGreaterThan(0);
@@ -117,11 +132,13 @@ describe('sits bench serving', () => {
   const rows = ['TIMESTAMP,ContextTokens,GeneratedTokens'];
   for (let i = 0; i < 240; i++) {
     const sec = i < 40 ? i * 1.5 : i < 200 ? 60 + (i - 40) * 0.25 : 100 + (i - 200) * 1.5;
-    rows.push(`2023-11-16 18:${String(17 + Math.floor(sec / 60)).padStart(2, '0')}:${(sec % 60).toFixed(3).padStart(6, '0')},${800 + ((i * 613) % 3000)},${1 + ((i * 17) % 40)}`);
+    rows.push(
+      `2023-11-16 18:${String(17 + Math.floor(sec / 60)).padStart(2, '0')}:${(sec % 60).toFixed(3).padStart(6, '0')},${800 + ((i * 613) % 3000)},${1 + ((i * 17) % 40)}`,
+    );
   }
   const trace = join(tmp, 'azure.csv');
   writeFileSync(trace, `${rows.join('\n')}\n`);
-  it('writes exactly issue 12\'s JSON shape, byte-identical across runs, the details apart', async () => {
+  it("writes exactly issue 12's JSON shape, byte-identical across runs, the details apart", async () => {
     const a = join(tmp, 'serving-a.json');
     const b = join(tmp, 'serving-b.json');
     const details = join(tmp, 'serving-details.json');
@@ -152,7 +169,10 @@ describe('sits bench serving', () => {
     await run([...args, '--json', b]);
     expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
     const j = JSON.parse(readFileSync(a, 'utf8')) as { variants: { name: string; requests: number }[] };
-    expect(j.variants.map((v) => [v.name, v.requests])).toEqual([['as-is', 240], ['every-8', 30]]);
+    expect(j.variants.map((v) => [v.name, v.requests])).toEqual([
+      ['as-is', 240],
+      ['every-8', 30],
+    ]);
     const bad = await run(['serving-traces', '--trace', trace, '--variants', 'as-is,sideways', '--json', join(tmp, 'y.json')]);
     expect(bad.error).toBeInstanceOf(CliError);
     expect(bad.error?.message).toMatch(/^--variants: unknown sideways \(known: as-is, first-half/);

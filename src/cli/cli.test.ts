@@ -77,7 +77,10 @@ describe('sits schedule', () => {
     expect(r.code, r.err).toBe(0);
     const j = JSON.parse(r.out) as { placements: unknown[]; pending: { explanation: string }[] };
     expect(j.placements).toEqual([]);
-    expect(j.pending.map((p) => p.explanation)).toEqual(['0/1 nodes fit pod h: 1 GPU model not allowed (needs sm_90)', '0/1 nodes fit pod a: 1 GPU model not allowed (needs sm_86)']);
+    expect(j.pending.map((p) => p.explanation)).toEqual([
+      '0/1 nodes fit pod h: 1 GPU model not allowed (needs sm_90)',
+      '0/1 nodes fit pod a: 1 GPU model not allowed (needs sm_86)',
+    ]);
   });
 
   it('reports a missing file', async () => {

@@ -40,7 +40,10 @@ describe('sits bench dashboard', () => {
 
 describe('sits demo --serve', () => {
   it('prints the dashboard URL on loopback, the cluster fills in virtual time, SIGINT stops it', async () => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'demo', '--serve', '--port', '0', '--speed', '2000', '--hours', '1'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'demo', '--serve', '--port', '0', '--speed', '2000', '--hours', '1'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
@@ -51,10 +54,15 @@ describe('sits demo --serve', () => {
       const api = `${url}api/v1/cluster`;
       const first = (await (await fetch(api)).json()) as ClusterView;
       expect(first).toMatchObject({ source: 'sim', totals: { nodes: 32, gpus: 256 } });
-      const later = await waitFor('the cluster filling', async () => {
-        const v = (await (await fetch(api)).json()) as ClusterView;
-        return v.atMs > first.atMs && v.totals.usedGpuMilli > 50_000 ? v : undefined;
-      }, 60_000, 250);
+      const later = await waitFor(
+        'the cluster filling',
+        async () => {
+          const v = (await (await fetch(api)).json()) as ClusterView;
+          return v.atMs > first.atMs && v.totals.usedGpuMilli > 50_000 ? v : undefined;
+        },
+        60_000,
+        250,
+      );
       expect(later.running.length).toBeGreaterThan(0);
       expect(later.queues.map((q) => q.name)).toEqual(['inference', 'notebooks', 'training']);
       expect((await fetch(url)).status).toBe(200);

@@ -26,7 +26,12 @@ import type { Json } from '../deploy/tree.ts';
 import { resolveValues, type DeployValues } from '../deploy/values.ts';
 import { objectPath } from '../deploy/testing/rest-paths.ts';
 
-type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string }; spec?: { template?: { metadata?: unknown; spec?: Record<string, unknown> } } };
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec?: { template?: { metadata?: unknown; spec?: Record<string, unknown> } };
+};
 
 /** The Prometheus Operator's ServiceMonitor CRD, the real one (tools/prometheus-operator/ensure-crd.mjs prints its path). */
 function serviceMonitorCrd(): Json {
@@ -38,11 +43,22 @@ function serviceMonitorCrd(): Json {
 
 /** A kubeconfig holding only a token of this ServiceAccount (TokenRequest API). */
 async function tokenKubeconfig(admin: KubeClient, server: string, dir: string, ns: string, sa: string): Promise<string> {
-  const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/${sa}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
   const path = join(dir, `${sa}.kubeconfig`);
   writeFileSync(
     path,
-    stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }], users: [{ name: sa, user: { token: tr.status.token } }], contexts: [{ name: 'c', context: { cluster: 'c', user: sa } }], 'current-context': 'c' }),
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'c', cluster: { server, 'insecure-skip-tls-verify': true } }],
+      users: [{ name: sa, user: { token: tr.status.token } }],
+      contexts: [{ name: 'c', context: { cluster: 'c', user: sa } }],
+      'current-context': 'c',
+    }),
     { mode: 0o600 },
   );
   return path;
@@ -51,11 +67,15 @@ async function tokenKubeconfig(admin: KubeClient, server: string, dir: string, n
 /** GET https://127.0.0.1:PORT/PATH (any certificate: the servers' own, generated at start), with a bearer token. */
 function httpsText(port: number, path: string, token?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = httpsGet(`https://127.0.0.1:${port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = httpsGet(
+      `https://127.0.0.1:${port}${path}`,
+      { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
     req.on('error', reject);
   });
 }
@@ -160,24 +180,48 @@ describe('deploy manifests on a real kube-apiserver', () => {
     }
   });
 
-  it('the ServiceMonitor is accepted by the Prometheus Operator\'s real CRD (server-side apply), and the CRD has teeth', async () => {
+  it("the ServiceMonitor is accepted by the Prometheus Operator's real CRD (server-side apply), and the CRD has teeth", async () => {
     const crd = serviceMonitorCrd();
     await apply(admin, crd, false);
     await waitFor('the ServiceMonitor CRD established', async () => {
-      const got = await admin.get<{ status?: { conditions?: { type: string; status: string }[] } }>('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/servicemonitors.monitoring.coreos.com');
+      const got = await admin.get<{ status?: { conditions?: { type: string; status: string }[] } }>(
+        '/apis/apiextensions.k8s.io/v1/customresourcedefinitions/servicemonitors.monitoring.coreos.com',
+      );
       return got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') === true;
     });
     await apply(admin, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'monitored' } } as Json, false);
-    const objects = helmTemplate(helm, chart, ['-n', 'monitored', '--set', 'serviceMonitor.enabled=true', '--set', 'serviceMonitor.interval=15s', '--set', 'serviceMonitor.labels.release=kube-prometheus-stack']);
+    const objects = helmTemplate(helm, chart, [
+      '-n',
+      'monitored',
+      '--set',
+      'serviceMonitor.enabled=true',
+      '--set',
+      'serviceMonitor.interval=15s',
+      '--set',
+      'serviceMonitor.labels.release=kube-prometheus-stack',
+    ]);
     const sm = objects.find((o) => kindOf(o) === 'ServiceMonitor');
     if (sm === undefined) throw new Error('no ServiceMonitor rendered');
     // Not dry run: stored as the CRD's structural schema prunes it, so what comes back is what Prometheus reads.
-    const stored = (await apply(admin, sm, false)) as unknown as { metadata: { namespace: string }; spec: { endpoints: Record<string, unknown>[]; selector: unknown; namespaceSelector: unknown } };
+    const stored = (await apply(admin, sm, false)) as unknown as {
+      metadata: { namespace: string };
+      spec: { endpoints: Record<string, unknown>[]; selector: unknown; namespaceSelector: unknown };
+    };
     expect(stored.metadata.namespace).toBe('monitored');
-    expect(stored.spec.endpoints[0]).toEqual({ port: 'metrics', scheme: 'https', path: '/metrics', interval: '15s', bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token', tlsConfig: { insecureSkipVerify: true } });
+    expect(stored.spec.endpoints[0]).toEqual({
+      port: 'metrics',
+      scheme: 'https',
+      path: '/metrics',
+      interval: '15s',
+      bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      tlsConfig: { insecureSkipVerify: true },
+    });
     expect(stored.spec.namespaceSelector).toEqual({ matchNames: ['monitored'] });
     // It selects the metrics Service the chart renders, whose port is named metrics.
-    const svc = objects.find((o) => kindOf(o) === 'Service' && (o as Obj).metadata.name === NAMES.metricsService) as unknown as { metadata: { labels: Record<string, string> }; spec: { ports: { name: string }[] } };
+    const svc = objects.find((o) => kindOf(o) === 'Service' && (o as Obj).metadata.name === NAMES.metricsService) as unknown as {
+      metadata: { labels: Record<string, string> };
+      spec: { ports: { name: string }[] };
+    };
     for (const [k, v] of Object.entries((stored.spec.selector as { matchLabels: Record<string, string> }).matchLabels)) expect(svc.metadata.labels[k]).toBe(v);
     expect(svc.spec.ports.map((p) => p.name)).toContain('metrics');
     // The CRD has teeth: a bad interval is refused by its schema.
@@ -190,12 +234,16 @@ describe('deploy manifests on a real kube-apiserver', () => {
     const objects = plainObjects();
     await apply(admin, objects.find((o) => kindOf(o) === 'Namespace') as Json, false);
     const dep = objects.find((o) => kindOf(o) === 'Deployment') as Obj;
-    const podOf = (spec: Record<string, unknown>): Json => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pss-check', namespace: 'sits-system' }, spec } as Json);
+    const podOf = (spec: Record<string, unknown>): Json =>
+      ({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'pss-check', namespace: 'sits-system' }, spec }) as Json;
     const spec = dep.spec?.template?.spec as Record<string, unknown>;
     const created = await admin.post<Obj>('/api/v1/namespaces/sits-system/pods', podOf(spec), { dryRun: 'All', fieldManager: 'sits-deploy-e2e' });
     expect(created.metadata.name).toBe('pss-check');
     // The check has teeth: the same pod with its capabilities kept is refused.
-    const containers = (spec.containers as Record<string, unknown>[]).map((c) => ({ ...c, securityContext: { ...(c.securityContext as object), capabilities: {} } }));
+    const containers = (spec.containers as Record<string, unknown>[]).map((c) => ({
+      ...c,
+      securityContext: { ...(c.securityContext as object), capabilities: {} },
+    }));
     const refused = await admin.post('/api/v1/namespaces/sits-system/pods', podOf({ ...spec, containers }), { dryRun: 'All' }).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(KubeApiError);
     expect((refused as KubeApiError).status).toBe(403);
@@ -208,13 +256,16 @@ describe('deploy manifests on a real kube-apiserver', () => {
     const inst = runHelm(helm, ['install', 'sits', chart, ...kc, '--create-namespace', '--set', 'replicas=3']);
     expect(inst.code, inst.stderr).toBe(0);
     expect(inst.stdout).toContain('STATUS: deployed');
-    expect(inst.stdout).toContain('SITS 0.2.0 is installed in namespace helm-e2e: the scheduler (3 replicas), the controllers (2 replicas), the admission webhook (mode audit, failurePolicy Ignore).');
+    expect(inst.stdout).toContain(
+      'SITS 0.2.0 is installed in namespace helm-e2e: the scheduler (3 replicas), the controllers (2 replicas), the admission webhook (mode audit, failurePolicy Ignore).',
+    );
     expect(inst.stdout).toContain('kubectl -n helm-e2e port-forward svc/sits-scheduler-metrics 8080:8080 &');
     const ctlBinding = await admin.get<{ subjects: unknown[] }>('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-controllers');
     expect(ctlBinding.subjects).toEqual([{ kind: 'ServiceAccount', name: 'sits-controllers', namespace: 'helm-e2e' }]);
-    const dep = await admin.get<{ metadata: { labels: Record<string, string>; annotations: Record<string, string> }; spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } } }>(
-      '/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler',
-    );
+    const dep = await admin.get<{
+      metadata: { labels: Record<string, string>; annotations: Record<string, string> };
+      spec: { replicas: number; template: { spec: { containers: { args: string[] }[] } } };
+    }>('/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler');
     expect(dep.metadata.annotations['meta.helm.sh/release-name']).toBe('sits');
     expect(dep.spec.replicas).toBe(3);
     expect(dep.spec.template.spec.containers[0]?.args).toContain('--lease-namespace=helm-e2e');
@@ -225,7 +276,11 @@ describe('deploy manifests on a real kube-apiserver', () => {
 
     const un = runHelm(helm, ['uninstall', 'sits', ...kc]);
     expect(un.code, un.stderr).toBe(0);
-    for (const path of ['/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler', '/apis/rbac.authorization.k8s.io/v1/clusterroles/sits-scheduler', '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler'])
+    for (const path of [
+      '/apis/apps/v1/namespaces/helm-e2e/deployments/sits-scheduler',
+      '/apis/rbac.authorization.k8s.io/v1/clusterroles/sits-scheduler',
+      '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/sits-scheduler',
+    ])
       await expect(admin.get(path), path).rejects.toMatchObject({ status: 404 });
     // Helm never deletes crds/: the CRDs stay.
     await admin.get('/apis/apiextensions.k8s.io/v1/customresourcedefinitions/podgroups.ai.sits2026.dev');
@@ -241,7 +296,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
     const logs: string[] = [];
 
     beforeAll(async () => {
-      const objects = plainObjects().filter((o) => ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(kindOf(o)));
+      const objects = plainObjects().filter((o) =>
+        ['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(kindOf(o)),
+      );
       for (const o of objects) await apply(admin, o, false);
       // A token for the ServiceAccount from the TokenRequest API (the apiserver signs it with its service-account key).
       const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/sits-system/serviceaccounts/${NAMES.serviceAccount}/token`, {
@@ -269,7 +326,13 @@ describe('deploy manifests on a real kube-apiserver', () => {
       // The live scheduler with only that token, and its HTTP server.
       await createFakeGpuNodes(plane.kubeConfig(), devNodes(2, 'dgx-h100', 2));
       server = await startServer({ port: 0, host: '127.0.0.1' });
-      app = await createLiveApp({ kubeconfig: saKubeconfig, identity: 'rbac-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(m) });
+      app = await createLiveApp({
+        kubeconfig: saKubeconfig,
+        identity: 'rbac-e2e',
+        leaseNamespace: 'sits-system',
+        leaseDurationSec: 5,
+        log: (m) => logs.push(m),
+      });
       server.attach(app.scheduler, app.client);
     });
     afterAll(async () => {
@@ -280,14 +343,23 @@ describe('deploy manifests on a real kube-apiserver', () => {
     });
 
     it('the token authenticates as the ServiceAccount', async () => {
-      const review = await sa.post<{ status: { userInfo: { username: string; groups: string[] } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+      const review = await sa.post<{ status: { userInfo: { username: string; groups: string[] } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'SelfSubjectReview',
+      });
       expect(review.status.userInfo.username).toBe(`system:serviceaccount:sits-system:${NAMES.serviceAccount}`);
     });
 
     it('SelfSubjectAccessReview: what the scheduler and the controllers may do, each under its own ServiceAccount, and what they may not', async () => {
       type Attr = { verb: string; resource: string; group?: string; subresource?: string; namespace?: string; name?: string };
       const can = async (client: KubeClient, a: Attr): Promise<boolean> =>
-        (await client.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: a } })).status.allowed;
+        (
+          await client.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/selfsubjectaccessreviews', {
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SelfSubjectAccessReview',
+            spec: { resourceAttributes: a },
+          })
+        ).status.allowed;
       const scheduler: { allowed: Attr[]; denied: Attr[] } = {
         allowed: [
           { verb: 'watch', resource: 'nodes' },
@@ -385,7 +457,10 @@ describe('deploy manifests on a real kube-apiserver', () => {
         ],
       };
       const wrong: string[] = [];
-      for (const [who, client, want] of [['scheduler', sa, scheduler], ['controllers', ctl, controllers]] as const) {
+      for (const [who, client, want] of [
+        ['scheduler', sa, scheduler],
+        ['controllers', ctl, controllers],
+      ] as const) {
         for (const a of want.allowed) if (!(await can(client, a))) wrong.push(`${who} should be allowed: ${JSON.stringify(a)}`);
         for (const a of want.denied) if (await can(client, a)) wrong.push(`${who} should be denied: ${JSON.stringify(a)}`);
       }
@@ -399,7 +474,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
       // a pod patch is refused; a pods/status patch cannot reach the spec (status-writer.e2e.test.ts).
       // (Another scheduler's pod: the live scheduler running beside this test must not bind it and skew its metrics.)
       await createPods(admin, [testPod('rbac-split', 'victim', { schedulerName: 'default-scheduler' })]);
-      const patched = await sa.mergePatch('/api/v1/namespaces/rbac-split/pods/victim', { metadata: { labels: { role: 'db' } }, spec: { activeDeadlineSeconds: 1 } }).catch((e: unknown) => e);
+      const patched = await sa
+        .mergePatch('/api/v1/namespaces/rbac-split/pods/victim', { metadata: { labels: { role: 'db' } }, spec: { activeDeadlineSeconds: 1 } })
+        .catch((e: unknown) => e);
       expect(patched).toBeInstanceOf(KubeApiError);
       expect((patched as KubeApiError).status).toBe(403);
     });
@@ -409,7 +486,12 @@ describe('deploy manifests on a real kube-apiserver', () => {
       await createNs(admin, 'rbac');
       await admin.post('/api/v1/namespaces/rbac/secrets', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'hidden' }, stringData: { k: 'v' } });
 
-      await admin.post('/apis/ai.sits2026.dev/v1/namespaces/rbac/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'g', namespace: 'rbac' }, spec: { minMember: 2 } });
+      await admin.post('/apis/ai.sits2026.dev/v1/namespaces/rbac/podgroups', {
+        apiVersion: 'ai.sits2026.dev/v1',
+        kind: 'PodGroup',
+        metadata: { name: 'g', namespace: 'rbac' },
+        spec: { minMember: 2 },
+      });
       await createPods(admin, [
         testPod('rbac', 'gang-0', { gpus: 4, group: 'g' }),
         testPod('rbac', 'gang-1', { gpus: 4, group: 'g' }),
@@ -425,7 +507,8 @@ describe('deploy manifests on a real kube-apiserver', () => {
         return bound.length === 4 && cond?.status === 'False' ? ps : undefined;
       });
       expect(pods.find((p) => p.metadata?.name === 'too-big')?.spec?.nodeName ?? '').toBe('');
-      for (const p of pods.filter((x) => x.metadata?.name !== 'too-big')) expect(p.metadata?.annotations?.['ai.sits2026.dev/gpu-indices'], p.metadata?.name).toMatch(/^\d+(,\d+)*$/);
+      for (const p of pods.filter((x) => x.metadata?.name !== 'too-big'))
+        expect(p.metadata?.annotations?.['ai.sits2026.dev/gpu-indices'], p.metadata?.name).toMatch(/^\d+(,\d+)*$/);
 
       const events = await waitFor('Scheduled and FailedScheduling events', async () => {
         const ev = await listEvents(admin, 'rbac');
@@ -445,7 +528,12 @@ describe('deploy manifests on a real kube-apiserver', () => {
       expect(app.client.stats.errors).toBeLessThanOrEqual(1);
 
       // Secrets stay out of reach.
-      for (const path of ['/api/v1/namespaces/rbac/secrets/hidden', '/api/v1/namespaces/rbac/secrets', '/api/v1/secrets', '/api/v1/namespaces/sits-system/configmaps']) {
+      for (const path of [
+        '/api/v1/namespaces/rbac/secrets/hidden',
+        '/api/v1/namespaces/rbac/secrets',
+        '/api/v1/secrets',
+        '/api/v1/namespaces/sits-system/configmaps',
+      ]) {
         const e = await sa.get(path).catch((x: unknown) => x);
         expect(e, path).toBeInstanceOf(KubeApiError);
         expect((e as KubeApiError).status, path).toBe(403);
@@ -474,31 +562,56 @@ describe('deploy manifests on a real kube-apiserver', () => {
     it('runs the TrainingJob controller: pods, Service and PodGroup created, status and finalizer written, all deleted with the job', async () => {
       const jobs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/trainingjobs';
       await createNs(admin, 'rbac-tj');
-      const controllers = await createControllersApp({ kubeconfig: ctlKubeconfig, identity: 'ctl-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(`controller: ${m}`) });
+      const controllers = await createControllersApp({
+        kubeconfig: ctlKubeconfig,
+        identity: 'ctl-e2e',
+        leaseNamespace: 'sits-system',
+        leaseDurationSec: 5,
+        log: (m) => logs.push(`controller: ${m}`),
+      });
       try {
         await admin.post(jobs, {
           apiVersion: 'ai.sits2026.dev/v1',
           kind: 'TrainingJob',
           metadata: { name: 'tj' },
-          spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+          spec: {
+            replicas: 2,
+            resources: { 'nvidia.com/gpu': 1 },
+            container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+          },
         });
         await waitFor("the job's pods created and bound, its status and finalizer written", async () => {
           const job = await admin.get<{ metadata: { finalizers?: string[] }; status?: { phase?: string } }>(`${jobs}/tj`);
           const pods = (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
-          return (job.metadata.finalizers ?? []).length > 0 && job.status?.phase !== undefined && pods.length === 2 && pods.every((p) => (p.spec?.nodeName ?? '') !== '');
+          return (
+            (job.metadata.finalizers ?? []).length > 0 &&
+            job.status?.phase !== undefined &&
+            pods.length === 2 &&
+            pods.every((p) => (p.spec?.nodeName ?? '') !== '')
+          );
         });
-        const owned = (list: { metadata?: { ownerReferences?: { kind: string }[] } }[]): number => list.filter((o) => o.metadata?.ownerReferences?.some((r) => r.kind === 'TrainingJob') === true).length;
-        expect(owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/api/v1/namespaces/rbac-tj/services')).items)).toBeGreaterThanOrEqual(1);
-        expect(owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/podgroups')).items)).toBeGreaterThanOrEqual(1);
+        const owned = (list: { metadata?: { ownerReferences?: { kind: string }[] } }[]): number =>
+          list.filter((o) => o.metadata?.ownerReferences?.some((r) => r.kind === 'TrainingJob') === true).length;
+        expect(
+          owned((await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/api/v1/namespaces/rbac-tj/services')).items),
+        ).toBeGreaterThanOrEqual(1);
+        expect(
+          owned(
+            (await admin.get<{ items: { metadata?: { ownerReferences?: { kind: string }[] } }[] }>('/apis/ai.sits2026.dev/v1/namespaces/rbac-tj/podgroups'))
+              .items,
+          ),
+        ).toBeGreaterThanOrEqual(1);
 
         await admin.delete(`${jobs}/tj`);
-        const ownedPods = async (): Promise<V1Pod[]> => (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
+        const ownedPods = async (): Promise<V1Pod[]> =>
+          (await listPods(admin, 'rbac-tj')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'TrainingJob') === true);
         const deleting = await waitFor('the controller deletes the pods', async () => {
           const pods = await ownedPods();
           return pods.every((p) => p.metadata?.deletionTimestamp !== undefined) ? pods : undefined;
         });
         // No kubelet here to finish the graceful deletion: do its part.
-        for (const p of deleting) await admin.delete(`/api/v1/namespaces/rbac-tj/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+        for (const p of deleting)
+          await admin.delete(`/api/v1/namespaces/rbac-tj/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
         await waitFor('the controller removes its finalizer: the job is gone', async () => {
           const job = await admin.get(`${jobs}/tj`).catch((e: unknown) => (e instanceof KubeApiError && e.status === 404 ? undefined : Promise.reject(e)));
           return job === undefined && (await ownedPods()).length === 0;
@@ -512,16 +625,43 @@ describe('deploy manifests on a real kube-apiserver', () => {
     it('runs the DataPipeline controller: stage pods created and bound, status written, a parameter handed on, nothing refused', async () => {
       const dpl = '/apis/ai.sits2026.dev/v1/namespaces/rbac-dpl/datapipelines';
       await createNs(admin, 'rbac-dpl');
-      const controllers = await createControllersApp({ kubeconfig: ctlKubeconfig, identity: 'ctl-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(`controller: ${m}`) });
+      const controllers = await createControllersApp({
+        kubeconfig: ctlKubeconfig,
+        identity: 'ctl-e2e',
+        leaseNamespace: 'sits-system',
+        leaseDurationSec: 5,
+        log: (m) => logs.push(`controller: ${m}`),
+      });
       const stage = (name: string, extra: Record<string, unknown>) => ({ name, container: { image: 'registry.sits2026.dev/tools/busybox:1.36' }, ...extra });
       try {
-        await admin.post(dpl, { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'p' }, spec: { stages: [stage('a', {}), stage('b', { dependsOn: ['a'], container: { image: 'registry.sits2026.dev/tools/busybox:1.36', args: ['{{steps.a.outputs.parameters.x}}'] } })] } });
-        const pod = async (name: string): Promise<V1Pod | undefined> => (await listPods(admin, 'rbac-dpl')).find((p) => p.metadata?.name === name && (p.spec?.nodeName ?? '') !== '');
-        await waitFor('stage a pod created and bound, status written', async () => (await admin.get<{ status?: { phase?: string } }>(`${dpl}/p`)).status?.phase === 'Running' && (await pod('p-a-0')) !== undefined);
+        await admin.post(dpl, {
+          apiVersion: 'ai.sits2026.dev/v1',
+          kind: 'DataPipeline',
+          metadata: { name: 'p' },
+          spec: {
+            stages: [
+              stage('a', {}),
+              stage('b', { dependsOn: ['a'], container: { image: 'registry.sits2026.dev/tools/busybox:1.36', args: ['{{steps.a.outputs.parameters.x}}'] } }),
+            ],
+          },
+        });
+        const pod = async (name: string): Promise<V1Pod | undefined> =>
+          (await listPods(admin, 'rbac-dpl')).find((p) => p.metadata?.name === name && (p.spec?.nodeName ?? '') !== '');
+        await waitFor(
+          'stage a pod created and bound, status written',
+          async () => (await admin.get<{ status?: { phase?: string } }>(`${dpl}/p`)).status?.phase === 'Running' && (await pod('p-a-0')) !== undefined,
+        );
         // No kubelet here: play its part and end the pod with a termination message.
         await admin.request('PATCH', '/api/v1/namespaces/rbac-dpl/pods/p-a-0/status', {
           contentType: 'application/merge-patch+json',
-          body: { status: { phase: 'Succeeded', containerStatuses: [{ name: 'main', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0, message: '{"x":"42"}' } } }] } },
+          body: {
+            status: {
+              phase: 'Succeeded',
+              containerStatuses: [
+                { name: 'main', image: 'busybox', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0, message: '{"x":"42"}' } } },
+              ],
+            },
+          },
         });
         const b = await waitFor('stage b pod created with the parameter', async () => {
           const p = await pod('p-b-0');
@@ -532,16 +672,28 @@ describe('deploy manifests on a real kube-apiserver', () => {
       } finally {
         await controllers.stop();
         await admin.delete(`${dpl}/p`).catch(() => undefined);
-        for (const p of await listPods(admin, 'rbac-dpl')) await admin.delete(`/api/v1/namespaces/rbac-dpl/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+        for (const p of await listPods(admin, 'rbac-dpl'))
+          await admin.delete(`/api/v1/namespaces/rbac-dpl/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
       }
     });
 
     it('runs the InferenceService controller: replica pods created and bound, its Service and status written, /scale followed, nothing refused', async () => {
       const svcs = '/apis/ai.sits2026.dev/v1/namespaces/rbac-isvc/inferenceservices';
       await createNs(admin, 'rbac-isvc');
-      const controllers = await createControllersApp({ kubeconfig: ctlKubeconfig, identity: 'ctl-e2e', leaseNamespace: 'sits-system', leaseDurationSec: 5, log: (m) => logs.push(`controller: ${m}`) });
+      const controllers = await createControllersApp({
+        kubeconfig: ctlKubeconfig,
+        identity: 'ctl-e2e',
+        leaseNamespace: 'sits-system',
+        leaseDurationSec: 5,
+        log: (m) => logs.push(`controller: ${m}`),
+      });
       try {
-        await admin.post(svcs, { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-0.5B-Instruct' }, replicas: 1 } });
+        await admin.post(svcs, {
+          apiVersion: 'ai.sits2026.dev/v1',
+          kind: 'InferenceService',
+          metadata: { name: 'chat' },
+          spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-0.5B-Instruct' }, replicas: 1 },
+        });
         const bound = async (n: number): Promise<boolean> => {
           const pods = (await listPods(admin, 'rbac-isvc')).filter((p) => p.metadata?.ownerReferences?.some((o) => o.kind === 'InferenceService') === true);
           return pods.length === n && pods.every((p) => (p.spec?.nodeName ?? '') !== '');
@@ -557,16 +709,28 @@ describe('deploy manifests on a real kube-apiserver', () => {
       } finally {
         await controllers.stop();
         await admin.delete(`${svcs}/chat`).catch(() => undefined);
-        for (const p of await listPods(admin, 'rbac-isvc')) await admin.delete(`/api/v1/namespaces/rbac-isvc/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
+        for (const p of await listPods(admin, 'rbac-isvc'))
+          await admin.delete(`/api/v1/namespaces/rbac-isvc/pods/${p.metadata?.name ?? ''}`, { gracePeriodSeconds: 0 }).catch(() => undefined);
       }
     });
 
     it("the webhook Deployment's command line runs `sits webhook` with its own token: Secret created, caBundle published, HTTPS probes answer, nothing refused", async () => {
-      const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/sits-system/serviceaccounts/${WEBHOOK_NAMES.serviceAccount}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+      const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/sits-system/serviceaccounts/${WEBHOOK_NAMES.serviceAccount}/token`, {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenRequest',
+        spec: { expirationSeconds: 3600 },
+      });
       const kubeconfig = join(tmp, 'webhook-sa.kubeconfig');
       writeFileSync(
         kubeconfig,
-        stringify({ apiVersion: 'v1', kind: 'Config', clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }], users: [{ name: 'w', user: { token: tr.status.token } }], contexts: [{ name: 'c', context: { cluster: 'c', user: 'w' } }], 'current-context': 'c' }),
+        stringify({
+          apiVersion: 'v1',
+          kind: 'Config',
+          clusters: [{ name: 'c', cluster: { server: plane.server, 'insecure-skip-tls-verify': true } }],
+          users: [{ name: 'w', user: { token: tr.status.token } }],
+          contexts: [{ name: 'c', context: { cluster: 'c', user: 'w' } }],
+          'current-context': 'c',
+        }),
         { mode: 0o600 },
       );
       // The configurations as the chart has them, but matching no namespace: the apiserver never calls a webhook
@@ -577,21 +741,30 @@ describe('deploy manifests on a real kube-apiserver', () => {
         for (const w of quiet.webhooks) w.namespaceSelector = { matchLabels: { 'sits-e2e/never': 'x' } };
         await apply(admin, quiet as unknown as Json, false);
       }
-      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === WEBHOOK_NAMES.deployment) as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === WEBHOOK_NAMES.deployment) as unknown as {
+        spec: { template: { spec: { containers: { args: string[] }[] } } };
+      };
       const port = (await freePorts(1))[0] ?? 0;
       const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace(/^--port=\d+$/, `--port=${port}`));
-      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--host=127.0.0.1', `--kubeconfig=${kubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, '--host=127.0.0.1', `--kubeconfig=${kubeconfig}`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
       try {
-        await waitFor('the webhook to publish its caBundle into both configurations', async () => {
-          for (const c of configs) {
-            const got = await admin.get<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(objectPath(c as Obj));
-            if ((got.webhooks[0]?.clientConfig.caBundle ?? '') === '') return false;
-          }
-          return true;
-        }, 60_000, 200);
+        await waitFor(
+          'the webhook to publish its caBundle into both configurations',
+          async () => {
+            for (const c of configs) {
+              const got = await admin.get<{ webhooks: { clientConfig: { caBundle?: string } }[] }>(objectPath(c as Obj));
+              if ((got.webhooks[0]?.clientConfig.caBundle ?? '') === '') return false;
+            }
+            return true;
+          },
+          60_000,
+          200,
+        );
         const secret = await admin.get<{ type: string }>(`/api/v1/namespaces/sits-system/secrets/${WEBHOOK_NAMES.secret}`);
         expect(secret.type).toBe('kubernetes.io/tls');
         // The caBundle is published before the HTTPS port listens (the Secret comes first); wait for the port.
@@ -616,11 +789,15 @@ describe('deploy manifests on a real kube-apiserver', () => {
     it("the Deployment's command line runs `sits run` with that token: secure port (probes open, /metrics only for who may get it), standby behind the leader, stops on SIGTERM", async () => {
       const dep = plainObjects().find((o) => kindOf(o) === 'Deployment') as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
       const port = (await freePorts(1))[0] ?? 0;
-      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`));
+      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) =>
+        a.replace('$(POD_NAME)', 'sits-scheduler-pod-1').replace(/^--metrics-port=\d+$/, `--metrics-port=${port}`),
+      );
       // The scheduler alone: the controllers run in their own Deployment (below).
       expect(args).not.toContain('--controllers');
       // As in the pod: all interfaces, so TLS with a self-signed certificate and delegated authn/authz.
-      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${saKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${saKubeconfig}`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       // 'close', not 'exit': only then has all of stderr been read (it is checked below).
@@ -656,20 +833,31 @@ describe('deploy manifests on a real kube-apiserver', () => {
     });
 
     it("the controllers Deployment's command line runs `sits controllers` with their token: takes their own Lease, HTTPS probes, /metrics for readers only, nothing refused, stops on SIGTERM", async () => {
-      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === NAMES.controllersDeployment) as unknown as { spec: { template: { spec: { serviceAccountName: string; containers: { args: string[] }[] } } } };
+      const dep = plainObjects().find((o) => kindOf(o) === 'Deployment' && (o as Obj).metadata.name === NAMES.controllersDeployment) as unknown as {
+        spec: { template: { spec: { serviceAccountName: string; containers: { args: string[] }[] } } };
+      };
       expect(dep.spec.template.spec.serviceAccountName).toBe(NAMES.controllersServiceAccount);
       const port = (await freePorts(1))[0] ?? 0;
-      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) => a.replace('$(POD_NAME)', 'sits-controllers-pod-1').replace(/^--health-port=\d+$/, `--health-port=${port}`));
-      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${ctlKubeconfig}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const args = (dep.spec.template.spec.containers[0]?.args ?? []).map((a) =>
+        a.replace('$(POD_NAME)', 'sits-controllers-pod-1').replace(/^--health-port=\d+$/, `--health-port=${port}`),
+      );
+      const child = spawn(process.execPath, [join(import.meta.dirname, '../../bin/sits.mjs'), ...args, `--kubeconfig=${ctlKubeconfig}`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let stderr = '';
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
       const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
       const get = (path: string, token?: string): Promise<{ status: number; body: string }> => httpsText(port, path, token);
       try {
-        const body = await waitFor('/readyz of the spawned controllers, leading', async () => {
-          const r = await get('/readyz').catch(() => undefined);
-          return r?.status === 200 && r.body.includes('role: leader') ? r.body : undefined;
-        }, 60_000, 200);
+        const body = await waitFor(
+          '/readyz of the spawned controllers, leading',
+          async () => {
+            const r = await get('/readyz').catch(() => undefined);
+            return r?.status === 200 && r.body.includes('role: leader') ? r.body : undefined;
+          },
+          60_000,
+          200,
+        );
         expect(body).toContain('controllers: synced');
         expect((await get('/healthz')).status).toBe(200);
         // The probes are open; /metrics only for callers the apiserver authenticates and authorizes (TokenReview and
@@ -682,7 +870,9 @@ describe('deploy manifests on a real kube-apiserver', () => {
         expect(families.get('controller_runtime_reconcile_total')).toBeDefined();
         expect(families.get('workqueue_depth')).toBeDefined();
         expect((await get('/dashboard/', plane.token)).status).toBe(404);
-        const lease = await admin.get<{ spec: { holderIdentity?: string } }>(`/apis/coordination.k8s.io/v1/namespaces/sits-system/leases/${NAMES.controllersLease}`);
+        const lease = await admin.get<{ spec: { holderIdentity?: string } }>(
+          `/apis/coordination.k8s.io/v1/namespaces/sits-system/leases/${NAMES.controllersLease}`,
+        );
         expect(lease.spec.holderIdentity).toBe('sits-controllers-pod-1');
       } finally {
         child.kill('SIGTERM');

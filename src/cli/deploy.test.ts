@@ -31,7 +31,9 @@ describe('sits deploy', () => {
       expect(readFileSync(join(out, f.path), 'utf8'), f.path).toBe(f.content);
       expect(readFileSync(join(root, 'deploy', f.path), 'utf8'), f.path).toBe(f.content);
     }
-    expect(readFileSync(join(out, 'crds/ai.sits2026.dev_podgroups.yaml'), 'utf8')).toBe(readFileSync(join(root, 'deploy/crds/ai.sits2026.dev_podgroups.yaml'), 'utf8'));
+    expect(readFileSync(join(out, 'crds/ai.sits2026.dev_podgroups.yaml'), 'utf8')).toBe(
+      readFileSync(join(root, 'deploy/crds/ai.sits2026.dev_podgroups.yaml'), 'utf8'),
+    );
   });
 
   it('--values overrides the defaults everywhere, the chart included', async () => {
@@ -39,11 +41,16 @@ describe('sits deploy', () => {
     writeFileSync(values, 'replicas: 3\nimage: {tag: "1.2.3"}\n');
     const out = join(tmp, 'custom');
     expect((await sits(['deploy', '--out', out, '--values', values])).code).toBe(0);
-    const docs = parseAllDocuments(readFileSync(join(out, 'sits.yaml'), 'utf8')).map((d) => d.toJS() as { kind: string; spec?: { replicas?: number; template?: { spec?: { containers?: { image: string }[] } } } });
+    const docs = parseAllDocuments(readFileSync(join(out, 'sits.yaml'), 'utf8')).map(
+      (d) => d.toJS() as { kind: string; spec?: { replicas?: number; template?: { spec?: { containers?: { image: string }[] } } } },
+    );
     const dep = docs.find((d) => d.kind === 'Deployment');
     expect(dep?.spec?.replicas).toBe(3);
     expect(dep?.spec?.template?.spec?.containers?.[0]?.image).toBe('registry.sits2026.dev/sits/sits:1.2.3');
-    expect(parseYaml(readFileSync(join(out, 'helm/sits/values.yaml'), 'utf8'))).toMatchObject({ replicas: 3, image: { tag: '1.2.3', pullPolicy: 'IfNotPresent' } });
+    expect(parseYaml(readFileSync(join(out, 'helm/sits/values.yaml'), 'utf8'))).toMatchObject({
+      replicas: 3,
+      image: { tag: '1.2.3', pullPolicy: 'IfNotPresent' },
+    });
   });
 
   it('--out writes the RBAC audit table for the values given (rbac.md, rbac.json; ADR 0175)', async () => {
@@ -51,10 +58,14 @@ describe('sits deploy', () => {
     writeFileSync(values, 'activator: {enabled: true}\ncontrollers: {quarantineGpus: true}\n');
     const out = join(tmp, 'rbac');
     expect((await sits(['deploy', '--out', out, '--values', values])).code).toBe(0);
-    const table = JSON.parse(readFileSync(join(out, 'rbac.json'), 'utf8')) as { roles: { kind: string; name: string; enabled: boolean; rules: { resources?: string[]; verbs: string[]; when?: string; why: string }[] }[] };
+    const table = JSON.parse(readFileSync(join(out, 'rbac.json'), 'utf8')) as {
+      roles: { kind: string; name: string; enabled: boolean; rules: { resources?: string[]; verbs: string[]; when?: string; why: string }[] }[];
+    };
     expect(table.roles.find((r) => r.kind === 'ClusterRole' && r.name === 'sits-activator')?.enabled).toBe(true);
     expect(table.roles.find((r) => r.kind === 'ClusterRole' && r.name === 'sits-extender')?.enabled).toBe(false);
-    const quarantine = table.roles.find((r) => r.kind === 'ClusterRole' && r.name === 'sits-controllers')?.rules.find((x) => x.when === 'controllers.quarantineGpus');
+    const quarantine = table.roles
+      .find((r) => r.kind === 'ClusterRole' && r.name === 'sits-controllers')
+      ?.rules.find((x) => x.when === 'controllers.quarantineGpus');
     expect(quarantine?.verbs).toEqual(['patch']);
     expect(quarantine?.why).toMatch(/quarantine/);
     const md = readFileSync(join(out, 'rbac.md'), 'utf8');

@@ -127,7 +127,10 @@ export function systemErrorLine(e: unknown): { what: string; why: string; hint: 
 function commanderLine(e: CommanderError, command: string): string {
   const msg = e.message.replace(/^error: /, '');
   const [first = '', ...rest] = msg.split('\n');
-  const suggestion = rest.join(' ').trim().replace(/^\((.*)\)$/, '$1');
+  const suggestion = rest
+    .join(' ')
+    .trim()
+    .replace(/^\((.*)\)$/, '$1');
   const hint = suggestion === '' ? help(command) : `${suggestion} ${help(command)}`;
   const where = command === '' ? '' : `${command} `;
   let m: RegExpMatchArray | null;
@@ -139,13 +142,16 @@ function commanderLine(e: CommanderError, command: string): string {
     const own = /^(.*) \((.*)\)$/s.exec(why);
     return own === null ? line(`${where}${flag}: ${why}`, help(command)) : line(`${where}${flag}: ${own[1] ?? ''}`, `${own[2] ?? ''}; ${help(command)}`);
   }
-  if ((m = /^command-argument value '(.*)' is invalid for argument '([^']*)'\. ?(.*)$/s.exec(first)) !== null) return line(`${where}<${m[2] ?? ''}>: ${m[3] ?? ''}`, help(command));
+  if ((m = /^command-argument value '(.*)' is invalid for argument '([^']*)'\. ?(.*)$/s.exec(first)) !== null)
+    return line(`${where}<${m[2] ?? ''}>: ${m[3] ?? ''}`, help(command));
   if ((m = /^unknown command '(.*)'$/.exec(first)) !== null) return line(`${m[1] ?? ''}: unknown command`, hint);
   if ((m = /^unknown option '(.*)'$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: unknown option`, hint);
-  if ((m = /^required option '(?:-[^-], )?([^' ]+)[^']*' not specified$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: required option not given`, help(command));
+  if ((m = /^required option '(?:-[^-], )?([^' ]+)[^']*' not specified$/.exec(first)) !== null)
+    return line(`${where}${m[1] ?? ''}: required option not given`, help(command));
   if ((m = /^option '(?:-[^-], )?([^' ]+)[^']*' argument missing$/.exec(first)) !== null) return line(`${where}${m[1] ?? ''}: value missing`, help(command));
   if ((m = /^missing required argument '(.*)'$/.exec(first)) !== null) return line(`${where}<${m[1] ?? ''}>: required argument missing`, help(command));
-  if ((m = /^too many arguments(?: for '.*')?\. (.*)$/.exec(first)) !== null) return line(`${command === '' ? 'sits' : command}: too many arguments: ${m[1] ?? ''}`, help(command));
+  if ((m = /^too many arguments(?: for '.*')?\. (.*)$/.exec(first)) !== null)
+    return line(`${command === '' ? 'sits' : command}: too many arguments: ${m[1] ?? ''}`, help(command));
   return line(withWhat(first, command), hint);
 }
 
@@ -162,7 +168,9 @@ export function reportError(e: unknown, command: string): ErrorReport {
     return { lines: [line(msg, e.hint ?? (e.exitCode === EXIT.usage ? help(command) : 'run again with --debug for details'))], exitCode: e.exitCode };
   }
   if (isInputError(e)) {
-    const lines = e.issues.map((i) => line(`${i.file}:${i.line}:${i.column}: ${i.field === '' ? '' : `${i.field}: `}${i.message}`, 'fix the file; nothing was applied'));
+    const lines = e.issues.map((i) =>
+      line(`${i.file}:${i.line}:${i.column}: ${i.field === '' ? '' : `${i.field}: `}${i.message}`, 'fix the file; nothing was applied'),
+    );
     return { lines: lines.length > 0 ? lines : [line(`input: ${e.message}`, 'fix the file')], exitCode: EXIT.usage };
   }
   if (isHinted(e)) return { lines: [line(e.message, e.hint)], exitCode: e.exitCode ?? EXIT.usage };

@@ -37,10 +37,6 @@ export function table(headers: readonly string[], rows: readonly (readonly (stri
     const gap = ' '.repeat(Math.max(0, (widths[i] ?? 0) - len(c)));
     return left.has(i) ? c + gap : gap + c;
   };
-  const line = (r: readonly string[]): string =>
-    r
-      .map(pad)
-      .join('  ')
-      .trimEnd();
+  const line = (r: readonly string[]): string => r.map(pad).join('  ').trimEnd();
   return [line(cells[0] as string[]), widths.map((w) => '─'.repeat(w)).join('  '), ...cells.slice(1).map(line)].join('\n');
 }

@@ -17,7 +17,7 @@ export function kubeFlags(cmd: Command, what = 'credentials and apiserver'): Com
   return cmd
     .option('--kubeconfig <file>', `kubeconfig for the ${what} (default: in-cluster, else $KUBECONFIG or ~/.kube/config)`)
     .option('--context <name>', 'kubeconfig context to use instead of the current one')
-    .option('-n, --namespace <ns>', 'namespace (default: the context\'s namespace, else default)');
+    .option('-n, --namespace <ns>', "namespace (default: the context's namespace, else default)");
 }
 
 /** `-o, --output <format>` limited to `formats`, the first being the default. */
@@ -37,9 +37,13 @@ export function printed(value: unknown, format: string): string | undefined {
 export function namespacedName(target: string, namespace: string | undefined, contextNamespace: () => string): string {
   const parts = target.split('/');
   if (parts.length === 2 && parts[0] !== '' && parts[1] !== '') {
-    if (namespace !== undefined && namespace !== parts[0]) throw new CliError(`<target>: "${target}" names namespace ${parts[0]} but -n says ${namespace}`, { hint: 'give one of them' });
+    if (namespace !== undefined && namespace !== parts[0])
+      throw new CliError(`<target>: "${target}" names namespace ${parts[0]} but -n says ${namespace}`, { hint: 'give one of them' });
     return target;
   }
-  if (parts.length !== 1 || target === '') throw new CliError(`<target>: must be NAME or namespace/name, got "${target}"`, { hint: 'e.g. sits explain train-0 -n default, or sits explain default/train-0' });
+  if (parts.length !== 1 || target === '')
+    throw new CliError(`<target>: must be NAME or namespace/name, got "${target}"`, {
+      hint: 'e.g. sits explain train-0 -n default, or sits explain default/train-0',
+    });
   return `${namespace ?? contextNamespace()}/${target}`;
 }

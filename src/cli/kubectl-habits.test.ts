@@ -34,9 +34,10 @@ describe('tables fit 120 columns', () => {
     expect(renderProfiles('table')).toContain('…');
   });
 
-  it('top on the demo cluster, every section, and schedule on a scenario\'s cluster', () => {
+  it("top on the demo cluster, every section, and schedule on a scenario's cluster", () => {
     const v = simView({ seed: 1, hours: 8, load: 1, atMinutes: 120 });
-    for (const section of ['all', 'nodes', 'queues', 'pending', 'jobs'] as const) expect(widest(renderTop(v, { colorLevel: 0, width: 120, section, nowMs: v.atMs })), section).toBeLessThanOrEqual(120);
+    for (const section of ['all', 'nodes', 'queues', 'pending', 'jobs'] as const)
+      expect(widest(renderTop(v, { colorLevel: 0, width: 120, section, nowMs: v.atMs })), section).toBeLessThanOrEqual(120);
     const file = 'scenarios/gang-16-one-rack.yaml';
     const s = loadScenarioText(file, readFileSync(join(ROOT, file), 'utf8'));
     if (!s.ok) throw s.error;
@@ -91,7 +92,28 @@ describe('-o json|yaml, -n and --context', () => {
   it('--context picks another context (its server), an unknown one names the known ones', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'sits-ctx-'));
     const kc = join(dir, 'config');
-    writeFileSync(kc, ['apiVersion: v1', 'kind: Config', 'clusters:', '- name: c1', '  cluster: { server: "https://127.0.0.1:1" }', '- name: c2', '  cluster: { server: "https://127.0.0.1:2" }', 'users:', '- name: u', '  user: { token: x }', 'contexts:', '- name: one', '  context: { cluster: c1, user: u, namespace: team-a }', '- name: two', '  context: { cluster: c2, user: u }', 'current-context: one', ''].join('\n'));
+    writeFileSync(
+      kc,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- name: c1',
+        '  cluster: { server: "https://127.0.0.1:1" }',
+        '- name: c2',
+        '  cluster: { server: "https://127.0.0.1:2" }',
+        'users:',
+        '- name: u',
+        '  user: { token: x }',
+        'contexts:',
+        '- name: one',
+        '  context: { cluster: c1, user: u, namespace: team-a }',
+        '- name: two',
+        '  context: { cluster: c2, user: u }',
+        'current-context: one',
+        '',
+      ].join('\n'),
+    );
     const unknown = await runSits(['explain', 'w', '--kubeconfig', kc, '--context', 'nope']);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toBe(`sits: --context: no context "nope" in --kubeconfig ${kc} (known: one, two)\n`);
@@ -105,7 +127,10 @@ describe('-o json|yaml, -n and --context', () => {
 
 describe('sits top --watch', () => {
   it('on a pipe: a separator line per frame, and Ctrl-C (SIGINT) ends it with exit 0', async () => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'top', 'queues', '--sim', '--watch', '--interval', '0.2'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'top', 'queues', '--sim', '--watch', '--interval', '0.2'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     let err = '';
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));

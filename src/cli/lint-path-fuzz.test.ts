@@ -21,7 +21,10 @@ describe('hostile URIs and paths in every URI or path field (issue 36)', () => {
         const r = validateResource(f.kind, f.manifest(v, 'edge'));
         expect(r.ok, `${f.field} = ${show(v)}: ${JSON.stringify(r.ok ? 'accepted' : r.errors).slice(0, 300)}`).toBe(accepts(f, v));
       }
-      expect(validateResource(f.kind, f.manifest(f.shape === 'uri' ? 'pvc://data/in/x' : f.shape === 'mount-path' ? '/model' : 'adapters/run-1', 'ok')), `${f.kind} ${f.field}: the base object`).toMatchObject({ ok: true });
+      expect(
+        validateResource(f.kind, f.manifest(f.shape === 'uri' ? 'pvc://data/in/x' : f.shape === 'mount-path' ? '/model' : 'adapters/run-1', 'ok')),
+        `${f.kind} ${f.field}: the base object`,
+      ).toMatchObject({ ok: true });
       fc.assert(
         fc.property(hostileValue(f), (v) => {
           const r = validateResource(f.kind, f.manifest(v, 'fuzz'));
@@ -58,7 +61,11 @@ describe('hostile URIs and paths in every URI or path field (issue 36)', () => {
     for (const c of cases) {
       const errors = findings.filter((x) => x.file === c.file && x.severity === 'error');
       if (c.want) expect(errors, `${c.field} = ${show(c.value)}`).toEqual([]);
-      else expect(errors.filter((e) => e.rule === 'crd-schema' && e.field === c.field).length, `${c.field} = ${show(c.value)}: ${JSON.stringify(errors).slice(0, 400)}`).toBeGreaterThan(0);
+      else
+        expect(
+          errors.filter((e) => e.rule === 'crd-schema' && e.field === c.field).length,
+          `${c.field} = ${show(c.value)}: ${JSON.stringify(errors).slice(0, 400)}`,
+        ).toBeGreaterThan(0);
     }
     const accepted = await runSits(['lint', join(dir, 'accepted')]);
     expect(accepted, accepted.out).toMatchObject({ code: 0, err: '' });

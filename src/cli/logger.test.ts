@@ -8,7 +8,12 @@ function capture(o: LogOptions): { lines: string[]; log: ReturnType<typeof creat
   const lines: string[] = [];
   const dest = new Writable({
     write(chunk: Buffer, _enc, cb) {
-      lines.push(...chunk.toString().split('\n').filter((l) => l !== ''));
+      lines.push(
+        ...chunk
+          .toString()
+          .split('\n')
+          .filter((l) => l !== ''),
+      );
       cb();
     },
   });

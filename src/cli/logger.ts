@@ -29,12 +29,19 @@ export interface SitsLogger {
 /** `-v` / `--v=N`: kube-style verbosity. */
 export function verbosityOption(): Option {
   const level = intOption('--v', 0, 10);
-  return new Option('-v, --v [level]', 'log verbosity, kube style: -v or --v=1 and up also log debug lines, --v=5 and up trace').argParser((s: string) => level(s));
+  return new Option('-v, --v [level]', 'log verbosity, kube style: -v or --v=1 and up also log debug lines, --v=5 and up trace').argParser((s: string) =>
+    level(s),
+  );
 }
 
 /** `--log-format text|json`. */
 export function logFormatOption(): Option {
-  return new Option('--log-format <format>', 'log lines as text (for people; the default) or json (one object a line: time, level, name, msg, and trace_id/span_id inside a span)').choices(['text', 'json']).default('text');
+  return new Option(
+    '--log-format <format>',
+    'log lines as text (for people; the default) or json (one object a line: time, level, name, msg, and trace_id/span_id inside a span)',
+  )
+    .choices(['text', 'json'])
+    .default('text');
 }
 
 /** Both log options on a command. */
@@ -63,7 +70,8 @@ export function createLogger(name: string, o: LogOptions = {}, dest?: Destinatio
           translateTime: "UTC:yyyy-mm-dd'T'HH:MM:ss.l'Z'",
           ignore: 'pid,hostname,name,trace_id,span_id',
           // The trace ids stay at the end of the text line, where tools and people found them before.
-          messageFormat: (log, key) => `${String(log[key])}${typeof log['trace_id'] === 'string' ? ` trace_id=${log['trace_id']} span_id=${String(log['span_id'])}` : ''}`,
+          messageFormat: (log, key) =>
+            `${String(log[key])}${typeof log['trace_id'] === 'string' ? ` trace_id=${log['trace_id']} span_id=${String(log['span_id'])}` : ''}`,
         });
   const logger = pino({ name, level, base: { name }, timestamp: pino.stdTimeFunctions.isoTime }, stream);
   const line = (m: string): void => {

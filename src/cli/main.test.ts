@@ -40,7 +40,9 @@ describe('the compiled CLI (bin/sits.mjs → dist/)', () => {
     const root = new URL('../..', import.meta.url).pathname;
     // `sits crds | head -c 10`: the reader closes the pipe after 10 bytes.
     const r = await new Promise<{ err: string }>((res) => {
-      const child = spawn('sh', ['-c', `"${process.execPath}" "${join(root, 'bin/sits.mjs')}" crds | head -c 10 >/dev/null`], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn('sh', ['-c', `"${process.execPath}" "${join(root, 'bin/sits.mjs')}" crds | head -c 10 >/dev/null`], {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
       let err = '';
       child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
       child.on('close', () => res({ err }));

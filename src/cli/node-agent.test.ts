@@ -10,7 +10,8 @@ const tmp = mkdtempSync(join(tmpdir(), 'sits-node-agent-'));
 const testdata = (f: string): string => fileURLToPath(new URL(`../node/testdata/${f}`, import.meta.url));
 
 /** A stand-in nvidia-smi printing a captured T4 node (see src/node/testdata/README.md). */
-const smi = (): string => writeFakeNvidiaSmi(join(tmp, 'smi'), readFileSync(testdata('topo-1x-tesla-p4-numa-na.txt'), 'utf8'), readFileSync(testdata('smi-q-x-tesla-t4.xml'), 'utf8'));
+const smi = (): string =>
+  writeFakeNvidiaSmi(join(tmp, 'smi'), readFileSync(testdata('topo-1x-tesla-p4-numa-na.txt'), 'utf8'), readFileSync(testdata('smi-q-x-tesla-t4.xml'), 'utf8'));
 
 describe('sits node-agent', () => {
   it('--once prints the labels, annotations and devices it would write, without an API server', async () => {

@@ -2,7 +2,9 @@ import { InvalidArgumentError } from 'commander';
 
 /** `<why> (<what to do>)`: commander prefixes the flag; reportError makes it `sits: <cmd> <flag>: <why> (<what to do>)`. */
 const range = (min: number, max: number, whole: boolean): string =>
-  min === Number.MIN_SAFE_INTEGER && max === Number.MAX_SAFE_INTEGER ? `give a ${whole ? 'whole ' : ''}number, e.g. 42` : `give a ${whole ? 'whole ' : ''}number from ${min} to ${max}`;
+  min === Number.MIN_SAFE_INTEGER && max === Number.MAX_SAFE_INTEGER
+    ? `give a ${whole ? 'whole ' : ''}number, e.g. 42`
+    : `give a ${whole ? 'whole ' : ''}number from ${min} to ${max}`;
 
 export const intOption =
   (_name: string, min = Number.MIN_SAFE_INTEGER, max = Number.MAX_SAFE_INTEGER) =>

@@ -19,7 +19,15 @@ function statOf(path: string): Stats | undefined {
 /** A few words and Node's code for an errno error (`permission denied (EACCES)`). */
 function why(e: unknown): string {
   const x = e as NodeJS.ErrnoException;
-  const words: Readonly<Record<string, string>> = { EACCES: 'permission denied', EPERM: 'operation not permitted', EROFS: 'read-only file system', ENOENT: 'not possible there', ENOSPC: 'no space left', ENOTDIR: 'a part of the path is not a folder', EISDIR: 'is a folder' };
+  const words: Readonly<Record<string, string>> = {
+    EACCES: 'permission denied',
+    EPERM: 'operation not permitted',
+    EROFS: 'read-only file system',
+    ENOENT: 'not possible there',
+    ENOSPC: 'no space left',
+    ENOTDIR: 'a part of the path is not a folder',
+    EISDIR: 'is a folder',
+  };
   return x.code === undefined ? x.message : `${words[x.code] ?? x.message} (${x.code})`;
 }
 
@@ -36,7 +44,10 @@ export function readInput(file: string, what: string, flag?: string): string {
     throw new CliError(`${label}: cannot read the ${what} file: ${why(e)}`, { hint: 'check its permissions' });
   }
   const r = utf8Text(buf);
-  if ('binaryAt' in r) throw new CliError(`${label}: not a ${what} file: binary data${r.binaryAt > 0 ? ` (a NUL byte at offset ${r.binaryAt})` : ' (not UTF-8 text)'}`, { hint: `give the ${what} YAML file` });
+  if ('binaryAt' in r)
+    throw new CliError(`${label}: not a ${what} file: binary data${r.binaryAt > 0 ? ` (a NUL byte at offset ${r.binaryAt})` : ' (not UTF-8 text)'}`, {
+      hint: `give the ${what} YAML file`,
+    });
   return buf.toString('utf8');
 }
 
@@ -76,7 +87,10 @@ export function prepareOutputDir(flag: string, dir: string): string {
     at = dirname(at);
     st = statOf(at);
   }
-  if (st !== undefined && !st.isDirectory()) throw new CliError(`${label}: ${at === path ? 'is a file, not a folder' : `${at} is a file, not a folder`}`, { hint: 'give a folder path; it is created if missing' });
+  if (st !== undefined && !st.isDirectory())
+    throw new CliError(`${label}: ${at === path ? 'is a file, not a folder' : `${at} is a file, not a folder`}`, {
+      hint: 'give a folder path; it is created if missing',
+    });
   for (const m of missing) {
     try {
       mkdirSync(m);

@@ -51,7 +51,14 @@ function inspectCharts(): DrawnChart[] {
       type: chart.config.type,
       labels: chart.data.datasets.map((d) => d.label),
       data: chart.data.datasets.map((d) => d.data),
-      drawn: chart.data.datasets.map((_, i) => chart.getDatasetMeta(i).data.filter((e) => Number.isFinite(e.x) && Number.isFinite(e.y) && e.x >= a.left - 1 && e.x <= a.right + 1 && e.y >= a.top - 1 && e.y <= a.bottom + 1).length),
+      drawn: chart.data.datasets.map(
+        (_, i) =>
+          chart
+            .getDatasetMeta(i)
+            .data.filter(
+              (e) => Number.isFinite(e.x) && Number.isFinite(e.y) && e.x >= a.left - 1 && e.x <= a.right + 1 && e.y >= a.top - 1 && e.y <= a.bottom + 1,
+            ).length,
+      ),
       inkedPixels: inked,
     };
   });
@@ -73,7 +80,24 @@ describe('bench reports in headless Chromium', () => {
     const json = join(tmp, 'fgd.json');
     const html = join(tmp, 'fgd.html');
     const policies = ['random', 'bestfit', 'fgd', 'sits'];
-    const r = await runBench(['fgd', '--nodes', simFixture('tiny_nodes.csv'), '--pods', simFixture('tiny_pods.csv'), '--workers', '0', '--no-timing', '--policies', policies.join(','), '--seeds', '42-44', '--json', json, '--html', html]);
+    const r = await runBench([
+      'fgd',
+      '--nodes',
+      simFixture('tiny_nodes.csv'),
+      '--pods',
+      simFixture('tiny_pods.csv'),
+      '--workers',
+      '0',
+      '--no-timing',
+      '--policies',
+      policies.join(','),
+      '--seeds',
+      '42-44',
+      '--json',
+      json,
+      '--html',
+      html,
+    ]);
     expect(r.error).toBeUndefined();
     const results = (JSON.parse(readFileSync(json, 'utf8')) as { results: { policy: string; unallocatedPct: Record<string, number | null> }[] }).results;
 
@@ -87,19 +111,38 @@ describe('bench reports in headless Chromium', () => {
     ]);
     for (const c of charts) {
       expect(c.labels.slice(0, policies.length), c.id).toEqual(c.id === 'bars' ? ['ours (median)'] : policies);
-      expect(c.drawn.every((n) => n > 0), `${c.id}: every dataset has points inside the plot area`).toBe(true);
+      expect(
+        c.drawn.every((n) => n > 0),
+        `${c.id}: every dataset has points inside the plot area`,
+      ).toBe(true);
       expect(c.inkedPixels, c.id).toBeGreaterThan(1000);
     }
     // The allocation chart carries the ideal diagonal; the bars are exactly the JSON's medians at 100 %.
     expect(charts[0]?.labels.at(-1)).toBe('ideal');
     expect(charts[1]?.data[0]).toEqual(results.map((x) => x.unallocatedPct['100']));
-    expect(table.map((row) => row.slice(0, 4))).toEqual(results.map((x) => [x.policy, ...['90', '95', '100'].map((k) => x.unallocatedPct[k]?.toFixed(2) ?? '–')]));
+    expect(table.map((row) => row.slice(0, 4))).toEqual(
+      results.map((x) => [x.policy, ...['90', '95', '100'].map((k) => x.unallocatedPct[k]?.toFixed(2) ?? '–')]),
+    );
   });
 
   it('replay: allocation and waiting pods over time, one line per policy', async () => {
     const json = join(tmp, 'replay.json');
     const html = join(tmp, 'replay.html');
-    const r = await runBench(['replay', '--trace', simFixture('tiny_pods.csv'), '--nodes', simFixture('tiny_nodes.csv'), '--compress', '20', '--policies', 'sits,fgd', '--json', json, '--html', html]);
+    const r = await runBench([
+      'replay',
+      '--trace',
+      simFixture('tiny_pods.csv'),
+      '--nodes',
+      simFixture('tiny_nodes.csv'),
+      '--compress',
+      '20',
+      '--policies',
+      'sits,fgd',
+      '--json',
+      json,
+      '--html',
+      html,
+    ]);
     expect(r.error).toBeUndefined();
     const results = (JSON.parse(readFileSync(json, 'utf8')) as { results: { policy: string; pods: number; placedPods: number }[] }).results;
 
@@ -110,7 +153,10 @@ describe('bench reports in headless Chromium', () => {
       ['wait', 'line', ['sits', 'fgd']],
     ]);
     for (const c of charts) {
-      expect(c.drawn.every((n) => n > 1), c.id).toBe(true);
+      expect(
+        c.drawn.every((n) => n > 1),
+        c.id,
+      ).toBe(true);
       expect(c.inkedPixels, c.id).toBeGreaterThan(1000);
     }
     expect(table.map((row) => row.slice(0, 3))).toEqual(results.map((x) => [x.policy, String(x.pods), String(x.placedPods)]));

@@ -32,11 +32,14 @@ interface Answer {
 
 function get(path: string, token?: string): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: HOST, port, path, ca: ca.cert, servername: 'localhost', agent: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
-      const fingerprint = (res.socket as unknown as { getPeerCertificate(): { fingerprint256: string } }).getPeerCertificate().fingerprint256;
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, fingerprint }));
-    });
+    const req = request(
+      { host: HOST, port, path, ca: ca.cert, servername: 'localhost', agent: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } },
+      (res) => {
+        const fingerprint = (res.socket as unknown as { getPeerCertificate(): { fingerprint256: string } }).getPeerCertificate().fingerprint256;
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, fingerprint }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -62,35 +65,53 @@ afterAll(async () => {
 });
 
 describe('sits run --tls-cert-file', () => {
-  it('serves a rotated pair to new connections, keeps the old one when the new pair is broken, and reviews only served paths', async () => {
-    const leaf = (): Promise<CertPair> => issue(ca, { commonName: 'localhost', dnsNames: ['localhost'], ips: [HOST], lifetimeMs: 3_600_000 });
-    const [first, second, third] = [await leaf(), await leaf(), await leaf()];
-    const certFile = join(tmp, 'tls.crt');
-    const keyFile = join(tmp, 'tls.key');
-    writeFileSync(certFile, first.cert);
-    writeFileSync(keyFile, first.key, { mode: 0o600 });
-    sits = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'run', `--kubeconfig=${plane.kubeconfigPath}`, '--no-leader-elect', '--identity=run-secure-e2e', `--metrics-port=${port}`, `--metrics-host=${HOST}`, `--tls-cert-file=${certFile}`, `--tls-private-key-file=${keyFile}`], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
-    sits.stderr?.setEncoding('utf8').on('data', (d: string) => sitsLog.push(d));
-    await waitFor('sits run serving its metrics', () => Promise.resolve(sitsLog.join('').includes('running (profile sits')), scaled(120_000));
+  it(
+    'serves a rotated pair to new connections, keeps the old one when the new pair is broken, and reviews only served paths',
+    async () => {
+      const leaf = (): Promise<CertPair> => issue(ca, { commonName: 'localhost', dnsNames: ['localhost'], ips: [HOST], lifetimeMs: 3_600_000 });
+      const [first, second, third] = [await leaf(), await leaf(), await leaf()];
+      const certFile = join(tmp, 'tls.crt');
+      const keyFile = join(tmp, 'tls.key');
+      writeFileSync(certFile, first.cert);
+      writeFileSync(keyFile, first.key, { mode: 0o600 });
+      sits = spawn(
+        process.execPath,
+        [
+          join(ROOT, 'bin/sits.mjs'),
+          'run',
+          `--kubeconfig=${plane.kubeconfigPath}`,
+          '--no-leader-elect',
+          '--identity=run-secure-e2e',
+          `--metrics-port=${port}`,
+          `--metrics-host=${HOST}`,
+          `--tls-cert-file=${certFile}`,
+          `--tls-private-key-file=${keyFile}`,
+        ],
+        { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      sits.stderr?.setEncoding('utf8').on('data', (d: string) => sitsLog.push(d));
+      await waitFor('sits run serving its metrics', () => Promise.resolve(sitsLog.join('').includes('running (profile sits')), scaled(120_000));
 
-    const a = await get('/metrics', plane.token);
-    expect(a).toEqual({ status: 200, fingerprint: fp(first) });
-    expect((await get('/metrics')).status).toBe(403); // anonymous: RBAC says no
-    expect((await get(`/made-up-${Date.now()}`, plane.token)).status).toBe(404);
+      const a = await get('/metrics', plane.token);
+      expect(a).toEqual({ status: 200, fingerprint: fp(first) });
+      expect((await get('/metrics')).status).toBe(403); // anonymous: RBAC says no
+      expect((await get(`/made-up-${Date.now()}`, plane.token)).status).toBe(404);
 
-    writeFileSync(certFile, second.cert);
-    writeFileSync(keyFile, second.key, { mode: 0o600 });
-    await waitFor('the rotated certificate', async () => (await get('/healthz')).fingerprint === fp(second), scaled(30_000), 250);
-    expect(sitsLog.join('')).toContain(`serving certificate reloaded from ${certFile}`);
+      writeFileSync(certFile, second.cert);
+      writeFileSync(keyFile, second.key, { mode: 0o600 });
+      await waitFor('the rotated certificate', async () => (await get('/healthz')).fingerprint === fp(second), scaled(30_000), 250);
+      expect(sitsLog.join('')).toContain(`serving certificate reloaded from ${certFile}`);
 
-    // A certificate without its key (the third cert, the second's key): logged, the second still served.
-    writeFileSync(certFile, third.cert);
-    await waitFor('the broken pair logged', () => Promise.resolve(sitsLog.join('').includes('still serving the previous certificate')), scaled(30_000), 250);
-    expect((await get('/metrics', plane.token)).fingerprint).toBe(fp(second));
-    expect(sits.exitCode).toBeNull();
+      // A certificate without its key (the third cert, the second's key): logged, the second still served.
+      writeFileSync(certFile, third.cert);
+      await waitFor('the broken pair logged', () => Promise.resolve(sitsLog.join('').includes('still serving the previous certificate')), scaled(30_000), 250);
+      expect((await get('/metrics', plane.token)).fingerprint).toBe(fp(second));
+      expect(sits.exitCode).toBeNull();
 
-    // Its key arrives: the third pair is served.
-    writeFileSync(keyFile, third.key, { mode: 0o600 });
-    await waitFor('the third certificate', async () => (await get('/healthz')).fingerprint === fp(third), scaled(30_000), 250);
-  }, scaled(300_000));
+      // Its key arrives: the third pair is served.
+      writeFileSync(keyFile, third.key, { mode: 0o600 });
+      await waitFor('the third certificate', async () => (await get('/healthz')).fingerprint === fp(third), scaled(30_000), 250);
+    },
+    scaled(300_000),
+  );
 });

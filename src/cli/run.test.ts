@@ -10,7 +10,10 @@ describe('sits run --config (several profiles, ADR 0076)', () => {
 
   it('a wrong file stops it before it connects, naming file:line:column and field; exit 2', async () => {
     const file = join(dir, 'sched.yaml');
-    writeFileSync(file, 'apiVersion: ai.sits2026.dev/v1\nkind: SchedulerConfiguration\nprofiles:\n  - schedulerName: a\n    profile: fastest\n  - schedulerName: a\n');
+    writeFileSync(
+      file,
+      'apiVersion: ai.sits2026.dev/v1\nkind: SchedulerConfiguration\nprofiles:\n  - schedulerName: a\n    profile: fastest\n  - schedulerName: a\n',
+    );
     const r = await runSits(['run', '--config', file, '--kubeconfig', join(dir, 'none.yaml')]);
     expect(r.code).toBe(2);
     expect(r.err).toContain(`${file}:5:14: profiles[0].profile: unknown profile "fastest"`);
@@ -37,7 +40,7 @@ describe('sits run --batch-claims-dir', () => {
     expect(missing.err).toContain('--batch-claims-dir: ');
     expect(missing.err).toContain('is not a folder');
   });
-  it('takes the batch workers\' plugin limits only with it, and names a bad field; exit 2 before it connects', async () => {
+  it("takes the batch workers' plugin limits only with it, and names a bad field; exit 2 before it connects", async () => {
     const alone = await runSits(['run', '--controllers', '--batch-plugin-limits', '{"callTimeoutMs":5000}']);
     expect(alone.code).toBe(2);
     expect(alone.err).toContain('--batch-plugin-limits is for the batch workers: give --batch-claims-dir too');

@@ -58,7 +58,13 @@ describe('serving certificate files', () => {
     const logs: string[] = [];
     server = await startSecureServer({ port: 0, host: '127.0.0.1', tls: first, authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL, handler: (_q, res) => res.end('ok') });
     const s = server;
-    stop = reloadServingCert({ tlsCertFile: certFile, tlsPrivateKeyFile: keyFile }, true, (p) => s.setTls(p), (m) => logs.push(m), 50);
+    stop = reloadServingCert(
+      { tlsCertFile: certFile, tlsPrivateKeyFile: keyFile },
+      true,
+      (p) => s.setTls(p),
+      (m) => logs.push(m),
+      50,
+    );
     expect(await servedFingerprint(s.url, ca.cert)).toBe(fp(first.cert));
 
     writeFileSync(certFile, second.cert);

@@ -47,7 +47,8 @@ export const API_AUDIENCES_HELP =
 export function parseAudiences(v: string | undefined): readonly string[] | undefined {
   if (v === undefined) return undefined;
   const list = v.split(',').map((a) => a.trim());
-  if (list.some((a) => a === '' || /\s/.test(a))) throw new CliError(`--api-audiences: want comma-separated audiences without spaces or empty entries, got "${v}"`);
+  if (list.some((a) => a === '' || /\s/.test(a)))
+    throw new CliError(`--api-audiences: want comma-separated audiences without spaces or empty entries, got "${v}"`);
   return list;
 }
 
@@ -62,19 +63,34 @@ export function readFlagFile(flag: string, path: string): string {
 /** The serving certificate (none with --insecure-localhost) and the client CA, or a CliError for bad flags. */
 export function servingTls(o: ServingFlags): { readonly tls?: CertPair; readonly clientCa?: string } {
   if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
-  if (o.insecureLocalhost !== true && o.tlsCertFile === undefined) throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
-  const tls = o.insecureLocalhost === true || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined ? undefined : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
+  if (o.insecureLocalhost !== true && o.tlsCertFile === undefined)
+    throw new CliError('--tls-cert-file and --tls-private-key-file are needed (or --insecure-localhost for local development)');
+  const tls =
+    o.insecureLocalhost === true || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined
+      ? undefined
+      : { cert: readFlagFile('--tls-cert-file', o.tlsCertFile), key: readFlagFile('--tls-private-key-file', o.tlsPrivateKeyFile) };
   const clientCa = o.clientCaFile === undefined ? undefined : readFlagFile('--client-ca-file', o.clientCaFile);
   return { ...(tls === undefined ? {} : { tls }), ...(clientCa === undefined ? {} : { clientCa }) };
 }
 
 /** A renewed certificate (cert-manager, a mounted Secret) is served from the next handshake on; returns the stop. */
-export function reloadServingCert(o: ServingFlags, served: boolean, setTls: (p: CertPair) => void, log: (m: string) => void, intervalMs = 5000): (() => void) | undefined {
+export function reloadServingCert(
+  o: ServingFlags,
+  served: boolean,
+  setTls: (p: CertPair) => void,
+  log: (m: string) => void,
+  intervalMs = 5000,
+): (() => void) | undefined {
   if (!served || o.tlsCertFile === undefined || o.tlsPrivateKeyFile === undefined) return undefined;
   const certFile = o.tlsCertFile;
   // setTls throws on a pair that does not load (bad PEM, key of another certificate): logged, the old pair kept.
-  return watchCertFiles({ certFile, keyFile: o.tlsPrivateKeyFile }, intervalMs, (p) => {
-    setTls(p);
-    log(`serving certificate reloaded from ${certFile}`);
-  }, log);
+  return watchCertFiles(
+    { certFile, keyFile: o.tlsPrivateKeyFile },
+    intervalMs,
+    (p) => {
+      setTls(p);
+      log(`serving certificate reloaded from ${certFile}`);
+    },
+    log,
+  );
 }

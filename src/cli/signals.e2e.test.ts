@@ -25,13 +25,22 @@ describe('a signal during start-up', () => {
     await new Promise<void>((resolve) => mute.listen(0, '127.0.0.1', resolve));
     const port = (mute.address() as { port: number }).port;
     const kubeconfig = join(tmp, 'kubeconfig');
-    writeFileSync(kubeconfig, `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n`);
-    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'controllers', `--kubeconfig=${kubeconfig}`, '--no-leader-elect', '--health-port=0'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    writeFileSync(
+      kubeconfig,
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:${port}", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n`,
+    );
+    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'controllers', `--kubeconfig=${kubeconfig}`, '--no-leader-elect', '--health-port=0'], {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, signal) => resolve(code ?? signal)));
     try {
-      await Promise.race([firstConnection, exited.then((e) => Promise.reject(new Error(`sits controllers ended (${String(e)}) before calling its apiserver:\n${stderr}`)))]);
+      await Promise.race([
+        firstConnection,
+        exited.then((e) => Promise.reject(new Error(`sits controllers ended (${String(e)}) before calling its apiserver:\n${stderr}`))),
+      ]);
       child.kill('SIGTERM');
       const early = await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('still running'), 1_000))]);
       expect(early, `after the first SIGTERM, during start-up; stderr:\n${stderr}`).toBe('still running');

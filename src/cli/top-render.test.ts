@@ -19,10 +19,31 @@ const strip = (s: string): string => s.replace(new RegExp(`${ESC}\\[[0-9;]*m`, '
 function node(name: string, shape: string, location: Partial<NodeLocation> = {}): NodeSpec {
   const s = NODE_SHAPES[shape];
   if (s === undefined) throw new Error(`no preset ${shape}`);
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z0', block: 'b0', rack: 'r0', ...location }, labels: {}, taints: [], unschedulable: false };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z0', block: 'b0', rack: 'r0', ...location },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  };
 }
 
-const alloc = (podId: string, n: string, gpus: readonly number[], gpuMilli = 1000, extra: Partial<Allocation> = {}): Allocation => ({ podId, node: n, gpus, gpuMilli, cpuMilli: 1000, memoryMiB: 1024, priority: 0, queue: 'team-a', ...extra });
+const alloc = (podId: string, n: string, gpus: readonly number[], gpuMilli = 1000, extra: Partial<Allocation> = {}): Allocation => ({
+  podId,
+  node: n,
+  gpus,
+  gpuMilli,
+  cpuMilli: 1000,
+  memoryMiB: 1024,
+  priority: 0,
+  queue: 'team-a',
+  ...extra,
+});
 
 function view(): ClusterView {
   const s = new ClusterState([node('n-a', 'nvlink-2x4'), node('n-b', 'nvlink-2x4'), node('n-c', 'l4x8', { rack: 'r1' })]);
@@ -36,7 +57,19 @@ function view(): ClusterView {
     atMs: 600_000,
     state: s,
     queues: new Map([['team-a', makeQueue('team-a', { cohort: 'all', weight: 2, nominal: { gpuMilli: 16_000, cpuMilli: Infinity, memoryMiB: Infinity } })]]),
-    pending: [{ id: 'gang:ns/big', queue: 'team-a', priority: 0, pods: 4, gpuMilli: 32_000, arrivalMs: 0, explanation: '0/3 nodes fit gang ns/big (4×8 GPU): 3 with fewer free GPUs than the 8 requested', queueReason: 'capacity', etaMs: 4_200_000 }],
+    pending: [
+      {
+        id: 'gang:ns/big',
+        queue: 'team-a',
+        priority: 0,
+        pods: 4,
+        gpuMilli: 32_000,
+        arrivalMs: 0,
+        explanation: '0/3 nodes fit gang ns/big (4×8 GPU): 3 with fewer free GPUs than the 8 requested',
+        queueReason: 'capacity',
+        etaMs: 4_200_000,
+      },
+    ],
   });
 }
 
@@ -74,7 +107,9 @@ describe('renderTop', () => {
 
   it('reads durations as kubectl does and refuses a body that is not a cluster view', () => {
     expect([45_000, 12 * 60_000, 3 * 3_600_000 + 5 * 60_000, 50 * 3_600_000].map(shortDuration)).toEqual(['45s', '12m', '3h05m', '2d2h']);
-    expect(() => asClusterView({ version: 2 }, 'https://x/api/v1/cluster')).toThrow('https://x/api/v1/cluster: cluster view version 2; this sits top reads version 1');
+    expect(() => asClusterView({ version: 2 }, 'https://x/api/v1/cluster')).toThrow(
+      'https://x/api/v1/cluster: cluster view version 2; this sits top reads version 1',
+    );
     expect(() => asClusterView({ version: 1, nodes: {} }, 'u')).toThrow('u: cluster view field "nodes" is not a list');
     expect(asClusterView(JSON.parse(JSON.stringify(view())), 'u').totals.nodes).toBe(3);
   });

@@ -32,7 +32,23 @@ const ISLAND_GAP = '╎';
 function columns(head: readonly string[], rows: readonly (readonly string[])[], align: readonly ('left' | 'right')[]): string {
   const t = new Table({
     head: [...head],
-    chars: { top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '', left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '  ' },
+    chars: {
+      top: '',
+      'top-mid': '',
+      'top-left': '',
+      'top-right': '',
+      bottom: '',
+      'bottom-mid': '',
+      'bottom-left': '',
+      'bottom-right': '',
+      left: '',
+      'left-mid': '',
+      mid: '',
+      'mid-mid': '',
+      right: '',
+      'right-mid': '',
+      middle: '  ',
+    },
     style: { head: [], border: [], 'padding-left': 0, 'padding-right': 0, compact: true },
     colAligns: [...align],
   });
@@ -157,9 +173,19 @@ export function renderQueues(queues: readonly QueueView[]): string {
   if (queues.length === 0) return 'No queues.';
   return (
     columns(
-    ['QUEUE', 'COHORT', 'WEIGHT', 'NOMINAL', 'USED', 'BORROWED', 'FAIR SHARE', 'PENDING', 'RUNNING'],
-    queues.map((q) => [`${q.name}${q.defined ? '' : '*'}`, q.cohort ?? '-', String(q.weight), gpusOrUnlimited(q.nominalGpuMilli), gpus(q.usedGpuMilli), gpus(q.borrowedGpuMilli), gpus(q.fairShareGpuMilli), `${q.pendingJobs} (${gpus(q.pendingGpuMilli)})`, String(q.runningJobs)]),
-    ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+      ['QUEUE', 'COHORT', 'WEIGHT', 'NOMINAL', 'USED', 'BORROWED', 'FAIR SHARE', 'PENDING', 'RUNNING'],
+      queues.map((q) => [
+        `${q.name}${q.defined ? '' : '*'}`,
+        q.cohort ?? '-',
+        String(q.weight),
+        gpusOrUnlimited(q.nominalGpuMilli),
+        gpus(q.usedGpuMilli),
+        gpus(q.borrowedGpuMilli),
+        gpus(q.fairShareGpuMilli),
+        `${q.pendingJobs} (${gpus(q.pendingGpuMilli)})`,
+        String(q.runningJobs),
+      ]),
+      ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
     ) + (queues.some((q) => !q.defined) ? '\n* no Queue object: the default queue of a queue label (no quota)' : '')
   );
 }
@@ -170,9 +196,22 @@ function fit(s: string, w: number): string {
 
 export function renderPending(pending: readonly PendingJobView[], nowMs: number, width: number, max: number): string {
   if (pending.length === 0) return 'No pending jobs.';
-  const rows = pending.slice(0, max).map((p) => [p.id, p.queue, String(p.pods), gpus(p.gpuMilli), shortDuration(nowMs - p.arrivalMs), p.queueReason ?? '-', etaCell(p.etaMs, nowMs), p.explanation]);
+  const rows = pending
+    .slice(0, max)
+    .map((p) => [
+      p.id,
+      p.queue,
+      String(p.pods),
+      gpus(p.gpuMilli),
+      shortDuration(nowMs - p.arrivalMs),
+      p.queueReason ?? '-',
+      etaCell(p.etaMs, nowMs),
+      p.explanation,
+    ]);
   // The explanation takes what the other columns leave of the width.
-  const widths = [0, 1, 2, 3, 4, 5, 6].map((i) => Math.max(['JOB', 'QUEUE', 'PODS', 'GPUS', 'WAITING', 'REASON', 'ETA'][i]?.length ?? 0, ...rows.map((r) => (r[i] ?? '').length)));
+  const widths = [0, 1, 2, 3, 4, 5, 6].map((i) =>
+    Math.max(['JOB', 'QUEUE', 'PODS', 'GPUS', 'WAITING', 'REASON', 'ETA'][i]?.length ?? 0, ...rows.map((r) => (r[i] ?? '').length)),
+  );
   const room = Math.max(20, width - widths.reduce((a, b) => a + b + 2, 0));
   const out = columns(
     ['JOB', 'QUEUE', 'PODS', 'GPUS', 'WAITING', 'REASON', 'ETA', 'EXPLANATION'],
@@ -186,7 +225,17 @@ export function renderRunning(view: ClusterView, nowMs: number, max: number): st
   if (view.running.length === 0) return 'No running jobs.';
   const out = columns(
     ['JOB', 'QUEUE', 'PODS', 'GPUS', 'NODES', 'SPAN', 'AGE'],
-    view.running.slice(0, max).map((r) => [r.id, r.queue, String(r.pods), gpus(r.gpuMilli), String(r.nodes.length), r.span, r.startMs === undefined ? '-' : shortDuration(nowMs - r.startMs)]),
+    view.running
+      .slice(0, max)
+      .map((r) => [
+        r.id,
+        r.queue,
+        String(r.pods),
+        gpus(r.gpuMilli),
+        String(r.nodes.length),
+        r.span,
+        r.startMs === undefined ? '-' : shortDuration(nowMs - r.startMs),
+      ]),
     ['left', 'left', 'right', 'right', 'right', 'left', 'right'],
   );
   return view.running.length > max ? `${out}\n… ${view.running.length - max} more running` : out;
@@ -199,7 +248,9 @@ export function renderTop(view: ClusterView, o: TopRenderOptions): string {
   const t = view.totals;
   const parts: string[] = [];
   if (o.section === 'all') {
-    parts.push(`${view.source === 'sim' ? 'simulated cluster' : 'cluster'}: ${t.nodes} nodes, ${t.gpus} GPUs (${t.healthyGpus} healthy), ${pct(t.usedGpuMilli, t.healthyGpus * 1000)} allocated, ${t.runningJobs} running, ${t.pendingJobs} pending`);
+    parts.push(
+      `${view.source === 'sim' ? 'simulated cluster' : 'cluster'}: ${t.nodes} nodes, ${t.gpus} GPUs (${t.healthyGpus} healthy), ${pct(t.usedGpuMilli, t.healthyGpus * 1000)} allocated, ${t.runningJobs} running, ${t.pendingJobs} pending`,
+    );
   }
   if (o.section === 'all' || o.section === 'nodes') parts.push(renderHeatmap(view, o));
   if (o.section === 'all' || o.section === 'queues') parts.push(renderQueues(view.queues));

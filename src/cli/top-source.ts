@@ -33,8 +33,10 @@ export interface LiveSourceOptions {
 export function asClusterView(body: unknown, from: string): ClusterView {
   const v = body as Partial<ClusterView> | null;
   if (v === null || typeof v !== 'object') throw new CliError(`${from}: not a cluster view (expected a JSON object)`);
-  if (v.version !== CLUSTER_VIEW_VERSION) throw new CliError(`${from}: cluster view version ${String(v.version)}; this sits top reads version ${CLUSTER_VIEW_VERSION}`);
-  for (const k of ['nodes', 'queues', 'pending', 'running'] as const) if (!Array.isArray(v[k])) throw new CliError(`${from}: cluster view field "${k}" is not a list`);
+  if (v.version !== CLUSTER_VIEW_VERSION)
+    throw new CliError(`${from}: cluster view version ${String(v.version)}; this sits top reads version ${CLUSTER_VIEW_VERSION}`);
+  for (const k of ['nodes', 'queues', 'pending', 'running'] as const)
+    if (!Array.isArray(v[k])) throw new CliError(`${from}: cluster view field "${k}" is not a list`);
   if (v.totals === undefined || typeof v.totals !== 'object') throw new CliError(`${from}: cluster view has no "totals"`);
   return v as ClusterView;
 }
@@ -93,13 +95,17 @@ export async function fetchLiveView(o: LiveSourceOptions): Promise<ClusterView> 
   }).catch((e: unknown) => {
     const err = e as NodeJS.ErrnoException;
     const tls = /certificate|self[- ]signed|CERT|UNABLE_TO_VERIFY/i.test(`${err.code ?? ''} ${err.message}`);
-    const hint = tls ? ' (the scheduler serves a certificate this machine does not trust: pass --certificate-authority <the CA or the --tls-cert-file of sits run>, or --insecure-skip-tls-verify)' : '';
+    const hint = tls
+      ? ' (the scheduler serves a certificate this machine does not trust: pass --certificate-authority <the CA or the --tls-cert-file of sits run>, or --insecure-skip-tls-verify)'
+      : '';
     const sys = systemErrorLine(e);
-    if (sys?.network === true) throw new CliError(`${url.href}: ${sys.why}`, { hint: 'is sits run up? --server is its metrics address', exitCode: EXIT.runtime });
+    if (sys?.network === true)
+      throw new CliError(`${url.href}: ${sys.why}`, { hint: 'is sits run up? --server is its metrics address', exitCode: EXIT.runtime });
     throw new CliError(`${url.href}: ${err.message}${hint}`, { exitCode: EXIT.runtime });
   });
   if (status === 401) throw new CliError(`${url.href}: 401 Unauthorized (the scheduler could not authenticate you: check the kubeconfig user or pass --token)`);
-  if (status === 403) throw new CliError(`${url.href}: 403 Forbidden (${body.trim() || 'RBAC'}: the user needs "get" on the non-resource URL ${DASHBOARD_PATHS.view})`);
+  if (status === 403)
+    throw new CliError(`${url.href}: 403 Forbidden (${body.trim() || 'RBAC'}: the user needs "get" on the non-resource URL ${DASHBOARD_PATHS.view})`);
   if (status === 503) throw new CliError(`${url.href}: 503 ${body.trim() || 'not ready'} (the scheduler is still starting)`);
   if (status !== 200) throw new CliError(`${url.href}: HTTP ${status}${body.trim() === '' ? '' : `: ${body.trim().slice(0, 200)}`}`);
   let parsed: unknown;
@@ -130,7 +136,13 @@ export function simView(o: SimSourceOptions): ClusterView {
  */
 export function simSource(o: SimSourceOptions): (laterMs: number) => ClusterView {
   const nodes = demoCluster();
-  const feed = new SimFeed({ nodes, jobs: demoFeedJobs(o.seed, o.hours, o.load), queues: demoQueues(nodes.reduce((s, n) => s + n.gpus.length, 0)), seed: o.seed, etaEveryMs: 5 * 60_000 });
+  const feed = new SimFeed({
+    nodes,
+    jobs: demoFeedJobs(o.seed, o.hours, o.load),
+    queues: demoQueues(nodes.reduce((s, n) => s + n.gpus.length, 0)),
+    seed: o.seed,
+    etaEveryMs: 5 * 60_000,
+  });
   let seq = 0;
   return (laterMs) => {
     feed.advanceTo(o.atMinutes * 60_000 + laterMs);

@@ -35,7 +35,25 @@ beforeAll(async () => {
   writeFileSync(join(dir, 'tls.key'), serving.key);
   const [port] = (await freePorts(1)) as [number];
   server = `https://127.0.0.1:${port}`;
-  sits = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'run', '--kubeconfig', cluster.kubeconfigPath, '--no-leader-elect', '--metrics-port', String(port), '--metrics-host', '0.0.0.0', '--tls-cert-file', join(dir, 'tls.crt'), '--tls-private-key-file', join(dir, 'tls.key')], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  sits = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'bin/sits.mjs'),
+      'run',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--no-leader-elect',
+      '--metrics-port',
+      String(port),
+      '--metrics-host',
+      '0.0.0.0',
+      '--tls-cert-file',
+      join(dir, 'tls.crt'),
+      '--tls-private-key-file',
+      join(dir, 'tls.key'),
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   sits.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   await waitFor('sits run started', async () => stderr.includes('running (profile'), 60_000);
 });
@@ -60,23 +78,46 @@ describe('sits top against sits run on the dev cluster', () => {
   it('shows the heatmap, queues and a pending job in a terminal, and -o json is the dashboard view', async () => {
     const client = cluster.client;
     await createNs(client, 'top');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/top/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'train', namespace: 'top' }, spec: { minMember: 2 } });
-    await createPods(client, [testPod('top', 'solo', { gpus: 1 }), ...[0, 1].map((i) => testPod('top', `train-${i}`, { gpus: 4, group: 'train' })), testPod('top', 'too-big', { gpus: 5 })]);
-    await waitFor('three pods bound, the fourth told why it waits', async () => {
-      const pods = await listPods(client, 'top');
-      const bound = pods.filter((p) => p.spec?.nodeName !== undefined).length;
-      const told = pods.find((p) => p.metadata?.name === 'too-big')?.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && (c.message ?? '') !== '');
-      return bound === 3 && told === true;
-    }, 90_000);
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/top/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'train', namespace: 'top' },
+      spec: { minMember: 2 },
+    });
+    await createPods(client, [
+      testPod('top', 'solo', { gpus: 1 }),
+      ...[0, 1].map((i) => testPod('top', `train-${i}`, { gpus: 4, group: 'train' })),
+      testPod('top', 'too-big', { gpus: 5 }),
+    ]);
+    await waitFor(
+      'three pods bound, the fourth told why it waits',
+      async () => {
+        const pods = await listPods(client, 'top');
+        const bound = pods.filter((p) => p.spec?.nodeName !== undefined).length;
+        const told = pods
+          .find((p) => p.metadata?.name === 'too-big')
+          ?.status?.conditions?.some((c) => c.type === 'PodScheduled' && c.status === 'False' && (c.message ?? '') !== '');
+        return bound === 3 && told === true;
+      },
+      90_000,
+    );
 
     // -o json: the view, parsed back; it agrees with the apiserver's bindings.
-    const view = await waitFor('the view shows 9 GPUs allocated', async () => {
-      const r = await runSits(['top', '-o', 'json', ...auth()]);
-      if (r.code !== 0) throw new Error(r.err);
-      const v = JSON.parse(r.out) as ClusterView;
-      return v.totals.usedGpuMilli === 9000 && v.pending.some((p) => p.id === 'top/too-big' && p.explanation.includes('nodes fit')) ? v : undefined;
-    }, 60_000);
-    expect(view).toMatchObject({ version: 1, source: 'live', totals: { nodes: 4, gpus: 16, healthyGpus: 16, usedGpuMilli: 9000, runningJobs: 2, pendingJobs: 1 } });
+    const view = await waitFor(
+      'the view shows 9 GPUs allocated',
+      async () => {
+        const r = await runSits(['top', '-o', 'json', ...auth()]);
+        if (r.code !== 0) throw new Error(r.err);
+        const v = JSON.parse(r.out) as ClusterView;
+        return v.totals.usedGpuMilli === 9000 && v.pending.some((p) => p.id === 'top/too-big' && p.explanation.includes('nodes fit')) ? v : undefined;
+      },
+      60_000,
+    );
+    expect(view).toMatchObject({
+      version: 1,
+      source: 'live',
+      totals: { nodes: 4, gpus: 16, healthyGpus: 16, usedGpuMilli: 9000, runningJobs: 2, pendingJobs: 1 },
+    });
     const pods = await listPods(client, 'top');
     for (const p of pods.filter((x) => x.spec?.nodeName !== undefined)) {
       const node = view.nodes.find((n) => n.name === p.spec?.nodeName);

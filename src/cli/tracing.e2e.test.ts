@@ -21,11 +21,26 @@ let stderr = '';
 beforeAll(async () => {
   collector = await startOtelCollector();
   cluster = await startDevCluster({ nodes: 4, shape: 'a800x4', withScheduler: false, controllers: false });
-  sits = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'run', '--kubeconfig', cluster.kubeconfigPath, '--no-leader-elect', '--metrics-port', '0', '--controllers', '--identity', 'sits-traced'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_SERVICE_NAME: 'sits-e2e' },
-  });
+  sits = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'bin/sits.mjs'),
+      'run',
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+      '--no-leader-elect',
+      '--metrics-port',
+      '0',
+      '--controllers',
+      '--identity',
+      'sits-traced',
+    ],
+    {
+      cwd: ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+      env: { ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: collector.endpoint, OTEL_SERVICE_NAME: 'sits-e2e' },
+    },
+  );
   sits.stderr?.setEncoding('utf8').on('data', (d: string) => (stderr += d));
   await waitFor('sits run started', async () => stderr.includes('running (profile'), 60_000);
 });
@@ -49,18 +64,31 @@ describe('sits run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
   it('sends cycle, attempt and reconcile spans to a real collector; log lines carry their trace ids', async () => {
     const client = cluster.client;
     await createNs(client, 'traced');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/traced/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'train', namespace: 'traced' }, spec: { minMember: 2 } });
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/traced/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'train', namespace: 'traced' },
+      spec: { minMember: 2 },
+    });
     await createPods(client, [testPod('traced', 'solo', { gpus: 1 }), ...[0, 1].map((i) => testPod('traced', `train-${i}`, { gpus: 4, group: 'train' }))]);
     await client.post('/apis/ai.sits2026.dev/v1/namespaces/traced/trainingjobs', {
       apiVersion: 'ai.sits2026.dev/v1',
       kind: 'TrainingJob',
       metadata: { name: 'tj' },
-      spec: { container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] }, replicas: 2, resources: { 'nvidia.com/gpu': 1 } },
+      spec: {
+        container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+        replicas: 2,
+        resources: { 'nvidia.com/gpu': 1 },
+      },
     });
-    await waitFor('all pods bound', async () => {
-      const pods = await listPods(client, 'traced');
-      return pods.length >= 5 && pods.every((p) => p.spec?.nodeName !== undefined);
-    }, 90_000);
+    await waitFor(
+      'all pods bound',
+      async () => {
+        const pods = await listPods(client, 'traced');
+        return pods.length >= 5 && pods.every((p) => p.spec?.nodeName !== undefined);
+      },
+      90_000,
+    );
     // A cycle the scheduler logs, then the stop: SIGTERM flushes the batch of spans.
     await waitFor('cycle log lines', async () => /cycle: started .*gang:traced\/train/.test(stderr), 30_000);
     sits.kill('SIGTERM');
@@ -68,10 +96,14 @@ describe('sits run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(stderr).toContain('traces over OTLP');
     expect(stderr).not.toMatch(/tracing: /); // no export failure reported by the SDK
 
-    const spans = await waitFor('spans at the collector', async () => {
-      const s = collector.spans();
-      return s.some((x) => x.name === 'sits.reconcile') && s.some((x) => x.attributes['sits.gang'] === 'traced/train') ? s : undefined;
-    }, 30_000);
+    const spans = await waitFor(
+      'spans at the collector',
+      async () => {
+        const s = collector.spans();
+        return s.some((x) => x.name === 'sits.reconcile') && s.some((x) => x.attributes['sits.gang'] === 'traced/train') ? s : undefined;
+      },
+      30_000,
+    );
     const byId = new Map(spans.map((s) => [s.spanId, s]));
     const parentOf = (s: CollectedSpan): CollectedSpan | undefined => byId.get(s.parentSpanId);
     expect(new Set(spans.map((s) => s.resource['service.name']))).toEqual(new Set(['sits-e2e']));
@@ -91,7 +123,13 @@ describe('sits run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
 
     // The PodGroup gang: placed whole, one attempt span naming its members.
     const gang = spans.find((s) => s.name === 'sits.attempt' && s.attributes['sits.gang'] === 'traced/train' && s.attributes['sits.result'] === 'scheduled');
-    expect(gang?.attributes).toMatchObject({ 'sits.job.kind': 'gang', 'sits.job.id': 'gang:traced/train', 'sits.gang.members': 2, 'sits.gang.min_member': 2, 'sits.placed': 2 });
+    expect(gang?.attributes).toMatchObject({
+      'sits.job.kind': 'gang',
+      'sits.job.id': 'gang:traced/train',
+      'sits.gang.members': 2,
+      'sits.gang.min_member': 2,
+      'sits.placed': 2,
+    });
     expect(gang?.attributes['sits.pods']).toEqual(['traced/train-0', 'traced/train-1']);
     expect(typeof gang?.attributes['sits.topology.level']).toBe('string');
     expect(parentOf(gang as CollectedSpan)?.name).toBe('sits.cycle');
@@ -104,10 +142,14 @@ describe('sits run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
       expect(r.attributes).toMatchObject({ 'sits.controller': 'TrainingJob', 'k8s.namespace.name': 'traced' });
       expect(['ok', 'error', 'conflict', 'gone']).toContain(r.attributes['sits.result']);
     }
-    const creates = spans.filter((s) => s.name === 'sits.action' && s.attributes['sits.op'] === 'create' && reconciles.some((r) => r.spanId === s.parentSpanId));
+    const creates = spans.filter(
+      (s) => s.name === 'sits.action' && s.attributes['sits.op'] === 'create' && reconciles.some((r) => r.spanId === s.parentSpanId),
+    );
     expect(new Set(creates.map((s) => s.attributes['sits.kind']))).toContain('Pod');
     for (const c of creates) expect(c.traceId).toBe(parentOf(c)?.traceId);
-    const tjAttempt = spans.find((s) => s.name === 'sits.attempt' && s.attributes['sits.result'] === 'scheduled' && String(s.attributes['sits.gang'] ?? '').startsWith('traced/tj'));
+    const tjAttempt = spans.find(
+      (s) => s.name === 'sits.attempt' && s.attributes['sits.result'] === 'scheduled' && String(s.attributes['sits.gang'] ?? '').startsWith('traced/tj'),
+    );
     expect(tjAttempt, JSON.stringify(spans.filter((s) => s.name === 'sits.attempt').map((s) => s.attributes))).toBeDefined();
 
     // Log lines carry the ids of the span they were written in: the cycle that started the gang, the reconcile

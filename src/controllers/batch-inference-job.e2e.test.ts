@@ -42,7 +42,8 @@ describe('BatchInferenceJob on real engines', () => {
   });
 
   const writeInput = (file: string, n: number, prefix: string): string[] => kit.writeInput(file, n, prefix);
-  const createJob = (name: string, input: string, workers: number, spec?: Record<string, unknown>): Promise<unknown> => kit.createJob(name, input, workers, spec);
+  const createJob = (name: string, input: string, workers: number, spec?: Record<string, unknown>): Promise<unknown> =>
+    kit.createJob(name, input, workers, spec);
   const workerPods = (name: string): Promise<V1Pod[]> => kit.workerPods(name);
   const finished = (name: string, timeoutMs: number): Promise<BatchInferenceJob> => kit.finished(name, timeoutMs);
   const outputOf = (name: string): { ids: string[]; lines: OutputLine[] } => kit.outputOf(name);
@@ -51,13 +52,19 @@ describe('BatchInferenceJob on real engines', () => {
   it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
     const ids = [...writeInput('plain.jsonl', 2000, 'p'), 'p-long'];
     // One request whose prompt no engine context here holds: the workers' tokenise stage refuses it (ADR 0167).
-    appendFileSync(join(root, 'data', 'in', 'plain.jsonl'), `${JSON.stringify({ custom_id: 'p-long', method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'count '.repeat(40_000) }], max_tokens: 2 } })}\n`);
+    appendFileSync(
+      join(root, 'data', 'in', 'plain.jsonl'),
+      `${JSON.stringify({ custom_id: 'p-long', method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'count '.repeat(40_000) }], max_tokens: 2 } })}\n`,
+    );
     // The job measured on the apiserver's own metrics, as `sits bench batch --control-plane` does (ADR 0158).
     const m = await runMeasuredJob(kit, { name: 'plain', input: 'plain.jsonl', workers: 2, timeoutMs: 300_000 });
     const { pods, job: j } = m;
     logs.push(`plain: ${m.elapsedMs} ms`);
     expect(pods.every((p) => p.spec?.schedulerName === 'sits-scheduler')).toBe(true);
-    expect(pods.map((p) => p.spec?.containers.map((c) => c.name))).toEqual([['server', 'batch-worker'], ['server', 'batch-worker']]);
+    expect(pods.map((p) => p.spec?.containers.map((c) => c.name))).toEqual([
+      ['server', 'batch-worker'],
+      ['server', 'batch-worker'],
+    ]);
     expect(j.status?.phase).toBe('Succeeded');
     expect(j.status?.progress).toMatchObject({ recordsTotal: 2001, recordsProcessed: 2001, recordsFailed: 1, percent: 100 });
     expect(j.status?.progress?.tokensProcessed).toBeGreaterThan(2000);
@@ -68,13 +75,20 @@ describe('BatchInferenceJob on real engines', () => {
     expect(out.ids).toEqual(ids);
     const answered = out.lines.filter((l) => l.custom_id !== 'p-long');
     expect(answered.every((l) => l.error === null && l.response?.status_code === 200 && (l.response.body.choices?.length ?? 0) === 1)).toBe(true);
-    expect(out.lines.find((l) => l.custom_id === 'p-long')?.error).toMatchObject({ code: 'context_length_exceeded', message: expect.stringMatching(/^the prompt has \d+ tokens and max_tokens is 2; the engine's context holds \d+$/) as unknown });
+    expect(out.lines.find((l) => l.custom_id === 'p-long')?.error).toMatchObject({
+      code: 'context_length_exceeded',
+      message: expect.stringMatching(/^the prompt has \d+ tokens and max_tokens is 2; the engine's context holds \d+$/) as unknown,
+    });
     expect(manifestOf('plain').state).toBe('complete');
     // The workers' stage pipeline (ADR 0167): tokenise (CPU, the engine's tokenizer) → infer (the GPU engine) →
     // postprocess (CPU), every record through each, queues within their bounds; the counted prompt tokens are the
     // engine's own (at least what its answers report: a record cut by the breaker may be counted twice).
     const st = j.status?.stages ?? [];
-    expect(st.map((x) => [x.name, x.device])).toEqual([['tokenise', 'cpu'], ['infer', 'gpu'], ['postprocess', 'cpu']]);
+    expect(st.map((x) => [x.name, x.device])).toEqual([
+      ['tokenise', 'cpu'],
+      ['infer', 'gpu'],
+      ['postprocess', 'cpu'],
+    ]);
     for (const x of st) expect(x.records).toBeGreaterThanOrEqual(x.name === 'tokenise' ? 2001 : 2000);
     expect(st[0]).toMatchObject({ tokenizer: 'engine', refused: 1 });
     const usage = answered.reduce((a, l) => a + ((l.response?.body as { usage?: { prompt_tokens?: number } } | undefined)?.usage?.prompt_tokens ?? 0), 0);
@@ -86,7 +100,13 @@ describe('BatchInferenceJob on real engines', () => {
     logs.push(`plain routing: ${JSON.stringify(routing)}`);
     expect(['gpu-exclusive', 'gpu-shared', 'gpu-fragments', 'cpu-elastic']).toContain(routing?.route);
     expect(routing?.source).toBe('builtin');
-    expect(routing?.reasons).toEqual(expect.arrayContaining(['precision: full (accuracyTolerance 1)', 'SLA P2: shares GPUs in weighted time slices', expect.stringMatching(/^fragmentation \d\.\d\d /)]));
+    expect(routing?.reasons).toEqual(
+      expect.arrayContaining([
+        'precision: full (accuracyTolerance 1)',
+        'SLA P2: shares GPUs in weighted time slices',
+        expect.stringMatching(/^fragmentation \d\.\d\d /),
+      ]),
+    );
     expect(routing?.reasons.some((r) => r.includes('unknown'))).toBe(false);
     expect(j.status?.conditions?.find((c) => c.type === 'Routed')).toMatchObject({ status: 'True', reason: 'Routed' });
     expect(routing?.profile).toMatchObject({ shards: 3 });
@@ -104,7 +124,9 @@ describe('BatchInferenceJob on real engines', () => {
     // The naive design for comparison, measured the same way: a controller that writes status on every record.
     const naive = await naiveWrites(kit, { name: 'naive-writer', records: 2000, pods: pods.length });
     const sits = m.writes;
-    logs.push(`control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive.writes} (${naive.statusWrites} status writes + ${2 * pods.length} pod creates/deletes); etcd writes on the job: sits ${m.etcdJobWrites}, naive ${naive.etcdJobWrites}`);
+    logs.push(
+      `control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive.writes} (${naive.statusWrites} status writes + ${2 * pods.length} pod creates/deletes); etcd writes on the job: sits ${m.etcdJobWrites}, naive ${naive.etcdJobWrites}`,
+    );
     process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive.writes}: ${(100 * (1 - sits / naive.writes)).toFixed(1)} % fewer\n`);
     expect(naive.statusWrites).toBe(2000);
     // Every status PATCH changed the object: at least one etcd update each (a conflict retry is one more).
@@ -122,21 +144,31 @@ describe('BatchInferenceJob on real engines', () => {
     await createJob('crash', 'crash.jsonl', 2, { sharding: { shards: 2 }, checkpoint: { intervalRecords: 100 } });
     // A worker in the middle of a shard (its report says running, not all records done) whose checkpoint the
     // controller has committed (the manifest lists it).
-    const victim = await waitFor('a worker mid-shard past a committed checkpoint', async () => {
-      for (const p of await workerPods('crash')) {
-        const r = parseReport(p.metadata?.annotations?.[ANNOTATION.batchReport]);
-        if (r === undefined || r.state !== 'running' || r.checkpoint === undefined || r.done >= r.end - r.start - 50) continue;
-        const ckpt = manifestOf('crash').parts.find((x) => x.file === r.checkpoint);
-        if (ckpt !== undefined) return { pod: p, report: r, ckpt };
-      }
-      return undefined;
-    }, 240_000, 100);
+    const victim = await waitFor(
+      'a worker mid-shard past a committed checkpoint',
+      async () => {
+        for (const p of await workerPods('crash')) {
+          const r = parseReport(p.metadata?.annotations?.[ANNOTATION.batchReport]);
+          if (r === undefined || r.state !== 'running' || r.checkpoint === undefined || r.done >= r.end - r.start - 50) continue;
+          const ckpt = manifestOf('crash').parts.find((x) => x.file === r.checkpoint);
+          if (ckpt !== undefined) return { pod: p, report: r, ckpt };
+        }
+        return undefined;
+      },
+      240_000,
+      100,
+    );
     expect(victim.ckpt.start).toBe(victim.report.start);
     expect(victim.ckpt.lines).toBeGreaterThanOrEqual(100);
     expect(cluster.kubelet.engines?.killSide(victim.pod.metadata?.uid ?? '')).toBe(true);
     await kit.controllers?.stop();
     kit.controllers = undefined;
-    await waitFor('the killed worker pod failed', async () => ((await workerPods('crash')).some((p) => p.metadata?.uid === victim.pod.metadata?.uid && p.status?.phase === 'Failed') ? true : undefined), 60_000, 100);
+    await waitFor(
+      'the killed worker pod failed',
+      async () => ((await workerPods('crash')).some((p) => p.metadata?.uid === victim.pod.metadata?.uid && p.status?.phase === 'Failed') ? true : undefined),
+      60_000,
+      100,
+    );
     const before = manifestOf('crash');
     expect(before.parts.length).toBeGreaterThan(0);
     await kit.startControllers();
@@ -165,12 +197,22 @@ describe('BatchInferenceJob on real engines', () => {
     const ids = writeInput('susp.jsonl', 1500, 's');
     await createJob('susp', 'susp.jsonl', 2, { checkpoint: { intervalRecords: 100 } });
     const path = `${kit.jobsPath}/susp`;
-    await waitFor('susp has committed records', async () => ((await kit.job('susp')).status?.progress?.recordsProcessed ?? 0) > 0 ? true : undefined, 240_000, 100);
+    await waitFor(
+      'susp has committed records',
+      async () => (((await kit.job('susp')).status?.progress?.recordsProcessed ?? 0) > 0 ? true : undefined),
+      240_000,
+      100,
+    );
     await cluster.client.mergePatch(path, { spec: { suspend: true } });
-    const held = await waitFor('susp suspended with no pods', async () => {
-      const j = await kit.job('susp');
-      return j.status?.phase === 'Suspended' && (await workerPods('susp')).length === 0 ? j : undefined;
-    }, 120_000, 200);
+    const held = await waitFor(
+      'susp suspended with no pods',
+      async () => {
+        const j = await kit.job('susp');
+        return j.status?.phase === 'Suspended' && (await workerPods('susp')).length === 0 ? j : undefined;
+      },
+      120_000,
+      200,
+    );
     expect(held.status?.conditions?.find((c) => c.type === 'Suspended')).toMatchObject({ status: 'True', reason: 'Suspended' });
     const done = held.status?.progress?.recordsProcessed ?? 0;
     expect(done).toBeGreaterThan(0);
@@ -195,7 +237,13 @@ describe('BatchInferenceJob on real engines', () => {
   }, 600_000);
 
   it('fails a job whose input has a malformed line, naming file:line, with the output marked partial', async () => {
-    const good = (i: number): string => JSON.stringify({ custom_id: `b-${i}`, method: 'POST', url: '/v1/chat/completions', body: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 } });
+    const good = (i: number): string =>
+      JSON.stringify({
+        custom_id: `b-${i}`,
+        method: 'POST',
+        url: '/v1/chat/completions',
+        body: { messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 },
+      });
     writeFileSync(join(root, 'data', 'in', 'bad.jsonl'), `${good(0)}\n${good(1)}\n{"custom_id": "b-2", "method": "POST",\n${good(3)}\n`);
     await createJob('bad', 'bad.jsonl', 1);
     const j = await finished('bad', 60_000);
@@ -221,7 +269,11 @@ describe('BatchInferenceJob on real engines', () => {
     const ids = writeInput('elastic.jsonl', 160, 'e');
     // 16 shards of 10: 3 profile the job on the GPUs, the rest are left for the CPU workers. One CPU a worker (the
     // CPU engine's threads follow it; this machine has 2 cores).
-    await createJob('elastic', 'elastic.jsonl', 2, { sla: { class: 'P3', accuracyTolerance: 0.8 }, sharding: { shards: 16, reshardStragglers: false }, resources: { cpu: '1' } });
+    await createJob('elastic', 'elastic.jsonl', 2, {
+      sla: { class: 'P3', accuracyTolerance: 0.8 },
+      sharding: { shards: 16, reshardStragglers: false },
+      resources: { cpu: '1' },
+    });
     // Every pod of the job seen (by UID), its first sighting, its shape, and the ranges it was given.
     const seen = new Map<string, { name: string; firstMs: number; cpu: boolean; pod: V1Pod; ranges: Set<string> }>();
     let maxElastic = 0;
@@ -229,10 +281,19 @@ describe('BatchInferenceJob on real engines', () => {
     const watch = (async () => {
       while (watching) {
         const ps = await workerPods('elastic').catch(() => [] as V1Pod[]);
-        maxElastic = Math.max(maxElastic, ps.filter((p) => p.metadata?.labels?.[LABEL.batchRoute] === 'cpu-elastic' && p.metadata.deletionTimestamp === undefined).length);
+        maxElastic = Math.max(
+          maxElastic,
+          ps.filter((p) => p.metadata?.labels?.[LABEL.batchRoute] === 'cpu-elastic' && p.metadata.deletionTimestamp === undefined).length,
+        );
         for (const p of ps) {
           const uid = p.metadata?.uid ?? '';
-          const v = seen.get(uid) ?? { name: p.metadata?.name ?? '', firstMs: Date.now(), cpu: p.metadata?.labels?.[LABEL.batchRoute] === 'cpu-elastic', pod: p, ranges: new Set<string>() };
+          const v = seen.get(uid) ?? {
+            name: p.metadata?.name ?? '',
+            firstMs: Date.now(),
+            cpu: p.metadata?.labels?.[LABEL.batchRoute] === 'cpu-elastic',
+            pod: p,
+            ranges: new Set<string>(),
+          };
           if (p.spec?.nodeName !== undefined) v.pod = p;
           const a = parseAssignment(p.metadata?.annotations?.[ANNOTATION.batchAssignment]);
           if (a !== undefined && !('error' in a)) v.ranges.add(`${a.start}-${a.end}`);
@@ -242,16 +303,25 @@ describe('BatchInferenceJob on real engines', () => {
       }
     })();
     // While a CPU worker runs: `sits explain` on it shows the route and why.
-    const cpuPod = await waitFor('a CPU-elastic worker bound', async () => [...seen.values()].find((v) => v.cpu && v.pod.spec?.nodeName !== undefined)?.pod, 240_000, 200);
+    const cpuPod = await waitFor(
+      'a CPU-elastic worker bound',
+      async () => [...seen.values()].find((v) => v.cpu && v.pod.spec?.nodeName !== undefined)?.pod,
+      240_000,
+      200,
+    );
     const report = await explainLive(`${NS}/${cpuPod.metadata?.name ?? ''}`, { kubeconfig: cluster.kubeconfigPath, nowMs: Date.now() });
     logs.push(`explain ${cpuPod.metadata?.name ?? ''}:\n${report.lines.join('\n')}`);
-    expect(report.lines).toEqual(expect.arrayContaining([
-      `BatchInferenceJob ${NS}/elastic: this pod is a CPU-elastic worker (route cpu-elastic): no GPU, takes any of the job's shards`,
-      expect.stringMatching(/^route cpu-elastic \(int8 allowed\), decided .* by the built-in rule at fragmentation 0\.7:$/),
-      expect.stringMatching(/^ {2}- fragmentation 0\.70 ≥ 0\.6 with accuracyTolerance < 0\.85 and 2 output tokens a record: CPU-elastic/),
-      expect.stringMatching(/^ {2}- route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers \(the llamacpp CPU build, no GPU\)/),
-      'condition Routed=True (Routed)',
-    ]));
+    expect(report.lines).toEqual(
+      expect.arrayContaining([
+        `BatchInferenceJob ${NS}/elastic: this pod is a CPU-elastic worker (route cpu-elastic): no GPU, takes any of the job's shards`,
+        expect.stringMatching(/^route cpu-elastic \(int8 allowed\), decided .* by the built-in rule at fragmentation 0\.7:$/),
+        expect.stringMatching(/^ {2}- fragmentation 0\.70 ≥ 0\.6 with accuracyTolerance < 0\.85 and 2 output tokens a record: CPU-elastic/),
+        expect.stringMatching(
+          /^ {2}- route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers \(the llamacpp CPU build, no GPU\)/,
+        ),
+        'condition Routed=True (Routed)',
+      ]),
+    );
     const j = await finished('elastic', 360_000).finally(() => {
       watching = false;
     });
@@ -318,9 +388,13 @@ describe('BatchInferenceJob on real engines', () => {
     expect(outputOf('frag').ids).toEqual(ids);
     expect(j.status?.routing?.route).toBe('gpu-fragments');
     const reason = j.status?.routing?.reasons.at(-1) ?? '';
-    expect(reason).toMatch(/^route gpu-fragments: new workers take 0\.25 of one GPU \(ai\.sits2026\.dev\/gpu-fraction, no whole-GPU request; peak KV use .* × 1\.25 headroom, rounded up to 0\.25\); whole-GPU workers drained at shard boundaries$/);
+    expect(reason).toMatch(
+      /^route gpu-fragments: new workers take 0\.25 of one GPU \(ai\.sits2026\.dev\/gpu-fraction, no whole-GPU request; peak KV use .* × 1\.25 headroom, rounded up to 0\.25\); whole-GPU workers drained at shard boundaries$/,
+    );
     const all = [...seen.values()];
-    logs.push(`frag pods: ${all.map((v) => `${v.name} ${v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] ?? 'whole'} gpus=${v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? ''} ${[...v.ranges].join(',')}`).join('; ')}`);
+    logs.push(
+      `frag pods: ${all.map((v) => `${v.name} ${v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] ?? 'whole'} gpus=${v.pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? ''} ${[...v.ranges].join(',')}`).join('; ')}`,
+    );
     // A replacement worker with the share annotation, bound by SITS to a GPU, with no whole-GPU request, ran shards.
     const frac = all.filter((v) => v.pod.metadata?.annotations?.[ANNOTATION.gpuFraction] === '0.25');
     expect(frac.length).toBeGreaterThan(0);

@@ -36,11 +36,18 @@ afterAll(async () => {
 
 const getPipeline = (ns: string, name: string): Promise<DataPipelineObject> => client.get<DataPipelineObject>(`${pipelines(ns)}/${name}`);
 const stageOf = (p: DataPipelineObject, stage: string) => p.status?.stages?.find((s) => s.name === stage);
-const podsOf = async (ns: string, pipeline: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/data-pipeline'] === pipeline);
-const dump = async (ns: string, name: string): Promise<string> => `${JSON.stringify((await getPipeline(ns, name).catch(() => undefined))?.status, null, 1)}\n${logs.filter((l) => l.startsWith('controller')).slice(-30).join('\n')}`;
-const or = <T>(ns: string, name: string) => async (e: unknown): Promise<T> => {
-  throw new Error(`${String(e)}\n${await dump(ns, name)}`);
-};
+const podsOf = async (ns: string, pipeline: string): Promise<V1Pod[]> =>
+  (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/data-pipeline'] === pipeline);
+const dump = async (ns: string, name: string): Promise<string> =>
+  `${JSON.stringify((await getPipeline(ns, name).catch(() => undefined))?.status, null, 1)}\n${logs
+    .filter((l) => l.startsWith('controller'))
+    .slice(-30)
+    .join('\n')}`;
+const or =
+  <T>(ns: string, name: string) =>
+  async (e: unknown): Promise<T> => {
+    throw new Error(`${String(e)}\n${await dump(ns, name)}`);
+  };
 
 function podStage(name: string, message: string | undefined, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -55,10 +62,14 @@ function podStage(name: string, message: string | undefined, extra: Record<strin
 
 /** Moves the controller's clock just past the template's next schedule time and wakes the template. */
 async function advanceToNextSchedule(ns: string, name: string): Promise<Date> {
-  const t = await waitFor(`${name} has a next schedule time`, async () => {
-    const p = await getPipeline(ns, name);
-    return p.status?.nextScheduleTime === undefined ? undefined : p;
-  }, 60_000).catch(or<DataPipelineObject>(ns, name));
+  const t = await waitFor(
+    `${name} has a next schedule time`,
+    async () => {
+      const p = await getPipeline(ns, name);
+      return p.status?.nextScheduleTime === undefined ? undefined : p;
+    },
+    60_000,
+  ).catch(or<DataPipelineObject>(ns, name));
   const next = new Date(t.status?.nextScheduleTime ?? '');
   offsetMs = next.getTime() + 1000 - Date.now();
   // Any change enqueues the template; the annotation is the test's only way in besides the requeue timer.
@@ -67,10 +78,14 @@ async function advanceToNextSchedule(ns: string, name: string): Promise<Date> {
 }
 
 async function runSucceeded(ns: string, run: string): Promise<DataPipelineObject> {
-  return waitFor(`run ${run} Succeeded`, async () => {
-    const p = await getPipeline(ns, run).catch(() => undefined);
-    return p?.status?.phase === 'Succeeded' ? p : undefined;
-  }, 120_000).catch(or<DataPipelineObject>(ns, run));
+  return waitFor(
+    `run ${run} Succeeded`,
+    async () => {
+      const p = await getPipeline(ns, run).catch(() => undefined);
+      return p?.status?.phase === 'Succeeded' ? p : undefined;
+    },
+    120_000,
+  ).catch(or<DataPipelineObject>(ns, run));
 }
 
 describe('DataPipeline schedules, re-runs, step caching and resource profiles on a real apiserver', () => {
@@ -104,10 +119,14 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
     expect(trainPod?.spec?.nodeName).toBeDefined();
     expect(stageOf(r1, 'prep')?.cachedFrom).toBeUndefined();
     expect((await podsOf(ns, run1)).map((p) => p.metadata?.name).sort()).toEqual([`${run1}-prep-0`, `${run1}-train-0`]);
-    await waitFor('template records run 1 and its step cache', async () => {
-      const t = await getPipeline(ns, 'nightly');
-      return (t.status?.stepCache ?? []).some((e) => e.run === run1 && e.stage === 'prep') ? t : undefined;
-    }, 60_000).catch(or(ns, 'nightly'));
+    await waitFor(
+      'template records run 1 and its step cache',
+      async () => {
+        const t = await getPipeline(ns, 'nightly');
+        return (t.status?.stepCache ?? []).some((e) => e.run === run1 && e.stage === 'prep') ? t : undefined;
+      },
+      60_000,
+    ).catch(or(ns, 'nightly'));
 
     // Run 2: prep is reused from run 1 (no pod), train (cache: false) runs again.
     const at2 = await advanceToNextSchedule(ns, 'nightly');
@@ -126,11 +145,18 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
     expect(stageOf(r3, 'prep')?.cachedFrom).toBe(run1);
 
     // History: 3 successful runs, the limit is 2 → the oldest (run 1) is deleted, with its pods (ownerReferences).
-    const t = await waitFor('history pruned to 2', async () => {
-      const p = await getPipeline(ns, 'nightly');
-      const gone = await getPipeline(ns, run1).then(() => false, () => true);
-      return gone && (p.status?.runs ?? []).length === 2 ? p : undefined;
-    }, 90_000).catch(or<DataPipelineObject>(ns, 'nightly'));
+    const t = await waitFor(
+      'history pruned to 2',
+      async () => {
+        const p = await getPipeline(ns, 'nightly');
+        const gone = await getPipeline(ns, run1).then(
+          () => false,
+          () => true,
+        );
+        return gone && (p.status?.runs ?? []).length === 2 ? p : undefined;
+      },
+      90_000,
+    ).catch(or<DataPipelineObject>(ns, 'nightly'));
     expect((t.status?.runs ?? []).map((r) => r.name).sort()).toEqual([run2, rerun].sort());
     expect(t.status?.lastRerunToken).toBe('by-hand-1');
     await waitFor('run 1 pods collected', async () => ((await podsOf(ns, run1)).length === 0 ? true : undefined), 90_000);
@@ -138,7 +164,7 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
     expect((t.status?.stepCache ?? []).some((e) => e.run === run1 && e.stage === 'prep')).toBe(true);
   });
 
-  it('a TrainingJob stage with resourceProfile auto gets the training rule\'s GPU model, count, replicas and topology', async () => {
+  it("a TrainingJob stage with resourceProfile auto gets the training rule's GPU model, count, replicas and topology", async () => {
     const ns = 'dp-tj';
     await createNs(client, ns);
     await client.post(pipelines(ns), {
@@ -156,18 +182,29 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
               spec: {
                 replicas: 1,
                 container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
-                podTemplate: { metadata: { annotations: { [EXIT_CODE_ANNOTATION]: '0' } }, spec: { containers: [{ name: 'trainer', image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1' }] } },
+                podTemplate: {
+                  metadata: { annotations: { [EXIT_CODE_ANNOTATION]: '0' } },
+                  spec: { containers: [{ name: 'trainer', image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1' }] },
+                },
               },
             },
           },
         ],
       },
     });
-    const tj = await waitFor('TrainingJob ftp-ft created', () => client.get<{ spec: Record<string, unknown> }>(`${API}/namespaces/${ns}/trainingjobs/ftp-ft`).catch(() => undefined), 60_000).catch(or<{ spec: Record<string, unknown> }>(ns, 'ftp'));
-    const p = await waitFor('stage ft has reasons', async () => {
-      const x = await getPipeline(ns, 'ftp');
-      return (stageOf(x, 'ft')?.reasons ?? []).length > 0 ? x : undefined;
-    }, 60_000).catch(or<DataPipelineObject>(ns, 'ftp'));
+    const tj = await waitFor(
+      'TrainingJob ftp-ft created',
+      () => client.get<{ spec: Record<string, unknown> }>(`${API}/namespaces/${ns}/trainingjobs/ftp-ft`).catch(() => undefined),
+      60_000,
+    ).catch(or<{ spec: Record<string, unknown> }>(ns, 'ftp'));
+    const p = await waitFor(
+      'stage ft has reasons',
+      async () => {
+        const x = await getPipeline(ns, 'ftp');
+        return (stageOf(x, 'ft')?.reasons ?? []).length > 0 ? x : undefined;
+      },
+      60_000,
+    ).catch(or<DataPipelineObject>(ns, 'ftp'));
     const reasons = stageOf(p, 'ft')?.reasons ?? [];
     expect(reasons[0]).toMatch(/^auto chose training for a training step \(7B params\)/);
     const gpu = tj.spec.gpu as { allowedModels?: string[]; minMemoryGiB?: number };
@@ -185,8 +222,16 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
   it('the apiserver refuses a scheduled pipeline whose name leaves no room for run names', async () => {
     const ns = 'dp-long';
     await createNs(client, ns);
-    const body = { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'a'.repeat(28) }, spec: { schedule: { cron: '@daily' }, stages: [podStage('prep', undefined)] } };
-    const e = await client.post(pipelines(ns), body).then(() => undefined, (x: unknown) => x as Error & { status?: number });
+    const body = {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'DataPipeline',
+      metadata: { name: 'a'.repeat(28) },
+      spec: { schedule: { cron: '@daily' }, stages: [podStage('prep', undefined)] },
+    };
+    const e = await client.post(pipelines(ns), body).then(
+      () => undefined,
+      (x: unknown) => x as Error & { status?: number },
+    );
     expect(e?.status).toBe(422);
     expect(e?.message).toContain('metadata.name must be at most 27 characters with spec.schedule');
     // Without a schedule the same name is fine (pipelines may have 36).
@@ -202,10 +247,14 @@ describe('DataPipeline schedules, re-runs, step caching and resource profiles on
       metadata: { name: 'noprof' },
       spec: { stages: [podStage('serve', undefined, { device: 'gpu', resourceProfile: 'low-latency' })] },
     });
-    const p = await waitFor('noprof Failed', async () => {
-      const x = await getPipeline(ns, 'noprof');
-      return x.status?.phase === 'Failed' ? x : undefined;
-    }, 60_000).catch(or<DataPipelineObject>(ns, 'noprof'));
+    const p = await waitFor(
+      'noprof Failed',
+      async () => {
+        const x = await getPipeline(ns, 'noprof');
+        return x.status?.phase === 'Failed' ? x : undefined;
+      },
+      60_000,
+    ).catch(or<DataPipelineObject>(ns, 'noprof'));
     expect(stageOf(p, 'serve')?.message).toMatch(/^spec\.stages\[0\]\.model\.params: /);
     expect(await podsOf(ns, 'noprof')).toEqual([]);
   });

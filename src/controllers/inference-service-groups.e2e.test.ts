@@ -15,7 +15,13 @@ let cluster: DevCluster;
 const logs: string[] = [];
 
 beforeAll(async () => {
-  cluster = await startDevCluster({ nodes: 4, shape: 'dgx-h100', nodesPerRack: 2, log: (m) => logs.push(m), controllers: { log: (m) => logs.push(`controller: ${m}`) } });
+  cluster = await startDevCluster({
+    nodes: 4,
+    shape: 'dgx-h100',
+    nodesPerRack: 2,
+    log: (m) => logs.push(m),
+    controllers: { log: (m) => logs.push(`controller: ${m}`) },
+  });
   await cluster.plane.startControllerManager({ controllers: ['endpointslice-controller'] });
 });
 
@@ -23,7 +29,8 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const live = async (ns: string): Promise<V1Pod[]> => (await listPods(cluster.client, ns)).filter((p) => p.metadata?.deletionTimestamp === undefined && p.metadata?.labels?.[LABEL.inferenceService] !== undefined);
+const live = async (ns: string): Promise<V1Pod[]> =>
+  (await listPods(cluster.client, ns)).filter((p) => p.metadata?.deletionTimestamp === undefined && p.metadata?.labels?.[LABEL.inferenceService] !== undefined);
 const isReady = (p: V1Pod): boolean => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
 
 describe('InferenceService with podsPerReplica 2 (TP 8 × PP 2 on 8-GPU nodes)', () => {
@@ -46,14 +53,23 @@ describe('InferenceService with podsPerReplica 2 (TP 8 × PP 2 on 8-GPU nodes)',
       },
     });
     const ready = (): Promise<InferenceServiceObject> =>
-      waitFor('big ready 2/2', async () => {
-        const s = await client.get<InferenceServiceObject>(`${svcsPath(ns)}/big`);
-        return s.status?.phase === 'Ready' && s.status.readyReplicas === 2 && s.status.replicas === 2 ? s : undefined;
-      }, 60_000);
+      waitFor(
+        'big ready 2/2',
+        async () => {
+          const s = await client.get<InferenceServiceObject>(`${svcsPath(ns)}/big`);
+          return s.status?.phase === 'Ready' && s.status.readyReplicas === 2 && s.status.replicas === 2 ? s : undefined;
+        },
+        60_000,
+      );
     const s = await ready();
     const pods = await live(ns);
     expect(pods).toHaveLength(4);
-    const nodes = new Map((await client.get<{ items: { metadata: { name: string; labels: Record<string, string> } }[] }>('/api/v1/nodes')).items.map((n) => [n.metadata.name, n.metadata.labels]));
+    const nodes = new Map(
+      (await client.get<{ items: { metadata: { name: string; labels: Record<string, string> } }[] }>('/api/v1/nodes')).items.map((n) => [
+        n.metadata.name,
+        n.metadata.labels,
+      ]),
+    );
     const groups = new Map<string, V1Pod[]>();
     for (const p of pods) groups.set(p.metadata?.labels?.[LABEL.podGroup] ?? '', [...(groups.get(p.metadata?.labels?.[LABEL.podGroup] ?? '') ?? []), p]);
     expect(groups.size).toBe(2);
@@ -68,9 +84,16 @@ describe('InferenceService with podsPerReplica 2 (TP 8 × PP 2 on 8-GPU nodes)',
     }
     expect(s.status?.replicaStatuses?.map((r) => r.name).sort()).toEqual([...groups.keys()].sort());
     // The Service's endpoints (EndpointSlice controller) are the two leaders; the headless one has all four pods.
-    const leaderIps = pods.filter((p) => p.metadata?.labels?.[LABEL.role] === 'replica').map((p) => p.status?.podIP).sort();
+    const leaderIps = pods
+      .filter((p) => p.metadata?.labels?.[LABEL.role] === 'replica')
+      .map((p) => p.status?.podIP)
+      .sort();
     const endpoints = async (svc: string): Promise<string[]> =>
-      (await client.get<{ items: { endpoints?: { addresses: string[] }[] }[] }>(`/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`, { labelSelector: `kubernetes.io/service-name=${svc}` })).items
+      (
+        await client.get<{ items: { endpoints?: { addresses: string[] }[] }[] }>(`/apis/discovery.k8s.io/v1/namespaces/${ns}/endpointslices`, {
+          labelSelector: `kubernetes.io/service-name=${svc}`,
+        })
+      ).items
         .flatMap((e) => e.endpoints ?? [])
         .flatMap((e) => e.addresses)
         .sort();
@@ -82,13 +105,27 @@ describe('InferenceService with podsPerReplica 2 (TP 8 × PP 2 on 8-GPU nodes)',
     const [victimGroup, victims] = [...groups.entries()][0] as [string, V1Pod[]];
     const other = [...groups.keys()].find((g) => g !== victimGroup) ?? '';
     await client.delete(`/api/v1/namespaces/${ns}/pods/${victimGroup}-1`);
-    await waitFor('the old group gone, a new whole group bound and ready', async () => {
-      const now = await live(ns);
-      const names = new Set(now.map((p) => p.metadata?.name));
-      const fresh = now.filter((p) => p.metadata?.labels?.[LABEL.podGroup] !== other);
-      return !victims.some((v) => names.has(v.metadata?.name)) && fresh.length === 2 && fresh.every((p) => (p.spec?.nodeName ?? '') !== '' && isReady(p)) && new Set(fresh.map((p) => p.metadata?.labels?.[LABEL.podGroup])).size === 1;
-    }, 60_000);
-    expect((await live(ns)).filter((p) => p.metadata?.labels?.[LABEL.podGroup] === other).map((p) => p.metadata?.uid).sort()).toEqual((groups.get(other) ?? []).map((p) => p.metadata?.uid).sort());
+    await waitFor(
+      'the old group gone, a new whole group bound and ready',
+      async () => {
+        const now = await live(ns);
+        const names = new Set(now.map((p) => p.metadata?.name));
+        const fresh = now.filter((p) => p.metadata?.labels?.[LABEL.podGroup] !== other);
+        return (
+          !victims.some((v) => names.has(v.metadata?.name)) &&
+          fresh.length === 2 &&
+          fresh.every((p) => (p.spec?.nodeName ?? '') !== '' && isReady(p)) &&
+          new Set(fresh.map((p) => p.metadata?.labels?.[LABEL.podGroup])).size === 1
+        );
+      },
+      60_000,
+    );
+    expect(
+      (await live(ns))
+        .filter((p) => p.metadata?.labels?.[LABEL.podGroup] === other)
+        .map((p) => p.metadata?.uid)
+        .sort(),
+    ).toEqual((groups.get(other) ?? []).map((p) => p.metadata?.uid).sort());
     await ready();
     const events = (await client.get<{ items: { reason: string; message: string }[] }>(`/api/v1/namespaces/${ns}/events`)).items;
     expect(events.some((e) => e.reason === 'RecreatingReplica' && e.message.includes(`replica ${victimGroup}: 1 of its 2 pods is gone`))).toBe(true);

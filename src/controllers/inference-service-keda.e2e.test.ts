@@ -18,7 +18,12 @@ const soPath = `/apis/keda.sh/v1alpha1/namespaces/${NS}/scaledobjects`;
 const PROM = 'http://prometheus.monitoring:9090';
 
 interface ScaledObjectWire {
-  metadata: { name: string; uid: string; labels?: Record<string, string>; ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[] };
+  metadata: {
+    name: string;
+    uid: string;
+    labels?: Record<string, string>;
+    ownerReferences?: { kind: string; name: string; uid: string; controller?: boolean }[];
+  };
   spec: {
     scaleTargetRef: Record<string, string>;
     minReplicaCount: number;
@@ -34,7 +39,12 @@ let client: DevCluster['client'];
 const logs: string[] = [];
 
 beforeAll(async () => {
-  cluster = await startDevCluster({ nodes: 1, shape: 'nvlink-2x4', log: (m) => logs.push(m), controllers: { log: (m) => logs.push(`controller: ${m}`), kedaAllow: { servers: [PROM], clusterAuth: ['prom-auth'] } } });
+  cluster = await startDevCluster({
+    nodes: 1,
+    shape: 'nvlink-2x4',
+    log: (m) => logs.push(m),
+    controllers: { log: (m) => logs.push(`controller: ${m}`), kedaAllow: { servers: [PROM], clusterAuth: ['prom-auth'] } },
+  });
   client = cluster.client;
   await createNs(client, NS);
 });
@@ -63,7 +73,9 @@ async function refusal(p: Promise<unknown>): Promise<{ status: number; message: 
 
 /** The rules of the controllers' ClusterRole as shipped (deploy/rbac.yaml, generated from src/deploy/rbac.ts). */
 function shippedControllerRules(): unknown[] {
-  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map((d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: unknown[] });
+  const docs = parseAllDocuments(readFileSync(new URL('../../deploy/rbac.yaml', import.meta.url), 'utf8')).map(
+    (d) => d.toJSON() as { kind?: string; metadata?: { name?: string }; rules?: unknown[] },
+  );
   const role = docs.find((d) => d.kind === 'ClusterRole' && d.metadata?.name === 'sits-controllers');
   if (role?.rules === undefined) throw new Error('deploy/rbac.yaml has no sits-controllers ClusterRole');
   return role.rules;
@@ -85,30 +97,39 @@ const chat = {
   },
 };
 
-describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () => {
+describe("InferenceService autoscaling.mode keda against KEDA's real CRDs", () => {
   it('without KEDA installed: the condition names the missing ScaledObject API and the replicas still serve', async () => {
     await client.post(svcPath, chat);
-    const s = await waitFor('KedaNotInstalled', async () => {
-      const x = await getSvc();
-      return condition(x, 'KedaScaledObject')?.reason === 'KedaNotInstalled' ? x : undefined;
-    }, 60_000);
+    const s = await waitFor(
+      'KedaNotInstalled',
+      async () => {
+        const x = await getSvc();
+        return condition(x, 'KedaScaledObject')?.reason === 'KedaNotInstalled' ? x : undefined;
+      },
+      60_000,
+    );
     expect(condition(s, 'KedaScaledObject')).toMatchObject({ status: 'False' });
     expect(condition(s, 'KedaScaledObject')?.message).toContain('spec.autoscaling.mode keda: the apiserver does not serve keda.sh/v1alpha1 ScaledObjects');
     await waitFor('the replica is ready', async () => (await getSvc()).status?.readyReplicas === 1, 60_000);
     expect(condition(await getSvc(), 'ReplicaFailure')?.status).not.toBe('True');
   });
 
-  it('once KEDA\'s CRDs are installed the controller creates the ScaledObject by itself, accepted by KEDA\'s schema, with the SITS policy', async () => {
+  it("once KEDA's CRDs are installed the controller creates the ScaledObject by itself, accepted by KEDA's schema, with the SITS policy", async () => {
     await applyCrdObjects(client, upstreamCrds('keda'));
     // No poke: the failed create is retried with the runner's backoff (at most 60 s apart).
-    const [so] = await waitFor('ScaledObject created', async () => {
-      try {
-        const items = await scaledObjects();
-        return items.length === 1 ? items : undefined;
-      } catch {
-        return undefined; // the new API is still being published
-      }
-    }, 150_000, 500);
+    const [so] = await waitFor(
+      'ScaledObject created',
+      async () => {
+        try {
+          const items = await scaledObjects();
+          return items.length === 1 ? items : undefined;
+        } catch {
+          return undefined; // the new API is still being published
+        }
+      },
+      150_000,
+      500,
+    );
     const s = await getSvc();
     expect(so?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'InferenceService', name: 'chat', uid: s.metadata.uid, controller: true })]);
     expect(so?.metadata.labels).toMatchObject({ 'ai.sits2026.dev/inference-service': 'chat' });
@@ -131,14 +152,24 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
         },
       },
     ]);
-    const applied = await waitFor('condition Applied', async () => {
-      const x = await getSvc();
-      return condition(x, 'KedaScaledObject')?.status === 'True' ? x : undefined;
-    }, 60_000);
+    const applied = await waitFor(
+      'condition Applied',
+      async () => {
+        const x = await getSvc();
+        return condition(x, 'KedaScaledObject')?.status === 'True' ? x : undefined;
+      },
+      60_000,
+    );
     expect(condition(applied, 'KedaScaledObject')).toMatchObject({ reason: 'Applied' });
     // The ScaledObject watch retried all along, logging the missing API once, and now watches.
     await waitFor('the ScaledObject watch started', async () => logs.some((l) => l === 'controller: scaledobjects: listed after all, watching'), 30_000);
-    expect(logs.filter((l) => l.startsWith('controller: warning: ScaledObject API not installed (keda.sh/v1alpha1 scaledobjects: 404): no ScaledObject can be made for autoscaling.mode keda; install KEDA to enable'))).toHaveLength(1);
+    expect(
+      logs.filter((l) =>
+        l.startsWith(
+          'controller: warning: ScaledObject API not installed (keda.sh/v1alpha1 scaledobjects: 404): no ScaledObject can be made for autoscaling.mode keda; install KEDA to enable',
+        ),
+      ),
+    ).toHaveLength(1);
     // KEDA's HPA would scale through this: the /scale subresource with the pods' selector.
     const scale = await client.get<{ status: { selector: string } }>(`${svcPath}/chat/scale`);
     expect(scale.status.selector).toBe('ai.sits2026.dev/inference-service=chat,ai.sits2026.dev/role=replica');
@@ -146,11 +177,21 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
 
   it('changing the spec bounds (and the target) updates the ScaledObject in place', async () => {
     const before = (await scaledObjects())[0];
-    await client.mergePatch(`${svcPath}/chat`, { spec: { minReplicas: 1, maxReplicas: 6, autoscaling: { tokensPerSecondPerReplica: 4000, keda: { authenticationRef: { name: 'prom-auth', kind: 'ClusterTriggerAuthentication' } } } } });
-    const so = await waitFor('ScaledObject updated', async () => {
-      const x = (await scaledObjects())[0];
-      return x?.spec.maxReplicaCount === 6 && x.spec.triggers[0]?.metadata.threshold === '4000' ? x : undefined;
-    }, 60_000);
+    await client.mergePatch(`${svcPath}/chat`, {
+      spec: {
+        minReplicas: 1,
+        maxReplicas: 6,
+        autoscaling: { tokensPerSecondPerReplica: 4000, keda: { authenticationRef: { name: 'prom-auth', kind: 'ClusterTriggerAuthentication' } } },
+      },
+    });
+    const so = await waitFor(
+      'ScaledObject updated',
+      async () => {
+        const x = (await scaledObjects())[0];
+        return x?.spec.maxReplicaCount === 6 && x.spec.triggers[0]?.metadata.threshold === '4000' ? x : undefined;
+      },
+      60_000,
+    );
     expect(so.metadata.uid).toBe(before?.metadata.uid);
     expect(so.spec.minReplicaCount).toBe(1);
     expect(so.spec.triggers[0]?.authenticationRef).toEqual({ name: 'prom-auth', kind: 'ClusterTriggerAuthentication' });
@@ -159,63 +200,115 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
   it('switching the mode back to sits deletes the ScaledObject and turns the condition off', async () => {
     await client.mergePatch(`${svcPath}/chat`, { spec: { autoscaling: { mode: 'sits', keda: null } } });
     await waitFor('ScaledObject deleted', async () => (await scaledObjects()).length === 0, 60_000);
-    const s = await waitFor('condition off', async () => {
-      const x = await getSvc();
-      return condition(x, 'KedaScaledObject')?.reason === 'NotKedaMode' ? x : undefined;
-    }, 60_000);
+    const s = await waitFor(
+      'condition off',
+      async () => {
+        const x = await getSvc();
+        return condition(x, 'KedaScaledObject')?.reason === 'NotKedaMode' ? x : undefined;
+      },
+      60_000,
+    );
     expect(condition(s, 'KedaScaledObject')?.status).toBe('False');
     // The replicas were never touched by any of it.
     expect((await listPods(client, NS)).filter((p) => p.metadata?.deletionTimestamp === undefined)).toHaveLength(1);
   });
 
-  it('minReplicas 0: KEDA\'s CRD takes the ScaledObject with minReplicaCount 0, the activation threshold and the activation-only trigger', async () => {
+  it("minReplicas 0: KEDA's CRD takes the ScaledObject with minReplicaCount 0, the activation threshold and the activation-only trigger", async () => {
     const ACT = `sum(gateway_pending_requests{namespace="${NS}",service="idle"})`;
     await client.post(svcPath, {
       ...chat,
       metadata: { name: 'idle' },
-      spec: { ...chat.spec, replicas: 0, minReplicas: 0, autoscaling: { mode: 'keda', tokensPerSecondPerReplica: 2500, keda: { serverAddress: PROM, activationQuery: ACT, cooldownPeriod: 120 } } },
+      spec: {
+        ...chat.spec,
+        replicas: 0,
+        minReplicas: 0,
+        autoscaling: { mode: 'keda', tokensPerSecondPerReplica: 2500, keda: { serverAddress: PROM, activationQuery: ACT, cooldownPeriod: 120 } },
+      },
     });
     // Created by the controller, so accepted by the apiserver against KEDA's own schema.
-    const so = await waitFor('the ScaledObject of the minReplicas-0 service', async () => (await scaledObjects()).find((x) => x.metadata.name === 'idle'), 60_000, 250);
+    const so = await waitFor(
+      'the ScaledObject of the minReplicas-0 service',
+      async () => (await scaledObjects()).find((x) => x.metadata.name === 'idle'),
+      60_000,
+      250,
+    );
     expect(so.spec).toMatchObject({ minReplicaCount: 0, maxReplicaCount: 4, cooldownPeriod: 120 });
     expect(so.spec.triggers.map((t) => [t.name, t.metadata.query, t.metadata.threshold, t.metadata.activationThreshold])).toEqual([
-      [undefined, `sum(rate(vllm:prompt_tokens_total{namespace="${NS}",pod=~"idle-.*"}[1m])) + sum(rate(vllm:generation_tokens_total{namespace="${NS}",pod=~"idle-.*"}[1m]))`, '2500', '0'],
+      [
+        undefined,
+        `sum(rate(vllm:prompt_tokens_total{namespace="${NS}",pod=~"idle-.*"}[1m])) + sum(rate(vllm:generation_tokens_total{namespace="${NS}",pod=~"idle-.*"}[1m]))`,
+        '2500',
+        '0',
+      ],
       ['activation', ACT, '1000000000', '0'],
     ]);
-    const s = await waitFor('Applied, naming the activation', async () => {
-      const x = await client.get<InferenceServiceObject>(`${svcPath}/idle`);
-      return condition(x, 'KedaScaledObject')?.status === 'True' ? x : undefined;
-    }, 60_000);
+    const s = await waitFor(
+      'Applied, naming the activation',
+      async () => {
+        const x = await client.get<InferenceServiceObject>(`${svcPath}/idle`);
+        return condition(x, 'KedaScaledObject')?.status === 'True' ? x : undefined;
+      },
+      60_000,
+    );
     expect(condition(s, 'KedaScaledObject')?.message).toContain(`replicas 0..4; activation from zero on ${ACT} > 0`);
     expect(condition(s, 'Ready')).toMatchObject({ status: 'True', reason: 'ScaledToZero' });
     // The renderer's object for a minReplicas-0 service, server-side (dry run) against the same CRD.
-    const rendered = renderScaledObject({ name: 'probe0', namespace: NS, runtime: RUNTIMES.llamacpp, minReplicas: 0, maxReplicas: 2, tokensPerReplica: 3000, queueDepthPerReplica: 4, prometheusAddress: PROM, scaleDownStabilizationSec: 60, activationQuery: ACT });
+    const rendered = renderScaledObject({
+      name: 'probe0',
+      namespace: NS,
+      runtime: RUNTIMES.llamacpp,
+      minReplicas: 0,
+      maxReplicas: 2,
+      tokensPerReplica: 3000,
+      queueDepthPerReplica: 4,
+      prometheusAddress: PROM,
+      scaleDownStabilizationSec: 60,
+      activationQuery: ACT,
+    });
     await client.post(`${soPath}?dryRun=All`, rendered);
     await client.delete(`${svcPath}/idle`);
-    await waitFor('its ScaledObject gone with it (or orphaned without a GC: deleted here)', async () => {
-      const left = (await scaledObjects()).filter((x) => x.metadata.name === 'idle');
-      await Promise.allSettled(left.map((x) => client.delete(`${soPath}/${x.metadata.name}`)));
-      return left.length === 0;
-    }, 60_000);
+    await waitFor(
+      'its ScaledObject gone with it (or orphaned without a GC: deleted here)',
+      async () => {
+        const left = (await scaledObjects()).filter((x) => x.metadata.name === 'idle');
+        await Promise.allSettled(left.map((x) => client.delete(`${soPath}/${x.metadata.name}`)));
+        return left.length === 0;
+      },
+      60_000,
+    );
   });
 
   it('issue 36: a service naming a foreign server or an unlisted ClusterTriggerAuthentication gets no ScaledObject, a condition and a Warning Event', async () => {
     const cases = [
       { name: 'exfil', keda: { serverAddress: 'https://attacker.example:8443' }, reason: 'KedaServerNotAllowed' },
-      { name: 'borrow', keda: { serverAddress: PROM, authenticationRef: { name: 'platform-admin', kind: 'ClusterTriggerAuthentication' } }, reason: 'KedaClusterAuthNotAllowed' },
+      {
+        name: 'borrow',
+        keda: { serverAddress: PROM, authenticationRef: { name: 'platform-admin', kind: 'ClusterTriggerAuthentication' } },
+        reason: 'KedaClusterAuthNotAllowed',
+      },
     ];
-    for (const c of cases) await client.post(svcPath, { ...chat, metadata: { name: c.name }, spec: { ...chat.spec, autoscaling: { mode: 'keda', keda: c.keda } } });
+    for (const c of cases)
+      await client.post(svcPath, { ...chat, metadata: { name: c.name }, spec: { ...chat.spec, autoscaling: { mode: 'keda', keda: c.keda } } });
     for (const c of cases) {
-      const s = await waitFor(`${c.name}: refused`, async () => {
-        const x = await client.get<InferenceServiceObject>(`${svcPath}/${c.name}`);
-        return condition(x, 'KedaScaledObject')?.reason === c.reason ? x : undefined;
-      }, 60_000);
+      const s = await waitFor(
+        `${c.name}: refused`,
+        async () => {
+          const x = await client.get<InferenceServiceObject>(`${svcPath}/${c.name}`);
+          return condition(x, 'KedaScaledObject')?.reason === c.reason ? x : undefined;
+        },
+        60_000,
+      );
       expect(condition(s, 'KedaScaledObject')?.status).toBe('False');
-      const events = await waitFor(`${c.name}: the Warning Event`, async () => {
-        const l = (await client.get<{ items: { reason?: string; type?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`)).items;
-        const mine = l.filter((e) => e.involvedObject?.name === c.name && e.reason === c.reason);
-        return mine.length > 0 ? mine : undefined;
-      }, 30_000);
+      const events = await waitFor(
+        `${c.name}: the Warning Event`,
+        async () => {
+          const l = (await client.get<{ items: { reason?: string; type?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${NS}/events`))
+            .items;
+          const mine = l.filter((e) => e.involvedObject?.name === c.name && e.reason === c.reason);
+          return mine.length > 0 ? mine : undefined;
+        },
+        30_000,
+      );
       expect(events[0]?.type).toBe('Warning');
     }
     // Several reconciles later, still nothing with the foreign server or the shared secret.
@@ -224,8 +317,18 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
     for (const c of cases) await client.delete(`${svcPath}/${c.name}`);
   });
 
-  it('the validation is real: KEDA\'s CRD refuses a rendered ScaledObject with a bad field, naming the field, and takes the good one', async () => {
-    const good = renderScaledObject({ name: 'probe', namespace: NS, runtime: RUNTIMES.vllm, minReplicas: 1, maxReplicas: 4, tokensPerReplica: 2500, queueDepthPerReplica: 4, prometheusAddress: PROM, scaleDownStabilizationSec: 300 });
+  it("the validation is real: KEDA's CRD refuses a rendered ScaledObject with a bad field, naming the field, and takes the good one", async () => {
+    const good = renderScaledObject({
+      name: 'probe',
+      namespace: NS,
+      runtime: RUNTIMES.vllm,
+      minReplicas: 1,
+      maxReplicas: 4,
+      tokensPerReplica: 2500,
+      queueDepthPerReplica: 4,
+      prometheusAddress: PROM,
+      scaleDownStabilizationSec: 300,
+    });
     await client.post(`${soPath}?dryRun=All`, good);
     const trigger = good.spec.triggers[0];
     // KEDA's trigger metadata is a map of strings: a number threshold (what the renderer's String() prevents) is refused.
@@ -240,8 +343,13 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
     expect(err2.message).toContain('spec.scaleTargetRef.name');
   });
 
-  it('the controllers\' ClusterRole as shipped (deploy/rbac.yaml) may manage ScaledObjects and nothing more of KEDA', async () => {
-    await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'keda-e2e-controller' }, rules: shippedControllerRules() });
+  it("the controllers' ClusterRole as shipped (deploy/rbac.yaml) may manage ScaledObjects and nothing more of KEDA", async () => {
+    await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'keda-e2e-controller' },
+      rules: shippedControllerRules(),
+    });
     await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRoleBinding',
@@ -253,7 +361,11 @@ describe('InferenceService autoscaling.mode keda against KEDA\'s real CRDs', () 
       const r = await client.post<{ status: { allowed: boolean } }>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SubjectAccessReview',
-        spec: { user: `system:serviceaccount:${NS}:sits-controller`, groups: ['system:serviceaccounts', `system:serviceaccounts:${NS}`, 'system:authenticated'], resourceAttributes: { group: 'keda.sh', resource, verb, namespace: NS } },
+        spec: {
+          user: `system:serviceaccount:${NS}:sits-controller`,
+          groups: ['system:serviceaccounts', `system:serviceaccounts:${NS}`, 'system:authenticated'],
+          resourceAttributes: { group: 'keda.sh', resource, verb, namespace: NS },
+        },
       });
       return r.status.allowed;
     };

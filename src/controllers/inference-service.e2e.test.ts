@@ -40,14 +40,19 @@ afterEach(async (ctx) => {
     const items = await waitFor(`inference services of ${ns} listed`, async () => (await client.get<{ items: InferenceServiceObject[] }>(svcsPath(ns))).items);
     if (ctx.task.result?.state === 'fail') {
       for (const s of items) console.error(`${ns}/${s.metadata.name}: ${JSON.stringify(s.status)}`);
-      for (const p of await listPods(client, ns)) console.error(`pod ${p.metadata?.name} ${p.spec?.nodeName ?? '-'} ${p.status?.phase} ${JSON.stringify(p.status?.conditions)}`);
+      for (const p of await listPods(client, ns))
+        console.error(`pod ${p.metadata?.name} ${p.spec?.nodeName ?? '-'} ${p.status?.phase} ${JSON.stringify(p.status?.conditions)}`);
       console.error(logs.filter((l) => l.startsWith('controller')).join('\n'));
     }
-    await waitFor(`inference services of ${ns} gone`, async () => {
-      const left = (await client.get<{ items: InferenceServiceObject[] }>(svcsPath(ns))).items;
-      await Promise.allSettled(left.map((s) => client.delete(`${svcsPath(ns)}/${s.metadata.name ?? ''}`)));
-      return left.length === 0;
-    }, 30_000);
+    await waitFor(
+      `inference services of ${ns} gone`,
+      async () => {
+        const left = (await client.get<{ items: InferenceServiceObject[] }>(svcsPath(ns))).items;
+        await Promise.allSettled(left.map((s) => client.delete(`${svcsPath(ns)}/${s.metadata.name ?? ''}`)));
+        return left.length === 0;
+      },
+      30_000,
+    );
     await Promise.allSettled((await listPods(client, ns)).map((p) => client.delete(`/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`)));
     const services = (await client.get<{ items: { metadata: { name: string } }[] }>(`/api/v1/namespaces/${ns}/services`)).items;
     await Promise.allSettled(services.map((s) => client.delete(`/api/v1/namespaces/${ns}/services/${s.metadata.name}`)));
@@ -60,22 +65,40 @@ function inferenceService(name: string, spec: Record<string, unknown> = {}): Rec
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'InferenceService',
     metadata: { name },
-    spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 2, gpusPerReplica: 1, resources: { cpu: '4', memory: '16Gi' }, ...spec },
+    spec: {
+      runtime: 'vllm',
+      model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' },
+      replicas: 2,
+      gpusPerReplica: 1,
+      resources: { cpu: '4', memory: '16Gi' },
+      ...spec,
+    },
   };
 }
 
 const getSvc = (ns: string, name: string): Promise<InferenceServiceObject> => client.get<InferenceServiceObject>(`${svcsPath(ns)}/${name}`);
-const isReady = (p: V1Pod): boolean => p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
-const replicas = async (ns: string): Promise<V1Pod[]> => (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] !== undefined);
+const isReady = (p: V1Pod): boolean =>
+  p.metadata?.deletionTimestamp === undefined && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true;
+const replicas = async (ns: string): Promise<V1Pod[]> =>
+  (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] !== undefined);
 const condition = (s: InferenceServiceObject, type: string) => s.status?.conditions?.find((c) => c.type === type);
 
 const getTable = (path: string): Promise<KubeTable> => getTableAt(cluster.plane, path);
 
 async function readyService(ns: string, name: string, n: number): Promise<InferenceServiceObject> {
-  return waitFor(`${ns}/${name} ready ${n}/${n}`, async () => {
-    const s = await getSvc(ns, name);
-    return s.status?.phase === 'Ready' && s.status.readyReplicas === n && s.status.updatedReplicas === n && s.status.observedGeneration === s.metadata.generation ? s : undefined;
-  }, 30_000);
+  return waitFor(
+    `${ns}/${name} ready ${n}/${n}`,
+    async () => {
+      const s = await getSvc(ns, name);
+      return s.status?.phase === 'Ready' &&
+        s.status.readyReplicas === n &&
+        s.status.updatedReplicas === n &&
+        s.status.observedGeneration === s.metadata.generation
+        ? s
+        : undefined;
+    },
+    30_000,
+  );
 }
 
 describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)', () => {
@@ -92,7 +115,9 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
       expect(p.spec?.containers[0]?.readinessProbe?.httpGet?.path).toBe('/health');
       expect(p.spec?.containers[0]?.args).toEqual(expect.arrayContaining(['--model', 'Qwen/Qwen2.5-7B-Instruct', '--served-model-name', 'qwen']));
     }
-    const svc = await client.get<{ spec: { selector: Record<string, string>; ports: { name: string; port: number }[] } }>(`/api/v1/namespaces/${ns}/services/chat`);
+    const svc = await client.get<{ spec: { selector: Record<string, string>; ports: { name: string; port: number }[] } }>(
+      `/api/v1/namespaces/${ns}/services/chat`,
+    );
     expect(svc.spec.selector).toEqual({ 'ai.sits2026.dev/inference-service': 'chat', 'ai.sits2026.dev/role': 'replica' });
     expect(svc.spec.ports.map((p) => [p.name, p.port])).toEqual([['http', 8000]]);
     expect(s.status).toMatchObject({ replicas: 2, readyReplicas: 2, model: 'qwen', url: `http://chat.${ns}.svc:8000` });
@@ -119,10 +144,14 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
       }
     })();
     await client.mergePatch(`${svcsPath(ns)}/chat`, { spec: { container: { image: 'vllm/vllm-openai:v0.11.0' } } });
-    await waitFor('2 replicas on the new image, all ready', async () => {
-      const ps = (await replicas(ns)).filter((p) => p.metadata?.deletionTimestamp === undefined);
-      return ps.length === 2 && ps.every((p) => isReady(p) && p.spec?.containers[0]?.image === 'vllm/vllm-openai:v0.11.0' && !before.has(p.metadata?.name));
-    }, 30_000);
+    await waitFor(
+      '2 replicas on the new image, all ready',
+      async () => {
+        const ps = (await replicas(ns)).filter((p) => p.metadata?.deletionTimestamp === undefined);
+        return ps.length === 2 && ps.every((p) => isReady(p) && p.spec?.containers[0]?.image === 'vllm/vllm-openai:v0.11.0' && !before.has(p.metadata?.name));
+      },
+      30_000,
+    );
     const s = await readyService(ns, 'chat', 2);
     watching = false;
     await watcher;
@@ -137,7 +166,10 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
     await client.post(svcsPath(ns), inferenceService('chat', { maxReplicas: 4, autoscaling: { mode: 'external' } }));
     await readyService(ns, 'chat', 2);
     const scale = await client.get<{ spec: { replicas: number }; status: { replicas: number; selector: string } }>(`${svcsPath(ns)}/chat/scale`);
-    expect(scale).toMatchObject({ spec: { replicas: 2 }, status: { replicas: 2, selector: 'ai.sits2026.dev/inference-service=chat,ai.sits2026.dev/role=replica' } });
+    expect(scale).toMatchObject({
+      spec: { replicas: 2 },
+      status: { replicas: 2, selector: 'ai.sits2026.dev/inference-service=chat,ai.sits2026.dev/role=replica' },
+    });
     await client.mergePatch(`${svcsPath(ns)}/chat/scale`, { spec: { replicas: 3 } });
     await readyService(ns, 'chat', 3);
     expect((await replicas(ns)).filter(isReady)).toHaveLength(3);
@@ -162,7 +194,9 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
       return condition(x, 'InvalidSpec')?.status === 'True' ? x : undefined;
     });
     expect(condition(s, 'InvalidSpec')).toMatchObject({ reason: 'TensorParallelTooLarge' });
-    expect(condition(s, 'InvalidSpec')?.message).toContain('spec.tensorParallelSize: tensor-parallel size 8 fits no NVLink domain of the cluster: the largest NVLink island has 4 GPUs');
+    expect(condition(s, 'InvalidSpec')?.message).toContain(
+      'spec.tensorParallelSize: tensor-parallel size 8 fits no NVLink domain of the cluster: the largest NVLink island has 4 GPUs',
+    );
     expect(s.status?.phase).toBe('Failed');
     expect((await replicas(ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/inference-service'] === 'tp8')).toEqual([]);
   });
@@ -170,18 +204,28 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
   it('a TP=2 replica waits rather than straddle two NVLink islands, and is named past its deadline; a 2-GPU pipeline replica takes those GPUs', async () => {
     const ns = await newNs('islands');
     // Three GPUs of each island taken on every node: the only free pairs are one GPU per island.
-    await createPods(client, cluster.nodeNames.flatMap((_, i) => [testPod(ns, `fill-${i}-a`, { gpus: 3 }), testPod(ns, `fill-${i}-b`, { gpus: 3 })]));
+    await createPods(
+      client,
+      cluster.nodeNames.flatMap((_, i) => [testPod(ns, `fill-${i}-a`, { gpus: 3 }), testPod(ns, `fill-${i}-b`, { gpus: 3 })]),
+    );
     const fillers = await waitFor('fillers bound', async () => {
       const ps = (await listPods(client, ns)).filter((p) => p.metadata?.name?.startsWith('fill-') === true);
       return ps.length === 6 && ps.every((p) => p.metadata?.annotations?.[ANNOTATION.gpuIndices] !== undefined) ? ps : undefined;
     });
-    for (const p of fillers) expect(new Set((p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').map((g) => Math.floor(Number(g) / 4))).size).toBe(1);
+    for (const p of fillers)
+      expect(new Set((p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').map((g) => Math.floor(Number(g) / 4))).size).toBe(1);
     await client.post(svcsPath(ns), inferenceService('tp2', { replicas: 1, gpusPerReplica: 2, tensorParallelSize: 2, progressDeadlineSeconds: 2 }));
-    const s = await waitFor('tp2 named as not scheduled', async () => {
-      const x = await getSvc(ns, 'tp2');
-      return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
-    }, 30_000);
-    expect(condition(s, 'ReplicaFailure')?.message).toMatch(/tp2-[0-9a-f]{8}-0 not ready \d+s after it started \(spec.progressDeadlineSeconds 2\): not scheduled: .*NVLink/);
+    const s = await waitFor(
+      'tp2 named as not scheduled',
+      async () => {
+        const x = await getSvc(ns, 'tp2');
+        return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
+      },
+      30_000,
+    );
+    expect(condition(s, 'ReplicaFailure')?.message).toMatch(
+      /tp2-[0-9a-f]{8}-0 not ready \d+s after it started \(spec.progressDeadlineSeconds 2\): not scheduled: .*NVLink/,
+    );
     expect((await replicas(ns)).every((p) => (p.spec?.nodeName ?? '') === '')).toBe(true);
     // The waiting gang goes first (no garbage collector here: its pod too), so that the queue does not hold GPUs for it.
     await client.delete(`${svcsPath(ns)}/tp2`);
@@ -198,17 +242,24 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
 
   it("the engine's GPU support reaches the scheduler: Triton pinned to A100-80G runs there; compute capability 9.0 waits on A100s, named with the scheduler's reason", async () => {
     const ns = await newNs('gpus');
-    await client.post(svcsPath(ns), inferenceService('trt', { runtime: 'triton', model: { uri: 's3://models/llama-trtllm' }, replicas: 1, gpu: { allowedModels: ['A100-80G'] } }));
+    await client.post(
+      svcsPath(ns),
+      inferenceService('trt', { runtime: 'triton', model: { uri: 's3://models/llama-trtllm' }, replicas: 1, gpu: { allowedModels: ['A100-80G'] } }),
+    );
     await readyService(ns, 'trt', 1);
     const trt = (await replicas(ns))[0];
     expect(trt?.metadata?.annotations).toMatchObject({ [ANNOTATION.gpuModels]: expect.stringContaining('A100-80G'), [ANNOTATION.minComputeCapability]: '8.0' });
     const svc = await client.get<{ spec: { ports: { name: string; port: number }[] } }>(`/api/v1/namespaces/${ns}/services/trt`);
     expect(svc.spec.ports.map((p) => p.name).sort()).toEqual(['grpc', 'http', 'metrics']);
     await client.post(svcsPath(ns), inferenceService('hopper', { replicas: 1, gpu: { minComputeCapability: '9.0' }, progressDeadlineSeconds: 2 }));
-    const s = await waitFor('hopper named as not scheduled', async () => {
-      const x = await getSvc(ns, 'hopper');
-      return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
-    }, 30_000);
+    const s = await waitFor(
+      'hopper named as not scheduled',
+      async () => {
+        const x = await getSvc(ns, 'hopper');
+        return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
+      },
+      30_000,
+    );
     expect(condition(s, 'ReplicaFailure')?.message).toMatch(/hopper-[0-9a-f]{8}-0 not ready .*not scheduled: 0\/3 nodes fit .*needs sm_90/);
   });
 
@@ -245,7 +296,10 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
     } finally {
       await client.delete(`${svcsPath(ns)}/skew`).catch(() => undefined);
       const current = await client.get<Crd & { metadata: { resourceVersion: string } }>(CRD_PATH);
-      await client.put(CRD_PATH, { ...original, metadata: { ...(original as unknown as { metadata: object }).metadata, resourceVersion: current.metadata.resourceVersion } });
+      await client.put(CRD_PATH, {
+        ...original,
+        metadata: { ...(original as unknown as { metadata: object }).metadata, resourceVersion: current.metadata.resourceVersion },
+      });
       // A changed CRD re-initialises its storage (429 meanwhile): wait until the old schema serves and refuses sglang again.
       await waitFor('the original CRD served again', async () => {
         await client.get(svcsPath(ns));
@@ -264,10 +318,14 @@ describe('InferenceService controller on a real kube-apiserver (3 × nvlink-2x4)
     const [sick, healthy] = await replicas(ns);
     const sickName = sick?.metadata?.name ?? '';
     await client.mergePatch(`/api/v1/namespaces/${ns}/pods/${sickName}`, { metadata: { annotations: { [READY_ANNOTATION]: 'false' } } });
-    const s = await waitFor('the unready replica named', async () => {
-      const x = await getSvc(ns, 'chat');
-      return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
-    }, 30_000);
+    const s = await waitFor(
+      'the unready replica named',
+      async () => {
+        const x = await getSvc(ns, 'chat');
+        return condition(x, 'ReplicaFailure')?.status === 'True' ? x : undefined;
+      },
+      30_000,
+    );
     expect(condition(s, 'ReplicaFailure')).toMatchObject({ reason: 'ReplicaNotReady' });
     expect(condition(s, 'ReplicaFailure')?.message).toContain(`${sickName} not ready`);
     expect(condition(s, 'ReplicaFailure')?.message).toContain('spec.progressDeadlineSeconds 2');

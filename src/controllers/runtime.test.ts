@@ -15,7 +15,18 @@ describe('conditions', () => {
 
 describe('environment helpers', () => {
   it('mergeEnv: user entries replace injected ones in place, new ones come last', () => {
-    expect(mergeEnv([{ name: 'A', value: '1' }, { name: 'B', value: '2' }], [{ name: 'C', value: '3' }, { name: 'A', valueFrom: { fieldRef: {} } }])).toEqual([
+    expect(
+      mergeEnv(
+        [
+          { name: 'A', value: '1' },
+          { name: 'B', value: '2' },
+        ],
+        [
+          { name: 'C', value: '3' },
+          { name: 'A', valueFrom: { fieldRef: {} } },
+        ],
+      ),
+    ).toEqual([
       { name: 'A', valueFrom: { fieldRef: {} } },
       { name: 'B', value: '2' },
       { name: 'C', value: '3' },

@@ -14,7 +14,17 @@ import { startControllers, type Controllers } from '../app/controllers.ts';
 import { EXIT_CODE_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { runCheckpointHelper, saveOnFullVolume, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
-import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshotClass, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
+import {
+  createStaticVolume,
+  ensureCsiProvisioner,
+  ensureSnapshotComponents,
+  SNAPSHOT_API,
+  startSnapshotStack,
+  storageClass,
+  volumeSnapshotClass,
+  type SnapshotStack,
+  type VolumeSnapshotObject,
+} from '../harness/snapshot-stack.ts';
 import type { TrainingJobObject } from './training-job/model.ts';
 
 const TJ = '/apis/ai.sits2026.dev/v1';
@@ -47,9 +57,18 @@ afterAll(async () => {
 
 const getJob = (ns: string, name: string): Promise<TrainingJobObject> => client.get<TrainingJobObject>(`${jobsPath(ns)}/${name}`);
 const snapshots = async (ns: string, job: string): Promise<VolumeSnapshotObject[]> =>
-  (await client.get<{ items: VolumeSnapshotObject[] }>(`${SNAPSHOT_API}/namespaces/${ns}/volumesnapshots?labelSelector=${encodeURIComponent(`ai.sits2026.dev/training-job=${job}`)}`)).items;
+  (
+    await client.get<{ items: VolumeSnapshotObject[] }>(
+      `${SNAPSHOT_API}/namespaces/${ns}/volumesnapshots?labelSelector=${encodeURIComponent(`ai.sits2026.dev/training-job=${job}`)}`,
+    )
+  ).items;
 const replicaPods = async (ns: string, job: string): Promise<V1Pod[]> =>
-  (await listPods(client, ns)).filter((p) => p.metadata?.labels?.['ai.sits2026.dev/training-job'] === job && p.metadata.labels['ai.sits2026.dev/role'] === 'replica' && p.metadata.deletionTimestamp === undefined);
+  (await listPods(client, ns)).filter(
+    (p) =>
+      p.metadata?.labels?.['ai.sits2026.dev/training-job'] === job &&
+      p.metadata.labels['ai.sits2026.dev/role'] === 'replica' &&
+      p.metadata.deletionTimestamp === undefined,
+  );
 const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
 
 /** A namespace with a bound RWX checkpoint claim `ckpt` and a service account `trainer` that may get and patch pods. */
@@ -57,12 +76,17 @@ async function setUp(ns: string): Promise<{ volumeDir: string; tokenFile: string
   await createNs(client, ns);
   const vol = await createStaticVolume(stack, { namespace: ns, pvcName: 'ckpt' });
   const tokenFile = await trainerTokenFile(client, cluster.plane, ns);
-  await waitFor(`claim ${ns}/ckpt Bound`, async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
+  await waitFor(
+    `claim ${ns}/ckpt Bound`,
+    async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound',
+    120_000,
+  );
   return { volumeDir: stack.driver.volumeDir(vol.volume.id), tokenFile };
 }
 
 /** examples/sits_checkpoint.py as rank 0's container would run it. */
-const helper = (pod: V1Pod, tokenFile: string, args: string[]): ReturnType<typeof runCheckpointHelper> => runCheckpointHelper(cluster.plane, pod, tokenFile, args);
+const helper = (pod: V1Pod, tokenFile: string, args: string[]): ReturnType<typeof runCheckpointHelper> =>
+  runCheckpointHelper(cluster.plane, pod, tokenFile, args);
 
 function job(name: string, checkpoint: Record<string, unknown>, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return {
@@ -80,27 +104,42 @@ function job(name: string, checkpoint: Record<string, unknown>, extra: Record<st
 }
 
 async function runningRank0(ns: string, name: string, attempt?: number): Promise<V1Pod> {
-  return waitFor(`${ns}/${name} Running (attempt ${attempt ?? 'any'})`, async () => {
-    const j = await getJob(ns, name);
-    if (j.status?.phase !== 'Running' || (attempt !== undefined && j.status.attempt !== attempt)) return undefined;
-    return (await replicaPods(ns, name)).find((p) => p.metadata?.labels?.['ai.sits2026.dev/rank'] === '0' && p.metadata.labels['ai.sits2026.dev/attempt'] === String(j.status?.attempt));
-  }, 60_000);
+  return waitFor(
+    `${ns}/${name} Running (attempt ${attempt ?? 'any'})`,
+    async () => {
+      const j = await getJob(ns, name);
+      if (j.status?.phase !== 'Running' || (attempt !== undefined && j.status.attempt !== attempt)) return undefined;
+      return (await replicaPods(ns, name)).find(
+        (p) => p.metadata?.labels?.['ai.sits2026.dev/rank'] === '0' && p.metadata.labels['ai.sits2026.dev/attempt'] === String(j.status?.attempt),
+      );
+    },
+    60_000,
+  );
 }
 
 /** Asks for a checkpoint (annotation on the job) and waits until rank 0's pod carries the request; returns its seq. */
 async function request(ns: string, name: string, id: string, tokenFile: string): Promise<{ seq: number; pod: V1Pod }> {
   await client.mergePatch(`${jobsPath(ns)}/${name}`, { metadata: { annotations: { 'ai.sits2026.dev/request-checkpoint': `Manual/${id}` } } });
   const pod = await runningRank0(ns, name);
-  const want = await waitFor(`${name}: a cycle started for request ${id}`, async () => {
-    const c = (await getJob(ns, name)).status?.checkpoint;
-    return c?.handledRequest === `Manual/${id}` && c.cycle?.request === `Manual/${id}` ? c.cycle.seq : undefined;
-  }, 30_000);
-  const seq = await waitFor(`rank 0 of ${name} asked for checkpoint ${id} (seq ${want})`, async () => {
-    const r = await helper(pod, tokenFile, ['requested']);
-    if (r.code !== 0) throw new Error(`sits_checkpoint.py requested: ${r.stderr}`);
-    const s = r.stdout.trim();
-    return s === String(want) ? want : undefined;
-  }, 30_000, 200);
+  const want = await waitFor(
+    `${name}: a cycle started for request ${id}`,
+    async () => {
+      const c = (await getJob(ns, name)).status?.checkpoint;
+      return c?.handledRequest === `Manual/${id}` && c.cycle?.request === `Manual/${id}` ? c.cycle.seq : undefined;
+    },
+    30_000,
+  );
+  const seq = await waitFor(
+    `rank 0 of ${name} asked for checkpoint ${id} (seq ${want})`,
+    async () => {
+      const r = await helper(pod, tokenFile, ['requested']);
+      if (r.code !== 0) throw new Error(`sits_checkpoint.py requested: ${r.stderr}`);
+      const s = r.stdout.trim();
+      return s === String(want) ? want : undefined;
+    },
+    30_000,
+    200,
+  );
   return { seq, pod };
 }
 
@@ -113,10 +152,14 @@ async function commit(pod: V1Pod, volumeDir: string, tokenFile: string, step: nu
 }
 
 async function readyCheckpoint(ns: string, name: string, snapshotName: string): Promise<TrainingJobObject> {
-  return waitFor(`${name}: ${snapshotName} is the newest Ready checkpoint`, async () => {
-    const j = await getJob(ns, name);
-    return j.status?.checkpoint?.lastReady?.snapshotName === snapshotName && j.status.checkpoint.cycle?.phase === 'Ready' ? j : undefined;
-  }, 60_000);
+  return waitFor(
+    `${name}: ${snapshotName} is the newest Ready checkpoint`,
+    async () => {
+      const j = await getJob(ns, name);
+      return j.status?.checkpoint?.lastReady?.snapshotName === snapshotName && j.status.checkpoint.cycle?.phase === 'Ready' ? j : undefined;
+    },
+    60_000,
+  );
 }
 
 const gone = async (path: string): Promise<boolean> =>
@@ -143,7 +186,11 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     }
     expect(pod0.spec?.containers[0]?.env?.find((e) => e.name === 'SITS_POD_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('metadata.name');
 
-    for (const [i, step] of [[1, 100], [2, 200], [3, 300]] as const) {
+    for (const [i, step] of [
+      [1, 100],
+      [2, 200],
+      [3, 300],
+    ] as const) {
       const { seq, pod } = await request(ns, 'llm', `r${i}`, tokenFile);
       expect(seq).toBe(i);
       await commit(pod, volumeDir, tokenFile, step, seq);
@@ -155,15 +202,23 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
       // The helper sees its request answered.
       expect((await helper(pod, tokenFile, ['requested'])).stdout.trim()).toBe('');
     }
-    const snaps = await waitFor('retention keeps the newest 2', async () => {
-      const s = (await snapshots(ns, 'llm')).filter((x) => x.metadata.name !== undefined);
-      return s.length === 2 ? s : undefined;
-    }, 60_000);
+    const snaps = await waitFor(
+      'retention keeps the newest 2',
+      async () => {
+        const s = (await snapshots(ns, 'llm')).filter((x) => x.metadata.name !== undefined);
+        return s.length === 2 ? s : undefined;
+      },
+      60_000,
+    );
     expect(snaps.map((s) => s.metadata.name).sort()).toEqual(['llm-ckpt-2', 'llm-ckpt-3']);
     const newest = snaps.find((s) => s.metadata.name === 'llm-ckpt-3');
     expect(newest?.status?.readyToUse).toBe(true);
-    const content = await client.get<{ status?: { snapshotHandle?: string } }>(`${SNAPSHOT_API}/volumesnapshotcontents/${newest?.status?.boundVolumeSnapshotContentName ?? ''}`);
-    expect(execFileSync('tar', ['tzf', stack.driver.snapshotFile(content.status?.snapshotHandle ?? '')], { encoding: 'utf8' }).split('\n')).toContain('./step-300.pt');
+    const content = await client.get<{ status?: { snapshotHandle?: string } }>(
+      `${SNAPSHOT_API}/volumesnapshotcontents/${newest?.status?.boundVolumeSnapshotContentName ?? ''}`,
+    );
+    expect(execFileSync('tar', ['tzf', stack.driver.snapshotFile(content.status?.snapshotHandle ?? '')], { encoding: 'utf8' }).split('\n')).toContain(
+      './step-300.pt',
+    );
 
     // A replica fails: the new gang starts from step 300.
     const pods = await replicaPods(ns, 'llm');
@@ -175,22 +230,33 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     for (const p of await replicaPods(ns, 'llm')) expect(envOf(p)).toMatchObject({ SITS_RESTORE_STEP: '300', SITS_RESTORE_SNAPSHOT: 'llm-ckpt-3' });
 
     await client.delete(`${jobsPath(ns)}/llm`);
-    await waitFor('the job and (retention.policy Delete) its snapshots gone', async () => (await gone(`${jobsPath(ns)}/llm`)) && (await snapshots(ns, 'llm')).length === 0, 60_000);
+    await waitFor(
+      'the job and (retention.policy Delete) its snapshots gone',
+      async () => (await gone(`${jobsPath(ns)}/llm`)) && (await snapshots(ns, 'llm')).length === 0,
+      60_000,
+    );
   });
 
   it('TTL retention deletes checkpoints older than ttlSeconds but never the newest', async () => {
     const ns = 'ckpt-ttl';
     const { volumeDir, tokenFile } = await setUp(ns);
     await client.post(jobsPath(ns), job('ttl', { retention: { keep: 10, ttlSeconds: 3 } }));
-    for (const [i, step] of [[1, 10], [2, 20]] as const) {
+    for (const [i, step] of [
+      [1, 10],
+      [2, 20],
+    ] as const) {
       const { seq, pod } = await request(ns, 'ttl', `t${i}`, tokenFile);
       await commit(pod, volumeDir, tokenFile, step, seq);
       await readyCheckpoint(ns, 'ttl', `ttl-ckpt-${i}`);
     }
-    const left = await waitFor('ttl-ckpt-1 deleted by TTL', async () => {
-      const s = await snapshots(ns, 'ttl');
-      return s.length === 1 ? s : undefined;
-    }, 60_000);
+    const left = await waitFor(
+      'ttl-ckpt-1 deleted by TTL',
+      async () => {
+        const s = await snapshots(ns, 'ttl');
+        return s.length === 1 ? s : undefined;
+      },
+      60_000,
+    );
     expect(left[0]?.metadata.name).toBe('ttl-ckpt-2');
     // Well past the TTL the newest one stays: it is the restore point.
     await new Promise((r) => setTimeout(r, 4000));
@@ -210,10 +276,14 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
 
     // Asked, never committed.
     await request(ns, 'bad', 'silent', tokenFile);
-    const never = await waitFor('NeverCommitted', async () => {
-      const j = await getJob(ns, 'bad');
-      return j.status?.checkpoint?.cycle?.phase === 'Failed' ? j : undefined;
-    }, 60_000);
+    const never = await waitFor(
+      'NeverCommitted',
+      async () => {
+        const j = await getJob(ns, 'bad');
+        return j.status?.checkpoint?.cycle?.phase === 'Failed' ? j : undefined;
+      },
+      60_000,
+    );
     expect(never.status?.checkpoint?.cycle?.failureReason).toBe('NeverCommitted');
     expect(never.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({ status: 'False', reason: 'NeverCommitted' });
     expect(never.status?.checkpoint?.lastReady?.snapshotName).toBe('bad-ckpt-1');
@@ -226,10 +296,14 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     const save = await saveOnFullVolume(cluster.plane, full.pod, tokenFile, 60, full.seq);
     expect(save.stderr).toBe('');
     expect(save.stdout.trim()).toBe('No space left on device (ENOSPC), saving /checkpoints/step-60');
-    const volumeFull = await waitFor('VolumeFull', async () => {
-      const j = await getJob(ns, 'bad');
-      return j.status?.checkpoint?.cycle?.seq === full.seq && j.status.checkpoint.cycle.phase === 'Failed' ? j : undefined;
-    }, 60_000);
+    const volumeFull = await waitFor(
+      'VolumeFull',
+      async () => {
+        const j = await getJob(ns, 'bad');
+        return j.status?.checkpoint?.cycle?.seq === full.seq && j.status.checkpoint.cycle.phase === 'Failed' ? j : undefined;
+      },
+      60_000,
+    );
     expect(volumeFull.status?.checkpoint?.cycle?.failureReason).toBe('VolumeFull');
     expect(volumeFull.status?.conditions?.find((c) => c.type === 'Checkpointing')).toMatchObject({
       status: 'False',
@@ -238,28 +312,47 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     });
     expect(volumeFull.status?.checkpoint?.lastReady).toMatchObject({ snapshotName: 'bad-ckpt-1', step: 50 });
     // The failed cycle's request is withdrawn from rank 0's pod.
-    await waitFor('the failed cycle’s request withdrawn', async () => (await client.get<V1Pod>(`/api/v1/namespaces/${ns}/pods/${full.pod.metadata?.name ?? ''}`)).metadata?.annotations?.['ai.sits2026.dev/checkpoint-request'] === undefined, 30_000);
+    await waitFor(
+      'the failed cycle’s request withdrawn',
+      async () =>
+        (await client.get<V1Pod>(`/api/v1/namespaces/${ns}/pods/${full.pod.metadata?.name ?? ''}`)).metadata?.annotations?.[
+          'ai.sits2026.dev/checkpoint-request'
+        ] === undefined,
+      30_000,
+    );
 
     // The class is changed to one that does not exist: the snapshot-controller's error, naming it, is the condition.
     await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { volumeSnapshotClassName: 'no-such-class', snapshotTimeoutSeconds: 6 } } });
     const third = await request(ns, 'bad', 'missing-class', tokenFile);
     await commit(third.pod, volumeDir, tokenFile, 70, third.seq);
-    const erroring = await waitFor('SnapshotError naming the class', async () => {
-      const c = (await getJob(ns, 'bad')).status?.conditions?.find((x) => x.type === 'Checkpointing');
-      return c?.reason === 'SnapshotError' || c?.reason === 'SnapshotFailed' ? c : undefined;
-    }, 60_000);
+    const erroring = await waitFor(
+      'SnapshotError naming the class',
+      async () => {
+        const c = (await getJob(ns, 'bad')).status?.conditions?.find((x) => x.type === 'Checkpointing');
+        return c?.reason === 'SnapshotError' || c?.reason === 'SnapshotFailed' ? c : undefined;
+      },
+      60_000,
+    );
     expect(erroring.message).toContain('no-such-class');
-    const failed = await waitFor('SnapshotFailed at the deadline', async () => {
-      const j = await getJob(ns, 'bad');
-      return j.status?.checkpoint?.cycle?.phase === 'Failed' && j.status.checkpoint.cycle.seq === third.seq ? j : undefined;
-    }, 60_000);
+    const failed = await waitFor(
+      'SnapshotFailed at the deadline',
+      async () => {
+        const j = await getJob(ns, 'bad');
+        return j.status?.checkpoint?.cycle?.phase === 'Failed' && j.status.checkpoint.cycle.seq === third.seq ? j : undefined;
+      },
+      60_000,
+    );
     expect(failed.status?.checkpoint?.cycle?.failureReason).toBe('SnapshotFailed');
     expect(failed.status?.conditions?.find((c) => c.type === 'Checkpointing')?.message).toContain('no-such-class');
     expect(failed.status?.checkpoint?.lastReady).toMatchObject({ snapshotName: 'bad-ckpt-1', step: 50 });
-    await waitFor('the failed cycle’s snapshot deleted, the good one kept', async () => {
-      const names = (await snapshots(ns, 'bad')).map((s) => s.metadata.name);
-      return names.length === 1 && names[0] === 'bad-ckpt-1';
-    }, 60_000);
+    await waitFor(
+      'the failed cycle’s snapshot deleted, the good one kept',
+      async () => {
+        const names = (await snapshots(ns, 'bad')).map((s) => s.metadata.name);
+        return names.length === 1 && names[0] === 'bad-ckpt-1';
+      },
+      60_000,
+    );
   });
 
   it('claimTemplate + Retain: a job re-created after deletion gets its claim restored from the newest kept snapshot (dataSource) and starts from its step', async () => {
@@ -267,10 +360,16 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     const { tokenFile } = await setUp(ns);
     const spec = { volume: { claimTemplate: { size: '1Gi', storageClassName: 'stand-in' } }, retention: { policy: 'Retain' } };
     const claimDir = async (): Promise<string> => {
-      const claim = await waitFor('rs-checkpoint Bound', async () => {
-        const c = await client.get<{ spec?: { volumeName?: string }; status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`).catch(() => undefined);
-        return c?.status?.phase === 'Bound' ? c : undefined;
-      }, 60_000);
+      const claim = await waitFor(
+        'rs-checkpoint Bound',
+        async () => {
+          const c = await client
+            .get<{ spec?: { volumeName?: string }; status?: { phase?: string } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`)
+            .catch(() => undefined);
+          return c?.status?.phase === 'Bound' ? c : undefined;
+        },
+        60_000,
+      );
       const pv = await client.get<{ spec?: { csi?: { volumeHandle?: string } } }>(`/api/v1/persistentvolumes/${claim.spec?.volumeName ?? ''}`);
       return stack.driver.volumeDir(pv.spec?.csi?.volumeHandle ?? '');
     };
@@ -280,14 +379,24 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     await readyCheckpoint(ns, 'rs', 'rs-ckpt-1');
 
     await client.delete(`${jobsPath(ns)}/rs`);
-    await waitFor('rs and its claim gone', async () => (await gone(`${jobsPath(ns)}/rs`)) && (await gone(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`)), 60_000);
+    await waitFor(
+      'rs and its claim gone',
+      async () => (await gone(`${jobsPath(ns)}/rs`)) && (await gone(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`)),
+      60_000,
+    );
     expect((await snapshots(ns, 'rs')).map((x) => x.metadata.name)).toEqual(['rs-ckpt-1']);
 
     await client.post(jobsPath(ns), job('rs', spec));
-    const claim = await waitFor('the new claim names the kept snapshot as its dataSource', async () => {
-      const c = await client.get<{ spec?: { dataSource?: { kind?: string; name?: string } } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`).catch(() => undefined);
-      return c?.spec?.dataSource === undefined ? undefined : c;
-    }, 60_000);
+    const claim = await waitFor(
+      'the new claim names the kept snapshot as its dataSource',
+      async () => {
+        const c = await client
+          .get<{ spec?: { dataSource?: { kind?: string; name?: string } } }>(`/api/v1/namespaces/${ns}/persistentvolumeclaims/rs-checkpoint`)
+          .catch(() => undefined);
+        return c?.spec?.dataSource === undefined ? undefined : c;
+      },
+      60_000,
+    );
     expect(claim.spec?.dataSource).toMatchObject({ kind: 'VolumeSnapshot', name: 'rs-ckpt-1' });
     expect(readFileSync(join(await claimDir(), 'step-500.pt'), 'utf8')).toBe('weights of step 500');
     await runningRank0(ns, 'rs', 1);
@@ -313,20 +422,28 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
     const none = await refused(job('none', { volume: undefined }));
     expect(none).toContain('spec.checkpoint.volume');
 
-    const local = job('local', { volume: { claimName: 'ckpt' } }, {
-      container: undefined,
-      podTemplate: {
-        spec: {
-          containers: [{ name: 'trainer', image: 'pytorch:2.3', volumeMounts: [{ name: 'scratch', mountPath: '/checkpoints' }] }],
-          volumes: [{ name: 'scratch', emptyDir: {} }],
+    const local = job(
+      'local',
+      { volume: { claimName: 'ckpt' } },
+      {
+        container: undefined,
+        podTemplate: {
+          spec: {
+            containers: [{ name: 'trainer', image: 'pytorch:2.3', volumeMounts: [{ name: 'scratch', mountPath: '/checkpoints' }] }],
+            volumes: [{ name: 'scratch', emptyDir: {} }],
+          },
         },
       },
-    });
+    );
     await client.post(jobsPath(ns), local);
-    const j = await waitFor('local refused', async () => {
-      const x = await getJob(ns, 'local');
-      return x.status?.phase === 'Failed' ? x : undefined;
-    }, 30_000);
+    const j = await waitFor(
+      'local refused',
+      async () => {
+        const x = await getJob(ns, 'local');
+        return x.status?.phase === 'Failed' ? x : undefined;
+      },
+      30_000,
+    );
     const c = j.status?.conditions?.find((x) => x.type === 'Failed');
     expect(c?.reason).toBe('CheckpointPathNotShared');
     expect(c?.message).toContain('spec.podTemplate.spec.containers[0].volumeMounts[0]');

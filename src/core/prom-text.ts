@@ -181,7 +181,8 @@ export function parsePromText(text: string): Map<string, MetricFamily> {
     if (f.type === 'histogram' && name === `${fname}_bucket` && labels.le === undefined) throw new PromParseError(line, `${name} without le`);
     if (f.type === 'histogram' && name === fname) throw new PromParseError(line, `histogram ${fname} has a sample without _bucket/_sum/_count`);
     // A summary's quantiles are samples of the bare name (kube-apiserver writes some).
-    if (f.type === 'summary' && name === fname && labels.quantile === undefined) throw new PromParseError(line, `summary ${fname} has a sample without quantile, _sum or _count`);
+    if (f.type === 'summary' && name === fname && labels.quantile === undefined)
+      throw new PromParseError(line, `summary ${fname} has a sample without quantile, _sum or _count`);
     if (f.type !== 'histogram' && f.type !== 'summary' && name !== fname) throw new PromParseError(line, `sample ${name} in family ${fname}`);
     f.samples.push({ name, labels, value, ...(timestampMs === undefined ? {} : { timestampMs }) });
   });

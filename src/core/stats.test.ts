@@ -10,7 +10,12 @@ describe('nearest-rank percentiles', () => {
     expect(nearestRank(xs, 10)).toBe(10);
     expect(nearestRank(xs, 0)).toBe(10);
     expect(nearestRank(xs, 100)).toBe(100);
-    expect(nearestRank(Array.from({ length: 100 }, (_, i) => i + 1), 99)).toBe(99);
+    expect(
+      nearestRank(
+        Array.from({ length: 100 }, (_, i) => i + 1),
+        99,
+      ),
+    ).toBe(99);
     // scheduler_perf's example: 10 samples, p99 is the maximum.
     expect(nearestRank([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], 99)).toBe(10);
     expect(nearestRank([], 50)).toBeUndefined();

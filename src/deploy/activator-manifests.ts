@@ -24,7 +24,11 @@ export const ACTIVATOR_NAMES = {
 export const ACTIVATOR_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'activator' } as const;
 const TLS_DIR = '/etc/sits-activator/tls';
 const labels = (): Record<string, Node> => ({ ...ACTIVATOR_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({
+  name,
+  ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}),
+  labels: labels(),
+});
 const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 const A = 'activator.enabled';
 
@@ -90,8 +94,16 @@ function activatorDeployment(): Doc {
 /** Every activator document, in apply order. */
 export function activatorDocs(): Doc[] {
   return [
-    { file: 'activator-serviceaccount.yaml', when: A, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(ACTIVATOR_NAMES.serviceAccount), automountServiceAccountToken: true } },
-    { file: 'activator-clusterrole.yaml', when: A, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(ACTIVATOR_NAMES.role, false), rules: rules(ACTIVATOR_RULES) } },
+    {
+      file: 'activator-serviceaccount.yaml',
+      when: A,
+      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(ACTIVATOR_NAMES.serviceAccount), automountServiceAccountToken: true },
+    },
+    {
+      file: 'activator-clusterrole.yaml',
+      when: A,
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(ACTIVATOR_NAMES.role, false), rules: rules(ACTIVATOR_RULES) },
+    },
     {
       file: 'activator-clusterrolebinding.yaml',
       when: A,
@@ -104,11 +116,25 @@ export function activatorDocs(): Doc[] {
       },
     },
     // Bound by users (a RoleBinding in their namespace) to the workloads that send requests.
-    { file: 'activator-caller-clusterrole.yaml', when: A, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(ACTIVATOR_NAMES.callerRole, false), rules: rules(INFERENCE_CALLER_RULES) } },
+    {
+      file: 'activator-caller-clusterrole.yaml',
+      when: A,
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: meta(ACTIVATOR_NAMES.callerRole, false),
+        rules: rules(INFERENCE_CALLER_RULES),
+      },
+    },
     {
       file: 'activator-service.yaml',
       when: A,
-      body: { apiVersion: 'v1', kind: 'Service', metadata: meta(ACTIVATOR_NAMES.service), spec: { type: 'ClusterIP', selector: { ...ACTIVATOR_SELECTOR }, ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }] } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: meta(ACTIVATOR_NAMES.service),
+        spec: { type: 'ClusterIP', selector: { ...ACTIVATOR_SELECTOR }, ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }] },
+      },
     },
     activatorDeployment(),
   ];

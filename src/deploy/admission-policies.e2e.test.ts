@@ -96,42 +96,77 @@ describe('finding 3: the node agent writes only its own Node, its own keys, and 
   const podPath = (name: string): string => `/api/v1/namespaces/work/pods/${name}`;
 
   beforeAll(async () => {
-    const objects = await installFromChart({ nodeAgent: { enabled: true } }, (o) => o.metadata.name === 'sits-node-agent' || o.metadata.name === NS || o.metadata.name === POLICY_NAMES.nodeAgent);
-    expect(objects.map((o) => o.kind)).toEqual(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
-    await createFakeGpuNodes(plane.kubeConfig(), [{ name: 'gpu-a', capacity: { [GPU_RESOURCE]: '1' } }, { name: 'gpu-b', capacity: { [GPU_RESOURCE]: '1' } }]);
+    const objects = await installFromChart(
+      { nodeAgent: { enabled: true } },
+      (o) => o.metadata.name === 'sits-node-agent' || o.metadata.name === NS || o.metadata.name === POLICY_NAMES.nodeAgent,
+    );
+    expect(objects.map((o) => o.kind)).toEqual([
+      'Namespace',
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'ValidatingAdmissionPolicy',
+      'ValidatingAdmissionPolicyBinding',
+    ]);
+    await createFakeGpuNodes(plane.kubeConfig(), [
+      { name: 'gpu-a', capacity: { [GPU_RESOURCE]: '1' } },
+      { name: 'gpu-b', capacity: { [GPU_RESOURCE]: '1' } },
+    ]);
     // A taint the agent must not lift, and a label of the operator's it must not touch.
-    await admin.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.rack]: 'r1' } }, spec: { taints: [{ key: 'gpu-maintenance', effect: 'NoSchedule' }] } });
+    await admin.mergePatch(nodePath('gpu-a'), {
+      metadata: { labels: { [LABEL.rack]: 'r1' } },
+      spec: { taints: [{ key: 'gpu-maintenance', effect: 'NoSchedule' }] },
+    });
     await createNs(admin, 'work');
-    const onNode = (p: V1Pod, node: string, serviceAccountName?: string): V1Pod => ({ ...p, spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName: node, ...(serviceAccountName === undefined ? {} : { serviceAccountName }) } });
+    const onNode = (p: V1Pod, node: string, serviceAccountName?: string): V1Pod => ({
+      ...p,
+      spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName: node, ...(serviceAccountName === undefined ? {} : { serviceAccountName }) },
+    });
     await admin.post('/api/v1/namespaces/work/pods', onNode(testPod('work', 'train-a', { annotations: { [ANNOTATION.gpuIndices]: '0' } }), 'gpu-a'));
     await admin.post('/api/v1/namespaces/work/pods', onNode(testPod('work', 'train-b', { annotations: { [ANNOTATION.gpuIndices]: '0' } }), 'gpu-b'));
     // The agent's own pod on gpu-a, as the DaemonSet puts it there; its token is bound to it (the kubelet's projected token).
-    const agentPod = await admin.post<V1Pod>(`/api/v1/namespaces/${NS}/pods`, onNode(testPod(NS, 'sits-node-agent-x', { gpus: 0 }), 'gpu-a', 'sits-node-agent'));
+    const agentPod = await admin.post<V1Pod>(
+      `/api/v1/namespaces/${NS}/pods`,
+      onNode(testPod(NS, 'sits-node-agent-x', { gpus: 0 }), 'gpu-a', 'sits-node-agent'),
+    );
     const tr = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/sits-node-agent/token`, {
       apiVersion: 'authentication.k8s.io/v1',
       kind: 'TokenRequest',
       spec: { expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: agentPod.metadata?.name, uid: agentPod.metadata?.uid } },
     });
     agent = tokenClient('agent', tr.status.token);
-    const plain = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/sits-node-agent/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+    const plain = await admin.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/sits-node-agent/token`, {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600 },
+    });
     unbound = tokenClient('unbound', plain.status.token);
     await untilLive(() => unbound.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.gfdCount]: '1' } } }));
   });
 
   it('the pod-bound token carries its node, as the apiserver authenticates it', async () => {
-    const review = await agent.post<{ status: { userInfo: { username: string; extra?: Record<string, string[]> } } }>('/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    const review = await agent.post<{ status: { userInfo: { username: string; extra?: Record<string, string[]> } } }>(
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    );
     expect(review.status.userInfo.username).toBe(`system:serviceaccount:${NS}:sits-node-agent`);
     expect(review.status.userInfo.extra?.[NODE_NAME_EXTRA]).toEqual(['gpu-a']);
   });
 
   it('refuses: another node’s labels, its own node’s taints and spec, a label or annotation outside its set', async () => {
-    expect(await refused(agent.mergePatch(nodePath('gpu-b'), { metadata: { labels: { [LABEL.gfdProduct]: 'H100' } } }))).toContain('the node agent of node gpu-a may not change node gpu-b');
+    expect(await refused(agent.mergePatch(nodePath('gpu-b'), { metadata: { labels: { [LABEL.gfdProduct]: 'H100' } } }))).toContain(
+      'the node agent of node gpu-a may not change node gpu-b',
+    );
     expect(await refused(agent.mergePatch(nodePath('gpu-a'), { spec: { taints: null } }))).toContain('spec (taints, unschedulable...)');
     expect(await refused(agent.mergePatch(nodePath('gpu-a'), { spec: { unschedulable: true } }))).toContain('may not change node gpu-a');
     expect(await refused(agent.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.rack]: 'r9' } } }))).toContain(`not ${LABEL.rack}`);
-    expect(await refused(agent.mergePatch(nodePath('gpu-a'), { metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } } }))).toContain('not node-role.kubernetes.io/control-plane');
+    expect(await refused(agent.mergePatch(nodePath('gpu-a'), { metadata: { labels: { 'node-role.kubernetes.io/control-plane': '' } } }))).toContain(
+      'not node-role.kubernetes.io/control-plane',
+    );
     expect(await refused(agent.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.rack]: null } } }))).toContain(`not ${LABEL.rack}`);
-    expect(await refused(agent.mergePatch(nodePath('gpu-a'), { metadata: { annotations: { 'node.alpha.kubernetes.io/ttl': '0' } } }))).toContain('not node.alpha.kubernetes.io/ttl');
+    expect(await refused(agent.mergePatch(nodePath('gpu-a'), { metadata: { annotations: { 'node.alpha.kubernetes.io/ttl': '0' } } }))).toContain(
+      'not node.alpha.kubernetes.io/ttl',
+    );
     // The node's status and other subresources are not its to write either (RBAC refuses these first; the policy too).
     await refused(agent.mergePatch(`${nodePath('gpu-a')}/status`, { status: { capacity: { 'nvidia.com/gpu': '8' } } }));
     const a = await admin.get<V1Node>(nodePath('gpu-a'));
@@ -142,12 +177,16 @@ describe('finding 3: the node agent writes only its own Node, its own keys, and 
   });
 
   it('refuses: a pod on another node, a pod’s image, labels or other annotations on its own node', async () => {
-    expect(await refused(agent.mergePatch(podPath('train-b'), { metadata: { annotations: { [ANNOTATION.gpuAllocated]: '0' } } }))).toContain('may not change pod work/train-b: it is not bound to that node');
+    expect(await refused(agent.mergePatch(podPath('train-b'), { metadata: { annotations: { [ANNOTATION.gpuAllocated]: '0' } } }))).toContain(
+      'may not change pod work/train-b: it is not bound to that node',
+    );
     const pod = await admin.get<V1Pod>(podPath('train-a'));
     const containers = (pod.spec?.containers ?? []).map((c) => ({ ...c, image: 'registry.invalid/evil:1' }));
     expect(await refused(agent.mergePatch(podPath('train-a'), { spec: { containers } }))).toContain('not its spec');
     expect(await refused(agent.mergePatch(podPath('train-a'), { metadata: { labels: { [LABEL.queue]: 'vip' } } }))).toContain(`not ${LABEL.queue}`);
-    expect(await refused(agent.mergePatch(podPath('train-a'), { metadata: { annotations: { [ANNOTATION.gpuIndices]: '0,1,2,3' } } }))).toContain(`not ${ANNOTATION.gpuIndices}`);
+    expect(await refused(agent.mergePatch(podPath('train-a'), { metadata: { annotations: { [ANNOTATION.gpuIndices]: '0,1,2,3' } } }))).toContain(
+      `not ${ANNOTATION.gpuIndices}`,
+    );
     const after = await admin.get<V1Pod>(podPath('train-a'));
     expect(after.spec?.containers[0]?.image).toBe('registry.invalid/test:1');
     expect(after.metadata?.annotations?.[ANNOTATION.gpuIndices]).toBe('0');
@@ -155,7 +194,9 @@ describe('finding 3: the node agent writes only its own Node, its own keys, and 
   });
 
   it('a token not bound to a pod on a node may write nothing, not even its “own” keys', async () => {
-    expect(await refused(unbound.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.gfdCount]: '1' } } }))).toContain(`the node agent's token names no node (no ${NODE_NAME_EXTRA})`);
+    expect(await refused(unbound.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.gfdCount]: '1' } } }))).toContain(
+      `the node agent's token names no node (no ${NODE_NAME_EXTRA})`,
+    );
   });
 
   it('allows what the agent does: every one of its labels and annotations on its own Node (set and removed), the device annotation on a pod bound to it', async () => {
@@ -166,7 +207,9 @@ describe('finding 3: the node agent writes only its own Node, its own keys, and 
     expect(a.metadata?.labels).toMatchObject(labels);
     expect(a.metadata?.annotations).toMatchObject(annotations);
     // The GPU health watcher's write: a precondition on the resourceVersion, as gpu-health.ts sends it.
-    await agent.mergePatch(nodePath('gpu-a'), { metadata: { resourceVersion: a.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: null } } });
+    await agent.mergePatch(nodePath('gpu-a'), {
+      metadata: { resourceVersion: a.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: null } },
+    });
     await agent.mergePatch(nodePath('gpu-a'), { metadata: { labels: { [LABEL.gpuModel]: null }, annotations: { [ANNOTATION.nics]: null } } });
     a = await admin.get<V1Node>(nodePath('gpu-a'));
     expect(a.metadata?.labels?.[LABEL.gpuModel]).toBeUndefined();
@@ -182,8 +225,16 @@ describe('finding 4b: a SITS kind that makes pods needs the requester’s own ri
   const KIND_NAMES = ['TrainingJob', 'InferenceService', 'DataPipeline', 'BatchInferenceJob'] as const;
   const plural = (k: (typeof KIND_NAMES)[number]): string => KINDS[k].plural;
   const base = (k: (typeof KIND_NAMES)[number]): string => `/apis/${API_GROUP}/${API_VERSION}/namespaces/${NS}/${plural(k)}`;
-  const manifest = (k: (typeof KIND_NAMES)[number], name: string): Record<string, unknown> => ({ ...structuredClone(EXAMPLES[k]), metadata: { name, namespace: NS } });
-  const workloadRule: PolicyRule = { apiGroups: [API_GROUP], resources: KIND_NAMES.map(plural), verbs: ['get', 'create', 'update', 'patch'], why: 'the test user creates the workload kinds' };
+  const manifest = (k: (typeof KIND_NAMES)[number], name: string): Record<string, unknown> => ({
+    ...structuredClone(EXAMPLES[k]),
+    metadata: { name, namespace: NS },
+  });
+  const workloadRule: PolicyRule = {
+    apiGroups: [API_GROUP],
+    resources: KIND_NAMES.map(plural),
+    verbs: ['get', 'create', 'update', 'patch'],
+    why: 'the test user creates the workload kinds',
+  };
   let noPods: KubeClient;
   let withPods: KubeClient;
   let controllers: KubeClient;
@@ -196,7 +247,12 @@ describe('finding 4b: a SITS kind that makes pods needs the requester’s own ri
     expect(objects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     await createNs(admin, NS);
     const a = await serviceAccountClient(admin, plane, { namespace: NS, name: 'no-pods', rules: [workloadRule], namespaced: true });
-    const b = await serviceAccountClient(admin, plane, { namespace: NS, name: 'with-pods', rules: [workloadRule, { apiGroups: [''], resources: ['pods'], verbs: ['create'], why: 'the test user may create pods' }], namespaced: true });
+    const b = await serviceAccountClient(admin, plane, {
+      namespace: NS,
+      name: 'with-pods',
+      rules: [workloadRule, { apiGroups: [''], resources: ['pods'], verbs: ['create'], why: 'the test user may create pods' }],
+      namespaced: true,
+    });
     const c = await serviceAccountClient(admin, plane, { namespace: 'default', name: 'sits-controllers', rules: CONTROLLER_RULES });
     const d = await serviceAccountClient(admin, plane, { namespace: 'default', name: 'sits-scheduler', rules: SCHEDULER_RULES });
     [noPods, withPods, controllers, scheduler] = [a.client, b.client, c.client, d.client];
@@ -240,7 +296,12 @@ describe('finding 4b: a SITS kind that makes pods needs the requester’s own ri
 describe('finding 4a: the webhook may create only its own serving-certificate Secret (RBAC cannot limit create by name)', () => {
   const NS = 'sits-system';
   let webhook: KubeClient;
-  const secret = (name: string, type: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ apiVersion: 'v1', kind: 'Secret', metadata: { name, ...extra }, type });
+  const secret = (name: string, type: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name, ...extra },
+    type,
+  });
   const tls = { data: { 'tls.crt': Buffer.from('crt').toString('base64'), 'tls.key': Buffer.from('key').toString('base64') } };
 
   beforeAll(async () => {
@@ -248,7 +309,12 @@ describe('finding 4a: the webhook may create only its own serving-certificate Se
     const objects = await installFromChart({}, (o) => o.metadata.name === POLICY_NAMES.webhookSecret);
     expect(objects.map((o) => o.kind)).toEqual(['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
     // The webhook's own account with exactly its Secret rules (the Role the chart gives it in its namespace).
-    const a = await serviceAccountClient(admin, plane, { namespace: NS, name: WEBHOOK_NAMES.serviceAccount, rules: [WEBHOOK_SECRET_CREATE_RULE, { ...WEBHOOK_SECRET_GET_UPDATE_RULE, resourceNames: [WEBHOOK_NAMES.secret] }], namespaced: true });
+    const a = await serviceAccountClient(admin, plane, {
+      namespace: NS,
+      name: WEBHOOK_NAMES.serviceAccount,
+      rules: [WEBHOOK_SECRET_CREATE_RULE, { ...WEBHOOK_SECRET_GET_UPDATE_RULE, resourceNames: [WEBHOOK_NAMES.secret] }],
+      namespaced: true,
+    });
     webhook = a.client;
     clients.push(webhook);
     await untilLive(() => webhook.post(`/api/v1/namespaces/${NS}/secrets`, secret('probe', 'Opaque'), { dryRun: 'All' }));
@@ -259,12 +325,23 @@ describe('finding 4a: the webhook may create only its own serving-certificate Se
     // A token Secret for the controllers' account would hand the webhook their rights.
     const steal = secret('stolen', 'kubernetes.io/service-account-token', { annotations: { 'kubernetes.io/service-account.name': 'sits-controllers' } });
     expect(await refused(webhook.post(path, steal))).toContain('may write only its serving-certificate Secret sits-webhook-tls');
-    expect(await refused(webhook.post(path, secret(WEBHOOK_NAMES.secret, 'kubernetes.io/service-account-token', { annotations: { 'kubernetes.io/service-account.name': 'sits-controllers' } })))).toContain('of type kubernetes.io/service-account-token');
+    expect(
+      await refused(
+        webhook.post(
+          path,
+          secret(WEBHOOK_NAMES.secret, 'kubernetes.io/service-account-token', { annotations: { 'kubernetes.io/service-account.name': 'sits-controllers' } }),
+        ),
+      ),
+    ).toContain('of type kubernetes.io/service-account-token');
     expect(await refused(webhook.post(path, { ...secret('other-tls', 'kubernetes.io/tls'), ...tls }))).toContain('not other-tls');
-    expect((await admin.get<{ items: { metadata: { name: string } }[] }>(path)).items.map((s) => s.metadata.name)).not.toEqual(expect.arrayContaining(['stolen', 'other-tls']));
+    expect((await admin.get<{ items: { metadata: { name: string } }[] }>(path)).items.map((s) => s.metadata.name)).not.toEqual(
+      expect.arrayContaining(['stolen', 'other-tls']),
+    );
     // What the webhook does (src/webhook/cert-rotation.ts): its own TLS Secret, created and renewed.
     await webhook.post(path, { ...secret(WEBHOOK_NAMES.secret, 'kubernetes.io/tls'), ...tls });
     const mine = await webhook.get<Record<string, unknown>>(`${path}/${WEBHOOK_NAMES.secret}`);
-    await webhook.request('PUT', `${path}/${WEBHOOK_NAMES.secret}`, { body: { ...mine, data: { 'tls.crt': Buffer.from('crt2').toString('base64'), 'tls.key': Buffer.from('key2').toString('base64') } } });
+    await webhook.request('PUT', `${path}/${WEBHOOK_NAMES.secret}`, {
+      body: { ...mine, data: { 'tls.crt': Buffer.from('crt2').toString('base64'), 'tls.key': Buffer.from('key2').toString('base64') } },
+    });
   });
 });

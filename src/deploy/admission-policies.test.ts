@@ -6,7 +6,17 @@ import { plainObjects } from './bundle.ts';
 import type { Json } from './tree.ts';
 import { resolveValues } from './values.ts';
 
-type Policy = { kind: string; metadata: { name: string }; spec: { failurePolicy?: string; validationActions?: string[]; policyName?: string; matchConstraints?: { resourceRules: { apiGroups: string[]; operations: string[]; resources: string[] }[] }; matchConditions?: { expression: string }[] } };
+type Policy = {
+  kind: string;
+  metadata: { name: string };
+  spec: {
+    failurePolicy?: string;
+    validationActions?: string[];
+    policyName?: string;
+    matchConstraints?: { resourceRules: { apiGroups: string[]; operations: string[]; resources: string[] }[] };
+    matchConditions?: { expression: string }[];
+  };
+};
 const objects = (over: Record<string, unknown>): Policy[] => {
   const r = resolveValues(over);
   if (!r.ok) throw new Error(r.errors.join('\n'));
@@ -25,7 +35,10 @@ describe('the chart’s admission policies (ADR 0174)', () => {
     expect(objects({ controllers: { enabled: false }, webhook: { enabled: false } })).toEqual([]);
     // The webhook's Secret policy comes with the webhook (on by default), for its account in the release namespace.
     const hook = objects({ controllers: { enabled: false } });
-    expect(hook.map((o) => [o.kind, o.metadata.name])).toEqual([['ValidatingAdmissionPolicy', POLICY_NAMES.webhookSecret], ['ValidatingAdmissionPolicyBinding', POLICY_NAMES.webhookSecret]]);
+    expect(hook.map((o) => [o.kind, o.metadata.name])).toEqual([
+      ['ValidatingAdmissionPolicy', POLICY_NAMES.webhookSecret],
+      ['ValidatingAdmissionPolicyBinding', POLICY_NAMES.webhookSecret],
+    ]);
     expect(hook[0]?.spec.failurePolicy).toBe('Fail');
     expect(hook[0]?.spec.matchConditions?.[0]?.expression).toBe("request.userInfo.username == 'system:serviceaccount:sits-system:sits-webhook'");
     expect(hook[1]?.spec.validationActions).toEqual(['Deny']);

@@ -35,7 +35,12 @@ export const DEVICE_PLUGIN_POD_ANNOTATIONS: readonly string[] = [ANNOTATION.gpuA
 /** The kinds whose spec a controller turns into pods (each has `container` or `podTemplate`). */
 export const POD_MAKING_KINDS = ['trainingjobs', 'inferenceservices', 'batchinferencejobs', 'datapipelines'] as const;
 
-const policyLabels = (component: string): Record<string, Node> => ({ 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': component, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
+const policyLabels = (component: string): Record<string, Node> => ({
+  'app.kubernetes.io/name': 'sits',
+  'app.kubernetes.io/component': component,
+  'app.kubernetes.io/part-of': 'sits',
+  'app.kubernetes.io/version': quoted('image.tag'),
+});
 
 const cel = (s: string): string => `'${s}'`;
 const celList = (l: readonly string[]): string => `[${l.map(cel).join(', ')}]`;
@@ -66,11 +71,16 @@ function nodeAgentPolicy(serviceAccount: string): Doc {
         failurePolicy: 'Fail',
         // Every write to nodes and pods, subresources included: the agent only ever updates (patches) the two.
         matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['*'], operations: ['*'], resources: ['nodes', 'nodes/*', 'pods', 'pods/*'] }] },
-        matchConditions: [{ name: 'node-agent', expression: concat("request.userInfo.username == 'system:serviceaccount:", raw('nodeAgent.namespace'), `:${serviceAccount}'`) }],
+        matchConditions: [
+          { name: 'node-agent', expression: concat("request.userInfo.username == 'system:serviceaccount:", raw('nodeAgent.namespace'), `:${serviceAccount}'`) },
+        ],
         variables: [
           // Absent (not empty) on a request for the object itself.
           { name: 'subResource', expression: "request.?subResource.orValue('')" },
-          { name: 'nodeName', expression: `'${NODE_NAME_EXTRA}' in request.userInfo.extra && size(request.userInfo.extra['${NODE_NAME_EXTRA}']) == 1 ? request.userInfo.extra['${NODE_NAME_EXTRA}'][0] : ''` },
+          {
+            name: 'nodeName',
+            expression: `'${NODE_NAME_EXTRA}' in request.userInfo.extra && size(request.userInfo.extra['${NODE_NAME_EXTRA}']) == 1 ? request.userInfo.extra['${NODE_NAME_EXTRA}'][0] : ''`,
+          },
           { name: 'oldLabels', expression: 'oldObject.metadata.?labels.orValue({})' },
           { name: 'newLabels', expression: 'object.metadata.?labels.orValue({})' },
           { name: 'oldAnnotations', expression: 'oldObject.metadata.?annotations.orValue({})' },
@@ -88,7 +98,8 @@ function nodeAgentPolicy(serviceAccount: string): Doc {
           },
           {
             expression: "request.operation == 'UPDATE' && variables.subResource == ''",
-            messageExpression: "'the node agent may only update its own Node and the pods on it, not ' + request.operation + ' ' + request.resource.resource + (variables.subResource == '' ? '' : '/' + variables.subResource)",
+            messageExpression:
+              "'the node agent may only update its own Node and the pods on it, not ' + request.operation + ' ' + request.resource.resource + (variables.subResource == '' ? '' : '/' + variables.subResource)",
             reason: 'Forbidden',
           },
           {
@@ -98,17 +109,20 @@ function nodeAgentPolicy(serviceAccount: string): Doc {
           },
           {
             expression: `!(${isNode}) || (object.?spec == oldObject.?spec && ${SAME_OWNERS})`,
-            messageExpression: "'the node agent may not change node ' + oldObject.metadata.name + ': spec (taints, unschedulable...), ownerReferences and finalizers are not its to write'",
+            messageExpression:
+              "'the node agent may not change node ' + oldObject.metadata.name + ': spec (taints, unschedulable...), ownerReferences and finalizers are not its to write'",
             reason: 'Forbidden',
           },
           {
             expression: `!(${isNode}) || size(variables.changedNodeKeys) == 0`,
-            messageExpression: "'the node agent may change only its own labels and annotations of node ' + oldObject.metadata.name + ', not ' + variables.changedNodeKeys.join(', ')",
+            messageExpression:
+              "'the node agent may change only its own labels and annotations of node ' + oldObject.metadata.name + ', not ' + variables.changedNodeKeys.join(', ')",
             reason: 'Forbidden',
           },
           {
             expression: `!(${isPod}) || (oldObject.spec.?nodeName.orValue('') == variables.nodeName)`,
-            messageExpression: "'the node agent of node ' + variables.nodeName + ' may not change pod ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ': it is not bound to that node'",
+            messageExpression:
+              "'the node agent of node ' + variables.nodeName + ' may not change pod ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ': it is not bound to that node'",
             reason: 'Forbidden',
           },
           {
@@ -134,7 +148,9 @@ function workloadsPolicy(): Doc {
         failurePolicy: 'Fail',
         // The objects themselves, not /status or /scale: the controllers' status writes and a replica count
         // through /scale (authorized on its own) change no pod template.
-        matchConstraints: { resourceRules: [{ apiGroups: [API_GROUP], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...POD_MAKING_KINDS] }] },
+        matchConstraints: {
+          resourceRules: [{ apiGroups: [API_GROUP], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...POD_MAKING_KINDS] }],
+        },
         // An update that leaves the spec alone (annotations: checkpoint requests, activation stamps) makes no pod.
         matchConditions: [{ name: 'makes-pods', expression: "request.operation == 'CREATE' || object.?spec != oldObject.?spec" }],
         validations: [
@@ -181,7 +197,9 @@ function webhookSecretPolicy(serviceAccount: string, secret: string): Doc {
       spec: {
         failurePolicy: 'Fail',
         matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: ['secrets'] }] },
-        matchConditions: [{ name: 'webhook', expression: concat("request.userInfo.username == 'system:serviceaccount:", raw(RELEASE_NAMESPACE), `:${serviceAccount}'`) }],
+        matchConditions: [
+          { name: 'webhook', expression: concat("request.userInfo.username == 'system:serviceaccount:", raw(RELEASE_NAMESPACE), `:${serviceAccount}'`) },
+        ],
         validations: [
           {
             expression: `object.metadata.name == '${secret}' && object.?type.orValue('') == 'kubernetes.io/tls'`,
@@ -196,5 +214,8 @@ function webhookSecretPolicy(serviceAccount: string, secret: string): Doc {
 
 /** `serviceAccount` and `secret`: the webhook's (in the release namespace). */
 export function webhookSecretPolicyDocs(serviceAccount: string, secret: string): Doc[] {
-  return [webhookSecretPolicy(serviceAccount, secret), binding('admissionpolicybinding-webhook-secret.yaml', 'webhook.enabled', POLICY_NAMES.webhookSecret, 'webhook')];
+  return [
+    webhookSecretPolicy(serviceAccount, secret),
+    binding('admissionpolicybinding-webhook-secret.yaml', 'webhook.enabled', POLICY_NAMES.webhookSecret, 'webhook'),
+  ];
 }

@@ -36,9 +36,21 @@ const CRDS = '/apis/apiextensions.k8s.io/v1/customresourcedefinitions';
 const API = '/apis/ai.sits2026.dev/v1';
 const CRD_MANAGER = 'sits-crds';
 
-type Meta = { name: string; namespace?: string; uid?: string; generation?: number; annotations?: Record<string, string>; managedFields?: { manager: string; operation: string }[] };
+type Meta = {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  generation?: number;
+  annotations?: Record<string, string>;
+  managedFields?: { manager: string; operation: string }[];
+};
 type Obj = { apiVersion: string; kind: string; metadata: Meta; spec?: Record<string, unknown> };
-type CrdLike = { kind: string; metadata: Meta; spec: { versions: readonly { name: string; served: boolean; storage: boolean; schema?: unknown }[] }; status?: { conditions?: { type: string; status: string }[] } };
+type CrdLike = {
+  kind: string;
+  metadata: Meta;
+  spec: { versions: readonly { name: string; served: boolean; storage: boolean; schema?: unknown }[] };
+  status?: { conditions?: { type: string; status: string }[] };
+};
 
 const pathOf = (o: Obj): string => objectPath(o, NS);
 
@@ -104,7 +116,9 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     expect(push.stdout.trim()).toBe(`${imageRepo}@${digest}`);
     const remote = spawnSync(crane, ['digest', '--insecure', `${imageRepo}:${version}`], { encoding: 'utf8' });
     expect(remote.stdout.trim()).toBe(digest);
-    const config = JSON.parse(spawnSync(crane, ['config', '--insecure', `${imageRepo}@${digest}`], { encoding: 'utf8' }).stdout) as { config: { User: string; Entrypoint: string[] } };
+    const config = JSON.parse(spawnSync(crane, ['config', '--insecure', `${imageRepo}@${digest}`], { encoding: 'utf8' }).stdout) as {
+      config: { User: string; Entrypoint: string[] };
+    };
     expect(config.config).toMatchObject({ User: '65532:65532', Entrypoint: ['/usr/local/bin/node', '/app/bin/sits.mjs'] });
 
     ok(runHelm(helm, ['package', chartDir, '-d', tmp]), 'helm package');
@@ -120,16 +134,25 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     expect(m.layers).toEqual([expect.objectContaining({ mediaType: 'application/vnd.cncf.helm.chart.content.v1.tar+gzip', digest: sha256(packaged) })]);
 
     const byDigest = ['--set', `image.repository=${imageRepo}`, '--set', `image.digest=${digest}`];
-    const out = ok(runHelm(helm, ['install', 'sits', `${repo}/sits`, '--version', version, '--plain-http', '--create-namespace', '-f', values, ...byDigest, ...kc]), 'helm install');
+    const out = ok(
+      runHelm(helm, ['install', 'sits', `${repo}/sits`, '--version', version, '--plain-http', '--create-namespace', '-f', values, ...byDigest, ...kc]),
+      'helm install',
+    );
     expect(out).toContain('STATUS: deployed');
     const status = JSON.parse(ok(runHelm(helm, ['status', 'sits', '-o', 'json', ...kc]), 'helm status')) as { info: { status: string }; version: number };
     expect(status).toMatchObject({ info: { status: 'deployed' }, version: 1 });
-    expect(JSON.parse(ok(runHelm(helm, ['list', '-o', 'json', ...kc]), 'helm list'))).toMatchObject([{ name: 'sits', namespace: NS, status: 'deployed', chart: `sits-${version}` }]);
+    expect(JSON.parse(ok(runHelm(helm, ['list', '-o', 'json', ...kc]), 'helm list'))).toMatchObject([
+      { name: 'sits', namespace: NS, status: 'deployed', chart: `sits-${version}` },
+    ]);
 
     try {
       await everyObjectInstalled();
       // Every SITS workload runs exactly the pushed image: repository@digest, never a tag that could move.
-      const workloads = (await admin.get<{ items: { metadata: { name: string }; spec: { template: { spec: { containers: { image: string }[] } } } }[] }>(`/apis/apps/v1/namespaces/${NS}/deployments`)).items;
+      const workloads = (
+        await admin.get<{ items: { metadata: { name: string }; spec: { template: { spec: { containers: { image: string }[] } } } }[] }>(
+          `/apis/apps/v1/namespaces/${NS}/deployments`,
+        )
+      ).items;
       expect(workloads.map((d) => d.metadata.name).sort()).toEqual(['sits-controllers', 'sits-scheduler', 'sits-webhook']);
       for (const d of workloads) for (const c of d.spec.template.spec.containers) expect(c.image, d.metadata.name).toBe(`${imageRepo}@${digest}`);
     } finally {
@@ -142,26 +165,47 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
 
   /** Deletes the SITS CRDs, if any, and waits until the apiserver has removed them. */
   async function removeSitsCrds(): Promise<void> {
-    for (const c of buildCrds()) await admin.delete(`${CRDS}/${c.metadata.name}`).catch((e: { status?: number }) => { if (e.status !== 404) throw e; });
+    for (const c of buildCrds())
+      await admin.delete(`${CRDS}/${c.metadata.name}`).catch((e: { status?: number }) => {
+        if (e.status !== 404) throw e;
+      });
     // The apiserver's CRD finalizer removes instances and polls every 5 s for them to be gone, 5 CRDs at a time:
     // tens of seconds on a busy machine (CI once took over 30 s). A timeout names what is left and why.
-    await waitFor('the SITS CRDs gone', async () => {
-      const left = (await admin.get<{ items: (Obj & { status?: { conditions?: { type: string; status: string; message?: string }[] } })[] }>(CRDS)).items.filter((c) => c.metadata.name.endsWith('.ai.sits2026.dev'));
-      if (left.length === 0) return true;
-      throw new Error(left.map((c) => `${c.metadata.name}: ${c.status?.conditions?.find((k) => k.type === 'Terminating')?.message ?? 'not terminating'}`).join('; '));
-    }, 120_000);
+    await waitFor(
+      'the SITS CRDs gone',
+      async () => {
+        const left = (
+          await admin.get<{ items: (Obj & { status?: { conditions?: { type: string; status: string; message?: string }[] } })[] }>(CRDS)
+        ).items.filter((c) => c.metadata.name.endsWith('.ai.sits2026.dev'));
+        if (left.length === 0) return true;
+        throw new Error(
+          left.map((c) => `${c.metadata.name}: ${c.status?.conditions?.find((k) => k.type === 'Terminating')?.message ?? 'not terminating'}`).join('; '),
+        );
+      },
+      120_000,
+    );
   }
 
   /** Every object Helm renders for these values is on the apiserver, the CRDs from crds/ included. */
   async function everyObjectInstalled(): Promise<void> {
     const rendered = helmTemplate(helm, chartDir, ['-f', values, '--namespace', NS]) as Obj[];
     const kinds = new Set(rendered.map((o) => o.kind));
-    for (const k of ['CustomResourceDefinition', 'Deployment', 'ServiceAccount', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration']) expect(kinds, k).toContain(k);
+    for (const k of ['CustomResourceDefinition', 'Deployment', 'ServiceAccount', 'ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'])
+      expect(kinds, k).toContain(k);
     for (const o of rendered) {
       const live = await admin.get<Obj>(pathOf(o));
       if (o.kind !== 'CustomResourceDefinition') expect(live.metadata.annotations?.['meta.helm.sh/release-name'], pathOf(o)).toBe('sits');
     }
-    expect(rendered.filter((o) => o.kind === 'CustomResourceDefinition').map((o) => o.metadata.name).sort()).toEqual(buildCrds().map((c) => c.metadata.name).sort());
+    expect(
+      rendered
+        .filter((o) => o.kind === 'CustomResourceDefinition')
+        .map((o) => o.metadata.name)
+        .sort(),
+    ).toEqual(
+      buildCrds()
+        .map((c) => c.metadata.name)
+        .sort(),
+    );
   }
 
   it('upgrade from the 0.1.0 release: CRDs by server-side apply, helm upgrade from oci://, rollback; workloads keep running', async () => {
@@ -180,7 +224,9 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     expect(inst).toContain('STATUS: deployed');
     // The CRDs on the apiserver are the 0.1.0 chart's crds/.
     const schemaOf = (c: CrdLike): unknown[] => c.spec.versions.map((v) => ({ name: v.name, served: v.served, storage: v.storage, schema: v.schema }));
-    const fixtureCrds = (helmTemplate(helm, FIXTURE, ['--include-crds', '-f', oldValues, '--namespace', NS]) as unknown as CrdLike[]).filter((o) => o.kind === 'CustomResourceDefinition');
+    const fixtureCrds = (helmTemplate(helm, FIXTURE, ['--include-crds', '-f', oldValues, '--namespace', NS]) as unknown as CrdLike[]).filter(
+      (o) => o.kind === 'CustomResourceDefinition',
+    );
     expect(fixtureCrds.length).toBeGreaterThan(0);
     for (const c of fixtureCrds) expect(schemaOf(await admin.get<CrdLike>(`${CRDS}/${c.metadata.name}`)), c.metadata.name).toEqual(schemaOf(c));
 
@@ -191,7 +237,8 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
     const kubelet = new FakeKubelet(admin, (n) => names.has(n));
     await kubelet.start();
     const logs: string[] = [];
-    const startSits = (): Promise<LiveApp> => createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'chart-oci-e2e', controllers: true, log: (l) => logs.push(l) });
+    const startSits = (): Promise<LiveApp> =>
+      createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'chart-oci-e2e', controllers: true, log: (l) => logs.push(l) });
     let app: LiveApp | undefined = await startSits();
     try {
       await createNs(admin, WORKLOADS);
@@ -199,28 +246,46 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
         apiVersion: 'ai.sits2026.dev/v1',
         kind: 'TrainingJob',
         metadata: { name: 'bert' },
-        spec: { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+        spec: {
+          replicas: 2,
+          resources: { 'nvidia.com/gpu': 1 },
+          container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+        },
       });
       await admin.post(`${API}/namespaces/${WORKLOADS}/inferenceservices`, {
         apiVersion: 'ai.sits2026.dev/v1',
         kind: 'InferenceService',
         metadata: { name: 'chat' },
-        spec: { runtime: 'vllm', model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' }, replicas: 1, gpusPerReplica: 1, resources: { cpu: '4', memory: '16Gi' } },
+        spec: {
+          runtime: 'vllm',
+          model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen' },
+          replicas: 1,
+          gpusPerReplica: 1,
+          resources: { cpu: '4', memory: '16Gi' },
+        },
       });
       const running = (ps: V1Pod[]): boolean => ps.length === 3 && ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running');
       const workloadUids = async (): Promise<string[]> => (await listPods(admin, WORKLOADS)).map((p) => p.metadata?.uid ?? '').sort();
-      const before = await waitFor('3 workload pods bound and Running', async () => {
-        const ps = await listPods(admin, WORKLOADS);
-        return running(ps) ? ps.map((p) => p.metadata?.uid ?? '').sort() : undefined;
-      }, 30_000);
+      const before = await waitFor(
+        '3 workload pods bound and Running',
+        async () => {
+          const ps = await listPods(admin, WORKLOADS);
+          return running(ps) ? ps.map((p) => p.metadata?.uid ?? '').sort() : undefined;
+        },
+        30_000,
+      );
       const deployments = ['sits-scheduler', 'sits-webhook'];
       const deployment = (name: string): Promise<Obj & { spec: { template: unknown } }> => admin.get(`/apis/apps/v1/namespaces/${NS}/deployments/${name}`);
       const ownPods = async (): Promise<string[]> => (await listPods(admin, NS)).map((p) => `${p.metadata?.name ?? ''}/${p.metadata?.uid ?? ''}`).sort();
       // Both Deployments have their pods (Pending for ever: no kubelet for them) before the upgrade.
-      const ownBefore = await waitFor('the Deployments\' pods created', async () => {
-        const ps = await ownPods();
-        return ps.length === 4 ? ps : undefined;
-      }, 30_000);
+      const ownBefore = await waitFor(
+        "the Deployments' pods created",
+        async () => {
+          const ps = await ownPods();
+          return ps.length === 4 ? ps : undefined;
+        },
+        30_000,
+      );
       const templatesBefore = await Promise.all(deployments.map(async (d) => (await deployment(d)).spec.template));
 
       // 3. The new SITS starts (as the Deployment's rollout would replace the pods): the old one stops first.
@@ -229,16 +294,27 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
 
       // 4. CRDs first, the documented way: `sits crds | kubectl apply --server-side --force-conflicts` (Helm never upgrades crds/).
       const crds = parseManifests(crdYaml()) as Obj[];
-      expect(crds.map((c) => c.metadata.name).sort()).toEqual(buildCrds().map((c) => c.metadata.name).sort());
+      expect(crds.map((c) => c.metadata.name).sort()).toEqual(
+        buildCrds()
+          .map((c) => c.metadata.name)
+          .sort(),
+      );
       for (const c of crds) {
-        await admin.request('PATCH', `${CRDS}/${c.metadata.name}`, { body: c, contentType: 'application/apply-patch+yaml', query: { fieldManager: CRD_MANAGER, force: true } });
+        await admin.request('PATCH', `${CRDS}/${c.metadata.name}`, {
+          body: c,
+          contentType: 'application/apply-patch+yaml',
+          query: { fieldManager: CRD_MANAGER, force: true },
+        });
       }
       const newSchemas = async (): Promise<void> => {
         for (const c of buildCrds()) {
           const live = await admin.get<CrdLike>(`${CRDS}/${c.metadata.name}`);
           expect(live.status?.conditions?.find((x) => x.type === 'Established')?.status, c.metadata.name).toBe('True');
           expect(schemaOf(live), c.metadata.name).toEqual(schemaOf(c));
-          expect(live.metadata.managedFields?.some((f) => f.manager === CRD_MANAGER && f.operation === 'Apply'), c.metadata.name).toBe(true);
+          expect(
+            live.metadata.managedFields?.some((f) => f.manager === CRD_MANAGER && f.operation === 'Apply'),
+            c.metadata.name,
+          ).toBe(true);
         }
       };
       await waitFor('the CRDs Established with the schema src/api generates', async () => (await newSchemas(), true), 30_000);
@@ -267,22 +343,34 @@ describe('the chart as an OCI artifact on a real kube-apiserver and registry', (
       const templatesAfter = await Promise.all(deployments.map(async (d) => (await deployment(d)).spec.template));
       for (const [i, d] of deployments.entries()) {
         const chartChanged = JSON.stringify(oldRendered[i]) !== JSON.stringify(newRendered[i]);
-        expect(JSON.stringify(templatesAfter[i]) !== JSON.stringify(templatesBefore[i]), `${d}: pod template changed iff the chart changed it`).toBe(chartChanged);
+        expect(JSON.stringify(templatesAfter[i]) !== JSON.stringify(templatesBefore[i]), `${d}: pod template changed iff the chart changed it`).toBe(
+          chartChanged,
+        );
       }
       // A changed template starts a rollout (a second ReplicaSet); an unchanged one keeps its pods (names and UIDs).
       const replicaSets = async (d: string): Promise<string[]> =>
-        (await admin.get<{ items: Obj[] }>(`/apis/apps/v1/namespaces/${NS}/replicasets`)).items.filter((r) => r.metadata.name.startsWith(`${d}-`)).map((r) => r.metadata.name);
+        (await admin.get<{ items: Obj[] }>(`/apis/apps/v1/namespaces/${NS}/replicasets`)).items
+          .filter((r) => r.metadata.name.startsWith(`${d}-`))
+          .map((r) => r.metadata.name);
       for (const [i, d] of deployments.entries()) {
         const chartChanged = JSON.stringify(oldRendered[i]) !== JSON.stringify(newRendered[i]);
         await waitFor(`${d}: ${chartChanged ? 2 : 1} ReplicaSet(s)`, async () => (await replicaSets(d)).length === (chartChanged ? 2 : 1), 30_000);
-        if (!chartChanged) expect((await ownPods()).filter((p) => p.startsWith(`${d}-`)), d).toEqual(ownBefore.filter((p) => p.startsWith(`${d}-`)));
+        if (!chartChanged)
+          expect(
+            (await ownPods()).filter((p) => p.startsWith(`${d}-`)),
+            d,
+          ).toEqual(ownBefore.filter((p) => p.startsWith(`${d}-`)));
       }
 
       // The workloads: same pods (UIDs) after the restarted controllers re-listed everything, and still for a while.
-      await waitFor('the InferenceService ready again under the new controllers', async () => {
-        const s = await admin.get<{ status?: { readyReplicas?: number } }>(`${API}/namespaces/${WORKLOADS}/inferenceservices/chat`);
-        return s.status?.readyReplicas === 1;
-      }, 30_000);
+      await waitFor(
+        'the InferenceService ready again under the new controllers',
+        async () => {
+          const s = await admin.get<{ status?: { readyReplicas?: number } }>(`${API}/namespaces/${WORKLOADS}/inferenceservices/chat`);
+          return s.status?.readyReplicas === 1;
+        },
+        30_000,
+      );
       for (let i = 0; i < 10; i++) {
         expect(await workloadUids()).toEqual(before);
         await new Promise((r) => setTimeout(r, 300));

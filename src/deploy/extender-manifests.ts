@@ -24,7 +24,11 @@ export const EXTENDER_NAMES = {
 export const EXTENDER_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'extender' } as const;
 const TLS_DIR = '/etc/sits-extender/tls';
 const labels = (): Record<string, Node> => ({ ...EXTENDER_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({
+  name,
+  ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}),
+  labels: labels(),
+});
 const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 const sa = (): Node[] => [{ kind: 'ServiceAccount', name: EXTENDER_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }];
 const E = 'extender.enabled';
@@ -97,12 +101,26 @@ function extenderDeployment(): Doc {
 /** Every extender document, in apply order. */
 export function extenderDocs(): Doc[] {
   return [
-    { file: 'extender-serviceaccount.yaml', when: E, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(EXTENDER_NAMES.serviceAccount), automountServiceAccountToken: true } },
-    { file: 'extender-clusterrole.yaml', when: E, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(EXTENDER_NAMES.role, false), rules: rules(EXTENDER_RULES) } },
+    {
+      file: 'extender-serviceaccount.yaml',
+      when: E,
+      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(EXTENDER_NAMES.serviceAccount), automountServiceAccountToken: true },
+    },
+    {
+      file: 'extender-clusterrole.yaml',
+      when: E,
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(EXTENDER_NAMES.role, false), rules: rules(EXTENDER_RULES) },
+    },
     {
       file: 'extender-clusterrolebinding.yaml',
       when: E,
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: meta(EXTENDER_NAMES.role, false), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: EXTENDER_NAMES.role }, subjects: sa() },
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: meta(EXTENDER_NAMES.role, false),
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: EXTENDER_NAMES.role },
+        subjects: sa(),
+      },
     },
     {
       file: 'extender-role.yaml',
@@ -118,9 +136,24 @@ export function extenderDocs(): Doc[] {
     {
       file: 'extender-rolebinding.yaml',
       when: E,
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: meta(EXTENDER_NAMES.role), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: EXTENDER_NAMES.role }, subjects: sa() },
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: meta(EXTENDER_NAMES.role),
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: EXTENDER_NAMES.role },
+        subjects: sa(),
+      },
     },
-    { file: 'extender-caller-clusterrole.yaml', when: E, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(EXTENDER_NAMES.callerRole, false), rules: EXTENDER_CALLER_RULES.map(nonResourceRuleYaml) } },
+    {
+      file: 'extender-caller-clusterrole.yaml',
+      when: E,
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: meta(EXTENDER_NAMES.callerRole, false),
+        rules: EXTENDER_CALLER_RULES.map(nonResourceRuleYaml),
+      },
+    },
     {
       file: 'extender-caller-clusterrolebinding.yaml',
       when: E,
@@ -135,7 +168,12 @@ export function extenderDocs(): Doc[] {
     {
       file: 'extender-service.yaml',
       when: E,
-      body: { apiVersion: 'v1', kind: 'Service', metadata: meta(EXTENDER_NAMES.service), spec: { type: 'ClusterIP', selector: { ...EXTENDER_SELECTOR }, ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }] } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: meta(EXTENDER_NAMES.service),
+        spec: { type: 'ClusterIP', selector: { ...EXTENDER_SELECTOR }, ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }] },
+      },
     },
     extenderDeployment(),
   ];

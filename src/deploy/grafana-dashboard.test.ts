@@ -17,7 +17,10 @@ describe('the Grafana dashboard in the chart', () => {
     expect(more).toEqual([]);
     expect(cm?.metadata).toMatchObject({ name: 'sits-grafana-dashboard', namespace: 'ops', labels: { grafana_dashboard: '1' } });
     expect(cm?.data?.[DASHBOARD_FILE]).toBe(dashboardJson());
-    expect(resolveValues({ grafanaDashboard: { enabled: 'yes' } })).toMatchObject({ ok: false, errors: [expect.stringContaining('values.grafanaDashboard.enabled')] });
+    expect(resolveValues({ grafanaDashboard: { enabled: 'yes' } })).toMatchObject({
+      ok: false,
+      errors: [expect.stringContaining('values.grafanaDashboard.enabled')],
+    });
   });
 
   it('has the four rows, unique panel ids, a Prometheus query in every panel, and panels inside the 24-column grid without overlap', () => {

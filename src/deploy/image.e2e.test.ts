@@ -52,7 +52,10 @@ describe('the SITS image', () => {
     expect(help.code, help.err).toBe(0);
     expect(help.out).toContain('Usage: sits run');
     // A mistake lint knows (GPUs chosen by hand): found, with its place in the file, exit 1.
-    writeFileSync(join(rootfs, 'pod.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: {name: bench}\nspec:\n  containers:\n  - name: cuda\n    image: nvidia/cuda:12.2-base\n    env:\n    - {name: NVIDIA_VISIBLE_DEVICES, value: "0"}\n');
+    writeFileSync(
+      join(rootfs, 'pod.yaml'),
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: bench}\nspec:\n  containers:\n  - name: cuda\n    image: nvidia/cuda:12.2-base\n    env:\n    - {name: NVIDIA_VISIBLE_DEVICES, value: "0"}\n',
+    );
     const lint = await runInImage(rootfs, config, ['lint', '/pod.yaml']);
     expect(lint.code, lint.err).toBe(1);
     expect(lint.out).toContain('/pod.yaml:9:38: error hand-set-visible-devices');
@@ -82,7 +85,11 @@ describe('the SITS image', () => {
 
   it('matches the Containerfile: entrypoint, default command, user and environment', () => {
     const lines = readFileSync(join(ROOT, 'Containerfile'), 'utf8').split('\n');
-    const last = (op: string): string => lines.filter((l) => l.startsWith(`${op} `)).at(-1)?.slice(op.length + 1) ?? '';
+    const last = (op: string): string =>
+      lines
+        .filter((l) => l.startsWith(`${op} `))
+        .at(-1)
+        ?.slice(op.length + 1) ?? '';
     expect(JSON.parse(last('ENTRYPOINT'))).toEqual(config.process.args.slice(0, 2));
     expect(JSON.parse(last('CMD'))).toEqual(config.process.args.slice(2));
     expect(last('USER')).toBe('65532:65532');

@@ -5,7 +5,22 @@
  * ServiceMonitor. Each tree gives both the plain manifest (for given values) and the Helm template.
  */
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { BATCH_WORKER_RULES, CONTROLLER_NODE_QUARANTINE_RULES, CONTROLLER_RULES, DASHBOARD_VIEWER_RULES, DEVICE_PLUGIN_RULES, LEASE_CREATE_RULE, LEASE_GET_UPDATE_RULE, METRICS_READER_RULES, SCHEDULER_LEASE_READ_RULE, NODE_AGENT_RULES, nonResourceRuleYaml, ruleYaml, SCHEDULER_RULES, type PolicyRule } from './rbac.ts';
+import {
+  BATCH_WORKER_RULES,
+  CONTROLLER_NODE_QUARANTINE_RULES,
+  CONTROLLER_RULES,
+  DASHBOARD_VIEWER_RULES,
+  DEVICE_PLUGIN_RULES,
+  LEASE_CREATE_RULE,
+  LEASE_GET_UPDATE_RULE,
+  METRICS_READER_RULES,
+  SCHEDULER_LEASE_READ_RULE,
+  NODE_AGENT_RULES,
+  nonResourceRuleYaml,
+  ruleYaml,
+  SCHEDULER_RULES,
+  type PolicyRule,
+} from './rbac.ts';
 import { block, concat, entriesIf, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { webhookDocs } from './webhook-manifests.ts';
 import { DASHBOARD_FILE, dashboardJson } from './grafana-dashboard.ts';
@@ -44,7 +59,11 @@ export const NAMES = {
 
 export const SELECTOR_LABELS = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'scheduler' } as const;
 export const CONTROLLERS_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'controllers' } as const;
-const labels = (selector: Record<string, string> = SELECTOR_LABELS): Record<string, Node> => ({ ...selector, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
+const labels = (selector: Record<string, string> = SELECTOR_LABELS): Record<string, Node> => ({
+  ...selector,
+  'app.kubernetes.io/part-of': 'sits',
+  'app.kubernetes.io/version': quoted('image.tag'),
+});
 const meta = (name: string, namespaced = true, selector: Record<string, string> = SELECTOR_LABELS): Record<string, Node> => ({
   name,
   ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}),
@@ -132,8 +151,23 @@ const C = 'controllers.enabled';
 
 /** The controllers' ServiceAccount, ClusterRole (nodes patch only with controllers.quarantineGpus) and their Lease's Role. */
 const controllersRbac = (): Doc[] => [
-  { file: 'controllers-serviceaccount.yaml', when: C, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(NAMES.controllersServiceAccount, true, CONTROLLERS_SELECTOR), automountServiceAccountToken: true } },
-  clusterRole('clusterrole-controllers.yaml', NAMES.controllersRole, [...rules(CONTROLLER_RULES), ifItems('controllers.quarantineGpus', rules(CONTROLLER_NODE_QUARANTINE_RULES))], C, CONTROLLERS_SELECTOR),
+  {
+    file: 'controllers-serviceaccount.yaml',
+    when: C,
+    body: {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: meta(NAMES.controllersServiceAccount, true, CONTROLLERS_SELECTOR),
+      automountServiceAccountToken: true,
+    },
+  },
+  clusterRole(
+    'clusterrole-controllers.yaml',
+    NAMES.controllersRole,
+    [...rules(CONTROLLER_RULES), ifItems('controllers.quarantineGpus', rules(CONTROLLER_NODE_QUARANTINE_RULES))],
+    C,
+    CONTROLLERS_SELECTOR,
+  ),
   clusterRoleBinding('clusterrolebinding-controllers.yaml', NAMES.controllersRole, C, NAMES.controllersServiceAccount, CONTROLLERS_SELECTOR),
   {
     file: 'controllers-role.yaml',
@@ -143,7 +177,11 @@ const controllersRbac = (): Doc[] => [
       kind: 'Role',
       metadata: meta(NAMES.controllersRole, true, CONTROLLERS_SELECTOR),
       // Their own Lease only: create cannot be limited by name, get/update are.
-      rules: [...rules([LEASE_CREATE_RULE]), { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: [NAMES.controllersLease] }, { ...ruleYaml(SCHEDULER_LEASE_READ_RULE), resourceNames: [SCHEDULER_NAME] }],
+      rules: [
+        ...rules([LEASE_CREATE_RULE]),
+        { ...ruleYaml(LEASE_GET_UPDATE_RULE), resourceNames: [NAMES.controllersLease] },
+        { ...ruleYaml(SCHEDULER_LEASE_READ_RULE), resourceNames: [SCHEDULER_NAME] },
+      ],
     },
   },
   {
@@ -160,7 +198,12 @@ const controllersRbac = (): Doc[] => [
 ];
 
 // The metrics port is the secure port (TLS, delegated authn/authz); the probe paths need no credentials.
-const probe = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'metrics', scheme: 'HTTPS' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
+const probe = (path: string, periodSeconds: number, failureThreshold: number): Node => ({
+  httpGet: { path, port: 'metrics', scheme: 'HTTPS' },
+  periodSeconds,
+  timeoutSeconds: 2,
+  failureThreshold,
+});
 
 function deployment(): Doc {
   return {
@@ -192,7 +235,11 @@ function deployment(): Doc {
                   concat('--profile=', raw('profile')),
                   concat('--metrics-port=', raw('metrics.port')),
                   '--identity=$(POD_NAME)',
-                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect']),
+                  ifItems(
+                    'leaderElection.enabled',
+                    [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))],
+                    ['--no-leader-elect'],
+                  ),
                 ],
                 env: [
                   { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
@@ -219,7 +266,12 @@ function deployment(): Doc {
 
 /** `sits controllers`: the workload controllers alone, under their own ServiceAccount, with their own Lease. */
 function controllersDeployment(): Doc {
-  const p = (path: string, periodSeconds: number, failureThreshold: number): Node => ({ httpGet: { path, port: 'health', scheme: 'HTTPS' }, periodSeconds, timeoutSeconds: 2, failureThreshold });
+  const p = (path: string, periodSeconds: number, failureThreshold: number): Node => ({
+    httpGet: { path, port: 'health', scheme: 'HTTPS' },
+    periodSeconds,
+    timeoutSeconds: 2,
+    failureThreshold,
+  });
   return {
     file: 'controllers-deployment.yaml',
     when: C,
@@ -248,7 +300,15 @@ function controllersDeployment(): Doc {
                   'controllers',
                   concat('--health-port=', raw('controllers.port')),
                   '--identity=$(POD_NAME)',
-                  ifItems('leaderElection.enabled', [concat('--lease-namespace=', raw(RELEASE_NAMESPACE)), `--lease-name=${NAMES.controllersLease}`, concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds'))], ['--no-leader-elect', '--no-scheduler-watch']),
+                  ifItems(
+                    'leaderElection.enabled',
+                    [
+                      concat('--lease-namespace=', raw(RELEASE_NAMESPACE)),
+                      `--lease-name=${NAMES.controllersLease}`,
+                      concat('--lease-duration=', raw('leaderElection.leaseDurationSeconds')),
+                    ],
+                    ['--no-leader-elect', '--no-scheduler-watch'],
+                  ),
                   ifItems('controllers.kedaAllowedServers', [concat('--keda-allowed-servers=', raw('controllers.kedaAllowedServers'))]),
                   ifItems('controllers.kedaAllowedClusterAuth', [concat('--keda-allowed-cluster-auth=', raw('controllers.kedaAllowedClusterAuth'))]),
                 ],
@@ -276,8 +336,20 @@ const metricsService = (): Doc => ({
   body: {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { ...meta(NAMES.metricsService), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/scheme': 'https', 'prometheus.io/port': quoted('metrics.port'), 'prometheus.io/path': '/metrics' } },
-    spec: { type: 'ClusterIP', selector: { ...SELECTOR_LABELS }, ports: [{ name: 'metrics', port: raw('metrics.port'), targetPort: 'metrics', protocol: 'TCP' }] },
+    metadata: {
+      ...meta(NAMES.metricsService),
+      annotations: {
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/scheme': 'https',
+        'prometheus.io/port': quoted('metrics.port'),
+        'prometheus.io/path': '/metrics',
+      },
+    },
+    spec: {
+      type: 'ClusterIP',
+      selector: { ...SELECTOR_LABELS },
+      ports: [{ name: 'metrics', port: raw('metrics.port'), targetPort: 'metrics', protocol: 'TCP' }],
+    },
   },
 });
 
@@ -288,8 +360,20 @@ const controllersMetricsService = (): Doc => ({
   body: {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { ...meta(NAMES.controllersMetricsService, true, CONTROLLERS_SELECTOR), annotations: { 'prometheus.io/scrape': 'true', 'prometheus.io/scheme': 'https', 'prometheus.io/port': quoted('controllers.port'), 'prometheus.io/path': '/metrics' } },
-    spec: { type: 'ClusterIP', selector: { ...CONTROLLERS_SELECTOR }, ports: [{ name: 'metrics', port: raw('controllers.port'), targetPort: 'health', protocol: 'TCP' }] },
+    metadata: {
+      ...meta(NAMES.controllersMetricsService, true, CONTROLLERS_SELECTOR),
+      annotations: {
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/scheme': 'https',
+        'prometheus.io/port': quoted('controllers.port'),
+        'prometheus.io/path': '/metrics',
+      },
+    },
+    spec: {
+      type: 'ClusterIP',
+      selector: { ...CONTROLLERS_SELECTOR },
+      ports: [{ name: 'metrics', port: raw('controllers.port'), targetPort: 'health', protocol: 'TCP' }],
+    },
   },
 });
 
@@ -306,7 +390,10 @@ const serviceMonitor = (): Doc => ({
     kind: 'ServiceMonitor',
     metadata: { name: NAMES.serviceMonitor, namespace: quoted(RELEASE_NAMESPACE), labels: { ...labels(), ...spreadLabels() } },
     spec: {
-      selector: { matchLabels: { 'app.kubernetes.io/name': 'sits' }, matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'In', values: ['scheduler', 'controllers'] }] },
+      selector: {
+        matchLabels: { 'app.kubernetes.io/name': 'sits' },
+        matchExpressions: [{ key: 'app.kubernetes.io/component', operator: 'In', values: ['scheduler', 'controllers'] }],
+      },
       namespaceSelector: { matchNames: [raw(RELEASE_NAMESPACE)] },
       endpoints: [
         {
@@ -337,8 +424,16 @@ const podDisruptionBudget = (): Doc => ({
 const DEFAULT_PLUGIN_DIR = '/var/lib/kubelet/device-plugins';
 
 export const NODE_AGENT_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'node-agent' } as const;
-const agentLabels = (): Record<string, Node> => ({ ...NODE_AGENT_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const agentMeta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted('nodeAgent.namespace') } : {}), labels: agentLabels() });
+const agentLabels = (): Record<string, Node> => ({
+  ...NODE_AGENT_SELECTOR,
+  'app.kubernetes.io/part-of': 'sits',
+  'app.kubernetes.io/version': quoted('image.tag'),
+});
+const agentMeta = (name: string, namespaced = true): Record<string, Node> => ({
+  name,
+  ...(namespaced ? { namespace: quoted('nodeAgent.namespace') } : {}),
+  labels: agentLabels(),
+});
 
 /** The node agent's own namespace: its device plugin mounts the kubelet's socket folder, which "restricted" forbids. */
 const nodeAgentNamespace = (): Doc => ({
@@ -349,17 +444,31 @@ const nodeAgentNamespace = (): Doc => ({
     kind: 'Namespace',
     metadata: {
       name: quoted('nodeAgent.namespace'),
-      labels: { ...agentLabels(), 'pod-security.kubernetes.io/enforce': 'privileged', 'pod-security.kubernetes.io/warn': 'baseline', 'pod-security.kubernetes.io/audit': 'baseline' },
+      labels: {
+        ...agentLabels(),
+        'pod-security.kubernetes.io/enforce': 'privileged',
+        'pod-security.kubernetes.io/warn': 'baseline',
+        'pod-security.kubernetes.io/audit': 'baseline',
+      },
     },
   },
 });
 
 const nodeAgentRbac = (): Doc[] => [
-  { file: 'serviceaccount-node-agent.yaml', when: 'nodeAgent.enabled', body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: agentMeta(NAMES.nodeAgent), automountServiceAccountToken: true } },
+  {
+    file: 'serviceaccount-node-agent.yaml',
+    when: 'nodeAgent.enabled',
+    body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: agentMeta(NAMES.nodeAgent), automountServiceAccountToken: true },
+  },
   {
     file: 'clusterrole-node-agent.yaml',
     when: 'nodeAgent.enabled',
-    body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: agentMeta(NAMES.nodeAgent, false), rules: [...rules(NODE_AGENT_RULES), ifItems('nodeAgent.devicePlugin', rules(DEVICE_PLUGIN_RULES))] },
+    body: {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: agentMeta(NAMES.nodeAgent, false),
+      rules: [...rules(NODE_AGENT_RULES), ifItems('nodeAgent.devicePlugin', rules(DEVICE_PLUGIN_RULES))],
+    },
   },
   {
     file: 'clusterrolebinding-node-agent.yaml',
@@ -421,10 +530,16 @@ function nodeAgentDaemonSet(): Doc {
                   capabilities: { drop: ['ALL'] },
                   seccompProfile: { type: 'RuntimeDefault' },
                 },
-                volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }, ifItems('nodeAgent.devicePlugin', [{ name: 'device-plugins', mountPath: DEFAULT_PLUGIN_DIR }])],
+                volumeMounts: [
+                  { name: 'tmp', mountPath: '/tmp' },
+                  ifItems('nodeAgent.devicePlugin', [{ name: 'device-plugins', mountPath: DEFAULT_PLUGIN_DIR }]),
+                ],
               },
             ],
-            volumes: [{ name: 'tmp', emptyDir: { sizeLimit: '64Mi' } }, ifItems('nodeAgent.devicePlugin', [{ name: 'device-plugins', hostPath: { path: DEFAULT_PLUGIN_DIR, type: 'Directory' } }])],
+            volumes: [
+              { name: 'tmp', emptyDir: { sizeLimit: '64Mi' } },
+              ifItems('nodeAgent.devicePlugin', [{ name: 'device-plugins', hostPath: { path: DEFAULT_PLUGIN_DIR, type: 'Directory' } }]),
+            ],
           },
         },
       },
@@ -451,12 +566,22 @@ export function rbacDocs(): Doc[] {
     // For scrapers: bind a Prometheus ServiceAccount to it (the secure port authorizes `get /metrics`).
     {
       file: 'clusterrole-metrics-reader.yaml',
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.metricsReaderRole, false), rules: METRICS_READER_RULES.map(nonResourceRuleYaml) },
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: meta(NAMES.metricsReaderRole, false),
+        rules: METRICS_READER_RULES.map(nonResourceRuleYaml),
+      },
     },
     // For people and tools that open the dashboard (server/dashboard.ts): bind a user or group to it.
     {
       file: 'clusterrole-dashboard-viewer.yaml',
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(NAMES.dashboardViewerRole, false), rules: DASHBOARD_VIEWER_RULES.map(nonResourceRuleYaml) },
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: meta(NAMES.dashboardViewerRole, false),
+        rules: DASHBOARD_VIEWER_RULES.map(nonResourceRuleYaml),
+      },
     },
   ];
 }
@@ -475,5 +600,21 @@ const grafanaDashboardConfigMap = (): Doc => ({
 
 /** Every document except the CRDs, in apply order. */
 export function deployDocs(): Doc[] {
-  return [namespace(), ...rbacDocs(), metricsService(), controllersMetricsService(), serviceMonitor(), deployment(), podDisruptionBudget(), controllersDeployment(), ...workloadPolicyDocs(), grafanaDashboardConfigMap(), ...webhookDocs(), ...extenderDocs(), ...activatorDocs(), ...nodeAgentDocs(), ...networkPolicyDocs()];
+  return [
+    namespace(),
+    ...rbacDocs(),
+    metricsService(),
+    controllersMetricsService(),
+    serviceMonitor(),
+    deployment(),
+    podDisruptionBudget(),
+    controllersDeployment(),
+    ...workloadPolicyDocs(),
+    grafanaDashboardConfigMap(),
+    ...webhookDocs(),
+    ...extenderDocs(),
+    ...activatorDocs(),
+    ...nodeAgentDocs(),
+    ...networkPolicyDocs(),
+  ];
 }

@@ -25,7 +25,14 @@ export const NETWORK_POLICY_NAMES = {
 } as const;
 
 /** One component's policy: its pods (by the Deployment's selector), ingress on the named container port from `from`. */
-function policy(file: string, name: string, selector: Record<string, string>, when: string | undefined, ingress: readonly Node[], namespace: Node = quoted(RELEASE_NAMESPACE)): Doc {
+function policy(
+  file: string,
+  name: string,
+  selector: Record<string, string>,
+  when: string | undefined,
+  ingress: readonly Node[],
+  namespace: Node = quoted(RELEASE_NAMESPACE),
+): Doc {
   return {
     file,
     when: NP,

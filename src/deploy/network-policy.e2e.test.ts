@@ -12,12 +12,21 @@ import { objectPath } from './testing/rest-paths.ts';
 import type { Json } from './tree.ts';
 import { DEFAULT_VALUES, resolveValues } from './values.ts';
 
-type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string; labels?: Record<string, string> }; spec?: Record<string, unknown> };
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  spec?: Record<string, unknown>;
+};
 type Policy = Obj & { spec: { podSelector: { matchLabels: Record<string, string> } } };
 type Workload = Obj & { spec: { template: { metadata: { labels: Record<string, string> }; spec: Record<string, unknown> } } };
 
 const apply = (client: KubeClient, o: Json, dryRun = false): Promise<Obj> =>
-  client.request<Obj>('PATCH', objectPath(o as Obj), { body: o, contentType: 'application/apply-patch+yaml', query: { fieldManager: 'sits-np-e2e', force: true, ...(dryRun ? { dryRun: 'All' } : {}) } });
+  client.request<Obj>('PATCH', objectPath(o as Obj), {
+    body: o,
+    contentType: 'application/apply-patch+yaml',
+    query: { fieldManager: 'sits-np-e2e', force: true, ...(dryRun ? { dryRun: 'All' } : {}) },
+  });
 
 describe('NetworkPolicies on a real kube-apiserver', () => {
   let plane: ControlPlane;
@@ -33,7 +42,12 @@ describe('NetworkPolicies on a real kube-apiserver', () => {
     for (const o of all.filter((x) => x.kind === 'Namespace')) await apply(admin, o as unknown as Json);
     for (const o of all.filter((x) => x.kind === 'ServiceAccount')) await apply(admin, o as unknown as Json);
     // The node agent's RuntimeClass (nodeAgent.runtimeClassName), which the RuntimeClass admission wants to exist.
-    await admin.post('/apis/node.k8s.io/v1/runtimeclasses', { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', metadata: { name: DEFAULT_VALUES.nodeAgent.runtimeClassName }, handler: 'nvidia' });
+    await admin.post('/apis/node.k8s.io/v1/runtimeclasses', {
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      metadata: { name: DEFAULT_VALUES.nodeAgent.runtimeClassName },
+      handler: 'nvidia',
+    });
   });
   afterAll(async () => {
     admin?.close();
@@ -54,7 +68,12 @@ describe('NetworkPolicies on a real kube-apiserver', () => {
   it('accepts the policies with narrowed peers (namespace and pod selectors, match expressions, IP blocks)', async () => {
     const r = resolveValues({
       networkPolicy: {
-        metricsFrom: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } }, podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } } }],
+        metricsFrom: [
+          {
+            namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+            podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+          },
+        ],
         webhookFrom: [{ ipBlock: { cidr: '10.0.0.0/24' } }, { ipBlock: { cidr: 'fd00::/64' } }],
         extenderFrom: [{ ipBlock: { cidr: '10.0.0.0/24', except: ['10.0.0.128/25'] } }],
         activatorFrom: [{ namespaceSelector: { matchExpressions: [{ key: 'ingress', operator: 'Exists' }] } }],
@@ -73,7 +92,12 @@ describe('NetworkPolicies on a real kube-apiserver', () => {
     // One pod from each workload's template, as its controller would make it (they stay Pending: no nodes).
     for (const w of workloads) {
       const ns = w.metadata.namespace ?? 'default';
-      await admin.post(`/api/v1/namespaces/${ns}/pods`, { apiVersion: 'v1', kind: 'Pod', metadata: { name: `${w.metadata.name}-probe`, namespace: ns, labels: w.spec.template.metadata.labels }, spec: w.spec.template.spec });
+      await admin.post(`/api/v1/namespaces/${ns}/pods`, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: `${w.metadata.name}-probe`, namespace: ns, labels: w.spec.template.metadata.labels },
+        spec: w.spec.template.spec,
+      });
     }
     // A look-alike in the release namespace that is no SITS component: selected by none.
     const ns = policies[0]?.metadata.namespace ?? 'sits-system';
@@ -81,15 +105,26 @@ describe('NetworkPolicies on a real kube-apiserver', () => {
       apiVersion: 'v1',
       kind: 'Pod',
       metadata: { name: 'other', labels: { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/part-of': 'sits' } },
-      spec: { securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } }, containers: [{ name: 'c', image: 'x', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }] },
+      spec: {
+        securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } },
+        containers: [{ name: 'c', image: 'x', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } }],
+      },
     });
     for (const p of policies) {
-      const selector = Object.entries(p.spec.podSelector.matchLabels).map(([k, v]) => `${k}=${v}`).join(',');
+      const selector = Object.entries(p.spec.podSelector.matchLabels)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
       const selected = await admin.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${p.metadata.namespace ?? ''}/pods`, { labelSelector: selector });
-      expect(selected.items.map((x) => x.metadata?.name), p.metadata.name).toEqual([`${p.metadata.name}-probe`]);
+      expect(
+        selected.items.map((x) => x.metadata?.name),
+        p.metadata.name,
+      ).toEqual([`${p.metadata.name}-probe`]);
       // Across the cluster, the same selector matches no other workload's pods.
       const anywhere = await admin.get<{ items: V1Pod[] }>('/api/v1/pods', { labelSelector: selector });
-      expect(anywhere.items.map((x) => `${x.metadata?.namespace ?? ''}/${x.metadata?.name ?? ''}`), p.metadata.name).toEqual([`${p.metadata.namespace ?? ''}/${p.metadata.name}-probe`]);
+      expect(
+        anywhere.items.map((x) => `${x.metadata?.namespace ?? ''}/${x.metadata?.name ?? ''}`),
+        p.metadata.name,
+      ).toEqual([`${p.metadata.namespace ?? ''}/${p.metadata.name}-probe`]);
     }
   });
 });

@@ -7,7 +7,11 @@ import { allOn } from './rbac-table.ts';
 import { DEFAULT_VALUES, resolveValues, type DeployValues } from './values.ts';
 
 type Labels = Record<string, string>;
-type Workload = { kind: string; metadata: { name: string; namespace?: string }; spec: { template: { metadata: { labels: Labels }; spec: { containers: { ports?: { name: string; containerPort: number }[] }[] } } } };
+type Workload = {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  spec: { template: { metadata: { labels: Labels }; spec: { containers: { ports?: { name: string; containerPort: number }[] }[] } } };
+};
 type Policy = {
   kind: string;
   metadata: { name: string; namespace: string };
@@ -25,7 +29,11 @@ const selects = (sel: Labels, labels: Labels): boolean => Object.entries(sel).ev
 
 describe('NetworkPolicies in the chart', () => {
   it('are on by default, one for each component that is enabled', () => {
-    expect(policies(DEFAULT_VALUES).map((p) => p.metadata.name)).toEqual([NETWORK_POLICY_NAMES.scheduler, NETWORK_POLICY_NAMES.controllers, NETWORK_POLICY_NAMES.webhook]);
+    expect(policies(DEFAULT_VALUES).map((p) => p.metadata.name)).toEqual([
+      NETWORK_POLICY_NAMES.scheduler,
+      NETWORK_POLICY_NAMES.controllers,
+      NETWORK_POLICY_NAMES.webhook,
+    ]);
     expect(policies(allOn(DEFAULT_VALUES)).map((p) => p.metadata.name)).toEqual(Object.values(NETWORK_POLICY_NAMES));
     expect(policies(withValues({ networkPolicy: { enabled: false } }))).toEqual([]);
   });
@@ -34,13 +42,21 @@ describe('NetworkPolicies in the chart', () => {
     const v = allOn(DEFAULT_VALUES);
     const ws = workloads(v);
     for (const p of policies(v)) {
-      const selected = ws.filter((w) => w.metadata.namespace === p.metadata.namespace && selects(p.spec.podSelector.matchLabels, w.spec.template.metadata.labels));
-      expect(selected.map((w) => w.metadata.name), p.metadata.name).toEqual([p.metadata.name]);
+      const selected = ws.filter(
+        (w) => w.metadata.namespace === p.metadata.namespace && selects(p.spec.podSelector.matchLabels, w.spec.template.metadata.labels),
+      );
+      expect(
+        selected.map((w) => w.metadata.name),
+        p.metadata.name,
+      ).toEqual([p.metadata.name]);
       // Pods of other workloads are not selected, whatever their namespace.
       expect(ws.filter((w) => w.metadata.name !== p.metadata.name && selects(p.spec.podSelector.matchLabels, w.spec.template.metadata.labels))).toEqual([]);
       expect(p.spec.policyTypes).toEqual(['Ingress']);
       const ports = (selected[0]?.spec.template.spec.containers ?? []).flatMap((c) => c.ports ?? []).map((x) => x.name);
-      expect(p.spec.ingress.flatMap((i) => i.ports.map((x) => x.port)), p.metadata.name).toEqual(ports);
+      expect(
+        p.spec.ingress.flatMap((i) => i.ports.map((x) => x.port)),
+        p.metadata.name,
+      ).toEqual(ports);
     }
     // The node agent listens on nothing (the device plugin is a Unix socket): no ingress at all.
     expect(policies(v).find((p) => p.metadata.name === NETWORK_POLICY_NAMES.nodeAgent)?.spec.ingress).toEqual([]);
@@ -73,6 +89,8 @@ describe('NetworkPolicies in the chart', () => {
     expect(bad({ networkPolicy: { webhookFrom: [{ ipBlock: { cidr: 'everyone' } }] } })).toMatch(/values\.networkPolicy\.webhookFrom\.0\.ipBlock\.cidr/);
     expect(bad({ networkPolicy: { metricsFrom: [{ podSelectr: {} }] } })).toMatch(/values\.networkPolicy\.metricsFrom\.0/);
     expect(bad({ networkPolicy: { activatorFrom: [{}] } })).toMatch(/values\.networkPolicy\.activatorFrom\.0/);
-    expect(bad({ networkPolicy: { extenderFrom: [{ namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'Is' }] } }] } })).toMatch(/values\.networkPolicy\.extenderFrom/);
+    expect(bad({ networkPolicy: { extenderFrom: [{ namespaceSelector: { matchExpressions: [{ key: 'a', operator: 'Is' }] } }] } })).toMatch(
+      /values\.networkPolicy\.extenderFrom/,
+    );
   });
 });

@@ -16,7 +16,11 @@ describe('the node agent in the chart', () => {
   it('is off by default (it replaces NVIDIA’s device plugin): no DaemonSet, no extra RBAC', () => {
     const objs = plainObjects();
     expect(ofKind(objs, 'DaemonSet')).toEqual([]);
-    expect(ofKind(objs, 'ClusterRole').map((r) => r.metadata.name).filter((n) => n.startsWith('sits-node'))).toEqual([]);
+    expect(
+      ofKind(objs, 'ClusterRole')
+        .map((r) => r.metadata.name)
+        .filter((n) => n.startsWith('sits-node')),
+    ).toEqual([]);
   });
 
   it('enabled: its own privileged namespace, a ServiceAccount, least-privilege RBAC and the DaemonSet', () => {
@@ -35,13 +39,28 @@ describe('the node agent in the chart', () => {
     }
     const binding = ofKind(objs, 'ClusterRoleBinding').find((b) => b.metadata.name === 'sits-node-agent');
     expect(binding?.subjects).toEqual([{ kind: 'ServiceAccount', name: 'sits-node-agent', namespace: 'sits-node' }]);
-    const ds = ofKind(objs, 'DaemonSet')[0] as unknown as { metadata: { namespace: string }; spec: { template: { spec: Record<string, unknown> & { containers: { args: string[]; env: { name: string }[]; securityContext: Record<string, unknown>; volumeMounts: { mountPath: string }[] }[]; volumes: { hostPath?: { path: string } }[] } } } };
+    const ds = ofKind(objs, 'DaemonSet')[0] as unknown as {
+      metadata: { namespace: string };
+      spec: {
+        template: {
+          spec: Record<string, unknown> & {
+            containers: { args: string[]; env: { name: string }[]; securityContext: Record<string, unknown>; volumeMounts: { mountPath: string }[] }[];
+            volumes: { hostPath?: { path: string } }[];
+          };
+        };
+      };
+    };
     expect(ds.metadata.namespace).toBe('sits-node');
     const pod = ds.spec.template.spec;
     const c = pod.containers[0];
     expect(c?.args).toEqual(['node-agent', '--interval=60', '--nvidia-smi=nvidia-smi', '--plugin-dir=/var/lib/kubelet/device-plugins']);
     expect(c?.env.map((e) => e.name)).toEqual(['NODE_NAME', 'NVIDIA_VISIBLE_DEVICES', 'NVIDIA_DRIVER_CAPABILITIES']);
-    expect(c?.securityContext).toMatchObject({ privileged: false, allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(c?.securityContext).toMatchObject({
+      privileged: false,
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      capabilities: { drop: ['ALL'] },
+    });
     // The only host path: the kubelet's device-plugin folder.
     expect(pod.volumes.flatMap((v) => (v.hostPath === undefined ? [] : [v.hostPath.path]))).toEqual(['/var/lib/kubelet/device-plugins']);
     expect(pod.runtimeClassName).toBe('nvidia');
@@ -51,7 +70,9 @@ describe('the node agent in the chart', () => {
     const objs = plainObjects(values({ nodeAgent: { enabled: true, devicePlugin: false } }));
     const role = ofKind(objs, 'ClusterRole').find((r) => r.metadata.name === 'sits-node-agent') as Obj & { rules: { resources: string[] }[] };
     expect(role.rules.flatMap((r) => r.resources)).toEqual(['nodes']);
-    const ds = ofKind(objs, 'DaemonSet')[0] as unknown as { spec: { template: { spec: { containers: { args: string[] }[]; volumes: { hostPath?: unknown }[] } } } };
+    const ds = ofKind(objs, 'DaemonSet')[0] as unknown as {
+      spec: { template: { spec: { containers: { args: string[] }[]; volumes: { hostPath?: unknown }[] } } };
+    };
     expect(ds.spec.template.spec.containers[0]?.args).toContain('--no-device-plugin');
     expect(ds.spec.template.spec.volumes.filter((v) => v.hostPath !== undefined)).toEqual([]);
   });

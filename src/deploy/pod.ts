@@ -5,7 +5,8 @@
 import { block, choose, concat, entriesIf, quoted, raw, spread, type Node } from './tree.ts';
 
 /** `repository@digest` when image.digest is set (the tag is then only a label), else `repository:tag`. */
-export const image = (): Node => choose('image.digest', concat(raw('image.repository'), '@', raw('image.digest')), concat(raw('image.repository'), ':', raw('image.tag')));
+export const image = (): Node =>
+  choose('image.digest', concat(raw('image.repository'), '@', raw('image.digest')), concat(raw('image.repository'), ':', raw('image.tag')));
 
 /** The values prefix of a component's pod settings: '' for the scheduler's (top level), else e.g. 'webhook.'. */
 export type Prefix = '' | 'controllers.' | 'webhook.' | 'activator.' | 'extender.' | 'nodeAgent.';

@@ -20,7 +20,14 @@ const withValues = (over: Record<string, unknown>): DeployValues => {
 };
 
 type Rule = { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; nonResourceURLs?: string[]; verbs: string[] };
-type Obj = { kind: string; metadata: { name: string; namespace?: string }; rules?: Rule[]; roleRef?: { kind: string; name: string }; subjects?: { kind: string; name: string; namespace?: string }[]; spec?: { template?: { spec?: { serviceAccountName?: string } } } };
+type Obj = {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  rules?: Rule[];
+  roleRef?: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+  spec?: { template?: { spec?: { serviceAccountName?: string } } };
+};
 
 /** Every object the chart can render: all optional components and rule switches on. */
 const ALL = plainObjects(allOn(DEFAULT_VALUES)) as unknown as Obj[];
@@ -41,7 +48,9 @@ describe('the RBAC audit table (ADR 0175)', () => {
     expect(json.roles.find((r) => r.name === 'sits-activator')?.enabled).toBe(false);
     // The lease names come from the values.
     expect(json.roles.find((r) => roleKey(r) === 'Role/sits-leader-election')?.rules[1]?.resourceNames).toEqual(['sits-scheduler', 'other']);
-    expect(files.get('rbac.md')).toContain('| [sits-extender](#clusterrole-sits-extender) | ClusterRole | cluster | scheduler extender (`sits extender`) | `extender.enabled` | yes |');
+    expect(files.get('rbac.md')).toContain(
+      '| [sits-extender](#clusterrole-sits-extender) | ClusterRole | cluster | scheduler extender (`sits extender`) | `extender.enabled` | yes |',
+    );
   });
 
   it('covers every role the chart can render, each rule with its reason, and holds exactly the rendered rules', () => {
@@ -50,7 +59,10 @@ describe('the RBAC audit table (ADR 0175)', () => {
     for (const r of roles) {
       const row = table.find((t) => roleKey(t) === `${r.kind}/${r.metadata.name}`);
       // The table's rules minus the audit fields are the rendered rules, in order.
-      expect(row?.rules.map(({ why: _w, when: _c, ...k8s }) => k8s), roleKey(row ?? { kind: '', name: '' })).toEqual(r.rules);
+      expect(
+        row?.rules.map(({ why: _w, when: _c, ...k8s }) => k8s),
+        roleKey(row ?? { kind: '', name: '' }),
+      ).toEqual(r.rules);
       for (const x of row?.rules ?? []) expect(x.why.length, `${r.metadata.name}: ${JSON.stringify(x)}`).toBeGreaterThan(20);
     }
     // The optional components' roles are all there, with their conditions.
@@ -75,7 +87,10 @@ describe('the RBAC audit table (ADR 0175)', () => {
       const [group, key] = path.split('.') as [string, string];
       const on = allOn(DEFAULT_VALUES);
       const off = { ...on, [group]: { ...(on[group as keyof DeployValues] as object), [key]: false } } as DeployValues;
-      const rulesOf = (v: DeployValues): Rule[] => (evaluateDocs(deployDocs(), v).map((d) => d.object as unknown as Obj).find((o) => o.kind === 'ClusterRole' && o.metadata.name === role)?.rules ?? []);
+      const rulesOf = (v: DeployValues): Rule[] =>
+        evaluateDocs(deployDocs(), v)
+          .map((d) => d.object as unknown as Obj)
+          .find((o) => o.kind === 'ClusterRole' && o.metadata.name === role)?.rules ?? [];
       expect(rulesOf(on).length - rulesOf(off).length, path).toBe(list.length);
       const offTable = rbacTable(off).find((t) => roleKey(t) === `ClusterRole/${role}`);
       expect(offTable?.rules.filter((x) => x.when === path)).toEqual(list.map((r) => ({ ...r })));
@@ -84,8 +99,14 @@ describe('the RBAC audit table (ADR 0175)', () => {
   });
 
   it('the reasons stay out of the YAML the apiserver gets', () => {
-    for (const r of roles) for (const x of r.rules ?? []) expect(Object.keys(x).filter((k) => !['apiGroups', 'resources', 'resourceNames', 'nonResourceURLs', 'verbs'].includes(k)), r.metadata.name).toEqual([]);
-    for (const f of deployFiles(allOn(DEFAULT_VALUES)).filter((x) => /role/.test(x.path) && x.path.endsWith('.yaml'))) expect(f.content, f.path).not.toMatch(/^\s*-?\s*(why|when):/m);
+    for (const r of roles)
+      for (const x of r.rules ?? [])
+        expect(
+          Object.keys(x).filter((k) => !['apiGroups', 'resources', 'resourceNames', 'nonResourceURLs', 'verbs'].includes(k)),
+          r.metadata.name,
+        ).toEqual([]);
+    for (const f of deployFiles(allOn(DEFAULT_VALUES)).filter((x) => /role/.test(x.path) && x.path.endsWith('.yaml')))
+      expect(f.content, f.path).not.toMatch(/^\s*-?\s*(why|when):/m);
     expect(JSON.parse(rbacJson(rbacTable(DEFAULT_VALUES))).roles.length).toBe(roles.length);
   });
 });
@@ -95,12 +116,20 @@ describe('least privilege over the rendered roles, every optional component on (
   const clusterWide = new Set(bindings.filter((b) => b.kind === 'ClusterRoleBinding').map((b) => b.roleRef?.name ?? ''));
 
   it('no `*` in any apiGroups, resources or verbs', () => {
-    const found = roles.flatMap((r) => (r.rules ?? []).flatMap((x) => [...(x.apiGroups ?? []), ...(x.resources ?? []), ...x.verbs].filter((v) => v.includes('*')).map((v) => `${r.kind}/${r.metadata.name}: ${v}`)));
+    const found = roles.flatMap((r) =>
+      (r.rules ?? []).flatMap((x) =>
+        [...(x.apiGroups ?? []), ...(x.resources ?? []), ...x.verbs].filter((v) => v.includes('*')).map((v) => `${r.kind}/${r.metadata.name}: ${v}`),
+      ),
+    );
     expect(found).toEqual([]);
   });
 
-  it('Secrets: only the webhook\'s own, in its namespace; read and written only by name', () => {
-    const onSecrets = roles.flatMap((r) => (r.rules ?? []).filter((x) => (x.resources ?? []).some((res) => res === 'secrets' || res.startsWith('secrets/'))).map((x) => ({ role: `${r.kind}/${r.metadata.name}`, namespace: r.metadata.namespace, ...x })));
+  it("Secrets: only the webhook's own, in its namespace; read and written only by name", () => {
+    const onSecrets = roles.flatMap((r) =>
+      (r.rules ?? [])
+        .filter((x) => (x.resources ?? []).some((res) => res === 'secrets' || res.startsWith('secrets/')))
+        .map((x) => ({ role: `${r.kind}/${r.metadata.name}`, namespace: r.metadata.namespace, ...x })),
+    );
     expect(onSecrets.map((x) => x.role)).toEqual([`Role/${WEBHOOK_NAMES.role}`, `Role/${WEBHOOK_NAMES.role}`]);
     for (const x of onSecrets) expect(x.namespace).toBe('sits-system');
     // Every verb but create is held by name; create cannot be (RBAC checks names on create against nothing), so it
@@ -110,10 +139,14 @@ describe('least privilege over the rendered roles, every optional component on (
     for (const x of onSecrets.filter((y) => y.resourceNames !== undefined)) expect(x.resourceNames).toEqual([WEBHOOK_NAMES.secret]);
   });
 
-  it('cluster-wide create, patch or update on pods only in the controllers\' role', () => {
+  it("cluster-wide create, patch or update on pods only in the controllers' role", () => {
     const offenders = roles
       .filter((r) => r.kind === 'ClusterRole' && clusterWide.has(r.metadata.name))
-      .flatMap((r) => (r.rules ?? []).filter((x) => (x.resources ?? []).includes('pods') && x.verbs.some((v) => ['create', 'patch', 'update'].includes(v))).map((x) => `${r.metadata.name}: pods ${x.verbs.filter((v) => ['create', 'patch', 'update'].includes(v)).join(',')}`));
+      .flatMap((r) =>
+        (r.rules ?? [])
+          .filter((x) => (x.resources ?? []).includes('pods') && x.verbs.some((v) => ['create', 'patch', 'update'].includes(v)))
+          .map((x) => `${r.metadata.name}: pods ${x.verbs.filter((v) => ['create', 'patch', 'update'].includes(v)).join(',')}`),
+      );
     // The scheduler (and the extender, its binder) writes through pods/binding and pods/status, as kube-scheduler.
     // The node agent's device plugin annotates the pod it allocated GPUs for: RBAC cannot hold it to its node's
     // pods; a ValidatingAdmissionPolicy does (ADR 0174). It is the one left-over, named here so a new one fails.
@@ -123,7 +156,9 @@ describe('least privilege over the rendered roles, every optional component on (
   it('the scheduler and the extender write onto pods as kube-scheduler does: pods/binding create, pods/status patch, pods delete, never pods patch', () => {
     for (const name of [NAMES.schedulerRole, 'sits-extender']) {
       const r = roles.find((x) => x.kind === 'ClusterRole' && x.metadata.name === name);
-      const podRules = (r?.rules ?? []).filter((x) => (x.apiGroups ?? []).includes('') && (x.resources ?? []).some((res) => res === 'pods' || res.startsWith('pods/')));
+      const podRules = (r?.rules ?? []).filter(
+        (x) => (x.apiGroups ?? []).includes('') && (x.resources ?? []).some((res) => res === 'pods' || res.startsWith('pods/')),
+      );
       expect(podRules, name).toEqual([
         { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'delete'] },
         { apiGroups: [''], resources: ['pods/binding'], verbs: ['create'] },
@@ -137,16 +172,22 @@ describe('one ServiceAccount per component, bound only to its own roles (finding
   /** Component → its ServiceAccount and the roles that SA may hold. */
   const OWN: Record<string, { sa: string; namespace: string; roles: string[] }> = {
     scheduler: { sa: NAMES.serviceAccount, namespace: 'sits-system', roles: [`ClusterRole/${NAMES.schedulerRole}`, `Role/${NAMES.leaseRole}`] },
-    controllers: { sa: NAMES.controllersServiceAccount, namespace: 'sits-system', roles: [`ClusterRole/${NAMES.controllersRole}`, `Role/${NAMES.controllersRole}`] },
+    controllers: {
+      sa: NAMES.controllersServiceAccount,
+      namespace: 'sits-system',
+      roles: [`ClusterRole/${NAMES.controllersRole}`, `Role/${NAMES.controllersRole}`],
+    },
     webhook: { sa: WEBHOOK_NAMES.serviceAccount, namespace: 'sits-system', roles: [`ClusterRole/${WEBHOOK_NAMES.role}`, `Role/${WEBHOOK_NAMES.role}`] },
     extender: { sa: 'sits-extender', namespace: 'sits-system', roles: ['ClusterRole/sits-extender', 'Role/sits-extender'] },
     activator: { sa: 'sits-activator', namespace: 'sits-system', roles: ['ClusterRole/sits-activator'] },
     nodeAgent: { sa: NAMES.nodeAgent, namespace: 'sits-node', roles: [`ClusterRole/${NAMES.nodeAgent}`] },
   };
   const heldBy = (sa: string, ns: string): string[] =>
-    bindings.filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa && s.namespace === ns)).map((b) => `${b.roleRef?.kind ?? ''}/${b.roleRef?.name ?? ''}`);
+    bindings
+      .filter((b) => (b.subjects ?? []).some((s) => s.kind === 'ServiceAccount' && s.name === sa && s.namespace === ns))
+      .map((b) => `${b.roleRef?.kind ?? ''}/${b.roleRef?.name ?? ''}`);
 
-  it('each component\'s ServiceAccount is bound to exactly its own roles, and each binding names one subject', () => {
+  it("each component's ServiceAccount is bound to exactly its own roles, and each binding names one subject", () => {
     for (const [c, o] of Object.entries(OWN)) expect(heldBy(o.sa, o.namespace).sort(), c).toEqual([...o.roles].sort());
     const sas = new Set(Object.values(OWN).map((o) => o.sa));
     for (const b of bindings) {
@@ -155,11 +196,17 @@ describe('one ServiceAccount per component, bound only to its own roles (finding
       for (const s of saSubjects) expect(sas.has(s.name), `${b.metadata.name} → ${s.name}`).toBe(true);
     }
     // The roles users bind (batch workers, metrics, dashboard, inference callers) have no binding in the chart.
-    for (const name of [NAMES.batchWorkerRole, NAMES.metricsReaderRole, NAMES.dashboardViewerRole, 'sits-inference-caller']) expect(bindings.filter((b) => b.roleRef?.name === name), name).toEqual([]);
+    for (const name of [NAMES.batchWorkerRole, NAMES.metricsReaderRole, NAMES.dashboardViewerRole, 'sits-inference-caller'])
+      expect(
+        bindings.filter((b) => b.roleRef?.name === name),
+        name,
+      ).toEqual([]);
   });
 
   it('each workload runs under its own ServiceAccount', () => {
-    const runsAs = new Map(ALL.filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet').map((o) => [o.metadata.name, o.spec?.template?.spec?.serviceAccountName]));
+    const runsAs = new Map(
+      ALL.filter((o) => o.kind === 'Deployment' || o.kind === 'DaemonSet').map((o) => [o.metadata.name, o.spec?.template?.spec?.serviceAccountName]),
+    );
     expect(Object.fromEntries(runsAs)).toEqual({
       [NAMES.deployment]: NAMES.serviceAccount,
       [NAMES.controllersDeployment]: NAMES.controllersServiceAccount,
@@ -170,24 +217,31 @@ describe('one ServiceAccount per component, bound only to its own roles (finding
     });
   });
 
-  it('the scheduler\'s ServiceAccount holds none of the controllers\' rights beyond its own role (issue 30)', () => {
+  it("the scheduler's ServiceAccount holds none of the controllers' rights beyond its own role (issue 30)", () => {
     /** (group, resource, verb, name-or-any) rights of a ServiceAccount through its bindings. */
     const rights = (roleKeys: readonly string[]): Set<string> =>
       new Set(
         roles
           .filter((r) => roleKeys.includes(`${r.kind}/${r.metadata.name}`))
-          .flatMap((r) => (r.rules ?? []).flatMap((x) => (x.apiGroups ?? []).flatMap((g) => (x.resources ?? []).flatMap((res) => x.verbs.flatMap((v) => (x.resourceNames ?? ['*any*']).map((n) => `${g}/${res}:${v}:${n}`)))))),
+          .flatMap((r) =>
+            (r.rules ?? []).flatMap((x) =>
+              (x.apiGroups ?? []).flatMap((g) =>
+                (x.resources ?? []).flatMap((res) => x.verbs.flatMap((v) => (x.resourceNames ?? ['*any*']).map((n) => `${g}/${res}:${v}:${n}`))),
+              ),
+            ),
+          ),
       );
     const scheduler = rights(heldBy(NAMES.serviceAccount, 'sits-system'));
     const controllersOnly = [...rights(OWN['controllers']?.roles ?? [])].filter((x) => !rights(OWN['scheduler']?.roles ?? []).has(x));
     expect(controllersOnly.length).toBeGreaterThan(20);
     expect(controllersOnly.filter((x) => scheduler.has(x))).toEqual([]);
-    for (const x of ['/pods:create:*any*', '/pods:patch:*any*', '/services:create:*any*', 'ai.sits2026.dev/trainingjobs/status:patch:*any*']) expect(scheduler.has(x), x).toBe(false);
+    for (const x of ['/pods:create:*any*', '/pods:patch:*any*', '/services:create:*any*', 'ai.sits2026.dev/trainingjobs/status:patch:*any*'])
+      expect(scheduler.has(x), x).toBe(false);
   });
 
   it('`sits run --controllers` (both in one process, one identity) is a development mode, documented as such', () => {
     const help = readFileSync(resolve(ROOT, 'src/cli/commands/run.ts'), 'utf8');
-    expect(help).toMatch(/--controllers[^\n]*development/i);
+    expect(help).toMatch(/'--controllers',\s*'[^'\n]*development/i);
     expect(readFileSync(resolve(ROOT, 'docs/rbac.md'), 'utf8')).toMatch(/sits run --controllers[\s\S]{0,200}development mode/);
     // And the chart never uses it.
     for (const o of ALL as unknown as { kind: string; spec?: { template?: { spec?: { containers?: { args?: string[] }[] } } } }[])

@@ -52,18 +52,40 @@ const SOURCES: Readonly<Record<string, RoleSource>> = {
   [`ClusterRole/${NAMES.schedulerRole}`]: { holder: 'scheduler (`sits run`)', rules: SCHEDULER_RULES },
   [`Role/${NAMES.leaseRole}`]: { holder: 'scheduler (`sits run`): its leader-election Lease', rules: lease },
   [`ClusterRole/${NAMES.controllersRole}`]: { holder: 'controllers (`sits controllers`)', rules: [...CONTROLLER_RULES, ...CONTROLLER_NODE_QUARANTINE_RULES] },
-  [`Role/${NAMES.controllersRole}`]: { holder: 'controllers (`sits controllers`): their leader-election Lease, and the scheduler\'s read', rules: [...lease, SCHEDULER_LEASE_READ_RULE] },
-  [`ClusterRole/${NAMES.batchWorkerRole}`]: { holder: 'BatchInferenceJob workers (`sits batch-worker`)', rules: BATCH_WORKER_RULES, userBound: 'a RoleBinding in the job\'s namespace to the workers\' ServiceAccount' },
-  [`ClusterRole/${NAMES.metricsReaderRole}`]: { holder: 'metrics scrapers', rules: METRICS_READER_RULES, userBound: 'a binding to the Prometheus ServiceAccount' },
-  [`ClusterRole/${NAMES.dashboardViewerRole}`]: { holder: 'dashboard viewers', rules: DASHBOARD_VIEWER_RULES, userBound: 'a binding to the people and tools that open the dashboard' },
+  [`Role/${NAMES.controllersRole}`]: {
+    holder: "controllers (`sits controllers`): their leader-election Lease, and the scheduler's read",
+    rules: [...lease, SCHEDULER_LEASE_READ_RULE],
+  },
+  [`ClusterRole/${NAMES.batchWorkerRole}`]: {
+    holder: 'BatchInferenceJob workers (`sits batch-worker`)',
+    rules: BATCH_WORKER_RULES,
+    userBound: "a RoleBinding in the job's namespace to the workers' ServiceAccount",
+  },
+  [`ClusterRole/${NAMES.metricsReaderRole}`]: {
+    holder: 'metrics scrapers',
+    rules: METRICS_READER_RULES,
+    userBound: 'a binding to the Prometheus ServiceAccount',
+  },
+  [`ClusterRole/${NAMES.dashboardViewerRole}`]: {
+    holder: 'dashboard viewers',
+    rules: DASHBOARD_VIEWER_RULES,
+    userBound: 'a binding to the people and tools that open the dashboard',
+  },
   [`ClusterRole/${WEBHOOK_NAMES.role}`]: { holder: 'admission webhook (`sits webhook`)', rules: WEBHOOK_RULES },
-  [`Role/${WEBHOOK_NAMES.role}`]: { holder: 'admission webhook (`sits webhook`): its serving-certificate Secret', rules: [WEBHOOK_SECRET_CREATE_RULE, WEBHOOK_SECRET_GET_UPDATE_RULE] },
-  [`ClusterRole/${WEBHOOK_NAMES.callerRole}`]: { holder: 'the apiserver\'s admission identity (webhook.callers)', rules: WEBHOOK_CALLER_RULES },
+  [`Role/${WEBHOOK_NAMES.role}`]: {
+    holder: 'admission webhook (`sits webhook`): its serving-certificate Secret',
+    rules: [WEBHOOK_SECRET_CREATE_RULE, WEBHOOK_SECRET_GET_UPDATE_RULE],
+  },
+  [`ClusterRole/${WEBHOOK_NAMES.callerRole}`]: { holder: "the apiserver's admission identity (webhook.callers)", rules: WEBHOOK_CALLER_RULES },
   [`ClusterRole/${EXTENDER_NAMES.role}`]: { holder: 'scheduler extender (`sits extender`)', rules: EXTENDER_RULES },
   [`Role/${EXTENDER_NAMES.role}`]: { holder: 'scheduler extender (`sits extender`): its leader-election Lease', rules: lease },
-  [`ClusterRole/${EXTENDER_NAMES.callerRole}`]: { holder: 'kube-scheduler\'s identity (extender.callers)', rules: EXTENDER_CALLER_RULES },
+  [`ClusterRole/${EXTENDER_NAMES.callerRole}`]: { holder: "kube-scheduler's identity (extender.callers)", rules: EXTENDER_CALLER_RULES },
   [`ClusterRole/${ACTIVATOR_NAMES.role}`]: { holder: 'activator (`sits activator`)', rules: ACTIVATOR_RULES },
-  [`ClusterRole/${ACTIVATOR_NAMES.callerRole}`]: { holder: 'callers of InferenceServices through the activator', rules: INFERENCE_CALLER_RULES, userBound: 'a RoleBinding in the service\'s namespace' },
+  [`ClusterRole/${ACTIVATOR_NAMES.callerRole}`]: {
+    holder: 'callers of InferenceServices through the activator',
+    rules: INFERENCE_CALLER_RULES,
+    userBound: "a RoleBinding in the service's namespace",
+  },
   [`ClusterRole/${NAMES.nodeAgent}`]: { holder: 'node agent (`sits node-agent`, DaemonSet)', rules: [...NODE_AGENT_RULES, ...DEVICE_PLUGIN_RULES] },
 };
 
@@ -103,9 +125,16 @@ export interface TableRole {
 }
 
 type K8sRule = { apiGroups?: string[]; resources?: string[]; resourceNames?: string[]; nonResourceURLs?: string[]; verbs: string[] };
-type K8sObj = { kind: string; metadata: { name: string; namespace?: string }; rules?: K8sRule[]; roleRef?: { kind: string; name: string }; subjects?: { kind: string; name: string; namespace?: string }[] };
+type K8sObj = {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  rules?: K8sRule[];
+  roleRef?: { kind: string; name: string };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+};
 
-const same = (a: readonly string[] | undefined, b: readonly string[] | undefined): boolean => (a ?? []).length === (b ?? []).length && (a ?? []).every((x, i) => x === b?.[i]);
+const same = (a: readonly string[] | undefined, b: readonly string[] | undefined): boolean =>
+  (a ?? []).length === (b ?? []).length && (a ?? []).every((x, i) => x === b?.[i]);
 
 /** A rendered rule matches a source rule with the same groups, resources and verbs; `resourceNames: []` there stands for names set in the manifest. */
 function matches(src: SourceRule, r: K8sRule): boolean {
@@ -155,8 +184,18 @@ export function rbacTable(values: DeployValues, namespace: string = DEFAULT_NAME
         return { ...r, ...(ruleWhen === undefined ? {} : { when: ruleWhen }), why: src.why };
       });
       const boundTo = bindings
-        .filter((b) => b.roleRef?.kind === o.kind && b.roleRef.name === o.metadata.name && (o.kind === 'ClusterRole' || b.metadata.namespace === o.metadata.namespace))
-        .flatMap((b) => (b.subjects ?? []).map((s): TableSubject => ({ kind: s.kind, name: s.name, ...(s.namespace === undefined ? {} : { namespace: s.namespace }), via: b.kind as TableSubject['via'] })));
+        .filter(
+          (b) =>
+            b.roleRef?.kind === o.kind && b.roleRef.name === o.metadata.name && (o.kind === 'ClusterRole' || b.metadata.namespace === o.metadata.namespace),
+        )
+        .flatMap((b) =>
+          (b.subjects ?? []).map((s): TableSubject => ({
+            kind: s.kind,
+            name: s.name,
+            ...(s.namespace === undefined ? {} : { namespace: s.namespace }),
+            via: b.kind as TableSubject['via'],
+          })),
+        );
       return {
         kind: o.kind as TableRole['kind'],
         name: o.metadata.name,
@@ -178,26 +217,38 @@ const cell = (s: string): string => s.replaceAll('|', '\\|').replaceAll('\n', ' 
 /** The table as Markdown (one section per role, one row per rule). */
 export function rbacMarkdown(table: readonly TableRole[], values: DeployValues): string {
   const out = [
-    '<!-- Generated by scripts/gen-deploy.ts from src/deploy/rbac.ts (each rule\'s `why`) and the rendered chart; do not edit by hand. -->',
+    "<!-- Generated by scripts/gen-deploy.ts from src/deploy/rbac.ts (each rule's `why`) and the rendered chart; do not edit by hand. -->",
     '# RBAC: every role SITS installs, and why',
     '',
-    'Every Role and ClusterRole the chart can render (optional components included), with each rule\'s reason as it is',
+    "Every Role and ClusterRole the chart can render (optional components included), with each rule's reason as it is",
     'written next to the rule in `src/deploy/rbac.ts`. **Condition**: the values under which the role (or a rule) is',
     'rendered; **enabled**: whether it is with the values this table was made for. Scope `cluster` is a ClusterRole',
     'bound by a ClusterRoleBinding (or bound by you); `namespace` is a Role in one namespace. ADR 0175.',
     '',
-    'Each component runs under its own ServiceAccount, bound only to its own roles: the scheduler\'s holds none of the',
-    'controllers\' rights (issue 30). `sits run --controllers` runs both in one process under one identity, which then',
+    "Each component runs under its own ServiceAccount, bound only to its own roles: the scheduler's holds none of the",
+    "controllers' rights (issue 30). `sits run --controllers` runs both in one process under one identity, which then",
     'needs both roles: a development mode (`sits dev`, single-process trials), never used by the chart.',
     '',
     '| Role | Kind | Scope | Holder | Condition | Enabled | Bound to |',
     '| --- | --- | --- | --- | --- | --- | --- |',
-    ...table.map((r) => `| [${r.name}](#${r.kind.toLowerCase()}-${r.name}) | ${r.kind} | ${r.scope}${r.namespace === undefined ? '' : ` (${r.namespace})`} | ${cell(r.holder)} | ${r.when === undefined ? 'always' : `\`${r.when}\``} | ${r.enabled ? 'yes' : 'no'} | ${cell(subjectsText(r))} |`),
+    ...table.map(
+      (r) =>
+        `| [${r.name}](#${r.kind.toLowerCase()}-${r.name}) | ${r.kind} | ${r.scope}${r.namespace === undefined ? '' : ` (${r.namespace})`} | ${cell(r.holder)} | ${r.when === undefined ? 'always' : `\`${r.when}\``} | ${r.enabled ? 'yes' : 'no'} | ${cell(subjectsText(r))} |`,
+    ),
   ];
   for (const r of table) {
-    out.push('', `## ${r.kind} ${r.name}`, '', `${r.holder}. Scope: ${r.scope}${r.namespace === undefined ? '' : ` (namespace ${r.namespace})`}. Condition: ${r.when === undefined ? 'always' : `\`${r.when}\``}. Bound to: ${subjectsText(r)}.`, '');
+    out.push(
+      '',
+      `## ${r.kind} ${r.name}`,
+      '',
+      `${r.holder}. Scope: ${r.scope}${r.namespace === undefined ? '' : ` (namespace ${r.namespace})`}. Condition: ${r.when === undefined ? 'always' : `\`${r.when}\``}. Bound to: ${subjectsText(r)}.`,
+      '',
+    );
     const nonResource = r.rules.some((x) => x.nonResourceURLs !== undefined);
-    out.push(nonResource ? '| URLs | Verbs | Why |' : '| API groups | Resources | Names | Verbs | Condition | Why |', nonResource ? '| --- | --- | --- |' : '| --- | --- | --- | --- | --- | --- |');
+    out.push(
+      nonResource ? '| URLs | Verbs | Why |' : '| API groups | Resources | Names | Verbs | Condition | Why |',
+      nonResource ? '| --- | --- | --- |' : '| --- | --- | --- | --- | --- | --- |',
+    );
     for (const x of r.rules)
       out.push(
         x.nonResourceURLs !== undefined

@@ -169,9 +169,19 @@ function evaluateList(list: readonly Node[], scope: Scope): Json[] {
 }
 
 /** The documents present for `values` (their `when`), evaluated; `target` 'chart' leaves out the plain-only ones. */
-export function evaluateDocs(docs: readonly Doc[], values: unknown, namespace: string = DEFAULT_NAMESPACE, target: 'plain' | 'chart' = 'plain'): { file: string; object: Json }[] {
+export function evaluateDocs(
+  docs: readonly Doc[],
+  values: unknown,
+  namespace: string = DEFAULT_NAMESPACE,
+  target: 'plain' | 'chart' = 'plain',
+): { file: string; object: Json }[] {
   return docs
-    .filter((d) => (target === 'plain' || d.plainOnly !== true) && (d.when === undefined || truthy(lookup(values, d.when))) && (d.alsoWhen === undefined || truthy(lookup(values, d.alsoWhen))))
+    .filter(
+      (d) =>
+        (target === 'plain' || d.plainOnly !== true) &&
+        (d.when === undefined || truthy(lookup(values, d.when))) &&
+        (d.alsoWhen === undefined || truthy(lookup(values, d.alsoWhen))),
+    )
     .map((d) => ({ file: d.file, object: evaluate(d.body, values, namespace) }));
 }
 
@@ -197,7 +207,11 @@ function scalar(v: string | number | boolean | null): string {
 }
 
 /** A multi-line leaf (a block scalar, e.g. a file in a ConfigMap) printed at `indent`: its lines go below the key. */
-const indented = (text: string, indent: number): string => text.split('\n').map((l, i) => (i === 0 || l === '' ? l : `${pad(indent)}${l}`)).join('\n');
+const indented = (text: string, indent: number): string =>
+  text
+    .split('\n')
+    .map((l, i) => (i === 0 || l === '' ? l : `${pad(indent)}${l}`))
+    .join('\n');
 
 /** The Go template expression of a value path. */
 const expr = (path: string): string => (path === RELEASE_NAMESPACE ? '.Release.Namespace' : `.Values.${path}`);

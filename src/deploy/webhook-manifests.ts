@@ -5,7 +5,15 @@
  * certificate in a Secret and writes the caBundle into both configurations itself (no cert-manager needed).
  */
 import { NAMESPACE_OPT_IN } from '../api/wire.ts';
-import { nonResourceRuleYaml, ruleYaml, WEBHOOK_CALLER_RULES, WEBHOOK_RULES, WEBHOOK_SECRET_CREATE_RULE, WEBHOOK_SECRET_GET_UPDATE_RULE, type PolicyRule } from './rbac.ts';
+import {
+  nonResourceRuleYaml,
+  ruleYaml,
+  WEBHOOK_CALLER_RULES,
+  WEBHOOK_RULES,
+  WEBHOOK_SECRET_CREATE_RULE,
+  WEBHOOK_SECRET_GET_UPDATE_RULE,
+  type PolicyRule,
+} from './rbac.ts';
 import { block, concat, ifItems, quoted, raw, RELEASE_NAMESPACE, type Doc, type Node } from './tree.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { webhookSecretPolicyDocs } from './admission-policies.ts';
@@ -26,7 +34,11 @@ export const WEBHOOK_NAMES = {
 
 export const WEBHOOK_SELECTOR = { 'app.kubernetes.io/name': 'sits', 'app.kubernetes.io/component': 'webhook' } as const;
 const labels = (): Record<string, Node> => ({ ...WEBHOOK_SELECTOR, 'app.kubernetes.io/part-of': 'sits', 'app.kubernetes.io/version': quoted('image.tag') });
-const meta = (name: string, namespaced = true): Record<string, Node> => ({ name, ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}), labels: labels() });
+const meta = (name: string, namespaced = true): Record<string, Node> => ({
+  name,
+  ...(namespaced ? { namespace: quoted(RELEASE_NAMESPACE) } : {}),
+  labels: labels(),
+});
 const rules = (list: readonly PolicyRule[]): Node[] => list.map(ruleYaml);
 const sa = (): Node[] => [{ kind: 'ServiceAccount', name: WEBHOOK_NAMES.serviceAccount, namespace: quoted(RELEASE_NAMESPACE) }];
 const W = 'webhook.enabled';
@@ -120,7 +132,13 @@ function validatingConfig(): Doc {
           name: WEBHOOK_NAMES.validatingHook,
           // caBundle: written by the webhook from its Secret (src/webhook/cert-rotation.ts).
           clientConfig: { service: { name: WEBHOOK_NAMES.service, namespace: quoted(RELEASE_NAMESPACE), path: '/validate', port: 443 } },
-          rules: VALIDATED.map((r) => ({ apiGroups: [...r.apiGroups], apiVersions: ['*'], operations: ['CREATE', 'UPDATE'], resources: [...r.resources], scope: '*' })),
+          rules: VALIDATED.map((r) => ({
+            apiGroups: [...r.apiGroups],
+            apiVersions: ['*'],
+            operations: ['CREATE', 'UPDATE'],
+            resources: [...r.resources],
+            scope: '*',
+          })),
           namespaceSelector: namespaceSelector(),
           // Ignore by default: a fail-closed webhook without a running pod refuses every matching create (values.ts).
           failurePolicy: raw('webhook.failurePolicy'),
@@ -168,12 +186,26 @@ function mutatingConfig(): Doc {
 /** Every webhook document, in apply order (configurations last: the Service must exist when they are used). */
 export function webhookDocs(): Doc[] {
   return [
-    { file: 'webhook-serviceaccount.yaml', when: W, body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(WEBHOOK_NAMES.serviceAccount), automountServiceAccountToken: true } },
-    { file: 'webhook-clusterrole.yaml', when: W, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(WEBHOOK_NAMES.role, false), rules: rules(WEBHOOK_RULES) } },
+    {
+      file: 'webhook-serviceaccount.yaml',
+      when: W,
+      body: { apiVersion: 'v1', kind: 'ServiceAccount', metadata: meta(WEBHOOK_NAMES.serviceAccount), automountServiceAccountToken: true },
+    },
+    {
+      file: 'webhook-clusterrole.yaml',
+      when: W,
+      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(WEBHOOK_NAMES.role, false), rules: rules(WEBHOOK_RULES) },
+    },
     {
       file: 'webhook-clusterrolebinding.yaml',
       when: W,
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: meta(WEBHOOK_NAMES.role, false), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: WEBHOOK_NAMES.role }, subjects: sa() },
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: meta(WEBHOOK_NAMES.role, false),
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: WEBHOOK_NAMES.role },
+        subjects: sa(),
+      },
     },
     {
       file: 'webhook-role.yaml',
@@ -189,12 +221,27 @@ export function webhookDocs(): Doc[] {
     {
       file: 'webhook-rolebinding.yaml',
       when: W,
-      body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: meta(WEBHOOK_NAMES.role), roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: WEBHOOK_NAMES.role }, subjects: sa() },
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: meta(WEBHOOK_NAMES.role),
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: WEBHOOK_NAMES.role },
+        subjects: sa(),
+      },
     },
     // Who may call /validate and /mutate: the apiserver's admission identity (its AdmissionConfiguration kubeconfig).
     // Create cannot be limited by name in RBAC: the apiserver holds the webhook to its one Secret (ADR 0174).
     ...webhookSecretPolicyDocs(WEBHOOK_NAMES.serviceAccount, WEBHOOK_NAMES.secret),
-    { file: 'webhook-caller-clusterrole.yaml', when: W, body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: meta(WEBHOOK_NAMES.callerRole, false), rules: WEBHOOK_CALLER_RULES.map(nonResourceRuleYaml) } },
+    {
+      file: 'webhook-caller-clusterrole.yaml',
+      when: W,
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: meta(WEBHOOK_NAMES.callerRole, false),
+        rules: WEBHOOK_CALLER_RULES.map(nonResourceRuleYaml),
+      },
+    },
     {
       file: 'webhook-caller-clusterrolebinding.yaml',
       when: W,
@@ -209,7 +256,12 @@ export function webhookDocs(): Doc[] {
     {
       file: 'webhook-service.yaml',
       when: W,
-      body: { apiVersion: 'v1', kind: 'Service', metadata: meta(WEBHOOK_NAMES.service), spec: { type: 'ClusterIP', selector: { ...WEBHOOK_SELECTOR }, ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }] } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: meta(WEBHOOK_NAMES.service),
+        spec: { type: 'ClusterIP', selector: { ...WEBHOOK_SELECTOR }, ports: [{ name: 'https', port: 443, targetPort: 'https', protocol: 'TCP' }] },
+      },
     },
     webhookDeployment(),
     validatingConfig(),

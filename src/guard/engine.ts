@@ -57,7 +57,13 @@ export function lintObjects(objects: readonly KubeObject[], rules: readonly Rule
       try {
         for (const h of r.check(obj, ctx)) findings.push({ rule: r.id, severity: r.severity, message: h.message, path: h.path, object: i });
       } catch (e) {
-        findings.push({ rule: 'rule-failed', severity: 'warning', message: `rule ${r.id} failed on this object: ${(e as Error).message}`, path: [], object: i });
+        findings.push({
+          rule: 'rule-failed',
+          severity: 'warning',
+          message: `rule ${r.id} failed on this object: ${(e as Error).message}`,
+          path: [],
+          object: i,
+        });
       }
     }
   }
@@ -69,7 +75,14 @@ export function lintObjects(objects: readonly KubeObject[], rules: readonly Rule
  * not silently keep a rule on. Throws with the unknown ids and the valid ones.
  */
 export function disabledRuleIds(values: readonly string[], rules: readonly Rule[]): Set<string> {
-  const ids = new Set(values.flatMap((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== '')));
+  const ids = new Set(
+    values.flatMap((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== ''),
+    ),
+  );
   const known = new Set(rules.map((r) => r.id));
   const unknown = [...ids].filter((id) => !known.has(id));
   if (unknown.length > 0) {

@@ -65,8 +65,7 @@ function nodeStart(text: string, at: number): number {
     if (c === 0x20 || c === 0x09 || c === 0x0a || c === 0x0d) i++;
     else if (c === 0x21 /* ! */) {
       while (i < text.length && !/\s/.test(text.charAt(i))) i++;
-    }
-    else if (c === 0x23 /* # */) {
+    } else if (c === 0x23 /* # */) {
       const nl = text.indexOf('\n', i);
       if (nl === -1) return i;
       i = nl + 1;
@@ -82,7 +81,7 @@ function pairs(f: Frame): { key: Frame; value: Frame | undefined }[] | null {
   const map = f.result as Record<string, unknown>;
   const out: { key: Frame; value: Frame | undefined }[] = [];
   const cs = f.children;
-  for (let i = 0; i < cs.length; ) {
+  for (let i = 0; i < cs.length;) {
     const k = cs[i] as Frame;
     const key = k.kind === 'scalar' && k.result !== null && k.result !== undefined ? String(k.result as string) : undefined;
     if (key === undefined || !Object.hasOwn(map, key)) {
@@ -107,7 +106,8 @@ function pairs(f: Frame): { key: Frame; value: Frame | undefined }[] | null {
  */
 function unwrap(f: Frame): Frame {
   let x = f;
-  while (x.children.length === 1 && (x.children[0] as Frame).result === x.result && typeof x.result === 'object' && x.result !== null) x = x.children[0] as Frame;
+  while (x.children.length === 1 && (x.children[0] as Frame).result === x.result && typeof x.result === 'object' && x.result !== null)
+    x = x.children[0] as Frame;
   return x;
 }
 

@@ -69,7 +69,18 @@ describe('formatJson', () => {
       ['file', 'line', 'column', 'rule', 'severity', 'message', 'field', 'kind', 'name', 'namespace'],
       ['file', 'line', 'column', 'rule', 'severity', 'message', 'field', 'kind', 'name', 'namespace'],
     ]);
-    expect(rows[4]).toEqual({ file: 'pods/p.yaml', line: 6, column: 7, rule: 'gpu-requests-equal-limits', severity: 'error', message: 'set requests equal to limits', field: 'spec.containers[0].resources', kind: 'Pod', name: 'p', namespace: 'ml' });
+    expect(rows[4]).toEqual({
+      file: 'pods/p.yaml',
+      line: 6,
+      column: 7,
+      rule: 'gpu-requests-equal-limits',
+      severity: 'error',
+      message: 'set requests equal to limits',
+      field: 'spec.containers[0].resources',
+      kind: 'Pod',
+      name: 'p',
+      namespace: 'ml',
+    });
     expect(rows[2]).toMatchObject({ kind: null, name: null, namespace: null, field: '' });
   });
 });
@@ -101,7 +112,16 @@ describe('formatSarif', () => {
       properties: { seed: '000 §2.3' },
     });
     const results = run.results ?? [];
-    expect(results.map((r) => [r.ruleId, r.ruleIndex, r.level, r.locations?.[0]?.physicalLocation?.artifactLocation?.uri, r.locations?.[0]?.physicalLocation?.region?.startLine, r.locations?.[0]?.physicalLocation?.region?.startColumn])).toEqual([
+    expect(
+      results.map((r) => [
+        r.ruleId,
+        r.ruleIndex,
+        r.level,
+        r.locations?.[0]?.physicalLocation?.artifactLocation?.uri,
+        r.locations?.[0]?.physicalLocation?.region?.startLine,
+        r.locations?.[0]?.physicalLocation?.region?.startColumn,
+      ]),
+    ).toEqual([
       ['warn-always', 1, 'warning', '%3Cstdin%3E', 3, 1],
       ['gpu-requests-equal-limits', 0, 'error', '%3Cstdin%3E', 8, 7],
       ['yaml-syntax', 2, 'error', 'bad%20dir/x%231.yaml', 1, 5],
@@ -118,7 +138,18 @@ describe('formatSarif', () => {
 
   it('builds the rule list from the registered RULES too', () => {
     const all: RuleInfo[] = [...RULES, ...INPUT_RULES];
-    const findings: LocatedFinding[] = all.map((r, i) => ({ file: 'f.yaml', line: i + 1, column: 1, rule: r.id, severity: r.severity, message: 'm', field: '', kind: null, name: null, namespace: null }));
+    const findings: LocatedFinding[] = all.map((r, i) => ({
+      file: 'f.yaml',
+      line: i + 1,
+      column: 1,
+      rule: r.id,
+      severity: r.severity,
+      message: 'm',
+      field: '',
+      kind: null,
+      name: null,
+      namespace: null,
+    }));
     const log = JSON.parse(formatSarif(findings, all, { version: '0.1.0', docsBase: 'https://example.org/' })) as Sarif.Log;
     expect(validate(log)).toEqual([]);
     expect(log.runs[0]?.results?.map((r) => r.ruleIndex)).toEqual(all.map((_, i) => i));

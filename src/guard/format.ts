@@ -19,7 +19,8 @@ const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' 
 /** One line per finding, then a summary line. A `helm template` finding names its template after the message. */
 export function formatText(findings: readonly LocatedFinding[], run: RunSummary): string {
   const out: string[] = [];
-  for (const f of findings) out.push(`${f.file}:${f.line}:${f.column}: ${f.severity} ${f.rule} ${f.message}${f.template === undefined ? '' : ` (template ${f.template})`}`);
+  for (const f of findings)
+    out.push(`${f.file}:${f.line}:${f.column}: ${f.severity} ${f.rule} ${f.message}${f.template === undefined ? '' : ` (template ${f.template})`}`);
   const errors = findings.filter((f) => f.severity === 'error').length;
   const warnings = findings.length - errors;
   out.push(`${plural(errors, 'error')}, ${plural(warnings, 'warning')} in ${plural(run.objects, 'object')} from ${plural(run.files, 'input')}`);
@@ -97,7 +98,9 @@ export function formatSarif(findings: readonly LocatedFinding[], rules: readonly
           ...(object === '' ? {} : { logicalLocations: [{ fullyQualifiedName: f.field === '' ? object : `${object}:${f.field}`, kind: 'object' }] }),
         },
       ],
-      ...(f.template === undefined && f.field === '' ? {} : { properties: { ...(f.field === '' ? {} : { field: f.field }), ...(f.template === undefined ? {} : { template: f.template }) } }),
+      ...(f.template === undefined && f.field === ''
+        ? {}
+        : { properties: { ...(f.field === '' ? {} : { field: f.field }), ...(f.template === undefined ? {} : { template: f.template }) } }),
     };
   });
   const log: Sarif.Log = {
@@ -108,7 +111,13 @@ export function formatSarif(findings: readonly LocatedFinding[], rules: readonly
   return `${JSON.stringify(log, null, 2)}\n`;
 }
 
-export function formatFindings(format: OutputFormat, findings: readonly LocatedFinding[], run: RunSummary, rules: readonly RuleInfo[], sarif: SarifOptions): string {
+export function formatFindings(
+  format: OutputFormat,
+  findings: readonly LocatedFinding[],
+  run: RunSummary,
+  rules: readonly RuleInfo[],
+  sarif: SarifOptions,
+): string {
   if (format === 'json') return formatJson(findings);
   if (format === 'sarif') return formatSarif(findings, rules, sarif);
   return formatText(findings, run);

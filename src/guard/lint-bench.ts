@@ -33,7 +33,12 @@ type M = Record<string, unknown>;
 const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(xs.length)] as T;
 const chance = (rng: Rng, p: number): boolean => rng.next() < p;
 
-const IMAGES = ['registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', 'nvcr.io/nvidia/tritonserver:24.05-py3', 'vllm/vllm-openai:v0.5.4', 'registry.sits2026.dev/web/api:1.8.2'];
+const IMAGES = [
+  'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1',
+  'nvcr.io/nvidia/tritonserver:24.05-py3',
+  'vllm/vllm-openai:v0.5.4',
+  'registry.sits2026.dev/web/api:1.8.2',
+];
 const MODELS = ['NVIDIA-H100-80GB-HBM3', 'NVIDIA-A100-SXM4-80GB', 'NVIDIA-L4'];
 
 function env(rng: Rng): M[] {
@@ -53,7 +58,9 @@ function container(rng: Rng, name: string, gpus: number, training: boolean): M {
     limits['nvidia.com/gpu'] = String(gpus);
     requests['nvidia.com/gpu'] = String(chance(rng, 0.1) ? Math.max(0, gpus - 1) : gpus);
   }
-  const command = training ? ['torchrun', `--nproc_per_node=${Math.max(1, gpus)}`, 'train.py', '--num-workers', String(pick(rng, [0, 1, 2, 4, 8])), '--checkpoint-dir', '/ckpt'] : ['python', '-m', 'serve', '--port', '8080'];
+  const command = training
+    ? ['torchrun', `--nproc_per_node=${Math.max(1, gpus)}`, 'train.py', '--num-workers', String(pick(rng, [0, 1, 2, 4, 8])), '--checkpoint-dir', '/ckpt']
+    : ['python', '-m', 'serve', '--port', '8080'];
   return {
     name,
     image: pick(rng, IMAGES),
@@ -74,8 +81,18 @@ function podSpec(rng: Rng, gpus: number, training: boolean, name: string): M {
       ...(chance(rng, 0.3) ? [{ name: 'weights', nfs: { server: 'nfs.storage.svc', path: '/models/llama' } }] : []),
     ],
   };
-  if (chance(rng, 0.2)) spec.nodeSelector = { [pick(rng, ['topology.kubernetes.io/zone', 'sits2026.dev/rack', 'nvidia.com/gpu.product'])]: pick(rng, ['zone-a', 'rack-3', MODELS[0] as string]) };
-  if (chance(rng, 0.3)) spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'nvidia.com/gpu.product', operator: 'In', values: [pick(rng, MODELS)] }] }] } } };
+  if (chance(rng, 0.2))
+    spec.nodeSelector = {
+      [pick(rng, ['topology.kubernetes.io/zone', 'sits2026.dev/rack', 'nvidia.com/gpu.product'])]: pick(rng, ['zone-a', 'rack-3', MODELS[0] as string]),
+    };
+  if (chance(rng, 0.3))
+    spec.affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: {
+          nodeSelectorTerms: [{ matchExpressions: [{ key: 'nvidia.com/gpu.product', operator: 'In', values: [pick(rng, MODELS)] }] }],
+        },
+      },
+    };
   return spec;
 }
 
@@ -95,7 +112,16 @@ export function benchManifest(rng: Rng, i: number): M {
     const training = chance(rng, 0.2);
     const name = `${training ? 'ddp' : 'infer'}-${i}`;
     const gpus = pick(rng, [0, 1, 1, 2, 4, 8]);
-    return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: meta(name, ns, rng), spec: { replicas: pick(rng, [1, 2, 4, 8]), selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: podSpec(rng, gpus, training, name) } } };
+    return {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: meta(name, ns, rng),
+      spec: {
+        replicas: pick(rng, [1, 2, 4, 8]),
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name } }, spec: podSpec(rng, gpus, training, name) },
+      },
+    };
   }
   if (r < 0.45) {
     const name = `train-${i}`;
@@ -120,7 +146,16 @@ export function benchManifest(rng: Rng, i: number): M {
   if (r < 0.6) {
     const name = `rdzv-${i}`;
     const headless = chance(rng, 0.6);
-    return { apiVersion: 'v1', kind: 'Service', metadata: meta(name, ns, rng), spec: { ...(headless ? { clusterIP: 'None' } : { type: 'ClusterIP' }), selector: { app: `train-${i - 1}` }, ports: [{ name: 'rdzv', port: 29500, targetPort: 29500 }] } };
+    return {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: meta(name, ns, rng),
+      spec: {
+        ...(headless ? { clusterIP: 'None' } : { type: 'ClusterIP' }),
+        selector: { app: `train-${i - 1}` },
+        ports: [{ name: 'rdzv', port: 29500, targetPort: 29500 }],
+      },
+    };
   }
   if (r < 0.67) {
     return {
@@ -135,17 +170,32 @@ export function benchManifest(rng: Rng, i: number): M {
   }
   if (r < 0.9) {
     const name = `pod-${i}`;
-    return { apiVersion: 'v1', kind: 'Pod', metadata: meta(name, ns, rng), spec: { ...podSpec(rng, pick(rng, [0, 1, 2, 4]), chance(rng, 0.4), name), restartPolicy: 'Never' } };
+    return {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: meta(name, ns, rng),
+      spec: { ...podSpec(rng, pick(rng, [0, 1, 2, 4]), chance(rng, 0.4), name), restartPolicy: 'Never' },
+    };
   }
   if (r < 0.95) {
     return {
       apiVersion: 'autoscaling/v2',
       kind: 'HorizontalPodAutoscaler',
       metadata: meta(`hpa-${i}`, ns, rng),
-      spec: { scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: `${pick(rng, ['ddp', 'infer'])}-${Math.max(0, i - 3)}` }, minReplicas: 1, maxReplicas: 8, metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }] },
+      spec: {
+        scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: `${pick(rng, ['ddp', 'infer'])}-${Math.max(0, i - 3)}` },
+        minReplicas: 1,
+        maxReplicas: 8,
+        metrics: [{ type: 'Resource', resource: { name: 'cpu', target: { type: 'Utilization', averageUtilization: 70 } } }],
+      },
     };
   }
-  return { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: meta(`pg-${i}`, ns, rng), spec: { ...(chance(rng, 0.7) ? { minMember: pick(rng, [2, 4, 8]) } : {}), queue: 'research' } };
+  return {
+    apiVersion: 'ai.sits2026.dev/v1',
+    kind: 'PodGroup',
+    metadata: meta(`pg-${i}`, ns, rng),
+    spec: { ...(chance(rng, 0.7) ? { minMember: pick(rng, [2, 4, 8]) } : {}), queue: 'research' },
+  };
 }
 
 const PER_INPUT = 50;
@@ -184,5 +234,11 @@ export function runLintBench(opts: LintBenchOptions): LintBenchResult {
   const out = formatText(report.findings, report);
   const seconds = (now() - t0) / 1000;
   if (report.objects !== opts.manifests || out === '') throw new Error(`lint bench: linted ${report.objects} of ${opts.manifests} manifests`);
-  return { manifests: opts.manifests, seconds, manifestsPerSec: seconds > 0 ? Math.round(opts.manifests / seconds) : 0, findings: report.findings.length, inputs: inputs.length };
+  return {
+    manifests: opts.manifests,
+    seconds,
+    manifestsPerSec: seconds > 0 ? Math.round(opts.manifests / seconds) : 0,
+    findings: report.findings.length,
+    inputs: inputs.length,
+  };
 }

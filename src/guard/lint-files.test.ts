@@ -71,7 +71,10 @@ spec:
 describe('lintSources: positions', () => {
   it('places a finding at the key of the field it names, and a missing field at the deepest node that exists', () => {
     const r = lintSources([src('d.yaml', `# leading comment\n---\n${DEPLOY}`)], TEST_RULES);
-    expect(r.findings.map(at)).toEqual(['d.yaml:10:5 needs-scheduler spec.template.spec.schedulerName', 'd.yaml:15:11 latest-image spec.template.spec.containers[1].image']);
+    expect(r.findings.map(at)).toEqual([
+      'd.yaml:10:5 needs-scheduler spec.template.spec.schedulerName',
+      'd.yaml:15:11 latest-image spec.template.spec.containers[1].image',
+    ]);
     expect(r.findings[1]).toMatchObject({ kind: 'Deployment', name: 'web', namespace: 'prod', severity: 'warning', message: 'pin the image' });
     expect(exitCodeOf(r.findings)).toBe(1);
   });
@@ -79,7 +82,11 @@ describe('lintSources: positions', () => {
   it('counts lines across documents of a stream and sorts by file, line, column and rule', () => {
     const pod = 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: "x:latest"}]}\n';
     const r = lintSources([src('b.yaml', `${pod}---\n${pod}`), src('a.yaml', pod)], TEST_RULES);
-    expect(r.findings.map(at)).toEqual(['a.yaml:4:31 latest-image spec.containers[0].image', 'b.yaml:4:31 latest-image spec.containers[0].image', 'b.yaml:9:31 latest-image spec.containers[0].image']);
+    expect(r.findings.map(at)).toEqual([
+      'a.yaml:4:31 latest-image spec.containers[0].image',
+      'b.yaml:4:31 latest-image spec.containers[0].image',
+      'b.yaml:9:31 latest-image spec.containers[0].image',
+    ]);
     expect(exitCodeOf(r.findings)).toBe(0);
     // An input that cannot be read (a syntax error, over a limit) is exit 2, as a missing file is.
     expect(exitCodeOf(lintSources([src('s.yaml', 'a: [\n')], TEST_RULES).findings)).toBe(2);
@@ -89,10 +96,18 @@ describe('lintSources: positions', () => {
   });
 
   it('expands kind: List and typed lists (items take the list kind without "List") with items[i] positions', () => {
-    const list = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'a' }, spec: { containers: [{ image: 'i:latest' }] } }, 7] }, null, 2);
+    const list = JSON.stringify(
+      { apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'a' }, spec: { containers: [{ image: 'i:latest' }] } }, 7] },
+      null,
+      2,
+    );
     const typed = 'apiVersion: v1\nkind: PodList\nitems:\n  - metadata: {name: b}\n    spec:\n      containers:\n        - image: j:latest\n';
     const r = lintSources([src('l.json', list), src('t.yaml', typed)], TEST_RULES);
-    expect(r.findings.map(at)).toEqual(['l.json:14:13 latest-image spec.containers[0].image', 'l.json:19:5 invalid-object ', 't.yaml:7:11 latest-image spec.containers[0].image']);
+    expect(r.findings.map(at)).toEqual([
+      'l.json:14:13 latest-image spec.containers[0].image',
+      'l.json:19:5 invalid-object ',
+      't.yaml:7:11 latest-image spec.containers[0].image',
+    ]);
     expect(r.findings[1]?.message).toBe('List item items[1] is a number, not a Kubernetes object (a mapping with apiVersion and kind)');
     expect(r.findings[2]).toMatchObject({ kind: 'Pod', name: 'b' });
   });
@@ -117,7 +132,15 @@ describe('loadSource: bad input is a finding', () => {
   const problems = (text: string): string[] => loadSource(src('f.yaml', text)).problems.map((p) => `${p.line}:${p.column} ${p.rule}`);
 
   it('syntax errors, duplicate keys, non-mappings and missing apiVersion/kind, each at its line; unknown kinds pass', () => {
-    const text = ['apiVersion: v1\nkind: Pod\nmetadata: {name: ok}', '- a list', 'kind: Pod', 'apiVersion: v1\nkind: 3', 'a: [1, 2\nb: 2', 'apiVersion: v1\nkind: Pod\nkind: Pod', 'apiVersion: x.io/v1\nkind: Unheard'].join('\n---\n');
+    const text = [
+      'apiVersion: v1\nkind: Pod\nmetadata: {name: ok}',
+      '- a list',
+      'kind: Pod',
+      'apiVersion: v1\nkind: 3',
+      'a: [1, 2\nb: 2',
+      'apiVersion: v1\nkind: Pod\nkind: Pod',
+      'apiVersion: x.io/v1\nkind: Unheard',
+    ].join('\n---\n');
     const l = loadSource(src('f.yaml', text));
     expect(l.problems.map((p) => `${p.line}:${p.column} ${p.rule} ${p.message}`)).toEqual([
       '5:1 invalid-object the document is a sequence, not a Kubernetes object (a mapping with apiVersion and kind)',
@@ -158,14 +181,21 @@ describe('loadSource: bad input is a finding', () => {
 
   it('stops a billion-laughs document at maxAliasCount', () => {
     const lol = ['apiVersion: v1', 'kind: ConfigMap', 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]'];
-    for (let i = 1; i < 9; i++) lol.push(`${'b'.repeat(i)}: &${'b'.repeat(i)} [${Array(9).fill(`*${i === 1 ? 'a' : 'b'.repeat(i - 1)}`).join(',')}]`);
+    for (let i = 1; i < 9; i++)
+      lol.push(
+        `${'b'.repeat(i)}: &${'b'.repeat(i)} [${Array(9)
+          .fill(`*${i === 1 ? 'a' : 'b'.repeat(i - 1)}`)
+          .join(',')}]`,
+      );
     const p = loadSource(src('f.yaml', lol.join('\n'))).problems;
     expect(p.map((x) => `${x.line}:${x.column} ${x.rule}`)).toEqual(['1:1 input-too-large']);
     expect(p[0]?.message).toMatch(/alias.*maxAliasCount 100/i);
   });
 
   it('an input over maxInputBytes is one finding at 1:1 and is not parsed', () => {
-    expect(loadSource({ file: 'big.yaml', bytes: 20_000_000 }).problems).toEqual([expect.objectContaining({ line: 1, column: 1, rule: 'input-too-large', message: expect.stringContaining('limit of 16777216 (maxInputBytes)') })]);
+    expect(loadSource({ file: 'big.yaml', bytes: 20_000_000 }).problems).toEqual([
+      expect.objectContaining({ line: 1, column: 1, rule: 'input-too-large', message: expect.stringContaining('limit of 16777216 (maxInputBytes)') }),
+    ]);
     const small = { ...LIMITS, maxInputBytes: 10 };
     expect(loadSource(src('f.yaml', 'apiVersion: v1\nkind: Pod\n'), { limits: small }).problems.map((p) => p.rule)).toEqual(['input-too-large']);
   });
@@ -215,7 +245,8 @@ describe('readInputs', () => {
     const r = await readInputs([bin, latin1, '-'], () => Promise.resolve({ text: '', bytes: 3, binary: true }));
     expect(r.sources).toEqual([]);
     expect(r.unreadable.map((u) => u.path)).toEqual([bin, latin1, '<stdin>']);
-    for (const u of r.unreadable) expect(u.message).toBe('is a binary file, not YAML or JSON: nothing was read from it (give sits lint manifests; the other inputs were linted)');
+    for (const u of r.unreadable)
+      expect(u.message).toBe('is a binary file, not YAML or JSON: nothing was read from it (give sits lint manifests; the other inputs were linted)');
     expect(decodeText(Buffer.from('a: café\n'))).toBe('a: café\n');
     expect(decodeText(Buffer.from([0x61, 0x00]))).toBeNull();
   });
@@ -224,7 +255,10 @@ describe('readInputs', () => {
     const chart = join(dir, 'charts', 'train');
     mkdirSync(join(chart, 'templates'), { recursive: true });
     writeFileSync(join(chart, 'Chart.yaml'), 'apiVersion: v2\nname: train\nversion: 0.1.0\n');
-    writeFileSync(join(chart, 'templates', 'job.yaml'), 'apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n{{- end }}\n');
+    writeFileSync(
+      join(chart, 'templates', 'job.yaml'),
+      'apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.x }}\n{{- end }}\n',
+    );
     writeFileSync(join(chart, 'templates', 'svc.yaml'), 'kind: Service\nmetadata: {name: {{ include "train.name" . }}}\n');
     const help = `this is a Helm chart: lint its rendered output: helm template NAME ${chart} | sits lint -`;
     const folder = await readInputs([join(dir, 'charts')], noStdin);
@@ -261,7 +295,15 @@ describe('the js-yaml fast path', () => {
     DEPLOY,
     `# c\n---\n${DEPLOY}---\n---\n  apiVersion: v1\n  kind: Pod\n  spec:\n    containers: [{image: "a:latest"}]\n--- !!map\napiVersion: v1\nkind: Pod\nspec: {containers: [{image: b:latest}]}\n`,
     `---\n# Source: c/templates/a.yaml\n${DEPLOY}---\n# Source: c/templates/b.yaml\n- not an object\n`,
-    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ image: 'x:latest' }] } } } }, 'str'] }, null, 1),
+    JSON.stringify(
+      {
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [{ apiVersion: 'apps/v1', kind: 'Deployment', spec: { template: { spec: { containers: [{ image: 'x:latest' }] } } } }, 'str'],
+      },
+      null,
+      1,
+    ),
     'apiVersion: v1\r\nkind: Pod\r\nspec:\r\n  containers:\r\n  - image: c:latest\r\n',
     // Anchors, duplicate keys and syntax errors go through the exact path.
     'apiVersion: v1\nkind: Pod\nspec: &s {containers: [{image: d:latest}]}\nx: *s\n',
@@ -276,7 +318,12 @@ describe('the js-yaml fast path', () => {
       expect(fast, t).toEqual(exact);
       expect(loadSource(src('f.yaml', t)).objects.map((o) => o.obj)).toEqual(loadSource(src('f.yaml', t), { exact: true }).objects.map((o) => o.obj));
     }
-    expect(lintSources([src('f.yaml', texts[1] as string)], TEST_RULES).findings.map((f) => `${f.line}:${f.column} ${f.rule}`)).toEqual(['10:5 needs-scheduler', '15:11 latest-image', '21:19 latest-image', '25:22 latest-image']);
+    expect(lintSources([src('f.yaml', texts[1] as string)], TEST_RULES).findings.map((f) => `${f.line}:${f.column} ${f.rule}`)).toEqual([
+      '10:5 needs-scheduler',
+      '15:11 latest-image',
+      '21:19 latest-image',
+      '25:22 latest-image',
+    ]);
   });
 });
 
@@ -295,12 +342,19 @@ describe('with the registered RULES', () => {
         expect(f.line, r.id).toBeLessThanOrEqual(lines);
       }
       expect(bad, r.id).toEqual(lintSources([src(`${r.id}-bad.yaml`, r.fixtures.bad)], RULES, { cluster }, { exact: true }));
-      expect(lintSources([src('good.yaml', r.fixtures.good)], RULES, { cluster }).findings.filter((f) => f.rule === r.id), r.id).toEqual([]);
+      expect(
+        lintSources([src('good.yaml', r.fixtures.good)], RULES, { cluster }).findings.filter((f) => f.rule === r.id),
+        r.id,
+      ).toEqual([]);
     }
   });
 
   it('lints a mixed set without crashing; every finding has a position inside its file', () => {
-    const texts = [DEPLOY, 'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000000\npreemptionPolicy: PreemptLowerPriority\n', 'apiVersion: v1\nkind: Service\nmetadata: {name: rdzv}\nspec: {selector: {app: t}, ports: [{port: 29500}]}\n'];
+    const texts = [
+      DEPLOY,
+      'apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: high}\nvalue: 1000000\npreemptionPolicy: PreemptLowerPriority\n',
+      'apiVersion: v1\nkind: Service\nmetadata: {name: rdzv}\nspec: {selector: {app: t}, ports: [{port: 29500}]}\n',
+    ];
     const sources = texts.map((t, i) => src(`m${i}.yaml`, t));
     const r = lintSources(sources, RULES, { cluster: { schedulerNames: ['sits-scheduler'], gpuModels: ['A100', 'L4'], rdma: true } });
     for (const f of r.findings) {

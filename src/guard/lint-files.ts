@@ -93,7 +93,19 @@ const HELM_SOURCE = /^# Source: (.+?)\s*$/gm;
 function problem(file: string, lines: LineCounter | null, offset: number, rule: string, message: string, template?: string): LocatedFinding {
   const pos = lines === null ? { line: 1, col: 1 } : lines.linePos(offset);
   const info = INPUT_RULES.find((r) => r.id === rule);
-  return { file, line: pos.line, column: pos.col, rule, severity: info?.severity ?? 'error', message, field: '', kind: null, name: null, namespace: null, ...(template === undefined ? {} : { template }) };
+  return {
+    file,
+    line: pos.line,
+    column: pos.col,
+    rule,
+    severity: info?.severity ?? 'error',
+    message,
+    field: '',
+    kind: null,
+    name: null,
+    namespace: null,
+    ...(template === undefined ? {} : { template }),
+  };
 }
 
 const MAX_MESSAGE = 200;
@@ -162,7 +174,18 @@ export function loadSource(src: InputSource, opts: LoadOptions = {}): Loaded {
   const limits = opts.limits ?? LIMITS;
   const { file } = src;
   if (src.text === undefined || src.bytes > limits.maxInputBytes) {
-    return { objects: [], problems: [problem(file, null, 0, 'input-too-large', `the input has ${src.bytes} bytes, more than the limit of ${limits.maxInputBytes} (maxInputBytes); split it into smaller files`)] };
+    return {
+      objects: [],
+      problems: [
+        problem(
+          file,
+          null,
+          0,
+          'input-too-large',
+          `the input has ${src.bytes} bytes, more than the limit of ${limits.maxInputBytes} (maxInputBytes); split it into smaller files`,
+        ),
+      ],
+    };
   }
   return (opts.exact === true ? null : loadFast(file, src.text, limits)) ?? loadExact(file, src.text, limits);
 }
@@ -182,7 +205,14 @@ function templateIn(sources: readonly { offset: number; name: string }[], from: 
 }
 
 /** Turns one document's value into objects (a List into its items) or invalid-object findings. */
-function addDocument(out: Loaded, file: string, document: number, value: unknown, template: string | undefined, locate: (path: FieldPath) => SourcePosition): void {
+function addDocument(
+  out: Loaded,
+  file: string,
+  document: number,
+  value: unknown,
+  template: string | undefined,
+  locate: (path: FieldPath) => SourcePosition,
+): void {
   const t = template === undefined ? {} : { template };
   const add = (obj: unknown, base: FieldPath): void => {
     const bad = notAnObject(obj, base.length === 0 ? 'the document' : `List item ${fieldName(base)}`);
@@ -217,7 +247,10 @@ function loadExact(file: string, text: string, limits: Limits): Loaded {
         // yaml reports a stack overflow at every level it unwinds: once is enough.
         if (e.code === 'RESOURCE_EXHAUSTION' && seen.has(e.code)) continue;
         seen.add(e.code);
-        const message = e.code === 'RESOURCE_EXHAUSTION' ? `the document nests maps and sequences too deeply to parse (${e.message}); more than ${limits.maxNesting} levels is refused (maxNesting)` : clip(e.message.split('\n')[0] ?? e.code);
+        const message =
+          e.code === 'RESOURCE_EXHAUSTION'
+            ? `the document nests maps and sequences too deeply to parse (${e.message}); more than ${limits.maxNesting} levels is refused (maxNesting)`
+            : clip(e.message.split('\n')[0] ?? e.code);
         out.problems.push(problem(file, lines, e.pos[0], errorRule(e.code), message, template));
         if (seen.size >= limits.maxErrorsPerDocument) break;
       }
@@ -225,7 +258,16 @@ function loadExact(file: string, text: string, limits: Limits): Loaded {
     }
     const deep = tooDeep(doc.contents, limits.maxNesting);
     if (deep !== null) {
-      out.problems.push(problem(file, lines, deep.offset, 'input-too-large', `the document nests maps and sequences deeper than ${limits.maxNesting} levels (maxNesting)`, template));
+      out.problems.push(
+        problem(
+          file,
+          lines,
+          deep.offset,
+          'input-too-large',
+          `the document nests maps and sequences deeper than ${limits.maxNesting} levels (maxNesting)`,
+          template,
+        ),
+      );
       continue;
     }
     let value: unknown;
@@ -320,13 +362,36 @@ function asList(v: unknown): unknown[] | null {
   return o.items.map((it: unknown) => {
     if (itemKind === undefined || it === null || typeof it !== 'object' || Array.isArray(it)) return it;
     const r = it as Record<string, unknown>;
-    return { ...(r.apiVersion === undefined && o.apiVersion !== undefined ? { apiVersion: o.apiVersion } : {}), ...(r.kind === undefined ? { kind: itemKind } : {}), ...r };
+    return {
+      ...(r.apiVersion === undefined && o.apiVersion !== undefined ? { apiVersion: o.apiVersion } : {}),
+      ...(r.kind === undefined ? { kind: itemKind } : {}),
+      ...r,
+    };
   });
 }
 
-function located(file: string, pos: { line: number; column: number }, rule: string, severity: Severity, message: string, path: FieldPath, obj: KubeObject): LocatedFinding {
+function located(
+  file: string,
+  pos: { line: number; column: number },
+  rule: string,
+  severity: Severity,
+  message: string,
+  path: FieldPath,
+  obj: KubeObject,
+): LocatedFinding {
   const md = obj.metadata !== null && typeof obj.metadata === 'object' ? (obj.metadata as Record<string, unknown>) : {};
-  return { file, line: pos.line, column: pos.column, rule, severity, message, field: fieldName(path), kind: str(obj.kind), name: str(md.name), namespace: str(md.namespace) };
+  return {
+    file,
+    line: pos.line,
+    column: pos.column,
+    rule,
+    severity,
+    message,
+    field: fieldName(path),
+    kind: str(obj.kind),
+    name: str(md.name),
+    namespace: str(md.namespace),
+  };
 }
 
 export interface LintReport {
@@ -415,9 +480,15 @@ function isChartDir(dir: string): boolean {
   }
 }
 
-const helmChart = (path: string, dir: string): Unreadable => ({ path, message: `this is a Helm chart: lint its rendered output: helm template NAME ${dir} | sits lint -` });
+const helmChart = (path: string, dir: string): Unreadable => ({
+  path,
+  message: `this is a Helm chart: lint its rendered output: helm template NAME ${dir} | sits lint -`,
+});
 
-const binary = (path: string): Unreadable => ({ path, message: 'is a binary file, not YAML or JSON: nothing was read from it (give sits lint manifests; the other inputs were linted)' });
+const binary = (path: string): Unreadable => ({
+  path,
+  message: 'is a binary file, not YAML or JSON: nothing was read from it (give sits lint manifests; the other inputs were linted)',
+});
 
 /** Display name of stdin in findings. */
 export const STDIN = '<stdin>';
@@ -435,7 +506,11 @@ export function decodeText(bytes: Uint8Array): string | null {
  * what cannot be read, binary files, and unrendered Helm charts (a folder with a Chart.yaml, once per chart,
  * or a file with Helm template actions), which would give one syntax error per template action.
  */
-export async function readInputs(paths: readonly string[], readStdin: (maxBytes: number) => Promise<{ text?: string; bytes: number; binary?: boolean }>, limits: Limits = LIMITS): Promise<{ sources: InputSource[]; unreadable: Unreadable[] }> {
+export async function readInputs(
+  paths: readonly string[],
+  readStdin: (maxBytes: number) => Promise<{ text?: string; bytes: number; binary?: boolean }>,
+  limits: Limits = LIMITS,
+): Promise<{ sources: InputSource[]; unreadable: Unreadable[] }> {
   const sources: InputSource[] = [];
   const unreadable: Unreadable[] = [];
   const charts = new Set<string>();

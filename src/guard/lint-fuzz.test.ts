@@ -41,12 +41,48 @@ const walksPodSpecs: Rule = {
 const FUZZ_RULES = [...RULES, walksPodSpecs];
 const CLUSTER = { schedulerNames: ['sits-scheduler', 'other'], gpuModels: ['NVIDIA-H100-80GB-HBM3', 'NVIDIA-L4'], rdma: true };
 
-const KINDS = [...new Set([...RULES.flatMap((r) => r.kinds), 'Pod', 'Deployment', 'StatefulSet', 'ReplicaSet', 'Job', 'Service', 'PriorityClass', 'HorizontalPodAutoscaler', 'ScaledObject', 'TrainingJob', 'PodGroup', 'InferenceService', 'PyTorchJob', 'ConfigMap', 'Unheard'])];
+const KINDS = [
+  ...new Set([
+    ...RULES.flatMap((r) => r.kinds),
+    'Pod',
+    'Deployment',
+    'StatefulSet',
+    'ReplicaSet',
+    'Job',
+    'Service',
+    'PriorityClass',
+    'HorizontalPodAutoscaler',
+    'ScaledObject',
+    'TrainingJob',
+    'PodGroup',
+    'InferenceService',
+    'PyTorchJob',
+    'ConfigMap',
+    'Unheard',
+  ]),
+];
 
 const junk = fc.jsonValue({ maxDepth: 2, depthSize: 'xsmall' });
 // Huge for a field; the 4 MB string and the 20 MB file have their own tests (lint-files.test.ts).
 const huge = fc.constantFrom('x'.repeat(50_000), 'NCCL_'.repeat(4_000), '9'.repeat(5_000));
-const str = fc.oneof({ weight: 300, arbitrary: fc.string({ maxLength: 12 }) }, { weight: 1, arbitrary: huge }, { weight: 100, arbitrary: fc.constantFrom('nvidia.com/gpu', 'sits-scheduler', 'None', 'torchrun', '--num-workers=8', 'topology.kubernetes.io/zone', '0,1', '1', 'PreemptLowerPriority') });
+const str = fc.oneof(
+  { weight: 300, arbitrary: fc.string({ maxLength: 12 }) },
+  { weight: 1, arbitrary: huge },
+  {
+    weight: 100,
+    arbitrary: fc.constantFrom(
+      'nvidia.com/gpu',
+      'sits-scheduler',
+      'None',
+      'torchrun',
+      '--num-workers=8',
+      'topology.kubernetes.io/zone',
+      '0,1',
+      '1',
+      'PreemptLowerPriority',
+    ),
+  },
+);
 const maybe = <T>(a: fc.Arbitrary<T>): fc.Arbitrary<T | unknown> => fc.oneof({ weight: 5, arbitrary: a }, { weight: 1, arbitrary: junk });
 
 /** Maps and sequences nested 50–300 deep (a real manifest stays below 30), built without recursion. */
@@ -59,10 +95,32 @@ const deep = fc.record({ depth: fc.integer({ min: 50, max: 300 }), asList: fc.bo
 const rareDeep = fc.oneof({ weight: 1, arbitrary: deep }, { weight: 40, arbitrary: junk });
 
 const quantity = fc.oneof(fc.integer({ min: -2, max: 16 }), fc.constantFrom('1', '2', '500m', '4Gi', 'abc', ''), junk);
-const resources = fc.record({ limits: maybe(fc.dictionary(fc.constantFrom('cpu', 'memory', 'nvidia.com/gpu'), quantity)), requests: maybe(fc.dictionary(fc.constantFrom('cpu', 'memory', 'nvidia.com/gpu'), quantity)) }, { requiredKeys: [] });
-const envVar = fc.record({ name: maybe(fc.constantFrom('CUDA_VISIBLE_DEVICES', 'NCCL_ASYNC_ERROR_HANDLING', 'NCCL_TIMEOUT', 'NCCL_IB_DISABLE', 'NUM_WORKERS', 'X')), value: maybe(str), valueFrom: junk }, { requiredKeys: [] });
+const resources = fc.record(
+  {
+    limits: maybe(fc.dictionary(fc.constantFrom('cpu', 'memory', 'nvidia.com/gpu'), quantity)),
+    requests: maybe(fc.dictionary(fc.constantFrom('cpu', 'memory', 'nvidia.com/gpu'), quantity)),
+  },
+  { requiredKeys: [] },
+);
+const envVar = fc.record(
+  {
+    name: maybe(fc.constantFrom('CUDA_VISIBLE_DEVICES', 'NCCL_ASYNC_ERROR_HANDLING', 'NCCL_TIMEOUT', 'NCCL_IB_DISABLE', 'NUM_WORKERS', 'X')),
+    value: maybe(str),
+    valueFrom: junk,
+  },
+  { requiredKeys: [] },
+);
 const container = fc.record(
-  { name: maybe(str), image: maybe(str), command: maybe(fc.array(str, { maxLength: 6 })), args: maybe(fc.array(str, { maxLength: 6 })), env: maybe(fc.array(maybe(envVar), { maxLength: 4 })), resources: maybe(resources), volumeMounts: maybe(fc.array(junk, { maxLength: 2 })), ports: junk },
+  {
+    name: maybe(str),
+    image: maybe(str),
+    command: maybe(fc.array(str, { maxLength: 6 })),
+    args: maybe(fc.array(str, { maxLength: 6 })),
+    env: maybe(fc.array(maybe(envVar), { maxLength: 4 })),
+    resources: maybe(resources),
+    volumeMounts: maybe(fc.array(junk, { maxLength: 2 })),
+    ports: junk,
+  },
   { requiredKeys: [] },
 );
 const podSpec = fc.record(
@@ -71,7 +129,9 @@ const podSpec = fc.record(
     initContainers: maybe(fc.array(container, { maxLength: 1 })),
     schedulerName: maybe(str),
     nodeSelector: maybe(fc.dictionary(str, maybe(str), { maxKeys: 2 })),
-    volumes: maybe(fc.array(fc.record({ name: maybe(str), emptyDir: junk, hostPath: junk, persistentVolumeClaim: junk, nfs: junk }, { requiredKeys: [] }), { maxLength: 3 })),
+    volumes: maybe(
+      fc.array(fc.record({ name: maybe(str), emptyDir: junk, hostPath: junk, persistentVolumeClaim: junk, nfs: junk }, { requiredKeys: [] }), { maxLength: 3 }),
+    ),
     affinity: junk,
     priorityClassName: maybe(str),
     deep: rareDeep,
@@ -79,20 +139,54 @@ const podSpec = fc.record(
   { requiredKeys: [] },
 );
 const metadata = fc.record(
-  { name: maybe(str), namespace: maybe(str), labels: maybe(fc.dictionary(str, str, { maxKeys: 3 })), annotations: maybe(fc.dictionary(fc.oneof(str, fc.constant(DISABLE_ANNOTATION)), maybe(fc.oneof(str, fc.constantFrom('all', 'fuzz-walker'))), { maxKeys: 2 })) },
+  {
+    name: maybe(str),
+    namespace: maybe(str),
+    labels: maybe(fc.dictionary(str, str, { maxKeys: 3 })),
+    annotations: maybe(
+      fc.dictionary(fc.oneof(str, fc.constant(DISABLE_ANNOTATION)), maybe(fc.oneof(str, fc.constantFrom('all', 'fuzz-walker'))), { maxKeys: 2 }),
+    ),
+  },
   { requiredKeys: [] },
 );
 const spec = fc.oneof(
-  fc.record({ template: maybe(fc.record({ metadata, spec: maybe(podSpec) }, { requiredKeys: [] })), replicas: maybe(fc.integer()), selector: junk, minMember: maybe(fc.integer({ min: -1, max: 64 })) }, { requiredKeys: [] }),
+  fc.record(
+    {
+      template: maybe(fc.record({ metadata, spec: maybe(podSpec) }, { requiredKeys: [] })),
+      replicas: maybe(fc.integer()),
+      selector: junk,
+      minMember: maybe(fc.integer({ min: -1, max: 64 })),
+    },
+    { requiredKeys: [] },
+  ),
   podSpec,
-  fc.record({ podTemplate: maybe(fc.record({ spec: maybe(podSpec) }, { requiredKeys: [] })), replicas: maybe(fc.integer({ min: -1, max: 64 })), resources: maybe(resources), topology: junk }, { requiredKeys: [] }),
-  fc.record({ clusterIP: maybe(fc.constantFrom('None', '10.0.0.1', '')), type: maybe(str), selector: junk, ports: maybe(fc.array(junk, { maxLength: 2 })), scaleTargetRef: junk }, { requiredKeys: [] }),
+  fc.record(
+    {
+      podTemplate: maybe(fc.record({ spec: maybe(podSpec) }, { requiredKeys: [] })),
+      replicas: maybe(fc.integer({ min: -1, max: 64 })),
+      resources: maybe(resources),
+      topology: junk,
+    },
+    { requiredKeys: [] },
+  ),
+  fc.record(
+    {
+      clusterIP: maybe(fc.constantFrom('None', '10.0.0.1', '')),
+      type: maybe(str),
+      selector: junk,
+      ports: maybe(fc.array(junk, { maxLength: 2 })),
+      scaleTargetRef: junk,
+    },
+    { requiredKeys: [] },
+  ),
   junk,
   rareDeep,
 );
 const kubeObject: fc.Arbitrary<Obj> = fc.record(
   {
-    apiVersion: maybe(fc.constantFrom('v1', 'apps/v1', 'batch/v1', 'ai.sits2026.dev/v1', 'scheduling.k8s.io/v1', 'autoscaling/v2', 'keda.sh/v1alpha1', 'kubeflow.org/v1')),
+    apiVersion: maybe(
+      fc.constantFrom('v1', 'apps/v1', 'batch/v1', 'ai.sits2026.dev/v1', 'scheduling.k8s.io/v1', 'autoscaling/v2', 'keda.sh/v1alpha1', 'kubeflow.org/v1'),
+    ),
     kind: maybe(fc.constantFrom(...KINDS)),
     metadata: maybe(metadata),
     spec,

@@ -116,7 +116,16 @@ export const isWorkload = (o: KubeObject): boolean => typeof o === 'object' && o
 export function isTrainingKind(o: KubeObject): boolean {
   const k = kindOf(o);
   if (k === 'Job') return groupOf(o) === 'batch.volcano.sh';
-  return k === 'TrainingJob' || k === 'PyTorchJob' || k === 'TFJob' || k === 'MPIJob' || k === 'PaddleJob' || k === 'XGBoostJob' || k === 'JAXJob' || k === 'TrainJob';
+  return (
+    k === 'TrainingJob' ||
+    k === 'PyTorchJob' ||
+    k === 'TFJob' ||
+    k === 'MPIJob' ||
+    k === 'PaddleJob' ||
+    k === 'XGBoostJob' ||
+    k === 'JAXJob' ||
+    k === 'TrainJob'
+  );
 }
 
 /** SITS's own kinds (group ai.sits2026.dev), whose typed fields the controllers turn into pods. */
@@ -137,7 +146,10 @@ export function podSites(o: KubeObject): readonly PodSite[] {
 
 function containersOf(spec: unknown, specPath: FieldPath): ContainerSite[] {
   const out: ContainerSite[] = [];
-  for (const [key, init] of [['initContainers', true], ['containers', false]] as const) {
+  for (const [key, init] of [
+    ['initContainers', true],
+    ['containers', false],
+  ] as const) {
     list(field(spec, key)).forEach((c, i) => {
       if (!isRecord(c)) return;
       const path = [...specPath, key, i];
@@ -242,7 +254,9 @@ function extract(o: KubeObject): PodSite[] {
       break;
     case 'Job':
       if (groupOf(o) === 'batch.volcano.sh') {
-        list(field(spec, 'tasks')).forEach((t, i) => out.push(templateSite(field(t, 'template'), ['spec', 'tasks', i, 'template'], replicas(field(t, 'replicas')), str(field(t, 'name')))));
+        list(field(spec, 'tasks')).forEach((t, i) =>
+          out.push(templateSite(field(t, 'template'), ['spec', 'tasks', i, 'template'], replicas(field(t, 'replicas')), str(field(t, 'name')))),
+        );
       } else out.push(templateSite(field(spec, 'template'), ['spec', 'template'], replicas(field(spec, 'parallelism'))));
       break;
     case 'CronJob': {
@@ -261,7 +275,17 @@ function extract(o: KubeObject): PodSite[] {
         if (isRecord(p)) {
           const path = ['spec', 'predictor'];
           const n = Math.max(int(p.minReplicas) ?? 1, int(p.maxReplicas) ?? 0);
-          out.push({ path, spec: p, synthetic: false, metadataPath: undefined, labels: {}, annotations: annotationsOf(o), replicas: n, role: 'predictor', containers: containersOf(p, path) });
+          out.push({
+            path,
+            spec: p,
+            synthetic: false,
+            metadataPath: undefined,
+            labels: {},
+            annotations: annotationsOf(o),
+            replicas: n,
+            role: 'predictor',
+            containers: containersOf(p, path),
+          });
         }
       }
       break;
@@ -292,7 +316,14 @@ function extract(o: KubeObject): PodSite[] {
       const size = replicas(field(lwt, 'size')) ?? 1;
       const leader = field(lwt, 'leaderTemplate');
       if (isRecord(leader)) out.push(templateSite(leader, ['spec', 'leaderWorkerTemplate', 'leaderTemplate'], groups, 'leader'));
-      out.push(templateSite(field(lwt, 'workerTemplate'), ['spec', 'leaderWorkerTemplate', 'workerTemplate'], groups * (isRecord(leader) ? Math.max(0, size - 1) : size), 'worker'));
+      out.push(
+        templateSite(
+          field(lwt, 'workerTemplate'),
+          ['spec', 'leaderWorkerTemplate', 'workerTemplate'],
+          groups * (isRecord(leader) ? Math.max(0, size - 1) : size),
+          'worker',
+        ),
+      );
       break;
     }
     default:
@@ -300,7 +331,8 @@ function extract(o: KubeObject): PodSite[] {
       if (isTrainingKind(o) && isRecord(spec)) {
         for (const [key, roles] of Object.entries(spec)) {
           if (!key.endsWith('ReplicaSpecs') || !isRecord(roles)) continue;
-          for (const [role, rs] of Object.entries(roles)) out.push(templateSite(field(rs, 'template'), ['spec', key, role, 'template'], replicas(field(rs, 'replicas')), role));
+          for (const [role, rs] of Object.entries(roles))
+            out.push(templateSite(field(rs, 'template'), ['spec', key, role, 'template'], replicas(field(rs, 'replicas')), role));
         }
       }
   }
@@ -397,7 +429,10 @@ function trimQuotes(w: string): string {
 }
 
 /** The command line as one string (command and args joined by spaces). */
-export const commandLine = (c: ContainerSite): string => argTokens(c).map((t) => t.text).join(' ');
+export const commandLine = (c: ContainerSite): string =>
+  argTokens(c)
+    .map((t) => t.text)
+    .join(' ');
 
 const normFlag = (f: string): string => f.replace(/^-+/, '').toLowerCase().replace(/_/g, '-');
 

@@ -8,7 +8,10 @@ import { DISABLE_ANNOTATION, type Rule } from './rule.ts';
 function kindsText(kinds: readonly string[]): string {
   const all = WORKLOAD_KINDS.every((k) => kinds.includes(k));
   const extra = kinds.filter((k) => !(WORKLOAD_KINDS as readonly string[]).includes(k));
-  const parts = [...extra.map((k) => `\`${k}\``), ...(all ? ['every kind with pod templates'] : kinds.filter((k) => !extra.includes(k)).map((k) => `\`${k}\``))];
+  const parts = [
+    ...extra.map((k) => `\`${k}\``),
+    ...(all ? ['every kind with pod templates'] : kinds.filter((k) => !extra.includes(k)).map((k) => `\`${k}\``)),
+  ];
   return parts.join(', ');
 }
 
@@ -24,10 +27,14 @@ export function renderRulesDoc(rules: readonly Rule[]): string {
       'Each finding names the rule, the field it points at, and what to do instead.',
   );
   out.push('');
-  out.push('- **error**: certainly wrong (the apiserver would reject it, or it cannot work): the webhook denies (in audit mode it records), `sits lint` exits 1.');
+  out.push(
+    '- **error**: certainly wrong (the apiserver would reject it, or it cannot work): the webhook denies (in audit mode it records), `sits lint` exits 1.',
+  );
   out.push('- **warning**: very likely a mistake, but there are setups where it is intended: the webhook admits with a warning, `sits lint` reports it.');
   out.push('');
-  out.push(`"Every kind with pod templates" below means: ${WORKLOAD_KINDS.map((k) => `\`${k}\``).join(', ')} (Kubeflow jobs by their \`spec.*ReplicaSpecs\`, a Volcano \`Job\` by its \`spec.tasks\`, SITS kinds by \`spec.podTemplate\` or \`spec.container\`, a KServe \`InferenceService\` by \`spec.predictor\`).`);
+  out.push(
+    `"Every kind with pod templates" below means: ${WORKLOAD_KINDS.map((k) => `\`${k}\``).join(', ')} (Kubeflow jobs by their \`spec.*ReplicaSpecs\`, a Volcano \`Job\` by its \`spec.tasks\`, SITS kinds by \`spec.podTemplate\` or \`spec.container\`, a KServe \`InferenceService\` by \`spec.predictor\`).`,
+  );
   out.push('');
   out.push('## Disabling a rule');
   out.push('');

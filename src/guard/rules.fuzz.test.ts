@@ -10,7 +10,9 @@ import { FIXTURE_CLUSTER, RULES } from './rules/index.ts';
 // Every fixture document is a realistic starting point; the fuzzer overwrites random fields of a few of them with
 // arbitrary values (wrong types, deep nesting, huge strings) and checks that no rule throws and that every finding
 // points at a field that exists in the object it names.
-const FIXTURES: readonly KubeObject[][] = RULES.flatMap((r) => [r.fixtures.bad, r.fixtures.good]).map((y) => parseAllDocuments(y).map((d) => d.toJS() as KubeObject));
+const FIXTURES: readonly KubeObject[][] = RULES.flatMap((r) => [r.fixtures.bad, r.fixtures.good]).map((y) =>
+  parseAllDocuments(y).map((d) => d.toJS() as KubeObject),
+);
 
 function paths(v: unknown, prefix: FieldPath = [], out: FieldPath[] = []): FieldPath[] {
   out.push(prefix);
@@ -42,7 +44,23 @@ describe('rules under fuzzed input', () => {
     const objects = words.map((w, i) => ({
       kind: 'Pod',
       metadata: { name: `p${i}`, labels: { 'ai.sits2026.dev/pod-group': w } },
-      spec: { containers: [{ name: 'c', image: w, command: [w], args: [w, w], env: [{ name: 'MASTER_ADDR', value: w }, { name: 'NUM_WORKERS', value: w }], volumeMounts: [{ name: 'v', mountPath: w }], resources: { limits: { cpu: w, 'nvidia.com/gpu': w } } }], volumes: [{ name: 'v', csi: { driver: w } }] },
+      spec: {
+        containers: [
+          {
+            name: 'c',
+            image: w,
+            command: [w],
+            args: [w, w],
+            env: [
+              { name: 'MASTER_ADDR', value: w },
+              { name: 'NUM_WORKERS', value: w },
+            ],
+            volumeMounts: [{ name: 'v', mountPath: w }],
+            resources: { limits: { cpu: w, 'nvidia.com/gpu': w } },
+          },
+        ],
+        volumes: [{ name: 'v', csi: { driver: w } }],
+      },
     }));
     const t0 = performance.now();
     const findings = lintObjects(objects as KubeObject[], RULES, { cluster: FIXTURE_CLUSTER });

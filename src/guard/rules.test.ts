@@ -53,7 +53,9 @@ describe('the rule registry', () => {
 
   it('has one file per rule, named by its id, and every file is registered', () => {
     const dir = join(dirname(fileURLToPath(import.meta.url)), 'rules');
-    const files = readdirSync(dir).filter((f) => f.endsWith('.ts') && f !== 'index.ts' && !f.endsWith('.test.ts')).map((f) => f.replace(/\.ts$/, ''));
+    const files = readdirSync(dir)
+      .filter((f) => f.endsWith('.ts') && f !== 'index.ts' && !f.endsWith('.test.ts'))
+      .map((f) => f.replace(/\.ts$/, ''));
     expect([...files].sort()).toEqual(RULES.map((r) => r.id).sort());
   });
 
@@ -87,8 +89,21 @@ describe('the rule registry', () => {
       { kind: 42 },
       { kind: 'Pod', spec: 'x' },
       { kind: 'Pod', spec: { containers: 'x', initContainers: [null, 1, 'a', { env: 'x', args: 3, command: [null, {}, 7] }] } },
-      { kind: 'Deployment', spec: { replicas: 'many', template: { metadata: 'x', spec: { containers: [{ env: [{ name: 1 }, null, { name: 'NUM_WORKERS', value: {} }], resources: { limits: 'x' } }] } } } },
-      { kind: 'StatefulSet', spec: { replicas: -1, volumeClaimTemplates: 'x', template: { spec: { volumes: [null, { name: 3 }], containers: [{ volumeMounts: [null, { name: {} }] }] } } } },
+      {
+        kind: 'Deployment',
+        spec: {
+          replicas: 'many',
+          template: { metadata: 'x', spec: { containers: [{ env: [{ name: 1 }, null, { name: 'NUM_WORKERS', value: {} }], resources: { limits: 'x' } }] } },
+        },
+      },
+      {
+        kind: 'StatefulSet',
+        spec: {
+          replicas: -1,
+          volumeClaimTemplates: 'x',
+          template: { spec: { volumes: [null, { name: 3 }], containers: [{ volumeMounts: [null, { name: {} }] }] } },
+        },
+      },
       { kind: 'PyTorchJob', apiVersion: 'kubeflow.org/v1', spec: { pytorchReplicaSpecs: { Master: null, Worker: { replicas: 'x', template: [] } } } },
       { kind: 'Job', apiVersion: 'batch.volcano.sh/v1alpha1', spec: { tasks: [null, { template: { spec: { containers: [{}] } } }] } },
       { kind: 'TrainingJob', apiVersion: 'ai.sits2026.dev/v1', spec: { container: 'x', nccl: 5, resources: [], podTemplate: null } },
@@ -135,7 +150,8 @@ describe('DataLoader workers', () => {
 
   it('reads the CPU limit as a quantity ("500m", "1.5", 2) and points at the worker count', () => {
     const r = rule('dataloader-workers-exceed-cpu');
-    const pod = (cpu: string, workers: number) => `kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, args: [--num-workers, "${workers}"], resources: {limits: {cpu: ${cpu}}}}\n`;
+    const pod = (cpu: string, workers: number) =>
+      `kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, args: [--num-workers, "${workers}"], resources: {limits: {cpu: ${cpu}}}}\n`;
     expect(lint(pod('"500m"', 1), [r]).findings).toHaveLength(1);
     expect(lint(pod('"1.5"', 1), [r]).findings).toHaveLength(1);
     expect(lint(pod('"2000m"', 1), [r]).findings).toHaveLength(0);
@@ -164,7 +180,8 @@ spec:
 
   it('shares the CPU among torchrun processes', () => {
     const r = rule('dataloader-workers-exceed-cpu');
-    const pod = (nproc: string) => `kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, command: [torchrun, ${nproc}, train.py, --num-workers, "2"], resources: {limits: {cpu: 8, nvidia.com/gpu: 4}}}\n`;
+    const pod = (nproc: string) =>
+      `kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: a, command: [torchrun, ${nproc}, train.py, --num-workers, "2"], resources: {limits: {cpu: 8, nvidia.com/gpu: 4}}}\n`;
     expect(lint(pod('--nproc-per-node=2'), [r]).findings).toHaveLength(0);
     expect(lint(pod('--nproc_per_node=4'), [r]).findings).toHaveLength(1);
     expect(lint(pod('--nproc-per-node=gpu'), [r]).findings).toHaveLength(1);
@@ -194,7 +211,8 @@ spec:
 
   it('leaves CUDA_VISIBLE_DEVICES alone inside the allocation and flags what reaches outside it', () => {
     const r = rule('hand-set-visible-devices');
-    const pod = (value: string, gpus: number) => `kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, env: [{name: CUDA_VISIBLE_DEVICES, value: "${value}"}], resources: {limits: {nvidia.com/gpu: ${gpus}}}}]}\n`;
+    const pod = (value: string, gpus: number) =>
+      `kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: a, env: [{name: CUDA_VISIBLE_DEVICES, value: "${value}"}], resources: {limits: {nvidia.com/gpu: ${gpus}}}}]}\n`;
     const n = (value: string, gpus: number) => lint(pod(value, gpus), [r]).findings.length;
     expect([n('0,1', 2), n('1', 2), n('', 0), n('-1', 0)]).toEqual([0, 0, 0, 0]);
     expect([n('1', 1), n('0', 0), n('0,1,2', 2), n('GPU-8f3c1a2e-0000', 1), n('MIG-1/2/0', 1)]).toEqual([1, 1, 1, 1, 1]);
@@ -202,12 +220,18 @@ spec:
 
   it('does not take gunicorn --workers for DataLoader workers', () => {
     const r = rule('dataloader-workers-exceed-cpu');
-    expect(lint('kind: Deployment\nspec: {replicas: 3, template: {spec: {containers: [{name: web, args: [gunicorn, --workers, "8"], resources: {limits: {cpu: 1}}}]}}}\n', [r]).findings).toEqual([]);
+    expect(
+      lint(
+        'kind: Deployment\nspec: {replicas: 3, template: {spec: {containers: [{name: web, args: [gunicorn, --workers, "8"], resources: {limits: {cpu: 1}}}]}}}\n',
+        [r],
+      ).findings,
+    ).toEqual([]);
   });
 
   it('flags a GPU-product pin on a training gang only where SITS places the pods', () => {
     const r = rule('topology-by-node-labels');
-    const job = (sched: string) => `apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {${sched}nodeSelector: {nvidia.com/gpu.product: H100}, containers: [{name: p, command: [torchrun, t.py]}]}}}}}\n`;
+    const job = (sched: string) =>
+      `apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nspec: {pytorchReplicaSpecs: {Worker: {replicas: 2, template: {spec: {${sched}nodeSelector: {nvidia.com/gpu.product: H100}, containers: [{name: p, command: [torchrun, t.py]}]}}}}}\n`;
     expect(lint(job(''), [r]).findings).toEqual([]);
     expect(lint(job('schedulerName: sits-scheduler, '), [r]).findings).toHaveLength(1);
   });
@@ -216,7 +240,10 @@ spec:
     const r = rule('hand-set-visible-devices');
     const env = '[{name: NVIDIA_VISIBLE_DEVICES, value: all}]';
     expect(lint(`kind: DaemonSet\nmetadata: {name: dcgm}\nspec: {template: {spec: {containers: [{name: e, env: ${env}}]}}}\n`, [r]).findings).toEqual([]);
-    expect(lint(`kind: Pod\nmetadata: {name: dcgm-x, ownerReferences: [{kind: DaemonSet, name: dcgm}]}\nspec: {containers: [{name: e, env: ${env}}]}\n`, [r]).findings).toEqual([]);
+    expect(
+      lint(`kind: Pod\nmetadata: {name: dcgm-x, ownerReferences: [{kind: DaemonSet, name: dcgm}]}\nspec: {containers: [{name: e, env: ${env}}]}\n`, [r])
+        .findings,
+    ).toEqual([]);
     expect(lint(`kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: e, env: ${env}}]}\n`, [r]).findings).toHaveLength(1);
   });
 });
@@ -386,7 +413,10 @@ spec:
   - name: a
     env: [{name: CUDA_VISIBLE_DEVICES, value: "0"}, {name: NCCL_IB_DISABLE, value: "1"}]
 `;
-    const ids = (ann: string, disabled?: ReadonlySet<string>) => [...new Set(lintObjects(parse(yaml(ann)), RULES, { cluster: FIXTURE_CLUSTER, ...(disabled === undefined ? {} : { disabled }) }).map((f) => f.rule))].sort();
+    const ids = (ann: string, disabled?: ReadonlySet<string>) =>
+      [
+        ...new Set(lintObjects(parse(yaml(ann)), RULES, { cluster: FIXTURE_CLUSTER, ...(disabled === undefined ? {} : { disabled }) }).map((f) => f.rule)),
+      ].sort();
     expect(ids('')).toEqual(['hand-set-visible-devices', 'nccl-ib-disabled-on-rdma']);
     expect(ids('lint.sits2026.dev/disable: "hand-set-visible-devices"')).toEqual(['nccl-ib-disabled-on-rdma']);
     expect(ids('lint.sits2026.dev/disable: "nccl-ib-disabled-on-rdma, hand-set-visible-devices"')).toEqual([]);

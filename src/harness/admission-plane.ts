@@ -26,15 +26,41 @@ export function admissionPlaneSetup(dir: string): AdmissionPlaneSetup {
   const kubeconfig = join(dir, 'webhook-kubeconfig.yaml');
   writeFileSync(kubeconfig, stringify({ apiVersion: 'v1', kind: 'Config', users: [{ name: '*', user: { token: callerToken } }] }), { mode: 0o600 });
   const admission = join(dir, 'admission.yaml');
-  const plugin = (name: string): unknown => ({ name, configuration: { apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: kubeconfig } });
-  writeFileSync(admission, stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins: [plugin('ValidatingAdmissionWebhook'), plugin('MutatingAdmissionWebhook')] }));
-  return { apiServerArgs: [`--admission-control-config-file=${admission}`], tokens: [{ token: callerToken, user: ADMISSION_CALLER.user, groups: [ADMISSION_CALLER.group] }], callerToken };
+  const plugin = (name: string): unknown => ({
+    name,
+    configuration: { apiVersion: 'apiserver.config.k8s.io/v1', kind: 'WebhookAdmissionConfiguration', kubeConfigFile: kubeconfig },
+  });
+  writeFileSync(
+    admission,
+    stringify({
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: [plugin('ValidatingAdmissionWebhook'), plugin('MutatingAdmissionWebhook')],
+    }),
+  );
+  return {
+    apiServerArgs: [`--admission-control-config-file=${admission}`],
+    tokens: [{ token: callerToken, user: ADMISSION_CALLER.user, groups: [ADMISSION_CALLER.group] }],
+    callerToken,
+  };
 }
 
 /** What the chart grants the apiserver's admission identity: POST on the two webhook paths, nothing else. */
-export async function grantAdmissionCaller(client: KubeClient, rules: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[], name = 'sits-webhook-caller'): Promise<void> {
+export async function grantAdmissionCaller(
+  client: KubeClient,
+  rules: readonly { readonly nonResourceURLs: readonly string[]; readonly verbs: readonly string[] }[],
+  name = 'sits-webhook-caller',
+): Promise<void> {
   const objects = [
-    { path: '/apis/rbac.authorization.k8s.io/v1/clusterroles', body: { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name }, rules: rules.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) } },
+    {
+      path: '/apis/rbac.authorization.k8s.io/v1/clusterroles',
+      body: {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name },
+        rules: rules.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })),
+      },
+    },
     {
       path: '/apis/rbac.authorization.k8s.io/v1/clusterrolebindings',
       body: {

@@ -23,7 +23,12 @@ export interface HelperPlane {
 const envOf = (p: V1Pod): Record<string, string> => Object.fromEntries((p.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
 
 /** Runs the Python helper as `pod` would (what the downward API gives the container, the token in `tokenFile`). */
-export async function runCheckpointHelper(plane: HelperPlane, pod: V1Pod, tokenFile: string, args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runCheckpointHelper(
+  plane: HelperPlane,
+  pod: V1Pod,
+  tokenFile: string,
+  args: readonly string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return runPython(plane, pod, tokenFile, [CHECKPOINT_HELPER, ...args]);
 }
 
@@ -31,7 +36,13 @@ export async function runCheckpointHelper(plane: HelperPlane, pod: V1Pod, tokenF
  * Rank 0 of `pod` saves checkpoint `step` of cycle `seq` inside `sits_checkpoint.saving()` (the helper's library API)
  * onto a full volume: the write goes to /dev/full, so write(2) really fails with ENOSPC. Prints what saving() reported.
  */
-export async function saveOnFullVolume(plane: HelperPlane, pod: V1Pod, tokenFile: string, step: number, seq: number): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function saveOnFullVolume(
+  plane: HelperPlane,
+  pod: V1Pod,
+  tokenFile: string,
+  step: number,
+  seq: number,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const code = [
     'import sits_checkpoint',
     `with sits_checkpoint.saving(${step}, seq=${seq}, shards=1, rank=0) as s:`,
@@ -42,7 +53,13 @@ export async function saveOnFullVolume(plane: HelperPlane, pod: V1Pod, tokenFile
   return runPython(plane, pod, tokenFile, ['-c', code], { PYTHONPATH: dirname(CHECKPOINT_HELPER), PYTHONDONTWRITEBYTECODE: '1' });
 }
 
-async function runPython(plane: HelperPlane, pod: V1Pod, tokenFile: string, args: readonly string[], extra: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runPython(
+  plane: HelperPlane,
+  pod: V1Pod,
+  tokenFile: string,
+  args: readonly string[],
+  extra: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
     const r = await run('python3', args, {
       env: {
@@ -66,7 +83,12 @@ async function runPython(plane: HelperPlane, pod: V1Pod, tokenFile: string, args
 /** A service account `trainer` in `ns` bound to the contract's Role (get, patch pods); returns its token's file. */
 export async function trainerTokenFile(client: KubeClient, plane: HelperPlane, ns: string): Promise<string> {
   await client.post(`/api/v1/namespaces/${ns}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'trainer' } });
-  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'sits-checkpoint' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }] });
+  await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'Role',
+    metadata: { name: 'sits-checkpoint' },
+    rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'patch'] }],
+  });
   await client.post(`/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings`, {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
@@ -74,7 +96,11 @@ export async function trainerTokenFile(client: KubeClient, plane: HelperPlane, n
     roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'sits-checkpoint' },
     subjects: [{ kind: 'ServiceAccount', name: 'trainer', namespace: ns }],
   });
-  const tr = await client.post<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/trainer/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const tr = await client.post<{ status: { token: string } }>(`/api/v1/namespaces/${ns}/serviceaccounts/trainer/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
   const dir = join(plane.dir, `sa-${ns}`);
   mkdirSync(dir, { recursive: true });
   const tokenFile = join(dir, 'token');

@@ -18,7 +18,12 @@ export interface ClaimFolders {
 }
 
 /** Keeps `<root>/<ns>/<claim>` linked to each Bound claim's folder; `csiFolder` maps a CSI volume handle of a driver to its folder. */
-export async function linkClaimFolders(client: KubeClient, root: string, csiFolder: (driver: string, handle: string) => string | undefined, log: (m: string) => void = () => undefined): Promise<ClaimFolders> {
+export async function linkClaimFolders(
+  client: KubeClient,
+  root: string,
+  csiFolder: (driver: string, handle: string) => string | undefined,
+  log: (m: string) => void = () => undefined,
+): Promise<ClaimFolders> {
   mkdirSync(root, { recursive: true });
   const seen: { claims?: Reflector<V1PersistentVolumeClaim> } = {};
   // A claim can be Bound before the watch here has its PV: link again when its PV arrives or changes.
@@ -27,7 +32,12 @@ export async function linkClaimFolders(client: KubeClient, root: string, csiFold
     const c = ref === undefined ? undefined : seen.claims?.items.get(`${ref.namespace ?? ''}/${ref.name ?? ''}`);
     if (c !== undefined) link(c);
   };
-  const pvs = new Reflector<V1PersistentVolume>(client, '/api/v1/persistentvolumes', { add: relink, update: relink, delete: () => undefined, error: (e) => log(`claim folders: ${e.message}`) });
+  const pvs = new Reflector<V1PersistentVolume>(client, '/api/v1/persistentvolumes', {
+    add: relink,
+    update: relink,
+    delete: () => undefined,
+    error: (e) => log(`claim folders: ${e.message}`),
+  });
   const folderOf = (pvName: string): string | undefined => {
     const pv = pvs.items.get(pvName);
     if (pv?.spec?.hostPath !== undefined) return pv.spec.hostPath.path;
@@ -48,7 +58,12 @@ export async function linkClaimFolders(client: KubeClient, root: string, csiFold
   };
   const unlink = (c: V1PersistentVolumeClaim): void => rmSync(join(root, c.metadata?.namespace ?? '', c.metadata?.name ?? ''), { force: true });
   await pvs.start();
-  const watched = new Reflector<V1PersistentVolumeClaim>(client, '/api/v1/persistentvolumeclaims', { add: link, update: link, delete: unlink, error: (e) => log(`claim folders: ${e.message}`) });
+  const watched = new Reflector<V1PersistentVolumeClaim>(client, '/api/v1/persistentvolumeclaims', {
+    add: link,
+    update: link,
+    delete: unlink,
+    error: (e) => log(`claim folders: ${e.message}`),
+  });
   seen.claims = watched;
   await watched.start();
   return {

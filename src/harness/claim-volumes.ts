@@ -39,7 +39,8 @@ async function claimRoot(client: KubeClient, ns: string, claimName: string, read
     return { ok: false, reason: `reading persistentvolumeclaim "${claimName}": ${(e as Error).message}` };
   }
   const pvName = pvc.spec?.volumeName ?? '';
-  if (pvc.status?.phase !== 'Bound' || pvName === '') return { ok: false, reason: `persistentvolumeclaim "${claimName}" is not bound (${pvc.status?.phase ?? 'Pending'})` };
+  if (pvc.status?.phase !== 'Bound' || pvName === '')
+    return { ok: false, reason: `persistentvolumeclaim "${claimName}" is not bound (${pvc.status?.phase ?? 'Pending'})` };
   let pv: V1PersistentVolume;
   try {
     pv = await client.get<V1PersistentVolume>(`/api/v1/persistentvolumes/${pvName}`);
@@ -56,7 +57,13 @@ async function claimRoot(client: KubeClient, ns: string, claimName: string, read
   const ro = readOnly || csi.readOnly === true;
   const writer = (pv.spec?.accessModes ?? []).includes('ReadWriteMany') ? 'MULTI_NODE_MULTI_WRITER' : 'SINGLE_NODE_WRITER';
   try {
-    await nodePublish(address, { volume_id: csi.volumeHandle, target_path: target, readonly: ro, volume_capability: { mount: { fs_type: csi.fsType ?? '', mount_flags: [] }, access_mode: { mode: ro ? 'MULTI_NODE_READER_ONLY' : writer } }, volume_context: csi.volumeAttributes ?? {} });
+    await nodePublish(address, {
+      volume_id: csi.volumeHandle,
+      target_path: target,
+      readonly: ro,
+      volume_capability: { mount: { fs_type: csi.fsType ?? '', mount_flags: [] }, access_mode: { mode: ro ? 'MULTI_NODE_READER_ONLY' : writer } },
+      volume_context: csi.volumeAttributes ?? {},
+    });
   } catch (e) {
     return { ok: false, reason: `kubernetes.io/csi: mounter.SetUpAt failed: rpc error: ${(e as Error).message}` };
   }

@@ -18,17 +18,30 @@ describe('projectConfigMap', () => {
     expect(p.ok && [...(p.files[1]?.bytes ?? [])]).toEqual([0, 0x61, 0x73, 0x6d, 0xff]);
   });
   it('projects only the listed items, at their paths and modes', () => {
-    const p = projectConfigMap({ name: 'cfg', defaultMode: 0o400, items: [{ key: 'a.txt', path: 'conf/a', mode: 0o600 }, { key: 'm.wasm', path: 'm' }] }, cm);
+    const p = projectConfigMap(
+      {
+        name: 'cfg',
+        defaultMode: 0o400,
+        items: [
+          { key: 'a.txt', path: 'conf/a', mode: 0o600 },
+          { key: 'm.wasm', path: 'm' },
+        ],
+      },
+      cm,
+    );
     expect(p.ok && p.files.map((f) => [f.path, f.mode, f.bytes.length])).toEqual([
       ['conf/a', 0o600, 5],
       ['m', 0o400, 5],
     ]);
     expect(p.ok && text(p.files[0]?.bytes ?? new Uint8Array())).toBe('hello');
   });
-  it('fails the mount with the kubelet\'s messages unless the volume is optional', () => {
+  it("fails the mount with the kubelet's messages unless the volume is optional", () => {
     expect(projectConfigMap({ name: 'gone' }, undefined)).toEqual({ ok: false, reason: 'configmap "gone" not found' });
     expect(projectConfigMap({ name: 'gone', optional: true }, undefined)).toEqual({ ok: true, files: [] });
-    const items = [{ key: 'nope', path: 'x' }, { key: 'a.txt', path: 'a' }];
+    const items = [
+      { key: 'nope', path: 'x' },
+      { key: 'a.txt', path: 'a' },
+    ];
     expect(projectConfigMap({ name: 'cfg', items }, cm)).toEqual({ ok: false, reason: 'configmap references non-existent config key: nope' });
     const opt = projectConfigMap({ name: 'cfg', items, optional: true }, cm);
     expect(opt.ok && opt.files.map((f) => f.path)).toEqual(['a']);
@@ -40,7 +53,14 @@ describe('writeVolume', () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   it('lays files out as the atomic writer: a timestamped folder, ..data linking to it, top-level entries through ..data', () => {
     const vol = join(dir, 'v');
-    writeVolume(vol, [{ path: 'conf/a', bytes: new TextEncoder().encode('hello'), mode: 0o600 }, { path: 'm', bytes: new Uint8Array([1, 2]), mode: 0o644 }], new Date('2026-12-02T03:04:05.678Z'));
+    writeVolume(
+      vol,
+      [
+        { path: 'conf/a', bytes: new TextEncoder().encode('hello'), mode: 0o600 },
+        { path: 'm', bytes: new Uint8Array([1, 2]), mode: 0o644 },
+      ],
+      new Date('2026-12-02T03:04:05.678Z'),
+    );
     expect(readlinkSync(join(vol, '..data'))).toBe('..2026_12_02_03_04_05.678');
     expect(lstatSync(join(vol, 'conf')).isSymbolicLink()).toBe(true);
     expect(readlinkSync(join(vol, 'm'))).toBe(join('..data', 'm'));

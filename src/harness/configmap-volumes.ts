@@ -69,7 +69,9 @@ export function writeVolume(dir: string, files: readonly ProjectedFile[], now: D
   for (const top of new Set(files.map((f) => f.path.split('/')[0] as string))) symlinkSync(join('..data', top), join(dir, top));
 }
 
-export type PodVolumes = { readonly ok: true; readonly mounts: ReadonlyMap<string, Readonly<Record<string, string>>> } | { readonly ok: false; readonly volume: string; readonly reason: string };
+export type PodVolumes =
+  | { readonly ok: true; readonly mounts: ReadonlyMap<string, Readonly<Record<string, string>>> }
+  | { readonly ok: false; readonly volume: string; readonly reason: string };
 
 /**
  * Materialises the pod's configMap volumes under `podDir` (reading each ConfigMap from the apiserver) and returns,

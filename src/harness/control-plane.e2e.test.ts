@@ -208,20 +208,35 @@ describe('test control plane (etcd + kube-apiserver + kube-scheduler)', () => {
     expect(isAlive(sched.pid)).toBe(false);
   });
 
-  it('runs kube-controller-manager, whose PV controller binds a static PV to a claim (no kubelet needed)', async () => {
-    const kcm = await plane().startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
-    const core = plane().kubeConfig().makeApiClient(CoreV1Api);
-    await createNamespace(plane().kubeConfig(), 'pv-test');
-    await core.createPersistentVolume({ body: { metadata: { name: 'pv-1' }, spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: 'manual', hostPath: { path: '/tmp/pv-1' } } } });
-    await core.createNamespacedPersistentVolumeClaim({ namespace: 'pv-test', body: { metadata: { name: 'claim' }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'manual', resources: { requests: { storage: '1Gi' } } } } });
-    const claim = await waitFor('claim Bound', async () => {
-      const c = await core.readNamespacedPersistentVolumeClaim({ namespace: 'pv-test', name: 'claim' });
-      return c.status?.phase === 'Bound' ? c : undefined;
-    });
-    expect(claim.spec?.volumeName).toBe('pv-1');
-    await kcm.stop();
-    expect(isAlive(kcm.pid)).toBe(false);
-  }, BUILD_TIMEOUT_MS);
+  it(
+    'runs kube-controller-manager, whose PV controller binds a static PV to a claim (no kubelet needed)',
+    async () => {
+      const kcm = await plane().startControllerManager({ controllers: ['persistentvolume-binder-controller'] });
+      const core = plane().kubeConfig().makeApiClient(CoreV1Api);
+      await createNamespace(plane().kubeConfig(), 'pv-test');
+      await core.createPersistentVolume({
+        body: {
+          metadata: { name: 'pv-1' },
+          spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: 'manual', hostPath: { path: '/tmp/pv-1' } },
+        },
+      });
+      await core.createNamespacedPersistentVolumeClaim({
+        namespace: 'pv-test',
+        body: {
+          metadata: { name: 'claim' },
+          spec: { accessModes: ['ReadWriteOnce'], storageClassName: 'manual', resources: { requests: { storage: '1Gi' } } },
+        },
+      });
+      const claim = await waitFor('claim Bound', async () => {
+        const c = await core.readNamespacedPersistentVolumeClaim({ namespace: 'pv-test', name: 'claim' });
+        return c.status?.phase === 'Bound' ? c : undefined;
+      });
+      expect(claim.spec?.volumeName).toBe('pv-1');
+      await kcm.stop();
+      expect(isAlive(kcm.pid)).toBe(false);
+    },
+    BUILD_TIMEOUT_MS,
+  );
 
   it('stop() leaves no child process and removes its temp dir', async () => {
     const p = plane();

@@ -164,7 +164,10 @@ export function runEnsure(script: string, log: (line: string) => void): Promise<
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      const dir = out.filter((l) => l.trim() !== '').at(-1)?.trim();
+      const dir = out
+        .filter((l) => l.trim() !== '')
+        .at(-1)
+        ?.trim();
       if (code === 0 && dir) resolvePromise(dir);
       else reject(new Error(`${script} failed (exit code ${code}):\n${errTail.join('\n')}`));
     });
@@ -658,7 +661,13 @@ class ControlPlaneImpl implements ControlPlane {
     this.assertRunning();
     const logPath = join(this.dir, `${name}.log`);
     const p = this.spawnManaged(name, binPath, args, logPath);
-    return { pid: p.pid, logPath, alive: () => p.child.exitCode === null && p.child.signalCode === null, tail: () => [...p.tail], stop: () => this.stopManaged(name) };
+    return {
+      pid: p.pid,
+      logPath,
+      alive: () => p.child.exitCode === null && p.child.signalCode === null,
+      tail: () => [...p.tail],
+      stop: () => this.stopManaged(name),
+    };
   }
 
   private assertRunning(): void {

@@ -27,7 +27,10 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined |
     const now = performance.now();
     spent += (now - at) / loadScaleNow();
     at = now;
-    if (spent > timeoutMs) throw new Error(`timed out after ${Math.round(now - start)} ms (a budget of ${timeoutMs} ms on an idle machine) waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`);
+    if (spent > timeoutMs)
+      throw new Error(
+        `timed out after ${Math.round(now - start)} ms (a budget of ${timeoutMs} ms on an idle machine) waiting for ${what}${last === undefined ? '' : ` (last error: ${(last as Error).message})`}`,
+      );
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
@@ -69,7 +72,8 @@ export async function createNs(client: KubeClient, name: string): Promise<void> 
 }
 
 export async function listEvents(client: KubeClient, namespace: string): Promise<{ reason?: string; message?: string; involvedObject?: { name?: string } }[]> {
-  return (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${namespace}/events`)).items;
+  return (await client.get<{ items: { reason?: string; message?: string; involvedObject?: { name?: string } }[] }>(`/api/v1/namespaces/${namespace}/events`))
+    .items;
 }
 
 /** GPUs used per node and per device by bound pods, from their gpu-indices annotations; throws on any over-commit. */
@@ -78,7 +82,10 @@ export function gpuUsage(pods: readonly V1Pod[], gpusPerNode: number): Map<strin
   for (const p of pods) {
     const node = p.spec?.nodeName;
     if (node === undefined || node === '') continue;
-    const idx = (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((x) => x !== '').map(Number);
+    const idx = (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '')
+      .split(',')
+      .filter((x) => x !== '')
+      .map(Number);
     const want = Number(p.spec?.containers[0]?.resources?.requests?.[GPU_RESOURCE] ?? '0');
     if (idx.length !== want) throw new Error(`pod ${p.metadata?.name}: gpu-indices "${idx.join(',')}" for ${want} GPUs`);
     const arr = used.get(node) ?? new Array<number>(gpusPerNode).fill(0);
@@ -101,11 +108,15 @@ export interface KubeTable {
 /** GETs `path` as a Table, the way kubectl asks for it (the bearer token of the harness's admin). */
 export function getTable(plane: { readonly server: string; readonly token: string }, path: string): Promise<KubeTable> {
   return new Promise((resolve, reject) => {
-    const req = httpsRequest(`${plane.server}${path}`, { headers: { Authorization: `Bearer ${plane.token}`, Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, rejectUnauthorized: false }, (res) => {
-      let text = '';
-      res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-      res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as KubeTable) : reject(new Error(`${res.statusCode ?? 0}: ${text}`))));
-    });
+    const req = httpsRequest(
+      `${plane.server}${path}`,
+      { headers: { Authorization: `Bearer ${plane.token}`, Accept: 'application/json;as=Table;v=v1;g=meta.k8s.io' }, rejectUnauthorized: false },
+      (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+        res.on('end', () => (res.statusCode === 200 ? resolve(JSON.parse(text) as KubeTable) : reject(new Error(`${res.statusCode ?? 0}: ${text}`))));
+      },
+    );
     req.on('error', reject);
     req.end();
   });

@@ -27,7 +27,12 @@ export async function issueCerts(): Promise<Certs> {
 
 /** RBAC: kube-scheduler's identity may POST the four verbs, nothing else (docs/extender.md). */
 export async function grantCaller(client: KubeClient): Promise<void> {
-  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-extender-caller' }, rules: [{ nonResourceURLs: EXTENDER_VERBS.map((v) => `/${v}`), verbs: ['post'] }] });
+  await client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'sits-extender-caller' },
+    rules: [{ nonResourceURLs: EXTENDER_VERBS.map((v) => `/${v}`), verbs: ['post'] }],
+  });
   await client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',

@@ -81,8 +81,30 @@ function selfSignedCert(): Promise<{ key: string; cert: string }> {
   certPromise ??= (async () => {
     const dir = await mkdtemp(join(tmpdir(), 'sits-fake-apiserver-'));
     try {
-      const args = ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=fake-apiserver', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem')];
-      await new Promise<void>((resolve, reject) => execFile('openssl', args, (err, _out, stderr) => (err === null ? resolve() : reject(new Error(`openssl (needed for the fake apiserver's certificate): ${err.message} ${stderr}`)))));
+      const args = [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:prime256v1',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        '/CN=fake-apiserver',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+      ];
+      await new Promise<void>((resolve, reject) =>
+        execFile('openssl', args, (err, _out, stderr) =>
+          err === null ? resolve() : reject(new Error(`openssl (needed for the fake apiserver's certificate): ${err.message} ${stderr}`)),
+        ),
+      );
       return { key: await readFile(join(dir, 'key.pem'), 'utf8'), cert: await readFile(join(dir, 'cert.pem'), 'utf8') };
     } finally {
       await rm(dir, { recursive: true, force: true });
@@ -109,7 +131,8 @@ const keyOf = (namespace: string | undefined, name: string): string => (namespac
 /** RFC 7386 JSON merge patch. */
 function mergePatch(target: unknown, patch: unknown): unknown {
   if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch;
-  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  const out: Record<string, unknown> =
+    target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
   for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
     if (v === null) delete out[k];
     else out[k] = mergePatch(out[k], v);
@@ -200,7 +223,12 @@ export class FakeApiServer {
 
   /** Requests matching a filter (by method, watch or not, path prefix). */
   requestsWhere(f: { method?: string; watch?: boolean; path?: string }): FakeRequest[] {
-    return this.requests.filter((r) => (f.method === undefined || r.method === f.method) && (f.watch === undefined || r.watch === f.watch) && (f.path === undefined || r.path.startsWith(f.path)));
+    return this.requests.filter(
+      (r) =>
+        (f.method === undefined || r.method === f.method) &&
+        (f.watch === undefined || r.watch === f.watch) &&
+        (f.path === undefined || r.path.startsWith(f.path)),
+    );
   }
 
   // --- the state, as a test sets it up (each write is an event watches see) ---
@@ -280,7 +308,15 @@ export class FakeApiServer {
       body = text;
     }
     const watch = u.searchParams.get('watch') === 'true' || u.searchParams.get('watch') === '1';
-    const fr: FakeRequest = { method: req.method ?? 'GET', path: u.pathname, query: u.searchParams, headers: req.headers, body, watch, atMs: performance.now() };
+    const fr: FakeRequest = {
+      method: req.method ?? 'GET',
+      path: u.pathname,
+      query: u.searchParams,
+      headers: req.headers,
+      body,
+      watch,
+      atMs: performance.now(),
+    };
     this.requests.push(fr);
     if (!watch) {
       this.inFlight++;
@@ -326,9 +362,21 @@ export class FakeApiServer {
     if (r.method === 'PUT' || r.method === 'PATCH') {
       const next = (r.method === 'PUT' ? clone(r.body) : mergePatch(clone(cur), r.body)) as FakeObject;
       const want = next.metadata?.resourceVersion;
-      if (want !== undefined && want !== '' && want !== cur.metadata.resourceVersion) return this.status(res, 409, 'Conflict', `Operation cannot be fulfilled on ${what}: the object has been modified; please apply your changes to the latest version and try again`);
+      if (want !== undefined && want !== '' && want !== cur.metadata.resourceVersion)
+        return this.status(
+          res,
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on ${what}: the object has been modified; please apply your changes to the latest version and try again`,
+        );
       const { uid, creationTimestamp } = cur.metadata;
-      next.metadata = { ...next.metadata, name: ref.name, ...(ref.namespace === undefined ? {} : { namespace: ref.namespace }), ...(uid === undefined ? {} : { uid }), ...(creationTimestamp === undefined ? {} : { creationTimestamp }) };
+      next.metadata = {
+        ...next.metadata,
+        name: ref.name,
+        ...(ref.namespace === undefined ? {} : { namespace: ref.namespace }),
+        ...(uid === undefined ? {} : { uid }),
+        ...(creationTimestamp === undefined ? {} : { creationTimestamp }),
+      };
       return this.json(res, 200, this.write(ref, 'MODIFIED', next));
     }
     return this.status(res, 405, 'MethodNotAllowed', `${r.method} is not supported`);
@@ -337,9 +385,15 @@ export class FakeApiServer {
   private doCreate(ref: Ref, obj: FakeObject): { ok: FakeObject; err?: undefined } | { err: { code: number; reason: string; message: string } } {
     const name = obj?.metadata?.name;
     if (typeof name !== 'string' || name === '') return { err: { code: 422, reason: 'Invalid', message: `${ref.plural}: metadata.name: Required value` } };
-    if (this.store.get(ref.resource)?.has(keyOf(ref.namespace, name)) === true) return { err: { code: 409, reason: 'AlreadyExists', message: `${ref.plural} "${name}" already exists` } };
+    if (this.store.get(ref.resource)?.has(keyOf(ref.namespace, name)) === true)
+      return { err: { code: 409, reason: 'AlreadyExists', message: `${ref.plural} "${name}" already exists` } };
     const o = clone(obj);
-    o.metadata = { ...o.metadata, ...(ref.namespace === undefined ? {} : { namespace: ref.namespace }), uid: randomUUID(), creationTimestamp: new Date().toISOString() };
+    o.metadata = {
+      ...o.metadata,
+      ...(ref.namespace === undefined ? {} : { namespace: ref.namespace }),
+      uid: randomUUID(),
+      creationTimestamp: new Date().toISOString(),
+    };
     return { ok: this.write(ref, 'ADDED', o) };
   }
 
@@ -398,7 +452,15 @@ export class FakeApiServer {
     const rvQ = r.query.get('resourceVersion') ?? '';
     const from = rvQ === '' || rvQ === '0' ? undefined : Number(rvQ);
     const gone = from !== undefined && from < this.compactedRv;
-    const expired = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${rvQ} (${this.compactedRv})`, reason: 'Expired', code: 410 };
+    const expired = {
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: `too old resource version: ${rvQ} (${this.compactedRv})`,
+      reason: 'Expired',
+      code: 410,
+    };
     if (gone && this.opts.goneAs === 'status') return this.json(res, 410, expired);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked' });
     res.flushHeaders();

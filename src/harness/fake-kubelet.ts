@@ -55,7 +55,9 @@ export function podReadyCondition(pod: V1Pod, containersReady: boolean, now: str
     if (c === undefined) unready.push(`corresponding condition of pod readiness gate "${g.conditionType}" does not exist.`);
     else if (c.status !== 'True') unready.push(`the status of pod readiness gate "${g.conditionType}" is not "True", but ${c.status}`);
   }
-  return unready.length === 0 ? { type: 'Ready', status: 'True', lastTransitionTime: now } : { type: 'Ready', status: 'False', reason: 'ReadinessGatesNotReady', message: unready.join(', '), lastTransitionTime: now };
+  return unready.length === 0
+    ? { type: 'Ready', status: 'True', lastTransitionTime: now }
+    : { type: 'Ready', status: 'False', reason: 'ReadinessGatesNotReady', message: unready.join(', '), lastTransitionTime: now };
 }
 
 function readyConditions(pod: V1Pod, ready: boolean, now: string, since = now): Cond[] {
@@ -120,7 +122,12 @@ export class FakeKubelet {
     const gone = (p: V1Pod): void => {
       void this.engines?.stop(p.metadata?.uid ?? '').then(() => this.removePodDir(p.metadata?.uid));
     };
-    this.reflector = new Reflector<V1Pod>(this.client, '/api/v1/pods', { add: handle, update: handle, delete: gone, error: (e) => this.log(`fake kubelet watch: ${e.message}`) });
+    this.reflector = new Reflector<V1Pod>(this.client, '/api/v1/pods', {
+      add: handle,
+      update: handle,
+      delete: gone,
+      error: (e) => this.log(`fake kubelet watch: ${e.message}`),
+    });
     await this.reflector.start();
   }
 
@@ -170,8 +177,18 @@ export class FakeKubelet {
     this.log(`fake kubelet ${path}: ${message}`);
     const ns = p.metadata?.namespace ?? 'default';
     const now = new Date().toISOString();
-    const waiting = (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { waiting: { reason: 'ContainerCreating' } } }));
-    await this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: { metadata: { uid }, status: { containerStatuses: waiting } } }).catch((e: Error) => this.log(`fake kubelet ${path}: ${e.message}`));
+    const waiting = (p.spec?.containers ?? []).map((c) => ({
+      name: c.name,
+      image: c.image ?? '',
+      imageID: '',
+      ready: false,
+      started: false,
+      restartCount: 0,
+      state: { waiting: { reason: 'ContainerCreating' } },
+    }));
+    await this.client
+      .request('PATCH', `${path}/status`, { contentType: SMP, body: { metadata: { uid }, status: { containerStatuses: waiting } } })
+      .catch((e: Error) => this.log(`fake kubelet ${path}: ${e.message}`));
     await this.client
       .post(`/api/v1/namespaces/${ns}/events`, {
         apiVersion: 'v1',
@@ -226,7 +243,15 @@ export class FakeKubelet {
           hostIP: '127.0.0.1',
           startTime: startedAt,
           conditions: readyConditions(latest, ready, now, startedAt),
-          containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready, started: true, restartCount: 0, state: { running: { startedAt } } })),
+          containerStatuses: containers.map((c) => ({
+            name: c.name,
+            image: c.image ?? '',
+            imageID: '',
+            ready,
+            started: true,
+            restartCount: 0,
+            state: { running: { startedAt } },
+          })),
         },
       };
     };
@@ -242,10 +267,20 @@ export class FakeKubelet {
         status: {
           phase: code === 0 ? 'Succeeded' : 'Failed',
           conditions: [{ type: 'Ready', status: 'False', reason: code === 0 ? 'PodCompleted' : 'PodFailed', lastTransitionTime: now }],
-          containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now } } })),
+          containerStatuses: containers.map((c) => ({
+            name: c.name,
+            image: c.image ?? '',
+            imageID: '',
+            ready: false,
+            started: false,
+            restartCount: 0,
+            state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now } },
+          })),
         },
       };
-      this.client.request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body }).catch((e: Error) => this.log(`fake kubelet ${path}: exit ${code}: ${e.message}`));
+      this.client
+        .request('PATCH', `${path}/status`, { contentType: 'application/merge-patch+json', body })
+        .catch((e: Error) => this.log(`fake kubelet ${path}: exit ${code}: ${e.message}`));
       this.stats.finished++;
     };
     engines.start(
@@ -253,7 +288,9 @@ export class FakeKubelet {
       p,
       ip,
       (ready) => {
-        this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: status(ready) }).catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
+        this.client
+          .request('PATCH', `${path}/status`, { contentType: SMP, body: status(ready) })
+          .catch((e: Error) => this.log(`fake kubelet ${path}: readiness ${ready}: ${e.message}`));
       },
       ended,
       volumes,
@@ -286,7 +323,9 @@ export class FakeKubelet {
       if (p.metadata?.deletionTimestamp !== undefined) {
         await this.engines?.stop(uid ?? '');
         this.removePodDir(uid);
-        await this.client.request('DELETE', path, { body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, ...(uid === undefined ? {} : { preconditions: { uid } }) } });
+        await this.client.request('DELETE', path, {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, ...(uid === undefined ? {} : { preconditions: { uid } }) },
+        });
         this.stats.deleted++;
         return;
       }
@@ -316,7 +355,15 @@ export class FakeKubelet {
               hostIP: '10.255.0.1',
               startTime: now,
               conditions: readyConditions(p, wantReady, now),
-              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: wantReady, started: true, restartCount: 0, state: { running: { startedAt: now } } })),
+              containerStatuses: containers.map((c) => ({
+                name: c.name,
+                image: c.image ?? '',
+                imageID: '',
+                ready: wantReady,
+                started: true,
+                restartCount: 0,
+                state: { running: { startedAt: now } },
+              })),
             },
           },
         });
@@ -342,7 +389,22 @@ export class FakeKubelet {
             status: {
               phase: code === 0 ? 'Succeeded' : 'Failed',
               conditions: [{ type: 'Ready', status: 'False', reason: code === 0 ? 'PodCompleted' : 'PodFailed', lastTransitionTime: now }],
-              containerStatuses: containers.map((c, i) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: false, started: false, restartCount: 0, state: { terminated: { exitCode: code, reason: code === 0 ? 'Completed' : 'Error', finishedAt: now, ...(i === 0 && termination !== undefined ? { message: termination } : {}) } } })),
+              containerStatuses: containers.map((c, i) => ({
+                name: c.name,
+                image: c.image ?? '',
+                imageID: '',
+                ready: false,
+                started: false,
+                restartCount: 0,
+                state: {
+                  terminated: {
+                    exitCode: code,
+                    reason: code === 0 ? 'Completed' : 'Error',
+                    finishedAt: now,
+                    ...(i === 0 && termination !== undefined ? { message: termination } : {}),
+                  },
+                },
+              })),
             },
           },
         });
@@ -356,7 +418,15 @@ export class FakeKubelet {
             ...(uid === undefined ? {} : { metadata: { uid } }),
             status: {
               conditions: readyConditions(p, wantReady, now),
-              containerStatuses: containers.map((c) => ({ name: c.name, image: c.image ?? '', imageID: '', ready: wantReady, started: true, restartCount: 0, state: { running: { startedAt } } })),
+              containerStatuses: containers.map((c) => ({
+                name: c.name,
+                image: c.image ?? '',
+                imageID: '',
+                ready: wantReady,
+                started: true,
+                restartCount: 0,
+                state: { running: { startedAt } },
+              })),
             },
           },
         });
@@ -364,7 +434,10 @@ export class FakeKubelet {
         // A readiness gate's condition changed (someone else writes it): Ready follows, as the kubelet's status sync does.
         const want = podReadyCondition(p, containersReady, now);
         if (want.status !== (isReady ? 'True' : 'False')) {
-          await this.client.request('PATCH', `${path}/status`, { contentType: SMP, body: { ...(uid === undefined ? {} : { metadata: { uid } }), status: { conditions: [want] } } });
+          await this.client.request('PATCH', `${path}/status`, {
+            contentType: SMP,
+            body: { ...(uid === undefined ? {} : { metadata: { uid } }), status: { conditions: [want] } },
+          });
         }
       }
     } catch (e) {

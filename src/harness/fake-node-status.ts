@@ -59,10 +59,18 @@ export class FakeNodeStatus {
       const add = missingAllocatable(n);
       if (Object.keys(add).length === 0) return;
       void this.client
-        .request('PATCH', `/api/v1/nodes/${n.metadata?.name ?? ''}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { allocatable: add } } })
+        .request('PATCH', `/api/v1/nodes/${n.metadata?.name ?? ''}/status`, {
+          contentType: 'application/strategic-merge-patch+json',
+          body: { status: { allocatable: add } },
+        })
         .catch((e: unknown) => this.opts.log?.(`fake node status ${n.metadata?.name ?? ''}: ${(e as Error).message}`));
     };
-    this.reflector = new Reflector<V1Node>(this.client, '/api/v1/nodes', { add: handle, update: handle, delete: () => undefined, error: (e) => this.opts.log?.(`fake node status watch: ${e.message}`) });
+    this.reflector = new Reflector<V1Node>(this.client, '/api/v1/nodes', {
+      add: handle,
+      update: handle,
+      delete: () => undefined,
+      error: (e) => this.opts.log?.(`fake node status watch: ${e.message}`),
+    });
     await this.reflector.start();
   }
 

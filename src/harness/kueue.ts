@@ -41,7 +41,13 @@ export const KUEUE_NAMESPACE = 'kueue-system';
 const WEBHOOK_SECRET = 'kueue-webhook-server-cert';
 const WEBHOOK_SERVICE = 'kueue-webhook-service';
 /** The CRDs whose conversion webhook Kueue's cert rotator injects its CA into (pkg/util/cert in v0.17). */
-const CONVERSION_CRDS = new Set(['localqueues.kueue.x-k8s.io', 'clusterqueues.kueue.x-k8s.io', 'workloads.kueue.x-k8s.io', 'cohorts.kueue.x-k8s.io', 'multikueueclusters.kueue.x-k8s.io']);
+const CONVERSION_CRDS = new Set([
+  'localqueues.kueue.x-k8s.io',
+  'clusterqueues.kueue.x-k8s.io',
+  'workloads.kueue.x-k8s.io',
+  'cohorts.kueue.x-k8s.io',
+  'multikueueclusters.kueue.x-k8s.io',
+]);
 
 export type FairSharingStrategy = 'LessThanOrEqualToFinalShare' | 'LessThanInitialShare';
 
@@ -85,20 +91,37 @@ export interface RunningKueue {
 /** Kueue's CRDs from `<binDir>/crds`: the storage version only, and the conversion stanza its cert rotator needs (see the file comment). */
 export function kueueCrds(binDir: string, webhookPort: number): Record<string, unknown>[] {
   const dir = join(binDir, 'crds');
-  const files = readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
   if (files.length === 0) throw new Error(`no Kueue CRDs (*.yaml) in ${dir}`);
   return files.map((f) => {
-    const crd = parseYaml(readFileSync(join(dir, f), 'utf8')) as { metadata: { name: string }; spec: { versions?: { storage?: boolean }[] } & Record<string, unknown> };
+    const crd = parseYaml(readFileSync(join(dir, f), 'utf8')) as {
+      metadata: { name: string };
+      spec: { versions?: { storage?: boolean }[] } & Record<string, unknown>;
+    };
     // Only the storage version is served, so the apiserver never has anything to convert.
     const versions = crd.spec.versions?.filter((v) => v.storage === true);
     const spec = versions === undefined || versions.length === 0 ? crd.spec : { ...crd.spec, versions };
     if (!CONVERSION_CRDS.has(crd.metadata.name)) return { ...crd, spec };
-    return { ...crd, spec: { ...spec, conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: `https://127.0.0.1:${webhookPort}/convert` } } } } };
+    return {
+      ...crd,
+      spec: {
+        ...spec,
+        conversion: { strategy: 'Webhook', webhook: { conversionReviewVersions: ['v1'], clientConfig: { url: `https://127.0.0.1:${webhookPort}/convert` } } },
+      },
+    };
   });
 }
 
 /** Kueue's v1beta2 Configuration for one manager beside a test plane (ports of its own, no leader election). */
-export function kueueConfigYaml(o: { webhookPort: number; healthPort: number; certDir: string; fairSharing: KueueOptions['fairSharing']; frameworks: readonly string[] }): string {
+export function kueueConfigYaml(o: {
+  webhookPort: number;
+  healthPort: number;
+  certDir: string;
+  fairSharing: KueueOptions['fairSharing'];
+  frameworks: readonly string[];
+}): string {
   return stringifyYaml({
     apiVersion: 'config.kueue.x-k8s.io/v1beta2',
     kind: 'Configuration',
@@ -117,7 +140,9 @@ export function kueueConfigYaml(o: { webhookPort: number; healthPort: number; ce
     clientConnection: { qps: 200, burst: 400 },
     integrations: { frameworks: [...o.frameworks] },
     // v1beta2 has no `enable`: the section being there turns fair sharing on.
-    ...(o.fairSharing === false ? {} : { fairSharing: { preemptionStrategies: [...(o.fairSharing?.preemptionStrategies ?? ['LessThanOrEqualToFinalShare', 'LessThanInitialShare'])] } }),
+    ...(o.fairSharing === false
+      ? {}
+      : { fairSharing: { preemptionStrategies: [...(o.fairSharing?.preemptionStrategies ?? ['LessThanOrEqualToFinalShare', 'LessThanInitialShare'])] } }),
   });
 }
 
@@ -157,13 +182,21 @@ export async function startKueue(plane: ControlPlane, opts: KueueOptions = {}): 
   await applyCrdObjects(client, kueueCrds(binDir, webhookPort));
   await createIfMissing(client, '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: KUEUE_NAMESPACE } });
   // The cert rotator fills this Secret but does not create it (upstream's manifests ship it empty).
-  await createIfMissing(client, `/api/v1/namespaces/${KUEUE_NAMESPACE}/secrets`, { apiVersion: 'v1', kind: 'Secret', metadata: { name: WEBHOOK_SECRET, namespace: KUEUE_NAMESPACE } });
+  await createIfMissing(client, `/api/v1/namespaces/${KUEUE_NAMESPACE}/secrets`, {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: WEBHOOK_SECRET, namespace: KUEUE_NAMESPACE },
+  });
   const dir = join(plane.dir, 'kueue');
   const certDir = join(dir, 'certs');
   mkdirSync(certDir, { recursive: true });
   const configPath = join(dir, 'config.yaml');
   writeFileSync(configPath, kueueConfigYaml({ webhookPort, healthPort, certDir, fairSharing: opts.fairSharing, frameworks: opts.frameworks ?? ['batch/job'] }));
-  const proc = plane.startProcess('kueue', join(binDir, 'kueue'), [`--config=${configPath}`, `--kubeconfig=${plane.kubeconfigPath}`, `--zap-log-level=${opts.logLevel ?? 'info'}`]);
+  const proc = plane.startProcess('kueue', join(binDir, 'kueue'), [
+    `--config=${configPath}`,
+    `--kubeconfig=${plane.kubeconfigPath}`,
+    `--zap-log-level=${opts.logLevel ?? 'info'}`,
+  ]);
   const healthUrl = `http://127.0.0.1:${healthPort}`;
   let mounted = false;
   try {

@@ -78,7 +78,9 @@ function getStatus(url: string, timeoutMs = 2000): Promise<number> {
 }
 
 /** Starts a registry on a free loopback port; resolves once `GET /v2/` answers 200. */
-export async function startOciRegistry(opts: { readonly binDir?: string; readonly log?: (l: string) => void; readonly readyTimeoutMs?: number } = {}): Promise<OciRegistry> {
+export async function startOciRegistry(
+  opts: { readonly binDir?: string; readonly log?: (l: string) => void; readonly readyTimeoutMs?: number } = {},
+): Promise<OciRegistry> {
   const binDir = opts.binDir ?? (await ensureOciTools(opts.log));
   const bin = join(binDir, 'registry');
   if (!existsSync(bin)) throw new Error(`${bin} not found (binDir ${binDir})`);

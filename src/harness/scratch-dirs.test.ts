@@ -9,7 +9,7 @@ let parent = '';
 afterEach(() => rmSync(parent, { recursive: true, force: true }));
 
 describe('scratch folders a SIGKILL left behind', () => {
-  it('are removed at the next start when their owner is gone; live owners\', unowned and other prefixes\' stay', () => {
+  it("are removed at the next start when their owner is gone; live owners', unowned and other prefixes' stay", () => {
     parent = mkdtempSync(join(tmpdir(), 'sits-scratch-test-'));
     const mine = makeScratchDir('sits-dev-', parent);
     // A process that has exited: its pid is free (a reused pid would only keep a folder, never remove a live one).

@@ -10,7 +10,17 @@ import { KubeClient } from '../kube/client.ts';
 import { startControlPlane } from './control-plane.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { createNs, waitFor } from './e2e-kit.ts';
-import { createStaticVolume, ensureCsiProvisioner, ensureSnapshotComponents, restoredClaim, SNAPSHOT_API, startSnapshotStack, storageClass, volumeSnapshot, volumeSnapshotClass } from './snapshot-stack.ts';
+import {
+  createStaticVolume,
+  ensureCsiProvisioner,
+  ensureSnapshotComponents,
+  restoredClaim,
+  SNAPSHOT_API,
+  startSnapshotStack,
+  storageClass,
+  volumeSnapshot,
+  volumeSnapshotClass,
+} from './snapshot-stack.ts';
 import type { SnapshotStack, VolumeSnapshotObject } from './snapshot-stack.ts';
 
 const NS = 'restore';
@@ -42,21 +52,32 @@ interface Claim {
 describe('restore from a VolumeSnapshot (real csi-provisioner)', () => {
   it('a PVC with a VolumeSnapshot dataSource gets a new volume holding the snapshot’s files', async () => {
     const vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt', capacityBytes: GiB });
-    await waitFor('claim ckpt Bound', async () => (await client.get<Claim>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
+    await waitFor(
+      'claim ckpt Bound',
+      async () => (await client.get<Claim>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound',
+      120_000,
+    );
     writeFileSync(join(stack.driver.volumeDir(vol.volume.id), 'step-300.pt'), 'step 300 weights');
     await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
     await client.post(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots`, volumeSnapshot(NS, 'ckpt-300', 'ckpt', 'stand-in'));
-    await waitFor('VolumeSnapshot ckpt-300 readyToUse', async () => (await client.get<VolumeSnapshotObject>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots/ckpt-300`)).status?.readyToUse === true);
+    await waitFor(
+      'VolumeSnapshot ckpt-300 readyToUse',
+      async () => (await client.get<VolumeSnapshotObject>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots/ckpt-300`)).status?.readyToUse === true,
+    );
     // The job writes on after the snapshot: the restore must hold the snapshot's content, not the live folder's.
     writeFileSync(join(stack.driver.volumeDir(vol.volume.id), 'step-300.pt'), 'overwritten later');
 
     await client.post('/apis/storage.k8s.io/v1/storageclasses', storageClass('stand-in', stack.driver.name));
     const t0 = performance.now();
     await client.post(`/api/v1/namespaces/${NS}/persistentvolumeclaims`, restoredClaim(NS, 'ckpt-restored', 'ckpt-300', 'stand-in', GiB));
-    const claim = await waitFor('restored claim Bound', async () => {
-      const c = await client.get<Claim>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt-restored`);
-      return c.status?.phase === 'Bound' ? c : undefined;
-    }, 120_000);
+    const claim = await waitFor(
+      'restored claim Bound',
+      async () => {
+        const c = await client.get<Claim>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt-restored`);
+        return c.status?.phase === 'Bound' ? c : undefined;
+      },
+      120_000,
+    );
     process.stderr.write(`restored PVC create → Bound: ${(performance.now() - t0).toFixed(0)} ms\n`);
     const pv = await client.get<{ spec?: { csi?: { volumeHandle?: string } } }>(`/api/v1/persistentvolumes/${claim.spec?.volumeName}`);
     const handle = pv.spec?.csi?.volumeHandle ?? '';

@@ -33,7 +33,11 @@ beforeAll(async () => {
   stack = await startSnapshotStack(plane, { client, capacityBytes: CAPACITY });
   await createNs(client, NS);
   vol = await createStaticVolume(stack, { namespace: NS, pvcName: 'ckpt', capacityBytes: GiB });
-  await waitFor('claim ckpt Bound by the PV controller', async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound', 120_000);
+  await waitFor(
+    'claim ckpt Bound by the PV controller',
+    async () => (await client.get<{ status?: { phase?: string } }>(`/api/v1/namespaces/${NS}/persistentvolumeclaims/ckpt`)).status?.phase === 'Bound',
+    120_000,
+  );
   await client.post(`${SNAPSHOT_API}/volumesnapshotclasses`, volumeSnapshotClass('stand-in', stack.driver.name, 'Delete'));
 });
 
@@ -65,7 +69,9 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     });
     expect(ready.status?.restoreSize).toBe('1Gi');
     expect(ready.status?.creationTime).toBeDefined();
-    const content = await client.get<{ status?: { snapshotHandle?: string; readyToUse?: boolean } }>(`${SNAPSHOT_API}/volumesnapshotcontents/${ready.status?.boundVolumeSnapshotContentName}`);
+    const content = await client.get<{ status?: { snapshotHandle?: string; readyToUse?: boolean } }>(
+      `${SNAPSHOT_API}/volumesnapshotcontents/${ready.status?.boundVolumeSnapshotContentName}`,
+    );
     const handle = content.status?.snapshotHandle ?? '';
     // csi-snapshotter names the CSI snapshot after the VolumeSnapshot's UID.
     expect(stack.driver.snapshots().find((s) => s.id === handle)?.name).toBe(`snapshot-${ready.metadata.uid}`);
@@ -73,7 +79,10 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     expect(execFileSync('tar', ['tzf', file], { encoding: 'utf8' }).split('\n')).toContain('./step-100.pt');
 
     await client.delete(vsPath('first'));
-    await waitFor('tarball removed after the VolumeSnapshot is deleted (deletionPolicy Delete)', async () => !existsSync(file) && (await gone(vsPath('first'))));
+    await waitFor(
+      'tarball removed after the VolumeSnapshot is deleted (deletionPolicy Delete)',
+      async () => !existsSync(file) && (await gone(vsPath('first'))),
+    );
     await waitFor('VolumeSnapshotContent deleted', () => gone(`${SNAPSHOT_API}/volumesnapshotcontents/${ready.status?.boundVolumeSnapshotContentName}`));
   });
 
@@ -93,7 +102,10 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     // Clean up as an operator would: switch the content to Delete, then delete it.
     await client.mergePatch(contentPath, { spec: { deletionPolicy: 'Delete' } });
     await client.delete(contentPath);
-    await waitFor('retained tarball removed once its content is deleted with policy Delete', async () => !existsSync(stack.driver.snapshotFile(handle)) && (await gone(contentPath)));
+    await waitFor(
+      'retained tarball removed once its content is deleted with policy Delete',
+      async () => !existsSync(stack.driver.snapshotFile(handle)) && (await gone(contentPath)),
+    );
   });
 
   it('measures VolumeSnapshot create → readyToUse', async () => {
@@ -113,12 +125,17 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
     process.stderr.write(`  of which create → CreateSnapshot at the driver: ${toDriver.map((t) => t.toFixed(0)).join(', ')} ms\n`);
     const sorted = [...times].sort((a, b) => a - b);
     const p50 = sorted[Math.floor(sorted.length / 2)] ?? 0;
-    process.stderr.write(`VolumeSnapshot create → readyToUse: p50 ${p50.toFixed(0)} ms, min ${sorted[0]?.toFixed(0)} ms, max ${sorted.at(-1)?.toFixed(0)} ms (n=${times.length}; ${times.map((t) => t.toFixed(0)).join(', ')})\n`);
+    process.stderr.write(
+      `VolumeSnapshot create → readyToUse: p50 ${p50.toFixed(0)} ms, min ${sorted[0]?.toFixed(0)} ms, max ${sorted.at(-1)?.toFixed(0)} ms (n=${times.length}; ${times.map((t) => t.toFixed(0)).join(', ')})\n`,
+    );
     expect(stack.driver.snapshots().filter((s) => s.sourceVolumeId === vol.volume.id)).toHaveLength(5);
     for (let i = 0; i < 5; i++) await client.delete(vsPath(`timed-${i}`));
     await waitFor('timed snapshots deleted', async () => {
       const left = stack.driver.snapshots();
-      if (left.length > 0) throw new Error(`still at the driver: ${left.map((x) => x.name).join(', ')}; VolumeSnapshots: ${JSON.stringify((await client.get<{ items: VolumeSnapshotObject[] }>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots`)).items.map((v) => ({ name: v.metadata.name, finalizers: v.metadata.finalizers, status: v.status })))}`);
+      if (left.length > 0)
+        throw new Error(
+          `still at the driver: ${left.map((x) => x.name).join(', ')}; VolumeSnapshots: ${JSON.stringify((await client.get<{ items: VolumeSnapshotObject[] }>(`${SNAPSHOT_API}/namespaces/${NS}/volumesnapshots`)).items.map((v) => ({ name: v.metadata.name, finalizers: v.metadata.finalizers, status: v.status })))}`,
+        );
       return true;
     });
   });
@@ -147,7 +164,9 @@ describe('the CSI snapshot stack (real snapshot-controller + csi-snapshotter, st
       return v.status?.error?.message !== undefined ? v : undefined;
     });
     process.stderr.write(`full storage → VolumeSnapshot status.error: ${vs.status?.error?.message}\n`);
-    expect(vs.status?.error?.message).toMatch(/ResourceExhausted desc = storage full: snapshot snapshot-[0-9a-f-]+ of volume vol-\w+ needs \d+ bytes; \d+ of \d+ bytes are used, \d+ free/);
+    expect(vs.status?.error?.message).toMatch(
+      /ResourceExhausted desc = storage full: snapshot snapshot-[0-9a-f-]+ of volume vol-\w+ needs \d+ bytes; \d+ of \d+ bytes are used, \d+ free/,
+    );
     expect(vs.status?.readyToUse).not.toBe(true);
     expect(stack.driver.snapshots()).toHaveLength(before);
     await client.delete(vsPath('too-big'));

@@ -95,28 +95,54 @@ export async function startSnapshotStack(plane: ControlPlane, opts: SnapshotStac
   const client = opts.client ?? new KubeClient(plane.kubeConfig());
   const binDir = opts.binDir ?? (await ensureSnapshotComponents(opts.log ? { log: opts.log } : {}));
   await applyCrdObjects(client, upstreamCrds('snapshots'));
-  const driver = await startStandInCsiDriver({ stateDir: opts.stateDir ?? join(plane.dir, 'csi'), ...(opts.capacityBytes !== undefined ? { capacityBytes: opts.capacityBytes } : {}), ...(opts.log ? { log: (l: string) => opts.log?.(`[stand-in-csi] ${l}`) } : {}) });
+  const driver = await startStandInCsiDriver({
+    stateDir: opts.stateDir ?? join(plane.dir, 'csi'),
+    ...(opts.capacityBytes !== undefined ? { capacityBytes: opts.capacityBytes } : {}),
+    ...(opts.log ? { log: (l: string) => opts.log?.(`[stand-in-csi] ${l}`) } : {}),
+  });
   try {
-    await client.post('/apis/storage.k8s.io/v1/csidrivers', {
-      apiVersion: 'storage.k8s.io/v1',
-      kind: 'CSIDriver',
-      metadata: { name: driver.name },
-      // No attach step (no ControllerPublish) and no pod info: the driver serves folders.
-      spec: { attachRequired: false, podInfoOnMount: false, volumeLifecycleModes: ['Persistent'] },
-    }).catch((e: unknown) => {
-      if (!isStatus(e, 409)) throw e;
-    });
-    const snapshotController = plane.startProcess('snapshot-controller', join(binDir, 'snapshot-controller'), [`--kubeconfig=${plane.kubeconfigPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS, ...(opts.controllerArgs ?? [])]);
-    const csiSnapshotter = plane.startProcess('csi-snapshotter', join(binDir, 'csi-snapshotter'), [`--kubeconfig=${plane.kubeconfigPath}`, `--csi-address=${driver.socketPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS, ...(opts.snapshotterArgs ?? [])]);
+    await client
+      .post('/apis/storage.k8s.io/v1/csidrivers', {
+        apiVersion: 'storage.k8s.io/v1',
+        kind: 'CSIDriver',
+        metadata: { name: driver.name },
+        // No attach step (no ControllerPublish) and no pod info: the driver serves folders.
+        spec: { attachRequired: false, podInfoOnMount: false, volumeLifecycleModes: ['Persistent'] },
+      })
+      .catch((e: unknown) => {
+        if (!isStatus(e, 409)) throw e;
+      });
+    const snapshotController = plane.startProcess('snapshot-controller', join(binDir, 'snapshot-controller'), [
+      `--kubeconfig=${plane.kubeconfigPath}`,
+      '--leader-election=false',
+      '--retry-interval-start=500ms',
+      ...RATE_ARGS,
+      ...(opts.controllerArgs ?? []),
+    ]);
+    const csiSnapshotter = plane.startProcess('csi-snapshotter', join(binDir, 'csi-snapshotter'), [
+      `--kubeconfig=${plane.kubeconfigPath}`,
+      `--csi-address=${driver.socketPath}`,
+      '--leader-election=false',
+      '--retry-interval-start=500ms',
+      ...RATE_ARGS,
+      ...(opts.snapshotterArgs ?? []),
+    ]);
     const provisionerBin = opts.withProvisioner === true ? await ensureCsiProvisioner(opts.log ? { log: opts.log } : {}) : undefined;
     const csiProvisioner =
       provisionerBin === undefined
         ? undefined
-        : plane.startProcess('csi-provisioner', join(provisionerBin, 'csi-provisioner'), [`--kubeconfig=${plane.kubeconfigPath}`, `--csi-address=${driver.socketPath}`, '--leader-election=false', '--retry-interval-start=500ms', ...RATE_ARGS]);
+        : plane.startProcess('csi-provisioner', join(provisionerBin, 'csi-provisioner'), [
+            `--kubeconfig=${plane.kubeconfigPath}`,
+            `--csi-address=${driver.socketPath}`,
+            '--leader-election=false',
+            '--retry-interval-start=500ms',
+            ...RATE_ARGS,
+          ]);
     await waitFor(
       'csi-snapshotter to connect to the stand-in CSI driver',
       async () => {
-        for (const p of [snapshotController, csiSnapshotter, ...(csiProvisioner ? [csiProvisioner] : [])]) if (!p.alive()) throw new Error(`${p.logPath} ended:\n${p.tail().join('\n')}`);
+        for (const p of [snapshotController, csiSnapshotter, ...(csiProvisioner ? [csiProvisioner] : [])])
+          if (!p.alive()) throw new Error(`${p.logPath} ended:\n${p.tail().join('\n')}`);
         return driver.calls('ControllerGetCapabilities') > 0;
       },
       60_000,
@@ -194,7 +220,14 @@ export async function createStaticVolume(stack: SnapshotStack, o: StaticVolumeOp
 
 /** A StorageClass of the driver (csi-provisioner serves it; Immediate binding, Delete). */
 export function storageClass(name: string, driver: string): Record<string, unknown> {
-  return { apiVersion: 'storage.k8s.io/v1', kind: 'StorageClass', metadata: { name }, provisioner: driver, reclaimPolicy: 'Delete', volumeBindingMode: 'Immediate' };
+  return {
+    apiVersion: 'storage.k8s.io/v1',
+    kind: 'StorageClass',
+    metadata: { name },
+    provisioner: driver,
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+  };
 }
 
 /** A PVC restored from a VolumeSnapshot (csi-provisioner creates the volume from the snapshot's tarball). */
@@ -203,7 +236,12 @@ export function restoredClaim(namespace: string, name: string, snapshotName: str
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
     metadata: { name, namespace },
-    spec: { accessModes: ['ReadWriteMany'], storageClassName, dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshotName }, resources: { requests: { storage: String(bytes) } } },
+    spec: {
+      accessModes: ['ReadWriteMany'],
+      storageClassName,
+      dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: snapshotName },
+      resources: { requests: { storage: String(bytes) } },
+    },
   };
 }
 
@@ -214,7 +252,12 @@ export function volumeSnapshotClass(name: string, driver: string, deletionPolicy
 
 /** A VolumeSnapshot of a PVC. */
 export function volumeSnapshot(namespace: string, name: string, pvcName: string, className: string): Record<string, unknown> {
-  return { apiVersion: 'snapshot.storage.k8s.io/v1', kind: 'VolumeSnapshot', metadata: { name, namespace }, spec: { volumeSnapshotClassName: className, source: { persistentVolumeClaimName: pvcName } } };
+  return {
+    apiVersion: 'snapshot.storage.k8s.io/v1',
+    kind: 'VolumeSnapshot',
+    metadata: { name, namespace },
+    spec: { volumeSnapshotClassName: className, source: { persistentVolumeClaimName: pvcName } },
+  };
 }
 
 export interface VolumeSnapshotStatus {

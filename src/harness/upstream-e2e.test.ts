@@ -19,7 +19,10 @@ describe('readGinkgoReport', () => {
         { LeafNodeType: 'SynchronizedBeforeSuite', State: 'passed' },
         spec('validates that NodeSelector is respected if matching [Conformance]', 'passed'),
         spec('validates resource limits of pods that are allowed to run [Conformance]', 'failed', {
-          Failure: { Message: 'Expected\n    <int>: 1\nto equal\n    <int>: 0', Location: { FileName: '/root/go/pkg/mod/k8s.io/kubernetes@v1.36.3/test/e2e/scheduling/predicates.go', LineNumber: 1162 } },
+          Failure: {
+            Message: 'Expected\n    <int>: 1\nto equal\n    <int>: 0',
+            Location: { FileName: '/root/go/pkg/mod/k8s.io/kubernetes@v1.36.3/test/e2e/scheduling/predicates.go', LineNumber: 1162 },
+          },
         }),
         spec('verify pod overhead is accounted for', 'timedout'),
         spec('validates local ephemeral storage resource limits of pods that are allowed to run', 'skipped'),
@@ -64,7 +67,12 @@ describe('anyOf', () => {
 
 describe('missingAllocatable', () => {
   it('copies extended resources a test put in capacity only, never what a kubelet computes itself', () => {
-    const node = { status: { capacity: { cpu: '8', pods: '110', 'example.com/beardsecond': '1000', 'scheduling.k8s.io/foo': '5' }, allocatable: { cpu: '7', 'scheduling.k8s.io/foo': '5' } } };
+    const node = {
+      status: {
+        capacity: { cpu: '8', pods: '110', 'example.com/beardsecond': '1000', 'scheduling.k8s.io/foo': '5' },
+        allocatable: { cpu: '7', 'scheduling.k8s.io/foo': '5' },
+      },
+    };
     expect(missingAllocatable(node)).toEqual({ 'example.com/beardsecond': '1000' });
   });
 });

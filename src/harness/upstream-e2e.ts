@@ -26,7 +26,10 @@ export function runEnsureScript(script: string, log: (line: string) => void): Pr
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      const dir = out.filter((l) => l.trim() !== '').at(-1)?.trim();
+      const dir = out
+        .filter((l) => l.trim() !== '')
+        .at(-1)
+        ?.trim();
       if (code === 0 && dir !== undefined) resolvePromise(dir);
       else reject(new Error(`${script} failed (exit code ${code}):\n${errTail.join('\n')}`));
     });
@@ -150,7 +153,11 @@ export function runE2eSuite(o: SuiteRunOptions): Promise<number> {
   ];
   const out = createWriteStream(o.logPath, { flags: 'a' });
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(join(o.binDir, 'e2e.test'), args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: { ...process.env, KUBECONFIG: o.kubeconfig } });
+    const child = spawn(join(o.binDir, 'e2e.test'), args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: { ...process.env, KUBECONFIG: o.kubeconfig },
+    });
     const kill = (): void => {
       if (child.pid !== undefined) {
         try {

@@ -6,7 +6,16 @@ import { LiveArrivals } from './arrival-forecast.ts';
 const MIN = 60_000;
 const job = (id: string, queue: string, atMin: number, gpusPerPod: number, pods = 1): QueuedJob => {
   const members = Array.from({ length: pods }, (_, i) => makePod(`${id}-${i}`, { gpuCount: gpusPerPod }, pods > 1 ? { gang: id, queue } : { queue }));
-  return { id, queue, priority: 5, arrivalMs: atMin * MIN, gang: { name: id, minMember: pods, members, topology: { preferred: 'rack' }, priority: 5, queue }, estRuntimeMs: 1, namespace: 'ml', priorityClass: 'high' };
+  return {
+    id,
+    queue,
+    priority: 5,
+    arrivalMs: atMin * MIN,
+    gang: { name: id, minMember: pods, members, topology: { preferred: 'rack' }, priority: 5, queue },
+    estRuntimeMs: 1,
+    namespace: 'ml',
+    priorityClass: 'high',
+  };
 };
 
 describe('live arrival forecast', () => {

@@ -103,7 +103,9 @@ export class KubeBinder implements Binder {
   /** Writes (or with null clears) the pod's status.nominatedNodeName; informative, so a failure is only logged. */
   private nominate(podId: string, node: string | null): void {
     this.nominatedPods[node === null ? 'delete' : 'add'](podId);
-    const task = this.client.request('PATCH', `${podPath(podId)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { nominatedNodeName: node } } }).catch((e: unknown) => this.opts.log(`nominate ${podId} → ${node ?? '(none)'}: ${(e as Error).message}`));
+    const task = this.client
+      .request('PATCH', `${podPath(podId)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { nominatedNodeName: node } } })
+      .catch((e: unknown) => this.opts.log(`nominate ${podId} → ${node ?? '(none)'}: ${(e as Error).message}`));
     this.inFlight.track(task);
   }
 
@@ -127,7 +129,10 @@ export class KubeBinder implements Binder {
   }
 
   private start(batch: BindBatch): Promise<void> {
-    const bind = (): Promise<void> => (batch.gang === undefined && batch.requests.length === 1 ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined) : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests));
+    const bind = (): Promise<void> =>
+      batch.gang === undefined && batch.requests.length === 1
+        ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined)
+        : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests);
     // VolumeBinding's PreBind first, for pods whose claims SITS chose a PV or a node to provision on.
     const task = this.volumes.needsPreBind(batch.requests) ? this.volumes.preBind(batch.requests).then((ok) => (ok ? bind() : undefined)) : bind();
     this.inFlight.track(task);
@@ -150,7 +155,12 @@ export class KubeBinder implements Binder {
       this.opts.bound?.((performance.now() - t0) / 1000, true);
       this.stats.bound++;
       this.nominatedPods.delete(r.podId);
-      if (event) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})` });
+      if (event)
+        this.opts.events.emit({
+          kind: 'Scheduled',
+          subject: r.podId,
+          message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})`,
+        });
       if (nccl?.problem !== undefined) this.opts.log(`pod ${r.podId}: NCCL topology file left to NCCL's own detection: ${nccl.problem}`);
     } catch (e) {
       this.opts.bound?.((performance.now() - t0) / 1000, false);
@@ -168,7 +178,14 @@ export class KubeBinder implements Binder {
     const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
     const annotate = plan.map((r) =>
       this.client.mergePatch(podStatusPath(r.podId), {
-        metadata: { annotations: { [ANNOTATION.assignedNode]: r.node, [ANNOTATION.gpuIndices]: r.gpus.join(','), [ANNOTATION.planId]: planId, [ANNOTATION.planSize]: String(plan.length) } },
+        metadata: {
+          annotations: {
+            [ANNOTATION.assignedNode]: r.node,
+            [ANNOTATION.gpuIndices]: r.gpus.join(','),
+            [ANNOTATION.planId]: planId,
+            [ANNOTATION.planSize]: String(plan.length),
+          },
+        },
       }),
     );
     const results = await Promise.allSettled(annotate);
@@ -196,7 +213,12 @@ export class KubeBinder implements Binder {
       return;
     }
     this.stats.gangsBound++;
-    for (const r of plan) this.opts.events.emit({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'}; gang ${name})` });
+    for (const r of plan)
+      this.opts.events.emit({
+        kind: 'Scheduled',
+        subject: r.podId,
+        message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'}; gang ${name})`,
+      });
   }
 
   /** After (re)gaining leadership: finish or undo every gang plan left by a previous leader. */

@@ -29,7 +29,10 @@ async function pemKey(k: CryptoKey): Promise<string> {
   return x509.PemConverter.encode(der, 'PRIVATE KEY');
 }
 
-const serial = (): string => Buffer.from(webcrypto.getRandomValues(new Uint8Array(16))).toString('hex').replace(/^[89a-f]/, '1');
+const serial = (): string =>
+  Buffer.from(webcrypto.getRandomValues(new Uint8Array(16)))
+    .toString('hex')
+    .replace(/^[89a-f]/, '1');
 
 /** Certificates start a minute early: a peer whose clock is slightly behind still accepts a fresh one. */
 export const BACKDATE_MS = 60_000;
@@ -92,7 +95,11 @@ export async function issue(ca: CertificateAuthority, o: LeafOptions): Promise<C
 }
 
 /** A serving certificate for an endpoint without one: its own throw-away CA, returned as the CA too. */
-export async function selfSignedServing(dnsNames: readonly string[], ips: readonly string[], lifetimeMs = 365 * 86_400_000): Promise<CertPair & { readonly ca: string }> {
+export async function selfSignedServing(
+  dnsNames: readonly string[],
+  ips: readonly string[],
+  lifetimeMs = 365 * 86_400_000,
+): Promise<CertPair & { readonly ca: string }> {
   const ca = await createCa(`sits-self-signed-ca@${Math.floor(Date.now() / 1000)}`, lifetimeMs);
   const leaf = await issue(ca, { commonName: dnsNames[0] ?? ips[0] ?? 'localhost', dnsNames, ips, lifetimeMs });
   return { ...leaf, ca: ca.cert };
@@ -138,7 +145,12 @@ export function issuedBy(pem: string, caPem: string): boolean {
  * Certificate and key files renewed in place (cert-manager, a mounted Secret): polled every `intervalMs`, and
  * the pair handed to `onChange` when either file's mtime moved and both read. Returns the stop function.
  */
-export function watchCertFiles(files: { readonly certFile: string; readonly keyFile: string }, intervalMs: number, onChange: (pair: CertPair) => void, log: (m: string) => void): () => void {
+export function watchCertFiles(
+  files: { readonly certFile: string; readonly keyFile: string },
+  intervalMs: number,
+  onChange: (pair: CertPair) => void,
+  log: (m: string) => void,
+): () => void {
   const stamp = (): string => `${statSync(files.certFile).mtimeMs}/${statSync(files.keyFile).mtimeMs}`;
   let seen = stamp();
   // A pair that does not load is logged once per change of the files (and retried: the key may follow the cert).

@@ -35,13 +35,26 @@ describe('KubeCheckpointRequester on the real apiserver', () => {
   it('annotates the pods and the TrainingJob; the running job reads the request and the commit back', async () => {
     await client.post(`${API_PATH}/namespaces/ck/trainingjobs`, { ...SEED_TRAINING_JOB, metadata: { name: 'bert', namespace: 'ck' } });
     const labels = { [LABEL.trainingJob]: 'bert', [LABEL.podGroup]: 'bert' };
-    await createPods(client, [0, 1].map((r) => testPod('ck', `bert-${r}`, { gpus: 4, labels, annotations: { [ANNOTATION.checkpointable]: 'true' } })));
-    for (const r of [0, 1]) await client.post(`/api/v1/namespaces/ck/pods/bert-${r}/binding`, { apiVersion: 'v1', kind: 'Binding', metadata: { name: `bert-${r}` }, target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' } });
+    await createPods(
+      client,
+      [0, 1].map((r) => testPod('ck', `bert-${r}`, { gpus: 4, labels, annotations: { [ANNOTATION.checkpointable]: 'true' } })),
+    );
+    for (const r of [0, 1])
+      await client.post(`/api/v1/namespaces/ck/pods/bert-${r}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name: `bert-${r}` },
+        target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' },
+      });
     const askedAt = Date.parse('2026-12-01T17:00:00.000Z');
     // The scheduler's cache, as a test-held copy: it lags the apiserver until `cached` is refreshed.
     const view = async (): Promise<ReturnType<typeof runningJobs>> => runningJobs(await listPods(client, 'ck'), SCHEDULER_NAME, () => undefined, 3_600_000);
     let cached = await listPods(client, 'ck');
-    const req = new KubeCheckpointRequester(client, { log: (m) => logs.push(m), nowMs: () => askedAt, pod: (k) => cached.find((p) => `ck/${p.metadata?.name}` === k) });
+    const req = new KubeCheckpointRequester(client, {
+      log: (m) => logs.push(m),
+      nowMs: () => askedAt,
+      pod: (k) => cached.find((p) => `ck/${p.metadata?.name}` === k),
+    });
     const stale = runningJobs(cached, SCHEDULER_NAME, () => undefined, 3_600_000);
     expect(checkpointStep(stale.get('gang:ck/bert') as NonNullable<ReturnType<typeof stale.get>>, askedAt, 300_000)).toBe('request');
     req.request(['ck/bert-0', 'ck/bert-1'], 'gang:ck/urgent', askedAt + 300_000);
@@ -63,14 +76,21 @@ describe('KubeCheckpointRequester on the real apiserver', () => {
     expect(before).toMatchObject({ checkpointable: true, checkpointRequestedMs: askedAt, podIds: ['ck/bert-0', 'ck/bert-1'] });
     expect(checkpointStep(before as NonNullable<typeof before>, askedAt + 30_000, 300_000)).toBe('pending');
     // The TrainingJob controller's part on commit: last-checkpoint on every pod.
-    for (const r of [0, 1]) await client.mergePatch(`/api/v1/namespaces/ck/pods/bert-${r}`, { metadata: { annotations: { [ANNOTATION.lastCheckpoint]: '2026-12-01T17:00:40.000Z' } } });
+    for (const r of [0, 1])
+      await client.mergePatch(`/api/v1/namespaces/ck/pods/bert-${r}`, {
+        metadata: { annotations: { [ANNOTATION.lastCheckpoint]: '2026-12-01T17:00:40.000Z' } },
+      });
     const after = (await view()).get('gang:ck/bert');
     expect(checkpointStep(after as NonNullable<typeof after>, askedAt + 45_000, 300_000)).toBe('ready');
   });
 
   it('a job without a TrainingJob still gets the pods annotated; a missing object is logged, not thrown', async () => {
     await createPods(client, [testPod('ck', 'lone', { gpus: 1 })]);
-    const req = new KubeCheckpointRequester(client, { log: (m) => logs.push(m), nowMs: () => Date.now(), pod: (p) => (p === 'ck/lone' ? { metadata: { name: 'lone', namespace: 'ck', labels: { [LABEL.trainingJob]: 'gone' } } } : undefined) });
+    const req = new KubeCheckpointRequester(client, {
+      log: (m) => logs.push(m),
+      nowMs: () => Date.now(),
+      pod: (p) => (p === 'ck/lone' ? { metadata: { name: 'lone', namespace: 'ck', labels: { [LABEL.trainingJob]: 'gone' } } } : undefined),
+    });
     req.request(['ck/lone'], 'x', Date.now() + 1000);
     await req.drain();
     const pod = await client.get<V1Pod>('/api/v1/namespaces/ck/pods/lone');

@@ -52,7 +52,9 @@ export class KubeCheckpointRequester {
       this.inFlight.track(this.patch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, jobPatch, `TrainingJob ${key}`));
     }
     this.stats.requested++;
-    this.opts.log(`checkpoint asked of ${podIds.length} pod(s)${jobs.size === 0 ? '' : ` of ${[...jobs].join(', ')}`} for ${by}; evicted by ${new Date(deadlineMs).toISOString()} at the latest`);
+    this.opts.log(
+      `checkpoint asked of ${podIds.length} pod(s)${jobs.size === 0 ? '' : ` of ${[...jobs].join(', ')}`} for ${by}; evicted by ${new Date(deadlineMs).toISOString()} at the latest`,
+    );
   }
 
   /**

@@ -5,7 +5,12 @@ import { waitFor } from '../harness/e2e-kit.ts';
 import { isStatus, KubeApiError, KubeClient, warningTexts, type WatchEvent } from './client.ts';
 
 const PODS = '/api/v1/namespaces/ns/pods';
-const pod = (name: string, extra: Record<string, unknown> = {}): { metadata: { name: string }; [k: string]: unknown } => ({ apiVersion: 'v1', kind: 'Pod', metadata: { name }, ...extra });
+const pod = (name: string, extra: Record<string, unknown> = {}): { metadata: { name: string }; [k: string]: unknown } => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name },
+  ...extra,
+});
 
 let fake: FakeApiServer;
 let client: KubeClient;
@@ -28,7 +33,10 @@ describe('KubeClient against a fake apiserver', () => {
     expect(post?.headers['content-type']).toBe('application/json');
     expect(post?.body).toEqual(pod('a', { spec: { nodeName: '' } }));
 
-    const patched = await client.mergePatch<{ spec: { nodeName: string }; metadata: { labels: Record<string, string> } }>(`${PODS}/a`, { spec: { nodeName: 'n1' }, metadata: { labels: { x: '1' } } });
+    const patched = await client.mergePatch<{ spec: { nodeName: string }; metadata: { labels: Record<string, string> } }>(`${PODS}/a`, {
+      spec: { nodeName: 'n1' },
+      metadata: { labels: { x: '1' } },
+    });
     expect(patched.spec.nodeName).toBe('n1');
     expect(patched.metadata.labels).toEqual({ x: '1' });
     expect(fake.requestsWhere({ method: 'PATCH' })[0]?.headers['content-type']).toBe('application/merge-patch+json');
@@ -103,7 +111,12 @@ describe('KubeClient against a fake apiserver', () => {
       while (released < 10) {
         // Each release lets exactly one more in: the server holds min(3, left) and has seen no more than that.
         const expectNow = Math.min(3, 10 - released);
-        await waitFor(`${expectNow} requests in flight at the server`, async () => held.length === released + expectNow && fake.inFlight === expectNow, 30_000, 10);
+        await waitFor(
+          `${expectNow} requests in flight at the server`,
+          async () => held.length === released + expectNow && fake.inFlight === expectNow,
+          30_000,
+          10,
+        );
         held[released++]?.();
       }
     } finally {
@@ -139,7 +152,14 @@ describe('KubeClient against a fake apiserver', () => {
       if (!r.watch) return false;
       res.writeHead(200, { 'Content-Type': 'application/json' });
       res.flushHeaders();
-      const pieces = ['{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}', '}}\n{"type":"MODI', 'FIED","object":{"metadata":{"name":"a","resourceVersion":"6"}}}\r\n\n', '{"type":"DELETED","object":{"metadata":{"name":"é","resourceVersion":"7"}}}\n', 'not json\n', '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"8"}}}\n'];
+      const pieces = [
+        '{"type":"ADDED","object":{"metadata":{"name":"a","resourceVersion":"5"}',
+        '}}\n{"type":"MODI',
+        'FIED","object":{"metadata":{"name":"a","resourceVersion":"6"}}}\r\n\n',
+        '{"type":"DELETED","object":{"metadata":{"name":"é","resourceVersion":"7"}}}\n',
+        'not json\n',
+        '{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"8"}}}\n',
+      ];
       for (const p of pieces) {
         // A multi-byte character split between two chunks, too.
         if (p.includes('é')) {
@@ -198,7 +218,12 @@ describe('KubeClient against a fake apiserver', () => {
       gone.create(PODS, pod('b'));
       gone.compact();
       let err: Error | undefined | 'pending' = 'pending';
-      await c2.watch(PODS, { resourceVersion: '1' }, () => undefined, (e) => (err = e));
+      await c2.watch(
+        PODS,
+        { resourceVersion: '1' },
+        () => undefined,
+        (e) => (err = e),
+      );
       await waitFor('the watch to fail', async () => err !== 'pending');
       expect(err).toBeInstanceOf(KubeApiError);
       expect(err).toMatchObject({ status: 410, reason: 'Expired', method: 'WATCH' });
@@ -209,7 +234,12 @@ describe('KubeClient against a fake apiserver', () => {
         return true;
       });
       let err2: Error | undefined | 'pending' = 'pending';
-      await c2.watch(PODS, {}, () => undefined, (e) => (err2 = e));
+      await c2.watch(
+        PODS,
+        {},
+        () => undefined,
+        (e) => (err2 = e),
+      );
       await waitFor('the second watch to fail', async () => err2 !== 'pending');
       expect(err2).toMatchObject({ status: 503, reason: 'Service Unavailable', message: expect.stringContaining('no healthy upstream') as unknown });
     } finally {

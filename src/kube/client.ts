@@ -90,13 +90,17 @@ export class KubeClient {
     if (cluster?.skipTLSVerify === true) tls.rejectUnauthorized = false;
     const headers: Record<string, string> = {};
     for (const [k, v] of Object.entries(opts.headers)) headers[k] = String(v);
-    if (typeof (opts as { auth?: unknown }).auth === 'string') headers.Authorization = `Basic ${Buffer.from((opts as { auth: string }).auth).toString('base64')}`;
+    if (typeof (opts as { auth?: unknown }).auth === 'string')
+      headers.Authorization = `Basic ${Buffer.from((opts as { auth: string }).auth).toString('base64')}`;
     const changedTls = this.auth === undefined || JSON.stringify(this.auth.tls) !== JSON.stringify(tls);
     this.auth = { headers, tls };
     this.authAt = now;
     if (changedTls || this.agent === undefined) {
       this.agent?.destroy();
-      this.agent = this.server.protocol === 'https:' ? new https.Agent({ ...tls, keepAlive: true, maxSockets: this.maxInFlight + 8 }) : new http.Agent({ keepAlive: true, maxSockets: this.maxInFlight + 8 });
+      this.agent =
+        this.server.protocol === 'https:'
+          ? new https.Agent({ ...tls, keepAlive: true, maxSockets: this.maxInFlight + 8 })
+          : new http.Agent({ keepAlive: true, maxSockets: this.maxInFlight + 8 });
     }
     return this.auth;
   }
@@ -216,39 +220,43 @@ export class KubeClient {
       done = true;
       onDone(err);
     };
-    const req = mod.request(u, { method: 'GET', agent: this.agent, headers: { ...auth.headers, Accept: 'application/json', 'User-Agent': this.userAgent } }, (res) => {
-      res.on('error', (e) => finish(e));
-      const status = res.statusCode ?? 0;
-      if (status !== 200) {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let st: { reason?: string; message?: string } = {};
-          try {
-            st = (JSON.parse(text) ?? {}) as typeof st;
-          } catch {
-            // not JSON (a proxy's page): the reason phrase and the text, as request() reports them
-          }
-          finish(new KubeApiError(status, st.reason ?? res.statusMessage ?? '', st.message ?? text.slice(0, 500), 'WATCH', u.pathname));
-        });
-        return;
-      }
-      const lines = createInterface({ input: res, crlfDelay: Number.POSITIVE_INFINITY });
-      lines.on('line', (line) => {
-        if (done || line.trim() === '') return;
-        let ev: WatchEvent<T>;
-        try {
-          ev = JSON.parse(line) as WatchEvent<T>;
-        } catch {
+    const req = mod.request(
+      u,
+      { method: 'GET', agent: this.agent, headers: { ...auth.headers, Accept: 'application/json', 'User-Agent': this.userAgent } },
+      (res) => {
+        res.on('error', (e) => finish(e));
+        const status = res.statusCode ?? 0;
+        if (status !== 200) {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let st: { reason?: string; message?: string } = {};
+            try {
+              st = (JSON.parse(text) ?? {}) as typeof st;
+            } catch {
+              // not JSON (a proxy's page): the reason phrase and the text, as request() reports them
+            }
+            finish(new KubeApiError(status, st.reason ?? res.statusMessage ?? '', st.message ?? text.slice(0, 500), 'WATCH', u.pathname));
+          });
           return;
         }
-        onEvent(ev);
-      });
-      lines.on('close', () => finish());
-      // readline re-emits input errors (e.g. a reset connection) on the interface itself.
-      lines.on('error', (e) => finish(e));
-    });
+        const lines = createInterface({ input: res, crlfDelay: Number.POSITIVE_INFINITY });
+        lines.on('line', (line) => {
+          if (done || line.trim() === '') return;
+          let ev: WatchEvent<T>;
+          try {
+            ev = JSON.parse(line) as WatchEvent<T>;
+          } catch {
+            return;
+          }
+          onEvent(ev);
+        });
+        lines.on('close', () => finish());
+        // readline re-emits input errors (e.g. a reset connection) on the interface itself.
+        lines.on('error', (e) => finish(e));
+      },
+    );
     req.on('error', (e) => finish(e));
     req.end();
     return {

@@ -8,7 +8,12 @@ function node(name: string): V1Node {
   const o = nodeObjectFor(name, 'dgx-h100', { zone: 'z', block: 'b', rack: 'r' });
   return { metadata: { name, labels: o.labels, annotations: o.annotations }, status: { capacity: o.capacity, allocatable: o.capacity } };
 }
-const bound = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, 'ai.sits2026.dev/gpu-indices': gpus } }, spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName }, status: { phase: 'Running' } });
+const bound = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({
+  ...p,
+  metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, 'ai.sits2026.dev/gpu-indices': gpus } },
+  spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName },
+  status: { phase: 'Running' },
+});
 
 describe('ClusterCache: the snapshot changes only when a cycle takes it', () => {
   it('watch events are applied at the next snapshot, not before; releases say so once', () => {
@@ -32,7 +37,7 @@ describe('ClusterCache: the snapshot changes only when a cycle takes it', () => 
     expect(cache.snapshot().freed).toBe(false);
   });
 
-  it('an assumed allocation survives the pod\'s unbound updates until the watch confirms it; forget releases it', () => {
+  it("an assumed allocation survives the pod's unbound updates until the watch confirms it; forget releases it", () => {
     const cache = new ClusterCache();
     cache.upsertNode(node('n-0'));
     const pod = testPod('ns', 'b', { gpus: 1 });

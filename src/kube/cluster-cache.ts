@@ -14,7 +14,14 @@ import { defaultNamespaceLabels } from '../core/plugins/inter-pod-affinity/terms
 import { placeExisting } from '../core/snapshot/place-existing.ts';
 import { VolumeCatalog, type AllocationVolumes } from '../core/snapshot/volume-catalog.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../core/model/volume.ts';
-import { readPersistentVolume, readPersistentVolumeClaim, readStorageClass, type PersistentVolumeClaimLike, type PersistentVolumeLike, type StorageClassLike } from '../api/storage.ts';
+import {
+  readPersistentVolume,
+  readPersistentVolumeClaim,
+  readStorageClass,
+  type PersistentVolumeClaimLike,
+  type PersistentVolumeLike,
+  type StorageClassLike,
+} from '../api/storage.ts';
 import { ANNOTATION, SCHEDULER_NAME } from '../api/wire.ts';
 import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import { nodeFromK8s, parseGpuIndices, podFromK8s, podHoldsResources, podKey } from './labels.ts';
@@ -46,7 +53,13 @@ export class ClusterCache {
   /** Namespace labels (for namespaceSelector in pod affinity terms), when the namespaces watch runs. */
   private readonly nsLabels = new Map<string, Readonly<Record<string, string>>>();
   /** Storage objects (ADR 0070), when their watches run; `undefined` until then (claims are then not found). */
-  private storage: { pvs: Map<string, { obj: V1PersistentVolume; pv: PersistentVolume }>; pvcs: Map<string, { obj: V1PersistentVolumeClaim; claim: PersistentVolumeClaim }>; classes: Map<string, StorageClass> } | undefined;
+  private storage:
+    | {
+        pvs: Map<string, { obj: V1PersistentVolume; pv: PersistentVolume }>;
+        pvcs: Map<string, { obj: V1PersistentVolumeClaim; claim: PersistentVolumeClaim }>;
+        classes: Map<string, StorageClass>;
+      }
+    | undefined;
   private storageDirty = false;
 
   constructor(
@@ -231,7 +244,15 @@ export class ClusterCache {
     // A pod with spec.nodeName is never ours to schedule (kube's NodeName: the kubelet runs it where it says);
     // a gated one waits outside the queue until its last gate is removed, which arrives as an update (ungated → pending).
     const gated = (p.spec?.schedulingGates?.length ?? 0) > 0;
-    if (ours && unbound && !gated && !this.assumed.has(key) && p.metadata?.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') {
+    if (
+      ours &&
+      unbound &&
+      !gated &&
+      !this.assumed.has(key) &&
+      p.metadata?.deletionTimestamp === undefined &&
+      p.status?.phase !== 'Succeeded' &&
+      p.status?.phase !== 'Failed'
+    ) {
       if (!this.pending.has(key)) {
         const spec = podFromK8s(p);
         if (!spec.ok) {
@@ -239,7 +260,13 @@ export class ClusterCache {
           this.log(spec.error);
         } else {
           this.problems.delete(key);
-          this.pending.set(key, { key, obj: p, spec: spec.value, createdMs: Date.parse(p.metadata?.creationTimestamp?.toString() ?? '') || 0, seq: this.seq++ });
+          this.pending.set(key, {
+            key,
+            obj: p,
+            spec: spec.value,
+            createdMs: Date.parse(p.metadata?.creationTimestamp?.toString() ?? '') || 0,
+            seq: this.seq++,
+          });
         }
       } else {
         const cur = this.pending.get(key) as PendingPod;

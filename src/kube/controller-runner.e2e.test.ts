@@ -26,7 +26,12 @@ interface ConfigMap extends WireObject {
 }
 
 /** The toy reconcile: pure, like every controller's. */
-function reconcileEcho(echo: Echo, cms: readonly ConfigMap[], nowMs: number, lastErrors: readonly ApplyFailure[]): { status?: Record<string, unknown>; actions: ControllerAction[] } {
+function reconcileEcho(
+  echo: Echo,
+  cms: readonly ConfigMap[],
+  nowMs: number,
+  lastErrors: readonly ApplyFailure[],
+): { status?: Record<string, unknown>; actions: ControllerAction[] } {
   const name = echo.metadata.name ?? '';
   const live = cms.filter((c) => c.metadata.deletionTimestamp === undefined);
   const del = (c: ConfigMap): ControllerAction => ({ op: 'delete', kind: 'ConfigMap', name: c.metadata.name ?? '', uid: c.metadata.uid ?? '' });
@@ -39,12 +44,18 @@ function reconcileEcho(echo: Echo, cms: readonly ConfigMap[], nowMs: number, las
     const cmName = `${name}-${key}`;
     const have = live.find((c) => c.metadata.name === cmName);
     if (have === undefined) {
-      const object: ConfigMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: cmName, namespace: echo.metadata.namespace, labels: { [OWNER_LABEL]: name } }, data: { value } } as ConfigMap;
+      const object: ConfigMap = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: cmName, namespace: echo.metadata.namespace, labels: { [OWNER_LABEL]: name } },
+        data: { value },
+      } as ConfigMap;
       actions.push({ op: 'create', kind: 'ConfigMap', object });
     } else if (have.data?.value !== value) actions.push({ op: 'patch', kind: 'ConfigMap', name: cmName, patch: { data: { value } } });
   }
   for (const c of live) if (!Object.keys(entries).some((k) => c.metadata.name === `${name}-${k}`)) actions.push(del(c));
-  if (actions.some((a) => a.op === 'create')) actions.push({ op: 'event', type: 'Normal', reason: 'Echoed', message: `creating ${actions.filter((a) => a.op === 'create').length} ConfigMap(s)` });
+  if (actions.some((a) => a.op === 'create'))
+    actions.push({ op: 'event', type: 'Normal', reason: 'Echoed', message: `creating ${actions.filter((a) => a.op === 'create').length} ConfigMap(s)` });
   const status = {
     configMaps: live.map((c) => `${c.metadata.name ?? ''}=${c.data?.value ?? ''}`).sort(),
     at: new Date(nowMs).toISOString(),
@@ -75,7 +86,15 @@ const ECHO_CRD = {
         served: true,
         storage: true,
         subresources: { status: {} },
-        schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } } },
+        schema: {
+          openAPIV3Schema: {
+            type: 'object',
+            properties: {
+              spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+              status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+            },
+          },
+        },
       },
     ],
   },
@@ -122,22 +141,39 @@ describe('controller runner with a toy definition', () => {
       await waitFor('Echo CRD served', async () => (await client.get<{ items: unknown[] }>(echoes(ns))).items !== undefined, 60_000, 200);
 
       await client.post(echoes(ns), { apiVersion: `${GROUP}/v1`, kind: 'Echo', metadata: { name: 'e1' }, spec: { entries: { a: '1', b: '2' } } });
-      const first = await waitFor('status lists both ConfigMaps', async () => {
-        const e = await getEcho(ns, 'e1');
-        return JSON.stringify(e.status?.configMaps) === JSON.stringify(['e1-a=1', 'e1-b=2']) ? e : undefined;
-      }, 60_000);
+      const first = await waitFor(
+        'status lists both ConfigMaps',
+        async () => {
+          const e = await getEcho(ns, 'e1');
+          return JSON.stringify(e.status?.configMaps) === JSON.stringify(['e1-a=1', 'e1-b=2']) ? e : undefined;
+        },
+        60_000,
+      );
       expect(first.status?.at).toBe(new Date(FIXED).toISOString());
       expect(first.metadata.finalizers).toEqual([FINALIZER]);
-      const events = (await client.get<{ items: { reason?: string; involvedObject?: { kind?: string; name?: string }; source?: { component?: string }; firstTimestamp?: string }[] }>(`/api/v1/namespaces/${ns}/events`)).items;
-      expect(events.filter((e) => e.reason === 'Echoed').map((e) => [e.involvedObject?.kind, e.involvedObject?.name, e.source?.component, e.firstTimestamp])).toEqual([['Echo', 'e1', 'toy-echo-controller', new Date(FIXED).toISOString().replace('.000', '')]]);
+      const events = (
+        await client.get<{
+          items: { reason?: string; involvedObject?: { kind?: string; name?: string }; source?: { component?: string }; firstTimestamp?: string }[];
+        }>(`/api/v1/namespaces/${ns}/events`)
+      ).items;
+      expect(
+        events.filter((e) => e.reason === 'Echoed').map((e) => [e.involvedObject?.kind, e.involvedObject?.name, e.source?.component, e.firstTimestamp]),
+      ).toEqual([['Echo', 'e1', 'toy-echo-controller', new Date(FIXED).toISOString().replace('.000', '')]]);
 
       // Change one value (patch), drop one entry (delete), add an invalid one (422, fed back to the next reconcile).
       const rv = (await getEcho(ns, 'e1')).metadata.resourceVersion;
       await client.mergePatch(echoes(ns, 'e1'), { metadata: { resourceVersion: rv }, spec: { entries: { a: '10', b: null, BAD: 'x' } } });
-      const second = await waitFor('patch, delete and the refused create show in status', async () => {
-        const e = await getEcho(ns, 'e1');
-        return JSON.stringify(e.status?.configMaps) === JSON.stringify(['e1-a=10']) && JSON.stringify(e.status?.errors) === JSON.stringify(['createConfigMap e1-BAD: 422']) ? e : undefined;
-      }, 60_000);
+      const second = await waitFor(
+        'patch, delete and the refused create show in status',
+        async () => {
+          const e = await getEcho(ns, 'e1');
+          return JSON.stringify(e.status?.configMaps) === JSON.stringify(['e1-a=10']) &&
+            JSON.stringify(e.status?.errors) === JSON.stringify(['createConfigMap e1-BAD: 422'])
+            ? e
+            : undefined;
+        },
+        60_000,
+      );
       expect(second.status?.errors).toEqual(['createConfigMap e1-BAD: 422']);
       expect((await configMaps(ns, 'e1')).map((c) => [c.metadata.name, c.data?.value])).toEqual([['e1-a', '10']]);
 
@@ -147,7 +183,11 @@ describe('controller runner with a toy definition', () => {
 
       // Deletion: the finalizer holds the Echo until its ConfigMaps are gone (no garbage collector runs here).
       await client.delete(echoes(ns, 'e1'));
-      await waitFor('Echo and its ConfigMaps gone', async () => (await configMaps(ns, 'e1')).length === 0 && (await client.get<{ items: unknown[] }>(echoes(ns))).items.length === 0, 60_000);
+      await waitFor(
+        'Echo and its ConfigMaps gone',
+        async () => (await configMaps(ns, 'e1')).length === 0 && (await client.get<{ items: unknown[] }>(echoes(ns))).items.length === 0,
+        60_000,
+      );
 
       // deleteSelf: the reconcile deletes the object itself.
       await client.post(echoes(ns), { apiVersion: `${GROUP}/v1`, kind: 'Echo', metadata: { name: 'e2' }, spec: { selfDestruct: true } });
@@ -160,8 +200,13 @@ describe('controller runner with a toy definition', () => {
       const n = (name: string, labels: Record<string, string>): number => sampleValue(after, name, labels) ?? -1;
       expect(n('controller_runtime_reconcile_total', { controller: 'echo', result: 'success' })).toBeGreaterThan(3);
       expect(n('controller_runtime_reconcile_total', { controller: 'echo', result: 'error' })).toBeGreaterThanOrEqual(1);
-      expect(n('controller_runtime_reconcile_errors_total', { controller: 'echo' })).toBe(n('controller_runtime_reconcile_total', { controller: 'echo', result: 'error' }));
-      const reconciles = ['success', 'error', 'requeue', 'requeue_after'].reduce((t, result) => t + n('controller_runtime_reconcile_total', { controller: 'echo', result }), 0);
+      expect(n('controller_runtime_reconcile_errors_total', { controller: 'echo' })).toBe(
+        n('controller_runtime_reconcile_total', { controller: 'echo', result: 'error' }),
+      );
+      const reconciles = ['success', 'error', 'requeue', 'requeue_after'].reduce(
+        (t, result) => t + n('controller_runtime_reconcile_total', { controller: 'echo', result }),
+        0,
+      );
       expect(n('controller_runtime_reconcile_time_seconds_count', { controller: 'echo' })).toBe(reconciles);
       expect(n('workqueue_adds_total', { name: 'echo' })).toBeGreaterThanOrEqual(reconciles);
       expect(n('workqueue_queue_duration_seconds_count', { name: 'echo' })).toBeGreaterThanOrEqual(reconciles);
@@ -196,7 +241,9 @@ describe('controller runner with a toy definition', () => {
     const gate = new Promise<void>((r) => (open = r));
     const gated = new Proxy(client, {
       get(target, prop) {
-        if (prop === 'mergePatch') return async (path: string, body: unknown) => (path.endsWith('/status') ? gate.then(() => target.mergePatch(path, body)) : target.mergePatch(path, body));
+        if (prop === 'mergePatch')
+          return async (path: string, body: unknown) =>
+            path.endsWith('/status') ? gate.then(() => target.mergePatch(path, body)) : target.mergePatch(path, body);
         const v: unknown = Reflect.get(target, prop);
         return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
       },
@@ -211,11 +258,19 @@ describe('controller runner with a toy definition', () => {
     const runner = await runController(gated, eager, { clock });
     try {
       await client.post(echoes(ns), { apiVersion: `${GROUP}/v1`, kind: 'Echo', metadata: { name: 'e4' }, spec: { entries: { now: '1', later: '2' } } });
-      await waitFor('the withStatus ConfigMap created while the status write waits', async () => (await configMaps(ns, 'e4')).some((c) => c.metadata.name === 'e4-now'), 60_000);
+      await waitFor(
+        'the withStatus ConfigMap created while the status write waits',
+        async () => (await configMaps(ns, 'e4')).some((c) => c.metadata.name === 'e4-now'),
+        60_000,
+      );
       expect((await configMaps(ns, 'e4')).map((c) => c.metadata.name)).toEqual(['e4-now']);
       expect((await getEcho(ns, 'e4')).status).toBeUndefined();
       open();
-      await waitFor('the other ConfigMap once the status is written', async () => (await configMaps(ns, 'e4')).length === 2 && (await getEcho(ns, 'e4')).status !== undefined, 60_000);
+      await waitFor(
+        'the other ConfigMap once the status is written',
+        async () => (await configMaps(ns, 'e4')).length === 2 && (await getEcho(ns, 'e4')).status !== undefined,
+        60_000,
+      );
     } finally {
       open();
       await runner.stop();

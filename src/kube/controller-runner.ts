@@ -153,14 +153,29 @@ export class ControllerRunner<P extends Primary = Primary> {
     for (const type of def.owned) this.indexes.set(type.kind, { type, index: new OwnerIndex(def.ownerLabel, enqueue) });
     for (const type of def.referenced ?? []) this.refs.set(type.kind, { type, objects: new Map() });
     const observer = opts.metrics?.register(this.noun, () => this.queue.depth);
-    this.queue = new WorkQueue((k) => this.process(k), opts.concurrency ?? 4, (k, e) => this.log(`${this.noun} ${k}: ${(e as Error).stack ?? String(e)}`), observer);
+    this.queue = new WorkQueue(
+      (k) => this.process(k),
+      opts.concurrency ?? 4,
+      (k, e) => this.log(`${this.noun} ${k}: ${(e as Error).stack ?? String(e)}`),
+      observer,
+    );
   }
 
   async start(): Promise<void> {
     const sel = { labelSelector: this.def.ownerLabel };
     const owned = [...this.indexes.values()].map(({ type, index }) => ({
       type: type as ResourceType,
-      r: new Reflector<WireObject>(this.client, resourcePath(type), { add: (o) => index.upsert(o), update: (o) => index.upsert(o), delete: (o) => index.remove(o), error: (e) => this.log(`${type.plural} watch: ${e.message}`) }, sel),
+      r: new Reflector<WireObject>(
+        this.client,
+        resourcePath(type),
+        {
+          add: (o) => index.upsert(o),
+          update: (o) => index.upsert(o),
+          delete: (o) => index.remove(o),
+          error: (e) => this.log(`${type.plural} watch: ${e.message}`),
+        },
+        sel,
+      ),
     }));
     const referenced = [...this.refs.values()].map(({ type, objects }) => {
       const changed = (o: WireObject): void => {
@@ -173,7 +188,12 @@ export class ControllerRunner<P extends Primary = Primary> {
       };
       return {
         type: type as ResourceType,
-        r: new Reflector<WireObject>(this.client, resourcePath(type), { add: upsert, update: upsert, delete: (o) => (objects.delete(objectKey(o)), changed(o)), error: (e) => this.log(`${type.plural} watch: ${e.message}`) }),
+        r: new Reflector<WireObject>(this.client, resourcePath(type), {
+          add: upsert,
+          update: upsert,
+          delete: (o) => (objects.delete(objectKey(o)), changed(o)),
+          error: (e) => this.log(`${type.plural} watch: ${e.message}`),
+        }),
       };
     });
     owned.push(...referenced);
@@ -220,7 +240,10 @@ export class ControllerRunner<P extends Primary = Primary> {
       const absent = e instanceof KubeApiError && e.status === 404;
       const message = absent ? 'absent' : (e as Error).message;
       if (message !== lastError) {
-        if (absent) this.log(`warning: ${type.kind} API not installed (${type.apiVersion} ${what}: 404)${type.whenAbsent === undefined ? '' : `: ${type.whenAbsent}`}; looking again with backoff up to ${ABSENT_RETRY_MAX_MS / 60_000} min`);
+        if (absent)
+          this.log(
+            `warning: ${type.kind} API not installed (${type.apiVersion} ${what}: 404)${type.whenAbsent === undefined ? '' : `: ${type.whenAbsent}`}; looking again with backoff up to ${ABSENT_RETRY_MAX_MS / 60_000} min`,
+          );
         else this.log(`${what}: ${message}; retrying in ${CRD_RETRY_MS / 1000}s`);
       }
       const again = (): void => {
@@ -265,7 +288,9 @@ export class ControllerRunner<P extends Primary = Primary> {
       if (created === undefined && deleted === undefined) continue;
       const objs = index.of(key);
       const names = new Set(objs.map((o) => o.metadata.name));
-      ok &&= [...(created ?? [])].every((n) => names.has(n)) && objs.every((o) => !(deleted?.has(o.metadata.uid ?? '') ?? false) || o.metadata.deletionTimestamp !== undefined);
+      ok &&=
+        [...(created ?? [])].every((n) => names.has(n)) &&
+        objs.every((o) => !(deleted?.has(o.metadata.uid ?? '') ?? false) || o.metadata.deletionTimestamp !== undefined);
     }
     if (ok || performance.now() >= e.deadline) {
       if (!ok) this.log(`${this.noun} ${key}: the watch did not confirm the last changes within ${EXPECTATION_TIMEOUT_MS / 1000}s; going on`);
@@ -288,7 +313,11 @@ export class ControllerRunner<P extends Primary = Primary> {
     for (const [kind, { index }] of this.indexes) owned.set(kind, index.of(key));
     const ns = obj.metadata.namespace ?? 'default';
     const referenced = new Map<string, readonly WireObject[]>();
-    for (const [kind, { type, objects }] of this.refs) referenced.set(kind, type.names(obj).flatMap((n) => objects.get(`${ns}/${n}`) ?? []));
+    for (const [kind, { type, objects }] of this.refs)
+      referenced.set(
+        kind,
+        type.names(obj).flatMap((n) => objects.get(`${ns}/${n}`) ?? []),
+      );
     const errors = this.lastErrors.get(key);
     const reconcile = async (span: TraceSpan | undefined): Promise<void> => {
       const started = performance.now();
@@ -300,16 +329,37 @@ export class ControllerRunner<P extends Primary = Primary> {
       }
     };
     const reconcileOnce = async (span: TraceSpan | undefined): Promise<ReconcileResult> => {
-      const res = this.def.reconcile({ object: obj, owned, ...(this.refs.size === 0 ? {} : { referenced }), nowMs: this.clock.nowMs(), ...(errors === undefined ? {} : { lastErrors: errors }) });
+      const res = this.def.reconcile({
+        object: obj,
+        owned,
+        ...(this.refs.size === 0 ? {} : { referenced }),
+        nowMs: this.clock.nowMs(),
+        ...(errors === undefined ? {} : { lastErrors: errors }),
+      });
       const phase = res.status?.phase;
-      span?.set({ 'sits.actions': res.actions.length, ...(typeof phase === 'string' ? { 'sits.phase': phase } : {}), ...(res.requeueAfterMs === undefined ? {} : { 'sits.requeue_after_ms': res.requeueAfterMs }) });
+      span?.set({
+        'sits.actions': res.actions.length,
+        ...(typeof phase === 'string' ? { 'sits.phase': phase } : {}),
+        ...(res.requeueAfterMs === undefined ? {} : { 'sits.requeue_after_ms': res.requeueAfterMs }),
+      });
       const result = await this.apply(key, obj, res);
       span?.set({ 'sits.result': result });
       // controller-runtime's result labels: a stale copy (409) is a requeue, a wait asked for is requeue_after.
-      return result === 'error' ? 'error' : result === 'conflict' ? 'requeue' : result === 'ok' && res.requeueAfterMs !== undefined ? 'requeue_after' : 'success';
+      return result === 'error'
+        ? 'error'
+        : result === 'conflict'
+          ? 'requeue'
+          : result === 'ok' && res.requeueAfterMs !== undefined
+            ? 'requeue_after'
+            : 'success';
     };
     if (!this.tracing.enabled) return reconcile(undefined);
-    const attrs = { 'sits.controller': this.def.primary.kind, 'k8s.namespace.name': obj.metadata.namespace ?? 'default', 'sits.object': obj.metadata.name ?? '', ...(errors === undefined ? {} : { 'sits.last_errors': errors.length }) };
+    const attrs = {
+      'sits.controller': this.def.primary.kind,
+      'k8s.namespace.name': obj.metadata.namespace ?? 'default',
+      'sits.object': obj.metadata.name ?? '',
+      ...(errors === undefined ? {} : { 'sits.last_errors': errors.length }),
+    };
     await this.tracing.run('sits.reconcile', attrs, reconcile);
   }
 
@@ -355,7 +405,13 @@ export class ControllerRunner<P extends Primary = Primary> {
           return;
         }
         const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? a.name : undefined;
-        errors.push({ action: actionLabel(a), ...(name === undefined ? {} : { name }), status: status ?? 0, reason: (e instanceof KubeApiError ? e.reason : '') || 'Error', message: apiMessage(e) });
+        errors.push({
+          action: actionLabel(a),
+          ...(name === undefined ? {} : { name }),
+          status: status ?? 0,
+          reason: (e instanceof KubeApiError ? e.reason : '') || 'Error',
+          message: apiMessage(e),
+        });
       }
     };
     // Creates marked `withStatus` go out together with the status write instead of after it (a snapshot asked for
@@ -363,13 +419,17 @@ export class ControllerRunner<P extends Primary = Primary> {
     const early = res.actions.filter((a) => a.op === 'create' && a.withStatus === true);
     const earlyDone = Promise.all(early.map(run));
     const expect = (): void => {
-      if (created.size > 0 || deleted.size > 0) this.expectations.set(key, { created, deletedUids: deleted, deadline: performance.now() + EXPECTATION_TIMEOUT_MS });
+      if (created.size > 0 || deleted.size > 0)
+        this.expectations.set(key, { created, deletedUids: deleted, deadline: performance.now() + EXPECTATION_TIMEOUT_MS });
     };
     if (res.status !== undefined) {
       const patch = statusPatch(obj.status ?? {}, res.status);
       if (patch !== undefined) {
         try {
-          const updated = await this.client.mergePatch<P>(`${this.selfPath(obj)}/status`, { metadata: { resourceVersion: obj.metadata.resourceVersion }, status: patch });
+          const updated = await this.client.mergePatch<P>(`${this.selfPath(obj)}/status`, {
+            metadata: { resourceVersion: obj.metadata.resourceVersion },
+            status: patch,
+          });
           const [from, to] = [obj.status?.phase, res.status.phase];
           if (to !== from) this.log(`${this.noun} ${key}: ${typeof from === 'string' ? from : '(new)'} → ${typeof to === 'string' ? to : '?'}`);
           this.upsert(updated);
@@ -382,7 +442,10 @@ export class ControllerRunner<P extends Primary = Primary> {
             return 'conflict';
           }
           if (e instanceof KubeApiError && e.status === 404) return 'gone';
-          this.failed(key, [...errors, { action: 'writeStatus', status: e instanceof KubeApiError ? e.status : 0, reason: 'StatusWriteFailed', message: (e as Error).message }]);
+          this.failed(key, [
+            ...errors,
+            { action: 'writeStatus', status: e instanceof KubeApiError ? e.status : 0, reason: 'StatusWriteFailed', message: (e as Error).message },
+          ]);
           return 'error';
         }
       }
@@ -433,7 +496,11 @@ export class ControllerRunner<P extends Primary = Primary> {
         await this.client.mergePatch(resourcePath(this.ownedType(a.kind), ns, a.name), a.patch);
         return;
       case 'apply':
-        await this.client.request('PATCH', resourcePath(this.ownedType(a.kind), ns, a.name), { body: a.object, contentType: 'application/apply-patch+yaml', query: { fieldManager: a.fieldManager } });
+        await this.client.request('PATCH', resourcePath(this.ownedType(a.kind), ns, a.name), {
+          body: a.object,
+          contentType: 'application/apply-patch+yaml',
+          query: { fieldManager: a.fieldManager },
+        });
         return;
       case 'delete':
         await this.client.request('DELETE', resourcePath(this.ownedType(a.kind), ns, a.name), { body: { preconditions: { uid: a.uid } } });
@@ -477,5 +544,11 @@ export async function runController<P extends Primary>(client: KubeClient, def: 
 function actionAttributes(a: ControllerAction): TraceAttributes {
   const kind = a.op === 'create' || a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? { 'sits.kind': a.kind } : {};
   const name = a.op === 'create' ? a.object.metadata.name : a.op === 'patch' || a.op === 'delete' || a.op === 'apply' ? a.name : undefined;
-  return { 'sits.op': a.op, 'sits.action': actionLabel(a), ...kind, ...(name === undefined ? {} : { 'sits.name': name }), ...(a.op === 'event' ? { 'sits.reason': a.reason } : {}) };
+  return {
+    'sits.op': a.op,
+    'sits.action': actionLabel(a),
+    ...kind,
+    ...(name === undefined ? {} : { 'sits.name': name }),
+    ...(a.op === 'event' ? { 'sits.reason': a.reason } : {}),
+  };
 }

@@ -93,7 +93,14 @@ export class Defragmenter {
     private readonly client: KubeClient,
     private readonly opts: DefragmenterOptions,
   ) {
-    this.mover = new GangMover(client, { log: opts.log, clock: opts.clock, reason: DEFRAGMENT_REASON, component: 'sits-scheduler', logPrefix: 'defragment', ...(opts.announceMs === undefined ? {} : { announceMs: opts.announceMs }) });
+    this.mover = new GangMover(client, {
+      log: opts.log,
+      clock: opts.clock,
+      reason: DEFRAGMENT_REASON,
+      component: 'sits-scheduler',
+      logPrefix: 'defragment',
+      ...(opts.announceMs === undefined ? {} : { announceMs: opts.announceMs }),
+    });
   }
 
   /** The plan under way, if any (tests, `sits explain`). */
@@ -125,7 +132,12 @@ export class Defragmenter {
       return;
     }
     const candidates = input.jobs
-      .filter((j) => input.waiting.get(j.id)?.reason === 'capacity' && input.queues.get(j.queue)?.preemption?.defragmentByMigration === true && input.nowMs - (this.lastPlan.get(j.id) ?? -Infinity) >= REPLAN_MS)
+      .filter(
+        (j) =>
+          input.waiting.get(j.id)?.reason === 'capacity' &&
+          input.queues.get(j.queue)?.preemption?.defragmentByMigration === true &&
+          input.nowMs - (this.lastPlan.get(j.id) ?? -Infinity) >= REPLAN_MS,
+      )
       .sort((x, y) => x.arrivalMs - y.arrivalMs || (x.seq ?? 0) - (y.seq ?? 0));
     const job = candidates[0];
     if (job === undefined) return;
@@ -137,17 +149,33 @@ export class Defragmenter {
       const pods = r.podIds.map((k) => input.pod(k));
       const tj = pods[0]?.metadata?.labels?.[LABEL.trainingJob];
       // Only TrainingJob gangs move: their controller restores them from the checkpoint.
-      if (tj === undefined || pods.some((p) => p === undefined || p.metadata?.labels?.[LABEL.trainingJob] !== tj || p.metadata.labels[LABEL.role] !== 'replica')) continue;
+      if (
+        tj === undefined ||
+        pods.some((p) => p === undefined || p.metadata?.labels?.[LABEL.trainingJob] !== tj || p.metadata.labels[LABEL.role] !== 'replica')
+      )
+        continue;
       const specs = pods.map((p) => input.specOf(p as V1Pod));
       if (specs.some((s) => s === undefined)) continue;
       const gang: GangSpec = { name: r.id, minMember: specs.length, members: specs as PodSpec[], topology: {}, priority: r.priority, queue: r.queue };
       movable.push({ job: r, gang });
       keyOf.set(r.id, { ns: splitKey(r.podIds[0] as string)[0], name: tj });
     }
-    if (movable.length === 0) return this.noPlan(job.id, `no movable job (${running.length} running; a move needs a checkpointable TrainingJob gang, preemptible, not in a critical phase)`);
+    if (movable.length === 0)
+      return this.noPlan(
+        job.id,
+        `no movable job (${running.length} running; a move needs a checkpointable TrainingJob gang, preemptible, not in a critical phase)`,
+      );
     const expected = expectedStartMs(input.scheduler, job.gang, running, input.nowMs);
     let why: NoPlanReason | undefined;
-    const plan = planMigration({ nowMs: input.nowMs, scheduler: input.scheduler, job, movable, expectedStartMs: expected, onNoPlan: (r) => (why = r), ...(this.opts.cost === undefined ? {} : { cost: this.opts.cost }) });
+    const plan = planMigration({
+      nowMs: input.nowMs,
+      scheduler: input.scheduler,
+      job,
+      movable,
+      expectedStartMs: expected,
+      onNoPlan: (r) => (why = r),
+      ...(this.opts.cost === undefined ? {} : { cost: this.opts.cost }),
+    });
     if (plan === undefined) return this.noPlan(job.id, `no plan (${why ?? 'none pays'}) with ${movable.length} movable job(s)`);
     this.lastNoPlan.delete(job.id);
     this.lastPlan.set(job.id, input.nowMs);
@@ -155,10 +183,16 @@ export class Defragmenter {
     this.stats.plans++;
     const moves = plan.moves.map((m) => ({ ...(keyOf.get(m.job.id) as { ns: string; name: string }), jobId: m.job.id, done: false }));
     this.active = { plan, atMs: input.nowMs, moves };
-    const reservation = reservationFor(job.id, plan.startMs, plan.allocations.map((al) => ({ node: al.node, gpuMilli: al.gpus.length * al.gpuMilli })));
+    const reservation = reservationFor(
+      job.id,
+      plan.startMs,
+      plan.allocations.map((al) => ({ node: al.node, gpuMilli: al.gpus.length * al.gpuMilli })),
+    );
     this.holding = { reservation, untilMs: input.nowMs + (this.opts.graceMs ?? DEFAULT_DEFRAGMENT_GRACE_MS) + HOLD_AFTER_GRACE_MS };
     const h = (ms: number): string => `${Math.round((100 * ms) / 3.6e6) / 100} GPU-h`;
-    this.opts.log(`defragment: moving ${moves.map((m) => `${m.ns}/${m.name}`).join(', ')} (checkpoint, restore elsewhere) frees ${plan.level} ${plan.domain} for ${job.id}: gain ${h(plan.gainGpuMs)} > cost ${h(plan.costGpuMs)}`);
+    this.opts.log(
+      `defragment: moving ${moves.map((m) => `${m.ns}/${m.name}`).join(', ')} (checkpoint, restore elsewhere) frees ${plan.level} ${plan.domain} for ${job.id}: gain ${h(plan.gainGpuMs)} > cost ${h(plan.costGpuMs)}`,
+    );
   }
 
   private noPlan(jobId: string, why: string): void {
@@ -199,7 +233,12 @@ export class Defragmenter {
         const step = checkpointThenEvict(job, ours, defragmentRequestValue(now), now, grace);
         const what = `${a.plan.level} ${a.plan.domain} is freed for ${a.plan.jobId} (defragmentation by migration)`;
         if (step.kind === 'request') {
-          await this.mover.request(job, step.value, 'CheckpointForDefragmentation', `${what}: checkpoint requested (${step.value}); the gang moves once it is ready, within ${Math.round(grace / 1000)} s at the latest`);
+          await this.mover.request(
+            job,
+            step.value,
+            'CheckpointForDefragmentation',
+            `${what}: checkpoint requested (${step.value}); the gang moves once it is ready, within ${Math.round(grace / 1000)} s at the latest`,
+          );
           this.stats.requested++;
           this.opts.log(`defragment: ${m.ns}/${m.name}: checkpoint requested (${step.value})`);
         } else if (step.kind === 'evict') {

@@ -36,10 +36,20 @@ interface Answer {
 function call(url: string, path: string, o: { token?: string; method?: string; agent?: Agent } = {}): Promise<Answer> {
   const t0 = performance.now();
   return new Promise((resolve, reject) => {
-    const req = request(new URL(path, url), { method: o.method ?? 'POST', ca, servername: 'localhost', ...(o.agent !== undefined ? { agent: o.agent } : { agent: false }), headers: o.token === undefined ? {} : { Authorization: `Bearer ${o.token}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0 }));
-    });
+    const req = request(
+      new URL(path, url),
+      {
+        method: o.method ?? 'POST',
+        ca,
+        servername: 'localhost',
+        ...(o.agent !== undefined ? { agent: o.agent } : { agent: false }),
+        headers: o.token === undefined ? {} : { Authorization: `Bearer ${o.token}` },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, ms: performance.now() - t0 }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -57,7 +67,10 @@ async function reviewsAtApiserver(): Promise<{ tokenreviews: number; subjectacce
     req.on('error', reject);
     req.end();
   });
-  const sum = (resource: string): number => promSamples(text).filter((s) => s.name === 'apiserver_request_total' && s.labels.resource === resource).reduce((a, s) => a + s.value, 0);
+  const sum = (resource: string): number =>
+    promSamples(text)
+      .filter((s) => s.name === 'apiserver_request_total' && s.labels.resource === resource)
+      .reduce((a, s) => a + s.value, 0);
   return { tokenreviews: sum('tokenreviews'), subjectaccessreviews: sum('subjectaccessreviews') };
 }
 
@@ -90,7 +103,12 @@ beforeAll(async () => {
   tls = await selfSignedServing(['localhost'], ['127.0.0.1']);
   ca = tls.ca;
   // kube-scheduler's extender rights (EXTENDER_CALLER_RULES' shape): POST /bind, for the binder and any ServiceAccount.
-  await admin.post(`${RBAC}/clusterroles`, { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'bind-caller' }, rules: [{ nonResourceURLs: ['/bind'], verbs: ['post'] }] });
+  await admin.post(`${RBAC}/clusterroles`, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'bind-caller' },
+    rules: [{ nonResourceURLs: ['/bind'], verbs: ['post'] }],
+  });
   await admin.post(`${RBAC}/clusterrolebindings`, {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
@@ -213,46 +231,60 @@ describe('delegated auth under a flood of unauthenticated callers (issue 36, fin
 });
 
 describe('one made-up token, one served path (issue 36, finding 6)', () => {
-  it('2000 requests with the same bad token cost one TokenReview, 2000 anonymous calls of a served path one SubjectAccessReview', async () => {
-    const auth = delegatedAuth(binding, { paths: ['/bind'] });
-    const server = await serve(auth);
-    const token = randomBytes(24).toString('base64url');
-    const agent = new Agent({ keepAlive: true, maxSockets: 32, ca });
-    const before = await reviewsAtApiserver();
-    const answers = await Promise.all(Array.from({ length: 2000 }, () => call(server.url, '/bind', { token, agent })));
-    agent.destroy();
-    const after = await reviewsAtApiserver();
-    expect(answers.every((a) => a.status === 401)).toBe(true);
-    expect(after.tokenreviews - before.tokenreviews).toBe(1);
-    expect(auth.gate.stats.sent).toBe(1);
-    const anonymous = new Agent({ keepAlive: true, maxSockets: 32, ca });
-    const denied = await Promise.all(Array.from({ length: 2000 }, () => call(server.url, '/bind', { agent: anonymous })));
-    anonymous.destroy();
-    const last = await reviewsAtApiserver();
-    expect(denied.every((a) => a.status === 403)).toBe(true);
-    expect(last.subjectaccessreviews - after.subjectaccessreviews).toBe(1);
-  }, scaled(120_000));
+  it(
+    '2000 requests with the same bad token cost one TokenReview, 2000 anonymous calls of a served path one SubjectAccessReview',
+    async () => {
+      const auth = delegatedAuth(binding, { paths: ['/bind'] });
+      const server = await serve(auth);
+      const token = randomBytes(24).toString('base64url');
+      const agent = new Agent({ keepAlive: true, maxSockets: 32, ca });
+      const before = await reviewsAtApiserver();
+      const answers = await Promise.all(Array.from({ length: 2000 }, () => call(server.url, '/bind', { token, agent })));
+      agent.destroy();
+      const after = await reviewsAtApiserver();
+      expect(answers.every((a) => a.status === 401)).toBe(true);
+      expect(after.tokenreviews - before.tokenreviews).toBe(1);
+      expect(auth.gate.stats.sent).toBe(1);
+      const anonymous = new Agent({ keepAlive: true, maxSockets: 32, ca });
+      const denied = await Promise.all(Array.from({ length: 2000 }, () => call(server.url, '/bind', { agent: anonymous })));
+      anonymous.destroy();
+      const last = await reviewsAtApiserver();
+      expect(denied.every((a) => a.status === 403)).toBe(true);
+      expect(last.subjectaccessreviews - after.subjectaccessreviews).toBe(1);
+    },
+    scaled(120_000),
+  );
 });
 
 describe('token audiences (issue 36, finding 7: the activator accepted tokens meant for the apiserver)', () => {
-  it('with audiences set, a token for the apiserver or another audience is refused and one for the server is accepted', async () => {
-    await createNs(admin, 'aud');
-    await admin.post('/api/v1/namespaces/aud/serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'caller' } });
-    const tokenFor = async (audiences?: string[]): Promise<string> =>
-      (await admin.post<{ status: { token: string } }>('/api/v1/namespaces/aud/serviceaccounts/caller/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600, ...(audiences === undefined ? {} : { audiences }) } })).status.token;
-    const apiToken = await tokenFor();
-    const activatorToken = await tokenFor(['sits-activator']);
-    const vaultToken = await tokenFor(['vault']);
+  it(
+    'with audiences set, a token for the apiserver or another audience is refused and one for the server is accepted',
+    async () => {
+      await createNs(admin, 'aud');
+      await admin.post('/api/v1/namespaces/aud/serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'caller' } });
+      const tokenFor = async (audiences?: string[]): Promise<string> =>
+        (
+          await admin.post<{ status: { token: string } }>('/api/v1/namespaces/aud/serviceaccounts/caller/token', {
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'TokenRequest',
+            spec: { expirationSeconds: 3600, ...(audiences === undefined ? {} : { audiences }) },
+          })
+        ).status.token;
+      const apiToken = await tokenFor();
+      const activatorToken = await tokenFor(['sits-activator']);
+      const vaultToken = await tokenFor(['vault']);
 
-    // Without audiences (the default): a token meant for the apiserver opens the server, as before.
-    const plain = await serve(delegatedAuth(binding, { paths: ['/bind'] }));
-    expect((await call(plain.url, '/bind', { token: apiToken })).status).toBe(200);
+      // Without audiences (the default): a token meant for the apiserver opens the server, as before.
+      const plain = await serve(delegatedAuth(binding, { paths: ['/bind'] }));
+      expect((await call(plain.url, '/bind', { token: apiToken })).status).toBe(200);
 
-    const scoped = await serve(delegatedAuth(binding, { paths: ['/bind'], audiences: ['sits-activator'] }));
-    expect((await call(scoped.url, '/bind', { token: apiToken })).status).toBe(401);
-    expect((await call(scoped.url, '/bind', { token: vaultToken })).status).toBe(401);
-    expect((await call(scoped.url, '/bind', { token: activatorToken })).status).toBe(200);
-    // The static (audience-less) token of the apiserver's token file is refused too: it is not for sits-activator.
-    expect((await call(scoped.url, '/bind', { token: BINDER_TOKEN })).status).toBe(401);
-  }, scaled(60_000));
+      const scoped = await serve(delegatedAuth(binding, { paths: ['/bind'], audiences: ['sits-activator'] }));
+      expect((await call(scoped.url, '/bind', { token: apiToken })).status).toBe(401);
+      expect((await call(scoped.url, '/bind', { token: vaultToken })).status).toBe(401);
+      expect((await call(scoped.url, '/bind', { token: activatorToken })).status).toBe(200);
+      // The static (audience-less) token of the apiserver's token file is refused too: it is not for sits-activator.
+      expect((await call(scoped.url, '/bind', { token: BINDER_TOKEN })).status).toBe(401);
+    },
+    scaled(60_000),
+  );
 });

@@ -225,14 +225,32 @@ export function tokenReviewAuthenticator(client: KubeClient, opts: TokenReviewOp
         p = gate
           .run(known.get(key) === true ? 'known' : 'unknown', async (): Promise<AuthnResult> => {
             const spec = { token, ...(audiences !== undefined ? { audiences } : {}) };
-            const r = await client.post<TokenReviewStatus>('/apis/authentication.k8s.io/v1/tokenreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec });
+            const r = await client.post<TokenReviewStatus>('/apis/authentication.k8s.io/v1/tokenreviews', {
+              apiVersion: 'authentication.k8s.io/v1',
+              kind: 'TokenReview',
+              spec,
+            });
             const u = r.status?.user;
             // As kube's webhook authenticator: with audiences asked for, the answer must name one of them.
             const audOk = audiences === undefined || (r.status?.audiences ?? []).some((a) => audiences.includes(a));
             const res: AuthnResult =
               r.status?.authenticated === true && typeof u?.username === 'string' && audOk
-                ? { ok: true, caller: { user: u.username, ...(u.uid !== undefined ? { uid: u.uid } : {}), groups: u.groups ?? [], ...(u.extra !== undefined ? { extra: u.extra } : {}) } }
-                : { ok: false, reason: r.status?.authenticated === true && !audOk ? `token audiences ${JSON.stringify(r.status.audiences ?? [])} are not ${JSON.stringify(audiences)}` : (r.status?.error ?? 'token not authenticated') };
+                ? {
+                    ok: true,
+                    caller: {
+                      user: u.username,
+                      ...(u.uid !== undefined ? { uid: u.uid } : {}),
+                      groups: u.groups ?? [],
+                      ...(u.extra !== undefined ? { extra: u.extra } : {}),
+                    },
+                  }
+                : {
+                    ok: false,
+                    reason:
+                      r.status?.authenticated === true && !audOk
+                        ? `token audiences ${JSON.stringify(r.status.audiences ?? [])} are not ${JSON.stringify(audiences)}`
+                        : (r.status?.error ?? 'token not authenticated'),
+                  };
             cache.set(key, res, res.ok ? (opts.allowTtlMs ?? TOKEN_ALLOW_TTL_MS) : (opts.denyTtlMs ?? TOKEN_DENY_TTL_MS));
             if (res.ok) known.set(key, true, 3_600_000);
             return res;
@@ -352,7 +370,11 @@ export function subjectAccessReviewAuthorizer(client: KubeClient, opts: SarOptio
       };
       const p = gate
         .run(c.user === ANONYMOUS.user ? 'unknown' : 'known', async () => {
-          const r = await client.post<SarStatus>('/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec });
+          const r = await client.post<SarStatus>('/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SubjectAccessReview',
+            spec,
+          });
           const allowed = r.status?.allowed === true && r.status.denied !== true;
           const d: Decision = { allowed, reason: r.status?.reason ?? r.status?.evaluationError ?? '' };
           cache.set(key, d, allowed ? (opts.allowTtlMs ?? SAR_TTL_MS) : (opts.denyTtlMs ?? SAR_TTL_MS));
@@ -373,7 +395,13 @@ export interface DelegatedAuthOptions {
   readonly resourceFor?: SarOptions['resourceFor'];
   readonly limits?: ReviewLimits;
   /** Cache TTLs and sizes (tests). */
-  readonly cache?: { readonly tokenAllowTtlMs?: number; readonly tokenDenyTtlMs?: number; readonly sarAllowTtlMs?: number; readonly sarDenyTtlMs?: number; readonly maxEntries?: number };
+  readonly cache?: {
+    readonly tokenAllowTtlMs?: number;
+    readonly tokenDenyTtlMs?: number;
+    readonly sarAllowTtlMs?: number;
+    readonly sarDenyTtlMs?: number;
+    readonly maxEntries?: number;
+  };
   readonly userAgent?: string;
 }
 

@@ -24,13 +24,22 @@ describe('matchesSelector (metav1.LabelSelector)', () => {
 });
 
 describe('budgetsOf (allowed disruptions as the disruption controller counts them)', () => {
-  const pods = [pod('db-0', { app: 'db' }), pod('db-1', { app: 'db' }), pod('db-2', { app: 'db' }, { ready: false }), pod('web', { app: 'web' }), pod('db-x', { app: 'db' }, { ns: 'other' })];
+  const pods = [
+    pod('db-0', { app: 'db' }),
+    pod('db-1', { app: 'db' }),
+    pod('db-2', { app: 'db' }, { ready: false }),
+    pod('web', { app: 'web' }),
+    pod('db-x', { app: 'db' }, { ns: 'other' }),
+  ];
   it('healthy = Ready and not being deleted; expected = the pods selected in the namespace', () => {
     const [b] = budgetsOf([pdb('db', { selector: { matchLabels: { app: 'db' } }, minAvailable: 1 })], pods);
     expect(b?.name).toBe('ml/db');
     expect([...(b?.podIds ?? [])].sort()).toEqual(['ml/db-0', 'ml/db-1', 'ml/db-2']);
     expect(b?.disruptionsAllowed).toBe(1);
-    const [deleting] = budgetsOf([pdb('db', { selector: { matchLabels: { app: 'db' } }, minAvailable: 1 })], [...pods.slice(1), pod('db-0', { app: 'db' }, { deleting: true })]);
+    const [deleting] = budgetsOf(
+      [pdb('db', { selector: { matchLabels: { app: 'db' } }, minAvailable: 1 })],
+      [...pods.slice(1), pod('db-0', { app: 'db' }, { deleting: true })],
+    );
     expect(deleting?.disruptionsAllowed).toBe(0);
   });
   it('maxUnavailable and percentages scale with the pods not finished', () => {

@@ -45,7 +45,8 @@ export function matchesSelector(sel: LabelSelector, labels: Readonly<Record<stri
   return true;
 }
 
-const ready = (p: V1Pod): boolean => p.metadata?.deletionTimestamp === undefined && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+const ready = (p: V1Pod): boolean =>
+  p.metadata?.deletionTimestamp === undefined && (p.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 const finished = (p: V1Pod): boolean => p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
 
 /** The budgets over `pods`, in name order. A null selector selects nothing (policy/v1); an empty one, every pod of the namespace. */
@@ -73,7 +74,11 @@ export function budgetsOf(pdbs: Iterable<PdbObject>, pods: Iterable<V1Pod>): Dis
     out.push({
       name: `${ns}/${b.metadata?.name ?? ''}`,
       podIds: new Set(selected.map(podKey)),
-      disruptionsAllowed: disruptionsAllowed({ ...(maxUnavailable === undefined ? {} : { maxUnavailable }), ...(minAvailable === undefined ? {} : { minAvailable }) }, expected, healthy),
+      disruptionsAllowed: disruptionsAllowed(
+        { ...(maxUnavailable === undefined ? {} : { maxUnavailable }), ...(minAvailable === undefined ? {} : { minAvailable }) },
+        expected,
+        healthy,
+      ),
     });
   }
   return out.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

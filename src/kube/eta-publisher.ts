@@ -67,10 +67,30 @@ export class EtaPublisher {
     const stillRunning = new Map<string, RunningJob>(view.running);
     for (const p of res?.preempted ?? []) stillRunning.delete(p.victim.id);
     for (const x of res?.started ?? []) {
-      stillRunning.set(x.job.id, { id: x.job.id, queue: x.job.queue, priority: x.job.priority, startMs: nowMs, estEndMs: nowMs + x.job.estRuntimeMs, podIds: x.placements.map((pl) => pl.podId), resources: jobResources(x.job), preemptible: true });
+      stillRunning.set(x.job.id, {
+        id: x.job.id,
+        queue: x.job.queue,
+        priority: x.job.priority,
+        startMs: nowMs,
+        estEndMs: nowMs + x.job.estRuntimeMs,
+        podIds: x.placements.map((pl) => pl.podId),
+        resources: jobResources(x.job),
+        preemptible: true,
+      });
     }
     const arrivals = this.jobs.forecast(nowMs, view.jobs.length);
-    const eta = estimateStarts({ nowMs, state, profile, rng: this.rng(), queues: view.queues, pending, running: stillRunning, options: { minRuntimeMs: view.minRuntimeMs, explain: false }, requeue: this.jobs.requeueOf(view.jobs, arrivals), arrivals });
+    const eta = estimateStarts({
+      nowMs,
+      state,
+      profile,
+      rng: this.rng(),
+      queues: view.queues,
+      pending,
+      running: stillRunning,
+      options: { minRuntimeMs: view.minRuntimeMs, explain: false },
+      requeue: this.jobs.requeueOf(view.jobs, arrivals),
+      arrivals,
+    });
     this.estimated.clear();
     this.published.clear();
     for (const j of waiting) {
@@ -78,7 +98,10 @@ export class EtaPublisher {
       const at = eta.get(j.id);
       if (at === undefined) continue;
       this.published.set(j.id, at);
-      this.status.expectedStart((view.podsOf.get(j.id) ?? []).map((p) => p.key), at);
+      this.status.expectedStart(
+        (view.podsOf.get(j.id) ?? []).map((p) => p.key),
+        at,
+      );
     }
   }
 }

@@ -18,7 +18,14 @@ export class KubeEventSink implements EventSink {
   constructor(
     private readonly client: KubeClient,
     private readonly cache: ClusterCache,
-    private readonly opts: { readonly component: string; readonly componentOf?: (schedulerName: string | undefined) => string | undefined; readonly instance: string; readonly enabled: boolean; readonly log: (m: string) => void; readonly nowMs: () => number },
+    private readonly opts: {
+      readonly component: string;
+      readonly componentOf?: (schedulerName: string | undefined) => string | undefined;
+      readonly instance: string;
+      readonly enabled: boolean;
+      readonly log: (m: string) => void;
+      readonly nowMs: () => number;
+    },
   ) {}
 
   emit(ev: SchedulingEvent): void {

@@ -73,9 +73,18 @@ export class KubeEvictor implements Evictor {
   }
 
   private async evictOne(pod: string, reason: string): Promise<void> {
-    const condition = { type: 'DisruptionTarget', status: 'True', reason: 'PreemptionByScheduler', message: reason.slice(0, 1000), lastTransitionTime: new Date(this.opts.nowMs()).toISOString() };
+    const condition = {
+      type: 'DisruptionTarget',
+      status: 'True',
+      reason: 'PreemptionByScheduler',
+      message: reason.slice(0, 1000),
+      lastTransitionTime: new Date(this.opts.nowMs()).toISOString(),
+    };
     try {
-      await this.client.request('PATCH', `${podPath(pod)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { conditions: [condition] } } });
+      await this.client.request('PATCH', `${podPath(pod)}/status`, {
+        contentType: 'application/strategic-merge-patch+json',
+        body: { status: { conditions: [condition] } },
+      });
     } catch (e) {
       // The condition is informative: a victim that cannot be annotated is still evicted.
       this.opts.log(`evict ${pod}: condition: ${(e as Error).message}`);

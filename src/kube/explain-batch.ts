@@ -16,9 +16,9 @@ export function batchWorkerLines(pod: V1Pod, job: BatchInferenceJob | undefined)
   const frac = ann[ANNOTATION.gpuFraction];
   const shape =
     labels[LABEL.batchCpuFallback] === 'true'
-      ? 'the CPU fallback worker (the fault ladder\'s rung 3): no GPU'
+      ? "the CPU fallback worker (the fault ladder's rung 3): no GPU"
       : labels[LABEL.batchRoute] === 'cpu-elastic'
-        ? 'a CPU-elastic worker (route cpu-elastic): no GPU, takes any of the job\'s shards'
+        ? "a CPU-elastic worker (route cpu-elastic): no GPU, takes any of the job's shards"
         : frac !== undefined
           ? `a worker on ${frac} of one GPU (route gpu-fragments)`
           : 'a worker on whole GPUs';
@@ -26,7 +26,8 @@ export function batchWorkerLines(pod: V1Pod, job: BatchInferenceJob | undefined)
   if (job === undefined) return [head, `BatchInferenceJob ${ns}/${name} not found (deleted?)`];
   const r = job.status?.routing;
   const routed = job.status?.conditions?.find((c) => c.type === 'Routed');
-  const cond = routed === undefined ? [] : [`condition Routed=${routed.status} (${routed.reason ?? ''})${routed.status === 'True' ? '' : `: ${routed.message ?? ''}`}`];
+  const cond =
+    routed === undefined ? [] : [`condition Routed=${routed.status} (${routed.reason ?? ''})${routed.status === 'True' ? '' : `: ${routed.message ?? ''}`}`];
   if (r === undefined) return [head, 'route: not decided yet (profiling the first shards)', ...cond];
   return [
     head,

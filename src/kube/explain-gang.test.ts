@@ -20,7 +20,17 @@ const NOW = Date.parse('2026-01-01T01:00:00Z');
 function explain(cache: ClusterCache, target: string) {
   const profile = resolveProfile('sits', { typicalShapes: [] });
   if (!profile.ok) throw new Error('profile');
-  return explainTarget({ cache, jobs: new PodJobs(cache, 'sits-scheduler', { nowMs: () => NOW }), profile: profile.value, schedulerName: 'sits-scheduler', rng: () => seededRng(1) }, target, NOW);
+  return explainTarget(
+    {
+      cache,
+      jobs: new PodJobs(cache, 'sits-scheduler', { nowMs: () => NOW }),
+      profile: profile.value,
+      schedulerName: 'sits-scheduler',
+      rng: () => seededRng(1),
+    },
+    target,
+    NOW,
+  );
 }
 
 function cluster(): ClusterCache {
@@ -48,17 +58,26 @@ describe('sits explain: a waiting gang', () => {
   it('a gang that would fit an empty cluster is not "never": it gets an expected start', () => {
     const cache = cluster();
     const blocker = testPod('default', 'blocker', { gpus: 8 });
-    cache.upsertPod({ ...blocker, metadata: { ...blocker.metadata, annotations: { [ANNOTATION.gpuIndices]: '0,1,2,3,4,5,6,7' } }, spec: { ...blocker.spec, containers: blocker.spec?.containers ?? [], nodeName: 'a100-0' }, status: { phase: 'Running', startTime: new Date(NOW - 7_200_000) } });
+    cache.upsertPod({
+      ...blocker,
+      metadata: { ...blocker.metadata, annotations: { [ANNOTATION.gpuIndices]: '0,1,2,3,4,5,6,7' } },
+      spec: { ...blocker.spec, containers: blocker.spec?.containers ?? [], nodeName: 'a100-0' },
+      status: { phase: 'Running', startTime: new Date(NOW - 7_200_000) },
+    });
     // It was expected to start 30 minutes ago (the running scheduler's annotation) and still waits.
-    for (let i = 0; i < 2; i++) cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:30:00.000Z' } }));
+    for (let i = 0; i < 2; i++)
+      cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:30:00.000Z' } }));
     const r = explain(cache, 'default/pair-1');
     expect(r.neverFits, r.lines.join('\n')).toBeUndefined();
     expect(r.overdueSinceMs).toBe(Date.parse('2026-01-01T00:30:00Z'));
     const overdue = r.lines.find((l) => l.startsWith('overdue since'));
-    expect(overdue).toBe('overdue since 2026-01-01T00:30:00.000Z (30 min ago) for default/pair: the estimate assumed running jobs would end by their expected runtimes (given or learned); still running: default/blocker (running 120 min)');
+    expect(overdue).toBe(
+      'overdue since 2026-01-01T00:30:00.000Z (30 min ago) for default/pair: the estimate assumed running jobs would end by their expected runtimes (given or learned); still running: default/blocker (running 120 min)',
+    );
     expect(r.lines.at(-1)).toMatch(/^expected start: /);
     // Less than a minute past is the refresh's lag, not overdue.
-    for (let i = 0; i < 2; i++) cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:59:30.000Z' } }));
+    for (let i = 0; i < 2; i++)
+      cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:59:30.000Z' } }));
     expect(explain(cache, 'default/pair').overdueSinceMs).toBeUndefined();
   });
 
@@ -67,7 +86,9 @@ describe('sits explain: a waiting gang', () => {
     cache.upsertNode(node('h100-0', 'dgx-h100'));
     for (let i = 0; i < 3; i++) cache.upsertPod(testPod('default', `h-${i}`, { gpus: 8, group: 'h', annotations: { [ANNOTATION.gpuModels]: 'H100-SXM' } }));
     const r = explain(cache, 'default/h');
-    expect(r.lines.at(-1), r.lines.join('\n')).toMatch(/^can never fit: needs 24 GPUs of H100-SXM \(3 pods × 8\), the cluster has 8 of them \(24 GPUs in all: /);
+    expect(r.lines.at(-1), r.lines.join('\n')).toMatch(
+      /^can never fit: needs 24 GPUs of H100-SXM \(3 pods × 8\), the cluster has 8 of them \(24 GPUs in all: /,
+    );
   });
 });
 

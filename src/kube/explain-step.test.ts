@@ -14,12 +14,21 @@ function node(name: string, shape: string, zone: string): V1Node {
   const o = nodeObjectFor(name, shape, { zone, block: 'b', rack: 'r' });
   return { metadata: { name, labels: o.labels, annotations: o.annotations }, status: { capacity: o.capacity, allocatable: o.capacity } };
 }
-const bound = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, 'ai.sits2026.dev/gpu-indices': gpus } }, spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName }, status: { phase: 'Running' } });
+const bound = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({
+  ...p,
+  metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, 'ai.sits2026.dev/gpu-indices': gpus } },
+  spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName },
+  status: { phase: 'Running' },
+});
 
 function explain(cache: ClusterCache, target: string) {
   const profile = resolveProfile('sits', { typicalShapes: [] });
   if (!profile.ok) throw new Error('profile');
-  return explainTarget({ cache, jobs: new PodJobs(cache, 'sits-scheduler', { nowMs: () => 0 }), profile: profile.value, schedulerName: 'sits-scheduler', rng: () => seededRng(1) }, target, 0);
+  return explainTarget(
+    { cache, jobs: new PodJobs(cache, 'sits-scheduler', { nowMs: () => 0 }), profile: profile.value, schedulerName: 'sits-scheduler', rng: () => seededRng(1) },
+    target,
+    0,
+  );
 }
 
 describe('sits explain: expected step time of running work', () => {
@@ -37,7 +46,9 @@ describe('sits explain: expected step time of running work', () => {
     const r = explain(cache, 'ml/split');
     expect(r.state).toBe('bound');
     expect(r.lines[0]).toBe('gang ml/split is running: 2 pods on a100-0, a100-1');
-    expect(r.lines[1]).toMatch(/^expected step of a gpt-1b DDP job \(ADR 0103\) on these 4 GPUs on 2 node\(s\): \d+\.\d{3} s = compute \d+\.\d{3} s \+ (ring|tree) all-reduce .* limited by cluster at \d+ GB\/s; \d+ tokens\/s, GPU utilisation \d+\.\d %$/);
+    expect(r.lines[1]).toMatch(
+      /^expected step of a gpt-1b DDP job \(ADR 0103\) on these 4 GPUs on 2 node\(s\): \d+\.\d{3} s = compute \d+\.\d{3} s \+ (ring|tree) all-reduce .* limited by cluster at \d+ GB\/s; \d+ tokens\/s, GPU utilisation \d+\.\d %$/,
+    );
     const ratio = Number(/×(\d+\.\d+) the ideal step$/.exec(r.lines[2] ?? '')?.[1]);
     expect(r.lines[2]).toMatch(/^on an ideal placement \(1 A100-80G node\(s\) like a100-0, one rack\): /);
     expect(ratio).toBeGreaterThan(1);

@@ -48,7 +48,11 @@ export function explainTarget(ctx: ExplainContext, asked: string, nowMs: number)
   const asPod = ctx.cache.pod(asked);
   const its = asPod?.spec?.schedulerName ?? 'default-scheduler';
   if (asPod !== undefined && (asPod.spec?.nodeName ?? '') === '' && its !== ctx.schedulerName) {
-    return { target: asked, state: 'unknown', lines: [`${asked}: waits for scheduler ${its}, not ${ctx.schedulerName}${its === 'default-scheduler' ? '' : ` (pass --scheduler-name ${its})`}`] };
+    return {
+      target: asked,
+      state: 'unknown',
+      lines: [`${asked}: waits for scheduler ${its}, not ${ctx.schedulerName}${its === 'default-scheduler' ? '' : ` (pass --scheduler-name ${its})`}`],
+    };
   }
   // A waiting member of a gang is placed with its group or not at all: explain the group (issue 31).
   const group = groupOfPendingPod(ctx, asked);
@@ -68,18 +72,46 @@ function groupOfPendingPod(ctx: ExplainContext, key: string): string | undefined
   return `${pod.metadata?.namespace ?? 'default'}/${label}`;
 }
 
-function explainUnit(ctx: ExplainContext, target: string, nowMs: number, state: ReturnType<ClusterCache['state']>, singles: readonly { readonly key: string }[], gangs: ReadonlyMap<string, readonly unknown[]>): ExplainReport {
+function explainUnit(
+  ctx: ExplainContext,
+  target: string,
+  nowMs: number,
+  state: ReturnType<ClusterCache['state']>,
+  singles: readonly { readonly key: string }[],
+  gangs: ReadonlyMap<string, readonly unknown[]>,
+): ExplainReport {
   const { cache, jobs: podJobs, profile } = ctx;
   const single = singles.find((p) => p.key === target);
   const gangMembers = gangs.get(target);
   if (single === undefined && gangMembers === undefined) {
     const pod = cache.pod(target);
     const gates = pod?.spec?.schedulingGates ?? [];
-    if (pod !== undefined && gates.length > 0 && (pod.spec?.nodeName ?? '') === '') return { target, state: 'waiting', lines: [`${target}: SchedulingGated: not tried until its scheduling gates are removed (${gates.map((g) => g.name).join(', ')})`] };
-    if (pod !== undefined && (pod.spec?.nodeName ?? '') !== '') return { target, state: 'bound', lines: [`${target} is bound to ${pod.spec?.nodeName ?? ''} (GPUs ${pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? 'none'})`, ...stepLines(ctx, [pod])] };
+    if (pod !== undefined && gates.length > 0 && (pod.spec?.nodeName ?? '') === '')
+      return {
+        target,
+        state: 'waiting',
+        lines: [`${target}: SchedulingGated: not tried until its scheduling gates are removed (${gates.map((g) => g.name).join(', ')})`],
+      };
+    if (pod !== undefined && (pod.spec?.nodeName ?? '') !== '')
+      return {
+        target,
+        state: 'bound',
+        lines: [
+          `${target} is bound to ${pod.spec?.nodeName ?? ''} (GPUs ${pod.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? 'none'})`,
+          ...stepLines(ctx, [pod]),
+        ],
+      };
     // A running pod group: where its pods are and what that is worth to its training step (issue 19).
     const members = pod === undefined ? runningMembers(ctx.cache, target) : [];
-    if (members.length > 0) return { target, state: 'bound', lines: [`gang ${target} is running: ${members.length} pods on ${[...new Set(members.map((m) => m.spec?.nodeName ?? ''))].join(', ')}`, ...stepLines(ctx, members)] };
+    if (members.length > 0)
+      return {
+        target,
+        state: 'bound',
+        lines: [
+          `gang ${target} is running: ${members.length} pods on ${[...new Set(members.map((m) => m.spec?.nodeName ?? ''))].join(', ')}`,
+          ...stepLines(ctx, members),
+        ],
+      };
     return { target, state: 'unknown', lines: [`${target}: no pending pod or pod group of ${ctx.schedulerName} with that name`] };
   }
   const view = podJobs.view(state);
@@ -106,12 +138,34 @@ function explainUnit(ctx: ExplainContext, target: string, nowMs: number, state: 
   else if (res.started.some((x) => x.job.id === id)) lines.push(`queue ${job.queue}: admitted at the next cycle`);
   // 3. When: the cycle run forward in virtual time.
   const arrivals = podJobs.forecast(nowMs, view.jobs.length);
-  const eta = estimateStarts({ nowMs, state, profile, rng: ctx.rng(), queues: view.queues, pending: view.jobs, running: view.running, options, untilStarted: id, requeue: podJobs.requeueOf(view.jobs, arrivals), arrivals }).get(id);
+  const eta = estimateStarts({
+    nowMs,
+    state,
+    profile,
+    rng: ctx.rng(),
+    queues: view.queues,
+    pending: view.jobs,
+    running: view.running,
+    options,
+    untilStarted: id,
+    requeue: podJobs.requeueOf(view.jobs, arrivals),
+    arrivals,
+  }).get(id);
   // 4. The estimate the running scheduler published earlier, when its time has passed and the job still waits.
   const overdue = r.ok ? undefined : overdueLine(ctx, target, view.podsOf.get(job.id) ?? [], view.running, nowMs);
   if (overdue !== undefined) lines.push(overdue.line);
-  lines.push(eta === undefined ? 'expected start: not within 7 days at current estimates' : `expected start: ${new Date(eta).toISOString()} (in ${Math.max(0, Math.round((eta - nowMs) / 1000))} s)`);
-  return { target, state: r.ok ? 'fits' : 'waiting', lines, ...(eta === undefined ? {} : { etaMs: eta }), ...(overdue === undefined ? {} : { overdueSinceMs: overdue.sinceMs }) };
+  lines.push(
+    eta === undefined
+      ? 'expected start: not within 7 days at current estimates'
+      : `expected start: ${new Date(eta).toISOString()} (in ${Math.max(0, Math.round((eta - nowMs) / 1000))} s)`,
+  );
+  return {
+    target,
+    state: r.ok ? 'fits' : 'waiting',
+    lines,
+    ...(eta === undefined ? {} : { etaMs: eta }),
+    ...(overdue === undefined ? {} : { overdueSinceMs: overdue.sinceMs }),
+  };
 }
 
 /** The same nodes with nothing on them (health and cordons as they are now: those are the cluster's, not its load). */
@@ -144,7 +198,9 @@ export function neverFitLine(ctx: Pick<ExplainContext, 'profile' | 'rng'>, state
   const minCc = Math.max(0, ...members.map((m) => m.minComputeCapability));
   const all = state.nodes.flatMap((n) => n.spec.gpus);
   const fitting = all.filter((g) => (models.length === 0 || models.includes(g.model)) && g.computeCapability >= minCc);
-  const constraint = [models.length === 0 ? '' : `of ${models.join(' or ')}`, minCc === 0 ? '' : `with compute capability ≥ ${minCc / 10}`].filter((x) => x !== '').join(' ');
+  const constraint = [models.length === 0 ? '' : `of ${models.join(' or ')}`, minCc === 0 ? '' : `with compute capability ≥ ${minCc / 10}`]
+    .filter((x) => x !== '')
+    .join(' ');
   const counts = new Map<string, number>();
   for (const g of all) counts.set(g.model, (counts.get(g.model) ?? 0) + 1);
   const byModel = [...counts].map(([m, n]) => `${n} ${m}`).join(', ');
@@ -154,7 +210,8 @@ export function neverFitLine(ctx: Pick<ExplainContext, 'profile' | 'rng'>, state
   }
   const perPod = Math.max(...members.map((m) => m.request.gpuCount));
   const largest = Math.max(0, ...state.nodes.map((n) => n.spec.gpus.filter((g) => fitting.includes(g)).length));
-  if (perPod > largest) return `can never fit: a pod needs ${perPod} GPUs${constraint === '' ? '' : ` ${constraint}`} on one node, the largest node has ${largest}`;
+  if (perPod > largest)
+    return `can never fit: a pod needs ${perPod} GPUs${constraint === '' ? '' : ` ${constraint}`} on one node, the largest node has ${largest}`;
   return `can never fit, not even on an empty cluster: ${r.explanation.message}`;
 }
 
@@ -163,14 +220,25 @@ export function neverFitLine(ctx: Pick<ExplainContext, 'profile' | 'rng'>, state
  * when it has passed while the job still waits, with what that estimate assumed: the running jobs ending by
  * their expected runtimes (given or learned), of which these still run.
  */
-function overdueLine(ctx: ExplainContext, target: string, pods: readonly { readonly key: string }[], running: ReadonlyMap<string, RunningJob>, nowMs: number): { line: string; sinceMs: number } | undefined {
-  const published = Math.min(...pods.map((p) => Date.parse(ctx.cache.pod(p.key)?.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '')).filter((t) => Number.isFinite(t)));
+function overdueLine(
+  ctx: ExplainContext,
+  target: string,
+  pods: readonly { readonly key: string }[],
+  running: ReadonlyMap<string, RunningJob>,
+  nowMs: number,
+): { line: string; sinceMs: number } | undefined {
+  const published = Math.min(
+    ...pods.map((p) => Date.parse(ctx.cache.pod(p.key)?.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '')).filter((t) => Number.isFinite(t)),
+  );
   // Estimates are refreshed once a minute: one less than a minute past is "now", not overdue (as sits top shows it).
   if (!Number.isFinite(published) || nowMs - published <= 60_000) return undefined;
   const still = [...running.values()].filter((j) => j.startMs <= published).sort((a, b) => a.startMs - b.startMs);
   const ago = Math.round((nowMs - published) / 60_000);
   const names = still.slice(0, 3).map((j) => `${j.id.replace(/^gang:/, '')} (running ${Math.round((nowMs - j.startMs) / 60_000)} min)`);
-  const why = still.length === 0 ? 'the estimate assumed the GPUs it needed would be free by then, and others were placed first (a higher priority or an earlier queue position)' : `the estimate assumed running jobs would end by their expected runtimes (given or learned); still running: ${names.join(', ')}${still.length > 3 ? ` and ${still.length - 3} more` : ''}`;
+  const why =
+    still.length === 0
+      ? 'the estimate assumed the GPUs it needed would be free by then, and others were placed first (a higher priority or an earlier queue position)'
+      : `the estimate assumed running jobs would end by their expected runtimes (given or learned); still running: ${names.join(', ')}${still.length > 3 ? ` and ${still.length - 3} more` : ''}`;
   return { sinceMs: published, line: `overdue since ${new Date(published).toISOString()} (${ago} min ago) for ${target}: ${why}` };
 }
 
@@ -208,7 +276,10 @@ export function stepLines(ctx: Pick<ExplainContext, 'cache'>, pods: readonly V1P
   const idealAt = idealShares(like, here.gpus);
   const ideal = stepTime(m, idealAt);
   const s3 = (x: number): string => x.toFixed(3);
-  const comm = here.gpus < 2 ? 'no all-reduce (one GPU)' : `${here.algorithm} all-reduce ${s3(here.commSec)} s, ${s3(here.exposedCommSec)} s of it exposed, limited by ${here.bottleneck} at ${Math.round(here.busGBps)} GB/s`;
+  const comm =
+    here.gpus < 2
+      ? 'no all-reduce (one GPU)'
+      : `${here.algorithm} all-reduce ${s3(here.commSec)} s, ${s3(here.exposedCommSec)} s of it exposed, limited by ${here.bottleneck} at ${Math.round(here.busGBps)} GB/s`;
   return [
     `expected step of a ${m.name} DDP job (ADR 0103) on these ${here.gpus} GPUs on ${here.nodes} node(s): ${s3(here.stepSec)} s = compute ${s3(here.computeSec)} s + ${comm}; ${Math.round(here.tokensPerSec)} tokens/s, GPU utilisation ${(100 * here.gpuUtilization).toFixed(1)} %`,
     `on an ideal placement (${idealAt.length} ${like.gpuModel} node(s) like ${like.name}, one rack): ${s3(ideal.stepSec)} s, ${Math.round(ideal.tokensPerSec)} tokens/s, GPU utilisation ${(100 * ideal.gpuUtilization).toFixed(1)} %; this placement is ×${(here.stepSec / ideal.stepSec).toFixed(2)} the ideal step`,

@@ -29,10 +29,22 @@ describe('two sits extender replicas behind one Service', () => {
     certs = await issueCerts();
     await grantCaller(client);
     for (const identity of ['replica-a', 'replica-b']) {
-      exts.push(await startExtender({ client, port: 0, host: '127.0.0.1', tls: certs.serving, clientCa: certs.ca, leaderElection: { namespace: 'kube-system', name: 'sits-extender', identity, leaseDurationSec: 3 } }));
+      exts.push(
+        await startExtender({
+          client,
+          port: 0,
+          host: '127.0.0.1',
+          tls: certs.serving,
+          clientCa: certs.ca,
+          leaderElection: { namespace: 'kube-system', name: 'sits-extender', identity, leaseDurationSec: 3 },
+        }),
+      );
     }
     await waitFor('one replica leads', async () => (exts.filter((e) => e.serving()).length === 1 ? true : undefined));
-    front = await startReadyFront(exts.map((e) => e.port), certs.ca);
+    front = await startReadyFront(
+      exts.map((e) => e.port),
+      certs.ca,
+    );
     await plane.startScheduler(schedulerConfig(front.port, certs));
   }, 180_000);
 
@@ -45,18 +57,34 @@ describe('two sits extender replicas behind one Service', () => {
 
   const post = (port: number, path: string, body: string): Promise<number> =>
     new Promise((resolve, reject) => {
-      const req = httpsRequest({ host: '127.0.0.1', port, path, method: 'POST', ca: certs.ca, cert: certs.scheduler.cert, key: certs.scheduler.key, headers: { 'Content-Type': 'application/json' } }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = httpsRequest(
+        {
+          host: '127.0.0.1',
+          port,
+          path,
+          method: 'POST',
+          ca: certs.ca,
+          cert: certs.scheduler.cert,
+          key: certs.scheduler.key,
+          headers: { 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
   const bound = (n: number) =>
-    waitFor(`${n} pods bound`, async () => {
-      const ps = (await listPods(client, 'ha')).filter((p) => (p.spec?.nodeName ?? '') !== '');
-      return ps.length >= n ? ps : undefined;
-    }, 60_000);
+    waitFor(
+      `${n} pods bound`,
+      async () => {
+        const ps = (await listPods(client, 'ha')).filter((p) => (p.spec?.nodeName ?? '') !== '');
+        return ps.length >= n ? ps : undefined;
+      },
+      60_000,
+    );
 
   it('only the leader is Ready and answers; kube-scheduler through the Service binds with it', async () => {
     const leader = exts.find((e) => e.serving()) as RunningExtender;
@@ -65,7 +93,10 @@ describe('two sits extender replicas behind one Service', () => {
     const args = JSON.stringify({ Pod: { metadata: { name: 'x', namespace: 'default' } }, NodeNames: nodes.map((n) => n.name) });
     expect(await post(standby.port, '/filter', args)).toBe(503);
     await createNs(client, 'ha');
-    await createPods(client, Array.from({ length: 4 }, (_, i) => testPod('ha', `first-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })));
+    await createPods(
+      client,
+      Array.from({ length: 4 }, (_, i) => testPod('ha', `first-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })),
+    );
     const ps = await bound(4);
     gpuUsage(ps, 4);
     expect(leader.extender.stats.binds).toBe(4);
@@ -78,7 +109,10 @@ describe('two sits extender replicas behind one Service', () => {
     await leader.close();
     await waitFor('the standby leads', async () => (standby.serving() ? true : undefined));
     await waitFor('the front sends to the new leader', async () => (front.ready().length === 1 && front.ready()[0] === standby.port ? true : undefined));
-    await createPods(client, Array.from({ length: 4 }, (_, i) => testPod('ha', `second-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })));
+    await createPods(
+      client,
+      Array.from({ length: 4 }, (_, i) => testPod('ha', `second-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })),
+    );
     const ps = await bound(8);
     const used = gpuUsage(ps, 4);
     for (const n of nodes) expect(used.get(n.name)).toEqual([1, 1, 1, 1]);

@@ -29,7 +29,11 @@ describe('extender request checks', () => {
     expect(msg(() => bindingArgs({ PodName: 'p', PodNamespace: 'ns', PodUID: 'u', Node: 'n' }))).toBe('accepted');
     expect(msg(() => bindingArgs({ PodName: 'p', PodNamespace: 'ns', Node: 7 }))).toBe('400 ExtenderBindingArgs.Node: want a string, got number');
     expect(msg(() => preemptionArgs({ Pod: pod, NodeNameToMetaVictims: { a: { Pods: [{ UID: 'x' }], NumPDBViolations: 0 }, b: null } }))).toBe('accepted');
-    expect(msg(() => preemptionArgs({ Pod: pod, NodeNameToMetaVictims: { a: { Pods: [{ UID: 1 }] } } }))).toBe('400 ExtenderPreemptionArgs.NodeNameToMetaVictims[a].Pods[0].UID: want a string, got number');
-    expect(msg(() => preemptionArgs({ Pod: pod, NodeNameToVictims: [] }))).toBe('400 ExtenderPreemptionArgs.NodeNameToVictims: want a map of node name to victims, got an array');
+    expect(msg(() => preemptionArgs({ Pod: pod, NodeNameToMetaVictims: { a: { Pods: [{ UID: 1 }] } } }))).toBe(
+      '400 ExtenderPreemptionArgs.NodeNameToMetaVictims[a].Pods[0].UID: want a string, got number',
+    );
+    expect(msg(() => preemptionArgs({ Pod: pod, NodeNameToVictims: [] }))).toBe(
+      '400 ExtenderPreemptionArgs.NodeNameToVictims: want a map of node name to victims, got an array',
+    );
   });
 });

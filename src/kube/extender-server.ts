@@ -98,7 +98,13 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
   const profile = resolveProfile(o.profile ?? 'sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
   if (!profile.ok) throw new Error(formatProfileError(profile.error));
   // Passive: the informers fill the cache; kube-scheduler reports (its own events), so ours are off.
-  const live = new LiveScheduler(o.client, { identity: 'sits-extender', schedulerName: o.schedulerName ?? KUBE_SCHEDULER_NAME, passive: true, events: false, log });
+  const live = new LiveScheduler(o.client, {
+    identity: 'sits-extender',
+    schedulerName: o.schedulerName ?? KUBE_SCHEDULER_NAME,
+    passive: true,
+    events: false,
+    log,
+  });
   await live.start();
   const extender = new SitsExtender(
     { client: o.client, cache: live.cache, jobs: live.jobs, binder: live.binder },
@@ -129,7 +135,13 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
       namespace: le.namespace,
       name: le.name,
       identity: le.identity,
-      ...(le.leaseDurationSec === undefined ? {} : { leaseDurationSec: le.leaseDurationSec, renewDeadlineSec: Math.max(1, le.leaseDurationSec * 0.66), retryPeriodSec: Math.max(0.5, le.leaseDurationSec / 7) }),
+      ...(le.leaseDurationSec === undefined
+        ? {}
+        : {
+            leaseDurationSec: le.leaseDurationSec,
+            renewDeadlineSec: Math.max(1, le.leaseDurationSec * 0.66),
+            retryPeriodSec: Math.max(0.5, le.leaseDurationSec / 7),
+          }),
       log,
       onStartedLeading: () => void lead().catch((e: unknown) => log(`extender: recovery on leading: ${(e as Error).message}`)),
       onStoppedLeading: () => {
@@ -228,14 +240,16 @@ export async function startExtender(o: ExtenderServerOptions): Promise<RunningEx
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v);
-const bad = (field: string, want: string, v: unknown): HttpError => new HttpError(400, `${field}: want ${want}, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
+const bad = (field: string, want: string, v: unknown): HttpError =>
+  new HttpError(400, `${field}: want ${want}, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`);
 
 /** ExtenderArgs with the fields SITS reads checked (the Pod itself is read as the apiserver stored it). */
 export function extenderArgs(body: unknown): ExtenderArgs {
   if (!isObject(body)) throw bad('ExtenderArgs', 'an object', body);
   const { Pod, Nodes, NodeNames } = body;
   if (!isObject(Pod)) throw bad('ExtenderArgs.Pod', 'a Pod object', Pod);
-  if (!isObject(Pod.metadata) || typeof Pod.metadata.name !== 'string') throw bad('ExtenderArgs.Pod.metadata.name', 'a string', isObject(Pod.metadata) ? Pod.metadata.name : Pod.metadata);
+  if (!isObject(Pod.metadata) || typeof Pod.metadata.name !== 'string')
+    throw bad('ExtenderArgs.Pod.metadata.name', 'a string', isObject(Pod.metadata) ? Pod.metadata.name : Pod.metadata);
   if (NodeNames !== undefined && NodeNames !== null) {
     if (!Array.isArray(NodeNames)) throw bad('ExtenderArgs.NodeNames', 'an array of node names', NodeNames);
     NodeNames.forEach((n, i) => {
@@ -261,10 +275,12 @@ export function preemptionArgs(body: unknown): ExtenderPreemptionArgs {
     for (const [node, v] of Object.entries(m)) {
       if (v === null) continue;
       if (!isObject(v)) throw bad(`ExtenderPreemptionArgs.${k}[${node}]`, 'victims', v);
-      if (v.Pods !== undefined && v.Pods !== null && !(Array.isArray(v.Pods) && v.Pods.every(isObject))) throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods`, 'an array of pods', v.Pods);
-      if (k === 'NodeNameToMetaVictims' && Array.isArray(v.Pods)) (v.Pods as Record<string, unknown>[]).forEach((p, i) => {
-        if (typeof p.UID !== 'string') throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods[${i}].UID`, 'a string', p.UID);
-      });
+      if (v.Pods !== undefined && v.Pods !== null && !(Array.isArray(v.Pods) && v.Pods.every(isObject)))
+        throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods`, 'an array of pods', v.Pods);
+      if (k === 'NodeNameToMetaVictims' && Array.isArray(v.Pods))
+        (v.Pods as Record<string, unknown>[]).forEach((p, i) => {
+          if (typeof p.UID !== 'string') throw bad(`ExtenderPreemptionArgs.${k}[${node}].Pods[${i}].UID`, 'a string', p.UID);
+        });
     }
   }
   return body as ExtenderPreemptionArgs;

@@ -51,10 +51,14 @@ describe('sits extender behind the real kube-scheduler', () => {
   });
 
   const boundPods = (ns: string, n: number): Promise<V1Pod[]> =>
-    waitFor(`${n} pods bound in ${ns}`, async () => {
-      const ps = await listPods(client, ns);
-      return ps.length === n && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
-    }, 60_000);
+    waitFor(
+      `${n} pods bound in ${ns}`,
+      async () => {
+        const ps = await listPods(client, ns);
+        return ps.length === n && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+      },
+      60_000,
+    );
 
   it('refuses callers without the right: no certificate is anonymous and gets 403', async () => {
     const status = await new Promise<number>((resolve, reject) => {
@@ -68,18 +72,25 @@ describe('sits extender behind the real kube-scheduler', () => {
     expect(status).toBe(403);
   });
 
-  it('kube-scheduler\'s certificate is let in; a bad body is a 400 naming the field, an unknown verb a 404', async () => {
+  it("kube-scheduler's certificate is let in; a bad body is a 400 naming the field, an unknown verb a 404", async () => {
     const post = (path: string, body: string): Promise<{ status: number; text: string }> =>
       new Promise((resolve, reject) => {
-        const req = httpsRequest(`${ext.url}${path}`, { method: 'POST', ca, cert: certs.scheduler.cert, key: certs.scheduler.key, headers: { 'Content-Type': 'application/json' } }, (res) => {
-          let text = '';
-          res.on('data', (c: Buffer) => (text += c.toString('utf8')));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-        });
+        const req = httpsRequest(
+          `${ext.url}${path}`,
+          { method: 'POST', ca, cert: certs.scheduler.cert, key: certs.scheduler.key, headers: { 'Content-Type': 'application/json' } },
+          (res) => {
+            let text = '';
+            res.on('data', (c: Buffer) => (text += c.toString('utf8')));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });
-    expect(await post('/filter', '{"Pod": {"metadata": {"name": "x"}}, "NodeNames": "a800x4-000"}')).toEqual({ status: 400, text: 'ExtenderArgs.NodeNames: want an array of node names, got string\n' });
+    expect(await post('/filter', '{"Pod": {"metadata": {"name": "x"}}, "NodeNames": "a800x4-000"}')).toEqual({
+      status: 400,
+      text: 'ExtenderArgs.NodeNames: want an array of node names, got string\n',
+    });
     expect(await post('/filter', '{not json')).toMatchObject({ status: 400 });
     // Only the four verbs are served: another path is 404 before any review (ADR 0177), so made-up paths cost none.
     expect((await post('/other', '{}')).status).toBe(404);
@@ -87,9 +98,21 @@ describe('sits extender behind the real kube-scheduler', () => {
 
   it('a gang that cannot fit whole (5 × 4 GPUs on 16) binds no member', async () => {
     await createNs(client, 'whole');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/whole/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'wide', namespace: 'whole' }, spec: { minMember: 5 } });
-    await createPods(client, Array.from({ length: 5 }, (_, i) => testPod('whole', `wide-${i}`, { gpus: 4, group: 'wide', schedulerName: KUBE_SCHEDULER_NAME })));
-    const ev = await waitFor('FailedScheduling event', async () => (await listEvents(client, 'whole')).find((e) => e.reason === 'FailedScheduling' && e.message?.includes('together') === true), 30_000);
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/whole/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'wide', namespace: 'whole' },
+      spec: { minMember: 5 },
+    });
+    await createPods(
+      client,
+      Array.from({ length: 5 }, (_, i) => testPod('whole', `wide-${i}`, { gpus: 4, group: 'wide', schedulerName: KUBE_SCHEDULER_NAME })),
+    );
+    const ev = await waitFor(
+      'FailedScheduling event',
+      async () => (await listEvents(client, 'whole')).find((e) => e.reason === 'FailedScheduling' && e.message?.includes('together') === true),
+      30_000,
+    );
     expect(ev.message).toMatch(/^0\/4 nodes are available: 4 could hold single members, but not 5 of them together/);
     // Give kube-scheduler time to retry (backoff 1–2 s): still nothing bound.
     await new Promise((r) => setTimeout(r, 3000));
@@ -101,7 +124,12 @@ describe('sits extender behind the real kube-scheduler', () => {
 
   it('a gang plan whose member kube-scheduler never sends expires: the waiting member is refused, nothing bound', async () => {
     await createNs(client, 'expire');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/expire/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'pair', namespace: 'expire' }, spec: { minMember: 2 } });
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/expire/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'pair', namespace: 'expire' },
+      spec: { minMember: 2 },
+    });
     const ok = testPod('expire', 'pair-0', { gpus: 1, group: 'pair', schedulerName: KUBE_SCHEDULER_NAME });
     // kube-scheduler's own VolumeBinding rejects this member (no such PVC) before asking the extender.
     const stuck = testPod('expire', 'pair-1', { gpus: 1, group: 'pair', schedulerName: KUBE_SCHEDULER_NAME });
@@ -109,7 +137,11 @@ describe('sits extender behind the real kube-scheduler', () => {
     spec.volumes = [{ name: 'data', persistentVolumeClaim: { claimName: 'missing' } }];
     await createPods(client, [ok, stuck]);
     const expired = ext.extender.stats.expired;
-    const ev = await waitFor('pair-0 binding refused after the plan expired', async () => (await listEvents(client, 'expire')).find((e) => e.involvedObject?.name === 'pair-0' && e.message?.includes('plan expired') === true), 60_000);
+    const ev = await waitFor(
+      'pair-0 binding refused after the plan expired',
+      async () => (await listEvents(client, 'expire')).find((e) => e.involvedObject?.name === 'pair-0' && e.message?.includes('plan expired') === true),
+      60_000,
+    );
     expect(ev.message).toContain('gang expire/pair: plan expired with 1 of 2 members at bind; none bound');
     expect(ext.extender.stats.expired).toBeGreaterThan(expired);
     expect((await listPods(client, 'expire')).filter((p) => (p.spec?.nodeName ?? '') !== '')).toEqual([]);
@@ -119,7 +151,10 @@ describe('sits extender behind the real kube-scheduler', () => {
 
   it('8 single-GPU pods without a gang are packed on 2 of the 4 empty nodes (SITS packs, it does not spread)', async () => {
     await createNs(client, 'singles');
-    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('singles', `one-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })));
+    await createPods(
+      client,
+      Array.from({ length: 8 }, (_, i) => testPod('singles', `one-${i}`, { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })),
+    );
     const pods = await boundPods('singles', 8);
     const usage = gpuUsage(pods, 4);
     expect(usage.size).toBe(2);
@@ -131,8 +166,18 @@ describe('sits extender behind the real kube-scheduler', () => {
 
   it('seed example: the 8 replicas of gang bert-large-finetune land whole on 2 NVLink nodes, GPU indices written', async () => {
     await createNs(client, 'seed');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/seed/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'bert-large-finetune', namespace: 'seed' }, spec: { minMember: 8 } });
-    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('seed', `bert-large-finetune-${i}`, { gpus: 1, memory: '32Gi', group: 'bert-large-finetune', schedulerName: KUBE_SCHEDULER_NAME })));
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/seed/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'bert-large-finetune', namespace: 'seed' },
+      spec: { minMember: 8 },
+    });
+    await createPods(
+      client,
+      Array.from({ length: 8 }, (_, i) =>
+        testPod('seed', `bert-large-finetune-${i}`, { gpus: 1, memory: '32Gi', group: 'bert-large-finetune', schedulerName: KUBE_SCHEDULER_NAME }),
+      ),
+    );
     const pods = await boundPods('seed', 8);
     const usage = gpuUsage(pods, 4); // throws on a missing gpu-indices annotation or an over-commit
     expect(usage.size).toBe(2);
@@ -145,7 +190,7 @@ describe('sits extender behind the real kube-scheduler', () => {
     await waitFor('8 Scheduled events', async () => (await listEvents(client, 'seed')).filter((e) => e.reason === 'Scheduled').length >= 8);
   });
 
-  it('a pod that fits nowhere stays Pending with SITS\'s reason in kube-scheduler\'s event', async () => {
+  it("a pod that fits nowhere stays Pending with SITS's reason in kube-scheduler's event", async () => {
     await createNs(client, 'toobig');
     await createPods(client, [testPod('toobig', 'eight', { gpus: 8, schedulerName: KUBE_SCHEDULER_NAME })]);
     const ev = await waitFor('FailedScheduling event', async () => (await listEvents(client, 'toobig')).find((e) => e.reason === 'FailedScheduling'), 30_000);
@@ -166,13 +211,26 @@ describe('sits extender behind the real kube-scheduler', () => {
     const binder = new KubeBinder(client, cache, { schedulerName: 'lagging', events: { emit: () => undefined }, log: () => undefined, nowMs: clock.nowMs });
     const profile = resolveProfile('sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
     if (!profile.ok) throw new Error(JSON.stringify(profile.error));
-    const lagging = new SitsExtender({ client, cache, jobs, binder }, { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 20_000 });
+    const lagging = new SitsExtender(
+      { client, cache, jobs, binder },
+      { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 20_000 },
+    );
     const target = nodes[3]?.name ?? '';
     // The victim as the cache last saw it: Running on the target with its 4 GPUs; the apiserver has no such pod.
     const victim = testPod('lag', 'victim', { gpus: 4, schedulerName: 'lagging' });
-    cache.upsertPod({ ...victim, metadata: { ...victim.metadata, uid: 'gone-1', annotations: { ...victim.metadata?.annotations, [ANNOTATION.gpuIndices]: '0,1,2,3' } }, spec: { ...(victim.spec as NonNullable<V1Pod['spec']>), nodeName: target }, status: { phase: 'Running' } });
+    cache.upsertPod({
+      ...victim,
+      metadata: { ...victim.metadata, uid: 'gone-1', annotations: { ...victim.metadata?.annotations, [ANNOTATION.gpuIndices]: '0,1,2,3' } },
+      spec: { ...(victim.spec as NonNullable<V1Pod['spec']>), nodeName: target },
+      status: { phase: 'Running' },
+    });
     const base = testPod('lag', 'urgent', { gpus: 4, schedulerName: 'lagging' });
-    const urgent: V1Pod = { ...base, metadata: { ...base.metadata, uid: 'urgent-1' }, spec: { ...(base.spec as NonNullable<V1Pod['spec']>), priority: 1000 }, status: { phase: 'Pending', nominatedNodeName: target } };
+    const urgent: V1Pod = {
+      ...base,
+      metadata: { ...base.metadata, uid: 'urgent-1' },
+      spec: { ...(base.spec as NonNullable<V1Pod['spec']>), priority: 1000 },
+      status: { phase: 'Pending', nominatedNodeName: target },
+    };
     cache.upsertPod(urgent);
     // The informer delivers the deletion 500 ms into the filter call.
     const delivered = new Promise<void>((r) => setTimeout(() => r(cache.deletePod(victim)), 500));
@@ -182,7 +240,12 @@ describe('sits extender behind the real kube-scheduler', () => {
     expect(r.NodeNames).toEqual([target]);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(400);
     // A pod that preempted nowhere is answered from the cache at once (full here), without asking the apiserver.
-    cache.upsertPod({ ...victim, metadata: { ...victim.metadata, uid: 'gone-2' }, spec: { ...(victim.spec as NonNullable<V1Pod['spec']>), nodeName: target }, status: { phase: 'Running' } });
+    cache.upsertPod({
+      ...victim,
+      metadata: { ...victim.metadata, uid: 'gone-2' },
+      spec: { ...(victim.spec as NonNullable<V1Pod['spec']>), nodeName: target },
+      status: { phase: 'Running' },
+    });
     const plain: V1Pod = { ...urgent, metadata: { ...urgent.metadata, name: 'plain', uid: 'plain-1' }, status: { phase: 'Pending' } };
     cache.upsertPod(plain);
     const t1 = Date.now();
@@ -218,10 +281,14 @@ describe('the seed TrainingJob through kube-scheduler + sits extender', () => {
     const client = cluster.client;
     await createNs(client, 'seed');
     await client.post('/apis/ai.sits2026.dev/v1/namespaces/seed/trainingjobs', SEED_TRAINING_JOB);
-    const pods = await waitFor('8 replicas bound and Running', async () => {
-      const ps = (await listPods(client, 'seed')).filter((p) => p.metadata?.name?.startsWith('bert-large-finetune-') === true);
-      return ps.length === 8 && ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running') ? ps : undefined;
-    }, 60_000);
+    const pods = await waitFor(
+      '8 replicas bound and Running',
+      async () => {
+        const ps = (await listPods(client, 'seed')).filter((p) => p.metadata?.name?.startsWith('bert-large-finetune-') === true);
+        return ps.length === 8 && ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.status?.phase === 'Running') ? ps : undefined;
+      },
+      60_000,
+    );
     const usage = gpuUsage(pods, 4);
     expect(usage.size).toBe(2);
     for (const used of usage.values()) expect(used).toEqual([1, 1, 1, 1]);
@@ -233,27 +300,47 @@ describe('the seed TrainingJob through kube-scheduler + sits extender', () => {
   });
   it('preempt through kube-scheduler: SITS names the victim, kube-scheduler evicts it, the preemptor gets its GPUs', async () => {
     const client = cluster.client;
-    for (const [name, value] of [['sits-low', 10], ['sits-high', 1000]] as const) await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
+    for (const [name, value] of [
+      ['sits-low', 10],
+      ['sits-high', 1000],
+    ] as const)
+      await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
     await createNs(client, 'prio');
     // The 2 nodes the seed job left free, each filled by one low-priority pod holding its 4 GPUs and all its CPU:
     // kube-scheduler's own dry run then needs a victim (CPU) and asks SITS which.
-    const cpu = (await client.get<{ status: { allocatable: Record<string, string> } }>(`/api/v1/nodes/${cluster.nodeNames[0] ?? ''}`)).status.allocatable.cpu ?? '1';
+    const cpu =
+      (await client.get<{ status: { allocatable: Record<string, string> } }>(`/api/v1/nodes/${cluster.nodeNames[0] ?? ''}`)).status.allocatable.cpu ?? '1';
     const withClass = (p: V1Pod, cls: string): V1Pod => ({ ...p, spec: { ...(p.spec as NonNullable<V1Pod['spec']>), priorityClassName: cls } });
-    await createPods(client, [0, 1].map((i) => withClass(testPod('prio', `low-${i}`, { gpus: 4, cpu, schedulerName: SCHEDULER_NAME }), 'sits-low')));
-    await waitFor('low pods Running', async () => {
-      const ps = await listPods(client, 'prio');
-      return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running');
-    }, 60_000);
+    await createPods(
+      client,
+      [0, 1].map((i) => withClass(testPod('prio', `low-${i}`, { gpus: 4, cpu, schedulerName: SCHEDULER_NAME }), 'sits-low')),
+    );
+    await waitFor(
+      'low pods Running',
+      async () => {
+        const ps = await listPods(client, 'prio');
+        return ps.length === 2 && ps.every((p) => p.status?.phase === 'Running');
+      },
+      60_000,
+    );
     await createPods(client, [withClass(testPod('prio', 'urgent', { gpus: 1, cpu, schedulerName: SCHEDULER_NAME }), 'sits-high')]);
-    const urgent = await waitFor('urgent bound', async () => {
-      const p = (await listPods(client, 'prio')).find((x) => x.metadata?.name === 'urgent');
-      return (p?.spec?.nodeName ?? '') !== '' ? p : undefined;
-    }, 90_000);
+    const urgent = await waitFor(
+      'urgent bound',
+      async () => {
+        const p = (await listPods(client, 'prio')).find((x) => x.metadata?.name === 'urgent');
+        return (p?.spec?.nodeName ?? '') !== '' ? p : undefined;
+      },
+      90_000,
+    );
     expect(urgent?.metadata?.annotations?.[ANNOTATION.gpuIndices]).toMatch(/^[0-3]$/);
     expect(ext.extender.stats.preemptions).toBeGreaterThanOrEqual(1);
     const left = (await listPods(client, 'prio')).filter((p) => p.metadata?.name?.startsWith('low-') === true && p.metadata.deletionTimestamp === undefined);
     expect(left).toHaveLength(1);
     // The seed gang (priority 0, no CPU asked) was never a victim.
-    expect((await listPods(client, 'seed')).filter((p) => p.metadata?.name?.startsWith('bert-large-finetune-') === true && p.metadata.deletionTimestamp === undefined)).toHaveLength(8);
+    expect(
+      (await listPods(client, 'seed')).filter(
+        (p) => p.metadata?.name?.startsWith('bert-large-finetune-') === true && p.metadata.deletionTimestamp === undefined,
+      ),
+    ).toHaveLength(8);
   });
 });

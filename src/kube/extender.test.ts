@@ -25,10 +25,24 @@ function node(name: string): V1Node {
 
 let uid = 0;
 function pod(name: string, o: { gpus?: number; group?: string; minMember?: number; priority?: number } = {}): V1Pod {
-  const p = testPod('ns', name, { gpus: o.gpus ?? 1, schedulerName: SCHED, ...(o.group === undefined ? {} : { group: o.group }), ...(o.minMember === undefined ? {} : { annotations: { [ANNOTATION.minMember]: String(o.minMember) } }) });
-  return { ...p, metadata: { ...p.metadata, uid: `uid-${++uid}`, creationTimestamp: new Date(1_000 + uid) }, spec: { ...p.spec, containers: p.spec?.containers ?? [], priority: o.priority ?? 0 } };
+  const p = testPod('ns', name, {
+    gpus: o.gpus ?? 1,
+    schedulerName: SCHED,
+    ...(o.group === undefined ? {} : { group: o.group }),
+    ...(o.minMember === undefined ? {} : { annotations: { [ANNOTATION.minMember]: String(o.minMember) } }),
+  });
+  return {
+    ...p,
+    metadata: { ...p.metadata, uid: `uid-${++uid}`, creationTimestamp: new Date(1_000 + uid) },
+    spec: { ...p.spec, containers: p.spec?.containers ?? [], priority: o.priority ?? 0 },
+  };
 }
-const boundTo = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({ ...p, metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, [ANNOTATION.gpuIndices]: gpus } }, spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName }, status: { phase: 'Running' } });
+const boundTo = (p: V1Pod, nodeName: string, gpus: string): V1Pod => ({
+  ...p,
+  metadata: { ...p.metadata, annotations: { ...p.metadata?.annotations, [ANNOTATION.gpuIndices]: gpus } },
+  spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeName },
+  status: { phase: 'Running' },
+});
 
 function setup(): { ext: SitsExtender; cache: ClusterCache; advance: (ms: number) => void } {
   const cache = new ClusterCache(SCHED);
@@ -40,7 +54,10 @@ function setup(): { ext: SitsExtender; cache: ClusterCache; advance: (ms: number
   const binder = new KubeBinder(noClient, cache, { schedulerName: SCHED, events: { emit: () => undefined }, log: () => undefined, nowMs: clock.nowMs });
   const profile = resolveProfile('sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
   if (!profile.ok) throw new Error('profile');
-  const ext = new SitsExtender({ client: noClient, cache, jobs, binder }, { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 0, gangPlanTtlMs: 10_000 });
+  const ext = new SitsExtender(
+    { client: noClient, cache, jobs, binder },
+    { profile: profile.value, rng: () => seededRng(1), nowMs: clock.nowMs, cacheWaitMs: 0, gangPlanTtlMs: 10_000 },
+  );
   return { ext, cache, advance: (ms) => (skew += ms) };
 }
 
@@ -80,7 +97,12 @@ describe('SitsExtender', () => {
     const first = await ext.filter({ Pod: members[0] as V1Pod, NodeNames: NAMES });
     const node0 = first.NodeNames?.[0] as string;
     // kube-scheduler binding a member elsewhere than planned: refused at once, the plan stays.
-    const elsewhere = await ext.bind({ PodName: 'pair-0', PodNamespace: 'ns', PodUID: members[0]?.metadata?.uid as string, Node: NAMES.find((n) => n !== node0) as string });
+    const elsewhere = await ext.bind({
+      PodName: 'pair-0',
+      PodNamespace: 'ns',
+      PodUID: members[0]?.metadata?.uid as string,
+      Node: NAMES.find((n) => n !== node0) as string,
+    });
     expect(elsewhere.Error).toMatch(/^gang ns\/pair: SITS's plan puts ns\/pair-0 on /);
     expect(ext.heldPlans).toBe(1);
     // One member reaches bind, the other never does: the bind waits, then fails when the plan expires.
@@ -92,7 +114,9 @@ describe('SitsExtender', () => {
     expect(ext.heldPlans).toBe(0);
     expect(ext.stats.expired).toBe(1);
     // Its late partner is never bound alone.
-    expect((await ext.bind({ PodName: 'pair-1', PodNamespace: 'ns', PodUID: members[1]?.metadata?.uid as string, Node: node0 })).Error).toMatch(/^gang ns\/pair: no plan held for ns\/pair-1/);
+    expect((await ext.bind({ PodName: 'pair-1', PodNamespace: 'ns', PodUID: members[1]?.metadata?.uid as string, Node: node0 })).Error).toMatch(
+      /^gang ns\/pair: no plan held for ns\/pair-1/,
+    );
     // A pod filtered now may take those GPUs: replanning the gang finds the same free nodes.
     const again = await ext.filter({ Pod: members[1] as V1Pod, NodeNames: NAMES });
     expect(again.NodeNames).toHaveLength(1);
@@ -108,7 +132,7 @@ describe('SitsExtender', () => {
     expect(Object.values(r.FailedNodes)).toEqual(NAMES.map(() => 'gang ns/half: waiting for pods: 1 of minMember 4 exist'));
   });
 
-  it('a pod that fits nowhere: each node with the core\'s reason, unresolvable when preemption cannot help', async () => {
+  it("a pod that fits nowhere: each node with the core's reason, unresolvable when preemption cannot help", async () => {
     const { ext, cache } = setup();
     const big = pod('big', { gpus: 8 });
     cache.upsertPod(big);
@@ -154,7 +178,11 @@ describe('SitsExtender', () => {
   it('restrictToNodes: one-value matchFields as kube takes them, the shorter form', () => {
     const p = makePod('ns/p', { gpuCount: 1 });
     expect(restrictToNodes(p, NAMES, NAMES)).toBe(p);
-    expect(restrictToNodes(p, ['a800-0', 'a800-1', 'a800-2'], NAMES).nodeAffinity?.required).toEqual([{ matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['a800-3'] }] }]);
-    expect(restrictToNodes(p, ['a800-0'], NAMES).nodeAffinity?.required).toEqual([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['a800-0'] }] }]);
+    expect(restrictToNodes(p, ['a800-0', 'a800-1', 'a800-2'], NAMES).nodeAffinity?.required).toEqual([
+      { matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['a800-3'] }] },
+    ]);
+    expect(restrictToNodes(p, ['a800-0'], NAMES).nodeAffinity?.required).toEqual([
+      { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['a800-0'] }] },
+    ]);
   });
 });

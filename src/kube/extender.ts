@@ -191,7 +191,12 @@ export class SitsExtender {
     if (held !== undefined && held.gang !== undefined) {
       const p = held.placements.get(key);
       if (p !== undefined) {
-        if (names.includes(p.node)) return reply([p.node], Object.fromEntries(names.filter((n) => n !== p.node).map((n) => [n, `SITS placed gang ${held.gang ?? ''} with this pod on ${p.node}`])), {});
+        if (names.includes(p.node))
+          return reply(
+            [p.node],
+            Object.fromEntries(names.filter((n) => n !== p.node).map((n) => [n, `SITS placed gang ${held.gang ?? ''} with this pod on ${p.node}`])),
+            {},
+          );
         return allFail(`SITS placed gang ${held.gang} with this pod on ${p.node}, which kube-scheduler's filters rejected`);
       }
     }
@@ -313,7 +318,14 @@ export class SitsExtender {
       const state = this.trialState();
       const sch = new Scheduler(this.opts.profile, state, this.opts.rng());
       const stmt = new Statement(state);
-      const r = sch.placePod(restrictToNodes(pending, [args.Node], state.nodes.map((n) => n.spec.name)), stmt);
+      const r = sch.placePod(
+        restrictToNodes(
+          pending,
+          [args.Node],
+          state.nodes.map((n) => n.spec.name),
+        ),
+        stmt,
+      );
       stmt.discard();
       if (!r.ok) return this.bindError(`SITS cannot place ${key} on ${args.Node}: ${r.explanation.message}`);
       p = r.placement;
@@ -354,7 +366,11 @@ export class SitsExtender {
       state.allocate(placed.value.allocation);
       done.push(p);
     }
-    await binder.bindNow({ requests: placements.map((p) => ({ podId: p.podId, node: p.node, gpus: p.gpus })), after: [], ...(gang === undefined ? {} : { gang }) });
+    await binder.bindNow({
+      requests: placements.map((p) => ({ podId: p.podId, node: p.node, gpus: p.gpus })),
+      after: [],
+      ...(gang === undefined ? {} : { gang }),
+    });
     // The Binder logs and requeues its failures; the apiserver says whether each binding took.
     const wrong: string[] = [];
     for (const p of placements) {
@@ -378,7 +394,8 @@ export class SitsExtender {
   async preempt(args: ExtenderPreemptionArgs): Promise<ExtenderPreemptionResult> {
     const input: Record<string, MetaVictims> = {};
     for (const [n, v] of Object.entries(args.NodeNameToMetaVictims ?? {})) input[n] = { Pods: v?.Pods ?? [], NumPDBViolations: v?.NumPDBViolations ?? 0 };
-    for (const [n, v] of Object.entries(args.NodeNameToVictims ?? {})) input[n] ??= { Pods: (v?.Pods ?? []).map((p) => ({ UID: p.metadata?.uid ?? '' })), NumPDBViolations: v?.NumPDBViolations ?? 0 };
+    for (const [n, v] of Object.entries(args.NodeNameToVictims ?? {}))
+      input[n] ??= { Pods: (v?.Pods ?? []).map((p) => ({ UID: p.metadata?.uid ?? '' })), NumPDBViolations: v?.NumPDBViolations ?? 0 };
     const pod = args.Pod ?? undefined;
     const spec = pod === undefined ? undefined : podFromK8s(pod);
     // No opinion (unparseable pod, no GPUs): kube-scheduler's own choice stands.
@@ -423,13 +440,24 @@ export class SitsExtender {
     }
     const candidates = onNode
       .filter((p) => (p.spec?.priority ?? 0) < pod.priority && !chosen.has(podKey(p)))
-      .sort((a, b) => (a.spec?.priority ?? 0) - (b.spec?.priority ?? 0) || Date.parse(String(b.metadata?.creationTimestamp ?? '')) - Date.parse(String(a.metadata?.creationTimestamp ?? '')));
+      .sort(
+        (a, b) =>
+          (a.spec?.priority ?? 0) - (b.spec?.priority ?? 0) ||
+          Date.parse(String(b.metadata?.creationTimestamp ?? '')) - Date.parse(String(a.metadata?.creationTimestamp ?? '')),
+      );
     const fits = (): boolean => {
       const state = this.trialState();
       for (const k of chosen.keys()) state.release(k);
       const sch = new Scheduler(this.opts.profile, state, this.opts.rng());
       const stmt = new Statement(state);
-      const ok = sch.placePod(restrictToNodes(pod, [node], state.nodes.map((n) => n.spec.name)), stmt).ok;
+      const ok = sch.placePod(
+        restrictToNodes(
+          pod,
+          [node],
+          state.nodes.map((n) => n.spec.name),
+        ),
+        stmt,
+      ).ok;
       stmt.discard();
       return ok;
     };
@@ -472,7 +500,8 @@ export class SitsExtender {
       return false;
     }
     const wanted = new Set(nodes);
-    const stale = (): boolean => [...this.ports.cache.allPods()].some((p) => wanted.has(p.spec?.nodeName ?? '') && podHoldsResources(p) && !live.has(p.metadata?.uid ?? ''));
+    const stale = (): boolean =>
+      [...this.ports.cache.allPods()].some((p) => wanted.has(p.spec?.nodeName ?? '') && podHoldsResources(p) && !live.has(p.metadata?.uid ?? ''));
     if (!stale()) return false;
     const end = this.opts.nowMs() + (this.opts.cacheWaitMs ?? 2000);
     while (stale() && this.opts.nowMs() < end) await sleep(50);
@@ -535,7 +564,8 @@ export class SitsExtender {
     this.plans.delete(plan.id);
     for (const k of plan.placements.keys()) if (this.planOfPod.get(k) === plan.id) this.planOfPod.delete(k);
     if (failWaiters) {
-      for (const w of plan.waiting.values()) w.resolve(`gang ${plan.gang ?? plan.id}: plan ${why} with ${plan.waiting.size} of ${plan.placements.size} members at bind; none bound`);
+      for (const w of plan.waiting.values())
+        w.resolve(`gang ${plan.gang ?? plan.id}: plan ${why} with ${plan.waiting.size} of ${plan.placements.size} members at bind; none bound`);
       plan.waiting.clear();
     }
     if (why !== 'bound') this.log(`plan ${plan.id}: ${why}`);

@@ -16,7 +16,17 @@ export function gangEvictedValue(attempt: number, reason: string, message: strin
 }
 
 /** Writes the signal on TrainingJob `ns/name`, then waits `announceMs` so it reaches the controller before the deletes. */
-export async function announceGangEviction(client: KubeClient, ns: string, name: string, attempt: number, reason: string, message: string, announceMs = DEFAULT_ANNOUNCE_MS): Promise<void> {
-  await client.mergePatch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, { metadata: { annotations: { [ANNOTATION.gangEvicted]: gangEvictedValue(attempt, reason, message) } } });
+export async function announceGangEviction(
+  client: KubeClient,
+  ns: string,
+  name: string,
+  attempt: number,
+  reason: string,
+  message: string,
+  announceMs = DEFAULT_ANNOUNCE_MS,
+): Promise<void> {
+  await client.mergePatch(`${API_PATH}/namespaces/${ns}/trainingjobs/${name}`, {
+    metadata: { annotations: { [ANNOTATION.gangEvicted]: gangEvictedValue(attempt, reason, message) } },
+  });
   if (announceMs > 0) await new Promise((r) => setTimeout(r, announceMs));
 }

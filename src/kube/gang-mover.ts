@@ -17,7 +17,9 @@ import type { Clock } from '../core/ports.ts';
 import { isStatus, type KubeClient } from './client.ts';
 import { announceGangEviction } from './gang-eviction.ts';
 
-export type MoveJobObject = Pick<TrainingJob, 'spec' | 'status'> & { readonly metadata: { readonly name?: string; readonly namespace?: string; readonly uid?: string; readonly annotations?: Readonly<Record<string, string>> } };
+export type MoveJobObject = Pick<TrainingJob, 'spec' | 'status'> & {
+  readonly metadata: { readonly name?: string; readonly namespace?: string; readonly uid?: string; readonly annotations?: Readonly<Record<string, string>> };
+};
 
 export type MoveStep =
   | { readonly kind: 'request'; readonly value: string }
@@ -29,14 +31,27 @@ export type MoveStep =
  * Given the request of ours on the job (undefined when there is none yet), what to do now (pure): ask with
  * `newValue`, wait for the checkpoint, or evict once it is Ready after the request, its cycle failed or the grace ran out.
  */
-export function checkpointThenEvict(job: MoveJobObject, req: { readonly value: string; readonly atMs: number } | undefined, newValue: string, nowMs: number, graceMs: number): MoveStep {
+export function checkpointThenEvict(
+  job: MoveJobObject,
+  req: { readonly value: string; readonly atMs: number } | undefined,
+  newValue: string,
+  nowMs: number,
+  graceMs: number,
+): MoveStep {
   if (req === undefined) return { kind: 'request', value: newValue };
   const ck = job.status?.checkpoint;
-  const newest = ck?.lastReady === undefined ? 'no Ready checkpoint yet' : `its newest Ready checkpoint ${ck.lastReady.snapshotName} (step ${ck.lastReady.step})`;
+  const newest =
+    ck?.lastReady === undefined ? 'no Ready checkpoint yet' : `its newest Ready checkpoint ${ck.lastReady.snapshotName} (step ${ck.lastReady.step})`;
   const readyMs = ck?.lastReady === undefined ? Number.NaN : Date.parse(ck.lastReady.readyTime);
-  if (ck?.handledRequest === req.value && readyMs >= req.atMs) return { kind: 'evict', why: `checkpoint ${ck.lastReady?.snapshotName ?? ''} (step ${ck.lastReady?.step ?? 0}) is ready; the gang restarts elsewhere from it` };
-  if (ck?.handledRequest === req.value && ck.cycle?.request === req.value && ck.cycle.phase === 'Failed') return { kind: 'evict', why: `the checkpoint asked for failed (${ck.cycle.failureReason ?? 'Failed'}); the gang restarts elsewhere from ${newest}` };
-  if (nowMs >= req.atMs + graceMs) return { kind: 'evict', why: `no checkpoint within the grace of ${Math.round(graceMs / 1000)} s; the gang restarts elsewhere from ${newest}` };
+  if (ck?.handledRequest === req.value && readyMs >= req.atMs)
+    return {
+      kind: 'evict',
+      why: `checkpoint ${ck.lastReady?.snapshotName ?? ''} (step ${ck.lastReady?.step ?? 0}) is ready; the gang restarts elsewhere from it`,
+    };
+  if (ck?.handledRequest === req.value && ck.cycle?.request === req.value && ck.cycle.phase === 'Failed')
+    return { kind: 'evict', why: `the checkpoint asked for failed (${ck.cycle.failureReason ?? 'Failed'}); the gang restarts elsewhere from ${newest}` };
+  if (nowMs >= req.atMs + graceMs)
+    return { kind: 'evict', why: `no checkpoint within the grace of ${Math.round(graceMs / 1000)} s; the gang restarts elsewhere from ${newest}` };
   return { kind: 'wait', untilMs: req.atMs + graceMs };
 }
 
@@ -68,7 +83,9 @@ export class GangMover {
   /** The job's request-checkpoint annotation, and an Event `eventReason` saying why. */
   async request(job: MoveJobObject, value: string, eventReason: string, message: string): Promise<void> {
     const ns = job.metadata.namespace ?? 'default';
-    await this.client.mergePatch(`${API_PATH}/namespaces/${ns}/trainingjobs/${job.metadata.name ?? ''}`, { metadata: { annotations: { [ANNOTATION.requestCheckpoint]: value } } });
+    await this.client.mergePatch(`${API_PATH}/namespaces/${ns}/trainingjobs/${job.metadata.name ?? ''}`, {
+      metadata: { annotations: { [ANNOTATION.requestCheckpoint]: value } },
+    });
     this.stats.requested++;
     this.event(job, 'Normal', eventReason, message);
   }
@@ -79,7 +96,11 @@ export class GangMover {
     const name = job.metadata.name ?? '';
     const key = `${ns}/${name}`;
     const attempt = String(job.status?.attempt ?? '');
-    const pods = (await this.client.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${ns}/pods`, { labelSelector: `${LABEL.trainingJob}=${name},${LABEL.role}=replica,${LABEL.attempt}=${attempt}` })).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
+    const pods = (
+      await this.client.get<{ items: V1Pod[] }>(`/api/v1/namespaces/${ns}/pods`, {
+        labelSelector: `${LABEL.trainingJob}=${name},${LABEL.role}=replica,${LABEL.attempt}=${attempt}`,
+      })
+    ).items.filter((p) => p.metadata?.deletionTimestamp === undefined);
     if (pods.length === 0) return;
     const at = new Date(this.opts.clock.nowMs()).toISOString();
     // Told first, so the controller restarts the gang at once and does not count the move as a failure.
@@ -89,11 +110,20 @@ export class GangMover {
     await Promise.all(
       pods.map((p) =>
         this.client
-          .request('PATCH', `/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { conditions: [condition] } } })
+          .request('PATCH', `/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}/status`, {
+            contentType: 'application/strategic-merge-patch+json',
+            body: { status: { conditions: [condition] } },
+          })
           .catch((e: unknown) => this.opts.log(`${this.prefix}: ${ns}/${p.metadata?.name ?? ''}: condition: ${(e as Error).message}`)),
       ),
     );
-    const results = await Promise.allSettled(pods.map((p) => this.client.request('DELETE', `/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`, { body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: p.metadata?.uid } } })));
+    const results = await Promise.allSettled(
+      pods.map((p) =>
+        this.client.request('DELETE', `/api/v1/namespaces/${ns}/pods/${p.metadata?.name ?? ''}`, {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid: p.metadata?.uid } },
+        }),
+      ),
+    );
     const failed = results.filter((r) => r.status === 'rejected' && !isStatus(r.reason, 404) && !isStatus(r.reason, 409));
     this.stats.evictedPods += results.length - failed.length;
     this.stats.evictedGangs++;
@@ -113,7 +143,13 @@ export class GangMover {
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { generateName: `${name}.`, namespace: ns },
-        involvedObject: { apiVersion: 'ai.sits2026.dev/v1', kind: KIND.trainingJob, name, namespace: ns, ...(job.metadata.uid === undefined ? {} : { uid: job.metadata.uid }) },
+        involvedObject: {
+          apiVersion: 'ai.sits2026.dev/v1',
+          kind: KIND.trainingJob,
+          name,
+          namespace: ns,
+          ...(job.metadata.uid === undefined ? {} : { uid: job.metadata.uid }),
+        },
         reason,
         message: message.slice(0, 1000),
         type,

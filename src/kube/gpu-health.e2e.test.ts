@@ -46,7 +46,14 @@ describe('GPU health watcher on the real control plane', () => {
     client = new KubeClient(plane.kubeConfig());
     await applyCrds(client);
     await createFakeGpuNodes(plane.kubeConfig(), devNodes(1, 'l4x8'));
-    watcher = new GpuHealthWatcher({ client, targets: [{ node, url }], intervalMs: 1000, clock: { nowMs: () => now }, log: (l) => logs.push(l), onIntent: (i) => intents.push(i) });
+    watcher = new GpuHealthWatcher({
+      client,
+      targets: [{ node, url }],
+      intervalMs: 1000,
+      clock: { nowMs: () => now },
+      log: (l) => logs.push(l),
+      onIntent: (i) => intents.push(i),
+    });
     app = await createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'e2e-gpu-health' });
   });
   afterAll(async () => {
@@ -56,7 +63,8 @@ describe('GPU health watcher on the real control plane', () => {
     await new Promise((r) => server?.close(r));
   });
 
-  const annotation = async (): Promise<string | undefined> => (await client.get<V1Node>(`/api/v1/nodes/${node}`)).metadata?.annotations?.[ANNOTATION.gpuQuarantine];
+  const annotation = async (): Promise<string | undefined> =>
+    (await client.get<V1Node>(`/api/v1/nodes/${node}`)).metadata?.annotations?.[ANNOTATION.gpuQuarantine];
   const pod = async (ns: string, name: string) => (await listPods(client, ns)).find((p) => p.metadata?.name === name);
 
   it('a healthy recorded scrape writes nothing', async () => {
@@ -71,18 +79,41 @@ describe('GPU health watcher on the real control plane', () => {
     served = withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 3, 79, GPU3);
     const r = await watcher.once();
     expect(r.written).toEqual([node]);
-    expect(intents).toEqual([{ kind: 'checkpoint-and-migrate', node, gpu: 3, uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e', mode: 'restore-last', reason: 'XID 79 (GPU has fallen off the bus)', pods: [], atMs: now }]);
+    expect(intents).toEqual([
+      {
+        kind: 'checkpoint-and-migrate',
+        node,
+        gpu: 3,
+        uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e',
+        mode: 'restore-last',
+        reason: 'XID 79 (GPU has fallen off the bus)',
+        pods: [],
+        atMs: now,
+      },
+    ]);
     const until = new Date(now + 15 * MIN).toISOString();
-    expect(JSON.parse((await annotation()) ?? '{}')).toEqual({ '3': { reason: 'XID 79 (GPU has fallen off the bus)', state: 'failed', since: new Date(now).toISOString(), until, source: 'gpu-health' } });
+    expect(JSON.parse((await annotation()) ?? '{}')).toEqual({
+      '3': { reason: 'XID 79 (GPU has fallen off the bus)', state: 'failed', since: new Date(now).toISOString(), until, source: 'gpu-health' },
+    });
 
     await createNs(client, 'health');
     await createPods(client, [testPod('health', 'whole', { gpus: 8 })]);
-    const cond = await waitFor('PodScheduled=False on the 8-GPU pod', async () => (await pod('health', 'whole'))?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'));
-    expect(cond.message).toBe(`0/1 nodes fit gang health/whole (1×8 GPU): 1 GPUs unhealthy (GPU 3 quarantined until ${until}: XID 79 (GPU has fallen off the bus))`);
+    const cond = await waitFor('PodScheduled=False on the 8-GPU pod', async () =>
+      (await pod('health', 'whole'))?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'),
+    );
+    expect(cond.message).toBe(
+      `0/1 nodes fit gang health/whole (1×8 GPU): 1 GPUs unhealthy (GPU 3 quarantined until ${until}: XID 79 (GPU has fallen off the bus))`,
+    );
 
-    await createPods(client, Array.from({ length: 7 }, (_, i) => testPod('health', `one-${i}`, { gpus: 1 })));
+    await createPods(
+      client,
+      Array.from({ length: 7 }, (_, i) => testPod('health', `one-${i}`, { gpus: 1 })),
+    );
     const bound = await waitFor('seven 1-GPU pods bound', async () => {
-      const ps = (await listPods(client, 'health')).filter((p) => p.metadata?.name?.startsWith('one-') === true && (p.spec?.nodeName ?? '') !== '' && p.metadata?.annotations?.[ANNOTATION.gpuIndices] !== undefined);
+      const ps = (await listPods(client, 'health')).filter(
+        (p) =>
+          p.metadata?.name?.startsWith('one-') === true && (p.spec?.nodeName ?? '') !== '' && p.metadata?.annotations?.[ANNOTATION.gpuIndices] !== undefined,
+      );
       return ps.length === 7 ? ps : undefined;
     });
     expect(bound.map((p) => p.metadata?.annotations?.[ANNOTATION.gpuIndices]).sort()).toEqual(['0', '1', '2', '4', '5', '6', '7']);
@@ -102,7 +133,11 @@ describe('GPU health watcher on the real control plane', () => {
   it("another writer's quarantine (the fault ladder's) is kept until its period is over, then released by the same health check", async () => {
     const since = new Date(now).toISOString();
     const until = new Date(now + 2 * MIN).toISOString();
-    await client.mergePatch(`/api/v1/nodes/${node}`, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '5': { reason: 'shard failed 3 times', since, until, source: 'batch-fault-ladder' } }) } } });
+    await client.mergePatch(`/api/v1/nodes/${node}`, {
+      metadata: {
+        annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '5': { reason: 'shard failed 3 times', since, until, source: 'batch-fault-ladder' } }) },
+      },
+    });
     served = withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 3, 79, GPU3);
     now += MIN;
     expect((await watcher.once()).written).toEqual([]);
@@ -114,7 +149,13 @@ describe('GPU health watcher on the real control plane', () => {
   });
 
   it('an exporter that cannot be reached is logged, never a quarantine', async () => {
-    const down = new GpuHealthWatcher({ client, targets: [{ node, url: 'http://127.0.0.1:1/metrics' }], intervalMs: 1000, clock: { nowMs: () => now }, log: (l) => logs.push(l) });
+    const down = new GpuHealthWatcher({
+      client,
+      targets: [{ node, url: 'http://127.0.0.1:1/metrics' }],
+      intervalMs: 1000,
+      clock: { nowMs: () => now },
+      log: (l) => logs.push(l),
+    });
     const r = await down.once();
     expect(r.written).toEqual([]);
     expect(r.errors[0]).toMatch(/^scraping dcgm-exporter: http:\/\/127\.0\.0\.1:1\/metrics: .*ECONNREFUSED/);

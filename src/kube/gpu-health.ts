@@ -94,7 +94,10 @@ export class GpuHealthWatcher {
   private readonly lastError = new Map<string, string>();
 
   constructor(private readonly opts: GpuHealthWatcherOptions) {
-    this.monitor = new GpuHealthMonitor({ ...(opts.quarantineMs === undefined ? {} : { quarantineMs: opts.quarantineMs }), ...(opts.detector === undefined ? {} : { detector: opts.detector }) });
+    this.monitor = new GpuHealthMonitor({
+      ...(opts.quarantineMs === undefined ? {} : { quarantineMs: opts.quarantineMs }),
+      ...(opts.detector === undefined ? {} : { detector: opts.detector }),
+    });
   }
 
   /** One scrape-judge-write round over every target. Never throws. */
@@ -152,7 +155,9 @@ export class GpuHealthWatcher {
         const want = formatQuarantine(this.monitor.book.ofNode(t.node));
         if (want !== have && want !== haveNormal) {
           // resourceVersion makes the write conditional: a concurrent writer's change is read next round, not lost.
-          await this.opts.client.mergePatch(path, { metadata: { resourceVersion: node.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: want ?? null } } });
+          await this.opts.client.mergePatch(path, {
+            metadata: { resourceVersion: node.metadata?.resourceVersion, annotations: { [ANNOTATION.gpuQuarantine]: want ?? null } },
+          });
           written.push(t.node);
         }
       } catch (e) {

@@ -41,7 +41,8 @@ interface LeaseObject {
   readonly spec?: { readonly holderIdentity?: string; readonly acquireTime?: string; readonly renewTime?: string; readonly leaseTransitions?: number };
 }
 
-const lease = (client: KubeClient): Promise<LeaseObject> => client.get<LeaseObject>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler');
+const lease = (client: KubeClient): Promise<LeaseObject> =>
+  client.get<LeaseObject>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/sits-scheduler');
 
 async function holder(client: KubeClient): Promise<string | undefined> {
   try {
@@ -78,7 +79,10 @@ describe('high availability and crash safety (scheduler processes on a real cont
     await waitFor('replica-a leads', async () => (await holder(client)) === 'replica-a', 30_000);
     const b = startScheduler(plane.kubeconfigPath, 'replica-b');
     procs.push(b);
-    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('ha', `before-${i}`)));
+    await createPods(
+      client,
+      Array.from({ length: 8 }, (_, i) => testPod('ha', `before-${i}`)),
+    );
     await waitFor('8 pods bound', async () => (await listPods(client, 'ha')).filter((p) => p.spec?.nodeName).length === 8);
     expect(await holder(client)).toBe('replica-a');
     // Events are written after the binding, without waiting: kill replica-a only once its 8 are stored.
@@ -102,7 +106,10 @@ describe('high availability and crash safety (scheduler processes on a real cont
     expect(taken.spec?.holderIdentity).toBe('replica-b');
     expect(gapMs).toBeGreaterThanOrEqual(4000);
 
-    await createPods(client, Array.from({ length: 8 }, (_, i) => testPod('ha', `after-${i}`)));
+    await createPods(
+      client,
+      Array.from({ length: 8 }, (_, i) => testPod('ha', `after-${i}`)),
+    );
     const pods = await waitFor('16 pods bound', async () => {
       const ps = await listPods(client, 'ha');
       return ps.filter((p) => p.spec?.nodeName).length === 16 ? ps : undefined;
@@ -122,10 +129,18 @@ describe('high availability and crash safety (scheduler processes on a real cont
     for (const p of procs) p.child.kill('SIGKILL');
     await Promise.all(procs.map((p) => p.exited));
     await createNs(client, 'crash');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/crash/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'g', namespace: 'crash' }, spec: { minMember: 4 } });
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/crash/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'g', namespace: 'crash' },
+      spec: { minMember: 4 },
+    });
     const first = startScheduler(plane.kubeconfigPath, 'crashy', 2);
     procs.push(first);
-    await createPods(client, Array.from({ length: 4 }, (_, i) => testPod('crash', `g-${i}`, { gpus: 4, group: 'g' })));
+    await createPods(
+      client,
+      Array.from({ length: 4 }, (_, i) => testPod('crash', `g-${i}`, { gpus: 4, group: 'g' })),
+    );
     await first.exited;
     expect(first.log.join('')).toContain('failpoint: crashing after 2 gang bindings');
     const half = (await listPods(client, 'crash')).filter((p) => p.spec?.nodeName);
@@ -133,10 +148,14 @@ describe('high availability and crash safety (scheduler processes on a real cont
 
     const second = startScheduler(plane.kubeconfigPath, 'recoverer');
     procs.push(second);
-    const pods = await waitFor('the gang completed by the new leader', async () => {
-      const ps = await listPods(client, 'crash');
-      return ps.length === 4 && ps.every((p) => p.spec?.nodeName) ? ps : undefined;
-    }, 30_000);
+    const pods = await waitFor(
+      'the gang completed by the new leader',
+      async () => {
+        const ps = await listPods(client, 'crash');
+        return ps.length === 4 && ps.every((p) => p.spec?.nodeName) ? ps : undefined;
+      },
+      30_000,
+    );
     gpuUsage(pods, 8);
     const planned = pods.map((p) => p.metadata?.annotations?.['ai.sits2026.dev/assigned-node']);
     expect(pods.map((p) => p.spec?.nodeName)).toEqual(planned);

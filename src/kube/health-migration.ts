@@ -56,11 +56,26 @@ export type MigrationStep = MoveStep;
  * What to do now about job `job` on quarantined GPU `entry` (pure). A request of ours counts only when it names the
  * device and is not older than the quarantine (an older one moved the job off an earlier quarantine).
  */
-export function migrationStep(job: JobObject, entry: Pick<QuarantineEntry, 'node' | 'gpu' | 'sinceMs'>, mode: MigrateIntent['mode'], nowMs: number, graceMs: number): MigrationStep {
+export function migrationStep(
+  job: JobObject,
+  entry: Pick<QuarantineEntry, 'node' | 'gpu' | 'sinceMs'>,
+  mode: MigrateIntent['mode'],
+  nowMs: number,
+  graceMs: number,
+): MigrationStep {
   const ck = job.status?.checkpoint;
-  const newest = ck?.lastReady === undefined ? 'no Ready checkpoint yet' : `its newest Ready checkpoint ${ck.lastReady.snapshotName} (step ${ck.lastReady.step})`;
-  if (mode === 'restore-last') return { kind: 'evict', why: `the GPU failed outright, so the job on it is likely dead and no checkpoint is asked for; the gang restarts elsewhere from ${newest}` };
-  if (job.spec.checkpoint === undefined) return { kind: 'leave', why: 'the job has no checkpoint policy, so moving it would lose all its work; it keeps running and the quarantine keeps new work off the GPU' };
+  const newest =
+    ck?.lastReady === undefined ? 'no Ready checkpoint yet' : `its newest Ready checkpoint ${ck.lastReady.snapshotName} (step ${ck.lastReady.step})`;
+  if (mode === 'restore-last')
+    return {
+      kind: 'evict',
+      why: `the GPU failed outright, so the job on it is likely dead and no checkpoint is asked for; the gang restarts elsewhere from ${newest}`,
+    };
+  if (job.spec.checkpoint === undefined)
+    return {
+      kind: 'leave',
+      why: 'the job has no checkpoint policy, so moving it would lose all its work; it keeps running and the quarantine keeps new work off the GPU',
+    };
   const req = parseMigrationRequest(job.metadata.annotations?.[ANNOTATION.requestCheckpoint]);
   const ours = req === undefined || req.node !== entry.node || req.gpu !== entry.gpu || req.atMs < entry.sinceMs ? undefined : req;
   return checkpointThenEvict(job, ours, migrationRequestValue(nowMs, entry.node, entry.gpu), nowMs, graceMs);
@@ -82,7 +97,8 @@ export function migrationTargets(quarantined: readonly QuarantineEntry[], intent
   for (const i of intents) {
     const k = `${i.node}/${i.gpu}`;
     const onNode = out.get(k);
-    if (onNode?.mode !== 'restore-last') out.set(k, { entry: { node: i.node, gpu: i.gpu, sinceMs: onNode?.entry.sinceMs ?? i.atMs, reason: i.reason }, mode: i.mode });
+    if (onNode?.mode !== 'restore-last')
+      out.set(k, { entry: { node: i.node, gpu: i.gpu, sinceMs: onNode?.entry.sinceMs ?? i.atMs, reason: i.reason }, mode: i.mode });
   }
   return [...out.values()];
 }
@@ -100,7 +116,11 @@ export interface GpuHealthMigratorOptions {
   readonly announceMs?: number;
 }
 
-const gpuIndices = (p: V1Pod): number[] => (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '').split(',').filter((s) => /^\d+$/.test(s)).map(Number);
+const gpuIndices = (p: V1Pod): number[] =>
+  (p.metadata?.annotations?.[ANNOTATION.gpuIndices] ?? '')
+    .split(',')
+    .filter((s) => /^\d+$/.test(s))
+    .map(Number);
 const live = (p: V1Pod): boolean => p.metadata?.deletionTimestamp === undefined && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed';
 const INTENT_TTL_MS = 10 * 60_000;
 
@@ -122,9 +142,21 @@ export class GpuHealthMigrator {
     private readonly opts: GpuHealthMigratorOptions,
   ) {
     this.clock = opts.clock ?? { nowMs: () => Date.now() };
-    this.mover = new GangMover(client, { log: opts.log, clock: this.clock, reason: MIGRATION_DISRUPTION_REASON, component: 'sits-health-migration', logPrefix: 'health migration', ...(opts.announceMs === undefined ? {} : { announceMs: opts.announceMs }) });
+    this.mover = new GangMover(client, {
+      log: opts.log,
+      clock: this.clock,
+      reason: MIGRATION_DISRUPTION_REASON,
+      component: 'sits-health-migration',
+      logPrefix: 'health migration',
+      ...(opts.announceMs === undefined ? {} : { announceMs: opts.announceMs }),
+    });
     const kick = (): void => this.kick();
-    this.nodes = new Reflector<V1Node>(client, '/api/v1/nodes', { add: kick, update: kick, delete: () => undefined, error: (e) => opts.log(`health migration: nodes watch: ${e.message}`) });
+    this.nodes = new Reflector<V1Node>(client, '/api/v1/nodes', {
+      add: kick,
+      update: kick,
+      delete: () => undefined,
+      error: (e) => opts.log(`health migration: nodes watch: ${e.message}`),
+    });
   }
 
   async start(): Promise<void> {
@@ -183,7 +215,9 @@ export class GpuHealthMigrator {
       if (job === undefined) {
         this.once_(`other:${ns}/${p.metadata?.name ?? ''}:${entry.node}/${entry.gpu}/${entry.sinceMs}`, () => {
           this.stats.left++;
-          this.opts.log(`health migration: pod ${ns}/${p.metadata?.name ?? ''} holds quarantined GPU ${entry.gpu} of ${entry.node} and is no TrainingJob: left running (its owner moves it, or it ends)`);
+          this.opts.log(
+            `health migration: pod ${ns}/${p.metadata?.name ?? ''} holds quarantined GPU ${entry.gpu} of ${entry.node} and is no TrainingJob: left running (its owner moves it, or it ends)`,
+          );
         });
         continue;
       }
@@ -212,7 +246,12 @@ export class GpuHealthMigrator {
       }
       if (step.kind === 'request') {
         const grace = Math.round((this.opts.graceMs ?? DEFAULT_MIGRATION_GRACE_MS) / 1000);
-        await this.mover.request(job, step.value, 'CheckpointForMigration', `${device} is quarantined (${entry.reason}): checkpoint requested (${step.value}); the gang moves once it is ready, within ${grace} s at the latest`);
+        await this.mover.request(
+          job,
+          step.value,
+          'CheckpointForMigration',
+          `${device} is quarantined (${entry.reason}): checkpoint requested (${step.value}); the gang moves once it is ready, within ${grace} s at the latest`,
+        );
         this.stats.requested++;
         this.opts.log(`health migration: ${key} on ${device}: checkpoint requested (${step.value})`);
         continue;

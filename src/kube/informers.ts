@@ -130,8 +130,10 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     started.push(pods as unknown as AnyReflector);
     // Namespace labels serve namespaceSelector in pod affinity terms; without the right to read them, only kube's
     // automatic kubernetes.io/metadata.name label is known.
-    if (await optional(namespaces, 'namespaces not readable: namespaceSelector matches only kubernetes.io/metadata.name', log, [403, 404])) started.push(namespaces as unknown as AnyReflector);
-    if (await optional(queues, 'Queue CRD not installed: every pod is in its queue label\'s default queue, no quotas', log)) started.push(queues as unknown as AnyReflector);
+    if (await optional(namespaces, 'namespaces not readable: namespaceSelector matches only kubernetes.io/metadata.name', log, [403, 404]))
+      started.push(namespaces as unknown as AnyReflector);
+    if (await optional(queues, "Queue CRD not installed: every pod is in its queue label's default queue, no quotas", log))
+      started.push(queues as unknown as AnyReflector);
     if (await optional(groups, 'PodGroup CRD not installed: gangs read from pod annotations', log)) {
       started.push(groups as unknown as AnyReflector);
       jobs.podGroupsWatched = true;
@@ -147,7 +149,9 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     }
     if (storage) cache.enableStorage();
     if (await optional(pdbs, 'PodDisruptionBudgets not readable (RBAC): preemption ignores them', log, [403])) started.push(pdbs as unknown as AnyReflector);
-    for (const [what, r] of ownerWatches) if (await optional(r, `${what} not readable (RBAC): no default spread constraints from them`, log, [403, 404])) started.push(r as unknown as AnyReflector);
+    for (const [what, r] of ownerWatches)
+      if (await optional(r, `${what} not readable (RBAC): no default spread constraints from them`, log, [403, 404]))
+        started.push(r as unknown as AnyReflector);
   } catch (e) {
     stop();
     throw e;
@@ -156,7 +160,12 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
 }
 
 /** Starts a reflector on a CRD that may be missing (404: logged, false). */
-async function optional<T extends { metadata?: { name?: string } }>(r: Reflector<T>, missing: string, log: (m: string) => void, statuses: readonly number[] = [404]): Promise<boolean> {
+async function optional<T extends { metadata?: { name?: string } }>(
+  r: Reflector<T>,
+  missing: string,
+  log: (m: string) => void,
+  statuses: readonly number[] = [404],
+): Promise<boolean> {
   try {
     await r.start();
     return true;

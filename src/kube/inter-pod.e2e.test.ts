@@ -36,8 +36,17 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
 
   it('three pods with required anti-affinity on kubernetes.io/hostname take three nodes; a fourth stays Pending with the reason', async () => {
     await createNs(client, 'anti');
-    const anti = { affinity: { podAntiAffinity: { requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' }] } } };
-    await createPods(client, [0, 1, 2, 3].map((i) => small('anti', `web-${i}`, 'web', anti)));
+    const anti = {
+      affinity: {
+        podAntiAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: [{ labelSelector: { matchLabels: { app: 'web' } }, topologyKey: 'kubernetes.io/hostname' }],
+        },
+      },
+    };
+    await createPods(
+      client,
+      [0, 1, 2, 3].map((i) => small('anti', `web-${i}`, 'web', anti)),
+    );
     const placed = await waitFor('three of four anti-affinity pods bound', async () => {
       const ps = await bound('anti');
       return ps.length === 3 ? ps : undefined;
@@ -52,7 +61,9 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     const settled = new RegExp(`^${expected.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}(; reserved 1 nodes, expected start in \\d+ s)?$`);
     let last: string | undefined;
     await waitFor(`PodScheduled=False on the fourth pod saying "${expected}"`, async () => {
-      const cond = (await listPods(client, 'anti')).find((p) => p.metadata?.name === waiting)?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+      const cond = (await listPods(client, 'anti'))
+        .find((p) => p.metadata?.name === waiting)
+        ?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
       last = cond?.message;
       return last !== undefined && settled.test(last) ? true : undefined;
     }).catch((e: unknown) => {
@@ -72,8 +83,15 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     // 80 of zone-b's 96 cores taken: without the constraint, least-allocated sends the small pods to zone-a.
     await createPods(client, [withCpu(small('spread', 'heavy', 'other', { nodeSelector: { 'kubernetes.io/hostname': zoneB } }), '80')]);
     await waitFor('heavy pod bound', async () => ((await bound('spread')).length === 1 ? true : undefined));
-    const spread = { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'sp' } } }] };
-    await createPods(client, [0, 1, 2, 3].map((i) => small('spread', `sp-${i}`, 'sp', spread)));
+    const spread = {
+      topologySpreadConstraints: [
+        { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'sp' } } },
+      ],
+    };
+    await createPods(
+      client,
+      [0, 1, 2, 3].map((i) => small('spread', `sp-${i}`, 'sp', spread)),
+    );
     const placed = await waitFor('four spread pods bound', async () => {
       const ps = (await bound('spread')).filter((p) => p.metadata?.labels?.['app'] === 'sp');
       return ps.length === 4 ? ps : undefined;
@@ -97,7 +115,9 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     expect(perZone(five)).toEqual({ 'zone-a': 3, 'zone-b': 2 });
     const waiting = (await listPods(client, 'spread')).find((p) => (p.spec?.nodeName ?? '') === '')?.metadata?.name as string;
     const cond = await waitFor('PodScheduled=False on the pod past the skew', async () =>
-      (await listPods(client, 'spread')).find((p) => p.metadata?.name === waiting)?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'),
+      (await listPods(client, 'spread'))
+        .find((p) => p.metadata?.name === waiting)
+        ?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'),
     );
     expect(cond.message).toBe(`0/3 nodes fit gang spread/${waiting} (1×no GPU): 2 node(s) didn't match pod topology spread constraints, 1 insufficient cpu`);
   });
@@ -107,7 +127,10 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
     await createNs(client, 'blue-db');
     await createNs(client, 'app');
     const [n0, n1] = nodes.map((n) => n.name) as [string, string];
-    await createPods(client, [small('red-db', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n0 } }), small('blue-db', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n1 } })]);
+    await createPods(client, [
+      small('red-db', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n0 } }),
+      small('blue-db', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n1 } }),
+    ]);
     await waitFor('both db pods bound', async () => ((await bound('red-db')).length === 1 && (await bound('blue-db')).length === 1 ? true : undefined));
     const term = { labelSelector: { matchLabels: { app: 'db' } }, namespaceSelector: { matchLabels: { team: 'red' } }, topologyKey: 'kubernetes.io/hostname' };
     // Required affinity to the red db's node, anti-affinity to it: the first binds on n0, the second never does.
@@ -126,35 +149,70 @@ describe('live SITS scheduler: pod anti-affinity and topology spread', () => {
   it("existing pods' preferred terms score the incoming pod (ADR 0077): their anti-affinity keeps matching pods off their nodes, their affinity draws them into their zone", async () => {
     await createNs(client, 'toward');
     const [n0, n1, n2] = nodes.map((n) => n.name) as [string, string, string];
-    const pref = (kind: 'podAffinity' | 'podAntiAffinity', app: string, key: string): Partial<NonNullable<V1Pod['spec']>> => ({ affinity: { [kind]: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { app } }, topologyKey: key } }] } } });
+    const pref = (kind: 'podAffinity' | 'podAntiAffinity', app: string, key: string): Partial<NonNullable<V1Pod['spec']>> => ({
+      affinity: {
+        [kind]: {
+          preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 100, podAffinityTerm: { labelSelector: { matchLabels: { app } }, topologyKey: key } }],
+        },
+      },
+    });
     // Two pods on zone-a's nodes that prefer no batch pod beside them, one on zone-b's node that prefers clients in its zone.
     await createPods(client, [
-      small('toward', 'keep-off-0', 'keeper', { nodeSelector: { 'kubernetes.io/hostname': n0 }, ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname') }),
-      small('toward', 'keep-off-1', 'keeper', { nodeSelector: { 'kubernetes.io/hostname': n1 }, ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname') }),
+      small('toward', 'keep-off-0', 'keeper', {
+        nodeSelector: { 'kubernetes.io/hostname': n0 },
+        ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname'),
+      }),
+      small('toward', 'keep-off-1', 'keeper', {
+        nodeSelector: { 'kubernetes.io/hostname': n1 },
+        ...pref('podAntiAffinity', 'batch', 'kubernetes.io/hostname'),
+      }),
       small('toward', 'db', 'db', { nodeSelector: { 'kubernetes.io/hostname': n2 }, ...pref('podAffinity', 'client', 'topology.kubernetes.io/zone') }),
     ]);
     await waitFor('the three existing pods bound', async () => ((await bound('toward')).length === 3 ? true : undefined));
     // The incoming pods carry no terms of their own: only the existing pods' terms tell where they should go.
-    await createPods(client, [0, 1, 2].map((i) => small('toward', `batch-${i}`, 'batch', {})));
-    await createPods(client, [0, 1].map((i) => small('toward', `client-${i}`, 'client', {})));
+    await createPods(
+      client,
+      [0, 1, 2].map((i) => small('toward', `batch-${i}`, 'batch', {})),
+    );
+    await createPods(
+      client,
+      [0, 1].map((i) => small('toward', `client-${i}`, 'client', {})),
+    );
     const placed = await waitFor('the five incoming pods bound', async () => {
       const ps = await bound('toward');
       return ps.length === 8 ? ps : undefined;
     });
     for (const p of placed) if (/^(batch|client)-/.test(p.metadata?.name ?? '')) expect([p.metadata?.name, p.spec?.nodeName]).toEqual([p.metadata?.name, n2]);
   });
-  it('cluster default spread constraints (kube\'s System defaults, ADR 0077): pods a Service or a ReplicaSet selects spread over hostnames; the same pods without them are packed', async () => {
+  it("cluster default spread constraints (kube's System defaults, ADR 0077): pods a Service or a ReplicaSet selects spread over hostnames; the same pods without them are packed", async () => {
     await createNs(client, 'defaults');
-    await client.post('/api/v1/namespaces/defaults/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web', namespace: 'defaults' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } });
+    await client.post('/api/v1/namespaces/defaults/services', {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'web', namespace: 'defaults' },
+      spec: { selector: { app: 'web' }, ports: [{ port: 80 }] },
+    });
     const rs = await client.post<{ metadata: { uid: string } }>('/apis/apps/v1/namespaces/defaults/replicasets', {
       apiVersion: 'apps/v1',
       kind: 'ReplicaSet',
       metadata: { name: 'worker', namespace: 'defaults' },
-      spec: { replicas: 0, selector: { matchLabels: { app: 'worker' } }, template: { metadata: { labels: { app: 'worker' } }, spec: { containers: [{ name: 'main', image: 'registry.invalid/test:1' }] } } },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'worker' } },
+        template: { metadata: { labels: { app: 'worker' } }, spec: { containers: [{ name: 'main', image: 'registry.invalid/test:1' }] } },
+      },
     });
     const gpuPod = (name: string, app: string, owned: boolean): V1Pod => {
       const p = testPod('defaults', name, { gpus: 1, cpu: '100m', memory: '64Mi', labels: { app } });
-      return owned ? { ...p, metadata: { ...p.metadata, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'worker', uid: rs.metadata.uid, controller: true }] } } : p;
+      return owned
+        ? {
+            ...p,
+            metadata: {
+              ...p.metadata,
+              ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'worker', uid: rs.metadata.uid, controller: true }],
+            },
+          }
+        : p;
     };
     // The sits profile packs single-GPU pods onto one node; the hostname default (maxSkew 3, ScheduleAnyway) spreads the selected ones.
     const nodesOf = async (prefix: string, n: number): Promise<Set<string>> =>

@@ -74,9 +74,13 @@ function loadFile(kc: KubeConfig, path: string, label: string): void {
   try {
     buf = readFileSync(path);
   } catch (e) {
-    throw new KubeConfigError(`${label} ${path}: cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, 'check the file\'s permissions');
+    throw new KubeConfigError(`${label} ${path}: cannot read: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`, "check the file's permissions");
   }
-  if (looksBinary(buf)) throw new KubeConfigError(`${label} ${path}: not a kubeconfig (binary data)`, 'give a kubeconfig YAML file, e.g. the one `sits dev up` or your cloud CLI writes');
+  if (looksBinary(buf))
+    throw new KubeConfigError(
+      `${label} ${path}: not a kubeconfig (binary data)`,
+      'give a kubeconfig YAML file, e.g. the one `sits dev up` or your cloud CLI writes',
+    );
   try {
     kc.loadFromFile(path);
   } catch (e) {
@@ -106,7 +110,8 @@ export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.en
     const files = kubeconfigEnv.split(delimiter).filter((f) => f !== '');
     const present = files.filter((f) => isFile(f) !== 'missing');
     // kubectl skips missing files in the list; none at all is an error.
-    if (present.length === 0) throw new KubeConfigError(`$KUBECONFIG ${kubeconfigEnv}: no such file`, 'check the path in KUBECONFIG, or pass --kubeconfig FILE');
+    if (present.length === 0)
+      throw new KubeConfigError(`$KUBECONFIG ${kubeconfigEnv}: no such file`, 'check the path in KUBECONFIG, or pass --kubeconfig FILE');
     const [first = '', ...more] = present;
     loadFile(kc, first, '$KUBECONFIG');
     for (const f of more) {
@@ -129,12 +134,20 @@ export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.en
   }
   if (choice.context !== undefined) {
     const known = kc.getContexts().map((c) => c.name);
-    if (!known.includes(choice.context)) throw new KubeConfigError(`--context: no context "${choice.context}" in ${source}`, known.length === 0 ? 'it has no contexts' : `known: ${known.join(', ')}`);
+    if (!known.includes(choice.context))
+      throw new KubeConfigError(
+        `--context: no context "${choice.context}" in ${source}`,
+        known.length === 0 ? 'it has no contexts' : `known: ${known.join(', ')}`,
+      );
     kc.setCurrentContext(choice.context);
   }
   const context = kc.getCurrentContext() as string | undefined;
   const cluster = kc.getCurrentCluster();
-  if (kc.getClusters().length === 0) throw new KubeConfigError(`${source}: not a kubeconfig (no clusters in it)`, 'give the kubeconfig your cluster\'s tools wrote; kubectl config view shows one');
+  if (kc.getClusters().length === 0)
+    throw new KubeConfigError(
+      `${source}: not a kubeconfig (no clusters in it)`,
+      "give the kubeconfig your cluster's tools wrote; kubectl config view shows one",
+    );
   if (cluster === null) {
     const what = context === undefined || context === '' ? 'no current-context' : `context "${context}" names no cluster`;
     throw new KubeConfigError(`${source}: ${what}`, 'set one with kubectl config use-context NAME');
@@ -143,11 +156,16 @@ export function resolveKubeConfig(path?: string, env: KubeConfigEnv = process.en
   try {
     url = new URL(cluster.server);
   } catch {
-    throw new KubeConfigError(`${source}: cluster "${cluster.name}" server "${cluster.server}" is not a URL`, 'write the apiserver\'s https://host:port');
+    throw new KubeConfigError(`${source}: cluster "${cluster.name}" server "${cluster.server}" is not a URL`, "write the apiserver's https://host:port");
   }
   // client-node refuses plain HTTP unless TLS checks are off; say so before a request fails deep inside it.
-  if (url.protocol === 'http:' && cluster.skipTLSVerify !== true) throw new KubeConfigError(`${source}: cluster "${cluster.name}" server ${cluster.server} is plain HTTP`, 'use the apiserver\'s https:// address, or set insecure-skip-tls-verify: true for a local test cluster');
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new KubeConfigError(`${source}: cluster "${cluster.name}" server ${cluster.server} is not http(s)`, 'write the apiserver\'s https://host:port');
+  if (url.protocol === 'http:' && cluster.skipTLSVerify !== true)
+    throw new KubeConfigError(
+      `${source}: cluster "${cluster.name}" server ${cluster.server} is plain HTTP`,
+      "use the apiserver's https:// address, or set insecure-skip-tls-verify: true for a local test cluster",
+    );
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw new KubeConfigError(`${source}: cluster "${cluster.name}" server ${cluster.server} is not http(s)`, "write the apiserver's https://host:port");
   const inPod = source === 'in-cluster service account';
   const ns = inPod ? readServiceAccountNamespace() : (kc.getContextObject(context ?? '')?.namespace ?? '');
   return { kc, source, server: cluster.server, namespace: ns === '' ? 'default' : ns, context: inPod ? '' : (context ?? '') };

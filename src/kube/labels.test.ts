@@ -36,7 +36,10 @@ describe('podFromK8s', () => {
 });
 
 describe('resource quantities (one exact parser, rounded as Kubernetes rounds)', () => {
-  const withRequests = (requests: Record<string, string>): V1Pod => ({ metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image: 'x', resources: { requests } }] } });
+  const withRequests = (requests: Record<string, string>): V1Pod => ({
+    metadata: { name: 'p', namespace: 'ml' },
+    spec: { containers: [{ name: 'c', image: 'x', resources: { requests } }] },
+  });
   const request = (requests: Record<string, string>): unknown => {
     const r = podFromK8s(withRequests(requests));
     return r.ok ? r.value.request : r.error;
@@ -81,7 +84,10 @@ describe('resource quantities (one exact parser, rounded as Kubernetes rounds)',
   });
 
   it('names the init container and a limit used as the request', () => {
-    const r = podFromK8s({ metadata: { name: 'p', namespace: 'ml' }, spec: { containers: [{ name: 'c', image: 'x' }], initContainers: [{ name: 'i', image: 'x', resources: { limits: { 'nvidia.com/gpu': '0.5' } } }] } });
+    const r = podFromK8s({
+      metadata: { name: 'p', namespace: 'ml' },
+      spec: { containers: [{ name: 'c', image: 'x' }], initContainers: [{ name: 'i', image: 'x', resources: { limits: { 'nvidia.com/gpu': '0.5' } } }] },
+    });
     expect(r.ok ? r.value : r.error).toBe('pod ml/p: spec.initContainers[0].resources.limits[nvidia.com/gpu]: "0.5" must be a whole number');
   });
 
@@ -100,7 +106,14 @@ describe('resource quantities (one exact parser, rounded as Kubernetes rounds)',
     const r = podFromK8s({
       metadata: { name: 'p', namespace: 'ml' },
       spec: {
-        containers: [{ name: 'c', image: 'x', ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, hostPort: 53, protocol: 'UDP', hostIP: '10.0.0.1' }, { containerPort: 9000 }], resources: { requests: { cpu: '1', 'rdma/hca': '1', 'ephemeral-storage': '1Gi' } } }],
+        containers: [
+          {
+            name: 'c',
+            image: 'x',
+            ports: [{ containerPort: 80, hostPort: 8080 }, { containerPort: 53, hostPort: 53, protocol: 'UDP', hostIP: '10.0.0.1' }, { containerPort: 9000 }],
+            resources: { requests: { cpu: '1', 'rdma/hca': '1', 'ephemeral-storage': '1Gi' } },
+          },
+        ],
         initContainers: [
           { name: 'side', image: 'x', restartPolicy: 'Always', ports: [{ containerPort: 7, hostPort: 7 }], resources: { requests: { cpu: '500m' } } },
           { name: 'init', image: 'x', ports: [{ containerPort: 6, hostPort: 6 }], resources: { requests: { cpu: '3' } } },
@@ -109,7 +122,14 @@ describe('resource quantities (one exact parser, rounded as Kubernetes rounds)',
         schedulingGates: [{ name: 'example.com/quota' }],
         affinity: {
           nodeAffinity: {
-            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n9'] }] }] },
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                {
+                  matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }],
+                  matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n9'] }],
+                },
+              ],
+            },
             preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 10, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }],
           },
         },
@@ -126,16 +146,27 @@ describe('resource quantities (one exact parser, rounded as Kubernetes rounds)',
     ]);
     expect(r.value.schedulingGates).toEqual(['example.com/quota']);
     expect(r.value.nodeAffinity).toEqual({
-      required: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n9'] }] }],
+      required: [
+        { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }], matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['n9'] }] },
+      ],
       preferred: [{ weight: 10, preference: { matchExpressions: [{ key: 'ssd', operator: 'Exists' }] } }],
     });
     // A pod without any of these has none of the fields (its shape costs nothing more).
     const plain = podFromK8s(pod({}));
-    expect(plain.ok && [plain.value.nodeAffinity, plain.value.hostPorts, plain.value.schedulingGates, plain.value.request.scalar]).toEqual([undefined, undefined, undefined, undefined]);
+    expect(plain.ok && [plain.value.nodeAffinity, plain.value.hostPorts, plain.value.schedulingGates, plain.value.request.scalar]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
   });
 
   it('reads every other allocatable resource of a node (zero ones left out)', () => {
-    const r = nodeFromK8s({ metadata: { name: 'n' }, spec: { unschedulable: true }, status: { allocatable: { cpu: '4', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi', 'hugepages-2Mi': '0', 'rdma/hca': '4' } } });
+    const r = nodeFromK8s({
+      metadata: { name: 'n' },
+      spec: { unschedulable: true },
+      status: { allocatable: { cpu: '4', memory: '8Gi', pods: '110', 'ephemeral-storage': '100Gi', 'hugepages-2Mi': '0', 'rdma/hca': '4' } },
+    });
     expect(r.ok && r.value.scalar).toEqual({ 'ephemeral-storage': 100 * 2 ** 30, 'rdma/hca': 4 });
     expect(r.ok && r.value.unschedulable).toBe(true);
   });
@@ -155,7 +186,10 @@ describe('modelFromProduct', () => {
 describe('nodeFromK8s with a GPU the device plugin reports unhealthy (allocatable below capacity)', () => {
   const node = (annotations: Record<string, string>, capacity: string, allocatable: string): V1Node => ({
     metadata: { name: 'n', annotations },
-    status: { capacity: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': capacity }, allocatable: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': allocatable } },
+    status: {
+      capacity: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': capacity },
+      allocatable: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': allocatable },
+    },
   });
   it('keeps the preset topology of all devices and marks the one the annotation names', () => {
     const r = nodeFromK8s(node({ [ANNOTATION.nodeShape]: 'dgx-h100', [ANNOTATION.unhealthyGpus]: '3' }, '8', '7'));
@@ -181,7 +215,8 @@ describe('nodeFromK8s with quarantined GPUs (ANNOTATION.gpuQuarantine)', () => {
     metadata: { name: 'n', annotations: { [ANNOTATION.nodeShape]: 'dgx-h100', ...annotations } },
     status: { capacity: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': '8' }, allocatable: { cpu: '64', memory: '512Gi', 'nvidia.com/gpu': '8' } },
   });
-  const q = '{"3":{"reason":"XID 79 (GPU has fallen off the bus)","since":"2026-12-01T17:00:00.000Z","until":"2026-12-01T17:15:00.000Z","source":"gpu-health"}}';
+  const q =
+    '{"3":{"reason":"XID 79 (GPU has fallen off the bus)","since":"2026-12-01T17:00:00.000Z","until":"2026-12-01T17:15:00.000Z","source":"gpu-health"}}';
   it('marks the GPU unhealthy with the quarantine as its reason, next to the device plugin unhealthy ones', () => {
     const r = nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q, [ANNOTATION.unhealthyGpus]: '5' }));
     if (!r.ok) throw new Error(r.error);
@@ -191,11 +226,22 @@ describe('nodeFromK8s with quarantined GPUs (ANNOTATION.gpuQuarantine)', () => {
     ]);
     // The state (ADR 0150) is the migrator's business: a failed GPU reads the same to the scheduler and explain.
     const failed = nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"reason"', '"state":"failed","reason"') }));
-    expect(failed.ok && failed.value.gpus.filter((g) => !g.healthy).map((g) => [g.index, g.unhealthyReason])).toEqual([[3, 'quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus)']]);
+    expect(failed.ok && failed.value.gpus.filter((g) => !g.healthy).map((g) => [g.index, g.unhealthyReason])).toEqual([
+      [3, 'quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus)'],
+    ]);
   });
   it('a bad annotation or a GPU the node does not have is an error naming the annotation', () => {
-    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: '{"3":{}}' }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: reason: expected a non-empty string` });
-    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"reason"', '"state":"broken","reason"') }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: state: expected "suspect" or "failed", got "broken"` });
-    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"3"', '"9"') }))).toEqual({ ok: false, error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 9 does not exist (the node has 8)` });
+    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: '{"3":{}}' }))).toEqual({
+      ok: false,
+      error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: reason: expected a non-empty string`,
+    });
+    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"reason"', '"state":"broken","reason"') }))).toEqual({
+      ok: false,
+      error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 3: state: expected "suspect" or "failed", got "broken"`,
+    });
+    expect(nodeFromK8s(node({ [ANNOTATION.gpuQuarantine]: q.replace('"3"', '"9"') }))).toEqual({
+      ok: false,
+      error: `node n: annotation ${ANNOTATION.gpuQuarantine}: GPU 9 does not exist (the node has 8)`,
+    });
   });
 });

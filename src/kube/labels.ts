@@ -22,10 +22,32 @@
  * PodGroup in the pod's namespace. Queue: `LABEL.queue`. Priority: `spec.priority`.
  * SITS writes `ANNOTATION.gpuIndices: "0,1"` on each pod it binds (through the Binding object).
  */
-import type { V1Container, V1LabelSelector, V1Node, V1NodeSelectorRequirement, V1NodeSelectorTerm, V1Pod, V1PodAffinity, V1PodAffinityTerm, V1PodAntiAffinity, V1TopologySpreadConstraint } from '@kubernetes/client-node';
+import type {
+  V1Container,
+  V1LabelSelector,
+  V1Node,
+  V1NodeSelectorRequirement,
+  V1NodeSelectorTerm,
+  V1Pod,
+  V1PodAffinity,
+  V1PodAffinityTerm,
+  V1PodAntiAffinity,
+  V1TopologySpreadConstraint,
+} from '@kubernetes/client-node';
 import { COMPUTE_CAPABILITY_FORMS, GPU_MODELS, makeGpus, parseComputeCapability } from '../core/model/gpu.ts';
 import type { NodeSpec, Taint } from '../core/model/node.ts';
-import { makePod, type HostPort, type LabelSelector, type NodeAffinity, type NodeSelectorRequirement, type NodeSelectorTerm, type PodAffinityRules, type PodAffinityTerm, type PodSpec, type TopologySpreadConstraint } from '../core/model/pod.ts';
+import {
+  makePod,
+  type HostPort,
+  type LabelSelector,
+  type NodeAffinity,
+  type NodeSelectorRequirement,
+  type NodeSelectorTerm,
+  type PodAffinityRules,
+  type PodAffinityTerm,
+  type PodSpec,
+  type TopologySpreadConstraint,
+} from '../core/model/pod.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
 import { flatTopology, type NodeGpuTopology, type NodePci } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
@@ -61,7 +83,8 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   const ann = n.metadata?.annotations ?? {};
   const alloc = n.status?.allocatable ?? n.status?.capacity ?? {};
   const field = n.status?.allocatable === undefined ? 'status.capacity' : 'status.allocatable';
-  const read = (key: string, unit: QuantityUnit, absent: string): Result<number, string> => readQuantity(alloc[key] ?? absent, unit, `node ${name}: ${field}[${key}]`);
+  const read = (key: string, unit: QuantityUnit, absent: string): Result<number, string> =>
+    readQuantity(alloc[key] ?? absent, unit, `node ${name}: ${field}[${key}]`);
   const cpu = read('cpu', 'milli', '0');
   const memory = read('memory', 'MiB', '0');
   const pods = read('pods', 'count', '110');
@@ -75,11 +98,12 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   const shape = shapeId === undefined ? undefined : NODE_SHAPES[shapeId];
   if (shapeId !== undefined && shape === undefined) return err(`node ${name}: annotation ${ANNOTATION.nodeShape}: unknown preset "${shapeId}"`);
   const product = labels[LABEL.gfdProduct];
-  const model = labels[LABEL.gpuModel] ?? (product === undefined ? undefined : modelFromProduct(product)) ?? shape?.gpus[0]?.model ?? (gpuCount > 0 ? 'unknown' : '');
+  const model =
+    labels[LABEL.gpuModel] ?? (product === undefined ? undefined : modelFromProduct(product)) ?? shape?.gpus[0]?.model ?? (gpuCount > 0 ? 'unknown' : '');
   const info = GPU_MODELS[model];
   let cc = info?.computeCapability ?? 0;
   const major = labels[LABEL.gfdMajor];
-  if (major !== undefined) cc = (parseComputeCapability(`${major}.${labels[LABEL.gfdMinor] ?? '0'}`) ?? cc);
+  if (major !== undefined) cc = parseComputeCapability(`${major}.${labels[LABEL.gfdMinor] ?? '0'}`) ?? cc;
   const memLabel = labels[LABEL.gfdMemory];
   const gpuMem = memLabel === undefined ? (info?.memoryMiB ?? 0) : Number(memLabel);
   // A device plugin that reports a GPU unhealthy lowers allocatable below capacity: the node still has its
@@ -97,13 +121,22 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
   if (smi !== undefined) {
     const t = parseNvidiaSmiTopo(smi);
     if (!t.ok) return err(`node ${name}: annotation ${ANNOTATION.gpuTopology}: ${t.error}`);
-    if (!described(t.value.gpuCount)) return err(`node ${name}: annotation ${ANNOTATION.gpuTopology} has ${t.value.gpuCount} GPUs, allocatable ${gpuCount}${deviceCount === gpuCount ? '' : `, capacity ${deviceCount}`}`);
+    if (!described(t.value.gpuCount))
+      return err(
+        `node ${name}: annotation ${ANNOTATION.gpuTopology} has ${t.value.gpuCount} GPUs, allocatable ${gpuCount}${deviceCount === gpuCount ? '' : `, capacity ${deviceCount}`}`,
+      );
     topology = t.value;
   }
   // Without a description of all the devices, only the allocatable ones are known (flat).
   if (topology === undefined || topology.gpuCount !== deviceCount) deviceCount = topology?.gpuCount ?? gpuCount;
   topology ??= flatTopology(deviceCount);
-  const unhealthy = new Set((ann[ANNOTATION.unhealthyGpus] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(Number));
+  const unhealthy = new Set(
+    (ann[ANNOTATION.unhealthyGpus] ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s !== '')
+      .map(Number),
+  );
   // Quarantined GPUs (core/health/quarantine.ts) are unhealthy with their reason, whoever wrote them.
   const why = new Map<number, string>();
   const quarantine = ann[ANNOTATION.gpuQuarantine];
@@ -135,7 +168,11 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
     if (!v.ok) return v;
     if (v.value > 0) (scalar ??= {})[key] = v.value;
   }
-  const taints: Taint[] = (n.spec?.taints ?? []).map((t) => ({ key: t.key, effect: t.effect as Taint['effect'], ...(t.value === undefined ? {} : { value: t.value }) }));
+  const taints: Taint[] = (n.spec?.taints ?? []).map((t) => ({
+    key: t.key,
+    effect: t.effect as Taint['effect'],
+    ...(t.value === undefined ? {} : { value: t.value }),
+  }));
   const clique = labels[LABEL.nvlinkDomain] ?? labels[LABEL.gfdClique];
   let pci: NodePci | undefined;
   const busText = ann[ANNOTATION.gpuBusIds];
@@ -153,7 +190,12 @@ export function nodeFromK8s(n: V1Node): Result<NodeSpec, string> {
     maxPods,
     gpus,
     topology,
-    location: { zone: labels[LABEL.zone] ?? 'zone-0', block: labels[LABEL.block] ?? 'block-0', rack: labels[LABEL.rack] ?? 'rack-0', ...(clique === undefined ? {} : { nvlinkDomain: clique }) },
+    location: {
+      zone: labels[LABEL.zone] ?? 'zone-0',
+      block: labels[LABEL.block] ?? 'block-0',
+      rack: labels[LABEL.rack] ?? 'rack-0',
+      ...(clique === undefined ? {} : { nvlinkDomain: clique }),
+    },
     labels,
     taints,
     unschedulable: n.spec?.unschedulable === true,
@@ -203,21 +245,28 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
   const ccText = ann[ANNOTATION.minComputeCapability];
   if (ccText !== undefined) {
     const parsed = parseComputeCapability(ccText);
-    if (parsed === undefined) return err(`pod ${key}: annotation ${ANNOTATION.minComputeCapability}: "${ccText}" is not a compute capability (${COMPUTE_CAPABILITY_FORMS})`);
+    if (parsed === undefined)
+      return err(`pod ${key}: annotation ${ANNOTATION.minComputeCapability}: "${ccText}" is not a compute capability (${COMPUTE_CAPABILITY_FORMS})`);
     cc = parsed;
   }
   const memText = ann[ANNOTATION.gpuMemory];
   const gpuMemoryMiB = memText === undefined ? undefined : quantityToMiB(memText);
-  if (gpuMemoryMiB !== undefined && !(gpuMemoryMiB > 0)) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a positive memory quantity (e.g. 40Gi)`);
-  if (memText !== undefined && gpuMemoryMiB === undefined) return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a memory quantity (e.g. 40Gi)`);
+  if (gpuMemoryMiB !== undefined && !(gpuMemoryMiB > 0))
+    return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a positive memory quantity (e.g. 40Gi)`);
+  if (memText !== undefined && gpuMemoryMiB === undefined)
+    return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a memory quantity (e.g. 40Gi)`);
   const group = labels[LABEL.podGroup];
   const na = p.spec?.affinity?.nodeAffinity;
   const nodeAffinity: NodeAffinity | undefined =
     na?.requiredDuringSchedulingIgnoredDuringExecution === undefined && na?.preferredDuringSchedulingIgnoredDuringExecution === undefined
       ? undefined
       : {
-          ...(na.requiredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { required: (na.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms ?? []).map(termFromK8s) }),
-          ...(na.preferredDuringSchedulingIgnoredDuringExecution === undefined ? {} : { preferred: na.preferredDuringSchedulingIgnoredDuringExecution.map((t) => ({ weight: t.weight, preference: termFromK8s(t.preference) })) }),
+          ...(na.requiredDuringSchedulingIgnoredDuringExecution === undefined
+            ? {}
+            : { required: (na.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms ?? []).map(termFromK8s) }),
+          ...(na.preferredDuringSchedulingIgnoredDuringExecution === undefined
+            ? {}
+            : { preferred: na.preferredDuringSchedulingIgnoredDuringExecution.map((t) => ({ weight: t.weight, preference: termFromK8s(t.preference) })) }),
         };
   const gates = (p.spec?.schedulingGates ?? []).map((g) => g.name);
   return ok(
@@ -226,7 +275,15 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
       { cpuMilli, memoryMiB, gpuCount, gpuMilli, ...(gpuMemoryMiB === undefined ? {} : { gpuMemoryMiB }), ...(scalar === undefined ? {} : { scalar }) },
       {
         // Product names (NVIDIA-A800-SXM4-80GB) are mapped like node labels are, so both sides compare equal.
-        gpuModels: [...new Set((ann[ANNOTATION.gpuModels] ?? '').split(',').map((s) => s.trim()).filter((s) => s !== '').map(modelFromProduct))],
+        gpuModels: [
+          ...new Set(
+            (ann[ANNOTATION.gpuModels] ?? '')
+              .split(',')
+              .map((s) => s.trim())
+              .filter((s) => s !== '')
+              .map(modelFromProduct),
+          ),
+        ],
         minComputeCapability: cc,
         priority: p.spec?.priority ?? 0,
         queue: labels[LABEL.queue] ?? 'default',
@@ -259,7 +316,11 @@ function interPodFields(p: V1Pod): Pick<PodSpec, 'podAffinity' | 'podAntiAffinit
   const aff = rulesFromK8s(a?.podAffinity);
   const anti = rulesFromK8s(a?.podAntiAffinity);
   const spread = (p.spec?.topologySpreadConstraints ?? []).map(spreadFromK8s);
-  return { ...(aff === undefined ? {} : { podAffinity: aff }), ...(anti === undefined ? {} : { podAntiAffinity: anti }), ...(spread.length === 0 ? {} : { topologySpread: spread }) };
+  return {
+    ...(aff === undefined ? {} : { podAffinity: aff }),
+    ...(anti === undefined ? {} : { podAntiAffinity: anti }),
+    ...(spread.length === 0 ? {} : { topologySpread: spread }),
+  };
 }
 
 function rulesFromK8s(r: V1PodAffinity | V1PodAntiAffinity | undefined): PodAffinityRules | undefined {
@@ -272,7 +333,15 @@ function rulesFromK8s(r: V1PodAffinity | V1PodAntiAffinity | undefined): PodAffi
 function selectorFromK8s(s: V1LabelSelector): LabelSelector {
   return {
     ...(s.matchLabels === undefined ? {} : { matchLabels: s.matchLabels }),
-    ...(s.matchExpressions === undefined ? {} : { matchExpressions: s.matchExpressions.map((r) => ({ key: r.key, operator: r.operator as 'In', ...(r.values === undefined ? {} : { values: r.values }) })) }),
+    ...(s.matchExpressions === undefined
+      ? {}
+      : {
+          matchExpressions: s.matchExpressions.map((r) => ({
+            key: r.key,
+            operator: r.operator as 'In',
+            ...(r.values === undefined ? {} : { values: r.values }),
+          })),
+        }),
   };
 }
 
@@ -318,7 +387,11 @@ export function hostPortsOf(p: { spec?: { containers?: readonly V1Container[]; i
   const add = (c: V1Container): void => {
     for (const port of c.ports ?? []) {
       if ((port.hostPort ?? 0) <= 0) continue;
-      out.push({ port: port.hostPort as number, protocol: (port.protocol ?? 'TCP') as HostPort['protocol'], ip: port.hostIP === undefined || port.hostIP === '' ? '0.0.0.0' : port.hostIP });
+      out.push({
+        port: port.hostPort as number,
+        protocol: (port.protocol ?? 'TCP') as HostPort['protocol'],
+        ip: port.hostIP === undefined || port.hostIP === '' ? '0.0.0.0' : port.hostIP,
+      });
     }
   };
   for (const c of p.spec?.containers ?? []) add(c);
@@ -339,7 +412,11 @@ export function parseGpuIndices(text: string | undefined): number[] | undefined 
 }
 
 /** Labels, annotations and capacity that describe a node of a preset shape in the documented format. */
-export function nodeObjectFor(name: string, shapeId: string, location: { zone: string; block: string; rack: string; nvlinkDomain?: string }): { name: string; labels: Record<string, string>; annotations: Record<string, string>; capacity: Record<string, string> } {
+export function nodeObjectFor(
+  name: string,
+  shapeId: string,
+  location: { zone: string; block: string; rack: string; nvlinkDomain?: string },
+): { name: string; labels: Record<string, string>; annotations: Record<string, string>; capacity: Record<string, string> } {
   const shape = NODE_SHAPES[shapeId];
   if (shape === undefined) throw new Error(`unknown preset ${shapeId}`);
   const gpu = shape.gpus[0];
@@ -350,7 +427,13 @@ export function nodeObjectFor(name: string, shapeId: string, location: { zone: s
     [LABEL.rack]: location.rack,
     [LABEL.gpuModel]: gpu?.model ?? '',
     [LABEL.gfdCount]: String(shape.gpus.length),
-    ...(gpu === undefined ? {} : { [LABEL.gfdMajor]: String(Math.floor(gpu.computeCapability / 10)), [LABEL.gfdMinor]: String(gpu.computeCapability % 10), [LABEL.gfdMemory]: String(gpu.memoryMiB) }),
+    ...(gpu === undefined
+      ? {}
+      : {
+          [LABEL.gfdMajor]: String(Math.floor(gpu.computeCapability / 10)),
+          [LABEL.gfdMinor]: String(gpu.computeCapability % 10),
+          [LABEL.gfdMemory]: String(gpu.memoryMiB),
+        }),
     ...(location.nvlinkDomain === undefined ? {} : { [LABEL.nvlinkDomain]: location.nvlinkDomain }),
   };
   return {

@@ -56,7 +56,8 @@ function elector(identity: string, o: Partial<LeaderOptions> = {}): Probe {
   return p;
 }
 
-const byAgent = (identity: string, method?: string): number => fake.requests.filter((r) => r.headers['user-agent'] === identity && (method === undefined || r.method === method)).length;
+const byAgent = (identity: string, method?: string): number =>
+  fake.requests.filter((r) => r.headers['user-agent'] === identity && (method === undefined || r.method === method)).length;
 
 describe('LeaderElector against a fake apiserver', () => {
   it('microTime has microseconds, as MicroTime requires', () => {

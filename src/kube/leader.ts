@@ -124,10 +124,20 @@ export class LeaderElector {
       if (!isStatus(e, 404)) throw e;
       const fresh: Lease = {
         metadata: { name: this.opts.name, namespace: this.opts.namespace },
-        spec: { holderIdentity: this.opts.identity, leaseDurationSeconds: this.leaseSec, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+        spec: {
+          holderIdentity: this.opts.identity,
+          leaseDurationSeconds: this.leaseSec,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: 0,
+        },
       };
       try {
-        await this.client.post(`/apis/coordination.k8s.io/v1/namespaces/${this.opts.namespace}/leases`, { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', ...fresh });
+        await this.client.post(`/apis/coordination.k8s.io/v1/namespaces/${this.opts.namespace}/leases`, {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          ...fresh,
+        });
         return true;
       } catch (ce) {
         if (isStatus(ce, 409)) return false;

@@ -29,7 +29,12 @@ describe('live SITS scheduler on a real kube-apiserver', () => {
 
   it('binds 32 single-GPU pods and a 4×8-GPU gang: gang in one rack, GPU indices recorded, no over-commit', async () => {
     await createNs(client, 'mixed');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/mixed/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'train', namespace: 'mixed' }, spec: { minMember: 4 } });
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/mixed/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'train', namespace: 'mixed' },
+      spec: { minMember: 4 },
+    });
     const singles = Array.from({ length: 32 }, (_, i) => testPod('mixed', `single-${i}`, { gpus: 1 }));
     const gang = Array.from({ length: 4 }, (_, i) => testPod('mixed', `train-${i}`, { gpus: 8, cpu: '16', memory: '64Gi', group: 'train' }));
     await createPods(client, [...gang, ...singles]);
@@ -46,13 +51,25 @@ describe('live SITS scheduler on a real kube-apiserver', () => {
 
   it('a gang that cannot fit binds nothing and says why in a FailedScheduling event', async () => {
     await createNs(client, 'toobig');
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/toobig/podgroups', { apiVersion: 'ai.sits2026.dev/v1', kind: 'PodGroup', metadata: { name: 'huge', namespace: 'toobig' }, spec: { minMember: 6, topology: { required: 'rack' } } });
-    await createPods(client, Array.from({ length: 6 }, (_, i) => testPod('toobig', `huge-${i}`, { gpus: 8, group: 'huge' })));
-    const ev = await waitFor('FailedScheduling event', async () => (await listEvents(client, 'toobig')).find((e) => e.reason === 'FailedScheduling' && e.message?.startsWith('0/') === true));
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/toobig/podgroups', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'PodGroup',
+      metadata: { name: 'huge', namespace: 'toobig' },
+      spec: { minMember: 6, topology: { required: 'rack' } },
+    });
+    await createPods(
+      client,
+      Array.from({ length: 6 }, (_, i) => testPod('toobig', `huge-${i}`, { gpus: 8, group: 'huge' })),
+    );
+    const ev = await waitFor('FailedScheduling event', async () =>
+      (await listEvents(client, 'toobig')).find((e) => e.reason === 'FailedScheduling' && e.message?.startsWith('0/') === true),
+    );
     expect(ev.message).toMatch(/^0\/12 nodes fit gang toobig\/huge \(6×8 GPU\): /);
     expect(ev.message).toContain('would split the rack (required)');
     // The event and the pod's condition are two writes that may land in either order: wait for the condition.
-    const cond = await waitFor('PodScheduled=False on the pod', async () => (await listPods(client, 'toobig'))[0]?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'));
+    const cond = await waitFor('PodScheduled=False on the pod', async () =>
+      (await listPods(client, 'toobig'))[0]?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False'),
+    );
     expect(cond.reason).toBe('Unschedulable');
     const pods = await listPods(client, 'toobig');
     expect(pods.filter((p) => (p.spec?.nodeName ?? '') !== '')).toEqual([]);
@@ -61,11 +78,18 @@ describe('live SITS scheduler on a real kube-apiserver', () => {
   it('survives a kube-apiserver restart and goes on binding', async () => {
     await createNs(client, 'restart');
     await plane.restartApiServer();
-    await createPods(client, Array.from({ length: 4 }, (_, i) => testPod('restart', `after-${i}`, { gpus: 1 })));
-    const pods = await waitFor('pods created after the restart are bound', async () => {
-      const ps = await listPods(client, 'restart');
-      return ps.length === 4 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
-    }, 60_000);
+    await createPods(
+      client,
+      Array.from({ length: 4 }, (_, i) => testPod('restart', `after-${i}`, { gpus: 1 })),
+    );
+    const pods = await waitFor(
+      'pods created after the restart are bound',
+      async () => {
+        const ps = await listPods(client, 'restart');
+        return ps.length === 4 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+      },
+      60_000,
+    );
     expect(pods).toHaveLength(4);
     gpuUsage(await listPods(client, 'mixed').then((m) => [...m, ...pods]), 8);
   });

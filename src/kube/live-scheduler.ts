@@ -173,7 +173,10 @@ export class LiveScheduler {
     private readonly client: KubeClient,
     private readonly opts: LiveOptions,
   ) {
-    const specs: readonly LiveProfile[] = opts.profiles !== undefined && opts.profiles.length > 0 ? opts.profiles : [{ schedulerName: opts.schedulerName ?? SCHEDULER_NAME, config: opts.profile ?? 'sits' }];
+    const specs: readonly LiveProfile[] =
+      opts.profiles !== undefined && opts.profiles.length > 0
+        ? opts.profiles
+        : [{ schedulerName: opts.schedulerName ?? SCHEDULER_NAME, config: opts.profile ?? 'sits' }];
     this.schedulerName = (specs[0] as LiveProfile).schedulerName;
     const names = new Set(specs.map((p) => p.schedulerName));
     if (names.size !== specs.length) throw new Error(`profiles: each needs its own schedulerName (${specs.map((p) => p.schedulerName).join(', ')})`);
@@ -187,25 +190,72 @@ export class LiveScheduler {
     this.cache = new ClusterCache(ours, this.log);
     this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, pod: (k) => this.cache.pod(k) });
     this.jobs = new PodJobs(this.cache, ours, this.clock, (running) => this.checkpoints.withUnseenAsks(running));
-    this.events = new KubeEventSink(client, this.cache, { component: this.schedulerName, ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }), instance: opts.identity, enabled: opts.events !== false, log: this.log, nowMs });
+    this.events = new KubeEventSink(client, this.cache, {
+      component: this.schedulerName,
+      ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }),
+      instance: opts.identity,
+      enabled: opts.events !== false,
+      log: this.log,
+      nowMs,
+    });
     this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
-    this.binder = new KubeBinder(client, this.cache, { schedulerName: ours, events: this.events, log: this.log, nowMs, requeued: () => this.noteChange(), bound: (seconds, ok) => this.observer?.bound?.(seconds, ok), ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }) });
-    this.evictor = new KubeEvictor(client, { log: this.log, nowMs, labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels, leaving: (pods) => this.cache.markLeaving(pods), stayed: (pod) => this.cache.stayed(pod) });
+    this.binder = new KubeBinder(client, this.cache, {
+      schedulerName: ours,
+      events: this.events,
+      log: this.log,
+      nowMs,
+      requeued: () => this.noteChange(),
+      bound: (seconds, ok) => this.observer?.bound?.(seconds, ok),
+      ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
+    });
+    this.evictor = new KubeEvictor(client, {
+      log: this.log,
+      nowMs,
+      labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels,
+      leaving: (pods) => this.cache.markLeaving(pods),
+      stayed: (pod) => this.cache.stayed(pod),
+    });
     this.checkpointAware = opts.checkpointAware === true;
-    this.defragmenter = new Defragmenter(client, { log: this.log, clock: this.clock, ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }), ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }) });
-    this.lanes = specs.map((p) => new Lane(p.schedulerName, p.config, { events: this.events, status: this.status }, new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run'))));
+    this.defragmenter = new Defragmenter(client, {
+      log: this.log,
+      clock: this.clock,
+      ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }),
+      ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }),
+    });
+    this.lanes = specs.map(
+      (p) =>
+        new Lane(
+          p.schedulerName,
+          p.config,
+          { events: this.events, status: this.status },
+          new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run')),
+        ),
+    );
     this.laneByName = new Map(this.lanes.map((l) => [l.schedulerName, l]));
     this.queue = (this.lanes[0] as Lane).queue;
-    this.objectStatus = new ObjectStatusWriter(client, {
-      view: () => this.metricsView(),
-      reserving: () => new Set([...this.lastReserving.values()].flatMap((s) => [...s])),
-      queues: () => this.jobs.queueObjs.values(),
-      podGroups: () => this.jobs.podGroups.values(),
-      pods: () => this.cache.allPods(),
-    }, { log: this.log, ...(opts.statusIntervalMs === undefined ? {} : { intervalMs: opts.statusIntervalMs }) });
+    this.objectStatus = new ObjectStatusWriter(
+      client,
+      {
+        view: () => this.metricsView(),
+        reserving: () => new Set([...this.lastReserving.values()].flatMap((s) => [...s])),
+        queues: () => this.jobs.queueObjs.values(),
+        podGroups: () => this.jobs.podGroups.values(),
+        pods: () => this.cache.allPods(),
+      },
+      { log: this.log, ...(opts.statusIntervalMs === undefined ? {} : { intervalMs: opts.statusIntervalMs }) },
+    );
   }
 
-  get stats(): { preemptions: number; cycles: number; bound: number; bindErrors: number; failedAttempts: number; gangsBound: number; rollbacks: number; recoveries: number } {
+  get stats(): {
+    preemptions: number;
+    cycles: number;
+    bound: number;
+    bindErrors: number;
+    failedAttempts: number;
+    gangsBound: number;
+    rollbacks: number;
+    recoveries: number;
+  } {
     const b = this.binder.stats;
     return { ...this.counters, bound: b.bound, bindErrors: b.bindErrors, gangsBound: b.gangsBound, rollbacks: b.rollbacks, recoveries: b.recoveries };
   }
@@ -219,14 +269,24 @@ export class LiveScheduler {
   }
 
   async start(): Promise<void> {
-    this.informers = await startInformers(this.client, this.cache, this.jobs, { changed: () => this.noteChange(), queuesChanged: () => (this.queuesChanged = true), log: this.log });
+    this.informers = await startInformers(this.client, this.cache, this.jobs, {
+      changed: () => this.noteChange(),
+      queuesChanged: () => (this.queuesChanged = true),
+      log: this.log,
+    });
     if (this.opts.passive === true) return;
     if (this.opts.leaseNamespace !== undefined) {
       this.leader = new LeaderElector(this.client, {
         namespace: this.opts.leaseNamespace,
         name: this.schedulerName,
         identity: this.opts.identity,
-        ...(this.opts.leaseDurationSec === undefined ? {} : { leaseDurationSec: this.opts.leaseDurationSec, renewDeadlineSec: Math.max(1, this.opts.leaseDurationSec * 0.66), retryPeriodSec: Math.max(0.5, this.opts.leaseDurationSec / 7) }),
+        ...(this.opts.leaseDurationSec === undefined
+          ? {}
+          : {
+              leaseDurationSec: this.opts.leaseDurationSec,
+              renewDeadlineSec: Math.max(1, this.opts.leaseDurationSec * 0.66),
+              retryPeriodSec: Math.max(0.5, this.opts.leaseDurationSec / 7),
+            }),
         log: this.log,
         onStartedLeading: () => {
           this.recovered = false;
@@ -243,7 +303,14 @@ export class LiveScheduler {
     this.poke();
     this.informers?.stop();
     await this.loopDone;
-    await Promise.allSettled([this.binder.drain(), this.evictor.drain(), this.defragmenter.drain(), this.checkpoints.drain(), this.events.drain(), this.status.drain()]);
+    await Promise.allSettled([
+      this.binder.drain(),
+      this.evictor.drain(),
+      this.defragmenter.drain(),
+      this.checkpoints.drain(),
+      this.events.drain(),
+      this.status.drain(),
+    ]);
     await this.leader?.stop(true);
   }
 
@@ -269,7 +336,14 @@ export class LiveScheduler {
   /** What the metrics read at scrape time; reads the cache, changes nothing (O(pods) for the running jobs). */
   metricsView(): LiveMetricsView {
     const state = this.cache.state();
-    const running = runningJobs(this.cache.allPods(), this.schedulerName, this.jobs.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model, this.jobs.inFlight(this.clock.nowMs()));
+    const running = runningJobs(
+      this.cache.allPods(),
+      this.schedulerName,
+      this.jobs.groupQueue,
+      DEFAULT_RUNTIME_MODEL.fallbackMs,
+      (n) => state.node(n)?.spec.gpus[0]?.model,
+      this.jobs.inFlight(this.clock.nowMs()),
+    );
     const v = this.lastView;
     // The Queue objects as watched now (the last view's may predate a new queue: its series show before its first job).
     const queues = new Map([...this.jobs.queueObjs.values()].map((o) => queueFromObject(o)).map((q) => [q.name, q]));
@@ -282,14 +356,27 @@ export class LiveScheduler {
     }
     // The fragmentation measure uses the first profile's typical shapes (the only one without `profiles`).
     const shapes = (this.lanes[0] as Lane).profileShapes;
-    return { state, queues, pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)), running: [...running.values()], shapes, queueCounts: counts };
+    return {
+      state,
+      queues,
+      pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)),
+      running: [...running.values()],
+      shapes,
+      queueCounts: counts,
+    };
   }
 
   /** `sits explain` (see explain.ts). */
   explain(target: string, nowMs: number): ExplainReport {
-    const pod = this.cache.pending.get(target) ?? [...this.cache.pending.values()].find((p) => p.spec.gang !== undefined && (p.spec.gang === target || `gang:${p.spec.gang}` === target));
+    const pod =
+      this.cache.pending.get(target) ??
+      [...this.cache.pending.values()].find((p) => p.spec.gang !== undefined && (p.spec.gang === target || `gang:${p.spec.gang}` === target));
     const lane = pod === undefined ? (this.lanes[0] as Lane) : this.laneOf(pod);
-    return explainTarget({ cache: this.cache, jobs: this.jobs, profile: this.profileFor(lane), schedulerName: lane.schedulerName, rng: () => this.rng('forward-run') }, target, nowMs);
+    return explainTarget(
+      { cache: this.cache, jobs: this.jobs, profile: this.profileFor(lane), schedulerName: lane.schedulerName, rng: () => this.rng('forward-run') },
+      target,
+      nowMs,
+    );
   }
 
   /** The profile that schedules a pending pod (by its schedulerName; the first for one profile). */
@@ -371,7 +458,9 @@ export class LiveScheduler {
     if (!this.tracing.enabled) return this.tryJobs(lane, nowMs, state, view, undefined);
     // A span for each cycle that tries jobs (watch events that leave nothing to try make none). The binds and
     // evictions it commits run in its context: their log lines carry its trace id.
-    this.tracing.run('sits.cycle', { 'sits.scheduler': lane.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) => this.tryJobs(lane, nowMs, state, view, span));
+    this.tracing.run('sits.cycle', { 'sits.scheduler': lane.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) =>
+      this.tryJobs(lane, nowMs, state, view, span),
+    );
   }
 
   private tryJobs(lane: Lane, nowMs: number, state: ClusterState, view: JobsView, span: TraceSpan | undefined): void {
@@ -382,17 +471,46 @@ export class LiveScheduler {
     // Budgets over every pod of the cache (O(pods × budgets)): computed only when a preemption is planned.
     const budgets = this.jobs.pdbs.size === 0 ? undefined : () => budgetsOf(this.jobs.pdbs.values(), this.cache.allPods());
     const held = this.defragmenter.held(nowMs);
-    const res = lane.spine.cycle({ nowMs, scheduler: sch, queues: view.queues, running: view.running, ...(held.length === 0 ? {} : { held }), options: { minRuntimeMs: view.minRuntimeMs, ...(this.checkpointAware ? { checkpointAware: true } : {}) }, ...(budgets === undefined ? {} : { disruptionBudgets: budgets }) });
+    const res = lane.spine.cycle({
+      nowMs,
+      scheduler: sch,
+      queues: view.queues,
+      running: view.running,
+      ...(held.length === 0 ? {} : { held }),
+      options: { minRuntimeMs: view.minRuntimeMs, ...(this.checkpointAware ? { checkpointAware: true } : {}) },
+      ...(budgets === undefined ? {} : { disruptionBudgets: budgets }),
+    });
     this.counters.cycles++;
     this.counters.preemptions += res.preempted.length;
     for (const q of res.checkpointRequests) this.checkpoints.request(q.victim.podIds, q.by, q.deadlineMs);
     // Defragmentation by migration, only where a Queue asks for it (listing the running jobs costs O(pods)).
     if ([...view.queues.values()].some((q) => q.preemption?.defragmentByMigration === true)) {
-      this.defragmenter.consider({ nowMs, scheduler: sch, queues: view.queues, jobs: view.jobs, waiting: res.waiting, running: view.running.values(), pod: (k) => this.cache.pod(k), specOf: (p) => { const r = podFromK8s(p); return r.ok ? r.value : undefined; } });
+      this.defragmenter.consider({
+        nowMs,
+        scheduler: sch,
+        queues: view.queues,
+        jobs: view.jobs,
+        waiting: res.waiting,
+        running: view.running.values(),
+        pod: (k) => this.cache.pod(k),
+        specOf: (p) => {
+          const r = podFromK8s(p);
+          return r.ok ? r.value : undefined;
+        },
+      });
     }
     const failed = Math.max(0, tried - res.started.length);
     this.counters.failedAttempts += failed;
-    span?.set({ 'sits.profile': sch.profile.name, 'sits.nodes': state.size, 'sits.cycle.queued': view.jobs.length, 'sits.cycle.tried': tried, 'sits.cycle.attempted': res.attempted, 'sits.cycle.started': res.started.length, 'sits.cycle.waiting': res.waiting.size, 'sits.cycle.preempted': res.preempted.length });
+    span?.set({
+      'sits.profile': sch.profile.name,
+      'sits.nodes': state.size,
+      'sits.cycle.queued': view.jobs.length,
+      'sits.cycle.tried': tried,
+      'sits.cycle.attempted': res.attempted,
+      'sits.cycle.started': res.started.length,
+      'sits.cycle.waiting': res.waiting.size,
+      'sits.cycle.preempted': res.preempted.length,
+    });
     if (res.started.length > 0 || res.preempted.length > 0) this.log(startedLine(res));
     if (this.onAttempt !== undefined && tried > 0) {
       const each = (performance.now() - t0) / 1000 / tried;

@@ -22,7 +22,11 @@ export interface NcclTopologyAnnotation {
 export function ncclTopologyForBinding(pod: V1Pod | undefined, node: NodeSpec | undefined, gpus: readonly number[]): NcclTopologyAnnotation | undefined {
   if (pod?.metadata?.annotations?.[ANNOTATION.ncclTopologyFile] !== 'generate' || gpus.length === 0) return undefined;
   if (node === undefined) return { xml: EMPTY_NCCL_SYSTEM, problem: 'the node is not in the cache' };
-  if (node.pci === undefined) return { xml: EMPTY_NCCL_SYSTEM, problem: `node ${node.name} publishes no GPU PCI bus ids (annotation ${ANNOTATION.gpuBusIds}, written by sits node-agent)` };
+  if (node.pci === undefined)
+    return {
+      xml: EMPTY_NCCL_SYSTEM,
+      problem: `node ${node.name} publishes no GPU PCI bus ids (annotation ${ANNOTATION.gpuBusIds}, written by sits node-agent)`,
+    };
   const r = ncclTopologyXml({ topology: node.topology, busIds: node.pci.busIds, nics: node.pci.nics, gpus, sm: node.gpus[0]?.computeCapability ?? 0 });
   return r.ok ? { xml: r.value } : { xml: EMPTY_NCCL_SYSTEM, problem: `node ${node.name}: ${r.error}` };
 }

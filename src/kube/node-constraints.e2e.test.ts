@@ -22,7 +22,9 @@ describe('live SITS scheduler: node affinity, host ports, cordon, scheduling gat
     await applyCrds(client);
     await createFakeGpuNodes(
       plane.kubeConfig(),
-      nodes.map((n) => (n.name === special ? { ...n, labels: { ...n.labels, 'example.com/pool': 'special' } } : n.name === cordoned ? { ...n, unschedulable: true } : n)),
+      nodes.map((n) =>
+        n.name === special ? { ...n, labels: { ...n.labels, 'example.com/pool': 'special' } } : n.name === cordoned ? { ...n, unschedulable: true } : n,
+      ),
     );
     app = await createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'e2e-node-constraints' });
   });
@@ -34,7 +36,17 @@ describe('live SITS scheduler: node affinity, host ports, cordon, scheduling gat
 
   const withAffinity = (pod: V1Pod, pool: string): V1Pod => ({
     ...pod,
-    spec: { ...pod.spec, containers: pod.spec?.containers ?? [], affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'example.com/pool', operator: 'In', values: [pool] }] }] } } } },
+    spec: {
+      ...pod.spec,
+      containers: pod.spec?.containers ?? [],
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [{ key: 'example.com/pool', operator: 'In', values: [pool] }] }],
+          },
+        },
+      },
+    },
   });
   const condition = async (ns: string, name: string): Promise<{ reason?: string; message?: string } | undefined> =>
     (await listPods(client, ns)).find((p) => p.metadata?.name === name)?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
@@ -50,8 +62,12 @@ describe('live SITS scheduler: node affinity, host ports, cordon, scheduling gat
     expect(cond.reason).toBe('Unschedulable');
     // The cordoned node fails first on cordon (the documented order); the other three on affinity.
     // (A single pod is a gang of one to the live scheduler, hence its words.)
-    expect(cond.message).toBe("0/4 nodes fit gang affinity/nowhere (1×1 GPU): 3 node(s) didn't match Pod's node affinity/selector, 1 node cordoned (unschedulable)");
-    const ev = await waitFor('FailedScheduling event', async () => (await listEvents(client, 'affinity')).find((e) => e.reason === 'FailedScheduling' && e.involvedObject?.name === 'nowhere'));
+    expect(cond.message).toBe(
+      "0/4 nodes fit gang affinity/nowhere (1×1 GPU): 3 node(s) didn't match Pod's node affinity/selector, 1 node cordoned (unschedulable)",
+    );
+    const ev = await waitFor('FailedScheduling event', async () =>
+      (await listEvents(client, 'affinity')).find((e) => e.reason === 'FailedScheduling' && e.involvedObject?.name === 'nowhere'),
+    );
     expect(ev.message).toContain("didn't match Pod's node affinity/selector");
     await createPods(client, [withAffinity(testPod('affinity', 'there', { gpus: 1 }), 'special')]);
     expect(await waitFor('pod with a matching affinity bound', () => nodeOf('affinity', 'there'))).toBe(special);
@@ -76,25 +92,39 @@ describe('live SITS scheduler: node affinity, host ports, cordon, scheduling gat
     expect(used).not.toContain(cordoned);
     const waiting = (await listPods(client, 'ports')).find((p) => (p.spec?.nodeName ?? '') === '')?.metadata?.name as string;
     const cond = await waitFor('PodScheduled=False on the fourth pod', () => condition('ports', waiting));
-    expect(cond.message).toBe(`0/4 nodes fit gang ports/${waiting} (1×no GPU): 3 node(s) didn't have free ports for the requested pod ports, 1 node cordoned (unschedulable)`);
+    expect(cond.message).toBe(
+      `0/4 nodes fit gang ports/${waiting} (1×no GPU): 3 node(s) didn't have free ports for the requested pod ports, 1 node cordoned (unschedulable)`,
+    );
   });
 
   it('the cordoned node takes only a pod that tolerates node.kubernetes.io/unschedulable', async () => {
     await createNs(client, 'cordon');
     const pin = (name: string, tolerate: boolean): V1Pod => {
       const p = testPod('cordon', name, { gpus: 1 });
-      return { ...p, spec: { ...p.spec, containers: p.spec?.containers ?? [], nodeSelector: { 'kubernetes.io/hostname': cordoned }, ...(tolerate ? { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }] } : {}) } };
+      return {
+        ...p,
+        spec: {
+          ...p.spec,
+          containers: p.spec?.containers ?? [],
+          nodeSelector: { 'kubernetes.io/hostname': cordoned },
+          ...(tolerate ? { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }] } : {}),
+        },
+      };
     };
     await createPods(client, [pin('refused', false), pin('tolerant', true)]);
     expect(await waitFor('tolerant pod bound on the cordoned node', () => nodeOf('cordon', 'tolerant'))).toBe(cordoned);
     const cond = await waitFor('PodScheduled=False on the refused pod', () => condition('cordon', 'refused'));
-    expect(cond.message).toBe("0/4 nodes fit gang cordon/refused (1×1 GPU): 3 node(s) didn't match Pod's node affinity/selector, 1 node cordoned (unschedulable)");
+    expect(cond.message).toBe(
+      "0/4 nodes fit gang cordon/refused (1×1 GPU): 3 node(s) didn't match Pod's node affinity/selector, 1 node cordoned (unschedulable)",
+    );
   });
 
   it('a gated pod waits (SchedulingGated, not tried) until its gate is removed, then binds', async () => {
     await createNs(client, 'gates');
     const gated = testPod('gates', 'gated', { gpus: 1 });
-    await createPods(client, [{ ...gated, spec: { ...gated.spec, containers: gated.spec?.containers ?? [], schedulingGates: [{ name: 'example.com/wait' }] } }]);
+    await createPods(client, [
+      { ...gated, spec: { ...gated.spec, containers: gated.spec?.containers ?? [], schedulingGates: [{ name: 'example.com/wait' }] } },
+    ]);
     // A pod created after it binds: the scheduler has run cycles with the gated pod present.
     await createPods(client, [testPod('gates', 'later', { gpus: 1 })]);
     await waitFor('the later pod bound', () => nodeOf('gates', 'later'));

@@ -86,11 +86,19 @@ const round = (x: number): number => Math.round(x * 1e4) / 1e4;
 
 function usageRows(spec: QueueSpec, u: Resources): QueueStatusBody['usage'] {
   const b = borrowedBy(spec, u);
-  const row = (name: string, total: string, borrowed: number, fmt: (x: number) => string): QueueStatusBody['usage'][number] => ({ name, total, ...(borrowed > 0 ? { borrowed: fmt(borrowed) } : {}) });
+  const row = (name: string, total: string, borrowed: number, fmt: (x: number) => string): QueueStatusBody['usage'][number] => ({
+    name,
+    total,
+    ...(borrowed > 0 ? { borrowed: fmt(borrowed) } : {}),
+  });
   const gpus = (m: number): string => (m % 1000 === 0 ? String(m / 1000) : `${m}m`);
   const cpu = (m: number): string => (m % 1000 === 0 ? String(m / 1000) : `${m}m`);
   const mem = (mi: number): string => `${mi}Mi`;
-  return [row('nvidia.com/gpu', gpus(u.gpuMilli), b.gpuMilli, gpus), row('cpu', cpu(u.cpuMilli), b.cpuMilli, cpu), row('memory', mem(u.memoryMiB), b.memoryMiB, mem)];
+  return [
+    row('nvidia.com/gpu', gpus(u.gpuMilli), b.gpuMilli, gpus),
+    row('cpu', cpu(u.cpuMilli), b.cpuMilli, cpu),
+    row('memory', mem(u.memoryMiB), b.memoryMiB, mem),
+  ];
 }
 
 /**
@@ -105,8 +113,15 @@ export function podGroupStatus(minMember: number, members: readonly V1Pod[]): Po
   const failed = live.filter((p) => p.status?.phase === 'Failed');
   if (running.length >= minMember) return { phase: 'Running', scheduled: bound.length };
   if (bound.length >= minMember) return { phase: 'Scheduled', scheduled: bound.length };
-  if (failed.length > 0 && live.length - failed.length < minMember) return { phase: 'Failed', scheduled: bound.length, message: `${failed.length} member(s) failed; ${live.length - failed.length} of minMember ${minMember} left` };
-  const why = live.map((p) => p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message).find((m) => m !== undefined && m !== '');
+  if (failed.length > 0 && live.length - failed.length < minMember)
+    return {
+      phase: 'Failed',
+      scheduled: bound.length,
+      message: `${failed.length} member(s) failed; ${live.length - failed.length} of minMember ${minMember} left`,
+    };
+  const why = live
+    .map((p) => p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message)
+    .find((m) => m !== undefined && m !== '');
   return { phase: 'Pending', scheduled: bound.length, ...(why === undefined ? {} : { message: why.slice(0, 4096) }) };
 }
 
@@ -114,7 +129,11 @@ export function podGroupStatus(minMember: number, members: readonly V1Pod[]): Po
 function holds(have: unknown, want: object): boolean {
   if (have === null || typeof have !== 'object') return false;
   const h = have as Record<string, unknown>;
-  return Object.entries(want).every(([k, v]) => JSON.stringify(h[k]) === JSON.stringify(v)) && !('headWorkload' in h && !('headWorkload' in want)) && !('message' in h && !('message' in want));
+  return (
+    Object.entries(want).every(([k, v]) => JSON.stringify(h[k]) === JSON.stringify(v)) &&
+    !('headWorkload' in h && !('headWorkload' in want)) &&
+    !('message' in h && !('message' in want))
+  );
 }
 
 export interface ObjectStatusOptions {
@@ -218,4 +237,3 @@ export class ObjectStatusWriter {
     }
   }
 }
-

@@ -30,6 +30,11 @@ describe('PodJobs: pods as jobs', () => {
     const annotated = { 'ai.sits2026.dev/min-member': '2' };
     cache.upsertPod(testPod('ml', 'b-0', { gpus: 1, group: 'b', annotations: annotated }));
     cache.upsertPod(testPod('ml', 'b-1', { gpus: 1, group: 'b', annotations: annotated }));
-    expect(jobs.view(cache.state()).jobs.map((j) => j.id).sort()).toEqual(['gang:ml/b']);
+    expect(
+      jobs
+        .view(cache.state())
+        .jobs.map((j) => j.id)
+        .sort(),
+    ).toEqual(['gang:ml/b']);
   });
 });

@@ -118,11 +118,15 @@ export class PodJobs {
   gangInfo(name: string, members: readonly { readonly obj: V1Pod }[]): { minMember: number; topology: TopologyConstraint } {
     const g = this.podGroups.get(name);
     const ann = members[0]?.obj.metadata?.annotations ?? {};
-    const level = (v: string | undefined): TopologyLevel | undefined => ((TOPOLOGY_LEVELS as readonly string[]).includes(v ?? '') ? (v as TopologyLevel) : undefined);
+    const level = (v: string | undefined): TopologyLevel | undefined =>
+      (TOPOLOGY_LEVELS as readonly string[]).includes(v ?? '') ? (v as TopologyLevel) : undefined;
     const required = level(g?.spec?.topology?.required ?? ann[ANNOTATION.topologyRequired]);
     const preferred = level(g?.spec?.topology?.preferred ?? ann[ANNOTATION.topologyPreferred]);
     const minMember = g?.spec?.minMember ?? Number(ann[ANNOTATION.minMember] ?? members.length);
-    return { minMember: Number.isInteger(minMember) && minMember > 0 ? minMember : members.length, topology: { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) } };
+    return {
+      minMember: Number.isInteger(minMember) && minMember > 0 ? minMember : members.length,
+      topology: { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) },
+    };
   }
 
   /** Bound members per pod group (`namespace/name`). */
@@ -148,7 +152,8 @@ export class PodJobs {
     // Runtimes: the user's (annotation), else learned from this queue's jobs of the same size class (1 h with nothing learned).
     this.runtimes.flush((id) => (id.startsWith('gang:') ? this.groupQueue(id.slice(5)) : undefined));
     const gpusOf = (ps: readonly PendingPod[]): number => ps.reduce((s, p) => s + (p.spec.request.gpuCount * p.spec.request.gpuMilli) / 1000, 0);
-    const runtimeOf = (p: PendingPod, queue: string, members: readonly PendingPod[]): number => this.runtimes.pendingRuntime(queue, gpusOf(members), givenRuntimeMs(p.obj));
+    const runtimeOf = (p: PendingPod, queue: string, members: readonly PendingPod[]): number =>
+      this.runtimes.pendingRuntime(queue, gpusOf(members), givenRuntimeMs(p.obj));
     // Namespace and PriorityClass, which the queue may restrict (Queue spec.namespaces, spec.priorityClasses).
     const submitter = (p: PendingPod, g: PodGroupObject | undefined): { namespace: string; priorityClass?: string } => {
       const cls = g?.spec?.priorityClassName ?? p.obj.spec?.priorityClassName;
@@ -160,7 +165,16 @@ export class PodJobs {
     const short: GangShort[] = [];
     for (const p of singles) {
       const gang: GangSpec = { name: p.key, minMember: 1, members: [p.spec], topology: {}, priority: p.spec.priority, queue: p.spec.queue };
-      jobs.push({ id: p.key, queue: p.spec.queue, priority: p.spec.priority, arrivalMs: p.createdMs, seq: p.seq, gang, estRuntimeMs: runtimeOf(p, p.spec.queue, [p]), ...submitter(p, undefined) });
+      jobs.push({
+        id: p.key,
+        queue: p.spec.queue,
+        priority: p.spec.priority,
+        arrivalMs: p.createdMs,
+        seq: p.seq,
+        gang,
+        estRuntimeMs: runtimeOf(p, p.spec.queue, [p]),
+        ...submitter(p, undefined),
+      });
       podsOf.set(p.key, [p]);
     }
     const bound = gangs.size === 0 ? new Map<string, number>() : this.boundByGroup();
@@ -174,14 +188,27 @@ export class PodJobs {
       const boundAlready = bound.get(name) ?? 0;
       const need = Math.max(0, info.minMember - boundAlready);
       if (members.length < need) {
-        short.push({ id: key, pods: members, message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist` });
+        short.push({
+          id: key,
+          pods: members,
+          message: `gang ${name}: waiting for pods: ${members.length + boundAlready} of minMember ${info.minMember} exist`,
+        });
         continue;
       }
       const sorted = [...members].sort((a, b) => (a.key < b.key ? -1 : 1));
       const priority = Math.max(...sorted.map((m) => m.spec.priority));
       const queue = this.podGroups.get(name)?.spec?.queue ?? sorted[0]?.spec.queue ?? 'default';
       const first = sorted.reduce((a, b) => (a.createdMs < b.createdMs || (a.createdMs === b.createdMs && a.seq <= b.seq) ? a : b));
-      jobs.push({ id: key, queue, priority, arrivalMs: first.createdMs, seq: first.seq, gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue }, estRuntimeMs: runtimeOf(first, queue, sorted), ...submitter(first, this.podGroups.get(name)) });
+      jobs.push({
+        id: key,
+        queue,
+        priority,
+        arrivalMs: first.createdMs,
+        seq: first.seq,
+        gang: { name, minMember: Math.max(need, 1), members: sorted.map((m) => m.spec), topology: info.topology, priority, queue },
+        estRuntimeMs: runtimeOf(first, queue, sorted),
+        ...submitter(first, this.podGroups.get(name)),
+      });
       podsOf.set(key, sorted);
     }
     this.arrivals.observe(jobs, nowMs);
@@ -189,7 +216,14 @@ export class PodJobs {
     let running: Map<string, RunningJob> | undefined;
     const runningNow = (): Map<string, RunningJob> => {
       if (running === undefined) {
-        const listed = runningJobs(this.cache.allPods(), this.schedulerName, this.groupQueue, DEFAULT_RUNTIME_MODEL.fallbackMs, (n) => state.node(n)?.spec.gpus[0]?.model, this.inFlight(nowMs));
+        const listed = runningJobs(
+          this.cache.allPods(),
+          this.schedulerName,
+          this.groupQueue,
+          DEFAULT_RUNTIME_MODEL.fallbackMs,
+          (n) => state.node(n)?.spec.gpus[0]?.model,
+          this.inFlight(nowMs),
+        );
         running = this.runningOverlay(this.runtimes.running(listed, (r) => givenRuntimeMs(this.cache.pod(r.podIds[0] ?? '')) !== undefined, nowMs));
       }
       return running;
@@ -232,7 +266,12 @@ export class PodJobs {
     const first = pods[0];
     if (members.length === 0 || first === undefined) return undefined;
     const name = v.id.startsWith('gang:') ? v.id.slice(5) : v.id;
-    const topology = v.id.startsWith('gang:') ? this.gangInfo(name, pods.map((obj) => ({ obj }))).topology : {};
+    const topology = v.id.startsWith('gang:')
+      ? this.gangInfo(
+          name,
+          pods.map((obj) => ({ obj })),
+        ).topology
+      : {};
     const cls = this.podGroups.get(name)?.spec?.priorityClassName ?? first.spec?.priorityClassName;
     return {
       id: v.id,

@@ -36,7 +36,10 @@ describePortContracts('live adapters on a real kube-apiserver', async () => {
     ports: { binder: live.binder, evictor: live.evictor, events: live.events, status: live.status },
     nodes: [nodes[0]?.name as string, nodes[1]?.name as string],
     createPods: async (ids, gpus) => {
-      await createPods(client, ids.map((id) => testPod('contract', id.split('/')[1] as string, { gpus })));
+      await createPods(
+        client,
+        ids.map((id) => testPod('contract', id.split('/')[1] as string, { gpus })),
+      );
       await waitFor('pods in the cache', async () => ids.every((id) => live.cache.pod(id) !== undefined));
     },
     tick: () => live.binder.tick(),
@@ -48,16 +51,20 @@ describePortContracts('live adapters on a real kube-apiserver', async () => {
       return { node, gpus: gpus === '' ? [] : gpus.split(',').map(Number) };
     },
     exists: async (id) => (await pod(id)) !== undefined && (await pod(id))?.metadata?.deletionTimestamp === undefined,
-    events: async (id) => (await listEvents(client, 'contract')).filter((e) => e.involvedObject?.name === id.split('/')[1]).map((e) => ({ kind: e.reason ?? '', message: e.message ?? '' })),
+    events: async (id) =>
+      (await listEvents(client, 'contract'))
+        .filter((e) => e.involvedObject?.name === id.split('/')[1])
+        .map((e) => ({ kind: e.reason ?? '', message: e.message ?? '' })),
     unschedulableMessage: async (id) => (await pod(id))?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message,
     expectedStartMs: async (id) => {
       const t = Date.parse((await pod(id))?.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
       return Number.isFinite(t) ? t : undefined;
     },
-    eventually: (what, read, ok) => waitFor(what, async () => {
-      const v = await read();
-      return ok(v) ? { v } : undefined;
-    }).then((x) => x.v),
+    eventually: (what, read, ok) =>
+      waitFor(what, async () => {
+        const v = await read();
+        return ok(v) ? { v } : undefined;
+      }).then((x) => x.v),
     close: async () => {
       await live.stop();
       kubelet.stop();

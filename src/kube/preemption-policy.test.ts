@@ -5,7 +5,10 @@ import { loadWorkloadText } from '../spec/workload-file.ts';
 
 describe('preemptionPolicy', () => {
   it('a workload file: Never is carried, PreemptLowerPriority (the default) leaves no field, anything else is refused with its place', () => {
-    const r = loadWorkloadText('w.yaml', 'pods:\n  - {name: a, gpu: 1, preemptionPolicy: Never}\n  - {name: b, gpu: 1, preemptionPolicy: PreemptLowerPriority}\n');
+    const r = loadWorkloadText(
+      'w.yaml',
+      'pods:\n  - {name: a, gpu: 1, preemptionPolicy: Never}\n  - {name: b, gpu: 1, preemptionPolicy: PreemptLowerPriority}\n',
+    );
     if (!r.ok) throw r.error;
     const pods = r.value.map((u) => (u.kind === 'pod' ? u.pod : undefined));
     expect(pods.map((p) => p?.preemptionPolicy)).toEqual(['Never', undefined]);

@@ -30,7 +30,11 @@ afterAll(async () => {
 
 const pod = (name: string, priorityClassName: string, o: { labels?: Record<string, string>; finalizer?: boolean } = {}): V1Pod => {
   const p = testPod(NS, name, { gpus: 8, ...(o.labels === undefined ? {} : { labels: o.labels }) });
-  return { ...p, metadata: { ...p.metadata, ...(o.finalizer === true ? { finalizers: ['e2e.sits2026.dev/hold'] } : {}) }, spec: { ...p.spec, containers: p.spec?.containers ?? [], priorityClassName } };
+  return {
+    ...p,
+    metadata: { ...p.metadata, ...(o.finalizer === true ? { finalizers: ['e2e.sits2026.dev/hold'] } : {}) },
+    spec: { ...p.spec, containers: p.spec?.containers ?? [], priorityClassName },
+  };
 };
 const get = async (name: string): Promise<V1Pod | undefined> => (await listPods(client, NS)).find((p) => p.metadata?.name === name);
 const nodeOf = async (name: string): Promise<string | undefined> => {
@@ -40,11 +44,27 @@ const nodeOf = async (name: string): Promise<string | undefined> => {
 
 describe('live SITS scheduler: PriorityClass preemption outside any Queue', () => {
   it('preempts the pod no PDB protects, nominates the node, holds it until the victim is gone; Never waits', async () => {
-    for (const [name, value, never] of [['low', 100, false], ['mid', 200, false], ['high', 1000, false], ['high-never', 1000, true]] as const) {
-      await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value, ...(never ? { preemptionPolicy: 'Never' } : {}) });
+    for (const [name, value, never] of [
+      ['low', 100, false],
+      ['mid', 200, false],
+      ['high', 1000, false],
+      ['high-never', 1000, true],
+    ] as const) {
+      await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', {
+        apiVersion: 'scheduling.k8s.io/v1',
+        kind: 'PriorityClass',
+        metadata: { name },
+        value,
+        ...(never ? { preemptionPolicy: 'Never' } : {}),
+      });
     }
     await createNs(client, NS);
-    await client.post(`/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets`, { apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: 'db', namespace: NS }, spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } } });
+    await client.post(`/apis/policy/v1/namespaces/${NS}/poddisruptionbudgets`, {
+      apiVersion: 'policy/v1',
+      kind: 'PodDisruptionBudget',
+      metadata: { name: 'db', namespace: NS },
+      spec: { minAvailable: 1, selector: { matchLabels: { app: 'db' } } },
+    });
     // db has the lowest priority but its budget allows no disruption; batch holds a finalizer so that its
     // deletion leaves it terminating until the test lets it go.
     await createPods(client, [pod('db', 'low', { labels: { app: 'db' } }), pod('batch', 'mid', { finalizer: true })]);

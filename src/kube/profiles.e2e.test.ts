@@ -33,7 +33,13 @@ describe('sits run with two profiles in one process', () => {
     await createFakeGpuNodes(plane.kubeConfig(), nodes);
     const profiles = loadSchedulerConfig('profiles.yaml', CONFIG);
     if (!profiles.ok) throw profiles.error;
-    app = await createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'e2e-profiles', profiles: profiles.value, leaseNamespace: 'kube-system', leaseDurationSec: 5 });
+    app = await createLiveApp({
+      kubeconfig: plane.kubeconfigPath,
+      identity: 'e2e-profiles',
+      profiles: profiles.value,
+      leaseNamespace: 'kube-system',
+      leaseDurationSec: 5,
+    });
   });
   afterAll(async () => {
     await app?.stop();
@@ -76,7 +82,10 @@ describe('sits run with two profiles in one process', () => {
   });
 
   it('the two profiles share one cache: 16 pods at once for 12 free GPUs bind 12, never one GPU twice', async () => {
-    const burst = [...Array.from({ length: 8 }, (_, i) => pod(`burst-pack-${i}`, 'packer')), ...Array.from({ length: 8 }, (_, i) => pod(`burst-spread-${i}`, 'spreader'))];
+    const burst = [
+      ...Array.from({ length: 8 }, (_, i) => pod(`burst-pack-${i}`, 'packer')),
+      ...Array.from({ length: 8 }, (_, i) => pod(`burst-spread-${i}`, 'spreader')),
+    ];
     await createPods(client, burst);
     await waitFor('12 of the 16 bound, and the other 4 told why', async () => {
       const ps = (await listPods(client, 'profiles')).filter((p) => p.metadata?.name?.startsWith('burst-') === true);

@@ -24,28 +24,47 @@ const queue = (name: string, tier: string, priorityClasses?: string[]): Record<s
   apiVersion: 'ai.sits2026.dev/v1',
   kind: 'Queue',
   metadata: { name },
-  spec: { tenant: name, tier, cohort: 'research', resources: [{ name: 'nvidia.com/gpu', nominal: '4' }], preemption: { cooldownSeconds: 0 }, ...(priorityClasses === undefined ? {} : { priorityClasses }) },
+  spec: {
+    tenant: name,
+    tier,
+    cohort: 'research',
+    resources: [{ name: 'nvidia.com/gpu', nominal: '4' }],
+    preemption: { cooldownSeconds: 0 },
+    ...(priorityClasses === undefined ? {} : { priorityClasses }),
+  },
 });
 
 const trainingJob = (name: string, queueName: string, priorityClassName: string): Record<string, unknown> => ({
   apiVersion: 'ai.sits2026.dev/v1',
   kind: 'TrainingJob',
   metadata: { name },
-  spec: { replicas: 2, queue: queueName, priorityClassName, resources: { 'nvidia.com/gpu': 2 }, container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] } },
+  spec: {
+    replicas: 2,
+    queue: queueName,
+    priorityClassName,
+    resources: { 'nvidia.com/gpu': 2 },
+    container: { image: 'registry.sits2026.dev/ml/pytorch:2.3-cuda12.1', command: ['torchrun', 'train.py'] },
+  },
 });
 
 const bound = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.deletionTimestamp === undefined);
 
 describe('queues on the live scheduler', () => {
   it('two queues, two TrainingJobs: the lower-priority borrower is preempted whole and requeued', async () => {
-    for (const [name, value] of [['research-low', 100], ['research-high', 1000]] as const) {
+    for (const [name, value] of [
+      ['research-low', 100],
+      ['research-high', 1000],
+    ] as const) {
       await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
     }
     await client.post('/apis/ai.sits2026.dev/v1/queues', queue('team-a', 'gold'));
     await client.post('/apis/ai.sits2026.dev/v1/queues', queue('team-b', 'bronze'));
     await createNs(client, 'ml');
     // team-b borrows team-a's idle quota: 2 × 4 GPUs = the whole cluster.
-    await client.post('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs', { ...trainingJob('low', 'team-b', 'research-low'), spec: { ...(trainingJob('low', 'team-b', 'research-low').spec as object), resources: { 'nvidia.com/gpu': 4 } } });
+    await client.post('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs', {
+      ...trainingJob('low', 'team-b', 'research-low'),
+      spec: { ...(trainingJob('low', 'team-b', 'research-low').spec as object), resources: { 'nvidia.com/gpu': 4 } },
+    });
     await waitFor('low runs on all 8 GPUs', async () => bound(await listPods(client, 'ml')).length === 2, 30_000);
     const lowPods = bound(await listPods(client, 'ml')).map((p) => p.metadata?.uid);
 
@@ -92,22 +111,37 @@ describe('queues on the live scheduler', () => {
     expect(lines[2]).toMatch(/^expected start: \d{4}-\d\d-\d\dT.+ \(in \d+ s\)$/);
 
     // The same estimate reaches the job's status: the scheduler annotates the waiting pods, the controller copies it.
-    const eta = await waitFor('status.estimatedStartTime of the waiting job', async () => (await client.get<{ status?: { estimatedStartTime?: string } }>('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs/low')).status?.estimatedStartTime, 30_000);
+    const eta = await waitFor(
+      'status.estimatedStartTime of the waiting job',
+      async () =>
+        (await client.get<{ status?: { estimatedStartTime?: string } }>('/apis/ai.sits2026.dev/v1/namespaces/ml/trainingjobs/low')).status?.estimatedStartTime,
+      30_000,
+    );
     expect(Date.parse(eta)).toBeGreaterThan(Date.now() - 60_000);
   });
 
   it('a queue holds jobs from namespaces and of PriorityClasses it does not accept, and says so', async () => {
-    for (const [name, value] of [['vision-low', 10], ['vision-high', 20]] as const) {
+    for (const [name, value] of [
+      ['vision-low', 10],
+      ['vision-high', 20],
+    ] as const) {
       await client.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
     }
-    await client.post('/apis/ai.sits2026.dev/v1/queues', { apiVersion: 'ai.sits2026.dev/v1', kind: 'Queue', metadata: { name: 'vision' }, spec: { tenant: 'vision', namespaces: ['vision'], priorityClasses: ['vision-high'] } });
+    await client.post('/apis/ai.sits2026.dev/v1/queues', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'Queue',
+      metadata: { name: 'vision' },
+      spec: { tenant: 'vision', namespaces: ['vision'], priorityClasses: ['vision-high'] },
+    });
     await createNs(client, 'vision');
     await createNs(client, 'stray');
     const labels = { 'ai.sits2026.dev/queue': 'vision' };
     // The scheduler must know the Queue before the pods come, or it admits them to an unknown (unlimited) queue and
     // binds them. A probe that fits nowhere is held as inadmissible only once the Queue is known: wait for that.
     await createPods(client, [testPod('stray', 'probe', { gpus: 1000, labels })]);
-    await waitFor('the scheduler knows queue vision', async () => (await client.get<V1Pod>('/api/v1/namespaces/stray/pods/probe')).status?.conditions?.some((c) => c.message?.includes('(inadmissible)') === true));
+    await waitFor('the scheduler knows queue vision', async () =>
+      (await client.get<V1Pod>('/api/v1/namespaces/stray/pods/probe')).status?.conditions?.some((c) => c.message?.includes('(inadmissible)') === true),
+    );
     await client.delete('/api/v1/namespaces/stray/pods/probe', { gracePeriodSeconds: 0 });
     await waitFor('the probe gone', async () => (await listPods(client, 'stray')).length === 0);
     const pod = (ns: string, name: string, priorityClassName: string): V1Pod => {
@@ -119,7 +153,11 @@ describe('queues on the live scheduler', () => {
       const m = (await listPods(client, ns))[0]?.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
       return m?.includes('(inadmissible)') === true ? m : undefined;
     };
-    expect(await waitFor('the pod from another namespace is held', () => held('stray'), 30_000)).toBe('queue vision holds stray/elsewhere (inadmissible): namespace stray may not submit to queue vision (allowed: vision)');
-    expect(await waitFor('the pod of another PriorityClass is held', () => held('vision'), 30_000)).toBe('queue vision holds vision/wrong-class (inadmissible): queue vision does not accept priority class vision-low (accepts vision-high)');
+    expect(await waitFor('the pod from another namespace is held', () => held('stray'), 30_000)).toBe(
+      'queue vision holds stray/elsewhere (inadmissible): namespace stray may not submit to queue vision (allowed: vision)',
+    );
+    expect(await waitFor('the pod of another PriorityClass is held', () => held('vision'), 30_000)).toBe(
+      'queue vision holds vision/wrong-class (inadmissible): queue vision does not accept priority class vision-low (accepts vision-high)',
+    );
   });
 });

@@ -23,7 +23,14 @@ export interface QueueObject {
     priorityClasses?: string[];
     defaultPriorityClassName?: string;
     namespaces?: string[];
-    preemption?: { withinQueue?: 'Never' | 'LowerPriority'; reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any'; criticalPhaseGraceSeconds?: number; cooldownSeconds?: number; checkpointGraceSeconds?: number; defragmentByMigration?: boolean };
+    preemption?: {
+      withinQueue?: 'Never' | 'LowerPriority';
+      reclaimWithinCohort?: 'Never' | 'LowerPriority' | 'Any';
+      criticalPhaseGraceSeconds?: number;
+      cooldownSeconds?: number;
+      checkpointGraceSeconds?: number;
+      defragmentByMigration?: boolean;
+    };
   };
   /** Written by the scheduler (object-status.ts); read only to skip unchanged writes. */
   status?: unknown;
@@ -59,7 +66,12 @@ export function queueFromObject(o: QueueObject): QueueSpec {
   }
   const models: Record<string, ModelQuota> = {};
   for (const m of s.gpuModels ?? []) {
-    models[modelFromProduct(m.model)] = { nominalGpuMilli: m.nominal * 1000, borrowingLimitGpuMilli: (m.borrowingLimit ?? Infinity) * 1000, lendingLimitGpuMilli: (m.lendingLimit ?? Infinity) * 1000, guaranteedGpuMilli: (m.guaranteed ?? 0) * 1000 };
+    models[modelFromProduct(m.model)] = {
+      nominalGpuMilli: m.nominal * 1000,
+      borrowingLimitGpuMilli: (m.borrowingLimit ?? Infinity) * 1000,
+      lendingLimitGpuMilli: (m.lendingLimit ?? Infinity) * 1000,
+      guaranteedGpuMilli: (m.guaranteed ?? 0) * 1000,
+    };
   }
   const p = s.preemption ?? {};
   // The apiserver defaults every preemption field; an object that has none (a scenario file, a test) gets the same defaults.
@@ -148,7 +160,14 @@ function usageNode(p: V1Pod, view: InFlightView | undefined): string | undefined
  * cycle in between reclaimed again for the same share: a queue evicted a whole cluster for one share's worth of
  * jobs, and the other queue then took it all back.
  */
-export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames, groupQueue: (group: string) => string | undefined, defaultRuntimeMs: number, nodeModel: (node: string) => string | undefined = () => undefined, view?: InFlightView): Map<string, RunningJob> {
+export function runningJobs(
+  pods: Iterable<V1Pod>,
+  schedulerName: SchedulerNames,
+  groupQueue: (group: string) => string | undefined,
+  defaultRuntimeMs: number,
+  nodeModel: (node: string) => string | undefined = () => undefined,
+  view?: InFlightView,
+): Map<string, RunningJob> {
   const groups = new Map<string, V1Pod[]>();
   for (const p of pods) {
     if (p.spec === undefined || !isOurs(schedulerName, p.spec.schedulerName) || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
@@ -170,7 +189,12 @@ export function runningJobs(pods: Iterable<V1Pod>, schedulerName: SchedulerNames
     let checkpointable = false;
     for (const p of members) {
       const spec = podFromK8s(p);
-      if (spec.ok) res = { gpuMilli: res.gpuMilli + spec.value.request.gpuCount * spec.value.request.gpuMilli, cpuMilli: res.cpuMilli + spec.value.request.cpuMilli, memoryMiB: res.memoryMiB + spec.value.request.memoryMiB };
+      if (spec.ok)
+        res = {
+          gpuMilli: res.gpuMilli + spec.value.request.gpuCount * spec.value.request.gpuMilli,
+          cpuMilli: res.cpuMilli + spec.value.request.cpuMilli,
+          memoryMiB: res.memoryMiB + spec.value.request.memoryMiB,
+        };
       priority = Math.max(priority, p.spec?.priority ?? 0);
       const planned = (p.spec?.nodeName ?? '') === '' ? view?.nowMs : undefined;
       start = Math.min(start, planned ?? time(p.status?.startTime?.toString()) ?? time(p.metadata?.creationTimestamp?.toString()) ?? 0);

@@ -33,7 +33,8 @@ async function setup(opts: FakeApiServerOptions = {}, seed: string[] = []): Prom
   const seen: Seen = { log: [], errors: [], synced: 0 };
   const r = (reflector = new Reflector<FakeObject>(client, CMS, {
     add: (o) => seen.log.push(`add ${o.metadata.name}`),
-    update: (o, old) => seen.log.push(`update ${o.metadata.name} ${String((old as { data?: { v?: string } }).data?.v)}→${String((o as { data?: { v?: string } }).data?.v)}`),
+    update: (o, old) =>
+      seen.log.push(`update ${o.metadata.name} ${String((old as { data?: { v?: string } }).data?.v)}→${String((o as { data?: { v?: string } }).data?.v)}`),
     delete: (o) => seen.log.push(`delete ${o.metadata.name}`),
     synced: () => seen.synced++,
     error: (e) => seen.errors.push(e),

@@ -25,7 +25,8 @@ interface ListResponse<T> {
   readonly items: T[];
 }
 
-export const objectKey = (o: KubeObject): string => (o.metadata?.namespace === undefined || o.metadata.namespace === '' ? (o.metadata?.name ?? '') : `${o.metadata.namespace}/${o.metadata.name ?? ''}`);
+export const objectKey = (o: KubeObject): string =>
+  o.metadata?.namespace === undefined || o.metadata.namespace === '' ? (o.metadata?.name ?? '') : `${o.metadata.namespace}/${o.metadata.name ?? ''}`;
 
 export class Reflector<T extends KubeObject> {
   private readonly known = new Map<string, T>();
@@ -65,7 +66,11 @@ export class Reflector<T extends KubeObject> {
     let cont: string | undefined;
     let rv = '';
     do {
-      const page: ListResponse<T> = await this.client.get<ListResponse<T>>(this.path, { ...this.query, limit: 2000, ...(cont === undefined ? {} : { continue: cont }) });
+      const page: ListResponse<T> = await this.client.get<ListResponse<T>>(this.path, {
+        ...this.query,
+        limit: 2000,
+        ...(cont === undefined ? {} : { continue: cont }),
+      });
       for (const item of page.items) fresh.set(objectKey(item), item);
       cont = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
       rv = page.metadata?.resourceVersion ?? rv;

@@ -18,12 +18,31 @@ interface PodOpts {
 }
 function pod(name: string, o: PodOpts = {}): V1Pod {
   return {
-    metadata: { name, namespace: 'ml', uid: `uid-${name}`, ...(o.deletingS === undefined ? {} : { deletionTimestamp: iso(o.deletingS) as unknown as Date }), ...(o.owned === true ? { ownerReferences: [{ apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'j', uid: 'u', controller: true }] } : {}) },
+    metadata: {
+      name,
+      namespace: 'ml',
+      uid: `uid-${name}`,
+      ...(o.deletingS === undefined ? {} : { deletionTimestamp: iso(o.deletingS) as unknown as Date }),
+      ...(o.owned === true ? { ownerReferences: [{ apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'j', uid: 'u', controller: true }] } : {}),
+    },
     spec: { containers: [{ name: 'main' }], ...(o.node === undefined ? {} : { nodeName: o.node }) },
     status: {
       ...(o.phase === undefined ? {} : { phase: o.phase }),
       ...(o.startS === undefined ? {} : { startTime: iso(o.startS) as unknown as Date }),
-      ...(o.finishS === undefined ? {} : { containerStatuses: [{ name: 'main', image: 'x', imageID: '', ready: false, restartCount: 0, state: { terminated: { exitCode: 0, finishedAt: iso(o.finishS) as unknown as Date } } }] }),
+      ...(o.finishS === undefined
+        ? {}
+        : {
+            containerStatuses: [
+              {
+                name: 'main',
+                image: 'x',
+                imageID: '',
+                ready: false,
+                restartCount: 0,
+                state: { terminated: { exitCode: 0, finishedAt: iso(o.finishS) as unknown as Date } },
+              },
+            ],
+          }),
     },
   };
 }
@@ -116,7 +135,16 @@ describe('live runtimes: a job SITS bound becomes one observation when none of i
 });
 
 describe('live runtimes as estimates', () => {
-  const running = (id: string, startMs: number, estEndMs: number): RunningJob => ({ id, queue: 'q', priority: 0, startMs, estEndMs, podIds: [id], resources: { gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true });
+  const running = (id: string, startMs: number, estEndMs: number): RunningJob => ({
+    id,
+    queue: 'q',
+    priority: 0,
+    startMs,
+    estEndMs,
+    podIds: [id],
+    resources: { gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0 },
+    preemptible: true,
+  });
 
   it('a waiting job: the user-given runtime, else the learned one, else 1 h', () => {
     const rt = new LiveRuntimes();
@@ -129,7 +157,8 @@ describe('live runtimes as estimates', () => {
 
   it('running jobs: learned remaining time given what they ran, unless the user gave a runtime', () => {
     const rt = new LiveRuntimes();
-    for (const [i, d] of [10, 20, 30].entries()) rt.seen(pod(`f${i}`, { node: 'n1', phase: 'Succeeded', startS: 0, finishS: d }), { id: `ml/f${i}`, queue: 'q' }, () => 1, T0 + 100 * S);
+    for (const [i, d] of [10, 20, 30].entries())
+      rt.seen(pod(`f${i}`, { node: 'n1', phase: 'Succeeded', startS: 0, finishS: d }), { id: `ml/f${i}`, queue: 'q' }, () => 1, T0 + 100 * S);
     rt.flush();
     const now = T0 + 100 * S;
     const jobs = new Map([
@@ -146,8 +175,25 @@ describe('live runtimes as estimates', () => {
 });
 
 describe('a victim of the forward run', () => {
-  const base: QueuedJob = { id: 'ml/a', queue: 'q', priority: 0, arrivalMs: 5, gang: { name: 'ml/a', minMember: 1, members: [makePod('ml/a', { gpuCount: 1 })], topology: {}, priority: 0, queue: 'q' }, estRuntimeMs: 1 };
-  const victim: RunningJob = { id: 'ml/a', queue: 'q', priority: 0, startMs: 0, estEndMs: 100 * S, podIds: ['ml/a'], resources: { gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true, lastCheckpointMs: 40 * S };
+  const base: QueuedJob = {
+    id: 'ml/a',
+    queue: 'q',
+    priority: 0,
+    arrivalMs: 5,
+    gang: { name: 'ml/a', minMember: 1, members: [makePod('ml/a', { gpuCount: 1 })], topology: {}, priority: 0, queue: 'q' },
+    estRuntimeMs: 1,
+  };
+  const victim: RunningJob = {
+    id: 'ml/a',
+    queue: 'q',
+    priority: 0,
+    startMs: 0,
+    estEndMs: 100 * S,
+    podIds: ['ml/a'],
+    resources: { gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0 },
+    preemptible: true,
+    lastCheckpointMs: 40 * S,
+  };
 
   it('comes back only when a controller owns its pods: queued again when preempted, minus the checkpointed work', () => {
     expect(requeueVictim(base, victim, [pod('a')], 50 * S)).toBeUndefined();

@@ -157,7 +157,12 @@ export class LiveRuntimes {
    * a job whose runtime its user gave (`given`) keeps its own end.
    */
   running(running: ReadonlyMap<string, RunningJob>, given: (r: RunningJob) => boolean, nowMs: number): Map<string, RunningJob> {
-    return withLearnedEnds(this.model, running, (r) => ({ keys: runtimeKeys(r.queue, r.resources.gpuMilli / 1000), doneMs: Math.max(0, nowMs - r.startMs), keepEstimate: given(r) }), nowMs);
+    return withLearnedEnds(
+      this.model,
+      running,
+      (r) => ({ keys: runtimeKeys(r.queue, r.resources.gpuMilli / 1000), doneMs: Math.max(0, nowMs - r.startMs), keepEstimate: given(r) }),
+      nowMs,
+    );
   }
 }
 

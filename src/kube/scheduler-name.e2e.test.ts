@@ -19,7 +19,13 @@ describe('sits run --scheduler-name default-scheduler', () => {
     client = new KubeClient(plane.kubeConfig());
     await applyCrds(client);
     await createFakeGpuNodes(plane.kubeConfig(), devNodes(2, 'dgx-h100'));
-    app = await createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'e2e-default', schedulerName: 'default-scheduler', leaseNamespace: 'kube-system', leaseDurationSec: 5 });
+    app = await createLiveApp({
+      kubeconfig: plane.kubeconfigPath,
+      identity: 'e2e-default',
+      schedulerName: 'default-scheduler',
+      leaseNamespace: 'kube-system',
+      leaseDurationSec: 5,
+    });
   });
   afterAll(async () => {
     await app?.stop();
@@ -32,10 +38,14 @@ describe('sits run --scheduler-name default-scheduler', () => {
     const plain = testPod('plain', 'no-scheduler-named', { gpus: 2 });
     delete (plain.spec as { schedulerName?: string }).schedulerName;
     await createPods(client, [plain, testPod('plain', 'for-sits-scheduler', { gpus: 1 })]);
-    const bound = await waitFor('the plain pod bound', async () => (await listPods(client, 'plain')).find((p) => p.metadata?.name === 'no-scheduler-named' && (p.spec?.nodeName ?? '') !== ''));
+    const bound = await waitFor('the plain pod bound', async () =>
+      (await listPods(client, 'plain')).find((p) => p.metadata?.name === 'no-scheduler-named' && (p.spec?.nodeName ?? '') !== ''),
+    );
     expect(bound.spec?.schedulerName).toBe('default-scheduler');
     expect(bound.metadata?.annotations?.[ANNOTATION.gpuIndices]).toMatch(/^\d+,\d+$/);
-    const ev = await waitFor('its Scheduled event from default-scheduler', async () => (await listEvents(client, 'plain')).find((e) => e.reason === 'Scheduled' && e.involvedObject?.name === 'no-scheduler-named'));
+    const ev = await waitFor('its Scheduled event from default-scheduler', async () =>
+      (await listEvents(client, 'plain')).find((e) => e.reason === 'Scheduled' && e.involvedObject?.name === 'no-scheduler-named'),
+    );
     expect(ev.message).toContain(bound.spec?.nodeName ?? '?');
     const lease = await client.get<{ spec: { holderIdentity?: string } }>('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/default-scheduler');
     expect(lease.spec.holderIdentity).toBe('e2e-default');

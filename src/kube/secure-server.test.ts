@@ -5,7 +5,16 @@ import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { X509Certificate } from 'node:crypto';
 import { createCa, issue, issuedBy, certNames, type CertPair } from './certs.ts';
-import { ALLOW_ALL, ANONYMOUS, ANONYMOUS_AUTHN, ReviewGate, clientCertAuthenticator, type Authenticator, type Authorizer, type Caller } from './delegated-auth.ts';
+import {
+  ALLOW_ALL,
+  ANONYMOUS,
+  ANONYMOUS_AUTHN,
+  ReviewGate,
+  clientCertAuthenticator,
+  type Authenticator,
+  type Authorizer,
+  type Caller,
+} from './delegated-auth.ts';
 import { startSecureServer, type SecureServer } from './secure-server.ts';
 
 let server: SecureServer | undefined;
@@ -18,14 +27,27 @@ const onlyAlice: Authorizer = {
   authorize: (c, a) => Promise.resolve(c.user === 'alice' && a.verb === 'post' ? { allowed: true, reason: '' } : { allowed: false, reason: 'not alice' }),
 };
 
-function call(url: string, o: { ca: string; client?: CertPair; method?: string; path?: string }): Promise<{ status: number; body: string; fingerprint: string }> {
+function call(
+  url: string,
+  o: { ca: string; client?: CertPair; method?: string; path?: string },
+): Promise<{ status: number; body: string; fingerprint: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(new URL(o.path ?? '/x', url), { method: o.method ?? 'POST', ca: o.ca, servername: 'localhost', agent: false, ...(o.client !== undefined ? { cert: o.client.cert, key: o.client.key } : {}) }, (res) => {
-      const fp = (res.socket as unknown as { getPeerCertificate(): { fingerprint256: string } }).getPeerCertificate().fingerprint256;
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), fingerprint: fp }));
-    });
+    const req = request(
+      new URL(o.path ?? '/x', url),
+      {
+        method: o.method ?? 'POST',
+        ca: o.ca,
+        servername: 'localhost',
+        agent: false,
+        ...(o.client !== undefined ? { cert: o.client.cert, key: o.client.key } : {}),
+      },
+      (res) => {
+        const fp = (res.socket as unknown as { getPeerCertificate(): { fingerprint256: string } }).getPeerCertificate().fingerprint256;
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), fingerprint: fp }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -33,7 +55,9 @@ function call(url: string, o: { ca: string; client?: CertPair; method?: string; 
 
 describe('secure server', () => {
   it('refuses plain HTTP on a non-loopback address', async () => {
-    await expect(startSecureServer({ port: 0, host: '0.0.0.0', authn: clientCertAuthenticator(), authz: onlyAlice, handler: () => undefined })).rejects.toThrow(/refusing to serve plain HTTP on 0.0.0.0/);
+    await expect(startSecureServer({ port: 0, host: '0.0.0.0', authn: clientCertAuthenticator(), authz: onlyAlice, handler: () => undefined })).rejects.toThrow(
+      /refusing to serve plain HTTP on 0.0.0.0/,
+    );
   });
 
   it('maps client certificates to users, refuses unverified ones, authorizes by caller, and always serves /healthz', async () => {
@@ -76,7 +100,14 @@ describe('secure server', () => {
     const ca = await createCa('test-ca', 3_600_000);
     const first = await issue(ca, { commonName: 'localhost', dnsNames: ['localhost'], lifetimeMs: 3_600_000 });
     const second = await issue(ca, { commonName: 'localhost', dnsNames: ['localhost'], lifetimeMs: 7_200_000 });
-    server = await startSecureServer({ port: 0, host: '127.0.0.1', tls: first, authn: clientCertAuthenticator(), authz: onlyAlice, handler: (_q, res) => res.end('ok') });
+    server = await startSecureServer({
+      port: 0,
+      host: '127.0.0.1',
+      tls: first,
+      authn: clientCertAuthenticator(),
+      authz: onlyAlice,
+      handler: (_q, res) => res.end('ok'),
+    });
     const a = await call(server.url, { ca: ca.cert, method: 'GET', path: '/healthz' });
     expect(a.fingerprint).toBe(new X509Certificate(first.cert).fingerprint256);
     server.setTls(second);
@@ -88,11 +119,19 @@ describe('secure server', () => {
 /** One raw HTTP/1.1 request with exactly the given Host and target (what a DNS-rebinding page sends). */
 function raw(port: number, target: string, host: string | undefined): Promise<{ status: number; head: string; body: string }> {
   return new Promise((resolve, reject) => {
-    const sock = connect(port, '127.0.0.1', () => sock.end(`GET ${target} HTTP/1.1\r\n${host === undefined ? '' : `Host: ${host}\r\n`}Connection: close\r\n\r\n`));
+    const sock = connect(port, '127.0.0.1', () =>
+      sock.end(`GET ${target} HTTP/1.1\r\n${host === undefined ? '' : `Host: ${host}\r\n`}Connection: close\r\n\r\n`),
+    );
     let text = '';
     sock.setEncoding('utf8');
     sock.on('data', (c: string) => (text += c));
-    sock.on('end', () => resolve({ status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0), head: text.slice(0, text.indexOf('\r\n\r\n')), body: text.slice(text.indexOf('\r\n\r\n') + 4) }));
+    sock.on('end', () =>
+      resolve({
+        status: Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1] ?? 0),
+        head: text.slice(0, text.indexOf('\r\n\r\n')),
+        body: text.slice(text.indexOf('\r\n\r\n') + 4),
+      }),
+    );
     sock.on('error', reject);
   });
 }
@@ -100,7 +139,14 @@ function raw(port: number, target: string, host: string | undefined): Promise<{ 
 describe('secure server: requests refused before auth (issue 36, finding 7)', () => {
   it('loopback mode serves only loopback Host values: a DNS-rebinding request with Host: attacker.example gets 421, not the cluster JSON', async () => {
     const logs: string[] = [];
-    server = await startSecureServer({ port: 0, host: '127.0.0.1', authn: ANONYMOUS_AUTHN, authz: ALLOW_ALL, log: (m) => logs.push(m), handler: (_q, res) => res.end('{"cluster":"secret"}') });
+    server = await startSecureServer({
+      port: 0,
+      host: '127.0.0.1',
+      authn: ANONYMOUS_AUTHN,
+      authz: ALLOW_ALL,
+      log: (m) => logs.push(m),
+      handler: (_q, res) => res.end('{"cluster":"secret"}'),
+    });
     const { port } = server;
     const attack = await raw(port, '/dashboard/api/v1/cluster', 'attacker.example');
     expect(attack.status).toBe(421);
@@ -121,7 +167,14 @@ describe('secure server: requests refused before auth (issue 36, finding 7)', ()
   it('a TLS server does not check Host (the certificate names the server)', async () => {
     const ca = await createCa('test-ca', 3_600_000);
     const serving = await issue(ca, { commonName: 'localhost', dnsNames: ['localhost'], lifetimeMs: 3_600_000 });
-    server = await startSecureServer({ port: 0, host: '127.0.0.1', tls: serving, authn: clientCertAuthenticator(), authz: ALLOW_ALL, handler: (_q, res) => res.end('ok') });
+    server = await startSecureServer({
+      port: 0,
+      host: '127.0.0.1',
+      tls: serving,
+      authn: clientCertAuthenticator(),
+      authz: ALLOW_ALL,
+      handler: (_q, res) => res.end('ok'),
+    });
     expect((await call(server.url, { ca: ca.cert, method: 'GET', path: '/x' })).status).toBe(200);
   });
 

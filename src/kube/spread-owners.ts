@@ -42,7 +42,8 @@ export class SpreadOwners {
   upsertController(kind: ControllerKind, o: SelectorObject): void {
     const sel = o.spec?.selector;
     // A ReplicationController's selector is a map; a ReplicaSet's and StatefulSet's a LabelSelector.
-    const selector: LabelSelector | undefined = kind === 'ReplicationController' ? (isStringMap(sel) ? { matchLabels: sel } : undefined) : isLabelSelector(sel) ? sel : undefined;
+    const selector: LabelSelector | undefined =
+      kind === 'ReplicationController' ? (isStringMap(sel) ? { matchLabels: sel } : undefined) : isLabelSelector(sel) ? sel : undefined;
     const key = `${kind}/${o.metadata?.namespace ?? 'default'}/${o.metadata?.name ?? ''}`;
     if (selector === undefined) this.controllers.delete(key);
     else this.controllers.set(key, selector);
@@ -58,7 +59,10 @@ export class SpreadOwners {
     let controller: LabelSelector | undefined;
     if (owner !== undefined) {
       const group = owner.apiVersion.includes('/') ? owner.apiVersion.split('/')[0] : '';
-      const kind = (group === '' && owner.kind === 'ReplicationController') || (group === 'apps' && (owner.kind === 'ReplicaSet' || owner.kind === 'StatefulSet')) ? (owner.kind as ControllerKind) : undefined;
+      const kind =
+        (group === '' && owner.kind === 'ReplicationController') || (group === 'apps' && (owner.kind === 'ReplicaSet' || owner.kind === 'StatefulSet'))
+          ? (owner.kind as ControllerKind)
+          : undefined;
       if (kind !== undefined) controller = this.controllers.get(`${kind}/${ns}/${owner.name}`);
     }
     const services = this.services.get(ns);

@@ -39,7 +39,12 @@ describe('KubeStatusWriter on the real apiserver', () => {
   it('does not mark a pod bound after the cycle saw it Unschedulable', async () => {
     await createPods(client, [testPod('sw', 'bound-meanwhile', { gpus: 0 })]);
     const seen = await pod('bound-meanwhile');
-    await client.post('/api/v1/namespaces/sw/pods/bound-meanwhile/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'bound-meanwhile' }, target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' } });
+    await client.post('/api/v1/namespaces/sw/pods/bound-meanwhile/binding', {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'bound-meanwhile' },
+      target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' },
+    });
     const w = writerSeeing([seen]);
     w.unschedulable(['sw/bound-meanwhile'], '0/1 nodes fit: too late');
     await w.drain();
@@ -64,9 +69,14 @@ describe('KubeStatusWriter on the real apiserver', () => {
 describe('pods/binding and pods/status carry what the scheduler records (real apiserver)', () => {
   const pod = (name: string): Promise<V1Pod> => client.get<V1Pod>(`/api/v1/namespaces/sw/pods/${name}`);
 
-  it('a Binding\'s annotations are copied onto the pod', async () => {
+  it("a Binding's annotations are copied onto the pod", async () => {
     await createPods(client, [testPod('sw', 'b', { gpus: 0 })]);
-    await client.post('/api/v1/namespaces/sw/pods/b/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'b', annotations: { 'ai.sits2026.dev/gpu-indices': '0,1' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' } });
+    await client.post('/api/v1/namespaces/sw/pods/b/binding', {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'b', annotations: { 'ai.sits2026.dev/gpu-indices': '0,1' } },
+      target: { apiVersion: 'v1', kind: 'Node', name: 'dgx-h100-000' },
+    });
     const p = await pod('b');
     expect(p.spec?.nodeName).toBe('dgx-h100-000');
     expect(p.metadata?.annotations?.['ai.sits2026.dev/gpu-indices']).toBe('0,1');
@@ -75,11 +85,17 @@ describe('pods/binding and pods/status carry what the scheduler records (real ap
   it('a pods/status merge patch writes and removes annotations, and cannot touch the spec', async () => {
     await createPods(client, [testPod('sw', 's', { gpus: 0 })]);
     const before = await pod('s');
-    await client.request('PATCH', '/api/v1/namespaces/sw/pods/s/status', { contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'ai.sits2026.dev/expected-start': '2026-01-01T00:00:00.000Z' } }, spec: { activeDeadlineSeconds: 5 } } });
+    await client.request('PATCH', '/api/v1/namespaces/sw/pods/s/status', {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { annotations: { 'ai.sits2026.dev/expected-start': '2026-01-01T00:00:00.000Z' } }, spec: { activeDeadlineSeconds: 5 } },
+    });
     const after = await pod('s');
     expect(after.metadata?.annotations?.['ai.sits2026.dev/expected-start']).toBe('2026-01-01T00:00:00.000Z');
     expect(after.spec?.activeDeadlineSeconds).toBe(before.spec?.activeDeadlineSeconds);
-    await client.request('PATCH', '/api/v1/namespaces/sw/pods/s/status', { contentType: 'application/merge-patch+json', body: { metadata: { annotations: { 'ai.sits2026.dev/expected-start': null } } } });
+    await client.request('PATCH', '/api/v1/namespaces/sw/pods/s/status', {
+      contentType: 'application/merge-patch+json',
+      body: { metadata: { annotations: { 'ai.sits2026.dev/expected-start': null } } },
+    });
     expect((await pod('s')).metadata?.annotations?.['ai.sits2026.dev/expected-start']).toBeUndefined();
   });
 });

@@ -30,7 +30,13 @@ export class KubeStatusWriter implements StatusWriter {
       if (pod === undefined || (pod.spec?.nodeName ?? '') !== '') continue;
       const c = pod.status?.conditions?.find((x) => x.type === 'PodScheduled');
       if (c?.status === 'False' && c.message === message) continue;
-      const condition = { type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message, lastTransitionTime: new Date(this.opts.nowMs()).toISOString() };
+      const condition = {
+        type: 'PodScheduled',
+        status: 'False',
+        reason: 'Unschedulable',
+        message,
+        lastTransitionTime: new Date(this.opts.nowMs()).toISOString(),
+      };
       this.track(this.writeUnbound(id, condition, pod.metadata?.resourceVersion), `condition ${id}`);
     }
   }
@@ -62,7 +68,10 @@ export class KubeStatusWriter implements StatusWriter {
       const prev = Date.parse(pod.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
       if (Number.isFinite(prev) && Math.abs(prev - atMs) < 60_000) continue;
       // Through pods/status, as the condition (ADR 0175: the scheduler may not patch pods).
-      this.track(this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }), `expected-start ${id}`);
+      this.track(
+        this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }),
+        `expected-start ${id}`,
+      );
     }
   }
 

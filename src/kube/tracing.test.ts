@@ -8,10 +8,13 @@ import { NO_TRACING, startTracing, withTraceIds, type Tracing } from './tracing.
 async function traced(fn: (t: Tracing) => Promise<void> | void): Promise<ReadableSpan[]> {
   // Keeps what the batch processor exports (the SDK's in-memory exporter forgets its spans on shutdown).
   const kept: ReadableSpan[] = [];
-  const exporter: SpanExporter = { export: (spans, done) => {
+  const exporter: SpanExporter = {
+    export: (spans, done) => {
       kept.push(...spans);
       done({ code: 0 });
-    }, shutdown: async () => undefined };
+    },
+    shutdown: async () => undefined,
+  };
   const t = startTracing({ serviceName: 'sits-test', serviceVersion: '9.9.9', instanceId: 'me', exporter, env: {} });
   await fn(t);
   await t.shutdown();
@@ -34,7 +37,8 @@ describe('OtelTracing', () => {
         cycle.set({ 'sits.cycle.started': 0 });
       });
     });
-    const by = (name: string, job?: string): ReadableSpan => spans.find((s) => s.name === name && (job === undefined || s.attributes['sits.job.id'] === job)) as ReadableSpan;
+    const by = (name: string, job?: string): ReadableSpan =>
+      spans.find((s) => s.name === name && (job === undefined || s.attributes['sits.job.id'] === job)) as ReadableSpan;
     const cycle = by('sits.cycle');
     expect(parentId(cycle)).toBeUndefined();
     expect(cycle.attributes).toEqual({ 'sits.cycle': 1, 'sits.cycle.started': 0 });
@@ -75,10 +79,23 @@ describe('OtelTracing', () => {
 
   it('marks a span whose function throws or rejects as an error and passes the error on', async () => {
     const spans = await traced(async (t) => {
-      expect(() => t.run('sync', {}, () => { throw new Error('boom'); })).toThrow('boom');
-      await expect(t.run('async', {}, async () => { throw new Error('later'); })).rejects.toThrow('later');
+      expect(() =>
+        t.run('sync', {}, () => {
+          throw new Error('boom');
+        }),
+      ).toThrow('boom');
+      await expect(
+        t.run('async', {}, async () => {
+          throw new Error('later');
+        }),
+      ).rejects.toThrow('later');
       // An attempt left open by a throw is closed with the span around it.
-      expect(() => t.run('outer', {}, () => { t.start('left-open'); throw new Error('x'); })).toThrow('x');
+      expect(() =>
+        t.run('outer', {}, () => {
+          t.start('left-open');
+          throw new Error('x');
+        }),
+      ).toThrow('x');
       const outer = t.start('outer2');
       t.start('inner2');
       outer.end();
@@ -102,16 +119,25 @@ describe('startTracing configuration', () => {
   });
 
   it('is on with the flag or the standard variables', async () => {
-    for (const t of [startTracing({ serviceName: 's', endpoint: 'http://127.0.0.1:1', env: {} }), startTracing({ serviceName: 's', env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:1/v1/traces' } })]) {
+    for (const t of [
+      startTracing({ serviceName: 's', endpoint: 'http://127.0.0.1:1', env: {} }),
+      startTracing({ serviceName: 's', env: { OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://127.0.0.1:1/v1/traces' } }),
+    ]) {
       expect(t.enabled).toBe(true);
       await t.shutdown();
     }
   });
 
   it('names the flag or variable of a bad endpoint, and refuses a protocol other than OTLP/HTTP', () => {
-    expect(() => startTracing({ serviceName: 's', endpoint: 'localhost:4318', env: {} })).toThrow(/--otlp-endpoint: "localhost:4318" must be an http:\/\/ or https:\/\/ URL/);
+    expect(() => startTracing({ serviceName: 's', endpoint: 'localhost:4318', env: {} })).toThrow(
+      /--otlp-endpoint: "localhost:4318" must be an http:\/\/ or https:\/\/ URL/,
+    );
     expect(() => startTracing({ serviceName: 's', endpoint: 'not a url', env: {} })).toThrow(/--otlp-endpoint: "not a url" is not a URL/);
-    expect(() => startTracing({ serviceName: 's', env: { OTEL_EXPORTER_OTLP_ENDPOINT: '::bad' } })).toThrow(/^OTEL_EXPORTER_OTLP_ENDPOINT: "::bad" is not a URL/);
-    expect(() => startTracing({ serviceName: 's', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' } })).toThrow(/OTEL_EXPORTER_OTLP_PROTOCOL=grpc: SITS exports OTLP over HTTP/);
+    expect(() => startTracing({ serviceName: 's', env: { OTEL_EXPORTER_OTLP_ENDPOINT: '::bad' } })).toThrow(
+      /^OTEL_EXPORTER_OTLP_ENDPOINT: "::bad" is not a URL/,
+    );
+    expect(() => startTracing({ serviceName: 's', env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4317', OTEL_EXPORTER_OTLP_PROTOCOL: 'grpc' } })).toThrow(
+      /OTEL_EXPORTER_OTLP_PROTOCOL=grpc: SITS exports OTLP over HTTP/,
+    );
   });
 });

@@ -172,7 +172,9 @@ export function startTracing(opts: TracingOptions): Tracing {
   if (env.OTEL_SDK_DISABLED?.trim().toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return NO_TRACING;
   const protocol = env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL;
   if (protocol !== undefined && protocol !== '' && protocol !== 'http/protobuf') {
-    throw new Error(`OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: SITS exports OTLP over HTTP (http/protobuf); point the endpoint at the collector's OTLP/HTTP port (4318 by default)`);
+    throw new Error(
+      `OTEL_EXPORTER_OTLP_PROTOCOL=${protocol}: SITS exports OTLP over HTTP (http/protobuf); point the endpoint at the collector's OTLP/HTTP port (4318 by default)`,
+    );
   }
   let url: string | undefined;
   if (opts.endpoint !== undefined) {
@@ -182,7 +184,8 @@ export function startTracing(opts: TracingOptions): Tracing {
     } catch {
       throw new Error(`--otlp-endpoint: "${opts.endpoint}" is not a URL (expected http(s)://host:port, e.g. http://localhost:4318)`);
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`--otlp-endpoint: "${opts.endpoint}" must be an http:// or https:// URL (OTLP/HTTP)`);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:')
+      throw new Error(`--otlp-endpoint: "${opts.endpoint}" must be an http:// or https:// URL (OTLP/HTTP)`);
     url = `${opts.endpoint.replace(/\/+$/, '')}/v1/traces`;
   } else if (fromEnv !== undefined && fromEnv !== '') {
     try {
@@ -194,8 +197,12 @@ export function startTracing(opts: TracingOptions): Tracing {
   }
   const log = opts.log;
   if (log !== undefined) {
-    const say = (m: string, ...args: unknown[]): void => log(`tracing: ${[m, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : JSON.stringify(a)))].join(' ')}`);
-    diag.setLogger({ error: say, warn: say, info: () => undefined, debug: () => undefined, verbose: () => undefined }, { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true });
+    const say = (m: string, ...args: unknown[]): void =>
+      log(`tracing: ${[m, ...args.map((a) => (a instanceof Error ? a.message : typeof a === 'string' ? a : JSON.stringify(a)))].join(' ')}`);
+    diag.setLogger(
+      { error: say, warn: say, info: () => undefined, debug: () => undefined, verbose: () => undefined },
+      { logLevel: DiagLogLevel.WARN, suppressOverrideMessage: true },
+    );
   }
   const exporter = opts.exporter ?? new OTLPTraceExporter(url === undefined ? {} : { url });
   // OTEL_SERVICE_NAME, then OTEL_RESOURCE_ATTRIBUTES (both read by the env detector), then ours.
@@ -207,6 +214,9 @@ export function startTracing(opts: TracingOptions): Tracing {
       ...(opts.instanceId === undefined ? {} : { 'service.instance.id': opts.instanceId }),
     }),
   );
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 16_384 })] });
+  const provider = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BatchSpanProcessor(exporter, { scheduledDelayMillis: 1000, maxQueueSize: 16_384 })],
+  });
   return new OtelTracing(provider.getTracer('sits', opts.serviceVersion), () => provider.shutdown());
 }

@@ -104,7 +104,16 @@ export class VolumePreBinder {
       ? vol
       : await this.client.mergePatch<{ metadata?: { resourceVersion?: string } }>(`/api/v1/persistentvolumes/${pv}`, {
           metadata: { resourceVersion: vol.metadata?.resourceVersion, annotations: { [ANN_BOUND_BY_CONTROLLER]: 'yes' } },
-          spec: { claimRef: { kind: 'PersistentVolumeClaim', apiVersion: 'v1', namespace, name, uid: pvc.metadata?.uid, resourceVersion: pvc.metadata?.resourceVersion } },
+          spec: {
+            claimRef: {
+              kind: 'PersistentVolumeClaim',
+              apiVersion: 'v1',
+              namespace,
+              name,
+              uid: pvc.metadata?.uid,
+              resourceVersion: pvc.metadata?.resourceVersion,
+            },
+          },
         });
     return { podId: r.podId, node: r.node, kind: 'bind', claim, pv, rv: out.metadata?.resourceVersion ?? '0' };
   }
@@ -112,7 +121,9 @@ export class VolumePreBinder {
   private async selectNode(r: BindRequest, claim: string): Promise<Written> {
     const pvc = this.cache.claimObject(claim);
     if (pvc === undefined) throw new Error(`persistentvolumeclaim "${claim}" not found`);
-    const out = await this.client.mergePatch<{ metadata?: { resourceVersion?: string } }>(claimPath(claim), { metadata: { resourceVersion: pvc.metadata?.resourceVersion, annotations: { [ANN_SELECTED_NODE]: r.node } } });
+    const out = await this.client.mergePatch<{ metadata?: { resourceVersion?: string } }>(claimPath(claim), {
+      metadata: { resourceVersion: pvc.metadata?.resourceVersion, annotations: { [ANN_SELECTED_NODE]: r.node } },
+    });
     return { podId: r.podId, node: r.node, kind: 'provision', claim, rv: out.metadata?.resourceVersion ?? '0' };
   }
 
@@ -121,7 +132,13 @@ export class VolumePreBinder {
     const deadline = Date.now() + this.opts.timeoutMs;
     for (;;) {
       if (written.every((w) => this.done(w))) return;
-      if (Date.now() > deadline) throw new Error(`binding volumes: timed out waiting for the PV controller to bind ${written.filter((w) => !this.done(w)).map((w) => w.claim).join(', ')}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `binding volumes: timed out waiting for the PV controller to bind ${written
+            .filter((w) => !this.done(w))
+            .map((w) => w.claim)
+            .join(', ')}`,
+        );
       await sleep(POLL_MS);
     }
   }

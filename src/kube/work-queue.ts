@@ -43,10 +43,13 @@ export class WorkQueue {
     const t = this.timers.get(key);
     if (t !== undefined && t.at <= at) return;
     if (t !== undefined) clearTimeout(t.timer);
-    const timer = setTimeout(() => {
-      this.timers.delete(key);
-      this.add(key);
-    }, Math.max(0, ms));
+    const timer = setTimeout(
+      () => {
+        this.timers.delete(key);
+        this.add(key);
+      },
+      Math.max(0, ms),
+    );
     this.timers.set(key, { at, timer });
   }
 

@@ -16,7 +16,11 @@ export interface NodePatch {
 
 /** The merge patch that brings the node's managed keys to the reading (null removes a key), or undefined when nothing differs. */
 export function nodePatch(node: V1Node, reading: NodeReading): NodePatch | undefined {
-  const diff = (have: Record<string, string> | undefined, want: Readonly<Record<string, string>>, keys: readonly string[]): Record<string, string | null> | undefined => {
+  const diff = (
+    have: Record<string, string> | undefined,
+    want: Readonly<Record<string, string>>,
+    keys: readonly string[],
+  ): Record<string, string | null> | undefined => {
     const out: Record<string, string | null> = {};
     for (const k of keys) {
       const w = want[k];
@@ -31,7 +35,11 @@ export function nodePatch(node: V1Node, reading: NodeReading): NodePatch | undef
   return { metadata: { ...(labels === undefined ? {} : { labels }), ...(annotations === undefined ? {} : { annotations }) } };
 }
 
-export type TickResult = { readonly kind: 'patched'; readonly patch: NodePatch } | { readonly kind: 'unchanged' } | { readonly kind: 'read-only' } | { readonly kind: 'error'; readonly error: string };
+export type TickResult =
+  | { readonly kind: 'patched'; readonly patch: NodePatch }
+  | { readonly kind: 'unchanged' }
+  | { readonly kind: 'read-only' }
+  | { readonly kind: 'error'; readonly error: string };
 
 export interface NodeAgentOptions {
   readonly source: NodeSource;

@@ -5,7 +5,10 @@ import { choosePod, containerDevices, gpuPod, nextGpus, type GpuPod } from './al
 
 const pod = (name: string, created: string, ann: Record<string, string>, gpus: number[] = [1], phase = 'Pending'): V1Pod => ({
   metadata: { name, namespace: 'ml', uid: `uid-${name}`, creationTimestamp: new Date(created), annotations: ann },
-  spec: { nodeName: 'n1', containers: gpus.map((g, i) => ({ name: `c${i}`, image: 'x', resources: { limits: g === 0 ? {} : { [GPU_RESOURCE]: String(g) } } })) },
+  spec: {
+    nodeName: 'n1',
+    containers: gpus.map((g, i) => ({ name: `c${i}`, image: 'x', resources: { limits: g === 0 ? {} : { [GPU_RESOURCE]: String(g) } } })),
+  },
   status: { phase },
 });
 const gp = (p: V1Pod): GpuPod => gpuPod(p) as GpuPod;
@@ -23,7 +26,12 @@ describe('gpuPod / nextGpus', () => {
   it('pods without gpu-indices, finished or being deleted are not candidates', () => {
     expect(gpuPod(pod('a', '2026-01-01T00:00:00Z', {}))).toBeUndefined();
     expect(gpuPod(pod('a', '2026-01-01T00:00:00Z', { [ANNOTATION.gpuIndices]: '1' }, [1], 'Succeeded'))).toBeUndefined();
-    expect(gpuPod({ ...pod('a', '2026-01-01T00:00:00Z', { [ANNOTATION.gpuIndices]: '1' }), metadata: { ...pod('a', '2026-01-01T00:00:00Z', {}).metadata, annotations: { [ANNOTATION.gpuIndices]: '1' }, deletionTimestamp: new Date() } })).toBeUndefined();
+    expect(
+      gpuPod({
+        ...pod('a', '2026-01-01T00:00:00Z', { [ANNOTATION.gpuIndices]: '1' }),
+        metadata: { ...pod('a', '2026-01-01T00:00:00Z', {}).metadata, annotations: { [ANNOTATION.gpuIndices]: '1' }, deletionTimestamp: new Date() },
+      }),
+    ).toBeUndefined();
   });
 });
 

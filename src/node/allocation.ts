@@ -76,9 +76,17 @@ export function choosePod(pods: readonly GpuPod[], count: number, chosen?: reado
 }
 
 /** What the container gets for these host GPU indices: visible devices and the device files. */
-export function containerDevices(gpus: readonly number[], minorOf: (index: number) => number, devRoot = '/dev'): { envs: Record<string, string>; devices: { container_path: string; host_path: string; permissions: string }[] } {
+export function containerDevices(
+  gpus: readonly number[],
+  minorOf: (index: number) => number,
+  devRoot = '/dev',
+): { envs: Record<string, string>; devices: { container_path: string; host_path: string; permissions: string }[] } {
   const sorted = [...gpus].sort((a, b) => a - b);
-  const dev = (name: string): { container_path: string; host_path: string; permissions: string } => ({ container_path: `/dev/${name}`, host_path: `${devRoot}/${name}`, permissions: 'rw' });
+  const dev = (name: string): { container_path: string; host_path: string; permissions: string } => ({
+    container_path: `/dev/${name}`,
+    host_path: `${devRoot}/${name}`,
+    permissions: 'rw',
+  });
   return {
     envs: {
       // The host indices SITS recorded: the NVIDIA container runtime exposes exactly these.

@@ -29,7 +29,12 @@ async function closedPort(): Promise<number> {
 describe('SitsDevicePlugin without a kubelet or an API server', () => {
   it('waits for kubelet.sock, registers once it appears, and refuses Allocate when the pods cannot be read', async () => {
     const kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${await closedPort()}` }], users: [{ name: 'u' }], contexts: [{ name: 'c', cluster: 'c', user: 'u' }], currentContext: 'c' });
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${await closedPort()}` }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'c', cluster: 'c', user: 'u' }],
+      currentContext: 'c',
+    });
     const client = new KubeClient(kc);
     const logs: string[] = [];
     const plugin = new SitsDevicePlugin({ pluginDir: dir, nodeName: 'n1', client, log: (m) => void logs.push(m), watchIntervalMs: 50 });

@@ -56,7 +56,8 @@ const OPTIONS: DevicePluginOptions = { pre_start_required: false, get_preferred_
 /** The device ID the kubelet sees: the GPU's UUID (stable across reboots), or its index when the driver gives none. */
 export const deviceId = (g: GpuReading): string => (g.uuid !== '' && g.uuid !== 'N/A' ? g.uuid : `gpu-${g.index}`);
 
-const grpcError = (code: grpc.status, message: string): grpc.ServiceError => Object.assign(new Error(message), { code, details: message, metadata: new grpc.Metadata() });
+const grpcError = (code: grpc.status, message: string): grpc.ServiceError =>
+  Object.assign(new Error(message), { code, details: message, metadata: new grpc.Metadata() });
 
 export class SitsDevicePlugin {
   private server: grpc.Server | undefined;
@@ -99,11 +100,17 @@ export class SitsDevicePlugin {
 
   private publish(): void {
     const healthy = (g: GpuReading): boolean => g.healthy && !this.quarantined.has(g.index);
-    const devices = this.gpus.map((g) => ({ ID: deviceId(g), health: healthy(g) ? HEALTHY : UNHEALTHY, topology: g.numaNode >= 0 ? { nodes: [{ ID: g.numaNode }] } : null }));
+    const devices = this.gpus.map((g) => ({
+      ID: deviceId(g),
+      health: healthy(g) ? HEALTHY : UNHEALTHY,
+      topology: g.numaNode >= 0 ? { nodes: [{ ID: g.numaNode }] } : null,
+    }));
     if (JSON.stringify(devices) === JSON.stringify(this.devices)) return;
-    const why = (g: GpuReading): string => [...g.reasons, ...(this.quarantined.has(g.index) ? [`quarantined: ${this.quarantined.get(g.index) ?? ''}`] : [])].join('; ');
+    const why = (g: GpuReading): string =>
+      [...g.reasons, ...(this.quarantined.has(g.index) ? [`quarantined: ${this.quarantined.get(g.index) ?? ''}`] : [])].join('; ');
     const sick = this.gpus.filter((g) => !healthy(g)).map((g) => `${g.index} (${why(g)})`);
-    if (this.devices.length > 0 || sick.length > 0) this.opts.log(`device plugin: ${devices.length} GPUs${sick.length === 0 ? ', all healthy' : `, unhealthy: ${sick.join(', ')}`}`);
+    if (this.devices.length > 0 || sick.length > 0)
+      this.opts.log(`device plugin: ${devices.length} GPUs${sick.length === 0 ? ', all healthy' : `, unhealthy: ${sick.join(', ')}`}`);
     this.devices = devices;
     for (const s of this.streams) s.write({ devices });
   }
@@ -155,13 +162,24 @@ export class SitsDevicePlugin {
         call.on('close', drop);
         call.on('error', drop);
       },
-      GetPreferredAllocation: (call: grpc.ServerUnaryCall<PreferredAllocationRequest, PreferredAllocationResponse>, cb: grpc.sendUnaryData<PreferredAllocationResponse>) =>
-        void this.serial(() => this.preferred(call.request)).then((r) => cb(null, r), (e: grpc.ServiceError) => cb(e)),
+      GetPreferredAllocation: (
+        call: grpc.ServerUnaryCall<PreferredAllocationRequest, PreferredAllocationResponse>,
+        cb: grpc.sendUnaryData<PreferredAllocationResponse>,
+      ) =>
+        void this.serial(() => this.preferred(call.request)).then(
+          (r) => cb(null, r),
+          (e: grpc.ServiceError) => cb(e),
+        ),
       Allocate: (call: grpc.ServerUnaryCall<AllocateRequest, AllocateResponse>, cb: grpc.sendUnaryData<AllocateResponse>) =>
-        void this.serial(() => this.allocate(call.request)).then((r) => cb(null, r), (e: grpc.ServiceError) => cb(e)),
+        void this.serial(() => this.allocate(call.request)).then(
+          (r) => cb(null, r),
+          (e: grpc.ServiceError) => cb(e),
+        ),
       PreStartContainer: (_call: grpc.ServerUnaryCall<unknown, Empty>, cb: grpc.sendUnaryData<Empty>) => cb(null, {}),
     });
-    await new Promise<void>((resolve, reject) => server.bindAsync(unixAddress(this.socketPath), grpc.ServerCredentials.createInsecure(), (e) => (e === null ? resolve() : reject(e))));
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(unixAddress(this.socketPath), grpc.ServerCredentials.createInsecure(), (e) => (e === null ? resolve() : reject(e))),
+    );
     this.server = server;
   }
 
@@ -198,7 +216,12 @@ export class SitsDevicePlugin {
   private async register(kubeletSocket: string): Promise<void> {
     const client = new RegistrationService(unixAddress(kubeletSocket), grpc.credentials.createInsecure());
     try {
-      const req: RegisterRequest = { version: API_VERSION, endpoint: this.socketPath.slice(this.opts.pluginDir.length + 1), resource_name: this.opts.resourceName ?? GPU_RESOURCE, options: OPTIONS };
+      const req: RegisterRequest = {
+        version: API_VERSION,
+        endpoint: this.socketPath.slice(this.opts.pluginDir.length + 1),
+        resource_name: this.opts.resourceName ?? GPU_RESOURCE,
+        options: OPTIONS,
+      };
       await unary<RegisterRequest, Empty>(client, 'Register', req, 5000);
     } finally {
       client.close();
@@ -230,7 +253,8 @@ export class SitsDevicePlugin {
 
   private indexOf(id: string): number {
     const g = this.gpus.find((x) => deviceId(x) === id);
-    if (g === undefined) throw grpcError(grpc.status.INVALID_ARGUMENT, `unknown device ${id} (this plugin advertises ${this.devices.map((d) => d.ID).join(', ')})`);
+    if (g === undefined)
+      throw grpcError(grpc.status.INVALID_ARGUMENT, `unknown device ${id} (this plugin advertises ${this.devices.map((d) => d.ID).join(', ')})`);
     return g.index;
   }
 
@@ -278,7 +302,9 @@ export class SitsDevicePlugin {
   private async markAllocated(key: string, allocated: readonly number[]): Promise<void> {
     const [ns, name] = key.split('/') as [string, string];
     try {
-      await this.opts.client.mergePatch(`/api/v1/namespaces/${ns}/pods/${name}`, { metadata: { annotations: { [ANNOTATION.gpuAllocated]: [...allocated].sort((a, b) => a - b).join(',') } } });
+      await this.opts.client.mergePatch(`/api/v1/namespaces/${ns}/pods/${name}`, {
+        metadata: { annotations: { [ANNOTATION.gpuAllocated]: [...allocated].sort((a, b) => a - b).join(',') } },
+      });
     } catch (e) {
       // The in-memory record keeps this plugin from handing the GPUs out again; only a restart forgets it.
       this.opts.log(`device plugin: marking ${key} allocated failed: ${(e as Error).message}`);

@@ -65,15 +65,28 @@ function sysfs(numa: Record<string, number>): string {
 const getNode = (name: string): Promise<V1Node> => client.get<V1Node>(`/api/v1/nodes/${name}`);
 
 describe('node agent on a real kube-apiserver', () => {
-  const agent = (nvidiaSmi: string): NodeAgent => new NodeAgent({ source: { nvidiaSmi, sysfsRoot: sysfs({ '0000:81:00.0': 0, '0000:c1:00.0': 1 }), runner: execRunner }, node: { client, name: 'ws-1' }, intervalMs: 60_000, log });
+  const agent = (nvidiaSmi: string): NodeAgent =>
+    new NodeAgent({
+      source: { nvidiaSmi, sysfsRoot: sysfs({ '0000:81:00.0': 0, '0000:c1:00.0': 1 }), runner: execRunner },
+      node: { client, name: 'ws-1' },
+      intervalMs: 60_000,
+      log,
+    });
 
   it('writes the labels and annotations once, then nothing while nothing changes; SITS reads the node back', async () => {
     const a = agent(fakeSmi('good', TOPO, A5000));
     const first = await a.once();
     expect(first.kind).toBe('patched');
     const node = await getNode('ws-1');
-    expect(node.metadata?.labels).toMatchObject({ [LABEL.gfdProduct]: 'NVIDIA-RTX-A5000', [LABEL.gfdCount]: '2', [LABEL.gfdMemory]: '24564', 'kubernetes.io/hostname': 'ws-1' });
-    expect(node.metadata?.annotations?.[ANNOTATION.gpuTopology]).toBe('\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tSYS\t0-7,16-23\t0\nGPU1\tSYS\t X \t8-15,24-31\t1\n');
+    expect(node.metadata?.labels).toMatchObject({
+      [LABEL.gfdProduct]: 'NVIDIA-RTX-A5000',
+      [LABEL.gfdCount]: '2',
+      [LABEL.gfdMemory]: '24564',
+      'kubernetes.io/hostname': 'ws-1',
+    });
+    expect(node.metadata?.annotations?.[ANNOTATION.gpuTopology]).toBe(
+      '\tGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\nGPU0\t X \tSYS\t0-7,16-23\t0\nGPU1\tSYS\t X \t8-15,24-31\t1\n',
+    );
     const spec = nodeFromK8s(node);
     if (!spec.ok) throw new Error(spec.error);
     expect(spec.value.topology.numaOf).toEqual([0, 1]);
@@ -160,7 +173,12 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
 
   it('registers nvidia.com/gpu (v1beta1, its socket, GetPreferredAllocation on) and lists one healthy device per GPU with its NUMA node', async () => {
     await waitFor('registration', async () => kubelet.registrations.length === 1);
-    expect(kubelet.registrations[0]).toEqual({ version: 'v1beta1', endpoint: 'sits-gpu.sock', resource_name: 'nvidia.com/gpu', options: { pre_start_required: false, get_preferred_allocation_available: true } });
+    expect(kubelet.registrations[0]).toEqual({
+      version: 'v1beta1',
+      endpoint: 'sits-gpu.sock',
+      resource_name: 'nvidia.com/gpu',
+      options: { pre_start_required: false, get_preferred_allocation_available: true },
+    });
     await waitFor('devices', async () => kubelet.devices.length === 2);
     expect(kubelet.devices).toEqual([
       { ID: 'GPU-12345678-aaaa-bbbb-cccc-0123456789ab', health: 'Healthy', topology: { nodes: [{ ID: 0 }] } },
@@ -205,7 +223,12 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
     if (main === undefined || multi.spec === undefined) throw new Error('no container');
     multi.spec.containers = [main, { ...main, name: 'second' }];
     await createPods(client, [multi]);
-    await client.post('/api/v1/namespaces/dp/pods/multi/binding', { apiVersion: 'v1', kind: 'Binding', metadata: { name: 'multi', namespace: 'dp', annotations: { [ANNOTATION.gpuIndices]: '1,0' } }, target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-1' } });
+    await client.post('/api/v1/namespaces/dp/pods/multi/binding', {
+      apiVersion: 'v1',
+      kind: 'Binding',
+      metadata: { name: 'multi', namespace: 'dp', annotations: { [ANNOTATION.gpuIndices]: '1,0' } },
+      target: { apiVersion: 'v1', kind: 'Node', name: 'gpu-1' },
+    });
     const first = await kubelet.allocate([id(1)]);
     expect(first.container_responses[0]?.envs.NVIDIA_VISIBLE_DEVICES).toBe('0');
     expect((await pod('multi')).metadata?.annotations?.[ANNOTATION.gpuAllocated]).toBe('0');
@@ -241,7 +264,13 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
       const path = '/api/v1/nodes/gpu-1';
       const since = new Date().toISOString();
       const until = new Date(Date.now() + 15 * 60_000).toISOString();
-      await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '0': { reason: 'XID 79 (GPU has fallen off the bus)', since, until, source: 'gpu-health' } }) } } });
+      await client.mergePatch(path, {
+        metadata: {
+          annotations: {
+            [ANNOTATION.gpuQuarantine]: JSON.stringify({ '0': { reason: 'XID 79 (GPU has fallen off the bus)', since, until, source: 'gpu-health' } }),
+          },
+        },
+      });
       await waitFor('GPU 0 Unhealthy at the kubelet', async () => kubelet.devices[0]?.health === 'Unhealthy', 30_000);
       expect(kubelet.devices.map((d) => [d.ID, d.health])).toEqual([
         [id(0), 'Unhealthy'],
@@ -249,10 +278,16 @@ describe('device plugin with a kubelet stand-in and pods bound by SITS', () => {
       ]);
       expect(logs.some((l) => l.includes(`unhealthy: 0 (quarantined: quarantined until ${until}: XID 79 (GPU has fallen off the bus))`))).toBe(true);
       // Another node's quarantine is not this plugin's business (the field selector narrows the watch).
-      await client.mergePatch('/api/v1/nodes/ws-1', { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '1': { reason: 'x', since, until, source: 'gpu-health' } }) } } });
+      await client.mergePatch('/api/v1/nodes/ws-1', {
+        metadata: { annotations: { [ANNOTATION.gpuQuarantine]: JSON.stringify({ '1': { reason: 'x', since, until, source: 'gpu-health' } }) } },
+      });
       const n = kubelet.updates.length;
       await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: '{not json' } } });
-      await waitFor('the malformed annotation logged', async () => logs.some((l) => /annotation ai\.sits2026\.dev\/gpu-quarantine: not JSON: .*keeps the last good quarantine/.test(l)), 30_000);
+      await waitFor(
+        'the malformed annotation logged',
+        async () => logs.some((l) => /annotation ai\.sits2026\.dev\/gpu-quarantine: not JSON: .*keeps the last good quarantine/.test(l)),
+        30_000,
+      );
       expect(kubelet.updates.length).toBe(n);
       expect(kubelet.devices[0]?.health).toBe('Unhealthy');
       await client.mergePatch(path, { metadata: { annotations: { [ANNOTATION.gpuQuarantine]: null } } });

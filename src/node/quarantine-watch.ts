@@ -12,7 +12,10 @@ import type { KubeClient } from '../kube/client.ts';
 import { Reflector } from '../kube/reflector.ts';
 
 /** GPU index → the quarantine's text (`quarantined until …: reason`), from the annotation's value. */
-export function quarantinedGpus(node: string, value: string | undefined): { readonly ok: true; readonly value: ReadonlyMap<number, string> } | { readonly ok: false; readonly error: string } {
+export function quarantinedGpus(
+  node: string,
+  value: string | undefined,
+): { readonly ok: true; readonly value: ReadonlyMap<number, string> } | { readonly ok: false; readonly error: string } {
   if (value === undefined) return { ok: true, value: new Map() };
   const q = parseQuarantine(node, value);
   if (!q.ok) return q;
@@ -48,7 +51,9 @@ export class NodeQuarantineWatch {
     try {
       await this.reflector.start();
     } catch (e) {
-      this.problem(`node ${this.nodeName}: reading its GPU quarantine: ${(e as Error).message}; quarantined GPUs are not reported Unhealthy to the kubelet until it works (retrying)`);
+      this.problem(
+        `node ${this.nodeName}: reading its GPU quarantine: ${(e as Error).message}; quarantined GPUs are not reported Unhealthy to the kubelet until it works (retrying)`,
+      );
       if (!this.stopped) this.timer = setTimeout(() => void this.start(retryMs), retryMs);
     }
   }

@@ -27,7 +27,10 @@ describe('nvidia-smi topo -m, real captures of several machine types', () => {
     const t = topologyFromMatrix(matrix('topo-hgx-h100.txt'));
     expect(t.gpuCount).toBe(8);
     expect(groupsOf(t.islandOf)).toEqual([[0, 1, 2, 3, 4, 5, 6, 7]]);
-    expect(groupsOf(t.numaOf)).toEqual([[0, 1, 2, 3], [4, 5, 6, 7]]);
+    expect(groupsOf(t.numaOf)).toEqual([
+      [0, 1, 2, 3],
+      [4, 5, 6, 7],
+    ]);
     expect(linkBetween(t, 0, 7)).toBe('nvswitch');
     expect(bandwidthBetween(t, 0, 7)).toBe(450);
   });
@@ -35,7 +38,10 @@ describe('nvidia-smi topo -m, real captures of several machine types', () => {
   it('4×L40S on PCIe with two NICs: no NVLink, pairs on the same socket (NODE), SYS across; NUMA 0 and 1', () => {
     const t = topologyFromMatrix(matrix('topo-4x-l40s-pcie.txt'));
     expect(groupsOf(t.islandOf)).toEqual([[0], [1], [2], [3]]);
-    expect(groupsOf(t.numaOf)).toEqual([[0, 1], [2, 3]]);
+    expect(groupsOf(t.numaOf)).toEqual([
+      [0, 1],
+      [2, 3],
+    ]);
     expect(groupsOf(t.pcieSwitchOf)).toEqual([[0], [1], [2], [3]]);
     expect([linkBetween(t, 0, 1), linkBetween(t, 2, 3), linkBetween(t, 1, 2)]).toEqual(['numa', 'numa', 'cross-socket']);
   });
@@ -73,7 +79,14 @@ describe('nvidia-smi topo -m, real captures of several machine types', () => {
   });
 
   it('the matrix the agent writes reads back as the same topology (for every capture)', () => {
-    for (const f of ['topo-hgx-h100.txt', 'topo-4x-l40s-pcie.txt', 'topo-2x-rtx5090-phb.txt', 'topo-2x-rtx3090-sys-numa-na.txt', 'topo-5x-rtx4090-mixed.txt', 'topo-1x-tesla-p4-numa-na.txt']) {
+    for (const f of [
+      'topo-hgx-h100.txt',
+      'topo-4x-l40s-pcie.txt',
+      'topo-2x-rtx5090-phb.txt',
+      'topo-2x-rtx3090-sys-numa-na.txt',
+      'topo-5x-rtx4090-mixed.txt',
+      'topo-1x-tesla-p4-numa-na.txt',
+    ]) {
       const m = matrix(f);
       const back = parseNvidiaSmiTopo(formatSmiMatrix(m));
       expect(back, f).toEqual({ ok: true, value: topologyFromMatrix(m) });
@@ -96,7 +109,9 @@ describe('nvidia-smi -q -x, real captures', () => {
   it('Tesla T4 (driver 515, DTD v11, an AWS pass-through device)', () => {
     const q = parseSmiQueryXml(T4);
     if (!q.ok) throw new Error(q.error);
-    expect(q.value.gpus.map((g) => [g.product, g.minorNumber, g.pciBusId, g.memoryMiB, g.unhealthyReasons])).toEqual([['Tesla T4', 0, '0000:00:1e.0', 15360, []]]);
+    expect(q.value.gpus.map((g) => [g.product, g.minorNumber, g.pciBusId, g.memoryMiB, g.unhealthyReasons])).toEqual([
+      ['Tesla T4', 0, '0000:00:1e.0', 15360, []],
+    ]);
   });
 
   it('A100-SXM4-80GB in MIG mode (4 instances): reported, and not handed out whole', () => {
@@ -108,14 +123,21 @@ describe('nvidia-smi -q -x, real captures', () => {
 
   it('uncorrectable ECC errors and a pending row remap make a device unhealthy (the A5000 capture with counters raised)', () => {
     const second = A5000.indexOf('<gpu id="00000000:C1:00.0">');
-    const broken = A5000.slice(0, second) + A5000.slice(second).replace('<dram_uncorrectable>N/A</dram_uncorrectable>', '<dram_uncorrectable>3</dram_uncorrectable>').replace('<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>');
+    const broken =
+      A5000.slice(0, second) +
+      A5000.slice(second)
+        .replace('<dram_uncorrectable>N/A</dram_uncorrectable>', '<dram_uncorrectable>3</dram_uncorrectable>')
+        .replace('<remapped_row_pending>No</remapped_row_pending>', '<remapped_row_pending>Yes</remapped_row_pending>');
     const q = parseSmiQueryXml(broken);
     if (!q.ok) throw new Error(q.error);
     expect(q.value.gpus.map((g) => g.unhealthyReasons)).toEqual([[], ['3 volatile uncorrectable ECC error(s)', 'row remapping pending (needs a reset)']]);
   });
 
   it('garbage, truncated output and the wrong document are errors naming the place', () => {
-    expect(parseSmiQueryXml('NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.')).toEqual({ ok: false, error: expect.stringMatching(/not well-formed XML at line 1, column 1/) });
+    expect(parseSmiQueryXml('NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver.')).toEqual({
+      ok: false,
+      error: expect.stringMatching(/not well-formed XML at line 1, column 1/),
+    });
     expect(parseSmiQueryXml(A5000.slice(0, 5000))).toEqual({ ok: false, error: expect.stringMatching(/line \d+, column \d+: .*\(truncated output\?\)/) });
     expect(parseSmiQueryXml('<?xml version="1.0"?><html><body/></html>')).toEqual({ ok: false, error: expect.stringMatching(/no <nvidia_smi_log>/) });
     expect(parseSmiQueryXml('')).toEqual({ ok: false, error: 'nvidia-smi -q -x printed nothing' });
@@ -148,21 +170,42 @@ describe('deriveReading: the labels and annotations of a node', () => {
 
   it('Tesla T4: SITS model T4 with compute capability 7.5; the NUMA node from sysfs', () => {
     const r = read(T4, 'topo-1x-tesla-p4-numa-na.txt', { '0000:00:1e.0': 0 });
-    expect(r.labels).toEqual({ [LABEL.gfdProduct]: 'Tesla-T4', [LABEL.gfdCount]: '1', [LABEL.gfdMemory]: '15360', [LABEL.gpuModel]: 'T4', [LABEL.gfdMajor]: '7', [LABEL.gfdMinor]: '5' });
+    expect(r.labels).toEqual({
+      [LABEL.gfdProduct]: 'Tesla-T4',
+      [LABEL.gfdCount]: '1',
+      [LABEL.gfdMemory]: '15360',
+      [LABEL.gpuModel]: 'T4',
+      [LABEL.gfdMajor]: '7',
+      [LABEL.gfdMinor]: '5',
+    });
     expect(r.gpus[0]?.numaNode).toBe(0);
   });
 
   it('inconsistent or cut sources are errors: nothing is derived', () => {
-    expect(deriveReading({ query: A100_MIG, topo: data('topo-1x-tesla-p4-numa-na.txt'), sysfsNuma: new Map() })).toEqual({ ok: false, error: 'nvidia-smi -q -x: <attached_gpus> says 4 but 1 <gpu> element(s) follow (truncated output?)' });
-    expect(deriveReading({ query: A5000, topo: data('topo-hgx-h100.txt'), sysfsNuma: new Map() })).toEqual({ ok: false, error: 'nvidia-smi topo -m shows 8 GPUs, nvidia-smi -q -x 2' });
-    expect(deriveReading({ query: A5000, topo: 'No devices were found', sysfsNuma: new Map() })).toEqual({ ok: false, error: expect.stringMatching(/^nvidia-smi topo -m: no header line/) });
+    expect(deriveReading({ query: A100_MIG, topo: data('topo-1x-tesla-p4-numa-na.txt'), sysfsNuma: new Map() })).toEqual({
+      ok: false,
+      error: 'nvidia-smi -q -x: <attached_gpus> says 4 but 1 <gpu> element(s) follow (truncated output?)',
+    });
+    expect(deriveReading({ query: A5000, topo: data('topo-hgx-h100.txt'), sysfsNuma: new Map() })).toEqual({
+      ok: false,
+      error: 'nvidia-smi topo -m shows 8 GPUs, nvidia-smi -q -x 2',
+    });
+    expect(deriveReading({ query: A5000, topo: 'No devices were found', sysfsNuma: new Map() })).toEqual({
+      ok: false,
+      error: expect.stringMatching(/^nvidia-smi topo -m: no header line/),
+    });
   });
 
   it('SITS reads back what the agent writes: model, memory, topology and unhealthy devices', () => {
     const second = A5000.indexOf('<gpu id="00000000:C1:00.0">');
-    const broken = A5000.slice(0, second) + A5000.slice(second).replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>');
+    const broken =
+      A5000.slice(0, second) +
+      A5000.slice(second).replace('<remapped_row_failure>No</remapped_row_failure>', '<remapped_row_failure>Yes</remapped_row_failure>');
     const r = read(broken, 'topo-2x-rtx3090-sys-numa-na.txt', { '0000:81:00.0': 0 });
-    const node: V1Node = { metadata: { name: 'ws-1', labels: { ...r.labels }, annotations: { ...r.annotations } }, status: { allocatable: { cpu: '32', memory: '128Gi', [GPU_RESOURCE]: '2' } } };
+    const node: V1Node = {
+      metadata: { name: 'ws-1', labels: { ...r.labels }, annotations: { ...r.annotations } },
+      status: { allocatable: { cpu: '32', memory: '128Gi', [GPU_RESOURCE]: '2' } },
+    };
     const spec = nodeFromK8s(node);
     if (!spec.ok) throw new Error(spec.error);
     expect(spec.value.topology).toEqual(r.topology);
@@ -191,11 +234,22 @@ describe('nodePatch: only what changed, and removal of keys no longer known', ()
     const p = nodePatch({ metadata: { name: 'n' } }, reading);
     expect(p?.metadata.labels).toEqual(reading.labels);
     expect(p?.metadata.annotations).toEqual(reading.annotations);
-    expect(nodePatch({ metadata: { name: 'n', labels: { ...reading.labels, other: 'kept' }, annotations: { ...reading.annotations } } }, reading)).toBeUndefined();
+    expect(
+      nodePatch({ metadata: { name: 'n', labels: { ...reading.labels, other: 'kept' }, annotations: { ...reading.annotations } } }, reading),
+    ).toBeUndefined();
   });
   it('a stale unhealthy-gpus annotation is removed with null; keys the agent does not own are never touched', () => {
     const reading = r();
-    const p = nodePatch({ metadata: { name: 'n', labels: { ...reading.labels, [LABEL.gfdCount]: '2', team: 'a' }, annotations: { ...reading.annotations, [ANNOTATION.unhealthyGpus]: '0', [ANNOTATION.nodeShape]: 't4x4' } } }, reading);
+    const p = nodePatch(
+      {
+        metadata: {
+          name: 'n',
+          labels: { ...reading.labels, [LABEL.gfdCount]: '2', team: 'a' },
+          annotations: { ...reading.annotations, [ANNOTATION.unhealthyGpus]: '0', [ANNOTATION.nodeShape]: 't4x4' },
+        },
+      },
+      reading,
+    );
     expect(p).toEqual({ metadata: { labels: { [LABEL.gfdCount]: '1' }, annotations: { [ANNOTATION.unhealthyGpus]: null } } });
   });
 });

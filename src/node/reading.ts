@@ -60,7 +60,11 @@ const ARCH_CC: Readonly<Record<string, number>> = { Volta: 70, Turing: 75, 'Ada 
 
 /** A label value as GPU Feature Discovery writes the product (`NVIDIA A100-SXM4-80GB` → `NVIDIA-A100-SXM4-80GB`). */
 export function labelValue(s: string): string {
-  const v = s.trim().replace(/\s+/g, '-').replace(/[^A-Za-z0-9._-]/g, '').slice(0, 63);
+  const v = s
+    .trim()
+    .replace(/\s+/g, '-')
+    .replace(/[^A-Za-z0-9._-]/g, '')
+    .slice(0, 63);
   return v.replace(/^[^A-Za-z0-9]+/, '').replace(/[^A-Za-z0-9]+$/, '');
 }
 
@@ -74,7 +78,8 @@ export function deriveReading(input: ReadingInput): Result<NodeReading, string> 
   const q = parseSmiQueryXml(input.query);
   if (!q.ok) return q;
   const { gpus } = q.value;
-  if (gpus.length !== q.value.attachedGpus) return err(`nvidia-smi -q -x: <attached_gpus> says ${q.value.attachedGpus} but ${gpus.length} <gpu> element(s) follow (truncated output?)`);
+  if (gpus.length !== q.value.attachedGpus)
+    return err(`nvidia-smi -q -x: <attached_gpus> says ${q.value.attachedGpus} but ${gpus.length} <gpu> element(s) follow (truncated output?)`);
   if (gpus.length === 0) return err('nvidia-smi -q -x: no GPU attached');
   const m = readSmiMatrix(input.topo);
   if (!m.ok) return err(`nvidia-smi topo -m: ${m.error}`);
@@ -108,7 +113,9 @@ export function deriveReading(input: ReadingInput): Result<NodeReading, string> 
     [LABEL.gfdCount]: String(gpus.length),
     [LABEL.gfdMemory]: String(memoryMiB),
     ...(model === undefined ? {} : { [LABEL.gpuModel]: model }),
-    ...(computeCapability === undefined ? {} : { [LABEL.gfdMajor]: String(Math.floor(computeCapability / 10)), [LABEL.gfdMinor]: String(computeCapability % 10) }),
+    ...(computeCapability === undefined
+      ? {}
+      : { [LABEL.gfdMajor]: String(Math.floor(computeCapability / 10)), [LABEL.gfdMinor]: String(computeCapability % 10) }),
   };
   const unhealthy = readings.filter((g) => !g.healthy).map((g) => g.index);
   const nics = nicPlacements(readSmiNics(input.topo, gpus.length), numa);

@@ -54,7 +54,9 @@ function unhealthyReasons(g: unknown, migEnabled: boolean): string[] {
   const out: string[] = [];
   const vol = child(child(g, 'ecc_errors'), 'volatile');
   // v11/v12: sram_/dram_uncorrectable; v13 splits SRAM into _parity and _secded; old drivers: double_bit.total.
-  const uncorrectable = ['sram_uncorrectable', 'sram_uncorrectable_parity', 'sram_uncorrectable_secded', 'dram_uncorrectable'].reduce((s, k) => s + count(at(vol, k)), 0) + count(at(vol, 'double_bit', 'total'));
+  const uncorrectable =
+    ['sram_uncorrectable', 'sram_uncorrectable_parity', 'sram_uncorrectable_secded', 'dram_uncorrectable'].reduce((s, k) => s + count(at(vol, k)), 0) +
+    count(at(vol, 'double_bit', 'total'));
   if (uncorrectable > 0) out.push(`${uncorrectable} volatile uncorrectable ECC error(s)`);
   if (at(g, 'retired_pages', 'pending_retirement') === 'Yes') out.push('page retirement pending (needs a reset)');
   const rows = child(g, 'remapped_rows');
@@ -77,10 +79,12 @@ export function linuxBusId(nvml: string): string {
 export function parseSmiQueryXml(xml: string): Result<SmiQuery, string> {
   if (xml.trim() === '') return err('nvidia-smi -q -x printed nothing');
   const valid = XMLValidator.validate(xml);
-  if (valid !== true) return err(`nvidia-smi -q -x: not well-formed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg} (truncated output?)`);
+  if (valid !== true)
+    return err(`nvidia-smi -q -x: not well-formed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg} (truncated output?)`);
   const doc = parser.parse(xml) as XmlNode;
   const log = doc.nvidia_smi_log;
-  if (log === undefined || log === null || typeof log !== 'object') return err('nvidia-smi -q -x: no <nvidia_smi_log> element (is this the XML of `nvidia-smi -q -x`?)');
+  if (log === undefined || log === null || typeof log !== 'object')
+    return err('nvidia-smi -q -x: no <nvidia_smi_log> element (is this the XML of `nvidia-smi -q -x`?)');
   const attachedText = at(log, 'attached_gpus');
   if (!/^\d+$/.test(attachedText)) return err(`nvidia-smi -q -x: <attached_gpus> is "${attachedText}", expected a number`);
   const raw = (child(log, 'gpu') as unknown[] | undefined) ?? [];

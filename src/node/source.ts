@@ -45,7 +45,11 @@ async function run(src: NodeSource, args: readonly string[]): Promise<Result<str
     r = await src.runner(src.nvidiaSmi, args, src.timeoutMs ?? 30_000);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    return err(code === 'ENOENT' ? `${src.nvidiaSmi} not found (is the NVIDIA driver installed and mounted? --nvidia-smi PATH)` : `${what}: cannot run: ${(e as Error).message}`);
+    return err(
+      code === 'ENOENT'
+        ? `${src.nvidiaSmi} not found (is the NVIDIA driver installed and mounted? --nvidia-smi PATH)`
+        : `${what}: cannot run: ${(e as Error).message}`,
+    );
   }
   if (r.code !== 0) {
     const said = (r.stderr.trim() || r.stdout.trim()).split('\n')[0] ?? '';

@@ -29,7 +29,11 @@ export function syntheticNodes(n: number): NodeSpec[] {
       maxPods: s.maxPods,
       gpus: s.gpus,
       topology: s.topology,
-      location: { zone: `zone-${Math.floor(rack / RACKS_PER_ZONE)}`, block: `block-${Math.floor(rack / RACKS_PER_BLOCK)}`, rack: `rack-${String(rack).padStart(4, '0')}` },
+      location: {
+        zone: `zone-${Math.floor(rack / RACKS_PER_ZONE)}`,
+        block: `block-${Math.floor(rack / RACKS_PER_BLOCK)}`,
+        rack: `rack-${String(rack).padStart(4, '0')}`,
+      },
       labels: {},
       taints: [],
       unschedulable: false,
@@ -67,18 +71,34 @@ export function syntheticJobs(nodes: number, seed: number, hours = 6, load = 0.9
   for (let n = 0; ; n++) {
     t += -Math.log(1 - rng.next()) * (HOUR / perHour);
     if (t >= hours * HOUR) break;
-    const kind = pick(rng, kinds.map((k) => [k[0], k[1]] as const));
+    const kind = pick(
+      rng,
+      kinds.map((k) => [k[0], k[1]] as const),
+    );
     const meanH = kinds.find((k) => k[0] === kind)?.[3] ?? 1;
     const durationMs = Math.max(60_000, Math.round(-Math.log(1 - rng.next()) * meanH * HOUR));
     const id = `${kind}-${n}`;
     const queue = ['research', 'prod', 'batch'][n % 3] as string;
     let gang: GangSpec;
     if (kind === 'gang') {
-      const replicas = pick(rng, [[2, 4], [4, 3], [8, 1]] as const);
-      const members = Array.from({ length: replicas }, (_, k) => makePod(`${id}-${k}`, { cpuMilli: 96_000, memoryMiB: 512 * 1024, gpuCount: 8 }, { gang: id, queue, gpuModels: ['H100-SXM'] }));
+      const replicas = pick(rng, [
+        [2, 4],
+        [4, 3],
+        [8, 1],
+      ] as const);
+      const members = Array.from({ length: replicas }, (_, k) =>
+        makePod(`${id}-${k}`, { cpuMilli: 96_000, memoryMiB: 512 * 1024, gpuCount: 8 }, { gang: id, queue, gpuModels: ['H100-SXM'] }),
+      );
       gang = { name: id, minMember: replicas, members, topology: { preferred: 'rack' }, priority: 0, queue };
     } else {
-      const pod = kind === 'frac' ? makePod(id, { cpuMilli: 2000, memoryMiB: 8192, gpuCount: 1, gpuMilli: rng.next() < 0.5 ? 250 : 500 }, { queue }) : makePod(id, { cpuMilli: kind === 'node' ? 96_000 : 8000, memoryMiB: kind === 'node' ? 512 * 1024 : 32_768, gpuCount: kind === 'node' ? 8 : 1 }, { queue });
+      const pod =
+        kind === 'frac'
+          ? makePod(id, { cpuMilli: 2000, memoryMiB: 8192, gpuCount: 1, gpuMilli: rng.next() < 0.5 ? 250 : 500 }, { queue })
+          : makePod(
+              id,
+              { cpuMilli: kind === 'node' ? 96_000 : 8000, memoryMiB: kind === 'node' ? 512 * 1024 : 32_768, gpuCount: kind === 'node' ? 8 : 1 },
+              { queue },
+            );
       gang = { name: id, minMember: 1, members: [pod], topology: {}, priority: 0, queue };
     }
     jobs.push({ id, arrivalMs: Math.round(t), durationMs, gang });
@@ -88,8 +108,17 @@ export function syntheticJobs(nodes: number, seed: number, hours = 6, load = 0.9
 
 export function syntheticQueues(nodes: number): Map<string, QueueSpec> {
   const gpus = nodes * 8;
-  const split: readonly [string, number][] = [['research', 0.4], ['prod', 0.4], ['batch', 0.2]];
-  return new Map(split.map(([name, share]) => [name, makeQueue(name, { cohort: 'all', weight: share * 10, nominal: { gpuMilli: Math.round(gpus * share) * 1000, cpuMilli: Infinity, memoryMiB: Infinity } })]));
+  const split: readonly [string, number][] = [
+    ['research', 0.4],
+    ['prod', 0.4],
+    ['batch', 0.2],
+  ];
+  return new Map(
+    split.map(([name, share]) => [
+      name,
+      makeQueue(name, { cohort: 'all', weight: share * 10, nominal: { gpuMilli: Math.round(gpus * share) * 1000, cpuMilli: Infinity, memoryMiB: Infinity } }),
+    ]),
+  );
 }
 
 /** The feed, run until `prefillHours` of virtual time so the page opens on a busy cluster. */

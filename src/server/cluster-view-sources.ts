@@ -33,7 +33,12 @@ function pendingRow(id: string, pods: readonly PendingPod[], queue: string, park
   const eta = pods.map((p) => time(p.obj.metadata?.annotations?.[ANNOTATION.expectedStart])).find((t) => t !== undefined);
   // The leader's own queue knows the last wait (reason kind and message); a standby, which does not cycle,
   // has only what the leader wrote on the pods.
-  const split = parked !== undefined ? { explanation: splitWaitMessage(parked.message).explanation, queueReason: parked.reason } : message === undefined ? undefined : splitWaitMessage(message);
+  const split =
+    parked !== undefined
+      ? { explanation: splitWaitMessage(parked.message).explanation, queueReason: parked.reason }
+      : message === undefined
+        ? undefined
+        : splitWaitMessage(message);
   return {
     id,
     queue,
@@ -56,7 +61,8 @@ export function liveViewInput(s: LiveScheduler, nowMs: number): ViewSourceInput 
   }
   const { singles, gangs } = s.jobs.pendingUnits();
   const pending: PendingInput[] = singles.map((p) => pendingRow(p.key, [p], p.spec.queue, s.queue.lastWait(p.key)));
-  for (const [name, members] of gangs) pending.push(pendingRow(`gang:${name}`, members, s.jobs.groupQueue(name) ?? members[0]?.spec.queue ?? 'default', s.queue.lastWait(`gang:${name}`)));
+  for (const [name, members] of gangs)
+    pending.push(pendingRow(`gang:${name}`, members, s.jobs.groupQueue(name) ?? members[0]?.spec.queue ?? 'default', s.queue.lastWait(`gang:${name}`)));
   const startedMs = new Map<string, number>();
   for (const n of state.nodes) {
     for (const a of n.allocations.values()) {
@@ -81,5 +87,12 @@ export function simViewInput(o: {
   readonly eta: ReadonlyMap<string, number>;
   readonly startedMs?: ReadonlyMap<string, number>;
 }): ViewSourceInput {
-  return { source: 'sim', atMs: o.nowMs, state: o.state, queues: o.queues, pending: pendingFromJobs(o.pending, o.waiting, o.eta), ...(o.startedMs === undefined ? {} : { startedMs: o.startedMs }) };
+  return {
+    source: 'sim',
+    atMs: o.nowMs,
+    state: o.state,
+    queues: o.queues,
+    pending: pendingFromJobs(o.pending, o.waiting, o.eta),
+    ...(o.startedMs === undefined ? {} : { startedMs: o.startedMs }),
+  };
 }

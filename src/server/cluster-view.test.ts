@@ -7,12 +7,36 @@ import type { NodeLocation } from '../core/model/topology.ts';
 import { makeQueue } from '../core/queue/model.ts';
 import { seededRng } from '../core/ports.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
-import { applyPatch, buildClusterView, ClusterViewTracker, diffViews, emptyPatch, largestNvlinkDomains, pendingFromJobs, spanOf, splitWaitMessage, type ClusterView, type PendingInput, type ViewInput } from './cluster-view.ts';
+import {
+  applyPatch,
+  buildClusterView,
+  ClusterViewTracker,
+  diffViews,
+  emptyPatch,
+  largestNvlinkDomains,
+  pendingFromJobs,
+  spanOf,
+  splitWaitMessage,
+  type ClusterView,
+  type PendingInput,
+  type ViewInput,
+} from './cluster-view.ts';
 
 function node(name: string, shape: string, location: Partial<NodeLocation> = {}): NodeSpec {
   const s = NODE_SHAPES[shape];
   if (s === undefined) throw new Error(`no preset ${shape}`);
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z0', block: 'b0', rack: 'r0', ...location }, labels: {}, taints: [], unschedulable: false };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z0', block: 'b0', rack: 'r0', ...location },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  };
 }
 
 function alloc(podId: string, nodeName: string, gpus: readonly number[], gpuMilli = 1000, extra: Partial<Allocation> = {}): Allocation {
@@ -29,7 +53,15 @@ function cluster(): ClusterState {
   ]);
 }
 
-const input = (state: ClusterState, extra: Partial<ViewInput> = {}): ViewInput => ({ source: 'sim', seq: 1, atMs: 1000, state, queues: new Map(), pending: [], ...extra });
+const input = (state: ClusterState, extra: Partial<ViewInput> = {}): ViewInput => ({
+  source: 'sim',
+  seq: 1,
+  atMs: 1000,
+  state,
+  queues: new Map(),
+  pending: [],
+  ...extra,
+});
 
 describe('buildClusterView', () => {
   it('lists every node in topology order with its path and every GPU with its allocation, health and holders', () => {
@@ -96,7 +128,13 @@ describe('buildClusterView', () => {
     const byId = new Map(v.running.map((r) => [r.id, r]));
     expect(byId.get('gang:ns/l4')).toMatchObject({ span: 'node', oneNvlinkDomain: false, gpus: 2, largestNvlinkDomainGpus: 1 });
     expect(byId.get('gang:ns/f')).toMatchObject({ span: 'island', oneNvlinkDomain: true, gpus: 1, largestNvlinkDomainGpus: 1 });
-    expect(largestNvlinkDomains(s)).toEqual(new Map([[NODE_SHAPES['nvlink-2x4']?.gpus[0]?.model, 4], [NODE_SHAPES['l4x8']?.gpus[0]?.model, 1], [NODE_SHAPES['dgx-h100']?.gpus[0]?.model, 16]]));
+    expect(largestNvlinkDomains(s)).toEqual(
+      new Map([
+        [NODE_SHAPES['nvlink-2x4']?.gpus[0]?.model, 4],
+        [NODE_SHAPES['l4x8']?.gpus[0]?.model, 1],
+        [NODE_SHAPES['dgx-h100']?.gpus[0]?.model, 16],
+      ]),
+    );
     // Without the multi-node domain an H100 gang of 16 fits no domain (8 GPUs a node).
     const flat = new ClusterState([node('h-0', 'dgx-h100'), node('h-1', 'dgx-h100')]);
     for (const n of ['h-0', 'h-1']) flat.allocate(alloc(`${n}-p`, n, [0, 1, 2, 3, 4, 5, 6, 7], 1000, { gang: 'ns/big' }));
@@ -112,11 +150,23 @@ describe('buildClusterView', () => {
       ['team-a', makeQueue('team-a', { cohort: 'c', weight: 1, nominal: g(8), borrowingLimit: g(16) })],
       ['team-b', makeQueue('team-b', { cohort: 'c', weight: 1, nominal: g(8) })],
     ]);
-    const pending = [{ id: 'b1', queue: 'team-b', priority: 0, pods: 1, gpuMilli: 8000, arrivalMs: 10 }, { id: 'x1', queue: 'adhoc', priority: 5, pods: 1, gpuMilli: 500, arrivalMs: 20, explanation: 'no node fits', queueReason: 'capacity', etaMs: 99 }];
+    const pending = [
+      { id: 'b1', queue: 'team-b', priority: 0, pods: 1, gpuMilli: 8000, arrivalMs: 10 },
+      { id: 'x1', queue: 'adhoc', priority: 5, pods: 1, gpuMilli: 500, arrivalMs: 20, explanation: 'no node fits', queueReason: 'capacity', etaMs: 99 },
+    ];
     const v = buildClusterView(input(s, { queues, pending }));
     expect(v.queues.map((q) => q.name)).toEqual(['adhoc', 'team-a', 'team-b']);
     const [adhoc, a, b] = v.queues;
-    expect(a).toMatchObject({ nominalGpuMilli: 8000, borrowingLimitGpuMilli: 16000, usedGpuMilli: 12000, borrowedGpuMilli: 4000, runningJobs: 1 + 1, pendingJobs: 0, defined: true, cohort: 'c' });
+    expect(a).toMatchObject({
+      nominalGpuMilli: 8000,
+      borrowingLimitGpuMilli: 16000,
+      usedGpuMilli: 12000,
+      borrowedGpuMilli: 4000,
+      runningJobs: 1 + 1,
+      pendingJobs: 0,
+      defined: true,
+      cohort: 'c',
+    });
     expect(b).toMatchObject({ usedGpuMilli: 0, borrowedGpuMilli: 0, pendingGpuMilli: 8000, pendingJobs: 1, defined: true });
     expect(adhoc).toMatchObject({ nominalGpuMilli: null, defined: false, pendingJobs: 1 });
     // 40 healthy GPUs, demands 12 + 8 + 0.5: everyone's demand is met.
@@ -132,14 +182,36 @@ describe('buildClusterView', () => {
 describe('pending inputs', () => {
   it('takes the cycle wait and the expected start per queued job', () => {
     const pod = makePod('ns/p', { gpuCount: 2 }, { queue: 'q' });
-    const job: QueuedJob = { id: 'ns/p', queue: 'q', priority: 3, arrivalMs: 7, gang: { name: 'ns/p', minMember: 1, members: [pod], topology: {}, priority: 3, queue: 'q' }, estRuntimeMs: 1 };
-    expect(pendingFromJobs([job], new Map([['ns/p', { reason: 'quota', message: 'queue q quota: 2 GPU would exceed nominal 1 GPU' }]]), new Map([['ns/p', 5000]]))).toEqual([
-      { id: 'ns/p', queue: 'q', priority: 3, pods: 1, gpuMilli: 2000, arrivalMs: 7, explanation: 'queue q quota: 2 GPU would exceed nominal 1 GPU', queueReason: 'quota', etaMs: 5000 },
+    const job: QueuedJob = {
+      id: 'ns/p',
+      queue: 'q',
+      priority: 3,
+      arrivalMs: 7,
+      gang: { name: 'ns/p', minMember: 1, members: [pod], topology: {}, priority: 3, queue: 'q' },
+      estRuntimeMs: 1,
+    };
+    expect(
+      pendingFromJobs([job], new Map([['ns/p', { reason: 'quota', message: 'queue q quota: 2 GPU would exceed nominal 1 GPU' }]]), new Map([['ns/p', 5000]])),
+    ).toEqual([
+      {
+        id: 'ns/p',
+        queue: 'q',
+        priority: 3,
+        pods: 1,
+        gpuMilli: 2000,
+        arrivalMs: 7,
+        explanation: 'queue q quota: 2 GPU would exceed nominal 1 GPU',
+        queueReason: 'quota',
+        etaMs: 5000,
+      },
     ]);
   });
 
   it('splits the condition message the spine writes into reason and explanation', () => {
-    expect(splitWaitMessage('queue gpu holds ns/train (capacity): 0/4 nodes fit gang ns/train\nmore')).toEqual({ explanation: '0/4 nodes fit gang ns/train', queueReason: 'capacity' });
+    expect(splitWaitMessage('queue gpu holds ns/train (capacity): 0/4 nodes fit gang ns/train\nmore')).toEqual({
+      explanation: '0/4 nodes fit gang ns/train',
+      queueReason: 'capacity',
+    });
     expect(splitWaitMessage('0/4 nodes are available: 4 Insufficient GPUs')).toEqual({ explanation: '0/4 nodes are available: 4 Insufficient GPUs' });
   });
 });
@@ -168,7 +240,8 @@ describe('incremental views', () => {
     let prev = buildClusterView(input(s, { maxPending: 5 }));
     for (let step = 2; step < 200; step++) {
       const r = rng.next();
-      if (r < 0.4 || pending.length === 0) pending = [...pending, { id: `j${step}`, queue: 'q', priority: Math.floor(rng.next() * 3), pods: 1, gpuMilli: 1000, arrivalMs: step }];
+      if (r < 0.4 || pending.length === 0)
+        pending = [...pending, { id: `j${step}`, queue: 'q', priority: Math.floor(rng.next() * 3), pods: 1, gpuMilli: 1000, arrivalMs: step }];
       else if (r < 0.7) pending = pending.filter((_, i) => i !== Math.floor(rng.next() * pending.length));
       else {
         const k = Math.floor(rng.next() * pending.length);
@@ -192,7 +265,9 @@ describe('incremental views', () => {
 
   it('the tracker rebuilds only the nodes the change log names and always equals a full build (random binds and releases)', () => {
     const rng = seededRng(42);
-    const specs = Array.from({ length: 40 }, (_, i) => node(`n-${String(i).padStart(2, '0')}`, i % 3 === 0 ? 'l4x8' : 'nvlink-2x4', { rack: `r${i % 5}`, block: `b${i % 2}` }));
+    const specs = Array.from({ length: 40 }, (_, i) =>
+      node(`n-${String(i).padStart(2, '0')}`, i % 3 === 0 ? 'l4x8' : 'nvlink-2x4', { rack: `r${i % 5}`, block: `b${i % 2}` }),
+    );
     const s = new ClusterState(specs);
     const t = new ClusterViewTracker();
     const base = { source: 'sim' as const, queues: new Map(), pending: [] };

@@ -186,7 +186,10 @@ const byIdOrder = (a: { readonly id: string }, b: { readonly id: string }): numb
 /** The order of the running table: most GPUs first, then by id. */
 export const compareRunning = (a: RunningJobView, b: RunningJobView): number => b.gpuMilli - a.gpuMilli || byIdOrder(a, b);
 /** The order of the pending table: highest priority first, then the longest waiting, then by id. */
-export const comparePending = (a: { readonly priority: number; readonly arrivalMs: number; readonly id: string }, b: { readonly priority: number; readonly arrivalMs: number; readonly id: string }): number => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byIdOrder(a, b);
+export const comparePending = (
+  a: { readonly priority: number; readonly arrivalMs: number; readonly id: string },
+  b: { readonly priority: number; readonly arrivalMs: number; readonly id: string },
+): number => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byIdOrder(a, b);
 
 /** The delta from `prev` to `next` (both keyed by id), or undefined when nothing changed. */
 export function diffList<T extends { readonly id: string }>(prev: readonly T[], next: readonly T[]): ListDelta<T> | undefined {
@@ -203,7 +206,11 @@ export function diffList<T extends { readonly id: string }>(prev: readonly T[], 
 }
 
 /** `list` with `delta` applied, in `order`. */
-export function applyListDelta<T extends { readonly id: string }>(list: readonly T[], delta: ListDelta<T> | undefined, order: (a: T, b: T) => number): readonly T[] {
+export function applyListDelta<T extends { readonly id: string }>(
+  list: readonly T[],
+  delta: ListDelta<T> | undefined,
+  order: (a: T, b: T) => number,
+): readonly T[] {
   if (delta === undefined) return list;
   const drop = new Set([...delta.remove, ...delta.upsert.map((r) => r.id)]);
   return [...list.filter((r) => !drop.has(r.id)), ...delta.upsert].sort(order);
@@ -246,7 +253,8 @@ export function jobOfAllocation(a: Allocation): string {
 
 const unlimited = (x: number): Milli => (Number.isFinite(x) ? x : null);
 
-const queueOf = (a: Allocation, gangQueue: ViewInput['gangQueue']): string => (a.gang === undefined || gangQueue === undefined ? a.queue : (gangQueue(a.gang) ?? a.queue));
+const queueOf = (a: Allocation, gangQueue: ViewInput['gangQueue']): string =>
+  a.gang === undefined || gangQueue === undefined ? a.queue : (gangQueue(a.gang) ?? a.queue);
 
 /** One node's view from its state. */
 export function nodeView(n: NodeState, gangQueue?: ViewInput['gangQueue']): NodeView {
@@ -272,7 +280,14 @@ export function nodeView(n: NodeState, gangQueue?: ViewInput['gangQueue']): Node
   for (let i = 0; i < count; i++) {
     const healthy = n.gpuUsable[i] === 1;
     const u = used[i] as number;
-    gpus.push({ index: i, island: spec.topology.islandOf[i] ?? i, usedMilli: u, healthy, status: !healthy ? 'unhealthy' : u === 0 ? 'free' : u >= 1000 ? 'whole' : 'fraction', pods: holders[i] as string[] });
+    gpus.push({
+      index: i,
+      island: spec.topology.islandOf[i] ?? i,
+      usedMilli: u,
+      healthy,
+      status: !healthy ? 'unhealthy' : u === 0 ? 'free' : u >= 1000 ? 'whole' : 'fraction',
+      pods: holders[i] as string[],
+    });
   }
   const l = spec.location;
   return {
@@ -397,11 +412,32 @@ export function buildTables(input: ViewInput, rows?: RunningRowCache): Omit<Clus
     // delta then skips it by identity (thousands of rows are not rebuilt and compared on every bind).
     const cached = rows?.get(id);
     let row: RunningJobView;
-    if (cached !== undefined && cached.row.queue === queue && cached.row.startMs === start && cached.row.largestNvlinkDomainGpus === largestFor(state, allocs, largest) && cached.allocs.length === allocs.length && cached.allocs.every((a, i) => a === allocs[i])) row = cached.row;
+    if (
+      cached !== undefined &&
+      cached.row.queue === queue &&
+      cached.row.startMs === start &&
+      cached.row.largestNvlinkDomainGpus === largestFor(state, allocs, largest) &&
+      cached.allocs.length === allocs.length &&
+      cached.allocs.every((a, i) => a === allocs[i])
+    )
+      row = cached.row;
     else {
       const gpuMilli = allocs.reduce((s, a) => s + a.gpus.length * a.gpuMilli, 0);
       const span = spanOf(state, allocs);
-      row = { id, queue, pods: allocs.length, gpuMilli, nodes: [...new Set(allocs.map((a) => a.node))].sort(), span, oneNvlinkDomain: span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined), oneRack: within(span, 'rack'), gpus: devicesOf(allocs), largestNvlinkDomainGpus: largestFor(state, allocs, largest), ...(start === undefined ? {} : { startMs: start }) };
+      row = {
+        id,
+        queue,
+        pods: allocs.length,
+        gpuMilli,
+        nodes: [...new Set(allocs.map((a) => a.node))].sort(),
+        span,
+        oneNvlinkDomain:
+          span === 'island' || span === 'nvlink-domain' || (span === 'node' && state.node(allocs[0]?.node ?? '')?.spec.location.nvlinkDomain !== undefined),
+        oneRack: within(span, 'rack'),
+        gpus: devicesOf(allocs),
+        largestNvlinkDomainGpus: largestFor(state, allocs, largest),
+        ...(start === undefined ? {} : { startMs: start }),
+      };
     }
     nextRows?.set(id, { allocs, row });
     running.push(row);
@@ -499,7 +535,15 @@ export function diffViews(prev: ClusterView, next: ClusterView): ClusterViewPatc
   for (let i = 0; i < next.nodes.length; i++) {
     const a = prev.nodes[i] as NodeView;
     const b = next.nodes[i] as NodeView;
-    if (a.name !== b.name || a.gpus.length !== b.gpus.length || a.rack !== b.rack || a.zone !== b.zone || a.block !== b.block || a.nvlinkDomain !== b.nvlinkDomain) return undefined;
+    if (
+      a.name !== b.name ||
+      a.gpus.length !== b.gpus.length ||
+      a.rack !== b.rack ||
+      a.zone !== b.zone ||
+      a.block !== b.block ||
+      a.nvlinkDomain !== b.nvlinkDomain
+    )
+      return undefined;
     if (!sameNode(a, b)) nodes.push({ at: i, node: b });
   }
   return { fromSeq: prev.seq, seq: next.seq, atMs: next.atMs, ...replayOf(next), totals: next.totals, nodes, ...changedTables(prev, next) };
@@ -518,7 +562,17 @@ export function applyPatch(view: ClusterView, patch: ClusterViewPatch): ClusterV
     if (at < 0 || at >= nodes.length || nodes[at]?.name !== node.name) throw new Error(`cluster view patch: node ${node.name} is not at position ${at}`);
     nodes[at] = node;
   }
-  return { ...view, seq: patch.seq, atMs: patch.atMs, ...replayOf(patch), totals: patch.totals, nodes, queues: patch.queues ?? view.queues, pending: applyListDelta(view.pending, patch.pending, comparePending), running: applyListDelta(view.running, patch.running, compareRunning) };
+  return {
+    ...view,
+    seq: patch.seq,
+    atMs: patch.atMs,
+    ...replayOf(patch),
+    totals: patch.totals,
+    nodes,
+    queues: patch.queues ?? view.queues,
+    pending: applyListDelta(view.pending, patch.pending, comparePending),
+    running: applyListDelta(view.running, patch.running, compareRunning),
+  };
 }
 
 function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {

@@ -82,7 +82,15 @@ describe('the live view stream (issue 36: no subscriber cap, no backpressure)', 
     const feed = new SimFeed({ nodes: demoCluster(), jobs: demoFeedJobs(3, 1, 1), queues: demoQueues(256), seed: 3 });
     // Every other update, a thousand pending rows come and go: each patch carries the whole pending table (~100 KB),
     // so a few hundred updates push more than the kernel's socket buffers hold.
-    const rows = Array.from({ length: 1000 }, (_, i) => ({ id: `team-${i}/job-${i}`, queue: 'training', priority: i % 7, pods: 1 + (i % 8), gpuMilli: 8000, arrivalMs: i, explanation: `waits for ${1 + (i % 8)} whole GPUs in one NVLink domain` }));
+    const rows = Array.from({ length: 1000 }, (_, i) => ({
+      id: `team-${i}/job-${i}`,
+      queue: 'training',
+      priority: i % 7,
+      pods: 1 + (i % 8),
+      gpuMilli: 8000,
+      arrivalMs: i,
+      explanation: `waits for ${1 + (i % 8)} whole GPUs in one NVLink domain`,
+    }));
     let flip = false;
     stream = new ClusterViewStream(
       () => {
@@ -150,11 +158,14 @@ describe('the live view stream (issue 36: no subscriber cap, no backpressure)', 
     // The reading page got the updates to the end: its last event carries the server's current seq.
     const seq = stream?.view().seq;
     await expect
-      .poll(() => {
-        const text = Buffer.concat(reader.chunks).toString('utf8');
-        const last = text.trimEnd().split('\n\n').at(-1) ?? '';
-        return (JSON.parse(/^data: (.*)$/m.exec(last)?.[1] ?? '{}') as { seq?: number }).seq;
-      }, { timeout: 20_000 })
+      .poll(
+        () => {
+          const text = Buffer.concat(reader.chunks).toString('utf8');
+          const last = text.trimEnd().split('\n\n').at(-1) ?? '';
+          return (JSON.parse(/^data: (.*)$/m.exec(last)?.[1] ?? '{}') as { seq?: number }).seq;
+        },
+        { timeout: 20_000 },
+      )
       .toBe(seq);
     reader.close();
     slow.destroy();

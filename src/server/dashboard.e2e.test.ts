@@ -37,16 +37,24 @@ const tokens: Record<string, string> = {};
 
 async function saToken(name: string): Promise<string> {
   await cluster.client.post(`/api/v1/namespaces/${NS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name } });
-  const tr = await cluster.client.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/${name}/token`, { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } });
+  const tr = await cluster.client.post<{ status: { token: string } }>(`/api/v1/namespaces/${NS}/serviceaccounts/${name}/token`, {
+    apiVersion: 'authentication.k8s.io/v1',
+    kind: 'TokenRequest',
+    spec: { expirationSeconds: 3600 },
+  });
   return tr.status.token;
 }
 
 function getStatus(path: string, token?: string): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = httpsGet(`https://127.0.0.1:${server.port}${path}`, { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
-    });
+    const req = httpsGet(
+      `https://127.0.0.1:${server.port}${path}`,
+      { rejectUnauthorized: false, headers: token === undefined ? {} : { Authorization: `Bearer ${token}` } },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      },
+    );
     req.on('error', reject);
     // The event stream never ends: the status line is all this needs.
     req.setTimeout(10_000, () => req.destroy());
@@ -54,7 +62,11 @@ function getStatus(path: string, token?: string): Promise<number> {
 }
 
 const view = (): Promise<ClusterView> => page.evaluate(() => (window as unknown as { sitsDashboard: { view: ClusterView } }).sitsDashboard.view);
-const pixel = (node: string, gpu: number): Promise<string | undefined> => page.evaluate(([n, g]) => (window as unknown as { sitsDashboard: { pixel(n: string, g: number): string | undefined } }).sitsDashboard.pixel(n, g), [node, gpu] as const);
+const pixel = (node: string, gpu: number): Promise<string | undefined> =>
+  page.evaluate(([n, g]) => (window as unknown as { sitsDashboard: { pixel(n: string, g: number): string | undefined } }).sitsDashboard.pixel(n, g), [
+    node,
+    gpu,
+  ] as const);
 const pod = (name: string): Promise<V1Pod> => cluster.client.get<V1Pod>(`/api/v1/namespaces/${NS}/pods/${name}`);
 
 beforeAll(async () => {
@@ -63,17 +75,36 @@ beforeAll(async () => {
   const scheduler = cluster.app?.scheduler;
   if (scheduler === undefined) throw new Error('dev cluster without scheduler');
   await createNs(cluster.client, NS);
-  await cluster.client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'sits-dashboard-viewer' }, rules: DASHBOARD_VIEWER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })) });
-  await cluster.client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'sits-dashboard-viewer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-dashboard-viewer' }, subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: NS }] });
+  await cluster.client.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'sits-dashboard-viewer' },
+    rules: DASHBOARD_VIEWER_RULES.map((r) => ({ nonResourceURLs: [...r.nonResourceURLs], verbs: [...r.verbs] })),
+  });
+  await cluster.client.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'sits-dashboard-viewer' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'sits-dashboard-viewer' },
+    subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: NS }],
+  });
   tokens.viewer = await saToken('viewer');
   tokens.nobody = await saToken('nobody');
   // The secure port as `sits run --metrics-host 0.0.0.0` starts it: TLS, TokenReview, SubjectAccessReview.
   const tls = await selfSignedServing(['localhost'], ['127.0.0.1']);
-  server = await startServer({ port: 0, host: '0.0.0.0', secure: { tls, authn: tokenReviewAuthenticator(cluster.client), authz: subjectAccessReviewAuthorizer(cluster.client) } });
+  server = await startServer({
+    port: 0,
+    host: '0.0.0.0',
+    secure: { tls, authn: tokenReviewAuthenticator(cluster.client), authz: subjectAccessReviewAuthorizer(cluster.client) },
+  });
   server.attach(scheduler, cluster.app?.client);
   server.attachView(liveViewStream(scheduler));
   browser = await launchChromium();
-  context = await browser.newContext({ ignoreHTTPSErrors: true, extraHTTPHeaders: { Authorization: `Bearer ${tokens.viewer}` }, viewport: { width: 1400, height: 1000 } });
+  context = await browser.newContext({
+    ignoreHTTPSErrors: true,
+    extraHTTPHeaders: { Authorization: `Bearer ${tokens.viewer}` },
+    viewport: { width: 1400, height: 1000 },
+  });
   page = await context.newPage();
   errors = pageErrors(page);
 });
@@ -105,7 +136,11 @@ describe('the dashboard on a live cluster', () => {
 
   it('shows every node and GPU, laid out and painted', async () => {
     await page.goto(`${server.url.replace('0.0.0.0', '127.0.0.1')}/dashboard/`);
-    await waitFor('the first paint', () => page.evaluate(() => (window as unknown as { sitsDashboard: { firstPaintMs?: number } }).sitsDashboard.firstPaintMs !== undefined), 30_000);
+    await waitFor(
+      'the first paint',
+      () => page.evaluate(() => (window as unknown as { sitsDashboard: { firstPaintMs?: number } }).sitsDashboard.firstPaintMs !== undefined),
+      30_000,
+    );
     const v = await view();
     expect(v.source).toBe('live');
     expect(v.nodes.map((n) => n.name).sort()).toEqual([...cluster.nodeNames].sort());
@@ -119,25 +154,43 @@ describe('the dashboard on a live cluster', () => {
 
   it("repaints a gang's GPUs within a second of its binding, and hovering a GPU names its pod, job, queue and devices", async () => {
     const t0 = performance.now();
-    await createPods(cluster.client, [0, 1].map((i) => testPod(NS, `g1-${i}`, { gpus: 4, group: 'g1', labels: { 'ai.sits2026.dev/queue': 'research' }, annotations: { [ANNOTATION.minMember]: '2', [ANNOTATION.expectedRuntimeSeconds]: '3600' } })));
+    await createPods(
+      cluster.client,
+      [0, 1].map((i) =>
+        testPod(NS, `g1-${i}`, {
+          gpus: 4,
+          group: 'g1',
+          labels: { 'ai.sits2026.dev/queue': 'research' },
+          annotations: { [ANNOTATION.minMember]: '2', [ANNOTATION.expectedRuntimeSeconds]: '3600' },
+        }),
+      ),
+    );
     // Both sides watched at once: when the apiserver has both bindings, and when the page shows them.
     let boundAt: number | undefined;
     let placed: { node: string; gpus: number[] }[] = [];
     let paintedAt: number | undefined;
-    await waitFor('the gang bound and painted', async () => {
-      if (boundAt === undefined) {
-        const ps = await Promise.all([pod('g1-0'), pod('g1-1')]);
-        if (ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.annotations?.[ANNOTATION.gpuIndices] !== undefined)) {
-          boundAt = performance.now();
-          placed = ps.map((p) => ({ node: p.spec?.nodeName as string, gpus: (p.metadata?.annotations?.[ANNOTATION.gpuIndices] as string).split(',').map(Number) }));
+    await waitFor(
+      'the gang bound and painted',
+      async () => {
+        if (boundAt === undefined) {
+          const ps = await Promise.all([pod('g1-0'), pod('g1-1')]);
+          if (ps.every((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.annotations?.[ANNOTATION.gpuIndices] !== undefined)) {
+            boundAt = performance.now();
+            placed = ps.map((p) => ({
+              node: p.spec?.nodeName as string,
+              gpus: (p.metadata?.annotations?.[ANNOTATION.gpuIndices] as string).split(',').map(Number),
+            }));
+          }
         }
-      }
-      if (placed.length > 0 && paintedAt === undefined) {
-        const colours = await Promise.all(placed.flatMap((p) => p.gpus.map((g) => pixel(p.node, g))));
-        if (colours.every((c) => c === WHOLE)) paintedAt = performance.now();
-      }
-      return boundAt !== undefined && paintedAt !== undefined;
-    }, 60_000, 25);
+        if (placed.length > 0 && paintedAt === undefined) {
+          const colours = await Promise.all(placed.flatMap((p) => p.gpus.map((g) => pixel(p.node, g))));
+          if (colours.every((c) => c === WHOLE)) paintedAt = performance.now();
+        }
+        return boundAt !== undefined && paintedAt !== undefined;
+      },
+      60_000,
+      25,
+    );
     const latency = Math.max(0, (paintedAt as number) - (boundAt as number));
     console.log(`dashboard: gang bound → GPUs repainted in ${latency.toFixed(0)} ms (created → repainted ${((paintedAt as number) - t0).toFixed(0)} ms)`);
     expect(latency).toBeLessThan(1000);
@@ -151,12 +204,19 @@ describe('the dashboard on a live cluster', () => {
     expect(holder).toMatchObject({ job: `gang:${NS}/g1`, queue: 'research', gpus: first.gpus });
     expect(v.running.find((r) => r.id === `gang:${NS}/g1`)).toMatchObject({ pods: 2, gpuMilli: 8000 });
     // Hover: the tooltip over that GPU's cell.
-    const at = await page.evaluate(([n, g]) => {
-      const d = (window as unknown as { sitsDashboard: { view: ClusterView; heatmap: { cellCentre(i: number, g: number): { x: number; y: number } } } }).sitsDashboard;
-      const c = d.heatmap.cellCentre(d.view.nodes.findIndex((x) => x.name === n), g);
-      const r = document.getElementById('heatmap')?.getBoundingClientRect();
-      return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
-    }, [first.node, first.gpus[0] as number] as const);
+    const at = await page.evaluate(
+      ([n, g]) => {
+        const d = (window as unknown as { sitsDashboard: { view: ClusterView; heatmap: { cellCentre(i: number, g: number): { x: number; y: number } } } })
+          .sitsDashboard;
+        const c = d.heatmap.cellCentre(
+          d.view.nodes.findIndex((x) => x.name === n),
+          g,
+        );
+        const r = document.getElementById('heatmap')?.getBoundingClientRect();
+        return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
+      },
+      [first.node, first.gpus[0] as number] as const,
+    );
     await page.mouse.move(at.x, at.y);
     const tip = await waitFor('the tooltip', async () => {
       const t = await page.locator('#tooltip').textContent();
@@ -173,7 +233,10 @@ describe('the dashboard on a live cluster', () => {
     const victim = v0.nodes.find((n) => n.pods.length === 0);
     if (victim === undefined) throw new Error('no idle node');
     // As a device plugin does when a GPU fails: allocatable drops to 7 of 8 (the highest index is the one counted out).
-    await cluster.client.request('PATCH', `/api/v1/nodes/${victim.name}/status`, { contentType: 'application/merge-patch+json', body: { status: { allocatable: { 'nvidia.com/gpu': '7' } } } });
+    await cluster.client.request('PATCH', `/api/v1/nodes/${victim.name}/status`, {
+      contentType: 'application/merge-patch+json',
+      body: { status: { allocatable: { 'nvidia.com/gpu': '7' } } },
+    });
     await waitFor('the GPU painted unhealthy', async () => (await pixel(victim.name, 7)) === UNHEALTHY, 30_000, 50);
     const v = await view();
     expect(v.nodes.find((n) => n.name === victim.name)?.gpus.map((g) => g.healthy)).toEqual([true, true, true, true, true, true, true, false]);
@@ -189,23 +252,38 @@ describe('the dashboard on a live cluster', () => {
     const fillers: V1Pod[] = [];
     for (const n of v0.nodes) {
       const free = n.gpus.filter((g) => g.usedMilli === 0 && g.healthy).length;
-      if (free > 0) fillers.push(testPod(NS, `fill-${fillers.length}`, { gpus: free, labels: research, annotations: { [ANNOTATION.expectedRuntimeSeconds]: '1200' } }));
+      if (free > 0)
+        fillers.push(testPod(NS, `fill-${fillers.length}`, { gpus: free, labels: research, annotations: { [ANNOTATION.expectedRuntimeSeconds]: '1200' } }));
     }
     await createPods(cluster.client, fillers);
-    await waitFor('the fillers bound', async () => (await Promise.all(fillers.map((f) => pod(f.metadata?.name as string)))).every((p) => (p.spec?.nodeName ?? '') !== ''), 60_000);
+    await waitFor(
+      'the fillers bound',
+      async () => (await Promise.all(fillers.map((f) => pod(f.metadata?.name as string)))).every((p) => (p.spec?.nodeName ?? '') !== ''),
+      60_000,
+    );
     await createPods(cluster.client, [testPod(NS, 'waiter', { gpus: 8, labels: research, annotations: { [ANNOTATION.expectedRuntimeSeconds]: '600' } })]);
-    const written = await waitFor('SITS wrote why the waiter waits and when it starts', async () => {
-      const p = await pod('waiter');
-      const c = p.status?.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False');
-      const eta = p.metadata?.annotations?.[ANNOTATION.expectedStart];
-      return c?.message !== undefined && eta !== undefined ? { message: c.message, eta: Date.parse(eta) } : undefined;
-    }, 90_000, 250);
+    const written = await waitFor(
+      'SITS wrote why the waiter waits and when it starts',
+      async () => {
+        const p = await pod('waiter');
+        const c = p.status?.conditions?.find((x) => x.type === 'PodScheduled' && x.status === 'False');
+        const eta = p.metadata?.annotations?.[ANNOTATION.expectedStart];
+        return c?.message !== undefined && eta !== undefined ? { message: c.message, eta: Date.parse(eta) } : undefined;
+      },
+      90_000,
+      250,
+    );
     const row = page.locator('#pending tbody tr[data-job="dash/waiter"]');
-    const cells = await waitFor('the waiter in the pending table with its explanation and start', async () => {
-      if ((await row.count()) === 0) return undefined;
-      const tds = await row.locator('td').allTextContents();
-      return tds[6] !== undefined && tds[6] !== 'not tried yet' && (tds[7] ?? '').includes('in ') ? tds : undefined;
-    }, 30_000, 100);
+    const cells = await waitFor(
+      'the waiter in the pending table with its explanation and start',
+      async () => {
+        if ((await row.count()) === 0) return undefined;
+        const tds = await row.locator('td').allTextContents();
+        return tds[6] !== undefined && tds[6] !== 'not tried yet' && (tds[7] ?? '').includes('in ') ? tds : undefined;
+      },
+      30_000,
+      100,
+    );
     expect(cells[0]).toBe('dash/waiter');
     expect(cells[2]).toBe('8');
     // The queue reason kind comes from the leader's scheduling queue (the wait it parked the job with).

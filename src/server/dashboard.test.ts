@@ -7,7 +7,11 @@ import { SimFeed } from './sim-feed.ts';
 import { ClusterViewStream } from './view-stream.ts';
 
 /** Reads server-sent events from `url` until `until` says stop; returns them in order. */
-async function readEvents(url: string, until: (events: { event: string; data: string }[]) => boolean, timeoutMs = 20_000): Promise<{ event: string; data: string }[]> {
+async function readEvents(
+  url: string,
+  until: (events: { event: string; data: string }[]) => boolean,
+  timeoutMs = 20_000,
+): Promise<{ event: string; data: string }[]> {
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), timeoutMs);
   const res = await fetch(url, { signal: ctl.signal });
@@ -90,7 +94,7 @@ describe('the dashboard routes and the view stream (simulator feed)', () => {
     const target = { seq: Number.POSITIVE_INFINITY };
     const lastSeq = (ev: { event: string; data: string }[]): number => {
       const last = ev[ev.length - 1];
-      return last === undefined ? -1 : ((JSON.parse(last.data) as { seq: number }).seq);
+      return last === undefined ? -1 : (JSON.parse(last.data) as { seq: number }).seq;
     };
     const got = readEvents(`${base}/dashboard/api/v1/cluster/stream`, (ev) => lastSeq(ev) >= target.seq);
     // Let the subscription land, then move virtual time on in steps, as `sits demo --serve` does.
@@ -135,7 +139,8 @@ describe('the demo replay: ended, restarted', () => {
     }
     throw new Error(`timed out waiting for ${what}`);
   };
-  const restart = (headers: Record<string, string>): Promise<Response> => fetch(`${demo?.server.url}/dashboard/api/v1/replay/restart`, { method: 'POST', headers, body: '{}' });
+  const restart = (headers: Record<string, string>): Promise<Response> =>
+    fetch(`${demo?.server.url}/dashboard/api/v1/replay/restart`, { method: 'POST', headers, body: '{}' });
 
   it('says when the replay ended and where it stopped, and starts it over on a same-origin POST only', async () => {
     // 0.1 h (+25 %) = 450 virtual s at 900× = half a second.
@@ -166,7 +171,9 @@ describe('the demo replay: ended, restarted', () => {
   it('has no restart on a server without a replay (sits run)', async () => {
     const server = await startServer({ port: 0, host: '127.0.0.1' });
     try {
-      expect((await fetch(`${server.url}/dashboard/api/v1/replay/restart`, { method: 'POST', headers: { 'Content-Type': 'application/json' } })).status).toBe(404);
+      expect((await fetch(`${server.url}/dashboard/api/v1/replay/restart`, { method: 'POST', headers: { 'Content-Type': 'application/json' } })).status).toBe(
+        404,
+      );
     } finally {
       await server.close();
     }
@@ -196,7 +203,12 @@ describe('the page modules (web/)', () => {
   });
 
   it('lays the heatmap out over the full width with a label column per node', async () => {
-    const { layoutHeatmap } = (await load('heatmap.js')) as { layoutHeatmap: (n: unknown, w: number) => { width: number; labels: boolean; racks: { x: number; w: number; rows: { node: number; labelX?: number }[] }[]; cells: { x: number }[] } };
+    const { layoutHeatmap } = (await load('heatmap.js')) as {
+      layoutHeatmap: (
+        n: unknown,
+        w: number,
+      ) => { width: number; labels: boolean; racks: { x: number; w: number; rows: { node: number; labelX?: number }[] }[]; cells: { x: number }[] };
+    };
     const v = buildDemoView();
     for (const width of [1400, 900, 2400]) {
       const L = layoutHeatmap(v.nodes, width);

@@ -21,7 +21,12 @@ export const WEB_DIR = fileURLToPath(new URL('../../web/', import.meta.url));
  * `system:discovery` ClusterRole opens to every authenticated user — a view of every pod and queue must not
  * ride on that (ADR 0061).
  */
-export const DASHBOARD_PATHS = { page: '/dashboard/', view: '/dashboard/api/v1/cluster', stream: '/dashboard/api/v1/cluster/stream', restart: '/dashboard/api/v1/replay/restart' } as const;
+export const DASHBOARD_PATHS = {
+  page: '/dashboard/',
+  view: '/dashboard/api/v1/cluster',
+  stream: '/dashboard/api/v1/cluster/stream',
+  restart: '/dashboard/api/v1/replay/restart',
+} as const;
 
 /** A replay the page may start over (`sits demo --serve`): the one write the dashboard has, and only there. */
 export interface ReplayControl {
@@ -37,7 +42,12 @@ export interface ReplayControl {
  */
 export function replayRestartRoute(req: IncomingMessage, res: ServerResponse, replay: ReplayControl | undefined): void {
   const reply = (status: number, body: string): void => {
-    res.writeHead(status, { 'Content-Type': 'application/json; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff' });
+    res.writeHead(status, {
+      'Content-Type': 'application/json; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+      'Cache-Control': 'no-store',
+      'X-Content-Type-Options': 'nosniff',
+    });
     res.end(body);
   };
   if (replay === undefined) return reply(404, '{"error":"no replay to restart: only sits demo --serve has one"}\n');
@@ -72,7 +82,13 @@ const TYPES: Readonly<Record<string, string>> = {
 export type DashboardRoute = (req: IncomingMessage, res: ServerResponse, path: string, client?: string) => boolean;
 
 function send(res: ServerResponse, status: number, body: string | Buffer, type: string, extra: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', ...extra });
+  res.writeHead(status, {
+    'Content-Type': type,
+    'Content-Length': Buffer.byteLength(body),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...extra,
+  });
   res.end(res.req.method === 'HEAD' ? undefined : body);
 }
 
@@ -104,7 +120,9 @@ export class WebFiles {
       const body = readFileSync(real);
       this.total += body.length;
       if (this.files.size + 1 > limits.maxFiles || this.total > limits.maxBytes)
-        throw new Error(`dashboard files: ${root} holds more than ${limits.maxFiles} files or ${limits.maxBytes} bytes of page files; point --web-dir at the page's folder only`);
+        throw new Error(
+          `dashboard files: ${root} holds more than ${limits.maxFiles} files or ${limits.maxBytes} bytes of page files; point --web-dir at the page's folder only`,
+        );
       // URL paths use `/` whatever the platform.
       this.files.set(relative(root, full).split(sep).join('/'), body);
     }
@@ -153,7 +171,10 @@ export function dashboardRoutes(stream: () => ClusterViewStream | undefined, web
     const name = path === DASHBOARD_PATHS.page ? 'index.html' : pageName(path.slice(DASHBOARD_PATHS.page.length));
     const body = name === undefined ? undefined : files.get(name);
     if (body === undefined) send(res, 404, 'not found\n', 'text/plain; charset=utf-8');
-    else send(res, 200, body, TYPES[extname(name as string)] as string, { 'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'" });
+    else
+      send(res, 200, body, TYPES[extname(name as string)] as string, {
+        'Content-Security-Policy': "default-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+      });
     return true;
   };
 }

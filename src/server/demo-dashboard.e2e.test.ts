@@ -20,7 +20,11 @@ const SPEED = 300;
 interface Dash {
   view: ClusterView;
   firstPaintMs?: number;
-  heatmap: { labels: { node: string; model: string }[]; layout: { racks: { x: number; w: number }[] }; cellCentre(i: number, g: number): { x: number; y: number } };
+  heatmap: {
+    labels: { node: string; model: string }[];
+    layout: { racks: { x: number; w: number }[] };
+    cellCentre(i: number, g: number): { x: number; y: number };
+  };
 }
 
 let demo: DemoServe;
@@ -32,20 +36,32 @@ const view = (): Promise<ClusterView> => page.evaluate(() => (window as unknown 
 
 /** Hovers the centre of a GPU's cell and returns the tooltip's text once it names that node. */
 async function hover(node: string, gpu: number): Promise<string> {
-  const at = await page.evaluate(([n, g]) => {
-    const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
-    const c = d.heatmap.cellCentre(d.view.nodes.findIndex((x) => x.name === n), g);
-    const r = document.getElementById('heatmap')?.getBoundingClientRect();
-    return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
-  }, [node, gpu] as const);
+  const at = await page.evaluate(
+    ([n, g]) => {
+      const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
+      const c = d.heatmap.cellCentre(
+        d.view.nodes.findIndex((x) => x.name === n),
+        g,
+      );
+      const r = document.getElementById('heatmap')?.getBoundingClientRect();
+      return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
+    },
+    [node, gpu] as const,
+  );
   // Scrolled into view first: the mouse only reaches what is on screen.
   await page.evaluate((y) => window.scrollTo(0, Math.max(0, y + window.scrollY - 200)), at.y);
-  const moved = await page.evaluate(([n, g]) => {
-    const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
-    const c = d.heatmap.cellCentre(d.view.nodes.findIndex((x) => x.name === n), g);
-    const r = document.getElementById('heatmap')?.getBoundingClientRect();
-    return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
-  }, [node, gpu] as const);
+  const moved = await page.evaluate(
+    ([n, g]) => {
+      const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
+      const c = d.heatmap.cellCentre(
+        d.view.nodes.findIndex((x) => x.name === n),
+        g,
+      );
+      const r = document.getElementById('heatmap')?.getBoundingClientRect();
+      return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
+    },
+    [node, gpu] as const,
+  );
   await page.mouse.move(moved.x, moved.y);
   return waitFor(`the tooltip of ${node} GPU ${gpu}`, async () => {
     const t = await page.locator('#tooltip').textContent();
@@ -83,13 +99,22 @@ describe('the demo dashboard in Chromium', () => {
     expect(labels.map((l) => l.node).sort()).toEqual(v.nodes.map((n) => n.name).sort());
     for (const n of v.nodes) expect(labels.find((l) => l.node === n.name)?.model).toBe(n.model);
     expect(new Set(labels.map((l) => l.model))).toEqual(new Set(['H100-SXM', 'A100-80G', 'L4']));
-    for (const size of [{ width: 1400, height: 1000 }, { width: 1000, height: 900 }, { width: 1920, height: 1000 }]) {
+    for (const size of [
+      { width: 1400, height: 1000 },
+      { width: 1000, height: 900 },
+      { width: 1920, height: 1000 },
+    ]) {
       await page.setViewportSize(size);
       // The page lays out again 150 ms after the last resize event.
-      const w = await waitFor(`the heatmap at ${size.width} px`, async () => {
-        const x = await widths();
-        return x.viewport === size.width && x.racks >= 0.95 * x.viewport && x.racks <= x.canvas ? x : undefined;
-      }, 10_000, 50);
+      const w = await waitFor(
+        `the heatmap at ${size.width} px`,
+        async () => {
+          const x = await widths();
+          return x.viewport === size.width && x.racks >= 0.95 * x.viewport && x.racks <= x.canvas ? x : undefined;
+        },
+        10_000,
+        50,
+      );
       expect(w.canvas, `canvas at ${size.width}`).toBeGreaterThanOrEqual(0.95 * w.viewport);
       expect(w.racks, `racks at ${size.width}`).toBeGreaterThanOrEqual(0.95 * w.viewport);
       expect(w.racks).toBeLessThanOrEqual(w.canvas);
@@ -115,10 +140,21 @@ describe('the demo dashboard in Chromium', () => {
   it('flags "one NVLink domain" only where a domain could hold the gang: no red "no" for a gang larger than any', async () => {
     await page.evaluate(() => window.scrollTo(0, 0));
     // Gangs of 2–64 GPUs arrive; on this cluster no NVLink domain has more than 8 GPUs.
-    const big = await waitFor('a running gang larger than every NVLink domain', async () => (await view()).running.find((r) => r.gpus > r.largestNvlinkDomainGpus && r.gpus > 8), 30_000, 100);
+    const big = await waitFor(
+      'a running gang larger than every NVLink domain',
+      async () => (await view()).running.find((r) => r.gpus > r.largestNvlinkDomainGpus && r.gpus > 8),
+      30_000,
+      100,
+    );
     expect(big.largestNvlinkDomainGpus).toBe(8);
     await page.locator('#running-section').scrollIntoViewIfNeeded();
-    const rows = await page.evaluate(() => Array.from(document.querySelectorAll('#running tbody tr[data-job]'), (tr) => ({ id: (tr as HTMLElement).dataset.job ?? '', text: tr.children[5]?.textContent ?? '', cls: tr.children[5]?.className ?? '' })));
+    const rows = await page.evaluate(() =>
+      Array.from(document.querySelectorAll('#running tbody tr[data-job]'), (tr) => ({
+        id: (tr as HTMLElement).dataset.job ?? '',
+        text: tr.children[5]?.textContent ?? '',
+        cls: tr.children[5]?.className ?? '',
+      })),
+    );
     const byId = new Map((await view()).running.map((r) => [r.id, r] as [string, RunningJobView]));
     let spans = 0;
     for (const row of rows) {
@@ -136,10 +172,15 @@ describe('the demo dashboard in Chromium', () => {
   it('says the replay ended, at what virtual time, and restarts it from the button', async () => {
     await page.evaluate(() => window.scrollTo(0, 0));
     const replay = page.locator('#replay');
-    const text = await waitFor('the replay to end', async () => {
-      const t = await replay.textContent();
-      return t !== null && t.startsWith('replay ended at') ? t : undefined;
-    }, 60_000, 100);
+    const text = await waitFor(
+      'the replay to end',
+      async () => {
+        const t = await replay.textContent();
+        return t !== null && t.startsWith('replay ended at') ? t : undefined;
+      },
+      60_000,
+      100,
+    );
     // 4,500 virtual s = 75 min.
     expect(text).toBe('replay ended at t+75 min — restart');
     expect(await page.locator('#replay-restart').isVisible()).toBe(true);

@@ -42,8 +42,21 @@ const TICK_MS = 100;
 
 /** The demo's queues: shares of the cluster's GPUs by weight, all in one cohort so that idle quota is lent. */
 export function demoQueues(totalGpus: number): Map<string, QueueSpec> {
-  const split: readonly [string, number][] = [['training', 0.6], ['inference', 0.25], ['notebooks', 0.15]];
-  return new Map(split.map(([name, share]) => [name, makeQueue(name, { cohort: 'demo', weight: share * 20, nominal: { gpuMilli: Math.round(totalGpus * share) * 1000, cpuMilli: Infinity, memoryMiB: Infinity } })]));
+  const split: readonly [string, number][] = [
+    ['training', 0.6],
+    ['inference', 0.25],
+    ['notebooks', 0.15],
+  ];
+  return new Map(
+    split.map(([name, share]) => [
+      name,
+      makeQueue(name, {
+        cohort: 'demo',
+        weight: share * 20,
+        nominal: { gpuMilli: Math.round(totalGpus * share) * 1000, cpuMilli: Infinity, memoryMiB: Infinity },
+      }),
+    ]),
+  );
 }
 
 export function demoFeedJobs(seed: number, hours: number, load: number): FeedJob[] {
@@ -51,7 +64,10 @@ export function demoFeedJobs(seed: number, hours: number, load: number): FeedJob
     id: j.id,
     arrivalMs: j.arrivalMs,
     durationMs: j.durationMs,
-    gang: j.unit.kind === 'gang' ? j.unit.gang : { name: j.unit.pod.id, minMember: 1, members: [j.unit.pod], topology: {}, priority: j.unit.pod.priority, queue: j.unit.pod.queue },
+    gang:
+      j.unit.kind === 'gang'
+        ? j.unit.gang
+        : { name: j.unit.pod.id, minMember: 1, members: [j.unit.pod], topology: {}, priority: j.unit.pod.priority, queue: j.unit.pod.queue },
   }));
 }
 
@@ -66,8 +82,17 @@ export async function serveDemo(o: DemoServeOptions): Promise<DemoServe> {
   let run = 1;
   let ended = false;
   let t0 = Date.now();
-  const replay = (): ReplayView => ({ state: ended ? 'ended' : 'running', endMs, loop: o.loop === true, run, restartPath: DASHBOARD_PATHS.restart.slice(DASHBOARD_PATHS.page.length) });
-  const stream = new ClusterViewStream(() => ({ ...feed.input(), replay: replay() }), { minIntervalMs: TICK_MS, ...(o.log === undefined ? {} : { log: o.log }) });
+  const replay = (): ReplayView => ({
+    state: ended ? 'ended' : 'running',
+    endMs,
+    loop: o.loop === true,
+    run,
+    restartPath: DASHBOARD_PATHS.restart.slice(DASHBOARD_PATHS.page.length),
+  });
+  const stream = new ClusterViewStream(() => ({ ...feed.input(), replay: replay() }), {
+    minIntervalMs: TICK_MS,
+    ...(o.log === undefined ? {} : { log: o.log }),
+  });
   let finish: () => void = () => undefined;
   const done = new Promise<void>((r) => (finish = r));
   let timer: ReturnType<typeof setInterval> | undefined;
@@ -101,7 +126,13 @@ export async function serveDemo(o: DemoServeOptions): Promise<DemoServe> {
     stream.changed();
   };
   // Loopback only: plain HTTP is allowed there (secure-server refuses it elsewhere).
-  const server = await startServer({ port: o.port, host: o.host ?? '127.0.0.1', view: stream, replay: { restart }, ...(o.log === undefined ? {} : { log: o.log }) });
+  const server = await startServer({
+    port: o.port,
+    host: o.host ?? '127.0.0.1',
+    view: stream,
+    replay: { restart },
+    ...(o.log === undefined ? {} : { log: o.log }),
+  });
   timer = setInterval(tick, TICK_MS);
   return {
     url: `${server.url}/dashboard/`,

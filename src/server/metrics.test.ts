@@ -9,9 +9,32 @@ import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
 import type { LiveMetricsView } from '../kube/live-observer.ts';
 import { clusterFragmentation } from '../core/plugins/fgd/fragmentation.ts';
 import { dashboardQueries } from '../deploy/grafana-dashboard.ts';
-import { METRIC, METRIC_DETAIL, MAX_QUEUE_LABELS, OTHER_QUEUE, SitsMetrics, detailOf, schedulerStatsOf, type SchedulerStats, type SchedulerView } from './metrics.ts';
+import {
+  METRIC,
+  METRIC_DETAIL,
+  MAX_QUEUE_LABELS,
+  OTHER_QUEUE,
+  SitsMetrics,
+  detailOf,
+  schedulerStatsOf,
+  type SchedulerStats,
+  type SchedulerView,
+} from './metrics.ts';
 
-const stats = (o: Partial<SchedulerStats> = {}): SchedulerStats => ({ cycles: 0, bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0, pendingPods: 0, nodes: 0, gpus: 0, gpusAllocated: 0, leader: false, ...o });
+const stats = (o: Partial<SchedulerStats> = {}): SchedulerStats => ({
+  cycles: 0,
+  bound: 0,
+  bindErrors: 0,
+  gangsBound: 0,
+  rollbacks: 0,
+  recoveries: 0,
+  pendingPods: 0,
+  nodes: 0,
+  gpus: 0,
+  gpusAllocated: 0,
+  leader: false,
+  ...o,
+});
 
 describe('SitsMetrics', () => {
   it('keeps every metric name, type and label set (dashboards and alerts depend on them)', async () => {
@@ -54,7 +77,10 @@ describe('SitsMetrics', () => {
       [METRIC_DETAIL.preemptionVictims, 'counter', 'reason'],
       [METRIC_DETAIL.startError, 'histogram', 'direction,le'],
     ]);
-    expect([...Object.values(METRIC), ...Object.values(METRIC_DETAIL).filter((n) => n !== METRIC_DETAIL.gpuAllocated && n !== METRIC_DETAIL.gpuHealthy)]).toEqual(shape.map((s) => s[0]));
+    expect([
+      ...Object.values(METRIC),
+      ...Object.values(METRIC_DETAIL).filter((n) => n !== METRIC_DETAIL.gpuAllocated && n !== METRIC_DETAIL.gpuHealthy),
+    ]).toEqual(shape.map((s) => s[0]));
   });
 
   it('reads the stats source once per scrape, at scrape time, and follows it when the totals change', async () => {
@@ -68,7 +94,12 @@ describe('SitsMetrics', () => {
     expect(reads).toBe(0);
     const first = parsePromText(await m.metrics());
     expect(reads).toBe(1);
-    expect([sampleValue(first, METRIC.bindings), sampleValue(first, METRIC.gpus), sampleValue(first, METRIC.gpusAllocated), sampleValue(first, METRIC.leader)]).toEqual([4, 8, 3, 1]);
+    expect([
+      sampleValue(first, METRIC.bindings),
+      sampleValue(first, METRIC.gpus),
+      sampleValue(first, METRIC.gpusAllocated),
+      sampleValue(first, METRIC.leader),
+    ]).toEqual([4, 8, 3, 1]);
     bound = 9;
     expect(sampleValue(parsePromText(await m.metrics()), METRIC.bindings)).toBe(9);
     // A scheduler that starts over (a new process behind the same source) is shown as it is, not summed.
@@ -84,11 +115,28 @@ describe('SitsMetrics', () => {
         pending: { size: 5 },
         nodeCount: 2,
         // GPU 1 of the first node half used, GPU 0 full; GPU 2 of the second unhealthy (its use does not count).
-        state: () => ({ nodes: [{ gpuUsable: Uint8Array.from([1, 1, 1]), gpuFree: Int32Array.from([0, 500, 1000]) }, { gpuUsable: Uint8Array.from([1, 1, 0]), gpuFree: Int32Array.from([1000, 1000, 0]) }] }),
+        state: () => ({
+          nodes: [
+            { gpuUsable: Uint8Array.from([1, 1, 1]), gpuFree: Int32Array.from([0, 500, 1000]) },
+            { gpuUsable: Uint8Array.from([1, 1, 0]), gpuFree: Int32Array.from([1000, 1000, 0]) },
+          ],
+        }),
       },
       isLeader: () => false,
     };
-    expect(schedulerStatsOf(view)()).toEqual({ cycles: 7, bound: 12, bindErrors: 1, gangsBound: 2, rollbacks: 1, recoveries: 4, pendingPods: 5, nodes: 2, gpus: 5, gpusAllocated: 2, leader: false });
+    expect(schedulerStatsOf(view)()).toEqual({
+      cycles: 7,
+      bound: 12,
+      bindErrors: 1,
+      gangsBound: 2,
+      rollbacks: 1,
+      recoveries: 4,
+      pendingPods: 5,
+      nodes: 2,
+      gpus: 5,
+      gpusAllocated: 2,
+      leader: false,
+    });
   });
 
   it('a source that throws fails the scrape instead of serving half the numbers', async () => {
@@ -103,18 +151,61 @@ describe('SitsMetrics', () => {
 /** A real cluster state after real placements: 2 nodes of 8 H100s, one GPU unhealthy, pods placed by the sits profile. */
 function scheduled(): { view: LiveMetricsView; timed: string[] } {
   const shape = NODE_SHAPES['dgx-h100'] as NonNullable<(typeof NODE_SHAPES)[string]>;
-  const nodes = [0, 1].map((i) => ({ name: `n${i}`, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: shape.maxPods, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: 'r0' }, labels: {}, taints: [], unschedulable: false, shape: shape.id }));
+  const nodes = [0, 1].map((i) => ({
+    name: `n${i}`,
+    cpuMilli: shape.cpuMilli,
+    memoryMiB: shape.memoryMiB,
+    maxPods: shape.maxPods,
+    gpus: shape.gpus,
+    topology: shape.topology,
+    location: { zone: 'z', block: 'b', rack: 'r0' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    shape: shape.id,
+  }));
   const app = simAppOrThrow({ nodes, profile: 'sits', rng: seededRng(1) });
   const timed: string[] = [];
   app.scheduler.timer = { nowMs: () => performance.now(), observe: (p) => void timed.push(p) };
-  for (const [id, gpuCount, gpuMilli] of [['a', 4, 1000], ['b', 1, 500]] as const) expect(app.scheduler.schedulePod(makePod(id, { gpuCount, gpuMilli })).ok).toBe(true);
+  for (const [id, gpuCount, gpuMilli] of [
+    ['a', 4, 1000],
+    ['b', 1, 500],
+  ] as const)
+    expect(app.scheduler.schedulePod(makePod(id, { gpuCount, gpuMilli })).ok).toBe(true);
   app.state.setGpuHealth('n1', 7, false);
   const running: RunningJob[] = [
-    { id: 'a', queue: 'team-a', priority: 0, startMs: 0, estEndMs: 1, podIds: ['a'], resources: { gpuMilli: 4000, cpuMilli: 1000, memoryMiB: 1024 }, preemptible: true },
-    { id: 'b', queue: 'team-b', priority: 0, startMs: 0, estEndMs: 1, podIds: ['b'], resources: { gpuMilli: 500, cpuMilli: 1000, memoryMiB: 1024 }, preemptible: true },
+    {
+      id: 'a',
+      queue: 'team-a',
+      priority: 0,
+      startMs: 0,
+      estEndMs: 1,
+      podIds: ['a'],
+      resources: { gpuMilli: 4000, cpuMilli: 1000, memoryMiB: 1024 },
+      preemptible: true,
+    },
+    {
+      id: 'b',
+      queue: 'team-b',
+      priority: 0,
+      startMs: 0,
+      estEndMs: 1,
+      podIds: ['b'],
+      resources: { gpuMilli: 500, cpuMilli: 1000, memoryMiB: 1024 },
+      preemptible: true,
+    },
   ];
   const pendingPod = makePod('c', { gpuCount: 8 });
-  const pending: QueuedJob[] = [{ id: 'c', queue: 'team-b', priority: 0, arrivalMs: 0, gang: { name: 'c', members: [pendingPod], minMember: 1, topology: {}, priority: 0, queue: 'team-b' }, estRuntimeMs: 1 }];
+  const pending: QueuedJob[] = [
+    {
+      id: 'c',
+      queue: 'team-b',
+      priority: 0,
+      arrivalMs: 0,
+      gang: { name: 'c', members: [pendingPod], minMember: 1, topology: {}, priority: 0, queue: 'team-b' },
+      estRuntimeMs: 1,
+    },
+  ];
   const queues = new Map([
     ['team-a', makeQueue('team-a', { nominal: { gpuMilli: 2000, cpuMilli: Infinity, memoryMiB: Infinity }, cohort: 'c' })],
     ['team-b', makeQueue('team-b', { nominal: { gpuMilli: 8000, cpuMilli: Infinity, memoryMiB: Infinity }, cohort: 'c' })],
@@ -176,8 +267,15 @@ describe('SitsMetrics: queues, nodes, GPUs, fragmentation (issue 15)', () => {
     expect(sampleValue(f, `${METRIC_DETAIL.queueAdmissionWait}_sum`, { queue: 'team-a' })).toBe(42);
     expect(sampleValue(f, `${METRIC_DETAIL.queueAdmissionWait}_count`, { queue: OTHER_QUEUE })).toBe(6);
     expect(new Set(f.get(METRIC_DETAIL.queueAdmissionWait)?.samples.map((s) => s.labels.queue)).size).toBe(MAX_QUEUE_LABELS + 1);
-    expect([sampleValue(f, METRIC_DETAIL.preemptions, { reason: 'reclaim' }), sampleValue(f, METRIC_DETAIL.preemptionVictims, { reason: 'reclaim' }), sampleValue(f, METRIC_DETAIL.preemptions, { reason: 'priority' })]).toEqual([1, 3, 0]);
-    expect([sampleValue(f, `${METRIC_DETAIL.startError}_count`, { direction: 'early' }), sampleValue(f, `${METRIC_DETAIL.startError}_sum`, { direction: 'early' })]).toEqual([1, 90]);
+    expect([
+      sampleValue(f, METRIC_DETAIL.preemptions, { reason: 'reclaim' }),
+      sampleValue(f, METRIC_DETAIL.preemptionVictims, { reason: 'reclaim' }),
+      sampleValue(f, METRIC_DETAIL.preemptions, { reason: 'priority' }),
+    ]).toEqual([1, 3, 0]);
+    expect([
+      sampleValue(f, `${METRIC_DETAIL.startError}_count`, { direction: 'early' }),
+      sampleValue(f, `${METRIC_DETAIL.startError}_sum`, { direction: 'early' }),
+    ]).toEqual([1, 90]);
     expect(sampleValue(f, `${METRIC_DETAIL.extensionPoint}_count`, { extension_point: 'Bind' })).toBe(1);
     expect(sampleValue(f, `${METRIC_DETAIL.extensionPoint}_bucket`, { extension_point: 'FilterScore', le: '0.001' })).toBe(1);
   });
@@ -185,7 +283,10 @@ describe('SitsMetrics: queues, nodes, GPUs, fragmentation (issue 15)', () => {
   it('detailOf leaves out the nominal of a queue without a GPU quota and counts a queue known only from its jobs', () => {
     const { view } = scheduled();
     const d = detailOf({ ...view, queues: new Map() });
-    expect(d.queues.map((q) => [q.name, q.nominalGpus, q.borrowedGpus])).toEqual([['team-a', undefined, 0], ['team-b', undefined, 0]]);
+    expect(d.queues.map((q) => [q.name, q.nominalGpus, q.borrowedGpus])).toEqual([
+      ['team-a', undefined, 0],
+      ['team-b', undefined, 0],
+    ]);
   });
 });
 
@@ -203,7 +304,7 @@ describe('the Grafana dashboard and the metrics', () => {
 });
 
 describe('SitsMetrics: process metrics (issue 31)', () => {
-  it('with processMetrics serves prom-client\'s default collectors: RSS, heap, event-loop lag, GC', async () => {
+  it("with processMetrics serves prom-client's default collectors: RSS, heap, event-loop lag, GC", async () => {
     const families = parsePromText(await new SitsMetrics({ processMetrics: true }).metrics());
     expect(sampleValue(families, 'process_resident_memory_bytes')).toBeGreaterThan(1_000_000);
     expect(families.get('nodejs_eventloop_lag_seconds')?.type).toBe('gauge');
@@ -212,7 +313,7 @@ describe('SitsMetrics: process metrics (issue 31)', () => {
     expect(families.get('nodejs_gc_duration_seconds')?.type).toBe('histogram');
   });
 
-  it('without it the registry holds only the scheduler\'s own families', async () => {
+  it("without it the registry holds only the scheduler's own families", async () => {
     const families = parsePromText(await new SitsMetrics().metrics());
     expect([...families.keys()].filter((n) => n.startsWith('process_') || n.startsWith('nodejs_'))).toEqual([]);
   });

@@ -79,12 +79,36 @@ export function schedulerStatsOf(s: SchedulerView): SchedulerStatsSource {
       }
     }
     const st = s.stats;
-    return { cycles: st.cycles, bound: st.bound, bindErrors: st.bindErrors, gangsBound: st.gangsBound, rollbacks: st.rollbacks, recoveries: st.recoveries, pendingPods: s.cache.pending.size, nodes: s.cache.nodeCount, gpus, gpusAllocated, leader: s.isLeader() };
+    return {
+      cycles: st.cycles,
+      bound: st.bound,
+      bindErrors: st.bindErrors,
+      gangsBound: st.gangsBound,
+      rollbacks: st.rollbacks,
+      recoveries: st.recoveries,
+      pendingPods: s.cache.pending.size,
+      nodes: s.cache.nodeCount,
+      gpus,
+      gpusAllocated,
+      leader: s.isLeader(),
+    };
   };
 }
 
 /** Before a scheduler is attached every series reads 0. */
-const NO_SCHEDULER: SchedulerStats = { cycles: 0, bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0, pendingPods: 0, nodes: 0, gpus: 0, gpusAllocated: 0, leader: false };
+const NO_SCHEDULER: SchedulerStats = {
+  cycles: 0,
+  bound: 0,
+  bindErrors: 0,
+  gangsBound: 0,
+  rollbacks: 0,
+  recoveries: 0,
+  pendingPods: 0,
+  nodes: 0,
+  gpus: 0,
+  gpusAllocated: 0,
+  leader: false,
+};
 
 export const METRIC = {
   attempts: 'sits_scheduling_attempts_total',
@@ -160,8 +184,22 @@ export interface SitsMetricsOptions {
 
 /** One scrape's numbers derived from a LiveMetricsView. */
 interface Detail {
-  readonly queues: readonly { readonly name: string; readonly pending: number; readonly admitted: number; readonly usedGpus: number; readonly nominalGpus: number | undefined; readonly borrowedGpus: number; readonly fairShareGpus: number }[];
-  readonly nodes: readonly { readonly name: string; readonly gpus: number; readonly allocated: number; readonly unhealthy: number; readonly perGpu: readonly { readonly allocated: number; readonly healthy: boolean }[] }[];
+  readonly queues: readonly {
+    readonly name: string;
+    readonly pending: number;
+    readonly admitted: number;
+    readonly usedGpus: number;
+    readonly nominalGpus: number | undefined;
+    readonly borrowedGpus: number;
+    readonly fairShareGpus: number;
+  }[];
+  readonly nodes: readonly {
+    readonly name: string;
+    readonly gpus: number;
+    readonly allocated: number;
+    readonly unhealthy: number;
+    readonly perGpu: readonly { readonly allocated: number; readonly healthy: boolean }[];
+  }[];
   readonly unhealthy: number;
   readonly fragmentation: number;
   readonly queueCounts: { readonly active: number; readonly backoff: number; readonly unschedulable: number };
@@ -206,11 +244,22 @@ export function detailOf(v: LiveMetricsView): Detail {
     unhealthy += bad;
     nodes.push({ name: n.name, gpus: n.gpuUsable.length, allocated: allocated / 1000, unhealthy: bad, perGpu });
   }
-  const deserved = deservedGpu([...names].map((q) => ({ queue: spec(q), demandGpuMilli: (running.get(q)?.used.gpuMilli ?? 0) + (pending.get(q)?.gpuMilli ?? 0) })), capacity);
+  const deserved = deservedGpu(
+    [...names].map((q) => ({ queue: spec(q), demandGpuMilli: (running.get(q)?.used.gpuMilli ?? 0) + (pending.get(q)?.gpuMilli ?? 0) })),
+    capacity,
+  );
   const queues = [...names].sort().map((q) => {
     const used = running.get(q)?.used ?? { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
     const nominal = spec(q).nominal.gpuMilli;
-    return { name: q, pending: pending.get(q)?.jobs ?? 0, admitted: running.get(q)?.jobs ?? 0, usedGpus: used.gpuMilli / 1000, nominalGpus: Number.isFinite(nominal) ? nominal / 1000 : undefined, borrowedGpus: Number.isFinite(nominal) ? borrowedBy(spec(q), used).gpuMilli / 1000 : 0, fairShareGpus: (deserved.get(q) ?? 0) / 1000 };
+    return {
+      name: q,
+      pending: pending.get(q)?.jobs ?? 0,
+      admitted: running.get(q)?.jobs ?? 0,
+      usedGpus: used.gpuMilli / 1000,
+      nominalGpus: Number.isFinite(nominal) ? nominal / 1000 : undefined,
+      borrowedGpus: Number.isFinite(nominal) ? borrowedBy(spec(q), used).gpuMilli / 1000 : 0,
+      fairShareGpus: (deserved.get(q) ?? 0) / 1000,
+    };
   });
   return { queues, nodes, unhealthy, fragmentation: clusterFragmentation(v.state.nodes, v.shapes).ratio, queueCounts: v.queueCounts };
 }
@@ -261,7 +310,13 @@ export class SitsMetrics {
     const s = (): SchedulerStats => this.stats();
 
     this.attempts = new Counter({ name: METRIC.attempts, help: 'Scheduling attempts (one pod, or one gang) by result.', labelNames: ['result'], registers });
-    this.duration = new Histogram({ name: METRIC.attemptDuration, help: 'Time to decide one scheduling attempt (one pod, or one gang including its binding), by result.', buckets: ATTEMPT_BUCKETS, labelNames: ['result'], registers });
+    this.duration = new Histogram({
+      name: METRIC.attemptDuration,
+      help: 'Time to decide one scheduling attempt (one pod, or one gang including its binding), by result.',
+      buckets: ATTEMPT_BUCKETS,
+      labelNames: ['result'],
+      registers,
+    });
     // Both results show (at 0) before the first attempt.
     for (const result of RESULTS) {
       this.attempts.inc({ result }, 0);
@@ -280,13 +335,21 @@ export class SitsMetrics {
     gauge(METRIC.nodes, 'Nodes the scheduler knows with a valid GPU description.', () => s().nodes);
     gauge(METRIC.gpus, 'Healthy GPUs on those nodes.', () => s().gpus);
     gauge(METRIC.gpusAllocated, 'Healthy GPUs with any part allocated to a pod.', () => s().gpusAllocated);
-    new Gauge({ name: METRIC.buildInfo, help: 'Always 1; the labels say which build runs.', labelNames: ['version'], registers }).set({ version: opts.version ?? 'unknown' }, 1);
+    new Gauge({ name: METRIC.buildInfo, help: 'Always 1; the labels say which build runs.', labelNames: ['version'], registers }).set(
+      { version: opts.version ?? 'unknown' },
+      1,
+    );
     new Gauge({ name: METRIC.startTime, help: 'Start time of the process, seconds since the Unix epoch.', registers }).set(opts.startTimeSeconds ?? 0);
     if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry });
 
     // Issue 15: read at scrape time from the scheduler's view, except the histograms and event counters.
     const d = (): Detail => this.detail();
-    const labelled = <L extends string>(name: string, help: string, labelNames: readonly L[], fill: (set: (labels: Record<L, string>, v: number) => void) => void): void =>
+    const labelled = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: readonly L[],
+      fill: (set: (labels: Record<L, string>, v: number) => void) => void,
+    ): void =>
       void new Gauge<L>({
         name,
         help,
@@ -311,17 +374,32 @@ export class SitsMetrics {
       });
     perQueue(METRIC_DETAIL.queuePending, 'Jobs (a pod or a gang) of the queue waiting to be admitted.', (q) => q.pending);
     perQueue(METRIC_DETAIL.queueAdmitted, 'Jobs of the queue admitted and running (pods bound).', (q) => q.admitted);
-    perQueue(METRIC_DETAIL.queueUsed, 'GPUs the queue\'s running jobs hold (fractions of a GPU count as such).', (q) => q.usedGpus);
+    perQueue(METRIC_DETAIL.queueUsed, "GPUs the queue's running jobs hold (fractions of a GPU count as such).", (q) => q.usedGpus);
     perQueue(METRIC_DETAIL.queueNominal, 'Nominal GPU quota of the queue (queues without a GPU quota have no series).', (q) => q.nominalGpus);
     perQueue(METRIC_DETAIL.queueBorrowed, 'GPUs the queue uses above its nominal quota, borrowed from its cohort.', (q) => q.borrowedGpus);
-    perQueue(METRIC_DETAIL.queueFairShare, 'GPUs the queue is entitled to now by weighted fair share (water-filling over its demand and quota).', (q) => q.fairShareGpus);
-    this.admissionWait = new Histogram({ name: METRIC_DETAIL.queueAdmissionWait, help: 'Time from a job\'s arrival to its admission (start), by queue.', labelNames: ['queue'], buckets: WAIT_BUCKETS, registers });
-    labelled(METRIC_DETAIL.pendingJobs, 'Jobs in the scheduling queue by where they wait: active (to be tried), backoff, unschedulable (parked until an event may help).', ['state'], (set) => {
-      const c = d().queueCounts;
-      set({ state: 'active' }, c.active);
-      set({ state: 'backoff' }, c.backoff);
-      set({ state: 'unschedulable' }, c.unschedulable);
+    perQueue(
+      METRIC_DETAIL.queueFairShare,
+      'GPUs the queue is entitled to now by weighted fair share (water-filling over its demand and quota).',
+      (q) => q.fairShareGpus,
+    );
+    this.admissionWait = new Histogram({
+      name: METRIC_DETAIL.queueAdmissionWait,
+      help: "Time from a job's arrival to its admission (start), by queue.",
+      labelNames: ['queue'],
+      buckets: WAIT_BUCKETS,
+      registers,
     });
+    labelled(
+      METRIC_DETAIL.pendingJobs,
+      'Jobs in the scheduling queue by where they wait: active (to be tried), backoff, unschedulable (parked until an event may help).',
+      ['state'],
+      (set) => {
+        const c = d().queueCounts;
+        set({ state: 'active' }, c.active);
+        set({ state: 'backoff' }, c.backoff);
+        set({ state: 'unschedulable' }, c.unschedulable);
+      },
+    );
     labelled(METRIC_DETAIL.nodeGpus, 'GPU devices of the node, healthy or not.', ['node'], (set) => {
       for (const n of d().nodes) set({ node: n.name }, n.gpus);
     });
@@ -340,16 +418,37 @@ export class SitsMetrics {
       });
     }
     gauge(METRIC_DETAIL.clusterUnhealthy, 'GPUs marked unhealthy on the nodes the scheduler knows.', () => d().unhealthy);
-    gauge(METRIC_DETAIL.fragmentation, 'Fragmentation rate (FGD): share of the free GPU capacity the expected workload\'s typical shapes cannot use (0..1).', () => d().fragmentation);
-    this.extension = new Histogram({ name: METRIC_DETAIL.extensionPoint, help: 'Time of one extension point for one pod or gang of a live cycle (FilterScore: the score index filters and scores in one pass); Bind: one pods/binding call.', labelNames: ['extension_point'], buckets: EXTENSION_BUCKETS, registers });
+    gauge(
+      METRIC_DETAIL.fragmentation,
+      "Fragmentation rate (FGD): share of the free GPU capacity the expected workload's typical shapes cannot use (0..1).",
+      () => d().fragmentation,
+    );
+    this.extension = new Histogram({
+      name: METRIC_DETAIL.extensionPoint,
+      help: 'Time of one extension point for one pod or gang of a live cycle (FilterScore: the score index filters and scores in one pass); Bind: one pods/binding call.',
+      labelNames: ['extension_point'],
+      buckets: EXTENSION_BUCKETS,
+      registers,
+    });
     for (const extension_point of EXTENSION_POINTS) this.extension.zero({ extension_point });
-    this.preemptions = new Counter({ name: METRIC_DETAIL.preemptions, help: 'Preemptor jobs that evicted running jobs, by reason (priority: within the queue; reclaim: a queue under its fair share).', labelNames: ['reason'], registers });
+    this.preemptions = new Counter({
+      name: METRIC_DETAIL.preemptions,
+      help: 'Preemptor jobs that evicted running jobs, by reason (priority: within the queue; reclaim: a queue under its fair share).',
+      labelNames: ['reason'],
+      registers,
+    });
     this.victims = new Counter({ name: METRIC_DETAIL.preemptionVictims, help: 'Running jobs preempted, by reason.', labelNames: ['reason'], registers });
     for (const reason of PREEMPTION_REASONS) {
       this.preemptions.inc({ reason }, 0);
       this.victims.inc({ reason }, 0);
     }
-    this.startError = new Histogram({ name: METRIC_DETAIL.startError, help: 'How far a job\'s real start was from the expected start SITS published for it (absolute seconds); direction late: it started after the expected time.', labelNames: ['direction'], buckets: START_ERROR_BUCKETS, registers });
+    this.startError = new Histogram({
+      name: METRIC_DETAIL.startError,
+      help: "How far a job's real start was from the expected start SITS published for it (absolute seconds); direction late: it started after the expected time.",
+      labelNames: ['direction'],
+      buckets: START_ERROR_BUCKETS,
+      registers,
+    });
     for (const direction of ['early', 'late']) this.startError.zero({ direction });
   }
 

@@ -48,7 +48,10 @@ function ensurePrometheus(): Promise<string> {
     createInterface({ input: child.stdout }).on('line', (l) => out.push(l));
     createInterface({ input: child.stderr }).on('line', (l) => err.push(l));
     child.on('close', (code) => {
-      const bin = out.filter((l) => l.trim() !== '').at(-1)?.trim();
+      const bin = out
+        .filter((l) => l.trim() !== '')
+        .at(-1)
+        ?.trim();
       if (code === 0 && bin !== undefined) res(bin);
       else rej(new Error(`tools/prometheus/ensure.mjs failed (${code}):\n${err.join('\n')}`));
     });
@@ -79,7 +82,8 @@ async function promQuery(expr: string): Promise<PromResult[]> {
   return j.data?.result ?? [];
 }
 
-const bound = (ps: readonly V1Pod[], prefix: string): V1Pod[] => ps.filter((p) => p.metadata?.name?.startsWith(prefix) === true && (p.spec?.nodeName ?? '') !== '' && p.metadata.deletionTimestamp === undefined);
+const bound = (ps: readonly V1Pod[], prefix: string): V1Pod[] =>
+  ps.filter((p) => p.metadata?.name?.startsWith(prefix) === true && (p.spec?.nodeName ?? '') !== '' && p.metadata.deletionTimestamp === undefined);
 
 const queue = (name: string, tier: string, preemption: Record<string, unknown>): Record<string, unknown> => ({
   apiVersion: 'ai.sits2026.dev/v1',
@@ -90,7 +94,11 @@ const queue = (name: string, tier: string, preemption: Record<string, unknown>):
 
 const pod = (name: string, queueName: string, gpus: number, priorityClassName: string, group?: string): V1Pod => {
   // A gang's pods describe it (min-member), or they would wait for a PodGroup object (the CRD is installed).
-  const p = testPod(NS, name, { gpus, labels: { [LABEL.queue]: queueName }, ...(group === undefined ? {} : { group, annotations: { [ANNOTATION.minMember]: '2' } }) });
+  const p = testPod(NS, name, {
+    gpus,
+    labels: { [LABEL.queue]: queueName },
+    ...(group === undefined ? {} : { group, annotations: { [ANNOTATION.minMember]: '2' } }),
+  });
   return { ...p, spec: { ...(p.spec as NonNullable<V1Pod['spec']>), priorityClassName } };
 };
 
@@ -104,9 +112,26 @@ beforeAll(async () => {
   // Prometheus's identity: a ServiceAccount allowed `get /metrics` and nothing else, with a token from the TokenRequest API.
   await createNs(c, 'monitoring');
   await c.post('/api/v1/namespaces/monitoring/serviceaccounts', { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'prometheus' } });
-  await c.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'metrics-reader' }, rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }] });
-  await c.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRoleBinding', metadata: { name: 'prometheus-metrics' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'metrics-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }] });
-  token = (await c.post<{ status: { token: string } }>('/api/v1/namespaces/monitoring/serviceaccounts/prometheus/token', { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { expirationSeconds: 3600 } })).status.token;
+  await c.post('/apis/rbac.authorization.k8s.io/v1/clusterroles', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRole',
+    metadata: { name: 'metrics-reader' },
+    rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }],
+  });
+  await c.post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: 'prometheus-metrics' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'metrics-reader' },
+    subjects: [{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }],
+  });
+  token = (
+    await c.post<{ status: { token: string } }>('/api/v1/namespaces/monitoring/serviceaccounts/prometheus/token', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { expirationSeconds: 3600 },
+    })
+  ).status.token;
   writeFileSync(join(tmp, 'token'), token, { mode: 0o600 });
   // The secure port's certificate for 127.0.0.2, its CA given to Prometheus.
   const serving = await selfSignedServing(['localhost'], [HOST]);
@@ -116,7 +141,22 @@ beforeAll(async () => {
   writeFileSync(join(tmp, 'tls.key'), serving.key, { mode: 0o600 });
   [metricsPort, promPort] = (await freePorts(2)) as [number, number];
 
-  sits = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'run', `--kubeconfig=${cluster.kubeconfigPath}`, '--no-leader-elect', '--identity=prom-e2e', `--metrics-port=${metricsPort}`, `--metrics-host=${HOST}`, '--metrics-per-gpu', `--tls-cert-file=${join(tmp, 'tls.crt')}`, `--tls-private-key-file=${join(tmp, 'tls.key')}`], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  sits = spawn(
+    process.execPath,
+    [
+      join(ROOT, 'bin/sits.mjs'),
+      'run',
+      `--kubeconfig=${cluster.kubeconfigPath}`,
+      '--no-leader-elect',
+      '--identity=prom-e2e',
+      `--metrics-port=${metricsPort}`,
+      `--metrics-host=${HOST}`,
+      '--metrics-per-gpu',
+      `--tls-cert-file=${join(tmp, 'tls.crt')}`,
+      `--tls-private-key-file=${join(tmp, 'tls.key')}`,
+    ],
+    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   sits.stderr?.setEncoding('utf8').on('data', (d: string) => sitsLog.push(d));
   await waitFor('sits run serving its metrics', async () => sitsLog.join('').includes('running (profile sits'), 120_000);
 
@@ -124,20 +164,42 @@ beforeAll(async () => {
     join(tmp, 'prometheus.yml'),
     stringify({
       global: { scrape_interval: '1s', evaluation_interval: '1s' },
-      scrape_configs: [{ job_name: 'sits', scheme: 'https', metrics_path: '/metrics', authorization: { type: 'Bearer', credentials_file: join(tmp, 'token') }, tls_config: { ca_file: join(tmp, 'ca.pem'), server_name: HOST }, static_configs: [{ targets: [`${HOST}:${metricsPort}`] }] }],
+      scrape_configs: [
+        {
+          job_name: 'sits',
+          scheme: 'https',
+          metrics_path: '/metrics',
+          authorization: { type: 'Bearer', credentials_file: join(tmp, 'token') },
+          tls_config: { ca_file: join(tmp, 'ca.pem'), server_name: HOST },
+          static_configs: [{ targets: [`${HOST}:${metricsPort}`] }],
+        },
+      ],
     }),
   );
-  prometheus = spawn(bin, [`--config.file=${join(tmp, 'prometheus.yml')}`, `--storage.tsdb.path=${join(tmp, 'tsdb')}`, `--web.listen-address=127.0.0.1:${promPort}`], { stdio: ['ignore', 'ignore', 'pipe'] });
+  prometheus = spawn(
+    bin,
+    [`--config.file=${join(tmp, 'prometheus.yml')}`, `--storage.tsdb.path=${join(tmp, 'tsdb')}`, `--web.listen-address=127.0.0.1:${promPort}`],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   prometheus.stderr?.setEncoding('utf8').on('data', (d: string) => promLog.push(d));
   // Scraping before any work: rates and quantiles need samples from before the events.
-  await waitFor('Prometheus scrapes sits run', async () => {
-    const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/targets`).catch(() => undefined);
-    if (r?.ok !== true) return undefined;
-    const t = (await r.json()) as { data: { activeTargets: { health: string; lastError: string }[] } };
-    return t.data.activeTargets[0]?.health === 'up';
-  }, 60_000, 250);
+  await waitFor(
+    'Prometheus scrapes sits run',
+    async () => {
+      const r = await fetch(`http://127.0.0.1:${promPort}/api/v1/targets`).catch(() => undefined);
+      if (r?.ok !== true) return undefined;
+      const t = (await r.json()) as { data: { activeTargets: { health: string; lastError: string }[] } };
+      return t.data.activeTargets[0]?.health === 'up';
+    },
+    60_000,
+    250,
+  );
 
-  for (const [name, value] of [['research-low', 100], ['research-high', 1000]] as const) await c.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
+  for (const [name, value] of [
+    ['research-low', 100],
+    ['research-high', 1000],
+  ] as const)
+    await c.post('/apis/scheduling.k8s.io/v1/priorityclasses', { apiVersion: 'scheduling.k8s.io/v1', kind: 'PriorityClass', metadata: { name }, value });
   await c.post('/apis/ai.sits2026.dev/v1/queues', queue('team-a', 'gold', {}));
   // team-b never preempts: its second job waits for quota instead.
   await c.post('/apis/ai.sits2026.dev/v1/queues', queue('team-b', 'bronze', { withinQueue: 'Never', reclaimWithinCohort: 'Never' }));
@@ -167,46 +229,80 @@ describe('metrics of a running `sits run`, scraped by a real Prometheus', () => 
     await waitFor('a-small bound', async () => bound(await listPods(c, NS), 'a-small').length === 1, 60_000);
     // team-a claims its quota back: the whole gang is preempted.
     await createPods(c, [pod('a-big', 'team-a', 4, 'research-high')]);
-    await waitFor('a-big bound after preempting the gang', async () => {
-      const ps = await listPods(c, NS);
-      return bound(ps, 'a-big').length === 1 && ps.filter((p) => p.metadata?.name?.startsWith('b-train') === true).length === 0;
-    }, 90_000);
+    await waitFor(
+      'a-big bound after preempting the gang',
+      async () => {
+        const ps = await listPods(c, NS);
+        return bound(ps, 'a-big').length === 1 && ps.filter((p) => p.metadata?.name?.startsWith('b-train') === true).length === 0;
+      },
+      90_000,
+    );
     // team-b: one job fits, the next waits for quota (team-a lends nothing while it uses its 6) with an expected start.
     await createPods(c, [pod('b-one', 'team-b', 4, 'research-low')]);
     await waitFor('b-one bound', async () => bound(await listPods(c, NS), 'b-one').length === 1, 60_000);
     await createPods(c, [pod('b-two', 'team-b', 4, 'research-low')]);
-    await waitFor('b-two waits with an expected start', async () => (await listPods(c, NS)).find((p) => p.metadata?.name === 'b-two')?.metadata?.annotations?.[ANNOTATION.expectedStart], 60_000);
+    await waitFor(
+      'b-two waits with an expected start',
+      async () => (await listPods(c, NS)).find((p) => p.metadata?.name === 'b-two')?.metadata?.annotations?.[ANNOTATION.expectedStart],
+      60_000,
+    );
     await c.delete(`/api/v1/namespaces/${NS}/pods/a-big`);
     await waitFor('b-two bound once a-big is gone', async () => bound(await listPods(c, NS), 'b-two').length === 1, 90_000);
     // A gang over team-b's quota: pending.
     await createPods(c, [pod('b-wait-0', 'team-b', 4, 'research-low', 'b-wait'), pod('b-wait-1', 'team-b', 4, 'research-low', 'b-wait')]);
 
     // The text format, parsed back: types, labels and values of what just happened.
-    const families = await waitFor('the metrics to show the pending gang and the start error', async () => {
-      const r = await scrape('/metrics');
-      if (r.status !== 200) return undefined;
-      const f = parsePromText(r.body);
-      const startErrors = ['early', 'late'].reduce((n, direction) => n + (sampleValue(f, `${METRIC_DETAIL.startError}_count`, { direction }) ?? 0), 0);
-      return sampleValue(f, METRIC_DETAIL.queuePending, { queue: 'team-b' }) === 1 && startErrors === 1 ? f : undefined;
-    }, 60_000, 250);
+    const families = await waitFor(
+      'the metrics to show the pending gang and the start error',
+      async () => {
+        const r = await scrape('/metrics');
+        if (r.status !== 200) return undefined;
+        const f = parsePromText(r.body);
+        const startErrors = ['early', 'late'].reduce((n, direction) => n + (sampleValue(f, `${METRIC_DETAIL.startError}_count`, { direction }) ?? 0), 0);
+        return sampleValue(f, METRIC_DETAIL.queuePending, { queue: 'team-b' }) === 1 && startErrors === 1 ? f : undefined;
+      },
+      60_000,
+      250,
+    );
     const type = (name: string): string | undefined => families.get(name)?.type;
-    expect([type(METRIC_DETAIL.queuePending), type(METRIC_DETAIL.queueAdmissionWait), type(METRIC_DETAIL.preemptionVictims), type(METRIC_DETAIL.extensionPoint), type(METRIC_DETAIL.gpuHealthy)]).toEqual(['gauge', 'histogram', 'counter', 'histogram', 'gauge']);
+    expect([
+      type(METRIC_DETAIL.queuePending),
+      type(METRIC_DETAIL.queueAdmissionWait),
+      type(METRIC_DETAIL.preemptionVictims),
+      type(METRIC_DETAIL.extensionPoint),
+      type(METRIC_DETAIL.gpuHealthy),
+    ]).toEqual(['gauge', 'histogram', 'counter', 'histogram', 'gauge']);
     const q = (name: string, queueName: string): number | undefined => sampleValue(families, name, { queue: queueName });
     expect([q(METRIC_DETAIL.queuePending, 'team-a'), q(METRIC_DETAIL.queueAdmitted, 'team-a'), q(METRIC_DETAIL.queueAdmitted, 'team-b')]).toEqual([0, 1, 2]);
-    expect([q(METRIC_DETAIL.queueUsed, 'team-a'), q(METRIC_DETAIL.queueUsed, 'team-b'), q(METRIC_DETAIL.queueNominal, 'team-a'), q(METRIC_DETAIL.queueNominal, 'team-b')]).toEqual([2, 8, 6, 6]);
+    expect([
+      q(METRIC_DETAIL.queueUsed, 'team-a'),
+      q(METRIC_DETAIL.queueUsed, 'team-b'),
+      q(METRIC_DETAIL.queueNominal, 'team-a'),
+      q(METRIC_DETAIL.queueNominal, 'team-b'),
+    ]).toEqual([2, 8, 6, 6]);
     expect([q(METRIC_DETAIL.queueBorrowed, 'team-a'), q(METRIC_DETAIL.queueBorrowed, 'team-b')]).toEqual([0, 2]);
     expect((q(METRIC_DETAIL.queueFairShare, 'team-a') ?? 0) + (q(METRIC_DETAIL.queueFairShare, 'team-b') ?? 0)).toBeLessThanOrEqual(11);
     // Admissions: a-small and a-big; b-train, b-one, b-two.
     expect([q(`${METRIC_DETAIL.queueAdmissionWait}_count`, 'team-a'), q(`${METRIC_DETAIL.queueAdmissionWait}_count`, 'team-b')]).toEqual([2, 3]);
-    expect([sampleValue(families, METRIC_DETAIL.preemptions, { reason: 'reclaim' }), sampleValue(families, METRIC_DETAIL.preemptionVictims, { reason: 'reclaim' }), sampleValue(families, METRIC_DETAIL.preemptionVictims, { reason: 'priority' })]).toEqual([1, 1, 0]);
+    expect([
+      sampleValue(families, METRIC_DETAIL.preemptions, { reason: 'reclaim' }),
+      sampleValue(families, METRIC_DETAIL.preemptionVictims, { reason: 'reclaim' }),
+      sampleValue(families, METRIC_DETAIL.preemptionVictims, { reason: 'priority' }),
+    ]).toEqual([1, 1, 0]);
     const last = cluster.nodeNames[2] as string;
-    expect([sampleValue(families, METRIC_DETAIL.nodeUnhealthy, { node: last }), sampleValue(families, METRIC_DETAIL.clusterUnhealthy), sampleValue(families, METRIC_DETAIL.gpuHealthy, { node: last, gpu: '3' }), sampleValue(families, METRIC.gpus)]).toEqual([1, 1, 0, 11]);
+    expect([
+      sampleValue(families, METRIC_DETAIL.nodeUnhealthy, { node: last }),
+      sampleValue(families, METRIC_DETAIL.clusterUnhealthy),
+      sampleValue(families, METRIC_DETAIL.gpuHealthy, { node: last, gpu: '3' }),
+      sampleValue(families, METRIC.gpus),
+    ]).toEqual([1, 1, 0, 11]);
     const allocated = cluster.nodeNames.reduce((s, n) => s + (sampleValue(families, METRIC_DETAIL.nodeAllocated, { node: n }) ?? 0), 0);
     expect(allocated).toBe(10);
     const frag = sampleValue(families, METRIC_DETAIL.fragmentation) ?? -1;
     expect(frag).toBeGreaterThanOrEqual(0);
     expect(frag).toBeLessThanOrEqual(1);
-    const count = (f: Map<string, MetricFamily>, point: string): number => sampleValue(f, `${METRIC_DETAIL.extensionPoint}_count`, { extension_point: point }) ?? 0;
+    const count = (f: Map<string, MetricFamily>, point: string): number =>
+      sampleValue(f, `${METRIC_DETAIL.extensionPoint}_count`, { extension_point: point }) ?? 0;
     for (const point of ['PreFilter', 'FilterScore', 'PickGpus', 'Reserve', 'Permit', 'Bind']) expect(count(families, point), point).toBeGreaterThan(0);
     expect(sampleValue(families, METRIC.pendingPods)).toBe(2);
   }, 600_000);
@@ -228,7 +324,9 @@ describe('metrics of a running `sits run`, scraped by a real Prometheus', () => 
       120_000,
       1000,
     ).catch((e: unknown) => {
-      throw new Error(`${(e as Error).message}\n${[...missing.values()].join('\n')}\nsits run:\n${sitsLog.join('').slice(-3000)}\nprometheus:\n${promLog.join('').slice(-2000)}`);
+      throw new Error(
+        `${(e as Error).message}\n${[...missing.values()].join('\n')}\nsits run:\n${sitsLog.join('').slice(-3000)}\nprometheus:\n${promLog.join('').slice(-2000)}`,
+      );
     });
     expect(missing).toEqual(new Map());
   }, 600_000);

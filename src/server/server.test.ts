@@ -69,7 +69,13 @@ describe('the scheduler HTTP server', () => {
     const metrics = new SitsMetrics({ version: 'v0.1.0 "dev"\\build\nline2', startTimeSeconds: 1_700_000_000.25 });
     server = await startServer({ port: 0, host: '127.0.0.1', metrics, scheduler: s, client: { stats: { requests: 1234, errors: 5 } } });
     // The scheduler reports attempts through the hook the server installed.
-    for (const [sec, result] of [[0.0004, 'scheduled'], [0.003, 'scheduled'], [0.2, 'unschedulable'], [30, 'scheduled']] as const) s.onAttempt?.(sec, result);
+    for (const [sec, result] of [
+      [0.0004, 'scheduled'],
+      [0.003, 'scheduled'],
+      [0.2, 'unschedulable'],
+      [30, 'scheduled'],
+    ] as const)
+      s.onAttempt?.(sec, result);
 
     const r = await get(`${server.url}/metrics`);
     expect(r.status).toBe(200);
@@ -153,7 +159,12 @@ describe('the scheduler HTTP server', () => {
     server = await startServer({
       port: 0,
       host: '0.0.0.0',
-      secure: { tls, clientCa: ca.cert, authn: clientCertAuthenticator(), authz: { authorize: (c, a) => Promise.resolve({ allowed: c.user.endsWith(':prometheus') && a.path === '/metrics' && a.verb === 'get', reason: '' }) } },
+      secure: {
+        tls,
+        clientCa: ca.cert,
+        authn: clientCertAuthenticator(),
+        authz: { authorize: (c, a) => Promise.resolve({ allowed: c.user.endsWith(':prometheus') && a.path === '/metrics' && a.verb === 'get', reason: '' }) },
+      },
     });
     expect(server.url).toMatch(/^https:/);
     const port = server.port;

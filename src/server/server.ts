@@ -105,7 +105,8 @@ export async function startServer(opts: ServerOptions): Promise<SitsServer> {
         return;
       default:
         // The stream's per-caller cap counts an authenticated user's streams together, an anonymous caller's by address.
-        if (!dashboard(req, res, path, caller.user === ANONYMOUS.user ? `address ${req.socket.remoteAddress ?? '?'}` : `user ${caller.user}`)) send(res, 404, 'not found\n');
+        if (!dashboard(req, res, path, caller.user === ANONYMOUS.user ? `address ${req.socket.remoteAddress ?? '?'}` : `user ${caller.user}`))
+          send(res, 404, 'not found\n');
     }
   };
 

@@ -104,7 +104,15 @@ export class SimFeed {
 
   /** The dashboard's input now. */
   input(): ViewSourceInput {
-    return simViewInput({ nowMs: this.env.nowMs, state: this.app.state, queues: this.o.queues, pending: [...this.pending.values()], waiting: this.waits, eta: this.eta, startedMs: this.startedAt });
+    return simViewInput({
+      nowMs: this.env.nowMs,
+      state: this.app.state,
+      queues: this.o.queues,
+      pending: [...this.pending.values()],
+      waiting: this.waits,
+      eta: this.eta,
+      startedMs: this.startedAt,
+    });
   }
 
   private queued(j: FeedJob, arrivalMs: number): QueuedJob {
@@ -141,7 +149,13 @@ export class SimFeed {
   }
 
   private cycle(now: number, en: Environment<Ev>): void {
-    const res = this.app.spine.cycle({ nowMs: now, scheduler: this.app.scheduler, queues: this.o.queues, running: this.running, options: { explain: this.o.explain ?? true } });
+    const res = this.app.spine.cycle({
+      nowMs: now,
+      scheduler: this.app.scheduler,
+      queues: this.o.queues,
+      running: this.running,
+      options: { explain: this.o.explain ?? true },
+    });
     for (const p of res.preempted) {
       // The victim goes back to its queue and runs again from the start (no checkpoints in this replay).
       this.running.delete(p.victim.id);
@@ -159,7 +173,17 @@ export class SimFeed {
       this.eta.delete(s.job.id);
       this.stats.started++;
       const model = this.app.state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      this.running.set(s.job.id, { id: s.job.id, queue: s.job.queue, priority: s.job.priority, startMs: now, estEndMs: now + s.job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(s.job), ...(model === undefined ? {} : { gpuModel: model }), preemptible: true });
+      this.running.set(s.job.id, {
+        id: s.job.id,
+        queue: s.job.queue,
+        priority: s.job.priority,
+        startMs: now,
+        estEndMs: now + s.job.estRuntimeMs,
+        podIds: s.placements.map((p) => p.podId),
+        resources: jobResources(s.job),
+        ...(model === undefined ? {} : { gpuModel: model }),
+        preemptible: true,
+      });
       this.startedAt.set(s.job.id, now);
       const version = this.versions.get(s.job.id) ?? 0;
       this.versions.set(s.job.id, version);
@@ -182,6 +206,15 @@ export class SimFeed {
     if (now - this.etaAtMs < (fresh ? Math.min(every, 60_000) : every)) return;
     this.etaAtMs = now;
     this.estimated = new Set(this.pending.keys());
-    this.eta = estimateStarts({ nowMs: now, state: this.app.state, profile: this.app.profile, rng: seededRng(this.o.seed + 7), queues: this.o.queues, pending: [...this.pending.values()], running: this.running, options: { explain: false } });
+    this.eta = estimateStarts({
+      nowMs: now,
+      state: this.app.state,
+      profile: this.app.profile,
+      rng: seededRng(this.o.seed + 7),
+      queues: this.o.queues,
+      pending: [...this.pending.values()],
+      running: this.running,
+      options: { explain: false },
+    });
   }
 }

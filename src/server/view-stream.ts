@@ -95,12 +95,25 @@ export class ClusterViewStream {
     const mine = this.perClient.get(client) ?? 0;
     if (this.clients.size >= max || mine >= maxPer) {
       this.refused++;
-      const [status, body] = this.clients.size >= max ? [503, `too many open view streams (${max}); try again later\n`] : [429, `too many open view streams for ${client} (${maxPer}); close one first\n`];
-      res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', 'Retry-After': '10' });
+      const [status, body] =
+        this.clients.size >= max
+          ? [503, `too many open view streams (${max}); try again later\n`]
+          : [429, `too many open view streams for ${client} (${maxPer}); close one first\n`];
+      res.writeHead(status, {
+        'Content-Type': 'text/plain; charset=utf-8',
+        'Content-Length': Buffer.byteLength(body),
+        'Cache-Control': 'no-store',
+        'Retry-After': '10',
+      });
       res.end(body);
       return;
     }
-    res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-store', Connection: 'keep-alive', 'X-Accel-Buffering': 'no' });
+    res.writeHead(200, {
+      'Content-Type': 'text/event-stream; charset=utf-8',
+      'Cache-Control': 'no-store',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    });
     const json = this.viewJson();
     res.write(`retry: 2000\nevent: view\ndata: ${json}\n\n`);
     this.clients.set(res, client);

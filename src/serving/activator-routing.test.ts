@@ -3,14 +3,23 @@ import { parseProxyPath, pickEndpoint, proxyVerb, readyEndpoints, type Endpoint,
 
 describe('parseProxyPath', () => {
   it('names the service and the engine path, as the apiserver lays out services/proxy', () => {
-    expect(parseProxyPath('/namespaces/team-a/inferenceservices/llama/proxy/v1/completions')).toEqual({ ok: true, target: { namespace: 'team-a', name: 'llama', rest: '/v1/completions' } });
+    expect(parseProxyPath('/namespaces/team-a/inferenceservices/llama/proxy/v1/completions')).toEqual({
+      ok: true,
+      target: { namespace: 'team-a', name: 'llama', rest: '/v1/completions' },
+    });
     expect(parseProxyPath('/namespaces/a/inferenceservices/m.v2/proxy')).toEqual({ ok: true, target: { namespace: 'a', name: 'm.v2', rest: '/' } });
   });
   it('refuses other paths, bad names and dot segments with the reason', () => {
     expect(parseProxyPath('/v1/completions')).toMatchObject({ ok: false, message: expect.stringMatching(/not an inference path: \/v1\/completions/) });
     expect(parseProxyPath('/namespaces/A/inferenceservices/x/proxy/v1')).toMatchObject({ ok: false, message: expect.stringMatching(/invalid namespace "A"/) });
-    expect(parseProxyPath('/namespaces/a/inferenceservices/-x/proxy/v1')).toMatchObject({ ok: false, message: expect.stringMatching(/invalid InferenceService name "-x"/) });
-    expect(parseProxyPath('/namespaces/a/inferenceservices/x/proxy/v1/../../metrics')).toMatchObject({ ok: false, message: expect.stringMatching(/dot segments/) });
+    expect(parseProxyPath('/namespaces/a/inferenceservices/-x/proxy/v1')).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/invalid InferenceService name "-x"/),
+    });
+    expect(parseProxyPath('/namespaces/a/inferenceservices/x/proxy/v1/../../metrics')).toMatchObject({
+      ok: false,
+      message: expect.stringMatching(/dot segments/),
+    });
     expect(parseProxyPath('/namespaces/a/inferenceservices/x/proxyv1')).toMatchObject({ ok: false });
   });
 });
@@ -23,14 +32,23 @@ describe('proxyVerb', () => {
 });
 
 describe('readyEndpoints', () => {
-  const slice = (ports: NonNullable<EndpointSliceLike['ports']>, endpoints: NonNullable<EndpointSliceLike['endpoints']>): EndpointSliceLike => ({ ports, endpoints });
+  const slice = (ports: NonNullable<EndpointSliceLike['ports']>, endpoints: NonNullable<EndpointSliceLike['endpoints']>): EndpointSliceLike => ({
+    ports,
+    endpoints,
+  });
   it('keeps ready and unknown-readiness endpoints on the named port, sorted', () => {
     const s = [
-      slice([{ name: 'metrics', port: 9000 }, { name: 'http', port: 8000 }], [
-        { addresses: ['10.0.0.2'], conditions: { ready: true }, targetRef: { name: 'b' } },
-        { addresses: ['10.0.0.1'], targetRef: { name: 'a' } },
-        { addresses: ['10.0.0.3'], conditions: { ready: false }, targetRef: { name: 'c' } },
-      ]),
+      slice(
+        [
+          { name: 'metrics', port: 9000 },
+          { name: 'http', port: 8000 },
+        ],
+        [
+          { addresses: ['10.0.0.2'], conditions: { ready: true }, targetRef: { name: 'b' } },
+          { addresses: ['10.0.0.1'], targetRef: { name: 'a' } },
+          { addresses: ['10.0.0.3'], conditions: { ready: false }, targetRef: { name: 'c' } },
+        ],
+      ),
       // A slice without the named port serves nothing on it.
       slice([{ name: 'grpc', port: 8001 }], [{ addresses: ['10.0.0.9'], targetRef: { name: 'z' } }]),
     ];

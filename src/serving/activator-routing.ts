@@ -18,7 +18,11 @@ export interface Endpoint {
 /** The fields of a discovery.k8s.io/v1 EndpointSlice the routing reads. */
 export interface EndpointSliceLike {
   readonly metadata?: { readonly namespace?: string; readonly labels?: Readonly<Record<string, string>> };
-  readonly endpoints?: readonly { readonly addresses: readonly string[]; readonly conditions?: { readonly ready?: boolean }; readonly targetRef?: { readonly name?: string } }[];
+  readonly endpoints?: readonly {
+    readonly addresses: readonly string[];
+    readonly conditions?: { readonly ready?: boolean };
+    readonly targetRef?: { readonly name?: string };
+  }[];
   readonly ports?: readonly { readonly name?: string; readonly port?: number }[];
 }
 
@@ -59,7 +63,8 @@ export function parseProxyPath(path: string): { readonly ok: true; readonly targ
   if (m === null) return { ok: false, message: `not an inference path: ${path} (expected /namespaces/{namespace}/inferenceservices/{name}/proxy/{path})` };
   const [, namespace = '', name = '', rest = '/'] = m;
   if (namespace.length > 63 || !DNS_LABEL.test(namespace)) return { ok: false, message: `invalid namespace ${JSON.stringify(namespace)} in ${path}` };
-  if (name.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name)) return { ok: false, message: `invalid InferenceService name ${JSON.stringify(name)} in ${path}` };
+  if (name.length > 253 || !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(name))
+    return { ok: false, message: `invalid InferenceService name ${JSON.stringify(name)} in ${path}` };
   // A dot segment would let a caller authorized for one service reach another path on the engine's host.
   if (rest.split('/').some((seg) => seg === '..' || seg === '.')) return { ok: false, message: `dot segments are not allowed in ${path}` };
   return { ok: true, target: { namespace, name, rest } };
@@ -101,6 +106,17 @@ export function pickEndpoint(endpoints: readonly Endpoint[], inFlight: (e: Endpo
 }
 
 /** Request headers not passed to the engine: hop-by-hop ones (RFC 9110 §7.6.1) and the caller's credentials. */
-export const DROPPED_REQUEST_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'host', 'authorization', 'proxy-authorization']);
+export const DROPPED_REQUEST_HEADERS = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'host',
+  'authorization',
+  'proxy-authorization',
+]);
 /** Response headers not passed back: hop-by-hop ones. */
 export const DROPPED_RESPONSE_HEADERS = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade']);

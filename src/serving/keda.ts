@@ -41,7 +41,9 @@ export interface ScaledObject {
     readonly cooldownPeriod: number;
     readonly minReplicaCount: number;
     readonly maxReplicaCount: number;
-    readonly advanced: { readonly horizontalPodAutoscalerConfig: { readonly behavior: { readonly scaleDown: { readonly stabilizationWindowSeconds: number } } } };
+    readonly advanced: {
+      readonly horizontalPodAutoscalerConfig: { readonly behavior: { readonly scaleDown: { readonly stabilizationWindowSeconds: number } } };
+    };
     readonly triggers: readonly {
       readonly type: 'prometheus';
       readonly name?: string;
@@ -97,7 +99,15 @@ export function renderScaledObject(i: ScaledObjectInput): ScaledObject {
         // activationThreshold, and the token query is 0 with no engine running. This trigger only activates: its
         // threshold is out of reach, so the HPA (1 ↔ N) sizes on the token trigger alone.
         ...(i.minReplicas === 0 && i.activationQuery !== undefined
-          ? [{ type: 'prometheus' as const, name: ACTIVATION_TRIGGER, metricType: 'AverageValue' as const, metadata: { serverAddress: i.prometheusAddress, query: i.activationQuery, threshold: ACTIVATION_ONLY_THRESHOLD, activationThreshold: '0' }, ...(auth === undefined ? {} : { authenticationRef: auth }) }]
+          ? [
+              {
+                type: 'prometheus' as const,
+                name: ACTIVATION_TRIGGER,
+                metricType: 'AverageValue' as const,
+                metadata: { serverAddress: i.prometheusAddress, query: i.activationQuery, threshold: ACTIVATION_ONLY_THRESHOLD, activationThreshold: '0' },
+                ...(auth === undefined ? {} : { authenticationRef: auth }),
+              },
+            ]
           : []),
       ],
     },

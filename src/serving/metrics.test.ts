@@ -65,7 +65,7 @@ describe('Triton signals from recorded /metrics', () => {
 });
 
 describe('TGI signals (names as TGI documents them; no recorded text found)', () => {
-  it('queue, batch, and token totals from the per-request histograms\' sums', () => {
+  it("queue, batch, and token totals from the per-request histograms' sums", () => {
     const text = [
       '# TYPE tgi_queue_size gauge',
       'tgi_queue_size 3',
@@ -100,11 +100,34 @@ describe('rates and quantiles between scrapes', () => {
     expect(counterRate(1, 2, 0)).toBeUndefined();
   });
   it('a quantile of the window only, interpolated inside the bucket like PromQL', () => {
-    const before = { buckets: [{ le: 0.1, count: 10 }, { le: 1, count: 10 }, { le: Number.POSITIVE_INFINITY, count: 10 }], sum: 0.5, count: 10 };
-    const after = { buckets: [{ le: 0.1, count: 10 }, { le: 1, count: 20 }, { le: Number.POSITIVE_INFINITY, count: 20 }], sum: 5, count: 20 };
+    const before = {
+      buckets: [
+        { le: 0.1, count: 10 },
+        { le: 1, count: 10 },
+        { le: Number.POSITIVE_INFINITY, count: 10 },
+      ],
+      sum: 0.5,
+      count: 10,
+    };
+    const after = {
+      buckets: [
+        { le: 0.1, count: 10 },
+        { le: 1, count: 20 },
+        { le: Number.POSITIVE_INFINITY, count: 20 },
+      ],
+      sum: 5,
+      count: 20,
+    };
     expect(histogramQuantile(0.5, after, before)).toBeCloseTo(0.55, 10);
     expect(histogramQuantile(0.5, before, before)).toBeUndefined();
-    const inf = { buckets: [{ le: 1, count: 0 }, { le: Number.POSITIVE_INFINITY, count: 3 }], sum: 9, count: 3 };
+    const inf = {
+      buckets: [
+        { le: 1, count: 0 },
+        { le: Number.POSITIVE_INFINITY, count: 3 },
+      ],
+      sum: 9,
+      count: 3,
+    };
     expect(histogramQuantile(0.99, inf)).toBe(1);
   });
 });

@@ -18,7 +18,11 @@ const later = (s: EngineSignals, k: number, tokens: number): EngineSignals => ({
   kvCacheUsage: 0.5,
   promptTokensTotal: (s.promptTokensTotal ?? 0) + tokens,
   generatedTokensTotal: (s.generatedTokensTotal ?? 0) + tokens / 10,
-  ttftSeconds: { buckets: (s.ttftSeconds?.buckets ?? []).map((b) => ({ le: b.le, count: b.count + (b.le >= 2.5 ? k : 0) })), sum: (s.ttftSeconds?.sum ?? 0) + 2 * k, count: (s.ttftSeconds?.count ?? 0) + k },
+  ttftSeconds: {
+    buckets: (s.ttftSeconds?.buckets ?? []).map((b) => ({ le: b.le, count: b.count + (b.le >= 2.5 ? k : 0) })),
+    sum: (s.ttftSeconds?.sum ?? 0) + 2 * k,
+    count: (s.ttftSeconds?.count ?? 0) + k,
+  },
 });
 
 describe('an observation from live scrapes', () => {
@@ -34,7 +38,16 @@ describe('an observation from live scrapes', () => {
       { replica: 'b', atSec: 100, signals: later(base, 0, 30_000) },
     ];
     const o = observeService(state, now, before, 1500);
-    expect(o).toMatchObject({ nowSec: 100, readyReplicas: 2, startingReplicas: 1, desiredReplicas: 3, waiting: 9, running: 24, kvCacheUsage: 0.5, meanPromptTokens: 1500 });
+    expect(o).toMatchObject({
+      nowSec: 100,
+      readyReplicas: 2,
+      startingReplicas: 1,
+      desiredReplicas: 3,
+      waiting: 9,
+      running: 24,
+      kvCacheUsage: 0.5,
+      meanPromptTokens: 1500,
+    });
     expect(o.promptTokensPerSec).toBeCloseTo(8_000, 9);
     expect(o.generatedTokensPerSec).toBeCloseTo(800, 9);
     // The 10 first tokens of the interval all fell in (1, 2.5] s: the p99 is there, not in the old 7.5-10 s history.
@@ -43,8 +56,20 @@ describe('an observation from live scrapes', () => {
   });
   it('counts nothing for a replica without a previous scrape or whose counters reset', () => {
     const base = recorded();
-    const reset: EngineSignals = { ...base, promptTokensTotal: 10, generatedTokensTotal: 1, ttftSeconds: { buckets: [{ le: Number.POSITIVE_INFINITY, count: 1 }], sum: 0.1, count: 1 } };
-    const o = observeService(state, [{ replica: 'a', atSec: 100, signals: reset }, { replica: 'new', atSec: 100, signals: base }], [{ replica: 'a', atSec: 90, signals: base }]);
+    const reset: EngineSignals = {
+      ...base,
+      promptTokensTotal: 10,
+      generatedTokensTotal: 1,
+      ttftSeconds: { buckets: [{ le: Number.POSITIVE_INFINITY, count: 1 }], sum: 0.1, count: 1 },
+    };
+    const o = observeService(
+      state,
+      [
+        { replica: 'a', atSec: 100, signals: reset },
+        { replica: 'new', atSec: 100, signals: base },
+      ],
+      [{ replica: 'a', atSec: 90, signals: base }],
+    );
     expect(o.promptTokensPerSec).toBe(0);
     expect(o.ttftP99Sec).toBeUndefined();
   });

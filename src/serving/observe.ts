@@ -31,11 +31,20 @@ function mergeHistograms(hs: readonly Histogram[]): Histogram | undefined {
   if (hs.length === 0) return undefined;
   const byLe = new Map<number, number>();
   for (const h of hs) for (const b of h.buckets) byLe.set(b.le, (byLe.get(b.le) ?? 0) + b.count);
-  return { buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]).map(([le, count]) => ({ le, count })), sum: hs.reduce((a, h) => a + h.sum, 0), count: hs.reduce((a, h) => a + h.count, 0) };
+  return {
+    buckets: [...byLe.entries()].sort((a, b) => a[0] - b[0]).map(([le, count]) => ({ le, count })),
+    sum: hs.reduce((a, h) => a + h.sum, 0),
+    count: hs.reduce((a, h) => a + h.count, 0),
+  };
 }
 
 /** Builds the observation from this interval's scrapes and the previous ones (by replica). */
-export function observeService(state: ServiceState, now: readonly ReplicaScrape[], before: readonly ReplicaScrape[], meanPromptTokens = DEFAULT_MEAN_PROMPT_TOKENS): ServiceObservation {
+export function observeService(
+  state: ServiceState,
+  now: readonly ReplicaScrape[],
+  before: readonly ReplicaScrape[],
+  meanPromptTokens = DEFAULT_MEAN_PROMPT_TOKENS,
+): ServiceObservation {
   const prev = new Map(before.map((s) => [s.replica, s]));
   let waiting = state.pendingRequests ?? 0;
   let running = 0;

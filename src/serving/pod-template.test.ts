@@ -7,7 +7,12 @@ import { RUNTIMES, runtimeFor } from './runtimes/index.ts';
 
 /** A spec as the apiserver stores it (defaults applied, CEL rules checked), so the tests render what users send. */
 function spec(s: Record<string, unknown>): InferenceServiceSpec {
-  const r = validateResource('InferenceService', { apiVersion: API_GROUP_VERSION, kind: 'InferenceService', metadata: { name: 'llm', namespace: 'ml' }, spec: s });
+  const r = validateResource('InferenceService', {
+    apiVersion: API_GROUP_VERSION,
+    kind: 'InferenceService',
+    metadata: { name: 'llm', namespace: 'ml' },
+    spec: s,
+  });
   if (!r.ok) throw new Error(JSON.stringify(r.errors));
   return r.value.spec;
 }
@@ -38,15 +43,45 @@ describe('vLLM', () => {
     expect(
       args({
         runtime: 'vllm',
-        model: { uri: 'hf://meta-llama/Llama-3.1-8B-Instruct', name: 'llama', revision: 'main', dtype: 'bfloat16', quantization: 'fp8', maxModelLen: 8192, adapters: [{ name: 'sql', uri: 's3://a/sql' }] },
+        model: {
+          uri: 'hf://meta-llama/Llama-3.1-8B-Instruct',
+          name: 'llama',
+          revision: 'main',
+          dtype: 'bfloat16',
+          quantization: 'fp8',
+          maxModelLen: 8192,
+          adapters: [{ name: 'sql', uri: 's3://a/sql' }],
+        },
         gpusPerReplica: 4,
         tensorParallelSize: 2,
         engine: { gpuMemoryUtilization: 0.85, maxLoraRank: 64, maxLoras: 4 },
       }),
     ).toEqual([
-      '--model', 'meta-llama/Llama-3.1-8B-Instruct', '--served-model-name', 'llama', '--port', '8000', '--revision', 'main',
-      '--tensor-parallel-size', '2', '--pipeline-parallel-size', '2', '--max-model-len', '8192', '--gpu-memory-utilization', '0.85',
-      '--dtype', 'bfloat16', '--quantization', 'fp8', '--enable-lora', '--max-loras', '4', '--max-lora-rank', '64',
+      '--model',
+      'meta-llama/Llama-3.1-8B-Instruct',
+      '--served-model-name',
+      'llama',
+      '--port',
+      '8000',
+      '--revision',
+      'main',
+      '--tensor-parallel-size',
+      '2',
+      '--pipeline-parallel-size',
+      '2',
+      '--max-model-len',
+      '8192',
+      '--gpu-memory-utilization',
+      '0.85',
+      '--dtype',
+      'bfloat16',
+      '--quantization',
+      'fp8',
+      '--enable-lora',
+      '--max-loras',
+      '4',
+      '--max-lora-rank',
+      '64',
     ]);
   });
   it('launches LoRA-ready when the spec reserves adapter slots, with or without adapters: the same container either way (ADR 0136)', () => {
@@ -64,7 +99,14 @@ describe('vLLM', () => {
   });
   it('serves weights from the model directory for a non-Hugging-Face URI and names the model after its last segment', () => {
     expect(args({ runtime: 'vllm', model: { uri: 's3://bucket/models/mistral-7b/' } })).toEqual([
-      '--model', '/mnt/models', '--served-model-name', 'mistral-7b', '--port', '8000', '--tensor-parallel-size', '1',
+      '--model',
+      '/mnt/models',
+      '--served-model-name',
+      'mistral-7b',
+      '--port',
+      '8000',
+      '--tensor-parallel-size',
+      '1',
     ]);
   });
   it('renders the container: image, ports, GPU limits, /health probes, the runtime-LoRA switch, and spec overrides last', () => {
@@ -96,7 +138,9 @@ describe('vLLM', () => {
     expect(r.template.minComputeCapability).toBe('7.0');
   });
   it('rejects weights it cannot load, naming the field', () => {
-    expect(issues({ runtime: 'vllm', model: { uri: 's3://m', format: 'tensorrt' } })).toEqual(['spec.model.format: vllm loads safetensors, pytorch or gguf weights, not tensorrt']);
+    expect(issues({ runtime: 'vllm', model: { uri: 's3://m', format: 'tensorrt' } })).toEqual([
+      'spec.model.format: vllm loads safetensors, pytorch or gguf weights, not tensorrt',
+    ]);
   });
 });
 
@@ -105,22 +149,49 @@ describe('TGI', () => {
     expect(
       args({
         runtime: 'tgi',
-        model: { uri: 'hf://mistralai/Mistral-7B-v0.3', dtype: 'float16', quantization: 'int4', maxModelLen: 4096, adapters: [{ name: 'a', uri: 's3://a' }, { name: 'b', uri: 's3://b' }] },
+        model: {
+          uri: 'hf://mistralai/Mistral-7B-v0.3',
+          dtype: 'float16',
+          quantization: 'int4',
+          maxModelLen: 4096,
+          adapters: [
+            { name: 'a', uri: 's3://a' },
+            { name: 'b', uri: 's3://b' },
+          ],
+        },
         gpusPerReplica: 2,
         engine: { gpuMemoryUtilization: 0.9 },
       }),
     ).toEqual([
-      '--model-id', 'mistralai/Mistral-7B-v0.3', '--hostname', '0.0.0.0', '--port', '8080', '--num-shard', '2', '--max-total-tokens', '4096',
-      '--quantize', 'bitsandbytes-nf4', '--dtype', 'float16', '--cuda-memory-fraction', '0.9', '--lora-adapters', 'a=/mnt/adapters/a,b=/mnt/adapters/b',
+      '--model-id',
+      'mistralai/Mistral-7B-v0.3',
+      '--hostname',
+      '0.0.0.0',
+      '--port',
+      '8080',
+      '--num-shard',
+      '2',
+      '--max-total-tokens',
+      '4096',
+      '--quantize',
+      'bitsandbytes-nf4',
+      '--dtype',
+      'float16',
+      '--cuda-memory-fraction',
+      '0.9',
+      '--lora-adapters',
+      'a=/mnt/adapters/a,b=/mnt/adapters/b',
     ]);
     expect(RUNTIMES.tgi.lora.kind).toBe('launch-only');
   });
   it('rejects pipeline parallelism, float32 and LoRA slot settings together', () => {
-    expect(issues({ runtime: 'tgi', model: { uri: 'hf://m/m', dtype: 'float32' }, gpusPerReplica: 4, tensorParallelSize: 2, engine: { maxLoras: 2 } })).toEqual([
-      'spec.tensorParallelSize: tgi shards a model by tensor parallelism only: set tensorParallelSize to gpusPerReplica',
-      'spec.model.dtype: tgi computes in float16 or bfloat16, not float32',
-      'spec.engine.maxLoras: tgi has no adapter-slot setting: it loads every adapter of spec.model.adapters at launch',
-    ]);
+    expect(issues({ runtime: 'tgi', model: { uri: 'hf://m/m', dtype: 'float32' }, gpusPerReplica: 4, tensorParallelSize: 2, engine: { maxLoras: 2 } })).toEqual(
+      [
+        'spec.tensorParallelSize: tgi shards a model by tensor parallelism only: set tensorParallelSize to gpusPerReplica',
+        'spec.model.dtype: tgi computes in float16 or bfloat16, not float32',
+        'spec.engine.maxLoras: tgi has no adapter-slot setting: it loads every adapter of spec.model.adapters at launch',
+      ],
+    );
   });
 });
 
@@ -143,7 +214,9 @@ describe('Triton', () => {
       'spec.model.dtype: the compute dtype is fixed when the TensorRT-LLM engine is built; triton serves the engine in the model repository as it is',
       'spec.model.maxModelLen: the maximum sequence length is fixed when the TensorRT-LLM engine is built; triton serves the engine in the model repository as it is',
     ]);
-    expect(issues({ runtime: 'triton', model: { uri: 'pvc://e' }, port: 8002 })).toEqual(['spec.port: port 8002 is the Triton Inference Server metrics port; choose another serving port']);
+    expect(issues({ runtime: 'triton', model: { uri: 'pvc://e' }, port: 8002 })).toEqual([
+      'spec.port: port 8002 is the Triton Inference Server metrics port; choose another serving port',
+    ]);
   });
   it('is refused LoRA adapters by the CRD itself', () => {
     expect(() => spec({ runtime: 'triton', model: { uri: 'pvc://e', adapters: [{ name: 'a', uri: 's3://a' }] } })).toThrow(/not triton/);
@@ -152,9 +225,32 @@ describe('Triton', () => {
 
 describe('llama.cpp', () => {
   it('serves a GGUF with metrics on, every layer on the GPU, adapters loaded at scale 0', () => {
-    expect(args({ runtime: 'llamacpp', model: { uri: 'pvc://models/qwen.gguf', name: 'qwen', format: 'gguf', maxModelLen: 4096, adapters: [{ name: 'x', uri: 's3://x' }] }, gpusPerReplica: 2, tensorParallelSize: 2 })).toEqual([
-      '--model', '/mnt/models', '--alias', 'qwen', '--host', '0.0.0.0', '--port', '8080', '--metrics', '--ctx-size', '4096',
-      '--n-gpu-layers', '999', '--split-mode', 'row', '--lora', '/mnt/adapters/x', '--lora-init-without-apply',
+    expect(
+      args({
+        runtime: 'llamacpp',
+        model: { uri: 'pvc://models/qwen.gguf', name: 'qwen', format: 'gguf', maxModelLen: 4096, adapters: [{ name: 'x', uri: 's3://x' }] },
+        gpusPerReplica: 2,
+        tensorParallelSize: 2,
+      }),
+    ).toEqual([
+      '--model',
+      '/mnt/models',
+      '--alias',
+      'qwen',
+      '--host',
+      '0.0.0.0',
+      '--port',
+      '8080',
+      '--metrics',
+      '--ctx-size',
+      '4096',
+      '--n-gpu-layers',
+      '999',
+      '--split-mode',
+      'row',
+      '--lora',
+      '/mnt/adapters/x',
+      '--lora-init-without-apply',
     ]);
   });
   it('runs on CPU without GPU flags or limits, and fetches Hugging Face models itself', () => {
@@ -181,7 +277,7 @@ describe('llama.cpp', () => {
 });
 
 describe('GPU support', () => {
-  it('takes the higher of the spec\'s and the engine\'s minimum compute capability', () => {
+  it("takes the higher of the spec's and the engine's minimum compute capability", () => {
     const r = renderReplica(spec({ runtime: 'vllm', model: { uri: 'hf://m/m' }, gpu: { minComputeCapability: '9.0' } }));
     expect(r.ok && r.template.minComputeCapability).toBe('9.0');
     const t = renderReplica(spec({ runtime: 'tgi', model: { uri: 'hf://m/m' }, gpu: { minComputeCapability: '7.5' } }));

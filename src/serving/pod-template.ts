@@ -85,7 +85,15 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
   const port = spec.port ?? runtime.defaultPort;
   const pods = podsPerReplica(spec);
   const multi = runtime.multiNode;
-  const multiIssue: SpecIssue[] = pods > 1 && multi === undefined ? [{ field: 'spec.podsPerReplica', message: `${runtime.displayName} runs in one pod only: podsPerReplica ${pods} needs a runtime with multi-node serving (vllm)` }] : [];
+  const multiIssue: SpecIssue[] =
+    pods > 1 && multi === undefined
+      ? [
+          {
+            field: 'spec.podsPerReplica',
+            message: `${runtime.displayName} runs in one pod only: podsPerReplica ${pods} needs a runtime with multi-node serving (vllm)`,
+          },
+        ]
+      : [];
   const args = runtime.args({ spec, port, modelDir: MODEL_DIR, adapterDir });
   if (!args.ok || multiIssue.length > 0) return { ok: false, issues: [...multiIssue, ...(args.ok ? [] : args.issues)] };
   const metricsPort = runtime.metricsPort ?? port;
@@ -96,12 +104,18 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
   if (issues.length > 0) return { ok: false, issues };
 
   // The runtime's environment first; spec.container.env overrides an entry of the same name.
-  const env = new Map<string, EnvVar>(Object.entries(runtime.env({ spec, port, modelDir: MODEL_DIR, adapterDir })).map(([name, value]) => [name, { name, value }]));
-  for (const e of spec.container?.env ?? []) env.set(e.name, { name: e.name, ...(e.value !== undefined ? { value: e.value } : {}), ...(e.valueFrom !== undefined ? { valueFrom: e.valueFrom } : {}) });
+  const env = new Map<string, EnvVar>(
+    Object.entries(runtime.env({ spec, port, modelDir: MODEL_DIR, adapterDir })).map(([name, value]) => [name, { name, value }]),
+  );
+  for (const e of spec.container?.env ?? [])
+    env.set(e.name, { name: e.name, ...(e.value !== undefined ? { value: e.value } : {}), ...(e.valueFrom !== undefined ? { valueFrom: e.valueFrom } : {}) });
 
   const gpus = String(gpusPerPod(spec));
   const extra = Object.fromEntries(Object.entries(spec.resources ?? {}).map(([k, v]) => [k, String(v)]));
-  const resources = spec.gpusPerReplica > 0 ? { limits: { ...extra, 'nvidia.com/gpu': gpus }, requests: { ...extra, 'nvidia.com/gpu': gpus } } : { limits: extra, requests: extra };
+  const resources =
+    spec.gpusPerReplica > 0
+      ? { limits: { ...extra, 'nvidia.com/gpu': gpus }, requests: { ...extra, 'nvidia.com/gpu': gpus } }
+      : { limits: extra, requests: extra };
   // The spec's args come after the runtime's: the engines' parsers let the last occurrence of a flag win.
   const engineArgs = [...args.args, ...(pods > 1 && multi !== undefined ? multi.extraArgs : []), ...(spec.container?.args ?? [])];
   // A multi-pod leader wraps the engine in the runtime's cluster start-up, unless the spec gives its own command.
@@ -126,7 +140,8 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
     ...(spec.container?.workingDir !== undefined ? { workingDir: spec.container.workingDir } : {}),
   };
   const asked = spec.gpu?.minComputeCapability;
-  const minComputeCapability = asked !== undefined && compareComputeCapability(asked, runtime.gpus.minComputeCapability) > 0 ? asked : runtime.gpus.minComputeCapability;
+  const minComputeCapability =
+    asked !== undefined && compareComputeCapability(asked, runtime.gpus.minComputeCapability) > 0 ? asked : runtime.gpus.minComputeCapability;
   const workerLine = pods > 1 ? multi?.worker() : undefined;
   const worker: WorkerContainer | undefined =
     workerLine === undefined
@@ -142,5 +157,17 @@ export function renderReplica(spec: InferenceServiceSpec): RenderResult {
           ...(container.imagePullPolicy !== undefined ? { imagePullPolicy: container.imagePullPolicy } : {}),
           ...(container.workingDir !== undefined ? { workingDir: container.workingDir } : {}),
         };
-  return { ok: true, template: { runtime, port, metricsPort, container, minComputeCapability, pinGpuModel: runtime.gpus.boundToBuildGpu, podsPerReplica: pods, ...(worker === undefined ? {} : { worker }) } };
+  return {
+    ok: true,
+    template: {
+      runtime,
+      port,
+      metricsPort,
+      container,
+      minComputeCapability,
+      pinGpuModel: runtime.gpus.boundToBuildGpu,
+      podsPerReplica: pods,
+      ...(worker === undefined ? {} : { worker }),
+    },
+  };
 }

@@ -82,7 +82,10 @@ export type LoraApi =
    * Loaded at launch from the command line; the running engine only switches them on and off (llama.cpp:
    * POST /lora-adapters with [{id, scale}]). A new adapter needs a rolling restart.
    */
-  | { readonly kind: 'launch-scale'; readonly scale: { readonly method: 'POST'; readonly path: string; readonly body: (scales: readonly { id: number; scale: number }[]) => unknown } }
+  | {
+      readonly kind: 'launch-scale';
+      readonly scale: { readonly method: 'POST'; readonly path: string; readonly body: (scales: readonly { id: number; scale: number }[]) => unknown };
+    }
   /** Loaded at launch only (TGI --lora-adapters); a change needs a rolling restart. */
   | { readonly kind: 'launch-only' }
   /** No LoRA (Triton). */

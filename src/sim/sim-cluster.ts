@@ -84,7 +84,12 @@ export class SimCluster {
       this.unschedulable.delete(r.podId);
       this.expected.delete(r.podId);
       this.stats.bound++;
-      if (this.opts.recordEvents === true) this.events.push({ kind: 'Scheduled', subject: r.podId, message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'}${batch.gang === undefined ? '' : `; gang ${batch.gang}`})` });
+      if (this.opts.recordEvents === true)
+        this.events.push({
+          kind: 'Scheduled',
+          subject: r.podId,
+          message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'}${batch.gang === undefined ? '' : `; gang ${batch.gang}`})`,
+        });
     }
     this.hooks.onBind?.(batch);
   }

@@ -118,8 +118,10 @@ describe('loadClusterText: valid files', () => {
     expect(byName(nodes(text), 'cordoned').unschedulable).toBe(true);
   });
 
-  it('reads allocatable resources beyond the shape (Kubernetes names and quantities), and refuses the shape\'s own', () => {
-    const list = nodes(yaml('nodes:', '  - {name: ib, shape: t4x4, allocatable: {rdma/hca: 4, ephemeral-storage: 1Ti, hugepages-2Mi: "0"}}', '  - {name: plain, shape: t4x4}'));
+  it("reads allocatable resources beyond the shape (Kubernetes names and quantities), and refuses the shape's own", () => {
+    const list = nodes(
+      yaml('nodes:', '  - {name: ib, shape: t4x4, allocatable: {rdma/hca: 4, ephemeral-storage: 1Ti, hugepages-2Mi: "0"}}', '  - {name: plain, shape: t4x4}'),
+    );
     expect(byName(list, 'ib').scalar).toEqual({ 'ephemeral-storage': 2 ** 40, 'rdma/hca': 4 });
     expect(byName(list, 'plain').scalar).toBeUndefined();
     const bad = issues(yaml('nodes:', '  - {name: ib, shape: t4x4, allocatable: {cpu: 4, rdma/hca: half}}'));
@@ -147,7 +149,9 @@ describe('loadClusterText: valid files', () => {
 
 describe('loadClusterText: errors name file, line, column and field', () => {
   it('an unknown field and a wrong type', () => {
-    expect(issues(yaml('kind: Cluster', 'nodes:', '  - name: a', '    shape: dgx-h100', '    colour: red', '  - name: b', '    shape: l4x8', '    count: three'))).toEqual([
+    expect(
+      issues(yaml('kind: Cluster', 'nodes:', '  - name: a', '    shape: dgx-h100', '    colour: red', '  - name: b', '    shape: l4x8', '    count: three')),
+    ).toEqual([
       { file: 'cluster.yaml', line: 5, column: 13, field: 'nodes[0].colour', message: 'unknown field' },
       { file: 'cluster.yaml', line: 8, column: 12, field: 'nodes[1].count', message: 'Expected integer (got "three")' },
     ]);
@@ -155,7 +159,13 @@ describe('loadClusterText: errors name file, line, column and field', () => {
 
   it('a value outside an enumeration lists the allowed values', () => {
     const [i] = issues(yaml('nodes:', '  - name: a', '    shape: l4x8', '    taints: [{key: k, effect: Sometimes}]'));
-    expect(i).toEqual({ file: 'cluster.yaml', line: 4, column: 31, field: 'nodes[0].taints[0].effect', message: '"Sometimes" is not one of "NoSchedule", "PreferNoSchedule", "NoExecute"' });
+    expect(i).toEqual({
+      file: 'cluster.yaml',
+      line: 4,
+      column: 31,
+      field: 'nodes[0].taints[0].effect',
+      message: '"Sometimes" is not one of "NoSchedule", "PreferNoSchedule", "NoExecute"',
+    });
   });
 
   it('a missing required field points at its parent', () => {
@@ -175,7 +185,15 @@ describe('loadClusterText: errors name file, line, column and field', () => {
   });
 
   it('duplicate node names, from a prefix group or a named node', () => {
-    const found = issues(yaml('nodes:', '  - {name: gpu-a, shape: l4x8}', '  - {namePrefix: gpu-, count: 2, shape: t4x4}', '  - {namePrefix: gpu-, count: 3, shape: t4x4}', '  - {name: gpu-a, shape: l4x8}'));
+    const found = issues(
+      yaml(
+        'nodes:',
+        '  - {name: gpu-a, shape: l4x8}',
+        '  - {namePrefix: gpu-, count: 2, shape: t4x4}',
+        '  - {namePrefix: gpu-, count: 3, shape: t4x4}',
+        '  - {name: gpu-a, shape: l4x8}',
+      ),
+    );
     expect(found).toEqual([
       { file: 'cluster.yaml', line: 4, column: 18, field: 'nodes[2].namePrefix', message: 'duplicate node name "gpu-0"' },
       { file: 'cluster.yaml', line: 5, column: 12, field: 'nodes[3].name', message: 'duplicate node name "gpu-a"' },
@@ -183,8 +201,24 @@ describe('loadClusterText: errors name file, line, column and field', () => {
   });
 
   it('a bad compute capability in a custom shape', () => {
-    const found = issues(yaml('shapes:', '  my:', '    gpu: {model: L40S, count: 4, computeCapability: sm_x}', '    cpuMilli: 1000', '    memoryMiB: 1000', 'nodes:', '  - {name: a, shape: my}'));
-    expect(found[0]).toEqual({ file: 'cluster.yaml', line: 3, column: 53, field: 'shapes.my.gpu.computeCapability', message: '"sm_x" is not a compute capability (use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120)' });
+    const found = issues(
+      yaml(
+        'shapes:',
+        '  my:',
+        '    gpu: {model: L40S, count: 4, computeCapability: sm_x}',
+        '    cpuMilli: 1000',
+        '    memoryMiB: 1000',
+        'nodes:',
+        '  - {name: a, shape: my}',
+      ),
+    );
+    expect(found[0]).toEqual({
+      file: 'cluster.yaml',
+      line: 3,
+      column: 53,
+      field: 'shapes.my.gpu.computeCapability',
+      message: '"sm_x" is not a compute capability (use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120)',
+    });
   });
 
   it('malformed YAML', () => {
@@ -246,13 +280,21 @@ describe('loadClusterText: errors name file, line, column and field', () => {
   });
 
   it('an nvidia-smi matrix that does not parse reports the parser error at the field', () => {
-    const [i] = issues(yaml('shapes:', '  c: {gpu: {model: V100, count: 2}, cpuMilli: 1, memoryMiB: 1, topology: {nvidiaSmi: "not a matrix"}}', 'nodes: [{name: x, shape: l4x8}]'));
+    const [i] = issues(
+      yaml(
+        'shapes:',
+        '  c: {gpu: {model: V100, count: 2}, cpuMilli: 1, memoryMiB: 1, topology: {nvidiaSmi: "not a matrix"}}',
+        'nodes: [{name: x, shape: l4x8}]',
+      ),
+    );
     expect(i).toMatchObject({ line: 2, column: 86, field: 'shapes.c.topology.nvidiaSmi' });
     expect(i?.message).toMatch(/^no header line with GPU0 found/);
   });
 
   it('formats an issue as file:line:column: field: message', () => {
-    expect(formatIssue({ file: 'c.yaml', line: 5, column: 13, field: 'nodes[0].colour', message: 'unknown field' })).toBe('c.yaml:5:13: nodes[0].colour: unknown field');
+    expect(formatIssue({ file: 'c.yaml', line: 5, column: 13, field: 'nodes[0].colour', message: 'unknown field' })).toBe(
+      'c.yaml:5:13: nodes[0].colour: unknown field',
+    );
     expect(formatIssue({ file: 'c.yaml', line: 1, column: 18, field: '', message: 'YAML: oops' })).toBe('c.yaml:1:18: YAML: oops');
   });
 });

@@ -26,7 +26,13 @@ import { GPU_RESOURCE } from '../api/wire.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
 
 const Name = Type.String({ minLength: 1, maxLength: 253, pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' });
-const LinkClassT = Type.Union([Type.Literal('nvswitch'), Type.Literal('nvlink'), Type.Literal('pcie-switch'), Type.Literal('numa'), Type.Literal('cross-socket')]);
+const LinkClassT = Type.Union([
+  Type.Literal('nvswitch'),
+  Type.Literal('nvlink'),
+  Type.Literal('pcie-switch'),
+  Type.Literal('numa'),
+  Type.Literal('cross-socket'),
+]);
 
 const TopologyT = Type.Object(
   {
@@ -66,7 +72,11 @@ const ShapeT = Type.Object(
 );
 
 const TaintT = Type.Object(
-  { key: Type.String({ minLength: 1 }), value: Type.Optional(Type.String()), effect: Type.Union([Type.Literal('NoSchedule'), Type.Literal('PreferNoSchedule'), Type.Literal('NoExecute')]) },
+  {
+    key: Type.String({ minLength: 1 }),
+    value: Type.Optional(Type.String()),
+    effect: Type.Union([Type.Literal('NoSchedule'), Type.Literal('PreferNoSchedule'), Type.Literal('NoExecute')]),
+  },
   { additionalProperties: false },
 );
 
@@ -131,7 +141,10 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
     const shape = custom.get(g.shape) ?? NODE_SHAPES[g.shape];
     if (shape === undefined) {
       if (broken.has(g.shape)) return;
-      at(['nodes', gi, 'shape'], `unknown shape "${g.shape}" (presets: ${Object.keys(NODE_SHAPES).join(', ')}${custom.size > 0 ? `; custom: ${[...custom.keys()].join(', ')}` : ''})`);
+      at(
+        ['nodes', gi, 'shape'],
+        `unknown shape "${g.shape}" (presets: ${Object.keys(NODE_SHAPES).join(', ')}${custom.size > 0 ? `; custom: ${[...custom.keys()].join(', ')}` : ''})`,
+      );
       return;
     }
     if (g.name !== undefined && g.namePrefix !== undefined) at(['nodes', gi, 'name'], 'give either name or namePrefix, not both');
@@ -142,7 +155,8 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
     if (g.nvlinkDomain !== undefined) {
       const key = `${location.zone}/${location.block}/${rack}`;
       const prev = domainRack.get(g.nvlinkDomain);
-      if (prev !== undefined && prev !== key) at(['nodes', gi, 'nvlinkDomain'], `NVLink domain "${g.nvlinkDomain}" spans two racks (${prev} and ${key}); a domain lives inside one rack`);
+      if (prev !== undefined && prev !== key)
+        at(['nodes', gi, 'nvlinkDomain'], `NVLink domain "${g.nvlinkDomain}" spans two racks (${prev} and ${key}); a domain lives inside one rack`);
       domainRack.set(g.nvlinkDomain, key);
     }
     let scalar: Record<string, number> | undefined;
@@ -155,7 +169,8 @@ export function loadCluster(src: YamlSource, prefix: readonly (string | number)[
       if (!v.ok) at(['nodes', gi, 'allocatable', key], v.error);
       else if (v.value > 0) (scalar ??= {})[key] = v.value;
     }
-    for (const u of g.unhealthyGpus ?? []) if (u >= shape.gpus.length) at(['nodes', gi, 'unhealthyGpus'], `GPU ${u} does not exist (shape has ${shape.gpus.length})`);
+    for (const u of g.unhealthyGpus ?? [])
+      if (u >= shape.gpus.length) at(['nodes', gi, 'unhealthyGpus'], `GPU ${u} does not exist (shape has ${shape.gpus.length})`);
     for (let i = 0; i < count; i++) {
       const name = g.name ?? `${g.namePrefix ?? `${g.shape}-`}${i}`;
       if (names.has(name)) {

@@ -2,14 +2,25 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { NODE_SHAPES } from '../core/model/presets.ts';
 import type { NicPlacement, NodeGpuTopology } from '../core/model/topology.ts';
-import { formatNics, ncclTopologyXml, nicPlacements, parseBusIds, parseNics, readNcclTopology, relationInFile, sameRelation, type NcclTopology } from './nccl-topology.ts';
+import {
+  formatNics,
+  ncclTopologyXml,
+  nicPlacements,
+  parseBusIds,
+  parseNics,
+  readNcclTopology,
+  relationInFile,
+  sameRelation,
+  type NcclTopology,
+} from './nccl-topology.ts';
 import { readSmiMatrix, readSmiNics, topologyFromMatrix, type SmiNic } from './nvidia-smi-topo.ts';
 
 const data = (f: string): string => readFileSync(new URL(`../node/testdata/${f}`, import.meta.url), 'utf8');
 const busIds = (n: number): string[] => Array.from({ length: n }, (_, i) => `0000:${(0x07 + 0x10 * i).toString(16).padStart(2, '0')}:00.0`);
 
 /** Every subset of 0..n-1 with at least one member (n ≤ 8: 255 subsets). */
-const subsets = (n: number): number[][] => Array.from({ length: 2 ** n - 1 }, (_, m) => Array.from({ length: n }, (_, i) => i).filter((i) => ((m + 1) >> i) & 1));
+const subsets = (n: number): number[][] =>
+  Array.from({ length: 2 ** n - 1 }, (_, m) => Array.from({ length: n }, (_, i) => i).filter((i) => ((m + 1) >> i) & 1));
 
 function parsed(xml: string): NcclTopology {
   const r = readNcclTopology(xml);
@@ -18,7 +29,13 @@ function parsed(xml: string): NcclTopology {
 }
 
 /** The file for `gpus` against the matrix: the same GPUs (by bus id), and every pair related as nvidia-smi says. */
-function checkAgainstSmi(cells: readonly (readonly string[])[], t: NodeGpuTopology, gpus: number[], nics: readonly NicPlacement[] = [], smiNics: readonly SmiNic[] = []): NcclTopology {
+function checkAgainstSmi(
+  cells: readonly (readonly string[])[],
+  t: NodeGpuTopology,
+  gpus: number[],
+  nics: readonly NicPlacement[] = [],
+  smiNics: readonly SmiNic[] = [],
+): NcclTopology {
   const ids = busIds(t.gpuCount);
   const r = ncclTopologyXml({ topology: t, busIds: ids, gpus, sm: 90, nics });
   if (!r.ok) throw new Error(r.error);
@@ -92,7 +109,11 @@ describe('NCCL topology file, checked against real `nvidia-smi topo -m` outputs'
     const t = topologyFromMatrix(m.value);
     const smiNics = readSmiNics(text, 8);
     const nics = nicPlacements(smiNics, t.numaOf);
-    expect(nics).toEqual([{ name: 'mlx5_0', numa: 0, nearGpu: 0 }, { name: 'mlx5_1', numa: 0, nearGpu: 1 }, { name: 'mlx5_2', numa: 0, nearGpu: 2 }]);
+    expect(nics).toEqual([
+      { name: 'mlx5_0', numa: 0, nearGpu: 0 },
+      { name: 'mlx5_1', numa: 0, nearGpu: 1 },
+      { name: 'mlx5_2', numa: 0, nearGpu: 2 },
+    ]);
     const file = checkAgainstSmi(m.value.cells, t, [0, 1], nics, smiNics);
     expect(file.nics.map((n) => n.name)).toEqual(['mlx5_0', 'mlx5_1']);
     expect(file.nics.every((n) => n.bridge !== undefined)).toBe(true);
@@ -131,7 +152,10 @@ describe('NCCL topology file: the XML itself and bad input', () => {
   it('refuses GPUs it cannot describe, naming them', () => {
     expect(ncclTopologyXml({ topology: t, busIds: busIds(4), gpus: [], sm: 80 })).toEqual({ ok: false, error: 'no GPUs given' });
     expect(ncclTopologyXml({ topology: t, busIds: busIds(4), gpus: [4], sm: 80 })).toEqual({ ok: false, error: 'GPU 4 is not on the node (it has 4)' });
-    expect(ncclTopologyXml({ topology: t, busIds: ['0000:07:00.0', 'x', '0000:27:00.0', '0000:37:00.0'], gpus: [1], sm: 80 })).toEqual({ ok: false, error: 'GPU 1 has no PCI bus id ("x" is not of the form 0000:07:00.0)' });
+    expect(ncclTopologyXml({ topology: t, busIds: ['0000:07:00.0', 'x', '0000:27:00.0', '0000:37:00.0'], gpus: [1], sm: 80 })).toEqual({
+      ok: false,
+      error: 'GPU 1 has no PCI bus id ("x" is not of the form 0000:07:00.0)',
+    });
     expect(ncclTopologyXml({ topology: t, busIds: busIds(3), gpus: [0], sm: 80 })).toEqual({ ok: false, error: '3 PCI bus ids for 4 GPUs' });
   });
 
@@ -139,7 +163,13 @@ describe('NCCL topology file: the XML itself and bad input', () => {
     expect(parseBusIds('0000:07:00.0,0000:0F:00.0', 2)).toEqual({ ok: true, value: ['0000:07:00.0', '0000:0f:00.0'] });
     expect(parseBusIds('0000:07:00.0', 2)).toEqual({ ok: false, error: '1 bus ids for 2 GPUs' });
     expect(parseBusIds('0000:07:00.0,07:00.0', 2)).toEqual({ ok: false, error: '"07:00.0" is not a PCI bus id of the form 0000:07:00.0' });
-    expect(parseNics('mlx5_0@0/1, mlx5_1@1', 4)).toEqual({ ok: true, value: [{ name: 'mlx5_0', numa: 0, nearGpu: 1 }, { name: 'mlx5_1', numa: 1 }] });
+    expect(parseNics('mlx5_0@0/1, mlx5_1@1', 4)).toEqual({
+      ok: true,
+      value: [
+        { name: 'mlx5_0', numa: 0, nearGpu: 1 },
+        { name: 'mlx5_1', numa: 1 },
+      ],
+    });
     expect(parseNics('mlx5_0@0/9', 4)).toEqual({ ok: false, error: '"mlx5_0@0/9": GPU 9 is not on the node (it has 4)' });
     expect(parseNics('mlx5_0', 4)).toEqual({ ok: false, error: '"mlx5_0" is not name@numa or name@numa/gpu (e.g. mlx5_0@1/3)' });
     expect(parseNics('', 4)).toEqual({ ok: true, value: [] });

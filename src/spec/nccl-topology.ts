@@ -65,7 +65,13 @@ export function ncclTopologyXml(input: NcclTopologyInput): Result<string, string
   }
   if (input.busIds.length !== t.gpuCount) return err(`${input.busIds.length} PCI bus ids for ${t.gpuCount} GPUs`);
   const speed = linkSpeed(input.sm);
-  const pci = (busid: string, cls: string, extra: XmlNode = {}): XmlNode => ({ '@_busid': busid, '@_class': cls, '@_link_speed': speed, '@_link_width': '16', ...extra });
+  const pci = (busid: string, cls: string, extra: XmlNode = {}): XmlNode => ({
+    '@_busid': busid,
+    '@_class': cls,
+    '@_link_speed': speed,
+    '@_link_width': '16',
+    ...extra,
+  });
 
   const nvlinks = (g: number): XmlNode[] => {
     const out: XmlNode[] = [];
@@ -86,7 +92,8 @@ export function ncclTopologyXml(input: NcclTopologyInput): Result<string, string
     return pci(input.busIds[g] as string, PCI_CLASS.gpu, { gpu });
   };
   const nics = nicsFor(input.nics ?? [], t, gpus);
-  const nicNode = (n: NicPlacement): XmlNode => pci(`fffe:${(nics.indexOf(n) + 1).toString(16).padStart(2, '0')}:00.0`, PCI_CLASS.nic, { nic: { net: { '@_name': n.name } } });
+  const nicNode = (n: NicPlacement): XmlNode =>
+    pci(`fffe:${(nics.indexOf(n) + 1).toString(16).padStart(2, '0')}:00.0`, PCI_CLASS.nic, { nic: { net: { '@_name': n.name } } });
 
   // GPUs share a bridge when the node says they share a PCIe switch (PIX) or reach each other through PCIe
   // switches only (PXB: a `pcie-switch` link between different switch ids).
@@ -161,7 +168,10 @@ export function formatNics(nics: readonly NicPlacement[]): string {
 
 export function parseNics(text: string, gpuCount: number): Result<NicPlacement[], string> {
   const out: NicPlacement[] = [];
-  for (const item of text.split(',').map((s) => s.trim()).filter((s) => s !== '')) {
+  for (const item of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '')) {
     const m = /^([A-Za-z0-9_.:-]+)@(\d+)(?:\/(\d+))?$/.exec(item);
     if (m === null) return err(`"${item}" is not name@numa or name@numa/gpu (e.g. mlx5_0@1/3)`);
     const near = m[3] === undefined ? undefined : Number(m[3]);
@@ -229,10 +239,14 @@ export function readNcclTopology(xml: string): Result<NcclTopology, string> {
       } else if (cls === PCI_CLASS.gpu) {
         const g = p['gpu'] as XmlNode | undefined;
         const sm = g === undefined ? undefined : attr(g, 'sm');
-        const nvlinks = g === undefined ? [] : asList(g['nvlink']).map((l) => ({ target: attr(l, 'target') ?? '', count: Number(attr(l, 'count') ?? '0'), tclass: attr(l, 'tclass') ?? '' }));
+        const nvlinks =
+          g === undefined
+            ? []
+            : asList(g['nvlink']).map((l) => ({ target: attr(l, 'target') ?? '', count: Number(attr(l, 'count') ?? '0'), tclass: attr(l, 'tclass') ?? '' }));
         gpus.push({ busId: busid, numa, ...(bridge === undefined ? {} : { bridge }), ...(sm === undefined ? {} : { sm: Number(sm) }), nvlinks });
       } else if (cls === PCI_CLASS.nic) {
-        for (const nic of asList(p['nic'])) for (const net of asList(nic['net'])) nics.push({ name: attr(net, 'name') ?? '', numa, ...(bridge === undefined ? {} : { bridge }) });
+        for (const nic of asList(p['nic']))
+          for (const net of asList(nic['net'])) nics.push({ name: attr(net, 'name') ?? '', numa, ...(bridge === undefined ? {} : { bridge }) });
       }
     }
     return ok(true);

@@ -24,13 +24,40 @@ interface Spelling {
 }
 
 /** Texts that are no number of any field (YAML reads them as strings, null, NaN, infinities, booleans, lists). */
-const GARBAGE = ['NaN', '.nan', '.NaN', 'nan', '.inf', '-.inf', '+.inf', 'Infinity', '"NaN"', '""', '"  "', '1,5', '9.0.1', '0x1G', '1_000', '~', 'null', 'true', '[1]', '{a: 1}', '--1', '1 2', 'sm_', 'eight'];
+const GARBAGE = [
+  'NaN',
+  '.nan',
+  '.NaN',
+  'nan',
+  '.inf',
+  '-.inf',
+  '+.inf',
+  'Infinity',
+  '"NaN"',
+  '""',
+  '"  "',
+  '1,5',
+  '9.0.1',
+  '0x1G',
+  '1_000',
+  '~',
+  'null',
+  'true',
+  '[1]',
+  '{a: 1}',
+  '--1',
+  '1 2',
+  'sm_',
+  'eight',
+];
 
 const garbage = fc.constantFrom(...GARBAGE).map((text): Spelling => ({ text, meant: undefined, mustLoad: false }));
 
 /** A number `v` in the ways YAML 1.2 reads as `v` (2, 2.0, 2e0, +2, 0.5, .5), or quoted (a string: may be refused). */
 function spellings(v: number): fc.Arbitrary<Spelling> {
-  const plain: string[] = Number.isInteger(v) ? [`${v}`, `${v}.0`, `${v}e0`, ...(v >= 0 ? [`+${v}`] : [])] : [`${v}`, ...(v > 0 && v < 1 ? [`${v}`.slice(1)] : [])];
+  const plain: string[] = Number.isInteger(v)
+    ? [`${v}`, `${v}.0`, `${v}e0`, ...(v >= 0 ? [`+${v}`] : [])]
+    : [`${v}`, ...(v > 0 && v < 1 ? [`${v}`.slice(1)] : [])];
   return fc.oneof(
     fc.constantFrom(...plain).map((text): Spelling => ({ text, meant: v, mustLoad: true })),
     fc.constant<Spelling>({ text: `"${v}"`, meant: v, mustLoad: false }),
@@ -73,11 +100,51 @@ const WORKLOAD: readonly Field<readonly WorkloadUnit[]>[] = [
       return r.gpuCount === 0 ? 0 : r.gpuMilli < 1000 ? r.gpuMilli / 1000 : r.gpuCount;
     },
   },
-  { name: 'cpuMilli', yaml: (v) => pod('cpuMilli', v), line: 4, path: 'pods[0].cpuMilli', values: fc.oneof(ints(0, 256_000), fc.constantFrom(0.5, 1.5)), valid: isInt(0, Number.MAX_SAFE_INTEGER), read: (u) => onlyPod(u).request.cpuMilli },
-  { name: 'memoryMiB', yaml: (v) => pod('memoryMiB', v), line: 4, path: 'pods[0].memoryMiB', values: fc.oneof(ints(0, 2_000_000), fc.constantFrom(0.5, 1024.5)), valid: isInt(0, Number.MAX_SAFE_INTEGER), read: (u) => onlyPod(u).request.memoryMiB },
-  { name: 'gpuMemoryMiB', yaml: (v) => pod('gpuMemoryMiB', v), line: 4, path: 'pods[0].gpuMemoryMiB', values: fc.oneof(ints(0, 200_000), fc.constantFrom(0.5)), valid: isInt(0, Number.MAX_SAFE_INTEGER), read: (u) => onlyPod(u).request.gpuMemoryMiB ?? 0 },
-  { name: 'priority', yaml: (v) => pod('priority', v), line: 4, path: 'pods[0].priority', values: fc.oneof(ints(-1000, 1_000_000), fc.constantFrom(0.5, -2.5)), valid: isInt(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER), read: (u) => onlyPod(u).priority },
-  { name: 'count', yaml: (v) => pod('count', v), line: 4, path: 'pods[0].count', values: fc.oneof(ints(1, 12), fc.constantFrom(0, -1, 2.5)), valid: isInt(1, 1_000_000), read: (u) => u.length },
+  {
+    name: 'cpuMilli',
+    yaml: (v) => pod('cpuMilli', v),
+    line: 4,
+    path: 'pods[0].cpuMilli',
+    values: fc.oneof(ints(0, 256_000), fc.constantFrom(0.5, 1.5)),
+    valid: isInt(0, Number.MAX_SAFE_INTEGER),
+    read: (u) => onlyPod(u).request.cpuMilli,
+  },
+  {
+    name: 'memoryMiB',
+    yaml: (v) => pod('memoryMiB', v),
+    line: 4,
+    path: 'pods[0].memoryMiB',
+    values: fc.oneof(ints(0, 2_000_000), fc.constantFrom(0.5, 1024.5)),
+    valid: isInt(0, Number.MAX_SAFE_INTEGER),
+    read: (u) => onlyPod(u).request.memoryMiB,
+  },
+  {
+    name: 'gpuMemoryMiB',
+    yaml: (v) => pod('gpuMemoryMiB', v),
+    line: 4,
+    path: 'pods[0].gpuMemoryMiB',
+    values: fc.oneof(ints(0, 200_000), fc.constantFrom(0.5)),
+    valid: isInt(0, Number.MAX_SAFE_INTEGER),
+    read: (u) => onlyPod(u).request.gpuMemoryMiB ?? 0,
+  },
+  {
+    name: 'priority',
+    yaml: (v) => pod('priority', v),
+    line: 4,
+    path: 'pods[0].priority',
+    values: fc.oneof(ints(-1000, 1_000_000), fc.constantFrom(0.5, -2.5)),
+    valid: isInt(Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    read: (u) => onlyPod(u).priority,
+  },
+  {
+    name: 'count',
+    yaml: (v) => pod('count', v),
+    line: 4,
+    path: 'pods[0].count',
+    values: fc.oneof(ints(1, 12), fc.constantFrom(0, -1, 2.5)),
+    valid: isInt(1, 1_000_000),
+    read: (u) => u.length,
+  },
 ];
 
 const shape = (o: { gpuCount?: string; gpuMemoryMiB?: string; cc?: string; cpuMilli?: string; memoryMiB?: string; nodes?: string }): string =>
@@ -103,11 +170,51 @@ const firstNode = (n: readonly NodeSpec[]): NodeSpec => {
 };
 
 const CLUSTER: readonly Field<readonly NodeSpec[]>[] = [
-  { name: 'gpu.count', yaml: (v) => shape({ gpuCount: v }), line: 5, path: 'shapes.s.gpu.count', values: fc.oneof(ints(0, 64), fc.constantFrom(0.5, 7.5)), valid: isInt(0, 64), read: (n) => firstNode(n).gpus.length },
-  { name: 'gpu.memoryMiB', yaml: (v) => shape({ gpuMemoryMiB: v }), line: 6, path: 'shapes.s.gpu.memoryMiB', values: fc.oneof(ints(0, 200_000), fc.constantFrom(0.5)), valid: isInt(0, Number.MAX_SAFE_INTEGER), read: (n) => firstNode(n).gpus[0]?.memoryMiB ?? Number.NaN },
-  { name: 'cpuMilli', yaml: (v) => shape({ cpuMilli: v }), line: 8, path: 'shapes.s.cpuMilli', values: fc.oneof(ints(1, 512_000), fc.constantFrom(0.5)), valid: isInt(1, Number.MAX_SAFE_INTEGER), read: (n) => firstNode(n).cpuMilli },
-  { name: 'memoryMiB', yaml: (v) => shape({ memoryMiB: v }), line: 9, path: 'shapes.s.memoryMiB', values: fc.oneof(ints(1, 4_000_000), fc.constantFrom(0.5)), valid: isInt(1, Number.MAX_SAFE_INTEGER), read: (n) => firstNode(n).memoryMiB },
-  { name: 'nodes count', yaml: (v) => shape({ nodes: v }), line: 12, path: 'nodes[0].count', values: fc.oneof(ints(1, 20), fc.constantFrom(1.5)), valid: isInt(1, 100_000), read: (n) => n.length },
+  {
+    name: 'gpu.count',
+    yaml: (v) => shape({ gpuCount: v }),
+    line: 5,
+    path: 'shapes.s.gpu.count',
+    values: fc.oneof(ints(0, 64), fc.constantFrom(0.5, 7.5)),
+    valid: isInt(0, 64),
+    read: (n) => firstNode(n).gpus.length,
+  },
+  {
+    name: 'gpu.memoryMiB',
+    yaml: (v) => shape({ gpuMemoryMiB: v }),
+    line: 6,
+    path: 'shapes.s.gpu.memoryMiB',
+    values: fc.oneof(ints(0, 200_000), fc.constantFrom(0.5)),
+    valid: isInt(0, Number.MAX_SAFE_INTEGER),
+    read: (n) => firstNode(n).gpus[0]?.memoryMiB ?? Number.NaN,
+  },
+  {
+    name: 'cpuMilli',
+    yaml: (v) => shape({ cpuMilli: v }),
+    line: 8,
+    path: 'shapes.s.cpuMilli',
+    values: fc.oneof(ints(1, 512_000), fc.constantFrom(0.5)),
+    valid: isInt(1, Number.MAX_SAFE_INTEGER),
+    read: (n) => firstNode(n).cpuMilli,
+  },
+  {
+    name: 'memoryMiB',
+    yaml: (v) => shape({ memoryMiB: v }),
+    line: 9,
+    path: 'shapes.s.memoryMiB',
+    values: fc.oneof(ints(1, 4_000_000), fc.constantFrom(0.5)),
+    valid: isInt(1, Number.MAX_SAFE_INTEGER),
+    read: (n) => firstNode(n).memoryMiB,
+  },
+  {
+    name: 'nodes count',
+    yaml: (v) => shape({ nodes: v }),
+    line: 12,
+    path: 'nodes[0].count',
+    values: fc.oneof(ints(1, 20), fc.constantFrom(1.5)),
+    valid: isInt(1, 100_000),
+    read: (n) => n.length,
+  },
 ];
 
 /**
@@ -132,7 +239,9 @@ const capability: fc.Arbitrary<Spelling> = fc.oneof(
     if (cc >= 1 && cc <= 9) return { text: `${cc}`, meant: cc * 10, mustLoad: true };
     return { text: `${cc}`, meant: ok ? cc : undefined, mustLoad: ok };
   }),
-  fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 0, max: 9 })).map(([M, m]): Spelling => ({ text: `${M}.${m}0`, meant: M * 10 + m, mustLoad: false })),
+  fc
+    .tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 0, max: 9 }))
+    .map(([M, m]): Spelling => ({ text: `${M}.${m}0`, meant: M * 10 + m, mustLoad: false })),
   fc.constantFrom('-9.0', '-90', '0', '0.0', '9.10', '9.0.1', 'sm_9', '12', '10').map((text): Spelling => ({ text, meant: undefined, mustLoad: false })),
   garbage,
 );
@@ -167,18 +276,35 @@ function fieldSpelling<T>(f: Field<T>): fc.Arbitrary<Spelling> {
 describe('numeric fields of the workload file', () => {
   for (const f of WORKLOAD) {
     it(`${f.name}: read as meant or refused at ${f.path}`, () => {
-      fc.assert(fc.property(fieldSpelling(f), (s) => check(loadWorkloadText(FILE, f.yaml(s.text)), s, f)), { numRuns: 300 });
+      fc.assert(
+        fc.property(fieldSpelling(f), (s) => check(loadWorkloadText(FILE, f.yaml(s.text)), s, f)),
+        { numRuns: 300 },
+      );
     });
   }
 
   it('minComputeCapability: 9.0, 9, "sm_90", "9.0", 8.6, "8.6" as meant; the rest refused at the field', () => {
     const read = (u: readonly WorkloadUnit[]): number => onlyPod(u).minComputeCapability;
     const at = { line: 4, path: 'pods[0].minComputeCapability', read };
-    for (const [text, cc] of [['9.0', 90], ['9', 90], ['"sm_90"', 90], ['"9.0"', 90], ['8.6', 86], ['"8.6"', 86], ['sm_90', 90], ['90', 90], ['12.0', 120], ['10.0', 100]] as const) {
+    for (const [text, cc] of [
+      ['9.0', 90],
+      ['9', 90],
+      ['"sm_90"', 90],
+      ['"9.0"', 90],
+      ['8.6', 86],
+      ['"8.6"', 86],
+      ['sm_90', 90],
+      ['90', 90],
+      ['12.0', 120],
+      ['10.0', 100],
+    ] as const) {
       const r = loadWorkloadText(FILE, pod('minComputeCapability', text));
       expect(r.ok && read(r.value), text).toBe(cc);
     }
-    fc.assert(fc.property(capability, (s) => check(loadWorkloadText(FILE, pod('minComputeCapability', s.text)), s, at)), { numRuns: 1000 });
+    fc.assert(
+      fc.property(capability, (s) => check(loadWorkloadText(FILE, pod('minComputeCapability', s.text)), s, at)),
+      { numRuns: 1000 },
+    );
   });
 
   it('minComputeCapability in a gang member: the same reading', () => {
@@ -190,12 +316,18 @@ describe('numeric fields of the workload file', () => {
 describe('numeric fields of the cluster file', () => {
   for (const f of CLUSTER) {
     it(`${f.name}: read as meant or refused at ${f.path}`, () => {
-      fc.assert(fc.property(fieldSpelling(f), (s) => check(loadClusterText(FILE, f.yaml(s.text)), s, f)), { numRuns: 300 });
+      fc.assert(
+        fc.property(fieldSpelling(f), (s) => check(loadClusterText(FILE, f.yaml(s.text)), s, f)),
+        { numRuns: 300 },
+      );
     });
   }
 
   it('gpu.computeCapability: read as meant or refused at the field', () => {
     const at = { line: 7, path: 'shapes.s.gpu.computeCapability', read: (n: readonly NodeSpec[]) => firstNode(n).gpus[0]?.computeCapability ?? Number.NaN };
-    fc.assert(fc.property(capability, (s) => check(loadClusterText(FILE, shape({ cc: s.text })), s, at)), { numRuns: 1000 });
+    fc.assert(
+      fc.property(capability, (s) => check(loadClusterText(FILE, shape({ cc: s.text })), s, at)),
+      { numRuns: 1000 },
+    );
   });
 });

@@ -188,11 +188,15 @@ describe('parseNvidiaSmiTopo', () => {
     });
 
     it('missing rows', () => {
-      expect(errorOf(tsv(['  GPU0  GPU1  GPU2  CPU Affinity', 'GPU0   X   PIX  SYS  0-7', 'GPU1  PIX   X   SYS  0-7']))).toBe('header lists 3 GPUs but 2 GPU rows follow');
+      expect(errorOf(tsv(['  GPU0  GPU1  GPU2  CPU Affinity', 'GPU0   X   PIX  SYS  0-7', 'GPU1  PIX   X   SYS  0-7']))).toBe(
+        'header lists 3 GPUs but 2 GPU rows follow',
+      );
     });
 
     it('an unknown cell, with its row and column', () => {
-      expect(errorOf(tsv(['  GPU0  GPU1  GPU2  CPU Affinity', 'GPU0   X   PIX  SYS  0-7', 'GPU1  PIX   X   NVX  0-7', 'GPU2  SYS  NVX   X   0-7']))).toBe('row GPU1, column GPU2: unknown cell "NVX"');
+      expect(errorOf(tsv(['  GPU0  GPU1  GPU2  CPU Affinity', 'GPU0   X   PIX  SYS  0-7', 'GPU1  PIX   X   NVX  0-7', 'GPU2  SYS  NVX   X   0-7']))).toBe(
+        'row GPU1, column GPU2: unknown cell "NVX"',
+      );
     });
 
     it('a diagonal cell that is not X', () => {

@@ -25,12 +25,18 @@ export interface SmiMatrix {
 
 /** Reads the GPU rows of `nvidia-smi topo -m` (NIC rows and columns, the legend and blank lines are skipped). */
 export function readSmiMatrix(text: string): Result<SmiMatrix, string> {
-  const lines = text.split('\n').map((l) => l.replace(/\s+$/, '')).filter((l) => l.trim() !== '');
+  const lines = text
+    .split('\n')
+    .map((l) => l.replace(/\s+$/, ''))
+    .filter((l) => l.trim() !== '');
   // The header is indented (`\tGPU0\tGPU1…`), so after trimming it starts like a row: tell them apart by the X cell.
   const headerIdx = lines.findIndex((l) => /\bGPU0\b/.test(l) && !/^\s*GPU0\s+X\b/.test(l));
   const header = lines[headerIdx];
   if (header === undefined) return err('no header line with GPU0 found (paste the whole `nvidia-smi topo -m` output)');
-  const cols = header.trim().split(/\s{2,}|\t+/).map((c) => c.trim());
+  const cols = header
+    .trim()
+    .split(/\s{2,}|\t+/)
+    .map((c) => c.trim());
   const gpuCols = cols.filter((c) => /^GPU\d+$/.test(c));
   const n = gpuCols.length;
   const numaCol = cols.findIndex((c) => /NUMA Affinity/i.test(c));
@@ -64,7 +70,14 @@ export function readSmiMatrix(text: string): Result<SmiMatrix, string> {
  */
 export function formatSmiMatrix(m: SmiMatrix, numa: readonly number[] = m.numa): string {
   const head = ['', ...Array.from({ length: m.gpuCount }, (_, i) => `GPU${i}`), 'CPU Affinity', 'NUMA Affinity'].join('\t');
-  const rows = m.cells.map((row, i) => [`GPU${i}`, ...row.map((c) => (c === 'X' ? ' X ' : c)), m.cpuAffinity[i] === '' ? 'N/A' : (m.cpuAffinity[i] ?? 'N/A'), (numa[i] ?? -1) >= 0 ? String(numa[i]) : 'N/A'].join('\t'));
+  const rows = m.cells.map((row, i) =>
+    [
+      `GPU${i}`,
+      ...row.map((c) => (c === 'X' ? ' X ' : c)),
+      m.cpuAffinity[i] === '' ? 'N/A' : (m.cpuAffinity[i] ?? 'N/A'),
+      (numa[i] ?? -1) >= 0 ? String(numa[i]) : 'N/A',
+    ].join('\t'),
+  );
   return [head, ...rows].join('\n') + '\n';
 }
 

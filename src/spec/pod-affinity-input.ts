@@ -60,7 +60,18 @@ function selector(s: Static<typeof LabelSelectorT>, field: string, bad: Bad): La
     if ((r.operator === 'In' || r.operator === 'NotIn') && n === 0) bad(`${field}.matchExpressions.${i}.values`, `${r.operator} needs at least one value`);
     if ((r.operator === 'Exists' || r.operator === 'DoesNotExist') && n > 0) bad(`${field}.matchExpressions.${i}.values`, `${r.operator} takes no values`);
   });
-  return { ...(s.matchLabels === undefined ? {} : { matchLabels: s.matchLabels }), ...(s.matchExpressions === undefined ? {} : { matchExpressions: s.matchExpressions.map((r) => ({ key: r.key, operator: r.operator as 'In', ...(r.values === undefined ? {} : { values: r.values }) })) }) };
+  return {
+    ...(s.matchLabels === undefined ? {} : { matchLabels: s.matchLabels }),
+    ...(s.matchExpressions === undefined
+      ? {}
+      : {
+          matchExpressions: s.matchExpressions.map((r) => ({
+            key: r.key,
+            operator: r.operator as 'In',
+            ...(r.values === undefined ? {} : { values: r.values }),
+          })),
+        }),
+  };
 }
 
 /** Keys of matchLabelKeys may not also be keys of the selector (the apiserver rejects the pod). */
@@ -90,10 +101,18 @@ function term(t: Static<typeof PodAffinityTermT>, field: string, bad: Bad): PodA
 
 export function podAffinityRules(r: Static<typeof PodAffinityRulesT> | undefined, field: string, bad: Bad): PodAffinityRules | undefined {
   if (r === undefined) return undefined;
-  const required = r.requiredDuringSchedulingIgnoredDuringExecution?.map((t, i) => term(t, `${field}.requiredDuringSchedulingIgnoredDuringExecution.${i}`, bad));
-  const preferred = r.preferredDuringSchedulingIgnoredDuringExecution?.map((p, i) => ({ weight: p.weight, term: term(p.podAffinityTerm, `${field}.preferredDuringSchedulingIgnoredDuringExecution.${i}.podAffinityTerm`, bad) }));
+  const required = r.requiredDuringSchedulingIgnoredDuringExecution?.map((t, i) =>
+    term(t, `${field}.requiredDuringSchedulingIgnoredDuringExecution.${i}`, bad),
+  );
+  const preferred = r.preferredDuringSchedulingIgnoredDuringExecution?.map((p, i) => ({
+    weight: p.weight,
+    term: term(p.podAffinityTerm, `${field}.preferredDuringSchedulingIgnoredDuringExecution.${i}.podAffinityTerm`, bad),
+  }));
   if ((required?.length ?? 0) === 0 && (preferred?.length ?? 0) === 0) return undefined;
-  return { ...(required === undefined || required.length === 0 ? {} : { required }), ...(preferred === undefined || preferred.length === 0 ? {} : { preferred }) };
+  return {
+    ...(required === undefined || required.length === 0 ? {} : { required }),
+    ...(preferred === undefined || preferred.length === 0 ? {} : { preferred }),
+  };
 }
 
 export function topologySpread(cs: readonly Static<typeof TopologySpreadT>[] | undefined, field: string, bad: Bad): TopologySpreadConstraint[] | undefined {

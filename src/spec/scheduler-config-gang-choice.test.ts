@@ -7,7 +7,18 @@ const head = ['apiVersion: ai.sits2026.dev/v1', 'kind: SchedulerConfiguration', 
 
 describe('loadSchedulerConfig: gangChoice (ADR 0105)', () => {
   it('step-time turns the choice on for any base profile; first-fit turns sits-step’s off; absent keeps the base', () => {
-    const r = loadSchedulerConfig('sched.yaml', yaml(...head, '  - schedulerName: a', '    gangChoice: step-time', '  - schedulerName: b', '    profile: sits-step', '    gangChoice: first-fit', '  - schedulerName: c'));
+    const r = loadSchedulerConfig(
+      'sched.yaml',
+      yaml(
+        ...head,
+        '  - schedulerName: a',
+        '    gangChoice: step-time',
+        '  - schedulerName: b',
+        '    profile: sits-step',
+        '    gangChoice: first-fit',
+        '  - schedulerName: c',
+      ),
+    );
     if (!r.ok) throw r.error;
     const [a, b, c] = r.value;
     expect(a?.config.gangChoice).toBe('step-time');

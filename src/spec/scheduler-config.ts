@@ -91,7 +91,8 @@ export function loadSchedulerConfig(file: string, text: string): Result<readonly
   const out: SchedulerProfileSpec[] = [];
   v.value.profiles.forEach((p, i) => {
     const first = seen.get(p.schedulerName);
-    if (first !== undefined) at([i, 'schedulerName'], `"${p.schedulerName}" is already the name of profiles[${first}] (each profile needs its own schedulerName)`);
+    if (first !== undefined)
+      at([i, 'schedulerName'], `"${p.schedulerName}" is already the name of profiles[${first}] (each profile needs its own schedulerName)`);
     else seen.set(p.schedulerName, i);
     const cfg = profileFrom(p, (path, m) => at([i, ...path], m));
     if (cfg !== undefined) out.push({ schedulerName: p.schedulerName, config: cfg });
@@ -118,7 +119,7 @@ function profileFrom(p: ProfileInput, bad: (path: readonly (string | number)[], 
   p.scorers?.forEach((s, k) => known(s.name, ['scorers', k, 'name']));
   if (p.devicePicker !== undefined) known(p.devicePicker, ['devicePicker']);
   if (p.scorers !== undefined && p.weights !== undefined) {
-    bad(['weights'], 'give scorers (the whole list) or weights (changes to the base profile\'s), not both');
+    bad(['weights'], "give scorers (the whole list) or weights (changes to the base profile's), not both");
     ok = false;
   }
   let scorers = p.scorers ?? base.scorers;
@@ -173,7 +174,10 @@ function spreadDefaultsOf(p: ProfileInput, bad: (path: readonly (string | number
   const list = s.defaultConstraints ?? [];
   if (type === 'System') {
     if (list.length > 0) {
-      bad(['podTopologySpread', 'defaultConstraints'], 'must be empty when defaultingType is System (kube\'s built-in defaults apply); use defaultingType: List');
+      bad(
+        ['podTopologySpread', 'defaultConstraints'],
+        "must be empty when defaultingType is System (kube's built-in defaults apply); use defaultingType: List",
+      );
       return null;
     }
     return SYSTEM_DEFAULT_SPREAD;

@@ -19,7 +19,15 @@ import { Type } from '@sinclair/typebox';
 import { err, ok, type Result } from '../core/result.ts';
 import type { StorageObjects } from '../core/snapshot/volume-catalog.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../core/model/volume.ts';
-import { ANN_BIND_COMPLETED, readPersistentVolume, readPersistentVolumeClaim, readStorageClass, type PersistentVolumeClaimLike, type PersistentVolumeLike, type StorageClassLike } from '../api/storage.ts';
+import {
+  ANN_BIND_COMPLETED,
+  readPersistentVolume,
+  readPersistentVolumeClaim,
+  readStorageClass,
+  type PersistentVolumeClaimLike,
+  type PersistentVolumeLike,
+  type StorageClassLike,
+} from '../api/storage.ts';
 import { InputError, issueAt, validateYaml, type InputIssue, type YamlSource } from './yaml-source.ts';
 
 const Obj = Type.Object({ metadata: Type.Object({ name: Type.String({ minLength: 1 }) }, { additionalProperties: true }) }, { additionalProperties: true });
@@ -51,9 +59,15 @@ export function loadStorage(src: YamlSource, prefix: readonly (string | number)[
   const classes = read<StorageClass, StorageClassLike>(v.value.classes, 'classes', (o) => readStorageClass(o));
   // Without a status, objects are as the PV controller leaves them: a volume Available (Bound with a claimRef), a
   // claim with spec.volumeName bound to it (bind-completed), other claims Pending.
-  const volumes = read<PersistentVolume, PersistentVolumeLike>(v.value.volumes, 'volumes', (o) => readPersistentVolume(o.status?.phase !== undefined ? o : { ...o, status: { phase: o.spec?.claimRef === undefined ? 'Available' : 'Bound' } }));
+  const volumes = read<PersistentVolume, PersistentVolumeLike>(v.value.volumes, 'volumes', (o) =>
+    readPersistentVolume(o.status?.phase !== undefined ? o : { ...o, status: { phase: o.spec?.claimRef === undefined ? 'Available' : 'Bound' } }),
+  );
   const claims = read<PersistentVolumeClaim, PersistentVolumeClaimLike>(v.value.claims, 'claims', (o) =>
-    readPersistentVolumeClaim(o.status?.phase !== undefined || o.spec?.volumeName === undefined ? o : { ...o, metadata: { ...o.metadata, annotations: { ...o.metadata?.annotations, [ANN_BIND_COMPLETED]: 'yes' } }, status: { phase: 'Bound' } }),
+    readPersistentVolumeClaim(
+      o.status?.phase !== undefined || o.spec?.volumeName === undefined
+        ? o
+        : { ...o, metadata: { ...o.metadata, annotations: { ...o.metadata?.annotations, [ANN_BIND_COMPLETED]: 'yes' } }, status: { phase: 'Bound' } },
+    ),
   );
   if (issues.length > 0) return err(new InputError(issues));
   return ok({ classes, volumes, claims });

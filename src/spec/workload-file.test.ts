@@ -46,7 +46,16 @@ describe('loadWorkloadText: valid files', () => {
 
   it('keeps file order: pods (expanded by count) first, then gangs', () => {
     const list = units(text);
-    expect(list.map((u) => (u.kind === 'pod' ? u.pod.id : `gang ${u.gang.name}`))).toEqual(['infer-0', 'infer-1', 'big', 'milli', 'cpu', 'pod-4', 'gang train-a', 'gang train-b']);
+    expect(list.map((u) => (u.kind === 'pod' ? u.pod.id : `gang ${u.gang.name}`))).toEqual([
+      'infer-0',
+      'infer-1',
+      'big',
+      'milli',
+      'cpu',
+      'pod-4',
+      'gang train-a',
+      'gang train-b',
+    ]);
   });
 
   it('a fraction below 1 is one shared device; a whole number is that many devices; gpuMilli is a share of one', () => {
@@ -138,7 +147,12 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
       ['pods[0].gpu', 3, 10, '1.5 GPUs: use a whole number of devices, or a fraction below 1 for a shared device'],
       ['pods[1].name', 4, 11, 'duplicate name "p"'],
       ['pods[2].gpuMilli', 5, 25, 'gpuMilli describes one device: use it with gpu: 1 or without gpu'],
-      ['pods[3].minComputeCapability', 6, 37, '"sm_x" is not a compute capability (use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120)'],
+      [
+        'pods[3].minComputeCapability',
+        6,
+        37,
+        '"sm_x" is not a compute capability (use sm_90, 9.0, 9 or 90; 10 to 19 alone are ambiguous: write 12.0 or sm_120)',
+      ],
       ['pods[5].name', 8, 12, 'duplicate name "x-1"'],
     ]);
   });
@@ -157,13 +171,19 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
     );
     expect(found.map((i) => [i.field, i.line, i.message])).toEqual([
       ['pods[0].affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey', 3, 'must not be empty'],
-      ['pods[0].affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values', 3, 'In needs at least one value'],
+      [
+        'pods[0].affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions[0].values',
+        3,
+        'In needs at least one value',
+      ],
       ['pods[1].affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].matchLabelKeys[0]', 5, '"app" is also a key of labelSelector'],
       ['pods[2].topologySpreadConstraints[0].minDomains', 7, 'may only be set with whenUnsatisfiable: DoNotSchedule'],
       ['pods[2].topologySpreadConstraints[1]', 7, 'duplicate {topologyKey, whenUnsatisfiable} pair (zone, ScheduleAnyway)'],
     ]);
     const skew = issues(yaml('pods:', '  - {name: d, topologySpreadConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]}'));
-    expect(skew.map((i) => [i.field, i.line, i.message])).toEqual([['pods[0].topologySpreadConstraints[0].maxSkew', 2, 'Expected integer to be greater or equal to 1 (got 0)']]);
+    expect(skew.map((i) => [i.field, i.line, i.message])).toEqual([
+      ['pods[0].topologySpreadConstraints[0].maxSkew', 2, 'Expected integer to be greater or equal to 1 (got 0)'],
+    ]);
   });
 
   it('Kubernetes fields the apiserver would reject: bad node selector requirements, matchFields, tolerations, quantities, mixed resource fields', () => {
@@ -181,11 +201,32 @@ describe('loadWorkloadText: errors name file, line, column and field', () => {
     expect(found.map((i) => [i.field, i.line, i.message])).toEqual([
       ['pods[4].affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelecter', 7, 'unknown field'],
     ]);
-    const rest = issues(yaml('pods:', '  - name: a', '    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: In}, {key: g, operator: Gt, values: [x]}], matchFields: [{key: metadata.labels, operator: In, values: [v]}]}]}}}', '  - {name: b, tolerations: [{value: x}]}', '  - {name: c, containers: [{resources: {requests: {cpu: lots}}}]}', '  - {name: d, cpuMilli: 100, containers: [{}]}'));
+    const rest = issues(
+      yaml(
+        'pods:',
+        '  - name: a',
+        '    affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: z, operator: In}, {key: g, operator: Gt, values: [x]}], matchFields: [{key: metadata.labels, operator: In, values: [v]}]}]}}}',
+        '  - {name: b, tolerations: [{value: x}]}',
+        '  - {name: c, containers: [{resources: {requests: {cpu: lots}}}]}',
+        '  - {name: d, cpuMilli: 100, containers: [{}]}',
+      ),
+    );
     expect(rest.map((i) => [i.field, i.line, i.message])).toEqual([
-      ['pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]', 3, 'In needs at least one value'],
-      ['pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1]', 3, 'Gt takes exactly one integer value'],
-      ['pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key', 3, '"metadata.labels" is not a supported field (only metadata.name)'],
+      [
+        'pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0]',
+        3,
+        'In needs at least one value',
+      ],
+      [
+        'pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[1]',
+        3,
+        'Gt takes exactly one integer value',
+      ],
+      [
+        'pods[0].affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchFields[0].key',
+        3,
+        '"metadata.labels" is not a supported field (only metadata.name)',
+      ],
       ['pods[1].tolerations[0].operator', 4, 'operator must be Exists when key is empty (it then tolerates every taint)'],
       ['pods[2].containers', 5, 'spec.containers[0].resources.requests[cpu]: "lots" is not a quantity (e.g. 500m, 1.5, 32Gi)'],
       ['pods[3].cpuMilli', 6, 'with containers, cpu comes from their resources'],

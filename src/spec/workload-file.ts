@@ -55,14 +55,21 @@ const RequirementT = Type.Object(
   },
   { additionalProperties: false },
 );
-const TermT = Type.Object({ matchExpressions: Type.Optional(Type.Array(RequirementT)), matchFields: Type.Optional(Type.Array(RequirementT)) }, { additionalProperties: false });
+const TermT = Type.Object(
+  { matchExpressions: Type.Optional(Type.Array(RequirementT)), matchFields: Type.Optional(Type.Array(RequirementT)) },
+  { additionalProperties: false },
+);
 const AffinityT = Type.Object(
   {
     nodeAffinity: Type.Optional(
       Type.Object(
         {
-          requiredDuringSchedulingIgnoredDuringExecution: Type.Optional(Type.Object({ nodeSelectorTerms: Type.Array(TermT, { minItems: 1 }) }, { additionalProperties: false })),
-          preferredDuringSchedulingIgnoredDuringExecution: Type.Optional(Type.Array(Type.Object({ weight: Type.Integer({ minimum: 1, maximum: 100 }), preference: TermT }, { additionalProperties: false }))),
+          requiredDuringSchedulingIgnoredDuringExecution: Type.Optional(
+            Type.Object({ nodeSelectorTerms: Type.Array(TermT, { minItems: 1 }) }, { additionalProperties: false }),
+          ),
+          preferredDuringSchedulingIgnoredDuringExecution: Type.Optional(
+            Type.Array(Type.Object({ weight: Type.Integer({ minimum: 1, maximum: 100 }), preference: TermT }, { additionalProperties: false })),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -93,12 +100,49 @@ const InitContainerT = Type.Object({ ...containerFields, restartPolicy: Type.Opt
 const VolumeT = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 63 }),
-    persistentVolumeClaim: Type.Optional(Type.Object({ claimName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: false })),
+    persistentVolumeClaim: Type.Optional(
+      Type.Object({ claimName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: false }),
+    ),
     ephemeral: Type.Optional(Type.Object({ volumeClaimTemplate: Type.Unknown() }, { additionalProperties: false })),
-    gcePersistentDisk: Type.Optional(Type.Object({ pdName: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()), fsType: Type.Optional(Type.String()), partition: Type.Optional(Type.Integer()) }, { additionalProperties: false })),
-    awsElasticBlockStore: Type.Optional(Type.Object({ volumeID: Type.String({ minLength: 1 }), readOnly: Type.Optional(Type.Boolean()), fsType: Type.Optional(Type.String()), partition: Type.Optional(Type.Integer()) }, { additionalProperties: false })),
-    iscsi: Type.Optional(Type.Object({ iqn: Type.String({ minLength: 1 }), targetPortal: Type.String(), lun: Type.Integer(), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
-    rbd: Type.Optional(Type.Object({ monitors: Type.Array(Type.String(), { minItems: 1 }), image: Type.String({ minLength: 1 }), pool: Type.Optional(Type.String()), readOnly: Type.Optional(Type.Boolean()) }, { additionalProperties: true })),
+    gcePersistentDisk: Type.Optional(
+      Type.Object(
+        {
+          pdName: Type.String({ minLength: 1 }),
+          readOnly: Type.Optional(Type.Boolean()),
+          fsType: Type.Optional(Type.String()),
+          partition: Type.Optional(Type.Integer()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    awsElasticBlockStore: Type.Optional(
+      Type.Object(
+        {
+          volumeID: Type.String({ minLength: 1 }),
+          readOnly: Type.Optional(Type.Boolean()),
+          fsType: Type.Optional(Type.String()),
+          partition: Type.Optional(Type.Integer()),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    iscsi: Type.Optional(
+      Type.Object(
+        { iqn: Type.String({ minLength: 1 }), targetPortal: Type.String(), lun: Type.Integer(), readOnly: Type.Optional(Type.Boolean()) },
+        { additionalProperties: true },
+      ),
+    ),
+    rbd: Type.Optional(
+      Type.Object(
+        {
+          monitors: Type.Array(Type.String(), { minItems: 1 }),
+          image: Type.String({ minLength: 1 }),
+          pool: Type.Optional(Type.String()),
+          readOnly: Type.Optional(Type.Boolean()),
+        },
+        { additionalProperties: true },
+      ),
+    ),
     emptyDir: Type.Optional(Type.Unknown()),
     configMap: Type.Optional(Type.Unknown()),
     secret: Type.Optional(Type.Unknown()),
@@ -173,7 +217,12 @@ const GangT = Type.Object(
 );
 
 export const WorkloadFileSchema = Type.Object(
-  { apiVersion: Type.Optional(Type.String()), kind: Type.Optional(Type.Literal('Workload')), pods: Type.Optional(Type.Array(PodT)), gangs: Type.Optional(Type.Array(GangT)) },
+  {
+    apiVersion: Type.Optional(Type.String()),
+    kind: Type.Optional(Type.Literal('Workload')),
+    pods: Type.Optional(Type.Array(PodT)),
+    gangs: Type.Optional(Type.Array(GangT)),
+  },
   { additionalProperties: false },
 );
 type PodInput = Static<typeof PodT>;
@@ -230,7 +279,11 @@ export function loadWorkload(src: YamlSource, prefix: readonly (string | number)
       return;
     }
     const topology = g.topology ?? {};
-    if (topology.required !== undefined && topology.preferred !== undefined && TOPOLOGY_LEVELS.indexOf(topology.preferred) > TOPOLOGY_LEVELS.indexOf(topology.required)) {
+    if (
+      topology.required !== undefined &&
+      topology.preferred !== undefined &&
+      TOPOLOGY_LEVELS.indexOf(topology.preferred) > TOPOLOGY_LEVELS.indexOf(topology.required)
+    ) {
       at([...path, 'topology', 'preferred'], `preferred level ${topology.preferred} is wider than required level ${topology.required}`);
       return;
     }
@@ -238,7 +291,12 @@ export function loadWorkload(src: YamlSource, prefix: readonly (string | number)
     for (let k = 0; k < g.replicas; k++) {
       // Members are pods too: their ids must not collide with another pod's (allocate would throw).
       if (!claim(`${g.name}-${k}`, [...path, 'name'])) return;
-      const pod = toPod(`${g.name}-${k}`, g.pod, { gang: g.name, priority: g.priority ?? g.pod.priority ?? 0, queue: g.queue ?? g.pod.queue ?? 'default' }, (f, m) => at([...path, 'pod', ...fieldPath(f)], m));
+      const pod = toPod(
+        `${g.name}-${k}`,
+        g.pod,
+        { gang: g.name, priority: g.priority ?? g.pod.priority ?? 0, queue: g.queue ?? g.pod.queue ?? 'default' },
+        (f, m) => at([...path, 'pod', ...fieldPath(f)], m),
+      );
       if (pod === undefined) return;
       members.push(pod);
     }
@@ -246,7 +304,10 @@ export function loadWorkload(src: YamlSource, prefix: readonly (string | number)
       name: g.name,
       minMember,
       members,
-      topology: { ...(topology.required === undefined ? {} : { required: topology.required as TopologyLevel }), ...(topology.preferred === undefined ? {} : { preferred: topology.preferred as TopologyLevel }) },
+      topology: {
+        ...(topology.required === undefined ? {} : { required: topology.required as TopologyLevel }),
+        ...(topology.preferred === undefined ? {} : { preferred: topology.preferred as TopologyLevel }),
+      },
       priority: g.priority ?? 0,
       queue: g.queue ?? 'default',
     };
@@ -265,7 +326,12 @@ export function fieldPath(field: string): (string | number)[] {
 }
 
 /** `at` reports a problem at a field given as a dotted path relative to the pod (see fieldPath). */
-export function toPod(id: string, p: Omit<PodInput, 'name' | 'count'>, extra: { gang?: string; priority?: number; queue?: string }, at: (field: string, msg: string) => void): PodSpec | undefined {
+export function toPod(
+  id: string,
+  p: Omit<PodInput, 'name' | 'count'>,
+  extra: { gang?: string; priority?: number; queue?: string },
+  at: (field: string, msg: string) => void,
+): PodSpec | undefined {
   const k8s = kubeFields(p, at);
   if (k8s === undefined) return undefined;
   let gpuCount = k8s.gpuCount;
@@ -360,7 +426,8 @@ function kubeFields(p: Omit<PodInput, 'name' | 'count'>, at: (field: string, msg
     at(field, msg);
   };
   (p.tolerations ?? []).forEach((t, i) => {
-    if ((t.key ?? '') === '' && t.operator !== 'Exists') bad(`tolerations.${i}.operator`, 'operator must be Exists when key is empty (it then tolerates every taint)');
+    if ((t.key ?? '') === '' && t.operator !== 'Exists')
+      bad(`tolerations.${i}.operator`, 'operator must be Exists when key is empty (it then tolerates every taint)');
     if (t.operator === 'Exists' && (t.value ?? '') !== '') bad(`tolerations.${i}.value`, 'value must be empty when operator is Exists');
   });
   const na = p.affinity?.nodeAffinity;
@@ -371,7 +438,8 @@ function kubeFields(p: Omit<PodInput, 'name' | 'count'>, at: (field: string, msg
     });
     (t.matchFields ?? []).forEach((r, i) => {
       if (r.key !== 'metadata.name') bad(`${field}.matchFields.${i}.key`, `"${r.key}" is not a supported field (only metadata.name)`);
-      else if ((r.operator !== 'In' && r.operator !== 'NotIn') || (r.values ?? []).length !== 1) bad(`${field}.matchFields.${i}`, 'metadata.name takes In or NotIn with exactly one value');
+      else if ((r.operator !== 'In' && r.operator !== 'NotIn') || (r.values ?? []).length !== 1)
+        bad(`${field}.matchFields.${i}`, 'metadata.name takes In or NotIn with exactly one value');
     });
     return {
       ...(t.matchExpressions === undefined ? {} : { matchExpressions: t.matchExpressions.map((r) => r as NodeSelectorRequirement) }),
@@ -379,14 +447,24 @@ function kubeFields(p: Omit<PodInput, 'name' | 'count'>, at: (field: string, msg
     };
   };
   const base = 'affinity.nodeAffinity';
-  const required = na?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms.map((t, i) => term(t, `${base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.${i}`));
-  const preferred = na?.preferredDuringSchedulingIgnoredDuringExecution?.map((t, i) => ({ weight: t.weight, preference: term(t.preference, `${base}.preferredDuringSchedulingIgnoredDuringExecution.${i}.preference`) }));
-  const nodeAffinity = required === undefined && preferred === undefined ? undefined : { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) };
+  const required = na?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms.map((t, i) =>
+    term(t, `${base}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms.${i}`),
+  );
+  const preferred = na?.preferredDuringSchedulingIgnoredDuringExecution?.map((t, i) => ({
+    weight: t.weight,
+    preference: term(t.preference, `${base}.preferredDuringSchedulingIgnoredDuringExecution.${i}.preference`),
+  }));
+  const nodeAffinity =
+    required === undefined && preferred === undefined
+      ? undefined
+      : { ...(required === undefined ? {} : { required }), ...(preferred === undefined ? {} : { preferred }) };
   const hostPorts: HostPort[] = [];
   const ports = (cs: readonly Static<typeof InitContainerT>[] | undefined, sidecarsOnly: boolean): void => {
     for (const c of cs ?? []) {
       if (sidecarsOnly && c.restartPolicy !== 'Always') continue;
-      for (const q of c.ports ?? []) if ((q.hostPort ?? 0) > 0) hostPorts.push({ port: q.hostPort as number, protocol: q.protocol ?? 'TCP', ip: q.hostIP === undefined || q.hostIP === '' ? '0.0.0.0' : q.hostIP });
+      for (const q of c.ports ?? [])
+        if ((q.hostPort ?? 0) > 0)
+          hostPorts.push({ port: q.hostPort as number, protocol: q.protocol ?? 'TCP', ip: q.hostIP === undefined || q.hostIP === '' ? '0.0.0.0' : q.hostIP });
     }
   };
   ports(p.containers, false);

@@ -128,7 +128,14 @@ export const TEXT_FIELDS: ReadonlySet<string> = new Set(['minComputeCapability',
 function keepWrittenText(doc: Document.Parsed): void {
   visit(doc, {
     Pair(_, pair) {
-      if (isScalar(pair.key) && TEXT_FIELDS.has(String(pair.key.value)) && isScalar(pair.value) && typeof pair.value.value === 'number' && typeof pair.value.source === 'string') pair.value.value = pair.value.source;
+      if (
+        isScalar(pair.key) &&
+        TEXT_FIELDS.has(String(pair.key.value)) &&
+        isScalar(pair.value) &&
+        typeof pair.value.value === 'number' &&
+        typeof pair.value.source === 'string'
+      )
+        pair.value.value = pair.value.source;
     },
   });
 }

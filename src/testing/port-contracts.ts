@@ -43,9 +43,17 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
         const [p] = ids(1) as [string];
         await h.createPods([p], 2);
         h.ports.binder.bind({ requests: [{ podId: p, node: h.nodes[0], gpus: [1, 2] }], after: [] });
-        const b = await h.eventually('bound', () => h.boundTo(p), (x) => x !== undefined);
+        const b = await h.eventually(
+          'bound',
+          () => h.boundTo(p),
+          (x) => x !== undefined,
+        );
         expect(b).toEqual({ node: h.nodes[0], gpus: [1, 2] });
-        const evs = await h.eventually('Scheduled event', () => h.events(p), (e) => e.some((x) => x.kind === 'Scheduled'));
+        const evs = await h.eventually(
+          'Scheduled event',
+          () => h.events(p),
+          (e) => e.some((x) => x.kind === 'Scheduled'),
+        );
         expect(evs.find((x) => x.kind === 'Scheduled')?.message).toContain(h.nodes[0]);
       });
 
@@ -53,20 +61,41 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
         const gang = ids(3);
         await h.createPods(gang, 1);
         h.ports.binder.bind({ requests: gang.map((podId, i) => ({ podId, node: h.nodes[i % 2] as string, gpus: [3] })), gang: 'contract/g', after: [] });
-        for (const [i, p] of gang.entries()) expect(await h.eventually(`${p} bound`, () => h.boundTo(p), (x) => x !== undefined)).toEqual({ node: h.nodes[i % 2], gpus: [3] });
+        for (const [i, p] of gang.entries())
+          expect(
+            await h.eventually(
+              `${p} bound`,
+              () => h.boundTo(p),
+              (x) => x !== undefined,
+            ),
+          ).toEqual({ node: h.nodes[i % 2], gpus: [3] });
       });
 
       it('binds a batch that must wait for victims once they are evicted', async () => {
         const [victim, preemptor] = ids(2) as [string, string];
         await h.createPods([victim, preemptor], 1);
         h.ports.binder.bind({ requests: [{ podId: victim, node: h.nodes[1], gpus: [0] }], after: [] });
-        await h.eventually('victim bound', () => h.boundTo(victim), (x) => x !== undefined);
+        await h.eventually(
+          'victim bound',
+          () => h.boundTo(victim),
+          (x) => x !== undefined,
+        );
         // As a committed preemption statement reaches the ports: evictions first, then the batch after them.
         h.ports.evictor.evict([victim], 'preempted by higher-priority contract/x');
         h.ports.binder.bind({ requests: [{ podId: preemptor, node: h.nodes[1], gpus: [0] }], after: [victim] });
-        await h.eventually('victim gone', () => h.exists(victim), (x) => !x);
+        await h.eventually(
+          'victim gone',
+          () => h.exists(victim),
+          (x) => !x,
+        );
         h.tick();
-        expect(await h.eventually('preemptor bound', async () => (h.tick(), h.boundTo(preemptor)), (x) => x !== undefined)).toEqual({ node: h.nodes[1], gpus: [0] });
+        expect(
+          await h.eventually(
+            'preemptor bound',
+            async () => (h.tick(), h.boundTo(preemptor)),
+            (x) => x !== undefined,
+          ),
+        ).toEqual({ node: h.nodes[1], gpus: [0] });
       });
 
       it('binds none of a gang when the cluster refuses one member (it does not exist)', async () => {
@@ -76,7 +105,11 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
         h.ports.binder.bind({ requests: [a, missing, b].map((podId) => ({ podId, node: h.nodes[0], gpus: [0] })), gang: 'contract/half', after: [] });
         // Give a wrong adapter the time to bind what it should not.
         await new Promise((r) => setTimeout(r, 500));
-        await h.eventually('nothing bound', async () => [await h.boundTo(a), await h.boundTo(b)], (x) => x.every((v) => v === undefined));
+        await h.eventually(
+          'nothing bound',
+          async () => [await h.boundTo(a), await h.boundTo(b)],
+          (x) => x.every((v) => v === undefined),
+        );
         expect(await h.boundTo(a)).toBeUndefined();
         expect(await h.boundTo(b)).toBeUndefined();
       });
@@ -87,9 +120,21 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
         const pods = ids(2);
         await h.createPods(pods, 1);
         h.ports.binder.bind({ requests: pods.map((podId) => ({ podId, node: h.nodes[0], gpus: [3] })), gang: 'contract/victim', after: [] });
-        for (const p of pods) await h.eventually(`${p} bound`, () => h.boundTo(p), (x) => x !== undefined);
+        for (const p of pods)
+          await h.eventually(
+            `${p} bound`,
+            () => h.boundTo(p),
+            (x) => x !== undefined,
+          );
         h.ports.evictor.evict(pods, 'reclaimed by queue a for contract/x');
-        for (const p of pods) expect(await h.eventually(`${p} gone`, () => h.exists(p), (x) => !x)).toBe(false);
+        for (const p of pods)
+          expect(
+            await h.eventually(
+              `${p} gone`,
+              () => h.exists(p),
+              (x) => !x,
+            ),
+          ).toBe(false);
       });
     });
 
@@ -98,7 +143,11 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
         const [p] = ids(1) as [string];
         await h.createPods([p], 1);
         h.ports.events.emit({ kind: 'FailedScheduling', subject: p, message: '0/2 nodes fit pod contract: 2 insufficient nvidia.com/gpu' });
-        const evs = await h.eventually('event', () => h.events(p), (e) => e.length > 0);
+        const evs = await h.eventually(
+          'event',
+          () => h.events(p),
+          (e) => e.length > 0,
+        );
         expect(evs).toContainEqual({ kind: 'FailedScheduling', message: '0/2 nodes fit pod contract: 2 insufficient nvidia.com/gpu' });
       });
     });
@@ -111,8 +160,20 @@ export function describePortContracts(adapter: string, setup: () => Promise<Port
         const at = Date.parse('2030-01-02T03:04:05.000Z');
         h.ports.status.expectedStart(pods, at);
         for (const p of pods) {
-          expect(await h.eventually('condition', () => h.unschedulableMessage(p), (m) => m !== undefined)).toBe('queue a holds contract/g (capacity): 0/2 nodes fit');
-          expect(await h.eventually('expected start', () => h.expectedStartMs(p), (t) => t !== undefined)).toBe(at);
+          expect(
+            await h.eventually(
+              'condition',
+              () => h.unschedulableMessage(p),
+              (m) => m !== undefined,
+            ),
+          ).toBe('queue a holds contract/g (capacity): 0/2 nodes fit');
+          expect(
+            await h.eventually(
+              'expected start',
+              () => h.expectedStartMs(p),
+              (t) => t !== undefined,
+            ),
+          ).toBe(at);
         }
       });
     });

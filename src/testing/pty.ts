@@ -14,9 +14,18 @@ export function terminalEnv(source: NodeJS.ProcessEnv = process.env): Record<str
   return { ...env, TERM: 'xterm-256color' };
 }
 
-export function sitsInPty(args: readonly string[], opts: { cols?: number; rows?: number; interruptWhen?: (out: string) => boolean } = {}): Promise<{ code: number; out: string }> {
+export function sitsInPty(
+  args: readonly string[],
+  opts: { cols?: number; rows?: number; interruptWhen?: (out: string) => boolean } = {},
+): Promise<{ code: number; out: string }> {
   return new Promise((res) => {
-    const p = ptySpawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], { name: 'xterm-256color', cols: opts.cols ?? 120, rows: opts.rows ?? 60, cwd: ROOT, env: terminalEnv() });
+    const p = ptySpawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], {
+      name: 'xterm-256color',
+      cols: opts.cols ?? 120,
+      rows: opts.rows ?? 60,
+      cwd: ROOT,
+      env: terminalEnv(),
+    });
     let out = '';
     let interrupted = false;
     p.onData((d) => {

@@ -21,9 +21,17 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
  * `input`, when given, is written to the child's stdin (otherwise stdin is closed); `env` replaces the child's
  * environment (default: this process's); `timeoutMs` kills a child that hangs (code -1).
  */
-export function runSits(args: readonly string[], opts: { readonly cwd?: string; readonly input?: string; readonly env?: NodeJS.ProcessEnv; readonly timeoutMs?: number } = {}): Promise<SitsRun> {
+export function runSits(
+  args: readonly string[],
+  opts: { readonly cwd?: string; readonly input?: string; readonly env?: NodeJS.ProcessEnv; readonly timeoutMs?: number } = {},
+): Promise<SitsRun> {
   return new Promise((res, rej) => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], { cwd: opts.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'], ...(opts.env === undefined ? {} : { env: opts.env }), ...(opts.timeoutMs === undefined ? {} : { timeout: opts.timeoutMs }) });
+    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), ...args], {
+      cwd: opts.cwd ?? ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(opts.env === undefined ? {} : { env: opts.env }),
+      ...(opts.timeoutMs === undefined ? {} : { timeout: opts.timeoutMs }),
+    });
     // An empty, closed stdin when there is no input: the child never waits for a terminal.
     // A child that exits without reading it closes the pipe (EPIPE): that is its business, not an error here.
     child.stdin.on('error', () => undefined);

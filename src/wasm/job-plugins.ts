@@ -37,7 +37,7 @@ function bytesOf(r: WasmModuleRef, src: PluginSources): { ok: true; bytes: Uint8
     return b === undefined ? { ok: false, reason: `ConfigMap ${r.configMap.name} does not exist or has no key ${r.configMap.key}` } : { ok: true, bytes: b };
   }
   if (r.file === undefined) return { ok: false, reason: 'names neither configMap nor file' };
-  if (src.pluginDir === undefined) return { ok: false, reason: 'file references need the controller\'s plugin directory, and none is configured' };
+  if (src.pluginDir === undefined) return { ok: false, reason: "file references need the controller's plugin directory, and none is configured" };
   const dir = resolve(src.pluginDir);
   const path = resolve(dir, r.file);
   // The CRD pattern already forbids .. segments; the check stays here for callers that skip validation.
@@ -57,7 +57,9 @@ export function loadJobPlugins(strategy: JobStrategy | undefined, src: PluginSou
     if (ref === undefined) continue;
     const name = refName(ref);
     const b = bytesOf(ref, src);
-    const p = b.ok ? WasmPlugin.load(b.bytes, { name, strategies: [kind], sha256: ref.sha256, ...(src.limits === undefined ? {} : { limits: src.limits }) }) : { ok: false as const, reason: `plugin ${name}: ${b.reason}` };
+    const p = b.ok
+      ? WasmPlugin.load(b.bytes, { name, strategies: [kind], sha256: ref.sha256, ...(src.limits === undefined ? {} : { limits: src.limits }) })
+      : { ok: false as const, reason: `plugin ${name}: ${b.reason}` };
     if (p.ok) {
       loaded[kind] = p.value;
       states[kind] = { kind: 'loaded', name };

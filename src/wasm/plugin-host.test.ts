@@ -111,22 +111,75 @@ describe('bad plugins are refused with a reason', () => {
     ['not wasm', () => new TextEncoder().encode('#!/bin/sh\necho hi\n'), /not a WebAssembly module/],
     ['invalid wasm', () => Uint8Array.from([0, 0x61, 0x73, 0x6d, 1, 0, 0, 0, 0x01, 0x05, 0xff]), /invalid WebAssembly: /],
     ['no ABI version', () => wat('(module (func (export "batch_size") (result i32) i32.const 1))'), /missing export sits_abi_version/],
-    ['wrong exports', () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "batchSize") (result i32) i32.const 1))'), /missing export batch_size \(the batchSize strategy\); the module exports sits_abi_version, batchSize/],
-    ['wrong arity', () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "batch_size") (param f64 f64) (result f64) f64.const 8))'), /export batch_size takes 2 parameters; ABI 1 has 11/],
-    ['another ABI version', () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 2) (func (export "batch_size") (param i32 i32 i32 f64 f64 f64 f64 f64 f64 f64 f64) (result f64) f64.const 8))'), /sits_abi_version returned 2; this host speaks ABI 1/],
-    ['forbidden import', () => wat(batchPlugin('f64.const 8', '(import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))')), /forbidden import wasi_snapshot_preview1\.fd_write \(function\): a plugin may import only env\.abort, env\.memory/],
-    ['an allowed name of the wrong kind', () => wat(batchPlugin('f64.const 8', '(import "env" "abort" (global i32))')), /import env\.abort must be a function, not a global/],
+    [
+      'wrong exports',
+      () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "batchSize") (result i32) i32.const 1))'),
+      /missing export batch_size \(the batchSize strategy\); the module exports sits_abi_version, batchSize/,
+    ],
+    [
+      'wrong arity',
+      () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "batch_size") (param f64 f64) (result f64) f64.const 8))'),
+      /export batch_size takes 2 parameters; ABI 1 has 11/,
+    ],
+    [
+      'another ABI version',
+      () =>
+        wat(
+          '(module (func (export "sits_abi_version") (result i32) i32.const 2) (func (export "batch_size") (param i32 i32 i32 f64 f64 f64 f64 f64 f64 f64 f64) (result f64) f64.const 8))',
+        ),
+      /sits_abi_version returned 2; this host speaks ABI 1/,
+    ],
+    [
+      'forbidden import',
+      () => wat(batchPlugin('f64.const 8', '(import "wasi_snapshot_preview1" "fd_write" (func (param i32 i32 i32 i32) (result i32)))')),
+      /forbidden import wasi_snapshot_preview1\.fd_write \(function\): a plugin may import only env\.abort, env\.memory/,
+    ],
+    [
+      'an allowed name of the wrong kind',
+      () => wat(batchPlugin('f64.const 8', '(import "env" "abort" (global i32))')),
+      /import env\.abort must be a function, not a global/,
+    ],
     ['memory without a maximum', () => wat(batchPlugin('f64.const 8', '(memory 1)')), /memory declares no maximum: declare one of at most 16 pages/],
     ['memory over the cap', () => wat(batchPlugin('f64.const 8', '(memory 1 100)')), /memory maximum 100 pages is over the cap of 16 pages \(1024 KiB\)/],
-    ['imported memory over the cap', () => wat(batchPlugin('f64.const 8', '(import "env" "memory" (memory 32))')), /imported memory starts at 32 pages, over the cap of 16 pages/],
+    [
+      'imported memory over the cap',
+      () => wat(batchPlugin('f64.const 8', '(import "env" "memory" (memory 32))')),
+      /imported memory starts at 32 pages, over the cap of 16 pages/,
+    ],
     ['a trap', () => wat(batchPlugin('unreachable')), /self-test of batch_size: batch_size failed \(trap: unreachable\)/],
     // AssemblyScript's abort(message, file, line, column): the message an AS string (byte length, then UTF-16) at 8.
-    ['an abort', () => wat(batchPlugin('i32.const 8 i32.const 0 i32.const 7 i32.const 3 call $abort f64.const 1', '(import "env" "abort" (func $abort (param i32 i32 i32 i32))) (memory (export "memory") 1 1) (data (i32.const 4) "\\08\\00\\00\\00o\\00o\\00p\\00s\\00")')), /self-test of batch_size: batch_size failed \(abort: oops\)/],
+    [
+      'an abort',
+      () =>
+        wat(
+          batchPlugin(
+            'i32.const 8 i32.const 0 i32.const 7 i32.const 3 call $abort f64.const 1',
+            '(import "env" "abort" (func $abort (param i32 i32 i32 i32))) (memory (export "memory") 1 1) (data (i32.const 4) "\\08\\00\\00\\00o\\00o\\00p\\00s\\00")',
+          ),
+        ),
+      /self-test of batch_size: batch_size failed \(abort: oops\)/,
+    ],
     ['a NaN', () => wat(batchPlugin('f64.const nan')), /self-test of batch_size: batch_size returned NaN, not a finite number/],
     ['a size out of range', () => wat(batchPlugin('f64.const 100000')), /batch_size returned 100000, outside \[1, 256\]/],
     ['a fraction', () => wat(batchPlugin('f64.const 2.5')), /batch_size returned 2\.5, not an integer/],
-    ['a bad route', () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "route") (param f64 i32 i32 f64 f64) (result i32) i32.const 9))'), /self-test of route: route returned route index 9, outside 0\.\.3/, ['routing']],
-    ['a quantisation the tolerance forbids', () => wat('(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "route") (param f64 i32 i32 f64 f64) (result i32) i32.const 513))'), /route chose int8, which accuracyTolerance 1 does not allow/, ['routing']],
+    [
+      'a bad route',
+      () =>
+        wat(
+          '(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "route") (param f64 i32 i32 f64 f64) (result i32) i32.const 9))',
+        ),
+      /self-test of route: route returned route index 9, outside 0\.\.3/,
+      ['routing'],
+    ],
+    [
+      'a quantisation the tolerance forbids',
+      () =>
+        wat(
+          '(module (func (export "sits_abi_version") (result i32) i32.const 1) (func (export "route") (param f64 i32 i32 f64 f64) (result i32) i32.const 513))',
+        ),
+      /route chose int8, which accuracyTolerance 1 does not allow/,
+      ['routing'],
+    ],
   ];
   it.each(cases)('%s', (_name, bytes, want, strategies) => {
     const r = load(bytes(), strategies ?? ['batchSize']);
@@ -153,7 +206,11 @@ describe('at run time, a failing decision falls back to the built-in', () => {
     const r = load(wat(batchPlugin('local.get 0 memory.grow i32.const 1 i32.add f64.convert_i32_s', '(memory 1 16)')));
     const p = r.ok ? r.value : (undefined as never);
     expect(decideBatchSize(p, inputs(1), 7)).toEqual({ value: 2, source: 'plugin' }); // grew from 1 to 2 pages
-    expect(decideBatchSize(p, inputs(20), 7)).toEqual({ value: 7, source: 'builtin', reason: 'plugin p.wasm: batch_size returned 0, outside [1, 256]; built-in batch size 7 used' });
+    expect(decideBatchSize(p, inputs(20), 7)).toEqual({
+      value: 7,
+      source: 'builtin',
+      reason: 'plugin p.wasm: batch_size returned 0, outside [1, 256]; built-in batch size 7 used',
+    });
     // Imported memory: the host's, with the cap as its maximum.
     const q = load(wat(batchPlugin('local.get 0 memory.grow i32.const 1 i32.add f64.convert_i32_s', '(import "env" "memory" (memory 1))')));
     const qp = q.ok ? q.value : (undefined as never);
@@ -170,18 +227,30 @@ describe('at run time, a failing decision falls back to the built-in', () => {
     const r = load(wat(batchPlugin(body)), ['batchSize'], { callTimeoutMs: 2000 });
     const p = r.ok ? r.value : (undefined as never);
     expect(decideBatchSize(p, inputs(0), 32)).toEqual({ value: 8, source: 'plugin' });
-    expect(decideBatchSize(p, inputs(3), 32)).toEqual({ value: 32, source: 'builtin', reason: 'plugin p.wasm: batch_size failed (trap: unreachable); built-in batch size 32 used' });
+    expect(decideBatchSize(p, inputs(3), 32)).toEqual({
+      value: 32,
+      source: 'builtin',
+      reason: 'plugin p.wasm: batch_size failed (trap: unreachable); built-in batch size 32 used',
+    });
     expect(decideBatchSize(p, inputs(4), 32).reason).toBe('plugin p.wasm: batch_size returned Infinity, not a finite number; built-in batch size 32 used');
     expect(decideBatchSize(p, inputs(9), 32)).toEqual({ value: 9, source: 'plugin' }); // still deciding
-    expect(decideBatchSize(p, inputs(5), 32).reason).toBe('plugin p.wasm: batch_size gave no answer within 2000 ms (an endless loop, or the worker died); worker terminated; built-in batch size 32 used');
+    expect(decideBatchSize(p, inputs(5), 32).reason).toBe(
+      'plugin p.wasm: batch_size gave no answer within 2000 ms (an endless loop, or the worker died); worker terminated; built-in batch size 32 used',
+    );
     expect(p.disabled).toMatch(/no answer within 2000 ms/);
-    expect(decideBatchSize(p, inputs(9), 32)).toMatchObject({ value: 32, source: 'builtin', reason: expect.stringMatching(/disabled \(batch_size gave no answer/) });
-    expect(pluginCondition({ kind: 'disabled', name: 'p.wasm', reason: p.disabled as string, tally: { plugin: 2, builtin: 4 } }).message).toMatch(/^plugin p\.wasm disabled: batch_size gave no answer within 2000 ms .*; built-in strategies used; 2 decisions by the plugin, 4 by the built-in$/);
+    expect(decideBatchSize(p, inputs(9), 32)).toMatchObject({
+      value: 32,
+      source: 'builtin',
+      reason: expect.stringMatching(/disabled \(batch_size gave no answer/),
+    });
+    expect(pluginCondition({ kind: 'disabled', name: 'p.wasm', reason: p.disabled as string, tally: { plugin: 2, builtin: 4 } }).message).toMatch(
+      /^plugin p\.wasm disabled: batch_size gave no answer within 2000 ms .*; built-in strategies used; 2 decisions by the plugin, 4 by the built-in$/,
+    );
   });
 });
 
 describe('the plugin thread in a process with TypeScript preloads', () => {
-  it('loads as in a plain process (the thread inherits none of the parent\'s --import flags)', () => {
+  it("loads as in a plain process (the thread inherits none of the parent's --import flags)", () => {
     // How the dev kubelet starts a batch worker: node --import tsx --import <a .ts preload>. Before the thread's
     // execArgv was emptied, every plugin was refused there ("loading gave no answer").
     writeFileSync(join(dir, 'preload.ts'), 'const noop: number = 0;\nvoid noop;\n');
@@ -191,7 +260,11 @@ describe('the plugin thread in a process with TypeScript preloads', () => {
       join(dir, 'load.ts'),
       `import { readFileSync } from 'node:fs';\nimport { WasmPlugin } from ${JSON.stringify(host)};\nconst r = WasmPlugin.load(readFileSync(${JSON.stringify(join(dir, 'example.wasm'))}), { name: 'p', strategies: ['batchSize'], limits: { loadTimeoutMs: 20000, callTimeoutMs: 10000 } });\nconsole.log(r.ok ? 'loaded' : r.reason);\nif (r.ok) r.value.close();\n`,
     );
-    const out = execFileSync(process.execPath, ['--import', 'tsx', '--import', join(dir, 'preload.ts'), join(dir, 'load.ts')], { cwd: new URL('../..', import.meta.url).pathname, encoding: 'utf8', timeout: 60_000 });
+    const out = execFileSync(process.execPath, ['--import', 'tsx', '--import', join(dir, 'preload.ts'), join(dir, 'load.ts')], {
+      cwd: new URL('../..', import.meta.url).pathname,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
     expect(out.trim()).toBe('loaded');
   }, 90_000);
 });

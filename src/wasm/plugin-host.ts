@@ -52,7 +52,13 @@ export class WasmPlugin implements PluginCaller {
     const flag = new Int32Array(new SharedArrayBuffer(4));
     const { port1, port2 } = new MessageChannel();
     const worker = new Worker(new URL('./plugin-worker.mjs', import.meta.url), {
-      workerData: { bytes: Uint8Array.from(bytes), flag: flag.buffer, port: port2, maxMemoryPages: limits.maxMemoryPages, memoryInitial: shape.value.memory?.imported === true ? shape.value.memory.initial : undefined },
+      workerData: {
+        bytes: Uint8Array.from(bytes),
+        flag: flag.buffer,
+        port: port2,
+        maxMemoryPages: limits.maxMemoryPages,
+        memoryInitial: shape.value.memory?.imported === true ? shape.value.memory.initial : undefined,
+      },
       transferList: [port2],
       // The thread runs plain JS and needs none of the parent's preloads. Inherited, `node --import tsx --import x.ts`
       // (how the dev kubelet starts a batch worker) left the thread silent while the parent waited in Atomics.wait:

@@ -60,7 +60,8 @@ const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object
 /** Reads and checks the envelope; the object inside is linted as it is, never trusted. */
 export function parseReview(body: unknown): AdmissionRequest {
   if (!isObj(body)) throw new BadReview('body is not a JSON object');
-  if (body.apiVersion !== 'admission.k8s.io/v1') throw new BadReview(`apiVersion: want admission.k8s.io/v1, got ${JSON.stringify(body.apiVersion) ?? 'nothing'}`);
+  if (body.apiVersion !== 'admission.k8s.io/v1')
+    throw new BadReview(`apiVersion: want admission.k8s.io/v1, got ${JSON.stringify(body.apiVersion) ?? 'nothing'}`);
   if (body.kind !== 'AdmissionReview') throw new BadReview(`kind: want AdmissionReview, got ${JSON.stringify(body.kind) ?? 'nothing'}`);
   const r = body.request;
   if (!isObj(r)) throw new BadReview('request: missing');
@@ -68,7 +69,8 @@ export function parseReview(body: unknown): AdmissionRequest {
   const k = r.kind;
   if (!isObj(k) || typeof k.kind !== 'string' || typeof k.version !== 'string') throw new BadReview('request.kind: want {group, version, kind}');
   const op = r.operation;
-  if (op !== 'CREATE' && op !== 'UPDATE' && op !== 'DELETE' && op !== 'CONNECT') throw new BadReview(`request.operation: unknown ${JSON.stringify(op) ?? 'nothing'}`);
+  if (op !== 'CREATE' && op !== 'UPDATE' && op !== 'DELETE' && op !== 'CONNECT')
+    throw new BadReview(`request.operation: unknown ${JSON.stringify(op) ?? 'nothing'}`);
   if (r.object !== undefined && r.object !== null && !isObj(r.object)) throw new BadReview('request.object: not an object');
   if (r.oldObject !== undefined && r.oldObject !== null && !isObj(r.oldObject)) throw new BadReview('request.oldObject: not an object');
   return {
@@ -81,7 +83,12 @@ export function parseReview(body: unknown): AdmissionRequest {
     ...(isObj(r.oldObject) ? { oldObject: r.oldObject as KubeObject } : {}),
     ...(r.dryRun === true ? { dryRun: true } : {}),
     ...(isObj(r.userInfo) && typeof r.userInfo.username === 'string'
-      ? { userInfo: { username: r.userInfo.username, ...(Array.isArray(r.userInfo.groups) ? { groups: (r.userInfo.groups as unknown[]).filter((g): g is string => typeof g === 'string') } : {}) } }
+      ? {
+          userInfo: {
+            username: r.userInfo.username,
+            ...(Array.isArray(r.userInfo.groups) ? { groups: (r.userInfo.groups as unknown[]).filter((g): g is string => typeof g === 'string') } : {}),
+          },
+        }
       : {}),
   };
 }
@@ -120,8 +127,13 @@ export interface ValidateDeps {
  * (one user, or one ServiceAccount per controller with --use-service-account-credentials).
  */
 export function defaultControllerUsers(sitsNamespace: string | undefined): string[] {
-  const kcm = ['replicaset-controller', 'job-controller', 'statefulset-controller', 'daemon-set-controller'].map((c) => `system:serviceaccount:kube-system:${c}`);
-  const sits = sitsNamespace === undefined || sitsNamespace === '' ? [] : ['sits-controllers', 'sits-scheduler'].map((sa) => `system:serviceaccount:${sitsNamespace}:${sa}`);
+  const kcm = ['replicaset-controller', 'job-controller', 'statefulset-controller', 'daemon-set-controller'].map(
+    (c) => `system:serviceaccount:kube-system:${c}`,
+  );
+  const sits =
+    sitsNamespace === undefined || sitsNamespace === ''
+      ? []
+      : ['sits-controllers', 'sits-scheduler'].map((sa) => `system:serviceaccount:${sitsNamespace}:${sa}`);
   return [...sits, 'system:kube-controller-manager', ...kcm];
 }
 
@@ -146,22 +158,30 @@ const findingKey = (f: Finding): string => `${f.rule}|${JSON.stringify(f.path)}|
 
 export function validate(req: AdmissionRequest, d: ValidateDeps): ValidateResult {
   // A deleted object's finalizers must always be removable.
-  if (req.object === undefined || req.operation === 'DELETE' || req.operation === 'CONNECT' || deleting(req.object)) return { review: out({ uid: req.uid, allowed: true }), findings: [], denied: false };
+  if (req.object === undefined || req.operation === 'DELETE' || req.operation === 'CONNECT' || deleting(req.object))
+    return { review: out({ uid: req.uid, allowed: true }), findings: [], denied: false };
   const obj = withNamespace(req, req.object);
   const related = d.related?.(req, obj) ?? [];
-  const lint = (o: KubeObject): Finding[] => lintObjects([o, ...related], d.rules, { cluster: d.cluster, ...(d.disabled !== undefined ? { disabled: d.disabled } : {}), only: [0] });
+  const lint = (o: KubeObject): Finding[] =>
+    lintObjects([o, ...related], d.rules, { cluster: d.cluster, ...(d.disabled !== undefined ? { disabled: d.disabled } : {}), only: [0] });
   let findings = lint(obj);
   if (req.operation === 'UPDATE' && req.oldObject !== undefined && findings.some((f) => f.severity === 'error')) {
     // An update is denied only for what it introduces: an error the stored object already had is a warning,
     // so controllers (the scheduler's annotations, status, finalizers) never wedge on objects admitted before.
     const before = new Set(lint(withNamespace(req, req.oldObject)).map(findingKey));
-    findings = findings.map((f) => (f.severity === 'error' && before.has(findingKey(f)) ? { ...f, severity: 'warning' as const, message: `${f.message} (already present before this update)` } : f));
+    findings = findings.map((f) =>
+      f.severity === 'error' && before.has(findingKey(f))
+        ? { ...f, severity: 'warning' as const, message: `${f.message} (already present before this update)` }
+        : f,
+    );
   }
   if (req.kind.kind === 'Pod' && controlledBy(obj) && d.controllerUsers?.has(req.userInfo?.username ?? '') === true) {
     // Its owner was reviewed when it was applied; denying the controller's pod would only make it retry in a loop.
     // Who sent it decides, not the ownerReference: a user can write one naming any owner, real or made up, and the
     // webhook would have to trust the pod's own claim. The apiserver's userInfo is the one field the user cannot set.
-    findings = findings.map((f) => (f.severity === 'error' ? { ...f, severity: 'warning' as const, message: `${f.message} (a controller's pod: fix its owner)` } : f));
+    findings = findings.map((f) =>
+      f.severity === 'error' ? { ...f, severity: 'warning' as const, message: `${f.message} (a controller's pod: fix its owner)` } : f,
+    );
   }
   const errors = findings.filter((f) => f.severity === 'error');
   const denied = d.mode === 'enforce' && errors.length > 0;
@@ -243,19 +263,22 @@ export function mutationOps(req: AdmissionRequest, d: MutateDeps): PatchOp[] {
     const spec = isObj(obj.spec) ? obj.spec : undefined;
     if (spec === undefined || !requestsGpu(spec)) return [];
     const sn = spec.schedulerName;
-    if (sn === undefined || sn === '' || sn === 'default-scheduler') ops.push({ op: sn === undefined ? 'add' : 'replace', path: '/spec/schedulerName', value: d.schedulerName });
+    if (sn === undefined || sn === '' || sn === 'default-scheduler')
+      ops.push({ op: sn === undefined ? 'add' : 'replace', path: '/spec/schedulerName', value: d.schedulerName });
     if (queue !== undefined && queue !== '') ops.push(...labelOps(obj, LABEL.queue, queue));
     return ops;
   }
   if (req.kind.kind === 'TrainingJob' && req.kind.group === 'ai.sits2026.dev') {
     const spec = isObj(obj.spec) ? obj.spec : undefined;
     if (spec === undefined) return [];
-    if (queue !== undefined && queue !== '' && (typeof spec.queue !== 'string' || spec.queue === '')) ops.push({ op: 'add', path: '/spec/queue', value: queue });
+    if (queue !== undefined && queue !== '' && (typeof spec.queue !== 'string' || spec.queue === ''))
+      ops.push({ op: 'add', path: '/spec/queue', value: queue });
     const level = ns.annotations[DEFAULT_PREFERRED_LEVEL_ANNOTATION];
     if (level !== undefined && level !== '') {
       const topo = spec.topology;
       if (!isObj(topo)) ops.push({ op: 'add', path: '/spec/topology', value: { preferredLevel: level } });
-      else if (topo.preferredLevel === undefined && topo.requiredLevel === undefined) ops.push({ op: 'add', path: '/spec/topology/preferredLevel', value: level });
+      else if (topo.preferredLevel === undefined && topo.requiredLevel === undefined)
+        ops.push({ op: 'add', path: '/spec/topology/preferredLevel', value: level });
     }
   }
   return ops;

@@ -39,7 +39,8 @@ const REST: Record<string, { readonly path: string; readonly namespaced: boolean
   BatchInferenceJob: { path: '/apis/ai.sits2026.dev/v1', namespaced: true },
   PodGroup: { path: '/apis/ai.sits2026.dev/v1', namespaced: true },
 };
-const plural = (kind: string): string => (kind.endsWith('s') ? `${kind.toLowerCase()}es` : kind.endsWith('y') ? `${kind.toLowerCase().slice(0, -1)}ies` : `${kind.toLowerCase()}s`);
+const plural = (kind: string): string =>
+  kind.endsWith('s') ? `${kind.toLowerCase()}es` : kind.endsWith('y') ? `${kind.toLowerCase().slice(0, -1)}ies` : `${kind.toLowerCase()}s`;
 
 interface Outcome {
   readonly label: string;
@@ -66,7 +67,8 @@ async function createDoc(o: KubeObject): Promise<Outcome & { path?: string }> {
     await client.request('POST', collection, { body: o, onWarning: (w: string) => warnings.push(w) });
     return { label, status: 'created', message: '', warnings, path: `${collection}/${md.name ?? ''}` };
   } catch (e) {
-    if (e instanceof KubeApiError && e.status === 403 && e.message.includes('denied the request')) return { label, status: 'denied', message: e.message, warnings };
+    if (e instanceof KubeApiError && e.status === 403 && e.message.includes('denied the request'))
+      return { label, status: 'denied', message: e.message, warnings };
     if (e instanceof KubeApiError && (e.status === 422 || e.status === 400)) return { label, status: 'invalid', message: e.message, warnings };
     throw e;
   }
@@ -83,8 +85,17 @@ async function inject(yaml: string): Promise<Outcome[]> {
     outcomes.push(out);
     if (out.path !== undefined) created.push(out.path);
     const md = (o.metadata ?? {}) as { name?: string; namespace?: string };
-    if (out.status === 'created' && ['Service', 'PersistentVolumeClaim', 'Deployment', 'StatefulSet', 'HorizontalPodAutoscaler', 'ScaledObject', 'TrainingJob', 'PriorityClass'].includes(String(o.kind)))
-      await waitFor(`the webhook cache to hold ${out.label}`, () => Promise.resolve(hook.cache.related(md.namespace ?? 'default', { kind: '' }).some((x) => x.kind === o.kind && (x.metadata as { name?: string }).name === md.name)));
+    if (
+      out.status === 'created' &&
+      ['Service', 'PersistentVolumeClaim', 'Deployment', 'StatefulSet', 'HorizontalPodAutoscaler', 'ScaledObject', 'TrainingJob', 'PriorityClass'].includes(
+        String(o.kind),
+      )
+    )
+      await waitFor(`the webhook cache to hold ${out.label}`, () =>
+        Promise.resolve(
+          hook.cache.related(md.namespace ?? 'default', { kind: '' }).some((x) => x.kind === o.kind && (x.metadata as { name?: string }).name === md.name),
+        ),
+      );
   }
   for (const p of created.reverse()) {
     await client.delete(p).catch(() => undefined);
@@ -93,7 +104,11 @@ async function inject(yaml: string): Promise<Outcome[]> {
   }
   for (const o of docsOf(yaml)) {
     const md = (o.metadata ?? {}) as { name?: string; namespace?: string };
-    await waitFor('the webhook cache to forget the fixture', () => Promise.resolve(!hook.cache.related(md.namespace ?? 'default', { kind: '' }).some((x) => x.kind === o.kind && (x.metadata as { name?: string }).name === md.name)));
+    await waitFor('the webhook cache to forget the fixture', () =>
+      Promise.resolve(
+        !hook.cache.related(md.namespace ?? 'default', { kind: '' }).some((x) => x.kind === o.kind && (x.metadata as { name?: string }).name === md.name),
+      ),
+    );
   }
   return outcomes;
 }
@@ -114,17 +129,24 @@ beforeAll(async () => {
   for (const ns of ['ml', 'other-ns']) await client.post('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
   if (cluster.webhook === undefined) throw new Error('no webhook');
   hook = cluster.webhook;
-  await waitFor('cluster facts from the nodes', () => Promise.resolve((hook.cache.cluster().gpuModels ?? []).length >= 2 && hook.cache.cluster().rdma === true));
+  await waitFor('cluster facts from the nodes', () =>
+    Promise.resolve((hook.cache.cluster().gpuModels ?? []).length >= 2 && hook.cache.cluster().rdma === true),
+  );
   // The apiserver picks the webhook configuration up asynchronously: wait for a first denial.
   const probe = RULES.find((r) => r.id === 'hand-set-visible-devices');
-  await waitFor('the apiserver to call the webhook', async () => {
-    const o = docsOf(probe?.fixtures.bad ?? '')[0];
-    if (o === undefined) return false;
-    const md = (o.metadata ?? {}) as Record<string, unknown>;
-    const r = await createDoc({ ...o, metadata: { ...md, name: 'probe-visible-devices' } });
-    if (r.status === 'created' && r.path !== undefined) await client.delete(r.path);
-    return r.status === 'denied';
-  }, 60_000, 250);
+  await waitFor(
+    'the apiserver to call the webhook',
+    async () => {
+      const o = docsOf(probe?.fixtures.bad ?? '')[0];
+      if (o === undefined) return false;
+      const md = (o.metadata ?? {}) as Record<string, unknown>;
+      const r = await createDoc({ ...o, metadata: { ...md, name: 'probe-visible-devices' } });
+      if (r.status === 'created' && r.path !== undefined) await client.delete(r.path);
+      return r.status === 'denied';
+    },
+    60_000,
+    250,
+  );
 }, scaled(240_000));
 
 afterAll(async () => {
@@ -172,33 +194,57 @@ describe('seed 001 §4.4: each anti-pattern injected into a running dev cluster'
   it('the findings metric counts every rule with its severity', async () => {
     const families = parsePromText(await hook.metrics.registry.metrics());
     expect(schemaOnly.size).toBeLessThanOrEqual(2);
-    for (const r of seenByWebhook()) expect(sampleValue(families, 'sits_webhook_findings_total', { rule: r.id, severity: r.severity, mode: 'enforce' }), r.id).toBeGreaterThanOrEqual(1);
+    for (const r of seenByWebhook())
+      expect(sampleValue(families, 'sits_webhook_findings_total', { rule: r.id, severity: r.severity, mode: 'enforce' }), r.id).toBeGreaterThanOrEqual(1);
   });
 
-  it('audit: every anti-pattern is stored, with a PolicyViolation Event per rule and an entry in the report', async () => {
-    await hook.close();
-    hook = await startDevWebhook(client, { mode: 'audit', rules: RULES });
-    await waitFor('the audit webhook to answer', async () => {
-      const r = await createDoc({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'audit-probe', namespace: 'ml' }, spec: { containers: [{ name: 'c', image: 'x:1', env: [{ name: 'CUDA_VISIBLE_DEVICES', value: '5' }], resources: { limits: { 'nvidia.com/gpu': '1' } } }] } });
-      if (r.path !== undefined) await client.delete(r.path);
-      return r.status === 'created' && r.warnings.some((w) => w.includes('audit: would deny'));
-    }, 60_000, 250);
-    for (const r of seenByWebhook()) {
-      const outcomes = await inject(r.fixtures.bad);
-      expect(outcomes.some((o) => o.status === 'denied'), `${r.id}: audit denied ${JSON.stringify(outcomes)}`).toBe(false);
-      expect(outcomes.some((o) => mentions(o, r.id)), r.id).toBe(true);
-    }
-    await hook.drain();
-    const events = await waitFor('a PolicyViolation event for every rule', async () => {
-      const all: { reason?: string; metadata?: { labels?: Record<string, string> } }[] = [];
-      for (const ns of ['default', 'ml', 'other-ns']) all.push(...(await client.get<{ items: typeof all }>(`/api/v1/namespaces/${ns}/events`)).items);
-      const rules = new Set(all.filter((e) => e.reason === 'PolicyViolation').map((e) => e.metadata?.labels?.['lint.sits2026.dev/rule']));
-      return seenByWebhook().every((r) => rules.has(r.id)) ? rules : undefined;
-    });
-    expect(events.size).toBeGreaterThanOrEqual(seenByWebhook().length);
-    const byRule = hook.report.view().byRule;
-    for (const r of seenByWebhook()) expect((byRule[r.id]?.[r.severity] ?? 0) > 0, r.id).toBe(true);
-    const families = parsePromText(await hook.metrics.registry.metrics());
-    for (const r of seenByWebhook()) expect(sampleValue(families, 'sits_webhook_findings_total', { rule: r.id, severity: r.severity, mode: 'audit' }), r.id).toBeGreaterThanOrEqual(1);
-  }, scaled(240_000));
+  it(
+    'audit: every anti-pattern is stored, with a PolicyViolation Event per rule and an entry in the report',
+    async () => {
+      await hook.close();
+      hook = await startDevWebhook(client, { mode: 'audit', rules: RULES });
+      await waitFor(
+        'the audit webhook to answer',
+        async () => {
+          const r = await createDoc({
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: { name: 'audit-probe', namespace: 'ml' },
+            spec: {
+              containers: [{ name: 'c', image: 'x:1', env: [{ name: 'CUDA_VISIBLE_DEVICES', value: '5' }], resources: { limits: { 'nvidia.com/gpu': '1' } } }],
+            },
+          });
+          if (r.path !== undefined) await client.delete(r.path);
+          return r.status === 'created' && r.warnings.some((w) => w.includes('audit: would deny'));
+        },
+        60_000,
+        250,
+      );
+      for (const r of seenByWebhook()) {
+        const outcomes = await inject(r.fixtures.bad);
+        expect(
+          outcomes.some((o) => o.status === 'denied'),
+          `${r.id}: audit denied ${JSON.stringify(outcomes)}`,
+        ).toBe(false);
+        expect(
+          outcomes.some((o) => mentions(o, r.id)),
+          r.id,
+        ).toBe(true);
+      }
+      await hook.drain();
+      const events = await waitFor('a PolicyViolation event for every rule', async () => {
+        const all: { reason?: string; metadata?: { labels?: Record<string, string> } }[] = [];
+        for (const ns of ['default', 'ml', 'other-ns']) all.push(...(await client.get<{ items: typeof all }>(`/api/v1/namespaces/${ns}/events`)).items);
+        const rules = new Set(all.filter((e) => e.reason === 'PolicyViolation').map((e) => e.metadata?.labels?.['lint.sits2026.dev/rule']));
+        return seenByWebhook().every((r) => rules.has(r.id)) ? rules : undefined;
+      });
+      expect(events.size).toBeGreaterThanOrEqual(seenByWebhook().length);
+      const byRule = hook.report.view().byRule;
+      for (const r of seenByWebhook()) expect((byRule[r.id]?.[r.severity] ?? 0) > 0, r.id).toBe(true);
+      const families = parsePromText(await hook.metrics.registry.metrics());
+      for (const r of seenByWebhook())
+        expect(sampleValue(families, 'sits_webhook_findings_total', { rule: r.id, severity: r.severity, mode: 'audit' }), r.id).toBeGreaterThanOrEqual(1);
+    },
+    scaled(240_000),
+  );
 });

@@ -148,7 +148,13 @@ export class CertRotation {
         // has the new bundle) issues one from the new CA.
       } else if (!leafUsable || cert === undefined || key === undefined || this.dueForRenewal(cert) || !issuedBy(cert, caCert ?? '')) {
         const ca = await loadCa({ cert: caCert ?? '', key: caKey ?? '' });
-        const leaf = await issue(ca, { commonName: this.o.dnsNames[0] ?? 'sits-webhook', dnsNames: this.o.dnsNames, ips: this.o.ips ?? [], lifetimeMs: this.certLifetimeMs, now });
+        const leaf = await issue(ca, {
+          commonName: this.o.dnsNames[0] ?? 'sits-webhook',
+          dnsNames: this.o.dnsNames,
+          ips: this.o.ips ?? [],
+          lifetimeMs: this.certLifetimeMs,
+          now,
+        });
         cert = leaf.cert;
         key = leaf.key;
         changed = true;
@@ -160,7 +166,12 @@ export class CertRotation {
       if (cert === undefined || key === undefined) throw new Error('certificates: no serving certificate');
       if (changed) {
         const body: SecretObj = {
-          metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'sits-webhook' }, ...(secret?.metadata?.resourceVersion !== undefined ? { resourceVersion: secret.metadata.resourceVersion } : {}) },
+          metadata: {
+            name,
+            namespace,
+            labels: { 'app.kubernetes.io/managed-by': 'sits-webhook' },
+            ...(secret?.metadata?.resourceVersion !== undefined ? { resourceVersion: secret.metadata.resourceVersion } : {}),
+          },
           type: 'kubernetes.io/tls',
           data: { 'ca.crt': b64(caCert ?? ''), 'ca.key': b64(caKey ?? ''), 'tls.crt': b64(cert), 'tls.key': b64(key), 'ca-bundle.crt': b64(bundle) },
         };

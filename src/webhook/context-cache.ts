@@ -15,7 +15,13 @@ import { LABEL } from '../api/wire.ts';
 import type { NamespaceInfo } from './admission.ts';
 
 interface Meta {
-  readonly metadata?: { readonly name?: string; readonly namespace?: string; readonly resourceVersion?: string; readonly labels?: Record<string, string>; readonly annotations?: Record<string, string> };
+  readonly metadata?: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly resourceVersion?: string;
+    readonly labels?: Record<string, string>;
+    readonly annotations?: Record<string, string>;
+  };
 }
 type Obj = KubeObject & Meta;
 
@@ -132,7 +138,9 @@ export async function startContextCache(client: KubeClient, o: ContextCacheOptio
     const gfd = labels[LABEL.gfdProduct];
     const model = own !== undefined && own !== '' ? own : gfd !== undefined && gfd !== '' ? modelFromProduct(gfd) : undefined;
     const alloc = n.status?.allocatable ?? {};
-    const rdma = Object.keys(alloc).some((k) => RDMA_PREFIXES.some((p) => k.startsWith(p)) && alloc[k] !== '0') || labels['feature.node.kubernetes.io/rdma.available'] === 'true';
+    const rdma =
+      Object.keys(alloc).some((k) => RDMA_PREFIXES.some((p) => k.startsWith(p)) && alloc[k] !== '0') ||
+      labels['feature.node.kubernetes.io/rdma.available'] === 'true';
     return { model, rdma };
   };
   const setNode = (n: NodeObj, present: boolean): void => {

@@ -11,7 +11,26 @@ import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
 import { BadReview, mutate, parseReview, validate } from './admission.ts';
 import { MAX_BODY_BYTES, webhookHandler, webhookMetrics } from './server.ts';
 
-const KINDS = ['Pod', 'Deployment', 'StatefulSet', 'ReplicaSet', 'DaemonSet', 'Job', 'CronJob', 'Service', 'PersistentVolumeClaim', 'HorizontalPodAutoscaler', 'ScaledObject', 'PriorityClass', 'TrainingJob', 'InferenceService', 'BatchInferenceJob', 'PodGroup', 'PyTorchJob', 'Unknown'];
+const KINDS = [
+  'Pod',
+  'Deployment',
+  'StatefulSet',
+  'ReplicaSet',
+  'DaemonSet',
+  'Job',
+  'CronJob',
+  'Service',
+  'PersistentVolumeClaim',
+  'HorizontalPodAutoscaler',
+  'ScaledObject',
+  'PriorityClass',
+  'TrainingJob',
+  'InferenceService',
+  'BatchInferenceJob',
+  'PodGroup',
+  'PyTorchJob',
+  'Unknown',
+];
 
 // Objects shaped like Kubernetes objects, with anything at any field: the shapes rules walk get wrong types.
 const anyValue = fc.jsonValue({ maxDepth: 4 });
@@ -21,14 +40,40 @@ const container = fc.record(
     image: fc.oneof(fc.constantFrom('vllm/vllm-openai:v0.6', 'nvcr.io/nvidia/pytorch:24.01', 'x:latest'), anyValue),
     command: fc.oneof(fc.array(fc.constantFrom('torchrun', '--nproc_per_node=8', 'train.py', '--num-workers', '8', '--num_workers=3', 'python')), anyValue),
     args: fc.oneof(fc.array(fc.string()), anyValue),
-    env: fc.oneof(fc.array(fc.record({ name: fc.constantFrom('CUDA_VISIBLE_DEVICES', 'NCCL_IB_DISABLE', 'MASTER_ADDR', 'NUM_WORKERS', 'WORLD_SIZE'), value: fc.oneof(fc.string(), anyValue) }, { requiredKeys: [] })), anyValue),
-    resources: fc.oneof(fc.record({ limits: fc.dictionary(fc.constantFrom('cpu', 'memory', 'nvidia.com/gpu'), fc.oneof(fc.constantFrom('1', '500m', '2Gi', '-1', 'x'), anyValue)), requests: anyValue }, { requiredKeys: [] }), anyValue),
+    env: fc.oneof(
+      fc.array(
+        fc.record(
+          {
+            name: fc.constantFrom('CUDA_VISIBLE_DEVICES', 'NCCL_IB_DISABLE', 'MASTER_ADDR', 'NUM_WORKERS', 'WORLD_SIZE'),
+            value: fc.oneof(fc.string(), anyValue),
+          },
+          { requiredKeys: [] },
+        ),
+      ),
+      anyValue,
+    ),
+    resources: fc.oneof(
+      fc.record(
+        {
+          limits: fc.dictionary(fc.constantFrom('cpu', 'memory', 'nvidia.com/gpu'), fc.oneof(fc.constantFrom('1', '500m', '2Gi', '-1', 'x'), anyValue)),
+          requests: anyValue,
+        },
+        { requiredKeys: [] },
+      ),
+      anyValue,
+    ),
     volumeMounts: fc.oneof(fc.array(fc.record({ name: fc.string(), mountPath: fc.constantFrom('/ckpt', '/checkpoints', '/models', '/data') })), anyValue),
   },
   { requiredKeys: [] },
 );
 const podSpec = fc.record(
-  { containers: fc.oneof(fc.array(container, { maxLength: 3 }), anyValue), initContainers: fc.oneof(fc.array(container, { maxLength: 2 }), anyValue), volumes: anyValue, nodeSelector: anyValue, schedulerName: fc.oneof(fc.string(), anyValue) },
+  {
+    containers: fc.oneof(fc.array(container, { maxLength: 3 }), anyValue),
+    initContainers: fc.oneof(fc.array(container, { maxLength: 2 }), anyValue),
+    volumes: anyValue,
+    nodeSelector: anyValue,
+    schedulerName: fc.oneof(fc.string(), anyValue),
+  },
   { requiredKeys: [] },
 );
 const template = fc.record({ metadata: anyValue, spec: podSpec }, { requiredKeys: [] });
@@ -36,10 +81,28 @@ const object = fc.record(
   {
     apiVersion: fc.oneof(fc.constantFrom('v1', 'apps/v1', 'ai.sits2026.dev/v1', 'keda.sh/v1alpha1', 'kubeflow.org/v1'), anyValue),
     kind: fc.constantFrom(...KINDS),
-    metadata: fc.oneof(fc.record({ name: fc.string(), namespace: fc.string(), labels: anyValue, annotations: fc.oneof(fc.dictionary(fc.string(), fc.string()), anyValue) }, { requiredKeys: [] }), anyValue),
+    metadata: fc.oneof(
+      fc.record(
+        { name: fc.string(), namespace: fc.string(), labels: anyValue, annotations: fc.oneof(fc.dictionary(fc.string(), fc.string()), anyValue) },
+        { requiredKeys: [] },
+      ),
+      anyValue,
+    ),
     spec: fc.oneof(
       podSpec,
-      fc.record({ replicas: fc.oneof(fc.integer({ min: -3, max: 64 }), anyValue), template, selector: anyValue, scaleTargetRef: anyValue, worker: anyValue, pytorchReplicaSpecs: fc.dictionary(fc.constantFrom('Master', 'Worker'), fc.record({ replicas: anyValue, template }, { requiredKeys: [] })), jobTemplate: anyValue, clusterIP: anyValue }, { requiredKeys: [] }),
+      fc.record(
+        {
+          replicas: fc.oneof(fc.integer({ min: -3, max: 64 }), anyValue),
+          template,
+          selector: anyValue,
+          scaleTargetRef: anyValue,
+          worker: anyValue,
+          pytorchReplicaSpecs: fc.dictionary(fc.constantFrom('Master', 'Worker'), fc.record({ replicas: anyValue, template }, { requiredKeys: [] })),
+          jobTemplate: anyValue,
+          clusterIP: anyValue,
+        },
+        { requiredKeys: [] },
+      ),
       anyValue,
     ),
     value: anyValue,
@@ -57,9 +120,17 @@ const review = fc.record({
   dryRun: fc.boolean(),
 });
 const envelope = (r: fc.Arbitrary<unknown>): fc.Arbitrary<unknown> =>
-  fc.tuple(r, fc.constantFrom(...KINDS)).map(([x, kind]) => ({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { ...(x as object), kind: { group: '', version: 'v1', kind } } }));
+  fc.tuple(r, fc.constantFrom(...KINDS)).map(([x, kind]) => ({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: { ...(x as object), kind: { group: '', version: 'v1', kind } },
+  }));
 // Broken envelopes too: the parser must name what is wrong, never crash.
-const anyBody = fc.oneof({ weight: 8, arbitrary: envelope(review) }, { weight: 1, arbitrary: anyValue }, { weight: 1, arbitrary: fc.record({ apiVersion: fc.constant('admission.k8s.io/v1'), kind: fc.constant('AdmissionReview'), request: anyValue }) });
+const anyBody = fc.oneof(
+  { weight: 8, arbitrary: envelope(review) },
+  { weight: 1, arbitrary: anyValue },
+  { weight: 1, arbitrary: fc.record({ apiVersion: fc.constant('admission.k8s.io/v1'), kind: fc.constant('AdmissionReview'), request: anyValue }) },
+);
 
 const cluster = { schedulerNames: ['sits-scheduler'], gpuModels: ['A100-SXM4-80GB', 'L4'], rdma: true };
 
@@ -82,7 +153,10 @@ describe('fuzzing the webhook', () => {
           expect(v.findings.filter((f) => f.rule === 'rule-failed')).toEqual([]);
           if (mode === 'audit') expect(v.review.response.allowed).toBe(true);
         }
-        const m = mutate(req, { schedulerName: 'sits-scheduler', namespace: () => ({ labels: { 'ai.sits2026.dev/scheduling': 'enabled' }, annotations: { 'ai.sits2026.dev/default-queue': 'q' } }) });
+        const m = mutate(req, {
+          schedulerName: 'sits-scheduler',
+          namespace: () => ({ labels: { 'ai.sits2026.dev/scheduling': 'enabled' }, annotations: { 'ai.sits2026.dev/default-queue': 'q' } }),
+        });
         expect(m.response.allowed).toBe(true);
         if (m.response.patch !== undefined) expect(Array.isArray(JSON.parse(Buffer.from(m.response.patch, 'base64').toString('utf8')))).toBe(true);
       }),
@@ -129,7 +203,13 @@ describe('the HTTP handler under bad input', () => {
     const huge = await post(Buffer.alloc(MAX_BODY_BYTES + 1024, 0x20));
     expect(huge.status).toBe(413);
     expect(huge.body).toContain(`request body over ${MAX_BODY_BYTES} bytes`);
-    const ok = await post(JSON.stringify({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', request: { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: { kind: 'Pod' } } }));
+    const ok = await post(
+      JSON.stringify({
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { uid: 'u', kind: { group: '', version: 'v1', kind: 'Pod' }, operation: 'CREATE', object: { kind: 'Pod' } },
+      }),
+    );
     expect(ok.status).toBe(200);
   }, 60_000);
 });

@@ -30,11 +30,35 @@ export function webhookMetrics(): WebhookMetrics {
   const registry = new Registry();
   return {
     registry,
-    reviews: new Counter({ name: 'sits_webhook_reviews_total', help: 'Admission reviews answered, by webhook (validate, mutate), kind, operation and result (allowed, denied, patched, error).', labelNames: ['webhook', 'kind', 'operation', 'result'], registers: [registry] }),
-    duration: new Histogram({ name: 'sits_webhook_review_duration_seconds', help: 'Time from the request body read to the response written.', labelNames: ['webhook'], buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1], registers: [registry] }),
-    findings: new Counter({ name: 'sits_webhook_findings_total', help: 'Guard-rail findings on reviewed objects, by rule, severity and mode (enforce, audit); dry runs excluded.', labelNames: ['rule', 'severity', 'mode'], registers: [registry] }),
-    certExpiry: new Gauge({ name: 'sits_webhook_certificate_expiry_timestamp_seconds', help: 'notAfter of the serving certificate (Unix seconds).', registers: [registry] }),
-    eventsDropped: new Counter({ name: 'sits_webhook_events_dropped_total', help: 'Audit Events not written (rate limit or apiserver error).', registers: [registry] }),
+    reviews: new Counter({
+      name: 'sits_webhook_reviews_total',
+      help: 'Admission reviews answered, by webhook (validate, mutate), kind, operation and result (allowed, denied, patched, error).',
+      labelNames: ['webhook', 'kind', 'operation', 'result'],
+      registers: [registry],
+    }),
+    duration: new Histogram({
+      name: 'sits_webhook_review_duration_seconds',
+      help: 'Time from the request body read to the response written.',
+      labelNames: ['webhook'],
+      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1],
+      registers: [registry],
+    }),
+    findings: new Counter({
+      name: 'sits_webhook_findings_total',
+      help: 'Guard-rail findings on reviewed objects, by rule, severity and mode (enforce, audit); dry runs excluded.',
+      labelNames: ['rule', 'severity', 'mode'],
+      registers: [registry],
+    }),
+    certExpiry: new Gauge({
+      name: 'sits_webhook_certificate_expiry_timestamp_seconds',
+      help: 'notAfter of the serving certificate (Unix seconds).',
+      registers: [registry],
+    }),
+    eventsDropped: new Counter({
+      name: 'sits_webhook_events_dropped_total',
+      help: 'Audit Events not written (rate limit or apiserver error).',
+      registers: [registry],
+    }),
   };
 }
 
@@ -104,7 +128,14 @@ export function webhookHandler(o: WebhookHandlerOptions): (req: IncomingMessage,
       let outReview: ReviewOut;
       let result: string;
       if (which === 'validate') {
-        const v = validate(r, { rules: o.rules, mode: o.mode, cluster: o.cluster(), ...(o.disabled !== undefined ? { disabled: o.disabled } : {}), ...(o.related !== undefined ? { related: o.related } : {}), ...(o.controllerUsers !== undefined ? { controllerUsers: o.controllerUsers } : {}) });
+        const v = validate(r, {
+          rules: o.rules,
+          mode: o.mode,
+          cluster: o.cluster(),
+          ...(o.disabled !== undefined ? { disabled: o.disabled } : {}),
+          ...(o.related !== undefined ? { related: o.related } : {}),
+          ...(o.controllerUsers !== undefined ? { controllerUsers: o.controllerUsers } : {}),
+        });
         outReview = v.review;
         result = v.denied ? 'denied' : 'allowed';
         // A dry run has no side effects (sideEffects: NoneOnDryRun): no events, no report, no finding counts.
@@ -113,7 +144,10 @@ export function webhookHandler(o: WebhookHandlerOptions): (req: IncomingMessage,
           o.recorder?.record(r, r.object, v.findings, v.denied);
         }
       } else {
-        outReview = o.mutate === undefined ? { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: r.uid, allowed: true } } : mutate(r, o.mutate);
+        outReview =
+          o.mutate === undefined
+            ? { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview', response: { uid: r.uid, allowed: true } }
+            : mutate(r, o.mutate);
         result = outReview.response.patch !== undefined ? 'patched' : 'allowed';
       }
       send(res, 200, JSON.stringify(outReview), 'application/json');
@@ -122,7 +156,8 @@ export function webhookHandler(o: WebhookHandlerOptions): (req: IncomingMessage,
       o.metrics.reviews.inc({ webhook: which, kind: parsed?.kind.kind ?? '', operation: parsed?.operation ?? '', result: 'error' });
       if (e instanceof BadReview) {
         if (e instanceof TooLarge) res.setHeader('Connection', 'close');
-        if (!res.headersSent && !res.destroyed) send(res, e instanceof TooLarge ? 413 : 400, `bad AdmissionReview: ${e.message}\n`, 'text/plain; charset=utf-8');
+        if (!res.headersSent && !res.destroyed)
+          send(res, e instanceof TooLarge ? 413 : 400, `bad AdmissionReview: ${e.message}\n`, 'text/plain; charset=utf-8');
       } else {
         // A bug of ours: answer (the apiserver applies the failurePolicy) and keep serving.
         o.log?.(`${which}: ${(e as Error).stack ?? String(e)}`);
@@ -184,7 +219,11 @@ export class FindingReport {
   ) {}
 
   add(req: AdmissionRequest, obj: KubeObject, findings: readonly Finding[], denied: boolean): RecordedFinding[] {
-    const md = (typeof obj.metadata === 'object' && obj.metadata !== null ? obj.metadata : {}) as { name?: unknown; generateName?: unknown; namespace?: unknown };
+    const md = (typeof obj.metadata === 'object' && obj.metadata !== null ? obj.metadata : {}) as {
+      name?: unknown;
+      generateName?: unknown;
+      namespace?: unknown;
+    };
     const name = typeof md.name === 'string' ? md.name : typeof md.generateName === 'string' ? `${md.generateName}*` : (req.name ?? '');
     const added: RecordedFinding[] = [];
     for (const f of findings) {

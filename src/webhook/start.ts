@@ -88,7 +88,8 @@ class AuditEvents {
       this.last.set(key, now);
       if (this.last.size > 50_000) for (const [k, at] of this.last) if (now - at >= EVENT_REPEAT_MS) this.last.delete(k);
       const at = new Date().toISOString();
-      const apiVersion = typeof obj.apiVersion === 'string' ? obj.apiVersion : req.kind.group === '' ? req.kind.version : `${req.kind.group}/${req.kind.version}`;
+      const apiVersion =
+        typeof obj.apiVersion === 'string' ? obj.apiVersion : req.kind.group === '' ? req.kind.version : `${req.kind.group}/${req.kind.version}`;
       const task = this.client
         .post(`/api/v1/namespaces/${ns}/events`, {
           apiVersion: 'v1',
@@ -137,7 +138,10 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
 
   const clientCa = o.clientCaFile === undefined ? undefined : readFileSync(o.clientCaFile, 'utf8');
   // Reviews through their own client and gate; only the paths served are reviewed (ADR 0177).
-  const delegated = o.auth === undefined ? delegatedAuth(o.client, { ...(clientCa !== undefined ? { clientCa } : {}), paths: WEBHOOK_PATHS, userAgent: 'sits-webhook-auth/0.1' }) : undefined;
+  const delegated =
+    o.auth === undefined
+      ? delegatedAuth(o.client, { ...(clientCa !== undefined ? { clientCa } : {}), paths: WEBHOOK_PATHS, userAgent: 'sits-webhook-auth/0.1' })
+      : undefined;
   const auth = o.auth ?? (delegated as NonNullable<typeof delegated>);
 
   const handler = webhookHandler({
@@ -145,8 +149,14 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
     mode: o.mode,
     ...(o.disabled !== undefined ? { disabled: o.disabled } : {}),
     cluster: () => cache.cluster(),
-    related: (req, obj) => cache.related(req.namespace, { kind: req.kind.kind, ...(typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? { name: (obj.metadata as { name: string }).name } : {}) }),
-    controllerUsers: new Set(o.controllerUsers ?? defaultControllerUsers(typeof o.tls === 'object' && 'rotation' in o.tls ? o.tls.rotation.secret.namespace : undefined)),
+    related: (req, obj) =>
+      cache.related(req.namespace, {
+        kind: req.kind.kind,
+        ...(typeof (obj.metadata as { name?: unknown } | undefined)?.name === 'string' ? { name: (obj.metadata as { name: string }).name } : {}),
+      }),
+    controllerUsers: new Set(
+      o.controllerUsers ?? defaultControllerUsers(typeof o.tls === 'object' && 'rotation' in o.tls ? o.tls.rotation.secret.namespace : undefined),
+    ),
     mutate: { schedulerName: o.schedulerName, namespace: (n) => cache.namespace(n) },
     recorder: {
       record: (req, obj, findings, denied) => {
@@ -176,11 +186,16 @@ export async function startWebhook(o: WebhookOptions): Promise<RunningWebhook> {
   });
   if (o.tls !== 'none' && !('rotation' in o.tls)) {
     // Certificates from files (cert-manager renews them in place): re-read when they change.
-    stopFileWatch = watchCertFiles(o.tls, 30_000, (pair) => {
-      server.setTls(pair);
-      metrics.certExpiry.set(certValidity(pair.cert).notAfter.getTime() / 1000);
-      log('webhook: serving the certificate re-read from its files');
-    }, (m) => log(`webhook: ${m}`));
+    stopFileWatch = watchCertFiles(
+      o.tls,
+      30_000,
+      (pair) => {
+        server.setTls(pair);
+        metrics.certExpiry.set(certValidity(pair.cert).notAfter.getTime() / 1000);
+        log('webhook: serving the certificate re-read from its files');
+      },
+      (m) => log(`webhook: ${m}`),
+    );
   }
 
   return {

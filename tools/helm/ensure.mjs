@@ -51,7 +51,8 @@ if (!cg) fail(`unexpected k8s.io/client-go version ${clientGoVersion} in ${goMod
 const k8sMajor = String(Number(cg[1]) + 1);
 const k8sMinor = cg[2];
 const ldflags = ['-s', '-w', `-X helm.sh/helm/v3/internal/version.version=${helmVersion}`, '-X helm.sh/helm/v3/internal/version.gitTreeState=clean'];
-for (const pkg of ['helm.sh/helm/v3/pkg/lint/rules', 'helm.sh/helm/v3/pkg/chartutil']) ldflags.push(`-X ${pkg}.k8sVersionMajor=${k8sMajor}`, `-X ${pkg}.k8sVersionMinor=${k8sMinor}`);
+for (const pkg of ['helm.sh/helm/v3/pkg/lint/rules', 'helm.sh/helm/v3/pkg/chartutil'])
+  ldflags.push(`-X ${pkg}.k8sVersionMajor=${k8sMajor}`, `-X ${pkg}.k8sVersionMinor=${k8sMinor}`);
 
 await ensureGoBuild({
   log,
@@ -69,7 +70,10 @@ await ensureGoBuild({
     await go(`helm ${helmVersion}`, HERE, ['-o', join(tmpDir, 'helm'), '-ldflags', ldflags.join(' '), 'helm.sh/helm/v3/cmd/helm'], { quiet: true });
 
     // Sanity check: the binary runs and reports the expected version.
-    const r = spawnSync(join(tmpDir, 'helm'), ['version', '--short'], { encoding: 'utf8', env: { ...process.env, HELM_CONFIG_HOME: tmpDir, HELM_CACHE_HOME: tmpDir, HELM_DATA_HOME: tmpDir } });
+    const r = spawnSync(join(tmpDir, 'helm'), ['version', '--short'], {
+      encoding: 'utf8',
+      env: { ...process.env, HELM_CONFIG_HOME: tmpDir, HELM_CACHE_HOME: tmpDir, HELM_DATA_HOME: tmpDir },
+    });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
     if (r.status !== 0 || !out.includes(helmVersion)) throw new Error(`helm version did not report ${helmVersion}: ${out.trim() || r.error?.message}`);
     writeFileSync(

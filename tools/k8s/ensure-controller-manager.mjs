@@ -17,6 +17,7 @@ await ensureKubeBinary({
   check(path, version) {
     const r = spawnSync(path, ['--version'], { encoding: 'utf8' });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-    if (r.status !== 0 || !out.includes(version)) throw new Error(`kube-controller-manager --version did not report ${version}: ${out.trim() || r.error?.message}`);
+    if (r.status !== 0 || !out.includes(version))
+      throw new Error(`kube-controller-manager --version did not report ${version}: ${out.trim() || r.error?.message}`);
   },
 });

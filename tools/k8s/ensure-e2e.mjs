@@ -20,8 +20,12 @@ await ensureKubeBinary({
   testBinary: true,
   // The binary lists the scheduling cases without a cluster.
   check(path) {
-    const r = spawnSync(path, ['--ginkgo.dry-run', '--ginkgo.focus=SchedulerPredicates', '--ginkgo.no-color', '--provider=skeleton'], { encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(path, ['--ginkgo.dry-run', '--ginkgo.focus=SchedulerPredicates', '--ginkgo.no-color', '--provider=skeleton'], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-    if (!/Ran [1-9]\d* of \d+ Specs/.test(out)) throw new Error(`e2e.test --ginkgo.dry-run did not list the SchedulerPredicates cases: ${out.trim().slice(-2000) || r.error?.message}`);
+    if (!/Ran [1-9]\d* of \d+ Specs/.test(out))
+      throw new Error(`e2e.test --ginkgo.dry-run did not list the SchedulerPredicates cases: ${out.trim().slice(-2000) || r.error?.message}`);
   },
 });

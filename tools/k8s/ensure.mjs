@@ -43,7 +43,6 @@ const key = `${k8sVersion}-etcd${etcdVersion.replace(/^v/, '')}`; // v1.36.3-etc
 const root = cacheRoot('sits-k8s');
 const finalDir = join(root, key);
 
-
 await ensureGoBuild({
   log,
   fail,

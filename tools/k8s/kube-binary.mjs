@@ -35,9 +35,17 @@ export async function ensureKubeBinary({ tag, envName, binary, suffix, what, pkg
     doneMessage: (took) => `done in ${took}: ${finalDir}`,
     async build({ tmpDir, go, goVersion, startedAt }) {
       log(`${binary} ${k8sVersion} not found in ${finalDir}; building with ${goVersion}`);
-      await go(`${binary} ${k8sVersion}`, KUBE_MOD_DIR, ['-o', join(tmpDir, binary), '-ldflags', kubeVersionLdflags(k8sVersion), pkg], testBinary ? { testBinary: true } : undefined);
+      await go(
+        `${binary} ${k8sVersion}`,
+        KUBE_MOD_DIR,
+        ['-o', join(tmpDir, binary), '-ldflags', kubeVersionLdflags(k8sVersion), pkg],
+        testBinary ? { testBinary: true } : undefined,
+      );
       check(join(tmpDir, binary), k8sVersion);
-      writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify({ kubernetes: k8sVersion, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`);
+      writeFileSync(
+        join(tmpDir, 'BUILD-INFO.json'),
+        `${JSON.stringify({ kubernetes: k8sVersion, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`,
+      );
     },
   });
   process.stdout.write(`${finalDir}\n`);

@@ -63,7 +63,10 @@ await ensureGoBuild({
       copyFileSync(join(crdSrc, f), join(tmpDir, 'crds', f));
       chmodSync(join(tmpDir, 'crds', f), 0o644); // the module cache's files are read-only
     }
-    writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify({ kueue: version, go: goVersion, crds, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`);
+    writeFileSync(
+      join(tmpDir, 'BUILD-INFO.json'),
+      `${JSON.stringify({ kueue: version, go: goVersion, crds, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`,
+    );
   },
 });
 process.stdout.write(`${finalDir}\n`);

@@ -78,7 +78,14 @@ await ensureGoBuild({
       const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
       if (r.status !== 0 || !out.includes(want)) throw new Error(`${bin} ${args.join(' ')} does not report version ${want}: ${out.trim() || r.error?.message}`);
     }
-    const info = { umoci: umociVersion, crane: craneVersion, registry: registryVersion, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) };
+    const info = {
+      umoci: umociVersion,
+      crane: craneVersion,
+      registry: registryVersion,
+      go: goVersion,
+      builtAt: new Date().toISOString(),
+      buildSeconds: Math.round((Date.now() - startedAt) / 1000),
+    };
     writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify(info, null, 2)}\n`);
   },
 });

@@ -28,7 +28,8 @@ const { log, fail } = reporter('sits-otelcol');
 
 useOverride('SITS_OTELCOL', (explicit) => {
   const path = resolve(explicit);
-  if (!isExecutableFile(path)) fail(`SITS_OTELCOL=${explicit}: not an executable file (it must be an OpenTelemetry Collector with the otlp receiver and the file exporter)`);
+  if (!isExecutableFile(path))
+    fail(`SITS_OTELCOL=${explicit}: not an executable file (it must be an OpenTelemetry Collector with the otlp receiver and the file exporter)`);
   return path;
 });
 
@@ -57,8 +58,12 @@ await ensureGoBuild({
     await go(`${BINARY} ${version}`, HERE, ['-o', join(tmpDir, BINARY), '-ldflags', '-s -w', '.']);
     const r = spawnSync(join(tmpDir, BINARY), ['--version'], { encoding: 'utf8' });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
-    if (r.status !== 0 || !out.includes(version.replace(/^v/, ''))) throw new Error(`${BINARY} --version did not report ${version}: ${out.trim() || r.error?.message}`);
-    writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify({ otelcol: version, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`);
+    if (r.status !== 0 || !out.includes(version.replace(/^v/, '')))
+      throw new Error(`${BINARY} --version did not report ${version}: ${out.trim() || r.error?.message}`);
+    writeFileSync(
+      join(tmpDir, 'BUILD-INFO.json'),
+      `${JSON.stringify({ otelcol: version, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`,
+    );
   },
 });
 process.stdout.write(`${finalBin}\n`);

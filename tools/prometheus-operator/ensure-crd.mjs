@@ -32,7 +32,11 @@ useOverride('SITS_SERVICEMONITOR_CRD', (path) => {
 
 log(`${MODULE}@${VERSION} from the Go module cache (downloaded when missing)`);
 // GOFLAGS=-mod=mod: no go.mod here; GOWORK=off: no workspace of the caller's folder is read.
-const r = spawnSync('go', ['mod', 'download', '-json', `${MODULE}@${VERSION}`], { encoding: 'utf8', env: { ...process.env, GOWORK: 'off', GOFLAGS: '-mod=mod' }, timeout: 600_000 });
+const r = spawnSync('go', ['mod', 'download', '-json', `${MODULE}@${VERSION}`], {
+  encoding: 'utf8',
+  env: { ...process.env, GOWORK: 'off', GOFLAGS: '-mod=mod' },
+  timeout: 600_000,
+});
 if (r.error !== undefined) fail(`go mod download: ${r.error.message} (is Go installed? or set SITS_SERVICEMONITOR_CRD to the CRD file)`);
 let info;
 try {

@@ -44,7 +44,8 @@ if (runs('/usr/bin/prometheus')) {
   process.exit(0);
 }
 
-if (!run('apt-get', ['--version']).ok || !run('dpkg-deb', ['--version']).ok) fail('no Prometheus found: install Debian\'s prometheus package, or set SITS_PROMETHEUS to a prometheus binary');
+if (!run('apt-get', ['--version']).ok || !run('dpkg-deb', ['--version']).ok)
+  fail("no Prometheus found: install Debian's prometheus package, or set SITS_PROMETHEUS to a prometheus binary");
 
 const candidate = () => /Candidate:\s*(\S+)/.exec(run('apt-cache', ['policy', 'prometheus']).out)?.[1];
 let version = candidate();

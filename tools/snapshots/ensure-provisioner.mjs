@@ -42,7 +42,10 @@ await ensureGoBuild({
     const r = spawnSync(join(tmpDir, BINARY), ['--version'], { encoding: 'utf8' });
     const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
     if (!out.includes(version)) throw new Error(`${BINARY} --version did not report ${version}: ${out.trim() || r.error?.message}`);
-    writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify({ externalProvisioner: version, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`);
+    writeFileSync(
+      join(tmpDir, 'BUILD-INFO.json'),
+      `${JSON.stringify({ externalProvisioner: version, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) }, null, 2)}\n`,
+    );
   },
 });
 process.stdout.write(`${finalDir}\n`);

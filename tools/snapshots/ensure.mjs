@@ -64,7 +64,13 @@ await ensureGoBuild({
       const out = `${r.stdout ?? ''}${r.stderr ?? ''}`;
       if (!out.includes(want)) throw new Error(`${bin} does not report version ${want}: ${out.trim() || r.error?.message}`);
     }
-    const info = { externalSnapshotter: snapshotterVersion, csiTest: csiTestVersion, go: goVersion, builtAt: new Date().toISOString(), buildSeconds: Math.round((Date.now() - startedAt) / 1000) };
+    const info = {
+      externalSnapshotter: snapshotterVersion,
+      csiTest: csiTestVersion,
+      go: goVersion,
+      builtAt: new Date().toISOString(),
+      buildSeconds: Math.round((Date.now() - startedAt) / 1000),
+    };
     writeFileSync(join(tmpDir, 'BUILD-INFO.json'), `${JSON.stringify(info, null, 2)}\n`);
   },
 });

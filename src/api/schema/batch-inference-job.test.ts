@@ -13,7 +13,10 @@ const sha = 'ab'.repeat(32);
 
 describe('spec.strategy', () => {
   it('accepts a module from a ConfigMap key or a file, pinned by digest', () => {
-    const r = withStrategy({ batchSize: { wasm: { configMap: { name: 'batch-plugins', key: 'latency-ratio.wasm' }, sha256: sha } }, routing: { wasm: { file: 'tiers/bronze.wasm', sha256: sha } } });
+    const r = withStrategy({
+      batchSize: { wasm: { configMap: { name: 'batch-plugins', key: 'latency-ratio.wasm' }, sha256: sha } },
+      routing: { wasm: { file: 'tiers/bronze.wasm', sha256: sha } },
+    });
     expect(r.ok).toBe(true);
     expect(r.ok && r.value.spec.strategy?.routing?.wasm.file).toBe('tiers/bronze.wasm');
     expect(withStrategy(undefined).ok).toBe(true);
@@ -29,7 +32,9 @@ describe('spec.strategy', () => {
     expect(paths({ routing: { wasm: { configMap: { name: 'Plugins', key: 'a.wasm' }, sha256: sha } } })).toEqual(['spec.strategy.routing.wasm.configMap.name']);
     expect(paths({ routing: {} })).toEqual(['spec.strategy.routing.wasm']);
     expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '..' }, sha256: sha } } })).toEqual(['spec.strategy.batchSize.wasm.configMap.key']);
-    expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '..data' }, sha256: sha } } })).toEqual(['spec.strategy.batchSize.wasm.configMap.key']);
+    expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '..data' }, sha256: sha } } })).toEqual([
+      'spec.strategy.batchSize.wasm.configMap.key',
+    ]);
     expect(paths({ batchSize: { wasm: { configMap: { name: 'plugins', key: '.grow.wasm' }, sha256: sha } } })).toEqual([]);
   });
 });

@@ -35,9 +35,17 @@ export const DynamicBatching = withRules(
       minBatchSize: Type.Integer({ description: 'Smallest batch the controller may shrink to. Default: 1.', minimum: 1, maximum: 2048, default: 1 }),
       maxBatchSize: Type.Integer({ description: 'Largest batch the controller may grow to. Default: 2048.', minimum: 1, maximum: 2048, default: 2048 }),
       targetLatencyMs: Type.Optional(Type.Integer({ description: 'Shrink batches when the p99 batch latency exceeds this.', minimum: 1, maximum: 3600000 })),
-      maxGpuMemoryPercent: Type.Integer({ description: 'The share of the engine\'s free KV cache the start may fill, and the KV use over which batches shrink. Default: 90.', minimum: 1, maximum: 100, default: 90 }),
+      maxGpuMemoryPercent: Type.Integer({
+        description: "The share of the engine's free KV cache the start may fill, and the KV use over which batches shrink. Default: 90.",
+        minimum: 1,
+        maximum: 100,
+        default: 90,
+      }),
     },
-    { description: 'Dynamic batch sizing: the start from the engine\'s free KV memory, the prompt lengths its tokenizer counts and the prompts\' shared prefix, then AIMD on the p99 latency and the KV use.' },
+    {
+      description:
+        "Dynamic batch sizing: the start from the engine's free KV memory, the prompt lengths its tokenizer counts and the prompts' shared prefix, then AIMD on the p99 latency and the KV use.",
+    },
   ),
   [
     {
@@ -53,8 +61,19 @@ export type DynamicBatching = Static<typeof DynamicBatching>;
 export const BatchingSpec = withRules(
   Obj(
     {
-      batchSize: Type.Integer({ description: 'Sequences per batch. With dynamic batching, the size until the engine is up; then the start comes from its free KV cache and the counted prompt lengths, where the engine says its cache size. Default: 32.', minimum: 1, maximum: 2048, default: 32 }),
-      seqLen: Type.Integer({ description: 'Maximum sequence length in tokens (prompt plus output). Default: 2048.', minimum: 1, maximum: 32768, default: 2048 }),
+      batchSize: Type.Integer({
+        description:
+          'Sequences per batch. With dynamic batching, the size until the engine is up; then the start comes from its free KV cache and the counted prompt lengths, where the engine says its cache size. Default: 32.',
+        minimum: 1,
+        maximum: 2048,
+        default: 32,
+      }),
+      seqLen: Type.Integer({
+        description: 'Maximum sequence length in tokens (prompt plus output). Default: 2048.',
+        minimum: 1,
+        maximum: 32768,
+        default: 2048,
+      }),
       kvCachePolicy: StringEnum(KV_CACHE_POLICIES, {
         description:
           'KV-cache lifetime between batches: recycle reuses blocks (best below ~4096 tokens), retain keeps prefixes for reuse (long contexts), evict frees them after each batch. Default: recycle.',
@@ -81,15 +100,23 @@ export type BatchingSpec = Static<typeof BatchingSpec>;
 
 export const TimeSlicing = Obj(
   {
-    quantumMs: Type.Integer({ description: 'GPU time slice per turn in milliseconds, scaled by the queue\'s weight (gold 4, silver 2, bronze 1). Default: 30.', minimum: 1, maximum: 60000, default: 30 }),
+    quantumMs: Type.Integer({
+      description: "GPU time slice per turn in milliseconds, scaled by the queue's weight (gold 4, silver 2, bronze 1). Default: 30.",
+      minimum: 1,
+      maximum: 60000,
+      default: 30,
+    }),
   },
-  { description: 'Share GPUs with other tenants\' jobs in weighted fair time slices at batch boundaries; unset means the job holds its GPUs.' },
+  { description: "Share GPUs with other tenants' jobs in weighted fair time slices at batch boundaries; unset means the job holds its GPUs." },
 );
 
 export const Sharding = Obj(
   {
     shards: Type.Optional(Type.Integer({ description: 'Number of input shards; unset means one per worker.', minimum: 1, maximum: 100000 })),
-    reshardStragglers: Type.Boolean({ description: 'Split a shard predicted to finish late and hand the parts to idle workers. Default: true.', default: true }),
+    reshardStragglers: Type.Boolean({
+      description: 'Split a shard predicted to finish late and hand the parts to idle workers. Default: true.',
+      default: true,
+    }),
     stragglerThresholdPercent: Type.Integer({
       description: 'A shard is a straggler when its predicted time exceeds this percentage of the median shard time. Default: 130.',
       minimum: 101,
@@ -118,9 +145,22 @@ export const FaultRecovery = Obj(
 
 export const ProgressCheckpoint = Obj(
   {
-    intervalSeconds: Type.Integer({ description: 'Record progress (completed shards and offsets) at least this often. Default: 300.', minimum: 1, maximum: 86400, default: 300 }),
+    intervalSeconds: Type.Integer({
+      description: 'Record progress (completed shards and offsets) at least this often. Default: 300.',
+      minimum: 1,
+      maximum: 86400,
+      default: 300,
+    }),
     intervalRecords: Type.Optional(Type.Integer({ description: 'Also record progress after this many records.', minimum: 1, format: 'int64' })),
-    uri: Type.Optional(Type.String({ description: 'Where progress is stored; unset means next to the output. A data URI as spec.output.uri (no . or .. segment, backslash or control character).', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN })),
+    uri: Type.Optional(
+      Type.String({
+        description:
+          'Where progress is stored; unset means next to the output. A data URI as spec.output.uri (no . or .. segment, backslash or control character).',
+        minLength: 1,
+        maxLength: 2048,
+        pattern: DATA_URI_PATTERN,
+      }),
+    ),
   },
   { description: 'Progress checkpoints, so a restarted or preempted job resumes where it stopped. Default: {} (every field defaulted).', default: {} },
 );
@@ -128,7 +168,9 @@ export const ProgressCheckpoint = Obj(
 export const SlaSpec = Obj(
   {
     class: StringEnum(['P0', 'P1', 'P2', 'P3'], { description: 'SLA class, P0 most urgent; steers GPU choice and preemption. Default: P2.', default: 'P2' }),
-    deadlineSeconds: Type.Optional(Type.Integer({ description: 'Desired completion time after start; drives resharding and the ETA.', minimum: 1, format: 'int64' })),
+    deadlineSeconds: Type.Optional(
+      Type.Integer({ description: 'Desired completion time after start; drives resharding and the ETA.', minimum: 1, format: 'int64' }),
+    ),
     accuracyTolerance: Type.Optional(
       Type.Number({ description: 'Fraction of full-precision accuracy that is acceptable (0-1); below 1 allows quantized execution.', minimum: 0, maximum: 1 }),
     ),
@@ -143,11 +185,19 @@ export const WasmModuleRef = withRules(
       configMap: Type.Optional(
         Obj(
           {
-            name: Type.String({ description: 'ConfigMap in the job\'s namespace.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+            name: Type.String({ description: "ConfigMap in the job's namespace.", minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
             // A ConfigMap key (not "." or "..", no leading ".."), which the worker pod mounts as a file of that name.
-            key: Type.String({ description: 'Key under binaryData holding the module (letters, digits, "-", "_", "."; not starting with "..").', minLength: 1, maxLength: 253, pattern: '^([-_a-zA-Z0-9]|\\.[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$' }),
+            key: Type.String({
+              description: 'Key under binaryData holding the module (letters, digits, "-", "_", "."; not starting with "..").',
+              minLength: 1,
+              maxLength: 253,
+              pattern: '^([-_a-zA-Z0-9]|\\.[-_a-zA-Z0-9])[-._a-zA-Z0-9]*$',
+            }),
           },
-          { description: 'The module in a ConfigMap\'s binaryData, in the job\'s namespace; the controller mounts that key into each worker pod (the ConfigMap is read by the kubelet, not by SITS).' },
+          {
+            description:
+              "The module in a ConfigMap's binaryData, in the job's namespace; the controller mounts that key into each worker pod (the ConfigMap is read by the kubelet, not by SITS).",
+          },
         ),
       ),
       file: Type.Optional(
@@ -158,7 +208,12 @@ export const WasmModuleRef = withRules(
           pattern: '^[A-Za-z0-9_-][A-Za-z0-9._-]*(/[A-Za-z0-9_-][A-Za-z0-9._-]*)*$',
         }),
       ),
-      sha256: Type.String({ description: 'Lowercase hex SHA-256 of the module; a module with another digest is refused.', minLength: 64, maxLength: 64, pattern: '^[0-9a-f]{64}$' }),
+      sha256: Type.String({
+        description: 'Lowercase hex SHA-256 of the module; a module with another digest is refused.',
+        minLength: 64,
+        maxLength: 64,
+        pattern: '^[0-9a-f]{64}$',
+      }),
     },
     { description: 'A WebAssembly module implementing the SITS strategy ABI 1; the built-in strategy is used when it is refused or fails.' },
   ),
@@ -175,8 +230,12 @@ export type WasmModuleRef = Static<typeof WasmModuleRef>;
 
 export const StrategySpec = Obj(
   {
-    batchSize: Type.Optional(Obj({ wasm: WasmModuleRef }, { description: 'Batch-size strategy: the module\'s batch_size export replaces the built-in dynamic batch size and AIMD.' })),
-    routing: Type.Optional(Obj({ wasm: WasmModuleRef }, { description: 'Routing strategy: the module\'s route export replaces the built-in precision/SLA/fragmentation decision.' })),
+    batchSize: Type.Optional(
+      Obj({ wasm: WasmModuleRef }, { description: "Batch-size strategy: the module's batch_size export replaces the built-in dynamic batch size and AIMD." }),
+    ),
+    routing: Type.Optional(
+      Obj({ wasm: WasmModuleRef }, { description: "Routing strategy: the module's route export replaces the built-in precision/SLA/fragmentation decision." }),
+    ),
   },
   { description: 'Strategy plugins; unset means the built-in strategies.' },
 );
@@ -187,17 +246,25 @@ export const BatchInferenceJobSpec = withRules(
       runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Inference engine: vllm, tgi, triton or llamacpp. Default: vllm.', default: 'vllm' }),
       model: Obj(
         {
-          uri: Type.String({ description: 'Where the weights are: hf://, s3://, gs://, pvc:// or oci://; no . or .. segment, backslash or control character.', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN }),
+          uri: Type.String({
+            description: 'Where the weights are: hf://, s3://, gs://, pvc:// or oci://; no . or .. segment, backslash or control character.',
+            minLength: 1,
+            maxLength: 2048,
+            pattern: DATA_URI_PATTERN,
+          }),
           revision: Type.Optional(Type.String({ description: 'Revision, tag or commit of the weights.', minLength: 1, maxLength: 128 })),
           quantization: Type.Optional(StringEnum(['awq', 'gptq', 'fp8', 'int8', 'int4'], { description: 'Quantization of the weights; unset means none.' })),
         },
         { description: 'The model to run.' },
       ),
       input: DataRef('Requests in the OpenAI batch format: JSONL, one {custom_id, method, url, body} per line, custom_id unique.'),
-      output: DataRef('Where results are written: JSONL, one {id, custom_id, response | error} per input line, plus a manifest saying whether the output is complete.'),
+      output: DataRef(
+        'Where results are written: JSONL, one {id, custom_id, response | error} per input line, plus a manifest saying whether the output is complete.',
+      ),
       tier: Type.Optional(
         StringEnum(QUEUE_TIERS, {
-          description: 'Service tier when the job names no queue: gold, silver or bronze (GPU-time weights 4, 2, 1, as for a Queue). A queue carries its own tier; unset with no queue means bronze.',
+          description:
+            'Service tier when the job names no queue: gold, silver or bronze (GPU-time weights 4, 2, 1, as for a Queue). A queue carries its own tier; unset with no queue means bronze.',
         }),
       ),
       batching: BatchingSpec,
@@ -215,10 +282,18 @@ export const BatchInferenceJobSpec = withRules(
       podTemplate: Type.Optional(PodTemplate),
       queue: Type.Optional(QueueName()),
       priorityClassName: Type.Optional(PriorityClassName()),
-      suspend: Type.Boolean({ description: 'When true the worker pods are deleted and no shard is handed out (phase Suspended); what was committed stays, the rest runs after resume, each record once. Work since a worker\'s last checkpoint is redone. Default: false.', default: false }),
+      suspend: Type.Boolean({
+        description:
+          "When true the worker pods are deleted and no shard is handed out (phase Suspended); what was committed stays, the rest runs after resume, each record once. Work since a worker's last checkpoint is redone. Default: false.",
+        default: false,
+      }),
       activeDeadlineSeconds: Type.Optional(Type.Integer({ description: 'Wall-clock limit for the job.', minimum: 1, format: 'int64' })),
-      ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the finished job after this many seconds; unset keeps it.', minimum: 0, format: 'int64' })),
-      expectedRuntimeSeconds: Type.Optional(Type.Integer({ description: 'User estimate of the run time, for start-time predictions and backfill.', minimum: 1, format: 'int64' })),
+      ttlSecondsAfterFinished: Type.Optional(
+        Type.Integer({ description: 'Delete the finished job after this many seconds; unset keeps it.', minimum: 0, format: 'int64' }),
+      ),
+      expectedRuntimeSeconds: Type.Optional(
+        Type.Integer({ description: 'User estimate of the run time, for start-time predictions and backfill.', minimum: 1, format: 'int64' }),
+      ),
     },
     { description: 'Desired state of a BatchInferenceJob.' },
   ),
@@ -286,11 +361,24 @@ export const BatchProgress = Obj(
 /** The workload profile and route (issue 13 Deliver 8, ADR 0165), decided once from the first committed shards. */
 export const BatchRouting = Obj(
   {
-    route: StringEnum(['gpu-exclusive', 'gpu-shared', 'gpu-fragments', 'cpu-elastic'], { description: 'Where the job belongs: whole GPUs, shared whole GPUs, GPU fragments, or the CPU-elastic path.' }),
-    quantization: Type.Optional(StringEnum(['fp8', 'int8'], { description: 'Quantised weights the accuracy tolerance allows; advisory when spec.model.quantization is unset (the model is not changed).' })),
+    route: StringEnum(['gpu-exclusive', 'gpu-shared', 'gpu-fragments', 'cpu-elastic'], {
+      description: 'Where the job belongs: whole GPUs, shared whole GPUs, GPU fragments, or the CPU-elastic path.',
+    }),
+    quantization: Type.Optional(
+      StringEnum(['fp8', 'int8'], {
+        description: 'Quantised weights the accuracy tolerance allows; advisory when spec.model.quantization is unset (the model is not changed).',
+      }),
+    ),
     source: StringEnum(['builtin', 'plugin'], { description: 'Who decided: the built-in three-level rule or spec.strategy.routing.wasm.' }),
-    reasons: Type.Array(Type.String({ maxLength: 512 }), { description: 'One line per level (precision, SLA class, fragmentation) and what the route changes.', maxItems: 8 }),
-    fragmentation: Type.Number({ description: "The cluster's GPU fragmentation ratio the decision saw (0 when unknown, as a reason says).", minimum: 0, maximum: 1 }),
+    reasons: Type.Array(Type.String({ maxLength: 512 }), {
+      description: 'One line per level (precision, SLA class, fragmentation) and what the route changes.',
+      maxItems: 8,
+    }),
+    fragmentation: Type.Number({
+      description: "The cluster's GPU fragmentation ratio the decision saw (0 when unknown, as a reason says).",
+      minimum: 0,
+      maximum: 1,
+    }),
     decisionTime: Timestamp('When the route was decided.'),
     profile: Obj(
       {
@@ -298,7 +386,13 @@ export const BatchRouting = Obj(
         promptTokensPerRecord: Type.Number({ description: 'Median prompt tokens a record.', minimum: 0 }),
         outputTokensPerRecord: Type.Number({ description: 'Median generated tokens a record.', minimum: 0 }),
         msPerRecord: Type.Number({ description: 'Median wall time a record on one worker, ms.', minimum: 0 }),
-        peakKvFraction: Type.Optional(Type.Number({ description: "Peak KV-cache use of the workers' engines while the shards ran, 0-1; unset when the engine exports none (TGI, Triton).", minimum: 0, maximum: 1 })),
+        peakKvFraction: Type.Optional(
+          Type.Number({
+            description: "Peak KV-cache use of the workers' engines while the shards ran, 0-1; unset when the engine exports none (TGI, Triton).",
+            minimum: 0,
+            maximum: 1,
+          }),
+        ),
       },
       { description: 'The workload profile from the first committed shards.' },
     ),
@@ -341,12 +435,20 @@ export const BatchInferenceJobStatus = Obj(
             maxQueue: Type.Integer({ description: 'Most records ever queued in front of it on one worker.', minimum: 0, format: 'int32' }),
             queueCapacity: Type.Integer({ description: 'The bound of that queue (0: it reads the input).', minimum: 0, format: 'int32' }),
             promptTokens: Type.Optional(Type.Integer({ description: 'tokenise: prompt tokens counted.', minimum: 0, format: 'int64' })),
-            tokenizer: Type.Optional(StringEnum(['engine', 'estimated'], { description: "tokenise: counted by the engine's tokenizer, or estimated from characters." })),
-            refused: Type.Optional(Type.Integer({ description: "tokenise: records refused before the engine (prompt plus max_tokens beyond the engine's context).", minimum: 0, format: 'int64' })),
+            tokenizer: Type.Optional(
+              StringEnum(['engine', 'estimated'], { description: "tokenise: counted by the engine's tokenizer, or estimated from characters." }),
+            ),
+            refused: Type.Optional(
+              Type.Integer({
+                description: "tokenise: records refused before the engine (prompt plus max_tokens beyond the engine's context).",
+                minimum: 0,
+                format: 'int64',
+              }),
+            ),
           },
-          { description: 'One stage of the workers\' pipeline.' },
+          { description: "One stage of the workers' pipeline." },
         ),
-        { description: 'The workers\' stage pipeline (tokenise → infer → postprocess, bounded queues between), from their reports (ADR 0167).', maxItems: 3 },
+        { description: "The workers' stage pipeline (tokenise → infer → postprocess, bounded queues between), from their reports (ADR 0167).", maxItems: 3 },
       ),
     ),
     routing: Type.Optional(BatchRouting),
@@ -356,7 +458,12 @@ export const BatchInferenceJobStatus = Obj(
 export type BatchInferenceJobStatus = Static<typeof BatchInferenceJobStatus>;
 
 export const BatchInferenceJob = withRules(
-  Resource('BatchInferenceJob', BatchInferenceJobSpec, BatchInferenceJobStatus, 'Offline inference over a dataset with dynamic batching, fair GPU time slicing and resumable progress.'),
+  Resource(
+    'BatchInferenceJob',
+    BatchInferenceJobSpec,
+    BatchInferenceJobStatus,
+    'Offline inference over a dataset with dynamic batching, fair GPU time slicing and resumable progress.',
+  ),
   [nameLengthRule(48, 'worker pods are named <name>-<index> and must stay valid DNS labels')],
 );
 export type BatchInferenceJob = Static<typeof BatchInferenceJob>;

@@ -150,9 +150,7 @@ export const Condition = Obj(
       pattern: '^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$',
     }),
     status: StringEnum(['True', 'False', 'Unknown'], { description: 'Status of the condition: True, False or Unknown.' }),
-    observedGeneration: Type.Optional(
-      Type.Integer({ description: 'metadata.generation the condition was computed from.', minimum: 0, format: 'int64' }),
-    ),
+    observedGeneration: Type.Optional(Type.Integer({ description: 'metadata.generation the condition was computed from.', minimum: 0, format: 'int64' })),
     lastTransitionTime: Type.String({ description: 'Last time the status changed (RFC 3339).', format: 'date-time' }),
     reason: Type.String({
       description: 'Machine-readable CamelCase reason for the last transition.',
@@ -160,14 +158,14 @@ export const Condition = Obj(
       maxLength: 1024,
       pattern: '^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$',
     }),
-    message: Type.String({ description: 'Human-readable details, e.g. the scheduler\'s explanation.', maxLength: 32768 }),
+    message: Type.String({ description: "Human-readable details, e.g. the scheduler's explanation.", maxLength: 32768 }),
   },
   { description: 'A status condition in the shape of metav1.Condition.' },
 );
 export type Condition = Static<typeof Condition>;
 
 export const Conditions = Type.Array(Condition, {
-  description: 'Latest observations of the object\'s state, one per condition type.',
+  description: "Latest observations of the object's state, one per condition type.",
   maxItems: 32,
   'x-kubernetes-list-type': 'map',
   'x-kubernetes-list-map-keys': ['type'],
@@ -241,7 +239,7 @@ export type Container = Static<typeof Container>;
 export const ContainerOverrides = Obj(
   {
     image: Type.Optional(
-      Type.String({ description: 'Container image; unset means the runtime\'s default image chosen by the controller.', minLength: 1, maxLength: 1024 }),
+      Type.String({ description: "Container image; unset means the runtime's default image chosen by the controller.", minLength: 1, maxLength: 1024 }),
     ),
     ...containerFields,
   },
@@ -302,7 +300,9 @@ export function topologyRank(level: TopologyLevel): number {
  */
 export function celLevelAtMost(narrow: string, wide: string): string {
   return TOPOLOGY_LEVELS.map((w, i) => {
-    const allowed = TOPOLOGY_LEVELS.slice(0, i + 1).map((n) => `${narrow} == '${n}'`).join(' || ');
+    const allowed = TOPOLOGY_LEVELS.slice(0, i + 1)
+      .map((n) => `${narrow} == '${n}'`)
+      .join(' || ');
     return `(${wide} == '${w}' && (${allowed}))`;
   }).join(' || ');
 }
@@ -326,7 +326,7 @@ export const GpuRequirements = Obj(
 export type GpuRequirements = Static<typeof GpuRequirements>;
 
 export function QueueName() {
-  return DnsLabel('Name of the Queue that admits this workload; unset means the cluster\'s default queue.');
+  return DnsLabel("Name of the Queue that admits this workload; unset means the cluster's default queue.");
 }
 
 export function PriorityClassName() {
@@ -344,7 +344,8 @@ export function DataRef(description: string) {
   return Obj(
     {
       uri: Type.String({
-        description: 'Location of the data, e.g. s3://bucket/prefix/ or pvc://claim/path. The path stays inside its bucket or claim: no . or .. segment, backslash or control character; a pvc:// path is relative, without % or empty segments.',
+        description:
+          'Location of the data, e.g. s3://bucket/prefix/ or pvc://claim/path. The path stays inside its bucket or claim: no . or .. segment, backslash or control character; a pvc:// path is relative, without % or empty segments.',
         minLength: 1,
         maxLength: 2048,
         pattern: DATA_URI_PATTERN,

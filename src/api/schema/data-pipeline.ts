@@ -49,17 +49,24 @@ export const ADAPTER_DELETION_POLICIES = ['Remove', 'Keep'] as const;
 
 export const StageAdapter = Obj(
   {
-    inferenceService: DnsLabel('An InferenceService in the pipeline\'s namespace that the user runs; the pipeline adds the adapter to it and never creates, owns or deletes it.'),
+    inferenceService: DnsLabel(
+      "An InferenceService in the pipeline's namespace that the user runs; the pipeline adds the adapter to it and never creates, owns or deletes it.",
+    ),
     name: Type.String({ description: 'Adapter name clients request (a DNS label once {{...}} parameters are substituted).', minLength: 1, maxLength: 253 }),
-    uri: Type.String({ description: 'Where the adapter weights are, e.g. {{steps.export.outputs.parameters.uri}}; as spec.model.adapters[].uri.', minLength: 1, maxLength: 2048 }),
+    uri: Type.String({
+      description: 'Where the adapter weights are, e.g. {{steps.export.outputs.parameters.uri}}; as spec.model.adapters[].uri.',
+      minLength: 1,
+      maxLength: 2048,
+    }),
     onPipelineDeletion: StringEnum(ADAPTER_DELETION_POLICIES, {
-      description: 'Remove: deleting the pipeline takes the adapter off the service (only what the pipeline added: the user\'s own fields stay); Keep: it stays listed. Default: Remove.',
+      description:
+        "Remove: deleting the pipeline takes the adapter off the service (only what the pipeline added: the user's own fields stay); Keep: it stays listed. Default: Remove.",
       default: 'Remove',
     }),
   },
   {
     description:
-      'Hot-swap a LoRA adapter into a running InferenceService without a restart (ADR 0137): added to its spec.model.adapters by server-side apply under the pipeline\'s own field manager; the stage succeeds once every ready replica reports it Loaded, fails naming the replica when one reports Failed.',
+      "Hot-swap a LoRA adapter into a running InferenceService without a restart (ADR 0137): added to its spec.model.adapters by server-side apply under the pipeline's own field manager; the stage succeeds once every ready replica reports it Loaded, fails naming the replica when one reports Failed.",
   },
 );
 export type StageAdapter = Static<typeof StageAdapter>;
@@ -75,7 +82,8 @@ export const RetryStrategy = Obj(
   {
     limit: Type.Integer({ description: 'Retries after the first attempt. Default: 0.', minimum: 0, maximum: 100, default: 0 }),
     retryPolicy: StringEnum(RETRY_POLICIES, {
-      description: 'OnFailure retries a stage whose container exited non-zero (or whose workload failed); OnError one whose pod or workload was lost (evicted, deleted, never ran to an exit code); Always both. Default: OnFailure.',
+      description:
+        'OnFailure retries a stage whose container exited non-zero (or whose workload failed); OnError one whose pod or workload was lost (evicted, deleted, never ran to an exit code); Always both. Default: OnFailure.',
       default: 'OnFailure',
     }),
     backoff: Type.Optional(
@@ -102,7 +110,11 @@ export const OutputArtifact = withRules(
       volumeSnapshot: Type.Optional(
         Obj(
           {
-            claimName: Type.String({ description: 'PVC the stage wrote; snapshotted once the stage succeeds. May use {{...}} parameters.', minLength: 1, maxLength: 253 }),
+            claimName: Type.String({
+              description: 'PVC the stage wrote; snapshotted once the stage succeeds. May use {{...}} parameters.',
+              minLength: 1,
+              maxLength: 253,
+            }),
             volumeSnapshotClassName: Type.Optional(Type.String({ description: 'VolumeSnapshotClass; unset means the cluster default.', maxLength: 253 })),
           },
           { description: 'Record the output as a VolumeSnapshot of a claim (handed over by volume, never copied).' },
@@ -112,7 +124,13 @@ export const OutputArtifact = withRules(
         Obj(
           {
             claimName: Type.String({ description: 'PVC holding the output. May use {{...}} parameters.', minLength: 1, maxLength: 253 }),
-            subPath: Type.String({ description: 'Path inside the claim, e.g. adapters/run-1: relative, no . or .. segment, empty segment, %, backslash or control character. Default: the claim\'s root.', maxLength: 1024, default: '', pattern: SUB_PATH_PATTERN }),
+            subPath: Type.String({
+              description:
+                "Path inside the claim, e.g. adapters/run-1: relative, no . or .. segment, empty segment, %, backslash or control character. Default: the claim's root.",
+              maxLength: 1024,
+              default: '',
+              pattern: SUB_PATH_PATTERN,
+            }),
           },
           { description: 'Record the output as a path on a shared claim; consumers mount the same claim.' },
         ),
@@ -142,12 +160,21 @@ export const InputArtifact = Obj(
       { description: 'Which output artifact.' },
     ),
     mountPath: Type.Optional(
-      Type.String({ description: 'Where the stage mounts it (read-only for path artifacts): in a container stage\'s pod, or in the pods of a workload stage (its trainer or server container). Absolute, no . or .. segment, empty segment, %, backslash or control character.', minLength: 1, maxLength: 4096, pattern: MOUNT_PATH_PATTERN }),
+      Type.String({
+        description:
+          "Where the stage mounts it (read-only for path artifacts): in a container stage's pod, or in the pods of a workload stage (its trainer or server container). Absolute, no . or .. segment, empty segment, %, backslash or control character.",
+        minLength: 1,
+        maxLength: 4096,
+        pattern: MOUNT_PATH_PATTERN,
+      }),
     ),
-    storageClassName: Type.Optional(Type.String({ description: 'StorageClass of the claim restored from a snapshot; unset means the cluster default.', maxLength: 253 })),
-    size: Type.Optional(Type.String({ description: 'Size of the restored claim; unset means the snapshot\'s restoreSize.', maxLength: 64 })),
+    storageClassName: Type.Optional(
+      Type.String({ description: 'StorageClass of the claim restored from a snapshot; unset means the cluster default.', maxLength: 253 }),
+    ),
+    size: Type.Optional(Type.String({ description: "Size of the restored claim; unset means the snapshot's restoreSize.", maxLength: 64 })),
     accessMode: StringEnum(['ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany'], {
-      description: 'Access mode of the claim restored from a snapshot (ReadOnlyMany or ReadWriteMany when replicas on several nodes mount it). Default: ReadWriteOnce.',
+      description:
+        'Access mode of the claim restored from a snapshot (ReadOnlyMany or ReadWriteMany when replicas on several nodes mount it). Default: ReadWriteOnce.',
       default: 'ReadWriteOnce',
     }),
   },
@@ -168,12 +195,17 @@ export const PipelineStage = withRules(
       ),
       device: StringEnum(['cpu', 'gpu', 'npu'], { description: 'Device class the stage runs on. Default: cpu.', default: 'cpu' }),
       mode: StringEnum(['batch', 'streaming'], {
-        description: 'batch runs to completion before dependants start; streaming runs alongside them and hands records on as they are produced. Default: batch.',
+        description:
+          'batch runs to completion before dependants start; streaming runs alongside them and hands records on as they are produced. Default: batch.',
         default: 'batch',
       }),
       parallelism: Type.Integer({ description: 'Replicas of the stage working in parallel. Default: 1.', minimum: 1, maximum: 1024, default: 1 }),
       acceleratorsPerReplica: Type.Optional(
-        Type.Integer({ description: 'GPUs or NPUs per replica for gpu/npu stages; unset means 1. Must be 0 or unset for cpu stages.', minimum: 0, maximum: 64 }),
+        Type.Integer({
+          description: 'GPUs or NPUs per replica for gpu/npu stages; unset means 1. Must be 0 or unset for cpu stages.',
+          minimum: 0,
+          maximum: 64,
+        }),
       ),
       resources: Type.Optional(ResourceList('Resources per replica (cpu, memory, ...).')),
       gpu: Type.Optional(GpuRequirements),
@@ -203,16 +235,27 @@ export const PipelineStage = withRules(
       profileOverrides: Type.Optional(
         Obj(
           {
-            gpuModels: Type.Optional(Type.Array(Type.String({ description: 'A GPU model, e.g. A800-SXM4-80GB.', minLength: 1, maxLength: 128 }), { description: 'GPU models allowed (the profile picks among them).', maxItems: 16 })),
+            gpuModels: Type.Optional(
+              Type.Array(Type.String({ description: 'A GPU model, e.g. A800-SXM4-80GB.', minLength: 1, maxLength: 128 }), {
+                description: 'GPU models allowed (the profile picks among them).',
+                maxItems: 16,
+              }),
+            ),
             gpusPerPod: Type.Optional(Type.Integer({ description: 'GPUs per replica.', minimum: 1, maximum: 64 })),
             pods: Type.Optional(Type.Integer({ description: 'Replicas.', minimum: 1, maximum: 1024 })),
-            topology: Type.Optional(StringEnum([...TOPOLOGY_LEVELS, 'none'], { description: 'Required topology level (nvlink-domain, node, rack, block, zone), or none.' })),
+            topology: Type.Optional(
+              StringEnum([...TOPOLOGY_LEVELS, 'none'], { description: 'Required topology level (nvlink-domain, node, rack, block, zone), or none.' }),
+            ),
             queue: Type.Optional(QueueName()),
           },
-          { description: 'Per-stage choices that win over the resourceProfile\'s.' },
+          { description: "Per-stage choices that win over the resourceProfile's." },
         ),
       ),
-      cache: Type.Boolean({ description: 'In runs of a scheduled pipeline, reuse this stage\'s result from an earlier run with the same cache key (resolved spec and inputs). Default: true.', default: true }),
+      cache: Type.Boolean({
+        description:
+          "In runs of a scheduled pipeline, reuse this stage's result from an earlier run with the same cache key (resolved spec and inputs). Default: true.",
+        default: true,
+      }),
       cacheMaxAgeSeconds: Type.Optional(Type.Integer({ description: 'Reuse only results younger than this; unset: any age.', minimum: 1, format: 'int64' })),
       when: Type.Optional(
         Type.String({
@@ -225,7 +268,14 @@ export const PipelineStage = withRules(
       inputs: Type.Optional(
         Obj(
           {
-            artifacts: Type.Optional(Type.Array(InputArtifact, { description: 'Artifacts mounted into the stage.', maxItems: 8, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })),
+            artifacts: Type.Optional(
+              Type.Array(InputArtifact, {
+                description: 'Artifacts mounted into the stage.',
+                maxItems: 8,
+                'x-kubernetes-list-type': 'map',
+                'x-kubernetes-list-map-keys': ['name'],
+              }),
+            ),
           },
           { description: 'What the stage takes from earlier stages besides {{steps.NAME.outputs.parameters.X}} substitutions.' },
         ),
@@ -242,10 +292,23 @@ export const PipelineStage = withRules(
                   },
                   { description: 'A declared output parameter.' },
                 ),
-                { description: 'Parameters the stage reports: a JSON object in the container\'s termination message, or in the ai.sits2026.dev/outputs annotation of its pod or workload.', maxItems: 16, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] },
+                {
+                  description:
+                    "Parameters the stage reports: a JSON object in the container's termination message, or in the ai.sits2026.dev/outputs annotation of its pod or workload.",
+                  maxItems: 16,
+                  'x-kubernetes-list-type': 'map',
+                  'x-kubernetes-list-map-keys': ['name'],
+                },
               ),
             ),
-            artifacts: Type.Optional(Type.Array(OutputArtifact, { description: 'Outputs recorded as artifacts once the stage succeeds.', maxItems: 8, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })),
+            artifacts: Type.Optional(
+              Type.Array(OutputArtifact, {
+                description: 'Outputs recorded as artifacts once the stage succeeds.',
+                maxItems: 8,
+                'x-kubernetes-list-type': 'map',
+                'x-kubernetes-list-map-keys': ['name'],
+              }),
+            ),
           },
           { description: 'What the stage hands on.' },
         ),
@@ -322,24 +385,34 @@ export const DataPipelineSpec = withRules(
       input: Type.Optional(DataRef('Data the first stages read.')),
       output: Type.Optional(DataRef('Where the last stages write.')),
       failurePolicy: StringEnum(['StopPipeline', 'ContinueIndependent'], {
-        description: 'When a stage fails: StopPipeline stops everything, ContinueIndependent lets stages that do not depend on it finish. Default: StopPipeline.',
+        description:
+          'When a stage fails: StopPipeline stops everything, ContinueIndependent lets stages that do not depend on it finish. Default: StopPipeline.',
         default: 'StopPipeline',
       }),
       queue: Type.Optional(QueueName()),
       priorityClassName: Type.Optional(PriorityClassName()),
       suspend: Type.Boolean({ description: 'When true no new stage pods start; running ones are deleted. Default: false.', default: false }),
       activeDeadlineSeconds: Type.Optional(Type.Integer({ description: 'Wall-clock limit for the whole pipeline.', minimum: 1, format: 'int64' })),
-      ttlSecondsAfterFinished: Type.Optional(Type.Integer({ description: 'Delete the finished pipeline after this many seconds; unset keeps it.', minimum: 0, format: 'int64' })),
+      ttlSecondsAfterFinished: Type.Optional(
+        Type.Integer({ description: 'Delete the finished pipeline after this many seconds; unset keeps it.', minimum: 0, format: 'int64' }),
+      ),
       artifactGC: Type.Optional(
         Obj(
           {
             strategy: StringEnum(ARTIFACT_GC_STRATEGIES, {
-              description: 'OnPipelineCompletion deletes the artifact snapshots once the pipeline finishes; OnPipelineDeletion when it is deleted (they are owned by it); Never leaves them (no owner). Default: OnPipelineDeletion.',
+              description:
+                'OnPipelineCompletion deletes the artifact snapshots once the pipeline finishes; OnPipelineDeletion when it is deleted (they are owned by it); Never leaves them (no owner). Default: OnPipelineDeletion.',
               default: 'OnPipelineDeletion',
             }),
-            keepLast: Type.Optional(Type.Integer({ description: 'With OnPipelineCompletion: keep the last N artifacts produced (e.g. the final model), delete the earlier ones.', minimum: 0, maximum: 64 })),
+            keepLast: Type.Optional(
+              Type.Integer({
+                description: 'With OnPipelineCompletion: keep the last N artifacts produced (e.g. the final model), delete the earlier ones.',
+                minimum: 0,
+                maximum: 64,
+              }),
+            ),
           },
-          { description: 'When the pipeline\'s artifact snapshots are deleted. Restored claims are owned by the pipeline and go with it.' },
+          { description: "When the pipeline's artifact snapshots are deleted. Restored claims are owned by the pipeline and go with it." },
         ),
       ),
     },
@@ -356,7 +429,10 @@ export const DataPipelineSpec = withRules(
       rule: STAGE_ORDER_RULE,
       message: 'dependsOn must name a stage listed earlier in stages: a later stage or the stage itself would make a cycle',
       fieldPath: '.stages',
-      check: (self) => self.stages.every((s, i) => (s.dependsOn ?? []).every((d) => !self.stages.some((t) => t.name === d) || self.stages.some((t, j) => j < i && t.name === d))),
+      check: (self) =>
+        self.stages.every((s, i) =>
+          (s.dependsOn ?? []).every((d) => !self.stages.some((t) => t.name === d) || self.stages.some((t, j) => j < i && t.name === d)),
+        ),
     },
   ],
 );
@@ -381,13 +457,17 @@ export const StageStatus = Obj(
     completionTime: Type.Optional(Timestamp('When the stage finished.')),
     message: Type.Optional(Type.String({ description: 'Why the stage is in its phase.', maxLength: 4096 })),
     nextRetryTime: Type.Optional(Timestamp('When the next attempt starts (backoff).')),
-    reasons: Type.Optional(Type.Array(Type.String({ maxLength: 1024 }), { description: 'Why the resourceProfile chose what it chose, one line each.', maxItems: 16 })),
+    reasons: Type.Optional(
+      Type.Array(Type.String({ maxLength: 1024 }), { description: 'Why the resourceProfile chose what it chose, one line each.', maxItems: 16 }),
+    ),
     cacheKey: Type.Optional(Type.String({ description: 'sha256 of the resolved stage and its inputs (step caching).', maxLength: 80 })),
     cachedFrom: Type.Optional(Type.String({ description: 'The earlier run whose result this stage reused.', maxLength: 253 })),
     outputs: Type.Optional(
       Obj(
         {
-          parameters: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { description: 'Output parameters by name.', maxProperties: 32 })),
+          parameters: Type.Optional(
+            Type.Record(Type.String(), Type.String({ maxLength: 4096 }), { description: 'Output parameters by name.', maxProperties: 32 }),
+          ),
           artifacts: Type.Optional(
             Type.Array(
               Obj(
@@ -460,7 +540,10 @@ export const DataPipelineStatus = Obj(
           },
           { description: 'A reusable stage result.' },
         ),
-        { description: 'Templates: the newest successful stage results of its runs (bounded), handed to each new run for step caching.', maxItems: STEP_CACHE_MAX },
+        {
+          description: 'Templates: the newest successful stage results of its runs (bounded), handed to each new run for step caching.',
+          maxItems: STEP_CACHE_MAX,
+        },
       ),
     ),
   },

@@ -44,7 +44,13 @@ export const ModelAdapter = Obj(
 
 export const ModelSpec = Obj(
   {
-    uri: Type.String({ description: 'Where the weights are: hf://org/model, s3://..., gs://..., pvc://claim/path or oci://...; no . or .. segment, backslash or control character.', minLength: 1, maxLength: 2048, pattern: DATA_URI_PATTERN }),
+    uri: Type.String({
+      description:
+        'Where the weights are: hf://org/model, s3://..., gs://..., pvc://claim/path or oci://...; no . or .. segment, backslash or control character.',
+      minLength: 1,
+      maxLength: 2048,
+      pattern: DATA_URI_PATTERN,
+    }),
     name: Type.Optional(Type.String({ description: 'Model name clients request; unset means the last path segment of uri.', minLength: 1, maxLength: 253 })),
     revision: Type.Optional(Type.String({ description: 'Revision, tag or commit of the weights.', minLength: 1, maxLength: 128 })),
     format: Type.Optional(
@@ -52,7 +58,7 @@ export const ModelSpec = Obj(
     ),
     dtype: StringEnum(['auto', 'float16', 'bfloat16', 'float32'], { description: 'Compute dtype. Default: auto.', default: 'auto' }),
     quantization: Type.Optional(StringEnum(['awq', 'gptq', 'fp8', 'int8', 'int4'], { description: 'Quantization of the weights; unset means none.' })),
-    maxModelLen: Type.Optional(Type.Integer({ description: 'Maximum context length in tokens; unset means the model\'s own.', minimum: 1, maximum: 1048576 })),
+    maxModelLen: Type.Optional(Type.Integer({ description: "Maximum context length in tokens; unset means the model's own.", minimum: 1, maximum: 1048576 })),
     adapters: Type.Optional(
       Type.Array(ModelAdapter, {
         description: 'LoRA adapters served with the base model (vllm, tgi and llamacpp; not triton).',
@@ -69,10 +75,18 @@ export type ModelSpec = Static<typeof ModelSpec>;
 export const EngineTuning = Obj(
   {
     gpuMemoryUtilization: Type.Optional(
-      Type.Number({ description: 'Fraction of each GPU\'s memory the engine may use for weights and KV cache (vllm). Unset means the engine default (vllm 0.9).', minimum: 0.05, maximum: 1 }),
+      Type.Number({
+        description: "Fraction of each GPU's memory the engine may use for weights and KV cache (vllm). Unset means the engine default (vllm 0.9).",
+        minimum: 0.05,
+        maximum: 1,
+      }),
     ),
-    maxLoraRank: Type.Optional(Type.Integer({ description: 'Largest LoRA rank the engine reserves room for (vllm); unset means the engine default.', minimum: 1, maximum: 512 })),
-    maxLoras: Type.Optional(Type.Integer({ description: 'LoRA adapters held on the GPU at once (vllm); unset means the number of adapters in the spec.', minimum: 1, maximum: 256 })),
+    maxLoraRank: Type.Optional(
+      Type.Integer({ description: 'Largest LoRA rank the engine reserves room for (vllm); unset means the engine default.', minimum: 1, maximum: 512 }),
+    ),
+    maxLoras: Type.Optional(
+      Type.Integer({ description: 'LoRA adapters held on the GPU at once (vllm); unset means the number of adapters in the spec.', minimum: 1, maximum: 256 }),
+    ),
   },
   { description: 'Engine settings the runtime turns into its own flags; a runtime without the setting rejects it.' },
 );
@@ -86,7 +100,7 @@ export type EngineTuning = Static<typeof EngineTuning>;
 export const KedaAutoscaling = Obj(
   {
     serverAddress: Type.String({
-      description: 'Prometheus base URL KEDA\'s Prometheus scaler queries (e.g. http://prometheus.monitoring:9090).',
+      description: "Prometheus base URL KEDA's Prometheus scaler queries (e.g. http://prometheus.monitoring:9090).",
       minLength: 1,
       maxLength: 2048,
       pattern: '^https?://[^\\s]+$',
@@ -101,8 +115,16 @@ export const KedaAutoscaling = Obj(
     authenticationRef: Type.Optional(
       Obj(
         {
-          name: Type.String({ description: 'Name of the TriggerAuthentication (in the service\'s namespace) or ClusterTriggerAuthentication.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
-          kind: StringEnum(['TriggerAuthentication', 'ClusterTriggerAuthentication'], { description: 'Default: TriggerAuthentication.', default: 'TriggerAuthentication' }),
+          name: Type.String({
+            description: "Name of the TriggerAuthentication (in the service's namespace) or ClusterTriggerAuthentication.",
+            minLength: 1,
+            maxLength: 253,
+            pattern: DNS_SUBDOMAIN_PATTERN,
+          }),
+          kind: StringEnum(['TriggerAuthentication', 'ClusterTriggerAuthentication'], {
+            description: 'Default: TriggerAuthentication.',
+            default: 'TriggerAuthentication',
+          }),
         },
         { description: 'KEDA authentication for a Prometheus that needs it (bearer token, basic auth, TLS); KEDA reads the secret, SITS never does.' },
       ),
@@ -110,13 +132,18 @@ export const KedaAutoscaling = Obj(
     activationQuery: Type.Optional(
       Type.String({
         description:
-          'With minReplicas 0: a PromQL query whose value is above 0 while requests wait for a service without replicas (e.g. the gateway\'s or KEDA HTTP add-on interceptor\'s pending requests for this service). Rendered as a second, activation-only trigger: at zero replicas no engine exports the token metric, so without it KEDA cannot scale the service from zero.',
+          "With minReplicas 0: a PromQL query whose value is above 0 while requests wait for a service without replicas (e.g. the gateway's or KEDA HTTP add-on interceptor's pending requests for this service). Rendered as a second, activation-only trigger: at zero replicas no engine exports the token metric, so without it KEDA cannot scale the service from zero.",
         minLength: 1,
         maxLength: 4096,
       }),
     ),
-    pollingInterval: Type.Integer({ description: 'Seconds between KEDA\'s queries. Default: 30.', minimum: 1, maximum: 3600, default: 30 }),
-    cooldownPeriod: Type.Integer({ description: 'Seconds without demand before KEDA scales the last replica to zero (minReplicas 0). Default: 300.', minimum: 0, maximum: 86400, default: 300 }),
+    pollingInterval: Type.Integer({ description: "Seconds between KEDA's queries. Default: 30.", minimum: 1, maximum: 3600, default: 30 }),
+    cooldownPeriod: Type.Integer({
+      description: 'Seconds without demand before KEDA scales the last replica to zero (minReplicas 0). Default: 300.',
+      minimum: 0,
+      maximum: 86400,
+      default: 300,
+    }),
   },
   { description: 'The KEDA ScaledObject the controller keeps for mode keda: a Prometheus trigger on the SITS query at the calibrated threshold.' },
 );
@@ -129,7 +156,11 @@ export const InferenceAutoscaling = withRules(
         Type.Integer({ description: 'Target generated tokens per second per replica; above it the service scales out.', minimum: 1, maximum: 10000000 }),
       ),
       queueDepthPerReplica: Type.Optional(
-        Type.Integer({ description: 'Target waiting requests per replica (the runtime\'s queue); above it the service scales out.', minimum: 1, maximum: 100000 }),
+        Type.Integer({
+          description: "Target waiting requests per replica (the runtime's queue); above it the service scales out.",
+          minimum: 1,
+          maximum: 100000,
+        }),
       ),
       concurrencyPerReplica: Type.Optional(Type.Integer({ description: 'Target in-flight requests per replica.', minimum: 1, maximum: 100000 })),
       gpuUtilizationPercent: Type.Optional(Type.Integer({ description: 'Target GPU utilisation per replica in percent.', minimum: 1, maximum: 100 })),
@@ -141,7 +172,7 @@ export const InferenceAutoscaling = withRules(
       }),
       mode: StringEnum(['sits', 'external', 'keda'], {
         description:
-          'Who writes spec.replicas: sits (the SITS autoscaler, through the scale subresource), external (KEDA, an HPA or a person, through the scale subresource; SITS then never writes replicas) or keda (the controller keeps a KEDA ScaledObject with the SITS query and calibrated threshold, and KEDA\'s HPA writes replicas through the scale subresource; needs keda.serverAddress and KEDA installed). Default: sits.',
+          "Who writes spec.replicas: sits (the SITS autoscaler, through the scale subresource), external (KEDA, an HPA or a person, through the scale subresource; SITS then never writes replicas) or keda (the controller keeps a KEDA ScaledObject with the SITS query and calibrated threshold, and KEDA's HPA writes replicas through the scale subresource; needs keda.serverAddress and KEDA installed). Default: sits.",
         default: 'sits',
       }),
       keda: Type.Optional(KedaAutoscaling),
@@ -158,7 +189,8 @@ export const InferenceAutoscaling = withRules(
     {
       // keda: the threshold is the calibrated one (starting from the SITS default when no target is given).
       rule: "self.mode != 'sits' || has(self.tokensPerSecondPerReplica) || has(self.queueDepthPerReplica) || has(self.concurrencyPerReplica) || has(self.gpuUtilizationPercent)",
-      message: 'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent (or mode: external or keda)',
+      message:
+        'autoscaling needs at least one target: tokensPerSecondPerReplica, queueDepthPerReplica, concurrencyPerReplica or gpuUtilizationPercent (or mode: external or keda)',
       reason: 'FieldValueRequired',
       fieldPath: '.tokensPerSecondPerReplica',
       check: (self) =>
@@ -182,15 +214,21 @@ export type InferenceAutoscaling = Static<typeof InferenceAutoscaling>;
 export const RolloutStrategy = withRules(
   Obj(
     {
-      maxSurge: Type.Integer({ description: 'Replicas created above spec.replicas while a new template rolls out. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
+      maxSurge: Type.Integer({
+        description: 'Replicas created above spec.replicas while a new template rolls out. Default: 1.',
+        minimum: 0,
+        maximum: 1000,
+        default: 1,
+      }),
       maxUnavailable: Type.Integer({
-        description: 'Replicas below spec.replicas that may be not ready while a new template rolls out; the ready minimum is replicas - maxUnavailable. Default: 0.',
+        description:
+          'Replicas below spec.replicas that may be not ready while a new template rolls out; the ready minimum is replicas - maxUnavailable. Default: 0.',
         minimum: 0,
         maximum: 1000,
         default: 0,
       }),
     },
-    { description: 'Rolling update of the replicas when the pod template changes (the semantics of a Deployment\'s RollingUpdate).' },
+    { description: "Rolling update of the replicas when the pod template changes (the semantics of a Deployment's RollingUpdate)." },
   ),
   [
     {
@@ -208,7 +246,9 @@ export const ReplicaTopology = withRules(
   Obj(
     {
       requiredLevel: Type.Optional(
-        TopologyLevelEnum('The pods of one replica must share one domain of this level (nvlink-domain, node, rack, block or zone); unset means none, unless tensor parallelism spans the pods (then nvlink-domain).'),
+        TopologyLevelEnum(
+          'The pods of one replica must share one domain of this level (nvlink-domain, node, rack, block or zone); unset means none, unless tensor parallelism spans the pods (then nvlink-domain).',
+        ),
       ),
       preferredLevel: Type.Optional(TopologyLevelEnum('The scheduler prefers to pack the pods of one replica into one domain of this level. Default: rack.')),
     },
@@ -219,7 +259,8 @@ export const ReplicaTopology = withRules(
       rule: `!has(self.requiredLevel) || !has(self.preferredLevel) || ${celLevelAtMost('self.preferredLevel', 'self.requiredLevel')}`,
       message: 'preferredLevel must be the same as or narrower than requiredLevel (nvlink-domain < node < rack < block < zone)',
       fieldPath: '.preferredLevel',
-      check: (self) => self.requiredLevel === undefined || self.preferredLevel === undefined || topologyRank(self.preferredLevel) <= topologyRank(self.requiredLevel),
+      check: (self) =>
+        self.requiredLevel === undefined || self.preferredLevel === undefined || topologyRank(self.preferredLevel) <= topologyRank(self.requiredLevel),
     },
   ],
 );
@@ -230,20 +271,26 @@ export const InferenceServiceSpec = withRules(
     {
       runtime: StringEnum(INFERENCE_RUNTIMES, { description: 'Serving engine: vllm, tgi (Text Generation Inference), triton or llamacpp (llama.cpp server).' }),
       model: ModelSpec,
-      replicas: Type.Integer({ description: 'Desired replicas; the autoscaler and the scale subresource change it. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
+      replicas: Type.Integer({
+        description: 'Desired replicas; the autoscaler and the scale subresource change it. Default: 1.',
+        minimum: 0,
+        maximum: 1000,
+        default: 1,
+      }),
       minReplicas: Type.Integer({ description: 'Lower bound for replicas; 0 allows scale to zero. Default: 1.', minimum: 0, maximum: 1000, default: 1 }),
       maxReplicas: Type.Optional(Type.Integer({ description: 'Upper bound for replicas; required with autoscaling.', minimum: 1, maximum: 1000 })),
       gpusPerReplica: Type.Integer({ description: 'GPUs per replica. Default: 1.', minimum: 0, maximum: 64, default: 1 }),
       tensorParallelSize: Type.Optional(
         Type.Integer({
-          description: 'Tensor-parallel degree inside a replica; must divide gpusPerReplica. Unset means gpusPerReplica (with podsPerReplica > 1: the GPUs of one pod; the pods are then pipeline stages).',
+          description:
+            'Tensor-parallel degree inside a replica; must divide gpusPerReplica. Unset means gpusPerReplica (with podsPerReplica > 1: the GPUs of one pod; the pods are then pipeline stages).',
           minimum: 1,
           maximum: 64,
         }),
       ),
       podsPerReplica: Type.Integer({
         description:
-          'Pods of one replica (multi-node serving, LeaderWorkerSet\'s size): a leader that runs the engine\'s API server and podsPerReplica - 1 workers, each with gpusPerReplica / podsPerReplica GPUs, scheduled as one gang, created, restarted and rolled as a unit. Default: 1.',
+          "Pods of one replica (multi-node serving, LeaderWorkerSet's size): a leader that runs the engine's API server and podsPerReplica - 1 workers, each with gpusPerReplica / podsPerReplica GPUs, scheduled as one gang, created, restarted and rolled as a unit. Default: 1.",
         minimum: 1,
         maximum: 16,
         default: 1,
@@ -265,7 +312,13 @@ export const InferenceServiceSpec = withRules(
         description: 'Resource profile: low-latency favours small batches and fast GPUs, batch-throughput large batches; auto lets SITS choose. Default: auto.',
         default: 'auto',
       }),
-      port: Type.Optional(Type.Integer({ description: 'Serving port; unset means the runtime default (vllm 8000, tgi 8080, triton 8000, llamacpp 8080).', minimum: 1, maximum: 65535 })),
+      port: Type.Optional(
+        Type.Integer({
+          description: 'Serving port; unset means the runtime default (vllm 8000, tgi 8080, triton 8000, llamacpp 8080).',
+          minimum: 1,
+          maximum: 65535,
+        }),
+      ),
       container: Type.Optional(ContainerOverrides),
       podTemplate: Type.Optional(PodTemplate),
       queue: Type.Optional(QueueName()),
@@ -349,11 +402,18 @@ export const ReplicaAdapterStatus = Obj(
 
 export const ReplicaStatus = Obj(
   {
-    name: Type.String({ description: 'The replica\'s pod.', minLength: 1, maxLength: 253 }),
-    ready: Type.Boolean({ description: 'The engine\'s health endpoint answers (the pod is Ready).' }),
+    name: Type.String({ description: "The replica's pod.", minLength: 1, maxLength: 253 }),
+    ready: Type.Boolean({ description: "The engine's health endpoint answers (the pod is Ready)." }),
     updated: Type.Boolean({ description: 'The replica runs the current pod template.' }),
     node: Type.Optional(Type.String({ description: 'Node the replica is bound to.', maxLength: 253 })),
-    adapters: Type.Optional(Type.Array(ReplicaAdapterStatus, { description: 'The adapters on this replica.', maxItems: 32, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })),
+    adapters: Type.Optional(
+      Type.Array(ReplicaAdapterStatus, {
+        description: 'The adapters on this replica.',
+        maxItems: 32,
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+      }),
+    ),
   },
   { description: 'The observed state of one replica.' },
 );
@@ -361,7 +421,9 @@ export type ReplicaStatus = Static<typeof ReplicaStatus>;
 
 export const InferenceServiceStatus = Obj(
   {
-    phase: Type.Optional(StringEnum(INFERENCE_SERVICE_PHASES, { description: 'Pending, Loading (weights), Ready, Scaling, Degraded (some replicas down) or Failed.' })),
+    phase: Type.Optional(
+      StringEnum(INFERENCE_SERVICE_PHASES, { description: 'Pending, Loading (weights), Ready, Scaling, Degraded (some replicas down) or Failed.' }),
+    ),
     conditions: Type.Optional(Conditions),
     observedGeneration: ObservedGeneration(),
     replicas: Type.Optional(Count('Replicas (pods) that currently exist; the scale subresource reads it.')),
@@ -376,7 +438,7 @@ export const InferenceServiceStatus = Obj(
         'x-kubernetes-list-map-keys': ['name'],
       }),
     ),
-    desiredReplicas: Type.Optional(Count('The autoscaler\'s latest recommendation.')),
+    desiredReplicas: Type.Optional(Count("The autoscaler's latest recommendation.")),
     selector: Type.Optional(Type.String({ description: 'Label selector of the pods, for the scale subresource.', maxLength: 1024 })),
     url: Type.Optional(Type.String({ description: 'In-cluster URL of the service endpoint.', maxLength: 2048 })),
     runtimeVersion: Type.Optional(Type.String({ description: 'Version of the serving engine in use.', maxLength: 128 })),
@@ -389,12 +451,17 @@ export const InferenceServiceStatus = Obj(
 export type InferenceServiceStatus = Static<typeof InferenceServiceStatus>;
 
 export const InferenceService = withRules(
-  Resource('InferenceService', InferenceServiceSpec, InferenceServiceStatus, 'A model served by vLLM, TGI, Triton or llama.cpp, autoscaled on tokens and queue depth.'),
+  Resource(
+    'InferenceService',
+    InferenceServiceSpec,
+    InferenceServiceStatus,
+    'A model served by vLLM, TGI, Triton or llama.cpp, autoscaled on tokens and queue depth.',
+  ),
   [
     nameLengthRule(50, 'the name is used for the Service and pod names, which must stay valid DNS labels'),
     {
       rule: 'self.spec.podsPerReplica == 1 || self.metadata.name.size() <= 40',
-      message: 'metadata.name must be at most 40 characters with podsPerReplica > 1: the pods\' hostnames (<name>-<hash>-<slot>-<worker>) must stay DNS labels',
+      message: "metadata.name must be at most 40 characters with podsPerReplica > 1: the pods' hostnames (<name>-<hash>-<slot>-<worker>) must stay DNS labels",
       fieldPath: '.metadata',
       check: (self) => self.spec.podsPerReplica === 1 || (self.metadata.name ?? '').length <= 40,
     },

@@ -25,7 +25,11 @@ export type PodGroupTopology = Static<typeof PodGroupTopology>;
 
 export const PodGroupSpec = Obj(
   {
-    minMember: Type.Integer({ description: 'Pods placed together or not at all; further members are placed when they fit (elastic gangs).', minimum: 1, maximum: 100000 }),
+    minMember: Type.Integer({
+      description: 'Pods placed together or not at all; further members are placed when they fit (elastic gangs).',
+      minimum: 1,
+      maximum: 100000,
+    }),
     queue: Type.Optional(QueueName()),
     priorityClassName: Type.Optional(PriorityClassName()),
     topology: Type.Optional(PodGroupTopology),
@@ -39,7 +43,7 @@ export const POD_GROUP_PHASES = ['Pending', 'Scheduled', 'Running', 'Failed'] as
 export const PodGroupStatus = Obj(
   {
     phase: Type.Optional(StringEnum(POD_GROUP_PHASES, { description: 'Pending, Scheduled, Running or Failed.' })),
-    message: Type.Optional(Type.String({ description: 'Why the gang is not placed, in the scheduler\'s words.', maxLength: 4096 })),
+    message: Type.Optional(Type.String({ description: "Why the gang is not placed, in the scheduler's words.", maxLength: 4096 })),
     scheduled: Type.Optional(Type.Integer({ description: 'Members bound to nodes.', minimum: 0, format: 'int32' })),
     conditions: Type.Optional(Conditions),
   },

@@ -3,18 +3,7 @@
 // from and lend to (Kueue's nominal/borrowing/lending limits), and priority classes for ordering inside.
 import { Type, type Static } from '@sinclair/typebox';
 import { compareQuantities } from '../quantity.ts';
-import {
-  Conditions,
-  DNS_SUBDOMAIN_PATTERN,
-  DnsLabel,
-  Obj,
-  Quantity,
-  Resource,
-  StringEnum,
-  withRules,
-  Count,
-  ObservedGeneration,
-} from './common.ts';
+import { Conditions, DNS_SUBDOMAIN_PATTERN, DnsLabel, Obj, Quantity, Resource, StringEnum, withRules, Count, ObservedGeneration } from './common.ts';
 
 export const QUEUE_TIERS = ['gold', 'silver', 'bronze'] as const;
 export type QueueTier = (typeof QUEUE_TIERS)[number];
@@ -94,7 +83,7 @@ export const QueuePreemption = Obj(
       default: 'LowerPriority',
     }),
     reclaimWithinCohort: StringEnum(['Never', 'LowerPriority', 'Any'], {
-      description: 'Whether the queue may reclaim its lent quota by preempting other queues\' jobs: never, only lower-priority ones, or any. Default: Any.',
+      description: "Whether the queue may reclaim its lent quota by preempting other queues' jobs: never, only lower-priority ones, or any. Default: Any.",
       default: 'Any',
     }),
     criticalPhaseGraceSeconds: Type.Integer({
@@ -112,14 +101,16 @@ export const QueuePreemption = Obj(
     // No apiserver default for the two below: objects written before them read back unchanged; unset means 300 s / false.
     checkpointGraceSeconds: Type.Optional(
       Type.Integer({
-        description: 'Checkpoint-aware preemption: a victim of this queue that can checkpoint is asked for one and evicted once it is committed, or after this long at the latest. Unset: 300.',
+        description:
+          'Checkpoint-aware preemption: a victim of this queue that can checkpoint is asked for one and evicted once it is committed, or after this long at the latest. Unset: 300.',
         minimum: 0,
         maximum: 3600,
       }),
     ),
     defragmentByMigration: Type.Optional(
       Type.Boolean({
-        description: 'A gang of this queue that waits only because free GPUs are fragmented may move checkpointable running jobs (checkpoint, then restore elsewhere) to free a whole domain, when its earlier start outweighs their checkpoint, restore and redone work. Unset: false.',
+        description:
+          'A gang of this queue that waits only because free GPUs are fragmented may move checkpointable running jobs (checkpoint, then restore elsewhere) to free a whole domain, when its earlier start outweighs their checkpoint, restore and redone work. Unset: false.',
       }),
     ),
   },
@@ -132,7 +123,9 @@ export const QueueSpec = withRules(
   Obj(
     {
       tenant: DnsLabel('Tenant (team or organisation) the queue belongs to.'),
-      tier: Type.Optional(StringEnum(QUEUE_TIERS, { description: 'Service tier: gold, silver or bronze (fair-share weights 4, 2, 1); unset with weight unset means weight 1.' })),
+      tier: Type.Optional(
+        StringEnum(QUEUE_TIERS, { description: 'Service tier: gold, silver or bronze (fair-share weights 4, 2, 1); unset with weight unset means weight 1.' }),
+      ),
       weight: Type.Optional(Type.Integer({ description: 'Explicit fair-share weight instead of a tier.', minimum: 1, maximum: 1000 })),
       cohort: Type.Optional(DnsLabel('Cohort of queues that borrow unused quota from each other.')),
       resources: Type.Optional(
@@ -159,7 +152,12 @@ export const QueueSpec = withRules(
         }),
       ),
       defaultPriorityClassName: Type.Optional(
-        Type.String({ description: 'PriorityClass for jobs that name none; must be in priorityClasses when that is set.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+        Type.String({
+          description: 'PriorityClass for jobs that name none; must be in priorityClasses when that is set.',
+          minLength: 1,
+          maxLength: 253,
+          pattern: DNS_SUBDOMAIN_PATTERN,
+        }),
       ),
       namespaces: Type.Optional(
         Type.Array(Type.String({ description: 'A namespace name.', minLength: 1, maxLength: 63 }), {
@@ -180,8 +178,7 @@ export const QueueSpec = withRules(
       check: (self) => !(self.tier !== undefined && self.weight !== undefined),
     },
     {
-      rule:
-        'has(self.cohort) || ((!has(self.resources) || self.resources.all(r, !has(r.borrowingLimit) && !has(r.lendingLimit))) && (!has(self.gpuModels) || self.gpuModels.all(g, !has(g.borrowingLimit) && !has(g.lendingLimit))))',
+      rule: 'has(self.cohort) || ((!has(self.resources) || self.resources.all(r, !has(r.borrowingLimit) && !has(r.lendingLimit))) && (!has(self.gpuModels) || self.gpuModels.all(g, !has(g.borrowingLimit) && !has(g.lendingLimit))))',
       message: 'borrowingLimit and lendingLimit require a cohort',
       fieldPath: '.cohort',
       reason: 'FieldValueRequired',
@@ -236,7 +233,9 @@ export const QueueStatus = Obj(
       ),
     ),
     fairShare: Type.Optional(Type.Number({ description: 'Weighted dominant share (usage / entitlement); the lowest is served first.', minimum: 0 })),
-    headWorkload: Type.Optional(Type.String({ description: 'namespace/name of the job at the head of the queue, which holds the reservation.', maxLength: 317 })),
+    headWorkload: Type.Optional(
+      Type.String({ description: 'namespace/name of the job at the head of the queue, which holds the reservation.', maxLength: 317 }),
+    ),
   },
   { description: 'Observed state of a Queue, written by the queue controller.' },
 );

@@ -46,7 +46,10 @@ export const TrainingTopology = withRules(
         TopologyLevelEnum('The scheduler prefers to pack all replicas into one domain of this level; must not be wider than requiredLevel.'),
       ),
     },
-    { description: 'Topology the gang needs: communication strategy and required/preferred topology domain. Default: {} (strategy ring-allreduce).', default: {} },
+    {
+      description: 'Topology the gang needs: communication strategy and required/preferred topology domain. Default: {} (strategy ring-allreduce).',
+      default: {},
+    },
   ),
   [
     {
@@ -115,11 +118,14 @@ export const NcclSettings = Obj(
       maximum: 86400,
       default: 1800,
     }),
-    netGdrLevel: Type.Optional(Type.Integer({ description: 'NCCL_NET_GDR_LEVEL (GPUDirect RDMA level, 0-5); unset leaves NCCL\'s default.', minimum: 0, maximum: 5 })),
+    netGdrLevel: Type.Optional(
+      Type.Integer({ description: "NCCL_NET_GDR_LEVEL (GPUDirect RDMA level, 0-5); unset leaves NCCL's default.", minimum: 0, maximum: 5 }),
+    ),
     socketIfname: Type.Optional(Type.String({ description: 'NCCL_SOCKET_IFNAME, e.g. "eth0" or "^lo,docker".', minLength: 1, maxLength: 256 })),
     debug: Type.Optional(StringEnum(['VERSION', 'WARN', 'INFO', 'TRACE'], { description: 'NCCL_DEBUG level; unset leaves it off.' })),
     topologyFile: Type.Boolean({
-      description: "Give every GPU replica NCCL's topology file (XML) for the GPUs and NICs SITS placed it on, mounted at /etc/sits/nccl/topo.xml with NCCL_TOPO_FILE set. Default: true.",
+      description:
+        "Give every GPU replica NCCL's topology file (XML) for the GPUs and NICs SITS placed it on, mounted at /etc/sits/nccl/topo.xml with NCCL_TOPO_FILE set. Default: true.",
       default: true,
     }),
   },
@@ -138,15 +144,25 @@ export const CheckpointVolume = withRules(
   Obj(
     {
       claimName: Type.Optional(
-        Type.String({ description: 'An existing PersistentVolumeClaim (ReadWriteMany when the job has more than one replica), mounted in every rank.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+        Type.String({
+          description: 'An existing PersistentVolumeClaim (ReadWriteMany when the job has more than one replica), mounted in every rank.',
+          minLength: 1,
+          maxLength: 253,
+          pattern: DNS_SUBDOMAIN_PATTERN,
+        }),
       ),
       claimTemplate: Type.Optional(
         Obj(
           {
-            storageClassName: Type.Optional(Type.String({ description: 'StorageClass of the claim; unset uses the cluster default.', minLength: 1, maxLength: 253 })),
+            storageClassName: Type.Optional(
+              Type.String({ description: 'StorageClass of the claim; unset uses the cluster default.', minLength: 1, maxLength: 253 }),
+            ),
             size: Quantity('Requested size of the claim, e.g. "100Gi".'),
           },
-          { description: 'The controller creates one ReadWriteMany claim <job>-checkpoint for the whole job (restored from the newest Ready checkpoint when it is missing).' },
+          {
+            description:
+              'The controller creates one ReadWriteMany claim <job>-checkpoint for the whole job (restored from the newest Ready checkpoint when it is missing).',
+          },
         ),
       ),
     },
@@ -169,35 +185,66 @@ export const CheckpointPolicy = Obj(
   {
     volume: CheckpointVolume,
     mountPath: Type.String({
-      description: 'Where the checkpoint volume is mounted in every rank (SITS_CHECKPOINT_DIR): absolute, no . or .. segment, empty segment, %, backslash or control character (the overlap check compares paths as text). Default: /checkpoints.',
+      description:
+        'Where the checkpoint volume is mounted in every rank (SITS_CHECKPOINT_DIR): absolute, no . or .. segment, empty segment, %, backslash or control character (the overlap check compares paths as text). Default: /checkpoints.',
       pattern: MOUNT_PATH_PATTERN,
       minLength: 2,
       maxLength: 1024,
       default: '/checkpoints',
     }),
-    volumeSnapshotClassName: Type.String({ description: 'VolumeSnapshotClass (snapshot.storage.k8s.io/v1) of the snapshots taken of the checkpoint volume.', minLength: 1, maxLength: 253, pattern: DNS_SUBDOMAIN_PATTERN }),
+    volumeSnapshotClassName: Type.String({
+      description: 'VolumeSnapshotClass (snapshot.storage.k8s.io/v1) of the snapshots taken of the checkpoint volume.',
+      minLength: 1,
+      maxLength: 253,
+      pattern: DNS_SUBDOMAIN_PATTERN,
+    }),
     writers: StringEnum(CHECKPOINT_WRITERS, {
-      description: 'all-ranks (torch.distributed.checkpoint: every rank writes its shards, rank 0 commits once all have) or rank0 (DDP: rank 0 writes alone). Default: all-ranks.',
+      description:
+        'all-ranks (torch.distributed.checkpoint: every rank writes its shards, rank 0 commits once all have) or rank0 (DDP: rank 0 writes alone). Default: all-ranks.',
       default: 'all-ranks',
     }),
     intervalSeconds: Type.Optional(
-      Type.Integer({ description: 'Ask for a checkpoint this long after the previous one started; unset: only on request (annotation ai.sits2026.dev/request-checkpoint).', minimum: 10, maximum: 604800 }),
+      Type.Integer({
+        description: 'Ask for a checkpoint this long after the previous one started; unset: only on request (annotation ai.sits2026.dev/request-checkpoint).',
+        minimum: 10,
+        maximum: 604800,
+      }),
     ),
     retention: Obj(
       {
         keep: Type.Integer({ description: 'Committed snapshots kept (the newest one is always kept). Default: 3.', minimum: 1, maximum: 1000, default: 3 }),
-        ttlSeconds: Type.Optional(Type.Integer({ description: 'Committed snapshots older than this are deleted (never the newest one); upstream has no snapshot TTL.', minimum: 1, format: 'int64' })),
+        ttlSeconds: Type.Optional(
+          Type.Integer({
+            description: 'Committed snapshots older than this are deleted (never the newest one); upstream has no snapshot TTL.',
+            minimum: 1,
+            format: 'int64',
+          }),
+        ),
         policy: StringEnum(CHECKPOINT_RETENTION_POLICIES, {
-          description: 'What happens to the job\'s snapshots when the job is deleted: Delete removes them, Retain keeps them (a new job of the same name restores from them). Default: Delete.',
+          description:
+            "What happens to the job's snapshots when the job is deleted: Delete removes them, Retain keeps them (a new job of the same name restores from them). Default: Delete.",
           default: 'Delete',
         }),
       },
       { description: 'Retention by count and by TTL. Default: {} (keep 3, Delete).', default: {} },
     ),
-    commitTimeoutSeconds: Type.Integer({ description: 'A cycle fails (NeverCommitted) when the training side has not committed this long after the request. Default: 600.', minimum: 1, maximum: 86400, default: 600 }),
-    snapshotTimeoutSeconds: Type.Integer({ description: 'A cycle fails when its VolumeSnapshot is not readyToUse this long after the commit. Default: 300.', minimum: 1, maximum: 86400, default: 300 }),
+    commitTimeoutSeconds: Type.Integer({
+      description: 'A cycle fails (NeverCommitted) when the training side has not committed this long after the request. Default: 600.',
+      minimum: 1,
+      maximum: 86400,
+      default: 600,
+    }),
+    snapshotTimeoutSeconds: Type.Integer({
+      description: 'A cycle fails when its VolumeSnapshot is not readyToUse this long after the commit. Default: 300.',
+      minimum: 1,
+      maximum: 86400,
+      default: 300,
+    }),
   },
-  { description: 'Checkpoints linked to CSI VolumeSnapshots (docs/checkpoints.md): every rank mounts one shared volume at mountPath; a committed checkpoint is snapshotted at once.' },
+  {
+    description:
+      'Checkpoints linked to CSI VolumeSnapshots (docs/checkpoints.md): every rank mounts one shared volume at mountPath; a committed checkpoint is snapshotted at once.',
+  },
 );
 export type CheckpointPolicy = Static<typeof CheckpointPolicy>;
 
@@ -225,7 +272,11 @@ export const TrainingJobSpec = withRules(
         }),
       ),
       nprocPerNode: Type.Optional(
-        Type.Integer({ description: 'Processes per replica (torchrun --nproc_per_node, PET_NPROC_PER_NODE); unset means GPUs per replica, at least 1.', minimum: 1, maximum: 64 }),
+        Type.Integer({
+          description: 'Processes per replica (torchrun --nproc_per_node, PET_NPROC_PER_NODE); unset means GPUs per replica, at least 1.',
+          minimum: 1,
+          maximum: 64,
+        }),
       ),
       resources: Type.Optional(
         ResourceList(
@@ -243,10 +294,18 @@ export const TrainingJobSpec = withRules(
       backoffLimit: Type.Integer({ description: 'Gang restarts allowed before the job fails. Default: 3.', minimum: 0, maximum: 1000, default: 3 }),
       exitCodes: Type.Optional(ExitCodePolicy),
       activeDeadlineSeconds: Type.Optional(
-        Type.Integer({ description: 'Wall-clock limit for the job from its start; exceeded jobs fail with reason DeadlineExceeded.', minimum: 1, format: 'int64' }),
+        Type.Integer({
+          description: 'Wall-clock limit for the job from its start; exceeded jobs fail with reason DeadlineExceeded.',
+          minimum: 1,
+          format: 'int64',
+        }),
       ),
       ttlSecondsAfterFinished: Type.Optional(
-        Type.Integer({ description: 'Delete the finished job (and its pods) this many seconds after it succeeds or fails; unset keeps it.', minimum: 0, format: 'int64' }),
+        Type.Integer({
+          description: 'Delete the finished job (and its pods) this many seconds after it succeeds or fails; unset keeps it.',
+          minimum: 0,
+          format: 'int64',
+        }),
       ),
       cleanPodPolicy: StringEnum(['All', 'Running', 'None'], {
         description: 'Which pods are deleted when the job finishes: All, Running (still-running ones; finished pods stay for logs) or None. Default: Running.',
@@ -261,7 +320,12 @@ export const TrainingJobSpec = withRules(
       queue: Type.Optional(QueueName()),
       priorityClassName: Type.Optional(PriorityClassName()),
       suspend: Type.Boolean({ description: 'When true no pods run (running ones are deleted); resuming restarts the gang. Default: false.', default: false }),
-      masterPort: Type.Integer({ description: 'Rendezvous port on rank 0 (MASTER_PORT, PET_MASTER_PORT). Default: 29500.', minimum: 1, maximum: 65535, default: 29500 }),
+      masterPort: Type.Integer({
+        description: 'Rendezvous port on rank 0 (MASTER_PORT, PET_MASTER_PORT). Default: 29500.',
+        minimum: 1,
+        maximum: 65535,
+        default: 29500,
+      }),
       nccl: NcclSettings,
       expectedRuntimeSeconds: Type.Optional(
         Type.Integer({ description: 'User estimate of the run time, used for start-time predictions and backfill.', minimum: 1, format: 'int64' }),
@@ -322,7 +386,7 @@ const CheckpointRef = Obj(
   {
     snapshotName: Type.String({ description: 'The VolumeSnapshot.', maxLength: 253 }),
     step: Count('The training step the checkpoint holds.', 'int64'),
-    readyTime: Timestamp('When the snapshot was seen readyToUse (the checkpoint\'s time).'),
+    readyTime: Timestamp("When the snapshot was seen readyToUse (the checkpoint's time)."),
   },
   { description: 'A committed, readyToUse checkpoint.' },
 );
@@ -335,14 +399,21 @@ export const CheckpointStatus = Obj(
         {
           seq: Count('Cycle number.', 'int64'),
           trigger: StringEnum(['Periodic', 'Preemption', 'Migration', 'Manual'], { description: 'Why the cycle started.' }),
-          phase: StringEnum(['Pre', 'SnapshotTrigger', 'PostCommit', 'Ready', 'Failed'], { description: 'Pre → SnapshotTrigger → PostCommit → Ready, or Failed.' }),
+          phase: StringEnum(['Pre', 'SnapshotTrigger', 'PostCommit', 'Ready', 'Failed'], {
+            description: 'Pre → SnapshotTrigger → PostCommit → Ready, or Failed.',
+          }),
           snapshotName: Type.String({ description: 'The VolumeSnapshot this cycle creates.', maxLength: 253 }),
           startTime: Timestamp('When the cycle was requested.'),
           step: Type.Optional(Count('The committed step.', 'int64')),
           commitTime: Type.Optional(Timestamp('When the commit was seen.')),
           snapshotReadyTime: Type.Optional(Timestamp('When the VolumeSnapshot was seen readyToUse.')),
           request: Type.Optional(Type.String({ description: 'The request-checkpoint annotation value this cycle answers.', maxLength: 256 })),
-          failureReason: Type.Optional(Type.String({ description: 'NeverCommitted, IncompleteCommit, VolumeFull, WriteFailed, SnapshotFailed, SnapshotNotReady or SnapshotLost.', maxLength: 64 })),
+          failureReason: Type.Optional(
+            Type.String({
+              description: 'NeverCommitted, IncompleteCommit, VolumeFull, WriteFailed, SnapshotFailed, SnapshotNotReady or SnapshotLost.',
+              maxLength: 64,
+            }),
+          ),
           failureMessage: Type.Optional(Type.String({ description: 'Why the cycle failed.', maxLength: 4096 })),
         },
         { description: 'The newest cycle (in flight, or the last one finished).' },
@@ -400,10 +471,10 @@ export const TrainingJobStatus = Obj(
 );
 export type TrainingJobStatus = Static<typeof TrainingJobStatus>;
 
-export const TrainingJob = withRules(
-  Resource('TrainingJob', TrainingJobSpec, TrainingJobStatus, 'A distributed training job run as one gang of replicas.'),
-  [nameLengthRule(48, 'pod hostnames <name>-<rank> and the headless Service must stay valid DNS labels'), dnsLabelNameRule('the headless Service for rendezvous takes the job name')],
-);
+export const TrainingJob = withRules(Resource('TrainingJob', TrainingJobSpec, TrainingJobStatus, 'A distributed training job run as one gang of replicas.'), [
+  nameLengthRule(48, 'pod hostnames <name>-<rank> and the headless Service must stay valid DNS labels'),
+  dnsLabelNameRule('the headless Service for rendezvous takes the job name'),
+]);
 export type TrainingJob = Static<typeof TrainingJob>;
 
 /** GPUs per replica as the controller and scheduler count them. */

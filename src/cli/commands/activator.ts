@@ -36,13 +36,17 @@ const bytesOption =
   (min: number) =>
   (v: string): number => {
     const n = /^\d+$/.test(v.trim()) ? Number(v) : quantityToUnits(v.trim());
-    if (n === undefined || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`${JSON.stringify(v)} is not a number of bytes (give e.g. 268435456 or 256Mi)`);
+    if (n === undefined || !Number.isSafeInteger(n))
+      throw new InvalidArgumentError(`${JSON.stringify(v)} is not a number of bytes (give e.g. 268435456 or 256Mi)`);
     if (n < min) throw new InvalidArgumentError(`${v} is under ${min} bytes`);
     return n;
   };
 
 /** The budget the flags ask for, checked here so that a bad combination is a usage error naming the flags. */
-export function activatorBudgetFlags(o: Pick<ActivatorFlags, 'maxHeld' | 'maxHeldRequests' | 'maxHeldBytes' | 'maxBodyBytes' | 'memoryLimit'>, env: NodeJS.ProcessEnv = process.env): { maxHeldPerService: number; maxHeldRequests: number; maxHeldBytes: number; maxBodyBytes: number; memoryLimitBytes: number } {
+export function activatorBudgetFlags(
+  o: Pick<ActivatorFlags, 'maxHeld' | 'maxHeldRequests' | 'maxHeldBytes' | 'maxBodyBytes' | 'memoryLimit'>,
+  env: NodeJS.ProcessEnv = process.env,
+): { maxHeldPerService: number; maxHeldRequests: number; maxHeldBytes: number; maxBodyBytes: number; memoryLimitBytes: number } {
   let memory: number;
   try {
     memory = o.memoryLimit ?? detectMemoryLimit(env) ?? DEFAULT_MEMORY_LIMIT;
@@ -51,22 +55,41 @@ export function activatorBudgetFlags(o: Pick<ActivatorFlags, 'maxHeld' | 'maxHel
   }
   const d = budgetFromMemory(memory, o.maxBodyBytes);
   const maxHeldBytes = o.maxHeldBytes ?? d.maxHeldBytes;
-  const limits = { ...d, maxHeldBytes, maxHeldRequests: o.maxHeldRequests ?? d.maxHeldRequests, maxHeldPerService: o.maxHeld ?? d.maxHeldPerService, maxBodyBytes: o.maxBodyBytes ?? Math.min(16 << 20, Math.floor(maxHeldBytes / 4)) };
+  const limits = {
+    ...d,
+    maxHeldBytes,
+    maxHeldRequests: o.maxHeldRequests ?? d.maxHeldRequests,
+    maxHeldPerService: o.maxHeld ?? d.maxHeldPerService,
+    maxBodyBytes: o.maxBodyBytes ?? Math.min(16 << 20, Math.floor(maxHeldBytes / 4)),
+  };
   try {
     checkLimits(limits);
   } catch (e) {
-    const flag: Record<string, string> = { maxBodyBytes: '--max-body-bytes', maxHeldBytes: '--max-held-bytes', maxHeldRequests: '--max-held-requests', maxHeldPerService: '--max-held' };
+    const flag: Record<string, string> = {
+      maxBodyBytes: '--max-body-bytes',
+      maxHeldBytes: '--max-held-bytes',
+      maxHeldRequests: '--max-held-requests',
+      maxHeldPerService: '--max-held',
+    };
     const m = (e as Error).message;
     const field = m.split(':')[0] ?? '';
     throw new CliError(`${flag[field] ?? field}${m.slice(field.length)}`);
   }
-  return { maxHeldPerService: limits.maxHeldPerService, maxHeldRequests: limits.maxHeldRequests, maxHeldBytes, maxBodyBytes: limits.maxBodyBytes, memoryLimitBytes: memory };
+  return {
+    maxHeldPerService: limits.maxHeldPerService,
+    maxHeldRequests: limits.maxHeldRequests,
+    maxHeldBytes,
+    maxBodyBytes: limits.maxBodyBytes,
+    memoryLimitBytes: memory,
+  };
 }
 
 export function registerActivator(program: Command): void {
   const cmd = program
     .command('activator')
-    .description('serve InferenceServices at /namespaces/{ns}/inferenceservices/{name}/proxy/…: route to ready replicas, and hold requests for a service scaled to zero while it activates (docs/inference-service.md, ADR 0149)');
+    .description(
+      'serve InferenceServices at /namespaces/{ns}/inferenceservices/{name}/proxy/…: route to ready replicas, and hold requests for a service scaled to zero while it activates (docs/inference-service.md, ADR 0149)',
+    );
   servingOptions(
     cmd,
     {
@@ -79,12 +102,28 @@ export function registerActivator(program: Command): void {
   )
     .option('--namespace <ns>', 'serve only this namespace (a namespaced Role suffices)')
     .option('--hold-timeout <sec>', 'seconds a request waits for a ready replica before a 503', numberOption('--hold-timeout', 1, 3600), 300)
-    .option('--memory-limit <bytes>', 'the memory the budget defaults come from (default: $SITS_MEMORY_LIMIT, which the chart sets from limits.memory, else the cgroup limit, else 512Mi)', bytesOption(64 << 20))
-    .option('--max-held <n>', 'requests held per service at most (beyond: 429 with Retry-After; default 1000); one namespace holds at most half of --max-held-requests', intOption('--max-held', 1, 1_000_000))
-    .option('--max-held-requests <n>', 'requests held across every service (beyond: 503 with Retry-After; default memory limit / 64Ki)', intOption('--max-held-requests', 1, 10_000_000))
-    .option('--max-held-bytes <bytes>', 'request body bytes buffered across every service, checked before a body is read (beyond: 503; default half the memory limit; one namespace gets at most half, and the last quarter is kept for namespaces holding nothing)', bytesOption(1 << 20))
+    .option(
+      '--memory-limit <bytes>',
+      'the memory the budget defaults come from (default: $SITS_MEMORY_LIMIT, which the chart sets from limits.memory, else the cgroup limit, else 512Mi)',
+      bytesOption(64 << 20),
+    )
+    .option(
+      '--max-held <n>',
+      'requests held per service at most (beyond: 429 with Retry-After; default 1000); one namespace holds at most half of --max-held-requests',
+      intOption('--max-held', 1, 1_000_000),
+    )
+    .option(
+      '--max-held-requests <n>',
+      'requests held across every service (beyond: 503 with Retry-After; default memory limit / 64Ki)',
+      intOption('--max-held-requests', 1, 10_000_000),
+    )
+    .option(
+      '--max-held-bytes <bytes>',
+      'request body bytes buffered across every service, checked before a body is read (beyond: 503; default half the memory limit; one namespace gets at most half, and the last quarter is kept for namespaces holding nothing)',
+      bytesOption(1 << 20),
+    )
     .option('--max-body-bytes <bytes>', 'largest request body (413 beyond; default 16Mi, at most a quarter of --max-held-bytes)', bytesOption(1024))
-    .option('--port-name <name>', "the Service port requests go to, by name", 'http')
+    .option('--port-name <name>', 'the Service port requests go to, by name', 'http')
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: ActivatorFlags & LogOptions) => {
@@ -95,7 +134,13 @@ export function registerActivator(program: Command): void {
       const log = createLogger('sits-activator', o).line;
       const client = new KubeClient(loadKubeConfig(o.kubeconfig), { userAgent: 'sits-activator/0.1' });
       // Reviews through their own client and gate (ADR 0177); /metrics is the one non-resource path reviewed.
-      const auth = delegatedAuth(client, { ...(clientCa === undefined ? {} : { clientCa }), ...(audiences === undefined ? {} : { audiences }), resourceFor: activatorResource, paths: ['/metrics'], userAgent: 'sits-activator-auth/0.1' });
+      const auth = delegatedAuth(client, {
+        ...(clientCa === undefined ? {} : { clientCa }),
+        ...(audiences === undefined ? {} : { audiences }),
+        resourceFor: activatorResource,
+        paths: ['/metrics'],
+        userAgent: 'sits-activator-auth/0.1',
+      });
       const act = await startActivator(client, {
         port: o.port,
         host: o.insecureLocalhost === true ? '127.0.0.1' : o.host,
@@ -109,7 +154,9 @@ export function registerActivator(program: Command): void {
         portName: o.portName,
         log,
       });
-      log(`activator: budget ${limits.maxHeldBytes} body bytes and ${limits.maxHeldRequests} held requests (memory limit ${limits.memoryLimitBytes}), ${limits.maxHeldPerService} held per service, bodies up to ${limits.maxBodyBytes} bytes`);
+      log(
+        `activator: budget ${limits.maxHeldBytes} body bytes and ${limits.maxHeldRequests} held requests (memory limit ${limits.memoryLimitBytes}), ${limits.maxHeldPerService} held per service, bodies up to ${limits.maxBodyBytes} bytes`,
+      );
       const stopWatch = reloadServingCert(o, tls !== undefined, (p) => act.setTls(p), log);
       const sig = await signal;
       log(`${sig}: stopping`);

@@ -15,6 +15,8 @@ export function registerBenchAdmission(bench: Command): void {
     .action((o: { nodes: number; gpusPerNode: number; backlog: number; seed: number; json: string }) => {
       const r = runAdmissionBench({ ...o, now: () => performance.now() });
       writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
-      process.stdout.write(`${r.jobs} jobs on ${r.nodes} nodes: ${r.admitted} admitted, waiting ${JSON.stringify(r.waiting)}; ${r.decisionsPerSecond} decisions/s (cycle ${r.cycleMs} ms)\n`);
+      process.stdout.write(
+        `${r.jobs} jobs on ${r.nodes} nodes: ${r.admitted} admitted, waiting ${JSON.stringify(r.waiting)}; ${r.decisionsPerSecond} decisions/s (cycle ${r.cycleMs} ms)\n`,
+      );
     });
 }

@@ -32,7 +32,12 @@ const round1 = (x: number): number => Math.round(x * 10) / 10;
  * included), then `updates` changes one at a time (a simulator event that changed the cluster → the server's
  * patch → the frame that shows it, end to end on one machine's clock).
  */
-export async function runDashboardBench(o: { readonly nodes: number; readonly seed: number; readonly updates: number; readonly log: (m: string) => void }): Promise<{ result: DashboardBenchResult; details: Record<string, unknown> }> {
+export async function runDashboardBench(o: {
+  readonly nodes: number;
+  readonly seed: number;
+  readonly updates: number;
+  readonly log: (m: string) => void;
+}): Promise<{ result: DashboardBenchResult; details: Record<string, unknown> }> {
   const t0 = performance.now();
   const feed = syntheticFeed(o.nodes, o.seed);
   const prefillMs = performance.now() - t0;
@@ -50,9 +55,20 @@ export async function runDashboardBench(o: { readonly nodes: number; readonly se
     const fullJson = stream.viewJson();
     const buildMs = performance.now() - b0;
     await page.goto(`${server.url}/dashboard/`);
-    await page.waitForFunction(() => (window as unknown as { sitsDashboard?: { firstPaintMs?: number } }).sitsDashboard?.firstPaintMs !== undefined, null, { timeout: 300_000 });
+    await page.waitForFunction(() => (window as unknown as { sitsDashboard?: { firstPaintMs?: number } }).sitsDashboard?.firstPaintMs !== undefined, null, {
+      timeout: 300_000,
+    });
     const firstPaintMs = await page.evaluate(() => performance.getEntriesByName('sits-first-paint')[0]?.startTime ?? Number.NaN);
-    const samples: { endToEndMs: number; pageMs: number; serverMs: number; nodes: number; bytes: number; parseMs: number; heatmapMs: number; tablesMs: number }[] = [];
+    const samples: {
+      endToEndMs: number;
+      pageMs: number;
+      serverMs: number;
+      nodes: number;
+      bytes: number;
+      parseMs: number;
+      heatmapMs: number;
+      tablesMs: number;
+    }[] = [];
     let patchBytes = 0;
     for (let i = 0; i < o.updates && feed.eventsLeft > 0; i++) {
       // The next simulator event that changes the cluster (an arrival that only waits changes the tables alone).
@@ -63,16 +79,33 @@ export async function runDashboardBench(o: { readonly nodes: number; readonly se
       stream.changed();
       const v = stream.view();
       const serverMs = performance.now() - s0;
-      const paint = await page.waitForFunction((seq) => (window as unknown as { sitsDashboard: { paints: Paint[] } }).sitsDashboard.paints.find((p) => p.seq >= seq), v.seq, { timeout: 120_000 });
+      const paint = await page.waitForFunction(
+        (seq) => (window as unknown as { sitsDashboard: { paints: Paint[] } }).sitsDashboard.paints.find((p) => p.seq >= seq),
+        v.seq,
+        { timeout: 120_000 },
+      );
       const p = (await paint.jsonValue()) as Paint;
       const bytes = stream.lastPatchBytes;
       patchBytes += bytes;
-      samples.push({ endToEndMs: p.wallMs - sent, pageMs: p.ms, serverMs, nodes: p.nodes ?? 0, bytes, parseMs: round1(p.parseMs ?? 0), heatmapMs: round1(p.heatmapMs ?? 0), tablesMs: round1(p.tablesMs ?? 0) });
+      samples.push({
+        endToEndMs: p.wallMs - sent,
+        pageMs: p.ms,
+        serverMs,
+        nodes: p.nodes ?? 0,
+        bytes,
+        parseMs: round1(p.parseMs ?? 0),
+        heatmapMs: round1(p.heatmapMs ?? 0),
+        tablesMs: round1(p.tablesMs ?? 0),
+      });
     }
     const e2e = samples.map((s) => s.endToEndMs).sort((a, b) => a - b);
     const pageMs = samples.map((s) => s.pageMs).sort((a, b) => a - b);
     const serverMs = samples.map((s) => s.serverMs).sort((a, b) => a - b);
-    const result: DashboardBenchResult = { nodes: o.nodes, firstPaintMs: round1(firstPaintMs), updateMs: { p50: round1(nearestRank(e2e, 50) ?? Number.NaN), p99: round1(nearestRank(e2e, 99) ?? Number.NaN) } };
+    const result: DashboardBenchResult = {
+      nodes: o.nodes,
+      firstPaintMs: round1(firstPaintMs),
+      updateMs: { p50: round1(nearestRank(e2e, 50) ?? Number.NaN), p99: round1(nearestRank(e2e, 99) ?? Number.NaN) },
+    };
     const longFrames = await page.evaluate(() => (window as unknown as { sitsDashboard: { longFrames?: unknown[] } }).sitsDashboard.longFrames ?? []);
     const v = stream.view();
     const details = {
@@ -82,14 +115,30 @@ export async function runDashboardBench(o: { readonly nodes: number; readonly se
       viewport: '1400x1000',
       machine: { cpus: cpus().length, loadAverage1m: round1(loadavg()[0] ?? 0) },
       chromium: browser.version(),
-      cluster: { usedGpuPct: round1((100 * v.totals.usedGpuMilli) / (v.totals.gpus * 1000)), runningJobs: v.totals.runningJobs, pendingJobs: v.totals.pendingJobs, virtualHours: round1(feed.nowMs / 3_600_000) },
+      cluster: {
+        usedGpuPct: round1((100 * v.totals.usedGpuMilli) / (v.totals.gpus * 1000)),
+        runningJobs: v.totals.runningJobs,
+        pendingJobs: v.totals.pendingJobs,
+        virtualHours: round1(feed.nowMs / 3_600_000),
+      },
       prefillSeconds: round1(prefillMs / 1000),
       fullView: { bytes: Buffer.byteLength(fullJson), buildMs: round1(buildMs) },
       updates: samples.length,
-      updateDefinition: 'simulator change announced → server builds and sends the patch → the page applies it and its frame is produced (Date.now on both sides, one machine)',
+      updateDefinition:
+        'simulator change announced → server builds and sends the patch → the page applies it and its frame is produced (Date.now on both sides, one machine)',
       pageUpdateMs: { p50: round1(nearestRank(pageMs, 50) ?? Number.NaN), p99: round1(nearestRank(pageMs, 99) ?? Number.NaN) },
       serverUpdateMs: { p50: round1(nearestRank(serverMs, 50) ?? Number.NaN), p99: round1(nearestRank(serverMs, 99) ?? Number.NaN) },
-      pagePartsMs: Object.fromEntries((['parseMs', 'heatmapMs', 'tablesMs'] as const).map((k) => [k, round1(nearestRank(samples.map((x) => x[k]).sort((a, b) => a - b), 50) ?? Number.NaN)])),
+      pagePartsMs: Object.fromEntries(
+        (['parseMs', 'heatmapMs', 'tablesMs'] as const).map((k) => [
+          k,
+          round1(
+            nearestRank(
+              samples.map((x) => x[k]).sort((a, b) => a - b),
+              50,
+            ) ?? Number.NaN,
+          ),
+        ]),
+      ),
       meanPatchBytes: samples.length === 0 ? 0 : Math.round(patchBytes / samples.length),
       pageErrors: errors,
       longAnimationFrames: longFrames,
@@ -112,8 +161,15 @@ export function registerBenchDashboard(bench: Command): void {
     .requiredOption('--json <file>', 'write {nodes, firstPaintMs, updateMs: {p50, p99}} here')
     .option('--details <file>', 'also write every measured detail (view size, server and page parts, samples) here')
     .action(async (o: { nodes: number; seed: number; updates: number; json: string; details?: string }) => {
-      const { result, details } = await runDashboardBench({ nodes: o.nodes, seed: o.seed, updates: o.updates, log: (m) => void process.stderr.write(`${m}\n`) });
-      process.stdout.write(`dashboard: ${result.nodes} nodes, first paint ${result.firstPaintMs} ms, update p50 ${result.updateMs.p50} ms, p99 ${result.updateMs.p99} ms\n`);
+      const { result, details } = await runDashboardBench({
+        nodes: o.nodes,
+        seed: o.seed,
+        updates: o.updates,
+        log: (m) => void process.stderr.write(`${m}\n`),
+      });
+      process.stdout.write(
+        `dashboard: ${result.nodes} nodes, first paint ${result.firstPaintMs} ms, update p50 ${result.updateMs.p50} ms, p99 ${result.updateMs.p99} ms\n`,
+      );
       writeFileSync(o.json, `${JSON.stringify(result, null, 2)}\n`);
       if (o.details !== undefined) writeFileSync(o.details, `${JSON.stringify(details, null, 2)}\n`);
     });

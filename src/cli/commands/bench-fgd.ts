@@ -34,7 +34,13 @@ export function fgdTable(json: FgdBenchJson): string {
   const published = PUBLISHED_UNALLOCATED_100[json.trace];
   const f = (v: number | null | undefined, d = 2): string => (v === null || v === undefined ? '–' : v.toFixed(d));
   const head = ['policy', ...UNALLOCATED_AT.map((b) => `@${b}`), ...(published ? ['paper@100'] : []), ...FRAG_RATE_AT.map((b) => `frag@${b}`), 'run ms'];
-  const rows = json.results.map((r) => [r.policy, ...UNALLOCATED_AT.map((b) => f(r.unallocatedPct[String(b)])), ...(published ? [f(published[publishedName(r.policy)])] : []), ...FRAG_RATE_AT.map((b) => f(r.fragRatePct[String(b)], 1)), f(r.runMs, 0)]);
+  const rows = json.results.map((r) => [
+    r.policy,
+    ...UNALLOCATED_AT.map((b) => f(r.unallocatedPct[String(b)])),
+    ...(published ? [f(published[publishedName(r.policy)])] : []),
+    ...FRAG_RATE_AT.map((b) => f(r.fragRatePct[String(b)], 1)),
+    f(r.runMs, 0),
+  ]);
   const lb = json.lowerBound === undefined ? '' : `\nlower bound (LP relaxation, no policy can go below) @100: ${f(json.lowerBound.unallocatedPct['100'])}`;
   return `unallocated GPU % by arrived workload %, frag rate %, median of ${json.seeds.length} seeds — ${json.trace}\n${table(head, rows)}${lb}`;
 }
@@ -57,7 +63,10 @@ export function registerBenchFgd(bench: Command): void {
     .action(async (o: FgdOptions) => {
       const seeds = parseSeeds(o.seeds);
       if (seeds === undefined) throw new CliError(`--seeds must look like 42-51 or 42,43,50, got "${o.seeds}"`);
-      const policies = o.policies.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      const policies = o.policies
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== '');
       if (policies.length === 0) throw new CliError('--policies is empty');
       if (new Set(policies).size !== policies.length) throw new CliError(`--policies lists a policy twice: ${o.policies}`);
       for (const p of policies) {
@@ -92,7 +101,11 @@ export function registerBenchFgd(bench: Command): void {
         if (tty) process.stderr.write('\r\x1b[K');
       }
       process.stdout.write(`${fgdTable(b.json)}\n${b.tasks} runs in ${(b.wallMs / 1000).toFixed(1)} s on ${Math.min(o.workers, b.tasks) || 1} thread(s)\n`);
-      writeFgdOutputs(b, policies, seeds, { ...(o.json === undefined ? {} : { json: o.json }), ...(o.html === undefined ? {} : { html: o.html }), ...(o.detail === undefined ? {} : { detail: o.detail }) });
+      writeFgdOutputs(b, policies, seeds, {
+        ...(o.json === undefined ? {} : { json: o.json }),
+        ...(o.html === undefined ? {} : { html: o.html }),
+        ...(o.detail === undefined ? {} : { detail: o.detail }),
+      });
     });
 }
 
@@ -123,7 +136,9 @@ function runChild(args: readonly string[]): void {
 export function registerBenchAll(bench: Command): void {
   bench
     .command('all')
-    .description('every in-process benchmark into one directory: FGD grid per trace, throughput at 1k/5k/10k nodes, replays, admission, tenants (bench kube, which starts control planes, runs on its own)')
+    .description(
+      'every in-process benchmark into one directory: FGD grid per trace, throughput at 1k/5k/10k nodes, replays, admission, tenants (bench kube, which starts control planes, runs on its own)',
+    )
     .option('--out <dir>', 'directory for the JSON (and HTML) results', 'bench/results')
     .option('--traces <dir>', 'folder with openb_node_list_gpu_node.csv and openb_pod_list_*.csv', '../shared/traces/alibaba-gpu-v2023')
     .option('--philly <dir>', 'folder with the Pollux/Philly workloads', '../shared/traces/pollux-philly')

@@ -33,7 +33,19 @@ interface ReplayOptions {
 export function replayTable(results: readonly ReplayResult[]): string {
   return table(
     ['policy', 'pods', 'placed', 'never placed', 'GPU util %', 'peak %', 'delay mean s', 'p50 s', 'p90 s', 'p99 s', 'evictions'],
-    results.map((r) => [r.policy, r.pods, r.placedPods, r.neverPlaced.pods, r.gpuUtilisationPct.toFixed(2), r.peakAllocationPct.toFixed(1), r.queueDelayS.mean.toFixed(0), r.queueDelayS.p50.toFixed(0), r.queueDelayS.p90.toFixed(0), r.queueDelayS.p99.toFixed(0), r.evictions]),
+    results.map((r) => [
+      r.policy,
+      r.pods,
+      r.placedPods,
+      r.neverPlaced.pods,
+      r.gpuUtilisationPct.toFixed(2),
+      r.peakAllocationPct.toFixed(1),
+      r.queueDelayS.mean.toFixed(0),
+      r.queueDelayS.p50.toFixed(0),
+      r.queueDelayS.p90.toFixed(0),
+      r.queueDelayS.p99.toFixed(0),
+      r.evictions,
+    ]),
   );
 }
 
@@ -50,7 +62,11 @@ export function registerBenchReplay(bench: Command): void {
     .option('--seed <n>', 'seed for failures and random policies', intOption('--seed', 0, 2 ** 31 - 1), 1)
     .option('--compress <k>', 'divide arrival times by k (durations kept): k times the load', numberOption('--compress', 0.001, 1e6), 1)
     .option('--until-hours <h>', 'stop after this many hours of virtual time from the first arrival', numberOption('--until-hours', 0.001, 1e7))
-    .option('--fail-mtbf-hours <h>', 'GPU-node failures: mean hours between failures of one node (off by default)', numberOption('--fail-mtbf-hours', 0.001, 1e9))
+    .option(
+      '--fail-mtbf-hours <h>',
+      'GPU-node failures: mean hours between failures of one node (off by default)',
+      numberOption('--fail-mtbf-hours', 0.001, 1e9),
+    )
     .option('--repair-hours <h>', 'hours until a failed node is back', numberOption('--repair-hours', 0, 1e6), 1)
     .option('--json <file>', 'write the results as JSON')
     .option('--html <file>', 'write an offline HTML report with charts')
@@ -65,8 +81,12 @@ export function registerBenchReplay(bench: Command): void {
         if (size === undefined) throw new CliError(`--cluster-size must look like 64x8, got "${o.clusterSize}"`);
         cluster = { kind: 'size', ...size };
       }
-      if (o.format !== undefined && !(TRACE_FORMATS as readonly string[]).includes(o.format)) throw new CliError(`--format must be one of ${TRACE_FORMATS.join(', ')}, got "${o.format}"`);
-      const policies = o.policies.split(',').map((p) => p.trim()).filter((p) => p !== '');
+      if (o.format !== undefined && !(TRACE_FORMATS as readonly string[]).includes(o.format))
+        throw new CliError(`--format must be one of ${TRACE_FORMATS.join(', ')}, got "${o.format}"`);
+      const policies = o.policies
+        .split(',')
+        .map((p) => p.trim())
+        .filter((p) => p !== '');
       if (policies.length === 0) throw new CliError('--policies is empty');
       for (const p of policies) {
         const r = resolveProfile(p, { typicalShapes: [] });
@@ -89,7 +109,9 @@ export function registerBenchReplay(bench: Command): void {
         if (e instanceof TraceError || e instanceof InputError) throw new CliError(e.message);
         throw e;
       }
-      process.stdout.write(`${basename(o.trace)} (${b.format}) on ${b.nodes} nodes / ${b.gpus} GPUs${o.compress === 1 ? '' : `, time compressed ×${o.compress}`}\n${replayTable(b.results)}\n`);
+      process.stdout.write(
+        `${basename(o.trace)} (${b.format}) on ${b.nodes} nodes / ${b.gpus} GPUs${o.compress === 1 ? '' : `, time compressed ×${o.compress}`}\n${replayTable(b.results)}\n`,
+      );
       writeReplayOutputs(b, { ...(o.json === undefined ? {} : { json: o.json }), ...(o.html === undefined ? {} : { html: o.html }) });
     });
 }

@@ -16,7 +16,12 @@ export function registerBenchServingTraces(bench: Command): void {
     .option('--trace <csv>', 'a CSV in the Azure LLM trace format (TIMESTAMP,ContextTokens,GeneratedTokens)', DEFAULT_SERVING_TRACE)
     .option('--variants <names>', `comma-separated subset of ${NAMES.join(',')}`)
     .option('--slo-ttft <s>', 'TTFT SLO in seconds', numberOption('--slo-ttft', 0.01, 600), 1)
-    .option('--tune-fraction <f>', 'the first part of each variant (by time) the policies are tuned on; the rest is reported', numberOption('--tune-fraction', 0.05, 0.95), 0.4)
+    .option(
+      '--tune-fraction <f>',
+      'the first part of each variant (by time) the policies are tuned on; the rest is reported',
+      numberOption('--tune-fraction', 0.05, 0.95),
+      0.4,
+    )
     .option('--max-replicas <n>', 'replica bound of every autoscaler', intOption('--max-replicas', 1, 1000), 16)
     .option('--seed <n>', 'seed (replica start-up jitter)', intOption('--seed'), 1)
     .requiredOption('--json <file>', 'write {sloTtftSec, tuneFraction, seed, variants: [{name, static, sits, sitsGpuHoursVsStatic, goalMet, …}]} here')
@@ -41,7 +46,16 @@ export function registerBenchServingTraces(bench: Command): void {
       }
       if (tty) process.stderr.write('\r\x1b[K');
       writeFileSync(o.json, `${JSON.stringify(r, null, 2)}\n`);
-      const rows = r.variants.map((v) => [v.name, v.requests, v.staticReplicas, v.sits.sloAttainmentPct.toFixed(2), v.sitsGpuHoursVsStatic.toFixed(3), v.sitsPeakReplicas, v.hindsightStaticVsStatic.toFixed(3), v.goalMet ? 'yes' : 'NO']);
+      const rows = r.variants.map((v) => [
+        v.name,
+        v.requests,
+        v.staticReplicas,
+        v.sits.sloAttainmentPct.toFixed(2),
+        v.sitsGpuHoursVsStatic.toFixed(3),
+        v.sitsPeakReplicas,
+        v.hindsightStaticVsStatic.toFixed(3),
+        v.goalMet ? 'yes' : 'NO',
+      ]);
       process.stdout.write(
         `tuned on the first ${r.tuneFraction} of each variant, reported on the rest; TTFT SLO ${r.sloTtftSec} s; goal: SITS ≥ 99 % within the SLO at ≤ 1.0× static GPU-h\n\n` +
           `${table(['variant', 'requests', 'static n', 'SITS within SLO %', 'SITS × static', 'SITS peak', 'hindsight static ×', 'goal'], rows)}\n`,

@@ -9,10 +9,17 @@ import { intOption, numberOption } from '../options.ts';
 export function registerBenchServing(bench: Command): void {
   bench
     .command('serving')
-    .description('LLM serving autoscalers on the Azure LLM trace (simulated vLLM on H100): static, KEDA, KPA-like concurrency, SITS tokens; then SITS sharing GPUs with elastic training')
+    .description(
+      'LLM serving autoscalers on the Azure LLM trace (simulated vLLM on H100): static, KEDA, KPA-like concurrency, SITS tokens; then SITS sharing GPUs with elastic training',
+    )
     .option('--trace <csv>', 'a CSV in the Azure LLM trace format (TIMESTAMP,ContextTokens,GeneratedTokens)', DEFAULT_SERVING_TRACE)
     .option('--slo-ttft <s>', 'TTFT SLO in seconds', numberOption('--slo-ttft', 0.01, 600), 1)
-    .option('--tune-fraction <f>', 'the first part of the trace (by time) the policies are tuned on; the rest is reported', numberOption('--tune-fraction', 0.05, 0.95), 0.4)
+    .option(
+      '--tune-fraction <f>',
+      'the first part of the trace (by time) the policies are tuned on; the rest is reported',
+      numberOption('--tune-fraction', 0.05, 0.95),
+      0.4,
+    )
     .option('--max-replicas <n>', 'replica bound of every autoscaler', intOption('--max-replicas', 1, 1000), 16)
     .option('--seed <n>', 'seed (replica start-up jitter)', intOption('--seed'), 1)
     .requiredOption('--json <file>', 'write {sloTtftSec, policies: {static, keda, concurrency, sits}, sharing} here')
@@ -35,7 +42,14 @@ export function registerBenchServing(bench: Command): void {
       if (tty) process.stderr.write('\r\x1b[K');
       writeFileSync(o.json, `${JSON.stringify(r.json, null, 2)}\n`);
       if (o.details !== undefined) writeFileSync(o.details, `${JSON.stringify(r.details, null, 2)}\n`);
-      const rows = Object.entries(r.json.policies).map(([k, p]) => [k, p.sloAttainmentPct.toFixed(2), p.gpuHours.toFixed(3), p.ttftSec.p50, p.ttftSec.p99, p.itlSec.p99]);
+      const rows = Object.entries(r.json.policies).map(([k, p]) => [
+        k,
+        p.sloAttainmentPct.toFixed(2),
+        p.gpuHours.toFixed(3),
+        p.ttftSec.p50,
+        p.ttftSec.p99,
+        p.itlSec.p99,
+      ]);
       const s = r.json.sharing;
       const g = r.details.goal;
       const b = r.details.bound;

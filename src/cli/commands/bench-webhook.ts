@@ -17,7 +17,9 @@ export function registerBenchWebhook(bench: Command): void {
     .option('--details <file>', 'also write every measured detail (saturated latency, verdict counts, lint findings) here')
     .action(async (o: { reviews: number; concurrency: number; manifests: number; seed: number; json: string; details?: string }) => {
       const w = await runWebhookBench({ rules: RULES, reviews: o.reviews, concurrency: o.concurrency, now: () => performance.now() });
-      process.stdout.write(`webhook: ${w.reviewsPerSec} reviews/s, latency p50 ${w.latencyMs.p50} ms, p99 ${w.latencyMs.p99} ms (${w.reviews} reviews, ${w.concurrency} connections, ${w.denied} denied, ${w.warned} warned)\n`);
+      process.stdout.write(
+        `webhook: ${w.reviewsPerSec} reviews/s, latency p50 ${w.latencyMs.p50} ms, p99 ${w.latencyMs.p99} ms (${w.reviews} reviews, ${w.concurrency} connections, ${w.denied} denied, ${w.warned} warned)\n`,
+      );
       const l = runLintBench({ manifests: o.manifests, seed: o.seed, rules: RULES, now: () => performance.now() });
       process.stdout.write(`lint: ${l.manifests} manifests in ${l.seconds.toFixed(2)} s (${l.manifestsPerSec}/s, ${l.findings} findings)\n`);
       // Exactly the shape issue 16 gives; the details (saturated latency, denied/warned, findings) go to --details.

@@ -10,9 +10,11 @@ import { intOption } from '../options.ts';
 export function registerConformance(program: Command): void {
   program
     .command('conformance')
-    .description('run the upstream Kubernetes e2e scheduling cases (SchedulerPredicates, SchedulerPreemption, PodTopologySpread) against the dev cluster with SITS as default-scheduler; builds the suite on first use; writes a JSON summary')
+    .description(
+      'run the upstream Kubernetes e2e scheduling cases (SchedulerPredicates, SchedulerPreemption, PodTopologySpread) against the dev cluster with SITS as default-scheduler; builds the suite on first use; writes a JSON summary',
+    )
     .option('--focus <regexp>', 'ginkgo focus (default: the three families)')
-    .option('--ci', "only the quick subset `npm test` runs")
+    .option('--ci', 'only the quick subset `npm test` runs')
     .option('--nodes <n>', 'fake nodes of the dev cluster', intOption('--nodes', 2, 100), 4)
     .option('--shape <preset>', 'node preset', 'dgx-h100')
     .option('--timeout <minutes>', 'ginkgo timeout of the whole run', intOption('--timeout', 1, 600), 90)

@@ -15,9 +15,10 @@ export function registerDeploy(program: Command): void {
     .description('write the deployment manifests to a folder: crds/, sits.yaml (all-in-one), rbac.yaml and the Helm chart helm/sits/')
     .requiredOption('--out <dir>', 'folder to write (created if missing; files of the same name are replaced)')
     .option('--values <file>', 'YAML overriding the default values (the keys of helm/sits/values.yaml)')
-    .option('--namespace <ns>', 'namespace of sits.yaml and rbac.yaml (the chart takes Helm\'s: helm install -n NS)', DEFAULT_NAMESPACE)
+    .option('--namespace <ns>', "namespace of sits.yaml and rbac.yaml (the chart takes Helm's: helm install -n NS)", DEFAULT_NAMESPACE)
     .action((o: { out: string; values?: string; namespace: string }) => {
-      if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(o.namespace)) throw new CliError(`--namespace: "${o.namespace}" is not a namespace name`, { hint: 'a DNS label: lower-case letters, digits and -, at most 63' });
+      if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(o.namespace))
+        throw new CliError(`--namespace: "${o.namespace}" is not a namespace name`, { hint: 'a DNS label: lower-case letters, digits and -, at most 63' });
       let overrides: unknown = {};
       if (o.values !== undefined) {
         const text = readInput(o.values, 'values', '--values');
@@ -33,6 +34,8 @@ export function registerDeploy(program: Command): void {
       const out = prepareOutputDir('--out', o.out);
       const files = [...crdFiles().map((f) => ({ path: `crds/${f.fileName}`, content: f.content })), ...deployFiles(values.value, o.namespace)];
       const r = syncDeployFiles(out, { files });
-      process.stdout.write(`wrote ${r.changed.length} of ${r.total} files to ${out} (crds/, sits.yaml, rbac.yaml, helm/sits/)${r.stale.length > 0 ? `; removed ${r.stale.length} stale chart files` : ''}\n`);
+      process.stdout.write(
+        `wrote ${r.changed.length} of ${r.total} files to ${out} (crds/, sits.yaml, rbac.yaml, helm/sits/)${r.stale.length > 0 ? `; removed ${r.stale.length} stale chart files` : ''}\n`,
+      );
     });
 }

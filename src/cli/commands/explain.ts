@@ -17,7 +17,9 @@ interface ExplainFlags {
 export function registerExplain(program: Command): void {
   const cmd = program
     .command('explain')
-    .description('why a pending pod or pod group waits (a gang\'s member pod: its gang), which queue holds it, and when it is expected to start, or that it can never fit; for a running one, its expected training step on its GPUs vs an ideal placement; for a BatchInferenceJob worker, its route and why (reads the cluster, writes nothing)')
+    .description(
+      "why a pending pod or pod group waits (a gang's member pod: its gang), which queue holds it, and when it is expected to start, or that it can never fit; for a running one, its expected training step on its GPUs vs an ideal placement; for a BatchInferenceJob worker, its route and why (reads the cluster, writes nothing)",
+    )
     .argument('<target>', 'NAME (in -n NAMESPACE) or namespace/name of a pod or of a PodGroup (gang)');
   kubeFlags(cmd)
     .option('--scheduler-name <name>', 'the scheduler whose pods to explain (its sits run --scheduler-name)', 'sits-scheduler')
@@ -32,9 +34,20 @@ export function registerExplain(program: Command): void {
       const kube = resolve();
       if (o.json === true) process.stderr.write('sits explain: --json is deprecated, use -o json\n');
       const format = o.json === true ? 'json' : o.output;
-      const r = await explainLive(key, { ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }), ...(o.context === undefined ? {} : { context: o.context }), schedulerName: o.schedulerName, profile: o.profile, nowMs: Date.now() }).catch((e: unknown) => {
+      const r = await explainLive(key, {
+        ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
+        ...(o.context === undefined ? {} : { context: o.context }),
+        schedulerName: o.schedulerName,
+        profile: o.profile,
+        nowMs: Date.now(),
+      }).catch((e: unknown) => {
         const sys = systemErrorLine(e);
-        if (sys?.network === true) throw new CliError(`apiserver ${kube.server}: ${sys.why}`, { hint: `is the cluster up? the address comes from ${kube.source}${o.context === undefined ? '' : ` context ${o.context}`}`, exitCode: EXIT.runtime, cause: e });
+        if (sys?.network === true)
+          throw new CliError(`apiserver ${kube.server}: ${sys.why}`, {
+            hint: `is the cluster up? the address comes from ${kube.source}${o.context === undefined ? '' : ` context ${o.context}`}`,
+            exitCode: EXIT.runtime,
+            cause: e,
+          });
         throw e;
       });
       process.stdout.write(printed(r, format) ?? `${r.lines.join('\n')}\n`);

@@ -31,11 +31,12 @@ interface ExtenderFlags {
   identity?: string;
 }
 
-
 export function registerExtender(program: Command): void {
   const cmd = program
     .command('extender')
-    .description("serve kube-scheduler's HTTP extender protocol (filter, prioritize, bind, preempt; nodeCacheCapable) over HTTPS with SITS's GPU topology, fragmentation and gang logic, for clusters that keep kube-scheduler (docs/extender.md)");
+    .description(
+      "serve kube-scheduler's HTTP extender protocol (filter, prioritize, bind, preempt; nodeCacheCapable) over HTTPS with SITS's GPU topology, fragmentation and gang logic, for clusters that keep kube-scheduler (docs/extender.md)",
+    );
   servingOptions(
     cmd,
     {
@@ -50,8 +51,16 @@ export function registerExtender(program: Command): void {
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
     .option('--path-prefix <path>', "path part of kube-scheduler's urlPrefix, e.g. /sits (the verbs are served under it)", '')
     .option('--plan-ttl <sec>', "seconds a pod's placement is held between its filter and its bind", numberOption('--plan-ttl', 1, 3600), 30)
-    .option('--gang-plan-ttl <sec>', "seconds a gang's plan is held from its first member's filter until every member reaches bind", numberOption('--gang-plan-ttl', 1, 3600), 30)
-    .option('--leader-elect', 'several replicas: elect a leader on a Lease; only the leader serves the verbs and is Ready, so a Service sends kube-scheduler to it (ADR 0078)')
+    .option(
+      '--gang-plan-ttl <sec>',
+      "seconds a gang's plan is held from its first member's filter until every member reaches bind",
+      numberOption('--gang-plan-ttl', 1, 3600),
+      30,
+    )
+    .option(
+      '--leader-elect',
+      'several replicas: elect a leader on a Lease; only the leader serves the verbs and is Ready, so a Service sends kube-scheduler to it (ADR 0078)',
+    )
     .option('--lease-namespace <ns>', 'namespace of the leader-election Lease', 'kube-system')
     .option('--lease-name <name>', 'name of the leader-election Lease', 'sits-extender')
     .option('--lease-duration <sec>', 'lease duration in seconds', numberOption('--lease-duration', 1, 300), 15)
@@ -78,7 +87,16 @@ export function registerExtender(program: Command): void {
         pathPrefix: o.pathPrefix,
         planTtlMs: o.planTtl * 1000,
         gangPlanTtlMs: o.gangPlanTtl * 1000,
-        ...(o.leaderElect === true ? { leaderElection: { namespace: o.leaseNamespace, name: o.leaseName, identity: o.identity ?? `${hostname()}-${process.pid}`, leaseDurationSec: o.leaseDuration } } : {}),
+        ...(o.leaderElect === true
+          ? {
+              leaderElection: {
+                namespace: o.leaseNamespace,
+                name: o.leaseName,
+                identity: o.identity ?? `${hostname()}-${process.pid}`,
+                leaseDurationSec: o.leaseDuration,
+              },
+            }
+          : {}),
         log,
       });
       const stopWatch = reloadServingCert(o, tls !== undefined, (p) => ext.setTls(p), log);

@@ -12,7 +12,15 @@ export function renderPresets(output: string): string {
   const obj = printed(shapes, output);
   if (obj !== undefined) return obj;
   const wide = output === 'wide';
-  const rows = shapes.map((s) => [s.id, s.gpus.length, s.gpus[0]?.model ?? '', s.cpuMilli / 1000, Math.round(s.memoryMiB / 1024), ...(wide ? [s.gpus[0]?.memoryMiB === undefined ? '' : Math.round(s.gpus[0].memoryMiB / 1024)] : []), s.description]);
+  const rows = shapes.map((s) => [
+    s.id,
+    s.gpus.length,
+    s.gpus[0]?.model ?? '',
+    s.cpuMilli / 1000,
+    Math.round(s.memoryMiB / 1024),
+    ...(wide ? [s.gpus[0]?.memoryMiB === undefined ? '' : Math.round(s.gpus[0].memoryMiB / 1024)] : []),
+    s.description,
+  ]);
   const head = ['id', 'gpus', 'model', 'cpu', 'mem GiB', ...(wide ? ['GPU mem GiB'] : []), 'description'];
   return `${table(head, rows, { left: [0, 2, head.length - 1], ...(wide ? {} : { maxWidth: TABLE_WIDTH }) })}\n`;
 }
@@ -23,8 +31,17 @@ export function renderProfiles(output: string): string {
   const obj = printed(profiles, output);
   if (obj !== undefined) return obj;
   const scoring = (p: (typeof profiles)[number]): string => p.scorers.map((s) => `${s.name}×${s.weight}`).join('+') || `(${p.selector})`;
-  if (output === 'wide') return `${table(['profile', 'scoring', 'GPU choice', 'gangs', 'description'], profiles.map((p) => [p.name, scoring(p), p.devicePicker, p.gangSearch, p.description]), { left: [0, 1, 2, 3, 4] })}\n`;
-  return `${table(['profile', 'GPU choice', 'gangs', 'description'], profiles.map((p) => [p.name, p.devicePicker, p.gangSearch, p.description]), { left: [0, 1, 2, 3], maxWidth: TABLE_WIDTH })}\n`;
+  if (output === 'wide')
+    return `${table(
+      ['profile', 'scoring', 'GPU choice', 'gangs', 'description'],
+      profiles.map((p) => [p.name, scoring(p), p.devicePicker, p.gangSearch, p.description]),
+      { left: [0, 1, 2, 3, 4] },
+    )}\n`;
+  return `${table(
+    ['profile', 'GPU choice', 'gangs', 'description'],
+    profiles.map((p) => [p.name, p.devicePicker, p.gangSearch, p.description]),
+    { left: [0, 1, 2, 3], maxWidth: TABLE_WIDTH },
+  )}\n`;
 }
 
 export function registerInfo(program: Command): void {

@@ -64,10 +64,17 @@ async function readStdin(maxBytes: number): Promise<{ text?: string; bytes: numb
 export function registerLint(program: Command): void {
   program
     .command('lint')
-    .description('check manifests (files, folders, - for stdin; plain YAML/JSON, helm template output, Lists, SITS CRs) for the known ML-on-Kubernetes mistakes; exit 1 on errors')
+    .description(
+      'check manifests (files, folders, - for stdin; plain YAML/JSON, helm template output, Lists, SITS CRs) for the known ML-on-Kubernetes mistakes; exit 1 on errors',
+    )
     .argument('<paths...>', 'files, folders (their *.yaml, *.yml, *.json, recursively) or - for stdin')
     .option('-o, --output <format>', OUTPUT_FORMATS.join(' | '), 'text')
-    .option('--disable <ids>', 'rule ids to switch off for this run, comma-separated (repeatable); per object: the lint.sits2026.dev/disable annotation', collect, [])
+    .option(
+      '--disable <ids>',
+      'rule ids to switch off for this run, comma-separated (repeatable); per object: the lint.sits2026.dev/disable annotation',
+      collect,
+      [],
+    )
     .option('--gpu-models <list>', 'GPU models on the cluster, comma-separated (more than one = a mixed cluster)')
     .option('--rdma', 'the cluster has RDMA (InfiniBand/RoCE) nodes')
     .option('--scheduler-name <name>', 'a scheduler name SITS serves (repeatable; default sits-scheduler)', collect, [])
@@ -77,8 +84,16 @@ export function registerLint(program: Command): void {
       const { sources, unreadable } = await readInputs(paths, readStdin);
       for (const u of unreadable) process.stderr.write(`sits: ${u.path}: ${u.message}\n`);
       const report = lintSources(sources, RULES, options);
-      const infos: RuleInfo[] = [...RULES.map((r) => ({ id: r.id, severity: r.severity, title: r.title, rationale: r.rationale, seed: r.seed })), ...INPUT_RULES];
-      process.stdout.write(formatFindings(format, report.findings, report, infos, { version: program.version() ?? '0.0.0', ...(flags.docsUrl === undefined ? {} : { docsBase: flags.docsUrl }) }));
+      const infos: RuleInfo[] = [
+        ...RULES.map((r) => ({ id: r.id, severity: r.severity, title: r.title, rationale: r.rationale, seed: r.seed })),
+        ...INPUT_RULES,
+      ];
+      process.stdout.write(
+        formatFindings(format, report.findings, report, infos, {
+          version: program.version() ?? '0.0.0',
+          ...(flags.docsUrl === undefined ? {} : { docsBase: flags.docsUrl }),
+        }),
+      );
       const code = unreadable.length > 0 ? 2 : exitCodeOf(report.findings);
       if (code !== 0) throw new ExitStatus(code);
     });

@@ -25,7 +25,9 @@ interface NodeAgentFlags {
 export function registerNodeAgent(program: Command): void {
   program
     .command('node-agent')
-    .description('run on each GPU node (the chart\'s DaemonSet): write the GPU labels and topology annotations SITS reads on this Node, and serve the nvidia.com/gpu device plugin that gives each container exactly the GPUs SITS chose')
+    .description(
+      "run on each GPU node (the chart's DaemonSet): write the GPU labels and topology annotations SITS reads on this Node, and serve the nvidia.com/gpu device plugin that gives each container exactly the GPUs SITS chose",
+    )
     .option('--kubeconfig <file>', 'kubeconfig (default: in-cluster service account, else $KUBECONFIG or ~/.kube/config)')
     .option('--node-name <name>', 'this node (default: $NODE_NAME, set from spec.nodeName in the DaemonSet)')
     .option('--interval <sec>', 'seconds between readings', numberOption('--interval', 1, 86_400), 60)
@@ -34,7 +36,10 @@ export function registerNodeAgent(program: Command): void {
     .option('--plugin-dir <dir>', 'kubelet device-plugin folder (kubelet.sock and the plugin socket)', DEFAULT_PLUGIN_DIR)
     .option('--no-device-plugin', 'do not serve the device plugin (labels only)')
     .option('--no-labels', 'do not write the Node (device plugin only)')
-    .option('--dcgm-url <url>', "this node's dcgm-exporter /metrics (e.g. http://localhost:9400/metrics): watch GPU health and quarantine failing GPUs (ADR 0096)")
+    .option(
+      '--dcgm-url <url>',
+      "this node's dcgm-exporter /metrics (e.g. http://localhost:9400/metrics): watch GPU health and quarantine failing GPUs (ADR 0096)",
+    )
     .option('--health-interval <sec>', 'seconds between dcgm-exporter scrapes', numberOption('--health-interval', 1, 86_400), 30)
     .option('--quarantine <sec>', 'how long a failing GPU stays out before its health check', numberOption('--quarantine', 1, 7 * 86_400), 900)
     .option('--once', 'read the node once, print what would be written (JSON) and exit; no API server needed')
@@ -64,7 +69,9 @@ export function registerNodeAgent(program: Command): void {
         ...(o.dcgmUrl === undefined ? {} : { dcgmUrl: o.dcgmUrl, healthIntervalMs: o.healthInterval * 1000, quarantineMs: o.quarantine * 1000 }),
         log,
       });
-      log(`sits node-agent running on ${nodeName} (${o.labels ? 'labels' : 'no labels'}, ${o.devicePlugin ? `device plugin in ${o.pluginDir}` : 'no device plugin'}, every ${o.interval} s${o.dcgmUrl === undefined ? '' : `; GPU health from ${o.dcgmUrl} every ${o.healthInterval} s`}; first reading: ${side.first.kind})`);
+      log(
+        `sits node-agent running on ${nodeName} (${o.labels ? 'labels' : 'no labels'}, ${o.devicePlugin ? `device plugin in ${o.pluginDir}` : 'no device plugin'}, every ${o.interval} s${o.dcgmUrl === undefined ? '' : `; GPU health from ${o.dcgmUrl} every ${o.healthInterval} s`}; first reading: ${side.first.kind})`,
+      );
       const sig = await signal;
       log(`${sig}: stopping`);
       await side.stop();

@@ -62,22 +62,30 @@ export function registerTop(program: Command): void {
   program
     .command('top')
     .argument('[what]', `${SECTIONS.filter((s) => s !== 'all').join(' | ')} (default: heatmap, queues and pending jobs)`)
-    .description('the GPU heatmap, queues and pending jobs of a running SITS scheduler (its /dashboard/api/v1/cluster, the dashboard\'s view) in the terminal, as kubectl top does')
-    .option('--server <url>', 'the scheduler\'s HTTP port (sits run --metrics-host/--metrics-port)', 'https://127.0.0.1:8080')
-    .option('--kubeconfig <file>', 'credentials to send (the current context\'s user: token or client certificate), as kubectl uses them (default: $KUBECONFIG or ~/.kube/config)')
-    .option('--context <name>', 'kubeconfig context whose user\'s credentials to send instead of the current one')
-    .option('-n, --namespace <ns>', 'only this namespace\'s pending and running jobs (the heatmap and queues stay cluster-wide; default: all namespaces)')
+    .description(
+      "the GPU heatmap, queues and pending jobs of a running SITS scheduler (its /dashboard/api/v1/cluster, the dashboard's view) in the terminal, as kubectl top does",
+    )
+    .option('--server <url>', "the scheduler's HTTP port (sits run --metrics-host/--metrics-port)", 'https://127.0.0.1:8080')
+    .option(
+      '--kubeconfig <file>',
+      "credentials to send (the current context's user: token or client certificate), as kubectl uses them (default: $KUBECONFIG or ~/.kube/config)",
+    )
+    .option('--context <name>', "kubeconfig context whose user's credentials to send instead of the current one")
+    .option('-n, --namespace <ns>', "only this namespace's pending and running jobs (the heatmap and queues stay cluster-wide; default: all namespaces)")
     .option('--token <token>', 'bearer token instead of the kubeconfig user')
-    .option('--certificate-authority <file>', 'CA bundle of the scheduler\'s serving certificate (default: the kubeconfig cluster\'s CA)')
-    .option('--insecure-skip-tls-verify', 'do not check the scheduler\'s certificate (its self-signed default)')
+    .option('--certificate-authority <file>', "CA bundle of the scheduler's serving certificate (default: the kubeconfig cluster's CA)")
+    .option('--insecure-skip-tls-verify', "do not check the scheduler's certificate (its self-signed default)")
     .option('--sim', 'show the demo workload replayed under SITS in virtual time instead (no cluster needed)')
     .option('--seed <n>', 'with --sim: workload seed', intOption('--seed'), 1)
     .option('--hours <h>', 'with --sim: hours of arrivals', numberOption('--hours', 0.1, 1000), 8)
     .option('--load <x>', 'with --sim: arrival-rate multiplier', numberOption('--load', 0.01, 100), 1)
     .option('--at <minutes>', 'with --sim: virtual minutes into the replay', numberOption('--at', 0, 1_000_000), 120)
-    .addOption(outputOption(OUTPUTS, 'wide: one heatmap line per node; json/yaml: the dashboard\'s ClusterView'))
+    .addOption(outputOption(OUTPUTS, "wide: one heatmap line per node; json/yaml: the dashboard's ClusterView"))
     .option('--max-rows <n>', 'pending and running rows shown at most', intOption('--max-rows', 1, 1_000_000), 20)
-    .option('-w, --watch', 'redraw every --interval seconds until Ctrl-C (a terminal is cleared; a pipe gets a separator line); with --sim the replay plays on in real time')
+    .option(
+      '-w, --watch',
+      'redraw every --interval seconds until Ctrl-C (a terminal is cleared; a pipe gets a separator line); with --sim the replay plays on in real time',
+    )
     .option('--interval <s>', 'with --watch: seconds between redraws', numberOption('--interval', 0.1, 3600), 2)
     .option('--no-color', 'no colours (also NO_COLOR=1; off when stdout is not a terminal)')
     .action(async (what: string | undefined, o: TopFlags) => {
@@ -104,7 +112,14 @@ export function registerTop(program: Command): void {
         if (obj !== undefined) return obj;
         // The view's own time for a simulated cluster (virtual ms); the wall clock for a live one.
         const nowMs = view.source === 'sim' ? view.atMs : Date.now();
-        return renderTop(view, { colorLevel: colorLevel(o.color), width: process.stdout.columns ?? 120, section, wide: o.output === 'wide', nowMs, maxRows: o.maxRows });
+        return renderTop(view, {
+          colorLevel: colorLevel(o.color),
+          width: process.stdout.columns ?? 120,
+          section,
+          wide: o.output === 'wide',
+          nowMs,
+          maxRows: o.maxRows,
+        });
       };
       // The first view's errors end the command (a wrong flag, no scheduler): nothing to watch.
       let view = await fetchView();

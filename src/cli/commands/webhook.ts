@@ -31,8 +31,13 @@ interface WebhookFlags {
   controllerUser: string[];
 }
 
-const collect = (v: string, prev: string[]): string[] => [...prev, ...v.split(',').map((s) => s.trim()).filter((s) => s !== '')];
-
+const collect = (v: string, prev: string[]): string[] => [
+  ...prev,
+  ...v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== ''),
+];
 
 export function registerWebhook(program: Command): void {
   program
@@ -54,7 +59,12 @@ export function registerWebhook(program: Command): void {
     .option('--client-ca-file <file>', 'CA of client certificates the apiserver may present (else bearer tokens, checked by TokenReview)')
     .option('--insecure-localhost', 'plain HTTP on 127.0.0.1 without authentication (local development only)')
     .option('--no-audit-events', 'in audit mode, do not write Events (the report and metrics remain)')
-    .option('--controller-user <name>', "user whose controller-owned pods are warned about, not denied (repeatable; default: SITS's controllers in --namespace and kube-controller-manager's)", collect, [])
+    .option(
+      '--controller-user <name>',
+      "user whose controller-owned pods are warned about, not denied (repeatable; default: SITS's controllers in --namespace and kube-controller-manager's)",
+      collect,
+      [],
+    )
     .addOption(verbosityOption())
     .addOption(logFormatOption())
     .action(async (o: WebhookFlags & LogOptions) => {
@@ -103,7 +113,9 @@ export function registerWebhook(program: Command): void {
         controllerUsers: o.controllerUser.length > 0 ? o.controllerUser : defaultControllerUsers(o.namespace ?? process.env.POD_NAMESPACE),
         log,
       });
-      log(`sits-webhook serving on ${hook.url} (mode ${o.mode}, ${RULES.length - disabled.size} rules${hook.cache.skipped.length > 0 ? `; not watching ${hook.cache.skipped.join(', ')}` : ''})`);
+      log(
+        `sits-webhook serving on ${hook.url} (mode ${o.mode}, ${RULES.length - disabled.size} rules${hook.cache.skipped.length > 0 ? `; not watching ${hook.cache.skipped.join(', ')}` : ''})`,
+      );
       const sig = await signal;
       log(`${sig}: stopping`);
       await hook.close();

@@ -36,7 +36,7 @@ describe('initial batch size', () => {
     expect(tight.predictedP99Ms).toBeLessThanOrEqual(3000);
     expect(predictedP99Ms(m, Math.ceil(tight.size / 0.9) + 1, mix(500, 200))).toBeGreaterThan(3000);
   });
-  it('stays within the job\'s bounds', () => {
+  it("stays within the job's bounds", () => {
     expect(initialBatchSize(m, undefined, mix(200, 50), 0, { min: 8, max: 64 })).toMatchObject({ size: 64, limitedBy: 'bounds' });
   });
 });
@@ -51,7 +51,10 @@ describe('AIMD on p99 against the SLA', () => {
     expect(aimdStep(5, { p99Ms: 5000, memoryFraction: 0 }, c).size).toBe(4);
     expect(aimdStep(250, { p99Ms: 1, memoryFraction: 0 }, c).size).toBe(256);
     // A miss the device's slowdown explains (1500 ms at ×2 slower = 750 ms healthy) keeps the size; one it does not, shrinks.
-    expect(aimdStep(64, { p99Ms: 1500, memoryFraction: 0.5, slowdown: 2 }, c)).toEqual({ size: 64, why: 'p99 1500 ms over 1000 ms, explained by the device running ×2.00 slower: size kept' });
+    expect(aimdStep(64, { p99Ms: 1500, memoryFraction: 0.5, slowdown: 2 }, c)).toEqual({
+      size: 64,
+      why: 'p99 1500 ms over 1000 ms, explained by the device running ×2.00 slower: size kept',
+    });
     expect(aimdStep(64, { p99Ms: 2500, memoryFraction: 0.5, slowdown: 2 }, c).size).toBe(44);
     expect(aimdStep(64, { p99Ms: 1500, memoryFraction: 0.95, slowdown: 2 }, c).size).toBe(44);
     expect(aimdStep(64, { p99Ms: 1200, memoryFraction: 0.5, slowdown: 1 }, c).size).toBe(44);

@@ -77,7 +77,11 @@ export function predictedP99Ms(m: EngineModel, b: number, mix: TokenMix): number
  * output and the shared prefix (kvHitRate × the p90 prompt) is held once. The bench's start and the live worker's
  * (live-batch.ts, from the engine's own free KV tokens) both use it.
  */
-export function batchByMemory(capTokens: number, mix: TokenMix, kvHitRate: number): { readonly size: number; readonly perSeq: number; readonly shared: number } {
+export function batchByMemory(
+  capTokens: number,
+  mix: TokenMix,
+  kvHitRate: number,
+): { readonly size: number; readonly perSeq: number; readonly shared: number } {
   const hit = Math.min(1, Math.max(0, kvHitRate));
   const p90p = q(mix.promptTokens, 90);
   const p90o = q(mix.outputTokens, 90);
@@ -86,7 +90,14 @@ export function batchByMemory(capTokens: number, mix: TokenMix, kvHitRate: numbe
   return { size: Math.floor(Math.max(0, capTokens - shared) / perSeq), perSeq, shared };
 }
 
-export function initialBatchSize(m: EngineModel, mem: MemoryBudget | undefined, mix: TokenMix, kvHitRate: number, bounds: BatchBounds, slaP99Ms?: number): InitialBatch {
+export function initialBatchSize(
+  m: EngineModel,
+  mem: MemoryBudget | undefined,
+  mix: TokenMix,
+  kvHitRate: number,
+  bounds: BatchBounds,
+  slaP99Ms?: number,
+): InitialBatch {
   const cap = kvCapacityTokens(m, mem);
   const { size: byMemory, perSeq } = batchByMemory(cap, mix, kvHitRate);
   let size = Math.min(byMemory, m.maxNumSeqs);
@@ -135,7 +146,13 @@ export function aimdStep(size: number, o: Observation, c: AimdConfig): { size: n
   }
   if (o.p99Ms > c.targetP99Ms || o.memoryFraction > c.maxMemoryFraction) {
     const next = Math.max(c.min, Math.floor(size * c.decrease));
-    return { size: next, why: o.p99Ms > c.targetP99Ms ? `p99 ${o.p99Ms.toFixed(0)} ms over ${c.targetP99Ms} ms` : `memory ${(o.memoryFraction * 100).toFixed(0)} % over ${(c.maxMemoryFraction * 100).toFixed(0)} %` };
+    return {
+      size: next,
+      why:
+        o.p99Ms > c.targetP99Ms
+          ? `p99 ${o.p99Ms.toFixed(0)} ms over ${c.targetP99Ms} ms`
+          : `memory ${(o.memoryFraction * 100).toFixed(0)} % over ${(c.maxMemoryFraction * 100).toFixed(0)} %`,
+    };
   }
   return { size: Math.min(c.max, size + c.increase), why: `p99 ${o.p99Ms.toFixed(0)} ms within ${c.targetP99Ms} ms` };
 }

@@ -30,17 +30,40 @@ const jobOf = (workers: number, extra: Record<string, unknown> = {}): BatchJobOb
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'BatchInferenceJob',
     metadata: { name: 'j', namespace: 'ns', uid: 'uid-1', generation: 1 },
-    spec: { runtime: 'llamacpp', model: { uri: 'pvc://models/tiny.gguf' }, input: { uri: 'pvc://data/in.jsonl' }, output: { uri: 'pvc://data/out/j' }, workers, gpusPerWorker: 1, ...extra },
+    spec: {
+      runtime: 'llamacpp',
+      model: { uri: 'pvc://models/tiny.gguf' },
+      input: { uri: 'pvc://data/in.jsonl' },
+      output: { uri: 'pvc://data/out/j' },
+      workers,
+      gpusPerWorker: 1,
+      ...extra,
+    },
   }) as BatchJobObject;
 
 /** A port over one memory store, as a controller process would hold it; `restart()` is a new controller process. */
-function port(n: number, shard = 10, ladder: LadderConfig = DEFAULT_LADDER): { port: BatchJobsPort; store: MemoryOutputStore; restart(): void; state: { s: SessionState } } {
+function port(
+  n: number,
+  shard = 10,
+  ladder: LadderConfig = DEFAULT_LADDER,
+): { port: BatchJobsPort; store: MemoryOutputStore; restart(): void; state: { s: SessionState } } {
   const store = new MemoryOutputStore();
   const state = { s: { state: 'loading' } as SessionState };
   const open = (nowMs: number): SessionState => {
     const q = new MemoryQuarantine();
-    const coordinator = BatchCoordinator.open(store, { jobUid: 'uid-1', records: records(n), shardRecords: shard, ladder, longTail: { ...DEFAULT_LONG_TAIL, enabled: false }, quarantine: q }, nowMs);
-    const session: JobSession = { coordinator, startMs: nowMs, assigned: new Map(), handled: new Set(), retries: 0, quarantined: (t) => q.active(t).map((e) => e.device) };
+    const coordinator = BatchCoordinator.open(
+      store,
+      { jobUid: 'uid-1', records: records(n), shardRecords: shard, ladder, longTail: { ...DEFAULT_LONG_TAIL, enabled: false }, quarantine: q },
+      nowMs,
+    );
+    const session: JobSession = {
+      coordinator,
+      startMs: nowMs,
+      assigned: new Map(),
+      handled: new Set(),
+      retries: 0,
+      quarantined: (t) => q.active(t).map((e) => e.device),
+    };
     return { state: 'ready', session };
   };
   let opened = false;
@@ -73,9 +96,16 @@ class Pods {
       if (a.op === 'create') {
         const p = a.object as PodObject;
         // The scheduler's GPU choice on a pod that asks for one (each pod a fresh GPU of node n1).
-        const wantsGpu = (p.spec?.containers ?? []).some((c) => c.resources?.requests?.['nvidia.com/gpu'] !== undefined) || p.metadata.annotations?.[ANNOTATION.gpuFraction] !== undefined;
+        const wantsGpu =
+          (p.spec?.containers ?? []).some((c) => c.resources?.requests?.['nvidia.com/gpu'] !== undefined) ||
+          p.metadata.annotations?.[ANNOTATION.gpuFraction] !== undefined;
         const annotations = { ...p.metadata.annotations, ...(wantsGpu ? { [ANNOTATION.gpuIndices]: String(this.gpu++) } : {}) };
-        this.byName.set(p.metadata.name ?? '', { ...p, metadata: { ...p.metadata, annotations, uid: `pod-${++this.uid}` }, spec: { ...(p.spec as PodObject['spec'] & object), nodeName: 'n1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] } });
+        this.byName.set(p.metadata.name ?? '', {
+          ...p,
+          metadata: { ...p.metadata, annotations, uid: `pod-${++this.uid}` },
+          spec: { ...(p.spec as PodObject['spec'] & object), nodeName: 'n1' },
+          status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True' }] },
+        });
       } else if (a.op === 'delete') this.byName.delete(a.name);
       else if (a.op === 'patch') {
         const p = this.byName.get(a.name) as PodObject;
@@ -130,10 +160,23 @@ class Watched extends Pods {
   }
 }
 
-const ids = (store: MemoryOutputStore): string[] => (store.read(OUTPUT) ?? '').split('\n').filter((l) => l !== '').map((l) => outputCustomId(l) as string);
+const ids = (store: MemoryOutputStore): string[] =>
+  (store.read(OUTPUT) ?? '')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => outputCustomId(l) as string);
 
 /** Workers finish whatever they hold, one reconcile at a time, until the job is done. Returns the status writes. */
-function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, cfg: BatchControllerConfig, t0: number, stepMs = 1000, extra: (n: number) => Record<string, unknown> = () => ({}), hold: (pod: string) => boolean = () => false): { t: number; statusWrites: number; job: BatchJobObject } {
+function runToEnd(
+  job: BatchJobObject,
+  pods: Pods,
+  p: ReturnType<typeof port>,
+  cfg: BatchControllerConfig,
+  t0: number,
+  stepMs = 1000,
+  extra: (n: number) => Record<string, unknown> = () => ({}),
+  hold: (pod: string) => boolean = () => false,
+): { t: number; statusWrites: number; job: BatchJobObject } {
   let reports = 0;
   let t = t0;
   let last: unknown;
@@ -153,7 +196,16 @@ function runToEnd(job: BatchJobObject, pods: Pods, p: ReturnType<typeof port>, c
       const a = pods.assignment(name);
       if (a === undefined || hold(name)) continue;
       writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
-      pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 12 * (a.end - a.start), state: 'done', startedMs: t, ...extra(reports++) });
+      pods.report(name, {
+        attempt: a.attempt,
+        start: a.start,
+        end: a.end,
+        done: a.end - a.start,
+        tokens: 12 * (a.end - a.start),
+        state: 'done',
+        startedMs: t,
+        ...extra(reports++),
+      });
     }
     t += stepMs;
   }
@@ -177,7 +229,22 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(server?.args).toEqual(expect.arrayContaining(['--model', '/mnt/models', '--alias', 'j', '--n-gpu-layers', '999']));
     expect(server?.resources?.limits?.['nvidia.com/gpu']).toBe('1');
     expect(worker?.command).toEqual(['sits', 'batch-worker']);
-    expect(worker?.args).toEqual(['--input', '/mnt/batch/data/in.jsonl', '--output', '/mnt/batch/data/out/j', '--engine', 'http://$(POD_IP):8080', '--model', 'j', '--job-uid', 'uid-1', '--runtime', 'llamacpp', '--checkpoint-interval', '300']);
+    expect(worker?.args).toEqual([
+      '--input',
+      '/mnt/batch/data/in.jsonl',
+      '--output',
+      '/mnt/batch/data/out/j',
+      '--engine',
+      'http://$(POD_IP):8080',
+      '--model',
+      'j',
+      '--job-uid',
+      'uid-1',
+      '--runtime',
+      'llamacpp',
+      '--checkpoint-interval',
+      '300',
+    ]);
     expect(pod.spec?.volumes).toEqual([{ name: 'batch-data', persistentVolumeClaim: { claimName: 'data' } }]);
     expect(pod.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'BatchInferenceJob', name: 'j', uid: 'uid-1', controller: true });
   });
@@ -248,7 +315,16 @@ describe('the BatchInferenceJob reconcile', () => {
     const created = (as: readonly ControllerAction[]): string[] => as.flatMap((a) => (a.op === 'create' ? [(a.object as PodObject).metadata.name ?? ''] : []));
     const failed = (pod: string, t: number): void => {
       const a = pods.assignment(pod) as WireAssignment;
-      pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: t, failure: { kind: 'crash', message: 'engine 500' } });
+      pods.report(pod, {
+        attempt: a.attempt,
+        start: a.start,
+        end: a.end,
+        done: 0,
+        tokens: 0,
+        state: 'failed',
+        startedMs: t,
+        failure: { kind: 'crash', message: 'engine 500' },
+      });
     };
     const done = (pod: string, t: number): void => {
       const a = pods.assignment(pod) as WireAssignment;
@@ -297,7 +373,9 @@ describe('the BatchInferenceJob reconcile', () => {
     const fr = job.status?.conditions?.find((x) => x.type === 'FaultRecovery');
     // Nothing left on the CPU rung: the reason is the quarantine again.
     expect(fr?.reason).toBe('DeviceQuarantined');
-    expect(fr?.message).toMatch(/rung 1: same device at 0.5× concurrency.*rung 3: CPU fallback, waiting for a CPU worker.*\[0,10\): rung 3: CPU fallback on j-cpu \(n1\/cpu\)/);
+    expect(fr?.message).toMatch(
+      /rung 1: same device at 0.5× concurrency.*rung 3: CPU fallback, waiting for a CPU worker.*\[0,10\): rung 3: CPU fallback on j-cpu \(n1\/cpu\)/,
+    );
   });
 
   it('after a controller restart, the CPU fallback worker keeps its rung-3 shard (adopted, not deleted) and the GPUs never get it', () => {
@@ -313,7 +391,16 @@ describe('the BatchInferenceJob reconcile', () => {
     };
     const failed = (pod: string, t: number, kind: 'crash' | 'hardware'): void => {
       const a = pods.assignment(pod) as WireAssignment;
-      pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: t, failure: { kind, message: 'Xid 79' } });
+      pods.report(pod, {
+        attempt: a.attempt,
+        start: a.start,
+        end: a.end,
+        done: 0,
+        tokens: 0,
+        state: 'failed',
+        startedMs: t,
+        failure: { kind, message: 'Xid 79' },
+      });
     };
     step(0);
     step(1);
@@ -335,7 +422,10 @@ describe('the BatchInferenceJob reconcile', () => {
     // The GPU worker (the replacement of j-0) takes the other shard only.
     const g = pods.assignment('j-0') as WireAssignment;
     expect(g).toMatchObject({ start: 10, end: 20 });
-    for (const [pod, a] of [['j-cpu', onCpu], ['j-0', g]] as const) {
+    for (const [pod, a] of [
+      ['j-cpu', onCpu],
+      ['j-0', g],
+    ] as const) {
       writePart(p.store, 'uid-1', records(20), { range: { start: a.start, end: a.end }, part: a.part });
       pods.report(pod, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 0, state: 'done', startedMs: 12 });
     }
@@ -365,7 +455,17 @@ describe('the BatchInferenceJob reconcile', () => {
         const a = pods.assignment(name);
         if (a === undefined) continue;
         // Shard [0,10) always fails; the rest succeeds.
-        if (a.start === 0) pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: t, failure: { kind: 'crash', message: 'engine 500' } });
+        if (a.start === 0)
+          pods.report(name, {
+            attempt: a.attempt,
+            start: a.start,
+            end: a.end,
+            done: 0,
+            tokens: 0,
+            state: 'failed',
+            startedMs: t,
+            failure: { kind: 'crash', message: 'engine 500' },
+          });
         else {
           writePart(p.store, 'uid-1', records(1000), { range: { start: a.start, end: a.end }, part: a.part });
           pods.report(name, { attempt: a.attempt, start: a.start, end: a.end, done: a.end - a.start, tokens: 0, state: 'done', startedMs: t });
@@ -377,7 +477,7 @@ describe('the BatchInferenceJob reconcile', () => {
     expect([...names].every((n) => /^j-\d+$/.test(n))).toBe(true);
   });
 
-  it('commits a worker\'s reported checkpoint while it runs, so its lost shard gives back only the rest (ADR 0159)', () => {
+  it("commits a worker's reported checkpoint while it runs, so its lost shard gives back only the rest (ADR 0159)", () => {
     const p = port(30);
     const pods = new Pods();
     const cfg = { jobs: p.port };
@@ -399,10 +499,12 @@ describe('the BatchInferenceJob reconcile', () => {
     const r = runToEnd(job, pods, p, cfg, 5);
     expect(r.job.status?.phase).toBe('Succeeded');
     expect(ids(p.store)).toEqual(records(30).map((x) => x.customId));
-    expect(JSON.parse(p.store.read('manifest.json') ?? '{}').parts.find((x: { file: string }) => x.file === file)?.accept).toEqual([{ start: a.start, end: a.start + 4 }]);
+    expect(JSON.parse(p.store.read('manifest.json') ?? '{}').parts.find((x: { file: string }) => x.file === file)?.accept).toEqual([
+      { start: a.start, end: a.start + 4 },
+    ]);
   });
 
-  it('sums the workers\' stage pipelines into status.stages, keeping a replaced worker\'s totals (ADR 0167)', () => {
+  it("sums the workers' stage pipelines into status.stages, keeping a replaced worker's totals (ADR 0167)", () => {
     const p = port(30);
     const pods = new Pods();
     const cfg = { jobs: p.port };
@@ -418,9 +520,27 @@ describe('the BatchInferenceJob reconcile', () => {
     // j-0 finishes its shard (the first commit: a status write is due), j-1 runs on.
     const done0 = pods.assignment('j-0') as WireAssignment;
     writePart(p.store, 'uid-1', records(30), { range: { start: done0.start, end: done0.end }, part: done0.part });
-    pods.report('j-0', { attempt: done0.attempt, start: done0.start, end: done0.end, done: done0.end - done0.start, tokens: 20, state: 'done', startedMs: 2, stages: stages(5, 3, 'engine') });
+    pods.report('j-0', {
+      attempt: done0.attempt,
+      start: done0.start,
+      end: done0.end,
+      done: done0.end - done0.start,
+      tokens: 20,
+      state: 'done',
+      startedMs: 2,
+      stages: stages(5, 3, 'engine'),
+    });
     const a1 = pods.assignment('j-1') as WireAssignment;
-    pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: 2, tokens: 20, state: 'running', startedMs: 2, stages: stages(7, 6, 'engine') });
+    pods.report('j-1', {
+      attempt: a1.attempt,
+      start: a1.start,
+      end: a1.end,
+      done: 2,
+      tokens: 20,
+      state: 'running',
+      startedMs: 2,
+      stages: stages(7, 6, 'engine'),
+    });
     // That status has both; a worker that dies keeps its totals in the job's.
     const step3 = reconcileBatchJob(job, pods.list(), 3, cfg);
     pods.apply(step3.actions);
@@ -430,19 +550,34 @@ describe('the BatchInferenceJob reconcile', () => {
       ['infer', 'gpu', 10, 6, 8],
       ['postprocess', 'cpu', 10, 1, 4],
     ]);
-    expect(first?.stages?.[0]).toMatchObject({ promptTokens: 240, refused: 2, tokenizer: 'engine', blockedSeconds: 0.2, placement: "cpu: the batch-worker container, with the llamacpp engine's own tokenizer" });
+    expect(first?.stages?.[0]).toMatchObject({
+      promptTokens: 240,
+      refused: 2,
+      tokenizer: 'engine',
+      blockedSeconds: 0.2,
+      placement: "cpu: the batch-worker container, with the llamacpp engine's own tokenizer",
+    });
     expect(first?.stages?.[1]).toMatchObject({ busySeconds: 6, placement: 'gpu: the llamacpp engine container on 1 GPU a worker' });
     pods.fail('j-1');
     pods.apply(reconcileBatchJob(job, pods.list(), 4, cfg).actions);
     const a0 = pods.assignment('j-0') as WireAssignment;
-    pods.report('j-0', { attempt: a0.attempt, start: a0.start, end: a0.end, done: 3, tokens: 30, state: 'running', startedMs: 2, stages: stages(9, 3, 'estimated') });
+    pods.report('j-0', {
+      attempt: a0.attempt,
+      start: a0.start,
+      end: a0.end,
+      done: 3,
+      tokens: 30,
+      state: 'running',
+      startedMs: 2,
+      stages: stages(9, 3, 'estimated'),
+    });
     pods.apply(reconcileBatchJob(job, pods.list(), 5, cfg).actions);
     const r = runToEnd(job, pods, p, cfg, 6);
     expect(r.job.status?.phase).toBe('Succeeded');
     expect(r.job.status?.stages?.[0]).toMatchObject({ records: 16, tokenizer: 'estimated', placement: expect.stringContaining('estimated') as unknown });
   });
 
-  it('fails the job naming spec.model.uri when a worker\'s engine cannot load the model; no device is quarantined, the output says partial', () => {
+  it("fails the job naming spec.model.uri when a worker's engine cannot load the model; no device is quarantined, the output says partial", () => {
     const p = port(30);
     const pods = new Pods();
     const cfg = { jobs: p.port };
@@ -451,14 +586,35 @@ describe('the BatchInferenceJob reconcile', () => {
     pods.apply(reconcileBatchJob(job, [], 1, cfg).actions);
     pods.apply(reconcileBatchJob(job, pods.list(), 2, cfg).actions);
     const a = pods.assignment('j-0') as WireAssignment;
-    pods.report('j-0', { attempt: a.attempt, start: a.start, end: a.end, done: 0, tokens: 0, state: 'failed', startedMs: 2, failure: { kind: 'model', message: 'failed to load model /mnt/models: no such file' } });
+    pods.report('j-0', {
+      attempt: a.attempt,
+      start: a.start,
+      end: a.end,
+      done: 0,
+      tokens: 0,
+      state: 'failed',
+      startedMs: 2,
+      failure: { kind: 'model', message: 'failed to load model /mnt/models: no such file' },
+    });
     const step = reconcileBatchJob(job, pods.list(), 3, cfg);
     expect(step.status?.phase).toBe('Failed');
-    expect(step.status?.conditions?.find((c) => c.type === 'ModelAvailable')).toMatchObject({ status: 'False', reason: 'ModelUnavailable', message: expect.stringMatching(/^spec\.model\.uri pvc:\/\/models\/tiny\.gguf: the engine cannot load it: failed to load model/) as unknown });
+    expect(step.status?.conditions?.find((c) => c.type === 'ModelAvailable')).toMatchObject({
+      status: 'False',
+      reason: 'ModelUnavailable',
+      message: expect.stringMatching(/^spec\.model\.uri pvc:\/\/models\/tiny\.gguf: the engine cannot load it: failed to load model/) as unknown,
+    });
     expect(step.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'False', reason: 'OutputPartial' });
     expect(step.status?.quarantinedGpus).toEqual([]);
-    expect(JSON.parse(p.store.read('manifest.json') as string)).toMatchObject({ state: 'partial', reason: expect.stringContaining('spec.model.uri') as unknown });
-    expect(step.actions.filter((x) => x.op === 'delete').map((x) => (x as { name: string }).name).sort()).toEqual(['j-0', 'j-1']);
+    expect(JSON.parse(p.store.read('manifest.json') as string)).toMatchObject({
+      state: 'partial',
+      reason: expect.stringContaining('spec.model.uri') as unknown,
+    });
+    expect(
+      step.actions
+        .filter((x) => x.op === 'delete')
+        .map((x) => (x as { name: string }).name)
+        .sort(),
+    ).toEqual(['j-0', 'j-1']);
   });
 
   it('passes dynamic batching to the worker (--batching) and shows the largest reported live batch size in status', () => {
@@ -481,7 +637,7 @@ describe('the BatchInferenceJob reconcile', () => {
     expect(st?.currentBatchSize).toBe(12);
   });
 
-  it('mounts a ConfigMap batch-size plugin into the worker and shows the workers\' verdict as the StrategyPlugin condition', () => {
+  it("mounts a ConfigMap batch-size plugin into the worker and shows the workers' verdict as the StrategyPlugin condition", () => {
     const p = port(40);
     const pods = new Pods();
     const wasm = { configMap: { name: 'plugins', key: 'grow.wasm' }, sha256: 'ab'.repeat(32) };
@@ -491,9 +647,17 @@ describe('the BatchInferenceJob reconcile', () => {
     const spec = pods.byName.get('j-0')?.spec;
     const worker = spec?.containers[1];
     // The kubelet projects the key as a file (optional: a missing ConfigMap is the worker's refusal, not a stuck pod).
-    expect(spec?.volumes).toContainEqual({ name: BATCH_PLUGIN_VOLUME, configMap: { name: 'plugins', items: [{ key: 'grow.wasm', path: 'grow.wasm' }], optional: true } });
+    expect(spec?.volumes).toContainEqual({
+      name: BATCH_PLUGIN_VOLUME,
+      configMap: { name: 'plugins', items: [{ key: 'grow.wasm', path: 'grow.wasm' }], optional: true },
+    });
     expect(worker?.volumeMounts).toContainEqual({ name: BATCH_PLUGIN_VOLUME, mountPath: BATCH_PLUGIN_MOUNT, readOnly: true });
-    expect(worker?.args?.slice(-4)).toEqual(['--batching', JSON.stringify({ start: 32, min: 1, max: 2048, plugin: wasm }), '--plugin-configmap-dir', BATCH_PLUGIN_MOUNT]);
+    expect(worker?.args?.slice(-4)).toEqual([
+      '--batching',
+      JSON.stringify({ start: 32, min: 1, max: 2048, plugin: wasm }),
+      '--plugin-configmap-dir',
+      BATCH_PLUGIN_MOUNT,
+    ]);
     // Without a plugin no such volume.
     expect(renderWorkersVolumes(jobOf(1))).not.toContain(BATCH_PLUGIN_VOLUME);
 
@@ -502,8 +666,19 @@ describe('the BatchInferenceJob reconcile', () => {
     let j: BatchJobObject = { ...job, ...(assigned.status === undefined ? {} : { status: assigned.status }) };
     const a0 = pods.assignment('j-0') as WireAssignment;
     const a1 = pods.assignment('j-1') as WireAssignment;
-    const note = 'batchSize: plugin configmap/plugins/grow.wasm loaded; start batch size 3 (plugin; the built-in\'s: 32)';
-    pods.report('j-0', { attempt: a0.attempt, start: a0.start, end: a0.end, done: 1, tokens: 12, state: 'running', startedMs: 2, batchSize: 3, batchPlugin: 'active', batchNote: note });
+    const note = "batchSize: plugin configmap/plugins/grow.wasm loaded; start batch size 3 (plugin; the built-in's: 32)";
+    pods.report('j-0', {
+      attempt: a0.attempt,
+      start: a0.start,
+      end: a0.end,
+      done: 1,
+      tokens: 12,
+      state: 'running',
+      startedMs: 2,
+      batchSize: 3,
+      batchPlugin: 'active',
+      batchNote: note,
+    });
     // A verdict is written at once, without waiting for progress.
     const st = reconcileBatchJob(j, pods.list(), 3, { jobs: p.port }).status;
     expect(st?.conditions?.find((c) => c.type === 'StrategyPlugin')).toMatchObject({ status: 'True', reason: 'PluginActive', message: `worker j-0: ${note}` });
@@ -512,18 +687,47 @@ describe('the BatchInferenceJob reconcile', () => {
     // The same verdict again: no write.
     expect(reconcileBatchJob(j, pods.list(), 4, { jobs: p.port }).status).toBeUndefined();
     // One worker refused it: the worst decides.
-    const refused = 'batchSize: plugin configmap/plugins/grow.wasm rejected: ConfigMap plugins does not exist or has no key grow.wasm; built-in strategies used';
-    pods.report('j-1', { attempt: a1.attempt, start: a1.start, end: a1.end, done: 1, tokens: 12, state: 'running', startedMs: 2, batchSize: 32, batchPlugin: 'rejected', batchNote: refused });
+    const refused =
+      'batchSize: plugin configmap/plugins/grow.wasm rejected: ConfigMap plugins does not exist or has no key grow.wasm; built-in strategies used';
+    pods.report('j-1', {
+      attempt: a1.attempt,
+      start: a1.start,
+      end: a1.end,
+      done: 1,
+      tokens: 12,
+      state: 'running',
+      startedMs: 2,
+      batchSize: 32,
+      batchPlugin: 'rejected',
+      batchNote: refused,
+    });
     const st2 = reconcileBatchJob(j, pods.list(), 5, { jobs: p.port }).status;
-    expect(st2?.conditions?.find((c) => c.type === 'StrategyPlugin')).toMatchObject({ status: 'False', reason: 'PluginRejected', message: `worker j-1: ${refused}` });
+    expect(st2?.conditions?.find((c) => c.type === 'StrategyPlugin')).toMatchObject({
+      status: 'False',
+      reason: 'PluginRejected',
+      message: `worker j-1: ${refused}`,
+    });
   });
 
-  it('ranks the workers\' plugin verdicts: rejected over disabled over active', () => {
+  it("ranks the workers' plugin verdicts: rejected over disabled over active", () => {
     expect(strategyPluginCondition([])).toBeUndefined();
     const r = (pod: string, state: 'active' | 'rejected' | 'disabled') => ({ pod, state, note: `${state} note` });
-    expect(strategyPluginCondition([r('a', 'active'), r('b', 'disabled')])).toEqual({ type: 'StrategyPlugin', status: 'False', reason: 'PluginDisabled', message: 'worker b: disabled note' });
-    expect(strategyPluginCondition([r('a', 'rejected'), r('b', 'disabled'), r('c', 'active')])).toMatchObject({ status: 'False', reason: 'PluginRejected', message: 'worker a: rejected note' });
-    expect(strategyPluginCondition([r('a', 'active'), r('b', 'active')])).toMatchObject({ status: 'True', reason: 'PluginActive', message: 'worker a: active note' });
+    expect(strategyPluginCondition([r('a', 'active'), r('b', 'disabled')])).toEqual({
+      type: 'StrategyPlugin',
+      status: 'False',
+      reason: 'PluginDisabled',
+      message: 'worker b: disabled note',
+    });
+    expect(strategyPluginCondition([r('a', 'rejected'), r('b', 'disabled'), r('c', 'active')])).toMatchObject({
+      status: 'False',
+      reason: 'PluginRejected',
+      message: 'worker a: rejected note',
+    });
+    expect(strategyPluginCondition([r('a', 'active'), r('b', 'active')])).toMatchObject({
+      status: 'True',
+      reason: 'PluginActive',
+      message: 'worker a: active note',
+    });
   });
 
   it('writes no StrategyPlugin condition for a job without a plugin', () => {
@@ -557,10 +761,16 @@ describe('the BatchInferenceJob reconcile', () => {
   });
 
   it('fails a job whose input is rejected, with the errors and the output marked partial', () => {
-    const jobs: BatchJobsPort = { session: () => ({ state: 'rejected', errors: ['pvc://data/in.jsonl:3:17: not JSON: Unexpected end'], output: 'pvc://data/out/j/manifest.json' }) };
+    const jobs: BatchJobsPort = {
+      session: () => ({ state: 'rejected', errors: ['pvc://data/in.jsonl:3:17: not JSON: Unexpected end'], output: 'pvc://data/out/j/manifest.json' }),
+    };
     const step = reconcileBatchJob(jobOf(1), [], 0, { jobs });
     expect(step.status?.phase).toBe('Failed');
-    expect(step.status?.conditions?.find((c) => c.type === 'InputValid')).toMatchObject({ status: 'False', reason: 'MalformedInput', message: 'pvc://data/in.jsonl:3:17: not JSON: Unexpected end' });
+    expect(step.status?.conditions?.find((c) => c.type === 'InputValid')).toMatchObject({
+      status: 'False',
+      reason: 'MalformedInput',
+      message: 'pvc://data/in.jsonl:3:17: not JSON: Unexpected end',
+    });
     expect(step.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'False', reason: 'OutputPartial' });
     expect(step.actions).toEqual([]);
   });
@@ -619,7 +829,15 @@ describe('the BatchInferenceJob reconcile', () => {
     it('acts on gpu-fragments: whole-GPU workers drain at shard boundaries, fractional ones replace them, no record lost', () => {
       const p = port(200);
       const pods = new Watched();
-      const r = runToEnd(jobOf(2, { sla: { class: 'P3' }, gpu: { minMemoryGiB: 20 } }), pods, p, { jobs: p.port, fragmentation: () => 0.45 }, 0, 1000, measured);
+      const r = runToEnd(
+        jobOf(2, { sla: { class: 'P3' }, gpu: { minMemoryGiB: 20 } }),
+        pods,
+        p,
+        { jobs: p.port, fragmentation: () => 0.45 },
+        0,
+        1000,
+        measured,
+      );
       expect(r.job.status?.phase).toBe('Succeeded');
       expect(ids(p.store)).toEqual(records(200).map((x) => x.customId));
       expect(r.job.status?.routing?.route).toBe('gpu-fragments');
@@ -646,7 +864,9 @@ describe('the BatchInferenceJob reconcile', () => {
       expect(r.job.status?.phase).toBe('Succeeded');
       expect(ids(p.store)).toEqual(records(200).map((x) => x.customId));
       expect(r.job.status?.routing?.route).toBe('cpu-elastic');
-      expect(r.job.status?.routing?.reasons.at(-1)).toMatch(/^route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers \(the llamacpp CPU build, no GPU\)/);
+      expect(r.job.status?.routing?.reasons.at(-1)).toMatch(
+        /^route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers \(the llamacpp CPU build, no GPU\)/,
+      );
       expect(pods.killedMidShard).toEqual([]);
       expect(pods.created.map((x) => x.metadata.name)).toEqual(['j-0', 'j-1', 'j-cpu0', 'j-cpu1']);
       const cpu = pods.created[2] as PodObject;
@@ -667,7 +887,9 @@ describe('the BatchInferenceJob reconcile', () => {
       const pods = new Watched();
       const r = runToEnd(job, pods, p, { jobs: p.port, fragmentation: () => 0.7 }, 0, 1000, measured);
       expect(r.job.status?.routing?.route).toBe('cpu-elastic');
-      expect(r.job.status?.routing?.reasons.at(-1)).toBe('route cpu-elastic not acted on: Text Generation Inference has no CPU build; the workers stay on GPUs');
+      expect(r.job.status?.routing?.reasons.at(-1)).toBe(
+        'route cpu-elastic not acted on: Text Generation Inference has no CPU build; the workers stay on GPUs',
+      );
       expect(pods.created.map((x) => x.metadata.name)).toEqual(['j-0']);
     });
 
@@ -678,7 +900,11 @@ describe('the BatchInferenceJob reconcile', () => {
       const job = jobOf(1);
       reconcileBatchJob(job, [], 0, cfg);
       const s = reconcileBatchJob(job, [], 1, cfg);
-      expect(s.status?.conditions?.find((x) => x.type === 'Routed')).toMatchObject({ status: 'False', reason: 'Profiling', message: 'profiling the workload: 0 of 3 shards committed' });
+      expect(s.status?.conditions?.find((x) => x.type === 'Routed')).toMatchObject({
+        status: 'False',
+        reason: 'Profiling',
+        message: 'profiling the workload: 0 of 3 shards committed',
+      });
       expect(s.status?.routing).toBeUndefined();
       const r = runToEnd(job, pods, p, cfg, 2, 1000, measured);
       expect(r.job.status?.routing).toMatchObject({ route: 'gpu-shared', source: 'builtin', fragmentation: 0 });
@@ -688,7 +914,10 @@ describe('the BatchInferenceJob reconcile', () => {
 
     it('a job smaller than three shards is routed from what it had when it ends; the engine without a KV gauge leaves peak KV unset', () => {
       const p = port(20);
-      const r = runToEnd(jobOf(1, { sla: { class: 'P1' } }), new Pods(), p, { jobs: p.port, fragmentation: () => 0.2 }, 0, 1000, () => ({ outputTokens: 20, ms: 400 }));
+      const r = runToEnd(jobOf(1, { sla: { class: 'P1' } }), new Pods(), p, { jobs: p.port, fragmentation: () => 0.2 }, 0, 1000, () => ({
+        outputTokens: 20,
+        ms: 400,
+      }));
       expect(r.job.status?.routing).toMatchObject({ route: 'gpu-exclusive', profile: { shards: 2, msPerRecord: 40 } });
       expect(r.job.status?.routing?.profile.peakKvFraction).toBeUndefined();
     });
@@ -700,7 +929,10 @@ describe('the BatchInferenceJob reconcile', () => {
       const before = runToEnd(jobOf(2), pods, p, cfg, 0, 1000, measured).job.status?.routing;
       const p2 = port(95);
       let reads = 0;
-      const job = { ...jobOf(2), status: { phase: 'Running' as const, routing: { ...(before as NonNullable<typeof before>), route: 'gpu-fragments' as const } } };
+      const job = {
+        ...jobOf(2),
+        status: { phase: 'Running' as const, routing: { ...(before as NonNullable<typeof before>), route: 'gpu-fragments' as const } },
+      };
       const r = runToEnd(job, new Pods(), p2, { jobs: p2.port, fragmentation: () => (reads++, 0.1) }, 0, 1000, measured);
       expect(reads).toBe(0);
       expect(r.job.status?.routing?.route).toBe('gpu-fragments');
@@ -710,12 +942,27 @@ describe('the BatchInferenceJob reconcile', () => {
       const sha256 = 'a'.repeat(64);
       const closed: string[] = [];
       // route code = route index + 256 × quantisation: 0 is gpu-exclusive, full precision.
-      const caller = (file: string): PluginCaller & { close(): void } => ({ name: file, call: () => ({ ok: true, value: 0 }), close: () => void closed.push(file) });
+      const caller = (file: string): PluginCaller & { close(): void } => ({
+        name: file,
+        call: () => ({ ok: true, value: 0 }),
+        close: () => void closed.push(file),
+      });
       const loads: string[] = [];
-      const routePlugin = (file: string, sha: string) => (loads.push(`${file}@${sha.slice(0, 4)}`), file === 'bad.wasm' ? { ok: false as const, reason: 'plugin bad.wasm: sha256 mismatch' } : { ok: true as const, value: caller(file) });
+      const routePlugin = (file: string, sha: string) => (
+        loads.push(`${file}@${sha.slice(0, 4)}`),
+        file === 'bad.wasm' ? { ok: false as const, reason: 'plugin bad.wasm: sha256 mismatch' } : { ok: true as const, value: caller(file) }
+      );
       const run = (wasm: Record<string, unknown>) => {
         const p = port(40);
-        return runToEnd(jobOf(1, { strategy: { routing: { wasm: { ...wasm, sha256 } } } }), new Pods(), p, { jobs: p.port, fragmentation: () => 0.1, routePlugin }, 0, 1000, measured).job.status;
+        return runToEnd(
+          jobOf(1, { strategy: { routing: { wasm: { ...wasm, sha256 } } } }),
+          new Pods(),
+          p,
+          { jobs: p.port, fragmentation: () => 0.1, routePlugin },
+          0,
+          1000,
+          measured,
+        ).job.status;
       };
       const good = run({ file: 'route.wasm' });
       expect(good?.routing).toMatchObject({ route: 'gpu-exclusive', source: 'plugin' });
@@ -728,7 +975,9 @@ describe('the BatchInferenceJob reconcile', () => {
       expect(bad?.conditions?.find((x) => x.type === 'Routed')).toMatchObject({ reason: 'PluginRefused' });
       const cm = run({ configMap: { name: 'plugins', key: 'route.wasm' } });
       expect(cm?.routing?.source).toBe('builtin');
-      expect(cm?.routing?.reasons).toContain('spec.strategy.routing.wasm configmap/plugins/route.wasm: the controller reads routing plugins from files under its plugin directory only; built-in route used');
+      expect(cm?.routing?.reasons).toContain(
+        'spec.strategy.routing.wasm configmap/plugins/route.wasm: the controller reads routing plugins from files under its plugin directory only; built-in route used',
+      );
       expect(loads).toEqual(['route.wasm@aaaa', 'bad.wasm@aaaa']);
     });
   });
@@ -760,7 +1009,12 @@ describe('spec.suspend (ADR 0160)', () => {
     pods.apply(reconcileBatchJob(job, pods.list(), 3, cfg).actions);
     const suspended = jobOf(2, { checkpoint: { intervalRecords: 4 }, activeDeadlineSeconds: 100, suspend: true });
     const s1 = reconcileBatchJob(suspended, pods.list(), 4, cfg);
-    expect(s1.actions.filter((x) => x.op === 'delete').map((x) => (x as { name: string }).name).sort()).toEqual(['j-0', 'j-1']);
+    expect(
+      s1.actions
+        .filter((x) => x.op === 'delete')
+        .map((x) => (x as { name: string }).name)
+        .sort(),
+    ).toEqual(['j-0', 'j-1']);
     expect(s1.actions.some((x) => x.op === 'create')).toBe(false);
     expect(s1.status?.phase).toBe('Suspended');
     expect(s1.status?.progress?.recordsProcessed).toBe(4);

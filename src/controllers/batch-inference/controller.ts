@@ -104,7 +104,10 @@ export interface BatchControllerConfig extends WorkerBuildConfig {
    */
   readonly fragmentation?: () => number | undefined;
   /** Loads spec.strategy.routing.wasm.file from the controller's plugin directory; unset: file plugins are refused. */
-  readonly routePlugin?: (file: string, sha256: string) => { readonly ok: true; readonly value: PluginCaller & { close(): void } } | { readonly ok: false; readonly reason: string };
+  readonly routePlugin?: (
+    file: string,
+    sha256: string,
+  ) => { readonly ok: true; readonly value: PluginCaller & { close(): void } } | { readonly ok: false; readonly reason: string };
 }
 
 /** Shards the profile is taken from: the first three committed (one is an anecdote), or all of a smaller job. */
@@ -117,21 +120,37 @@ const ROUTED_REASON = { builtin: 'Routed', plugin: 'RoutedByPlugin', refused: 'P
  * when it names one the controller can load (a file under its plugin directory; a ConfigMap is refused here, the
  * controller reads no ConfigMaps). The reasons say each level, the plugin's refusal and what the route changes.
  */
-export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], nowMs: number, cfg: Pick<BatchControllerConfig, 'fragmentation' | 'routePlugin'>): { routing: BatchRouting; reason: string } | undefined {
+export function routeJob(
+  job: BatchJobObject,
+  samples: readonly ShardSample[],
+  nowMs: number,
+  cfg: Pick<BatchControllerConfig, 'fragmentation' | 'routePlugin'>,
+): { routing: BatchRouting; reason: string } | undefined {
   const profile = profileFromShards(samples, Math.max(1, Math.min(PROFILE_SHARDS, samples.length)));
   if (profile === undefined) return undefined;
   const measured = cfg.fragmentation?.();
   const fragmentation = measured === undefined || !Number.isFinite(measured) ? 0 : Math.min(1, Math.max(0, measured));
   const sla = job.spec.sla;
-  const input = { slaClass: sla?.class ?? 'P2', ...(sla?.accuracyTolerance === undefined ? {} : { accuracyTolerance: sla.accuracyTolerance }), fragmentation, profile };
+  const input = {
+    slaClass: sla?.class ?? 'P2',
+    ...(sla?.accuracyTolerance === undefined ? {} : { accuracyTolerance: sla.accuracyTolerance }),
+    fragmentation,
+    profile,
+  };
   const builtin = decideRoute(input);
   const ref = job.spec.strategy?.routing?.wasm;
-  let decided: { route: BatchRouting['route']; quantization?: 'fp8' | 'int8'; reasons: readonly string[]; source: 'builtin' | 'plugin' } = { ...builtin, source: 'builtin' };
+  let decided: { route: BatchRouting['route']; quantization?: 'fp8' | 'int8'; reasons: readonly string[]; source: 'builtin' | 'plugin' } = {
+    ...builtin,
+    source: 'builtin',
+  };
   let refused: string | undefined;
   if (ref !== undefined) {
     const loaded =
       ref.file === undefined
-        ? { ok: false as const, reason: `configmap/${ref.configMap?.name}/${ref.configMap?.key}: the controller reads routing plugins from files under its plugin directory only` }
+        ? {
+            ok: false as const,
+            reason: `configmap/${ref.configMap?.name}/${ref.configMap?.key}: the controller reads routing plugins from files under its plugin directory only`,
+          }
         : cfg.routePlugin === undefined
           ? { ok: false as const, reason: `${ref.file}: the controller has no plugin directory` }
           : cfg.routePlugin(ref.file, ref.sha256);
@@ -147,8 +166,15 @@ export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], n
   }
   const unknown = measured === undefined ? [`fragmentation unknown (no scheduler view in this controller): taken as 0`] : [];
   const render = renderWorkers(job);
-  const acted = render.ok ? placementOf(job, { route: decided.route, profile }, render.value).reason : `route ${decided.route}: not acted on, the workers cannot be rendered`;
-  const reasons = [...unknown, ...decided.reasons, ...(refused === undefined ? [] : [refused]), ...routeEffects(decided, job.spec.model.quantization, acted)].map((r) => r.slice(0, 512));
+  const acted = render.ok
+    ? placementOf(job, { route: decided.route, profile }, render.value).reason
+    : `route ${decided.route}: not acted on, the workers cannot be rendered`;
+  const reasons = [
+    ...unknown,
+    ...decided.reasons,
+    ...(refused === undefined ? [] : [refused]),
+    ...routeEffects(decided, job.spec.model.quantization, acted),
+  ].map((r) => r.slice(0, 512));
   const routing: BatchRouting = {
     route: decided.route,
     ...(decided.quantization === undefined ? {} : { quantization: decided.quantization }),
@@ -171,7 +197,8 @@ export function routeJob(job: BatchJobObject, samples: readonly ShardSample[], n
 const round = (x: number): number => Math.round(x * 1000) / 1000;
 
 /** The Routed condition's message: the route, every reason, and how many workers are on which shape now. */
-const routedMessage = (r: BatchRouting, workers: string): string => `${`${r.route}${r.quantization === undefined ? '' : ` (${r.quantization} allowed)`}: ${r.reasons.join('; ')}`.slice(0, 3800)}; ${workers}`;
+const routedMessage = (r: BatchRouting, workers: string): string =>
+  `${`${r.route}${r.quantization === undefined ? '' : ` (${r.quantization} allowed)`}: ${r.reasons.join('; ')}`.slice(0, 3800)}; ${workers}`;
 
 const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 const epochOf = (attempt: string): number => Number(/^e(\d+)-/.exec(attempt)?.[1] ?? '0');
@@ -196,10 +223,17 @@ const PLUGIN_REASON: Readonly<Record<BatchPluginState, string>> = { active: 'Plu
  * The StrategyPlugin condition from the workers' reports (the batch-size plugin runs in the workers, ADR 0156): the
  * worst worker decides (rejected over disabled over active), its note is the message; undefined until one reported.
  */
-export function strategyPluginCondition(reports: readonly { readonly pod: string; readonly state: BatchPluginState; readonly note?: string }[]): ConditionUpdate | undefined {
+export function strategyPluginCondition(
+  reports: readonly { readonly pod: string; readonly state: BatchPluginState; readonly note?: string }[],
+): ConditionUpdate | undefined {
   if (reports.length === 0) return undefined;
   const w = reports.reduce((a, b) => (PLUGIN_RANK[b.state] > PLUGIN_RANK[a.state] ? b : a));
-  return { type: 'StrategyPlugin', status: w.state === 'active' ? 'True' : 'False', reason: PLUGIN_REASON[w.state], message: `worker ${w.pod}: ${w.note ?? `batch-size plugin ${w.state}`}`.slice(0, 4000) };
+  return {
+    type: 'StrategyPlugin',
+    status: w.state === 'active' ? 'True' : 'False',
+    reason: PLUGIN_REASON[w.state],
+    message: `worker ${w.pod}: ${w.note ?? `batch-size plugin ${w.state}`}`.slice(0, 4000),
+  };
 }
 
 type StatusStage = NonNullable<BatchInferenceJobStatus['stages']>[number];
@@ -211,7 +245,10 @@ const stageReports = new WeakMap<JobSession, Map<string, { readonly cpu: boolean
  * The job's stage pipeline for status (ADR 0167): the workers' totals summed (records, busy and blocked time,
  * prompt tokens), the deepest queue any worker saw, and where each stage runs.
  */
-export function stagesStatus(job: BatchJobObject, reports: Iterable<{ readonly cpu: boolean; readonly stages: readonly WireStage[] }>): StatusStage[] | undefined {
+export function stagesStatus(
+  job: BatchJobObject,
+  reports: Iterable<{ readonly cpu: boolean; readonly stages: readonly WireStage[] }>,
+): StatusStage[] | undefined {
   const all = [...reports];
   if (all.length === 0) return undefined;
   const gpus = job.spec.gpusPerWorker;
@@ -223,7 +260,7 @@ export function stagesStatus(job: BatchJobObject, reports: Iterable<{ readonly c
     const estimated = mine.some((x) => x.counter === 'estimated');
     const placement =
       name === 'tokenise'
-        ? `cpu: the batch-worker container, ${estimated ? 'prompt tokens estimated (4 characters a token): the engine\'s tokenizer was not reachable' : `with the ${job.spec.runtime} engine's own tokenizer`}`
+        ? `cpu: the batch-worker container, ${estimated ? "prompt tokens estimated (4 characters a token): the engine's tokenizer was not reachable" : `with the ${job.spec.runtime} engine's own tokenizer`}`
         : name === 'infer'
           ? gpus > 0
             ? `gpu: the ${job.spec.runtime} engine container on ${gpus} GPU${gpus === 1 ? '' : 's'} a worker${onCpu > 0 ? `; ${onCpu} records on CPU workers (the fallback worker, or CPU-elastic ones)` : ''}`
@@ -238,7 +275,13 @@ export function stagesStatus(job: BatchJobObject, reports: Iterable<{ readonly c
       blockedSeconds: Math.round(sum((x) => x.blockedMs)) / 1000,
       maxQueue: Math.max(0, ...mine.map((x) => x.maxQueue)),
       queueCapacity: Math.max(0, ...mine.map((x) => x.capacity)),
-      ...(name === 'tokenise' ? { promptTokens: sum((x) => x.promptTokens), refused: sum((x) => x.refused), ...(mine.some((x) => x.counter !== undefined) ? { tokenizer: estimated ? ('estimated' as const) : ('engine' as const) } : {}) } : {}),
+      ...(name === 'tokenise'
+        ? {
+            promptTokens: sum((x) => x.promptTokens),
+            refused: sum((x) => x.refused),
+            ...(mine.some((x) => x.counter !== undefined) ? { tokenizer: estimated ? ('estimated' as const) : ('engine' as const) } : {}),
+          }
+        : {}),
     };
   });
 }
@@ -256,7 +299,9 @@ function conditionsWith(prev: readonly Condition[] | undefined, nowMs: number, g
 }
 
 const deleteAll = (pods: readonly PodObject[]): ControllerAction[] =>
-  pods.filter((p) => p.metadata.deletionTimestamp === undefined).map((p) => ({ op: 'delete', kind: POD.kind, name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' }));
+  pods
+    .filter((p) => p.metadata.deletionTimestamp === undefined)
+    .map((p) => ({ op: 'delete', kind: POD.kind, name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' }));
 
 export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[], nowMs: number, cfg: BatchControllerConfig): Step {
   const prev = job.status ?? {};
@@ -275,11 +320,30 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const render = renderWorkers(job, cfg);
   if (!render.ok) {
     const message = render.issues.map((i) => `${i.field}: ${i.message}`).join('; ');
-    return { status: { ...prev, phase: 'Failed', conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: 'InvalidSpec', message }) }, actions: deleteAll(pods) };
+    return {
+      status: {
+        ...prev,
+        phase: 'Failed',
+        conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: 'InvalidSpec', message }),
+      },
+      actions: deleteAll(pods),
+    };
   }
   const open = cfg.jobs.session(job, nowMs);
   if (open.state === 'loading') {
-    const status = prev.phase === undefined ? { ...prev, phase: 'Pending' as const, conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'InputValid', status: 'Unknown', reason: 'Reading', message: `reading ${job.spec.input.uri}` }) } : undefined;
+    const status =
+      prev.phase === undefined
+        ? {
+            ...prev,
+            phase: 'Pending' as const,
+            conditions: conditionsWith(prev.conditions, nowMs, gen, {
+              type: 'InputValid',
+              status: 'Unknown',
+              reason: 'Reading',
+              message: `reading ${job.spec.input.uri}`,
+            }),
+          }
+        : undefined;
     return { ...(status === undefined ? {} : { status }), actions: [], requeueAfterMs: 250 };
   }
   if (open.state === 'rejected') {
@@ -302,14 +366,24 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   }
   if (open.state === 'refused') {
     return {
-      status: { ...prev, phase: 'Failed', completionTime: iso(nowMs), conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: open.reason, message: open.message }) },
+      status: {
+        ...prev,
+        phase: 'Failed',
+        completionTime: iso(nowMs),
+        conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: open.reason, message: open.message }),
+      },
       actions: deleteAll(pods),
     };
   }
   if (open.state === 'error') {
     const said = prev.conditions?.find((x) => x.type === 'OutputWritable');
     if (said?.status === 'False' && said.message === open.message) return { actions: [], requeueAfterMs: 10_000 };
-    const conditions = conditionsWith(prev.conditions, nowMs, gen, { type: 'OutputWritable', status: 'False', reason: 'VolumeUnavailable', message: open.message });
+    const conditions = conditionsWith(prev.conditions, nowMs, gen, {
+      type: 'OutputWritable',
+      status: 'False',
+      reason: 'VolumeUnavailable',
+      message: open.message,
+    });
     return { status: { ...prev, phase: prev.phase ?? 'Pending', conditions }, actions: [], requeueAfterMs: 10_000 };
   }
   const s = open.session;
@@ -334,7 +408,10 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const placement = routing === undefined ? undefined : placementOf(job, routing, render.value);
   const gpuWanted = placement?.shape === 'cpu' ? 0 : job.spec.workers;
   // The workers this job may run now under the GPU share; one at index ≥ allowed finishes its shard and goes.
-  const allowed = cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0 ? gpuWanted : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), gpuWanted, job.spec.gpusPerWorker, nowMs);
+  const allowed =
+    cfg.share === undefined || s.finished !== undefined || job.spec.gpusPerWorker === 0
+      ? gpuWanted
+      : cfg.share.workers(shareKey, (cfg.tenantOf ?? defaultTenant)(job), gpuWanted, job.spec.gpusPerWorker, nowMs);
   const retiring = new Set<string>();
   // Workers deleted at this reconcile's shard boundary (no assignment is written to them).
   const gone = new Set<string>();
@@ -395,7 +472,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
           actions.push({ op: 'create', kind: POD.kind, object: elasticPod(slot.elastic ?? 0) });
         }
       } else if (pod === undefined) {
-        const gpuPod = (): PodObject => (placement?.shape === 'fraction' ? render.value.fractionPod(i, placement.fraction ?? 1, placement.deviceMemoryGiB) : render.value.pod(i));
+        const gpuPod = (): PodObject =>
+          placement?.shape === 'fraction' ? render.value.fractionPod(i, placement.fraction ?? 1, placement.deviceMemoryGiB) : render.value.pod(i);
         if (cpu ? cpuWanted : i < allowed) actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : gpuPod() });
       } else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
@@ -422,7 +500,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       // Keyed by pod UID: a replacement pod with the same name starts its totals from zero.
       m.set(pod.metadata.uid ?? pn, { cpu, stages: report.stages });
     }
-    if (report?.batchPlugin !== undefined) pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
+    if (report?.batchPlugin !== undefined)
+      pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
     let cur = s.assigned.get(pn);
     // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
     if (cur === undefined && report !== undefined && report.state !== 'failed' && !s.handled.has(report.attempt) && epochOf(report.attempt) < c.epoch) {
@@ -447,7 +526,13 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
       // The first committed shards are the workload's profile (ADR 0165); a bounded few, then no more.
       if (r.kind === 'committed' && s.routing === undefined && (s.shardSamples ??= []).length < PROFILE_SHARDS && report.done > 0) {
         const out = report.outputTokens ?? 0;
-        s.shardSamples.push({ records: report.done, promptTokens: report.tokens - out, outputTokens: out, ms: report.ms ?? 0, ...(report.kvFree === undefined ? {} : { peakKvFraction: 1 - report.kvFree }) });
+        s.shardSamples.push({
+          records: report.done,
+          promptTokens: report.tokens - out,
+          outputTokens: out,
+          ms: report.ms ?? 0,
+          ...(report.kvFree === undefined ? {} : { peakKvFraction: 1 - report.kvFree }),
+        });
       }
     } else if (report.failure?.kind === 'model') {
       s.modelError ??= `spec.model.uri ${job.spec.model.uri}: the engine cannot load it: ${report.failure.message}`;
@@ -478,7 +563,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         continue;
       }
       const a = c.assign(l.worker, nowMs);
-      if (a !== undefined) s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
+      if (a !== undefined)
+        s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
       else if (l.worker.cpu && l.worker.elastic !== true && !c.cpuWorkPending()) {
         // Its last CPU-rung shard is committed: the fallback worker goes now, not a tick later.
         actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
@@ -487,7 +573,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     }
     // A shard reached the CPU rung in this reconcile: its worker is created now, not a tick later.
     const cpuPn = cpuWorkerPodName(name);
-    if (cpuTemplate !== undefined && !cpuWanted && byName.get(cpuPn) === undefined && c.cpuWorkPending()) actions.push({ op: 'create', kind: POD.kind, object: cpuTemplate() });
+    if (cpuTemplate !== undefined && !cpuWanted && byName.get(cpuPn) === undefined && c.cpuWorkPending())
+      actions.push({ op: 'create', kind: POD.kind, object: cpuTemplate() });
     for (const l of live) {
       if (gone.has(l.worker.id)) continue;
       const want = formatAssignment(s.assigned.get(l.worker.id));
@@ -523,18 +610,37 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   if (s.routing === undefined && prev.routing !== undefined) s.routing = prev.routing;
   let routed: ConditionUpdate | undefined;
   const samples = s.shardSamples ?? [];
-  if (s.routing === undefined && (samples.length >= Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS) || (fin !== undefined && samples.length > 0))) {
+  if (
+    s.routing === undefined &&
+    (samples.length >= Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS) || (fin !== undefined && samples.length > 0))
+  ) {
     const r = routeJob(job, samples, nowMs, cfg);
     if (r !== undefined) {
       s.routing = r.routing;
-      routed = { type: 'Routed', status: 'True', reason: r.reason, message: routedMessage(r.routing, workersLine(pods, placementOf(job, r.routing, render.value))) };
+      routed = {
+        type: 'Routed',
+        status: 'True',
+        reason: r.reason,
+        message: routedMessage(r.routing, workersLine(pods, placementOf(job, r.routing, render.value))),
+      };
     }
   } else if (s.routing !== undefined) {
     // Routed before: the reasons stay, the worker counts follow the pods (as of this reconcile's start).
     const said = prev.conditions?.find((x) => x.type === 'Routed' && x.status === 'True');
-    routed = { type: 'Routed', status: 'True', reason: said?.reason ?? ROUTED_REASON[s.routing.source], message: routedMessage(s.routing, workersLine(pods, placement)) };
+    routed = {
+      type: 'Routed',
+      status: 'True',
+      reason: said?.reason ?? ROUTED_REASON[s.routing.source],
+      message: routedMessage(s.routing, workersLine(pods, placement)),
+    };
   }
-  if (routed === undefined && s.routing === undefined) routed = { type: 'Routed', status: 'False', reason: 'Profiling', message: `profiling the workload: ${samples.length} of ${Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS)} shards committed` };
+  if (routed === undefined && s.routing === undefined)
+    routed = {
+      type: 'Routed',
+      status: 'False',
+      reason: 'Profiling',
+      message: `profiling the workload: ${samples.length} of ${Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS)} shards committed`,
+    };
   const phase = fin !== undefined ? (fin.state === 'complete' ? 'Succeeded' : 'Failed') : live.length > 0 ? 'Running' : 'Pending';
   const readyWorkers = fin !== undefined ? 0 : live.filter((l) => podReady(l.pod)).length;
   const quarantined = s.quarantined(nowMs);
@@ -550,16 +656,32 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // keys the apiserver reorders), so returning the last status on every tick would write it on every tick. A write
   // that did not land (the stored phase is not the one written) is returned again.
   const routeChanged = s.routing !== undefined && s.last?.status.routing === undefined;
-  const due = s.last === undefined || workersChanged || pluginChanged || routeChanged || c.outputError !== undefined || shouldWriteStatus(s.last.written, next, nowMs, policy);
+  const due =
+    s.last === undefined ||
+    workersChanged ||
+    pluginChanged ||
+    routeChanged ||
+    c.outputError !== undefined ||
+    shouldWriteStatus(s.last.written, next, nowMs, policy);
   const landed = s.last === undefined || prev.phase === s.last.status.phase;
   if (due) {
     const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
     const complete =
       fin === undefined
-        ? { type: 'Complete', status: 'False' as const, reason: 'Running', message: `${progress.recordsProcessed} of ${progress.recordsTotal} records committed` }
+        ? {
+            type: 'Complete',
+            status: 'False' as const,
+            reason: 'Running',
+            message: `${progress.recordsProcessed} of ${progress.recordsTotal} records committed`,
+          }
         : fin.state === 'complete'
           ? { type: 'Complete', status: 'True' as const, reason: 'OutputComplete', message: `${fin.records} records, every custom_id once, in ${out}` }
-          : { type: 'Complete', status: 'False' as const, reason: 'OutputPartial', message: `${fin.records} of ${progress.recordsTotal} records in ${out}, manifest.json says partial: ${fin.reason ?? ''}` };
+          : {
+              type: 'Complete',
+              status: 'False' as const,
+              reason: 'OutputPartial',
+              message: `${fin.records} of ${progress.recordsTotal} records in ${out}, manifest.json says partial: ${fin.reason ?? ''}`,
+            };
     const writable =
       c.outputError === undefined
         ? { type: 'OutputWritable', status: 'True' as const, reason: 'Writable', message: `parts and manifest written to ${job.spec.output.uri}` }
@@ -569,7 +691,12 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     const faults =
       ladder.length === 0
         ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
-        : { type: 'FaultRecovery', status: 'True' as const, reason: c.cpuWorkPending() ? 'CpuFallback' : quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried', message: ladder.join('; ').slice(-4000) };
+        : {
+            type: 'FaultRecovery',
+            status: 'True' as const,
+            reason: c.cpuWorkPending() ? 'CpuFallback' : quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried',
+            message: ladder.join('; ').slice(-4000),
+          };
     const stages = stagesStatus(job, stageReports.get(s)?.values() ?? []);
     const status: BatchInferenceJobStatus = {
       ...(stages === undefined ? {} : { stages }),
@@ -585,11 +712,33 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
       ...(s.routing === undefined ? {} : { routing: s.routing }),
-      conditions: conditionsWith(prev.conditions?.some((x) => x.type === 'Suspended' && x.status === 'True') ? setCondition([...(prev.conditions ?? [])], { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' }, iso(nowMs), gen) : prev.conditions, nowMs, gen, { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` }, complete, writable, faults, ...(plugin === undefined ? [] : [plugin]), ...(routed === undefined ? [] : [routed]), ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }])),
+      conditions: conditionsWith(
+        prev.conditions?.some((x) => x.type === 'Suspended' && x.status === 'True')
+          ? setCondition(
+              [...(prev.conditions ?? [])],
+              { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' },
+              iso(nowMs),
+              gen,
+            )
+          : prev.conditions,
+        nowMs,
+        gen,
+        { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` },
+        complete,
+        writable,
+        faults,
+        ...(plugin === undefined ? [] : [plugin]),
+        ...(routed === undefined ? [] : [routed]),
+        ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }]),
+      ),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }
-  return { ...(s.last !== undefined && (due || !landed) ? { status: s.last.status } : {}), actions, ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}) };
+  return {
+    ...(s.last !== undefined && (due || !landed) ? { status: s.last.status } : {}),
+    actions,
+    ...(fin === undefined ? { requeueAfterMs: cfg.tickMs ?? 1000 } : {}),
+  };
 }
 
 /** A checkpoint a worker's report names, committed once (a report is read at every reconcile); undefined when none is new. */
@@ -626,14 +775,28 @@ function suspendStep(job: BatchJobObject, pods: readonly PodObject[], s: JobSess
   delete s.last;
   const progress = s.coordinator.status(nowMs);
   const cond = prev.conditions?.find((x) => x.type === 'Suspended');
-  const said = prev.phase === 'Suspended' && cond?.status === 'True' && prev.progress?.recordsProcessed === progress.recordsProcessed && prev.readyWorkers === 0;
+  const said =
+    prev.phase === 'Suspended' && cond?.status === 'True' && prev.progress?.recordsProcessed === progress.recordsProcessed && prev.readyWorkers === 0;
   const gen = job.metadata.generation;
   const status: BatchInferenceJobStatus = {
     ...prev,
     // The progress as committed; startTime stays the last run's start (it is reset on resume).
-    ...toStatus(progress, { phase: 'Suspended', startMs: s.startMs, nowMs, quarantined: s.quarantined(nowMs), readyWorkers: 0, retries: s.retries, ...(gen === undefined ? {} : { generation: gen }) }),
+    ...toStatus(progress, {
+      phase: 'Suspended',
+      startMs: s.startMs,
+      nowMs,
+      quarantined: s.quarantined(nowMs),
+      readyWorkers: 0,
+      retries: s.retries,
+      ...(gen === undefined ? {} : { generation: gen }),
+    }),
     tokensPerSecond: 0,
-    conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Suspended', status: 'True', reason: 'Suspended', message: `spec.suspend is true: no workers run; ${progress.recordsProcessed} of ${progress.recordsTotal} records committed` }),
+    conditions: conditionsWith(prev.conditions, nowMs, gen, {
+      type: 'Suspended',
+      status: 'True',
+      reason: 'Suspended',
+      message: `spec.suspend is true: no workers run; ${progress.recordsProcessed} of ${progress.recordsTotal} records committed`,
+    }),
   };
   delete status.estimatedCompletionTime;
   return { ...(said ? {} : { status }), actions: deleteAll(pods), requeueAfterMs: 5000 };
@@ -648,7 +811,11 @@ export function batchInferenceJobController(cfg: BatchControllerConfig): Control
     reconcile(input: ControllerInput<BatchJobObject>): ControllerOutcome {
       const job = withDefaults('BatchInferenceJob', input.object) as BatchJobObject;
       const step = reconcileBatchJob(job, (input.owned.get(POD.kind) ?? []) as readonly PodObject[], input.nowMs, cfg);
-      return { ...(step.status === undefined ? {} : { status: step.status as Readonly<Record<string, unknown>> }), actions: step.actions, ...(step.requeueAfterMs === undefined ? {} : { requeueAfterMs: step.requeueAfterMs }) };
+      return {
+        ...(step.status === undefined ? {} : { status: step.status as Readonly<Record<string, unknown>> }),
+        actions: step.actions,
+        ...(step.requeueAfterMs === undefined ? {} : { requeueAfterMs: step.requeueAfterMs }),
+      };
     },
   };
 }

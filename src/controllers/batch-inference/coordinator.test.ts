@@ -11,16 +11,28 @@ import { partLines, writePart } from './part-writer.ts';
 import { MemoryQuarantine } from './quarantine.ts';
 import { overlaps } from './ranges.ts';
 
-const records = (n: number): RecordInfo[] => Array.from({ length: n }, (_, i) => ({ customId: `req-${i}`, promptTokens: 100 + (i % 7), maxOutputTokens: 10 + (i % 3) }));
+const records = (n: number): RecordInfo[] =>
+  Array.from({ length: n }, (_, i) => ({ customId: `req-${i}`, promptTokens: 100 + (i % 7), maxOutputTokens: 10 + (i % 3) }));
 const gpu = (i: number): WorkerInfo => ({ id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true });
 const cpuWorker: WorkerInfo = { id: 'cpu', device: 'node-9/cpu', cpu: true };
 
 function config(n: number, o: Partial<CoordinatorConfig> = {}): CoordinatorConfig {
-  return { jobUid: 'job-1', records: records(n), shardRecords: 4, ladder: DEFAULT_LADDER, longTail: { ...DEFAULT_LONG_TAIL, minObservationMs: 1000, handoffMs: 0, minChunkRecords: 2 }, quarantine: new MemoryQuarantine(), ...o };
+  return {
+    jobUid: 'job-1',
+    records: records(n),
+    shardRecords: 4,
+    ladder: DEFAULT_LADDER,
+    longTail: { ...DEFAULT_LONG_TAIL, minObservationMs: 1000, handoffMs: 0, minChunkRecords: 2 },
+    quarantine: new MemoryQuarantine(),
+    ...o,
+  };
 }
 
 function outputIds(store: MemoryOutputStore): string[] {
-  return (store.read(OUTPUT) ?? '').split('\n').filter((l) => l !== '').map((l) => outputCustomId(l) as string);
+  return (store.read(OUTPUT) ?? '')
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => outputCustomId(l) as string);
 }
 
 /** Runs every open task to completion on the given workers. */
@@ -50,7 +62,10 @@ describe('BatchCoordinator: checkpoints of a running attempt', () => {
     const cfg = config(8, { shardRecords: 8 });
     const c = BatchCoordinator.open(store, cfg, 0);
     const a = c.assign(gpu(0), 0) as Assignment;
-    expect(c.checkpoint(a.attemptId, prefix(store, cfg, a, 3, `parts/${a.attemptId}.c1.jsonl`))).toMatchObject({ kind: 'committed', accepted: [{ start: 0, end: 3 }] });
+    expect(c.checkpoint(a.attemptId, prefix(store, cfg, a, 3, `parts/${a.attemptId}.c1.jsonl`))).toMatchObject({
+      kind: 'committed',
+      accepted: [{ start: 0, end: 3 }],
+    });
     expect(c.committedRanges()).toEqual([{ start: 0, end: 3 }]);
     expect(c.runningAttempts().map((x) => x.id)).toEqual([a.attemptId]);
     expect(c.checkpoint(a.attemptId, prefix(store, cfg, a, 3, `parts/${a.attemptId}.c2.jsonl`))).toMatchObject({ kind: 'discarded' });
@@ -73,7 +88,7 @@ describe('BatchCoordinator: checkpoints of a running attempt', () => {
     c2.finish();
     expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
   });
-  it('keeps a committed checkpoint seen again after a restart (the worker\'s report still names it)', () => {
+  it("keeps a committed checkpoint seen again after a restart (the worker's report still names it)", () => {
     const store = new MemoryOutputStore();
     const cfg = config(8, { shardRecords: 8 });
     const c = BatchCoordinator.open(store, cfg, 0);
@@ -89,14 +104,17 @@ describe('BatchCoordinator: checkpoints of a running attempt', () => {
     c2.finish();
     expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
   });
-  it('refuses a checkpoint that is not one: the final part\'s name, a wrong custom_id, an unknown attempt', () => {
+  it("refuses a checkpoint that is not one: the final part's name, a wrong custom_id, an unknown attempt", () => {
     const store = new MemoryOutputStore();
     const cfg = config(8, { shardRecords: 8 });
     const c = BatchCoordinator.open(store, cfg, 0);
     const a = c.assign(gpu(0), 0) as Assignment;
     expect(c.checkpoint(a.attemptId, a.part).kind).toBe('discarded');
     store.writeAtomic('parts/x.c1.jsonl', `${partLines(cfg.jobUid, cfg.records, { range: { start: 1, end: 3 } }).join('\n')}\n`);
-    expect(c.checkpoint(a.attemptId, 'parts/x.c1.jsonl')).toMatchObject({ kind: 'discarded', why: expect.stringContaining('custom_id "req-1", expected "req-0"') });
+    expect(c.checkpoint(a.attemptId, 'parts/x.c1.jsonl')).toMatchObject({
+      kind: 'discarded',
+      why: expect.stringContaining('custom_id "req-1", expected "req-0"'),
+    });
     expect(store.read('parts/x.c1.jsonl')).toBeUndefined();
     expect(c.checkpoint('e1-a99', prefix(store, cfg, a, 2, 'parts/e1-a99.c1.jsonl')).kind).toBe('discarded');
     expect(c.committedRanges()).toEqual([]);
@@ -167,7 +185,7 @@ describe('BatchCoordinator: sharding and the commit protocol', () => {
     writePart(store, cfg.jobUid, cfg.records, a);
     expect(c2.complete(a.attemptId, 1500)).toMatchObject({ kind: 'committed', accepted: [a.range] });
   });
-  it('refuses a part whose lines are not the attempt\'s records, and retries them', () => {
+  it("refuses a part whose lines are not the attempt's records, and retries them", () => {
     const store = new MemoryOutputStore();
     const cfg = config(8);
     const c = BatchCoordinator.open(store, cfg, 0);
@@ -178,7 +196,7 @@ describe('BatchCoordinator: sharding and the commit protocol', () => {
     // Rung 1 (same device, half concurrency) for the refused part's records, then the rest.
     expect(c.assign(gpu(0), 20)).toMatchObject({ range: a.range, concurrencyFactor: 0.5 });
   });
-  it('refuses another job\'s or a changed input\'s manifest', () => {
+  it("refuses another job's or a changed input's manifest", () => {
     const store = new MemoryOutputStore();
     BatchCoordinator.open(store, config(4), 0);
     expect(() => BatchCoordinator.open(store, config(4, { jobUid: 'other' }), 0)).toThrow(ManifestError);
@@ -225,7 +243,10 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(q.active(200)[0]?.reason).toContain('oom on node-0/0 at rung 1');
     expect(c.assign(gpu(0), 200)).toBeUndefined();
     const pieces = [c.assign(gpu(1), 200), c.assign(gpu(2), 200)] as Assignment[];
-    expect(pieces.map((p) => p.range)).toEqual([{ start: 0, end: 2 }, { start: 2, end: 4 }]);
+    expect(pieces.map((p) => p.range)).toEqual([
+      { start: 0, end: 2 },
+      { start: 2, end: 4 },
+    ]);
     expect(c.cpuWorkPending()).toBe(false);
     c.fail(pieces[0]!.attemptId, { kind: 'crash', message: 'segfault', device: 'node-1/0' }, 300);
     // Open on the CPU rung: the controller starts its CPU fallback worker for it.
@@ -244,7 +265,10 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(c.done).toBe(true);
     expect(c.status(400)).toMatchObject({ recordsProcessed: 4, recordsFailed: 2 });
     c.finish();
-    const out = (store.read(OUTPUT) as string).trim().split('\n').map((l) => JSON.parse(l) as { custom_id: string; error: { code: string; message: string } | null });
+    const out = (store.read(OUTPUT) as string)
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { custom_id: string; error: { code: string; message: string } | null });
     expect(out.map((o) => o.custom_id)).toEqual(['req-0', 'req-1', 'req-2', 'req-3']);
     expect(out[0]?.error?.code).toBe('shard_failed');
     expect(out[0]?.error?.message).toMatch(/gave up after 3 retries: oom on node-0\/0 at rung 0.*crash on cpu at rung 3/);
@@ -280,8 +304,13 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     // The newest failure is first in line.
     expect(onCpu).toMatchObject({ cpu: true, range: a1!.range });
     // Saved at the failure, not at a later commit.
-    const saved = JSON.parse(store.read(MANIFEST) as string) as { ladder?: { start: number; end: number; rung: { level: number; cpu: boolean; pinDevice?: string; excludeDevices: string[] } }[] };
-    expect(saved.ladder?.map((e) => [e.start, e.end, e.rung.level, e.rung.cpu])).toEqual([[2, 4, 3, true], [0, 2, 3, true]]);
+    const saved = JSON.parse(store.read(MANIFEST) as string) as {
+      ladder?: { start: number; end: number; rung: { level: number; cpu: boolean; pinDevice?: string; excludeDevices: string[] } }[];
+    };
+    expect(saved.ladder?.map((e) => [e.start, e.end, e.rung.level, e.rung.cpu])).toEqual([
+      [2, 4, 3, true],
+      [0, 2, 3, true],
+    ]);
     // The controller restarts: a fresh coordinator on the same volume.
     const c2 = BatchCoordinator.open(store, cfg, 30);
     expect(c2.cpuWorkPending()).toBe(true);
@@ -310,8 +339,26 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     const cfg = config(4, { shardRecords: 2, ladder: { ...DEFAULT_LADDER, cpuFallback: true } });
     BatchCoordinator.open(store, cfg, 0);
     const m = JSON.parse(store.read(MANIFEST) as string) as Record<string, unknown>;
-    const rung = { level: 3, retries: 1, concurrencyFactor: 1, reducedClock: false, excludeDevices: [], cpu: true, history: ['hardware on node-0/0 at rung 0: Xid 79'] };
-    store.writeAtomic(MANIFEST, JSON.stringify({ ...m, ladder: [{ start: 0, end: 2, rung }, { start: 2, end: 9, rung }, { start: 2, end: 4, rung: { ...rung, level: 7 } }] }));
+    const rung = {
+      level: 3,
+      retries: 1,
+      concurrencyFactor: 1,
+      reducedClock: false,
+      excludeDevices: [],
+      cpu: true,
+      history: ['hardware on node-0/0 at rung 0: Xid 79'],
+    };
+    store.writeAtomic(
+      MANIFEST,
+      JSON.stringify({
+        ...m,
+        ladder: [
+          { start: 0, end: 2, rung },
+          { start: 2, end: 9, rung },
+          { start: 2, end: 4, rung: { ...rung, level: 7 } },
+        ],
+      }),
+    );
     const c = BatchCoordinator.open(store, cfg, 10);
     expect(c.events.some((e) => e.includes('2 malformed fault-ladder entries ignored'))).toBe(true);
     expect(c.assign(gpu(0), 10)).toMatchObject({ cpu: false, range: { start: 2, end: 4 } });
@@ -338,7 +385,7 @@ describe('BatchCoordinator: fault ladder and quarantine', () => {
     expect(q.isQuarantined('node-0/0', 6)).toBe(true);
     expect((c.assign(gpu(1), 6) as Assignment).range).toEqual({ start: 0, end: 2 });
   });
-  it('a lost worker\'s records go back without climbing the ladder', () => {
+  it("a lost worker's records go back without climbing the ladder", () => {
     const store = new MemoryOutputStore();
     const c = BatchCoordinator.open(store, config(4), 0);
     const a = c.assign(gpu(0), 0) as Assignment;
@@ -360,7 +407,10 @@ describe('BatchCoordinator: long-tail breaker', () => {
     const cuts = c.tick(8000, 2);
     expect(cuts).toEqual([{ attemptId: slow.attemptId, cut: 10, why: expect.stringContaining('over 130 %') }]);
     const chunks = [c.assign(gpu(0), 8000), c.assign(gpu(2), 8000)] as Assignment[];
-    expect(chunks.map((x) => x.range)).toEqual([{ start: 10, end: 13 }, { start: 13, end: 16 }]);
+    expect(chunks.map((x) => x.range)).toEqual([
+      { start: 10, end: 13 },
+      { start: 13, end: 16 },
+    ]);
     expect(chunks.every((x) => x.speculativeOf === slow.attemptId)).toBe(true);
     // The straggler ignores the cut and finishes everything first: the chunks lose.
     writePart(store, cfg.jobUid, cfg.records, slow);
@@ -420,107 +470,113 @@ describe('BatchCoordinator: exactly once under any interleaving (property)', () 
 
   it('every custom_id appears exactly once, and nothing committed is handed out again', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 1, max: 9 }), fc.array(op, { maxLength: 80 }), fc.boolean(), (n, shard, ops, cpuFallback) => {
-        const store = new MemoryOutputStore();
-        // A deadline already past: every attempt with progress is a straggler, so ticks re-shard often and
-        // stragglers that ignore their cut race the chunks made of their records.
-        const longTail = { ...DEFAULT_LONG_TAIL, deadlineMs: 1, minObservationMs: 0, handoffMs: 0, minChunkRecords: 1 };
-        const cfg = config(n, { shardRecords: shard, ladder: { ...DEFAULT_LADDER, cpuFallback }, longTail });
-        const workers = Array.from({ length: W }, (_, i) => gpu(i));
-        let c = BatchCoordinator.open(store, cfg, 0);
-        let now = 0;
-        const current: (Assignment | undefined)[] = Array.from({ length: W }, () => undefined);
-        const done: number[] = Array.from({ length: W }, () => 0);
-        const zombies: Assignment[] = [];
-        const check = (a: Assignment | undefined): Assignment | undefined => {
-          if (a !== undefined) for (const r of c.committedRanges()) expect(overlaps(r, a.range)).toBe(false);
-          return a;
-        };
-        for (const o of ops) {
-          now += 1000;
-          const a = 'w' in o ? current[o.w] : undefined;
-          switch (o.t) {
-            case 'assign':
-              if (a === undefined) {
-                current[o.w] = check(c.assign(workers[o.w]!, now));
-                done[o.w] = 0;
-              }
-              break;
-            case 'progress':
-              if (a !== undefined) {
-                done[o.w] = Math.min(a.range.end - a.range.start, done[o.w]! + o.k);
-                c.progress(a.attemptId, done[o.w]!, 0);
-              }
-              break;
-            case 'checkpoint':
-              // The finished prefix committed while the attempt runs on (it may race chunks made of its records).
-              if (a !== undefined) {
-                const file = `parts/${a.attemptId}.c${now}.jsonl`;
-                store.writeAtomic(file, `${partLines(cfg.jobUid, cfg.records, a, { upTo: done[o.w]! }).join('\n')}\n`);
-                c.checkpoint(a.attemptId, file);
-              }
-              break;
-            case 'finish':
-              if (a !== undefined) {
-                writePart(store, cfg.jobUid, cfg.records, a, o.partial ? { upTo: done[o.w]! } : {});
-                c.complete(a.attemptId, now);
+      fc.property(
+        fc.integer({ min: 1, max: 40 }),
+        fc.integer({ min: 1, max: 9 }),
+        fc.array(op, { maxLength: 80 }),
+        fc.boolean(),
+        (n, shard, ops, cpuFallback) => {
+          const store = new MemoryOutputStore();
+          // A deadline already past: every attempt with progress is a straggler, so ticks re-shard often and
+          // stragglers that ignore their cut race the chunks made of their records.
+          const longTail = { ...DEFAULT_LONG_TAIL, deadlineMs: 1, minObservationMs: 0, handoffMs: 0, minChunkRecords: 1 };
+          const cfg = config(n, { shardRecords: shard, ladder: { ...DEFAULT_LADDER, cpuFallback }, longTail });
+          const workers = Array.from({ length: W }, (_, i) => gpu(i));
+          let c = BatchCoordinator.open(store, cfg, 0);
+          let now = 0;
+          const current: (Assignment | undefined)[] = Array.from({ length: W }, () => undefined);
+          const done: number[] = Array.from({ length: W }, () => 0);
+          const zombies: Assignment[] = [];
+          const check = (a: Assignment | undefined): Assignment | undefined => {
+            if (a !== undefined) for (const r of c.committedRanges()) expect(overlaps(r, a.range)).toBe(false);
+            return a;
+          };
+          for (const o of ops) {
+            now += 1000;
+            const a = 'w' in o ? current[o.w] : undefined;
+            switch (o.t) {
+              case 'assign':
+                if (a === undefined) {
+                  current[o.w] = check(c.assign(workers[o.w]!, now));
+                  done[o.w] = 0;
+                }
+                break;
+              case 'progress':
+                if (a !== undefined) {
+                  done[o.w] = Math.min(a.range.end - a.range.start, done[o.w]! + o.k);
+                  c.progress(a.attemptId, done[o.w]!, 0);
+                }
+                break;
+              case 'checkpoint':
+                // The finished prefix committed while the attempt runs on (it may race chunks made of its records).
+                if (a !== undefined) {
+                  const file = `parts/${a.attemptId}.c${now}.jsonl`;
+                  store.writeAtomic(file, `${partLines(cfg.jobUid, cfg.records, a, { upTo: done[o.w]! }).join('\n')}\n`);
+                  c.checkpoint(a.attemptId, file);
+                }
+                break;
+              case 'finish':
+                if (a !== undefined) {
+                  writePart(store, cfg.jobUid, cfg.records, a, o.partial ? { upTo: done[o.w]! } : {});
+                  c.complete(a.attemptId, now);
+                  current[o.w] = undefined;
+                }
+                break;
+              case 'write-then-crash':
+                if (a !== undefined) writePart(store, cfg.jobUid, cfg.records, a);
+                c = BatchCoordinator.open(store, cfg, now);
+                current.fill(undefined);
+                break;
+              case 'fail':
+                if (a !== undefined) {
+                  c.fail(a.attemptId, { kind: o.kind, message: 'injected', device: workers[o.w]!.device }, now);
+                  current[o.w] = undefined;
+                }
+                break;
+              case 'lost':
+                c.lost(workers[o.w]!.id);
                 current[o.w] = undefined;
+                break;
+              case 'crash':
+                c = BatchCoordinator.open(store, cfg, now);
+                for (let i = 0; i < W; i++) {
+                  const x = current[i];
+                  if (x === undefined) continue;
+                  if (o.adopt && c.adopt(x.attemptId, x.range, workers[i]!, now, done[i]!) === 'adopted') continue;
+                  zombies.push(x);
+                  current[i] = undefined;
+                }
+                break;
+              case 'tick':
+                c.tick(now, o.idle);
+                break;
+              case 'zombie': {
+                // An attempt the coordinator forgot finishes anyway: its output must not reach the result.
+                const z = zombies.pop();
+                if (z !== undefined) {
+                  writePart(store, cfg.jobUid, cfg.records, z);
+                  c.complete(z.attemptId, now);
+                }
+                break;
               }
-              break;
-            case 'write-then-crash':
-              if (a !== undefined) writePart(store, cfg.jobUid, cfg.records, a);
-              c = BatchCoordinator.open(store, cfg, now);
-              current.fill(undefined);
-              break;
-            case 'fail':
-              if (a !== undefined) {
-                c.fail(a.attemptId, { kind: o.kind, message: 'injected', device: workers[o.w]!.device }, now);
-                current[o.w] = undefined;
-              }
-              break;
-            case 'lost':
-              c.lost(workers[o.w]!.id);
-              current[o.w] = undefined;
-              break;
-            case 'crash':
-              c = BatchCoordinator.open(store, cfg, now);
-              for (let i = 0; i < W; i++) {
-                const x = current[i];
-                if (x === undefined) continue;
-                if (o.adopt && c.adopt(x.attemptId, x.range, workers[i]!, now, done[i]!) === 'adopted') continue;
-                zombies.push(x);
-                current[i] = undefined;
-              }
-              break;
-            case 'tick':
-              c.tick(now, o.idle);
-              break;
-            case 'zombie': {
-              // An attempt the coordinator forgot finishes anyway: its output must not reach the result.
-              const z = zombies.pop();
-              if (z !== undefined) {
-                writePart(store, cfg.jobUid, cfg.records, z);
-                c.complete(z.attemptId, now);
-              }
-              break;
             }
           }
-        }
-        for (const z of zombies) {
-          writePart(store, cfg.jobUid, cfg.records, z);
-          c.complete(z.attemptId, now);
-        }
-        for (let i = 0; i < W; i++) {
-          const x = current[i];
-          if (x === undefined) continue;
-          writePart(store, cfg.jobUid, cfg.records, x);
-          c.complete(x.attemptId, now);
-        }
-        drain(c, store, cfg, [...workers, cpuWorker], now);
-        expect(c.done).toBe(true);
-        c.finish();
-        expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
-      }),
+          for (const z of zombies) {
+            writePart(store, cfg.jobUid, cfg.records, z);
+            c.complete(z.attemptId, now);
+          }
+          for (let i = 0; i < W; i++) {
+            const x = current[i];
+            if (x === undefined) continue;
+            writePart(store, cfg.jobUid, cfg.records, x);
+            c.complete(x.attemptId, now);
+          }
+          drain(c, store, cfg, [...workers, cpuWorker], now);
+          expect(c.done).toBe(true);
+          c.finish();
+          expect(outputIds(store)).toEqual(cfg.records.map((r) => r.customId));
+        },
+      ),
       { numRuns: 300 },
     );
   });

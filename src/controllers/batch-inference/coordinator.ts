@@ -171,7 +171,9 @@ export function outputOwnerConflict(store: OutputStore, jobUid: string): string 
   } catch {
     return `${MANIFEST} is not JSON: the output location holds something else`;
   }
-  return owner === jobUid ? undefined : `${MANIFEST} is owned by job ${typeof owner === 'string' ? owner : '?'}, not ${jobUid}: the output location is another job's`;
+  return owner === jobUid
+    ? undefined
+    : `${MANIFEST} is owned by job ${typeof owner === 'string' ? owner : '?'}, not ${jobUid}: the output location is another job's`;
 }
 
 function readManifest(store: OutputStore, cfg: CoordinatorConfig): Manifest | undefined {
@@ -185,7 +187,8 @@ function readManifest(store: OutputStore, cfg: CoordinatorConfig): Manifest | un
   }
   if (m.version !== 1 || !Array.isArray(m.parts)) throw new ManifestError(`${MANIFEST}: not a version 1 manifest`);
   if (m.jobUid !== cfg.jobUid) throw new ManifestError(`${MANIFEST}: written by job ${m.jobUid}, not ${cfg.jobUid}: the output location is another job's`);
-  if (m.total !== cfg.records.length) throw new ManifestError(`${MANIFEST}: ${m.total} records, the input has ${cfg.records.length}: the input changed under the job`);
+  if (m.total !== cfg.records.length)
+    throw new ManifestError(`${MANIFEST}: ${m.total} records, the input has ${cfg.records.length}: the input changed under the job`);
   return m;
 }
 
@@ -201,11 +204,37 @@ export function ladderEntriesOf(raw: unknown, records: number): { entries: Ladde
     const x = e as Partial<LadderEntry> | null;
     const r = x?.rung as Partial<Rung> | undefined;
     const ok =
-      x !== null && Number.isInteger(x.start) && Number.isInteger(x.end) && 0 <= (x.start as number) && (x.start as number) < (x.end as number) && (x.end as number) <= records &&
-      r !== undefined && (r.level === 1 || r.level === 2 || r.level === 3) && Number.isInteger(r.retries) && (r.retries as number) >= 0 &&
-      typeof r.concurrencyFactor === 'number' && r.concurrencyFactor > 0 && r.concurrencyFactor <= 1 &&
-      typeof r.reducedClock === 'boolean' && typeof r.cpu === 'boolean' && strings(r.excludeDevices) && strings(r.history);
-    if (ok) entries.push({ start: x.start as number, end: x.end as number, rung: { level: r.level as 1 | 2 | 3, retries: r.retries as number, concurrencyFactor: r.concurrencyFactor as number, reducedClock: r.reducedClock as boolean, excludeDevices: r.excludeDevices as string[], cpu: r.cpu as boolean, history: r.history as string[] } });
+      x !== null &&
+      Number.isInteger(x.start) &&
+      Number.isInteger(x.end) &&
+      0 <= (x.start as number) &&
+      (x.start as number) < (x.end as number) &&
+      (x.end as number) <= records &&
+      r !== undefined &&
+      (r.level === 1 || r.level === 2 || r.level === 3) &&
+      Number.isInteger(r.retries) &&
+      (r.retries as number) >= 0 &&
+      typeof r.concurrencyFactor === 'number' &&
+      r.concurrencyFactor > 0 &&
+      r.concurrencyFactor <= 1 &&
+      typeof r.reducedClock === 'boolean' &&
+      typeof r.cpu === 'boolean' &&
+      strings(r.excludeDevices) &&
+      strings(r.history);
+    if (ok)
+      entries.push({
+        start: x.start as number,
+        end: x.end as number,
+        rung: {
+          level: r.level as 1 | 2 | 3,
+          retries: r.retries as number,
+          concurrencyFactor: r.concurrencyFactor as number,
+          reducedClock: r.reducedClock as boolean,
+          excludeDevices: r.excludeDevices as string[],
+          cpu: r.cpu as boolean,
+          history: r.history as string[],
+        },
+      });
   }
   return { entries, dropped: raw.length - entries.length };
 }
@@ -257,7 +286,8 @@ export class BatchCoordinator {
     // Only this job's manifest licenses deleting parts (readManifest refused another job's): parts without a
     // manifest were written by someone else, since a job writes its manifest before any worker runs.
     const strays = store.list().filter((f) => f.startsWith('parts/'));
-    if (prev === undefined && strays.length > 0) throw new ManifestError(`no ${MANIFEST} but ${strays.length} parts/ file(s): the output location holds another writer's data`);
+    if (prev === undefined && strays.length > 0)
+      throw new ManifestError(`no ${MANIFEST} but ${strays.length} parts/ file(s): the output location holds another writer's data`);
     const c = new BatchCoordinator(store, cfg, prev, nowMs);
     const listed = new Set(c.parts.map((p) => p.file));
     for (const f of strays) if (!listed.has(f)) store.remove(f);
@@ -291,7 +321,12 @@ export class BatchCoordinator {
   }
 
   runningAttempts(): { id: string; range: Range; worker: string; speculativeOf?: string }[] {
-    return [...this.attempts.values()].map((a) => ({ id: a.id, range: a.range, worker: a.worker.id, ...(a.speculativeOf === undefined ? {} : { speculativeOf: a.speculativeOf }) }));
+    return [...this.attempts.values()].map((a) => ({
+      id: a.id,
+      range: a.range,
+      worker: a.worker.id,
+      ...(a.speculativeOf === undefined ? {} : { speculativeOf: a.speculativeOf }),
+    }));
   }
 
   pendingTasks(): number {
@@ -322,7 +357,16 @@ export class BatchCoordinator {
 
   private writeManifest(parts: readonly PartEntry[], state: OutputState, extra: { missing?: readonly Range[]; reason?: string } = {}): void {
     const ladder = state === 'running' ? this.ladderEntries() : [];
-    const m: Manifest = { version: 1, jobUid: this.cfg.jobUid, total: this.cfg.records.length, epoch: this.epoch, state, parts, ...extra, ...(ladder.length === 0 ? {} : { ladder }) };
+    const m: Manifest = {
+      version: 1,
+      jobUid: this.cfg.jobUid,
+      total: this.cfg.records.length,
+      epoch: this.epoch,
+      state,
+      parts,
+      ...extra,
+      ...(ladder.length === 0 ? {} : { ladder }),
+    };
     this.store.writeAtomic(MANIFEST, `${JSON.stringify(m)}\n`);
   }
 
@@ -343,10 +387,7 @@ export class BatchCoordinator {
   /** Keeps the invariant: every uncommitted record is in an open task or a running attempt. */
   private reconcile(): void {
     this.open = this.open.flatMap((t) => subtract(t.range, this.committed).map((range) => ({ ...t, range })));
-    const busy = union(
-      this.committed,
-      [...this.open.map((t) => t.range), ...[...this.attempts.values()].map((a) => a.range)],
-    );
+    const busy = union(this.committed, [...this.open.map((t) => t.range), ...[...this.attempts.values()].map((a) => a.range)]);
     for (const gap of subtract(this.all, busy)) for (const range of chunks(gap, this.cfg.shardRecords)) this.open.push({ range, rung: FRESH });
   }
 
@@ -366,12 +407,26 @@ export class BatchCoordinator {
     if (!worker.cpu && this.cfg.quarantine.isQuarantined(worker.device, nowMs)) return undefined;
     const pinOk = (pin: string | undefined): boolean =>
       pin === undefined || pin === worker.device || this.cfg.quarantine.isQuarantined(pin, nowMs) || ![...this.devices.values()].some((w) => w.device === pin);
-    const i = this.open.findIndex((t) => (t.rung.cpu === worker.cpu || worker.elastic === true) && !t.rung.excludeDevices.includes(worker.device) && pinOk(t.rung.pinDevice));
+    const i = this.open.findIndex(
+      (t) => (t.rung.cpu === worker.cpu || worker.elastic === true) && !t.rung.excludeDevices.includes(worker.device) && pinOk(t.rung.pinDevice),
+    );
     if (i < 0) return undefined;
     const t = this.open[i] as Task;
     this.open.splice(i, 1);
     const id = `e${this.epoch}-a${++this.seq}`;
-    const a: Attempt = { id, range: t.range, given: t.range, part: partName(id), rung: t.rung, worker, startMs: nowMs, done: 0, tokens: 0, resharded: false, ...(t.speculativeOf === undefined ? {} : { speculativeOf: t.speculativeOf }) };
+    const a: Attempt = {
+      id,
+      range: t.range,
+      given: t.range,
+      part: partName(id),
+      rung: t.rung,
+      worker,
+      startMs: nowMs,
+      done: 0,
+      tokens: 0,
+      resharded: false,
+      ...(t.speculativeOf === undefined ? {} : { speculativeOf: t.speculativeOf }),
+    };
     this.attempts.set(id, a);
     if (t.rung.cpu) this.note(`${id} ${fmt(t.range)}: rung 3: CPU fallback on ${worker.id} (${worker.device})`, true);
     return {
@@ -555,8 +610,18 @@ export class BatchCoordinator {
       if (d.kind === 'retry') {
         for (const p of d.pieces) front.push({ range: p.range, rung: p.rung });
         const p0 = d.pieces[0]?.rung;
-        const how = p0 === undefined ? '' : p0.level === 1 ? `same device at ${p0.concurrencyFactor}× concurrency${p0.reducedClock ? ', reduced clock' : ''}` : p0.level === 2 ? 'split over other devices' : 'CPU fallback, waiting for a CPU worker';
-        this.note(`${attemptId} ${fmt(r)} on ${failure.device}: ${failure.kind} (${failure.message.slice(0, 160)}); rung ${p0?.level ?? '?'}: ${how} (${d.pieces.length} piece${d.pieces.length === 1 ? '' : 's'})`, true);
+        const how =
+          p0 === undefined
+            ? ''
+            : p0.level === 1
+              ? `same device at ${p0.concurrencyFactor}× concurrency${p0.reducedClock ? ', reduced clock' : ''}`
+              : p0.level === 2
+                ? 'split over other devices'
+                : 'CPU fallback, waiting for a CPU worker';
+        this.note(
+          `${attemptId} ${fmt(r)} on ${failure.device}: ${failure.kind} (${failure.message.slice(0, 160)}); rung ${p0?.level ?? '?'}: ${how} (${d.pieces.length} piece${d.pieces.length === 1 ? '' : 's'})`,
+          true,
+        );
       } else {
         this.commitErrors(r, d.reason);
       }
@@ -579,7 +644,8 @@ export class BatchCoordinator {
   private commitErrors(r: Range, reason: string): void {
     const file = partName(`e${this.epoch}-f${++this.seq}`);
     const lines: string[] = [];
-    for (let i = r.start; i < r.end; i++) lines.push(JSON.stringify(errorLine(this.cfg.jobUid, (this.cfg.records[i] as RecordInfo).customId, 'shard_failed', reason)));
+    for (let i = r.start; i < r.end; i++)
+      lines.push(JSON.stringify(errorLine(this.cfg.jobUid, (this.cfg.records[i] as RecordInfo).customId, 'shard_failed', reason)));
     const accepted = subtract(r, this.committed);
     const entry: PartEntry = { file, start: r.start, lines: lines.length, accept: accepted, failed: total(accepted), tokens: 0 };
     try {
@@ -607,7 +673,8 @@ export class BatchCoordinator {
       this.attempts.delete(a.id);
       this.store.remove(a.part);
       const { pinDevice: _pin, ...rung } = a.rung;
-      for (const range of subtract(a.range, this.committed)) front.push({ range, rung, ...(a.speculativeOf === undefined ? {} : { speculativeOf: a.speculativeOf }) });
+      for (const range of subtract(a.range, this.committed))
+        front.push({ range, rung, ...(a.speculativeOf === undefined ? {} : { speculativeOf: a.speculativeOf }) });
     }
     this.devices.delete(workerId);
     this.open.unshift(...front);
@@ -623,10 +690,18 @@ export class BatchCoordinator {
   tick(nowMs: number, idleWorkers: number): { attemptId: string; cut: number; why: string }[] {
     if (this.state !== 'running') return [];
     // A re-sharded attempt or a chunk is not judged a straggler again, but the tail steal may split it further.
-    const candidates = [...this.attempts.values()].filter((a) => !a.rung.cpu && (this.cfg.longTail.idleSteal === true || (!a.resharded && a.speculativeOf === undefined)));
+    const candidates = [...this.attempts.values()].filter(
+      (a) => !a.rung.cpu && (this.cfg.longTail.idleSteal === true || (!a.resharded && a.speculativeOf === undefined)),
+    );
     const typical = this.finishedMsPerRecord.length === 0 ? undefined : median(this.finishedMsPerRecord);
     const plans = planReshards(
-      candidates.map((a) => ({ id: a.id, range: a.range, startMs: a.startMs, done: a.done, ...(a.resharded || a.speculativeOf !== undefined ? { stealOnly: true } : {}) })),
+      candidates.map((a) => ({
+        id: a.id,
+        range: a.range,
+        startMs: a.startMs,
+        done: a.done,
+        ...(a.resharded || a.speculativeOf !== undefined ? { stealOnly: true } : {}),
+      })),
       nowMs,
       typical,
       idleWorkers,

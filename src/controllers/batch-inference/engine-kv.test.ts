@@ -10,7 +10,10 @@ const fixture = (name: string): string => readFileSync(new URL(`../../serving/fi
 
 describe('the engine KV-cache reading the batch worker feeds the batch-size strategy', () => {
   it('vLLM V1 (Qwen3-0.6B, idle): use 0 under the old gauge name, capacity 2340 blocks × 16 tokens from cache_config_info', () => {
-    expect(readKv(RUNTIMES.vllm, fixture('vllm-v1-qwen3-0.6b.txt'))).toEqual({ ok: true, value: { usedFraction: 0, freeFraction: 1, capacityTokens: 37_440, freeTokens: 37_440 } });
+    expect(readKv(RUNTIMES.vllm, fixture('vllm-v1-qwen3-0.6b.txt'))).toEqual({
+      ok: true,
+      value: { usedFraction: 0, freeFraction: 1, capacityTokens: 37_440, freeTokens: 37_440 },
+    });
   });
   it('vLLM V0 (Qwen2.5-Coder-32B): use from gpu_cache_usage_perc, no capacity in the excerpt', () => {
     expect(readKv(RUNTIMES.vllm, fixture('vllm-v0-qwen2.5-coder-32b.txt'))).toEqual({ ok: true, value: { usedFraction: 0, freeFraction: 1 } });
@@ -22,11 +25,17 @@ describe('the engine KV-cache reading the batch worker feeds the batch-size stra
   it('llama-server: the ratio, and the capacity from kv_cache_tokens ÷ the ratio while something is cached', () => {
     const text = (tokens: number, ratio: number): string =>
       `# HELP llamacpp:kv_cache_usage_ratio KV-cache usage. 1 means 100 percent usage.\n# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio ${ratio}\n# HELP llamacpp:kv_cache_tokens KV-cache tokens.\n# TYPE llamacpp:kv_cache_tokens gauge\nllamacpp:kv_cache_tokens ${tokens}\n`;
-    expect(readKv(RUNTIMES.llamacpp, text(512, 0.125))).toEqual({ ok: true, value: { usedFraction: 0.125, freeFraction: 0.875, capacityTokens: 4096, freeTokens: 3584 } });
+    expect(readKv(RUNTIMES.llamacpp, text(512, 0.125))).toEqual({
+      ok: true,
+      value: { usedFraction: 0.125, freeFraction: 0.875, capacityTokens: 4096, freeTokens: 3584 },
+    });
     expect(readKv(RUNTIMES.llamacpp, text(0, 0))).toEqual({ ok: true, value: { usedFraction: 0, freeFraction: 1 } });
   });
   it('says why when there is no gauge: a recorded llama-server without it, TGI and Triton, a bad text', () => {
-    expect(readKv(RUNTIMES.llamacpp, fixture('llamacpp-counters.txt'))).toEqual({ ok: false, reason: 'llamacpp /metrics has none of llamacpp:kv_cache_usage_ratio (a llama-server after 2025 dropped it)' });
+    expect(readKv(RUNTIMES.llamacpp, fixture('llamacpp-counters.txt'))).toEqual({
+      ok: false,
+      reason: 'llamacpp /metrics has none of llamacpp:kv_cache_usage_ratio (a llama-server after 2025 dropped it)',
+    });
     expect(readKv(RUNTIMES.tgi, 'tgi_queue_size 0\n')).toEqual({ ok: false, reason: 'tgi exports no KV-cache usage metric' });
     expect(readKv(RUNTIMES.triton, fixture('triton-trtllm.txt'))).toEqual({ ok: false, reason: 'triton exports no KV-cache usage metric' });
     expect(readKv(RUNTIMES.vllm, 'vllm:kv_cache_usage_perc 0.5')).toMatchObject({ ok: false, reason: expect.stringMatching(/^vllm \/metrics: /) });

@@ -28,10 +28,14 @@ export function readKv(runtime: RuntimeDefinition, text: string): KvRead {
   const r = readEngineSignals(runtime, text);
   if (!r.ok) return { ok: false, reason: r.error };
   const used = r.signals.kvCacheUsage;
-  if (used === undefined) return { ok: false, reason: `${runtime.name} /metrics has none of ${runtime.metrics.kvCacheUsage.join(', ')} (a llama-server after 2025 dropped it)` };
+  if (used === undefined)
+    return { ok: false, reason: `${runtime.name} /metrics has none of ${runtime.metrics.kvCacheUsage.join(', ')} (a llama-server after 2025 dropped it)` };
   const u = Math.min(1, Math.max(0, used));
   const cap = r.signals.kvCapacityTokens;
-  return { ok: true, value: { usedFraction: u, freeFraction: 1 - u, ...(cap === undefined ? {} : { capacityTokens: cap, freeTokens: Math.floor(cap * (1 - u)) }) } };
+  return {
+    ok: true,
+    value: { usedFraction: u, freeFraction: 1 - u, ...(cap === undefined ? {} : { capacityTokens: cap, freeTokens: Math.floor(cap * (1 - u)) }) },
+  };
 }
 
 /** Peak use over a window of readings: the window's tightest moment is what the next batch must fit. */

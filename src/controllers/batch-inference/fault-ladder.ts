@@ -53,7 +53,11 @@ export interface Rung {
 export const FRESH: Rung = { level: 0, retries: 0, concurrencyFactor: 1, reducedClock: false, excludeDevices: [], cpu: false, history: [] };
 
 export type LadderDecision =
-  | { readonly kind: 'retry'; readonly pieces: readonly { readonly range: Range; readonly rung: Rung }[]; readonly quarantine?: { readonly device: string; readonly reason: string; readonly untilMs: number } }
+  | {
+      readonly kind: 'retry';
+      readonly pieces: readonly { readonly range: Range; readonly rung: Rung }[];
+      readonly quarantine?: { readonly device: string; readonly reason: string; readonly untilMs: number };
+    }
   | { readonly kind: 'give-up'; readonly reason: string; readonly quarantine?: { readonly device: string; readonly reason: string; readonly untilMs: number } };
 
 export interface LadderContext {
@@ -70,12 +74,14 @@ export function nextRung(range: Range, rung: Rung, failure: Failure, cfg: Ladder
   const history = [...rung.history, note];
   // A CPU-elastic worker's device is `<node>/cpu` (ADR 0161): no GPU to quarantine or to keep work off.
   const onCpu = rung.cpu || failure.device.endsWith('/cpu');
-  const quarantine = (why: string) => (cfg.quarantineMinutes > 0 && !onCpu ? { device: failure.device, reason: why, untilMs: ctx.nowMs + cfg.quarantineMinutes * 60_000 } : undefined);
+  const quarantine = (why: string) =>
+    cfg.quarantineMinutes > 0 && !onCpu ? { device: failure.device, reason: why, untilMs: ctx.nowMs + cfg.quarantineMinutes * 60_000 } : undefined;
   const q = (why: string) => {
     const v = quarantine(why);
     return v === undefined ? {} : { quarantine: v };
   };
-  if (rung.retries >= cfg.maxRetries) return { kind: 'give-up', reason: `gave up after ${rung.retries} retries: ${history.join('; ')}`, ...(failure.kind === 'hardware' ? q(note) : {}) };
+  if (rung.retries >= cfg.maxRetries)
+    return { kind: 'give-up', reason: `gave up after ${rung.retries} retries: ${history.join('; ')}`, ...(failure.kind === 'hardware' ? q(note) : {}) };
   const base = { retries: rung.retries + 1, history };
   // With no other device the chunks stay on this one (after its quarantine): excluding it would strand them.
   const exclude = onCpu || ctx.otherDevices === 0 ? rung.excludeDevices : [...new Set([...rung.excludeDevices, failure.device])];
@@ -84,7 +90,20 @@ export function nextRung(range: Range, rung: Rung, failure: Failure, cfg: Ladder
   if (rung.level === 0 && failure.kind !== 'hardware') {
     return {
       kind: 'retry',
-      pieces: [{ range, rung: { ...base, level: 1, concurrencyFactor: rung.concurrencyFactor / 2, reducedClock: cfg.retryAtReducedClock && ctx.deviceAllowsReducedClock, pinDevice: failure.device, excludeDevices: rung.excludeDevices, cpu: false } }],
+      pieces: [
+        {
+          range,
+          rung: {
+            ...base,
+            level: 1,
+            concurrencyFactor: rung.concurrencyFactor / 2,
+            reducedClock: cfg.retryAtReducedClock && ctx.deviceAllowsReducedClock,
+            pinDevice: failure.device,
+            excludeDevices: rung.excludeDevices,
+            cpu: false,
+          },
+        },
+      ],
     };
   }
   // Rung 2: smaller chunks over other devices; the device failed this work twice (or broke): quarantine it.
@@ -92,13 +111,24 @@ export function nextRung(range: Range, rung: Rung, failure: Failure, cfg: Ladder
     const k = Math.max(2, Math.min(ctx.otherDevices, 8));
     return {
       kind: 'retry',
-      pieces: split(range, k).map((r) => ({ range: r, rung: { ...base, level: 2 as const, concurrencyFactor: rung.concurrencyFactor, reducedClock: false, excludeDevices: exclude, cpu: false } })),
+      pieces: split(range, k).map((r) => ({
+        range: r,
+        rung: { ...base, level: 2 as const, concurrencyFactor: rung.concurrencyFactor, reducedClock: false, excludeDevices: exclude, cpu: false },
+      })),
       ...q(note),
     };
   }
   // Rung 3: the CPU fallback.
   if (rung.level <= 2 && cfg.cpuFallback) {
-    return { kind: 'retry', pieces: [{ range, rung: { ...base, level: 3, concurrencyFactor: 1, reducedClock: false, excludeDevices: exclude, cpu: true } }], ...(rung.level <= 1 ? q(note) : {}) };
+    return {
+      kind: 'retry',
+      pieces: [{ range, rung: { ...base, level: 3, concurrencyFactor: 1, reducedClock: false, excludeDevices: exclude, cpu: true } }],
+      ...(rung.level <= 1 ? q(note) : {}),
+    };
   }
-  return { kind: 'give-up', reason: `no rung left (${cfg.splitOnRetry ? '' : 'splitOnRetry off, '}${cfg.cpuFallback ? '' : 'cpuFallback off'}): ${history.join('; ')}`, ...(rung.level <= 1 ? q(note) : {}) };
+  return {
+    kind: 'give-up',
+    reason: `no rung left (${cfg.splitOnRetry ? '' : 'splitOnRetry off, '}${cfg.cpuFallback ? '' : 'cpuFallback off'}): ${history.join('; ')}`,
+    ...(rung.level <= 1 ? q(note) : {}),
+  };
 }

@@ -4,7 +4,9 @@ import { LiveBatchSize, batchPolicyOf, memoryStart, parseBatchPolicy, sharedPref
 describe('the live batch-size policy', () => {
   it('comes from spec.batching.dynamic and spec.strategy.batchSize, and is absent without either', () => {
     expect(batchPolicyOf({ batching: { batchSize: 32 } })).toBeUndefined();
-    expect(batchPolicyOf({ batching: { batchSize: 32, dynamic: { minBatchSize: 2, maxBatchSize: 64, targetLatencyMs: 800, maxGpuMemoryPercent: 80 } } })).toEqual({ start: 32, min: 2, max: 64, targetP99Ms: 800, maxMemoryFraction: 0.8 });
+    expect(
+      batchPolicyOf({ batching: { batchSize: 32, dynamic: { minBatchSize: 2, maxBatchSize: 64, targetLatencyMs: 800, maxGpuMemoryPercent: 80 } } }),
+    ).toEqual({ start: 32, min: 2, max: 64, targetP99Ms: 800, maxMemoryFraction: 0.8 });
     const plugin = { file: 'p.wasm', sha256: 'a'.repeat(64) };
     expect(batchPolicyOf({ batching: { batchSize: 8 }, strategy: { batchSize: { wasm: plugin } } })).toEqual({ start: 8, min: 1, max: 2048, plugin });
   });
@@ -14,7 +16,9 @@ describe('the live batch-size policy', () => {
     expect(parseBatchPolicy('{"start":0,"min":1,"max":2}')).toEqual({ error: '--batching: start must be a positive integer, got 0' });
     expect(parseBatchPolicy('{"start":4,"min":8,"max":2}')).toEqual({ error: '--batching: min 8 is over max 2' });
     expect(parseBatchPolicy('{"start":4,"min":1,"max":8,"targetP99Ms":-3}')).toEqual({ error: '--batching: targetP99Ms must be a positive integer, got -3' });
-    expect(parseBatchPolicy('{"start":4,"min":1,"max":8,"maxMemoryFraction":1.5}')).toEqual({ error: '--batching: maxMemoryFraction must be a number in (0, 1], got 1.5' });
+    expect(parseBatchPolicy('{"start":4,"min":1,"max":8,"maxMemoryFraction":1.5}')).toEqual({
+      error: '--batching: maxMemoryFraction must be a number in (0, 1], got 1.5',
+    });
     expect(parseBatchPolicy('nope')).toMatchObject({ error: expect.stringMatching(/^--batching: not JSON/) });
   });
   it('steps by AIMD once a window: +start/8 under the SLA, ×0.7 over it, within the bounds', () => {
@@ -33,7 +37,10 @@ describe('the live batch-size policy', () => {
 
 describe('the live batch size reads the engine KV cache', () => {
   it('gives the window peak use to AIMD (shrinks past 0.9) and the free tokens to the plugin', () => {
-    const reads = [{ usedFraction: 0.5, freeFraction: 0.5, capacityTokens: 1000, freeTokens: 500 }, { usedFraction: 0.95, freeFraction: 0.05 }];
+    const reads = [
+      { usedFraction: 0.5, freeFraction: 0.5, capacityTokens: 1000, freeTokens: 500 },
+      { usedFraction: 0.95, freeFraction: 0.05 },
+    ];
     const seen: number[][] = [];
     const plugin = { name: 'echo', call: (_e: string, args: readonly number[]) => (seen.push([...args]), { ok: false as const, reason: 'no' }) };
     const s = new LiveBatchSize({ start: 10, min: 1, max: 40, targetP99Ms: 100 }, tokenMixOf([{ prompt: 'x' }]), plugin, 2, () => reads.shift());
@@ -52,7 +59,13 @@ describe('the live batch size reads the engine KV cache', () => {
 describe('the plugin start decision with the engine KV cache', () => {
   it('is asked again with the free tokens once the engine is read, and not after a window', () => {
     const seen: number[] = [];
-    const plugin = { name: 'kv', call: (_e: string, args: readonly number[]) => (seen.push(args[3] as number), { ok: true as const, value: Math.max(1, Math.min(64, Math.floor((args[3] as number) / 100))) }) };
+    const plugin = {
+      name: 'kv',
+      call: (_e: string, args: readonly number[]) => (
+        seen.push(args[3] as number),
+        { ok: true as const, value: Math.max(1, Math.min(64, Math.floor((args[3] as number) / 100))) }
+      ),
+    };
     const s = new LiveBatchSize({ start: 8, min: 1, max: 64, targetP99Ms: 100 }, tokenMixOf([{ prompt: 'x' }]), plugin, 2);
     // Before the engine is up the KV is unknown (0): a memory-bound plugin answers its minimum.
     expect([s.size, seen]).toEqual([1, [0]]);
@@ -82,12 +95,20 @@ describe('the built-in start from the engine (seed 004 §2.3)', () => {
     expect(memoryStart(kv, counted, 0, 0.9, { min: 1, max: 64 })).toMatchObject({ size: 64, why: expect.stringMatching(/fit, bounded to \[1, 64\]\)$/) });
     expect(memoryStart({ usedFraction: 0.3, freeFraction: 0.7 }, counted, 0, 0.9, { min: 1, max: 64 })).toBeUndefined();
     // An engine that runs 4 sequences at once (llama-server's slots) gets 4: more would only queue there.
-    expect(memoryStart(kv, counted, 0, 0.9, { min: 1, max: 2048 }, 4)).toMatchObject({ size: 4, why: expect.stringMatching(/fit, the engine runs 4 at once\)$/) });
+    expect(memoryStart(kv, counted, 0, 0.9, { min: 1, max: 2048 }, 4)).toMatchObject({
+      size: 4,
+      why: expect.stringMatching(/fit, the engine runs 4 at once\)$/),
+    });
     expect(memoryStart(kv, counted, 0, 0.9, { min: 6, max: 2048 }, 4)?.size).toBe(6);
   });
   it('the common prefix of the prompts, as a share of their length', () => {
     const sys = 'You are a careful assistant that answers in one word. '.repeat(4);
-    const bodies = ['cats', 'dogs', 'a much longer question about birds'].map((q) => ({ messages: [{ role: 'system', content: sys }, { role: 'user', content: q }] }));
+    const bodies = ['cats', 'dogs', 'a much longer question about birds'].map((q) => ({
+      messages: [
+        { role: 'system', content: sys },
+        { role: 'user', content: q },
+      ],
+    }));
     const f = sharedPrefixFraction(bodies);
     expect(f).toBeGreaterThan(0.8);
     expect(f).toBeLessThan(1);
@@ -97,7 +118,9 @@ describe('the built-in start from the engine (seed 004 §2.3)', () => {
   it('replaces the spec start once, before the first window, with dynamic batching only; a plugin is asked again instead', () => {
     const s = new LiveBatchSize({ start: 8, min: 1, max: 2048, targetP99Ms: 1000, maxMemoryFraction: 0.9 }, tokenMixOf([{ prompt: 'x' }]), undefined, 2);
     expect(s.size).toBe(8);
-    expect(s.startFromEngine(kv, counted, 0)).toMatch(/^batch size \d+ \(builtin\): start from the engine's memory: 90000 of its 100000 free KV tokens \(90 %\)/);
+    expect(s.startFromEngine(kv, counted, 0)).toMatch(
+      /^batch size \d+ \(builtin\): start from the engine's memory: 90000 of its 100000 free KV tokens \(90 %\)/,
+    );
     expect(s.size).toBe(memoryStart(kv, counted, 0, 0.9, { min: 1, max: 2048 })?.size);
     s.observe(10);
     s.observe(10);

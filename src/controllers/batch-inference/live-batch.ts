@@ -36,7 +36,15 @@ export interface BatchPolicy {
 }
 
 interface PolicySpec {
-  readonly batching: { readonly batchSize: number; readonly dynamic?: { readonly minBatchSize: number; readonly maxBatchSize: number; readonly targetLatencyMs?: number; readonly maxGpuMemoryPercent?: number } };
+  readonly batching: {
+    readonly batchSize: number;
+    readonly dynamic?: {
+      readonly minBatchSize: number;
+      readonly maxBatchSize: number;
+      readonly targetLatencyMs?: number;
+      readonly maxGpuMemoryPercent?: number;
+    };
+  };
   readonly strategy?: { readonly batchSize?: { readonly wasm: NonNullable<BatchPolicy['plugin']> } };
 }
 
@@ -65,19 +73,31 @@ export function parseBatchPolicy(text: string): BatchPolicy | { error: string } 
   } catch (e) {
     return { error: `--batching: not JSON (${(e as Error).message})` };
   }
-  for (const k of ['start', 'min', 'max'] as const) if (!posInt(v[k])) return { error: `--batching: ${k} must be a positive integer, got ${JSON.stringify(v[k])}` };
+  for (const k of ['start', 'min', 'max'] as const)
+    if (!posInt(v[k])) return { error: `--batching: ${k} must be a positive integer, got ${JSON.stringify(v[k])}` };
   const [start, min, max] = [v.start, v.min, v.max] as number[];
   if ((min as number) > (max as number)) return { error: `--batching: min ${min} is over max ${max}` };
-  if (v.targetP99Ms !== undefined && !posInt(v.targetP99Ms)) return { error: `--batching: targetP99Ms must be a positive integer, got ${JSON.stringify(v.targetP99Ms)}` };
+  if (v.targetP99Ms !== undefined && !posInt(v.targetP99Ms))
+    return { error: `--batching: targetP99Ms must be a positive integer, got ${JSON.stringify(v.targetP99Ms)}` };
   const f = v.maxMemoryFraction;
-  if (f !== undefined && !(typeof f === 'number' && f > 0 && f <= 1)) return { error: `--batching: maxMemoryFraction must be a number in (0, 1], got ${JSON.stringify(f)}` };
+  if (f !== undefined && !(typeof f === 'number' && f > 0 && f <= 1))
+    return { error: `--batching: maxMemoryFraction must be a number in (0, 1], got ${JSON.stringify(f)}` };
   const p = v.plugin as BatchPolicy['plugin'] | undefined;
-  if (p !== undefined && (typeof p !== 'object' || p === null || typeof p.sha256 !== 'string')) return { error: '--batching: plugin must be {file | configMap, sha256}' };
-  return { start: start as number, min: min as number, max: max as number, ...(v.targetP99Ms === undefined ? {} : { targetP99Ms: v.targetP99Ms as number }), ...(f === undefined ? {} : { maxMemoryFraction: f }), ...(p === undefined ? {} : { plugin: p }) };
+  if (p !== undefined && (typeof p !== 'object' || p === null || typeof p.sha256 !== 'string'))
+    return { error: '--batching: plugin must be {file | configMap, sha256}' };
+  return {
+    start: start as number,
+    min: min as number,
+    max: max as number,
+    ...(v.targetP99Ms === undefined ? {} : { targetP99Ms: v.targetP99Ms as number }),
+    ...(f === undefined ? {} : { maxMemoryFraction: f }),
+    ...(p === undefined ? {} : { plugin: p }),
+  };
 }
 
 /** A prompt's tokens estimated from its JSON, 4 characters a token (what the worker assumes without a tokenizer). */
-export const estimatePromptTokens = (body: Readonly<Record<string, unknown>>): number => Math.max(1, Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? body.input ?? '').length / 4));
+export const estimatePromptTokens = (body: Readonly<Record<string, unknown>>): number =>
+  Math.max(1, Math.ceil(JSON.stringify(body.messages ?? body.prompt ?? body.input ?? '').length / 4));
 
 /** A rough token mix from the requests themselves (4 characters a token; max_tokens or 16 out): the plugin's inputs. */
 export function tokenMixOf(bodies: readonly Record<string, unknown>[]): TokenMix {
@@ -109,14 +129,26 @@ export function sharedPrefixFraction(bodies: readonly Readonly<Record<string, un
  * tokens × maxMemoryFraction, each holding the p90 counted prompt and p90 output, the shared prefix once
  * (batchByMemory, the bench's rule). Undefined when the engine does not say its cache's size.
  */
-export function memoryStart(kv: KvReading, mix: TokenMix, sharedFraction: number, maxMemoryFraction: number, bounds: BatchBounds, engineSlots?: number): { readonly size: number; readonly why: string } | undefined {
+export function memoryStart(
+  kv: KvReading,
+  mix: TokenMix,
+  sharedFraction: number,
+  maxMemoryFraction: number,
+  bounds: BatchBounds,
+  engineSlots?: number,
+): { readonly size: number; readonly why: string } | undefined {
   if (kv.freeTokens === undefined) return undefined;
   const cap = Math.floor(kv.freeTokens * maxMemoryFraction);
   const fit = batchByMemory(cap, mix, sharedFraction);
   // More in flight than the engine runs at once only queues there (llama-server's slots).
   const bySlots = engineSlots === undefined ? fit.size : Math.min(fit.size, engineSlots);
   const size = Math.max(bounds.min, Math.min(bounds.max, bySlots));
-  const clamp = size === fit.size ? '' : bySlots < fit.size && size === bySlots ? ` (${fit.size} fit, the engine runs ${engineSlots} at once)` : ` (${fit.size} fit, bounded to [${bounds.min}, ${bounds.max}])`;
+  const clamp =
+    size === fit.size
+      ? ''
+      : bySlots < fit.size && size === bySlots
+        ? ` (${fit.size} fit, the engine runs ${engineSlots} at once)`
+        : ` (${fit.size} fit, bounded to [${bounds.min}, ${bounds.max}])`;
   return {
     size,
     why: `start from the engine's memory: ${cap} of its ${kv.freeTokens} free KV tokens (${Math.round(maxMemoryFraction * 100)} %) at ${Math.round(fit.perSeq)} tokens a sequence (p90 prompt and output of ${mix.promptTokens.length} counted records${fit.shared > 0 ? `, a ${Math.round(fit.shared)}-token shared prefix held once` : ''})${clamp}`,
@@ -212,6 +244,11 @@ export class LiveBatchSize {
     this.size = d.value;
     this.source = d.source;
     if (d.reason !== undefined) this.lastFallback = d.reason;
-    return { size: d.value, p99Ms, source: d.source, why: d.source === 'plugin' ? `plugin: p99 ${p99Ms.toFixed(0)} ms against ${target} ms` : (d.reason ?? built.why) };
+    return {
+      size: d.value,
+      p99Ms,
+      source: d.source,
+      why: d.source === 'plugin' ? `plugin: p99 ${p99Ms.toFixed(0)} ms against ${target} ms` : (d.reason ?? built.why),
+    };
   }
 }

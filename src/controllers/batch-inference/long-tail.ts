@@ -41,7 +41,14 @@ export interface LongTailConfig {
   readonly idleSteal?: boolean;
 }
 
-export const DEFAULT_LONG_TAIL: LongTailConfig = { enabled: true, thresholdPct: 130, minObservationMs: 5_000, handoffMs: 2_000, minChunkRecords: 4, idleSteal: true };
+export const DEFAULT_LONG_TAIL: LongTailConfig = {
+  enabled: true,
+  thresholdPct: 130,
+  minObservationMs: 5_000,
+  handoffMs: 2_000,
+  minChunkRecords: 4,
+  idleSteal: true,
+};
 
 /** Predicted finish time of an attempt from its own rate; undefined before there is a rate. */
 export function predictFinishMs(a: RunningAttempt, nowMs: number, minObservationMs: number): number | undefined {
@@ -65,7 +72,14 @@ export interface Reshard {
  * first finishes: then only the deadline can call a straggler); `idleWorkers` bounds the chunks handed out;
  * `queuedTasks` (open work the idle workers will take anyway) is subtracted from them for the tail steal.
  */
-export function planReshards(running: readonly RunningAttempt[], nowMs: number, typicalMsPerRecord: number | undefined, idleWorkers: number, cfg: LongTailConfig, queuedTasks = 0): Reshard[] {
+export function planReshards(
+  running: readonly RunningAttempt[],
+  nowMs: number,
+  typicalMsPerRecord: number | undefined,
+  idleWorkers: number,
+  cfg: LongTailConfig,
+  queuedTasks = 0,
+): Reshard[] {
   if (!cfg.enabled || idleWorkers <= 0) return [];
   const out: Reshard[] = [];
   let idle = idleWorkers;
@@ -106,7 +120,12 @@ export function planReshards(running: readonly RunningAttempt[], nowMs: number, 
     if (k < 1) continue;
     const cut = Math.min(a.range.end, Math.max(handoff, a.range.start + a.done + Math.ceil(left / (k + 1))));
     if (a.range.end - cut < cfg.minChunkRecords) continue;
-    out.push({ attemptId: a.id, cut, chunks: split({ start: cut, end: a.range.end }, k), why: `${k} worker${k === 1 ? '' : 's'} idle with nothing queued: predicted ${Math.round(finish - nowMs)} ms left, split with them` });
+    out.push({
+      attemptId: a.id,
+      cut,
+      chunks: split({ start: cut, end: a.range.end }, k),
+      why: `${k} worker${k === 1 ? '' : 's'} idle with nothing queued: predicted ${Math.round(finish - nowMs)} ms left, split with them`,
+    });
     idle -= k;
     stealable -= k;
   }

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { BatchFormatError, BatchInputValidator, errorLine, outputId, parseRequestLine, successLine } from './openai-batch.ts';
 
-const ok = (id: string, extra = ''): string => `{"custom_id":"${id}","method":"POST","url":"/v1/chat/completions","body":{"model":"m","messages":[{"role":"user","content":"hi"}]${extra}}}`;
+const ok = (id: string, extra = ''): string =>
+  `{"custom_id":"${id}","method":"POST","url":"/v1/chat/completions","body":{"model":"m","messages":[{"role":"user","content":"hi"}]${extra}}}`;
 
 describe('OpenAI batch input lines', () => {
   it('parses a request and plans with its max_tokens', () => {
@@ -37,7 +38,12 @@ describe('OpenAI batch input lines', () => {
 
 describe('OpenAI batch output lines', () => {
   it('have the format and a stable id per (job, custom_id)', () => {
-    expect(successLine('job', 'a', { x: 1 })).toEqual({ id: outputId('job', 'a'), custom_id: 'a', response: { status_code: 200, request_id: outputId('job', 'a'), body: { x: 1 } }, error: null });
+    expect(successLine('job', 'a', { x: 1 })).toEqual({
+      id: outputId('job', 'a'),
+      custom_id: 'a',
+      response: { status_code: 200, request_id: outputId('job', 'a'), body: { x: 1 } },
+      error: null,
+    });
     expect(errorLine('job', 'a', 'shard_failed', 'm')).toMatchObject({ response: null, error: { code: 'shard_failed', message: 'm' } });
     expect(outputId('job', 'a')).toBe(outputId('job', 'a'));
     expect(outputId('job', 'a')).not.toBe(outputId('job', 'b'));

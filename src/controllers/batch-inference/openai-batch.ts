@@ -75,7 +75,8 @@ export function parseRequestLine(text: string, file: string, line: number, defau
     const msg = (e as Error).message;
     throw new BatchFormatError(`${file}:${line}:${jsonErrorColumn(msg)}: not JSON: ${msg}`);
   }
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new BatchFormatError(`${file}:${line}:1: a request must be a JSON object {custom_id, method, url, body}`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new BatchFormatError(`${file}:${line}:1: a request must be a JSON object {custom_id, method, url, body}`);
   const first = Value.Errors(BatchRequestLine, raw).First();
   if (first !== undefined) {
     const field = first.path === '' ? '(line)' : first.path.slice(1).replace(/\//g, '.');

@@ -33,7 +33,13 @@ export function partLines(jobUid: string, records: readonly RecordInfo[], a: Pic
   return lines;
 }
 
-export function writePart(store: OutputStore, jobUid: string, records: readonly RecordInfo[], a: Pick<Assignment, 'range' | 'part'>, o: PartOptions = {}): void {
+export function writePart(
+  store: OutputStore,
+  jobUid: string,
+  records: readonly RecordInfo[],
+  a: Pick<Assignment, 'range' | 'part'>,
+  o: PartOptions = {},
+): void {
   const lines = partLines(jobUid, records, a, o);
   store.writeAtomic(a.part, lines.length === 0 ? '' : `${lines.join('\n')}\n`);
 }

@@ -31,7 +31,7 @@ const render = (j: BatchJobObject): { gpu: PodObject; cpu: PodObject } => {
 const server = (p: PodObject): ContainerObject => (p.spec?.containers ?? [])[0] as ContainerObject;
 
 describe('the CPU fallback worker pod', () => {
-  it('is the GPU worker\'s engine and batch worker with no GPU: the CPU image, no offload, threads = its CPU request', () => {
+  it("is the GPU worker's engine and batch worker with no GPU: the CPU image, no offload, threads = its CPU request", () => {
     const { gpu, cpu } = render(jobOf({ container: { args: ['--parallel', '2', '--n-gpu-layers', '99'] } }));
     expect(cpu.metadata.name).toBe('j-cpu');
     expect(cpuWorkerPodName('j')).toBe('j-cpu');
@@ -46,7 +46,8 @@ describe('the CPU fallback worker pod', () => {
     expect(s.args).toContain('--parallel');
     // No GPU scheduling: no model, compute-capability or gang annotations (the GPU worker has them).
     expect(gpu.metadata.annotations?.[ANNOTATION.gpuModels]).toBeDefined();
-    for (const k of [ANNOTATION.gpuModels, ANNOTATION.minComputeCapability, ANNOTATION.gpuMemory, ANNOTATION.minMember]) expect(cpu.metadata.annotations?.[k]).toBeUndefined();
+    for (const k of [ANNOTATION.gpuModels, ANNOTATION.minComputeCapability, ANNOTATION.gpuMemory, ANNOTATION.minMember])
+      expect(cpu.metadata.annotations?.[k]).toBeUndefined();
     expect(JSON.stringify(cpu)).not.toContain('nvidia.com/gpu');
     // The same sits batch-worker beside it, on the same volumes.
     expect((cpu.spec?.containers ?? [])[1]).toEqual((gpu.spec?.containers ?? [])[1]);
@@ -54,8 +55,10 @@ describe('the CPU fallback worker pod', () => {
     expect(cpu.spec?.schedulerName).toBe(gpu.spec?.schedulerName);
   });
 
-  it('requests spec.resources\' cpu and memory, drops only the GPU, and sizes vLLM\'s CPU KV cache to half the memory', () => {
-    const { cpu } = render(jobOf({ runtime: 'vllm', model: { uri: 'pvc://models/m' }, resources: { cpu: '7500m', memory: '32Gi', 'example.com/fast-disk': 1 } }));
+  it("requests spec.resources' cpu and memory, drops only the GPU, and sizes vLLM's CPU KV cache to half the memory", () => {
+    const { cpu } = render(
+      jobOf({ runtime: 'vllm', model: { uri: 'pvc://models/m' }, resources: { cpu: '7500m', memory: '32Gi', 'example.com/fast-disk': 1 } }),
+    );
     const s = server(cpu);
     expect(s.image).toBe('public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.2');
     expect(s.resources?.requests).toEqual({ cpu: '7500m', memory: '32Gi', 'example.com/fast-disk': '1' });
@@ -64,8 +67,14 @@ describe('the CPU fallback worker pod', () => {
     expect(s.args?.[(s.args?.indexOf('--tensor-parallel-size') ?? 0) + 1]).toBe('1');
   });
 
-  it('keeps spec.container.image and spec.container.env over the CPU build\'s', () => {
-    const { cpu } = render(jobOf({ runtime: 'vllm', model: { uri: 'pvc://models/m' }, container: { image: 'my/vllm-any:1', env: [{ name: 'VLLM_CPU_KVCACHE_SPACE', value: '3' }] } }));
+  it("keeps spec.container.image and spec.container.env over the CPU build's", () => {
+    const { cpu } = render(
+      jobOf({
+        runtime: 'vllm',
+        model: { uri: 'pvc://models/m' },
+        container: { image: 'my/vllm-any:1', env: [{ name: 'VLLM_CPU_KVCACHE_SPACE', value: '3' }] },
+      }),
+    );
     expect(server(cpu).image).toBe('my/vllm-any:1');
     expect(server(cpu).env?.filter((e) => e.name === 'VLLM_CPU_KVCACHE_SPACE')).toEqual([{ name: 'VLLM_CPU_KVCACHE_SPACE', value: '3' }]);
   });
@@ -78,6 +87,9 @@ describe('the CPU fallback worker pod', () => {
   it('refuses cpuFallback for a runtime with no CPU build, naming the field', () => {
     const r = renderWorkers(jobOf({ runtime: 'triton', model: { uri: 'pvc://models/m' }, gpu: { allowedModels: ['H100'] } }));
     expect(r.ok).toBe(false);
-    expect(r.ok ? [] : r.issues).toContainEqual({ field: 'spec.faultRecovery.cpuFallback', message: expect.stringMatching(/Triton.* has no CPU build to fall back to/) });
+    expect(r.ok ? [] : r.issues).toContainEqual({
+      field: 'spec.faultRecovery.cpuFallback',
+      message: expect.stringMatching(/Triton.* has no CPU build to fall back to/),
+    });
   });
 });

@@ -38,7 +38,14 @@ export const cpuWorkerPodName = (job: string): string => `${job}-cpu`;
 export const DEFAULT_CPU_WORKER_RESOURCES: Readonly<Record<'cpu' | 'memory', string>> = { cpu: '4', memory: '16Gi' };
 
 export function ownerReference(j: BatchJobObject): OwnerReference {
-  return { apiVersion: API_GROUP_VERSION, kind: KIND.batchInferenceJob, name: j.metadata.name ?? '', uid: j.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND.batchInferenceJob,
+    name: j.metadata.name ?? '',
+    uid: j.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** The job seen as one InferenceService replica: what the serving runtimes render the engine container from. */
@@ -50,7 +57,12 @@ export function asInferenceService(j: BatchJobObject): InferenceServiceObject {
     metadata: { name: j.metadata.name, namespace: j.metadata.namespace },
     spec: {
       runtime: s.runtime,
-      model: { uri: s.model.uri, name: j.metadata.name, ...(s.model.revision === undefined ? {} : { revision: s.model.revision }), ...(s.model.quantization === undefined ? {} : { quantization: s.model.quantization }) },
+      model: {
+        uri: s.model.uri,
+        name: j.metadata.name,
+        ...(s.model.revision === undefined ? {} : { revision: s.model.revision }),
+        ...(s.model.quantization === undefined ? {} : { quantization: s.model.quantization }),
+      },
       gpusPerReplica: s.gpusPerWorker,
       ...(s.gpu === undefined ? {} : { gpu: s.gpu }),
       ...(s.resources === undefined ? {} : { resources: s.resources }),
@@ -104,22 +116,32 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   // fetches it, the worker needs no RBAC on ConfigMaps (ADR 0156). Optional, so a missing ConfigMap or key does not
   // hold the pod in ContainerCreating: the worker then refuses the plugin with that reason and the built-in decides.
   const pluginCm = batching?.plugin?.configMap;
-  const pluginVolume = pluginCm === undefined ? [] : [{ name: BATCH_PLUGIN_VOLUME, configMap: { name: pluginCm.name, items: [{ key: pluginCm.key, path: pluginCm.key }], optional: true } }];
+  const pluginVolume =
+    pluginCm === undefined
+      ? []
+      : [{ name: BATCH_PLUGIN_VOLUME, configMap: { name: pluginCm.name, items: [{ key: pluginCm.key, path: pluginCm.key }], optional: true } }];
   const worker: ContainerObject = {
     name: WORKER_CONTAINER,
     image: cfg.workerImage ?? DEFAULT_WORKER_IMAGE,
     command: ['sits', 'batch-worker'],
     args: [
-      '--input', `${batchMountPath(input.claim)}/${input.path}`,
-      '--output', `${batchMountPath(output.claim)}/${output.path}`,
+      '--input',
+      `${batchMountPath(input.claim)}/${input.path}`,
+      '--output',
+      `${batchMountPath(output.claim)}/${output.path}`,
       // The pod's own address: the engine binds every interface of the pod's network namespace.
-      '--engine', `http://$(POD_IP):${t.port}`,
-      '--model', model,
-      '--job-uid', j.metadata.uid ?? '',
+      '--engine',
+      `http://$(POD_IP):${t.port}`,
+      '--model',
+      model,
+      '--job-uid',
+      j.metadata.uid ?? '',
       // Which /metrics names carry the engine's KV-cache use (ADR 0164), and its tokenizer for the tokenise stage (ADR 0167).
-      '--runtime', j.spec.runtime,
+      '--runtime',
+      j.spec.runtime,
       // The finished prefix of a shard is committed at the job's checkpoint interval (ADR 0159).
-      '--checkpoint-interval', String(j.spec.checkpoint.intervalSeconds),
+      '--checkpoint-interval',
+      String(j.spec.checkpoint.intervalSeconds),
       ...(j.spec.checkpoint.intervalRecords === undefined ? [] : ['--checkpoint-records', String(j.spec.checkpoint.intervalRecords)]),
       // Dynamic batching or a batch-size plugin: the worker drives its in-flight requests by it (live-batch.ts).
       ...(batching === undefined ? [] : ['--batching', JSON.stringify(batching)]),
@@ -131,7 +153,10 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
       { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     ],
-    volumeMounts: [...claims.map((c) => ({ name: `batch-${c}`, mountPath: batchMountPath(c) })), ...(pluginCm === undefined ? [] : [{ name: BATCH_PLUGIN_VOLUME, mountPath: BATCH_PLUGIN_MOUNT, readOnly: true }])],
+    volumeMounts: [
+      ...claims.map((c) => ({ name: `batch-${c}`, mountPath: batchMountPath(c) })),
+      ...(pluginCm === undefined ? [] : [{ name: BATCH_PLUGIN_VOLUME, mountPath: BATCH_PLUGIN_MOUNT, readOnly: true }]),
+    ],
   };
   const base = structuredClone((j.spec.podTemplate?.spec ?? {}) as Record<string, unknown>);
   const given = Array.isArray(base.containers) ? (base.containers as ContainerObject[]) : [];
@@ -145,7 +170,12 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
       metadata: {
         name: podName,
         namespace: ns,
-        labels: { ...j.spec.podTemplate?.metadata?.labels, [LABEL.batchInferenceJob]: name, ...(j.spec.queue === undefined ? {} : { [LABEL.queue]: j.spec.queue }), ...extraLabels },
+        labels: {
+          ...j.spec.podTemplate?.metadata?.labels,
+          [LABEL.batchInferenceJob]: name,
+          ...(j.spec.queue === undefined ? {} : { [LABEL.queue]: j.spec.queue }),
+          ...extraLabels,
+        },
         annotations: { ...podAnnotations, [ANNOTATION.batchAssignment]: formatAssignment(undefined) },
         ownerReferences: [ownerReference(j)],
       },
@@ -153,7 +183,11 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
         // The user's podTemplate (service account, tolerations, ...) underneath; ours wins on what we set.
         ...base,
         containers: [engine, worker, ...given.filter((c) => c.name !== SERVING_CONTAINER && c.name !== WORKER_CONTAINER)],
-        volumes: [...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []), ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } })), ...pluginVolume],
+        volumes: [
+          ...(Array.isArray(base.volumes) ? (base.volumes as unknown[]) : []),
+          ...claims.map((c) => ({ name: `batch-${c}`, persistentVolumeClaim: { claimName: c } })),
+          ...pluginVolume,
+        ],
         schedulerName: SCHEDULER_NAME,
         // A worker that dies is replaced by the controller (its shard goes back to the coordinator), not restarted in place.
         restartPolicy: 'Never',
@@ -168,17 +202,30 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
   // No GPU scheduling annotations (GPU models, compute capability, memory): the pod holds no GPU, any node with the
   // CPUs and memory takes it. Never a gang.
   const cpuServer = cpu.ok ? ({ ...given.find((c) => c.name === SERVING_CONTAINER), ...structuredClone(cpu.container) } as ContainerObject) : undefined;
-  const cpuPod = cpuServer === undefined || !j.spec.faultRecovery.cpuFallback ? undefined : (): PodObject => build(cpuWorkerPodName(name), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchCpuFallback]: 'true' });
+  const cpuPod =
+    cpuServer === undefined || !j.spec.faultRecovery.cpuFallback
+      ? undefined
+      : (): PodObject => build(cpuWorkerPodName(name), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchCpuFallback]: 'true' });
   // A share of one device: the engine without its whole-GPU request, the gpu-fraction annotation, and the device
   // memory that leaves the share spec.gpu.minMemoryGiB (route-placement.ts). gpusPerWorker is 1 here, never a gang.
   const fractionPod = (index: number, fraction: number, deviceMemoryGiB?: number): PodObject =>
     build(
       workerPodName(name, index),
       fractionalServer(server, j.spec.runtime, fraction, GPU_RESOURCE),
-      { ...annotations, [ANNOTATION.gpuFraction]: String(fraction), ...(deviceMemoryGiB === undefined ? {} : { [ANNOTATION.gpuMemory]: `${deviceMemoryGiB}Gi` }) },
+      {
+        ...annotations,
+        [ANNOTATION.gpuFraction]: String(fraction),
+        ...(deviceMemoryGiB === undefined ? {} : { [ANNOTATION.gpuMemory]: `${deviceMemoryGiB}Gi` }),
+      },
       { [LABEL.batchRoute]: 'gpu-fragments' },
     );
-  const elasticPod = cpuServer === undefined ? runtimeFor(j.spec.runtime)?.cpu === undefined ? `${runtimeFor(j.spec.runtime)?.displayName ?? j.spec.runtime} has no CPU build` : `its CPU build cannot be rendered: ${cpu.ok ? '' : cpu.issues.map((i) => `${i.field}: ${i.message}`).join('; ')}` : (n: number): PodObject => build(elasticWorkerPodName(name, n), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchRoute]: 'cpu-elastic' });
+  const elasticPod =
+    cpuServer === undefined
+      ? runtimeFor(j.spec.runtime)?.cpu === undefined
+        ? `${runtimeFor(j.spec.runtime)?.displayName ?? j.spec.runtime} has no CPU build`
+        : `its CPU build cannot be rendered: ${cpu.ok ? '' : cpu.issues.map((i) => `${i.field}: ${i.message}`).join('; ')}`
+      : (n: number): PodObject =>
+          build(elasticWorkerPodName(name, n), cpuServer, { ...j.spec.podTemplate?.metadata?.annotations }, { [LABEL.batchRoute]: 'cpu-elastic' });
   return { ok: true, value: { pod, model, gang, fractionPod, elasticPod, ...(cpuPod === undefined ? {} : { cpuPod }) } };
 }
 
@@ -187,11 +234,22 @@ export function renderWorkers(j: BatchJobObject, cfg: WorkerBuildConfig = {}): W
  * runtime's CPU build (image, flags, env; serving/runtime.ts CpuSupport). It requests spec.resources' cpu and memory
  * (DEFAULT_CPU_WORKER_RESOURCES where unset) as requests and limits, and no GPU; other resources stay as given.
  */
-function renderCpuServer(isvc: InferenceServiceObject): { readonly ok: true; readonly container: ServingContainer } | { readonly ok: false; readonly issues: readonly SpecIssue[] } {
+function renderCpuServer(
+  isvc: InferenceServiceObject,
+): { readonly ok: true; readonly container: ServingContainer } | { readonly ok: false; readonly issues: readonly SpecIssue[] } {
   const { gpu: _gpu, ...spec } = isvc.spec;
   const runtime = runtimeFor(spec.runtime);
   const support = runtime?.cpu;
-  if (support === undefined) return { ok: false, issues: [{ field: 'spec.faultRecovery.cpuFallback', message: `${runtime?.displayName ?? spec.runtime} has no CPU build to fall back to: set it false, or use the llamacpp or vllm runtime` }] };
+  if (support === undefined)
+    return {
+      ok: false,
+      issues: [
+        {
+          field: 'spec.faultRecovery.cpuFallback',
+          message: `${runtime?.displayName ?? spec.runtime} has no CPU build to fall back to: set it false, or use the llamacpp or vllm runtime`,
+        },
+      ],
+    };
   const given = Object.fromEntries(Object.entries(spec.resources ?? {}).filter(([k]) => k !== GPU_RESOURCE));
   const resources = { ...given, cpu: given.cpu ?? DEFAULT_CPU_WORKER_RESOURCES.cpu, memory: given.memory ?? DEFAULT_CPU_WORKER_RESOURCES.memory };
   const r = renderReplica({ ...spec, gpusPerReplica: 0, resources });

@@ -4,21 +4,44 @@ import { chunks, covers, normalise, split, subtract, total, union } from './rang
 
 describe('record ranges', () => {
   it('normalises overlapping and adjacent ranges into one sorted disjoint list', () => {
-    expect(normalise([{ start: 5, end: 8 }, { start: 0, end: 2 }, { start: 2, end: 4 }, { start: 7, end: 9 }, { start: 3, end: 3 }])).toEqual([
+    expect(
+      normalise([
+        { start: 5, end: 8 },
+        { start: 0, end: 2 },
+        { start: 2, end: 4 },
+        { start: 7, end: 9 },
+        { start: 3, end: 3 },
+      ]),
+    ).toEqual([
       { start: 0, end: 4 },
       { start: 5, end: 9 },
     ]);
   });
   it('subtracts a set from a range', () => {
-    const set = normalise([{ start: 2, end: 4 }, { start: 6, end: 7 }]);
-    expect(subtract({ start: 0, end: 10 }, set)).toEqual([{ start: 0, end: 2 }, { start: 4, end: 6 }, { start: 7, end: 10 }]);
+    const set = normalise([
+      { start: 2, end: 4 },
+      { start: 6, end: 7 },
+    ]);
+    expect(subtract({ start: 0, end: 10 }, set)).toEqual([
+      { start: 0, end: 2 },
+      { start: 4, end: 6 },
+      { start: 7, end: 10 },
+    ]);
     expect(subtract({ start: 2, end: 4 }, set)).toEqual([]);
     expect(covers(set, { start: 2, end: 4 })).toBe(true);
     expect(covers(set, { start: 2, end: 5 })).toBe(false);
   });
   it('chunks and splits without losing or repeating a record', () => {
-    expect(chunks({ start: 0, end: 10 }, 4)).toEqual([{ start: 0, end: 4 }, { start: 4, end: 8 }, { start: 8, end: 10 }]);
-    expect(split({ start: 0, end: 3 }, 5)).toEqual([{ start: 0, end: 1 }, { start: 1, end: 2 }, { start: 2, end: 3 }]);
+    expect(chunks({ start: 0, end: 10 }, 4)).toEqual([
+      { start: 0, end: 4 },
+      { start: 4, end: 8 },
+      { start: 8, end: 10 },
+    ]);
+    expect(split({ start: 0, end: 3 }, 5)).toEqual([
+      { start: 0, end: 1 },
+      { start: 1, end: 2 },
+      { start: 2, end: 3 },
+    ]);
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 1, max: 60 }), fc.integer({ min: 1, max: 9 }), (s, n, k) => {
         const r = { start: s, end: s + n };

@@ -55,14 +55,24 @@ export interface PlacementCaps {
 const step = (x: number): number => Math.ceil(x / FRACTION_STEP - 1e-9) * FRACTION_STEP;
 
 /** The share of one device from the profile and spec.gpu.minMemoryGiB; 1 means no share fits below a whole device. */
-export function fractionFor(peakKvFraction: number | undefined, minMemoryGiB: number | undefined): { readonly fraction: number; readonly deviceMemoryGiB?: number; readonly why: string } {
+export function fractionFor(
+  peakKvFraction: number | undefined,
+  minMemoryGiB: number | undefined,
+): { readonly fraction: number; readonly deviceMemoryGiB?: number; readonly why: string } {
   const fromKv = peakKvFraction === undefined ? UNMEASURED_FRACTION : Math.max(FRACTION_STEP, step(Math.min(1, peakKvFraction * KV_HEADROOM)));
-  const kvWhy = peakKvFraction === undefined ? `no KV use measured: ${UNMEASURED_FRACTION} of a device` : `peak KV use ${peakKvFraction.toPrecision(3)} × ${KV_HEADROOM} headroom, rounded up to ${FRACTION_STEP}`;
+  const kvWhy =
+    peakKvFraction === undefined
+      ? `no KV use measured: ${UNMEASURED_FRACTION} of a device`
+      : `peak KV use ${peakKvFraction.toPrecision(3)} × ${KV_HEADROOM} headroom, rounded up to ${FRACTION_STEP}`;
   if (minMemoryGiB === undefined) return { fraction: fromKv, why: kvWhy };
   // The share holds minMemoryGiB on a device of minMemoryGiB / fraction GiB; no larger device than the largest GPU.
   const fraction = Math.max(fromKv, step(Math.min(1, minMemoryGiB / LARGEST_DEVICE_GIB)));
   const deviceMemoryGiB = Math.ceil(minMemoryGiB / fraction);
-  return { fraction, deviceMemoryGiB, why: `${kvWhy}; spec.gpu.minMemoryGiB ${minMemoryGiB}: on a device of at least ${deviceMemoryGiB} GiB${fraction > fromKv ? ` (raised from ${fromKv}: no GPU has ${Math.ceil(minMemoryGiB / fromKv)} GiB)` : ''}` };
+  return {
+    fraction,
+    deviceMemoryGiB,
+    why: `${kvWhy}; spec.gpu.minMemoryGiB ${minMemoryGiB}: on a device of at least ${deviceMemoryGiB} GiB${fraction > fromKv ? ` (raised from ${fromKv}: no GPU has ${Math.ceil(minMemoryGiB / fromKv)} GiB)` : ''}`,
+  };
 }
 
 /** What the route does to the workers created from now on, with the reason line said in status. */
@@ -73,9 +83,16 @@ export function placementFor(job: PlacementJob, routing: Pick<BatchRouting, 'rou
   if (g === 0) return { shape: 'whole', reason: `route ${route}: the workers already hold no GPU (gpusPerWorker 0); nothing changed` };
   if (route === 'cpu-elastic') {
     if (caps.cpuBuild !== true) return { shape: 'whole', reason: `route cpu-elastic not acted on: ${caps.cpuBuild}; the workers stay on GPUs` };
-    return { shape: 'cpu', reason: `route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers (the ${job.spec.runtime} CPU build, no GPU) taking all the work, at most spec.workers and no more than the shards left` };
+    return {
+      shape: 'cpu',
+      reason: `route cpu-elastic: GPU workers drained at shard boundaries and replaced by CPU workers (the ${job.spec.runtime} CPU build, no GPU) taking all the work, at most spec.workers and no more than the shards left`,
+    };
   }
-  if (g > 1 || caps.gang) return { shape: 'whole', reason: `route gpu-fragments not acted on: a worker needs ${g} whole GPUs${caps.gang ? ' as a gang' : ''} (gpusPerWorker ${g}); a share is one device` };
+  if (g > 1 || caps.gang)
+    return {
+      shape: 'whole',
+      reason: `route gpu-fragments not acted on: a worker needs ${g} whole GPUs${caps.gang ? ' as a gang' : ''} (gpusPerWorker ${g}); a share is one device`,
+    };
   const f = fractionFor(routing.profile.peakKvFraction, job.spec.gpu?.minMemoryGiB);
   if (f.fraction >= 1) return { shape: 'whole', reason: `route gpu-fragments not acted on: the share would be a whole device (${f.why}); whole GPUs kept` };
   return {
@@ -117,8 +134,14 @@ export function elasticWorkers(specWorkers: number, openShards: number, runningO
 }
 
 /** The engine container of a fractional worker: no whole-GPU request; the engine's memory pool is the share. */
-export function fractionalServer<C extends { readonly args?: readonly string[]; readonly resources?: { readonly requests?: Readonly<Record<string, unknown>>; readonly limits?: Readonly<Record<string, unknown>> } }>(c: C, runtime: string, fraction: number, gpuResource: string): C {
-  const drop = (r: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> | undefined => (r === undefined ? undefined : Object.fromEntries(Object.entries(r).filter(([k]) => k !== gpuResource)));
+export function fractionalServer<
+  C extends {
+    readonly args?: readonly string[];
+    readonly resources?: { readonly requests?: Readonly<Record<string, unknown>>; readonly limits?: Readonly<Record<string, unknown>> };
+  },
+>(c: C, runtime: string, fraction: number, gpuResource: string): C {
+  const drop = (r: Readonly<Record<string, unknown>> | undefined): Record<string, unknown> | undefined =>
+    r === undefined ? undefined : Object.fromEntries(Object.entries(r).filter(([k]) => k !== gpuResource));
   const requests = drop(c.resources?.requests);
   const limits = drop(c.resources?.limits);
   const flag = MEMORY_FRACTION_FLAG[runtime];
@@ -131,7 +154,11 @@ export function fractionalServer<C extends { readonly args?: readonly string[]; 
 }
 
 /** The placement of a job whose worker template is rendered: its gang and whether its runtime has a CPU build. */
-export function placementOf(job: PlacementJob, routing: Pick<BatchRouting, 'route' | 'profile'>, t: { readonly gang: boolean; readonly elasticPod: unknown }): Placement {
+export function placementOf(
+  job: PlacementJob,
+  routing: Pick<BatchRouting, 'route' | 'profile'>,
+  t: { readonly gang: boolean; readonly elasticPod: unknown },
+): Placement {
   return placementFor(job, routing, { gang: t.gang, cpuBuild: typeof t.elasticPod === 'string' ? t.elasticPod : true });
 }
 

@@ -76,7 +76,9 @@ export function decideRoute(i: RouteInput): RouteDecision {
   }
   const shortOutputs = i.profile === undefined || i.profile.outputTokensPerRecord <= 64;
   if (i.fragmentation >= 0.6 && d < 0.85 && shortOutputs) {
-    reasons.push(`fragmentation ${i.fragmentation.toFixed(2)} ≥ 0.6 with accuracyTolerance < 0.85${i.profile === undefined ? '' : ` and ${i.profile.outputTokensPerRecord.toFixed(0)} output tokens a record`}: CPU-elastic, leave the GPU fragments to gangs`);
+    reasons.push(
+      `fragmentation ${i.fragmentation.toFixed(2)} ≥ 0.6 with accuracyTolerance < 0.85${i.profile === undefined ? '' : ` and ${i.profile.outputTokensPerRecord.toFixed(0)} output tokens a record`}: CPU-elastic, leave the GPU fragments to gangs`,
+    );
     return { route: 'cpu-elastic', quantization: 'int8', reasons };
   }
   if (i.fragmentation >= 0.3) {

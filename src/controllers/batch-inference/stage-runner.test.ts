@@ -23,9 +23,19 @@ describe('runStages', () => {
       },
     });
     const src = counter(20);
-    const stats = await runStages(src.next, [stage('tokenise', (i) => i % 5 === 0), stage('infer'), stage('postprocess')], () => 4, new AbortController().signal, now);
+    const stats = await runStages(
+      src.next,
+      [stage('tokenise', (i) => i % 5 === 0), stage('infer'), stage('postprocess')],
+      () => 4,
+      new AbortController().signal,
+      now,
+    );
     for (let i = 0; i < 20; i++) expect(seen[i]).toEqual(i % 5 === 0 ? ['tokenise'] : ['tokenise', 'infer', 'postprocess']);
-    expect(stats.map((s) => [s.name, s.processed])).toEqual([['tokenise', 20], ['infer', 16], ['postprocess', 16]]);
+    expect(stats.map((s) => [s.name, s.processed])).toEqual([
+      ['tokenise', 20],
+      ['infer', 16],
+      ['postprocess', 16],
+    ]);
   });
 
   it('holds records back when a later stage is slow: queues stay within capacity and the source is read only as fast as the slow stage drains', async () => {
@@ -34,7 +44,16 @@ describe('runStages', () => {
     let finished = 0;
     const src = counter(40);
     let worst = 0;
-    const first: LiveStage<number> = { name: 'tokenise', concurrency: () => 4, run: async () => { inFirst++; await tick(); inFirst--; return 'next'; } };
+    const first: LiveStage<number> = {
+      name: 'tokenise',
+      concurrency: () => 4,
+      run: async () => {
+        inFirst++;
+        await tick();
+        inFirst--;
+        return 'next';
+      },
+    };
     const slow: LiveStage<number> = {
       name: 'infer',
       concurrency: () => 2,
@@ -43,7 +62,14 @@ describe('runStages', () => {
           release.push(() => r('next'));
         }),
     };
-    const last: LiveStage<number> = { name: 'postprocess', concurrency: () => 1, run: async () => { finished++; return 'next'; } };
+    const last: LiveStage<number> = {
+      name: 'postprocess',
+      concurrency: () => 1,
+      run: async () => {
+        finished++;
+        return 'next';
+      },
+    };
     const done = runStages(src.next, [first, slow, last], (s) => (s === 1 ? 3 : 2), new AbortController().signal, now);
     for (let round = 0; round < 200 && finished < 40; round++) {
       await tick(1);
@@ -109,8 +135,22 @@ describe('runStages', () => {
     let lastDone = 0;
     const stages: LiveStage<number>[] = [
       { name: 'tokenise', concurrency: () => 2, run: async () => 'next' },
-      { name: 'infer', concurrency: () => 1, run: async () => { await tick(1); return 'next'; } },
-      { name: 'postprocess', concurrency: () => 1, run: async () => { lastDone++; return 'next'; } },
+      {
+        name: 'infer',
+        concurrency: () => 1,
+        run: async () => {
+          await tick(1);
+          return 'next';
+        },
+      },
+      {
+        name: 'postprocess',
+        concurrency: () => 1,
+        run: async () => {
+          lastDone++;
+          return 'next';
+        },
+      },
     ];
     const done = runStages(src.next, stages, () => 2, ac.signal, now);
     await tick(15);

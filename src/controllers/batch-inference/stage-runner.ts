@@ -33,7 +33,14 @@ export interface StageStats {
  * and every record has left the last stage (or, once `signal` aborts, when the work in flight ends; queued and
  * waiting records are then dropped). `live` gets the stats as they grow. Rejects with the first stage failure; no new work starts after it.
  */
-export function runStages<T>(source: () => T | undefined, stages: readonly LiveStage<T>[], capacity: (stage: number) => number, signal: AbortSignal, now: () => number, live?: (stats: readonly StageStats[]) => void): Promise<StageStats[]> {
+export function runStages<T>(
+  source: () => T | undefined,
+  stages: readonly LiveStage<T>[],
+  capacity: (stage: number) => number,
+  signal: AbortSignal,
+  now: () => number,
+  live?: (stats: readonly StageStats[]) => void,
+): Promise<StageStats[]> {
   if (stages.length === 0) throw new Error('runStages: no stage');
   const k = stages.length;
   const stats: StageStats[] = stages.map((s) => ({ name: s.name, processed: 0, busyMs: 0, blockedMs: 0, maxQueue: 0 }));
@@ -78,7 +85,7 @@ export function runStages<T>(source: () => T | undefined, stages: readonly LiveS
       } else {
         // Downstream first: a stage that starts frees queue room the stage before it fills at once; records released
         // into a queue may then start downstream, so passes repeat until nothing moves.
-        for (let changed = true; changed; ) {
+        for (let changed = true; changed;) {
           changed = false;
           for (let s = k - 1; s >= 0; s--) {
             if (s < k - 1) {

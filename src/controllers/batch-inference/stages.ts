@@ -22,7 +22,10 @@ export function placeStages(available: ReadonlySet<DeviceClass>): Record<StageNa
   for (const s of STAGES) {
     const pref = PREFERENCE[s];
     const device = pref.find((d) => available.has(d)) ?? 'cpu';
-    out[s] = { device, reason: device === pref[0] ? `${s} on ${device}` : `${s} on ${device}: no ${pref.slice(0, pref.indexOf(device)).join(' or ')} in the cluster` };
+    out[s] = {
+      device,
+      reason: device === pref[0] ? `${s} on ${device}` : `${s} on ${device}: no ${pref.slice(0, pref.indexOf(device)).join(' or ')} in the cluster`,
+    };
   }
   return out;
 }

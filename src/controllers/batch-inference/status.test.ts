@@ -35,11 +35,29 @@ describe('status writes', () => {
     expect(writes).toBeLessThanOrEqual(25);
     expect(writes).toBeGreaterThanOrEqual(20);
   });
-  it('renders the CRD\'s status shape', () => {
-    const p: Progress = { recordsTotal: 10, recordsProcessed: 4, recordsFailed: 1, tokensProcessed: 900, shardsTotal: 3, shardsCompleted: 1, percent: 40, tokensPerSecond: 12.3456, expectedFinishMs: 60_000, running: 2 };
+  it("renders the CRD's status shape", () => {
+    const p: Progress = {
+      recordsTotal: 10,
+      recordsProcessed: 4,
+      recordsFailed: 1,
+      tokensProcessed: 900,
+      shardsTotal: 3,
+      shardsCompleted: 1,
+      percent: 40,
+      tokensPerSecond: 12.3456,
+      expectedFinishMs: 60_000,
+      running: 2,
+    };
     const s = toStatus(p, { phase: 'Running', startMs: 0, nowMs: 30_000, batchSize: 48, quarantined: ['n1/0'], readyWorkers: 2 });
     expect([...Value.Errors(BatchInferenceJobStatus, s)].map((e) => `${e.path}: ${e.message}`)).toEqual([]);
-    expect(s).toMatchObject({ phase: 'Running', tokensPerSecond: 12.35, currentBatchSize: 48, quarantinedGpus: ['n1/0'], startTime: '1970-01-01T00:00:00Z', estimatedCompletionTime: '1970-01-01T00:01:00Z' });
+    expect(s).toMatchObject({
+      phase: 'Running',
+      tokensPerSecond: 12.35,
+      currentBatchSize: 48,
+      quarantinedGpus: ['n1/0'],
+      startTime: '1970-01-01T00:00:00Z',
+      estimatedCompletionTime: '1970-01-01T00:01:00Z',
+    });
     expect(s.progress).toMatchObject({ recordsProcessed: 4, recordsFailed: 1, percent: 40, lastCheckpointTime: '1970-01-01T00:00:30Z' });
   });
 });

@@ -26,7 +26,12 @@ export interface WrittenStatus {
   readonly quarantined: readonly string[];
 }
 
-export function shouldWriteStatus(last: WrittenStatus | undefined, next: Omit<WrittenStatus, 'atMs'>, nowMs: number, p: StatusWritePolicy = DEFAULT_STATUS_POLICY): boolean {
+export function shouldWriteStatus(
+  last: WrittenStatus | undefined,
+  next: Omit<WrittenStatus, 'atMs'>,
+  nowMs: number,
+  p: StatusWritePolicy = DEFAULT_STATUS_POLICY,
+): boolean {
   if (last === undefined || last.phase !== next.phase) return true;
   if (last.quarantined.join(',') !== next.quarantined.join(',')) return true;
   if (next.recordsProcessed === last.recordsProcessed) return false;
@@ -39,7 +44,17 @@ const iso = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z
 
 export function toStatus(
   progress: Progress,
-  o: { phase: BatchPhase; startMs: number; nowMs: number; batchSize?: number; retries?: number; quarantined: readonly string[]; readyWorkers: number; generation?: number; completionMs?: number },
+  o: {
+    phase: BatchPhase;
+    startMs: number;
+    nowMs: number;
+    batchSize?: number;
+    retries?: number;
+    quarantined: readonly string[];
+    readyWorkers: number;
+    generation?: number;
+    completionMs?: number;
+  },
 ): BatchInferenceJobStatus {
   return {
     phase: o.phase,

@@ -4,7 +4,19 @@
 import { describe, expect, it } from 'vitest';
 import { decideRoute } from './routing.ts';
 import type { PluginCaller } from './wasm-plugin.ts';
-import { MAX_MODULE_BYTES, PROBE_BATCH, decideBatchSize, decideRoutePlugin, inspectWasm, parsePluginLimits, pluginCondition, routeArgs, selfTest, tally, validateRoute } from './wasm-plugin.ts';
+import {
+  MAX_MODULE_BYTES,
+  PROBE_BATCH,
+  decideBatchSize,
+  decideRoutePlugin,
+  inspectWasm,
+  parsePluginLimits,
+  pluginCondition,
+  routeArgs,
+  selfTest,
+  tally,
+  validateRoute,
+} from './wasm-plugin.ts';
 
 /** A caller answering from a table: the port the host implements, with the answers a module could give. */
 const caller = (answers: Record<string, number | string>): PluginCaller => ({
@@ -19,9 +31,15 @@ describe('batch size decisions', () => {
   it('takes a valid answer and falls back, with the reason, on any other', () => {
     expect(decideBatchSize(undefined, PROBE_BATCH, 40)).toEqual({ value: 40, source: 'builtin' });
     expect(decideBatchSize(caller({ batch_size: 64 }), PROBE_BATCH, 40)).toEqual({ value: 64, source: 'plugin' });
-    expect(decideBatchSize(caller({ batch_size: 0 }), PROBE_BATCH, 40)).toEqual({ value: 40, source: 'builtin', reason: 'plugin t.wasm: batch_size returned 0, outside [1, 256]; built-in batch size 40 used' });
+    expect(decideBatchSize(caller({ batch_size: 0 }), PROBE_BATCH, 40)).toEqual({
+      value: 40,
+      source: 'builtin',
+      reason: 'plugin t.wasm: batch_size returned 0, outside [1, 256]; built-in batch size 40 used',
+    });
     expect(decideBatchSize(caller({ batch_size: -Infinity }), PROBE_BATCH, 40).reason).toMatch(/returned -Infinity, not a finite number/);
-    expect(decideBatchSize(caller({ batch_size: 'batch_size failed (trap: unreachable)' }), PROBE_BATCH, 40).reason).toBe('plugin t.wasm: batch_size failed (trap: unreachable); built-in batch size 40 used');
+    expect(decideBatchSize(caller({ batch_size: 'batch_size failed (trap: unreachable)' }), PROBE_BATCH, 40).reason).toBe(
+      'plugin t.wasm: batch_size failed (trap: unreachable); built-in batch size 40 used',
+    );
   });
 });
 
@@ -34,23 +52,33 @@ describe('route decisions', () => {
   it('decodes route index and quantisation, and refuses what the tolerance does not allow', () => {
     expect(validateRoute(2 + 256, input)).toEqual({ ok: true, value: { route: 'gpu-fragments', quantization: 'fp8' } });
     expect(validateRoute(3 + 512, input)).toEqual({ ok: true, value: { route: 'cpu-elastic', quantization: 'int8' } });
-    expect(validateRoute(1 + 512, { ...input, accuracyTolerance: 0.96 })).toEqual({ ok: false, reason: 'route chose int8, which accuracyTolerance 0.96 does not allow' });
+    expect(validateRoute(1 + 512, { ...input, accuracyTolerance: 0.96 })).toEqual({
+      ok: false,
+      reason: 'route chose int8, which accuracyTolerance 0.96 does not allow',
+    });
     expect(validateRoute(3 * 256, input)).toEqual({ ok: false, reason: 'route returned quantisation 3, outside 0..2' });
     expect(validateRoute(-1, input).ok).toBe(false);
   });
-  it('falls back to the built-in decision, keeping its reasons and adding the plugin\'s failure', () => {
+  it("falls back to the built-in decision, keeping its reasons and adding the plugin's failure", () => {
     const builtin = decideRoute(input);
     const d = decideRoutePlugin(caller({ route: 7 }), input, builtin);
     expect(d).toMatchObject({ route: builtin.route, source: 'builtin' });
     expect(d.reasons).toEqual([...builtin.reasons, `plugin t.wasm: route returned route index 7, outside 0..3; built-in route ${builtin.route} used`]);
-    expect(decideRoutePlugin(caller({ route: 1 }), input, builtin)).toEqual({ route: 'gpu-shared', source: 'plugin', reasons: ['plugin t.wasm: route gpu-shared'] });
+    expect(decideRoutePlugin(caller({ route: 1 }), input, builtin)).toEqual({
+      route: 'gpu-shared',
+      source: 'plugin',
+      reasons: ['plugin t.wasm: route gpu-shared'],
+    });
   });
 });
 
 describe('the self-test and the condition', () => {
   it('refuses another ABI version and a failing probe', () => {
     expect(selfTest(caller({ sits_abi_version: 1, batch_size: 16 }), ['batchSize'])).toEqual({ ok: true, value: true });
-    expect(selfTest(caller({ sits_abi_version: 3, batch_size: 16 }), ['batchSize'])).toEqual({ ok: false, reason: 'sits_abi_version returned 3; this host speaks ABI 1' });
+    expect(selfTest(caller({ sits_abi_version: 3, batch_size: 16 }), ['batchSize'])).toEqual({
+      ok: false,
+      reason: 'sits_abi_version returned 3; this host speaks ABI 1',
+    });
     expect(selfTest(caller({ sits_abi_version: 1, batch_size: 16 }), ['routing'])).toEqual({ ok: false, reason: 'self-test of route: no route' });
   });
   it('says who decides, and why the built-in does', () => {
@@ -61,10 +89,13 @@ describe('the self-test and the condition', () => {
       type: 'StrategyPlugin',
       status: 'True',
       reason: 'PluginActive',
-      message: 'plugin t.wasm loaded; 1 decisions by the plugin, 1 by the built-in (last: plugin t.wasm: batch_size returned 0, outside [1, 256]; built-in batch size 40 used)',
+      message:
+        'plugin t.wasm loaded; 1 decisions by the plugin, 1 by the built-in (last: plugin t.wasm: batch_size returned 0, outside [1, 256]; built-in batch size 40 used)',
     });
     expect(pluginCondition({ kind: 'none' })).toMatchObject({ status: 'False', reason: 'NoPlugin' });
-    expect(pluginCondition({ kind: 'rejected', name: 't.wasm', reason: 'forbidden import wasi.fd_write (function)' }).message).toBe('plugin t.wasm rejected: forbidden import wasi.fd_write (function); built-in strategies used');
+    expect(pluginCondition({ kind: 'rejected', name: 't.wasm', reason: 'forbidden import wasi.fd_write (function)' }).message).toBe(
+      'plugin t.wasm rejected: forbidden import wasi.fd_write (function); built-in strategies used',
+    );
   });
 });
 
@@ -76,7 +107,14 @@ describe('structural checks', () => {
   const section = (id: number, body: number[]) => [id, body.length, ...body];
   const mod = (maxPages: number) =>
     Uint8Array.from([
-      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+      0x00,
+      0x61,
+      0x73,
+      0x6d,
+      0x01,
+      0x00,
+      0x00,
+      0x00,
       ...section(1, [1, 0x60, 0, 1, 0x7f]),
       ...section(3, [2, 0, 0]),
       ...section(5, [1, 1, 1, maxPages]),
@@ -84,12 +122,24 @@ describe('structural checks', () => {
       ...section(10, [2, 4, 0, 0x41, 1, 0x0b, 4, 0, 0x41, 1, 0x0b]),
     ]);
   it('reads exports and memory limits without running the module', () => {
-    expect(inspectWasm(mod(2), ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: true, value: { imports: [], exports: ['sits_abi_version', 'batch_size'], memory: { initial: 1, maximum: 2, imported: false } } });
-    expect(inspectWasm(mod(17), ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: 'memory maximum 17 pages is over the cap of 16 pages (1024 KiB)' });
-    expect(inspectWasm(mod(2), ['routing'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: 'missing export route (the routing strategy); the module exports sits_abi_version, batch_size' });
+    expect(inspectWasm(mod(2), ['batchSize'], { maxMemoryPages: 16 })).toEqual({
+      ok: true,
+      value: { imports: [], exports: ['sits_abi_version', 'batch_size'], memory: { initial: 1, maximum: 2, imported: false } },
+    });
+    expect(inspectWasm(mod(17), ['batchSize'], { maxMemoryPages: 16 })).toEqual({
+      ok: false,
+      reason: 'memory maximum 17 pages is over the cap of 16 pages (1024 KiB)',
+    });
+    expect(inspectWasm(mod(2), ['routing'], { maxMemoryPages: 16 })).toEqual({
+      ok: false,
+      reason: 'missing export route (the routing strategy); the module exports sits_abi_version, batch_size',
+    });
     const huge = new Uint8Array(MAX_MODULE_BYTES + 1);
     huge.set(mod(2));
-    expect(inspectWasm(huge, ['batchSize'], { maxMemoryPages: 16 })).toEqual({ ok: false, reason: `module is ${MAX_MODULE_BYTES + 1} bytes, over the limit of ${MAX_MODULE_BYTES}` });
+    expect(inspectWasm(huge, ['batchSize'], { maxMemoryPages: 16 })).toEqual({
+      ok: false,
+      reason: `module is ${MAX_MODULE_BYTES + 1} bytes, over the limit of ${MAX_MODULE_BYTES}`,
+    });
   });
 });
 
@@ -101,7 +151,14 @@ describe('memories beyond the first (issue 36: multi-memory escaped the cap)', (
   const importMemory = (flags: number, ...limits: number[]) => [...name('env'), ...name('memory'), 2, flags, ...limits];
   const mod = (o: { imports?: number[][]; memories?: number[][] }) =>
     Uint8Array.from([
-      0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+      0x00,
+      0x61,
+      0x73,
+      0x6d,
+      0x01,
+      0x00,
+      0x00,
+      0x00,
       ...section(1, [1, 0x60, 0, 1, 0x7f]),
       ...(o.imports === undefined ? [] : section(2, [o.imports.length, ...o.imports.flat()])),
       ...section(3, [2, 0, 0]),
@@ -112,7 +169,12 @@ describe('memories beyond the first (issue 36: multi-memory escaped the cap)', (
   const limits = { maxMemoryPages: 16 };
   it('refuses a second declared memory, one declared beside an imported one, and two imports of env.memory', () => {
     // A capped first memory, then one with no maximum (it could grow to 4 GiB).
-    const twoDeclared = mod({ memories: [[1, 1, 2], [0, 1]] });
+    const twoDeclared = mod({
+      memories: [
+        [1, 1, 2],
+        [0, 1],
+      ],
+    });
     const importedAndDeclared = mod({ imports: [importMemory(0, 1)], memories: [[0, 1]] });
     const twoImports = mod({ imports: [importMemory(1, 1, 2), importMemory(0, 1)] });
     for (const [bytes, reason] of [
@@ -135,8 +197,14 @@ describe('memories beyond the first (issue 36: multi-memory escaped the cap)', (
     }
   });
   it('still takes one capped memory, declared or imported', () => {
-    expect(inspectWasm(mod({ memories: [[1, 1, 2]] }), ['batchSize'], limits)).toMatchObject({ ok: true, value: { memory: { initial: 1, maximum: 2, imported: false } } });
-    expect(inspectWasm(mod({ imports: [importMemory(0, 1)] }), ['batchSize'], limits)).toMatchObject({ ok: true, value: { memory: { initial: 1, maximum: 16, imported: true } } });
+    expect(inspectWasm(mod({ memories: [[1, 1, 2]] }), ['batchSize'], limits)).toMatchObject({
+      ok: true,
+      value: { memory: { initial: 1, maximum: 2, imported: false } },
+    });
+    expect(inspectWasm(mod({ imports: [importMemory(0, 1)] }), ['batchSize'], limits)).toMatchObject({
+      ok: true,
+      value: { memory: { initial: 1, maximum: 16, imported: true } },
+    });
   });
 });
 

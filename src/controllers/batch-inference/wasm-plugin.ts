@@ -123,8 +123,8 @@ function memoriesOf(bytes: Uint8Array): MemoryLimits[] {
     // Limits flags: 1 has a maximum, 2 shared, 4 memory64 (whose limits are 64-bit: read only after the check).
     // The host's ABI hands 32-bit offsets in one private memory.
     const flags = r.b[r.pos] ?? 0;
-    if ((flags & 4) !== 0) throw new PluginShapeError('a 64-bit memory (memory64): a plugin\'s memory is 32-bit');
-    if ((flags & 2) !== 0) throw new PluginShapeError('a shared memory: a plugin\'s memory is its own');
+    if ((flags & 4) !== 0) throw new PluginShapeError("a 64-bit memory (memory64): a plugin's memory is 32-bit");
+    if ((flags & 2) !== 0) throw new PluginShapeError("a shared memory: a plugin's memory is its own");
     if ((flags & ~1) !== 0) throw new PluginShapeError(`memory limits flags 0x${flags.toString(16)} are unknown`);
     const { flags: _, ...l } = r.limits();
     mems.push({ ...l, imported });
@@ -166,7 +166,8 @@ export const MAX_MODULE_BYTES = 4 * 1024 * 1024;
 
 export function inspectWasm(bytes: Uint8Array, strategies: readonly StrategyKind[], limits: Pick<PluginLimits, 'maxMemoryPages'>): Checked<ModuleShape> {
   if (bytes.length > MAX_MODULE_BYTES) return { ok: false, reason: `module is ${bytes.length} bytes, over the limit of ${MAX_MODULE_BYTES}` };
-  if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d) return { ok: false, reason: 'not a WebAssembly module (no \\0asm magic)' };
+  if (bytes.length < 8 || bytes[0] !== 0 || bytes[1] !== 0x61 || bytes[2] !== 0x73 || bytes[3] !== 0x6d)
+    return { ok: false, reason: 'not a WebAssembly module (no \\0asm magic)' };
   let mod: WebAssembly.Module;
   try {
     mod = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
@@ -177,13 +178,16 @@ export function inspectWasm(bytes: Uint8Array, strategies: readonly StrategyKind
   for (const i of imports) {
     const key = `${i.module}.${i.name}`;
     const allowed = ALLOWED_IMPORTS[key];
-    if (allowed === undefined) return { ok: false, reason: `forbidden import ${key} (${i.kind}): a plugin may import only ${Object.keys(ALLOWED_IMPORTS).join(', ')}` };
+    if (allowed === undefined)
+      return { ok: false, reason: `forbidden import ${key} (${i.kind}): a plugin may import only ${Object.keys(ALLOWED_IMPORTS).join(', ')}` };
     if (allowed !== i.kind) return { ok: false, reason: `import ${key} must be a ${allowed}, not a ${i.kind}` };
   }
   const exports = WebAssembly.Module.exports(mod);
   const fn = new Set(exports.filter((e) => e.kind === 'function').map((e) => e.name));
   if (!fn.has('sits_abi_version')) return { ok: false, reason: `missing export sits_abi_version (a function returning ${WASM_ABI_VERSION})` };
-  for (const s of strategies) if (!fn.has(EXPORT_OF[s].name)) return { ok: false, reason: `missing export ${EXPORT_OF[s].name} (the ${s} strategy); the module exports ${[...fn].join(', ') || 'no functions'}` };
+  for (const s of strategies)
+    if (!fn.has(EXPORT_OF[s].name))
+      return { ok: false, reason: `missing export ${EXPORT_OF[s].name} (the ${s} strategy); the module exports ${[...fn].join(', ') || 'no functions'}` };
   let mems: MemoryLimits[];
   try {
     mems = memoriesOf(bytes);
@@ -191,14 +195,20 @@ export function inspectWasm(bytes: Uint8Array, strategies: readonly StrategyKind
     return { ok: false, reason: e instanceof PluginShapeError ? `the module has ${e.message}` : `invalid WebAssembly: ${describe(e)}` };
   }
   if (mems.length > 1)
-    return { ok: false, reason: `the module has ${mems.length} memories (${mems.filter((m) => m.imported).length} imported, ${mems.filter((m) => !m.imported).length} declared): a plugin may have one, capped at ${limits.maxMemoryPages} pages` };
+    return {
+      ok: false,
+      reason: `the module has ${mems.length} memories (${mems.filter((m) => m.imported).length} imported, ${mems.filter((m) => !m.imported).length} declared): a plugin may have one, capped at ${limits.maxMemoryPages} pages`,
+    };
   const mem = mems[0];
   const cap = limits.maxMemoryPages;
   if (mem !== undefined) {
     const where = mem.imported ? 'imported memory' : 'memory';
-    if (mem.initial > cap) return { ok: false, reason: `${where} starts at ${mem.initial} pages, over the cap of ${cap} pages (${(cap * WASM_PAGE_BYTES) / 1024} KiB)` };
-    if (!mem.imported && mem.maximum === undefined) return { ok: false, reason: `memory declares no maximum: declare one of at most ${cap} pages (asc --maximumMemory ${cap}) or import env.memory` };
-    if (!mem.imported && (mem.maximum as number) > cap) return { ok: false, reason: `memory maximum ${mem.maximum} pages is over the cap of ${cap} pages (${(cap * WASM_PAGE_BYTES) / 1024} KiB)` };
+    if (mem.initial > cap)
+      return { ok: false, reason: `${where} starts at ${mem.initial} pages, over the cap of ${cap} pages (${(cap * WASM_PAGE_BYTES) / 1024} KiB)` };
+    if (!mem.imported && mem.maximum === undefined)
+      return { ok: false, reason: `memory declares no maximum: declare one of at most ${cap} pages (asc --maximumMemory ${cap}) or import env.memory` };
+    if (!mem.imported && (mem.maximum as number) > cap)
+      return { ok: false, reason: `memory maximum ${mem.maximum} pages is over the cap of ${cap} pages (${(cap * WASM_PAGE_BYTES) / 1024} KiB)` };
   }
   const shape: ModuleShape = {
     imports: imports.map((i) => `${i.module}.${i.name}`),
@@ -236,7 +246,15 @@ export interface BatchSizeInputs {
 }
 
 /** The plugin's inputs from the built-in's: the start decision without `o`, one window's adjustment with it. */
-export function batchSizeInputs(kvCapacityTokens: number, mix: TokenMix, kvHitRate: number, bounds: BatchBounds, slaP99Ms: number, current = 0, o?: Observation): BatchSizeInputs {
+export function batchSizeInputs(
+  kvCapacityTokens: number,
+  mix: TokenMix,
+  kvHitRate: number,
+  bounds: BatchBounds,
+  slaP99Ms: number,
+  current = 0,
+  o?: Observation,
+): BatchSizeInputs {
   const [p50, p90] = percentiles(mix.promptTokens, [50, 90]);
   const [o90] = percentiles(mix.outputTokens, [90]);
   return {
@@ -276,7 +294,9 @@ export function decideBatchSize(plugin: PluginCaller | undefined, i: BatchSizeIn
   if (plugin === undefined) return { value: builtin, source: 'builtin' };
   const r = plugin.call(EXPORT_OF.batchSize.name, batchSizeArgs(i));
   const v = r.ok ? validateBatchSize(r.value, i) : r;
-  return v.ok ? { value: v.value, source: 'plugin' } : { value: builtin, source: 'builtin', reason: `plugin ${plugin.name}: ${v.reason}; built-in batch size ${builtin} used` };
+  return v.ok
+    ? { value: v.value, source: 'plugin' }
+    : { value: builtin, source: 'builtin', reason: `plugin ${plugin.name}: ${v.reason}; built-in batch size ${builtin} used` };
 }
 
 export interface RoutePluginInput extends RouteInput {
@@ -284,11 +304,18 @@ export interface RoutePluginInput extends RouteInput {
 }
 
 export function routeArgs(i: RoutePluginInput): number[] {
-  return [i.accuracyTolerance ?? 1, SLA.indexOf(i.slaClass), i.tier === undefined ? -1 : TIERS.indexOf(i.tier), i.fragmentation, i.profile?.outputTokensPerRecord ?? -1];
+  return [
+    i.accuracyTolerance ?? 1,
+    SLA.indexOf(i.slaClass),
+    i.tier === undefined ? -1 : TIERS.indexOf(i.tier),
+    i.fragmentation,
+    i.profile?.outputTokensPerRecord ?? -1,
+  ];
 }
 
 export function validateRoute(code: number, i: RoutePluginInput): Checked<{ route: Route; quantization?: 'fp8' | 'int8' }> {
-  if (!Number.isInteger(code) || code < 0 || code > 0xffff) return { ok: false, reason: `route returned ${code}, not a route code (route index + 256 × quantisation)` };
+  if (!Number.isInteger(code) || code < 0 || code > 0xffff)
+    return { ok: false, reason: `route returned ${code}, not a route code (route index + 256 × quantisation)` };
   const route = ROUTES[code & 0xff];
   if (route === undefined) return { ok: false, reason: `route returned route index ${code & 0xff}, outside 0..${ROUTES.length - 1}` };
   const qi = code >> 8;
@@ -296,20 +323,42 @@ export function validateRoute(code: number, i: RoutePluginInput): Checked<{ rout
   const quantization = QUANT[qi];
   const d = i.accuracyTolerance ?? 1;
   // The job's precision tolerance is a promise to its user: no strategy may quantise further than it allows.
-  if ((quantization === 'fp8' && d >= 1) || (quantization === 'int8' && d >= 0.95)) return { ok: false, reason: `route chose ${quantization}, which accuracyTolerance ${d} does not allow` };
+  if ((quantization === 'fp8' && d >= 1) || (quantization === 'int8' && d >= 0.95))
+    return { ok: false, reason: `route chose ${quantization}, which accuracyTolerance ${d} does not allow` };
   return { ok: true, value: quantization === undefined ? { route } : { route, quantization } };
 }
 
-export function decideRoutePlugin(plugin: PluginCaller | undefined, i: RoutePluginInput, builtin: RouteDecision): RouteDecision & { readonly source: 'plugin' | 'builtin' } {
+export function decideRoutePlugin(
+  plugin: PluginCaller | undefined,
+  i: RoutePluginInput,
+  builtin: RouteDecision,
+): RouteDecision & { readonly source: 'plugin' | 'builtin' } {
   if (plugin === undefined) return { ...builtin, source: 'builtin' };
   const r = plugin.call(EXPORT_OF.routing.name, routeArgs(i));
   const v = r.ok ? validateRoute(r.value, i) : r;
-  if (!v.ok) return { ...builtin, source: 'builtin', reasons: [...builtin.reasons, `plugin ${plugin.name}: ${v.reason}; built-in route ${builtin.route} used`] };
-  return { ...v.value, source: 'plugin', reasons: [`plugin ${plugin.name}: route ${v.value.route}${v.value.quantization === undefined ? '' : ` with ${v.value.quantization}`}`] };
+  if (!v.ok)
+    return { ...builtin, source: 'builtin', reasons: [...builtin.reasons, `plugin ${plugin.name}: ${v.reason}; built-in route ${builtin.route} used`] };
+  return {
+    ...v.value,
+    source: 'plugin',
+    reasons: [`plugin ${plugin.name}: route ${v.value.route}${v.value.quantization === undefined ? '' : ` with ${v.value.quantization}`}`],
+  };
 }
 
 /** The inputs of the self-test a plugin must pass at load (an ordinary decision, so a plugin that traps or loops is refused up front). */
-export const PROBE_BATCH: BatchSizeInputs = { current: 0, min: 1, max: 256, kvCapacityTokens: 200_000, promptP50: 500, promptP90: 1500, outputP90: 300, kvHitRate: 0.2, observedP99Ms: -1, slaP99Ms: 20_000, memoryFraction: 0 };
+export const PROBE_BATCH: BatchSizeInputs = {
+  current: 0,
+  min: 1,
+  max: 256,
+  kvCapacityTokens: 200_000,
+  promptP50: 500,
+  promptP90: 1500,
+  outputP90: 300,
+  kvHitRate: 0.2,
+  observedP99Ms: -1,
+  slaP99Ms: 20_000,
+  memoryFraction: 0,
+};
 export const PROBE_ROUTE: RoutePluginInput = { accuracyTolerance: 1, slaClass: 'P2', fragmentation: 0.1 };
 
 /** Runs the self-test of each strategy through `caller`; the first failure is the reason the plugin is refused. */
@@ -318,7 +367,8 @@ export function selfTest(caller: PluginCaller, strategies: readonly StrategyKind
   if (!v.ok) return { ok: false, reason: `sits_abi_version: ${v.reason}` };
   if (v.value !== WASM_ABI_VERSION) return { ok: false, reason: `sits_abi_version returned ${v.value}; this host speaks ABI ${WASM_ABI_VERSION}` };
   for (const s of strategies) {
-    const r = s === 'batchSize' ? caller.call(EXPORT_OF.batchSize.name, batchSizeArgs(PROBE_BATCH)) : caller.call(EXPORT_OF.routing.name, routeArgs(PROBE_ROUTE));
+    const r =
+      s === 'batchSize' ? caller.call(EXPORT_OF.batchSize.name, batchSizeArgs(PROBE_BATCH)) : caller.call(EXPORT_OF.routing.name, routeArgs(PROBE_ROUTE));
     const ok = !r.ok ? r : s === 'batchSize' ? validateBatchSize(r.value, PROBE_BATCH) : validateRoute(r.value, PROBE_ROUTE);
     if (!ok.ok) return { ok: false, reason: `self-test of ${EXPORT_OF[s].name}: ${ok.reason}` };
   }
@@ -356,7 +406,10 @@ export interface PluginConditionValue {
 
 /** The StrategyPlugin condition for status: True while the plugin decides, False when the built-in does (and why). */
 export function pluginCondition(s: PluginState): PluginConditionValue {
-  const counts = (t?: PluginTally) => (t === undefined ? '' : `; ${t.plugin} decisions by the plugin, ${t.builtin} by the built-in${t.lastFallback === undefined ? '' : ` (last: ${t.lastFallback})`}`);
+  const counts = (t?: PluginTally) =>
+    t === undefined
+      ? ''
+      : `; ${t.plugin} decisions by the plugin, ${t.builtin} by the built-in${t.lastFallback === undefined ? '' : ` (last: ${t.lastFallback})`}`;
   switch (s.kind) {
     case 'none':
       return { type: 'StrategyPlugin', status: 'False', reason: 'NoPlugin', message: 'built-in strategies' };
@@ -365,7 +418,12 @@ export function pluginCondition(s: PluginState): PluginConditionValue {
     case 'rejected':
       return { type: 'StrategyPlugin', status: 'False', reason: 'PluginRejected', message: `plugin ${s.name} rejected: ${s.reason}; built-in strategies used` };
     case 'disabled':
-      return { type: 'StrategyPlugin', status: 'False', reason: 'PluginDisabled', message: `plugin ${s.name} disabled: ${s.reason}; built-in strategies used${counts(s.tally)}` };
+      return {
+        type: 'StrategyPlugin',
+        status: 'False',
+        reason: 'PluginDisabled',
+        message: `plugin ${s.name} disabled: ${s.reason}; built-in strategies used${counts(s.tally)}`,
+      };
   }
 }
 
@@ -373,7 +431,9 @@ const RANK: Readonly<Record<PluginConditionValue['reason'], number>> = { NoPlugi
 
 /** One StrategyPlugin condition for a job's two strategies: the worse of the two decides status and reason. */
 export function jobPluginCondition(states: Readonly<Record<StrategyKind, PluginState>>): PluginConditionValue {
-  const named = (Object.entries(states) as [StrategyKind, PluginState][]).filter(([, s]) => s.kind !== 'none').map(([k, s]) => [k, pluginCondition(s)] as const);
+  const named = (Object.entries(states) as [StrategyKind, PluginState][])
+    .filter(([, s]) => s.kind !== 'none')
+    .map(([k, s]) => [k, pluginCondition(s)] as const);
   if (named.length === 0) return pluginCondition({ kind: 'none' });
   const worst = named.reduce((a, b) => (RANK[b[1].reason] > RANK[a[1].reason] ? b : a))[1];
   return { ...worst, status: worst.reason === 'PluginActive' ? 'True' : 'False', message: named.map(([k, c]) => `${k}: ${c.message}`).join('; ') };

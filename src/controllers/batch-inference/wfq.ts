@@ -103,7 +103,11 @@ export interface ShareReport {
  * come from `batchMs(tenant, turn, batchIndex)` (the engine model, in the bench). Returns each tenant's share
  * of GPU time and its entitled share (weight over the sum of weights).
  */
-export function simulateShares(tenants: readonly WfqTenant[], horizonMs: number, batchMs: (tenant: string, turn: number, i: number) => number): Record<string, ShareReport> {
+export function simulateShares(
+  tenants: readonly WfqTenant[],
+  horizonMs: number,
+  batchMs: (tenant: string, turn: number, i: number) => number,
+): Record<string, ShareReport> {
   const s = new WfqScheduler(tenants);
   const all = new Set(tenants.map((t) => t.name));
   let now = 0;

@@ -128,7 +128,8 @@ export function parseAssignment(text: string | undefined): WireAssignment | unde
     return { error: `assignment: not JSON (${(e as Error).message})` };
   }
   if (v.attempt === null || v.attempt === undefined) return undefined;
-  if (typeof v.attempt !== 'string' || !isInt(v.start) || !isInt(v.end) || v.end < v.start || typeof v.part !== 'string') return { error: `assignment: expected {attempt, start, end, part}, got ${text}` };
+  if (typeof v.attempt !== 'string' || !isInt(v.start) || !isInt(v.end) || v.end < v.start || typeof v.part !== 'string')
+    return { error: `assignment: expected {attempt, start, end, part}, got ${text}` };
   const concurrency = typeof v.concurrency === 'number' && v.concurrency > 0 && v.concurrency <= 1 ? v.concurrency : 1;
   return { attempt: v.attempt, start: v.start, end: v.end, part: v.part, concurrency };
 }
@@ -148,12 +149,15 @@ export function parseReport(text: string | undefined): WorkerReport | undefined 
   if (v.state !== 'running' && v.state !== 'done' && v.state !== 'failed') return undefined;
   const f = v.failure as { kind?: unknown; message?: unknown } | undefined;
   const failure =
-    f !== undefined && typeof f.message === 'string' ? { kind: FAILURE_KINDS.includes(f.kind as FailureKind) ? (f.kind as FailureKind) : ('crash' as const), message: f.message } : undefined;
+    f !== undefined && typeof f.message === 'string'
+      ? { kind: FAILURE_KINDS.includes(f.kind as FailureKind) ? (f.kind as FailureKind) : ('crash' as const), message: f.message }
+      : undefined;
   // The batch fields are optional and advisory: a bad one is dropped, the report stays.
   const batchSize = isInt(v.batchSize) && v.batchSize >= 1 ? v.batchSize : undefined;
   const batchNote = typeof v.batchNote === 'string' ? v.batchNote.slice(0, 1024) : undefined;
   // Only a checkpoint file of this attempt: the controller reads it from the output volume.
-  const checkpoint = typeof v.checkpoint === 'string' && CHECKPOINT_FILE.test(v.checkpoint) && v.checkpoint.startsWith(`parts/${v.attempt}.c`) ? v.checkpoint : undefined;
+  const checkpoint =
+    typeof v.checkpoint === 'string' && CHECKPOINT_FILE.test(v.checkpoint) && v.checkpoint.startsWith(`parts/${v.attempt}.c`) ? v.checkpoint : undefined;
   const batchPlugin = PLUGIN_STATES.find((x) => x === v.batchPlugin);
   const stages = parseStages(v.stages);
   const outputTokens = isInt(v.outputTokens) && v.outputTokens <= v.tokens ? v.outputTokens : undefined;

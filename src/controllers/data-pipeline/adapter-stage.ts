@@ -17,7 +17,11 @@ export interface TargetService {
   readonly metadata: ObjectMeta & { readonly managedFields?: readonly { readonly manager?: string; readonly operation?: string }[] };
   readonly spec?: { readonly model?: { readonly adapters?: readonly { readonly name: string; readonly uri: string }[] } };
   readonly status?: {
-    readonly replicaStatuses?: readonly { readonly name: string; readonly ready: boolean; readonly adapters?: readonly { readonly name: string; readonly state: string; readonly message?: string }[] }[];
+    readonly replicaStatuses?: readonly {
+      readonly name: string;
+      readonly ready: boolean;
+      readonly adapters?: readonly { readonly name: string; readonly state: string; readonly message?: string }[];
+    }[];
   };
 }
 
@@ -36,13 +40,23 @@ export function adapterTargets(p: DataPipelineObject): string[] {
 }
 
 /** The apply configuration of the stage: only the adapter entry (and nothing at all to give it up). */
-export function adapterApply(p: DataPipelineObject, stage: string, service: string, adapter?: { readonly name: string; readonly uri: string }): ControllerAction {
+export function adapterApply(
+  p: DataPipelineObject,
+  stage: string,
+  service: string,
+  adapter?: { readonly name: string; readonly uri: string },
+): ControllerAction {
   return {
     op: 'apply',
     kind: KIND.inferenceService,
     name: service,
     fieldManager: adapterFieldManager(p.metadata.name ?? '', stage),
-    object: { apiVersion: API_GROUP_VERSION, kind: KIND.inferenceService, metadata: { name: service }, ...(adapter === undefined ? {} : { spec: { model: { adapters: [{ name: adapter.name, uri: adapter.uri }] } } }) } as WireObject,
+    object: {
+      apiVersion: API_GROUP_VERSION,
+      kind: KIND.inferenceService,
+      metadata: { name: service },
+      ...(adapter === undefined ? {} : { spec: { model: { adapters: [{ name: adapter.name, uri: adapter.uri }] } } }),
+    } as WireObject,
   };
 }
 
@@ -55,19 +69,36 @@ export type AdapterProgress =
  * One step of a running adapter stage. `stage` has its parameters substituted; `svc` is the named service if it
  * exists; `errors` are the runner's failures of the last apply.
  */
-export function adapterStep(p: DataPipelineObject, stage: PipelineStage, index: number, svc: TargetService | undefined, errors: readonly ApplyFailure[] | undefined): AdapterProgress {
+export function adapterStep(
+  p: DataPipelineObject,
+  stage: PipelineStage,
+  index: number,
+  svc: TargetService | undefined,
+  errors: readonly ApplyFailure[] | undefined,
+): AdapterProgress {
   const a = stage.adapter;
   if (a === undefined) throw new Error('adapterStep: not an adapter stage');
   const field = `spec.stages[${index}].adapter`;
-  if (a.name.length > 63 || !DNS_LABEL.test(a.name)) return { kind: 'fail', permanent: true, message: `${field}.name: "${a.name}" is not a DNS label (lowercase letters, digits and '-', at most 63)` };
+  if (a.name.length > 63 || !DNS_LABEL.test(a.name))
+    return { kind: 'fail', permanent: true, message: `${field}.name: "${a.name}" is not a DNS label (lowercase letters, digits and '-', at most 63)` };
   if (a.uri.trim() === '') return { kind: 'fail', permanent: true, message: `${field}.uri: empty after substitution` };
   const target = `InferenceService ${a.inferenceService}`;
-  if (svc === undefined) return { kind: 'wait', message: `waiting for ${target} (not found in namespace ${p.metadata.namespace ?? 'default'}; the pipeline adds adapters to a service, it does not create one)`, actions: [] };
+  if (svc === undefined)
+    return {
+      kind: 'wait',
+      message: `waiting for ${target} (not found in namespace ${p.metadata.namespace ?? 'default'}; the pipeline adds adapters to a service, it does not create one)`,
+      actions: [],
+    };
   if (svc.metadata.deletionTimestamp !== undefined) return { kind: 'fail', permanent: true, message: `${target} is being deleted` };
   const err = errors?.find((e) => e.action === `apply${KIND.inferenceService}` && e.name === a.inferenceService);
   if (err !== undefined && err.status === 409)
-    return { kind: 'fail', permanent: true, message: `${target}: adapter ${a.name} is set by another field manager to another uri (${err.message}); the pipeline does not take over fields it did not set` };
-  if (err !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429) return { kind: 'fail', permanent: true, message: `${target}: cannot add adapter ${a.name}: ${err.message}` };
+    return {
+      kind: 'fail',
+      permanent: true,
+      message: `${target}: adapter ${a.name} is set by another field manager to another uri (${err.message}); the pipeline does not take over fields it did not set`,
+    };
+  if (err !== undefined && err.status >= 400 && err.status < 500 && err.status !== 429)
+    return { kind: 'fail', permanent: true, message: `${target}: cannot add adapter ${a.name}: ${err.message}` };
 
   const actions: ControllerAction[] = [];
   const listed = (svc.spec?.model?.adapters ?? []).find((x) => x.name === a.name);
@@ -79,11 +110,22 @@ export function adapterStep(p: DataPipelineObject, stage: PipelineStage, index: 
   }
   const ready = (svc.status?.replicaStatuses ?? []).filter((r) => r.ready);
   if (ready.length === 0) return { kind: 'wait', message: `waiting for a ready replica of ${target}`, actions };
-  const state = (r: (typeof ready)[number]): { readonly state: string; readonly message?: string } | undefined => (r.adapters ?? []).find((x) => x.name === a.name);
+  const state = (r: (typeof ready)[number]): { readonly state: string; readonly message?: string } | undefined =>
+    (r.adapters ?? []).find((x) => x.name === a.name);
   const failed = ready.find((r) => state(r)?.state === 'Failed');
-  if (failed !== undefined) return { kind: 'fail', permanent: false, message: `${target}: replica ${failed.name} failed to load adapter ${a.name}${state(failed)?.message === undefined ? '' : `: ${state(failed)?.message ?? ''}`}` };
+  if (failed !== undefined)
+    return {
+      kind: 'fail',
+      permanent: false,
+      message: `${target}: replica ${failed.name} failed to load adapter ${a.name}${state(failed)?.message === undefined ? '' : `: ${state(failed)?.message ?? ''}`}`,
+    };
   const pending = ready.filter((r) => state(r)?.state !== 'Loaded');
-  if (pending.length > 0) return { kind: 'wait', message: `adapter ${a.name} loaded on ${ready.length - pending.length} of ${ready.length} ready replicas of ${target}; waiting for ${pending.map((r) => r.name).join(', ')}`, actions };
+  if (pending.length > 0)
+    return {
+      kind: 'wait',
+      message: `adapter ${a.name} loaded on ${ready.length - pending.length} of ${ready.length} ready replicas of ${target}; waiting for ${pending.map((r) => r.name).join(', ')}`,
+      actions,
+    };
   return {
     kind: 'done',
     message: `adapter ${a.name} loaded on all ${ready.length} ready replicas of ${target} (${ready.map((r) => r.name).join(', ')}) without a restart`,
@@ -102,7 +144,8 @@ export function adapterCleanup(p: DataPipelineObject, services: readonly TargetS
     if (s.adapter === undefined || s.adapter.onPipelineDeletion !== 'Remove') continue;
     const svc = services.find((x) => x.metadata.name === s.adapter?.inferenceService);
     const manager = adapterFieldManager(p.metadata.name ?? '', s.name);
-    if (svc !== undefined && svc.metadata.deletionTimestamp === undefined && (svc.metadata.managedFields ?? []).some((m) => m.manager === manager)) actions.push(adapterApply(p, s.name, s.adapter.inferenceService));
+    if (svc !== undefined && svc.metadata.deletionTimestamp === undefined && (svc.metadata.managedFields ?? []).some((m) => m.manager === manager))
+      actions.push(adapterApply(p, s.name, s.adapter.inferenceService));
   }
   return actions.length > 0 ? actions : [{ op: 'removeFinalizer', finalizer: ADAPTER_FINALIZER }];
 }

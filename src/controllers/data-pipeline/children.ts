@@ -26,7 +26,14 @@ export const restoredClaimName = (pipeline: string, stage: string, input: string
 export const MAIN_CONTAINER = 'main';
 
 export function ownerReference(p: DataPipelineObject): OwnerReference {
-  return { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, name: pipelineName(p), uid: p.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND.dataPipeline,
+    name: pipelineName(p),
+    uid: p.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 function labels(p: DataPipelineObject, stage: string): Record<string, string> {
@@ -55,7 +62,12 @@ function stageResources(stage: PipelineStage): { requests?: Record<string, strin
 function inputVolumes(inputs: readonly MountedInput[]): { mounts: Record<string, unknown>[]; volumes: Record<string, unknown>[] } {
   const m = inputs.filter((i) => i.mountPath !== undefined);
   return {
-    mounts: m.map((i) => ({ name: `in-${i.name}`, mountPath: i.mountPath, readOnly: i.readOnly, ...(i.subPath === undefined || i.subPath === '' ? {} : { subPath: i.subPath }) })),
+    mounts: m.map((i) => ({
+      name: `in-${i.name}`,
+      mountPath: i.mountPath,
+      readOnly: i.readOnly,
+      ...(i.subPath === undefined || i.subPath === '' ? {} : { subPath: i.subPath }),
+    })),
     volumes: m.map((i) => ({ name: `in-${i.name}`, persistentVolumeClaim: { claimName: i.claimName, readOnly: i.readOnly } })),
   };
 }
@@ -78,7 +90,12 @@ export function workloadSpecWithInputs(kind: WorkloadKind, spec: Readonly<Record
   const tmpl = (out.podTemplate ?? {}) as { metadata?: unknown; spec?: Record<string, unknown> };
   const podSpec = tmpl.spec ?? {};
   const containers = Array.isArray(podSpec.containers) ? (podSpec.containers as ContainerObject[]) : [];
-  const target = kind === 'TrainingJob' ? (containers.some((c) => c.name === TRAINER_CONTAINER) ? TRAINER_CONTAINER : (containers[0]?.name ?? TRAINER_CONTAINER)) : SERVING_CONTAINER;
+  const target =
+    kind === 'TrainingJob'
+      ? containers.some((c) => c.name === TRAINER_CONTAINER)
+        ? TRAINER_CONTAINER
+        : (containers[0]?.name ?? TRAINER_CONTAINER)
+      : SERVING_CONTAINER;
   const withMounts = (c: ContainerObject): ContainerObject => ({ ...c, volumeMounts: [...((c.volumeMounts as unknown[] | undefined) ?? []), ...mounts] });
   const has = containers.some((c) => c.name === target);
   out.podTemplate = {
@@ -107,7 +124,11 @@ export function stagePod(p: DataPipelineObject, stage: PipelineStage, index: num
   const tmpl: PodTemplate | undefined = stage.podTemplate;
   const merge = (c: ContainerObject): ContainerObject => {
     const userEnv = c.env ?? [];
-    return { ...c, env: [...env.filter((e) => !userEnv.some((u) => u.name === e.name)), ...userEnv], volumeMounts: [...((c.volumeMounts as unknown[] | undefined) ?? []), ...mounts] };
+    return {
+      ...c,
+      env: [...env.filter((e) => !userEnv.some((u) => u.name === e.name)), ...userEnv],
+      volumeMounts: [...((c.volumeMounts as unknown[] | undefined) ?? []), ...mounts],
+    };
   };
   let spec: Record<string, unknown>;
   if (tmpl !== undefined) {
@@ -154,26 +175,56 @@ export function stageWorkload(p: DataPipelineObject, stage: PipelineStage, kind:
   return {
     apiVersion: API_GROUP_VERSION,
     kind,
-    metadata: { name: workloadName(pipelineName(p), stage.name), namespace: pipelineNamespace(p), labels: labels(p, stage.name), ownerReferences: [ownerReference(p)] },
+    metadata: {
+      name: workloadName(pipelineName(p), stage.name),
+      namespace: pipelineNamespace(p),
+      labels: labels(p, stage.name),
+      ownerReferences: [ownerReference(p)],
+    },
     spec,
   };
 }
 
-export function artifactSnapshot(p: DataPipelineObject, stage: string, artifact: string, claimName: string, className: string | undefined, owned: boolean): VolumeSnapshotObject {
+export function artifactSnapshot(
+  p: DataPipelineObject,
+  stage: string,
+  artifact: string,
+  claimName: string,
+  className: string | undefined,
+  owned: boolean,
+): VolumeSnapshotObject {
   return {
     apiVersion: SNAPSHOT_API_VERSION,
     kind: 'VolumeSnapshot',
-    metadata: { name: snapshotName(pipelineName(p), stage, artifact), namespace: pipelineNamespace(p), labels: labels(p, stage), ...(owned ? { ownerReferences: [ownerReference(p)] } : {}) },
+    metadata: {
+      name: snapshotName(pipelineName(p), stage, artifact),
+      namespace: pipelineNamespace(p),
+      labels: labels(p, stage),
+      ...(owned ? { ownerReferences: [ownerReference(p)] } : {}),
+    },
     spec: { source: { persistentVolumeClaimName: claimName }, ...(className === undefined ? {} : { volumeSnapshotClassName: className }) },
   };
 }
 
 /** A claim restored from an artifact's snapshot (the CSI provisioner fills it from the snapshot, no copy by SITS). */
-export function restoredClaim(p: DataPipelineObject, stage: string, input: string, snapshot: string, size: string, storageClassName: string | undefined, accessMode: string): ClaimObject {
+export function restoredClaim(
+  p: DataPipelineObject,
+  stage: string,
+  input: string,
+  snapshot: string,
+  size: string,
+  storageClassName: string | undefined,
+  accessMode: string,
+): ClaimObject {
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name: restoredClaimName(pipelineName(p), stage, input), namespace: pipelineNamespace(p), labels: labels(p, stage), ownerReferences: [ownerReference(p)] },
+    metadata: {
+      name: restoredClaimName(pipelineName(p), stage, input),
+      namespace: pipelineNamespace(p),
+      labels: labels(p, stage),
+      ownerReferences: [ownerReference(p)],
+    },
     spec: {
       accessModes: [accessMode],
       ...(storageClassName === undefined ? {} : { storageClassName }),

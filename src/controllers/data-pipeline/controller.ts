@@ -24,15 +24,30 @@ export interface DataPipelineControllerConfig {
 export const DATA_PIPELINE_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, plural: 'datapipelines' };
 
 const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
-const WORKLOADS: readonly OwnedResource[] = (Object.keys(WORKLOAD_PLURALS) as WorkloadKind[]).map((kind) => ({ apiVersion: API_GROUP_VERSION, kind, plural: WORKLOAD_PLURALS[kind], awaitWatch: true }));
+const WORKLOADS: readonly OwnedResource[] = (Object.keys(WORKLOAD_PLURALS) as WorkloadKind[]).map((kind) => ({
+  apiVersion: API_GROUP_VERSION,
+  kind,
+  plural: WORKLOAD_PLURALS[kind],
+  awaitWatch: true,
+}));
 // Where the snapshot CRDs are not installed the runner says so once and looks again with backoff (up to 5 min); only artifact stages wait on it.
-const VOLUME_SNAPSHOT: OwnedResource = { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots', whenAbsent: 'snapshot artifact stages wait; install the CSI snapshot CRDs to enable' };
+const VOLUME_SNAPSHOT: OwnedResource = {
+  apiVersion: SNAPSHOT_API_VERSION,
+  kind: 'VolumeSnapshot',
+  plural: 'volumesnapshots',
+  whenAbsent: 'snapshot artifact stages wait; install the CSI snapshot CRDs to enable',
+};
 const CLAIM: OwnedResource = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' };
 // The runs of a scheduled pipeline (a template) are DataPipelines labelled with its name (ADR 0121).
 const RUN: OwnedResource = { apiVersion: API_GROUP_VERSION, kind: KIND.dataPipeline, plural: 'datapipelines', awaitWatch: true };
 
 // The users' InferenceServices adapter stages add to: not owned, watched without the owner label (ADR 0137).
-const USER_SERVICE: ReferencedResource = { apiVersion: API_GROUP_VERSION, kind: KIND.inferenceService, plural: WORKLOAD_PLURALS.InferenceService, names: (p) => adapterTargets(p as DataPipelineObject) };
+const USER_SERVICE: ReferencedResource = {
+  apiVersion: API_GROUP_VERSION,
+  kind: KIND.inferenceService,
+  plural: WORKLOAD_PLURALS.InferenceService,
+  names: (p) => adapterTargets(p as DataPipelineObject),
+};
 
 export function dataPipelineController(cfg: DataPipelineControllerConfig = {}): ControllerDefinition<DataPipelineObject> {
   return {
@@ -49,10 +64,15 @@ export function dataPipelineController(cfg: DataPipelineControllerConfig = {}): 
       if (pipeline.spec.schedule !== undefined) {
         const runs = ((input.owned.get(RUN.kind) ?? []) as readonly DataPipelineObject[]).map((r) => withDefaults('DataPipeline', r) as DataPipelineObject);
         const t = reconcileTemplate(pipeline, runs, input.nowMs);
-        return { status: t.status as Readonly<Record<string, unknown>>, actions: t.actions, ...(t.requeueAfterMs === undefined ? {} : { requeueAfterMs: t.requeueAfterMs }) };
+        return {
+          status: t.status as Readonly<Record<string, unknown>>,
+          actions: t.actions,
+          ...(t.requeueAfterMs === undefined ? {} : { requeueAfterMs: t.requeueAfterMs }),
+        };
       }
       // Summarised per reconcile, and only for pipelines that use profiles (nodes change rarely; few stages ask).
-      const cluster: ClusterSummary | undefined = cfg.nodes !== undefined && pipeline.spec.stages.some((s) => s.resourceProfile !== undefined) ? summarizeCluster(cfg.nodes()) : undefined;
+      const cluster: ClusterSummary | undefined =
+        cfg.nodes !== undefined && pipeline.spec.stages.some((s) => s.resourceProfile !== undefined) ? summarizeCluster(cfg.nodes()) : undefined;
       const stepCache = runStepCache(pipeline);
       const res = reconcileDataPipeline({
         pipeline,
@@ -66,7 +86,11 @@ export function dataPipelineController(cfg: DataPipelineControllerConfig = {}): 
         ...(stepCache === undefined ? {} : { stepCache }),
         ...(input.lastErrors === undefined ? {} : { lastErrors: input.lastErrors }),
       });
-      return { status: res.status as Readonly<Record<string, unknown>>, actions: res.actions, ...(res.requeueAfterMs === undefined ? {} : { requeueAfterMs: res.requeueAfterMs }) };
+      return {
+        status: res.status as Readonly<Record<string, unknown>>,
+        actions: res.actions,
+        ...(res.requeueAfterMs === undefined ? {} : { requeueAfterMs: res.requeueAfterMs }),
+      };
     },
   };
 }

@@ -4,7 +4,17 @@ import { parseOutputs, substitute } from './params.ts';
 describe('parameters', () => {
   it('substitutes {{...}} in every string, deeply', () => {
     const vals: Record<string, string> = { 'steps.a.outputs.parameters.model': 'm-1', 'pipeline.name': 'p' };
-    expect(substitute({ args: ['--model={{ steps.a.outputs.parameters.model }}', 'x'], env: [{ name: 'P', value: '{{pipeline.name}}/{{steps.a.outputs.parameters.model}}' }], n: 3 }, 's', (e) => vals[e])).toEqual({
+    expect(
+      substitute(
+        {
+          args: ['--model={{ steps.a.outputs.parameters.model }}', 'x'],
+          env: [{ name: 'P', value: '{{pipeline.name}}/{{steps.a.outputs.parameters.model}}' }],
+          n: 3,
+        },
+        's',
+        (e) => vals[e],
+      ),
+    ).toEqual({
       ok: true,
       value: { args: ['--model=m-1', 'x'], env: [{ name: 'P', value: 'p/m-1' }], n: 3 },
     });

@@ -27,7 +27,13 @@ const shape = (id: string): NodeShape => {
 const node = (name: string, id: string, rack = 'r1'): NodeSpec => nodeOfShape(name, shape(id), { zone: 'z', block: 'b', rack });
 
 /** The seed's cluster: A100 nodes with two 4-GPU NVLink islands each, L4 inference nodes, one T4 node. */
-const seedCluster = summarizeCluster([node('a1', 'nvlink-2x4'), node('a2', 'nvlink-2x4'), node('l1', 'l4x8', 'r2'), node('l2', 'l4x8', 'r2'), node('t1', 't4x4', 'r3')]);
+const seedCluster = summarizeCluster([
+  node('a1', 'nvlink-2x4'),
+  node('a2', 'nvlink-2x4'),
+  node('l1', 'l4x8', 'r2'),
+  node('l2', 'l4x8', 'r2'),
+  node('t1', 't4x4', 'r3'),
+]);
 
 const ft: ProfileStep = { name: 'fine-tune', kind: 'training', model: { params: 7e9 } };
 const serve: ProfileStep = { name: 'serve', kind: 'serving', model: { params: 8.03e9, layers: 32, kvHeads: 8, headDim: 128 } };
@@ -88,7 +94,10 @@ describe('resolveProfile: the seed (training on A100×4, serving on L4×2)', () 
   });
 
   it('bf16 needs sm_80 (T4 is out); fp16 weights may use T4', () => {
-    const fp16 = resolved({ ...serve, model: { ...(serve.model as NonNullable<ProfileStep['model']>), dtype: 'fp16' }, serving: { concurrency: 1, contextTokens: 1024 } }, 'low-latency');
+    const fp16 = resolved(
+      { ...serve, model: { ...(serve.model as NonNullable<ProfileStep['model']>), dtype: 'fp16' }, serving: { concurrency: 1, contextTokens: 1024 } },
+      'low-latency',
+    );
     expect(fp16).toMatchObject({ gpuModels: ['L4'], gpusPerPod: 1 });
     expect(fp16.reasons.join('\n')).toContain('T4 ×2');
   });
@@ -122,7 +131,9 @@ describe('resolveProfile: batch-throughput', () => {
     expect(r.gpuModels).toEqual(['A100-80G']);
     const priced = resolved(batch, 'batch-throughput', { ...seedCluster, pricePerGpuHour: { 'A100-80G': 4, L4: 0.5 } });
     expect(priced.gpuModels).toEqual(['L4']);
-    expect(priced.reasons[0]).toMatch(/^batch-throughput: batch-inference step \(8B params\): 15\.0 GiB of weights, batches of 4096-token sequences → L4 ×\d per replica \([\d,]+ tokens per unit of price/);
+    expect(priced.reasons[0]).toMatch(
+      /^batch-throughput: batch-inference step \(8B params\): 15\.0 GiB of weights, batches of 4096-token sequences → L4 ×\d per replica \([\d,]+ tokens per unit of price/,
+    );
     expect(priced.reasons[1]).toMatch(/^runners-up: A100-80G ×\d [\d,]+ tokens per unit of price$/);
   });
 
@@ -153,23 +164,47 @@ describe('resolveProfile: overrides, CPU steps, queues', () => {
   });
 
   it('an override the cluster cannot honour is an error naming it', () => {
-    expect(failure(ft, 'auto', seedCluster, { gpuModels: ['H100-SXM'] })).toBe('steps.fine-tune.overrides.gpuModels[0]: no H100-SXM GPU in the cluster (it has A100-80G, L4, T4)');
-    expect(failure(serve, 'auto', seedCluster, { gpuModels: ['L4'], gpusPerPod: 1 })).toMatch(/^steps\.serve\.overrides\.gpusPerPod: no GPU of the cluster can hold this serving step \(8B params, 15\.0 GiB of weights \+ 8\.0 GiB of KV for 16 × 4096 tokens\): L4: 1 × 24 GiB hold 17\.7 GiB for the engine, the replica needs 23\.0 GiB$/);
-    expect(failure(ft, 'auto', seedCluster, { pods: 1, gpusPerPod: 1, gpuModels: ['A100-80G'] })).toMatch(/^steps\.fine-tune\.overrides\.gpusPerPod: .*A100-80G: 1 × 1 GPUs hold 64\.0 GiB of model state, the step needs 104 GiB$/);
+    expect(failure(ft, 'auto', seedCluster, { gpuModels: ['H100-SXM'] })).toBe(
+      'steps.fine-tune.overrides.gpuModels[0]: no H100-SXM GPU in the cluster (it has A100-80G, L4, T4)',
+    );
+    expect(failure(serve, 'auto', seedCluster, { gpuModels: ['L4'], gpusPerPod: 1 })).toMatch(
+      /^steps\.serve\.overrides\.gpusPerPod: no GPU of the cluster can hold this serving step \(8B params, 15\.0 GiB of weights \+ 8\.0 GiB of KV for 16 × 4096 tokens\): L4: 1 × 24 GiB hold 17\.7 GiB for the engine, the replica needs 23\.0 GiB$/,
+    );
+    expect(failure(ft, 'auto', seedCluster, { pods: 1, gpusPerPod: 1, gpuModels: ['A100-80G'] })).toMatch(
+      /^steps\.fine-tune\.overrides\.gpusPerPod: .*A100-80G: 1 × 1 GPUs hold 64\.0 GiB of model state, the step needs 104 GiB$/,
+    );
     // Two such pods do hold it: the override stands.
-    expect(resolved(ft, 'auto', seedCluster, { pods: 2, gpusPerPod: 1, gpuModels: ['A100-80G'] })).toMatchObject({ pods: 2, gpusPerPod: 1, topology: { required: 'rack' } });
+    expect(resolved(ft, 'auto', seedCluster, { pods: 2, gpusPerPod: 1, gpuModels: ['A100-80G'] })).toMatchObject({
+      pods: 2,
+      gpusPerPod: 1,
+      topology: { required: 'rack' },
+    });
   });
 
   it('CPU containers take no GPU; a GPU container without a model needs its model and count', () => {
-    expect(resolved({ name: 'export', kind: 'container' }, 'auto')).toEqual({ profile: 'auto', rule: 'cpu', gpuModels: [], gpusPerPod: 0, pods: 1, topology: { spread: false }, reasons: ['auto: container step asks for no GPU → CPU only'] });
-    expect(failure({ name: 'merge', kind: 'container', gpus: 1 }, 'auto')).toBe('steps.merge.model.params: container step needs the model\'s size to choose GPUs (or set overrides.gpuModels and gpusPerPod)');
-    expect(resolved({ name: 'merge', kind: 'container', gpus: 1 }, 'auto', seedCluster, { gpuModels: ['L4'] })).toMatchObject({ gpuModels: ['L4'], gpusPerPod: 1, rule: 'batch-throughput' });
+    expect(resolved({ name: 'export', kind: 'container' }, 'auto')).toEqual({
+      profile: 'auto',
+      rule: 'cpu',
+      gpuModels: [],
+      gpusPerPod: 0,
+      pods: 1,
+      topology: { spread: false },
+      reasons: ['auto: container step asks for no GPU → CPU only'],
+    });
+    expect(failure({ name: 'merge', kind: 'container', gpus: 1 }, 'auto')).toBe(
+      "steps.merge.model.params: container step needs the model's size to choose GPUs (or set overrides.gpuModels and gpusPerPod)",
+    );
+    expect(resolved({ name: 'merge', kind: 'container', gpus: 1 }, 'auto', seedCluster, { gpuModels: ['L4'] })).toMatchObject({
+      gpuModels: ['L4'],
+      gpusPerPod: 1,
+      rule: 'batch-throughput',
+    });
   });
 
-  it('the cluster\'s queue for the rule, unless the step names one', () => {
+  it("the cluster's queue for the rule, unless the step names one", () => {
     const c = { ...seedCluster, queues: { training: 'train-q', 'low-latency': 'serve-q' } };
     expect(resolved(ft, 'auto', c).queue).toBe('train-q');
-    expect(resolved(ft, 'auto', c).reasons).toContain('queue train-q: the cluster\'s queue for training steps');
+    expect(resolved(ft, 'auto', c).reasons).toContain("queue train-q: the cluster's queue for training steps");
     expect(resolved(serve, 'auto', c).queue).toBe('serve-q');
     expect(resolved(batch, 'auto', c).queue).toBeUndefined();
   });
@@ -178,13 +213,23 @@ describe('resolveProfile: overrides, CPU steps, queues', () => {
 describe('resolveProfile: errors name the field', () => {
   it('unknown profile, profile that does not apply, missing or bad sizes, impossible requests', () => {
     expect(failure(ft, 'fastest')).toBe('steps.fine-tune.resourceProfile: unknown profile "fastest": one of auto, low-latency, batch-throughput');
-    expect(failure({ ...ft, field: 'spec.steps[0]' }, 'low-latency')).toBe('spec.steps[0].resourceProfile: low-latency is for serving and inference steps: a training step takes auto or batch-throughput');
-    expect(failure({ name: 'x', kind: 'serving' }, 'auto')).toBe('steps.x.model.params: serving step needs the model\'s size to choose GPUs (or set overrides.gpuModels and gpusPerPod)');
+    expect(failure({ ...ft, field: 'spec.steps[0]' }, 'low-latency')).toBe(
+      'spec.steps[0].resourceProfile: low-latency is for serving and inference steps: a training step takes auto or batch-throughput',
+    );
+    expect(failure({ name: 'x', kind: 'serving' }, 'auto')).toBe(
+      "steps.x.model.params: serving step needs the model's size to choose GPUs (or set overrides.gpuModels and gpusPerPod)",
+    );
     expect(failure({ ...serve, model: { params: -1 } }, 'auto')).toBe('steps.serve.model.params: -1: a positive number of parameters');
     expect(failure({ ...serve, serving: { concurrency: 0 } }, 'auto')).toBe('steps.serve.serving.concurrency: 0: a whole number ≥ 1');
-    expect(failure({ ...serve, model: { params: 8e9, dtype: 'fp4' as never } }, 'auto')).toBe('steps.serve.model.dtype: unknown dtype "fp4": one of bf16, fp16, fp8, int8, int4');
-    expect(failure(serve, 'auto', seedCluster, { topology: 'galaxy' as never })).toBe('steps.serve.overrides.topology: unknown level "galaxy": none or one of node, nvlink-domain, rack, block, zone');
-    expect(failure({ ...ft, kind: 'notebook' as never }, 'auto')).toBe('steps.fine-tune.kind: unknown step kind "notebook": one of training, serving, batch-inference, container');
+    expect(failure({ ...serve, model: { params: 8e9, dtype: 'fp4' as never } }, 'auto')).toBe(
+      'steps.serve.model.dtype: unknown dtype "fp4": one of bf16, fp16, fp8, int8, int4',
+    );
+    expect(failure(serve, 'auto', seedCluster, { topology: 'galaxy' as never })).toBe(
+      'steps.serve.overrides.topology: unknown level "galaxy": none or one of node, nvlink-domain, rack, block, zone',
+    );
+    expect(failure({ ...ft, kind: 'notebook' as never }, 'auto')).toBe(
+      'steps.fine-tune.kind: unknown step kind "notebook": one of training, serving, batch-inference, container',
+    );
     expect(failure(ft, 'auto', { pools: [] })).toBe('steps.fine-tune.resourceProfile: training step needs GPUs and the cluster has none');
     expect(failure({ ...ft, model: { params: 70e9 } }, 'auto')).toBe(
       'steps.fine-tune.model.params: no GPU of the cluster can hold this training step (70B params, full training holds 1043 GiB of weights, gradients and optimizer state): A100-80G: needs 5 NVLink islands of 4 GPUs, the cluster has 4; L4: needs 7 nodes of 8 GPUs, the cluster has 2; T4: bf16 needs sm_80, it has sm_75',
@@ -209,9 +254,9 @@ describe('memory arithmetic', () => {
 
 describe('resolveProfile: properties', () => {
   const shapes = ['dgx-h100', 'hgx-a100', 'a800x4', 'nvlink-2x4', 'l4x8', 't4x4', 'v100-hcm'];
-  const clusterArb = fc.uniqueArray(fc.constantFrom(...shapes), { minLength: 1, maxLength: 4 }).chain((ids) =>
-    fc.tuple(fc.constant(ids), fc.array(fc.integer({ min: 1, max: 3 }), { minLength: ids.length, maxLength: ids.length })),
-  );
+  const clusterArb = fc
+    .uniqueArray(fc.constantFrom(...shapes), { minLength: 1, maxLength: 4 })
+    .chain((ids) => fc.tuple(fc.constant(ids), fc.array(fc.integer({ min: 1, max: 3 }), { minLength: ids.length, maxLength: ids.length })));
   const build = ([ids, counts]: [string[], number[]]): ClusterSummary =>
     summarizeCluster(ids.flatMap((id, i) => Array.from({ length: counts[i] as number }, (_, k) => node(`${id}-${k}`, id, `r${k % 2}`))));
   const stepArb = fc.record({
@@ -222,7 +267,14 @@ describe('resolveProfile: properties', () => {
     concurrency: fc.integer({ min: 1, max: 64 }),
     replicas: fc.integer({ min: 1, max: 4 }),
   });
-  const toStep = (s: { kind: ProfileStep['kind']; params: number; dtype: 'bf16' | 'fp16' | 'fp8'; lora: boolean; concurrency: number; replicas: number }): ProfileStep => ({
+  const toStep = (s: {
+    kind: ProfileStep['kind'];
+    params: number;
+    dtype: 'bf16' | 'fp16' | 'fp8';
+    lora: boolean;
+    concurrency: number;
+    replicas: number;
+  }): ProfileStep => ({
     name: 's',
     kind: s.kind,
     model: { params: s.params, dtype: s.dtype },

@@ -160,7 +160,8 @@ export function weightsBytes(m: StepModel): number {
 /** KV bytes a token and whether that is an estimate. */
 export function kvBytesPerToken(m: StepModel): { bytes: number; estimated: boolean } {
   if (m.kvBytesPerToken !== undefined) return { bytes: m.kvBytesPerToken, estimated: false };
-  if (m.layers !== undefined && m.kvHeads !== undefined && m.headDim !== undefined) return { bytes: 2 * m.layers * m.kvHeads * m.headDim * 2, estimated: false };
+  if (m.layers !== undefined && m.kvHeads !== undefined && m.headDim !== undefined)
+    return { bytes: 2 * m.layers * m.kvHeads * m.headDim * 2, estimated: false };
   // Proportional to the parameters from Llama 3.1 8B's figure: over-estimates grouped-query models, never under.
   return { bytes: ENGINE_KV_BYTES * Math.max(1, m.params / ENGINE_PARAMS), estimated: true };
 }
@@ -184,7 +185,13 @@ export function summarizeCluster(nodes: readonly NodeSpec[], extra: Pick<Cluster
     const healthy = n.gpus.filter((g) => g.healthy);
     const model = nodeGpuModel(n);
     if (healthy.length === 0 || model === '') continue;
-    const a: Acc = by.get(model) ?? { memoryMiB: Number.POSITIVE_INFINITY, cc: Number.POSITIVE_INFINITY, nodeGpus: [], islands: [], racks: new Map<string, number>() };
+    const a: Acc = by.get(model) ?? {
+      memoryMiB: Number.POSITIVE_INFINITY,
+      cc: Number.POSITIVE_INFINITY,
+      nodeGpus: [],
+      islands: [],
+      racks: new Map<string, number>(),
+    };
     const perIsland = new Map<number, number>();
     for (const g of healthy) {
       a.memoryMiB = Math.min(a.memoryMiB, g.memoryMiB);
@@ -259,7 +266,12 @@ function ccOk(p: GpuPool, m: StepModel | undefined): Rejection | undefined {
 function trainingCandidates(c: Ctx, m: StepModel, byThroughput: boolean): { cands: Candidate[]; rejected: Rejection[] } {
   const method = c.step.training?.method ?? 'full';
   const need = trainingBytes(m, method);
-  const tm: TrainingModel = { ...DEFAULT_TRAINING_MODEL, name: c.step.name, params: m.params, tokensPerGpuPerStep: c.step.training?.tokensPerGpuPerStep ?? DEFAULT_TRAINING_MODEL.tokensPerGpuPerStep };
+  const tm: TrainingModel = {
+    ...DEFAULT_TRAINING_MODEL,
+    name: c.step.name,
+    params: m.params,
+    tokensPerGpuPerStep: c.step.training?.tokensPerGpuPerStep ?? DEFAULT_TRAINING_MODEL.tokensPerGpuPerStep,
+  };
   const cands: Candidate[] = [];
   const rejected: Rejection[] = [];
   for (const p of c.cluster.pools) {
@@ -287,10 +299,22 @@ function trainingCandidates(c: Ctx, m: StepModel, byThroughput: boolean): { cand
       continue;
     }
     const oneIsland = pods === 1 && nvlink && size <= (p.islands[0] ?? 0);
-    const topology: ProfileTopology = oneIsland ? { required: 'nvlink-domain', spread: false } : pods > 1 ? (p.rackGpus >= pods * size ? { required: 'rack', spread: false } : { preferred: 'rack', spread: false }) : { spread: false };
+    const topology: ProfileTopology = oneIsland
+      ? { required: 'nvlink-domain', spread: false }
+      : pods > 1
+        ? p.rackGpus >= pods * size
+          ? { required: 'rack', spread: false }
+          : { preferred: 'rack', spread: false }
+        : { spread: false };
     const sec = computeSec(tm, p.model);
-    const perGpuHour = (tm.tokensPerGpuPerStep / sec) * 3600 / (c.cluster.pricePerGpuHour?.[p.model] ?? 1);
-    const where = oneIsland ? 'in one NVLink island' : pods > 1 ? `${pods} pods${topology.required === 'rack' ? ' in one rack' : ''}` : nvlink ? '' : 'on one node (no NVLink: PCIe)';
+    const perGpuHour = ((tm.tokensPerGpuPerStep / sec) * 3600) / (c.cluster.pricePerGpuHour?.[p.model] ?? 1);
+    const where = oneIsland
+      ? 'in one NVLink island'
+      : pods > 1
+        ? `${pods} pods${topology.required === 'rack' ? ' in one rack' : ''}`
+        : nvlink
+          ? ''
+          : 'on one node (no NVLink: PCIe)';
     const why = `${p.model} ×${size}${pods > 1 ? ` per pod, ${where}` : where === '' ? '' : ` ${where}`} (${byThroughput ? `${thousands(tm.tokensPerGpuPerStep / sec)} tokens/s per GPU by the step-time model` : `the largest ${nvlink ? 'NVLink island' : 'node'} with ≥ ${gib(need)}: ${size} × ${poolMem(p)}`})`;
     cands.push({
       pool: p,
@@ -332,7 +356,9 @@ function lowLatencyCandidates(c: Ctx, m: StepModel): { cands: Candidate[]; rejec
     }
     const g = tpSize(p, d.need, c.o.gpusPerPod);
     if (g === undefined) {
-      rejected.push(`${p.model}: ${c.o.gpusPerPod ?? Math.min(8, p.nodeGpus[0] ?? 0)} × ${poolMem(p)} hold ${gib(servingUsable(p, c.o.gpusPerPod ?? Math.min(8, p.nodeGpus[0] ?? 0)))} for the engine, the replica needs ${gib(d.need)}`);
+      rejected.push(
+        `${p.model}: ${c.o.gpusPerPod ?? Math.min(8, p.nodeGpus[0] ?? 0)} × ${poolMem(p)} hold ${gib(servingUsable(p, c.o.gpusPerPod ?? Math.min(8, p.nodeGpus[0] ?? 0)))} for the engine, the replica needs ${gib(d.need)}`,
+      );
       continue;
     }
     if (units(p.nodeGpus, g) === 0 || p.gpus < g * replicas) {
@@ -366,7 +392,15 @@ export function scaledEngine(m: StepModel, gpu: string, g: number): EngineModel 
   const size = m.params / ENGINE_PARAMS;
   const kv = kvBytesPerToken(m).bytes / ENGINE_KV_BYTES;
   const e = LLAMA31_8B_H100;
-  return { ...e, name: `${params(m.params)} on ${gpu} ×${g}`, gpusPerReplica: g, stepBaseSec: (e.stepBaseSec * size) / speed, stepPerSeqSec: (e.stepPerSeqSec * size) / speed, stepPerContextTokenSec: (e.stepPerContextTokenSec * kv) / speed, prefillTokensPerSec: (e.prefillTokensPerSec * speed) / size };
+  return {
+    ...e,
+    name: `${params(m.params)} on ${gpu} ×${g}`,
+    gpusPerReplica: g,
+    stepBaseSec: (e.stepBaseSec * size) / speed,
+    stepPerSeqSec: (e.stepPerSeqSec * size) / speed,
+    stepPerContextTokenSec: (e.stepPerContextTokenSec * kv) / speed,
+    prefillTokensPerSec: (e.prefillTokensPerSec * speed) / size,
+  };
 }
 
 /** Decode tokens/s of one replica of `m` on `p` ×g at a full batch (as many sequences as KV and the engine allow). */
@@ -405,11 +439,16 @@ function throughputCandidates(c: Ctx, m: StepModel): { cands: Candidate[]; rejec
       if (perGpu > 0 && (best === undefined || perGpu > best.perGpu)) best = { g, perGpu };
     }
     if (best === undefined) {
-      rejected.push(`${p.model}: no replica of ≤ ${Math.min(8, p.nodeGpus[0] ?? 0)} GPUs holds ${gib(weightsBytes(m))} of weights and one ${d.ctx}-token sequence${p.gpus < replicas ? ` for ${replicas} replicas` : ''}`);
+      rejected.push(
+        `${p.model}: no replica of ≤ ${Math.min(8, p.nodeGpus[0] ?? 0)} GPUs holds ${gib(weightsBytes(m))} of weights and one ${d.ctx}-token sequence${p.gpus < replicas ? ` for ${replicas} replicas` : ''}`,
+      );
       continue;
     }
     const perHour = (best.perGpu * 3600) / (price ?? 1);
-    const metric = price === undefined ? `${thousands(best.perGpu)} tokens/s per GPU` : `${thousands(perHour)} tokens per unit of price (${thousands(best.perGpu)} tokens/s per GPU at ${price}/GPU-hour)`;
+    const metric =
+      price === undefined
+        ? `${thousands(best.perGpu)} tokens/s per GPU`
+        : `${thousands(perHour)} tokens per unit of price (${thousands(best.perGpu)} tokens/s per GPU at ${price}/GPU-hour)`;
     cands.push({
       pool: p,
       gpusPerPod: best.g,
@@ -448,17 +487,24 @@ function ruleFor(step: ProfileStep, profile: ResourceProfile): ProfileRule {
 const STEP_KINDS: readonly StepKind[] = ['training', 'serving', 'batch-inference', 'container'];
 
 function validate(step: ProfileStep, profile: string, o: ProfileOverrides, f: string): FieldError | undefined {
-  if (!(RESOURCE_PROFILES as readonly string[]).includes(profile)) return { field: `${f}.resourceProfile`, message: `unknown profile ${JSON.stringify(profile)}: one of ${RESOURCE_PROFILES.join(', ')}` };
-  if (!STEP_KINDS.includes(step.kind)) return { field: `${f}.kind`, message: `unknown step kind ${JSON.stringify(step.kind)}: one of ${STEP_KINDS.join(', ')}` };
-  if (profile === 'low-latency' && step.kind === 'training') return { field: `${f}.resourceProfile`, message: 'low-latency is for serving and inference steps: a training step takes auto or batch-throughput' };
-  const posInt = (field: string, v: number | undefined, min = 1): FieldError | undefined => (v !== undefined && !(Number.isInteger(v) && v >= min) ? { field, message: `${v}: a whole number ≥ ${min}` } : undefined);
+  if (!(RESOURCE_PROFILES as readonly string[]).includes(profile))
+    return { field: `${f}.resourceProfile`, message: `unknown profile ${JSON.stringify(profile)}: one of ${RESOURCE_PROFILES.join(', ')}` };
+  if (!STEP_KINDS.includes(step.kind))
+    return { field: `${f}.kind`, message: `unknown step kind ${JSON.stringify(step.kind)}: one of ${STEP_KINDS.join(', ')}` };
+  if (profile === 'low-latency' && step.kind === 'training')
+    return { field: `${f}.resourceProfile`, message: 'low-latency is for serving and inference steps: a training step takes auto or batch-throughput' };
+  const posInt = (field: string, v: number | undefined, min = 1): FieldError | undefined =>
+    v !== undefined && !(Number.isInteger(v) && v >= min) ? { field, message: `${v}: a whole number ≥ ${min}` } : undefined;
   const m = step.model;
   if (m !== undefined) {
     if (!(Number.isFinite(m.params) && m.params > 0)) return { field: `${f}.model.params`, message: `${m.params}: a positive number of parameters` };
-    if (m.dtype !== undefined && !(m.dtype in BYTES_PER_PARAM)) return { field: `${f}.model.dtype`, message: `unknown dtype ${JSON.stringify(m.dtype)}: one of ${Object.keys(BYTES_PER_PARAM).join(', ')}` };
-    if (m.kvBytesPerToken !== undefined && !(m.kvBytesPerToken > 0)) return { field: `${f}.model.kvBytesPerToken`, message: `${m.kvBytesPerToken}: must be > 0` };
+    if (m.dtype !== undefined && !(m.dtype in BYTES_PER_PARAM))
+      return { field: `${f}.model.dtype`, message: `unknown dtype ${JSON.stringify(m.dtype)}: one of ${Object.keys(BYTES_PER_PARAM).join(', ')}` };
+    if (m.kvBytesPerToken !== undefined && !(m.kvBytesPerToken > 0))
+      return { field: `${f}.model.kvBytesPerToken`, message: `${m.kvBytesPerToken}: must be > 0` };
   }
-  if (o.topology !== undefined && o.topology !== 'none' && !TOPOLOGY_LEVELS.includes(o.topology)) return { field: `${f}.overrides.topology`, message: `unknown level ${JSON.stringify(o.topology)}: none or one of ${TOPOLOGY_LEVELS.join(', ')}` };
+  if (o.topology !== undefined && o.topology !== 'none' && !TOPOLOGY_LEVELS.includes(o.topology))
+    return { field: `${f}.overrides.topology`, message: `unknown level ${JSON.stringify(o.topology)}: none or one of ${TOPOLOGY_LEVELS.join(', ')}` };
   return (
     posInt(`${f}.serving.concurrency`, step.serving?.concurrency) ??
     posInt(`${f}.serving.contextTokens`, step.serving?.contextTokens) ??
@@ -474,7 +520,12 @@ function validate(step: ProfileStep, profile: string, o: ProfileOverrides, f: st
  * GPU model, GPUs per pod, pods, topology and queue for `step` under `profile` on `cluster`; `overrides` (the
  * step's own choices) win. An unknown profile or a request the cluster cannot hold is an error naming the field.
  */
-export function resolveProfile(step: ProfileStep, profile: string, cluster: ClusterSummary, overrides: ProfileOverrides = {}): Result<ResolvedProfile, FieldError> {
+export function resolveProfile(
+  step: ProfileStep,
+  profile: string,
+  cluster: ClusterSummary,
+  overrides: ProfileOverrides = {},
+): Result<ResolvedProfile, FieldError> {
   const f = step.field ?? `steps.${step.name}`;
   const bad = validate(step, profile, overrides, f);
   if (bad !== undefined) return err(bad);
@@ -493,7 +544,16 @@ export function resolveProfile(step: ProfileStep, profile: string, cluster: Clus
 
   if (rule === 'cpu') {
     reasons.push(`${asked}: ${kind} asks for no GPU → CPU only${asked === 'auto' ? '' : ` (${asked} has no GPU to choose)`}`);
-    return ok({ profile: asked, rule, gpuModels: [], gpusPerPod: 0, pods: o.pods ?? 1, topology: topologyOf({ spread: false }, o), ...(queue === undefined ? {} : { queue }), reasons: withOverrides(reasons, named) });
+    return ok({
+      profile: asked,
+      rule,
+      gpuModels: [],
+      gpusPerPod: 0,
+      pods: o.pods ?? 1,
+      topology: topologyOf({ spread: false }, o),
+      ...(queue === undefined ? {} : { queue }),
+      reasons: withOverrides(reasons, named),
+    });
   }
 
   // Restrict to the models the step names; a name the cluster lacks is an error, not a silent fallback.
@@ -504,7 +564,11 @@ export function resolveProfile(step: ProfileStep, profile: string, cluster: Clus
     const picked: GpuPool[] = [];
     for (let i = 0; i < o.gpuModels.length; i++) {
       const p = have.get((o.gpuModels[i] as string).toLowerCase());
-      if (p === undefined) return err({ field: `${f}.overrides.gpuModels[${i}]`, message: `no ${o.gpuModels[i]} GPU in the cluster (it has ${pools.map((x) => x.model).join(', ') || 'no GPUs'})` });
+      if (p === undefined)
+        return err({
+          field: `${f}.overrides.gpuModels[${i}]`,
+          message: `no ${o.gpuModels[i]} GPU in the cluster (it has ${pools.map((x) => x.model).join(', ') || 'no GPUs'})`,
+        });
       picked.push(p);
     }
     pools = picked;
@@ -519,28 +583,56 @@ export function resolveProfile(step: ProfileStep, profile: string, cluster: Clus
       const p = pools[0] as GpuPool;
       if (g > (p.nodeGpus[0] ?? 0)) return err({ field: `${f}.overrides.gpusPerPod`, message: `${g} GPUs per pod: no node has that many ${p.model}` });
       reasons.push(`${asked}: ${kind} without a model size → ${p.model} ×${g} as the step asks`);
-      return ok({ profile: asked, rule, gpuModels: pools.map((x) => x.model), gpusPerPod: g, pods: o.pods ?? step.serving?.replicas ?? 1, topology: topologyOf({ spread: rule === 'low-latency' }, o), ...(queue === undefined ? {} : { queue }), reasons: withOverrides(reasons, named) });
+      return ok({
+        profile: asked,
+        rule,
+        gpuModels: pools.map((x) => x.model),
+        gpusPerPod: g,
+        pods: o.pods ?? step.serving?.replicas ?? 1,
+        topology: topologyOf({ spread: rule === 'low-latency' }, o),
+        ...(queue === undefined ? {} : { queue }),
+        reasons: withOverrides(reasons, named),
+      });
     }
     return err({ field: `${f}.model.params`, message: `${kind} needs the model's size to choose GPUs (or set overrides.gpuModels and gpusPerPod)` });
   }
 
   const c: Ctx = { step, field: f, cluster: { ...cluster, pools }, o };
-  const { cands, rejected } = rule === 'training' ? trainingCandidates(c, m, asked === 'batch-throughput') : rule === 'low-latency' ? lowLatencyCandidates(c, m) : throughputCandidates(c, m);
+  const { cands, rejected } =
+    rule === 'training'
+      ? trainingCandidates(c, m, asked === 'batch-throughput')
+      : rule === 'low-latency'
+        ? lowLatencyCandidates(c, m)
+        : throughputCandidates(c, m);
   const sorted = [...cands].sort((a, b) => cmp(a.rank, b.rank));
   const best = sorted[0];
   const size = `${params(m.params)} params${m.dtype === undefined ? '' : ` ${m.dtype}`}`;
   const demand = describeDemand(c, m, rule);
   if (best === undefined) {
-    const field = o.gpusPerPod !== undefined ? `${f}.overrides.gpusPerPod` : o.pods !== undefined ? `${f}.overrides.pods` : o.gpuModels !== undefined ? `${f}.overrides.gpuModels` : `${f}.model.params`;
+    const field =
+      o.gpusPerPod !== undefined
+        ? `${f}.overrides.gpusPerPod`
+        : o.pods !== undefined
+          ? `${f}.overrides.pods`
+          : o.gpuModels !== undefined
+            ? `${f}.overrides.gpuModels`
+            : `${f}.model.params`;
     return err({ field, message: `no GPU of the cluster can hold this ${kind} (${size}, ${demand}): ${rejected.join('; ')}` });
   }
   const label = asked === 'auto' ? `auto chose ${rule} for a ${kind} (${size})` : `${asked}: ${kind} (${size})`;
   reasons.push(`${label}: ${demand} → ${best.why}`);
   const others = sorted.slice(1).map((x) => x.figure ?? `${x.pool.model} ×${x.gpusPerPod}`);
   if (rule === 'batch-throughput' && others.length > 0) reasons.push(`runners-up: ${others.join(', ')}`);
-  else if (others.length > 0) reasons.push(`also possible: ${sorted.slice(1).map((x) => `${x.pool.model} ×${x.gpusPerPod}${x.pods > 1 ? ` × ${x.pods} pods` : ''}`).join(', ')}`);
+  else if (others.length > 0)
+    reasons.push(
+      `also possible: ${sorted
+        .slice(1)
+        .map((x) => `${x.pool.model} ×${x.gpusPerPod}${x.pods > 1 ? ` × ${x.pods} pods` : ''}`)
+        .join(', ')}`,
+    );
   if (rejected.length > 0) reasons.push(`not possible: ${rejected.join('; ')}`);
-  if (kvBytesPerToken(m).estimated && rule !== 'training') reasons.push('KV cache estimated from the parameter count (give model.kvBytesPerToken or layers, kvHeads, headDim for an exact figure)');
+  if (kvBytesPerToken(m).estimated && rule !== 'training')
+    reasons.push('KV cache estimated from the parameter count (give model.kvBytesPerToken or layers, kvHeads, headDim for an exact figure)');
   if (queue !== undefined && o.queue === undefined) reasons.push(`queue ${queue}: the cluster's queue for ${rule} steps`);
   return ok({
     profile: asked,
@@ -558,7 +650,9 @@ export function resolveProfile(step: ProfileStep, profile: string, cluster: Clus
 function describeDemand(c: Ctx, m: StepModel, rule: ProfileRule): string {
   if (rule === 'training') {
     const method = c.step.training?.method ?? 'full';
-    return method === 'full' ? `full training holds ${gib(trainingBytes(m, 'full'))} of weights, gradients and optimizer state` : `LoRA holds ${gib(trainingBytes(m, 'lora'))} (frozen weights and adapters)`;
+    return method === 'full'
+      ? `full training holds ${gib(trainingBytes(m, 'full'))} of weights, gradients and optimizer state`
+      : `LoRA holds ${gib(trainingBytes(m, 'lora'))} (frozen weights and adapters)`;
   }
   const d = servingDemand(c, m);
   if (rule === 'low-latency') return `${gib(weightsBytes(m))} of weights + ${gib(d.kv)} of KV for ${d.seqs} × ${d.ctx} tokens`;

@@ -22,12 +22,26 @@ class World {
   lastErrors: ApplyFailure[] | undefined;
   services = new Map<string, TargetService>();
   constructor(spec: Record<string, unknown>) {
-    this.pipeline = withDefaults('DataPipeline', { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', metadata: { name: 'p', namespace: 'ns', uid: 'u1', generation: 1 }, spec }) as DataPipelineObject;
+    this.pipeline = withDefaults('DataPipeline', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'DataPipeline',
+      metadata: { name: 'p', namespace: 'ns', uid: 'u1', generation: 1 },
+      spec,
+    }) as DataPipelineObject;
   }
   step(): ReturnType<typeof reconcileDataPipeline> {
     const byKind = new Map<WorkloadKind, WorkloadObject[]>();
     for (const w of this.workloads.values()) byKind.set(w.kind as WorkloadKind, [...(byKind.get(w.kind as WorkloadKind) ?? []), w]);
-    const r = reconcileDataPipeline({ pipeline: this.pipeline, pods: [...this.pods.values()], workloads: byKind, snapshots: [...this.snapshots.values()], claims: [...this.claims.values()], services: [...this.services.values()], nowMs: this.nowMs, ...(this.lastErrors === undefined ? {} : { lastErrors: this.lastErrors }) });
+    const r = reconcileDataPipeline({
+      pipeline: this.pipeline,
+      pods: [...this.pods.values()],
+      workloads: byKind,
+      snapshots: [...this.snapshots.values()],
+      claims: [...this.claims.values()],
+      services: [...this.services.values()],
+      nowMs: this.nowMs,
+      ...(this.lastErrors === undefined ? {} : { lastErrors: this.lastErrors }),
+    });
     this.pipeline = { ...this.pipeline, status: r.status };
     this.last = [...r.actions];
     for (const a of r.actions) {
@@ -40,13 +54,18 @@ class World {
         else if (a.kind === 'PersistentVolumeClaim') this.claims.set(n, obj as ClaimObject);
         else this.workloads.set(n, obj as WorkloadObject);
       }
-      if (a.op === 'addFinalizer') this.pipeline = { ...this.pipeline, metadata: { ...this.pipeline.metadata, finalizers: [...(this.pipeline.metadata.finalizers ?? []), a.finalizer] } };
+      if (a.op === 'addFinalizer')
+        this.pipeline = { ...this.pipeline, metadata: { ...this.pipeline.metadata, finalizers: [...(this.pipeline.metadata.finalizers ?? []), a.finalizer] } };
       if (a.op === 'apply') {
         // The user's entries stay; the applied one replaces the entry of the same name (a list-map key).
         const svc = this.services.get(a.name) as TargetService;
-        const mine = ((a.object as { spec?: { model?: { adapters?: { name: string; uri: string }[] } } }).spec?.model?.adapters ?? []);
+        const mine = (a.object as { spec?: { model?: { adapters?: { name: string; uri: string }[] } } }).spec?.model?.adapters ?? [];
         const adapters = [...(svc.spec?.model?.adapters ?? []).filter((x) => !mine.some((m) => m.name === x.name)), ...mine];
-        this.services.set(a.name, { ...svc, spec: { model: { adapters } }, metadata: { ...svc.metadata, managedFields: [...(svc.metadata.managedFields ?? []), { manager: a.fieldManager, operation: 'Apply' }] } });
+        this.services.set(a.name, {
+          ...svc,
+          spec: { model: { adapters } },
+          metadata: { ...svc.metadata, managedFields: [...(svc.metadata.managedFields ?? []), { manager: a.fieldManager, operation: 'Apply' }] },
+        });
       }
       if (a.op === 'delete') for (const m of [this.pods, this.workloads, this.snapshots, this.claims] as Map<string, unknown>[]) m.delete(a.name);
     }
@@ -55,7 +74,15 @@ class World {
   finish(pod: string, exitCode: number, message?: string): void {
     const p = this.pods.get(pod);
     if (p === undefined) throw new Error(`no pod ${pod}: ${[...this.pods.keys()].join(', ')}`);
-    this.pods.set(pod, { ...p, status: { phase: exitCode === 0 ? 'Succeeded' : 'Failed', containerStatuses: [{ name: 'main', state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', ...(message === undefined ? {} : { message }) } } }] } });
+    this.pods.set(pod, {
+      ...p,
+      status: {
+        phase: exitCode === 0 ? 'Succeeded' : 'Failed',
+        containerStatuses: [
+          { name: 'main', state: { terminated: { exitCode, reason: exitCode === 0 ? 'Completed' : 'Error', ...(message === undefined ? {} : { message }) } } },
+        ],
+      },
+    });
   }
   stage(name: string): StageStatus {
     return this.pipeline.status?.stages?.find((s) => s.name === name) as StageStatus;
@@ -70,14 +97,27 @@ describe('reconcileDataPipeline', () => {
       stages: [
         { name: 'train', container, outputs: { parameters: [{ name: 'adapter' }] } },
         { name: 'export', dependsOn: ['train'], container: { image: 'busybox', args: ['--in={{steps.train.outputs.parameters.adapter}}'] } },
-        { name: 'serve', dependsOn: ['export'], container: { image: 'busybox', env: [{ name: 'ADAPTER', value: '{{steps.train.outputs.parameters.adapter}}' }] } },
+        {
+          name: 'serve',
+          dependsOn: ['export'],
+          container: { image: 'busybox', env: [{ name: 'ADAPTER', value: '{{steps.train.outputs.parameters.adapter}}' }] },
+        },
       ],
     });
     w.step();
     expect([...w.pods.keys()]).toEqual(['p-train-0']);
-    expect(w.pipeline.status).toMatchObject({ phase: 'Running', stages: [{ name: 'train', phase: 'Running' }, { name: 'export', phase: 'Pending', message: 'waiting for train' }, { name: 'serve', phase: 'Pending' }] });
+    expect(w.pipeline.status).toMatchObject({
+      phase: 'Running',
+      stages: [
+        { name: 'train', phase: 'Running' },
+        { name: 'export', phase: 'Pending', message: 'waiting for train' },
+        { name: 'serve', phase: 'Pending' },
+      ],
+    });
     const pod = w.pods.get('p-train-0');
-    expect(pod?.metadata.ownerReferences).toEqual([{ apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', name: 'p', uid: 'u1', controller: true, blockOwnerDeletion: true }]);
+    expect(pod?.metadata.ownerReferences).toEqual([
+      { apiVersion: 'ai.sits2026.dev/v1', kind: 'DataPipeline', name: 'p', uid: 'u1', controller: true, blockOwnerDeletion: true },
+    ]);
     expect(pod?.spec).toMatchObject({ restartPolicy: 'Never', schedulerName: 'sits-scheduler' });
     w.finish('p-train-0', 0, '{"adapter":"/adapters/r1"}');
     w.step();
@@ -120,13 +160,20 @@ describe('reconcileDataPipeline', () => {
     w.step();
     w.finish('p-train-0', 3);
     w.step();
-    expect(w.stage('train')).toMatchObject({ phase: 'Failed', retries: 2, message: 'pod p-train-0: exit code 3 (Error); retry limit 2 reached after 2 retries' });
+    expect(w.stage('train')).toMatchObject({
+      phase: 'Failed',
+      retries: 2,
+      message: 'pod p-train-0: exit code 3 (Error); retry limit 2 reached after 2 retries',
+    });
     expect(w.stage('serve')).toMatchObject({ phase: 'Skipped', message: 'not run: dependency train failed' });
     // failurePolicy StopPipeline: the independent stage is stopped too, and says why.
     expect(w.stage('other')).toMatchObject({ phase: 'Failed', message: 'stopped: stage train failed' });
     expect(w.pods.has('p-other-0')).toBe(false);
     expect(w.pods.has('p-serve-0')).toBe(false);
-    expect(w.pipeline.status).toMatchObject({ phase: 'Failed', message: 'stage train failed: pod p-train-0: exit code 3 (Error); retry limit 2 reached after 2 retries' });
+    expect(w.pipeline.status).toMatchObject({
+      phase: 'Failed',
+      message: 'stage train failed: pod p-train-0: exit code 3 (Error); retry limit 2 reached after 2 retries',
+    });
   });
 
   it('lets independent stages finish under ContinueIndependent, and runs a failure handler named in when', () => {
@@ -163,7 +210,10 @@ describe('reconcileDataPipeline', () => {
     expect(w.pods.has('p-a-0')).toBe(true);
     w.finish('p-a-0', 2);
     w.step();
-    expect(w.stage('a')).toMatchObject({ phase: 'Failed', message: 'pod p-a-0: exit code 2 (Error); retryPolicy OnError does not retry a failure after 1 retry' });
+    expect(w.stage('a')).toMatchObject({
+      phase: 'Failed',
+      message: 'pod p-a-0: exit code 2 (Error); retryPolicy OnError does not retry a failure after 1 retry',
+    });
   });
 
   it('runs workload stages: a TrainingJob to Succeeded, an InferenceService to Ready, outputs from the annotation', () => {
@@ -175,8 +225,16 @@ describe('reconcileDataPipeline', () => {
     });
     w.step();
     const tj = w.workloads.get('p-ft') as WorkloadObject;
-    expect(tj).toMatchObject({ kind: 'TrainingJob', metadata: { labels: { 'ai.sits2026.dev/data-pipeline': 'p', 'ai.sits2026.dev/pipeline-stage': 'ft' } }, spec: { replicas: 1 } });
-    w.workloads.set('p-ft', { ...tj, metadata: { ...tj.metadata, annotations: { 'ai.sits2026.dev/outputs': '{"model":"pvc://out/m"}' } }, status: { phase: 'Succeeded' } });
+    expect(tj).toMatchObject({
+      kind: 'TrainingJob',
+      metadata: { labels: { 'ai.sits2026.dev/data-pipeline': 'p', 'ai.sits2026.dev/pipeline-stage': 'ft' } },
+      spec: { replicas: 1 },
+    });
+    w.workloads.set('p-ft', {
+      ...tj,
+      metadata: { ...tj.metadata, annotations: { 'ai.sits2026.dev/outputs': '{"model":"pvc://out/m"}' } },
+      status: { phase: 'Succeeded' },
+    });
     w.step();
     const isvc = w.workloads.get('p-serve') as WorkloadObject;
     expect(isvc.spec).toEqual({ model: { uri: 'pvc://out/m' } });
@@ -194,20 +252,37 @@ describe('reconcileDataPipeline', () => {
       artifactGC: { strategy: 'OnPipelineCompletion', keepLast: 1 },
       stages: [
         { name: 'train', container, outputs: { artifacts: [{ name: 'ckpt', volumeSnapshot: { claimName: 'work', volumeSnapshotClassName: 'fast' } }] } },
-        { name: 'export', dependsOn: ['train'], container, inputs: { artifacts: [{ name: 'ckpt', from: { stage: 'train', artifact: 'ckpt' }, mountPath: '/in', storageClassName: 'sc' }] }, outputs: { artifacts: [{ name: 'model', volumeSnapshot: { claimName: '{{inputs.artifacts.ckpt.claimName}}' } }] } },
+        {
+          name: 'export',
+          dependsOn: ['train'],
+          container,
+          inputs: { artifacts: [{ name: 'ckpt', from: { stage: 'train', artifact: 'ckpt' }, mountPath: '/in', storageClassName: 'sc' }] },
+          outputs: { artifacts: [{ name: 'model', volumeSnapshot: { claimName: '{{inputs.artifacts.ckpt.claimName}}' } }] },
+        },
       ],
     });
     w.step();
     w.finish('p-train-0', 0);
     w.step();
-    expect(w.snapshots.get('p-train-ckpt')).toMatchObject({ spec: { source: { persistentVolumeClaimName: 'work' }, volumeSnapshotClassName: 'fast' }, metadata: { ownerReferences: [{ uid: 'u1' }] } });
+    expect(w.snapshots.get('p-train-ckpt')).toMatchObject({
+      spec: { source: { persistentVolumeClaimName: 'work' }, volumeSnapshotClassName: 'fast' },
+      metadata: { ownerReferences: [{ uid: 'u1' }] },
+    });
     expect(w.stage('train')).toMatchObject({ phase: 'Running', message: 'recording artifacts: waiting for VolumeSnapshot p-train-ckpt' });
     expect(w.stage('export').phase).toBe('Pending');
     const s = w.snapshots.get('p-train-ckpt') as VolumeSnapshotObject;
     w.snapshots.set('p-train-ckpt', { ...s, status: { readyToUse: true, restoreSize: '2Gi' } });
     w.step();
-    expect(w.stage('train')).toMatchObject({ phase: 'Succeeded', outputs: { artifacts: [{ name: 'ckpt', volumeSnapshotName: 'p-train-ckpt', readyToUse: true }] } });
-    expect(w.claims.get('p-export-in-ckpt')?.spec).toEqual({ accessModes: ['ReadWriteOnce'], storageClassName: 'sc', resources: { requests: { storage: '2Gi' } }, dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'p-train-ckpt' } });
+    expect(w.stage('train')).toMatchObject({
+      phase: 'Succeeded',
+      outputs: { artifacts: [{ name: 'ckpt', volumeSnapshotName: 'p-train-ckpt', readyToUse: true }] },
+    });
+    expect(w.claims.get('p-export-in-ckpt')?.spec).toEqual({
+      accessModes: ['ReadWriteOnce'],
+      storageClassName: 'sc',
+      resources: { requests: { storage: '2Gi' } },
+      dataSource: { apiGroup: 'snapshot.storage.k8s.io', kind: 'VolumeSnapshot', name: 'p-train-ckpt' },
+    });
     const pod = w.pods.get('p-export-0') as PodObject;
     expect(pod.spec?.volumes).toEqual([{ name: 'in-ckpt', persistentVolumeClaim: { claimName: 'p-export-in-ckpt', readOnly: false } }]);
     expect(pod.spec?.containers[0]?.volumeMounts).toEqual([{ name: 'in-ckpt', mountPath: '/in', readOnly: false }]);
@@ -225,18 +300,32 @@ describe('reconcileDataPipeline', () => {
   });
 
   it('fails the pipeline on a when that names a stage outside dependsOn, naming the field, before creating anything', () => {
-    const w = new World({ stages: [{ name: 'a', container }, { name: 'b', dependsOn: ['a'], when: 'a.Succeeded && c.Failed', container }, { name: 'c', container }] });
+    const w = new World({
+      stages: [
+        { name: 'a', container },
+        { name: 'b', dependsOn: ['a'], when: 'a.Succeeded && c.Failed', container },
+        { name: 'c', container },
+      ],
+    });
     const r = w.step();
     expect(r.status).toMatchObject({ phase: 'Failed', message: 'invalid spec: spec.stages[1].when: names c, not in dependsOn' });
     expect(w.pods.size).toBe(0);
   });
 
   it('fails a stage whose placeholder names no output, naming the field', () => {
-    const w = new World({ stages: [{ name: 'a', container }, { name: 'b', dependsOn: ['a'], container: { image: 'x', args: ['{{steps.a.outputs.parameters.nope}}'] } }] });
+    const w = new World({
+      stages: [
+        { name: 'a', container },
+        { name: 'b', dependsOn: ['a'], container: { image: 'x', args: ['{{steps.a.outputs.parameters.nope}}'] } },
+      ],
+    });
     w.step();
     w.finish('p-a-0', 0);
     w.step();
-    expect(w.stage('b')).toMatchObject({ phase: 'Failed', message: 'spec.stages[1].container.args[0]: {{steps.a.outputs.parameters.nope}} names no known value' });
+    expect(w.stage('b')).toMatchObject({
+      phase: 'Failed',
+      message: 'spec.stages[1].container.args[0]: {{steps.a.outputs.parameters.nope}} names no known value',
+    });
     expect(w.pipeline.status?.phase).toBe('Failed');
   });
 
@@ -272,7 +361,7 @@ describe('reconcileDataPipeline', () => {
     expect(w.step().status.message).toBe('invalid spec: spec.stages[1].inputs.artifacts[0].from.stage: a is not in dependsOn');
   });
 
-  it('mounts a path artifact read-only from the producer\'s claim', () => {
+  it("mounts a path artifact read-only from the producer's claim", () => {
     const w = new World({
       stages: [
         { name: 'a', container, outputs: { artifacts: [{ name: 'm', path: { claimName: 'shared', subPath: 'models/{{pipeline.name}}' } }] } },
@@ -287,16 +376,27 @@ describe('reconcileDataPipeline', () => {
     expect(pod.spec?.containers[0]?.volumeMounts).toEqual([{ name: 'in-m', mountPath: '/m', readOnly: true, subPath: 'models/p' }]);
   });
 
-  it('mounts input artifacts into workload stages: a TrainingJob given as container becomes its podTemplate, an InferenceService\'s go to its server container', () => {
+  it("mounts input artifacts into workload stages: a TrainingJob given as container becomes its podTemplate, an InferenceService's go to its server container", () => {
     const w = new World({
       stages: [
         { name: 'a', container, outputs: { artifacts: [{ name: 'm', path: { claimName: 'shared', subPath: 'adapters/a' } }] } },
-        { name: 'ft', dependsOn: ['a'], inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' }, mountPath: '/base' }] }, workload: { kind: 'TrainingJob', spec: { replicas: 1, container } } },
+        {
+          name: 'ft',
+          dependsOn: ['a'],
+          inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' }, mountPath: '/base' }] },
+          workload: { kind: 'TrainingJob', spec: { replicas: 1, container } },
+        },
         {
           name: 'serve',
           dependsOn: ['a'],
           inputs: { artifacts: [{ name: 'm', from: { stage: 'a', artifact: 'm' }, mountPath: '/adapters' }] },
-          workload: { kind: 'InferenceService', spec: { model: { uri: 'pvc://shared/base' }, podTemplate: { spec: { containers: [{ name: 'sidecar', image: 'x' }], volumes: [{ name: 'cache', emptyDir: {} }] } } } },
+          workload: {
+            kind: 'InferenceService',
+            spec: {
+              model: { uri: 'pvc://shared/base' },
+              podTemplate: { spec: { containers: [{ name: 'sidecar', image: 'x' }], volumes: [{ name: 'cache', emptyDir: {} }] } },
+            },
+          },
         },
       ],
     });
@@ -306,36 +406,66 @@ describe('reconcileDataPipeline', () => {
     const vol = { name: 'in-m', persistentVolumeClaim: { claimName: 'shared', readOnly: true } };
     expect(w.workloads.get('p-ft')?.spec).toEqual({
       replicas: 1,
-      podTemplate: { spec: { containers: [{ ...container, name: 'trainer', volumeMounts: [{ name: 'in-m', mountPath: '/base', readOnly: true, subPath: 'adapters/a' }] }], volumes: [vol] } },
+      podTemplate: {
+        spec: {
+          containers: [{ ...container, name: 'trainer', volumeMounts: [{ name: 'in-m', mountPath: '/base', readOnly: true, subPath: 'adapters/a' }] }],
+          volumes: [vol],
+        },
+      },
     });
     expect(w.workloads.get('p-serve')?.spec).toEqual({
       model: { uri: 'pvc://shared/base' },
       podTemplate: {
         spec: {
-          containers: [{ name: 'server', volumeMounts: [{ name: 'in-m', mountPath: '/adapters', readOnly: true, subPath: 'adapters/a' }] }, { name: 'sidecar', image: 'x' }],
+          containers: [
+            { name: 'server', volumeMounts: [{ name: 'in-m', mountPath: '/adapters', readOnly: true, subPath: 'adapters/a' }] },
+            { name: 'sidecar', image: 'x' },
+          ],
           volumes: [{ name: 'cache', emptyDir: {} }, vol],
         },
       },
     });
   });
 
-  it('adds an adapter to the user\'s InferenceService by server-side apply, after its finalizer, and succeeds once every ready replica has it Loaded', () => {
+  it("adds an adapter to the user's InferenceService by server-side apply, after its finalizer, and succeeds once every ready replica has it Loaded", () => {
     const w = new World({
       stages: [
         { name: 'export', container, outputs: { parameters: [{ name: 'uri' }] } },
-        { name: 'swap', dependsOn: ['export'], adapter: { inferenceService: 'chat', name: 'support-{{pipeline.name}}', uri: '{{steps.export.outputs.parameters.uri}}' } },
+        {
+          name: 'swap',
+          dependsOn: ['export'],
+          adapter: { inferenceService: 'chat', name: 'support-{{pipeline.name}}', uri: '{{steps.export.outputs.parameters.uri}}' },
+        },
       ],
     });
-    w.services.set('chat', { metadata: { name: 'chat', namespace: 'ns' }, spec: { model: { adapters: [{ name: 'users-own', uri: 'pvc://u/a' }] } }, status: { replicaStatuses: [] } });
+    w.services.set('chat', {
+      metadata: { name: 'chat', namespace: 'ns' },
+      spec: { model: { adapters: [{ name: 'users-own', uri: 'pvc://u/a' }] } },
+      status: { replicaStatuses: [] },
+    });
     w.step();
     w.finish('p-export-0', 0, '{"uri":"pvc://out/support"}');
     w.step();
     expect(w.last.filter((a) => a.op !== 'event')).toEqual([{ op: 'addFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' }]);
     w.step();
     expect(w.last).toEqual([
-      { op: 'apply', kind: 'InferenceService', name: 'chat', fieldManager: 'sits-datapipeline/p/swap', object: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' }, spec: { model: { adapters: [{ name: 'support-p', uri: 'pvc://out/support' }] } } } },
+      {
+        op: 'apply',
+        kind: 'InferenceService',
+        name: 'chat',
+        fieldManager: 'sits-datapipeline/p/swap',
+        object: {
+          apiVersion: 'ai.sits2026.dev/v1',
+          kind: 'InferenceService',
+          metadata: { name: 'chat' },
+          spec: { model: { adapters: [{ name: 'support-p', uri: 'pvc://out/support' }] } },
+        },
+      },
     ]);
-    expect(w.services.get('chat')?.spec?.model?.adapters).toEqual([{ name: 'users-own', uri: 'pvc://u/a' }, { name: 'support-p', uri: 'pvc://out/support' }]);
+    expect(w.services.get('chat')?.spec?.model?.adapters).toEqual([
+      { name: 'users-own', uri: 'pvc://u/a' },
+      { name: 'support-p', uri: 'pvc://out/support' },
+    ]);
     w.step();
     expect(w.last).toEqual([]);
     expect(w.stage('swap')).toMatchObject({ phase: 'Running', message: 'waiting for a ready replica of InferenceService chat' });
@@ -347,33 +477,67 @@ describe('reconcileDataPipeline', () => {
     ];
     w.services.set('chat', { ...svc, status: { replicaStatuses: replicas('Loaded', 'Loading') } });
     w.step();
-    expect(w.stage('swap')).toMatchObject({ phase: 'Running', message: 'adapter support-p loaded on 1 of 2 ready replicas of InferenceService chat; waiting for chat-1' });
+    expect(w.stage('swap')).toMatchObject({
+      phase: 'Running',
+      message: 'adapter support-p loaded on 1 of 2 ready replicas of InferenceService chat; waiting for chat-1',
+    });
     w.services.set('chat', { ...svc, status: { replicaStatuses: replicas('Loaded', 'Loaded') } });
     w.step();
-    expect(w.stage('swap')).toMatchObject({ phase: 'Succeeded', message: 'adapter support-p loaded on all 2 ready replicas of InferenceService chat (chat-0, chat-1) without a restart', outputs: { parameters: { adapter: 'support-p', inferenceService: 'chat' } } });
+    expect(w.stage('swap')).toMatchObject({
+      phase: 'Succeeded',
+      message: 'adapter support-p loaded on all 2 ready replicas of InferenceService chat (chat-0, chat-1) without a restart',
+      outputs: { parameters: { adapter: 'support-p', inferenceService: 'chat' } },
+    });
     expect(w.pipeline.status?.phase).toBe('Succeeded');
     // Never owned: nothing of the service is ever created or deleted.
     expect(w.workloads.size).toBe(0);
 
     // Deletion: an empty apply under the stage's manager, then (its entry gone from managedFields) the finalizer.
     const deleting = { ...w.pipeline, metadata: { ...w.pipeline.metadata, deletionTimestamp: '2026-12-01T21:00:00Z' } };
-    expect(adapterCleanup(deleting, [...w.services.values()])).toEqual([{ op: 'apply', kind: 'InferenceService', name: 'chat', fieldManager: 'sits-datapipeline/p/swap', object: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' } } }]);
-    expect(adapterCleanup(deleting, [{ ...svc, metadata: { name: 'chat', managedFields: [{ manager: 'kubectl-client-side-apply' }] } }])).toEqual([{ op: 'removeFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' }]);
+    expect(adapterCleanup(deleting, [...w.services.values()])).toEqual([
+      {
+        op: 'apply',
+        kind: 'InferenceService',
+        name: 'chat',
+        fieldManager: 'sits-datapipeline/p/swap',
+        object: { apiVersion: 'ai.sits2026.dev/v1', kind: 'InferenceService', metadata: { name: 'chat' } },
+      },
+    ]);
+    expect(adapterCleanup(deleting, [{ ...svc, metadata: { name: 'chat', managedFields: [{ manager: 'kubectl-client-side-apply' }] } }])).toEqual([
+      { op: 'removeFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' },
+    ]);
     expect(adapterCleanup(deleting, [])).toEqual([{ op: 'removeFinalizer', finalizer: 'ai.sits2026.dev/datapipeline-adapters' }]);
   });
 
   it('fails an adapter stage naming the replica that failed to load it, retries under the strategy, and refuses a field another manager holds', () => {
     const w = new World({
-      stages: [{ name: 'swap', retryStrategy: { limit: 1 }, adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://out/support', onPipelineDeletion: 'Keep' } }],
+      stages: [
+        {
+          name: 'swap',
+          retryStrategy: { limit: 1 },
+          adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://out/support', onPipelineDeletion: 'Keep' },
+        },
+      ],
     });
     w.services.set('chat', { metadata: { name: 'chat' }, spec: { model: {} } });
     w.step();
     // Keep: no finalizer needed, the apply comes at once.
     expect(w.last.map((a) => a.op)).toEqual(['apply']);
     const svc = w.services.get('chat') as TargetService;
-    w.services.set('chat', { ...svc, status: { replicaStatuses: [{ name: 'chat-0', ready: true, adapters: [{ name: 'support', state: 'Failed', message: 'adapter_config.json: no such file' }] }] } });
+    w.services.set('chat', {
+      ...svc,
+      status: {
+        replicaStatuses: [{ name: 'chat-0', ready: true, adapters: [{ name: 'support', state: 'Failed', message: 'adapter_config.json: no such file' }] }],
+      },
+    });
     w.step();
-    expect(w.stage('swap')).toMatchObject({ phase: 'Running', retries: 1, message: expect.stringContaining('attempt 1 failed: InferenceService chat: replica chat-0 failed to load adapter support: adapter_config.json: no such file') });
+    expect(w.stage('swap')).toMatchObject({
+      phase: 'Running',
+      retries: 1,
+      message: expect.stringContaining(
+        'attempt 1 failed: InferenceService chat: replica chat-0 failed to load adapter support: adapter_config.json: no such file',
+      ),
+    });
     w.nowMs += 60_000;
     w.step();
     w.step();
@@ -381,13 +545,27 @@ describe('reconcileDataPipeline', () => {
 
     const c = new World({ stages: [{ name: 'swap', adapter: { inferenceService: 'chat', name: 'support', uri: 'pvc://new', onPipelineDeletion: 'Keep' } }] });
     c.services.set('chat', { metadata: { name: 'chat' }, spec: { model: { adapters: [{ name: 'support', uri: 'pvc://users' }] } } });
-    c.lastErrors = [{ action: 'applyInferenceService', name: 'chat', status: 409, reason: 'Conflict', message: 'Apply failed with 1 conflict: conflict with "kubectl": .spec.model.adapters[name="support"].uri' }];
+    c.lastErrors = [
+      {
+        action: 'applyInferenceService',
+        name: 'chat',
+        status: 409,
+        reason: 'Conflict',
+        message: 'Apply failed with 1 conflict: conflict with "kubectl": .spec.model.adapters[name="support"].uri',
+      },
+    ];
     c.step();
-    expect(c.stage('swap')).toMatchObject({ phase: 'Failed', message: expect.stringContaining('adapter support is set by another field manager to another uri') });
+    expect(c.stage('swap')).toMatchObject({
+      phase: 'Failed',
+      message: expect.stringContaining('adapter support is set by another field manager to another uri'),
+    });
 
     const bad = new World({ stages: [{ name: 'swap', adapter: { inferenceService: 'chat', name: 'Support_1', uri: 'x' } }] });
     bad.services.set('chat', svc);
     bad.step();
-    expect(bad.stage('swap')).toMatchObject({ phase: 'Failed', message: 'spec.stages[0].adapter.name: "Support_1" is not a DNS label (lowercase letters, digits and \'-\', at most 63)' });
+    expect(bad.stage('swap')).toMatchObject({
+      phase: 'Failed',
+      message: 'spec.stages[0].adapter.name: "Support_1" is not a DNS label (lowercase letters, digits and \'-\', at most 63)',
+    });
   });
 });

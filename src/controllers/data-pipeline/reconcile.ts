@@ -68,7 +68,8 @@ export function specProblems(stages: readonly PipelineStage[]): { whens: Map<str
     (s.inputs?.artifacts ?? []).forEach((a, j) => {
       const from = stages.find((t) => t.name === a.from.stage);
       if (!deps.includes(a.from.stage)) problems.push(`spec.stages[${i}].inputs.artifacts[${j}].from.stage: ${a.from.stage} is not in dependsOn`);
-      else if (!(from?.outputs?.artifacts ?? []).some((o) => o.name === a.from.artifact)) problems.push(`spec.stages[${i}].inputs.artifacts[${j}].from.artifact: stage ${a.from.stage} has no output artifact ${a.from.artifact}`);
+      else if (!(from?.outputs?.artifacts ?? []).some((o) => o.name === a.from.artifact))
+        problems.push(`spec.stages[${i}].inputs.artifacts[${j}].from.artifact: stage ${a.from.stage} has no output artifact ${a.from.artifact}`);
     });
   });
   return { whens, problems };
@@ -93,8 +94,15 @@ function podOutcome(pod: PodObject): { outcome: AttemptOutcome; message: string 
   const statuses = pod.status?.containerStatuses ?? [];
   const main = statuses.find((c) => c.name === MAIN_CONTAINER) ?? statuses[0];
   const term = main?.state?.terminated;
-  if (term !== undefined && term.exitCode !== 0) return { outcome: 'failure', message: `pod ${pod.metadata.name ?? ''}: exit code ${term.exitCode}${term.reason === undefined ? '' : ` (${term.reason})`}${term.message === undefined || term.message === '' ? '' : `: ${term.message.slice(0, 200)}`}` };
-  return { outcome: 'error', message: `pod ${pod.metadata.name ?? ''} failed${pod.status?.reason === undefined ? '' : ` (${pod.status.reason})`}${pod.status?.message === undefined ? '' : `: ${pod.status.message}`}` };
+  if (term !== undefined && term.exitCode !== 0)
+    return {
+      outcome: 'failure',
+      message: `pod ${pod.metadata.name ?? ''}: exit code ${term.exitCode}${term.reason === undefined ? '' : ` (${term.reason})`}${term.message === undefined || term.message === '' ? '' : `: ${term.message.slice(0, 200)}`}`,
+    };
+  return {
+    outcome: 'error',
+    message: `pod ${pod.metadata.name ?? ''} failed${pod.status?.reason === undefined ? '' : ` (${pod.status.reason})`}${pod.status?.message === undefined ? '' : `: ${pod.status.message}`}`,
+  };
 }
 
 function podOutputs(pod: PodObject | undefined): Record<string, string> {
@@ -104,7 +112,9 @@ function podOutputs(pod: PodObject | undefined): Record<string, string> {
 }
 
 function workloadMessage(w: WorkloadObject): string {
-  const cond = (w.status?.conditions ?? []).find((c) => c.status === 'True' && c.message !== undefined) ?? (w.status?.conditions ?? []).find((c) => c.message !== undefined);
+  const cond =
+    (w.status?.conditions ?? []).find((c) => c.status === 'True' && c.message !== undefined) ??
+    (w.status?.conditions ?? []).find((c) => c.message !== undefined);
   return w.status?.message ?? cond?.message ?? '';
 }
 
@@ -134,7 +144,15 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
   if (problems.length > 0 && !finishedBefore) {
     const message = clip(`invalid spec: ${problems.join('; ')}`);
     return {
-      status: { ...prevStatus, phase: 'Failed', message, observedGeneration: p.metadata.generation ?? 0, totalStages: stages.length, completedStages: 0, completionTime: prevStatus.completionTime ?? now },
+      status: {
+        ...prevStatus,
+        phase: 'Failed',
+        message,
+        observedGeneration: p.metadata.generation ?? 0,
+        totalStages: stages.length,
+        completedStages: 0,
+        completionTime: prevStatus.completionTime ?? now,
+      },
       actions: prevStatus.message === message ? [] : [{ op: 'event', type: 'Warning', reason: 'InvalidSpec', message }],
     };
   }
@@ -171,15 +189,27 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     if (when !== undefined) {
       const waiting = deps.filter((d) => !isFinished(phaseOf(d)));
       if (waiting.length > 0) return done({ ...prev, phase: 'Pending', message: `waiting for ${waiting.join(', ')} to finish` });
-      if (!evalWhen(when, (d) => phaseOf(d) as 'Succeeded' | 'Failed' | 'Skipped')) return done({ ...prev, phase: 'Skipped', message: `when "${stage.when ?? ''}" is false`, completionTime: now });
+      if (!evalWhen(when, (d) => phaseOf(d) as 'Succeeded' | 'Failed' | 'Skipped'))
+        return done({ ...prev, phase: 'Skipped', message: `when "${stage.when ?? ''}" is false`, completionTime: now });
     } else {
       const bad = deps.find((d) => phaseOf(d) === 'Failed' || phaseOf(d) === 'Skipped');
-      if (bad !== undefined) return done({ ...prev, phase: 'Skipped', message: `not run: dependency ${bad} ${phaseOf(bad) === 'Failed' ? 'failed' : 'was skipped'}`, completionTime: now });
+      if (bad !== undefined)
+        return done({
+          ...prev,
+          phase: 'Skipped',
+          message: `not run: dependency ${bad} ${phaseOf(bad) === 'Failed' ? 'failed' : 'was skipped'}`,
+          completionTime: now,
+        });
       const streaming = (d: string): boolean => stages.find((t) => t.name === d)?.mode === 'streaming';
       const waiting = deps.filter((d) => !(phaseOf(d) === 'Succeeded' || (streaming(d) && phaseOf(d) === 'Running')));
       if (waiting.length > 0) return done({ ...prev, phase: 'Pending', message: `waiting for ${waiting.join(', ')}` });
     }
-    if (p.spec.suspend) return { status: { ...prev, phase: 'Pending', message: 'suspended' }, actions: live.map((c) => ({ op: 'delete', kind: c.kind, name: c.name, uid: c.uid })), live };
+    if (p.spec.suspend)
+      return {
+        status: { ...prev, phase: 'Pending', message: 'suspended' },
+        actions: live.map((c) => ({ op: 'delete', kind: c.kind, name: c.name, uid: c.uid })),
+        live,
+      };
 
     // Parameters and input artifacts.
     const inputs: MountedInput[] = [];
@@ -198,10 +228,21 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
           const snap = o.snapshots.find((x) => x.metadata.name === rec.volumeSnapshotName);
           const size = a.size ?? snap?.status?.restoreSize;
           if (size === undefined) inputWaits.push(`restore size of VolumeSnapshot ${rec.volumeSnapshotName}`);
-          else inputActions.push({ op: 'create', kind: 'PersistentVolumeClaim', object: restoredClaim(p, stage.name, a.name, rec.volumeSnapshotName, size, a.storageClassName, a.accessMode) });
+          else
+            inputActions.push({
+              op: 'create',
+              kind: 'PersistentVolumeClaim',
+              object: restoredClaim(p, stage.name, a.name, rec.volumeSnapshotName, size, a.storageClassName, a.accessMode),
+            });
         }
       } else if (rec.claimName !== undefined) {
-        inputs.push({ name: a.name, claimName: rec.claimName, readOnly: true, ...(rec.subPath === undefined ? {} : { subPath: rec.subPath }), ...(a.mountPath === undefined ? {} : { mountPath: a.mountPath }) });
+        inputs.push({
+          name: a.name,
+          claimName: rec.claimName,
+          readOnly: true,
+          ...(rec.subPath === undefined ? {} : { subPath: rec.subPath }),
+          ...(a.mountPath === undefined ? {} : { mountPath: a.mountPath }),
+        });
       }
     }
     if (inputWaits.length > 0) return done({ ...prev, phase: 'Pending', message: `waiting for ${inputWaits.join(', ')}` });
@@ -212,7 +253,8 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       if (expr === 'stage.name') return stage.name;
       if (expr === 'retries') return String(prev.retries ?? 0);
       const param = /^(?:steps|stages)\.([a-z0-9-]+)\.outputs\.parameters\.([A-Za-z0-9_-]+)$/.exec(expr);
-      if (param !== null) return ancestors.get(stage.name)?.has(param[1] ?? '') === true ? next.get(param[1] ?? '')?.outputs?.parameters?.[param[2] ?? ''] : undefined;
+      if (param !== null)
+        return ancestors.get(stage.name)?.has(param[1] ?? '') === true ? next.get(param[1] ?? '')?.outputs?.parameters?.[param[2] ?? ''] : undefined;
       const art = /^(?:steps|stages)\.([a-z0-9-]+)\.outputs\.artifacts\.([a-z0-9-]+)\.(volumeSnapshotName|claimName|subPath)$/.exec(expr);
       if (art !== null) {
         if (ancestors.get(stage.name)?.has(art[1] ?? '') !== true) return undefined;
@@ -228,7 +270,11 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       `spec.stages[${index}]`,
       lookup,
     );
-    if (!sub.ok) return done({ ...prev, phase: 'Failed', message: clip(sub.error), completionTime: now }, { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${sub.error}`) });
+    if (!sub.ok)
+      return done(
+        { ...prev, phase: 'Failed', message: clip(sub.error), completionTime: now },
+        { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${sub.error}`) },
+      );
     const resolved = { ...stage, ...(sub.value as Pick<PipelineStage, 'container' | 'podTemplate' | 'workload' | 'adapter' | 'outputs'>) };
     const retries = prev.retries ?? 0;
 
@@ -236,7 +282,10 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const prof = stageProfile(stage, index, o.cluster ?? { pools: [] });
     if (prof !== undefined && !prof.ok) {
       const m = clip(`${prof.error.field}: ${prof.error.message}`);
-      return done({ ...prev, phase: 'Failed', message: m, completionTime: now }, { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${m}`) });
+      return done(
+        { ...prev, phase: 'Failed', message: m, completionTime: now },
+        { type: 'Warning', reason: 'StageFailed', message: clip(`stage ${stage.name}: ${m}`) },
+      );
     }
     const profile = prof?.value;
 
@@ -245,20 +294,47 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const stepInputs: StepInput[] = (stage.inputs?.artifacts ?? []).map((a) => {
       const producer = next.get(a.from.stage);
       const rec = (producer?.outputs?.artifacts ?? []).find((x) => x.name === a.from.artifact);
-      return { name: a.name, artifact: { kind: 'volume', claim: rec?.volumeSnapshotName ?? rec?.claimName ?? a.from.artifact, path: rec?.subPath === undefined || rec.subPath === '' ? '/' : rec.subPath, contentId: producer?.cacheKey ?? `${name}/${a.from.stage}@${producer?.completionTime ?? ''}` } };
+      return {
+        name: a.name,
+        artifact: {
+          kind: 'volume',
+          claim: rec?.volumeSnapshotName ?? rec?.claimName ?? a.from.artifact,
+          path: rec?.subPath === undefined || rec.subPath === '' ? '/' : rec.subPath,
+          contentId: producer?.cacheKey ?? `${name}/${a.from.stage}@${producer?.completionTime ?? ''}`,
+        },
+      };
     });
     const { reasons: _r, ...choice } = profile ?? { reasons: [] };
-    const key = cacheKey({ spec: { stage: stage.name, kind: kind ?? 'pod', parallelism: stage.parallelism, work: sub.value, profile: choice }, inputs: stepInputs });
-    const cacheMeta = { ...(key.ok ? { cacheKey: key.value } : {}), ...(profile === undefined ? {} : { reasons: profile.reasons.slice(0, 16).map((r) => r.slice(0, 1024)) }) };
+    const key = cacheKey({
+      spec: { stage: stage.name, kind: kind ?? 'pod', parallelism: stage.parallelism, work: sub.value, profile: choice },
+      inputs: stepInputs,
+    });
+    const cacheMeta = {
+      ...(key.ok ? { cacheKey: key.value } : {}),
+      ...(profile === undefined ? {} : { reasons: profile.reasons.slice(0, 16).map((r) => r.slice(0, 1024)) }),
+    };
     const fresh0 = prev.phase !== 'Running' && retries === 0 && live.length === 0;
     // An InferenceService stage's result is a running server, not an output: it is never reused.
     // Nor is an adapter stage's: its result is an adapter on a running server.
     if (fresh0 && key.ok && o.stepCache !== undefined && kind !== 'InferenceService' && stage.adapter === undefined) {
-      const hit = cacheLookup(key.value, o.stepCache, new Date(o.nowMs), { enabled: stage.cache, ...(stage.cacheMaxAgeSeconds === undefined ? {} : { maxAgeSeconds: stage.cacheMaxAgeSeconds }) });
+      const hit = cacheLookup(key.value, o.stepCache, new Date(o.nowMs), {
+        enabled: stage.cache,
+        ...(stage.cacheMaxAgeSeconds === undefined ? {} : { maxAgeSeconds: stage.cacheMaxAgeSeconds }),
+      });
       if (hit.hit) {
         const m = clip(`cached from run ${hit.entry.run}: ${hit.reason}`);
         return done(
-          { ...prev, ...cacheMeta, phase: 'Succeeded', cachedFrom: hit.entry.run, outputs: hit.entry.outputs as StageStatus['outputs'] & object, message: m, startTime: prev.startTime ?? now, completionTime: now, readyReplicas: 0 },
+          {
+            ...prev,
+            ...cacheMeta,
+            phase: 'Succeeded',
+            cachedFrom: hit.entry.run,
+            outputs: hit.entry.outputs as StageStatus['outputs'] & object,
+            message: m,
+            startTime: prev.startTime ?? now,
+            completionTime: now,
+            readyReplicas: 0,
+          },
           { type: 'Normal', reason: 'StageCached', message: clip(`stage ${stage.name}: ${m}`) },
         );
       }
@@ -268,7 +344,8 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
 
     // Between attempts: the old children go first, then the backoff.
     if (prev.nextRetryTime !== undefined) {
-      if (live.length > 0 || pods.length + workloads.length > 0) return { status: prev, actions: live.map((c) => ({ op: 'delete', kind: c.kind, name: c.name, uid: c.uid })), live };
+      if (live.length > 0 || pods.length + workloads.length > 0)
+        return { status: prev, actions: live.map((c) => ({ op: 'delete', kind: c.kind, name: c.name, uid: c.uid })), live };
       const at = parseMs(prev.nextRetryTime) ?? o.nowMs;
       if (at > o.nowMs) return { status: prev, actions: [], live, requeueAtMs: at };
     }
@@ -278,7 +355,12 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     // The apiserver refusing a child (422, 403, ...) is the spec's or the cluster's problem: retrying cannot help.
     const failNow = (message: string): StageStep => {
       const m = clip(message);
-      return { status: { ...fresh, phase: 'Failed', message: m, completionTime: now }, actions: [], live, event: { type: 'Warning', reason: 'StageFailed', message: `stage ${stage.name}: ${m}` } };
+      return {
+        status: { ...fresh, phase: 'Failed', message: m, completionTime: now },
+        actions: [],
+        live,
+        event: { type: 'Warning', reason: 'StageFailed', message: `stage ${stage.name}: ${m}` },
+      };
     };
     const failAttempt = (outcome: AttemptOutcome, message: string): StageStep => {
       const d = decideRetry(retry, outcome, retries, startedMs, o.nowMs);
@@ -293,7 +375,12 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
         };
       }
       const m = clip(`${message}; ${d.why}${retries > 0 ? ` after ${retries} ${retries === 1 ? 'retry' : 'retries'}` : ''}`);
-      return { status: { ...fresh, phase: 'Failed', message: m, completionTime: now }, actions: [], live, event: { type: 'Warning', reason: 'StageFailed', message: `stage ${stage.name}: ${m}` } };
+      return {
+        status: { ...fresh, phase: 'Failed', message: m, completionTime: now },
+        actions: [],
+        live,
+        event: { type: 'Warning', reason: 'StageFailed', message: `stage ${stage.name}: ${m}` },
+      };
     };
 
     // The attempt: create what is missing, read what finished.
@@ -303,7 +390,13 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     let doneMessage: string | undefined;
     if (resolved.adapter !== undefined) {
       const target = resolved.adapter.inferenceService;
-      const r = adapterStep(p, resolved, index, (o.services ?? []).find((x) => x.metadata.name === target), o.lastErrors);
+      const r = adapterStep(
+        p,
+        resolved,
+        index,
+        (o.services ?? []).find((x) => x.metadata.name === target),
+        o.lastErrors,
+      );
       if (r.kind === 'wait') return { status: { ...fresh, message: clip(r.message) }, actions: r.actions, live };
       if (r.kind === 'fail') return r.permanent ? failNow(r.message) : failAttempt('failure', r.message);
       outputs = { ...r.parameters };
@@ -333,7 +426,12 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
         if (phase === 'Running') running++;
       }
       if (succeeded === want.length) outputs = podOutputs(pods.find((x) => x.metadata.name === want[0]));
-      else return { status: { ...fresh, readyReplicas: running, message: `${running} of ${want.length} pods running, ${succeeded} succeeded` }, actions: create, live };
+      else
+        return {
+          status: { ...fresh, readyReplicas: running, message: `${running} of ${want.length} pods running, ${succeeded} succeeded` },
+          actions: create,
+          live,
+        };
     } else {
       const wn = workloadName(name, stage.name);
       const w = workloads.find((x) => x.metadata.name === wn);
@@ -358,7 +456,11 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     for (const d of resolved.outputs?.parameters ?? []) {
       if (params[d.name] !== undefined) continue;
       if (d.default !== undefined) params[d.name] = d.default;
-      else return failAttempt('failure', `output parameter ${d.name} not reported (a JSON object in the termination message or the ${ANNOTATION.outputs} annotation)`);
+      else
+        return failAttempt(
+          'failure',
+          `output parameter ${d.name} not reported (a JSON object in the termination message or the ${ANNOTATION.outputs} annotation)`,
+        );
     }
     const records: NonNullable<NonNullable<StageStatus['outputs']>['artifacts']> = [];
     const waits: string[] = [];
@@ -375,7 +477,11 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
       if (snap === undefined) {
         const err = createFailure(o.lastErrors, sn);
         if (err !== undefined && permanent(err)) return failNow(`cannot create VolumeSnapshot ${sn}: ${err.message}`);
-        artActions.push({ op: 'create', kind: 'VolumeSnapshot', object: artifactSnapshot(p, stage.name, a.name, vs.claimName, vs.volumeSnapshotClassName, gcStrategy !== 'Never') });
+        artActions.push({
+          op: 'create',
+          kind: 'VolumeSnapshot',
+          object: artifactSnapshot(p, stage.name, a.name, vs.claimName, vs.volumeSnapshotClassName, gcStrategy !== 'Never'),
+        });
       } else if (snap.status?.error?.message !== undefined && snap.status.readyToUse !== true) {
         waits.push(`VolumeSnapshot ${sn}: ${snap.status.error.message}`);
       } else if (snap.status?.readyToUse !== true) waits.push(`VolumeSnapshot ${sn}`);
@@ -383,10 +489,31 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     }
     const out = { parameters: params, ...(records.length === 0 ? {} : { artifacts: records }) };
     if (artActions.length > 0 || waits.length > 0) {
-      return { status: { ...fresh, readyReplicas: 0, outputs: out, message: clip(`recording artifacts: waiting for ${[...artActions.map((a) => (a.op === 'create' ? `VolumeSnapshot ${a.object.metadata.name ?? ''}` : '')), ...waits].join(', ')}`) }, actions: artActions, live, requeueAtMs: o.nowMs + 5000 };
+      return {
+        status: {
+          ...fresh,
+          readyReplicas: 0,
+          outputs: out,
+          message: clip(
+            `recording artifacts: waiting for ${[...artActions.map((a) => (a.op === 'create' ? `VolumeSnapshot ${a.object.metadata.name ?? ''}` : '')), ...waits].join(', ')}`,
+          ),
+        },
+        actions: artActions,
+        live,
+        requeueAtMs: o.nowMs + 5000,
+      };
     }
-    const message = doneMessage ?? (kind === 'InferenceService' ? `InferenceService ${workloadName(name, stage.name)} is Ready and keeps serving` : `succeeded${retries > 0 ? ` after ${retries} ${retries === 1 ? 'retry' : 'retries'}` : ''}`);
-    return { status: { ...fresh, phase: 'Succeeded', readyReplicas: 0, outputs: out, message, completionTime: now }, actions: [], live, event: { type: 'Normal', reason: 'StageSucceeded', message: `stage ${stage.name}: ${message}` } };
+    const message =
+      doneMessage ??
+      (kind === 'InferenceService'
+        ? `InferenceService ${workloadName(name, stage.name)} is Ready and keeps serving`
+        : `succeeded${retries > 0 ? ` after ${retries} ${retries === 1 ? 'retry' : 'retries'}` : ''}`);
+    return {
+      status: { ...fresh, phase: 'Succeeded', readyReplicas: 0, outputs: out, message, completionTime: now },
+      actions: [],
+      live,
+      event: { type: 'Normal', reason: 'StageSucceeded', message: `stage ${stage.name}: ${message}` },
+    };
   }
 
   // Unhandled failures and the deadline stop the pipeline.
@@ -395,15 +522,24 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
   const startMs = parseMs(prevStatus.startTime);
   const deadline = p.spec.activeDeadlineSeconds === undefined || startMs === undefined ? undefined : startMs + p.spec.activeDeadlineSeconds * 1000;
   const pastDeadline = !finishedBefore && deadline !== undefined && o.nowMs >= deadline;
-  const stopBy =
-    pastDeadline ? `activeDeadlineSeconds ${p.spec.activeDeadlineSeconds ?? 0} exceeded` : unhandled.length > 0 && p.spec.failurePolicy === 'StopPipeline' ? `stage ${unhandled[0]?.name ?? ''} failed` : undefined;
+  const stopBy = pastDeadline
+    ? `activeDeadlineSeconds ${p.spec.activeDeadlineSeconds ?? 0} exceeded`
+    : unhandled.length > 0 && p.spec.failurePolicy === 'StopPipeline'
+      ? `stage ${unhandled[0]?.name ?? ''} failed`
+      : undefined;
   if (!pastDeadline && deadline !== undefined && !finishedBefore) requeueAt(deadline);
   for (const s of stages) {
     const step = steps.get(s.name);
     if (step === undefined) continue;
     if (stopBy !== undefined && !isFinished(step.status.phase)) {
       const wasStarted = step.status.phase === 'Running';
-      const st: StageStatus = { ...step.status, phase: wasStarted ? 'Failed' : 'Skipped', message: wasStarted ? `stopped: ${stopBy}` : `not run: ${stopBy}`, completionTime: now, readyReplicas: 0 };
+      const st: StageStatus = {
+        ...step.status,
+        phase: wasStarted ? 'Failed' : 'Skipped',
+        message: wasStarted ? `stopped: ${stopBy}` : `not run: ${stopBy}`,
+        completionTime: now,
+        readyReplicas: 0,
+      };
       delete (st as { nextRetryTime?: string }).nextRetryTime;
       next.set(s.name, st);
       // A stopped stage's children go (a finished InferenceService stage is not stopped: it keeps serving).
@@ -420,7 +556,10 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
   const allFinished = all.every((s) => isFinished(s.phase));
   const failedStage = stages.find((s) => next.get(s.name)?.phase === 'Failed' && !handled(s.name) && !(next.get(s.name)?.message ?? '').startsWith('stopped:'));
   const started = all.some((s) => s.startTime !== undefined);
-  const firstStart = all.map((s) => s.startTime).filter((t): t is string => t !== undefined).sort()[0];
+  const firstStart = all
+    .map((s) => s.startTime)
+    .filter((t): t is string => t !== undefined)
+    .sort()[0];
   let phase: NonNullable<DataPipelineStatus['phase']>;
   let message: string;
   if (pastDeadline) {
@@ -452,7 +591,12 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     ...(firstStart === undefined ? {} : { startTime: prevStatus.startTime ?? firstStart }),
     ...(completionTime === undefined ? {} : { completionTime }),
   };
-  if (finished && !finishedBefore) events.push({ type: phase === 'Succeeded' ? 'Normal' : 'Warning', reason: phase === 'Succeeded' ? 'PipelineSucceeded' : 'PipelineFailed', message: clip(message) });
+  if (finished && !finishedBefore)
+    events.push({
+      type: phase === 'Succeeded' ? 'Normal' : 'Warning',
+      reason: phase === 'Succeeded' ? 'PipelineSucceeded' : 'PipelineFailed',
+      message: clip(message),
+    });
 
   // Artifact GC on completion: delete all but the last keepLast snapshots (by stage completion, then list order).
   if (finished && gcStrategy === 'OnPipelineCompletion') {
@@ -463,12 +607,19 @@ export function reconcileDataPipeline(o: Observed): ReconcileResult {
     const drop = produced.slice(0, Math.max(0, produced.length - keep));
     for (const { a } of drop) {
       const snap = o.snapshots.find((x) => x.metadata.name === a.volumeSnapshotName);
-      if (snap !== undefined && alive(snap)) actions.push({ op: 'delete', kind: 'VolumeSnapshot', name: snap.metadata.name ?? '', uid: snap.metadata.uid ?? '' });
+      if (snap !== undefined && alive(snap))
+        actions.push({ op: 'delete', kind: 'VolumeSnapshot', name: snap.metadata.name ?? '', uid: snap.metadata.uid ?? '' });
     }
     const dropped = new Set(drop.map((d) => d.a.volumeSnapshotName));
     status.stages?.forEach((s, i) => {
       if (s.outputs?.artifacts === undefined) return;
-      (status.stages as StageStatus[])[i] = { ...s, outputs: { ...s.outputs, artifacts: s.outputs.artifacts.map((a) => (dropped.has(a.volumeSnapshotName) ? { ...a, readyToUse: false, deleted: true } : a)) } };
+      (status.stages as StageStatus[])[i] = {
+        ...s,
+        outputs: {
+          ...s.outputs,
+          artifacts: s.outputs.artifacts.map((a) => (dropped.has(a.volumeSnapshotName) ? { ...a, readyToUse: false, deleted: true } : a)),
+        },
+      };
     });
   }
 

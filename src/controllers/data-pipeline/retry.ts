@@ -35,7 +35,13 @@ export function effectiveRetry(strategy: RetryStrategy | undefined, maxRetries: 
   if (strategy === undefined) return { limit: maxRetries, policy: 'OnFailure', durationMs: 0, factor: 1, maxDurationMs: undefined };
   const b = strategy.backoff;
   const max = b?.maxDuration === undefined ? undefined : parseDurationMs(b.maxDuration);
-  return { limit: strategy.limit, policy: strategy.retryPolicy, durationMs: b === undefined ? 0 : (parseDurationMs(b.duration) ?? 0), factor: b?.factor ?? 2, maxDurationMs: max };
+  return {
+    limit: strategy.limit,
+    policy: strategy.retryPolicy,
+    durationMs: b === undefined ? 0 : (parseDurationMs(b.duration) ?? 0),
+    factor: b?.factor ?? 2,
+    maxDurationMs: max,
+  };
 }
 
 export type RetryDecision = { readonly retry: true; readonly delayMs: number } | { readonly retry: false; readonly why: string };
@@ -49,6 +55,7 @@ export function decideRetry(r: EffectiveRetry, outcome: AttemptOutcome, retries:
   if (!policyAllows) return { retry: false, why: `retryPolicy ${r.policy} does not retry ${outcome === 'failure' ? 'a failure' : 'an error'}` };
   if (retries >= r.limit) return { retry: false, why: r.limit === 0 ? 'no retries allowed' : `retry limit ${r.limit} reached` };
   const delayMs = Math.round(r.durationMs * r.factor ** retries);
-  if (r.maxDurationMs !== undefined && nowMs + delayMs - startedMs > r.maxDurationMs) return { retry: false, why: `backoff maxDuration ${r.maxDurationMs / 1000}s reached` };
+  if (r.maxDurationMs !== undefined && nowMs + delayMs - startedMs > r.maxDurationMs)
+    return { retry: false, why: `backoff maxDuration ${r.maxDurationMs / 1000}s reached` };
   return { retry: true, delayMs };
 }

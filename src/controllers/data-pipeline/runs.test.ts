@@ -20,7 +20,11 @@ const template = (schedule: Record<string, unknown>, extra: Record<string, unkno
   }) as DataPipelineObject;
 
 const run = (name: string, phase: string, startTime: string, stages: unknown[] = []): DataPipelineObject =>
-  ({ metadata: { name, namespace: 'ns', uid: `u-${name}`, creationTimestamp: startTime }, spec: { stages: [] }, status: { phase, startTime, stages } }) as unknown as DataPipelineObject;
+  ({
+    metadata: { name, namespace: 'ns', uid: `u-${name}`, creationTimestamp: startTime },
+    spec: { stages: [] },
+    status: { phase, startTime, stages },
+  }) as unknown as DataPipelineObject;
 
 describe('reconcileTemplate', () => {
   it('creates the run of a due cron time, owned by the template, with the step-cache history; requeues at the next time', () => {
@@ -39,8 +43,12 @@ describe('reconcileTemplate', () => {
 
   it('prunes finished runs beyond the history limit and collects succeeded stages into the step cache', () => {
     const runs = [
-      run('tpl-1', 'Succeeded', '2026-12-01T17:00:00Z', [{ name: 'prep', phase: 'Succeeded', cacheKey: 'k1', completionTime: '2026-12-01T17:01:00Z', outputs: { parameters: { a: '1' } } }]),
-      run('tpl-2', 'Succeeded', '2026-12-01T18:00:00Z', [{ name: 'prep', phase: 'Succeeded', cacheKey: 'k1', cachedFrom: 'tpl-1', completionTime: '2026-12-01T18:00:01Z' }]),
+      run('tpl-1', 'Succeeded', '2026-12-01T17:00:00Z', [
+        { name: 'prep', phase: 'Succeeded', cacheKey: 'k1', completionTime: '2026-12-01T17:01:00Z', outputs: { parameters: { a: '1' } } },
+      ]),
+      run('tpl-2', 'Succeeded', '2026-12-01T18:00:00Z', [
+        { name: 'prep', phase: 'Succeeded', cacheKey: 'k1', cachedFrom: 'tpl-1', completionTime: '2026-12-01T18:00:01Z' },
+      ]),
       run('tpl-3', 'Succeeded', '2026-12-01T19:00:00Z'),
     ];
     const t = { ...template({ cron: '0 * * * *', successfulRunsHistoryLimit: 2 }), status: { lastScheduleTime: '2026-12-01T20:00:00Z' } };
@@ -68,10 +76,26 @@ describe('reconcileTemplate', () => {
 });
 
 describe('step caching in a run', () => {
-  const spec = { stages: [{ name: 'prep', container, outputs: { parameters: [{ name: 'rows' }] } }, { name: 'train', dependsOn: ['prep'], container: { image: 'busybox', args: ['{{steps.prep.outputs.parameters.rows}}'] } }] };
+  const spec = {
+    stages: [
+      { name: 'prep', container, outputs: { parameters: [{ name: 'rows' }] } },
+      { name: 'train', dependsOn: ['prep'], container: { image: 'busybox', args: ['{{steps.prep.outputs.parameters.rows}}'] } },
+    ],
+  };
   const pipeline = (ann?: string, s: Record<string, unknown> = spec): DataPipelineObject =>
-    withDefaults('DataPipeline', { metadata: { name: 'r2', namespace: 'ns', uid: 'u2', ...(ann === undefined ? {} : { annotations: { [STEP_CACHE_ANNOTATION]: ann } }) }, spec: s }) as DataPipelineObject;
-  const observe = (p: DataPipelineObject) => ({ pipeline: p, pods: [], workloads: new Map(), snapshots: [], claims: [], nowMs: T0, ...(runStepCache(p) === undefined ? {} : { stepCache: runStepCache(p) ?? [] }) });
+    withDefaults('DataPipeline', {
+      metadata: { name: 'r2', namespace: 'ns', uid: 'u2', ...(ann === undefined ? {} : { annotations: { [STEP_CACHE_ANNOTATION]: ann } }) },
+      spec: s,
+    }) as DataPipelineObject;
+  const observe = (p: DataPipelineObject) => ({
+    pipeline: p,
+    pods: [],
+    workloads: new Map(),
+    snapshots: [],
+    claims: [],
+    nowMs: T0,
+    ...(runStepCache(p) === undefined ? {} : { stepCache: runStepCache(p) ?? [] }),
+  });
 
   it('reuses a success with the same key: Succeeded, outputs copied, no pod; cache: false and maxAge opt out', () => {
     const first = reconcileDataPipeline(observe(pipeline()));
@@ -113,12 +137,22 @@ describe('stage profiles onto children', () => {
   const cluster = summarizeCluster([nodeOfShape('a1', NODE_SHAPES['a800x4'] as never, { zone: 'z', block: 'b', rack: 'r1' })]);
 
   it('maps a TrainingJob stage onto gpu, gpusPerReplica, replicas and topology; overrides are named profileOverrides', () => {
-    const stage = withDefaults('DataPipeline', { metadata: { name: 'p' }, spec: { stages: [{ name: 'ft', resourceProfile: 'auto', model: { params: 1e9 }, workload: { kind: 'TrainingJob', spec: { topology: { strategy: 'ring' } } } }] } }) as DataPipelineObject;
+    const stage = withDefaults('DataPipeline', {
+      metadata: { name: 'p' },
+      spec: {
+        stages: [{ name: 'ft', resourceProfile: 'auto', model: { params: 1e9 }, workload: { kind: 'TrainingJob', spec: { topology: { strategy: 'ring' } } } }],
+      },
+    }) as DataPipelineObject;
     const r = stageProfile(stage.spec.stages[0] as never, 0, cluster);
     expect(r?.ok).toBe(true);
     if (r === undefined || !r.ok) return;
     const spec = profiledWorkloadSpec('TrainingJob', { topology: { strategy: 'ring' } }, r.value);
-    expect(spec).toMatchObject({ gpu: { allowedModels: r.value.gpuModels }, gpusPerReplica: r.value.gpusPerPod, replicas: r.value.pods, topology: { strategy: 'ring' } });
+    expect(spec).toMatchObject({
+      gpu: { allowedModels: r.value.gpuModels },
+      gpusPerReplica: r.value.gpusPerPod,
+      replicas: r.value.pods,
+      topology: { strategy: 'ring' },
+    });
     expect(r.value.reasons[0]).toMatch(/^auto chose training/);
     const bad = stageProfile({ ...(stage.spec.stages[0] as object), profileOverrides: { gpuModels: ['H100'] } } as never, 0, cluster);
     expect(bad?.ok === false ? bad.error.field : '').toBe('spec.stages[0].profileOverrides.gpuModels[0]');

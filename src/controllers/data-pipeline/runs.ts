@@ -96,7 +96,10 @@ export function reconcileTemplate(t: DataPipelineObject, runs: readonly DataPipe
   );
   if (!d.ok) {
     const message = `${d.error.field.replace(/^spec\.schedule$/, 'spec.schedule.cron')}: ${d.error.message}`;
-    return { status: { ...prev, phase: 'Failed', message, observedGeneration: t.metadata.generation ?? 0 }, actions: prev.message === message ? [] : [{ op: 'event', type: 'Warning', reason: 'InvalidSchedule', message }] };
+    return {
+      status: { ...prev, phase: 'Failed', message, observedGeneration: t.metadata.generation ?? 0 },
+      actions: prev.message === message ? [] : [{ op: 'event', type: 'Warning', reason: 'InvalidSchedule', message }],
+    };
   }
   const dec = d.value;
 
@@ -109,8 +112,15 @@ export function reconcileTemplate(t: DataPipelineObject, runs: readonly DataPipe
   }
   for (const r of live) {
     for (const s of r.status?.stages ?? []) {
-      if (s.phase !== 'Succeeded' || s.cacheKey === undefined || s.cachedFrom !== undefined || s.completionTime === undefined || byKey.has(s.cacheKey)) continue;
-      byKey.set(s.cacheKey, { key: s.cacheKey, run: r.metadata.name ?? '', stage: s.name, finishedAt: s.completionTime, outputs: (s.outputs ?? {}) as Record<string, unknown> });
+      if (s.phase !== 'Succeeded' || s.cacheKey === undefined || s.cachedFrom !== undefined || s.completionTime === undefined || byKey.has(s.cacheKey))
+        continue;
+      byKey.set(s.cacheKey, {
+        key: s.cacheKey,
+        run: r.metadata.name ?? '',
+        stage: s.name,
+        finishedAt: s.completionTime,
+        outputs: (s.outputs ?? {}) as Record<string, unknown>,
+      });
     }
   }
   const stepCache = [...byKey.values()].sort((a, b) => b.finishedAt.localeCompare(a.finishedAt)).slice(0, STEP_CACHE_MAX);
@@ -145,7 +155,9 @@ export function reconcileTemplate(t: DataPipelineObject, runs: readonly DataPipe
   }
   for (const n of created) actions.push({ op: 'event', type: 'Normal', reason: 'RunCreated', message: `created run ${n}` });
 
-  const kept = refs.filter((r) => !deleted.has(r.name)).sort((a, b) => (a.startTime?.getTime() ?? 0) - (b.startTime?.getTime() ?? 0) || a.name.localeCompare(b.name));
+  const kept = refs
+    .filter((r) => !deleted.has(r.name))
+    .sort((a, b) => (a.startTime?.getTime() ?? 0) - (b.startTime?.getTime() ?? 0) || a.name.localeCompare(b.name));
   const active = kept.filter((r) => r.phase === 'Pending' || r.phase === 'Running').length + created.length;
   const status: DataPipelineStatus = {
     phase: sched.suspend ? 'Suspended' : active > 0 ? 'Running' : 'Pending',

@@ -1,6 +1,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { MAX_MISSED_START_TIMES, type ConcurrencyPolicy, nextRuns, parseSchedule, pruneHistory, scheduledRunName, type RunRef, type ScheduleDecision, type ScheduleSpec } from './schedule.ts';
+import {
+  MAX_MISSED_START_TIMES,
+  type ConcurrencyPolicy,
+  nextRuns,
+  parseSchedule,
+  pruneHistory,
+  scheduledRunName,
+  type RunRef,
+  type ScheduleDecision,
+  type ScheduleSpec,
+} from './schedule.ts';
 
 const T = (s: string): Date => new Date(`2026-12-01T${s}Z`);
 const every5: ScheduleSpec = { schedule: '*/5 * * * *' };
@@ -42,10 +52,12 @@ describe('nextRuns: when to start', () => {
     expect(d.warnings).toEqual([]);
   });
 
-  it('more than 100 missed times: still one run, for the latest, with CronJob\'s warning', () => {
+  it("more than 100 missed times: still one run, for the latest, with CronJob's warning", () => {
     const d = decide({ schedule: '* * * * *' }, new Date('2026-11-30T10:00:00Z'), T('10:07:30'));
     expect(d.start).toEqual(T('10:07:00'));
-    expect(d.warnings).toEqual(['too many missed start times (> 100) since 2026-11-30T10:00:00Z: set or decrease spec.startingDeadlineSeconds or check clock skew']);
+    expect(d.warnings).toEqual([
+      'too many missed start times (> 100) since 2026-11-30T10:00:00Z: set or decrease spec.startingDeadlineSeconds or check clock skew',
+    ]);
     expect(d.reason).toBe(`start 2026-12-01T10:07:00Z (more than ${MAX_MISSED_START_TIMES} earlier missed times not run)`);
   });
 
@@ -124,7 +136,9 @@ describe('nextRuns: when to start', () => {
   it('names the field of a bad spec', () => {
     expect(error({ schedule: '61 * * * *' })).toBe('spec.schedule: "61 * * * *": Invalid value for minute: 61');
     expect(error({ schedule: '0 * * * * *' })).toMatch(/^spec\.schedule: "0 \* \* \* \* \*": mode '5-part' requires exactly 5 parts/);
-    expect(error({ schedule: 'TZ=Europe/Berlin 0 9 * * *' })).toBe('spec.schedule: TZ/CRON_TZ inside the schedule is not supported (as in CronJob): set spec.timeZone');
+    expect(error({ schedule: 'TZ=Europe/Berlin 0 9 * * *' })).toBe(
+      'spec.schedule: TZ/CRON_TZ inside the schedule is not supported (as in CronJob): set spec.timeZone',
+    );
     expect(error({ schedule: '@every 5m' })).toBe('spec.schedule: @every is not supported: write a 5-field cron expression');
     expect(error({ schedule: '0 0 31 2 *' })).toBe('spec.schedule: "0 0 31 2 *" matches no date from 2026-12-01T10:00:00Z on');
     expect(error({ ...every5, timeZone: 'Mars/Olympus' })).toBe('spec.timeZone: unknown time zone "Mars/Olympus": use an IANA name such as Europe/Berlin');
@@ -161,10 +175,17 @@ describe('pruneHistory', () => {
     const run = fc.record({ phase, start: fc.option(fc.integer({ min: 0, max: 50 }), { nil: undefined }) });
     fc.assert(
       fc.property(fc.array(run, { maxLength: 20 }), fc.integer({ min: 0, max: 6 }), fc.integer({ min: 0, max: 6 }), (xs, sLimit, fLimit) => {
-        const runs: RunRef[] = xs.map((x, i) => ({ name: `r${String(i).padStart(2, '0')}`, phase: x.phase, ...(x.start === undefined ? {} : { startTime: new Date(x.start * 60_000) }) }));
+        const runs: RunRef[] = xs.map((x, i) => ({
+          name: `r${String(i).padStart(2, '0')}`,
+          phase: x.phase,
+          ...(x.start === undefined ? {} : { startTime: new Date(x.start * 60_000) }),
+        }));
         const gone = new Set(pruneHistory(runs, { successfulRunsHistoryLimit: sLimit, failedRunsHistoryLimit: fLimit }));
         const left = runs.filter((r) => !gone.has(r.name));
-        for (const [p, limit] of [['Succeeded', sLimit], ['Failed', fLimit]] as const) {
+        for (const [p, limit] of [
+          ['Succeeded', sLimit],
+          ['Failed', fLimit],
+        ] as const) {
           const all = runs.filter((r) => r.phase === p);
           const kept = left.filter((r) => r.phase === p);
           expect(kept.length).toBe(Math.min(limit, all.length));
@@ -226,7 +247,11 @@ describe('nextRuns: properties', () => {
     const runsArb = fc.array(fc.record({ phase, start: fc.option(fc.integer({ min: 0, max: 500 }), { nil: undefined }) }), { maxLength: 10 });
     fc.assert(
       fc.property(runsArb, fc.constantFrom<ConcurrencyPolicy>('Allow', 'Forbid', 'Replace'), fc.integer({ min: 0, max: 30 }), (xs, policy, gapMin) => {
-        const runs: RunRef[] = xs.map((x, i) => ({ name: `p-${i}`, phase: x.phase, ...(x.start === undefined ? {} : { startTime: new Date(base + minutes(x.start)) }) }));
+        const runs: RunRef[] = xs.map((x, i) => ({
+          name: `p-${i}`,
+          phase: x.phase,
+          ...(x.start === undefined ? {} : { startTime: new Date(base + minutes(x.start)) }),
+        }));
         const spec: ScheduleSpec = { ...every5, concurrencyPolicy: policy };
         const last = new Date(base + minutes(600));
         const now = new Date(last.getTime() + minutes(gapMin));

@@ -72,7 +72,8 @@ const isActive = (r: RunRef): boolean => !FINISHED.has(r.phase);
 /** A parsed schedule, or the spec field that is wrong. */
 export function parseSchedule(spec: Pick<ScheduleSpec, 'schedule' | 'timeZone'>): Result<Cron, FieldError> {
   const text = spec.schedule.trim();
-  if (/(^|\s)(CRON_)?TZ=/.test(text)) return err({ field: 'spec.schedule', message: 'TZ/CRON_TZ inside the schedule is not supported (as in CronJob): set spec.timeZone' });
+  if (/(^|\s)(CRON_)?TZ=/.test(text))
+    return err({ field: 'spec.schedule', message: 'TZ/CRON_TZ inside the schedule is not supported (as in CronJob): set spec.timeZone' });
   if (text.startsWith('@every')) return err({ field: 'spec.schedule', message: '@every is not supported: write a 5-field cron expression' });
   const timezone = spec.timeZone ?? 'UTC';
   if (spec.timeZone !== undefined) {
@@ -95,7 +96,8 @@ function validate(spec: ScheduleSpec): FieldError | undefined {
   if (spec.concurrencyPolicy !== undefined && !CONCURRENCY_POLICIES.includes(spec.concurrencyPolicy)) {
     return { field: 'spec.concurrencyPolicy', message: `${JSON.stringify(spec.concurrencyPolicy)}: one of ${CONCURRENCY_POLICIES.join(', ')}` };
   }
-  const nonNegInt = (field: string, v: number | undefined): FieldError | undefined => (v !== undefined && !(Number.isInteger(v) && v >= 0) ? { field, message: `${v}: a whole number ≥ 0` } : undefined);
+  const nonNegInt = (field: string, v: number | undefined): FieldError | undefined =>
+    v !== undefined && !(Number.isInteger(v) && v >= 0) ? { field, message: `${v}: a whole number ≥ 0` } : undefined;
   return (
     nonNegInt('spec.startingDeadlineSeconds', spec.startingDeadlineSeconds) ??
     nonNegInt('spec.successfulRunsHistoryLimit', spec.successfulRunsHistoryLimit) ??
@@ -117,7 +119,12 @@ export function pruneHistory(runs: readonly RunRef[], limits: Pick<ScheduleSpec,
     const xs = runs.filter((r) => r.phase === phase).sort(byStart);
     return xs.slice(0, Math.max(0, xs.length - keep));
   };
-  return [...over('Succeeded', limits.successfulRunsHistoryLimit ?? DEFAULT_SUCCESSFUL_HISTORY), ...over('Failed', limits.failedRunsHistoryLimit ?? DEFAULT_FAILED_HISTORY)].sort(byStart).map((r) => r.name);
+  return [
+    ...over('Succeeded', limits.successfulRunsHistoryLimit ?? DEFAULT_SUCCESSFUL_HISTORY),
+    ...over('Failed', limits.failedRunsHistoryLimit ?? DEFAULT_FAILED_HISTORY),
+  ]
+    .sort(byStart)
+    .map((r) => r.name);
 }
 
 /** A scheduled run's name: the pipeline's and the scheduled minute (CronJob's job names), so a time is created once. */
@@ -174,7 +181,8 @@ export function nextRuns(spec: ScheduleSpec, lastScheduleTime: Date, now: Date, 
       warnings: extra.warnings ?? [],
     };
   };
-  if (cron.nextRun(lastScheduleTime) === null && next === undefined) return err({ field: 'spec.schedule', message: `${JSON.stringify(spec.schedule)} matches no date from ${iso(lastScheduleTime)} on` });
+  if (cron.nextRun(lastScheduleTime) === null && next === undefined)
+    return err({ field: 'spec.schedule', message: `${JSON.stringify(spec.schedule)} matches no date from ${iso(lastScheduleTime)} on` });
   if (spec.suspend === true) return ok(decide('suspended: no new runs (runs in flight go on)'));
 
   const deadline = spec.startingDeadlineSeconds;
@@ -183,7 +191,9 @@ export function nextRuns(spec: ScheduleSpec, lastScheduleTime: Date, now: Date, 
   if (deadline !== undefined && now.getTime() - deadline * 1000 > earliest.getTime()) earliest = new Date(now.getTime() - deadline * 1000);
   const missed = missedTimes(cron, earliest, now);
   const warnings =
-    missed.count > MAX_MISSED_START_TIMES ? [`too many missed start times (> ${MAX_MISSED_START_TIMES}) since ${iso(earliest)}: set or decrease spec.startingDeadlineSeconds or check clock skew`] : [];
+    missed.count > MAX_MISSED_START_TIMES
+      ? [`too many missed start times (> ${MAX_MISSED_START_TIMES}) since ${iso(earliest)}: set or decrease spec.startingDeadlineSeconds or check clock skew`]
+      : [];
   const scheduled = missed.mostRecent;
   if (scheduled === undefined) {
     // Times between the last schedule and the deadline's horizon are skipped, as CronJob skips them ("missed").
@@ -195,13 +205,18 @@ export function nextRuns(spec: ScheduleSpec, lastScheduleTime: Date, now: Date, 
   // lastScheduleTime, so it was not started yet.
   const active = runs.filter(isActive).sort(byStart);
   const policy = spec.concurrencyPolicy ?? 'Allow';
-  const skipped = missed.count > 1 ? ` (${missed.count > MAX_MISSED_START_TIMES ? `more than ${MAX_MISSED_START_TIMES}` : missed.count - 1} earlier missed time${missed.count === 2 ? '' : 's'} not run)` : '';
+  const skipped =
+    missed.count > 1
+      ? ` (${missed.count > MAX_MISSED_START_TIMES ? `more than ${MAX_MISSED_START_TIMES}` : missed.count - 1} earlier missed time${missed.count === 2 ? '' : 's'} not run)`
+      : '';
   if (policy === 'Forbid' && active.length > 0) {
     return ok(decide(`not starting ${iso(scheduled)}: concurrencyPolicy Forbid and ${active.map((r) => r.name).join(', ')} still running`, { warnings }));
   }
   if (policy === 'Replace' && active.length > 0) {
     const replaced = active.map((r) => r.name);
-    return ok(decide(`start ${iso(scheduled)}, replacing ${replaced.join(', ')} (concurrencyPolicy Replace)${skipped}`, { start: scheduled, replaced, warnings }));
+    return ok(
+      decide(`start ${iso(scheduled)}, replacing ${replaced.join(', ')} (concurrencyPolicy Replace)${skipped}`, { start: scheduled, replaced, warnings }),
+    );
   }
   const alongside = active.length > 0 ? ` alongside ${active.length} active run${active.length === 1 ? '' : 's'}` : '';
   return ok(decide(`start ${iso(scheduled)}${alongside}${skipped}`, { start: scheduled, warnings }));

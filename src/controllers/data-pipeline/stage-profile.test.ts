@@ -11,11 +11,14 @@ if (l4 === undefined) throw new Error('no preset l4x8');
 const cluster = summarizeCluster(['l1', 'l2'].map((n) => nodeOfShape(n, l4, { zone: 'z', block: 'b', rack: 'r1' })));
 
 function pipeline(stage: Record<string, unknown>): DataPipelineObject {
-  return withDefaults('DataPipeline', { metadata: { name: 'p', namespace: 'ns', uid: 'u' }, spec: { stages: [{ name: 'infer', container: { image: 'x' }, ...stage }] } }) as DataPipelineObject;
+  return withDefaults('DataPipeline', {
+    metadata: { name: 'p', namespace: 'ns', uid: 'u' },
+    spec: { stages: [{ name: 'infer', container: { image: 'x' }, ...stage }] },
+  }) as DataPipelineObject;
 }
 
 describe('profiledPod (container stages)', () => {
-  it('writes the per-GPU memory floor and, for low-latency, a topology spread of the stage\'s pods over nodes', () => {
+  it("writes the per-GPU memory floor and, for low-latency, a topology spread of the stage's pods over nodes", () => {
     const p = pipeline({ device: 'gpu', parallelism: 2, resourceProfile: 'low-latency', model: { params: 8e9 } });
     const stage = p.spec.stages[0];
     if (stage === undefined) throw new Error('no stage');
@@ -27,7 +30,12 @@ describe('profiledPod (container stages)', () => {
     const pod = profiledPod(stagePod(p, stage, 0, 0, []), r.value);
     expect(pod.metadata.annotations?.['ai.sits2026.dev/gpu-memory']).toBe(`${Math.ceil(min) * 1024}Mi`);
     expect(pod.spec?.topologySpreadConstraints).toEqual([
-      { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { 'ai.sits2026.dev/data-pipeline': 'p', 'ai.sits2026.dev/pipeline-stage': 'infer' } } },
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'ScheduleAnyway',
+        labelSelector: { matchLabels: { 'ai.sits2026.dev/data-pipeline': 'p', 'ai.sits2026.dev/pipeline-stage': 'infer' } },
+      },
     ]);
   });
 
@@ -39,7 +47,11 @@ describe('profiledPod (container stages)', () => {
     if (r === undefined || !r.ok) throw new Error(JSON.stringify(r));
     const own = { maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' };
     const base = stagePod(p, stage, 0, 0, []);
-    const asked = { ...base, metadata: { ...base.metadata, annotations: { 'ai.sits2026.dev/gpu-memory': '200Gi' } }, spec: { ...(base.spec as NonNullable<typeof base.spec>), topologySpreadConstraints: [own] } };
+    const asked = {
+      ...base,
+      metadata: { ...base.metadata, annotations: { 'ai.sits2026.dev/gpu-memory': '200Gi' } },
+      spec: { ...(base.spec as NonNullable<typeof base.spec>), topologySpreadConstraints: [own] },
+    };
     const pod = profiledPod(asked, r.value);
     expect(pod.metadata.annotations?.['ai.sits2026.dev/gpu-memory']).toBe('200Gi');
     expect(pod.spec?.topologySpreadConstraints).toEqual([own]);

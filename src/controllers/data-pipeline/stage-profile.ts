@@ -27,7 +27,15 @@ export function stageProfile(stage: PipelineStage, index: number, cluster: Clust
     name: stage.name,
     kind,
     field: `spec.stages[${index}]`,
-    ...(m === undefined ? {} : { model: { params: m.params, ...(m.dtype === undefined ? {} : { dtype: m.dtype }), ...(m.kvBytesPerToken === undefined ? {} : { kvBytesPerToken: m.kvBytesPerToken }) } }),
+    ...(m === undefined
+      ? {}
+      : {
+          model: {
+            params: m.params,
+            ...(m.dtype === undefined ? {} : { dtype: m.dtype }),
+            ...(m.kvBytesPerToken === undefined ? {} : { kvBytesPerToken: m.kvBytesPerToken }),
+          },
+        }),
     ...(m?.trainingMethod === undefined ? {} : { training: { method: m.trainingMethod } }),
     ...(kind === 'serving' && replicas !== undefined ? { serving: { replicas } } : {}),
     ...(kind === 'container' && stage.device === 'gpu' ? { gpus: stage.acceleratorsPerReplica ?? 1 } : {}),
@@ -75,14 +83,23 @@ export function profiledPod(pod: PodObject, r: ResolvedProfile): PodObject {
   const given = (spec.topologySpreadConstraints as readonly Record<string, unknown>[] | undefined) ?? [];
   const spread =
     r.topology.spread && !given.some((t) => t.topologyKey === HOSTNAME_KEY)
-      ? { topologySpreadConstraints: [...given, { maxSkew: 1, topologyKey: HOSTNAME_KEY, whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }] }
+      ? {
+          topologySpreadConstraints: [
+            ...given,
+            { maxSkew: 1, topologyKey: HOSTNAME_KEY, whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } },
+          ],
+        }
       : {};
   return { ...pod, metadata: { ...pod.metadata, labels, annotations: ann }, spec: { ...spec, containers, ...spread } };
 }
 
 /** A workload stage's spec with the profile's choice (the stage's own spec fields the profile decides are replaced). */
 export function profiledWorkloadSpec(kind: string, spec: Readonly<Record<string, unknown>>, r: ResolvedProfile): Record<string, unknown> {
-  const gpu = { ...((spec.gpu as Record<string, unknown> | undefined) ?? {}), ...(r.gpuModels.length === 0 ? {} : { allowedModels: r.gpuModels }), ...(r.minMemoryGiB === undefined ? {} : { minMemoryGiB: Math.max(1, Math.ceil(r.minMemoryGiB)) }) };
+  const gpu = {
+    ...((spec.gpu as Record<string, unknown> | undefined) ?? {}),
+    ...(r.gpuModels.length === 0 ? {} : { allowedModels: r.gpuModels }),
+    ...(r.minMemoryGiB === undefined ? {} : { minMemoryGiB: Math.max(1, Math.ceil(r.minMemoryGiB)) }),
+  };
   const out: Record<string, unknown> = { ...spec, gpu, ...(r.queue === undefined ? {} : { queue: r.queue }) };
   // BatchInferenceJob sizes itself by workers and its own engine; only its GPU models and queue are the profile's.
   if (kind !== 'BatchInferenceJob') Object.assign(out, { gpusPerReplica: r.gpusPerPod, replicas: r.pods });
@@ -90,7 +107,11 @@ export function profiledWorkloadSpec(kind: string, spec: Readonly<Record<string,
     const topo = { ...((spec.topology as Record<string, unknown> | undefined) ?? {}) };
     delete topo.requiredLevel;
     delete topo.preferredLevel;
-    out.topology = { ...topo, ...(r.topology.required === undefined ? {} : { requiredLevel: r.topology.required }), ...(r.topology.preferred === undefined ? {} : { preferredLevel: r.topology.preferred }) };
+    out.topology = {
+      ...topo,
+      ...(r.topology.required === undefined ? {} : { requiredLevel: r.topology.required }),
+      ...(r.topology.preferred === undefined ? {} : { preferredLevel: r.topology.preferred }),
+    };
   }
   return out;
 }

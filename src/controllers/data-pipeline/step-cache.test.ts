@@ -50,7 +50,12 @@ describe('cacheKey', () => {
     const snap = base.inputs[0];
     if (snap === undefined) throw new Error('fixture');
     // Same snapshot name, re-created: another uid is other data.
-    expect(key({ ...base, inputs: [{ name: 'adapter', artifact: { kind: 'snapshot', name: 'ft-adapter-1', uid: 'u-2' } }, base.inputs[1] as (typeof base.inputs)[number]] })).not.toBe(k);
+    expect(
+      key({
+        ...base,
+        inputs: [{ name: 'adapter', artifact: { kind: 'snapshot', name: 'ft-adapter-1', uid: 'u-2' } }, base.inputs[1] as (typeof base.inputs)[number]],
+      }),
+    ).not.toBe(k);
     expect(key({ ...base, inputs: [snap, { name: 'base', artifact: { kind: 'volume', claim: 'models', path: '/llama-8b', contentId: 'c-10' } }] })).not.toBe(k);
     // The same artifact under another input name is another step.
     expect(key({ ...base, inputs: [{ ...snap, name: 'lora' }, base.inputs[1] as (typeof base.inputs)[number]] })).not.toBe(k);
@@ -73,9 +78,13 @@ describe('cacheKey', () => {
     expect(bad({ ...base, spec: { f: () => 1 } })).toBe('spec.f: a function is not JSON data');
     expect(bad({ ...base, spec: { n: 1n } })).toBe('spec.n: a bigint is not JSON data');
     expect(bad({ ...base, imageDigest: 'latest' })).toBe('imageDigest: "latest" is not sha256:<64 lowercase hex>');
-    expect(bad({ ...base, inputs: [base.inputs[0] as (typeof base.inputs)[number], base.inputs[0] as (typeof base.inputs)[number]] })).toBe('inputs[1].name: input adapter is given twice');
+    expect(bad({ ...base, inputs: [base.inputs[0] as (typeof base.inputs)[number], base.inputs[0] as (typeof base.inputs)[number]] })).toBe(
+      'inputs[1].name: input adapter is given twice',
+    );
     expect(bad({ ...base, inputs: [{ name: 'a', artifact: { kind: 'snapshot', name: 's', uid: '' } }] })).toBe('inputs[0].artifact.uid: must not be empty');
-    expect(bad({ ...base, inputs: [{ name: 'a', artifact: { kind: 'pvc', name: 's' } as never }] })).toBe('inputs[0].artifact.kind: unknown artifact kind "pvc": snapshot or volume');
+    expect(bad({ ...base, inputs: [{ name: 'a', artifact: { kind: 'pvc', name: 's' } as never }] })).toBe(
+      'inputs[0].artifact.kind: unknown artifact kind "pvc": snapshot or volume',
+    );
   });
 
   it('property: deterministic and key-order independent for any JSON spec', () => {
@@ -109,10 +118,23 @@ describe('lookup', () => {
   const k = key(base);
   const t0 = new Date('2026-12-01T10:00:00Z');
   const at = (min: number): Date => new Date(t0.getTime() + min * 60_000);
-  const entry = (run: string, phase: CacheEntry['phase'], finishedMin: number, extra: Partial<CacheEntry> = {}): CacheEntry => ({ key: k, run, step: 'export', phase, finishedAt: at(finishedMin), outputs: { model: { snapshot: `${run}-model` } }, ...extra });
+  const entry = (run: string, phase: CacheEntry['phase'], finishedMin: number, extra: Partial<CacheEntry> = {}): CacheEntry => ({
+    key: k,
+    run,
+    step: 'export',
+    phase,
+    finishedAt: at(finishedMin),
+    outputs: { model: { snapshot: `${run}-model` } },
+    ...extra,
+  });
 
   it('reuses the newest success with the same key and names it', () => {
-    const h = [entry('run-1', 'Succeeded', 0), entry('run-3', 'Succeeded', 20), entry('run-2', 'Failed', 30), { ...entry('other', 'Succeeded', 40), key: 'sha256:other' }];
+    const h = [
+      entry('run-1', 'Succeeded', 0),
+      entry('run-3', 'Succeeded', 20),
+      entry('run-2', 'Failed', 30),
+      { ...entry('other', 'Succeeded', 40), key: 'sha256:other' },
+    ];
     const r = lookup(k, h, at(50));
     expect(r).toMatchObject({ hit: true, ageSeconds: 1800, reason: 'reused run-3/export, succeeded 30m ago with the same spec and inputs' });
     expect(r.hit && r.entry.outputs).toEqual({ model: { snapshot: 'run-3-model' } });
@@ -121,9 +143,18 @@ describe('lookup', () => {
   it('misses with a reason: opted out, never ran, only failures, outputs gone, too old', () => {
     expect(lookup(k, [entry('run-1', 'Succeeded', 0)], at(1), { enabled: false })).toEqual({ hit: false, reason: 'cache: false on this step' });
     expect(lookup(k, [], at(1))).toEqual({ hit: false, reason: 'no earlier run of this step with the same spec and inputs' });
-    expect(lookup(k, [entry('run-1', 'Failed', 0), entry('run-2', 'Failed', 5)], at(10))).toEqual({ hit: false, reason: 'earlier runs with the same inputs failed (2); failures are not reused' });
-    expect(lookup(k, [entry('run-1', 'Succeeded', 0, { outputsAvailable: false })], at(10))).toEqual({ hit: false, reason: 'the outputs of run-1/export were garbage-collected' });
-    expect(lookup(k, [entry('run-1', 'Succeeded', 0)], at(180), { maxAgeSeconds: 3600 })).toEqual({ hit: false, reason: 'the newest success (run-1/export) is 3h old, over maxAge 60m' });
+    expect(lookup(k, [entry('run-1', 'Failed', 0), entry('run-2', 'Failed', 5)], at(10))).toEqual({
+      hit: false,
+      reason: 'earlier runs with the same inputs failed (2); failures are not reused',
+    });
+    expect(lookup(k, [entry('run-1', 'Succeeded', 0, { outputsAvailable: false })], at(10))).toEqual({
+      hit: false,
+      reason: 'the outputs of run-1/export were garbage-collected',
+    });
+    expect(lookup(k, [entry('run-1', 'Succeeded', 0)], at(180), { maxAgeSeconds: 3600 })).toEqual({
+      hit: false,
+      reason: 'the newest success (run-1/export) is 3h old, over maxAge 60m',
+    });
   });
 
   it('skips a success whose outputs were collected for an older one that still has them', () => {
@@ -137,7 +168,9 @@ describe('lookup', () => {
   });
 
   it('property: the answer does not depend on the order of the history', () => {
-    const arb = fc.array(fc.record({ run: fc.constantFrom('a', 'b', 'c', 'd'), ok: fc.boolean(), min: fc.integer({ min: 0, max: 100 }), kept: fc.boolean() }), { maxLength: 12 });
+    const arb = fc.array(fc.record({ run: fc.constantFrom('a', 'b', 'c', 'd'), ok: fc.boolean(), min: fc.integer({ min: 0, max: 100 }), kept: fc.boolean() }), {
+      maxLength: 12,
+    });
     fc.assert(
       fc.property(arb, fc.integer({ min: 0, max: 200 }), fc.option(fc.integer({ min: 0, max: 10_000 }), { nil: undefined }), (xs, nowMin, maxAge) => {
         const h = xs.map((x) => entry(x.run, x.ok ? 'Succeeded' : 'Failed', x.min, { outputsAvailable: x.kept }));

@@ -58,7 +58,8 @@ function nonJson(v: unknown, path: string): FieldError | undefined {
   }
   if (typeof v === 'object') {
     const proto = Object.getPrototypeOf(v) as unknown;
-    if (proto !== Object.prototype && proto !== null) return { field: path, message: `a ${(v as object).constructor?.name ?? 'non-plain'} object is not plain JSON data` };
+    if (proto !== Object.prototype && proto !== null)
+      return { field: path, message: `a ${(v as object).constructor?.name ?? 'non-plain'} object is not plain JSON data` };
     for (const [k, x] of Object.entries(v)) {
       // undefined members are absent in JSON (as in a Kubernetes object read back): allowed, and dropped.
       if (x === undefined) continue;
@@ -81,7 +82,8 @@ function artifactError(a: ArtifactIdentity, path: string): FieldError | undefine
 export function cacheKey(input: StepCacheInput): Result<string, FieldError> {
   const bad = nonJson(input.spec, 'spec');
   if (bad !== undefined) return err(bad);
-  if (input.imageDigest !== undefined && !DIGEST.test(input.imageDigest)) return err({ field: 'imageDigest', message: `${JSON.stringify(input.imageDigest)} is not sha256:<64 lowercase hex>` });
+  if (input.imageDigest !== undefined && !DIGEST.test(input.imageDigest))
+    return err({ field: 'imageDigest', message: `${JSON.stringify(input.imageDigest)} is not sha256:<64 lowercase hex>` });
   const seen = new Set<string>();
   for (let i = 0; i < input.inputs.length; i++) {
     const x = input.inputs[i] as StepInput;
@@ -118,10 +120,10 @@ export interface CachePolicy {
 }
 
 export type CacheLookup =
-  | { readonly hit: true; readonly entry: CacheEntry; readonly ageSeconds: number; readonly reason: string }
-  | { readonly hit: false; readonly reason: string };
+  { readonly hit: true; readonly entry: CacheEntry; readonly ageSeconds: number; readonly reason: string } | { readonly hit: false; readonly reason: string };
 
-const newestFirst = (a: CacheEntry, b: CacheEntry): number => b.finishedAt.getTime() - a.finishedAt.getTime() || (a.run < b.run ? -1 : a.run > b.run ? 1 : 0) || (a.step < b.step ? -1 : a.step > b.step ? 1 : 0);
+const newestFirst = (a: CacheEntry, b: CacheEntry): number =>
+  b.finishedAt.getTime() - a.finishedAt.getTime() || (a.run < b.run ? -1 : a.run > b.run ? 1 : 0) || (a.step < b.step ? -1 : a.step > b.step ? 1 : 0);
 
 function age(sec: number): string {
   if (sec < 120) return `${Math.round(sec)}s`;
@@ -148,5 +150,10 @@ export function lookup(key: string, history: readonly CacheEntry[], now: Date, p
   if (policy.maxAgeSeconds !== undefined && ageSeconds > policy.maxAgeSeconds) {
     return { hit: false, reason: `the newest success (${newest.run}/${newest.step}) is ${age(ageSeconds)} old, over maxAge ${age(policy.maxAgeSeconds)}` };
   }
-  return { hit: true, entry: newest, ageSeconds, reason: `reused ${newest.run}/${newest.step}, succeeded ${age(ageSeconds)} ago with the same spec and inputs` };
+  return {
+    hit: true,
+    entry: newest,
+    ageSeconds,
+    reason: `reused ${newest.run}/${newest.step}, succeeded ${age(ageSeconds)} ago with the same spec and inputs`,
+  };
 }

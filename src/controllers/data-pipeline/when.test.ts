@@ -25,7 +25,10 @@ describe('when expressions', () => {
   });
 
   it('reports the column of a bad token', () => {
-    expect(parseWhen('a.Succeeded && b.Done')).toEqual({ ok: false, error: 'unknown outcome Done (Succeeded, Failed, Skipped, Completed or Any) at column 16' });
+    expect(parseWhen('a.Succeeded && b.Done')).toEqual({
+      ok: false,
+      error: 'unknown outcome Done (Succeeded, Failed, Skipped, Completed or Any) at column 16',
+    });
     expect(parseWhen('a.Succeeded &&')).toEqual({ ok: false, error: 'expected a stage outcome at the end' });
     expect(parseWhen('(a.Succeeded')).toEqual({ ok: false, error: 'expected ) at the end' });
     expect(parseWhen('a.Succeeded b.Failed')).toEqual({ ok: false, error: 'unexpected b.Failed at column 13' });

@@ -50,7 +50,8 @@ export function parseWhen(text: string): ParseResult {
     const dot = tok.t.lastIndexOf('.');
     if (dot < 0) return fail(`expected a stage outcome, got ${tok.t}`);
     const outcome = tok.t.slice(dot + 1).toLowerCase();
-    if (!(OUTCOMES as readonly string[]).includes(outcome)) return fail(`unknown outcome ${tok.t.slice(dot + 1)} (Succeeded, Failed, Skipped, Completed or Any)`);
+    if (!(OUTCOMES as readonly string[]).includes(outcome))
+      return fail(`unknown outcome ${tok.t.slice(dot + 1)} (Succeeded, Failed, Skipped, Completed or Any)`);
     i++;
     return { op: 'ref', stage: tok.t.slice(0, dot), outcome: outcome as Outcome };
   };

@@ -10,7 +10,9 @@ describe('the activate annotation (scale from zero, ADR 0126)', () => {
   });
   it('names the annotation when the value is not a time', () => {
     for (const v of ['5', 'now', 'May 1 2026', '2026-13-45T99:00:00Z']) {
-      expect(activationTime({ [ACTIVATE_ANNOTATION]: v }).error).toMatch(/^metadata\.annotations\["ai\.sits2026\.dev\/activate"\]: ".*" is not an RFC 3339 time/);
+      expect(activationTime({ [ACTIVATE_ANNOTATION]: v }).error).toMatch(
+        /^metadata\.annotations\["ai\.sits2026\.dev\/activate"\]: ".*" is not an RFC 3339 time/,
+      );
     }
   });
   it('is what a router patches', () => {

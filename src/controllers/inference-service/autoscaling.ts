@@ -47,4 +47,6 @@ export function activationTime(annotations: Readonly<Record<string, string>> | u
 }
 
 /** The merge patch a router sends to activate a service: the annotation set to the time of the request it holds. */
-export const activationPatch = (at: Date): { metadata: { annotations: Record<string, string> } } => ({ metadata: { annotations: { [ACTIVATE_ANNOTATION]: at.toISOString() } } });
+export const activationPatch = (at: Date): { metadata: { annotations: Record<string, string> } } => ({
+  metadata: { annotations: { [ACTIVATE_ANNOTATION]: at.toISOString() } },
+});

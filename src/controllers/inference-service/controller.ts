@@ -18,7 +18,12 @@ export const INFERENCE_SERVICE_RESOURCE: ResourceType = { apiVersion: API_GROUP_
 const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awaitWatch: true };
 const SERVICE: OwnedResource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
 // autoscaling.mode keda. Where KEDA is not installed the runner says so once and looks again with backoff (up to 5 min); the cache stays empty.
-export const SCALED_OBJECT: OwnedResource = { apiVersion: 'keda.sh/v1alpha1', kind: 'ScaledObject', plural: 'scaledobjects', whenAbsent: 'no ScaledObject can be made for autoscaling.mode keda; install KEDA to enable' };
+export const SCALED_OBJECT: OwnedResource = {
+  apiVersion: 'keda.sh/v1alpha1',
+  kind: 'ScaledObject',
+  plural: 'scaledobjects',
+  whenAbsent: 'no ScaledObject can be made for autoscaling.mode keda; install KEDA to enable',
+};
 
 export function toControllerAction(a: Action): ControllerAction {
   switch (a.kind) {

@@ -19,7 +19,8 @@ export const ADAPTERS_LOADED_CONDITION = `${API_GROUP}/adapters-loaded`;
 
 /** Whether the pod declares the adapters-loaded readiness gate. */
 export const hasAdapterGate = (pod: PodObject): boolean =>
-  Array.isArray(pod.spec?.readinessGates) && (pod.spec.readinessGates as readonly { conditionType?: unknown }[]).some((g) => g.conditionType === ADAPTERS_LOADED_CONDITION);
+  Array.isArray(pod.spec?.readinessGates) &&
+  (pod.spec.readinessGates as readonly { conditionType?: unknown }[]).some((g) => g.conditionType === ADAPTERS_LOADED_CONDITION);
 
 /**
  * The strategic-merge patch of pods/status that sets the gate to what the loop found (conditions merge by type, so
@@ -33,7 +34,17 @@ export function adapterGatePatch(pod: PodObject, rec: EngineStateRecord, nowIso:
   const message = rec.serving ? 'every adapter of the replica is loaded' : `not loaded: ${missing.join('; ') || 'adapters not checked yet'}`;
   return {
     ...(pod.metadata.uid === undefined ? {} : { metadata: { uid: pod.metadata.uid } }),
-    status: { conditions: [{ type: ADAPTERS_LOADED_CONDITION, status, reason: rec.serving ? 'AdaptersLoaded' : 'AdaptersNotLoaded', message: message.slice(0, 1000), lastTransitionTime: nowIso }] },
+    status: {
+      conditions: [
+        {
+          type: ADAPTERS_LOADED_CONDITION,
+          status,
+          reason: rec.serving ? 'AdaptersLoaded' : 'AdaptersNotLoaded',
+          message: message.slice(0, 1000),
+          lastTransitionTime: nowIso,
+        },
+      ],
+    },
   };
 }
 
@@ -45,7 +56,10 @@ export interface EngineStateRecord {
 
 /** Stable text (fields in a fixed order): an unchanged view writes nothing. */
 export function encodeEngineState(r: EngineStateRecord): string {
-  return JSON.stringify({ serving: r.serving, adapters: r.adapters.map((a) => ({ name: a.name, state: a.state, ...(a.message === undefined ? {} : { message: a.message }) })) });
+  return JSON.stringify({
+    serving: r.serving,
+    adapters: r.adapters.map((a) => ({ name: a.name, state: a.state, ...(a.message === undefined ? {} : { message: a.message }) })),
+  });
 }
 
 const STATES = new Set(['Loading', 'Loaded', 'Failed']);
@@ -100,7 +114,10 @@ export function excuseUnloadable(rec: EngineStateRecord, loadedSomewhere: Readon
 }
 
 /** What to do on one replica: load what the spec lists and the engine has not applied, unload what it no longer lists. */
-export function planAdapters(desired: readonly string[], engine: readonly { readonly name: string; readonly active: boolean }[]): { readonly load: readonly string[]; readonly unload: readonly string[] } {
+export function planAdapters(
+  desired: readonly string[],
+  engine: readonly { readonly name: string; readonly active: boolean }[],
+): { readonly load: readonly string[]; readonly unload: readonly string[] } {
   const want = new Set(desired);
   const active = new Set(engine.filter((a) => a.active).map((a) => a.name));
   return { load: desired.filter((n) => !active.has(n)), unload: [...active].filter((n) => !want.has(n)).sort() };

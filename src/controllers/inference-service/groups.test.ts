@@ -13,7 +13,14 @@ function isvc(spec: Record<string, unknown> = {}): InferenceServiceObject {
     apiVersion: 'ai.sits2026.dev/v1',
     kind: 'InferenceService',
     metadata: { name: 'big', namespace: 'ml', uid: 'uid-big', generation: 1 },
-    spec: { runtime: 'vllm', model: { uri: 'hf://meta-llama/Llama-3.1-405B-Instruct', name: 'llama' }, replicas: 2, gpusPerReplica: 16, podsPerReplica: 2, ...spec },
+    spec: {
+      runtime: 'vllm',
+      model: { uri: 'hf://meta-llama/Llama-3.1-405B-Instruct', name: 'llama' },
+      replicas: 2,
+      gpusPerReplica: 16,
+      podsPerReplica: 2,
+      ...spec,
+    },
   }) as InferenceServiceObject;
 }
 
@@ -29,7 +36,12 @@ function running(p: PodObject, ready = true, node = 'n0'): PodObject {
     ...p,
     metadata: { ...p.metadata, uid: `uid-${p.metadata.name ?? ''}`, creationTimestamp: t },
     spec: { ...(p.spec ?? { containers: [] }), nodeName: node },
-    status: { phase: 'Running', startTime: t, conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }], containerStatuses: [{ name: 'server', restartCount: 0 }] },
+    status: {
+      phase: 'Running',
+      startTime: t,
+      conditions: [{ type: 'Ready', status: ready ? 'True' : 'False' }],
+      containerStatuses: [{ name: 'server', restartCount: 0 }],
+    },
   };
 }
 
@@ -48,7 +60,11 @@ describe('multi-pod replicas: created whole', () => {
     expect(worker.metadata.name).toBe(`${group}-1`);
     for (const p of pods.slice(0, 2)) {
       expect(p.metadata.labels?.[LABEL.podGroup]).toBe(group);
-      expect(p.metadata.annotations).toMatchObject({ [ANNOTATION.minMember]: '2', [ANNOTATION.topologyRequired]: 'rack', [ANNOTATION.topologyPreferred]: 'rack' });
+      expect(p.metadata.annotations).toMatchObject({
+        [ANNOTATION.minMember]: '2',
+        [ANNOTATION.topologyRequired]: 'rack',
+        [ANNOTATION.topologyPreferred]: 'rack',
+      });
       expect(p.spec?.containers[0]?.resources?.limits?.['nvidia.com/gpu']).toBe('8');
       expect(p.spec?.subdomain).toBe('big-pods');
       expect(p.spec?.hostname).toBe(p.metadata.name);
@@ -60,11 +76,15 @@ describe('multi-pod replicas: created whole', () => {
     // TP = GPUs of a pod (8), PP = pods (2); the leader starts the Ray head and waits for the group, then serves.
     const script = leader.spec?.containers[0]?.args?.[0] ?? '';
     expect(leader.spec?.containers[0]?.command).toEqual(['/bin/sh', '-c']);
-    expect(script).toMatch(/^bash \/vllm-workspace\/examples\/online_serving\/multi-node-serving\.sh leader --ray_cluster_size=\$LWS_GROUP_SIZE && exec python3 -m vllm\.entrypoints\.openai\.api_server /);
+    expect(script).toMatch(
+      /^bash \/vllm-workspace\/examples\/online_serving\/multi-node-serving\.sh leader --ray_cluster_size=\$LWS_GROUP_SIZE && exec python3 -m vllm\.entrypoints\.openai\.api_server /,
+    );
     expect(script).toContain('--tensor-parallel-size 8 --pipeline-parallel-size 2');
     expect(script).toContain('--distributed-executor-backend ray');
     expect(leader.spec?.containers[0]?.readinessProbe).toMatchObject({ httpGet: { path: '/health' } });
-    expect(worker.spec?.containers[0]?.args).toEqual(['exec bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address=$LWS_LEADER_ADDRESS']);
+    expect(worker.spec?.containers[0]?.args).toEqual([
+      'exec bash /vllm-workspace/examples/online_serving/multi-node-serving.sh worker --ray_address=$LWS_LEADER_ADDRESS',
+    ]);
     expect(worker.spec?.containers[0]?.readinessProbe).toBeUndefined();
     // Clients reach leaders only (role=replica); the headless Service gives every pod its DNS name.
     const services = r.actions.flatMap((a) => (a.kind === 'createService' ? [a.service] : []));
@@ -81,7 +101,9 @@ describe('multi-pod replicas: created whole', () => {
     expect(tp?.spec?.containers[0]?.args?.[0]).toContain('--tensor-parallel-size 16');
     const tgi = run(isvc({ runtime: 'tgi' }));
     expect(created(tgi.actions)).toEqual([]);
-    expect(tgi.status?.conditions?.find((c) => c.type === 'InvalidSpec')?.message).toMatch(/^spec\.podsPerReplica: Text Generation Inference runs in one pod only/);
+    expect(tgi.status?.conditions?.find((c) => c.type === 'InvalidSpec')?.message).toMatch(
+      /^spec\.podsPerReplica: Text Generation Inference runs in one pod only/,
+    );
   });
 });
 
@@ -92,7 +114,9 @@ describe('multi-pod replicas: readiness and status by group', () => {
     const ok = run(s, pods, services);
     expect(ok.actions).toEqual([]);
     expect(ok.status).toMatchObject({ phase: 'Ready', replicas: 2, readyReplicas: 2, updatedReplicas: 2 });
-    expect(ok.status?.replicaStatuses?.map((x) => x.name)).toEqual(pods.filter((p) => p.metadata.labels?.[LABEL.role] === 'replica').map((p) => p.metadata.name));
+    expect(ok.status?.replicaStatuses?.map((x) => x.name)).toEqual(
+      pods.filter((p) => p.metadata.labels?.[LABEL.role] === 'replica').map((p) => p.metadata.name),
+    );
     const pendingWorker = pods.map((p, i) => (i === 1 ? { ...p, status: { ...p.status, phase: 'Pending' } } : p));
     const r = run(s, pendingWorker, services);
     expect(r.status).toMatchObject({ replicas: 2, readyReplicas: 1 });
@@ -105,7 +129,11 @@ describe('multi-pod replicas: a failed member recreates its group', () => {
   it.each([
     ['a worker deleted', (ps: PodObject[]) => ps.filter((_, i) => i !== 1), /1 of its 2 pods is gone/],
     ['a worker finished', (ps: PodObject[]) => ps.map((p, i) => (i === 1 ? { ...p, status: { ...p.status, phase: 'Failed' } } : p)), /finished/],
-    ['a worker restarted', (ps: PodObject[]) => ps.map((p, i) => (i === 1 ? { ...p, status: { ...p.status, containerStatuses: [{ name: 'server', restartCount: 1 }] } } : p)), /restarted/],
+    [
+      'a worker restarted',
+      (ps: PodObject[]) => ps.map((p, i) => (i === 1 ? { ...p, status: { ...p.status, containerStatuses: [{ name: 'server', restartCount: 1 }] } } : p)),
+      /restarted/,
+    ],
     ['the leader deleted', (ps: PodObject[]) => ps.filter((_, i) => i !== 0), /its leader is gone/],
   ] as const)('%s: the rest of the group is deleted, the replica no longer counts, the other replica keeps serving', (_n, change, why) => {
     const s = isvc();
@@ -113,7 +141,12 @@ describe('multi-pod replicas: a failed member recreates its group', () => {
     const group = pods[0]?.metadata.name ?? '';
     const after = change(pods);
     const r = run(s, after, services);
-    expect(deleted(r.actions).sort()).toEqual(after.filter((p) => p.metadata.labels?.[LABEL.podGroup] === group).map((p) => p.metadata.name).sort());
+    expect(deleted(r.actions).sort()).toEqual(
+      after
+        .filter((p) => p.metadata.labels?.[LABEL.podGroup] === group)
+        .map((p) => p.metadata.name)
+        .sort(),
+    );
     expect(r.actions.find((a) => a.kind === 'event')).toMatchObject({ reason: 'RecreatingReplica', message: expect.stringMatching(why) });
     expect(r.status).toMatchObject({ replicas: 1, readyReplicas: 1 });
     // Once those pods are gone, a whole new group is made in a fresh slot (no name held by a terminating pod).

@@ -98,7 +98,11 @@ export const NO_KEDA_ALLOWED: KedaAllowList = { servers: [], clusterAuth: [] };
 
 /** The allow-list from the controller flags (comma-separated); the first bad item's complaint otherwise. */
 export function parseKedaAllowList(servers: string | undefined, clusterAuth: string | undefined): KedaAllowList | { readonly error: string } {
-  const items = (v: string | undefined): string[] => (v ?? '').split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const items = (v: string | undefined): string[] =>
+    (v ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== '');
   const s = items(servers);
   const bad = s.find((u) => !/^https?:\/\/[^\s]+$/.test(u) || !URL.canParse(u));
   if (bad !== undefined) return { error: `--keda-allowed-servers: ${JSON.stringify(bad)} is not an http(s) URL` };
@@ -118,16 +122,25 @@ export function normalServer(url: string): string {
 }
 
 /** Why the service may not have its ScaledObject; undefined when the allow-list admits it. */
-export function kedaRefusal(s: InferenceServiceObject, allow: KedaAllowList): { readonly reason: 'KedaServerNotAllowed' | 'KedaClusterAuthNotAllowed'; readonly message: string } | undefined {
+export function kedaRefusal(
+  s: InferenceServiceObject,
+  allow: KedaAllowList,
+): { readonly reason: 'KedaServerNotAllowed' | 'KedaClusterAuthNotAllowed'; readonly message: string } | undefined {
   const k = s.spec.autoscaling?.keda;
   if (s.spec.autoscaling?.mode !== 'keda' || k === undefined) return undefined;
   const servers = new Set(allow.servers.map(normalServer));
   if (!servers.has(normalServer(k.serverAddress))) {
-    return { reason: 'KedaServerNotAllowed', message: `spec.autoscaling.keda.serverAddress ${k.serverAddress} is not one the operator allows (controller flag --keda-allowed-servers: ${allow.servers.length === 0 ? 'none set' : allow.servers.join(', ')}); no ScaledObject is kept` };
+    return {
+      reason: 'KedaServerNotAllowed',
+      message: `spec.autoscaling.keda.serverAddress ${k.serverAddress} is not one the operator allows (controller flag --keda-allowed-servers: ${allow.servers.length === 0 ? 'none set' : allow.servers.join(', ')}); no ScaledObject is kept`,
+    };
   }
   const ref = k.authenticationRef;
   if (ref?.kind === 'ClusterTriggerAuthentication' && !allow.clusterAuth.includes(ref.name)) {
-    return { reason: 'KedaClusterAuthNotAllowed', message: `spec.autoscaling.keda.authenticationRef: ClusterTriggerAuthentication ${ref.name} is not one the operator allows (controller flag --keda-allowed-cluster-auth: ${allow.clusterAuth.length === 0 ? 'none set' : allow.clusterAuth.join(', ')}); use a TriggerAuthentication in namespace ${isvcNamespace(s)}. No ScaledObject is kept` };
+    return {
+      reason: 'KedaClusterAuthNotAllowed',
+      message: `spec.autoscaling.keda.authenticationRef: ClusterTriggerAuthentication ${ref.name} is not one the operator allows (controller flag --keda-allowed-cluster-auth: ${allow.clusterAuth.length === 0 ? 'none set' : allow.clusterAuth.join(', ')}); use a TriggerAuthentication in namespace ${isvcNamespace(s)}. No ScaledObject is kept`,
+    };
   }
   return undefined;
 }
@@ -151,7 +164,8 @@ export function planScaledObject(p: {
     // Checked before rendering: a ScaledObject already kept (an earlier spec, a narrower allow-list) goes too.
     const actions: Action[] = owned.map((o) => ({ kind: 'deleteScaledObject', name: o.metadata.name ?? '', uid: o.metadata.uid ?? '' }));
     const said = findCondition(s.status?.conditions, SCALED_OBJECT_CONDITION);
-    if (said?.reason !== refused.reason || said.message !== refused.message) actions.push({ kind: 'event', type: 'Warning', reason: refused.reason, message: refused.message });
+    if (said?.reason !== refused.reason || said.message !== refused.message)
+      actions.push({ kind: 'event', type: 'Warning', reason: refused.reason, message: refused.message });
     return { actions, condition: { type: SCALED_OBJECT_CONDITION, status: 'False', ...refused } };
   }
   const want = desiredScaledObject(s, p.thresholds);
@@ -160,7 +174,12 @@ export function planScaledObject(p: {
     for (const o of owned) actions.push({ kind: 'deleteScaledObject', name: o.metadata.name ?? '', uid: o.metadata.uid ?? '' });
     return {
       actions,
-      clearIfPresent: { type: SCALED_OBJECT_CONDITION, status: 'False', reason: 'NotKedaMode', message: `spec.autoscaling.mode is ${s.spec.autoscaling?.mode ?? 'unset'}: no ScaledObject is kept` },
+      clearIfPresent: {
+        type: SCALED_OBJECT_CONDITION,
+        status: 'False',
+        reason: 'NotKedaMode',
+        message: `spec.autoscaling.mode is ${s.spec.autoscaling?.mode ?? 'unset'}: no ScaledObject is kept`,
+      },
     };
   }
   const have = owned.find((o) => o.metadata.name === want.metadata.name);
@@ -182,7 +201,12 @@ export function planScaledObject(p: {
       message: `spec.autoscaling.mode keda: the apiserver does not serve keda.sh/v1alpha1 ScaledObjects (404: KEDA's CRDs are not installed); install KEDA or set spec.autoscaling.mode to sits or external. No ScaledObject exists and nothing scales the service: its replicas stay at spec.replicas`,
     };
   } else if (errors.length > 0) {
-    condition = { type: SCALED_OBJECT_CONDITION, status: 'False', reason: 'ScaledObjectRejected', message: errors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; ') };
+    condition = {
+      type: SCALED_OBJECT_CONDITION,
+      status: 'False',
+      reason: 'ScaledObjectRejected',
+      message: errors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; '),
+    };
   } else if (have === undefined) {
     condition = { type: SCALED_OBJECT_CONDITION, status: 'Unknown', reason: 'Creating', message: `creating ScaledObject ${want.metadata.name}` };
   } else {

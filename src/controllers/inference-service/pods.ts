@@ -27,7 +27,14 @@ export const isvcName = (s: InferenceServiceObject): string => s.metadata.name ?
 export const isvcNamespace = (s: InferenceServiceObject): string => s.metadata.namespace ?? 'default';
 
 export function ownerReference(s: InferenceServiceObject): OwnerReference {
-  return { apiVersion: API_GROUP_VERSION, kind: KIND.inferenceService, name: isvcName(s), uid: s.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: API_GROUP_VERSION,
+    kind: KIND.inferenceService,
+    name: isvcName(s),
+    uid: s.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** Everything one template revision needs: its hash, a pod per slot, the Service, and what status reports. */
@@ -88,7 +95,10 @@ function clusterIssues(s: InferenceServiceObject, t: ReplicaTemplate, facts: Clu
   // describe: the scheduler judges it (the group waits with its explanation).
   if (spec.gpusPerReplica > 0 && tp > 1 && island !== undefined && tp > island && tp <= gpusPerPod(spec)) {
     const asked = spec.tensorParallelSize === undefined ? ` (unset: every GPU of the replica, spec.gpusPerReplica=${spec.gpusPerReplica})` : '';
-    issues.push({ field: 'spec.tensorParallelSize', message: `tensor-parallel size ${tp}${asked} fits no NVLink domain of the cluster: the largest NVLink island has ${island} GPUs` });
+    issues.push({
+      field: 'spec.tensorParallelSize',
+      message: `tensor-parallel size ${tp}${asked} fits no NVLink domain of the cluster: the largest NVLink island has ${island} GPUs`,
+    });
   }
   const models = spec.gpu?.allowedModels ?? [];
   if (t.pinGpuModel && spec.gpusPerReplica > 0 && models.length !== 1) {
@@ -110,8 +120,11 @@ function podSpec(s: InferenceServiceObject, t: ReplicaTemplate, cfg: BuildConfig
   // Only with adapters, or on an engine launched ready for them (ADR 0136: the first adapter then rolls nothing):
   // a gate without a writer would keep every replica out of its endpoints.
   const lora = t.runtime.lora;
-  const gated = cfg.adapterReadinessGate === true && ((s.spec.model.adapters ?? []).length > 0 || (lora.kind === 'runtime' && lora.launchedForAdapters(s.spec)));
-  const userGates = Array.isArray(base.readinessGates) ? (base.readinessGates as { conditionType?: unknown }[]).filter((g) => g.conditionType !== ADAPTERS_LOADED_CONDITION) : [];
+  const gated =
+    cfg.adapterReadinessGate === true && ((s.spec.model.adapters ?? []).length > 0 || (lora.kind === 'runtime' && lora.launchedForAdapters(s.spec)));
+  const userGates = Array.isArray(base.readinessGates)
+    ? (base.readinessGates as { conditionType?: unknown }[]).filter((g) => g.conditionType !== ADAPTERS_LOADED_CONDITION)
+    : [];
   return {
     ...base,
     ...(gated ? { readinessGates: [...userGates, { conditionType: ADAPTERS_LOADED_CONDITION }] } : {}),
@@ -139,7 +152,11 @@ export function renderService(s: InferenceServiceObject, cfg: BuildConfig, facts
   const workerSpec: PodSpecObject | undefined =
     t.worker === undefined
       ? undefined
-      : { ...ungated, ...(workerGates.length > 0 ? { readinessGates: workerGates } : {}), containers: spec.containers.map((c) => (c.name === SERVING_CONTAINER ? (structuredClone(t.worker) as ContainerObject) : c)) };
+      : {
+          ...ungated,
+          ...(workerGates.length > 0 ? { readinessGates: workerGates } : {}),
+          containers: spec.containers.map((c) => (c.name === SERVING_CONTAINER ? (structuredClone(t.worker) as ContainerObject) : c)),
+        };
   const tmplMeta = s.spec.podTemplate?.metadata;
   const annotations = { ...tmplMeta?.annotations, ...schedulingAnnotations(s, t, cfg, gang) };
   const userLabels = { ...tmplMeta?.labels, ...(s.spec.queue === undefined ? {} : { [LABEL.queue]: s.spec.queue }) };
@@ -173,7 +190,12 @@ export function renderService(s: InferenceServiceObject, cfg: BuildConfig, facts
         annotations,
         ownerReferences: [ownerReference(s)],
       },
-      spec: { ...base, hostname: podName, subdomain, containers: base.containers.map((c) => ({ ...c, env: [...env, ...(c.env ?? []).filter((e) => !env.some((x) => x.name === e.name))] })) },
+      spec: {
+        ...base,
+        hostname: podName,
+        subdomain,
+        containers: base.containers.map((c) => ({ ...c, env: [...env, ...(c.env ?? []).filter((e) => !env.some((x) => x.name === e.name))] })),
+      },
     };
   };
   const pod = (slot: number): PodObject => {
@@ -195,7 +217,9 @@ export function renderService(s: InferenceServiceObject, cfg: BuildConfig, facts
   const group = (slot: number): PodObject[] => (size > 1 ? Array.from({ length: size }, (_, i) => member(slot, i)) : [pod(slot)]);
   // The leader's cluster ports (Ray) are for its workers, not for clients.
   const internal = size > 1 ? (t.runtime.multiNode?.leaderPorts ?? {}) : {};
-  const ports = t.container.ports.filter((p) => !(p.name in internal)).map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.name, protocol: 'TCP' }));
+  const ports = t.container.ports
+    .filter((p) => !(p.name in internal))
+    .map((p) => ({ name: p.name, port: p.containerPort, targetPort: p.name, protocol: 'TCP' }));
   const service: ServiceObject = {
     apiVersion: 'v1',
     kind: 'Service',
@@ -216,6 +240,17 @@ export function renderService(s: InferenceServiceObject, cfg: BuildConfig, facts
       : undefined;
   return {
     ok: true,
-    value: { hash, template: t, pod, service, model: servedModelName(s.spec), url: `http://${serviceName(name)}.${ns}.svc:${t.port}`, gang, podsPerReplica: size, group, ...(groupService === undefined ? {} : { groupService }) },
+    value: {
+      hash,
+      template: t,
+      pod,
+      service,
+      model: servedModelName(s.spec),
+      url: `http://${serviceName(name)}.${ns}.svc:${t.port}`,
+      gang,
+      podsPerReplica: size,
+      group,
+      ...(groupService === undefined ? {} : { groupService }),
+    },
   };
 }

@@ -29,7 +29,15 @@ interface Opts {
 }
 const run = (s: InferenceServiceObject, o: Opts = {}) =>
   reconcileInferenceService(
-    { isvc: s, pods: o.pods ?? [], services: o.services ?? [], nowMs: o.nowMs ?? NOW, facts: o.facts ?? FACTS, engine: o.engine ?? NO_ENGINE, ...(o.lastErrors === undefined ? {} : { lastErrors: o.lastErrors }) },
+    {
+      isvc: s,
+      pods: o.pods ?? [],
+      services: o.services ?? [],
+      nowMs: o.nowMs ?? NOW,
+      facts: o.facts ?? FACTS,
+      engine: o.engine ?? NO_ENGINE,
+      ...(o.lastErrors === undefined ? {} : { lastErrors: o.lastErrors }),
+    },
     {},
   );
 
@@ -56,11 +64,12 @@ function steady(s: InferenceServiceObject): { pods: PodObject[]; services: Servi
 }
 
 describe('InferenceService reconcile: the adapters-loaded readiness gate', () => {
-  const withAdapters = (): InferenceServiceObject => isvc({ model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen', adapters: [{ name: 'sql', uri: 'hf://x/sql' }] } });
+  const withAdapters = (): InferenceServiceObject =>
+    isvc({ model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', name: 'qwen', adapters: [{ name: 'sql', uri: 'hf://x/sql' }] } });
   const pods = (s: InferenceServiceObject, adapterReadinessGate: boolean): PodObject[] =>
     created(reconcileInferenceService({ isvc: s, pods: [], services: [], nowMs: NOW, facts: FACTS, engine: NO_ENGINE }, { adapterReadinessGate }).actions);
 
-  it('is declared on replicas with adapters when the serving loop sets it, and kept next to the template\'s own gates', () => {
+  it("is declared on replicas with adapters when the serving loop sets it, and kept next to the template's own gates", () => {
     expect(pods(withAdapters(), true)[0]?.spec?.readinessGates).toEqual([{ conditionType: 'ai.sits2026.dev/adapters-loaded' }]);
     const own = withAdapters();
     const s = { ...own, spec: { ...own.spec, podTemplate: { spec: { readinessGates: [{ conditionType: 'example.com/lb' }] } } } } as InferenceServiceObject;
@@ -103,7 +112,10 @@ describe('InferenceService reconcile: replicas, Service, status', () => {
     expect(p.metadata.annotations?.[ANNOTATION.minComputeCapability]).toBe('7.0');
     expect(new Set(pods.map((x) => x.metadata.name)).size).toBe(2);
     const svc = r.actions.find((a) => a.kind === 'createService');
-    expect(svc?.kind === 'createService' && svc.service.spec).toEqual({ selector: { [LABEL.inferenceService]: 'chat', [LABEL.role]: 'replica' }, ports: [{ name: 'http', port: 8000, targetPort: 'http', protocol: 'TCP' }] });
+    expect(svc?.kind === 'createService' && svc.service.spec).toEqual({
+      selector: { [LABEL.inferenceService]: 'chat', [LABEL.role]: 'replica' },
+      ports: [{ name: 'http', port: 8000, targetPort: 'http', protocol: 'TCP' }],
+    });
     expect(r.status).toMatchObject({ phase: 'Pending', replicas: 0, readyReplicas: 0, updatedReplicas: 0, desiredReplicas: 2, observedGeneration: 1 });
     expect(cond(r, CONDITION.ready)).toMatchObject({ status: 'False', reason: 'MinimumReplicasUnavailable' });
     expect(cond(r, CONDITION.progressing)).toMatchObject({ status: 'True', reason: 'ScalingUp' });
@@ -116,7 +128,15 @@ describe('InferenceService reconcile: replicas, Service, status', () => {
     const { pods, services } = steady(s);
     const r = run(s, { pods, services });
     expect(r.actions).toEqual([]);
-    expect(r.status).toMatchObject({ phase: 'Ready', replicas: 2, readyReplicas: 2, updatedReplicas: 2, model: 'qwen', url: 'http://chat.ml.svc:8000', selector: `${LABEL.inferenceService}=chat,${LABEL.role}=replica` });
+    expect(r.status).toMatchObject({
+      phase: 'Ready',
+      replicas: 2,
+      readyReplicas: 2,
+      updatedReplicas: 2,
+      model: 'qwen',
+      url: 'http://chat.ml.svc:8000',
+      selector: `${LABEL.inferenceService}=chat,${LABEL.role}=replica`,
+    });
     expect(cond(r, CONDITION.ready)).toMatchObject({ status: 'True', reason: 'MinimumReplicasReady', observedGeneration: 1 });
     expect(cond(r, CONDITION.progressing)).toMatchObject({ status: 'False', reason: 'Complete' });
     expect(r.status?.replicaStatuses?.map((x) => x.adapters)).toEqual([[{ name: 'sql', state: 'Desired' }], [{ name: 'sql', state: 'Desired' }]]);
@@ -127,7 +147,12 @@ describe('InferenceService reconcile: replicas, Service, status', () => {
     const s = isvc({ model: { uri: 'hf://Qwen/Qwen2.5-7B-Instruct', adapters: [{ name: 'sql', uri: 's3://a/sql' }] } });
     const { pods, services } = steady(s);
     const first = pods[0]?.metadata.name ?? '';
-    const engine: EnginePort = { replica: (pod) => (pod.metadata.namespace === 'ml' && pod.metadata.name === first ? { serving: false, adapters: [{ name: 'sql', state: 'Loading' }] } : { adapters: [{ name: 'sql', state: 'Loaded' }] }) };
+    const engine: EnginePort = {
+      replica: (pod) =>
+        pod.metadata.namespace === 'ml' && pod.metadata.name === first
+          ? { serving: false, adapters: [{ name: 'sql', state: 'Loading' }] }
+          : { adapters: [{ name: 'sql', state: 'Loaded' }] },
+    };
     const r = run(s, { pods, services, engine });
     expect(r.status?.readyReplicas).toBe(1);
     expect(r.status?.replicaStatuses?.map((x) => [x.ready, x.adapters?.[0]?.state])).toEqual([
@@ -164,23 +189,100 @@ describe('InferenceService reconcile: replicas, Service, status', () => {
     const { pods, services } = steady(s);
     const r = run(isvc({ port: 9000 }), { pods, services });
     const patch = r.actions.find((a) => a.kind === 'patchService');
-    expect(patch).toMatchObject({ kind: 'patchService', name: 'chat', patch: { spec: { ports: [{ name: 'http', port: 9000, targetPort: 'http', protocol: 'TCP' }] } } });
+    expect(patch).toMatchObject({
+      kind: 'patchService',
+      name: 'chat',
+      patch: { spec: { ports: [{ name: 'http', port: 9000, targetPort: 'http', protocol: 'TCP' }] } },
+    });
   });
 });
 
-describe('planRollout (a Deployment\'s RollingUpdate on pods)', () => {
+describe("planRollout (a Deployment's RollingUpdate on pods)", () => {
   const pod = (name: string, ready: boolean): PodObject => ({ metadata: { name, labels: { ready: String(ready) } } });
   const isReady = (p: PodObject): boolean => p.metadata.labels?.ready === 'true';
-  const cases: { name: string; replicas: number; surge: number; unavail: number; current: [string, boolean][]; old: [string, boolean][]; create: number; remove: string[] }[] = [
-    { name: 'surge 1: one new pod first, no old one removed while it is not ready', replicas: 2, surge: 1, unavail: 0, current: [], old: [['o-0', true], ['o-1', true]], create: 1, remove: [] },
-    { name: 'surge 1: the new pod ready, one old pod goes', replicas: 2, surge: 1, unavail: 0, current: [['n-0', true]], old: [['o-0', true], ['o-1', true]], create: 0, remove: ['o-1'] },
-    { name: 'surge 0, unavailable 1: an old pod goes first', replicas: 2, surge: 0, unavail: 1, current: [], old: [['o-0', true], ['o-1', true]], create: 0, remove: ['o-1'] },
-    { name: 'old unready pods serve nothing: they go at once', replicas: 2, surge: 1, unavail: 0, current: [], old: [['o-0', true], ['o-1', false]], create: 1, remove: ['o-1'] },
-    { name: 'scale to zero removes everything', replicas: 0, surge: 1, unavail: 0, current: [['n-0', true]], old: [['o-0', true]], create: 0, remove: ['n-0', 'o-0'] },
+  const cases: {
+    name: string;
+    replicas: number;
+    surge: number;
+    unavail: number;
+    current: [string, boolean][];
+    old: [string, boolean][];
+    create: number;
+    remove: string[];
+  }[] = [
+    {
+      name: 'surge 1: one new pod first, no old one removed while it is not ready',
+      replicas: 2,
+      surge: 1,
+      unavail: 0,
+      current: [],
+      old: [
+        ['o-0', true],
+        ['o-1', true],
+      ],
+      create: 1,
+      remove: [],
+    },
+    {
+      name: 'surge 1: the new pod ready, one old pod goes',
+      replicas: 2,
+      surge: 1,
+      unavail: 0,
+      current: [['n-0', true]],
+      old: [
+        ['o-0', true],
+        ['o-1', true],
+      ],
+      create: 0,
+      remove: ['o-1'],
+    },
+    {
+      name: 'surge 0, unavailable 1: an old pod goes first',
+      replicas: 2,
+      surge: 0,
+      unavail: 1,
+      current: [],
+      old: [
+        ['o-0', true],
+        ['o-1', true],
+      ],
+      create: 0,
+      remove: ['o-1'],
+    },
+    {
+      name: 'old unready pods serve nothing: they go at once',
+      replicas: 2,
+      surge: 1,
+      unavail: 0,
+      current: [],
+      old: [
+        ['o-0', true],
+        ['o-1', false],
+      ],
+      create: 1,
+      remove: ['o-1'],
+    },
+    {
+      name: 'scale to zero removes everything',
+      replicas: 0,
+      surge: 1,
+      unavail: 0,
+      current: [['n-0', true]],
+      old: [['o-0', true]],
+      create: 0,
+      remove: ['n-0', 'o-0'],
+    },
   ];
   for (const c of cases) {
     it(c.name, () => {
-      const plan = planRollout({ replicas: c.replicas, maxSurge: c.surge, maxUnavailable: c.unavail, current: c.current.map(([n, r]) => pod(n, r)), old: c.old.map(([n, r]) => pod(n, r)), ready: isReady });
+      const plan = planRollout({
+        replicas: c.replicas,
+        maxSurge: c.surge,
+        maxUnavailable: c.unavail,
+        current: c.current.map(([n, r]) => pod(n, r)),
+        old: c.old.map(([n, r]) => pod(n, r)),
+        ready: isReady,
+      });
       expect(plan.create).toBe(c.create);
       expect(plan.remove.map((p) => p.metadata.name)).toEqual(c.remove);
     });
@@ -236,7 +338,9 @@ describe('InferenceService reconcile: bad input changes nothing but the conditio
     const r = run(isvc({ gpusPerReplica: 8, tensorParallelSize: 8 }), { facts: { largestNvlinkIslandGpus: 4 } });
     expect(r.actions.filter((a) => a.kind !== 'event')).toEqual([]);
     expect(cond(r, CONDITION.invalidSpec)).toMatchObject({ status: 'True', reason: 'TensorParallelTooLarge' });
-    expect(cond(r, CONDITION.invalidSpec)?.message).toMatch(/^spec\.tensorParallelSize: tensor-parallel size 8 fits no NVLink domain of the cluster: the largest NVLink island has 4 GPUs/);
+    expect(cond(r, CONDITION.invalidSpec)?.message).toMatch(
+      /^spec\.tensorParallelSize: tensor-parallel size 8 fits no NVLink domain of the cluster: the largest NVLink island has 4 GPUs/,
+    );
     expect(r.status?.phase).toBe('Failed');
     expect(r.requeueAfterMs).toBe(60_000);
     // Unknown facts (no node listed yet) judge nothing.
@@ -265,7 +369,9 @@ describe('InferenceService reconcile: bad input changes nothing but the conditio
     const r = run(s, { pods: [late, pods[1] as PodObject], services });
     expect(deleted(r.actions)).toEqual([]);
     expect(cond(r, CONDITION.replicaFailure)).toMatchObject({ status: 'True', reason: 'ReplicaNotReady' });
-    expect(cond(r, CONDITION.replicaFailure)?.message).toContain(`${late.metadata.name ?? ''} not ready 700s after it started (spec.progressDeadlineSeconds 600)`);
+    expect(cond(r, CONDITION.replicaFailure)?.message).toContain(
+      `${late.metadata.name ?? ''} not ready 700s after it started (spec.progressDeadlineSeconds 600)`,
+    );
     expect(cond(r, CONDITION.ready)).toMatchObject({ status: 'False' });
     expect(r.status).toMatchObject({ phase: 'Degraded', readyReplicas: 1 });
     expect(r.actions).toContainEqual(expect.objectContaining({ kind: 'event', reason: 'ReplicaNotReady' }));
@@ -279,7 +385,9 @@ describe('InferenceService reconcile: bad input changes nothing but the conditio
   });
 
   it('a pod the apiserver refused (422) becomes ReplicaFailure naming the pod', () => {
-    const r = run(isvc(), { lastErrors: [{ action: 'createPod', name: 'chat-abc-0', status: 422, reason: 'Invalid', message: 'spec.containers[0].image: Required value' }] });
+    const r = run(isvc(), {
+      lastErrors: [{ action: 'createPod', name: 'chat-abc-0', status: 422, reason: 'Invalid', message: 'spec.containers[0].image: Required value' }],
+    });
     expect(cond(r, CONDITION.replicaFailure)).toMatchObject({ status: 'True', reason: 'FailedCreate' });
     expect(cond(r, CONDITION.replicaFailure)?.message).toContain('createPod chat-abc-0: 422 spec.containers[0].image: Required value');
   });
@@ -308,6 +416,8 @@ describe('who writes spec.replicas', () => {
     expect(replicaWriter({})).toBe('manual');
     expect(replicaWriter({ autoscaling: { mode: 'external', scaleUpStabilizationSeconds: 0, scaleDownStabilizationSeconds: 300 } })).toBe('external');
     expect(sitsMayScale({ autoscaling: { mode: 'external', scaleUpStabilizationSeconds: 0, scaleDownStabilizationSeconds: 300 } })).toBe(false);
-    expect(sitsMayScale({ autoscaling: { mode: 'sits', tokensPerSecondPerReplica: 100, scaleUpStabilizationSeconds: 0, scaleDownStabilizationSeconds: 300 } })).toBe(true);
+    expect(
+      sitsMayScale({ autoscaling: { mode: 'sits', tokensPerSecondPerReplica: 100, scaleUpStabilizationSeconds: 0, scaleDownStabilizationSeconds: 300 } }),
+    ).toBe(true);
   });
 });

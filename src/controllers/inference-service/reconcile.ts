@@ -37,7 +37,8 @@ const podReady = (p: PodObject): boolean => p.status?.conditions?.some((c) => c.
 const groupOf = (p: PodObject): string => p.metadata.labels?.[LABEL.podGroup] ?? p.metadata.name ?? '';
 const isWorker = (p: PodObject): boolean => p.metadata.labels?.[LABEL.role] === WORKER_ROLE;
 /** Pods of the replica `leader` stands for: its gang's minMember when it is a multi-pod replica, else 1. */
-const groupSize = (leader: PodObject): number => (leader.metadata.labels?.[LABEL.workerIndex] === undefined ? 1 : Math.max(1, Number(leader.metadata.annotations?.[ANNOTATION.minMember] ?? 1) || 1));
+const groupSize = (leader: PodObject): number =>
+  leader.metadata.labels?.[LABEL.workerIndex] === undefined ? 1 : Math.max(1, Number(leader.metadata.annotations?.[ANNOTATION.minMember] ?? 1) || 1);
 const slotOfName = (name: string): number => Number(/-(\d+)$/.exec(name)?.[1] ?? -1);
 const slotOf = (p: PodObject): number => slotOfName(groupOf(p));
 const restarted = (p: PodObject): boolean => p.status?.containerStatuses?.some((c) => (c.restartCount ?? 0) > 0) === true;
@@ -156,11 +157,13 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
   const inGroup = (p: PodObject): boolean => members.has(groupOf(p));
   const live = owned.filter((p) => !isTerminating(p) && !isWorker(p) && !(inGroup(p) ? brokenGroups.has(groupOf(p)) || isTerminating(p) : isFinished(p)));
   const finished = owned.filter((p) => !isTerminating(p) && !inGroup(p) && isFinished(p));
-  const workersOf = (leader: PodObject): PodObject[] => (inGroup(leader) ? (members.get(groupOf(leader)) ?? []).filter((p) => isWorker(p) && !isTerminating(p)) : []);
+  const workersOf = (leader: PodObject): PodObject[] =>
+    inGroup(leader) ? (members.get(groupOf(leader)) ?? []).filter((p) => isWorker(p) && !isTerminating(p)) : [];
   // A multi-pod replica serves once its leader is ready and every worker runs.
   const ready = (p: PodObject): boolean => podReady(p) && o.engine.replica(p)?.serving !== false && workersOf(p).every((w) => w.status?.phase === 'Running');
   /** Deleting a replica deletes every pod of it. */
-  const deleteReplica = (p: PodObject): Action[] => [p, ...workersOf(p)].map((x) => ({ kind: 'deletePod', name: x.metadata.name ?? '', uid: x.metadata.uid ?? '' }));
+  const deleteReplica = (p: PodObject): Action[] =>
+    [p, ...workersOf(p)].map((x) => ({ kind: 'deletePod', name: x.metadata.name ?? '', uid: x.metadata.uid ?? '' }));
   const replicas = s.spec.replicas;
   const maxUnavailable = s.spec.rollout?.maxUnavailable ?? DEFAULT_MAX_UNAVAILABLE;
   const maxSurge = s.spec.rollout?.maxSurge ?? DEFAULT_MAX_SURGE;
@@ -183,8 +186,13 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
     const due = since + deadlineMs;
     if (o.nowMs >= due) {
       const sched = p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
-      const why = (p.spec?.nodeName ?? '') === '' ? `not scheduled${sched?.message === undefined ? '' : `: ${sched.message}`}` : 'the engine\'s health endpoint does not answer ready';
-      stuck.push(`${p.metadata.name ?? ''} not ready ${Math.round((o.nowMs - since) / 1000)}s after it started (spec.progressDeadlineSeconds ${s.spec.progressDeadlineSeconds}): ${why}`);
+      const why =
+        (p.spec?.nodeName ?? '') === ''
+          ? `not scheduled${sched?.message === undefined ? '' : `: ${sched.message}`}`
+          : "the engine's health endpoint does not answer ready";
+      stuck.push(
+        `${p.metadata.name ?? ''} not ready ${Math.round((o.nowMs - since) / 1000)}s after it started (spec.progressDeadlineSeconds ${s.spec.progressDeadlineSeconds}): ${why}`,
+      );
     } else nextDeadline = nextDeadline === undefined ? due : Math.min(nextDeadline, due);
   }
 
@@ -195,9 +203,17 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
 
   if (!rendered.ok) {
     const message = describeIssues(rendered.issues);
-    cond.push({ type: CONDITION.invalidSpec, status: 'True', reason: issueReason(rendered.issues), message: `${message}; nothing was changed, the existing replicas keep serving` });
+    cond.push({
+      type: CONDITION.invalidSpec,
+      status: 'True',
+      reason: issueReason(rendered.issues),
+      message: `${message}; nothing was changed, the existing replicas keep serving`,
+    });
     cond.push({ type: CONDITION.progressing, status: 'False', reason: 'InvalidSpec', message });
-    if (findCondition(prev.conditions, CONDITION.invalidSpec)?.status !== 'True' || findCondition(prev.conditions, CONDITION.invalidSpec)?.message.startsWith(message) !== true) {
+    if (
+      findCondition(prev.conditions, CONDITION.invalidSpec)?.status !== 'True' ||
+      findCondition(prev.conditions, CONDITION.invalidSpec)?.message.startsWith(message) !== true
+    ) {
       actions.push({ kind: 'event', type: 'Warning', reason: issueReason(rendered.issues), message });
     }
     // The cluster may grow an island large enough; the spec itself changes with a new generation (a watch event).
@@ -206,7 +222,8 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
     const r: Rendered = rendered.value;
     clearIfPresent.push({ type: CONDITION.invalidSpec, status: 'False', reason: 'SpecValid', message: 'the spec fits the runtime and the cluster' });
     const svc = services.find((x) => x.metadata.name === r.service.metadata.name);
-    if (r.groupService !== undefined && !services.some((x) => x.metadata.name === r.groupService?.metadata.name)) actions.push({ kind: 'createService', service: r.groupService });
+    if (r.groupService !== undefined && !services.some((x) => x.metadata.name === r.groupService?.metadata.name))
+      actions.push({ kind: 'createService', service: r.groupService });
     if (svc === undefined) actions.push({ kind: 'createService', service: r.service });
     else {
       const patch = serviceDiff(svc, r.service);
@@ -215,7 +232,12 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
     // A finished pod (evicted, or its engine exited) is replaced: replicas run for ever.
     for (const p of finished) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
     for (const b of broken) {
-      actions.push({ kind: 'event', type: 'Warning', reason: 'RecreatingReplica', message: `replica ${b.group}: ${b.why}; deleting its ${b.pods.length} remaining pods to create the whole group again` });
+      actions.push({
+        kind: 'event',
+        type: 'Warning',
+        reason: 'RecreatingReplica',
+        message: `replica ${b.group}: ${b.why}; deleting its ${b.pods.length} remaining pods to create the whole group again`,
+      });
       for (const p of b.pods) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
     }
     const plan = planRollout({ replicas, maxSurge, maxUnavailable, current, old, ready });
@@ -228,43 +250,91 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
     for (const p of plan.remove) actions.push(...deleteReplica(p));
 
     // mode keda: the ScaledObject follows the spec (and an invalid spec, like everything else, leaves it alone).
-    const keda = planScaledObject({ isvc: s, scaledObjects: o.scaledObjects ?? [], thresholds: o.thresholds, lastErrors: o.lastErrors, hasThresholdPort: o.hasThresholdPort === true, ...(cfg.kedaAllow === undefined ? {} : { allow: cfg.kedaAllow }) });
+    const keda = planScaledObject({
+      isvc: s,
+      scaledObjects: o.scaledObjects ?? [],
+      thresholds: o.thresholds,
+      lastErrors: o.lastErrors,
+      hasThresholdPort: o.hasThresholdPort === true,
+      ...(cfg.kedaAllow === undefined ? {} : { allow: cfg.kedaAllow }),
+    });
     actions.push(...keda.actions);
     if (keda.condition !== undefined) cond.push(keda.condition);
     if (keda.clearIfPresent !== undefined) clearIfPresent.push(keda.clearIfPresent);
     if (keda.requeueAfterMs !== undefined) requeueAfterMs = Math.min(requeueAfterMs ?? Infinity, keda.requeueAfterMs);
 
     const converged = current.length === replicas && old.length === 0 && current.every(ready) && finished.length === 0 && broken.length === 0;
-    if (converged) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'Complete', message: `${replicas} replicas on the current template, all ready` });
+    if (converged)
+      cond.push({ type: CONDITION.progressing, status: 'False', reason: 'Complete', message: `${replicas} replicas on the current template, all ready` });
     else if (stuck.length > 0) cond.push({ type: CONDITION.progressing, status: 'False', reason: 'ProgressDeadlineExceeded', message: stuck.join('; ') });
     else {
       const reason = old.length > 0 ? 'RollingUpdate' : current.length < replicas ? 'ScalingUp' : current.length > replicas ? 'ScalingDown' : 'WaitingForReady';
-      cond.push({ type: CONDITION.progressing, status: 'True', reason, message: `${current.length} of ${replicas} replicas on the current template (${current.filter(ready).length} ready), ${old.length} on older ones` });
+      cond.push({
+        type: CONDITION.progressing,
+        status: 'True',
+        reason,
+        message: `${current.length} of ${replicas} replicas on the current template (${current.filter(ready).length} ready), ${old.length} on older ones`,
+      });
     }
   }
 
   const createErrors = (o.lastErrors ?? []).filter((e) => e.action === 'createPod' || e.action === 'createService' || e.action === 'patchService');
   if (createErrors.length > 0) {
     const message = createErrors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; ');
-    cond.push({ type: CONDITION.replicaFailure, status: 'True', reason: createErrors.some((e) => e.action === 'createPod') ? 'FailedCreate' : 'ServiceFailed', message });
+    cond.push({
+      type: CONDITION.replicaFailure,
+      status: 'True',
+      reason: createErrors.some((e) => e.action === 'createPod') ? 'FailedCreate' : 'ServiceFailed',
+      message,
+    });
   } else if (stuck.length > 0) {
     const message = `${stuck.join('; ')}; the other replicas keep serving`;
     cond.push({ type: CONDITION.replicaFailure, status: 'True', reason: 'ReplicaNotReady', message });
-    if (findCondition(prev.conditions, CONDITION.replicaFailure)?.reason !== 'ReplicaNotReady') actions.push({ kind: 'event', type: 'Warning', reason: 'ReplicaNotReady', message });
+    if (findCondition(prev.conditions, CONDITION.replicaFailure)?.reason !== 'ReplicaNotReady')
+      actions.push({ kind: 'event', type: 'Warning', reason: 'ReplicaNotReady', message });
   } else clearIfPresent.push({ type: CONDITION.replicaFailure, status: 'False', reason: 'ReplicasHealthy', message: 'no replica is past its deadline' });
 
   const readyNeeded = Math.max(1, minReady);
-  if (replicas === 0) cond.push({ type: CONDITION.ready, status: live.length === 0 ? 'True' : 'False', reason: 'ScaledToZero', message: live.length === 0 ? 'scaled to zero' : `scaling to zero: ${live.length} replicas left` });
-  else if (readyCount >= readyNeeded) cond.push({ type: CONDITION.ready, status: 'True', reason: 'MinimumReplicasReady', message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})` });
-  else cond.push({ type: CONDITION.ready, status: 'False', reason: 'MinimumReplicasUnavailable', message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})` });
+  if (replicas === 0)
+    cond.push({
+      type: CONDITION.ready,
+      status: live.length === 0 ? 'True' : 'False',
+      reason: 'ScaledToZero',
+      message: live.length === 0 ? 'scaled to zero' : `scaling to zero: ${live.length} replicas left`,
+    });
+  else if (readyCount >= readyNeeded)
+    cond.push({
+      type: CONDITION.ready,
+      status: 'True',
+      reason: 'MinimumReplicasReady',
+      message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})`,
+    });
+  else
+    cond.push({
+      type: CONDITION.ready,
+      status: 'False',
+      reason: 'MinimumReplicasUnavailable',
+      message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})`,
+    });
 
   // Adapters the engine side could not load, by replica (ADR 0110): the condition names both.
-  const adapterFailures = live.flatMap((p) => (o.engine.replica(p)?.adapters ?? []).filter((a) => a.state === 'Failed').map((a) => `replica ${p.metadata.name ?? ''}: adapter ${a.name}: ${a.message ?? 'failed to load'}`));
+  const adapterFailures = live.flatMap((p) =>
+    (o.engine.replica(p)?.adapters ?? [])
+      .filter((a) => a.state === 'Failed')
+      .map((a) => `replica ${p.metadata.name ?? ''}: adapter ${a.name}: ${a.message ?? 'failed to load'}`),
+  );
   if (adapterFailures.length > 0) {
     const message = `${adapterFailures.join('; ')}; the other replicas keep serving`.slice(0, 4000);
     cond.push({ type: CONDITION.adapterFailure, status: 'True', reason: 'AdapterLoadFailed', message });
-    if (findCondition(prev.conditions, CONDITION.adapterFailure)?.status !== 'True') actions.push({ kind: 'event', type: 'Warning', reason: 'AdapterLoadFailed', message });
-  } else clearIfPresent.push({ type: CONDITION.adapterFailure, status: 'False', reason: 'AdaptersLoaded', message: 'every adapter the replicas were started with is loaded' });
+    if (findCondition(prev.conditions, CONDITION.adapterFailure)?.status !== 'True')
+      actions.push({ kind: 'event', type: 'Warning', reason: 'AdapterLoadFailed', message });
+  } else
+    clearIfPresent.push({
+      type: CONDITION.adapterFailure,
+      status: 'False',
+      reason: 'AdaptersLoaded',
+      message: 'every adapter the replicas were started with is loaded',
+    });
 
   let conditions: Condition[] = [...(prev.conditions ?? [])];
   for (const u of cond) conditions = setCondition(conditions, u, nowIso, gen);

@@ -33,7 +33,11 @@ describe('a checkpoint cycle', () => {
     expect(post.actions).toEqual([{ kind: 'markSnapshotCommitted', name: 'llama-ckpt-1', step: 50 }]);
     expect(snapshotLatencyMs(post.cycle)).toBe(890);
     const ready = stepCheckpoint(post.cycle, { nowMs: T0 + 1000, snapshot: { readyToUse: true, committed: true } }, DCP);
-    expect(ready).toMatchObject({ cycle: { phase: 'Ready' }, actions: [], condition: { status: 'False', reason: 'Ready', message: 'checkpoint 1 (preemption) of step 50 is ready as VolumeSnapshot llama-ckpt-1' } });
+    expect(ready).toMatchObject({
+      cycle: { phase: 'Ready' },
+      actions: [],
+      condition: { status: 'False', reason: 'Ready', message: 'checkpoint 1 (preemption) of step 50 is ready as VolumeSnapshot llama-ckpt-1' },
+    });
   });
 
   it('asks for the VolumeSnapshot again while it is not seen (idempotent create)', () => {
@@ -44,37 +48,72 @@ describe('a checkpoint cycle', () => {
   it('a checkpoint that never commits fails with NeverCommitted at its deadline', () => {
     const s = stepCheckpoint(startCheckpoint('j', 2, 'Periodic', T0), { nowMs: T0 + 600_000 }, DCP);
     expect(s.cycle).toMatchObject({ phase: 'Failed', failure: { reason: 'NeverCommitted' } });
-    expect(s.condition).toEqual({ type: 'Checkpointing', status: 'False', reason: 'NeverCommitted', message: 'checkpoint 2 (periodic) started 600 s ago and never committed (limit 600 s); the last Ready checkpoint is kept' });
+    expect(s.condition).toEqual({
+      type: 'Checkpointing',
+      status: 'False',
+      reason: 'NeverCommitted',
+      message: 'checkpoint 2 (periodic) started 600 s ago and never committed (limit 600 s); the last Ready checkpoint is kept',
+    });
   });
 
   it('a commit of an older cycle is not taken for this one', () => {
-    expect(stepCheckpoint(startCheckpoint('j', 2, 'Periodic', T0), { nowMs: T0 + 1, commit: { seq: 1, step: 9, ranksWritten: 4 } }, DCP).cycle.phase).toBe('Pre');
+    expect(stepCheckpoint(startCheckpoint('j', 2, 'Periodic', T0), { nowMs: T0 + 1, commit: { seq: 1, step: 9, ranksWritten: 4 } }, DCP).cycle.phase).toBe(
+      'Pre',
+    );
   });
 
   it('DCP: a commit naming fewer ranks than the world fails with IncompleteCommit; DDP rank-0 writing is enough', () => {
     const s = stepCheckpoint(startCheckpoint('j', 1, 'Periodic', T0), { nowMs: T0 + 1, commit: { seq: 1, step: 9, ranksWritten: 3 } }, DCP);
-    expect(s.condition).toMatchObject({ reason: 'IncompleteCommit', message: 'checkpoint 1 (periodic) committed step 9 with shards of 3 of 4 ranks (writers: all-ranks); the last Ready checkpoint is kept' });
-    const ddp = stepCheckpoint(startCheckpoint('j', 1, 'Periodic', T0), { nowMs: T0 + 1, commit: { seq: 1, step: 9, ranksWritten: 1 } }, { ...DCP, writers: 'rank0' });
+    expect(s.condition).toMatchObject({
+      reason: 'IncompleteCommit',
+      message: 'checkpoint 1 (periodic) committed step 9 with shards of 3 of 4 ranks (writers: all-ranks); the last Ready checkpoint is kept',
+    });
+    const ddp = stepCheckpoint(
+      startCheckpoint('j', 1, 'Periodic', T0),
+      { nowMs: T0 + 1, commit: { seq: 1, step: 9, ranksWritten: 1 } },
+      { ...DCP, writers: 'rank0' },
+    );
     expect(ddp.cycle.phase).toBe('SnapshotTrigger');
   });
 
   it('a save the training side reports failed ends the cycle at once: VolumeFull for ENOSPC/EDQUOT naming the volume, WriteFailed otherwise', () => {
     const policy = { ...DCP, volume: 'claim llama-ckpt mounted at /checkpoints' };
-    const full = stepCheckpoint(startCheckpoint('llama', 4, 'Preemption', T0), { nowMs: T0 + 9000, commit: { seq: 4, step: 600, ranksWritten: 0, error: 'No space left on device (ENOSPC): /checkpoints/step-600/__0_0.distcp' } }, policy);
+    const full = stepCheckpoint(
+      startCheckpoint('llama', 4, 'Preemption', T0),
+      { nowMs: T0 + 9000, commit: { seq: 4, step: 600, ranksWritten: 0, error: 'No space left on device (ENOSPC): /checkpoints/step-600/__0_0.distcp' } },
+      policy,
+    );
     expect(full.cycle).toMatchObject({ phase: 'Failed', failure: { reason: 'VolumeFull' } });
     expect(full.condition).toEqual({
       type: 'Checkpointing',
       status: 'False',
       reason: 'VolumeFull',
-      message: 'checkpoint 4 (preemption) of step 600 failed: claim llama-ckpt mounted at /checkpoints is full: No space left on device (ENOSPC): /checkpoints/step-600/__0_0.distcp; the last Ready checkpoint is kept',
+      message:
+        'checkpoint 4 (preemption) of step 600 failed: claim llama-ckpt mounted at /checkpoints is full: No space left on device (ENOSPC): /checkpoints/step-600/__0_0.distcp; the last Ready checkpoint is kept',
     });
     // No snapshot is asked for; one that exists (it cannot, before a commit, but level-triggered) is deleted.
     expect(full.actions).toEqual([]);
-    expect(stepCheckpoint(startCheckpoint('llama', 4, 'Periodic', T0), { nowMs: T0, commit: { seq: 4, step: 600, ranksWritten: 0, error: 'Disk quota exceeded (EDQUOT)' }, snapshot: { readyToUse: false, committed: false } }, policy).actions).toEqual([{ kind: 'deleteVolumeSnapshot', name: 'llama-ckpt-4' }]);
-    const other = stepCheckpoint(startCheckpoint('llama', 5, 'Periodic', T0), { nowMs: T0, commit: { seq: 5, step: 700, ranksWritten: 0, error: 'Read-only file system (EROFS)' } }, policy);
-    expect(other.condition).toMatchObject({ reason: 'WriteFailed', message: expect.stringContaining('the training side could not write to claim llama-ckpt mounted at /checkpoints: Read-only file system (EROFS)') });
+    expect(
+      stepCheckpoint(
+        startCheckpoint('llama', 4, 'Periodic', T0),
+        { nowMs: T0, commit: { seq: 4, step: 600, ranksWritten: 0, error: 'Disk quota exceeded (EDQUOT)' }, snapshot: { readyToUse: false, committed: false } },
+        policy,
+      ).actions,
+    ).toEqual([{ kind: 'deleteVolumeSnapshot', name: 'llama-ckpt-4' }]);
+    const other = stepCheckpoint(
+      startCheckpoint('llama', 5, 'Periodic', T0),
+      { nowMs: T0, commit: { seq: 5, step: 700, ranksWritten: 0, error: 'Read-only file system (EROFS)' } },
+      policy,
+    );
+    expect(other.condition).toMatchObject({
+      reason: 'WriteFailed',
+      message: expect.stringContaining('the training side could not write to claim llama-ckpt mounted at /checkpoints: Read-only file system (EROFS)'),
+    });
     // A failure report of an older cycle is not this one's.
-    expect(stepCheckpoint(startCheckpoint('llama', 6, 'Periodic', T0), { nowMs: T0, commit: { seq: 5, step: 700, ranksWritten: 0, error: 'ENOSPC' } }, policy).cycle.phase).toBe('Pre');
+    expect(
+      stepCheckpoint(startCheckpoint('llama', 6, 'Periodic', T0), { nowMs: T0, commit: { seq: 5, step: 700, ranksWritten: 0, error: 'ENOSPC' } }, policy).cycle
+        .phase,
+    ).toBe('Pre');
   });
 
   it('a snapshot error (a missing class, a full volume) is shown at once and fails the cycle at its deadline, deleting the snapshot', () => {
@@ -91,7 +130,11 @@ describe('a checkpoint cycle', () => {
   });
 
   it('a snapshot deleted before it was recorded fails with SnapshotLost', () => {
-    const c = run(startCheckpoint('j', 1, 'Periodic', T0), { nowMs: T0, commit: { seq: 1, step: 1, ranksWritten: 4 } }, { nowMs: T0 + 1, snapshot: { readyToUse: true, committed: false } });
+    const c = run(
+      startCheckpoint('j', 1, 'Periodic', T0),
+      { nowMs: T0, commit: { seq: 1, step: 1, ranksWritten: 4 } },
+      { nowMs: T0 + 1, snapshot: { readyToUse: true, committed: false } },
+    );
     expect(stepCheckpoint(c, { nowMs: T0 + 2 }, DCP).cycle.failure?.reason).toBe('SnapshotLost');
   });
 
@@ -99,8 +142,12 @@ describe('a checkpoint cycle', () => {
     const order = (p: string): number => (p === 'Failed' ? 99 : CHECKPOINT_PHASES.indexOf(p as (typeof CHECKPOINT_PHASES)[number]));
     const obs = fc.record({
       dt: fc.integer({ min: 0, max: 200_000 }),
-      commit: fc.option(fc.record({ seq: fc.integer({ min: 1, max: 3 }), step: fc.nat(1000), ranksWritten: fc.integer({ min: 0, max: 5 }) }), { nil: undefined }),
-      snapshot: fc.option(fc.record({ readyToUse: fc.boolean(), committed: fc.boolean(), errorMessage: fc.option(fc.string(), { nil: undefined }) }), { nil: undefined }),
+      commit: fc.option(fc.record({ seq: fc.integer({ min: 1, max: 3 }), step: fc.nat(1000), ranksWritten: fc.integer({ min: 0, max: 5 }) }), {
+        nil: undefined,
+      }),
+      snapshot: fc.option(fc.record({ readyToUse: fc.boolean(), committed: fc.boolean(), errorMessage: fc.option(fc.string(), { nil: undefined }) }), {
+        nil: undefined,
+      }),
     });
     fc.assert(
       fc.property(fc.array(obs, { maxLength: 12 }), (steps) => {
@@ -108,7 +155,23 @@ describe('a checkpoint cycle', () => {
         let now = 0;
         for (const o of steps) {
           now += o.dt;
-          const next = stepCheckpoint(c, { nowMs: now, ...(o.commit ? { commit: o.commit } : {}), ...(o.snapshot ? { snapshot: { readyToUse: o.snapshot.readyToUse, committed: o.snapshot.committed, ...(o.snapshot.errorMessage !== undefined ? { errorMessage: o.snapshot.errorMessage } : {}) } } : {}) }, DCP);
+          const next = stepCheckpoint(
+            c,
+            {
+              nowMs: now,
+              ...(o.commit ? { commit: o.commit } : {}),
+              ...(o.snapshot
+                ? {
+                    snapshot: {
+                      readyToUse: o.snapshot.readyToUse,
+                      committed: o.snapshot.committed,
+                      ...(o.snapshot.errorMessage !== undefined ? { errorMessage: o.snapshot.errorMessage } : {}),
+                    },
+                  }
+                : {}),
+            },
+            DCP,
+          );
           if (c.phase === 'Ready' || c.phase === 'Failed') expect(next.cycle).toBe(c);
           expect(order(next.cycle.phase)).toBeGreaterThanOrEqual(order(c.phase));
           // Only a committed step ever reaches Ready.

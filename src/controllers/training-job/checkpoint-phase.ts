@@ -36,7 +36,8 @@ export interface CheckpointCyclePolicy {
   readonly volume?: string;
 }
 
-export type CheckpointFailureReason = 'NeverCommitted' | 'IncompleteCommit' | 'VolumeFull' | 'WriteFailed' | 'SnapshotFailed' | 'SnapshotNotReady' | 'SnapshotLost';
+export type CheckpointFailureReason =
+  'NeverCommitted' | 'IncompleteCommit' | 'VolumeFull' | 'WriteFailed' | 'SnapshotFailed' | 'SnapshotNotReady' | 'SnapshotLost';
 
 export interface CheckpointCycle {
   /** 1, 2, … per job; the training side echoes it in its commit so a stale commit is never taken for this one. */
@@ -128,9 +129,27 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
   const label = `checkpoint ${cycle.seq} (${cycle.trigger.toLowerCase()})`;
   switch (cycle.phase) {
     case 'Ready':
-      return { cycle, actions: [], condition: { type: CHECKPOINT_CONDITION, status: 'False', reason: 'Ready', message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}` } };
+      return {
+        cycle,
+        actions: [],
+        condition: {
+          type: CHECKPOINT_CONDITION,
+          status: 'False',
+          reason: 'Ready',
+          message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`,
+        },
+      };
     case 'Failed':
-      return { cycle, actions: [], condition: { type: CHECKPOINT_CONDITION, status: 'False', reason: cycle.failure?.reason ?? 'Failed', message: cycle.failure?.message ?? `${label} failed` } };
+      return {
+        cycle,
+        actions: [],
+        condition: {
+          type: CHECKPOINT_CONDITION,
+          status: 'False',
+          reason: cycle.failure?.reason ?? 'Failed',
+          message: cycle.failure?.message ?? `${label} failed`,
+        },
+      };
 
     case 'Pre': {
       const commit = obs.commit?.seq === cycle.seq ? obs.commit : undefined; // a commit of an older cycle is not this one's
@@ -138,26 +157,51 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
         const where = policy.volume ?? 'the checkpoint volume';
         const full = isVolumeFullError(commit.error);
         const what = full ? `${where} is full` : `the training side could not write to ${where}`;
-        return fail(cycle, full ? 'VolumeFull' : 'WriteFailed', `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`, obs.snapshot !== undefined);
+        return fail(
+          cycle,
+          full ? 'VolumeFull' : 'WriteFailed',
+          `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`,
+          obs.snapshot !== undefined,
+        );
       }
       if (commit !== undefined) {
         const want = expectedWriters(policy);
         if (commit.ranksWritten < want) {
-          return fail(cycle, 'IncompleteCommit', `${label} committed step ${commit.step} with shards of ${commit.ranksWritten} of ${want} ranks (writers: ${policy.writers}); the last Ready checkpoint is kept`, obs.snapshot !== undefined);
+          return fail(
+            cycle,
+            'IncompleteCommit',
+            `${label} committed step ${commit.step} with shards of ${commit.ranksWritten} of ${want} ranks (writers: ${policy.writers}); the last Ready checkpoint is kept`,
+            obs.snapshot !== undefined,
+          );
         }
         const next: CheckpointCycle = { ...cycle, phase: 'SnapshotTrigger', step: commit.step, committedMs: now };
         return {
           cycle: next,
           actions: [{ kind: 'createVolumeSnapshot', name: cycle.snapshotName, seq: cycle.seq, step: commit.step }],
-          condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'SnapshotTrigger', message: `${label}: step ${commit.step} committed; VolumeSnapshot ${cycle.snapshotName} requested` },
+          condition: {
+            type: CHECKPOINT_CONDITION,
+            status: 'True',
+            reason: 'SnapshotTrigger',
+            message: `${label}: step ${commit.step} committed; VolumeSnapshot ${cycle.snapshotName} requested`,
+          },
           requeueAfterMs: policy.snapshotTimeoutMs,
         };
       }
       const waited = now - cycle.startedMs;
       if (waited >= policy.commitTimeoutMs) {
-        return fail(cycle, 'NeverCommitted', `${label} started ${secs(waited)} ago and never committed (limit ${secs(policy.commitTimeoutMs)}); the last Ready checkpoint is kept`, obs.snapshot !== undefined);
+        return fail(
+          cycle,
+          'NeverCommitted',
+          `${label} started ${secs(waited)} ago and never committed (limit ${secs(policy.commitTimeoutMs)}); the last Ready checkpoint is kept`,
+          obs.snapshot !== undefined,
+        );
       }
-      return { cycle, actions: [], condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'Pre', message: `${label}: waiting for the training side to commit` }, requeueAfterMs: policy.commitTimeoutMs - waited };
+      return {
+        cycle,
+        actions: [],
+        condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'Pre', message: `${label}: waiting for the training side to commit` },
+        requeueAfterMs: policy.commitTimeoutMs - waited,
+      };
     }
 
     case 'SnapshotTrigger': {
@@ -168,14 +212,29 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
         return {
           cycle: next,
           actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
-          condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'PostCommit', message: `${label}: VolumeSnapshot ${cycle.snapshotName} is ready; recording it` },
+          condition: {
+            type: CHECKPOINT_CONDITION,
+            status: 'True',
+            reason: 'PostCommit',
+            message: `${label}: VolumeSnapshot ${cycle.snapshotName} is ready; recording it`,
+          },
         };
       }
       const waited = now - committedMs;
       if (waited >= policy.snapshotTimeoutMs) {
         return snap?.errorMessage !== undefined
-          ? fail(cycle, 'SnapshotFailed', `${label}: VolumeSnapshot ${cycle.snapshotName} failed: ${snap.errorMessage}; the last Ready checkpoint is kept`, true)
-          : fail(cycle, 'SnapshotNotReady', `${label}: VolumeSnapshot ${cycle.snapshotName} not ready ${secs(waited)} after the commit (limit ${secs(policy.snapshotTimeoutMs)}); the last Ready checkpoint is kept`, snap !== undefined);
+          ? fail(
+              cycle,
+              'SnapshotFailed',
+              `${label}: VolumeSnapshot ${cycle.snapshotName} failed: ${snap.errorMessage}; the last Ready checkpoint is kept`,
+              true,
+            )
+          : fail(
+              cycle,
+              'SnapshotNotReady',
+              `${label}: VolumeSnapshot ${cycle.snapshotName} not ready ${secs(waited)} after the commit (limit ${secs(policy.snapshotTimeoutMs)}); the last Ready checkpoint is kept`,
+              snap !== undefined,
+            );
       }
       // Not there yet (or a create that was lost): ask again, it is idempotent. An error may be transient
       // (snapshot-controller retries), so it is shown, and only the deadline fails the cycle.
@@ -184,19 +243,48 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
         actions: snap === undefined ? [{ kind: 'createVolumeSnapshot', name: cycle.snapshotName, seq: cycle.seq, step: cycle.step ?? 0 }] : [],
         condition:
           snap?.errorMessage !== undefined
-            ? { type: CHECKPOINT_CONDITION, status: 'True', reason: 'SnapshotError', message: `${label}: VolumeSnapshot ${cycle.snapshotName}: ${snap.errorMessage}` }
-            : { type: CHECKPOINT_CONDITION, status: 'True', reason: 'SnapshotTrigger', message: `${label}: waiting for VolumeSnapshot ${cycle.snapshotName} to be ready` },
+            ? {
+                type: CHECKPOINT_CONDITION,
+                status: 'True',
+                reason: 'SnapshotError',
+                message: `${label}: VolumeSnapshot ${cycle.snapshotName}: ${snap.errorMessage}`,
+              }
+            : {
+                type: CHECKPOINT_CONDITION,
+                status: 'True',
+                reason: 'SnapshotTrigger',
+                message: `${label}: waiting for VolumeSnapshot ${cycle.snapshotName} to be ready`,
+              },
         requeueAfterMs: policy.snapshotTimeoutMs - waited,
       };
     }
 
     case 'PostCommit': {
       const snap = obs.snapshot;
-      if (snap === undefined) return fail(cycle, 'SnapshotLost', `${label}: VolumeSnapshot ${cycle.snapshotName} was deleted before it was recorded; the last Ready checkpoint is kept`, false);
+      if (snap === undefined)
+        return fail(
+          cycle,
+          'SnapshotLost',
+          `${label}: VolumeSnapshot ${cycle.snapshotName} was deleted before it was recorded; the last Ready checkpoint is kept`,
+          false,
+        );
       if (snap.committed) {
-        return { cycle: { ...cycle, phase: 'Ready' }, actions: [], condition: { type: CHECKPOINT_CONDITION, status: 'False', reason: 'Ready', message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}` } };
+        return {
+          cycle: { ...cycle, phase: 'Ready' },
+          actions: [],
+          condition: {
+            type: CHECKPOINT_CONDITION,
+            status: 'False',
+            reason: 'Ready',
+            message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`,
+          },
+        };
       }
-      return { cycle, actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }], condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'PostCommit', message: `${label}: recording VolumeSnapshot ${cycle.snapshotName}` } };
+      return {
+        cycle,
+        actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
+        condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'PostCommit', message: `${label}: recording VolumeSnapshot ${cycle.snapshotName}` },
+      };
     }
   }
 }
@@ -227,5 +315,7 @@ export function newestReady(snaps: readonly CommittedSnapshot[]): CommittedSnaps
 export function retentionDeletes(snaps: readonly CommittedSnapshot[], retention: { readonly keep: number; readonly ttlMs?: number }, nowMs: number): string[] {
   const keepNewest = newestReady(snaps)?.name;
   const ordered = [...snaps].sort((a, b) => b.step - a.step || b.readyMs - a.readyMs);
-  return ordered.filter((s, i) => s.name !== keepNewest && (i >= Math.max(1, retention.keep) || (retention.ttlMs !== undefined && nowMs - s.readyMs > retention.ttlMs))).map((s) => s.name);
+  return ordered
+    .filter((s, i) => s.name !== keepNewest && (i >= Math.max(1, retention.keep) || (retention.ttlMs !== undefined && nowMs - s.readyMs > retention.ttlMs)))
+    .map((s) => s.name);
 }

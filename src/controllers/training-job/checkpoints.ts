@@ -19,7 +19,18 @@ import type { CheckpointPolicy, CheckpointStatus, TrainingJob } from '../../api/
 import { ANNOTATION, CHECKPOINT_LABEL, LABEL } from '../../api/wire.ts';
 import type { ConditionUpdate } from '../conditions.ts';
 import type { PodObject } from '../kube-objects.ts';
-import { newestReady, retentionDeletes, snapshotLatencyMs, startCheckpoint, stepCheckpoint, type CheckpointAction, type CheckpointCommit, type CheckpointCycle, type CheckpointTrigger, type CommittedSnapshot } from './checkpoint-phase.ts';
+import {
+  newestReady,
+  retentionDeletes,
+  snapshotLatencyMs,
+  startCheckpoint,
+  stepCheckpoint,
+  type CheckpointAction,
+  type CheckpointCommit,
+  type CheckpointCycle,
+  type CheckpointTrigger,
+  type CommittedSnapshot,
+} from './checkpoint-phase.ts';
 import type { Action } from './model.ts';
 import { checkpointClaimName } from './names.ts';
 import { checkpointClaim, jobName, jobNamespace, ownerReference } from './pods.ts';
@@ -43,7 +54,12 @@ export interface VolumeSnapshotObject {
   readonly kind?: string;
   readonly metadata: Meta;
   readonly spec?: { readonly volumeSnapshotClassName?: string; readonly source?: { readonly persistentVolumeClaimName?: string } };
-  readonly status?: { readonly readyToUse?: boolean; readonly creationTime?: string; readonly restoreSize?: string; readonly error?: { readonly message?: string } };
+  readonly status?: {
+    readonly readyToUse?: boolean;
+    readonly creationTime?: string;
+    readonly restoreSize?: string;
+    readonly error?: { readonly message?: string };
+  };
 }
 
 /** A PersistentVolumeClaim, the part the controller reads and writes. */
@@ -75,7 +91,11 @@ export function committedSnapshots(snaps: readonly VolumeSnapshotObject[]): Comm
     if (!alive(s) || s.metadata.labels?.[CHECKPOINT_LABEL.committed] !== 'true' || s.status?.readyToUse !== true) continue;
     const step = intLabel(s, CHECKPOINT_LABEL.step);
     if (step === undefined) continue;
-    out.push({ name: s.metadata.name ?? '', step, readyMs: parseTime(s.metadata.annotations?.[ANNOTATION.checkpointReadyTime]) ?? parseTime(s.status.creationTime) ?? 0 });
+    out.push({
+      name: s.metadata.name ?? '',
+      step,
+      readyMs: parseTime(s.metadata.annotations?.[ANNOTATION.checkpointReadyTime]) ?? parseTime(s.status.creationTime) ?? 0,
+    });
   }
   return out;
 }
@@ -110,13 +130,17 @@ export function readCommit(pod: PodObject | undefined): { commit?: CheckpointCom
   // A failed save (sits_checkpoint.failed): the seq and step it was for and the error, no ranks.
   if (o.error !== undefined) {
     if (seq === undefined || step === undefined || typeof o.error !== 'string' || o.error.trim() === '') {
-      return { problem: `annotation ${ANNOTATION.checkpointCommit} on pod ${pod?.metadata.name ?? ''} reporting a failed save must be {"seq": int, "step": int, "error": "…"}, got ${raw.slice(0, 200)}` };
+      return {
+        problem: `annotation ${ANNOTATION.checkpointCommit} on pod ${pod?.metadata.name ?? ''} reporting a failed save must be {"seq": int, "step": int, "error": "…"}, got ${raw.slice(0, 200)}`,
+      };
     }
     return { commit: { seq, step, ranksWritten: 0, error: o.error.slice(0, 1024) } };
   }
   const ranks = int(o.ranks);
   if (seq === undefined || step === undefined || ranks === undefined) {
-    return { problem: `annotation ${ANNOTATION.checkpointCommit} on pod ${pod?.metadata.name ?? ''} must be {"seq": int, "step": int, "ranks": int}, got ${raw.slice(0, 200)}` };
+    return {
+      problem: `annotation ${ANNOTATION.checkpointCommit} on pod ${pod?.metadata.name ?? ''} must be {"seq": int, "step": int, "ranks": int}, got ${raw.slice(0, 200)}`,
+    };
   }
   return { commit: { seq, step, ranksWritten: ranks } };
 }
@@ -150,7 +174,9 @@ function cycleFromStatus(s: StatusCycle): CheckpointCycle {
     ...(s.step === undefined ? {} : { step: s.step }),
     ...(committedMs === undefined ? {} : { committedMs }),
     ...(snapshotReadyMs === undefined ? {} : { snapshotReadyMs }),
-    ...(s.failureReason === undefined ? {} : { failure: { reason: s.failureReason as NonNullable<CheckpointCycle['failure']>['reason'], message: s.failureMessage ?? '' } }),
+    ...(s.failureReason === undefined
+      ? {}
+      : { failure: { reason: s.failureReason as NonNullable<CheckpointCycle['failure']>['reason'], message: s.failureMessage ?? '' } }),
   };
 }
 
@@ -202,7 +228,12 @@ export function checkpointClaimObject(job: TrainingJob, from: string | undefined
   return {
     apiVersion: 'v1',
     kind: 'PersistentVolumeClaim',
-    metadata: { name: checkpointClaimName(jobName(job)), namespace: jobNamespace(job), labels: { [LABEL.trainingJob]: jobName(job) }, ownerReferences: [ownerReference(job)] },
+    metadata: {
+      name: checkpointClaimName(jobName(job)),
+      namespace: jobNamespace(job),
+      labels: { [LABEL.trainingJob]: jobName(job) },
+      ownerReferences: [ownerReference(job)],
+    },
     spec: {
       accessModes: ['ReadWriteMany'],
       resources: { requests: { storage: String(t.size) } },
@@ -227,7 +258,13 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   const requested = job.metadata.annotations?.[ANNOTATION.requestCheckpoint];
   const pending = requested !== undefined && requested !== '' && requested !== handled ? requested : undefined;
   const claim = checkpointClaim(job);
-  const cyclePolicy = { writers: policy.writers, worldSize: Math.max(1, i.worldSize), commitTimeoutMs: policy.commitTimeoutSeconds * 1000, snapshotTimeoutMs: policy.snapshotTimeoutSeconds * 1000, ...(claim === undefined ? {} : { volume: `claim ${claim} mounted at ${policy.mountPath}` }) };
+  const cyclePolicy = {
+    writers: policy.writers,
+    worldSize: Math.max(1, i.worldSize),
+    commitTimeoutMs: policy.commitTimeoutSeconds * 1000,
+    snapshotTimeoutMs: policy.snapshotTimeoutSeconds * 1000,
+    ...(claim === undefined ? {} : { volume: `claim ${claim} mounted at ${policy.mountPath}` }),
+  };
   let cycle = prev.cycle === undefined ? undefined : cycleFromStatus(prev.cycle);
   let request = prev.cycle?.request;
   let condition: ConditionUpdate | undefined;
@@ -238,7 +275,16 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
     for (const a of as) {
       if (a.kind === 'createVolumeSnapshot') actions.push({ kind: 'createVolumeSnapshot', snapshot: snapshotObject(job, policy, a) });
       else if (a.kind === 'markSnapshotCommitted') {
-        actions.push({ kind: 'patchVolumeSnapshot', name: a.name, patch: { metadata: { labels: { [CHECKPOINT_LABEL.committed]: 'true', [CHECKPOINT_LABEL.step]: String(a.step) }, annotations: { [ANNOTATION.checkpointReadyTime]: iso(c.snapshotReadyMs ?? now) } } } });
+        actions.push({
+          kind: 'patchVolumeSnapshot',
+          name: a.name,
+          patch: {
+            metadata: {
+              labels: { [CHECKPOINT_LABEL.committed]: 'true', [CHECKPOINT_LABEL.step]: String(a.step) },
+              annotations: { [ANNOTATION.checkpointReadyTime]: iso(c.snapshotReadyMs ?? now) },
+            },
+          },
+        });
       } else {
         const s = byName.get(a.name);
         if (s !== undefined) actions.push({ kind: 'deleteVolumeSnapshot', name: a.name, uid: s.metadata.uid ?? '' });
@@ -247,14 +293,30 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   };
   const step = (c: CheckpointCycle): CheckpointCycle => {
     const snap = byName.get(c.snapshotName);
-    const observed = snap === undefined ? undefined : { readyToUse: snap.status?.readyToUse === true, committed: snap.metadata.labels?.[CHECKPOINT_LABEL.committed] === 'true', ...(snap.status?.error?.message === undefined ? {} : { errorMessage: snap.status.error.message }) };
-    const s = stepCheckpoint(c, { nowMs: now, ...(commit === undefined ? {} : { commit }), ...(observed === undefined ? {} : { snapshot: observed }) }, cyclePolicy);
+    const observed =
+      snap === undefined
+        ? undefined
+        : {
+            readyToUse: snap.status?.readyToUse === true,
+            committed: snap.metadata.labels?.[CHECKPOINT_LABEL.committed] === 'true',
+            ...(snap.status?.error?.message === undefined ? {} : { errorMessage: snap.status.error.message }),
+          };
+    const s = stepCheckpoint(
+      c,
+      { nowMs: now, ...(commit === undefined ? {} : { commit }), ...(observed === undefined ? {} : { snapshot: observed }) },
+      cyclePolicy,
+    );
     map(s.cycle, s.actions);
     condition = s.condition;
     if (s.cycle.phase === 'Pre' && problem !== undefined) condition = { ...s.condition, message: `${s.condition.message}; ${problem}` };
     if (s.requeueAfterMs !== undefined) wakes.push(now + s.requeueAfterMs);
     if (s.cycle.phase !== c.phase && (s.cycle.phase === 'Ready' || s.cycle.phase === 'Failed')) {
-      actions.push({ kind: 'event', type: s.cycle.phase === 'Ready' ? 'Normal' : 'Warning', reason: s.cycle.phase === 'Ready' ? 'CheckpointReady' : 'CheckpointFailed', message: s.condition.message });
+      actions.push({
+        kind: 'event',
+        type: s.cycle.phase === 'Ready' ? 'Normal' : 'Warning',
+        reason: s.cycle.phase === 'Ready' ? 'CheckpointReady' : 'CheckpointFailed',
+        message: s.condition.message,
+      });
     }
     const l = snapshotLatencyMs(s.cycle);
     if (s.cycle.phase === 'Ready' && l !== undefined) latency = l;
@@ -283,7 +345,12 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   }
 
   // Pre: rank 0 must see the request (level-triggered: asked again until its pod carries it).
-  if (cycle !== undefined && cycle.phase === 'Pre' && i.rank0 !== undefined && i.rank0.metadata.annotations?.[ANNOTATION.checkpointRequest] !== String(cycle.seq)) {
+  if (
+    cycle !== undefined &&
+    cycle.phase === 'Pre' &&
+    i.rank0 !== undefined &&
+    i.rank0.metadata.annotations?.[ANNOTATION.checkpointRequest] !== String(cycle.seq)
+  ) {
     actions.push({ kind: 'annotatePod', name: i.rank0.metadata.name ?? '', annotations: { [ANNOTATION.checkpointRequest]: String(cycle.seq) } });
   }
   // A failed cycle's request is withdrawn, so that the training side does not save for it late.
@@ -298,14 +365,18 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
   // its request, ADR 0093): written on every replica of the gang, level-triggered.
   if (newest !== undefined) {
     const ready = iso(newest.readyMs);
-    for (const p of i.replicas ?? []) if (p.metadata.annotations?.[ANNOTATION.lastCheckpoint] !== ready) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.lastCheckpoint]: ready } });
+    for (const p of i.replicas ?? [])
+      if (p.metadata.annotations?.[ANNOTATION.lastCheckpoint] !== ready)
+        actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.lastCheckpoint]: ready } });
   }
   // A preemption's checkpoint that failed: the scheduler evicts now rather than at its grace (ADR 0093). Only
   // the replicas that were asked (a gang created after the cycle started is another one).
   if (cycle?.phase === 'Failed' && request !== undefined && requestTrigger(request) === 'Preemption') {
     const startedMs = cycle.startedMs;
     const asked = (p: PodObject): boolean => (parseTime(p.metadata.creationTimestamp) ?? Number.NEGATIVE_INFINITY) <= startedMs;
-    for (const p of i.replicas ?? []) if (asked(p) && p.metadata.annotations?.[ANNOTATION.checkpointFailed] !== request) actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.checkpointFailed]: request } });
+    for (const p of i.replicas ?? [])
+      if (asked(p) && p.metadata.annotations?.[ANNOTATION.checkpointFailed] !== request)
+        actions.push({ kind: 'annotatePod', name: p.metadata.name ?? '', annotations: { [ANNOTATION.checkpointFailed]: request } });
   }
   const ttlMs = policy.retention.ttlSeconds === undefined ? undefined : policy.retention.ttlSeconds * 1000;
   const doomed = new Set(retentionDeletes(committed, { keep: policy.retention.keep, ...(ttlMs === undefined ? {} : { ttlMs }) }, now));
@@ -337,7 +408,9 @@ export function reconcileCheckpoints(i: CheckpointInput): CheckpointOutcome {
 export function checkpointCleanup(job: TrainingJob, snaps: readonly VolumeSnapshotObject[], claims: readonly ClaimObject[]): Action[] {
   const policy = job.spec.checkpoint;
   const out: Action[] = [];
-  for (const c of claims) if (alive(c) && c.metadata.name === checkpointClaimName(jobName(job))) out.push({ kind: 'deleteClaim', name: c.metadata.name, uid: c.metadata.uid ?? '' });
-  if (policy === undefined || policy.retention.policy === 'Delete') for (const s of snaps) if (alive(s)) out.push({ kind: 'deleteVolumeSnapshot', name: s.metadata.name ?? '', uid: s.metadata.uid ?? '' });
+  for (const c of claims)
+    if (alive(c) && c.metadata.name === checkpointClaimName(jobName(job))) out.push({ kind: 'deleteClaim', name: c.metadata.name, uid: c.metadata.uid ?? '' });
+  if (policy === undefined || policy.retention.policy === 'Delete')
+    for (const s of snaps) if (alive(s)) out.push({ kind: 'deleteVolumeSnapshot', name: s.metadata.name ?? '', uid: s.metadata.uid ?? '' });
   return out;
 }

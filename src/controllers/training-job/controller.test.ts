@@ -39,7 +39,15 @@ describe('TrainingJob definition', () => {
   it('reconciles through the definition as the reconcile does directly, and feeds failures back', () => {
     const c = new FakeCluster(makeJob({ replicas: 2, resources: { 'nvidia.com/gpu': 1 } }));
     const def = trainingJobController(DEFAULT_CONTROLLER_CONFIG);
-    const input = { object: c.job, owned: new Map([['Pod', [...c.pods.values()]], ['Service', [...c.services.values()]], ['PodGroup', [...c.groups.values()]]]), nowMs: c.now };
+    const input = {
+      object: c.job,
+      owned: new Map([
+        ['Pod', [...c.pods.values()]],
+        ['Service', [...c.services.values()]],
+        ['PodGroup', [...c.groups.values()]],
+      ]),
+      nowMs: c.now,
+    };
     const direct = c.observe();
     expect(direct.actions.length).toBeGreaterThan(0);
     expect(def.reconcile(input)).toEqual({ ...direct, actions: direct.actions.map(toControllerAction) });

@@ -17,7 +17,12 @@ const POD: OwnedResource = { apiVersion: 'v1', kind: 'Pod', plural: 'pods', awai
 const SERVICE: OwnedResource = { apiVersion: 'v1', kind: 'Service', plural: 'services' };
 const POD_GROUP: OwnedResource = { apiVersion: API_GROUP_VERSION, kind: 'PodGroup', plural: 'podgroups' };
 /** spec.checkpoint: the job's snapshots and its claim (claimTemplate), labelled with the job like the rest. */
-const VOLUME_SNAPSHOT: OwnedResource = { apiVersion: SNAPSHOT_API_VERSION, kind: 'VolumeSnapshot', plural: 'volumesnapshots', whenAbsent: 'checkpoints disabled; install the CSI snapshot CRDs to enable' };
+const VOLUME_SNAPSHOT: OwnedResource = {
+  apiVersion: SNAPSHOT_API_VERSION,
+  kind: 'VolumeSnapshot',
+  plural: 'volumesnapshots',
+  whenAbsent: 'checkpoints disabled; install the CSI snapshot CRDs to enable',
+};
 const CLAIM: OwnedResource = { apiVersion: 'v1', kind: 'PersistentVolumeClaim', plural: 'persistentvolumeclaims' };
 
 /** The reconcile's action kinds: the labels of the generic actions, so that failures come back under these names. */

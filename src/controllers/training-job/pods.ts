@@ -11,16 +11,7 @@ import type { ContainerObject, EnvVarObject, OwnerReference, PodGroupObject, Pod
 import { injectedEnv, mergeEnv, nprocPerNode } from './env.ts';
 import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import { CHECKPOINT_DIR_ENV, CHECKPOINT_VOLUME_NAME } from '../../api/checkpoint-paths.ts';
-import {
-  TRAINER_CONTAINER,
-  checkpointClaimName,
-  podGroupName,
-  probeGroupName,
-  probePodName,
-  replicaPodName,
-  replicaSelector,
-  serviceName,
-} from './names.ts';
+import { TRAINER_CONTAINER, checkpointClaimName, podGroupName, probeGroupName, probePodName, replicaPodName, replicaSelector, serviceName } from './names.ts';
 
 export interface BuildConfig {
   /** Image of the placeholder pods (does nothing, holds the requested resources while bound). */
@@ -144,7 +135,10 @@ function needsShm(base: PodSpecObject, c: ContainerObject): boolean {
 }
 
 function ncclTopologyVolume(): Record<string, unknown> {
-  return { name: NCCL_TOPO_VOLUME, downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: `metadata.annotations['${ANNOTATION.ncclTopology}']` } }] } };
+  return {
+    name: NCCL_TOPO_VOLUME,
+    downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: `metadata.annotations['${ANNOTATION.ncclTopology}']` } }] },
+  };
 }
 
 export interface ReplicaParams {
@@ -175,7 +169,12 @@ function checkpointEnv(job: TrainingJob, p: ReplicaParams): EnvVarObject[] {
     { name: 'SITS_CHECKPOINT_WRITERS', value: c.writers },
     { name: 'SITS_POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
     { name: 'SITS_POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
-    ...(p.restore === undefined ? [] : [{ name: 'SITS_RESTORE_STEP', value: String(p.restore.step) }, { name: 'SITS_RESTORE_SNAPSHOT', value: p.restore.snapshotName }]),
+    ...(p.restore === undefined
+      ? []
+      : [
+          { name: 'SITS_RESTORE_STEP', value: String(p.restore.step) },
+          { name: 'SITS_RESTORE_SNAPSHOT', value: p.restore.snapshotName },
+        ]),
   ];
 }
 
@@ -196,11 +195,25 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
     const withRes = withResources(c, res);
     const cpu = cpuLimitMilli(withRes);
     const env: EnvVarObject[] = mergeEnv(
-      [...injectedEnv(spec, { job: name, namespace: ns, replicas: p.replicas, rank: p.rank, nprocPerNode: nproc, attempt: p.attempt, ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }), ...(topo ? { ncclTopoFile: NCCL_TOPO_FILE } : {}) }), ...checkpointEnv(job, p)],
+      [
+        ...injectedEnv(spec, {
+          job: name,
+          namespace: ns,
+          replicas: p.replicas,
+          rank: p.rank,
+          nprocPerNode: nproc,
+          attempt: p.attempt,
+          ...(cpu === undefined ? {} : { cpuLimitMilli: cpu }),
+          ...(topo ? { ncclTopoFile: NCCL_TOPO_FILE } : {}),
+        }),
+        ...checkpointEnv(job, p),
+      ],
       c.env,
     );
     const ports = c.ports ?? [];
-    const withPort = ports.some((x) => x.containerPort === spec.masterPort) ? ports : [...ports, { name: 'rendezvous', containerPort: spec.masterPort, protocol: 'TCP' }];
+    const withPort = ports.some((x) => x.containerPort === spec.masterPort)
+      ? ports
+      : [...ports, { name: 'rendezvous', containerPort: spec.masterPort, protocol: 'TCP' }];
     const own = Array.isArray(withRes.volumeMounts) ? (withRes.volumeMounts as unknown[]) : [];
     const mounts = [
       ...own,
@@ -236,7 +249,13 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
         [LABEL.podGroup]: podGroupName(name),
         ...(spec.queue === undefined ? {} : { [LABEL.queue]: spec.queue }),
       },
-      annotations: { ...tmplMeta?.annotations, ...schedulingAnnotations(spec, cfg), [ANNOTATION.worldSize]: String(p.replicas * nproc), ...(topo ? { [ANNOTATION.ncclTopologyFile]: 'generate' } : {}), ...(spec.checkpoint === undefined ? {} : { [ANNOTATION.checkpointable]: 'true' }) },
+      annotations: {
+        ...tmplMeta?.annotations,
+        ...schedulingAnnotations(spec, cfg),
+        [ANNOTATION.worldSize]: String(p.replicas * nproc),
+        ...(topo ? { [ANNOTATION.ncclTopologyFile]: 'generate' } : {}),
+        ...(spec.checkpoint === undefined ? {} : { [ANNOTATION.checkpointable]: 'true' }),
+      },
       ownerReferences: [ownerReference(job)],
     },
     spec: {
@@ -329,7 +348,12 @@ export function probePodGroup(job: TrainingJob): PodGroupObject {
   return {
     apiVersion: API_GROUP_VERSION,
     kind: 'PodGroup',
-    metadata: { name: probeGroupName(name), namespace: jobNamespace(job), labels: { [LABEL.trainingJob]: name, [LABEL.role]: 'probe' }, ownerReferences: [ownerReference(job)] },
+    metadata: {
+      name: probeGroupName(name),
+      namespace: jobNamespace(job),
+      labels: { [LABEL.trainingJob]: name, [LABEL.role]: 'probe' },
+      ownerReferences: [ownerReference(job)],
+    },
     spec: {
       minMember: 1,
       ...(job.spec.queue === undefined ? {} : { queue: job.spec.queue }),

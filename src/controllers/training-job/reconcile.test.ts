@@ -21,7 +21,14 @@ describe('a new TrainingJob', () => {
     const c = new FakeCluster(makeJob(SEED_SPEC));
     const r = c.step();
     expect(kinds(r)).toEqual(['createService', 'applyPodGroup', ...Array<string>(8).fill('createPod'), 'event']);
-    expect(r.status).toMatchObject({ phase: 'Scheduling', attempt: 1, currentReplicas: 8, restartCount: 0, worldSize: 8, selector: 'ai.sits2026.dev/training-job=bert,ai.sits2026.dev/role=replica' });
+    expect(r.status).toMatchObject({
+      phase: 'Scheduling',
+      attempt: 1,
+      currentReplicas: 8,
+      restartCount: 0,
+      worldSize: 8,
+      selector: 'ai.sits2026.dev/training-job=bert,ai.sits2026.dev/role=replica',
+    });
     // Queued is not started: startTime comes when the gang runs.
     expect(r.status?.startTime).toBeUndefined();
     expect(c.replicaPods().map((p) => p.metadata.name)).toEqual(['bert-0', 'bert-1', 'bert-2', 'bert-3', 'bert-4', 'bert-5', 'bert-6', 'bert-7']);
@@ -72,19 +79,45 @@ describe('replica pods', () => {
   });
 
   it('carry the NCCL settings of seed 000 and seed 001 §3.2', () => {
-    expect(envOf(seedPods()[0])).toMatchObject({ NCCL_IB_DISABLE: '0', NCCL_SOCKET_TIMEOUT: '1200', NCCL_ASYNC_ERROR_HANDLING: '1', TORCH_NCCL_ASYNC_ERROR_HANDLING: '1', NCCL_TIMEOUT: '1800' });
-    const c = new FakeCluster(makeJob({ ...SEED_SPEC, nccl: { ibDisable: true, socketTimeout: 600, asyncErrorHandling: false, timeoutSeconds: 60, netGdrLevel: 2, socketIfname: 'eth0', debug: 'WARN' } }));
+    expect(envOf(seedPods()[0])).toMatchObject({
+      NCCL_IB_DISABLE: '0',
+      NCCL_SOCKET_TIMEOUT: '1200',
+      NCCL_ASYNC_ERROR_HANDLING: '1',
+      TORCH_NCCL_ASYNC_ERROR_HANDLING: '1',
+      NCCL_TIMEOUT: '1800',
+    });
+    const c = new FakeCluster(
+      makeJob({
+        ...SEED_SPEC,
+        nccl: { ibDisable: true, socketTimeout: 600, asyncErrorHandling: false, timeoutSeconds: 60, netGdrLevel: 2, socketIfname: 'eth0', debug: 'WARN' },
+      }),
+    );
     c.step();
     const e = envOf(c.replicaPods()[0]);
-    expect(e).toMatchObject({ NCCL_IB_DISABLE: '1', NCCL_SOCKET_TIMEOUT: '600', NCCL_TIMEOUT: '60', NCCL_NET_GDR_LEVEL: '2', NCCL_SOCKET_IFNAME: 'eth0', NCCL_DEBUG: 'WARN' });
+    expect(e).toMatchObject({
+      NCCL_IB_DISABLE: '1',
+      NCCL_SOCKET_TIMEOUT: '600',
+      NCCL_TIMEOUT: '60',
+      NCCL_NET_GDR_LEVEL: '2',
+      NCCL_SOCKET_IFNAME: 'eth0',
+      NCCL_DEBUG: 'WARN',
+    });
     expect(e.NCCL_ASYNC_ERROR_HANDLING).toBeUndefined();
   });
 
   it('are for sits-scheduler, in the gang, owned by the job, never restarted in place', () => {
     const p = seedPods()[0];
     expect(p?.spec).toMatchObject({ schedulerName: 'sits-scheduler', restartPolicy: 'Never' });
-    expect(p?.metadata.labels).toMatchObject({ 'ai.sits2026.dev/pod-group': 'bert', 'ai.sits2026.dev/training-job': 'bert', 'ai.sits2026.dev/role': 'replica', 'ai.sits2026.dev/rank': '0', 'ai.sits2026.dev/attempt': '1' });
-    expect(p?.metadata.ownerReferences).toEqual([{ apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'bert', uid: 'job-uid', controller: true, blockOwnerDeletion: true }]);
+    expect(p?.metadata.labels).toMatchObject({
+      'ai.sits2026.dev/pod-group': 'bert',
+      'ai.sits2026.dev/training-job': 'bert',
+      'ai.sits2026.dev/role': 'replica',
+      'ai.sits2026.dev/rank': '0',
+      'ai.sits2026.dev/attempt': '1',
+    });
+    expect(p?.metadata.ownerReferences).toEqual([
+      { apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'bert', uid: 'job-uid', controller: true, blockOwnerDeletion: true },
+    ]);
     expect(p?.metadata.annotations?.['ai.sits2026.dev/world-size']).toBe('8');
   });
 
@@ -96,7 +129,19 @@ describe('replica pods', () => {
   });
 
   it('let the user override any injected variable, in place', () => {
-    const c = new FakeCluster(makeJob({ ...SEED_SPEC, container: { image: 'x', env: [{ name: 'NCCL_SOCKET_TIMEOUT', value: '600' }, { name: 'MASTER_PORT', value: '1234' }, { name: 'HF_HOME', value: '/cache' }] } }));
+    const c = new FakeCluster(
+      makeJob({
+        ...SEED_SPEC,
+        container: {
+          image: 'x',
+          env: [
+            { name: 'NCCL_SOCKET_TIMEOUT', value: '600' },
+            { name: 'MASTER_PORT', value: '1234' },
+            { name: 'HF_HOME', value: '/cache' },
+          ],
+        },
+      }),
+    );
     c.step();
     const env = p0(c.replicaPods()[0])?.env ?? [];
     expect(env.filter((e) => e.name === 'NCCL_SOCKET_TIMEOUT')).toEqual([{ name: 'NCCL_SOCKET_TIMEOUT', value: '600' }]);
@@ -121,16 +166,25 @@ describe('replica pods', () => {
   });
 
   it('put cpu and memory on the pod as requests = limits', () => {
-    const c = new FakeCluster(makeJob({ ...SEED_SPEC, resources: { 'nvidia.com/gpu': 2, cpu: 8, memory: '64Gi', 'rdma/hca': 1, 'memory-gpu-optimized': '32Gi' } }));
+    const c = new FakeCluster(
+      makeJob({ ...SEED_SPEC, resources: { 'nvidia.com/gpu': 2, cpu: 8, memory: '64Gi', 'rdma/hca': 1, 'memory-gpu-optimized': '32Gi' } }),
+    );
     c.step();
     const want = { 'nvidia.com/gpu': '2', cpu: '8', memory: '64Gi', 'rdma/hca': '1' };
     expect(p0(c.replicaPods()[0])?.resources).toEqual({ requests: want, limits: want });
   });
 
-  it('with several GPUs per replica run one process per GPU: WORLD_SIZE counts processes, RANK is the node\'s first', () => {
+  it("with several GPUs per replica run one process per GPU: WORLD_SIZE counts processes, RANK is the node's first", () => {
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, replicas: 2, resources: { 'nvidia.com/gpu': 4 } }));
     c.step();
-    expect(envOf(c.replicaPods()[1])).toMatchObject({ WORLD_SIZE: '8', RANK: '4', NODE_RANK: '1', LOCAL_WORLD_SIZE: '4', PET_NPROC_PER_NODE: '4', PET_NNODES: '2' });
+    expect(envOf(c.replicaPods()[1])).toMatchObject({
+      WORLD_SIZE: '8',
+      RANK: '4',
+      NODE_RANK: '1',
+      LOCAL_WORLD_SIZE: '4',
+      PET_NPROC_PER_NODE: '4',
+      PET_NNODES: '2',
+    });
     expect(c.job.status?.worldSize).toBe(8);
   });
 
@@ -138,10 +192,13 @@ describe('replica pods', () => {
     const cfg = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m: string) => (m.includes('A800') ? ['A800'] : []) };
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, gpu: { allowedModels: ['NVIDIA-A800-SXM4-80GB', 'H100-SXM'], minComputeCapability: '8.0' } }), cfg);
     c.step();
-    expect(c.replicaPods()[0]?.metadata.annotations).toMatchObject({ 'ai.sits2026.dev/gpu-models': 'NVIDIA-A800-SXM4-80GB,A800,H100-SXM', 'ai.sits2026.dev/min-compute-capability': '8.0' });
+    expect(c.replicaPods()[0]?.metadata.annotations).toMatchObject({
+      'ai.sits2026.dev/gpu-models': 'NVIDIA-A800-SXM4-80GB,A800,H100-SXM',
+      'ai.sits2026.dev/min-compute-capability': '8.0',
+    });
   });
 
-  it('carry the user\'s runtime estimate (spec.expectedRuntimeSeconds) as the scheduler reads it, and none when unset', () => {
+  it("carry the user's runtime estimate (spec.expectedRuntimeSeconds) as the scheduler reads it, and none when unset", () => {
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, expectedRuntimeSeconds: 7200 }));
     c.step();
     expect(c.replicaPods().map((p) => p.metadata.annotations?.['ai.sits2026.dev/expected-runtime-seconds'])).toEqual(c.replicaPods().map(() => '7200'));
@@ -150,7 +207,7 @@ describe('replica pods', () => {
     expect(d.replicaPods()[0]?.metadata.annotations?.['ai.sits2026.dev/expected-runtime-seconds']).toBeUndefined();
   });
 
-  it('carry the GPU memory each device needs: minMemoryGiB, or memory-gpu-optimized spread over the replica\'s GPUs', () => {
+  it("carry the GPU memory each device needs: minMemoryGiB, or memory-gpu-optimized spread over the replica's GPUs", () => {
     const ann = (spec: Record<string, unknown>) => {
       const c = new FakeCluster(makeJob({ ...SEED_SPEC, ...spec }));
       c.step();
@@ -199,7 +256,10 @@ describe('replica pods', () => {
 
 const p0 = (p: ReturnType<FakeCluster['replicaPods']>[number] | undefined) => p?.spec?.containers[0];
 
-const NCCL_VOLUME = { name: 'sits-nccl-topology', downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: "metadata.annotations['ai.sits2026.dev/nccl-topology']" } }] } };
+const NCCL_VOLUME = {
+  name: 'sits-nccl-topology',
+  downwardAPI: { items: [{ path: 'topo.xml', fieldRef: { fieldPath: "metadata.annotations['ai.sits2026.dev/nccl-topology']" } }] },
+};
 const SHM_VOLUME = { name: 'sits-dshm', emptyDir: { medium: 'Memory' } };
 const SHM_MOUNT = { name: 'sits-dshm', mountPath: '/dev/shm' };
 
@@ -231,13 +291,13 @@ describe('the NCCL topology file', () => {
   });
 });
 
-describe('the gang\'s PodGroup', () => {
+describe("the gang's PodGroup", () => {
   const topo = (topology: Record<string, unknown>) => {
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, topology }));
     c.step();
     return ([...c.groups.values()][0] as PodGroupObject).spec?.topology;
   };
-  it('asks ring/tree/hierarchical all-reduce for one rack (searched exhaustively, fewest nodes first), the user\'s levels win', () => {
+  it("asks ring/tree/hierarchical all-reduce for one rack (searched exhaustively, fewest nodes first), the user's levels win", () => {
     expect(topo({ strategy: 'ring-allreduce' })).toEqual({ preferred: 'rack' });
     expect(topo({ strategy: 'tree-allreduce' })).toEqual({ preferred: 'rack' });
     expect(topo({ strategy: 'hierarchical-allreduce', requiredLevel: 'zone' })).toEqual({ required: 'zone', preferred: 'rack' });
@@ -254,7 +314,11 @@ describe('status while the gang is placed and started', () => {
     c.step();
     c.step();
     expect(c.job.status).toMatchObject({ phase: 'Scheduling', replicas: 8, readyReplicas: 0, gpus: 0 });
-    expect(condition(c.job, 'Scheduled')).toMatchObject({ status: 'False', reason: 'WaitingForScheduler', message: '0 of 8 replicas bound; waiting for the scheduler' });
+    expect(condition(c.job, 'Scheduled')).toMatchObject({
+      status: 'False',
+      reason: 'WaitingForScheduler',
+      message: '0 of 8 replicas bound; waiting for the scheduler',
+    });
     c.replicaPods().forEach((p, i) => c.setPod(p.metadata.name ?? '', { node: `n${Math.floor(i / 4)}` }));
     c.step();
     expect(c.job.status).toMatchObject({ phase: 'Scheduling', gpus: 8, nodes: ['n0', 'n1'] });
@@ -263,7 +327,15 @@ describe('status while the gang is placed and started', () => {
     c.runAll();
     const r = c.step();
     expect(r.actions).toEqual([{ kind: 'event', type: 'Normal', reason: 'Running', message: 'phase Scheduling -> Running' }]);
-    expect(c.job.status).toMatchObject({ phase: 'Running', replicas: 8, readyReplicas: 8, gpus: 8, nodes: ['n0', 'n1'], worldSize: 8, startTime: new Date(c.now).toISOString() });
+    expect(c.job.status).toMatchObject({
+      phase: 'Running',
+      replicas: 8,
+      readyReplicas: 8,
+      gpus: 8,
+      nodes: ['n0', 'n1'],
+      worldSize: 8,
+      startTime: new Date(c.now).toISOString(),
+    });
     expect(condition(c.job, 'Running')).toMatchObject({ status: 'True', reason: 'AllReplicasRunning' });
     // Conditions keep their transition time while nothing changes.
     const t = condition(c.job, 'Running')?.lastTransitionTime;
@@ -272,7 +344,7 @@ describe('status while the gang is placed and started', () => {
     expect(condition(c.job, 'Running')?.lastTransitionTime).toBe(t);
   });
 
-  it('Pending with the scheduler\'s explanation when it cannot place the gang; no pod is bound', () => {
+  it("Pending with the scheduler's explanation when it cannot place the gang; no pod is bound", () => {
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, replicas: 2, resources: { 'nvidia.com/gpu': 8 } }));
     c.step();
     const why = '0/4 nodes fit gang ml/bert (2×8 GPU): 4 with fewer GPUs than the 8 requested';
@@ -312,9 +384,26 @@ describe('failures restart the whole gang', () => {
     c.now += 60_000;
     c.setPod('bert-2', { node: 'n0', phase: 'Failed', exitCode: 1 });
     const r = c.step();
-    expect(r.actions.filter((a) => a.kind === 'deletePod').map((a) => (a as { name: string }).name).sort()).toEqual(['bert-0', 'bert-1', 'bert-2', 'bert-3']);
-    expect(c.job.status).toMatchObject({ phase: 'Restarting', restartCount: 1, attempt: 2, replicas: 0, gpus: 0, lastRestartTime: new Date(c.now).toISOString(), nextAttemptTime: new Date(c.now + 10_000).toISOString() });
-    expect(condition(c.job, 'Restarting')).toMatchObject({ status: 'True', reason: 'ReplicaFailed', message: 'replica bert-2 exited with code 1; restarting the whole gang in 10s (restart 1 of backoffLimit 3)' });
+    expect(
+      r.actions
+        .filter((a) => a.kind === 'deletePod')
+        .map((a) => (a as { name: string }).name)
+        .sort(),
+    ).toEqual(['bert-0', 'bert-1', 'bert-2', 'bert-3']);
+    expect(c.job.status).toMatchObject({
+      phase: 'Restarting',
+      restartCount: 1,
+      attempt: 2,
+      replicas: 0,
+      gpus: 0,
+      lastRestartTime: new Date(c.now).toISOString(),
+      nextAttemptTime: new Date(c.now + 10_000).toISOString(),
+    });
+    expect(condition(c.job, 'Restarting')).toMatchObject({
+      status: 'True',
+      reason: 'ReplicaFailed',
+      message: 'replica bert-2 exited with code 1; restarting the whole gang in 10s (restart 1 of backoffLimit 3)',
+    });
     expect(condition(c.job, 'Running')?.status).toBe('False');
     expect(c.events.at(-1)).toMatchObject({ type: 'Warning', reason: 'ReplicaFailed' });
     expect(r.requeueAfterMs).toBe(10_000);
@@ -361,7 +450,11 @@ describe('failures restart the whole gang', () => {
     c.setPod('bert-1', { node: 'n0', phase: 'Failed', exitCode: 2 });
     c.step();
     expect(c.job.status).toMatchObject({ phase: 'Failed', restartCount: 2, completionTime: new Date(c.now).toISOString() });
-    expect(condition(c.job, 'Failed')).toMatchObject({ status: 'True', reason: 'BackoffLimitExceeded', message: 'replica bert-1 exited with code 2; the gang was already restarted 2 time(s), backoffLimit is 2' });
+    expect(condition(c.job, 'Failed')).toMatchObject({
+      status: 'True',
+      reason: 'BackoffLimitExceeded',
+      message: 'replica bert-1 exited with code 2; the gang was already restarted 2 time(s), backoffLimit is 2',
+    });
     // cleanPodPolicy Running (default): the running replicas go, the failed one stays for its logs; the gang objects go.
     expect(c.replicaPods().map((p) => p.metadata.name)).toEqual(['bert-1']);
     expect(c.groups.size).toBe(0);
@@ -371,7 +464,9 @@ describe('failures restart the whole gang', () => {
   });
 
   it('backoff delays: 10 s doubling, capped at 6 min', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 50].map((n) => backoffDelayMs(n, DEFAULT_CONTROLLER_CONFIG))).toEqual([10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 360_000, 360_000]);
+    expect([1, 2, 3, 4, 5, 6, 7, 50].map((n) => backoffDelayMs(n, DEFAULT_CONTROLLER_CONFIG))).toEqual([
+      10_000, 20_000, 40_000, 80_000, 160_000, 320_000, 360_000, 360_000,
+    ]);
   });
 
   it('restartPolicy Never fails at the first failure', () => {
@@ -410,7 +505,10 @@ describe('failures restart the whole gang', () => {
     const a = running();
     a.setPod('bert-1', { node: 'n0', phase: 'Running', deleting: true });
     a.step();
-    expect(condition(a.job, 'Restarting')).toMatchObject({ reason: 'ReplicaDeleted', message: expect.stringMatching(/^replica bert-1 was deleted while running;/) });
+    expect(condition(a.job, 'Restarting')).toMatchObject({
+      reason: 'ReplicaDeleted',
+      message: expect.stringMatching(/^replica bert-1 was deleted while running;/),
+    });
     const b = running();
     b.pods.delete('bert-3');
     b.step();
@@ -420,15 +518,30 @@ describe('failures restart the whole gang', () => {
   it('a gang SITS evicted to move it (gang-evicted naming this attempt) restarts at once, not counted, even under restartPolicy Never; another attempt’s mark counts as usual', () => {
     const a = running({ restartPolicy: 'Never' });
     const attempt = a.job.status?.attempt ?? 0;
-    a.job = { ...a.job, metadata: { ...a.job.metadata, annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt, reason: 'GpuQuarantined', message: 'GPU 3 of node n0 is quarantined' }) } } };
+    a.job = {
+      ...a.job,
+      metadata: {
+        ...a.job.metadata,
+        annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt, reason: 'GpuQuarantined', message: 'GPU 3 of node n0 is quarantined' }) },
+      },
+    };
     a.pods.delete('bert-1');
     a.pods.delete('bert-3');
     a.step();
     expect(a.job.status).toMatchObject({ phase: 'Restarting', attempt: attempt + 1, nextAttemptTime: new Date(a.now).toISOString() });
     expect(a.job.status?.restartCount ?? 0).toBe(0);
-    expect(condition(a.job, 'Restarting')).toMatchObject({ reason: 'GangMoved', message: 'SITS evicted the gang to move it (GpuQuarantined: GPU 3 of node n0 is quarantined); restarting it whole, not counted against backoffLimit' });
+    expect(condition(a.job, 'Restarting')).toMatchObject({
+      reason: 'GangMoved',
+      message: 'SITS evicted the gang to move it (GpuQuarantined: GPU 3 of node n0 is quarantined); restarting it whole, not counted against backoffLimit',
+    });
     const b = running();
-    b.job = { ...b.job, metadata: { ...b.job.metadata, annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt: attempt - 1, reason: 'GpuQuarantined', message: 'old' }) } } };
+    b.job = {
+      ...b.job,
+      metadata: {
+        ...b.job.metadata,
+        annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt: attempt - 1, reason: 'GpuQuarantined', message: 'old' }) },
+      },
+    };
     b.pods.delete('bert-3');
     b.step();
     expect(b.job.status).toMatchObject({ phase: 'Restarting', restartCount: 1 });
@@ -438,7 +551,13 @@ describe('failures restart the whole gang', () => {
   it('a gang SITS evicted that vanished whole between two reconciles is still a move of its attempt (restored, not recreated in place)', () => {
     const a = running();
     const attempt = a.job.status?.attempt ?? 0;
-    a.job = { ...a.job, metadata: { ...a.job.metadata, annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt, reason: 'Preempted', message: 'reclaimed by queue team-a' }) } } };
+    a.job = {
+      ...a.job,
+      metadata: {
+        ...a.job.metadata,
+        annotations: { [ANNOTATION.gangEvicted]: JSON.stringify({ attempt, reason: 'Preempted', message: 'reclaimed by queue team-a' }) },
+      },
+    };
     for (const name of [...a.pods.keys()]) a.pods.delete(name);
     a.step();
     expect(a.job.status).toMatchObject({ phase: 'Restarting', attempt: attempt + 1 });
@@ -455,8 +574,17 @@ describe('failures restart the whole gang', () => {
     expect(c.job.status).toMatchObject({ phase: 'Scheduling', restartCount: 0, attempt: 1 });
   });
 
-  it('exit code: the trainer container\'s first', () => {
-    const pod = { metadata: {}, spec: { containers: [{ name: 'side' }, { name: 'trainer' }] }, status: { containerStatuses: [{ name: 'side', state: { terminated: { exitCode: 2 } } }, { name: 'trainer', state: { terminated: { exitCode: 137 } } }] } };
+  it("exit code: the trainer container's first", () => {
+    const pod = {
+      metadata: {},
+      spec: { containers: [{ name: 'side' }, { name: 'trainer' }] },
+      status: {
+        containerStatuses: [
+          { name: 'side', state: { terminated: { exitCode: 2 } } },
+          { name: 'trainer', state: { terminated: { exitCode: 137 } } },
+        ],
+      },
+    };
     expect(exitCodeOf(pod)).toBe(137);
     expect(exitCodeOf({ metadata: {}, status: {} })).toBeUndefined();
   });
@@ -586,7 +714,13 @@ describe('elastic jobs (minReplicas < replicas)', () => {
     expect(kinds(c.observe()).filter((k) => k === 'deletePod')).toEqual([]);
     c.setPod(y as string, { unschedulable: '0/4 nodes fit pod ml/bert-3: 4 insufficient nvidia.com/gpu' });
     c.step();
-    expect(c.job.status).toMatchObject({ phase: 'Restarting', currentReplicas: 2, attempt: 2, restartCount: 0, nextAttemptTime: new Date(c.now).toISOString() });
+    expect(c.job.status).toMatchObject({
+      phase: 'Restarting',
+      currentReplicas: 2,
+      attempt: 2,
+      restartCount: 0,
+      nextAttemptTime: new Date(c.now).toISOString(),
+    });
     expect(condition(c.job, 'Restarting')).toMatchObject({ reason: 'FitFewer' });
     expect(condition(c.job, 'Restarting')?.message).toMatch(/^only 2 of 4 replicas fit now \(0\/4 nodes fit/);
     c.step();
@@ -611,9 +745,16 @@ describe('elastic jobs (minReplicas < replicas)', () => {
     expect(r.requeueAfterMs).toBe(30_000);
     c.now += 30_000;
     c.step();
-    expect(c.probePods().map((p) => p.metadata.name).sort()).toEqual(['bert.grow-0', 'bert.grow-1']);
+    expect(
+      c
+        .probePods()
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).toEqual(['bert.grow-0', 'bert.grow-1']);
     const probe = c.probePods()[0];
-    expect(probe?.spec?.containers).toEqual([{ name: 'placeholder', image: 'registry.k8s.io/pause:3.10', resources: { requests: { 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } } }]);
+    expect(probe?.spec?.containers).toEqual([
+      { name: 'placeholder', image: 'registry.k8s.io/pause:3.10', resources: { requests: { 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } } },
+    ]);
     expect(probe?.metadata.labels?.['ai.sits2026.dev/pod-group']).toBe('bert.grow');
     expect(c.groups.get('bert.grow')?.spec).toEqual({ minMember: 1 });
     for (const p of c.probePods()) c.setPod(p.metadata.name ?? '', { unschedulable: 'full' });
@@ -626,7 +767,10 @@ describe('elastic jobs (minReplicas < replicas)', () => {
     c.setPod('bert.grow-0', { node: 'n1' });
     c.step();
     expect(c.job.status).toMatchObject({ phase: 'Restarting', currentReplicas: 3, restartCount: 0 });
-    expect(condition(c.job, 'Restarting')).toMatchObject({ reason: 'CapacityFreed', message: 'room for 1 more replica(s): restarting the gang with 3 of 4 (was 2)' });
+    expect(condition(c.job, 'Restarting')).toMatchObject({
+      reason: 'CapacityFreed',
+      message: 'room for 1 more replica(s): restarting the gang with 3 of 4 (was 2)',
+    });
     expect(c.probePods()).toEqual([]);
     c.step();
     expect(c.replicaPods().map((p) => envOf(p).WORLD_SIZE)).toEqual(['3', '3', '3']);
@@ -727,7 +871,10 @@ describe('housekeeping', () => {
     c.services.clear();
     c.groups.clear();
     const stale = c.replicaPods()[0];
-    c.addForeign({ ...(stale as NonNullable<typeof stale>), metadata: { ...stale?.metadata, name: 'bert-old', uid: 'old', labels: { ...stale?.metadata.labels, 'ai.sits2026.dev/attempt': '0' } } });
+    c.addForeign({
+      ...(stale as NonNullable<typeof stale>),
+      metadata: { ...stale?.metadata, name: 'bert-old', uid: 'old', labels: { ...stale?.metadata.labels, 'ai.sits2026.dev/attempt': '0' } },
+    });
     const r = c.step();
     expect(kinds(r).sort()).toEqual(['applyPodGroup', 'createService', 'deletePod']);
   });
@@ -736,12 +883,19 @@ describe('housekeeping', () => {
     const c = new FakeCluster(makeJob({ ...SEED_SPEC, replicas: 2 }));
     c.step();
     c.step([{ action: 'createPod', name: 'bert-1', status: 403, reason: 'Forbidden', message: 'no PriorityClass with name training-high was found' }]);
-    expect(condition(c.job, 'ReconcileError')).toMatchObject({ status: 'True', reason: 'Forbidden', message: 'createPod bert-1: 403 no PriorityClass with name training-high was found' });
+    expect(condition(c.job, 'ReconcileError')).toMatchObject({
+      status: 'True',
+      reason: 'Forbidden',
+      message: 'createPod bert-1: 403 no PriorityClass with name training-high was found',
+    });
     c.step();
     expect(condition(c.job, 'ReconcileError')).toMatchObject({ status: 'False', reason: 'Resolved' });
     c.step([{ action: 'createPod', name: 'bert-1', status: 422, reason: 'Invalid', message: 'spec.volumes[0].name: Invalid value' }]);
     expect(c.job.status?.phase).toBe('Failed');
-    expect(condition(c.job, 'Failed')).toMatchObject({ reason: 'InvalidPodTemplate', message: 'the apiserver refused the pod bert-1: spec.volumes[0].name: Invalid value' });
+    expect(condition(c.job, 'Failed')).toMatchObject({
+      reason: 'InvalidPodTemplate',
+      message: 'the apiserver refused the pod bert-1: spec.volumes[0].name: Invalid value',
+    });
   });
 
   it('a replica pod of another job with our name blocks creation until it is gone', () => {
@@ -751,7 +905,15 @@ describe('housekeeping', () => {
     c.step();
     c.setPod('bert-0', { node: 'n0', phase: 'Failed', exitCode: 137 });
     c.step();
-    c.addForeign({ metadata: { name: 'bert-0', namespace: 'ml', uid: 'other', labels: { 'ai.sits2026.dev/training-job': 'bert', 'ai.sits2026.dev/role': 'replica' }, ownerReferences: [{ apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'bert', uid: 'old-job' }] } });
+    c.addForeign({
+      metadata: {
+        name: 'bert-0',
+        namespace: 'ml',
+        uid: 'other',
+        labels: { 'ai.sits2026.dev/training-job': 'bert', 'ai.sits2026.dev/role': 'replica' },
+        ownerReferences: [{ apiVersion: 'ai.sits2026.dev/v1', kind: 'TrainingJob', name: 'bert', uid: 'old-job' }],
+      },
+    });
     c.now += 60_000;
     expect(kinds(c.step())).toEqual([]);
     c.pods.delete('bert-0');
@@ -774,11 +936,18 @@ describe('/dev/shm of the trainer', () => {
       makeJob({
         ...SEED_SPEC,
         container: undefined,
-        podTemplate: { spec: { volumes: [{ name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } }], containers: [{ name: 'trainer', image: 'x', volumeMounts: [{ name: 'shm', mountPath: '/dev/shm/' }] }] } },
+        podTemplate: {
+          spec: {
+            volumes: [{ name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: '8Gi' } }],
+            containers: [{ name: 'trainer', image: 'x', volumeMounts: [{ name: 'shm', mountPath: '/dev/shm/' }] }],
+          },
+        },
       }),
     );
     own.step();
-    const hostIpc = new FakeCluster(makeJob({ ...SEED_SPEC, container: undefined, podTemplate: { spec: { hostIPC: true, containers: [{ name: 'trainer', image: 'x' }] } } }));
+    const hostIpc = new FakeCluster(
+      makeJob({ ...SEED_SPEC, container: undefined, podTemplate: { spec: { hostIPC: true, containers: [{ name: 'trainer', image: 'x' }] } } }),
+    );
     hostIpc.step();
     for (const p of [...own.replicaPods(), ...hostIpc.replicaPods()]) {
       expect(p.spec?.volumes ?? []).not.toContainEqual(SHM_VOLUME);

@@ -88,7 +88,8 @@ function settleAt(pods: readonly PodObject[], settleMs: number): number | undefi
   return minTime(...pods.filter((p) => !isBound(p) && !isUnschedulable(p)).map((p) => (parseTime(p.metadata.creationTimestamp) ?? 0) + settleMs));
 }
 
-const schedulerMessage = (p: PodObject): string | undefined => (p.status?.conditions ?? []).find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
+const schedulerMessage = (p: PodObject): string | undefined =>
+  (p.status?.conditions ?? []).find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
 
 /** Exit code of the trainer container (or of any terminated container). */
 export function exitCodeOf(p: PodObject): number | undefined {
@@ -229,9 +230,16 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
   if (phase === 'Succeeded' || phase === 'Failed') return finished(ctx, baseStatus(ctx), []);
 
   // A replica pod or the Service refused as invalid will be refused again: fail with the apiserver's words.
-  const invalid = (o.lastErrors ?? []).find((e) => e.status === 422 && (e.action === 'createService' || (e.action === 'createPod' && !(e.name ?? '').includes('.grow-'))));
+  const invalid = (o.lastErrors ?? []).find(
+    (e) => e.status === 422 && (e.action === 'createService' || (e.action === 'createPod' && !(e.name ?? '').includes('.grow-'))),
+  );
   if (invalid !== undefined) {
-    return fail(ctx, baseStatus(ctx), invalid.action === 'createPod' ? 'InvalidPodTemplate' : 'InvalidService', `the apiserver refused the ${invalid.action === 'createPod' ? 'pod' : 'Service'} ${invalid.name ?? ''}: ${invalid.message}`);
+    return fail(
+      ctx,
+      baseStatus(ctx),
+      invalid.action === 'createPod' ? 'InvalidPodTemplate' : 'InvalidService',
+      `the apiserver refused the ${invalid.action === 'createPod' ? 'pod' : 'Service'} ${invalid.name ?? ''}: ${invalid.message}`,
+    );
   }
 
   // 001 §3.3: every rank must see the one shared checkpoint directory; a spec where they would not is refused.
@@ -243,12 +251,20 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
   const startMs = parseTime(ctx.st.startTime);
   const deadlineAt = ctx.spec.activeDeadlineSeconds === undefined || startMs === undefined ? undefined : startMs + ctx.spec.activeDeadlineSeconds * 1000;
   if (deadlineAt !== undefined && ctx.now >= deadlineAt) {
-    return fail(ctx, baseStatus(ctx), 'DeadlineExceeded', `the job ran longer than activeDeadlineSeconds (${ctx.spec.activeDeadlineSeconds}s since ${ctx.st.startTime})`);
+    return fail(
+      ctx,
+      baseStatus(ctx),
+      'DeadlineExceeded',
+      `the job ran longer than activeDeadlineSeconds (${ctx.spec.activeDeadlineSeconds}s since ${ctx.st.startTime})`,
+    );
   }
 
   let r: ReconcileResult;
   if (ctx.spec.suspend) r = suspended(ctx);
-  else if (ctx.attempt === 0) r = launch(ctx, baseStatus(ctx), 1, sizes(ctx.spec).target, [{ kind: 'event', type: 'Normal', reason: 'Created', message: `creating the gang: ${sizes(ctx.spec).target} replicas` }]);
+  else if (ctx.attempt === 0)
+    r = launch(ctx, baseStatus(ctx), 1, sizes(ctx.spec).target, [
+      { kind: 'event', type: 'Normal', reason: 'Created', message: `creating the gang: ${sizes(ctx.spec).target} replicas` },
+    ]);
   else if (ctx.st.nextAttemptTime !== undefined) r = waiting(ctx);
   else r = active(ctx);
   r = withCheckpoints(ctx, r);
@@ -256,7 +272,8 @@ export function reconcileTrainingJob(o: Observed, cfg: ControllerConfig): Reconc
   r = withTransition(ctx, r);
   // The deadline wakes us even when nothing else would (from the start this very pass may have recorded).
   const started = parseTime(r.status?.startTime);
-  const wakeAt = deadlineAt ?? (ctx.spec.activeDeadlineSeconds === undefined || started === undefined ? undefined : started + ctx.spec.activeDeadlineSeconds * 1000);
+  const wakeAt =
+    deadlineAt ?? (ctx.spec.activeDeadlineSeconds === undefined || started === undefined ? undefined : started + ctx.spec.activeDeadlineSeconds * 1000);
   if (wakeAt !== undefined && r.status?.phase !== 'Failed' && r.status?.phase !== 'Succeeded') {
     const wake = wakeAt - ctx.now;
     return { ...r, requeueAfterMs: r.requeueAfterMs === undefined ? wake : Math.min(r.requeueAfterMs, wake) };
@@ -275,9 +292,14 @@ function withTransition(ctx: Ctx, r: ReconcileResult): ReconcileResult {
   const status = st.phase === 'Running' && st.startTime === undefined ? { ...st, startTime: ctx.nowIso } : st;
   const from = ctx.st.phase;
   // The first status of a new job is announced by Created (or not at all while it is created suspended).
-  if (st.phase === undefined || from === undefined || st.phase === from || r.actions.some((a) => a.kind === 'event')) return status === st ? r : { ...r, status };
+  if (st.phase === undefined || from === undefined || st.phase === from || r.actions.some((a) => a.kind === 'event'))
+    return status === st ? r : { ...r, status };
   const warning = st.phase === 'Failed';
-  return { ...r, status, actions: [...r.actions, { kind: 'event', type: warning ? 'Warning' : 'Normal', reason: st.phase, message: `phase ${from ?? 'none'} -> ${st.phase}` }] };
+  return {
+    ...r,
+    status,
+    actions: [...r.actions, { kind: 'event', type: warning ? 'Warning' : 'Normal', reason: st.phase, message: `phase ${from ?? 'none'} -> ${st.phase}` }],
+  };
 }
 
 /**
@@ -306,7 +328,11 @@ function withCheckpoints(ctx: Ctx, r: ReconcileResult): ReconcileResult {
   if (out.status.lastReady !== undefined) status.lastCheckpointTime = out.status.lastReady.readyTime;
   if (out.condition !== undefined) status.conditions = cond(ctx, base.conditions, out.condition);
   const wake = minTime(r.requeueAfterMs === undefined ? undefined : ctx.now + r.requeueAfterMs, out.wakeAt);
-  return { status, actions: [...out.claimActions, ...r.actions, ...out.actions], ...(wake === undefined ? {} : { requeueAfterMs: Math.max(0, wake - ctx.now) }) };
+  return {
+    status,
+    actions: [...out.claimActions, ...r.actions, ...out.actions],
+    ...(wake === undefined ? {} : { requeueAfterMs: Math.max(0, wake - ctx.now) }),
+  };
 }
 
 /** Errors from the previous apply show as condition ReconcileError (quota, a missing PriorityClass, ...). */
@@ -316,7 +342,12 @@ function withErrorCondition(ctx: Ctx, r: ReconcileResult): ReconcileResult {
   if (base === undefined) return r;
   const conditions =
     errors.length > 0
-      ? cond(ctx, base.conditions, { type: 'ReconcileError', status: 'True', reason: errors[0]?.reason || 'ApiError', message: errors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; ') })
+      ? cond(ctx, base.conditions, {
+          type: 'ReconcileError',
+          status: 'True',
+          reason: errors[0]?.reason || 'ApiError',
+          message: errors.map((e) => `${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`).join('; '),
+        })
       : condIfPresent(ctx, base.conditions, { type: 'ReconcileError', status: 'False', reason: 'Resolved', message: '' });
   return { ...r, status: { ...base, conditions } };
 }
@@ -350,8 +381,11 @@ function finished(ctx: Ctx, status: Status, actions: Action[]): ReconcileResult 
   const probes = ctx.pods.filter((p) => roleOf(p) !== 'replica');
   const doomed = policy === 'All' ? replicas : policy === 'Running' ? replicas.filter((p) => !isFinished(p)) : [];
   actions.push(...deletePods([...probes, ...doomed]));
-  for (const g of ctx.o.podGroups.filter((x) => isOwnedBy(x, uid) && !isTerminating(x))) actions.push({ kind: 'deletePodGroup', name: g.metadata.name ?? '', uid: g.metadata.uid ?? '' });
-  if (policy !== 'None') for (const s of ctx.o.services.filter((x) => isOwnedBy(x, uid) && !isTerminating(x))) actions.push({ kind: 'deleteService', name: s.metadata.name ?? '', uid: s.metadata.uid ?? '' });
+  for (const g of ctx.o.podGroups.filter((x) => isOwnedBy(x, uid) && !isTerminating(x)))
+    actions.push({ kind: 'deletePodGroup', name: g.metadata.name ?? '', uid: g.metadata.uid ?? '' });
+  if (policy !== 'None')
+    for (const s of ctx.o.services.filter((x) => isOwnedBy(x, uid) && !isTerminating(x)))
+      actions.push({ kind: 'deleteService', name: s.metadata.name ?? '', uid: s.metadata.uid ?? '' });
   const doomedNames = new Set(doomed.map((p) => p.metadata.name));
   const current = replicas.filter((p) => attemptOf(p) === ctx.attempt && !doomedNames.has(p.metadata.name));
   const next: Status = { ...status, ...summary(ctx, current, status.currentReplicas ?? ctx.spec.replicas) };
@@ -419,7 +453,14 @@ function gangMinimum(ctx: Ctx, replicas: number): number {
 }
 
 function launch(ctx: Ctx, base: Status, attempt: number, replicas: number, extra: Action[] = []): ReconcileResult {
-  const status: Status = { ...base, attempt, currentReplicas: replicas, restartCount: base.restartCount ?? 0, phase: 'Scheduling', ...summary(ctx, [], replicas) };
+  const status: Status = {
+    ...base,
+    attempt,
+    currentReplicas: replicas,
+    restartCount: base.restartCount ?? 0,
+    phase: 'Scheduling',
+    ...summary(ctx, [], replicas),
+  };
   delete status.nextAttemptTime;
   // A new gang starts from the newest Ready checkpoint, and status names it.
   const restore = restorePoint(ctx.job, ctx.o.volumeSnapshots);
@@ -427,8 +468,18 @@ function launch(ctx: Ctx, base: Status, attempt: number, replicas: number, extra
     const { restoredFrom: _, ...rest } = status.checkpoint ?? {};
     status.checkpoint = restore === undefined ? rest : { ...rest, restoredFrom: { ...restore, attempt } };
   }
-  status.conditions = cond(ctx, base.conditions, { type: 'Scheduled', status: 'False', reason: 'Creating', message: `creating ${replicas} replicas (attempt ${attempt})` });
-  status.conditions = condIfPresent(ctx, status.conditions, { type: 'Restarting', status: 'False', reason: 'GangCreated', message: `attempt ${attempt} created with ${replicas} replicas` });
+  status.conditions = cond(ctx, base.conditions, {
+    type: 'Scheduled',
+    status: 'False',
+    reason: 'Creating',
+    message: `creating ${replicas} replicas (attempt ${attempt})`,
+  });
+  status.conditions = condIfPresent(ctx, status.conditions, {
+    type: 'Restarting',
+    status: 'False',
+    reason: 'GangCreated',
+    message: `attempt ${attempt} created with ${replicas} replicas`,
+  });
   status.conditions = condIfPresent(ctx, status.conditions, { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' });
   const actions: Action[] = [...ensureService(ctx), ...ensurePodGroup(ctx, gangMinimum(ctx, replicas))];
   const existing = new Set(ctx.pods.map((p) => p.metadata.name));
@@ -452,11 +503,17 @@ function waiting(ctx: Ctx): ReconcileResult {
     const status: Status = { ...base, phase: 'Restarting', ...summary(ctx, [], replicas) };
     return result(ctx, status, actions, ctx.now < at ? at : undefined);
   }
-  return launch(ctx, base, ctx.attempt, replicas, [{ kind: 'event', type: 'Normal', reason: 'GangCreated', message: `attempt ${ctx.attempt}: creating ${replicas} replicas` }]);
+  return launch(ctx, base, ctx.attempt, replicas, [
+    { kind: 'event', type: 'Normal', reason: 'GangCreated', message: `attempt ${ctx.attempt}: creating ${replicas} replicas` },
+  ]);
 }
 
 /** Tear the gang down and create attempt N+1 with `replicas` replicas after `delayMs`. */
-function restartGang(ctx: Ctx, base: Status, o: { replicas: number; delayMs: number; reason: string; message: string; countsAsFailure: boolean; eventType: 'Normal' | 'Warning' }): ReconcileResult {
+function restartGang(
+  ctx: Ctx,
+  base: Status,
+  o: { replicas: number; delayMs: number; reason: string; message: string; countsAsFailure: boolean; eventType: 'Normal' | 'Warning' },
+): ReconcileResult {
   const status: Status = {
     ...base,
     phase: 'Restarting',
@@ -486,7 +543,14 @@ interface Failure {
 }
 
 function describeFailure(f: Failure): string {
-  const what = f.kind === 'Evicted' ? 'was evicted' : f.kind === 'Deleted' ? 'was deleted while running' : f.exitCode === undefined ? 'failed' : `exited with code ${f.exitCode}`;
+  const what =
+    f.kind === 'Evicted'
+      ? 'was evicted'
+      : f.kind === 'Deleted'
+        ? 'was deleted while running'
+        : f.exitCode === undefined
+          ? 'failed'
+          : `exited with code ${f.exitCode}`;
   return `replica ${f.pod} ${what}${f.detail === undefined || f.detail === '' ? '' : ` (${f.detail})`}`;
 }
 
@@ -498,7 +562,12 @@ function failures(ctx: Ctx, current: readonly PodObject[], replicas: number): Fa
     if (phaseOf(p) === 'Failed') {
       const evicted = p.status?.reason === 'Evicted';
       const code = exitCodeOf(p);
-      out.push({ pod: name, kind: evicted ? 'Evicted' : 'Failed', ...(code === undefined || evicted ? {} : { exitCode: code }), ...(p.status?.message === undefined ? {} : { detail: p.status.message }) });
+      out.push({
+        pod: name,
+        kind: evicted ? 'Evicted' : 'Failed',
+        ...(code === undefined || evicted ? {} : { exitCode: code }),
+        ...(p.status?.message === undefined ? {} : { detail: p.status.message }),
+      });
     } else if (isTerminating(p) && phaseOf(p) === 'Running') {
       out.push({ pod: name, kind: 'Deleted' });
     }
@@ -518,7 +587,9 @@ function plannedEviction(ctx: Ctx): { readonly reason: string; readonly message:
   if (raw === undefined) return undefined;
   try {
     const v = JSON.parse(raw) as { attempt?: unknown; reason?: unknown; message?: unknown };
-    return v.attempt === ctx.attempt ? { reason: typeof v.reason === 'string' ? v.reason : 'Evicted', message: typeof v.message === 'string' ? v.message : '' } : undefined;
+    return v.attempt === ctx.attempt
+      ? { reason: typeof v.reason === 'string' ? v.reason : 'Evicted', message: typeof v.message === 'string' ? v.message : '' }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -531,7 +602,14 @@ function onFailure(ctx: Ctx, base: Status, fs: readonly Failure[]): ReconcileRes
   const planned = fs.every((f) => f.kind === 'Deleted') ? plannedEviction(ctx) : undefined;
   if (planned !== undefined) {
     const replicas = ctx.st.currentReplicas ?? sizes(ctx.spec).target;
-    return restartGang(ctx, base, { replicas, delayMs: 0, reason: 'GangMoved', message: `SITS evicted the gang to move it (${planned.reason}: ${planned.message}); restarting it whole, not counted against backoffLimit`, countsAsFailure: false, eventType: 'Normal' });
+    return restartGang(ctx, base, {
+      replicas,
+      delayMs: 0,
+      reason: 'GangMoved',
+      message: `SITS evicted the gang to move it (${planned.reason}: ${planned.message}); restarting it whole, not counted against backoffLimit`,
+      countsAsFailure: false,
+      eventType: 'Normal',
+    });
   }
   const reason = first.kind === 'Evicted' ? 'ReplicaEvicted' : first.kind === 'Deleted' ? 'ReplicaDeleted' : 'ReplicaFailed';
   const policy = ctx.spec.restartPolicy;
@@ -568,10 +646,24 @@ function active(ctx: Ctx): ReconcileResult {
   if (current.length === k && current.every((p) => phaseOf(p) === 'Succeeded')) return succeed(ctx, { ...base, ...summary(ctx, current, k) });
 
   if (k > target) {
-    return restartGang(ctx, base, { replicas: target, delayMs: 0, reason: 'ScaledDown', message: `spec.replicas is ${target}: restarting the gang with ${target} replicas (was ${k})`, countsAsFailure: false, eventType: 'Normal' });
+    return restartGang(ctx, base, {
+      replicas: target,
+      delayMs: 0,
+      reason: 'ScaledDown',
+      message: `spec.replicas is ${target}: restarting the gang with ${target} replicas (was ${k})`,
+      countsAsFailure: false,
+      eventType: 'Normal',
+    });
   }
   if (k < min) {
-    return restartGang(ctx, base, { replicas: target, delayMs: 0, reason: 'ScaledUp', message: `the gang must have at least ${min} replicas: restarting it with ${target} (was ${k})`, countsAsFailure: false, eventType: 'Normal' });
+    return restartGang(ctx, base, {
+      replicas: target,
+      delayMs: 0,
+      reason: 'ScaledUp',
+      message: `the gang must have at least ${min} replicas: restarting it with ${target} (was ${k})`,
+      countsAsFailure: false,
+      eventType: 'Normal',
+    });
   }
 
   const actions: Action[] = [...deletePods(stale), ...ensureService(ctx), ...ensurePodGroup(ctx, gangMinimum(ctx, k))];
@@ -579,7 +671,12 @@ function active(ctx: Ctx): ReconcileResult {
     const have = new Set(current.map(rankOf));
     const from = ctx.st.checkpoint?.restoredFrom;
     const restore = from !== undefined && from.attempt === ctx.attempt ? { snapshotName: from.snapshotName, step: from.step } : undefined;
-    for (let rank = 0; rank < k; rank++) if (!have.has(rank)) actions.push({ kind: 'createPod', pod: replicaPod(ctx.job, { rank, replicas: k, attempt: ctx.attempt, ...(restore === undefined ? {} : { restore }) }, ctx.cfg) });
+    for (let rank = 0; rank < k; rank++)
+      if (!have.has(rank))
+        actions.push({
+          kind: 'createPod',
+          pod: replicaPod(ctx.job, { rank, replicas: k, attempt: ctx.attempt, ...(restore === undefined ? {} : { restore }) }, ctx.cfg),
+        });
   }
 
   const status: Status = { ...base, ...summary(ctx, current, k) };
@@ -591,10 +688,25 @@ function active(ctx: Ctx): ReconcileResult {
     const running = current.every((p) => phaseOf(p) === 'Running' || phaseOf(p) === 'Succeeded');
     status.phase = running ? 'Running' : 'Scheduling';
     const nodes = status.nodes ?? [];
-    status.conditions = cond(ctx, base.conditions, { type: 'Scheduled', status: 'True', reason: 'AllReplicasBound', message: `${k} replicas bound to ${nodes.length} node(s): ${nodes.join(', ')}` });
+    status.conditions = cond(ctx, base.conditions, {
+      type: 'Scheduled',
+      status: 'True',
+      reason: 'AllReplicasBound',
+      message: `${k} replicas bound to ${nodes.length} node(s): ${nodes.join(', ')}`,
+    });
     status.conditions = running
-      ? cond(ctx, status.conditions, { type: 'Running', status: 'True', reason: 'AllReplicasRunning', message: `${k} replicas running, WORLD_SIZE ${k * ctx.nproc}` })
-      : condIfPresent(ctx, status.conditions, { type: 'Running', status: 'False', reason: 'ContainersStarting', message: 'waiting for every replica to start' });
+      ? cond(ctx, status.conditions, {
+          type: 'Running',
+          status: 'True',
+          reason: 'AllReplicasRunning',
+          message: `${k} replicas running, WORLD_SIZE ${k * ctx.nproc}`,
+        })
+      : condIfPresent(ctx, status.conditions, {
+          type: 'Running',
+          status: 'False',
+          reason: 'ContainersStarting',
+          message: 'waiting for every replica to start',
+        });
   } else {
     const unsched = unbound.filter(isUnschedulable);
     const why = unbound.map(schedulerMessage).find((m) => m !== undefined && m !== '');
@@ -637,7 +749,12 @@ function active(ctx: Ctx): ReconcileResult {
       reason: unsched.length > 0 ? 'Unschedulable' : 'WaitingForScheduler',
       message: unsched.length > 0 && why !== undefined ? why : `${bound.length} of ${k} replicas bound; waiting for the scheduler`,
     });
-    status.conditions = condIfPresent(ctx, status.conditions, { type: 'Running', status: 'False', reason: unsched.length > 0 ? 'Unschedulable' : 'Scheduling', message: 'waiting for every replica to be placed' });
+    status.conditions = condIfPresent(ctx, status.conditions, {
+      type: 'Running',
+      status: 'False',
+      reason: unsched.length > 0 ? 'Unschedulable' : 'Scheduling',
+      message: 'waiting for every replica to be placed',
+    });
   }
 
   // Elastic growth: probes ask the scheduler whether more replicas fit; otherwise none should exist.

@@ -11,7 +11,10 @@ import { reconcileTrainingJob } from './reconcile.ts';
 
 export const T0 = Date.parse('2026-11-29T10:00:00Z');
 
-export function makeJob(spec: Record<string, unknown>, opts: { name?: string; status?: Record<string, unknown>; finalizer?: boolean; deleting?: boolean } = {}): TrainingJobObject {
+export function makeJob(
+  spec: Record<string, unknown>,
+  opts: { name?: string; status?: Record<string, unknown>; finalizer?: boolean; deleting?: boolean } = {},
+): TrainingJobObject {
   const manifest = {
     apiVersion: API_GROUP_VERSION,
     kind: KIND.trainingJob,
@@ -65,7 +68,14 @@ export class FakeCluster {
 
   observe(lastErrors?: Parameters<typeof reconcileTrainingJob>[0]['lastErrors']): ReconcileResult {
     return reconcileTrainingJob(
-      { job: this.job, pods: [...this.pods.values()], services: [...this.services.values()], podGroups: [...this.groups.values()], nowMs: this.now, ...(lastErrors === undefined ? {} : { lastErrors }) },
+      {
+        job: this.job,
+        pods: [...this.pods.values()],
+        services: [...this.services.values()],
+        podGroups: [...this.groups.values()],
+        nowMs: this.now,
+        ...(lastErrors === undefined ? {} : { lastErrors }),
+      },
       this.cfg,
     );
   }
@@ -105,10 +115,14 @@ export class FakeCluster {
         this.job = { ...this.job, metadata: { ...this.job.metadata, finalizers: [...(this.job.metadata.finalizers ?? []), FINALIZER.trainingJobCleanup] } };
         return;
       case 'removeFinalizer':
-        this.job = { ...this.job, metadata: { ...this.job.metadata, finalizers: (this.job.metadata.finalizers ?? []).filter((f) => f !== FINALIZER.trainingJobCleanup) } };
+        this.job = {
+          ...this.job,
+          metadata: { ...this.job.metadata, finalizers: (this.job.metadata.finalizers ?? []).filter((f) => f !== FINALIZER.trainingJobCleanup) },
+        };
         return;
       case 'createPod':
-        if (!this.pods.has(a.pod.metadata.name ?? '')) this.pods.set(a.pod.metadata.name ?? '', { ...a.pod, metadata: meta(a.pod.metadata), status: { phase: 'Pending' } });
+        if (!this.pods.has(a.pod.metadata.name ?? ''))
+          this.pods.set(a.pod.metadata.name ?? '', { ...a.pod, metadata: meta(a.pod.metadata), status: { phase: 'Pending' } });
         return;
       case 'deletePod':
         this.pods.delete(a.name);
@@ -121,7 +135,12 @@ export class FakeCluster {
         return;
       case 'applyPodGroup': {
         const old = this.groups.get(a.podGroup.metadata.name ?? '');
-        this.groups.set(a.podGroup.metadata.name ?? '', old === undefined ? { ...a.podGroup, metadata: meta(a.podGroup.metadata) } : { ...old, ...(a.podGroup.spec === undefined ? {} : { spec: a.podGroup.spec }) });
+        this.groups.set(
+          a.podGroup.metadata.name ?? '',
+          old === undefined
+            ? { ...a.podGroup, metadata: meta(a.podGroup.metadata) }
+            : { ...old, ...(a.podGroup.spec === undefined ? {} : { spec: a.podGroup.spec }) },
+        );
         return;
       }
       case 'deletePodGroup':
@@ -140,7 +159,8 @@ export class FakeCluster {
   setPod(name: string, s: PodState): void {
     const p = this.pods.get(name);
     if (p === undefined) throw new Error(`no pod ${name}`);
-    const conditions: PodCondition[] = s.unschedulable === undefined ? [] : [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: s.unschedulable }];
+    const conditions: PodCondition[] =
+      s.unschedulable === undefined ? [] : [{ type: 'PodScheduled', status: 'False', reason: 'Unschedulable', message: s.unschedulable }];
     if (s.phase === 'Running') conditions.push({ type: 'Ready', status: 'True' });
     const phase = s.phase ?? (s.node === undefined ? 'Pending' : 'Pending');
     this.pods.set(name, {
@@ -157,7 +177,9 @@ export class FakeCluster {
         conditions,
         ...(s.reason === undefined ? {} : { reason: s.reason }),
         ...(phase === 'Pending' ? {} : { startTime: new Date(s.startTime ?? this.now).toISOString() }),
-        ...(s.exitCode === undefined ? {} : { containerStatuses: [{ name: p.spec?.containers[0]?.name ?? 'trainer', state: { terminated: { exitCode: s.exitCode } } }] }),
+        ...(s.exitCode === undefined
+          ? {}
+          : { containerStatuses: [{ name: p.spec?.containers[0]?.name ?? 'trainer', state: { terminated: { exitCode: s.exitCode } } }] }),
       },
     });
   }
@@ -169,7 +191,9 @@ export class FakeCluster {
   }
 
   replicaPods(): PodObject[] {
-    return [...this.pods.values()].filter((p) => p.metadata.labels?.[LABEL.role] === 'replica').sort((a, b) => Number(a.metadata.labels?.[LABEL.rank]) - Number(b.metadata.labels?.[LABEL.rank]));
+    return [...this.pods.values()]
+      .filter((p) => p.metadata.labels?.[LABEL.role] === 'replica')
+      .sort((a, b) => Number(a.metadata.labels?.[LABEL.rank]) - Number(b.metadata.labels?.[LABEL.rank]));
   }
 
   probePods(): PodObject[] {
@@ -182,6 +206,7 @@ export class FakeCluster {
   }
 }
 
-export const envOf = (p: PodObject | undefined): Record<string, string> => Object.fromEntries((p?.spec?.containers.find((c) => c.name === 'trainer')?.env ?? p?.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
+export const envOf = (p: PodObject | undefined): Record<string, string> =>
+  Object.fromEntries((p?.spec?.containers.find((c) => c.name === 'trainer')?.env ?? p?.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value ?? '']));
 export const kinds = (r: ReconcileResult): string[] => r.actions.map((a) => a.kind);
 export const condition = (job: TrainingJobObject, type: string) => job.status?.conditions?.find((c) => c.type === type);

@@ -15,7 +15,18 @@ import { seededRng } from '../ports.ts';
 function cluster(nodes: number): Scheduler {
   const s = NODE_SHAPES['dgx-h100'];
   if (s === undefined) throw new Error('shape');
-  const specs: NodeSpec[] = Array.from({ length: nodes }, (_, i) => ({ name: `n${i}`, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: 110, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r0' }, labels: {}, taints: [], unschedulable: false }));
+  const specs: NodeSpec[] = Array.from({ length: nodes }, (_, i) => ({
+    name: `n${i}`,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: 110,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r0' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  }));
   const p = resolveProfile('sits', { typicalShapes: [] });
   if (!p.ok) throw new Error('profile');
   return new Scheduler(p.value, new ClusterState(specs), seededRng(1));
@@ -23,7 +34,14 @@ function cluster(nodes: number): Scheduler {
 
 function job(id: string, gpus: number, priority = 0, node?: 'node'): QueuedJob {
   const members = [makePod(`${id}-0`, { gpuCount: gpus, cpuMilli: 1000, memoryMiB: 1024 }, { gang: id, queue: 'q', priority })];
-  return { id, queue: 'q', priority, arrivalMs: 0, gang: { name: id, minMember: 1, members, topology: node === undefined ? {} : { required: node }, priority, queue: 'q' }, estRuntimeMs: 3_600_000 };
+  return {
+    id,
+    queue: 'q',
+    priority,
+    arrivalMs: 0,
+    gang: { name: id, minMember: 1, members, topology: node === undefined ? {} : { required: node }, priority, queue: 'q' },
+    estRuntimeMs: 3_600_000,
+  };
 }
 
 /** Places `j` on node `on` and returns its RunningJob. */
@@ -35,7 +53,17 @@ function run(s: Scheduler, j: QueuedJob, on: string, extra: Partial<RunningJob> 
   const gpus: number[] = [];
   for (let g = 0; g < n.gpuFree.length && gpus.length < pod.request.gpuCount; g++) if (n.gpuFree[g] === 1000) gpus.push(g);
   s.state.allocate({ podId: pod.id, node: on, gpus, gpuMilli: 1000, cpuMilli: 1000, memoryMiB: 1024, priority: j.priority, queue: j.queue });
-  return { id: j.id, queue: j.queue, priority: j.priority, startMs: 0, estEndMs: 86_400_000, podIds: [pod.id], resources: { gpuMilli: pod.request.gpuCount * 1000, cpuMilli: 1000, memoryMiB: 1024 }, preemptible: true, ...extra };
+  return {
+    id: j.id,
+    queue: j.queue,
+    priority: j.priority,
+    startMs: 0,
+    estEndMs: 86_400_000,
+    podIds: [pod.id],
+    resources: { gpuMilli: pod.request.gpuCount * 1000, cpuMilli: 1000, memoryMiB: 1024 },
+    preemptible: true,
+    ...extra,
+  };
 }
 
 const Q: ReadonlyMap<string, QueueSpec> = new Map([['q', makeQueue('q')]]);
@@ -44,7 +72,16 @@ const cyc = (s: Scheduler, pending: QueuedJob[], running: RunningJob[], aware: b
   runCycle({ nowMs, scheduler: s, queues: Q, pending, running: new Map(running.map((r) => [r.id, r])), options: { checkpointAware: aware, minRuntimeMs: 0 } });
 
 describe('checkpoint step of a victim', () => {
-  const base: RunningJob = { id: 'v', queue: 'q', priority: 0, startMs: 0, estEndMs: 1e9, podIds: ['v-0'], resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true };
+  const base: RunningJob = {
+    id: 'v',
+    queue: 'q',
+    priority: 0,
+    startMs: 0,
+    estEndMs: 1e9,
+    podIds: ['v-0'],
+    resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 },
+    preemptible: true,
+  };
   it('goes request → pending → ready on commit, or ready when the grace runs out', () => {
     expect(checkpointStep(base, NOW, 300_000)).toBe('ready');
     const c = { ...base, checkpointable: true };
@@ -79,11 +116,19 @@ describe('checkpoint-aware preemption in the queue cycle', () => {
     const setup = (): { s: Scheduler; running: RunningJob[] } => {
       const s = cluster(2);
       // big never checkpointed (counts from its start); the small ones checkpointed a minute ago.
-      const running = [run(s, job('big', 8), 'n0'), run(s, job('sa', 4), 'n1', { lastCheckpointMs: NOW - 60_000 }), run(s, job('sb', 4), 'n1', { lastCheckpointMs: NOW - 60_000 })];
+      const running = [
+        run(s, job('big', 8), 'n0'),
+        run(s, job('sa', 4), 'n1', { lastCheckpointMs: NOW - 60_000 }),
+        run(s, job('sb', 4), 'n1', { lastCheckpointMs: NOW - 60_000 }),
+      ];
       return { s, running };
     };
     const a = setup();
-    expect(cyc(a.s, [job('u', 8, 10, 'node')], a.running, true).preempted.map((p) => p.victim.id).sort()).toEqual(['sa', 'sb']);
+    expect(
+      cyc(a.s, [job('u', 8, 10, 'node')], a.running, true)
+        .preempted.map((p) => p.victim.id)
+        .sort(),
+    ).toEqual(['sa', 'sb']);
     const b = setup();
     expect(cyc(b.s, [job('u', 8, 10, 'node')], b.running, false).preempted.map((p) => p.victim.id)).toEqual(['big']);
   });
@@ -178,7 +223,13 @@ describe('defragmentation by migration', () => {
   it('a move that would redo work costs that work (a job that cannot checkpoint)', () => {
     const { s, a, b } = fragmented();
     const plain = { ...a, checkpointable: false, lastCheckpointMs: NOW - 3_600_000 };
-    const plan = planMigration({ nowMs: NOW, scheduler: s, job: job('g', 8), movable: [plain, b].map((r) => ({ job: r, gang: gangOf(r) })), expectedStartMs: 86_400_000 });
+    const plan = planMigration({
+      nowMs: NOW,
+      scheduler: s,
+      job: job('g', 8),
+      movable: [plain, b].map((r) => ({ job: r, gang: gangOf(r) })),
+      expectedStartMs: 86_400_000,
+    });
     // b (checkpointable) is the cheaper move; a would redo 4 GPU × 1 h.
     expect(plan?.moves.map((m) => m.job.id)).toEqual(['b']);
   });

@@ -62,13 +62,46 @@ describe('queue cycle: preemptionPolicy Never binds pods outside any Queue only'
     if (shape === undefined) throw new Error('shape');
     const p = resolveProfile('sits', { typicalShapes: [] });
     if (!p.ok) throw new Error('profile');
-    const s = new Scheduler(p.value, new ClusterState([{ name: 'n0', cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: 110, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false }]), seededRng(1));
+    const s = new Scheduler(
+      p.value,
+      new ClusterState([
+        {
+          name: 'n0',
+          cpuMilli: shape.cpuMilli,
+          memoryMiB: shape.memoryMiB,
+          maxPods: 110,
+          gpus: shape.gpus,
+          topology: shape.topology,
+          location: { zone: 'z', block: 'b', rack: 'r' },
+          labels: {},
+          taints: [],
+          unschedulable: false,
+        },
+      ]),
+      seededRng(1),
+    );
     const lowPod = makePod('low-0', { gpuCount: 8 }, { gang: 'low', queue: 'team' });
     const placed = s.scheduleGang({ name: 'low', minMember: 1, members: [lowPod], topology: {}, priority: 0, queue: 'team' });
     if (!placed.ok) throw new Error('place');
-    const low: RunningJob = { id: 'low', queue: 'team', priority: 0, startMs: 0, estEndMs: 1e9, podIds: ['low-0'], resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 }, preemptible: true };
+    const low: RunningJob = {
+      id: 'low',
+      queue: 'team',
+      priority: 0,
+      startMs: 0,
+      estEndMs: 1e9,
+      podIds: ['low-0'],
+      resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 },
+      preemptible: true,
+    };
     const pod = makePod('urgent-0', { gpuCount: 8 }, { gang: 'urgent', queue: 'team', priority: 100, preemptionPolicy: 'Never' });
-    const urgent: QueuedJob = { id: 'urgent', queue: 'team', priority: 100, arrivalMs: 0, gang: { name: 'urgent', minMember: 1, members: [pod], topology: {}, priority: 100, queue: 'team' }, estRuntimeMs: 1000 };
+    const urgent: QueuedJob = {
+      id: 'urgent',
+      queue: 'team',
+      priority: 100,
+      arrivalMs: 0,
+      gang: { name: 'urgent', minMember: 1, members: [pod], topology: {}, priority: 100, queue: 'team' },
+      estRuntimeMs: 1000,
+    };
     return { s, low, urgent };
   };
   it('outside any Queue it waits and says why', () => {
@@ -90,15 +123,56 @@ describe('queue cycle: budgets given as a function', () => {
     if (shape === undefined) throw new Error('shape');
     const p = resolveProfile('sits', { typicalShapes: [] });
     if (!p.ok) throw new Error('profile');
-    const node = (name: string) => ({ name, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: 110, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false });
+    const node = (name: string) => ({
+      name,
+      cpuMilli: shape.cpuMilli,
+      memoryMiB: shape.memoryMiB,
+      maxPods: 110,
+      gpus: shape.gpus,
+      topology: shape.topology,
+      location: { zone: 'z', block: 'b', rack: 'r' },
+      labels: {},
+      taints: [],
+      unschedulable: false,
+    });
     const s = new Scheduler(p.value, new ClusterState([node('n0'), node('n1')]), seededRng(1));
     const running = new Map<string, RunningJob>();
     for (const id of ['db', 'web']) {
-      const placed = s.scheduleGang({ name: id, minMember: 1, members: [makePod(`${id}-0`, { gpuCount: 8 }, { gang: id })], topology: {}, priority: 0, queue: 'default' });
+      const placed = s.scheduleGang({
+        name: id,
+        minMember: 1,
+        members: [makePod(`${id}-0`, { gpuCount: 8 }, { gang: id })],
+        topology: {},
+        priority: 0,
+        queue: 'default',
+      });
       if (!placed.ok) throw new Error('place');
-      running.set(id, { id, queue: 'default', priority: id === 'db' ? 0 : 5, startMs: 0, estEndMs: 1e9, podIds: [`${id}-0`], resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 }, preemptible: true });
+      running.set(id, {
+        id,
+        queue: 'default',
+        priority: id === 'db' ? 0 : 5,
+        startMs: 0,
+        estEndMs: 1e9,
+        podIds: [`${id}-0`],
+        resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 },
+        preemptible: true,
+      });
     }
-    const job = (id: string, gpus: number): QueuedJob => ({ id, queue: 'default', priority: 100, arrivalMs: 0, gang: { name: id, minMember: 1, members: [makePod(`${id}-0`, { gpuCount: gpus }, { gang: id, priority: 100 })], topology: {}, priority: 100, queue: 'default' }, estRuntimeMs: 1000 });
+    const job = (id: string, gpus: number): QueuedJob => ({
+      id,
+      queue: 'default',
+      priority: 100,
+      arrivalMs: 0,
+      gang: {
+        name: id,
+        minMember: 1,
+        members: [makePod(`${id}-0`, { gpuCount: gpus }, { gang: id, priority: 100 })],
+        topology: {},
+        priority: 100,
+        queue: 'default',
+      },
+      estRuntimeMs: 1000,
+    });
     let calls = 0;
     const budgets = (): DisruptionBudget[] => {
       calls++;

@@ -61,7 +61,11 @@ export function lessCost(a: PreemptionCost, b: PreemptionCost): boolean {
 }
 
 /** Disruptions a budget allows (kube's disruption controller): healthy pods above the desired healthy count, never below 0. */
-export function disruptionsAllowed(spec: { readonly minAvailable?: number | string; readonly maxUnavailable?: number | string }, expectedPods: number, healthyPods: number): number {
+export function disruptionsAllowed(
+  spec: { readonly minAvailable?: number | string; readonly maxUnavailable?: number | string },
+  expectedPods: number,
+  healthyPods: number,
+): number {
   // kube rounds percentages up for both fields (GetScaledValueFromIntOrPercent(..., true)).
   const scaled = (v: number | string): number => (typeof v === 'number' ? v : Math.ceil((Number(v.replace(/%$/, '')) * expectedPods) / 100));
   let desiredHealthy: number;

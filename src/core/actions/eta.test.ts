@@ -9,7 +9,18 @@ import { makeQueue } from '../queue/model.ts';
 import { seededRng } from '../ports.ts';
 
 const shape = NODE_SHAPES['dgx-h100'] as NonNullable<(typeof NODE_SHAPES)['dgx-h100']>;
-const specs = [0, 1].map((i) => ({ name: `n${i}`, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: 110, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false }));
+const specs = [0, 1].map((i) => ({
+  name: `n${i}`,
+  cpuMilli: shape.cpuMilli,
+  memoryMiB: shape.memoryMiB,
+  maxPods: 110,
+  gpus: shape.gpus,
+  topology: shape.topology,
+  location: { zone: 'z', block: 'b', rack: 'r' },
+  labels: {},
+  taints: [],
+  unschedulable: false,
+}));
 const profile = (): ReturnType<typeof resolveProfile> => resolveProfile('sits', { typicalShapes: [] });
 
 function job(id: string, gpus: number, runtimeMs: number, arrivalMs: number, queue = 'q'): QueuedJob {
@@ -23,9 +34,21 @@ const H = 3_600_000;
 function fullCluster(end1: number, end2: number, queue = 'q'): { state: ClusterState; running: Map<string, RunningJob> } {
   const state = new ClusterState(specs);
   const running = new Map<string, RunningJob>();
-  for (const [id, node, end] of [['r1', 'n0', end1], ['r2', 'n1', end2]] as const) {
+  for (const [id, node, end] of [
+    ['r1', 'n0', end1],
+    ['r2', 'n1', end2],
+  ] as const) {
     state.allocate({ podId: `${id}-0`, node, gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue });
-    running.set(id, { id, queue, priority: 0, startMs: 0, estEndMs: end, podIds: [`${id}-0`], resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true });
+    running.set(id, {
+      id,
+      queue,
+      priority: 0,
+      startMs: 0,
+      estEndMs: end,
+      podIds: [`${id}-0`],
+      resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 },
+      preemptible: true,
+    });
   }
   return { state, running };
 }
@@ -37,12 +60,44 @@ describe('estimateStarts', () => {
     state.allocate({ podId: 'r1-0', node: 'n0', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
     state.allocate({ podId: 'r2-0', node: 'n1', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
     const running = new Map<string, RunningJob>([
-      ['r1', { id: 'r1', queue: 'q', priority: 0, startMs: 0, estEndMs: 1 * H, podIds: ['r1-0'], resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true }],
-      ['r2', { id: 'r2', queue: 'q', priority: 0, startMs: 0, estEndMs: 3 * H, podIds: ['r2-0'], resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true }],
+      [
+        'r1',
+        {
+          id: 'r1',
+          queue: 'q',
+          priority: 0,
+          startMs: 0,
+          estEndMs: 1 * H,
+          podIds: ['r1-0'],
+          resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 },
+          preemptible: true,
+        },
+      ],
+      [
+        'r2',
+        {
+          id: 'r2',
+          queue: 'q',
+          priority: 0,
+          startMs: 0,
+          estEndMs: 3 * H,
+          podIds: ['r2-0'],
+          resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 },
+          preemptible: true,
+        },
+      ],
     ]);
     const p = profile();
     if (!p.ok) throw new Error('profile');
-    const eta = estimateStarts({ nowMs: 0, state, profile: p.value, rng: seededRng(7), queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, 4 * H, 1), job('b', 8, H, 2), job('c', 4, H, 3)], running });
+    const eta = estimateStarts({
+      nowMs: 0,
+      state,
+      profile: p.value,
+      rng: seededRng(7),
+      queues: new Map([['q', makeQueue('q')]]),
+      pending: [job('a', 8, 4 * H, 1), job('b', 8, H, 2), job('c', 4, H, 3)],
+      running,
+    });
     expect(eta.get('a')).toBe(1 * H); // n0 frees at 1 h
     expect(eta.get('b')).toBe(3 * H); // n1 frees at 3 h
     expect(eta.get('c')).toBe(4 * H); // after b ends (a runs until 5 h)
@@ -54,12 +109,32 @@ describe('estimateStarts', () => {
     const { state, running } = fullCluster(H + 10_000, 3 * H);
     const p = profile();
     if (!p.ok) throw new Error('profile');
-    const eta = estimateStarts({ nowMs: 0, state, profile: p.value, rng: seededRng(7), queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, H, 1)], running, cadence: { nextMs: 30_000, everyMs: 60_000 } });
+    const eta = estimateStarts({
+      nowMs: 0,
+      state,
+      profile: p.value,
+      rng: seededRng(7),
+      queues: new Map([['q', makeQueue('q')]]),
+      pending: [job('a', 8, H, 1)],
+      running,
+      cadence: { nextMs: 30_000, everyMs: 60_000 },
+    });
     // Cycles at 30 s + k·60 s: the first one after 1 h 10 s is 30 s + 60·60 s = 1 h 30 s.
     expect(eta.get('a')).toBe(H + 30_000);
     // The first cycle is the next one, not now: a job that fits now starts at 30 s.
     const free = new ClusterState(specs);
-    expect(estimateStarts({ nowMs: 0, state: free, profile: p.value, rng: seededRng(7), queues: new Map([['q', makeQueue('q')]]), pending: [job('a', 8, H, 1)], running: new Map(), cadence: { nextMs: 30_000, everyMs: 60_000 } }).get('a')).toBe(30_000);
+    expect(
+      estimateStarts({
+        nowMs: 0,
+        state: free,
+        profile: p.value,
+        rng: seededRng(7),
+        queues: new Map([['q', makeQueue('q')]]),
+        pending: [job('a', 8, H, 1)],
+        running: new Map(),
+        cadence: { nextMs: 30_000, everyMs: 60_000 },
+      }).get('a'),
+    ).toBe(30_000);
   });
 
   it('a forecast arrival of a queue under its fair share goes first', () => {
@@ -67,7 +142,10 @@ describe('estimateStarts', () => {
     const { state, running } = fullCluster(H, 2 * H, 'a');
     const p = profile();
     if (!p.ok) throw new Error('profile');
-    const queues = new Map([['a', makeQueue('a')], ['b', makeQueue('b')]]);
+    const queues = new Map([
+      ['a', makeQueue('a')],
+      ['b', makeQueue('b')],
+    ]);
     const base = { nowMs: 0, state, profile: p.value, rng: seededRng(7), queues, pending: [job('x', 8, H, 1, 'a')], running, options: { preemption: false } };
     expect(estimateStarts(base).get('x')).toBe(H);
     // b is expected to submit an 8-GPU job at 30 min: at 1 h b (share 0) goes before a (share ½).
@@ -80,10 +158,22 @@ describe('estimateStarts', () => {
     const { state, running } = fullCluster(3 * H, 2 * H, 'a');
     const p = profile();
     if (!p.ok) throw new Error('profile');
-    const queues = new Map([['a', makeQueue('a')], ['b', makeQueue('b')]]);
+    const queues = new Map([
+      ['a', makeQueue('a')],
+      ['b', makeQueue('b')],
+    ]);
     // At 30 min y (queue b, under its share) reclaims r1 (r1 and r2 cost the same; the first one is taken)
     // and runs 1 h.
-    const base = { nowMs: 0, state, profile: p.value, rng: seededRng(7), queues, pending: [job('x', 8, H, 1, 'a')], running, arrivals: [job('forecast/b/1', 8, H, 0.5 * H, 'b')] };
+    const base = {
+      nowMs: 0,
+      state,
+      profile: p.value,
+      rng: seededRng(7),
+      queues,
+      pending: [job('x', 8, H, 1, 'a')],
+      running,
+      arrivals: [job('forecast/b/1', 8, H, 0.5 * H, 'b')],
+    };
     const dropped = estimateStarts(base).get('x') as number;
     const requeued = estimateStarts({ ...base, requeue: (v) => job(v.id, 8, v.estEndMs - v.startMs, 0, v.queue) }).get('x') as number;
     // Dropped victim: x takes the GPUs y frees at 1.5 h. Requeued victim (submitted at 0, before x) goes
@@ -112,7 +202,18 @@ describe('estimateStarts with checkpoint-aware preemption (ADR 0093)', () => {
     const run = (checkpointMs?: (v: RunningJob) => number): number | undefined => {
       const { state, running } = fullCluster(100 * H, 100 * H);
       for (const [id, r] of running) running.set(id, { ...r, checkpointable: true });
-      return estimateStarts({ nowMs: 2 * H, state, profile: p.value, rng: seededRng(1), queues: new Map([['q', makeQueue('q')]]), pending: [urgent], running, options: { checkpointAware: true, minRuntimeMs: 0 }, untilStarted: 'u', ...(checkpointMs === undefined ? {} : { checkpointMs }) }).get('u');
+      return estimateStarts({
+        nowMs: 2 * H,
+        state,
+        profile: p.value,
+        rng: seededRng(1),
+        queues: new Map([['q', makeQueue('q')]]),
+        pending: [urgent],
+        running,
+        options: { checkpointAware: true, minRuntimeMs: 0 },
+        untilStarted: 'u',
+        ...(checkpointMs === undefined ? {} : { checkpointMs }),
+      }).get('u');
     };
     expect(run(() => 89_000)).toBe(2 * H + 89_000);
     expect(run()).toBe(2 * H + 300_000);

@@ -80,7 +80,8 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
   const eta = new Map<string, number>();
   const horizon = input.nowMs + (input.horizonMs ?? 7 * 86_400_000);
   const c = input.cadence;
-  const grid = (t: number): number => (c === undefined || t <= c.nextMs ? Math.max(t, c?.nextMs ?? t) : c.nextMs + Math.ceil((t - c.nextMs) / c.everyMs) * c.everyMs);
+  const grid = (t: number): number =>
+    c === undefined || t <= c.nextMs ? Math.max(t, c?.nextMs ?? t) : c.nextMs + Math.ceil((t - c.nextMs) / c.everyMs) * c.everyMs;
   // Moving the clock: running jobs that end by then release their GPUs, forecast arrivals join their queues.
   const admit = (to: number): void => {
     while (nextArrival < arrivals.length && (arrivals[nextArrival] as QueuedJob).arrivalMs <= to) pending.push(arrivals[nextArrival++] as QueuedJob);

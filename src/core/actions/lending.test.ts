@@ -2,7 +2,17 @@ import { describe, expect, it } from 'vitest';
 import { giveBackWorkers, planLend, type Borrower, type Lender } from './lending.ts';
 
 const svc = (b: Partial<Borrower> = {}): Borrower => ({ id: 'svc', queue: 'serving', priority: 100, gpus: 1, reclaim: 'Any', ...b });
-const job = (l: Partial<Lender> = {}): Lender => ({ id: 'job', queue: 'serving', priority: 0, workers: 4, minWorkers: 2, gpusPerWorker: 1, preemptible: false, checkpoints: true, ...l });
+const job = (l: Partial<Lender> = {}): Lender => ({
+  id: 'job',
+  queue: 'serving',
+  priority: 0,
+  workers: 4,
+  minWorkers: 2,
+  gpusPerWorker: 1,
+  preemptible: false,
+  checkpoints: true,
+  ...l,
+});
 
 describe('planLend', () => {
   it('takes whole workers, at the checkpoint boundary unless the job is preemptible', () => {
@@ -21,7 +31,10 @@ describe('planLend', () => {
   it('queues decide across queues: reclaimWithinCohort of the borrower, guaranteed GPUs of the lender', () => {
     const other = job({ queue: 'research' });
     expect(planLend(svc({ reclaim: 'Never' }), [other])).toMatchObject({ ok: false, refusals: [{ code: 'QueueNoReclaim' }] });
-    expect(planLend(svc({ reclaim: 'LowerPriority' }), [job({ queue: 'research', priority: 100 })])).toMatchObject({ ok: false, refusals: [{ code: 'QueueNoReclaim' }] });
+    expect(planLend(svc({ reclaim: 'LowerPriority' }), [job({ queue: 'research', priority: 100 })])).toMatchObject({
+      ok: false,
+      refusals: [{ code: 'QueueNoReclaim' }],
+    });
     expect(planLend(svc({ reclaim: 'LowerPriority' }), [other]).ok).toBe(true);
     expect(planLend(svc(), [job({ queue: 'research', queueLendableGpus: 0 })])).toMatchObject({ ok: false, refusals: [{ code: 'QueueGuaranteed' }] });
     // Within one queue the queue's guarantee is not at stake (the GPUs stay in the queue).
@@ -41,7 +54,8 @@ describe('planLend', () => {
     expect(pick([job({ id: 'b' }), job({ id: 'a' })])).toBe('a');
     const none = planLend(svc({ gpus: 2 }), [job({ id: 'a', priority: 200 }), job({ id: 'b', workers: 2 })]);
     expect(none.ok).toBe(false);
-    if (!none.ok) expect(none.message).toBe("no training job lends 2 GPU(s) to svc: a has priority 200, above svc's 100; b would run 0 workers, below its minimum of 2");
+    if (!none.ok)
+      expect(none.message).toBe("no training job lends 2 GPU(s) to svc: a has priority 200, above svc's 100; b would run 0 workers, below its minimum of 2");
     expect(planLend(svc(), [])).toMatchObject({ ok: false, message: 'no elastic training job to borrow 1 GPU(s) from' });
   });
 });

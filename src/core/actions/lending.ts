@@ -64,12 +64,18 @@ export function refusal(b: Borrower, l: Lender, workers: number): Refusal | unde
   if (l.gpusPerWorker <= 0) return no('NoGpus', `${l.id} holds no GPUs`);
   if (l.priority > b.priority) return no('HigherPriority', `${l.id} has priority ${l.priority}, above ${b.id}'s ${b.priority}`);
   if (l.queue !== b.queue) {
-    if (b.reclaim === 'Never') return no('QueueNoReclaim', `queue ${b.queue} never reclaims from other queues (reclaimWithinCohort Never), ${l.id} is in queue ${l.queue}`);
-    if (b.reclaim === 'LowerPriority' && l.priority >= b.priority) return no('QueueNoReclaim', `queue ${b.queue} reclaims only from lower priorities, ${l.id} in queue ${l.queue} has priority ${l.priority} (${b.id}: ${b.priority})`);
+    if (b.reclaim === 'Never')
+      return no('QueueNoReclaim', `queue ${b.queue} never reclaims from other queues (reclaimWithinCohort Never), ${l.id} is in queue ${l.queue}`);
+    if (b.reclaim === 'LowerPriority' && l.priority >= b.priority)
+      return no(
+        'QueueNoReclaim',
+        `queue ${b.queue} reclaims only from lower priorities, ${l.id} in queue ${l.queue} has priority ${l.priority} (${b.id}: ${b.priority})`,
+      );
   }
   if (l.workers - workers < l.minWorkers) return no('AtMinimum', `${l.id} would run ${l.workers - workers} workers, below its minimum of ${l.minWorkers}`);
   const gpus = workers * l.gpusPerWorker;
-  if (l.queue !== b.queue && l.queueLendableGpus !== undefined && gpus > l.queueLendableGpus) return no('QueueGuaranteed', `queue ${l.queue} keeps its guaranteed GPUs: ${l.id} may lend ${Math.max(0, l.queueLendableGpus)}, ${gpus} needed`);
+  if (l.queue !== b.queue && l.queueLendableGpus !== undefined && gpus > l.queueLendableGpus)
+    return no('QueueGuaranteed', `queue ${l.queue} keeps its guaranteed GPUs: ${l.id} may lend ${Math.max(0, l.queueLendableGpus)}, ${gpus} needed`);
   if (!l.preemptible && !l.checkpoints) return no('NoBoundary', `${l.id} is neither preemptible nor checkpointing: no boundary to shrink it at`);
   return undefined;
 }
@@ -92,7 +98,10 @@ export function planLend(b: Borrower, lenders: readonly Lender[]): LendDecision 
     if (best === undefined || better(l, waste, best.l, best.waste)) best = { l, workers, waste };
   }
   if (best === undefined) {
-    const message = lenders.length === 0 ? `no elastic training job to borrow ${b.gpus} GPU(s) from` : `no training job lends ${b.gpus} GPU(s) to ${b.id}: ${refusals.map((r) => r.message).join('; ')}`;
+    const message =
+      lenders.length === 0
+        ? `no elastic training job to borrow ${b.gpus} GPU(s) from`
+        : `no training job lends ${b.gpus} GPU(s) to ${b.id}: ${refusals.map((r) => r.message).join('; ')}`;
     return { ok: false, refusals, message };
   }
   return { ok: true, lender: best.l.id, workers: best.workers, gpus: best.workers * best.l.gpusPerWorker, when: best.l.preemptible ? 'now' : 'checkpoint' };

@@ -153,7 +153,14 @@ export function planMigration(input: MigrationInput): MigrationPlan | undefined 
 }
 
 /** The plan that frees this domain, 'no-room' when its movers cannot all be placed again, undefined when no ≤ maxMoves moves free it. */
-function tryDomain(input: MigrationInput, cost: MigrationCost, level: TopologyLevel, key: string, cands: readonly Movable[], need: number): MigrationPlan | 'no-room' | undefined {
+function tryDomain(
+  input: MigrationInput,
+  cost: MigrationCost,
+  level: TopologyLevel,
+  key: string,
+  cands: readonly Movable[],
+  need: number,
+): MigrationPlan | 'no-room' | undefined {
   const { scheduler, job, nowMs } = input;
   const state = scheduler.state;
   const moveCost = (m: Movable): number => gpusOf(m.job) * (cost.checkpointMs(gpusOf(m.job)) + cost.restoreMs(gpusOf(m.job))) + redone(m.job, nowMs);
@@ -235,7 +242,8 @@ function redone(r: RunningJob, nowMs: number): number {
 /** Carries a plan out in one statement: the moved jobs' pods leave and land where planned, the gang's pods are placed. */
 export function commitMigration(scheduler: Scheduler, plan: MigrationPlan): readonly Placement[] {
   const stmt = scheduler.statement();
-  for (const m of plan.moves) for (const pod of m.job.podIds) stmt.release(pod, `moved to free ${plan.level} ${plan.domain} for ${plan.jobId} (defragmentation by migration)`);
+  for (const m of plan.moves)
+    for (const pod of m.job.podIds) stmt.release(pod, `moved to free ${plan.level} ${plan.domain} for ${plan.jobId} (defragmentation by migration)`);
   for (const a of plan.allocations) stmt.allocate(a);
   for (const m of plan.moves) for (const a of m.to) stmt.allocate(a);
   stmt.commit();

@@ -17,16 +17,44 @@ function cluster(shape: string, racks: number, perRack: number): Scheduler {
   const s = NODE_SHAPES[shape];
   if (s === undefined) throw new Error(shape);
   const specs: NodeSpec[] = [];
-  for (let r = 0; r < racks; r++) for (let i = 0; i < perRack; i++) specs.push({ name: `r${r}-n${i}`, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: 110, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: `rack-${r}` }, labels: {}, taints: [], unschedulable: false });
+  for (let r = 0; r < racks; r++)
+    for (let i = 0; i < perRack; i++)
+      specs.push({
+        name: `r${r}-n${i}`,
+        cpuMilli: s.cpuMilli,
+        memoryMiB: s.memoryMiB,
+        maxPods: 110,
+        gpus: s.gpus,
+        topology: s.topology,
+        location: { zone: 'z', block: 'b', rack: `rack-${r}` },
+        labels: {},
+        taints: [],
+        unschedulable: false,
+      });
   const p = resolveProfile('sits', { typicalShapes: [] });
   if (!p.ok) throw new Error('profile');
   return new Scheduler(p.value, new ClusterState(specs), seededRng(1));
 }
 
 let seq = 0;
-function job(id: string, queue: string, replicas: number, gpus: number, o: { priority?: number; arrivalMs?: number; estRuntimeMs?: number; topology?: TopologyConstraint } = {}): QueuedJob {
-  const members = Array.from({ length: replicas }, (_, k) => makePod(`${id}-${k}`, { gpuCount: gpus, cpuMilli: 1000, memoryMiB: 1024 }, { gang: id, queue, priority: o.priority ?? 0 }));
-  return { id, queue, priority: o.priority ?? 0, arrivalMs: o.arrivalMs ?? seq++, gang: { name: id, minMember: replicas, members, topology: o.topology ?? {}, priority: o.priority ?? 0, queue }, estRuntimeMs: o.estRuntimeMs ?? 3_600_000 };
+function job(
+  id: string,
+  queue: string,
+  replicas: number,
+  gpus: number,
+  o: { priority?: number; arrivalMs?: number; estRuntimeMs?: number; topology?: TopologyConstraint } = {},
+): QueuedJob {
+  const members = Array.from({ length: replicas }, (_, k) =>
+    makePod(`${id}-${k}`, { gpuCount: gpus, cpuMilli: 1000, memoryMiB: 1024 }, { gang: id, queue, priority: o.priority ?? 0 }),
+  );
+  return {
+    id,
+    queue,
+    priority: o.priority ?? 0,
+    arrivalMs: o.arrivalMs ?? seq++,
+    gang: { name: id, minMember: replicas, members, topology: o.topology ?? {}, priority: o.priority ?? 0, queue },
+    estRuntimeMs: o.estRuntimeMs ?? 3_600_000,
+  };
 }
 
 /** Runs a job for real: places it and returns the RunningJob record. */
@@ -34,20 +62,47 @@ function start(s: Scheduler, j: QueuedJob, startMs: number, extra: Partial<Runni
   const r = s.scheduleGang(j.gang);
   if (!r.ok) throw new Error(r.explanation.message);
   const gpuMilli = j.gang.members.reduce((x, m) => x + m.request.gpuCount * m.request.gpuMilli, 0);
-  return { id: j.id, queue: j.queue, priority: j.priority, startMs, estEndMs: startMs + j.estRuntimeMs, podIds: r.placements.map((p) => p.podId), resources: { gpuMilli, cpuMilli: j.gang.members.length * 1000, memoryMiB: j.gang.members.length * 1024 }, preemptible: true, ...extra };
+  return {
+    id: j.id,
+    queue: j.queue,
+    priority: j.priority,
+    startMs,
+    estEndMs: startMs + j.estRuntimeMs,
+    podIds: r.placements.map((p) => p.podId),
+    resources: { gpuMilli, cpuMilli: j.gang.members.length * 1000, memoryMiB: j.gang.members.length * 1024 },
+    preemptible: true,
+    ...extra,
+  };
 }
 
 const queues = (...qs: QueueSpec[]): Map<string, QueueSpec> => new Map(qs.map((q) => [q.name, q]));
 const G = (n: number) => ({ gpuMilli: n * 1000, cpuMilli: Infinity, memoryMiB: Infinity });
 const startedIds = (r: CycleResult): string[] => r.started.map((x) => x.job.id).sort();
-const cycle = (s: Scheduler, qs: Map<string, QueueSpec>, pending: QueuedJob[], running: RunningJob[] = [], nowMs = 10_000_000, options: Partial<CycleOptions> = {}): CycleResult =>
-  runCycle({ nowMs, scheduler: s, queues: qs, pending, running: new Map(running.map((r) => [r.id, r])), options });
+const cycle = (
+  s: Scheduler,
+  qs: Map<string, QueueSpec>,
+  pending: QueuedJob[],
+  running: RunningJob[] = [],
+  nowMs = 10_000_000,
+  options: Partial<CycleOptions> = {},
+): CycleResult => runCycle({ nowMs, scheduler: s, queues: qs, pending, running: new Map(running.map((r) => [r.id, r])), options });
 
 function mixed(shapes: readonly string[]): Scheduler {
   const specs: NodeSpec[] = shapes.map((shape, i) => {
     const s = NODE_SHAPES[shape];
     if (s === undefined) throw new Error(shape);
-    return { name: `${shape}-${i}`, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: 110, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'rack-0' }, labels: {}, taints: [], unschedulable: false };
+    return {
+      name: `${shape}-${i}`,
+      cpuMilli: s.cpuMilli,
+      memoryMiB: s.memoryMiB,
+      maxPods: 110,
+      gpus: s.gpus,
+      topology: s.topology,
+      location: { zone: 'z', block: 'b', rack: 'rack-0' },
+      labels: {},
+      taints: [],
+      unschedulable: false,
+    };
   });
   const p = resolveProfile('sits', { typicalShapes: [] });
   if (!p.ok) throw new Error('profile');
@@ -57,14 +112,32 @@ function mixed(shapes: readonly string[]): Scheduler {
 describe('queue cycle: per GPU model quota', () => {
   it('a model whose quota is used up is taken out of the gang’s choice; a job that needs only it waits for quota', () => {
     const s = mixed(['dgx-h100', 'dgx-h100', 'hgx-a100']);
-    const qs = queues(makeQueue('a', { models: { 'H100-SXM': { nominalGpuMilli: 8000, borrowingLimitGpuMilli: 0, lendingLimitGpuMilli: 0, guaranteedGpuMilli: 0 } } }));
+    const qs = queues(
+      makeQueue('a', { models: { 'H100-SXM': { nominalGpuMilli: 8000, borrowingLimitGpuMilli: 0, lendingLimitGpuMilli: 0, guaranteedGpuMilli: 0 } } }),
+    );
     const h = job('h', 'a', 1, 8);
     const r0 = s.scheduleGang(h.gang);
     if (!r0.ok) throw new Error('setup');
     expect(r0.placements[0]?.node.startsWith('dgx-h100')).toBe(true);
-    const running: RunningJob = { id: 'h', queue: 'a', priority: 0, startMs: 0, estEndMs: 3_600_000, podIds: ['h-0'], resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 }, gpuModel: 'H100-SXM', preemptible: true };
+    const running: RunningJob = {
+      id: 'h',
+      queue: 'a',
+      priority: 0,
+      startMs: 0,
+      estEndMs: 3_600_000,
+      podIds: ['h-0'],
+      resources: { gpuMilli: 8000, cpuMilli: 1000, memoryMiB: 1024 },
+      gpuModel: 'H100-SXM',
+      preemptible: true,
+    };
     const anyModel = job('any', 'a', 1, 4);
-    const onlyH100: QueuedJob = { ...job('only', 'a', 1, 4), gang: { ...job('only-g', 'a', 1, 4).gang, members: [makePod('only-0', { gpuCount: 4, cpuMilli: 1000, memoryMiB: 1024 }, { gang: 'only', queue: 'a', gpuModels: ['H100-SXM'] })] } };
+    const onlyH100: QueuedJob = {
+      ...job('only', 'a', 1, 4),
+      gang: {
+        ...job('only-g', 'a', 1, 4).gang,
+        members: [makePod('only-0', { gpuCount: 4, cpuMilli: 1000, memoryMiB: 1024 }, { gang: 'only', queue: 'a', gpuModels: ['H100-SXM'] })],
+      },
+    };
     const r = cycle(s, qs, [anyModel, onlyH100], [running], 10_000, { preemption: false });
     expect(startedIds(r)).toEqual(['any']);
     expect(r.started[0]?.placements.every((p) => p.node.startsWith('hgx-a100'))).toBe(true); // free H100s exist, but not in a's H100 quota
@@ -91,7 +164,10 @@ describe('queue cycle: weighted fair share', () => {
 describe('queue cycle: explanations', () => {
   it('jobs of one shape held in one cycle each get the explanation with their own name', () => {
     const s = cluster('dgx-h100', 1, 1);
-    const r = cycle(s, queues(makeQueue('a')), [job('big-1', 'a', 2, 8), job('big-2', 'a', 2, 8), job('big-3', 'a', 2, 8)], [], 1_000_000, { preemption: false, backfill: false });
+    const r = cycle(s, queues(makeQueue('a')), [job('big-1', 'a', 2, 8), job('big-2', 'a', 2, 8), job('big-3', 'a', 2, 8)], [], 1_000_000, {
+      preemption: false,
+      backfill: false,
+    });
     expect(startedIds(r)).toEqual([]);
     for (const id of ['big-1', 'big-2', 'big-3']) expect(r.waiting.get(id)?.message).toMatch(new RegExp(`^0/1 nodes fit gang ${id} \\(2×8 GPU\\)`));
   });
@@ -103,7 +179,10 @@ describe('queue cycle: reservation and backfill', () => {
     const now = 1_000_000;
     const run1 = start(s, job('run1', 'a', 1, 4), now - 1000, { estEndMs: now + 600_000 });
     const run2 = start(s, job('run2', 'a', 1, 8), now - 1000, { estEndMs: now + 7_200_000 });
-    const r = cycle(s, queues(makeQueue('a')), [job('head', 'a', 1, 8, { arrivalMs: 1 }), job('long', 'a', 1, 4, { arrivalMs: 2 })], [run1, run2], now, { preemption: false, backfill: false });
+    const r = cycle(s, queues(makeQueue('a')), [job('head', 'a', 1, 8, { arrivalMs: 1 }), job('long', 'a', 1, 4, { arrivalMs: 2 })], [run1, run2], now, {
+      preemption: false,
+      backfill: false,
+    });
     expect(startedIds(r)).toEqual(['long']);
   });
 });
@@ -141,14 +220,21 @@ describe('queue cycle: a reservation the host holds (a defragmentation plan’s 
 });
 
 describe('queue cycle: what a queue accepts', () => {
-  const withClass = (j: QueuedJob, priorityClass?: string, namespace?: string): QueuedJob => ({ ...j, ...(priorityClass === undefined ? {} : { priorityClass }), ...(namespace === undefined ? {} : { namespace }) });
+  const withClass = (j: QueuedJob, priorityClass?: string, namespace?: string): QueuedJob => ({
+    ...j,
+    ...(priorityClass === undefined ? {} : { priorityClass }),
+    ...(namespace === undefined ? {} : { namespace }),
+  });
 
   it('holds a job whose priority class the queue does not accept, and says which it accepts', () => {
     const s = cluster('dgx-h100', 1, 1);
     const qs = queues(makeQueue('a', { priorityClasses: ['train-high', 'train-low'] }));
     const r = cycle(s, qs, [withClass(job('ok', 'a', 1, 1), 'train-low'), withClass(job('other', 'a', 1, 1), 'inference'), job('none', 'a', 1, 1)]);
     expect(startedIds(r)).toEqual(['ok']);
-    expect(r.waiting.get('other')).toEqual({ reason: 'inadmissible', message: 'queue a does not accept priority class inference (accepts train-high, train-low)' });
+    expect(r.waiting.get('other')).toEqual({
+      reason: 'inadmissible',
+      message: 'queue a does not accept priority class inference (accepts train-high, train-low)',
+    });
     expect(r.waiting.get('none')).toEqual({ reason: 'inadmissible', message: 'queue a accepts priority classes train-high, train-low; the job names none' });
   });
 
@@ -161,7 +247,11 @@ describe('queue cycle: what a queue accepts', () => {
   it('holds a job from a namespace the queue does not admit (no namespace means default)', () => {
     const s = cluster('dgx-h100', 1, 1);
     const qs = queues(makeQueue('a', { namespaces: ['team-a'] }));
-    const r = cycle(s, qs, [withClass(job('mine', 'a', 1, 1), undefined, 'team-a'), withClass(job('theirs', 'a', 1, 1), undefined, 'team-b'), job('dflt', 'a', 1, 1)]);
+    const r = cycle(s, qs, [
+      withClass(job('mine', 'a', 1, 1), undefined, 'team-a'),
+      withClass(job('theirs', 'a', 1, 1), undefined, 'team-b'),
+      job('dflt', 'a', 1, 1),
+    ]);
     expect(startedIds(r)).toEqual(['mine']);
     expect(r.waiting.get('theirs')).toEqual({ reason: 'inadmissible', message: 'namespace team-b may not submit to queue a (allowed: team-a)' });
     expect(r.waiting.get('dflt')?.message).toBe('namespace default may not submit to queue a (allowed: team-a)');
@@ -171,9 +261,17 @@ describe('queue cycle: what a queue accepts', () => {
 describe('queue cycle: per-queue preemption policy', () => {
   const now = 100_000_000;
   /** Queue b borrows a's 8 GPUs with two gangs of the given priorities; a asks for its 8 back. */
-  function reclaimSetup(aPolicy: QueuePreemption | undefined, bPolicy: QueuePreemption = {}, prio = { b1: 0, b2: 0, a1: 50 }, bStartedMs = now - 3_600_000): { r: CycleResult } {
+  function reclaimSetup(
+    aPolicy: QueuePreemption | undefined,
+    bPolicy: QueuePreemption = {},
+    prio = { b1: 0, b2: 0, a1: 50 },
+    bStartedMs = now - 3_600_000,
+  ): { r: CycleResult } {
     const s = cluster('dgx-h100', 1, 2);
-    const qs = queues(makeQueue('a', { cohort: 'c', nominal: G(8), ...(aPolicy === undefined ? {} : { preemption: aPolicy }) }), makeQueue('b', { cohort: 'c', nominal: G(8), preemption: bPolicy }));
+    const qs = queues(
+      makeQueue('a', { cohort: 'c', nominal: G(8), ...(aPolicy === undefined ? {} : { preemption: aPolicy }) }),
+      makeQueue('b', { cohort: 'c', nominal: G(8), preemption: bPolicy }),
+    );
     const b1 = start(s, job('b1', 'b', 1, 8, { priority: prio.b1 }), bStartedMs);
     const b2 = start(s, job('b2', 'b', 1, 8, { priority: prio.b2 }), bStartedMs);
     return { r: cycle(s, qs, [job('a1', 'a', 1, 8, { priority: prio.a1 })], [b1, b2], now) };
@@ -228,14 +326,26 @@ describe('queue cycle: per-queue preemption policy', () => {
 describe('queues nobody declared', () => {
   it('without any Queue, every job is in its undeclared queue: no quota, only capacity limits it', () => {
     const s = cluster('dgx-h100', 1, 2);
-    const r = runCycle({ nowMs: 0, scheduler: s, queues: new Map(), pending: [job('a', 'team-x', 1, 8), job('b', 'default', 1, 8), job('c', 'default', 1, 8)], running: new Map() });
+    const r = runCycle({
+      nowMs: 0,
+      scheduler: s,
+      queues: new Map(),
+      pending: [job('a', 'team-x', 1, 8), job('b', 'default', 1, 8), job('c', 'default', 1, 8)],
+      running: new Map(),
+    });
     expect(r.started.map((x) => x.job.id).sort()).toEqual(['a', 'b']);
     expect(r.waiting.get('c')?.reason).toBe('capacity');
   });
 
   it('with Queues declared, a job naming a queue that does not exist waits for it; the default queue still runs', () => {
     const s = cluster('dgx-h100', 1, 2);
-    const r = runCycle({ nowMs: 0, scheduler: s, queues: queues(makeQueue('team-a')), pending: [job('ghost', 'team-typo', 1, 8), job('plain', 'default', 1, 8)], running: new Map() });
+    const r = runCycle({
+      nowMs: 0,
+      scheduler: s,
+      queues: queues(makeQueue('team-a')),
+      pending: [job('ghost', 'team-typo', 1, 8), job('plain', 'default', 1, 8)],
+      running: new Map(),
+    });
     expect(r.started.map((x) => x.job.id)).toEqual(['plain']);
     expect(r.waiting.get('ghost')).toEqual({ reason: 'inadmissible', message: 'queue team-typo does not exist (no Queue object of that name)' });
   });
@@ -245,11 +355,31 @@ describe('order inside a queue', () => {
   it('the profile queue sort decides: priority, then arrival, then submission order; ties by id', () => {
     // One 8-GPU node: each job needs all of it, so only the first in order starts and the waits show the rest was tried after.
     const s = cluster('dgx-h100', 1, 1);
-    const mk = (id: string, o: { priority?: number; arrivalMs: number; seq: number }): QueuedJob => ({ ...job(id, 'q', 1, 8, { arrivalMs: o.arrivalMs, ...(o.priority === undefined ? {} : { priority: o.priority }) }), seq: o.seq });
-    const pending = [mk('c', { arrivalMs: 5, seq: 2 }), mk('b', { arrivalMs: 5, seq: 1 }), mk('a', { arrivalMs: 9, seq: 0 }), mk('z', { priority: 10, arrivalMs: 100, seq: 3 })];
+    const mk = (id: string, o: { priority?: number; arrivalMs: number; seq: number }): QueuedJob => ({
+      ...job(id, 'q', 1, 8, { arrivalMs: o.arrivalMs, ...(o.priority === undefined ? {} : { priority: o.priority }) }),
+      seq: o.seq,
+    });
+    const pending = [
+      mk('c', { arrivalMs: 5, seq: 2 }),
+      mk('b', { arrivalMs: 5, seq: 1 }),
+      mk('a', { arrivalMs: 9, seq: 0 }),
+      mk('z', { priority: 10, arrivalMs: 100, seq: 3 }),
+    ];
     expect(runCycle({ nowMs: 0, scheduler: s, queues: queues(makeQueue('q')), pending, running: new Map() }).started.map((x) => x.job.id)).toEqual(['z']);
     const rest = pending.filter((j) => j.id !== 'z');
-    expect(runCycle({ nowMs: 0, scheduler: cluster('dgx-h100', 1, 1), queues: queues(makeQueue('q')), pending: rest, running: new Map() }).started.map((x) => x.job.id)).toEqual(['b']);
-    expect(runCycle({ nowMs: 0, scheduler: cluster('dgx-h100', 1, 1), queues: queues(makeQueue('q')), pending: rest.filter((j) => j.id !== 'b'), running: new Map() }).started.map((x) => x.job.id)).toEqual(['c']);
+    expect(
+      runCycle({ nowMs: 0, scheduler: cluster('dgx-h100', 1, 1), queues: queues(makeQueue('q')), pending: rest, running: new Map() }).started.map(
+        (x) => x.job.id,
+      ),
+    ).toEqual(['b']);
+    expect(
+      runCycle({
+        nowMs: 0,
+        scheduler: cluster('dgx-h100', 1, 1),
+        queues: queues(makeQueue('q')),
+        pending: rest.filter((j) => j.id !== 'b'),
+        running: new Map(),
+      }).started.map((x) => x.job.id),
+    ).toEqual(['c']);
   });
 });

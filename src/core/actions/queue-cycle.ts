@@ -55,7 +55,17 @@ export interface CycleOptions {
   readonly checkpointGraceMs: number;
 }
 
-export const DEFAULT_CYCLE_OPTIONS: CycleOptions = { backfill: true, preemption: true, fairShare: true, minRuntimeMs: 5 * 60_000, criticalGraceMs: 10 * 60_000, maxReservations: 4, explain: true, checkpointAware: false, checkpointGraceMs: DEFAULT_CHECKPOINT_GRACE_MS };
+export const DEFAULT_CYCLE_OPTIONS: CycleOptions = {
+  backfill: true,
+  preemption: true,
+  fairShare: true,
+  minRuntimeMs: 5 * 60_000,
+  criticalGraceMs: 10 * 60_000,
+  maxReservations: 4,
+  explain: true,
+  checkpointAware: false,
+  checkpointGraceMs: DEFAULT_CHECKPOINT_GRACE_MS,
+};
 
 export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim' | 'checkpoint-victim' | 'inadmissible';
 
@@ -159,7 +169,11 @@ function capacityOf(s: Scheduler): { readonly capacity: Resources; readonly mode
   const state = s.state;
   const hit = capacityCache.get(state);
   if (hit !== undefined && hit.version === state.healthVersion) return hit;
-  const entry = { version: state.healthVersion, capacity: clusterCapacity(s), models: [...new Set(state.nodes.flatMap((n) => n.spec.gpus.map((g) => g.model)))].sort() };
+  const entry = {
+    version: state.healthVersion,
+    capacity: clusterCapacity(s),
+    models: [...new Set(state.nodes.flatMap((n) => n.spec.gpus.map((g) => g.model)))].sort(),
+  };
   capacityCache.set(state, entry);
   return entry;
 }
@@ -223,11 +237,15 @@ export function runCycle(input: CycleInput): CycleResult {
   // baseline's one global list is plain arrival order.
   const sort = scheduler.profile.queueSort.queueSort;
   const unit = (j: QueuedJob): QueuedUnit => ({ key: j.id, priority: j.priority, queue: j.queue, arrivalMs: j.arrivalMs, seq: j.seq ?? 0 });
-  const jobOrder = sort === undefined ? (a: QueuedJob, b: QueuedJob) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byId(a, b) : (a: QueuedJob, b: QueuedJob) => sort(unit(a), unit(b)) || byId(a, b);
+  const jobOrder =
+    sort === undefined
+      ? (a: QueuedJob, b: QueuedJob) => b.priority - a.priority || a.arrivalMs - b.arrivalMs || byId(a, b)
+      : (a: QueuedJob, b: QueuedJob) => sort(unit(a), unit(b)) || byId(a, b);
   for (const l of lists.values()) l.items.sort(opts.fairShare ? jobOrder : (a, b) => a.arrivalMs - b.arrivalMs || (a.seq ?? 0) - (b.seq ?? 0) || byId(a, b));
   const headReserved = new Set<string>();
 
-  const queueOf = (name: string): QueueSpec => queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
+  const queueOf = (name: string): QueueSpec =>
+    queues.get(name) ?? { name, tenant: name, weight: 1, nominal: capacity, borrowingLimit: ZERO, lendingLimit: ZERO, guaranteed: ZERO, models: {} };
   const share = (q: string): number => weightedShare(queueOf(q), usage.get(q)?.total ?? ZERO, capacity);
   const addUsage = (q: string, r: Resources, sign: 1 | -1, model?: string): void => addUsageTo(usage, q, r, sign, model);
 
@@ -255,14 +273,21 @@ export function runCycle(input: CycleInput): CycleResult {
   const parked = input.parked;
   for (let job = next(); job !== undefined; job = next()) {
     const held = parked?.get(job.id);
-    if (held !== undefined && releases === 0 && !(opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*'))) {
+    if (
+      held !== undefined &&
+      releases === 0 &&
+      !(opts.backfill && reservations.length < opts.maxReservations && !headReserved.has(opts.fairShare ? job.queue : '*'))
+    ) {
       waiting.set(job.id, held);
       continue;
     }
     const q = queueOf(job.queue);
     // With queues declared, a job naming one that does not exist waits for it (as Kueue holds a workload whose
     // queue is missing): running it in an undeclared queue without quota would escape the tenant's limits.
-    const refused = queues.size > 0 && !queues.has(job.queue) && job.queue !== DEFAULT_QUEUE ? `queue ${job.queue} does not exist (no Queue object of that name)` : inadmissible(q, job);
+    const refused =
+      queues.size > 0 && !queues.has(job.queue) && job.queue !== DEFAULT_QUEUE
+        ? `queue ${job.queue} does not exist (no Queue object of that name)`
+        : inadmissible(q, job);
     if (refused !== undefined) {
       waiting.set(job.id, { reason: 'inadmissible', message: refused });
       continue;
@@ -303,7 +328,10 @@ export function runCycle(input: CycleInput): CycleResult {
         span?.set({ 'sits.topology.level': placed.level });
         const endMs = nowMs + job.estRuntimeMs;
         // A backfill job may share a reserved node only if it ends first or leaves the node enough free GPUs.
-        const blocks = (r: Reservation): boolean => r.jobId !== job?.id && r.startMs < endMs && placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0));
+        const blocks = (r: Reservation): boolean =>
+          r.jobId !== job?.id &&
+          r.startMs < endMs &&
+          placed.placements.some((p) => r.nodes.includes(p.node) && (state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0));
         const blocking = hostHeld.find(blocks) ?? reservations.find(blocks);
         if (blocking === undefined) {
           stmt.commit();
@@ -313,7 +341,10 @@ export function runCycle(input: CycleInput): CycleResult {
           continue;
         }
         stmt.discard();
-        waiting.set(job.id, { reason: 'reservation', message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s` });
+        waiting.set(job.id, {
+          reason: 'reservation',
+          message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s`,
+        });
         continue;
       }
       stmt.discard();
@@ -337,7 +368,8 @@ export function runCycle(input: CycleInput): CycleResult {
           reservations.push(r);
           for (const n of r.nodes) reservedNodes.add(n);
           // A deferred preemption says more than the reservation: keep its reason.
-          if (!waiting.has(job.id)) waiting.set(job.id, { reason, message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
+          if (!waiting.has(job.id))
+            waiting.set(job.id, { reason, message: `${why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - nowMs) / 1000)} s` });
           continue;
         }
       }
@@ -397,10 +429,14 @@ export function runCycle(input: CycleInput): CycleResult {
     const placements = feasibleAfter(lo) as Placement[];
     stmt.discard();
     const startMs = Math.max(nowMs, lo === 0 ? nowMs : (order[lo - 1] as RunningJob).estEndMs);
-    return reservationFor(job.id, startMs, placements.map((p) => {
-      const member = job.gang.members.find((m) => m.id === p.podId);
-      return { node: p.node, gpuMilli: member === undefined ? 0 : member.request.gpuCount * member.request.gpuMilli };
-    }));
+    return reservationFor(
+      job.id,
+      startMs,
+      placements.map((p) => {
+        const member = job.gang.members.find((m) => m.id === p.podId);
+        return { node: p.node, gpuMilli: member === undefined ? 0 : member.request.gpuCount * member.request.gpuMilli };
+      }),
+    );
   }
 
   /** Takes every free GPU of the given nodes with placeholder allocations (YuniKorn-style), inside stmt. */
@@ -453,7 +489,13 @@ export function runCycle(input: CycleInput): CycleResult {
         const overShare = vUsage.gpuMilli > (deserved.get(r.queue) ?? 0) + 1e-6 && vUsage.gpuMilli - r.resources.gpuMilli >= vq.guaranteed.gpuMilli;
         if (!overShare) continue;
       }
-      candidates.push({ r, borrowing: borrowedBy(vq, vUsage).gpuMilli > 0, violates: false, cost: lostWork(r, nowMs), critical: aware && inCriticalPhase(r, nowMs) });
+      candidates.push({
+        r,
+        borrowing: borrowedBy(vq, vUsage).gpuMilli > 0,
+        violates: false,
+        cost: lostWork(r, nowMs),
+        critical: aware && inCriticalPhase(r, nowMs),
+      });
     }
     if (candidates.length === 0) return 'no';
     const budgets = budgetsOf();
@@ -462,15 +504,30 @@ export function runCycle(input: CycleInput): CycleResult {
     // first and the pruning reprieves the protected ones first, as kube does), then lower priority, then the
     // least work lost, then the newest.
     // Checkpoint-aware, jobs in a critical phase go last (a plan without them need not wait).
-    candidates.sort((a, b) => Number(b.borrowing) - Number(a.borrowing) || Number(a.violates) - Number(b.violates) || Number(a.critical) - Number(b.critical) || a.r.priority - b.r.priority || a.cost - b.cost || b.r.startMs - a.r.startMs);
+    candidates.sort(
+      (a, b) =>
+        Number(b.borrowing) - Number(a.borrowing) ||
+        Number(a.violates) - Number(b.violates) ||
+        Number(a.critical) - Number(b.critical) ||
+        a.r.priority - b.r.priority ||
+        a.cost - b.cost ||
+        b.r.startMs - a.r.startMs,
+    );
     const level: TopologyLevel | undefined = job.gang.topology.required ?? job.gang.topology.preferred;
     const groups = level === undefined ? [candidates] : byDomain(candidates, level);
     let best: { victims: RunningJob[]; placements: Placement[]; cost: PreemptionCost; critical: number } | undefined;
     for (const group of groups) {
-      const plan = victimsFor(job, group.map((c) => c.r), forQuota ? (victims) => quotaAllowsWithout(job, demand, victims) : undefined);
+      const plan = victimsFor(
+        job,
+        group.map((c) => c.r),
+        forQuota ? (victims) => quotaAllowsWithout(job, demand, victims) : undefined,
+      );
       if (plan === undefined) continue;
       const lost = plan.victims.reduce((s, v) => s + lostWork(v, nowMs), 0);
-      const pdb = pdbViolations(plan.victims.flatMap((v) => v.podIds), budgets).count;
+      const pdb = pdbViolations(
+        plan.victims.flatMap((v) => v.podIds),
+        budgets,
+      ).count;
       const top = Math.max(...plan.victims.map((v) => v.priority));
       // Checkpoint-aware, the work lost decides before the number of victims: two freshly checkpointed gangs
       // cost less than one that would redo hours. The third key is then lost work, the fourth the count.
@@ -483,15 +540,24 @@ export function runCycle(input: CycleInput): CycleResult {
     const critical = best.victims.filter((v) => (v.criticalUntilMs ?? 0) > nowMs);
     if (critical.length > 0) {
       const waitMs = Math.max(...critical.map((v) => (v.criticalUntilMs as number) - nowMs));
-      const withinGrace = critical.every((v) => (v.criticalUntilMs as number) - nowMs <= (queueOf(v.queue).preemption?.criticalGraceMs ?? opts.criticalGraceMs));
+      const withinGrace = critical.every(
+        (v) => (v.criticalUntilMs as number) - nowMs <= (queueOf(v.queue).preemption?.criticalGraceMs ?? opts.criticalGraceMs),
+      );
       if (withinGrace) for (const v of critical) deferred.push({ victim: v, by: job.id, atMs: v.criticalUntilMs as number });
-      waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s`, retryAtMs: nowMs + waitMs });
+      waiting.set(job.id, {
+        reason: 'critical-victim',
+        message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s`,
+        retryAtMs: nowMs + waitMs,
+      });
       return 'no';
     }
     // Checkpoint-aware: a checkpoint the victim started itself has no known end: the preemptor waits for it.
     const writing = aware ? best.victims.filter((v) => inCriticalPhase(v, nowMs)) : [];
     if (writing.length > 0) {
-      waiting.set(job.id, { reason: 'critical-victim', message: `preemption of ${writing.map((v) => v.id).join(', ')} waits for the checkpoint they are writing` });
+      waiting.set(job.id, {
+        reason: 'critical-victim',
+        message: `preemption of ${writing.map((v) => v.id).join(', ')} waits for the checkpoint they are writing`,
+      });
       return 'no';
     }
     const graceOf = (v: RunningJob): number => queueOf(v.queue).preemption?.checkpointGraceMs ?? opts.checkpointGraceMs;
@@ -501,20 +567,35 @@ export function runCycle(input: CycleInput): CycleResult {
       if (unready.length > 0) {
         for (const s of unready) if (s.step === 'request') checkpointRequests.push({ victim: s.v, by: job.id, deadlineMs: nowMs + graceOf(s.v) });
         const deadline = Math.max(...unready.map((s) => (s.step === 'request' ? nowMs : (s.v.checkpointRequestedMs as number)) + graceOf(s.v)));
-        waiting.set(job.id, { reason: 'checkpoint-victim', message: `preemption of ${unready.map((s) => s.v.id).join(', ')} waits for the checkpoint asked of them (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)`, retryAtMs: deadline });
+        waiting.set(job.id, {
+          reason: 'checkpoint-victim',
+          message: `preemption of ${unready.map((s) => s.v.id).join(', ')} waits for the checkpoint asked of them (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)`,
+          retryAtMs: deadline,
+        });
         return 'no';
       }
     }
     const stmt = scheduler.statement();
     // Breaking a budget is said, as it is the exception (no plan without it).
-    const broken = best.cost[0] > 0 ? pdbViolations(best.victims.flatMap((v) => v.podIds), budgets).budgets : [];
+    const broken =
+      best.cost[0] > 0
+        ? pdbViolations(
+            best.victims.flatMap((v) => v.podIds),
+            budgets,
+          ).budgets
+        : [];
     const brokenNote = broken.length === 0 ? '' : `; no plan kept PodDisruptionBudget ${broken.join(', ')}`;
     const checkpointNote = (v: RunningJob): string => {
       if (!aware || v.checkpointable !== true) return '';
       if (checkpointCommitted(v)) return `; after the checkpoint it committed ${Math.round((nowMs - (v.lastCheckpointMs as number)) / 1000)} s ago`;
-      return checkpointFailed(v) ? '; the checkpoint asked of it failed (its TrainingJob says why)' : `; the checkpoint asked of it did not commit within its grace of ${Math.round(graceOf(v) / 1000)} s`;
+      return checkpointFailed(v)
+        ? '; the checkpoint asked of it failed (its TrainingJob says why)'
+        : `; the checkpoint asked of it did not commit within its grace of ${Math.round(graceOf(v) / 1000)} s`;
     };
-    const reasonFor = (v: RunningJob): string => (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`) + brokenNote + checkpointNote(v);
+    const reasonFor = (v: RunningJob): string =>
+      (v.queue === job.queue ? `preempted by higher-priority ${job.id}` : `reclaimed by queue ${job.queue} (under its fair share) for ${job.id}`) +
+      brokenNote +
+      checkpointNote(v);
     for (const v of best.victims) for (const pod of v.podIds) stmt.release(pod, `${reasonFor(v)} (whole gang ${v.id} evicted)`);
     const placed = scheduler.placeGang(job.gang, stmt, { explain: false });
     if (!placed.ok) {
@@ -540,7 +621,9 @@ export function runCycle(input: CycleInput): CycleResult {
     const mine = (usage.get(job.queue)?.total.gpuMilli ?? 0) + demand.gpuMilli;
     const fair = deserved.get(job.queue) ?? 0;
     if (mine <= fair + 1e-6) return undefined;
-    for (const r of running.values()) if (r.queue !== job.queue) return `queue ${job.queue} would be above its fair share (${mine / 1000} of ${Math.round(fair) / 1000} GPU), so it waits for GPUs other queues hold`;
+    for (const r of running.values())
+      if (r.queue !== job.queue)
+        return `queue ${job.queue} would be above its fair share (${mine / 1000} of ${Math.round(fair) / 1000} GPU), so it waits for GPUs other queues hold`;
     return undefined;
   }
 
@@ -555,7 +638,11 @@ export function runCycle(input: CycleInput): CycleResult {
    * Greedy: release victims in cost order until the gang fits (and `enough` holds for the victims so far),
    * then drop every victim not needed.
    */
-  function victimsFor(job: QueuedJob, cands: readonly RunningJob[], enough?: (victims: readonly RunningJob[]) => boolean): { victims: RunningJob[]; placements: Placement[] } | undefined {
+  function victimsFor(
+    job: QueuedJob,
+    cands: readonly RunningJob[],
+    enough?: (victims: readonly RunningJob[]) => boolean,
+  ): { victims: RunningJob[]; placements: Placement[] } | undefined {
     const stmt = new Statement(state);
     const chosen: RunningJob[] = [];
     const saved = new Map<string, Allocation>();
@@ -650,7 +737,8 @@ function gangShapeKey(job: QueuedJob, preemption: boolean, never: boolean): stri
   const g = job.gang;
   // A member's claims decide where it may go (VolumeBinding, ADR 0070) but are not part of its shape key (they are
   // resolved per attempt): jobs with other claims must not reuse this one's failure.
-  const claims = (m: QueuedJob['gang']['members'][number]): string => (m.claims === undefined ? '' : `|c${JSON.stringify([m.namespace ?? 'default', m.claims])}`);
+  const claims = (m: QueuedJob['gang']['members'][number]): string =>
+    m.claims === undefined ? '' : `|c${JSON.stringify([m.namespace ?? 'default', m.claims])}`;
   return `${preemption ? `${job.queue}|${job.priority}${never ? '|never' : ''}` : ''}|${g.minMember}|${g.topology.required ?? ''}|${g.topology.preferred ?? ''}|${g.members.map((m) => shapeKey(m) + claims(m)).join(';')}`;
 }
 
@@ -666,18 +754,37 @@ function attemptAttributes(job: QueuedJob): TraceAttributes {
     'sits.job.id': job.id,
     'sits.queue': job.queue,
     'sits.priority': job.priority,
-    ...(single ? { 'sits.job.kind': 'pod', 'sits.pod': g.name } : { 'sits.job.kind': 'gang', 'sits.gang': g.name, 'sits.gang.members': g.members.length, 'sits.gang.min_member': g.minMember, 'sits.pods': capped(g.members.map((m) => m.id)) }),
+    ...(single
+      ? { 'sits.job.kind': 'pod', 'sits.pod': g.name }
+      : {
+          'sits.job.kind': 'gang',
+          'sits.gang': g.name,
+          'sits.gang.members': g.members.length,
+          'sits.gang.min_member': g.minMember,
+          'sits.pods': capped(g.members.map((m) => m.id)),
+        }),
     ...(g.topology.required === undefined ? {} : { 'sits.topology.required': g.topology.required }),
     ...(g.topology.preferred === undefined ? {} : { 'sits.topology.preferred': g.topology.preferred }),
   };
 }
 
 /** The attempt's result: scheduled (with its nodes and the victims it preempted) or the wait reason and message. */
-function endAttempt(span: TraceSpan, job: QueuedJob, started: readonly { readonly job: QueuedJob; readonly placements: readonly Placement[] }[], preempted: readonly { readonly victim: RunningJob; readonly by: string }[], waiting: ReadonlyMap<string, Waiting>): void {
+function endAttempt(
+  span: TraceSpan,
+  job: QueuedJob,
+  started: readonly { readonly job: QueuedJob; readonly placements: readonly Placement[] }[],
+  preempted: readonly { readonly victim: RunningJob; readonly by: string }[],
+  waiting: ReadonlyMap<string, Waiting>,
+): void {
   const last = started[started.length - 1];
   if (last !== undefined && last.job.id === job.id) {
     const victims = preempted.filter((p) => p.by === job.id).length;
-    span.set({ 'sits.result': 'scheduled', 'sits.nodes': capped([...new Set(last.placements.map((p) => p.node))]), 'sits.placed': last.placements.length, ...(victims === 0 ? {} : { 'sits.preempt.victims': victims }) });
+    span.set({
+      'sits.result': 'scheduled',
+      'sits.nodes': capped([...new Set(last.placements.map((p) => p.node))]),
+      'sits.placed': last.placements.length,
+      ...(victims === 0 ? {} : { 'sits.preempt.victims': victims }),
+    });
   } else {
     const w = waiting.get(job.id);
     span.set({ 'sits.result': w?.reason ?? 'unknown', ...(w === undefined ? {} : { 'sits.message': w.message }) });

@@ -20,7 +20,12 @@ describe('ArrivalHistory forecast', () => {
 
   it('forgets arrivals older than the lookback', () => {
     const h = new ArrivalHistory<string>({ lookbackMs: 20 * MIN, horizonMs: 120 * MIN, minSpanMs: 5 * MIN });
-    for (const [t, s] of [[0, 'x'], [10, 'y'], [20, 'z']] as const) h.record('a', t * MIN, s);
+    for (const [t, s] of [
+      [0, 'x'],
+      [10, 'y'],
+      [20, 'z'],
+    ] as const)
+      h.record('a', t * MIN, s);
     // At 30 min only the arrival at 20 min is within (10, 30]: 1 per 20 min, 20 min ahead.
     expect(h.forecast(30 * MIN).map((f) => [f.atMs / MIN, f.template])).toEqual([[50, 'z']]);
   });
@@ -39,7 +44,12 @@ describe('ArrivalHistory forecast', () => {
 
   it('prune forgets what is older than the lookback without forecasting', () => {
     const h = new ArrivalHistory<string>({ lookbackMs: 20 * MIN, horizonMs: 120 * MIN, minSpanMs: 5 * MIN });
-    for (const [t, s] of [[0, 'x'], [10, 'y'], [20, 'z']] as const) h.record('a', t * MIN, s);
+    for (const [t, s] of [
+      [0, 'x'],
+      [10, 'y'],
+      [20, 'z'],
+    ] as const)
+      h.record('a', t * MIN, s);
     h.prune(30 * MIN);
     expect(h.rates(30 * MIN).get('a')).toBeCloseTo(1 / (20 * MIN), 15);
   });

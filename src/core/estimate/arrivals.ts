@@ -56,7 +56,8 @@ export class ArrivalHistory<T> {
     for (const [queue, l] of this.recent(nowMs)) {
       if (l.length === 0) continue;
       const gap = span / l.length;
-      for (let k = 1; k * gap <= ahead; k++) out.push({ queue, atMs: nowMs + k * gap, template: (l[(k - 1) % l.length] as { template: T }).template, id: `forecast/${queue}/${k}` });
+      for (let k = 1; k * gap <= ahead; k++)
+        out.push({ queue, atMs: nowMs + k * gap, template: (l[(k - 1) % l.length] as { template: T }).template, id: `forecast/${queue}/${k}` });
     }
     return out.sort((a, b) => a.atMs - b.atMs || (a.id < b.id ? -1 : 1));
   }

@@ -22,7 +22,15 @@ export function blendShapes(observed: readonly TypicalShape[], prior: readonly T
 }
 
 export function shapesOf(pods: readonly PodSpec[]): TypicalShape[] {
-  return typicalShapes(pods.map((p) => ({ cpuMilli: p.request.cpuMilli, gpuMilli: p.request.gpuMilli, gpuCount: p.request.gpuCount, gpuModels: p.gpuModels, memoryMiB: p.request.memoryMiB })));
+  return typicalShapes(
+    pods.map((p) => ({
+      cpuMilli: p.request.cpuMilli,
+      gpuMilli: p.request.gpuMilli,
+      gpuCount: p.request.gpuCount,
+      gpuModels: p.gpuModels,
+      memoryMiB: p.request.memoryMiB,
+    })),
+  );
 }
 
 /** Expected workload of a batch: its own shapes (70 %) and the whole-GPU prior (30 %). */

@@ -5,7 +5,16 @@ import { expectedRemaining, requeueAfterCheckpoint, runtimeKeys, sizeClass, with
 import { RuntimeModel } from './runtime.ts';
 
 const S = 1000;
-const runningJob = (id: string, queue: string, gpus: number, startMs: number, estEndMs: number): RunningJob => ({ id, queue, priority: 0, startMs, estEndMs, podIds: [id], resources: { gpuMilli: gpus * 1000, cpuMilli: 0, memoryMiB: 0 }, preemptible: true });
+const runningJob = (id: string, queue: string, gpus: number, startMs: number, estEndMs: number): RunningJob => ({
+  id,
+  queue,
+  priority: 0,
+  startMs,
+  estEndMs,
+  podIds: [id],
+  resources: { gpuMilli: gpus * 1000, cpuMilli: 0, memoryMiB: 0 },
+  preemptible: true,
+});
 
 describe('runtime classes', () => {
   it('size classes: no GPU, one (or a fraction), one node, several nodes', () => {
@@ -47,7 +56,14 @@ describe('running jobs end at their conditional expectation', () => {
 });
 
 describe('a forward-run victim back in its queue', () => {
-  const base: QueuedJob = { id: 'a', queue: 'q', priority: 0, arrivalMs: 5, gang: { name: 'a', minMember: 1, members: [makePod('a', { gpuCount: 1 })], topology: {}, priority: 0, queue: 'q' }, estRuntimeMs: 1 };
+  const base: QueuedJob = {
+    id: 'a',
+    queue: 'q',
+    priority: 0,
+    arrivalMs: 5,
+    gang: { name: 'a', minMember: 1, members: [makePod('a', { gpuCount: 1 })], topology: {}, priority: 0, queue: 'q' },
+    estRuntimeMs: 1,
+  };
   it('runs what was expected less the work its checkpoint kept', () => {
     expect(requeueAfterCheckpoint(base, runningJob('a', 'q', 1, 0, 100 * S), 30 * S)).toEqual({ ...base, estRuntimeMs: 70 * S });
     expect(requeueAfterCheckpoint(base, runningJob('a', 'q', 1, 0, 100 * S), 100 * S).estRuntimeMs).toBe(1000);

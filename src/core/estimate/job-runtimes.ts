@@ -35,7 +35,12 @@ export interface RunningWork {
  * Sets the model's censored observations to the running jobs' work as of `nowMs`, and returns the running
  * jobs (same order) with `estEndMs = now + E[T | T > done] − done` unless their estimate is kept.
  */
-export function withLearnedEnds(model: RuntimeModel, running: ReadonlyMap<string, RunningJob>, workOf: (r: RunningJob) => RunningWork, nowMs: number): Map<string, RunningJob> {
+export function withLearnedEnds(
+  model: RuntimeModel,
+  running: ReadonlyMap<string, RunningJob>,
+  workOf: (r: RunningJob) => RunningWork,
+  nowMs: number,
+): Map<string, RunningJob> {
   const work = [...running.values()].map((r) => [r, workOf(r)] as const);
   model.setRunning(work.map(([, w]) => ({ keys: w.keys, elapsedMs: w.doneMs })));
   const out = new Map<string, RunningJob>();

@@ -74,7 +74,10 @@ describe('RuntimeModel', () => {
     const m = new RuntimeModel({ minFinished: 1, fallbackMs: 3_600_000 });
     expect(m.expectedTotal(['q'])).toBe(3_600_000);
     expect(m.expectedTotal(['q'], 2 * 3_600_000)).toBe(4 * 3_600_000);
-    m.setRunning([{ keys: ['q'], elapsedMs: 600_000 }, { keys: ['q'], elapsedMs: 1_200_000 }]);
+    m.setRunning([
+      { keys: ['q'], elapsedMs: 600_000 },
+      { keys: ['q'], elapsedMs: 1_200_000 },
+    ]);
     // Nothing finished, two jobs running for 10 and 20 min: twice the oldest.
     expect(m.expectedTotal(['q'])).toBe(2_400_000);
     m.setRunning([]);

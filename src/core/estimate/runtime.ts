@@ -177,11 +177,16 @@ export class RuntimeModel {
    * Kaplan–Meier conditional mean E[T | T > e] with the doubling tail; never less than a second beyond e.
    */
   expectedTotal(keys: readonly string[], elapsedMs = 0): number {
-    const key = keys.find((k) => this.finishedCount(k) >= this.opts.minFinished) ?? [...keys].reverse().find((k) => this.finishedCount(k) > 0 || (this.censored.get(k)?.length ?? 0) > 0 || (this.stopped.get(k)?.length ?? 0) > 0);
+    const key =
+      keys.find((k) => this.finishedCount(k) >= this.opts.minFinished) ??
+      [...keys].reverse().find((k) => this.finishedCount(k) > 0 || (this.censored.get(k)?.length ?? 0) > 0 || (this.stopped.get(k)?.length ?? 0) > 0);
     if (key === undefined) return Math.max(this.opts.fallbackMs, 2 * elapsedMs);
     let curve = this.curves.get(key);
     if (curve === undefined) {
-      curve = survival([...(this.finished.get(key) ?? []).map((d) => ({ durationMs: d, finished: true })), ...[...(this.stopped.get(key) ?? []), ...(this.censored.get(key) ?? [])].map((d) => ({ durationMs: d, finished: false }))]);
+      curve = survival([
+        ...(this.finished.get(key) ?? []).map((d) => ({ durationMs: d, finished: true })),
+        ...[...(this.stopped.get(key) ?? []), ...(this.censored.get(key) ?? [])].map((d) => ({ durationMs: d, finished: false })),
+      ]);
       this.curves.set(key, curve);
     }
     return Math.max(elapsedMs + 1000, expectedWithTail(curve, elapsedMs, this.opts.tailAlpha) ?? Math.max(this.opts.fallbackMs, 2 * elapsedMs));

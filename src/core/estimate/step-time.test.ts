@@ -1,6 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { NODE_SHAPES } from '../model/presets.ts';
-import { allReduceSec, ddpJob, DEFAULT_TRAINING_MODEL, fabricOf, idealShares, sharedLevel, stepTime, type JobNodeShare, type NetworkModel, type ReferenceModel, type TrainingModel } from './step-time.ts';
+import {
+  allReduceSec,
+  ddpJob,
+  DEFAULT_TRAINING_MODEL,
+  fabricOf,
+  idealShares,
+  sharedLevel,
+  stepTime,
+  type JobNodeShare,
+  type NetworkModel,
+  type ReferenceModel,
+  type TrainingModel,
+} from './step-time.ts';
 
 const shape = (id: string) => {
   const s = NODE_SHAPES[id];
@@ -8,12 +20,27 @@ const shape = (id: string) => {
   return s;
 };
 const nodes = (id: string, n: number, per = 8, model?: string, rack = (_i: number) => 'r0'): JobNodeShare[] =>
-  Array.from({ length: n }, (_, i) => ({ name: `n${i}`, gpuModel: model ?? shape(id).gpus[0]?.model ?? '', topology: shape(id).topology, location: { zone: 'z', block: 'b', rack: rack(i) }, gpus: Array.from({ length: per }, (_, g) => g) }));
-const fsdp = (m: ReferenceModel, seq: number, microBatch: number, recompute = false): TrainingModel => ({ ...ddpJob(m, seq, microBatch), parallelism: 'fsdp', gradBytes: 2, recompute });
+  Array.from({ length: n }, (_, i) => ({
+    name: `n${i}`,
+    gpuModel: model ?? shape(id).gpus[0]?.model ?? '',
+    topology: shape(id).topology,
+    location: { zone: 'z', block: 'b', rack: rack(i) },
+    gpus: Array.from({ length: per }, (_, g) => g),
+  }));
+const fsdp = (m: ReferenceModel, seq: number, microBatch: number, recompute = false): TrainingModel => ({
+  ...ddpJob(m, seq, microBatch),
+  parallelism: 'fsdp',
+  gradBytes: 2,
+  recompute,
+});
 /** A cluster network of `perNode` GB/s per 8-GPU node (the llm-foundry clusters: 1600 / 3200 Gb/s). */
 const net = (perNode: number): NetworkModel => {
   const g = perNode / 8;
-  return { nicGBps: { 'nvlink-domain': g, rack: g, block: g, zone: g, cluster: g }, latencyUs: { 'nvlink-domain': 8, rack: 8, block: 8, zone: 8, cluster: 8 }, nicsPerNode: 8 };
+  return {
+    nicGBps: { 'nvlink-domain': g, rack: g, block: g, zone: g, cluster: g },
+    latencyUs: { 'nvlink-domain': 8, rack: 8, block: 8, zone: 8, cluster: 8 },
+    nicsPerNode: 8,
+  };
 };
 
 describe('step-time model against published figures (ADR 0103)', () => {
@@ -64,10 +91,18 @@ describe('step-time model', () => {
   });
 
   it('across nodes the NICs of the node with the fewest of the job’s GPUs limit the ring, at the shared level’s class', () => {
-    const f = fabricOf([...nodes('hgx-a100', 1, 6), { ...(nodes('hgx-a100', 1, 2)[0] as JobNodeShare), name: 'other', location: { zone: 'z', block: 'b2', rack: 'r9' } }]);
+    const f = fabricOf([
+      ...nodes('hgx-a100', 1, 6),
+      { ...(nodes('hgx-a100', 1, 2)[0] as JobNodeShare), name: 'other', location: { zone: 'z', block: 'b2', rack: 'r9' } },
+    ]);
     expect(f.bottleneck).toBe('zone');
     expect(f.busGBps).toBeCloseTo(2 * 12.5 * 0.9, 6);
-    expect(sharedLevel([{ zone: 'z', block: 'b', rack: 'r' }, { zone: 'z', block: 'b', rack: 'r' }])).toBe('rack');
+    expect(
+      sharedLevel([
+        { zone: 'z', block: 'b', rack: 'r' },
+        { zone: 'z', block: 'b', rack: 'r' },
+      ]),
+    ).toBe('rack');
   });
 
   it('ring time is 2(n−1)/n·S/B plus 2(n−1) latencies; tree wins small messages across many nodes, ring large ones', () => {

@@ -219,7 +219,16 @@ export function fabricOf(shares: readonly JobNodeShare[], net: NetworkModel = DE
       bottleneck = level;
     }
   }
-  return { n, nodes: shares.length, maxPerNode, busGBps: Number.isFinite(bus) ? bus : 0, alphaUs: Math.max(intraAlpha, netAlpha), intraAlphaUs: intraAlpha, netAlphaUs: netAlpha, bottleneck };
+  return {
+    n,
+    nodes: shares.length,
+    maxPerNode,
+    busGBps: Number.isFinite(bus) ? bus : 0,
+    alphaUs: Math.max(intraAlpha, netAlpha),
+    intraAlphaUs: intraAlpha,
+    netAlphaUs: netAlpha,
+    bottleneck,
+  };
 }
 
 /** One all-reduce of `bytes` over the fabric: the faster of ring and (across nodes) tree. */
@@ -281,7 +290,16 @@ export type ReferenceModel = keyof typeof REFERENCE_MODELS;
 /** A DDP job of a reference model: `seqLen` tokens × `microBatch` sequences per GPU per step, FP32 gradients. */
 export function ddpJob(model: ReferenceModel, seqLen: number, microBatch: number): TrainingModel {
   const r = REFERENCE_MODELS[model];
-  return { name: model, params: r.params, layers: r.layers, dModel: r.dModel, seqLen, tokensPerGpuPerStep: seqLen * microBatch, parallelism: 'ddp', gradBytes: 4 };
+  return {
+    name: model,
+    params: r.params,
+    layers: r.layers,
+    dModel: r.dModel,
+    seqLen,
+    tokensPerGpuPerStep: seqLen * microBatch,
+    parallelism: 'ddp',
+    gradBytes: 4,
+  };
 }
 
 /**
@@ -309,7 +327,10 @@ export function idealShares(like: Omit<JobNodeShare, 'gpus' | 'name'>, gpus: num
 }
 
 /** A scheduler's placements of one job (pods → node + GPU indices) as per-node shares of its GPUs. */
-export function sharesOf(placements: readonly { readonly node: string; readonly gpus: readonly number[] }[], nodeOf: (name: string) => NodeSpec | undefined): JobNodeShare[] {
+export function sharesOf(
+  placements: readonly { readonly node: string; readonly gpus: readonly number[] }[],
+  nodeOf: (name: string) => NodeSpec | undefined,
+): JobNodeShare[] {
   const byNode = new Map<string, number[]>();
   for (const p of placements) {
     const g = byNode.get(p.node) ?? [];

@@ -18,10 +18,33 @@ function fragmentedCluster(): Scheduler {
   const specs: NodeSpec[] = [];
   for (let r = 0; r < 32; r++) {
     for (let i = 0; i < 8; i++) {
-      specs.push({ name: `r${String(r).padStart(2, '0')}-n${i}`, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: 110, gpus: shape.gpus, topology: shape.topology, location: { zone: 'z', block: 'b', rack: `rack-${String(r).padStart(2, '0')}` }, labels: {}, taints: [], unschedulable: false });
+      specs.push({
+        name: `r${String(r).padStart(2, '0')}-n${i}`,
+        cpuMilli: shape.cpuMilli,
+        memoryMiB: shape.memoryMiB,
+        maxPods: 110,
+        gpus: shape.gpus,
+        topology: shape.topology,
+        location: { zone: 'z', block: 'b', rack: `rack-${String(r).padStart(2, '0')}` },
+        labels: {},
+        taints: [],
+        unschedulable: false,
+      });
     }
   }
-  const p = buildProfile({ name: 't', description: 't', queueSort: 'priority-fifo', filters: ['fit'], scorers: [], devicePicker: 'gpu-topology', selector: 'best', gangSearch: 'topology' }, { typicalShapes: [] });
+  const p = buildProfile(
+    {
+      name: 't',
+      description: 't',
+      queueSort: 'priority-fifo',
+      filters: ['fit'],
+      scorers: [],
+      devicePicker: 'gpu-topology',
+      selector: 'best',
+      gangSearch: 'topology',
+    },
+    { typicalShapes: [] },
+  );
   if (!p.ok) throw new Error('profile');
   const s = new Scheduler(p.value, new ClusterState(specs), seededRng(1));
   for (const n of s.state.nodes) {
@@ -29,7 +52,8 @@ function fragmentedCluster(): Scheduler {
     const i = Number(n.name.slice(-1));
     const free = r < 30 ? 1 : r === 30 ? (i === 0 ? 4 : 0) : i < 2 ? 4 : 0;
     const busy = [0, 1, 2, 3].slice(0, 4 - free);
-    if (busy.length > 0) s.state.allocate({ podId: `busy-${n.name}`, node: n.name, gpus: busy, gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    if (busy.length > 0)
+      s.state.allocate({ podId: `busy-${n.name}`, node: n.name, gpus: busy, gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
   }
   return s;
 }

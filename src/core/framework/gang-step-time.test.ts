@@ -15,7 +15,18 @@ function cluster(profileName: 'sits' | 'sits-step'): Scheduler {
   const pcie = NODE_SHAPES.l4x8 as NonNullable<(typeof NODE_SHAPES)['l4x8']>;
   const nv = NODE_SHAPES['hgx-a100'] as NonNullable<(typeof NODE_SHAPES)['hgx-a100']>;
   const a100 = nv.gpus;
-  const node = (name: string, topology: NodeSpec['topology']): NodeSpec => ({ name, cpuMilli: 256_000, memoryMiB: 1_048_576, maxPods: 110, gpus: a100, topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false });
+  const node = (name: string, topology: NodeSpec['topology']): NodeSpec => ({
+    name,
+    cpuMilli: 256_000,
+    memoryMiB: 1_048_576,
+    maxPods: 110,
+    gpus: a100,
+    topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  });
   const cfg = PROFILES[profileName];
   if (cfg === undefined) throw new Error(profileName);
   const p = buildProfile(cfg, { typicalShapes: [] });
@@ -25,7 +36,14 @@ function cluster(profileName: 'sits' | 'sits-step'): Scheduler {
   return s;
 }
 
-const gang: GangSpec = { name: 'g', minMember: 4, members: [0, 1, 2, 3].map((k) => makePod(`g-${k}`, { gpuCount: 1 }, { gang: 'g' })), topology: {}, priority: 0, queue: 'q' };
+const gang: GangSpec = {
+  name: 'g',
+  minMember: 4,
+  members: [0, 1, 2, 3].map((k) => makePod(`g-${k}`, { gpuCount: 1 }, { gang: 'g' })),
+  topology: {},
+  priority: 0,
+  queue: 'q',
+};
 
 describe('gangChoice: step-time (ADR 0105)', () => {
   it('best fit puts a 4-GPU gang on the fuller PCIe node; by step time it goes to the NVSwitch node', () => {

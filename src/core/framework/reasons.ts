@@ -91,7 +91,12 @@ const REASON_LIST: readonly ReasonInfo[] = [
   { code: Reason.TooFewGpus, resolvable: false, text: (p) => `with fewer GPUs than the ${p.request.gpuCount} requested` },
   { code: Reason.NodeAffinity, resolvable: false, text: () => "node(s) didn't match Pod's node affinity/selector" },
   { code: Reason.NodePorts, resolvable: true, text: () => "node(s) didn't have free ports for the requested pod ports" },
-  { code: Reason.InsufficientResource, resolvable: true, text: () => 'Insufficient resources', detail: (p, n) => `Insufficient ${insufficientScalar(p, n) ?? 'resources'}` },
+  {
+    code: Reason.InsufficientResource,
+    resolvable: true,
+    text: () => 'Insufficient resources',
+    detail: (p, n) => `Insufficient ${insufficientScalar(p, n) ?? 'resources'}`,
+  },
   // kube: UnschedulableAndUnresolvable (no eviction makes a matching pod appear), then Unschedulable twice.
   { code: Reason.PodAffinity, resolvable: false, text: () => "node(s) didn't match pod affinity rules" },
   { code: Reason.PodAntiAffinity, resolvable: true, text: () => "node(s) didn't match pod anti-affinity rules" },
@@ -104,7 +109,11 @@ const REASON_LIST: readonly ReasonInfo[] = [
   { code: Reason.VolumeBindConflict, resolvable: false, text: () => "node(s) didn't find available persistent volumes to bind" },
   { code: Reason.VolumeZoneConflict, resolvable: false, text: () => 'node(s) had no available volume zone' },
   { code: Reason.DiskConflict, resolvable: true, text: () => 'node(s) had no available disk' },
-  { code: Reason.ReadWriteOncePodConflict, resolvable: true, text: () => 'node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode' },
+  {
+    code: Reason.ReadWriteOncePodConflict,
+    resolvable: true,
+    text: () => 'node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode',
+  },
 ];
 
 /** Reason information by code (`REASONS[code]`); codes of the kept ranges have none. */

@@ -1,5 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { buildProfile, formatProfileError, PLUGIN_NAMES, priorityFifo, PROFILE_ALIASES, PROFILE_NAMES, resolveProfile, type ProfileConfig, type ProfileError } from './registry.ts';
+import {
+  buildProfile,
+  formatProfileError,
+  PLUGIN_NAMES,
+  priorityFifo,
+  PROFILE_ALIASES,
+  PROFILE_NAMES,
+  resolveProfile,
+  type ProfileConfig,
+  type ProfileError,
+} from './registry.ts';
 import type { QueuedUnit } from './types.ts';
 
 const env = { typicalShapes: [{ cpuMilli: 1000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 1 }] };
@@ -65,7 +75,9 @@ describe('resolveProfile', () => {
       expect(r.ok, name).toBe(true);
       if (r.ok) expect(r.value.name).toBe(name);
     }
-    expect(PROFILE_NAMES).toEqual(expect.arrayContaining(['sits', 'kube-default', 'random', 'round-robin', 'dotprod', 'gpu-clustering', 'gpu-packing', 'best-fit', 'fgd']));
+    expect(PROFILE_NAMES).toEqual(
+      expect.arrayContaining(['sits', 'kube-default', 'random', 'round-robin', 'dotprod', 'gpu-clustering', 'gpu-packing', 'best-fit', 'fgd']),
+    );
   });
 
   it('accepts the FGD benchmark aliases', () => {
@@ -89,7 +101,14 @@ describe('resolveProfile', () => {
     expect(sits.ok && sits.value.gangSearch).toBe('topology');
     expect(kube.ok && kube.value.gangSearch).toBe('flat');
     // kube-scheduler's soft per-node preferences with its default weights follow the profile's own scorers.
-    expect(kube.ok && kube.value.scorers.map((s) => `${s.plugin.name}×${s.weight}`)).toEqual(['least-allocated×1', 'balanced-allocation×1', 'node-affinity×2', 'taint-toleration×3', 'pod-topology-spread×2', 'inter-pod-affinity×2']);
+    expect(kube.ok && kube.value.scorers.map((s) => `${s.plugin.name}×${s.weight}`)).toEqual([
+      'least-allocated×1',
+      'balanced-allocation×1',
+      'node-affinity×2',
+      'taint-toleration×3',
+      'pod-topology-spread×2',
+      'inter-pod-affinity×2',
+    ]);
   });
 });
 

@@ -62,13 +62,20 @@ const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
   'gpu-best-fit': bestFitGpuPlugin,
   'gpu-random': randomGpuPlugin,
   // The kubelet device plugin default: the lowest-index free devices.
-  'gpu-first-fit': () => ({ name: 'gpu-first-fit', pickGpus: (pod, node, _ctx, allowed) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli, allowed) }),
+  'gpu-first-fit': () => ({
+    name: 'gpu-first-fit',
+    pickGpus: (pod, node, _ctx, allowed) => lowestFreeGpus(node, pod.request.gpuCount, pod.request.gpuMilli, allowed),
+  }),
   'node-affinity': nodeAffinityPlugin,
   'taint-toleration': taintTolerationPlugin,
   // Scored by the score index's inter-pod overlay (ADR 0054), which reads these weights; never per node here.
   'pod-topology-spread': () => ({ name: 'pod-topology-spread', preScore: () => false, score: () => 0 }),
   'inter-pod-affinity': () => ({ name: 'inter-pod-affinity', preScore: () => false, score: () => 0 }),
-  'gpu-topology': () => ({ name: 'gpu-topology', pickGpus: (pod, node, _ctx, allowed) => (pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli, allowed) : pickTopologyGpus(pod, node, allowed)) }),
+  'gpu-topology': () => ({
+    name: 'gpu-topology',
+    pickGpus: (pod, node, _ctx, allowed) =>
+      pod.request.gpuMilli < 1000 ? lowestFreeGpus(node, 1, pod.request.gpuMilli, allowed) : pickTopologyGpus(pod, node, allowed),
+  }),
 };
 
 export interface ProfileConfig {
@@ -88,7 +95,10 @@ export interface ProfileConfig {
   readonly gangChoice?: 'step-time';
 }
 
-export type ProfileError = { readonly code: 'UnknownPlugin'; readonly name: string; readonly profile: string; readonly field: string } | { readonly code: 'MissingExtensionPoint'; readonly name: string; readonly profile: string; readonly point: string } | { readonly code: 'UnknownProfile'; readonly profile: string };
+export type ProfileError =
+  | { readonly code: 'UnknownPlugin'; readonly name: string; readonly profile: string; readonly field: string }
+  | { readonly code: 'MissingExtensionPoint'; readonly name: string; readonly profile: string; readonly point: string }
+  | { readonly code: 'UnknownProfile'; readonly profile: string };
 
 export function formatProfileError(e: ProfileError): string {
   switch (e.code) {
@@ -164,7 +174,9 @@ const KUBE_PREFERENCES = [
   { name: 'pod-topology-spread', weight: 2 },
   { name: 'inter-pod-affinity', weight: 2 },
 ] as const;
-const withPreferences = (scorers: readonly { readonly name: string; readonly weight: number }[]): readonly { readonly name: string; readonly weight: number }[] => [...scorers, ...KUBE_PREFERENCES];
+const withPreferences = (
+  scorers: readonly { readonly name: string; readonly weight: number }[],
+): readonly { readonly name: string; readonly weight: number }[] => [...scorers, ...KUBE_PREFERENCES];
 
 export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
   sits: {
@@ -195,13 +207,57 @@ export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
     ]),
     devicePicker: 'gpu-first-fit',
   },
-  random: { ...base, name: 'random', description: 'uniformly random feasible node and fitting GPU', scorers: [], selector: 'random', devicePicker: 'gpu-random' },
-  'round-robin': { ...base, name: 'round-robin', description: 'next feasible node after the last one chosen', scorers: [], selector: 'round-robin', devicePicker: 'gpu-best-fit' },
-  dotprod: { ...base, name: 'dotprod', description: 'FGD paper baseline: smallest dot product of free and requested', scorers: withPreferences([{ name: 'dotprod', weight: 1 }]), devicePicker: 'gpu-best-fit' },
-  'gpu-clustering': { ...base, name: 'gpu-clustering', description: 'FGD paper baseline: nodes running the same kind of GPU pod first', scorers: withPreferences([{ name: 'gpu-clustering', weight: 1 }]), devicePicker: 'gpu-best-fit' },
-  'gpu-packing': { ...base, name: 'gpu-packing', description: 'FGD paper baseline: partly used GPUs, then used nodes, then idle nodes', scorers: withPreferences([{ name: 'gpu-packing', weight: 1 }]), devicePicker: 'gpu-best-fit' },
-  'best-fit': { ...base, name: 'best-fit', description: 'FGD paper baseline: least CPU and GPU left after placement', scorers: withPreferences([{ name: 'best-fit', weight: 1 }]), devicePicker: 'gpu-best-fit' },
-  fgd: { ...base, name: 'fgd', description: 'FGD (ATC ’23): least growth of fragmentation for the expected workload', scorers: withPreferences([{ name: 'fgd', weight: 1 }]), devicePicker: 'fgd' },
+  random: {
+    ...base,
+    name: 'random',
+    description: 'uniformly random feasible node and fitting GPU',
+    scorers: [],
+    selector: 'random',
+    devicePicker: 'gpu-random',
+  },
+  'round-robin': {
+    ...base,
+    name: 'round-robin',
+    description: 'next feasible node after the last one chosen',
+    scorers: [],
+    selector: 'round-robin',
+    devicePicker: 'gpu-best-fit',
+  },
+  dotprod: {
+    ...base,
+    name: 'dotprod',
+    description: 'FGD paper baseline: smallest dot product of free and requested',
+    scorers: withPreferences([{ name: 'dotprod', weight: 1 }]),
+    devicePicker: 'gpu-best-fit',
+  },
+  'gpu-clustering': {
+    ...base,
+    name: 'gpu-clustering',
+    description: 'FGD paper baseline: nodes running the same kind of GPU pod first',
+    scorers: withPreferences([{ name: 'gpu-clustering', weight: 1 }]),
+    devicePicker: 'gpu-best-fit',
+  },
+  'gpu-packing': {
+    ...base,
+    name: 'gpu-packing',
+    description: 'FGD paper baseline: partly used GPUs, then used nodes, then idle nodes',
+    scorers: withPreferences([{ name: 'gpu-packing', weight: 1 }]),
+    devicePicker: 'gpu-best-fit',
+  },
+  'best-fit': {
+    ...base,
+    name: 'best-fit',
+    description: 'FGD paper baseline: least CPU and GPU left after placement',
+    scorers: withPreferences([{ name: 'best-fit', weight: 1 }]),
+    devicePicker: 'gpu-best-fit',
+  },
+  fgd: {
+    ...base,
+    name: 'fgd',
+    description: 'FGD (ATC ’23): least growth of fragmentation for the expected workload',
+    scorers: withPreferences([{ name: 'fgd', weight: 1 }]),
+    devicePicker: 'fgd',
+  },
 };
 
 export const PROFILE_NAMES = Object.keys(PROFILES);

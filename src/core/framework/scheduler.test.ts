@@ -12,13 +12,34 @@ import { seededRng } from '../ports.ts';
 function nodeSpec(name: string, shapeId: string, location: Partial<NodeLocation> = {}, extra: Partial<NodeSpec> = {}): NodeSpec {
   const s = NODE_SHAPES[shapeId];
   if (s === undefined) throw new Error(`no preset ${shapeId}`);
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r', ...location }, labels: {}, taints: [], unschedulable: false, ...extra };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r', ...location },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    ...extra,
+  };
 }
 
 /** fit + topology-aware GPU choice, no scorers (ties go to the lowest node name), topology gang search. */
 function profile(overrides: { gangSearch?: 'topology' | 'flat'; selector?: 'best' | 'random' | 'round-robin' } = {}): Profile {
   const p = buildProfile(
-    { name: 'test', description: 'test', queueSort: 'priority-fifo', filters: ['fit'], scorers: [], devicePicker: 'gpu-topology', selector: overrides.selector ?? 'best', gangSearch: overrides.gangSearch ?? 'topology' },
+    {
+      name: 'test',
+      description: 'test',
+      queueSort: 'priority-fifo',
+      filters: ['fit'],
+      scorers: [],
+      devicePicker: 'gpu-topology',
+      selector: overrides.selector ?? 'best',
+      gangSearch: overrides.gangSearch ?? 'topology',
+    },
     { typicalShapes: [] },
   );
   if (!p.ok) throw new Error('profile');
@@ -34,13 +55,27 @@ function occupy(s: Scheduler, node: string, gpus: readonly number[], id = `busy-
   s.state.allocate({ podId: id, node, gpus, gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
 }
 
-function gang(name: string, replicas: number, gpus: number, topology: TopologyConstraint = {}, minMember = replicas, extra: Partial<Parameters<typeof makePod>[1]> = {}): GangSpec {
+function gang(
+  name: string,
+  replicas: number,
+  gpus: number,
+  topology: TopologyConstraint = {},
+  minMember = replicas,
+  extra: Partial<Parameters<typeof makePod>[1]> = {},
+): GangSpec {
   const members = Array.from({ length: replicas }, (_, k) => makePod(`${name}-${k}`, { gpuCount: gpus, ...extra }, { gang: name }));
   return { name, minMember, members, topology, priority: 0, queue: 'default' };
 }
 
 function resources(s: Scheduler): unknown {
-  return s.state.nodes.map((n) => ({ name: n.name, cpu: n.cpuUsedMilli, mem: n.memUsedMiB, pods: n.podCount, free: [...n.gpuFree], allocations: [...n.allocations.keys()].sort() }));
+  return s.state.nodes.map((n) => ({
+    name: n.name,
+    cpu: n.cpuUsedMilli,
+    mem: n.memUsedMiB,
+    pods: n.podCount,
+    free: [...n.gpuFree],
+    allocations: [...n.allocations.keys()].sort(),
+  }));
 }
 
 function placed(o: PodOutcome): { node: string; gpus: readonly number[] } {
@@ -269,7 +304,8 @@ describe('Scheduler.scheduleGang', () => {
     for (const gangSearch of ['topology', 'flat'] as const) {
       const rng = seededRng(gangSearch === 'topology' ? 5 : 6);
       const specs: NodeSpec[] = [];
-      for (const rack of ['r1', 'r2', 'r3']) for (let i = 0; i < 3; i++) specs.push(nodeSpec(`${rack}-${i}`, i === 2 ? 'nvlink-2x4' : 'dgx-h100', { rack, block: rack === 'r3' ? 'b2' : 'b1' }));
+      for (const rack of ['r1', 'r2', 'r3'])
+        for (let i = 0; i < 3; i++) specs.push(nodeSpec(`${rack}-${i}`, i === 2 ? 'nvlink-2x4' : 'dgx-h100', { rack, block: rack === 'r3' ? 'b2' : 'b1' }));
       const s = scheduler(specs, profile({ gangSearch }));
       let placedGangs = 0;
       let failedGangs = 0;
@@ -330,7 +366,8 @@ describe('Scheduler.scheduleGang', () => {
   it('required: nvlink-domain tries the next island when the members do not fit the best-fit one', () => {
     const s = scheduler([nodeSpec('n', 'nvlink-2x4')]);
     // Island 0: four half-used GPUs (2000 milli free, no GPU with 600); island 1: two whole GPUs free.
-    for (const g of [0, 1, 2, 3]) s.state.allocate({ podId: `half-${g}`, node: 'n', gpus: [g], gpuMilli: 500, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    for (const g of [0, 1, 2, 3])
+      s.state.allocate({ podId: `half-${g}`, node: 'n', gpus: [g], gpuMilli: 500, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
     occupy(s, 'n', [4, 5]);
     const o = gangOk(s.scheduleGang(gang('f', 2, 1, { required: 'nvlink-domain' }, 2, { gpuMilli: 600 })));
     expect(o.placements.map((p) => p.gpus)).toEqual([[6], [7]]);
@@ -343,7 +380,9 @@ describe('Scheduler.scheduleGang', () => {
     const before = resources(s);
     // n has 5 free GPUs, but 2 and 3 in its islands; m (its own multi-node domain) has 1.
     const o = gangFail(s.scheduleGang(gang('g', 2, 2, { required: 'nvlink-domain' })));
-    expect(o.explanation.message).toBe('0/2 nodes fit gang g (2×2 GPU): 1 insufficient nvidia.com/gpu, 1 would split the NVLink domain (required: no NVLink island of the node holds the whole gang)');
+    expect(o.explanation.message).toBe(
+      '0/2 nodes fit gang g (2×2 GPU): 1 insufficient nvidia.com/gpu, 1 would split the NVLink domain (required: no NVLink island of the node holds the whole gang)',
+    );
     expect(resources(s)).toEqual(before);
   });
 

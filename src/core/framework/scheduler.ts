@@ -140,7 +140,9 @@ export class Scheduler {
     const hit = this.resolved.get(pod);
     if (hit !== undefined && hit.version === version) return hit.r;
     const res = resolvePodVolumes(pod, this.state.volumes);
-    const r: { ok: true; pod: PodSpec } | { ok: false; reason: string } = res.ok ? { ok: true, pod: { ...pod, volumes: res.volumes } } : { ok: false, reason: res.reason };
+    const r: { ok: true; pod: PodSpec } | { ok: false; reason: string } = res.ok
+      ? { ok: true, pod: { ...pod, volumes: res.volumes } }
+      : { ok: false, reason: res.reason };
     this.resolved.set(pod, { version, r });
     return r;
   }
@@ -153,7 +155,9 @@ export class Scheduler {
     const i = this.select(idx, start, end);
     if (i < 0) return { ok: false, explanation: this.explainIndex(`pod ${pod.id}`, pod, idx, start, end) };
     const node = this.state.nodes[i] as NodeState;
-    return this.commitTo(pod, node, stmt) ? { ok: true, placement: this.lastPlacement } : { ok: false, explanation: this.explainIndex(`pod ${pod.id}`, pod, idx, start, end) };
+    return this.commitTo(pod, node, stmt)
+      ? { ok: true, placement: this.lastPlacement }
+      : { ok: false, explanation: this.explainIndex(`pod ${pod.id}`, pod, idx, start, end) };
   }
 
   private lastPlacement: Placement = { podId: '', node: '', gpus: [] };
@@ -212,7 +216,10 @@ export class Scheduler {
     // While some bound pod's required anti-affinity matches this pod's namespace and labels, they decide where it
     // may go (the symmetric check), so they join the key of shapes that do not carry them already.
     const own = hasInterPodFields(pod);
-    const symmetric = !own && this.state.antiPodCount > 0 && this.state.antiAffinityMatches({ namespace: pod.namespace ?? 'default', ...(pod.labels === undefined ? {} : { labels: pod.labels }) });
+    const symmetric =
+      !own &&
+      this.state.antiPodCount > 0 &&
+      this.state.antiAffinityMatches({ namespace: pod.namespace ?? 'default', ...(pod.labels === undefined ? {} : { labels: pod.labels }) });
     const key = symmetric ? this.metaKey(pod) : shapeKey(pod);
     let idx = this.indices.get(key);
     if (idx === undefined) {
@@ -266,7 +273,10 @@ export class Scheduler {
     // Built only when an explanation is returned: a placed gang needs none.
     const subject = (): string => (explain ? `gang ${gang.name} (${describeMembers(members)})` : `gang ${gang.name}`);
     if (members.length < gang.minMember) {
-      return { ok: false, explanation: simpleExplanation(subject(), this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false) };
+      return {
+        ok: false,
+        explanation: simpleExplanation(subject(), this.state.size, `only ${members.length} of minMember ${gang.minMember} pods exist`, false),
+      };
     }
     const preFilters = this.profile.preFilters;
     const t0 = this.timer === undefined ? 0 : this.timer.nowMs();
@@ -341,7 +351,8 @@ export class Scheduler {
         const islandOnly = islandGang && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
         const cp = stmt.checkpoint();
         const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
-        if (placed !== undefined && this.permitted(gang, placed.placements.length)) return { ok: true, placements: placed.placements, level, pending: placed.pending };
+        if (placed !== undefined && this.permitted(gang, placed.placements.length))
+          return { ok: true, placements: placed.placements, level, pending: placed.pending };
         stmt.rollback(cp);
       }
     }
@@ -353,7 +364,11 @@ export class Scheduler {
   private predictedStep(gang: GangSpec, placements: readonly Placement[]): number {
     const args = this.profile.stepTimeArgs;
     const model = args?.modelOf?.(gang) ?? DEFAULT_TRAINING_MODEL;
-    return stepTime(model, sharesOf(placements, (n) => this.state.node(n)?.spec), args?.network ?? DEFAULT_NETWORK).stepSec;
+    return stepTime(
+      model,
+      sharesOf(placements, (n) => this.state.node(n)?.spec),
+      args?.network ?? DEFAULT_NETWORK,
+    ).stepSec;
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
@@ -472,7 +487,13 @@ export class Scheduler {
    * members do not fit after all (CPU, memory, pods per node or a reserve step). Node scores are not touched:
    * the island only narrows the GPU choice on the node, so the score index stays valid.
    */
-  private placeInIsland(members: readonly PodSpec[], minMember: number, stmt: Statement, ni: number, need: Demand): { placements: Placement[]; pending: string[] } | undefined {
+  private placeInIsland(
+    members: readonly PodSpec[],
+    minMember: number,
+    stmt: Statement,
+    ni: number,
+    need: Demand,
+  ): { placements: Placement[]; pending: string[] } | undefined {
     const node = this.state.nodes[ni] as NodeState;
     const islandOf = node.spec.topology.islandOf;
     const n = islandOf.length;
@@ -508,7 +529,13 @@ export class Scheduler {
    * best ring bandwidth), then the best-scoring node of the range. With `allowed`, every GPU pick is
    * restricted to those GPUs (for one node: `d` is then that node).
    */
-  private placeMembers(members: readonly PodSpec[], minMember: number, stmt: Statement, d: Range, allowed?: GpuMask): { placements: Placement[]; pending: string[] } | undefined {
+  private placeMembers(
+    members: readonly PodSpec[],
+    minMember: number,
+    stmt: Statement,
+    d: Range,
+    allowed?: GpuMask,
+  ): { placements: Placement[]; pending: string[] } | undefined {
     const placements: Placement[] = [];
     const pending: string[] = [];
     const used: number[] = [];
@@ -571,7 +598,10 @@ export class Scheduler {
     reasons.sort((a, b) => b.count - a.count || (a.reason < b.reason ? -1 : 1));
     const total = end - start;
     const head = `${fitting}/${total} nodes fit ${subject}`;
-    const message = reasons.length === 0 ? `${head}: a device plugin or reserve step refused the best node` : `${head}: ${reasons.map((r) => `${r.count} ${r.reason}`).join(', ')}`;
+    const message =
+      reasons.length === 0
+        ? `${head}: a device plugin or reserve step refused the best node`
+        : `${head}: ${reasons.map((r) => `${r.count} ${r.reason}`).join(', ')}`;
     return { subject, nodes: total, fitting, reasons, message, unresolvable };
   }
 
@@ -598,11 +628,15 @@ export class Scheduler {
       if (required === 'nvlink-domain' && usesGpus(gang.members)) {
         // On a node outside any multi-node NVLink domain, the gang had to fit one NVLink island of it.
         let island = 0;
-        for (let i = 0; i < this.state.size; i++) if (idx.reason[i] === Reason.Fits && (this.state.nodes[i] as NodeState).spec.location.nvlinkDomain === undefined) island++;
+        for (let i = 0; i < this.state.size; i++)
+          if (idx.reason[i] === Reason.Fits && (this.state.nodes[i] as NodeState).spec.location.nvlinkDomain === undefined) island++;
         if (island > 0) extra.push({ reason: 'would split the NVLink domain (required: no NVLink island of the node holds the whole gang)', count: island });
         if (fitOne > island) extra.push({ reason: 'would split the NVLink domain (required)', count: fitOne - island });
       } else {
-        const what = required === undefined ? `could hold single members, but not ${gang.minMember} of them together` : `would split the ${required === 'nvlink-domain' ? 'NVLink domain' : required} (required)`;
+        const what =
+          required === undefined
+            ? `could hold single members, but not ${gang.minMember} of them together`
+            : `would split the ${required === 'nvlink-domain' ? 'NVLink domain' : required} (required)`;
         extra.push({ reason: what, count: fitOne });
       }
     }

@@ -14,7 +14,19 @@ import { seededRng, shuffle, type Rng } from '../ports.ts';
 function nodeSpec(name: string, shapeId: string, extra: Partial<NodeSpec> = {}): NodeSpec {
   const s = NODE_SHAPES[shapeId];
   if (s === undefined) throw new Error(`no preset ${shapeId}`);
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false, ...extra };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    ...extra,
+  };
 }
 
 function profileWith(filters: readonly Plugin[], scorers: readonly { plugin: Plugin; weight: number }[]): Profile {
@@ -53,7 +65,9 @@ function brute(profile: Profile, pod: PodSpec, st: ClusterState): Brute {
   for (const n of st.nodes) {
     const r = evaluateFilters(profile, pod, n);
     reasons.push(r);
-    scores.push(r === Reason.Fits ? profile.scorers.reduce((s, x) => s + x.weight * (x.plugin.score as (p: PodSpec, n: NodeState) => number)(pod, n), 0) : Number.NaN);
+    scores.push(
+      r === Reason.Fits ? profile.scorers.reduce((s, x) => s + x.weight * (x.plugin.score as (p: PodSpec, n: NodeState) => number)(pod, n), 0) : Number.NaN,
+    );
   }
   return { reasons, scores };
 }
@@ -97,7 +111,10 @@ function randomCluster(rng: Rng): ClusterState {
     specs.push(nodeSpec(`n${String(i).padStart(2, '0')}`, shapes[i % shapes.length]!, { ...extra, location: { zone: 'z', block: 'b', rack: `r${i % 3}` } }));
   }
   // Ranks are a random permutation, so "lowest rank" is not "lowest index".
-  const ranks = shuffle(Array.from({ length: specs.length }, (_, i) => i), rng);
+  const ranks = shuffle(
+    Array.from({ length: specs.length }, (_, i) => i),
+    rng,
+  );
   return new ClusterState(specs, (_name, i) => ranks[i]!);
 }
 
@@ -135,7 +152,8 @@ describe('ScoreIndex', () => {
           }
           const after: number[] = [];
           for (let i = s; i < st.size; i++) if (b.reasons[i] === Reason.Fits) after.push(i);
-          for (let k2 = 0; k2 <= after.length; k2++) if (idx.kthFeasibleFrom(s, k2) !== (after[k2] ?? -1)) problems.push(`step ${step} ${pod.id} kth(${s},${k2})`);
+          for (let k2 = 0; k2 <= after.length; k2++)
+            if (idx.kthFeasibleFrom(s, k2) !== (after[k2] ?? -1)) problems.push(`step ${step} ${pod.id} kth(${s},${k2})`);
         }
         const counts = idx.reasonCounts(2, 11);
         for (let code = 0; code < 16; code++) {
@@ -154,7 +172,10 @@ describe('ScoreIndex', () => {
   });
 
   it('picks the highest weighted score, and on a tie the lowest rank (not the lowest index)', () => {
-    const st = new ClusterState([nodeSpec('a', 'l4x8'), nodeSpec('b', 'l4x8'), nodeSpec('c', 'l4x8'), nodeSpec('d', 't4x4')], (name) => ({ a: 3, b: 1, c: 2, d: 0 })[name] ?? 9);
+    const st = new ClusterState(
+      [nodeSpec('a', 'l4x8'), nodeSpec('b', 'l4x8'), nodeSpec('c', 'l4x8'), nodeSpec('d', 't4x4')],
+      (name) => ({ a: 3, b: 1, c: 2, d: 0 })[name] ?? 9,
+    );
     const profile = profileWith([fit], [{ plugin: freeGpus, weight: 10 }]);
     const idx = new ScoreIndex(st, profile, makePod('p', { gpuCount: 1 }));
     idx.refresh();
@@ -229,8 +250,13 @@ describe('ScoreIndex', () => {
     const problems: string[] = [];
     for (let round = 0; round < 20; round++) {
       // Many nodes of few spec classes, a few of them changed: the build copies results within a class.
-      const specs = Array.from({ length: 24 }, (_, i) => nodeSpec(`n${String(i).padStart(2, '0')}`, i % 5 === 0 ? 't4x4' : 'l4x8', { location: { zone: 'z', block: 'b', rack: `r${i % 4}` } }));
-      const ranks = shuffle(Array.from({ length: specs.length }, (_, i) => i), rng);
+      const specs = Array.from({ length: 24 }, (_, i) =>
+        nodeSpec(`n${String(i).padStart(2, '0')}`, i % 5 === 0 ? 't4x4' : 'l4x8', { location: { zone: 'z', block: 'b', rack: `r${i % 4}` } }),
+      );
+      const ranks = shuffle(
+        Array.from({ length: specs.length }, (_, i) => i),
+        rng,
+      );
       const st = new ClusterState(specs, (_name, i) => ranks[i]!);
       const live: string[] = [];
       const next = { n: 0 };
@@ -243,7 +269,8 @@ describe('ScoreIndex', () => {
           if (idx.reason[i] !== b.reasons[i]) problems.push(`round ${round} ${pod.id} reason of ${i}`);
           else if (b.reasons[i] === Reason.Fits && idx.score[i] !== b.scores[i]) problems.push(`round ${round} ${pod.id} score of ${i}`);
         }
-        for (let s = 0; s <= st.size; s += 3) for (let e = s; e <= st.size; e += 2) if (idx.best(s, e) !== bruteBest(b, st, s, e)) problems.push(`round ${round} ${pod.id} best [${s},${e})`);
+        for (let s = 0; s <= st.size; s += 3)
+          for (let e = s; e <= st.size; e += 2) if (idx.best(s, e) !== bruteBest(b, st, s, e)) problems.push(`round ${round} ${pod.id} best [${s},${e})`);
       }
     }
     expect(problems).toEqual([]);
@@ -282,7 +309,7 @@ describe('evaluateFilters', () => {
 describe('shapeKey', () => {
   it('equals the key built from the fields for random pods, seen once or many times, whatever their order', () => {
     const rng = seededRng(5);
-    const pick = <T,>(xs: readonly T[]): T => xs[rng.int(xs.length)] as T;
+    const pick = <T>(xs: readonly T[]): T => xs[rng.int(xs.length)] as T;
     const build = (pod: PodSpec): string => {
       const r = pod.request;
       let k = `${r.cpuMilli}|${r.memoryMiB}|${r.gpuCount}|${r.gpuMilli}|${r.gpuMemoryMiB ?? 0}|${pod.gpuModels.join(',')}|${pod.minComputeCapability}`;
@@ -298,7 +325,13 @@ describe('shapeKey', () => {
       for (const k of ['a', 'b', 'c']) if (rng.next() < 0.2) selector[k] = pick(['x', 'y']);
       const pod = makePod(
         `p${i}`,
-        { gpuCount, gpuMilli: pick([1000, 500, 300]), cpuMilli: pick([1000, 2000]), memoryMiB: pick([1024, 2048]), ...(rng.next() < 0.2 ? { gpuMemoryMiB: pick([4096, 8192]) } : {}) },
+        {
+          gpuCount,
+          gpuMilli: pick([1000, 500, 300]),
+          cpuMilli: pick([1000, 2000]),
+          memoryMiB: pick([1024, 2048]),
+          ...(rng.next() < 0.2 ? { gpuMemoryMiB: pick([4096, 8192]) } : {}),
+        },
         {
           gpuModels: pick([[], ['L4'], ['L4', 'T4'], ['T4', 'L4'], ['L4,T4']]),
           minComputeCapability: pick([0, 0, 80]),
@@ -310,7 +343,6 @@ describe('shapeKey', () => {
     }
     expect(problems).toEqual([]);
   });
-
 
   it('is equal for pods that filter and score alike, whatever their id, gang or priority', () => {
     const a = makePod('a', { gpuCount: 2 }, { priority: 1 });
@@ -370,7 +402,17 @@ describe('ScoreIndex and the node name (matchFields)', () => {
     const calls: string[] = [];
     const skipped: Plugin = { name: 'skipped', preScore: () => false, score: () => (calls.push('skipped'), 50) };
     const kept: Plugin = { name: 'kept', preScore: () => true, score: () => (calls.push('kept'), 1) };
-    const idx = new ScoreIndex(st, profileWith([fit], [{ plugin: skipped, weight: 1 }, { plugin: kept, weight: 1 }]), makePod('p', {}));
+    const idx = new ScoreIndex(
+      st,
+      profileWith(
+        [fit],
+        [
+          { plugin: skipped, weight: 1 },
+          { plugin: kept, weight: 1 },
+        ],
+      ),
+      makePod('p', {}),
+    );
     idx.refresh();
     expect(calls).toEqual(['kept']); // one evaluation for the class, the skipped scorer never called
     expect(idx.score[0]).toBe(1);
@@ -389,17 +431,24 @@ describe('ScoreIndex with kube-scheduler per-node fields (ports, other resources
       }),
     );
     const st = new ClusterState(specs);
-    const profile = profileWith([fitPlugin()], [
-      { plugin: freeGpus, weight: 1 },
-      { plugin: nodeAffinityPlugin(), weight: 2 },
-      { plugin: taintTolerationPlugin(), weight: 3 },
-    ]);
+    const profile = profileWith(
+      [fitPlugin()],
+      [
+        { plugin: freeGpus, weight: 1 },
+        { plugin: nodeAffinityPlugin(), weight: 2 },
+        { plugin: taintTolerationPlugin(), weight: 3 },
+      ],
+    );
     const port = (n: number) => [{ port: n, protocol: 'TCP' as const, ip: '0.0.0.0' }];
     const pods = [
       makePod('port80', { gpuCount: 1 }, { hostPorts: port(80) }),
       makePod('rdma', { gpuCount: 1, scalar: { 'rdma/hca': 1 } }),
       makePod('named', { gpuCount: 1 }, { nodeAffinity: { required: [{ matchFields: [{ key: 'metadata.name', operator: 'NotIn', values: ['k7'] }] }] } }),
-      makePod('prefers-a', { gpuCount: 2 }, { nodeAffinity: { preferred: [{ weight: 1, preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] } }] } }),
+      makePod(
+        'prefers-a',
+        { gpuCount: 2 },
+        { nodeAffinity: { preferred: [{ weight: 1, preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] } }] } },
+      ),
     ];
     const indices = pods.map((p) => new ScoreIndex(st, profile, p));
     const live: string[] = [];
@@ -412,7 +461,17 @@ describe('ScoreIndex with kube-scheduler per-node fields (ports, other resources
         const id = `x${step}`;
         const roll = rng.int(3);
         if (g >= 0) {
-          st.allocate({ podId: id, node: node.name, gpus: [g], gpuMilli: 1000, cpuMilli: 1000, memoryMiB: 1024, priority: 0, queue: 'q', ...(roll === 0 ? { hostPorts: port(80) } : roll === 1 && node.spec.scalar !== undefined ? { scalar: { 'rdma/hca': 1 } } : {}) });
+          st.allocate({
+            podId: id,
+            node: node.name,
+            gpus: [g],
+            gpuMilli: 1000,
+            cpuMilli: 1000,
+            memoryMiB: 1024,
+            priority: 0,
+            queue: 'q',
+            ...(roll === 0 ? { hostPorts: port(80) } : roll === 1 && node.spec.scalar !== undefined ? { scalar: { 'rdma/hca': 1 } } : {}),
+          });
           live.push(id);
         }
       } else st.release(live.splice(rng.int(live.length), 1)[0]!);
@@ -429,4 +488,3 @@ describe('ScoreIndex with kube-scheduler per-node fields (ports, other resources
     expect(['named', 'port80', 'rdma'].filter((id) => !refused.has(id))).toEqual([]);
   });
 });
-

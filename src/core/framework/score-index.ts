@@ -70,7 +70,9 @@ export class ScoreIndex {
     this.reason = new Uint8Array(this.n);
     this.version = new Int32Array(this.n).fill(-1);
     this.rank = state.ranks();
-    this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined) ? profile.scorers : profile.scorers.filter((s) => s.plugin.preScore?.(pod, state) ?? true);
+    this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined)
+      ? profile.scorers
+      : profile.scorers.filter((s) => s.plugin.preScore?.(pod, state) ?? true);
     this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
     // Pods without inter-pod fields need the state only for the symmetric check, when some pod has required anti-affinity.
     this.interPod = hasInterPodFields(pod) || symmetric;
@@ -140,7 +142,9 @@ export class ScoreIndex {
   private build(): void {
     this.counters.builds++;
     if (this.interPod) {
-      this.inter = new InterPodState(this.state, this.pod, { hardPodAffinityWeight: this.profile.hardPodAffinityWeight ?? DEFAULT_INTER_POD_ARGS.hardPodAffinityWeight });
+      this.inter = new InterPodState(this.state, this.pod, {
+        hardPodAffinityWeight: this.profile.hardPodAffinityWeight ?? DEFAULT_INTER_POD_ARGS.hardPodAffinityWeight,
+      });
       this.buildLocal();
       for (let p = this.size - 1; p >= 1; p--) this.pull(p);
       return;
@@ -343,7 +347,8 @@ export function shapeKey(pod: PodSpec): string {
   h = (h ^ (pod.gpuModels.length << 8) ^ (pod.tolerations.length << 16)) | 0;
   let bucket = knownShapes.get(h);
   if (bucket !== undefined) {
-    for (const known of bucket) if (sameShape(known.pod, known.tolerations, pod) && (known.ext === '' ? !hasExt(pod) : known.ext === extKey(pod))) return known.key;
+    for (const known of bucket)
+      if (sameShape(known.pod, known.tolerations, pod) && (known.ext === '' ? !hasExt(pod) : known.ext === extKey(pod))) return known.key;
   }
   const key = buildShapeKey(pod);
   if (knownShapeCount >= MAX_KNOWN_SHAPES) {
@@ -394,7 +399,14 @@ function buildShapeKey(pod: PodSpec): string {
 
 /** Whether the pod has any of the fields of kube's per-node plugins that filters read (ADR 0049). */
 function hasExt(pod: PodSpec): boolean {
-  return pod.nodeAffinity !== undefined || pod.hostPorts !== undefined || pod.request.scalar !== undefined || pod.volumes !== undefined || pod.inlineDisks !== undefined || hasInterPodFields(pod);
+  return (
+    pod.nodeAffinity !== undefined ||
+    pod.hostPorts !== undefined ||
+    pod.request.scalar !== undefined ||
+    pod.volumes !== undefined ||
+    pod.inlineDisks !== undefined ||
+    hasInterPodFields(pod)
+  );
 }
 
 /** Node affinity, host ports and other resources as a key part; '' for the pods that have none (no cost for them). */
@@ -405,11 +417,21 @@ function extKey(pod: PodSpec): string {
   if (pod.volumes !== undefined) base.push(`v${pod.volumes.key}`);
   if (pod.inlineDisks !== undefined) base.push(pod.inlineDisks);
   // Inter-pod terms read the pod's own namespace and labels too (self-match, matchLabelKeys).
-  return JSON.stringify(hasInterPodFields(pod) ? [...base, podMetaKey(pod), pod.podAffinity ?? null, pod.podAntiAffinity ?? null, pod.topologySpread ?? null] : base);
+  return JSON.stringify(
+    hasInterPodFields(pod) ? [...base, podMetaKey(pod), pod.podAffinity ?? null, pod.podAntiAffinity ?? null, pod.topologySpread ?? null] : base,
+  );
 }
 
 /** Namespace and labels as a key part: what existing pods' anti-affinity terms read of an incoming pod. */
 export function podMetaKey(pod: PodSpec): string {
   const l = pod.labels;
-  return `${pod.namespace ?? 'default'}|${l === undefined ? '' : JSON.stringify(Object.keys(l).sort().map((k) => [k, l[k]]))}`;
+  return `${pod.namespace ?? 'default'}|${
+    l === undefined
+      ? ''
+      : JSON.stringify(
+          Object.keys(l)
+            .sort()
+            .map((k) => [k, l[k]]),
+        )
+  }`;
 }

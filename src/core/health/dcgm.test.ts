@@ -9,7 +9,15 @@ describe('readDcgmMetrics on recorded dcgm-exporter output', () => {
   it('T4: one device with its labels and the fields the detector reads', () => {
     const r = readDcgmMetrics(fixture('dcgm-t4-datadog.txt'));
     expect(r.ok && r.value).toEqual([
-      { host: '424773df46e0', gpu: 0, uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e', model: 'Tesla T4', activeXids: [], pods: [], fields: { tempC: 25, powerW: 8.969, pcieReplayTotal: 0, lastXid: 0 } },
+      {
+        host: '424773df46e0',
+        gpu: 0,
+        uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e',
+        model: 'Tesla T4',
+        activeXids: [],
+        pods: [],
+        fields: { tempC: 25, powerW: 8.969, pcieReplayTotal: 0, lastXid: 0 },
+      },
     ]);
   });
 

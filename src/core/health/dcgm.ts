@@ -88,7 +88,15 @@ export function readDcgmMetrics(text: string): Result<DcgmDevice[], string> {
     if (e instanceof PromParseError) return err(`dcgm-exporter metrics: ${e.message}`);
     throw e;
   }
-  interface Acc { host: string; gpu: number; uuid: string; model: string; activeXids: Set<number>; pods: Map<string, DcgmPodRef>; fields: DcgmFields }
+  interface Acc {
+    host: string;
+    gpu: number;
+    uuid: string;
+    model: string;
+    activeXids: Set<number>;
+    pods: Map<string, DcgmPodRef>;
+    fields: DcgmFields;
+  }
   const byKey = new Map<string, Acc>();
   for (const fam of families.values()) {
     for (const s of fam.samples) {
@@ -121,7 +129,15 @@ export function readDcgmMetrics(text: string): Result<DcgmDevice[], string> {
       a.fields[k] = prev === undefined ? s.value : Math.max(prev, s.value);
     }
   }
-  const out = [...byKey.values()].map((a) => ({ host: a.host, gpu: a.gpu, uuid: a.uuid, model: a.model, activeXids: [...a.activeXids].sort((x, y) => x - y), pods: [...a.pods.values()], fields: a.fields }));
+  const out = [...byKey.values()].map((a) => ({
+    host: a.host,
+    gpu: a.gpu,
+    uuid: a.uuid,
+    model: a.model,
+    activeXids: [...a.activeXids].sort((x, y) => x - y),
+    pods: [...a.pods.values()],
+    fields: a.fields,
+  }));
   out.sort((x, y) => (x.host < y.host ? -1 : x.host > y.host ? 1 : x.gpu - y.gpu));
   return ok(out);
 }

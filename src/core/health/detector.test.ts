@@ -29,12 +29,16 @@ describe('HealthDetector', () => {
 
   it('application XIDs (13, 31, 43, 45) say nothing about the device', () => {
     const d = new HealthDetector();
-    for (const [i, x] of [13, 31, 43, 45].entries()) expect(d.observe('n/0', i * MIN, fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, x, T4_LABELS))).state).toBe('healthy');
+    for (const [i, x] of [13, 31, 43, 45].entries())
+      expect(d.observe('n/0', i * MIN, fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, x, T4_LABELS))).state).toBe('healthy');
   });
 
   it('precursor XIDs (63, 92) make the device suspect', () => {
     const d = new HealthDetector();
-    expect(d.observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 92, T4_LABELS)))).toMatchObject({ state: 'suspect', signal: 'xid-precursor' });
+    expect(d.observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 92, T4_LABELS)))).toMatchObject({
+      state: 'suspect',
+      signal: 'xid-precursor',
+    });
   });
 
   it('a growing correctable ECC count is suspect once the window holds the threshold; a few stray ones are not', () => {
@@ -52,13 +56,23 @@ describe('HealthDetector', () => {
   it('a new double-bit ECC error or a failed row remap: failed', () => {
     const d = new HealthDetector();
     d.observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 0, 0, T4_LABELS)));
-    expect(d.observe('n/0', MIN, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 0, 2, T4_LABELS)))).toMatchObject({ state: 'failed', signal: 'ecc-dbe', reason: '2 new uncorrectable (double-bit) ECC error(s)' });
+    expect(d.observe('n/0', MIN, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 0, 2, T4_LABELS)))).toMatchObject({
+      state: 'failed',
+      signal: 'ecc-dbe',
+      reason: '2 new uncorrectable (double-bit) ECC error(s)',
+    });
     expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ROW_REMAP_FAILURE', 0, 1, T4_LABELS))).signal).toBe('row-remap-failure');
   });
 
   it('pages pending retirement and a pending row remap: suspect', () => {
-    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_RETIRED_PENDING', 0, 1, T4_LABELS)))).toMatchObject({ state: 'suspect', signal: 'retired-pages' });
-    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ROW_REMAP_PENDING', 0, 1, T4_LABELS)))).toMatchObject({ state: 'suspect', signal: 'row-remap-pending' });
+    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_RETIRED_PENDING', 0, 1, T4_LABELS)))).toMatchObject({
+      state: 'suspect',
+      signal: 'retired-pages',
+    });
+    expect(new HealthDetector().observe('n/0', 0, fieldsOf(withValue(T4, 'DCGM_FI_DEV_ROW_REMAP_PENDING', 0, 1, T4_LABELS)))).toMatchObject({
+      state: 'suspect',
+      signal: 'row-remap-pending',
+    });
   });
 
   it('temperature creeping up at steady power is a cooling fault; the same rise with the load (power) is not', () => {
@@ -71,7 +85,11 @@ describe('HealthDetector', () => {
       expect(load.observe('n/0', m * MIN, { tempC: 40 + m * 0.6, powerW: 80 + m * 4 }).state).not.toBe('suspect');
     }
     expect(last).toMatchObject({ state: 'suspect', signal: 'temperature-rise' });
-    expect(new HealthDetector().observe('n/0', 0, { tempC: 90 })).toMatchObject({ state: 'suspect', signal: 'temperature', reason: 'GPU at 90 °C (threshold 88 °C)' });
+    expect(new HealthDetector().observe('n/0', 0, { tempC: 90 })).toMatchObject({
+      state: 'suspect',
+      signal: 'temperature',
+      reason: 'GPU at 90 °C (threshold 88 °C)',
+    });
   });
 
   it('the temperature limit is on the last 5 min, not one reading: a noise spike to 88 °C on a GPU at 86 °C is not suspect, a GPU held at 89 °C is', () => {
@@ -167,12 +185,38 @@ describe('HealthDetector', () => {
 
   it('with that noise, hot-aisle steps that level off, load changes alone and the diurnal inlet never trip the evidence hold', () => {
     for (let s = 1; s <= 20; s++) {
-      for (const rise of [4, 7, 10]) expect(noisyRun(new HealthDetector(), 100 + s, (m) => rise * Math.min(1, Math.max(0, m - 5) / 20), 240, () => true)).toBe(-1);
+      for (const rise of [4, 7, 10])
+        expect(
+          noisyRun(
+            new HealthDetector(),
+            100 + s,
+            (m) => rise * Math.min(1, Math.max(0, m - 5) / 20),
+            240,
+            () => true,
+          ),
+        ).toBe(-1);
       // A job every other 25 min.
-      expect(noisyRun(new HealthDetector(), 200 + s, () => 0, 240, (k) => Math.floor(k / 25) % 2 === 0)).toBe(-1);
+      expect(
+        noisyRun(
+          new HealthDetector(),
+          200 + s,
+          () => 0,
+          240,
+          (k) => Math.floor(k / 25) % 2 === 0,
+        ),
+      ).toBe(-1);
     }
     // ±2 °C a day, a whole day.
-    for (let s = 1; s <= 3; s++) expect(noisyRun(new HealthDetector(), 300 + s, (m) => 2 * Math.sin((2 * Math.PI * m) / 1440), 1440, () => true)).toBe(-1);
+    for (let s = 1; s <= 3; s++)
+      expect(
+        noisyRun(
+          new HealthDetector(),
+          300 + s,
+          (m) => 2 * Math.sin((2 * Math.PI * m) / 1440),
+          1440,
+          () => true,
+        ),
+      ).toBe(-1);
   });
 
   it('NVLink CRC errors at a rate: suspect', () => {
@@ -181,7 +225,7 @@ describe('HealthDetector', () => {
     expect(d.observe('n/0', 30 * MIN, { nvlinkCrcFlitTotal: 150, nvlinkCrcDataTotal: 100 })).toMatchObject({ state: 'suspect', signal: 'nvlink-crc-rate' });
   });
 
-  it('correctable ECC errors in more and more scrapes, against the GPU\'s own rate: suspect; a steady trickler and a one-off burst are not', () => {
+  it("correctable ECC errors in more and more scrapes, against the GPU's own rate: suspect; a steady trickler and a one-off burst are not", () => {
     // A trickler: a new error every 20 min for a day, never surprising against its own rate.
     const trickler = new HealthDetector();
     for (let m = 0; m <= 24 * 60; m++) expect(trickler.observe('n/0', m * MIN, { sbeVolTotal: Math.floor(m / 20) }).signal).not.toBe('ecc-sbe-surge');
@@ -208,7 +252,13 @@ describe('HealthDetector', () => {
   });
 
   // ADR 0169. A quiet GPU (no new errors for `quietH` hours), then new correctable errors in the scrapes `at`.
-  const sbeRun = (d: HealthDetector, quietH: number, at: readonly number[], field: 'sbeVolTotal' | 'nvlinkCrcFlitTotal' = 'sbeVolTotal', per = 1): Set<string> => {
+  const sbeRun = (
+    d: HealthDetector,
+    quietH: number,
+    at: readonly number[],
+    field: 'sbeVolTotal' | 'nvlinkCrcFlitTotal' = 'sbeVolTotal',
+    per = 1,
+  ): Set<string> => {
     const signals = new Set<string>();
     let total = 0;
     const end = quietH * 60 + Math.max(0, ...at);
@@ -227,7 +277,9 @@ describe('HealthDetector', () => {
     expect(sbeRun(old, 40, [0, 4, 7]).size).toBe(0);
     const d = new HealthDetector();
     sbeRun(d, 40, [0, 4, 7]);
-    expect(d.current('n/0').reason).toMatch(/^correctable ECC errors accelerating: new ones in 3 scrapes of the last 15 min, 0\.\d+ expected from this GPU's rate \(p \S+ < 0\.000001\)$/);
+    expect(d.current('n/0').reason).toMatch(
+      /^correctable ECC errors accelerating: new ones in 3 scrapes of the last 15 min, 0\.\d+ expected from this GPU's rate \(p \S+ < 0\.000001\)$/,
+    );
   });
 
   it('the short surge stays quiet for one-off bursts, two close bursts, a new GPU without history and a steady trickler', () => {

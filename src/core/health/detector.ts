@@ -14,7 +14,21 @@ import { xidInfo } from './xid.ts';
 export type HealthState = 'healthy' | 'suspect' | 'failed';
 
 /** Which rule fired (stable codes for metrics and tests; the reason is for people). */
-export type HealthSignal = 'xid-fatal' | 'xid-precursor' | 'ecc-dbe' | 'row-remap-failure' | 'retired-pages' | 'row-remap-pending' | 'ecc-sbe-rate' | 'ecc-sbe-surge' | 'temperature' | 'temperature-rise' | 'temperature-creep' | 'nvlink-crc-rate' | 'ecc-sbe-surge-short' | 'nvlink-crc-surge';
+export type HealthSignal =
+  | 'xid-fatal'
+  | 'xid-precursor'
+  | 'ecc-dbe'
+  | 'row-remap-failure'
+  | 'retired-pages'
+  | 'row-remap-pending'
+  | 'ecc-sbe-rate'
+  | 'ecc-sbe-surge'
+  | 'temperature'
+  | 'temperature-rise'
+  | 'temperature-creep'
+  | 'nvlink-crc-rate'
+  | 'ecc-sbe-surge-short'
+  | 'nvlink-crc-surge';
 
 export interface Verdict {
   readonly state: HealthState;
@@ -281,7 +295,8 @@ export class HealthDetector {
       this.tracks.set(device, tr);
     }
     const sbe = NaNish(f.sbeVolTotal);
-    const crc = f.nvlinkCrcFlitTotal === undefined && f.nvlinkCrcDataTotal === undefined ? Number.NaN : (f.nvlinkCrcFlitTotal ?? 0) + (f.nvlinkCrcDataTotal ?? 0);
+    const crc =
+      f.nvlinkCrcFlitTotal === undefined && f.nvlinkCrcDataTotal === undefined ? Number.NaN : (f.nvlinkCrcFlitTotal ?? 0) + (f.nvlinkCrcDataTotal ?? 0);
     // A counter that went down (a reset) is no news; only a rise is.
     const sbeNew = !Number.isNaN(sbe) && !Number.isNaN(tr.lastSbe) && sbe > tr.lastSbe;
     if (!Number.isNaN(sbe)) tr.lastSbe = sbe;
@@ -372,7 +387,8 @@ export class HealthDetector {
     const t0 = (ps[from] as Point | undefined)?.t ?? 0;
     for (let i = from; i < to; i++) {
       const p = ps[i] as Point;
-      const ok = !Number.isNaN(p.temp) && !Number.isNaN(p.pf) && !Number.isNaN(p.power) && Math.abs(p.power - p.pf) <= c.creepSettleFraction * Math.max(p.pf, 1);
+      const ok =
+        !Number.isNaN(p.temp) && !Number.isNaN(p.pf) && !Number.isNaN(p.power) && Math.abs(p.power - p.pf) <= c.creepSettleFraction * Math.max(p.pf, 1);
       if (!ok) {
         close();
         continue;
@@ -419,7 +435,9 @@ export class HealthDetector {
     // The window's parts (oldest first): a creep rises in every one, a step (hot aisle) only in one or two.
     const k = c.creepParts;
     const parts: number[] = [];
-    if (whole !== undefined) for (let i = 0; i < k; i++) parts.push(this.residualSlope(tr, since(c.creepWindowMs * (1 - i / k)), since(c.creepWindowMs * (1 - (i + 1) / k) - 1), R).slope);
+    if (whole !== undefined)
+      for (let i = 0; i < k; i++)
+        parts.push(this.residualSlope(tr, since(c.creepWindowMs * (1 - i / k)), since(c.creepWindowMs * (1 - (i + 1) / k) - 1), R).slope);
     const holds =
       whole !== undefined &&
       whole.settled >= c.creepSettledShare * (ps.length - from) &&
@@ -472,11 +490,17 @@ export class HealthDetector {
     const c = this.config;
     const s = this.scrapeSurge(tr, now, c.sbeSurgeShortWindowMs, (p) => p.sbeNew, tr.sbeScrapes);
     if (s.k >= c.sbeSurgeShortMin && s.p < c.sbeSurgeP) {
-      return { signal: 'ecc-sbe-surge-short', reason: `correctable ECC errors accelerating: new ones in ${s.k} scrapes of the last ${Math.round(c.sbeSurgeShortWindowMs / 60_000)} min, ${s.mu.toFixed(3)} expected from this GPU's rate (p ${s.p.toExponential(1)} < ${c.sbeSurgeP})` };
+      return {
+        signal: 'ecc-sbe-surge-short',
+        reason: `correctable ECC errors accelerating: new ones in ${s.k} scrapes of the last ${Math.round(c.sbeSurgeShortWindowMs / 60_000)} min, ${s.mu.toFixed(3)} expected from this GPU's rate (p ${s.p.toExponential(1)} < ${c.sbeSurgeP})`,
+      };
     }
     const l = this.scrapeSurge(tr, now, c.crcSurgeWindowMs, (p) => p.crcNew, tr.crcScrapes);
     if (l.k >= c.crcSurgeMin && l.p < c.sbeSurgeP) {
-      return { signal: 'nvlink-crc-surge', reason: `NVLink CRC errors accelerating: new ones in ${l.k} scrapes of the last ${Math.round(c.crcSurgeWindowMs / 60_000)} min, ${l.mu.toFixed(3)} expected from this link's rate (p ${l.p.toExponential(1)} < ${c.sbeSurgeP})` };
+      return {
+        signal: 'nvlink-crc-surge',
+        reason: `NVLink CRC errors accelerating: new ones in ${l.k} scrapes of the last ${Math.round(c.crcSurgeWindowMs / 60_000)} min, ${l.mu.toFixed(3)} expected from this link's rate (p ${l.p.toExponential(1)} < ${c.sbeSurgeP})`,
+      };
     }
     return undefined;
   }
@@ -545,7 +569,12 @@ export class HealthDetector {
     const hot = mean(ps, recent, ps.length, (p) => p.temp);
     if (hot >= c.tempSuspectC) {
       const span = Math.round(c.tempSuspectMs / 60_000);
-      warn('temperature', ps.length - recent === 1 ? `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)` : `GPU at ${hot.toFixed(1)} °C on average over the last ${span} min (threshold ${c.tempSuspectC} °C)`);
+      warn(
+        'temperature',
+        ps.length - recent === 1
+          ? `GPU at ${newest.temp} °C (threshold ${c.tempSuspectC} °C)`
+          : `GPU at ${hot.toFixed(1)} °C on average over the last ${span} min (threshold ${c.tempSuspectC} °C)`,
+      );
     }
     // Rise across the window, quarter by quarter: a creep rises in every quarter; a step (a hot aisle, a fan
     // curve, a job starting) sits in one or two of them. Power must stay roughly where it was.
@@ -565,7 +594,8 @@ export class HealthDetector {
       const holds = rate >= c.tempRiseCPerHour && everyQuarter && steady;
       if (!holds) tr.riseSinceMs = Number.NaN;
       else if (Number.isNaN(tr.riseSinceMs)) tr.riseSinceMs = newest.t;
-      if (holds && newest.t - tr.riseSinceMs >= c.tempRiseHoldMs) warn('temperature-rise', `temperature rising ${rate.toFixed(1)} °C/h at steady power, now ${newest.temp} °C (threshold ${c.tempRiseCPerHour} °C/h)`);
+      if (holds && newest.t - tr.riseSinceMs >= c.tempRiseHoldMs)
+        warn('temperature-rise', `temperature rising ${rate.toFixed(1)} °C/h at steady power, now ${newest.temp} °C (threshold ${c.tempRiseCPerHour} °C/h)`);
     }
     const creep = this.creep(tr, newest.t);
     if (creep !== undefined) warn('temperature-creep', creep);

@@ -16,11 +16,34 @@ function nodeSpec(name: string, sick: ReadonlyMap<number, string | undefined> = 
     const why = sick.get(g.index);
     return why === undefined ? { ...g, healthy: false } : { ...g, healthy: false, unhealthyReason: why };
   });
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  };
 }
 
 function scheduler(specs: readonly NodeSpec[]): Scheduler {
-  const p = buildProfile({ name: 't', description: 't', queueSort: 'priority-fifo', filters: ['fit'], scorers: [], devicePicker: 'gpu-topology', selector: 'best', gangSearch: 'topology' }, { typicalShapes: [] });
+  const p = buildProfile(
+    {
+      name: 't',
+      description: 't',
+      queueSort: 'priority-fifo',
+      filters: ['fit'],
+      scorers: [],
+      devicePicker: 'gpu-topology',
+      selector: 'best',
+      gangSearch: 'topology',
+    },
+    { typicalShapes: [] },
+  );
   if (!p.ok) throw new Error('profile');
   return new Scheduler(p.value, new ClusterState(specs), seededRng(1));
 }
@@ -46,7 +69,9 @@ describe('quarantined GPUs in placement and sits explain', () => {
     const o = s.schedulePod(makePod('all8', { gpuCount: 8 }));
     expect(o.ok).toBe(false);
     if (o.ok) return;
-    expect(o.explanation.message).toBe('0/2 nodes fit pod all8: 1 GPUs unhealthy, 1 GPUs unhealthy (GPU 3 quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus))');
+    expect(o.explanation.message).toBe(
+      '0/2 nodes fit pod all8: 1 GPUs unhealthy, 1 GPUs unhealthy (GPU 3 quarantined until 2026-12-01T17:15:00.000Z: XID 79 (GPU has fallen off the bus))',
+    );
   });
 
   it('setGpuHealth carries a reason; marking the GPU healthy again clears it', () => {

@@ -23,7 +23,16 @@ describe('GpuHealthMonitor', () => {
     m.observe('node-a', devices(T4), 0);
     const a = m.observe('node-a', devices(withValue(T4, 'DCGM_FI_DEV_RETIRED_PENDING', 0, 1, T4_LABELS)), MIN);
     expect(a.map((x) => x.kind)).toEqual(['quarantine', 'checkpoint-and-migrate']);
-    expect(a[1]).toEqual({ kind: 'checkpoint-and-migrate', node: 'node-a', gpu: 0, uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e', mode: 'checkpoint-first', reason: '1 page(s) pending retirement (reset needed)', pods: [], atMs: MIN });
+    expect(a[1]).toEqual({
+      kind: 'checkpoint-and-migrate',
+      node: 'node-a',
+      gpu: 0,
+      uuid: 'GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e',
+      mode: 'checkpoint-first',
+      reason: '1 page(s) pending retirement (reset needed)',
+      pods: [],
+      atMs: MIN,
+    });
     // Still suspect: the quarantine is extended, no second intent.
     expect(m.observe('node-a', devices(withValue(T4, 'DCGM_FI_DEV_RETIRED_PENDING', 0, 1, T4_LABELS)), 2 * MIN).map((x) => x.kind)).toEqual(['extend']);
     const f = m.observe('node-a', devices(withValue(T4, 'DCGM_FI_DEV_XID_ERRORS', 0, 48, T4_LABELS)), 3 * MIN);
@@ -47,6 +56,8 @@ describe('GpuHealthMonitor', () => {
     m.observe('node-a', devices(withValue(T4, 'DCGM_FI_DEV_GPU_TEMP', 0, 95, T4_LABELS)), 0);
     const ref = { node: 'node-a', gpu: 0 };
     expect(m.builtInCheck(ref)).toEqual({ passed: false, detail: 'health check failed: GPU at 95 °C (threshold 88 °C)' });
-    expect(m.checkResult(ref, false, 15 * MIN, 'health check failed: GPU at 95 °C (threshold 88 °C)')).toMatchObject([{ kind: 'extend', entry: { untilMs: 30 * MIN, failedChecks: 1 } }]);
+    expect(m.checkResult(ref, false, 15 * MIN, 'health check failed: GPU at 95 °C (threshold 88 °C)')).toMatchObject([
+      { kind: 'extend', entry: { untilMs: 30 * MIN, failedChecks: 1 } },
+    ]);
   });
 });

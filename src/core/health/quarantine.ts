@@ -39,7 +39,10 @@ export const DEFAULT_QUARANTINE_MS = 15 * 60_000;
 
 const key = (d: DeviceRef): string => `${d.node}\u0000${d.gpu}`;
 
-export type QuarantineChange = { readonly kind: 'quarantined'; readonly entry: QuarantineEntry } | { readonly kind: 'extended'; readonly entry: QuarantineEntry } | { readonly kind: 'released'; readonly entry: QuarantineEntry };
+export type QuarantineChange =
+  | { readonly kind: 'quarantined'; readonly entry: QuarantineEntry }
+  | { readonly kind: 'extended'; readonly entry: QuarantineEntry }
+  | { readonly kind: 'released'; readonly entry: QuarantineEntry };
 
 export class QuarantineBook {
   private readonly byKey = new Map<string, QuarantineEntry>();
@@ -52,7 +55,16 @@ export class QuarantineBook {
   quarantine(device: DeviceRef, reason: string, untilMs: number, nowMs: number, source: string, state: QuarantineState): QuarantineChange {
     const k = key(device);
     const old = this.byKey.get(k);
-    const entry: QuarantineEntry = { node: device.node, gpu: device.gpu, reason, state: old?.state === 'failed' ? 'failed' : state, sinceMs: old?.sinceMs ?? nowMs, untilMs: Math.max(untilMs, old?.untilMs ?? untilMs), source: old?.source ?? source, failedChecks: old?.failedChecks ?? 0 };
+    const entry: QuarantineEntry = {
+      node: device.node,
+      gpu: device.gpu,
+      reason,
+      state: old?.state === 'failed' ? 'failed' : state,
+      sinceMs: old?.sinceMs ?? nowMs,
+      untilMs: Math.max(untilMs, old?.untilMs ?? untilMs),
+      source: old?.source ?? source,
+      failedChecks: old?.failedChecks ?? 0,
+    };
     this.byKey.set(k, entry);
     return { kind: old === undefined ? 'quarantined' : 'extended', entry };
   }
@@ -91,7 +103,12 @@ export class QuarantineBook {
       return { kind: 'released', entry: e };
     }
     if (passed) return undefined;
-    const next: QuarantineEntry = { ...e, untilMs: Math.max(e.untilMs, nowMs + retryMs), failedChecks: e.failedChecks + 1, reason: detail === '' ? e.reason : detail };
+    const next: QuarantineEntry = {
+      ...e,
+      untilMs: Math.max(e.untilMs, nowMs + retryMs),
+      failedChecks: e.failedChecks + 1,
+      reason: detail === '' ? e.reason : detail,
+    };
     this.byKey.set(k, next);
     return { kind: 'extended', entry: next };
   }
@@ -134,7 +151,15 @@ interface StoredEntry {
 export function formatQuarantine(entries: readonly QuarantineEntry[]): string | undefined {
   if (entries.length === 0) return undefined;
   const out: Record<string, StoredEntry> = {};
-  for (const e of [...entries].sort((a, b) => a.gpu - b.gpu)) out[String(e.gpu)] = { reason: e.reason, state: e.state, since: new Date(e.sinceMs).toISOString(), until: new Date(e.untilMs).toISOString(), source: e.source, ...(e.failedChecks === 0 ? {} : { failedChecks: e.failedChecks }) };
+  for (const e of [...entries].sort((a, b) => a.gpu - b.gpu))
+    out[String(e.gpu)] = {
+      reason: e.reason,
+      state: e.state,
+      since: new Date(e.sinceMs).toISOString(),
+      until: new Date(e.untilMs).toISOString(),
+      source: e.source,
+      ...(e.failedChecks === 0 ? {} : { failedChecks: e.failedChecks }),
+    };
   return JSON.stringify(out);
 }
 
@@ -166,7 +191,16 @@ export function parseQuarantine(node: string, text: string): Result<QuarantineEn
     if (typeof until === 'string') return err(until);
     const fc = r.failedChecks ?? 0;
     if (typeof fc !== 'number' || !Number.isInteger(fc) || fc < 0) return err(`GPU ${k}: failedChecks: expected a count`);
-    out.push({ node, gpu: Number(k), reason: r.reason, state, sinceMs: since, untilMs: until, source: typeof r.source === 'string' ? r.source : 'unknown', failedChecks: fc });
+    out.push({
+      node,
+      gpu: Number(k),
+      reason: r.reason,
+      state,
+      sinceMs: since,
+      untilMs: until,
+      source: typeof r.source === 'string' ? r.source : 'unknown',
+      failedChecks: fc,
+    });
   }
   return ok(out.sort((a, b) => a.gpu - b.gpu));
 }

@@ -26,4 +26,5 @@ export function withValue(text: string, metric: string, gpu: number, value: numb
 }
 
 /** The label set of the T4 fixture's GPU 0 (dcgm-t4-datadog.txt), as dcgm-exporter printed it. */
-export const T4_LABELS = 'gpu="0",UUID="GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e",device="nvidia0",modelName="Tesla T4",Hostname="424773df46e0",DCGM_FI_DRIVER_VERSION="460.106.00",DCGM_FI_PROCESS_NAME="/usr/bin/dcgm-exporter"';
+export const T4_LABELS =
+  'gpu="0",UUID="GPU-20c56d28-0da5-6d26-a36a-e7af1ce2586e",device="nvidia0",modelName="Tesla T4",Hostname="424773df46e0",DCGM_FI_DRIVER_VERSION="460.106.00",DCGM_FI_PROCESS_NAME="/usr/bin/dcgm-exporter"';

@@ -48,7 +48,13 @@ describe('makeGpus', () => {
   });
 
   it('lets overrides win and gives unknown models 0 memory and capability', () => {
-    expect(makeGpus(1, 'H100-SXM', { memoryMiB: 100, healthy: false })[0]).toEqual({ index: 0, model: 'H100-SXM', memoryMiB: 100, computeCapability: 90, healthy: false });
+    expect(makeGpus(1, 'H100-SXM', { memoryMiB: 100, healthy: false })[0]).toEqual({
+      index: 0,
+      model: 'H100-SXM',
+      memoryMiB: 100,
+      computeCapability: 90,
+      healthy: false,
+    });
     expect(makeGpus(1, 'L40S')[0]).toEqual({ index: 0, model: 'L40S', memoryMiB: 0, computeCapability: 0, healthy: true });
     expect(makeGpus(1, 'L40S', { computeCapability: 89 })[0]?.computeCapability).toBe(89);
     expect(makeGpus(0, 'L4')).toEqual([]);

@@ -15,7 +15,7 @@ export interface GpuModelInfo {
 /** Known models. G1/G2/G3 are the Alibaba trace's undisclosed codes: capability unknown (0). */
 export const GPU_MODELS: Readonly<Record<string, GpuModelInfo>> = {
   'H100-SXM': { model: 'H100-SXM', memoryMiB: 81_920, computeCapability: 90 },
-  'H200': { model: 'H200', memoryMiB: 143_360, computeCapability: 90 },
+  H200: { model: 'H200', memoryMiB: 143_360, computeCapability: 90 },
   'A100-80G': { model: 'A100-80G', memoryMiB: 81_920, computeCapability: 80 },
   'A100-40G': { model: 'A100-40G', memoryMiB: 40_960, computeCapability: 80 },
   A800: { model: 'A800', memoryMiB: 81_920, computeCapability: 80 },

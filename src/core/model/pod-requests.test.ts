@@ -3,7 +3,10 @@ import { podRequests } from './pod-requests.ts';
 
 describe('podRequests (kube resource.PodRequests)', () => {
   it('sums containers, takes the larger of that and the largest init container, then adds the overhead', () => {
-    expect(podRequests([{ requests: { cpu: 100, memory: 128 } }, { requests: { cpu: 200 } }], [{ requests: { cpu: 250, memory: 64 } }], { cpu: 50 })).toEqual({ cpu: 350, memory: 128 });
+    expect(podRequests([{ requests: { cpu: 100, memory: 128 } }, { requests: { cpu: 200 } }], [{ requests: { cpu: 250, memory: 64 } }], { cpu: 50 })).toEqual({
+      cpu: 350,
+      memory: 128,
+    });
   });
 
   it('sidecars run beside the containers and beside every init container started after them', () => {
@@ -17,6 +20,8 @@ describe('podRequests (kube resource.PodRequests)', () => {
   });
 
   it('keeps resources of any name (ephemeral-storage, extended, hugepages)', () => {
-    expect(podRequests([{ requests: { 'rdma/hca': 1 } }, { requests: { 'rdma/hca': 1, 'hugepages-2Mi': 4 } }], [{ requests: { 'ephemeral-storage': 10 } }])).toEqual({ 'rdma/hca': 2, 'hugepages-2Mi': 4, 'ephemeral-storage': 10 });
+    expect(
+      podRequests([{ requests: { 'rdma/hca': 1 } }, { requests: { 'rdma/hca': 1, 'hugepages-2Mi': 4 } }], [{ requests: { 'ephemeral-storage': 10 } }]),
+    ).toEqual({ 'rdma/hca': 2, 'hugepages-2Mi': 4, 'ephemeral-storage': 10 });
   });
 });

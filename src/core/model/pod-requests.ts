@@ -14,7 +14,11 @@ export interface ContainerRequests {
   readonly sidecar?: boolean;
 }
 
-export function podRequests(containers: readonly ContainerRequests[], initContainers: readonly ContainerRequests[] = [], overhead: Readonly<Record<string, number>> = {}): Record<string, number> {
+export function podRequests(
+  containers: readonly ContainerRequests[],
+  initContainers: readonly ContainerRequests[] = [],
+  overhead: Readonly<Record<string, number>> = {},
+): Record<string, number> {
   const reqs: Record<string, number> = {};
   for (const c of containers) add(reqs, c.requests);
   const sidecars: Record<string, number> = {};

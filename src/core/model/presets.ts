@@ -25,8 +25,22 @@ function allToAll(n: number, cls: LinkClass, gbps: number) {
 
 /** DGX-1V hybrid cube mesh: two fully linked quads plus i↔i+4; NV2 pairs carry two 25 GB/s links. */
 const HCM_LINKS: Readonly<Record<string, number>> = {
-  '0-1': 1, '0-2': 1, '0-3': 2, '0-4': 2, '1-2': 2, '1-3': 1, '1-5': 2, '2-3': 2, '2-6': 1, '3-7': 1,
-  '4-5': 1, '4-6': 1, '4-7': 2, '5-6': 2, '5-7': 1, '6-7': 2,
+  '0-1': 1,
+  '0-2': 1,
+  '0-3': 2,
+  '0-4': 2,
+  '1-2': 2,
+  '1-3': 1,
+  '1-5': 2,
+  '2-3': 2,
+  '2-6': 1,
+  '3-7': 1,
+  '4-5': 1,
+  '4-6': 1,
+  '4-7': 2,
+  '5-6': 2,
+  '5-7': 1,
+  '6-7': 2,
 };
 
 export const NODE_SHAPES: Readonly<Record<string, NodeShape>> = {
@@ -111,6 +125,22 @@ export const NODE_SHAPES: Readonly<Record<string, NodeShape>> = {
 export const NODE_SHAPE_IDS = Object.keys(NODE_SHAPES);
 
 /** A schedulable node of a shape: its resources, GPUs and links, no labels or taints. */
-export function nodeOfShape(name: string, shape: Pick<NodeShape, 'id' | 'cpuMilli' | 'memoryMiB' | 'maxPods' | 'gpus' | 'topology'>, location: NodeLocation): NodeSpec {
-  return { name, cpuMilli: shape.cpuMilli, memoryMiB: shape.memoryMiB, maxPods: shape.maxPods, gpus: shape.gpus, topology: shape.topology, location, labels: {}, taints: [], unschedulable: false, shape: shape.id };
+export function nodeOfShape(
+  name: string,
+  shape: Pick<NodeShape, 'id' | 'cpuMilli' | 'memoryMiB' | 'maxPods' | 'gpus' | 'topology'>,
+  location: NodeLocation,
+): NodeSpec {
+  return {
+    name,
+    cpuMilli: shape.cpuMilli,
+    memoryMiB: shape.memoryMiB,
+    maxPods: shape.maxPods,
+    gpus: shape.gpus,
+    topology: shape.topology,
+    location,
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    shape: shape.id,
+  };
 }

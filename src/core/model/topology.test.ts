@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { bandwidthBetween, buildTopology, DEFAULT_LINK_GBPS, flatTopology, linkBetween, ringBottleneckGBps, type LinkClass, type NodeGpuTopology } from './topology.ts';
+import {
+  bandwidthBetween,
+  buildTopology,
+  DEFAULT_LINK_GBPS,
+  flatTopology,
+  linkBetween,
+  ringBottleneckGBps,
+  type LinkClass,
+  type NodeGpuTopology,
+} from './topology.ts';
 import { NODE_SHAPES } from './presets.ts';
 
 function topo(id: string): NodeGpuTopology {

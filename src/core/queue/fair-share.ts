@@ -33,7 +33,8 @@ export interface ShareInput {
  */
 export function deservedGpu(inputs: readonly ShareInput[], capacityGpuMilli: number): Map<string, number> {
   const out = new Map<string, number>();
-  const cap = (i: ShareInput): number => Math.min(i.demandGpuMilli, i.queue.nominal.gpuMilli + (i.queue.cohort === undefined ? 0 : i.queue.borrowingLimit.gpuMilli));
+  const cap = (i: ShareInput): number =>
+    Math.min(i.demandGpuMilli, i.queue.nominal.gpuMilli + (i.queue.cohort === undefined ? 0 : i.queue.borrowingLimit.gpuMilli));
   let left = capacityGpuMilli;
   // Guarantees first.
   for (const i of inputs) {

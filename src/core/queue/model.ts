@@ -15,10 +15,26 @@ export const UNLIMITED: Resources = { gpuMilli: Infinity, cpuMilli: Infinity, me
 export const RESOURCE_KEYS = ['gpuMilli', 'cpuMilli', 'memoryMiB'] as const;
 export type ResourceKey = (typeof RESOURCE_KEYS)[number];
 
-export const add = (a: Resources, b: Resources): Resources => ({ gpuMilli: a.gpuMilli + b.gpuMilli, cpuMilli: a.cpuMilli + b.cpuMilli, memoryMiB: a.memoryMiB + b.memoryMiB });
-export const sub = (a: Resources, b: Resources): Resources => ({ gpuMilli: a.gpuMilli - b.gpuMilli, cpuMilli: a.cpuMilli - b.cpuMilli, memoryMiB: a.memoryMiB - b.memoryMiB });
-export const min = (a: Resources, b: Resources): Resources => ({ gpuMilli: Math.min(a.gpuMilli, b.gpuMilli), cpuMilli: Math.min(a.cpuMilli, b.cpuMilli), memoryMiB: Math.min(a.memoryMiB, b.memoryMiB) });
-export const max0 = (a: Resources): Resources => ({ gpuMilli: Math.max(0, a.gpuMilli), cpuMilli: Math.max(0, a.cpuMilli), memoryMiB: Math.max(0, a.memoryMiB) });
+export const add = (a: Resources, b: Resources): Resources => ({
+  gpuMilli: a.gpuMilli + b.gpuMilli,
+  cpuMilli: a.cpuMilli + b.cpuMilli,
+  memoryMiB: a.memoryMiB + b.memoryMiB,
+});
+export const sub = (a: Resources, b: Resources): Resources => ({
+  gpuMilli: a.gpuMilli - b.gpuMilli,
+  cpuMilli: a.cpuMilli - b.cpuMilli,
+  memoryMiB: a.memoryMiB - b.memoryMiB,
+});
+export const min = (a: Resources, b: Resources): Resources => ({
+  gpuMilli: Math.min(a.gpuMilli, b.gpuMilli),
+  cpuMilli: Math.min(a.cpuMilli, b.cpuMilli),
+  memoryMiB: Math.min(a.memoryMiB, b.memoryMiB),
+});
+export const max0 = (a: Resources): Resources => ({
+  gpuMilli: Math.max(0, a.gpuMilli),
+  cpuMilli: Math.max(0, a.cpuMilli),
+  memoryMiB: Math.max(0, a.memoryMiB),
+});
 export const fits = (a: Resources, limit: Resources): boolean => a.gpuMilli <= limit.gpuMilli && a.cpuMilli <= limit.cpuMilli && a.memoryMiB <= limit.memoryMiB;
 
 export interface ModelQuota {

@@ -19,9 +19,16 @@ export interface QueueUsage {
  */
 export type QuotaVerdict = { readonly ok: true; readonly borrowed: Resources } | { readonly ok: false; readonly reason: string; readonly cohortShort?: true };
 
-const fmt = (r: Resources, k: (typeof RESOURCE_KEYS)[number]): string => (k === 'gpuMilli' ? `${r[k] / 1000} GPU` : k === 'cpuMilli' ? `${r[k] / 1000} CPU` : `${Math.round(r[k] / 1024)} GiB`);
+const fmt = (r: Resources, k: (typeof RESOURCE_KEYS)[number]): string =>
+  k === 'gpuMilli' ? `${r[k] / 1000} GPU` : k === 'cpuMilli' ? `${r[k] / 1000} CPU` : `${Math.round(r[k] / 1024)} GiB`;
 
-export function checkQuota(queue: QueueSpec, queues: ReadonlyMap<string, QueueSpec>, usage: ReadonlyMap<string, QueueUsage>, demand: Resources, gpuModel?: string): QuotaVerdict {
+export function checkQuota(
+  queue: QueueSpec,
+  queues: ReadonlyMap<string, QueueSpec>,
+  usage: ReadonlyMap<string, QueueUsage>,
+  demand: Resources,
+  gpuModel?: string,
+): QuotaVerdict {
   const own = usage.get(queue.name)?.total ?? { gpuMilli: 0, cpuMilli: 0, memoryMiB: 0 };
   const after = add(own, demand);
   const over = max0(sub(after, queue.nominal));
@@ -30,7 +37,8 @@ export function checkQuota(queue: QueueSpec, queues: ReadonlyMap<string, QueueSp
   for (const k of RESOURCE_KEYS) {
     if (over[k] === 0) continue;
     if (queue.cohort === undefined) return { ok: false, reason: `queue ${queue.name} quota: ${fmt(after, k)} would exceed nominal ${fmt(queue.nominal, k)}` };
-    if (over[k] > queue.borrowingLimit[k]) return { ok: false, reason: `queue ${queue.name} quota: borrowing ${fmt(over, k)} would exceed its borrowing limit ${fmt(queue.borrowingLimit, k)}` };
+    if (over[k] > queue.borrowingLimit[k])
+      return { ok: false, reason: `queue ${queue.name} quota: borrowing ${fmt(over, k)} would exceed its borrowing limit ${fmt(queue.borrowingLimit, k)}` };
     if (over[k] > lendable[k]) short ??= `queue ${queue.name} quota: needs to borrow ${fmt(over, k)}, cohort ${queue.cohort} can lend ${fmt(lendable, k)}`;
   }
   if (short !== undefined) return { ok: false, reason: short, cohortShort: true };
@@ -47,10 +55,13 @@ export function checkQuota(queue: QueueSpec, queues: ReadonlyMap<string, QueueSp
             const m = q.models[gpuModel];
             if (m === undefined) continue;
             const usedThere = usage.get(q.name)?.byModel[gpuModel] ?? 0;
-            lend += Math.min(m.lendingLimitGpuMilli, Math.max(0, m.nominalGpuMilli - Math.max(usedThere, m.guaranteedGpuMilli))) - Math.max(0, usedThere - m.nominalGpuMilli);
+            lend +=
+              Math.min(m.lendingLimitGpuMilli, Math.max(0, m.nominalGpuMilli - Math.max(usedThere, m.guaranteedGpuMilli))) -
+              Math.max(0, usedThere - m.nominalGpuMilli);
           }
         }
-        if (queue.cohort === undefined || excess > mq.borrowingLimitGpuMilli || excess > lend) return { ok: false, reason: `queue ${queue.name} quota: ${used / 1000} ${gpuModel} GPUs would exceed nominal ${mq.nominalGpuMilli / 1000}` };
+        if (queue.cohort === undefined || excess > mq.borrowingLimitGpuMilli || excess > lend)
+          return { ok: false, reason: `queue ${queue.name} quota: ${used / 1000} ${gpuModel} GPUs would exceed nominal ${mq.nominalGpuMilli / 1000}` };
       }
     }
   }

@@ -6,7 +6,15 @@ import { LIVE_QUEUE_TIMING, SIM_QUEUE_TIMING, SchedulingQueue } from './scheduli
 const job = (id: string, o: { priority?: number; arrivalMs?: number; seq?: number; queue?: string } = {}): QueuedJob => {
   const queue = o.queue ?? 'q';
   const pod = makePod(`${id}-0`, { gpuCount: 1 }, { gang: id, queue });
-  return { id, queue, priority: o.priority ?? 0, arrivalMs: o.arrivalMs ?? 0, seq: o.seq ?? 0, gang: { name: id, minMember: 1, members: [pod], topology: {}, priority: o.priority ?? 0, queue }, estRuntimeMs: 1000 };
+  return {
+    id,
+    queue,
+    priority: o.priority ?? 0,
+    arrivalMs: o.arrivalMs ?? 0,
+    seq: o.seq ?? 0,
+    gang: { name: id, minMember: 1, members: [pod], topology: {}, priority: o.priority ?? 0, queue },
+    estRuntimeMs: 1000,
+  };
 };
 const capacity = { reason: 'capacity' as const, message: '0/4 nodes fit' };
 
@@ -17,7 +25,12 @@ describe('SchedulingQueue', () => {
     q.add(job('b', { arrivalMs: 5, seq: 1 }), 0);
     q.add(job('a', { arrivalMs: 9 }), 0);
     q.add(job('z', { priority: 10, arrivalMs: 100 }), 0);
-    expect(q.forCycle().jobs.map((j) => j.id).sort()).toEqual(['a', 'b', 'c', 'z']);
+    expect(
+      q
+        .forCycle()
+        .jobs.map((j) => j.id)
+        .sort(),
+    ).toEqual(['a', 'b', 'c', 'z']);
   });
 
   it('parks a failed job until an event its hints name; other events leave it parked', () => {

@@ -98,7 +98,16 @@ export class SchedulingQueue {
   add(job: QueuedJob, nowMs: number, changed = true): void {
     const e = this.entries.get(job.id);
     if (e === undefined) {
-      this.entries.set(job.id, { job, where: 'active', attempts: 0, backoffUntilMs: 0, parkedAtMs: 0, hints: undefined, waiting: undefined, retryAtMs: undefined });
+      this.entries.set(job.id, {
+        job,
+        where: 'active',
+        attempts: 0,
+        backoffUntilMs: 0,
+        parkedAtMs: 0,
+        hints: undefined,
+        waiting: undefined,
+        retryAtMs: undefined,
+      });
       return;
     }
     e.job = job;
@@ -148,7 +157,8 @@ export class SchedulingQueue {
   flush(nowMs: number): void {
     for (const e of this.entries.values()) {
       if (e.where === 'backoff' && nowMs >= e.backoffUntilMs) e.where = 'active';
-      else if (e.where === 'unschedulable' && ((e.hints?.atMs !== undefined && nowMs >= e.hints.atMs) || nowMs - e.parkedAtMs >= this.opts.maxUnschedulableMs)) this.wake(e, nowMs);
+      else if (e.where === 'unschedulable' && ((e.hints?.atMs !== undefined && nowMs >= e.hints.atMs) || nowMs - e.parkedAtMs >= this.opts.maxUnschedulableMs))
+        this.wake(e, nowMs);
     }
   }
 

@@ -62,7 +62,12 @@ describe('ClusterState bookkeeping', () => {
     expect([...a.gpuFree]).toEqual([750, 0, 0, 1000, 1000, 1000, 1000, 1000]);
     expect(a.fullyFreeGpus()).toBe(5);
     expect(a.gpuFreeMilli()).toBe(5750);
-    expect(a.gpuPodTags).toEqual(new Map([['2-gpu', 1], ['share', 1]]));
+    expect(a.gpuPodTags).toEqual(
+      new Map([
+        ['2-gpu', 1],
+        ['share', 1],
+      ]),
+    );
     expect(st.nodeOfPod('p1')?.name).toBe('a');
     expect(st.allocation('p2')?.gpus).toEqual([0]);
 
@@ -110,7 +115,17 @@ describe('ClusterState bookkeeping', () => {
 
   it('allocationFor copies the pod request, gang and queue', () => {
     const pod = makePod('p', { gpuCount: 1, gpuMilli: 300, cpuMilli: 1500, memoryMiB: 777 }, { gang: 'g', priority: 3, queue: 'q' });
-    expect(allocationFor(pod, 'n', [4])).toEqual({ podId: 'p', node: 'n', gpus: [4], gpuMilli: 300, cpuMilli: 1500, memoryMiB: 777, gang: 'g', priority: 3, queue: 'q' });
+    expect(allocationFor(pod, 'n', [4])).toEqual({
+      podId: 'p',
+      node: 'n',
+      gpus: [4],
+      gpuMilli: 300,
+      cpuMilli: 1500,
+      memoryMiB: 777,
+      gang: 'g',
+      priority: 3,
+      queue: 'q',
+    });
     const cpuOnly = allocationFor(makePod('c', {}), 'n', []);
     expect(cpuOnly.gpuMilli).toBe(0);
     expect('gang' in cpuOnly).toBe(false);
@@ -232,58 +247,63 @@ function bruteMilli(st: ClusterState, s: number, e: number): number {
 }
 
 describe('range sums (Fenwick trees) and per-domain counts', () => {
-  it.each([7, 8, 9])('fullyFreeGpusIn, gpuFreeMilliIn and the per-domain counts equal brute force after random allocate/release/health changes (seed %i)', (seed) => {
-    const rng = seededRng(seed);
-    const shapes = ['l4x8', 'dgx-h100', 't4x4', 'a800x4'];
-    const specs = Array.from({ length: 11 }, (_, i) => nodeSpec(`n${i}`, shapes[i % shapes.length], { block: `b${i % 2}`, rack: `r${i % 3}`, ...(i % 4 === 0 ? {} : { nvlinkDomain: `d${i % 4}` }) }));
-    const st = new ClusterState(specs);
-    const live: string[] = [];
-    const mismatches: string[] = [];
-    let next = 0;
-    for (let step = 0; step < 400; step++) {
-      const roll = rng.next();
-      if (roll < 0.55) {
-        const node = st.nodes[rng.int(st.size)]!;
-        const frac = rng.next() < 0.4;
-        const count = frac ? 1 : 1 + rng.int(4);
-        const milli = frac ? 100 * (1 + rng.int(9)) : 1000;
-        const gpus = fitting(node, count, milli);
-        if (gpus !== undefined) {
-          const id = `p${next++}`;
-          st.allocate(alloc(id, node.name, gpus, milli, 100, 100));
-          live.push(id);
+  it.each([7, 8, 9])(
+    'fullyFreeGpusIn, gpuFreeMilliIn and the per-domain counts equal brute force after random allocate/release/health changes (seed %i)',
+    (seed) => {
+      const rng = seededRng(seed);
+      const shapes = ['l4x8', 'dgx-h100', 't4x4', 'a800x4'];
+      const specs = Array.from({ length: 11 }, (_, i) =>
+        nodeSpec(`n${i}`, shapes[i % shapes.length], { block: `b${i % 2}`, rack: `r${i % 3}`, ...(i % 4 === 0 ? {} : { nvlinkDomain: `d${i % 4}` }) }),
+      );
+      const st = new ClusterState(specs);
+      const live: string[] = [];
+      const mismatches: string[] = [];
+      let next = 0;
+      for (let step = 0; step < 400; step++) {
+        const roll = rng.next();
+        if (roll < 0.55) {
+          const node = st.nodes[rng.int(st.size)]!;
+          const frac = rng.next() < 0.4;
+          const count = frac ? 1 : 1 + rng.int(4);
+          const milli = frac ? 100 * (1 + rng.int(9)) : 1000;
+          const gpus = fitting(node, count, milli);
+          if (gpus !== undefined) {
+            const id = `p${next++}`;
+            st.allocate(alloc(id, node.name, gpus, milli, 100, 100));
+            live.push(id);
+          }
+        } else if (roll < 0.9 && live.length > 0) {
+          const [id] = live.splice(rng.int(live.length), 1);
+          expect(st.release(id!)).toBeDefined();
+        } else {
+          const node = st.nodes[rng.int(st.size)]!;
+          st.setGpuHealth(node.name, rng.int(node.gpuFree.length), rng.next() < 0.6);
         }
-      } else if (roll < 0.9 && live.length > 0) {
-        const [id] = live.splice(rng.int(live.length), 1);
-        expect(st.release(id!)).toBeDefined();
-      } else {
-        const node = st.nodes[rng.int(st.size)]!;
-        st.setGpuHealth(node.name, rng.int(node.gpuFree.length), rng.next() < 0.6);
-      }
-      for (let s = 0; s <= st.size; s++) {
-        for (let e = s; e <= st.size; e++) {
-          if (st.fullyFreeGpusIn(s, e) !== bruteFull(st, s, e)) mismatches.push(`step ${step} full [${s},${e})`);
-          if (st.gpuFreeMilliIn(s, e) !== bruteMilli(st, s, e)) mismatches.push(`step ${step} milli [${s},${e})`);
+        for (let s = 0; s <= st.size; s++) {
+          for (let e = s; e <= st.size; e++) {
+            if (st.fullyFreeGpusIn(s, e) !== bruteFull(st, s, e)) mismatches.push(`step ${step} full [${s},${e})`);
+            if (st.gpuFreeMilliIn(s, e) !== bruteMilli(st, s, e)) mismatches.push(`step ${step} milli [${s},${e})`);
+          }
+        }
+        for (const level of TOPOLOGY_LEVELS) {
+          const counts = st.domainFreeCounts(level);
+          st.domains[level].forEach((d, di) => {
+            const full = bruteFull(st, d.start, d.end);
+            const milli = bruteMilli(st, d.start, d.end);
+            if (st.domainFullyFreeGpus(level, di) !== full || counts.fullyFreeGpus[di] !== full) mismatches.push(`step ${step} ${level} ${d.key} full`);
+            if (st.domainGpuFreeMilli(level, di) !== milli || counts.gpuFreeMilli[di] !== milli) mismatches.push(`step ${step} ${level} ${d.key} milli`);
+          });
         }
       }
-      for (const level of TOPOLOGY_LEVELS) {
-        const counts = st.domainFreeCounts(level);
-        st.domains[level].forEach((d, di) => {
-          const full = bruteFull(st, d.start, d.end);
-          const milli = bruteMilli(st, d.start, d.end);
-          if (st.domainFullyFreeGpus(level, di) !== full || counts.fullyFreeGpus[di] !== full) mismatches.push(`step ${step} ${level} ${d.key} full`);
-          if (st.domainGpuFreeMilli(level, di) !== milli || counts.gpuFreeMilli[di] !== milli) mismatches.push(`step ${step} ${level} ${d.key} milli`);
-        });
-      }
-    }
-    expect(mismatches).toEqual([]);
-    // Every pod gone and every GPU healthy again: back to the empty cluster.
-    for (const id of live) st.release(id);
-    for (const n of st.nodes) for (let g = 0; g < n.gpuFree.length; g++) st.setGpuHealth(n.name, g, true);
-    const total = specs.reduce((s, n) => s + n.gpus.length, 0);
-    expect(st.fullyFreeGpusIn(0, st.size)).toBe(total);
-    expect(st.gpuFreeMilliIn(0, st.size)).toBe(total * 1000);
-  });
+      expect(mismatches).toEqual([]);
+      // Every pod gone and every GPU healthy again: back to the empty cluster.
+      for (const id of live) st.release(id);
+      for (const n of st.nodes) for (let g = 0; g < n.gpuFree.length; g++) st.setGpuHealth(n.name, g, true);
+      const total = specs.reduce((s, n) => s + n.gpus.length, 0);
+      expect(st.fullyFreeGpusIn(0, st.size)).toBe(total);
+      expect(st.gpuFreeMilliIn(0, st.size)).toBe(total * 1000);
+    },
+  );
 });
 
 describe('largest domain per level', () => {

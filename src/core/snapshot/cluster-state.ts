@@ -11,7 +11,16 @@ import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
 import type { AllocationVolumes, VolumeCatalog } from './volume-catalog.ts';
 import { podClaimKeys } from '../model/volume.ts';
-import { defaultNamespaceLabels, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type NamespaceLabels, type PodMeta, type ResolvedTerm } from '../plugins/inter-pod-affinity/terms.ts';
+import {
+  defaultNamespaceLabels,
+  requiredAffinityTerms,
+  requiredAntiAffinityTerms,
+  resolveTerm,
+  termMatchesPod,
+  type NamespaceLabels,
+  type PodMeta,
+  type ResolvedTerm,
+} from '../plugins/inter-pod-affinity/terms.ts';
 
 export interface Allocation {
   readonly podId: string;
@@ -50,7 +59,8 @@ export interface AllocationMeta extends PodMeta {
 }
 
 /** Whether an allocation carries terms that act on incoming pods (the symmetric check or the score toward them). */
-const hasTermsTowardOthers = (m: AllocationMeta | undefined): m is AllocationMeta => m !== undefined && (m.antiRequired !== undefined || m.affinityRequired !== undefined || m.preferred !== undefined);
+const hasTermsTowardOthers = (m: AllocationMeta | undefined): m is AllocationMeta =>
+  m !== undefined && (m.antiRequired !== undefined || m.affinityRequired !== undefined || m.preferred !== undefined);
 const termsTowardOthers = (m: AllocationMeta): readonly ResolvedTerm[] => [...(m.antiRequired ?? []), ...(m.affinityRequired ?? []), ...(m.preferred ?? [])];
 
 /** The pod side of an allocation without meta: the default namespace and no labels. */
@@ -305,7 +315,8 @@ export class ClusterState {
     // Check every GPU before touching anything, so that a refused allocation leaves the node as it was.
     for (let k = 0; k < a.gpus.length; k++) {
       const g = a.gpus[k] as number;
-      if (n.gpuUsable[g] !== 1 || (n.gpuFree[g] as number) < a.gpuMilli || a.gpus.indexOf(g) !== k) throw new Error(`allocate: GPU ${g} of ${a.node} over-committed by ${a.podId}`);
+      if (n.gpuUsable[g] !== 1 || (n.gpuFree[g] as number) < a.gpuMilli || a.gpus.indexOf(g) !== k)
+        throw new Error(`allocate: GPU ${g} of ${a.node} over-committed by ${a.podId}`);
     }
     n.cpuUsedMilli += a.cpuMilli;
     n.memUsedMiB += a.memoryMiB;
@@ -679,7 +690,10 @@ function plainAllocation(pod: PodSpec, node: string, gpus: readonly number[]): A
 function metaOf(pod: PodSpec): AllocationMeta {
   const anti = pod.podAntiAffinity?.required;
   const aff = pod.podAffinity?.required;
-  const preferred = [...(pod.podAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, p.weight)), ...(pod.podAntiAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, -p.weight))];
+  const preferred = [
+    ...(pod.podAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, p.weight)),
+    ...(pod.podAntiAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, -p.weight)),
+  ];
   return {
     namespace: pod.namespace ?? 'default',
     ...(pod.labels === undefined ? {} : { labels: pod.labels }),
@@ -691,6 +705,7 @@ function metaOf(pod: PodSpec): AllocationMeta {
 
 /** A resolved term's content as a key (selector, namespaces, topology key). */
 function termKey(t: ResolvedTerm): string {
-  const sel = (x: ResolvedTerm['selector'] | undefined): unknown => (x === undefined ? null : [x.nothing, x.reqs.map((r) => [r.key, r.op, [...r.values].sort()])]);
+  const sel = (x: ResolvedTerm['selector'] | undefined): unknown =>
+    x === undefined ? null : [x.nothing, x.reqs.map((r) => [r.key, r.op, [...r.values].sort()])];
   return JSON.stringify([t.topologyKey, sel(t.selector), [...t.namespaces].sort(), sel(t.namespaceSelector)]);
 }

@@ -49,7 +49,8 @@ describe('placeExisting', () => {
   });
 
   it('every source takes the hinted GPUs when they are free, else (declared, observed) the lowest free ones', () => {
-    for (const source of ['declared', 'observed', 'planned'] as const) expect(place(busy(), two, source, [6, 7]), source).toEqual({ gpus: [6, 7], gpuMilli: 1000, withoutDevices: false });
+    for (const source of ['declared', 'observed', 'planned'] as const)
+      expect(place(busy(), two, source, [6, 7]), source).toEqual({ gpus: [6, 7], gpuMilli: 1000, withoutDevices: false });
     expect(place(busy(), two, 'declared')).toEqual({ gpus: [3, 4], gpuMilli: 1000, withoutDevices: false });
     expect(place(busy(), two, 'observed')).toEqual({ gpus: [3, 4], gpuMilli: 1000, withoutDevices: false });
     // A fractional pod may share the half-used GPU 2.
@@ -99,6 +100,16 @@ describe('placeExisting', () => {
   it('keeps the pod’s gang, priority and queue in the allocation', () => {
     const p = makePod('g-0', { gpuCount: 1 }, { gang: 'ml/g', priority: 7, queue: 'team' });
     const r = placeExisting(busy(), p, 'n0', 'observed', [3]);
-    expect(r.ok && r.value.allocation).toEqual({ podId: 'g-0', node: 'n0', gpus: [3], gpuMilli: 1000, cpuMilli: 1000, memoryMiB: 1024, priority: 7, queue: 'team', gang: 'ml/g' });
+    expect(r.ok && r.value.allocation).toEqual({
+      podId: 'g-0',
+      node: 'n0',
+      gpus: [3],
+      gpuMilli: 1000,
+      cpuMilli: 1000,
+      memoryMiB: 1024,
+      priority: 7,
+      queue: 'team',
+      gang: 'ml/g',
+    });
   });
 });

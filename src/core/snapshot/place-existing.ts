@@ -31,7 +31,13 @@ export interface ExistingPlacement {
 }
 
 /** Messages start with `pod <id>` so that callers can put their own word in front ("running pod …"). */
-export function placeExisting(state: ClusterState, pod: PodSpec, nodeName: string, source: ExistingSource, gpuHint?: readonly number[]): Result<ExistingPlacement, string> {
+export function placeExisting(
+  state: ClusterState,
+  pod: PodSpec,
+  nodeName: string,
+  source: ExistingSource,
+  gpuHint?: readonly number[],
+): Result<ExistingPlacement, string> {
   const node = state.node(nodeName);
   if (node === undefined) return err(`pod ${pod.id}: unknown node ${nodeName}`);
   const req = pod.request;
@@ -64,7 +70,8 @@ export function placeExisting(state: ClusterState, pod: PodSpec, nodeName: strin
     }
     case 'planned': {
       const gpus = gpuHint ?? [];
-      if (!gpus.every(free) || !cpuFree(node, req.cpuMilli)) return err(`pod ${pod.id}: its planned GPUs ${gpus.join(',') || '(none)'} or ${req.cpuMilli}m CPU on ${nodeName} are no longer free`);
+      if (!gpus.every(free) || !cpuFree(node, req.cpuMilli))
+        return err(`pod ${pod.id}: its planned GPUs ${gpus.join(',') || '(none)'} or ${req.cpuMilli}m CPU on ${nodeName} are no longer free`);
       return placed(gpus);
     }
   }

@@ -18,7 +18,18 @@ const H = 3_600_000;
 function nodes(n: number): NodeSpec[] {
   const s = NODE_SHAPES['dgx-h100'];
   if (s === undefined) throw new Error('no preset');
-  return Array.from({ length: n }, (_, i) => ({ name: `n-${i}`, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: `r-${i % 2}` }, labels: {}, taints: [], unschedulable: false }));
+  return Array.from({ length: n }, (_, i) => ({
+    name: `n-${i}`,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: `r-${i % 2}` },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  }));
 }
 
 const gpu = (g: number): { gpuMilli: number; cpuMilli: number; memoryMiB: number } => ({ gpuMilli: g * 1000, cpuMilli: Infinity, memoryMiB: Infinity });
@@ -42,9 +53,22 @@ function workload(seed: number, count: number, arrivalH = 2): { job: QueuedJob; 
     const members = 1 + (per === 8 ? rng.int(4) : 0);
     const priority = rng.int(3) * 10;
     const id = `j-${i}`;
-    const pods = Array.from({ length: members }, (_, k) => makePod(`${id}-${k}`, { gpuCount: per, cpuMilli: 1000 * per, memoryMiB: 4096 * per }, { gang: id, queue, priority }));
+    const pods = Array.from({ length: members }, (_, k) =>
+      makePod(`${id}-${k}`, { gpuCount: per, cpuMilli: 1000 * per, memoryMiB: 4096 * per }, { gang: id, queue, priority }),
+    );
     const runMs = (1 + rng.next() * 3) * H;
-    out.push({ job: { id, queue, priority, arrivalMs: Math.floor(rng.next() * arrivalH * H), seq: i, gang: { name: id, minMember: members, members: pods, topology: members > 1 ? { preferred: 'rack' } : {}, priority, queue }, estRuntimeMs: runMs }, runMs });
+    out.push({
+      job: {
+        id,
+        queue,
+        priority,
+        arrivalMs: Math.floor(rng.next() * arrivalH * H),
+        seq: i,
+        gang: { name: id, minMember: members, members: pods, topology: members > 1 ? { preferred: 'rack' } : {}, priority, queue },
+        estRuntimeMs: runMs,
+      },
+      runMs,
+    });
   }
   return out.sort((x, y) => x.job.arrivalMs - y.job.arrivalMs || x.job.seq! - y.job.seq!);
 }
@@ -68,9 +92,17 @@ function simulate(seed: number, viaSpine: boolean): Run {
   const binds: BindBatch[] = [];
   const events: SchedulingEvent[] = [];
   const evicted: string[] = [];
-  const scheduler = new Scheduler(profile.value, state, seededRng(1), commitToPorts({ binder: { bind: (b) => binds.push(b) }, evictor: { evict: (p) => evicted.push(...p) } }));
+  const scheduler = new Scheduler(
+    profile.value,
+    state,
+    seededRng(1),
+    commitToPorts({ binder: { bind: (b) => binds.push(b) }, evictor: { evict: (p) => evicted.push(...p) } }),
+  );
   const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
-  const spine = new SchedulingSpine(queue, { events: { emit: (e) => events.push(e) }, status: { unschedulable: () => undefined, expectedStart: () => undefined } });
+  const spine = new SchedulingSpine(queue, {
+    events: { emit: (e) => events.push(e) },
+    status: { unschedulable: () => undefined, expectedStart: () => undefined },
+  });
   const jobs = workload(seed, 120);
   const runOf = new Map(jobs.map((j) => [j.job.id, j.runMs]));
   const pending = new Map<string, QueuedJob>();
@@ -92,7 +124,9 @@ function simulate(seed: number, viaSpine: boolean): Run {
     }
     while (next < jobs.length && (jobs[next]?.job.arrivalMs as number) <= now) add((jobs[next++] as { job: QueuedJob }).job, now);
     const options = { minRuntimeMs: 20 * 60_000 };
-    const res: CycleResult = viaSpine ? spine.cycle({ nowMs: now, scheduler, queues: QUEUES, running, options }) : runCycle({ nowMs: now, scheduler, queues: QUEUES, pending: [...pending.values()], running, options });
+    const res: CycleResult = viaSpine
+      ? spine.cycle({ nowMs: now, scheduler, queues: QUEUES, running, options })
+      : runCycle({ nowMs: now, scheduler, queues: QUEUES, pending: [...pending.values()], running, options });
     attempted += res.attempted;
     for (const p of res.preempted) {
       running.delete(p.victim.id);
@@ -102,7 +136,16 @@ function simulate(seed: number, viaSpine: boolean): Run {
     }
     for (const s of res.started) {
       pending.delete(s.job.id);
-      running.set(s.job.id, { id: s.job.id, queue: s.job.queue, priority: s.job.priority, startMs: now, estEndMs: now + (runOf.get(s.job.id) as number), podIds: s.placements.map((p) => p.podId), resources: jobResources(s.job), preemptible: true });
+      running.set(s.job.id, {
+        id: s.job.id,
+        queue: s.job.queue,
+        priority: s.job.priority,
+        startMs: now,
+        estEndMs: now + (runOf.get(s.job.id) as number),
+        podIds: s.placements.map((p) => p.podId),
+        resources: jobResources(s.job),
+        preemptible: true,
+      });
       decisions.push(`${now} start ${s.job.id} on ${s.placements.map((p) => `${p.node}:${p.gpus.join('.')}`).join(' ')}`);
     }
     for (const [id, w] of [...res.waiting].sort(([x], [y]) => (x < y ? -1 : 1))) decisions.push(`${now} wait ${id} ${w.reason}: ${w.message}`);
@@ -148,12 +191,24 @@ describe('SchedulingSpine reports', () => {
     const profile = resolveProfile('sits', { typicalShapes: [] });
     if (!profile.ok) throw new Error('profile');
     const state = new ClusterState(nodes(1));
-    const scheduler = new Scheduler(profile.value, state, seededRng(1), commitToPorts({ binder: { bind: () => undefined }, evictor: { evict: () => undefined } }));
+    const scheduler = new Scheduler(
+      profile.value,
+      state,
+      seededRng(1),
+      commitToPorts({ binder: { bind: () => undefined }, evictor: { evict: () => undefined } }),
+    );
     const told: string[] = [];
     const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
-    const spine = new SchedulingSpine(queue, { events: { emit: () => undefined }, status: { unschedulable: (pods, m) => told.push(`${pods.join(',')}: ${m}`), expectedStart: () => undefined } });
+    const spine = new SchedulingSpine(queue, {
+      events: { emit: () => undefined },
+      status: { unschedulable: (pods, m) => told.push(`${pods.join(',')}: ${m}`), expectedStart: () => undefined },
+    });
     const big = workload(3, 1)[0]?.job as QueuedJob;
-    const tooBig: QueuedJob = { ...big, id: 'x', gang: { ...big.gang, name: 'x', minMember: 2, members: [0, 1].map((k) => makePod(`x-${k}`, { gpuCount: 8 }, { gang: 'x', queue: big.queue })) } };
+    const tooBig: QueuedJob = {
+      ...big,
+      id: 'x',
+      gang: { ...big.gang, name: 'x', minMember: 2, members: [0, 1].map((k) => makePod(`x-${k}`, { gpuCount: 8 }, { gang: 'x', queue: big.queue })) },
+    };
     queue.add(tooBig, 0);
     const input = { scheduler, queues: QUEUES, running: new Map<string, RunningJob>(), options: { preemption: false } };
     spine.cycle({ nowMs: 0, ...input });

@@ -53,7 +53,17 @@ export class SchedulingSpine {
     const queue = this.queue;
     queue.flush(nowMs);
     const { jobs, parked } = queue.forCycle();
-    const res = runCycle({ nowMs, scheduler: input.scheduler, queues: input.queues, pending: jobs, running: input.running, parked, ...(input.options === undefined ? {} : { options: input.options }), ...(input.disruptionBudgets === undefined ? {} : { disruptionBudgets: input.disruptionBudgets }), ...(input.held === undefined || input.held.length === 0 ? {} : { held: input.held }) });
+    const res = runCycle({
+      nowMs,
+      scheduler: input.scheduler,
+      queues: input.queues,
+      pending: jobs,
+      running: input.running,
+      parked,
+      ...(input.options === undefined ? {} : { options: input.options }),
+      ...(input.disruptionBudgets === undefined ? {} : { disruptionBudgets: input.disruptionBudgets }),
+      ...(input.held === undefined || input.held.length === 0 ? {} : { held: input.held }),
+    });
     const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
     const startedQueues = new Set<string>();
     for (const s of res.started) {
@@ -104,7 +114,6 @@ export class SchedulingSpine {
     this.reported.delete(id);
     this.queue.onEvent({ kind: 'withdrawn', queue: job.queue }, nowMs);
   }
-
 }
 
 /** `queue q holds train-a (capacity): 0/12 nodes fit gang train-a (16×1 GPU): ...` */
@@ -139,7 +148,12 @@ export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | 
 const ANY_CHANGE: readonly QueueEvent['kind'][] = ['freed', 'queue-changed', 'started', 'arrived', 'withdrawn'];
 
 /** When the next running job leaves its cooldown (becomes a possible victim); undefined when none is in one. */
-export function nextEligibleMs(running: ReadonlyMap<string, RunningJob>, queues: ReadonlyMap<string, QueueSpec>, opts: CycleOptions, nowMs: number): number | undefined {
+export function nextEligibleMs(
+  running: ReadonlyMap<string, RunningJob>,
+  queues: ReadonlyMap<string, QueueSpec>,
+  opts: CycleOptions,
+  nowMs: number,
+): number | undefined {
   let t = Number.POSITIVE_INFINITY;
   for (const r of running.values()) {
     if (!r.preemptible) continue;

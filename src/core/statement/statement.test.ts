@@ -8,7 +8,18 @@ import { seededRng } from '../ports.ts';
 function nodeSpec(name: string, shapeId: string): NodeSpec {
   const s = NODE_SHAPES[shapeId];
   if (s === undefined) throw new Error(`no preset ${shapeId}`);
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  };
 }
 
 function alloc(podId: string, node: string, gpus: readonly number[], gpuMilli = 1000, cpuMilli = 1000, memoryMiB = 1024): Allocation {

@@ -8,8 +8,7 @@
 import type { Allocation, ClusterState } from '../snapshot/cluster-state.ts';
 
 export type StatementOp =
-  | { readonly kind: 'allocate'; readonly allocation: Allocation }
-  | { readonly kind: 'release'; readonly allocation: Allocation; readonly reason?: string };
+  { readonly kind: 'allocate'; readonly allocation: Allocation } | { readonly kind: 'release'; readonly allocation: Allocation; readonly reason?: string };
 
 /** Receives the steps of every committed statement, in order. */
 export interface CommitTarget {

@@ -45,7 +45,10 @@ export function ensureHelm(): Promise<string> {
     });
     child.on('error', reject);
     child.on('close', (code) => {
-      const bin = out.filter((l) => l.trim() !== '').at(-1)?.trim();
+      const bin = out
+        .filter((l) => l.trim() !== '')
+        .at(-1)
+        ?.trim();
       if (code === 0 && bin !== undefined) resolvePromise(bin);
       else reject(new Error(`${ENSURE_SCRIPT} failed (exit code ${code}):\n${err.slice(-20).join('\n')}`));
     });
@@ -118,8 +121,12 @@ export function helmNotes(bin: string, chartDir: string, extra: readonly string[
   const dir = join(scratch('notes-'), 'sits');
   cpSync(chartDir, dir, { recursive: true });
   cpSync(join(dir, 'templates/NOTES.txt'), join(dir, 'notes.txt'));
-  writeFileSync(join(dir, 'templates/zz-notes.yaml'), 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rendered-notes\ndata:\n  notes: {{ tpl (.Files.Get "notes.txt") . | quote }}\n');
-  const cm = helmTemplate(bin, dir, extra).find((o) => (o as { metadata?: { name?: string } }).metadata?.name === 'rendered-notes') as { data: { notes: string } } | undefined;
+  writeFileSync(
+    join(dir, 'templates/zz-notes.yaml'),
+    'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: rendered-notes\ndata:\n  notes: {{ tpl (.Files.Get "notes.txt") . | quote }}\n',
+  );
+  const cm = helmTemplate(bin, dir, extra).find((o) => (o as { metadata?: { name?: string } }).metadata?.name === 'rendered-notes') as
+    { data: { notes: string } } | undefined;
   if (cm === undefined) throw new Error('the notes were not rendered');
   return cm.data.notes;
 }

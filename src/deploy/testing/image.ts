@@ -31,7 +31,9 @@ export function run(cmd: string, args: readonly string[], opts: { readonly env?:
 
 /** `node scripts/image.mjs --layout DIR --out FILE`; resolves to the manifest digest it prints last. */
 export async function buildImage(ociBin: string, layout: string, out: string): Promise<string> {
-  const r = await run(process.execPath, [join(REPO_ROOT, 'scripts', 'image.mjs'), '--layout', layout, '--out', out], { env: { ...process.env, SITS_OCI_BIN: ociBin } });
+  const r = await run(process.execPath, [join(REPO_ROOT, 'scripts', 'image.mjs'), '--layout', layout, '--out', out], {
+    env: { ...process.env, SITS_OCI_BIN: ociBin },
+  });
   const digest = r.out.trim().split('\n').at(-1) ?? '';
   if (r.code !== 0 || !/^sha256:[0-9a-f]{64}$/.test(digest)) throw new Error(`scripts/image.mjs failed (exit ${r.code}):\n${r.err.slice(-4000)}`);
   return digest;
@@ -39,7 +41,12 @@ export async function buildImage(ociBin: string, layout: string, out: string): P
 
 /** The runtime config umoci writes beside the root filesystem (OCI runtime spec): what a container runtime would run. */
 export interface BundleConfig {
-  readonly process: { readonly args: readonly string[]; readonly env: readonly string[]; readonly cwd: string; readonly user: { readonly uid: number; readonly gid: number } };
+  readonly process: {
+    readonly args: readonly string[];
+    readonly env: readonly string[];
+    readonly cwd: string;
+    readonly user: { readonly uid: number; readonly gid: number };
+  };
 }
 
 /** `umoci unpack` of `layout:tag` into `bundle` (rootfs/ and config.json). */

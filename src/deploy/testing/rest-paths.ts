@@ -24,7 +24,10 @@ const RESOURCES: Readonly<Record<string, { readonly plural: string; readonly nam
 };
 
 /** `/api/v1/namespaces/NS/services/NAME`, `/apis/GROUP/VERSION/…`; a namespaced object without one is in `defaultNamespace`. */
-export function objectPath(o: { readonly apiVersion: string; readonly kind: string; readonly metadata: { readonly name: string; readonly namespace?: string } }, defaultNamespace = 'default'): string {
+export function objectPath(
+  o: { readonly apiVersion: string; readonly kind: string; readonly metadata: { readonly name: string; readonly namespace?: string } },
+  defaultNamespace = 'default',
+): string {
   const r = RESOURCES[o.kind];
   if (r === undefined) throw new Error(`no REST mapping for ${o.kind} (add it to src/deploy/testing/rest-paths.ts)`);
   const base = o.apiVersion === 'v1' ? '/api/v1' : `/apis/${o.apiVersion}`;
@@ -37,4 +40,11 @@ export function collectionPath(o: Parameters<typeof objectPath>[0], defaultNames
 }
 
 /** The kinds a test applies to create a component's identity and admission policies (no workloads). */
-export const IDENTITY_KINDS: ReadonlySet<string> = new Set(['Namespace', 'ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding']);
+export const IDENTITY_KINDS: ReadonlySet<string> = new Set([
+  'Namespace',
+  'ServiceAccount',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+]);

@@ -14,7 +14,10 @@ function rangeHits(scaler: KubeObject, job: KubeObject): RuleHit[] {
   const sMax = int(field(scaler.spec, maxKey));
   const hits: RuleHit[] = [];
   const hit = (key: string, v: number, bound: string, b: number, path: FieldPath): void => {
-    hits.push({ message: `${key} ${v} is outside the elastic range of TrainingJob ${nameOf(job)} (${bound} ${b}): the scale request is rejected and the autoscaler keeps retrying; keep ${minKey}..${maxKey} within spec.minReplicas..spec.maxReplicas`, path });
+    hits.push({
+      message: `${key} ${v} is outside the elastic range of TrainingJob ${nameOf(job)} (${bound} ${b}): the scale request is rejected and the autoscaler keeps retrying; keep ${minKey}..${maxKey} within spec.minReplicas..spec.maxReplicas`,
+      path,
+    });
   };
   if (sMax !== undefined && hi !== undefined && sMax > hi) hit(maxKey, sMax, 'maxReplicas', hi, ['spec', maxKey]);
   if (sMin !== undefined && lo !== undefined && sMin > 0 && sMin < lo) hit(minKey, sMin, 'minReplicas', lo, ['spec', minKey]);
@@ -134,13 +137,17 @@ spec:
     let why: string | undefined;
     if (kind === 'TrainingJob' && isElastic(target)) return rangeHits(obj, target);
     if (isTrainingKind(target)) {
-      if (!isElastic(target)) why = kind === 'TrainingJob' ? 'a TrainingJob without minReplicas/maxReplicas (not elastic)' : `a ${kind} without an elasticPolicy`;
+      if (!isElastic(target))
+        why = kind === 'TrainingJob' ? 'a TrainingJob without minReplicas/maxReplicas (not elastic)' : `a ${kind} without an elasticPolicy`;
     } else if (SCALABLE.has(kind)) {
       const sig = objectDistributedSignal(target);
       if (sig !== undefined) why = `a ${kind} that ${sig.why} (distributed training)`;
     }
     if (why === undefined) return [];
-    const fix = kind === 'TrainingJob' ? 'remove the autoscaler and make the TrainingJob elastic with spec.minReplicas/spec.maxReplicas' : 'remove the autoscaler; run the training as an elastic TrainingJob (spec.minReplicas/maxReplicas)';
+    const fix =
+      kind === 'TrainingJob'
+        ? 'remove the autoscaler and make the TrainingJob elastic with spec.minReplicas/spec.maxReplicas'
+        : 'remove the autoscaler; run the training as an elastic TrainingJob (spec.minReplicas/maxReplicas)';
     return [
       {
         message: `${kindOf(obj)} scales ${kind} ${name}, ${why}: pods added mid-run cannot join the DDP process group and pods removed mid all-reduce deadlock the rest; ${fix}`,

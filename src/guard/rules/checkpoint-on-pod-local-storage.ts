@@ -1,8 +1,35 @@
-import { WORKLOAD_KINDS, envOf, volumesOf, field, flagValue, isMultiRankTraining, isRecord, kindOf, list, mountFor, podCount, podSites, str, type ContainerSite, type PodSite } from '../pod-specs.ts';
+import {
+  WORKLOAD_KINDS,
+  envOf,
+  volumesOf,
+  field,
+  flagValue,
+  isMultiRankTraining,
+  isRecord,
+  kindOf,
+  list,
+  mountFor,
+  podCount,
+  podSites,
+  str,
+  type ContainerSite,
+  type PodSite,
+} from '../pod-specs.ts';
 import type { FieldPath, KubeObject, Rule, RuleHit } from '../rule.ts';
 import { podLocalVolumeReason } from '../../api/checkpoint-paths.ts';
 
-const FLAGS = ['--checkpoint-dir', '--checkpoint-path', '--checkpoint', '--ckpt-dir', '--ckpt-path', '--ckpt', '--save-dir', '--save', '--output-dir', '--checkpoint-root'];
+const FLAGS = [
+  '--checkpoint-dir',
+  '--checkpoint-path',
+  '--checkpoint',
+  '--ckpt-dir',
+  '--ckpt-path',
+  '--ckpt',
+  '--save-dir',
+  '--save',
+  '--output-dir',
+  '--checkpoint-root',
+];
 const isCkptEnv = (name: string): boolean => /CHECKPOINT|CKPT/.test(name.toUpperCase()) || name === 'SAVE_DIR' || name === 'OUTPUT_DIR';
 const mentionsCkpt = (p: string): boolean => /checkpoint|ckpt/i.test(p);
 
@@ -56,7 +83,7 @@ export const checkpointOnPodLocalStorage: Rule = {
     '(seed 001 §3.3: `/mnt/cp` on w-02 resolved to a local path while w-01 used the shared one). The checkpoint directory is read from env ' +
     '(`CHECKPOINT_DIR`, `CKPT_PATH`, `SAVE_DIR`, `OUTPUT_DIR`, …), arguments (`--checkpoint-dir`, `--save-dir`, `--output_dir`, …) and mounts ' +
     'whose path contains "checkpoint" or "ckpt"; it is flagged when it lies on an emptyDir, hostPath, generic ephemeral volume, a ' +
-    'StatefulSet volumeClaimTemplate, a mount with a per-pod `subPathExpr`, or no volume at all (the container\'s own filesystem). Mount one ' +
+    "StatefulSet volumeClaimTemplate, a mount with a per-pod `subPathExpr`, or no volume at all (the container's own filesystem). Mount one " +
     'shared ReadWriteMany PVC at the same path in every pod, or write to object storage (`s3://…`), and let only rank 0 write.',
   kinds: WORKLOAD_KINDS,
   fixtures: {
@@ -134,7 +161,7 @@ spec:
           let path = cand.path;
           let key = `fs:${cand.dir}`;
           if (best === undefined) {
-            why = 'on no volume: the container\'s own filesystem, lost with the pod';
+            why = "on no volume: the container's own filesystem, lost with the pod";
           } else {
             key = `vol:${best.index}`;
             path = [...c.path, 'volumeMounts', best.index];

@@ -44,7 +44,7 @@ export const crdSchema: Rule = {
     'The SITS kinds (`ai.sits2026.dev/v1` TrainingJob, InferenceService, BatchInferenceJob, DataPipeline, Queue, PodGroup) are checked ' +
     'against the same TypeBox schema and CEL rules their CRDs are generated from (`src/api/schema`), as the apiserver would: types, ' +
     'ranges (`replicas: -8`), quantities (`nvidia.com/gpu: "lots"`), enums, unknown fields, required fields and the cross-field rules. ' +
-    'Each violation is one finding at its field, `<field path>: <the apiserver\'s message>`, so `kubectl apply` does not have to be ' +
+    "Each violation is one finding at its field, `<field path>: <the apiserver's message>`, so `kubectl apply` does not have to be " +
     'the first to say it. Fix the field; `docs/crds.md` lists every field.',
   kinds: SITS_KINDS,
   fixtures: {

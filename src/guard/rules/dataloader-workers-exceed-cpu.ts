@@ -1,4 +1,18 @@
-import { WORKLOAD_KINDS, argTokens, containerGpus, cpuLimit, distributedSignal, envOf, flagValue, inferenceEngine, int, isTrainingKind, podSites, processesPerPod, type ContainerSite } from '../pod-specs.ts';
+import {
+  WORKLOAD_KINDS,
+  argTokens,
+  containerGpus,
+  cpuLimit,
+  distributedSignal,
+  envOf,
+  flagValue,
+  inferenceEngine,
+  int,
+  isTrainingKind,
+  podSites,
+  processesPerPod,
+  type ContainerSite,
+} from '../pod-specs.ts';
 import type { FieldPath, Rule, RuleHit } from '../rule.ts';
 
 const FLAGS = ['--num-workers', '--dataloader-num-workers', '--num-data-workers', '--data-workers', '--loader-workers'];
@@ -16,7 +30,10 @@ export function maxDataLoaderWorkers(cpuMilli: number, processes: number): numbe
 }
 
 /** The DataLoader worker count a container sets: a flag, else an env variable, else `num_workers=N` in an inline script. */
-export function dataLoaderWorkers(c: ContainerSite, training = true): { readonly workers: number; readonly from: string; readonly path: FieldPath } | undefined {
+export function dataLoaderWorkers(
+  c: ContainerSite,
+  training = true,
+): { readonly workers: number; readonly from: string; readonly path: FieldPath } | undefined {
   const f = flagValue(c, training ? [...FLAGS, ...GENERIC_FLAGS] : FLAGS);
   const fw = f === undefined ? undefined : int(f.text);
   if (f !== undefined && fw !== undefined) return { workers: fw, from: 'the command line', path: f.path };
@@ -40,11 +57,11 @@ export const dataLoaderWorkersExceedCpu: Rule = {
   id: 'dataloader-workers-exceed-cpu',
   severity: 'warning',
   seed: '001 §1',
-  title: 'DataLoader workers above what the container\'s CPU limit supports',
+  title: "DataLoader workers above what the container's CPU limit supports",
   rationale:
     'With `resources.limits.cpu: "2"` and `num_workers=4` the CFS quota throttles the worker processes, spreads them over cores and NUMA nodes, ' +
-    'and the input pipeline stalls or deadlocks (seed 001 §1). The seed\'s table (1 CPU → 0 workers, 2 → 1, 4 → 2) is half the cores rounded ' +
-    'down; with several training processes per pod (torchrun `--nproc-per-node`, a TrainingJob\'s `nprocPerNode` or one per GPU) the half is ' +
+    "and the input pipeline stalls or deadlocks (seed 001 §1). The seed's table (1 CPU → 0 workers, 2 → 1, 4 → 2) is half the cores rounded " +
+    "down; with several training processes per pod (torchrun `--nproc-per-node`, a TrainingJob's `nprocPerNode` or one per GPU) the half is " +
     'shared: at most `floor(cpu / 2 / processes)` workers per process. Workers are read from `--num-workers`/`--num_workers=`/`--workers`/' +
     '`--dataloader-num-workers`, env `NUM_WORKERS`/`DATALOADER_WORKERS`/`DATALOADER_NUM_WORKERS`, or `num_workers=N` in an inline script ' +
     '(`--workers` and `NUM_WORKERS`, which web servers use too, only in training containers: a training kind, a distributed launcher or ' +

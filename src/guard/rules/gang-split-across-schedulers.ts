@@ -31,7 +31,8 @@ function gangs(ctx: RuleContext): ReadonlyMap<string, ReadonlyMap<string, { coun
 }
 
 const where = (obj: KubeObject, s: PodSite): string => `${objectRef(obj)}${s.role === undefined ? '' : ` (${s.role})`}`;
-const FIX = 'one scheduler must place the whole gang all-or-nothing, otherwise each places its part alone and the gang deadlocks half-bound; give every member the same schedulerName (sits-scheduler for SITS gangs)';
+const FIX =
+  'one scheduler must place the whole gang all-or-nothing, otherwise each places its part alone and the gang deadlocks half-bound; give every member the same schedulerName (sits-scheduler for SITS gangs)';
 
 export const gangSplitAcrossSchedulers: Rule = {
   id: 'gang-split-across-schedulers',
@@ -41,8 +42,8 @@ export const gangSplitAcrossSchedulers: Rule = {
   rationale:
     'A gang is placed all-or-nothing by one scheduler; when some members name `sits-scheduler` and others `default-scheduler` (or Volcano), each ' +
     'scheduler binds its part alone, the gang holds GPUs half-placed and waits forever for the rest at the first collective. Checked across the ' +
-    'set for pods sharing a gang (label `ai.sits2026.dev/pod-group`, Volcano\'s `scheduling.k8s.io/group-name`, the coscheduling plugin\'s ' +
-    '`scheduling.x-k8s.io/pod-group`, Kueue\'s `kueue.x-k8s.io/pod-group-name`) and within one multi-role job (PyTorchJob Master/Worker, ' +
+    "set for pods sharing a gang (label `ai.sits2026.dev/pod-group`, Volcano's `scheduling.k8s.io/group-name`, the coscheduling plugin's " +
+    "`scheduling.x-k8s.io/pod-group`, Kueue's `kueue.x-k8s.io/pod-group-name`) and within one multi-role job (PyTorchJob Master/Worker, " +
     'Volcano tasks, LeaderWorkerSet leader/workers). Give every member the same `schedulerName`.',
   kinds: WORKLOAD_KINDS,
   fixtures: {
@@ -146,7 +147,10 @@ spec:
       if (o === undefined) continue;
       const count = others.reduce((acc, [, e]) => acc + e.count, 0);
       const names = others.map(([name]) => name).join(', ');
-      push(`gang ${g.name} (${g.key}): this pod template is placed by ${mine.name} but ${where(o.obj, o.site)}${count > 1 ? ` and ${count - 1} more` : ''} by ${names}; ${FIX}`, mine.path ?? g.path);
+      push(
+        `gang ${g.name} (${g.key}): this pod template is placed by ${mine.name} but ${where(o.obj, o.site)}${count > 1 ? ` and ${count - 1} more` : ''} by ${names}; ${FIX}`,
+        mine.path ?? g.path,
+      );
     }
     // One multi-role job is one gang even without a pod-group label.
     if (sites.length > 1 && (isTrainingKind(obj) || kindOf(obj) === 'LeaderWorkerSet')) {
@@ -155,7 +159,10 @@ spec:
       sites.forEach((s, i) => {
         const sc = scheds[i];
         if (first === undefined || sc === undefined || sc.name === first.name) return;
-        push(`${s.role ?? 'this template'} is placed by ${sc.name} but ${sites[0]?.role ?? 'the first template'} by ${first.name}; ${FIX}`, sc.path ?? first.path ?? s.path);
+        push(
+          `${s.role ?? 'this template'} is placed by ${sc.name} but ${sites[0]?.role ?? 'the first template'} by ${first.name}; ${FIX}`,
+          sc.path ?? first.path ?? s.path,
+        );
       });
     }
     return hits;

@@ -80,7 +80,12 @@ spec:
       const n = typeof mm === 'number' && Number.isSafeInteger(mm) ? mm : undefined;
       if (n !== undefined && n >= 1) return [];
       const path: FieldPath = mm !== undefined ? ['spec', 'minMember'] : isRecord(obj.spec) ? ['spec'] : [];
-      return [{ message: `${mm === undefined ? 'no spec.minMember' : `spec.minMember ${JSON.stringify(mm)} is not a positive integer`}: the scheduler cannot tell a complete gang from a partial one; set spec.minMember to the number of pods that must start together`, path }];
+      return [
+        {
+          message: `${mm === undefined ? 'no spec.minMember' : `spec.minMember ${JSON.stringify(mm)} is not a positive integer`}: the scheduler cannot tell a complete gang from a partial one; set spec.minMember to the number of pods that must start together`,
+          path,
+        },
+      ];
     }
     if (isSitsKind(obj)) return [];
     const hits: RuleHit[] = [];
@@ -91,7 +96,11 @@ spec:
       const base = s.metadataPath ?? s.path;
       if (ann !== undefined) {
         const n = int(ann);
-        if (n === undefined || n < 1) hits.push({ message: `annotation ${ANNOTATION.minMember}: ${JSON.stringify(ann)} is not a positive integer; set it to the number of pods that must start together`, path: [...base, 'annotations', ANNOTATION.minMember] });
+        if (n === undefined || n < 1)
+          hits.push({
+            message: `annotation ${ANNOTATION.minMember}: ${JSON.stringify(ann)} is not a positive integer; set it to the number of pods that must start together`,
+            path: [...base, 'annotations', ANNOTATION.minMember],
+          });
         continue;
       }
       if (findObject(ctx, 'PodGroup', namespaceOf(obj), group) !== undefined) continue;

@@ -69,14 +69,27 @@ spec:
         const reqPath = [...c.resourcesPath, 'requests', GPU_RESOURCE];
         const limPath = [...c.resourcesPath, 'limits', GPU_RESOURCE];
         const name = c.name || '(unnamed)';
-        for (const [v, p] of [[req, reqPath], [lim, limPath]] as const) {
+        for (const [v, p] of [
+          [req, reqPath],
+          [lim, limPath],
+        ] as const) {
           // A value that is not a quantity at all is invalid-pod-template's finding.
-          if (v !== undefined && isQuantity(v) && !isWholeQuantity(v)) hits.push({ message: `container ${name}: ${GPU_RESOURCE} ${JSON.stringify(v)} is not a whole number of GPUs (the apiserver rejects it); request whole GPUs, or one shared GPU with annotation ai.sits2026.dev/gpu-fraction`, path: p });
+          if (v !== undefined && isQuantity(v) && !isWholeQuantity(v))
+            hits.push({
+              message: `container ${name}: ${GPU_RESOURCE} ${JSON.stringify(v)} is not a whole number of GPUs (the apiserver rejects it); request whole GPUs, or one shared GPU with annotation ai.sits2026.dev/gpu-fraction`,
+              path: p,
+            });
         }
         if (req !== undefined && lim === undefined) {
-          hits.push({ message: `container ${name}: ${GPU_RESOURCE} is requested (${String(req)}) without a limit; extended resources need a limit (the apiserver rejects the pod): set limits["${GPU_RESOURCE}"]: ${String(req)}`, path: reqPath });
+          hits.push({
+            message: `container ${name}: ${GPU_RESOURCE} is requested (${String(req)}) without a limit; extended resources need a limit (the apiserver rejects the pod): set limits["${GPU_RESOURCE}"]: ${String(req)}`,
+            path: reqPath,
+          });
         } else if (req !== undefined && lim !== undefined && compareQuantities(req, lim) !== 0 && isWholeQuantity(req) && isWholeQuantity(lim)) {
-          hits.push({ message: `container ${name}: ${GPU_RESOURCE} requests ${String(req)} ≠ limits ${String(lim)}; GPUs cannot be overcommitted (the apiserver rejects it): set both to the same count, or only the limit`, path: reqPath });
+          hits.push({
+            message: `container ${name}: ${GPU_RESOURCE} requests ${String(req)} ≠ limits ${String(lim)}; GPUs cannot be overcommitted (the apiserver rejects it): set both to the same count, or only the limit`,
+            path: reqPath,
+          });
         }
       }
     }

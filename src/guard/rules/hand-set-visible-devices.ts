@@ -29,7 +29,10 @@ const FIX: Readonly<Record<string, string>> = {
  * inside the allocation and is left alone.
  */
 function cudaOutsideAllocation(c: ContainerSite, value: string): boolean {
-  const ids = value.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const ids = value
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== '');
   const n = containerGpus(c);
   return ids.some((id) => !/^\d+$/.test(id) || Number(id) >= n);
 }
@@ -42,7 +45,7 @@ export const handSetVisibleDevices: Rule = {
   rationale:
     'The device plugin decides which GPUs a container gets and sets the visible devices itself; CUDA numbers them from 0 inside the container ' +
     '(seed 000 §2.3: the device ids must agree with what kubelet allocated). A literal `NVIDIA_VISIBLE_DEVICES` hands the container GPUs the ' +
-    'scheduler gave to someone else, a literal `CUDA_VISIBLE_DEVICES` with device UUIDs or an index at or above the container\'s GPU count ' +
+    "scheduler gave to someone else, a literal `CUDA_VISIBLE_DEVICES` with device UUIDs or an index at or above the container's GPU count " +
     'picks devices outside the allocation (choosing some of `0..n-1` stays inside it and is not flagged), and ' +
     '`NVIDIA_MEMORY_LIMIT` enforces nothing under cgroups v2 (seed 001 §2.2: two containers "limited" to 1 GiB used 1.82 and 1.67 GiB). ' +
     'Values that only hide GPUs (`""`, `void`, `none`, `-1`), `valueFrom` (unknown until the pod runs) and node agents (DaemonSets and their ' +
@@ -103,7 +106,10 @@ spec:
           const e = env.get(name);
           if (e?.value === undefined || hiding.includes(e.value.trim().toLowerCase())) continue;
           if (name === 'CUDA_VISIBLE_DEVICES' && !cudaOutsideAllocation(c, e.value)) continue;
-          hits.push({ message: `${name}=${JSON.stringify(e.value)} set by hand in container ${c.name || '(unnamed)'}: ${FIX[name] ?? 'remove it'}`, path: e.valuePath });
+          hits.push({
+            message: `${name}=${JSON.stringify(e.value)} set by hand in container ${c.name || '(unnamed)'}: ${FIX[name] ?? 'remove it'}`,
+            path: e.valuePath,
+          });
         }
       }
     }

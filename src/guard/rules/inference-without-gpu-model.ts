@@ -3,7 +3,15 @@ import { field, inferenceEngine, isRecord, isSitsKind, kindOf, list, podGpus, po
 import type { FieldPath, KubeObject, Rule } from '../rule.ts';
 
 /** Node labels that pin a GPU model (or an instance type, which implies one). */
-const MODEL_LABELS = new Set<string>([LABEL.gfdProduct, LABEL.gpuModel, 'nvidia.com/gpu.family', 'cloud.google.com/gke-accelerator', 'node.kubernetes.io/instance-type', 'karpenter.k8s.aws/instance-gpu-name', LABEL.gfdMajor]);
+const MODEL_LABELS = new Set<string>([
+  LABEL.gfdProduct,
+  LABEL.gpuModel,
+  'nvidia.com/gpu.family',
+  'cloud.google.com/gke-accelerator',
+  'node.kubernetes.io/instance-type',
+  'karpenter.k8s.aws/instance-gpu-name',
+  LABEL.gfdMajor,
+]);
 
 /** True when the pod template pins a GPU model: a model label in nodeSelector or required node affinity, or SITS's gpu-models annotation. */
 function pinsModel(s: PodSite): boolean {

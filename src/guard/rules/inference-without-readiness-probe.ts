@@ -11,7 +11,7 @@ export const inferenceWithoutReadinessProbe: Rule = {
     'still loading tens of gigabytes of weights; a missing probe is one of the anti-patterns seed 001 §4.4 injects. Flagged for Deployments, ' +
     'StatefulSets, ReplicaSets and LeaderWorkerSets (the leader, which serves) whose container runs an inference engine (by image or ' +
     'command) without `readinessProbe`. ' +
-    'Add a readiness probe on the engine\'s health endpoint (vLLM and TGI `/health`, Triton `/v2/health/ready`), and a `startupProbe` for long ' +
+    "Add a readiness probe on the engine's health endpoint (vLLM and TGI `/health`, Triton `/v2/health/ready`), and a `startupProbe` for long " +
     'loads; an InferenceService gets both from its controller.',
   kinds: ['Deployment', 'StatefulSet', 'ReplicaSet', 'LeaderWorkerSet'],
   fixtures: {

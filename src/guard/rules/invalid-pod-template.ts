@@ -11,11 +11,13 @@ const LIST_FIELDS_OF_CONTAINER = ['command', 'args', 'env', 'envFrom', 'ports', 
  * Extended resources (nvidia.com/gpu, amd.com/gpu, rdma/ib) are counted in whole devices: a name with a domain
  * outside kubernetes.io, as k8s.io/kubernetes IsExtendedResourceName reads it.
  */
-export const isExtendedResource = (name: string): boolean => name.includes('/') && !name.startsWith('kubernetes.io/') && !name.includes('.kubernetes.io/') && !name.startsWith('requests.');
+export const isExtendedResource = (name: string): boolean =>
+  name.includes('/') && !name.startsWith('kubernetes.io/') && !name.includes('.kubernetes.io/') && !name.startsWith('requests.');
 
 const typeOf = (v: unknown): string => (Array.isArray(v) ? 'a list' : v === null ? 'null' : isRecord(v) ? 'a mapping' : `a ${typeof v}`);
 /** The path as the apiserver prints it: `spec.containers[0].resources.limits[nvidia.com/gpu]`. */
-const apiPath = (path: FieldPath): string => path.reduce<string>((s, p) => (typeof p === 'number' || /[./]/.test(p) ? `${s}[${p}]` : s === '' ? p : `${s}.${p}`), '');
+const apiPath = (path: FieldPath): string =>
+  path.reduce<string>((s, p) => (typeof p === 'number' || /[./]/.test(p) ? `${s}[${p}]` : s === '' ? p : `${s}.${p}`), '');
 const at = (path: FieldPath, message: string): RuleHit => ({ message: `${apiPath(path)}: ${message}`, path });
 
 function checkResources(c: ContainerSite, hits: RuleHit[]): void {
@@ -36,9 +38,11 @@ function checkResources(c: ContainerSite, hits: RuleHit[]): void {
     for (const [name, v] of Object.entries(list)) {
       const p = [...listPath, name];
       const nano = typeof v === 'string' || typeof v === 'number' ? quantityToNano(v) : undefined;
-      if (nano === undefined) hits.push(at(p, `${JSON.stringify(v)} is not a quantity (the apiserver rejects it); write a number or a quantity such as 2, 500m or 16Gi`));
+      if (nano === undefined)
+        hits.push(at(p, `${JSON.stringify(v)} is not a quantity (the apiserver rejects it); write a number or a quantity such as 2, 500m or 16Gi`));
       else if (nano < 0n) hits.push(at(p, `${JSON.stringify(v)} is negative (the apiserver rejects it: must be greater than or equal to 0)`));
-      else if (isExtendedResource(name) && nano % 1_000_000_000n !== 0n) hits.push(at(p, `${JSON.stringify(v)}: ${name} is an extended resource, counted in whole devices (the apiserver rejects it: must be an integer)`));
+      else if (isExtendedResource(name) && nano % 1_000_000_000n !== 0n)
+        hits.push(at(p, `${JSON.stringify(v)}: ${name} is an extended resource, counted in whole devices (the apiserver rejects it: must be an integer)`));
     }
   }
 }
@@ -48,7 +52,13 @@ function checkContainerShape(c: unknown, path: FieldPath, hits: RuleHit[]): void
     hits.push(at(path, `a container must be a mapping (name, image, …), got ${typeOf(c)}`));
     return;
   }
-  if (typeof c.name !== 'string' || c.name === '') hits.push(at(c.name === undefined ? path : [...path, 'name'], c.name === undefined ? 'the container has no name (Required value)' : `name must be a non-empty string, got ${JSON.stringify(c.name)}`));
+  if (typeof c.name !== 'string' || c.name === '')
+    hits.push(
+      at(
+        c.name === undefined ? path : [...path, 'name'],
+        c.name === undefined ? 'the container has no name (Required value)' : `name must be a non-empty string, got ${JSON.stringify(c.name)}`,
+      ),
+    );
   if (c.image !== undefined && typeof c.image !== 'string') hits.push(at([...path, 'image'], `image must be a string, got ${typeOf(c.image)}`));
   for (const f of LIST_FIELDS_OF_CONTAINER) {
     const v = c[f];
@@ -59,11 +69,14 @@ function checkContainerShape(c: unknown, path: FieldPath, hits: RuleHit[]): void
 function checkPodSpec(s: PodSite, containersRequired: boolean, hits: RuleHit[]): void {
   for (const f of LIST_FIELDS_OF_POD) {
     const v = s.spec[f];
-    if (v !== undefined && v !== null && !Array.isArray(v)) hits.push(at([...s.path, f], `must be a list, got ${typeOf(v)}${f === 'containers' ? ': write containers: [{name: …, image: …}]' : ''}`));
+    if (v !== undefined && v !== null && !Array.isArray(v))
+      hits.push(at([...s.path, f], `must be a list, got ${typeOf(v)}${f === 'containers' ? ': write containers: [{name: …, image: …}]' : ''}`));
   }
   const cs = s.spec.containers;
-  if ((cs === undefined || cs === null) && containersRequired) hits.push(at(s.path, 'the pod spec has no containers (Required value): a pod needs at least one'));
-  else if (Array.isArray(cs) && cs.length === 0) hits.push(at([...s.path, 'containers'], 'the pod spec has no containers (Required value): a pod needs at least one'));
+  if ((cs === undefined || cs === null) && containersRequired)
+    hits.push(at(s.path, 'the pod spec has no containers (Required value): a pod needs at least one'));
+  else if (Array.isArray(cs) && cs.length === 0)
+    hits.push(at([...s.path, 'containers'], 'the pod spec has no containers (Required value): a pod needs at least one'));
   for (const key of ['initContainers', 'containers'] as const) {
     const v = s.spec[key];
     if (Array.isArray(v)) v.forEach((c, i) => checkContainerShape(c, [...s.path, key, i], hits));
@@ -77,10 +90,13 @@ function unreadableTemplates(o: KubeObject, hits: RuleHit[]): void {
   const check = (tmpl: unknown, path: FieldPath): void => {
     if (tmpl === undefined || tmpl === null) return;
     if (!isRecord(tmpl)) hits.push(at(path, `a pod template must be a mapping (metadata, spec), got ${typeOf(tmpl)}`));
-    else if (tmpl.spec !== undefined && !isRecord(tmpl.spec)) hits.push(at([...path, 'spec'], `a pod spec must be a mapping (containers, volumes, …), got ${typeOf(tmpl.spec)}`));
+    else if (tmpl.spec !== undefined && !isRecord(tmpl.spec))
+      hits.push(at([...path, 'spec'], `a pod spec must be a mapping (containers, volumes, …), got ${typeOf(tmpl.spec)}`));
   };
-  if (kind === 'Pod' && spec !== undefined && !isRecord(spec)) hits.push(at(['spec'], `a pod spec must be a mapping (containers, volumes, …), got ${typeOf(spec)}`));
-  else if (TEMPLATE_AT_SPEC.has(kind) || (kind === 'Job' && !String(o.apiVersion).startsWith('batch.volcano.sh/'))) check(field(spec, 'template'), ['spec', 'template']);
+  if (kind === 'Pod' && spec !== undefined && !isRecord(spec))
+    hits.push(at(['spec'], `a pod spec must be a mapping (containers, volumes, …), got ${typeOf(spec)}`));
+  else if (TEMPLATE_AT_SPEC.has(kind) || (kind === 'Job' && !String(o.apiVersion).startsWith('batch.volcano.sh/')))
+    check(field(spec, 'template'), ['spec', 'template']);
   else if (isSitsKind(o)) check(field(spec, 'podTemplate'), ['spec', 'podTemplate']);
 }
 
@@ -91,7 +107,7 @@ export const invalidPodTemplate: Rule = {
   title: 'A pod spec the apiserver rejects: containers not a list, a negative or unreadable quantity, a fractional GPU',
   rationale:
     'Every pod spec lint reads (a Pod, the template of a Deployment, StatefulSet, Job or CronJob, the replica templates of a PyTorchJob, ' +
-    'a SITS kind\'s `podTemplate`) must have the shape the apiserver accepts: `containers` a non-empty list of mappings with a name, ' +
+    "a SITS kind's `podTemplate`) must have the shape the apiserver accepts: `containers` a non-empty list of mappings with a name, " +
     '`volumes`, `env`, `volumeMounts`, `command`, `args` lists, and every `resources.requests`/`limits` value a quantity that parses and ' +
     'is not negative; an extended resource (`nvidia.com/gpu`, `amd.com/gpu`, any name with a domain outside kubernetes.io) is a whole number. ' +
     'A template that breaks this is accepted inside a TrainingJob or a PyTorchJob (their CRDs pass pod templates through) and fails only ' +

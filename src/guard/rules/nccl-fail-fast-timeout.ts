@@ -20,8 +20,17 @@ function ncclSettings(obj: KubeObject, c: ContainerSite): ReadonlyMap<string, Se
     const nccl = field(obj.spec, 'nccl');
     const asyncOn = field(nccl, 'asyncErrorHandling') !== false;
     const t = int(field(nccl, 'timeoutSeconds'));
-    if (asyncOn) out.set('NCCL_ASYNC_ERROR_HANDLING', { value: '1', what: 'spec.nccl.asyncErrorHandling', path: field(nccl, 'asyncErrorHandling') === undefined ? ['spec'] : ['spec', 'nccl', 'asyncErrorHandling'] });
-    out.set('NCCL_TIMEOUT', { value: String(t ?? 1800), what: 'spec.nccl.timeoutSeconds', path: t === undefined ? ['spec'] : ['spec', 'nccl', 'timeoutSeconds'] });
+    if (asyncOn)
+      out.set('NCCL_ASYNC_ERROR_HANDLING', {
+        value: '1',
+        what: 'spec.nccl.asyncErrorHandling',
+        path: field(nccl, 'asyncErrorHandling') === undefined ? ['spec'] : ['spec', 'nccl', 'asyncErrorHandling'],
+      });
+    out.set('NCCL_TIMEOUT', {
+      value: String(t ?? 1800),
+      what: 'spec.nccl.timeoutSeconds',
+      path: t === undefined ? ['spec'] : ['spec', 'nccl', 'timeoutSeconds'],
+    });
   }
   for (const e of envOf(c).values()) if (e.value !== undefined) out.set(e.name, { value: e.value.trim(), what: e.name, path: e.valuePath });
   return out;
@@ -37,7 +46,7 @@ export const ncclFailFastTimeout: Rule = {
     '`NCCL_TIMEOUT` abort the process instead of hanging — right, as long as the timeout outlasts a transient RDMA link flap or QP reset. ' +
     `With 0 or a small value the process is killed (SIGABRT), the container exits non-zero and the pod is restarted or evicted over and over ` +
     `(seed 001 §3.2). Flagged: fail-fast handling on and \`NCCL_TIMEOUT\` below ${MIN_NCCL_TIMEOUT_SECONDS} s (the seed's own example value), ` +
-    'from container env or a TrainingJob\'s `spec.nccl`. (Seed 001 §4.2 recommends `NCCL_BLOCKING_WAIT=1` on the critical path; that is ' +
+    "from container env or a TrainingJob's `spec.nccl`. (Seed 001 §4.2 recommends `NCCL_BLOCKING_WAIT=1` on the critical path; that is " +
     'fine with a long enough timeout.) Keep the fail-fast handling and give collectives minutes (a TrainingJob defaults to ' +
     '`spec.nccl.timeoutSeconds: 1800`).',
   kinds: WORKLOAD_KINDS,
@@ -103,7 +112,10 @@ spec:
           return v !== undefined && values.includes(v.value) ? v : undefined;
         };
         const failFast =
-          on('TORCH_NCCL_ASYNC_ERROR_HANDLING', ['1', '3']) ?? on('NCCL_ASYNC_ERROR_HANDLING', ['1', '3']) ?? on('TORCH_NCCL_BLOCKING_WAIT', ['1']) ?? on('NCCL_BLOCKING_WAIT', ['1']);
+          on('TORCH_NCCL_ASYNC_ERROR_HANDLING', ['1', '3']) ??
+          on('NCCL_ASYNC_ERROR_HANDLING', ['1', '3']) ??
+          on('TORCH_NCCL_BLOCKING_WAIT', ['1']) ??
+          on('NCCL_BLOCKING_WAIT', ['1']);
         const t = set.get('NCCL_TIMEOUT');
         const seconds = t === undefined ? undefined : int(t.value);
         if (failFast === undefined || t === undefined || seconds === undefined || seconds >= MIN_NCCL_TIMEOUT_SECONDS) continue;

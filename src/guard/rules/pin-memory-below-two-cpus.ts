@@ -38,7 +38,7 @@ export const pinMemoryBelowTwoCpus: Rule = {
   title: 'DataLoader pin_memory on with a CPU limit below 2',
   rationale:
     'Pinned host memory is filled by an extra thread per loader; with a CPU limit below 2 cores it competes with the training loop for the ' +
-    'only core and the CFS quota throttles both. Seed 001 §1\'s table turns `pin_memory` on from 2 CPUs (1 CPU → 0 workers, pin_memory ' +
+    "only core and the CFS quota throttles both. Seed 001 §1's table turns `pin_memory` on from 2 CPUs (1 CPU → 0 workers, pin_memory " +
     'false). Read from `--pin-memory`/`--pin_memory`, `--dataloader_pin_memory True`, env `PIN_MEMORY`/`DATALOADER_PIN_MEMORY`, or ' +
     '`pin_memory=True` in an inline script; containers without a CPU limit are not judged. Turn it off or raise the CPU limit to 2.',
   kinds: WORKLOAD_KINDS,

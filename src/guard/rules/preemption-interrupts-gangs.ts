@@ -67,7 +67,8 @@ function gangsBelow(ctx: RuleContext, value: number): { readonly count: number; 
   return { count: lo, first: gangs.slice(0, Math.min(lo, 3)).map((g) => g.obj) };
 }
 
-const FIX = 'give classes used by or above GPU training gangs preemptionPolicy: Never (they still go first in the queue) and let the SITS queue preempt whole gangs outside their ai.sits2026.dev/critical-until window';
+const FIX =
+  'give classes used by or above GPU training gangs preemptionPolicy: Never (they still go first in the queue) and let the SITS queue preempt whole gangs outside their ai.sits2026.dev/critical-until window';
 
 export const preemptionInterruptsGangs: Rule = {
   id: 'preemption-interrupts-gangs',
@@ -80,7 +81,7 @@ export const preemptionInterruptsGangs: Rule = {
     '(28 ms → 142 ms → 517 ms per all-reduce with one and two preemptions). What is checked from the objects submitted together: a preempting ' +
     'class with a positive value that is `globalDefault` (every pod without a class may then preempt), a preempting class whose value is above the ' +
     'priority of a GPU training gang in the same set (its class from the set, the global default, or 0), and a GPU training gang whose own class (in ' +
-    'the set) preempts. A class that is not in the set is not judged; the webhook sees the cluster\'s classes through its caches. Use ' +
+    "the set) preempts. A class that is not in the set is not judged; the webhook sees the cluster's classes through its caches. Use " +
     '`preemptionPolicy: Never` for such classes and leave preemption to the SITS queue, which evicts whole gangs and skips those inside an ' +
     '`ai.sits2026.dev/critical-until` window (checkpoint or all-reduce).',
   kinds: ['PriorityClass', ...WORKLOAD_KINDS],
@@ -150,8 +151,12 @@ spec:
       }
       const victims = gangsBelow(ctx, info.value);
       if (victims.count > 0) {
-        const names = victims.first.map(objectRef).join(', ') + (victims.count > victims.first.length ? ` and ${victims.count - victims.first.length} more` : '');
-        hits.push({ message: `value ${info.value} with ${policy} can preempt ranks of the running GPU training gangs ${names} mid gradient sync; ${FIX}`, path: at });
+        const names =
+          victims.first.map(objectRef).join(', ') + (victims.count > victims.first.length ? ` and ${victims.count - victims.first.length} more` : '');
+        hits.push({
+          message: `value ${info.value} with ${policy} can preempt ranks of the running GPU training gangs ${names} mid gradient sync; ${FIX}`,
+          path: at,
+        });
       }
       return hits;
     }

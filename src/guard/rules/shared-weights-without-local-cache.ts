@@ -1,4 +1,19 @@
-import { WORKLOAD_KINDS, argTokens, envOf, field, isRecord, list, mountFor, mountsOf, namespaceOf, podSites, str, volumesOf, type ContainerSite, type PodSite } from '../pod-specs.ts';
+import {
+  WORKLOAD_KINDS,
+  argTokens,
+  envOf,
+  field,
+  isRecord,
+  list,
+  mountFor,
+  mountsOf,
+  namespaceOf,
+  podSites,
+  str,
+  volumesOf,
+  type ContainerSite,
+  type PodSite,
+} from '../pod-specs.ts';
 import type { KubeObject, Rule, RuleContext, RuleHit } from '../rule.ts';
 import { findObject } from '../set-index.ts';
 
@@ -8,7 +23,16 @@ export const MIN_SHARED_READERS = 3;
 const NET_INLINE = ['nfs', 'cephfs', 'glusterfs', 'azureFile', 'quobyte', 'rbd'];
 const NET_DRIVER = /nfs|efs|ceph|lustre|fsx|filestore|juicefs|gcsfuse|azurefile|file\.csi\.azure|s3|weka|gpfs|spectrum|beegfs|alluxio|fuse/i;
 const MODEL_PATH = /model|weight|huggingface|(^|\/)hf([-_](home|cache|hub))?(\/|$)|\/llm/i;
-const MODEL_FLAGS = new Set(['--model', '--model-path', '--model-dir', '--model-id', '--model-name-or-path', '--model-repository', '--model-store', '--weights']);
+const MODEL_FLAGS = new Set([
+  '--model',
+  '--model-path',
+  '--model-dir',
+  '--model-id',
+  '--model-name-or-path',
+  '--model-repository',
+  '--model-store',
+  '--weights',
+]);
 const MODEL_ENV = ['MODEL_PATH', 'MODEL_DIR', 'MODEL_ID', 'HF_HOME', 'HF_HUB_CACHE', 'TRANSFORMERS_CACHE', 'HUGGINGFACE_HUB_CACHE', 'MODEL_REPOSITORY'];
 
 /** Why the volume is a network filesystem shared by all pods, or undefined. */
@@ -160,7 +184,7 @@ spec:
           if (!reads.has(m.index) || copied.has(m.volume)) continue;
           const why = sharedNetworkVolume(ctx, obj, volumesOf(s).get(m.volume));
           if (why === undefined) continue;
-          const readers = s.replicas === undefined ? 'every node\'s pod reads' : `${s.replicas} replicas read`;
+          const readers = s.replicas === undefined ? "every node's pod reads" : `${s.replicas} replicas read`;
           hits.push({
             message: `${readers} model weights from volume ${m.volume} (${why}) at ${m.mountPath} with no local copy: page-cache contention on the shared filesystem makes read() time out while the replicas load at once; copy the weights into an emptyDir in an init container (or a node-local cache) and load from there`,
             path: [...c.path, 'volumeMounts', m.index],

@@ -57,7 +57,8 @@ function advice(obj: KubeObject, key: string, bySits: boolean): string | undefin
   return undefined;
 }
 
-const WHY = 'pins the gang by label: any node carrying it will do, so ranks still spread across racks and NVLink domains, and the pin does not follow the cluster when that domain fails or fills';
+const WHY =
+  'pins the gang by label: any node carrying it will do, so ranks still spread across racks and NVLink domains, and the pin does not follow the cluster when that domain fails or fills';
 
 export const topologyByNodeLabels: Rule = {
   id: 'topology-by-node-labels',

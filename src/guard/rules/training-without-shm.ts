@@ -116,8 +116,16 @@ spec:
         const name = c.name || '(unnamed)';
         // SITS's TrainingJob controller mounts a memory-backed /dev/shm on the trainer it finds nothing on.
         if (shm === 'none' && kindOf(obj) === 'TrainingJob' && isSitsKind(obj)) continue;
-        if (shm === 'none') hits.push({ message: `container ${name} ${why.why} but mounts nothing at /dev/shm: the runtime's default is 64 MiB and DataLoader workers die with "bus error" when it fills; ${FIX}`, path: c.path });
-        else if (!shm.memory) hits.push({ message: `container ${name} ${why.why} and mounts a disk-backed emptyDir at /dev/shm: shared memory needs RAM; set medium: Memory on that emptyDir (with a sizeLimit, counted against the memory limit)`, path: shm.path });
+        if (shm === 'none')
+          hits.push({
+            message: `container ${name} ${why.why} but mounts nothing at /dev/shm: the runtime's default is 64 MiB and DataLoader workers die with "bus error" when it fills; ${FIX}`,
+            path: c.path,
+          });
+        else if (!shm.memory)
+          hits.push({
+            message: `container ${name} ${why.why} and mounts a disk-backed emptyDir at /dev/shm: shared memory needs RAM; set medium: Memory on that emptyDir (with a sizeLimit, counted against the memory limit)`,
+            path: shm.path,
+          });
       }
     }
     return hits;

@@ -84,8 +84,15 @@ interface ServiceCtor extends ClientCtor {
   service: grpc.ServiceDefinition;
 }
 
-const definition = protoLoader.loadSync(fileURLToPath(new URL('./csi.proto', import.meta.url)), { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
-const pkg = (grpc.loadPackageDefinition(definition) as unknown as { csi: { v1: { Identity: ServiceCtor; Controller: ServiceCtor; Node: ServiceCtor } } }).csi.v1;
+const definition = protoLoader.loadSync(fileURLToPath(new URL('./csi.proto', import.meta.url)), {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+});
+const pkg = (grpc.loadPackageDefinition(definition) as unknown as { csi: { v1: { Identity: ServiceCtor; Controller: ServiceCtor; Node: ServiceCtor } } }).csi
+  .v1;
 
 /** Service definitions (for grpc.Server.addService) and client constructors. */
 export const IdentityService = pkg.Identity;

@@ -65,7 +65,14 @@ interface SpecResult {
 /** The testcases of a ginkgo JUnit report (name, status, and the failure or skip message). */
 function junitCases(xml: string): SpecResult[] {
   const out: SpecResult[] = [];
-  const unescape = (s: string): string => s.replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&#xA;/g, '\n').replace(/&amp;/g, '&');
+  const unescape = (s: string): string =>
+    s
+      .replace(/&quot;/g, '"')
+      .replace(/&apos;/g, "'")
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&#xA;/g, '\n')
+      .replace(/&amp;/g, '&');
   for (const m of xml.matchAll(/<testcase name="([^"]*)"[^>]*status="([^"]*)"[^>]*?(?:\/>|>([\s\S]*?)<\/testcase>)/g)) {
     const body = m[3] ?? '';
     const msg = /<(?:skipped|failure|error) message="([^"]*)"/.exec(body)?.[1] ?? '';
@@ -77,7 +84,17 @@ function junitCases(xml: string): SpecResult[] {
 describe('the stand-in CSI driver under csi-sanity', () => {
   it('passes every spec csi-sanity runs; it skips only those for capabilities the driver does not advertise', async () => {
     const report = join(dir, 'junit.xml');
-    const run = await execFileP(join(binDir, 'csi-sanity'), [`--csi.endpoint=${driver.socketPath}`, `--csi.mountdir=${join(dir, 'mount')}`, `--csi.stagingdir=${join(dir, 'staging')}`, `--ginkgo.junit-report=${report}`, '--ginkgo.no-color'], { maxBuffer: 64 << 20 }).catch((e: { stdout?: string; stderr?: string; code?: number }) => e);
+    const run = await execFileP(
+      join(binDir, 'csi-sanity'),
+      [
+        `--csi.endpoint=${driver.socketPath}`,
+        `--csi.mountdir=${join(dir, 'mount')}`,
+        `--csi.stagingdir=${join(dir, 'staging')}`,
+        `--ginkgo.junit-report=${report}`,
+        '--ginkgo.no-color',
+      ],
+      { maxBuffer: 64 << 20 },
+    ).catch((e: { stdout?: string; stderr?: string; code?: number }) => e);
     const cases = junitCases(readFileSync(report, 'utf8')).filter((c) => !/^\[(?:BeforeSuite|AfterSuite|SynchronizedBeforeSuite)\]/.test(c.name));
     const failed = cases.filter((c) => c.status === 'failed');
     const skipped = cases.filter((c) => c.status === 'skipped');
@@ -86,7 +103,10 @@ describe('the stand-in CSI driver under csi-sanity', () => {
     const reasons = new Map<string, number>();
     for (const s of skipped) reasons.set(s.message.split('\n')[0] ?? '', (reasons.get(s.message.split('\n')[0] ?? '') ?? 0) + 1);
     for (const [reason, n] of reasons) process.stderr.write(`  skipped ${n}× ${reason}\n`);
-    expect(failed.map((f) => `${f.name}: ${f.message}`), `csi-sanity output:\n${run.stdout ?? ''}`).toEqual([]);
+    expect(
+      failed.map((f) => `${f.name}: ${f.message}`),
+      `csi-sanity output:\n${run.stdout ?? ''}`,
+    ).toEqual([]);
     expect(passed.length).toBe(45);
     // Every skip is csi-sanity's own, for a capability this driver leaves out on purpose (docs/snapshots.md): a new
     // skip (say, of the snapshot specs) fails here.

@@ -33,7 +33,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-async function start(capacityBytes?: number, dir = mkdtempSync(join(tmpdir(), 'sits-csi-'))): Promise<{ driver: StandInCsiDriver; ctl: grpc.Client; id: grpc.Client; dir: string }> {
+async function start(
+  capacityBytes?: number,
+  dir = mkdtempSync(join(tmpdir(), 'sits-csi-')),
+): Promise<{ driver: StandInCsiDriver; ctl: grpc.Client; id: grpc.Client; dir: string }> {
   const driver = await startStandInCsiDriver({ stateDir: dir, ...(capacityBytes !== undefined ? { capacityBytes } : {}) });
   const ctl = new ControllerService(driver.address, grpc.credentials.createInsecure());
   const id = new IdentityService(driver.address, grpc.credentials.createInsecure());
@@ -56,19 +59,35 @@ describe('the stand-in CSI driver over gRPC', () => {
 
   it('snapshots a volume folder into a tarball and restores it into a new volume', async () => {
     const { driver, ctl } = await start();
-    const { volume } = await call<{ volume: { volume_id: string; capacity_bytes: number } }>(ctl, 'CreateVolume', { name: 'ckpt', capacity_range: { required_bytes: 4096 }, volume_capabilities: [MOUNT] });
+    const { volume } = await call<{ volume: { volume_id: string; capacity_bytes: number } }>(ctl, 'CreateVolume', {
+      name: 'ckpt',
+      capacity_range: { required_bytes: 4096 },
+      volume_capabilities: [MOUNT],
+    });
     expect(volume.capacity_bytes).toBe(4096);
     mkdirSync(join(driver.volumeDir(volume.volume_id), 'step-10'));
     writeFileSync(join(driver.volumeDir(volume.volume_id), 'step-10', 'rank0.pt'), 'weights');
-    const { snapshot } = await call<{ snapshot: { snapshot_id: string; size_bytes: number; ready_to_use: boolean; creation_time: { seconds: number } } }>(ctl, 'CreateSnapshot', { name: 'snap-1', source_volume_id: volume.volume_id });
+    const { snapshot } = await call<{ snapshot: { snapshot_id: string; size_bytes: number; ready_to_use: boolean; creation_time: { seconds: number } } }>(
+      ctl,
+      'CreateSnapshot',
+      { name: 'snap-1', source_volume_id: volume.volume_id },
+    );
     expect(snapshot).toMatchObject({ size_bytes: 4096, ready_to_use: true });
     expect(Math.abs(snapshot.creation_time.seconds - Date.now() / 1000)).toBeLessThan(60);
     expect(existsSync(driver.snapshotFile(snapshot.snapshot_id))).toBe(true);
     // The same name again is the same snapshot (idempotent); for another volume it is ALREADY_EXISTS.
-    expect((await call<{ snapshot: { snapshot_id: string } }>(ctl, 'CreateSnapshot', { name: 'snap-1', source_volume_id: volume.volume_id })).snapshot.snapshot_id).toBe(snapshot.snapshot_id);
-    expect(await code(call(ctl, 'CreateSnapshot', { name: 'snap-1', source_volume_id: 'vol-other' }))).toMatch(/^ALREADY_EXISTS: snapshot snap-1 exists for another volume/);
+    expect(
+      (await call<{ snapshot: { snapshot_id: string } }>(ctl, 'CreateSnapshot', { name: 'snap-1', source_volume_id: volume.volume_id })).snapshot.snapshot_id,
+    ).toBe(snapshot.snapshot_id);
+    expect(await code(call(ctl, 'CreateSnapshot', { name: 'snap-1', source_volume_id: 'vol-other' }))).toMatch(
+      /^ALREADY_EXISTS: snapshot snap-1 exists for another volume/,
+    );
 
-    const restored = await call<{ volume: { volume_id: string; content_source: unknown } }>(ctl, 'CreateVolume', { name: 'restored', volume_capabilities: [MOUNT], volume_content_source: { snapshot: { snapshot_id: snapshot.snapshot_id } } });
+    const restored = await call<{ volume: { volume_id: string; content_source: unknown } }>(ctl, 'CreateVolume', {
+      name: 'restored',
+      volume_capabilities: [MOUNT],
+      volume_content_source: { snapshot: { snapshot_id: snapshot.snapshot_id } },
+    });
     expect(restored.volume.content_source).toMatchObject({ snapshot: { snapshot_id: snapshot.snapshot_id } });
     expect(readFileSync(join(driver.volumeDir(restored.volume.volume_id), 'step-10', 'rank0.pt'), 'utf8')).toBe('weights');
 
@@ -81,11 +100,19 @@ describe('the stand-in CSI driver over gRPC', () => {
     const { ctl } = await start();
     expect(await code(call(ctl, 'CreateVolume', { volume_capabilities: [MOUNT] }))).toBe('INVALID_ARGUMENT: name is required');
     expect(await code(call(ctl, 'CreateVolume', { name: 'v' }))).toBe('INVALID_ARGUMENT: volume_capabilities is required');
-    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [{ block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } }] }))).toMatch(/^INVALID_ARGUMENT: volume_capabilities\[0\]: block access is not supported/);
-    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], capacity_range: { required_bytes: 10, limit_bytes: 5 } }))).toBe('INVALID_ARGUMENT: capacity_range: required_bytes 10 exceeds limit_bytes 5');
-    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], volume_content_source: { snapshot: { snapshot_id: 'snap-nope' } } }))).toBe('NOT_FOUND: source snapshot snap-nope not found');
+    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [{ block: {}, access_mode: { mode: 'SINGLE_NODE_WRITER' } }] }))).toMatch(
+      /^INVALID_ARGUMENT: volume_capabilities\[0\]: block access is not supported/,
+    );
+    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], capacity_range: { required_bytes: 10, limit_bytes: 5 } }))).toBe(
+      'INVALID_ARGUMENT: capacity_range: required_bytes 10 exceeds limit_bytes 5',
+    );
+    expect(
+      await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], volume_content_source: { snapshot: { snapshot_id: 'snap-nope' } } })),
+    ).toBe('NOT_FOUND: source snapshot snap-nope not found');
     await call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], capacity_range: { required_bytes: 100, limit_bytes: 100 } });
-    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], capacity_range: { required_bytes: 200 } }))).toMatch(/^ALREADY_EXISTS: volume v exists with capacity 100 bytes/);
+    expect(await code(call(ctl, 'CreateVolume', { name: 'v', volume_capabilities: [MOUNT], capacity_range: { required_bytes: 200 } }))).toMatch(
+      /^ALREADY_EXISTS: volume v exists with capacity 100 bytes/,
+    );
     expect(await code(call(ctl, 'CreateSnapshot', { name: 's', source_volume_id: 'vol-nope' }))).toBe('NOT_FOUND: source volume vol-nope not found');
     expect(await code(call(ctl, 'CreateSnapshot', { name: 's' }))).toBe('INVALID_ARGUMENT: source_volume_id is required');
     expect(await code(call(ctl, 'ListSnapshots', { starting_token: 'zzz' }))).toMatch(/^ABORTED: starting_token "zzz"/);
@@ -93,11 +120,19 @@ describe('the stand-in CSI driver over gRPC', () => {
 
   it('refuses a volume or a snapshot that does not fit in its capacity with RESOURCE_EXHAUSTED', async () => {
     const { driver, ctl } = await start(10_000);
-    const { volume } = await call<{ volume: { volume_id: string } }>(ctl, 'CreateVolume', { name: 'a', capacity_range: { required_bytes: 6000 }, volume_capabilities: [MOUNT] });
-    expect(await code(call(ctl, 'CreateVolume', { name: 'b', capacity_range: { required_bytes: 6000 }, volume_capabilities: [MOUNT] }))).toBe('RESOURCE_EXHAUSTED: storage full: volume b needs 6000 bytes; 6000 of 10000 bytes are used, 4000 free');
+    const { volume } = await call<{ volume: { volume_id: string } }>(ctl, 'CreateVolume', {
+      name: 'a',
+      capacity_range: { required_bytes: 6000 },
+      volume_capabilities: [MOUNT],
+    });
+    expect(await code(call(ctl, 'CreateVolume', { name: 'b', capacity_range: { required_bytes: 6000 }, volume_capabilities: [MOUNT] }))).toBe(
+      'RESOURCE_EXHAUSTED: storage full: volume b needs 6000 bytes; 6000 of 10000 bytes are used, 4000 free',
+    );
     // Incompressible data: the tarball is bigger than what is left.
     writeFileSync(join(driver.volumeDir(volume.volume_id), 'shard.bin'), randomBytes(8000));
-    expect(await code(call(ctl, 'CreateSnapshot', { name: 'full', source_volume_id: volume.volume_id }))).toMatch(/^RESOURCE_EXHAUSTED: storage full: snapshot full of volume vol-\w+ needs \d+ bytes; 6000 of 10000 bytes are used, 4000 free$/);
+    expect(await code(call(ctl, 'CreateSnapshot', { name: 'full', source_volume_id: volume.volume_id }))).toMatch(
+      /^RESOURCE_EXHAUSTED: storage full: snapshot full of volume vol-\w+ needs \d+ bytes; 6000 of 10000 bytes are used, 4000 free$/,
+    );
     expect(driver.snapshots()).toEqual([]);
   });
 
@@ -105,10 +140,16 @@ describe('the stand-in CSI driver over gRPC', () => {
     const { ctl } = await start();
     const { volume } = await call<{ volume: { volume_id: string } }>(ctl, 'CreateVolume', { name: 'a', volume_capabilities: [MOUNT] });
     const ids: string[] = [];
-    for (const n of ['s1', 's2', 's3']) ids.push((await call<{ snapshot: { snapshot_id: string } }>(ctl, 'CreateSnapshot', { name: n, source_volume_id: volume.volume_id })).snapshot.snapshot_id);
+    for (const n of ['s1', 's2', 's3'])
+      ids.push(
+        (await call<{ snapshot: { snapshot_id: string } }>(ctl, 'CreateSnapshot', { name: n, source_volume_id: volume.volume_id })).snapshot.snapshot_id,
+      );
     const page1 = await call<{ entries: { snapshot: { snapshot_id: string } }[]; next_token: string }>(ctl, 'ListSnapshots', { max_entries: 2 });
     expect(page1.entries.map((e) => e.snapshot.snapshot_id)).toEqual(ids.slice(0, 2));
-    const page2 = await call<{ entries: { snapshot: { snapshot_id: string } }[]; next_token: string }>(ctl, 'ListSnapshots', { max_entries: 2, starting_token: page1.next_token });
+    const page2 = await call<{ entries: { snapshot: { snapshot_id: string } }[]; next_token: string }>(ctl, 'ListSnapshots', {
+      max_entries: 2,
+      starting_token: page1.next_token,
+    });
     expect(page2).toMatchObject({ entries: [{ snapshot: { snapshot_id: ids[2] } }], next_token: '' });
     expect((await call<{ entries: unknown[] }>(ctl, 'ListSnapshots', { snapshot_id: ids[1] })).entries).toHaveLength(1);
     expect((await call<{ entries: unknown[] }>(ctl, 'ListSnapshots', { source_volume_id: 'vol-other' })).entries).toHaveLength(0);

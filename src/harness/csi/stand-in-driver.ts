@@ -18,13 +18,36 @@
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, readlinkSync, renameSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  rmdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import * as grpc from '@grpc/grpc-js';
 
 import { ControllerService, CSI_SPEC_VERSION, IdentityService, NodeService } from './proto.ts';
-import type { CreateSnapshotRequest, CreateVolumeRequest, ListSnapshotsRequest, NodePublishVolumeRequest, NodeUnpublishVolumeRequest, Snapshot, ValidateVolumeCapabilitiesRequest, Volume, VolumeCapability } from './proto.ts';
+import type {
+  CreateSnapshotRequest,
+  CreateVolumeRequest,
+  ListSnapshotsRequest,
+  NodePublishVolumeRequest,
+  NodeUnpublishVolumeRequest,
+  Snapshot,
+  ValidateVolumeCapabilitiesRequest,
+  Volume,
+  VolumeCapability,
+} from './proto.ts';
 
 const execFileP = promisify(execFile);
 
@@ -143,7 +166,8 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
   const nodeId = opts.nodeId ?? 'stand-in-node';
   const socketPath = opts.socketPath ?? join(stateDir, 'csi.sock');
   const capacity = opts.capacityBytes;
-  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity >= 0)) throw new Error(`capacityBytes must be a non-negative integer, got ${capacity}`);
+  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity >= 0))
+    throw new Error(`capacityBytes must be a non-negative integer, got ${capacity}`);
   const volumesDir = join(stateDir, 'volumes');
   const snapshotsDir = join(stateDir, 'snapshots');
   const statePath = join(stateDir, 'state.json');
@@ -162,7 +186,8 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
   const fits = (bytes: number, what: string): void => {
     if (capacity === undefined) return;
     const free = capacity - used();
-    if (bytes > free) throw new CsiError(grpc.status.RESOURCE_EXHAUSTED, `storage full: ${what} needs ${bytes} bytes; ${used()} of ${capacity} bytes are used, ${free} free`);
+    if (bytes > free)
+      throw new CsiError(grpc.status.RESOURCE_EXHAUSTED, `storage full: ${what} needs ${bytes} bytes; ${used()} of ${capacity} bytes are used, ${free} free`);
   };
   const findVolume = (id: string): StandInVolume | undefined => state.volumes.find((v) => v.id === id);
   const findSnapshot = (id: string): StandInSnapshot | undefined => state.snapshots.find((s) => s.id === id);
@@ -196,7 +221,8 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
     const required = req.capacity_range?.required_bytes ?? 0;
     const limit = req.capacity_range?.limit_bytes ?? 0;
     if (required < 0 || limit < 0) throw new CsiError(grpc.status.INVALID_ARGUMENT, 'capacity_range: bytes must not be negative');
-    if (limit > 0 && required > limit) throw new CsiError(grpc.status.INVALID_ARGUMENT, `capacity_range: required_bytes ${required} exceeds limit_bytes ${limit}`);
+    if (limit > 0 && required > limit)
+      throw new CsiError(grpc.status.INVALID_ARGUMENT, `capacity_range: required_bytes ${required} exceeds limit_bytes ${limit}`);
     let sourceSnapshot: StandInSnapshot | undefined;
     const src = req.volume_content_source;
     if (src !== null && src.type !== undefined) {
@@ -207,18 +233,28 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
       if (sourceSnapshot === undefined) throw new CsiError(grpc.status.NOT_FOUND, `source snapshot ${sid} not found`);
     }
     const size = Math.max(required > 0 ? required : limit > 0 ? Math.min(limit, DEFAULT_VOLUME_BYTES) : DEFAULT_VOLUME_BYTES, sourceSnapshot?.sizeBytes ?? 0);
-    if (limit > 0 && size > limit) throw new CsiError(grpc.status.OUT_OF_RANGE, `snapshot ${sourceSnapshot?.id} needs ${size} bytes, more than limit_bytes ${limit}`);
+    if (limit > 0 && size > limit)
+      throw new CsiError(grpc.status.OUT_OF_RANGE, `snapshot ${sourceSnapshot?.id} needs ${size} bytes, more than limit_bytes ${limit}`);
 
     const existing = state.volumes.find((v) => v.name === req.name);
     if (existing !== undefined) {
       if ((required > 0 && existing.capacityBytes < required) || (limit > 0 && existing.capacityBytes > limit)) {
-        throw new CsiError(grpc.status.ALREADY_EXISTS, `volume ${req.name} exists with capacity ${existing.capacityBytes} bytes, outside the requested range [${required}, ${limit || '∞'}]`);
+        throw new CsiError(
+          grpc.status.ALREADY_EXISTS,
+          `volume ${req.name} exists with capacity ${existing.capacityBytes} bytes, outside the requested range [${required}, ${limit || '∞'}]`,
+        );
       }
-      if (existing.sourceSnapshotId !== sourceSnapshot?.id) throw new CsiError(grpc.status.ALREADY_EXISTS, `volume ${req.name} exists with another content source`);
+      if (existing.sourceSnapshotId !== sourceSnapshot?.id)
+        throw new CsiError(grpc.status.ALREADY_EXISTS, `volume ${req.name} exists with another content source`);
       return existing;
     }
     fits(size, `volume ${req.name}`);
-    const vol: StandInVolume = { id: idFor('vol', req.name), name: req.name, capacityBytes: size, ...(sourceSnapshot ? { sourceSnapshotId: sourceSnapshot.id } : {}) };
+    const vol: StandInVolume = {
+      id: idFor('vol', req.name),
+      name: req.name,
+      capacityBytes: size,
+      ...(sourceSnapshot ? { sourceSnapshotId: sourceSnapshot.id } : {}),
+    };
     const dir = volumeDir(vol.id);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
@@ -244,7 +280,8 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
     checkName(req.name, 'name');
     const existing = state.snapshots.find((s) => s.name === req.name);
     if (existing !== undefined) {
-      if (existing.sourceVolumeId !== req.source_volume_id) throw new CsiError(grpc.status.ALREADY_EXISTS, `snapshot ${req.name} exists for another volume (${existing.sourceVolumeId})`);
+      if (existing.sourceVolumeId !== req.source_volume_id)
+        throw new CsiError(grpc.status.ALREADY_EXISTS, `snapshot ${req.name} exists for another volume (${existing.sourceVolumeId})`);
       return existing;
     }
     const vol = findVolume(req.source_volume_id);
@@ -280,11 +317,14 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
 
   function listSnapshots(req: ListSnapshotsRequest): { entries: { snapshot: Snapshot }[]; next_token: string } {
     if (req.max_entries < 0) throw new CsiError(grpc.status.INVALID_ARGUMENT, `max_entries must not be negative, got ${req.max_entries}`);
-    const all = state.snapshots.filter((s) => (req.snapshot_id === '' || s.id === req.snapshot_id) && (req.source_volume_id === '' || s.sourceVolumeId === req.source_volume_id));
+    const all = state.snapshots.filter(
+      (s) => (req.snapshot_id === '' || s.id === req.snapshot_id) && (req.source_volume_id === '' || s.sourceVolumeId === req.source_volume_id),
+    );
     let start = 0;
     if (req.starting_token !== '') {
       start = Number(req.starting_token);
-      if (!/^\d+$/.test(req.starting_token) || start > all.length) throw new CsiError(grpc.status.ABORTED, `starting_token ${JSON.stringify(req.starting_token)} is not a token this driver returned`);
+      if (!/^\d+$/.test(req.starting_token) || start > all.length)
+        throw new CsiError(grpc.status.ABORTED, `starting_token ${JSON.stringify(req.starting_token)} is not a token this driver returned`);
     }
     const end = req.max_entries > 0 ? Math.min(all.length, start + req.max_entries) : all.length;
     return { entries: all.slice(start, end).map((s) => ({ snapshot: snapshotMessage(s) })), next_token: end < all.length ? String(end) : '' };
@@ -313,7 +353,8 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
       throw new CsiError(grpc.status.ALREADY_EXISTS, `target_path ${req.target_path} already publishes another volume`);
     }
     if (st !== undefined) {
-      if (!st.isDirectory() || readdirSync(req.target_path).length > 0) throw new CsiError(grpc.status.FAILED_PRECONDITION, `target_path ${req.target_path} exists and is not an empty folder`);
+      if (!st.isDirectory() || readdirSync(req.target_path).length > 0)
+        throw new CsiError(grpc.status.FAILED_PRECONDITION, `target_path ${req.target_path} exists and is not an empty folder`);
       rmdirSync(req.target_path);
     }
     symlinkSync(dir, req.target_path);
@@ -385,7 +426,17 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
     snapshots: () => state.snapshots.map((s) => ({ ...s })),
     calls: (method) => callCounts.get(method) ?? 0,
     createVolume: (volName, capacityBytes) =>
-      serial(() => createVolume({ name: volName, capacity_range: capacityBytes !== undefined ? { required_bytes: capacityBytes, limit_bytes: 0 } : null, volume_capabilities: [{ access_type: 'mount', mount: { fs_type: '', mount_flags: [], volume_mount_group: '' }, access_mode: { mode: 'SINGLE_NODE_WRITER' } }], parameters: {}, volume_content_source: null })),
+      serial(() =>
+        createVolume({
+          name: volName,
+          capacity_range: capacityBytes !== undefined ? { required_bytes: capacityBytes, limit_bytes: 0 } : null,
+          volume_capabilities: [
+            { access_type: 'mount', mount: { fs_type: '', mount_flags: [], volume_mount_group: '' }, access_mode: { mode: 'SINGLE_NODE_WRITER' } },
+          ],
+          parameters: {},
+          volume_content_source: null,
+        }),
+      ),
     stop() {
       stopped ??= new Promise<void>((resolve) => {
         const done = (): void => {

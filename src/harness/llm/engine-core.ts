@@ -173,7 +173,12 @@ export class EngineCore {
       const model = this.model as LlamaModel;
       const lora = adapters.map((a) => ({ filePath: a.file, scale: a.scale }));
       c = model
-        .createContext({ contextSize: this.o.slotContextSize, sequences: this.o.parallel, threads: this.o.threads, ...(lora.length > 0 ? { lora: { adapters: lora } } : {}) })
+        .createContext({
+          contextSize: this.o.slotContextSize,
+          sequences: this.o.parallel,
+          threads: this.o.threads,
+          ...(lora.length > 0 ? { lora: { adapters: lora } } : {}),
+        })
         .then((context) => ({ context, free: [] }));
       this.contexts.set(key, c);
       c.catch(() => this.contexts.delete(key));

@@ -5,7 +5,12 @@ import { waitFor } from '../e2e-kit.ts';
 import { ensureTinyModel } from './tiny-model.ts';
 import { devPodAddress, engineArgs, engineKind, EnginePods, mapPath, probePort, probeStep, sideContainerLaunch, vllmEnv } from './engine-pods.ts';
 
-const c: V1Container = { name: 'server', image: 'ghcr.io/ggml-org/llama.cpp:server-cuda', args: ['--model', '/mnt/models', '--host', '0.0.0.0', '--port', '8080'], ports: [{ name: 'http', containerPort: 8080 }] };
+const c: V1Container = {
+  name: 'server',
+  image: 'ghcr.io/ggml-org/llama.cpp:server-cuda',
+  args: ['--model', '/mnt/models', '--host', '0.0.0.0', '--port', '8080'],
+  ports: [{ name: 'http', containerPort: 8080 }],
+};
 const pod = (image: string): V1Pod => ({ spec: { containers: [{ ...c, image }] } });
 
 describe('engine pods', () => {
@@ -37,7 +42,11 @@ describe('engine pods', () => {
     expect(e.matches(pod('ghcr.io/ggml-org/llama.cpp:full'))).toBe(false);
     expect(e.matches(pod('vllm/vllm-tpu:v0.8.5'))).toBe(false);
     expect(new EnginePods({ paths: {}, matches: () => true }).matches(pod('busybox'))).toBe(true);
-    expect(['ghcr.io/ggml-org/llama.cpp:server', 'vllm/vllm-openai:v0.10.2', 'docker.io/vllm/vllm-openai:latest', 'vllm/vllm-openai', 'busybox'].map((i) => engineKind(pod(i)))).toEqual(['llamacpp', 'vllm', 'vllm', 'vllm', undefined]);
+    expect(
+      ['ghcr.io/ggml-org/llama.cpp:server', 'vllm/vllm-openai:v0.10.2', 'docker.io/vllm/vllm-openai:latest', 'vllm/vllm-openai', 'busybox'].map((i) =>
+        engineKind(pod(i)),
+      ),
+    ).toEqual(['llamacpp', 'vllm', 'vllm', 'vllm', undefined]);
   });
   it("gives the vLLM stand-in the container's env, not this process's VLLM_* variables", () => {
     const prev = process.env.VLLM_ALLOW_RUNTIME_LORA_UPDATING;
@@ -47,7 +56,9 @@ describe('engine pods', () => {
       expect(env.VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBeUndefined();
       expect(env).toMatchObject({ HF_HOME: '/cache', SITS_LLAMA_PATHS: '{"/mnt/models":"/m"}' });
       expect(env.PATH).toBe(process.env.PATH);
-      expect(vllmEnv({ name: 's', env: [{ name: 'VLLM_ALLOW_RUNTIME_LORA_UPDATING', value: 'True' }] }, {}, '100.64.0.9', {}).VLLM_ALLOW_RUNTIME_LORA_UPDATING).toBe('True');
+      expect(
+        vllmEnv({ name: 's', env: [{ name: 'VLLM_ALLOW_RUNTIME_LORA_UPDATING', value: 'True' }] }, {}, '100.64.0.9', {}).VLLM_ALLOW_RUNTIME_LORA_UPDATING,
+      ).toBe('True');
     } finally {
       if (prev === undefined) delete process.env.VLLM_ALLOW_RUNTIME_LORA_UPDATING;
       else process.env.VLLM_ALLOW_RUNTIME_LORA_UPDATING = prev;
@@ -101,7 +112,19 @@ describe('a vLLM pod', () => {
     const c: V1Container = {
       name: 'server',
       image: 'vllm/vllm-openai:v0.10.2',
-      args: ['--model', '/mnt/models', '--served-model-name', 'tiny', '--port', String(port), '--tensor-parallel-size', '1', '--enable-lora', '--max-loras', '1'],
+      args: [
+        '--model',
+        '/mnt/models',
+        '--served-model-name',
+        'tiny',
+        '--port',
+        String(port),
+        '--tensor-parallel-size',
+        '1',
+        '--enable-lora',
+        '--max-loras',
+        '1',
+      ],
       env: [{ name: 'VLLM_ALLOW_RUNTIME_LORA_UPDATING', value: 'True' }],
       readinessProbe: { httpGet: { path: '/health', port: 'http' } },
       ports: [{ name: 'http', containerPort: port }],

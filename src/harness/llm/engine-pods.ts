@@ -30,7 +30,8 @@ export function devPodAddress(ip: string): string {
 export const LLAMA_SERVER_IMAGE = /^ghcr\.io\/ggml-org\/llama\.cpp:server(-[a-z0-9.-]+)?$/;
 
 /** vLLM's OpenAI-server image (vllm/vllm-openai:<tag>, from Docker Hub by any of its names), or its CPU build's. */
-export const VLLM_IMAGE = /^((docker\.io\/)?(library\/)?vllm\/vllm-openai|public\.ecr\.aws\/q9t5s3a7\/vllm-cpu-release-repo)(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
+export const VLLM_IMAGE =
+  /^((docker\.io\/)?(library\/)?vllm\/vllm-openai|public\.ecr\.aws\/q9t5s3a7\/vllm-cpu-release-repo)(:[\w.-]+)?(@sha256:[0-9a-f]{64})?$/;
 
 /** Which stand-in a pod's first container gets: by its image; undefined for any other image. */
 export function engineKind(pod: V1Pod): 'llamacpp' | 'vllm' | undefined {
@@ -110,7 +111,12 @@ export function mapPath(paths: Readonly<Record<string, string>>, p: string): str
  * What the kubelet does to a container's env and args: values, downward-API fieldRefs (name, namespace, uid, the
  * pod IP, which here is the loopback alias this machine can dial), then $(VAR) in args; paths mapped by `paths`.
  */
-export function sideContainerLaunch(c: V1Container, pod: V1Pod, podIp: string, paths: Readonly<Record<string, string>>): { args: string[]; env: Record<string, string> } {
+export function sideContainerLaunch(
+  c: V1Container,
+  pod: V1Pod,
+  podIp: string,
+  paths: Readonly<Record<string, string>>,
+): { args: string[]; env: Record<string, string> } {
   const env: Record<string, string> = {};
   const fields: Record<string, string> = {
     'metadata.name': pod.metadata?.name ?? '',
@@ -214,7 +220,14 @@ export class EnginePods {
    * CLI; `onSideExit` gets its exit code (the pod's restartPolicy Never makes that the pod's end). `volumes` maps,
    * per container name, the mount paths of volumes the kubelet materialised (configmap-volumes.ts) over `paths`.
    */
-  start(key: string, pod: V1Pod, podIp: string, onReady: (ready: boolean) => void, onSideExit?: (code: number) => void, volumes?: ReadonlyMap<string, Readonly<Record<string, string>>>): void {
+  start(
+    key: string,
+    pod: V1Pod,
+    podIp: string,
+    onReady: (ready: boolean) => void,
+    onSideExit?: (code: number) => void,
+    volumes?: ReadonlyMap<string, Readonly<Record<string, string>>>,
+  ): void {
     if (this.engines.has(key)) return;
     const c = container(pod);
     if (c === undefined) return;
@@ -225,7 +238,14 @@ export class EnginePods {
     const port = Number(argValue(args, ['--port']) ?? (vllm ? '8000' : '8080'));
     const child = spawn(process.execPath, ['--import', 'tsx', vllm ? VLLM_MAIN : MAIN, ...args], {
       cwd: REPO,
-      env: vllm ? { ...vllmEnv(c, pod, podIp, paths), ...(this.o.hubModel === undefined ? {} : { SITS_DEV_HUB_MODEL: this.o.hubModel }) } : { ...process.env, SITS_LLAMA_PATHS: JSON.stringify(paths), SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '', SITS_LLAMA_FAIL_FILE: this.o.faultDir === undefined ? '' : faultFile(this.o.faultDir, pod) },
+      env: vllm
+        ? { ...vllmEnv(c, pod, podIp, paths), ...(this.o.hubModel === undefined ? {} : { SITS_DEV_HUB_MODEL: this.o.hubModel }) }
+        : {
+            ...process.env,
+            SITS_LLAMA_PATHS: JSON.stringify(paths),
+            SITS_LLAMA_HOLD_FILE: this.o.holdWhileExists ?? '',
+            SITS_LLAMA_FAIL_FILE: this.o.faultDir === undefined ? '' : faultFile(this.o.faultDir, pod),
+          },
       // The IPC channel is how the engine learns that this process died (it exits on 'disconnect'), so a crashed
       // test leaves no engine behind; unref'd so that it keeps nothing alive here.
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
@@ -281,7 +301,14 @@ export class EnginePods {
     return out;
   }
 
-  private startSide(e: Engine, c: V1Container, pod: V1Pod, podIp: string, onExit: ((code: number) => void) | undefined, paths: Readonly<Record<string, string>>): void {
+  private startSide(
+    e: Engine,
+    c: V1Container,
+    pod: V1Pod,
+    podIp: string,
+    onExit: ((code: number) => void) | undefined,
+    paths: Readonly<Record<string, string>>,
+  ): void {
     const { args, env } = sideContainerLaunch(c, pod, podIp, paths);
     const child = spawn(process.execPath, ['--import', 'tsx', '--import', WATCHDOG, SITS, ...args], {
       cwd: REPO,

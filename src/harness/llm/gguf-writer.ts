@@ -5,7 +5,21 @@
  */
 
 /** Metadata value types, with GGUF's numeric codes. */
-const TYPE = { uint8: 0, int8: 1, uint16: 2, int16: 3, uint32: 4, int32: 5, float32: 6, bool: 7, string: 8, array: 9, uint64: 10, int64: 11, float64: 12 } as const;
+const TYPE = {
+  uint8: 0,
+  int8: 1,
+  uint16: 2,
+  int16: 3,
+  uint32: 4,
+  int32: 5,
+  float32: 6,
+  bool: 7,
+  string: 8,
+  array: 9,
+  uint64: 10,
+  int64: 11,
+  float64: 12,
+} as const;
 
 export type GgufScalarType = 'uint32' | 'int32' | 'float32' | 'bool' | 'string';
 

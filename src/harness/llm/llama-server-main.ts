@@ -19,7 +19,12 @@ async function main(): Promise<void> {
     const opts = parseLlamaServerArgs(process.argv.slice(2), resolver(process.env.SITS_LLAMA_PATHS));
     const hold = process.env.SITS_LLAMA_HOLD_FILE;
     const fail = process.env.SITS_LLAMA_FAIL_FILE;
-    server = new LlamaServerStandIn({ ...opts, ...(hold !== undefined && hold !== '' ? { holdWhileExists: hold } : {}), ...(fail !== undefined && fail !== '' ? { failWhileExists: fail } : {}), log: (l) => process.stderr.write(`${l}\n`) });
+    server = new LlamaServerStandIn({
+      ...opts,
+      ...(hold !== undefined && hold !== '' ? { holdWhileExists: hold } : {}),
+      ...(fail !== undefined && fail !== '' ? { failWhileExists: fail } : {}),
+      log: (l) => process.stderr.write(`${l}\n`),
+    });
     const a = await server.start();
     process.stderr.write(`llama-server stand-in listening on http://${a.host}:${a.port}\n`);
   } catch (e) {

@@ -9,8 +9,40 @@ import { ensureTinyModel } from './tiny-model.ts';
 
 describe('parseLlamaServerArgs', () => {
   it("reads llama-server's flags as the llamacpp runtime renders them", () => {
-    const o = parseLlamaServerArgs(['--model', '/mnt/models', '--alias', 'tiny', '--host', '0.0.0.0', '--port', '9000', '--metrics', '--ctx-size', '512', '--lora', '/mnt/adapters/a', '--lora-init-without-apply', '-np', '2', '--n-gpu-layers', '999'], (p) => `/host${p}`);
-    expect(o).toMatchObject({ host: '0.0.0.0', port: 9000, alias: 'tiny', ctxSize: 512, parallel: 2, metrics: true, loraInitWithoutApply: true, model: { path: '/mnt/models', file: '/host/mnt/models' }, loras: [{ path: '/mnt/adapters/a', file: '/host/mnt/adapters/a' }] });
+    const o = parseLlamaServerArgs(
+      [
+        '--model',
+        '/mnt/models',
+        '--alias',
+        'tiny',
+        '--host',
+        '0.0.0.0',
+        '--port',
+        '9000',
+        '--metrics',
+        '--ctx-size',
+        '512',
+        '--lora',
+        '/mnt/adapters/a',
+        '--lora-init-without-apply',
+        '-np',
+        '2',
+        '--n-gpu-layers',
+        '999',
+      ],
+      (p) => `/host${p}`,
+    );
+    expect(o).toMatchObject({
+      host: '0.0.0.0',
+      port: 9000,
+      alias: 'tiny',
+      ctxSize: 512,
+      parallel: 2,
+      metrics: true,
+      loraInitWithoutApply: true,
+      model: { path: '/mnt/models', file: '/host/mnt/models' },
+      loras: [{ path: '/mnt/adapters/a', file: '/host/mnt/adapters/a' }],
+    });
   });
   it('refuses what llama-server refuses, naming the flag', () => {
     expect(() => parseLlamaServerArgs(['--model', 'm', '--bogus'])).toThrow(new ArgsError('error: invalid argument: --bogus'));
@@ -29,7 +61,27 @@ describe('the llama-server stand-in', () => {
   beforeAll(async () => {
     const { model, lora } = ensureTinyModel();
     writeFileSync(hold, '');
-    const o = parseLlamaServerArgs(['--model', '/mnt/models', '--alias', 'tiny', '--host', '127.0.0.1', '--port', '0', '--metrics', '--parallel', '1', '--ctx-size', '256', '--lora', '/mnt/adapters/a', '--lora-init-without-apply'], (p) => (p === '/mnt/models' ? model : lora));
+    const o = parseLlamaServerArgs(
+      [
+        '--model',
+        '/mnt/models',
+        '--alias',
+        'tiny',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--metrics',
+        '--parallel',
+        '1',
+        '--ctx-size',
+        '256',
+        '--lora',
+        '/mnt/adapters/a',
+        '--lora-init-without-apply',
+      ],
+      (p) => (p === '/mnt/models' ? model : lora),
+    );
     server = new LlamaServerStandIn({ ...o, holdWhileExists: hold, failWhileExists: fault });
     const a = await server.start();
     base = `http://127.0.0.1:${a.port}`;
@@ -114,7 +166,9 @@ describe('the llama-server stand-in', () => {
   });
 
   it('streams server-sent events ending in [DONE]', async () => {
-    const text = await (await fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'the model', max_tokens: 4, temperature: 0, stream: true }) })).text();
+    const text = await (
+      await fetch(`${base}/v1/completions`, { method: 'POST', body: JSON.stringify({ prompt: 'the model', max_tokens: 4, temperature: 0, stream: true }) })
+    ).text();
     const events = text.split('\n\n').filter((e) => e !== '');
     expect(events.at(-1)).toBe('data: [DONE]');
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice(6)) as { choices: { text: string }[] });
@@ -137,7 +191,7 @@ describe('the llama-server stand-in', () => {
     expect((bad.json.error as { message: string }).message).toMatch(/body\[0\]\.id: invalid adapter id 3/);
   });
 
-  it("exports the families of recorded real llama-server /metrics with their names, types and HELP", async () => {
+  it('exports the families of recorded real llama-server /metrics with their names, types and HELP', async () => {
     const mine = parsePromText(await (await fetch(`${base}/metrics`)).text());
     const fixtures = join(import.meta.dirname, '..', '..', 'serving', 'fixtures');
     for (const f of ['llamacpp-counters.txt', 'llamacpp-requests.txt']) {
@@ -159,14 +213,20 @@ describe('the llama-server stand-in', () => {
   it("exports llama-server's metrics in the Prometheus text format, queueing included", async () => {
     // One slot: of three concurrent requests, two wait.
     const burst = [1, 2, 3].map(() => complete({ max_tokens: 150 }));
-    const seen = await waitFor('a deferred request', async () => {
-      const f = parsePromText(await (await fetch(`${base}/metrics`)).text());
-      return (sampleValue(f, 'llamacpp:requests_deferred') ?? 0) >= 1 ? f : undefined;
-    }, 30_000, 5);
+    const seen = await waitFor(
+      'a deferred request',
+      async () => {
+        const f = parsePromText(await (await fetch(`${base}/metrics`)).text());
+        return (sampleValue(f, 'llamacpp:requests_deferred') ?? 0) >= 1 ? f : undefined;
+      },
+      30_000,
+      5,
+    );
     expect(sampleValue(seen, 'llamacpp:requests_processing')).toBe(1);
     await Promise.all(burst);
     const f = parsePromText(await (await fetch(`${base}/metrics`)).text());
-    for (const n of ['prompt_tokens_total', 'tokens_predicted_total', 'prompt_seconds_total', 'tokens_predicted_seconds_total', 'n_decode_total']) expect(f.get(`llamacpp:${n}`)?.type).toBe('counter');
+    for (const n of ['prompt_tokens_total', 'tokens_predicted_total', 'prompt_seconds_total', 'tokens_predicted_seconds_total', 'n_decode_total'])
+      expect(f.get(`llamacpp:${n}`)?.type).toBe('counter');
     expect(sampleValue(f, 'llamacpp:tokens_predicted_total')).toBeGreaterThanOrEqual(450);
     expect(sampleValue(f, 'llamacpp:requests_deferred')).toBe(0);
     expect(sampleValue(f, 'llamacpp:requests_processing')).toBe(0);

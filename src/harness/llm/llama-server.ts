@@ -62,7 +62,21 @@ export function parseLlamaServerArgs(argv: readonly string[], resolvePath: (p: s
   let threads = 1;
   let loraInitWithoutApply = false;
   const loras: string[] = [];
-  const ignoredWithValue = new Set(['-ngl', '--n-gpu-layers', '--gpu-layers', '-sm', '--split-mode', '-ts', '--tensor-split', '-mg', '--main-gpu', '-b', '--batch-size', '-ub', '--ubatch-size']);
+  const ignoredWithValue = new Set([
+    '-ngl',
+    '--n-gpu-layers',
+    '--gpu-layers',
+    '-sm',
+    '--split-mode',
+    '-ts',
+    '--tensor-split',
+    '-mg',
+    '--main-gpu',
+    '-b',
+    '--batch-size',
+    '-ub',
+    '--ubatch-size',
+  ]);
   const ignoredFlags = new Set(['--no-webui', '--cont-batching', '-cb', '--no-mmap', '--mlock', '--jinja']);
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i] as string;
@@ -94,9 +108,19 @@ export function parseLlamaServerArgs(argv: readonly string[], resolvePath: (p: s
   if (model === undefined) throw new ArgsError('error: --model is required');
   if (ctxSize === 0) ctxSize = 4096;
   const arg = (p: string): LoraArg => ({ path: p, file: resolvePath(p) });
-  return { host, port, model: arg(model), ...(alias !== undefined ? { alias } : {}), ctxSize, parallel, metrics, loras: loras.map(arg), loraInitWithoutApply, threads };
+  return {
+    host,
+    port,
+    model: arg(model),
+    ...(alias !== undefined ? { alias } : {}),
+    ctxSize,
+    parallel,
+    metrics,
+    loras: loras.map(arg),
+    loraInitWithoutApply,
+    threads,
+  };
 }
-
 
 interface CompletionRequest {
   readonly prompt: string;
@@ -107,7 +131,6 @@ interface CompletionRequest {
   /** llama-server's `ignore_eos`: generate max_tokens whatever the model samples (fixed work per request). */
   readonly ignoreEos: boolean;
 }
-
 
 export class LlamaServerStandIn {
   private server: Server | undefined;
@@ -190,9 +213,25 @@ export class LlamaServerStandIn {
           return;
         case 'GET /v1/models':
         case 'GET /models':
-          return sendJson(res, 200, { object: 'list', data: [{ id: this.alias, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp', meta: { n_ctx_train: this.core.trainContextSize } }] });
+          return sendJson(res, 200, {
+            object: 'list',
+            data: [
+              {
+                id: this.alias,
+                object: 'model',
+                created: Math.floor(Date.now() / 1000),
+                owned_by: 'llamacpp',
+                meta: { n_ctx_train: this.core.trainContextSize },
+              },
+            ],
+          });
         case 'GET /props':
-          return sendJson(res, 200, { total_slots: this.o.parallel, model_path: this.o.model.path, model_alias: this.alias, default_generation_settings: { n_ctx: this.slotContextSize } });
+          return sendJson(res, 200, {
+            total_slots: this.o.parallel,
+            model_path: this.o.model.path,
+            model_alias: this.alias,
+            default_generation_settings: { n_ctx: this.slotContextSize },
+          });
         case 'GET /lora-adapters':
           return sendJson(
             res,
@@ -207,7 +246,9 @@ export class LlamaServerStandIn {
         case 'POST /tokenize':
           return sendJson(res, 200, this.tokenizeRoute(await readJson(req, 'invalid_request_error')));
         case 'POST /apply-template':
-          return sendJson(res, 200, { prompt: chatMlPrompt(((await readJson(req, 'invalid_request_error')) as { messages?: unknown } | null)?.messages, this.bad) });
+          return sendJson(res, 200, {
+            prompt: chatMlPrompt(((await readJson(req, 'invalid_request_error')) as { messages?: unknown } | null)?.messages, this.bad),
+          });
         case 'POST /v1/completions':
         case 'POST /completions':
           return await this.completion(await readJson(req, 'invalid_request_error'), res, false);
@@ -250,7 +291,8 @@ export class LlamaServerStandIn {
     body.forEach((e: unknown, i) => {
       const o = (e ?? {}) as { id?: unknown; scale?: unknown };
       const id = typeof o.id === 'number' ? o.id : -1;
-      if (!Number.isInteger(id) || id < 0 || id >= out.length) throw new HttpError(400, 'invalid_request_error', `${field}[${i}].id: invalid adapter id ${JSON.stringify(o.id)}`);
+      if (!Number.isInteger(id) || id < 0 || id >= out.length)
+        throw new HttpError(400, 'invalid_request_error', `${field}[${i}].id: invalid adapter id ${JSON.stringify(o.id)}`);
       const scale = o.scale === undefined ? 0 : o.scale;
       if (typeof scale !== 'number' || !Number.isFinite(scale)) throw new HttpError(400, 'invalid_request_error', `${field}[${i}].scale: not a number`);
       out[id] = scale;
@@ -291,18 +333,26 @@ export class LlamaServerStandIn {
       let first = true;
       const result = await this.generate(request, (text) => {
         if (first) res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-        const choice = chat ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason: null } : { index: 0, text, logprobs: null, finish_reason: null };
+        const choice = chat
+          ? { index: 0, delta: first ? { role: 'assistant', content: text } : { content: text }, finish_reason: null }
+          : { index: 0, text, logprobs: null, finish_reason: null };
         first = false;
         res.write(`data: ${JSON.stringify({ ...base, object: chat ? 'chat.completion.chunk' : 'text_completion', choices: [choice] })}\n\n`);
       });
       if (first) res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
-      const last = chat ? { index: 0, delta: {}, finish_reason: result.finishReason } : { index: 0, text: '', logprobs: null, finish_reason: result.finishReason };
-      res.write(`data: ${JSON.stringify({ ...base, object: chat ? 'chat.completion.chunk' : 'text_completion', choices: [last], usage: result.usage, timings: result.timings })}\n\n`);
+      const last = chat
+        ? { index: 0, delta: {}, finish_reason: result.finishReason }
+        : { index: 0, text: '', logprobs: null, finish_reason: result.finishReason };
+      res.write(
+        `data: ${JSON.stringify({ ...base, object: chat ? 'chat.completion.chunk' : 'text_completion', choices: [last], usage: result.usage, timings: result.timings })}\n\n`,
+      );
       res.end('data: [DONE]\n\n');
       return;
     }
     const result = await this.generate(request, () => undefined);
-    const choice = chat ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason: result.finishReason } : { index: 0, text: result.text, logprobs: null, finish_reason: result.finishReason };
+    const choice = chat
+      ? { index: 0, message: { role: 'assistant', content: result.text }, finish_reason: result.finishReason }
+      : { index: 0, text: result.text, logprobs: null, finish_reason: result.finishReason };
     sendJson(res, 200, { ...base, object, choices: [choice], usage: result.usage, timings: result.timings });
   }
 
@@ -317,9 +367,13 @@ export class LlamaServerStandIn {
   private async generate(r: CompletionRequest, onText: (text: string) => void) {
     let g;
     try {
-      g = await this.core.generate({ prompt: r.prompt, maxTokens: r.maxTokens, temperature: r.temperature, seed: r.seed, adapters: this.adapters(r.scales), ignoreEos: r.ignoreEos }, onText);
+      g = await this.core.generate(
+        { prompt: r.prompt, maxTokens: r.maxTokens, temperature: r.temperature, seed: r.seed, adapters: this.adapters(r.scales), ignoreEos: r.ignoreEos },
+        onText,
+      );
     } catch (e) {
-      if (e instanceof ContextSizeError) throw new HttpError(400, 'exceed_context_size_error', `the request exceeds the available context size (${e.message}), try increasing it`);
+      if (e instanceof ContextSizeError)
+        throw new HttpError(400, 'exceed_context_size_error', `the request exceeds the available context size (${e.message}), try increasing it`);
       throw e;
     }
     return {
@@ -353,5 +407,3 @@ export class LlamaServerStandIn {
     return rows.map(([n, t, help, v]) => `# HELP llamacpp:${n} ${help}\n# TYPE llamacpp:${n} ${t}\nllamacpp:${n} ${v}\n`).join('');
   }
 }
-
-

@@ -9,13 +9,61 @@ import { parseVllmArgs, VllmArgsError, VllmServerStandIn } from './vllm-server.t
 describe('parseVllmArgs', () => {
   it('reads the args the vllm runtime renders, with the flags that mean nothing on a CPU ignored', () => {
     // serving/runtimes/vllm.ts's container for 2 GPUs, maxLoras 4, maxLoraRank 8 and one adapter (renderReplica's output).
-    const args = ['--model', '/mnt/models', '--served-model-name', 'tiny', '--port', '8000', '--tensor-parallel-size', '2', '--enable-lora', '--max-loras', '4', '--max-lora-rank', '8'];
+    const args = [
+      '--model',
+      '/mnt/models',
+      '--served-model-name',
+      'tiny',
+      '--port',
+      '8000',
+      '--tensor-parallel-size',
+      '2',
+      '--enable-lora',
+      '--max-loras',
+      '4',
+      '--max-lora-rank',
+      '8',
+    ];
     const o = parseVllmArgs([...args, '--host', '127.0.0.1'], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' }, (p) => `/host${p}`);
-    expect(o).toMatchObject({ host: '127.0.0.1', port: 8000, model: { path: '/mnt/models', file: '/host/mnt/models' }, servedModelNames: ['tiny'], enableLora: true, maxLoras: 4, maxLoraRank: 8, runtimeLoraUpdating: true });
+    expect(o).toMatchObject({
+      host: '127.0.0.1',
+      port: 8000,
+      model: { path: '/mnt/models', file: '/host/mnt/models' },
+      servedModelNames: ['tiny'],
+      enableLora: true,
+      maxLoras: 4,
+      maxLoraRank: 8,
+      runtimeLoraUpdating: true,
+    });
   });
-  it("takes `vllm serve MODEL`, --flag=value, underscores, several served names and --lora-modules in both forms", () => {
-    const o = parseVllmArgs(['serve', '/m.gguf', '--served_model_name', 'a', 'b', '--max-model-len=512', '--enable-lora', '--lora-modules', 'x=/ad/x', '{"name": "y", "path": "/ad/y"}', '--enforce-eager'], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: '1' });
-    expect(o).toMatchObject({ model: { path: '/m.gguf' }, servedModelNames: ['a', 'b'], maxModelLen: 512, loraModules: [{ name: 'x', path: '/ad/x' }, { name: 'y', path: '/ad/y' }], runtimeLoraUpdating: true, port: 8000 });
+  it('takes `vllm serve MODEL`, --flag=value, underscores, several served names and --lora-modules in both forms', () => {
+    const o = parseVllmArgs(
+      [
+        'serve',
+        '/m.gguf',
+        '--served_model_name',
+        'a',
+        'b',
+        '--max-model-len=512',
+        '--enable-lora',
+        '--lora-modules',
+        'x=/ad/x',
+        '{"name": "y", "path": "/ad/y"}',
+        '--enforce-eager',
+      ],
+      { VLLM_ALLOW_RUNTIME_LORA_UPDATING: '1' },
+    );
+    expect(o).toMatchObject({
+      model: { path: '/m.gguf' },
+      servedModelNames: ['a', 'b'],
+      maxModelLen: 512,
+      loraModules: [
+        { name: 'x', path: '/ad/x' },
+        { name: 'y', path: '/ad/y' },
+      ],
+      runtimeLoraUpdating: true,
+      port: 8000,
+    });
     expect(parseVllmArgs(['--model', '/m'], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'False' }).runtimeLoraUpdating).toBe(false);
     expect(parseVllmArgs(['--model', '/m']).servedModelNames).toEqual(['/m']);
   });
@@ -51,8 +99,38 @@ describe('the vLLM stand-in', () => {
     mkdirSync(join(dir, 'peft'));
     writeFileSync(join(dir, 'peft', 'adapter_config.json'), '{"r": 4}');
     mkdirSync(join(dir, 'empty'));
-    const paths: Record<string, string> = { '/mnt/models': model, '/mnt/adapters/sql': join(dir, 'sql'), '/mnt/adapters/peft': join(dir, 'peft'), '/mnt/adapters/empty': join(dir, 'empty'), '/mnt/adapters/wide': wide };
-    const o = parseVllmArgs(['--model', '/mnt/models', '--served-model-name', 'tiny', '--host', '127.0.0.1', '--port', '0', '--max-model-len', '256', '--max-num-seqs', '1', '--enable-lora', '--max-loras', '1', '--max-lora-rank', '4', '--tensor-parallel-size', '1'], { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' }, (p) => paths[p] ?? p);
+    const paths: Record<string, string> = {
+      '/mnt/models': model,
+      '/mnt/adapters/sql': join(dir, 'sql'),
+      '/mnt/adapters/peft': join(dir, 'peft'),
+      '/mnt/adapters/empty': join(dir, 'empty'),
+      '/mnt/adapters/wide': wide,
+    };
+    const o = parseVllmArgs(
+      [
+        '--model',
+        '/mnt/models',
+        '--served-model-name',
+        'tiny',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--max-model-len',
+        '256',
+        '--max-num-seqs',
+        '1',
+        '--enable-lora',
+        '--max-loras',
+        '1',
+        '--max-lora-rank',
+        '4',
+        '--tensor-parallel-size',
+        '1',
+      ],
+      { VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True' },
+      (p) => paths[p] ?? p,
+    );
     server = new VllmServerStandIn(o);
     const a = await server.start();
     base = `http://127.0.0.1:${a.port}`;
@@ -75,7 +153,8 @@ describe('the vLLM stand-in', () => {
   const complete = async (body: Record<string, unknown>): Promise<{ status: number; text: string; json: Record<string, unknown> }> =>
     post('/v1/completions', { model: 'tiny', prompt: 'the model server', max_tokens: 8, temperature: 1, seed: 42, ...body });
   const textOf = (r: { json: Record<string, unknown> }): string => (r.json.choices as { text: string }[])[0]?.text ?? '';
-  const models = async (): Promise<{ id: string; parent: string | null; root: string }[]> => ((await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string; parent: string | null; root: string }[] }).data;
+  const models = async (): Promise<{ id: string; parent: string | null; root: string }[]> =>
+    ((await (await fetch(`${base}/v1/models`)).json()) as { data: { id: string; parent: string | null; root: string }[] }).data;
 
   it('answers /health with an empty 200 and lists the served model', async () => {
     const r = await fetch(`${base}/health`);
@@ -98,7 +177,9 @@ describe('the vLLM stand-in', () => {
     expect((chat.json.choices as { message: { role: string } }[])[0]?.message.role).toBe('assistant');
     const long = await complete({ max_tokens: 1000 });
     expect(long.status).toBe(400);
-    expect(long.json.error).toMatchObject({ message: expect.stringContaining("This model's maximum context length is 256 tokens. However, you requested 1004 tokens") as unknown });
+    expect(long.json.error).toMatchObject({
+      message: expect.stringContaining("This model's maximum context length is 256 tokens. However, you requested 1004 tokens") as unknown,
+    });
   });
 
   it("tokenizes as vLLM's /tokenize: count and max_model_len, the count a completion then reports", async () => {
@@ -135,7 +216,7 @@ describe('the vLLM stand-in', () => {
     expect(again.json).toEqual({ error: { message: "The lora adapter 'sql' has already been loaded.", type: 'InvalidUserInput', param: null, code: 400 } });
   });
 
-  it("refuses adapters as vLLM does: missing path 404, not an adapter or too high a rank 400, no name 400", async () => {
+  it('refuses adapters as vLLM does: missing path 404, not an adapter or too high a rank 400, no name 400', async () => {
     const missing = await post('/v1/load_lora_adapter', { lora_name: 'nope', lora_path: '/mnt/adapters/nope' });
     expect(missing.status).toBe(404);
     expect(missing.json.error).toMatchObject({ type: 'NotFoundError', message: 'Loading lora nope failed: No adapter found for /mnt/adapters/nope' });
@@ -149,7 +230,9 @@ describe('the vLLM stand-in', () => {
     const wide = await post('/v1/load_lora_adapter', { lora_name: 'w', lora_path: '/mnt/adapters/wide' });
     expect(wide.status).toBe(400);
     expect(wide.json.error).toMatchObject({ message: 'LoRA rank 8 is greater than max_lora_rank 4.' });
-    expect((await post('/v1/load_lora_adapter', { lora_name: 'x' })).json.error).toMatchObject({ message: "Both 'lora_name' and 'lora_path' must be provided." });
+    expect((await post('/v1/load_lora_adapter', { lora_name: 'x' })).json.error).toMatchObject({
+      message: "Both 'lora_name' and 'lora_path' must be provided.",
+    });
     // None of them was registered.
     expect((await models()).map((m) => m.id)).toEqual(['tiny', 'sql']);
   });
@@ -204,7 +287,24 @@ describe('the vLLM stand-in without VLLM_ALLOW_RUNTIME_LORA_UPDATING', () => {
   let base = '';
   beforeAll(async () => {
     const { model, lora } = ensureTinyModel();
-    const o = parseVllmArgs(['--model', model, '--served-model-name', 'tiny', '--host', '127.0.0.1', '--port', '0', '--max-model-len', '128', '--enable-lora', '--lora-modules', `sql=${lora}`], {});
+    const o = parseVllmArgs(
+      [
+        '--model',
+        model,
+        '--served-model-name',
+        'tiny',
+        '--host',
+        '127.0.0.1',
+        '--port',
+        '0',
+        '--max-model-len',
+        '128',
+        '--enable-lora',
+        '--lora-modules',
+        `sql=${lora}`,
+      ],
+      {},
+    );
     server = new VllmServerStandIn(o);
     base = `http://127.0.0.1:${(await server.start()).port}`;
   });

@@ -59,15 +59,56 @@ export class VllmArgsError extends Error {}
 const PROG = 'vllm serve';
 /** Engine and server arguments the stand-in takes but that mean nothing on one CPU thread (GPUs, parallelism, caches). */
 const IGNORED_WITH_VALUE = new Set([
-  '--tensor-parallel-size', '-tp', '--pipeline-parallel-size', '-pp', '--data-parallel-size', '-dp', '--gpu-memory-utilization', '--dtype', '--quantization', '-q',
-  '--revision', '--tokenizer', '--tokenizer-revision', '--download-dir', '--load-format', '--kv-cache-dtype', '--block-size', '--swap-space', '--cpu-offload-gb',
-  '--max-num-batched-tokens', '--distributed-executor-backend', '--seed', '--max-cpu-loras', '--lora-dtype', '--uvicorn-log-level', '--generation-config',
-  '--max-seq-len-to-capture', '--num-gpu-blocks-override', '--hf-overrides', '--chat-template', '--response-role', '--override-generation-config', '--limit-mm-per-prompt',
+  '--tensor-parallel-size',
+  '-tp',
+  '--pipeline-parallel-size',
+  '-pp',
+  '--data-parallel-size',
+  '-dp',
+  '--gpu-memory-utilization',
+  '--dtype',
+  '--quantization',
+  '-q',
+  '--revision',
+  '--tokenizer',
+  '--tokenizer-revision',
+  '--download-dir',
+  '--load-format',
+  '--kv-cache-dtype',
+  '--block-size',
+  '--swap-space',
+  '--cpu-offload-gb',
+  '--max-num-batched-tokens',
+  '--distributed-executor-backend',
+  '--seed',
+  '--max-cpu-loras',
+  '--lora-dtype',
+  '--uvicorn-log-level',
+  '--generation-config',
+  '--max-seq-len-to-capture',
+  '--num-gpu-blocks-override',
+  '--hf-overrides',
+  '--chat-template',
+  '--response-role',
+  '--override-generation-config',
+  '--limit-mm-per-prompt',
 ]);
 const IGNORED_FLAGS = new Set([
-  '--enforce-eager', '--trust-remote-code', '--enable-prefix-caching', '--no-enable-prefix-caching', '--enable-chunked-prefill', '--no-enable-chunked-prefill',
-  '--disable-log-requests', '--disable-log-stats', '--enable-log-requests', '--disable-custom-all-reduce', '--disable-frontend-multiprocessing', '--enable-auto-tool-choice',
-  '--disable-fastapi-docs', '--enable-sleep-mode', '--fully-sharded-loras',
+  '--enforce-eager',
+  '--trust-remote-code',
+  '--enable-prefix-caching',
+  '--no-enable-prefix-caching',
+  '--enable-chunked-prefill',
+  '--no-enable-chunked-prefill',
+  '--disable-log-requests',
+  '--disable-log-stats',
+  '--enable-log-requests',
+  '--disable-custom-all-reduce',
+  '--disable-frontend-multiprocessing',
+  '--enable-auto-tool-choice',
+  '--disable-fastapi-docs',
+  '--enable-sleep-mode',
+  '--fully-sharded-loras',
 ]);
 /** Flags whose effect the stand-in cannot give and must not pretend to (a client would rely on them). */
 const REFUSED = new Map([
@@ -82,7 +123,11 @@ const REFUSED = new Map([
  * alone, `vllm serve` a positional model). Underscores in flag names are taken as dashes, as vLLM's
  * FlexibleArgumentParser does. Errors are argparse's wording (`vllm serve: error: ...`).
  */
-export function parseVllmArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}, resolvePath: (p: string) => string = (p) => p): VllmServerOptions {
+export function parseVllmArgs(
+  argv: readonly string[],
+  env: Readonly<Record<string, string | undefined>> = {},
+  resolvePath: (p: string) => string = (p) => p,
+): VllmServerOptions {
   const args = [...argv];
   if (args[0] === 'serve') args.shift();
   let model: string | undefined;
@@ -164,14 +209,16 @@ export function parseVllmArgs(argv: readonly string[], env: Readonly<Record<stri
     else if (!IGNORED_FLAGS.has(a)) unknown.push(inline === undefined ? a : `${a}=${inline}`);
   }
   if (unknown.length > 0) throw new VllmArgsError(`${PROG}: error: unrecognized arguments: ${unknown.join(' ')}`);
-  if (model === undefined) throw new VllmArgsError(`${PROG}: error: the stand-in needs a model (--model or a positional MODEL): this machine has no network to fetch vLLM's default`);
+  if (model === undefined)
+    throw new VllmArgsError(`${PROG}: error: the stand-in needs a model (--model or a positional MODEL): this machine has no network to fetch vLLM's default`);
   if (loraModules.length > 0 && !enableLora) throw new VllmArgsError(`${PROG}: error: argument --lora-modules: needs --enable-lora`);
   const hub = env.SITS_DEV_HUB_MODEL ?? '';
   const isHubId = !existsSync(resolvePath(model)) && /^[\w.-]+\/[\w.-]+$/.test(model);
   // `sits dev up`: every Hugging Face id is served by the tiny local GGUF (no network here; named in its docs).
   const file = isHubId && hub !== '' ? hub : resolvePath(model);
   // A Hugging Face id (org/name) that is no file here would be downloaded by vLLM.
-  if (!existsSync(file) && isHubId) throw new VllmArgsError(`${PROG}: error: model ${model}: this machine has no network; give the weights as a local GGUF path`);
+  if (!existsSync(file) && isHubId)
+    throw new VllmArgsError(`${PROG}: error: model ${model}: this machine has no network; give the weights as a local GGUF path`);
   const flag = (env.VLLM_ALLOW_RUNTIME_LORA_UPDATING ?? '0').trim().toLowerCase();
   return {
     host,
@@ -190,7 +237,6 @@ export function parseVllmArgs(argv: readonly string[], env: Readonly<Record<stri
     resolvePath,
   };
 }
-
 
 /** An adapter vLLM holds: the name clients use, the path it was loaded from, the GGUF file applied. */
 interface LoadedLora {
@@ -234,12 +280,14 @@ export function adapterFile(name: string, path: string, file: string): string {
     throw new HttpError(status, status === 404 ? 'NotFoundError' : 'BadRequestError', `Loading lora ${name} failed: ${why}`);
   };
   if (!existsSync(file)) return fail(404, `No adapter found for ${path}`);
-  if (!statSync(file).isDirectory()) return file.toLowerCase().endsWith('.gguf') ? file : fail(400, `${path} is not a GGUF adapter (the stand-in reads llama.cpp's GGUF LoRA format)`);
+  if (!statSync(file).isDirectory())
+    return file.toLowerCase().endsWith('.gguf') ? file : fail(400, `${path} is not a GGUF adapter (the stand-in reads llama.cpp's GGUF LoRA format)`);
   const ggufs = readdirSync(file).filter((f) => f.toLowerCase().endsWith('.gguf'));
   if (ggufs.length === 1) return join(file, ggufs[0] as string);
   if (ggufs.includes('adapter.gguf')) return join(file, 'adapter.gguf');
   if (ggufs.length > 1) return fail(400, `${path} holds several GGUF files (${ggufs.join(', ')}); name the adapter adapter.gguf`);
-  if (existsSync(join(file, 'adapter_config.json'))) return fail(400, `${path} is a PEFT (safetensors) adapter: the stand-in reads GGUF adapters only (convert it with llama.cpp's convert_lora_to_gguf.py)`);
+  if (existsSync(join(file, 'adapter_config.json')))
+    return fail(400, `${path} is a PEFT (safetensors) adapter: the stand-in reads GGUF adapters only (convert it with llama.cpp's convert_lora_to_gguf.py)`);
   return fail(404, `No adapter found for ${path}`);
 }
 
@@ -286,7 +334,9 @@ export class VllmServerStandIn {
       server.once('error', reject);
       server.listen(this.o.port, this.o.host, () => resolve());
     });
-    this.o.log?.(`vllm stand-in: model ${this.o.model.path} served as ${this.o.servedModelNames.join(', ')}, ${this.o.maxNumSeqs} sequence(s) of ${this.maxModelLen} tokens${this.o.enableLora ? `, LoRA on (max ${this.o.maxLoras}, rank ≤ ${this.o.maxLoraRank}, runtime updating ${this.o.runtimeLoraUpdating ? 'on' : 'off'})` : ''}`);
+    this.o.log?.(
+      `vllm stand-in: model ${this.o.model.path} served as ${this.o.servedModelNames.join(', ')}, ${this.o.maxNumSeqs} sequence(s) of ${this.maxModelLen} tokens${this.o.enableLora ? `, LoRA on (max ${this.o.maxLoras}, rank ≤ ${this.o.maxLoraRank}, runtime updating ${this.o.runtimeLoraUpdating ? 'on' : 'off'})` : ''}`,
+    );
     const a = server.address() as AddressInfo;
     return { host: a.address, port: a.port };
   }
@@ -322,7 +372,8 @@ export class VllmServerStandIn {
       throw new HttpError(400, 'BadRequestError', `Loading lora ${name} failed: ${(e as Error).message}`);
     }
     // PEFTHelper.validate_legal's check.
-    if (rank !== undefined && rank > this.o.maxLoraRank) throw new HttpError(400, 'BadRequestError', `LoRA rank ${rank} is greater than max_lora_rank ${this.o.maxLoraRank}.`);
+    if (rank !== undefined && rank > this.o.maxLoraRank)
+      throw new HttpError(400, 'BadRequestError', `LoRA rank ${rank} is greater than max_lora_rank ${this.o.maxLoraRank}.`);
     try {
       await this.core.contextFor([{ file, scale: 1 }]);
     } catch (e) {
@@ -361,7 +412,9 @@ export class VllmServerStandIn {
         case 'POST /v1/unload_lora_adapter':
           // vLLM registers these routes only when VLLM_ALLOW_RUNTIME_LORA_UPDATING is set: otherwise FastAPI's 404.
           if (!this.o.runtimeLoraUpdating) return sendJsonV(res, 404, { detail: 'Not Found' });
-          return route === 'POST /v1/load_lora_adapter' ? await this.loadRoute(await readJson(req, 'BadRequestError'), res) : this.unloadRoute(await readJson(req, 'BadRequestError'), res);
+          return route === 'POST /v1/load_lora_adapter'
+            ? await this.loadRoute(await readJson(req, 'BadRequestError'), res)
+            : this.unloadRoute(await readJson(req, 'BadRequestError'), res);
         default:
           return sendJsonV(res, 404, { detail: 'Not Found' });
       }
@@ -376,10 +429,43 @@ export class VllmServerStandIn {
   }
 
   private modelCards(): unknown[] {
-    const permission = [{ id: `modelperm-${uuid()}`, object: 'model_permission', created: this.created, allow_create_engine: false, allow_sampling: true, allow_logprobs: true, allow_search_indices: false, allow_view: true, allow_fine_tuning: false, organization: '*', group: null, is_blocking: false }];
+    const permission = [
+      {
+        id: `modelperm-${uuid()}`,
+        object: 'model_permission',
+        created: this.created,
+        allow_create_engine: false,
+        allow_sampling: true,
+        allow_logprobs: true,
+        allow_search_indices: false,
+        allow_view: true,
+        allow_fine_tuning: false,
+        organization: '*',
+        group: null,
+        is_blocking: false,
+      },
+    ];
     return [
-      ...this.o.servedModelNames.map((id) => ({ id, object: 'model', created: this.created, owned_by: 'vllm', root: this.o.model.path, parent: null, max_model_len: this.maxModelLen, permission })),
-      ...this.loras.map((l) => ({ id: l.name, object: 'model', created: l.created, owned_by: 'vllm', root: l.path, parent: this.baseName, max_model_len: null, permission })),
+      ...this.o.servedModelNames.map((id) => ({
+        id,
+        object: 'model',
+        created: this.created,
+        owned_by: 'vllm',
+        root: this.o.model.path,
+        parent: null,
+        max_model_len: this.maxModelLen,
+        permission,
+      })),
+      ...this.loras.map((l) => ({
+        id: l.name,
+        object: 'model',
+        created: l.created,
+        owned_by: 'vllm',
+        root: l.path,
+        parent: this.baseName,
+        max_model_len: null,
+        permission,
+      })),
     ];
   }
 
@@ -413,8 +499,10 @@ export class VllmServerStandIn {
       throw new HttpError(400, 'BadRequestError', m, param);
     };
     const model = typeof b.model === 'string' ? b.model : this.baseName;
-    if (!this.o.servedModelNames.includes(model) && !this.loras.some((l) => l.name === model)) throw new HttpError(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
-    const flag = (k: string, dflt: boolean): boolean => (b[k] === undefined || b[k] === null ? dflt : typeof b[k] === 'boolean' ? (b[k] as boolean) : bad(`'${k}' must be a boolean`, k));
+    if (!this.o.servedModelNames.includes(model) && !this.loras.some((l) => l.name === model))
+      throw new HttpError(404, 'NotFoundError', `The model \`${model}\` does not exist.`, 'model');
+    const flag = (k: string, dflt: boolean): boolean =>
+      b[k] === undefined || b[k] === null ? dflt : typeof b[k] === 'boolean' ? (b[k] as boolean) : bad(`'${k}' must be a boolean`, k);
     const chat = b.messages !== undefined;
     if (!chat && typeof b.prompt !== 'string') bad("'prompt' must be a string", 'prompt');
     const text = chat ? chatMlPrompt(b.messages, (m) => bad(m, 'messages')) : (b.prompt as string);
@@ -422,7 +510,12 @@ export class VllmServerStandIn {
     // has none and generation adds it, so a chat is counted with it: the count is what the completion will report.
     const addSpecial = flag('add_special_tokens', !chat);
     const tokens = this.core.tokenize(text, addSpecial || chat) as unknown as number[];
-    return { count: tokens.length, max_model_len: this.maxModelLen, tokens, token_strs: flag('return_token_strs', false) ? tokens.map((t) => this.core.detokenize([t])) : null };
+    return {
+      count: tokens.length,
+      max_model_len: this.maxModelLen,
+      tokens,
+      token_strs: flag('return_token_strs', false) ? tokens.map((t) => this.core.detokenize([t])) : null,
+    };
   }
 
   private async completion(body: unknown, res: ServerResponse, chat: boolean): Promise<void> {
@@ -457,12 +550,22 @@ export class VllmServerStandIn {
     // CompletionRequest's max_tokens defaults to 16; a chat request without it may fill the context.
     const asked = chat ? (num('max_completion_tokens') ?? num('max_tokens')) : (num('max_tokens') ?? 16);
     if (asked !== undefined && asked < 0) bad("'max_tokens' must be at least 0", 'max_tokens');
-    const ignoreEos = b.ignore_eos === undefined || b.ignore_eos === null ? false : typeof b.ignore_eos === 'boolean' ? b.ignore_eos : bad("'ignore_eos' must be a boolean", 'ignore_eos');
+    const ignoreEos =
+      b.ignore_eos === undefined || b.ignore_eos === null
+        ? false
+        : typeof b.ignore_eos === 'boolean'
+          ? b.ignore_eos
+          : bad("'ignore_eos' must be a boolean", 'ignore_eos');
     const promptTokens = this.core.promptTokens(prompt).length;
-    if (promptTokens >= this.maxModelLen) bad(`This model's maximum context length is ${this.maxModelLen} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`);
+    if (promptTokens >= this.maxModelLen)
+      bad(
+        `This model's maximum context length is ${this.maxModelLen} tokens. However, your request has ${promptTokens} input tokens. Please reduce the length of the input messages.`,
+      );
     const maxTokens = asked === undefined ? undefined : Math.floor(asked);
     if (maxTokens !== undefined && promptTokens + maxTokens > this.maxModelLen) {
-      bad(`This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`);
+      bad(
+        `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${promptTokens + maxTokens} tokens (${promptTokens} in the messages, ${maxTokens} in the completion). Please reduce the length of the messages or completion.`,
+      );
     }
     const stream = b.stream === true;
     const includeUsage = stream && (b.stream_options as { include_usage?: unknown } | undefined)?.include_usage === true;
@@ -475,24 +578,42 @@ export class VllmServerStandIn {
       if (!stream) return;
       if (first) {
         res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
-        if (chat) res.write(`data: ${JSON.stringify({ id, object: chunkObject, created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] })}\n\n`);
+        if (chat)
+          res.write(
+            `data: ${JSON.stringify({ id, object: chunkObject, created, model, choices: [{ index: 0, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] })}\n\n`,
+          );
       }
       first = false;
-      const choice = chat ? { index: 0, delta: { content: t }, logprobs: null, finish_reason: null } : { index: 0, text: t, logprobs: null, finish_reason: null, stop_reason: null };
+      const choice = chat
+        ? { index: 0, delta: { content: t }, logprobs: null, finish_reason: null }
+        : { index: 0, text: t, logprobs: null, finish_reason: null, stop_reason: null };
       res.write(`data: ${JSON.stringify({ id, object: chunkObject, created, model, choices: [choice] })}\n\n`);
     };
     const g = await this.generate({ prompt, maxTokens, temperature: num('temperature') ?? 1.0, seed: num('seed'), lora, ignoreEos }, onText);
-    const usage = { prompt_tokens: g.promptTokens, total_tokens: g.promptTokens + g.completionTokens, completion_tokens: g.completionTokens, prompt_tokens_details: null };
+    const usage = {
+      prompt_tokens: g.promptTokens,
+      total_tokens: g.promptTokens + g.completionTokens,
+      completion_tokens: g.completionTokens,
+      prompt_tokens_details: null,
+    };
     if (stream) {
       if (first) res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
-      const last = chat ? { index: 0, delta: {}, logprobs: null, finish_reason: g.finishReason, stop_reason: null } : { index: 0, text: '', logprobs: null, finish_reason: g.finishReason, stop_reason: null };
+      const last = chat
+        ? { index: 0, delta: {}, logprobs: null, finish_reason: g.finishReason, stop_reason: null }
+        : { index: 0, text: '', logprobs: null, finish_reason: g.finishReason, stop_reason: null };
       res.write(`data: ${JSON.stringify({ id, object: chunkObject, created, model, choices: [last] })}\n\n`);
       if (includeUsage) res.write(`data: ${JSON.stringify({ id, object: chunkObject, created, model, choices: [], usage })}\n\n`);
       res.end('data: [DONE]\n\n');
       return;
     }
     const choice = chat
-      ? { index: 0, message: { role: 'assistant', reasoning_content: null, content: g.text, tool_calls: [] }, logprobs: null, finish_reason: g.finishReason, stop_reason: null }
+      ? {
+          index: 0,
+          message: { role: 'assistant', reasoning_content: null, content: g.text, tool_calls: [] },
+          logprobs: null,
+          finish_reason: g.finishReason,
+          stop_reason: null,
+        }
       : { index: 0, text: g.text, logprobs: null, finish_reason: g.finishReason, stop_reason: null, prompt_logprobs: null };
     sendJsonV(res, 200, { id, object, created, model, choices: [choice], usage });
   }
@@ -509,7 +630,14 @@ export class VllmServerStandIn {
     let last: number | undefined;
     try {
       const g = await this.core.generate(
-        { prompt: r.prompt, maxTokens: r.maxTokens, temperature: r.temperature, seed: r.seed, adapters: r.lora === undefined ? [] : [{ file: r.lora.file, scale: 1 }], ignoreEos: r.ignoreEos },
+        {
+          prompt: r.prompt,
+          maxTokens: r.maxTokens,
+          temperature: r.temperature,
+          seed: r.seed,
+          adapters: r.lora === undefined ? [] : [{ file: r.lora.file, scale: 1 }],
+          ignoreEos: r.ignoreEos,
+        },
         onText,
         (at) => {
           flight.running = true;
@@ -522,7 +650,12 @@ export class VllmServerStandIn {
       this.finished.set(g.finishReason, (this.finished.get(g.finishReason) ?? 0) + 1);
       return g;
     } catch (e) {
-      if (e instanceof ContextSizeError) throw new HttpError(400, 'BadRequestError', `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${e.promptTokens + (e.maxTokens ?? 0)} tokens.`);
+      if (e instanceof ContextSizeError)
+        throw new HttpError(
+          400,
+          'BadRequestError',
+          `This model's maximum context length is ${this.maxModelLen} tokens. However, you requested ${e.promptTokens + (e.maxTokens ?? 0)} tokens.`,
+        );
       throw e;
     } finally {
       this.inFlight.delete(rid);
@@ -547,11 +680,16 @@ export class VllmServerStandIn {
     };
     const c = this.core.counters;
     const blocks = Math.floor((this.maxModelLen * this.o.maxNumSeqs) / 16);
-    family('vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig', [`vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="False",num_cpu_blocks="${blocks}",num_gpu_blocks="0"} 1.0`]);
+    family('vllm:cache_config_info', 'gauge', 'Information of the LLMEngine CacheConfig', [
+      `vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="False",num_cpu_blocks="${blocks}",num_gpu_blocks="0"} 1.0`,
+    ]);
     const flights = [...this.inFlight.values()];
-    const names = (running: boolean): string => [...new Set(flights.filter((f) => f.running === running && f.lora !== undefined).map((f) => f.lora as string))].sort().join(',');
+    const names = (running: boolean): string =>
+      [...new Set(flights.filter((f) => f.running === running && f.lora !== undefined).map((f) => f.lora as string))].sort().join(',');
     if (this.o.enableLora) {
-      family('vllm:lora_requests_info', 'gauge', 'Running stats on lora requests.', [`vllm:lora_requests_info{max_lora="${this.o.maxLoras}",running_lora_adapters="${names(true)}",waiting_lora_adapters="${names(false)}"} ${Date.now() / 1000}`]);
+      family('vllm:lora_requests_info', 'gauge', 'Running stats on lora requests.', [
+        `vllm:lora_requests_info{max_lora="${this.o.maxLoras}",running_lora_adapters="${names(true)}",waiting_lora_adapters="${names(false)}"} ${Date.now() / 1000}`,
+      ]);
     }
     hist('vllm:time_to_first_token_seconds', 'Histogram of time to first token in seconds.', this.ttft);
     hist('vllm:time_per_output_token_seconds', 'Histogram of time per output token in seconds.', this.tpot);
@@ -575,7 +713,6 @@ export class VllmServerStandIn {
 }
 
 const uuid = (): string => randomUUID().replace(/-/g, '');
-
 
 function text(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });

@@ -71,7 +71,13 @@ interface ServiceCtor extends ClientCtor {
   service: grpc.ServiceDefinition;
 }
 
-const definition = protoLoader.loadSync(fileURLToPath(new URL('./api.proto', import.meta.url)), { keepCase: true, longs: Number, enums: String, defaults: true, oneofs: true });
+const definition = protoLoader.loadSync(fileURLToPath(new URL('./api.proto', import.meta.url)), {
+  keepCase: true,
+  longs: Number,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+});
 const pkg = (grpc.loadPackageDefinition(definition) as unknown as { v1beta1: { Registration: ServiceCtor; DevicePlugin: ServiceCtor } }).v1beta1;
 
 /** Service definitions (for grpc.Server.addService) and client constructors. */
@@ -84,7 +90,9 @@ export const unixAddress = (path: string): string => `unix://${path}`;
 /** Promise form of a unary call on a loaded client. */
 export function unary<Req, Res>(client: grpc.Client, method: string, req: Req, deadlineMs = 10_000): Promise<Res> {
   return new Promise((resolve, reject) => {
-    const fn = (client as unknown as Record<string, (r: Req, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: Res) => void) => void>)[method];
+    const fn = (
+      client as unknown as Record<string, (r: Req, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: Res) => void) => void>
+    )[method];
     if (fn === undefined) return reject(new Error(`no method ${method}`));
     fn.call(client, req, new grpc.Metadata(), { deadline: Date.now() + deadlineMs }, (e, v) => (e === null ? resolve(v) : reject(e)));
   });

@@ -57,7 +57,9 @@ export class KubeletStandIn {
         setImmediate(() => this.connect(req.endpoint));
       },
     });
-    await new Promise<void>((resolve, reject) => server.bindAsync(unixAddress(this.socket), grpc.ServerCredentials.createInsecure(), (e) => (e === null ? resolve() : reject(e))));
+    await new Promise<void>((resolve, reject) =>
+      server.bindAsync(unixAddress(this.socket), grpc.ServerCredentials.createInsecure(), (e) => (e === null ? resolve() : reject(e))),
+    );
     this.server = server;
   }
 
@@ -83,7 +85,9 @@ export class KubeletStandIn {
   }
 
   preferred(available: readonly string[], size: number, mustInclude: readonly string[] = []): Promise<PreferredAllocationResponse> {
-    return unary(this.client, 'GetPreferredAllocation', { container_requests: [{ available_deviceIDs: [...available], must_include_deviceIDs: [...mustInclude], allocation_size: size }] });
+    return unary(this.client, 'GetPreferredAllocation', {
+      container_requests: [{ available_deviceIDs: [...available], must_include_deviceIDs: [...mustInclude], allocation_size: size }],
+    });
   }
 
   allocate(...containers: (readonly string[])[]): Promise<AllocateResponse> {

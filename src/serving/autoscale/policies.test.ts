@@ -59,7 +59,7 @@ describe('KEDA on vllm:num_requests_waiting', () => {
     expect(p.decide(obs({ nowSec: 270 }))).toBe(1);
     expect(p.decide(obs({ nowSec: 300 }))).toBe(0);
   });
-  it('leaves the replicas alone within the HPA\'s 10 % tolerance', () => {
+  it("leaves the replicas alone within the HPA's 10 % tolerance", () => {
     const p = new KedaPolicy({ threshold: 10, minReplicas: 1, maxReplicas: 50 });
     expect(p.decide(obs({ nowSec: 0, waiting: 40, desiredReplicas: 4 }))).toBe(4);
     expect(p.decide(obs({ nowSec: 30, waiting: 43, desiredReplicas: 4 }))).toBe(4);
@@ -91,19 +91,27 @@ describe('KPA-like concurrency autoscaler', () => {
   });
 });
 
-const cfg = (c: Partial<TokenAutoscalerConfig> = {}): TokenAutoscalerConfig => ({ ...TOKEN_AUTOSCALER_DEFAULTS, sloTtftSec: 1, minReplicas: 1, maxReplicas: 20, ...c });
+const cfg = (c: Partial<TokenAutoscalerConfig> = {}): TokenAutoscalerConfig => ({
+  ...TOKEN_AUTOSCALER_DEFAULTS,
+  sloTtftSec: 1,
+  minReplicas: 1,
+  maxReplicas: 20,
+  ...c,
+});
 
 describe('SITS token autoscaler', () => {
   it('starts its threshold from the P95 of what one replica carried in the recent window', () => {
     const p = new TokenAutoscaler(cfg({ calibrationSec: 30, historyWindowSec: 300 }));
     expect(p.tokensPerReplica).toBe(TOKEN_AUTOSCALER_DEFAULTS.initialThreshold);
-    for (let t = 0; t <= 30; t++) p.decide(obs({ nowSec: t, readyReplicas: 2, desiredReplicas: 2, promptTokensPerSec: t < 29 ? 8_000 : 16_000, generatedTokensPerSec: 0 }));
+    for (let t = 0; t <= 30; t++)
+      p.decide(obs({ nowSec: t, readyReplicas: 2, desiredReplicas: 2, promptTokensPerSec: t < 29 ? 8_000 : 16_000, generatedTokensPerSec: 0 }));
     // Per replica: 4,000 tokens/s most of the time, 8,000 in the last seconds: the P95 is 8,000.
     expect(p.tokensPerReplica).toBe(8_000);
   });
   it('lowers the threshold when the TTFT p99 misses the SLO and raises it with room, on evidence only', () => {
     const p = new TokenAutoscaler(cfg({ calibrationSec: 10, historyWindowSec: 60 }));
-    const load = (t: number, ttft: number, tokens = 10_000): number => p.decide(obs({ nowSec: t, readyReplicas: 1, promptTokensPerSec: tokens, ttftP99Sec: ttft }));
+    const load = (t: number, ttft: number, tokens = 10_000): number =>
+      p.decide(obs({ nowSec: t, readyReplicas: 1, promptTokensPerSec: tokens, ttftP99Sec: ttft }));
     for (let t = 0; t <= 10; t++) load(t, 0.2);
     expect(p.tokensPerReplica).toBe(10_000);
     // The first window met the SLO with room: 10,000 tokens/s per replica is proven.
@@ -174,7 +182,7 @@ describe('SITS token autoscaler', () => {
     expect(p.decide(obs({ nowSec: t, readyReplicas: 0, desiredReplicas: 0 }))).toBe(1);
     // An idle replica stays for the idle period after the activation, then goes.
     const back = t;
-    for (r = 1; r > 0 && t < back + 300; ) r = p.decide(obs({ nowSec: ++t, readyReplicas: 1, desiredReplicas: 1 }));
+    for (r = 1; r > 0 && t < back + 300;) r = p.decide(obs({ nowSec: ++t, readyReplicas: 1, desiredReplicas: 1 }));
     expect(t - back).toBeGreaterThanOrEqual(100);
     // An activation older than the idle period is no demand now.
     p.activate(t - 150);
@@ -183,7 +191,9 @@ describe('SITS token autoscaler', () => {
   it('does not scale out on demand above the threshold while the SLO holds with room; does on evidence of risk', () => {
     // A low threshold (2,000 tokens/s) and 3× that demand served with a TTFT p99 of 0.2 s and nothing queued: one
     // replica demonstrably suffices (and the window proves 6,000 tokens/s per replica).
-    const p = new TokenAutoscaler(cfg({ initialThreshold: 2_000, minThreshold: 500, calibrationSec: 1_000, historyWindowSec: 60, demandQuantile: 1, riskHoldSec: 100 }));
+    const p = new TokenAutoscaler(
+      cfg({ initialThreshold: 2_000, minThreshold: 500, calibrationSec: 1_000, historyWindowSec: 60, demandQuantile: 1, riskHoldSec: 100 }),
+    );
     for (let t = 0; t < 200; t++) expect(p.decide(obs({ nowSec: t, promptTokensPerSec: 6_000, ttftP99Sec: 0.2 }))).toBe(1);
     expect(p.sloRiskAtSec).toBe(Number.NEGATIVE_INFINITY);
     expect(p.tokensPerReplica).toBe(6_000);
@@ -244,7 +254,9 @@ describe('SITS token autoscaler', () => {
   it('is deterministic: the same observations give the same answers', () => {
     const run = (): number[] => {
       const p = new TokenAutoscaler(cfg());
-      return Array.from({ length: 200 }, (_, t) => p.decide(obs({ nowSec: t, promptTokensPerSec: (t * 7919) % 50_000, waiting: t % 13, ttftP99Sec: (t % 7) / 4 })));
+      return Array.from({ length: 200 }, (_, t) =>
+        p.decide(obs({ nowSec: t, promptTokensPerSec: (t * 7919) % 50_000, waiting: t % 13, ttftP99Sec: (t % 7) / 4 })),
+      );
     };
     expect(run()).toEqual(run());
   });

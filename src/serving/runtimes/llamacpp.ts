@@ -22,7 +22,8 @@ export const LLAMACPP: RuntimeDefinition = {
   args: (ctx) => {
     const { spec } = ctx;
     const b = new ArgsBuilder();
-    if (spec.model.format !== undefined && spec.model.format !== 'gguf') b.reject('spec.model.format', `llama.cpp loads gguf weights, not ${spec.model.format}`);
+    if (spec.model.format !== undefined && spec.model.format !== 'gguf')
+      b.reject('spec.model.format', `llama.cpp loads gguf weights, not ${spec.model.format}`);
     if (spec.model.quantization !== undefined) b.reject('spec.model.quantization', 'llama.cpp reads the quantization from the GGUF file; remove it');
     if (spec.model.dtype !== 'auto') b.reject('spec.model.dtype', 'llama.cpp computes in the types of the GGUF file; leave dtype at auto');
     for (const k of ['gpuMemoryUtilization', 'maxLoras', 'maxLoraRank'] as const) {

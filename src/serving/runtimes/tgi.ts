@@ -22,8 +22,10 @@ export const TGI: RuntimeDefinition = {
     const { spec } = ctx;
     const b = new ArgsBuilder();
     const format = spec.model.format;
-    if (format !== undefined && !['safetensors', 'pytorch'].includes(format)) b.reject('spec.model.format', `tgi loads safetensors or pytorch weights, not ${format}`);
-    if (pipelineParallel(spec) > 1) b.reject('spec.tensorParallelSize', 'tgi shards a model by tensor parallelism only: set tensorParallelSize to gpusPerReplica');
+    if (format !== undefined && !['safetensors', 'pytorch'].includes(format))
+      b.reject('spec.model.format', `tgi loads safetensors or pytorch weights, not ${format}`);
+    if (pipelineParallel(spec) > 1)
+      b.reject('spec.tensorParallelSize', 'tgi shards a model by tensor parallelism only: set tensorParallelSize to gpusPerReplica');
     const hf = huggingFaceId(spec.model.uri);
     b.push('--model-id', hf ?? ctx.modelDir, '--hostname', '0.0.0.0', '--port', String(ctx.port));
     if (hf !== undefined && spec.model.revision !== undefined) b.push('--revision', spec.model.revision);
@@ -33,7 +35,8 @@ export const TGI: RuntimeDefinition = {
     if (spec.model.dtype === 'float32') b.reject('spec.model.dtype', 'tgi computes in float16 or bfloat16, not float32');
     else if (spec.model.dtype !== 'auto') b.push('--dtype', spec.model.dtype);
     if (spec.engine?.gpuMemoryUtilization !== undefined) b.push('--cuda-memory-fraction', String(spec.engine.gpuMemoryUtilization));
-    if (spec.engine?.maxLoras !== undefined) b.reject('spec.engine.maxLoras', 'tgi has no adapter-slot setting: it loads every adapter of spec.model.adapters at launch');
+    if (spec.engine?.maxLoras !== undefined)
+      b.reject('spec.engine.maxLoras', 'tgi has no adapter-slot setting: it loads every adapter of spec.model.adapters at launch');
     if (spec.engine?.maxLoraRank !== undefined) b.reject('spec.engine.maxLoraRank', 'tgi has no max LoRA rank setting');
     const adapters = spec.model.adapters ?? [];
     if (adapters.length > 0) b.push('--lora-adapters', adapters.map((a) => `${a.name}=${ctx.adapterDir(a.name)}`).join(','));

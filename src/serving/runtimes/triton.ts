@@ -29,7 +29,8 @@ export const TRITON: RuntimeDefinition = {
       if (spec.engine?.[k] !== undefined) b.reject(`spec.engine.${k}`, 'triton takes no engine setting from the spec');
     }
     const format = spec.model.format;
-    if (format !== undefined && !['tensorrt', 'onnx', 'pytorch', 'torchscript'].includes(format)) b.reject('spec.model.format', `triton serves tensorrt, onnx, pytorch or torchscript models, not ${format}`);
+    if (format !== undefined && !['tensorrt', 'onnx', 'pytorch', 'torchscript'].includes(format))
+      b.reject('spec.model.format', `triton serves tensorrt, onnx, pytorch or torchscript models, not ${format}`);
     b.push(`--model-repository=${ctx.modelDir}`, `--http-port=${ctx.port}`, '--grpc-port=8001', '--metrics-port=8002');
     return b.done();
   },

@@ -19,7 +19,8 @@ import { ArgsBuilder, huggingFaceId, pipelineParallel, servedModelName, shellWor
 export const VLLM_MULTI_NODE_SCRIPT = '/vllm-workspace/examples/online_serving/multi-node-serving.sh';
 
 /** LoRA is enabled at launch: adapters listed, or adapter slots or rank asked for. */
-const loraOn = (spec: InferenceServiceSpec): boolean => (spec.model.adapters ?? []).length > 0 || spec.engine?.maxLoras !== undefined || spec.engine?.maxLoraRank !== undefined;
+const loraOn = (spec: InferenceServiceSpec): boolean =>
+  (spec.model.adapters ?? []).length > 0 || spec.engine?.maxLoras !== undefined || spec.engine?.maxLoraRank !== undefined;
 
 /** The spec's quantization in vLLM's --quantization vocabulary (int8/int4 weights load through bitsandbytes). */
 const QUANTIZATION: Readonly<Record<string, string>> = { awq: 'awq', gptq: 'gptq', fp8: 'fp8', int8: 'bitsandbytes', int4: 'bitsandbytes' };
@@ -95,7 +96,9 @@ export const VLLM: RuntimeDefinition = {
   multiNode: {
     leader: (engineArgs) => ({
       command: ['/bin/sh', '-c'],
-      args: [`bash ${VLLM_MULTI_NODE_SCRIPT} leader --ray_cluster_size=$LWS_GROUP_SIZE && exec python3 -m vllm.entrypoints.openai.api_server ${engineArgs.map(shellWord).join(' ')}`],
+      args: [
+        `bash ${VLLM_MULTI_NODE_SCRIPT} leader --ray_cluster_size=$LWS_GROUP_SIZE && exec python3 -m vllm.entrypoints.openai.api_server ${engineArgs.map(shellWord).join(' ')}`,
+      ],
     }),
     worker: () => ({ command: ['/bin/sh', '-c'], args: [`exec bash ${VLLM_MULTI_NODE_SCRIPT} worker --ray_address=$LWS_LEADER_ADDRESS`] }),
     extraArgs: ['--distributed-executor-backend', 'ray'],

@@ -59,7 +59,12 @@ describe('scaling', () => {
     const again = simulateService(burst, { ...base, policy: { name: 'step', decide: (o) => (o.nowSec >= 100 ? 2 : 1) }, initialReplicas: 1 });
     expect(again).toEqual(r);
     // The start-up delay is paid: an engine that starts at once serves the burst better.
-    const instant = simulateService(burst, { ...base, engine: { ...M, startupSec: 0 }, policy: { name: 'step', decide: (o) => (o.nowSec >= 100 ? 2 : 1) }, initialReplicas: 1 });
+    const instant = simulateService(burst, {
+      ...base,
+      engine: { ...M, startupSec: 0 },
+      policy: { name: 'step', decide: (o) => (o.nowSec >= 100 ? 2 : 1) },
+      initialReplicas: 1,
+    });
     expect(instant.sloAttainmentPct).toBeGreaterThan(r.sloAttainmentPct);
   });
   it('drains a replica asked away: it finishes its batch, takes no new request, and its GPU is released', () => {

@@ -112,7 +112,7 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
   const rng: Rng = seededRng(o.seed);
   const pool = o.pool ?? UNBOUNDED_POOL;
   const reportFrom = o.reportFromSec ?? 0;
-  const reportTo = o.reportToSec ?? (trace.at(-1)?.arrivalSec ?? 0);
+  const reportTo = o.reportToSec ?? trace.at(-1)?.arrivalSec ?? 0;
   const observeEvery = o.observeEverySec ?? 1;
   const ttftWindow = o.ttftWindowSec ?? 30;
   const replicas: Replica[] = [];
@@ -148,7 +148,17 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
     if (grant === undefined) return;
     // ±10 % start-up jitter (image cache, weight loading): the only use of the seed.
     const startup = m.startupSec * (0.9 + 0.2 * rng.next());
-    replicas.push({ id: nextId++, state: grant <= now ? 'starting' : 'waiting-gpu', grantAt: grant, readyAt: grant + startup, queue: [], batch: [], kvUsed: 0, stepEnd: NEVER, step: undefined });
+    replicas.push({
+      id: nextId++,
+      state: grant <= now ? 'starting' : 'waiting-gpu',
+      grantAt: grant,
+      readyAt: grant + startup,
+      queue: [],
+      batch: [],
+      kvUsed: 0,
+      stepEnd: NEVER,
+      step: undefined,
+    });
   };
   const release = (r: Replica, now: number): void => {
     replicas.splice(replicas.indexOf(r), 1);
@@ -339,7 +349,9 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
       }
     }
     if (excess > 0) {
-      const ready = replicas.filter((r) => r.state === 'ready').sort((a, b) => a.batch.length + a.queue.length - (b.batch.length + b.queue.length) || b.id - a.id);
+      const ready = replicas
+        .filter((r) => r.state === 'ready')
+        .sort((a, b) => a.batch.length + a.queue.length - (b.batch.length + b.queue.length) || b.id - a.id);
       for (const r of ready.slice(0, excess)) {
         r.state = 'draining';
         // Its queue goes back to the others; it finishes what it has admitted.
@@ -357,7 +369,17 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
     const grant = pool.request(0, m.gpusPerReplica);
     if (grant === undefined) break;
     // Initial replicas are already up when the trace starts.
-    replicas.push({ id: nextId++, state: grant <= 0 ? 'ready' : 'waiting-gpu', grantAt: grant, readyAt: grant <= 0 ? 0 : grant + m.startupSec, queue: [], batch: [], kvUsed: 0, stepEnd: NEVER, step: undefined });
+    replicas.push({
+      id: nextId++,
+      state: grant <= 0 ? 'ready' : 'waiting-gpu',
+      grantAt: grant,
+      readyAt: grant <= 0 ? 0 : grant + m.startupSec,
+      queue: [],
+      batch: [],
+      kvUsed: 0,
+      stepEnd: NEVER,
+      step: undefined,
+    });
   }
   noteTimeline(0);
   let nextArrival = 0;
@@ -418,16 +440,19 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
       } else planStep(which, now, horizon());
     }
     // Idle replicas with work (a new arrival, a finished step) start their next step.
-    for (const r of replicas) if (r.stepEnd === NEVER && (r.state === 'ready' || r.state === 'draining') && (r.queue.length > 0 || r.batch.length > 0)) planStep(r, now, horizon());
+    for (const r of replicas)
+      if (r.stepEnd === NEVER && (r.state === 'ready' || r.state === 'draining') && (r.queue.length > 0 || r.batch.length > 0)) planStep(r, now, horizon());
   }
   const end = Math.max(now, reportTo);
   for (const r of [...replicas]) if (r.state !== 'waiting-gpu') countGpu(r.grantAt, end);
   pool.finish(end);
 
   const reported: number[] = [];
-  for (let i = 0; i < trace.length; i++) if ((trace[i] as TraceRequest).arrivalSec >= reportFrom) reported.push(Number.isNaN(ttft[i] as number) ? NEVER : (ttft[i] as number));
+  for (let i = 0; i < trace.length; i++)
+    if ((trace[i] as TraceRequest).arrivalSec >= reportFrom) reported.push(Number.isNaN(ttft[i] as number) ? NEVER : (ttft[i] as number));
   reported.sort((a, b) => a - b);
-  const q = (p: number): number => (reported.length === 0 ? 0 : (reported[Math.min(reported.length - 1, Math.max(0, Math.ceil(p * reported.length) - 1))] as number));
+  const q = (p: number): number =>
+    reported.length === 0 ? 0 : (reported[Math.min(reported.length - 1, Math.max(0, Math.ceil(p * reported.length) - 1))] as number);
   const within = reported.filter((v) => v <= o.sloTtftSec).length;
   return {
     requests: reported.length,

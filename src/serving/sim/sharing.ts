@@ -102,12 +102,27 @@ export class ElasticTrainingPool implements GpuPool {
   }
 
   report(): SharingReport {
-    return { trainingGpuHoursLent: this.lentSec / 3600, trainingGpuHoursLost: (this.idleSec + this.stallSec) / 3600, shrinks: this.shrinks, regrows: this.regrows, refused: this.refused };
+    return {
+      trainingGpuHoursLent: this.lentSec / 3600,
+      trainingGpuHoursLost: (this.idleSec + this.stallSec) / 3600,
+      shrinks: this.shrinks,
+      regrows: this.regrows,
+      refused: this.refused,
+    };
   }
 
   /** The job as the lending planner sees it: one GPU per worker, what it has not promised yet. */
   private lender(): Lender {
-    return { id: 'training', queue: '', priority: 0, workers: this.training - this.promised, minWorkers: this.cfg.trainingMinGpus, gpusPerWorker: 1, preemptible: this.cfg.preemptible, checkpoints: true };
+    return {
+      id: 'training',
+      queue: '',
+      priority: 0,
+      workers: this.training - this.promised,
+      minWorkers: this.cfg.trainingMinGpus,
+      gpusPerWorker: 1,
+      preemptible: this.cfg.preemptible,
+      checkpoints: true,
+    };
   }
 
   private push(e: Event): void {

@@ -3,7 +3,10 @@ import { parseAzureTrace, TraceError } from './trace.ts';
 
 describe('the Azure LLM trace format', () => {
   it('parses arrivals relative to the first request, with the 7-digit fraction of the real file', () => {
-    const t = parseAzureTrace('TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n2023-11-16 18:17:04.0319600,3180,8\n2023-11-16 18:18:03.5,5,1\n', 'x.csv');
+    const t = parseAzureTrace(
+      'TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:17:03.9799600,4808,10\n2023-11-16 18:17:04.0319600,3180,8\n2023-11-16 18:18:03.5,5,1\n',
+      'x.csv',
+    );
     expect(t.map((r) => [Number(r.arrivalSec.toFixed(4)), r.promptTokens, r.outputTokens])).toEqual([
       [0, 4808, 10],
       [0.052, 3180, 8],

@@ -52,7 +52,8 @@ export function parseAzureTrace(text: string, file: string): TraceRequest[] {
     if (t === undefined) throw new TraceError(`${file}:${n + 1}:${column(ti)}: TIMESTAMP ${JSON.stringify(cell(ti))} is not "YYYY-MM-DD hh:mm:ss[.fraction]"`);
     const count = (i: number, name: string, min: number): number => {
       const s = cell(i);
-      if (!/^\d+$/.test(s) || Number(s) < min) throw new TraceError(`${file}:${n + 1}:${column(i)}: ${name} ${JSON.stringify(s)} is not a whole number ≥ ${min}`);
+      if (!/^\d+$/.test(s) || Number(s) < min)
+        throw new TraceError(`${file}:${n + 1}:${column(i)}: ${name} ${JSON.stringify(s)} is not a whole number ≥ ${min}`);
       return Number(s);
     };
     const promptTokens = count(ci, 'ContextTokens', 1);

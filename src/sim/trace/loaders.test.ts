@@ -89,7 +89,10 @@ describe('CSV reader', () => {
 
 describe('Philly and Pollux', () => {
   it('philly.csv: seconds from the first job, trailing blank line ignored', () => {
-    const jobs = parsePhillyJobs('timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,c1\n2017-10-09 06:13:03,2951.0,16,1,c2\n\n', 'philly.csv');
+    const jobs = parsePhillyJobs(
+      'timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,c1\n2017-10-09 06:13:03,2951.0,16,1,c2\n\n',
+      'philly.csv',
+    );
     expect(jobs.map((j) => [j.submitS, j.durationS, j.gpus, j.group])).toEqual([
       [2932, 66, 1, 'c1'],
       [0, 2951, 16, 'c2'],

@@ -39,7 +39,13 @@ function optionalTime(t: CsvTable, row: { line: number; fields: readonly string[
 
 export function parseOpenbPods(text: string, file: string): TracePod[] {
   const t = parseCsv(text, file);
-  const [cName, cCpu, cMem, cNum, cMilli] = requireColumns(t, ['name', 'cpu_milli', 'memory_mib', 'num_gpu', 'gpu_milli']) as [number, number, number, number, number];
+  const [cName, cCpu, cMem, cNum, cMilli] = requireColumns(t, ['name', 'cpu_milli', 'memory_mib', 'num_gpu', 'gpu_milli']) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const cSpec = t.column('gpu_spec');
   const cCreate = t.column('creation_time');
   const cDelete = t.column('deletion_time');
@@ -56,8 +62,14 @@ export function parseOpenbPods(text: string, file: string): TracePod[] {
     const num = intField(t, row, cNum, { max: 64 });
     const milliRaw = intField(t, row, cMilli);
     const gpuMilli = num === 0 ? 0 : Math.min(milliRaw, 1000);
-    if (num > 1 && gpuMilli > 0 && gpuMilli < 1000) throw new TraceError('BadValue', file, row.line, 'gpu_milli', `a share below 1000 (${gpuMilli}) is only valid with num_gpu = 1, not ${num}`);
-    const gpuModels = num === 0 || cSpec < 0 ? [] : textField(t, row, cSpec, false).split('|').filter((s) => s !== '');
+    if (num > 1 && gpuMilli > 0 && gpuMilli < 1000)
+      throw new TraceError('BadValue', file, row.line, 'gpu_milli', `a share below 1000 (${gpuMilli}) is only valid with num_gpu = 1, not ${num}`);
+    const gpuModels =
+      num === 0 || cSpec < 0
+        ? []
+        : textField(t, row, cSpec, false)
+            .split('|')
+            .filter((s) => s !== '');
     const creationS = optionalTime(t, row, cCreate);
     const deletionS = optionalTime(t, row, cDelete);
     const scheduledS = optionalTime(t, row, cSched);

@@ -51,7 +51,14 @@ export function parsePolluxWorkload(text: string, file: string): TraceJob[] {
   const jobs = t.rows.map((row) => {
     const app = textField(t, row, cApp);
     const hours = POLLUX_GPU_HOURS[app];
-    if (hours === undefined) throw new TraceError('BadValue', file, row.line, 'application', `unknown application ${JSON.stringify(app)} (known: ${Object.keys(POLLUX_GPU_HOURS).join(', ')})`);
+    if (hours === undefined)
+      throw new TraceError(
+        'BadValue',
+        file,
+        row.line,
+        'application',
+        `unknown application ${JSON.stringify(app)} (known: ${Object.keys(POLLUX_GPU_HOURS).join(', ')})`,
+      );
     const gpus = intField(t, row, cReplicas, { min: 1, max: 4096 });
     return { name: textField(t, row, cName), submitS: numField(t, row, cTime), durationS: (hours * 3600) / gpus, gpus, group: app, line: row.line };
   });

@@ -44,7 +44,8 @@ export function pickRandomFit(pod: PodSpec, node: NodeState, rng: Rng, allowed?:
   const r = pod.request;
   if (r.gpuCount === 1 && r.gpuMilli < 1000) {
     const fits: number[] = [];
-    for (let i = 0; i < node.gpuFree.length; i++) if (node.gpuUsable[i] === 1 && (node.gpuFree[i] as number) >= r.gpuMilli && (allowed === undefined || allowed[i] === 1)) fits.push(i);
+    for (let i = 0; i < node.gpuFree.length; i++)
+      if (node.gpuUsable[i] === 1 && (node.gpuFree[i] as number) >= r.gpuMilli && (allowed === undefined || allowed[i] === 1)) fits.push(i);
     return fits.length === 0 ? undefined : [fits[rng.int(fits.length)] as number];
   }
   return lowestFreeGpus(node, r.gpuCount, 1000, allowed);

@@ -88,7 +88,14 @@ export class FragCache {
 
   private fromScratch(node: NodeState, cpuMilli: number, takenMilli: number): number {
     const i = node.idx;
-    return fragmentFromAggregates(this.compiled, this.masks[i] as Uint8Array, node.cpuFreeMilli - cpuMilli, (this.totals[i] as number) - takenMilli, this.fit, this.small);
+    return fragmentFromAggregates(
+      this.compiled,
+      this.masks[i] as Uint8Array,
+      node.cpuFreeMilli - cpuMilli,
+      (this.totals[i] as number) - takenMilli,
+      this.fit,
+      this.small,
+    );
   }
 
   /** Copies the node's aggregates into the scratch arrays. */

@@ -120,7 +120,14 @@ export function thresholdAggregates(c: CompiledShapes, free: ArrayLike<number>, 
 }
 
 /** The node fragment from threshold aggregates: the same sums, in the same order, as `nodeFragment`. */
-export function fragmentFromAggregates(c: CompiledShapes, modelAllowed: Uint8Array, cpuLeftMilli: number, total: number, fit: Int32Array, small: Int32Array): number {
+export function fragmentFromAggregates(
+  c: CompiledShapes,
+  modelAllowed: Uint8Array,
+  cpuLeftMilli: number,
+  total: number,
+  fit: Int32Array,
+  small: Int32Array,
+): number {
   if (total === 0) return 0;
   let q1 = 0;
   let q2 = 0;
@@ -174,7 +181,10 @@ export interface FragNode {
  * The cluster's fragmentation rate for the expected workload (FGD's measure, as `sits demo` reports it): the
  * share of the free GPU milli that the typical shapes could not use, Σ nodeFragment / Σ free; 0 with nothing free.
  */
-export function clusterFragmentation(nodes: Iterable<FragNode>, shapes: readonly TypicalShape[]): { readonly fragmentMilli: number; readonly freeMilli: number; readonly ratio: number } {
+export function clusterFragmentation(
+  nodes: Iterable<FragNode>,
+  shapes: readonly TypicalShape[],
+): { readonly fragmentMilli: number; readonly freeMilli: number; readonly ratio: number } {
   const masks = new Map<string, Uint8Array>();
   let frag = 0;
   let free = 0;
@@ -208,7 +218,10 @@ export function typicalShapes(pods: readonly PodShapeInput[], coverage = 0.95): 
   // Memory is not part of the key (a shape is what FGD calls one): it is averaged over the shape's pods.
   const counts = new Map<string, { shape: PodShapeInput; count: number; memSum: number; memCount: number }>();
   for (const p of pods) {
-    const shape = p.gpuCount === 0 || p.gpuMilli === 0 ? { cpuMilli: p.cpuMilli, gpuMilli: 0, gpuCount: 0, gpuModels: [] } : { cpuMilli: p.cpuMilli, gpuMilli: p.gpuMilli, gpuCount: p.gpuCount, gpuModels: p.gpuModels };
+    const shape =
+      p.gpuCount === 0 || p.gpuMilli === 0
+        ? { cpuMilli: p.cpuMilli, gpuMilli: 0, gpuCount: 0, gpuModels: [] }
+        : { cpuMilli: p.cpuMilli, gpuMilli: p.gpuMilli, gpuCount: p.gpuCount, gpuModels: p.gpuModels };
     const key = `${shape.cpuMilli}|${shape.gpuMilli}|${shape.gpuCount}|${shape.gpuModels.join('|')}`;
     let e = counts.get(key);
     if (e === undefined) {
@@ -240,5 +253,10 @@ export function typicalShapes(pods: readonly PodShapeInput[], coverage = 0.95): 
     c += e.count;
     if (c >= coverage * n) break;
   }
-  return out.map((e) => ({ ...e.shape, gpuModels: [...e.shape.gpuModels], weight: e.count / n / (c / n), ...(e.memCount > 0 ? { memoryMiB: e.memSum / e.memCount } : {}) }));
+  return out.map((e) => ({
+    ...e.shape,
+    gpuModels: [...e.shape.gpuModels],
+    weight: e.count / n / (c / n),
+    ...(e.memCount > 0 ? { memoryMiB: e.memSum / e.memCount } : {}),
+  }));
 }

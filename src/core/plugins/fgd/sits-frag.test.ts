@@ -3,7 +3,19 @@ import { makePod } from '../../model/pod.ts';
 import { ClusterState } from '../../snapshot/cluster-state.ts';
 import { FragCache, fgdChoice } from './fgd.ts';
 import type { TypicalShape } from './fragmentation.ts';
-import { allowsModel, cpuPerGpuMilli, excludedWeight, holeWaste, memPerGpuMilli, modelPressure, SITS_FRAG_DEFAULTS, SitsFragModel, sitsFragChoice, sitsFragPlugin, strandedGpuMilli } from './sits-frag.ts';
+import {
+  allowsModel,
+  cpuPerGpuMilli,
+  excludedWeight,
+  holeWaste,
+  memPerGpuMilli,
+  modelPressure,
+  SITS_FRAG_DEFAULTS,
+  SitsFragModel,
+  sitsFragChoice,
+  sitsFragPlugin,
+  strandedGpuMilli,
+} from './sits-frag.ts';
 import { nodeInState, nodeSpec, oneNode } from './test-helpers.ts';
 
 const shapes: TypicalShape[] = [
@@ -150,7 +162,12 @@ describe('GPU models: the workload a node of one model serves, and the pressure 
     expect(p.get('P100')).toBeCloseTo((250 / 875) * 10 + (125 / 875) * 5, 12);
     expect(p.get('T4')).toBeCloseTo((125 / 875) * 5, 12);
     expect(p.has('G2')).toBe(false);
-    expect(modelPressure(shapes.filter((s) => s.gpuModels.length === 0), cap).size).toBe(0);
+    expect(
+      modelPressure(
+        shapes.filter((s) => s.gpuModels.length === 0),
+        cap,
+      ).size,
+    ).toBe(0);
     expect(modelPressure(constrained, new Map()).size).toBe(0);
   });
   it('with the pressure term, a pod that may run anywhere leaves a pressed model for the pods that need it', () => {

@@ -119,7 +119,12 @@ export function memPerGpuMilli(shapes: readonly TypicalShape[], allowed: (s: Typ
  * φ is their share among the accepted shapes (`shareOf` 'allowed') or among all single-GPU shapes ('all').
  * All zeros without single-GPU shapes.
  */
-export function holeWaste(shapes: readonly TypicalShape[], lookahead = HOLE_LOOKAHEAD_PODS, allowed: (s: TypicalShape) => boolean = () => true, shareOf: 'allowed' | 'all' = 'allowed'): Float64Array {
+export function holeWaste(
+  shapes: readonly TypicalShape[],
+  lookahead = HOLE_LOOKAHEAD_PODS,
+  allowed: (s: TypicalShape) => boolean = () => true,
+  shareOf: 'allowed' | 'all' = 'allowed',
+): Float64Array {
   const w = new Float64Array(1001);
   let all = 0;
   const weightAt = new Float64Array(1001);
@@ -252,7 +257,14 @@ export class SitsFragModel {
       if (!this.params.modelAware) v = { model, kappa: this.kappa, memKappa: this.memKappa, holeWaste: this.holeWaste, excluded, pressure };
       else {
         const allowed = (s: TypicalShape): boolean => allowsModel(s, model);
-        v = { model, kappa: cpuPerGpuMilli(this.shapes, allowed), memKappa: memPerGpuMilli(this.shapes, allowed), holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf), excluded, pressure };
+        v = {
+          model,
+          kappa: cpuPerGpuMilli(this.shapes, allowed),
+          memKappa: memPerGpuMilli(this.shapes, allowed),
+          holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf),
+          excluded,
+          pressure,
+        };
       }
       this.views.set(model, v);
     }

@@ -12,18 +12,32 @@ import { seededRng } from '../../ports.ts';
 function spec(shapeId: string, extra: Partial<NodeSpec> = {}): NodeSpec {
   const s = NODE_SHAPES[shapeId];
   if (s === undefined) throw new Error(`no preset ${shapeId}`);
-  return { name: 'n', cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false, ...extra };
+  return {
+    name: 'n',
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    ...extra,
+  };
 }
 
 /** A node state, with GPUs already holding the given milli (index → used). */
 function node(shapeId: string, extra: Partial<NodeSpec> = {}, used: Readonly<Record<number, number>> = {}): NodeState {
   const st = new ClusterState([spec(shapeId, extra)]);
   let k = 0;
-  for (const [g, milli] of Object.entries(used)) st.allocate({ podId: `u${k++}`, node: 'n', gpus: [Number(g)], gpuMilli: milli, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+  for (const [g, milli] of Object.entries(used))
+    st.allocate({ podId: `u${k++}`, node: 'n', gpus: [Number(g)], gpuMilli: milli, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
   return st.nodes[0] as NodeState;
 }
 
-const gpu = (n: number, extra: Parameters<typeof makePod>[2] = {}, milli = 1000) => makePod('p', { gpuCount: n, gpuMilli: milli, cpuMilli: 1000, memoryMiB: 1024 }, extra);
+const gpu = (n: number, extra: Parameters<typeof makePod>[2] = {}, milli = 1000) =>
+  makePod('p', { gpuCount: n, gpuMilli: milli, cpuMilli: 1000, memoryMiB: 1024 }, extra);
 const noSchedule: Taint = { key: 'dedicated', value: 'ml', effect: 'NoSchedule' };
 
 describe('tolerates', () => {
@@ -181,8 +195,12 @@ describe('fitFilter, kube-scheduler per-node plugins', () => {
 
   it('NodeUnschedulable: a cordoned node takes a pod that tolerates node.kubernetes.io/unschedulable:NoSchedule', () => {
     const cordoned = node('l4x8', { unschedulable: true });
-    expect(fitFilter(makePod('p', {}, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }] }), cordoned)).toBe(Reason.Fits);
-    expect(fitFilter(makePod('p', {}, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoExecute' }] }), cordoned)).toBe(Reason.Unschedulable);
+    expect(
+      fitFilter(makePod('p', {}, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoSchedule' }] }), cordoned),
+    ).toBe(Reason.Fits);
+    expect(fitFilter(makePod('p', {}, { tolerations: [{ key: 'node.kubernetes.io/unschedulable', operator: 'Exists', effect: 'NoExecute' }] }), cordoned)).toBe(
+      Reason.Unschedulable,
+    );
     expect(fitFilter(makePod('p', {}, { tolerations: [{ operator: 'Exists' }] }), cordoned)).toBe(Reason.Fits);
   });
 
@@ -201,7 +219,17 @@ describe('fitFilter, kube-scheduler per-node plugins', () => {
 
   it('NodePorts: a host port used on the node (same protocol, overlapping address) refuses the pod', () => {
     const st = new ClusterState([spec('l4x8')]);
-    st.allocate({ podId: 'web', node: 'n', gpus: [], gpuMilli: 0, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q', hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }] });
+    st.allocate({
+      podId: 'web',
+      node: 'n',
+      gpus: [],
+      gpuMilli: 0,
+      cpuMilli: 0,
+      memoryMiB: 0,
+      priority: 0,
+      queue: 'q',
+      hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }],
+    });
     const n = st.nodes[0] as NodeState;
     expect(fitFilter(makePod('p', {}, { hostPorts: [{ port: 80, protocol: 'TCP', ip: '10.0.0.1' }] }), n)).toBe(Reason.NodePorts);
     expect(fitFilter(makePod('p', {}, { hostPorts: [{ port: 80, protocol: 'UDP', ip: '0.0.0.0' }] }), n)).toBe(Reason.Fits);
@@ -231,10 +259,22 @@ describe('fitFilter, kube-scheduler per-node plugins', () => {
 
   it('order: selector → affinity → GPU static checks → ports → pods → cpu → memory → other resources → GPUs', () => {
     const st = new ClusterState([spec('l4x8', { labels: { zone: 'a' } })]);
-    st.allocate({ podId: 'web', node: 'n', gpus: [], gpuMilli: 0, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q', hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }] });
+    st.allocate({
+      podId: 'web',
+      node: 'n',
+      gpus: [],
+      gpuMilli: 0,
+      cpuMilli: 0,
+      memoryMiB: 0,
+      priority: 0,
+      queue: 'q',
+      hostPorts: [{ port: 80, protocol: 'TCP', ip: '0.0.0.0' }],
+    });
     const n = st.nodes[0] as NodeState;
     const all = { hostPorts: [{ port: 80, protocol: 'TCP' as const, ip: '0.0.0.0' }] };
-    expect(fitFilter(makePod('p', { gpuCount: 1, cpuMilli: 10_000_000, scalar: { x: 1 } }, { ...affinity('b'), ...all, gpuModels: ['H100-SXM'] }), n)).toBe(Reason.NodeAffinity);
+    expect(fitFilter(makePod('p', { gpuCount: 1, cpuMilli: 10_000_000, scalar: { x: 1 } }, { ...affinity('b'), ...all, gpuModels: ['H100-SXM'] }), n)).toBe(
+      Reason.NodeAffinity,
+    );
     expect(fitFilter(makePod('p', { gpuCount: 1, cpuMilli: 10_000_000, scalar: { x: 1 } }, { ...all, gpuModels: ['H100-SXM'] }), n)).toBe(Reason.GpuModel);
     expect(fitFilter(makePod('p', { cpuMilli: 10_000_000, scalar: { x: 1 } }, all), n)).toBe(Reason.NodePorts);
     expect(fitFilter(makePod('p', { cpuMilli: 10_000_000, scalar: { x: 1 } }), n)).toBe(Reason.Cpu);
@@ -255,7 +295,11 @@ describe('fit preFilter', () => {
   });
 
   it('rejects a fractional share of several devices', () => {
-    expect(preFilter(gpu(2, {}, 500), ctx)).toEqual({ code: 'UnschedulableAndUnresolvable', plugin: 'fit', reasons: ['a fractional GPU request (500 milli) is only allowed for one device, not 2'] });
+    expect(preFilter(gpu(2, {}, 500), ctx)).toEqual({
+      code: 'UnschedulableAndUnresolvable',
+      plugin: 'fit',
+      reasons: ['a fractional GPU request (500 milli) is only allowed for one device, not 2'],
+    });
   });
 
   it('rejects more than one device worth of milli, and negative requests, listing every problem', () => {

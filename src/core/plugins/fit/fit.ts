@@ -49,7 +49,8 @@ export function fitFilter(pod: PodSpec, node: NodeState): ReasonCode {
     const model = gpus[0]?.model ?? '';
     if (pod.gpuModels.length > 0 && !pod.gpuModels.includes(model)) return Reason.GpuModel;
     if (pod.minComputeCapability > 0 && (gpus[0]?.computeCapability ?? 0) < pod.minComputeCapability) return Reason.ComputeCapability;
-    if (r.gpuMemoryMiB !== undefined && r.gpuMemoryMiB > 0 && (gpus[0]?.memoryMiB ?? 0) > 0 && (gpus[0]?.memoryMiB ?? 0) < r.gpuMemoryMiB) return Reason.GpuMemory;
+    if (r.gpuMemoryMiB !== undefined && r.gpuMemoryMiB > 0 && (gpus[0]?.memoryMiB ?? 0) > 0 && (gpus[0]?.memoryMiB ?? 0) < r.gpuMemoryMiB)
+      return Reason.GpuMemory;
     // Fewer devices than requested can never fit (unresolvable); fewer healthy ones wait for repair.
     if (node.usableGpuCount() < r.gpuCount) return gpus.length >= r.gpuCount ? Reason.GpuUnhealthy : Reason.TooFewGpus;
   }

@@ -17,7 +17,9 @@ describe("kube's PodTopologySpread defaulting", () => {
     ];
     expect(defaultSelector({ namespace: 'default', labels: { app: 'web', tier: 'front' } }, services)).toEqual({ matchLabels: { app: 'web', tier: 'front' } });
     expect(defaultSelector({ namespace: 'default', labels: { app: 'batch' } }, services)).toBeUndefined();
-    expect(defaultSelector({ namespace: 'default', labels: { app: 'batch' } }, services, { matchExpressions: [{ key: 'app', operator: 'In', values: ['batch'] }] })).toEqual({ matchLabels: {}, matchExpressions: [{ key: 'app', operator: 'In', values: ['batch'] }] });
+    expect(
+      defaultSelector({ namespace: 'default', labels: { app: 'batch' } }, services, { matchExpressions: [{ key: 'app', operator: 'In', values: ['batch'] }] }),
+    ).toEqual({ matchLabels: {}, matchExpressions: [{ key: 'app', operator: 'In', values: ['batch'] }] });
   });
 
   it('System gives the two built-in ScheduleAnyway constraints marked as system defaults; List its own; none for pods with constraints or without a selector', () => {
@@ -26,12 +28,21 @@ describe("kube's PodTopologySpread defaulting", () => {
       { maxSkew: 3, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: sel, systemDefault: true },
       { maxSkew: 5, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: sel, systemDefault: true },
     ]);
-    const list = { defaultingType: 'List' as const, constraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' as const }] };
-    expect(withDefaultSpread(web, list, sel).topologySpread).toEqual([{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: sel }]);
+    const list = {
+      defaultingType: 'List' as const,
+      constraints: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule' as const }],
+    };
+    expect(withDefaultSpread(web, list, sel).topologySpread).toEqual([
+      { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: sel },
+    ]);
     expect(withDefaultSpread(web, { defaultingType: 'List', constraints: [] }, sel)).toBe(web);
     expect(withDefaultSpread(web, SYSTEM_DEFAULT_SPREAD, undefined)).toBe(web);
     expect(withDefaultSpread(web, SYSTEM_DEFAULT_SPREAD, { matchLabels: {} })).toBe(web);
-    const own = makePod('o', { cpuMilli: 1000 }, { topologySpread: [{ maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' }] });
+    const own = makePod(
+      'o',
+      { cpuMilli: 1000 },
+      { topologySpread: [{ maxSkew: 2, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule' }] },
+    );
     expect(withDefaultSpread(own, SYSTEM_DEFAULT_SPREAD, sel)).toBe(own);
   });
 });

@@ -13,7 +13,16 @@ export function withDefaultSpread(pod: PodSpec, defaults: SpreadDefaults | undef
   const d = defaults ?? SYSTEM_DEFAULT_SPREAD;
   if (d.constraints.length === 0) return pod;
   const system = d.defaultingType === 'System';
-  return { ...pod, topologySpread: d.constraints.map((c) => ({ maxSkew: c.maxSkew, topologyKey: c.topologyKey, whenUnsatisfiable: c.whenUnsatisfiable, labelSelector: selector, ...(system ? { systemDefault: true as const } : {}) })) };
+  return {
+    ...pod,
+    topologySpread: d.constraints.map((c) => ({
+      maxSkew: c.maxSkew,
+      topologyKey: c.topologyKey,
+      whenUnsatisfiable: c.whenUnsatisfiable,
+      labelSelector: selector,
+      ...(system ? { systemDefault: true as const } : {}),
+    })),
+  };
 }
 
 /** A Service as kube's `GetPodServices` reads it: its namespace and `spec.selector` (nil or empty: selects nothing). */
@@ -27,7 +36,11 @@ export interface SelectingService {
  * its controller's selector (a ReplicationController's map, a ReplicaSet's or StatefulSet's LabelSelector);
  * undefined when nothing selects or owns it.
  */
-export function defaultSelector(pod: { readonly namespace: string; readonly labels?: Readonly<Record<string, string>> }, services: Iterable<SelectingService>, controller?: LabelSelector): LabelSelector | undefined {
+export function defaultSelector(
+  pod: { readonly namespace: string; readonly labels?: Readonly<Record<string, string>> },
+  services: Iterable<SelectingService>,
+  controller?: LabelSelector,
+): LabelSelector | undefined {
   const labels = pod.labels ?? {};
   let matchLabels: Record<string, string> = {};
   for (const s of services) {

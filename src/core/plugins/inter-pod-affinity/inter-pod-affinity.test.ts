@@ -14,10 +14,24 @@ import { seededRng } from '../../ports.ts';
 function nodeSpec(name: string, zone: string, rack: string): NodeSpec {
   const s = NODE_SHAPES['l4x8'];
   if (s === undefined) throw new Error('no preset');
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone, block: 'b', rack }, labels: {}, taints: [], unschedulable: false };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone, block: 'b', rack },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  };
 }
 
-const cluster = (): ClusterState => new ClusterState(['a0', 'a1', 'a2', 'b0', 'b1', 'b2'].map((n) => nodeSpec(n, `zone-${n[0] as string}`, `rack-${n[0] as string}${Number(n[1]) < 2 ? 'x' : 'y'}`)));
+const cluster = (): ClusterState =>
+  new ClusterState(
+    ['a0', 'a1', 'a2', 'b0', 'b1', 'b2'].map((n) => nodeSpec(n, `zone-${n[0] as string}`, `rack-${n[0] as string}${Number(n[1]) < 2 ? 'x' : 'y'}`)),
+  );
 
 function profile() {
   const p = resolveProfile('kube-default', { typicalShapes: [] });
@@ -25,13 +39,21 @@ function profile() {
   return p.value;
 }
 
-const anti = (app: string, topologyKey = 'kubernetes.io/hostname'): Partial<PodSpec> => ({ podAntiAffinity: { required: [{ labelSelector: { matchLabels: { app } }, topologyKey }] } });
+const anti = (app: string, topologyKey = 'kubernetes.io/hostname'): Partial<PodSpec> => ({
+  podAntiAffinity: { required: [{ labelSelector: { matchLabels: { app } }, topologyKey }] },
+});
 
 describe('label selectors and terms (kube semantics)', () => {
   it('matches as labels.Selector: nil = nothing, {} = everything, NotIn/DoesNotExist match a missing label', () => {
     expect(selectorMatches(compileSelector(undefined), { a: '1' })).toBe(false);
     expect(selectorMatches(compileSelector({}), undefined)).toBe(true);
-    const s = compileSelector({ matchLabels: { app: 'web' }, matchExpressions: [{ key: 'tier', operator: 'NotIn', values: ['db'] }, { key: 'old', operator: 'DoesNotExist' }] });
+    const s = compileSelector({
+      matchLabels: { app: 'web' },
+      matchExpressions: [
+        { key: 'tier', operator: 'NotIn', values: ['db'] },
+        { key: 'old', operator: 'DoesNotExist' },
+      ],
+    });
     expect(selectorMatches(s, { app: 'web' })).toBe(true);
     expect(selectorMatches(s, { app: 'web', tier: 'db' })).toBe(false);
     expect(selectorMatches(s, { app: 'web', old: '' })).toBe(false);
@@ -67,10 +89,14 @@ describe('label selectors and terms (kube semantics)', () => {
 describe('preferred pod affinity (score)', () => {
   it('is 50 without matches, rises with matching pods of an affinity term and falls with anti-affinity ones, never past 0..100', () => {
     const state = cluster();
-    const pod = makePod('x', {}, {
-      podAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'kubernetes.io/hostname' } }] },
-      podAntiAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'kubernetes.io/hostname' } }] },
-    });
+    const pod = makePod(
+      'x',
+      {},
+      {
+        podAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+        podAntiAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+      },
+    );
     const at = (name: string): number => {
       const st = new InterPodState(state, pod);
       return st.preferredScore((state.node(name) as { idx: number }).idx);
@@ -91,7 +117,18 @@ describe('PodTopologySpread in the scheduler', () => {
     const s = new Scheduler(profile(), cluster(), seededRng(1));
     const zones = new Map<string, number>();
     for (let i = 0; i < 8; i++) {
-      const r = s.schedulePod(makePod(`p-${i}`, { cpuMilli: 1000 }, { labels: { app: 'sp' }, topologySpread: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'sp' } } }] }));
+      const r = s.schedulePod(
+        makePod(
+          `p-${i}`,
+          { cpuMilli: 1000 },
+          {
+            labels: { app: 'sp' },
+            topologySpread: [
+              { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'sp' } } },
+            ],
+          },
+        ),
+      );
       expect(r.ok).toBe(true);
       if (r.ok) {
         const z = s.state.node(r.placement.node)?.spec.location.zone ?? '';
@@ -131,7 +168,10 @@ describe('InterPodAffinity in the scheduler', () => {
     expect(s.counters.builds).toBe(builds);
     const r = s.schedulePod(makePod('x-0', { cpuMilli: 1000 }, { labels: { app: 'x' }, ...toA0 }));
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.explanation.message).toBe("0/6 nodes fit pod x-0: 5 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't satisfy existing pods anti-affinity rules");
+    if (!r.ok)
+      expect(r.explanation.message).toBe(
+        "0/6 nodes fit pod x-0: 5 node(s) didn't match Pod's node affinity/selector, 1 node(s) didn't satisfy existing pods anti-affinity rules",
+      );
     expect(s.schedulePod(makePod('x-other-ns', { cpuMilli: 1000 }, { labels: { app: 'x' }, namespace: 'other', ...toA0 })).ok).toBe(true);
   });
 
@@ -139,7 +179,13 @@ describe('InterPodAffinity in the scheduler', () => {
     const s = new Scheduler(profile(), cluster(), seededRng(1));
     const racks = new Set<string>();
     for (let i = 0; i < 4; i++) {
-      const r = s.schedulePod(makePod(`p-${i}`, { cpuMilli: 1000 }, { labels: { app: 'grp' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'grp' } }, topologyKey: 'ai.sits2026.dev/rack' }] } }));
+      const r = s.schedulePod(
+        makePod(
+          `p-${i}`,
+          { cpuMilli: 1000 },
+          { labels: { app: 'grp' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'grp' } }, topologyKey: 'ai.sits2026.dev/rack' }] } },
+        ),
+      );
       expect(r.ok).toBe(true);
       if (r.ok) racks.add(s.state.node(r.placement.node)?.spec.location.rack ?? '');
     }
@@ -150,17 +196,64 @@ describe('InterPodAffinity in the scheduler', () => {
     const shapes: PodSpec[] = [
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, ...anti('a') }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, ...anti('a', 'topology.kubernetes.io/zone') }),
-      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'ai.sits2026.dev/rack' }] } }),
+      makePod(
+        'x',
+        { cpuMilli: 1000 },
+        { labels: { app: 'a' }, podAffinity: { required: [{ labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'ai.sits2026.dev/rack' }] } },
+      ),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' } }),
       makePod('x', { cpuMilli: 1000 }, { labels: { app: 'c' }, namespace: 'other', ...anti('b', 'topology.kubernetes.io/zone') }),
-      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'a' }, topologySpread: [{ maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'a' } } }] }),
-      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', minDomains: 7, labelSelector: { matchLabels: { app: 'b' } } }, { maxSkew: 2, topologyKey: 'ai.sits2026.dev/rack', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: {} }] }),
-      makePod('x', { cpuMilli: 1000 }, { labels: { app: 'b' }, topologySpread: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'b'] }] } }] }),
-      makePod('x', { cpuMilli: 1000 }, {
-        labels: { app: 'c' },
-        podAffinity: { preferred: [{ weight: 30, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'topology.kubernetes.io/zone' } }] },
-        podAntiAffinity: { preferred: [{ weight: 70, term: { labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'kubernetes.io/hostname' } }] },
-      }),
+      makePod(
+        'x',
+        { cpuMilli: 1000 },
+        {
+          labels: { app: 'a' },
+          topologySpread: [
+            { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { app: 'a' } } },
+          ],
+        },
+      ),
+      makePod(
+        'x',
+        { cpuMilli: 1000 },
+        {
+          labels: { app: 'b' },
+          topologySpread: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'DoNotSchedule',
+              minDomains: 7,
+              labelSelector: { matchLabels: { app: 'b' } },
+            },
+            { maxSkew: 2, topologyKey: 'ai.sits2026.dev/rack', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: {} },
+          ],
+        },
+      ),
+      makePod(
+        'x',
+        { cpuMilli: 1000 },
+        {
+          labels: { app: 'b' },
+          topologySpread: [
+            {
+              maxSkew: 1,
+              topologyKey: 'kubernetes.io/hostname',
+              whenUnsatisfiable: 'DoNotSchedule',
+              labelSelector: { matchExpressions: [{ key: 'app', operator: 'In', values: ['a', 'b'] }] },
+            },
+          ],
+        },
+      ),
+      makePod(
+        'x',
+        { cpuMilli: 1000 },
+        {
+          labels: { app: 'c' },
+          podAffinity: { preferred: [{ weight: 30, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'topology.kubernetes.io/zone' } }] },
+          podAntiAffinity: { preferred: [{ weight: 70, term: { labelSelector: { matchLabels: { app: 'b' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+        },
+      ),
     ];
     const prof = profile();
     fc.assert(

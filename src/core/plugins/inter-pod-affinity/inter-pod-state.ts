@@ -132,7 +132,9 @@ export class InterPodState {
       }
     }
     const anti = this.anti;
-    for (let k = 0; k < anti.length; k++) if (termMatchesPod(anti[k] as ResolvedTerm, meta, nsl)) this.crossed(this.antiCounters[k] as DomainCounter, (this.antiCounters[k] as DomainCounter).add(i, sign));
+    for (let k = 0; k < anti.length; k++)
+      if (termMatchesPod(anti[k] as ResolvedTerm, meta, nsl))
+        this.crossed(this.antiCounters[k] as DomainCounter, (this.antiCounters[k] as DomainCounter).add(i, sign));
     const theirs = m?.antiRequired;
     if (theirs !== undefined) {
       for (const t of theirs) {
@@ -147,7 +149,8 @@ export class InterPodState {
       }
     }
     if (m !== undefined) {
-      if (m.affinityRequired !== undefined && this.hardPodAffinityWeight > 0) for (const t of m.affinityRequired) this.towardTerm(t, this.hardPodAffinityWeight, sign, i);
+      if (m.affinityRequired !== undefined && this.hardPodAffinityWeight > 0)
+        for (const t of m.affinityRequired) this.towardTerm(t, this.hardPodAffinityWeight, sign, i);
       if (m.preferred !== undefined) for (const t of m.preferred) this.towardTerm(t, t.weight, sign, i);
     }
     const pref = this.preferred;

@@ -124,7 +124,9 @@ export function spreadConstraints(state: ClusterState, pod: PodSpec): Spread[] {
           domainEligible[topo.ids[n.idx] as number] = 1;
         }
       }
-      const extra = (c.matchLabelKeys ?? []).filter((key) => Object.hasOwn(labels, key)).map((key) => ({ key, op: 'In' as const, values: new Set([labels[key] as string]) }));
+      const extra = (c.matchLabelKeys ?? [])
+        .filter((key) => Object.hasOwn(labels, key))
+        .map((key) => ({ key, op: 'In' as const, values: new Set([labels[key] as string]) }));
       const selector = compileSelector(c.labelSelector, c.labelSelector === undefined ? [] : extra);
       out.push(new Spread(hard, c, selector, podNamespace(pod), new DomainCounter(topo), eligible, domainEligible, pod.labels));
     });

@@ -25,7 +25,8 @@ export const NOTHING: Selector = { nothing: true, reqs: [] };
 export function compileSelector(s: LabelSelector | undefined, extra: readonly Requirement[] = []): Selector {
   if (s === undefined) return NOTHING;
   const reqs: Requirement[] = [];
-  for (const k of Object.keys(s.matchLabels ?? {}).sort()) reqs.push({ key: k, op: 'In', values: new Set([(s.matchLabels as Record<string, string>)[k] as string]) });
+  for (const k of Object.keys(s.matchLabels ?? {}).sort())
+    reqs.push({ key: k, op: 'In', values: new Set([(s.matchLabels as Record<string, string>)[k] as string]) });
   for (const r of s.matchExpressions ?? []) reqs.push({ key: r.key, op: r.operator, values: new Set(r.values ?? []) });
   return { nothing: false, reqs: [...reqs, ...extra] };
 }

@@ -8,11 +8,26 @@ import { makePod, type NodeSelectorRequirement } from '../../model/pod.ts';
 function node(name: string, labels: Record<string, string>): NodeState {
   const s = NODE_SHAPES['l4x8'];
   if (s === undefined) throw new Error('no preset');
-  const spec: NodeSpec = { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels, taints: [], unschedulable: false };
+  const spec: NodeSpec = {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels,
+    taints: [],
+    unschedulable: false,
+  };
   return new ClusterState([spec]).nodes[0] as NodeState;
 }
 
-const req = (key: string, operator: NodeSelectorRequirement['operator'], values?: string[]): NodeSelectorRequirement => ({ key, operator, ...(values === undefined ? {} : { values }) });
+const req = (key: string, operator: NodeSelectorRequirement['operator'], values?: string[]): NodeSelectorRequirement => ({
+  key,
+  operator,
+  ...(values === undefined ? {} : { values }),
+});
 const labels = { zone: 'a', gen: '9', big: '9223372036854775807', text: 'x9' };
 
 describe('requirementMatches (kube labels.Requirement.Matches)', () => {
@@ -74,7 +89,9 @@ describe('terms', () => {
   });
 
   it('ORs the required terms', () => {
-    expect(requiredAffinityMatches({ required: [{ matchExpressions: [req('zone', 'In', ['b'])] }, { matchExpressions: [req('zone', 'In', ['a'])] }] }, n)).toBe(true);
+    expect(requiredAffinityMatches({ required: [{ matchExpressions: [req('zone', 'In', ['b'])] }, { matchExpressions: [req('zone', 'In', ['a'])] }] }, n)).toBe(
+      true,
+    );
     expect(requiredAffinityMatches({ required: [{ matchExpressions: [req('zone', 'In', ['b'])] }] }, n)).toBe(false);
     expect(requiredAffinityMatches({ required: [] }, n)).toBe(false);
     expect(requiredAffinityMatches({ preferred: [] }, n)).toBe(true);
@@ -83,20 +100,28 @@ describe('terms', () => {
   it('a pod reads the node name only when a term uses matchFields', () => {
     expect(affinityReadsNodeName(makePod('p', {}))).toBe(false);
     expect(affinityReadsNodeName(makePod('p', {}, { nodeAffinity: { required: [{ matchExpressions: [req('zone', 'Exists')] }] } }))).toBe(false);
-    expect(affinityReadsNodeName(makePod('p', {}, { nodeAffinity: { preferred: [{ weight: 1, preference: { matchFields: [req('metadata.name', 'In', ['x'])] } }] } }))).toBe(true);
+    expect(
+      affinityReadsNodeName(
+        makePod('p', {}, { nodeAffinity: { preferred: [{ weight: 1, preference: { matchFields: [req('metadata.name', 'In', ['x'])] } }] } }),
+      ),
+    ).toBe(true);
   });
 });
 
 describe('preferredAffinityScore', () => {
-  const pod = makePod('p', {}, {
-    nodeAffinity: {
-      preferred: [
-        { weight: 60, preference: { matchExpressions: [req('zone', 'In', ['a'])] } },
-        { weight: 20, preference: { matchExpressions: [req('gen', 'Gt', ['5'])] } },
-        { weight: 20, preference: { matchExpressions: [req('ssd', 'Exists')] } },
-      ],
+  const pod = makePod(
+    'p',
+    {},
+    {
+      nodeAffinity: {
+        preferred: [
+          { weight: 60, preference: { matchExpressions: [req('zone', 'In', ['a'])] } },
+          { weight: 20, preference: { matchExpressions: [req('gen', 'Gt', ['5'])] } },
+          { weight: 20, preference: { matchExpressions: [req('ssd', 'Exists')] } },
+        ],
+      },
     },
-  });
+  );
   it('is the matched share of the total weight, 0–100, on a per-pod scale', () => {
     expect(preferredAffinityScore(pod, node('n', labels))).toBe(80);
     expect(preferredAffinityScore(pod, node('n', { ...labels, ssd: '' }))).toBe(100);

@@ -8,7 +8,18 @@ import { makePod } from '../../model/pod.ts';
 function spec(name: string, taints: Taint[]): NodeSpec {
   const s = NODE_SHAPES['l4x8'];
   if (s === undefined) throw new Error('no preset');
-  return { name, cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints, unschedulable: false };
+  return {
+    name,
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints,
+    unschedulable: false,
+  };
 }
 
 const hard: Taint = { key: 'dedicated', value: 'infer', effect: 'NoSchedule' };
@@ -52,7 +63,9 @@ describe('filter and score halves', () => {
     expect([a, b, c].map((n) => taintTolerationScore(pod, n as NodeState))).toEqual([100, 50, 100 / 3]);
     // A toleration without effect, or with PreferNoSchedule, covers the soft taint; one for NoSchedule does not.
     expect(intolerablePreferNoSchedule(makePod('p', {}, { tolerations: [{ key: 'spot', operator: 'Exists' }] }), c as NodeState)).toBe(1);
-    expect(intolerablePreferNoSchedule(makePod('p', {}, { tolerations: [{ key: 'spot', operator: 'Exists', effect: 'PreferNoSchedule' }] }), c as NodeState)).toBe(1);
+    expect(
+      intolerablePreferNoSchedule(makePod('p', {}, { tolerations: [{ key: 'spot', operator: 'Exists', effect: 'PreferNoSchedule' }] }), c as NodeState),
+    ).toBe(1);
     expect(intolerablePreferNoSchedule(makePod('p', {}, { tolerations: [{ key: 'spot', operator: 'Exists', effect: 'NoSchedule' }] }), c as NodeState)).toBe(2);
   });
 

@@ -11,14 +11,27 @@ import { buildTopology, ringBottleneckGBps, type NodeGpuTopology } from '../../m
 function spec(shapeId: string, extra: Partial<NodeSpec> = {}): NodeSpec {
   const s = NODE_SHAPES[shapeId];
   if (s === undefined) throw new Error(`no preset ${shapeId}`);
-  return { name: 'n', cpuMilli: s.cpuMilli, memoryMiB: s.memoryMiB, maxPods: s.maxPods, gpus: s.gpus, topology: s.topology, location: { zone: 'z', block: 'b', rack: 'r' }, labels: {}, taints: [], unschedulable: false, ...extra };
+  return {
+    name: 'n',
+    cpuMilli: s.cpuMilli,
+    memoryMiB: s.memoryMiB,
+    maxPods: s.maxPods,
+    gpus: s.gpus,
+    topology: s.topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+    ...extra,
+  };
 }
 
 /** A node whose listed GPUs already hold the given milli. */
 function node(shapeId: string, used: Readonly<Record<number, number>> = {}, extra: Partial<NodeSpec> = {}): NodeState {
   const st = new ClusterState([spec(shapeId, extra)]);
   let k = 0;
-  for (const [g, milli] of Object.entries(used)) st.allocate({ podId: `u${k++}`, node: 'n', gpus: [Number(g)], gpuMilli: milli, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+  for (const [g, milli] of Object.entries(used))
+    st.allocate({ podId: `u${k++}`, node: 'n', gpus: [Number(g)], gpuMilli: milli, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
   return st.nodes[0] as NodeState;
 }
 
@@ -111,7 +124,12 @@ describe('pickTopologyGpus', () => {
 
 describe('bestGpuSet tie rules', () => {
   it('ring bandwidth first, even across NUMA nodes', () => {
-    const t = buildTopology({ gpuCount: 4, numaOf: [0, 0, 1, 1], pcieSwitchOf: [0, 1, 2, 3], pair: (a, b) => (a === 0 && b === 2 ? { cls: 'nvlink', gbps: 100 } : undefined) });
+    const t = buildTopology({
+      gpuCount: 4,
+      numaOf: [0, 0, 1, 1],
+      pcieSwitchOf: [0, 1, 2, 3],
+      pair: (a, b) => (a === 0 && b === 2 ? { cls: 'nvlink', gbps: 100 } : undefined),
+    });
     expect(bestGpuSet(t, [0, 1, 2, 3], 2)).toEqual([0, 2]);
   });
 
@@ -129,7 +147,12 @@ describe('bestGpuSet tie rules', () => {
 
   it('with everything else equal, the set that leaves the fewest free GPUs in the islands it touches', () => {
     // Two NVLink islands {0,1,2} and {3,4}, every GPU on its own switch and socket 0: {3,4} empties its island.
-    const t = buildTopology({ gpuCount: 5, numaOf: [0, 0, 0, 0, 0], pcieSwitchOf: [0, 1, 2, 3, 4], pair: (a, b) => ((a < 3) === (b < 3) ? { cls: 'nvlink', gbps: 100 } : { cls: 'numa', gbps: 1 }) });
+    const t = buildTopology({
+      gpuCount: 5,
+      numaOf: [0, 0, 0, 0, 0],
+      pcieSwitchOf: [0, 1, 2, 3, 4],
+      pair: (a, b) => (a < 3 === b < 3 ? { cls: 'nvlink', gbps: 100 } : { cls: 'numa', gbps: 1 }),
+    });
     expect(t.islandOf).toEqual([0, 0, 0, 1, 1]);
     expect(bestGpuSet(t, [0, 1, 2, 3, 4], 2)).toEqual([3, 4]);
     expect(bestGpuSet(t, [0, 1, 2, 3, 4], 1)).toEqual([3]);
@@ -173,7 +196,15 @@ function referenceBestGpuSet(topo: NodeGpuTopology, freeSet: readonly number[], 
   const rec = (from: number): void => {
     if (pickSet.length === count) {
       const gpus = [...pickSet];
-      const c = { gpus, ring: ringBottleneckGBps(topo, gpus), numa: distinct(topo.numaOf, gpus), pcie: distinct(topo.pcieSwitchOf, gpus), islandFreeLeft: freeLeftIn(topo.islandOf, gpus), numaFreeLeft: freeLeftIn(topo.numaOf, gpus), pcieFreeLeft: freeLeftIn(topo.pcieSwitchOf, gpus) };
+      const c = {
+        gpus,
+        ring: ringBottleneckGBps(topo, gpus),
+        numa: distinct(topo.numaOf, gpus),
+        pcie: distinct(topo.pcieSwitchOf, gpus),
+        islandFreeLeft: freeLeftIn(topo.islandOf, gpus),
+        numaFreeLeft: freeLeftIn(topo.numaOf, gpus),
+        pcieFreeLeft: freeLeftIn(topo.pcieSwitchOf, gpus),
+      };
       if (best === undefined || better(c, best)) best = c;
       return;
     }
@@ -199,7 +230,8 @@ describe('bestGpuSet equals the reference implementation', () => {
         for (let count = 1; count <= free.length; count++) {
           const got = bestGpuSet(topo, free, count);
           const want = referenceBestGpuSet(topo, free, count);
-          if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`${id} free ${free.join(',')} count ${count}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+          if (JSON.stringify(got) !== JSON.stringify(want))
+            problems.push(`${id} free ${free.join(',')} count ${count}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
         }
       }
     }
@@ -219,7 +251,8 @@ describe('bestGpuSet equals the reference implementation', () => {
       const count = 1 + rng.int(4);
       const got = pick(nd, count);
       const want = referenceBestGpuSet(nd.spec.topology, free, count);
-      if (JSON.stringify(got) !== JSON.stringify(want)) problems.push(`${shapeId} used ${JSON.stringify(used)} count ${count}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
+      if (JSON.stringify(got) !== JSON.stringify(want))
+        problems.push(`${shapeId} used ${JSON.stringify(used)} count ${count}: ${JSON.stringify(got)} vs ${JSON.stringify(want)}`);
     }
     expect(problems).toEqual([]);
   });

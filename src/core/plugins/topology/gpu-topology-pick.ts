@@ -101,7 +101,14 @@ export function bestGpuSet(topo: NodeGpuTopology, freeSet: readonly number[], co
  * are reused, the set being built is one array per call and the best one is copied into the result (one
  * more), so a call makes no garbage per set.
  */
-function bestOf(topo: NodeGpuTopology, free: readonly number[], nFree: number, count: number, cand: readonly number[] = free, nCand: number = nFree): number[] | undefined {
+function bestOf(
+  topo: NodeGpuTopology,
+  free: readonly number[],
+  nFree: number,
+  count: number,
+  cand: readonly number[] = free,
+  nCand: number = nFree,
+): number[] | undefined {
   if (count > nCand || count <= 0) return undefined;
   if (count === nCand) return cand.slice(0, nCand);
   const best = BEST;

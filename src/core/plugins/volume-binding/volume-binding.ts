@@ -23,7 +23,15 @@
  * Not modelled: CSIStorageCapacity (provisioning capacity), in-tree → CSI translation, volume attributes classes.
  */
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../../model/pod.ts';
-import { claimKey, disksConflict, type InlineDisk, type PersistentVolume, type PersistentVolumeClaim, type PodClaim, type StorageClass } from '../../model/volume.ts';
+import {
+  claimKey,
+  disksConflict,
+  type InlineDisk,
+  type PersistentVolume,
+  type PersistentVolumeClaim,
+  type PodClaim,
+  type StorageClass,
+} from '../../model/volume.ts';
 import { labelsWithPlace, type NodeState } from '../../snapshot/cluster-state.ts';
 import type { AllocationVolumes, VolumeCatalog, VolumeChoice } from '../../snapshot/volume-catalog.ts';
 import { Reason, type ReasonCode } from '../../framework/reasons.ts';
@@ -33,8 +41,16 @@ import { compileSelector, selectorMatches } from '../inter-pod-affinity/terms.ts
 /** kube's no-provisioner marker: a class of pre-created PVs only. */
 export const NO_PROVISIONER = 'kubernetes.io/no-provisioner';
 
-const ZONE_LABELS = ['failure-domain.beta.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region', 'topology.kubernetes.io/zone', 'topology.kubernetes.io/region'] as const;
-const GA_OF: Readonly<Record<string, string>> = { 'failure-domain.beta.kubernetes.io/zone': 'topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/region': 'topology.kubernetes.io/region' };
+const ZONE_LABELS = [
+  'failure-domain.beta.kubernetes.io/zone',
+  'failure-domain.beta.kubernetes.io/region',
+  'topology.kubernetes.io/zone',
+  'topology.kubernetes.io/region',
+] as const;
+const GA_OF: Readonly<Record<string, string>> = {
+  'failure-domain.beta.kubernetes.io/zone': 'topology.kubernetes.io/zone',
+  'failure-domain.beta.kubernetes.io/region': 'topology.kubernetes.io/region',
+};
 
 interface BoundVolume {
   readonly pv: string;
@@ -71,8 +87,16 @@ export function resolvePodVolumes(pod: PodSpec, catalog: VolumeCatalog | undefin
   for (const c of pod.claims ?? []) {
     const key = claimKey(ns, c.name);
     const pvc = catalog?.claim(key);
-    if (pvc === undefined) return { ok: false, reason: c.ephemeral === true ? `waiting for ephemeral volume controller to create the persistentvolumeclaim "${c.name}"` : `persistentvolumeclaim "${c.name}" not found` };
-    if (pvc.phase === 'Lost') return { ok: false, reason: `persistentvolumeclaim "${c.name}" bound to non-existent persistentvolume "${pvc.volumeName ?? ''}"` };
+    if (pvc === undefined)
+      return {
+        ok: false,
+        reason:
+          c.ephemeral === true
+            ? `waiting for ephemeral volume controller to create the persistentvolumeclaim "${c.name}"`
+            : `persistentvolumeclaim "${c.name}" not found`,
+      };
+    if (pvc.phase === 'Lost')
+      return { ok: false, reason: `persistentvolumeclaim "${c.name}" bound to non-existent persistentvolume "${pvc.volumeName ?? ''}"` };
     if (pvc.deleting) return { ok: false, reason: `persistentvolumeclaim "${c.name}" is being deleted` };
     claims.push({ c, key, pvc });
   }
@@ -133,7 +157,8 @@ function candidatesFor(pvc: PersistentVolumeClaim, key: string, cat: VolumeCatal
     const assumedFor = cat.assumedClaimOf(pv.name);
     if (assumedFor !== undefined && assumedFor !== key) continue;
     const ref = pv.claimRef;
-    const toThis = assumedFor === key || (ref !== undefined && ref.namespace === pvc.namespace && ref.name === pvc.name && (ref.uid === undefined || ref.uid === pvc.uid));
+    const toThis =
+      assumedFor === key || (ref !== undefined && ref.namespace === pvc.namespace && ref.name === pvc.name && (ref.uid === undefined || ref.uid === pvc.uid));
     if (ref !== undefined && !toThis) continue;
     if (pv.capacityBytes < pvc.requestBytes || pv.volumeMode !== pvc.volumeMode || pv.deleting) continue;
     // A PV pre-bound to this claim (by its author or by an assumption) is the claim's only match.
@@ -188,11 +213,14 @@ export function volumesOnNode(v: ResolvedVolumes, node: NodeState): NodeVolumes 
   if (v.rwopConflict) return { reason: Reason.ReadWriteOncePodConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
   // Node labels as the topology plugins read them: a cluster file's nodes have their hostname and zone by place.
   const labels = labelsWithPlace(node.spec);
-  for (const b of v.bound) if (!pvAffinityMatches(b.nodeAffinity, labels)) return { reason: Reason.VolumeNodeConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
+  for (const b of v.bound)
+    if (!pvAffinityMatches(b.nodeAffinity, labels)) return { reason: Reason.VolumeNodeConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
   let binds: VolumeChoice[] | undefined;
   let provisions: string[] | undefined;
   if (v.unbound.length > 0) {
-    for (const u of v.unbound) if (u.selectedNode !== undefined && u.selectedNode !== node.spec.name) return { reason: Reason.VolumeBindConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
+    for (const u of v.unbound)
+      if (u.selectedNode !== undefined && u.selectedNode !== node.spec.name)
+        return { reason: Reason.VolumeBindConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
     const chosen = new Set<string>();
     for (const u of v.unbound) {
       let pick: string | undefined;
@@ -208,7 +236,8 @@ export function volumesOnNode(v: ResolvedVolumes, node: NodeState): NodeVolumes 
         (binds ??= []).push({ claim: u.claim, pv: pick });
         continue;
       }
-      if (u.provision === undefined || !topologyMatches(u.provision, labels)) return { reason: Reason.VolumeBindConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
+      if (u.provision === undefined || !topologyMatches(u.provision, labels))
+        return { reason: Reason.VolumeBindConflict, binds: NO_CHOICE, provisions: NO_CHOICE };
       (provisions ??= []).push(u.claim);
     }
   }
