@@ -139,6 +139,25 @@ function layerConfigs() {
   return out;
 }
 
+/**
+ * Hosts that may call the scheduler's placement directly (`schedulePod`/`scheduleGang`) instead of going through
+ * the spine (`SchedulingSpine.cycle`): placement experiments whose protocol is "each unit, in arrival order, placed
+ * now or skipped" with no queue, fair share, preemption or reservation (docs/architecture.md, "Who may skip the
+ * spine"). Every other host goes through the spine; the core itself (the cycle, the scheduler) is exempt.
+ */
+export const DIRECT_PLACEMENT_HOSTS = [
+  'src/app/demo.ts',
+  'src/app/schedule-batch.ts',
+  'src/app/queue-scenario*.ts',
+  'src/bench/fgd/run.ts',
+  'src/bench/throughput/run.ts',
+  'src/bench/training/training-bench.ts',
+];
+const directPlacement = ['schedulePod', 'scheduleGang'].map((property) => ({
+  property,
+  message: 'hosts go through the spine (SchedulingSpine.cycle); direct placement is for the experiments in DIRECT_PLACEMENT_HOSTS (docs/architecture.md)',
+}));
+
 export default tseslint.config(
   { ignores: ['node_modules/**', 'dist/**', 'web/vendor/**', 'bench/results/**'] },
   js.configs.recommended,
@@ -164,5 +183,17 @@ export default tseslint.config(
         { selector: "NewExpression[callee.name='Date'][arguments.length=0]", message: 'core is pure: take time from the Clock port' },
       ],
     },
+  },
+  // Direct placement outside the core: the pure folders keep their purity rules in the same option list
+  // (ESLint replaces, not merges, a rule's options).
+  {
+    files: TOP.filter((f) => f !== 'core').map((f) => `src/${f}/**/*.ts`),
+    ignores: ['**/*.test.ts', ...DIRECT_PLACEMENT_HOSTS],
+    rules: { 'no-restricted-properties': ['error', ...directPlacement] },
+  },
+  {
+    files: PURE.filter((f) => f !== 'core').map((f) => `src/${f}/**/*.ts`),
+    ignores: ['**/*.test.ts', ...DIRECT_PLACEMENT_HOSTS],
+    rules: { 'no-restricted-properties': ['error', ...impureInCore, ...directPlacement] },
   },
 );

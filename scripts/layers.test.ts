@@ -107,3 +107,28 @@ describe('the layer rules', () => {
     expect(await lint(probe('core', 0, true), impure[0] as string)).toEqual([]);
   });
 });
+
+describe('who may skip the spine', () => {
+  const call =
+    "import type { Scheduler } from '../../core/framework/scheduler.ts';\nexport const f = (s: Scheduler): unknown => [s.schedulePod({} as never), s.scheduleGang({} as never)];\n";
+  it('direct placement is an error in a host outside DIRECT_PLACEMENT_HOSTS, pure folders keeping their purity rules', async () => {
+    for (const path of ['src/kube/sub/probe.ts', 'src/bench/sub/probe.ts', 'src/controllers/sub/probe.ts']) {
+      const msgs = await lint(path, call);
+      expect(
+        msgs.filter((m) => m.startsWith('no-restricted-properties') && m.includes('spine')),
+        path,
+      ).toHaveLength(2);
+    }
+    const pure = await lint('src/controllers/sub/probe.ts', 'export const t = Date.now();\n');
+    expect(pure.some((m) => m.includes('Clock port'))).toBe(true);
+  });
+  it('is allowed in the listed experiments, in tests and in the core', async () => {
+    for (const path of ['src/bench/fgd/run.ts', 'src/app/demo.ts', 'src/bench/sub/probe.test.ts', 'src/core/sub/probe.ts']) {
+      const msgs = await lint(path, call.replace('../../core/', path.startsWith('src/core') ? '../' : '../../core/'));
+      expect(
+        msgs.filter((m) => m.includes('spine')),
+        path,
+      ).toEqual([]);
+    }
+  });
+});
