@@ -28,6 +28,7 @@ const binary = file('random.bin', Buffer.from([0x7f, 0x45, 0x4c, 0x46, 0x02, 0x0
 const cluster = file('cluster.yaml', 'nodes:\n  - {namePrefix: h100-, count: 2, shape: dgx-h100, rack: r0}\n');
 const workload = file('wl.yaml', 'pods:\n  - {name: a, gpu: 1}\n');
 const badWorkload = file('bad-wl.yaml', 'pods:\n  - name: a\n    gpu: -1\n');
+const badCluster = file('bad-cluster.yaml', 'nodes:\n  - {namePrefix: h100-, count: 2, shape: dgx-h99, rack: r0}\n');
 const aFile = file('plain.txt', 'x\n');
 
 /** A port nobody listens on: bound, then closed. */
@@ -164,6 +165,12 @@ const CASES: readonly Case[] = [
     args: () => ['schedule', '--cluster', cluster, '--workload', badWorkload],
     exit: 2,
     line: () => `sits: ${badWorkload}:3:10: pods[0].gpu: Expected number to be greater or equal to 0 (got -1) (fix the file; nothing was applied)\n`,
+  },
+  {
+    name: 'a bad node group in the training bench’s own cluster',
+    args: () => ['bench', 'training', '--cluster', badCluster, '--json', join(tmp, 'training.json')],
+    exit: 2,
+    line: /^sits: .*bad-cluster\.yaml:2:\d+: nodes\[0\]\.shape: .*dgx-h99.*\n$/,
   },
   // outputs: checked before the work starts
   {

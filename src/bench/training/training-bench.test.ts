@@ -1,6 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { benchTraining, trainingCluster, trainingWorkload } from './training-bench.ts';
+import { benchTraining, referenceNode, trainingCluster, trainingNetwork, trainingWorkload, TRAINING_NETWORK } from './training-bench.ts';
 import { seededRng } from '../../core/ports.ts';
+import { loadClusterText } from '../../spec/cluster-file.ts';
+
+const EXAMPLE = new URL('../../../examples/training-cluster.yaml', import.meta.url).pathname;
 
 describe('sits bench training', () => {
   const r = benchTraining({ seed: 3, hours: 1.5, extraProfiles: ['sits-step'] });
@@ -32,3 +36,47 @@ describe('sits bench training', () => {
     expect(jobs.every((j, i) => i === 0 || j.arrivalMs >= (jobs[i - 1]?.arrivalMs ?? 0))).toBe(true);
   });
 });
+
+describe('sits bench training on a cluster and network of one’s own', () => {
+  const loaded = loadClusterText(EXAMPLE, readFileSync(EXAMPLE, 'utf8'));
+  if (!loaded.ok) throw loaded.error;
+  const nodes = loaded.value;
+
+  it('reports completion as well as rate: JCT is wait plus run, per job, so mean JCT ≥ mean wait and p99 ≥ p50', () => {
+    const r = benchTraining({ seed: 3, hours: 1.5 });
+    for (const d of Object.values(r.details)) {
+      expect(d.jctSec.p99).toBeGreaterThanOrEqual(d.jctSec.p50);
+      expect(d.jctSec.p50).toBeGreaterThanOrEqual(d.waitSec.p50);
+      expect(d.jctSec.mean).toBeGreaterThan(0);
+      expect(d.makespanHours * 3600).toBeGreaterThanOrEqual(d.jctSec.p99 - 1.5 * 3600);
+    }
+    const k = r.details['kube-default'];
+    const s = r.details.sits;
+    expect(r.ratios.meanJct).toBeCloseTo((s?.jctSec.mean ?? 0) / (k?.jctSec.mean ?? 1), 1);
+    expect(r.network).toEqual(TRAINING_NETWORK);
+  });
+
+  it('sizes the workload to the given cluster and measures the ideal on its fastest node', () => {
+    expect(referenceNode(trainingCluster()).shape).toBe('hgx-a100');
+    expect(referenceNode(nodes).shape).toBe('dgx-h100');
+    const r = benchTraining({ seed: 2, hours: 2, cluster: nodes });
+    expect(r.cluster).toMatchObject({ nodes: 12, gpus: 64, racks: 3 });
+    for (const d of Object.values(r.details)) expect(d.jobsNeverStarted).toBe(0);
+    // Arrivals scale with the cluster's GPUs: half the GPUs, about half the jobs of the default cluster.
+    const base = benchTraining({ seed: 2, hours: 2 });
+    expect(r.workload.jobs).toBeLessThan(base.workload.jobs);
+  });
+
+  it('a slower network between nodes slows the multi-node jobs, and oversubscription only the cross-rack ones', () => {
+    expect(trainingNetwork({ nicGbps: 400, nicsPerNode: 4, oversubscription: 4 })).toMatchObject({
+      nicGBps: { rack: 50, block: 12.5, cluster: 12.5 },
+      nicsPerNode: 4,
+    });
+    const fast = benchTraining({ seed: 3, hours: 1.5, network: { nicGbps: 800, nicsPerNode: 4 } });
+    const slow = benchTraining({ seed: 3, hours: 1.5, network: { nicGbps: 25 } });
+    expect(slow.policies['kube-default'].tokensPerSec).toBeLessThan(fast.policies['kube-default'].tokensPerSec);
+    expect(slow.workload.ideal.tokensPerSec).toBeLessThan(fast.workload.ideal.tokensPerSec);
+    expect(slow.network.nicGBps.rack).toBe(25 / 8);
+  });
+});
+

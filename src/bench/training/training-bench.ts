@@ -31,11 +31,27 @@ export const SEED_TABLE = { 'kube-default': { tokensPerSec: 14_200, gpuUtilizati
  * Between nodes: the seed's cross-node figure (000 §2.4: ~16 GB/s, > 80 µs) for one NIC per node under a
  * rack's leaf, half of it across the spine (2:1 oversubscription, as model/topology.ts assumes).
  */
-export const TRAINING_NETWORK: NetworkModel = {
-  nicGBps: { 'nvlink-domain': 16, rack: 16, block: 8, zone: 8, cluster: 8 },
-  latencyUs: { 'nvlink-domain': 80, rack: 80, block: 80, zone: 80, cluster: 80 },
-  nicsPerNode: 1,
-};
+export const TRAINING_NETWORK: NetworkModel = trainingNetwork({});
+
+/** The network between nodes, as a user states it for their own cluster (`--nic-gbps`, `--nics-per-node`, `--oversubscription`). */
+export interface TrainingNetworkOptions {
+  /** One NIC's line rate in Gb/s (default 128 ≈ the seed's 16 GB/s). */
+  readonly nicGbps?: number;
+  /** NICs per node one job's traffic can use (default 1). */
+  readonly nicsPerNode?: number;
+  /** Leaf-to-spine oversubscription: traffic leaving a rack gets the NIC rate divided by this (default 2). */
+  readonly oversubscription?: number;
+}
+
+export function trainingNetwork(o: TrainingNetworkOptions): NetworkModel {
+  const nic = (o.nicGbps ?? 128) / 8;
+  const across = nic / (o.oversubscription ?? 2);
+  return {
+    nicGBps: { 'nvlink-domain': nic, rack: nic, block: across, zone: across, cluster: across },
+    latencyUs: { 'nvlink-domain': 80, rack: 80, block: 80, zone: 80, cluster: 80 },
+    nicsPerNode: o.nicsPerNode ?? 1,
+  };
+}
 
 const A100_PCIE = {
   id: 'a100-pcie',
@@ -108,7 +124,27 @@ export interface TrainingWorkloadOptions {
   readonly hours: number;
   /** Arrival-rate multiplier; 1 ≈ 90 % of the cluster's GPUs asked for on average at ideal step times. */
   readonly load: number;
+  /** The cluster the jobs are sized for (default: trainingCluster()). */
+  readonly cluster?: readonly NodeSpec[];
+  readonly network?: NetworkModel;
 }
+
+/**
+ * The node a job's ideal placement is made of: the one on which an 8-GPU GPT-1B step is fastest (on the default
+ * cluster the NVSwitch A100 node). A job's work is fixed on it, and the ideal figures are measured on it.
+ */
+export function referenceNode(nodes: readonly NodeSpec[], network: NetworkModel = TRAINING_NETWORK): NodeSpec {
+  let best: { node: NodeSpec; sec: number } | undefined;
+  for (const n of nodes) {
+    if (n.gpus.length === 0) continue;
+    const sec = stepTime(ddpJob('gpt-1b', 2048, 8), idealShares(likeOf(n), 8), network).stepSec;
+    if (best === undefined || sec < best.sec) best = { node: n, sec };
+  }
+  if (best === undefined) throw new Error('training bench: the cluster has no GPU node');
+  return best.node;
+}
+
+const likeOf = (n: NodeSpec) => ({ gpuModel: n.gpus[0]?.model ?? 'A100-80G', topology: n.topology, location: n.location });
 
 /**
  * Poisson arrivals; sizes 2/4/8/16/32 GPUs (1-GPU replicas, as the seed's torchrun --nproc_per_node=1; a
@@ -116,13 +152,18 @@ export interface TrainingWorkloadOptions {
  * turned into steps on an ideal placement of the job's size on an NVSwitch A100 node.
  */
 export function trainingWorkload(rng: Rng, opts: TrainingWorkloadOptions): TrainingJob[] {
-  const sizes = [[2, 25], [4, 25], [8, 25], [16, 15], [32, 10]] as const;
+  const cluster = opts.cluster ?? trainingCluster();
+  const network = opts.network ?? TRAINING_NETWORK;
+  const totalGpus = cluster.reduce((a, n) => a + n.gpus.length, 0);
+  // A job larger than the cluster could never start: such sizes are left out of the mix.
+  const sizes = ([[2, 25], [4, 25], [8, 25], [16, 15], [32, 10]] as const).filter(([g]) => g <= totalGpus);
+  if (sizes.length === 0) throw new Error(`training bench: the cluster has ${totalGpus} GPUs, fewer than the smallest job (2)`);
   const meanGpus = sizes.reduce((s, [g, w]) => s + g * w, 0) / sizes.reduce((s, [, w]) => s + w, 0);
   const medianMs = 40 * MINUTE;
   const sigma = 0.8;
   const meanMs = medianMs * Math.exp((sigma * sigma) / 2);
-  const perHour = (opts.load * 0.9 * 128 * HOUR) / (meanGpus * meanMs);
-  const ref = trainingCluster().find((n) => n.shape === 'hgx-a100') as NodeSpec;
+  const perHour = (opts.load * 0.9 * totalGpus * HOUR) / (meanGpus * meanMs);
+  const ref = referenceNode(cluster, network);
   const jobs: TrainingJob[] = [];
   let t = 0;
   for (let n = 0; ; n++) {
@@ -132,7 +173,7 @@ export function trainingWorkload(rng: Rng, opts: TrainingWorkloadOptions): Train
     const perPod = gpus >= 16 && rng.next() < 0.5 ? 8 : 1;
     const model = modelFor(rng, gpus);
     const idealMs = Math.round(medianMs * Math.exp(sigma * normal(rng)));
-    const ideal = stepTime(model, idealShares({ gpuModel: 'A100-80G', topology: ref.topology, location: ref.location }, gpus), TRAINING_NETWORK);
+    const ideal = stepTime(model, idealShares(likeOf(ref), gpus), network);
     const steps = Math.max(1, Math.round(idealMs / 1000 / ideal.stepSec));
     const id = `train-${n}`;
     const members: PodSpec[] = Array.from({ length: gpus / perPod }, (_, i) =>
@@ -163,6 +204,8 @@ export interface TrainingPolicyDetails {
   /** Mean of each job's step time over its ideal step time. */
   readonly meanSlowdown: number;
   readonly waitSec: { readonly p50: number; readonly p99: number };
+  /** Job completion time: arrival to end (wait plus run). */
+  readonly jctSec: { readonly mean: number; readonly p50: number; readonly p99: number };
   readonly makespanHours: number;
   /** Jobs by the link class that limited their collective. */
   readonly bottlenecks: Readonly<Record<string, number>>;
@@ -184,7 +227,18 @@ export interface TrainingBenchResult {
   /** Extra profiles run beside the three (e.g. sits-step, ADR 0105). */
   readonly extra: Readonly<Record<string, TrainingPolicyFigures>>;
   readonly seedTable: typeof SEED_TABLE;
-  readonly ratios: { readonly tokensPerSec: number; readonly gpuUtilizationPp: number; readonly seedTokensPerSec: number; readonly seedGpuUtilizationPp: number };
+  readonly ratios: {
+    readonly tokensPerSec: number;
+    readonly gpuUtilizationPp: number;
+    readonly seedTokensPerSec: number;
+    readonly seedGpuUtilizationPp: number;
+    /** sits over kube-default: cluster tokens/s (higher is better), mean JCT and wait p50 (lower is better). */
+    readonly clusterTokensPerSec: number | null;
+    readonly meanJct: number | null;
+    readonly waitP50: number | null;
+  };
+  /** The network between nodes the step times were computed with. */
+  readonly network: NetworkModel;
 }
 
 export interface TrainingBenchOptions {
@@ -193,6 +247,9 @@ export interface TrainingBenchOptions {
   readonly load?: number;
   /** Profiles beyond the three, reported under `extra`. */
   readonly extraProfiles?: readonly string[];
+  /** A cluster of one's own (the `sits schedule --cluster` format, loaded); default trainingCluster(). */
+  readonly cluster?: readonly NodeSpec[];
+  readonly network?: TrainingNetworkOptions;
 }
 
 const r2 = (x: number): number => Math.round(x * 100) / 100;
@@ -200,13 +257,19 @@ const r2 = (x: number): number => Math.round(x * 100) / 100;
 export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
   const hours = opts.hours ?? 8;
   const load = opts.load ?? 1;
-  const jobs = trainingWorkload(seededRng(opts.seed), { hours, load });
-  const nodes = trainingCluster();
-  const run = (p: string) => runPolicy(p, jobs, opts.seed, hours);
+  const nodes = opts.cluster ?? trainingCluster();
+  const network = opts.network === undefined ? TRAINING_NETWORK : trainingNetwork(opts.network);
+  const jobs = trainingWorkload(seededRng(opts.seed), { hours, load, cluster: nodes, network });
+  const ref = referenceNode(nodes, network);
+  const run = (p: string) => runPolicy(p, { jobs, nodes, network, ref }, opts.seed, hours);
   const results = Object.fromEntries(TRAINING_POLICIES.map((p) => [p, run(p)])) as Record<(typeof TRAINING_POLICIES)[number], { figures: TrainingPolicyFigures; details: TrainingPolicyDetails }>;
   const extra = Object.fromEntries((opts.extraProfiles ?? []).map((p) => [p, run(p)]));
   const k = results['kube-default'].figures;
   const s = results.sits.figures;
+  const kd = results['kube-default'].details;
+  const sd = results.sits.details;
+  // Both zero: no difference (1); only the base zero: no finite ratio (null).
+  const ratio = (a: number, b: number): number | null => (b === 0 ? (a === 0 ? 1 : null) : r2(a / b));
   const count = (xs: readonly string[]): Record<string, number> => {
     const out: Record<string, number> = {};
     for (const x of xs) out[x] = (out[x] ?? 0) + 1;
@@ -216,7 +279,7 @@ export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
     policies: { 'kube-default': k, 'round-robin': results['round-robin'].figures, sits: s },
     seed: opts.seed,
     cluster: { nodes: nodes.length, gpus: nodes.reduce((a, n) => a + n.gpus.length, 0), racks: new Set(nodes.map((n) => n.location.rack)).size, shapes: count(nodes.map((n) => n.shape ?? '')) },
-    workload: { jobs: jobs.length, hours, load, gpuSizes: count(jobs.map((j) => String(j.gpus))), ideal: idealFigures(jobs) },
+    workload: { jobs: jobs.length, hours, load, gpuSizes: count(jobs.map((j) => String(j.gpus))), ideal: idealFigures(jobs, ref, network) },
     details: { ...Object.fromEntries(TRAINING_POLICIES.map((p) => [p, results[p].details])), ...Object.fromEntries(Object.entries(extra).map(([p, v]) => [p, v.details])) },
     extra: Object.fromEntries(Object.entries(extra).map(([p, v]) => [p, v.figures])),
     seedTable: SEED_TABLE,
@@ -225,17 +288,20 @@ export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
       gpuUtilizationPp: r2(s.gpuUtilizationPct - k.gpuUtilizationPct),
       seedTokensPerSec: r2(SEED_TABLE.sits.tokensPerSec / SEED_TABLE['kube-default'].tokensPerSec),
       seedGpuUtilizationPp: SEED_TABLE.sits.gpuUtilizationPct - SEED_TABLE['kube-default'].gpuUtilizationPct,
+      clusterTokensPerSec: ratio(sd.clusterTokensPerSec, kd.clusterTokensPerSec),
+      meanJct: ratio(sd.jctSec.mean, kd.jctSec.mean),
+      waitP50: ratio(sd.waitSec.p50, kd.waitSec.p50),
     },
+    network,
   };
 }
 
-function idealFigures(jobs: readonly TrainingJob[]): { tokensPerSec: number; gpuUtilizationPct: number } {
-  const ref = trainingCluster().find((n) => n.shape === 'hgx-a100') as NodeSpec;
+function idealFigures(jobs: readonly TrainingJob[], ref: NodeSpec, network: NetworkModel): { tokensPerSec: number; gpuUtilizationPct: number } {
   let tps = 0;
   let gpuSec = 0;
   let computeSec = 0;
   for (const j of jobs) {
-    const st = stepTime(j.model, idealShares({ gpuModel: 'A100-80G', topology: ref.topology, location: ref.location }, j.gpus), TRAINING_NETWORK);
+    const st = stepTime(j.model, idealShares(likeOf(ref), j.gpus), network);
     tps += st.tokensPerSec;
     gpuSec += j.gpus * j.steps * st.stepSec;
     computeSec += j.gpus * j.steps * st.computeSec;
@@ -245,17 +311,24 @@ function idealFigures(jobs: readonly TrainingJob[]): { tokensPerSec: number; gpu
 
 type Ev = { kind: 'arrive'; job: TrainingJob } | { kind: 'finish'; job: TrainingJob } | { kind: 'pass' };
 
-function runPolicy(name: string, jobs: readonly TrainingJob[], seed: number, hours: number): { figures: TrainingPolicyFigures; details: TrainingPolicyDetails } {
-  const nodes = trainingCluster();
+interface PolicyRun {
+  readonly jobs: readonly TrainingJob[];
+  readonly nodes: readonly NodeSpec[];
+  readonly network: NetworkModel;
+  /** The node the ideal placements are made of (referenceNode). */
+  readonly ref: NodeSpec;
+}
+
+function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { figures: TrainingPolicyFigures; details: TrainingPolicyDetails } {
+  const { jobs, nodes, network, ref: refNode } = w;
   const typical = shapesOf(jobs.flatMap((j) => j.gang.members));
   const resolved = resolveProfile(name, { typicalShapes: typical });
   if (!resolved.ok) throw new Error(formatProfileError(resolved.error));
   // A step-time profile knows each job's model (a TrainingJob declares it) and this cluster's network.
   const models = new Map(jobs.map((j) => [j.gang.name, j.model]));
-  const profile = resolved.value.gangChoice === 'step-time' ? { ...resolved.value, stepTimeArgs: { network: TRAINING_NETWORK, modelOf: (g: GangSpec) => models.get(g.name) } } : resolved.value;
+  const profile = resolved.value.gangChoice === 'step-time' ? { ...resolved.value, stepTimeArgs: { network, modelOf: (g: GangSpec) => models.get(g.name) } } : resolved.value;
   const { state, scheduler } = simAppOrThrow({ nodes, profile, rng: seededRng(seed + 1) });
   const specOf = (n: string): NodeSpec | undefined => state.node(n)?.spec;
-  const refNode = nodes.find((n) => n.shape === 'hgx-a100') as NodeSpec;
   const totalGpus = nodes.reduce((a, n) => a + n.gpus.length, 0);
   const horizonMs = hours * HOUR;
   const pending: TrainingJob[] = [];
@@ -298,8 +371,8 @@ function runPolicy(name: string, jobs: readonly TrainingJob[], seed: number, hou
         }
         pending.splice(i, 1);
         const shares = sharesOf(r.placements, specOf);
-        const st = stepTime(job.model, shares, TRAINING_NETWORK);
-        const ideal = stepTime(job.model, idealShares({ gpuModel: 'A100-80G', topology: refNode.topology, location: refNode.location }, job.gpus), TRAINING_NETWORK);
+        const st = stepTime(job.model, shares, network);
+        const ideal = stepTime(job.model, idealShares(likeOf(refNode), job.gpus), network);
         const islands = new Set(shares.flatMap((s) => s.gpus.map((g) => `${s.name}/${s.topology.islandOf[g]}`)));
         const durMs = Math.max(1, Math.round(job.steps * st.stepSec * 1000));
         runs.push({ job, startMs: en.nowMs, durMs, tokensPerSec: st.tokensPerSec, util: st.gpuUtilization, oneIsland: islands.size === 1, slowdown: st.stepSec / ideal.stepSec, bottleneck: st.bottleneck });
@@ -323,6 +396,7 @@ function runPolicy(name: string, jobs: readonly TrainingJob[], seed: number, hou
   const multi = runs.filter((x) => x.job.gpus > 1);
   const gpuTime = runs.reduce((a, x) => a + x.job.gpus * x.durMs, 0);
   const waits = runs.map((x) => (x.startMs - x.job.arrivalMs) / 1000).sort((a, b) => a - b);
+  const jcts = runs.map((x) => (x.startMs + x.durMs - x.job.arrivalMs) / 1000).sort((a, b) => a - b);
   const bottlenecks: Record<string, number> = {};
   for (const x of runs) bottlenecks[x.bottleneck] = (bottlenecks[x.bottleneck] ?? 0) + 1;
   return {
@@ -338,6 +412,11 @@ function runPolicy(name: string, jobs: readonly TrainingJob[], seed: number, hou
       clusterTokensPerSec: Math.round(tpsInt / horizonMs),
       meanSlowdown: r2(runs.reduce((a, x) => a + x.slowdown, 0) / Math.max(1, runs.length)),
       waitSec: { p50: Math.round(nearestRank(waits, 50) ?? 0), p99: Math.round(nearestRank(waits, 99) ?? 0) },
+      jctSec: {
+        mean: Math.round(jcts.reduce((a, x) => a + x, 0) / Math.max(1, jcts.length)),
+        p50: Math.round(nearestRank(jcts, 50) ?? 0),
+        p99: Math.round(nearestRank(jcts, 99) ?? 0),
+      },
       makespanHours: r2(endMs / HOUR),
       bottlenecks,
     },
