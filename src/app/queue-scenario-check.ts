@@ -10,6 +10,11 @@ export function checkExpectation(e: QueueExpect, target: Target, t: Trace, state
     return w === undefined ? (t.started.has(id) ? 'it ran and finished' : 'never considered') : `held (${w.reason}): ${w.message}`;
   };
   const sec = (ms: number): number => Math.round(ms) / 1000;
+  // Preemptions, checkpoint requests and moves: each has a `by` and a time the expectation may name.
+  const matching = <X extends { by: string; atMs: number }>(xs: readonly X[]): X | undefined =>
+    xs.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
+  const gotExpected = (xs: readonly { by: string; atMs: number }[], prep: string): string =>
+    `${xs.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` ${prep} ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
   switch (target) {
     case 'admitted': {
       const id = e.admitted as string;
@@ -46,9 +51,8 @@ export function checkExpectation(e: QueueExpect, target: Target, t: Trace, state
       const id = e.preempted as string;
       const ps = t.preempted.filter((p) => p.victim === id);
       if (ps.length === 0) return `expected ${id} to be preempted; it was not (victims: ${t.preempted.map((p) => p.victim).join(', ') || 'none'})`;
-      const p = ps.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
-      if (p === undefined)
-        return `${id} preempted by ${ps.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` by ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      const p = matching(ps);
+      if (p === undefined) return `${id} preempted by ${gotExpected(ps, 'by')}`;
       for (const c of e.messageContains ?? []) if (!p.reason.includes(c)) return `${id}: preemption reason "${p.reason}" does not contain "${c}"`;
       return undefined;
     }
@@ -73,16 +77,15 @@ export function checkExpectation(e: QueueExpect, target: Target, t: Trace, state
       const qs = t.checkpointRequests.filter((x) => x.victim === id);
       if (qs.length === 0)
         return `expected a checkpoint to be asked of ${id}; none was (asked of: ${t.checkpointRequests.map((x) => x.victim).join(', ') || 'none'})`;
-      if (qs.some((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec))) return undefined;
-      return `checkpoint asked of ${id} for ${qs.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      if (matching(qs) !== undefined) return undefined;
+      return `checkpoint asked of ${id} for ${gotExpected(qs, 'for')}`;
     }
     case 'migrated': {
       const id = e.migrated as string;
       const ms = t.migrations.filter((x) => x.moved === id);
       if (ms.length === 0) return `expected ${id} to be moved; it was not (moved: ${t.migrations.map((x) => x.moved).join(', ') || 'none'})`;
-      const m = ms.find((x) => (e.by === undefined || x.by === e.by) && (e.atSec === undefined || sec(x.atMs) === e.atSec));
-      if (m === undefined)
-        return `${id} moved for ${ms.map((x) => `${x.by} at ${sec(x.atMs)} s`).join(', ')}, expected${e.by === undefined ? '' : ` for ${e.by}`}${e.atSec === undefined ? '' : ` at ${e.atSec} s`}`;
+      const m = matching(ms);
+      if (m === undefined) return `${id} moved for ${gotExpected(ms, 'for')}`;
       if (e.nodes !== undefined && JSON.stringify(m.nodes) !== JSON.stringify([...e.nodes].sort()))
         return `${id} moved to ${m.nodes.join(',')}, expected ${[...e.nodes].sort().join(',')}`;
       return undefined;
