@@ -122,23 +122,10 @@ function sendError(res: ServerResponse, status: number, message: string, headers
   res.end(body);
 }
 
-export async function startActivator(client: KubeClient, o: ActivatorOptions): Promise<Activator> {
-  const log = o.log ?? (() => undefined);
-  const holdTimeoutMs = o.holdTimeoutMs ?? 300_000;
-  const restampMs = o.restampMs ?? 5000;
-  const derived = budgetFromMemory(o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT, o.maxBodyBytes);
-  const maxHeldBytes = o.maxHeldBytes ?? derived.maxHeldBytes;
-  const budget = new HoldBudget({
-    ...derived,
-    maxHeldBytes,
-    maxHeldRequests: o.maxHeldRequests ?? derived.maxHeldRequests,
-    maxHeldPerService: o.maxHeldPerService ?? derived.maxHeldPerService,
-    maxBodyBytes: o.maxBodyBytes ?? Math.min(16 << 20, Math.floor(maxHeldBytes / 4)),
-  });
-  const portName = o.portName ?? 'http';
-  const resolve = o.resolveAddress ?? ((ip: string) => ip);
+type ActivatorMetrics = ReturnType<typeof activatorMetrics>;
 
-  const registry = new Registry();
+/** The activator's metrics, registered on `registry`; the budget's limits are set once here. */
+function activatorMetrics(registry: Registry, budget: HoldBudget) {
   const m = {
     requests: new Counter({
       name: 'sits_activator_requests_total',
@@ -202,67 +189,86 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
   m.budgetLimit.set({ resource: 'requests', scope: 'global' }, L.maxHeldRequests);
   m.budgetLimit.set({ resource: 'requests', scope: 'namespace' }, Math.max(1, Math.floor(L.maxHeldRequests * L.namespaceShare)));
   m.budgetLimit.set({ resource: 'requests', scope: 'service' }, L.maxHeldPerService);
+  return m;
+}
 
-  // ns/service → slice key → slice: the EndpointSlices of InferenceServices' Services only (their label).
-  const slices = new Map<string, Map<string, EndpointSliceLike>>();
-  const states = new Map<string, ServiceState>();
-  const inFlight = new Map<string, number>();
-  let turn = 0;
-  let synced = false;
-  let draining = false;
-  const svcKey = (ns: string, svc: string): string => `${ns}/${svc}`;
-  const sliceOwner = (s: EndpointSliceLike): string | undefined => {
-    const svc = s.metadata?.labels?.[SERVICE_NAME_LABEL];
-    return svc === undefined ? undefined : svcKey(s.metadata?.namespace ?? '', svc);
-  };
-  const endpointsOf = (key: string): Endpoint[] => readyEndpoints(slices.get(key)?.values() ?? [], portName, resolve);
-  const state = (key: string): ServiceState => {
-    let s = states.get(key);
+const svcKey = (ns: string, svc: string): string => `${ns}/${svc}`;
+
+/**
+ * The EndpointSlices of InferenceServices' Services only (their label), by ns/service → slice key, and the
+ * requests held per service; a slice that brings a ready endpoint wakes that service's waiters.
+ */
+class EndpointBook {
+  private readonly slices = new Map<string, Map<string, EndpointSliceLike>>();
+  readonly states = new Map<string, ServiceState>();
+
+  constructor(
+    private readonly portName: string,
+    private readonly resolve: (ip: string) => string,
+  ) {}
+
+  endpointsOf(key: string): Endpoint[] {
+    return readyEndpoints(this.slices.get(key)?.values() ?? [], this.portName, this.resolve);
+  }
+
+  state(key: string): ServiceState {
+    let s = this.states.get(key);
     if (s === undefined) {
       s = { held: 0, waiters: new Set(), lastStampMs: -Infinity };
-      states.set(key, s);
+      this.states.set(key, s);
     }
     return s;
-  };
-  const changed = (key: string): void => {
-    const s = states.get(key);
-    if (s === undefined || s.waiters.size === 0) return;
-    const eps = endpointsOf(key);
-    if (eps.length === 0) return;
-    for (const w of [...s.waiters]) w.resolve(eps);
-  };
-  const put = (obj: EndpointSliceLike & { metadata?: { name?: string } }): void => {
+  }
+
+  put(obj: EndpointSliceLike & { metadata?: { name?: string } }): void {
     const key = sliceOwner(obj);
     if (key === undefined) return;
-    let m2 = slices.get(key);
-    if (m2 === undefined) slices.set(key, (m2 = new Map()));
+    let m2 = this.slices.get(key);
+    if (m2 === undefined) this.slices.set(key, (m2 = new Map()));
     m2.set(objectKey(obj), obj);
-    changed(key);
-  };
-  const base = o.namespace === undefined ? '/apis/discovery.k8s.io/v1/endpointslices' : `/apis/discovery.k8s.io/v1/namespaces/${o.namespace}/endpointslices`;
-  const reflector = new Reflector<EndpointSliceLike & { metadata?: { name?: string; namespace?: string } }>(
-    client,
-    base,
-    {
-      add: put,
-      update: put,
-      delete: (obj) => {
-        const key = sliceOwner(obj);
-        if (key !== undefined) slices.get(key)?.delete(objectKey(obj));
-      },
-      synced: () => {
-        synced = true;
-      },
-      error: (e) => log(`activator: endpointslice watch: ${e.message}`),
-    },
-    // Only the Services the InferenceService controller made carry this label (the slice controller copies it).
-    { labelSelector: LABEL.inferenceService },
-  );
-  await reflector.start();
+    this.changed(key);
+  }
 
-  // Whether the InferenceService exists, cached briefly (a request for an unknown one is a 404, not a hold).
+  delete(obj: EndpointSliceLike & { metadata?: { name?: string } }): void {
+    const key = sliceOwner(obj);
+    if (key !== undefined) this.slices.get(key)?.delete(objectKey(obj));
+  }
+
+  private changed(key: string): void {
+    const s = this.states.get(key);
+    if (s === undefined || s.waiters.size === 0) return;
+    const eps = this.endpointsOf(key);
+    if (eps.length === 0) return;
+    for (const w of [...s.waiters]) w.resolve(eps);
+  }
+}
+
+function sliceOwner(s: EndpointSliceLike): string | undefined {
+  const svc = s.metadata?.labels?.[SERVICE_NAME_LABEL];
+  return svc === undefined ? undefined : svcKey(s.metadata?.namespace ?? '', svc);
+}
+
+/** What the request path shares: the resolved options, metrics, budget, endpoints and the drain flag. */
+interface ProxyContext {
+  readonly client: KubeClient;
+  readonly namespace: string | undefined;
+  readonly log: (m: string) => void;
+  readonly m: ActivatorMetrics;
+  readonly budget: HoldBudget;
+  readonly book: EndpointBook;
+  readonly inFlight: Map<string, number>;
+  readonly holdTimeoutMs: number;
+  readonly restampMs: number;
+  /** Whether the InferenceService exists (a request for an unknown one is a 404, not a hold). */
+  readonly exists: (t: ProxyTarget) => Promise<boolean>;
+  turn: number;
+  draining: boolean;
+}
+
+/** `exists` cached briefly per InferenceService. */
+function existenceCache(client: KubeClient): (t: ProxyTarget) => Promise<boolean> {
   const known = new Map<string, { exists: boolean; untilMs: number }>();
-  const exists = async (t: ProxyTarget): Promise<boolean> => {
+  return async (t) => {
     const key = svcKey(t.namespace, t.name);
     const hit = known.get(key);
     if (hit !== undefined && hit.untilMs > Date.now()) return hit.exists;
@@ -276,235 +282,304 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
     known.set(key, { exists: ok, untilMs: Date.now() + 5000 });
     return ok;
   };
+}
 
-  const stamp = async (t: ProxyTarget, s: ServiceState): Promise<void> => {
-    s.lastStampMs = Date.now();
-    try {
-      await requestActivation(client, t.namespace, t.name);
-      m.activations.inc({ namespace: t.namespace, inferenceservice: t.name });
-    } catch (e) {
-      log(`activator: cannot stamp the activation of ${t.namespace}/${t.name}: ${(e as Error).message}`);
-    }
-  };
+async function stamp(c: ProxyContext, t: ProxyTarget, s: ServiceState): Promise<void> {
+  s.lastStampMs = Date.now();
+  try {
+    await requestActivation(c.client, t.namespace, t.name);
+    c.m.activations.inc({ namespace: t.namespace, inferenceservice: t.name });
+  } catch (e) {
+    c.log(`activator: cannot stamp the activation of ${t.namespace}/${t.name}: ${(e as Error).message}`);
+  }
+}
 
-  /** Resolves with the ready endpoints, or undefined after the timeout or when the client went away. */
-  const hold = (t: ProxyTarget, key: string, res: ServerResponse): Promise<readonly Endpoint[] | undefined> => {
-    const s = state(key);
-    const labels = { namespace: t.namespace, inferenceservice: t.name };
-    s.held++;
-    m.held.set(labels, s.held);
-    const t0 = performance.now();
-    if (Date.now() - s.lastStampMs >= restampMs) void stamp(t, s);
-    s.timer ??= setInterval(() => void stamp(t, s), restampMs);
-    return new Promise((done) => {
-      let finished = false;
-      const finish = (eps: readonly Endpoint[] | undefined): void => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(timeout);
-        res.off('close', onClose);
-        s.waiters.delete(waiter);
-        s.held--;
-        m.held.set(labels, s.held);
-        m.holdSeconds.observe(labels, (performance.now() - t0) / 1000);
-        if (s.held === 0 && s.timer !== undefined) {
-          clearInterval(s.timer);
-          s.timer = undefined;
-        }
-        done(eps);
-      };
-      const waiter: Waiter = { resolve: (eps) => finish(eps) };
-      const timeout = setTimeout(() => finish(undefined), holdTimeoutMs);
-      // The client went away while held: stop holding for it.
-      const onClose = (): void => {
-        if (!res.writableEnded) finish(undefined);
-      };
-      res.on('close', onClose);
-      s.waiters.add(waiter);
-      // A slice may have come between the check and now.
-      const eps = endpointsOf(key);
-      if (eps.length > 0) finish(eps);
+/** Resolves with the ready endpoints, or undefined after the timeout or when the client went away. */
+function hold(c: ProxyContext, t: ProxyTarget, key: string, res: ServerResponse): Promise<readonly Endpoint[] | undefined> {
+  const s = c.book.state(key);
+  const labels = { namespace: t.namespace, inferenceservice: t.name };
+  s.held++;
+  c.m.held.set(labels, s.held);
+  const t0 = performance.now();
+  if (Date.now() - s.lastStampMs >= c.restampMs) void stamp(c, t, s);
+  s.timer ??= setInterval(() => void stamp(c, t, s), c.restampMs);
+  return new Promise((done) => {
+    let finished = false;
+    const finish = (eps: readonly Endpoint[] | undefined): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timeout);
+      res.off('close', onClose);
+      s.waiters.delete(waiter);
+      s.held--;
+      c.m.held.set(labels, s.held);
+      c.m.holdSeconds.observe(labels, (performance.now() - t0) / 1000);
+      if (s.held === 0 && s.timer !== undefined) {
+        clearInterval(s.timer);
+        s.timer = undefined;
+      }
+      done(eps);
+    };
+    const waiter: Waiter = { resolve: (eps) => finish(eps) };
+    const timeout = setTimeout(() => finish(undefined), c.holdTimeoutMs);
+    // The client went away while held: stop holding for it.
+    const onClose = (): void => {
+      if (!res.writableEnded) finish(undefined);
+    };
+    res.on('close', onClose);
+    s.waiters.add(waiter);
+    // A slice may have come between the check and now.
+    const eps = c.book.endpointsOf(key);
+    if (eps.length > 0) finish(eps);
+  });
+}
+
+/** The request's headers for the engine: hop-by-hop and credentials dropped, the length fixed, the peer appended. */
+function forwardedHeaders(req: IncomingMessage, size: number): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
+  headers['content-length'] = String(size);
+  const prior = req.headers['x-forwarded-for'];
+  const peer = req.socket.remoteAddress ?? '';
+  headers['x-forwarded-for'] = typeof prior === 'string' && prior !== '' ? `${prior}, ${peer}` : peer;
+  return headers;
+}
+
+/** Sends the request to `e`; resolves false when the connection failed before any answer (try another). */
+function forward(
+  c: ProxyContext,
+  t: ProxyTarget,
+  e: Endpoint,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: readonly Buffer[],
+  size: number,
+  query: string,
+): Promise<boolean> {
+  return new Promise((done) => {
+    const id = `${e.host}:${e.port}`;
+    c.inFlight.set(id, (c.inFlight.get(id) ?? 0) + 1);
+    let settled = false;
+    const settle = (ok: boolean): void => {
+      if (settled) return;
+      settled = true;
+      c.inFlight.set(id, (c.inFlight.get(id) ?? 1) - 1);
+      done(ok);
+    };
+    const headers = forwardedHeaders(req, size);
+    const up = httpRequest({ host: e.host, port: e.port, method: req.method ?? 'GET', path: `${t.rest}${query}`, headers }, (ur) => {
+      const out: Record<string, string | string[]> = {};
+      for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !DROPPED_RESPONSE_HEADERS.has(k)) out[k] = v;
+      res.writeHead(ur.statusCode ?? 502, out);
+      // Server-sent events stream through as they come (no buffering).
+      ur.pipe(res);
+      ur.on('end', () => settle(true));
+      ur.on('error', () => {
+        res.destroy();
+        settle(true);
+      });
+      c.m.requests.inc({ namespace: t.namespace, inferenceservice: t.name, code: String(ur.statusCode ?? 502) });
     });
-  };
+    up.on('error', (err) => {
+      c.log(`activator: ${t.namespace}/${t.name} → ${e.name} (${id}): ${err.message}`);
+      if (!res.headersSent) settle(false);
+      else {
+        // The answer had begun: the client must see it cut, not a truncated body that looks complete.
+        res.destroy();
+        settle(true);
+      }
+    });
+    // The client went away: stop the engine's work for it too.
+    res.on('close', () => {
+      if (!res.writableFinished) up.destroy();
+    });
+    // The chunks as they came (no concatenated copy: a second buffer of the same size).
+    for (const chunk of body) up.write(chunk);
+    up.end();
+  });
+}
 
-  /** Sends the request to `e`; resolves false when the connection failed before any answer (try another). */
-  const forward = (
-    t: ProxyTarget,
-    e: Endpoint,
-    req: IncomingMessage,
-    res: ServerResponse,
-    body: readonly Buffer[],
-    size: number,
-    query: string,
-  ): Promise<boolean> =>
-    new Promise((done) => {
-      const id = `${e.host}:${e.port}`;
-      inFlight.set(id, (inFlight.get(id) ?? 0) + 1);
-      let settled = false;
-      const settle = (ok: boolean): void => {
-        if (settled) return;
-        settled = true;
-        inFlight.set(id, (inFlight.get(id) ?? 1) - 1);
-        done(ok);
-      };
-      const headers: Record<string, string | string[]> = {};
-      for (const [k, v] of Object.entries(req.headers)) if (v !== undefined && !DROPPED_REQUEST_HEADERS.has(k)) headers[k] = v;
-      headers['content-length'] = String(size);
-      const prior = req.headers['x-forwarded-for'];
-      const peer = req.socket.remoteAddress ?? '';
-      headers['x-forwarded-for'] = typeof prior === 'string' && prior !== '' ? `${prior}, ${peer}` : peer;
-      const up = httpRequest({ host: e.host, port: e.port, method: req.method ?? 'GET', path: `${t.rest}${query}`, headers }, (ur) => {
-        const out: Record<string, string | string[]> = {};
-        for (const [k, v] of Object.entries(ur.headers)) if (v !== undefined && !DROPPED_RESPONSE_HEADERS.has(k)) out[k] = v;
-        res.writeHead(ur.statusCode ?? 502, out);
-        // Server-sent events stream through as they come (no buffering).
-        ur.pipe(res);
-        ur.on('end', () => settle(true));
-        ur.on('error', () => {
-          res.destroy();
-          settle(true);
+/**
+ * The body as it arrives, each chunk counted by the ticket first; a refusal stops reading at once (the rest is
+ * never buffered). Undefined when the client went away.
+ */
+function readCounted(req: IncomingMessage, ticket: Ticket, counted: boolean): Promise<{ chunks: Buffer[]; size: number } | Refusal | undefined> {
+  return new Promise((done) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = (r: { chunks: Buffer[]; size: number } | Refusal | undefined): void => {
+      req.off('data', onData);
+      req.off('end', onEnd);
+      req.off('error', onGone);
+      req.off('aborted', onGone);
+      req.socket?.off('close', onGone);
+      done(r);
+    };
+    const onData = (c: Buffer): void => {
+      // A declared length was counted whole at admission (the parser never reads past it).
+      const r = counted ? undefined : ticket.grow(c.length);
+      if (r !== undefined) {
+        req.pause();
+        chunks.length = 0;
+        return stop(r);
+      }
+      chunks.push(c);
+      size += c.length;
+    };
+    const onEnd = (): void => stop({ chunks, size });
+    const onGone = (): void => stop(undefined);
+    req.on('data', onData);
+    req.on('end', onEnd);
+    req.on('error', onGone);
+    req.on('aborted', onGone);
+    req.socket?.on('close', onGone);
+  });
+}
+
+/**
+ * Once the refusal is answered, what the client still sends is discarded, never buffered, for a moment (closing at
+ * once would reset the connection before the client reads the answer: a lingering close), then the connection is cut.
+ */
+function discardThenCut(req: IncomingMessage, res: ServerResponse): void {
+  res.once('finish', () => {
+    if (req.complete) return;
+    req.removeAllListeners('data');
+    req.resume();
+    const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
+    cut.unref();
+    req.once('end', () => clearTimeout(cut));
+    req.once('close', () => clearTimeout(cut));
+  });
+}
+
+async function proxy(c: ProxyContext, req: IncomingMessage, res: ServerResponse, t: ProxyTarget, query: string): Promise<void> {
+  const { m, budget } = c;
+  const labels = { namespace: t.namespace, inferenceservice: t.name };
+  const fail = (status: number, message: string, headers?: Record<string, string>): void => {
+    m.requests.inc({ ...labels, code: String(status) });
+    sendError(res, status, message, headers);
+  };
+  if (c.draining) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
+  if (c.namespace !== undefined && t.namespace !== c.namespace) return fail(404, `this activator serves namespace ${c.namespace} only, not ${t.namespace}`);
+  const key = svcKey(t.namespace, serviceName(t.name));
+  const tenant = `${t.namespace}/${t.name}`;
+  let eps: readonly Endpoint[] = c.book.endpointsOf(key);
+  if (eps.length === 0 && !(await c.exists(t))) return fail(404, `InferenceService ${tenant} not found`);
+  const cl = req.headers['content-length'];
+  const chunked = req.headers['transfer-encoding'] !== undefined;
+  const declared = cl === undefined || chunked ? 0 : Number(cl);
+  if (!Number.isSafeInteger(declared) || declared < 0) return fail(400, `Content-Length: ${JSON.stringify(cl)} is not a number of bytes`);
+  const showBytes = (): void => void m.heldBytes.set(labels, budget.bytesUsed(tenant));
+  // Refused before the body is read (or while it arrives).
+  const refuse = (r: Refusal): void => {
+    discardThenCut(req, res);
+    m.refused.inc({ ...labels, reason: r.reason });
+    // A service at zero still activates (unless the request itself is wrong): its callers retry after
+    // Retry-After and find a replica.
+    if (r.status !== 413 && c.book.endpointsOf(key).length === 0) {
+      const s = c.book.state(key);
+      if (Date.now() - s.lastStampMs >= c.restampMs) void stamp(c, t, s);
+    }
+    fail(r.status, r.message, r.status === 413 ? {} : { 'Retry-After': r.status === 429 ? '5' : '1' });
+  };
+  const admitted = budget.admit(tenant, declared);
+  if (!('release' in admitted)) return refuse(admitted);
+  const ticket = admitted;
+  try {
+    if (eps.length === 0) {
+      const r = ticket.hold();
+      if (r !== undefined) return refuse(r);
+    }
+    showBytes();
+    const body = await readCounted(req, ticket, !chunked);
+    showBytes();
+    if (body === undefined) return;
+    if ('reason' in body) return refuse(body);
+    if (eps.length === 0) {
+      const got = await hold(c, t, key, res);
+      ticket.unhold();
+      if (got === undefined) {
+        if (res.destroyed) return;
+        return fail(503, `no replica of InferenceService ${tenant} became ready within ${Math.round(c.holdTimeoutMs / 1000)}s (activation requested)`, {
+          'Retry-After': '5',
         });
-        m.requests.inc({ namespace: t.namespace, inferenceservice: t.name, code: String(ur.statusCode ?? 502) });
-      });
-      up.on('error', (err) => {
-        log(`activator: ${t.namespace}/${t.name} → ${e.name} (${id}): ${err.message}`);
-        if (!res.headersSent) settle(false);
-        else {
-          // The answer had begun: the client must see it cut, not a truncated body that looks complete.
-          res.destroy();
-          settle(true);
-        }
-      });
-      // The client went away: stop the engine's work for it too.
-      res.on('close', () => {
-        if (!res.writableFinished) up.destroy();
-      });
-      // The chunks as they came (no concatenated copy: a second buffer of the same size).
-      for (const c of body) up.write(c);
-      up.end();
-    });
-
-  /**
-   * The body as it arrives, each chunk counted by the ticket first; a refusal stops reading at once (the rest is
-   * never buffered). Undefined when the client went away.
-   */
-  const readCounted = (req: IncomingMessage, ticket: Ticket, counted: boolean): Promise<{ chunks: Buffer[]; size: number } | Refusal | undefined> =>
-    new Promise((done) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      const stop = (r: { chunks: Buffer[]; size: number } | Refusal | undefined): void => {
-        req.off('data', onData);
-        req.off('end', onEnd);
-        req.off('error', onGone);
-        req.off('aborted', onGone);
-        req.socket?.off('close', onGone);
-        done(r);
-      };
-      const onData = (c: Buffer): void => {
-        // A declared length was counted whole at admission (the parser never reads past it).
-        const r = counted ? undefined : ticket.grow(c.length);
-        if (r !== undefined) {
-          req.pause();
-          chunks.length = 0;
-          return stop(r);
-        }
-        chunks.push(c);
-        size += c.length;
-      };
-      const onEnd = (): void => stop({ chunks, size });
-      const onGone = (): void => stop(undefined);
-      req.on('data', onData);
-      req.on('end', onEnd);
-      req.on('error', onGone);
-      req.on('aborted', onGone);
-      req.socket?.on('close', onGone);
-    });
-
-  const proxy = async (req: IncomingMessage, res: ServerResponse, t: ProxyTarget, query: string): Promise<void> => {
-    const labels = { namespace: t.namespace, inferenceservice: t.name };
-    const fail = (status: number, message: string, headers?: Record<string, string>): void => {
-      m.requests.inc({ ...labels, code: String(status) });
-      sendError(res, status, message, headers);
-    };
-    if (draining) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
-    if (o.namespace !== undefined && t.namespace !== o.namespace) return fail(404, `this activator serves namespace ${o.namespace} only, not ${t.namespace}`);
-    const key = svcKey(t.namespace, serviceName(t.name));
-    const tenant = `${t.namespace}/${t.name}`;
-    let eps: readonly Endpoint[] = endpointsOf(key);
-    if (eps.length === 0 && !(await exists(t))) return fail(404, `InferenceService ${tenant} not found`);
-    const cl = req.headers['content-length'];
-    const chunked = req.headers['transfer-encoding'] !== undefined;
-    const declared = cl === undefined || chunked ? 0 : Number(cl);
-    if (!Number.isSafeInteger(declared) || declared < 0) return fail(400, `Content-Length: ${JSON.stringify(cl)} is not a number of bytes`);
-    const showBytes = (): void => void m.heldBytes.set(labels, budget.bytesUsed(tenant));
-    // Refused before the body is read (or while it arrives). What the client still sends is discarded, never
-    // buffered, for a moment (closing at once would reset the connection before the client reads the answer: a
-    // lingering close), then the connection is cut.
-    const refuse = (r: Refusal): void => {
-      res.once('finish', () => {
-        if (req.complete) return;
-        req.removeAllListeners('data');
-        req.resume();
-        const cut = setTimeout(() => req.socket.destroy(), LINGER_MS);
-        cut.unref();
-        req.once('end', () => clearTimeout(cut));
-        req.once('close', () => clearTimeout(cut));
-      });
-      m.refused.inc({ ...labels, reason: r.reason });
-      // A service at zero still activates (unless the request itself is wrong): its callers retry after
-      // Retry-After and find a replica.
-      if (r.status !== 413 && endpointsOf(key).length === 0) {
-        const s = state(key);
-        if (Date.now() - s.lastStampMs >= restampMs) void stamp(t, s);
       }
-      fail(r.status, r.message, r.status === 413 ? {} : { 'Retry-After': r.status === 429 ? '5' : '1' });
-    };
-    const admitted = budget.admit(tenant, declared);
-    if (!('release' in admitted)) return refuse(admitted);
-    const ticket = admitted;
-    try {
-      if (eps.length === 0) {
-        const r = ticket.hold();
-        if (r !== undefined) return refuse(r);
-      }
-      showBytes();
-      const body = await readCounted(req, ticket, !chunked);
-      showBytes();
-      if (body === undefined) return;
-      if ('reason' in body) return refuse(body);
-      if (eps.length === 0) {
-        const got = await hold(t, key, res);
-        ticket.unhold();
-        if (got === undefined) {
-          if (res.destroyed) return;
-          return fail(503, `no replica of InferenceService ${tenant} became ready within ${Math.round(holdTimeoutMs / 1000)}s (activation requested)`, {
-            'Retry-After': '5',
-          });
-        }
-        eps = got;
-        if (eps.length === 0) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
-      }
-      const tried = new Set<string>();
-      for (let attempt = 0; attempt < 2; attempt++) {
-        const left = eps.filter((e) => !tried.has(`${e.host}:${e.port}`));
-        const e = pickEndpoint(left, (x) => inFlight.get(`${x.host}:${x.port}`) ?? 0, turn++);
-        if (e === undefined) break;
-        tried.add(`${e.host}:${e.port}`);
-        if (await forward(t, e, req, res, body.chunks, body.size, query)) return;
-        eps = endpointsOf(key);
-      }
-      fail(502, `no replica of InferenceService ${tenant} accepted the connection`);
-    } finally {
-      // Forwarded, failed, timed out or the client left: every byte goes back to the budget.
-      ticket.release();
-      showBytes();
+      eps = got;
+      if (eps.length === 0) return fail(503, 'the activator is shutting down', { 'Retry-After': '1' });
     }
-  };
+    const tried = new Set<string>();
+    for (let attempt = 0; attempt < 2; attempt++) {
+      const left = eps.filter((e) => !tried.has(`${e.host}:${e.port}`));
+      const e = pickEndpoint(left, (x) => c.inFlight.get(`${x.host}:${x.port}`) ?? 0, c.turn++);
+      if (e === undefined) break;
+      tried.add(`${e.host}:${e.port}`);
+      if (await forward(c, t, e, req, res, body.chunks, body.size, query)) return;
+      eps = c.book.endpointsOf(key);
+    }
+    fail(502, `no replica of InferenceService ${tenant} accepted the connection`);
+  } finally {
+    // Forwarded, failed, timed out or the client left: every byte goes back to the budget.
+    ticket.release();
+    showBytes();
+  }
+}
 
-  const send = (res: ServerResponse, status: number, text: string, type = 'text/plain; charset=utf-8'): void => {
-    res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
-    res.end(text);
+function send(res: ServerResponse, status: number, text: string, type = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, { 'Content-Type': type, 'Content-Length': Buffer.byteLength(text), 'Cache-Control': 'no-store' });
+  res.end(text);
+}
+
+/** The budget from the options, the memory limit's defaults filling in what they leave out. */
+function holdBudget(o: ActivatorOptions): HoldBudget {
+  const derived = budgetFromMemory(o.memoryLimitBytes ?? DEFAULT_MEMORY_LIMIT, o.maxBodyBytes);
+  const maxHeldBytes = o.maxHeldBytes ?? derived.maxHeldBytes;
+  return new HoldBudget({
+    ...derived,
+    maxHeldBytes,
+    maxHeldRequests: o.maxHeldRequests ?? derived.maxHeldRequests,
+    maxHeldPerService: o.maxHeldPerService ?? derived.maxHeldPerService,
+    maxBodyBytes: o.maxBodyBytes ?? Math.min(16 << 20, Math.floor(maxHeldBytes / 4)),
+  });
+}
+
+export async function startActivator(client: KubeClient, o: ActivatorOptions): Promise<Activator> {
+  const log = o.log ?? (() => undefined);
+  const budget = holdBudget(o);
+  const registry = new Registry();
+  const c: ProxyContext = {
+    client,
+    namespace: o.namespace,
+    log,
+    m: activatorMetrics(registry, budget),
+    budget,
+    book: new EndpointBook(o.portName ?? 'http', o.resolveAddress ?? ((ip: string) => ip)),
+    inFlight: new Map(),
+    holdTimeoutMs: o.holdTimeoutMs ?? 300_000,
+    restampMs: o.restampMs ?? 5000,
+    exists: existenceCache(client),
+    turn: 0,
+    draining: false,
   };
+  const { book, inFlight } = c;
+  let synced = false;
+  const base = o.namespace === undefined ? '/apis/discovery.k8s.io/v1/endpointslices' : `/apis/discovery.k8s.io/v1/namespaces/${o.namespace}/endpointslices`;
+  const reflector = new Reflector<EndpointSliceLike & { metadata?: { name?: string; namespace?: string } }>(
+    client,
+    base,
+    {
+      add: (obj) => book.put(obj),
+      update: (obj) => book.put(obj),
+      delete: (obj) => book.delete(obj),
+      synced: () => {
+        synced = true;
+      },
+      error: (e) => log(`activator: endpointslice watch: ${e.message}`),
+    },
+    // Only the Services the InferenceService controller made carry this label (the slice controller copies it).
+    { labelSelector: LABEL.inferenceService },
+  );
+  await reflector.start();
+
   const server = await startSecureServer({
     port: o.port,
     ...(o.host !== undefined ? { host: o.host } : {}),
@@ -520,7 +595,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
         case '/livez':
           return send(res, 200, 'ok\n');
         case '/readyz':
-          if (draining) return send(res, 503, 'not ready: shutting down\n');
+          if (c.draining) return send(res, 503, 'not ready: shutting down\n');
           return synced ? send(res, 200, 'ok\n') : send(res, 503, 'not ready: endpointslices not listed yet\n');
         case '/metrics':
           registry.metrics().then(
@@ -531,7 +606,7 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
       }
       const p = parseProxyPath(url.pathname);
       if (!p.ok) return sendError(res, 404, p.message);
-      proxy(req, res, p.target, url.search).catch((e: unknown) => {
+      proxy(c, req, res, p.target, url.search).catch((e: unknown) => {
         log(`activator: ${url.pathname}: ${(e as Error).message}`);
         sendError(res, 500, (e as Error).message);
       });
@@ -542,16 +617,16 @@ export async function startActivator(client: KubeClient, o: ActivatorOptions): P
     url: server.url,
     port: server.port,
     registry,
-    held: (ns, name) => states.get(svcKey(ns, serviceName(name)))?.held ?? 0,
+    held: (ns, name) => book.states.get(svcKey(ns, serviceName(name)))?.held ?? 0,
     setTls: (p) => server.setTls(p),
-    close: async (c = {}) => {
-      draining = true;
+    close: async (d = {}) => {
+      c.draining = true;
       // Held requests and those on their way to an engine may finish (the pod's grace period covers a hold).
-      const deadline = performance.now() + (c.drainMs ?? 0);
-      const busy = (): boolean => [...states.values()].some((x) => x.held > 0) || [...inFlight.values()].some((n) => n > 0);
+      const deadline = performance.now() + (d.drainMs ?? 0);
+      const busy = (): boolean => [...book.states.values()].some((x) => x.held > 0) || [...inFlight.values()].some((n) => n > 0);
       while (busy() && performance.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       reflector.stop();
-      for (const x of states.values()) {
+      for (const x of book.states.values()) {
         if (x.timer !== undefined) clearInterval(x.timer);
         for (const w of [...x.waiters]) w.resolve([]);
       }

@@ -234,39 +234,14 @@ export function killGroup(pgid: number, signal: NodeJS.Signals): void {
   }
 }
 
-// A tiny detached watchdog per control plane: it holds the read end of a pipe from this process.
-// When this process dies in any way (even SIGKILL), the pipe closes and the watchdog kills the
-// registered process groups and removes the temp dir. Lines: "+<pgid>", "-<pgid>", "dir <path>".
-const WATCHDOG_SOURCE = `
-const groups = new Set(); let dir = '';
-let buf = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (d) => {
-  buf += d; let i;
-  while ((i = buf.indexOf('\\n')) >= 0) {
-    const l = buf.slice(0, i); buf = buf.slice(i + 1);
-    if (l.startsWith('+')) groups.add(Number(l.slice(1)));
-    else if (l.startsWith('-')) groups.delete(Number(l.slice(1)));
-    else if (l.startsWith('dir ')) dir = l.slice(4);
-    else if (l === 'bye') { groups.clear(); dir = ''; }
-  }
-});
-process.stdin.on('end', () => {
-  const kill = (s) => { for (const g of groups) { try { process.kill(-g, s); } catch {} } };
-  kill('SIGTERM');
-  setTimeout(() => {
-    kill('SIGKILL');
-    if (dir) { try { require('node:fs').rmSync(dir, { recursive: true, force: true }); } catch {} }
-    process.exit(0);
-  }, groups.size ? 3000 : 0);
-});
-`;
+/** The orphan watchdog's script (one per control plane): see the file. Resolved beside this source, from dist/ too. */
+export const WATCHDOG_SCRIPT = fileURLToPath(new URL('./watchdog.mjs', import.meta.url));
 
 /** The orphan watchdog, also used by other harness processes (src/harness/oci-registry.ts). */
 export class Watchdog {
   private readonly child: ChildProcess;
   constructor() {
-    this.child = spawn(process.execPath, ['-e', WATCHDOG_SOURCE], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    this.child = spawn(process.execPath, [WATCHDOG_SCRIPT], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
     this.child.unref();
     const stdin = this.child.stdin as (NodeJS.WritableStream & { unref?: () => void }) | null;
     stdin?.unref?.();

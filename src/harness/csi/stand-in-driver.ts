@@ -160,62 +160,85 @@ function timestamp(ms: number): { seconds: number; nanos: number } {
   return { seconds: Math.floor(ms / 1000), nanos: (ms % 1000) * 1_000_000 };
 }
 
-export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Promise<StandInCsiDriver> {
-  const stateDir = opts.stateDir;
-  const name = opts.name ?? STAND_IN_DRIVER_NAME;
-  const nodeId = opts.nodeId ?? 'stand-in-node';
-  const socketPath = opts.socketPath ?? join(stateDir, 'csi.sock');
-  const capacity = opts.capacityBytes;
-  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity >= 0))
-    throw new Error(`capacityBytes must be a non-negative integer, got ${capacity}`);
-  const volumesDir = join(stateDir, 'volumes');
-  const snapshotsDir = join(stateDir, 'snapshots');
-  const statePath = join(stateDir, 'state.json');
-  mkdirSync(volumesDir, { recursive: true });
-  mkdirSync(snapshotsDir, { recursive: true });
-  const volumeDir = (id: string): string => join(volumesDir, id);
-  const snapshotFile = (id: string): string => join(snapshotsDir, `${id}.tgz`);
-  const log = opts.log ?? ((): void => undefined);
-
-  const state: State = existsSync(statePath) ? (JSON.parse(readFileSync(statePath, 'utf8')) as State) : { volumes: [], snapshots: [] };
-  const save = (): void => {
-    writeFileSync(`${statePath}.tmp`, `${JSON.stringify(state, null, 2)}\n`);
-    renameSync(`${statePath}.tmp`, statePath);
-  };
-  const used = (): number => state.volumes.reduce((s, v) => s + v.capacityBytes, 0) + state.snapshots.reduce((s, x) => s + x.fileBytes, 0);
-  const fits = (bytes: number, what: string): void => {
-    if (capacity === undefined) return;
-    const free = capacity - used();
-    if (bytes > free)
-      throw new CsiError(grpc.status.RESOURCE_EXHAUSTED, `storage full: ${what} needs ${bytes} bytes; ${used()} of ${capacity} bytes are used, ${free} free`);
-  };
-  const findVolume = (id: string): StandInVolume | undefined => state.volumes.find((v) => v.id === id);
-  const findSnapshot = (id: string): StandInSnapshot | undefined => state.snapshots.find((s) => s.id === id);
-
-  // One state change at a time: tar runs asynchronously and the snapshotter may send calls concurrently.
-  let queue: Promise<unknown> = Promise.resolve();
-  const serial = <T>(fn: () => Promise<T> | T): Promise<T> => {
-    const next = queue.then(fn, fn);
-    queue = next.catch(() => undefined);
-    return next;
-  };
-
-  const volumeMessage = (v: StandInVolume): Volume => ({
+function volumeMessage(v: StandInVolume): Volume {
+  return {
     volume_id: v.id,
     capacity_bytes: v.capacityBytes,
     volume_context: {},
     content_source: v.sourceSnapshotId !== undefined ? { type: 'snapshot', snapshot: { snapshot_id: v.sourceSnapshotId } } : null,
-  });
-  const snapshotMessage = (s: StandInSnapshot): Snapshot => ({
+  };
+}
+
+function snapshotMessage(s: StandInSnapshot): Snapshot {
+  return {
     snapshot_id: s.id,
     source_volume_id: s.sourceVolumeId,
     size_bytes: s.sizeBytes,
     creation_time: timestamp(s.createdAtMs),
     ready_to_use: true,
     group_snapshot_id: '',
-  });
+  };
+}
 
-  async function createVolume(req: CreateVolumeRequest): Promise<StandInVolume> {
+/**
+ * The driver's volumes and snapshots: folders and tarballs under the state folder, their list in state.json (written
+ * after every change), the optional capacity enforced; each method is one CSI call's work.
+ */
+class StandInStore {
+  readonly state: State;
+  private readonly statePath: string;
+  private readonly volumesDir: string;
+  private readonly snapshotsDir: string;
+
+  constructor(
+    stateDir: string,
+    private readonly capacity: number | undefined,
+    readonly log: (m: string) => void,
+  ) {
+    this.volumesDir = join(stateDir, 'volumes');
+    this.snapshotsDir = join(stateDir, 'snapshots');
+    this.statePath = join(stateDir, 'state.json');
+    mkdirSync(this.volumesDir, { recursive: true });
+    mkdirSync(this.snapshotsDir, { recursive: true });
+    this.state = existsSync(this.statePath) ? (JSON.parse(readFileSync(this.statePath, 'utf8')) as State) : { volumes: [], snapshots: [] };
+  }
+
+  volumeDir(id: string): string {
+    return join(this.volumesDir, id);
+  }
+
+  snapshotFile(id: string): string {
+    return join(this.snapshotsDir, `${id}.tgz`);
+  }
+
+  private save(): void {
+    writeFileSync(`${this.statePath}.tmp`, `${JSON.stringify(this.state, null, 2)}\n`);
+    renameSync(`${this.statePath}.tmp`, this.statePath);
+  }
+
+  private used(): number {
+    return this.state.volumes.reduce((s, v) => s + v.capacityBytes, 0) + this.state.snapshots.reduce((s, x) => s + x.fileBytes, 0);
+  }
+
+  private fits(bytes: number, what: string): void {
+    if (this.capacity === undefined) return;
+    const free = this.capacity - this.used();
+    if (bytes > free)
+      throw new CsiError(
+        grpc.status.RESOURCE_EXHAUSTED,
+        `storage full: ${what} needs ${bytes} bytes; ${this.used()} of ${this.capacity} bytes are used, ${free} free`,
+      );
+  }
+
+  private findVolume(id: string): StandInVolume | undefined {
+    return this.state.volumes.find((v) => v.id === id);
+  }
+
+  private findSnapshot(id: string): StandInSnapshot | undefined {
+    return this.state.snapshots.find((s) => s.id === id);
+  }
+
+  async createVolume(req: CreateVolumeRequest): Promise<StandInVolume> {
     checkName(req.name, 'name');
     checkCapabilities(req.volume_capabilities, 'volume_capabilities');
     const required = req.capacity_range?.required_bytes ?? 0;
@@ -229,14 +252,14 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
       if (src.type !== 'snapshot') throw new CsiError(grpc.status.INVALID_ARGUMENT, 'volume_content_source: only a snapshot source is supported (no cloning)');
       const sid = src.snapshot?.snapshot_id ?? '';
       requireField(sid, 'volume_content_source.snapshot.snapshot_id');
-      sourceSnapshot = findSnapshot(sid);
+      sourceSnapshot = this.findSnapshot(sid);
       if (sourceSnapshot === undefined) throw new CsiError(grpc.status.NOT_FOUND, `source snapshot ${sid} not found`);
     }
     const size = Math.max(required > 0 ? required : limit > 0 ? Math.min(limit, DEFAULT_VOLUME_BYTES) : DEFAULT_VOLUME_BYTES, sourceSnapshot?.sizeBytes ?? 0);
     if (limit > 0 && size > limit)
       throw new CsiError(grpc.status.OUT_OF_RANGE, `snapshot ${sourceSnapshot?.id} needs ${size} bytes, more than limit_bytes ${limit}`);
 
-    const existing = state.volumes.find((v) => v.name === req.name);
+    const existing = this.state.volumes.find((v) => v.name === req.name);
     if (existing !== undefined) {
       if ((required > 0 && existing.capacityBytes < required) || (limit > 0 && existing.capacityBytes > limit)) {
         throw new CsiError(
@@ -248,76 +271,76 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
         throw new CsiError(grpc.status.ALREADY_EXISTS, `volume ${req.name} exists with another content source`);
       return existing;
     }
-    fits(size, `volume ${req.name}`);
+    this.fits(size, `volume ${req.name}`);
     const vol: StandInVolume = {
       id: idFor('vol', req.name),
       name: req.name,
       capacityBytes: size,
       ...(sourceSnapshot ? { sourceSnapshotId: sourceSnapshot.id } : {}),
     };
-    const dir = volumeDir(vol.id);
+    const dir = this.volumeDir(vol.id);
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
-    if (sourceSnapshot !== undefined) await execFileP('tar', ['xzf', snapshotFile(sourceSnapshot.id), '-C', dir]);
-    state.volumes.push(vol);
-    save();
-    log(`CreateVolume ${req.name} → ${vol.id} (${size} bytes${sourceSnapshot ? `, from ${sourceSnapshot.id}` : ''})`);
+    if (sourceSnapshot !== undefined) await execFileP('tar', ['xzf', this.snapshotFile(sourceSnapshot.id), '-C', dir]);
+    this.state.volumes.push(vol);
+    this.save();
+    this.log(`CreateVolume ${req.name} → ${vol.id} (${size} bytes${sourceSnapshot ? `, from ${sourceSnapshot.id}` : ''})`);
     return vol;
   }
 
-  function deleteVolume(id: string): void {
+  deleteVolume(id: string): void {
     requireField(id, 'volume_id');
-    const i = state.volumes.findIndex((v) => v.id === id);
+    const i = this.state.volumes.findIndex((v) => v.id === id);
     if (i < 0) return; // already gone: DeleteVolume is idempotent
-    rmSync(volumeDir(id), { recursive: true, force: true });
-    state.volumes.splice(i, 1);
-    save();
-    log(`DeleteVolume ${id}`);
+    rmSync(this.volumeDir(id), { recursive: true, force: true });
+    this.state.volumes.splice(i, 1);
+    this.save();
+    this.log(`DeleteVolume ${id}`);
   }
 
-  async function createSnapshot(req: CreateSnapshotRequest): Promise<StandInSnapshot> {
+  async createSnapshot(req: CreateSnapshotRequest): Promise<StandInSnapshot> {
     requireField(req.source_volume_id, 'source_volume_id');
     checkName(req.name, 'name');
-    const existing = state.snapshots.find((s) => s.name === req.name);
+    const existing = this.state.snapshots.find((s) => s.name === req.name);
     if (existing !== undefined) {
       if (existing.sourceVolumeId !== req.source_volume_id)
         throw new CsiError(grpc.status.ALREADY_EXISTS, `snapshot ${req.name} exists for another volume (${existing.sourceVolumeId})`);
       return existing;
     }
-    const vol = findVolume(req.source_volume_id);
+    const vol = this.findVolume(req.source_volume_id);
     if (vol === undefined) throw new CsiError(grpc.status.NOT_FOUND, `source volume ${req.source_volume_id} not found`);
     const id = idFor('snap', req.name);
-    const file = snapshotFile(id);
+    const file = this.snapshotFile(id);
     const createdAtMs = Date.now();
-    await execFileP('tar', ['czf', `${file}.tmp`, '-C', volumeDir(vol.id), '.']);
+    await execFileP('tar', ['czf', `${file}.tmp`, '-C', this.volumeDir(vol.id), '.']);
     const fileBytes = statSync(`${file}.tmp`).size;
     try {
-      fits(fileBytes, `snapshot ${req.name} of volume ${vol.id}`);
+      this.fits(fileBytes, `snapshot ${req.name} of volume ${vol.id}`);
     } catch (e) {
       rmSync(`${file}.tmp`, { force: true });
       throw e;
     }
     renameSync(`${file}.tmp`, file);
     const snap: StandInSnapshot = { id, name: req.name, sourceVolumeId: vol.id, createdAtMs, sizeBytes: vol.capacityBytes, fileBytes };
-    state.snapshots.push(snap);
-    save();
-    log(`CreateSnapshot ${req.name} → ${id} (${fileBytes} bytes of tarball)`);
+    this.state.snapshots.push(snap);
+    this.save();
+    this.log(`CreateSnapshot ${req.name} → ${id} (${fileBytes} bytes of tarball)`);
     return snap;
   }
 
-  function deleteSnapshot(id: string): void {
+  deleteSnapshot(id: string): void {
     requireField(id, 'snapshot_id');
-    const i = state.snapshots.findIndex((s) => s.id === id);
+    const i = this.state.snapshots.findIndex((s) => s.id === id);
     if (i < 0) return;
-    rmSync(snapshotFile(id), { force: true });
-    state.snapshots.splice(i, 1);
-    save();
-    log(`DeleteSnapshot ${id}`);
+    rmSync(this.snapshotFile(id), { force: true });
+    this.state.snapshots.splice(i, 1);
+    this.save();
+    this.log(`DeleteSnapshot ${id}`);
   }
 
-  function listSnapshots(req: ListSnapshotsRequest): { entries: { snapshot: Snapshot }[]; next_token: string } {
+  listSnapshots(req: ListSnapshotsRequest): { entries: { snapshot: Snapshot }[]; next_token: string } {
     if (req.max_entries < 0) throw new CsiError(grpc.status.INVALID_ARGUMENT, `max_entries must not be negative, got ${req.max_entries}`);
-    const all = state.snapshots.filter(
+    const all = this.state.snapshots.filter(
       (s) => (req.snapshot_id === '' || s.id === req.snapshot_id) && (req.source_volume_id === '' || s.sourceVolumeId === req.source_volume_id),
     );
     let start = 0;
@@ -330,23 +353,23 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
     return { entries: all.slice(start, end).map((s) => ({ snapshot: snapshotMessage(s) })), next_token: end < all.length ? String(end) : '' };
   }
 
-  function validateCapabilities(req: ValidateVolumeCapabilitiesRequest): { confirmed: unknown; message: string } {
+  validateCapabilities(req: ValidateVolumeCapabilitiesRequest): { confirmed: unknown; message: string } {
     requireField(req.volume_id, 'volume_id');
     if (req.volume_capabilities.length === 0) throw new CsiError(grpc.status.INVALID_ARGUMENT, 'volume_capabilities is required');
-    if (findVolume(req.volume_id) === undefined) throw new CsiError(grpc.status.NOT_FOUND, `volume ${req.volume_id} not found`);
+    if (this.findVolume(req.volume_id) === undefined) throw new CsiError(grpc.status.NOT_FOUND, `volume ${req.volume_id} not found`);
     const why = req.volume_capabilities.map((c, i) => unsupportedCapability(c, `volume_capabilities[${i}]`)).find((w) => w !== undefined);
     if (why !== undefined) return { confirmed: null, message: why };
     return { confirmed: { volume_context: req.volume_context, volume_capabilities: req.volume_capabilities, parameters: req.parameters }, message: '' };
   }
 
-  function nodePublish(req: NodePublishVolumeRequest): void {
+  nodePublish(req: NodePublishVolumeRequest): void {
     requireField(req.volume_id, 'volume_id');
     requireField(req.target_path, 'target_path');
     if (req.volume_capability === null) throw new CsiError(grpc.status.INVALID_ARGUMENT, 'volume_capability is required');
     const why = unsupportedCapability(req.volume_capability, 'volume_capability');
     if (why !== undefined) throw new CsiError(grpc.status.INVALID_ARGUMENT, why);
-    if (findVolume(req.volume_id) === undefined) throw new CsiError(grpc.status.NOT_FOUND, `volume ${req.volume_id} not found`);
-    const dir = volumeDir(req.volume_id);
+    if (this.findVolume(req.volume_id) === undefined) throw new CsiError(grpc.status.NOT_FOUND, `volume ${req.volume_id} not found`);
+    const dir = this.volumeDir(req.volume_id);
     const st = lstatSync(req.target_path, { throwIfNoEntry: false });
     if (st?.isSymbolicLink() === true) {
       if (readlinkSync(req.target_path) === dir) return; // already published here
@@ -358,57 +381,93 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
       rmdirSync(req.target_path);
     }
     symlinkSync(dir, req.target_path);
-    log(`NodePublishVolume ${req.volume_id} at ${req.target_path}`);
+    this.log(`NodePublishVolume ${req.volume_id} at ${req.target_path}`);
   }
 
-  function nodeUnpublish(req: NodeUnpublishVolumeRequest): void {
+  nodeUnpublish(req: NodeUnpublishVolumeRequest): void {
     requireField(req.volume_id, 'volume_id');
     requireField(req.target_path, 'target_path');
-    if (findVolume(req.volume_id) === undefined) throw new CsiError(grpc.status.NOT_FOUND, `volume ${req.volume_id} not found`);
+    if (this.findVolume(req.volume_id) === undefined) throw new CsiError(grpc.status.NOT_FOUND, `volume ${req.volume_id} not found`);
     if (lstatSync(req.target_path, { throwIfNoEntry: false })?.isSymbolicLink() === true) rmSync(req.target_path);
   }
+}
 
-  const callCounts = new Map<string, number>();
-  /** A gRPC unary handler around `fn`: its result is the response, a CsiError its status, anything else INTERNAL. */
-  function unary<Req>(method: string, fn: (req: Req) => unknown): grpc.handleUnaryCall<Req, unknown> {
-    return (call, callback) => {
-      callCounts.set(method, (callCounts.get(method) ?? 0) + 1);
-      Promise.resolve()
-        .then(() => fn(call.request))
-        .then(
-          (res) => callback(null, res),
-          (e: unknown) => {
-            const code = e instanceof CsiError ? e.code : grpc.status.INTERNAL;
-            const details = e instanceof Error ? e.message : String(e);
-            log(`${method}: ${grpc.status[code]}: ${details}`);
-            callback({ code, details });
-          },
-        );
-    };
-  }
+/** One state change at a time: tar runs asynchronously and the snapshotter may send calls concurrently. */
+function serialiser(): <T>(fn: () => Promise<T> | T) => Promise<T> {
+  let queue: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T> | T): Promise<T> => {
+    const next = queue.then(fn, fn);
+    queue = next.catch(() => undefined);
+    return next;
+  };
+}
 
+/** A gRPC unary handler around `fn`: its result is the response, a CsiError its status, anything else INTERNAL. */
+function unary<Req>(callCounts: Map<string, number>, log: (m: string) => void, method: string, fn: (req: Req) => unknown): grpc.handleUnaryCall<Req, unknown> {
+  return (call, callback) => {
+    callCounts.set(method, (callCounts.get(method) ?? 0) + 1);
+    Promise.resolve()
+      .then(() => fn(call.request))
+      .then(
+        (res) => callback(null, res),
+        (e: unknown) => {
+          const code = e instanceof CsiError ? e.code : grpc.status.INTERNAL;
+          const details = e instanceof Error ? e.message : String(e);
+          log(`${method}: ${grpc.status[code]}: ${details}`);
+          callback({ code, details });
+        },
+      );
+  };
+}
+
+/** The Identity, Controller and Node services over the store; calls that change state go through `serial`. */
+function csiServer(
+  store: StandInStore,
+  name: string,
+  nodeId: string,
+  serial: <T>(fn: () => Promise<T> | T) => Promise<T>,
+  callCounts: Map<string, number>,
+): grpc.Server {
+  const handler = <Req>(method: string, fn: (req: Req) => unknown): grpc.handleUnaryCall<Req, unknown> => unary(callCounts, store.log, method, fn);
   const controllerCaps = ['CREATE_DELETE_VOLUME', 'CREATE_DELETE_SNAPSHOT', 'LIST_SNAPSHOTS'].map((type) => ({ rpc: { type } }));
   const server = new grpc.Server();
   server.addService(IdentityService.service, {
-    GetPluginInfo: unary('GetPluginInfo', () => ({ name, vendor_version: VENDOR_VERSION, manifest: { 'csi-spec': CSI_SPEC_VERSION } })),
-    GetPluginCapabilities: unary('GetPluginCapabilities', () => ({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }] })),
-    Probe: unary('Probe', () => ({ ready: { value: true } })),
+    GetPluginInfo: handler('GetPluginInfo', () => ({ name, vendor_version: VENDOR_VERSION, manifest: { 'csi-spec': CSI_SPEC_VERSION } })),
+    GetPluginCapabilities: handler('GetPluginCapabilities', () => ({ capabilities: [{ service: { type: 'CONTROLLER_SERVICE' } }] })),
+    Probe: handler('Probe', () => ({ ready: { value: true } })),
   });
   server.addService(ControllerService.service, {
-    ControllerGetCapabilities: unary('ControllerGetCapabilities', () => ({ capabilities: controllerCaps })),
-    CreateVolume: unary('CreateVolume', (req: CreateVolumeRequest) => serial(async () => ({ volume: volumeMessage(await createVolume(req)) }))),
-    DeleteVolume: unary('DeleteVolume', (req: { volume_id: string }) => serial(() => (deleteVolume(req.volume_id), {}))),
-    ValidateVolumeCapabilities: unary('ValidateVolumeCapabilities', validateCapabilities),
-    CreateSnapshot: unary('CreateSnapshot', (req: CreateSnapshotRequest) => serial(async () => ({ snapshot: snapshotMessage(await createSnapshot(req)) }))),
-    DeleteSnapshot: unary('DeleteSnapshot', (req: { snapshot_id: string }) => serial(() => (deleteSnapshot(req.snapshot_id), {}))),
-    ListSnapshots: unary('ListSnapshots', listSnapshots),
+    ControllerGetCapabilities: handler('ControllerGetCapabilities', () => ({ capabilities: controllerCaps })),
+    CreateVolume: handler('CreateVolume', (req: CreateVolumeRequest) => serial(async () => ({ volume: volumeMessage(await store.createVolume(req)) }))),
+    DeleteVolume: handler('DeleteVolume', (req: { volume_id: string }) => serial(() => (store.deleteVolume(req.volume_id), {}))),
+    ValidateVolumeCapabilities: handler('ValidateVolumeCapabilities', (req: ValidateVolumeCapabilitiesRequest) => store.validateCapabilities(req)),
+    CreateSnapshot: handler('CreateSnapshot', (req: CreateSnapshotRequest) =>
+      serial(async () => ({ snapshot: snapshotMessage(await store.createSnapshot(req)) })),
+    ),
+    DeleteSnapshot: handler('DeleteSnapshot', (req: { snapshot_id: string }) => serial(() => (store.deleteSnapshot(req.snapshot_id), {}))),
+    ListSnapshots: handler('ListSnapshots', (req: ListSnapshotsRequest) => store.listSnapshots(req)),
   });
   server.addService(NodeService.service, {
-    NodeGetCapabilities: unary('NodeGetCapabilities', () => ({ capabilities: [] })),
-    NodeGetInfo: unary('NodeGetInfo', () => ({ node_id: nodeId, max_volumes_per_node: 0 })),
-    NodePublishVolume: unary('NodePublishVolume', (req: NodePublishVolumeRequest) => serial(() => (nodePublish(req), {}))),
-    NodeUnpublishVolume: unary('NodeUnpublishVolume', (req: NodeUnpublishVolumeRequest) => serial(() => (nodeUnpublish(req), {}))),
+    NodeGetCapabilities: handler('NodeGetCapabilities', () => ({ capabilities: [] })),
+    NodeGetInfo: handler('NodeGetInfo', () => ({ node_id: nodeId, max_volumes_per_node: 0 })),
+    NodePublishVolume: handler('NodePublishVolume', (req: NodePublishVolumeRequest) => serial(() => (store.nodePublish(req), {}))),
+    NodeUnpublishVolume: handler('NodeUnpublishVolume', (req: NodeUnpublishVolumeRequest) => serial(() => (store.nodeUnpublish(req), {}))),
   });
+  return server;
+}
+
+export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Promise<StandInCsiDriver> {
+  const stateDir = opts.stateDir;
+  const name = opts.name ?? STAND_IN_DRIVER_NAME;
+  const nodeId = opts.nodeId ?? 'stand-in-node';
+  const socketPath = opts.socketPath ?? join(stateDir, 'csi.sock');
+  const capacity = opts.capacityBytes;
+  if (capacity !== undefined && !(Number.isSafeInteger(capacity) && capacity >= 0))
+    throw new Error(`capacityBytes must be a non-negative integer, got ${capacity}`);
+  const store = new StandInStore(stateDir, capacity, opts.log ?? ((): void => undefined));
+  const serial = serialiser();
+  const callCounts = new Map<string, number>();
+  const server = csiServer(store, name, nodeId, serial, callCounts);
 
   rmSync(socketPath, { force: true }); // a socket left by a killed driver
   const address = `unix://${socketPath}`;
@@ -420,14 +479,14 @@ export async function startStandInCsiDriver(opts: StandInCsiDriverOptions): Prom
     socketPath,
     address,
     stateDir,
-    volumeDir,
-    snapshotFile,
-    volumes: () => state.volumes.map((v) => ({ ...v })),
-    snapshots: () => state.snapshots.map((s) => ({ ...s })),
+    volumeDir: (id) => store.volumeDir(id),
+    snapshotFile: (id) => store.snapshotFile(id),
+    volumes: () => store.state.volumes.map((v) => ({ ...v })),
+    snapshots: () => store.state.snapshots.map((s) => ({ ...s })),
     calls: (method) => callCounts.get(method) ?? 0,
     createVolume: (volName, capacityBytes) =>
       serial(() =>
-        createVolume({
+        store.createVolume({
           name: volName,
           capacity_range: capacityBytes !== undefined ? { required_bytes: capacityBytes, limit_bytes: 0 } : null,
           volume_capabilities: [
