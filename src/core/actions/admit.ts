@@ -62,7 +62,7 @@ function withinQuota(s: CycleSession, a: Attempt): boolean {
 }
 
 /** Everything placement and preemption look at: member shapes, minMember, topology, and for preemption queue and priority. */
-export function gangShapeKey(job: QueuedJob, preemption: boolean, never: boolean): string {
+function gangShapeKey(job: QueuedJob, preemption: boolean, never: boolean): string {
   const g = job.gang;
   // A member's claims decide where it may go (VolumeBinding, ADR 0070) but are not part of its shape key (they are
   // resolved per attempt): jobs with other claims must not reuse this one's failure.

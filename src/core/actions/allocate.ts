@@ -37,7 +37,7 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
  * The first reservation (the host's, then the cycle's) that `placements` of job `jobId`, running until `endMs`,
  * would delay; read while the placements are applied (the nodes' free GPUs are what would be left).
  */
-export function blockingReservation(s: CycleSession, jobId: string, endMs: number, placements: readonly Placement[]): Reservation | undefined {
+function blockingReservation(s: CycleSession, jobId: string, endMs: number, placements: readonly Placement[]): Reservation | undefined {
   const blocks = (r: Reservation): boolean =>
     r.jobId !== jobId &&
     r.startMs < endMs &&

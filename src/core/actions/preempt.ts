@@ -159,7 +159,7 @@ function bestPlan(
 }
 
 /** Why `job`'s queue may not reclaim GPUs from other queues that hold some, or undefined when it may (or none do). */
-export function aboveShare(s: CycleSession, job: QueuedJob, demand: Resources): string | undefined {
+function aboveShare(s: CycleSession, job: QueuedJob, demand: Resources): string | undefined {
   const mine = (s.usage.get(job.queue)?.total.gpuMilli ?? 0) + demand.gpuMilli;
   const fair = s.deserved.get(job.queue) ?? 0;
   if (mine <= fair + 1e-6) return undefined;

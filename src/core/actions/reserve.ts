@@ -33,7 +33,7 @@ export function reserve(s: CycleSession, a: Attempt): boolean {
 }
 
 /** Earliest start of `job` as running jobs end in estimated order; reserved nodes of earlier reservations are off limits. */
-export function planReservation(s: CycleSession, job: QueuedJob): Reservation | undefined {
+function planReservation(s: CycleSession, job: QueuedJob): Reservation | undefined {
   const stmt = new Statement(s.state);
   blockNodes(s, stmt, s.reservedNodes);
   const order = [...s.running.values()].sort((a, b) => a.estEndMs - b.estEndMs || (a.id < b.id ? -1 : 1));
