@@ -60,3 +60,11 @@ export function jobResources(job: QueuedJob): Resources {
 export function lostWork(job: RunningJob, nowMs: number): number {
   return Math.max(0, nowMs - Math.max(job.startMs, job.lastCheckpointMs ?? job.startMs)) * (job.resources.gpuMilli / 1000);
 }
+
+/** A gang with a `preemptionPolicy: Never` member (kube's PodEligibleToPreemptOthers says no to it). */
+export function hasNeverMember(job: QueuedJob): boolean {
+  return job.gang.members.some((m) => m.preemptionPolicy === 'Never');
+}
+
+/** The queue of a job that names none: undeclared, it has no quota. */
+export const DEFAULT_QUEUE = 'default';

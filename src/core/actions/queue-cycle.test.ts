@@ -2,81 +2,16 @@
 // shares, backfill behind a reservation, whole-gang preemption, critical phases, no loops) are declarative
 // scenarios in scenarios/queues/, run by src/app/scenario.test.ts; what is here tests finer cases.
 import { describe, expect, it } from 'vitest';
-import { runCycle, type CycleOptions, type CycleResult } from './queue-cycle.ts';
+import { cycleActions, runCycle, type CycleOptions, type CycleResult } from './queue-cycle.ts';
+import { cluster, G, job, mixed, queues, start } from './cycle-testing.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
 import { Scheduler } from '../framework/scheduler.ts';
-import { resolveProfile } from '../framework/registry.ts';
-import { ClusterState } from '../snapshot/cluster-state.ts';
-import { NODE_SHAPES } from '../model/presets.ts';
-import type { NodeSpec } from '../model/node.ts';
-import { makePod, type TopologyConstraint } from '../model/pod.ts';
-import { makeQueue, type QueuePreemption, type QueueSpec } from '../queue/model.ts';
+import { buildProfile, formatProfileError, profileConfig } from '../framework/registry.ts';
+import { CYCLE_ACTION_NAMES, type CycleActionName } from '../framework/types.ts';
 import { seededRng } from '../ports.ts';
+import { makePod } from '../model/pod.ts';
+import { makeQueue, type QueuePreemption, type QueueSpec } from '../queue/model.ts';
 
-function cluster(shape: string, racks: number, perRack: number): Scheduler {
-  const s = NODE_SHAPES[shape];
-  if (s === undefined) throw new Error(shape);
-  const specs: NodeSpec[] = [];
-  for (let r = 0; r < racks; r++)
-    for (let i = 0; i < perRack; i++)
-      specs.push({
-        name: `r${r}-n${i}`,
-        cpuMilli: s.cpuMilli,
-        memoryMiB: s.memoryMiB,
-        maxPods: 110,
-        gpus: s.gpus,
-        topology: s.topology,
-        location: { zone: 'z', block: 'b', rack: `rack-${r}` },
-        labels: {},
-        taints: [],
-        unschedulable: false,
-      });
-  const p = resolveProfile('sits', { typicalShapes: [] });
-  if (!p.ok) throw new Error('profile');
-  return new Scheduler(p.value, new ClusterState(specs), seededRng(1));
-}
-
-let seq = 0;
-function job(
-  id: string,
-  queue: string,
-  replicas: number,
-  gpus: number,
-  o: { priority?: number; arrivalMs?: number; estRuntimeMs?: number; topology?: TopologyConstraint } = {},
-): QueuedJob {
-  const members = Array.from({ length: replicas }, (_, k) =>
-    makePod(`${id}-${k}`, { gpuCount: gpus, cpuMilli: 1000, memoryMiB: 1024 }, { gang: id, queue, priority: o.priority ?? 0 }),
-  );
-  return {
-    id,
-    queue,
-    priority: o.priority ?? 0,
-    arrivalMs: o.arrivalMs ?? seq++,
-    gang: { name: id, minMember: replicas, members, topology: o.topology ?? {}, priority: o.priority ?? 0, queue },
-    estRuntimeMs: o.estRuntimeMs ?? 3_600_000,
-  };
-}
-
-/** Runs a job for real: places it and returns the RunningJob record. */
-function start(s: Scheduler, j: QueuedJob, startMs: number, extra: Partial<RunningJob> = {}): RunningJob {
-  const r = s.scheduleGang(j.gang);
-  if (!r.ok) throw new Error(r.explanation.message);
-  const gpuMilli = j.gang.members.reduce((x, m) => x + m.request.gpuCount * m.request.gpuMilli, 0);
-  return {
-    id: j.id,
-    queue: j.queue,
-    priority: j.priority,
-    startMs,
-    estEndMs: startMs + j.estRuntimeMs,
-    podIds: r.placements.map((p) => p.podId),
-    resources: { gpuMilli, cpuMilli: j.gang.members.length * 1000, memoryMiB: j.gang.members.length * 1024 },
-    preemptible: true,
-    ...extra,
-  };
-}
-
-const queues = (...qs: QueueSpec[]): Map<string, QueueSpec> => new Map(qs.map((q) => [q.name, q]));
-const G = (n: number) => ({ gpuMilli: n * 1000, cpuMilli: Infinity, memoryMiB: Infinity });
 const startedIds = (r: CycleResult): string[] => r.started.map((x) => x.job.id).sort();
 const cycle = (
   s: Scheduler,
@@ -86,28 +21,6 @@ const cycle = (
   nowMs = 10_000_000,
   options: Partial<CycleOptions> = {},
 ): CycleResult => runCycle({ nowMs, scheduler: s, queues: qs, pending, running: new Map(running.map((r) => [r.id, r])), options });
-
-function mixed(shapes: readonly string[]): Scheduler {
-  const specs: NodeSpec[] = shapes.map((shape, i) => {
-    const s = NODE_SHAPES[shape];
-    if (s === undefined) throw new Error(shape);
-    return {
-      name: `${shape}-${i}`,
-      cpuMilli: s.cpuMilli,
-      memoryMiB: s.memoryMiB,
-      maxPods: 110,
-      gpus: s.gpus,
-      topology: s.topology,
-      location: { zone: 'z', block: 'b', rack: 'rack-0' },
-      labels: {},
-      taints: [],
-      unschedulable: false,
-    };
-  });
-  const p = resolveProfile('sits', { typicalShapes: [] });
-  if (!p.ok) throw new Error('profile');
-  return new Scheduler(p.value, new ClusterState(specs), seededRng(1));
-}
 
 describe('queue cycle: per GPU model quota', () => {
   it('a model whose quota is used up is taken out of the gang’s choice; a job that needs only it waits for quota', () => {
@@ -381,5 +294,37 @@ describe('order inside a queue', () => {
         running: new Map(),
       }).started.map((x) => x.job.id),
     ).toEqual(['c']);
+  });
+});
+
+describe('queue cycle: the actions a profile names (issue 35)', () => {
+  const withActions = (s: Scheduler, actions: readonly CycleActionName[]): Scheduler => new Scheduler({ ...s.profile, actions }, s.state, seededRng(1));
+
+  it('without preempt and reserve the cycle only admits and places: a higher-priority job waits on capacity', () => {
+    const now = 10_000_000;
+    const base = cluster('dgx-h100', 1, 1);
+    const low = start(base, job('low', 'a', 1, 8), 0);
+    const hi = job('hi', 'a', 1, 8, { priority: 10 });
+    const only = cycle(withActions(base, ['admit', 'allocate']), queues(makeQueue('a')), [hi], [low], now);
+    expect([only.preempted, only.reservations, only.waiting.get('hi')?.reason]).toEqual([[], [], 'capacity']);
+    const all = cycle(withActions(base, CYCLE_ACTION_NAMES), queues(makeQueue('a')), [hi], [low], now);
+    expect(all.preempted.map((p) => p.victim.id)).toEqual(['low']);
+  });
+
+  it('an unknown action, or a list not beginning with admit, is an error naming it', () => {
+    expect(() => cycleActions({ name: 'p', actions: ['admit', 'backfill' as CycleActionName] })).toThrow(
+      'profile p: actions: unknown cycle action "backfill" (known: admit, allocate, preempt, reserve)',
+    );
+    expect(() => cycleActions({ name: 'p', actions: ['allocate', 'admit'] })).toThrow(
+      'profile p: actions: the cycle\'s actions must begin with admit (it opens each job\'s attempt), not "allocate"',
+    );
+    const cfg = profileConfig('sits');
+    if (cfg === undefined) throw new Error('sits profile');
+    const built = buildProfile({ ...cfg, actions: ['admit', 'reclaim'] }, { typicalShapes: [] });
+    expect(built.ok ? 'built' : formatProfileError(built.error)).toBe(
+      'profile sits: actions: unknown cycle action "reclaim" (known: admit, allocate, preempt, reserve)',
+    );
+    const good = buildProfile({ ...cfg, actions: ['admit', 'allocate', 'reserve'] }, { typicalShapes: [] });
+    expect(good.ok && good.value.actions).toEqual(['admit', 'allocate', 'reserve']);
   });
 });

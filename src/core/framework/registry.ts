@@ -14,7 +14,7 @@ import { pickTopologyGpus } from '../plugins/topology/gpu-topology-pick.ts';
 import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
 import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
 import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
-import type { Plugin, Profile, QueuedUnit, Selector, SpreadDefaults } from './types.ts';
+import { cycleActionsProblem, type CycleActionName, type Plugin, type Profile, type QueuedUnit, type Selector, type SpreadDefaults } from './types.ts';
 
 export const PLUGIN_NAMES = [
   'priority-fifo',
@@ -93,12 +93,15 @@ export interface ProfileConfig {
   readonly spreadDefaults?: SpreadDefaults;
   /** Choose a gang's placement by predicted step time (absent: first fit by link classes; ADR 0105). */
   readonly gangChoice?: 'step-time';
+  /** The queue cycle's actions in order (absent: admit, allocate, preempt, reserve; ADR 0185). */
+  readonly actions?: readonly string[];
 }
 
 export type ProfileError =
   | { readonly code: 'UnknownPlugin'; readonly name: string; readonly profile: string; readonly field: string }
   | { readonly code: 'MissingExtensionPoint'; readonly name: string; readonly profile: string; readonly point: string }
-  | { readonly code: 'UnknownProfile'; readonly profile: string };
+  | { readonly code: 'UnknownProfile'; readonly profile: string }
+  | { readonly code: 'BadActions'; readonly profile: string; readonly problem: string };
 
 export function formatProfileError(e: ProfileError): string {
   switch (e.code) {
@@ -108,6 +111,8 @@ export function formatProfileError(e: ProfileError): string {
       return `profile ${e.profile}: plugin "${e.name}" does not implement ${e.point}`;
     case 'UnknownProfile':
       return `unknown profile "${e.profile}" (known: ${PROFILE_NAMES.join(', ')})`;
+    case 'BadActions':
+      return `profile ${e.profile}: actions: ${e.problem}`;
   }
 }
 
@@ -144,6 +149,8 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
   }
   const dp = get(cfg.devicePicker, 'devicePicker', 'pickGpus');
   if (!dp.ok) return dp;
+  const actionsProblem = cfg.actions === undefined ? undefined : cycleActionsProblem(cfg.actions);
+  if (actionsProblem !== undefined) return err({ code: 'BadActions', profile: cfg.name, problem: actionsProblem });
   const all = [...instances.values()];
   return ok({
     name: cfg.name,
@@ -160,6 +167,7 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
     ...(cfg.hardPodAffinityWeight === undefined ? {} : { hardPodAffinityWeight: cfg.hardPodAffinityWeight }),
     ...(cfg.spreadDefaults === undefined ? {} : { spreadDefaults: cfg.spreadDefaults }),
     ...(cfg.gangChoice === undefined ? {} : { gangChoice: cfg.gangChoice }),
+    ...(cfg.actions === undefined ? {} : { actions: cfg.actions as readonly CycleActionName[] }),
   });
 }
 

@@ -123,6 +123,22 @@ export interface Profile {
   readonly gangChoice?: 'step-time';
   /** What the step-time choice assumes: the network between nodes and each gang's training job. */
   readonly stepTimeArgs?: StepTimeArgs;
+  /** The queue cycle's actions in order, as plugins are named (absent: CYCLE_ACTION_NAMES; src/core/actions/queue-cycle.ts). */
+  readonly actions?: readonly CycleActionName[];
+}
+
+/** The queue cycle's actions, in the default order: admission opens each job's attempt, so it comes first. */
+export const CYCLE_ACTION_NAMES = ['admit', 'allocate', 'preempt', 'reserve'] as const;
+export type CycleActionName = (typeof CYCLE_ACTION_NAMES)[number];
+
+/** What is wrong with a list of cycle action names, or undefined. */
+export function cycleActionsProblem(names: readonly string[]): string | undefined {
+  const unknown = names.find((n) => !(CYCLE_ACTION_NAMES as readonly string[]).includes(n));
+  if (unknown !== undefined) return `unknown cycle action "${unknown}" (known: ${CYCLE_ACTION_NAMES.join(', ')})`;
+  if (names[0] !== 'admit')
+    return `the cycle's actions must begin with admit (it opens each job's attempt), not ${names[0] === undefined ? 'nothing' : `"${names[0]}"`}`;
+  if (new Set(names).size !== names.length) return `an action is named twice: ${names.join(', ')}`;
+  return undefined;
 }
 
 /** Inputs of the step-time gang choice; absent fields take the model's defaults. */

@@ -1,0 +1,46 @@
+/**
+ * Allocation (Volcano's allocate): a topology-feasible placement of the whole gang, in a statement. A job may
+ * take a reserved node only as a backfill job: if it ends before the reservation starts or leaves the node the
+ * GPUs the reserved job needs there; otherwise it waits for the reservation. A gang that does not fit is left
+ * to the next action with the placement's explanation.
+ */
+import type { Placement } from '../framework/scheduler.ts';
+import type { Attempt, CycleSession } from '../session/session.ts';
+import type { Reservation } from './queue-cycle.ts';
+
+export function allocate(s: CycleSession, a: Attempt): boolean {
+  const job = a.job;
+  const stmt = s.scheduler.statement();
+  const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
+  if (!placed.ok) {
+    stmt.discard();
+    a.why = placed.explanation.message;
+    a.reason = 'capacity';
+    return false;
+  }
+  a.span?.set({ 'sits.topology.level': placed.level });
+  const blocking = blockingReservation(s, job.id, s.nowMs + job.estRuntimeMs, placed.placements);
+  if (blocking === undefined) {
+    stmt.commit();
+    s.start(job, a.demand, placed.placements);
+    return true;
+  }
+  stmt.discard();
+  s.wait(job.id, {
+    reason: 'reservation',
+    message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - s.nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s`,
+  });
+  return true;
+}
+
+/**
+ * The first reservation (the host's, then the cycle's) that `placements` of job `jobId`, running until `endMs`,
+ * would delay; read while the placements are applied (the nodes' free GPUs are what would be left).
+ */
+function blockingReservation(s: CycleSession, jobId: string, endMs: number, placements: readonly Placement[]): Reservation | undefined {
+  const blocks = (r: Reservation): boolean =>
+    r.jobId !== jobId &&
+    r.startMs < endMs &&
+    placements.some((p) => r.nodes.includes(p.node) && (s.state.node(p.node)?.gpuFreeMilli() ?? 0) < (r.needs[p.node] ?? 0));
+  return s.held.find(blocks) ?? s.out.reservations.find(blocks);
+}
