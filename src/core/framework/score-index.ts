@@ -10,8 +10,8 @@ import type { PodSpec } from '../model/pod.ts';
 import type { ClusterState, NodeState } from '../snapshot/cluster-state.ts';
 import { Reason, REASON_SLOTS, type ReasonCode } from './reasons.ts';
 import type { Profile, WeightedScorer } from './types.ts';
-import { DEFAULT_INTER_POD_ARGS, InterPodState } from '../plugins/inter-pod-affinity/inter-pod-state.ts';
-import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
+import { DEFAULT_INTER_POD_ARGS, InterPodState } from './inter-pod/inter-pod-state.ts';
+import { hasInterPodFields } from '../model/terms.ts';
 
 /** Work counters a host may read around a call (benchmarks: where an attempt's time went). */
 export interface IndexCounters {

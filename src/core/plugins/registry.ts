@@ -3,18 +3,18 @@
  * in a profile is an error returned to the caller (a start-up error for hosts), never a log line.
  */
 import { err, ok, type Result } from '../result.ts';
-import { fitPlugin } from '../plugins/fit/fit.ts';
-import { bestFitGpuPlugin, randomGpuPlugin } from '../plugins/baselines/gpu-pick.ts';
-import { bestFitPlugin, dotProdPlugin, gpuClusteringPlugin, gpuPackingPlugin } from '../plugins/baselines/paper-scores.ts';
-import { balancedAllocationPlugin, leastAllocatedPlugin } from '../plugins/baselines/kube-default.ts';
-import { fgdPlugin } from '../plugins/fgd/fgd.ts';
-import { sitsFragPlugin } from '../plugins/fgd/sits-frag.ts';
-import type { TypicalShape } from '../plugins/fgd/fragmentation.ts';
-import { pickTopologyGpus } from '../plugins/topology/gpu-topology-pick.ts';
-import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
-import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
-import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
-import type { Plugin, Profile, QueuedUnit, Selector, SpreadDefaults } from './types.ts';
+import { fitPlugin } from './fit/fit.ts';
+import { bestFitGpuPlugin, randomGpuPlugin } from './baselines/gpu-pick.ts';
+import { bestFitPlugin, dotProdPlugin, gpuClusteringPlugin, gpuPackingPlugin } from './baselines/paper-scores.ts';
+import { balancedAllocationPlugin, leastAllocatedPlugin } from './baselines/kube-default.ts';
+import { fgdPlugin } from './fgd/fgd.ts';
+import { sitsFragPlugin } from './fgd/sits-frag.ts';
+import type { TypicalShape } from '../estimate/typical-shapes.ts';
+import { pickTopologyGpus } from './topology/gpu-topology-pick.ts';
+import { lowestFreeGpus } from './baselines/gpu-pick.ts';
+import { nodeAffinityPlugin } from './node-affinity/node-affinity.ts';
+import { taintTolerationPlugin } from './taint-toleration/taint-toleration.ts';
+import type { Plugin, Profile, QueuedUnit, Selector, SpreadDefaults } from '../framework/types.ts';
 
 export const PLUGIN_NAMES = [
   'priority-fifo',

@@ -10,7 +10,7 @@ import {
   type ProfileConfig,
   type ProfileError,
 } from './registry.ts';
-import type { QueuedUnit } from './types.ts';
+import type { QueuedUnit } from '../framework/types.ts';
 
 const env = { typicalShapes: [{ cpuMilli: 1000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 1 }] };
 

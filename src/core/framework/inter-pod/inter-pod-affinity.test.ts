@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { InterPodState } from './inter-pod-state.ts';
-import { compileSelector, defaultNamespaceLabels, resolveTerm, selectorMatches, termMatchesPod } from './terms.ts';
-import { ScoreIndex } from '../../framework/score-index.ts';
-import { Scheduler } from '../../framework/scheduler.ts';
-import { resolveProfile } from '../../framework/registry.ts';
+import { compileSelector, defaultNamespaceLabels, resolveTerm, selectorMatches, termMatchesPod } from '../../model/terms.ts';
+import { ScoreIndex } from '../score-index.ts';
+import { Scheduler } from '../scheduler.ts';
+import { resolveProfile } from '../../plugins/registry.ts';
 import { allocationFor, ClusterState } from '../../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../../model/presets.ts';
 import type { NodeSpec } from '../../model/node.ts';
