@@ -68,9 +68,9 @@ const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
   }),
   'node-affinity': nodeAffinityPlugin,
   'taint-toleration': taintTolerationPlugin,
-  // Scored by the score index's inter-pod overlay (ADR 0054), which reads these weights; never per node here.
-  'pod-topology-spread': () => ({ name: 'pod-topology-spread', preScore: () => false, score: () => 0 }),
-  'inter-pod-affinity': () => ({ name: 'inter-pod-affinity', preScore: () => false, score: () => 0 }),
+  // Scored by the score index's inter-pod overlay from the shape's domain counts (ADR 0054), with their weights.
+  'pod-topology-spread': () => ({ name: 'pod-topology-spread', interPodScore: 'spread' }),
+  'inter-pod-affinity': () => ({ name: 'inter-pod-affinity', interPodScore: 'affinity' }),
   'gpu-topology': () => ({
     name: 'gpu-topology',
     pickGpus: (pod, node, _ctx, allowed) =>
@@ -118,14 +118,14 @@ function isPluginName(n: string): n is PluginName {
 /** Resolves a profile configuration into plugin instances. */
 export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile, ProfileError> {
   const instances = new Map<string, Plugin>();
-  const get = (name: string, field: string, point: keyof Plugin): Result<Plugin, ProfileError> => {
+  const get = (name: string, field: string, point: keyof Plugin, alt?: keyof Plugin): Result<Plugin, ProfileError> => {
     if (!isPluginName(name)) return err({ code: 'UnknownPlugin', name, profile: cfg.name, field });
     let p = instances.get(name);
     if (p === undefined) {
       p = FACTORIES[name](env);
       instances.set(name, p);
     }
-    if (p[point] === undefined) return err({ code: 'MissingExtensionPoint', name, profile: cfg.name, point });
+    if (p[point] === undefined && (alt === undefined || p[alt] === undefined)) return err({ code: 'MissingExtensionPoint', name, profile: cfg.name, point });
     return ok(p);
   };
   const qs = get(cfg.queueSort, 'queueSort', 'queueSort');
@@ -138,7 +138,7 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
   }
   const scorers: { plugin: Plugin; weight: number }[] = [];
   for (const s of cfg.scorers) {
-    const p = get(s.name, 'scorers', 'score');
+    const p = get(s.name, 'scorers', 'score', 'interPodScore');
     if (!p.ok) return p;
     scorers.push({ plugin: p.value, weight: s.weight });
   }
