@@ -5,7 +5,7 @@ import type { Plugin, Profile } from './types.ts';
 import { fitFilter, fitPlugin } from '../plugins/fit/fit.ts';
 import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
 import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
-import { ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
+import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod, type PodSpec } from '../model/pod.ts';
