@@ -105,6 +105,14 @@ const pureImports = [
   { group: ['@kubernetes/*'], message: 'core is pure: it never touches the cluster' },
 ];
 
+/**
+ * The core's rooms below its plugins (docs/architecture.md, "The core's rooms"): their code never imports
+ * core/plugins/, so the dependency runs plugins → framework → snapshot → model and the import circle of issue
+ * 35 cannot come back (scripts/layers.test.ts also checks src/core for cycles). Their tests may use plugins.
+ */
+export const CORE_LOWER_ROOMS = ['model', 'snapshot', 'framework', 'estimate', 'queue', 'statement'];
+const lowerRoomMessage = `core rooms (docs/architecture.md): ${CORE_LOWER_ROOMS.join(', ')} never import core/plugins/ (plugins build on them)`;
+
 const list = (xs) => (xs.length === 0 ? 'nothing else' : xs.join(', '));
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -112,7 +120,8 @@ const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
  * One config object per folder, depth and kind (product or test), so that each file gets exactly one
  * no-restricted-imports setting (ESLint replaces, not merges, rule options). A relative import leaves its
  * folder only by climbing to src/: from src/<folder>/<d dirs>/file.ts that is (d+1) × '../', so the
- * pattern matches exactly the imports that reach another top-level folder.
+ * pattern matches exactly the imports that reach another top-level folder. The core's lower rooms get their own
+ * object per depth (the same patterns plus core/plugins/), and the generic core object ignores them.
  */
 function layerConfigs() {
   const out = [];
@@ -128,10 +137,19 @@ function layerConfigs() {
         const patterns = forbidden.length === 0 ? [] : [{ regex: `^(\\./)?(\\.\\./){${depth + 1}}(${forbidden.map(esc).join('|')})(/|$)`, message }];
         if (pure && !test) patterns.push(...pureImports);
         if (patterns.length === 0) continue;
+        // From src/core/<room>/<depth-1 dirs>/file.ts, `depth` × '../' reaches src/core/.
+        const rooms = folder === 'core' && !test && depth >= 1 ? CORE_LOWER_ROOMS.map((r) => `src/core/${r}/${'*/'.repeat(depth - 1)}`) : [];
         out.push({
           files: test ? [`${dir}*.test.ts`] : [`${dir}*.ts`, `${dir}*.mjs`],
-          ...(test ? {} : { ignores: ['**/*.test.ts'] }),
+          ...(test ? {} : { ignores: ['**/*.test.ts', ...rooms.map((r) => `${r}*.ts`)] }),
           rules: { 'no-restricted-imports': ['error', { patterns }] },
+        });
+        if (rooms.length === 0) continue;
+        const toPlugins = { regex: `^(\\./)?((\\.\\./){${depth}}|(\\.\\./){${depth + 1}}core/)plugins(/|$)`, message: lowerRoomMessage };
+        out.push({
+          files: rooms.map((r) => `${r}*.ts`),
+          ignores: ['**/*.test.ts'],
+          rules: { 'no-restricted-imports': ['error', { patterns: [...patterns, toPlugins] }] },
         });
       }
     }

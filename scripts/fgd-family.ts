@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { median } from '../src/core/stats.ts';
-import { resolveProfile } from '../src/core/framework/registry.ts';
+import { resolveProfile } from '../src/core/plugins/registry.ts';
 import type { Profile } from '../src/core/framework/types.ts';
 import { sitsFragPlugin, SITS_FRAG_DEFAULTS, type SitsFragParams } from '../src/core/plugins/fgd/sits-frag.ts';
 import { prepareFgdTrace, runFgd } from '../src/bench/fgd/run.ts';

@@ -1,12 +1,14 @@
 // The layer table of eslint.config.js (docs/adr/0040-layers.md) covers every folder under src/, and its
 // rules fire: each forbidden import is an error, each allowed one is not, at every depth.
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { ESLint } from 'eslint';
+import ts from 'typescript';
 import { beforeAll, describe, expect, it } from 'vitest';
 
 const root = new URL('..', import.meta.url);
-type Config = { LAYERS: Record<string, string[]>; TEST_IMPORTS: string[]; PURE: string[] };
-const { LAYERS, TEST_IMPORTS, PURE } = (await import(new URL('eslint.config.js', root).href)) as Config;
+type Config = { LAYERS: Record<string, string[]>; TEST_IMPORTS: string[]; PURE: string[]; CORE_LOWER_ROOMS: string[] };
+const { LAYERS, TEST_IMPORTS, PURE, CORE_LOWER_ROOMS } = (await import(new URL('eslint.config.js', root).href)) as Config;
 const folders = readdirSync(new URL('src', root), { withFileTypes: true })
   .filter((d) => d.isDirectory())
   .map((d) => d.name)
@@ -130,5 +132,100 @@ describe('who may skip the spine', () => {
         path,
       ).toEqual([]);
     }
+  });
+});
+
+/** Relative imports (and re-exports) of every non-test .ts file under `dir`, as repo-relative paths, by the TypeScript scanner. */
+function importGraph(dir: string): Map<string, string[]> {
+  const base = root.pathname;
+  const graph = new Map<string, string[]>();
+  const files = readdirSync(join(base, dir), { recursive: true, encoding: 'utf8' })
+    .filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'))
+    .map((f) => join(dir, f));
+  for (const file of files) {
+    const { importedFiles } = ts.preProcessFile(readFileSync(join(base, file), 'utf8'), true, true);
+    const deps = importedFiles.filter((i) => i.fileName.startsWith('.')).map((i) => relative(base, resolve(base, dirname(file), i.fileName)));
+    graph.set(file, deps);
+  }
+  return graph;
+}
+
+/** The first import cycle found by depth-first search, as the files around it; undefined when there is none. */
+function findCycle(graph: Map<string, string[]>): string[] | undefined {
+  const state = new Map<string, 'open' | 'done'>();
+  const path: string[] = [];
+  const visit = (f: string): string[] | undefined => {
+    if (state.get(f) === 'done') return undefined;
+    if (state.get(f) === 'open') return [...path.slice(path.indexOf(f)), f];
+    state.set(f, 'open');
+    path.push(f);
+    for (const d of graph.get(f) ?? []) {
+      const c = visit(d);
+      if (c !== undefined) return c;
+    }
+    path.pop();
+    state.set(f, 'done');
+    return undefined;
+  };
+  for (const f of [...graph.keys()].sort()) {
+    const c = visit(f);
+    if (c !== undefined) return c;
+  }
+  return undefined;
+}
+
+describe("the core's rooms", () => {
+  it('the lower rooms never import core/plugins/, at depth 1 and 2, naming the rule; their tests and the upper rooms may', async () => {
+    for (const room of CORE_LOWER_ROOMS) {
+      for (const [path, spec] of [
+        [`src/core/${room}/probe.ts`, '../plugins/fit/fit.ts'],
+        [`src/core/${room}/probe.ts`, '../../core/plugins/fit/fit.ts'],
+        [`src/core/${room}/sub/probe.ts`, '../../plugins/registry.ts'],
+      ] as const) {
+        const m = await lint(path, `import { x } from '${spec}';\nexport const y = x;\n`);
+        expect(m, `${path} → ${spec}`).toEqual([expect.stringContaining('never import core/plugins/')]);
+      }
+      expect(await lint(`src/core/${room}/probe.test.ts`, "import { x } from '../plugins/fit/fit.ts';\nexport const y = x;\n")).toEqual([]);
+    }
+    for (const room of ['actions', 'spine', 'plugins/fit'])
+      expect(
+        await lint(
+          `src/core/${room}/probe.ts`,
+          `import { x } from '${room === 'plugins/fit' ? '../registry.ts' : '../plugins/registry.ts'}';\nexport const y = x;\n`,
+        ),
+      ).toEqual([]);
+  });
+
+  it('the lower rooms keep the layer and purity rules', async () => {
+    expect(await lint('src/core/model/probe.ts', importOf(1, 'kube'))).toEqual([expect.stringContaining('core may import only')]);
+    expect(await lint('src/core/framework/sub/probe.ts', "import { readFileSync } from 'node:fs';\nexport const f = readFileSync;\n")).toEqual([
+      expect.stringContaining('core is pure'),
+    ]);
+  });
+
+  it('src/core has no import cycle (type imports and re-exports included)', () => {
+    const graph = importGraph('src/core');
+    // The scanner sees the imports: the framework imports the model, and a plugin its framework.
+    expect(graph.get('src/core/framework/scheduler.ts')).toContain('src/core/model/pod.ts');
+    expect(graph.get('src/core/plugins/fit/fit.ts')).toContain('src/core/framework/reasons.ts');
+    expect(findCycle(graph)).toBeUndefined();
+  });
+
+  it('the cycle search finds a cycle when there is one', () => {
+    const g = new Map([
+      ['a', ['b']],
+      ['b', ['c']],
+      ['c', ['a']],
+      ['d', ['a']],
+    ]);
+    expect(findCycle(g)).toEqual(['a', 'b', 'c', 'a']);
+    expect(
+      findCycle(
+        new Map([
+          ['a', ['b']],
+          ['b', []],
+        ]),
+      ),
+    ).toBeUndefined();
   });
 });

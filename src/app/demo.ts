@@ -4,7 +4,8 @@
  * Gangs are all-or-nothing under both profiles (the default gets coscheduling, or it would deadlock);
  * only SITS places them topology-aware and scores for fragmentation.
  */
-import { modelMask, nodeFragment, type TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { modelMask, nodeFragment } from '../core/plugins/fgd/fragmentation.ts';
+import { type TypicalShape } from '../core/estimate/typical-shapes.ts';
 import { shapesOf } from '../core/estimate/expected-workload.ts';
 import { nearestRank } from '../core/stats.ts';
 import { DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../core/estimate/step-time.ts';

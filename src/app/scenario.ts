@@ -20,7 +20,7 @@ import { loadCluster } from '../spec/cluster-file.ts';
 import { fieldPath, loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
 import { loadQueueScenario } from './queue-scenario.ts';
-import { profileConfig } from '../core/framework/registry.ts';
+import { profileConfig } from '../core/plugins/registry.ts';
 import type { SpreadDefaults } from '../core/framework/types.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { defaultSelector, withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';

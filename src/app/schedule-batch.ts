@@ -5,11 +5,11 @@
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
-import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { placeExisting } from '../core/actions/place-existing.ts';
 import { VolumeCatalog, type StorageObjects } from '../core/snapshot/volume-catalog.ts';
 import type { Explanation, Placement } from '../core/framework/scheduler.ts';
-import { priorityFifo } from '../core/framework/registry.ts';
-import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import { priorityFifo } from '../core/plugins/registry.ts';
+import type { TypicalShape } from '../core/estimate/typical-shapes.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import { seededRng } from '../core/ports.ts';
 import { err, ok, type Result } from '../core/result.ts';

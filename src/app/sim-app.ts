@@ -4,11 +4,11 @@
  * behind the ports, a scheduler whose commits reach that cluster, and the scheduling queue and spine that
  * drive queue cycles. Randomness comes in as a port (`rng`); nothing here reads a clock.
  */
-import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
+import { formatProfileError, resolveProfile } from '../core/plugins/registry.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
 import type { Profile } from '../core/framework/types.ts';
 import type { NodeSpec } from '../core/model/node.ts';
-import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../core/estimate/typical-shapes.ts';
 import type { Rng } from '../core/ports.ts';
 import { SchedulingQueue, SIM_QUEUE_TIMING } from '../core/queue/scheduling-queue.ts';
 import { err, ok, type Result } from '../core/result.ts';

@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { PROFILES } from '../core/framework/registry.ts';
+import { PROFILES } from '../core/plugins/registry.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
 import { sitsInPty } from '../testing/pty.ts';
 import { runSits } from '../testing/sits-cli.ts';

@@ -12,7 +12,7 @@
 import { isOurs, type SchedulerNames } from './scheduler-names.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import type { BindBatch, BindRequest, Binder, EventSink } from '../core/ports.ts';
-import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { placeExisting } from '../core/actions/place-existing.ts';
 import { isStatus, type KubeClient } from './client.ts';
 import { InFlight, podPath, podStatusPath, splitKey } from './in-flight.ts';
 import type { ClusterCache } from './cluster-cache.ts';

@@ -10,8 +10,8 @@ import type { V1Namespace, V1Node, V1PersistentVolume, V1PersistentVolumeClaim, 
 import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { ClusterState, type Allocation } from '../core/snapshot/cluster-state.ts';
-import { defaultNamespaceLabels } from '../core/plugins/inter-pod-affinity/terms.ts';
-import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { defaultNamespaceLabels } from '../core/model/terms.ts';
+import { placeExisting } from '../core/actions/place-existing.ts';
 import { VolumeCatalog, type AllocationVolumes } from '../core/snapshot/volume-catalog.ts';
 import type { PersistentVolume, PersistentVolumeClaim, StorageClass } from '../core/model/volume.ts';
 import {

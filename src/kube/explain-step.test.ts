@@ -3,7 +3,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { testPod } from '../harness/e2e-kit.ts';
-import { resolveProfile } from '../core/framework/registry.ts';
+import { resolveProfile } from '../core/plugins/registry.ts';
 import { seededRng } from '../core/ports.ts';
 import { ClusterCache } from './cluster-cache.ts';
 import { explainTarget } from './explain.ts';

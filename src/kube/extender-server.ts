@@ -7,7 +7,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
-import { formatProfileError, resolveProfile } from '../core/framework/registry.ts';
+import { formatProfileError, resolveProfile } from '../core/plugins/registry.ts';
 import { seededRng } from '../core/ports.ts';
 import type { CertPair } from './certs.ts';
 import type { KubeClient } from './client.ts';

@@ -13,7 +13,7 @@ import { startControlPlane, type ControlPlane } from '../harness/control-plane.t
 import { createNs, createPods, gpuUsage, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
-import { resolveProfile } from '../core/framework/registry.ts';
+import { resolveProfile } from '../core/plugins/registry.ts';
 import { seededRng } from '../core/ports.ts';
 import { KubeBinder } from './binder.ts';
 import { KubeClient } from './client.ts';

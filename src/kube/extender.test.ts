@@ -4,7 +4,7 @@ import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { ANNOTATION } from '../api/wire.ts';
 import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
-import { resolveProfile } from '../core/framework/registry.ts';
+import { resolveProfile } from '../core/plugins/registry.ts';
 import { makePod } from '../core/model/pod.ts';
 import { seededRng } from '../core/ports.ts';
 import { testPod } from '../harness/e2e-kit.ts';

@@ -21,7 +21,7 @@ import type { Profile } from '../core/framework/types.ts';
 import type { GangSpec, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../core/model/pod.ts';
 import type { Rng } from '../core/ports.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
-import { placeExisting } from '../core/snapshot/place-existing.ts';
+import { placeExisting } from '../core/actions/place-existing.ts';
 import { Statement } from '../core/statement/statement.ts';
 import type { KubeBinder } from './binder.ts';
 import type { KubeClient } from './client.ts';

@@ -5,7 +5,7 @@
  */
 import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
 import type { ExtensionTimer } from '../core/framework/types.ts';
-import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../core/estimate/typical-shapes.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import type { QueueCounts } from '../core/queue/scheduling-queue.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';

@@ -7,14 +7,14 @@
  * undoes the gang plans a previous one left (ADR 0006). Pods of other schedulers count as allocated.
  * Several profiles (ADR 0076) share the cache and each cycle's snapshot; each has its own queue and spine lane.
  */
-import { buildProfile, formatProfileError, profileConfig, type ProfileConfig } from '../core/framework/registry.ts';
+import { buildProfile, formatProfileError, profileConfig, type ProfileConfig } from '../core/plugins/registry.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
 import type { Profile } from '../core/framework/types.ts';
 import { blendShapes, shapesOf, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
 import type { QueuedJob } from '../core/actions/jobs.ts';
 import type { CycleResult } from '../core/actions/queue-cycle.ts';
 import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
-import type { TypicalShape } from '../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../core/estimate/typical-shapes.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { seededRng, type Clock, type Rng, type TraceSpan } from '../core/ports.ts';
 import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-queue.ts';

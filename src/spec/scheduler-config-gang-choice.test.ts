@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadSchedulerConfig } from './scheduler-config.ts';
-import { PROFILES } from '../core/framework/registry.ts';
+import { PROFILES } from '../core/plugins/registry.ts';
 
 const yaml = (...lines: string[]): string => `${lines.join('\n')}\n`;
 const head = ['apiVersion: ai.sits2026.dev/v1', 'kind: SchedulerConfiguration', 'profiles:'];

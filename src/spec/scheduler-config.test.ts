@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadSchedulerConfig, singleProfile } from './scheduler-config.ts';
-import { PROFILES } from '../core/framework/registry.ts';
+import { PROFILES } from '../core/plugins/registry.ts';
 import { SYSTEM_DEFAULT_SPREAD } from '../core/framework/types.ts';
 
 const yaml = (...lines: string[]): string => `${lines.join('\n')}\n`;

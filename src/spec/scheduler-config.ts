@@ -17,7 +17,7 @@
  *         defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]
  */
 import { Type, type Static } from '@sinclair/typebox';
-import { buildProfile, formatProfileError, PLUGIN_NAMES, profileConfig, PROFILE_NAMES, type ProfileConfig } from '../core/framework/registry.ts';
+import { buildProfile, formatProfileError, PLUGIN_NAMES, profileConfig, PROFILE_NAMES, type ProfileConfig } from '../core/plugins/registry.ts';
 import { SYSTEM_DEFAULT_SPREAD, type SpreadDefaults } from '../core/framework/types.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from './yaml-source.ts';

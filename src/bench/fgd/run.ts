@@ -7,7 +7,7 @@ import { simAppOrThrow } from '../../app/sim-app.ts';
 import type { Profile } from '../../core/framework/types.ts';
 import type { NodeState } from '../../core/snapshot/cluster-state.ts';
 import { FragCache } from '../../core/plugins/fgd/fgd.ts';
-import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../../core/estimate/typical-shapes.ts';
 import type { TraceNode, TracePod } from '../../sim/trace/types.ts';
 import { FgdMeter, type FgdBuckets } from './metrics.ts';
 import { capacityGpuMilli, fgdWorkload, toNodeSpec, traceTypicalShapes } from './workload.ts';

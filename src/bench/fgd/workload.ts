@@ -10,7 +10,7 @@ import type { NodeSpec } from '../../core/model/node.ts';
 import { makePod, type PodSpec } from '../../core/model/pod.ts';
 import { flatTopology } from '../../core/model/topology.ts';
 import { seededRng, shuffle, type Rng } from '../../core/ports.ts';
-import { typicalShapes, type TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
+import { typicalShapes, type TypicalShape } from '../../core/estimate/typical-shapes.ts';
 import type { TraceNode, TracePod } from '../../sim/trace/types.ts';
 
 /** The paper's simulator allows 1001 pods per node (never binding in practice). */

@@ -18,7 +18,7 @@ import type { Profile } from '../../core/framework/types.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
 import type { GangSpec } from '../../core/model/pod.ts';
 import { seededRng, type Rng } from '../../core/ports.ts';
-import type { TypicalShape } from '../../core/plugins/fgd/fragmentation.ts';
+import type { TypicalShape } from '../../core/estimate/typical-shapes.ts';
 import type { QueueSpec } from '../../core/queue/model.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../../core/estimate/step-time.ts';

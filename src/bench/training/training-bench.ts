@@ -9,7 +9,7 @@
  * The cluster, the network (the seed's own cross-node figure, §2.4) and the job mix were fixed before the
  * first run and are not tuned on the results (ADR 0104).
  */
-import { formatProfileError, resolveProfile } from '../../core/framework/registry.ts';
+import { formatProfileError, resolveProfile } from '../../core/plugins/registry.ts';
 import { shapesOf } from '../../core/estimate/expected-workload.ts';
 import { ddpJob, idealShares, sharesOf, stepTime, type NetworkModel, type TrainingModel } from '../../core/estimate/step-time.ts';
 import { makeGpus } from '../../core/model/gpu.ts';

@@ -5,7 +5,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import type { Command } from 'commander';
-import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
+import { resolveProfile, formatProfileError } from '../../core/plugins/registry.ts';
 import { benchAllCommands, BenchInputError } from '../../bench/all/bench-all.ts';
 import { FGD_POLICIES, prepareFgdBench, writeFgdOutputs } from '../../bench/fgd/fgd-bench.ts';
 import { PUBLISHED_UNALLOCATED_100, publishedName } from '../../bench/fgd/published.ts';

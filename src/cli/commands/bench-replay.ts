@@ -5,7 +5,7 @@
  */
 import { basename } from 'node:path';
 import type { Command } from 'commander';
-import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
+import { resolveProfile, formatProfileError } from '../../core/plugins/registry.ts';
 import type { ReplayResult } from '../../bench/replay/replay.ts';
 import { runReplayBench, writeReplayOutputs } from '../../bench/replay/replay-bench.ts';
 import { InputError, parseClusterSize, TRACE_FORMATS, type ClusterSource, type TraceFormat } from '../../bench/replay/sources.ts';

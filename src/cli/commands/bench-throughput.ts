@@ -3,7 +3,7 @@
  * calls) on a synthetic cluster, with a workload sized to ~90 % of GPU capacity (issue 3 §7).
  */
 import type { Command } from 'commander';
-import { resolveProfile, formatProfileError } from '../../core/framework/registry.ts';
+import { resolveProfile, formatProfileError } from '../../core/plugins/registry.ts';
 import { writeFileMkdir } from '../../bench/output.ts';
 import type { GangAttempt, ThroughputResult } from '../../bench/throughput/run.ts';
 import {

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { runDemo, type DemoResult } from '../../app/demo.ts';
 import { serveDemo } from '../../server/demo-serve.ts';
-import { profileConfig, PROFILE_NAMES } from '../../core/framework/registry.ts';
+import { profileConfig, PROFILE_NAMES } from '../../core/plugins/registry.ts';
 import { CliError, EXIT } from '../errors.ts';
 import { table } from '../format.ts';
 import { checkOutputFile } from '../paths.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
-import { PROFILES } from '../../core/framework/registry.ts';
+import { PROFILES } from '../../core/plugins/registry.ts';
 import { TABLE_WIDTH, table } from '../format.ts';
 import { outputOption, printed } from '../kube-flags.ts';
 

@@ -6,7 +6,7 @@
  */
 import type { Placement } from '../framework/scheduler.ts';
 import type { Attempt, CycleSession } from '../session/session.ts';
-import type { Reservation } from './queue-cycle.ts';
+import type { Reservation } from '../session/cycle-types.ts';
 
 export function allocate(s: CycleSession, a: Attempt): boolean {
   const job = a.job;

@@ -4,7 +4,7 @@ import type { QueuedJob, RunningJob } from './jobs.ts';
 import { CHECKPOINT_FRESH_MS, checkpointMs, checkpointStep, inCriticalPhase } from './checkpoint.ts';
 import { commitMigration, expectedStartMs, planMigration } from './migration.ts';
 import { Scheduler } from '../framework/scheduler.ts';
-import { resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';

@@ -1,6 +1,6 @@
 /** Test helpers for the queue cycle and its actions: small clusters, jobs, running jobs, sessions. */
 import { Scheduler } from '../framework/scheduler.ts';
-import { resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../plugins/registry.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod, type TopologyConstraint } from '../model/pod.ts';
 import { NODE_SHAPES } from '../model/presets.ts';

@@ -3,7 +3,7 @@ import { disruptionsAllowed, lessCost, pdbViolations, type DisruptionBudget } fr
 import { runCycle } from './queue-cycle.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
 import { Scheduler } from '../framework/scheduler.ts';
-import { resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import { makePod } from '../model/pod.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { cloneState, estimateStarts } from './eta.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
-import { resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import { makePod } from '../model/pod.ts';

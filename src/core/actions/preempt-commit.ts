@@ -7,7 +7,17 @@ import type { CycleSession } from '../session/session.ts';
 import { checkpointCommitted, checkpointFailed, checkpointStep, inCriticalPhase } from './checkpoint.ts';
 import { pdbViolations } from './disruption.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
-import type { PreemptionPlan } from './preempt.ts';
+import type { Placement } from '../framework/scheduler.ts';
+import type { PreemptionCost } from './disruption.ts';
+
+/** The victims a preemption chose, where the preemptor goes, and what it costs (preempt.ts plans it, this file carries it out). */
+export interface PreemptionPlan {
+  readonly victims: RunningJob[];
+  readonly placements: Placement[];
+  readonly cost: PreemptionCost;
+  /** Victims in a critical phase (checkpoint-aware only). */
+  readonly critical: number;
+}
 
 /** Whether `job` must wait for the plan's victims (critical phase, checkpoint); its wait is set then. */
 export function waitsForVictims(s: CycleSession, job: QueuedJob, best: PreemptionPlan): boolean {

@@ -9,7 +9,6 @@
  * that breaks the fewest budgets wins, then the one with the lowest highest-priority victim, the fewest victims,
  * the least work lost. Checkpoint-aware (ADR 0093), victims are asked for a checkpoint first.
  */
-import type { Placement } from '../framework/scheduler.ts';
 import type { TopologyLevel } from '../model/topology.ts';
 import { ZERO, type Resources } from '../queue/model.ts';
 import { borrowedBy, checkQuota } from '../queue/quota.ts';
@@ -19,18 +18,10 @@ import { addUsageTo } from '../session/usage.ts';
 import { inCriticalPhase } from './checkpoint.ts';
 import { lessCost, pdbViolations, type PreemptionCost } from './disruption.ts';
 import { lostWork, type QueuedJob, type RunningJob } from './jobs.ts';
-import { commitPreemption, waitsForVictims } from './preempt-commit.ts';
+import { commitPreemption, waitsForVictims, type PreemptionPlan } from './preempt-commit.ts';
 import { byDomain, victimsFor, type Candidate } from './victims.ts';
 
 /** A plan: the victims, where the gang goes once they are gone, and what it costs. */
-export interface PreemptionPlan {
-  readonly victims: RunningJob[];
-  readonly placements: Placement[];
-  readonly cost: PreemptionCost;
-  /** Victims in a critical phase (checkpoint-aware only). */
-  readonly critical: number;
-}
-
 /** The action: a gang that did not fit preempts, or notes why it waits (preemptionPolicy Never, its fair share). */
 export function preempt(s: CycleSession, a: Attempt): boolean {
   if (!s.opts.preemption) return false;

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { runCycle, type CycleResult } from './queue-cycle.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
 import { Scheduler } from '../framework/scheduler.ts';
-import { resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';

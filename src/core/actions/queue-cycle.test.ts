@@ -6,7 +6,7 @@ import { cycleActions, runCycle, type CycleOptions, type CycleResult } from './q
 import { cluster, G, job, mixed, queues, start } from './cycle-testing.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
 import { Scheduler } from '../framework/scheduler.ts';
-import { buildProfile, formatProfileError, profileConfig } from '../framework/registry.ts';
+import { buildProfile, formatProfileError, profileConfig } from '../plugins/registry.ts';
 import { CYCLE_ACTION_NAMES, type CycleActionName } from '../framework/types.ts';
 import { seededRng } from '../ports.ts';
 import { makePod } from '../model/pod.ts';

@@ -7,7 +7,7 @@ import type { Placement } from '../framework/scheduler.ts';
 import type { Attempt, CycleSession } from '../session/session.ts';
 import { Statement } from '../statement/statement.ts';
 import type { QueuedJob, RunningJob } from './jobs.ts';
-import type { Reservation } from './queue-cycle.ts';
+import type { Reservation } from '../session/cycle-types.ts';
 
 /** The reservation of `jobId` from `startMs` on the nodes its pods would take, with the GPU milli each needs there. */
 export function reservationFor(jobId: string, startMs: number, pods: Iterable<{ readonly node: string; readonly gpuMilli: number }>): Reservation {

@@ -5,7 +5,7 @@
  * free whenever the batch happens to hold only fractional pods.
  */
 import type { PodSpec } from '../model/pod.ts';
-import { typicalShapes, type TypicalShape } from '../plugins/fgd/fragmentation.ts';
+import { typicalShapes, type TypicalShape } from './typical-shapes.ts';
 
 /** Whole-GPU demand every GPU cluster sees: 1, 2, 4 and 8-GPU pods, fewer as they grow. */
 export const WHOLE_GPU_PRIOR: readonly TypicalShape[] = [

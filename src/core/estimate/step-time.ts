@@ -23,7 +23,7 @@
  * Pure: numbers in, numbers out; the figures and their sources are in docs/adr/0103-step-time-model.md.
  */
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
-import { bestGpuSet } from '../plugins/topology/gpu-topology-pick.ts';
+import { bestGpuSet } from '../model/gpu-sets.ts';
 import { DEFAULT_NETWORK_GBPS, ringBottleneckGBps, type LinkClass, type NodeGpuTopology, type NodeLocation, type TopologyLevel } from '../model/topology.ts';
 
 /** Dense BF16/FP16 tensor-core peak, TFLOP/s (vendor data sheets, no sparsity). */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Scheduler } from './scheduler.ts';
-import { PROFILES, buildProfile } from './registry.ts';
+import { PROFILES, buildProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';

@@ -5,7 +5,7 @@
 import type { PodSpec } from '../model/pod.ts';
 import type { NodeState } from '../snapshot/cluster-state.ts';
 import { formatComputeCapability } from '../model/gpu.ts';
-import { untoleratedTaint } from '../plugins/taint-toleration/taint-toleration.ts';
+import { untoleratedTaint } from '../model/taints.ts';
 
 export const Reason = {
   Fits: 0,

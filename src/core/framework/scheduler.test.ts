@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeMembers, Scheduler, type GangOutcome, type PodOutcome } from './scheduler.ts';
-import { buildProfile } from './registry.ts';
+import { buildProfile } from '../plugins/registry.ts';
 import type { Plugin, Profile } from './types.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';

@@ -10,8 +10,8 @@ import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
 import { Reason, REASONS, type ReasonCode } from './reasons.ts';
 import { podMetaKey, ScoreIndex, shapeKey, type IndexCounters } from './score-index.ts';
-import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
-import { allocationVolumes, resolvePodVolumes } from '../plugins/volume-binding/volume-binding.ts';
+import { hasInterPodFields } from '../model/terms.ts';
+import { allocationVolumes, resolvePodVolumes } from './volume-binding.ts';
 import type { CycleContext, ExtensionPoint, ExtensionTimer, GpuMask, Plugin, Profile } from './types.ts';
 
 export interface Placement {

@@ -5,7 +5,7 @@ import type { Plugin, Profile } from './types.ts';
 import { fitFilter, fitPlugin } from '../plugins/fit/fit.ts';
 import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
 import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
-import { ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
+import { ClusterState } from '../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod, type PodSpec } from '../model/pod.ts';
@@ -66,7 +66,8 @@ function brute(profile: Profile, pod: PodSpec, st: ClusterState): Brute {
     const r = evaluateFilters(profile, pod, n);
     reasons.push(r);
     scores.push(
-      r === Reason.Fits ? profile.scorers.reduce((s, x) => s + x.weight * (x.plugin.score as (p: PodSpec, n: NodeState) => number)(pod, n), 0) : Number.NaN,
+      // Per-node scorers only: the inter-pod scorers' part is the overlay's (inter-pod/inter-pod-affinity.test.ts).
+      r === Reason.Fits ? profile.scorers.reduce((s, x) => (x.plugin.score === undefined ? s : s + x.weight * x.plugin.score(pod, n)), 0) : Number.NaN,
     );
   }
   return { reasons, scores };

@@ -10,8 +10,8 @@ import type { PodSpec } from '../model/pod.ts';
 import type { ClusterState, NodeState } from '../snapshot/cluster-state.ts';
 import { Reason, REASON_SLOTS, type ReasonCode } from './reasons.ts';
 import type { Profile, WeightedScorer } from './types.ts';
-import { DEFAULT_INTER_POD_ARGS, InterPodState } from '../plugins/inter-pod-affinity/inter-pod-state.ts';
-import { hasInterPodFields } from '../plugins/inter-pod-affinity/terms.ts';
+import { DEFAULT_INTER_POD_ARGS, InterPodState } from './inter-pod/inter-pod-state.ts';
+import { hasInterPodFields } from '../model/terms.ts';
 
 /** Work counters a host may read around a call (benchmarks: where an attempt's time went). */
 export interface IndexCounters {
@@ -70,14 +70,15 @@ export class ScoreIndex {
     this.reason = new Uint8Array(this.n);
     this.version = new Int32Array(this.n).fill(-1);
     this.rank = state.ranks();
-    this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined)
+    // Inter-pod scorers are not per node: the overlay adds them (below).
+    this.scorers = profile.scorers.every((s) => s.plugin.preScore === undefined && s.plugin.score !== undefined)
       ? profile.scorers
-      : profile.scorers.filter((s) => s.plugin.preScore?.(pod, state) ?? true);
+      : profile.scorers.filter((s) => s.plugin.score !== undefined && (s.plugin.preScore?.(pod, state) ?? true));
     this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
     // Pods without inter-pod fields need the state only for the symmetric check, when some pod has required anti-affinity.
     this.interPod = hasInterPodFields(pod) || symmetric;
-    this.spreadWeight = profile.scorers.find((s) => s.plugin.name === 'pod-topology-spread')?.weight ?? 0;
-    this.affinityWeight = profile.scorers.find((s) => s.plugin.name === 'inter-pod-affinity')?.weight ?? 0;
+    this.spreadWeight = profile.scorers.find((s) => s.plugin.interPodScore === 'spread')?.weight ?? 0;
+    this.affinityWeight = profile.scorers.find((s) => s.plugin.interPodScore === 'affinity')?.weight ?? 0;
     if (this.interPod) {
       this.localReason = new Uint8Array(this.n);
       this.localScore = new Float64Array(this.n);

@@ -59,6 +59,13 @@ export interface Plugin {
    */
   preScore?(pod: PodSpec, state: ClusterState): boolean;
   /**
+   * A score that depends on other pods' topology domains (kube's PodTopologySpread and InterPodAffinity scores,
+   * ADR 0054), so no function of the pod and the node alone: the score index computes it in its inter-pod
+   * overlay from the shape's domain counts (InterPodState.spreadScore / preferredScore) and weighs it by this
+   * plugin's weight in the profile. A scorer has this or `score`.
+   */
+  readonly interPodScore?: 'spread' | 'affinity';
+  /**
    * True when this pod's filter or score reads the node's name (kube's `matchFields: metadata.name`): the
    * score index then evaluates every node instead of sharing results within a spec class (ADR 0049).
    */

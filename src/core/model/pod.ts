@@ -1,27 +1,17 @@
 /** Pods, gangs (PodGroups) and their placement constraints. Integer units: cpuMilli, memoryMiB, gpuMilli. */
 import type { Taint } from './node.ts';
 import type { TopologyLevel } from './topology.ts';
-import type { InlineDisk, PodClaim } from './volume.ts';
-import type { ResolvedVolumes } from '../plugins/volume-binding/volume-binding.ts';
+import type { InlineDisk, PodClaim, ResolvedVolumes } from './volume.ts';
+import type { LabelSelector, NodeSelectorTerm } from './selectors.ts';
+
+// The selector vocabulary is the pod's (and a PV's, a claim's): it lives apart so that volume.ts need not import pods.
+export type { LabelSelector, LabelSelectorRequirement, NodeSelectorRequirement, NodeSelectorTerm } from './selectors.ts';
 
 export interface Toleration {
   readonly key?: string;
   readonly operator?: 'Exists' | 'Equal';
   readonly value?: string;
   readonly effect?: Taint['effect'];
-}
-
-/** A node selector requirement (kube's NodeSelectorRequirement); Gt/Lt compare integers. */
-export interface NodeSelectorRequirement {
-  readonly key: string;
-  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
-  readonly values?: readonly string[];
-}
-
-/** Expressions over labels and fields (`metadata.name` only), all of which must match; an empty term matches nothing. */
-export interface NodeSelectorTerm {
-  readonly matchExpressions?: readonly NodeSelectorRequirement[];
-  readonly matchFields?: readonly NodeSelectorRequirement[];
 }
 
 /** spec.affinity.nodeAffinity: `required` = requiredDuringScheduling… terms (any one), `preferred` = weighted terms. */
@@ -35,19 +25,6 @@ export interface HostPort {
   readonly port: number;
   readonly protocol: 'TCP' | 'UDP' | 'SCTP';
   readonly ip: string;
-}
-
-/** A label selector requirement (kube's metav1.LabelSelectorRequirement). */
-export interface LabelSelectorRequirement {
-  readonly key: string;
-  readonly operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-  readonly values?: readonly string[];
-}
-
-/** metav1.LabelSelector: all of matchLabels and matchExpressions; an empty selector matches everything. */
-export interface LabelSelector {
-  readonly matchLabels?: Readonly<Record<string, string>>;
-  readonly matchExpressions?: readonly LabelSelectorRequirement[];
 }
 
 /**

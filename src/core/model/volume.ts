@@ -2,7 +2,7 @@
  * Storage objects the volume plugins read (kube's PersistentVolume, PersistentVolumeClaim, StorageClass), with
  * only the fields kube-scheduler's VolumeBinding, VolumeZone and VolumeRestrictions look at. Sizes in bytes.
  */
-import type { LabelSelector, NodeSelectorTerm } from './pod.ts';
+import type { LabelSelector, NodeSelectorTerm } from './selectors.ts';
 
 export type AccessMode = 'ReadWriteOnce' | 'ReadOnlyMany' | 'ReadWriteMany' | 'ReadWriteOncePod';
 export type VolumeMode = 'Filesystem' | 'Block';
@@ -92,3 +92,35 @@ export function podClaimKeys(pod: { readonly namespace?: string; readonly claims
   const ns = pod.namespace ?? 'default';
   return (pod.claims ?? []).map((c) => claimKey(ns, c.name));
 }
+
+// A pod's volumes resolved against the snapshot's storage (framework/volume-binding.ts resolvePodVolumes):
+// data the pod carries (PodSpec.volumes), so it lives with the pod model.
+
+/** A bound claim's PV: its node affinity and zone labels. */
+export interface BoundVolume {
+  readonly pv: string;
+  readonly nodeAffinity?: readonly NodeSelectorTerm[];
+  readonly zones: readonly { readonly key: string; readonly values: readonly string[] }[];
+}
+
+export interface UnboundClaim {
+  readonly claim: string;
+  readonly requestBytes: number;
+  /** Set when the claim already names a node (selected-node, or a provisioning assumption). */
+  readonly selectedNode?: string;
+  /** PVs that could take it on some node, smallest first. */
+  readonly candidates: readonly { readonly name: string; readonly nodeAffinity?: readonly NodeSelectorTerm[] }[];
+  /** The class's provisioning topology when it can provision (null = anywhere), undefined when it cannot. */
+  readonly provision: StorageClass['allowedTopologies'] | null | undefined;
+}
+
+/** A pod's volumes resolved against the catalog: what the per-node filter reads. */
+export interface ResolvedVolumes {
+  readonly key: string;
+  readonly claims: readonly string[];
+  readonly rwopConflict: boolean;
+  readonly bound: readonly BoundVolume[];
+  readonly unbound: readonly UnboundClaim[];
+}
+
+export type VolumeResolution = { readonly ok: true; readonly volumes: ResolvedVolumes } | { readonly ok: false; readonly reason: string };

@@ -13,7 +13,7 @@
  * Pure: time comes in as `nowMs` arguments.
  */
 import type { QueuedJob } from '../actions/jobs.ts';
-import type { Waiting } from '../actions/queue-cycle.ts';
+import type { Waiting } from '../session/cycle-types.ts';
 
 /** Something that happened in the cluster or the queues, as far as waiting jobs are concerned. */
 export type QueueEvent =

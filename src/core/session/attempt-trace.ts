@@ -2,7 +2,7 @@
 import type { Placement } from '../framework/scheduler.ts';
 import type { TraceAttributes, TraceSpan } from '../ports.ts';
 import type { QueuedJob, RunningJob } from '../actions/jobs.ts';
-import type { Waiting } from '../actions/queue-cycle.ts';
+import type { Waiting } from './cycle-types.ts';
 
 /** Most list values a span attribute carries (a gang of 1,000 pods names its first ones). */
 const MAX_LISTED = 32;

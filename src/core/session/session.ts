@@ -12,7 +12,7 @@ import type { QueueUsage } from '../queue/quota.ts';
 import type { ClusterState } from '../snapshot/cluster-state.ts';
 import type { DisruptionBudget } from '../actions/disruption.ts';
 import { hasNeverMember, jobResources, type QueuedJob, type RunningJob } from '../actions/jobs.ts';
-import type { CheckpointRequest, CycleInput, CycleOptions, CycleResult, Reservation, WaitReason, Waiting } from '../actions/queue-cycle.ts';
+import type { CheckpointRequest, CycleInput, CycleOptions, CycleResult, Reservation, WaitReason, Waiting } from './cycle-types.ts';
 import { attemptAttributes, endAttempt } from './attempt-trace.ts';
 import { addUsageTo, capacityOf, usageOf } from './usage.ts';
 

@@ -8,7 +8,7 @@ import type { NodeSpec } from '../model/node.ts';
 import type { HostPort, PodSpec } from '../model/pod.ts';
 import type { InlineDisk } from '../model/volume.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
-import { usePorts, type UsedPorts } from '../plugins/node-ports/node-ports.ts';
+import { usePorts, type UsedPorts } from '../model/host-ports.ts';
 import type { AllocationVolumes, VolumeCatalog } from './volume-catalog.ts';
 import { podClaimKeys } from '../model/volume.ts';
 import {
@@ -20,7 +20,7 @@ import {
   type NamespaceLabels,
   type PodMeta,
   type ResolvedTerm,
-} from '../plugins/inter-pod-affinity/terms.ts';
+} from '../model/terms.ts';
 
 export interface Allocation {
   readonly podId: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { jobResources, type QueuedJob, type RunningJob } from '../actions/jobs.ts';
 import { runCycle, type CycleResult } from '../actions/queue-cycle.ts';
-import { resolveProfile } from '../framework/registry.ts';
+import { resolveProfile } from '../plugins/registry.ts';
 import { Scheduler } from '../framework/scheduler.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod } from '../model/pod.ts';

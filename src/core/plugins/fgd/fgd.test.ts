@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { makePod } from '../../model/pod.ts';
 import { seededRng } from '../../ports.ts';
 import { FragCache, fgdChoice, fgdPlugin } from './fgd.ts';
-import { modelMask, nodeFragment, type TypicalShape } from './fragmentation.ts';
+import { modelMask, nodeFragment } from './fragmentation.ts';
+import { type TypicalShape } from '../../estimate/typical-shapes.ts';
 import { oneNode } from './test-helpers.ts';
 
 const shapes: TypicalShape[] = [

@@ -8,7 +8,8 @@ import type { PodSpec } from '../../model/pod.ts';
 import type { NodeState } from '../../snapshot/cluster-state.ts';
 import type { GpuMask, Plugin } from '../../framework/types.ts';
 import { lowestFreeGpus } from '../baselines/gpu-pick.ts';
-import { compileShapes, fragmentFromAggregates, modelMask, thresholdAggregates, type CompiledShapes, type TypicalShape } from './fragmentation.ts';
+import { compileShapes, fragmentFromAggregates, modelMask, thresholdAggregates, type CompiledShapes } from './fragmentation.ts';
+import { type TypicalShape } from '../../estimate/typical-shapes.ts';
 
 export interface FgdChoice {
   readonly score: number;

@@ -1,14 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import {
-  clusterFragmentation,
-  compileShapes,
-  fragmentFromAggregates,
-  modelMask,
-  nodeFragment,
-  thresholdAggregates,
-  typicalShapes,
-  type TypicalShape,
-} from './fragmentation.ts';
+import { clusterFragmentation, compileShapes, fragmentFromAggregates, modelMask, nodeFragment, thresholdAggregates } from './fragmentation.ts';
+import { typicalShapes, type TypicalShape } from '../../estimate/typical-shapes.ts';
 import { seededRng } from '../../ports.ts';
 
 // A: 1 GPU at 500 milli, 4 cores (p 0.5); B: CPU-only, 8 cores (p 0.25); C: 2 whole V100s, 2 cores (p 0.25).

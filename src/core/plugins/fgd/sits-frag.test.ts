@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { makePod } from '../../model/pod.ts';
 import { ClusterState } from '../../snapshot/cluster-state.ts';
 import { FragCache, fgdChoice } from './fgd.ts';
-import type { TypicalShape } from './fragmentation.ts';
+import type { TypicalShape } from '../../estimate/typical-shapes.ts';
 import {
   allowsModel,
   cpuPerGpuMilli,

@@ -37,7 +37,7 @@ import type { ClusterState, NodeState } from '../../snapshot/cluster-state.ts';
 import type { GpuMask, Plugin } from '../../framework/types.ts';
 import { pickTopologyGpus } from '../topology/gpu-topology-pick.ts';
 import { FragCache, seenBefore } from './fgd.ts';
-import type { TypicalShape } from './fragmentation.ts';
+import type { TypicalShape } from '../../estimate/typical-shapes.ts';
 
 const sigmoid = (d: number): number => 1 / (1 + Math.exp(-d));
 

@@ -16,10 +16,10 @@ import type { NodeState } from '../../snapshot/cluster-state.ts';
 import type { PodSpec } from '../../model/pod.ts';
 import { insufficientScalar, Reason, type ReasonCode } from '../../framework/reasons.ts';
 import { SUCCESS, type Plugin } from '../../framework/types.ts';
-import { tolerates, UNSCHEDULABLE_TAINT } from '../taint-toleration/taint-toleration.ts';
-import { affinityReadsNodeName, requiredAffinityMatches } from '../node-affinity/node-affinity.ts';
-import { nodePortsFit } from '../node-ports/node-ports.ts';
-import { diskConflict, volumeFilter } from '../volume-binding/volume-binding.ts';
+import { tolerates, UNSCHEDULABLE_TAINT } from '../../model/taints.ts';
+import { affinityReadsNodeName, requiredAffinityMatches } from '../../model/node-affinity.ts';
+import { nodePortsFit } from '../../model/host-ports.ts';
+import { diskConflict, volumeFilter } from '../../framework/volume-binding.ts';
 
 export { tolerates };
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { affinityReadsNodeName, preferredAffinityScore, requiredAffinityMatches, requirementMatches, termMatches } from './node-affinity.ts';
+import { preferredAffinityScore } from './node-affinity.ts';
+import { affinityReadsNodeName, requiredAffinityMatches, requirementMatches, termMatches } from '../../model/node-affinity.ts';
 import { ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../../model/presets.ts';
 import type { NodeSpec } from '../../model/node.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { intolerablePreferNoSchedule, taintTolerationPlugin, taintTolerationScore, tolerates, untoleratedTaint } from './taint-toleration.ts';
+import { intolerablePreferNoSchedule, taintTolerationPlugin, taintTolerationScore } from './taint-toleration.ts';
+import { tolerates, untoleratedTaint } from '../../model/taints.ts';
 import { ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../../model/presets.ts';
 import type { NodeSpec, Taint } from '../../model/node.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bestGpuSet, pickTopologyGpus } from './gpu-topology-pick.ts';
+import { pickTopologyGpus } from './gpu-topology-pick.ts';
+import { bestGpuSet } from '../../model/gpu-sets.ts';
 import { ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../../model/presets.ts';
 import { makeGpus } from '../../model/gpu.ts';

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { InterPodState } from './inter-pod-state.ts';
-import { compileSelector, defaultNamespaceLabels, resolveTerm, selectorMatches, termMatchesPod } from './terms.ts';
-import { ScoreIndex } from '../../framework/score-index.ts';
-import { Scheduler } from '../../framework/scheduler.ts';
-import { resolveProfile } from '../../framework/registry.ts';
+import { compileSelector, defaultNamespaceLabels, resolveTerm, selectorMatches, termMatchesPod } from '../../model/terms.ts';
+import { ScoreIndex } from '../score-index.ts';
+import { Scheduler } from '../scheduler.ts';
+import { buildProfile, resolveProfile } from '../../plugins/registry.ts';
 import { allocationFor, ClusterState } from '../../snapshot/cluster-state.ts';
 import { NODE_SHAPES } from '../../model/presets.ts';
 import type { NodeSpec } from '../../model/node.ts';
@@ -109,6 +109,52 @@ describe('preferred pod affinity (score)', () => {
     expect(at('a1')).toBeLessThan(50);
     expect(at('a1')).toBeGreaterThan(0);
     expect(at('b0')).toBe(50);
+  });
+});
+
+describe('the inter-pod scorers in the score index', () => {
+  it('add the overlay score times their profile weight, and nothing when the profile does not name them', () => {
+    const state = cluster();
+    for (let i = 0; i < 3; i++) state.allocate(allocationFor(makePod(`a${i}`, { cpuMilli: 10 }, { labels: { app: 'a' } }), 'a0', []));
+    state.allocate(allocationFor(makePod('z', { cpuMilli: 10 }, { labels: { app: 'z' } }), 'b1', []));
+    const pod = makePod(
+      'x',
+      { cpuMilli: 100 },
+      {
+        podAffinity: { preferred: [{ weight: 50, term: { labelSelector: { matchLabels: { app: 'a' } }, topologyKey: 'kubernetes.io/hostname' } }] },
+        topologySpread: [
+          { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: 'z' } } },
+        ],
+      },
+    );
+    const scores = (scorers: { name: string; weight: number }[]): number[] => {
+      const p = buildProfile(
+        {
+          name: 't',
+          description: 't',
+          queueSort: 'priority-fifo',
+          filters: ['fit'],
+          scorers,
+          devicePicker: 'gpu-first-fit',
+          selector: 'best',
+          gangSearch: 'flat',
+        },
+        { typicalShapes: [] },
+      );
+      if (!p.ok) throw new Error('profile');
+      const index = new ScoreIndex(state, p.value, pod);
+      index.refresh();
+      return [...index.score];
+    };
+    const inter = new InterPodState(state, pod);
+    const affinity = state.nodes.map((n) => inter.preferredScore(n.idx));
+    const spread = state.nodes.map((n) => inter.spreadScore(n.idx));
+    // The state is not flat: both scores tell nodes apart.
+    expect(new Set(affinity).size).toBeGreaterThan(1);
+    expect(new Set(spread).size).toBeGreaterThan(1);
+    expect(scores([{ name: 'inter-pod-affinity', weight: 3 }])).toEqual(affinity.map((a) => 3 * a));
+    expect(scores([{ name: 'pod-topology-spread', weight: 2 }])).toEqual(spread.map((s) => 2 * s));
+    expect(scores([])).toEqual(state.nodes.map(() => 0));
   });
 });
 

@@ -22,7 +22,7 @@
  *
  * Not modelled: CSIStorageCapacity (provisioning capacity), in-tree → CSI translation, volume attributes classes.
  */
-import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../../model/pod.ts';
+import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../model/pod.ts';
 import {
   claimKey,
   disksConflict,
@@ -31,12 +31,16 @@ import {
   type PersistentVolumeClaim,
   type PodClaim,
   type StorageClass,
-} from '../../model/volume.ts';
-import { labelsWithPlace, type NodeState } from '../../snapshot/cluster-state.ts';
-import type { AllocationVolumes, VolumeCatalog, VolumeChoice } from '../../snapshot/volume-catalog.ts';
-import { Reason, type ReasonCode } from '../../framework/reasons.ts';
-import { requirementMatches } from '../node-affinity/node-affinity.ts';
-import { compileSelector, selectorMatches } from '../inter-pod-affinity/terms.ts';
+  type BoundVolume,
+  type ResolvedVolumes,
+  type UnboundClaim,
+  type VolumeResolution,
+} from '../model/volume.ts';
+import { labelsWithPlace, type NodeState } from '../snapshot/cluster-state.ts';
+import type { AllocationVolumes, VolumeCatalog, VolumeChoice } from '../snapshot/volume-catalog.ts';
+import { Reason, type ReasonCode } from './reasons.ts';
+import { requirementMatches } from '../model/node-affinity.ts';
+import { compileSelector, selectorMatches } from '../model/terms.ts';
 
 /** kube's no-provisioner marker: a class of pre-created PVs only. */
 export const NO_PROVISIONER = 'kubernetes.io/no-provisioner';
@@ -51,34 +55,6 @@ const GA_OF: Readonly<Record<string, string>> = {
   'failure-domain.beta.kubernetes.io/zone': 'topology.kubernetes.io/zone',
   'failure-domain.beta.kubernetes.io/region': 'topology.kubernetes.io/region',
 };
-
-interface BoundVolume {
-  readonly pv: string;
-  readonly nodeAffinity?: readonly NodeSelectorTerm[];
-  readonly zones: readonly { readonly key: string; readonly values: readonly string[] }[];
-}
-
-interface UnboundClaim {
-  readonly claim: string;
-  readonly requestBytes: number;
-  /** Set when the claim already names a node (selected-node, or a provisioning assumption). */
-  readonly selectedNode?: string;
-  /** PVs that could take it on some node, smallest first. */
-  readonly candidates: readonly { readonly name: string; readonly nodeAffinity?: readonly NodeSelectorTerm[] }[];
-  /** The class's provisioning topology when it can provision (null = anywhere), undefined when it cannot. */
-  readonly provision: StorageClass['allowedTopologies'] | null | undefined;
-}
-
-/** A pod's volumes resolved against the catalog: what the per-node filter reads. */
-export interface ResolvedVolumes {
-  readonly key: string;
-  readonly claims: readonly string[];
-  readonly rwopConflict: boolean;
-  readonly bound: readonly BoundVolume[];
-  readonly unbound: readonly UnboundClaim[];
-}
-
-export type VolumeResolution = { readonly ok: true; readonly volumes: ResolvedVolumes } | { readonly ok: false; readonly reason: string };
 
 /** kube's PreFilters of the three plugins; see the header. */
 export function resolvePodVolumes(pod: PodSpec, catalog: VolumeCatalog | undefined): VolumeResolution {

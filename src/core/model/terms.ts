@@ -4,7 +4,7 @@
  * `matchLabelKeys`/`mismatchLabelKeys` merged into the selector as kube-apiserver merges them), then matched
  * against other pods. Pure functions; see ADR 0054.
  */
-import type { LabelSelector, PodAffinityTerm, PodSpec } from '../../model/pod.ts';
+import type { LabelSelector, PodAffinityTerm, PodSpec } from './pod.ts';
 
 /** One requirement with its values as a set. */
 interface Requirement {

@@ -8,9 +8,17 @@
  */
 import type { PodSpec } from '../../model/pod.ts';
 import { PLAIN_META, type Allocation, type ClusterState } from '../../snapshot/cluster-state.ts';
-import { Reason, type ReasonCode } from '../../framework/reasons.ts';
+import { Reason, type ReasonCode } from '../reasons.ts';
 import { DomainCounter } from './domain-counter.ts';
-import { podNamespace, requiredAffinityTerms, requiredAntiAffinityTerms, resolveTerm, termMatchesPod, type PodMeta, type ResolvedTerm } from './terms.ts';
+import {
+  podNamespace,
+  requiredAffinityTerms,
+  requiredAntiAffinityTerms,
+  resolveTerm,
+  termMatchesPod,
+  type PodMeta,
+  type ResolvedTerm,
+} from '../../model/terms.ts';
 import { spreadConstraints, type Spread } from './spread.ts';
 
 /** kube's InterPodAffinityArgs. */

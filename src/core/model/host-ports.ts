@@ -4,8 +4,7 @@
  * Used ports live in the node state (`NodeState.hostPorts`, kept by allocate/release), so a placement bumps
  * the node's version and score indices re-check it like any other change.
  */
-import type { HostPort } from '../../model/pod.ts';
-import type { NodeState } from '../../snapshot/cluster-state.ts';
+import type { HostPort } from './pod.ts';
 
 export const ANY_IP = '0.0.0.0';
 
@@ -25,7 +24,8 @@ export function portsConflict(used: UsedPorts | undefined, wanted: readonly Host
   return false;
 }
 
-export function nodePortsFit(wanted: readonly HostPort[], node: NodeState): boolean {
+/** `node`: the snapshot's NodeState (its used ports). */
+export function nodePortsFit(wanted: readonly HostPort[], node: { readonly hostPorts: UsedPorts | undefined }): boolean {
   return !portsConflict(node.hostPorts, wanted);
 }
 

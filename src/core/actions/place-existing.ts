@@ -10,7 +10,7 @@ import { Reason, REASONS } from '../framework/reasons.ts';
 import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
 import { fitFilter } from '../plugins/fit/fit.ts';
 import { err, ok, type Result } from '../result.ts';
-import { allocationFor, type Allocation, type ClusterState, type NodeState } from './cluster-state.ts';
+import { allocationFor, type Allocation, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 
 /**
  * - `declared`: an input says the pod runs there (scenario, `sits schedule`): it must pass the fit filter, a GPU

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { portsConflict, usePorts, type UsedPorts } from './node-ports.ts';
-import type { HostPort } from '../../model/pod.ts';
+import { portsConflict, usePorts, type UsedPorts } from './host-ports.ts';
+import type { HostPort } from './pod.ts';
 
 const p = (port: number, ip = '0.0.0.0', protocol: HostPort['protocol'] = 'TCP'): HostPort => ({ port, ip, protocol });
 

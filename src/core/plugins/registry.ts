@@ -3,18 +3,26 @@
  * in a profile is an error returned to the caller (a start-up error for hosts), never a log line.
  */
 import { err, ok, type Result } from '../result.ts';
-import { fitPlugin } from '../plugins/fit/fit.ts';
-import { bestFitGpuPlugin, randomGpuPlugin } from '../plugins/baselines/gpu-pick.ts';
-import { bestFitPlugin, dotProdPlugin, gpuClusteringPlugin, gpuPackingPlugin } from '../plugins/baselines/paper-scores.ts';
-import { balancedAllocationPlugin, leastAllocatedPlugin } from '../plugins/baselines/kube-default.ts';
-import { fgdPlugin } from '../plugins/fgd/fgd.ts';
-import { sitsFragPlugin } from '../plugins/fgd/sits-frag.ts';
-import type { TypicalShape } from '../plugins/fgd/fragmentation.ts';
-import { pickTopologyGpus } from '../plugins/topology/gpu-topology-pick.ts';
-import { lowestFreeGpus } from '../plugins/baselines/gpu-pick.ts';
-import { nodeAffinityPlugin } from '../plugins/node-affinity/node-affinity.ts';
-import { taintTolerationPlugin } from '../plugins/taint-toleration/taint-toleration.ts';
-import { cycleActionsProblem, type CycleActionName, type Plugin, type Profile, type QueuedUnit, type Selector, type SpreadDefaults } from './types.ts';
+import { fitPlugin } from './fit/fit.ts';
+import { bestFitGpuPlugin, randomGpuPlugin } from './baselines/gpu-pick.ts';
+import { bestFitPlugin, dotProdPlugin, gpuClusteringPlugin, gpuPackingPlugin } from './baselines/paper-scores.ts';
+import { balancedAllocationPlugin, leastAllocatedPlugin } from './baselines/kube-default.ts';
+import { fgdPlugin } from './fgd/fgd.ts';
+import { sitsFragPlugin } from './fgd/sits-frag.ts';
+import type { TypicalShape } from '../estimate/typical-shapes.ts';
+import { pickTopologyGpus } from './topology/gpu-topology-pick.ts';
+import { lowestFreeGpus } from './baselines/gpu-pick.ts';
+import { nodeAffinityPlugin } from './node-affinity/node-affinity.ts';
+import { taintTolerationPlugin } from './taint-toleration/taint-toleration.ts';
+import {
+  cycleActionsProblem,
+  type CycleActionName,
+  type Plugin,
+  type Profile,
+  type QueuedUnit,
+  type Selector,
+  type SpreadDefaults,
+} from '../framework/types.ts';
 
 export const PLUGIN_NAMES = [
   'priority-fifo',
@@ -68,9 +76,9 @@ const FACTORIES: Readonly<Record<PluginName, (env: PluginEnv) => Plugin>> = {
   }),
   'node-affinity': nodeAffinityPlugin,
   'taint-toleration': taintTolerationPlugin,
-  // Scored by the score index's inter-pod overlay (ADR 0054), which reads these weights; never per node here.
-  'pod-topology-spread': () => ({ name: 'pod-topology-spread', preScore: () => false, score: () => 0 }),
-  'inter-pod-affinity': () => ({ name: 'inter-pod-affinity', preScore: () => false, score: () => 0 }),
+  // Scored by the score index's inter-pod overlay from the shape's domain counts (ADR 0054), with their weights.
+  'pod-topology-spread': () => ({ name: 'pod-topology-spread', interPodScore: 'spread' }),
+  'inter-pod-affinity': () => ({ name: 'inter-pod-affinity', interPodScore: 'affinity' }),
   'gpu-topology': () => ({
     name: 'gpu-topology',
     pickGpus: (pod, node, _ctx, allowed) =>
@@ -123,14 +131,14 @@ function isPluginName(n: string): n is PluginName {
 /** Resolves a profile configuration into plugin instances. */
 export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile, ProfileError> {
   const instances = new Map<string, Plugin>();
-  const get = (name: string, field: string, point: keyof Plugin): Result<Plugin, ProfileError> => {
+  const get = (name: string, field: string, point: keyof Plugin, alt?: keyof Plugin): Result<Plugin, ProfileError> => {
     if (!isPluginName(name)) return err({ code: 'UnknownPlugin', name, profile: cfg.name, field });
     let p = instances.get(name);
     if (p === undefined) {
       p = FACTORIES[name](env);
       instances.set(name, p);
     }
-    if (p[point] === undefined) return err({ code: 'MissingExtensionPoint', name, profile: cfg.name, point });
+    if (p[point] === undefined && (alt === undefined || p[alt] === undefined)) return err({ code: 'MissingExtensionPoint', name, profile: cfg.name, point });
     return ok(p);
   };
   const qs = get(cfg.queueSort, 'queueSort', 'queueSort');
@@ -143,7 +151,7 @@ export function buildProfile(cfg: ProfileConfig, env: PluginEnv): Result<Profile
   }
   const scorers: { plugin: Plugin; weight: number }[] = [];
   for (const s of cfg.scorers) {
-    const p = get(s.name, 'scorers', 'score');
+    const p = get(s.name, 'scorers', 'score', 'interPodScore');
     if (!p.ok) return p;
     scorers.push({ plugin: p.value, weight: s.weight });
   }

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod, type PodSpec } from '../model/pod.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
-import { ClusterState } from './cluster-state.ts';
+import { ClusterState } from '../snapshot/cluster-state.ts';
 import { placeExisting, type ExistingSource } from './place-existing.ts';
 
 const L4 = NODE_SHAPES.l4x8;

@@ -10,7 +10,7 @@ import {
   type ProfileConfig,
   type ProfileError,
 } from './registry.ts';
-import type { QueuedUnit } from './types.ts';
+import type { QueuedUnit } from '../framework/types.ts';
 
 const env = { typicalShapes: [{ cpuMilli: 1000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 1 }] };
 
@@ -61,6 +61,7 @@ describe('buildProfile', () => {
     ['fit', 'score', { scorers: [{ name: 'fit', weight: 1 }] }],
     ['least-allocated', 'filter', { filters: ['least-allocated'] }],
     ['fit', 'queueSort', { queueSort: 'fit' }],
+    ['inter-pod-affinity', 'filter', { filters: ['inter-pod-affinity'] }],
   ] as const)('%s named where it does not implement %s is a MissingExtensionPoint error', (name, point, patch) => {
     const e = errorOf(buildProfile({ ...base, ...patch }, env));
     expect(e).toEqual({ code: 'MissingExtensionPoint', name, profile: 'mine', point });
@@ -109,6 +110,19 @@ describe('resolveProfile', () => {
       'pod-topology-spread×2',
       'inter-pod-affinity×2',
     ]);
+  });
+});
+
+describe('the inter-pod scorers', () => {
+  it('have no per-node score: each names the overlay score the score index weighs; every other scorer scores per node', () => {
+    const kube = resolveProfile('kube-default', env);
+    if (!kube.ok) throw new Error('kube-default');
+    const byName = new Map(kube.value.scorers.map((s) => [s.plugin.name, s.plugin]));
+    expect(byName.get('pod-topology-spread')).toEqual({ name: 'pod-topology-spread', interPodScore: 'spread' });
+    expect(byName.get('inter-pod-affinity')).toEqual({ name: 'inter-pod-affinity', interPodScore: 'affinity' });
+    for (const s of kube.value.scorers) if (s.plugin.interPodScore === undefined) expect(typeof s.plugin.score, s.plugin.name).toBe('function');
+    // Alone in a profile they are valid scorers.
+    expect(buildProfile({ ...base, scorers: [{ name: 'inter-pod-affinity', weight: 1 }] }, env).ok).toBe(true);
   });
 });
 

@@ -7,9 +7,9 @@
 import type { PodSpec, TopologySpreadConstraint } from '../../model/pod.ts';
 import type { ClusterState, NodeState } from '../../snapshot/cluster-state.ts';
 import { DomainCounter } from './domain-counter.ts';
-import { compileSelector, podNamespace, selectorMatches, type PodMeta, type Selector } from './terms.ts';
-import { requiredAffinityMatches } from '../node-affinity/node-affinity.ts';
-import { tolerates } from '../taint-toleration/taint-toleration.ts';
+import { compileSelector, podNamespace, selectorMatches, type PodMeta, type Selector } from '../../model/terms.ts';
+import { requiredAffinityMatches } from '../../model/node-affinity.ts';
+import { tolerates } from '../../model/taints.ts';
 
 export class Spread {
   /** Global minimum over eligible domains, as of the last flush (see InterPodState). */

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { makePod, type PodSpec } from '../../model/pod.ts';
-import { disksConflict, type InlineDisk, type PersistentVolume, type PersistentVolumeClaim, type StorageClass } from '../../model/volume.ts';
-import type { NodeSpec } from '../../model/node.ts';
-import { NODE_SHAPES } from '../../model/presets.ts';
-import { ClusterState, type NodeState } from '../../snapshot/cluster-state.ts';
-import { VolumeCatalog } from '../../snapshot/volume-catalog.ts';
-import { Reason } from '../../framework/reasons.ts';
-import { allocationVolumes, diskConflict, resolvePodVolumes, volumeFilter, type ResolvedVolumes } from './volume-binding.ts';
+import { makePod, type PodSpec } from '../model/pod.ts';
+import { disksConflict, type InlineDisk, type PersistentVolume, type PersistentVolumeClaim, type ResolvedVolumes, type StorageClass } from '../model/volume.ts';
+import type { NodeSpec } from '../model/node.ts';
+import { NODE_SHAPES } from '../model/presets.ts';
+import { ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
+import { VolumeCatalog } from '../snapshot/volume-catalog.ts';
+import { Reason } from './reasons.ts';
+import { allocationVolumes, diskConflict, resolvePodVolumes, volumeFilter } from './volume-binding.ts';
 
 const GI = 1024 ** 3;
 const onHost = (h: string): NonNullable<PersistentVolume['nodeAffinity']> => [
