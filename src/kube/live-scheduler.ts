@@ -100,16 +100,7 @@ export interface LiveSettings {
 }
 
 /** The collaborators the loop drives, each built by the composition root (app/live.ts `buildLiveScheduler`). */
-export interface LiveParts {
-  readonly cache: ClusterCache;
-  readonly jobs: PodJobs;
-  readonly binder: KubeBinder;
-  readonly evictor: KubeEvictor;
-  readonly checkpoints: KubeCheckpointRequester;
-  readonly defragmenter: Defragmenter;
-  readonly events: KubeEventSink;
-  readonly status: KubeStatusWriter;
-  readonly objectStatus: ObjectStatusWriter;
+export type LiveParts = Pick<LiveScheduler, 'cache' | 'jobs' | 'binder' | 'evictor' | 'checkpoints' | 'defragmenter' | 'events' | 'status' | 'objectStatus'> & {
   /** One per profile, in the order a cycle tries them (the first is the default). */
   readonly lanes: readonly Lane[];
   /** Lists and watches the cluster into the cache (called by `start`). */
@@ -117,7 +108,7 @@ export interface LiveParts {
   /** Undefined: no leader election (one replica, or passive). */
   readonly leader: LeaderElector | undefined;
   readonly settings: LiveSettings;
-}
+};
 
 /** The profiles by schedulerName, and which one schedules a pending pod. */
 class Lanes {

@@ -257,24 +257,20 @@ class FreeGpus {
     const milli = n.gpuFreeMilli();
     const df = full - (this.lastFull[n.idx] as number);
     const dm = milli - (this.lastMilli[n.idx] as number);
-    if (df !== 0) {
-      add(this.fenFull, n.idx, df);
-      for (let l = 0; l < this.levelOf.length; l++) {
-        const d = (this.levelOf[l] as Int32Array)[n.idx] as number;
-        const a = this.domFull[l] as Float64Array;
-        a[d] = (a[d] as number) + df;
-      }
-    }
-    if (dm !== 0) {
-      add(this.fenMilli, n.idx, dm);
-      for (let l = 0; l < this.levelOf.length; l++) {
-        const d = (this.levelOf[l] as Int32Array)[n.idx] as number;
-        const a = this.domMilli[l] as Float64Array;
-        a[d] = (a[d] as number) + dm;
-      }
-    }
+    if (df !== 0) this.move(this.fenFull, this.domFull, n.idx, df);
+    if (dm !== 0) this.move(this.fenMilli, this.domMilli, n.idx, dm);
     this.lastFull[n.idx] = full;
     this.lastMilli[n.idx] = milli;
+  }
+
+  /** Node i's sum moved by delta: its Fenwick tree and its domain at every level. */
+  private move(fen: Float64Array, dom: readonly Float64Array[], i: number, delta: number): void {
+    add(fen, i, delta);
+    for (let l = 0; l < this.levelOf.length; l++) {
+      const d = (this.levelOf[l] as Int32Array)[i] as number;
+      const a = dom[l] as Float64Array;
+      a[d] = (a[d] as number) + delta;
+    }
   }
 }
 
