@@ -3,6 +3,7 @@
 // environment or the network.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { housePlugin, MAX_CLASS_FIELDS } from './scripts/eslint-house-rules.mjs';
 
 /**
  * The layers: the folders under src/ each folder may import (besides itself). Every top-level folder of
@@ -113,6 +114,41 @@ const pureImports = [
 export const CORE_LOWER_ROOMS = ['model', 'snapshot', 'framework', 'estimate', 'queue', 'statement'];
 const lowerRoomMessage = `core rooms (docs/architecture.md): ${CORE_LOWER_ROOMS.join(', ')} never import core/plugins/ (plugins build on them)`;
 
+/** Product code: what the house-size rules cover (tests may be long and wide; nothing linted here is generated). */
+export const PRODUCT_FILES = ['src/**/*.ts', 'src/**/*.mjs', 'scripts/**/*.ts', 'scripts/**/*.mjs', 'bin/**/*.mjs'];
+/** Longest function, in lines of code (issue 35): a longer one is several steps that want names of their own. */
+export const MAX_FUNCTION_LINES = 150;
+export const HOUSE_RULES = {
+  'max-lines-per-function': ['error', { max: MAX_FUNCTION_LINES, skipBlankLines: true, skipComments: true, IIFEs: true }],
+  'house/max-class-fields': ['error', { max: MAX_CLASS_FIELDS }],
+};
+
+/**
+ * Files that still hold a function over MAX_FUNCTION_LINES. Each entry goes when its split lands; a new
+ * entry needs a reason as good as these.
+ */
+export const LONG_FUNCTION_ALLOWED = [
+  'src/bench/batch/policies.ts', // issue 35: split in progress
+  'src/bench/kube/run.ts', // issue 35: split in progress
+  'src/bench/replay/replay.ts', // issue 35: split in progress
+  'src/bench/tenants/tenant-sim.ts', // issue 35: split in progress
+  'src/cli/commands/run.ts', // issue 35: split in progress
+  'src/controllers/batch-inference/controller.ts', // issue 35: split in progress
+  'src/controllers/data-pipeline/reconcile.ts', // issue 35: split in progress
+  'src/controllers/inference-service/reconcile.ts', // issue 35: split in progress
+  'src/controllers/training-job/checkpoint-phase.ts', // issue 35: split in progress
+  'src/controllers/training-job/reconcile.ts', // issue 35: split in progress
+  'src/server/metrics.ts', // issue 35: split in progress
+  'src/serving/sim/serving-sim.ts', // issue 35: split in progress
+];
+
+/** Files that still hold a class over MAX_CLASS_FIELDS fields. */
+export const MANY_FIELDS_ALLOWED = [
+  'src/core/framework/score-index.ts', // issue 35: ScoreIndex (24 fields) not grouped yet
+  'src/kube/controller-runner.ts', // issue 35: ControllerRunner (21 fields) not grouped yet
+  'src/serving/autoscale/token.ts', // issue 35: TokenAutoscaler (21 fields) not grouped yet
+];
+
 const list = (xs) => (xs.length === 0 ? 'nothing else' : xs.join(', '));
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -189,6 +225,10 @@ export default tseslint.config(
     },
   },
   ...layerConfigs(),
+  // The house stays small (issue 35): no function over MAX_FUNCTION_LINES, no class over MAX_CLASS_FIELDS fields.
+  { files: PRODUCT_FILES, ignores: ['**/*.test.ts'], plugins: { house: housePlugin }, rules: HOUSE_RULES },
+  { files: LONG_FUNCTION_ALLOWED, rules: { 'max-lines-per-function': 'off' } },
+  { files: MANY_FIELDS_ALLOWED, rules: { 'house/max-class-fields': 'off' } },
   {
     files: PURE.map((f) => `src/${f}/**/*.ts`),
     // Controllers are pure definitions; the impure runner that drives them is kube/controller-runner.ts.

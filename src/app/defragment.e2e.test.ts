@@ -17,7 +17,8 @@ import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-hel
 import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
 import { DEFRAGMENT_REASON, parseDefragmentRequest } from '../kube/defragmenter.ts';
-import { LiveScheduler } from '../kube/live-scheduler.ts';
+import type { LiveScheduler } from '../kube/live-scheduler.ts';
+import { buildLiveScheduler } from './live.ts';
 import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
@@ -35,7 +36,7 @@ const logs: string[] = [];
 beforeAll(async () => {
   env = await startCheckpointCluster({ nodes: 2, shape: 'l4x8', log: (m) => logs.push(m), controllers: false, withScheduler: false });
   ({ cluster, client, stack } = env);
-  scheduler = new LiveScheduler(client, { identity: 'sits-defrag', log: (m) => logs.push(`scheduler: ${m}`), defragment: { graceMs: 240_000 } });
+  scheduler = buildLiveScheduler(client, { identity: 'sits-defrag', log: (m) => logs.push(`scheduler: ${m}`), defragment: { graceMs: 240_000 } });
   await scheduler.start();
   controllers = await startControllers(client, { log: (m) => logs.push(`controller: ${m}`), config: { backoffBaseMs: 500, backoffMaxMs: 2000 } });
 }, 240_000);

@@ -1,6 +1,7 @@
 /**
- * Composition root of the live scheduler: kubeconfig → client → LiveScheduler (+ leader election). The
- * only place that wires the Kubernetes adapters to the core for `sits run` and `sits dev up`.
+ * Composition root of the live scheduler: kubeconfig → client → the collaborators (cache, binder, evictor, event
+ * sink, status writers, expected-start publishers, queues and spines, informers, Lease) → the LiveScheduler loop
+ * that drives them. The only place that wires the Kubernetes adapters to the core for `sits run` and `sits dev up`.
  */
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
@@ -11,15 +12,27 @@ import { resolveKubeConfig } from '../kube/kubeconfig.ts';
 import { batchWorkerLines } from '../kube/explain-batch.ts';
 import { API_GROUP_VERSION, LABEL } from '../api/wire.ts';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
-import { LiveScheduler, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
+import { Lane, LiveScheduler, WALL_CLOCK, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
+import { seededRng, type Clock, type Rng } from '../core/ports.ts';
+import { KubeBinder } from '../kube/binder.ts';
+import { KubeCheckpointRequester } from '../kube/checkpoint-requester.ts';
+import { ClusterCache } from '../kube/cluster-cache.ts';
+import { Defragmenter } from '../kube/defragmenter.ts';
+import { EtaPublisher } from '../kube/eta-publisher.ts';
+import { KubeEventSink } from '../kube/event-sink.ts';
+import { KubeEvictor } from '../kube/evictor.ts';
+import { startInformers, type Informers } from '../kube/informers.ts';
+import { ObjectStatusWriter } from '../kube/object-status.ts';
+import { PodJobs } from '../kube/pod-jobs.ts';
+import { KubeStatusWriter } from '../kube/status-writer.ts';
 import type { ControllerMetrics } from '../kube/controller-metrics.ts';
-import type { Tracing } from '../kube/tracing.ts';
+import { NO_TRACING, withTraceIds, type Tracing } from '../kube/tracing.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
 import { claimsUnder } from './batch-jobs.ts';
 import { schedulerFragmentation } from './batch-routing.ts';
 import type { KedaAllowList } from '../controllers/inference-service/keda.ts';
 import { startControllers, type Controllers } from './controllers.ts';
-import { LeaderElector } from '../kube/leader.ts';
+import { LeaderElector, type LeaderOptions } from '../kube/leader.ts';
 
 export interface LiveAppOptions extends ControllerFeatures {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
@@ -60,10 +73,160 @@ export function loadKubeConfig(path?: string, context?: string): KubeConfig {
   return resolveKubeConfig(path, process.env, { context }).kc;
 }
 
+/** The options of the live scheduler's wiring (`buildLiveScheduler`). */
+export interface LiveOptions {
+  readonly profile?: string;
+  readonly schedulerName?: string;
+  /**
+   * Several profiles in one process, as kube-scheduler's `profiles[]` (ADR 0076): one cache, one snapshot per
+   * cycle, one queue per profile, tried in this order within a cycle. Given, `profile` and `schedulerName`
+   * are not read; the first profile's name is the Lease's and the default event source.
+   */
+  readonly profiles?: readonly LiveProfile[];
+  readonly identity: string;
+  /** Lease namespace; undefined = no leader election (single replica). */
+  readonly leaseNamespace?: string;
+  readonly leaseDurationSec?: number;
+  readonly events?: boolean;
+  /** Watch only, never schedule or lead (used by `sits explain`). */
+  readonly passive?: boolean;
+  readonly log?: (msg: string) => void;
+  /** Wall clock (default Date.now). */
+  readonly clock?: Clock;
+  /** How often Queue and PodGroup status is written at most (default 5 s). */
+  readonly statusIntervalMs?: number;
+  /** Randomness for the scheduler and its forward runs (default seeded: the same choices on every run). */
+  readonly rng?: (purpose: 'scheduler' | 'forward-run') => Rng;
+  /** Test seam of the binder (see KubeBinderOptions.afterGangMemberBound). */
+  readonly afterGangMemberBound?: (count: number) => void;
+  /** Spans of cycles, attempts and preemptions (default off); log lines written inside one carry its ids. */
+  readonly tracing?: Tracing;
+  /**
+   * Checkpoint-aware preemption (ADR 0093): a victim whose pods say `checkpointable` is asked for a checkpoint
+   * (annotation `checkpoint-requested` on its pods and TrainingJob) and evicted once it commits or its
+   * queue's checkpoint grace runs out. Off by default: preemption as before.
+   */
+  readonly checkpointAware?: boolean;
+  /** Defragmentation by migration's timing (ADR 0144; on per Queue, `spec.preemption.defragmentByMigration`). */
+  readonly defragment?: { readonly graceMs?: number; readonly announceMs?: number };
+}
+
+const DEFAULT_RNG = (purpose: 'scheduler' | 'forward-run'): Rng => seededRng(purpose === 'scheduler' ? 1 : 7);
+
+/** The profiles of the process: `profiles`, else one from `profile` and `schedulerName`; each needs its own schedulerName. */
+function liveProfiles(opts: LiveOptions): readonly LiveProfile[] {
+  const specs: readonly LiveProfile[] =
+    opts.profiles !== undefined && opts.profiles.length > 0
+      ? opts.profiles
+      : [{ schedulerName: opts.schedulerName ?? SCHEDULER_NAME, config: opts.profile ?? 'sits' }];
+  const names = new Set(specs.map((p) => p.schedulerName));
+  if (names.size !== specs.length) throw new Error(`profiles: each needs its own schedulerName (${specs.map((p) => p.schedulerName).join(', ')})`);
+  return specs;
+}
+
+/** Renew deadline and retry period follow the lease duration (as the controllers' elector). */
+const leaseTiming = (sec: number | undefined): Partial<LeaderOptions> =>
+  sec === undefined ? {} : { leaseDurationSec: sec, renewDeadlineSec: Math.max(1, sec * 0.66), retryPeriodSec: Math.max(0.5, sec / 7) };
+
+/**
+ * The composition root of the live scheduler: every collaborator, built from the client and the options, handed
+ * to the loop. The collaborators' callbacks into the loop (a requeued binding, a watch event, a new term as
+ * leader, the metrics view) are late-bound: they run only once `start` is called, after `scheduler` exists.
+ */
+export function buildLiveScheduler(client: KubeClient, opts: LiveOptions): LiveScheduler {
+  const profiles = liveProfiles(opts);
+  const schedulerName = (profiles[0] as LiveProfile).schedulerName;
+  const names = new Set(profiles.map((p) => p.schedulerName));
+  // One name: exactly the single-profile scheduler of before.
+  const ours = names.size === 1 ? schedulerName : names;
+  const tracing = opts.tracing ?? NO_TRACING;
+  const log = withTraceIds(tracing, opts.log ?? (() => undefined));
+  const clock = opts.clock ?? WALL_CLOCK;
+  const rng = opts.rng ?? DEFAULT_RNG;
+  const nowMs = (): number => clock.nowMs();
+
+  const cache = new ClusterCache(ours, log);
+  const checkpoints = new KubeCheckpointRequester(client, { log, nowMs, pod: (k) => cache.pod(k) });
+  const jobs = new PodJobs(cache, ours, clock, (running) => checkpoints.withUnseenAsks(running));
+  const events = new KubeEventSink(client, cache, {
+    component: schedulerName,
+    ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }),
+    instance: opts.identity,
+    enabled: opts.events !== false,
+    log,
+    nowMs,
+  });
+  const status = new KubeStatusWriter(client, cache, { log, nowMs });
+  const binder = new KubeBinder(client, cache, {
+    schedulerName: ours,
+    events,
+    log,
+    nowMs,
+    requeued: () => scheduler.noteChange(),
+    bound: (seconds, ok) => scheduler.observer?.bound?.(seconds, ok),
+    ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
+  });
+  const evictor = new KubeEvictor(client, {
+    log,
+    nowMs,
+    labelsOf: (pod) => cache.pod(pod)?.metadata?.labels,
+    leaving: (pods) => cache.markLeaving(pods),
+    stayed: (pod) => cache.stayed(pod),
+  });
+  const defragmenter = new Defragmenter(client, {
+    log,
+    clock,
+    ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }),
+    ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }),
+  });
+  const lanes = profiles.map((p) => new Lane(p.schedulerName, p.config, { events, status }, new EtaPublisher(jobs, status, () => rng('forward-run'))));
+  const objectStatus = new ObjectStatusWriter(
+    client,
+    {
+      view: () => scheduler.metricsView(),
+      reserving: () => scheduler.reservingJobs(),
+      queues: () => jobs.queueObjs.values(),
+      podGroups: () => jobs.podGroups.values(),
+      pods: () => cache.allPods(),
+    },
+    { log, ...(opts.statusIntervalMs === undefined ? {} : { intervalMs: opts.statusIntervalMs }) },
+  );
+  const informers = (): Promise<Informers> =>
+    startInformers(client, cache, jobs, { changed: () => scheduler.noteChange(), queuesChanged: () => scheduler.noteQueuesChanged(), log });
+  const leader =
+    opts.passive === true || opts.leaseNamespace === undefined
+      ? undefined
+      : new LeaderElector(client, {
+          namespace: opts.leaseNamespace,
+          name: schedulerName,
+          identity: opts.identity,
+          ...leaseTiming(opts.leaseDurationSec),
+          log,
+          onStartedLeading: () => scheduler.startedLeading(),
+        });
+  const settings = { schedulerName, passive: opts.passive === true, checkpointAware: opts.checkpointAware === true, log, clock, rng, tracing };
+  const scheduler: LiveScheduler = new LiveScheduler({
+    cache,
+    jobs,
+    binder,
+    evictor,
+    checkpoints,
+    defragmenter,
+    events,
+    status,
+    objectStatus,
+    lanes,
+    startInformers: informers,
+    leader,
+    settings,
+  });
+  return scheduler;
+}
+
 export async function createLiveApp(opts: LiveAppOptions): Promise<LiveApp> {
   const kc = loadKubeConfig(opts.kubeconfig);
   const client = new KubeClient(kc, { maxInFlight: opts.maxInFlight ?? 64 });
-  const scheduler = new LiveScheduler(client, {
+  const scheduler = buildLiveScheduler(client, {
     identity: opts.identity ?? `${hostname()}-${process.pid}`,
     ...(opts.profile === undefined ? {} : { profile: opts.profile }),
     ...(opts.schedulerName === undefined ? {} : { schedulerName: opts.schedulerName }),
@@ -121,7 +284,7 @@ export async function explainLive(
   opts: { readonly kubeconfig?: string; readonly context?: string; readonly schedulerName?: string; readonly profile?: string; readonly nowMs: number },
 ): Promise<ExplainReport> {
   const client = new KubeClient(loadKubeConfig(opts.kubeconfig, opts.context));
-  const s = new LiveScheduler(client, {
+  const s = buildLiveScheduler(client, {
     identity: 'sits-explain',
     passive: true,
     ...(opts.profile === undefined ? {} : { profile: opts.profile }),
@@ -206,10 +369,7 @@ export async function createControllersApp(opts: ControllersAppOptions): Promise
           namespace: opts.leaseNamespace,
           name: opts.leaseName ?? CONTROLLERS_LEASE,
           identity: opts.identity ?? `${hostname()}-${process.pid}`,
-          // As the scheduler's elector: renew deadline and retry period follow the lease duration.
-          ...(leaseSec === undefined
-            ? {}
-            : { leaseDurationSec: leaseSec, renewDeadlineSec: Math.max(1, leaseSec * 0.66), retryPeriodSec: Math.max(0.5, leaseSec / 7) }),
+          ...leaseTiming(leaseSec),
           ...(opts.log === undefined ? {} : { log: opts.log }),
         });
   elector?.start();

@@ -2,8 +2,9 @@
  * `sits extender`: SitsExtender (extender.ts) behind the secure port (secure-server.ts, ADR 0053). kube-scheduler
  * authenticates with a client certificate (its `tlsConfig.certData`) checked against `--client-ca-file`, or a
  * bearer token (TokenReview); each call is authorized by a SubjectAccessReview for `post` on its path
- * (`/filter`, `/prioritize`, `/bind`, `/preempt` under the prefix). The cluster is seen through a passive live
- * scheduler (informers and ClusterCache, no loop, no leader) for kube-scheduler's scheduler name.
+ * (`/filter`, `/prioritize`, `/bind`, `/preempt` under the prefix). The cluster is seen as a passive live
+ * scheduler sees it (informers into a ClusterCache and PodJobs, a binder; no loop, no leader) for kube-scheduler's
+ * scheduler name.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { blendShapes, WHOLE_GPU_PRIOR } from '../core/estimate/expected-workload.ts';
@@ -14,7 +15,12 @@ import type { KubeClient } from './client.ts';
 import { delegatedAuth, type Authenticator, type Authorizer } from './delegated-auth.ts';
 import { SitsExtender, type ExtenderArgs, type ExtenderBindingArgs, type ExtenderPreemptionArgs } from './extender.ts';
 import { LeaderElector } from './leader.ts';
-import { LiveScheduler, WALL_CLOCK } from './live-scheduler.ts';
+import { KubeBinder } from './binder.ts';
+import { ClusterCache } from './cluster-cache.ts';
+import { KubeEventSink } from './event-sink.ts';
+import { startInformers } from './informers.ts';
+import { WALL_CLOCK } from './live-scheduler.ts';
+import { PodJobs } from './pod-jobs.ts';
 import { BodyTooLarge, readBody, startSecureServer } from './secure-server.ts';
 
 /** kube-scheduler's own name: the pods the extender is asked about carry it. */
@@ -55,7 +61,7 @@ export interface RunningExtender {
   readonly url: string;
   readonly port: number;
   readonly extender: SitsExtender;
-  readonly live: LiveScheduler;
+  readonly live: ClusterWatch;
   /** Whether this replica answers the verbs now (always without leader election). */
   serving(): boolean;
   setTls(pair: CertPair): void;
@@ -93,19 +99,41 @@ function send(res: ServerResponse, status: number, body: string, type = 'applica
   res.end(body);
 }
 
+/** The extender's view of the cluster and its binder. */
+export interface ClusterWatch {
+  readonly cache: ClusterCache;
+  readonly jobs: PodJobs;
+  readonly binder: KubeBinder;
+  stop(): Promise<void>;
+}
+
+/** Informers into a ClusterCache and PodJobs, and the binder the verbs commit through; no events of ours (kube-scheduler reports). */
+async function watchCluster(client: KubeClient, schedulerName: string, log: (m: string) => void): Promise<ClusterWatch> {
+  const nowMs = (): number => WALL_CLOCK.nowMs();
+  const cache = new ClusterCache(schedulerName, log);
+  // The extender never asks for a checkpoint: the running jobs are the cache's as they are.
+  const jobs = new PodJobs(cache, schedulerName, WALL_CLOCK, (running) => running);
+  const events = new KubeEventSink(client, cache, { component: schedulerName, instance: 'sits-extender', enabled: false, log, nowMs });
+  const binder = new KubeBinder(client, cache, { schedulerName, events, log, nowMs });
+  // Nothing cycles here: a watch event needs no wake-up, the verbs read the cache as it is.
+  const informers = await startInformers(client, cache, jobs, { changed: () => undefined, queuesChanged: () => undefined, log });
+  return {
+    cache,
+    jobs,
+    binder,
+    stop: async () => {
+      informers.stop();
+      await Promise.allSettled([binder.drain(), events.drain()]);
+    },
+  };
+}
+
 export async function startExtender(o: ExtenderServerOptions): Promise<RunningExtender> {
   const log = o.log ?? (() => undefined);
   const profile = resolveProfile(o.profile ?? 'sits', { typicalShapes: blendShapes([], WHOLE_GPU_PRIOR, 0) });
   if (!profile.ok) throw new Error(formatProfileError(profile.error));
   // Passive: the informers fill the cache; kube-scheduler reports (its own events), so ours are off.
-  const live = new LiveScheduler(o.client, {
-    identity: 'sits-extender',
-    schedulerName: o.schedulerName ?? KUBE_SCHEDULER_NAME,
-    passive: true,
-    events: false,
-    log,
-  });
-  await live.start();
+  const live = await watchCluster(o.client, o.schedulerName ?? KUBE_SCHEDULER_NAME, log);
   const extender = new SitsExtender(
     { client: o.client, cache: live.cache, jobs: live.jobs, binder: live.binder },
     {

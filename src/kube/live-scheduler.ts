@@ -6,6 +6,8 @@
  * preemption and reservations work for every pod. Only the leader cycles; a new leader first completes or
  * undoes the gang plans a previous one left (ADR 0006). Pods of other schedulers count as allocated.
  * Several profiles (ADR 0076) share the cache and each cycle's snapshot; each has its own queue and spine lane.
+ * This is the loop only: the collaborators it drives are built and handed in by the composition root
+ * (app/live.ts `buildLiveScheduler`).
  */
 import { buildProfile, formatProfileError, profileConfig, type ProfileConfig } from '../core/plugins/registry.ts';
 import { Scheduler } from '../core/framework/scheduler.ts';
@@ -16,33 +18,31 @@ import type { CycleResult } from '../core/actions/queue-cycle.ts';
 import { DEFAULT_RUNTIME_MODEL } from '../core/estimate/runtime.ts';
 import type { TypicalShape } from '../core/estimate/typical-shapes.ts';
 import type { PodSpec } from '../core/model/pod.ts';
-import { seededRng, type Clock, type Rng, type TraceSpan } from '../core/ports.ts';
+import type { Clock, Rng, TraceSpan } from '../core/ports.ts';
 import { LIVE_QUEUE_TIMING, SchedulingQueue } from '../core/queue/scheduling-queue.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { SchedulingSpine } from '../core/spine/scheduling-spine.ts';
 import { commitToPorts } from '../core/statement/commit-to-ports.ts';
 import { withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';
-import type { KubeClient } from './client.ts';
-import { KubeBinder } from './binder.ts';
+import type { KubeBinder } from './binder.ts';
 import { budgetsOf } from './disruption-budgets.ts';
-import { ClusterCache } from './cluster-cache.ts';
-import { EtaPublisher } from './eta-publisher.ts';
-import { KubeEventSink } from './event-sink.ts';
-import { KubeEvictor } from './evictor.ts';
-import { KubeCheckpointRequester } from './checkpoint-requester.ts';
-import { Defragmenter } from './defragmenter.ts';
+import type { ClusterCache } from './cluster-cache.ts';
+import type { EtaPublisher } from './eta-publisher.ts';
+import type { KubeEventSink } from './event-sink.ts';
+import type { KubeEvictor } from './evictor.ts';
+import type { KubeCheckpointRequester } from './checkpoint-requester.ts';
+import type { Defragmenter } from './defragmenter.ts';
 import { podFromK8s } from './labels.ts';
 import { explainTarget, type ExplainReport } from './explain.ts';
-import { startInformers, type Informers } from './informers.ts';
-import { SCHEDULER_NAME } from '../api/wire.ts';
-import { LeaderElector } from './leader.ts';
+import type { Informers } from './informers.ts';
+import type { LeaderElector } from './leader.ts';
 import type { LiveMetricsView, LiveObserver } from './live-observer.ts';
-import { PodJobs, type GangShort, type JobsView } from './pod-jobs.ts';
+import type { GangShort, JobsView, PodJobs } from './pod-jobs.ts';
 import type { PendingPod } from './cluster-cache.ts';
 import { queueFromObject, runningJobs } from './queues.ts';
-import { ObjectStatusWriter } from './object-status.ts';
-import { KubeStatusWriter } from './status-writer.ts';
-import { NO_TRACING, withTraceIds, type Tracing } from './tracing.ts';
+import type { ObjectStatusWriter } from './object-status.ts';
+import type { KubeStatusWriter } from './status-writer.ts';
+import type { Tracing } from './tracing.ts';
 
 export type { ExplainReport } from './explain.ts';
 export type { PodGroupObject } from './pod-jobs.ts';
@@ -54,52 +54,14 @@ export interface LiveProfile {
   readonly config: ProfileConfig | string;
 }
 
-export interface LiveOptions {
-  readonly profile?: string;
-  readonly schedulerName?: string;
-  /**
-   * Several profiles in one process, as kube-scheduler's `profiles[]` (ADR 0076): one cache, one snapshot per
-   * cycle, one queue per profile, tried in this order within a cycle. Given, `profile` and `schedulerName`
-   * are not read; the first profile's name is the Lease's and the default event source.
-   */
-  readonly profiles?: readonly LiveProfile[];
-  readonly identity: string;
-  /** Lease namespace; undefined = no leader election (single replica). */
-  readonly leaseNamespace?: string;
-  readonly leaseDurationSec?: number;
-  readonly events?: boolean;
-  /** Watch only, never schedule or lead (used by `sits explain`). */
-  readonly passive?: boolean;
-  readonly log?: (msg: string) => void;
-  /** Wall clock (default Date.now). */
-  readonly clock?: Clock;
-  /** How often Queue and PodGroup status is written at most (default 5 s). */
-  readonly statusIntervalMs?: number;
-  /** Randomness for the scheduler and its forward runs (default seeded: the same choices on every run). */
-  readonly rng?: (purpose: 'scheduler' | 'forward-run') => Rng;
-  /** Test seam of the binder (see KubeBinderOptions.afterGangMemberBound). */
-  readonly afterGangMemberBound?: (count: number) => void;
-  /** Spans of cycles, attempts and preemptions (default off); log lines written inside one carry its ids. */
-  readonly tracing?: Tracing;
-  /**
-   * Checkpoint-aware preemption (ADR 0093): a victim whose pods say `checkpointable` is asked for a checkpoint
-   * (annotation `checkpoint-requested` on its pods and TrainingJob) and evicted once it commits or its
-   * queue's checkpoint grace runs out. Off by default: preemption as before.
-   */
-  readonly checkpointAware?: boolean;
-  /** Defragmentation by migration's timing (ADR 0144; on per Queue, `spec.preemption.defragmentByMigration`). */
-  readonly defragment?: { readonly graceMs?: number; readonly announceMs?: number };
-}
-
 /** Longest idle wait of the loop: backoffs and hint times are looked at least this often. */
 const LOOP_TICK_MS = 1000;
 
 /** The Clock port on the wall clock (ms since the epoch). */
 export const WALL_CLOCK: Clock = { nowMs: () => Date.now() };
-const DEFAULT_RNG = (purpose: 'scheduler' | 'forward-run'): Rng => seededRng(purpose === 'scheduler' ? 1 : 7);
 
 /** One profile's part of the spine: its queue, its scheduler over the shared snapshot, its expected starts. */
-class Lane {
+export class Lane {
   readonly queue = new SchedulingQueue(LIVE_QUEUE_TIMING);
   readonly spine: SchedulingSpine;
   readonly eta: EtaPublisher;
@@ -123,127 +85,118 @@ class Lane {
   }
 }
 
+/** What the loop is told about how to run (built by the composition root, app/live.ts). */
+export interface LiveSettings {
+  /** The first profile's schedulerName: the Lease's name and the running jobs' scheduler in the metrics. */
+  readonly schedulerName: string;
+  /** Watch only, never schedule or lead (`sits explain`). */
+  readonly passive: boolean;
+  /** Checkpoint-aware preemption (ADR 0093). */
+  readonly checkpointAware: boolean;
+  readonly log: (m: string) => void;
+  readonly clock: Clock;
+  readonly rng: (purpose: 'scheduler' | 'forward-run') => Rng;
+  readonly tracing: Tracing;
+}
+
+/** The collaborators the loop drives, each built by the composition root (app/live.ts `buildLiveScheduler`). */
+export type LiveParts = Pick<LiveScheduler, 'cache' | 'jobs' | 'binder' | 'evictor' | 'checkpoints' | 'defragmenter' | 'events' | 'status' | 'objectStatus'> & {
+  /** One per profile, in the order a cycle tries them (the first is the default). */
+  readonly lanes: readonly Lane[];
+  /** Lists and watches the cluster into the cache (called by `start`). */
+  readonly startInformers: () => Promise<Informers>;
+  /** Undefined: no leader election (one replica, or passive). */
+  readonly leader: LeaderElector | undefined;
+  readonly settings: LiveSettings;
+};
+
+/** The profiles by schedulerName, and which one schedules a pending pod. */
+class Lanes {
+  readonly all: readonly Lane[];
+  readonly first: Lane;
+  private readonly byName: ReadonlyMap<string, Lane>;
+
+  constructor(lanes: readonly Lane[]) {
+    if (lanes.length === 0) throw new Error('LiveScheduler: at least one profile (lane)');
+    this.all = lanes;
+    this.first = lanes[0] as Lane;
+    this.byName = new Map(lanes.map((l) => [l.schedulerName, l]));
+  }
+
+  /** The profile that schedules a pending pod (by its schedulerName; the first for one profile). */
+  of(p: PendingPod): Lane {
+    return this.all.length === 1 ? this.first : (this.byName.get(p.obj.spec?.schedulerName ?? '') ?? this.first);
+  }
+}
+
+/** The loop's own state between turns: what woke it, whether it stops, its pending wake-up. */
+class LoopState {
+  /** Watch events since the last cycle (start: the first cycle sees everything listed). */
+  changed = true;
+  queuesChanged = false;
+  /** A new leader's first turn always cycles. */
+  recoveredJustNow = false;
+  recovered = false;
+  stopped = false;
+  wake: (() => void) | undefined;
+  done: Promise<void> | undefined;
+}
+
+/** What the cycles did: running counts, and the last cycle's view, starts and reservations (metrics, status). */
+class CycleRecord {
+  readonly counters = { preemptions: 0, cycles: 0, failedAttempts: 0 };
+  /** The last cycle's view and the jobs it started (every profile's), for `metricsView()`. */
+  view: JobsView | undefined;
+  started = new Set<string>();
+  /** Jobs holding a reservation after the last cycle, per profile (for the Queue status). */
+  readonly reserving = new Map<string, ReadonlySet<string>>();
+}
+
 export class LiveScheduler {
   readonly cache: ClusterCache;
   readonly jobs: PodJobs;
-  /** The first profile's queue (the only one without `profiles`). */
-  readonly queue: SchedulingQueue;
   readonly binder: KubeBinder;
   readonly evictor: KubeEvictor;
   readonly checkpoints: KubeCheckpointRequester;
   /** Defragmentation by migration (ADR 0144): acts only for gangs of a Queue with defragmentByMigration. */
   readonly defragmenter: Defragmenter;
-  private readonly checkpointAware: boolean;
   readonly events: KubeEventSink;
   readonly status: KubeStatusWriter;
-  private readonly lanes: readonly Lane[];
-  private readonly laneByName: ReadonlyMap<string, Lane>;
-  private readonly counters = { preemptions: 0, cycles: 0, failedAttempts: 0 };
-  private informers: Informers | undefined;
-  private leader: LeaderElector | undefined;
-  private queuesChanged = false;
-  /** Watch events since the last cycle (start: the first cycle sees everything listed). */
-  private changed = true;
-  /** A new leader's first turn always cycles. */
-  private recoveredJustNow = false;
-  private wake: (() => void) | undefined;
-  private stopped = false;
-  private recovered = false;
-  private loopDone: Promise<void> | undefined;
+  /** Queue and PodGroup status (kubectl's columns), written in the background at most every few seconds. */
+  readonly objectStatus: ObjectStatusWriter;
   /** Called after each cycle once per job tried, with the cycle's time per job; for metrics. */
   onAttempt: ((seconds: number, result: 'scheduled' | 'unschedulable') => void) | undefined;
   /** Admissions, preemptions, expected-start errors, extension-point and binding times; for metrics. */
   observer: LiveObserver | undefined;
-  /** The last cycle's view and the jobs it started (every profile's), for `metricsView()`. */
-  private lastView: JobsView | undefined;
-  private lastStarted = new Set<string>();
-  /** Jobs holding a reservation after the last cycle, per profile (for the Queue status). */
-  private lastReserving = new Map<string, ReadonlySet<string>>();
-  /** Queue and PodGroup status (kubectl's columns), written in the background at most every few seconds. */
-  readonly objectStatus: ObjectStatusWriter;
   /** Called after every watch event and every loop turn that cycled; for the dashboard's live view (reads only). */
   onChange: (() => void) | undefined;
-  private readonly schedulerName: string;
-  private readonly log: (m: string) => void;
-  private readonly clock: Clock;
-  private readonly rng: (purpose: 'scheduler' | 'forward-run') => Rng;
-  private readonly tracing: Tracing;
+  private readonly lanes: Lanes;
+  private readonly settings: LiveSettings;
+  private readonly startInformers: () => Promise<Informers>;
+  private readonly leader: LeaderElector | undefined;
+  private informers: Informers | undefined;
+  private readonly loopState = new LoopState();
+  private readonly record = new CycleRecord();
 
-  constructor(
-    private readonly client: KubeClient,
-    private readonly opts: LiveOptions,
-  ) {
-    const specs: readonly LiveProfile[] =
-      opts.profiles !== undefined && opts.profiles.length > 0
-        ? opts.profiles
-        : [{ schedulerName: opts.schedulerName ?? SCHEDULER_NAME, config: opts.profile ?? 'sits' }];
-    this.schedulerName = (specs[0] as LiveProfile).schedulerName;
-    const names = new Set(specs.map((p) => p.schedulerName));
-    if (names.size !== specs.length) throw new Error(`profiles: each needs its own schedulerName (${specs.map((p) => p.schedulerName).join(', ')})`);
-    // One name: exactly the single-profile scheduler of before.
-    const ours = names.size === 1 ? this.schedulerName : names;
-    this.tracing = opts.tracing ?? NO_TRACING;
-    this.log = withTraceIds(this.tracing, opts.log ?? (() => undefined));
-    this.clock = opts.clock ?? WALL_CLOCK;
-    this.rng = opts.rng ?? DEFAULT_RNG;
-    const nowMs = (): number => this.clock.nowMs();
-    this.cache = new ClusterCache(ours, this.log);
-    this.checkpoints = new KubeCheckpointRequester(client, { log: this.log, nowMs, pod: (k) => this.cache.pod(k) });
-    this.jobs = new PodJobs(this.cache, ours, this.clock, (running) => this.checkpoints.withUnseenAsks(running));
-    this.events = new KubeEventSink(client, this.cache, {
-      component: this.schedulerName,
-      ...(names.size === 1 ? {} : { componentOf: (n: string | undefined) => (n !== undefined && names.has(n) ? n : undefined) }),
-      instance: opts.identity,
-      enabled: opts.events !== false,
-      log: this.log,
-      nowMs,
-    });
-    this.status = new KubeStatusWriter(client, this.cache, { log: this.log, nowMs });
-    this.binder = new KubeBinder(client, this.cache, {
-      schedulerName: ours,
-      events: this.events,
-      log: this.log,
-      nowMs,
-      requeued: () => this.noteChange(),
-      bound: (seconds, ok) => this.observer?.bound?.(seconds, ok),
-      ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
-    });
-    this.evictor = new KubeEvictor(client, {
-      log: this.log,
-      nowMs,
-      labelsOf: (pod) => this.cache.pod(pod)?.metadata?.labels,
-      leaving: (pods) => this.cache.markLeaving(pods),
-      stayed: (pod) => this.cache.stayed(pod),
-    });
-    this.checkpointAware = opts.checkpointAware === true;
-    this.defragmenter = new Defragmenter(client, {
-      log: this.log,
-      clock: this.clock,
-      ...(opts.defragment?.graceMs === undefined ? {} : { graceMs: opts.defragment.graceMs }),
-      ...(opts.defragment?.announceMs === undefined ? {} : { announceMs: opts.defragment.announceMs }),
-    });
-    this.lanes = specs.map(
-      (p) =>
-        new Lane(
-          p.schedulerName,
-          p.config,
-          { events: this.events, status: this.status },
-          new EtaPublisher(this.jobs, this.status, () => this.rng('forward-run')),
-        ),
-    );
-    this.laneByName = new Map(this.lanes.map((l) => [l.schedulerName, l]));
-    this.queue = (this.lanes[0] as Lane).queue;
-    this.objectStatus = new ObjectStatusWriter(
-      client,
-      {
-        view: () => this.metricsView(),
-        reserving: () => new Set([...this.lastReserving.values()].flatMap((s) => [...s])),
-        queues: () => this.jobs.queueObjs.values(),
-        podGroups: () => this.jobs.podGroups.values(),
-        pods: () => this.cache.allPods(),
-      },
-      { log: this.log, ...(opts.statusIntervalMs === undefined ? {} : { intervalMs: opts.statusIntervalMs }) },
-    );
+  constructor(parts: LiveParts) {
+    this.cache = parts.cache;
+    this.jobs = parts.jobs;
+    this.binder = parts.binder;
+    this.evictor = parts.evictor;
+    this.checkpoints = parts.checkpoints;
+    this.defragmenter = parts.defragmenter;
+    this.events = parts.events;
+    this.status = parts.status;
+    this.objectStatus = parts.objectStatus;
+    this.lanes = new Lanes(parts.lanes);
+    this.startInformers = parts.startInformers;
+    this.leader = parts.leader;
+    this.settings = parts.settings;
+  }
+
+  /** The first profile's queue (the only one without `profiles`). */
+  get queue(): SchedulingQueue {
+    return this.lanes.first.queue;
   }
 
   get stats(): {
@@ -257,7 +210,7 @@ export class LiveScheduler {
     recoveries: number;
   } {
     const b = this.binder.stats;
-    return { ...this.counters, bound: b.bound, bindErrors: b.bindErrors, gangsBound: b.gangsBound, rollbacks: b.rollbacks, recoveries: b.recoveries };
+    return { ...this.record.counters, bound: b.bound, bindErrors: b.bindErrors, gangsBound: b.gangsBound, rollbacks: b.rollbacks, recoveries: b.recoveries };
   }
 
   get runtimes(): PodJobs['runtimes'] {
@@ -269,40 +222,40 @@ export class LiveScheduler {
   }
 
   async start(): Promise<void> {
-    this.informers = await startInformers(this.client, this.cache, this.jobs, {
-      changed: () => this.noteChange(),
-      queuesChanged: () => (this.queuesChanged = true),
-      log: this.log,
-    });
-    if (this.opts.passive === true) return;
-    if (this.opts.leaseNamespace !== undefined) {
-      this.leader = new LeaderElector(this.client, {
-        namespace: this.opts.leaseNamespace,
-        name: this.schedulerName,
-        identity: this.opts.identity,
-        ...(this.opts.leaseDurationSec === undefined
-          ? {}
-          : {
-              leaseDurationSec: this.opts.leaseDurationSec,
-              renewDeadlineSec: Math.max(1, this.opts.leaseDurationSec * 0.66),
-              retryPeriodSec: Math.max(0.5, this.opts.leaseDurationSec / 7),
-            }),
-        log: this.log,
-        onStartedLeading: () => {
-          this.recovered = false;
-          this.poke();
-        },
-      });
-      this.leader.start();
-    }
-    this.loopDone = this.loop();
+    this.informers = await this.startInformers();
+    if (this.settings.passive) return;
+    this.leader?.start();
+    this.loopState.done = this.loop();
+  }
+
+  /** A watch event or a requeued binding: the next loop turn has a cycle to run. */
+  noteChange(): void {
+    this.loopState.changed = true;
+    this.poke();
+    this.onChange?.();
+  }
+
+  /** A Queue object changed: queue-held jobs may now be admitted. */
+  noteQueuesChanged(): void {
+    this.loopState.queuesChanged = true;
+  }
+
+  /** This replica just became the leader: complete or undo the previous leader's gang plans first (ADR 0006). */
+  startedLeading(): void {
+    this.loopState.recovered = false;
+    this.poke();
+  }
+
+  /** The jobs holding a reservation after the last cycle, every profile's (for the Queue status). */
+  reservingJobs(): Set<string> {
+    return new Set([...this.record.reserving.values()].flatMap((s) => [...s]));
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.loopState.stopped = true;
     this.poke();
     this.informers?.stop();
-    await this.loopDone;
+    await this.loopState.done;
     await Promise.allSettled([
       this.binder.drain(),
       this.evictor.drain(),
@@ -318,7 +271,7 @@ export class LiveScheduler {
   async idle(timeoutMs = 60_000): Promise<boolean> {
     const end = performance.now() + timeoutMs;
     while (performance.now() < end) {
-      if (this.binder.busy === 0 && this.lanes.every((l) => !l.queue.hasActive()) && this.everyPendingPodQueued()) return true;
+      if (this.binder.busy === 0 && this.lanes.all.every((l) => !l.queue.hasActive()) && this.everyPendingPodQueued()) return true;
       await new Promise((r) => setTimeout(r, 50));
     }
     return false;
@@ -327,7 +280,7 @@ export class LiveScheduler {
   private everyPendingPodQueued(): boolean {
     for (const p of this.cache.pending.values()) {
       const id = p.spec.gang === undefined ? p.key : `gang:${p.spec.gang}`;
-      const lane = this.laneOf(p);
+      const lane = this.lanes.of(p);
       if (!lane.queue.has(id) && !lane.shortReported.has(id)) return false;
     }
     return true;
@@ -338,28 +291,28 @@ export class LiveScheduler {
     const state = this.cache.state();
     const running = runningJobs(
       this.cache.allPods(),
-      this.schedulerName,
+      this.settings.schedulerName,
       this.jobs.groupQueue,
       DEFAULT_RUNTIME_MODEL.fallbackMs,
       (n) => state.node(n)?.spec.gpus[0]?.model,
-      this.jobs.inFlight(this.clock.nowMs()),
+      this.jobs.inFlight(this.settings.clock.nowMs()),
     );
-    const v = this.lastView;
+    const v = this.record.view;
     // The Queue objects as watched now (the last view's may predate a new queue: its series show before its first job).
     const queues = new Map([...this.jobs.queueObjs.values()].map((o) => queueFromObject(o)).map((q) => [q.name, q]));
     const counts = { active: 0, backoff: 0, unschedulable: 0 };
-    for (const l of this.lanes) {
+    for (const l of this.lanes.all) {
       const c = l.queue.counts();
       counts.active += c.active;
       counts.backoff += c.backoff;
       counts.unschedulable += c.unschedulable;
     }
     // The fragmentation measure uses the first profile's typical shapes (the only one without `profiles`).
-    const shapes = (this.lanes[0] as Lane).profileShapes;
+    const shapes = this.lanes.first.profileShapes;
     return {
       state,
       queues,
-      pending: v === undefined ? [] : v.jobs.filter((j) => !this.lastStarted.has(j.id)),
+      pending: v === undefined ? [] : v.jobs.filter((j) => !this.record.started.has(j.id)),
       running: [...running.values()],
       shapes,
       queueCounts: counts,
@@ -371,53 +324,42 @@ export class LiveScheduler {
     const pod =
       this.cache.pending.get(target) ??
       [...this.cache.pending.values()].find((p) => p.spec.gang !== undefined && (p.spec.gang === target || `gang:${p.spec.gang}` === target));
-    const lane = pod === undefined ? (this.lanes[0] as Lane) : this.laneOf(pod);
+    const lane = pod === undefined ? this.lanes.first : this.lanes.of(pod);
     return explainTarget(
-      { cache: this.cache, jobs: this.jobs, profile: this.profileFor(lane), schedulerName: lane.schedulerName, rng: () => this.rng('forward-run') },
+      { cache: this.cache, jobs: this.jobs, profile: this.profileFor(lane), schedulerName: lane.schedulerName, rng: () => this.settings.rng('forward-run') },
       target,
       nowMs,
     );
   }
 
-  /** The profile that schedules a pending pod (by its schedulerName; the first for one profile). */
-  private laneOf(p: PendingPod): Lane {
-    return this.lanes.length === 1 ? (this.lanes[0] as Lane) : (this.laneByName.get(p.obj.spec?.schedulerName ?? '') ?? (this.lanes[0] as Lane));
-  }
-
-  /** A watch event: the next loop turn has a cycle to run. */
-  private noteChange(): void {
-    this.changed = true;
-    this.poke();
-    this.onChange?.();
-  }
-
   private poke(): void {
-    const w = this.wake;
-    this.wake = undefined;
+    const w = this.loopState.wake;
+    this.loopState.wake = undefined;
     w?.();
   }
 
   private async loop(): Promise<void> {
-    while (!this.stopped) {
+    const st = this.loopState;
+    while (!st.stopped) {
       await new Promise<void>((resolve) => {
-        this.wake = resolve;
+        st.wake = resolve;
         setTimeout(resolve, LOOP_TICK_MS);
       });
-      if (this.stopped) break;
+      if (st.stopped) break;
       if (!this.isLeader()) continue;
       try {
-        if (!this.recovered) {
+        if (!st.recovered) {
           await this.binder.recover();
-          this.recovered = true;
-          this.recoveredJustNow = true;
+          st.recovered = true;
+          st.recoveredJustNow = true;
         }
         this.binder.tick();
         this.cycle();
         this.defragmenter.tick();
-        this.objectStatus.tick(this.clock.nowMs());
+        this.objectStatus.tick(this.settings.clock.nowMs());
         this.onChange?.();
       } catch (e) {
-        this.log(`cycle: ${(e as Error).stack ?? String(e)}`);
+        this.settings.log(`cycle: ${(e as Error).stack ?? String(e)}`);
       }
     }
   }
@@ -427,21 +369,22 @@ export class LiveScheduler {
    * only mark the cache dirty for the next snapshot). The bindings it commits proceed in the background.
    */
   private cycle(): void {
-    const nowMs = this.clock.nowMs();
+    const nowMs = this.settings.clock.nowMs();
+    const st = this.loopState;
     // Nothing changed and nothing is due (a backoff, a hint time, an expected-start refresh): an idle turn
     // costs nothing, however many pods the cluster holds.
-    if (!this.changed && !this.recoveredJustNow && this.lanes.every((l) => l.queue.nextWakeMs() > nowMs && l.eta.dueAtMs() > nowMs)) return;
-    this.changed = false;
-    this.recoveredJustNow = false;
+    if (!st.changed && !st.recoveredJustNow && this.lanes.all.every((l) => l.queue.nextWakeMs() > nowMs && l.eta.dueAtMs() > nowMs)) return;
+    st.changed = false;
+    st.recoveredJustNow = false;
     const { state, freed } = this.cache.snapshot();
-    const queuesChanged = this.queuesChanged;
-    this.queuesChanged = false;
+    const queuesChanged = st.queuesChanged;
+    st.queuesChanged = false;
     const view = this.jobs.view(state);
-    this.lastView = view;
-    this.lastStarted = new Set();
-    const views = this.lanes.length === 1 ? [view] : this.splitView(view);
+    this.record.view = view;
+    this.record.started = new Set();
+    const views = this.lanes.all.length === 1 ? [view] : this.splitView(view);
     // One snapshot, the profiles in their order: each sees what the ones before it committed (no over-commit).
-    this.lanes.forEach((lane, i) => this.laneCycle(lane, views[i] as JobsView, state, nowMs, freed, queuesChanged));
+    this.lanes.all.forEach((lane, i) => this.laneCycle(lane, views[i] as JobsView, state, nowMs, freed, queuesChanged));
   }
 
   private laneCycle(lane: Lane, raw: JobsView, state: ClusterState, nowMs: number, freed: boolean, queuesChanged: boolean): void {
@@ -455,10 +398,10 @@ export class LiveScheduler {
       if (lane.eta.dueAtMs() <= nowMs) lane.eta.publish(nowMs, state, this.profileFor(lane), view, new Set(view.jobs.map((j) => j.id)));
       return;
     }
-    if (!this.tracing.enabled) return this.tryJobs(lane, nowMs, state, view, undefined);
+    if (!this.settings.tracing.enabled) return this.tryJobs(lane, nowMs, state, view, undefined);
     // A span for each cycle that tries jobs (watch events that leave nothing to try make none). The binds and
     // evictions it commits run in its context: their log lines carry its trace id.
-    this.tracing.run('sits.cycle', { 'sits.scheduler': lane.schedulerName, 'sits.cycle': this.counters.cycles + 1 }, (span) =>
+    this.settings.tracing.run('sits.cycle', { 'sits.scheduler': lane.schedulerName, 'sits.cycle': this.record.counters.cycles + 1 }, (span) =>
       this.tryJobs(lane, nowMs, state, view, span),
     );
   }
@@ -477,11 +420,11 @@ export class LiveScheduler {
       queues: view.queues,
       running: view.running,
       ...(held.length === 0 ? {} : { held }),
-      options: { minRuntimeMs: view.minRuntimeMs, ...(this.checkpointAware ? { checkpointAware: true } : {}) },
+      options: { minRuntimeMs: view.minRuntimeMs, ...(this.settings.checkpointAware ? { checkpointAware: true } : {}) },
       ...(budgets === undefined ? {} : { disruptionBudgets: budgets }),
     });
-    this.counters.cycles++;
-    this.counters.preemptions += res.preempted.length;
+    this.record.counters.cycles++;
+    this.record.counters.preemptions += res.preempted.length;
     for (const q of res.checkpointRequests) this.checkpoints.request(q.victim.podIds, q.by, q.deadlineMs);
     // Defragmentation by migration, only where a Queue asks for it (listing the running jobs costs O(pods)).
     if ([...view.queues.values()].some((q) => q.preemption?.defragmentByMigration === true)) {
@@ -500,7 +443,7 @@ export class LiveScheduler {
       });
     }
     const failed = Math.max(0, tried - res.started.length);
-    this.counters.failedAttempts += failed;
+    this.record.counters.failedAttempts += failed;
     span?.set({
       'sits.profile': sch.profile.name,
       'sits.nodes': state.size,
@@ -511,20 +454,20 @@ export class LiveScheduler {
       'sits.cycle.waiting': res.waiting.size,
       'sits.cycle.preempted': res.preempted.length,
     });
-    if (res.started.length > 0 || res.preempted.length > 0) this.log(startedLine(res));
+    if (res.started.length > 0 || res.preempted.length > 0) this.settings.log(startedLine(res));
     if (this.onAttempt !== undefined && tried > 0) {
       const each = (performance.now() - t0) / 1000 / tried;
       for (let i = 0; i < res.started.length; i++) this.onAttempt(each, 'scheduled');
       for (let i = 0; i < failed; i++) this.onAttempt(each, 'unschedulable');
     }
     this.observe(lane, res, view, nowMs);
-    this.lastReserving.set(lane.schedulerName, new Set(res.reservations.map((r) => r.jobId)));
+    this.record.reserving.set(lane.schedulerName, new Set(res.reservations.map((r) => r.jobId)));
     lane.eta.publish(nowMs, state, sch.profile, view, new Set(res.waiting.keys()), res);
   }
 
   /** Tells the observer what the cycle did; forgets the expected starts of the jobs it started either way. */
   private observe(lane: Lane, res: CycleResult, view: JobsView, nowMs: number): void {
-    for (const x of res.started) this.lastStarted.add(x.job.id);
+    for (const x of res.started) this.record.started.add(x.job.id);
     const o = this.observer;
     for (const x of res.started) {
       const at = lane.eta.takePublished(x.job.id);
@@ -581,8 +524,8 @@ export class LiveScheduler {
   /** Each profile's part of the translation: its jobs and short gangs (queues and running jobs are shared). */
   private splitView(view: JobsView): JobsView[] {
     const nameOf = (pods: readonly PendingPod[] | undefined): string => pods?.[0]?.obj.spec?.schedulerName ?? '';
-    const lanes = this.lanes.map(() => ({ jobs: [] as JobsView['jobs'], short: [] as GangShort[] }));
-    const index = new Map(this.lanes.map((l, i) => [l.schedulerName, i]));
+    const lanes = this.lanes.all.map(() => ({ jobs: [] as JobsView['jobs'], short: [] as GangShort[] }));
+    const index = new Map(this.lanes.all.map((l, i) => [l.schedulerName, i]));
     for (const j of view.jobs) lanes[index.get(nameOf(view.podsOf.get(j.id))) ?? 0]?.jobs.push(j);
     for (const g of view.short) lanes[index.get(nameOf(g.pods)) ?? 0]?.short.push(g);
     return lanes.map((l) => ({
@@ -633,7 +576,7 @@ export class LiveScheduler {
   private profileFor(lane: Lane): Profile {
     const now = performance.now();
     const pods: PodSpec[] = [];
-    for (const p of this.cache.pending.values()) if (this.lanes.length === 1 || this.laneOf(p) === lane) pods.push(p.spec);
+    for (const p of this.cache.pending.values()) if (this.lanes.all.length === 1 || this.lanes.of(p) === lane) pods.push(p.spec);
     const shapes = blendShapes(shapesOf(pods), WHOLE_GPU_PRIOR, pods.length === 0 ? 0 : 0.7);
     const key = JSON.stringify(shapes.map((s) => [s.cpuMilli, s.gpuMilli, s.gpuCount, s.gpuModels.join('|')]));
     if (lane.profile === undefined || (key !== lane.profileShapesKey && now - lane.profileAtMs > 30_000)) {
@@ -653,7 +596,13 @@ export class LiveScheduler {
   private schedulerFor(lane: Lane, state: ClusterState): Scheduler {
     const profile = this.profileFor(lane);
     if (lane.scheduler === undefined || lane.scheduler.state !== state || lane.scheduler.profile !== profile) {
-      lane.scheduler = new Scheduler(profile, state, this.rng('scheduler'), commitToPorts({ binder: this.binder, evictor: this.evictor }), this.tracing);
+      lane.scheduler = new Scheduler(
+        profile,
+        state,
+        this.settings.rng('scheduler'),
+        commitToPorts({ binder: this.binder, evictor: this.evictor }),
+        this.settings.tracing,
+      );
     }
     lane.scheduler.timer = this.observer?.extension;
     return lane.scheduler;

@@ -2,7 +2,7 @@
 // kube-apiserver: the same suite the simulated cluster passes (src/testing/port-contracts.ts).
 import type { V1Pod } from '@kubernetes/client-node';
 import { KubeClient } from './client.ts';
-import { LiveScheduler } from './live-scheduler.ts';
+import { buildLiveScheduler } from '../app/live.ts';
 import { ANNOTATION } from '../api/wire.ts';
 import { startControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
@@ -22,7 +22,7 @@ describePortContracts('live adapters on a real kube-apiserver', async () => {
   const kubelet = new FakeKubelet(client, () => true);
   await kubelet.start();
   // Passive: informers fill the cache the adapters read; no loop, no leader, nothing scheduled by itself.
-  const live = new LiveScheduler(client, { identity: 'contract', passive: true });
+  const live = buildLiveScheduler(client, { identity: 'contract', passive: true });
   await live.start();
   const pod = async (id: string): Promise<V1Pod | undefined> => {
     const [ns, name] = id.split('/') as [string, string];

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import type { KubeClient } from './client.ts';
-import { LiveScheduler } from './live-scheduler.ts';
+import type { LiveScheduler } from './live-scheduler.ts';
+import { buildLiveScheduler } from '../app/live.ts';
 
 let cluster: DevCluster;
 let client: KubeClient;
@@ -20,7 +21,7 @@ beforeAll(async () => {
   client = cluster.client;
   // Ten minutes ahead: pods that started just now are past the victim cooldown of pods outside any Queue
   // (60 s, SITS's own protection against preemption loops, not kube's semantics under test here).
-  sits = new LiveScheduler(client, { identity: 'e2e-preemption', clock: { nowMs: () => Date.now() + 600_000 } });
+  sits = buildLiveScheduler(client, { identity: 'e2e-preemption', clock: { nowMs: () => Date.now() + 600_000 } });
   await sits.start();
 });
 afterAll(async () => {

@@ -158,6 +158,122 @@ const WHOLE_TAGS = Array.from({ length: 65 }, (_, i) => `${i}-gpu`);
 const LOG_SLACK = 4;
 const LEVEL_POS = Object.fromEntries(TOPOLOGY_LEVELS.map((l, i) => [l, i])) as Record<TopologyLevel, number>;
 
+/**
+ * The change log: node indices in mutation order, with the allocation each entry added (+1) or removed (−1)
+ * (undefined and 0 for health changes). Entries before `base` are dropped once the log outgrows its slack.
+ */
+class ChangeLog {
+  private nodes: number[] = [];
+  private pods: (Allocation | undefined)[] = [];
+  private signs: number[] = [];
+  private base = 0;
+
+  get seq(): number {
+    return this.base + this.nodes.length;
+  }
+
+  record(idx: number, a: Allocation | undefined, sign: number, nodeCount: number): void {
+    this.pods.push(a);
+    this.signs.push(sign);
+    this.nodes.push(idx);
+    if (this.nodes.length > LOG_SLACK * nodeCount + 1024) {
+      const drop = this.nodes.length >> 1;
+      this.nodes = this.nodes.slice(drop);
+      this.pods = this.pods.slice(drop);
+      this.signs = this.signs.slice(drop);
+      this.base += drop;
+    }
+  }
+
+  changesSince(since: number): readonly number[] | undefined {
+    if (since < this.base) return undefined;
+    return since === this.seq ? [] : this.nodes.slice(since - this.base);
+  }
+
+  forEachChange(since: number, fn: (idx: number) => void): boolean {
+    if (since < this.base) return false;
+    const log = this.nodes;
+    for (let i = since - this.base; i < log.length; i++) fn(log[i] as number);
+    return true;
+  }
+
+  forEachPodChange(since: number, fn: (a: Allocation, sign: number, idx: number) => void): boolean {
+    if (since < this.base) return false;
+    const log = this.nodes;
+    for (let i = since - this.base; i < log.length; i++) {
+      const a = this.pods[i];
+      if (a !== undefined) fn(a, this.signs[i] as number, log[i] as number);
+    }
+    return true;
+  }
+}
+
+/**
+ * Free GPU capacity in aggregate, kept on every mutation: Fenwick trees over node index (fully free GPUs and
+ * free GPU milli) and, per level (TOPOLOGY_LEVELS order) and domain, the same two sums.
+ */
+class FreeGpus {
+  private readonly fenFull: Float64Array;
+  private readonly fenMilli: Float64Array;
+  private readonly lastFull: Int32Array;
+  private readonly lastMilli: Int32Array;
+  readonly domFull: Float64Array[] = [];
+  readonly domMilli: Float64Array[] = [];
+  private readonly levelOf: Int32Array[] = [];
+  /** Per level: GPU devices in its largest domain. */
+  readonly maxGpus: number[] = [];
+
+  constructor(nodes: readonly NodeState[], domains: Readonly<Record<TopologyLevel, readonly Domain[]>>, domainOf: Readonly<Record<TopologyLevel, Int32Array>>) {
+    this.fenFull = new Float64Array(nodes.length + 1);
+    this.fenMilli = new Float64Array(nodes.length + 1);
+    this.lastFull = new Int32Array(nodes.length);
+    this.lastMilli = new Int32Array(nodes.length);
+    for (const level of TOPOLOGY_LEVELS) {
+      this.domFull.push(new Float64Array(domains[level].length));
+      this.domMilli.push(new Float64Array(domains[level].length));
+      this.levelOf.push(domainOf[level]);
+      const gpus = new Float64Array(domains[level].length);
+      const of = domainOf[level];
+      for (const n of nodes) {
+        const d = of[n.idx] as number;
+        gpus[d] = (gpus[d] as number) + n.spec.gpus.length;
+      }
+      this.maxGpus.push(gpus.reduce((m, g) => Math.max(m, g), 0));
+    }
+    for (const n of nodes) this.refresh(n);
+  }
+
+  fullyFreeIn(start: number, end: number): number {
+    return prefix(this.fenFull, end) - prefix(this.fenFull, start);
+  }
+
+  milliIn(start: number, end: number): number {
+    return prefix(this.fenMilli, end) - prefix(this.fenMilli, start);
+  }
+
+  /** Moves the sums by the node's change since its last refresh. */
+  refresh(n: NodeState): void {
+    const full = n.fullyFreeGpus();
+    const milli = n.gpuFreeMilli();
+    const df = full - (this.lastFull[n.idx] as number);
+    const dm = milli - (this.lastMilli[n.idx] as number);
+    if (df !== 0) this.move(this.fenFull, this.domFull, n.idx, df);
+    if (dm !== 0) this.move(this.fenMilli, this.domMilli, n.idx, dm);
+    this.lastFull[n.idx] = full;
+    this.lastMilli[n.idx] = milli;
+  }
+
+  /** Node i's sum moved by delta: its Fenwick tree and its domain at every level. */
+  private move(fen: Float64Array, dom: readonly Float64Array[], i: number, delta: number): void {
+    add(fen, i, delta);
+    for (let l = 0; l < this.levelOf.length; l++) {
+      const d = (this.levelOf[l] as Int32Array)[i] as number;
+      const a = dom[l] as Float64Array;
+      a[d] = (a[d] as number) + delta;
+    }
+  }
+}
+
 export class ClusterState {
   readonly nodes: readonly NodeState[];
   private readonly byName = new Map<string, NodeState>();
@@ -166,23 +282,8 @@ export class ClusterState {
   /** domainOf[level][nodeIdx] = index into domains[level]. */
   readonly domainOf: Readonly<Record<TopologyLevel, Int32Array>>;
   private readonly podNode = new Map<string, NodeState>();
-  /** Change log: node indices in mutation order; entries before `logBase` are dropped. */
-  private log: number[] = [];
-  private logBase = 0;
-  /** Parallel to `log`: the allocation added (+1) or removed (−1) by each entry; undefined for health changes. */
-  private logPod: (Allocation | undefined)[] = [];
-  private logSign: number[] = [];
-  /** Fenwick trees over node index: fully free GPUs and free GPU milli. */
-  private readonly fenFull: Float64Array;
-  private readonly fenMilli: Float64Array;
-  private readonly lastFull: Int32Array;
-  private readonly lastMilli: Int32Array;
-  /** Per level (TOPOLOGY_LEVELS order), per domain: fully free GPUs and free GPU milli, kept on every mutation. */
-  private readonly domFull: Float64Array[] = [];
-  private readonly domMilli: Float64Array[] = [];
-  private readonly levelOf: Int32Array[] = [];
-  /** Per level: GPU devices in its largest domain. */
-  private readonly maxGpus: number[] = [];
+  private readonly changes = new ChangeLog();
+  private readonly free: FreeGpus;
   /**
    * Pods with terms toward incoming pods (required anti-affinity: the symmetric check; required affinity and
    * preferred terms: their score) per node index, and in all.
@@ -240,23 +341,7 @@ export class ClusterState {
     }
     this.domains = domains;
     this.domainOf = domainOf;
-    this.fenFull = new Float64Array(nodes.length + 1);
-    this.fenMilli = new Float64Array(nodes.length + 1);
-    this.lastFull = new Int32Array(nodes.length);
-    this.lastMilli = new Int32Array(nodes.length);
-    for (const level of TOPOLOGY_LEVELS) {
-      this.domFull.push(new Float64Array(domains[level].length));
-      this.domMilli.push(new Float64Array(domains[level].length));
-      this.levelOf.push(domainOf[level]);
-      const gpus = new Float64Array(domains[level].length);
-      const of = domainOf[level];
-      for (const n of nodes) {
-        const d = of[n.idx] as number;
-        gpus[d] = (gpus[d] as number) + n.spec.gpus.length;
-      }
-      this.maxGpus.push(gpus.reduce((m, g) => Math.max(m, g), 0));
-    }
-    for (const n of nodes) this.refreshAggregates(n);
+    this.free = new FreeGpus(nodes, domains, domainOf);
     // Static, like the domains: computed with the snapshot, not by the first score index that needs them.
     this.specClasses();
     this.ranks();
@@ -264,7 +349,7 @@ export class ClusterState {
 
   /** GPU devices (healthy or not) of the largest domain of the level: no demand above it fits any domain. */
   maxDomainGpus(level: TopologyLevel): number {
-    return this.maxGpus[LEVEL_POS[level]] as number;
+    return this.free.maxGpus[LEVEL_POS[level]] as number;
   }
 
   get size(): number {
@@ -281,30 +366,20 @@ export class ClusterState {
   }
   /** Current change sequence number. */
   get seq(): number {
-    return this.logBase + this.log.length;
+    return this.changes.seq;
   }
   /** Node indices changed since `since`, or undefined when the log no longer reaches back that far. */
   changesSince(since: number): readonly number[] | undefined {
-    if (since < this.logBase) return undefined;
-    return since === this.seq ? [] : this.log.slice(since - this.logBase);
+    return this.changes.changesSince(since);
   }
   /** Like changesSince but calls `fn` for each entry without copying. Returns false if out of reach. */
   forEachChange(since: number, fn: (idx: number) => void): boolean {
-    if (since < this.logBase) return false;
-    const log = this.log;
-    for (let i = since - this.logBase; i < log.length; i++) fn(log[i] as number);
-    return true;
+    return this.changes.forEachChange(since, fn);
   }
 
   /** Like forEachChange, with the allocation each entry added (sign 1) or removed (−1); health changes are skipped. */
   forEachPodChange(since: number, fn: (a: Allocation, sign: number, idx: number) => void): boolean {
-    if (since < this.logBase) return false;
-    const log = this.log;
-    for (let i = since - this.logBase; i < log.length; i++) {
-      const a = this.logPod[i];
-      if (a !== undefined) fn(a, this.logSign[i] as number, log[i] as number);
-    }
-    return true;
+    return this.changes.forEachPodChange(since, fn);
   }
 
   /** Applies an allocation; the caller has checked that it fits. */
@@ -340,9 +415,7 @@ export class ClusterState {
     if (a.disks !== undefined) (n.disks ??= new Map()).set(a.podId, a.disks);
     n.allocations.set(a.podId, a);
     this.podNode.set(a.podId, n);
-    this.logPod.push(a);
-    this.logSign.push(1);
-    this.touched(n);
+    this.touched(n, a, 1);
   }
 
   release(podId: string): Allocation | undefined {
@@ -375,9 +448,7 @@ export class ClusterState {
     if (a.disks !== undefined) n.disks?.delete(podId);
     n.allocations.delete(podId);
     this.podNode.delete(podId);
-    this.logPod.push(a);
-    this.logSign.push(-1);
-    this.touched(n);
+    this.touched(n, a, -1);
     return a;
   }
 
@@ -396,9 +467,7 @@ export class ClusterState {
     n.gpuUsable[gpu] = healthy ? 1 : 0;
     n.gpuFree[gpu] = healthy ? used : 0;
     this.healthVersion++;
-    this.logPod.push(undefined);
-    this.logSign.push(0);
-    this.touched(n);
+    this.touched(n, undefined, 0);
   }
 
   private preferNoSchedule: boolean | undefined;
@@ -448,10 +517,10 @@ export class ClusterState {
 
   /** Sum of fully free GPUs over node index range [start, end). */
   fullyFreeGpusIn(start: number, end: number): number {
-    return prefix(this.fenFull, end) - prefix(this.fenFull, start);
+    return this.free.fullyFreeIn(start, end);
   }
   gpuFreeMilliIn(start: number, end: number): number {
-    return prefix(this.fenMilli, end) - prefix(this.fenMilli, start);
+    return this.free.milliIn(start, end);
   }
 
   private rankArray: Int32Array | undefined;
@@ -467,11 +536,11 @@ export class ClusterState {
 
   /** Fully free GPUs in domain `d` (an index into `domains[level]`); O(1), kept up to date on every mutation. */
   domainFullyFreeGpus(level: TopologyLevel, d: number): number {
-    return (this.domFull[LEVEL_POS[level]] as Float64Array)[d] as number;
+    return (this.free.domFull[LEVEL_POS[level]] as Float64Array)[d] as number;
   }
   /** Free GPU milli in domain `d` of `level`; O(1). */
   domainGpuFreeMilli(level: TopologyLevel, d: number): number {
-    return (this.domMilli[LEVEL_POS[level]] as Float64Array)[d] as number;
+    return (this.free.domMilli[LEVEL_POS[level]] as Float64Array)[d] as number;
   }
   /**
    * Both per-domain counts of a level as arrays indexed like `domains[level]`, for scans over all domains.
@@ -479,7 +548,7 @@ export class ClusterState {
    */
   domainFreeCounts(level: TopologyLevel): { readonly fullyFreeGpus: Float64Array; readonly gpuFreeMilli: Float64Array } {
     const l = LEVEL_POS[level];
-    return { fullyFreeGpus: this.domFull[l] as Float64Array, gpuFreeMilli: this.domMilli[l] as Float64Array };
+    return { fullyFreeGpus: this.free.domFull[l] as Float64Array, gpuFreeMilli: this.free.domMilli[l] as Float64Array };
   }
 
   /**
@@ -551,42 +620,11 @@ export class ClusterState {
     return { of: this.specClassOf, count: this.specClassCount };
   }
 
-  private touched(n: NodeState): void {
+  /** A mutation of node n: its version, the change log (with the allocation added or removed) and the free-GPU sums. */
+  private touched(n: NodeState, a: Allocation | undefined, sign: number): void {
     n.version++;
-    this.log.push(n.idx);
-    if (this.log.length > LOG_SLACK * this.nodes.length + 1024) {
-      const drop = this.log.length >> 1;
-      this.log = this.log.slice(drop);
-      this.logPod = this.logPod.slice(drop);
-      this.logSign = this.logSign.slice(drop);
-      this.logBase += drop;
-    }
-    this.refreshAggregates(n);
-  }
-
-  private refreshAggregates(n: NodeState): void {
-    const full = n.fullyFreeGpus();
-    const milli = n.gpuFreeMilli();
-    const df = full - (this.lastFull[n.idx] as number);
-    const dm = milli - (this.lastMilli[n.idx] as number);
-    if (df !== 0) {
-      add(this.fenFull, n.idx, df);
-      for (let l = 0; l < this.levelOf.length; l++) {
-        const d = (this.levelOf[l] as Int32Array)[n.idx] as number;
-        const a = this.domFull[l] as Float64Array;
-        a[d] = (a[d] as number) + df;
-      }
-    }
-    if (dm !== 0) {
-      add(this.fenMilli, n.idx, dm);
-      for (let l = 0; l < this.levelOf.length; l++) {
-        const d = (this.levelOf[l] as Int32Array)[n.idx] as number;
-        const a = this.domMilli[l] as Float64Array;
-        a[d] = (a[d] as number) + dm;
-      }
-    }
-    this.lastFull[n.idx] = full;
-    this.lastMilli[n.idx] = milli;
+    this.changes.record(n.idx, a, sign, this.nodes.length);
+    this.free.refresh(n);
   }
 }
 

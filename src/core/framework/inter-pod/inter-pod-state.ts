@@ -28,44 +28,113 @@ export interface InterPodArgs {
 }
 export const DEFAULT_INTER_POD_ARGS: InterPodArgs = { hardPodAffinityWeight: 1 };
 
+/** The nodes whose verdict may have changed since the last flush. */
+class DirtyNodes {
+  private readonly flag: Uint8Array;
+  private list: number[] = [];
+  /** Every node may have changed. */
+  all = false;
+  /** The first scan is running: nothing is marked (a new state's nodes are all checked anyway). */
+  building = true;
+
+  constructor(size: number) {
+    this.flag = new Uint8Array(size);
+  }
+
+  mark(nodes: Int32Array): void {
+    for (let k = 0; k < nodes.length; k++) {
+      const j = nodes[k] as number;
+      if (this.flag[j] === 0) {
+        this.flag[j] = 1;
+        this.list.push(j);
+      }
+    }
+  }
+
+  /** Calls fn for every marked node (all nodes: fn(-1)), then forgets the marks. */
+  flush(fn: (i: number) => void): void {
+    if (this.all) {
+      fn(-1);
+    } else {
+      for (const j of this.list) fn(j);
+    }
+    for (const j of this.list) this.flag[j] = 0;
+    this.list = [];
+    this.all = false;
+  }
+}
+
+/** Domain counters by topology key, made on first use; also as a list, for the per-node loops. */
+class CountersByKey {
+  private readonly byKey = new Map<string, DomainCounter>();
+  list: DomainCounter[] = [];
+
+  of(state: ClusterState, key: string): DomainCounter {
+    let c = this.byKey.get(key);
+    if (c === undefined) {
+      c = new DomainCounter(state.topology(key));
+      this.byKey.set(key, c);
+      this.list = [...this.byKey.values()];
+    }
+    return c;
+  }
+}
+
+/**
+ * Existing pods' terms that match this pod and score it (kube's processExistingPod): Σ signed weights per
+ * domain, one counter per topology key (kube's topologyScore[key][value]); required affinity terms count
+ * the profile's hardPodAffinityWeight.
+ */
+class TowardScore {
+  readonly counters = new CountersByKey();
+  /** Matching terms of existing pods counted now, by |weight|: the largest is their part of the score's scale. */
+  private readonly weights = new Map<number, number>();
+  count = 0;
+  scale = 0;
+
+  /** A term of `weight` counted (sign 1) or no longer (−1); true when whether the score applies, or its scale, changed. */
+  countTerm(weight: number, sign: number): boolean {
+    const w = Math.abs(weight);
+    const n = (this.weights.get(w) ?? 0) + sign;
+    if (n === 0) this.weights.delete(w);
+    else this.weights.set(w, n);
+    const hadAny = this.count > 0;
+    this.count += sign;
+    const scale = this.weights.size === 0 ? 0 : Math.max(...this.weights.keys());
+    if (scale === this.scale && hadAny === this.count > 0) return false;
+    this.scale = scale;
+    return true;
+  }
+}
+
+/** PodTopologySpread: DoNotSchedule constraints (filter) and ScheduleAnyway ones (score). */
+interface Spreads {
+  readonly all: readonly Spread[];
+  readonly hard: readonly Spread[];
+  readonly soft: readonly Spread[];
+  /** Σ over soft constraints of their weights: the score's scale. */
+  readonly softWeight: number;
+}
+
 export class InterPodState {
   private readonly affinity: readonly ResolvedTerm[];
   private readonly affCounters: readonly DomainCounter[];
   private readonly anti: readonly ResolvedTerm[];
   private readonly antiCounters: readonly DomainCounter[];
   /** Existing pods' required anti-affinity terms matching this pod, by topology key. */
-  private readonly existing = new Map<string, DomainCounter>();
-  private existingList: DomainCounter[] = [];
+  private readonly existing = new CountersByKey();
   /** kube: a pod whose affinity terms all match itself may be the first of its group. */
   private readonly selfMatchesAll: boolean;
   private readonly meta: PodMeta;
-  private readonly dirtyFlag: Uint8Array;
-  private dirty: number[] = [];
-  private allDirty = false;
-  private building = true;
-  /** PodTopologySpread: DoNotSchedule constraints (filter) and ScheduleAnyway ones (score). */
-  private readonly hard: readonly Spread[];
-  private readonly soft: readonly Spread[];
-  /** Σ over soft constraints of their weights: the score's scale. */
-  private readonly softWeight: number;
+  private readonly dirty: DirtyNodes;
+  private readonly spread: Spreads;
   /** Preferred terms with signed weights (affinity +, anti-affinity −) and their counters; Σ |weights|. */
   private readonly preferred: readonly ResolvedTerm[];
   private readonly prefCounters: readonly DomainCounter[];
   private readonly prefWeight: number;
-  private readonly spreads: readonly Spread[];
   /** False when no counter can match a pod without meta: such allocations are skipped at once. */
   private readonly plainMatters: boolean;
-  /**
-   * Existing pods' terms that match this pod and score it (kube's processExistingPod): Σ signed weights per
-   * domain, one counter per topology key (kube's topologyScore[key][value]); required affinity terms count
-   * the profile's hardPodAffinityWeight.
-   */
-  private readonly toward = new Map<string, DomainCounter>();
-  private towardList: DomainCounter[] = [];
-  /** Matching terms of existing pods counted now, by |weight|: the largest is their part of the score's scale. */
-  private readonly towardWeights = new Map<number, number>();
-  private towardCount = 0;
-  private towardScale = 0;
+  private readonly toward = new TowardScore();
   private readonly hardPodAffinityWeight: number;
 
   constructor(
@@ -81,18 +150,16 @@ export class InterPodState {
     this.antiCounters = this.anti.map((t) => new DomainCounter(state.topology(t.topologyKey)));
     const nsl = state.namespaceLabels;
     this.selfMatchesAll = this.affinity.every((t) => termMatchesPod(t, this.meta, nsl));
-    this.dirtyFlag = new Uint8Array(state.size);
+    this.dirty = new DirtyNodes(state.size);
     const spread = spreadConstraints(state, pod);
-    this.hard = spread.filter((c) => c.hard);
-    this.soft = spread.filter((c) => !c.hard);
-    this.softWeight = this.soft.reduce((a, c) => a + c.weight, 0);
+    const soft = spread.filter((c) => !c.hard);
+    this.spread = { all: spread, hard: spread.filter((c) => c.hard), soft, softWeight: soft.reduce((a, c) => a + c.weight, 0) };
     this.preferred = [
       ...(pod.podAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, p.weight)),
       ...(pod.podAntiAffinity?.preferred ?? []).map((p) => resolveTerm(p.term, pod, -p.weight)),
     ];
     this.prefCounters = this.preferred.map((t) => new DomainCounter(state.topology(t.topologyKey)));
     this.prefWeight = this.preferred.reduce((a, t) => a + Math.abs(t.weight), 0);
-    this.spreads = spread;
     // Whether a pod without labels in the default namespace can match anything (an empty selector, NotIn…).
     this.plainMatters =
       (this.affinity.length > 0 && this.affinity.every((t) => termMatchesPod(t, PLAIN_META, nsl))) ||
@@ -105,8 +172,8 @@ export class InterPodState {
       if (own ? n.podCount === 0 : (state.antiPodsOn[n.idx] as number) === 0) continue;
       for (const a of n.allocations.values()) this.apply(a, 1, n.idx);
     }
-    for (const c of this.hard) c.min = c.globalMin();
-    this.building = false;
+    for (const c of this.spread.hard) c.min = c.globalMin();
+    this.dirty.building = false;
   }
 
   /** Brings the counters up to the state's change log (from `since`); false when the log no longer reaches back. */
@@ -134,7 +201,7 @@ export class InterPodState {
           const before = c.total;
           const v = c.add(i, sign);
           // "First of its group" depends on whether any pod matches at all: every node may change.
-          if (v >= 0 && !this.building && (before === 0) !== (c.total === 0)) this.allDirty = true;
+          if (v >= 0 && !this.dirty.building && (before === 0) !== (c.total === 0)) this.dirty.all = true;
           this.crossed(c, v);
         }
       }
@@ -147,12 +214,7 @@ export class InterPodState {
     if (theirs !== undefined) {
       for (const t of theirs) {
         if (!termMatchesPod(t, this.meta, nsl)) continue;
-        let c = this.existing.get(t.topologyKey);
-        if (c === undefined) {
-          c = new DomainCounter(this.state.topology(t.topologyKey));
-          this.existing.set(t.topologyKey, c);
-          this.existingList = [...this.existing.values()];
-        }
+        const c = this.existing.of(this.state, t.topologyKey);
         this.crossed(c, c.add(i, sign));
       }
     }
@@ -166,81 +228,49 @@ export class InterPodState {
       if (!termMatchesPod(pref[k] as ResolvedTerm, meta, nsl)) continue;
       const c = this.prefCounters[k] as DomainCounter;
       const v = c.add(i, sign);
-      if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.topo.nodesOf[v] as Int32Array);
+      if (v >= 0 && !this.dirty.building && !this.dirty.all) this.dirty.mark(c.topo.nodesOf[v] as Int32Array);
     }
     // Any change of a spread count may change its domain's verdict or score; a moved minimum is found at flush.
-    for (const c of this.spreads) {
+    for (const c of this.spread.all) {
       if (!c.counts(i, meta)) continue;
       const v = c.counter.add(i, sign);
       if (v < 0) continue;
       c.moved(v, c.counter.before, c.counter.before + sign);
-      if (!this.building && !this.allDirty) this.markDomain(c.counter.topo.nodesOf[v] as Int32Array);
+      if (!this.dirty.building && !this.dirty.all) this.dirty.mark(c.counter.topo.nodesOf[v] as Int32Array);
     }
   }
 
   /** An existing pod's scoring term: when it matches this pod, its domain's score moves by its weight. */
   private towardTerm(t: ResolvedTerm, weight: number, sign: number, i: number): void {
     if (weight === 0 || !termMatchesPod(t, this.meta, this.state.namespaceLabels)) return;
-    let c = this.toward.get(t.topologyKey);
-    if (c === undefined) {
-      c = new DomainCounter(this.state.topology(t.topologyKey));
-      this.toward.set(t.topologyKey, c);
-      this.towardList = [...this.toward.values()];
-    }
+    const c = this.toward.counters.of(this.state, t.topologyKey);
     // Whether the score applies and its scale are functions of the terms counted now (as a rebuild would see them).
-    const w = Math.abs(weight);
-    const n = (this.towardWeights.get(w) ?? 0) + sign;
-    if (n === 0) this.towardWeights.delete(w);
-    else this.towardWeights.set(w, n);
-    const hadAny = this.towardCount > 0;
-    this.towardCount += sign;
-    const scale = this.towardWeights.size === 0 ? 0 : Math.max(...this.towardWeights.keys());
-    if (scale !== this.towardScale || hadAny !== this.towardCount > 0) {
-      this.towardScale = scale;
-      if (!this.building) this.allDirty = true;
-    }
+    if (this.toward.countTerm(weight, sign) && !this.dirty.building) this.dirty.all = true;
     const v = c.add(i, sign * weight);
-    if (v >= 0 && !this.building && !this.allDirty) this.markDomain(c.topo.nodesOf[v] as Int32Array);
+    if (v >= 0 && !this.dirty.building && !this.dirty.all) this.dirty.mark(c.topo.nodesOf[v] as Int32Array);
   }
 
   /** A domain's count moved: its nodes' verdict changes only when it crossed zero. */
   private crossed(c: DomainCounter, v: number): void {
-    if (v < 0 || this.allDirty || this.building) return;
-    if (c.before > 0 !== (c.perValue[v] as number) > 0) this.markDomain(c.topo.nodesOf[v] as Int32Array);
-  }
-
-  private markDomain(nodes: Int32Array): void {
-    for (let k = 0; k < nodes.length; k++) {
-      const j = nodes[k] as number;
-      if (this.dirtyFlag[j] === 0) {
-        this.dirtyFlag[j] = 1;
-        this.dirty.push(j);
-      }
-    }
+    if (v < 0 || this.dirty.all || this.dirty.building) return;
+    if (c.before > 0 !== (c.perValue[v] as number) > 0) this.dirty.mark(c.topo.nodesOf[v] as Int32Array);
   }
 
   /** Calls fn for every node whose verdict may have changed since the last flush (all nodes: fn(-1)). */
   flush(fn: (i: number) => void): void {
-    for (const c of this.hard) {
+    for (const c of this.spread.hard) {
       const m = c.globalMin();
       if (m !== c.min) {
         c.min = m;
-        this.allDirty = true;
+        this.dirty.all = true;
       }
     }
-    if (this.allDirty) {
-      fn(-1);
-    } else {
-      for (const j of this.dirty) fn(j);
-    }
-    for (const j of this.dirty) this.dirtyFlag[j] = 0;
-    this.dirty = [];
-    this.allDirty = false;
+    this.dirty.flush(fn);
   }
 
   /** PodTopologySpread's Filter, then InterPodAffinity's in kube's order: affinity, anti-affinity, existing pods' anti-affinity. */
   filter(i: number): ReasonCode {
-    for (const c of this.hard) {
+    for (const c of this.spread.hard) {
       const v = c.counter.topo.ids[i] as number;
       if (v < 0) return Reason.TopologySpreadLabel;
       // existing matching + self − global minimum ≤ maxSkew (a domain no eligible node is in counts 0).
@@ -256,7 +286,7 @@ export class InterPodState {
       if (!podsExist && !(this.noAffinityMatches() && this.selfMatchesAll)) return Reason.PodAffinity;
     }
     for (const c of this.antiCounters) if (c.at(i) > 0) return Reason.PodAntiAffinity;
-    for (const c of this.existingList) if (c.at(i) > 0) return Reason.ExistingAntiAffinity;
+    for (const c of this.existing.list) if (c.at(i) > 0) return Reason.ExistingAntiAffinity;
     return Reason.Fits;
   }
 
@@ -265,9 +295,10 @@ export class InterPodState {
    * score Σ count·weight + (maxSkew − 1), weight = log(domains + 2); a node without every key scores 0.
    */
   spreadScore(i: number): number {
-    if (this.soft.length === 0) return 0;
+    const soft = this.spread.soft;
+    if (soft.length === 0) return 0;
     let raw = 0;
-    for (const c of this.soft) {
+    for (const c of soft) {
       const v = c.counter.topo.ids[i] as number;
       if (v < 0) {
         if (c.keyOptional) continue;
@@ -275,7 +306,7 @@ export class InterPodState {
       }
       raw += (c.counter.perValue[v] as number) * c.weight + (c.maxSkew - 1);
     }
-    return 100 / (1 + raw / this.softWeight);
+    return 100 / (1 + raw / this.spread.softWeight);
   }
 
   /**
@@ -289,17 +320,17 @@ export class InterPodState {
     this.prefCounters.forEach((c, k) => {
       raw += (this.preferred[k] as ResolvedTerm).weight * c.at(i);
     });
-    for (const c of this.towardList) raw += c.at(i);
-    return 50 + (50 * raw) / (Math.abs(raw) + this.prefWeight + this.towardScale);
+    for (const c of this.toward.counters.list) raw += c.at(i);
+    return 50 + (50 * raw) / (Math.abs(raw) + this.prefWeight + this.toward.scale);
   }
 
   /** Whether the InterPodAffinity score applies: own preferred terms, or existing pods' terms that match this pod. */
   get hasPreferred(): boolean {
-    return this.preferred.length > 0 || this.towardCount > 0;
+    return this.preferred.length > 0 || this.toward.count > 0;
   }
 
   get hasSoftSpread(): boolean {
-    return this.soft.length > 0;
+    return this.spread.soft.length > 0;
   }
 
   private noAffinityMatches(): boolean {
