@@ -287,28 +287,6 @@ export class SitsMetrics {
 
   constructor(opts: SitsMetricsOptions = {}) {
     const registers = [this.registry];
-    const counter = (name: string, help: string, read: () => number): void =>
-      void new Counter({
-        name,
-        help,
-        registers,
-        collect() {
-          // A counter has no set(): the total lives in the scheduler, so start from 0 at every scrape.
-          this.reset();
-          this.inc(read());
-        },
-      });
-    const gauge = (name: string, help: string, read: () => number): void =>
-      void new Gauge({
-        name,
-        help,
-        registers,
-        collect() {
-          this.set(read());
-        },
-      });
-    const s = (): SchedulerStats => this.stats();
-
     this.attempts = new Counter({ name: METRIC.attempts, help: 'Scheduling attempts (one pod, or one gang) by result.', labelNames: ['result'], registers });
     this.duration = new Histogram({
       name: METRIC.attemptDuration,
@@ -322,66 +300,8 @@ export class SitsMetrics {
       this.attempts.inc({ result }, 0);
       this.duration.zero({ result });
     }
-    counter(METRIC.cycles, 'Scheduling cycles run (passes over the pending pods).', () => s().cycles);
-    counter(METRIC.bindings, 'Pods bound through pods/binding.', () => s().bound);
-    counter(METRIC.bindingErrors, 'Bindings the API server refused or that failed.', () => s().bindErrors);
-    gauge(METRIC.pendingPods, 'Pods for this scheduler that wait for a node.', () => s().pendingPods);
-    counter(METRIC.gangsBound, 'Gangs bound all together.', () => s().gangsBound);
-    counter(METRIC.gangRollbacks, 'Gang plans rolled back (nothing of the gang left bound).', () => s().rollbacks);
-    counter(METRIC.gangRecoveries, 'Gang plans of a previous leader completed after a crash.', () => s().recoveries);
-    gauge(METRIC.leader, '1 when this replica holds the leader-election Lease (or runs without leader election), else 0.', () => (s().leader ? 1 : 0));
-    counter(METRIC.apiRequests, 'Requests sent to the Kubernetes API server (watches not included).', () => this.client?.stats.requests ?? 0);
-    counter(METRIC.apiErrors, 'API requests that failed (HTTP status outside 2xx, or no response).', () => this.client?.stats.errors ?? 0);
-    gauge(METRIC.nodes, 'Nodes the scheduler knows with a valid GPU description.', () => s().nodes);
-    gauge(METRIC.gpus, 'Healthy GPUs on those nodes.', () => s().gpus);
-    gauge(METRIC.gpusAllocated, 'Healthy GPUs with any part allocated to a pod.', () => s().gpusAllocated);
-    new Gauge({ name: METRIC.buildInfo, help: 'Always 1; the labels say which build runs.', labelNames: ['version'], registers }).set(
-      { version: opts.version ?? 'unknown' },
-      1,
-    );
-    new Gauge({ name: METRIC.startTime, help: 'Start time of the process, seconds since the Unix epoch.', registers }).set(opts.startTimeSeconds ?? 0);
-    if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry });
-
-    // Issue 15: read at scrape time from the scheduler's view, except the histograms and event counters.
-    const d = (): Detail => this.detail();
-    const labelled = <L extends string>(
-      name: string,
-      help: string,
-      labelNames: readonly L[],
-      fill: (set: (labels: Record<L, string>, v: number) => void) => void,
-    ): void =>
-      void new Gauge<L>({
-        name,
-        help,
-        labelNames,
-        registers,
-        collect() {
-          // Series of queues and nodes that are gone disappear: start from no series at every scrape.
-          this.reset();
-          fill((labels, v) => this.set(labels as never, v));
-        },
-      });
-    const perQueue = (name: string, help: string, value: (q: Detail['queues'][number]) => number | undefined): void =>
-      labelled(name, help, ['queue'], (set) => {
-        const sums = new Map<string, number>();
-        for (const q of d().queues) {
-          const v = value(q);
-          if (v === undefined) continue;
-          const label = this.queueLabel(q.name);
-          sums.set(label, (sums.get(label) ?? 0) + v);
-        }
-        for (const [queue, v] of sums) set({ queue }, v);
-      });
-    perQueue(METRIC_DETAIL.queuePending, 'Jobs (a pod or a gang) of the queue waiting to be admitted.', (q) => q.pending);
-    perQueue(METRIC_DETAIL.queueAdmitted, 'Jobs of the queue admitted and running (pods bound).', (q) => q.admitted);
-    perQueue(METRIC_DETAIL.queueUsed, "GPUs the queue's running jobs hold (fractions of a GPU count as such).", (q) => q.usedGpus);
-    perQueue(METRIC_DETAIL.queueNominal, 'Nominal GPU quota of the queue (queues without a GPU quota have no series).', (q) => q.nominalGpus);
-    perQueue(METRIC_DETAIL.queueBorrowed, 'GPUs the queue uses above its nominal quota, borrowed from its cohort.', (q) => q.borrowedGpus);
-    perQueue(
-      METRIC_DETAIL.queueFairShare,
-      'GPUs the queue is entitled to now by weighted fair share (water-filling over its demand and quota).',
-      (q) => q.fairShareGpus,
-    );
+    this.registerTotals(registers, opts);
+    this.registerQueueSeries(registers);
     this.admissionWait = new Histogram({
       name: METRIC_DETAIL.queueAdmissionWait,
       help: "Time from a job's arrival to its admission (start), by queue.",
@@ -389,40 +309,7 @@ export class SitsMetrics {
       buckets: WAIT_BUCKETS,
       registers,
     });
-    labelled(
-      METRIC_DETAIL.pendingJobs,
-      'Jobs in the scheduling queue by where they wait: active (to be tried), backoff, unschedulable (parked until an event may help).',
-      ['state'],
-      (set) => {
-        const c = d().queueCounts;
-        set({ state: 'active' }, c.active);
-        set({ state: 'backoff' }, c.backoff);
-        set({ state: 'unschedulable' }, c.unschedulable);
-      },
-    );
-    labelled(METRIC_DETAIL.nodeGpus, 'GPU devices of the node, healthy or not.', ['node'], (set) => {
-      for (const n of d().nodes) set({ node: n.name }, n.gpus);
-    });
-    labelled(METRIC_DETAIL.nodeAllocated, 'GPUs of the node allocated to pods (0.25 = 250 milli-GPU), healthy GPUs only.', ['node'], (set) => {
-      for (const n of d().nodes) set({ node: n.name }, n.allocated);
-    });
-    labelled(METRIC_DETAIL.nodeUnhealthy, 'GPUs of the node marked unhealthy (not schedulable).', ['node'], (set) => {
-      for (const n of d().nodes) set({ node: n.name }, n.unhealthy);
-    });
-    if (opts.perGpu === true) {
-      labelled(METRIC_DETAIL.gpuAllocated, 'Share of the GPU allocated to pods (milli-GPU / 1000); 0 when unhealthy.', ['node', 'gpu'], (set) => {
-        for (const n of d().nodes) n.perGpu.forEach((g, i) => set({ node: n.name, gpu: String(i) }, g.allocated));
-      });
-      labelled(METRIC_DETAIL.gpuHealthy, '1 when the GPU is healthy, 0 when it is marked unhealthy.', ['node', 'gpu'], (set) => {
-        for (const n of d().nodes) n.perGpu.forEach((g, i) => set({ node: n.name, gpu: String(i) }, g.healthy ? 1 : 0));
-      });
-    }
-    gauge(METRIC_DETAIL.clusterUnhealthy, 'GPUs marked unhealthy on the nodes the scheduler knows.', () => d().unhealthy);
-    gauge(
-      METRIC_DETAIL.fragmentation,
-      "Fragmentation rate (FGD): share of the free GPU capacity the expected workload's typical shapes cannot use (0..1).",
-      () => d().fragmentation,
-    );
+    this.registerClusterSeries(registers, opts.perGpu === true);
     this.extension = new Histogram({
       name: METRIC_DETAIL.extensionPoint,
       help: 'Time of one extension point for one pod or gang of a live cycle (FilterScore: the score index filters and scores in one pass); Bind: one pods/binding call.',
@@ -450,6 +337,103 @@ export class SitsMetrics {
       registers,
     });
     for (const direction of ['early', 'late']) this.startError.zero({ direction });
+  }
+
+  /** Totals read from the scheduler at scrape time, and the build's identity. */
+  private registerTotals(registers: Registry[], opts: SitsMetricsOptions): void {
+    const counter = (name: string, help: string, read: () => number): void => readCounter(registers, name, help, read);
+    const gauge = (name: string, help: string, read: () => number): void => readGauge(registers, name, help, read);
+    const s = (): SchedulerStats => this.stats();
+    counter(METRIC.cycles, 'Scheduling cycles run (passes over the pending pods).', () => s().cycles);
+    counter(METRIC.bindings, 'Pods bound through pods/binding.', () => s().bound);
+    counter(METRIC.bindingErrors, 'Bindings the API server refused or that failed.', () => s().bindErrors);
+    gauge(METRIC.pendingPods, 'Pods for this scheduler that wait for a node.', () => s().pendingPods);
+    counter(METRIC.gangsBound, 'Gangs bound all together.', () => s().gangsBound);
+    counter(METRIC.gangRollbacks, 'Gang plans rolled back (nothing of the gang left bound).', () => s().rollbacks);
+    counter(METRIC.gangRecoveries, 'Gang plans of a previous leader completed after a crash.', () => s().recoveries);
+    gauge(METRIC.leader, '1 when this replica holds the leader-election Lease (or runs without leader election), else 0.', () => (s().leader ? 1 : 0));
+    counter(METRIC.apiRequests, 'Requests sent to the Kubernetes API server (watches not included).', () => this.client?.stats.requests ?? 0);
+    counter(METRIC.apiErrors, 'API requests that failed (HTTP status outside 2xx, or no response).', () => this.client?.stats.errors ?? 0);
+    gauge(METRIC.nodes, 'Nodes the scheduler knows with a valid GPU description.', () => s().nodes);
+    gauge(METRIC.gpus, 'Healthy GPUs on those nodes.', () => s().gpus);
+    gauge(METRIC.gpusAllocated, 'Healthy GPUs with any part allocated to a pod.', () => s().gpusAllocated);
+    new Gauge({ name: METRIC.buildInfo, help: 'Always 1; the labels say which build runs.', labelNames: ['version'], registers }).set(
+      { version: opts.version ?? 'unknown' },
+      1,
+    );
+    new Gauge({ name: METRIC.startTime, help: 'Start time of the process, seconds since the Unix epoch.', registers }).set(opts.startTimeSeconds ?? 0);
+    if (opts.processMetrics === true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** Issue 15: per-queue series, read at scrape time from the scheduler's view (queue label values bounded). */
+  private registerQueueSeries(registers: Registry[]): void {
+    const perQueue = (name: string, help: string, value: (q: Detail['queues'][number]) => number | undefined): void =>
+      labelledGauge(registers, name, help, ['queue'], (set) => {
+        const sums = new Map<string, number>();
+        for (const q of this.detail().queues) {
+          const v = value(q);
+          if (v === undefined) continue;
+          const label = this.queueLabel(q.name);
+          sums.set(label, (sums.get(label) ?? 0) + v);
+        }
+        for (const [queue, v] of sums) set({ queue }, v);
+      });
+    perQueue(METRIC_DETAIL.queuePending, 'Jobs (a pod or a gang) of the queue waiting to be admitted.', (q) => q.pending);
+    perQueue(METRIC_DETAIL.queueAdmitted, 'Jobs of the queue admitted and running (pods bound).', (q) => q.admitted);
+    perQueue(METRIC_DETAIL.queueUsed, "GPUs the queue's running jobs hold (fractions of a GPU count as such).", (q) => q.usedGpus);
+    perQueue(METRIC_DETAIL.queueNominal, 'Nominal GPU quota of the queue (queues without a GPU quota have no series).', (q) => q.nominalGpus);
+    perQueue(METRIC_DETAIL.queueBorrowed, 'GPUs the queue uses above its nominal quota, borrowed from its cohort.', (q) => q.borrowedGpus);
+    perQueue(
+      METRIC_DETAIL.queueFairShare,
+      'GPUs the queue is entitled to now by weighted fair share (water-filling over its demand and quota).',
+      (q) => q.fairShareGpus,
+    );
+  }
+
+  /** The scheduling queue, nodes, GPUs (per GPU only when asked) and fragmentation, read at scrape time. */
+  private registerClusterSeries(registers: Registry[], perGpu: boolean): void {
+    const d = (): Detail => this.detail();
+    const labelled = <L extends string>(
+      name: string,
+      help: string,
+      labelNames: readonly L[],
+      fill: (set: (labels: Record<L, string>, v: number) => void) => void,
+    ): void => labelledGauge(registers, name, help, labelNames, fill);
+    const gauge = (name: string, help: string, read: () => number): void => readGauge(registers, name, help, read);
+    labelled(
+      METRIC_DETAIL.pendingJobs,
+      'Jobs in the scheduling queue by where they wait: active (to be tried), backoff, unschedulable (parked until an event may help).',
+      ['state'],
+      (set) => {
+        const c = d().queueCounts;
+        set({ state: 'active' }, c.active);
+        set({ state: 'backoff' }, c.backoff);
+        set({ state: 'unschedulable' }, c.unschedulable);
+      },
+    );
+    labelled(METRIC_DETAIL.nodeGpus, 'GPU devices of the node, healthy or not.', ['node'], (set) => {
+      for (const n of d().nodes) set({ node: n.name }, n.gpus);
+    });
+    labelled(METRIC_DETAIL.nodeAllocated, 'GPUs of the node allocated to pods (0.25 = 250 milli-GPU), healthy GPUs only.', ['node'], (set) => {
+      for (const n of d().nodes) set({ node: n.name }, n.allocated);
+    });
+    labelled(METRIC_DETAIL.nodeUnhealthy, 'GPUs of the node marked unhealthy (not schedulable).', ['node'], (set) => {
+      for (const n of d().nodes) set({ node: n.name }, n.unhealthy);
+    });
+    if (perGpu) {
+      labelled(METRIC_DETAIL.gpuAllocated, 'Share of the GPU allocated to pods (milli-GPU / 1000); 0 when unhealthy.', ['node', 'gpu'], (set) => {
+        for (const n of d().nodes) n.perGpu.forEach((g, i) => set({ node: n.name, gpu: String(i) }, g.allocated));
+      });
+      labelled(METRIC_DETAIL.gpuHealthy, '1 when the GPU is healthy, 0 when it is marked unhealthy.', ['node', 'gpu'], (set) => {
+        for (const n of d().nodes) n.perGpu.forEach((g, i) => set({ node: n.name, gpu: String(i) }, g.healthy ? 1 : 0));
+      });
+    }
+    gauge(METRIC_DETAIL.clusterUnhealthy, 'GPUs marked unhealthy on the nodes the scheduler knows.', () => d().unhealthy);
+    gauge(
+      METRIC_DETAIL.fragmentation,
+      "Fragmentation rate (FGD): share of the free GPU capacity the expected workload's typical shapes cannot use (0..1).",
+      () => d().fragmentation,
+    );
   }
 
   /** The events of the live scheduler, into these metrics. */
@@ -542,4 +526,48 @@ export class SitsMetrics {
     }
     return this.detailSnapshot;
   }
+}
+
+/** A counter whose total lives elsewhere (the scheduler): a counter has no set(), so it starts from 0 at every scrape. */
+function readCounter(registers: Registry[], name: string, help: string, read: () => number): void {
+  void new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      this.reset();
+      this.inc(read());
+    },
+  });
+}
+
+function readGauge(registers: Registry[], name: string, help: string, read: () => number): void {
+  void new Gauge({
+    name,
+    help,
+    registers,
+    collect() {
+      this.set(read());
+    },
+  });
+}
+
+/** Series of queues and nodes that are gone disappear: the gauge starts from no series at every scrape. */
+function labelledGauge<L extends string>(
+  registers: Registry[],
+  name: string,
+  help: string,
+  labelNames: readonly L[],
+  fill: (set: (labels: Record<L, string>, v: number) => void) => void,
+): void {
+  void new Gauge<L>({
+    name,
+    help,
+    labelNames,
+    registers,
+    collect() {
+      this.reset();
+      fill((labels, v) => this.set(labels as never, v));
+    },
+  });
 }

@@ -11,9 +11,9 @@ import { liveViewStream } from '../../server/dashboard.ts';
 import { SitsMetrics } from '../../server/metrics.ts';
 import { SERVER_PATHS, startServer, type ServerOptions, type SitsServer } from '../../server/server.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
-import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
+import { parsePluginLimits, type PluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadSchedulerConfig, type SchedulerProfileSpec } from '../../spec/scheduler-config.ts';
-import { parseKedaAllowList } from '../../controllers/inference-service/keda.ts';
+import { parseKedaAllowList, type KedaAllowList } from '../../controllers/inference-service/keda.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { API_AUDIENCES_HELP, parseAudiences, reloadServingCert } from '../serving-flags.ts';
@@ -119,141 +119,7 @@ export function registerRun(program: Command): void {
     )
     .addOption(verbosityOption())
     .addOption(logFormatOption())
-    .action(
-      async (
-        o: LogOptions & {
-          otlpEndpoint?: string;
-          kubeconfig?: string;
-          config?: string;
-          profile: string;
-          schedulerName: string;
-          identity?: string;
-          leaseNamespace: string;
-          leaderElect: boolean;
-          leaseDuration: number;
-          maxInFlight: number;
-          events: boolean;
-          metricsPort: number;
-          metricsHost: string;
-          metricsPerGpu?: boolean;
-          tlsCertFile?: string;
-          tlsPrivateKeyFile?: string;
-          clientCaFile?: string;
-          apiAudiences?: string;
-          controllers?: boolean;
-          servingLoop?: boolean;
-          gpuLending?: boolean;
-          healthMigration?: boolean;
-          kedaAllowedServers?: string;
-          kedaAllowedClusterAuth?: string;
-          checkpointAwarePreemption?: boolean;
-          batchClaimsDir?: string;
-          batchPluginDir?: string;
-          batchPluginLimits?: string;
-        },
-      ) => {
-        const signal = untilSignal();
-        const log = createLogger('sits-scheduler', o).line;
-        if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
-        if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
-        if (o.gpuLending === true && o.controllers !== true) throw new CliError('--gpu-lending runs with the controllers: give --controllers too');
-        const kedaAllow = parseKedaAllowList(o.kedaAllowedServers, o.kedaAllowedClusterAuth);
-        if ('error' in kedaAllow) throw new CliError(kedaAllow.error, { hint: 'give http(s) URLs and object names, comma-separated' });
-        if ((o.kedaAllowedServers !== undefined || o.kedaAllowedClusterAuth !== undefined) && o.controllers !== true)
-          throw new CliError('--keda-allowed-servers and --keda-allowed-cluster-auth are for the controllers: give --controllers too');
-        if (o.healthMigration === true && o.controllers !== true) throw new CliError('--health-migration runs with the controllers: give --controllers too');
-        if (o.batchClaimsDir !== undefined) {
-          if (o.controllers !== true) throw new CliError('--batch-claims-dir runs with the controllers: give --controllers too');
-          if (!existsSync(o.batchClaimsDir) || !statSync(o.batchClaimsDir).isDirectory())
-            throw new CliError(`--batch-claims-dir: ${o.batchClaimsDir} is not a folder`);
-        }
-        const batchPluginLimits = o.batchPluginLimits === undefined ? undefined : parsePluginLimits(o.batchPluginLimits, '--batch-plugin-limits');
-        if (batchPluginLimits !== undefined) {
-          if ('error' in batchPluginLimits) throw new CliError(batchPluginLimits.error);
-          if (o.batchClaimsDir === undefined) throw new CliError('--batch-plugin-limits is for the batch workers: give --batch-claims-dir too');
-        }
-        if (o.batchPluginDir !== undefined && (o.batchClaimsDir === undefined || !existsSync(o.batchPluginDir) || !statSync(o.batchPluginDir).isDirectory()))
-          throw new CliError(
-            o.batchClaimsDir === undefined
-              ? '--batch-plugin-dir is for the BatchInferenceJob controller: give --batch-claims-dir too'
-              : `--batch-plugin-dir: ${o.batchPluginDir} is not a folder`,
-          );
-        if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName))
-          throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
-        const identity = o.identity ?? `${hostname()}-${process.pid}`;
-        let tracing: Tracing;
-        try {
-          tracing = startTracing({
-            ...(o.otlpEndpoint === undefined ? {} : { endpoint: o.otlpEndpoint }),
-            serviceName: 'sits-scheduler',
-            serviceVersion: program.version() ?? 'unknown',
-            instanceId: identity,
-            log,
-          });
-        } catch (e) {
-          throw new CliError((e as Error).message);
-        }
-        const run = program.commands.find((c) => c.name() === 'run');
-        const given = (k: string): boolean => run?.getOptionValueSource(k) === 'cli';
-        if (o.config !== undefined && (given('profile') || given('schedulerName')))
-          throw new CliError('--config names the profiles and their scheduler names: give it without --profile and --scheduler-name');
-        const profiles = o.config === undefined ? undefined : readSchedulerConfig(o.config);
-        const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
-        const server =
-          o.metricsPort === 0
-            ? undefined
-            : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure, o.metricsPerGpu === true);
-        // A renewed --tls-cert-file pair is served from the next handshake; a broken one is logged and the old kept.
-        const stopCertWatch = server === undefined || auth === undefined ? undefined : reloadServingCert(o, true, (p) => server.setTls(p), log);
-        const app = await createLiveApp({
-          ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
-          profile: o.profile,
-          schedulerName: o.schedulerName,
-          ...(profiles === undefined ? {} : { profiles }),
-          identity,
-          ...(o.leaderElect ? { leaseNamespace: o.leaseNamespace, leaseDurationSec: o.leaseDuration } : {}),
-          maxInFlight: o.maxInFlight,
-          events: o.events,
-          controllers: o.controllers === true,
-          serving: o.servingLoop === true,
-          lending: o.gpuLending === true,
-          healthMigration: o.healthMigration === true,
-          kedaAllow,
-          checkpointAware: o.checkpointAwarePreemption === true,
-          ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
-          ...(batchPluginLimits === undefined ? {} : { batchPluginLimits }),
-          ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
-          ...(server === undefined ? {} : { controllerMetrics: new ControllerMetrics(server.metrics.registry) }),
-          log,
-          tracing,
-        }).catch(async (e: unknown) => {
-          stopCertWatch?.();
-          await server?.close();
-          auth?.close();
-          await tracing.shutdown();
-          throw e;
-        });
-        server?.attach(app.scheduler, app.client);
-        // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
-        server?.attachView(liveViewStream(app.scheduler, { log }));
-        const serving =
-          profiles === undefined
-            ? `${o.schedulerName} running (profile ${o.profile}`
-            : `${profiles.map((p) => p.schedulerName).join(', ')} running (profiles ${profiles.map((p) => p.config.name).join(', ')}`;
-        log(
-          `${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : `, controllers ${app.controllers.names.join(', ')}`}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`,
-        );
-        const sig = await signal;
-        log(`${sig}: stopping`);
-        server?.draining();
-        await app.stop();
-        stopCertWatch?.();
-        await server?.close();
-        auth?.close();
-        // The last spans (the stop's own cycle, reconciles) are sent before the process exits.
-        await tracing.shutdown();
-      },
-    );
+    .action((o: RunFlags) => runScheduler(program, o));
 }
 
 /** The profiles of a SchedulerConfiguration file; a bad file is a usage error naming file:line:column and field. */
@@ -330,4 +196,145 @@ export async function secureServing(o: {
     selfSignedCa: 'ca' in tls ? tls.ca : undefined,
     secure: { tls, ...(clientCa !== undefined ? { clientCa } : {}), authn: auth.authn, authz: auth.authz },
   };
+}
+
+type RunFlags = LogOptions & {
+  otlpEndpoint?: string;
+  kubeconfig?: string;
+  config?: string;
+  profile: string;
+  schedulerName: string;
+  identity?: string;
+  leaseNamespace: string;
+  leaderElect: boolean;
+  leaseDuration: number;
+  maxInFlight: number;
+  events: boolean;
+  metricsPort: number;
+  metricsHost: string;
+  metricsPerGpu?: boolean;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  clientCaFile?: string;
+  apiAudiences?: string;
+  controllers?: boolean;
+  servingLoop?: boolean;
+  gpuLending?: boolean;
+  healthMigration?: boolean;
+  kedaAllowedServers?: string;
+  kedaAllowedClusterAuth?: string;
+  checkpointAwarePreemption?: boolean;
+  batchClaimsDir?: string;
+  batchPluginDir?: string;
+  batchPluginLimits?: string;
+};
+
+/** The flags that depend on each other or on the file system; a wrong combination is a usage error before anything starts. */
+function checkRunFlags(o: RunFlags): { kedaAllow: KedaAllowList; batchPluginLimits: Partial<PluginLimits> | undefined } {
+  if ((o.tlsCertFile === undefined) !== (o.tlsPrivateKeyFile === undefined)) throw new CliError('--tls-cert-file and --tls-private-key-file go together');
+  if (o.servingLoop === true && o.controllers !== true) throw new CliError('--serving-loop runs with the controllers: give --controllers too');
+  if (o.gpuLending === true && o.controllers !== true) throw new CliError('--gpu-lending runs with the controllers: give --controllers too');
+  const kedaAllow = parseKedaAllowList(o.kedaAllowedServers, o.kedaAllowedClusterAuth);
+  if ('error' in kedaAllow) throw new CliError(kedaAllow.error, { hint: 'give http(s) URLs and object names, comma-separated' });
+  if ((o.kedaAllowedServers !== undefined || o.kedaAllowedClusterAuth !== undefined) && o.controllers !== true)
+    throw new CliError('--keda-allowed-servers and --keda-allowed-cluster-auth are for the controllers: give --controllers too');
+  if (o.healthMigration === true && o.controllers !== true) throw new CliError('--health-migration runs with the controllers: give --controllers too');
+  if (o.batchClaimsDir !== undefined) {
+    if (o.controllers !== true) throw new CliError('--batch-claims-dir runs with the controllers: give --controllers too');
+    if (!existsSync(o.batchClaimsDir) || !statSync(o.batchClaimsDir).isDirectory())
+      throw new CliError(`--batch-claims-dir: ${o.batchClaimsDir} is not a folder`);
+  }
+  const batchPluginLimits = o.batchPluginLimits === undefined ? undefined : parsePluginLimits(o.batchPluginLimits, '--batch-plugin-limits');
+  if (batchPluginLimits !== undefined) {
+    if ('error' in batchPluginLimits) throw new CliError(batchPluginLimits.error);
+    if (o.batchClaimsDir === undefined) throw new CliError('--batch-plugin-limits is for the batch workers: give --batch-claims-dir too');
+  }
+  if (o.batchPluginDir !== undefined && (o.batchClaimsDir === undefined || !existsSync(o.batchPluginDir) || !statSync(o.batchPluginDir).isDirectory()))
+    throw new CliError(
+      o.batchClaimsDir === undefined
+        ? '--batch-plugin-dir is for the BatchInferenceJob controller: give --batch-claims-dir too'
+        : `--batch-plugin-dir: ${o.batchPluginDir} is not a folder`,
+    );
+  if (!/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/.test(o.schedulerName))
+    throw new CliError(`--scheduler-name: "${o.schedulerName}" is not a DNS subdomain (lower-case letters, digits, '-' and '.')`);
+  return { kedaAllow, batchPluginLimits };
+}
+
+/** `sits run`'s action: the secure metrics port, the live app, and a clean stop on the first signal. */
+async function runScheduler(program: Command, o: RunFlags): Promise<void> {
+  const signal = untilSignal();
+  const log = createLogger('sits-scheduler', o).line;
+  const { kedaAllow, batchPluginLimits } = checkRunFlags(o);
+  const identity = o.identity ?? `${hostname()}-${process.pid}`;
+  let tracing: Tracing;
+  try {
+    tracing = startTracing({
+      ...(o.otlpEndpoint === undefined ? {} : { endpoint: o.otlpEndpoint }),
+      serviceName: 'sits-scheduler',
+      serviceVersion: program.version() ?? 'unknown',
+      instanceId: identity,
+      log,
+    });
+  } catch (e) {
+    throw new CliError((e as Error).message);
+  }
+  const run = program.commands.find((c) => c.name() === 'run');
+  const given = (k: string): boolean => run?.getOptionValueSource(k) === 'cli';
+  if (o.config !== undefined && (given('profile') || given('schedulerName')))
+    throw new CliError('--config names the profiles and their scheduler names: give it without --profile and --scheduler-name');
+  const profiles = o.config === undefined ? undefined : readSchedulerConfig(o.config);
+  const auth = o.metricsPort === 0 || LOOPBACK.has(o.metricsHost) ? undefined : await secureServing(o);
+  const server =
+    o.metricsPort === 0
+      ? undefined
+      : await startMetricsServer(o.metricsPort, o.metricsHost, program.version() ?? 'unknown', log, auth?.secure, o.metricsPerGpu === true);
+  // A renewed --tls-cert-file pair is served from the next handshake; a broken one is logged and the old kept.
+  const stopCertWatch = server === undefined || auth === undefined ? undefined : reloadServingCert(o, true, (p) => server.setTls(p), log);
+  const app = await createLiveApp({
+    ...(o.kubeconfig === undefined ? {} : { kubeconfig: o.kubeconfig }),
+    profile: o.profile,
+    schedulerName: o.schedulerName,
+    ...(profiles === undefined ? {} : { profiles }),
+    identity,
+    ...(o.leaderElect ? { leaseNamespace: o.leaseNamespace, leaseDurationSec: o.leaseDuration } : {}),
+    maxInFlight: o.maxInFlight,
+    events: o.events,
+    controllers: o.controllers === true,
+    serving: o.servingLoop === true,
+    lending: o.gpuLending === true,
+    healthMigration: o.healthMigration === true,
+    kedaAllow,
+    checkpointAware: o.checkpointAwarePreemption === true,
+    ...(o.batchClaimsDir === undefined ? {} : { batchClaimsDir: o.batchClaimsDir }),
+    ...(batchPluginLimits === undefined ? {} : { batchPluginLimits }),
+    ...(o.batchPluginDir === undefined ? {} : { batchPluginDir: o.batchPluginDir }),
+    ...(server === undefined ? {} : { controllerMetrics: new ControllerMetrics(server.metrics.registry) }),
+    log,
+    tracing,
+  }).catch(async (e: unknown) => {
+    stopCertWatch?.();
+    await server?.close();
+    auth?.close();
+    await tracing.shutdown();
+    throw e;
+  });
+  server?.attach(app.scheduler, app.client);
+  // The dashboard's view follows the scheduler's cache (watch events, cycles); same port, same authn/authz as /metrics.
+  server?.attachView(liveViewStream(app.scheduler, { log }));
+  const serving =
+    profiles === undefined
+      ? `${o.schedulerName} running (profile ${o.profile}`
+      : `${profiles.map((p) => p.schedulerName).join(', ')} running (profiles ${profiles.map((p) => p.config.name).join(', ')}`;
+  log(
+    `${serving}, ${app.scheduler.cache.nodeCount} nodes${app.controllers === undefined ? '' : `, controllers ${app.controllers.names.join(', ')}`}${server === undefined ? '' : `, metrics on ${server.url}, dashboard on ${server.url}/dashboard/`}${tracing.enabled ? ', traces over OTLP' : ''})`,
+  );
+  const sig = await signal;
+  log(`${sig}: stopping`);
+  server?.draining();
+  await app.stop();
+  stopCertWatch?.();
+  await server?.close();
+  auth?.close();
+  // The last spans (the stop's own cycle, reconciles) are sent before the process exits.
+  await tracing.shutdown();
 }
