@@ -82,12 +82,13 @@ describe('the layer rules', () => {
     }
   });
 
-  it('let tests import harness, app and src/testing too, and nothing else', async () => {
+  it('let tests import harness, live, app, kits and src/testing too, and nothing else', async () => {
     expect(await lint(probe('sim', 1, true), importOf(1, 'harness'))).toEqual([]);
     expect(await lint(probe('core', 0, true), importOf(0, 'testing'))).toEqual([]);
     expect(await lint(probe('kube', 0, true), importOf(0, 'app'))).toEqual([]);
+    expect(await lint(probe('core', 1, true), importOf(1, 'kits'))).toEqual([]);
     expect(await lint(probe('deploy', 0, true), importOf(0, 'server'))).toEqual([
-      expect.stringContaining('deploy tests may import only core, api, spec, kube, harness, app, testing'),
+      expect.stringContaining('deploy tests may import only core, api, formats, kube, harness, live, app, kits, testing'),
     ]);
     expect(await lint(probe('controllers', 1, true), importOf(1, 'kube'))).toEqual([expect.stringContaining('controllers tests may import only')]);
   });

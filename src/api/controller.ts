@@ -2,7 +2,7 @@
  * The contract between a workload controller and the runner that drives it (ADR 0038). A controller is a
  * definition — which kind it reconciles, which kinds it owns and how they point back at their owner — plus a pure
  * reconcile from what the caches show (and the time) to a desired status and a list of actions. The runner in
- * kube/controller-runner.ts does all the I/O: watches, work queue, expectations, status writes, actions, backoff.
+ * kube/controllers/controller-runner.ts does all the I/O: watches, work queue, expectations, status writes, actions, backoff.
  * Plain types and pure helpers only: controllers/ and kube/ both import this module.
  */
 

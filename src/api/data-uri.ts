@@ -4,7 +4,7 @@
  * the same things at the apiserver. The path is kept to plain relative segments so that joining it to the claim's
  * folder can never leave it: no `.` or `..` segment, no empty segment (`//`, a leading `/`), no backslash, no `%`
  * (nothing is percent-decoded, so `%2e%2e` is refused rather than guessed at), no control character or NUL.
- * Symlinks are the file system's business: app/batch-jobs.ts (resolveInClaim) resolves them and checks containment.
+ * Symlinks are the file system's business: live/batch/batch-jobs.ts (resolveInClaim) resolves them and checks containment.
  */
 
 export type PvcUri = { readonly ok: true; readonly claim: string; readonly path: string } | { readonly ok: false; readonly reason: string };

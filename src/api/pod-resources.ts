@@ -1,6 +1,6 @@
 /**
  * A pod's requests read from its Kubernetes fields (containers, initContainers with sidecars, overhead), shared
- * by the live translation (kube/labels.ts) and the simulator's workload files, so that both sum them the same
+ * by the live translation (kube/cache/labels.ts) and the simulator's workload files, so that both sum them the same
  * way: kube-scheduler's (`podRequests` in core/model/pod-requests.ts). cpu in milli, memory in MiB (each
  * container rounded up, as before), nvidia.com/gpu in devices; every other resource by its name in base
  * units: bytes for ephemeral-storage and hugepages-* (rounded up, as Quantity.Value() does), a whole count for

@@ -1,14 +1,14 @@
 /**
  * Composition of the workload controllers: each is a pure definition (controllers/) driven by the generic runner
- * (kube/controller-runner.ts). A new controller is one more entry in `definitions` below.
+ * (kube/controllers/controller-runner.ts). A new controller is one more entry in `definitions` below.
  */
 import type { Clock } from '../core/ports.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { runController, type RunningController } from '../kube/controller-runner.ts';
-import { GpuHealthMigrator } from '../kube/health-migration.ts';
-import { modelFromProduct } from '../kube/labels.ts';
-import type { ControllerMetrics } from '../kube/controller-metrics.ts';
-import type { Tracing } from '../kube/tracing.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { runController, type RunningController } from '../kube/controllers/controller-runner.ts';
+import { GpuHealthMigrator } from '../kube/scheduler/health-migration.ts';
+import { modelFromProduct } from '../kube/cache/labels.ts';
+import type { ControllerMetrics } from '../kube/controllers/controller-metrics.ts';
+import type { Tracing } from '../kube/telemetry/tracing.ts';
 import { trainingJobController } from '../controllers/training-job/controller.ts';
 import { DEFAULT_CONTROLLER_CONFIG, type ControllerConfig } from '../controllers/training-job/model.ts';
 import { inferenceServiceController } from '../controllers/inference-service/controller.ts';
@@ -16,14 +16,14 @@ import { NO_ENGINE, type EnginePort } from '../controllers/inference-service/mod
 import type { KedaAllowList } from '../controllers/inference-service/keda.ts';
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
 import { batchInferenceJobController, type BatchControllerConfig } from '../controllers/batch-inference/controller.ts';
-import { fsBatchJobs, type BatchVolumes } from './batch-jobs.ts';
-import { routePluginLoader } from './batch-routing.ts';
-import { NodeAnnotationQuarantine } from './batch-quarantine.ts';
-import { watchQueueTenants, type QueueTenants } from './batch-tenants.ts';
-import { startSchedulerWatch, type SchedulerWatchOptions } from './scheduler-watch.ts';
-import { watchClusterFacts } from './cluster-facts.ts';
-import { startServingLoop, type ServingLoop, type ServingLoopOptions } from './serving-loop.ts';
-import { startGpuLending, type GpuLending, type GpuLendingOptions } from './gpu-lending.ts';
+import { fsBatchJobs, type BatchVolumes } from '../live/batch/batch-jobs.ts';
+import { routePluginLoader } from '../live/batch/batch-routing.ts';
+import { NodeAnnotationQuarantine } from '../live/batch/batch-quarantine.ts';
+import { watchQueueTenants, type QueueTenants } from '../live/batch/batch-tenants.ts';
+import { startSchedulerWatch, type SchedulerWatchOptions } from '../live/scheduler-watch.ts';
+import { watchClusterFacts } from '../live/serving/cluster-facts.ts';
+import { startServingLoop, type ServingLoop, type ServingLoopOptions } from '../live/serving/serving-loop.ts';
+import { startGpuLending, type GpuLending, type GpuLendingOptions } from '../live/serving/gpu-lending.ts';
 
 export interface ControllerOptions {
   readonly log?: (m: string) => void;
@@ -42,14 +42,14 @@ export interface ControllerOptions {
   /** What the engines report per InferenceService replica (LoRA adapters); default: nothing known yet. */
   readonly engine?: EnginePort;
   /**
-   * The live serving loop (app/serving-loop.ts): LoRA adapters on every replica and the SITS token autoscaler
+   * The live serving loop (live/serving/serving-loop.ts): LoRA adapters on every replica and the SITS token autoscaler
    * writing /scale. Off by default (it dials every replica's engine); when on, its engine view is the controller's.
    */
   readonly serving?: false | ServingLoopOptions;
-  /** GPU lending from elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts, ADR 0131); off by default. */
+  /** GPU lending from elastic TrainingJobs to waiting InferenceService replicas (live/serving/gpu-lending.ts, ADR 0131); off by default. */
   readonly lending?: false | GpuLendingOptions;
   /**
-   * Move TrainingJobs off quarantined GPUs (kube/health-migration.ts, ADR 0129): checkpoint, then evict the gang
+   * Move TrainingJobs off quarantined GPUs (kube/scheduler/health-migration.ts, ADR 0129): checkpoint, then evict the gang
    * whole so it restarts elsewhere from the checkpoint. Off by default.
    */
   readonly healthMigration?: false | { readonly graceMs?: number; readonly intervalMs?: number };
@@ -84,7 +84,7 @@ export interface Controllers {
  * caches are filled (or, when a CRD is missing, once that has been logged; the runner looks again with backoff up to 5 min).
  */
 export async function startControllers(client: KubeClient, opts: ControllerOptions = {}): Promise<Controllers> {
-  // The scheduler's GPU model names (kube/labels.ts) are how a job's gpuModels are matched to node products.
+  // The scheduler's GPU model names (kube/cache/labels.ts) are how a job's gpuModels are matched to node products.
   const cfg: ControllerConfig = { ...DEFAULT_CONTROLLER_CONFIG, gpuModelAliases: (m) => [modelFromProduct(m)], ...opts.config };
   const {
     config: _,

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { startDevCluster, type DevCluster } from './dev-cluster.ts';
-import { runController, type RunningController } from '../kube/controller-runner.ts';
+import { runController, type RunningController } from '../kube/controllers/controller-runner.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
 import { EXIT_CODE_ANNOTATION, TERMINATION_MESSAGE_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';

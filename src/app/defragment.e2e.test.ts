@@ -16,10 +16,10 @@ import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
-import { DEFRAGMENT_REASON, parseDefragmentRequest } from '../kube/defragmenter.ts';
-import type { LiveScheduler } from '../kube/live-scheduler.ts';
+import { DEFRAGMENT_REASON, parseDefragmentRequest } from '../kube/scheduler/defragmenter.ts';
+import type { LiveScheduler } from '../kube/scheduler/live-scheduler.ts';
 import { buildLiveScheduler } from './live.ts';
-import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
+import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from '../kits/checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 const TJ = '/apis/ai.sits2026.dev/v1';

@@ -8,14 +8,14 @@ import { buildCrds } from '../api/crd.ts';
 import { join } from 'node:path';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, LABEL, SCHEDULER_NAME } from '../api/wire.ts';
-import { claimsUnder } from './batch-jobs.ts';
+import { claimsUnder } from '../live/batch/batch-jobs.ts';
 import { linkClaimFolders, type ClaimFolders } from '../harness/claim-folders.ts';
 import { ensureTinyModel } from '../harness/llm/tiny-model.ts';
 import { MODEL_DIR } from '../serving/pod-template.ts';
 import { ensureCsiProvisioner, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, type SnapshotStack } from '../harness/snapshot-stack.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
-import { KubeClient } from '../kube/client.ts';
-import { nodeObjectFor } from '../kube/labels.ts';
+import { KubeClient } from '../kube/client/client.ts';
+import { nodeObjectFor } from '../kube/cache/labels.ts';
 import { NODE_SHAPES } from '../core/model/presets.ts';
 import { applyCrdObjects, upstreamCrds } from '../harness/upstream-crds.ts';
 import { admissionPlaneSetup } from '../harness/admission-plane.ts';
@@ -26,7 +26,7 @@ import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { FakeKubelet } from '../harness/fake-kubelet.ts';
 import { makeScratchDir, sweepStaleScratch } from '../harness/scratch-dirs.ts';
 import type { EnginePodsOptions } from '../harness/llm/engine-pods.ts';
-import type { Tracing } from '../kube/tracing.ts';
+import type { Tracing } from '../kube/telemetry/tracing.ts';
 import { startControllers, type ControllerOptions, type Controllers } from './controllers.ts';
 
 export interface DevClusterOptions {
@@ -46,7 +46,7 @@ export interface DevClusterOptions {
   readonly webhook?: false | DevWebhookOptions;
   /** Also install the real CRDs of KEDA and Kubeflow (their Go modules, through the module proxy). */
   readonly upstreamCrds?: boolean;
-  /** Spans of the scheduler and the controllers (kube/tracing.ts); default off. */
+  /** Spans of the scheduler and the controllers (kube/telemetry/tracing.ts); default off. */
   readonly tracing?: Tracing;
   /** Run the llama-server stand-in for pods of the llamacpp runtime (harness/llm/engine-pods.ts); default off. */
   readonly engines?: EnginePodsOptions;

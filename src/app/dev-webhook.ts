@@ -8,7 +8,7 @@ import type { Rule } from '../guard/rule.ts';
 import { grantAdmissionCaller } from '../harness/admission-plane.ts';
 import { freePorts } from '../harness/control-plane.ts';
 import { createNs } from '../harness/e2e-kit.ts';
-import { isStatus, type KubeClient } from '../kube/client.ts';
+import { isStatus, type KubeClient } from '../kube/client/client.ts';
 import { WEBHOOK_CALLER_RULES } from '../deploy/rbac.ts';
 import { WEBHOOK_NAMES, webhookDocs } from '../deploy/webhook-manifests.ts';
 import { evaluateDocs } from '../deploy/tree.ts';

@@ -22,10 +22,10 @@ import { T4_LABELS, withValue } from '../core/health/testing.ts';
 import { runCheckpointHelper, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
-import { GpuHealthWatcher } from '../kube/gpu-health.ts';
-import { MIGRATION_DISRUPTION_REASON, parseMigrationRequest } from '../kube/health-migration.ts';
-import { Reflector } from '../kube/reflector.ts';
-import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
+import { GpuHealthWatcher } from '../kube/scheduler/gpu-health.ts';
+import { MIGRATION_DISRUPTION_REASON, parseMigrationRequest } from '../kube/scheduler/health-migration.ts';
+import { Reflector } from '../kube/client/reflector.ts';
+import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from '../kits/checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 
 const T4 = readFileSync(new URL('../core/health/fixtures/dcgm-t4-datadog.txt', import.meta.url), 'utf8');

@@ -7,32 +7,32 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { V1Pod } from '@kubernetes/client-node';
 import { SCHEDULER_NAME } from '../api/wire.ts';
-import { KubeClient, isStatus } from '../kube/client.ts';
-import { resolveKubeConfig } from '../kube/kubeconfig.ts';
-import { batchWorkerLines } from '../kube/explain-batch.ts';
+import { KubeClient, isStatus } from '../kube/client/client.ts';
+import { resolveKubeConfig } from '../kube/client/kubeconfig.ts';
+import { batchWorkerLines } from '../kube/scheduler/explain-batch.ts';
 import { API_GROUP_VERSION, LABEL } from '../api/wire.ts';
 import type { BatchInferenceJob } from '../api/schema/batch-inference-job.ts';
-import { Lane, LiveScheduler, WALL_CLOCK, type ExplainReport, type LiveProfile } from '../kube/live-scheduler.ts';
+import { Lane, LiveScheduler, WALL_CLOCK, type ExplainReport, type LiveProfile } from '../kube/scheduler/live-scheduler.ts';
 import { seededRng, type Clock, type Rng } from '../core/ports.ts';
-import { KubeBinder } from '../kube/binder.ts';
-import { KubeCheckpointRequester } from '../kube/checkpoint-requester.ts';
-import { ClusterCache } from '../kube/cluster-cache.ts';
-import { Defragmenter } from '../kube/defragmenter.ts';
-import { EtaPublisher } from '../kube/eta-publisher.ts';
-import { KubeEventSink } from '../kube/event-sink.ts';
-import { KubeEvictor } from '../kube/evictor.ts';
-import { startInformers, type Informers } from '../kube/informers.ts';
-import { ObjectStatusWriter } from '../kube/object-status.ts';
-import { PodJobs } from '../kube/pod-jobs.ts';
-import { KubeStatusWriter } from '../kube/status-writer.ts';
-import type { ControllerMetrics } from '../kube/controller-metrics.ts';
-import { NO_TRACING, withTraceIds, type Tracing } from '../kube/tracing.ts';
+import { KubeBinder } from '../kube/adapters/binder.ts';
+import { KubeCheckpointRequester } from '../kube/adapters/checkpoint-requester.ts';
+import { ClusterCache } from '../kube/cache/cluster-cache.ts';
+import { Defragmenter } from '../kube/scheduler/defragmenter.ts';
+import { EtaPublisher } from '../kube/scheduler/eta-publisher.ts';
+import { KubeEventSink } from '../kube/adapters/event-sink.ts';
+import { KubeEvictor } from '../kube/adapters/evictor.ts';
+import { startInformers, type Informers } from '../kube/cache/informers.ts';
+import { ObjectStatusWriter } from '../kube/adapters/object-status.ts';
+import { PodJobs } from '../kube/cache/pod-jobs.ts';
+import { KubeStatusWriter } from '../kube/adapters/status-writer.ts';
+import type { ControllerMetrics } from '../kube/controllers/controller-metrics.ts';
+import { NO_TRACING, withTraceIds, type Tracing } from '../kube/telemetry/tracing.ts';
 import type { PluginLimits } from '../controllers/batch-inference/wasm-plugin.ts';
-import { claimsUnder } from './batch-jobs.ts';
-import { schedulerFragmentation } from './batch-routing.ts';
+import { claimsUnder } from '../live/batch/batch-jobs.ts';
+import { schedulerFragmentation } from '../live/batch/batch-routing.ts';
 import type { KedaAllowList } from '../controllers/inference-service/keda.ts';
 import { startControllers, type Controllers } from './controllers.ts';
-import { LeaderElector, type LeaderOptions } from '../kube/leader.ts';
+import { LeaderElector, type LeaderOptions } from '../kube/scheduler/leader.ts';
 
 export interface LiveAppOptions extends ControllerFeatures {
   /** Path to a kubeconfig; undefined = in-cluster service account, else $KUBECONFIG / ~/.kube/config. */
@@ -55,7 +55,7 @@ export interface LiveAppOptions extends ControllerFeatures {
   /** Checkpoint-aware preemption (ADR 0093): checkpointable victims are asked for a checkpoint before eviction. */
   readonly checkpointAware?: boolean;
   readonly log?: (m: string) => void;
-  /** Spans of cycles, attempts and reconciles (kube/tracing.ts `startTracing`); default off. */
+  /** Spans of cycles, attempts and reconciles (kube/telemetry/tracing.ts `startTracing`); default off. */
   readonly tracing?: Tracing;
   /** controller-runtime's reconcile and work-queue metrics of the controllers (with `controllers`). */
   readonly controllerMetrics?: ControllerMetrics;
@@ -310,9 +310,9 @@ export async function explainLive(
 
 /** What the workload controllers run besides the TrainingJob, InferenceService and DataPipeline controllers. */
 export interface ControllerFeatures {
-  /** Also the serving loop (LoRA adapters on every replica, SITS token autoscaling; app/serving-loop.ts). */
+  /** Also the serving loop (LoRA adapters on every replica, SITS token autoscaling; live/serving/serving-loop.ts). */
   readonly serving?: boolean;
-  /** Also lend GPUs of elastic TrainingJobs to waiting InferenceService replicas (app/gpu-lending.ts). */
+  /** Also lend GPUs of elastic TrainingJobs to waiting InferenceService replicas (live/serving/gpu-lending.ts). */
   readonly lending?: boolean;
   /** Move TrainingJobs off quarantined GPUs (checkpoint, then evict the gang; ADR 0129). */
   readonly healthMigration?: boolean;

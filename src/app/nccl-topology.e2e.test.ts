@@ -7,8 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANNOTATION, LABEL } from '../api/wire.ts';
 import { bandwidthBetween } from '../core/model/topology.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
-import { nodeFromK8s } from '../kube/labels.ts';
-import { readNcclTopology, relationInFile } from '../spec/nccl-topology.ts';
+import { nodeFromK8s } from '../kube/cache/labels.ts';
+import { readNcclTopology, relationInFile } from '../formats/nccl-topology.ts';
 import { devBusIds, startDevCluster, type DevCluster } from './dev-cluster.ts';
 
 let cluster: DevCluster;

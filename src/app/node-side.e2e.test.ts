@@ -10,7 +10,7 @@ import { ANNOTATION, GPU_RESOURCE, LABEL } from '../api/wire.ts';
 import { POLICY_NAMES } from '../deploy/admission-policies.ts';
 import { plainObjects } from '../deploy/bundle.ts';
 import { resolveValues } from '../deploy/values.ts';
-import { KubeApiError, KubeClient } from '../kube/client.ts';
+import { KubeApiError, KubeClient } from '../kube/client/client.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
 import { createNs, createPods, testPod, waitFor } from '../harness/e2e-kit.ts';
@@ -18,7 +18,7 @@ import { writeFakeNvidiaSmi } from '../node/testing/fake-nvidia-smi.ts';
 import { KubeletStandIn } from '../node/testing/kubelet-stand-in.ts';
 import { loadKubeConfig } from './live.ts';
 import { startNodeSide } from './node-side.ts';
-import { writeTokenKubeconfig } from './service-account-testing.ts';
+import { writeTokenKubeconfig } from '../kits/service-account-testing.ts';
 import { collectionPath, IDENTITY_KINDS } from '../deploy/testing/rest-paths.ts';
 
 const data = (f: string): string => readFileSync(new URL(`../node/testdata/${f}`, import.meta.url), 'utf8');

@@ -2,8 +2,8 @@
  * Composition root of `sits node-agent`: the topology agent (labels and annotations of its own Node) and the
  * device plugin, sharing one reading loop (src/node/).
  */
-import { KubeClient } from '../kube/client.ts';
-import { GpuHealthWatcher } from '../kube/gpu-health.ts';
+import { KubeClient } from '../kube/client/client.ts';
+import { GpuHealthWatcher } from '../kube/scheduler/gpu-health.ts';
 import { NodeAgent, type TickResult } from '../node/agent.ts';
 import { SitsDevicePlugin } from '../node/device-plugin.ts';
 import { NodeQuarantineWatch } from '../node/quarantine-watch.ts';

@@ -15,9 +15,9 @@ import type { TrainingJobObject } from '../controllers/training-job/model.ts';
 import { runCheckpointHelper, saveOnFullVolume, trainerTokenFile } from '../harness/checkpoint-helper.ts';
 import { createNs, listEvents, waitFor } from '../harness/e2e-kit.ts';
 import { createStaticVolume, SNAPSHOT_API, type SnapshotStack, type VolumeSnapshotObject } from '../harness/snapshot-stack.ts';
-import { PREEMPTION_EVICTION_REASON } from '../kube/evictor.ts';
+import { PREEMPTION_EVICTION_REASON } from '../kube/adapters/evictor.ts';
 import { scaled } from '../testing/timeouts.ts';
-import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from './checkpoint-e2e-kit.ts';
+import { containerEnv, recordPodChanges, startCheckpointCluster, trainingJobReplicas, type CheckpointCluster } from '../kits/checkpoint-e2e-kit.ts';
 import { startControllers, type Controllers } from './controllers.ts';
 import { createLiveApp, type LiveApp } from './live.ts';
 

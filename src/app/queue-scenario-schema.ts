@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { QueuePreemption, QueueSpec as QueueSpecSchema } from '../api/schema/queue.ts';
 import { type WaitReason } from '../core/actions/queue-cycle.ts';
 import { TOPOLOGY_LEVELS } from '../core/model/topology.ts';
-import { PodT } from '../spec/workload-file.ts';
+import { PodT } from '../formats/workload-file.ts';
 
 const Level = Type.Union(TOPOLOGY_LEVELS.map((l) => Type.Literal(l)));
 const Name = Type.String({ minLength: 1, maxLength: 200 });

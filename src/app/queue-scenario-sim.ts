@@ -13,7 +13,7 @@ import { type Placement } from '../core/framework/scheduler.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
-import { matchesSelector } from '../kube/disruption-budgets.ts';
+import { matchesSelector } from '../kube/cache/disruption-budgets.ts';
 import { placeRunning } from './schedule-batch.ts';
 import { type SimApp } from './sim-app.ts';
 import type { ScenarioBudgetT } from './queue-scenario-schema.ts';

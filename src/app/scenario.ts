@@ -16,16 +16,16 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { err, ok, type Result } from '../core/result.ts';
-import { loadCluster } from '../spec/cluster-file.ts';
-import { fieldPath, loadWorkload, PodT, toPod } from '../spec/workload-file.ts';
-import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../spec/yaml-source.ts';
+import { loadCluster } from '../formats/cluster-file.ts';
+import { fieldPath, loadWorkload, PodT, toPod } from '../formats/workload-file.ts';
+import { InputError, issueAt, parseYaml, validateYaml, type InputIssue } from '../formats/yaml-source.ts';
 import { loadQueueScenario } from './queue-scenario.ts';
 import { profileConfig } from '../core/plugins/registry.ts';
 import type { SpreadDefaults } from '../core/framework/types.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { defaultSelector, withDefaultSpread } from '../core/plugins/inter-pod-affinity/default-spread.ts';
-import type { WorkloadUnit } from '../spec/workload-file.ts';
-import { loadStorage } from '../spec/storage-file.ts';
+import type { WorkloadUnit } from '../formats/workload-file.ts';
+import { loadStorage } from '../formats/storage-file.ts';
 import { scheduleBatch, type BatchResult, type RunningPod } from './schedule-batch.ts';
 
 const ExpectT = Type.Object(
@@ -88,7 +88,7 @@ const ScenarioT = Type.Object(
     cycles: Type.Optional(Type.Unknown()),
     options: Type.Optional(Type.Unknown()),
     disruptionBudgets: Type.Optional(Type.Unknown()),
-    /** StorageClasses, PersistentVolumes and claims the workload's volumes use (spec/storage-file.ts). */
+    /** StorageClasses, PersistentVolumes and claims the workload's volumes use (formats/storage-file.ts). */
     storage: Type.Optional(Type.Unknown()),
     expect: Type.Array(Type.Unknown()),
   },

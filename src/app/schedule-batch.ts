@@ -13,7 +13,7 @@ import type { TypicalShape } from '../core/estimate/typical-shapes.ts';
 import { expectedFromBatch } from '../core/estimate/expected-workload.ts';
 import { seededRng } from '../core/ports.ts';
 import { err, ok, type Result } from '../core/result.ts';
-import type { WorkloadUnit } from '../spec/workload-file.ts';
+import type { WorkloadUnit } from '../formats/workload-file.ts';
 import { createSimApp } from './sim-app.ts';
 
 export interface BatchResult {

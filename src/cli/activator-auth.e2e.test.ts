@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 import { scaled } from '../testing/timeouts.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -11,7 +11,7 @@ import { stringify } from 'yaml';
 import { parse as parseYaml } from 'yaml';
 import { createControllersApp, createLiveApp, loadKubeConfig, type LiveApp } from '../app/live.ts';
 import { applyCrds, devNodes } from '../app/dev-cluster.ts';
-import { KubeApiError, KubeClient } from '../kube/client.ts';
+import { KubeApiError, KubeClient } from '../kube/client/client.ts';
 import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';

@@ -13,7 +13,7 @@ import { freePorts, runEnsure } from '../harness/control-plane.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { RUN_SECONDS_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { loadKubeConfig } from '../app/live.ts';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 import type { ClusterView } from '../server/cluster-view.ts';
 import { runSits } from '../testing/sits-cli.ts';
 

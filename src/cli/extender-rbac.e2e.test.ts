@@ -15,8 +15,8 @@ import { startControlPlane, type ControlPlane } from '../harness/control-plane.t
 import { createNs, createPods, gpuUsage, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { issueCerts, schedulerConfig } from '../harness/extender-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
-import { KubeClient } from '../kube/client.ts';
-import { KUBE_SCHEDULER_NAME, startExtender, type RunningExtender } from '../kube/extender-server.ts';
+import { KubeClient } from '../kube/client/client.ts';
+import { KUBE_SCHEDULER_NAME, startExtender, type RunningExtender } from '../kube/extender/extender-server.ts';
 
 type Obj = { apiVersion: string; kind: string; metadata: { name: string; namespace?: string } };
 const PLURAL: Record<string, string> = {

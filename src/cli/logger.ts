@@ -4,7 +4,7 @@
  * `--log-format text|json` (text by default, for people; json for a log pipeline). Both write synchronously to
  * stderr: no transport worker threads, which would not survive the esbuild bundle. The app and kube layers keep
  * their `(line: string) => void` callbacks; `line` maps them onto levels: `warning: ` / `error: ` prefixes become
- * warn / error, the rest info, and the ` trace_id=… span_id=…` that kube/tracing.ts appends inside a span becomes
+ * warn / error, the rest info, and the ` trace_id=… span_id=…` that kube/telemetry/tracing.ts appends inside a span becomes
  * two fields in JSON (text keeps it at the end of the line, where it always was).
  */
 import { Option, type Command } from 'commander';

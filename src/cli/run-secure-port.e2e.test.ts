@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { waitFor } from '../harness/e2e-kit.ts';
-import { createCa, issue, type CertificateAuthority, type CertPair } from '../kube/certs.ts';
+import { createCa, issue, type CertificateAuthority, type CertPair } from '../kube/secure/certs.ts';
 import { scaled } from '../testing/timeouts.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

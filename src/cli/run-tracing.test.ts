@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { runSits } from '../testing/sits-cli.ts';
 
 describe('tracing configuration on the command line', () => {
-  it('sits run refuses an --otlp-endpoint that is not an http(s) URL, and so does sits dev up (the protocol and variables: kube/tracing.test.ts)', async () => {
+  it('sits run refuses an --otlp-endpoint that is not an http(s) URL, and so does sits dev up (the protocol and variables: kube/telemetry/tracing.test.ts)', async () => {
     const flag = await runSits(['run', '--otlp-endpoint', 'localhost:4318', '--metrics-port', '0']);
     expect(flag.code).not.toBe(0);
     expect(flag.err).toContain('--otlp-endpoint: "localhost:4318" must be an http:// or https:// URL (OTLP/HTTP)');

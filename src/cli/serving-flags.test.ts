@@ -6,9 +6,9 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createCa, issue } from '../kube/certs.ts';
-import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../kube/delegated-auth.ts';
-import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
+import { createCa, issue } from '../kube/secure/certs.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../kube/secure/delegated-auth.ts';
+import { startSecureServer, type SecureServer } from '../kube/secure/secure-server.ts';
 import { parseAudiences, reloadServingCert } from './serving-flags.ts';
 
 let server: SecureServer | undefined;

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { watchCertFiles, type CertPair } from '../kube/certs.ts';
+import { watchCertFiles, type CertPair } from '../kube/secure/certs.ts';
 import { CliError } from './errors.ts';
 
 export interface ServingFlags {

@@ -7,7 +7,7 @@ import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { loadKubeConfig } from '../app/live.ts';
-import { KubeConfigError } from '../kube/kubeconfig.ts';
+import { KubeConfigError } from '../kube/client/kubeconfig.ts';
 import { demoCluster } from '../app/demo-cluster.ts';
 import { buildClusterView, CLUSTER_VIEW_VERSION, type ClusterView } from '../server/cluster-view.ts';
 import { demoFeedJobs, demoQueues } from '../server/demo-serve.ts';

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevCluster, type DevCluster } from '../app/dev-cluster.ts';
 import { freePorts } from '../harness/control-plane.ts';
 import { createNs, createPods, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
-import { selfSignedServing } from '../kube/certs.ts';
+import { selfSignedServing } from '../kube/secure/certs.ts';
 import type { ClusterView } from '../server/cluster-view.ts';
 import { sitsInPty } from '../testing/pty.ts';
 import { runSits } from '../testing/sits-cli.ts';

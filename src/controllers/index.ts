@@ -1,4 +1,4 @@
-// Workload controllers: pure reconcile functions and the definitions kube/controller-runner.ts drives
+// Workload controllers: pure reconcile functions and the definitions kube/controllers/controller-runner.ts drives
 // (app/controllers.ts starts them).
 export { trainingJobController, toControllerAction, TRAINING_JOB_RESOURCE } from './training-job/controller.ts';
 export { reconcileTrainingJob, backoffDelayMs, isRetryableExitCode, sizes } from './training-job/reconcile.ts';

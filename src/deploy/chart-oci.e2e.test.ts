@@ -19,7 +19,7 @@ import type { V1Pod } from '@kubernetes/client-node';
 import { crdYaml, buildCrds } from '../api/crd.ts';
 import { createLiveApp, type LiveApp } from '../app/live.ts';
 import { devNodes } from '../app/dev-cluster.ts';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { createNs, listPods, waitFor } from '../harness/e2e-kit.ts';
 import { createFakeGpuNodes } from '../harness/fake-nodes.ts';

@@ -213,7 +213,7 @@ describe('least privilege', () => {
       expect(lease(role)?.rules).toEqual([
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
         { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: [leaseName], verbs: ['get', 'update'] },
-        // The scheduler watch (app/scheduler-watch.ts): get only, and only the scheduler's Lease.
+        // The scheduler watch (live/scheduler-watch.ts): get only, and only the scheduler's Lease.
         ...(role === 'sits-controllers'
           ? [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['sits-scheduler'], verbs: ['get'] }]
           : []),

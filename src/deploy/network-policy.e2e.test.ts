@@ -3,7 +3,7 @@
 // its workload's pod template. Nothing enforces them here (no network plugin): what is checked is what they say.
 import type { V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { plainObjects } from './bundle.ts';
 import { NETWORK_POLICY_NAMES } from './network-policy-manifests.ts';

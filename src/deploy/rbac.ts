@@ -43,7 +43,7 @@ export const nonResourceRuleYaml = (r: NonResourceRule): { nonResourceURLs: stri
   verbs: [...r.verbs],
 });
 
-/** src/kube/live-scheduler.ts, cluster-cache.ts and reflector.ts. */
+/** src/kube/scheduler/live-scheduler.ts, cluster-cache.ts and reflector.ts. */
 export const SCHEDULER_RULES: readonly PolicyRule[] = [
   {
     apiGroups: [''],
@@ -86,7 +86,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
     apiGroups: ['policy'],
     resources: ['poddisruptionbudgets'],
     verbs: ['get', 'list', 'watch'],
-    why: 'Preemption avoids victims whose PodDisruptionBudget allows no disruption (read only: SITS computes the allowed disruptions itself, src/kube/disruption-budgets.ts).',
+    why: 'Preemption avoids victims whose PodDisruptionBudget allows no disruption (read only: SITS computes the allowed disruptions itself, src/kube/cache/disruption-budgets.ts).',
   },
   {
     apiGroups: [''],
@@ -116,13 +116,13 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
     apiGroups: [API_GROUP],
     resources: ['queues'],
     verbs: ['get', 'list', 'watch'],
-    why: 'Quotas, weights and cohorts for the queue cycle (src/kube/queues.ts).',
+    why: 'Quotas, weights and cohorts for the queue cycle (src/kube/cache/queues.ts).',
   },
   {
     apiGroups: [API_GROUP],
     resources: ['queues/status', 'podgroups/status'],
     verbs: ['patch'],
-    why: "Queue and PodGroup status: kubectl's Weight/Admitted/Pending and Phase columns (src/kube/object-status.ts).",
+    why: "Queue and PodGroup status: kubectl's Weight/Admitted/Pending and Phase columns (src/kube/adapters/object-status.ts).",
   },
   {
     apiGroups: [API_GROUP],
@@ -145,7 +145,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
 ];
 
 /**
- * `sits extender` (src/kube/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
+ * `sits extender` (src/kube/extender/extender-server.ts): the scheduler's reads and its binder (Bindings, gang plan
  * annotations through pods/status, rollback), not its events (kube-scheduler reports) — and its own Lease (in the chart's Role).
  */
 export const EXTENDER_RULES: readonly PolicyRule[] = SCHEDULER_RULES.filter(
@@ -283,7 +283,7 @@ export const CONTROLLER_RULES: readonly PolicyRule[] = [
 
 /**
  * With controllers.quarantineGpus only: the BatchInferenceJob fault ladder writes a failing GPU into its Node's
- * quarantine annotation (ADR 0139, app/batch-quarantine.ts). RBAC cannot limit it to that annotation.
+ * quarantine annotation (ADR 0139, live/batch/batch-quarantine.ts). RBAC cannot limit it to that annotation.
  */
 export const CONTROLLER_NODE_QUARANTINE_RULES: readonly PolicyRule[] = [
   {
@@ -338,7 +338,7 @@ export const BATCH_WORKER_RULES: readonly PolicyRule[] = [
 ];
 
 /**
- * Leader election (src/kube/leader.ts): get → create when missing, else update. create cannot be limited by
+ * Leader election (src/kube/scheduler/leader.ts): get → create when missing, else update. create cannot be limited by
  * name; get/update are, to `leaderElection.leaseNames` (manifests.ts).
  */
 export const LEASE_CREATE_RULE: PolicyRule = {
@@ -471,7 +471,7 @@ export const WEBHOOK_CALLER_RULES: readonly NonResourceRule[] = [
 ];
 
 /**
- * `sits activator` (app/activator.ts, ADR 0149): the EndpointSlices of InferenceServices (list+watch, its cache),
+ * `sits activator` (live/activator/activator.ts, ADR 0149): the EndpointSlices of InferenceServices (list+watch, its cache),
  * the activation stamp (get, patch on inferenceservices), and delegated authn/authz of its callers.
  */
 export const ACTIVATOR_RULES: readonly PolicyRule[] = [

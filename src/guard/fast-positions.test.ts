@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LineCounter, parseAllDocuments } from 'yaml';
-import { positionAt } from '../spec/yaml-source.ts';
+import { positionAt } from '../formats/yaml-source.ts';
 import { frameOffset, parseFast } from './fast-positions.ts';
 import { benchInputs } from './lint-bench.ts';
 

@@ -10,7 +10,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isMap, isNode, isPair, isSeq, LineCounter, parseAllDocuments, type Document } from 'yaml';
 import { frameOffset, parseFast } from './fast-positions.ts';
-import { fieldName, positionAt, type SourcePosition } from '../spec/yaml-source.ts';
+import { fieldName, positionAt, type SourcePosition } from '../formats/yaml-source.ts';
 import { lintObjects, type LintOptions } from './engine.ts';
 import type { FieldPath, KubeObject, Rule, Severity } from './rule.ts';
 

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
-import { isStatus, type KubeClient } from '../kube/client.ts';
+import { isStatus, type KubeClient } from '../kube/client/client.ts';
 import type { ControlPlaneOptions } from './control-plane.ts';
 
 export const ADMISSION_CALLER = { user: 'sits:kube-apiserver-admission', group: 'sits:apiservers' } as const;

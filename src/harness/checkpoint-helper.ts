@@ -9,7 +9,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../kube/client.ts';
+import type { KubeClient } from '../kube/client/client.ts';
 
 const run = promisify(execFile);
 export const CHECKPOINT_HELPER = join(resolve(dirname(fileURLToPath(import.meta.url)), '../..'), 'examples/sits_checkpoint.py');

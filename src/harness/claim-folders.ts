@@ -8,8 +8,8 @@
 import { lstatSync, mkdirSync, readlinkSync, rmSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import type { V1PersistentVolume, V1PersistentVolumeClaim } from '@kubernetes/client-node';
-import type { KubeClient } from '../kube/client.ts';
-import { Reflector } from '../kube/reflector.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { Reflector } from '../kube/client/reflector.ts';
 
 export interface ClaimFolders {
   /** The folder holding `<namespace>/<claim>` links. */

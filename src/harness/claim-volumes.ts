@@ -11,7 +11,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { V1PersistentVolume, V1PersistentVolumeClaim, V1Pod } from '@kubernetes/client-node';
-import { isStatus, type KubeClient } from '../kube/client.ts';
+import { isStatus, type KubeClient } from '../kube/client/client.ts';
 import { containerMounts, type PodVolumes } from './configmap-volumes.ts';
 import { NodeService } from './csi/proto.ts';
 

@@ -10,7 +10,7 @@
 import { mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { V1ConfigMap, V1ConfigMapVolumeSource, V1Pod } from '@kubernetes/client-node';
-import { isStatus, type KubeClient } from '../kube/client.ts';
+import { isStatus, type KubeClient } from '../kube/client/client.ts';
 
 export interface ProjectedFile {
   /** Relative to the volume's root. */

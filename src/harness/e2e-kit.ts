@@ -1,7 +1,7 @@
 /** Small helpers for end-to-end tests against the real control plane. */
 import { request as httpsRequest } from 'node:https';
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../kube/client.ts';
+import type { KubeClient } from '../kube/client/client.ts';
 import { ANNOTATION, GPU_RESOURCE, SCHEDULER_NAME, LABEL } from '../api/wire.ts';
 import { loadScaleNow } from '../testing/timeouts.ts';
 

@@ -4,9 +4,9 @@
  * KubeSchedulerConfiguration `extenders:` entry.
  */
 import { stringify } from 'yaml';
-import { createCa, issue, type CertPair } from '../kube/certs.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { EXTENDER_VERBS } from '../kube/extender-server.ts';
+import { createCa, issue, type CertPair } from '../kube/secure/certs.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { EXTENDER_VERBS } from '../kube/extender/extender-server.ts';
 
 export const CALLER = 'sits:kube-scheduler';
 const b64 = (s: string): string => Buffer.from(s).toString('base64');

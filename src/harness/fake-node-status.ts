@@ -5,8 +5,8 @@
  * capacity on its next status update; the pod-overhead case relies on it).
  */
 import type { V1Node } from '@kubernetes/client-node';
-import type { KubeClient } from '../kube/client.ts';
-import { Reflector } from '../kube/reflector.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { Reflector } from '../kube/client/reflector.ts';
 
 export interface FakeNodeStatusOptions {
   /** ephemeral-storage capacity of every node (a kubelet reports its image filesystem). */

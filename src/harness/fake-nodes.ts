@@ -2,7 +2,7 @@
 // (see control-plane.ts and docs/control-plane.md).
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
 import type { KubeConfig, V1Namespace, V1Node, V1NodeStatus, V1Taint } from '@kubernetes/client-node';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 
 export interface FakeNodeSpec {
   name: string;

@@ -25,7 +25,7 @@ import { fileURLToPath } from 'node:url';
 import { request as httpRequest } from 'node:http';
 import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 
-import { isStatus, KubeClient } from '../kube/client.ts';
+import { isStatus, KubeClient } from '../kube/client/client.ts';
 import { freePorts, runEnsure } from './control-plane.ts';
 import type { ComponentProcess, ControlPlane } from './control-plane.ts';
 import { waitFor } from './e2e-kit.ts';

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 import { startControlPlane } from './control-plane.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { createNs, waitFor } from './e2e-kit.ts';

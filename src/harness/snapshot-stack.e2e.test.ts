@@ -8,7 +8,7 @@ import { join } from 'node:path';
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-import { KubeClient, isStatus } from '../kube/client.ts';
+import { KubeClient, isStatus } from '../kube/client/client.ts';
 import { startControlPlane } from './control-plane.ts';
 import type { ControlPlane } from './control-plane.ts';
 import { createNs, waitFor } from './e2e-kit.ts';

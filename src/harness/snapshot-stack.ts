@@ -10,7 +10,7 @@
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-import { isStatus, KubeClient } from '../kube/client.ts';
+import { isStatus, KubeClient } from '../kube/client/client.ts';
 import { runEnsure } from './control-plane.ts';
 import type { ComponentProcess, ControlPlane } from './control-plane.ts';
 import { startStandInCsiDriver } from './csi/stand-in-driver.ts';

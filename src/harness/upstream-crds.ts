@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { isStatus, type KubeClient } from '../kube/client.ts';
+import { isStatus, type KubeClient } from '../kube/client/client.ts';
 
 export const UPSTREAM_CRDS = {
   keda: {

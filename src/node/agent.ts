@@ -6,7 +6,7 @@
  */
 import type { V1Node } from '@kubernetes/client-node';
 import type { Result } from '../core/result.ts';
-import type { KubeClient } from '../kube/client.ts';
+import type { KubeClient } from '../kube/client/client.ts';
 import { MANAGED_ANNOTATIONS, MANAGED_LABELS, type NodeReading } from './reading.ts';
 import { readNode, type NodeSource } from './source.ts';
 

@@ -11,7 +11,7 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, GPU_RESOURCE } from '../api/wire.ts';
-import { parseGpuIndices } from '../kube/labels.ts';
+import { parseGpuIndices } from '../kube/cache/labels.ts';
 
 export interface GpuPod {
   readonly key: string;

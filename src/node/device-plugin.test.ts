@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { KubeConfig } from '@kubernetes/client-node';
-import { KubeClient } from '../kube/client.ts';
+import { KubeClient } from '../kube/client/client.ts';
 import { waitFor } from '../harness/e2e-kit.ts';
 import { SitsDevicePlugin } from './device-plugin.ts';
 import { deriveReading } from './reading.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { V1Pod } from '@kubernetes/client-node';
 import { ANNOTATION, GPU_RESOURCE } from '../api/wire.ts';
-import type { KubeClient } from '../kube/client.ts';
+import type { KubeClient } from '../kube/client/client.ts';
 import { choosePod, containerDevices, gpuPod } from './allocation.ts';
 import {
   API_VERSION,

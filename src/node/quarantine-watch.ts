@@ -3,13 +3,13 @@
  * (the health monitor in this agent, a cluster-wide one, the BatchInferenceJob fault ladder), the device plugin
  * learns it here and reports those GPUs Unhealthy to the kubelet (docs/adr/0128-device-plugin-reports-quarantine.md).
  * One list-and-watch narrowed to the node by a field selector; a malformed annotation is logged and the last good
- * quarantine kept (the scheduler refuses the node's GPUs then anyway: kube/labels.ts).
+ * quarantine kept (the scheduler refuses the node's GPUs then anyway: kube/cache/labels.ts).
  */
 import type { V1Node } from '@kubernetes/client-node';
 import { ANNOTATION } from '../api/wire.ts';
 import { parseQuarantine, quarantineText } from '../core/health/quarantine.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { Reflector } from '../kube/reflector.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { Reflector } from '../kube/client/reflector.ts';
 
 /** GPU index → the quarantine's text (`quarantined until …: reason`), from the annotation's value. */
 export function quarantinedGpus(

@@ -1,16 +1,16 @@
 /**
  * What the node agent derives from one reading of the node (pure): the GPUs with their health, minor numbers
  * and NUMA nodes, the in-node topology (NVLink islands, PCIe switch and NUMA groups), and the labels and
- * annotations that SITS reads (docs/kubernetes.md, src/kube/labels.ts). A reading is all or nothing: any
+ * annotations that SITS reads (docs/kubernetes.md, src/kube/cache/labels.ts). A reading is all or nothing: any
  * inconsistency between the three sources is an error and nothing is written.
  */
 import { GPU_MODELS } from '../core/model/gpu.ts';
 import type { NodeGpuTopology } from '../core/model/topology.ts';
 import { err, ok, type Result } from '../core/result.ts';
 import { ANNOTATION, LABEL, MANAGED_NODE_ANNOTATIONS, MANAGED_NODE_LABELS } from '../api/wire.ts';
-import { modelFromProduct } from '../kube/labels.ts';
-import { formatNics, nicPlacements } from '../spec/nccl-topology.ts';
-import { formatSmiMatrix, readSmiMatrix, readSmiNics, topologyFromMatrix } from '../spec/nvidia-smi-topo.ts';
+import { modelFromProduct } from '../kube/cache/labels.ts';
+import { formatNics, nicPlacements } from '../formats/nccl-topology.ts';
+import { formatSmiMatrix, readSmiMatrix, readSmiNics, topologyFromMatrix } from '../formats/nvidia-smi-topo.ts';
 import { parseSmiQueryXml } from './smi-query.ts';
 
 export interface GpuReading {

@@ -9,9 +9,9 @@ import type { Waiting } from '../core/actions/queue-cycle.ts';
 import type { QueueSpec } from '../core/queue/model.ts';
 import type { ClusterState } from '../core/snapshot/cluster-state.ts';
 import { ANNOTATION } from '../api/wire.ts';
-import type { PendingPod } from '../kube/cluster-cache.ts';
-import type { LiveScheduler } from '../kube/live-scheduler.ts';
-import { queueFromObject } from '../kube/queues.ts';
+import type { PendingPod } from '../kube/cache/cluster-cache.ts';
+import type { LiveScheduler } from '../kube/scheduler/live-scheduler.ts';
+import { queueFromObject } from '../kube/cache/queues.ts';
 import { jobOfAllocation, pendingFromJobs, splitWaitMessage, type PendingInput, type ViewInput } from './cluster-view.ts';
 
 export type ViewSourceInput = Omit<ViewInput, 'seq'>;

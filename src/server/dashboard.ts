@@ -9,7 +9,7 @@ import { readdirSync, readFileSync, realpathSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { extname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LiveScheduler } from '../kube/live-scheduler.ts';
+import type { LiveScheduler } from '../kube/scheduler/live-scheduler.ts';
 import { liveViewInput } from './cluster-view-sources.ts';
 import { ClusterViewStream, type ViewStreamOptions } from './view-stream.ts';
 

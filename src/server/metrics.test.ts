@@ -6,7 +6,7 @@ import { makePod } from '../core/model/pod.ts';
 import { makeQueue } from '../core/queue/model.ts';
 import { seededRng } from '../core/ports.ts';
 import type { QueuedJob, RunningJob } from '../core/actions/jobs.ts';
-import type { LiveMetricsView } from '../kube/live-observer.ts';
+import type { LiveMetricsView } from '../kube/telemetry/live-observer.ts';
 import { clusterFragmentation } from '../core/plugins/fgd/fragmentation.ts';
 import { dashboardQueries } from '../deploy/grafana-dashboard.ts';
 import {

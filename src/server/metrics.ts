@@ -14,7 +14,7 @@ import { clusterFragmentation } from '../core/plugins/fgd/fragmentation.ts';
 import { deservedGpu } from '../core/queue/fair-share.ts';
 import { makeQueue, type QueueSpec } from '../core/queue/model.ts';
 import { borrowedBy } from '../core/queue/quota.ts';
-import type { LiveMetricsView, LiveObserver, PreemptionReason } from '../kube/live-observer.ts';
+import type { LiveMetricsView, LiveObserver, PreemptionReason } from '../kube/telemetry/live-observer.ts';
 
 export type AttemptResult = 'scheduled' | 'unschedulable';
 

@@ -20,7 +20,7 @@ import { dashboardQueries } from '../deploy/grafana-dashboard.ts';
 import { freePorts } from '../harness/control-plane.ts';
 import { createNs, createPods, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
 import { parsePromText, sampleValue, type MetricFamily } from '../harness/prom-text.ts';
-import { selfSignedServing } from '../kube/certs.ts';
+import { selfSignedServing } from '../kube/secure/certs.ts';
 import { METRIC, METRIC_DETAIL } from './metrics.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -3,8 +3,8 @@ import { METRIC, SitsMetrics, type SchedulerView } from './metrics.ts';
 import { startServer, type SitsServer } from './server.ts';
 import { parsePromText, sampleValue } from '../harness/prom-text.ts';
 import { request } from 'node:https';
-import { createCa, issue } from '../kube/certs.ts';
-import { clientCertAuthenticator } from '../kube/delegated-auth.ts';
+import { createCa, issue } from '../kube/secure/certs.ts';
+import { clientCertAuthenticator } from '../kube/secure/delegated-auth.ts';
 
 /** Two nodes of 8 and 4 GPUs; GPUs 0-2 of the first in use (one of them half), GPU 3 of the second unhealthy. */
 function fakeScheduler(): SchedulerView & { leader: boolean } {

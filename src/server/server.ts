@@ -4,13 +4,13 @@
  * (Prometheus text format, rendered by prom-client) and the dashboard (dashboard.ts: `/dashboard/`,
  * `/dashboard/api/v1/cluster` and its event stream). It starts before the scheduler so that probes answer
  * during start-up; `attach()` hands it the running scheduler.
- * On a non-loopback address it is the secure port of kube/secure-server.ts (TLS, callers authenticated and
+ * On a non-loopback address it is the secure port of kube/secure/secure-server.ts (TLS, callers authenticated and
  * authorized by delegation; the probe paths always allowed), as kube-scheduler's; plain HTTP only on loopback.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { CertPair } from '../kube/certs.ts';
-import { ALLOW_ALL, ANONYMOUS, ANONYMOUS_AUTHN, type Authenticator, type Authorizer, type Caller } from '../kube/delegated-auth.ts';
-import { startSecureServer } from '../kube/secure-server.ts';
+import type { CertPair } from '../kube/secure/certs.ts';
+import { ALLOW_ALL, ANONYMOUS, ANONYMOUS_AUTHN, type Authenticator, type Authorizer, type Caller } from '../kube/secure/delegated-auth.ts';
+import { startSecureServer } from '../kube/secure/secure-server.ts';
 import { DASHBOARD_PATHS, dashboardRoutes, replayRestartRoute, type ReplayControl, type WebFiles } from './dashboard.ts';
 import { SitsMetrics, type ClientView, type SchedulerView } from './metrics.ts';
 import type { ClusterViewStream } from './view-stream.ts';

@@ -1,7 +1,7 @@
 /**
  * The activator's routing decisions (ADR 0149), pure: which InferenceService a request names, which verb RBAC
  * checks, which of the service's ready endpoints takes it. The I/O (the server, the EndpointSlice watch, holding
- * requests while a service scales from zero) is app/activator.ts.
+ * requests while a service scales from zero) is live/activator/activator.ts.
  *
  * URL layout: `/namespaces/{namespace}/inferenceservices/{name}/proxy/{rest}` — the apiserver's own proxy
  * subresource layout (`services/proxy`), so RBAC grants callers `inferenceservices/proxy` as it grants

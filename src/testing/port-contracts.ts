@@ -1,7 +1,7 @@
 /**
  * One contract test suite per port (Binder, Evictor, EventSink, StatusWriter), run against every adapter:
  * the simulated cluster (src/sim/sim-cluster.test.ts) and the live adapters on a real kube-apiserver
- * (src/kube/ports.e2e.test.ts). What a host may rely on is what these tests say, whichever cluster it runs.
+ * (src/kube/adapters/ports.e2e.test.ts). What a host may rely on is what these tests say, whichever cluster it runs.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Clock, ClusterPorts } from '../core/ports.ts';

@@ -16,7 +16,7 @@
  */
 import { lintObjects } from '../guard/engine.ts';
 import type { ClusterFacts, Finding, KubeObject, Rule } from '../guard/rule.ts';
-import { fieldName } from '../spec/yaml-source.ts';
+import { fieldName } from '../formats/yaml-source.ts';
 import { GPU_RESOURCE, LABEL, NAMESPACE_ANNOTATION, NAMESPACE_OPT_IN } from '../api/wire.ts';
 
 export type Mode = 'enforce' | 'audit';

@@ -10,9 +10,9 @@
  *   the winner's material and uses it.
  * - `caBundle` is written only where it differs (no write storm on every check).
  */
-import type { KubeClient } from '../kube/client.ts';
-import { isStatus } from '../kube/client.ts';
-import { BACKDATE_MS, certNames, certValidity, createCa, issue, issuedBy, loadCa, type CertPair } from '../kube/certs.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { isStatus } from '../kube/client/client.ts';
+import { BACKDATE_MS, certNames, certValidity, createCa, issue, issuedBy, loadCa, type CertPair } from '../kube/secure/certs.ts';
 
 export interface CertRotationOptions {
   readonly secret: { readonly namespace: string; readonly name: string };

@@ -1,15 +1,15 @@
 /**
- * What the webhook knows besides the reviewed object, from informers (list + watch, kube/reflector.ts):
+ * What the webhook knows besides the reviewed object, from informers (list + watch, kube/client/reflector.ts):
  * the namespace-scoped objects cross-object rules read (Services for rendezvous, HPAs and KEDA ScaledObjects
  * targeting training, PVCs for checkpoint and model volumes, workloads an autoscaler targets), the cluster's
  * PriorityClasses, Namespaces (opt-in and defaults for mutation) and, from the Nodes, the cluster facts
  * (GPU models present, RDMA). A review reads the cache; it never calls the apiserver.
  * Kinds whose API is not served (KEDA or the SITS CRDs not installed) are skipped, and named in `skipped`.
  */
-import type { KubeClient } from '../kube/client.ts';
-import { isStatus } from '../kube/client.ts';
-import { modelFromProduct } from '../kube/labels.ts';
-import { Reflector, objectKey } from '../kube/reflector.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { isStatus } from '../kube/client/client.ts';
+import { modelFromProduct } from '../kube/cache/labels.ts';
+import { Reflector, objectKey } from '../kube/client/reflector.ts';
 import type { ClusterFacts, KubeObject } from '../guard/rule.ts';
 import { LABEL } from '../api/wire.ts';
 import type { NamespaceInfo } from './admission.ts';

@@ -6,8 +6,8 @@ import { request } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RULES } from '../guard/rules/index.ts';
-import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../kube/delegated-auth.ts';
-import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../kube/secure/delegated-auth.ts';
+import { startSecureServer, type SecureServer } from '../kube/secure/secure-server.ts';
 import { BadReview, mutate, parseReview, validate } from './admission.ts';
 import { MAX_BODY_BYTES, webhookHandler, webhookMetrics } from './server.ts';
 

@@ -1,5 +1,5 @@
 /**
- * `sits webhook`: the validating and mutating admission webhook on a secure port (kube/secure-server.ts:
+ * `sits webhook`: the validating and mutating admission webhook on a secure port (kube/secure/secure-server.ts:
  * TLS with rotated certificates, callers authenticated and authorized by delegation).
  *   POST /validate   AdmissionReview → the guard rules' verdict (enforce or audit)
  *   POST /mutate     AdmissionReview → idempotent SITS defaults as a JSONPatch
@@ -11,7 +11,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ClusterFacts, Finding, KubeObject, Rule } from '../guard/rule.ts';
-import { BodyTooLarge, readBody, type SecureServer } from '../kube/secure-server.ts';
+import { BodyTooLarge, readBody, type SecureServer } from '../kube/secure/secure-server.ts';
 import { BadReview, findingText, mutate, parseReview, validate, type AdmissionRequest, type Mode, type MutateDeps, type ReviewOut } from './admission.ts';
 
 /** The apiserver sends at most ~3 MiB (object + oldObject of 1.5 MiB each); more is not a review. */

@@ -4,11 +4,11 @@
  * in the report. Everything the process starts is stopped by `close()`.
  */
 import { readFileSync } from 'node:fs';
-import type { KubeClient } from '../kube/client.ts';
-import { delegatedAuth, type Authorizer, type Authenticator } from '../kube/delegated-auth.ts';
-import { InFlight } from '../kube/in-flight.ts';
-import { startSecureServer, type SecureServer } from '../kube/secure-server.ts';
-import { certValidity, watchCertFiles, type CertPair } from '../kube/certs.ts';
+import type { KubeClient } from '../kube/client/client.ts';
+import { delegatedAuth, type Authorizer, type Authenticator } from '../kube/secure/delegated-auth.ts';
+import { InFlight } from '../kube/client/in-flight.ts';
+import { startSecureServer, type SecureServer } from '../kube/secure/secure-server.ts';
+import { certValidity, watchCertFiles, type CertPair } from '../kube/secure/certs.ts';
 import type { Finding, KubeObject, Rule } from '../guard/rule.ts';
 import { defaultControllerUsers, findingText, type AdmissionRequest, type Mode } from './admission.ts';
 import { startContextCache, type ContextCache } from './context-cache.ts';

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KubeApiError, KubeClient } from '../kube/client.ts';
+import { KubeApiError, KubeClient } from '../kube/client/client.ts';
 import { freePorts, startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
 import { admissionPlaneSetup, grantAdmissionCaller } from '../harness/admission-plane.ts';
 import { WEBHOOK_CALLER_RULES } from '../app/dev-webhook.ts';

@@ -44,7 +44,7 @@ export interface BatchBenchJson {
   readonly tenants: { readonly gold: TierShare; readonly silver: TierShare; readonly bronze: TierShare };
   readonly faults: { readonly recordsLost: number; readonly recordsDuplicated: number; readonly makespanRatio: number };
   /**
-   * API writes per job on the real apiserver's own metrics (`--control-plane`, app/batch-control-plane.ts; ADR 0158),
+   * API writes per job on the real apiserver's own metrics (`--control-plane`, kits/batch-control-plane.ts; ADR 0158),
    * SITS's controller and workers vs a controller that writes status on every record. Null when not measured: the
    * pure bench starts no cluster.
    */

@@ -22,8 +22,8 @@ import { ANNOTATION, API_PATH } from '../../api/wire.ts';
 import { percentiles } from '../../core/stats.ts';
 import { waitFor } from '../../harness/e2e-kit.ts';
 import { createStaticVolume, ensureSnapshotComponents, SNAPSHOT_API, startSnapshotStack, volumeSnapshot, volumeSnapshotClass, type VolumeSnapshotObject } from '../../harness/snapshot-stack.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import { Reflector } from '../../kube/reflector.ts';
+import type { KubeClient } from '../../kube/client/client.ts';
+import { Reflector } from '../../kube/client/reflector.ts';
 
 /** `{mean, p50, p99}` in ms, rounded to 0.1 ms. */
 export interface LatencySummary {

@@ -4,8 +4,8 @@
  * write latency and how long a write takes to come back through a watch (watch lag) while the scheduler runs.
  */
 import type { V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../../kube/client.ts';
-import { Reflector } from '../../kube/reflector.ts';
+import type { KubeClient } from '../../kube/client/client.ts';
+import { Reflector } from '../../kube/client/reflector.ts';
 
 export class BindWatch {
   /** Pod name → time (performance.now) the watch first showed it bound. */

@@ -10,7 +10,7 @@ import { request as httpsRequest } from 'node:https';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { createInterface } from 'node:readline';
-import { KubeClient } from '../../kube/client.ts';
+import { KubeClient } from '../../kube/client/client.ts';
 import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
 import { SCHEDULER_NAME } from '../../api/wire.ts';
 import { median, percentiles } from '../../core/stats.ts';

@@ -1,5 +1,5 @@
 /**
- * `sits bench status-writes`: what the Queue and PodGroup status the scheduler writes (kube/object-status.ts,
+ * `sits bench status-writes`: what the Queue and PodGroup status the scheduler writes (kube/adapters/object-status.ts,
  * issue 32) costs the apiserver at scale. A dev cluster (real etcd + kube-apiserver, fake GPU nodes and kubelet,
  * the live scheduler and the controllers) gets `jobs` TrainingJobs in `queues` Queues of one cohort, each replica
  * running a seeded 20–120 s, so gangs start, finish and queue the whole time. Counted from the apiserver's own
@@ -9,13 +9,13 @@
  */
 import type { V1Pod } from '@kubernetes/client-node';
 import { LABEL } from '../../api/wire.ts';
-import { etcdWrites } from '../../app/batch-control-plane.ts';
+import { etcdWrites } from '../../kits/batch-control-plane.ts';
 import { startDevCluster } from '../../app/dev-cluster.ts';
 import { promSamples, type Sample } from '../../core/prom-text.ts';
 import { seededRng } from '../../core/ports.ts';
 import { RUN_SECONDS_ANNOTATION } from '../../harness/fake-kubelet.ts';
-import { podGroupStatus } from '../../kube/object-status.ts';
-import type { KubeClient } from '../../kube/client.ts';
+import { podGroupStatus } from '../../kube/adapters/object-status.ts';
+import type { KubeClient } from '../../kube/client/client.ts';
 
 export interface StatusWritesOptions {
   readonly jobs: number;

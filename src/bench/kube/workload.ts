@@ -4,10 +4,10 @@
  * concurrency.
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
-import type { KubeClient } from '../../kube/client.ts';
-import { isStatus } from '../../kube/client.ts';
+import type { KubeClient } from '../../kube/client/client.ts';
+import { isStatus } from '../../kube/client/client.ts';
 import { GPU_RESOURCE, LABEL } from '../../api/wire.ts';
-import { nodeObjectFor } from '../../kube/labels.ts';
+import { nodeObjectFor } from '../../kube/cache/labels.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
 import { GPU_MODELS } from '../../core/model/gpu.ts';
 

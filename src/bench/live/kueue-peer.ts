@@ -25,8 +25,8 @@ import { NODE_SHAPES } from '../../core/model/presets.ts';
 import { RUN_SECONDS_ANNOTATION } from '../../harness/fake-kubelet.ts';
 import { KUEUE_API, QUEUE_NAME_LABEL, startKueue, type FairSharingStrategy, type RunningKueue } from '../../harness/kueue.ts';
 import { waitFor } from '../../harness/e2e-kit.ts';
-import type { KubeClient } from '../../kube/client.ts';
-import { Reflector } from '../../kube/reflector.ts';
+import type { KubeClient } from '../../kube/client/client.ts';
+import { Reflector } from '../../kube/client/reflector.ts';
 import type { WorkloadItem, WorkloadQueue } from './workload.ts';
 
 /** The jobs and queues `sits bench live` replays (workload.ts), one type for both sides. */

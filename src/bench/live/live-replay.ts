@@ -16,8 +16,8 @@ import type { TrainingJobObject } from '../../controllers/training-job/model.ts'
 import { API_GROUP_VERSION, LABEL } from '../../api/wire.ts';
 import { RUN_SECONDS_ANNOTATION } from '../../harness/fake-kubelet.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
-import type { QueueObject } from '../../kube/queues.ts';
-import { Reflector } from '../../kube/reflector.ts';
+import type { QueueObject } from '../../kube/cache/queues.ts';
+import { Reflector } from '../../kube/client/reflector.ts';
 import { GPU, type ReplaySample, type ReplayTrace } from './replay.ts';
 import { gangShape, type ReplayWorkload, type WorkloadItem } from './workload.ts';
 

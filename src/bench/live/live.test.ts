@@ -6,7 +6,7 @@ import { oscillates } from './bench-live.ts';
 import { replayMetrics, replayQueueObjects, steadyFrom, swings, type ReplayTrace } from './replay.ts';
 import { replayNodes, simulateReplay } from './sim-replay.ts';
 import { gangShape, replayWorkload, type ReplayWorkload } from './workload.ts';
-import { queueFromObject } from '../../kube/queues.ts';
+import { queueFromObject } from '../../kube/cache/queues.ts';
 
 const trace = parsePhilly(readFileSync(DEFAULT_TENANTS_TRACE, 'utf8'), DEFAULT_TENANTS_TRACE);
 const tiny = { nodes: 2, shape: 'dgx-h100', windowHours: 0.5, compress: 150, maxDurationHours: 0.25, maxJobs: 24, seed: 1 };

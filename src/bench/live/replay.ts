@@ -3,7 +3,7 @@
  * (running GPUs per queue every second, first starts, preemptions) and the metrics computed from it, the same way
  * for both sides.
  */
-import type { QueueObject } from '../../kube/queues.ts';
+import type { QueueObject } from '../../kube/cache/queues.ts';
 import { nearestRank } from '../../core/stats.ts';
 import type { ReplayWorkload, Workload } from './workload.ts';
 

@@ -18,8 +18,8 @@ import { devNodes } from '../../app/dev-cluster.ts';
 import { gangTopology } from '../../controllers/training-job/pods.ts';
 import type { TrainingJobSpec } from '../../api/schema/training-job.ts';
 import { fakeNodeStatus } from '../../harness/fake-nodes.ts';
-import { nodeFromK8s } from '../../kube/labels.ts';
-import { DEFAULT_COOLDOWN_SECONDS, queueFromObject, type QueueObject } from '../../kube/queues.ts';
+import { nodeFromK8s } from '../../kube/cache/labels.ts';
+import { DEFAULT_COOLDOWN_SECONDS, queueFromObject, type QueueObject } from '../../kube/cache/queues.ts';
 import type { ReplaySample, ReplayTrace } from './replay.ts';
 import { gangShape, type ReplayWorkload, type WorkloadItem } from './workload.ts';
 

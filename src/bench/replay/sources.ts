@@ -4,9 +4,9 @@
  */
 import { readFileSync } from 'node:fs';
 import type { NodeSpec } from '../../core/model/node.ts';
-import { InputError } from '../../spec/yaml-source.ts';
-import { loadClusterText } from '../../spec/cluster-file.ts';
-import { loadWorkloadText } from '../../spec/workload-file.ts';
+import { InputError } from '../../formats/yaml-source.ts';
+import { loadClusterText } from '../../formats/cluster-file.ts';
+import { loadWorkloadText } from '../../formats/workload-file.ts';
 import { toNodeSpec } from '../fgd/workload.ts';
 import { TraceError } from '../../sim/trace/errors.ts';
 import { parseOpenbNodes, parseOpenbPods, readText } from '../../sim/trace/openb.ts';

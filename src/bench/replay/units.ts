@@ -4,7 +4,7 @@
  * trace format into units; the rules of each are in its comment.
  */
 import { makePod, type GangSpec, type PodSpec } from '../../core/model/pod.ts';
-import type { WorkloadUnit } from '../../spec/workload-file.ts';
+import type { WorkloadUnit } from '../../formats/workload-file.ts';
 import { toPodSpec } from '../fgd/workload.ts';
 import type { TraceJob } from '../../sim/trace/philly.ts';
 import type { TracePod } from '../../sim/trace/types.ts';

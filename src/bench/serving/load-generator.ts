@@ -6,7 +6,7 @@
  * EndpointSlices on the apiserver (ready endpoints only, as kube-proxy routes). Deterministic by seed: the window,
  * the prompts' words and the schedule are the same on every run; only the measured times differ.
  */
-import type { KubeClient } from '../../kube/client.ts';
+import type { KubeClient } from '../../kube/client/client.ts';
 import type { TraceRequest } from '../../serving/sim/trace.ts';
 import { prng, VOCAB_WORDS } from '../../harness/llm/tiny-model.ts';
 import { readyEndpoints, SERVICE_NAME_LABEL, type Endpoint, type EndpointSliceLike } from '../../serving/activator-routing.ts';

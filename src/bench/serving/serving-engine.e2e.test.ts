@@ -19,12 +19,12 @@ import { FakeKubelet } from '../../harness/fake-kubelet.ts';
 import { createFakeGpuNodes } from '../../harness/fake-nodes.ts';
 import { devPodAddress } from '../../harness/llm/engine-pods.ts';
 import { ensureTinyModel } from '../../harness/llm/tiny-model.ts';
-import { KubeClient } from '../../kube/client.ts';
+import { KubeClient } from '../../kube/client/client.ts';
 import { adapterDir, MODEL_DIR, renderReplica } from '../../serving/pod-template.ts';
 import { LLAMACPP } from '../../serving/runtimes/llamacpp.ts';
 import { parseAzureTrace } from '../../serving/sim/trace.ts';
 import { devNodes } from '../../app/dev-cluster.ts';
-import { EngineClient } from '../../app/engine-client.ts';
+import { EngineClient } from '../../live/serving/engine-client.ts';
 
 const NS = 'serving';
 const APP = 'tiny';

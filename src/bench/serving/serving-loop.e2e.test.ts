@@ -18,7 +18,7 @@ import { adapterDir, MODEL_DIR } from '../../serving/pod-template.ts';
 import { parseAzureTrace } from '../../serving/sim/trace.ts';
 import type { InferenceServiceObject } from '../../controllers/inference-service/model.ts';
 import { ADAPTERS_LOADED_CONDITION, ENGINE_STATE_ANNOTATION } from '../../controllers/inference-service/engine-state.ts';
-import { requestActivation } from '../../app/serving-loop.ts';
+import { requestActivation } from '../../live/serving/serving-loop.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 
 const NS = 'serve';

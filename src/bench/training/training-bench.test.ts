@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { benchTraining, referenceNode, trainingCluster, trainingNetwork, trainingWorkload, TRAINING_NETWORK } from './training-bench.ts';
 import { seededRng } from '../../core/ports.ts';
-import { loadClusterText } from '../../spec/cluster-file.ts';
+import { loadClusterText } from '../../formats/cluster-file.ts';
 
 const EXAMPLE = new URL('../../../examples/training-cluster.yaml', import.meta.url).pathname;
 

@@ -9,9 +9,9 @@
 import { Agent, request } from 'node:https';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject, Rule } from '../../guard/rule.ts';
-import { createCa, issue } from '../../kube/certs.ts';
-import { ALLOW_ALL, clientCertAuthenticator } from '../../kube/delegated-auth.ts';
-import { startSecureServer } from '../../kube/secure-server.ts';
+import { createCa, issue } from '../../kube/secure/certs.ts';
+import { ALLOW_ALL, clientCertAuthenticator } from '../../kube/secure/delegated-auth.ts';
+import { startSecureServer } from '../../kube/secure/secure-server.ts';
 import { percentiles } from '../../core/stats.ts';
 import { webhookHandler, webhookMetrics } from '../../webhook/server.ts';
 

@@ -1,12 +1,12 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError } from 'commander';
-import { activatorResource, DEFAULT_MEMORY_LIMIT, startActivator } from '../../app/activator.ts';
-import { budgetFromMemory, checkLimits, detectMemoryLimit } from '../../app/activator-budget.ts';
+import { activatorResource, DEFAULT_MEMORY_LIMIT, startActivator } from '../../live/activator/activator.ts';
+import { budgetFromMemory, checkLimits, detectMemoryLimit } from '../../live/activator/activator-budget.ts';
 import { quantityToUnits } from '../../api/quantity.ts';
 import { CliError } from '../errors.ts';
 import { loadKubeConfig } from '../../app/live.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { delegatedAuth } from '../../kube/delegated-auth.ts';
+import { KubeClient } from '../../kube/client/client.ts';
+import { delegatedAuth } from '../../kube/secure/delegated-auth.ts';
 import { intOption, numberOption } from '../options.ts';
 import { parseAudiences, reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';
 import { untilSignal } from './run.ts';

@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
-import { runBatchWorker } from '../../app/batch-worker.ts';
+import { runBatchWorker } from '../../live/batch/batch-worker.ts';
 import { parseBatchPolicy } from '../../controllers/batch-inference/live-batch.ts';
 import { parsePluginLimits } from '../../controllers/batch-inference/wasm-plugin.ts';
 import { loadKubeConfig } from '../../app/live.ts';
-import { KubeClient } from '../../kube/client.ts';
+import { KubeClient } from '../../kube/client/client.ts';
 import { RUNTIMES, runtimeFor } from '../../serving/runtimes/index.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { measureControlPlane, type ControlPlaneMeasurement } from '../../app/batch-control-plane.ts';
+import { measureControlPlane, type ControlPlaneMeasurement } from '../../kits/batch-control-plane.ts';
 import { benchBatch, DEFAULT_BATCH_TRACE } from '../../bench/batch/run.ts';
 import { TraceError } from '../../serving/sim/trace.ts';
 import { WasmPlugin } from '../../wasm/plugin-host.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { writeFileMkdir } from '../../bench/output.ts';
 import { benchTraining, TRAINING_POLICIES, type TrainingBenchResult } from '../../bench/training/training-bench.ts';
-import { loadClusterText } from '../../spec/cluster-file.ts';
+import { loadClusterText } from '../../formats/cluster-file.ts';
 import { table } from '../format.ts';
 import { intOption, numberOption } from '../options.ts';
 import { readInput } from '../paths.ts';

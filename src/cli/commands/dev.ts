@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { startDevCluster } from '../../app/dev-cluster.ts';
-import { startTracing, type Tracing } from '../../kube/tracing.ts';
+import { startTracing, type Tracing } from '../../kube/telemetry/tracing.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
 import { liveViewStream } from '../../server/dashboard.ts';

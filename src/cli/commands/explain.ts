@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { explainLive } from '../../app/live.ts';
-import { resolveKubeConfig } from '../../kube/kubeconfig.ts';
+import { resolveKubeConfig } from '../../kube/client/kubeconfig.ts';
 import { CliError, EXIT, systemErrorLine } from '../errors.ts';
 import { kubeFlags, namespacedName, outputOption, printed } from '../kube-flags.ts';
 

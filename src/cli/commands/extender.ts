@@ -1,9 +1,9 @@
 import { hostname } from 'node:os';
 import type { Command } from 'commander';
 import { loadKubeConfig } from '../../app/live.ts';
-import { KubeClient } from '../../kube/client.ts';
-import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/delegated-auth.ts';
-import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender-server.ts';
+import { KubeClient } from '../../kube/client/client.ts';
+import { ALLOW_ALL, ANONYMOUS_AUTHN } from '../../kube/secure/delegated-auth.ts';
+import { KUBE_SCHEDULER_NAME, startExtender } from '../../kube/extender/extender-server.ts';
 import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { parseAudiences, reloadServingCert, servingOptions, servingTls } from '../serving-flags.ts';

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { scheduleBatch, type BatchResult } from '../../app/schedule-batch.ts';
-import { loadClusterText } from '../../spec/cluster-file.ts';
-import { loadWorkloadText } from '../../spec/workload-file.ts';
+import { loadClusterText } from '../../formats/cluster-file.ts';
+import { loadWorkloadText } from '../../formats/workload-file.ts';
 import { CliError } from '../errors.ts';
 import { table } from '../format.ts';
 import { printed } from '../kube-flags.ts';

@@ -1,5 +1,5 @@
 /**
- * The BatchInferenceJob controller as a definition for kube/controller-runner.ts (issue 13, Deliver 2). The
+ * The BatchInferenceJob controller as a definition for kube/controllers/controller-runner.ts (issue 13, Deliver 2). The
  * controller is the job's coordinator: it owns one BatchCoordinator per job (opened through the BatchJobsPort on
  * the output volume, resumed from its manifest after a restart) and talks to the workers only through their pods
  * (docs/adr/0102-batch-worker-protocol.md): it writes each worker's shard into the pod's assignment annotation and

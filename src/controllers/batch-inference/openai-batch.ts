@@ -2,7 +2,7 @@
  * The OpenAI batch file format (platform.openai.com/docs/guides/batch): the input is JSONL, one request a line,
  * `{custom_id, method, url, body}`, custom_id unique in the file; the output is JSONL, one line per request,
  * `{id, custom_id, response: {status_code, request_id, body} | null, error: {code, message} | null}`.
- * Pure: lines come in as text (the streaming reader is app/batch-files.ts); a bad line is an error naming
+ * Pure: lines come in as text (the streaming reader is live/batch/batch-files.ts); a bad line is an error naming
  * file:line:column and the field. The request shape is a TypeBox schema, so validation and the error paths
  * come from the library, not from hand-written checks.
  */

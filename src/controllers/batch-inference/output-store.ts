@@ -1,6 +1,6 @@
 /**
  * The output volume as the coordinator sees it: a flat namespace of files written whole or not at all. The file
- * system adapter (app/batch-files.ts) does it with a temporary file, fsync and rename; the memory one here is for
+ * system adapter (live/batch/batch-files.ts) does it with a temporary file, fsync and rename; the memory one here is for
  * tests and the simulator, and can be told to fail a write, as a full volume or a crash mid-commit would.
  */
 export interface OutputStore {

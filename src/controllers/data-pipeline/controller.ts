@@ -1,5 +1,5 @@
 /**
- * The DataPipeline controller as a definition for kube/controller-runner.ts: it watches DataPipelines and what they
+ * The DataPipeline controller as a definition for kube/controllers/controller-runner.ts: it watches DataPipelines and what they
  * create — pods, the SITS workloads of workload stages, VolumeSnapshots of artifacts and the claims restored from
  * them — all labelled with the pipeline's name. Pods and workloads are awaited on the watch after a create or a
  * delete: the reconcile counts them (a missing one in a running stage is a lost attempt).

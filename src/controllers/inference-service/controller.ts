@@ -1,5 +1,5 @@
 /**
- * The InferenceService controller as a definition for kube/controller-runner.ts: it watches InferenceServices and
+ * The InferenceService controller as a definition for kube/controllers/controller-runner.ts: it watches InferenceServices and
  * the Pods and Services labelled with a service's name, and maps the reconcile's actions onto the runner's generic
  * ones (labels createPod, deletePod, createService, patchService, createScaledObject, patchScaledObject,
  * deleteScaledObject, so failures come back under those names).

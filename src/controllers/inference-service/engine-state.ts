@@ -1,6 +1,6 @@
 /**
  * The engine side's view of one replica, kept on the replica's pod as an annotation (ADR 0110): the serving loop
- * (app/serving-loop.ts) writes what it found and did on the engine (adapters Loading, Loaded, Failed), the pod
+ * (live/serving/serving-loop.ts) writes what it found and did on the engine (adapters Loading, Loaded, Failed), the pod
  * watch reconciles the service at once, and the controller reads it back through `annotatedEngine` — so the view
  * survives a restart of SITS and the controller never calls an engine. Pure: parsing, encoding and planning.
  */

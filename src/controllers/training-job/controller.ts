@@ -1,5 +1,5 @@
 /**
- * The TrainingJob controller as a definition for kube/controller-runner.ts: what it watches (TrainingJobs; the Pods,
+ * The TrainingJob controller as a definition for kube/controllers/controller-runner.ts: what it watches (TrainingJobs; the Pods,
  * Services and PodGroups labelled with a job's name) and an adapter from the runner's generic input and actions to
  * the TrainingJob reconcile's own (model.ts). Pure: no client, no clock, no timers.
  */

@@ -226,7 +226,7 @@ export function replicaPod(job: TrainingJob, p: ReplicaParams, cfg: BuildConfig)
   const claim = checkpointClaim(job);
   const baseVolumes = Array.isArray(base.volumes) ? (base.volumes as unknown[]) : [];
   // The scheduler writes the NCCL file's XML into the pod's annotations through the Binding
-  // (kube/nccl-topology-binding.ts); the kubelet starts the pod after that and projects the annotation as the file.
+  // (kube/adapters/nccl-topology-binding.ts); the kubelet starts the pod after that and projects the annotation as the file.
   const extraVolumes = [
     ...(claim === undefined ? [] : [{ name: CHECKPOINT_VOLUME_NAME, persistentVolumeClaim: { claimName: claim } }]),
     ...(topo ? [ncclTopologyVolume()] : []),

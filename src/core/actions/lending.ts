@@ -4,7 +4,7 @@
  * at once or at its next checkpoint boundary; and how many workers it gets back once GPUs are spare again.
  *
  * One decision for every host: the serving simulator (serving/sim/sharing.ts) and the live lender
- * (app/gpu-lending.ts) both call these functions, so the simulated and the live cluster lend by the same rules.
+ * (live/serving/gpu-lending.ts) both call these functions, so the simulated and the live cluster lend by the same rules.
  * Pure: no clock (the host decides when a checkpoint boundary is and when a cooldown has passed), no I/O.
  *
  * Rules, per candidate job (all must hold):

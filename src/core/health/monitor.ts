@@ -3,7 +3,7 @@
  * a suspect or failed device not yet quarantined is quarantined (no new placements) and an intent to
  * checkpoint and move the work on it is emitted; a quarantined device whose period is over is due a health
  * check, and the check's result (an input: `checkResult`) releases it or keeps it. The host carries the actions
- * out (kube/gpu-health.ts writes the node annotation; a controller consumes the intents: ADR 0096).
+ * out (kube/scheduler/gpu-health.ts writes the node annotation; a controller consumes the intents: ADR 0096).
  */
 import type { DcgmDevice, DcgmPodRef } from './dcgm.ts';
 import { HealthDetector, type DetectorConfig, type HealthState, type Verdict } from './detector.ts';

@@ -47,7 +47,7 @@ export interface GpuDevice {
  * numbers: `sm_90`/`sm90`, `9.0` (major.minor, one minor digit), `9` (a major version alone: every sm code has
  * two or more digits), `90` (the sm code, 20 to 199). 10 to 19 alone are ambiguous (sm_12 or 12.0?) and rejected,
  * as is anything else (undefined). A YAML loader must pass the text as written: YAML reads `9.0` as the number 9
- * (spec/yaml-source.ts keeps it), which is why 9 means 9.0 here and was once misread as sm_9 (issue 31).
+ * (formats/yaml-source.ts keeps it), which is why 9 means 9.0 here and was once misread as sm_9 (issue 31).
  */
 export function parseComputeCapability(text: string | number): ComputeCapability | undefined {
   if (typeof text === 'number') {

@@ -1,0 +1,292 @@
+/**
+ * The live Binder: carries committed placements to the API server through pods/binding, in the background
+ * (kube-scheduler's binding cycle), after recording them as assumed in the cache. A gang is bound in two
+ * phases (ADR 0006): the plan (assigned node, GPUs, plan id and size) is written on every member first, then
+ * each member is bound; a crash after phase 1 is completed or rolled back by `recover()` on the next leader,
+ * a failure in phase 1 undoes the plan before anything is bound. A batch with victims (`after`) waits until
+ * their pods are gone — a kubelet would refuse the preemptor while they terminate — or a bounded time;
+ * meanwhile each preemptor's `status.nominatedNodeName` names the node it waits for (as kube-scheduler's
+ * PostFilter sets it) and its allocation stays assumed in the cache, so no other pod takes the freed room
+ * (ADR 0060). A nomination whose binding fails is cleared.
+ */
+import { isOurs, type SchedulerNames } from '../scheduler/scheduler-names.ts';
+import type { V1Pod } from '@kubernetes/client-node';
+import type { BindBatch, BindRequest, Binder, EventSink } from '../../core/ports.ts';
+import { placeExisting } from '../../core/actions/place-existing.ts';
+import { isStatus, type KubeClient } from '../client/client.ts';
+import { InFlight, podPath, podStatusPath, splitKey } from '../client/in-flight.ts';
+import type { ClusterCache } from '../cache/cluster-cache.ts';
+import { ANNOTATION } from '../../api/wire.ts';
+import { parseGpuIndices, podKey } from '../cache/labels.ts';
+import { ncclTopologyForBinding } from './nccl-topology-binding.ts';
+import { VOLUME_BIND_TIMEOUT_MS, VolumePreBinder } from './volume-binder.ts';
+
+/** Longest wait for preempted pods to terminate before their preemptor is bound anyway. */
+const NOMINATION_WAIT_MS = 120_000;
+
+export interface BinderStats {
+  bound: number;
+  bindErrors: number;
+  gangsBound: number;
+  rollbacks: number;
+  recoveries: number;
+}
+
+export interface KubeBinderOptions {
+  readonly schedulerName: SchedulerNames;
+  readonly events: EventSink;
+  readonly log: (m: string) => void;
+  readonly nowMs: () => number;
+  /**
+   * Test seam: called after each gang member's binding, in order (members are then bound one at a time).
+   * Crash tests end the process here to leave a gang half-bound for the next leader to complete.
+   */
+  readonly afterGangMemberBound?: (count: number) => void;
+  /** Pods went back to waiting (a binding failed or a plan was undone): the host should cycle again. */
+  readonly requeued?: () => void;
+  /** One pods/binding call took `seconds` (metrics). */
+  readonly bound?: (seconds: number, ok: boolean) => void;
+  /** Longest wait for the PV controller to bind a pod's claims before it goes back to the queue (kube's bindTimeout, 600 s). */
+  readonly volumeBindTimeoutMs?: number;
+}
+
+export class KubeBinder implements Binder {
+  readonly stats: BinderStats = { bound: 0, bindErrors: 0, gangsBound: 0, rollbacks: 0, recoveries: 0 };
+  private nominated: { batch: BindBatch; sinceMs: number }[] = [];
+  /** Pods whose status.nominatedNodeName SITS wrote (cleared if their binding fails). */
+  private readonly nominatedPods = new Set<string>();
+  private readonly inFlight = new InFlight();
+  private gangMembersBound = 0;
+
+  private readonly volumes: VolumePreBinder;
+
+  constructor(
+    private readonly client: KubeClient,
+    private readonly cache: ClusterCache,
+    private readonly opts: KubeBinderOptions,
+  ) {
+    this.volumes = new VolumePreBinder(client, cache, {
+      log: opts.log,
+      timeoutMs: opts.volumeBindTimeoutMs ?? VOLUME_BIND_TIMEOUT_MS,
+      failed: (podIds, why) => {
+        for (const id of podIds) {
+          this.cache.forget(id);
+          this.opts.events.emit({ kind: 'FailedScheduling', subject: id, message: `running PreBind plugin "VolumeBinding": ${why}` });
+        }
+        this.stats.bindErrors += podIds.length;
+        this.opts.requeued?.();
+      },
+    });
+  }
+
+  bind(batch: BindBatch): void {
+    // Assumed now, in the same cycle: the next snapshot keeps these allocations until the watch confirms them.
+    for (const r of batch.requests) this.cache.assumePlaced(r.podId);
+    if (batch.after.length > 0) {
+      this.nominated.push({ batch, sinceMs: this.opts.nowMs() });
+      for (const r of batch.requests) this.nominate(r.podId, r.node);
+      return;
+    }
+    this.start(batch);
+  }
+
+  /** Binds nominated preemptors whose victims have left (or after a bounded wait: the victims may hang). */
+  tick(): void {
+    if (this.nominated.length === 0) return;
+    const now = this.opts.nowMs();
+    const ready = this.nominated.filter((n) => n.batch.after.every((k) => this.cache.pod(k) === undefined) || now - n.sinceMs > NOMINATION_WAIT_MS);
+    if (ready.length === 0) return;
+    this.nominated = this.nominated.filter((n) => !ready.includes(n));
+    for (const n of ready) this.start(n.batch);
+  }
+
+  /** Writes (or with null clears) the pod's status.nominatedNodeName; informative, so a failure is only logged. */
+  private nominate(podId: string, node: string | null): void {
+    this.nominatedPods[node === null ? 'delete' : 'add'](podId);
+    const task = this.client
+      .request('PATCH', `${podPath(podId)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { nominatedNodeName: node } } })
+      .catch((e: unknown) => this.opts.log(`nominate ${podId} → ${node ?? '(none)'}: ${(e as Error).message}`));
+    this.inFlight.track(task);
+  }
+
+  /** Bindings in flight or waiting for victims. */
+  get busy(): number {
+    return this.inFlight.size + this.nominated.length;
+  }
+
+  /** Resolves when every binding started so far has finished. */
+  async drain(): Promise<void> {
+    await this.inFlight.drain();
+  }
+
+  /**
+   * Binds a batch without victims now and resolves when its bindings have finished, whatever their outcome
+   * (the watch and the cache tell it): the extender answers kube-scheduler's bind call only then.
+   */
+  bindNow(batch: BindBatch): Promise<void> {
+    for (const r of batch.requests) this.cache.assumePlaced(r.podId);
+    return this.start(batch);
+  }
+
+  private start(batch: BindBatch): Promise<void> {
+    const bind = (): Promise<void> =>
+      batch.gang === undefined && batch.requests.length === 1
+        ? this.bindOne(batch.requests[0] as BindRequest).catch(() => undefined)
+        : this.bindGang(batch.gang ?? batch.requests[0]?.podId ?? 'gang', batch.requests);
+    // VolumeBinding's PreBind first, for pods whose claims SITS chose a PV or a node to provision on.
+    const task = this.volumes.needsPreBind(batch.requests) ? this.volumes.preBind(batch.requests).then((ok) => (ok ? bind() : undefined)) : bind();
+    this.inFlight.track(task);
+    return task;
+  }
+
+  private async bindOne(r: BindRequest, event = true): Promise<void> {
+    const pod = this.cache.pod(r.podId);
+    const [ns, name] = splitKey(r.podId);
+    const nccl = ncclTopologyForBinding(pod, this.cache.nodeSpec(r.node), r.gpus);
+    const annotations = { [ANNOTATION.gpuIndices]: r.gpus.join(','), ...(nccl === undefined ? {} : { [ANNOTATION.ncclTopology]: nccl.xml }) };
+    const t0 = performance.now();
+    try {
+      await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
+        apiVersion: 'v1',
+        kind: 'Binding',
+        metadata: { name, namespace: ns, ...(pod?.metadata?.uid === undefined ? {} : { uid: pod.metadata.uid }), annotations },
+        target: { apiVersion: 'v1', kind: 'Node', name: r.node },
+      });
+      this.opts.bound?.((performance.now() - t0) / 1000, true);
+      this.stats.bound++;
+      this.nominatedPods.delete(r.podId);
+      if (event)
+        this.opts.events.emit({
+          kind: 'Scheduled',
+          subject: r.podId,
+          message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'})`,
+        });
+      if (nccl?.problem !== undefined) this.opts.log(`pod ${r.podId}: NCCL topology file left to NCCL's own detection: ${nccl.problem}`);
+    } catch (e) {
+      this.opts.bound?.((performance.now() - t0) / 1000, false);
+      this.stats.bindErrors++;
+      // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
+      this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);
+      this.cache.forget(r.podId);
+      if (this.nominatedPods.has(r.podId) && !isStatus(e, 404)) this.nominate(r.podId, null);
+      this.opts.requeued?.();
+      throw e;
+    }
+  }
+
+  private async bindGang(name: string, plan: readonly BindRequest[]): Promise<void> {
+    const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
+    const annotate = plan.map((r) =>
+      this.client.mergePatch(podStatusPath(r.podId), {
+        metadata: {
+          annotations: {
+            [ANNOTATION.assignedNode]: r.node,
+            [ANNOTATION.gpuIndices]: r.gpus.join(','),
+            [ANNOTATION.planId]: planId,
+            [ANNOTATION.planSize]: String(plan.length),
+          },
+        },
+      }),
+    );
+    const results = await Promise.allSettled(annotate);
+    if (results.some((x) => x.status === 'rejected')) {
+      this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
+      await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
+      for (const r of plan) this.cache.forget(r.podId);
+      this.opts.requeued?.();
+      this.stats.rollbacks++;
+      return;
+    }
+    const seam = this.opts.afterGangMemberBound;
+    const bindMember = async (r: BindRequest): Promise<void> => {
+      await this.bindOne(r, false);
+      this.gangMembersBound++;
+      seam?.(this.gangMembersBound);
+    };
+    // With the seam, one at a time: a crash in it lands between two bindings.
+    const binds: PromiseSettledResult<void>[] = [];
+    if (seam !== undefined) for (const r of plan) binds.push(...(await Promise.allSettled([bindMember(r)])));
+    else binds.push(...(await Promise.allSettled(plan.map(bindMember))));
+    if (binds.some((b) => b.status === 'rejected')) {
+      this.opts.log(`gang ${name}: some bindings failed; completing or rolling back`);
+      await this.recoverPlan(planId);
+      return;
+    }
+    this.stats.gangsBound++;
+    for (const r of plan)
+      this.opts.events.emit({
+        kind: 'Scheduled',
+        subject: r.podId,
+        message: `Successfully assigned ${r.podId} to ${r.node} (GPUs ${r.gpus.join(',') || 'none'}; gang ${name})`,
+      });
+  }
+
+  /** After (re)gaining leadership: finish or undo every gang plan left by a previous leader. */
+  async recover(): Promise<void> {
+    const plans = new Set<string>();
+    for (const p of this.cache.allPods()) {
+      const id = p.metadata?.annotations?.[ANNOTATION.planId];
+      if (id !== undefined && isOurs(this.opts.schedulerName, p.spec?.schedulerName)) plans.add(id);
+    }
+    for (const id of [...plans].sort()) await this.recoverPlan(id);
+  }
+
+  /** Completes a written plan, or rolls it back when it cannot be completed. */
+  private async recoverPlan(planId: string): Promise<void> {
+    const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
+    const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
+    const bound = members.filter((p) => (p.spec?.nodeName ?? '') !== '');
+    const unbound = members.filter((p) => (p.spec?.nodeName ?? '') === '' && p.metadata?.deletionTimestamp === undefined);
+    if (unbound.length === 0 && members.length >= size) return;
+    let complete = members.length >= size;
+    if (complete) {
+      const state = this.cache.state();
+      for (const p of unbound) {
+        const node = p.metadata?.annotations?.[ANNOTATION.assignedNode] ?? '';
+        const gpus = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]) ?? [];
+        const pending = this.cache.pending.get(podKey(p));
+        const n = state.node(node);
+        if (pending === undefined || n === undefined) {
+          complete = false;
+          break;
+        }
+        if (state.allocation(pending.key) === undefined) {
+          const placed = placeExisting(state, pending.spec, node, 'planned', gpus);
+          if (!placed.ok) {
+            complete = false;
+            break;
+          }
+          state.allocate(placed.value.allocation);
+          const a = state.allocation(pending.key);
+          if (a !== undefined) this.cache.assume(a);
+        }
+        try {
+          await this.bindOne({ podId: pending.key, node, gpus }, false);
+        } catch (e) {
+          if (!isStatus(e, 409)) {
+            complete = false;
+            break;
+          }
+        }
+      }
+    }
+    if (complete) {
+      this.stats.recoveries++;
+      this.opts.log(`plan ${planId}: completed ${unbound.length} bindings`);
+      return;
+    }
+    // Roll back: bound members are deleted (their owner recreates them), the rest lose the plan.
+    this.stats.rollbacks++;
+    this.opts.log(`plan ${planId}: rolling back ${bound.length} bound members`);
+    await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
+    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })));
+    for (const p of unbound) this.cache.forget(podKey(p));
+    this.opts.requeued?.();
+  }
+}
+
+// The plan is metadata written through pods/status (a merge patch there writes annotations, never the spec; ADR
+// 0175): the scheduler holds kube-scheduler's pods/status patch and no pods patch.
+function planCleared(): Record<string, null> {
+  return { [ANNOTATION.assignedNode]: null, [ANNOTATION.planId]: null, [ANNOTATION.planSize]: null };
+}
