@@ -135,8 +135,6 @@ export const LONG_FUNCTION_ALLOWED = [
   'src/controllers/batch-inference/controller.ts', // issue 35: split in progress
   'src/controllers/data-pipeline/reconcile.ts', // issue 35: split in progress
   'src/controllers/inference-service/reconcile.ts', // issue 35: split in progress
-  'src/controllers/training-job/checkpoint-phase.ts', // issue 35: split in progress
-  'src/controllers/training-job/reconcile.ts', // issue 35: split in progress
   'src/serving/sim/serving-sim.ts', // issue 35: split in progress
 ];
 
