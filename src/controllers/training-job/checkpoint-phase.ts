@@ -139,29 +139,20 @@ export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservatio
   }
 }
 
+/** A step to `cycle` with nothing to do: the condition is False with this reason. */
+function finalStep(cycle: CheckpointCycle, reason: string, message: string): CheckpointStep {
+  return { cycle, actions: [], condition: { type: CHECKPOINT_CONDITION, status: 'False', reason, message } };
+}
+
+/** The step of a Ready cycle. */
+function readyStep(cycle: CheckpointCycle, label: string): CheckpointStep {
+  return finalStep(cycle, 'Ready', `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`);
+}
+
 /** Ready and Failed are final: the cycle stays as it is. */
 function settled(cycle: CheckpointCycle, label: string): CheckpointStep {
-  if (cycle.phase === 'Ready')
-    return {
-      cycle,
-      actions: [],
-      condition: {
-        type: CHECKPOINT_CONDITION,
-        status: 'False',
-        reason: 'Ready',
-        message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`,
-      },
-    };
-  return {
-    cycle,
-    actions: [],
-    condition: {
-      type: CHECKPOINT_CONDITION,
-      status: 'False',
-      reason: cycle.failure?.reason ?? 'Failed',
-      message: cycle.failure?.message ?? `${label} failed`,
-    },
-  };
+  if (cycle.phase === 'Ready') return readyStep(cycle, label);
+  return finalStep(cycle, cycle.failure?.reason ?? 'Failed', cycle.failure?.message ?? `${label} failed`);
 }
 
 /** Pre: waits for the training side's commit of this cycle; a complete one asks for the VolumeSnapshot at once. */
@@ -281,18 +272,7 @@ function stepPostCommit(cycle: CheckpointCycle, obs: CheckpointObservation, labe
       `${label}: VolumeSnapshot ${cycle.snapshotName} was deleted before it was recorded; the last Ready checkpoint is kept`,
       false,
     );
-  if (snap.committed) {
-    return {
-      cycle: { ...cycle, phase: 'Ready' },
-      actions: [],
-      condition: {
-        type: CHECKPOINT_CONDITION,
-        status: 'False',
-        reason: 'Ready',
-        message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`,
-      },
-    };
-  }
+  if (snap.committed) return readyStep({ ...cycle, phase: 'Ready' }, label);
   return {
     cycle,
     actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
