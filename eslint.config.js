@@ -143,17 +143,11 @@ export const LONG_FUNCTION_ALLOWED = [
   'src/controllers/batch-inference/controller.ts', // issue 35: split in progress
   'src/controllers/data-pipeline/reconcile.ts', // issue 35: split in progress
   'src/controllers/inference-service/reconcile.ts', // issue 35: split in progress
-  'src/controllers/training-job/checkpoint-phase.ts', // issue 35: split in progress
-  'src/controllers/training-job/reconcile.ts', // issue 35: split in progress
   'src/serving/sim/serving-sim.ts', // issue 35: split in progress
 ];
 
 /** Files that still hold a class over MAX_CLASS_FIELDS fields. */
-export const MANY_FIELDS_ALLOWED = [
-  'src/core/framework/score-index.ts', // issue 35: ScoreIndex (24 fields) not grouped yet
-  'src/kube/controllers/controller-runner.ts', // issue 35: ControllerRunner (21 fields) not grouped yet
-  'src/serving/autoscale/token.ts', // issue 35: TokenAutoscaler (21 fields) not grouped yet
-];
+export const MANY_FIELDS_ALLOWED = [];
 
 const list = (xs) => (xs.length === 0 ? 'nothing else' : xs.join(', '));
 const esc = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -234,7 +228,8 @@ export default tseslint.config(
   // The house stays small (issue 35): no function over MAX_FUNCTION_LINES, no class over MAX_CLASS_FIELDS fields.
   { files: PRODUCT_FILES, ignores: ['**/*.test.ts'], plugins: { house: housePlugin }, rules: HOUSE_RULES },
   { files: LONG_FUNCTION_ALLOWED, rules: { 'max-lines-per-function': 'off' } },
-  { files: MANY_FIELDS_ALLOWED, rules: { 'house/max-class-fields': 'off' } },
+  // ESLint rejects an empty `files`: the entry goes once the list is empty.
+  ...(MANY_FIELDS_ALLOWED.length === 0 ? [] : [{ files: MANY_FIELDS_ALLOWED, rules: { 'house/max-class-fields': 'off' } }]),
   {
     files: PURE.map((f) => `src/${f}/**/*.ts`),
     // Controllers are pure definitions; the impure runner that drives them is kube/controllers/controller-runner.ts.

@@ -125,168 +125,159 @@ function fail(cycle: CheckpointCycle, reason: CheckpointFailureReason, message: 
 
 /** One level-triggered step of a cycle. */
 export function stepCheckpoint(cycle: CheckpointCycle, obs: CheckpointObservation, policy: CheckpointCyclePolicy): CheckpointStep {
-  const now = obs.nowMs;
   const label = `checkpoint ${cycle.seq} (${cycle.trigger.toLowerCase()})`;
   switch (cycle.phase) {
     case 'Ready':
-      return {
-        cycle,
-        actions: [],
-        condition: {
-          type: CHECKPOINT_CONDITION,
-          status: 'False',
-          reason: 'Ready',
-          message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`,
-        },
-      };
     case 'Failed':
-      return {
-        cycle,
-        actions: [],
-        condition: {
-          type: CHECKPOINT_CONDITION,
-          status: 'False',
-          reason: cycle.failure?.reason ?? 'Failed',
-          message: cycle.failure?.message ?? `${label} failed`,
-        },
-      };
+      return settled(cycle, label);
+    case 'Pre':
+      return stepPre(cycle, obs, policy, label);
+    case 'SnapshotTrigger':
+      return stepSnapshotTrigger(cycle, obs, policy, label);
+    case 'PostCommit':
+      return stepPostCommit(cycle, obs, label);
+  }
+}
 
-    case 'Pre': {
-      const commit = obs.commit?.seq === cycle.seq ? obs.commit : undefined; // a commit of an older cycle is not this one's
-      if (commit?.error !== undefined) {
-        const where = policy.volume ?? 'the checkpoint volume';
-        const full = isVolumeFullError(commit.error);
-        const what = full ? `${where} is full` : `the training side could not write to ${where}`;
-        return fail(
+/** A step to `cycle` with nothing to do: the condition is False with this reason. */
+function finalStep(cycle: CheckpointCycle, reason: string, message: string): CheckpointStep {
+  return { cycle, actions: [], condition: { type: CHECKPOINT_CONDITION, status: 'False', reason, message } };
+}
+
+/** The step of a Ready cycle. */
+function readyStep(cycle: CheckpointCycle, label: string): CheckpointStep {
+  return finalStep(cycle, 'Ready', `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`);
+}
+
+/** Ready and Failed are final: the cycle stays as it is. */
+function settled(cycle: CheckpointCycle, label: string): CheckpointStep {
+  if (cycle.phase === 'Ready') return readyStep(cycle, label);
+  return finalStep(cycle, cycle.failure?.reason ?? 'Failed', cycle.failure?.message ?? `${label} failed`);
+}
+
+/** Pre: waits for the training side's commit of this cycle; a complete one asks for the VolumeSnapshot at once. */
+function stepPre(cycle: CheckpointCycle, obs: CheckpointObservation, policy: CheckpointCyclePolicy, label: string): CheckpointStep {
+  const now = obs.nowMs;
+  const commit = obs.commit?.seq === cycle.seq ? obs.commit : undefined; // a commit of an older cycle is not this one's
+  if (commit?.error !== undefined) {
+    const where = policy.volume ?? 'the checkpoint volume';
+    const full = isVolumeFullError(commit.error);
+    const what = full ? `${where} is full` : `the training side could not write to ${where}`;
+    return fail(
+      cycle,
+      full ? 'VolumeFull' : 'WriteFailed',
+      `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`,
+      obs.snapshot !== undefined,
+    );
+  }
+  if (commit !== undefined) {
+    const want = expectedWriters(policy);
+    if (commit.ranksWritten < want) {
+      return fail(
+        cycle,
+        'IncompleteCommit',
+        `${label} committed step ${commit.step} with shards of ${commit.ranksWritten} of ${want} ranks (writers: ${policy.writers}); the last Ready checkpoint is kept`,
+        obs.snapshot !== undefined,
+      );
+    }
+    const next: CheckpointCycle = { ...cycle, phase: 'SnapshotTrigger', step: commit.step, committedMs: now };
+    return {
+      cycle: next,
+      actions: [{ kind: 'createVolumeSnapshot', name: cycle.snapshotName, seq: cycle.seq, step: commit.step }],
+      condition: {
+        type: CHECKPOINT_CONDITION,
+        status: 'True',
+        reason: 'SnapshotTrigger',
+        message: `${label}: step ${commit.step} committed; VolumeSnapshot ${cycle.snapshotName} requested`,
+      },
+      requeueAfterMs: policy.snapshotTimeoutMs,
+    };
+  }
+  const waited = now - cycle.startedMs;
+  if (waited >= policy.commitTimeoutMs) {
+    return fail(
+      cycle,
+      'NeverCommitted',
+      `${label} started ${secs(waited)} ago and never committed (limit ${secs(policy.commitTimeoutMs)}); the last Ready checkpoint is kept`,
+      obs.snapshot !== undefined,
+    );
+  }
+  return {
+    cycle,
+    actions: [],
+    condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'Pre', message: `${label}: waiting for the training side to commit` },
+    requeueAfterMs: policy.commitTimeoutMs - waited,
+  };
+}
+
+/** SnapshotTrigger: waits for the VolumeSnapshot to be readyToUse, asking again while it is missing. */
+function stepSnapshotTrigger(cycle: CheckpointCycle, obs: CheckpointObservation, policy: CheckpointCyclePolicy, label: string): CheckpointStep {
+  const now = obs.nowMs;
+  const committedMs = cycle.committedMs ?? cycle.startedMs;
+  const snap = obs.snapshot;
+  if (snap?.readyToUse === true) {
+    const next: CheckpointCycle = { ...cycle, phase: 'PostCommit', snapshotReadyMs: now };
+    return {
+      cycle: next,
+      actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
+      condition: {
+        type: CHECKPOINT_CONDITION,
+        status: 'True',
+        reason: 'PostCommit',
+        message: `${label}: VolumeSnapshot ${cycle.snapshotName} is ready; recording it`,
+      },
+    };
+  }
+  const waited = now - committedMs;
+  if (waited >= policy.snapshotTimeoutMs) {
+    return snap?.errorMessage !== undefined
+      ? fail(cycle, 'SnapshotFailed', `${label}: VolumeSnapshot ${cycle.snapshotName} failed: ${snap.errorMessage}; the last Ready checkpoint is kept`, true)
+      : fail(
           cycle,
-          full ? 'VolumeFull' : 'WriteFailed',
-          `${label} of step ${commit.step} failed: ${what}: ${commit.error}; the last Ready checkpoint is kept`,
-          obs.snapshot !== undefined,
+          'SnapshotNotReady',
+          `${label}: VolumeSnapshot ${cycle.snapshotName} not ready ${secs(waited)} after the commit (limit ${secs(policy.snapshotTimeoutMs)}); the last Ready checkpoint is kept`,
+          snap !== undefined,
         );
-      }
-      if (commit !== undefined) {
-        const want = expectedWriters(policy);
-        if (commit.ranksWritten < want) {
-          return fail(
-            cycle,
-            'IncompleteCommit',
-            `${label} committed step ${commit.step} with shards of ${commit.ranksWritten} of ${want} ranks (writers: ${policy.writers}); the last Ready checkpoint is kept`,
-            obs.snapshot !== undefined,
-          );
-        }
-        const next: CheckpointCycle = { ...cycle, phase: 'SnapshotTrigger', step: commit.step, committedMs: now };
-        return {
-          cycle: next,
-          actions: [{ kind: 'createVolumeSnapshot', name: cycle.snapshotName, seq: cycle.seq, step: commit.step }],
-          condition: {
+  }
+  // Not there yet (or a create that was lost): ask again, it is idempotent. An error may be transient
+  // (snapshot-controller retries), so it is shown, and only the deadline fails the cycle.
+  return {
+    cycle,
+    actions: snap === undefined ? [{ kind: 'createVolumeSnapshot', name: cycle.snapshotName, seq: cycle.seq, step: cycle.step ?? 0 }] : [],
+    condition:
+      snap?.errorMessage !== undefined
+        ? {
+            type: CHECKPOINT_CONDITION,
+            status: 'True',
+            reason: 'SnapshotError',
+            message: `${label}: VolumeSnapshot ${cycle.snapshotName}: ${snap.errorMessage}`,
+          }
+        : {
             type: CHECKPOINT_CONDITION,
             status: 'True',
             reason: 'SnapshotTrigger',
-            message: `${label}: step ${commit.step} committed; VolumeSnapshot ${cycle.snapshotName} requested`,
+            message: `${label}: waiting for VolumeSnapshot ${cycle.snapshotName} to be ready`,
           },
-          requeueAfterMs: policy.snapshotTimeoutMs,
-        };
-      }
-      const waited = now - cycle.startedMs;
-      if (waited >= policy.commitTimeoutMs) {
-        return fail(
-          cycle,
-          'NeverCommitted',
-          `${label} started ${secs(waited)} ago and never committed (limit ${secs(policy.commitTimeoutMs)}); the last Ready checkpoint is kept`,
-          obs.snapshot !== undefined,
-        );
-      }
-      return {
-        cycle,
-        actions: [],
-        condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'Pre', message: `${label}: waiting for the training side to commit` },
-        requeueAfterMs: policy.commitTimeoutMs - waited,
-      };
-    }
+    requeueAfterMs: policy.snapshotTimeoutMs - waited,
+  };
+}
 
-    case 'SnapshotTrigger': {
-      const committedMs = cycle.committedMs ?? cycle.startedMs;
-      const snap = obs.snapshot;
-      if (snap?.readyToUse === true) {
-        const next: CheckpointCycle = { ...cycle, phase: 'PostCommit', snapshotReadyMs: now };
-        return {
-          cycle: next,
-          actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
-          condition: {
-            type: CHECKPOINT_CONDITION,
-            status: 'True',
-            reason: 'PostCommit',
-            message: `${label}: VolumeSnapshot ${cycle.snapshotName} is ready; recording it`,
-          },
-        };
-      }
-      const waited = now - committedMs;
-      if (waited >= policy.snapshotTimeoutMs) {
-        return snap?.errorMessage !== undefined
-          ? fail(
-              cycle,
-              'SnapshotFailed',
-              `${label}: VolumeSnapshot ${cycle.snapshotName} failed: ${snap.errorMessage}; the last Ready checkpoint is kept`,
-              true,
-            )
-          : fail(
-              cycle,
-              'SnapshotNotReady',
-              `${label}: VolumeSnapshot ${cycle.snapshotName} not ready ${secs(waited)} after the commit (limit ${secs(policy.snapshotTimeoutMs)}); the last Ready checkpoint is kept`,
-              snap !== undefined,
-            );
-      }
-      // Not there yet (or a create that was lost): ask again, it is idempotent. An error may be transient
-      // (snapshot-controller retries), so it is shown, and only the deadline fails the cycle.
-      return {
-        cycle,
-        actions: snap === undefined ? [{ kind: 'createVolumeSnapshot', name: cycle.snapshotName, seq: cycle.seq, step: cycle.step ?? 0 }] : [],
-        condition:
-          snap?.errorMessage !== undefined
-            ? {
-                type: CHECKPOINT_CONDITION,
-                status: 'True',
-                reason: 'SnapshotError',
-                message: `${label}: VolumeSnapshot ${cycle.snapshotName}: ${snap.errorMessage}`,
-              }
-            : {
-                type: CHECKPOINT_CONDITION,
-                status: 'True',
-                reason: 'SnapshotTrigger',
-                message: `${label}: waiting for VolumeSnapshot ${cycle.snapshotName} to be ready`,
-              },
-        requeueAfterMs: policy.snapshotTimeoutMs - waited,
-      };
-    }
-
-    case 'PostCommit': {
-      const snap = obs.snapshot;
-      if (snap === undefined)
-        return fail(
-          cycle,
-          'SnapshotLost',
-          `${label}: VolumeSnapshot ${cycle.snapshotName} was deleted before it was recorded; the last Ready checkpoint is kept`,
-          false,
-        );
-      if (snap.committed) {
-        return {
-          cycle: { ...cycle, phase: 'Ready' },
-          actions: [],
-          condition: {
-            type: CHECKPOINT_CONDITION,
-            status: 'False',
-            reason: 'Ready',
-            message: `${label} of step ${cycle.step} is ready as VolumeSnapshot ${cycle.snapshotName}`,
-          },
-        };
-      }
-      return {
-        cycle,
-        actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
-        condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'PostCommit', message: `${label}: recording VolumeSnapshot ${cycle.snapshotName}` },
-      };
-    }
-  }
+/** PostCommit: marks the VolumeSnapshot committed until the mark is seen. */
+function stepPostCommit(cycle: CheckpointCycle, obs: CheckpointObservation, label: string): CheckpointStep {
+  const snap = obs.snapshot;
+  if (snap === undefined)
+    return fail(
+      cycle,
+      'SnapshotLost',
+      `${label}: VolumeSnapshot ${cycle.snapshotName} was deleted before it was recorded; the last Ready checkpoint is kept`,
+      false,
+    );
+  if (snap.committed) return readyStep({ ...cycle, phase: 'Ready' }, label);
+  return {
+    cycle,
+    actions: [{ kind: 'markSnapshotCommitted', name: cycle.snapshotName, step: cycle.step ?? 0 }],
+    condition: { type: CHECKPOINT_CONDITION, status: 'True', reason: 'PostCommit', message: `${label}: recording VolumeSnapshot ${cycle.snapshotName}` },
+  };
 }
 
 /** "Checkpoint written" → "snapshot ready" (the number `sits bench checkpoint` reports), once known. */

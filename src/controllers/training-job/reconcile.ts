@@ -633,6 +633,18 @@ function onFailure(ctx: Ctx, base: Status, fs: readonly Failure[]): ReconcileRes
   });
 }
 
+/** This attempt's gang as observed: its size now and its bounds, its replicas and probes. */
+interface Gang {
+  readonly base: Status;
+  /** Replicas of this attempt. */
+  readonly k: number;
+  readonly min: number;
+  readonly target: number;
+  readonly elastic: boolean;
+  readonly current: readonly PodObject[];
+  readonly probes: readonly PodObject[];
+}
+
 function active(ctx: Ctx): ReconcileResult {
   const base = baseStatus(ctx);
   const { min, target, elastic } = sizes(ctx.spec);
@@ -640,13 +652,32 @@ function active(ctx: Ctx): ReconcileResult {
   const current = ctx.pods.filter((p) => roleOf(p) === 'replica' && attemptOf(p) === ctx.attempt);
   const probes = ctx.pods.filter((p) => roleOf(p) === 'probe' && attemptOf(p) === ctx.attempt);
   const stale = ctx.pods.filter((p) => attemptOf(p) !== ctx.attempt || (roleOf(p) !== 'replica' && roleOf(p) !== 'probe'));
+  const g: Gang = { base, k, min, target, elastic, current, probes };
 
   const fs = failures(ctx, current, k);
   if (fs.length > 0) return onFailure(ctx, base, fs);
   if (current.length === k && current.every((p) => phaseOf(p) === 'Succeeded')) return succeed(ctx, { ...base, ...summary(ctx, current, k) });
+  const resized = resizeIntoBounds(ctx, g);
+  if (resized !== undefined) return resized;
 
+  const actions: Action[] = [...deletePods(stale), ...ensureService(ctx), ...ensurePodGroup(ctx, gangMinimum(ctx, k)), ...missingReplicas(ctx, g)];
+  const status: Status = { ...base, ...summary(ctx, current, k) };
+  const unbound = current.filter((p) => !isBound(p));
+  let wakeAt: number | undefined;
+  if (current.length === k && unbound.length === 0) allBound(ctx, g, status);
+  else {
+    const placing = partlyBound(ctx, g, status, unbound);
+    if ('restart' in placing) return placing.restart;
+    wakeAt = placing.wakeAt;
+  }
+  return probeForGrowth(ctx, g, status, actions, wakeAt);
+}
+
+/** spec.replicas went below the gang's size, or the gang is below its minimum: restart it at the target. */
+function resizeIntoBounds(ctx: Ctx, g: Gang): ReconcileResult | undefined {
+  const { k, min, target } = g;
   if (k > target) {
-    return restartGang(ctx, base, {
+    return restartGang(ctx, g.base, {
       replicas: target,
       delayMs: 0,
       reason: 'ScaledDown',
@@ -656,7 +687,7 @@ function active(ctx: Ctx): ReconcileResult {
     });
   }
   if (k < min) {
-    return restartGang(ctx, base, {
+    return restartGang(ctx, g.base, {
       replicas: target,
       delayMs: 0,
       reason: 'ScaledUp',
@@ -665,103 +696,128 @@ function active(ctx: Ctx): ReconcileResult {
       eventType: 'Normal',
     });
   }
+  return undefined;
+}
 
-  const actions: Action[] = [...deletePods(stale), ...ensureService(ctx), ...ensurePodGroup(ctx, gangMinimum(ctx, k))];
-  if (!current.some(hasRun)) {
-    const have = new Set(current.map(rankOf));
-    const from = ctx.st.checkpoint?.restoredFrom;
-    const restore = from !== undefined && from.attempt === ctx.attempt ? { snapshotName: from.snapshotName, step: from.step } : undefined;
-    for (let rank = 0; rank < k; rank++)
-      if (!have.has(rank))
-        actions.push({
-          kind: 'createPod',
-          pod: replicaPod(ctx.job, { rank, replicas: k, attempt: ctx.attempt, ...(restore === undefined ? {} : { restore }) }, ctx.cfg),
-        });
-  }
+/** Until a replica has run, the missing ranks are created (restoring the checkpoint this attempt restores from). */
+function missingReplicas(ctx: Ctx, g: Gang): Action[] {
+  const actions: Action[] = [];
+  if (g.current.some(hasRun)) return actions;
+  const have = new Set(g.current.map(rankOf));
+  const from = ctx.st.checkpoint?.restoredFrom;
+  const restore = from !== undefined && from.attempt === ctx.attempt ? { snapshotName: from.snapshotName, step: from.step } : undefined;
+  for (let rank = 0; rank < g.k; rank++)
+    if (!have.has(rank))
+      actions.push({
+        kind: 'createPod',
+        pod: replicaPod(ctx.job, { rank, replicas: g.k, attempt: ctx.attempt, ...(restore === undefined ? {} : { restore }) }, ctx.cfg),
+      });
+  return actions;
+}
 
-  const status: Status = { ...base, ...summary(ctx, current, k) };
+/** Every replica is bound: Scheduled, and Running once all run. */
+function allBound(ctx: Ctx, g: Gang, status: Status): void {
+  const { k, current } = g;
+  const running = current.every((p) => phaseOf(p) === 'Running' || phaseOf(p) === 'Succeeded');
+  status.phase = running ? 'Running' : 'Scheduling';
+  const nodes = status.nodes ?? [];
+  status.conditions = cond(ctx, g.base.conditions, {
+    type: 'Scheduled',
+    status: 'True',
+    reason: 'AllReplicasBound',
+    message: `${k} replicas bound to ${nodes.length} node(s): ${nodes.join(', ')}`,
+  });
+  status.conditions = running
+    ? cond(ctx, status.conditions, {
+        type: 'Running',
+        status: 'True',
+        reason: 'AllReplicasRunning',
+        message: `${k} replicas running, WORLD_SIZE ${k * ctx.nproc}`,
+      })
+    : condIfPresent(ctx, status.conditions, {
+        type: 'Running',
+        status: 'False',
+        reason: 'ContainersStarting',
+        message: 'waiting for every replica to start',
+      });
+}
+
+/**
+ * Some replicas are not bound yet: an elastic gang whose rest the scheduler gave up on restarts with the ones that
+ * fit, a partly placed gang past its scheduling timeout is released; otherwise it waits (until `wakeAt`).
+ */
+function partlyBound(
+  ctx: Ctx,
+  g: Gang,
+  status: Status,
+  unbound: readonly PodObject[],
+): { readonly restart: ReconcileResult } | { readonly wakeAt: number | undefined } {
+  const { k, min, elastic, current } = g;
   const bound = current.filter((p) => isBound(p) && !isTerminating(p));
-  const unbound = current.filter((p) => !isBound(p));
   let wakeAt: number | undefined;
-
-  if (current.length === k && unbound.length === 0) {
-    const running = current.every((p) => phaseOf(p) === 'Running' || phaseOf(p) === 'Succeeded');
-    status.phase = running ? 'Running' : 'Scheduling';
-    const nodes = status.nodes ?? [];
-    status.conditions = cond(ctx, base.conditions, {
-      type: 'Scheduled',
-      status: 'True',
-      reason: 'AllReplicasBound',
-      message: `${k} replicas bound to ${nodes.length} node(s): ${nodes.join(', ')}`,
-    });
-    status.conditions = running
-      ? cond(ctx, status.conditions, {
-          type: 'Running',
-          status: 'True',
-          reason: 'AllReplicasRunning',
-          message: `${k} replicas running, WORLD_SIZE ${k * ctx.nproc}`,
-        })
-      : condIfPresent(ctx, status.conditions, {
-          type: 'Running',
-          status: 'False',
-          reason: 'ContainersStarting',
-          message: 'waiting for every replica to start',
-        });
-  } else {
-    const unsched = unbound.filter(isUnschedulable);
-    const why = unbound.map(schedulerMessage).find((m) => m !== undefined && m !== '');
-    // The scheduler's forward run of the queue: the latest expected start over the replicas still waiting.
-    const expected = unbound.map((p) => parseTime(p.metadata.annotations?.[ANNOTATION.expectedStart])).filter((t): t is number => t !== undefined);
-    if (expected.length === unbound.length && expected.length > 0) status.estimatedStartTime = new Date(Math.max(...expected)).toISOString();
-    const settled = current.length === k && unbound.length > 0 && unbound.every((p) => givenUp(p, ctx.now, ctx.cfg.settleMs));
-    if (elastic && bound.length >= min && !settled) wakeAt = settleAt(unbound, ctx.cfg.settleMs);
-    if (elastic && settled && bound.length >= min) {
-      return restartGang(ctx, base, {
+  const unsched = unbound.filter(isUnschedulable);
+  const why = unbound.map(schedulerMessage).find((m) => m !== undefined && m !== '');
+  // The scheduler's forward run of the queue: the latest expected start over the replicas still waiting.
+  const expected = unbound.map((p) => parseTime(p.metadata.annotations?.[ANNOTATION.expectedStart])).filter((t): t is number => t !== undefined);
+  if (expected.length === unbound.length && expected.length > 0) status.estimatedStartTime = new Date(Math.max(...expected)).toISOString();
+  const settled = current.length === k && unbound.length > 0 && unbound.every((p) => givenUp(p, ctx.now, ctx.cfg.settleMs));
+  if (elastic && bound.length >= min && !settled) wakeAt = settleAt(unbound, ctx.cfg.settleMs);
+  if (elastic && settled && bound.length >= min) {
+    return {
+      restart: restartGang(ctx, g.base, {
         replicas: bound.length,
         delayMs: 0,
         reason: 'FitFewer',
         message: `only ${bound.length} of ${k} replicas fit now (${why ?? 'unschedulable'}); restarting the gang with ${bound.length} (minReplicas ${min})`,
         countsAsFailure: false,
         eventType: 'Normal',
-      });
-    }
-    if (bound.length > 0) {
-      // A partly placed gang must not hold GPUs forever.
-      const createdAt = minTime(...current.map((p) => parseTime(p.metadata.creationTimestamp))) ?? ctx.now;
-      const due = createdAt + ctx.spec.gangSchedulingTimeoutSeconds * 1000;
-      if (ctx.now >= due) {
-        const delayMs = backoffDelayMs((ctx.st.restartCount ?? 0) + 1, ctx.cfg);
-        return restartGang(ctx, base, {
+      }),
+    };
+  }
+  if (bound.length > 0) {
+    // A partly placed gang must not hold GPUs forever.
+    const createdAt = minTime(...current.map((p) => parseTime(p.metadata.creationTimestamp))) ?? ctx.now;
+    const due = createdAt + ctx.spec.gangSchedulingTimeoutSeconds * 1000;
+    if (ctx.now >= due) {
+      const delayMs = backoffDelayMs((ctx.st.restartCount ?? 0) + 1, ctx.cfg);
+      return {
+        restart: restartGang(ctx, g.base, {
           replicas: k,
           delayMs,
           reason: 'GangSchedulingTimeout',
           message: `${bound.length} of ${k} replicas were placed but the rest stayed unschedulable for ${ctx.spec.gangSchedulingTimeoutSeconds}s (${why ?? 'no explanation yet'}); releasing the gang and trying again in ${fmtSeconds(delayMs)}`,
           countsAsFailure: false,
           eventType: 'Warning',
-        });
-      }
-      wakeAt = minTime(wakeAt, due);
+        }),
+      };
     }
-    status.phase = bound.length === 0 && unsched.length > 0 ? 'Pending' : 'Scheduling';
-    status.conditions = cond(ctx, base.conditions, {
-      type: 'Scheduled',
-      status: 'False',
-      reason: unsched.length > 0 ? 'Unschedulable' : 'WaitingForScheduler',
-      message: unsched.length > 0 && why !== undefined ? why : `${bound.length} of ${k} replicas bound; waiting for the scheduler`,
-    });
-    status.conditions = condIfPresent(ctx, status.conditions, {
-      type: 'Running',
-      status: 'False',
-      reason: unsched.length > 0 ? 'Unschedulable' : 'Scheduling',
-      message: 'waiting for every replica to be placed',
-    });
+    wakeAt = minTime(wakeAt, due);
   }
+  status.phase = bound.length === 0 && unsched.length > 0 ? 'Pending' : 'Scheduling';
+  status.conditions = cond(ctx, g.base.conditions, {
+    type: 'Scheduled',
+    status: 'False',
+    reason: unsched.length > 0 ? 'Unschedulable' : 'WaitingForScheduler',
+    message: unsched.length > 0 && why !== undefined ? why : `${bound.length} of ${k} replicas bound; waiting for the scheduler`,
+  });
+  status.conditions = condIfPresent(ctx, status.conditions, {
+    type: 'Running',
+    status: 'False',
+    reason: unsched.length > 0 ? 'Unschedulable' : 'Scheduling',
+    message: 'waiting for every replica to be placed',
+  });
+  return { wakeAt };
+}
 
-  // Elastic growth: probes ask the scheduler whether more replicas fit; otherwise none should exist.
-  const growing = elastic && status.phase === 'Running' && k < target;
+/** Elastic growth: probes ask the scheduler whether more replicas fit; otherwise none should exist. */
+function probeForGrowth(ctx: Ctx, g: Gang, status: Status, actions: Action[], wakeAt: number | undefined): ReconcileResult {
+  const { k, target, current, probes } = g;
+  const growing = g.elastic && status.phase === 'Running' && k < target;
   if (!growing) {
     actions.push(...deletePods(probes));
-    const pg = ctx.o.podGroups.find((g) => g.metadata.name === probeGroupName(ctx.name) && isOwnedBy(g, ctx.job.metadata.uid) && !isTerminating(g));
+    const pg = ctx.o.podGroups.find(
+      (group) => group.metadata.name === probeGroupName(ctx.name) && isOwnedBy(group, ctx.job.metadata.uid) && !isTerminating(group),
+    );
     if (pg !== undefined) actions.push({ kind: 'deletePodGroup', name: pg.metadata.name ?? '', uid: pg.metadata.uid ?? '' });
     return result(ctx, status, actions, wakeAt);
   }
@@ -775,7 +831,9 @@ function active(ctx: Ctx): ReconcileResult {
   const wanted = new Set(Array.from({ length: want }, (_, i) => probePodName(ctx.name, i)));
   const keep = probes.filter((p) => wanted.has(p.metadata.name ?? ''));
   actions.push(...deletePods(probes.filter((p) => !wanted.has(p.metadata.name ?? ''))));
-  const pg = ctx.o.podGroups.find((g) => g.metadata.name === probeGroupName(ctx.name) && isOwnedBy(g, ctx.job.metadata.uid) && !isTerminating(g));
+  const pg = ctx.o.podGroups.find(
+    (group) => group.metadata.name === probeGroupName(ctx.name) && isOwnedBy(group, ctx.job.metadata.uid) && !isTerminating(group),
+  );
   if (pg === undefined) actions.push({ kind: 'applyPodGroup', podGroup: probePodGroup(ctx.job), exists: false });
   const have = new Set(keep.map((p) => p.metadata.name));
   for (let i = 0; i < want; i++) if (!have.has(probePodName(ctx.name, i))) actions.push({ kind: 'createPod', pod: probePod(ctx.job, i, ctx.attempt, ctx.cfg) });
@@ -784,7 +842,7 @@ function active(ctx: Ctx): ReconcileResult {
   if (!settled) wakeAt = minTime(wakeAt, settleAt(keep, ctx.cfg.settleMs));
   if (settled && placed.length > 0) {
     const next = k + placed.length;
-    return restartGang(ctx, base, {
+    return restartGang(ctx, g.base, {
       replicas: next,
       delayMs: 0,
       reason: 'CapacityFreed',

@@ -21,6 +21,28 @@ export interface IndexCounters {
   builds: number;
 }
 
+/**
+ * The per-node part of a shape whose results depend on other pods' domains (ADR 0054): filters and scores are
+ * kept per node version in `reason`/`score`, and the inter-pod verdict is laid over them; nodes whose domain
+ * counts changed get only the overlay re-done.
+ */
+class InterPodPart {
+  /** Made at each full build. */
+  inter: InterPodState | undefined;
+  readonly reason: Uint8Array;
+  readonly score: Float64Array;
+
+  constructor(
+    n: number,
+    /** Profile weights of the overlay's scores (0 = the profile does not score them). */
+    readonly spreadWeight: number,
+    readonly affinityWeight: number,
+  ) {
+    this.reason = new Uint8Array(n);
+    this.score = new Float64Array(n);
+  }
+}
+
 export class ScoreIndex {
   private readonly n: number;
   private readonly size: number;
@@ -38,18 +60,8 @@ export class ScoreIndex {
   private readonly scorers: readonly WeightedScorer[];
   /** False when a plugin reads the node's name for this shape: no result is shared within a spec class. */
   private readonly shareClasses: boolean;
-  /**
-   * Shapes whose results depend on other pods' domains (ADR 0054): the per-node part (filters, scores) is kept
-   * per node version in `localReason`/`localScore`, and the inter-pod verdict is laid over it; nodes whose
-   * domain counts changed get only the overlay re-done.
-   */
-  private readonly interPod: boolean;
-  private inter: InterPodState | undefined;
-  private readonly localReason: Uint8Array | undefined;
-  private readonly localScore: Float64Array | undefined;
-  /** Profile weights of the overlay's scores (0 = the profile does not score them). */
-  private readonly spreadWeight: number;
-  private readonly affinityWeight: number;
+  /** Set for shapes whose results depend on other pods' domains (ADR 0054). */
+  private readonly interPod: InterPodPart | undefined;
 
   constructor(
     private readonly state: ClusterState,
@@ -76,22 +88,24 @@ export class ScoreIndex {
       : profile.scorers.filter((s) => s.plugin.score !== undefined && (s.plugin.preScore?.(pod, state) ?? true));
     this.shareClasses = !profile.filters.some((f) => f.readsNodeName?.(pod) === true) && !this.scorers.some((s) => s.plugin.readsNodeName?.(pod) === true);
     // Pods without inter-pod fields need the state only for the symmetric check, when some pod has required anti-affinity.
-    this.interPod = hasInterPodFields(pod) || symmetric;
-    this.spreadWeight = profile.scorers.find((s) => s.plugin.interPodScore === 'spread')?.weight ?? 0;
-    this.affinityWeight = profile.scorers.find((s) => s.plugin.interPodScore === 'affinity')?.weight ?? 0;
-    if (this.interPod) {
-      this.localReason = new Uint8Array(this.n);
-      this.localScore = new Float64Array(this.n);
-    }
+    this.interPod =
+      hasInterPodFields(pod) || symmetric
+        ? new InterPodPart(
+            this.n,
+            profile.scorers.find((s) => s.plugin.interPodScore === 'spread')?.weight ?? 0,
+            profile.scorers.find((s) => s.plugin.interPodScore === 'affinity')?.weight ?? 0,
+          )
+        : undefined;
   }
 
   /** Brings every entry up to date with the cluster state. */
   refresh(): void {
     const st = this.state;
+    const inter = this.interPod?.inter;
     // Inter-pod counters first: every node re-evaluated below then reads the current counts.
-    if (this.seenSeq >= 0 && (this.inter === undefined || this.inter.replay(this.seenSeq)) && st.forEachChange(this.seenSeq, this.onChange)) {
+    if (this.seenSeq >= 0 && (inter === undefined || inter.replay(this.seenSeq)) && st.forEachChange(this.seenSeq, this.onChange)) {
       this.seenSeq = st.seq;
-      if (this.inter !== undefined) this.inter.flush(this.onDomainChange);
+      if (inter !== undefined) inter.flush(this.onDomainChange);
       return;
     }
     this.build();
@@ -118,18 +132,19 @@ export class ScoreIndex {
   /** Node i's final result: its kept per-node result with the inter-pod verdict over it. */
   private overlay(i: number): void {
     const leaf = this.size + i;
-    let r = (this.localReason as Uint8Array)[i] as number;
-    if (r === Reason.Fits) r = (this.inter as InterPodState).filter(i);
+    const part = this.interPod as InterPodPart;
+    const inter = part.inter as InterPodState;
+    let r = part.reason[i] as number;
+    if (r === Reason.Fits) r = inter.filter(i);
     this.reason[i] = r;
     if (r !== Reason.Fits) {
       this.tree[leaf] = -1;
       this.count[leaf] = 0;
       return;
     }
-    const inter = this.inter as InterPodState;
-    let total = (this.localScore as Float64Array)[i] as number;
-    if (this.spreadWeight !== 0 && inter.hasSoftSpread) total += this.spreadWeight * inter.spreadScore(i);
-    if (this.affinityWeight !== 0 && inter.hasPreferred) total += this.affinityWeight * inter.preferredScore(i);
+    let total = part.score[i] as number;
+    if (part.spreadWeight !== 0 && inter.hasSoftSpread) total += part.spreadWeight * inter.spreadScore(i);
+    if (part.affinityWeight !== 0 && inter.hasPreferred) total += part.affinityWeight * inter.preferredScore(i);
     this.score[i] = total;
     this.tree[leaf] = i;
     this.count[leaf] = 1;
@@ -142,11 +157,11 @@ export class ScoreIndex {
    */
   private build(): void {
     this.counters.builds++;
-    if (this.interPod) {
-      this.inter = new InterPodState(this.state, this.pod, {
+    if (this.interPod !== undefined) {
+      this.interPod.inter = new InterPodState(this.state, this.pod, {
         hardPodAffinityWeight: this.profile.hardPodAffinityWeight ?? DEFAULT_INTER_POD_ARGS.hardPodAffinityWeight,
       });
-      this.buildLocal();
+      this.buildLocal(this.interPod);
       for (let p = this.size - 1; p >= 1; p--) this.pull(p);
       return;
     }
@@ -184,13 +199,13 @@ export class ScoreIndex {
   }
 
   /** `build` for inter-pod shapes: the per-node part shared within spec classes as there, the overlay per node. */
-  private buildLocal(): void {
+  private buildLocal(part: InterPodPart): void {
     const classes = this.state.specClasses();
     const of = classes.of;
     const first = new Int32Array(classes.count).fill(-1);
     const nodes = this.state.nodes;
-    const localReason = this.localReason as Uint8Array;
-    const localScore = this.localScore as Float64Array;
+    const localReason = part.reason;
+    const localScore = part.score;
     for (let i = 0; i < this.n; i++) {
       if (this.shareClasses && (nodes[i] as NodeState).version === 0) {
         const c = of[i] as number;
@@ -210,8 +225,8 @@ export class ScoreIndex {
 
   /** Filters and scores node i into the leaf (no tree update). */
   private evaluate(i: number): void {
-    if (this.interPod) {
-      this.evaluateLocal(i);
+    if (this.interPod !== undefined) {
+      this.evaluateLocal(this.interPod, i);
       this.overlay(i);
       return;
     }
@@ -233,17 +248,17 @@ export class ScoreIndex {
     this.count[leaf] = 1;
   }
 
-  /** The per-node part of an inter-pod shape into localReason/localScore. */
-  private evaluateLocal(i: number): void {
+  /** The per-node part of an inter-pod shape into its reason/score. */
+  private evaluateLocal(part: InterPodPart, i: number): void {
     this.counters.evaluations++;
     const node = this.state.nodes[i] as NodeState;
     this.version[i] = node.version;
     const r = evaluateFilters(this.profile, this.pod, node);
-    (this.localReason as Uint8Array)[i] = r;
+    part.reason[i] = r;
     if (r !== Reason.Fits) return;
     let total = 0;
     for (const s of this.scorers) total += s.weight * (s.plugin.score as (p: PodSpec, n: NodeState) => number)(this.pod, node);
-    (this.localScore as Float64Array)[i] = total;
+    part.score[i] = total;
   }
 
   private update(i: number): void {

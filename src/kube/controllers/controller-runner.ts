@@ -117,19 +117,68 @@ class OwnerIndex {
 /** The `KubeApiError` message without its `METHOD path: status reason: ` prefix (the status carries those). */
 const apiMessage = (e: unknown): string => (e instanceof KubeApiError ? e.message.replace(/^\S+ \S+: \d+ \S*: /, '') : (e as Error).message);
 
+/** The last failed actions of each object (the next reconcile sees them) and how many reconciles in a row failed. */
+class FailureMemory {
+  private readonly lastErrors = new Map<string, ApplyFailure[]>();
+  private readonly streak = new Map<string, number>();
+
+  of(key: string): ApplyFailure[] | undefined {
+    return this.lastErrors.get(key);
+  }
+
+  /** Keeps the errors; returns how many reconciles of the object in a row have now failed. */
+  record(key: string, errors: ApplyFailure[]): number {
+    this.lastErrors.set(key, errors);
+    const n = (this.streak.get(key) ?? 0) + 1;
+    this.streak.set(key, n);
+    return n;
+  }
+
+  forget(key: string): void {
+    this.lastErrors.delete(key);
+    this.streak.delete(key);
+  }
+}
+
+/** Timers of the reflectors' next looks at a kind that could not be listed. */
+class RetryTimers {
+  private readonly timers = new Set<ReturnType<typeof setTimeout>>();
+  /** Kinds whose API was not served at the last look, with the look to take now when an action proves it is back. */
+  private readonly absent = new Map<string, () => void>();
+
+  /** Calls `look` after `delayMs`; for an absent kind also at once on `lookNow(kind)`. */
+  schedule(kind: string, absent: boolean, delayMs: number, look: () => void): void {
+    const again = (): void => {
+      clearTimeout(t);
+      this.timers.delete(t);
+      this.absent.delete(kind);
+      look();
+    };
+    const t = setTimeout(again, delayMs);
+    this.timers.add(t);
+    if (absent) this.absent.set(kind, again);
+  }
+
+  /** A write of `kind` succeeded: if its API was absent, it has been installed since, so look now. */
+  lookNow(kind: string): void {
+    if (this.absent.has(kind)) this.absent.get(kind)?.();
+  }
+
+  clear(): void {
+    for (const t of this.timers) clearTimeout(t);
+  }
+}
+
 export class ControllerRunner<P extends Primary = Primary> {
   private readonly objects = new Map<string, P>();
   private readonly indexes = new Map<string, { readonly type: OwnedResource; readonly index: OwnerIndex }>();
   /** Referenced kinds: every object of the kind by `namespace/name` (watched without the owner label). */
   private readonly refs = new Map<string, { readonly type: ReferencedResource; readonly objects: Map<string, WireObject> }>();
   private readonly expectations = new Map<string, Expectation>();
-  private readonly lastErrors = new Map<string, ApplyFailure[]>();
-  private readonly errorStreak = new Map<string, number>();
+  private readonly failures = new FailureMemory();
   private readonly queue: WorkQueue;
   private readonly reflectors: Reflector<WireObject>[] = [];
-  private readonly retryTimers = new Set<ReturnType<typeof setTimeout>>();
-  /** Kinds whose API was not served at the last look, with the look to take now when an action proves it is back. */
-  private readonly absent = new Map<string, () => void>();
+  private readonly retries = new RetryTimers();
   private readonly log: (m: string) => void;
   private readonly clock: Clock;
   private readonly tracing: Tracing;
@@ -205,8 +254,7 @@ export class ControllerRunner<P extends Primary = Primary> {
         const key = objectKey(o);
         this.objects.delete(key);
         this.expectations.delete(key);
-        this.lastErrors.delete(key);
-        this.errorStreak.delete(key);
+        this.failures.forget(key);
       },
       error: (e) => this.log(`${what} watch: ${e.message}`),
     });
@@ -246,15 +294,9 @@ export class ControllerRunner<P extends Primary = Primary> {
           );
         else this.log(`${what}: ${message}; retrying in ${CRD_RETRY_MS / 1000}s`);
       }
-      const again = (): void => {
-        clearTimeout(t);
-        this.retryTimers.delete(t);
-        this.absent.delete(type.kind);
+      this.retries.schedule(type.kind, absent, absent ? delayMs : CRD_RETRY_MS, () => {
         void this.startReflector(r, type, isPrimary, message, absent ? Math.min(delayMs * 2, ABSENT_RETRY_MAX_MS) : CRD_RETRY_MS);
-      };
-      const t = setTimeout(again, absent ? delayMs : CRD_RETRY_MS);
-      this.retryTimers.add(t);
-      if (absent) this.absent.set(type.kind, again);
+      });
     }
   }
 
@@ -266,7 +308,7 @@ export class ControllerRunner<P extends Primary = Primary> {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.leaderTimer !== undefined) clearInterval(this.leaderTimer);
-    for (const t of this.retryTimers) clearTimeout(t);
+    this.retries.clear();
     for (const r of this.reflectors) r.stop();
     await this.queue.stop();
   }
@@ -318,7 +360,7 @@ export class ControllerRunner<P extends Primary = Primary> {
         kind,
         type.names(obj).flatMap((n) => objects.get(`${ns}/${n}`) ?? []),
       );
-    const errors = this.lastErrors.get(key);
+    const errors = this.failures.of(key);
     const reconcile = async (span: TraceSpan | undefined): Promise<void> => {
       const started = performance.now();
       let outcome: ReconcileResult = 'error';
@@ -389,7 +431,7 @@ export class ControllerRunner<P extends Primary = Primary> {
       try {
         await (this.tracing.enabled ? this.tracing.run('sits.action', actionAttributes(a), () => this.act(ns, obj, a)) : this.act(ns, obj, a));
         // A write to a kind whose API was absent succeeded: it has been installed, so watch it now, not at the next look.
-        if ((a.op === 'create' || a.op === 'patch' || a.op === 'apply') && this.absent.has(a.kind)) this.absent.get(a.kind)?.();
+        if (a.op === 'create' || a.op === 'patch' || a.op === 'apply') this.retries.lookNow(a.kind);
         if (a.op === 'create') note(created, a.kind, a.object.metadata.name ?? '');
         if (a.op === 'delete') note(deleted, a.kind, a.uid);
       } catch (e) {
@@ -461,10 +503,7 @@ export class ControllerRunner<P extends Primary = Primary> {
     for (const group of groups) await Promise.all(group.map(run));
     expect();
     if (errors.length > 0) this.failed(key, errors);
-    else {
-      this.lastErrors.delete(key);
-      this.errorStreak.delete(key);
-    }
+    else this.failures.forget(key);
     // Long waits (deadlines, TTLs of days) are re-evaluated hourly: setTimeout cannot hold more than ~24 days.
     if (res.requeueAfterMs !== undefined) this.queue.addAfter(key, Math.min(res.requeueAfterMs + 20, 3_600_000));
     return errors.length > 0 ? 'error' : 'ok';
@@ -473,9 +512,7 @@ export class ControllerRunner<P extends Primary = Primary> {
   /** Keeps the errors for the next reconcile (status shows them) and retries with backoff (1 s doubling to 60 s). */
   private failed(key: string, errors: ApplyFailure[]): void {
     for (const e of errors) this.log(`${this.noun} ${key}: ${e.action} ${e.name ?? ''}: ${e.status} ${e.message}`);
-    this.lastErrors.set(key, errors);
-    const n = (this.errorStreak.get(key) ?? 0) + 1;
-    this.errorStreak.set(key, n);
+    const n = this.failures.record(key, errors);
     this.queue.addAfter(key, Math.min(1000 * 2 ** (n - 1), 60_000));
   }
 

@@ -76,14 +76,74 @@ export const TOKEN_AUTOSCALER_DEFAULTS: Omit<TokenAutoscalerConfig, 'sloTtftSec'
   riskHoldSec: 600,
 };
 
+/**
+ * The per-replica threshold and what it is calibrated on: what one replica carried in the recent window, and the
+ * per-replica demand carried within the SLO (each calibration window's peak, kept when no risk was seen in it).
+ */
+class ThresholdCalibration {
+  /** Undefined until the first calibration with history. */
+  threshold: number | undefined;
+  private last = Number.NEGATIVE_INFINITY;
+  readonly perReplica: Window;
+  private proven: Window;
+  private windowPeak = 0;
+  private windowRisk = false;
+
+  constructor(private readonly cfg: TokenAutoscalerConfig) {
+    this.perReplica = new Window(cfg.historyWindowSec);
+    this.proven = new Window(cfg.historyWindowSec);
+  }
+
+  get calibrated(): number {
+    return this.threshold ?? this.cfg.initialThreshold;
+  }
+
+  get provenMax(): number {
+    return this.proven.max();
+  }
+
+  /** An observation of the current calibration window: whether the SLO was at risk, and the smoothed demand per ready replica. */
+  see(risk: boolean, perReadyReplica: number | undefined): void {
+    this.windowRisk ||= risk;
+    if (perReadyReplica !== undefined) this.windowPeak = Math.max(this.windowPeak, perReadyReplica);
+  }
+
+  /**
+   * 000 §4.3: the first threshold is the P95 of what one replica has carried in the recent window (what the
+   * service demonstrably sustains); afterwards it moves with the SLO — down when the TTFT p99 misses it, up while
+   * replicas carry close to it, the p99 is under half the SLO and nothing queues (room to pack more tokens).
+   */
+  calibrate(obs: ServiceObservation): void {
+    const c = this.cfg;
+    if (obs.nowSec - this.last < c.calibrationSec) return;
+    this.last = obs.nowSec;
+    // The window's TTFT p99 covers the window's requests: no risk seen in it means its peak was carried within the SLO.
+    if (!this.windowRisk && this.windowPeak > 0 && obs.ttftP99Sec !== undefined) this.proven.push(obs.nowSec, this.windowPeak);
+    this.windowPeak = 0;
+    this.windowRisk = false;
+    const carried = this.perReplica.quantile(0.95);
+    if (this.threshold === undefined) {
+      if (obs.nowSec >= c.calibrationSec && carried > 0) this.threshold = clamp(carried, c.minThreshold, c.maxThreshold);
+      return;
+    }
+    if (obs.ttftP99Sec !== undefined && obs.ttftP99Sec > c.sloTtftSec) {
+      this.threshold = clamp(this.threshold * c.lower, c.minThreshold, c.maxThreshold);
+      // A miss contradicts what was proven (the requests or the engine changed): learn the capacity afresh.
+      this.proven = new Window(c.historyWindowSec);
+    }
+    // Raise only on evidence: replicas recently carried close to the threshold and the SLO held with room.
+    else if ((obs.ttftP99Sec ?? 0) < c.sloTtftSec / 2 && obs.waiting === 0 && obs.kvCacheUsage < 0.9 && carried >= 0.8 * this.threshold) {
+      this.threshold = clamp(this.threshold * c.raise, c.minThreshold, c.maxThreshold);
+    }
+  }
+}
+
 export class TokenAutoscaler implements Autoscaler {
   readonly name = 'sits';
   private readonly history: Window;
   private readonly panic: Window;
-  private readonly perReplica: Window;
   private readonly smoothing: Window;
-  private threshold: number | undefined;
-  private lastCalibration = Number.NEGATIVE_INFINITY;
+  private readonly calibration: ThresholdCalibration;
   private current: number | undefined;
   private lowerSince: number | undefined;
   private lastStepDown = Number.NEGATIVE_INFINITY;
@@ -94,17 +154,12 @@ export class TokenAutoscaler implements Autoscaler {
   private lastBacklog = 0;
   private demand = 0;
   private riskAt = Number.NEGATIVE_INFINITY;
-  /** Per-replica demand carried within the SLO: each calibration window's peak, kept when no risk was seen in it. */
-  private proven: Window;
-  private windowPeak = 0;
-  private windowRisk = false;
 
   constructor(private readonly cfg: TokenAutoscalerConfig) {
     this.history = new Window(cfg.historyWindowSec);
     this.panic = new Window(cfg.panicWindowSec);
-    this.perReplica = new Window(cfg.historyWindowSec);
     this.smoothing = new Window(cfg.smoothingSec);
-    this.proven = new Window(cfg.historyWindowSec);
+    this.calibration = new ThresholdCalibration(cfg);
   }
 
   /** The token demand of the last observation (tokens/s: served plus the queue drained over drainSec), for events. */
@@ -114,17 +169,17 @@ export class TokenAutoscaler implements Autoscaler {
 
   /** The per-replica threshold replicas are sized with (tokens/s): the calibrated one or the proven capacity, the higher. */
   get tokensPerReplica(): number {
-    return Math.max(this.threshold ?? this.cfg.initialThreshold, this.provenTokensPerReplica);
+    return Math.max(this.calibration.calibrated, this.provenTokensPerReplica);
   }
 
   /** The threshold the SLO feedback calibrated (tokens/s per replica), before the proven capacity raises it. */
   get calibratedTokensPerReplica(): number {
-    return this.threshold ?? this.cfg.initialThreshold;
+    return this.calibration.calibrated;
   }
 
   /** The most one replica carried (smoothed demand per ready replica) in a recent window the SLO held throughout. */
   get provenTokensPerReplica(): number {
-    return this.proven.max();
+    return this.calibration.provenMax;
   }
 
   /** When the SLO was last seen at risk (seconds; -Infinity when never), for status and tests. */
@@ -157,13 +212,12 @@ export class TokenAutoscaler implements Autoscaler {
     this.smoothing.push(obs.nowSec, arriving);
     this.history.push(obs.nowSec, this.smoothing.mean());
     this.panic.push(obs.nowSec, demand);
-    if (obs.readyReplicas > 0) this.perReplica.push(obs.nowSec, served / obs.readyReplicas);
+    if (obs.readyReplicas > 0) this.calibration.perReplica.push(obs.nowSec, served / obs.readyReplicas);
     if (demand > 0 || obs.running > 0 || obs.waiting > 0) this.lastDemand = obs.nowSec;
     const risk = sloAtRisk(obs, backlog, served, this.tokensPerReplica, c.sloTtftSec * c.riskTtftFraction);
     if (risk) this.riskAt = obs.nowSec;
-    this.windowRisk ||= risk;
-    if (obs.readyReplicas > 0) this.windowPeak = Math.max(this.windowPeak, this.smoothing.mean() / obs.readyReplicas);
-    this.calibrate(obs);
+    this.calibration.see(risk, obs.readyReplicas > 0 ? this.smoothing.mean() / obs.readyReplicas : undefined);
+    this.calibration.calibrate(obs);
     const theta = this.tokensPerReplica;
     const atRisk = obs.nowSec - this.riskAt <= c.riskHoldSec;
     const current = (this.current ??= obs.desiredReplicas);
@@ -198,35 +252,6 @@ export class TokenAutoscaler implements Autoscaler {
     } else this.lowerSince = undefined;
     this.current = next;
     return next;
-  }
-
-  /**
-   * 000 §4.3: the first threshold is the P95 of what one replica has carried in the recent window (what the
-   * service demonstrably sustains); afterwards it moves with the SLO — down when the TTFT p99 misses it, up while
-   * replicas carry close to it, the p99 is under half the SLO and nothing queues (room to pack more tokens).
-   */
-  private calibrate(obs: ServiceObservation): void {
-    const c = this.cfg;
-    if (obs.nowSec - this.lastCalibration < c.calibrationSec) return;
-    this.lastCalibration = obs.nowSec;
-    // The window's TTFT p99 covers the window's requests: no risk seen in it means its peak was carried within the SLO.
-    if (!this.windowRisk && this.windowPeak > 0 && obs.ttftP99Sec !== undefined) this.proven.push(obs.nowSec, this.windowPeak);
-    this.windowPeak = 0;
-    this.windowRisk = false;
-    const carried = this.perReplica.quantile(0.95);
-    if (this.threshold === undefined) {
-      if (obs.nowSec >= c.calibrationSec && carried > 0) this.threshold = clamp(carried, c.minThreshold, c.maxThreshold);
-      return;
-    }
-    if (obs.ttftP99Sec !== undefined && obs.ttftP99Sec > c.sloTtftSec) {
-      this.threshold = clamp(this.threshold * c.lower, c.minThreshold, c.maxThreshold);
-      // A miss contradicts what was proven (the requests or the engine changed): learn the capacity afresh.
-      this.proven = new Window(c.historyWindowSec);
-    }
-    // Raise only on evidence: replicas recently carried close to the threshold and the SLO held with room.
-    else if ((obs.ttftP99Sec ?? 0) < c.sloTtftSec / 2 && obs.waiting === 0 && obs.kvCacheUsage < 0.9 && carried >= 0.8 * this.threshold) {
-      this.threshold = clamp(this.threshold * c.raise, c.minThreshold, c.maxThreshold);
-    }
   }
 }
 
