@@ -10,8 +10,7 @@ import { runController, type RunningController } from '../kube/controllers/contr
 import { createNs, waitFor } from '../harness/e2e-kit.ts';
 import { EXIT_CODE_ANNOTATION, TERMINATION_MESSAGE_ANNOTATION } from '../harness/fake-kubelet.ts';
 import { dataPipelineController } from '../controllers/data-pipeline/controller.ts';
-import type { DataPipelineObject } from '../controllers/data-pipeline/model.ts';
-import type { TargetService } from '../controllers/data-pipeline/adapter-stage.ts';
+import type { DataPipelineObject, TargetService } from '../controllers/data-pipeline/model.ts';
 
 const API = '/apis/ai.sits2026.dev/v1';
 const pipelines = (ns: string): string => `${API}/namespaces/${ns}/datapipelines`;

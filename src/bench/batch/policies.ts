@@ -193,14 +193,7 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   const records: RecordInfo[] = reqs.map((r) => ({ customId: `req-${r.index}`, promptTokens: r.promptTokens, maxOutputTokens: r.outputTokens }));
   const store = new MemoryOutputStore();
   const quarantine = new MemoryQuarantine();
-  const cfg = {
-    jobUid: 'bench',
-    records,
-    shardRecords: deriveShardRecords(records.length, gpus),
-    ladder: DEFAULT_LADDER,
-    longTail: DEFAULT_LONG_TAIL,
-    quarantine,
-  };
+  const cfg = { jobUid: 'bench', records, shardRecords: deriveShardRecords(records.length, gpus), ladder: DEFAULT_LADDER, longTail: DEFAULT_LONG_TAIL, quarantine };
   let c = BatchCoordinator.open(store, cfg, 0);
   const mix = { promptTokens: reqs.map((r) => r.promptTokens), outputTokens: reqs.map((r) => r.outputTokens) };
   const bounds = { min: 1, max: m.maxNumSeqs };
@@ -209,22 +202,13 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
   // A batch plugin decides where the built-in would; a decision it fails is the built-in's (decideBatchSize).
   const plugin = o.batchPlugin;
   const pluginBase = plugin === undefined ? undefined : batchSizeInputs(kvCapacityTokens(m, undefined), mix, o.kvHitRate, bounds, o.slaP99Ms);
-  let pluginTally: PluginTally = { plugin: 0, builtin: 0 };
-  const decide = (current: number, observed: { p99Ms: number; memoryFraction: number } | undefined, builtin: number): number => {
-    if (plugin === undefined || pluginBase === undefined) return builtin;
-    const inputs = observed === undefined ? pluginBase : { ...pluginBase, current, observedP99Ms: observed.p99Ms, memoryFraction: observed.memoryFraction };
-    const d = decideBatchSize(plugin, inputs, builtin);
-    pluginTally = tally(pluginTally, d.source, d.reason);
-    return d.value;
-  };
+  const decisions = new PluginDecisions(plugin, pluginBase);
+  const decide = (current: number, observed: { p99Ms: number; memoryFraction: number } | undefined, builtin: number): number => decisions.decide(current, observed, builtin);
   const init = { size: decide(0, undefined, builtinInit.size) };
   // The p99 of fewer than 100 samples is their maximum: a window of 128 is the smallest whose p99 is a p99.
   const windowN = o.windowRequests ?? 128;
   const f = o.faults ?? {};
-  const workers: Worker[] = Array.from({ length: gpus }, (_, i) => {
-    const e = new EngineSim(m);
-    return { i, info: { id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true }, e, live: [], size: init.size, window: [], windowFrom: { busyMs: 0, modelMs: 0 }, downUntil: 0 };
-  });
+  const workers: Worker[] = Array.from({ length: gpus }, (_, i) => newWorker(m, i, init.size));
   for (const w of workers) c.register(w.info);
   const lat: number[] = [];
   const sizes: number[] = [];
@@ -296,31 +280,17 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
       lat.push(d.doneMs - d.submitMs);
       w.window.push(d.doneMs - d.submitMs);
       l.done.add(d.req.index);
-      let contiguous = 0;
-      while (l.done.has(l.a.range.start + contiguous)) contiguous++;
+      const contiguous = contiguousDone(l);
       c.progress(l.a.attemptId, contiguous, 0);
       if (l.done.size === l.end - l.a.range.start && l.next >= l.end) finishAttempt(w, l);
       else if (checkpointMs > 0 && d.doneMs - l.checkpoint.atMs >= checkpointMs && contiguous > l.checkpoint.upTo) checkpoint(l, contiguous, d.doneMs);
     }
     if (w.window.length >= windowN) {
-      const p99 = percentile(w.window, 99) ?? 0;
-      const modelled = w.e.modelMs - w.windowFrom.modelMs;
-      const slowdown = modelled > 0 ? (w.e.busyMs - w.windowFrom.busyMs) / modelled : 1;
-      const observed = { p99Ms: p99, memoryFraction: w.e.kvFraction };
+      const { observed, slowdown } = windowObservation(w);
       w.size = decide(w.size, observed, aimdStep(w.size, { ...observed, slowdown }, aimd).size);
       sizes.push(w.size);
       w.window = [];
       w.windowFrom = { busyMs: w.e.busyMs, modelMs: w.e.modelMs };
-    }
-  };
-
-  const failDue = (w: Worker): void => {
-    for (const l of [...w.live]) {
-      if (l.failAtMs === undefined || w.e.nowMs < l.failAtMs) continue;
-      const br = broken(w, w.e.nowMs);
-      w.e.drop(l.tag);
-      w.live = w.live.filter((x) => x !== l);
-      c.fail(l.a.attemptId, { kind: br?.kind ?? 'crash', message: 'injected device fault', device: w.info.device }, w.e.nowMs);
     }
   };
 
@@ -335,39 +305,20 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     // Events due by now: kills, coordinator restarts, the coordinator's tick.
     if (kills.length > 0 && (kills[0]?.atMs ?? Infinity) <= now) {
       const k = kills.shift() as { worker: number; atMs: number };
-      const w = workers[k.worker] as Worker;
-      w.e.clear();
-      w.live = [];
-      c.lost(w.info.id);
-      w.downUntil = k.atMs + m.startupSec * 1000;
-      w.e.idleUntil(w.downUntil);
-      c.register(w.info);
+      killWorker(c, workers[k.worker] as Worker, k.atMs + m.startupSec * 1000);
       continue;
     }
     if (restarts.length > 0 && (restarts[0] ?? Infinity) <= now) {
       restarts.shift();
       events.push(...c.events);
       c = BatchCoordinator.open(store, cfg, now);
-      for (const w of workers) {
-        c.register(w.info);
-        for (const l of [...w.live]) {
-          let contiguous = 0;
-          while (l.done.has(l.a.range.start + contiguous)) contiguous++;
-          if (c.adopt(l.a.attemptId, { start: l.a.range.start, end: l.end }, w.info, l.startMs, contiguous) === 'cancel') {
-            w.e.drop(l.tag);
-            w.live = w.live.filter((x) => x !== l);
-          }
-        }
-      }
+      adoptAll(c, workers);
       continue;
     }
     if (now >= nextTick) {
       // Idle: up (a killed worker is down until its engine is back), nothing in flight, device not quarantined.
       const idle = workers.filter((w) => w.e.inFlight === 0 && now >= w.downUntil && !quarantine.isQuarantined(w.info.device, now)).length;
-      for (const cut of c.tick(now, idle))
-        for (const w of workers)
-          for (const l of w.live)
-            if (l.a.attemptId === cut.attemptId) l.end = Math.max(cut.cut, l.next); // records already in the engine finish
+      applyCuts(workers, c.tick(now, idle));
       for (const w of workers) if (w.e.inFlight === 0) w.e.idleUntil(now);
       nextTick = now + 1000;
       continue;
@@ -380,18 +331,14 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     w.e.speed = speedAt(f, w.i, now);
     const done = w.e.step() ?? [];
     onFinished(w, done);
-    failDue(w);
+    failDue(c, w, broken(w, w.e.nowMs));
     // An attempt whose records were all admitted and finished may have been cut below what it had in flight.
     for (const l of [...w.live]) if (l.next >= l.end && [...l.done].filter((x) => x < l.end).length === l.end - l.a.range.start) finishAttempt(w, l);
   }
   const makespan = doneAtMs;
   events.push(...c.events);
   const fin = c.finish(c.done ? undefined : 'simulation stopped');
-  const ids = (store.read(OUTPUT) ?? '').split('\n').filter((x) => x !== '').map((x) => outputCustomId(x) as string);
-  const count = new Map<string, number>();
-  for (const id of ids) count.set(id, (count.get(id) ?? 0) + 1);
-  const lost = records.filter((r) => !count.has(r.customId)).length;
-  const dup = [...count.values()].reduce((a, n) => a + Math.max(0, n - 1), 0);
+  const { lost, dup } = auditOutput(store.read(OUTPUT) ?? '', records);
   return {
     makespanMs: makespan,
     latenciesMs: lat,
@@ -406,6 +353,95 @@ export function runSits(m: EngineModel, reqs: readonly EngineRequest[], gpus: nu
     initialBatch: init.size,
     events,
     quarantined: quarantine.active(makespan).map((q) => `${q.device}: ${q.reason}`),
-    ...(plugin === undefined ? {} : { pluginTally }),
+    ...(plugin === undefined ? {} : { pluginTally: decisions.tally }),
   };
+}
+
+function newWorker(m: EngineModel, i: number, size: number): Worker {
+  const e = new EngineSim(m);
+  return { i, info: { id: `w${i}`, device: `node-${i}/0`, cpu: false, allowsReducedClock: true }, e, live: [], size, window: [], windowFrom: { busyMs: 0, modelMs: 0 }, downUntil: 0 };
+}
+
+/** Records of an attempt finished without a gap from its start (what a checkpoint or progress report covers). */
+function contiguousDone(l: Live): number {
+  let contiguous = 0;
+  while (l.done.has(l.a.range.start + contiguous)) contiguous++;
+  return contiguous;
+}
+
+/** A worker's full latency window: its p99 and KV use for the batch-size decision, and the engine's slowdown over it. */
+function windowObservation(w: Worker): { observed: { p99Ms: number; memoryFraction: number }; slowdown: number } {
+  const p99 = percentile(w.window, 99) ?? 0;
+  const modelled = w.e.modelMs - w.windowFrom.modelMs;
+  const slowdown = modelled > 0 ? (w.e.busyMs - w.windowFrom.busyMs) / modelled : 1;
+  return { observed: { p99Ms: p99, memoryFraction: w.e.kvFraction }, slowdown };
+}
+
+/** A worker killed: its engine loses everything, the coordinator its attempts; it registers again, down until `downUntil`. */
+function killWorker(c: BatchCoordinator, w: Worker, downUntil: number): void {
+  w.e.clear();
+  w.live = [];
+  c.lost(w.info.id);
+  w.downUntil = downUntil;
+  w.e.idleUntil(w.downUntil);
+  c.register(w.info);
+}
+
+/** After a coordinator restart: every worker registers again and offers its running attempts; those refused are dropped. */
+function adoptAll(c: BatchCoordinator, workers: readonly Worker[]): void {
+  for (const w of workers) {
+    c.register(w.info);
+    for (const l of [...w.live]) {
+      if (c.adopt(l.a.attemptId, { start: l.a.range.start, end: l.end }, w.info, l.startMs, contiguousDone(l)) === 'cancel') {
+        w.e.drop(l.tag);
+        w.live = w.live.filter((x) => x !== l);
+      }
+    }
+  }
+}
+
+/** The long-tail cuts of a tick: an attempt ends at the cut, but records already in the engine finish. */
+function applyCuts(workers: readonly Worker[], cuts: readonly { readonly attemptId: string; readonly cut: number }[]): void {
+  for (const cut of cuts)
+    for (const w of workers)
+      for (const l of w.live)
+        if (l.a.attemptId === cut.attemptId) l.end = Math.max(cut.cut, l.next);
+}
+
+/** Attempts on a broken device whose failure time has come fail with the device's fault kind. */
+function failDue(c: BatchCoordinator, w: Worker, br: NonNullable<FaultPlan['brokenDevices']>[number] | undefined): void {
+  for (const l of [...w.live]) {
+    if (l.failAtMs === undefined || w.e.nowMs < l.failAtMs) continue;
+    w.e.drop(l.tag);
+    w.live = w.live.filter((x) => x !== l);
+    c.fail(l.a.attemptId, { kind: br?.kind ?? 'crash', message: 'injected device fault', device: w.info.device }, w.e.nowMs);
+  }
+}
+
+/** Records missing from the output and extra copies of records in it (exactly once: both 0). */
+function auditOutput(output: string, records: readonly RecordInfo[]): { lost: number; dup: number } {
+  const ids = output.split('\n').filter((x) => x !== '').map((x) => outputCustomId(x) as string);
+  const count = new Map<string, number>();
+  for (const id of ids) count.set(id, (count.get(id) ?? 0) + 1);
+  const lost = records.filter((r) => !count.has(r.customId)).length;
+  const dup = [...count.values()].reduce((a, n) => a + Math.max(0, n - 1), 0);
+  return { lost, dup };
+}
+
+/** A batch plugin deciding where the built-in would, and the tally of whose decisions were used; without a plugin, the built-in's. */
+class PluginDecisions {
+  tally: PluginTally = { plugin: 0, builtin: 0 };
+
+  constructor(
+    private readonly plugin: PluginCaller | undefined,
+    private readonly base: ReturnType<typeof batchSizeInputs> | undefined,
+  ) {}
+
+  decide(current: number, observed: { p99Ms: number; memoryFraction: number } | undefined, builtin: number): number {
+    if (this.plugin === undefined || this.base === undefined) return builtin;
+    const inputs = observed === undefined ? this.base : { ...this.base, current, observedP99Ms: observed.p99Ms, memoryFraction: observed.memoryFraction };
+    const d = decideBatchSize(this.plugin, inputs, builtin);
+    this.tally = tally(this.tally, d.source, d.reason);
+    return d.value;
+  }
 }

@@ -333,16 +333,11 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     const ticker = setInterval(() => {
       const now = performance.now();
       const cpu = meter.sample();
-      const d = withOther(diff(lastCpu, cpu));
-      const sec = (now - lastTick) / 1000;
-      const cores: Record<string, number> = {};
-      for (const [k, v] of Object.entries(d)) cores[k] = round(v / sec, 2);
+      const cores = coresOver(withOther(diff(lastCpu, cpu)), (now - lastTick) / 1000);
       timeline.push({ s: round((now - t0) / 1000), created, bound: watch.boundAt.size, events: events.seenAt.size, cores });
       lastCpu = cpu;
       lastTick = now;
-      const recent = timeline.slice(-3);
-      const r = recent.length < 2 ? 0 : ((recent.at(-1)?.bound ?? 0) - (recent[0]?.bound ?? 0)) / ((recent.length - 1) || 1);
-      p.status(`${tag} created ${created}/${o.pods}  bound ${watch.boundAt.size}/${o.pods}  events ${events.seenAt.size}  ~${r.toFixed(0)} pods/s  cores: ${Object.entries(cores).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
+      p.status(`${tag} created ${created}/${o.pods}  bound ${watch.boundAt.size}/${o.pods}  events ${events.seenAt.size}  ~${recentRate(timeline).toFixed(0)} pods/s  cores: ${Object.entries(cores).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
     }, 1000);
     cleanup.push(() => clearInterval(ticker));
     probe.run();
@@ -369,134 +364,8 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     const schedAfter = metricsUrl === undefined ? [] : await scrape(metricsUrl, plane.token);
 
     // ---- results
-    const bindTimes = [...watch.boundAt.values()];
-    const lastBind = Math.max(...bindTimes);
-    const windowEnd = all ? lastBind : tEnd;
-    const windowSeconds = (windowEnd - t0) / 1000;
-    const ttb: number[] = [];
-    for (let i = 0; i < o.pods; i++) {
-      const b = watch.boundAt.get(podName(i));
-      // Precreated: from the scheduler's start, since every pod was already waiting.
-      const c = o.mode === 'streamed' ? createStart.get(i) : t0;
-      if (b !== undefined && c !== undefined) ttb.push(b - c);
-    }
-    const tp = schedulerPerfThroughput(bindTimes, t0);
-    const cpuWindow = withOther(diff(cpu0, cpu1));
-    const cores: Record<string, number> = {};
-    for (const [k, v] of Object.entries(cpuWindow)) cores[k] = round(v / ((tEnd - t0) / 1000), 2);
-    const cpuAll = withOther(diff(cpu0, cpu2));
-    const coresAll: Record<string, number> = {};
-    for (const [k, v] of Object.entries(cpuAll)) coresAll[k] = round(v / ((tEvents - t0) / 1000), 2);
-    const eventTimes = [...events.seenAt.values()];
-    const allDone = Math.max(windowEnd, ...eventTimes);
-    let elu: number | undefined;
-    const zero = { eventLoop: { idleMs: 0, activeMs: 0 }, client: { requests: 0, errors: 0 }, scheduler: {} };
-    const sitsBase = sitsBefore ?? (sits === undefined ? undefined : zero);
-    if (sitsBase !== undefined && sitsAtBind !== undefined) {
-      const b = sitsBase.eventLoop as { idleMs: number; activeMs: number };
-      const a = sitsAtBind.eventLoop as { idleMs: number; activeMs: number };
-      const active = a.activeMs - b.activeMs;
-      const idle = a.idleMs - b.idleMs;
-      elu = active + idle > 0 ? active / (active + idle) : undefined;
-    }
-    const schedKey = scheduler === 'kube-scheduler' ? 'kube-scheduler' : 'sits';
-    let boundBy = boundVerdict({
-      windowSeconds: (tEnd - t0) / 1000,
-      cores: cpus().length,
-      scheduler: schedKey,
-      shares: Object.entries(cpuWindow).map(([name, cpuSeconds]) => ({ name, cpuSeconds })),
-      ...(elu === undefined ? {} : { eventLoopUtilization: elu }),
-      schedulerSingleThreaded: scheduler === 'sits',
-    });
-    const kinds: Record<string, Record<string, string>> = {
-      binding: { verb: 'POST', resource: 'pods', subresource: 'binding' },
-      createPod: { verb: 'POST', resource: 'pods', subresource: '' },
-      createEvent: { verb: 'POST', resource: 'events' },
-      patchPodStatus: { verb: 'PATCH', resource: 'pods', subresource: 'status' },
-    };
-    const serverMeanMs: Record<string, number> = {};
-    const serverP99Ms: Record<string, number> = {};
-    const serverRequests: Record<string, number> = {};
-    for (const [k, want] of Object.entries(kinds)) {
-      const h = histogramDelta(apiBefore, apiAfter, 'apiserver_request_duration_seconds', want);
-      serverMeanMs[k] = round(h.meanMs);
-      serverRequests[k] = h.count;
-      serverP99Ms[k] = round(histogramQuantile(apiBefore, apiAfter, 'apiserver_request_duration_seconds', 0.99, want) * 1000);
-    }
-    serverRequests.all = promSum(apiAfter, 'apiserver_request_total') - promSum(apiBefore, 'apiserver_request_total');
-    let schedulerRequests = Number.NaN;
-    let schedulerDetails: Record<string, unknown> = {};
-    if (scheduler === 'kube-scheduler') {
-      schedulerRequests = promSum(schedAfter, 'rest_client_requests_total') - promSum(schedBefore, 'rest_client_requests_total');
-      const attempts = histogramDelta(schedBefore, schedAfter, 'scheduler_scheduling_attempt_duration_seconds', { result: 'scheduled' });
-      const limiter = histogramDelta(schedBefore, schedAfter, 'rest_client_rate_limiter_duration_seconds');
-      const restLatency = histogramDelta(schedBefore, schedAfter, 'rest_client_request_duration_seconds', { verb: 'POST' });
-      const algorithm = histogramDelta(schedBefore, schedAfter, 'scheduler_scheduling_algorithm_duration_seconds');
-      const ext = (point: string): number => round(histogramDelta(schedBefore, schedAfter, 'scheduler_framework_extension_point_duration_seconds', { extension_point: point }).meanMs, 3);
-      boundBy += `; its serial scheduling loop spent ${(100 * algorithm.sumSeconds / windowSeconds).toFixed(0)}% of the window in the scheduling algorithm (${algorithm.meanMs.toFixed(2)} ms per pod)`;
-      schedulerDetails = {
-        schedulingAlgorithmMeanMs: round(algorithm.meanMs, 3),
-        /** Share of the bind window the serial scheduling loop spent in the algorithm (filter + score). */
-        schedulingAlgorithmBusy: round(algorithm.sumSeconds / windowSeconds, 3),
-        extensionPointMeanMs: { PreFilter: ext('PreFilter'), Filter: ext('Filter'), PreScore: ext('PreScore'), Score: ext('Score'), Reserve: ext('Reserve'), PreBind: ext('PreBind'), Bind: ext('Bind') },
-        scheduleAttempts: promSum(schedAfter, 'scheduler_schedule_attempts_total') - promSum(schedBefore, 'scheduler_schedule_attempts_total'),
-        scheduledAttempts: attempts.count,
-        schedulingAttemptMeanMs: round(attempts.meanMs, 2),
-        clientRateLimiterWaitMeanMs: round(limiter.meanMs, 3),
-        clientRateLimiterWaitTotalSeconds: round(limiter.sumSeconds, 3),
-        clientPostMeanMs: round(restLatency.meanMs, 1),
-        qps: o.qps,
-        burst: o.burst,
-      };
-    } else if (sitsBase !== undefined && sitsAfter !== undefined) {
-      const cb = sitsBase.client as { requests: number; errors: number };
-      const ca = sitsAfter.client as { requests: number; errors: number };
-      schedulerRequests = ca.requests - cb.requests;
-      const sb = sitsBase.scheduler as Record<string, number>;
-      const sa = sitsAfter.scheduler as Record<string, number>;
-      const d: Record<string, number> = {};
-      for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
-      schedulerDetails = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, logs: sitsAfter.logs };
-    }
-    // No node may hold more GPU pods than it has GPUs.
-    const perNode = new Map<string, number>();
-    for (const n of watch.nodeOf.values()) perNode.set(n, (perNode.get(n) ?? 0) + 1);
-    const cap = gpusPerNode(o.shape);
-    const overcommittedNodes = [...perNode.values()].filter((c) => c > cap).length;
-    const violations = o.mix === 'constraints' ? constraintViolations(watch.nodeOf, nodeObjects, racks, o.pods, podName) : 0;
-    if (violations > 0) p.line(`${tag} ${violations} pods bound against their node affinity or an untolerated taint`);
-    const result: SchedulerRun = {
-      scheduler,
-      run: runIndex + 1,
-      mode: o.mode,
-      podsPerSecond: round(tp?.average ?? Number.NaN),
-      throughput: tp === undefined ? null : { average: round(tp.average), perc50: round(tp.perc50), perc90: round(tp.perc90), perc95: round(tp.perc95), perc99: round(tp.perc99), samples: tp.samples },
-      overallPodsPerSecond: round(rate(watch.boundAt.size, t0, windowEnd)),
-      withEvents: {
-        scheduledEvents: events.seenAt.size,
-        seconds: round((allDone - t0) / 1000, 2),
-        podsPerSecond: round(rate(Math.min(watch.boundAt.size, events.seenAt.size), t0, allDone)),
-        cpuSeconds: Object.fromEntries(Object.entries(cpuAll).map(([k, v]) => [k, round(v, 2)])),
-        cpuCores: coresAll,
-      },
-      createPodsPerSecond: round(rate(o.pods, t0, tCreated)),
-      windowSeconds: round(windowSeconds, 2),
-      createSeconds: round((tCreated - t0) / 1000, 2),
-      bound: watch.boundAt.size,
-      timeToBindMs: latency(ttb),
-      cpuSeconds: Object.fromEntries(Object.entries(cpuWindow).map(([k, v]) => [k, round(v, 2)])),
-      cpuCores: cores,
-      cpuMsPerPod: Object.fromEntries(Object.entries(cpuAll).filter(([k]) => k !== 'other').map(([k, v]) => [k, round((v * 1000) / Math.max(1, watch.boundAt.size), 2)])),
-      ...(elu === undefined ? {} : { eventLoopUtilization: round(elu, 3) }),
-      boundBy,
-      api: { probeWriteMs: latency(probe.writeMs), probeWatchLagMs: latency(probe.watchMs), probeGetMs: latency(probe.getMs), serverMeanMs, serverP99Ms, serverRequests },
-      schedulerRequests,
-      schedulerDetails,
-      overcommittedNodes,
-      constraintViolations: violations,
-      loadAverage: { before: loadBefore, after: loadAfter },
-      timeline,
-    };
+    const result = runResult({ o, scheduler, runIndex, tag, watch, events, probe, createStart, nodeObjects, racks, all, t0, tCreated, tEnd, tEvents, cpu0, cpu1, cpu2, sitsBefore, sitsAtBind, sitsAfter, apiBefore, apiAfter, schedBefore, schedAfter, loadBefore, loadAfter, timeline, ranSits: sits !== undefined }, (l) => p.line(l));
+    const { boundBy, overcommittedNodes } = result;
     p.line(
       `${tag} ${result.bound}/${o.pods} bound in ${result.windowSeconds} s: ${result.podsPerSecond} pods/s (scheduler_perf average), ${result.overallPodsPerSecond} overall, ` +
         `${result.withEvents.podsPerSecond} counting until the last Scheduled event (${result.withEvents.seconds} s); ` +
@@ -600,5 +469,219 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
     source,
     machine: { cpus: cpus().length, cpuModel: cpus()[0]?.model ?? '', node: process.version, date: new Date().toISOString() },
     runs,
+  };
+}
+
+/** Cores used per process over `seconds` from the CPU seconds each used. */
+function coresOver(cpuSeconds: Record<string, number>, seconds: number): Record<string, number> {
+  const cores: Record<string, number> = {};
+  for (const [k, v] of Object.entries(cpuSeconds)) cores[k] = round(v / seconds, 2);
+  return cores;
+}
+
+/** Pods bound per second over the last three timeline ticks (for the progress line). */
+function recentRate(timeline: readonly { readonly bound: number }[]): number {
+  const recent = timeline.slice(-3);
+  return recent.length < 2 ? 0 : ((recent.at(-1)?.bound ?? 0) - (recent[0]?.bound ?? 0)) / (recent.length - 1 || 1);
+}
+
+/** Each bound pod's time to bind: from its POST (streamed), or from the scheduler's start (precreated: every pod was already waiting). */
+function timesToBind(o: KubeBenchOptions, boundAt: ReadonlyMap<string, number>, createStart: ReadonlyMap<number, number>, t0: number): number[] {
+  const ttb: number[] = [];
+  for (let i = 0; i < o.pods; i++) {
+    const b = boundAt.get(podName(i));
+    const c = o.mode === 'streamed' ? createStart.get(i) : t0;
+    if (b !== undefined && c !== undefined) ttb.push(b - c);
+  }
+  return ttb;
+}
+
+/** The SITS process's event-loop utilization between two stats replies. */
+function eventLoopUtilization(before: Record<string, unknown>, after: Record<string, unknown>): number | undefined {
+  const b = before.eventLoop as { idleMs: number; activeMs: number };
+  const a = after.eventLoop as { idleMs: number; activeMs: number };
+  const active = a.activeMs - b.activeMs;
+  const idle = a.idleMs - b.idleMs;
+  return active + idle > 0 ? active / (active + idle) : undefined;
+}
+
+/** The apiserver's own view of the window, per request kind: mean and p99 latency, and request counts. */
+function apiServerStats(apiBefore: readonly Sample[], apiAfter: readonly Sample[]): { serverMeanMs: Record<string, number>; serverP99Ms: Record<string, number>; serverRequests: Record<string, number> } {
+  const kinds: Record<string, Record<string, string>> = {
+    binding: { verb: 'POST', resource: 'pods', subresource: 'binding' },
+    createPod: { verb: 'POST', resource: 'pods', subresource: '' },
+    createEvent: { verb: 'POST', resource: 'events' },
+    patchPodStatus: { verb: 'PATCH', resource: 'pods', subresource: 'status' },
+  };
+  const serverMeanMs: Record<string, number> = {};
+  const serverP99Ms: Record<string, number> = {};
+  const serverRequests: Record<string, number> = {};
+  for (const [k, want] of Object.entries(kinds)) {
+    const h = histogramDelta(apiBefore, apiAfter, 'apiserver_request_duration_seconds', want);
+    serverMeanMs[k] = round(h.meanMs);
+    serverRequests[k] = h.count;
+    serverP99Ms[k] = round(histogramQuantile(apiBefore, apiAfter, 'apiserver_request_duration_seconds', 0.99, want) * 1000);
+  }
+  serverRequests.all = promSum(apiAfter, 'apiserver_request_total') - promSum(apiBefore, 'apiserver_request_total');
+  return { serverMeanMs, serverP99Ms, serverRequests };
+}
+
+/** kube-scheduler's metrics over the window: where its serial loop spent the time (added to the verdict) and its client's limits. */
+function kubeSchedulerStats(schedBefore: readonly Sample[], schedAfter: readonly Sample[], windowSeconds: number, o: KubeBenchOptions): { boundBy: string; details: Record<string, unknown> } {
+const attempts = histogramDelta(schedBefore, schedAfter, 'scheduler_scheduling_attempt_duration_seconds', { result: 'scheduled' });
+const limiter = histogramDelta(schedBefore, schedAfter, 'rest_client_rate_limiter_duration_seconds');
+const restLatency = histogramDelta(schedBefore, schedAfter, 'rest_client_request_duration_seconds', { verb: 'POST' });
+const algorithm = histogramDelta(schedBefore, schedAfter, 'scheduler_scheduling_algorithm_duration_seconds');
+const ext = (point: string): number => round(histogramDelta(schedBefore, schedAfter, 'scheduler_framework_extension_point_duration_seconds', { extension_point: point }).meanMs, 3);
+const boundBy = `; its serial scheduling loop spent ${(100 * algorithm.sumSeconds / windowSeconds).toFixed(0)}% of the window in the scheduling algorithm (${algorithm.meanMs.toFixed(2)} ms per pod)`;
+const details = {
+  schedulingAlgorithmMeanMs: round(algorithm.meanMs, 3),
+  /** Share of the bind window the serial scheduling loop spent in the algorithm (filter + score). */
+  schedulingAlgorithmBusy: round(algorithm.sumSeconds / windowSeconds, 3),
+  extensionPointMeanMs: { PreFilter: ext('PreFilter'), Filter: ext('Filter'), PreScore: ext('PreScore'), Score: ext('Score'), Reserve: ext('Reserve'), PreBind: ext('PreBind'), Bind: ext('Bind') },
+  scheduleAttempts: promSum(schedAfter, 'scheduler_schedule_attempts_total') - promSum(schedBefore, 'scheduler_schedule_attempts_total'),
+  scheduledAttempts: attempts.count,
+  schedulingAttemptMeanMs: round(attempts.meanMs, 2),
+  clientRateLimiterWaitMeanMs: round(limiter.meanMs, 3),
+  clientRateLimiterWaitTotalSeconds: round(limiter.sumSeconds, 3),
+  clientPostMeanMs: round(restLatency.meanMs, 1),
+  qps: o.qps,
+  burst: o.burst,
+};
+  return { boundBy, details };
+}
+
+/** The SITS scheduler's own counters over the window (from its stats replies). */
+function sitsStats(sitsBase: Record<string, unknown>, sitsAfter: Record<string, unknown>, o: KubeBenchOptions): { requests: number; details: Record<string, unknown> } {
+const cb = sitsBase.client as { requests: number; errors: number };
+const ca = sitsAfter.client as { requests: number; errors: number };
+const requests = ca.requests - cb.requests;
+const sb = sitsBase.scheduler as Record<string, number>;
+const sa = sitsAfter.scheduler as Record<string, number>;
+const d: Record<string, number> = {};
+for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
+const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, logs: sitsAfter.logs };
+  return { requests, details };
+}
+
+/** Nodes holding more GPU pods than they have GPUs (none may). */
+function overcommitted(nodeOf: ReadonlyMap<string, string>, gpusPerNode: number): number {
+  const perNode = new Map<string, number>();
+  for (const n of nodeOf.values()) perNode.set(n, (perNode.get(n) ?? 0) + 1);
+  return [...perNode.values()].filter((c) => c > gpusPerNode).length;
+}
+
+type CpuSample = ReturnType<CpuMeter['sample']>;
+type SitsStatsReply = Record<string, unknown> | undefined;
+
+/** What one run measured, raw: the watches, the instants, CPU samples, metrics scrapes and SITS's stats around the window. */
+interface Measured {
+  readonly o: KubeBenchOptions;
+  readonly scheduler: SchedulerId;
+  readonly runIndex: number;
+  readonly tag: string;
+  readonly watch: BindWatch;
+  readonly events: ScheduledEventWatch;
+  readonly probe: LatencyProbe;
+  readonly createStart: ReadonlyMap<number, number>;
+  readonly nodeObjects: ReturnType<typeof benchNodes>;
+  readonly racks: number;
+  /** Every pod bound before the timeout. */
+  readonly all: boolean;
+  readonly t0: number;
+  readonly tCreated: number;
+  readonly tEnd: number;
+  readonly tEvents: number;
+  readonly cpu0: CpuSample;
+  readonly cpu1: CpuSample;
+  readonly cpu2: CpuSample;
+  readonly ranSits: boolean;
+  readonly sitsBefore: SitsStatsReply;
+  readonly sitsAtBind: SitsStatsReply;
+  readonly sitsAfter: SitsStatsReply;
+  readonly apiBefore: readonly Sample[];
+  readonly apiAfter: readonly Sample[];
+  readonly schedBefore: readonly Sample[];
+  readonly schedAfter: readonly Sample[];
+  readonly loadBefore: ReturnType<typeof loadAverage>;
+  readonly loadAfter: ReturnType<typeof loadAverage>;
+  readonly timeline: SchedulerRun['timeline'];
+}
+
+/** The run's result from its raw measurements; `log` gets the line about constraint violations. */
+function runResult(m: Measured, log: (line: string) => void): SchedulerRun {
+  const { o, scheduler, runIndex, tag, watch, events, probe, createStart, nodeObjects, racks, all, t0, tCreated, tEnd, tEvents, cpu0, cpu1, cpu2, sitsBefore, sitsAtBind, sitsAfter, apiBefore, apiAfter, schedBefore, schedAfter, loadBefore, loadAfter, timeline, ranSits } = m;
+  const bindTimes = [...watch.boundAt.values()];
+  const lastBind = Math.max(...bindTimes);
+  const windowEnd = all ? lastBind : tEnd;
+  const windowSeconds = (windowEnd - t0) / 1000;
+  const ttb = timesToBind(o, watch.boundAt, createStart, t0);
+  const tp = schedulerPerfThroughput(bindTimes, t0);
+  const cpuWindow = withOther(diff(cpu0, cpu1));
+  const cores = coresOver(cpuWindow, (tEnd - t0) / 1000);
+  const cpuAll = withOther(diff(cpu0, cpu2));
+  const coresAll = coresOver(cpuAll, (tEvents - t0) / 1000);
+  const eventTimes = [...events.seenAt.values()];
+  const allDone = Math.max(windowEnd, ...eventTimes);
+  const zero = { eventLoop: { idleMs: 0, activeMs: 0 }, client: { requests: 0, errors: 0 }, scheduler: {} };
+  const sitsBase = sitsBefore ?? (ranSits ? zero : undefined);
+  const elu = sitsBase !== undefined && sitsAtBind !== undefined ? eventLoopUtilization(sitsBase, sitsAtBind) : undefined;
+  const schedKey = scheduler === 'kube-scheduler' ? 'kube-scheduler' : 'sits';
+  let boundBy = boundVerdict({
+    windowSeconds: (tEnd - t0) / 1000,
+    cores: cpus().length,
+    scheduler: schedKey,
+    shares: Object.entries(cpuWindow).map(([name, cpuSeconds]) => ({ name, cpuSeconds })),
+    ...(elu === undefined ? {} : { eventLoopUtilization: elu }),
+    schedulerSingleThreaded: scheduler === 'sits',
+  });
+  const { serverMeanMs, serverP99Ms, serverRequests } = apiServerStats(apiBefore, apiAfter);
+  let schedulerRequests = Number.NaN;
+  let schedulerDetails: Record<string, unknown> = {};
+  if (scheduler === 'kube-scheduler') {
+    schedulerRequests = promSum(schedAfter, 'rest_client_requests_total') - promSum(schedBefore, 'rest_client_requests_total');
+    const k = kubeSchedulerStats(schedBefore, schedAfter, windowSeconds, o);
+    boundBy += k.boundBy;
+    schedulerDetails = k.details;
+  } else if (sitsBase !== undefined && sitsAfter !== undefined) {
+    const st = sitsStats(sitsBase, sitsAfter, o);
+    schedulerRequests = st.requests;
+    schedulerDetails = st.details;
+  }
+  // No node may hold more GPU pods than it has GPUs.
+  const overcommittedNodes = overcommitted(watch.nodeOf, gpusPerNode(o.shape));
+  const violations = o.mix === 'constraints' ? constraintViolations(watch.nodeOf, nodeObjects, racks, o.pods, podName) : 0;
+  if (violations > 0) log(`${tag} ${violations} pods bound against their node affinity or an untolerated taint`);
+  return {
+    scheduler,
+    run: runIndex + 1,
+    mode: o.mode,
+    podsPerSecond: round(tp?.average ?? Number.NaN),
+    throughput: tp === undefined ? null : { average: round(tp.average), perc50: round(tp.perc50), perc90: round(tp.perc90), perc95: round(tp.perc95), perc99: round(tp.perc99), samples: tp.samples },
+    overallPodsPerSecond: round(rate(watch.boundAt.size, t0, windowEnd)),
+    withEvents: {
+      scheduledEvents: events.seenAt.size,
+      seconds: round((allDone - t0) / 1000, 2),
+      podsPerSecond: round(rate(Math.min(watch.boundAt.size, events.seenAt.size), t0, allDone)),
+      cpuSeconds: Object.fromEntries(Object.entries(cpuAll).map(([k, v]) => [k, round(v, 2)])),
+      cpuCores: coresAll,
+    },
+    createPodsPerSecond: round(rate(o.pods, t0, tCreated)),
+    windowSeconds: round(windowSeconds, 2),
+    createSeconds: round((tCreated - t0) / 1000, 2),
+    bound: watch.boundAt.size,
+    timeToBindMs: latency(ttb),
+    cpuSeconds: Object.fromEntries(Object.entries(cpuWindow).map(([k, v]) => [k, round(v, 2)])),
+    cpuCores: cores,
+    cpuMsPerPod: Object.fromEntries(Object.entries(cpuAll).filter(([k]) => k !== 'other').map(([k, v]) => [k, round((v * 1000) / Math.max(1, watch.boundAt.size), 2)])),
+    ...(elu === undefined ? {} : { eventLoopUtilization: round(elu, 3) }),
+    boundBy,
+    api: { probeWriteMs: latency(probe.writeMs), probeWatchLagMs: latency(probe.watchMs), probeGetMs: latency(probe.getMs), serverMeanMs, serverP99Ms, serverRequests },
+    schedulerRequests,
+    schedulerDetails,
+    overcommittedNodes,
+    constraintViolations: violations,
+    loadAverage: { before: loadBefore, after: loadAfter },
+    timeline,
   };
 }

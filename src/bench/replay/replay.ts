@@ -27,7 +27,7 @@ import { mean, median, percentile } from '../../core/stats.ts';
 import { Environment, type SimEvent } from '../../sim/engine.ts';
 import { PolicyError } from '../fgd/run.ts';
 import { unitPods, type ReplayUnit } from './units.ts';
-import { commitMigration, DEFAULT_MIGRATION_COST, expectedStartMs, planMigration, type MigrationCost, type NoPlanReason } from '../../core/actions/migration.ts';
+import { commitMigration, DEFAULT_MIGRATION_COST, expectedStartMs, planMigration, type MigrationCost, type MigrationPlan, type NoPlanReason } from '../../core/actions/migration.ts';
 
 export interface FailureModel {
   /** Mean time between failures of one node. */
@@ -154,126 +154,470 @@ export function replayTypicalShapes(units: readonly ReplayUnit[]): TypicalShape[
 }
 
 export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions): ReplayResult {
-  const rng: Rng = seededRng(o.seed ?? 1);
-  const { state, scheduler, queue, spine, end: endPods } = simAppOrThrow({ nodes, profile: o.profile ?? o.policy, typicalShapes: o.profile === undefined ? replayTypicalShapes(units) : [], rng }, (m) => new PolicyError(m));
-  const capacityMilli = state.nodes.reduce((s, n) => s + n.spec.gpus.length * 1000, 0);
-  const tracked: Tracked[] = units.map((unit, seq) => ({
-    unit,
-    seq,
-    job: jobOf(unit, seq),
-    demandMilli: unitPods(unit).reduce((s, p) => s + p.request.gpuCount * p.request.gpuMilli, 0),
-    state: 'future',
-    epoch: 0,
-    waitingSinceMs: 0,
-  }));
-  const origin = tracked.reduce((m, t) => Math.min(m, t.unit.arrivalMs), Number.POSITIVE_INFINITY);
-  const start = Number.isFinite(origin) ? origin : 0;
-  // Failures happen while the trace runs: up to --until, or up to the last arrival.
-  const lastArrival = tracked.reduce((m, t) => Math.max(m, t.unit.arrivalMs), start);
-  const horizon = o.untilMs ?? lastArrival;
-  const byJob = new Map(tracked.map((t) => [t.job.id, t]));
-  let passQueued = false;
-  let usedMilli = 0;
-  let waitingPods = 0;
-  let lastT = start;
-  let areaMilliMs = 0;
-  // Gang statistics' own window (from o.migration.fromMs): the replay runs from the first arrival all the same.
-  const gangFrom = Math.max(start, o.migration?.fromMs ?? start);
-  let gangAreaMilliMs = 0;
-  let peak = 0;
-  let evictions = 0;
-  let failures = 0;
-  let abandoned = 0;
-  let placedPods = 0;
-  const delaysS: number[] = [];
-  let trainedUnits = 0;
-  let trainedTokens = 0;
-  let trainedGpuMs = 0;
-  let trainedComputeMs = 0;
-  const running = new Map<number, Tracked>();
-  const podUnit = new Map<string, Tracked>();
-  const nodeDown = new Uint8Array(state.size);
+  const run = new ReplayRun(nodes, units, o);
+  run.simulate();
+  return run.result();
+}
 
-  // Utilisation is averaged over the trace's own window (first to last arrival, or to --until), not the drain after it.
-  const advance = (t: number): void => {
-    const clipped = Math.min(t, horizon);
-    if (clipped > lastT) {
-      areaMilliMs += usedMilli * (clipped - lastT);
-      gangAreaMilliMs += usedMilli * Math.max(0, clipped - Math.max(lastT, gangFrom));
-      lastT = clipped;
+type SimApp = ReturnType<typeof simAppOrThrow>;
+type Placement = { readonly podId: string; readonly node: string; readonly gpus: readonly number[] };
+
+/** Nothing freed since a gang found no plan that pays: the answer is the same for this long. */
+const RETRY_MS = 600_000;
+/** As the live defragmenter (ADR 0144): the same gang is not planned for again within a minute. */
+const REPLAN_MS = 60_000;
+
+const r2 = (x: number): number => Math.round(x * 100) / 100;
+
+/** One replay: the simulated cluster and queue, the event loop's handlers and what they count. */
+class ReplayRun {
+  private readonly o: ReplayOptions;
+  private readonly rng: Rng;
+  private readonly state: SimApp['state'];
+  private readonly scheduler: SimApp['scheduler'];
+  private readonly queue: SimApp['queue'];
+  private readonly spine: SimApp['spine'];
+  private readonly endPods: SimApp['end'];
+  private readonly capacityMilli: number;
+  private readonly tracked: readonly Tracked[];
+  private readonly start: number;
+  /** Failures happen while the trace runs: up to --until, or up to the last arrival. */
+  private readonly horizon: number;
+  private readonly byJob: ReadonlyMap<string, Tracked>;
+  private readonly env: Environment<Payload>;
+  private passQueued = false;
+  private usedMilli = 0;
+  private waitingPods = 0;
+  private lastT: number;
+  private areaMilliMs = 0;
+  private peak = 0;
+  private evictions = 0;
+  private failures = 0;
+  private abandoned = 0;
+  private placedPods = 0;
+  private readonly delaysS: number[] = [];
+  private readonly trained = { units: 0, tokens: 0, gpuMs: 0, computeMs: 0 };
+  private readonly running = new Map<number, Tracked>();
+  private readonly podUnit = new Map<string, Tracked>();
+  private readonly nodeDown: Uint8Array;
+  private end = 0;
+
+  // Gang statistics and migration (only with o.migration).
+  private readonly gangStats: boolean;
+  /** Gang statistics' own window (from o.migration.fromMs): the replay runs from the first arrival all the same. */
+  private readonly gangFrom: number;
+  private gangAreaMilliMs = 0;
+  private readonly gangWaitS = new Map<number, number>();
+  private readonly waitingGangs = new Set<Tracked>();
+  private changes = 0;
+  private readonly lastTry = new Map<number, { changes: number; atMs: number }>();
+  private migrations = 0;
+  private movedUnits = 0;
+  private planCalls = 0;
+  private readonly noPlan: Partial<Record<NoPlanReason, number>> = {};
+  private readonly fragBlocked = new Set<number>();
+  private readonly helped = new Set<number>();
+  private overheadMilliMs = 0;
+  private readonly canMove: (u: ReplayUnit) => boolean;
+  private freeAll = 0;
+
+  // Series: a fixed grid over the arrival span, filled as time passes.
+  private readonly points: number;
+  private readonly step: number;
+  private readonly tS: number[] = [];
+  private readonly allocatedPct: number[] = [];
+  private readonly waitingSeries: number[] = [];
+  private nextSample: number;
+
+  constructor(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions) {
+    this.o = o;
+    this.rng = seededRng(o.seed ?? 1);
+    const app = simAppOrThrow({ nodes, profile: o.profile ?? o.policy, typicalShapes: o.profile === undefined ? replayTypicalShapes(units) : [], rng: this.rng }, (m) => new PolicyError(m));
+    this.state = app.state;
+    this.scheduler = app.scheduler;
+    this.queue = app.queue;
+    this.spine = app.spine;
+    this.endPods = app.end;
+    this.capacityMilli = this.state.nodes.reduce((s, n) => s + n.spec.gpus.length * 1000, 0);
+    this.tracked = units.map((unit, seq) => ({
+      unit,
+      seq,
+      job: jobOf(unit, seq),
+      demandMilli: unitPods(unit).reduce((s, p) => s + p.request.gpuCount * p.request.gpuMilli, 0),
+      state: 'future',
+      epoch: 0,
+      waitingSinceMs: 0,
+    }));
+    const origin = this.tracked.reduce((m, t) => Math.min(m, t.unit.arrivalMs), Number.POSITIVE_INFINITY);
+    this.start = Number.isFinite(origin) ? origin : 0;
+    const lastArrival = this.tracked.reduce((m, t) => Math.max(m, t.unit.arrivalMs), this.start);
+    this.horizon = o.untilMs ?? lastArrival;
+    this.byJob = new Map(this.tracked.map((t) => [t.job.id, t]));
+    this.lastT = this.start;
+    this.gangFrom = Math.max(this.start, o.migration?.fromMs ?? this.start);
+    this.nodeDown = new Uint8Array(this.state.size);
+    this.gangStats = o.migration !== undefined;
+    this.canMove = o.migration?.movable ?? ((): boolean => true);
+    this.points = Math.max(2, o.samples ?? 400);
+    this.step = Math.max(1, (this.horizon - this.start) / (this.points - 1));
+    this.nextSample = this.start;
+    this.env = new Environment<Payload>((e: SimEvent<Payload>, en) => this.handle(e.payload, en));
+  }
+
+  simulate(): void {
+    const env = this.env;
+    env.run(this.start);
+    for (const t of this.tracked) env.at(t.unit.arrivalMs, PRIORITY.arrive, { type: 'arrive', unit: t });
+    if (this.o.failures !== undefined) for (let i = 0; i < this.state.size; i++) this.scheduleFailure(env, i);
+    env.run(this.o.untilMs);
+    this.end = this.o.untilMs ?? Math.max(env.nowMs, this.start);
+    this.advance(this.end);
+    this.sample(this.end);
+  }
+
+  /** Utilisation is averaged over the trace's own window (first to last arrival, or to --until), not the drain after it. */
+  private advance(t: number): void {
+    const clipped = Math.min(t, this.horizon);
+    if (clipped > this.lastT) {
+      this.areaMilliMs += this.usedMilli * (clipped - this.lastT);
+      this.gangAreaMilliMs += this.usedMilli * Math.max(0, clipped - Math.max(this.lastT, this.gangFrom));
+      this.lastT = clipped;
     }
-  };
-  const env = new Environment<Payload>((e: SimEvent<Payload>, en) => handle(e.payload, en));
-  const queuePass = (en: Environment<Payload>): void => {
-    if (!passQueued) {
-      passQueued = true;
+  }
+
+  private queuePass(en: Environment<Payload>): void {
+    if (!this.passQueued) {
+      this.passQueued = true;
       en.schedule(0, PRIORITY.pass, { type: 'pass' });
     }
-  };
+  }
+
   /** A unit the cycle started (its placements already committed to the simulated cluster). */
-  const started = (t: Tracked, placements: readonly { readonly podId: string; readonly node: string; readonly gpus: readonly number[] }[], en: Environment<Payload>, atMs = en.nowMs): void => {
+  private started(t: Tracked, placements: readonly Placement[], en: Environment<Payload>, atMs = en.nowMs): void {
     const u = t.unit;
-    if (unitPods(u).every((p) => p.request.gpuCount > 0 && p.request.gpuMilli >= 1000)) {
-      const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placements, (n) => state.node(n)?.spec));
-      const gpus = unitPods(u).reduce((a, p) => a + p.request.gpuCount, 0);
-      const ms = Number.isFinite(u.durationMs) ? u.durationMs : Math.max(0, horizon - en.nowMs);
-      trainedUnits++;
-      trainedTokens += st.tokensPerSec;
-      trainedGpuMs += gpus * ms;
-      trainedComputeMs += gpus * ms * st.gpuUtilization;
-    }
-    for (const p of placements) podUnit.set(p.podId, t);
-    placedPods += placements.length;
-    for (let i = 0; i < placements.length; i++) delaysS.push((atMs - t.waitingSinceMs) / 1000);
-    if (gangStats && counted(t) && !gangWaitS.has(t.seq)) gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
+    if (unitPods(u).every((p) => p.request.gpuCount > 0 && p.request.gpuMilli >= 1000)) this.noteTraining(u, placements, en);
+    for (const p of placements) this.podUnit.set(p.podId, t);
+    this.placedPods += placements.length;
+    for (let i = 0; i < placements.length; i++) this.delaysS.push((atMs - t.waitingSinceMs) / 1000);
+    if (this.gangStats && this.counted(t) && !this.gangWaitS.has(t.seq)) this.gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
     t.startedAtMs = atMs;
     t.state = 'running';
     t.epoch++;
-    usedMilli += t.demandMilli;
-    peak = Math.max(peak, usedMilli);
-    waitingPods -= unitPods(u).length;
-    running.set(t.seq, t);
+    this.usedMilli += t.demandMilli;
+    this.peak = Math.max(this.peak, this.usedMilli);
+    this.waitingPods -= unitPods(u).length;
+    this.running.set(t.seq, t);
     if (Number.isFinite(u.durationMs)) {
       t.endAtMs = atMs + Math.max(0, u.durationMs);
       // Without gang statistics exactly as before (a relative delay, no epoch on the event).
-      if (!gangStats) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
+      if (!this.gangStats) en.schedule(Math.max(0, u.durationMs), PRIORITY.complete, { type: 'complete', unit: t });
       else en.at(t.endAtMs, PRIORITY.complete, { type: 'complete', unit: t, epoch: t.epoch });
     }
-  };
-  const release = (t: Tracked): void => {
+  }
+
+  /** A unit on whole GPUs taken as the default DDP job: its step time on the GPUs it got. */
+  private noteTraining(u: ReplayUnit, placements: readonly Placement[], en: Environment<Payload>): void {
+    const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placements, (n) => this.state.node(n)?.spec));
+    const gpus = unitPods(u).reduce((a, p) => a + p.request.gpuCount, 0);
+    const ms = Number.isFinite(u.durationMs) ? u.durationMs : Math.max(0, this.horizon - en.nowMs);
+    this.trained.units++;
+    this.trained.tokens += st.tokensPerSec;
+    this.trained.gpuMs += gpus * ms;
+    this.trained.computeMs += gpus * ms * st.gpuUtilization;
+  }
+
+  private release(t: Tracked): void {
     const pods = unitPods(t.unit).map((p) => p.id);
-    endPods(pods);
-    for (const p of pods) podUnit.delete(p);
-    usedMilli -= t.demandMilli;
-    running.delete(t.seq);
-  };
-  const pass = (en: Environment<Payload>): void => {
-    const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
-    for (const x of res.started) started(byJob.get(x.job.id) as Tracked, x.placements, en);
-    if (gangStats) noteFragmentation();
-    if (o.migration?.migrate === true) migrate(en);
-  };
-  // Gang statistics and migration (only with o.migration).
-  const gangStats = o.migration !== undefined;
-  const gangWaitS = new Map<number, number>();
-  const waitingGangs = new Set<Tracked>();
-  let changes = 0;
-  const lastTry = new Map<number, { changes: number; atMs: number }>();
-  const RETRY_MS = 600_000;
-  const REPLAN_MS = 60_000;
-  let migrations = 0;
-  let movedUnits = 0;
-  let planCalls = 0;
-  const noPlan: Partial<Record<NoPlanReason, number>> = {};
-  const fragBlocked = new Set<number>();
-  const helped = new Set<number>();
-  let overheadMilliMs = 0;
-  const wholeGpus = (t: Tracked): number => unitPods(t.unit).reduce((s, p) => s + (p.request.gpuMilli >= 1000 ? p.request.gpuCount : 0), 0);
-  const isGang = (t: Tracked): boolean => wholeGpus(t) >= 2;
+    this.endPods(pods);
+    for (const p of pods) this.podUnit.delete(p);
+    this.usedMilli -= t.demandMilli;
+    this.running.delete(t.seq);
+  }
+
+  private pass(en: Environment<Payload>): void {
+    const res = this.spine.cycle({ nowMs: en.nowMs, scheduler: this.scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
+    for (const x of res.started) this.started(this.byJob.get(x.job.id) as Tracked, x.placements, en);
+    if (this.gangStats) this.noteFragmentation();
+    if (this.o.migration?.migrate === true) this.migrate(en);
+  }
+
+  private wholeGpus(t: Tracked): number {
+    return unitPods(t.unit).reduce((s, p) => s + (p.request.gpuMilli >= 1000 ? p.request.gpuCount : 0), 0);
+  }
+
+  private isGang(t: Tracked): boolean {
+    return this.wholeGpus(t) >= 2;
+  }
+
   /** A gang the statistics count: one that arrives in their window. */
-  const counted = (t: Tracked): boolean => isGang(t) && t.unit.arrivalMs >= gangFrom;
-  const canMove = o.migration?.movable ?? ((): boolean => true);
-  const runningJobOf = (t: Tracked): RunningJob => ({
+  private counted(t: Tracked): boolean {
+    return this.isGang(t) && t.unit.arrivalMs >= this.gangFrom;
+  }
+
+  /**
+   * Gangs still waiting after a pass although the cluster has as many whole free GPUs of a model they allow as
+   * they ask: only fragmentation (or CPU/memory beside the GPUs) keeps them out. Measured the same in both runs.
+   */
+  private noteFragmentation(): void {
+    if (this.waitingGangs.size === 0) return;
+    const freeByModel = new Map<string, number>();
+    this.freeAll = 0;
+    for (const n of this.state.nodes) {
+      for (let g = 0; g < n.gpuFree.length; g++) {
+        if (n.gpuUsable[g] !== 1 || n.gpuFree[g] !== 1000) continue;
+        const model = n.spec.gpus[g]?.model ?? '';
+        freeByModel.set(model, (freeByModel.get(model) ?? 0) + 1);
+        this.freeAll++;
+      }
+    }
+    for (const t of this.waitingGangs) {
+      if (t.state !== 'waiting' || this.fragBlocked.has(t.seq)) continue;
+      const models = unitPods(t.unit)[0]?.gpuModels ?? [];
+      const free = models.length === 0 ? this.freeAll : models.reduce((s, m) => s + (freeByModel.get(m) ?? 0), 0);
+      if (free >= this.wholeGpus(t) && this.counted(t)) this.fragBlocked.add(t.seq);
+    }
+  }
+
+  /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
+  private inWindow(from: number, ms: number): number {
+    return Math.max(0, Math.min(from + ms, this.horizon) - Math.max(from, this.gangFrom));
+  }
+
+  /**
+   * The waiting gangs, longest-waiting first, each given to the planner (ADR 0095) when only fragmentation keeps
+   * it out; a plan that pays is carried out at once, and the next gang is planned for on the state it left.
+   */
+  private migrate(en: Environment<Payload>): void {
+    const order: Tracked[] = [];
+    for (const t of this.waitingGangs) {
+      if (t.state !== 'waiting') this.waitingGangs.delete(t);
+      else order.push(t);
+    }
+    order.sort((a, b) => a.waitingSinceMs - b.waitingSinceMs || a.seq - b.seq);
+    for (const t of order) this.migrateOne(t, en);
+  }
+
+  /** Whether the planner is asked for this gang now (and counts the call). */
+  private mayPlanFor(head: Tracked, nowMs: number): boolean {
+    const last = this.lastTry.get(head.seq);
+    if (last !== undefined && last.changes === this.changes && nowMs - last.atMs < RETRY_MS) return false;
+    if (last !== undefined && nowMs - last.atMs < REPLAN_MS) return false;
+    this.lastTry.set(head.seq, { changes: this.changes, atMs: nowMs });
+    this.planCalls++;
+    // The planner's first test, before the expected start's bisection: fewer whole GPUs free than the gang asks.
+    if (this.freeAll < this.wholeGpus(head)) {
+      this.noPlan.short = (this.noPlan.short ?? 0) + 1;
+      return false;
+    }
+    return true;
+  }
+
+  private migrateOne(head: Tracked, en: Environment<Payload>): void {
+    if (!this.mayPlanFor(head, en.nowMs)) return;
+    const o = this.o;
+    const runningJobs = [...this.running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs && this.canMove(t.unit)).map((t) => ({ t, job: runningJobOf(t) }));
+    const cost = o.migration?.cost ?? DEFAULT_MIGRATION_COST;
+    const expected = expectedStartMs(this.scheduler, head.job.gang, runningJobs.map((r) => r.job), en.nowMs);
+    const plan = planMigration({
+      nowMs: en.nowMs,
+      scheduler: this.scheduler,
+      job: head.job,
+      movable: runningJobs.map((r) => ({ job: r.job, gang: r.t.job.gang })),
+      expectedStartMs: expected,
+      cost,
+      ...(o.migration?.maxDomains === undefined ? {} : { maxDomains: o.migration.maxDomains }),
+      ...(o.migration?.maxMoves === undefined ? {} : { maxMoves: o.migration.maxMoves }),
+      onNoPlan: (why) => {
+        this.noPlan[why] = (this.noPlan[why] ?? 0) + 1;
+      },
+    });
+    if (plan === undefined) return;
+    this.carryOut(head, plan, new Map(runningJobs.map((r) => [r.job.id, r.t])), en);
+  }
+
+  /** A plan that pays: the movers pause for checkpoint and restore, the gang starts where they were. */
+  private carryOut(head: Tracked, plan: MigrationPlan, byId: ReadonlyMap<string, Tracked>, en: Environment<Payload>): void {
+    const inStats = en.nowMs >= this.gangFrom;
+    if (this.counted(head)) this.helped.add(head.seq);
+    const placements = commitMigration(this.scheduler, plan);
+    // The movers took as many whole GPUs elsewhere as they freed; the gang took its own.
+    this.freeAll -= this.wholeGpus(head);
+    if (inStats) this.migrations++;
+    for (const m of plan.moves) {
+      const t = byId.get(m.job.id) as Tracked;
+      if (inStats) this.movedUnits++;
+      // Paused for its checkpoint and restore: it ends that much later, holding its (new) GPUs meanwhile.
+      this.overheadMilliMs += t.demandMilli * this.inWindow(en.nowMs, m.pauseMs) + (inStats ? 1000 * m.redoneGpuMs : 0);
+      t.epoch++;
+      if (t.endAtMs !== undefined && Number.isFinite(t.endAtMs)) {
+        t.endAtMs += m.pauseMs;
+        en.at(t.endAtMs, PRIORITY.complete, { type: 'complete', unit: t, epoch: t.epoch });
+      }
+    }
+    // The gang holds its GPUs from now but trains only once the slowest mover has checkpointed.
+    this.overheadMilliMs += head.demandMilli * this.inWindow(en.nowMs, plan.startMs - en.nowMs);
+    this.queue.delete(head.job.id);
+    this.waitingGangs.delete(head);
+    this.started(head, placements, en, plan.startMs);
+  }
+
+  private enqueue(t: Tracked, now: number): void {
+    t.state = 'waiting';
+    t.waitingSinceMs = now;
+    this.waitingPods += unitPods(t.unit).length;
+    // Requeued units (after an eviction) keep their original order: the job keeps its (arrival, seq).
+    this.queue.add(t.job, now);
+    if (this.gangStats && this.isGang(t)) this.waitingGangs.add(t);
+  }
+
+  private handle(p: Payload, en: Environment<Payload>): void {
+    this.advance(en.nowMs);
+    // Only what frees GPUs can turn "no plan" into a plan (an arrival only takes room): re-plan after those.
+    if (p.type === 'complete' || p.type === 'repair' || p.type === 'fail') this.changes++;
+    switch (p.type) {
+      case 'arrive':
+        this.enqueue(p.unit, en.nowMs);
+        if (Number.isFinite(p.unit.unit.deadlineMs)) en.at(Math.max(en.nowMs, p.unit.unit.deadlineMs), PRIORITY.deadline, { type: 'deadline', unit: p.unit });
+        this.queuePass(en);
+        break;
+      case 'complete':
+        if (p.unit.state !== 'running' || (p.epoch !== undefined && p.epoch !== p.unit.epoch)) break;
+        this.release(p.unit);
+        p.unit.state = 'done';
+        this.queue.onEvent({ kind: 'freed' }, en.nowMs);
+        this.queuePass(en);
+        break;
+      case 'deadline':
+        this.deadline(p.unit, en);
+        break;
+      case 'fail':
+        this.fail(p.node, en);
+        break;
+      case 'repair':
+        this.repair(p.node, en);
+        break;
+      case 'pass':
+        this.passQueued = false;
+        this.pass(en);
+        break;
+    }
+    this.sample(en.nowMs);
+  }
+
+  private deadline(t: Tracked, en: Environment<Payload>): void {
+    if (t.state !== 'waiting') return;
+    t.state = 'abandoned';
+    this.abandoned++;
+    // A gang that gave up waited all that time (and never started).
+    if (this.gangStats && this.counted(t)) this.gangWaitS.set(t.seq, (en.nowMs - t.waitingSinceMs) / 1000);
+    this.spine.withdraw(t.job.id, en.nowMs);
+    this.waitingPods -= unitPods(t.unit).length;
+  }
+
+  /** A node fails: the units on it are evicted and queued again; it is repaired after o.failures.repairMs. */
+  private fail(index: number, en: Environment<Payload>): void {
+    const node = this.state.nodes[index];
+    if (node === undefined || this.nodeDown[index] === 1) return;
+    this.failures++;
+    this.nodeDown[index] = 1;
+    const victims = new Set<Tracked>();
+    for (const podId of node.allocations.keys()) {
+      const t = this.podUnit.get(podId);
+      if (t !== undefined) victims.add(t);
+    }
+    for (const t of victims) {
+      this.release(t);
+      this.evictions++;
+      this.enqueue(t, en.nowMs);
+    }
+    for (let g = 0; g < node.spec.gpus.length; g++) this.state.setGpuHealth(node.name, g, false);
+    this.queue.onEvent({ kind: 'freed' }, en.nowMs);
+    this.queuePass(en);
+    if (this.o.failures !== undefined) en.schedule(this.o.failures.repairMs, PRIORITY.repair, { type: 'repair', node: index });
+  }
+
+  private repair(index: number, en: Environment<Payload>): void {
+    const node = this.state.nodes[index];
+    if (node === undefined) return;
+    this.nodeDown[index] = 0;
+    for (let g = 0; g < node.spec.gpus.length; g++) this.state.setGpuHealth(node.name, g, true);
+    this.queue.onEvent({ kind: 'freed' }, en.nowMs);
+    this.queuePass(en);
+    if (this.o.failures !== undefined) this.scheduleFailure(en, index);
+  }
+
+  private scheduleFailure(en: Environment<Payload>, node: number): void {
+    if (this.o.failures === undefined) return;
+    const dt = -Math.log(1 - this.rng.next()) * this.o.failures.mtbfMs;
+    const at = en.nowMs + dt;
+    if (at <= this.horizon) en.at(at, PRIORITY.fail, { type: 'fail', node });
+  }
+
+  private sample(now: number): void {
+    while (this.nextSample <= now && this.tS.length < this.points) {
+      this.tS.push(Math.round((this.nextSample - this.start) / 1000));
+      this.allocatedPct.push(this.capacityMilli > 0 ? Math.round((10_000 * this.usedMilli) / this.capacityMilli) / 100 : 0);
+      this.waitingSeries.push(this.waitingPods);
+      this.nextSample += this.step;
+    }
+  }
+
+  result(): ReplayResult {
+    const { tracked, capacityMilli, delaysS, trained } = this;
+    let neverPods = 0;
+    let neverGpu = 0;
+    let waitingAtEnd = 0;
+    for (const t of tracked) {
+      if (t.state === 'waiting' || t.state === 'abandoned' || t.state === 'future') {
+        if (t.state !== 'abandoned') waitingAtEnd++;
+        neverPods += unitPods(t.unit).length;
+        neverGpu += t.demandMilli;
+      }
+    }
+    const span = this.end - this.start;
+    const window = this.horizon - this.start;
+    return {
+      policy: this.o.policy,
+      units: tracked.length,
+      pods: tracked.reduce((s, t) => s + unitPods(t.unit).length, 0),
+      placedPods: this.placedPods,
+      gpuUtilisationPct: window > 0 && capacityMilli > 0 ? r2((100 * this.areaMilliMs) / (capacityMilli * window)) : 0,
+      peakAllocationPct: capacityMilli > 0 ? r2((100 * this.peak) / capacityMilli) : 0,
+      queueDelayS: delaysS.length === 0 ? { mean: 0, p50: 0, p90: 0, p99: 0, max: 0 } : { mean: r2(mean(delaysS)), p50: r2(median(delaysS)), p90: r2(percentile(delaysS, 90) as number), p99: r2(percentile(delaysS, 99) as number), max: r2(delaysS.reduce((m, d) => Math.max(m, d), 0)) },
+      neverPlaced: { pods: neverPods, gpus: r2(neverGpu / 1000), abandoned: this.abandoned, waitingAtEnd },
+      evictions: this.evictions,
+      failures: this.failures,
+      spanS: r2(span / 1000),
+      training: { units: trained.units, tokensPerSec: Math.round(trained.units === 0 ? 0 : trained.tokens / trained.units), gpuUtilizationPct: trained.gpuMs === 0 ? 0 : r2((100 * trained.computeMs) / trained.gpuMs) },
+      series: { tS: this.tS, allocatedPct: this.allocatedPct, waitingPods: this.waitingSeries },
+      ...(this.gangStats ? { gangs: this.gangStatsOf() } : {}),
+    };
+  }
+
+  private gangStatsOf(): GangStats {
+    const waits = [...this.gangWaitS.values()];
+    // A gang still waiting at the end counts with the wait it has had so far.
+    for (const t of this.tracked) if (t.state === 'waiting' && this.counted(t)) waits.push((this.end - t.waitingSinceMs) / 1000);
+    const gangWindow = this.horizon - this.gangFrom;
+    const area = gangWindow > 0 && this.capacityMilli > 0 ? this.capacityMilli * gangWindow : 0;
+    return {
+      units: this.tracked.filter((t) => this.counted(t)).length,
+      waitP99S: waits.length === 0 ? 0 : r2(percentile(waits, 99) as number),
+      waitMeanS: waits.length === 0 ? 0 : r2(mean(waits)),
+      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (this.gangAreaMilliMs - this.overheadMilliMs)) / area),
+      migrations: this.migrations,
+      movedUnits: this.movedUnits,
+      overheadGpuHours: r2(this.overheadMilliMs / 1000 / 3_600_000),
+      fragmentationBlocked: this.fragBlocked.size,
+      helped: this.helped.size,
+      planCalls: this.planCalls,
+      noPlan: this.noPlan,
+    };
+  }
+}
+
+function runningJobOf(t: Tracked): RunningJob {
+  return {
     id: t.job.id,
     queue: t.job.queue,
     priority: 0,
@@ -283,253 +627,7 @@ export function replay(nodes: readonly NodeSpec[], units: readonly ReplayUnit[],
     resources: { gpuMilli: t.demandMilli, cpuMilli: 0, memoryMiB: 0 },
     preemptible: true,
     checkpointable: true,
-  });
-  /**
-   * Gangs still waiting after a pass although the cluster has as many whole free GPUs of a model they allow as
-   * they ask: only fragmentation (or CPU/memory beside the GPUs) keeps them out. Measured the same in both runs.
-   */
-  let freeAll = 0;
-  const noteFragmentation = (): void => {
-    if (waitingGangs.size === 0) return;
-    const freeByModel = new Map<string, number>();
-    freeAll = 0;
-    for (const n of state.nodes) {
-      for (let g = 0; g < n.gpuFree.length; g++) {
-        if (n.gpuUsable[g] !== 1 || n.gpuFree[g] !== 1000) continue;
-        const model = n.spec.gpus[g]?.model ?? '';
-        freeByModel.set(model, (freeByModel.get(model) ?? 0) + 1);
-        freeAll++;
-      }
-    }
-    for (const t of waitingGangs) {
-      if (t.state !== 'waiting' || fragBlocked.has(t.seq)) continue;
-      const models = unitPods(t.unit)[0]?.gpuModels ?? [];
-      const free = models.length === 0 ? freeAll : models.reduce((s, m) => s + (freeByModel.get(m) ?? 0), 0);
-      if (free >= wholeGpus(t) && counted(t)) fragBlocked.add(t.seq);
-    }
   };
-  /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
-  const inWindow = (from: number, ms: number): number => Math.max(0, Math.min(from + ms, horizon) - Math.max(from, gangFrom));
-  /**
-   * The waiting gangs, longest-waiting first, each given to the planner (ADR 0095) when only fragmentation keeps
-   * it out; a plan that pays is carried out at once, and the next gang is planned for on the state it left.
-   */
-  const migrate = (en: Environment<Payload>): void => {
-    const order: Tracked[] = [];
-    for (const t of waitingGangs) {
-      if (t.state !== 'waiting') waitingGangs.delete(t);
-      else order.push(t);
-    }
-    order.sort((a, b) => a.waitingSinceMs - b.waitingSinceMs || a.seq - b.seq);
-    for (const t of order) migrateOne(t, en);
-  };
-  const migrateOne = (head: Tracked, en: Environment<Payload>): void => {
-    const last = lastTry.get(head.seq);
-    // Nothing was freed since this gang found no plan that pays: the answer is the same (for ten minutes).
-    if (last !== undefined && last.changes === changes && en.nowMs - last.atMs < RETRY_MS) return;
-    // As the live defragmenter (ADR 0144): the same gang is not planned for again within a minute.
-    if (last !== undefined && en.nowMs - last.atMs < REPLAN_MS) return;
-    lastTry.set(head.seq, { changes, atMs: en.nowMs });
-    planCalls++;
-    // The planner's first test, before the expected start's bisection: fewer whole GPUs free than the gang asks.
-    if (freeAll < wholeGpus(head)) {
-      noPlan.short = (noPlan.short ?? 0) + 1;
-      return;
-    }
-    const runningJobs = [...running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs && canMove(t.unit)).map((t) => ({ t, job: runningJobOf(t) }));
-    const cost = o.migration?.cost ?? DEFAULT_MIGRATION_COST;
-    const expected = expectedStartMs(scheduler, head.job.gang, runningJobs.map((r) => r.job), en.nowMs);
-    const plan = planMigration({
-      nowMs: en.nowMs,
-      scheduler,
-      job: head.job,
-      movable: runningJobs.map((r) => ({ job: r.job, gang: r.t.job.gang })),
-      expectedStartMs: expected,
-      cost,
-      ...(o.migration?.maxDomains === undefined ? {} : { maxDomains: o.migration.maxDomains }),
-      ...(o.migration?.maxMoves === undefined ? {} : { maxMoves: o.migration.maxMoves }),
-      onNoPlan: (why) => {
-        noPlan[why] = (noPlan[why] ?? 0) + 1;
-      },
-    });
-    if (plan === undefined) return;
-    const inStats = en.nowMs >= gangFrom;
-    if (counted(head)) helped.add(head.seq);
-    const placements = commitMigration(scheduler, plan);
-    // The movers took as many whole GPUs elsewhere as they freed; the gang took its own.
-    freeAll -= wholeGpus(head);
-    if (inStats) migrations++;
-    const byId = new Map(runningJobs.map((r) => [r.job.id, r.t]));
-    for (const m of plan.moves) {
-      const t = byId.get(m.job.id) as Tracked;
-      if (inStats) movedUnits++;
-      // Paused for its checkpoint and restore: it ends that much later, holding its (new) GPUs meanwhile.
-      overheadMilliMs += t.demandMilli * inWindow(en.nowMs, m.pauseMs) + (inStats ? 1000 * m.redoneGpuMs : 0);
-      t.epoch++;
-      if (t.endAtMs !== undefined && Number.isFinite(t.endAtMs)) {
-        t.endAtMs += m.pauseMs;
-        en.at(t.endAtMs, PRIORITY.complete, { type: 'complete', unit: t, epoch: t.epoch });
-      }
-    }
-    // The gang holds its GPUs from now but trains only once the slowest mover has checkpointed.
-    overheadMilliMs += head.demandMilli * inWindow(en.nowMs, plan.startMs - en.nowMs);
-    queue.delete(head.job.id);
-    waitingGangs.delete(head);
-    started(head, placements, en, plan.startMs);
-  };
-  const enqueue = (t: Tracked, now: number): void => {
-    t.state = 'waiting';
-    t.waitingSinceMs = now;
-    waitingPods += unitPods(t.unit).length;
-    // Requeued units (after an eviction) keep their original order: the job keeps its (arrival, seq).
-    queue.add(t.job, now);
-    if (gangStats && isGang(t)) waitingGangs.add(t);
-  };
-  const handle = (p: Payload, en: Environment<Payload>): void => {
-    advance(en.nowMs);
-    // Only what frees GPUs can turn "no plan" into a plan (an arrival only takes room): re-plan after those.
-    if (p.type === 'complete' || p.type === 'repair' || p.type === 'fail') changes++;
-    switch (p.type) {
-      case 'arrive':
-        enqueue(p.unit, en.nowMs);
-        if (Number.isFinite(p.unit.unit.deadlineMs)) en.at(Math.max(en.nowMs, p.unit.unit.deadlineMs), PRIORITY.deadline, { type: 'deadline', unit: p.unit });
-        queuePass(en);
-        break;
-      case 'complete':
-        if (p.unit.state !== 'running' || (p.epoch !== undefined && p.epoch !== p.unit.epoch)) break;
-        release(p.unit);
-        p.unit.state = 'done';
-        queue.onEvent({ kind: 'freed' }, en.nowMs);
-        queuePass(en);
-        break;
-      case 'deadline':
-        if (p.unit.state === 'waiting') {
-          p.unit.state = 'abandoned';
-          abandoned++;
-          // A gang that gave up waited all that time (and never started).
-          if (gangStats && counted(p.unit)) gangWaitS.set(p.unit.seq, (en.nowMs - p.unit.waitingSinceMs) / 1000);
-          spine.withdraw(p.unit.job.id, en.nowMs);
-          waitingPods -= unitPods(p.unit.unit).length;
-        }
-        break;
-      case 'fail': {
-        const node = state.nodes[p.node];
-        if (node === undefined || nodeDown[p.node] === 1) break;
-        failures++;
-        nodeDown[p.node] = 1;
-        const victims = new Set<Tracked>();
-        for (const podId of node.allocations.keys()) {
-          const t = podUnit.get(podId);
-          if (t !== undefined) victims.add(t);
-        }
-        for (const t of victims) {
-          release(t);
-          evictions++;
-          enqueue(t, en.nowMs);
-        }
-        for (let g = 0; g < node.spec.gpus.length; g++) state.setGpuHealth(node.name, g, false);
-        queue.onEvent({ kind: 'freed' }, en.nowMs);
-        queuePass(en);
-        if (o.failures !== undefined) en.schedule(o.failures.repairMs, PRIORITY.repair, { type: 'repair', node: p.node });
-        break;
-      }
-      case 'repair': {
-        const node = state.nodes[p.node];
-        if (node === undefined) break;
-        nodeDown[p.node] = 0;
-        for (let g = 0; g < node.spec.gpus.length; g++) state.setGpuHealth(node.name, g, true);
-        queue.onEvent({ kind: 'freed' }, en.nowMs);
-        queuePass(en);
-        if (o.failures !== undefined) scheduleFailure(en, p.node);
-        break;
-      }
-      case 'pass':
-        passQueued = false;
-        pass(en);
-        break;
-    }
-    sample(en.nowMs);
-  };
-  const scheduleFailure = (en: Environment<Payload>, node: number): void => {
-    if (o.failures === undefined) return;
-    const dt = -Math.log(1 - rng.next()) * o.failures.mtbfMs;
-    const at = en.nowMs + dt;
-    if (at <= horizon) en.at(at, PRIORITY.fail, { type: 'fail', node });
-  };
-
-  // Series: a fixed grid over the arrival span, filled as time passes.
-  const points = Math.max(2, o.samples ?? 400);
-  const step = Math.max(1, (horizon - start) / (points - 1));
-  const tS: number[] = [];
-  const allocatedPct: number[] = [];
-  const waitingSeries: number[] = [];
-  let nextSample = start;
-  const sample = (now: number): void => {
-    while (nextSample <= now && tS.length < points) {
-      tS.push(Math.round((nextSample - start) / 1000));
-      allocatedPct.push(capacityMilli > 0 ? Math.round((10_000 * usedMilli) / capacityMilli) / 100 : 0);
-      waitingSeries.push(waitingPods);
-      nextSample += step;
-    }
-  };
-
-  env.run(start);
-  for (const t of tracked) env.at(t.unit.arrivalMs, PRIORITY.arrive, { type: 'arrive', unit: t });
-  if (o.failures !== undefined) for (let i = 0; i < state.size; i++) scheduleFailure(env, i);
-  env.run(o.untilMs);
-  const end = o.untilMs ?? Math.max(env.nowMs, start);
-  advance(end);
-  sample(end);
-  let neverPods = 0;
-  let neverGpu = 0;
-  let waitingAtEnd = 0;
-  for (const t of tracked) {
-    if (t.state === 'waiting' || t.state === 'abandoned' || t.state === 'future') {
-      if (t.state !== 'abandoned') waitingAtEnd++;
-      neverPods += unitPods(t.unit).length;
-      neverGpu += t.demandMilli;
-    }
-  }
-  const span = end - start;
-  const window = horizon - start;
-  const r2 = (x: number): number => Math.round(x * 100) / 100;
-  return {
-    policy: o.policy,
-    units: tracked.length,
-    pods: tracked.reduce((s, t) => s + unitPods(t.unit).length, 0),
-    placedPods,
-    gpuUtilisationPct: window > 0 && capacityMilli > 0 ? r2((100 * areaMilliMs) / (capacityMilli * window)) : 0,
-    peakAllocationPct: capacityMilli > 0 ? r2((100 * peak) / capacityMilli) : 0,
-    queueDelayS: delaysS.length === 0 ? { mean: 0, p50: 0, p90: 0, p99: 0, max: 0 } : { mean: r2(mean(delaysS)), p50: r2(median(delaysS)), p90: r2(percentile(delaysS, 90) as number), p99: r2(percentile(delaysS, 99) as number), max: r2(delaysS.reduce((m, d) => Math.max(m, d), 0)) },
-    neverPlaced: { pods: neverPods, gpus: r2(neverGpu / 1000), abandoned, waitingAtEnd },
-    evictions,
-    failures,
-    spanS: r2(span / 1000),
-    training: { units: trainedUnits, tokensPerSec: Math.round(trainedUnits === 0 ? 0 : trainedTokens / trainedUnits), gpuUtilizationPct: trainedGpuMs === 0 ? 0 : r2((100 * trainedComputeMs) / trainedGpuMs) },
-    series: { tS, allocatedPct, waitingPods: waitingSeries },
-    ...(gangStats ? { gangs: gangStatsOf() } : {}),
-  };
-
-  function gangStatsOf(): GangStats {
-    const waits = [...gangWaitS.values()];
-    // A gang still waiting at the end counts with the wait it has had so far.
-    for (const t of tracked) if (t.state === 'waiting' && counted(t)) waits.push((end - t.waitingSinceMs) / 1000);
-    const gangWindow = horizon - gangFrom;
-    const area = gangWindow > 0 && capacityMilli > 0 ? capacityMilli * gangWindow : 0;
-    return {
-      units: tracked.filter(counted).length,
-      waitP99S: waits.length === 0 ? 0 : r2(percentile(waits, 99) as number),
-      waitMeanS: waits.length === 0 ? 0 : r2(mean(waits)),
-      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (gangAreaMilliMs - overheadMilliMs)) / area),
-      migrations,
-      movedUnits,
-      overheadGpuHours: r2(overheadMilliMs / 1000 / 3_600_000),
-      fragmentationBlocked: fragBlocked.size,
-      helped: helped.size,
-      planCalls,
-      noPlan,
-    };
-  }
 }
 
 const NO_RUNNING: ReadonlyMap<string, RunningJob> = new Map();

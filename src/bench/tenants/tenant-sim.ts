@@ -133,34 +133,13 @@ export function podsFor(job: TenantJob, queue: string): PodSpec[] {
 }
 
 export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions): TenantSimResult {
-  const shape = NODE_SHAPES[opts.shape];
-  if (shape === undefined) throw new Error(`unknown shape ${opts.shape}`);
-  const specs: NodeSpec[] = Array.from({ length: opts.nodes }, (_, i) => ({
-    name: `node-${String(i).padStart(3, '0')}`,
-    cpuMilli: shape.cpuMilli,
-    memoryMiB: shape.memoryMiB,
-    maxPods: shape.maxPods,
-    gpus: shape.gpus,
-    topology: shape.topology,
-    location: { zone: 'z', block: 'b', rack: `rack-${Math.floor(i / 8)}` },
-    labels: {},
-    taints: [],
-    unschedulable: false,
-  }));
+  const specs = tenantNodes(opts);
   // The simulator's composition root: the cluster behind the ports, the scheduling queue and the spine.
   const { profile: prof, state, scheduler, queue, spine, end } = simAppOrThrow({ nodes: specs, profile: 'sits', typicalShapes: [], rng: seededRng(opts.seed) });
   const capacityMilli = specs.reduce((s, n) => s + n.gpus.length * 1000, 0);
-  const totalW = TIERS.reduce((s, t) => s + TIER_WEIGHT[t], 0);
-  // Nominal quotas split the cluster by weight; the rounding remainder goes to the first tier so that the
-  // quotas add up to exactly the capacity (a lost milli-GPU would strand a whole GPU).
-  const nominals = TIERS.map((t) => Math.floor((capacityMilli * TIER_WEIGHT[t]) / totalW));
-  nominals[0] = (nominals[0] as number) + capacityMilli - nominals.reduce((a, b) => a + b, 0);
-  const queues = new Map<string, QueueSpec>(
-    opts.mode === 'fifo'
-      ? [['fifo', makeQueue('fifo')]]
-      : TIERS.map((t, i) => [t, makeQueue(t, { weight: TIER_WEIGHT[t], cohort: 'cluster', nominal: { gpuMilli: nominals[i] as number, cpuMilli: Infinity, memoryMiB: Infinity } })]),
-  );
+  const queues = tenantQueues(opts.mode, capacityMilli);
   const aware = opts.mode === 'sits' && opts.checkpoint === 'aware';
+  const method: EtaMethod = { ...DEFAULT_ETA_METHOD, ...opts.eta };
   const ckptMs = (gpus: number): number => checkpointMs(gpus, opts.checkpointSecondsPerNode);
   const cycleOptions: Partial<CycleOptions> = opts.mode === 'fifo' ? { fairShare: false, backfill: false, preemption: false, explain: false } : { minRuntimeMs: 10 * 60_000, criticalGraceMs: 5 * 60_000, explain: false, ...(aware ? { checkpointAware: true } : {}) };
   let redoneGpuMs = 0;
@@ -180,6 +159,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
   /** Expected remaining runtime of a job that has done `doneMs` of work (known to the scheduler: run time and checkpoints, never the true duration). */
   const remainingAfter = (j: TenantJob, doneMs: number): number => expectedRemaining(rt, keysOf(j), doneMs);
   const estimate = (t: Tier, gpus = 1): number => rt.expectedTotal(runtimeKeys(t, gpus), 0);
+  const toQueued = (l: Live, nowMs: number): QueuedJob => queuedJob(l.job, queueOf(l.job.tier), nowMs, estimate(l.job.tier, l.job.gpus));
   const refreshEstimates = (now: number): void => {
     // Work done = checkpointed work before the last restart + time since it; censored at that.
     const work = (r: RunningJob): { keys: string[]; doneMs: number } => {
@@ -188,7 +168,6 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     };
     for (const [id, r] of withLearnedEnds(rt, running, work, now)) running.set(id, r);
   };
-  const method: EtaMethod = { ...DEFAULT_ETA_METHOD, ...opts.eta };
   const seen = new ArrivalHistory<TenantJob>();
   let nextCycleMs = 0;
   const trueEndMs = new Map<string, number>();
@@ -197,41 +176,8 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
   let preemptions = 0;
   let done = 0;
 
-  // Integrals over intervals where ≥ 2 tiers had pending demand.
-  const allocTime: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
-  const entitledTime: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
-  let contendedMs = 0;
-  let usedInWindow = 0;
-  let lastMs = 0;
-  const allocBy = (): Record<Tier, number> => {
-    const a: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
-    for (const r of running.values()) a[tierOf.get(r.id) as Tier] += r.resources.gpuMilli;
-    return a;
-  };
-  const integrate = (to: number): void => {
-    const dt = to - lastMs;
-    if (dt <= 0) return;
-    const alloc = allocBy();
-    const total = alloc.gold + alloc.silver + alloc.bronze;
-    const wEnd = Math.min(to, opts.windowMs);
-    if (wEnd > lastMs) usedInWindow += total * (wEnd - lastMs);
-    const pend: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
-    for (const p of pending.values()) pend[tierOf.get(p.id) as Tier] += jobResources(p).gpuMilli;
-    const contending = TIERS.filter((t) => pend[t] > 0);
-    if (contending.length >= 2 && total > 0) {
-      contendedMs += dt;
-      const deserved = deservedGpu(
-        TIERS.map((t) => ({ queue: makeQueue(t, { weight: TIER_WEIGHT[t] }), demandGpuMilli: alloc[t] + pend[t] })),
-        capacityMilli,
-      );
-      const dsum = TIERS.reduce((s, t) => s + (deserved.get(t) ?? 0), 0);
-      for (const t of TIERS) {
-        allocTime[t] += alloc[t] * dt;
-        entitledTime[t] += (dsum === 0 ? 0 : ((deserved.get(t) ?? 0) / dsum) * total) * dt;
-      }
-    }
-    lastMs = to;
-  };
+  const meter = new ContentionMeter(tierOf, capacityMilli, opts.windowMs, running, pending);
+  const integrate = (to: number): void => meter.integrate(to);
 
   /** A job joins its queue (arrived, or back after a preemption): the waiting set and the scheduling queue. */
   const enqueue = (j: QueuedJob, nowMs: number): void => {
@@ -249,6 +195,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     wakeups.add(atMs);
     en.at(atMs, 8, { kind: 'wakeup' });
   };
+  const etaContext: EtaContext = { jobs, opts, method, aware, state, profile: prof, queues, cycleOptions, live, pending, running, trueEndMs, seen, queueOf, remainingAfter, keptMs, toQueued, ckptMs };
   const env = new Environment<Ev>((e, en) => {
     integrate(en.nowMs);
     const ev = e.payload;
@@ -258,7 +205,8 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       enqueue(toQueued(l, en.nowMs), en.nowMs);
       seen.record(queueOf(ev.job.tier), en.nowMs, ev.job);
       if ((jobs.indexOf(ev.job) + 1) % sampleEvery === 0 && opts.mode === 'sits') {
-        const at = estimateStart(ev.job.id, en.nowMs, cycleQueued ? nextCycleMs : en.nowMs);
+        refreshEstimates(en.nowMs);
+        const at = estimateStart(etaContext, ev.job.id, en.nowMs, cycleQueued ? nextCycleMs : en.nowMs);
         if (at !== undefined) etaOf.set(ev.job.id, at);
       }
     } else if (ev.kind === 'commit') {
@@ -267,15 +215,10 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
       const l = live.get(ev.id);
       const r = running.get(ev.id);
       if (l === undefined || r === undefined || l.version !== ev.version || l.requestedMs === undefined) return;
-      const pause = en.nowMs - l.requestedMs;
-      l.savedWorkMs = l.requestedMs - r.startMs - (l.pausedMs ?? 0);
-      l.pausedMs = (l.pausedMs ?? 0) + pause;
+      const pause = resumeAfterCheckpoint(l, r, en.nowMs);
       checkpointGpuMs += pause * (r.resources.gpuMilli / 1000);
-      l.requestedMs = undefined;
-      l.version++;
-      l.finishAtMs = (l.finishAtMs ?? en.nowMs) + pause;
-      en.at(l.finishAtMs, 0, { kind: 'finish', id: ev.id, version: l.version });
-      trueEndMs.set(ev.id, l.finishAtMs);
+      en.at(l.finishAtMs as number, 0, { kind: 'finish', id: ev.id, version: l.version });
+      trueEndMs.set(ev.id, l.finishAtMs as number);
       running.set(ev.id, { ...r, lastCheckpointMs: en.nowMs, estEndMs: r.estEndMs + pause });
     } else if (ev.kind === 'finish') {
       const l = live.get(ev.id);
@@ -297,18 +240,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         const l = live.get(p.victim.id) as Live;
         running.delete(p.victim.id);
         preemptions++;
-        // Work since the last checkpoint is lost; the job goes back to its queue with its original submit time.
-        const ranMs = en.nowMs - p.victim.startMs;
-        const periodic = Math.floor(ranMs / opts.checkpointEveryMs) * opts.checkpointEveryMs;
-        // Checkpoint-aware: the checkpoint asked of it saved everything up to the request (training paused since).
-        const kept = aware ? Math.max(periodic, l.savedWorkMs ?? 0) : periodic;
-        const worked = ranMs - (l.pausedMs ?? 0) - (l.requestedMs === undefined ? 0 : en.nowMs - l.requestedMs);
-        redoneGpuMs += Math.max(0, worked - kept) * (p.victim.resources.gpuMilli / 1000);
-        l.savedWorkMs = undefined;
-        l.pausedMs = undefined;
-        l.requestedMs = undefined;
-        l.remainingMs = Math.max(1000, l.remainingMs - kept);
-        l.version++;
+        redoneGpuMs += rollBack(l, p.victim, en.nowMs, opts.checkpointEveryMs, aware);
         enqueue(toQueued(l, en.nowMs), en.nowMs);
       }
       for (const d of res.deferred) wakeAt(en, d.atMs);
@@ -327,19 +259,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         pending.delete(s.job.id);
         l.firstStartMs ??= en.nowMs;
         const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-        running.set(s.job.id, {
-          id: s.job.id,
-          queue: s.job.queue,
-          priority: 0,
-          startMs: en.nowMs,
-          estEndMs: en.nowMs + s.job.estRuntimeMs,
-          podIds: s.placements.map((p) => p.podId),
-          resources: jobResources(s.job),
-          ...(model === undefined ? {} : { gpuModel: model }),
-          preemptible: true,
-          lastCheckpointMs: en.nowMs,
-          ...(aware ? { checkpointable: true } : {}),
-        });
+        running.set(s.job.id, startedJob(s.job, s.placements, en.nowMs, model, aware));
         l.finishAtMs = en.nowMs + l.remainingMs;
         en.schedule(l.remainingMs, 0, { kind: 'finish', id: s.job.id, version: l.version });
         trueEndMs.set(s.job.id, en.nowMs + l.remainingMs);
@@ -352,14 +272,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         en.schedule(60_000, 9, { kind: 'cycle' });
       }
       // Checkpoint windows: a running job spends the first minute of every checkpoint period checkpointing.
-      for (const [id, r] of running) {
-        const since = en.nowMs - r.startMs;
-        const phase = since % opts.checkpointEveryMs;
-        const lastCkpt = r.startMs + since - phase;
-        // A committed requested checkpoint is newer than the periodic one until the next period passes it.
-        const newest = Math.max(lastCkpt, aware && r.lastCheckpointMs !== undefined ? r.lastCheckpointMs : lastCkpt);
-        running.set(id, { ...r, lastCheckpointMs: newest, ...(phase < 60_000 && since >= opts.checkpointEveryMs ? { criticalUntilMs: lastCkpt + 60_000 } : {}) });
-      }
+      for (const [id, r] of running) running.set(id, withCheckpointWindow(r, en.nowMs, opts.checkpointEveryMs, aware));
       return;
     }
     if (!cycleQueued) {
@@ -369,72 +282,192 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     }
   });
 
-  /**
-   * When `id` (just submitted) will start: the queue cycle run forward from a copy of now, as the scheduler
-   * could know it — runtime estimates, never true durations; arrivals forecast from the past, never the trace's.
-   */
-  function estimateStart(id: string, nowMs: number, firstCycleMs: number): number | undefined {
-    refreshEstimates(nowMs);
-    const oracle = method.oracle ?? {};
-    const pend = [...pending.values()].map((j) => (oracle.runtimes === true ? { ...j, estRuntimeMs: (live.get(j.id) as Live).remainingMs } : method.refreshPending ? { ...j, estRuntimeMs: remainingAfter((live.get(j.id) as Live).job, keptMs(live.get(j.id) as Live)) } : j));
-    const run = oracle.runtimes === true ? new Map([...running].map(([rid, r]) => [rid, { ...r, estEndMs: trueEndMs.get(rid) as number }])) : running;
-    const forecastJobs = new Map<string, { job: TenantJob; queued: QueuedJob }>();
-    if (oracle.arrivals === true) {
-      for (const j of jobs) {
-        if (j.submitMs <= nowMs) continue;
-        const q = queueOf(j.tier);
-        const members = podsFor(j, q);
-        forecastJobs.set(j.id, { job: j, queued: { id: j.id, queue: q, priority: 0, arrivalMs: j.submitMs, gang: { name: j.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: oracle.runtimes === true ? j.durationMs : remainingAfter(j, 0) } });
-      }
-    } else if (method.forecast) {
-      for (const f of seen.forecast(nowMs)) {
-        const job: TenantJob = { ...f.template, id: f.id, submitMs: f.atMs };
-        const q = queueOf(job.tier);
-        const members = podsFor(job, q);
-        forecastJobs.set(f.id, { job, queued: { id: f.id, queue: q, priority: 0, arrivalMs: f.atMs, gang: { name: f.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: remainingAfter(job, 0) } });
-      }
-    }
-    // A victim of the forward run returns to its queue with the work since its last checkpoint to redo.
-    const requeue = (v: RunningJob, atMs: number): QueuedJob | undefined => {
-      const l = live.get(v.id);
-      const f = forecastJobs.get(v.id);
-      const base = l === undefined ? f?.queued : pending.get(v.id) ?? toQueued(l, atMs);
-      if (base === undefined) return undefined;
-      const periodic = Math.floor((atMs - v.startMs) / opts.checkpointEveryMs) * opts.checkpointEveryMs;
-      // Checkpoint-aware, the redone work counts from the victim's checkpoint times (the one asked of it included).
-      return requeueAfterCheckpoint(base, v, aware ? Math.max(periodic, (v.lastCheckpointMs ?? v.startMs) - v.startMs) : periodic);
-    };
-    const eta = estimateStarts({
-      nowMs,
-      state,
-      profile: prof,
-      rng: seededRng(7),
-      queues,
-      pending: pend,
-      running: run,
-      options: cycleOptions,
-      untilStarted: id,
-      horizonMs: 14 * 86_400_000,
-      ...(method.forecast || oracle.arrivals === true ? { arrivals: [...forecastJobs.values()].map((f) => f.queued) } : {}),
-      ...(method.requeue ? { requeue } : {}),
-      ...(method.cadence ? { cadence: { nextMs: firstCycleMs, everyMs: 60_000 } } : {}),
-      ...(aware ? { checkpointMs: (v: RunningJob) => ckptMs(v.resources.gpuMilli / 1000), checkpointable: () => true } : {}),
-    });
-    return eta.get(id);
-  }
-
-  function toQueued(l: Live, nowMs: number): QueuedJob {
-    const q = queueOf(l.job.tier);
-    const members = podsFor(l.job, q);
-    void nowMs;
-    return { id: l.job.id, queue: q, priority: 0, arrivalMs: l.job.submitMs, gang: { name: l.job.id, minMember: members.length, members, topology: {}, priority: 0, queue: q }, estRuntimeMs: estimate(l.job.tier, l.job.gpus) };
-  }
-
   for (const j of jobs) env.at(j.submitMs, 1, { kind: 'arrive', job: j });
   const endMs = opts.windowMs * 8;
   env.run(endMs);
   integrate(Math.min(env.nowMs, endMs));
 
+  const { tiers, jain } = tierMetrics(jobs, live, meter.allocTime, meter.entitledTime);
+  const etaErrorPct = etaErrors(etaOf, live, opts);
+  return {
+    tiers,
+    jain: round(jain, 4),
+    utilizationPct: round((100 * meter.usedInWindow) / (capacityMilli * opts.windowMs)),
+    preemptions,
+    cycles,
+    ...(opts.mode === 'sits' ? { etaErrorPct } : {}),
+    contendedHours: round(meter.contendedMs / 3_600_000),
+    ...(opts.checkpoint === undefined ? {} : { redoneGpuHours: round(redoneGpuMs / 3_600_000), checkpointGpuHours: round(checkpointGpuMs / 3_600_000) }),
+  };
+}
+
+/** The simulated cluster: `opts.nodes` nodes of the preset shape, eight to a rack. */
+function tenantNodes(opts: TenantSimOptions): NodeSpec[] {
+  const shape = NODE_SHAPES[opts.shape];
+  if (shape === undefined) throw new Error(`unknown shape ${opts.shape}`);
+  return Array.from({ length: opts.nodes }, (_, i) => ({
+    name: `node-${String(i).padStart(3, '0')}`,
+    cpuMilli: shape.cpuMilli,
+    memoryMiB: shape.memoryMiB,
+    maxPods: shape.maxPods,
+    gpus: shape.gpus,
+    topology: shape.topology,
+    location: { zone: 'z', block: 'b', rack: `rack-${Math.floor(i / 8)}` },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  }));
+}
+
+/** One FIFO queue, or a queue per tier with a nominal quota by weight in one cohort. */
+function tenantQueues(mode: TenantSimOptions['mode'], capacityMilli: number): Map<string, QueueSpec> {
+  const totalW = TIERS.reduce((s, t) => s + TIER_WEIGHT[t], 0);
+  // Nominal quotas split the cluster by weight; the rounding remainder goes to the first tier so that the
+  // quotas add up to exactly the capacity (a lost milli-GPU would strand a whole GPU).
+  const nominals = TIERS.map((t) => Math.floor((capacityMilli * TIER_WEIGHT[t]) / totalW));
+  nominals[0] = (nominals[0] as number) + capacityMilli - nominals.reduce((a, b) => a + b, 0);
+  return new Map<string, QueueSpec>(
+    mode === 'fifo'
+      ? [['fifo', makeQueue('fifo')]]
+      : TIERS.map((t, i) => [t, makeQueue(t, { weight: TIER_WEIGHT[t], cohort: 'cluster', nominal: { gpuMilli: nominals[i] as number, cpuMilli: Infinity, memoryMiB: Infinity } })]),
+  );
+}
+
+/** A job as the scheduling queue holds it: a gang of its pods, with the runtime estimate given. */
+function queuedJob(job: TenantJob, queue: string, nowMs: number, estRuntimeMs: number): QueuedJob {
+  const members = podsFor(job, queue);
+  void nowMs;
+  return { id: job.id, queue, priority: 0, arrivalMs: job.submitMs, gang: { name: job.id, minMember: members.length, members, topology: {}, priority: 0, queue }, estRuntimeMs };
+}
+
+/**
+ * A preempted job loses the work since its last checkpoint and goes back with the rest to do (its original
+ * submit time kept). Returns the GPU-milliseconds it has to redo.
+ */
+function rollBack(l: Live, victim: RunningJob, nowMs: number, checkpointEveryMs: number, aware: boolean): number {
+  const ranMs = nowMs - victim.startMs;
+  const periodic = Math.floor(ranMs / checkpointEveryMs) * checkpointEveryMs;
+  // Checkpoint-aware: the checkpoint asked of it saved everything up to the request (training paused since).
+  const kept = aware ? Math.max(periodic, l.savedWorkMs ?? 0) : periodic;
+  const worked = ranMs - (l.pausedMs ?? 0) - (l.requestedMs === undefined ? 0 : nowMs - l.requestedMs);
+  const redone = Math.max(0, worked - kept) * (victim.resources.gpuMilli / 1000);
+  l.savedWorkMs = undefined;
+  l.pausedMs = undefined;
+  l.requestedMs = undefined;
+  l.remainingMs = Math.max(1000, l.remainingMs - kept);
+  l.version++;
+  return redone;
+}
+
+/** A job the cycle started, as the running set holds it. */
+function startedJob(job: QueuedJob, placements: readonly { readonly podId: string }[], nowMs: number, model: string | undefined, aware: boolean): RunningJob {
+  return {
+    id: job.id,
+    queue: job.queue,
+    priority: 0,
+    startMs: nowMs,
+    estEndMs: nowMs + job.estRuntimeMs,
+    podIds: placements.map((p) => p.podId),
+    resources: jobResources(job),
+    ...(model === undefined ? {} : { gpuModel: model }),
+    preemptible: true,
+    lastCheckpointMs: nowMs,
+    ...(aware ? { checkpointable: true } : {}),
+  };
+}
+
+/** Checkpoint windows: a running job spends the first minute of every checkpoint period checkpointing. */
+function withCheckpointWindow(r: RunningJob, nowMs: number, checkpointEveryMs: number, aware: boolean): RunningJob {
+  const since = nowMs - r.startMs;
+  const phase = since % checkpointEveryMs;
+  const lastCkpt = r.startMs + since - phase;
+  // A committed requested checkpoint is newer than the periodic one until the next period passes it.
+  const newest = Math.max(lastCkpt, aware && r.lastCheckpointMs !== undefined ? r.lastCheckpointMs : lastCkpt);
+  return { ...r, lastCheckpointMs: newest, ...(phase < 60_000 && since >= checkpointEveryMs ? { criticalUntilMs: lastCkpt + 60_000 } : {}) };
+}
+
+/** What a start-time estimate sees of the simulation (read only). */
+interface EtaContext {
+  readonly jobs: readonly TenantJob[];
+  readonly opts: TenantSimOptions;
+  readonly method: EtaMethod;
+  readonly aware: boolean;
+  readonly state: ReturnType<typeof simAppOrThrow>['state'];
+  readonly profile: ReturnType<typeof simAppOrThrow>['profile'];
+  readonly queues: ReadonlyMap<string, QueueSpec>;
+  readonly cycleOptions: Partial<CycleOptions>;
+  readonly live: ReadonlyMap<string, Live>;
+  readonly pending: ReadonlyMap<string, QueuedJob>;
+  readonly running: ReadonlyMap<string, RunningJob>;
+  readonly trueEndMs: ReadonlyMap<string, number>;
+  readonly seen: ArrivalHistory<TenantJob>;
+  readonly queueOf: (t: Tier) => string;
+  readonly remainingAfter: (j: TenantJob, doneMs: number) => number;
+  readonly keptMs: (l: Live) => number;
+  readonly toQueued: (l: Live, nowMs: number) => QueuedJob;
+  readonly ckptMs: (gpus: number) => number;
+}
+
+/** The jobs expected to arrive after now, as the estimate may know them (the trace's own only for the oracle). */
+function forecastArrivals(c: EtaContext, nowMs: number): Map<string, { job: TenantJob; queued: QueuedJob }> {
+  const oracle = c.method.oracle ?? {};
+  const forecastJobs = new Map<string, { job: TenantJob; queued: QueuedJob }>();
+  if (oracle.arrivals === true) {
+    for (const j of c.jobs) {
+      if (j.submitMs <= nowMs) continue;
+      forecastJobs.set(j.id, { job: j, queued: queuedJob(j, c.queueOf(j.tier), nowMs, oracle.runtimes === true ? j.durationMs : c.remainingAfter(j, 0)) });
+    }
+  } else if (c.method.forecast) {
+    for (const f of c.seen.forecast(nowMs)) {
+      const job: TenantJob = { ...f.template, id: f.id, submitMs: f.atMs };
+      forecastJobs.set(f.id, { job, queued: queuedJob(job, c.queueOf(job.tier), nowMs, c.remainingAfter(job, 0)) });
+    }
+  }
+  return forecastJobs;
+}
+
+/**
+ * When `id` (just submitted) will start: the queue cycle run forward from a copy of now, as the scheduler
+ * could know it — runtime estimates, never true durations; arrivals forecast from the past, never the trace's.
+ * The running jobs' learned ends are refreshed by the caller.
+ */
+function estimateStart(c: EtaContext, id: string, nowMs: number, firstCycleMs: number): number | undefined {
+  const { method, live, pending, running } = c;
+  const oracle = method.oracle ?? {};
+  const pend = [...pending.values()].map((j) => (oracle.runtimes === true ? { ...j, estRuntimeMs: (live.get(j.id) as Live).remainingMs } : method.refreshPending ? { ...j, estRuntimeMs: c.remainingAfter((live.get(j.id) as Live).job, c.keptMs(live.get(j.id) as Live)) } : j));
+  const run = oracle.runtimes === true ? new Map([...running].map(([rid, r]) => [rid, { ...r, estEndMs: c.trueEndMs.get(rid) as number }])) : running;
+  const forecastJobs = forecastArrivals(c, nowMs);
+  // A victim of the forward run returns to its queue with the work since its last checkpoint to redo.
+  const requeue = (v: RunningJob, atMs: number): QueuedJob | undefined => {
+    const l = live.get(v.id);
+    const f = forecastJobs.get(v.id);
+    const base = l === undefined ? f?.queued : (pending.get(v.id) ?? c.toQueued(l, atMs));
+    if (base === undefined) return undefined;
+    const periodic = Math.floor((atMs - v.startMs) / c.opts.checkpointEveryMs) * c.opts.checkpointEveryMs;
+    // Checkpoint-aware, the redone work counts from the victim's checkpoint times (the one asked of it included).
+    return requeueAfterCheckpoint(base, v, c.aware ? Math.max(periodic, (v.lastCheckpointMs ?? v.startMs) - v.startMs) : periodic);
+  };
+  const eta = estimateStarts({
+    nowMs,
+    state: c.state,
+    profile: c.profile,
+    rng: seededRng(7),
+    queues: c.queues,
+    pending: pend,
+    running: run,
+    options: c.cycleOptions,
+    untilStarted: id,
+    horizonMs: 14 * 86_400_000,
+    ...(method.forecast || oracle.arrivals === true ? { arrivals: [...forecastJobs.values()].map((f) => f.queued) } : {}),
+    ...(method.requeue ? { requeue } : {}),
+    ...(method.cadence ? { cadence: { nextMs: firstCycleMs, everyMs: 60_000 } } : {}),
+    ...(c.aware ? { checkpointMs: (v: RunningJob) => c.ckptMs(v.resources.gpuMilli / 1000), checkpointable: () => true } : {}),
+  });
+  return eta.get(id);
+}
+
+/** Each tier's share of the contended GPU time against its entitlement, its queueing delays, and Jain's index of the ratios. */
+function tierMetrics(jobs: readonly TenantJob[], live: ReadonlyMap<string, Live>, allocTime: Record<Tier, number>, entitledTime: Record<Tier, number>): { tiers: Record<Tier, TierMetrics>; jain: number } {
   const tiers = {} as Record<Tier, TierMetrics>;
   const allocSum = TIERS.reduce((s, t) => s + allocTime[t], 0);
   const entSum = TIERS.reduce((s, t) => s + entitledTime[t], 0);
@@ -452,6 +485,11 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     tiers[t] = { sharePct: round(share), entitledPct: round(entitled), queueDelaySec: { p50: Math.round(nearestRank(delays, 50) ?? 0), p99: Math.round(nearestRank(delays, 99) ?? 0) }, jobs: mine.length, neverStarted: mine.length - delays.length };
   }
   const jain = ratios.length === 0 ? 1 : ratios.reduce((s, x) => s + x, 0) ** 2 / (ratios.length * ratios.reduce((s, x) => s + x * x, 0));
+  return { tiers, jain };
+}
+
+/** The error of the start times estimated at submission (each sample also goes to opts.onEtaSample). */
+function etaErrors(etaOf: ReadonlyMap<string, number>, live: ReadonlyMap<string, Live>, opts: TenantSimOptions): NonNullable<TenantSimResult['etaErrorPct']> {
   const errors: { tier: Tier; waitMs: number; pct: number; signed: number }[] = [];
   for (const [id, eta] of etaOf) {
     const l = live.get(id);
@@ -465,20 +503,73 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
     const sorted = [...xs].sort((a, b) => a - b);
     return { p50: round(nearestRank(sorted, 50) ?? 0), p90: round(nearestRank(sorted, 90) ?? 0), samples: sorted.length };
   };
-  const etaErrorPct = {
+  return {
     ...summary(errors.map((e) => e.pct)),
     signedP50: round(nearestRank([...errors.map((e) => e.signed)].sort((a, b) => a - b), 50) ?? 0),
     byTier: Object.fromEntries(TIERS.map((t) => [t, summary(errors.filter((e) => e.tier === t).map((e) => e.pct))])) as Record<Tier, EtaError>,
     byWait: Object.fromEntries(WAIT_BUCKETS.map(([name, lo, hi]) => [name, summary(errors.filter((e) => e.waitMs >= lo && e.waitMs < hi).map((e) => e.pct))])),
   };
-  return {
-    tiers,
-    jain: round(jain, 4),
-    utilizationPct: round((100 * usedInWindow) / (capacityMilli * opts.windowMs)),
-    preemptions,
-    cycles,
-    ...(opts.mode === 'sits' ? { etaErrorPct } : {}),
-    contendedHours: round(contendedMs / 3_600_000),
-    ...(opts.checkpoint === undefined ? {} : { redoneGpuHours: round(redoneGpuMs / 3_600_000), checkpointGpuHours: round(checkpointGpuMs / 3_600_000) }),
-  };
+}
+
+/**
+ * The checkpoint asked of a victim committed at `nowMs`: it saved the work up to the request, and its training
+ * resumes with its end moved by the pause. Returns the pause.
+ */
+function resumeAfterCheckpoint(l: Live, r: RunningJob, nowMs: number): number {
+  const requestedMs = l.requestedMs as number;
+  const pause = nowMs - requestedMs;
+  l.savedWorkMs = requestedMs - r.startMs - (l.pausedMs ?? 0);
+  l.pausedMs = (l.pausedMs ?? 0) + pause;
+  l.requestedMs = undefined;
+  l.version++;
+  l.finishAtMs = (l.finishAtMs ?? nowMs) + pause;
+  return pause;
+}
+
+/** Integrals over the intervals where ≥ 2 tiers had pending demand: each tier's GPU time and the share it deserved; and the GPU time used in the window. */
+class ContentionMeter {
+  readonly allocTime: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+  readonly entitledTime: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+  contendedMs = 0;
+  usedInWindow = 0;
+  private lastMs = 0;
+
+  constructor(
+    private readonly tierOf: ReadonlyMap<string, Tier>,
+    private readonly capacityMilli: number,
+    private readonly windowMs: number,
+    private readonly running: ReadonlyMap<string, RunningJob>,
+    private readonly pending: ReadonlyMap<string, QueuedJob>,
+  ) {}
+
+  private allocBy(): Record<Tier, number> {
+    const a: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+    for (const r of this.running.values()) a[this.tierOf.get(r.id) as Tier] += r.resources.gpuMilli;
+    return a;
+  }
+
+  integrate(to: number): void {
+    const dt = to - this.lastMs;
+    if (dt <= 0) return;
+    const alloc = this.allocBy();
+    const total = alloc.gold + alloc.silver + alloc.bronze;
+    const wEnd = Math.min(to, this.windowMs);
+    if (wEnd > this.lastMs) this.usedInWindow += total * (wEnd - this.lastMs);
+    const pend: Record<Tier, number> = { gold: 0, silver: 0, bronze: 0 };
+    for (const p of this.pending.values()) pend[this.tierOf.get(p.id) as Tier] += jobResources(p).gpuMilli;
+    const contending = TIERS.filter((t) => pend[t] > 0);
+    if (contending.length >= 2 && total > 0) {
+      this.contendedMs += dt;
+      const deserved = deservedGpu(
+        TIERS.map((t) => ({ queue: makeQueue(t, { weight: TIER_WEIGHT[t] }), demandGpuMilli: alloc[t] + pend[t] })),
+        this.capacityMilli,
+      );
+      const dsum = TIERS.reduce((s, t) => s + (deserved.get(t) ?? 0), 0);
+      for (const t of TIERS) {
+        this.allocTime[t] += alloc[t] * dt;
+        this.entitledTime[t] += (dsum === 0 ? 0 : ((deserved.get(t) ?? 0) / dsum) * total) * dt;
+      }
+    }
+    this.lastMs = to;
+  }
 }

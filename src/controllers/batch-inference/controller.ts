@@ -18,7 +18,7 @@ import { setCondition } from '../conditions.ts';
 import type { PodObject } from '../kube-objects.ts';
 import type { BatchCoordinator, CommitResult, WorkerInfo } from './coordinator.ts';
 import { partName } from './coordinator.ts';
-import { cpuWorkerPodName, renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig } from './pods.ts';
+import { cpuWorkerPodName, renderWorkers, workerPodName, type BatchJobObject, type WorkerBuildConfig, type WorkerRender } from './pods.ts';
 import type { StatusWritePolicy, WrittenStatus } from './status.ts';
 import { DEFAULT_STATUS_POLICY, shouldWriteStatus, toStatus } from './status.ts';
 import { formatAssignment, parseReport, STAGE_NAMES, type BatchPluginState, type WireAssignment, type WireStage } from './worker-protocol.ts';
@@ -318,74 +318,9 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     return { actions: deleteAll(pods) };
   }
   const render = renderWorkers(job, cfg);
-  if (!render.ok) {
-    const message = render.issues.map((i) => `${i.field}: ${i.message}`).join('; ');
-    return {
-      status: {
-        ...prev,
-        phase: 'Failed',
-        conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: 'InvalidSpec', message }),
-      },
-      actions: deleteAll(pods),
-    };
-  }
+  if (!render.ok) return invalidSpecStep(job, pods, render.issues, nowMs);
   const open = cfg.jobs.session(job, nowMs);
-  if (open.state === 'loading') {
-    const status =
-      prev.phase === undefined
-        ? {
-            ...prev,
-            phase: 'Pending' as const,
-            conditions: conditionsWith(prev.conditions, nowMs, gen, {
-              type: 'InputValid',
-              status: 'Unknown',
-              reason: 'Reading',
-              message: `reading ${job.spec.input.uri}`,
-            }),
-          }
-        : undefined;
-    return { ...(status === undefined ? {} : { status }), actions: [], requeueAfterMs: 250 };
-  }
-  if (open.state === 'rejected') {
-    const message = open.errors.join('; ');
-    return {
-      status: {
-        ...prev,
-        phase: 'Failed',
-        completionTime: iso(nowMs),
-        conditions: conditionsWith(
-          prev.conditions,
-          nowMs,
-          gen,
-          { type: 'InputValid', status: 'False', reason: 'MalformedInput', message },
-          { type: 'Complete', status: 'False', reason: 'OutputPartial', message: `no record was run: the input is invalid; ${open.output} says partial` },
-        ),
-      },
-      actions: deleteAll(pods),
-    };
-  }
-  if (open.state === 'refused') {
-    return {
-      status: {
-        ...prev,
-        phase: 'Failed',
-        completionTime: iso(nowMs),
-        conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: open.reason, message: open.message }),
-      },
-      actions: deleteAll(pods),
-    };
-  }
-  if (open.state === 'error') {
-    const said = prev.conditions?.find((x) => x.type === 'OutputWritable');
-    if (said?.status === 'False' && said.message === open.message) return { actions: [], requeueAfterMs: 10_000 };
-    const conditions = conditionsWith(prev.conditions, nowMs, gen, {
-      type: 'OutputWritable',
-      status: 'False',
-      reason: 'VolumeUnavailable',
-      message: open.message,
-    });
-    return { status: { ...prev, phase: prev.phase ?? 'Pending', conditions }, actions: [], requeueAfterMs: 10_000 };
-  }
+  if (open.state !== 'ready') return unopenedStep(job, pods, open, nowMs);
   const s = open.session;
   const c = s.coordinator;
   if (job.spec.suspend && s.finished === undefined) return suspendStep(job, pods, s, nowMs, leave);
@@ -424,16 +359,8 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   const cpuWanted = cpuTemplate !== undefined && c.cpuWorkPending();
   const elasticPod = placement?.shape === 'cpu' && typeof render.value.elasticPod === 'function' ? render.value.elasticPod : undefined;
   const elasticNames = elasticPod === undefined ? [] : Array.from({ length: job.spec.workers }, (_, n) => elasticWorkerPodName(name, n));
-  // CPU-elastic workers by count, not index: as many as the shards left (open, or running on them), at most spec.workers.
-  const elasticUp = elasticNames.filter((pn) => byName.get(pn) !== undefined && !terminal(byName.get(pn) as PodObject)).length;
-  const elasticWant = elasticWorkers(job.spec.workers, c.pendingTasks(), elasticNames.filter((pn) => s.assigned.has(pn)).length);
-  let elasticCreate = Math.max(0, elasticWant - elasticUp);
-  let elasticSurplus = Math.max(0, elasticUp - elasticWant);
-  const slots: { readonly pn: string; readonly index?: number; readonly elastic?: number }[] = [
-    ...Array.from({ length: job.spec.workers }, (_, i) => ({ pn: workerPodName(name, i), index: i })),
-    ...(cpuTemplate === undefined ? [] : [{ pn: cpuWorkerPodName(name) }]),
-    ...elasticNames.map((pn, n) => ({ pn, elastic: n })),
-  ];
+  let { create: elasticCreate, surplus: elasticSurplus } = elasticCounts(job, s, elasticNames, byName);
+  const slots = workerSlots(job, elasticNames, cpuTemplate !== undefined);
   for (const slot of slots) {
     if (s.finished !== undefined) break;
     const { pn } = slot;
@@ -459,22 +386,15 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     // Built for another shape than the route's (a whole GPU under gpu-fragments): drained at its shard boundary.
     if (!cpu && pod !== undefined && !terminal(pod) && misplaced(pod, placement)) retiring.add(pn);
     if (pod === undefined || terminal(pod)) {
-      // The worker is gone (crash, preemption, node loss): its shard goes back to the coordinator.
-      const had = s.assigned.get(pn);
-      if (had !== undefined) {
-        c.lost(pn);
-        s.handled.add(had.attempt);
-        s.assigned.delete(pn);
-      }
+      giveBackShard(s, pn);
       if (pod === undefined && elastic) {
         if (elasticPod !== undefined && elasticCreate > 0) {
           elasticCreate--;
           actions.push({ op: 'create', kind: POD.kind, object: elasticPod(slot.elastic ?? 0) });
         }
       } else if (pod === undefined) {
-        const gpuPod = (): PodObject =>
-          placement?.shape === 'fraction' ? render.value.fractionPod(i, placement.fraction ?? 1, placement.deviceMemoryGiB) : render.value.pod(i);
-        if (cpu ? cpuWanted : i < allowed) actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : gpuPod() });
+        if (cpu ? cpuWanted : i < allowed)
+          actions.push({ op: 'create', kind: POD.kind, object: cpu ? (cpuTemplate as () => PodObject)() : gpuWorkerPod(render.value, placement, i) });
       } else if (pod.metadata.deletionTimestamp === undefined) actions.push({ op: 'delete', kind: POD.kind, name: pn, uid: pod.metadata.uid ?? '' });
       continue;
     }
@@ -492,54 +412,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     }
     c.register(worker);
     live.push({ pod, worker });
-    const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
-    if (report?.batchSize !== undefined) batchSizes.push(report.batchSize);
-    if (report?.stages !== undefined) {
-      const m = stageReports.get(s) ?? new Map<string, { cpu: boolean; stages: readonly WireStage[] }>();
-      stageReports.set(s, m);
-      // Keyed by pod UID: a replacement pod with the same name starts its totals from zero.
-      m.set(pod.metadata.uid ?? pn, { cpu, stages: report.stages });
-    }
-    if (report?.batchPlugin !== undefined)
-      pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
-    let cur = s.assigned.get(pn);
-    // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
-    if (cur === undefined && report !== undefined && report.state !== 'failed' && !s.handled.has(report.attempt) && epochOf(report.attempt) < c.epoch) {
-      if (c.adopt(report.attempt, { start: report.start, end: report.end }, worker, report.startedMs, report.done) === 'adopted') {
-        cur = { attempt: report.attempt, start: report.start, end: report.end, part: partName(report.attempt), concurrency: 1 };
-        s.assigned.set(pn, cur);
-      } else s.handled.add(report.attempt);
-    }
-    if (cur === undefined || report === undefined || report.attempt !== cur.attempt) continue;
-    c.progress(cur.attempt, report.done, report.tokens);
-    // A checkpoint is committed while the attempt runs on (ADR 0159), before a done or failed report is judged, so a
-    // failed or lost attempt gives back only what came after it.
-    const ck = commitCheckpoint(s, cur.attempt, report.checkpoint);
-    if (ck?.kind === 'committed') for (const id of ck.cancel) cancelled.add(id);
-    if (report.state === 'running') continue;
-    s.handled.add(cur.attempt);
-    s.assigned.delete(pn);
-    if (report.state === 'done') {
-      const r = c.complete(cur.attempt, nowMs);
-      if (r.kind === 'failed') s.retries++;
-      else for (const id of r.cancel) cancelled.add(id);
-      // The first committed shards are the workload's profile (ADR 0165); a bounded few, then no more.
-      if (r.kind === 'committed' && s.routing === undefined && (s.shardSamples ??= []).length < PROFILE_SHARDS && report.done > 0) {
-        const out = report.outputTokens ?? 0;
-        s.shardSamples.push({
-          records: report.done,
-          promptTokens: report.tokens - out,
-          outputTokens: out,
-          ms: report.ms ?? 0,
-          ...(report.kvFree === undefined ? {} : { peakKvFraction: 1 - report.kvFree }),
-        });
-      }
-    } else if (report.failure?.kind === 'model') {
-      s.modelError ??= `spec.model.uri ${job.spec.model.uri}: the engine cannot load it: ${report.failure.message}`;
-    } else {
-      s.retries++;
-      c.fail(cur.attempt, { kind: report.failure?.kind ?? 'crash', message: report.failure?.message ?? 'the worker gave up', device: worker.device }, nowMs);
-    }
+    readWorkerReport({ job, s, nowMs, batchSizes, pluginReports, cancelled }, pn, pod, worker, cpu);
   }
   // Losing copies (their records were committed by another attempt): the worker is told by its next assignment.
   for (const [pn, a] of [...s.assigned]) {
@@ -548,56 +421,9 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
     s.assigned.delete(pn);
   }
   // The long-tail breaker: a straggler's assignment is cut short (same attempt, smaller end); idle workers take the rest.
-  if (s.finished === undefined) {
-    // Only GPU workers take a straggler's chunks (they are GPU work).
-    const idle = live.filter((l) => (!l.worker.cpu || l.worker.elastic === true) && !s.assigned.has(l.worker.id)).length;
-    for (const cut of c.tick(nowMs, idle)) {
-      for (const [pn, a] of s.assigned) if (a.attempt === cut.attemptId) s.assigned.set(pn, { ...a, end: cut.cut });
-    }
-    for (const l of live) {
-      if (s.assigned.has(l.worker.id)) continue;
-      // Its GPU time is over (the share): at this shard boundary the worker goes instead of taking another shard.
-      if (retiring.has(l.worker.id)) {
-        actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
-        gone.add(l.worker.id);
-        continue;
-      }
-      const a = c.assign(l.worker, nowMs);
-      if (a !== undefined)
-        s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
-      else if (l.worker.cpu && l.worker.elastic !== true && !c.cpuWorkPending()) {
-        // Its last CPU-rung shard is committed: the fallback worker goes now, not a tick later.
-        actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
-        gone.add(l.worker.id);
-      }
-    }
-    // A shard reached the CPU rung in this reconcile: its worker is created now, not a tick later.
-    const cpuPn = cpuWorkerPodName(name);
-    if (cpuTemplate !== undefined && !cpuWanted && byName.get(cpuPn) === undefined && c.cpuWorkPending())
-      actions.push({ op: 'create', kind: POD.kind, object: cpuTemplate() });
-    for (const l of live) {
-      if (gone.has(l.worker.id)) continue;
-      const want = formatAssignment(s.assigned.get(l.worker.id));
-      if (l.pod.metadata.annotations?.[ANNOTATION.batchAssignment] !== want) {
-        actions.push({ op: 'patch', kind: POD.kind, name: l.worker.id, patch: { metadata: { annotations: { [ANNOTATION.batchAssignment]: want } } } });
-      }
-    }
-  }
+  if (s.finished === undefined) assignWork({ s, nowMs, live, retiring, actions, gone, cpuPodName: cpuWorkerPodName(name), cpuTemplate, cpuWanted, byName });
 
-  if (s.finished === undefined) {
-    const deadline = job.spec.activeDeadlineSeconds;
-    if (s.modelError !== undefined) {
-      const f = c.finish(s.modelError);
-      s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs, reason: s.modelError };
-    } else if (c.done) {
-      const f = c.finish();
-      s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs };
-    } else if (deadline !== undefined && nowMs - s.startMs > deadline * 1000) {
-      const reason = `activeDeadlineSeconds ${deadline} passed with ${c.uncommitted().reduce((a, r) => a + r.end - r.start, 0)} records not run`;
-      const f = c.finish(reason);
-      s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs, reason };
-    }
-  }
+  if (s.finished === undefined) finishIfOver(job, s, nowMs);
   const fin = s.finished;
   if (fin !== undefined) {
     leave();
@@ -608,95 +434,19 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
   // Routed once: after PROFILE_SHARDS committed shards (or when a smaller job ends), never again (no flapping); a
   // restarted controller keeps the route its status holds.
   if (s.routing === undefined && prev.routing !== undefined) s.routing = prev.routing;
-  let routed: ConditionUpdate | undefined;
-  const samples = s.shardSamples ?? [];
-  if (
-    s.routing === undefined &&
-    (samples.length >= Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS) || (fin !== undefined && samples.length > 0))
-  ) {
-    const r = routeJob(job, samples, nowMs, cfg);
-    if (r !== undefined) {
-      s.routing = r.routing;
-      routed = {
-        type: 'Routed',
-        status: 'True',
-        reason: r.reason,
-        message: routedMessage(r.routing, workersLine(pods, placementOf(job, r.routing, render.value))),
-      };
-    }
-  } else if (s.routing !== undefined) {
-    // Routed before: the reasons stay, the worker counts follow the pods (as of this reconcile's start).
-    const said = prev.conditions?.find((x) => x.type === 'Routed' && x.status === 'True');
-    routed = {
-      type: 'Routed',
-      status: 'True',
-      reason: said?.reason ?? ROUTED_REASON[s.routing.source],
-      message: routedMessage(s.routing, workersLine(pods, placement)),
-    };
-  }
-  if (routed === undefined && s.routing === undefined)
-    routed = {
-      type: 'Routed',
-      status: 'False',
-      reason: 'Profiling',
-      message: `profiling the workload: ${samples.length} of ${Math.min(PROFILE_SHARDS, progress.shardsTotal || PROFILE_SHARDS)} shards committed`,
-    };
+  const routed = routedCondition(job, pods, s, fin !== undefined, progress.shardsTotal, placement, render.value, nowMs, cfg);
   const phase = fin !== undefined ? (fin.state === 'complete' ? 'Succeeded' : 'Failed') : live.length > 0 ? 'Running' : 'Pending';
   const readyWorkers = fin !== undefined ? 0 : live.filter((l) => podReady(l.pod)).length;
   const quarantined = s.quarantined(nowMs);
   const next = { phase, recordsProcessed: progress.recordsProcessed, percent: progress.percent, quarantined } as const;
-  const policy = { ...DEFAULT_STATUS_POLICY, maxIntervalMs: job.spec.checkpoint.intervalSeconds * 1000, ...cfg.statusPolicy };
-  const workersChanged = s.last !== undefined && s.last.status.readyWorkers !== readyWorkers;
   if (batchSizes.length > 0) s.lastBatchSize = Math.max(...batchSizes);
   const plugin = strategyPluginCondition(pluginReports);
-  // A plugin's verdict changing is written at once; its message alone (a fallback's numbers) waits for the next write.
-  const saidPlugin = s.last?.status.conditions?.find((x) => x.type === 'StrategyPlugin');
-  const pluginChanged = plugin !== undefined && (saidPlugin?.status !== plugin.status || saidPlugin.reason !== plugin.reason);
   // The status is returned only when a write is due: the runner compares what it returns with the stored copy (whose
   // keys the apiserver reorders), so returning the last status on every tick would write it on every tick. A write
   // that did not land (the stored phase is not the one written) is returned again.
-  const routeChanged = s.routing !== undefined && s.last?.status.routing === undefined;
-  const due =
-    s.last === undefined ||
-    workersChanged ||
-    pluginChanged ||
-    routeChanged ||
-    c.outputError !== undefined ||
-    shouldWriteStatus(s.last.written, next, nowMs, policy);
+  const due = statusWriteDue(job, s, next, readyWorkers, plugin, nowMs, cfg);
   const landed = s.last === undefined || prev.phase === s.last.status.phase;
   if (due) {
-    const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
-    const complete =
-      fin === undefined
-        ? {
-            type: 'Complete',
-            status: 'False' as const,
-            reason: 'Running',
-            message: `${progress.recordsProcessed} of ${progress.recordsTotal} records committed`,
-          }
-        : fin.state === 'complete'
-          ? { type: 'Complete', status: 'True' as const, reason: 'OutputComplete', message: `${fin.records} records, every custom_id once, in ${out}` }
-          : {
-              type: 'Complete',
-              status: 'False' as const,
-              reason: 'OutputPartial',
-              message: `${fin.records} of ${progress.recordsTotal} records in ${out}, manifest.json says partial: ${fin.reason ?? ''}`,
-            };
-    const writable =
-      c.outputError === undefined
-        ? { type: 'OutputWritable', status: 'True' as const, reason: 'Writable', message: `parts and manifest written to ${job.spec.output.uri}` }
-        : { type: 'OutputWritable', status: 'False' as const, reason: 'VolumeRefused', message: c.outputError };
-    const ladder = c.faultLog();
-    // What the fault ladder did, newest last (retries, splits, quarantines): `kubectl describe` shows the walk.
-    const faults =
-      ladder.length === 0
-        ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
-        : {
-            type: 'FaultRecovery',
-            status: 'True' as const,
-            reason: c.cpuWorkPending() ? 'CpuFallback' : quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried',
-            message: ladder.join('; ').slice(-4000),
-          };
     const stages = stagesStatus(job, stageReports.get(s)?.values() ?? []);
     const status: BatchInferenceJobStatus = {
       ...(stages === undefined ? {} : { stages }),
@@ -712,25 +462,7 @@ export function reconcileBatchJob(job: BatchJobObject, pods: readonly PodObject[
         ...(fin === undefined ? {} : { completionMs: fin.atMs }),
       }),
       ...(s.routing === undefined ? {} : { routing: s.routing }),
-      conditions: conditionsWith(
-        prev.conditions?.some((x) => x.type === 'Suspended' && x.status === 'True')
-          ? setCondition(
-              [...(prev.conditions ?? [])],
-              { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' },
-              iso(nowMs),
-              gen,
-            )
-          : prev.conditions,
-        nowMs,
-        gen,
-        { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` },
-        complete,
-        writable,
-        faults,
-        ...(plugin === undefined ? [] : [plugin]),
-        ...(routed === undefined ? [] : [routed]),
-        ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }]),
-      ),
+      conditions: jobConditions({ job, s, nowMs, fin, progress, quarantined, plugin, routed }),
     };
     s.last = { written: { ...next, atMs: nowMs }, status };
   }
@@ -818,4 +550,413 @@ export function batchInferenceJobController(cfg: BatchControllerConfig): Control
       };
     },
   };
+}
+
+/** The job's session is not open: its input is being read, is invalid, its URIs are refused, or the volume failed. */
+function unopenedStep(job: BatchJobObject, pods: readonly PodObject[], open: Exclude<SessionState, { readonly state: 'ready' }>, nowMs: number): Step {
+  const prev = job.status ?? {};
+  const gen = job.metadata.generation;
+  if (open.state === 'loading') {
+    const status =
+      prev.phase === undefined
+        ? {
+            ...prev,
+            phase: 'Pending' as const,
+            conditions: conditionsWith(prev.conditions, nowMs, gen, {
+              type: 'InputValid',
+              status: 'Unknown',
+              reason: 'Reading',
+              message: `reading ${job.spec.input.uri}`,
+            }),
+          }
+        : undefined;
+    return { ...(status === undefined ? {} : { status }), actions: [], requeueAfterMs: 250 };
+  }
+  if (open.state === 'rejected') {
+    const message = open.errors.join('; ');
+    return {
+      status: {
+        ...prev,
+        phase: 'Failed',
+        completionTime: iso(nowMs),
+        conditions: conditionsWith(
+          prev.conditions,
+          nowMs,
+          gen,
+          { type: 'InputValid', status: 'False', reason: 'MalformedInput', message },
+          { type: 'Complete', status: 'False', reason: 'OutputPartial', message: `no record was run: the input is invalid; ${open.output} says partial` },
+        ),
+      },
+      actions: deleteAll(pods),
+    };
+  }
+  if (open.state === 'refused') {
+    return {
+      status: {
+        ...prev,
+        phase: 'Failed',
+        completionTime: iso(nowMs),
+        conditions: conditionsWith(prev.conditions, nowMs, gen, { type: 'Complete', status: 'False', reason: open.reason, message: open.message }),
+      },
+      actions: deleteAll(pods),
+    };
+  }
+  // The volume failed: said once, tried again.
+  const said = prev.conditions?.find((x) => x.type === 'OutputWritable');
+  if (said?.status === 'False' && said.message === open.message) return { actions: [], requeueAfterMs: 10_000 };
+  const conditions = conditionsWith(prev.conditions, nowMs, gen, {
+    type: 'OutputWritable',
+    status: 'False',
+    reason: 'VolumeUnavailable',
+    message: open.message,
+  });
+  return { status: { ...prev, phase: prev.phase ?? 'Pending', conditions }, actions: [], requeueAfterMs: 10_000 };
+}
+
+/** The job is over when the model cannot load, every record is committed, or activeDeadlineSeconds passed: the output is finished. */
+function finishIfOver(job: BatchJobObject, s: JobSession, nowMs: number): void {
+  const c = s.coordinator;
+  const deadline = job.spec.activeDeadlineSeconds;
+  if (s.modelError !== undefined) {
+    const f = c.finish(s.modelError);
+    s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs, reason: s.modelError };
+  } else if (c.done) {
+    const f = c.finish();
+    s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs };
+  } else if (deadline !== undefined && nowMs - s.startMs > deadline * 1000) {
+    const reason = `activeDeadlineSeconds ${deadline} passed with ${c.uncommitted().reduce((a, r) => a + r.end - r.start, 0)} records not run`;
+    const f = c.finish(reason);
+    s.finished = { state: f.state === 'partial' ? 'partial' : 'complete', records: f.records, atMs: nowMs, reason };
+  }
+}
+
+/**
+ * The Routed condition (and the route, decided once): after PROFILE_SHARDS committed shards (or when a smaller job
+ * ends) the job is routed from its shards' profile; before, it is profiling.
+ */
+function routedCondition(
+  job: BatchJobObject,
+  pods: readonly PodObject[],
+  s: JobSession,
+  finished: boolean,
+  shardsTotal: number,
+  placement: ReturnType<typeof placementOf> | undefined,
+  rendered: Parameters<typeof placementOf>[2],
+  nowMs: number,
+  cfg: BatchControllerConfig,
+): ConditionUpdate | undefined {
+  const prev = job.status ?? {};
+  let routed: ConditionUpdate | undefined;
+  const samples = s.shardSamples ?? [];
+  if (s.routing === undefined && (samples.length >= Math.min(PROFILE_SHARDS, shardsTotal || PROFILE_SHARDS) || (finished && samples.length > 0))) {
+    const r = routeJob(job, samples, nowMs, cfg);
+    if (r !== undefined) {
+      s.routing = r.routing;
+      routed = {
+        type: 'Routed',
+        status: 'True',
+        reason: r.reason,
+        message: routedMessage(r.routing, workersLine(pods, placementOf(job, r.routing, rendered))),
+      };
+    }
+  } else if (s.routing !== undefined) {
+    // Routed before: the reasons stay, the worker counts follow the pods (as of this reconcile's start).
+    const said = prev.conditions?.find((x) => x.type === 'Routed' && x.status === 'True');
+    routed = {
+      type: 'Routed',
+      status: 'True',
+      reason: said?.reason ?? ROUTED_REASON[s.routing.source],
+      message: routedMessage(s.routing, workersLine(pods, placement)),
+    };
+  }
+  if (routed === undefined && s.routing === undefined)
+    routed = {
+      type: 'Routed',
+      status: 'False',
+      reason: 'Profiling',
+      message: `profiling the workload: ${samples.length} of ${Math.min(PROFILE_SHARDS, shardsTotal || PROFILE_SHARDS)} shards committed`,
+    };
+  return routed;
+}
+
+/** Complete (how far the output is), OutputWritable and FaultRecovery (what the fault ladder did, newest last). */
+function progressConditions(
+  job: BatchJobObject,
+  fin: JobSession['finished'],
+  progress: ReturnType<BatchCoordinator['status']>,
+  c: BatchCoordinator,
+  quarantined: readonly string[],
+): { complete: ConditionUpdate; writable: ConditionUpdate; faults: ConditionUpdate } {
+  const out = `${job.spec.output.uri.replace(/\/+$/, '')}/output.jsonl`;
+  const complete =
+    fin === undefined
+      ? {
+          type: 'Complete',
+          status: 'False' as const,
+          reason: 'Running',
+          message: `${progress.recordsProcessed} of ${progress.recordsTotal} records committed`,
+        }
+      : fin.state === 'complete'
+        ? { type: 'Complete', status: 'True' as const, reason: 'OutputComplete', message: `${fin.records} records, every custom_id once, in ${out}` }
+        : {
+            type: 'Complete',
+            status: 'False' as const,
+            reason: 'OutputPartial',
+            message: `${fin.records} of ${progress.recordsTotal} records in ${out}, manifest.json says partial: ${fin.reason ?? ''}`,
+          };
+  const writable =
+    c.outputError === undefined
+      ? { type: 'OutputWritable', status: 'True' as const, reason: 'Writable', message: `parts and manifest written to ${job.spec.output.uri}` }
+      : { type: 'OutputWritable', status: 'False' as const, reason: 'VolumeRefused', message: c.outputError };
+  const ladder = c.faultLog();
+  // What the fault ladder did, newest last (retries, splits, quarantines): `kubectl describe` shows the walk.
+  const faults =
+    ladder.length === 0
+      ? { type: 'FaultRecovery', status: 'False' as const, reason: 'NoFaults', message: 'no shard failed' }
+      : {
+          type: 'FaultRecovery',
+          status: 'True' as const,
+          reason: c.cpuWorkPending() ? 'CpuFallback' : quarantined.length > 0 ? 'DeviceQuarantined' : 'Retried',
+          message: ladder.join('; ').slice(-4000),
+        };
+  return { complete, writable, faults };
+}
+
+/** What one reconcile gathers from the workers' reports. */
+interface ReportContext {
+  readonly job: BatchJobObject;
+  readonly s: JobSession;
+  readonly nowMs: number;
+  readonly batchSizes: number[];
+  readonly pluginReports: { pod: string; state: BatchPluginState; note?: string }[];
+  /** Attempts whose records another attempt committed. */
+  readonly cancelled: Set<string>;
+}
+
+/**
+ * A running worker's report (its pod's annotation): its batch size, stages and plugin state are noted; a shard of
+ * an earlier epoch is adopted; progress, a checkpoint, and a done or failed shard go to the coordinator.
+ */
+function readWorkerReport(ctx: ReportContext, pn: string, pod: PodObject, worker: WorkerInfo, cpu: boolean): void {
+  const { job, s, nowMs, batchSizes, pluginReports, cancelled } = ctx;
+  const c = s.coordinator;
+  const report = parseReport(pod.metadata.annotations?.[ANNOTATION.batchReport]);
+  if (report?.batchSize !== undefined) batchSizes.push(report.batchSize);
+  if (report?.stages !== undefined) {
+    const m = stageReports.get(s) ?? new Map<string, { cpu: boolean; stages: readonly WireStage[] }>();
+    stageReports.set(s, m);
+    // Keyed by pod UID: a replacement pod with the same name starts its totals from zero.
+    m.set(pod.metadata.uid ?? pn, { cpu, stages: report.stages });
+  }
+  if (report?.batchPlugin !== undefined)
+    pluginReports.push({ pod: pn, state: report.batchPlugin, ...(report.batchNote === undefined ? {} : { note: report.batchNote }) });
+  let cur = s.assigned.get(pn);
+  // After a coordinator restart: a worker still on (or done with) a shard of an earlier epoch is taken over.
+  if (cur === undefined && report !== undefined && report.state !== 'failed' && !s.handled.has(report.attempt) && epochOf(report.attempt) < c.epoch) {
+    if (c.adopt(report.attempt, { start: report.start, end: report.end }, worker, report.startedMs, report.done) === 'adopted') {
+      cur = { attempt: report.attempt, start: report.start, end: report.end, part: partName(report.attempt), concurrency: 1 };
+      s.assigned.set(pn, cur);
+    } else s.handled.add(report.attempt);
+  }
+  if (cur === undefined || report === undefined || report.attempt !== cur.attempt) return;
+  c.progress(cur.attempt, report.done, report.tokens);
+  // A checkpoint is committed while the attempt runs on (ADR 0159), before a done or failed report is judged, so a
+  // failed or lost attempt gives back only what came after it.
+  const ck = commitCheckpoint(s, cur.attempt, report.checkpoint);
+  if (ck?.kind === 'committed') for (const id of ck.cancel) cancelled.add(id);
+  if (report.state === 'running') return;
+  s.handled.add(cur.attempt);
+  s.assigned.delete(pn);
+  if (report.state === 'done') {
+    const r = c.complete(cur.attempt, nowMs);
+    if (r.kind === 'failed') s.retries++;
+    else for (const id of r.cancel) cancelled.add(id);
+    // The first committed shards are the workload's profile (ADR 0165); a bounded few, then no more.
+    if (r.kind === 'committed' && s.routing === undefined && (s.shardSamples ??= []).length < PROFILE_SHARDS && report.done > 0) {
+      const out = report.outputTokens ?? 0;
+      s.shardSamples.push({
+        records: report.done,
+        promptTokens: report.tokens - out,
+        outputTokens: out,
+        ms: report.ms ?? 0,
+        ...(report.kvFree === undefined ? {} : { peakKvFraction: 1 - report.kvFree }),
+      });
+    }
+  } else if (report.failure?.kind === 'model') {
+    s.modelError ??= `spec.model.uri ${job.spec.model.uri}: the engine cannot load it: ${report.failure.message}`;
+  } else {
+    s.retries++;
+    c.fail(cur.attempt, { kind: report.failure?.kind ?? 'crash', message: report.failure?.message ?? 'the worker gave up', device: worker.device }, nowMs);
+  }
+}
+
+/** What handing out work at a reconcile reads and writes. */
+interface AssignContext {
+  readonly s: JobSession;
+  readonly nowMs: number;
+  readonly live: readonly { readonly pod: PodObject; readonly worker: WorkerInfo }[];
+  /** Workers whose GPU time is over: they go at their shard boundary. */
+  readonly retiring: ReadonlySet<string>;
+  readonly actions: ControllerAction[];
+  /** Workers deleted here (no assignment is written to them). */
+  readonly gone: Set<string>;
+  readonly cpuPodName: string;
+  readonly cpuTemplate: (() => PodObject) | undefined;
+  /** The CPU fallback worker was wanted at the start of this reconcile. */
+  readonly cpuWanted: boolean;
+  readonly byName: ReadonlyMap<string, PodObject>;
+}
+
+/**
+ * The long-tail breaker cuts stragglers' assignments, idle workers take shards (or go: retiring, or the CPU fallback
+ * with no CPU work left), and every live worker's assignment annotation is brought up to date.
+ */
+function assignWork(ctx: AssignContext): void {
+  const { s, nowMs, live, retiring, actions, gone, cpuTemplate, cpuWanted, byName } = ctx;
+  const c = s.coordinator;
+  // Only GPU workers take a straggler's chunks (they are GPU work).
+  const idle = live.filter((l) => (!l.worker.cpu || l.worker.elastic === true) && !s.assigned.has(l.worker.id)).length;
+  for (const cut of c.tick(nowMs, idle)) {
+    for (const [pn, a] of s.assigned) if (a.attempt === cut.attemptId) s.assigned.set(pn, { ...a, end: cut.cut });
+  }
+  for (const l of live) {
+    if (s.assigned.has(l.worker.id)) continue;
+    // Its GPU time is over (the share): at this shard boundary the worker goes instead of taking another shard.
+    if (retiring.has(l.worker.id)) {
+      actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+      gone.add(l.worker.id);
+      continue;
+    }
+    const a = c.assign(l.worker, nowMs);
+    if (a !== undefined)
+      s.assigned.set(l.worker.id, { attempt: a.attemptId, start: a.range.start, end: a.range.end, part: a.part, concurrency: a.concurrencyFactor });
+    else if (l.worker.cpu && l.worker.elastic !== true && !c.cpuWorkPending()) {
+      // Its last CPU-rung shard is committed: the fallback worker goes now, not a tick later.
+      actions.push({ op: 'delete', kind: POD.kind, name: l.worker.id, uid: l.pod.metadata.uid ?? '' });
+      gone.add(l.worker.id);
+    }
+  }
+  // A shard reached the CPU rung in this reconcile: its worker is created now, not a tick later.
+  const cpuPn = ctx.cpuPodName;
+  if (cpuTemplate !== undefined && !cpuWanted && byName.get(cpuPn) === undefined && c.cpuWorkPending())
+    actions.push({ op: 'create', kind: POD.kind, object: cpuTemplate() });
+  for (const l of live) {
+    if (gone.has(l.worker.id)) continue;
+    const want = formatAssignment(s.assigned.get(l.worker.id));
+    if (l.pod.metadata.annotations?.[ANNOTATION.batchAssignment] !== want) {
+      actions.push({ op: 'patch', kind: POD.kind, name: l.worker.id, patch: { metadata: { annotations: { [ANNOTATION.batchAssignment]: want } } } });
+    }
+  }
+}
+
+/** The conditions of a status write: a resumed job's Suspended cleared, then input, output, faults, plugin, route and model. */
+function jobConditions(x: {
+  readonly job: BatchJobObject;
+  readonly s: JobSession;
+  readonly nowMs: number;
+  readonly fin: JobSession['finished'];
+  readonly progress: ReturnType<BatchCoordinator['status']>;
+  readonly quarantined: readonly string[];
+  readonly plugin: ConditionUpdate | undefined;
+  readonly routed: ConditionUpdate | undefined;
+}): Condition[] {
+  const { job, s, nowMs, fin, progress, quarantined, plugin, routed } = x;
+  const prev = job.status ?? {};
+  const gen = job.metadata.generation;
+  const { complete, writable, faults } = progressConditions(job, fin, progress, s.coordinator, quarantined);
+  return conditionsWith(
+    prev.conditions?.some((x) => x.type === 'Suspended' && x.status === 'True')
+      ? setCondition([...(prev.conditions ?? [])], { type: 'Suspended', status: 'False', reason: 'Resumed', message: 'spec.suspend is false' }, iso(nowMs), gen)
+      : prev.conditions,
+    nowMs,
+    gen,
+    { type: 'InputValid', status: 'True', reason: 'Valid', message: `${progress.recordsTotal} requests in ${job.spec.input.uri}` },
+    complete,
+    writable,
+    faults,
+    ...(plugin === undefined ? [] : [plugin]),
+    ...(routed === undefined ? [] : [routed]),
+    ...(s.modelError === undefined ? [] : [{ type: 'ModelAvailable', status: 'False' as const, reason: 'ModelUnavailable', message: s.modelError }]),
+  );
+}
+
+/** The worker is gone (crash, preemption, node loss): its shard goes back to the coordinator. */
+function giveBackShard(s: JobSession, pn: string): void {
+  const had = s.assigned.get(pn);
+  if (had === undefined) return;
+  s.coordinator.lost(pn);
+  s.handled.add(had.attempt);
+  s.assigned.delete(pn);
+}
+
+/** A GPU worker's pod: on a fraction of a GPU when the route says so, else on whole GPUs. */
+function gpuWorkerPod(rendered: Extract<WorkerRender, { ok: true }>['value'], placement: ReturnType<typeof placementOf> | undefined, i: number): PodObject {
+  return placement?.shape === 'fraction' ? rendered.fractionPod(i, placement.fraction ?? 1, placement.deviceMemoryGiB) : rendered.pod(i);
+}
+
+/** CPU-elastic workers by count, not index: as many as the shards left (open, or running on them), at most spec.workers. */
+function elasticCounts(
+  job: BatchJobObject,
+  s: JobSession,
+  elasticNames: readonly string[],
+  byName: ReadonlyMap<string, PodObject>,
+): { create: number; surplus: number } {
+  const elasticUp = elasticNames.filter((pn) => byName.get(pn) !== undefined && !terminal(byName.get(pn) as PodObject)).length;
+  const elasticWant = elasticWorkers(job.spec.workers, s.coordinator.pendingTasks(), elasticNames.filter((pn) => s.assigned.has(pn)).length);
+  return { create: Math.max(0, elasticWant - elasticUp), surplus: Math.max(0, elasticUp - elasticWant) };
+}
+
+type WorkerSlot = { readonly pn: string; readonly index?: number; readonly elastic?: number };
+
+/** The GPU workers, then the CPU fallback worker, then the CPU-elastic workers. */
+function workerSlots(job: BatchJobObject, elasticNames: readonly string[], cpuFallback: boolean): WorkerSlot[] {
+  const name = job.metadata.name ?? '';
+  return [
+    ...Array.from({ length: job.spec.workers }, (_, i) => ({ pn: workerPodName(name, i), index: i })),
+    ...(cpuFallback ? [{ pn: cpuWorkerPodName(name) }] : []),
+    ...elasticNames.map((pn, n) => ({ pn, elastic: n })),
+  ];
+}
+
+/** The spec cannot be rendered into workers: the job fails, naming each field. */
+function invalidSpecStep(job: BatchJobObject, pods: readonly PodObject[], issues: Extract<WorkerRender, { ok: false }>['issues'], nowMs: number): Step {
+  const prev = job.status ?? {};
+  const message = issues.map((i) => `${i.field}: ${i.message}`).join('; ');
+  return {
+    status: {
+      ...prev,
+      phase: 'Failed',
+      conditions: conditionsWith(prev.conditions, nowMs, job.metadata.generation, { type: 'Complete', status: 'False', reason: 'InvalidSpec', message }),
+    },
+    actions: deleteAll(pods),
+  };
+}
+
+/**
+ * A status write is due on the first reconcile, when the ready workers, the plugin's verdict or the route changed,
+ * while the output refuses writes, or when the write policy says so (progress or time).
+ */
+function statusWriteDue(
+  job: BatchJobObject,
+  s: JobSession,
+  next: Omit<WrittenStatus, 'atMs'>,
+  readyWorkers: number,
+  plugin: ConditionUpdate | undefined,
+  nowMs: number,
+  cfg: BatchControllerConfig,
+): boolean {
+  const policy = { ...DEFAULT_STATUS_POLICY, maxIntervalMs: job.spec.checkpoint.intervalSeconds * 1000, ...cfg.statusPolicy };
+  const workersChanged = s.last !== undefined && s.last.status.readyWorkers !== readyWorkers;
+  // A plugin's verdict changing is written at once; its message alone (a fallback's numbers) waits for the next write.
+  const saidPlugin = s.last?.status.conditions?.find((x) => x.type === 'StrategyPlugin');
+  const pluginChanged = plugin !== undefined && (saidPlugin?.status !== plugin.status || saidPlugin.reason !== plugin.reason);
+  const routeChanged = s.routing !== undefined && s.last?.status.routing === undefined;
+  return (
+    s.last === undefined ||
+    workersChanged ||
+    pluginChanged ||
+    routeChanged ||
+    s.coordinator.outputError !== undefined ||
+    shouldWriteStatus(s.last.written, next, nowMs, policy)
+  );
 }

@@ -9,21 +9,7 @@
 import type { ApplyFailure, ControllerAction, WireObject } from '../../api/controller.ts';
 import type { PipelineStage } from '../../api/schema/data-pipeline.ts';
 import { API_GROUP_VERSION, FINALIZER, KIND } from '../../api/wire.ts';
-import type { ObjectMeta } from '../kube-objects.ts';
-import type { DataPipelineObject } from './model.ts';
-
-/** What an adapter stage reads of the user's InferenceService. */
-export interface TargetService {
-  readonly metadata: ObjectMeta & { readonly managedFields?: readonly { readonly manager?: string; readonly operation?: string }[] };
-  readonly spec?: { readonly model?: { readonly adapters?: readonly { readonly name: string; readonly uri: string }[] } };
-  readonly status?: {
-    readonly replicaStatuses?: readonly {
-      readonly name: string;
-      readonly ready: boolean;
-      readonly adapters?: readonly { readonly name: string; readonly state: string; readonly message?: string }[];
-    }[];
-  };
-}
+import type { DataPipelineObject, TargetService } from './model.ts';
 
 export const ADAPTER_FINALIZER = FINALIZER.dataPipelineAdapters;
 

@@ -5,14 +5,23 @@
  * delete: the reconcile counts them (a missing one in a running stage is a lost attempt).
  */
 import type { ControllerDefinition, ControllerInput, OwnedResource, ReferencedResource, ResourceType } from '../../api/controller.ts';
-import { adapterCleanup, adapterTargets, type TargetService } from './adapter-stage.ts';
+import { adapterCleanup, adapterTargets } from './adapter-stage.ts';
 import { withDefaults } from '../../api/validate.ts';
 import { API_GROUP_VERSION, KIND, LABEL } from '../../api/wire.ts';
 import type { PodObject } from '../kube-objects.ts';
 import { SNAPSHOT_API_VERSION } from '../training-job/checkpoints.ts';
-import { WORKLOAD_PLURALS, type ClaimObject, type DataPipelineObject, type VolumeSnapshotObject, type WorkloadKind, type WorkloadObject } from './model.ts';
+import {
+  WORKLOAD_PLURALS,
+  type ClaimObject,
+  type ClusterSummary,
+  type DataPipelineObject,
+  type TargetService,
+  type VolumeSnapshotObject,
+  type WorkloadKind,
+  type WorkloadObject,
+} from './model.ts';
 import { reconcileDataPipeline } from './reconcile.ts';
-import { summarizeCluster, type ClusterSummary } from './profiles.ts';
+import { summarizeCluster } from './profiles.ts';
 import { reconcileTemplate, runStepCache } from './runs.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
 

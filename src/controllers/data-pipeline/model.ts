@@ -6,9 +6,6 @@
 import type { ApplyFailure } from '../../api/controller.ts';
 import type { DataPipelineSpec, DataPipelineStatus } from '../../api/schema/data-pipeline.ts';
 import type { ObjectMeta, PodObject } from '../kube-objects.ts';
-import type { ClusterSummary } from './profiles.ts';
-import type { CacheEntry } from './step-cache.ts';
-import type { TargetService } from './adapter-stage.ts';
 
 export interface DataPipelineObject {
   readonly apiVersion?: string;
@@ -65,4 +62,57 @@ export interface Observed {
   readonly services?: readonly TargetService[];
   /** For a run of a template: the template's step-cache history when the run was created (ADR 0122). */
   readonly stepCache?: readonly CacheEntry[];
+}
+
+export type ProfileRule = 'training' | 'low-latency' | 'batch-throughput' | 'cpu';
+
+/** The GPUs of one model in the cluster, as the controller sees them from the nodes (summarizeCluster). */
+export interface GpuPool {
+  readonly model: string;
+  /** Memory of one GPU (the smallest seen for the model). */
+  readonly memoryMiB: number;
+  readonly computeCapability: number;
+  /** Healthy GPUs on schedulable nodes. */
+  readonly gpus: number;
+  /** Healthy GPUs per node, largest first. */
+  readonly nodeGpus: readonly number[];
+  /** Sizes of the NVLink islands (GPUs of one node joined by NVLink/NVSwitch; 1 for a GPU without), largest first. */
+  readonly islands: readonly number[];
+  /** The most GPUs of this model in one rack. */
+  readonly rackGpus: number;
+}
+
+export interface ClusterSummary {
+  /** One per GPU model. */
+  readonly pools: readonly GpuPool[];
+  /** Price of one GPU-hour by model; batch-throughput ranks by tokens per price when given. */
+  readonly pricePerGpuHour?: Readonly<Record<string, number>>;
+  /** The queue each rule's steps go to, when the cluster has one for it. */
+  readonly queues?: Readonly<Partial<Record<ProfileRule, string>>>;
+}
+
+/** One finished step of an earlier run, as the controller recorded it. */
+export interface CacheEntry {
+  readonly key: string;
+  readonly run: string;
+  readonly step: string;
+  readonly phase: 'Succeeded' | 'Failed';
+  readonly finishedAt: Date;
+  /** The step's outputs (artifact references, parameters), handed to the new run as they are. */
+  readonly outputs: Readonly<Record<string, unknown>>;
+  /** False when an output artifact is gone (garbage-collected): such an entry cannot be reused. Default: true. */
+  readonly outputsAvailable?: boolean;
+}
+
+/** What an adapter stage reads of the user's InferenceService. */
+export interface TargetService {
+  readonly metadata: ObjectMeta & { readonly managedFields?: readonly { readonly manager?: string; readonly operation?: string }[] };
+  readonly spec?: { readonly model?: { readonly adapters?: readonly { readonly name: string; readonly uri: string }[] } };
+  readonly status?: {
+    readonly replicaStatuses?: readonly {
+      readonly name: string;
+      readonly ready: boolean;
+      readonly adapters?: readonly { readonly name: string; readonly state: string; readonly message?: string }[];
+    }[];
+  };
 }

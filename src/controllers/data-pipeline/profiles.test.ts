@@ -12,12 +12,11 @@ import {
   trainingBytes,
   TRAINING_MEMORY_FRACTION,
   weightsBytes,
-  type ClusterSummary,
-  type GpuPool,
   type ProfileOverrides,
   type ProfileStep,
   type ResolvedProfile,
 } from './profiles.ts';
+import type { ClusterSummary, GpuPool } from './model.ts';
 
 const shape = (id: string): NodeShape => {
   const s = NODE_SHAPES[id];

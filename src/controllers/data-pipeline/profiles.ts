@@ -20,12 +20,12 @@ import { TOPOLOGY_LEVELS } from '../../core/model/topology.ts';
 import { computeSec, DEFAULT_TRAINING_MODEL, GPU_PEAK_TFLOPS, type TrainingModel } from '../../core/estimate/step-time.ts';
 import { err, ok, type Result } from '../../core/result.ts';
 import { LLAMA31_8B_H100, stepSeconds, type EngineModel } from '../../serving/engine-model.ts';
+import type { ClusterSummary, GpuPool, ProfileRule } from './model.ts';
 import type { FieldError } from './step-cache.ts';
 
 export const RESOURCE_PROFILES = ['auto', 'low-latency', 'batch-throughput'] as const;
 export type ResourceProfile = (typeof RESOURCE_PROFILES)[number];
 /** The rule a profile resolved to (auto resolves to one of the others). */
-export type ProfileRule = 'training' | 'low-latency' | 'batch-throughput' | 'cpu';
 export type StepKind = 'training' | 'serving' | 'batch-inference' | 'container';
 export type Dtype = 'bf16' | 'fp16' | 'fp8' | 'int8' | 'int4';
 
@@ -74,31 +74,6 @@ export interface ProfileOverrides {
   /** Required topology level, or none. */
   readonly topology?: TopologyLevel | 'none';
   readonly queue?: string;
-}
-
-/** The GPUs of one model in the cluster, as the controller sees them from the nodes (summarizeCluster). */
-export interface GpuPool {
-  readonly model: string;
-  /** Memory of one GPU (the smallest seen for the model). */
-  readonly memoryMiB: number;
-  readonly computeCapability: number;
-  /** Healthy GPUs on schedulable nodes. */
-  readonly gpus: number;
-  /** Healthy GPUs per node, largest first. */
-  readonly nodeGpus: readonly number[];
-  /** Sizes of the NVLink islands (GPUs of one node joined by NVLink/NVSwitch; 1 for a GPU without), largest first. */
-  readonly islands: readonly number[];
-  /** The most GPUs of this model in one rack. */
-  readonly rackGpus: number;
-}
-
-export interface ClusterSummary {
-  /** One per GPU model. */
-  readonly pools: readonly GpuPool[];
-  /** Price of one GPU-hour by model; batch-throughput ranks by tokens per price when given. */
-  readonly pricePerGpuHour?: Readonly<Record<string, number>>;
-  /** The queue each rule's steps go to, when the cluster has one for it. */
-  readonly queues?: Readonly<Partial<Record<ProfileRule, string>>>;
 }
 
 export interface ProfileTopology {

@@ -3,9 +3,9 @@ import type { ApplyFailure, ControllerAction } from '../../api/controller.ts';
 import { withDefaults } from '../../api/validate.ts';
 import type { StageStatus } from '../../api/schema/data-pipeline.ts';
 import type { PodObject } from '../kube-objects.ts';
-import type { ClaimObject, DataPipelineObject, VolumeSnapshotObject, WorkloadKind, WorkloadObject } from './model.ts';
+import type { ClaimObject, DataPipelineObject, TargetService, VolumeSnapshotObject, WorkloadKind, WorkloadObject } from './model.ts';
 import { reconcileDataPipeline } from './reconcile.ts';
-import { adapterCleanup, type TargetService } from './adapter-stage.ts';
+import { adapterCleanup } from './adapter-stage.ts';
 
 const T0 = Date.parse('2026-12-01T20:00:00Z');
 

@@ -12,10 +12,9 @@ import type { ControllerAction } from '../../api/controller.ts';
 import { STEP_CACHE_MAX, type DataPipelineStatus } from '../../api/schema/data-pipeline.ts';
 import { API_GROUP_VERSION, KIND, LABEL } from '../../api/wire.ts';
 import { ownerReference, pipelineName, pipelineNamespace } from './children.ts';
-import type { DataPipelineObject } from './model.ts';
+import type { CacheEntry, DataPipelineObject } from './model.ts';
 import type { ReconcileResult } from './reconcile.ts';
 import { nextRuns, scheduledRunName, type RunRef } from './schedule.ts';
-import type { CacheEntry } from './step-cache.ts';
 
 export const RERUN_ANNOTATION = 'ai.sits2026.dev/rerun';
 export const STEP_CACHE_ANNOTATION = 'ai.sits2026.dev/step-cache';

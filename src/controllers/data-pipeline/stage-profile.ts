@@ -11,7 +11,8 @@ import type { PodObject } from '../kube-objects.ts';
 import { quantityToMiB } from '../../api/quantity.ts';
 
 const HOSTNAME_KEY = 'kubernetes.io/hostname';
-import { resolveProfile, type ClusterSummary, type ProfileOverrides, type ProfileStep, type ResolvedProfile, type StepKind } from './profiles.ts';
+import type { ClusterSummary } from './model.ts';
+import { resolveProfile, type ProfileOverrides, type ProfileStep, type ResolvedProfile, type StepKind } from './profiles.ts';
 import type { FieldError } from './step-cache.ts';
 
 const KIND_OF: Record<string, StepKind> = { TrainingJob: 'training', InferenceService: 'serving', BatchInferenceJob: 'batch-inference' };

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { cacheKey, lookup, type CacheEntry, type StepCacheInput } from './step-cache.ts';
+import type { CacheEntry } from './model.ts';
+import { cacheKey, lookup, type StepCacheInput } from './step-cache.ts';
 
 const DIGEST = `sha256:${'a'.repeat(64)}`;
 const base: StepCacheInput = {

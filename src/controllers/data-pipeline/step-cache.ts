@@ -14,6 +14,7 @@ import canonicalize from 'canonicalize';
 import { sha256 } from '@noble/hashes/sha2.js';
 import { bytesToHex, utf8ToBytes } from '@noble/hashes/utils.js';
 import { err, ok, type Result } from '../../core/result.ts';
+import type { CacheEntry } from './model.ts';
 
 /** A field of the input that is wrong, by its path (e.g. `inputs[1].uid`), and why. */
 export interface FieldError {
@@ -97,19 +98,6 @@ export function cacheKey(input: StepCacheInput): Result<string, FieldError> {
   const text = canonicalize({ v: CACHE_KEY_VERSION, spec: input.spec, inputs, ...(input.imageDigest === undefined ? {} : { imageDigest: input.imageDigest }) });
   if (text === undefined) return err({ field: 'spec', message: 'cannot be written as JSON' });
   return ok(`sha256:${bytesToHex(sha256(utf8ToBytes(text)))}`);
-}
-
-/** One finished step of an earlier run, as the controller recorded it. */
-export interface CacheEntry {
-  readonly key: string;
-  readonly run: string;
-  readonly step: string;
-  readonly phase: 'Succeeded' | 'Failed';
-  readonly finishedAt: Date;
-  /** The step's outputs (artifact references, parameters), handed to the new run as they are. */
-  readonly outputs: Readonly<Record<string, unknown>>;
-  /** False when an output artifact is gone (garbage-collected): such an entry cannot be reused. Default: true. */
-  readonly outputsAvailable?: boolean;
 }
 
 export interface CachePolicy {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { validateResource, withDefaults } from '../../api/validate.ts';
 import { replicaWriter, sitsMayScale } from './autoscaling.ts';
 import { inferenceServiceController, SCALED_OBJECT } from './controller.ts';
-import { parseKedaAllowList, SCALED_OBJECT_CONDITION, THRESHOLD_RESYNC_MS, type KedaAllowList, type OwnedScaledObject } from './keda.ts';
+import { parseKedaAllowList, SCALED_OBJECT_CONDITION, THRESHOLD_RESYNC_MS, type KedaAllowList } from './keda.ts';
+import type { OwnedScaledObject } from './model.ts';
 import { NO_ENGINE, type Action, type AutoscalerThresholds, type InferenceServiceObject, type Observed, type ScaledObjectResource } from './model.ts';
 import { reconcileInferenceService } from './reconcile.ts';
 

@@ -8,12 +8,12 @@
  */
 import type { ApplyFailure } from '../../api/controller.ts';
 import { TOKEN_AUTOSCALER_DEFAULTS } from '../../serving/autoscale/token.ts';
-import { ACTIVATION_TRIGGER, renderScaledObject, type ScaledObject } from '../../serving/keda.ts';
+import { ACTIVATION_TRIGGER, renderScaledObject } from '../../serving/keda.ts';
 import { runtimeFor } from '../../serving/runtimes/index.ts';
 import type { ConditionUpdate } from '../conditions.ts';
 import { findCondition } from '../conditions.ts';
-import { isOwnedBy, type OwnerReference } from '../kube-objects.ts';
-import type { Action, AutoscalerThresholds, InferenceServiceObject, ScaledObjectResource } from './model.ts';
+import { isOwnedBy } from '../kube-objects.ts';
+import type { Action, AutoscalerThresholds, InferenceServiceObject, OwnedScaledObject, ScaledObjectResource } from './model.ts';
 import { isvcName, isvcNamespace, ownerReference } from './pods.ts';
 
 export const SCALED_OBJECT_CONDITION = 'KedaScaledObject';
@@ -23,8 +23,6 @@ export const DEFAULT_QUEUE_DEPTH_PER_REPLICA = 4;
 
 /** The calibrated threshold is read again this often, so the ScaledObject follows the calibration. */
 export const THRESHOLD_RESYNC_MS = TOKEN_AUTOSCALER_DEFAULTS.calibrationSec * 1000;
-
-export type OwnedScaledObject = ScaledObject & { readonly metadata: ScaledObject['metadata'] & { readonly ownerReferences: readonly OwnerReference[] } };
 
 export interface KedaPlan {
   readonly actions: readonly Action[];

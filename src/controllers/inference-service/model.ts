@@ -5,7 +5,7 @@
 import type { ApplyFailure, WireObject } from '../../api/controller.ts';
 import type { InferenceService, InferenceServiceStatus } from '../../api/schema/inference-service.ts';
 import type { OwnerReference, PodObject, ServiceObject } from '../kube-objects.ts';
-import type { OwnedScaledObject } from './keda.ts';
+import type { ScaledObject } from '../../serving/keda.ts';
 
 /** An InferenceService as read from the apiserver, defaults applied, with the metadata the controller needs. */
 export type InferenceServiceObject = InferenceService & {
@@ -113,3 +113,6 @@ export interface ReconcileResult {
   readonly actions: readonly Action[];
   readonly requeueAfterMs?: number;
 }
+
+/** A ScaledObject the controller owns (keda.ts): its owner reference is always set. */
+export type OwnedScaledObject = ScaledObject & { readonly metadata: ScaledObject['metadata'] & { readonly ownerReferences: readonly OwnerReference[] } };

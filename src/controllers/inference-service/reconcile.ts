@@ -129,30 +129,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
   // A multi-pod replica (leader + workers, ADR 0134) is one unit: it counts, rolls and is deleted through its
   // leader. A group missing a member, or with a member that finished or restarted, is deleted whole and made
   // again (LWS's RecreateGroupOnPodRestart): the engine's ranks cannot rejoin a running group one by one.
-  const members = new Map<string, PodObject[]>();
-  for (const p of owned) {
-    if (p.metadata.labels?.[LABEL.workerIndex] === undefined) continue;
-    const list = members.get(groupOf(p)) ?? [];
-    list.push(p);
-    members.set(groupOf(p), list);
-  }
-  const broken: { readonly group: string; readonly why: string; readonly pods: readonly PodObject[] }[] = [];
-  for (const [group, pods] of members) {
-    const alive = pods.filter((p) => !isTerminating(p));
-    const leader = alive.find((p) => !isWorker(p));
-    const size = leader === undefined ? 0 : groupSize(leader);
-    const why =
-      leader === undefined
-        ? 'its leader is gone'
-        : alive.length < size
-          ? `${size - alive.length} of its ${size} pods ${size - alive.length === 1 ? 'is' : 'are'} gone`
-          : alive.find(isFinished) !== undefined
-            ? `pod ${alive.find(isFinished)?.metadata.name ?? ''} finished`
-            : alive.find(restarted) !== undefined
-              ? `pod ${alive.find(restarted)?.metadata.name ?? ''} restarted`
-              : undefined;
-    if (why !== undefined && alive.length > 0) broken.push({ group, why, pods: alive });
-  }
+  const { members, broken } = replicaGroups(owned);
   const brokenGroups = new Set(broken.map((b) => b.group));
   const inGroup = (p: PodObject): boolean => members.has(groupOf(p));
   const live = owned.filter((p) => !isTerminating(p) && !isWorker(p) && !(inGroup(p) ? brokenGroups.has(groupOf(p)) || isTerminating(p) : isFinished(p)));
@@ -176,25 +153,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
   const old = hash === undefined ? live : live.filter((p) => p.metadata.labels?.[LABEL.templateHash] !== hash);
 
   // Replicas unready past the deadline, and when the next one reaches it.
-  const deadlineMs = s.spec.progressDeadlineSeconds * 1000;
-  const stuck: string[] = [];
-  let nextDeadline: number | undefined;
-  for (const p of live) {
-    if (ready(p)) continue;
-    const since = ms(p.status?.startTime) ?? ms(p.metadata.creationTimestamp);
-    if (since === undefined) continue;
-    const due = since + deadlineMs;
-    if (o.nowMs >= due) {
-      const sched = p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
-      const why =
-        (p.spec?.nodeName ?? '') === ''
-          ? `not scheduled${sched?.message === undefined ? '' : `: ${sched.message}`}`
-          : "the engine's health endpoint does not answer ready";
-      stuck.push(
-        `${p.metadata.name ?? ''} not ready ${Math.round((o.nowMs - since) / 1000)}s after it started (spec.progressDeadlineSeconds ${s.spec.progressDeadlineSeconds}): ${why}`,
-      );
-    } else nextDeadline = nextDeadline === undefined ? due : Math.min(nextDeadline, due);
-  }
+  const { stuck, nextDeadline } = stuckReplicas(live, ready, o.nowMs, s.spec.progressDeadlineSeconds);
 
   const actions: Action[] = [];
   const cond: ConditionUpdate[] = [];
@@ -221,14 +180,7 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
   } else {
     const r: Rendered = rendered.value;
     clearIfPresent.push({ type: CONDITION.invalidSpec, status: 'False', reason: 'SpecValid', message: 'the spec fits the runtime and the cluster' });
-    const svc = services.find((x) => x.metadata.name === r.service.metadata.name);
-    if (r.groupService !== undefined && !services.some((x) => x.metadata.name === r.groupService?.metadata.name))
-      actions.push({ kind: 'createService', service: r.groupService });
-    if (svc === undefined) actions.push({ kind: 'createService', service: r.service });
-    else {
-      const patch = serviceDiff(svc, r.service);
-      if (patch !== undefined) actions.push({ kind: 'patchService', name: svc.metadata.name ?? '', patch });
-    }
+    actions.push(...serviceActions(r, services));
     // A finished pod (evicted, or its engine exited) is replaced: replicas run for ever.
     for (const p of finished) actions.push({ kind: 'deletePod', name: p.metadata.name ?? '', uid: p.metadata.uid ?? '' });
     for (const b of broken) {
@@ -295,34 +247,9 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
   } else clearIfPresent.push({ type: CONDITION.replicaFailure, status: 'False', reason: 'ReplicasHealthy', message: 'no replica is past its deadline' });
 
   const readyNeeded = Math.max(1, minReady);
-  if (replicas === 0)
-    cond.push({
-      type: CONDITION.ready,
-      status: live.length === 0 ? 'True' : 'False',
-      reason: 'ScaledToZero',
-      message: live.length === 0 ? 'scaled to zero' : `scaling to zero: ${live.length} replicas left`,
-    });
-  else if (readyCount >= readyNeeded)
-    cond.push({
-      type: CONDITION.ready,
-      status: 'True',
-      reason: 'MinimumReplicasReady',
-      message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})`,
-    });
-  else
-    cond.push({
-      type: CONDITION.ready,
-      status: 'False',
-      reason: 'MinimumReplicasUnavailable',
-      message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})`,
-    });
+  cond.push(readyCondition(replicas, live.length, readyCount, readyNeeded));
 
-  // Adapters the engine side could not load, by replica (ADR 0110): the condition names both.
-  const adapterFailures = live.flatMap((p) =>
-    (o.engine.replica(p)?.adapters ?? [])
-      .filter((a) => a.state === 'Failed')
-      .map((a) => `replica ${p.metadata.name ?? ''}: adapter ${a.name}: ${a.message ?? 'failed to load'}`),
-  );
+  const adapterFailures = adapterFailuresOf(live, o.engine);
   if (adapterFailures.length > 0) {
     const message = `${adapterFailures.join('; ')}; the other replicas keep serving`.slice(0, 4000);
     cond.push({ type: CONDITION.adapterFailure, status: 'True', reason: 'AdapterLoadFailed', message });
@@ -341,40 +268,9 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
   for (const u of clearIfPresent) conditions = setIfPresent(conditions, u, nowIso, gen);
 
   const adapters = s.spec.model.adapters ?? [];
-  const replicaStatuses: ReplicaStatus[] = [...live]
-    .sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1))
-    .map((p) => {
-      const podName = p.metadata.name ?? '';
-      const seen = new Map((o.engine.replica(p)?.adapters ?? []).map((a) => [a.name, a]));
-      return {
-        name: podName,
-        ready: ready(p),
-        updated: hash !== undefined && p.metadata.labels?.[LABEL.templateHash] === hash,
-        ...((p.spec?.nodeName ?? '') === '' ? {} : { node: p.spec?.nodeName ?? '' }),
-        ...(adapters.length === 0
-          ? {}
-          : {
-              adapters: adapters.map((a) => {
-                const obs = seen.get(a.name);
-                return { name: a.name, state: obs?.state ?? 'Desired', ...(obs?.message === undefined ? {} : { message: obs.message.slice(0, 1024) }) };
-              }),
-            }),
-      };
-    });
+  const replicaStatuses = replicaStatusesOf(live, adapters, ready, hash, o.engine);
 
-  const invalid = !rendered.ok;
-  const phase: InferenceServiceStatus['phase'] =
-    invalid && readyCount === 0
-      ? 'Failed'
-      : invalid || stuck.length > 0
-        ? 'Degraded'
-        : findCondition(conditions, CONDITION.progressing)?.reason === 'Complete'
-          ? 'Ready'
-          : live.some((p) => (p.spec?.nodeName ?? '') !== '') && readyCount === 0
-            ? 'Loading'
-            : readyCount === 0
-              ? 'Pending'
-              : 'Scaling';
+  const phase = phaseOf(!rendered.ok, readyCount, stuck.length > 0, conditions, live);
 
   const status: InferenceServiceStatus = {
     ...prev,
@@ -390,4 +286,168 @@ export function reconcileInferenceService(o: Observed, cfg: BuildConfig & { read
     ...(rendered.ok ? { url: rendered.value.url, model: rendered.value.model } : {}),
   };
   return { status, actions, ...(requeueAfterMs === undefined ? {} : { requeueAfterMs: Math.max(1000, requeueAfterMs) }) };
+}
+
+type BrokenGroup = { readonly group: string; readonly why: string; readonly pods: readonly PodObject[] };
+
+/**
+ * A multi-pod replica (leader + workers, ADR 0134) is one unit: it counts, rolls and is deleted through its
+ * leader. A group missing a member, or with a member that finished or restarted, is deleted whole and made
+ * again (LWS's RecreateGroupOnPodRestart): the engine's ranks cannot rejoin a running group one by one.
+ */
+function replicaGroups(owned: readonly PodObject[]): { members: Map<string, PodObject[]>; broken: BrokenGroup[] } {
+  const members = new Map<string, PodObject[]>();
+  for (const p of owned) {
+    if (p.metadata.labels?.[LABEL.workerIndex] === undefined) continue;
+    const list = members.get(groupOf(p)) ?? [];
+    list.push(p);
+    members.set(groupOf(p), list);
+  }
+  const broken: BrokenGroup[] = [];
+  for (const [group, pods] of members) {
+    const alive = pods.filter((p) => !isTerminating(p));
+    const why = brokenBecause(alive);
+    if (why !== undefined && alive.length > 0) broken.push({ group, why, pods: alive });
+  }
+  return { members, broken };
+}
+
+/** Why a group (its pods not terminating) must be made again; undefined: it is whole. */
+function brokenBecause(alive: readonly PodObject[]): string | undefined {
+  const leader = alive.find((p) => !isWorker(p));
+  const size = leader === undefined ? 0 : groupSize(leader);
+  return leader === undefined
+    ? 'its leader is gone'
+    : alive.length < size
+      ? `${size - alive.length} of its ${size} pods ${size - alive.length === 1 ? 'is' : 'are'} gone`
+      : alive.find(isFinished) !== undefined
+        ? `pod ${alive.find(isFinished)?.metadata.name ?? ''} finished`
+        : alive.find(restarted) !== undefined
+          ? `pod ${alive.find(restarted)?.metadata.name ?? ''} restarted`
+          : undefined;
+}
+
+/** Replicas unready past the progress deadline (one message each), and when the next one reaches it. */
+function stuckReplicas(
+  live: readonly PodObject[],
+  ready: (p: PodObject) => boolean,
+  nowMs: number,
+  deadlineSeconds: number,
+): { stuck: string[]; nextDeadline: number | undefined } {
+  const deadlineMs = deadlineSeconds * 1000;
+  const stuck: string[] = [];
+  let nextDeadline: number | undefined;
+  for (const p of live) {
+    if (ready(p)) continue;
+    const since = ms(p.status?.startTime) ?? ms(p.metadata.creationTimestamp);
+    if (since === undefined) continue;
+    const due = since + deadlineMs;
+    if (nowMs >= due) {
+      const sched = p.status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False');
+      const why =
+        (p.spec?.nodeName ?? '') === ''
+          ? `not scheduled${sched?.message === undefined ? '' : `: ${sched.message}`}`
+          : "the engine's health endpoint does not answer ready";
+      stuck.push(
+        `${p.metadata.name ?? ''} not ready ${Math.round((nowMs - since) / 1000)}s after it started (spec.progressDeadlineSeconds ${deadlineSeconds}): ${why}`,
+      );
+    } else nextDeadline = nextDeadline === undefined ? due : Math.min(nextDeadline, due);
+  }
+  return { stuck, nextDeadline };
+}
+
+/** Where the service comes from: its own Service, and a group Service for multi-pod replicas; an existing one is patched to the rendered one. */
+function serviceActions(r: Rendered, services: readonly ServiceObject[]): Action[] {
+  const actions: Action[] = [];
+  const svc = services.find((x) => x.metadata.name === r.service.metadata.name);
+  if (r.groupService !== undefined && !services.some((x) => x.metadata.name === r.groupService?.metadata.name))
+    actions.push({ kind: 'createService', service: r.groupService });
+  if (svc === undefined) actions.push({ kind: 'createService', service: r.service });
+  else {
+    const patch = serviceDiff(svc, r.service);
+    if (patch !== undefined) actions.push({ kind: 'patchService', name: svc.metadata.name ?? '', patch });
+  }
+  return actions;
+}
+
+function readyCondition(replicas: number, live: number, readyCount: number, readyNeeded: number): ConditionUpdate {
+  if (replicas === 0)
+    return {
+      type: CONDITION.ready,
+      status: live === 0 ? 'True' : 'False',
+      reason: 'ScaledToZero',
+      message: live === 0 ? 'scaled to zero' : `scaling to zero: ${live} replicas left`,
+    };
+  if (readyCount >= readyNeeded)
+    return {
+      type: CONDITION.ready,
+      status: 'True',
+      reason: 'MinimumReplicasReady',
+      message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})`,
+    };
+  return {
+    type: CONDITION.ready,
+    status: 'False',
+    reason: 'MinimumReplicasUnavailable',
+    message: `${readyCount}/${replicas} replicas ready (minimum ${readyNeeded})`,
+  };
+}
+
+/** Every live replica by pod name: ready, on the current template, its node, and the state of each adapter of the spec. */
+function replicaStatusesOf(
+  live: readonly PodObject[],
+  adapters: NonNullable<Observed['isvc']['spec']['model']['adapters']>,
+  ready: (p: PodObject) => boolean,
+  hash: string | undefined,
+  engine: Observed['engine'],
+): ReplicaStatus[] {
+  return [...live]
+    .sort((a, b) => ((a.metadata.name ?? '') < (b.metadata.name ?? '') ? -1 : 1))
+    .map((p) => {
+      const podName = p.metadata.name ?? '';
+      const seen = new Map((engine.replica(p)?.adapters ?? []).map((a) => [a.name, a]));
+      return {
+        name: podName,
+        ready: ready(p),
+        updated: hash !== undefined && p.metadata.labels?.[LABEL.templateHash] === hash,
+        ...((p.spec?.nodeName ?? '') === '' ? {} : { node: p.spec?.nodeName ?? '' }),
+        ...(adapters.length === 0
+          ? {}
+          : {
+              adapters: adapters.map((a) => {
+                const obs = seen.get(a.name);
+                return { name: a.name, state: obs?.state ?? 'Desired', ...(obs?.message === undefined ? {} : { message: obs.message.slice(0, 1024) }) };
+              }),
+            }),
+      };
+    });
+}
+
+function phaseOf(
+  invalid: boolean,
+  readyCount: number,
+  stuck: boolean,
+  conditions: readonly Condition[],
+  live: readonly PodObject[],
+): NonNullable<InferenceServiceStatus['phase']> {
+  return invalid && readyCount === 0
+    ? 'Failed'
+    : invalid || stuck
+      ? 'Degraded'
+      : findCondition(conditions, CONDITION.progressing)?.reason === 'Complete'
+        ? 'Ready'
+        : live.some((p) => (p.spec?.nodeName ?? '') !== '') && readyCount === 0
+          ? 'Loading'
+          : readyCount === 0
+            ? 'Pending'
+            : 'Scaling';
+}
+
+/** Adapters the engine side could not load, by replica (ADR 0110): each message names both. */
+function adapterFailuresOf(live: readonly PodObject[], engine: Observed['engine']): string[] {
+  return live.flatMap((p) =>
+    (engine.replica(p)?.adapters ?? [])
+      .filter((a) => a.state === 'Failed')
+      .map((a) => `replica ${p.metadata.name ?? ''}: adapter ${a.name}: ${a.message ?? 'failed to load'}`),
+  );
 }

@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 
 import { ANNOTATION, CHECKPOINT_LABEL, LABEL } from '../../api/wire.ts';
 import type { PodObject } from '../kube-objects.ts';
-import { checkpointCleanup, reconcileCheckpoints, readCommit, requestTrigger, type CheckpointInput, type VolumeSnapshotObject } from './checkpoints.ts';
+import { checkpointCleanup, reconcileCheckpoints, readCommit, requestTrigger, type CheckpointInput } from './checkpoints.ts';
+import type { VolumeSnapshotObject } from './model.ts';
 import { reconcileTrainingJob } from './reconcile.ts';
 import { makeJob, T0 } from './testing.ts';
 import { DEFAULT_CONTROLLER_CONFIG } from './model.ts';

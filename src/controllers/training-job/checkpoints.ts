@@ -31,45 +31,11 @@ import {
   type CheckpointTrigger,
   type CommittedSnapshot,
 } from './checkpoint-phase.ts';
-import type { Action } from './model.ts';
+import type { Action, ClaimObject, StorageMeta, VolumeSnapshotObject } from './model.ts';
 import { checkpointClaimName } from './names.ts';
 import { checkpointClaim, jobName, jobNamespace, ownerReference } from './pods.ts';
 
 export const SNAPSHOT_API_VERSION = 'snapshot.storage.k8s.io/v1';
-
-interface Meta {
-  readonly name?: string;
-  readonly namespace?: string;
-  readonly uid?: string;
-  readonly labels?: Readonly<Record<string, string>>;
-  readonly annotations?: Readonly<Record<string, string>>;
-  readonly deletionTimestamp?: string;
-  readonly creationTimestamp?: string;
-  readonly ownerReferences?: readonly unknown[];
-}
-
-/** A VolumeSnapshot (snapshot.storage.k8s.io/v1), the part the controller reads and writes. */
-export interface VolumeSnapshotObject {
-  readonly apiVersion?: string;
-  readonly kind?: string;
-  readonly metadata: Meta;
-  readonly spec?: { readonly volumeSnapshotClassName?: string; readonly source?: { readonly persistentVolumeClaimName?: string } };
-  readonly status?: {
-    readonly readyToUse?: boolean;
-    readonly creationTime?: string;
-    readonly restoreSize?: string;
-    readonly error?: { readonly message?: string };
-  };
-}
-
-/** A PersistentVolumeClaim, the part the controller reads and writes. */
-export interface ClaimObject {
-  readonly apiVersion?: string;
-  readonly kind?: string;
-  readonly metadata: Meta;
-  readonly spec?: Readonly<Record<string, unknown>>;
-  readonly status?: { readonly phase?: string };
-}
 
 const iso = (ms: number): string => new Date(ms).toISOString();
 const parseTime = (s: string | undefined): number | undefined => {
@@ -78,8 +44,8 @@ const parseTime = (s: string | undefined): number | undefined => {
   return Number.isFinite(t) ? t : undefined;
 };
 const isFinal = (c: CheckpointCycle | undefined): boolean => c === undefined || c.phase === 'Ready' || c.phase === 'Failed';
-const alive = <T extends { metadata: Meta }>(o: T): boolean => o.metadata.deletionTimestamp === undefined;
-const intLabel = (o: { metadata: Meta }, key: string): number | undefined => {
+const alive = <T extends { metadata: StorageMeta }>(o: T): boolean => o.metadata.deletionTimestamp === undefined;
+const intLabel = (o: { metadata: StorageMeta }, key: string): number | undefined => {
   const v = o.metadata.labels?.[key];
   return v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
 };

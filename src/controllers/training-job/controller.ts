@@ -7,9 +7,9 @@ import { withDefaults } from '../../api/validate.ts';
 import { API_GROUP_VERSION, FINALIZER, KIND, LABEL } from '../../api/wire.ts';
 import type { ApplyFailure, ControllerAction, ControllerDefinition, ControllerInput, OwnedResource, ResourceType } from '../../api/controller.ts';
 import type { PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
-import type { Action, ApplyError, ControllerConfig, TrainingJobObject } from './model.ts';
+import type { Action, ApplyError, ClaimObject, ControllerConfig, TrainingJobObject, VolumeSnapshotObject } from './model.ts';
 import { reconcileTrainingJob } from './reconcile.ts';
-import { SNAPSHOT_API_VERSION, type ClaimObject, type VolumeSnapshotObject } from './checkpoints.ts';
+import { SNAPSHOT_API_VERSION } from './checkpoints.ts';
 
 export const TRAINING_JOB_RESOURCE: ResourceType = { apiVersion: API_GROUP_VERSION, kind: KIND.trainingJob, plural: 'trainingjobs' };
 

@@ -1,8 +1,6 @@
 /** What the TrainingJob reconcile reads and returns. Plain values: no clients, no clocks. */
 import type { TrainingJob, TrainingJobStatus } from '../../api/schema/training-job.ts';
 import type { PodGroupObject, PodObject, ServiceObject } from '../kube-objects.ts';
-import type { ClaimObject, VolumeSnapshotObject } from './checkpoints.ts';
-import type { BuildConfig } from './pods.ts';
 
 /** A TrainingJob as read from the apiserver, defaults applied, with the metadata the controller needs. */
 export type TrainingJobObject = TrainingJob & {
@@ -81,4 +79,46 @@ export interface ReconcileResult {
   readonly actions: readonly Action[];
   /** Reconcile again after this long even if nothing changes (backoff, deadlines, timeouts, TTL). */
   readonly requeueAfterMs?: number;
+}
+
+export interface BuildConfig {
+  /** Image of the placeholder pods (does nothing, holds the requested resources while bound). */
+  readonly placeholderImage: string;
+  /** Extra names a GPU model may go by on nodes (e.g. GFD product → the scheduler's model name). */
+  readonly gpuModelAliases?: (model: string) => readonly string[];
+}
+
+/** The metadata the checkpoint code reads of a VolumeSnapshot or a claim. */
+export interface StorageMeta {
+  readonly name?: string;
+  readonly namespace?: string;
+  readonly uid?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
+  readonly deletionTimestamp?: string;
+  readonly creationTimestamp?: string;
+  readonly ownerReferences?: readonly unknown[];
+}
+
+/** A VolumeSnapshot (snapshot.storage.k8s.io/v1), the part the controller reads and writes. */
+export interface VolumeSnapshotObject {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: StorageMeta;
+  readonly spec?: { readonly volumeSnapshotClassName?: string; readonly source?: { readonly persistentVolumeClaimName?: string } };
+  readonly status?: {
+    readonly readyToUse?: boolean;
+    readonly creationTime?: string;
+    readonly restoreSize?: string;
+    readonly error?: { readonly message?: string };
+  };
+}
+
+/** A PersistentVolumeClaim, the part the controller reads and writes. */
+export interface ClaimObject {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: StorageMeta;
+  readonly spec?: Readonly<Record<string, unknown>>;
+  readonly status?: { readonly phase?: string };
 }

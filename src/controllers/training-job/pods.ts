@@ -11,14 +11,8 @@ import type { ContainerObject, EnvVarObject, OwnerReference, PodGroupObject, Pod
 import { injectedEnv, mergeEnv, nprocPerNode } from './env.ts';
 import { ANNOTATION, API_GROUP_VERSION, GPU_RESOURCE, KIND, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import { CHECKPOINT_DIR_ENV, CHECKPOINT_VOLUME_NAME } from '../../api/checkpoint-paths.ts';
+import type { BuildConfig } from './model.ts';
 import { TRAINER_CONTAINER, checkpointClaimName, podGroupName, probeGroupName, probePodName, replicaPodName, replicaSelector, serviceName } from './names.ts';
-
-export interface BuildConfig {
-  /** Image of the placeholder pods (does nothing, holds the requested resources while bound). */
-  readonly placeholderImage: string;
-  /** Extra names a GPU model may go by on nodes (e.g. GFD product → the scheduler's model name). */
-  readonly gpuModelAliases?: (model: string) => readonly string[];
-}
 
 export const jobName = (job: TrainingJob): string => job.metadata.name ?? '';
 export const jobNamespace = (job: TrainingJob): string => job.metadata.namespace ?? 'default';

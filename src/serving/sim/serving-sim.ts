@@ -148,17 +148,7 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
     if (grant === undefined) return;
     // ±10 % start-up jitter (image cache, weight loading): the only use of the seed.
     const startup = m.startupSec * (0.9 + 0.2 * rng.next());
-    replicas.push({
-      id: nextId++,
-      state: grant <= now ? 'starting' : 'waiting-gpu',
-      grantAt: grant,
-      readyAt: grant + startup,
-      queue: [],
-      batch: [],
-      kvUsed: 0,
-      stepEnd: NEVER,
-      step: undefined,
-    });
+    replicas.push(newReplica(nextId++, grant <= now ? 'starting' : 'waiting-gpu', grant, grant + startup));
   };
   const release = (r: Replica, now: number): void => {
     replicas.splice(replicas.indexOf(r), 1);
@@ -169,141 +159,23 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
     }
   };
 
-  /** Seconds until replica r could start a new request: its queued prefill work and its batch. */
-  const backlog = (r: Replica): number => {
-    let tokens = 0;
-    for (const s of r.queue) tokens += s.prefillLeft;
-    for (const s of r.batch) tokens += s.prefillLeft;
-    return tokens / m.prefillTokensPerSec + r.batch.length * m.stepPerSeqSec;
-  };
   const route = (s: Seq, now: number): void => {
-    let best: Replica | undefined;
-    let bestCost = NEVER;
-    for (const r of replicas) {
-      if (r.state !== 'ready') continue;
-      const c = backlog(r) + Math.max(0, r.stepEnd === NEVER ? 0 : r.stepEnd - now);
-      if (c < bestCost) {
-        bestCost = c;
-        best = r;
-      }
-    }
+    const best = soonestFree(replicas, now, m);
     if (best === undefined) pending.push(s);
     else {
       best.queue.push(s);
-      if (best.stepEnd === NEVER) planStep(best, now, NEVER);
+      if (best.stepEnd === NEVER) planStep(best, now, NEVER, m);
     }
-  };
-
-  /** Plans replica r's next step at `now`; decode-only runs end before `horizon` (the next external event). */
-  const planStep = (r: Replica, now: number, horizon: number): void => {
-    // Admit queued requests while the KV cache holds their whole sequence and the batch has room (FCFS).
-    while (r.queue.length > 0 && r.batch.length < m.maxNumSeqs) {
-      const s = r.queue[0] as Seq;
-      const need = s.req.promptTokens + s.req.outputTokens;
-      if (r.kvUsed + need > m.kvCapacityTokens && r.batch.length > 0) break;
-      r.queue.shift();
-      r.kvUsed += need;
-      r.batch.push(s);
-    }
-    if (r.batch.length === 0) {
-      r.step = undefined;
-      r.stepEnd = NEVER;
-      return;
-    }
-    const decodes = r.batch.filter((s) => s.prefillLeft === 0);
-    let budget = m.maxBatchedTokens - decodes.length;
-    const chunks: [Seq, number][] = [];
-    for (const s of r.batch) {
-      if (s.prefillLeft === 0 || budget <= 0) continue;
-      const n = Math.min(s.prefillLeft, budget);
-      chunks.push([s, n]);
-      budget -= n;
-    }
-    let context = 0;
-    for (const s of decodes) context += s.context;
-    let steps = 1;
-    let duration: number;
-    if (chunks.length === 0) {
-      // Decode only: run until a sequence finishes, the horizon, or a queued request could be admitted.
-      let maxSteps = NEVER;
-      for (const s of decodes) maxSteps = Math.min(maxSteps, s.decodeLeft);
-      if (r.queue.length > 0) maxSteps = 1;
-      steps = Math.max(1, maxSteps);
-      if (horizon < NEVER && steps > 1) {
-        let lo = 1;
-        let hi = steps;
-        while (lo < hi) {
-          const mid = Math.ceil((lo + hi) / 2);
-          if (now + decodeRunSeconds(m, decodes.length, context, mid) <= horizon) lo = mid;
-          else hi = mid - 1;
-        }
-        steps = lo;
-      }
-      duration = decodeRunSeconds(m, decodes.length, context, steps);
-    } else {
-      let prefill = 0;
-      for (const [, n] of chunks) prefill += n;
-      duration = stepSeconds(m, decodes.length + chunks.length, context, prefill);
-    }
-    r.step = { decodes, steps, chunks, start: now };
-    r.stepEnd = now + duration;
   };
 
   const finishStep = (r: Replica, now: number): void => {
-    const step = r.step;
-    if (step === undefined) return;
-    const { decodes, steps, chunks, start } = step;
-    if (decodes.length > 0) {
-      let context = 0;
-      for (const s of decodes) context += s.context;
-      // Every decoding sequence waits the whole step for its next token (a prefill chunk in the step included).
-      if (start >= reportFrom) {
-        if (chunks.length > 0) itl.add(now - start, decodes.length);
-        else for (let i = 0; i < steps; i++) itl.add(stepSeconds(m, decodes.length, context + i * decodes.length, 0), decodes.length);
-      }
-      for (const s of decodes) {
-        s.decodeLeft -= steps;
-        s.context += steps;
-      }
-      generated += steps * decodes.length;
-    }
-    for (const [s, n] of chunks) {
-      s.prefillLeft -= n;
-      s.context += n;
-      promptDone += n;
-      if (s.prefillLeft === 0) {
-        // The prefill step samples the first token.
-        s.firstTokenAt = now;
-        s.decodeLeft = s.req.outputTokens - 1;
-        generated += 1;
-        const v = now - s.req.arrivalSec;
-        ttft[s.index] = v;
-        recentFirstTokens.push({ t: now, v });
-      }
-    }
-    const done = r.batch.filter((s) => s.prefillLeft === 0 && s.decodeLeft <= 0);
-    if (done.length > 0) {
-      r.batch = r.batch.filter((s) => !(s.prefillLeft === 0 && s.decodeLeft <= 0));
-      for (const s of done) r.kvUsed -= s.req.promptTokens + s.req.outputTokens;
-    }
-    r.step = undefined;
-    r.stepEnd = NEVER;
+    const done = completeStep(r, now, m, reportFrom, { itl, ttft, recentFirstTokens });
+    promptDone += done.prompt;
+    generated += done.generated;
   };
 
   const observe = (now: number): ServiceObservation => {
-    let waiting = pending.length;
-    let running = 0;
-    let kv = 0;
-    let ready = 0;
-    let starting = 0;
-    for (const r of replicas) {
-      waiting += r.queue.length;
-      running += r.batch.length;
-      if (r.state === 'ready' || r.state === 'draining') {
-        ready += r.state === 'ready' ? 1 : 0;
-        kv += r.kvUsed / m.kvCapacityTokens;
-      } else if (r.state === 'starting') starting++;
-    }
+    const { waiting, running, kv, ready, starting } = replicaCounts(replicas, pending.length, m.kvCapacityTokens);
     const dt = Math.max(1e-9, now - lastObs.t);
     while (recentFirstTokens.length > 0 && (recentFirstTokens[0] as { t: number }).t < now - ttftWindow) recentFirstTokens.shift();
     const vs = recentFirstTokens.map((x) => x.v).sort((a, b) => a - b);
@@ -327,60 +199,13 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
 
   /** Brings the replicas holding or awaiting GPUs (not draining) to `want`. */
   const scaleTo = (want: number, now: number): void => {
-    const active = (): Replica[] => replicas.filter((r) => r.state !== 'draining');
-    while (active().length < want) {
-      const d = replicas.find((r) => r.state === 'draining');
-      if (d !== undefined) d.state = 'ready';
-      else {
-        const before = replicas.length;
-        startReplica(now);
-        if (replicas.length === before) break;
-      }
-    }
-    let excess = active().length - want;
-    // Give up what has not started first (GPU requests, then loading replicas), then the least loaded ready ones.
-    for (const state of ['waiting-gpu', 'starting'] as const) {
-      for (const r of [...replicas].reverse()) {
-        if (excess <= 0) break;
-        if (r.state === state) {
-          release(r, now);
-          excess--;
-        }
-      }
-    }
-    if (excess > 0) {
-      const ready = replicas
-        .filter((r) => r.state === 'ready')
-        .sort((a, b) => a.batch.length + a.queue.length - (b.batch.length + b.queue.length) || b.id - a.id);
-      for (const r of ready.slice(0, excess)) {
-        r.state = 'draining';
-        // Its queue goes back to the others; it finishes what it has admitted.
-        const q = r.queue;
-        r.queue = [];
-        for (const s of q) route(s, now);
-        if (r.batch.length === 0) release(r, now);
-      }
-    }
+    scaleReplicas(replicas, want, now, { start: startReplica, release, route });
     noteTimeline(now);
   };
 
   // --- the event loop ---
-  for (let i = 0; i < o.initialReplicas; i++) {
-    const grant = pool.request(0, m.gpusPerReplica);
-    if (grant === undefined) break;
-    // Initial replicas are already up when the trace starts.
-    replicas.push({
-      id: nextId++,
-      state: grant <= 0 ? 'ready' : 'waiting-gpu',
-      grantAt: grant,
-      readyAt: grant <= 0 ? 0 : grant + m.startupSec,
-      queue: [],
-      batch: [],
-      kvUsed: 0,
-      stepEnd: NEVER,
-      step: undefined,
-    });
-  }
+  replicas.push(...initialReplicas(pool, m, o.initialReplicas));
+  nextId = replicas.length;
   noteTimeline(0);
   let nextArrival = 0;
   let nextObserve = observeEvery;
@@ -388,26 +213,7 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
   const lastArrival = trace.at(-1)?.arrivalSec ?? 0;
   for (;;) {
     const arrivalAt = nextArrival < trace.length ? (trace[nextArrival] as TraceRequest).arrivalSec : NEVER;
-    let t = Math.min(arrivalAt, nextObserve);
-    let which: Replica | undefined;
-    let kind: 'arrival' | 'observe' | 'step' | 'grant' | 'ready' = arrivalAt <= nextObserve ? 'arrival' : 'observe';
-    for (const r of replicas) {
-      if (r.stepEnd < t) {
-        t = r.stepEnd;
-        which = r;
-        kind = 'step';
-      }
-      if (r.state === 'waiting-gpu' && r.grantAt < t) {
-        t = r.grantAt;
-        which = r;
-        kind = 'grant';
-      }
-      if (r.state === 'starting' && r.readyAt < t) {
-        t = r.readyAt;
-        which = r;
-        kind = 'ready';
-      }
-    }
+    const { t, which, kind } = nextEvent(replicas, arrivalAt, nextObserve);
     const busy = pending.length > 0 || replicas.some((r) => r.batch.length > 0 || r.queue.length > 0);
     if (nextArrival >= trace.length && !busy && t > lastArrival) break;
     if (t === NEVER) break;
@@ -437,31 +243,284 @@ export function simulateService(trace: readonly TraceRequest[], o: SimOptions): 
       if (which.state === 'draining' && which.batch.length === 0 && which.queue.length === 0) {
         release(which, now);
         noteTimeline(now);
-      } else planStep(which, now, horizon());
+      } else planStep(which, now, horizon(), m);
     }
     // Idle replicas with work (a new arrival, a finished step) start their next step.
     for (const r of replicas)
-      if (r.stepEnd === NEVER && (r.state === 'ready' || r.state === 'draining') && (r.queue.length > 0 || r.batch.length > 0)) planStep(r, now, horizon());
+      if (r.stepEnd === NEVER && (r.state === 'ready' || r.state === 'draining') && (r.queue.length > 0 || r.batch.length > 0)) planStep(r, now, horizon(), m);
   }
   const end = Math.max(now, reportTo);
   for (const r of [...replicas]) if (r.state !== 'waiting-gpu') countGpu(r.grantAt, end);
   pool.finish(end);
+  const summary = ttftSummary(trace, ttft, reportFrom, o.sloTtftSec);
+  return {
+    requests: summary.requests,
+    sloAttainmentPct: summary.sloAttainmentPct,
+    gpuHours: gpuSeconds / 3600,
+    ttftSec: summary.ttftSec,
+    itlSec: { p99: itl.quantile(0.99) },
+    maxReplicas: maxHeld,
+    replicaTimeline: timeline,
+    ttftPerRequestSec: ttft.map((v) => (Number.isNaN(v) ? NEVER : v)),
+  };
+}
 
+/** Seconds until replica r could start a new request: its queued prefill work and its batch. */
+function backlog(r: Replica, m: EngineModel): number {
+  let tokens = 0;
+  for (const s of r.queue) tokens += s.prefillLeft;
+  for (const s of r.batch) tokens += s.prefillLeft;
+  return tokens / m.prefillTokensPerSec + r.batch.length * m.stepPerSeqSec;
+}
+
+/** Plans replica r's next step at `now`; decode-only runs end before `horizon` (the next external event). */
+function planStep(r: Replica, now: number, horizon: number, m: EngineModel): void {
+  // Admit queued requests while the KV cache holds their whole sequence and the batch has room (FCFS).
+  while (r.queue.length > 0 && r.batch.length < m.maxNumSeqs) {
+    const s = r.queue[0] as Seq;
+    const need = s.req.promptTokens + s.req.outputTokens;
+    if (r.kvUsed + need > m.kvCapacityTokens && r.batch.length > 0) break;
+    r.queue.shift();
+    r.kvUsed += need;
+    r.batch.push(s);
+  }
+  if (r.batch.length === 0) {
+    r.step = undefined;
+    r.stepEnd = NEVER;
+    return;
+  }
+  const decodes = r.batch.filter((s) => s.prefillLeft === 0);
+  let budget = m.maxBatchedTokens - decodes.length;
+  const chunks: [Seq, number][] = [];
+  for (const s of r.batch) {
+    if (s.prefillLeft === 0 || budget <= 0) continue;
+    const n = Math.min(s.prefillLeft, budget);
+    chunks.push([s, n]);
+    budget -= n;
+  }
+  let context = 0;
+  for (const s of decodes) context += s.context;
+  let steps = 1;
+  let duration: number;
+  if (chunks.length === 0) {
+    // Decode only: run until a sequence finishes, the horizon, or a queued request could be admitted.
+    let maxSteps = NEVER;
+    for (const s of decodes) maxSteps = Math.min(maxSteps, s.decodeLeft);
+    if (r.queue.length > 0) maxSteps = 1;
+    steps = Math.max(1, maxSteps);
+    if (horizon < NEVER && steps > 1) {
+      let lo = 1;
+      let hi = steps;
+      while (lo < hi) {
+        const mid = Math.ceil((lo + hi) / 2);
+        if (now + decodeRunSeconds(m, decodes.length, context, mid) <= horizon) lo = mid;
+        else hi = mid - 1;
+      }
+      steps = lo;
+    }
+    duration = decodeRunSeconds(m, decodes.length, context, steps);
+  } else {
+    let prefill = 0;
+    for (const [, n] of chunks) prefill += n;
+    duration = stepSeconds(m, decodes.length + chunks.length, context, prefill);
+  }
+  r.step = { decodes, steps, chunks, start: now };
+  r.stepEnd = now + duration;
+}
+
+function newReplica(id: number, state: Replica['state'], grantAt: number, readyAt: number): Replica {
+  return { id, state, grantAt, readyAt, queue: [], batch: [], kvUsed: 0, stepEnd: NEVER, step: undefined };
+}
+
+type EventKind = 'arrival' | 'observe' | 'step' | 'grant' | 'ready';
+
+/** The earliest event: the next arrival or observation, else a replica's step end, GPU grant or readiness (ties: the first). */
+function nextEvent(replicas: readonly Replica[], arrivalAt: number, nextObserve: number): { t: number; which: Replica | undefined; kind: EventKind } {
+  let t = Math.min(arrivalAt, nextObserve);
+  let which: Replica | undefined;
+  let kind: EventKind = arrivalAt <= nextObserve ? 'arrival' : 'observe';
+  for (const r of replicas) {
+    if (r.stepEnd < t) {
+      t = r.stepEnd;
+      which = r;
+      kind = 'step';
+    }
+    if (r.state === 'waiting-gpu' && r.grantAt < t) {
+      t = r.grantAt;
+      which = r;
+      kind = 'grant';
+    }
+    if (r.state === 'starting' && r.readyAt < t) {
+      t = r.readyAt;
+      which = r;
+      kind = 'ready';
+    }
+  }
+  return { t, which, kind };
+}
+
+/** TTFT percentiles and SLO attainment over the reported requests (one that never got a token counts as never). */
+function ttftSummary(
+  trace: readonly TraceRequest[],
+  ttft: Float64Array,
+  reportFrom: number,
+  sloTtftSec: number,
+): Pick<SimResult, 'requests' | 'sloAttainmentPct' | 'ttftSec'> {
   const reported: number[] = [];
   for (let i = 0; i < trace.length; i++)
     if ((trace[i] as TraceRequest).arrivalSec >= reportFrom) reported.push(Number.isNaN(ttft[i] as number) ? NEVER : (ttft[i] as number));
   reported.sort((a, b) => a - b);
   const q = (p: number): number =>
     reported.length === 0 ? 0 : (reported[Math.min(reported.length - 1, Math.max(0, Math.ceil(p * reported.length) - 1))] as number);
-  const within = reported.filter((v) => v <= o.sloTtftSec).length;
+  const within = reported.filter((v) => v <= sloTtftSec).length;
   return {
     requests: reported.length,
     sloAttainmentPct: reported.length === 0 ? 100 : (100 * within) / reported.length,
-    gpuHours: gpuSeconds / 3600,
     ttftSec: { p50: q(0.5), p99: q(0.99) },
-    itlSec: { p99: itl.quantile(0.99) },
-    maxReplicas: maxHeld,
-    replicaTimeline: timeline,
-    ttftPerRequestSec: ttft.map((v) => (Number.isNaN(v) ? NEVER : v)),
   };
+}
+
+/** Where a finished step's latencies go. */
+interface StepSink {
+  readonly itl: LatencyHistogram;
+  readonly ttft: Float64Array;
+  readonly recentFirstTokens: { t: number; v: number }[];
+}
+
+/** Applies replica r's step in flight as it ends at `now`; returns the prompt tokens it prefilled and the tokens it generated. */
+function completeStep(r: Replica, now: number, m: EngineModel, reportFrom: number, sink: StepSink): { prompt: number; generated: number } {
+  const out = { prompt: 0, generated: 0 };
+  const step = r.step;
+  if (step === undefined) return out;
+  const { decodes, steps, chunks, start } = step;
+  if (decodes.length > 0) {
+    let context = 0;
+    for (const s of decodes) context += s.context;
+    // Every decoding sequence waits the whole step for its next token (a prefill chunk in the step included).
+    if (start >= reportFrom) {
+      if (chunks.length > 0) sink.itl.add(now - start, decodes.length);
+      else for (let i = 0; i < steps; i++) sink.itl.add(stepSeconds(m, decodes.length, context + i * decodes.length, 0), decodes.length);
+    }
+    for (const s of decodes) {
+      s.decodeLeft -= steps;
+      s.context += steps;
+    }
+    out.generated += steps * decodes.length;
+  }
+  for (const [s, n] of chunks) {
+    s.prefillLeft -= n;
+    s.context += n;
+    out.prompt += n;
+    if (s.prefillLeft === 0) {
+      // The prefill step samples the first token.
+      s.firstTokenAt = now;
+      s.decodeLeft = s.req.outputTokens - 1;
+      out.generated += 1;
+      const v = now - s.req.arrivalSec;
+      sink.ttft[s.index] = v;
+      sink.recentFirstTokens.push({ t: now, v });
+    }
+  }
+  const done = r.batch.filter((s) => s.prefillLeft === 0 && s.decodeLeft <= 0);
+  if (done.length > 0) {
+    r.batch = r.batch.filter((s) => !(s.prefillLeft === 0 && s.decodeLeft <= 0));
+    for (const s of done) r.kvUsed -= s.req.promptTokens + s.req.outputTokens;
+  }
+  r.step = undefined;
+  r.stepEnd = NEVER;
+  return out;
+}
+
+/** What the replicas hold: requests waiting (routed or not) and running, ready and starting replicas, and the sum of the serving ones' KV cache use. */
+function replicaCounts(
+  replicas: readonly Replica[],
+  unrouted: number,
+  kvCapacityTokens: number,
+): { waiting: number; running: number; kv: number; ready: number; starting: number } {
+  let waiting = unrouted;
+  let running = 0;
+  let kv = 0;
+  let ready = 0;
+  let starting = 0;
+  for (const r of replicas) {
+    waiting += r.queue.length;
+    running += r.batch.length;
+    if (r.state === 'ready' || r.state === 'draining') {
+      ready += r.state === 'ready' ? 1 : 0;
+      kv += r.kvUsed / kvCapacityTokens;
+    } else if (r.state === 'starting') starting++;
+  }
+  return { waiting, running, kv, ready, starting };
+}
+
+/**
+ * Brings the replicas holding or awaiting GPUs (not draining) to `want`: draining ones come back first, then new
+ * ones start; excess gives up what has not started, then drains the least loaded ready ones.
+ */
+function scaleReplicas(
+  replicas: Replica[],
+  want: number,
+  now: number,
+  ops: { readonly start: (now: number) => void; readonly release: (r: Replica, now: number) => void; readonly route: (s: Seq, now: number) => void },
+): void {
+  const active = (): Replica[] => replicas.filter((r) => r.state !== 'draining');
+  while (active().length < want) {
+    const d = replicas.find((r) => r.state === 'draining');
+    if (d !== undefined) d.state = 'ready';
+    else {
+      const before = replicas.length;
+      ops.start(now);
+      if (replicas.length === before) break;
+    }
+  }
+  let excess = active().length - want;
+  // Give up what has not started first (GPU requests, then loading replicas), then the least loaded ready ones.
+  for (const state of ['waiting-gpu', 'starting'] as const) {
+    for (const r of [...replicas].reverse()) {
+      if (excess <= 0) break;
+      if (r.state === state) {
+        ops.release(r, now);
+        excess--;
+      }
+    }
+  }
+  if (excess > 0) {
+    const ready = replicas
+      .filter((r) => r.state === 'ready')
+      .sort((a, b) => a.batch.length + a.queue.length - (b.batch.length + b.queue.length) || b.id - a.id);
+    for (const r of ready.slice(0, excess)) {
+      r.state = 'draining';
+      // Its queue goes back to the others; it finishes what it has admitted.
+      const q = r.queue;
+      r.queue = [];
+      for (const s of q) ops.route(s, now);
+      if (r.batch.length === 0) ops.release(r, now);
+    }
+  }
+}
+
+/** The ready replica that could start a new request soonest (its backlog and step in flight); undefined: none is ready. */
+function soonestFree(replicas: readonly Replica[], now: number, m: EngineModel): Replica | undefined {
+  let best: Replica | undefined;
+  let bestCost = NEVER;
+  for (const r of replicas) {
+    if (r.state !== 'ready') continue;
+    const c = backlog(r, m) + Math.max(0, r.stepEnd === NEVER ? 0 : r.stepEnd - now);
+    if (c < bestCost) {
+      bestCost = c;
+      best = r;
+    }
+  }
+  return best;
+}
+
+/** The replicas the service starts with, numbered from 0: as many as the pool grants, already up when the trace starts. */
+function initialReplicas(pool: GpuPool, m: EngineModel, count: number): Replica[] {
+  const out: Replica[] = [];
+  for (let i = 0; i < count; i++) {
+    const grant = pool.request(0, m.gpusPerReplica);
+    if (grant === undefined) break;
+    out.push(newReplica(i, grant <= 0 ? 'ready' : 'waiting-gpu', grant, grant <= 0 ? 0 : grant + m.startupSec));
+  }
+  return out;
 }
