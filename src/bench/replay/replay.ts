@@ -175,9 +175,6 @@ class ReplayRun {
   private readonly rng: Rng;
   private readonly state: SimApp['state'];
   private readonly scheduler: SimApp['scheduler'];
-  private readonly queue: SimApp['queue'];
-  private readonly spine: SimApp['spine'];
-  private readonly endPods: SimApp['end'];
   private readonly capacityMilli: number;
   private readonly tracked: readonly Tracked[];
   private readonly start: number;
@@ -186,48 +183,49 @@ class ReplayRun {
   private readonly byJob: ReadonlyMap<string, Tracked>;
   private readonly env: Environment<Payload>;
   private passQueued = false;
-  private usedMilli = 0;
-  private waitingPods = 0;
-  private lastT: number;
-  private areaMilliMs = 0;
-  private peak = 0;
-  private evictions = 0;
-  private failures = 0;
-  private abandoned = 0;
-  private placedPods = 0;
-  private readonly delaysS: number[] = [];
-  private readonly trained = { units: 0, tokens: 0, gpuMs: 0, computeMs: 0 };
   private readonly running = new Map<number, Tracked>();
   private readonly podUnit = new Map<string, Tracked>();
   private readonly nodeDown: Uint8Array;
-  private end = 0;
 
-  // Gang statistics and migration (only with o.migration).
+  /** Gang statistics and migration are on (o.migration given). */
   private readonly gangStats: boolean;
-  /** Gang statistics' own window (from o.migration.fromMs): the replay runs from the first arrival all the same. */
-  private readonly gangFrom: number;
-  private gangAreaMilliMs = 0;
-  private readonly gangWaitS = new Map<number, number>();
-  private readonly waitingGangs = new Set<Tracked>();
-  private changes = 0;
-  private readonly lastTry = new Map<number, { changes: number; atMs: number }>();
-  private migrations = 0;
-  private movedUnits = 0;
-  private planCalls = 0;
-  private readonly noPlan: Partial<Record<NoPlanReason, number>> = {};
-  private readonly fragBlocked = new Set<number>();
-  private readonly helped = new Set<number>();
-  private overheadMilliMs = 0;
-  private readonly canMove: (u: ReplayUnit) => boolean;
-  private freeAll = 0;
 
-  // Series: a fixed grid over the arrival span, filled as time passes.
-  private readonly points: number;
-  private readonly step: number;
-  private readonly tS: number[] = [];
-  private readonly allocatedPct: number[] = [];
-  private readonly waitingSeries: number[] = [];
-  private nextSample: number;
+  /** What the run counts as it goes. */
+  private readonly m = {
+    usedMilli: 0,
+    waitingPods: 0,
+    lastT: 0,
+    areaMilliMs: 0,
+    peak: 0,
+    evictions: 0,
+    failures: 0,
+    abandoned: 0,
+    placedPods: 0,
+    delaysS: [] as number[],
+    trained: { units: 0, tokens: 0, gpuMs: 0, computeMs: 0 },
+    end: 0,
+  };
+  /** Gang statistics and migration (only with o.migration); gangFrom: their own window (from o.migration.fromMs). */
+  private readonly mig = {
+    gangFrom: 0,
+    gangAreaMilliMs: 0,
+    gangWaitS: new Map<number, number>(),
+    waitingGangs: new Set<Tracked>(),
+    changes: 0,
+    lastTry: new Map<number, { changes: number; atMs: number }>(),
+    migrations: 0,
+    movedUnits: 0,
+    planCalls: 0,
+    noPlan: {} as Partial<Record<NoPlanReason, number>>,
+    fragBlocked: new Set<number>(),
+    helped: new Set<number>(),
+    overheadMilliMs: 0,
+    canMove: ((): boolean => true) as (u: ReplayUnit) => boolean,
+    freeAll: 0,
+  };
+  /** Series: a fixed grid over the arrival span, filled as time passes. */
+  private readonly series = { points: 0, step: 0, tS: [] as number[], allocatedPct: [] as number[], waitingSeries: [] as number[], nextSample: 0 };
+  private readonly sim: Pick<SimApp, 'queue' | 'spine'> & { readonly endPods: SimApp['end'] };
 
   constructor(nodes: readonly NodeSpec[], units: readonly ReplayUnit[], o: ReplayOptions) {
     this.o = o;
@@ -235,9 +233,7 @@ class ReplayRun {
     const app = simAppOrThrow({ nodes, profile: o.profile ?? o.policy, typicalShapes: o.profile === undefined ? replayTypicalShapes(units) : [], rng: this.rng }, (m) => new PolicyError(m));
     this.state = app.state;
     this.scheduler = app.scheduler;
-    this.queue = app.queue;
-    this.spine = app.spine;
-    this.endPods = app.end;
+    this.sim = { queue: app.queue, spine: app.spine, endPods: app.end };
     this.capacityMilli = this.state.nodes.reduce((s, n) => s + n.spec.gpus.length * 1000, 0);
     this.tracked = units.map((unit, seq) => ({
       unit,
@@ -253,14 +249,14 @@ class ReplayRun {
     const lastArrival = this.tracked.reduce((m, t) => Math.max(m, t.unit.arrivalMs), this.start);
     this.horizon = o.untilMs ?? lastArrival;
     this.byJob = new Map(this.tracked.map((t) => [t.job.id, t]));
-    this.lastT = this.start;
-    this.gangFrom = Math.max(this.start, o.migration?.fromMs ?? this.start);
+    this.m.lastT = this.start;
+    this.mig.gangFrom = Math.max(this.start, o.migration?.fromMs ?? this.start);
     this.nodeDown = new Uint8Array(this.state.size);
     this.gangStats = o.migration !== undefined;
-    this.canMove = o.migration?.movable ?? ((): boolean => true);
-    this.points = Math.max(2, o.samples ?? 400);
-    this.step = Math.max(1, (this.horizon - this.start) / (this.points - 1));
-    this.nextSample = this.start;
+    this.mig.canMove = o.migration?.movable ?? ((): boolean => true);
+    this.series.points = Math.max(2, o.samples ?? 400);
+    this.series.step = Math.max(1, (this.horizon - this.start) / (this.series.points - 1));
+    this.series.nextSample = this.start;
     this.env = new Environment<Payload>((e: SimEvent<Payload>, en) => this.handle(e.payload, en));
   }
 
@@ -270,18 +266,18 @@ class ReplayRun {
     for (const t of this.tracked) env.at(t.unit.arrivalMs, PRIORITY.arrive, { type: 'arrive', unit: t });
     if (this.o.failures !== undefined) for (let i = 0; i < this.state.size; i++) this.scheduleFailure(env, i);
     env.run(this.o.untilMs);
-    this.end = this.o.untilMs ?? Math.max(env.nowMs, this.start);
-    this.advance(this.end);
-    this.sample(this.end);
+    this.m.end = this.o.untilMs ?? Math.max(env.nowMs, this.start);
+    this.advance(this.m.end);
+    this.sample(this.m.end);
   }
 
   /** Utilisation is averaged over the trace's own window (first to last arrival, or to --until), not the drain after it. */
   private advance(t: number): void {
     const clipped = Math.min(t, this.horizon);
-    if (clipped > this.lastT) {
-      this.areaMilliMs += this.usedMilli * (clipped - this.lastT);
-      this.gangAreaMilliMs += this.usedMilli * Math.max(0, clipped - Math.max(this.lastT, this.gangFrom));
-      this.lastT = clipped;
+    if (clipped > this.m.lastT) {
+      this.m.areaMilliMs += this.m.usedMilli * (clipped - this.m.lastT);
+      this.mig.gangAreaMilliMs += this.m.usedMilli * Math.max(0, clipped - Math.max(this.m.lastT, this.mig.gangFrom));
+      this.m.lastT = clipped;
     }
   }
 
@@ -297,15 +293,15 @@ class ReplayRun {
     const u = t.unit;
     if (unitPods(u).every((p) => p.request.gpuCount > 0 && p.request.gpuMilli >= 1000)) this.noteTraining(u, placements, en);
     for (const p of placements) this.podUnit.set(p.podId, t);
-    this.placedPods += placements.length;
-    for (let i = 0; i < placements.length; i++) this.delaysS.push((atMs - t.waitingSinceMs) / 1000);
-    if (this.gangStats && this.counted(t) && !this.gangWaitS.has(t.seq)) this.gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
+    this.m.placedPods += placements.length;
+    for (let i = 0; i < placements.length; i++) this.m.delaysS.push((atMs - t.waitingSinceMs) / 1000);
+    if (this.gangStats && this.counted(t) && !this.mig.gangWaitS.has(t.seq)) this.mig.gangWaitS.set(t.seq, (atMs - t.waitingSinceMs) / 1000);
     t.startedAtMs = atMs;
     t.state = 'running';
     t.epoch++;
-    this.usedMilli += t.demandMilli;
-    this.peak = Math.max(this.peak, this.usedMilli);
-    this.waitingPods -= unitPods(u).length;
+    this.m.usedMilli += t.demandMilli;
+    this.m.peak = Math.max(this.m.peak, this.m.usedMilli);
+    this.m.waitingPods -= unitPods(u).length;
     this.running.set(t.seq, t);
     if (Number.isFinite(u.durationMs)) {
       t.endAtMs = atMs + Math.max(0, u.durationMs);
@@ -320,22 +316,22 @@ class ReplayRun {
     const st = stepTime(DEFAULT_TRAINING_MODEL, sharesOf(placements, (n) => this.state.node(n)?.spec));
     const gpus = unitPods(u).reduce((a, p) => a + p.request.gpuCount, 0);
     const ms = Number.isFinite(u.durationMs) ? u.durationMs : Math.max(0, this.horizon - en.nowMs);
-    this.trained.units++;
-    this.trained.tokens += st.tokensPerSec;
-    this.trained.gpuMs += gpus * ms;
-    this.trained.computeMs += gpus * ms * st.gpuUtilization;
+    this.m.trained.units++;
+    this.m.trained.tokens += st.tokensPerSec;
+    this.m.trained.gpuMs += gpus * ms;
+    this.m.trained.computeMs += gpus * ms * st.gpuUtilization;
   }
 
   private release(t: Tracked): void {
     const pods = unitPods(t.unit).map((p) => p.id);
-    this.endPods(pods);
+    this.sim.endPods(pods);
     for (const p of pods) this.podUnit.delete(p);
-    this.usedMilli -= t.demandMilli;
+    this.m.usedMilli -= t.demandMilli;
     this.running.delete(t.seq);
   }
 
   private pass(en: Environment<Payload>): void {
-    const res = this.spine.cycle({ nowMs: en.nowMs, scheduler: this.scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
+    const res = this.sim.spine.cycle({ nowMs: en.nowMs, scheduler: this.scheduler, queues: NO_QUEUES, running: NO_RUNNING, options: REPLAY_CYCLE });
     for (const x of res.started) this.started(this.byJob.get(x.job.id) as Tracked, x.placements, en);
     if (this.gangStats) this.noteFragmentation();
     if (this.o.migration?.migrate === true) this.migrate(en);
@@ -351,7 +347,7 @@ class ReplayRun {
 
   /** A gang the statistics count: one that arrives in their window. */
   private counted(t: Tracked): boolean {
-    return this.isGang(t) && t.unit.arrivalMs >= this.gangFrom;
+    return this.isGang(t) && t.unit.arrivalMs >= this.mig.gangFrom;
   }
 
   /**
@@ -359,28 +355,28 @@ class ReplayRun {
    * they ask: only fragmentation (or CPU/memory beside the GPUs) keeps them out. Measured the same in both runs.
    */
   private noteFragmentation(): void {
-    if (this.waitingGangs.size === 0) return;
+    if (this.mig.waitingGangs.size === 0) return;
     const freeByModel = new Map<string, number>();
-    this.freeAll = 0;
+    this.mig.freeAll = 0;
     for (const n of this.state.nodes) {
       for (let g = 0; g < n.gpuFree.length; g++) {
         if (n.gpuUsable[g] !== 1 || n.gpuFree[g] !== 1000) continue;
         const model = n.spec.gpus[g]?.model ?? '';
         freeByModel.set(model, (freeByModel.get(model) ?? 0) + 1);
-        this.freeAll++;
+        this.mig.freeAll++;
       }
     }
-    for (const t of this.waitingGangs) {
-      if (t.state !== 'waiting' || this.fragBlocked.has(t.seq)) continue;
+    for (const t of this.mig.waitingGangs) {
+      if (t.state !== 'waiting' || this.mig.fragBlocked.has(t.seq)) continue;
       const models = unitPods(t.unit)[0]?.gpuModels ?? [];
-      const free = models.length === 0 ? this.freeAll : models.reduce((s, m) => s + (freeByModel.get(m) ?? 0), 0);
-      if (free >= this.wholeGpus(t) && this.counted(t)) this.fragBlocked.add(t.seq);
+      const free = models.length === 0 ? this.mig.freeAll : models.reduce((s, m) => s + (freeByModel.get(m) ?? 0), 0);
+      if (free >= this.wholeGpus(t) && this.counted(t)) this.mig.fragBlocked.add(t.seq);
     }
   }
 
   /** The part of [from, from + ms) inside the measured window (utilisation is averaged over it). */
   private inWindow(from: number, ms: number): number {
-    return Math.max(0, Math.min(from + ms, this.horizon) - Math.max(from, this.gangFrom));
+    return Math.max(0, Math.min(from + ms, this.horizon) - Math.max(from, this.mig.gangFrom));
   }
 
   /**
@@ -389,8 +385,8 @@ class ReplayRun {
    */
   private migrate(en: Environment<Payload>): void {
     const order: Tracked[] = [];
-    for (const t of this.waitingGangs) {
-      if (t.state !== 'waiting') this.waitingGangs.delete(t);
+    for (const t of this.mig.waitingGangs) {
+      if (t.state !== 'waiting') this.mig.waitingGangs.delete(t);
       else order.push(t);
     }
     order.sort((a, b) => a.waitingSinceMs - b.waitingSinceMs || a.seq - b.seq);
@@ -399,14 +395,14 @@ class ReplayRun {
 
   /** Whether the planner is asked for this gang now (and counts the call). */
   private mayPlanFor(head: Tracked, nowMs: number): boolean {
-    const last = this.lastTry.get(head.seq);
-    if (last !== undefined && last.changes === this.changes && nowMs - last.atMs < RETRY_MS) return false;
+    const last = this.mig.lastTry.get(head.seq);
+    if (last !== undefined && last.changes === this.mig.changes && nowMs - last.atMs < RETRY_MS) return false;
     if (last !== undefined && nowMs - last.atMs < REPLAN_MS) return false;
-    this.lastTry.set(head.seq, { changes: this.changes, atMs: nowMs });
-    this.planCalls++;
+    this.mig.lastTry.set(head.seq, { changes: this.mig.changes, atMs: nowMs });
+    this.mig.planCalls++;
     // The planner's first test, before the expected start's bisection: fewer whole GPUs free than the gang asks.
-    if (this.freeAll < this.wholeGpus(head)) {
-      this.noPlan.short = (this.noPlan.short ?? 0) + 1;
+    if (this.mig.freeAll < this.wholeGpus(head)) {
+      this.mig.noPlan.short = (this.mig.noPlan.short ?? 0) + 1;
       return false;
     }
     return true;
@@ -415,7 +411,7 @@ class ReplayRun {
   private migrateOne(head: Tracked, en: Environment<Payload>): void {
     if (!this.mayPlanFor(head, en.nowMs)) return;
     const o = this.o;
-    const runningJobs = [...this.running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs && this.canMove(t.unit)).map((t) => ({ t, job: runningJobOf(t) }));
+    const runningJobs = [...this.running.values()].filter((t) => t.startedAtMs !== undefined && t.startedAtMs <= en.nowMs && this.mig.canMove(t.unit)).map((t) => ({ t, job: runningJobOf(t) }));
     const cost = o.migration?.cost ?? DEFAULT_MIGRATION_COST;
     const expected = expectedStartMs(this.scheduler, head.job.gang, runningJobs.map((r) => r.job), en.nowMs);
     const plan = planMigration({
@@ -428,7 +424,7 @@ class ReplayRun {
       ...(o.migration?.maxDomains === undefined ? {} : { maxDomains: o.migration.maxDomains }),
       ...(o.migration?.maxMoves === undefined ? {} : { maxMoves: o.migration.maxMoves }),
       onNoPlan: (why) => {
-        this.noPlan[why] = (this.noPlan[why] ?? 0) + 1;
+        this.mig.noPlan[why] = (this.mig.noPlan[why] ?? 0) + 1;
       },
     });
     if (plan === undefined) return;
@@ -437,17 +433,17 @@ class ReplayRun {
 
   /** A plan that pays: the movers pause for checkpoint and restore, the gang starts where they were. */
   private carryOut(head: Tracked, plan: MigrationPlan, byId: ReadonlyMap<string, Tracked>, en: Environment<Payload>): void {
-    const inStats = en.nowMs >= this.gangFrom;
-    if (this.counted(head)) this.helped.add(head.seq);
+    const inStats = en.nowMs >= this.mig.gangFrom;
+    if (this.counted(head)) this.mig.helped.add(head.seq);
     const placements = commitMigration(this.scheduler, plan);
     // The movers took as many whole GPUs elsewhere as they freed; the gang took its own.
-    this.freeAll -= this.wholeGpus(head);
-    if (inStats) this.migrations++;
+    this.mig.freeAll -= this.wholeGpus(head);
+    if (inStats) this.mig.migrations++;
     for (const m of plan.moves) {
       const t = byId.get(m.job.id) as Tracked;
-      if (inStats) this.movedUnits++;
+      if (inStats) this.mig.movedUnits++;
       // Paused for its checkpoint and restore: it ends that much later, holding its (new) GPUs meanwhile.
-      this.overheadMilliMs += t.demandMilli * this.inWindow(en.nowMs, m.pauseMs) + (inStats ? 1000 * m.redoneGpuMs : 0);
+      this.mig.overheadMilliMs += t.demandMilli * this.inWindow(en.nowMs, m.pauseMs) + (inStats ? 1000 * m.redoneGpuMs : 0);
       t.epoch++;
       if (t.endAtMs !== undefined && Number.isFinite(t.endAtMs)) {
         t.endAtMs += m.pauseMs;
@@ -455,25 +451,25 @@ class ReplayRun {
       }
     }
     // The gang holds its GPUs from now but trains only once the slowest mover has checkpointed.
-    this.overheadMilliMs += head.demandMilli * this.inWindow(en.nowMs, plan.startMs - en.nowMs);
-    this.queue.delete(head.job.id);
-    this.waitingGangs.delete(head);
+    this.mig.overheadMilliMs += head.demandMilli * this.inWindow(en.nowMs, plan.startMs - en.nowMs);
+    this.sim.queue.delete(head.job.id);
+    this.mig.waitingGangs.delete(head);
     this.started(head, placements, en, plan.startMs);
   }
 
   private enqueue(t: Tracked, now: number): void {
     t.state = 'waiting';
     t.waitingSinceMs = now;
-    this.waitingPods += unitPods(t.unit).length;
+    this.m.waitingPods += unitPods(t.unit).length;
     // Requeued units (after an eviction) keep their original order: the job keeps its (arrival, seq).
-    this.queue.add(t.job, now);
-    if (this.gangStats && this.isGang(t)) this.waitingGangs.add(t);
+    this.sim.queue.add(t.job, now);
+    if (this.gangStats && this.isGang(t)) this.mig.waitingGangs.add(t);
   }
 
   private handle(p: Payload, en: Environment<Payload>): void {
     this.advance(en.nowMs);
     // Only what frees GPUs can turn "no plan" into a plan (an arrival only takes room): re-plan after those.
-    if (p.type === 'complete' || p.type === 'repair' || p.type === 'fail') this.changes++;
+    if (p.type === 'complete' || p.type === 'repair' || p.type === 'fail') this.mig.changes++;
     switch (p.type) {
       case 'arrive':
         this.enqueue(p.unit, en.nowMs);
@@ -484,7 +480,7 @@ class ReplayRun {
         if (p.unit.state !== 'running' || (p.epoch !== undefined && p.epoch !== p.unit.epoch)) break;
         this.release(p.unit);
         p.unit.state = 'done';
-        this.queue.onEvent({ kind: 'freed' }, en.nowMs);
+        this.sim.queue.onEvent({ kind: 'freed' }, en.nowMs);
         this.queuePass(en);
         break;
       case 'deadline':
@@ -507,18 +503,18 @@ class ReplayRun {
   private deadline(t: Tracked, en: Environment<Payload>): void {
     if (t.state !== 'waiting') return;
     t.state = 'abandoned';
-    this.abandoned++;
+    this.m.abandoned++;
     // A gang that gave up waited all that time (and never started).
-    if (this.gangStats && this.counted(t)) this.gangWaitS.set(t.seq, (en.nowMs - t.waitingSinceMs) / 1000);
-    this.spine.withdraw(t.job.id, en.nowMs);
-    this.waitingPods -= unitPods(t.unit).length;
+    if (this.gangStats && this.counted(t)) this.mig.gangWaitS.set(t.seq, (en.nowMs - t.waitingSinceMs) / 1000);
+    this.sim.spine.withdraw(t.job.id, en.nowMs);
+    this.m.waitingPods -= unitPods(t.unit).length;
   }
 
   /** A node fails: the units on it are evicted and queued again; it is repaired after o.failures.repairMs. */
   private fail(index: number, en: Environment<Payload>): void {
     const node = this.state.nodes[index];
     if (node === undefined || this.nodeDown[index] === 1) return;
-    this.failures++;
+    this.m.failures++;
     this.nodeDown[index] = 1;
     const victims = new Set<Tracked>();
     for (const podId of node.allocations.keys()) {
@@ -527,11 +523,11 @@ class ReplayRun {
     }
     for (const t of victims) {
       this.release(t);
-      this.evictions++;
+      this.m.evictions++;
       this.enqueue(t, en.nowMs);
     }
     for (let g = 0; g < node.spec.gpus.length; g++) this.state.setGpuHealth(node.name, g, false);
-    this.queue.onEvent({ kind: 'freed' }, en.nowMs);
+    this.sim.queue.onEvent({ kind: 'freed' }, en.nowMs);
     this.queuePass(en);
     if (this.o.failures !== undefined) en.schedule(this.o.failures.repairMs, PRIORITY.repair, { type: 'repair', node: index });
   }
@@ -541,7 +537,7 @@ class ReplayRun {
     if (node === undefined) return;
     this.nodeDown[index] = 0;
     for (let g = 0; g < node.spec.gpus.length; g++) this.state.setGpuHealth(node.name, g, true);
-    this.queue.onEvent({ kind: 'freed' }, en.nowMs);
+    this.sim.queue.onEvent({ kind: 'freed' }, en.nowMs);
     this.queuePass(en);
     if (this.o.failures !== undefined) this.scheduleFailure(en, index);
   }
@@ -554,16 +550,17 @@ class ReplayRun {
   }
 
   private sample(now: number): void {
-    while (this.nextSample <= now && this.tS.length < this.points) {
-      this.tS.push(Math.round((this.nextSample - this.start) / 1000));
-      this.allocatedPct.push(this.capacityMilli > 0 ? Math.round((10_000 * this.usedMilli) / this.capacityMilli) / 100 : 0);
-      this.waitingSeries.push(this.waitingPods);
-      this.nextSample += this.step;
+    while (this.series.nextSample <= now && this.series.tS.length < this.series.points) {
+      this.series.tS.push(Math.round((this.series.nextSample - this.start) / 1000));
+      this.series.allocatedPct.push(this.capacityMilli > 0 ? Math.round((10_000 * this.m.usedMilli) / this.capacityMilli) / 100 : 0);
+      this.series.waitingSeries.push(this.m.waitingPods);
+      this.series.nextSample += this.series.step;
     }
   }
 
   result(): ReplayResult {
-    const { tracked, capacityMilli, delaysS, trained } = this;
+    const { tracked, capacityMilli } = this;
+    const { delaysS, trained } = this.m;
     let neverPods = 0;
     let neverGpu = 0;
     let waitingAtEnd = 0;
@@ -574,44 +571,44 @@ class ReplayRun {
         neverGpu += t.demandMilli;
       }
     }
-    const span = this.end - this.start;
+    const span = this.m.end - this.start;
     const window = this.horizon - this.start;
     return {
       policy: this.o.policy,
       units: tracked.length,
       pods: tracked.reduce((s, t) => s + unitPods(t.unit).length, 0),
-      placedPods: this.placedPods,
-      gpuUtilisationPct: window > 0 && capacityMilli > 0 ? r2((100 * this.areaMilliMs) / (capacityMilli * window)) : 0,
-      peakAllocationPct: capacityMilli > 0 ? r2((100 * this.peak) / capacityMilli) : 0,
+      placedPods: this.m.placedPods,
+      gpuUtilisationPct: window > 0 && capacityMilli > 0 ? r2((100 * this.m.areaMilliMs) / (capacityMilli * window)) : 0,
+      peakAllocationPct: capacityMilli > 0 ? r2((100 * this.m.peak) / capacityMilli) : 0,
       queueDelayS: delaysS.length === 0 ? { mean: 0, p50: 0, p90: 0, p99: 0, max: 0 } : { mean: r2(mean(delaysS)), p50: r2(median(delaysS)), p90: r2(percentile(delaysS, 90) as number), p99: r2(percentile(delaysS, 99) as number), max: r2(delaysS.reduce((m, d) => Math.max(m, d), 0)) },
-      neverPlaced: { pods: neverPods, gpus: r2(neverGpu / 1000), abandoned: this.abandoned, waitingAtEnd },
-      evictions: this.evictions,
-      failures: this.failures,
+      neverPlaced: { pods: neverPods, gpus: r2(neverGpu / 1000), abandoned: this.m.abandoned, waitingAtEnd },
+      evictions: this.m.evictions,
+      failures: this.m.failures,
       spanS: r2(span / 1000),
       training: { units: trained.units, tokensPerSec: Math.round(trained.units === 0 ? 0 : trained.tokens / trained.units), gpuUtilizationPct: trained.gpuMs === 0 ? 0 : r2((100 * trained.computeMs) / trained.gpuMs) },
-      series: { tS: this.tS, allocatedPct: this.allocatedPct, waitingPods: this.waitingSeries },
+      series: { tS: this.series.tS, allocatedPct: this.series.allocatedPct, waitingPods: this.series.waitingSeries },
       ...(this.gangStats ? { gangs: this.gangStatsOf() } : {}),
     };
   }
 
   private gangStatsOf(): GangStats {
-    const waits = [...this.gangWaitS.values()];
+    const waits = [...this.mig.gangWaitS.values()];
     // A gang still waiting at the end counts with the wait it has had so far.
-    for (const t of this.tracked) if (t.state === 'waiting' && this.counted(t)) waits.push((this.end - t.waitingSinceMs) / 1000);
-    const gangWindow = this.horizon - this.gangFrom;
+    for (const t of this.tracked) if (t.state === 'waiting' && this.counted(t)) waits.push((this.m.end - t.waitingSinceMs) / 1000);
+    const gangWindow = this.horizon - this.mig.gangFrom;
     const area = gangWindow > 0 && this.capacityMilli > 0 ? this.capacityMilli * gangWindow : 0;
     return {
       units: this.tracked.filter((t) => this.counted(t)).length,
       waitP99S: waits.length === 0 ? 0 : r2(percentile(waits, 99) as number),
       waitMeanS: waits.length === 0 ? 0 : r2(mean(waits)),
-      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (this.gangAreaMilliMs - this.overheadMilliMs)) / area),
-      migrations: this.migrations,
-      movedUnits: this.movedUnits,
-      overheadGpuHours: r2(this.overheadMilliMs / 1000 / 3_600_000),
-      fragmentationBlocked: this.fragBlocked.size,
-      helped: this.helped.size,
-      planCalls: this.planCalls,
-      noPlan: this.noPlan,
+      unallocatedPct: area === 0 ? 0 : r2(100 - (100 * (this.mig.gangAreaMilliMs - this.mig.overheadMilliMs)) / area),
+      migrations: this.mig.migrations,
+      movedUnits: this.mig.movedUnits,
+      overheadGpuHours: r2(this.mig.overheadMilliMs / 1000 / 3_600_000),
+      fragmentationBlocked: this.mig.fragBlocked.size,
+      helped: this.mig.helped.size,
+      planCalls: this.mig.planCalls,
+      noPlan: this.mig.noPlan,
     };
   }
 }
