@@ -125,6 +125,28 @@ describe('live runtimes: a job SITS bound becomes one observation when none of i
     expect(rt.model.expectedTotal(['q'], 0)).toBe(30 * S);
   });
 
+  it('records ended runs in the order they were opened, whatever order they ended in, and only once all their pods stopped', () => {
+    // The model keeps the 2 most recent per class: recording p0, p1, p2 (opened in that order) keeps p1 and p2.
+    const rt = new LiveRuntimes(2);
+    const jobs = [0, 1, 2].map((i) => ({ id: `ml/p${i}`, queue: 'q' }));
+    for (const [i, j] of jobs.entries()) rt.seen(pod(`p${i}`, { node: 'n1', phase: 'Running', startS: 0 }), j, () => 1, T0);
+    rt.seen(pod('p-extra', { node: 'n2', phase: 'Running', startS: 0 }), jobs[0] as (typeof jobs)[0], () => 1, T0);
+    for (const [i, d] of [
+      [2, 40],
+      [1, 20],
+      [0, 100],
+    ] as const)
+      rt.seen(pod(`p${i}`, { node: 'n1', phase: 'Succeeded', startS: 0, finishS: d }), jobs[i] as (typeof jobs)[0], () => 1, T0 + 500 * S);
+    expect(rt.flush()).toBe(2); // p0 still has p-extra running
+    expect(rt.following).toBe(1);
+    expect(rt.flush()).toBe(0);
+    rt.seen(pod('p-extra', { node: 'n2', phase: 'Succeeded', startS: 0, finishS: 100 }), jobs[0] as (typeof jobs)[0], () => 1, T0 + 500 * S);
+    expect(rt.flush()).toBe(1);
+    // Opened order p0, p1, p2, but p0 was recorded last: the two kept are p2 (40 s) and p0 (100 s).
+    expect(rt.model.expectedTotal(['q'], 0)).toBe(70 * S);
+    expect(rt.following).toBe(0);
+  });
+
   it('a queue named later by the pod group wins', () => {
     const rt = new LiveRuntimes();
     rt.seen(pod('g-0', { node: 'n1', phase: 'Succeeded', startS: 0, finishS: 10 }), { id: 'gang:ml/g', queue: 'default' }, four, T0 + 20 * S);
