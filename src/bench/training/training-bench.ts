@@ -127,6 +127,8 @@ export interface TrainingWorkloadOptions {
   /** The cluster the jobs are sized for (default: trainingCluster()). */
   readonly cluster?: readonly NodeSpec[];
   readonly network?: NetworkModel;
+  /** The cluster's referenceNode, when the caller has it already. */
+  readonly ref?: NodeSpec;
 }
 
 /**
@@ -163,7 +165,7 @@ export function trainingWorkload(rng: Rng, opts: TrainingWorkloadOptions): Train
   const sigma = 0.8;
   const meanMs = medianMs * Math.exp((sigma * sigma) / 2);
   const perHour = (opts.load * 0.9 * totalGpus * HOUR) / (meanGpus * meanMs);
-  const ref = referenceNode(cluster, network);
+  const ref = opts.ref ?? referenceNode(cluster, network);
   const jobs: TrainingJob[] = [];
   let t = 0;
   for (let n = 0; ; n++) {
@@ -259,8 +261,8 @@ export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
   const load = opts.load ?? 1;
   const nodes = opts.cluster ?? trainingCluster();
   const network = opts.network === undefined ? TRAINING_NETWORK : trainingNetwork(opts.network);
-  const jobs = trainingWorkload(seededRng(opts.seed), { hours, load, cluster: nodes, network });
   const ref = referenceNode(nodes, network);
+  const jobs = trainingWorkload(seededRng(opts.seed), { hours, load, cluster: nodes, network, ref });
   const run = (p: string) => runPolicy(p, { jobs, nodes, network, ref }, opts.seed, hours);
   const results = Object.fromEntries(TRAINING_POLICIES.map((p) => [p, run(p)])) as Record<(typeof TRAINING_POLICIES)[number], { figures: TrainingPolicyFigures; details: TrainingPolicyDetails }>;
   const extra = Object.fromEntries((opts.extraProfiles ?? []).map((p) => [p, run(p)]));
