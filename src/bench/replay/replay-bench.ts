@@ -59,7 +59,7 @@ export function replayBenchJson(b: ReplayBench): object {
     cluster: { nodes: b.nodes, gpus: b.gpus },
     compress: b.input.compress,
     seed: b.input.seed,
-    results: b.results.map((r) => ({ policy: r.policy, units: r.units, pods: r.pods, placedPods: r.placedPods, gpuUtilisationPct: r.gpuUtilisationPct, peakAllocationPct: r.peakAllocationPct, queueDelayS: r.queueDelayS, neverPlaced: r.neverPlaced, evictions: r.evictions, failures: r.failures, spanS: r.spanS, training: r.training })),
+    results: b.results.map((r) => ({ policy: r.policy, units: r.units, pods: r.pods, placedPods: r.placedPods, gpuUtilisationPct: r.gpuUtilisationPct, peakAllocationPct: r.peakAllocationPct, queueDelayS: r.queueDelayS, neverPlaced: r.neverPlaced, ...(r.notArrived === undefined ? {} : { notArrived: r.notArrived }), evictions: r.evictions, failures: r.failures, spanS: r.spanS, training: r.training })),
   };
 }
 

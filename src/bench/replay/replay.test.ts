@@ -33,6 +33,16 @@ describe('replay', () => {
     expect(r.placedPods).toBe(2); // the 16-GPU gang (2 pods)
     expect(r.neverPlaced).toMatchObject({ pods: 3, waitingAtEnd: 1 });
   });
+  it('with a window (untilMs), counts only what arrived in it: later pods are not arrived, not never placed', () => {
+    const units = [pod('a', 8, 0, H), pod('b', 8, H, H), pod('later', 1, 10 * H, H), pod('later2', 1, 11 * H, H)];
+    const r = replay(nodes, units, { policy: 'sits', untilMs: 2 * H });
+    expect(r).toMatchObject({ units: 2, pods: 2, placedPods: 2, notArrived: { units: 2, pods: 2 } });
+    expect(r.neverPlaced).toMatchObject({ pods: 0, waitingAtEnd: 0 });
+    // Without a window every unit arrives and there is no such field.
+    const all = replay(nodes, units, { policy: 'sits' });
+    expect(all).toMatchObject({ units: 4, placedPods: 4 });
+    expect(all.notArrived).toBeUndefined();
+  });
   it('GPU-node failures evict and requeue; the same seed gives the same result', () => {
     const units = Array.from({ length: 40 }, (_, i) => pod(`p${i}`, 1, i * 0.25 * H, 4 * H));
     const opts = { policy: 'sits', seed: 7, failures: { mtbfMs: 3 * H, repairMs: H } };

@@ -100,6 +100,11 @@ export interface ReplayResult {
   /** Seconds between arrival and placement, over placed pods (a gang's members count each). */
   readonly queueDelayS: DelayStats;
   readonly neverPlaced: { readonly pods: number; readonly gpus: number; readonly abandoned: number; readonly waitingAtEnd: number };
+  /**
+   * With untilMs only: what the trace holds after the window. Not in units, pods or neverPlaced, which count what
+   * arrived (a pod that never came was not refused a place).
+   */
+  readonly notArrived?: { readonly units: number; readonly pods: number };
   readonly evictions: number;
   readonly failures: number;
   readonly spanS: number;
@@ -564,24 +569,27 @@ class ReplayRun {
     let neverPods = 0;
     let neverGpu = 0;
     let waitingAtEnd = 0;
-    for (const t of tracked) {
-      if (t.state === 'waiting' || t.state === 'abandoned' || t.state === 'future') {
+    const arrived = tracked.filter((t) => t.state !== 'future');
+    for (const t of arrived) {
+      if (t.state === 'waiting' || t.state === 'abandoned') {
         if (t.state !== 'abandoned') waitingAtEnd++;
         neverPods += unitPods(t.unit).length;
         neverGpu += t.demandMilli;
       }
     }
+    const future = tracked.filter((t) => t.state === 'future');
     const span = this.m.end - this.start;
     const window = this.horizon - this.start;
     return {
       policy: this.o.policy,
-      units: tracked.length,
-      pods: tracked.reduce((s, t) => s + unitPods(t.unit).length, 0),
+      units: arrived.length,
+      pods: arrived.reduce((s, t) => s + unitPods(t.unit).length, 0),
       placedPods: this.m.placedPods,
       gpuUtilisationPct: window > 0 && capacityMilli > 0 ? r2((100 * this.m.areaMilliMs) / (capacityMilli * window)) : 0,
       peakAllocationPct: capacityMilli > 0 ? r2((100 * this.m.peak) / capacityMilli) : 0,
       queueDelayS: delaysS.length === 0 ? { mean: 0, p50: 0, p90: 0, p99: 0, max: 0 } : { mean: r2(mean(delaysS)), p50: r2(median(delaysS)), p90: r2(percentile(delaysS, 90) as number), p99: r2(percentile(delaysS, 99) as number), max: r2(delaysS.reduce((m, d) => Math.max(m, d), 0)) },
       neverPlaced: { pods: neverPods, gpus: r2(neverGpu / 1000), abandoned: this.m.abandoned, waitingAtEnd },
+      ...(this.o.untilMs === undefined ? {} : { notArrived: { units: future.length, pods: future.reduce((s, t) => s + unitPods(t.unit).length, 0) } }),
       evictions: this.m.evictions,
       failures: this.m.failures,
       spanS: r2(span / 1000),

@@ -112,6 +112,9 @@ export function registerBenchReplay(bench: Command): void {
       process.stdout.write(
         `${basename(o.trace)} (${b.format}) on ${b.nodes} nodes / ${b.gpus} GPUs${o.compress === 1 ? '' : `, time compressed ×${o.compress}`}\n${replayTable(b.results)}\n`,
       );
+      const later = b.results[0]?.notArrived;
+      if (later !== undefined && later.pods > 0)
+        process.stdout.write(`${later.pods} pods of the trace arrive after the ${o.untilHours ?? 0} h window: not counted above\n`);
       writeReplayOutputs(b, { ...(o.json === undefined ? {} : { json: o.json }), ...(o.html === undefined ? {} : { html: o.html }) });
     });
 }
