@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The project's test command: lint, type-check, build helm and (when e2e tests need it) the test control plane,
 // then every vitest project. Ends with the line `N passed, N failed` that CI reads.
-import { spawnSync } from 'node:child_process';
+import { Buffer } from 'node:buffer';
+import { spawn, spawnSync } from 'node:child_process';
 import { readFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -24,10 +25,29 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
 }
 // The CLI the tests run (bin/sits.mjs) is the compiled dist/.
 if (run('build', 'node', ['scripts/build.mjs']) !== 0) failedSteps++;
-if (!e2eOnly) {
-  if (run('lint', 'npx', ['eslint', '--max-warnings', '0', 'src', 'scripts', 'bin']) !== 0) failedSteps++;
-  if (run('type-check', 'npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']) !== 0) failedSteps++;
+/**
+ * Starts a step beside the others (lint and type-check are single-threaded and need nothing the tests make), its
+ * output kept and printed under its label when it ends; resolves to its exit status.
+ */
+function runBeside(label, cmd, cmdArgs) {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const out = [];
+    child.stdout.on('data', (d) => out.push(d));
+    child.stderr.on('data', (d) => out.push(d));
+    child.on('error', (e) => out.push(Buffer.from(`${String(e)}\n`)));
+    child.on('close', (code) => {
+      process.stderr.write(`\n── ${label} ──\n${Buffer.concat(out).toString()}`);
+      resolve(code ?? 1);
+    });
+  });
 }
+const beside = e2eOnly
+  ? []
+  : [
+      runBeside('lint', 'npx', ['eslint', '--max-warnings', '0', 'src', 'scripts', 'bin']),
+      runBeside('type-check', 'npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']),
+    ];
 
 const env = { ...process.env };
 /** Runs a tools/<name>/ensure.mjs script; the last line it prints is put in the tests' environment as `envVar`. */
@@ -91,6 +111,7 @@ if (!unitOnly) {
 const out = join(mkdtempSync(join(tmpdir(), 'sits-test-')), 'vitest.json');
 const projects = e2eOnly ? ['--project', 'e2e'] : unitOnly ? ['--project', 'unit'] : [];
 const vitestStatus = run('tests', 'npx', ['vitest', 'run', ...projects, '--reporter=default', '--reporter=json', `--outputFile.json=${out}`], { env });
+for (const status of await Promise.all(beside)) if (status !== 0) failedSteps++;
 
 let passed = 0;
 let failed = failedSteps;
