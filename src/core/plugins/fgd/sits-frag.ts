@@ -56,6 +56,14 @@ export const HOLE_WASTE_WEIGHT = 2;
 /** Pods a hole waits through: a hole that none of the next K single-GPU pods fits is counted dead. */
 export const HOLE_LOOKAHEAD_PODS = 100;
 
+/**
+ * k: when the cluster's CPU cannot feed all the GPU demand (φ < 1, ADR 0189), GPUs will be stranded
+ * whatever the placement, so the stranding penalty λ fades as λ·φ^k (φ = 0.89 → λ·0.1).
+ */
+export const CPU_STRAND_DECAY = 20;
+/** μ: when CPU is short (φ < 1), CPU left free costs μ·(1 − φ)/κ per milli: pack the scarce resource (ADR 0189). */
+export const CPU_FIT_WEIGHT = 0.3;
+
 /** The constants of the score (ADR 0003, swept in ADR 0106); experiments pass other values. */
 export interface SitsFragParams {
   readonly scarceModelWeight: number;
@@ -68,6 +76,12 @@ export interface SitsFragParams {
   readonly holeShareOf: 'allowed' | 'all';
   /** γ: cost per milli taken (and per milli stranded, on top of λ) on a model, times its pressure π(M). */
   readonly pressureWeight: number;
+  /** Strand against φ·κ, the CPU per GPU milli the cluster can afford, instead of κ (memory likewise). */
+  readonly kappaBySupply: boolean;
+  /** k: λ is scaled by φ^k, φ = the CPU supply share (`supplyShare`); 0 = never scaled. */
+  readonly strandDecay: number;
+  /** μ: cost per milli of CPU left free on the node, times (1 − φ)/κ; 0 while CPU suffices (φ = 1). */
+  readonly cpuFitWeight: number;
 }
 
 export const SITS_FRAG_DEFAULTS: SitsFragParams = {
@@ -78,6 +92,9 @@ export const SITS_FRAG_DEFAULTS: SitsFragParams = {
   modelAware: true,
   holeShareOf: 'allowed',
   pressureWeight: MODEL_PRESSURE_WEIGHT,
+  kappaBySupply: true,
+  strandDecay: CPU_STRAND_DECAY,
+  cpuFitWeight: CPU_FIT_WEIGHT,
 };
 
 /** Whether typical shape `s` may run on GPU model `model` (no list = any model). */
@@ -164,6 +181,9 @@ export interface ModelView {
   readonly excluded: number;
   /** min(1, π(M)): see `modelPressure`. */
   readonly pressure: number;
+  readonly strandScale: number;
+  /** μ·(1 − φ)/κ: cost per CPU milli left free on the node after the pod (0 when CPU suffices). */
+  readonly cpuFit: number;
 }
 
 /**
@@ -190,6 +210,27 @@ export function modelPressure(shapes: readonly TypicalShape[], capacity: Readonl
   return out;
 }
 
+/**
+ * φ for one resource: the share of the GPU pods' expected need that the cluster can supply once the
+ * GPU-less pods took theirs, when the arriving GPU demand equals the GPU capacity; 1 when supply suffices.
+ */
+export function supplyShare(shapes: readonly TypicalShape[], gpuCapacity: number, supply: number, need: (s: TypicalShape) => number | undefined): number {
+  let gpu = 0;
+  let withGpu = 0;
+  let without = 0;
+  for (const s of shapes) {
+    const x = need(s);
+    if (x === undefined) continue;
+    if (s.gpuMilli > 0 && s.gpuCount > 0) {
+      gpu += s.weight * s.gpuCount * s.gpuMilli;
+      withGpu += s.weight * x;
+    } else without += s.weight * x;
+  }
+  if (gpu <= 0 || withGpu <= 0 || gpuCapacity <= 0) return 1;
+  const scale = gpuCapacity / gpu;
+  return Math.max(0, Math.min(1, (supply - without * scale) / (withGpu * scale)));
+}
+
 /** Everything the score needs besides pod and node: the fragment cache and the workload constants. */
 export class SitsFragModel {
   readonly cache: FragCache;
@@ -204,6 +245,8 @@ export class SitsFragModel {
   private readonly views = new Map<string, ModelView>();
   private pressures = new Map<string, number>();
   private observedNodes = -1;
+  private cpuSupply = 1;
+  private memSupply = 1;
   /** The view of each node's model by node index: one array read per score instead of a Map lookup. */
   private nodeViews: (ModelView | undefined)[] = [];
 
@@ -223,15 +266,27 @@ export class SitsFragModel {
    * their node changes (ADR 0106).
    */
   observe(state: ClusterState): void {
-    if (state.size === this.observedNodes || this.params.pressureWeight === 0) return;
+    if (
+      state.size === this.observedNodes ||
+      (this.params.pressureWeight === 0 && !this.params.kappaBySupply && this.params.strandDecay === 0 && this.params.cpuFitWeight === 0)
+    )
+      return;
     this.observedNodes = state.size;
     const cap = new Map<string, number>();
+    let cpu = 0;
+    let mem = 0;
+    let gpus = 0;
     for (const n of state.nodes) {
+      cpu += n.spec.cpuMilli;
+      mem += n.spec.memoryMiB;
       const model = n.spec.gpus[0]?.model;
       if (model === undefined) continue;
+      gpus += 1000 * n.spec.gpus.length;
       cap.set(model, (cap.get(model) ?? 0) + 1000 * n.spec.gpus.length);
     }
-    this.pressures = modelPressure(this.shapes, cap);
+    this.pressures = this.params.pressureWeight === 0 ? new Map() : modelPressure(this.shapes, cap);
+    this.cpuSupply = supplyShare(this.shapes, gpus, cpu, (s) => s.cpuMilli);
+    this.memSupply = supplyShare(this.shapes, gpus, mem, (s) => s.memoryMiB);
     this.views.clear();
     this.nodeViews = [];
   }
@@ -254,13 +309,20 @@ export class SitsFragModel {
     if (v === undefined) {
       const excluded = this.excludedWeight(model);
       const pressure = Math.min(1, this.pressures.get(model) ?? 0);
-      if (!this.params.modelAware) v = { model, kappa: this.kappa, memKappa: this.memKappa, holeWaste: this.holeWaste, excluded, pressure };
+      const fc = this.params.kappaBySupply ? this.cpuSupply : 1;
+      const fm = this.params.kappaBySupply ? this.memSupply : 1;
+      const strandScale = Math.pow(this.cpuSupply, this.params.strandDecay);
+      const cpuFit = this.kappa > 0 ? (this.params.cpuFitWeight * (1 - this.cpuSupply)) / this.kappa : 0;
+      if (!this.params.modelAware)
+        v = { model, kappa: this.kappa * fc, memKappa: this.memKappa * fm, holeWaste: this.holeWaste, excluded, pressure, strandScale, cpuFit };
       else {
         const allowed = (s: TypicalShape): boolean => allowsModel(s, model);
         v = {
           model,
-          kappa: cpuPerGpuMilli(this.shapes, allowed),
-          memKappa: memPerGpuMilli(this.shapes, allowed),
+          strandScale,
+          cpuFit,
+          kappa: cpuPerGpuMilli(this.shapes, allowed) * fc,
+          memKappa: memPerGpuMilli(this.shapes, allowed) * fm,
           holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf),
           excluded,
           pressure,
@@ -310,7 +372,11 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   const memStrand = newlyStranded(freeBefore, taken, node.memFreeMiB, r.memoryMiB, view.memKappa);
   const p = model.params;
   const gp = p.pressureWeight * view.pressure;
-  const extra = (p.scarceModelWeight - 1) * view.excluded * taken - gp * taken - (p.strandWeight + gp) * (cpuStrand + memStrand);
+  const extra =
+    (p.scarceModelWeight - 1) * view.excluded * taken -
+    gp * taken -
+    (p.strandWeight * view.strandScale + gp) * (cpuStrand + memStrand) -
+    view.cpuFit * (node.cpuFreeMilli - r.cpuMilli);
   if (r.gpuCount === 1 && r.gpuMilli < 1000) {
     let best = -1;
     let bestGpu = -1;
