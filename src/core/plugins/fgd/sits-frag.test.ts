@@ -209,7 +209,12 @@ describe('CPU supply (ADR 0189): when the cluster cannot feed its GPUs, pack the
     const m = new SitsFragModel(heavy);
     m.observe(short);
     expect(m.view('T4').kappa).toBeCloseTo(8, 12);
-    expect(m.view('T4').strandScale).toBeCloseTo(0.5 ** SITS_FRAG_DEFAULTS.strandDecay, 12);
+    // 0.5^20 is below the floor: λ keeps a tenth.
+    expect(m.view('T4').strandScale).toBe(SITS_FRAG_DEFAULTS.strandFloor);
+    const mild = new SitsFragModel(heavy);
+    mild.observe(new ClusterState([nodeSpec('a', 4, 'T4', 124800), nodeSpec('b', 4, 'T4', 124800)]));
+    // φ = (249600 − 128000) / 128000 = 0.95.
+    expect(mild.view('T4').strandScale).toBeCloseTo(0.95 ** SITS_FRAG_DEFAULTS.strandDecay, 12);
     const rich = new SitsFragModel(heavy);
     rich.observe(new ClusterState([nodeSpec('a', 4, 'T4', 200000), nodeSpec('b', 4, 'T4', 200000)]));
     expect(rich.view('T4')).toMatchObject({ kappa: 16, strandScale: 1, cpuFit: 0 });

@@ -2,7 +2,8 @@
  * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with lookahead
  * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106):
  *
- *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
+ *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ·f(φ) + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
+ *       − μ·(1 − φ)/κ · cpuLeft(after)
  *   score = trunc(100 · σ(D / 1000)),   σ(x) = 1 / (1 + e^−x)
  *
  * - ΔFrag = Frag(node) − Frag(after), the paper's node fragment (fragmentation.ts) for the typical shapes.
@@ -24,6 +25,12 @@
  *   e.g. 60 milli beside two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0.
  *   The pod pays η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same
  *   hole only through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
+ * - CPU supply (ADR 0189): φ = the share of the GPU pods' CPU need that the cluster's CPU covers once the
+ *   CPU-only pods took theirs, at GPU demand = capacity (`supplyShare`, from the typical shapes and the
+ *   cluster in PreScore). While φ = 1 (every given trace and the first 26 variants) nothing below changes.
+ *   When φ < 1, GPUs will be stranded whatever the placement, and what decides how many GPUs get used is how
+ *   tightly the CPU is packed: κ becomes φ·κ, λ fades to λ·f(φ) = λ·max(φ^k, 0.1) (k = 20), and every pod pays
+ *   μ·(1 − φ)/κ per CPU milli it leaves free on the node (μ = 0.3), i.e. CPU best fit.
  * Integer truncation is kept on purpose: equal scores go to the fixed node order (ranks), which
  * consolidates placements like first fit; removing it loses ~1.4 pp on the default trace.
  *
@@ -61,6 +68,11 @@ export const HOLE_LOOKAHEAD_PODS = 100;
  * whatever the placement, so the stranding penalty λ fades as λ·φ^k (φ = 0.89 → λ·0.1).
  */
 export const CPU_STRAND_DECAY = 20;
+/**
+ * …but never below λ·0.1: the packing term pulls pods onto CPU-poor nodes, and without some stranding cost
+ * it strands their free GPUs wholesale (cpu350: 24.8 % unallocated at λ·φ^20 = λ·0.005; ADR 0189).
+ */
+export const CPU_STRAND_FLOOR = 0.1;
 /** μ: when CPU is short (φ < 1), CPU left free costs μ·(1 − φ)/κ per milli: pack the scarce resource (ADR 0189). */
 export const CPU_FIT_WEIGHT = 0.3;
 
@@ -78,8 +90,10 @@ export interface SitsFragParams {
   readonly pressureWeight: number;
   /** Strand against φ·κ, the CPU per GPU milli the cluster can afford, instead of κ (memory likewise). */
   readonly kappaBySupply: boolean;
-  /** k: λ is scaled by φ^k, φ = the CPU supply share (`supplyShare`); 0 = never scaled. */
+  /** k: λ is scaled by max(φ^k, floor), φ = the CPU supply share (`supplyShare`); 0 = never scaled. */
   readonly strandDecay: number;
+  /** The least share of λ kept however short the CPU is. */
+  readonly strandFloor: number;
   /** μ: cost per milli of CPU left free on the node, times (1 − φ)/κ; 0 while CPU suffices (φ = 1). */
   readonly cpuFitWeight: number;
 }
@@ -94,6 +108,7 @@ export const SITS_FRAG_DEFAULTS: SitsFragParams = {
   pressureWeight: MODEL_PRESSURE_WEIGHT,
   kappaBySupply: true,
   strandDecay: CPU_STRAND_DECAY,
+  strandFloor: CPU_STRAND_FLOOR,
   cpuFitWeight: CPU_FIT_WEIGHT,
 };
 
@@ -311,7 +326,7 @@ export class SitsFragModel {
       const pressure = Math.min(1, this.pressures.get(model) ?? 0);
       const fc = this.params.kappaBySupply ? this.cpuSupply : 1;
       const fm = this.params.kappaBySupply ? this.memSupply : 1;
-      const strandScale = Math.pow(this.cpuSupply, this.params.strandDecay);
+      const strandScale = this.cpuSupply < 1 ? Math.max(Math.pow(this.cpuSupply, this.params.strandDecay), this.params.strandFloor) : 1;
       const cpuFit = this.kappa > 0 ? (this.params.cpuFitWeight * (1 - this.cpuSupply)) / this.kappa : 0;
       if (!this.params.modelAware)
         v = { model, kappa: this.kappa * fc, memKappa: this.memKappa * fm, holeWaste: this.holeWaste, excluded, pressure, strandScale, cpuFit };
