@@ -1,6 +1,6 @@
 /**
  * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with lookahead
- * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106):
+ * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106, 0189):
  *
  *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ·f(φ) + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
  *       − μ·(1 − φ)/κ · cpuLeft(after)
