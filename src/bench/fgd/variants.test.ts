@@ -30,6 +30,8 @@ describe('trace variants', () => {
       [{ kind: 'gpushare', share: 60, seed: 1 }, 'gpushare', 8],
       [{ kind: 'gpuspec', share: 40, seed: 1 }, 'gpuspec', 0.5],
       [{ kind: 'multigpu', share: 50, seed: 1 }, 'multigpu', 5],
+      // The paper's extreme: every GPU pod shares a GPU (ADR 0189's gpushare100).
+      [{ kind: 'gpushare', share: 100, seed: 1 }, 'gpushare', 0],
     ];
     for (const [v, measure, tolerance] of cases) {
       const pods = generateVariant(base, nodes, v, all);

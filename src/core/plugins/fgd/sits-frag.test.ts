@@ -15,6 +15,7 @@ import {
   sitsFragChoice,
   sitsFragPlugin,
   strandedGpuMilli,
+  supplyShare,
 } from './sits-frag.ts';
 import { nodeInState, nodeSpec, oneNode } from './test-helpers.ts';
 
@@ -186,5 +187,68 @@ describe('GPU models: the workload a node of one model serves, and the pressure 
     m0.observe(state);
     expect(m0.view('P100').pressure).toBe(1);
     expect(sitsFragChoice(m0, pod, p100).score).toBeLessThan(sitsFragChoice(m1, pod, p100).score);
+  });
+});
+
+describe('CPU supply (ADR 0189): when the cluster cannot feed its GPUs, pack the CPU', () => {
+  // Per GPU milli of demand: GPU pods need 16 CPU milli, CPU-only pods as much again.
+  const heavy: TypicalShape[] = [
+    { cpuMilli: 16000, gpuMilli: 1000, gpuCount: 1, gpuModels: [], weight: 0.5 },
+    { cpuMilli: 16000, gpuMilli: 0, gpuCount: 0, gpuModels: [], weight: 0.5 },
+  ];
+  it('φ = what is left of the supply after the GPU-less pods, over what the GPU pods need, at demand = capacity', () => {
+    // Capacity 8000 GPU milli: CPU-only pods need 8000·16 = 128000, GPU pods 128000.
+    expect(supplyShare(heavy, 8000, 192000, (s) => s.cpuMilli)).toBeCloseTo(0.5, 12);
+    expect(supplyShare(heavy, 8000, 256000, (s) => s.cpuMilli)).toBe(1);
+    expect(supplyShare(heavy, 8000, 1000, (s) => s.cpuMilli)).toBe(0);
+    // A resource the shapes do not carry (no memory) is never short.
+    expect(supplyShare(heavy, 8000, 1, (s) => s.memoryMiB)).toBe(1);
+  });
+  it('short of CPU, λ fades as φ^k and κ becomes φ·κ; with enough CPU both stay', () => {
+    const short = new ClusterState([nodeSpec('a', 4, 'T4', 96000), nodeSpec('b', 4, 'T4', 96000)]);
+    const m = new SitsFragModel(heavy);
+    m.observe(short);
+    expect(m.view('T4').kappa).toBeCloseTo(8, 12);
+    // 0.5^20 is below the floor: λ keeps a tenth.
+    expect(m.view('T4').strandScale).toBe(SITS_FRAG_DEFAULTS.strandFloor);
+    const mild = new SitsFragModel(heavy);
+    mild.observe(new ClusterState([nodeSpec('a', 4, 'T4', 124800), nodeSpec('b', 4, 'T4', 124800)]));
+    // φ = (249600 − 128000) / 128000 = 0.95.
+    expect(mild.view('T4').strandScale).toBeCloseTo(0.95 ** SITS_FRAG_DEFAULTS.strandDecay, 12);
+    const rich = new SitsFragModel(heavy);
+    rich.observe(new ClusterState([nodeSpec('a', 4, 'T4', 200000), nodeSpec('b', 4, 'T4', 200000)]));
+    expect(rich.view('T4')).toMatchObject({ kappa: 16, strandScale: 1, cpuFit: 0 });
+  });
+  it('short of CPU, a CPU-only pod takes the node it leaves with the least CPU free (best fit); with enough CPU the nodes tie', () => {
+    const state = new ClusterState([nodeSpec('a', 4, 'T4', 96000), nodeSpec('b', 4, 'T4', 96000)]);
+    const a = nodeInState(state, 'a', [0, 0, 0, 0], 40000);
+    const b = nodeInState(state, 'b', [0, 0, 0, 0], 20000);
+    const pod = makePod('cpu', { cpuMilli: 16000 });
+    const plugin = sitsFragPlugin(heavy);
+    // Before PreScore has seen the cluster, φ = 1: no GPU is free on either node, so nothing tells them apart.
+    expect(plugin.score?.(pod, a)).toBe(plugin.score?.(pod, b));
+    expect(plugin.preScore?.(pod, state)).toBe(true);
+    expect(plugin.score?.(pod, b)).toBeGreaterThan(plugin.score?.(pod, a) as number);
+    // μ = 0 turns the packing term off.
+    const off = sitsFragPlugin(heavy, { ...SITS_FRAG_DEFAULTS, cpuFitWeight: 0 });
+    off.preScore?.(pod, state);
+    expect(off.score?.(pod, a)).toBe(off.score?.(pod, b));
+  });
+  it('with enough CPU the score is the one before ADR 0189, pod by pod', () => {
+    const state = new ClusterState([nodeSpec('x', 4, 'T4', 64000), nodeSpec('y', 4, 'T4', 64000)]);
+    const x = nodeInState(state, 'x', [1000, 500, 1000, 300], 30000);
+    const y = nodeInState(state, 'y', [1000, 1000, 0, 0], 9000);
+    const now = sitsFragPlugin(shapes);
+    const before = sitsFragPlugin(shapes, { ...SITS_FRAG_DEFAULTS, kappaBySupply: false, strandDecay: 0, cpuFitWeight: 0 });
+    const pods = [
+      makePod('c', { cpuMilli: 8000 }),
+      makePod('f', { cpuMilli: 2000, gpuCount: 1, gpuMilli: 500 }),
+      makePod('w', { cpuMilli: 8000, gpuCount: 1 }),
+    ];
+    for (const pod of pods) {
+      now.preScore?.(pod, state);
+      before.preScore?.(pod, state);
+      for (const n of [x, y]) expect(now.score?.(pod, n), `${pod.id} on ${n.spec.name}`).toBe(before.score?.(pod, n));
+    }
   });
 });

@@ -1,8 +1,9 @@
 /**
  * SITS fragmentation score: FGD's objective (least growth of the expected-workload fragment) with lookahead
- * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106):
+ * terms that FGD lacks, all learned from the typical workload and the cluster (docs/adr/0003, 0106, 0189):
  *
- *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
+ *   D = ΔFrag + (β − 1) · W_na(model) · taken − γ·π(M)·taken − (λ·f(φ) + γ·π(M)) · (ΔS_cpu + ΔS_mem) − η · ΔW_hole
+ *       − μ·(1 − φ)/κ · cpuLeft(after)
  *   score = trunc(100 · σ(D / 1000)),   σ(x) = 1 / (1 + e^−x)
  *
  * - ΔFrag = Frag(node) − Frag(after), the paper's node fragment (fragmentation.ts) for the typical shapes.
@@ -24,6 +25,12 @@
  *   e.g. 60 milli beside two 470s, or 210 beside 470 + 320) are dead; holes that common shapes fit cost ~0.
  *   The pod pays η = 2 per milli of W(free − m) − W(free) on the GPU it takes. FGD's fragment sees the same
  *   hole only through the next pod (one draw), and so rates a 210-milli hole nearly like a 30-milli one.
+ * - CPU supply (ADR 0189): φ = the share of the GPU pods' CPU need that the cluster's CPU covers once the
+ *   CPU-only pods took theirs, at GPU demand = capacity (`supplyShare`, from the typical shapes and the
+ *   cluster in PreScore). While φ = 1 (every given trace and the first 26 variants) nothing below changes.
+ *   When φ < 1, GPUs will be stranded whatever the placement, and what decides how many GPUs get used is how
+ *   tightly the CPU is packed: κ becomes φ·κ, λ fades to λ·f(φ) = λ·max(φ^k, 0.1) (k = 20), and every pod pays
+ *   μ·(1 − φ)/κ per CPU milli it leaves free on the node (μ = 0.3), i.e. CPU best fit.
  * Integer truncation is kept on purpose: equal scores go to the fixed node order (ranks), which
  * consolidates placements like first fit; removing it loses ~1.4 pp on the default trace.
  *
@@ -56,6 +63,19 @@ export const HOLE_WASTE_WEIGHT = 2;
 /** Pods a hole waits through: a hole that none of the next K single-GPU pods fits is counted dead. */
 export const HOLE_LOOKAHEAD_PODS = 100;
 
+/**
+ * k: when the cluster's CPU cannot feed all the GPU demand (φ < 1, ADR 0189), GPUs will be stranded
+ * whatever the placement, so the stranding penalty λ fades as λ·φ^k (φ = 0.89 → λ·0.1).
+ */
+export const CPU_STRAND_DECAY = 20;
+/**
+ * …but never below λ·0.1: the packing term pulls pods onto CPU-poor nodes, and without some stranding cost
+ * it strands their free GPUs wholesale (cpu350: 24.8 % unallocated at λ·φ^20 = λ·0.005; ADR 0189).
+ */
+export const CPU_STRAND_FLOOR = 0.1;
+/** μ: when CPU is short (φ < 1), CPU left free costs μ·(1 − φ)/κ per milli: pack the scarce resource (ADR 0189). */
+export const CPU_FIT_WEIGHT = 0.3;
+
 /** The constants of the score (ADR 0003, swept in ADR 0106); experiments pass other values. */
 export interface SitsFragParams {
   readonly scarceModelWeight: number;
@@ -68,6 +88,14 @@ export interface SitsFragParams {
   readonly holeShareOf: 'allowed' | 'all';
   /** γ: cost per milli taken (and per milli stranded, on top of λ) on a model, times its pressure π(M). */
   readonly pressureWeight: number;
+  /** Strand against φ·κ, the CPU per GPU milli the cluster can afford, instead of κ (memory likewise). */
+  readonly kappaBySupply: boolean;
+  /** k: λ is scaled by max(φ^k, floor), φ = the CPU supply share (`supplyShare`); 0 = never scaled. */
+  readonly strandDecay: number;
+  /** The least share of λ kept however short the CPU is. */
+  readonly strandFloor: number;
+  /** μ: cost per milli of CPU left free on the node, times (1 − φ)/κ; 0 while CPU suffices (φ = 1). */
+  readonly cpuFitWeight: number;
 }
 
 export const SITS_FRAG_DEFAULTS: SitsFragParams = {
@@ -78,6 +106,10 @@ export const SITS_FRAG_DEFAULTS: SitsFragParams = {
   modelAware: true,
   holeShareOf: 'allowed',
   pressureWeight: MODEL_PRESSURE_WEIGHT,
+  kappaBySupply: true,
+  strandDecay: CPU_STRAND_DECAY,
+  strandFloor: CPU_STRAND_FLOOR,
+  cpuFitWeight: CPU_FIT_WEIGHT,
 };
 
 /** Whether typical shape `s` may run on GPU model `model` (no list = any model). */
@@ -164,6 +196,9 @@ export interface ModelView {
   readonly excluded: number;
   /** min(1, π(M)): see `modelPressure`. */
   readonly pressure: number;
+  readonly strandScale: number;
+  /** μ·(1 − φ)/κ: cost per CPU milli left free on the node after the pod (0 when CPU suffices). */
+  readonly cpuFit: number;
 }
 
 /**
@@ -190,6 +225,27 @@ export function modelPressure(shapes: readonly TypicalShape[], capacity: Readonl
   return out;
 }
 
+/**
+ * φ for one resource: the share of the GPU pods' expected need that the cluster can supply once the
+ * GPU-less pods took theirs, when the arriving GPU demand equals the GPU capacity; 1 when supply suffices.
+ */
+export function supplyShare(shapes: readonly TypicalShape[], gpuCapacity: number, supply: number, need: (s: TypicalShape) => number | undefined): number {
+  let gpu = 0;
+  let withGpu = 0;
+  let without = 0;
+  for (const s of shapes) {
+    const x = need(s);
+    if (x === undefined) continue;
+    if (s.gpuMilli > 0 && s.gpuCount > 0) {
+      gpu += s.weight * s.gpuCount * s.gpuMilli;
+      withGpu += s.weight * x;
+    } else without += s.weight * x;
+  }
+  if (gpu <= 0 || withGpu <= 0 || gpuCapacity <= 0) return 1;
+  const scale = gpuCapacity / gpu;
+  return Math.max(0, Math.min(1, (supply - without * scale) / (withGpu * scale)));
+}
+
 /** Everything the score needs besides pod and node: the fragment cache and the workload constants. */
 export class SitsFragModel {
   readonly cache: FragCache;
@@ -204,6 +260,8 @@ export class SitsFragModel {
   private readonly views = new Map<string, ModelView>();
   private pressures = new Map<string, number>();
   private observedNodes = -1;
+  private cpuSupply = 1;
+  private memSupply = 1;
   /** The view of each node's model by node index: one array read per score instead of a Map lookup. */
   private nodeViews: (ModelView | undefined)[] = [];
 
@@ -223,15 +281,27 @@ export class SitsFragModel {
    * their node changes (ADR 0106).
    */
   observe(state: ClusterState): void {
-    if (state.size === this.observedNodes || this.params.pressureWeight === 0) return;
+    if (
+      state.size === this.observedNodes ||
+      (this.params.pressureWeight === 0 && !this.params.kappaBySupply && this.params.strandDecay === 0 && this.params.cpuFitWeight === 0)
+    )
+      return;
     this.observedNodes = state.size;
     const cap = new Map<string, number>();
+    let cpu = 0;
+    let mem = 0;
+    let gpus = 0;
     for (const n of state.nodes) {
+      cpu += n.spec.cpuMilli;
+      mem += n.spec.memoryMiB;
       const model = n.spec.gpus[0]?.model;
       if (model === undefined) continue;
+      gpus += 1000 * n.spec.gpus.length;
       cap.set(model, (cap.get(model) ?? 0) + 1000 * n.spec.gpus.length);
     }
-    this.pressures = modelPressure(this.shapes, cap);
+    this.pressures = this.params.pressureWeight === 0 ? new Map() : modelPressure(this.shapes, cap);
+    this.cpuSupply = supplyShare(this.shapes, gpus, cpu, (s) => s.cpuMilli);
+    this.memSupply = supplyShare(this.shapes, gpus, mem, (s) => s.memoryMiB);
     this.views.clear();
     this.nodeViews = [];
   }
@@ -254,13 +324,20 @@ export class SitsFragModel {
     if (v === undefined) {
       const excluded = this.excludedWeight(model);
       const pressure = Math.min(1, this.pressures.get(model) ?? 0);
-      if (!this.params.modelAware) v = { model, kappa: this.kappa, memKappa: this.memKappa, holeWaste: this.holeWaste, excluded, pressure };
+      const fc = this.params.kappaBySupply ? this.cpuSupply : 1;
+      const fm = this.params.kappaBySupply ? this.memSupply : 1;
+      const strandScale = this.cpuSupply < 1 ? Math.max(Math.pow(this.cpuSupply, this.params.strandDecay), this.params.strandFloor) : 1;
+      const cpuFit = this.kappa > 0 ? (this.params.cpuFitWeight * (1 - this.cpuSupply)) / this.kappa : 0;
+      if (!this.params.modelAware)
+        v = { model, kappa: this.kappa * fc, memKappa: this.memKappa * fm, holeWaste: this.holeWaste, excluded, pressure, strandScale, cpuFit };
       else {
         const allowed = (s: TypicalShape): boolean => allowsModel(s, model);
         v = {
           model,
-          kappa: cpuPerGpuMilli(this.shapes, allowed),
-          memKappa: memPerGpuMilli(this.shapes, allowed),
+          strandScale,
+          cpuFit,
+          kappa: cpuPerGpuMilli(this.shapes, allowed) * fc,
+          memKappa: memPerGpuMilli(this.shapes, allowed) * fm,
           holeWaste: holeWaste(this.shapes, this.params.holeLookahead, allowed, this.params.holeShareOf),
           excluded,
           pressure,
@@ -310,7 +387,11 @@ export function sitsFragScore(model: SitsFragModel, pod: PodSpec, node: NodeStat
   const memStrand = newlyStranded(freeBefore, taken, node.memFreeMiB, r.memoryMiB, view.memKappa);
   const p = model.params;
   const gp = p.pressureWeight * view.pressure;
-  const extra = (p.scarceModelWeight - 1) * view.excluded * taken - gp * taken - (p.strandWeight + gp) * (cpuStrand + memStrand);
+  const extra =
+    (p.scarceModelWeight - 1) * view.excluded * taken -
+    gp * taken -
+    (p.strandWeight * view.strandScale + gp) * (cpuStrand + memStrand) -
+    view.cpuFit * (node.cpuFreeMilli - r.cpuMilli);
   if (r.gpuCount === 1 && r.gpuMilli < 1000) {
     let best = -1;
     let bestGpu = -1;
