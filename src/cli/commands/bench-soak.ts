@@ -6,13 +6,14 @@ import { CliError } from '../errors.ts';
 import { intOption, numberOption } from '../options.ts';
 import { stderrProgress } from './bench-kube.ts';
 
+const ABOUT =
+  'steady churn (pods and gangs submitted and completed) through a real kube-apiserver with fake nodes; samples the SITS process (RSS, heap, event-loop lag, cache and queue sizes) and fits the memory slope';
+
 /** `sits bench soak`: steady churn through a real kube-apiserver for a long time; is the scheduler's memory flat? */
 export function registerBenchSoak(bench: Command): void {
   bench
     .command('soak')
-    .description(
-      'steady churn (pods and gangs submitted and completed) through a real kube-apiserver with fake nodes; samples the SITS process (RSS, heap, event-loop lag, cache and queue sizes) and fits the memory slope',
-    )
+    .description(ABOUT)
     .option('--nodes <n>', 'fake nodes', intOption('--nodes', 1, 20_000), 1000)
     .option('--gpus-per-node <n>', 'GPUs per fake node', intOption('--gpus-per-node', 1, 64), 8)
     .option('--minutes <m>', 'churn duration', numberOption('--minutes', 0.1, 24 * 60), 30)
