@@ -180,7 +180,7 @@ async function scrape(url: string, token: string): Promise<Sample[]> {
 }
 
 /** The SITS scheduler in its own process (sits-child.ts), talking JSON lines on stdio. */
-class SitsProcess {
+export class SitsProcess {
   readonly child: ChildProcess;
   private readonly replies: ((o: Record<string, unknown>) => void)[] = [];
   private readonly ready: Promise<Record<string, unknown>>;
@@ -190,7 +190,9 @@ class SitsProcess {
   constructor(cfg: SitsChildConfig, cpuProfDir: string | undefined, log?: (m: string) => void) {
     // From source the child is TypeScript and needs the loader; the build points this at its compiled entry.
     const entry = fileURLToPath(new URL('./sits-child.ts', import.meta.url));
-    const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+    // (Under vitest import.meta.resolve is missing: there the repository's own tsx is found by name.)
+    const tsx = typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx') : 'tsx';
+    const loader = entry.endsWith('.ts') ? ['--import', tsx] : [];
     const prof = cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`];
     this.child = spawn(process.execPath, [...prof, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.exited = new Promise((r) => this.child.once('exit', (code) => r(code)));
@@ -227,9 +229,14 @@ class SitsProcess {
   }
 
   stats(): Promise<Record<string, unknown>> {
+    return this.ask('stats');
+  }
+
+  /** Sends one command line and resolves with the next reply (replies come in order). */
+  ask(cmd: 'stats' | 'sample'): Promise<Record<string, unknown>> {
     return new Promise((resolve) => {
       this.replies.push(resolve);
-      this.child.stdin?.write('stats\n');
+      this.child.stdin?.write(`${cmd}\n`);
     });
   }
 

@@ -2,11 +2,13 @@
  * The SITS scheduler as its own process for `sits bench kube` (so that its CPU is measured apart from the
  * benchmark's pod creator and watch, as kube-scheduler's is): the same composition as `sits run`
  * (createLiveApp), configured by one JSON argument. Protocol on stdio, one JSON object per line:
- * stdout `{"type":"ready",...}` once started; stdin `stats` → stdout `{"type":"stats",...}`; stdin `stop` (or
- * EOF) → stops the scheduler and exits 0 (so that `--cpu-prof` writes its profile).
+ * stdout `{"type":"ready",...}` once started; stdin `stats` → stdout `{"type":"stats",...}`; stdin `sample` →
+ * stdout `{"type":"sample",...}` (memory, event-loop delay since the last sample, the scheduler's footprint: for
+ * `sits bench soak`); stdin `stop` (or EOF) → stops the scheduler and exits 0 (so that `--cpu-prof` writes its profile).
+ * A bench-only channel: no port is opened.
  */
 import { createInterface } from 'node:readline';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { createLiveApp } from '../../app/live.ts';
 
 export interface SitsChildConfig {
@@ -31,6 +33,12 @@ const app = await createLiveApp({
 });
 write({ type: 'ready', nodes: app.scheduler.cache.nodeCount, pid: process.pid });
 
+// Event-loop delay between two `sample` requests (10 ms resolution: the timer's own jitter stays below it).
+const delay = monitorEventLoopDelay({ resolution: 10 });
+delay.enable();
+const MiB = 2 ** 20;
+const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
+
 let stopping = false;
 const stop = async (): Promise<void> => {
   if (stopping) return;
@@ -53,6 +61,22 @@ createInterface({ input: process.stdin })
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
         logs,
+      });
+    } else if (cmd === 'sample') {
+      const mem = process.memoryUsage();
+      const cpu = process.cpuUsage();
+      const lag = { p50Ms: ms(delay.percentile(50)), p99Ms: ms(delay.percentile(99)), maxMs: ms(delay.max), meanMs: ms(delay.mean), count: delay.count };
+      delay.reset();
+      write({
+        type: 'sample',
+        rssMiB: mem.rss / MiB,
+        heapUsedMiB: mem.heapUsed / MiB,
+        heapTotalMiB: mem.heapTotal / MiB,
+        externalMiB: mem.external / MiB,
+        lag,
+        cpuSeconds: (cpu.user + cpu.system) / 1e6,
+        scheduler: app.scheduler.stats,
+        footprint: app.scheduler.footprint(),
       });
     } else if (cmd === 'stop') void stop();
   })

@@ -7,7 +7,7 @@ import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
 
 /** Progress on stderr: a self-overwriting status line on a TTY, a status line every 5 s otherwise. */
-function stderrProgress(): Progress {
+export function stderrProgress(): Progress {
   const tty = process.stderr.isTTY === true;
   let shown = false;
   let lastPlain = 0;

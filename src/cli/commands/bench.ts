@@ -10,6 +10,7 @@ import { registerBenchLive } from './bench-live.ts';
 import { registerBenchReplay } from './bench-replay.ts';
 import { registerBenchServing } from './bench-serving.ts';
 import { registerBenchServingTraces } from './bench-serving-traces.ts';
+import { registerBenchSoak } from './bench-soak.ts';
 import { registerBenchStartup } from './bench-startup.ts';
 import { registerBenchStatusWrites } from './bench-status-writes.ts';
 import { registerBenchTenants } from './bench-tenants.ts';
@@ -35,5 +36,6 @@ export function registerBench(program: Command): void {
   registerBenchCheckpoint(bench);
   registerBenchStartup(bench);
   registerBenchStatusWrites(bench);
+  registerBenchSoak(bench);
   registerBenchAll(bench);
 }

@@ -41,6 +41,13 @@ export class ArrivalHistory<T> {
     this.firstMs = Math.min(this.firstMs, atMs);
   }
 
+  /** Arrivals kept (all queues). */
+  get size(): number {
+    let n = 0;
+    for (const l of this.byQueue.values()) n += l.length;
+    return n;
+  }
+
   /** Arrivals per ms of each queue as of `nowMs` (over the lookback, or the observed span if shorter). */
   rates(nowMs: number): Map<string, number> {
     const span = this.span(nowMs);

@@ -14,6 +14,8 @@ const WARNING: ReadonlySet<SchedulingEvent['kind']> = new Set(['FailedScheduling
 export class KubeEventSink implements EventSink {
   private readonly last = new Map<string, { message: string; atMs: number }>();
   private readonly inFlight = new InFlight();
+  /** When `last` was last swept of entries past REPEAT_MS (they suppress nothing any more). */
+  private sweptMs = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly client: KubeClient,
@@ -35,7 +37,12 @@ export class KubeEventSink implements EventSink {
     const prev = this.last.get(key);
     if (prev !== undefined && prev.message === ev.message && now - prev.atMs < REPEAT_MS) return;
     this.last.set(key, { message: ev.message, atMs: now });
-    if (this.last.size > 50_000) this.forgetOld(now);
+    // Swept once per REPEAT_MS: under steady churn the map holds about a minute of subjects, not 50,000 stale ones
+    // (else it grew until the cap); the size cap still bounds a burst within a minute.
+    if (now - this.sweptMs >= REPEAT_MS || this.last.size > 50_000) {
+      this.sweptMs = now;
+      this.forgetOld(now);
+    }
     const [ns, name] = splitKey(ev.subject);
     const pod = this.cache.pod(ev.subject);
     const uid = pod?.metadata?.uid;
@@ -60,6 +67,11 @@ export class KubeEventSink implements EventSink {
       })
       .catch((e: unknown) => this.opts.log(`event: ${(e as Error).message}`));
     this.inFlight.track(task);
+  }
+
+  /** Subjects remembered for the repeat check, and Events being written. */
+  sizes(): { recent: number; inFlight: number } {
+    return { recent: this.last.size, inFlight: this.inFlight.size };
   }
 
   async drain(): Promise<void> {

@@ -71,6 +71,19 @@ export class ClusterCache {
     return this.nodeObjs.size;
   }
 
+  /** Entries of each map the cache keeps (`sits bench soak` checks that none grows under steady churn). */
+  sizes(): Record<string, number> {
+    return {
+      nodes: this.nodeObjs.size,
+      pods: this.pods.size,
+      assumed: this.assumed.size,
+      leaving: this.leavingPods.size,
+      pending: this.pending.size,
+      dirty: this.dirty.size,
+      problems: this.problems.size,
+    };
+  }
+
   /**
    * The snapshot, for a cycle: the ClusterState with every change since the last call applied (rebuilt if the
    * node set changed). `freed` says whether anything was released (or nodes changed) since the last cycle's

@@ -25,6 +25,8 @@ export interface InformerHandlers {
 
 export interface Informers {
   stop(): void;
+  /** Objects each running watch holds, by API path (`sits bench soak` checks that none grows). */
+  sizes(): Record<string, number>;
 }
 
 type AnyReflector = Reflector<{ metadata?: { name?: string } }>;
@@ -156,7 +158,7 @@ export async function startInformers(client: KubeClient, cache: ClusterCache, jo
     stop();
     throw e;
   }
-  return { stop };
+  return { stop, sizes: () => Object.fromEntries(started.map((r) => [r.path, r.items.size])) };
 }
 
 /** Starts a reflector on a CRD that may be missing (404: logged, false). */

@@ -40,7 +40,7 @@ export class Reflector<T extends KubeObject> {
 
   constructor(
     private readonly client: KubeClient,
-    private readonly path: string,
+    readonly path: string,
     private readonly handlers: ReflectorHandlers<T>,
     private readonly query: Readonly<Record<string, string>> = {},
   ) {}

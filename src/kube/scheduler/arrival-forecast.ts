@@ -34,6 +34,11 @@ export class LiveArrivals {
     this.history.prune(nowMs);
   }
 
+  /** Job ids counted (bounded by `countedCap`) and arrivals kept (bounded by the lookback). */
+  sizes(): { counted: number; arrivals: number } {
+    return { counted: this.counted.size, arrivals: this.history.size };
+  }
+
   /**
    * Forecast jobs after `nowMs`, at most `max` (the earliest): each a copy of a recent arrival's shape under
    * id `forecast/<queue>/<k>` (pods `<id>/<i>`), its runtime from `runtimeOf` (queue, GPUs).

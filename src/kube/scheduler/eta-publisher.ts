@@ -34,6 +34,11 @@ export class EtaPublisher {
     private readonly rng: () => Rng,
   ) {}
 
+  /** Jobs with an estimate and expected starts kept (`sits bench soak` checks that neither grows). */
+  sizes(): { estimated: number; published: number } {
+    return { estimated: this.estimated.size, published: this.published.size };
+  }
+
   /** The expected start last published for a job that starts now, then forgotten; undefined when it had none. */
   takePublished(jobId: string): number | undefined {
     const at = this.published.get(jobId);

@@ -213,6 +213,43 @@ export class LiveScheduler {
     return { ...this.record.counters, bound: b.bound, bindErrors: b.bindErrors, gangsBound: b.gangsBound, rollbacks: b.rollbacks, recoveries: b.recoveries };
   }
 
+  /**
+   * Entries of every structure that lives as long as the process and could grow with churn: the watches' caches,
+   * the cluster cache's maps, the pod→job translation's maps, learned runtimes, arrivals, and each profile's queue
+   * and bookkeeping (`sits bench soak` samples these; flat under steady churn).
+   */
+  footprint(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const [path, n] of Object.entries(this.informers?.sizes() ?? {})) out[`informer:${path}`] = n;
+    for (const [k, n] of Object.entries(this.cache.sizes())) out[`cache.${k}`] = n;
+    const arrivals = this.jobs.arrivals.sizes();
+    Object.assign(out, {
+      'jobs.podGroups': this.jobs.podGroups.size,
+      'jobs.queueObjs': this.jobs.queueObjs.size,
+      'jobs.pdbs': this.jobs.pdbs.size,
+      'runtimes.following': this.jobs.runtimes.following,
+      'runtimes.closed': this.jobs.runtimes.closedCount,
+      'arrivals.counted': arrivals.counted,
+      'arrivals.kept': arrivals.arrivals,
+      'record.started': this.record.started.size,
+      'binder.busy': this.binder.busy,
+      'events.recent': this.events.sizes().recent,
+      'events.inFlight': this.events.sizes().inFlight,
+    });
+    for (const lane of this.lanes.all) {
+      const eta = lane.eta.sizes();
+      const p = `lane:${lane.schedulerName}`;
+      Object.assign(out, {
+        [`${p}.queue`]: lane.queue.size,
+        [`${p}.shortReported`]: lane.shortReported.size,
+        [`${p}.podUids`]: lane.podUids.size,
+        [`${p}.eta.estimated`]: eta.estimated,
+        [`${p}.eta.published`]: eta.published,
+      });
+    }
+    return out;
+  }
+
   get runtimes(): PodJobs['runtimes'] {
     return this.jobs.runtimes;
   }

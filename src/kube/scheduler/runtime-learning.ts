@@ -165,6 +165,11 @@ export class LiveRuntimes {
     return this.runs.size;
   }
 
+  /** Pod uids remembered as recorded (bounded by `closedCap`). */
+  get closedCount(): number {
+    return this.closed.size;
+  }
+
   /** Runtime estimate of a waiting job: the user's, else the learned expectation of its class (1 h with nothing learned). */
   pendingRuntime(queue: string, gpus: number, givenMs: number | undefined): number {
     return givenMs ?? this.model.expectedTotal(runtimeKeys(queue, gpus), 0);
