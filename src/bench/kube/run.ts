@@ -194,7 +194,8 @@ export class SitsProcess {
     const tsx = typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx') : 'tsx';
     const loader = entry.endsWith('.ts') ? ['--import', tsx] : [];
     const prof = cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`];
-    this.child = spawn(process.execPath, [...prof, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const gc = cfg.gcBeforeSample === true ? ['--expose-gc'] : [];
+    this.child = spawn(process.execPath, [...prof, ...gc, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.exited = new Promise((r) => this.child.once('exit', (code) => r(code)));
     let onReady: (o: Record<string, unknown>) => void = () => undefined;
     let onFail: (e: Error) => void = () => undefined;

@@ -183,7 +183,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const nodes = benchNodes(o.nodes, { gpusPerNode: o.gpusPerNode, gpuModel: 'H100-SXM', nodesPerRack: 16 });
     await createNodes(creator, nodes, 30);
     const names = new Set(nodes.map((n) => n.metadata?.name ?? ''));
-    sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: 'sits' }, undefined, o.verbose === true ? (l) => p.line(l) : undefined);
+    sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: 'sits', gcBeforeSample: true }, undefined, o.verbose === true ? (l) => p.line(l) : undefined);
     const ready = await sits.waitReady();
     if (ready.nodes !== o.nodes) throw new Error(`SITS scheduler sees ${String(ready.nodes)} nodes, expected ${o.nodes}`);
     kubelet = new FakeKubelet(kubeletClient, (n) => names.has(n), o.verbose === true ? (m) => p.line(m) : () => undefined);
@@ -282,7 +282,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         sampleEveryS: o.sampleEveryS,
         maxInFlight: o.maxInFlight,
         method:
-          'real etcd + kube-apiserver, fake nodes, SITS in its own process (sits-child.ts, events on); Poisson arrivals of 1-GPU pods and gangs (2-4 pods, min-member annotation); the fake kubelet runs each pod for its lifetime (uniform 0.5-1.5 x mean) and marks it Succeeded; the benchmark deletes it; slopes by least squares over the second half of the churn',
+          'real etcd + kube-apiserver, fake nodes, SITS in its own process (sits-child.ts, events on); Poisson arrivals of 1-GPU pods and gangs (2-4 pods, min-member annotation); the fake kubelet runs each pod for its lifetime (uniform 0.5-1.5 x mean) and marks it Succeeded; the benchmark deletes it; a full garbage collection in the SITS process before each sample (heap used = live heap; the pause is kept out of the lag); slopes by least squares over the second half of the churn',
       },
       plan: { arrivals: plan.length, pods: planPods, gangs: plan.filter((a) => a.members > 1).length, expectedSteadyPods: round(expected) },
       pods: {
