@@ -4,7 +4,7 @@
  */
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
-import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
+import { computeSec, DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
 import { BestStepCache, chooseCandidate, delayFor, GANG_CHOICE, describeDelay, type GangCandidate, type GangDelay } from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
@@ -377,7 +377,7 @@ export class Scheduler {
         levelsTried++;
         // One wider level is compared too when nothing at the narrowest is close to the job's best (ADR 0188).
         let least = Number.POSITIVE_INFINITY;
-        for (const x of trials) least = Math.min(least, x.cand.slowdown);
+        for (const x of trials) least = Math.min(least, x.cand.placementSlowdown);
         if (levelsTried >= 2 || least <= 1 + GANG_CHOICE.widenAbove) break;
       }
       levelStart = trials.length;
@@ -395,7 +395,7 @@ export class Scheduler {
     if (trials.length > 0) {
       const pick = trials[chooseCandidate(trials.map((x) => x.cand))];
       let least = Number.POSITIVE_INFINITY;
-      for (const x of trials) least = Math.min(least, x.cand.slowdown);
+      for (const x of trials) least = Math.min(least, x.cand.placementSlowdown);
       const delay = opts.waitedMs === undefined ? undefined : delayFor(least, opts.waitedMs, opts.runMs);
       if (delay !== undefined) return { ok: false, explanation: simpleExplanation(subject(), this.state.size, describeDelay(delay), false), delay };
       if (pick !== undefined) {
@@ -447,7 +447,12 @@ export class Scheduler {
     const shares = sharesOf(placements, (n) => this.state.node(n)?.spec);
     let gpus = 0;
     for (const s of shares) gpus += s.gpus.length;
-    const own = stepTime(model, shares, net).stepSec / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net);
+    const step = stepTime(model, shares, net).stepSec;
+    const own = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net);
+    // The GPU model the job runs at here: its slowest one.
+    let slowest = '';
+    for (const s of shares) if (slowest === '' || computeSec(model, s.gpuModel) > computeSec(model, slowest)) slowest = s.gpuModel;
+    const placementSlowdown = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net, slowest);
     // What the placement takes from others: whole free NVLink islands are what communication-heavy jobs need,
     // so breaking a large one costs more than taking from a small one (sum of squared free island sizes lost).
     let islandLoss = 0;
@@ -463,7 +468,7 @@ export class Scheduler {
         islandLoss += (after + u) * (after + u) - after * after;
       }
     }
-    return { level, order, slowdown: own, islandLoss };
+    return { level, order, slowdown: own, placementSlowdown, islandLoss };
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
