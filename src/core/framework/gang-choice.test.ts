@@ -88,6 +88,16 @@ describe('sits gang choice (ADR 0188)', () => {
     expect(new Set(heavy.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
   });
 
+  it('reads the model a TrainingJob states from its pods when the host knows none', () => {
+    // The default 1.3B job loses nothing on a PCIe pair: it fills it. A stated 2.7B job loses 18 % there: NVSwitch.
+    const unstated = scheduler({}).scheduleGang(gangOf('unstated', 2));
+    expect(unstated.ok && new Set(unstated.placements.map((p) => p.node))).toEqual(new Set(['b-pcie']));
+    const g = gangOf('stated', 2);
+    const big = ddpJob('gpt-3b', 2048, 4);
+    const stated = scheduler({}).scheduleGang({ ...g, members: g.members.map((m) => ({ ...m, trainingModel: big })) });
+    expect(stated.ok && new Set(stated.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
+  });
+
   it('a heavy gang offered only the PCIe node waits for a better placement while it pays, then takes it', () => {
     const s = scheduler({ gpt: ddpJob('gpt-3b', 2048, 4) });
     s.state.allocate({ podId: 'busy', node: 'a-nvswitch', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });

@@ -397,7 +397,15 @@ export class Scheduler {
       let least = Number.POSITIVE_INFINITY;
       for (const x of trials) least = Math.min(least, x.cand.placementSlowdown);
       const delay = opts.waitedMs === undefined ? undefined : delayFor(least, opts.waitedMs, opts.runMs);
-      if (delay !== undefined) return { ok: false, explanation: simpleExplanation(subject(), this.state.size, describeDelay(delay), false), delay };
+      if (delay !== undefined) {
+        // It fits: not a node problem, so no per-node reasons, only the wait and what it expects from it.
+        const why = describeDelay(delay);
+        return {
+          ok: false,
+          explanation: { subject: subject(), nodes: this.state.size, fitting: 0, reasons: [], message: `${subject()} ${why}`, unresolvable: false },
+          delay,
+        };
+      }
       if (pick !== undefined) {
         const cp = stmt.checkpoint();
         const placed = pick.islandOnly
@@ -442,7 +450,8 @@ export class Scheduler {
   /** How a trial placement of the gang looks to the step-aware choice: its slowdown and a heavy job's (ADR 0188). */
   private candidateOf(gang: GangSpec, placements: readonly Placement[], level: number, order: number): GangCandidate {
     const args = this.profile.stepTimeArgs;
-    const model = args?.modelOf?.(gang) ?? DEFAULT_TRAINING_MODEL;
+    // The host's knowledge first, then what the job's pods state (TrainingJob spec.model), then the default job.
+    const model = args?.modelOf?.(gang) ?? gang.members[0]?.trainingModel ?? DEFAULT_TRAINING_MODEL;
     const net = args?.network ?? DEFAULT_NETWORK;
     const shares = sharesOf(placements, (n) => this.state.node(n)?.spec);
     let gpus = 0;
