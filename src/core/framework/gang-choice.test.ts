@@ -11,7 +11,7 @@ import { seededRng } from '../ports.ts';
 
 describe('chooseCandidate', () => {
   it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
-    const c = (order: number, slowdown: number, islandLoss: number) => ({ level: 0, order, slowdown, placementSlowdown: slowdown, islandLoss });
+    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, placementSlowdown: slowdown, islandLoss });
     // 0: fastest but breaks a whole NVSwitch island; 1: as fast within tolerance, a PCIe pair; 2: far slower.
     expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.01, 2), c(2, 1.5, 0)])).toBe(1);
     // Same island loss: best-fit order decides.
@@ -19,15 +19,6 @@ describe('chooseCandidate', () => {
     // Out of tolerance the faster one wins whatever it breaks.
     expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.2, 2)])).toBe(0);
     expect(chooseCandidate([])).toBe(-1);
-  });
-
-  it('a narrower level wins when it is as fast', () => {
-    expect(
-      chooseCandidate([
-        { level: 1, order: 0, slowdown: 1.0, placementSlowdown: 1.0, islandLoss: 0 },
-        { level: 0, order: 5, slowdown: 1.02, placementSlowdown: 1.02, islandLoss: 64 },
-      ]),
-    ).toBe(1);
   });
 });
 

@@ -9,7 +9,7 @@
  * The job takes the candidates within `tolerance` of its own best; among them the one breaking the least
  * (Tiresias' consolidation by sensitivity: a job that barely communicates fills the awkward holes and leaves
  * NVSwitch/NVLink islands to the jobs that need them), then the earliest in best-fit order (the fragmentation
- * score's choice). A narrower level wins within `tolerance`. Over several nodes the scheduler offers each domain
+ * score's choice). All candidates are of one topology level: the narrowest where the gang fits. Over several nodes the scheduler offers each domain
  * twice: best fit (members fill holes) and packed (members on the emptiest nodes, fewer hops).
  *
  * Delay (Sharma et al. 2024, network-sensitive delay scheduling): a job whose best placement now is more than
@@ -21,7 +21,7 @@ import { computeSec, idealShares, stepTime, type NetworkModel, type TrainingMode
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 
 /** The choice's constants (ADR 0188 says how they were set; tuned on seeds 1–2 of `sits bench training` only). */
-export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number; widenAbove: number }> = {
+export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number }> = {
   /** Candidates whose predicted step is within this share of the job's best one count as equally fast. */
   tolerance: 0.03,
   /** A job waits only when its best placement now is at least this much slower than its best possible one. */
@@ -30,16 +30,12 @@ export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; ex
   expectedRunMs: 60 * 60_000,
   /** No job waits longer than this for a better placement. */
   maxDelayMs: 20 * 60_000,
-  /** Widen to the next level when the narrowest gives no candidate within this of the job's best. */
-  widenAbove: 0.15,
 };
 const TOLERANCE = (): number => GANG_CHOICE.tolerance;
 
 /** One trial placement of a gang, as the choice sees it. */
 export interface GangCandidate {
-  /** Index of its topology level in the gang's search (0 = narrowest tried). */
-  readonly level: number;
-  /** Its position in best-fit order at that level. */
+  /** Its position in best-fit order. */
   readonly order: number;
   /** The job's predicted step over its best possible one anywhere (≥ 1 up to rounding). */
   readonly slowdown: number;
@@ -58,9 +54,7 @@ export function chooseCandidate(cands: readonly GangCandidate[]): number {
   for (const c of cands) best = Math.min(best, c.slowdown);
   if (!Number.isFinite(best)) return -1;
   const near = (i: number): boolean => (cands[i] as GangCandidate).slowdown <= best * (1 + TOLERANCE());
-  let level = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < cands.length; i++) if (near(i)) level = Math.min(level, (cands[i] as GangCandidate).level);
-  const pool = cands.map((_, i) => i).filter((i) => near(i) && (cands[i] as GangCandidate).level === level);
+  const pool = cands.map((_, i) => i).filter(near);
   let pick = -1;
   for (const i of pool) {
     const c = cands[i] as GangCandidate;

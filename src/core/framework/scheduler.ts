@@ -5,7 +5,7 @@
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { computeSec, DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
-import { BestStepCache, chooseCandidate, delayFor, GANG_CHOICE, describeDelay, type GangCandidate, type GangDelay } from './gang-choice.ts';
+import { BestStepCache, chooseCandidate, delayFor, describeDelay, type GangCandidate, type GangDelay } from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
@@ -326,8 +326,6 @@ export class Scheduler {
     // The default choice (ADR 0188): every trial placement is kept and judged by step time and fit together.
     const aware = this.profile.gangChoice === 'step-aware' && members.length > 1 && usesGpus(members);
     const trials: { level: TopologyLevel | 'cluster'; d: Range; islandOnly: boolean; packed: boolean; cand: GangCandidate }[] = [];
-    let levelsTried = 0;
-    let levelStart = 0;
     for (let li = 0; li < levels.length; li++) {
       const level = levels[li] as TopologyLevel | 'cluster';
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
@@ -353,7 +351,7 @@ export class Scheduler {
         const cp = stmt.checkpoint();
         const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
         if (placed !== undefined && this.permitted(gang, placed.placements.length)) {
-          if (aware) trials.push({ level, d, islandOnly, packed: false, cand: this.candidateOf(gang, placed.placements, levelsTried, t) });
+          if (aware) trials.push({ level, d, islandOnly, packed: false, cand: this.candidateOf(gang, placed.placements, t) });
           else if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
           const step = byStep ? this.predictedStep(gang, placed.placements) : Number.POSITIVE_INFINITY;
           if (step < bestStep) {
@@ -367,20 +365,14 @@ export class Scheduler {
         if (aware && !islandOnly && d.end - d.start > 1) {
           const packed = this.placeMembers(members, gang.minMember, stmt, d, undefined, true);
           if (packed !== undefined && this.permitted(gang, packed.placements.length))
-            trials.push({ level, d, islandOnly, packed: true, cand: this.candidateOf(gang, packed.placements, levelsTried, t + 0.5) });
+            trials.push({ level, d, islandOnly, packed: true, cand: this.candidateOf(gang, packed.placements, t + 0.5) });
           stmt.rollback(cp);
         }
         if (byStep && bestT >= 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
-        if (aware && trials.length > levelStart && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
+        if (aware && trials.length > 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
       }
-      if (aware && trials.length > levelStart) {
-        levelsTried++;
-        // One wider level is compared too when nothing at the narrowest is close to the job's best (ADR 0188).
-        let least = Number.POSITIVE_INFINITY;
-        for (const x of trials) least = Math.min(least, x.cand.placementSlowdown);
-        if (levelsTried >= 2 || least <= 1 + GANG_CHOICE.widenAbove) break;
-      }
-      levelStart = trials.length;
+      // The narrowest level with a placement decides, as in first fit (locality first).
+      if (trials.length > 0) break;
       if (bestT >= 0) {
         // The state is as it was before the trials: the same domain gives the same placement again.
         const d = domains[this.candidate(bestT, nCand, domains.length)] as Range;
@@ -448,7 +440,7 @@ export class Scheduler {
   }
 
   /** How a trial placement of the gang looks to the step-aware choice: its slowdown and a heavy job's (ADR 0188). */
-  private candidateOf(gang: GangSpec, placements: readonly Placement[], level: number, order: number): GangCandidate {
+  private candidateOf(gang: GangSpec, placements: readonly Placement[], order: number): GangCandidate {
     const args = this.profile.stepTimeArgs;
     // The host's knowledge first, then what the job's pods state (TrainingJob spec.model), then the default job.
     const model = args?.modelOf?.(gang) ?? gang.members[0]?.trainingModel ?? DEFAULT_TRAINING_MODEL;
@@ -477,7 +469,7 @@ export class Scheduler {
         islandLoss += (after + u) * (after + u) - after * after;
       }
     }
-    return { level, order, slowdown: own, placementSlowdown, islandLoss };
+    return { order, slowdown: own, placementSlowdown, islandLoss };
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
