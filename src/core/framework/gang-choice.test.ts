@@ -11,7 +11,7 @@ import { seededRng } from '../ports.ts';
 
 describe('chooseCandidate', () => {
   it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
-    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, placementSlowdown: slowdown, islandLoss });
+    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, placementSlowdown: slowdown, islandLoss, splits: 0 });
     // 0: fastest but breaks a whole NVSwitch island; 1: as fast within tolerance, a PCIe pair; 2: far slower.
     expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.01, 2), c(2, 1.5, 0)])).toBe(1);
     // Same island loss: best-fit order decides.
@@ -77,6 +77,16 @@ describe('sits gang choice (ADR 0188)', () => {
     if (!light.ok || !heavy.ok) return;
     expect(new Set(light.placements.map((p) => p.node))).toEqual(new Set(['b-pcie']));
     expect(new Set(heavy.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
+  });
+
+  it('takes a best-fit domain it fills exactly at its best speed without trying the others (one trial)', () => {
+    const s = scheduler({});
+    // Half of the NVSwitch node is busy: a 4-GPU default job fills the other half, as fast as anywhere.
+    s.state.allocate({ podId: 'busy', node: 'a-nvswitch', gpus: [0, 1, 2, 3], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    const before = s.counters.domainTrials;
+    const r = s.scheduleGang(gangOf('fill', 4));
+    expect(r.ok && new Set(r.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
+    expect(s.counters.domainTrials - before).toBe(1);
   });
 
   it('reads the model a TrainingJob states from its pods when the host knows none', () => {

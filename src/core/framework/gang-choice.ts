@@ -46,6 +46,8 @@ export interface GangCandidate {
   readonly placementSlowdown: number;
   /** What it takes from jobs that need good links: free NVLink island capacity lost (sum of squared sizes). */
   readonly islandLoss: number;
+  /** Islands it leaves partly free (0: it fills whole islands, breaking none). */
+  readonly splits: number;
 }
 
 /** The candidate to take (an index into `cands`), or -1 when there is none. */

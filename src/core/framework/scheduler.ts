@@ -5,7 +5,7 @@
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { computeSec, DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
-import { BestStepCache, chooseCandidate, delayFor, describeDelay, type GangCandidate, type GangDelay } from './gang-choice.ts';
+import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, type GangCandidate, type GangDelay } from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
@@ -68,6 +68,10 @@ const MAX_INDICES = 192;
 const MAX_DOMAIN_TRIALS = 24;
 /** Candidate domains a step-time gang choice compares at most (each is a trial placement, rolled back). */
 const MAX_STEP_TIME_TRIALS = 16;
+/** Candidate domains the step-aware choice compares at most (ADR 0188): it runs for every gang, so fewer. */
+const MAX_AWARE_TRIALS = 8;
+/** Domains wider than this get no packed trial: finding the emptiest nodes scans the range (ADR 0188). */
+const MAX_PACKED_NODES = 64;
 
 export class Scheduler {
   private readonly indices = new Map<string, ScoreIndex>();
@@ -351,8 +355,13 @@ export class Scheduler {
         const cp = stmt.checkpoint();
         const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
         if (placed !== undefined && this.permitted(gang, placed.placements.length)) {
-          if (aware) trials.push({ level, d, islandOnly, packed: false, cand: this.candidateOf(gang, placed.placements, t) });
-          else if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
+          if (aware) {
+            const cand = this.candidateOf(gang, placed.placements, t);
+            // The best-fit domain, as fast as anywhere and filling whole islands (none left partly free): take it now.
+            if (t === 0 && cand.slowdown <= 1 + GANG_CHOICE.tolerance && cand.splits === 0)
+              return { ok: true, placements: placed.placements, level, pending: placed.pending };
+            trials.push({ level, d, islandOnly, packed: false, cand });
+          } else if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
           const step = byStep ? this.predictedStep(gang, placed.placements) : Number.POSITIVE_INFINITY;
           if (step < bestStep) {
             bestStep = step;
@@ -362,14 +371,14 @@ export class Scheduler {
         stmt.rollback(cp);
         // Over several nodes, the members packed onto the emptiest nodes too: fewer nodes, fewer hops for the
         // all-reduce; the best-fit placement above fills holes instead (ADR 0188).
-        if (aware && !islandOnly && d.end - d.start > 1) {
+        if (aware && !islandOnly && d.end - d.start > 1 && d.end - d.start <= MAX_PACKED_NODES) {
           const packed = this.placeMembers(members, gang.minMember, stmt, d, undefined, true);
           if (packed !== undefined && this.permitted(gang, packed.placements.length))
             trials.push({ level, d, islandOnly, packed: true, cand: this.candidateOf(gang, packed.placements, t + 0.5) });
           stmt.rollback(cp);
         }
         if (byStep && bestT >= 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
-        if (aware && trials.length > 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
+        if (aware && trials.length > 0 && t + 1 >= Math.min(limit, MAX_AWARE_TRIALS)) break;
       }
       // The narrowest level with a placement decides, as in first fit (locality first).
       if (trials.length > 0) break;
@@ -457,6 +466,7 @@ export class Scheduler {
     // What the placement takes from others: whole free NVLink islands are what communication-heavy jobs need,
     // so breaking a large one costs more than taking from a small one (sum of squared free island sizes lost).
     let islandLoss = 0;
+    let splits = 0;
     for (const s of shares) {
       const node = this.state.node(s.name);
       if (node === undefined) continue;
@@ -467,9 +477,10 @@ export class Scheduler {
         let after = 0;
         for (let g = 0; g < islandOf.length; g++) if (islandOf[g] === k && node.gpuUsable[g] === 1 && node.gpuFree[g] === 1000) after++;
         islandLoss += (after + u) * (after + u) - after * after;
+        if (after > 0) splits++;
       }
     }
-    return { order, slowdown: own, placementSlowdown, islandLoss };
+    return { order, slowdown: own, placementSlowdown, islandLoss, splits };
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
