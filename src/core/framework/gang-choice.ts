@@ -23,7 +23,7 @@ import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 /** The choice's constants (ADR 0188 says how they were set; tuned on seeds 1–2 of `sits bench training` only). */
 export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number }> = {
   /** Candidates whose predicted step is within this share of the job's best one count as equally fast. */
-  tolerance: 0.03,
+  tolerance: 0.05,
   /** A job waits only when its best placement now is at least this much slower than its best possible one. */
   delayMinGain: 0.15,
   /** The run a job is assumed to have left when it states none (the step-time saving is taken over it). */
