@@ -232,6 +232,8 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('TrainingJob', 'checkpoint without a shared volume', 'spec.checkpoint.volume', SEED_TRAINING_JOB, (s) => {
     s.checkpoint = { volumeSnapshotClassName: 'csi-snapclass' };
   }),
+  invalid('TrainingJob', 'model smaller than a million parameters', 'spec.model.parameters', SEED_TRAINING_JOB, (s) => (s.model = { parameters: 1000 })),
+  invalid('TrainingJob', 'unknown model kind', 'spec.model.kind', SEED_TRAINING_JOB, (s) => (s.model = { parameters: 1.3e9, kind: 'mamba' })),
   invalid('TrainingJob', 'bad compute capability', 'spec.gpu.minComputeCapability', SEED_TRAINING_JOB, (s) => (s.gpu = { minComputeCapability: 'sm_80' })),
   invalid('TrainingJob', 'duplicate env names', 'spec.container.env[1]', SEED_TRAINING_JOB, (s) => {
     obj(s.container).env = [

@@ -98,6 +98,8 @@ export const ANNOTATION = {
   topologyPreferred: `${P}/topology-preferred`,
   minMember: `${P}/min-member`,
   expectedRuntimeSeconds: `${P}/expected-runtime-seconds`,
+  /** A training job's model, `<kind>/<parameters>/<parallelism>` (TrainingJob spec.model; core/estimate/model-hint.ts). */
+  trainingModel: `${P}/training-model`,
   /** Set by a training job while it checkpoints or is in an all-reduce window (RFC 3339 end time). */
   criticalUntil: `${P}/critical-until`,
   lastCheckpoint: `${P}/last-checkpoint`,

@@ -126,6 +126,7 @@ const WAIT_REASONS = [
   'critical-victim',
   'checkpoint-victim',
   'inadmissible',
+  'better-placement',
 ] as const satisfies readonly WaitReason[];
 
 export const QueueExpectT = Type.Object(

@@ -235,6 +235,24 @@ describe('TrainingJob controller on a real kube-apiserver (4 × a800x4)', () => 
     await deleteJobAndWait(ns, 'bigmem');
   });
 
+  it('the model a TrainingJob states reaches the scheduler: every replica carries it and the gang is bound (ADR 0188)', async () => {
+    const ns = await newNs('model');
+    await client.post(jobsPath(ns), trainingJob('gpt', { replicas: 4, resources: { 'nvidia.com/gpu': 1 }, model: { parameters: 2_700_000_000, kind: 'gpt' } }));
+    const pods = await waitFor(
+      '4 replicas bound',
+      async () => {
+        const ps = await replicaPods(ns, 'gpt');
+        return ps.length === 4 && ps.every((p) => (p.spec?.nodeName ?? '') !== '') ? ps : undefined;
+      },
+      30_000,
+    );
+    // The apiserver's default filled in parallelism; the scheduler parsed it (a malformed one would leave them unbound).
+    expect(pods.map((p) => p.metadata?.annotations?.['ai.sits2026.dev/training-model'])).toEqual(pods.map(() => 'gpt/2700000000/ddp'));
+    // A 4-GPU gang that needs good links on empty 4×A800 NVLink nodes: one node, one island.
+    expect(new Set(pods.map((p) => p.spec?.nodeName)).size).toBe(1);
+    await deleteJobAndWait(ns, 'gpt');
+  });
+
   it('a failed replica restarts the whole gang with exponential backoff; after backoffLimit the job is Failed with the reason, then deleted by its TTL', async () => {
     const ns = await newNs('flaky');
     await client.post(jobsPath(ns), trainingJob('flaky', { replicas: 2, resources: { 'nvidia.com/gpu': 1 }, backoffLimit: 2, ttlSecondsAfterFinished: 4 }));

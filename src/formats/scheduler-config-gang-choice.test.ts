@@ -17,14 +17,23 @@ describe('loadSchedulerConfig: gangChoice (ADR 0105)', () => {
         '    profile: sits-step',
         '    gangChoice: first-fit',
         '  - schedulerName: c',
+        '  - schedulerName: d',
+        '    gangChoice: first-fit',
+        '  - schedulerName: e',
+        '    profile: kube-default',
+        '    gangChoice: step-aware',
       ),
     );
     if (!r.ok) throw r.error;
-    const [a, b, c] = r.value;
+    const [a, b, c, d, e] = r.value;
     expect(a?.config.gangChoice).toBe('step-time');
     expect(b?.config.gangChoice).toBeUndefined();
     expect(b?.config.scorers).toEqual(PROFILES['sits-step']?.scorers);
     expect(c?.config).toEqual(PROFILES.sits);
+    // sits's own step-aware choice (ADR 0188) is turned off by first-fit and on for another profile by name.
+    expect(c?.config.gangChoice).toBe('step-aware');
+    expect(d?.config.gangChoice).toBeUndefined();
+    expect(e?.config.gangChoice).toBe('step-aware');
   });
 
   it('any other value is an error naming file, line, column and field', () => {

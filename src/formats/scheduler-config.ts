@@ -11,7 +11,7 @@
  *       weights: {inter-pod-affinity: 5}       # change the weights of its scorers (0 drops one), or
  *       scorers: [{name: fgd, weight: 1}]      # replace its scorers; also filters, devicePicker
  *       hardPodAffinityWeight: 1               # kube's InterPodAffinityArgs (0..100)
- *       gangChoice: step-time                  # place gangs by predicted training step time (ADR 0105; absent: first fit)
+ *       gangChoice: step-time                  # step-time (ADR 0105), step-aware (sits's default, ADR 0188) or first-fit
  *       podTopologySpread:                     # kube's PodTopologySpreadArgs
  *         defaultingType: List                 # System (kube's built-in defaults) or List
  *         defaultConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: ScheduleAnyway}]
@@ -44,7 +44,7 @@ const ProfileT = Type.Object(
     weights: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.Number({ minimum: 0 }))),
     devicePicker: Type.Optional(Type.String({ minLength: 1 })),
     hardPodAffinityWeight: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
-    gangChoice: Type.Optional(Type.Union([Type.Literal('step-time'), Type.Literal('first-fit')])),
+    gangChoice: Type.Optional(Type.Union([Type.Literal('step-time'), Type.Literal('step-aware'), Type.Literal('first-fit')])),
     podTopologySpread: Type.Optional(
       Type.Object(
         {
@@ -136,7 +136,7 @@ function profileFrom(p: ProfileInput, bad: (path: readonly (string | number)[], 
   }
   const spread = spreadDefaultsOf(p, bad);
   if (!ok || spread === null) return undefined;
-  // first-fit undoes a base profile's step-time choice (sits-step).
+  // first-fit undoes a base profile's gang choice (sits-step's step-time, sits's step-aware).
   const { gangChoice: _baseChoice, ...baseRest } = base;
   const cfg: ProfileConfig = {
     ...(p.gangChoice === 'first-fit' ? baseRest : base),
@@ -145,7 +145,7 @@ function profileFrom(p: ProfileInput, bad: (path: readonly (string | number)[], 
     scorers,
     ...(p.devicePicker === undefined ? {} : { devicePicker: p.devicePicker }),
     ...(p.hardPodAffinityWeight === undefined ? {} : { hardPodAffinityWeight: p.hardPodAffinityWeight }),
-    ...(p.gangChoice === 'step-time' ? { gangChoice: 'step-time' as const } : {}),
+    ...(p.gangChoice === 'step-time' || p.gangChoice === 'step-aware' ? { gangChoice: p.gangChoice } : {}),
     ...(spread === undefined ? {} : { spreadDefaults: spread }),
   };
   // The plugins must also implement the points they are named for (a filter that cannot filter …).

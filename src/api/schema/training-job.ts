@@ -2,6 +2,7 @@
 // issue 5). Field names follow what PyTorchJob / TrainJob / Volcano Job users expect.
 import { Type, type Static } from '@sinclair/typebox';
 import { MOUNT_PATH_PATTERN } from '../data-uri.ts';
+import { MAX_PARAMETERS, MIN_PARAMETERS, MODEL_KINDS, PARALLELISMS } from '../../core/estimate/model-hint.ts';
 import { GPU_RESOURCE } from '../wire.ts';
 import {
   Conditions,
@@ -135,6 +136,30 @@ export const NcclSettings = Obj(
   },
 );
 export type NcclSettings = Static<typeof NcclSettings>;
+
+/** What the job trains (ADR 0188): the scheduler predicts its step time on each placement from it. */
+export const TrainingModelHint = Obj(
+  {
+    parameters: Type.Number({
+      description: `Trainable parameters of the model, e.g. 1300000000 for a 1.3B GPT (${MIN_PARAMETERS} to ${MAX_PARAMETERS}).`,
+      minimum: MIN_PARAMETERS,
+      maximum: MAX_PARAMETERS,
+    }),
+    kind: StringEnum(MODEL_KINDS, {
+      description: 'gpt: a decoder (2048-token sequences, 8 per GPU); bert: an encoder (512-token sequences, 32 per GPU). Default: gpt.',
+      default: 'gpt',
+    }),
+    parallelism: StringEnum(PARALLELISMS, {
+      description: 'ddp: gradients all-reduced (PyTorch DDP); fsdp: sharded (1.5× the bytes, hidden behind the whole step). Default: ddp.',
+      default: 'ddp',
+    }),
+  },
+  {
+    description:
+      'The model the job trains. The scheduler weighs how communication-bound it is on each candidate placement; unset, it assumes a 1.3B GPT in DDP.',
+  },
+);
+export type TrainingModelHint = Static<typeof TrainingModelHint>;
 
 export const CHECKPOINT_WRITERS = ['all-ranks', 'rank0'] as const;
 export const CHECKPOINT_RETENTION_POLICIES = ['Retain', 'Delete'] as const;
@@ -331,6 +356,7 @@ export const TrainingJobSpec = withRules(
         Type.Integer({ description: 'User estimate of the run time, used for start-time predictions and backfill.', minimum: 1, format: 'int64' }),
       ),
       checkpoint: Type.Optional(CheckpointPolicy),
+      model: Type.Optional(TrainingModelHint),
     },
     { description: 'Desired state of a TrainingJob.' },
   ),

@@ -328,7 +328,7 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
   if (!resolved.ok) throw new Error(formatProfileError(resolved.error));
   // A step-time profile knows each job's model (a TrainingJob declares it) and this cluster's network.
   const models = new Map(jobs.map((j) => [j.gang.name, j.model]));
-  const profile = resolved.value.gangChoice === 'step-time' ? { ...resolved.value, stepTimeArgs: { network, modelOf: (g: GangSpec) => models.get(g.name) } } : resolved.value;
+  const profile = resolved.value.gangChoice !== undefined ? { ...resolved.value, stepTimeArgs: { network, modelOf: (g: GangSpec) => models.get(g.name) } } : resolved.value;
   const { state, scheduler } = simAppOrThrow({ nodes, profile, rng: seededRng(seed + 1) });
   const specOf = (n: string): NodeSpec | undefined => state.node(n)?.spec;
   const totalGpus = nodes.reduce((a, n) => a + n.gpus.length, 0);
@@ -366,8 +366,11 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
       passQueued = false;
       for (let i = 0; i < pending.length; ) {
         const job = pending[i] as TrainingJob;
-        const r = scheduler.scheduleGang(job.gang);
+        // The time it has waited lets a step-aware choice hold it back for a better placement (ADR 0188).
+        const r = scheduler.scheduleGang(job.gang, { waitedMs: en.nowMs - job.arrivalMs });
         if (!r.ok) {
+          // Try again when its wait for a better placement runs out, if nothing else frees GPUs before.
+          if (r.delay !== undefined) en.schedule(Math.max(1, Math.ceil(r.delay.capMs - r.delay.waitedMs)), 9, { kind: 'pass' });
           i++;
           continue;
         }

@@ -2,6 +2,7 @@
  * The objects a TrainingJob owns, built from its spec: one pod per replica, the placeholder pods that probe for
  * room to grow, the headless Service for rendezvous and the PodGroups the scheduler places as gangs.
  */
+import { formatModelHint } from '../../core/estimate/model-hint.ts';
 import { gpuModelsValue } from '../gpu-constraints.ts';
 import { quantityToMiB, quantityToMilli } from '../../api/quantity.ts';
 import { trainingJobGpusPerReplica, type TrainingJob, type TrainingJobSpec } from '../../api/schema/training-job.ts';
@@ -59,6 +60,8 @@ function schedulingAnnotations(spec: TrainingJobSpec, cfg: BuildConfig): Record<
   if (memMiB > 0) out[ANNOTATION.gpuMemory] = `${memMiB}Mi`;
   // The user's runtime estimate reaches the scheduler (backfill, ETA, the defragmenter's gain) as on a plain pod.
   if (spec.expectedRuntimeSeconds !== undefined) out[ANNOTATION.expectedRuntimeSeconds] = String(spec.expectedRuntimeSeconds);
+  // The model it states sharpens the scheduler's step-time estimates of its placements (ADR 0188).
+  if (spec.model !== undefined) out[ANNOTATION.trainingModel] = formatModelHint(spec.model);
   return out;
 }
 

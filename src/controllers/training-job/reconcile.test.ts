@@ -207,6 +207,15 @@ describe('replica pods', () => {
     expect(d.replicaPods()[0]?.metadata.annotations?.['ai.sits2026.dev/expected-runtime-seconds']).toBeUndefined();
   });
 
+  it('carry the model the job states (spec.model) as the scheduler reads it, and none when unset (ADR 0188)', () => {
+    const c = new FakeCluster(makeJob({ ...SEED_SPEC, model: { parameters: 2.7e9, kind: 'gpt', parallelism: 'fsdp' } }));
+    c.step();
+    expect(c.replicaPods().map((p) => p.metadata.annotations?.['ai.sits2026.dev/training-model'])).toEqual(c.replicaPods().map(() => 'gpt/2700000000/fsdp'));
+    const d = new FakeCluster(makeJob(SEED_SPEC));
+    d.step();
+    expect(d.replicaPods()[0]?.metadata.annotations?.['ai.sits2026.dev/training-model']).toBeUndefined();
+  });
+
   it("carry the GPU memory each device needs: minMemoryGiB, or memory-gpu-optimized spread over the replica's GPUs", () => {
     const ann = (spec: Record<string, unknown>) => {
       const c = new FakeCluster(makeJob({ ...SEED_SPEC, ...spec }));

@@ -11,7 +11,13 @@ import type { Reservation } from '../session/cycle-types.ts';
 export function allocate(s: CycleSession, a: Attempt): boolean {
   const job = a.job;
   const stmt = s.scheduler.statement();
-  const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
+  // Its wait so far and expected run let a step-aware choice hold it for a better placement (ADR 0188).
+  const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, waitedMs: Math.max(0, s.nowMs - job.arrivalMs), runMs: job.estRuntimeMs });
+  if (!placed.ok && placed.delay !== undefined) {
+    stmt.discard();
+    s.wait(job.id, { reason: 'better-placement', message: placed.explanation.message });
+    return true;
+  }
   if (!placed.ok) {
     stmt.discard();
     a.why = placed.explanation.message;

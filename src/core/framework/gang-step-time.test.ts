@@ -11,7 +11,7 @@ import { seededRng } from '../ports.ts';
  * Two A100 nodes in one rack: `a-pcie` (PCIe only, 3 GPUs busy: 5 free) and `b-nvswitch` (NVSwitch, 8 free).
  * Best fit (fewest free GPUs left) takes the PCIe node for a 4-GPU gang; by step time the NVSwitch one wins.
  */
-function cluster(profileName: 'sits' | 'sits-step'): Scheduler {
+function cluster(profileName: 'first-fit' | 'sits' | 'sits-step'): Scheduler {
   const pcie = NODE_SHAPES.l4x8 as NonNullable<(typeof NODE_SHAPES)['l4x8']>;
   const nv = NODE_SHAPES['hgx-a100'] as NonNullable<(typeof NODE_SHAPES)['hgx-a100']>;
   const a100 = nv.gpus;
@@ -27,7 +27,11 @@ function cluster(profileName: 'sits' | 'sits-step'): Scheduler {
     taints: [],
     unschedulable: false,
   });
-  const cfg = PROFILES[profileName];
+  // first-fit: sits without a gang choice (its `gangChoice: first-fit` in --config), the best-fit order alone.
+  const sits = PROFILES.sits;
+  if (sits === undefined) throw new Error('sits');
+  const { gangChoice: _choice, ...firstFit } = sits;
+  const cfg = profileName === 'first-fit' ? firstFit : PROFILES[profileName];
   if (cfg === undefined) throw new Error(profileName);
   const p = buildProfile(cfg, { typicalShapes: [] });
   if (!p.ok) throw new Error('profile');
@@ -46,13 +50,15 @@ const gang: GangSpec = {
 };
 
 describe('gangChoice: step-time (ADR 0105)', () => {
-  it('best fit puts a 4-GPU gang on the fuller PCIe node; by step time it goes to the NVSwitch node', () => {
-    const first = cluster('sits').scheduleGang(gang);
+  it('best fit puts a 4-GPU gang on the fuller PCIe node; by step time (sits-step, and sits since ADR 0188) it goes to the NVSwitch node', () => {
+    const first = cluster('first-fit').scheduleGang(gang);
     const fast = cluster('sits-step').scheduleGang(gang);
-    expect(first.ok && fast.ok).toBe(true);
-    if (!first.ok || !fast.ok) return;
+    const aware = cluster('sits').scheduleGang(gang);
+    expect(first.ok && fast.ok && aware.ok).toBe(true);
+    if (!first.ok || !fast.ok || !aware.ok) return;
     expect(new Set(first.placements.map((p) => p.node))).toEqual(new Set(['a-pcie']));
     expect(new Set(fast.placements.map((p) => p.node))).toEqual(new Set(['b-nvswitch']));
+    expect(new Set(aware.placements.map((p) => p.node))).toEqual(new Set(['b-nvswitch']));
   });
 
   it('the chosen placement is committed once: the GPUs it holds are the only ones taken', () => {

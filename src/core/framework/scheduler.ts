@@ -4,7 +4,8 @@
  */
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
-import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
+import { computeSec, DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
+import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, type GangCandidate, type GangDelay } from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
@@ -40,7 +41,19 @@ export interface Explanation {
 export type PodOutcome = { readonly ok: true; readonly placement: Placement } | { readonly ok: false; readonly explanation: Explanation };
 export type GangOutcome =
   | { readonly ok: true; readonly placements: readonly Placement[]; readonly level: TopologyLevel | 'cluster'; readonly pending: readonly string[] }
-  | { readonly ok: false; readonly explanation: Explanation };
+  | { readonly ok: false; readonly explanation: Explanation; readonly delay?: GangDelay };
+
+/** How a gang attempt runs: with an explanation when it fails, and how long the gang has waited (delay scheduling). */
+export interface GangAttemptOptions {
+  readonly explain?: boolean;
+  /**
+   * Time since the gang became schedulable (ms). Only with it may a `step-aware` choice hold the gang back for a
+   * better placement (ADR 0188); trial runs (preemption, reservations, explanations) leave it out.
+   */
+  readonly waitedMs?: number;
+  /** The gang's expected run (ms), when known: the wait it may spend is weighed against it. */
+  readonly runMs?: number;
+}
 
 export interface Range {
   readonly start: number;
@@ -55,6 +68,10 @@ const MAX_INDICES = 192;
 const MAX_DOMAIN_TRIALS = 24;
 /** Candidate domains a step-time gang choice compares at most (each is a trial placement, rolled back). */
 const MAX_STEP_TIME_TRIALS = 16;
+/** Candidate domains the step-aware choice compares at most (ADR 0188): it runs for every gang, so fewer. */
+const MAX_AWARE_TRIALS = 8;
+/** Domains wider than this get no packed trial: finding the emptiest nodes scans the range (ADR 0188). */
+const MAX_PACKED_NODES = 64;
 
 export class Scheduler {
   private readonly indices = new Map<string, ScoreIndex>();
@@ -97,9 +114,9 @@ export class Scheduler {
   }
 
   /** Places a gang all-or-nothing and commits it. */
-  scheduleGang(gang: GangSpec): GangOutcome {
+  scheduleGang(gang: GangSpec, opts: GangAttemptOptions = {}): GangOutcome {
     const stmt = this.statement();
-    const r = this.placeGang(gang, stmt);
+    const r = this.placeGang(gang, stmt, opts);
     if (r.ok) stmt.commit();
     else stmt.discard();
     return r;
@@ -267,7 +284,7 @@ export class Scheduler {
    * A required level is a hard limit: the gang waits rather than span wider. `required: nvlink-domain` on a
    * node outside any multi-node NVLink domain means one NVLink island of that node (see `placeInIsland`).
    */
-  placeGang(gang: GangSpec, stmt: Statement, opts: { readonly explain?: boolean } = {}): GangOutcome {
+  placeGang(gang: GangSpec, stmt: Statement, opts: GangAttemptOptions = {}): GangOutcome {
     const members = gang.members;
     const explain = opts.explain !== false;
     // Built only when an explanation is returned: a placed gang needs none.
@@ -310,6 +327,9 @@ export class Scheduler {
     const allNodeDomains = this.state.domains['nvlink-domain'].length === this.state.size;
     // Only a gang that must stay in one NVLink domain and asks for GPUs can be bound to one island.
     const islandGang = required === 'nvlink-domain' && usesGpus(members);
+    // The default choice (ADR 0188): every trial placement is kept and judged by step time and fit together.
+    const aware = this.profile.gangChoice === 'step-aware' && members.length > 1 && usesGpus(members);
+    const trials: { level: TopologyLevel | 'cluster'; d: Range; islandOnly: boolean; packed: boolean; cand: GangCandidate }[] = [];
     for (let li = 0; li < levels.length; li++) {
       const level = levels[li] as TopologyLevel | 'cluster';
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
@@ -335,16 +355,33 @@ export class Scheduler {
         const cp = stmt.checkpoint();
         const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
         if (placed !== undefined && this.permitted(gang, placed.placements.length)) {
-          if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
-          const step = this.predictedStep(gang, placed.placements);
+          if (aware) {
+            const cand = this.candidateOf(gang, placed.placements, t);
+            // The best-fit domain, as fast as anywhere and filling whole islands (none left partly free): take it now.
+            if (t === 0 && cand.slowdown <= 1 + GANG_CHOICE.tolerance && cand.splits === 0)
+              return { ok: true, placements: placed.placements, level, pending: placed.pending };
+            trials.push({ level, d, islandOnly, packed: false, cand });
+          } else if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
+          const step = byStep ? this.predictedStep(gang, placed.placements) : Number.POSITIVE_INFINITY;
           if (step < bestStep) {
             bestStep = step;
             bestT = t;
           }
         }
         stmt.rollback(cp);
+        // Over several nodes, the members packed onto the emptiest nodes too: fewer nodes, fewer hops for the
+        // all-reduce; the best-fit placement above fills holes instead (ADR 0188).
+        if (aware && !islandOnly && d.end - d.start > 1 && d.end - d.start <= MAX_PACKED_NODES) {
+          const packed = this.placeMembers(members, gang.minMember, stmt, d, undefined, true);
+          if (packed !== undefined && this.permitted(gang, packed.placements.length))
+            trials.push({ level, d, islandOnly, packed: true, cand: this.candidateOf(gang, packed.placements, t + 0.5) });
+          stmt.rollback(cp);
+        }
         if (byStep && bestT >= 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
+        if (aware && trials.length > 0 && t + 1 >= Math.min(limit, MAX_AWARE_TRIALS)) break;
       }
+      // The narrowest level with a placement decides, as in first fit (locality first).
+      if (trials.length > 0) break;
       if (bestT >= 0) {
         // The state is as it was before the trials: the same domain gives the same placement again.
         const d = domains[this.candidate(bestT, nCand, domains.length)] as Range;
@@ -353,6 +390,30 @@ export class Scheduler {
         const placed = islandOnly ? this.placeInIsland(members, gang.minMember, stmt, d.start, need) : this.placeMembers(members, gang.minMember, stmt, d);
         if (placed !== undefined && this.permitted(gang, placed.placements.length))
           return { ok: true, placements: placed.placements, level, pending: placed.pending };
+        stmt.rollback(cp);
+      }
+    }
+    if (trials.length > 0) {
+      const pick = trials[chooseCandidate(trials.map((x) => x.cand))];
+      let least = Number.POSITIVE_INFINITY;
+      for (const x of trials) least = Math.min(least, x.cand.placementSlowdown);
+      const delay = opts.waitedMs === undefined ? undefined : delayFor(least, opts.waitedMs, opts.runMs);
+      if (delay !== undefined) {
+        // It fits: not a node problem, so no per-node reasons, only the wait and what it expects from it.
+        const why = describeDelay(delay);
+        return {
+          ok: false,
+          explanation: { subject: subject(), nodes: this.state.size, fitting: 0, reasons: [], message: `${subject()} ${why}`, unresolvable: false },
+          delay,
+        };
+      }
+      if (pick !== undefined) {
+        const cp = stmt.checkpoint();
+        const placed = pick.islandOnly
+          ? this.placeInIsland(members, gang.minMember, stmt, pick.d.start, need)
+          : this.placeMembers(members, gang.minMember, stmt, pick.d, undefined, pick.packed);
+        if (placed !== undefined && this.permitted(gang, placed.placements.length))
+          return { ok: true, placements: placed.placements, level: pick.level, pending: placed.pending };
         stmt.rollback(cp);
       }
     }
@@ -369,6 +430,57 @@ export class Scheduler {
       sharesOf(placements, (n) => this.state.node(n)?.spec),
       args?.network ?? DEFAULT_NETWORK,
     ).stepSec;
+  }
+
+  private readonly bestSteps = new BestStepCache();
+
+  /** The feasible node of the range with the most whole free GPUs (then the earliest): a packed gang spans few nodes. */
+  private emptiestFeasible(idx: ScoreIndex, d: Range): number {
+    let chosen = -1;
+    let most = -1;
+    for (let i = d.start; i < d.end; i++) {
+      const free = this.state.fullyFreeGpusIn(i, i + 1);
+      if (free > most && idx.best(i, i + 1) === i) {
+        chosen = i;
+        most = free;
+      }
+    }
+    return chosen;
+  }
+
+  /** How a trial placement of the gang looks to the step-aware choice: its slowdown and a heavy job's (ADR 0188). */
+  private candidateOf(gang: GangSpec, placements: readonly Placement[], order: number): GangCandidate {
+    const args = this.profile.stepTimeArgs;
+    // The host's knowledge first, then what the job's pods state (TrainingJob spec.model), then the default job.
+    const model = args?.modelOf?.(gang) ?? gang.members[0]?.trainingModel ?? DEFAULT_TRAINING_MODEL;
+    const net = args?.network ?? DEFAULT_NETWORK;
+    const shares = sharesOf(placements, (n) => this.state.node(n)?.spec);
+    let gpus = 0;
+    for (const s of shares) gpus += s.gpus.length;
+    const step = stepTime(model, shares, net).stepSec;
+    const own = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net);
+    // The GPU model the job runs at here: its slowest one.
+    let slowest = '';
+    for (const s of shares) if (slowest === '' || computeSec(model, s.gpuModel) > computeSec(model, slowest)) slowest = s.gpuModel;
+    const placementSlowdown = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net, slowest);
+    // What the placement takes from others: whole free NVLink islands are what communication-heavy jobs need,
+    // so breaking a large one costs more than taking from a small one (sum of squared free island sizes lost).
+    let islandLoss = 0;
+    let splits = 0;
+    for (const s of shares) {
+      const node = this.state.node(s.name);
+      if (node === undefined) continue;
+      const islandOf = s.topology.islandOf;
+      const used = new Map<number, number>();
+      for (const g of s.gpus) used.set(islandOf[g] as number, (used.get(islandOf[g] as number) ?? 0) + 1);
+      for (const [k, u] of used) {
+        let after = 0;
+        for (let g = 0; g < islandOf.length; g++) if (islandOf[g] === k && node.gpuUsable[g] === 1 && node.gpuFree[g] === 1000) after++;
+        islandLoss += (after + u) * (after + u) - after * after;
+        if (after > 0) splits++;
+      }
+    }
+    return { order, slowdown: own, placementSlowdown, islandLoss, splits };
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
@@ -535,6 +647,7 @@ export class Scheduler {
     stmt: Statement,
     d: Range,
     allowed?: GpuMask,
+    packed = false,
   ): { placements: Placement[]; pending: string[] } | undefined {
     const placements: Placement[] = [];
     const pending: string[] = [];
@@ -553,7 +666,7 @@ export class Scheduler {
           break;
         }
       }
-      if (chosen < 0 && v.ok) chosen = idx.best(d.start, d.end);
+      if (chosen < 0 && v.ok) chosen = packed ? this.emptiestFeasible(idx, d) : idx.best(d.start, d.end);
       const ok = chosen >= 0 && this.commitTo(pod, this.state.nodes[chosen] as NodeState, stmt, allowed);
       if (!ok) {
         // Members past minMember may stay pending (elastic gangs); below it the gang fails here.

@@ -125,9 +125,10 @@ export interface Profile {
   /**
    * How a gang's placement is chosen among the candidate domains of a topology level (ADR 0105): absent, the
    * first that fits in best-fit order (link classes rank the GPU sets inside a node); `step-time`, the one with
-   * the shortest predicted training step (core/estimate/step-time.ts).
+   * the shortest predicted training step (core/estimate/step-time.ts); `step-aware` (sits's default, ADR 0188),
+   * step time and fit weighed together, with a bounded wait for a better placement (framework/gang-choice.ts).
    */
-  readonly gangChoice?: 'step-time';
+  readonly gangChoice?: 'step-time' | 'step-aware';
   /** What the step-time choice assumes: the network between nodes and each gang's training job. */
   readonly stepTimeArgs?: StepTimeArgs;
   /** The queue cycle's actions in order, as plugins are named (absent: CYCLE_ACTION_NAMES; src/core/actions/queue-cycle.ts). */

@@ -1,4 +1,5 @@
 /** Pods, gangs (PodGroups) and their placement constraints. Integer units: cpuMilli, memoryMiB, gpuMilli. */
+import type { TrainingModel } from '../estimate/step-time.ts';
 import type { Taint } from './node.ts';
 import type { TopologyLevel } from './topology.ts';
 import type { InlineDisk, PodClaim, ResolvedVolumes } from './volume.ts';
@@ -124,6 +125,8 @@ export interface PodSpec {
    * The fit filter reads it; its key is part of the shape key.
    */
   readonly volumes?: ResolvedVolumes;
+  /** The training job's model, when it states one (TrainingJob spec.model, ADR 0188): the gang choice's step times. */
+  readonly trainingModel?: TrainingModel;
 }
 
 export interface TopologyConstraint {
@@ -177,6 +180,7 @@ export function makePod(id: string, request: Partial<PodRequest> & { gpuCount?: 
     ...(extra.topologySpread === undefined || extra.topologySpread.length === 0 ? {} : { topologySpread: extra.topologySpread }),
     ...(extra.claims === undefined || extra.claims.length === 0 ? {} : { claims: extra.claims }),
     ...(extra.inlineDisks === undefined || extra.inlineDisks.length === 0 ? {} : { inlineDisks: extra.inlineDisks }),
+    ...(extra.trainingModel === undefined ? {} : { trainingModel: extra.trainingModel }),
   };
 }
 

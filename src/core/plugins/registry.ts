@@ -100,7 +100,7 @@ export interface ProfileConfig {
   /** kube's PodTopologySpreadArgs defaults (absent: System; ADR 0077). */
   readonly spreadDefaults?: SpreadDefaults;
   /** Choose a gang's placement by predicted step time (absent: first fit by link classes; ADR 0105). */
-  readonly gangChoice?: 'step-time';
+  readonly gangChoice?: 'step-time' | 'step-aware';
   /** The queue cycle's actions in order (absent: admit, allocate, preempt, reserve; ADR 0185). */
   readonly actions?: readonly string[];
 }
@@ -202,6 +202,8 @@ export const PROFILES: Readonly<Record<string, ProfileConfig>> = {
     scorers: withPreferences([{ name: 'sits-frag', weight: 1 }]),
     devicePicker: 'sits-frag',
     gangSearch: 'topology',
+    // Gangs weigh predicted step time with fit and may wait a bounded time for a better placement (ADR 0188).
+    gangChoice: 'step-aware',
   },
   // The same as sits, with gangs placed where their predicted training step is shortest (ADR 0105).
   'sits-step': {

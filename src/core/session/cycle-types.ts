@@ -44,7 +44,16 @@ export const DEFAULT_CYCLE_OPTIONS: CycleOptions = {
   checkpointGraceMs: DEFAULT_CHECKPOINT_GRACE_MS,
 };
 
-export type WaitReason = 'quota' | 'capacity' | 'reservation' | 'fair-share' | 'critical-victim' | 'checkpoint-victim' | 'inadmissible';
+export type WaitReason =
+  | 'quota'
+  | 'capacity'
+  | 'reservation'
+  | 'fair-share'
+  | 'critical-victim'
+  | 'checkpoint-victim'
+  | 'inadmissible'
+  // It fits, but waits a bounded time for a placement where it trains faster (ADR 0188).
+  | 'better-placement';
 
 export interface Waiting {
   readonly reason: WaitReason;

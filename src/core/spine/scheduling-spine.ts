@@ -139,6 +139,7 @@ export function hintsFor(w: Waiting, opts: CycleOptions, eligibleAtMs: number | 
       if (!opts.preemption) return { on: ['freed', 'queue-changed'] };
       return eligibleAtMs === undefined ? { on: ANY_CHANGE } : { on: ANY_CHANGE, atMs: eligibleAtMs };
     case 'reservation':
+    case 'better-placement':
     case 'critical-victim':
     case 'checkpoint-victim':
       return undefined;

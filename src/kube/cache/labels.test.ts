@@ -35,6 +35,22 @@ describe('podFromK8s', () => {
   });
 });
 
+describe('podFromK8s: the training model a TrainingJob states (ADR 0188)', () => {
+  it('reads the annotation into the pod the scheduler sees', () => {
+    const r = podFromK8s(pod({ [ANNOTATION.trainingModel]: 'gpt/2652000000/ddp' }));
+    expect(r.ok).toBe(true);
+    if (r.ok) expect(r.value.trainingModel).toMatchObject({ params: 2.652e9, parallelism: 'ddp', seqLen: 2048 });
+    const none = podFromK8s(pod({}));
+    expect(none.ok && none.value.trainingModel).toBeUndefined();
+  });
+
+  it('rejects a malformed one naming the pod, the annotation and the part', () => {
+    const r = podFromK8s(pod({ [ANNOTATION.trainingModel]: 'gpt/big/ddp' }));
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toBe('pod ml/p: annotation ai.sits2026.dev/training-model: parameters "big" is not a number from 1000000 to 10000000000000');
+  });
+});
+
 describe('resource quantities (one exact parser, rounded as Kubernetes rounds)', () => {
   const withRequests = (requests: Record<string, string>): V1Pod => ({
     metadata: { name: 'p', namespace: 'ml' },

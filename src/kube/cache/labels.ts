@@ -51,6 +51,7 @@ import {
 import { NODE_SHAPES } from '../../core/model/presets.ts';
 import { flatTopology, type NodeGpuTopology, type NodePci } from '../../core/model/topology.ts';
 import { err, ok, type Result } from '../../core/result.ts';
+import { modelFromHint, parseModelHint } from '../../core/estimate/model-hint.ts';
 import { parseBusIds, parseNics } from '../../formats/nccl-topology.ts';
 import { parseQuarantine, quarantineText } from '../../core/health/quarantine.ts';
 import { parseNvidiaSmiTopo } from '../../formats/nvidia-smi-topo.ts';
@@ -255,6 +256,9 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
     return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a positive memory quantity (e.g. 40Gi)`);
   if (memText !== undefined && gpuMemoryMiB === undefined)
     return err(`pod ${key}: annotation ${ANNOTATION.gpuMemory}: "${memText}" is not a memory quantity (e.g. 40Gi)`);
+  const modelText = ann[ANNOTATION.trainingModel];
+  const hint = modelText === undefined ? undefined : parseModelHint(modelText);
+  if (hint !== undefined && !hint.ok) return err(`pod ${key}: annotation ${ANNOTATION.trainingModel}: ${hint.error}`);
   const group = labels[LABEL.podGroup];
   const na = p.spec?.affinity?.nodeAffinity;
   const nodeAffinity: NodeAffinity | undefined =
@@ -305,6 +309,7 @@ function parsePod(p: V1Pod): Result<PodSpec, string> {
         // Volume claims (ADR 0070): resolved against the cache's PVCs, PVs and StorageClasses at scheduling time.
         claims: podClaims(p.spec?.volumes, p.metadata?.name ?? ''),
         inlineDisks: podInlineDisks(p.spec?.volumes),
+        ...(hint === undefined ? {} : { trainingModel: modelFromHint(hint.value) }),
       },
     ),
   );

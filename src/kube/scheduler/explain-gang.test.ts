@@ -40,6 +40,17 @@ function cluster(): ClusterCache {
   return cache;
 }
 
+/** An 8-GPU pod running on a100-0 for `forMs`, holding all its GPUs. */
+function runBlocker(cache: ClusterCache, forMs: number): void {
+  const blocker = testPod('default', 'blocker', { gpus: 8 });
+  cache.upsertPod({
+    ...blocker,
+    metadata: { ...blocker.metadata, annotations: { [ANNOTATION.gpuIndices]: '0,1,2,3,4,5,6,7' } },
+    spec: { ...blocker.spec, containers: blocker.spec?.containers ?? [], nodeName: 'a100-0' },
+    status: { phase: 'Running', startTime: new Date(NOW - forMs) },
+  });
+}
+
 describe('sits explain: a waiting gang', () => {
   it('a member pod of a gang bigger than the cluster: its group, and "can never fit" with the numbers', () => {
     const cache = cluster();
@@ -57,13 +68,7 @@ describe('sits explain: a waiting gang', () => {
 
   it('a gang that would fit an empty cluster is not "never": it gets an expected start', () => {
     const cache = cluster();
-    const blocker = testPod('default', 'blocker', { gpus: 8 });
-    cache.upsertPod({
-      ...blocker,
-      metadata: { ...blocker.metadata, annotations: { [ANNOTATION.gpuIndices]: '0,1,2,3,4,5,6,7' } },
-      spec: { ...blocker.spec, containers: blocker.spec?.containers ?? [], nodeName: 'a100-0' },
-      status: { phase: 'Running', startTime: new Date(NOW - 7_200_000) },
-    });
+    runBlocker(cache, 7_200_000);
     // It was expected to start 30 minutes ago (the running scheduler's annotation) and still waits.
     for (let i = 0; i < 2; i++)
       cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:30:00.000Z' } }));
@@ -79,6 +84,28 @@ describe('sits explain: a waiting gang', () => {
     for (let i = 0; i < 2; i++)
       cache.upsertPod(testPod('default', `pair-${i}`, { gpus: 8, group: 'pair', annotations: { [ANNOTATION.expectedStart]: '2026-01-01T00:59:30.000Z' } }));
     expect(explain(cache, 'default/pair').overdueSinceMs).toBeUndefined();
+  });
+
+  it('a gang that fits only where it would train far slower says it waits for a better placement and what it expects (ADR 0188)', () => {
+    // The NVSwitch node is busy; a 2.7B GPT over 8 one-GPU pods fits the other node, where its ring crosses the sockets.
+    const withGang = (ageMs: number): ClusterCache => {
+      const cache = new ClusterCache();
+      cache.upsertNode(node('a100-0', 'hgx-a100'));
+      cache.upsertNode(node('two-0', 'nvlink-2x4'));
+      runBlocker(cache, 600_000);
+      for (let i = 0; i < 8; i++) {
+        const p = testPod('default', `big-${i}`, { gpus: 1, group: 'big', annotations: { [ANNOTATION.trainingModel]: 'gpt/2652000000/ddp' } });
+        cache.upsertPod({ ...p, metadata: { ...p.metadata, creationTimestamp: new Date(NOW - ageMs) } });
+      }
+      return cache;
+    };
+    const r = explain(withGang(60_000), 'default/big');
+    expect(r.lines[0], r.lines.join('\n')).toBe('fits now: two-0');
+    expect(r.lines[1]).toBe(
+      'queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited 60 of at most 1200 s',
+    );
+    // Waiting is bounded: created two hours ago, it takes the free node at the next cycle.
+    expect(explain(withGang(7_200_000), 'default/big').lines).toContain('queue default: admitted at the next cycle');
   });
 
   it('a model the cluster has too few of: counted per model', () => {

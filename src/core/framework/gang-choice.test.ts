@@ -1,0 +1,120 @@
+import { describe, expect, it } from 'vitest';
+import { chooseCandidate, delayFor, describeDelay, GANG_CHOICE } from './gang-choice.ts';
+import { Scheduler } from './scheduler.ts';
+import { PROFILES, buildProfile } from '../plugins/registry.ts';
+import { ClusterState } from '../snapshot/cluster-state.ts';
+import { NODE_SHAPES } from '../model/presets.ts';
+import type { NodeSpec } from '../model/node.ts';
+import { makePod, type GangSpec } from '../model/pod.ts';
+import { ddpJob, type TrainingModel } from '../estimate/step-time.ts';
+import { seededRng } from '../ports.ts';
+
+describe('chooseCandidate', () => {
+  it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
+    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, placementSlowdown: slowdown, islandLoss, splits: 0 });
+    // 0: fastest but breaks a whole NVSwitch island; 1: as fast within tolerance, a PCIe pair; 2: far slower.
+    expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.01, 2), c(2, 1.5, 0)])).toBe(1);
+    // Same island loss: best-fit order decides.
+    expect(chooseCandidate([c(3, 1.0, 2), c(1, 1.0, 2)])).toBe(1);
+    // Out of tolerance the faster one wins whatever it breaks.
+    expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.2, 2)])).toBe(0);
+    expect(chooseCandidate([])).toBe(-1);
+  });
+});
+
+describe('delayFor', () => {
+  it('waits only where it pays, at most the step-time saving over the expected run, never past the cap', () => {
+    expect(delayFor(1 + GANG_CHOICE.delayMinGain / 2, 0)).toBeUndefined();
+    const d = delayFor(1.5, 0, 30 * 60_000);
+    // 1 − 1/1.5 = a third of the step saved; a third of a 30-minute run is 10 minutes.
+    expect(d?.capMs).toBe(10 * 60_000);
+    expect(d?.expectedGain).toBeCloseTo(1 / 3, 9);
+    expect(delayFor(1.5, 10 * 60_000, 30 * 60_000)).toBeUndefined();
+    expect(delayFor(4, 0, 100 * 60 * 60_000)?.capMs).toBe(GANG_CHOICE.maxDelayMs);
+    expect(describeDelay(d as NonNullable<typeof d>)).toBe(
+      'waits for a better placement: the best free one now gives 1.50× its best step time; expects 33 % shorter steps; waited 0 of at most 600 s',
+    );
+  });
+});
+
+/** One NVSwitch A100 node and one PCIe-only A100 node (pairs under a switch), same rack. */
+function scheduler(models: Readonly<Record<string, TrainingModel>>): Scheduler {
+  const nv = NODE_SHAPES['hgx-a100'] as NonNullable<(typeof NODE_SHAPES)['hgx-a100']>;
+  const pcie = NODE_SHAPES.l4x8 as NonNullable<(typeof NODE_SHAPES)['l4x8']>;
+  const node = (name: string, topology: NodeSpec['topology']): NodeSpec => ({
+    name,
+    cpuMilli: 256_000,
+    memoryMiB: 1_048_576,
+    maxPods: 110,
+    gpus: nv.gpus,
+    topology,
+    location: { zone: 'z', block: 'b', rack: 'r' },
+    labels: {},
+    taints: [],
+    unschedulable: false,
+  });
+  const p = buildProfile(PROFILES.sits as NonNullable<(typeof PROFILES)['sits']>, { typicalShapes: [] });
+  if (!p.ok) throw new Error('profile');
+  const profile = { ...p.value, stepTimeArgs: { modelOf: (g: GangSpec) => models[g.name] } };
+  return new Scheduler(profile, new ClusterState([node('a-nvswitch', nv.topology), node('b-pcie', pcie.topology)]), seededRng(1));
+}
+
+const gangOf = (name: string, gpus: number): GangSpec => ({
+  name,
+  minMember: gpus,
+  members: Array.from({ length: gpus }, (_, k) => makePod(`${name}-${k}`, { gpuCount: 1 }, { gang: name })),
+  topology: {},
+  priority: 0,
+  queue: 'q',
+});
+
+describe('sits gang choice (ADR 0188)', () => {
+  it('a job that barely communicates fills the PCIe pair; a communication-heavy one gets the NVSwitch node', () => {
+    const s = scheduler({ bert: ddpJob('bert-large', 512, 32), gpt: ddpJob('gpt-3b', 2048, 4) });
+    const light = s.scheduleGang(gangOf('bert', 2));
+    const heavy = s.scheduleGang(gangOf('gpt', 4));
+    expect(light.ok && heavy.ok).toBe(true);
+    if (!light.ok || !heavy.ok) return;
+    expect(new Set(light.placements.map((p) => p.node))).toEqual(new Set(['b-pcie']));
+    expect(new Set(heavy.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
+  });
+
+  it('takes a best-fit domain it fills exactly at its best speed without trying the others (one trial)', () => {
+    const s = scheduler({});
+    // Half of the NVSwitch node is busy: a 4-GPU default job fills the other half, as fast as anywhere.
+    s.state.allocate({ podId: 'busy', node: 'a-nvswitch', gpus: [0, 1, 2, 3], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    const before = s.counters.domainTrials;
+    const r = s.scheduleGang(gangOf('fill', 4));
+    expect(r.ok && new Set(r.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
+    expect(s.counters.domainTrials - before).toBe(1);
+  });
+
+  it('reads the model a TrainingJob states from its pods when the host knows none', () => {
+    // The default 1.3B job loses nothing on a PCIe pair: it fills it. A stated 2.7B job loses 18 % there: NVSwitch.
+    const unstated = scheduler({}).scheduleGang(gangOf('unstated', 2));
+    expect(unstated.ok && new Set(unstated.placements.map((p) => p.node))).toEqual(new Set(['b-pcie']));
+    const g = gangOf('stated', 2);
+    const big = ddpJob('gpt-3b', 2048, 4);
+    const stated = scheduler({}).scheduleGang({ ...g, members: g.members.map((m) => ({ ...m, trainingModel: big })) });
+    expect(stated.ok && new Set(stated.placements.map((p) => p.node))).toEqual(new Set(['a-nvswitch']));
+  });
+
+  it('a heavy gang offered only the PCIe node waits for a better placement while it pays, then takes it', () => {
+    const s = scheduler({ gpt: ddpJob('gpt-3b', 2048, 4) });
+    s.state.allocate({ podId: 'busy', node: 'a-nvswitch', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+    const g = gangOf('gpt', 8);
+    const first = s.scheduleGang(g, { waitedMs: 0 });
+    expect(first.ok).toBe(false);
+    if (first.ok) return;
+    expect(first.delay?.slowdown).toBeGreaterThan(1 + GANG_CHOICE.delayMinGain);
+    expect(first.explanation.message).toContain('waits for a better placement');
+    // Nothing was taken while it waits.
+    expect(s.state.node('b-pcie')?.gpuFree.every((f) => f === 1000)).toBe(true);
+    // Past its cap it takes the PCIe node: no job starves for a better placement.
+    const later = s.scheduleGang(g, { waitedMs: first.delay?.capMs ?? 0 });
+    expect(later.ok).toBe(true);
+    // A trial attempt (no waited time) never waits.
+    s.state.release('gpt-0');
+    expect(scheduler({ gpt: ddpJob('gpt-3b', 2048, 4) }).scheduleGang(g).ok).toBe(true);
+  });
+});

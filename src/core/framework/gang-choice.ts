@@ -1,0 +1,139 @@
+/**
+ * The default gang choice (`gangChoice: step-aware`, ADR 0188): which of a gang's candidate placements to take,
+ * and whether to wait a bounded time for a better one. Pure: the scheduler hands in the predicted steps.
+ *
+ * Each candidate is judged by the job's slowdown there against the best the cluster could ever give a job of
+ * that size (whole empty nodes of its best shape in one rack, `bestStepSec`; its model, or the default 1.3B DDP
+ * job when it declares none), and by what it takes from jobs that need good links: the free NVLink-island
+ * capacity it breaks (sum of squared free island sizes lost, so breaking a whole NVSwitch island costs most).
+ * The job takes the candidates within `tolerance` of its own best; among them the one breaking the least
+ * (Tiresias' consolidation by sensitivity: a job that barely communicates fills the awkward holes and leaves
+ * NVSwitch/NVLink islands to the jobs that need them), then the earliest in best-fit order (the fragmentation
+ * score's choice). All candidates are of one topology level: the narrowest where the gang fits. Over several nodes the scheduler offers each domain
+ * twice: best fit (members fill holes) and packed (members on the emptiest nodes, fewer hops).
+ *
+ * Delay (Sharma et al. 2024, network-sensitive delay scheduling): a job whose best placement now is more than
+ * `delayMinGain` slower than its best possible one on GPUs as fast waits for a better one while the wait is below what the
+ * faster step would save over an expected run, and never longer than `maxDelayMs`: after that it takes what
+ * there is, so no job starves for a better placement.
+ */
+import { computeSec, idealShares, stepTime, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
+import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
+
+/** The choice's constants (ADR 0188 says how they were set; tuned on seeds 1–2 of `sits bench training` only). */
+export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number }> = {
+  /** Candidates whose predicted step is within this share of the job's best one count as equally fast. */
+  tolerance: 0.05,
+  /** A job waits only when its best placement now is at least this much slower than its best possible one. */
+  delayMinGain: 0.15,
+  /** The run a job is assumed to have left when it states none (the step-time saving is taken over it). */
+  expectedRunMs: 60 * 60_000,
+  /** No job waits longer than this for a better placement. */
+  maxDelayMs: 20 * 60_000,
+};
+const TOLERANCE = (): number => GANG_CHOICE.tolerance;
+
+/** One trial placement of a gang, as the choice sees it. */
+export interface GangCandidate {
+  /** Its position in best-fit order. */
+  readonly order: number;
+  /** The job's predicted step over its best possible one anywhere (≥ 1 up to rounding). */
+  readonly slowdown: number;
+  /**
+   * The same over its best possible one on GPUs as fast as its slowest one here: what placement alone
+   * costs it. Only this is worth waiting for; a faster GPU model is not (ADR 0188).
+   */
+  readonly placementSlowdown: number;
+  /** What it takes from jobs that need good links: free NVLink island capacity lost (sum of squared sizes). */
+  readonly islandLoss: number;
+  /** Islands it leaves partly free (0: it fills whole islands, breaking none). */
+  readonly splits: number;
+}
+
+/** The candidate to take (an index into `cands`), or -1 when there is none. */
+export function chooseCandidate(cands: readonly GangCandidate[]): number {
+  let best = Number.POSITIVE_INFINITY;
+  for (const c of cands) best = Math.min(best, c.slowdown);
+  if (!Number.isFinite(best)) return -1;
+  const near = (i: number): boolean => (cands[i] as GangCandidate).slowdown <= best * (1 + TOLERANCE());
+  const pool = cands.map((_, i) => i).filter(near);
+  let pick = -1;
+  for (const i of pool) {
+    const c = cands[i] as GangCandidate;
+    const p = pick < 0 ? undefined : (cands[pick] as GangCandidate);
+    if (p === undefined || c.islandLoss < p.islandLoss || (c.islandLoss === p.islandLoss && c.order < p.order)) pick = i;
+  }
+  return pick;
+}
+
+/** Why a gang waits for a better placement, and until when. */
+export interface GangDelay {
+  /** Its best placement now over its best possible one. */
+  readonly slowdown: number;
+  /** How long it has waited so far, and how long it may (ms since it became schedulable). */
+  readonly waitedMs: number;
+  readonly capMs: number;
+  /** Share of the step time a best placement would save. */
+  readonly expectedGain: number;
+}
+
+/**
+ * Whether a gang whose best placement now runs `slowdown` × its best possible step should wait, having waited
+ * `waitedMs` of an expected run of `runMs`: the wait it may spend is what the better step would save over the
+ * run, capped at `maxDelayMs`.
+ */
+export function delayFor(slowdown: number, waitedMs: number, runMs: number = GANG_CHOICE.expectedRunMs): GangDelay | undefined {
+  if (!(slowdown > 1 + GANG_CHOICE.delayMinGain)) return undefined;
+  const gain = 1 - 1 / slowdown;
+  const capMs = Math.round(Math.min(GANG_CHOICE.maxDelayMs, gain * runMs));
+  if (waitedMs >= capMs) return undefined;
+  return { slowdown, waitedMs, capMs, expectedGain: gain };
+}
+
+/** `waits for a better placement: 1.45× its best step here; expects 31 % shorter steps; waited 120 of 560 s`. */
+export function describeDelay(d: GangDelay): string {
+  return `waits for a better placement: the best free one now gives ${d.slowdown.toFixed(2)}× its best step time; expects ${Math.round(100 * d.expectedGain)} % shorter steps; waited ${Math.round(d.waitedMs / 1000)} of at most ${Math.round(d.capMs / 1000)} s`;
+}
+
+/**
+ * The best step of `model` on `gpus` GPUs anywhere in a cluster of these nodes: whole empty nodes of one shape in
+ * one rack, the fastest shape. Memoised per node list, model and size (nodes change rarely; gangs come often).
+ */
+export class BestStepCache {
+  private nodes: readonly { readonly spec: NodeSpec }[] | undefined;
+  private likes: { gpuModel: string; topology: NodeSpec['topology']; location: NodeSpec['location'] }[] = [];
+  private readonly memo = new Map<string, number>();
+
+  bestStepSec(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel, asFastAs?: string): number {
+    if (nodes !== this.nodes) this.reset(nodes);
+    const key = `${model.name}|${model.params}|${model.tokensPerGpuPerStep}|${model.parallelism}|${model.gradBytes}|${gpus}|${asFastAs ?? ''}`;
+    let v = this.memo.get(key);
+    if (v === undefined) {
+      v = Number.POSITIVE_INFINITY;
+      // With asFastAs, only shapes whose GPUs compute as fast as that model (within 1 %: an A800 is an A100).
+      const speed = asFastAs === undefined ? 0 : computeSec(model, asFastAs);
+      for (const like of this.likes) {
+        if (asFastAs !== undefined && Math.abs(computeSec(model, like.gpuModel) / speed - 1) > 0.01) continue;
+        v = Math.min(v, stepTime(model, idealShares(like, gpus), net).stepSec);
+      }
+      this.memo.set(key, v);
+    }
+    return v;
+  }
+
+  private reset(nodes: readonly { readonly spec: NodeSpec }[]): void {
+    this.nodes = nodes;
+    this.memo.clear();
+    const seen = new Set<string>();
+    this.likes = [];
+    for (const { spec: n } of nodes) {
+      const gpuModel = nodeGpuModel(n);
+      if (gpuModel === '') continue;
+      // One representative per GPU model and topology: nodes of a shape share both.
+      const key = `${gpuModel}|${n.topology.gpuCount}|${n.shape ?? JSON.stringify(n.topology)}`;
+      if (seen.has(key)) continue;
+      seen.add(key);
+      this.likes.push({ gpuModel, topology: n.topology, location: n.location });
+    }
+  }
+}
