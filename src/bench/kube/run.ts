@@ -9,6 +9,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { KubeClient } from '../../kube/client/client.ts';
 import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
@@ -46,6 +47,8 @@ export interface KubeBenchOptions {
   readonly mix?: BenchMix;
   /** Write a V8 CPU profile of each SITS scheduler process into this folder. */
   readonly sitsCpuProfDir?: string;
+  /** Write a V8 heap snapshot of each SITS scheduler process into this folder once its pods are bound. */
+  readonly sitsHeapSnapshotDir?: string;
   readonly timeoutSec: number;
   /** Pause between the scheduler being ready and the first pod (lets start-up work settle). */
   readonly settleMs: number;
@@ -233,6 +236,14 @@ class SitsProcess {
     });
   }
 
+  /** Writes a heap snapshot of the scheduler process to `file` (resolves once written). */
+  heapSnapshot(file: string): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => {
+      this.replies.push(resolve);
+      this.child.stdin?.write(`heap ${file}\n`);
+    });
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.stdin?.write('stop\n');
@@ -355,6 +366,11 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     const tEvents = performance.now();
     const sitsAfter = await sits?.stats();
     clearInterval(ticker);
+    if (sits !== undefined && o.sitsHeapSnapshotDir !== undefined) {
+      const file = resolve(join(o.sitsHeapSnapshotDir, `sits-${o.nodes}x${o.pods}-run${runIndex + 1}.heapsnapshot`));
+      await sits.heapSnapshot(file);
+      p.line(`${tag} heap snapshot of the SITS process: ${file}`);
+    }
     const loadAfter = loadAverage();
     p.status('');
     if (!all) p.line(`${tag} timed out after ${o.timeoutSec} s with ${watch.boundAt.size}/${o.pods} pods bound`);
@@ -560,7 +576,7 @@ const sb = sitsBase.scheduler as Record<string, number>;
 const sa = sitsAfter.scheduler as Record<string, number>;
 const d: Record<string, number> = {};
 for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
-const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, logs: sitsAfter.logs };
+const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, peakRssMiB: sitsAfter.peakRssMiB, heapUsedMiB: sitsAfter.heapUsedMiB, heapTotalMiB: sitsAfter.heapTotalMiB, externalMiB: sitsAfter.externalMiB, logs: sitsAfter.logs };
   return { requests, details };
 }
 
