@@ -1,0 +1,81 @@
+// The live scheduler's informers on a real kube-apiserver: what the caches keep of each pod (no managedFields), and
+// the runtime-learning flush's work following the pods that stopped, not the runs open (issue 34: e9ea8da made it so;
+// walking every open run on every view made binding 100,000 pods quadratic).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { V1Pod } from '@kubernetes/client-node';
+import { KubeClient } from '../client/client.ts';
+import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../../harness/fake-nodes.ts';
+import { createNs, createPods, listPods, testPod, waitFor } from '../../harness/e2e-kit.ts';
+import { devNodes, applyCrds } from '../../app/dev-cluster.ts';
+import { createLiveApp, type LiveApp } from '../../app/live.ts';
+
+const NS = 'informers';
+const WAVES = 4;
+const PER_WAVE = 15;
+
+describe('informers on a real kube-apiserver', () => {
+  let plane: ControlPlane;
+  let client: KubeClient;
+  let app: LiveApp;
+
+  beforeAll(async () => {
+    plane = await startControlPlane();
+    client = new KubeClient(plane.kubeConfig());
+    await applyCrds(client);
+    await createFakeGpuNodes(plane.kubeConfig(), devNodes(8, 'dgx-h100', 4));
+    await createNs(client, NS);
+    // Listed at start (not watched): another scheduler's pod, kept in the cache all the same.
+    await createPods(client, [testPod(NS, 'listed', { schedulerName: 'default-scheduler' })]);
+    app = await createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'e2e-informers' });
+  });
+  afterAll(async () => {
+    await app?.stop();
+    client?.close();
+    await plane?.stop();
+  });
+
+  it('keeps pods without their managedFields, listed or watched, every other field as the API has it', async () => {
+    await createPods(client, [testPod(NS, 'watched', { gpus: 1 })]);
+    const api = await waitFor('watched bound', async () => {
+      const ps = await listPods(client, NS);
+      return ps.find((p) => p.metadata?.name === 'watched' && (p.spec?.nodeName ?? '') !== '') === undefined ? undefined : ps;
+    });
+    for (const name of ['listed', 'watched']) {
+      const fromApi = api.find((p) => p.metadata?.name === name) as V1Pod;
+      expect(fromApi.metadata?.managedFields?.length).toBeGreaterThan(0);
+      const cached = await waitFor(`${name} in the cache at the API's version`, async () => {
+        const c = app.scheduler.cache.pod(`${NS}/${name}`);
+        return c?.metadata?.resourceVersion === fromApi.metadata?.resourceVersion ? c : undefined;
+      });
+      expect(cached.metadata?.managedFields).toBeUndefined();
+      const { managedFields: _dropped, ...meta } = fromApi.metadata ?? {};
+      expect(cached).toEqual({ ...fromApi, apiVersion: cached.apiVersion, kind: cached.kind, metadata: meta });
+    }
+  });
+
+  it(`binding ${WAVES}×${PER_WAVE} pods costs the runtime-learning flush nothing until they stop, then one visit per run`, async () => {
+    const rt = app.scheduler.runtimes;
+    const before = { ...rt.flushWork };
+    const stoppedBefore = rt.recorded.stopped;
+    const names: string[] = [];
+    for (let w = 0; w < WAVES; w++) {
+      const wave = Array.from({ length: PER_WAVE }, (_, i) => testPod(NS, `w${w}-${i}`, { gpus: 1 }));
+      names.push(...wave.map((p) => p.metadata?.name as string));
+      await createPods(client, wave);
+      await waitFor(`wave ${w} bound`, async () => {
+        const ps = await listPods(client, NS);
+        return wave.every((p) => (ps.find((x) => x.metadata?.name === p.metadata?.name)?.spec?.nodeName ?? '') !== '');
+      });
+    }
+    await waitFor('every run followed', async () => rt.following >= WAVES * PER_WAVE);
+    // Every wave was seen by views with the earlier waves' runs open: a flush walking the open runs visits them all.
+    expect(rt.flushWork.flushes - before.flushes).toBeGreaterThanOrEqual(WAVES);
+    expect(rt.flushWork.visited - before.visited).toBe(0);
+
+    await Promise.all(names.map((n) => client.delete(`/api/v1/namespaces/${NS}/pods/${n}`, { gracePeriodSeconds: 0 })));
+    await waitFor('every run recorded as stopped', async () => rt.recorded.stopped - stoppedBefore === names.length);
+    // One visit per run that stopped (single-pod jobs): linear in the pods that stopped.
+    expect(rt.flushWork.visited - before.visited).toBe(names.length);
+  });
+});
