@@ -114,15 +114,16 @@ describe('watchTransform', () => {
     expect(slim.metadata?.managedFields).toBeUndefined();
   });
 
-  it('3,000 watched pods hold less than half the heap once transformed', () => {
+  it('3,000 watched pods hold less than 40 % of the heap once transformed', () => {
     const n = 3000;
     const texts = Array.from({ length: n }, (_, i) => podJson(i));
     const raw = heldBytes(() => texts.map((t) => JSON.parse(t) as V1Pod));
     const slim = watchTransform(new StringPool());
     const transformed = heldBytes(() => texts.map((t) => slim(JSON.parse(t) as V1Pod)));
-    // Measured: ≈ 4 KiB per raw pod (as in the heap snapshot of `sits bench kube`), well under half once transformed.
+    // Measured: 3.7 KB per raw pod, 2.0 KB without managedFields, 1.5 KB with its strings pooled too but managedFields
+    // `delete`d (the metadata object becomes a dictionary), 1.2 KB as done.
     expect(raw / n).toBeGreaterThan(2000);
-    expect(transformed).toBeLessThan(raw / 2);
+    expect(transformed).toBeLessThan(raw * 0.4);
   });
 
   it('shares repeated values but not the unique metadata fields', () => {

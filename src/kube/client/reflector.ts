@@ -34,12 +34,15 @@ interface ListResponse<T> {
 export type Transform<T> = (obj: T) => T;
 
 /**
- * Drops `metadata.managedFields` (server-side apply's field ownership, about half of a pod's parsed size) in place:
+ * Drops `metadata.managedFields` (server-side apply's field ownership, about half of a pod's parsed size), in place:
  * no reader of a watch cache uses it, and kube-scheduler's informers strip it the same way.
  */
 export function stripManagedFields<T extends KubeObject>(obj: T): T {
   const meta = obj.metadata as { managedFields?: unknown } | undefined;
-  if (meta?.managedFields !== undefined) delete meta.managedFields;
+  if (meta?.managedFields === undefined) return obj;
+  // A copy without it, not `delete`: deleting a property turns V8's object into a dictionary, twice its size.
+  const { managedFields: _dropped, ...rest } = meta;
+  (obj as { metadata?: unknown }).metadata = rest;
   return obj;
 }
 
