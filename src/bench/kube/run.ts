@@ -18,7 +18,7 @@ import { median, percentiles } from '../../core/stats.ts';
 import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, promSum, rate, schedulerPerfThroughput, type ThroughputSummary } from './measure.ts';
 import { promSamples, type Sample } from '../../harness/prom-text.ts';
 import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
-import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
+import { CpuMeter, diff, loadAverage, processName, residentMiB, withOther } from './proc.ts';
 import { benchConstraint, benchNodes, benchPod, constraintViolations, createNodes, type BenchMix, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
 import type { SitsChildConfig } from './sits-child.ts';
 
@@ -47,7 +47,7 @@ export interface KubeBenchOptions {
   readonly mix?: BenchMix;
   /** Write a V8 CPU profile of each SITS scheduler process into this folder. */
   readonly sitsCpuProfDir?: string;
-  /** Write a V8 heap snapshot of each SITS scheduler process into this folder once its pods are bound. */
+  /** Write V8 heap snapshots of each SITS scheduler process into this folder: halfway through binding, and once its pods are bound. */
   readonly sitsHeapSnapshotDir?: string;
   readonly timeoutSec: number;
   /** Pause between the scheduler being ready and the first pod (lets start-up work settle). */
@@ -338,14 +338,22 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     // ---- measured window: from the first pod POST (streamed) or the scheduler's start (precreated) to the last pod seen bound
     const cpu0 = meter.sample();
     const t0 = performance.now();
-    const timeline: { s: number; created: number; bound: number; events: number; cores: Record<string, number> }[] = [];
+    const timeline: { s: number; created: number; bound: number; events: number; cores: Record<string, number>; sitsRssMiB?: number }[] = [];
+    let halfSnapshot = o.sitsHeapSnapshotDir === undefined;
     let lastCpu = cpu0;
     let lastTick = t0;
     const ticker = setInterval(() => {
       const now = performance.now();
       const cpu = meter.sample();
       const cores = coresOver(withOther(diff(lastCpu, cpu)), (now - lastTick) / 1000);
-      timeline.push({ s: round((now - t0) / 1000), created, bound: watch.boundAt.size, events: events.seenAt.size, cores });
+      const rss = sits === undefined ? undefined : residentMiB(sits.pid);
+      timeline.push({ s: round((now - t0) / 1000), created, bound: watch.boundAt.size, events: events.seenAt.size, cores, ...(rss === undefined ? {} : { sitsRssMiB: rss }) });
+      // Halfway through binding, what the scheduler holds while it works (the end shows what it keeps).
+      if (!halfSnapshot && sits !== undefined && o.sitsHeapSnapshotDir !== undefined && watch.boundAt.size >= o.pods / 2) {
+        halfSnapshot = true;
+        const file = resolve(join(o.sitsHeapSnapshotDir, `sits-${o.nodes}x${o.pods}-run${runIndex + 1}-half.heapsnapshot`));
+        void sits.heapSnapshot(file).then(() => p.line(`${tag} heap snapshot of the SITS process halfway: ${file}`));
+      }
       lastCpu = cpu;
       lastTick = now;
       p.status(`${tag} created ${created}/${o.pods}  bound ${watch.boundAt.size}/${o.pods}  events ${events.seenAt.size}  ~${recentRate(timeline).toFixed(0)} pods/s  cores: ${Object.entries(cores).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);

@@ -61,7 +61,7 @@ export function registerBenchKube(bench: Command): void {
     .option('--only <scheduler>', 'run only "sits" or "kube-scheduler" (no ratio)')
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
     .option('--sits-cpu-prof <dir>', 'write a V8 CPU profile (.cpuprofile) of each SITS scheduler process here')
-    .option('--sits-heap-snapshot <dir>', 'write a V8 heap snapshot of each SITS scheduler process here once its pods are bound')
+    .option('--sits-heap-snapshot <dir>', 'write V8 heap snapshots of each SITS scheduler process here (halfway through binding, and once its pods are bound)')
     .option('--timeout <sec>', 'give up on a run after this long', intOption('--timeout', 10, 36_000), 1800)
     .option(
       '--settle <ms>',
