@@ -1,20 +1,23 @@
-// The live scheduler's informers on a real kube-apiserver: what the caches keep of each pod (no managedFields), and
-// the runtime-learning flush's work following the pods that stopped, not the runs open (issue 34: e9ea8da made it so;
-// walking every open run on every view made binding 100,000 pods quadratic).
+// What the live scheduler holds and does per pod, on a real kube-apiserver (issue 34): the caches keep pods without
+// their managedFields; the runtime-learning flush's work follows the pods that stopped, not the runs open (e9ea8da:
+// walking every open run on every view made binding 100,000 pods quadratic); Scheduled events wait as small records,
+// not as requests queued in the client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { V1Pod } from '@kubernetes/client-node';
-import { KubeClient } from '../client/client.ts';
-import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
-import { createFakeGpuNodes } from '../../harness/fake-nodes.ts';
-import { createNs, createPods, listPods, testPod, waitFor } from '../../harness/e2e-kit.ts';
-import { devNodes, applyCrds } from '../../app/dev-cluster.ts';
-import { createLiveApp, type LiveApp } from '../../app/live.ts';
+import { KubeClient } from './client/client.ts';
+import { startControlPlane, type ControlPlane } from '../harness/control-plane.ts';
+import { createFakeGpuNodes } from '../harness/fake-nodes.ts';
+import { createNs, createPods, listEvents, listPods, testPod, waitFor } from '../harness/e2e-kit.ts';
+import { devNodes, applyCrds } from '../app/dev-cluster.ts';
+import { createLiveApp, type LiveApp } from '../app/live.ts';
+import { ClusterCache } from './cache/cluster-cache.ts';
+import { KubeEventSink, SENDING } from './adapters/event-sink.ts';
 
 const NS = 'informers';
 const WAVES = 4;
 const PER_WAVE = 15;
 
-describe('informers on a real kube-apiserver', () => {
+describe('the live scheduler at scale, on a real kube-apiserver', () => {
   let plane: ControlPlane;
   let client: KubeClient;
   let app: LiveApp;
@@ -77,5 +80,35 @@ describe('informers on a real kube-apiserver', () => {
     await waitFor('every run recorded as stopped', async () => rt.recorded.stopped - stoppedBefore === names.length);
     // One visit per run that stopped (single-pod jobs): linear in the pods that stopped.
     expect(rt.flushWork.visited - before.visited).toBe(names.length);
+  });
+
+  it(`Scheduled events wait in the sink beyond ${SENDING} on their way, and all are written`, async () => {
+    const ns = 'events';
+    await createNs(client, ns);
+    const sinkClient = new KubeClient(plane.kubeConfig(), { maxInFlight: 4 });
+    try {
+      const sink = new KubeEventSink(sinkClient, new ClusterCache(), {
+        component: 'sits-scheduler',
+        instance: 'e2e',
+        enabled: true,
+        log: () => undefined,
+        nowMs: () => Date.now(),
+      });
+      const n = 200;
+      for (let i = 0; i < n; i++) sink.emit({ kind: 'Scheduled', subject: `${ns}/p-${i}`, message: `Successfully assigned ${ns}/p-${i} to node-${i % 7}` });
+      // Before, each event became a request at once: 196 would wait in the client, each holding its body and calls.
+      expect(sink.queued).toBe(n - SENDING);
+      await sink.drain();
+      expect(sink.queued).toBe(0);
+      const evs = await listEvents(client, ns);
+      expect(
+        evs
+          .filter((e) => e.reason === 'Scheduled')
+          .map((e) => e.message)
+          .sort(),
+      ).toEqual(Array.from({ length: n }, (_, i) => `Successfully assigned ${ns}/p-${i} to node-${i % 7}`).sort());
+    } finally {
+      sinkClient.close();
+    }
   });
 });
