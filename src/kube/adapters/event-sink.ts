@@ -83,20 +83,24 @@ export class KubeEventSink implements EventSink {
   private post(e: QueuedEvent): Promise<unknown> {
     const [ns, name] = splitKey(e.subject);
     const at = new Date(e.atMs).toISOString();
-    return this.client.post(`/api/v1/namespaces/${ns}/events`, {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { generateName: `${name}.`, namespace: ns },
-      involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, ...(e.uid === undefined ? {} : { uid: e.uid }) },
-      reason: e.kind,
-      message: e.message,
-      type: WARNING.has(e.kind) ? 'Warning' : 'Normal',
-      source: { component: e.component },
-      reportingComponent: e.component,
-      reportingInstance: this.opts.instance,
-      firstTimestamp: at,
-      lastTimestamp: at,
-      count: 1,
+    // Behind the bindings (as when each was queued after the binding it reports), but held here, not in the client.
+    return this.client.request('POST', `/api/v1/namespaces/${ns}/events`, {
+      background: true,
+      body: {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { generateName: `${name}.`, namespace: ns },
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, ...(e.uid === undefined ? {} : { uid: e.uid }) },
+        reason: e.kind,
+        message: e.message,
+        type: WARNING.has(e.kind) ? 'Warning' : 'Normal',
+        source: { component: e.component },
+        reportingComponent: e.component,
+        reportingInstance: this.opts.instance,
+        firstTimestamp: at,
+        lastTimestamp: at,
+        count: 1,
+      },
     });
   }
 
