@@ -111,4 +111,24 @@ describe('the live scheduler at scale, on a real kube-apiserver', () => {
       sinkClient.close();
     }
   });
+
+  it('binds 50 pods placed in one cycle at most 2 × its requests in flight at a time, the rest waiting as batches', async () => {
+    const ns = 'binder';
+    await createNs(client, ns);
+    // Created before the scheduler starts: its first cycle places all 50, and before, all 50 began binding at once.
+    // (8 in flight: its watches share the client's 8 + 8 sockets, and 2 would leave requests none.)
+    await createPods(
+      client,
+      Array.from({ length: 50 }, (_, i) => testPod(ns, `b-${i}`, { gpus: 1, schedulerName: 'sits-small' })),
+    );
+    const small = await createLiveApp({ kubeconfig: plane.kubeconfigPath, identity: 'e2e-small', schedulerName: 'sits-small', maxInFlight: 8, events: false });
+    try {
+      await waitFor('all 50 bound', async () => (await listPods(client, ns)).every((p) => (p.spec?.nodeName ?? '') !== ''), 60_000);
+      expect(small.scheduler.binder.stats.bound).toBe(50);
+      expect(small.scheduler.binder.peakBinding).toBe(16);
+      expect(small.scheduler.binder.queued).toBe(0);
+    } finally {
+      await small.stop();
+    }
+  });
 });

@@ -58,6 +58,8 @@ export class KubeBinder implements Binder {
   private readonly inFlight = new InFlight();
   private readonly queue: { batch: BindBatch; done: () => void }[] = [];
   private binding = 0;
+  /** The most batches binding at once so far (a test seam: bounded by 2 × the client's requests in flight). */
+  peakBinding = 0;
   private gangMembersBound = 0;
 
   private readonly volumes: VolumePreBinder;
@@ -145,6 +147,7 @@ export class KubeBinder implements Binder {
     while (this.binding < 2 * this.client.maxInFlight && this.queue.length > 0) {
       const { batch, done } = this.queue.shift() as { batch: BindBatch; done: () => void };
       this.binding++;
+      this.peakBinding = Math.max(this.peakBinding, this.binding);
       // Its outcome is the watch's and the cache's to tell (as when the task was tracked whole): settled, never thrown.
       void this.run(batch)
         .catch(() => undefined)
