@@ -18,15 +18,14 @@ const WAVES = 4;
 const PER_WAVE = 15;
 
 describe('the live scheduler at scale, on a real kube-apiserver', () => {
-  let plane: ControlPlane;
-  let client: KubeClient;
-  let app: LiveApp;
+  let plane: ControlPlane, client: KubeClient, app: LiveApp;
 
   beforeAll(async () => {
     plane = await startControlPlane();
     client = new KubeClient(plane.kubeConfig());
-    await applyCrds(client);
+    // 8 nodes of 8 GPUs in racks of 4: room for every test's pods.
     await createFakeGpuNodes(plane.kubeConfig(), devNodes(8, 'dgx-h100', 4));
+    await applyCrds(client);
     await createNs(client, NS);
     // Listed at start (not watched): another scheduler's pod, kept in the cache all the same.
     await createPods(client, [testPod(NS, 'listed', { schedulerName: 'default-scheduler' })]);
