@@ -27,6 +27,16 @@ export function cpuSeconds(pid: number): number {
   }
 }
 
+/** Resident memory of `pid` in MiB (/proc/PID/statm's second field, in 4 KiB pages on Linux x86-64), or undefined if it is gone. */
+export function residentMiB(pid: number): number | undefined {
+  try {
+    const pages = Number(readFileSync(`/proc/${pid}/statm`, 'utf8').split(' ')[1]);
+    return Number.isFinite(pages) ? Math.round((pages * 4096) / 2 ** 20) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export function processName(pid: number): string | undefined {
   try {
     return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();

@@ -9,6 +9,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { request as httpsRequest } from 'node:https';
 import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import { join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { KubeClient } from '../../kube/client/client.ts';
 import { startControlPlane, type ControlPlane } from '../../harness/control-plane.ts';
@@ -17,7 +18,7 @@ import { median, percentiles } from '../../core/stats.ts';
 import { boundVerdict, histogramDelta, histogramQuantile, kubeSchedulerConfigYaml, promSum, rate, schedulerPerfThroughput, type ThroughputSummary } from './measure.ts';
 import { promSamples, type Sample } from '../../harness/prom-text.ts';
 import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
-import { CpuMeter, diff, loadAverage, processName, withOther } from './proc.ts';
+import { CpuMeter, diff, loadAverage, processName, residentMiB, withOther } from './proc.ts';
 import { benchConstraint, benchNodes, benchPod, constraintViolations, createNodes, type BenchMix, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
 import type { SitsChildConfig } from './sits-child.ts';
 
@@ -46,6 +47,8 @@ export interface KubeBenchOptions {
   readonly mix?: BenchMix;
   /** Write a V8 CPU profile of each SITS scheduler process into this folder. */
   readonly sitsCpuProfDir?: string;
+  /** Write V8 heap snapshots of each SITS scheduler process into this folder: halfway through binding, and once its pods are bound. */
+  readonly sitsHeapSnapshotDir?: string;
   readonly timeoutSec: number;
   /** Pause between the scheduler being ready and the first pod (lets start-up work settle). */
   readonly settleMs: number;
@@ -241,6 +244,14 @@ export class SitsProcess {
     });
   }
 
+  /** Writes a heap snapshot of the scheduler process to `file` (resolves once written). */
+  heapSnapshot(file: string): Promise<Record<string, unknown>> {
+    return new Promise((resolve) => {
+      this.replies.push(resolve);
+      this.child.stdin?.write(`heap ${file}\n`);
+    });
+  }
+
   async stop(): Promise<void> {
     if (this.child.exitCode !== null || this.child.signalCode !== null) return;
     this.child.stdin?.write('stop\n');
@@ -335,14 +346,22 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     // ---- measured window: from the first pod POST (streamed) or the scheduler's start (precreated) to the last pod seen bound
     const cpu0 = meter.sample();
     const t0 = performance.now();
-    const timeline: { s: number; created: number; bound: number; events: number; cores: Record<string, number> }[] = [];
+    const timeline: { s: number; created: number; bound: number; events: number; cores: Record<string, number>; sitsRssMiB?: number }[] = [];
+    let halfSnapshot = o.sitsHeapSnapshotDir === undefined;
     let lastCpu = cpu0;
     let lastTick = t0;
     const ticker = setInterval(() => {
       const now = performance.now();
       const cpu = meter.sample();
       const cores = coresOver(withOther(diff(lastCpu, cpu)), (now - lastTick) / 1000);
-      timeline.push({ s: round((now - t0) / 1000), created, bound: watch.boundAt.size, events: events.seenAt.size, cores });
+      const rss = sits === undefined ? undefined : residentMiB(sits.pid);
+      timeline.push({ s: round((now - t0) / 1000), created, bound: watch.boundAt.size, events: events.seenAt.size, cores, ...(rss === undefined ? {} : { sitsRssMiB: rss }) });
+      // Halfway through binding, what the scheduler holds while it works (the end shows what it keeps).
+      if (!halfSnapshot && sits !== undefined && o.sitsHeapSnapshotDir !== undefined && watch.boundAt.size >= o.pods / 2) {
+        halfSnapshot = true;
+        const file = resolve(join(o.sitsHeapSnapshotDir, `sits-${o.nodes}x${o.pods}-run${runIndex + 1}-half.heapsnapshot`));
+        void sits.heapSnapshot(file).then(() => p.line(`${tag} heap snapshot of the SITS process halfway: ${file}`));
+      }
       lastCpu = cpu;
       lastTick = now;
       p.status(`${tag} created ${created}/${o.pods}  bound ${watch.boundAt.size}/${o.pods}  events ${events.seenAt.size}  ~${recentRate(timeline).toFixed(0)} pods/s  cores: ${Object.entries(cores).map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
@@ -363,6 +382,11 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
     const tEvents = performance.now();
     const sitsAfter = await sits?.stats();
     clearInterval(ticker);
+    if (sits !== undefined && o.sitsHeapSnapshotDir !== undefined) {
+      const file = resolve(join(o.sitsHeapSnapshotDir, `sits-${o.nodes}x${o.pods}-run${runIndex + 1}.heapsnapshot`));
+      await sits.heapSnapshot(file);
+      p.line(`${tag} heap snapshot of the SITS process: ${file}`);
+    }
     const loadAfter = loadAverage();
     p.status('');
     if (!all) p.line(`${tag} timed out after ${o.timeoutSec} s with ${watch.boundAt.size}/${o.pods} pods bound`);
@@ -568,7 +592,7 @@ const sb = sitsBase.scheduler as Record<string, number>;
 const sa = sitsAfter.scheduler as Record<string, number>;
 const d: Record<string, number> = {};
 for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
-const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, logs: sitsAfter.logs };
+const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, peakRssMiB: sitsAfter.peakRssMiB, heapUsedMiB: sitsAfter.heapUsedMiB, heapTotalMiB: sitsAfter.heapTotalMiB, externalMiB: sitsAfter.externalMiB, logs: sitsAfter.logs };
   return { requests, details };
 }
 

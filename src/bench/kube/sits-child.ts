@@ -4,11 +4,13 @@
  * (createLiveApp), configured by one JSON argument. Protocol on stdio, one JSON object per line:
  * stdout `{"type":"ready",...}` once started; stdin `stats` → stdout `{"type":"stats",...}`; stdin `sample` →
  * stdout `{"type":"sample",...}` (memory, event-loop delay since the last sample, the scheduler's footprint: for
- * `sits bench soak`); stdin `stop` (or EOF) → stops the scheduler and exits 0 (so that `--cpu-prof` writes its profile).
- * A bench-only channel: no port is opened.
+ * `sits bench soak`); stdin `heap FILE` → writes a V8 heap snapshot there, then stdout `{"type":"heap","file":FILE}`
+ * (what holds the memory at the end of a run); stdin `stop` (or EOF) → stops the scheduler and exits 0 (so that
+ * `--cpu-prof` writes its profile). A bench-only channel: no port is opened.
  */
 import { createInterface } from 'node:readline';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { writeHeapSnapshot } from 'node:v8';
 import { createLiveApp } from '../../app/live.ts';
 
 export interface SitsChildConfig {
@@ -40,6 +42,13 @@ const delay = monitorEventLoopDelay({ resolution: 10 });
 delay.enable();
 const MiB = 2 ** 20;
 const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
+/** Where the process's memory is (MiB): resident now and at its peak, the V8 heap, and buffers outside it. */
+function memoryMiB(): Record<string, number> {
+  const m = process.memoryUsage();
+  const mib = (b: number): number => Math.round(b / 2 ** 20);
+  // resourceUsage().maxRSS is in KiB.
+  return { rssMiB: mib(m.rss), peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024), heapUsedMiB: mib(m.heapUsed), heapTotalMiB: mib(m.heapTotal), externalMiB: mib(m.external) };
+}
 
 let stopping = false;
 const stop = async (): Promise<void> => {
@@ -61,7 +70,7 @@ createInterface({ input: process.stdin })
         pending: app.scheduler.cache.pending.size,
         eventLoop: { idleMs: elu.idle, activeMs: elu.active },
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
-        rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+        ...memoryMiB(),
         logs,
       });
     } else if (cmd === 'sample') {
@@ -82,6 +91,9 @@ createInterface({ input: process.stdin })
         scheduler: app.scheduler.stats,
         footprint: app.scheduler.footprint(),
       });
+    } else if (cmd.startsWith('heap ')) {
+      const file = writeHeapSnapshot(cmd.slice('heap '.length));
+      write({ type: 'heap', file });
     } else if (cmd === 'stop') void stop();
   })
   .on('close', () => void stop());

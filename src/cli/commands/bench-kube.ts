@@ -61,6 +61,7 @@ export function registerBenchKube(bench: Command): void {
     .option('--only <scheduler>', 'run only "sits" or "kube-scheduler" (no ratio)')
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
     .option('--sits-cpu-prof <dir>', 'write a V8 CPU profile (.cpuprofile) of each SITS scheduler process here')
+    .option('--sits-heap-snapshot <dir>', 'write V8 heap snapshots of each SITS scheduler process here (halfway through binding, and once its pods are bound)')
     .option('--timeout <sec>', 'give up on a run after this long', intOption('--timeout', 10, 36_000), 1800)
     .option(
       '--settle <ms>',
@@ -88,6 +89,7 @@ export function registerBenchKube(bench: Command): void {
         only?: string;
         profile: string;
         sitsCpuProf?: string;
+        sitsHeapSnapshot?: string;
         timeout: number;
         settle: number;
         verbose?: boolean;
@@ -106,6 +108,7 @@ export function registerBenchKube(bench: Command): void {
         if (o.pods > o.nodes * perNode)
           throw new CliError(`${o.pods} 1-GPU pods do not fit on ${o.nodes} nodes × ${perNode} GPUs; use more nodes or --gpus-per-node`);
         if (o.sitsCpuProf !== undefined) mkdirSync(o.sitsCpuProf, { recursive: true });
+        if (o.sitsHeapSnapshot !== undefined) mkdirSync(o.sitsHeapSnapshot, { recursive: true });
         const schedulers: SchedulerId[] = o.only === undefined ? ['kube-scheduler', 'sits'] : [o.only as SchedulerId];
         const result = await runKubeBench({
           nodes: o.nodes,
@@ -121,6 +124,7 @@ export function registerBenchKube(bench: Command): void {
           schedulers,
           sitsProfile: o.profile,
           ...(o.sitsCpuProf === undefined ? {} : { sitsCpuProfDir: o.sitsCpuProf }),
+          ...(o.sitsHeapSnapshot === undefined ? {} : { sitsHeapSnapshotDir: o.sitsHeapSnapshot }),
           timeoutSec: o.timeout,
           settleMs: o.settle,
           progress: stderrProgress(),

@@ -10,12 +10,25 @@ import { InFlight, splitKey } from '../client/in-flight.ts';
 
 const REPEAT_MS = 60_000;
 const WARNING: ReadonlySet<SchedulingEvent['kind']> = new Set(['FailedScheduling', 'Preempted']);
+/** Events on their way to the API server at once (the rest wait here as small records, see `pump`). */
+export const SENDING = 16;
+
+interface QueuedEvent {
+  readonly kind: SchedulingEvent['kind'];
+  readonly subject: string;
+  readonly message: string;
+  readonly uid: string | undefined;
+  readonly component: string;
+  readonly atMs: number;
+}
 
 export class KubeEventSink implements EventSink {
   private readonly last = new Map<string, { message: string; atMs: number }>();
   private readonly inFlight = new InFlight();
   /** When `last` was last swept of entries past REPEAT_MS (they suppress nothing any more). */
   private sweptMs = Number.NEGATIVE_INFINITY;
+  private readonly queue: QueuedEvent[] = [];
+  private sending = 0;
 
   constructor(
     private readonly client: KubeClient,
@@ -43,39 +56,68 @@ export class KubeEventSink implements EventSink {
       this.sweptMs = now;
       this.forgetOld(now);
     }
-    const [ns, name] = splitKey(ev.subject);
     const pod = this.cache.pod(ev.subject);
-    const uid = pod?.metadata?.uid;
     // With several profiles, each pod hears from the profile that schedules it (kube: the profile's schedulerName).
     const component = this.opts.componentOf?.(pod?.spec?.schedulerName) ?? this.opts.component;
-    const at = new Date(now).toISOString();
-    const task = this.client
-      .post(`/api/v1/namespaces/${ns}/events`, {
+    this.queue.push({ kind: ev.kind, subject: ev.subject, message: ev.message.slice(0, 1000), uid: pod?.metadata?.uid, component, atMs: now });
+    this.pump();
+  }
+
+  /** Events waiting for one of the SENDING slots (a test seam: bounded memory while the bindings go first). */
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  /**
+   * Starts queued events while fewer than SENDING are on their way. Each request waiting in the client's queue holds its
+   * body and suspended calls (≈2 KB); a queued event is a small record. 50,000 bindings finishing ahead of their
+   * Scheduled events kept ~50,000 such requests waiting.
+   */
+  private pump(): void {
+    while (this.sending < SENDING && this.queue.length > 0) {
+      const e = this.queue.shift() as QueuedEvent;
+      this.sending++;
+      const task = this.post(e)
+        .catch((err: unknown) => this.opts.log(`event: ${(err as Error).message}`))
+        .finally(() => {
+          this.sending--;
+          this.pump();
+        });
+      this.inFlight.track(task);
+    }
+  }
+
+  private post(e: QueuedEvent): Promise<unknown> {
+    const [ns, name] = splitKey(e.subject);
+    const at = new Date(e.atMs).toISOString();
+    // Behind the bindings (as when each was queued after the binding it reports), but held here, not in the client.
+    return this.client.request('POST', `/api/v1/namespaces/${ns}/events`, {
+      background: true,
+      body: {
         apiVersion: 'v1',
         kind: 'Event',
         metadata: { generateName: `${name}.`, namespace: ns },
-        involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, ...(uid === undefined ? {} : { uid }) },
-        reason: ev.kind,
-        message: ev.message.slice(0, 1000),
-        type: WARNING.has(ev.kind) ? 'Warning' : 'Normal',
-        source: { component },
-        reportingComponent: component,
+        involvedObject: { apiVersion: 'v1', kind: 'Pod', name, namespace: ns, ...(e.uid === undefined ? {} : { uid: e.uid }) },
+        reason: e.kind,
+        message: e.message,
+        type: WARNING.has(e.kind) ? 'Warning' : 'Normal',
+        source: { component: e.component },
+        reportingComponent: e.component,
         reportingInstance: this.opts.instance,
         firstTimestamp: at,
         lastTimestamp: at,
         count: 1,
-      })
-      .catch((e: unknown) => this.opts.log(`event: ${(e as Error).message}`));
-    this.inFlight.track(task);
+      },
+    });
   }
 
-  /** Subjects remembered for the repeat check, and Events being written. */
-  sizes(): { recent: number; inFlight: number } {
-    return { recent: this.last.size, inFlight: this.inFlight.size };
+  /** Subjects remembered for the repeat check, Events being written and Events waiting to be. */
+  sizes(): { recent: number; inFlight: number; queued: number } {
+    return { recent: this.last.size, inFlight: this.inFlight.size, queued: this.queue.length };
   }
 
   async drain(): Promise<void> {
-    await this.inFlight.drain();
+    while (this.queue.length > 0 || this.inFlight.size > 0) await this.inFlight.drain();
   }
 
   private forgetOld(now: number): void {

@@ -31,6 +31,8 @@ export interface RequestOptions {
   readonly timeoutMs?: number;
   /** Receives each `Warning: 299 - "text"` header of the response (admission warnings, deprecations), as kubectl prints them. */
   readonly onWarning?: (text: string) => void;
+  /** Waits behind every other waiting request (events: the bindings go first). */
+  readonly background?: boolean;
 }
 
 export interface WatchEvent<T> {
@@ -60,7 +62,8 @@ export class KubeClient {
   private agent: http.Agent | undefined;
   private inFlight = 0;
   private readonly waiting: (() => void)[] = [];
-  private readonly maxInFlight: number;
+  private readonly waitingBackground: (() => void)[] = [];
+  readonly maxInFlight: number;
   private readonly userAgent: string;
   /** Counters for benchmarks and metrics. */
   readonly stats = { requests: 0, errors: 0 };
@@ -105,18 +108,18 @@ export class KubeClient {
     return this.auth;
   }
 
-  private async acquire(): Promise<void> {
+  private async acquire(background = false): Promise<void> {
     if (this.inFlight < this.maxInFlight) {
       this.inFlight++;
       return;
     }
     // Woken by release() with its slot: the count already includes this request.
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
+    await new Promise<void>((resolve) => (background ? this.waitingBackground : this.waiting).push(resolve));
   }
 
-  /** Hands the slot to the oldest waiter, if any (a new request cannot slip in between and exceed the cap). */
+  /** Hands the slot to the oldest waiter, background ones last, if any (a new request cannot slip in between and exceed the cap). */
   private release(): void {
-    const next = this.waiting.shift();
+    const next = this.waiting.shift() ?? this.waitingBackground.shift();
     if (next !== undefined) next();
     else this.inFlight--;
   }
@@ -128,7 +131,7 @@ export class KubeClient {
   }
 
   async request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<T> {
-    await this.acquire();
+    await this.acquire(opts.background === true);
     try {
       return await this.send<T>(method, path, opts);
     } finally {

@@ -69,6 +69,8 @@ export class LiveRuntimes {
   private readonly stopping = new Set<string>();
   private opened = 0;
   readonly recorded = { finished: 0, stopped: 0 };
+  /** Flushes done and open runs they looked at (a test seam: the work must follow the pods that stopped, not the runs open). */
+  readonly flushWork = { flushes: 0, visited: 0 };
 
   constructor(
     perClass = RUNTIME_HISTORY_PER_CLASS,
@@ -134,6 +136,8 @@ export class LiveRuntimes {
       if (run !== undefined) candidates.push([id, run]);
     }
     this.stopping.clear();
+    this.flushWork.flushes++;
+    this.flushWork.visited += candidates.length;
     candidates.sort((a, b) => a[1].seq - b[1].seq);
     for (const [id, run] of candidates) {
       const ms = [...run.members.values()];
