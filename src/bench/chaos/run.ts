@@ -93,6 +93,8 @@ const REPLICA_GROUP = 'sits:chaos-replicas';
 const APF_NAME = 'sits-chaos-tight';
 const LEASE_PATH = `/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/${SCHEDULER_NAME}`;
 const GPUS_PER_NODE = 8;
+/** The repository, from source (where a bare `tsx` resolves). */
+const REPO_ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -180,9 +182,12 @@ class Replica {
 
   async start(): Promise<void> {
     const entry = fileURLToPath(new URL('./replica.ts', import.meta.url));
-    const loader = entry.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+    // From source the replica is TypeScript and needs the loader (resolved from the repository when the test runner
+    // hides import.meta.resolve); the build points `entry` at its compiled file.
+    const tsx = typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx') : 'tsx';
+    const loader = entry.endsWith('.ts') ? ['--import', tsx] : [];
     const cfg: ReplicaConfig = { kubeconfig: this.kubeconfigPath, identity: this.identity, leaseDurationSec: this.leaseDurationSec };
-    const child = spawn(process.execPath, [...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'], ...(entry.endsWith('.ts') ? { cwd: REPO_ROOT } : {}) });
     this.child = child;
     this.alive = true;
     this.expectExit = false;
