@@ -23,7 +23,8 @@ import { createFakeGpuNodes } from '../../harness/fake-nodes.ts';
 import { makeScratchDir, sweepStaleScratch } from '../../harness/scratch-dirs.ts';
 import { KubeApiError, KubeClient, isStatus } from '../../kube/client/client.ts';
 import { Reflector } from '../../kube/client/reflector.ts';
-import { checkInvariants, type BindRecord, type Invariants, type LeaseRecord, type PodObs } from './invariants.ts';
+import { AUDIT_POLICY, parseAudit, rejectedFor } from './audit.ts';
+import { checkInvariants, type Invariants, type PodObs } from './invariants.ts';
 import { makePlan, type Fault, type FaultCounts } from './plan.ts';
 import type { ReplicaConfig } from './replica.ts';
 import { startSlowProxy, type SlowProxy } from './slow-proxy.ts';
@@ -109,55 +110,6 @@ async function retry<T>(what: string, fn: () => Promise<T>, timeoutMs = 120_000)
       await sleep(250);
     }
   }
-}
-
-const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
-kind: Policy
-omitStages: [RequestReceived]
-rules:
-- level: Request
-  verbs: [create, update]
-  namespaces: [kube-system]
-  resources: [{group: coordination.k8s.io, resources: [leases]}]
-- level: Metadata
-  verbs: [create]
-  resources: [{group: "", resources: [pods/binding]}]
-- level: None
-`;
-
-interface AuditEvent {
-  readonly stage?: string;
-  readonly verb?: string;
-  readonly user?: { readonly username?: string };
-  readonly objectRef?: { readonly resource?: string; readonly subresource?: string; readonly namespace?: string; readonly name?: string };
-  readonly responseStatus?: { readonly code?: number };
-  readonly requestReceivedTimestamp?: string;
-  readonly stageTimestamp?: string;
-  readonly requestObject?: { readonly spec?: { readonly holderIdentity?: string } };
-}
-
-/** The bindings and scheduler-Lease writes in a kube-apiserver audit log (JSON lines). */
-export function parseAudit(text: string, leaseName: string): { binds: BindRecord[]; leases: LeaseRecord[] } {
-  const binds: BindRecord[] = [];
-  const leases: LeaseRecord[] = [];
-  for (const line of text.split('\n')) {
-    if (line.trim() === '') continue;
-    let e: AuditEvent;
-    try {
-      e = JSON.parse(line) as AuditEvent;
-    } catch {
-      continue; // a line cut by a SIGKILL
-    }
-    if (e.stage !== 'ResponseComplete') continue;
-    const code = e.responseStatus?.code ?? 0;
-    const user = e.user?.username ?? '';
-    const ref = e.objectRef ?? {};
-    if (ref.resource === 'pods' && ref.subresource === 'binding')
-      binds.push({ receivedMs: Date.parse(e.requestReceivedTimestamp ?? ''), user, ns: ref.namespace ?? '', name: ref.name ?? '', code });
-    else if (ref.resource === 'leases' && ref.name === leaseName && code >= 200 && code < 300)
-      leases.push({ storedMs: Date.parse(e.stageTimestamp ?? ''), user, holder: e.requestObject?.spec?.holderIdentity ?? '' });
-  }
-  return { binds, leases };
 }
 
 /** A scheduler replica process (replica.ts). */
@@ -267,14 +219,6 @@ function postJson(url: string, body: unknown): Promise<Record<string, unknown>> 
     req.on('error', rej);
     req.end(JSON.stringify(body));
   });
-}
-
-/** Sum of apiserver_flowcontrol_rejected_requests_total for our priority level in a /metrics text. */
-export function rejectedFor(metrics: string, priorityLevel: string): number {
-  let n = 0;
-  for (const l of metrics.split('\n'))
-    if (l.startsWith('apiserver_flowcontrol_rejected_requests_total{') && l.includes(`priority_level="${priorityLevel}"`)) n += Number(l.slice(l.lastIndexOf(' ') + 1));
-  return n;
 }
 
 const pct = (xs: readonly number[], p: number): number => {
