@@ -29,8 +29,9 @@ describe('chaos: the short fault plan on a real control plane', () => {
       expect(r.faults).toMatchObject({ apiserverRestarts: 1, etcdRestarts: 1, schedulerKills: 1, leaderFailovers: 1, watchExpired: 1, throttled: 1 });
       expect(r.faults.slowApiSeconds).toBeGreaterThan(0);
       expect(SHORT_COUNTS.schedulerKill).toBe(1);
-      // The faults bit: the kill landed inside a gang's binding, the bench's own watch was told 410, APF answered 429.
+      // The faults bit: the kill and the pause landed inside a gang's binding, the bench's own watch was told 410, APF answered 429.
       expect(r.observed.killsMidGang).toBe(1);
+      expect(r.observed.pausesMidGang).toBe(1);
       expect(r.observed.watch410).toBeGreaterThan(0);
       expect(r.observed.rejected429).toBeGreaterThan(0);
       expect(r.violations).toEqual([]);

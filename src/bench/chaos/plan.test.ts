@@ -17,7 +17,10 @@ describe('chaos fault plan', () => {
       expect(f.gapSec).toBeGreaterThanOrEqual(2);
       expect(f.gapSec).toBeLessThanOrEqual(6);
       if (f.kind === 'schedulerKill') expect([1, 2, 3]).toContain(f.killAfterGangBinds);
-      if (f.kind === 'leaderFailover') expect(f.pauseLeases).toBeGreaterThan(1);
+      if (f.kind === 'leaderFailover') {
+        expect(f.pauseLeases).toBeGreaterThan(1);
+        expect([1, 2, 3]).toContain(f.pauseAfterGangBinds);
+      }
       if (f.kind === 'throttle' || f.kind === 'slowApi') {
         expect(f.durationSec).toBeGreaterThanOrEqual(4);
         expect(f.durationSec).toBeLessThanOrEqual(8);

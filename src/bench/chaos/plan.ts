@@ -17,6 +17,8 @@ export interface Fault {
   readonly gapSec: number;
   /** schedulerKill: the leader dies after this many more gang-member bindings (1 = right after the first). */
   readonly killAfterGangBinds?: number;
+  /** leaderFailover: the leader stops itself (SIGSTOP) after this many more gang-member bindings: paused mid-gang. */
+  readonly pauseAfterGangBinds?: number;
   /** leaderFailover: how long the leader stays SIGSTOPped, in lease durations (> 1: the standby takes over). */
   readonly pauseLeases?: number;
   /** throttle, slowApi: how long the fault lasts. */
@@ -83,7 +85,7 @@ export function makePlan(o: PlanOptions): Fault[] {
       case 'schedulerKill':
         return { index, kind, gapSec, killAfterGangBinds: 1 + rng.int(3) };
       case 'leaderFailover':
-        return { index, kind, gapSec, pauseLeases: 1.5 + rng.int(3) * 0.5 };
+        return { index, kind, gapSec, pauseAfterGangBinds: 1 + rng.int(3), pauseLeases: 1.5 + rng.int(3) * 0.5 };
       case 'throttle':
         return { index, kind, gapSec, durationSec: uniform(rng, o.windowSec) };
       case 'slowApi':

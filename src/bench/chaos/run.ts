@@ -78,6 +78,8 @@ export interface ChaosResult {
   readonly observed: {
     /** Scheduler kills that landed inside a gang's binding (the failpoint), the rest by timing. */
     readonly killsMidGang: number;
+    /** Leader pauses (SIGSTOP) that landed inside a gang's binding, the rest by timing. */
+    readonly pausesMidGang: number;
     /** 410 Gone answers to the bench's own pod watch. */
     readonly watch410: number;
     /** Requests of the replicas APF rejected with 429 (apiserver_flowcontrol_rejected_requests_total). */
@@ -171,6 +173,23 @@ class Replica {
   arm(n: number): void {
     this.expectExit = true;
     this.child?.stdin?.write(`arm ${n}\n`);
+  }
+
+  /** The failpoint: SIGSTOP after `n` more gang-member bindings. */
+  pause(n: number): void {
+    this.child?.stdin?.write(`pause ${n}\n`);
+  }
+
+  /** Whether the process is stopped (state T in /proc). */
+  stopped(): boolean {
+    const pid = this.child?.pid;
+    if (pid === undefined || !this.alive) return false;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2).startsWith('T');
+    } catch {
+      return false;
+    }
   }
 
   signal(sig: NodeJS.Signals): void {
@@ -285,7 +304,7 @@ class ChaosRun {
     services: [] as { name: string; slots: string[]; step: number }[],
   };
   readonly counts: Counts = { apiserverRestarts: 0, etcdRestarts: 0, schedulerKills: 0, leaderFailovers: 0, watchExpired: 0, throttled: 0, slowApiSeconds: 0 };
-  readonly measured = { killsMidGang: 0, rejected429: 0, recovery: [] as number[] };
+  readonly measured = { killsMidGang: 0, pausesMidGang: 0, rejected429: 0, recovery: [] as number[] };
 
   constructor(readonly o: ChaosOptions) {
     this.say = o.progress ?? { line: () => undefined, status: () => undefined };
@@ -437,7 +456,13 @@ class ChaosRun {
       }
       case 'leaderFailover': {
         const l = await this.leader();
-        l.signal('SIGSTOP');
+        // Paused by its own failpoint in the middle of a gang's binding; by timing if no gang comes its way.
+        l.pause(f.pauseAfterGangBinds ?? 1);
+        await this.submit(killGang(this.o.seed, f.index, f.pauseAfterGangBinds ?? 1), f.index);
+        const stopDeadline = performance.now() + 60_000;
+        while (!l.stopped() && performance.now() < stopDeadline) await sleep(100);
+        if (l.stopped()) this.measured.pausesMidGang++;
+        else l.signal('SIGSTOP');
         await sleep((f.pauseLeases ?? 2) * this.o.leaseDurationSec * 1000);
         const deadline = performance.now() + 60_000;
         while ((await this.holder()) === l.identity && performance.now() < deadline) await sleep(250);
@@ -580,6 +605,7 @@ class ChaosRun {
       recoverySec: { p50: round2(pct(this.measured.recovery, 50)), max: round2(Math.max(0, ...this.measured.recovery)) },
       observed: {
         killsMidGang: this.measured.killsMidGang,
+        pausesMidGang: this.measured.pausesMidGang,
         watch410: this.rec.watch410,
         rejected429: this.measured.rejected429,
         maxPartialGangSec: round2(Math.max(0, ...report.partialGangMs) / 1000),

@@ -54,7 +54,7 @@ export function submissionsFor(seed: number, index: number): Submission[] {
   return out;
 }
 
-/** The gang submitted to catch a leader armed to die after `afterBinds` gang bindings: always more members. */
+/** The gang submitted to catch a leader armed to die or pause after `afterBinds` gang bindings: always more members. */
 export function killGang(seed: number, index: number, afterBinds: number): Submission {
   const rng = seededRng((seed * 31 + index * 7) >>> 0);
   return trainingJob(rng, `tj-kill${index}`, Math.min(8, afterBinds + 1));
