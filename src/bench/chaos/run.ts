@@ -446,7 +446,14 @@ class ChaosRun {
         const l = await this.leader();
         l.arm(f.killAfterGangBinds ?? 1);
         await this.submit(killGang(this.o.seed, f.index, f.killAfterGangBinds ?? 1), f.index);
-        const died = await Promise.race([l.exited.then(() => true), sleep(60_000).then(() => false)]);
+        const died = await new Promise<boolean>((r) => {
+          // A timer left behind would hold the process up to a minute after the run.
+          const t = setTimeout(() => r(false), 60_000);
+          void l.exited.then(() => {
+            clearTimeout(t);
+            r(true);
+          });
+        });
         if (died) this.measured.killsMidGang++;
         else l.signal('SIGKILL'); // no gang came its way in time: killed by timing instead
         await l.exited;
