@@ -22,10 +22,12 @@ describe('chaos audit log and metrics', () => {
       }),
       line({ objectRef: { resource: 'leases', name: 'sits-scheduler' }, responseStatus: { code: 409 }, requestObject: { spec: { holderIdentity: 'replica-1' } } }),
       line({ objectRef: { resource: 'leases', name: 'other' }, responseStatus: { code: 200 }, requestObject: { spec: { holderIdentity: 'x' } } }),
+      line({ verb: 'delete', user: { username: 'sits-replica-1' }, objectRef: { resource: 'pods', namespace: 'chaos', name: 'g-0' }, responseStatus: { code: 200 } }),
       line({ stage: 'ResponseStarted', objectRef: { resource: 'pods', subresource: 'binding', name: 'b' }, responseStatus: { code: 201 } }),
       '{"kind":"Event","stage":"ResponseCo',
     ].join('\n');
-    const { binds, leases } = parseAudit(text, 'sits-scheduler');
+    const { binds, deletes, leases } = parseAudit(text, 'sits-scheduler');
+    expect(deletes).toEqual([{ receivedMs: Number.NaN, user: 'sits-replica-1', ns: 'chaos', name: 'g-0', code: 200 }]);
     expect(binds).toEqual([
       { receivedMs: Date.parse('2026-12-06T16:00:00.123Z'), user: 'sits-replica-0', ns: 'chaos', name: 'a', code: 201 },
       { receivedMs: Number.NaN, user: 'sits-replica-1', ns: 'chaos', name: 'a', code: 409 },

@@ -4,7 +4,7 @@
  */
 import type { BindRecord, LeaseRecord } from './invariants.ts';
 
-/** Lease writes with their body (the holder), bindings with metadata, nothing else. */
+/** Lease writes with their body (the holder), bindings and pod deletions with metadata, nothing else. */
 export const AUDIT_POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived]
@@ -16,6 +16,9 @@ rules:
 - level: Metadata
   verbs: [create]
   resources: [{group: "", resources: [pods/binding]}]
+- level: Metadata
+  verbs: [delete]
+  resources: [{group: "", resources: [pods]}]
 - level: None
 `;
 
@@ -30,9 +33,10 @@ interface AuditEvent {
   readonly requestObject?: { readonly spec?: { readonly holderIdentity?: string } };
 }
 
-/** The bindings and scheduler-Lease writes in a kube-apiserver audit log (JSON lines). */
-export function parseAudit(text: string, leaseName: string): { binds: BindRecord[]; leases: LeaseRecord[] } {
+/** The bindings, pod deletions and scheduler-Lease writes in a kube-apiserver audit log (JSON lines). */
+export function parseAudit(text: string, leaseName: string): { binds: BindRecord[]; deletes: BindRecord[]; leases: LeaseRecord[] } {
   const binds: BindRecord[] = [];
+  const deletes: BindRecord[] = [];
   const leases: LeaseRecord[] = [];
   for (const line of text.split('\n')) {
     if (line.trim() === '') continue;
@@ -48,10 +52,12 @@ export function parseAudit(text: string, leaseName: string): { binds: BindRecord
     const ref = e.objectRef ?? {};
     if (ref.resource === 'pods' && ref.subresource === 'binding')
       binds.push({ receivedMs: Date.parse(e.requestReceivedTimestamp ?? ''), user, ns: ref.namespace ?? '', name: ref.name ?? '', code });
+    else if (ref.resource === 'pods' && ref.subresource === undefined && e.verb === 'delete')
+      deletes.push({ receivedMs: Date.parse(e.requestReceivedTimestamp ?? ''), user, ns: ref.namespace ?? '', name: ref.name ?? '', code });
     else if (ref.resource === 'leases' && ref.name === leaseName && code >= 200 && code < 300)
       leases.push({ storedMs: Date.parse(e.stageTimestamp ?? ''), user, holder: e.requestObject?.spec?.holderIdentity ?? '' });
   }
-  return { binds, leases };
+  return { binds, deletes, leases };
 }
 
 /** Sum of apiserver_flowcontrol_rejected_requests_total for our priority level in a /metrics text. */

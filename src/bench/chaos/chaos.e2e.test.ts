@@ -20,7 +20,9 @@ describe('chaos: the short fault plan on a real control plane', () => {
         leaseDurationSec: 4,
         trainingRunSec: 10,
         quietSec: 3,
-        gangWindowSec: 30,
+        // A crashed or paused leader's gang waits for the lease to expire and the standby to take over: on a loaded
+        // machine every timer is late, so the bound grows with the test timeout scale (30 s unloaded).
+        gangWindowSec: Math.max(30, scaled(15_000) / 1000),
         settleTimeoutSec: 90,
         progress: { line: (m) => logs.push(m), status: (m) => m !== '' && logs.push(m) },
       });
@@ -34,6 +36,7 @@ describe('chaos: the short fault plan on a real control plane', () => {
       expect(r.observed.pausesMidGang).toBe(1);
       expect(r.observed.watch410).toBeGreaterThan(0);
       expect(r.observed.rejected429).toBeGreaterThan(0);
+      expect(r.observed.nonLeaderPodDeletes).toBe(0);
       expect(r.violations).toEqual([]);
       expect(r.invariants).toEqual({ halfBoundGangs: 0, doubleBinds: 0, gpuDoubleAssigned: 0, lostPods: 0, nonLeaderBinds: 0, orphans: 0 });
       expect(r.pods.submitted).toBeGreaterThan(20);

@@ -142,6 +142,23 @@ describe('chaos invariants', () => {
     );
     // b (replica-0 after the takeover) and e (before anyone held the lease); c failed, so it did nothing.
     expect(r.invariants.nonLeaderBinds).toBe(2);
+    expect(r.nonLeaderDeletes).toBe(0);
+    const d = checkInvariants(
+      history({
+        leases: [
+          { storedMs: 1000, user: 'r0', holder: 'replica-0' },
+          { storedMs: 9000, user: 'r1', holder: 'replica-1' },
+        ],
+        deletes: [
+          { receivedMs: 2000, user: 'r0', ns: 'w', name: 'a', code: 200 },
+          { receivedMs: 9500, user: 'r0', ns: 'w', name: 'b', code: 200 },
+          { receivedMs: 9600, user: 'admin', ns: 'w', name: 'c', code: 200 },
+        ],
+      }),
+    );
+    // The stale rollback: replica-0 deleting a pod after replica-1 took over.
+    expect(d.nonLeaderDeletes).toBe(1);
+    expect(d.violations).toEqual([expect.stringMatching(/^deletion of w\/b by replica-0 .* holder was replica-1$/)]);
   });
 
   it('counts slots never bound and pods left unbound at the end as lost', () => {

@@ -27,7 +27,7 @@ export interface PodObs {
   readonly slot?: string;
 }
 
-/** A pods/binding create in the audit log (ResponseComplete): who sent it, when it arrived, how it ended. */
+/** A pods/binding create (or a pod delete) in the audit log (ResponseComplete): who sent it, when it arrived, how it ended. */
 export interface BindRecord {
   readonly receivedMs: number;
   readonly user: string;
@@ -48,6 +48,8 @@ export interface ChaosHistory {
   readonly nodeGpus: ReadonlyMap<string, number>;
   readonly pods: readonly PodObs[];
   readonly binds: readonly BindRecord[];
+  /** Pod deletions by the replicas (a gang rolled back), same shape as bindings. */
+  readonly deletes?: readonly BindRecord[];
   readonly leases: readonly LeaseRecord[];
   /** The scheduler replicas' API users → their leader-election identity. */
   readonly replicaOf: ReadonlyMap<string, string>;
@@ -83,6 +85,8 @@ export interface InvariantReport {
   /** How long gangs were partly bound (ms), every episode: the crash-recovery time of gang binding. */
   readonly partialGangMs: readonly number[];
   readonly podsBound: number;
+  /** Pods deleted by a replica that did not hold the Lease (reported beside the invariants, listed in `violations`). */
+  readonly nonLeaderDeletes: number;
 }
 
 const key = (ns: string, name: string): string => `${ns}/${name}`;
@@ -201,23 +205,28 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
     }
   }
 
-  // A binding received while the Lease's last stored holder was someone else: a replica bound without leading.
+  // A binding (or a pod deletion: a gang rolled back) received while the Lease's last stored holder was someone
+  // else: a replica acted without leading.
   const leases = [...h.leases].sort((a, b) => a.storedMs - b.storedMs);
-  let nonLeader = 0;
-  for (const b of h.binds) {
-    if (b.code < 200 || b.code >= 300) continue;
-    const me = h.replicaOf.get(b.user);
-    if (me === undefined) continue;
-    let holder: string | undefined;
-    for (const l of leases) {
-      if (l.storedMs > b.receivedMs) break;
-      holder = l.holder;
+  const notLeading = (writes: readonly BindRecord[], what: string): number => {
+    let n = 0;
+    for (const b of writes) {
+      if (b.code < 200 || b.code >= 300) continue;
+      const me = h.replicaOf.get(b.user);
+      if (me === undefined) continue;
+      let holder: string | undefined;
+      for (const l of leases) {
+        if (l.storedMs > b.receivedMs) break;
+        holder = l.holder;
+      }
+      if (holder === me) continue;
+      n++;
+      violations.push(`${what} of ${key(b.ns, b.name)} by ${me} at ${new Date(b.receivedMs).toISOString()} while the lease holder was ${holder ?? '(none)'}`);
     }
-    if (holder !== me) {
-      nonLeader++;
-      violations.push(`binding of ${key(b.ns, b.name)} by ${me} at ${new Date(b.receivedMs).toISOString()} while the lease holder was ${holder ?? '(none)'}`);
-    }
-  }
+    return n;
+  };
+  const nonLeader = notLeading(h.binds, 'binding');
+  const nonLeaderDeletes = notLeading(h.deletes ?? [], 'deletion');
 
   // Lost: a submitted slot no pod of which was ever bound, or a pod still unbound at the end.
   let lost = 0;
@@ -253,5 +262,6 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
     violations,
     partialGangMs,
     podsBound: boundSlots.size,
+    nonLeaderDeletes,
   };
 }

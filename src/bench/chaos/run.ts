@@ -80,6 +80,8 @@ export interface ChaosResult {
     readonly killsMidGang: number;
     /** Leader pauses (SIGSTOP) that landed inside a gang's binding, the rest by timing. */
     readonly pausesMidGang: number;
+    /** Pods deleted by a replica that did not hold the Lease (a stale gang rollback; listed in `violations`). */
+    readonly nonLeaderPodDeletes: number;
     /** 410 Gone answers to the bench's own pod watch. */
     readonly watch410: number;
     /** Requests of the replicas APF rejected with 429 (apiserver_flowcontrol_rejected_requests_total). */
@@ -582,12 +584,13 @@ class ChaosRun {
       .map((p) => obsOf(endMs, 'MODIFIED', p));
     const owners = await this.ownersAtEnd();
     for (const r of this.replicas) await r.stop();
-    const audit = existsSync(this.auditPath) ? parseAudit(readFileSync(this.auditPath, 'utf8'), SCHEDULER_NAME) : { binds: [], leases: [] };
+    const audit = existsSync(this.auditPath) ? parseAudit(readFileSync(this.auditPath, 'utf8'), SCHEDULER_NAME) : { binds: [], deletes: [], leases: [] };
     if (audit.binds.length === 0) throw new Error(`the audit log ${this.auditPath} holds no bindings: the invariants would prove nothing`);
     const report = checkInvariants({
       nodeGpus: new Map(this.nodes.map((n) => [n.name, GPUS_PER_NODE])),
       pods: this.rec.pods,
       binds: audit.binds,
+      deletes: audit.deletes,
       leases: audit.leases,
       replicaOf: new Map(this.replicas.map((r) => [r.user, r.identity])),
       gangSize: this.sub.gangSize,
@@ -613,6 +616,7 @@ class ChaosRun {
       observed: {
         killsMidGang: this.measured.killsMidGang,
         pausesMidGang: this.measured.pausesMidGang,
+        nonLeaderPodDeletes: report.nonLeaderDeletes,
         watch410: this.rec.watch410,
         rejected429: this.measured.rejected429,
         maxPartialGangSec: round2(Math.max(0, ...report.partialGangMs) / 1000),

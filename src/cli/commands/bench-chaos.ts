@@ -50,7 +50,7 @@ export function registerBenchChaos(bench: Command): void {
         writeFileMkdir(o.json, `${JSON.stringify(r, null, 2)}\n`);
         process.stderr.write(`wrote ${o.json}\n`);
         process.stdout.write(`${JSON.stringify({ faults: r.faults, invariants: r.invariants, pods: r.pods, recoverySec: r.recoverySec })}\n`);
-        if (Object.values(r.invariants).some((v) => v !== 0) || r.pods.bound !== r.pods.submitted) {
+        if (Object.values(r.invariants).some((v) => v !== 0) || r.pods.bound !== r.pods.submitted || r.violations.length > 0) {
           process.stderr.write(`violations:\n${r.violations.join('\n')}\n`);
           process.exitCode = 1;
         }
