@@ -27,7 +27,7 @@ import { AUDIT_POLICY, parseAudit, rejectedFor } from './audit.ts';
 import { checkInvariants, type Invariants, type PodObs } from './invariants.ts';
 import { makePlan, type Fault, type FaultCounts } from './plan.ts';
 import type { ReplicaConfig } from './replica.ts';
-import { startSlowProxy, type SlowProxy } from './slow-proxy.ts';
+import { startSlowProxy, type SlowProxy } from '../../harness/slow-proxy.ts';
 import { CHAOS_NS, GROUP_VERSION, gpuIndicesOf, killGang, objectOf, probePod, slotOfPod, slotsOf, submissionsFor, type Submission } from './workload.ts';
 
 export interface ChaosProgress {

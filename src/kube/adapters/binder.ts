@@ -48,6 +48,19 @@ export interface KubeBinderOptions {
   readonly bound?: (seconds: number, ok: boolean) => void;
   /** Longest wait for the PV controller to bind a pod's claims before it goes back to the queue (kube's bindTimeout, 600 s). */
   readonly volumeBindTimeoutMs?: number;
+  /**
+   * Whether this replica holds the Lease now (default: always). Checked right before every binding and before a gang
+   * plan is written, completed or rolled back (ADR 0187): a replica that lost the Lease while its bindings waited
+   * (paused, slowed) leaves them, and any half-done plan, to the leader.
+   */
+  readonly leading?: () => boolean;
+}
+
+/** A binding or plan step refused because this replica does not hold the Lease (ADR 0187). */
+export class NotLeadingError extends Error {
+  constructor(what: string) {
+    super(`${what}: not the leader (left to the replica holding the Lease)`);
+  }
 }
 
 export class KubeBinder implements Binder {
@@ -146,6 +159,7 @@ export class KubeBinder implements Binder {
     const annotations = { [ANNOTATION.gpuIndices]: r.gpus.join(','), ...(nccl === undefined ? {} : { [ANNOTATION.ncclTopology]: nccl.xml }) };
     const t0 = performance.now();
     try {
+      if (this.opts.leading?.() === false) throw new NotLeadingError(`bind ${r.podId}`);
       await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
         apiVersion: 'v1',
         kind: 'Binding',
@@ -168,13 +182,19 @@ export class KubeBinder implements Binder {
       // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
       this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);
       this.cache.forget(r.podId);
-      if (this.nominatedPods.has(r.podId) && !isStatus(e, 404)) this.nominate(r.podId, null);
+      if (this.nominatedPods.has(r.podId) && !isStatus(e, 404) && !(e instanceof NotLeadingError)) this.nominate(r.podId, null);
       this.opts.requeued?.();
       throw e;
     }
   }
 
   private async bindGang(name: string, plan: readonly BindRequest[]): Promise<void> {
+    if (this.opts.leading?.() === false) {
+      this.opts.log(`gang ${name}: not the leader; left to the replica holding the Lease`);
+      for (const r of plan) this.cache.forget(r.podId);
+      this.opts.requeued?.();
+      return;
+    }
     const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
     const annotate = plan.map((r) =>
       this.client.mergePatch(podStatusPath(r.podId), {
@@ -234,6 +254,12 @@ export class KubeBinder implements Binder {
   /** Completes a written plan, or rolls it back when it cannot be completed. */
   private async recoverPlan(planId: string): Promise<void> {
     const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
+    if (this.opts.leading?.() === false) {
+      // The plan stays written: the leader's recover() completes or undoes it, from a cache it trusts.
+      this.opts.log(`plan ${planId}: not the leader; left to the replica holding the Lease`);
+      for (const p of members) if ((p.spec?.nodeName ?? '') === '') this.cache.forget(podKey(p));
+      return;
+    }
     const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
     const bound = members.filter((p) => (p.spec?.nodeName ?? '') !== '');
     const unbound = members.filter((p) => (p.spec?.nodeName ?? '') === '' && p.metadata?.deletionTimestamp === undefined);
