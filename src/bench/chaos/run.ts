@@ -297,7 +297,7 @@ class ChaosRun {
   nodes: ReturnType<typeof devNodes> = [];
   readonly replicas: Replica[] = [];
   // The record: every pod event of the namespace, in order, with the time it arrived.
-  readonly rec = { pods: [] as PodObs[], boundAt: new Map<string, number>(), watch410: 0 };
+  readonly rec = { pods: [] as PodObs[], boundAt: new Map<string, number>(), lastByName: new Map<string, PodObs>(), watch410: 0 };
   // Submissions: the slots they fill, gang sizes, the owners' uids and how many children each should have.
   readonly sub = {
     slots: new Set<string>(),
@@ -371,6 +371,14 @@ class ChaosRun {
   private seen(type: PodObs['type'], p: V1Pod): void {
     if (p.spec?.schedulerName !== SCHEDULER_NAME) return;
     const ob = obsOf(Date.now(), type, p);
+    // A relist after a watch gap shows a pod deleted and created again under its name (a gang member recreated by
+    // its controller) as an update: the old object is gone, recorded so before the new one.
+    const name = `${ob.ns}/${ob.name}`;
+    const last = this.rec.lastByName.get(name);
+    if (last !== undefined && last.uid !== ob.uid && type !== 'DELETED') this.rec.pods.push({ ...last, t: ob.t, type: 'DELETED' });
+    if (type === 'DELETED') {
+      if (last?.uid === ob.uid) this.rec.lastByName.delete(name);
+    } else this.rec.lastByName.set(name, ob);
     this.rec.pods.push(ob);
     if (ob.node !== '' && ob.slot !== undefined && !this.rec.boundAt.has(ob.slot)) this.rec.boundAt.set(ob.slot, ob.t);
   }

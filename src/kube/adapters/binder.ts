@@ -70,6 +70,13 @@ export class KubeBinder implements Binder {
   private readonly nominatedPods = new Set<string>();
   private readonly inFlight = new InFlight();
   private gangMembersBound = 0;
+  /**
+   * Plans left written without a binding in progress (their undo failed, or they were left while not leading):
+   * their members are out of the queue (pendingUnits skips planned pods) until the plan is completed or undone, so
+   * the leader retries them on every tick rather than only when it next becomes leader.
+   */
+  private readonly unsettled = new Set<string>();
+  private readonly settling = new Set<string>();
 
   private readonly volumes: VolumePreBinder;
 
@@ -105,6 +112,7 @@ export class KubeBinder implements Binder {
 
   /** Binds nominated preemptors whose victims have left (or after a bounded wait: the victims may hang). */
   tick(): void {
+    this.settle();
     if (this.nominated.length === 0) return;
     const now = this.opts.nowMs();
     const ready = this.nominated.filter((n) => n.batch.after.every((k) => this.cache.pod(k) === undefined) || now - n.sinceMs > NOMINATION_WAIT_MS);
@@ -120,6 +128,17 @@ export class KubeBinder implements Binder {
       .request('PATCH', `${podPath(podId)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { nominatedNodeName: node } } })
       .catch((e: unknown) => this.opts.log(`nominate ${podId} → ${node ?? '(none)'}: ${(e as Error).message}`));
     this.inFlight.track(task);
+  }
+
+  /** Completes or undoes the unsettled plans (one attempt each at a time), while leading. */
+  private settle(): void {
+    if (this.unsettled.size === 0 || this.opts.leading?.() === false) return;
+    for (const id of [...this.unsettled]) {
+      if (this.settling.has(id)) continue;
+      this.unsettled.delete(id);
+      this.settling.add(id);
+      this.inFlight.track(this.recoverPlan(id).finally(() => this.settling.delete(id)));
+    }
   }
 
   /** Bindings in flight or waiting for victims. */
@@ -211,7 +230,9 @@ export class KubeBinder implements Binder {
     const results = await Promise.allSettled(annotate);
     if (results.some((x) => x.status === 'rejected')) {
       this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
-      await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
+      const undone = await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
+      // Part of the plan still written (the undo failed too, e.g. throttled): settled later, see `unsettled`.
+      if (undone.some(failedBut404)) this.unsettled.add(planId);
       for (const r of plan) this.cache.forget(r.podId);
       this.opts.requeued?.();
       this.stats.rollbacks++;
@@ -258,6 +279,7 @@ export class KubeBinder implements Binder {
       // The plan stays written: the leader's recover() completes or undoes it, from a cache it trusts.
       this.opts.log(`plan ${planId}: not the leader; left to the replica holding the Lease`);
       for (const p of members) if ((p.spec?.nodeName ?? '') === '') this.cache.forget(podKey(p));
+      this.unsettled.add(planId);
       return;
     }
     const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
@@ -304,12 +326,18 @@ export class KubeBinder implements Binder {
     // Roll back: bound members are deleted (their owner recreates them), the rest lose the plan.
     this.stats.rollbacks++;
     this.opts.log(`plan ${planId}: rolling back ${bound.length} bound members`);
-    await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
-    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })));
+    const deleted = await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
+    const cleared = await Promise.allSettled(
+      unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })),
+    );
+    if ([...deleted, ...cleared].some(failedBut404)) this.unsettled.add(planId);
     for (const p of unbound) this.cache.forget(podKey(p));
     this.opts.requeued?.();
   }
 }
+
+/** A write that failed for another reason than the pod being gone (then there is nothing left to undo). */
+const failedBut404 = (x: PromiseSettledResult<unknown>): boolean => x.status === 'rejected' && !isStatus(x.reason, 404);
 
 // The plan is metadata written through pods/status (a merge patch there writes annotations, never the spec; ADR
 // 0175): the scheduler holds kube-scheduler's pods/status patch and no pods patch.
