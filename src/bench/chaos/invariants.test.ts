@@ -124,13 +124,16 @@ describe('chaos invariants', () => {
     expect(r.invariants.gpuDoubleAssigned).toBe(1);
   });
 
+  // replica-0 leads from 1 s, replica-1 takes over at 9 s.
+  const TAKEOVER = [
+    { storedMs: 1000, user: 'r0', holder: 'replica-0' },
+    { storedMs: 9000, user: 'r1', holder: 'replica-1' },
+  ];
+
   it('counts bindings received while the Lease was held by another replica (the paused leader resumed)', () => {
     const r = checkInvariants(
       history({
-        leases: [
-          { storedMs: 1000, user: 'r0', holder: 'replica-0' },
-          { storedMs: 9000, user: 'r1', holder: 'replica-1' },
-        ],
+        leases: TAKEOVER,
         binds: [
           { receivedMs: 2000, user: 'r0', ns: 'w', name: 'a', code: 201 },
           { receivedMs: 9500, user: 'r0', ns: 'w', name: 'b', code: 201 },
@@ -145,10 +148,7 @@ describe('chaos invariants', () => {
     expect(r.nonLeaderDeletes).toBe(0);
     const d = checkInvariants(
       history({
-        leases: [
-          { storedMs: 1000, user: 'r0', holder: 'replica-0' },
-          { storedMs: 9000, user: 'r1', holder: 'replica-1' },
-        ],
+        leases: TAKEOVER,
         deletes: [
           { receivedMs: 2000, user: 'r0', ns: 'w', name: 'a', code: 200 },
           { receivedMs: 9500, user: 'r0', ns: 'w', name: 'b', code: 200 },
