@@ -122,6 +122,7 @@ describe('chaos invariants', () => {
       }),
     );
     expect(r.invariants.gpuDoubleAssigned).toBe(1);
+    expect(r.violations).toEqual(['pod w/b got GPU 0 of n1, held by w/a']);
   });
 
   // replica-0 leads from 1 s, replica-1 takes over at 9 s.

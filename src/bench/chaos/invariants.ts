@@ -93,6 +93,7 @@ const key = (ns: string, name: string): string => `${ns}/${name}`;
 const parseIndices = (s: string): number[] => (s === '' ? [] : s.split(',').map(Number));
 
 interface Live {
+  name: string;
   node: string;
   gpus: number;
   indices: number[];
@@ -158,7 +159,7 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
       if (before?.gang !== undefined) gangChanged(before.gang, o.t);
       continue;
     }
-    const now: Live = { node: o.node, gpus: o.gpus, indices: parseIndices(o.gpuIndices), terminal: o.terminal, gang: o.gang, ownerUid: o.ownerUid };
+    const now: Live = { name: key(o.ns, o.name), node: o.node, gpus: o.gpus, indices: parseIndices(o.gpuIndices), terminal: o.terminal, gang: o.gang, ownerUid: o.ownerUid };
     if (before !== undefined && before.node !== '' && now.node !== before.node) {
       doubleBinds++;
       violations.push(`pod ${key(o.ns, o.name)} (${o.uid}) moved from ${before.node} to ${now.node || '(unbound)'}`);
@@ -175,11 +176,11 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
           violations.push(`pod ${key(o.ns, o.name)} bound to ${now.node} with ${used} of ${cap} GPUs already held, asking ${now.gpus}`);
         }
       }
-      const taken = new Set(others.flatMap((p) => p.indices));
-      const clash = now.terminal ? [] : now.indices.filter((i) => taken.has(i));
-      if (clash.length > 0) {
+      const holders = now.terminal ? [] : others.filter((p) => p.indices.some((i) => now.indices.includes(i)));
+      if (holders.length > 0) {
         gpuDouble++;
-        violations.push(`pod ${key(o.ns, o.name)} got GPU ${clash.join(',')} of ${now.node}, held by another pod`);
+        const clash = now.indices.filter((i) => holders.some((p) => p.indices.includes(i)));
+        violations.push(`pod ${key(o.ns, o.name)} got GPU ${clash.join(',')} of ${now.node}, held by ${holders.map((p) => p.name).join(', ')}`);
       }
     }
     live.set(o.uid, now);
