@@ -24,6 +24,7 @@ export const ENTRY_POINTS = {
   sits: 'src/cli/main.ts',
   'grid-worker': 'src/bench/grid/worker.ts',
   'kube-bench-child': 'src/bench/kube/sits-child.ts',
+  'chaos-replica': 'src/bench/chaos/replica.ts',
 };
 
 /**
@@ -33,6 +34,7 @@ export const ENTRY_POINTS = {
 const ENTRY_URLS = {
   'src/bench/grid/pool.ts': { './worker-entry.mjs': 'grid-worker.js' },
   'src/bench/kube/run.ts': { './sits-child.ts': 'kube-bench-child.js' },
+  'src/bench/chaos/run.ts': { './replica.ts': 'chaos-replica.js' },
 };
 
 /**

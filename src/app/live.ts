@@ -164,6 +164,7 @@ export function buildLiveScheduler(client: KubeClient, opts: LiveOptions): LiveS
     nowMs,
     requeued: () => scheduler.noteChange(),
     bound: (seconds, ok) => scheduler.observer?.bound?.(seconds, ok),
+    leading: () => scheduler.isLeader(),
     ...(opts.afterGangMemberBound === undefined ? {} : { afterGangMemberBound: opts.afterGangMemberBound }),
   });
   const evictor = new KubeEvictor(client, {

@@ -98,6 +98,13 @@ export interface ControlPlane {
   kubeConfig(): KubeConfig;
   /** Stops kube-apiserver and starts it again on the same port against the same etcd; resolves when /readyz is ok. */
   restartApiServer(): Promise<void>;
+  /** SIGKILLs kube-apiserver (no graceful shutdown: open requests cut) and starts it again; resolves when /readyz is ok. */
+  killApiServer(): Promise<void>;
+  /**
+   * SIGKILLs etcd and starts it again on the same ports with the same data dir; resolves when its /health is ok
+   * (kube-apiserver keeps running and reconnects by itself).
+   */
+  killEtcd(): Promise<void>;
   startScheduler(configYaml?: string): Promise<SchedulerProcess>;
   stopScheduler(): Promise<void>;
   /**
@@ -472,12 +479,12 @@ class ControlPlaneImpl implements ControlPlane {
     return managed;
   }
 
-  private async stopManaged(name: string, graceMs = 15_000): Promise<void> {
+  private async stopManaged(name: string, graceMs = 15_000, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
     const p = this.procs.get(name);
     if (!p) return;
     p.stopping = true;
     if (p.child.exitCode === null && p.child.signalCode === null) {
-      killGroup(p.pid, 'SIGTERM');
+      killGroup(p.pid, signal);
       const timedOut = await Promise.race([p.exited.then(() => false), sleep(graceMs).then(() => true)]);
       if (timedOut) {
         this.log(`${name} did not stop within ${graceMs} ms; killing it`);
@@ -545,6 +552,20 @@ class ControlPlaneImpl implements ControlPlane {
     this.log('restarting kube-apiserver');
     await this.stopManaged('kube-apiserver', 30_000);
     await this.startApiServer();
+  }
+
+  async killApiServer(): Promise<void> {
+    this.assertRunning();
+    this.log('killing kube-apiserver (SIGKILL) and starting it again');
+    await this.stopManaged('kube-apiserver', 10_000, 'SIGKILL');
+    await this.startApiServer();
+  }
+
+  async killEtcd(): Promise<void> {
+    this.assertRunning();
+    this.log('killing etcd (SIGKILL) and starting it again');
+    await this.stopManaged('etcd', 10_000, 'SIGKILL');
+    await this.startEtcd();
   }
 
   async startScheduler(configYaml?: string): Promise<SchedulerProcess> {
@@ -669,7 +690,8 @@ class ControlPlaneImpl implements ControlPlane {
   }
 }
 
-function kubeconfigYaml(server: string, token: string): string {
+/** A kubeconfig for `server` (TLS not verified: the test apiserver's certificate is self-signed) with a bearer token. */
+export function kubeconfigYaml(server: string, token: string): string {
   return stringifyYaml({
     apiVersion: 'v1',
     kind: 'Config',

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { registerBenchAdmission } from './bench-admission.ts';
 import { registerBenchBatch } from './bench-batch.ts';
+import { registerBenchChaos } from './bench-chaos.ts';
 import { registerBenchCheckpoint } from './bench-checkpoint.ts';
 import { registerBenchDashboard } from './bench-dashboard.ts';
 import { registerBenchWebhook } from './bench-webhook.ts';
@@ -37,5 +38,6 @@ export function registerBench(program: Command): void {
   registerBenchStartup(bench);
   registerBenchStatusWrites(bench);
   registerBenchSoak(bench);
+  registerBenchChaos(bench);
   registerBenchAll(bench);
 }

@@ -48,6 +48,19 @@ export interface KubeBinderOptions {
   readonly bound?: (seconds: number, ok: boolean) => void;
   /** Longest wait for the PV controller to bind a pod's claims before it goes back to the queue (kube's bindTimeout, 600 s). */
   readonly volumeBindTimeoutMs?: number;
+  /**
+   * Whether this replica holds the Lease now (default: always). Checked right before every binding and before a gang
+   * plan is written, completed or rolled back (ADR 0187): a replica that lost the Lease while its bindings waited
+   * (paused, slowed) leaves them, and any half-done plan, to the leader.
+   */
+  readonly leading?: () => boolean;
+}
+
+/** A binding or plan step refused because this replica does not hold the Lease (ADR 0187). */
+export class NotLeadingError extends Error {
+  constructor(what: string) {
+    super(`${what}: not the leader (left to the replica holding the Lease)`);
+  }
 }
 
 export class KubeBinder implements Binder {
@@ -61,6 +74,13 @@ export class KubeBinder implements Binder {
   /** The most batches binding at once so far (a test seam: bounded by 2 × the client's requests in flight). */
   peakBinding = 0;
   private gangMembersBound = 0;
+  /**
+   * Plans left written without a binding in progress (their undo failed, or they were left while not leading):
+   * their members are out of the queue (pendingUnits skips planned pods) until the plan is completed or undone, so
+   * the leader retries them on every tick rather than only when it next becomes leader.
+   */
+  private readonly unsettled = new Set<string>();
+  private readonly settling = new Set<string>();
 
   private readonly volumes: VolumePreBinder;
 
@@ -96,6 +116,7 @@ export class KubeBinder implements Binder {
 
   /** Binds nominated preemptors whose victims have left (or after a bounded wait: the victims may hang). */
   tick(): void {
+    this.settle();
     if (this.nominated.length === 0) return;
     const now = this.opts.nowMs();
     const ready = this.nominated.filter((n) => n.batch.after.every((k) => this.cache.pod(k) === undefined) || now - n.sinceMs > NOMINATION_WAIT_MS);
@@ -111,6 +132,17 @@ export class KubeBinder implements Binder {
       .request('PATCH', `${podPath(podId)}/status`, { contentType: 'application/strategic-merge-patch+json', body: { status: { nominatedNodeName: node } } })
       .catch((e: unknown) => this.opts.log(`nominate ${podId} → ${node ?? '(none)'}: ${(e as Error).message}`));
     this.inFlight.track(task);
+  }
+
+  /** Completes or undoes the unsettled plans (one attempt each at a time), while leading. */
+  private settle(): void {
+    if (this.unsettled.size === 0 || this.opts.leading?.() === false) return;
+    for (const id of [...this.unsettled]) {
+      if (this.settling.has(id)) continue;
+      this.unsettled.delete(id);
+      this.settling.add(id);
+      this.inFlight.track(this.recoverPlan(id).finally(() => this.settling.delete(id)));
+    }
   }
 
   /** Bindings in flight or waiting for victims. */
@@ -180,6 +212,7 @@ export class KubeBinder implements Binder {
     const annotations = { [ANNOTATION.gpuIndices]: r.gpus.join(','), ...(nccl === undefined ? {} : { [ANNOTATION.ncclTopology]: nccl.xml }) };
     const t0 = performance.now();
     try {
+      if (this.opts.leading?.() === false) throw new NotLeadingError(`bind ${r.podId}`);
       await this.client.post(`/api/v1/namespaces/${ns}/pods/${name}/binding`, {
         apiVersion: 'v1',
         kind: 'Binding',
@@ -202,13 +235,19 @@ export class KubeBinder implements Binder {
       // 409: already bound (by another replica) or changed; 404: deleted. Either way the watch tells the truth.
       this.opts.log(`bind ${r.podId} → ${r.node}: ${(e as Error).message}`);
       this.cache.forget(r.podId);
-      if (this.nominatedPods.has(r.podId) && !isStatus(e, 404)) this.nominate(r.podId, null);
+      if (this.nominatedPods.has(r.podId) && !isStatus(e, 404) && !(e instanceof NotLeadingError)) this.nominate(r.podId, null);
       this.opts.requeued?.();
       throw e;
     }
   }
 
   private async bindGang(name: string, plan: readonly BindRequest[]): Promise<void> {
+    if (this.opts.leading?.() === false) {
+      this.opts.log(`gang ${name}: not the leader; left to the replica holding the Lease`);
+      for (const r of plan) this.cache.forget(r.podId);
+      this.opts.requeued?.();
+      return;
+    }
     const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
     const annotate = plan.map((r) =>
       this.client.mergePatch(podStatusPath(r.podId), {
@@ -225,7 +264,9 @@ export class KubeBinder implements Binder {
     const results = await Promise.allSettled(annotate);
     if (results.some((x) => x.status === 'rejected')) {
       this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
-      await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
+      const undone = await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
+      // Part of the plan still written (the undo failed too, e.g. throttled): settled later, see `unsettled`.
+      if (undone.some(failedBut404)) this.unsettled.add(planId);
       for (const r of plan) this.cache.forget(r.podId);
       this.opts.requeued?.();
       this.stats.rollbacks++;
@@ -268,6 +309,13 @@ export class KubeBinder implements Binder {
   /** Completes a written plan, or rolls it back when it cannot be completed. */
   private async recoverPlan(planId: string): Promise<void> {
     const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
+    if (this.opts.leading?.() === false) {
+      // The plan stays written: the leader's recover() completes or undoes it, from a cache it trusts.
+      this.opts.log(`plan ${planId}: not the leader; left to the replica holding the Lease`);
+      for (const p of members) if ((p.spec?.nodeName ?? '') === '') this.cache.forget(podKey(p));
+      this.unsettled.add(planId);
+      return;
+    }
     const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
     const bound = members.filter((p) => (p.spec?.nodeName ?? '') !== '');
     const unbound = members.filter((p) => (p.spec?.nodeName ?? '') === '' && p.metadata?.deletionTimestamp === undefined);
@@ -312,12 +360,18 @@ export class KubeBinder implements Binder {
     // Roll back: bound members are deleted (their owner recreates them), the rest lose the plan.
     this.stats.rollbacks++;
     this.opts.log(`plan ${planId}: rolling back ${bound.length} bound members`);
-    await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
-    await Promise.allSettled(unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })));
+    const deleted = await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
+    const cleared = await Promise.allSettled(
+      unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })),
+    );
+    if ([...deleted, ...cleared].some(failedBut404)) this.unsettled.add(planId);
     for (const p of unbound) this.cache.forget(podKey(p));
     this.opts.requeued?.();
   }
 }
+
+/** A write that failed for another reason than the pod being gone (then there is nothing left to undo). */
+const failedBut404 = (x: PromiseSettledResult<unknown>): boolean => x.status === 'rejected' && !isStatus(x.reason, 404);
 
 // The plan is metadata written through pods/status (a merge patch there writes annotations, never the spec; ADR
 // 0175): the scheduler holds kube-scheduler's pods/status patch and no pods patch.

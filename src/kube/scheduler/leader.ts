@@ -93,13 +93,21 @@ export class LeaderElector {
 
   private async tick(): Promise<void> {
     if (this.stopped) return;
+    // The renewal counts from before its request was sent (ADR 0187): the apiserver stored it no earlier, so a
+    // standby's lease-duration wait starts no earlier either. Counting from the answer instead let a replica
+    // paused (or slowed) with a renewal in flight wake up as leader for another renew deadline, though the
+    // standby had taken over meanwhile: it bound a pod without holding the Lease (sits bench chaos).
+    const sentMs = performance.now();
     try {
       const ok = await this.tryAcquireOrRenew();
       // Stopped meanwhile: never start leading after stop(); stop() releases what this took.
       if (this.stopped) return;
       if (ok) {
-        this.lastRenewMs = performance.now();
-        this.setLeading(true);
+        this.lastRenewMs = sentMs;
+        // A renewal that took longer than the renew deadline does not make a leader: the lease may have been
+        // another's meanwhile (the next tick renews again).
+        if (performance.now() - sentMs < this.renewDeadlineMs) this.setLeading(true);
+        else this.setLeading(false);
       } else this.setLeading(false);
     } catch (e) {
       this.opts.log?.(`lease: ${(e as Error).message}`);
