@@ -26,6 +26,7 @@ import { Reflector } from '../../kube/client/reflector.ts';
 import { AUDIT_POLICY, parseAudit, rejectedFor } from './audit.ts';
 import { checkInvariants, type Invariants, type PodObs } from './invariants.ts';
 import { makePlan, type Fault, type FaultCounts } from './plan.ts';
+import { inRevisionOrder, revisionOf } from './record-order.ts';
 import type { ReplicaConfig } from './replica.ts';
 import { startSlowProxy, type SlowProxy } from '../../harness/slow-proxy.ts';
 import { CHAOS_NS, GROUP_VERSION, gpuIndicesOf, killGang, objectOf, probePod, slotOfPod, slotsOf, submissionsFor, type Submission } from './workload.ts';
@@ -368,8 +369,24 @@ class ChaosRun {
     await Promise.all(this.replicas.map((r) => r.start()));
   }
 
+  /**
+   * A relist after a watch gap hands over every change of the gap at once, in key order (a bound probe pod before the
+   * update that ended the pod whose GPU it took): events of one synchronous burst are recorded in the order etcd made
+   * them (resourceVersion), else the checker sees a GPU held twice that never was. A watch's own events keep their order.
+   */
+  private readonly burst: { type: PodObs['type']; p: V1Pod; rv: bigint }[] = [];
+
   private seen(type: PodObs['type'], p: V1Pod): void {
     if (p.spec?.schedulerName !== SCHEDULER_NAME) return;
+    if (this.burst.length === 0) queueMicrotask(() => this.flushBurst());
+    this.burst.push({ type, p, rv: revisionOf(p) });
+  }
+
+  private flushBurst(): void {
+    for (const e of inRevisionOrder(this.burst.splice(0))) this.record(e.type, e.p);
+  }
+
+  private record(type: PodObs['type'], p: V1Pod): void {
     const ob = obsOf(Date.now(), type, p);
     // A relist after a watch gap shows a pod deleted and created again under its name (a gang member recreated by
     // its controller) as an update: the old object is gone, recorded so before the new one.
