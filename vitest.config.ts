@@ -21,9 +21,6 @@ export default defineConfig({
           include: ['src/**/*.test.ts', 'web/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.e2e.test.ts', 'node_modules/**'],
           testTimeout: scaled(60_000),
-          // Another pool than the e2e project's forks: vitest runs pools side by side, so the unit files run while
-          // the e2e files run one after another (in one pool, every unit file went first, on a single worker).
-          pool: 'threads',
         },
       },
       {
