@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, type ChaosHistory, type PodObs } from './invariants.ts';
+import { inRevisionOrder } from './record-order.ts';
 
 const pod = (t: number, uid: string, o: Partial<PodObs> = {}): PodObs => ({
   t,
@@ -113,6 +114,25 @@ describe('chaos invariants', () => {
       }),
     );
     expect(freed.invariants.doubleBinds).toBe(0);
+  });
+
+  it('a relist in key order shows a GPU held twice; in revision order (as recorded) the GPU freed, then taken', () => {
+    // During a watch gap `train-3` (GPU 0) succeeded at revision 40, then `probe-5` was bound to GPU 0 at 41. The
+    // relist hands them over in key order: probe-5 first.
+    const clashes = (pods: PodObs[]): number => checkInvariants(history({ pods })).invariants.gpuDoubleAssigned;
+    const start = pod(1, 'train-3', { node: 'n1', gpuIndices: '0' });
+    const relist = [
+      { rv: 41n, ob: pod(2, 'probe-5', { node: 'n1', gpuIndices: '0' }) },
+      { rv: 40n, ob: pod(2, 'train-3', { node: 'n1', gpuIndices: '0', terminal: true }) },
+    ];
+    expect(clashes([start, ...relist.map((e) => e.ob)])).toBe(1);
+    expect(clashes([start, ...inRevisionOrder(relist).map((e) => e.ob)])).toBe(0);
+    // A real clash (bound before the holder ended) is still counted.
+    const real = [
+      { rv: 39n, ob: pod(2, 'probe-5', { node: 'n1', gpuIndices: '0' }) },
+      { rv: 40n, ob: pod(2, 'train-3', { node: 'n1', gpuIndices: '0', terminal: true }) },
+    ];
+    expect(clashes([start, ...inRevisionOrder(real).map((e) => e.ob)])).toBe(1);
   });
 
   it('counts a GPU index handed to two live pods of one node, not on two nodes', () => {
