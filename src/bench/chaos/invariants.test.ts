@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkInvariants, type ChaosHistory, type PodObs } from './invariants.ts';
-import { inRevisionOrder } from './record-order.ts';
+import { PodRecord } from './record-order.ts';
 
 const pod = (t: number, uid: string, o: Partial<PodObs> = {}): PodObs => ({
   t,
@@ -116,23 +116,42 @@ describe('chaos invariants', () => {
     expect(freed.invariants.doubleBinds).toBe(0);
   });
 
+  // The record as the bench keeps it: the first observations, then one relist burst (in key order, as a reflector hands it over).
+  const recorded = (first: readonly PodObs[], relist: readonly PodObs[]): PodObs[] => {
+    const rec = new PodRecord();
+    for (const ob of first) rec.burst([{ type: ob.type, ob }], ob.t);
+    rec.burst(
+      relist.map((ob) => ({ type: ob.type, ob })),
+      2,
+    );
+    return rec.pods;
+  };
+  const clashes = (pods: PodObs[]): number => checkInvariants(history({ pods })).invariants.gpuDoubleAssigned;
+
   it('a relist in key order shows a GPU held twice; in revision order (as recorded) the GPU freed, then taken', () => {
     // During a watch gap `train-3` (GPU 0) succeeded at revision 40, then `probe-5` was bound to GPU 0 at 41. The
     // relist hands them over in key order: probe-5 first.
-    const clashes = (pods: PodObs[]): number => checkInvariants(history({ pods })).invariants.gpuDoubleAssigned;
-    const start = pod(1, 'train-3', { node: 'n1', gpuIndices: '0' });
-    const relist = [
-      { rv: 41n, ob: pod(2, 'probe-5', { node: 'n1', gpuIndices: '0' }) },
-      { rv: 40n, ob: pod(2, 'train-3', { node: 'n1', gpuIndices: '0', terminal: true }) },
-    ];
-    expect(clashes([start, ...relist.map((e) => e.ob)])).toBe(1);
-    expect(clashes([start, ...inRevisionOrder(relist).map((e) => e.ob)])).toBe(0);
+    const start = pod(1, 'train-3', { node: 'n1', gpuIndices: '0', rv: '10' });
+    const relist = [pod(2, 'probe-5', { node: 'n1', gpuIndices: '0', rv: '41' }), pod(2, 'train-3', { node: 'n1', gpuIndices: '0', terminal: true, rv: '40' })];
+    expect(clashes([start, ...relist])).toBe(1);
+    expect(clashes(recorded([start], relist))).toBe(0);
     // A real clash (bound before the holder ended) is still counted.
-    const real = [
-      { rv: 39n, ob: pod(2, 'probe-5', { node: 'n1', gpuIndices: '0' }) },
-      { rv: 40n, ob: pod(2, 'train-3', { node: 'n1', gpuIndices: '0', terminal: true }) },
-    ];
-    expect(clashes([start, ...inRevisionOrder(real).map((e) => e.ob)])).toBe(1);
+    const real = [pod(2, 'probe-5', { node: 'n1', gpuIndices: '0', rv: '39' }), pod(2, 'train-3', { node: 'n1', gpuIndices: '0', terminal: true, rv: '40' })];
+    expect(clashes(recorded([start], real))).toBe(1);
+  });
+
+  it('a pod recreated under its name in a watch gap ends its old object before the gap’s bindings (found by seeds 1 and 3)', () => {
+    // `tj-0` (uid a) held GPU 0; in the gap it was rolled back (deleted), `probe-5` took GPU 0 at revision 41, and the
+    // controller recreated `tj-0` (uid b) at 42. The relist shows probe-5, then tj-0 as an update of a new uid.
+    const start = pod(1, 'a', { name: 'tj-0', slot: 'w/tj-0', node: 'n1', gpuIndices: '0', rv: '10' });
+    const relist = [pod(2, 'probe-5', { node: 'n1', gpuIndices: '0', rv: '41' }), pod(2, 'b', { name: 'tj-0', slot: 'w/tj-0', rv: '42' })];
+    const pods = recorded([start], relist);
+    expect(clashes(pods)).toBe(0);
+    expect(pods.map((p) => `${p.type} ${p.name} ${p.uid}`)).toEqual(['MODIFIED tj-0 a', 'DELETED tj-0 a', 'MODIFIED probe-5 probe-5', 'MODIFIED tj-0 b']);
+    // Without a gap (a watch's own events, one at a time), a binding onto a GPU the old object still held counts.
+    const watched = new PodRecord();
+    for (const ob of [start, relist[0]!, { ...start, t: 3, type: 'DELETED' as const, rv: '43' }, relist[1]!]) watched.burst([{ type: ob.type, ob }], ob.t);
+    expect(clashes(watched.pods)).toBe(1);
   });
 
   it('counts a GPU index handed to two live pods of one node, not on two nodes', () => {
@@ -143,6 +162,7 @@ describe('chaos invariants', () => {
     );
     expect(r.invariants.gpuDoubleAssigned).toBe(1);
     expect(r.violations).toEqual(['pod w/b got GPU 0 of n1, held by w/a']);
+    expect(r.involved).toEqual(['w/a', 'w/b']);
   });
 
   // replica-0 leads from 1 s, replica-1 takes over at 9 s.

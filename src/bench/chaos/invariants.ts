@@ -25,6 +25,9 @@ export interface PodObs {
   readonly ownerUid?: string;
   /** The submitted slot this pod fills (a single pod, a TrainingJob rank, an InferenceService replica slot). */
   readonly slot?: string;
+  /** Evidence only, never read by the checker: the object's resourceVersion, and the size of the burst it came in (a relist's). */
+  readonly rv?: string;
+  readonly burst?: number;
 }
 
 /** A pods/binding create (or a pod delete) in the audit log (ResponseComplete): who sent it, when it arrived, how it ended. */
@@ -87,6 +90,8 @@ export interface InvariantReport {
   readonly podsBound: number;
   /** Pods deleted by a replica that did not hold the Lease (reported beside the invariants, listed in `violations`). */
   readonly nonLeaderDeletes: number;
+  /** `ns/name` of every pod a GPU or capacity violation names (both sides): whose record the reader wants to see. */
+  readonly involved: readonly string[];
 }
 
 const key = (ns: string, name: string): string => `${ns}/${name}`;
@@ -115,6 +120,7 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
   let doubleBinds = 0;
   let gpuDouble = 0;
   let overCapacity = 0;
+  const involved = new Set<string>();
 
   const liveOnNode = (node: string, except: string): Live[] =>
     [...live].filter(([uid, p]) => uid !== except && p.node === node && !p.terminal).map(([, p]) => p);
@@ -173,12 +179,16 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
         const cap = h.nodeGpus.get(now.node) ?? 0;
         if (used + now.gpus > cap) {
           overCapacity++;
+          involved.add(key(o.ns, o.name));
+          for (const p of others) involved.add(p.name);
           violations.push(`pod ${key(o.ns, o.name)} bound to ${now.node} with ${used} of ${cap} GPUs already held, asking ${now.gpus}`);
         }
       }
       const holders = now.terminal ? [] : others.filter((p) => p.indices.some((i) => now.indices.includes(i)));
       if (holders.length > 0) {
         gpuDouble++;
+        involved.add(key(o.ns, o.name));
+        for (const p of holders) involved.add(p.name);
         const clash = now.indices.filter((i) => holders.some((p) => p.indices.includes(i)));
         violations.push(`pod ${key(o.ns, o.name)} got GPU ${clash.join(',')} of ${now.node}, held by ${holders.map((p) => p.name).join(', ')}`);
       }
@@ -208,26 +218,8 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
 
   // A binding (or a pod deletion: a gang rolled back) received while the Lease's last stored holder was someone
   // else: a replica acted without leading.
-  const leases = [...h.leases].sort((a, b) => a.storedMs - b.storedMs);
-  const notLeading = (writes: readonly BindRecord[], what: string): number => {
-    let n = 0;
-    for (const b of writes) {
-      if (b.code < 200 || b.code >= 300) continue;
-      const me = h.replicaOf.get(b.user);
-      if (me === undefined) continue;
-      let holder: string | undefined;
-      for (const l of leases) {
-        if (l.storedMs > b.receivedMs) break;
-        holder = l.holder;
-      }
-      if (holder === me) continue;
-      n++;
-      violations.push(`${what} of ${key(b.ns, b.name)} by ${me} at ${new Date(b.receivedMs).toISOString()} while the lease holder was ${holder ?? '(none)'}`);
-    }
-    return n;
-  };
-  const nonLeader = notLeading(h.binds, 'binding');
-  const nonLeaderDeletes = notLeading(h.deletes ?? [], 'deletion');
+  const nonLeader = notLeading(h, h.binds, 'binding', violations);
+  const nonLeaderDeletes = notLeading(h, h.deletes ?? [], 'deletion', violations);
 
   // Lost: a submitted slot no pod of which was ever bound, or a pod still unbound at the end.
   let lost = 0;
@@ -264,5 +256,26 @@ export function checkInvariants(h: ChaosHistory): InvariantReport {
     partialGangMs,
     podsBound: boundSlots.size,
     nonLeaderDeletes,
+    involved: [...involved].sort(),
   };
+}
+
+/** Writes (bindings, deletions) accepted while the Lease's last stored holder was another replica, each listed in `violations`. */
+function notLeading(h: ChaosHistory, writes: readonly BindRecord[], what: string, violations: string[]): number {
+  const leases = [...h.leases].sort((a, b) => a.storedMs - b.storedMs);
+  let n = 0;
+  for (const b of writes) {
+    if (b.code < 200 || b.code >= 300) continue;
+    const me = h.replicaOf.get(b.user);
+    if (me === undefined) continue;
+    let holder: string | undefined;
+    for (const l of leases) {
+      if (l.storedMs > b.receivedMs) break;
+      holder = l.holder;
+    }
+    if (holder === me) continue;
+    n++;
+    violations.push(`${what} of ${key(b.ns, b.name)} by ${me} at ${new Date(b.receivedMs).toISOString()} while the lease holder was ${holder ?? '(none)'}`);
+  }
+  return n;
 }

@@ -26,7 +26,7 @@ import { Reflector } from '../../kube/client/reflector.ts';
 import { AUDIT_POLICY, parseAudit, rejectedFor } from './audit.ts';
 import { checkInvariants, type Invariants, type PodObs } from './invariants.ts';
 import { makePlan, type Fault, type FaultCounts } from './plan.ts';
-import { inRevisionOrder, revisionOf } from './record-order.ts';
+import { PodRecord } from './record-order.ts';
 import type { ReplicaConfig } from './replica.ts';
 import { startSlowProxy, type SlowProxy } from '../../harness/slow-proxy.ts';
 import { CHAOS_NS, GROUP_VERSION, gpuIndicesOf, killGang, objectOf, probePod, slotOfPod, slotsOf, submissionsFor, type Submission } from './workload.ts';
@@ -93,6 +93,8 @@ export interface ChaosResult {
     readonly wallSec: number;
   };
   readonly violations: readonly string[];
+  /** The record of every pod a GPU or capacity violation names (`t`: seconds since the bench started): to read why. */
+  readonly evidence: Readonly<Record<string, readonly PodObs[]>>;
 }
 
 const REPLICA_GROUP = 'sits:chaos-replicas';
@@ -277,15 +279,16 @@ function obsOf(t: number, type: PodObs['type'], p: V1Pod): PodObs {
     ...(group === undefined ? {} : { gang: `${ns}/${group}` }),
     ...(owner === undefined ? {} : { ownerUid: owner }),
     slot: slotOfPod(ns, name, p.metadata?.labels),
+    rv: p.metadata?.resourceVersion ?? '',
   };
 }
 
-/** Runs the whole bench: cluster, replicas, plan, quiet period, invariants. */
 type Counts = { -readonly [K in keyof ChaosResult['faults']]: number };
 
 /** One run: the cluster, the record, the submissions, the injectors. */
 class ChaosRun {
   readonly t0 = performance.now();
+  readonly startWallMs = Date.now();
   readonly dir = makeScratchDir('sits-chaos-');
   readonly auditPath = join(this.dir, 'audit.log');
   readonly say: ChaosProgress;
@@ -298,7 +301,8 @@ class ChaosRun {
   nodes: ReturnType<typeof devNodes> = [];
   readonly replicas: Replica[] = [];
   // The record: every pod event of the namespace, in order, with the time it arrived.
-  readonly rec = { pods: [] as PodObs[], boundAt: new Map<string, number>(), lastByName: new Map<string, PodObs>(), watch410: 0 };
+  readonly rec = new PodRecord();
+  watch410 = 0;
   // Submissions: the slots they fill, gang sizes, the owners' uids and how many children each should have.
   readonly sub = {
     slots: new Set<string>(),
@@ -356,7 +360,7 @@ class ChaosRun {
       update: (p) => this.seen('MODIFIED', p),
       delete: (p) => this.seen('DELETED', p),
       error: (e) => {
-        if (e instanceof KubeApiError && e.status === 410) this.rec.watch410++;
+        if (e instanceof KubeApiError && e.status === 410) this.watch410++;
       },
     });
     await this.recorder.start();
@@ -369,35 +373,13 @@ class ChaosRun {
     await Promise.all(this.replicas.map((r) => r.start()));
   }
 
-  /**
-   * A relist after a watch gap hands over every change of the gap at once, in key order (a bound probe pod before the
-   * update that ended the pod whose GPU it took): events of one synchronous burst are recorded in the order etcd made
-   * them (resourceVersion), else the checker sees a GPU held twice that never was. A watch's own events keep their order.
-   */
-  private readonly burst: { type: PodObs['type']; p: V1Pod; rv: bigint }[] = [];
+  /** Events of one synchronous burst (a watch chunk, a whole relist): recorded together (PodRecord.burst). */
+  private readonly burst: { type: PodObs['type']; ob: PodObs }[] = [];
 
   private seen(type: PodObs['type'], p: V1Pod): void {
     if (p.spec?.schedulerName !== SCHEDULER_NAME) return;
-    if (this.burst.length === 0) queueMicrotask(() => this.flushBurst());
-    this.burst.push({ type, p, rv: revisionOf(p) });
-  }
-
-  private flushBurst(): void {
-    for (const e of inRevisionOrder(this.burst.splice(0))) this.record(e.type, e.p);
-  }
-
-  private record(type: PodObs['type'], p: V1Pod): void {
-    const ob = obsOf(Date.now(), type, p);
-    // A relist after a watch gap shows a pod deleted and created again under its name (a gang member recreated by
-    // its controller) as an update: the old object is gone, recorded so before the new one.
-    const name = `${ob.ns}/${ob.name}`;
-    const last = this.rec.lastByName.get(name);
-    if (last !== undefined && last.uid !== ob.uid && type !== 'DELETED') this.rec.pods.push({ ...last, t: ob.t, type: 'DELETED' });
-    if (type === 'DELETED') {
-      if (last?.uid === ob.uid) this.rec.lastByName.delete(name);
-    } else this.rec.lastByName.set(name, ob);
-    this.rec.pods.push(ob);
-    if (ob.node !== '' && ob.slot !== undefined && !this.rec.boundAt.has(ob.slot)) this.rec.boundAt.set(ob.slot, ob.t);
+    if (this.burst.length === 0) queueMicrotask(() => this.rec.burst(this.burst.splice(0), Date.now()));
+    this.burst.push({ type, ob: obsOf(0, type, p) });
   }
 
   elapsedSec(): number {
@@ -642,13 +624,19 @@ class ChaosRun {
         killsMidGang: this.measured.killsMidGang,
         pausesMidGang: this.measured.pausesMidGang,
         nonLeaderPodDeletes: report.nonLeaderDeletes,
-        watch410: this.rec.watch410,
+        watch410: this.watch410,
         rejected429: this.measured.rejected429,
         maxPartialGangSec: round2(Math.max(0, ...report.partialGangMs) / 1000),
         recoverySecEach: this.measured.recovery.map(round2),
         wallSec: this.elapsedSec(),
       },
       violations: [...report.violations, ...(unexpected > 0 ? [`${unexpected} replica exits nobody caused`] : [])],
+      evidence: Object.fromEntries(
+        report.involved.map((name) => [
+          name,
+          this.rec.pods.filter((p) => `${p.ns}/${p.name}` === name).map((p) => ({ ...p, t: round2((p.t - this.startWallMs) / 1000) })),
+        ]),
+      ),
     };
   }
 
