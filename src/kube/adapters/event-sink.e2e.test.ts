@@ -45,4 +45,29 @@ describe('KubeEventSink on the real apiserver', () => {
     expect(list.items.map((e) => e.involvedObject?.name).sort()).toEqual(['a', 'b', 'c', 'd']);
     expect(logs).toEqual([]);
   });
+
+  it('past its cap forgets the subjects written longest ago, so only their repeats are written again', async () => {
+    let now = 5_000_000;
+    const sink = new KubeEventSink(client, new ClusterCache(), {
+      component: 'sits-scheduler',
+      instance: 'test',
+      enabled: true,
+      log: () => undefined,
+      nowMs: () => now,
+      recentMax: 2,
+    });
+    const emit = (name: string): void => sink.emit({ kind: 'FailedScheduling', subject: `ev/${name}`, message: `no room for ev/${name}` });
+    emit('p');
+    now += 1_000;
+    emit('q');
+    emit('q'); // a repeat within the minute: not written
+    emit('r'); // past the cap: p, written longest ago, is forgotten
+    expect(sink.sizes().recent).toBe(2);
+    emit('q'); // still remembered: not written
+    emit('p'); // forgotten: written again
+    await sink.drain();
+    const list = await client.get<{ items: { reason?: string; involvedObject?: { name?: string } }[] }>('/api/v1/namespaces/ev/events');
+    const failed = list.items.filter((e) => e.reason === 'FailedScheduling').map((e) => e.involvedObject?.name);
+    expect(failed.sort()).toEqual(['p', 'p', 'q', 'r']);
+  });
 });

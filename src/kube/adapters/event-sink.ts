@@ -9,6 +9,8 @@ import type { ClusterCache } from '../cache/cluster-cache.ts';
 import { InFlight, splitKey } from '../client/in-flight.ts';
 
 const REPEAT_MS = 60_000;
+/** Subjects remembered for the repeat check at most (client-go's correlator keeps an LRU of 4,096). */
+const RECENT_MAX = 50_000;
 const WARNING: ReadonlySet<SchedulingEvent['kind']> = new Set(['FailedScheduling', 'Preempted']);
 /** Events on their way to the API server at once (the rest wait here as small records, see `pump`). */
 export const SENDING = 16;
@@ -23,10 +25,9 @@ interface QueuedEvent {
 }
 
 export class KubeEventSink implements EventSink {
+  /** The last write per kind and subject, in write order (re-inserted on each write), so the oldest come first. */
   private readonly last = new Map<string, { message: string; atMs: number }>();
   private readonly inFlight = new InFlight();
-  /** When `last` was last swept of entries past REPEAT_MS (they suppress nothing any more). */
-  private sweptMs = Number.NEGATIVE_INFINITY;
   private readonly queue: QueuedEvent[] = [];
   private sending = 0;
 
@@ -40,6 +41,8 @@ export class KubeEventSink implements EventSink {
       readonly enabled: boolean;
       readonly log: (m: string) => void;
       readonly nowMs: () => number;
+      /** Subjects remembered for the repeat check at most (a test seam; RECENT_MAX). */
+      readonly recentMax?: number;
     },
   ) {}
 
@@ -49,13 +52,9 @@ export class KubeEventSink implements EventSink {
     const key = `${ev.kind}|${ev.subject}`;
     const prev = this.last.get(key);
     if (prev !== undefined && prev.message === ev.message && now - prev.atMs < REPEAT_MS) return;
+    this.last.delete(key);
     this.last.set(key, { message: ev.message, atMs: now });
-    // Swept once per REPEAT_MS: under steady churn the map holds about a minute of subjects, not 50,000 stale ones
-    // (else it grew until the cap); the size cap still bounds a burst within a minute.
-    if (now - this.sweptMs >= REPEAT_MS || this.last.size > 50_000) {
-      this.sweptMs = now;
-      this.forgetOld(now);
-    }
+    this.forgetOld(now);
     const pod = this.cache.pod(ev.subject);
     // With several profiles, each pod hears from the profile that schedules it (kube: the profile's schedulerName).
     const component = this.opts.componentOf?.(pod?.spec?.schedulerName) ?? this.opts.component;
@@ -120,7 +119,16 @@ export class KubeEventSink implements EventSink {
     while (this.queue.length > 0 || this.inFlight.size > 0) await this.inFlight.drain();
   }
 
+  /**
+   * Drops entries a minute old (they suppress nothing any more) and, past the cap, the oldest (a burst of more
+   * subjects within a minute: a repeat of those may be written twice). Oldest first, so this stops at the first one
+   * kept: O(dropped) per emit (a full scan per emit made a burst past the cap quadratic).
+   */
   private forgetOld(now: number): void {
-    for (const [k, v] of this.last) if (now - v.atMs >= REPEAT_MS) this.last.delete(k);
+    const max = this.opts.recentMax ?? RECENT_MAX;
+    for (const [k, v] of this.last) {
+      if (now - v.atMs < REPEAT_MS && this.last.size <= max) return;
+      this.last.delete(k);
+    }
   }
 }
