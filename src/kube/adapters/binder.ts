@@ -79,7 +79,7 @@ export class KubeBinder implements Binder {
    * their members are out of the queue (pendingUnits skips planned pods) until the plan is completed or undone, so
    * the leader retries them on every tick rather than only when it next becomes leader.
    */
-  private readonly unsettled = new Set<string>();
+  private readonly unsettled = new Map<string, number>();
   private readonly settling = new Set<string>();
 
   private readonly volumes: VolumePreBinder;
@@ -137,11 +137,11 @@ export class KubeBinder implements Binder {
   /** Completes or undoes the unsettled plans (one attempt each at a time), while leading. */
   private settle(): void {
     if (this.unsettled.size === 0 || this.opts.leading?.() === false) return;
-    for (const id of [...this.unsettled]) {
+    for (const [id, since] of [...this.unsettled]) {
       if (this.settling.has(id)) continue;
       this.unsettled.delete(id);
       this.settling.add(id);
-      this.inFlight.track(this.recoverPlan(id).finally(() => this.settling.delete(id)));
+      this.inFlight.track(this.recoverPlan(id, since).finally(() => this.settling.delete(id)));
     }
   }
 
@@ -266,7 +266,7 @@ export class KubeBinder implements Binder {
       this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
       const undone = await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
       // Part of the plan still written (the undo failed too, e.g. throttled): settled later, see `unsettled`.
-      if (undone.some(failedBut404)) this.unsettled.add(planId);
+      if (undone.some(failedBut404)) this.leaveUnsettled(planId);
       for (const r of plan) this.cache.forget(r.podId);
       this.opts.requeued?.();
       this.stats.rollbacks++;
@@ -306,14 +306,25 @@ export class KubeBinder implements Binder {
     for (const id of [...plans].sort()) await this.recoverPlan(id);
   }
 
-  /** Completes a written plan, or rolls it back when it cannot be completed. */
-  private async recoverPlan(planId: string): Promise<void> {
+  /** Keeps a plan for `settle`, with when it was first left (kept across attempts). */
+  private leaveUnsettled(planId: string, sinceMs = this.opts.nowMs()): void {
+    if (!this.unsettled.has(planId)) this.unsettled.set(planId, sinceMs);
+  }
+
+  /** Completes a written plan, or rolls it back when it cannot be completed. `sinceMs`: an unsettled plan's age. */
+  private async recoverPlan(planId: string, sinceMs?: number): Promise<void> {
     const members = [...this.cache.allPods()].filter((p) => p.metadata?.annotations?.[ANNOTATION.planId] === planId);
     if (this.opts.leading?.() === false) {
       // The plan stays written: the leader's recover() completes or undoes it, from a cache it trusts.
       this.opts.log(`plan ${planId}: not the leader; left to the replica holding the Lease`);
       for (const p of members) if ((p.spec?.nodeName ?? '') === '') this.cache.forget(podKey(p));
-      this.unsettled.add(planId);
+      this.leaveUnsettled(planId, sinceMs);
+      return;
+    }
+    // An unsettled plan no pod shows yet (written just before, the watch behind: a slow apiserver) is kept a while;
+    // one still unseen after UNSEEN_PLAN_MS was undone meanwhile.
+    if (members.length === 0) {
+      if (sinceMs !== undefined && this.opts.nowMs() - sinceMs < UNSEEN_PLAN_MS) this.leaveUnsettled(planId, sinceMs);
       return;
     }
     const size = Number(members[0]?.metadata?.annotations?.[ANNOTATION.planSize] ?? '0');
@@ -364,11 +375,14 @@ export class KubeBinder implements Binder {
     const cleared = await Promise.allSettled(
       unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })),
     );
-    if ([...deleted, ...cleared].some(failedBut404)) this.unsettled.add(planId);
+    if ([...deleted, ...cleared].some(failedBut404)) this.leaveUnsettled(planId);
     for (const p of unbound) this.cache.forget(podKey(p));
     this.opts.requeued?.();
   }
 }
+
+/** How long an unsettled plan that no pod in the cache shows is kept for another attempt. */
+const UNSEEN_PLAN_MS = 60_000;
 
 /** A write that failed for another reason than the pod being gone (then there is nothing left to undo). */
 const failedBut404 = (x: PromiseSettledResult<unknown>): boolean => x.status === 'rejected' && !isStatus(x.reason, 404);
