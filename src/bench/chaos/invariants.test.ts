@@ -117,8 +117,7 @@ describe('chaos invariants', () => {
   });
 
   // The record as the bench keeps it: the first observations, then one relist burst (in key order, as a reflector hands it over).
-  const recorded = (first: readonly PodObs[], relist: readonly PodObs[]): PodObs[] => {
-    const rec = new PodRecord();
+  const recorded = (first: readonly PodObs[], relist: readonly PodObs[], rec = new PodRecord()): PodObs[] => {
     for (const ob of first) rec.burst([{ type: ob.type, ob }], ob.t);
     rec.burst(
       relist.map((ob) => ({ type: ob.type, ob })),
@@ -145,8 +144,10 @@ describe('chaos invariants', () => {
     // controller recreated `tj-0` (uid b) at 42. The relist shows probe-5, then tj-0 as an update of a new uid.
     const start = pod(1, 'a', { name: 'tj-0', slot: 'w/tj-0', node: 'n1', gpuIndices: '0', rv: '10' });
     const relist = [pod(2, 'probe-5', { node: 'n1', gpuIndices: '0', rv: '41' }), pod(2, 'b', { name: 'tj-0', slot: 'w/tj-0', rv: '42' })];
-    const pods = recorded([start], relist);
+    const rec = new PodRecord();
+    const pods = recorded([start], relist, rec);
     expect(clashes(pods)).toBe(0);
+    expect(rec.replacedInGap).toBe(1);
     expect(pods.map((p) => `${p.type} ${p.name} ${p.uid}`)).toEqual(['MODIFIED tj-0 a', 'DELETED tj-0 a', 'MODIFIED probe-5 probe-5', 'MODIFIED tj-0 b']);
     // Without a gap (a watch's own events, one at a time), a binding onto a GPU the old object still held counts.
     const watched = new PodRecord();

@@ -19,6 +19,8 @@ export function revisionOf(rv: string | undefined): bigint {
 export class PodRecord {
   readonly pods: PodObs[] = [];
   readonly boundAt = new Map<string, number>();
+  /** Pods found recreated under their name after a watch gap (their old object ended first, see `burst`). */
+  replacedInGap = 0;
   private readonly lastByName = new Map<string, PodObs>();
 
   /**
@@ -37,6 +39,7 @@ export class PodRecord {
       if (type === 'DELETED' || last === undefined || last.uid === ob.uid) continue;
       this.pods.push({ ...last, t, type: 'DELETED', ...size });
       this.lastByName.delete(name);
+      this.replacedInGap++;
     }
     for (const { type, ob } of ordered) {
       const o: PodObs = { ...ob, t, type, ...size };

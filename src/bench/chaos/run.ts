@@ -85,6 +85,8 @@ export interface ChaosResult {
     readonly nonLeaderPodDeletes: number;
     /** 410 Gone answers to the bench's own pod watch. */
     readonly watch410: number;
+    /** Pods its relists showed recreated under their name (a gang rolled back in the gap): old object ended first. */
+    readonly replacedInGap: number;
     /** Requests of the replicas APF rejected with 429 (apiserver_flowcontrol_rejected_requests_total). */
     readonly rejected429: number;
     /** Longest time a gang was partly bound (a crashed leader's plan completed by the next), seconds. */
@@ -625,6 +627,7 @@ class ChaosRun {
         pausesMidGang: this.measured.pausesMidGang,
         nonLeaderPodDeletes: report.nonLeaderDeletes,
         watch410: this.watch410,
+        replacedInGap: this.rec.replacedInGap,
         rejected429: this.measured.rejected429,
         maxPartialGangSec: round2(Math.max(0, ...report.partialGangMs) / 1000),
         recoverySecEach: this.measured.recovery.map(round2),
