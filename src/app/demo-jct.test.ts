@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { nodeGpuModel } from '../core/model/node.ts';
 import { DEFAULT_TRAINING_MODEL, idealShares, sharesOf, stepTime } from '../core/estimate/step-time.ts';
 import { demoCluster } from './demo-cluster.ts';
-import { idealStepSec, jobJctMs, trainingJct, type TrainingRun } from './demo-jct.ts';
+import { idealStepsIn, jobJctMs, trainingJct, type TrainingRun } from './demo-jct.ts';
 
 const run = (waitSec: number, traceSec: number, slowdown: number): TrainingRun => ({
   waitMs: waitSec * 1000,
@@ -26,6 +26,7 @@ describe('demo training JCT, post hoc (ADR 0192)', () => {
   });
 
   const nodes = demoCluster();
+  const idealStepSec = idealStepsIn(nodes, DEFAULT_TRAINING_MODEL);
   const of = (model: string) => nodes.find((n) => nodeGpuModel(n) === model);
   const ideal = (model: string, gpus: number): number => {
     const n = of(model);
@@ -36,11 +37,11 @@ describe('demo training JCT, post hoc (ADR 0192)', () => {
   it('the ideal step is the fastest whole-node layout among the GPU models the job accepts', () => {
     const both = ['H100-SXM', 'A100-80G'];
     expect(ideal('A100-80G', 8)).toBeGreaterThan(ideal('H100-SXM', 8));
-    expect(idealStepSec(DEFAULT_TRAINING_MODEL, 8, nodes, both)).toBe(ideal('H100-SXM', 8));
-    expect(idealStepSec(DEFAULT_TRAINING_MODEL, 16, nodes, both)).toBe(ideal('H100-SXM', 16));
-    expect(idealStepSec(DEFAULT_TRAINING_MODEL, 8, nodes, ['A100-80G'])).toBe(ideal('A100-80G', 8));
-    expect(idealStepSec(DEFAULT_TRAINING_MODEL, 4, nodes, [])).toBe(Math.min(ideal('H100-SXM', 4), ideal('A100-80G', 4), ideal('L4', 4)));
-    expect(() => idealStepSec(DEFAULT_TRAINING_MODEL, 8, nodes, ['B200'])).toThrow(/no node takes/);
+    expect(idealStepSec(8, both)).toBe(ideal('H100-SXM', 8));
+    expect(idealStepSec(16, both)).toBe(ideal('H100-SXM', 16));
+    expect(idealStepSec(8, ['A100-80G'])).toBe(ideal('A100-80G', 8));
+    expect(idealStepSec(4, [])).toBe(Math.min(ideal('H100-SXM', 4), ideal('A100-80G', 4), ideal('L4', 4)));
+    expect(() => idealStepSec(8, ['B200'])).toThrow(/no node takes/);
   });
 
   it('a real placement split over two nodes is slower than the ideal one', () => {
@@ -53,6 +54,6 @@ describe('demo training JCT, post hoc (ADR 0192)', () => {
       ],
       (n) => nodes.find((x) => x.name === n),
     );
-    expect(stepTime(DEFAULT_TRAINING_MODEL, split).stepSec).toBeGreaterThan(idealStepSec(DEFAULT_TRAINING_MODEL, 8, nodes, ['H100-SXM', 'A100-80G']));
+    expect(stepTime(DEFAULT_TRAINING_MODEL, split).stepSec).toBeGreaterThan(idealStepSec(8, ['H100-SXM', 'A100-80G']));
   });
 });

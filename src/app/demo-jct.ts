@@ -6,7 +6,8 @@
  * duration being its run time there). `sits bench training` (ADR 0104) is the work-based simulation.
  */
 import { nodeGpuModel, type NodeSpec } from '../core/model/node.ts';
-import { DEFAULT_NETWORK, idealShares, stepTime, type NetworkModel, type TrainingModel } from '../core/estimate/step-time.ts';
+import { DEFAULT_NETWORK, type NetworkModel, type TrainingModel } from '../core/estimate/step-time.ts';
+import { BestStepCache } from '../core/framework/gang-choice.ts';
 import { mean, nearestRank } from '../core/stats.ts';
 
 /** One started training gang as the JCT needs it. */
@@ -33,27 +34,26 @@ export function trainingJct(runs: readonly TrainingRun[]): { readonly mean: numb
 }
 
 /**
- * The step of `gpus` GPUs of `model` on their ideal placement in `nodes`: the fastest, over the node kinds whose
- * GPU model the job accepts (any, when `accepts` is empty), of whole nodes of that kind in one rack (idealShares).
+ * The ideal step of a job in `nodes`: the scheduler's own best possible step (BestStepCache, ADR 0188: whole empty
+ * nodes of the fastest shape in one rack) over the nodes whose GPU model the job accepts (any, when none is named).
+ * The same for every profile, so the choice of ideal scales a job's run identically under each.
  */
-export function idealStepSec(
-  model: TrainingModel,
-  gpus: number,
+export function idealStepsIn(
   nodes: readonly NodeSpec[],
-  accepts: readonly string[],
+  model: TrainingModel,
   net: NetworkModel = DEFAULT_NETWORK,
-): number {
-  let best = Number.POSITIVE_INFINITY;
-  const seen = new Set<string>();
-  for (const n of nodes) {
-    const gpuModel = nodeGpuModel(n);
-    if (n.gpus.length === 0 || (accepts.length > 0 && !accepts.includes(gpuModel))) continue;
-    // Nodes of one shape give the same ideal step wherever they are: one evaluation per GPU model and topology.
-    const key = `${gpuModel}|${JSON.stringify(n.topology)}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    best = Math.min(best, stepTime(model, idealShares({ gpuModel, topology: n.topology, location: n.location }, gpus), net).stepSec);
-  }
-  if (!Number.isFinite(best)) throw new Error(`demo: no node takes a ${gpus}-GPU job of ${accepts.join('/') || 'any GPU model'}`);
-  return best;
+): (gpus: number, accepts: readonly string[]) => number {
+  // One cache (and one node list, its memo key) per set of accepted models.
+  const byAccepts = new Map<string, { nodes: { spec: NodeSpec }[]; cache: BestStepCache }>();
+  return (gpus, accepts) => {
+    const key = accepts.join(',');
+    let c = byAccepts.get(key);
+    if (c === undefined) {
+      const taken = nodes.filter((n) => n.gpus.length > 0 && (accepts.length === 0 || accepts.includes(nodeGpuModel(n))));
+      byAccepts.set(key, (c = { nodes: taken.map((spec) => ({ spec })), cache: new BestStepCache() }));
+    }
+    const sec = c.cache.bestStepSec(c.nodes, model, gpus, net);
+    if (!Number.isFinite(sec)) throw new Error(`demo: no node takes a ${gpus}-GPU job of ${key || 'any GPU model'}`);
+    return sec;
+  };
 }

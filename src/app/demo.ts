@@ -14,7 +14,7 @@ import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { Environment } from '../sim/engine.ts';
 import { demoCluster, demoWorkload, type DemoJob } from './demo-cluster.ts';
-import { idealStepSec, trainingJct, type TrainingRun } from './demo-jct.ts';
+import { idealStepsIn, trainingJct, type TrainingRun } from './demo-jct.ts';
 import { simAppOrThrow } from './sim-app.ts';
 
 export interface DemoProfileResult {
@@ -82,18 +82,11 @@ export function runDemo(opts: DemoOptions): DemoResult {
   };
 }
 
-/** Each training job's step on its ideal placement (the same for every profile), one evaluation per size and GPU models. */
+/** Each training job's step on its ideal placement (the same for every profile). */
 function idealSteps(jobs: readonly DemoJob[], nodes: readonly NodeSpec[]): ReadonlyMap<string, number> {
-  const bySize = new Map<string, number>();
+  const idealOf = idealStepsIn(nodes, DEFAULT_TRAINING_MODEL);
   const out = new Map<string, number>();
-  for (const j of jobs) {
-    if (j.unit.kind !== 'gang') continue;
-    const accepts = j.unit.gang.members[0]?.gpuModels ?? [];
-    const key = `${j.gpus}|${accepts.join(',')}`;
-    let sec = bySize.get(key);
-    if (sec === undefined) bySize.set(key, (sec = idealStepSec(DEFAULT_TRAINING_MODEL, j.gpus, nodes, accepts)));
-    out.set(j.id, sec);
-  }
+  for (const j of jobs) if (j.unit.kind === 'gang') out.set(j.id, idealOf(j.gpus, j.unit.gang.members[0]?.gpuModels ?? []));
   return out;
 }
 
