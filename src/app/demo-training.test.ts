@@ -12,6 +12,15 @@ describe('demo: training figures by the step-time model (issue 19)', () => {
     }
   });
 
+  it('every profile reports a post-hoc training JCT (issue 33): a p99 at least the mean, and no gang faster than its ideal placement', () => {
+    for (const p of r.results) {
+      expect(p.training.jctSec.mean).toBeGreaterThan(0);
+      expect(p.training.jctSec.p99).toBeGreaterThanOrEqual(p.training.jctSec.mean);
+      // The ideal step is the fastest layout the job accepts, so every real placement's ratio is at least 1.
+      expect(p.training.meanSlowdown).toBeGreaterThanOrEqual(1);
+    }
+  });
+
   it('is deterministic by seed', () => {
     expect(runDemo({ seed: 1, hours: 1, profiles: ['sits', 'kube-default'] })).toEqual(r);
   });

@@ -10,9 +10,11 @@ import { shapesOf } from '../core/estimate/expected-workload.ts';
 import { nearestRank } from '../core/stats.ts';
 import { DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../core/estimate/step-time.ts';
 import { seededRng } from '../core/ports.ts';
+import type { NodeSpec } from '../core/model/node.ts';
 import type { PodSpec } from '../core/model/pod.ts';
 import { Environment } from '../sim/engine.ts';
 import { demoCluster, demoWorkload, type DemoJob } from './demo-cluster.ts';
+import { idealStepsIn, trainingJct, type TrainingRun } from './demo-jct.ts';
 import { simAppOrThrow } from './sim-app.ts';
 
 export interface DemoProfileResult {
@@ -28,9 +30,16 @@ export interface DemoProfileResult {
   /**
    * What the training gangs' placements are worth by the step-time model (ADR 0103), each gang taken as the
    * default 1.3B-parameter DDP job: its mean tokens/s per job and the GPU-time-weighted compute share of its
-   * steps. Durations in the demo stay the workload's (the table's other figures do not depend on the model).
+   * steps. Durations in the demo stay the workload's (the table's other figures do not depend on the model), so
+   * `jctSec` is post hoc (demo-jct.ts, ADR 0192): each started gang's wait + its trace duration × its step time
+   * over its ideal step; `meanSlowdown` is the mean of that step ratio.
    */
-  readonly training: { readonly tokensPerSec: number; readonly gpuUtilizationPct: number };
+  readonly training: {
+    readonly tokensPerSec: number;
+    readonly gpuUtilizationPct: number;
+    readonly jctSec: { readonly mean: number; readonly p99: number };
+    readonly meanSlowdown: number;
+  };
 }
 
 export interface DemoResult {
@@ -57,7 +66,8 @@ export function runDemo(opts: DemoOptions): DemoResult {
   const pods: PodSpec[] = jobs.flatMap((j) => (j.unit.kind === 'pod' ? [j.unit.pod] : j.unit.gang.members));
   const typical = shapesOf(pods);
   const nodes = demoCluster();
-  const results = (opts.profiles ?? ['sits', 'kube-default']).map((p) => runProfile(p, jobs, typical, opts.seed, hours));
+  const ideal = idealSteps(jobs, nodes);
+  const results = (opts.profiles ?? ['sits', 'kube-default']).map((p) => runProfile(p, jobs, typical, ideal, opts.seed, hours));
   return {
     seed: opts.seed,
     cluster: { nodes: nodes.length, gpus: nodes.reduce((s, n) => s + n.gpus.length, 0), racks: new Set(nodes.map((n) => n.location.rack)).size },
@@ -72,7 +82,22 @@ export function runDemo(opts: DemoOptions): DemoResult {
   };
 }
 
-function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly TypicalShape[], seed: number, hours: number): DemoProfileResult {
+/** Each training job's step on its ideal placement (the same for every profile). */
+function idealSteps(jobs: readonly DemoJob[], nodes: readonly NodeSpec[]): ReadonlyMap<string, number> {
+  const idealOf = idealStepsIn(nodes, DEFAULT_TRAINING_MODEL);
+  const out = new Map<string, number>();
+  for (const j of jobs) if (j.unit.kind === 'gang') out.set(j.id, idealOf(j.gpus, j.unit.gang.members[0]?.gpuModels ?? []));
+  return out;
+}
+
+function runProfile(
+  name: string,
+  jobs: readonly DemoJob[],
+  typical: readonly TypicalShape[],
+  idealStep: ReadonlyMap<string, number>,
+  seed: number,
+  hours: number,
+): DemoProfileResult {
   const { state, scheduler, profile } = simAppOrThrow({ nodes: demoCluster(), profile: name, typicalShapes: typical, rng: seededRng(seed + 1) });
   const masks = state.nodes.map((n) => modelMask(typical, n.spec.gpus[0]?.model ?? ''));
   const totalMilli = state.nodes.reduce((s, n) => s + n.usableGpuCount() * 1000, 0);
@@ -81,7 +106,7 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
 
   const pending: DemoJob[] = [];
   const started = new Map<string, { startMs: number; nodes: Set<string>; oneNvlink: boolean; oneRack: boolean }>();
-  const trained: { gpuMs: number; tokensPerSec: number; util: number }[] = [];
+  const trained: { gpuMs: number; tokensPerSec: number; util: number; run: TrainingRun }[] = [];
   let passQueued = false;
   let lastMs = 0;
   let allocIntegral = 0;
@@ -160,7 +185,14 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
           DEFAULT_TRAINING_MODEL,
           sharesOf(placedNodes, (n) => state.node(n)?.spec),
         );
-        trained.push({ gpuMs: job.gpus * job.durationMs, tokensPerSec: st.tokensPerSec, util: st.gpuUtilization });
+        const idealStepSec = idealStep.get(job.id);
+        if (idealStepSec === undefined) throw new Error(`demo: no ideal step for ${job.id}`);
+        trained.push({
+          gpuMs: job.gpus * job.durationMs,
+          tokensPerSec: st.tokensPerSec,
+          util: st.gpuUtilization,
+          run: { waitMs: en.nowMs - job.arrivalMs, traceMs: job.durationMs, stepSec: st.stepSec, idealStepSec },
+        });
       }
       en.schedule(job.durationMs, 0, { kind: 'finish', job });
     }
@@ -197,6 +229,8 @@ function runProfile(name: string, jobs: readonly DemoJob[], typical: readonly Ty
             trained.reduce((a, t) => a + t.gpuMs, 0),
           ),
       ),
+      jctSec: trainingJct(trained.map((t) => t.run)),
+      meanSlowdown: round2(trained.reduce((a, t) => a + t.run.stepSec / t.run.idealStepSec, 0) / Math.max(1, trained.length)),
     },
   };
 }

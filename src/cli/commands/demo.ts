@@ -26,12 +26,16 @@ export function renderDemo(r: DemoResult): string {
     // Issue 19: by the step-time model (ADR 0103). Thousands, so the columns keep their widths.
     ['training k tokens/s per job (step model)', ...r.results.map((x) => Math.round(x.training.tokensPerSec / 1000))],
     ['training GPU utilisation % (step model)', ...r.results.map((x) => x.training.gpuUtilizationPct.toFixed(2))],
+    // Issue 33: post hoc (ADR 0192), explained under the table; labels kept short so no column widens.
+    ['training JCT mean (s, post-hoc*)', ...r.results.map((x) => x.training.jctSec.mean)],
+    ['training JCT p99 (s, post-hoc*)', ...r.results.map((x) => x.training.jctSec.p99)],
   ];
+  const note = '\n* post hoc: wait + trace duration × (step on its GPUs / ideal step), step model; GPUs were held for the trace duration';
   const verdict =
     a !== undefined && b !== undefined
       ? `\n${a.profile} vs ${b.profile}: GPU allocation ${a.gpuAllocationPct - b.gpuAllocationPct >= 0 ? '+' : ''}${(a.gpuAllocationPct - b.gpuAllocationPct).toFixed(2)} pp, fragmentation ${a.fragmentationPct - b.fragmentationPct >= 0 ? '+' : ''}${(a.fragmentationPct - b.fragmentationPct).toFixed(2)} pp`
       : '';
-  return `${head}\n\n${table(['metric', ...r.results.map((x) => x.profile)], rows)}${verdict}\n`;
+  return `${head}\n\n${table(['metric', ...r.results.map((x) => x.profile)], rows)}${note}${verdict}\n`;
 }
 
 export function registerDemo(program: Command): void {
