@@ -37,6 +37,41 @@ describe('ClusterCache: the snapshot changes only when a cycle takes it', () => 
     expect(cache.snapshot().freed).toBe(false);
   });
 
+  it('a pod bound by another replica onto the GPUs of a pod that ended is counted on its own GPUs, whatever order the events came in (bench chaos seed 1)', () => {
+    // A new leader's first snapshot after a failover carries both: `q`, created before `p` ended, then bound by the
+    // old leader onto p's GPUs 4,5. Reconciled in the order they became dirty, q was counted while p still held 4,5:
+    // on the lowest free GPUs instead (0,1), and 4,5 looked free to the next gang.
+    const cache = new ClusterCache();
+    cache.upsertNode(node('n-0'));
+    const p = bound(testPod('ns', 'p', { gpus: 2 }), 'n-0', '4,5');
+    cache.upsertPod(p);
+    cache.snapshot();
+    const q = testPod('ns', 'q', { gpus: 2 });
+    cache.upsertPod(q);
+    cache.upsertPod({ ...p, status: { phase: 'Succeeded' } });
+    cache.upsertPod(bound(q, 'n-0', '4,5'));
+    const { state } = cache.snapshot();
+    expect(state.allocation('ns/p')).toBeUndefined();
+    expect(state.allocation('ns/q')?.gpus).toEqual([4, 5]);
+    expect(Array.from(state.node('n-0')?.gpuFree ?? []).flatMap((m, g) => (m === 0 ? [g] : []))).toEqual([4, 5]);
+  });
+
+  it('a pod counted on other GPUs than its annotation says (they were taken) moves to its own once they are free', () => {
+    const logs: string[] = [];
+    const cache = new ClusterCache(undefined, (m) => logs.push(m));
+    cache.upsertNode(node('n-0'));
+    const p = bound(testPod('ns', 'p', { gpus: 2 }), 'n-0', '4,5');
+    const q = bound(testPod('ns', 'q', { gpus: 2 }), 'n-0', '4,5');
+    cache.upsertPod(p);
+    cache.upsertPod(q); // two live pods say they hold 4,5: one is counted elsewhere, and a line says so
+    expect(cache.snapshot().state.allocation('ns/q')?.gpus).toEqual([0, 1]);
+    expect(logs).toEqual(['pod ns/q on n-0: its GPUs 4,5 are held by another pod here; counted on 0,1 until they are free']);
+    expect(cache.snapshot().state.allocation('ns/q')?.gpus).toEqual([0, 1]);
+    expect(logs).toHaveLength(1); // said once
+    cache.deletePod(p); // q itself has no new event
+    expect(cache.snapshot().state.allocation('ns/q')?.gpus).toEqual([4, 5]);
+  });
+
   it("an assumed allocation survives the pod's unbound updates until the watch confirms it; forget releases it", () => {
     const cache = new ClusterCache();
     cache.upsertNode(node('n-0'));

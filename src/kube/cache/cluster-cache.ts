@@ -39,6 +39,8 @@ export class ClusterCache {
   private readonly pods = new Map<string, V1Pod>();
   /** Allocations SITS made that the watch has not confirmed yet (pod key → allocation). */
   private readonly assumed = new Map<string, Allocation>();
+  /** Pods counted on other GPUs than their annotation names (those were taken in the state): retried each snapshot. */
+  private readonly misplaced = new Set<string>();
   /** Pods SITS is evicting (key → uid: a pod recreated under the same name is not leaving), until deleted. */
   private readonly leavingPods = new Map<string, string | undefined>();
   readonly pending = new Map<string, PendingPod>();
@@ -101,6 +103,10 @@ export class ClusterCache {
     if (this.current === undefined || this.stateDirty) this.rebuild();
     else {
       if (this.storageDirty) this.applyStorage(this.current);
+      for (const key of this.misplaced) this.dirty.add(key);
+      // Releases first: a pod bound (by another replica, before a failover) onto the GPUs of a pod that ended must
+      // find them free, or it is counted on GPUs it does not hold, and those look free to the next gang.
+      for (const key of this.dirty) this.releaseStale(key);
       for (const key of this.dirty) this.reconcile(key);
     }
     this.dirty.clear();
@@ -353,6 +359,23 @@ export class ClusterCache {
     }
   }
 
+  /** Releases the pod's allocation when its object no longer holds it, holds it elsewhere, or on other GPUs. */
+  private releaseStale(key: string): void {
+    const have = this.current?.allocation(key);
+    if (have === undefined) return;
+    const p = this.pods.get(key);
+    if (p === undefined || !podHoldsResources(p)) {
+      this.misplaced.delete(key);
+      if (!this.assumed.has(key)) this.release(key);
+      return;
+    }
+    const node = p.spec?.nodeName ?? p.metadata?.annotations?.[ANNOTATION.assignedNode];
+    const gpus = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]);
+    if (have.node === node && (gpus === undefined || sameGpus(gpus, have.gpus))) return;
+    this.release(key);
+    this.assumed.delete(key);
+  }
+
   /** Brings one pod's allocation in the snapshot in line with its object (and SITS's assumption). */
   private reconcile(key: string): void {
     const state = this.current as ClusterState;
@@ -391,12 +414,21 @@ export class ClusterCache {
     const placed = placeExisting(state, spec.value, nodeName, 'observed', parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]));
     if (!placed.ok) return;
     if (placed.value.withoutDevices) this.log(`pod ${key} on ${nodeName}: GPUs over-committed; counting it without devices`);
+    const hint = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]);
+    if (hint !== undefined && !sameGpus(hint, placed.value.allocation.gpus)) {
+      if (!this.misplaced.has(key))
+        this.log(
+          `pod ${key} on ${nodeName}: its GPUs ${hint.join(',')} are held by another pod here; counted on ${placed.value.allocation.gpus.join(',') || 'none'} until they are free`,
+        );
+      this.misplaced.add(key);
+    } else this.misplaced.delete(key);
     state.allocate(placed.value.allocation);
   }
 
   private rebuild(): void {
     const specs = [...this.nodeObjs.values()].map((n) => n.spec);
     this.current = new ClusterState(specs);
+    this.misplaced.clear();
     // Storage first: the pods accounted below record their claims (and assumptions) in its catalog.
     this.applyStorage(this.current);
     const ns = new Map(this.nsLabels);
@@ -411,4 +443,10 @@ export class ClusterCache {
     }
     this.freedSinceSnapshot = true;
   }
+}
+
+function sameGpus(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length !== b.length) return false;
+  const sb = [...b].sort((x, y) => x - y);
+  return [...a].sort((x, y) => x - y).every((g, i) => g === sb[i]);
 }
