@@ -6,6 +6,7 @@ import { Scheduler } from '../framework/scheduler.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod } from '../model/pod.ts';
 import { ddpJob } from '../estimate/step-time.ts';
+import { nvswitchAndPcieNodes } from '../framework/gang-choice-testing.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import { seededRng, type BindBatch, type SchedulingEvent } from '../ports.ts';
 import { makeQueue, type QueueSpec } from '../queue/model.ts';
@@ -227,24 +228,10 @@ describe('SchedulingSpine reports', () => {
 describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
   /** One NVSwitch A100 node, busy, and one PCIe-only A100 node, free; a 2.7B GPT job of 8 GPUs that arrived at 0. */
   function setup(): { scheduler: Scheduler; job: QueuedJob } {
-    const nv = NODE_SHAPES['hgx-a100'] as NonNullable<(typeof NODE_SHAPES)['hgx-a100']>;
-    const pcie = NODE_SHAPES.l4x8 as NonNullable<(typeof NODE_SHAPES)['l4x8']>;
-    const node = (name: string, topology: NodeSpec['topology']): NodeSpec => ({
-      name,
-      cpuMilli: 256_000,
-      memoryMiB: 1_048_576,
-      maxPods: 110,
-      gpus: nv.gpus,
-      topology,
-      location: { zone: 'z', block: 'b', rack: 'r' },
-      labels: {},
-      taints: [],
-      unschedulable: false,
-    });
     const p = resolveProfile('sits', { typicalShapes: [] });
     if (!p.ok) throw new Error('profile');
     const profile = { ...p.value, stepTimeArgs: { modelOf: () => ddpJob('gpt-3b', 2048, 4) } };
-    const state = new ClusterState([node('a-nvswitch', nv.topology), node('b-pcie', pcie.topology)]);
+    const state = new ClusterState(nvswitchAndPcieNodes());
     state.allocate({ podId: 'busy', node: 'a-nvswitch', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'a' });
     const scheduler = new Scheduler(profile, state, seededRng(1), commitToPorts({ binder: { bind: () => undefined }, evictor: { evict: () => undefined } }));
     const members = Array.from({ length: 8 }, (_, k) => makePod(`g-${k}`, { gpuCount: 1, cpuMilli: 1000, memoryMiB: 1024 }, { gang: 'g', queue: 'a' }));
