@@ -351,6 +351,8 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
     }
   };
   const running = new Map<string, number>();
+  // When each job was first held for a better placement: the hold's clock.
+  const heldSince = new Map<string, number>();
   let passQueued = false;
   const env = new Environment<Ev>((e, en) => {
     advance(en.nowMs);
@@ -366,8 +368,11 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
       passQueued = false;
       for (let i = 0; i < pending.length; ) {
         const job = pending[i] as TrainingJob;
-        // The time it has waited lets a step-aware choice hold it back for a better placement (ADR 0188).
-        const r = scheduler.scheduleGang(job.gang, { waitedMs: en.nowMs - job.arrivalMs });
+        // The time since it was first held lets a step-aware choice hold it back for a better placement (ADR 0188):
+        // a gang that queued for capacity still gets its bounded wait once it fits, as the queue cycle does (ADR 0191).
+        const since = heldSince.get(job.id);
+        const r = scheduler.scheduleGang(job.gang, { waitedMs: since === undefined ? 0 : en.nowMs - since });
+        if (!r.ok && r.delay !== undefined && since === undefined) heldSince.set(job.id, en.nowMs);
         if (!r.ok) {
           // Try again when its wait for a better placement runs out, if nothing else frees GPUs before.
           if (r.delay !== undefined) en.schedule(Math.max(1, Math.ceil(r.delay.capMs - r.delay.waitedMs)), 9, { kind: 'pass' });

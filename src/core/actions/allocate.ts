@@ -11,8 +11,10 @@ import type { Reservation } from '../session/cycle-types.ts';
 export function allocate(s: CycleSession, a: Attempt): boolean {
   const job = a.job;
   const stmt = s.scheduler.statement();
-  // Its wait so far and expected run let a step-aware choice hold it for a better placement (ADR 0188).
-  const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, waitedMs: Math.max(0, s.nowMs - job.arrivalMs), runMs: job.estRuntimeMs });
+  // Its wait so far and expected run let a step-aware choice hold it for a better placement (ADR 0188): the
+  // wait since it was first held when the host tracks that (ADR 0191), else since it arrived.
+  const since = s.input.heldSince === undefined ? job.arrivalMs : (s.input.heldSince.get(job.id) ?? s.nowMs);
+  const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, waitedMs: Math.max(0, s.nowMs - since), runMs: job.estRuntimeMs });
   if (!placed.ok && placed.delay !== undefined) {
     stmt.discard();
     s.wait(job.id, { reason: 'better-placement', message: placed.explanation.message });

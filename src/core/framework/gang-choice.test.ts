@@ -3,11 +3,10 @@ import { chooseCandidate, delayFor, describeDelay, GANG_CHOICE } from './gang-ch
 import { Scheduler } from './scheduler.ts';
 import { PROFILES, buildProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
-import { NODE_SHAPES } from '../model/presets.ts';
-import type { NodeSpec } from '../model/node.ts';
 import { makePod, type GangSpec } from '../model/pod.ts';
 import { ddpJob, type TrainingModel } from '../estimate/step-time.ts';
 import { seededRng } from '../ports.ts';
+import { nvswitchAndPcieNodes } from './gang-choice-testing.ts';
 
 describe('chooseCandidate', () => {
   it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
@@ -39,24 +38,10 @@ describe('delayFor', () => {
 
 /** One NVSwitch A100 node and one PCIe-only A100 node (pairs under a switch), same rack. */
 function scheduler(models: Readonly<Record<string, TrainingModel>>): Scheduler {
-  const nv = NODE_SHAPES['hgx-a100'] as NonNullable<(typeof NODE_SHAPES)['hgx-a100']>;
-  const pcie = NODE_SHAPES.l4x8 as NonNullable<(typeof NODE_SHAPES)['l4x8']>;
-  const node = (name: string, topology: NodeSpec['topology']): NodeSpec => ({
-    name,
-    cpuMilli: 256_000,
-    memoryMiB: 1_048_576,
-    maxPods: 110,
-    gpus: nv.gpus,
-    topology,
-    location: { zone: 'z', block: 'b', rack: 'r' },
-    labels: {},
-    taints: [],
-    unschedulable: false,
-  });
   const p = buildProfile(PROFILES.sits as NonNullable<(typeof PROFILES)['sits']>, { typicalShapes: [] });
   if (!p.ok) throw new Error('profile');
   const profile = { ...p.value, stepTimeArgs: { modelOf: (g: GangSpec) => models[g.name] } };
-  return new Scheduler(profile, new ClusterState([node('a-nvswitch', nv.topology), node('b-pcie', pcie.topology)]), seededRng(1));
+  return new Scheduler(profile, new ClusterState(nvswitchAndPcieNodes()), seededRng(1));
 }
 
 const gangOf = (name: string, gpus: number): GangSpec => ({

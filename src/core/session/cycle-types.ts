@@ -99,6 +99,12 @@ export interface CycleInput {
    * them. They take none of the cycle's own reservation slots.
    */
   readonly held?: readonly Reservation[];
+  /**
+   * When each job was first held for a better placement (it fitted, ADR 0188), as the host remembers it across
+   * cycles: the hold's clock runs from then, not from arrival, so a gang that queued for capacity still gets its
+   * bounded wait once it fits (delay scheduling counts skips, not queueing; ADR 0191). Without it, from arrival.
+   */
+  readonly heldSince?: ReadonlyMap<string, number>;
 }
 
 export interface CycleResult {

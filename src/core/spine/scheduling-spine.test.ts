@@ -5,6 +5,8 @@ import { resolveProfile } from '../plugins/registry.ts';
 import { Scheduler } from '../framework/scheduler.ts';
 import type { NodeSpec } from '../model/node.ts';
 import { makePod } from '../model/pod.ts';
+import { ddpJob } from '../estimate/step-time.ts';
+import { nvswitchAndPcieNodes } from '../framework/gang-choice-testing.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import { seededRng, type BindBatch, type SchedulingEvent } from '../ports.ts';
 import { makeQueue, type QueueSpec } from '../queue/model.ts';
@@ -220,5 +222,56 @@ describe('SchedulingSpine reports', () => {
     queue.onEvent({ kind: 'freed' }, 2);
     spine.cycle({ nowMs: 2, ...input });
     expect(told).toHaveLength(2);
+  });
+});
+
+describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
+  /** One NVSwitch A100 node, busy, and one PCIe-only A100 node, free; a 2.7B GPT job of 8 GPUs that arrived at 0. */
+  function setup(): { scheduler: Scheduler; job: QueuedJob } {
+    const p = resolveProfile('sits', { typicalShapes: [] });
+    if (!p.ok) throw new Error('profile');
+    const profile = { ...p.value, stepTimeArgs: { modelOf: () => ddpJob('gpt-3b', 2048, 4) } };
+    const state = new ClusterState(nvswitchAndPcieNodes());
+    state.allocate({ podId: 'busy', node: 'a-nvswitch', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'a' });
+    const scheduler = new Scheduler(profile, state, seededRng(1), commitToPorts({ binder: { bind: () => undefined }, evictor: { evict: () => undefined } }));
+    const members = Array.from({ length: 8 }, (_, k) => makePod(`g-${k}`, { gpuCount: 1, cpuMilli: 1000, memoryMiB: 1024 }, { gang: 'g', queue: 'a' }));
+    const job: QueuedJob = {
+      id: 'g',
+      queue: 'a',
+      priority: 0,
+      arrivalMs: 0,
+      gang: { name: 'g', minMember: 8, members, topology: {}, priority: 0, queue: 'a' },
+      estRuntimeMs: H,
+    };
+    return { scheduler, job };
+  }
+  const input = { queues: QUEUES, running: new Map<string, RunningJob>(), options: { preemption: false } };
+
+  it('a gang that queued longer than the cap is still held once it fits, and placed when the cap from then runs out', () => {
+    const { scheduler, job } = setup();
+    const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
+    const spine = new SchedulingSpine(queue, { events: { emit: () => undefined }, status: { unschedulable: () => undefined, expectedStart: () => undefined } });
+    const t0 = 2 * H;
+    queue.add(job, t0);
+    const first = spine.cycle({ nowMs: t0, scheduler, ...input });
+    expect(first.started).toEqual([]);
+    const w = first.waiting.get('g');
+    expect(w?.reason).toBe('better-placement');
+    expect(w?.message).toMatch(/waited 0 of at most \d+ s$/);
+    const capMs = 1000 * Number(/at most (\d+) s$/.exec(w?.message ?? '')?.[1]);
+    expect(capMs).toBeGreaterThan(0);
+    // Just before the cap, counted from the first hold (not from arrival, two hours back), it still waits.
+    const before = spine.cycle({ nowMs: t0 + capMs - 1000, scheduler, ...input });
+    expect(before.started).toEqual([]);
+    expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capMs / 1000 - 1} of at most ${capMs / 1000} s$`));
+    // At the cap it takes the PCIe node: no gang starves for a better placement.
+    const at = spine.cycle({ nowMs: t0 + capMs, scheduler, ...input });
+    expect(at.started.map((s) => [...new Set(s.placements.map((p) => p.node))])).toEqual([['b-pcie']]);
+  });
+
+  it('a host that tracks no hold times counts from arrival: the same gang, two hours old, is placed at once', () => {
+    const { scheduler, job } = setup();
+    const r = runCycle({ nowMs: 2 * H, scheduler, pending: [job], ...input });
+    expect(r.started.map((s) => s.job.id)).toEqual(['g']);
   });
 });

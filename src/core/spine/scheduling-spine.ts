@@ -41,6 +41,8 @@ export interface SpinePorts {
 export class SchedulingSpine {
   /** Last message reported per job, so that an unchanged wait is not written again every cycle. */
   private readonly reported = new Map<string, string>();
+  /** When each job was first held for a better placement: the hold's clock (runCycle's `heldSince`, ADR 0191). */
+  private readonly heldSince = new Map<string, number>();
 
   constructor(
     readonly queue: SchedulingQueue,
@@ -63,12 +65,14 @@ export class SchedulingSpine {
       ...(input.options === undefined ? {} : { options: input.options }),
       ...(input.disruptionBudgets === undefined ? {} : { disruptionBudgets: input.disruptionBudgets }),
       ...(input.held === undefined || input.held.length === 0 ? {} : { held: input.held }),
+      heldSince: this.heldSince,
     });
     const opts = { ...DEFAULT_CYCLE_OPTIONS, ...input.options };
     const startedQueues = new Set<string>();
     for (const s of res.started) {
       queue.delete(s.job.id);
       this.reported.delete(s.job.id);
+      this.heldSince.delete(s.job.id);
       startedQueues.add(s.job.queue);
     }
     for (const p of res.preempted) {
@@ -82,6 +86,7 @@ export class SchedulingSpine {
       const job = queue.get(id);
       // Not tried this cycle: it stays where it was, with what it was told.
       if (job === undefined || parked.get(id) === w) continue;
+      if (w.reason === 'better-placement' && !this.heldSince.has(id)) this.heldSince.set(id, nowMs);
       // A job heading its queue with a reservation is looked at every cycle (its reservation must stand).
       if (!wakeKnown) {
         wakeAtMs = opts.preemption ? nextEligibleMs(input.running, input.queues, opts, nowMs) : undefined;
@@ -112,6 +117,7 @@ export class SchedulingSpine {
     if (job === undefined) return;
     this.queue.delete(id);
     this.reported.delete(id);
+    this.heldSince.delete(id);
     this.queue.onEvent({ kind: 'withdrawn', queue: job.queue }, nowMs);
   }
 }
