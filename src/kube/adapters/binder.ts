@@ -249,9 +249,12 @@ export class KubeBinder implements Binder {
       return;
     }
     const planId = `${name.replace('/', '.')}.${this.opts.nowMs().toString(36)}`;
+    // Each write is conditional on the pod as this replica last saw it: a write held up in a paused replica and sent
+    // after another bound the pod is refused (409), not laid over the binding's GPUs (bench chaos, ADR 0193).
     const annotate = plan.map((r) =>
-      this.client.mergePatch(podStatusPath(r.podId), {
+      this.client.mergePatch<V1Pod>(podStatusPath(r.podId), {
         metadata: {
+          ...this.seenVersion(r.podId),
           annotations: {
             [ANNOTATION.assignedNode]: r.node,
             [ANNOTATION.gpuIndices]: r.gpus.join(','),
@@ -264,7 +267,16 @@ export class KubeBinder implements Binder {
     const results = await Promise.allSettled(annotate);
     if (results.some((x) => x.status === 'rejected')) {
       this.opts.log(`gang ${name}: could not write the plan (${results.filter((x) => x.status === 'rejected').length} failed); undoing it`);
-      const undone = await Promise.allSettled(plan.map((r) => this.client.mergePatch(podStatusPath(r.podId), { metadata: { annotations: planCleared() } })));
+      // Undone on the version this write made (or, when its answer is unknown, the one seen before): a pod changed
+      // since (bound by the leader after this replica lost the Lease) is not touched, the leader settles the rest.
+      const undone = await Promise.allSettled(
+        plan.map((r, i) => {
+          const res = results[i];
+          if (res?.status === 'rejected' && isStatus(res.reason, 409)) return Promise.resolve(undefined);
+          const version = res?.status === 'fulfilled' ? versionOf(res.value) : this.seenVersion(r.podId);
+          return this.client.mergePatch(podStatusPath(r.podId), { metadata: { ...version, annotations: planCleared() } });
+        }),
+      );
       // Part of the plan still written (the undo failed too, e.g. throttled): settled later, see `unsettled`.
       if (undone.some(failedBut404)) this.leaveUnsettled(planId);
       for (const r of plan) this.cache.forget(r.podId);
@@ -304,6 +316,11 @@ export class KubeBinder implements Binder {
       if (id !== undefined && isOurs(this.opts.schedulerName, p.spec?.schedulerName)) plans.add(id);
     }
     for (const id of [...plans].sort()) await this.recoverPlan(id);
+  }
+
+  /** The precondition for a write to the pod as this replica's cache last saw it. */
+  private seenVersion(podId: string): { resourceVersion?: string } {
+    return versionOf(this.cache.pod(podId));
   }
 
   /** Keeps a plan for `settle`, with when it was first left (kept across attempts). */
@@ -371,14 +388,27 @@ export class KubeBinder implements Binder {
     // Roll back: bound members are deleted (their owner recreates them), the rest lose the plan.
     this.stats.rollbacks++;
     this.opts.log(`plan ${planId}: rolling back ${bound.length} bound members`);
-    const deleted = await Promise.allSettled(bound.map((p: V1Pod) => this.client.delete(podPath(podKey(p)))));
+    // Conditional on the objects as seen: never a pod recreated under the name, nor a plan written since.
+    const deleted = await Promise.allSettled(
+      bound.map((p: V1Pod) =>
+        this.client.request('DELETE', podPath(podKey(p)), {
+          body: { apiVersion: 'v1', kind: 'DeleteOptions', ...(p.metadata?.uid === undefined ? {} : { preconditions: { uid: p.metadata.uid } }) },
+        }),
+      ),
+    );
     const cleared = await Promise.allSettled(
-      unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { annotations: planCleared() } })),
+      unbound.map((p) => this.client.mergePatch(podStatusPath(podKey(p)), { metadata: { ...versionOf(p), annotations: planCleared() } })),
     );
     if ([...deleted, ...cleared].some(failedBut404)) this.leaveUnsettled(planId);
     for (const p of unbound) this.cache.forget(podKey(p));
     this.opts.requeued?.();
   }
+}
+
+/** A merge patch's precondition: the object's resourceVersion (a 409 when it changed since), none when unknown. */
+function versionOf(p: V1Pod | undefined): { resourceVersion?: string } {
+  const rv = p?.metadata?.resourceVersion;
+  return rv === undefined || rv === '' ? {} : { resourceVersion: rv };
 }
 
 /** How long an unsettled plan that no pod in the cache shows is kept for another attempt. */
