@@ -21,6 +21,8 @@ import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
 import { CpuMeter, diff, loadAverage, processName, residentMiB, withOther } from './proc.ts';
 import { benchConstraint, benchNodes, benchPod, constraintViolations, createNodes, type BenchMix, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
 import type { SitsChildConfig } from './sits-child.ts';
+import { HEAP_NODE_OPTION, maxOldSpaceMiB } from '../../deploy/heap-cap.ts';
+import { DEFAULT_VALUES } from '../../deploy/values.ts';
 
 export type SchedulerId = 'kube-scheduler' | 'sits';
 
@@ -182,6 +184,10 @@ async function scrape(url: string, token: string): Promise<Sample[]> {
   return promSamples(text);
 }
 
+/** The heap cap SITS runs with in the bench: the one the chart's scheduler container (its memory limit) gets. */
+const chartMemoryLimit = String(DEFAULT_VALUES.resources.limits?.memory ?? '');
+export const SITS_BENCH_HEAP = { memoryLimit: chartMemoryLimit, nodeOption: HEAP_NODE_OPTION, maxOldSpaceMiB: maxOldSpaceMiB(chartMemoryLimit) } as const;
+
 /** The SITS scheduler in its own process (sits-child.ts), talking JSON lines on stdio. */
 export class SitsProcess {
   readonly child: ChildProcess;
@@ -198,7 +204,9 @@ export class SitsProcess {
     const loader = entry.endsWith('.ts') ? ['--import', tsx] : [];
     const prof = cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`];
     const gc = cfg.gcBeforeSample === true ? ['--expose-gc'] : [];
-    this.child = spawn(process.execPath, [...prof, ...gc, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    // The old-space cap the chart's container gets (ADR 0190): this host has no cgroup limit for Node to take a share of.
+    const heap = [`--max-old-space-size=${SITS_BENCH_HEAP.maxOldSpaceMiB}`];
+    this.child = spawn(process.execPath, [...prof, ...gc, ...heap, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.exited = new Promise((r) => this.child.once('exit', (code) => r(code)));
     let onReady: (o: Record<string, unknown>) => void = () => undefined;
     let onFail: (e: Error) => void = () => undefined;
@@ -495,6 +503,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
       sitsClient: { maxInFlight: o.maxInFlight, qpsLimit: 'none' },
       events: 'on for both (kube-scheduler cannot switch its events off)',
       sitsProfile: o.sitsProfile,
+      sitsHeap: { ...SITS_BENCH_HEAP, why: `the chart's scheduler container (limits.memory ${SITS_BENCH_HEAP.memoryLimit}) starts Node with ${HEAP_NODE_OPTION}; the bench gives the child the same cap as --max-old-space-size (ADR 0190)` },
       controlPlane: 'fresh etcd + kube-apiserver v1.36.3 per scheduler per run; admin token (system:masters, exempt from API priority and fairness) for everyone',
       adr: 'docs/adr/0020-kube-scheduler-benchmark-method.md',
     },
@@ -592,7 +601,7 @@ const sb = sitsBase.scheduler as Record<string, number>;
 const sa = sitsAfter.scheduler as Record<string, number>;
 const d: Record<string, number> = {};
 for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
-const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, peakRssMiB: sitsAfter.peakRssMiB, heapUsedMiB: sitsAfter.heapUsedMiB, heapTotalMiB: sitsAfter.heapTotalMiB, externalMiB: sitsAfter.externalMiB, logs: sitsAfter.logs };
+const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, peakRssMiB: sitsAfter.peakRssMiB, heapUsedMiB: sitsAfter.heapUsedMiB, heapTotalMiB: sitsAfter.heapTotalMiB, externalMiB: sitsAfter.externalMiB, heapLimitMiB: sitsAfter.heapLimitMiB, logs: sitsAfter.logs };
   return { requests, details };
 }
 
