@@ -20,6 +20,8 @@ export interface SitsChildConfig {
   readonly profile: string;
   /** A full collection before each `sample` (the child runs with --expose-gc): heap used is then the live heap. */
   readonly gcBeforeSample?: boolean;
+  /** For the spawner (SitsProcess): V8's --max-old-space-size of this process; absent: V8's default for the host. */
+  readonly maxOldSpaceMiB?: number;
 }
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as SitsChildConfig;
