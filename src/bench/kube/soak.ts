@@ -184,7 +184,6 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const nodes = benchNodes(o.nodes, { gpusPerNode: o.gpusPerNode, gpuModel: 'H100-SXM', nodesPerRack: 16 });
     await createNodes(creator, nodes, 30);
     const names = new Set(nodes.map((n) => n.metadata?.name ?? ''));
-    // The cap the chart's scheduler container gets (ADR 0190), as in `sits bench kube`.
     sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: 'sits', gcBeforeSample: true, maxOldSpaceMiB: maxOldSpaceMiB(CHART_MEMORY_LIMIT) }, undefined, o.verbose === true ? (l) => p.line(l) : undefined);
     const ready = await sits.waitReady();
     if (ready.nodes !== o.nodes) throw new Error(`SITS scheduler sees ${String(ready.nodes)} nodes, expected ${o.nodes}`);
@@ -209,10 +208,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         const s: SoakSample = {
           t: round(t),
           phase,
-          rssMiB: round(r.rssMiB),
-          heapUsedMiB: round(r.heapUsedMiB),
-          heapTotalMiB: round(r.heapTotalMiB),
-          externalMiB: round(r.externalMiB),
+          // The child rounds its memory to 0.1 MiB already.
+          ...{ rssMiB: r.rssMiB, heapUsedMiB: r.heapUsedMiB, heapTotalMiB: r.heapTotalMiB, externalMiB: r.externalMiB, heapLimitMiB: r.heapLimitMiB },
           lag: r.lag,
           cpuSeconds: round(r.cpuSeconds),
           footprint: r.footprint,
