@@ -211,6 +211,9 @@ export async function buildImage({
       // The compile cache and any scratch file go to /tmp: the root filesystem may be read-only (the chart's is).
       '--config.env',
       'NODE_COMPILE_CACHE=/tmp/node-compile-cache',
+      // The V8 old space capped at a share of the container's memory limit: the Containerfile's, src/deploy/heap-cap.ts (ADR 0190).
+      '--config.env',
+      'NODE_OPTIONS=--max-old-space-size-percentage=50',
       '--config.entrypoint',
       '/usr/local/bin/node',
       '--config.entrypoint',

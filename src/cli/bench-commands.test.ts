@@ -178,3 +178,12 @@ describe('sits bench serving', () => {
     expect(bad.error?.message).toMatch(/^--variants: unknown sideways \(known: as-is, first-half/);
   }, 120_000);
 });
+
+describe('sits bench kube', () => {
+  // Checked before any control plane starts: a bad limit would otherwise surface after minutes of pod creation.
+  it.each(['lots', '0'])('rejects --sits-memory-limit %s with a CliError', async (limit) => {
+    const r = await run(['kube', '--nodes', '1', '--pods', '1', '--sits-memory-limit', limit]);
+    expect(r.error).toBeInstanceOf(CliError);
+    expect(r.error?.message).toBe(`--sits-memory-limit: not a memory limit: "${limit}"`);
+  });
+});

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chartObjects, NOTES_READER, plainObjects } from './bundle.ts';
 import { DASHBOARD_FILE, grafanaDashboard } from './grafana-dashboard.ts';
 import { ensureHelm, helmNotes, helmTemplate, removeHelmScratch, runHelm, valuesFile, writeChart } from './testing/helm.ts';
+import { HEAP_NODE_OPTION, maxOldSpaceMiB } from './heap-cap.ts';
 import { goFloat, type Json } from './tree.ts';
 import { resolveValues, type DeployValues } from './values.ts';
 
@@ -180,6 +181,17 @@ describe('the Helm chart, by the real helm', () => {
       expect(byKey(rendered)).toEqual(byKey(chartObjects(values, ns)));
     },
   );
+
+  it("starts the scheduler's Node with the old-space cap as a share of its container's memory limit", () => {
+    const c = deploymentOf(helmTemplate(helm, chart, [])).spec.template.spec.containers[0] as unknown as {
+      env: { name: string; value?: string }[];
+      resources: { limits: { memory: string } };
+    };
+    expect(c.env.filter((e) => e.name === 'NODE_OPTIONS')).toEqual([{ name: 'NODE_OPTIONS', value: HEAP_NODE_OPTION }]);
+    // The limit the share is of: 2Gi gives the 1024 MiB the kube bench runs SITS with.
+    expect(c.resources.limits.memory).toBe('2Gi');
+    expect(maxOldSpaceMiB(c.resources.limits.memory)).toBe(1024);
+  });
 
   it('helm template --set / --set-string gives the plain manifests with the same values', () => {
     const rendered = helmTemplate(helm, chart, [

@@ -28,6 +28,7 @@ import { activatorDocs } from './activator-manifests.ts';
 import { extenderDocs } from './extender-manifests.ts';
 import { networkPolicyDocs } from './network-policy-manifests.ts';
 import { RESTRICTED_CONTAINER, RESTRICTED_POD } from './security.ts';
+import { HEAP_NODE_OPTION } from './heap-cap.ts';
 import { image, podMetadata, podPlacement } from './pod.ts';
 import { spread } from './tree.ts';
 import { nodeAgentPolicyDocs, workloadPolicyDocs } from './admission-policies.ts';
@@ -244,6 +245,9 @@ function deployment(): Doc {
                 env: [
                   { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
                   { name: 'POD_NAMESPACE', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  // The old-space cap as a share of resources.limits.memory (Node reads the cgroup limit): V8 otherwise
+                  // sizes its heap from the host and keeps garbage far past the live data (ADR 0190).
+                  { name: 'NODE_OPTIONS', value: HEAP_NODE_OPTION },
                 ],
                 ports: [{ name: 'metrics', containerPort: raw('metrics.port'), protocol: 'TCP' }],
                 // The server starts before the informers' first list, so /healthz answers during start-up.

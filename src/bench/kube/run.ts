@@ -21,6 +21,8 @@ import { BindWatch, LatencyProbe, ScheduledEventWatch } from './observer.ts';
 import { CpuMeter, diff, loadAverage, processName, residentMiB, withOther } from './proc.ts';
 import { benchConstraint, benchNodes, benchPod, constraintViolations, createNodes, type BenchMix, createWithRetry, gpusPerNode, podName, runPool, type NodeShapeChoice } from './workload.ts';
 import type { SitsChildConfig } from './sits-child.ts';
+import { HEAP_NODE_OPTION, maxOldSpaceMiB } from '../../deploy/heap-cap.ts';
+import { DEFAULT_VALUES } from '../../deploy/values.ts';
 
 export type SchedulerId = 'kube-scheduler' | 'sits';
 
@@ -49,6 +51,8 @@ export interface KubeBenchOptions {
   readonly sitsCpuProfDir?: string;
   /** Write V8 heap snapshots of each SITS scheduler process into this folder: halfway through binding, and once its pods are bound. */
   readonly sitsHeapSnapshotDir?: string;
+  /** The SITS process gets the old-space cap a container with this memory limit gets (heap-cap.ts); absent: V8's default for this host. */
+  readonly sitsMemoryLimit?: string;
   readonly timeoutSec: number;
   /** Pause between the scheduler being ready and the first pod (lets start-up work settle). */
   readonly settleMs: number;
@@ -182,6 +186,21 @@ async function scrape(url: string, token: string): Promise<Sample[]> {
   return promSamples(text);
 }
 
+/** The heap cap SITS runs with in the bench: the one the chart's scheduler container (its memory limit) gets. */
+/** The chart's memory limit of the scheduler container (resources.limits.memory): the bench's default. */
+export const CHART_MEMORY_LIMIT = String(DEFAULT_VALUES.resources.limits?.memory ?? '');
+
+/** The heap cap of the SITS process for a container memory limit (none: V8's default for this host), for the JSON. */
+export function sitsHeap(memoryLimit: string | undefined): Record<string, unknown> {
+  if (memoryLimit === undefined) return { memoryLimit: 'none', maxOldSpaceMiB: 'V8 default for this host' };
+  return {
+    memoryLimit,
+    nodeOption: HEAP_NODE_OPTION,
+    maxOldSpaceMiB: maxOldSpaceMiB(memoryLimit),
+    why: `the chart's scheduler container starts Node with ${HEAP_NODE_OPTION} of its limits.memory (${CHART_MEMORY_LIMIT}); this host has no cgroup limit, so the child gets the same cap as --max-old-space-size (ADR 0190)`,
+  };
+}
+
 /** The SITS scheduler in its own process (sits-child.ts), talking JSON lines on stdio. */
 export class SitsProcess {
   readonly child: ChildProcess;
@@ -198,7 +217,8 @@ export class SitsProcess {
     const loader = entry.endsWith('.ts') ? ['--import', tsx] : [];
     const prof = cpuProfDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${cpuProfDir}`];
     const gc = cfg.gcBeforeSample === true ? ['--expose-gc'] : [];
-    this.child = spawn(process.execPath, [...prof, ...gc, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const heap = cfg.maxOldSpaceMiB === undefined ? [] : [`--max-old-space-size=${cfg.maxOldSpaceMiB}`];
+    this.child = spawn(process.execPath, [...prof, ...gc, ...heap, ...loader, entry, JSON.stringify(cfg)], { stdio: ['pipe', 'pipe', 'pipe'] });
     this.exited = new Promise((r) => this.child.once('exit', (code) => r(code)));
     let onReady: (o: Record<string, unknown>) => void = () => undefined;
     let onFail: (e: Error) => void = () => undefined;
@@ -305,7 +325,15 @@ export async function runOne(o: KubeBenchOptions, scheduler: SchedulerId, runInd
         pids.set('kube-scheduler', s.pid);
         metricsUrl = `${s.url}/metrics`;
       } else {
-        sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: o.sitsProfile }, o.sitsCpuProfDir, o.verbose === true ? (l) => p.line(l) : undefined);
+        sits = new SitsProcess(
+          {
+            kubeconfig: plane.kubeconfigPath,
+            maxInFlight: o.maxInFlight,
+            events: true,
+            profile: o.sitsProfile,
+            ...(o.sitsMemoryLimit === undefined ? {} : { maxOldSpaceMiB: maxOldSpaceMiB(o.sitsMemoryLimit) }),
+          },
+          o.sitsCpuProfDir, o.verbose === true ? (l) => p.line(l) : undefined);
         pids.set('sits', sits.pid);
         const ready = await sits.waitReady();
         if (ready.nodes !== o.nodes) throw new Error(`SITS scheduler sees ${String(ready.nodes)} nodes, expected ${o.nodes}`);
@@ -495,6 +523,7 @@ export async function runKubeBench(o: KubeBenchOptions): Promise<KubeBenchResult
       sitsClient: { maxInFlight: o.maxInFlight, qpsLimit: 'none' },
       events: 'on for both (kube-scheduler cannot switch its events off)',
       sitsProfile: o.sitsProfile,
+      sitsHeap: sitsHeap(o.sitsMemoryLimit),
       controlPlane: 'fresh etcd + kube-apiserver v1.36.3 per scheduler per run; admin token (system:masters, exempt from API priority and fairness) for everyone',
       adr: 'docs/adr/0020-kube-scheduler-benchmark-method.md',
     },
@@ -592,7 +621,7 @@ const sb = sitsBase.scheduler as Record<string, number>;
 const sa = sitsAfter.scheduler as Record<string, number>;
 const d: Record<string, number> = {};
 for (const k of Object.keys(sa)) d[k] = (sa[k] ?? 0) - (sb[k] ?? 0);
-const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, peakRssMiB: sitsAfter.peakRssMiB, heapUsedMiB: sitsAfter.heapUsedMiB, heapTotalMiB: sitsAfter.heapTotalMiB, externalMiB: sitsAfter.externalMiB, logs: sitsAfter.logs };
+const details = { ...d, clientErrors: ca.errors - cb.errors, maxInFlight: o.maxInFlight, profile: o.sitsProfile, rssMiB: sitsAfter.rssMiB, peakRssMiB: sitsAfter.peakRssMiB, heapUsedMiB: sitsAfter.heapUsedMiB, heapTotalMiB: sitsAfter.heapTotalMiB, externalMiB: sitsAfter.externalMiB, heapLimitMiB: sitsAfter.heapLimitMiB, logs: sitsAfter.logs };
   return { requests, details };
 }
 

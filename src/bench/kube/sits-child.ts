@@ -10,7 +10,7 @@
  */
 import { createInterface } from 'node:readline';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 import { createLiveApp } from '../../app/live.ts';
 
 export interface SitsChildConfig {
@@ -20,6 +20,8 @@ export interface SitsChildConfig {
   readonly profile: string;
   /** A full collection before each `sample` (the child runs with --expose-gc): heap used is then the live heap. */
   readonly gcBeforeSample?: boolean;
+  /** For the spawner (SitsProcess): V8's --max-old-space-size of this process; absent: V8's default for the host. */
+  readonly maxOldSpaceMiB?: number;
 }
 
 const cfg = JSON.parse(process.argv[2] ?? '{}') as SitsChildConfig;
@@ -40,14 +42,17 @@ write({ type: 'ready', nodes: app.scheduler.cache.nodeCount, pid: process.pid })
 // Event-loop delay between two `sample` requests (10 ms resolution: the timer's own jitter stays below it).
 const delay = monitorEventLoopDelay({ resolution: 10 });
 delay.enable();
-const MiB = 2 ** 20;
 const ms = (ns: number): number => Math.round(ns / 1e4) / 100;
-/** Where the process's memory is (MiB): resident now and at its peak, the V8 heap, and buffers outside it. */
+/**
+ * Where the process's memory is (MiB): resident now and at its peak, the V8 heap, buffers outside it, and the heap
+ * limit V8 runs with (the bench's record that the child ran under the cap a container gets: heap-cap.ts).
+ */
+// One reader for `stats` and `sample` (they used to round differently); 0.1 MiB keeps a soak's slow slopes visible.
 function memoryMiB(): Record<string, number> {
   const m = process.memoryUsage();
-  const mib = (b: number): number => Math.round(b / 2 ** 20);
+  const mib = (b: number): number => Math.round((10 * b) / 2 ** 20) / 10;
   // resourceUsage().maxRSS is in KiB.
-  return { rssMiB: mib(m.rss), peakRssMiB: Math.round(process.resourceUsage().maxRSS / 1024), heapUsedMiB: mib(m.heapUsed), heapTotalMiB: mib(m.heapTotal), externalMiB: mib(m.external) };
+  return { rssMiB: mib(m.rss), peakRssMiB: mib(process.resourceUsage().maxRSS * 1024), heapUsedMiB: mib(m.heapUsed), heapTotalMiB: mib(m.heapTotal), externalMiB: mib(m.external), heapLimitMiB: mib(getHeapStatistics().heap_size_limit) };
 }
 
 let stopping = false;
@@ -76,16 +81,12 @@ createInterface({ input: process.stdin })
     } else if (cmd === 'sample') {
       const lag = { p50Ms: ms(delay.percentile(50)), p99Ms: ms(delay.percentile(99)), maxMs: ms(delay.max), meanMs: ms(delay.mean), count: delay.count };
       if (cfg.gcBeforeSample === true) (globalThis as { gc?: () => void }).gc?.();
-      const mem = process.memoryUsage();
       const cpu = process.cpuUsage();
       // After the collection: its pause is the bench's, not the scheduler's lag.
       delay.reset();
       write({
         type: 'sample',
-        rssMiB: mem.rss / MiB,
-        heapUsedMiB: mem.heapUsed / MiB,
-        heapTotalMiB: mem.heapTotal / MiB,
-        externalMiB: mem.external / MiB,
+        ...memoryMiB(),
         lag,
         cpuSeconds: (cpu.user + cpu.system) / 1e6,
         scheduler: app.scheduler.stats,

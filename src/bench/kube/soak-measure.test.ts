@@ -7,6 +7,7 @@ function sample(t: number, over: Partial<SoakSample> = {}): SoakSample {
     phase: 'churn',
     rssMiB: 100,
     heapUsedMiB: 40,
+    heapLimitMiB: 1216,
     heapTotalMiB: 60,
     externalMiB: 2,
     lag: { p50Ms: 10, p99Ms: 20, maxMs: 30, meanMs: 11 },

@@ -80,6 +80,8 @@ export interface SoakSample {
   readonly heapUsedMiB: number;
   readonly heapTotalMiB: number;
   readonly externalMiB: number;
+  /** V8's heap limit in the SITS process (the chart's cap: ADR 0190). */
+  readonly heapLimitMiB: number;
   /** The SITS process's event-loop delay since the previous sample. */
   readonly lag: { readonly p50Ms: number; readonly p99Ms: number; readonly maxMs: number; readonly meanMs: number };
   readonly cpuSeconds: number;

@@ -1,7 +1,10 @@
 // A tiny `sits bench soak` through the real control plane: samples are taken while pods and gangs churn, every pod
 // is bound, completes (the fake kubelet) and is deleted, nothing waits in the scheduler at the end, and the summary's
 // fields are computed from the samples.
+import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { maxOldSpaceMiB } from '../../deploy/heap-cap.ts';
+import { CHART_MEMORY_LIMIT } from './run.ts';
 import { runSoak } from './soak.ts';
 import { churnPlan } from './soak-measure.ts';
 
@@ -20,7 +23,14 @@ describe('sits bench soak (tiny)', () => {
     expect(r.samples.filter((s) => s.phase === 'churn').length).toBeGreaterThanOrEqual(5);
     expect(r.samples.at(-1)?.phase).toBe('drain');
     expect(status.length).toBe(r.samples.length);
+    // The SITS process ran with the old-space cap of the chart's container, not V8's default for this host.
+    const capped = (args: string[]): number =>
+      // To 0.1 MiB, as the child reports it.
+      Math.round(Number(execFileSync(process.execPath, [...args, '-e', 'console.log(require("v8").getHeapStatistics().heap_size_limit / 2 ** 20 * 10)'], { encoding: 'utf8' }))) / 10;
+    const heapLimitMiB = capped([`--max-old-space-size=${maxOldSpaceMiB(CHART_MEMORY_LIMIT)}`]);
+    expect(heapLimitMiB).not.toBe(capped([]));
     for (const s of r.samples) {
+      expect(s.heapLimitMiB).toBe(heapLimitMiB);
       expect(s.rssMiB).toBeGreaterThan(20);
       expect(s.heapUsedMiB).toBeGreaterThan(1);
       expect(s.lag.p99Ms).toBeGreaterThanOrEqual(0);

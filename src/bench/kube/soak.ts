@@ -14,7 +14,8 @@ import { startControlPlane, type ControlPlane } from '../../harness/control-plan
 import { FakeKubelet, RUN_SECONDS_ANNOTATION } from '../../harness/fake-kubelet.ts';
 import { ANNOTATION, LABEL, SCHEDULER_NAME } from '../../api/wire.ts';
 import { percentiles } from '../../core/stats.ts';
-import { SitsProcess, type Progress } from './run.ts';
+import { CHART_MEMORY_LIMIT, SitsProcess, type Progress } from './run.ts';
+import { maxOldSpaceMiB } from '../../deploy/heap-cap.ts';
 import { benchNodes, benchPod, createNodes, createWithRetry } from './workload.ts';
 import { churnPlan, steadyPods, summarizeSoak, type Arrival, type SoakSample, type SoakSummary } from './soak-measure.ts';
 
@@ -183,7 +184,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const nodes = benchNodes(o.nodes, { gpusPerNode: o.gpusPerNode, gpuModel: 'H100-SXM', nodesPerRack: 16 });
     await createNodes(creator, nodes, 30);
     const names = new Set(nodes.map((n) => n.metadata?.name ?? ''));
-    sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: 'sits', gcBeforeSample: true }, undefined, o.verbose === true ? (l) => p.line(l) : undefined);
+    sits = new SitsProcess({ kubeconfig: plane.kubeconfigPath, maxInFlight: o.maxInFlight, events: true, profile: 'sits', gcBeforeSample: true, maxOldSpaceMiB: maxOldSpaceMiB(CHART_MEMORY_LIMIT) }, undefined, o.verbose === true ? (l) => p.line(l) : undefined);
     const ready = await sits.waitReady();
     if (ready.nodes !== o.nodes) throw new Error(`SITS scheduler sees ${String(ready.nodes)} nodes, expected ${o.nodes}`);
     kubelet = new FakeKubelet(kubeletClient, (n) => names.has(n), o.verbose === true ? (m) => p.line(m) : () => undefined);
@@ -207,10 +208,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         const s: SoakSample = {
           t: round(t),
           phase,
-          rssMiB: round(r.rssMiB),
-          heapUsedMiB: round(r.heapUsedMiB),
-          heapTotalMiB: round(r.heapTotalMiB),
-          externalMiB: round(r.externalMiB),
+          // The child rounds its memory to 0.1 MiB already.
+          ...{ rssMiB: r.rssMiB, heapUsedMiB: r.heapUsedMiB, heapTotalMiB: r.heapTotalMiB, externalMiB: r.externalMiB, heapLimitMiB: r.heapLimitMiB },
           lag: r.lag,
           cpuSeconds: round(r.cpuSeconds),
           footprint: r.footprint,

@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Command } from 'commander';
-import { runKubeBench, type Progress, type SchedulerId } from '../../bench/kube/run.ts';
+import { CHART_MEMORY_LIMIT, runKubeBench, type Progress, type SchedulerId } from '../../bench/kube/run.ts';
+import { HEAP_NODE_OPTION, maxOldSpaceMiB } from '../../deploy/heap-cap.ts';
 import { BENCH_MIXES, gpusPerNode, type BenchMix } from '../../bench/kube/workload.ts';
 import { CliError } from '../errors.ts';
 import { intOption } from '../options.ts';
@@ -62,6 +63,11 @@ export function registerBenchKube(bench: Command): void {
     .option('--profile <name>', 'SITS scheduling profile', 'sits')
     .option('--sits-cpu-prof <dir>', 'write a V8 CPU profile (.cpuprofile) of each SITS scheduler process here')
     .option('--sits-heap-snapshot <dir>', 'write V8 heap snapshots of each SITS scheduler process here (halfway through binding, and once its pods are bound)')
+    .option(
+      '--sits-memory-limit <quantity>',
+      `SITS runs with the V8 old-space cap a container with this memory limit gets (${HEAP_NODE_OPTION}); "none": V8's default for this host`,
+      CHART_MEMORY_LIMIT,
+    )
     .option('--timeout <sec>', 'give up on a run after this long', intOption('--timeout', 10, 36_000), 1800)
     .option(
       '--settle <ms>',
@@ -90,6 +96,7 @@ export function registerBenchKube(bench: Command): void {
         profile: string;
         sitsCpuProf?: string;
         sitsHeapSnapshot?: string;
+        sitsMemoryLimit: string;
         timeout: number;
         settle: number;
         verbose?: boolean;
@@ -107,6 +114,13 @@ export function registerBenchKube(bench: Command): void {
         }
         if (o.pods > o.nodes * perNode)
           throw new CliError(`${o.pods} 1-GPU pods do not fit on ${o.nodes} nodes × ${perNode} GPUs; use more nodes or --gpus-per-node`);
+        if (o.sitsMemoryLimit !== 'none') {
+          try {
+            maxOldSpaceMiB(o.sitsMemoryLimit);
+          } catch (e) {
+            throw new CliError(`--sits-memory-limit: ${(e as Error).message}`);
+          }
+        }
         if (o.sitsCpuProf !== undefined) mkdirSync(o.sitsCpuProf, { recursive: true });
         if (o.sitsHeapSnapshot !== undefined) mkdirSync(o.sitsHeapSnapshot, { recursive: true });
         const schedulers: SchedulerId[] = o.only === undefined ? ['kube-scheduler', 'sits'] : [o.only as SchedulerId];
@@ -125,6 +139,7 @@ export function registerBenchKube(bench: Command): void {
           sitsProfile: o.profile,
           ...(o.sitsCpuProf === undefined ? {} : { sitsCpuProfDir: o.sitsCpuProf }),
           ...(o.sitsHeapSnapshot === undefined ? {} : { sitsHeapSnapshotDir: o.sitsHeapSnapshot }),
+          ...(o.sitsMemoryLimit === 'none' ? {} : { sitsMemoryLimit: o.sitsMemoryLimit }),
           timeoutSec: o.timeout,
           settleMs: o.settle,
           progress: stderrProgress(),

@@ -5,6 +5,7 @@ import { vi } from 'vitest';
 import { registerBenchBatch } from '../commands/bench-batch.ts';
 import { registerBenchDashboard } from '../commands/bench-dashboard.ts';
 import { registerBenchFgd } from '../commands/bench-fgd.ts';
+import { registerBenchKube } from '../commands/bench-kube.ts';
 import { registerBenchReplay } from '../commands/bench-replay.ts';
 import { registerBenchServing } from '../commands/bench-serving.ts';
 import { registerBenchServingTraces } from '../commands/bench-serving-traces.ts';
@@ -25,6 +26,7 @@ export async function runBench(args: readonly string[]): Promise<{ out: string; 
   registerBenchServingTraces(bench);
   registerBenchBatch(bench);
   registerBenchDashboard(bench);
+  registerBenchKube(bench);
   let out = '';
   const spy = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
     out += String(chunk);
