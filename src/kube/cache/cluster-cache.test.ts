@@ -72,6 +72,18 @@ describe('ClusterCache: the snapshot changes only when a cycle takes it', () => 
     expect(cache.snapshot().state.allocation('ns/q')?.gpus).toEqual([4, 5]);
   });
 
+  it('a pod on a node with no GPU left is counted without devices, said once however many snapshots retry it', () => {
+    const logs: string[] = [];
+    const cache = new ClusterCache(undefined, (m) => logs.push(m));
+    cache.upsertNode(node('n-0'));
+    for (const i of [0, 1, 2, 3]) cache.upsertPod(bound(testPod('ns', `f${i}`, { gpus: 2 }), 'n-0', `${2 * i},${2 * i + 1}`));
+    cache.upsertPod(bound(testPod('ns', 'x', { gpus: 2 }), 'n-0', '0,1'));
+    expect(cache.snapshot().state.allocation('ns/x')?.gpuMilli).toBe(0);
+    cache.snapshot();
+    cache.snapshot();
+    expect(logs).toEqual(['pod ns/x on n-0: GPUs over-committed; counting it without devices']);
+  });
+
   it("an assumed allocation survives the pod's unbound updates until the watch confirms it; forget releases it", () => {
     const cache = new ClusterCache();
     cache.upsertNode(node('n-0'));

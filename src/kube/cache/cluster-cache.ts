@@ -413,16 +413,19 @@ export class ClusterCache {
     // An unknown node is skipped: the pod is counted when its node appears (rebuild).
     const placed = placeExisting(state, spec.value, nodeName, 'observed', parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]));
     if (!placed.ok) return;
-    if (placed.value.withoutDevices) this.log(`pod ${key} on ${nodeName}: GPUs over-committed; counting it without devices`);
     const hint = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]);
-    if (hint !== undefined && !sameGpus(hint, placed.value.allocation.gpus)) {
-      if (!this.misplaced.has(key))
+    const { allocation, withoutDevices } = placed.value;
+    // Retried every snapshot while misplaced (see `misplaced`): said once.
+    const said = this.misplaced.has(key);
+    if (withoutDevices && !said) this.log(`pod ${key} on ${nodeName}: GPUs over-committed; counting it without devices`);
+    if (hint !== undefined && !sameGpus(hint, allocation.gpus)) {
+      if (!said && !withoutDevices)
         this.log(
-          `pod ${key} on ${nodeName}: its GPUs ${hint.join(',')} are held by another pod here; counted on ${placed.value.allocation.gpus.join(',') || 'none'} until they are free`,
+          `pod ${key} on ${nodeName}: its GPUs ${hint.join(',')} are held by another pod here; counted on ${allocation.gpus.join(',')} until they are free`,
         );
       this.misplaced.add(key);
     } else this.misplaced.delete(key);
-    state.allocate(placed.value.allocation);
+    state.allocate(allocation);
   }
 
   private rebuild(): void {
