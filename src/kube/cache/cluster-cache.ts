@@ -376,26 +376,20 @@ export class ClusterCache {
     this.assumed.delete(key);
   }
 
-  /** Brings one pod's allocation in the snapshot in line with its object (and SITS's assumption). */
+  /**
+   * After `releaseStale`: counts a resource-holding pod the state does not hold yet, or confirms the allocation it
+   * has (then on the pod's node and GPUs). A pod that holds nothing was released there, unless SITS assumed it.
+   */
   private reconcile(key: string): void {
-    const state = this.current as ClusterState;
     const p = this.pods.get(key);
-    const holds = p !== undefined && podHoldsResources(p);
-    const have = state.allocation(key);
-    if (holds) {
-      const node = p.spec?.nodeName ?? p.metadata?.annotations?.[ANNOTATION.assignedNode];
-      if (have !== undefined && have.node === node) {
-        // Confirmed by the watch: an assumed allocation becomes a plain one.
-        if ((p.spec?.nodeName ?? '') !== '') this.assumed.delete(key);
-        return;
-      }
-      if (have !== undefined) this.release(key);
-      this.assumed.delete(key);
-      this.account(p);
+    if (p === undefined || !podHoldsResources(p)) return;
+    if ((this.current as ClusterState).allocation(key) !== undefined) {
+      // Confirmed by the watch: an assumed allocation becomes a plain one.
+      if ((p.spec?.nodeName ?? '') !== '') this.assumed.delete(key);
       return;
     }
-    if (this.assumed.has(key)) return;
-    if (have !== undefined) this.release(key);
+    this.assumed.delete(key);
+    this.account(p);
   }
 
   private release(key: string): void {
@@ -411,9 +405,9 @@ export class ClusterCache {
     const spec = podFromK8s(p);
     if (!spec.ok) return;
     // An unknown node is skipped: the pod is counted when its node appears (rebuild).
-    const placed = placeExisting(state, spec.value, nodeName, 'observed', parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]));
-    if (!placed.ok) return;
     const hint = parseGpuIndices(p.metadata?.annotations?.[ANNOTATION.gpuIndices]);
+    const placed = placeExisting(state, spec.value, nodeName, 'observed', hint);
+    if (!placed.ok) return;
     const { allocation, withoutDevices } = placed.value;
     // Retried every snapshot while misplaced (see `misplaced`): said once.
     const said = this.misplaced.has(key);
