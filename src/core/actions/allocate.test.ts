@@ -34,6 +34,7 @@ describe('allocate: placement of the whole gang', () => {
     expect(ses.out.waiting.get('long')).toEqual({
       reason: 'reservation',
       message: 'would delay the reservation of big (starts in 90 s on 1 nodes); runs 3600 s',
+      steadyMessage: 'would delay the reservation of big (on 1 nodes); runs 3600 s',
     });
     expect(freeGpus(ses)).toBe(8000);
     const short = ses.attemptFor(job('short', 'a', 1, 4, { estRuntimeMs: 60_000 }));

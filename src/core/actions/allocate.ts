@@ -4,6 +4,7 @@
  * GPUs the reserved job needs there; otherwise it waits for the reservation. A gang that does not fit is left
  * to the next action with the placement's explanation.
  */
+import { describeDelaySteady } from '../framework/gang-choice.ts';
 import type { Placement } from '../framework/scheduler.ts';
 import type { Attempt, CycleSession } from '../session/session.ts';
 import type { Reservation } from '../session/cycle-types.ts';
@@ -17,7 +18,11 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
   const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, waitedMs: Math.max(0, s.nowMs - since), runMs: job.estRuntimeMs });
   if (!placed.ok && placed.delay !== undefined) {
     stmt.discard();
-    s.wait(job.id, { reason: 'better-placement', message: placed.explanation.message });
+    s.wait(job.id, {
+      reason: 'better-placement',
+      message: placed.explanation.message,
+      steadyMessage: `${placed.explanation.subject} ${describeDelaySteady(placed.delay)}`,
+    });
     return true;
   }
   if (!placed.ok) {
@@ -34,9 +39,11 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
     return true;
   }
   stmt.discard();
+  const runs = `runs ${Math.round(job.estRuntimeMs / 1000)} s`;
   s.wait(job.id, {
     reason: 'reservation',
-    message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - s.nowMs) / 1000)} s on ${blocking.nodes.length} nodes); runs ${Math.round(job.estRuntimeMs / 1000)} s`,
+    message: `would delay the reservation of ${blocking.jobId} (starts in ${Math.round((blocking.startMs - s.nowMs) / 1000)} s on ${blocking.nodes.length} nodes); ${runs}`,
+    steadyMessage: `would delay the reservation of ${blocking.jobId} (on ${blocking.nodes.length} nodes); ${runs}`,
   });
   return true;
 }

@@ -139,7 +139,11 @@ describe('checkpoint-aware preemption in the queue cycle', () => {
     const first = cyc(s, [job('u', 8, 10)], [v], true);
     expect(first.preempted).toEqual([]);
     expect(first.checkpointRequests.map((q) => [q.victim.id, q.by, q.deadlineMs])).toEqual([['v', 'u', NOW + 300_000]]);
-    expect(first.waiting.get('u')?.reason).toBe('checkpoint-victim');
+    expect(first.waiting.get('u')).toMatchObject({
+      reason: 'checkpoint-victim',
+      message: 'preemption of v waits for the checkpoint asked of them (evicted at the latest in 300 s)',
+      steadyMessage: 'preemption of v waits for the checkpoint asked of them',
+    });
     expect(s.state.allocation('v-0')).toBeDefined();
     const pending = cyc(s, [job('u', 8, 10)], [{ ...v, checkpointRequestedMs: NOW }], true, NOW + 30_000);
     expect(pending.checkpointRequests).toEqual([]);

@@ -30,9 +30,11 @@ export function waitsForVictims(s: CycleSession, job: QueuedJob, best: Preemptio
       (v) => (v.criticalUntilMs as number) - nowMs <= (s.queueOf(v.queue).preemption?.criticalGraceMs ?? s.opts.criticalGraceMs),
     );
     if (withinGrace) for (const v of critical) s.out.deferred.push({ victim: v, by: job.id, atMs: v.criticalUntilMs as number });
+    const steady = `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end`;
     s.wait(job.id, {
       reason: 'critical-victim',
-      message: `preemption of ${critical.map((v) => v.id).join(', ')} waits for their critical phase (checkpoint/all-reduce) to end in ${Math.round(waitMs / 1000)} s`,
+      message: `${steady} in ${Math.round(waitMs / 1000)} s`,
+      steadyMessage: steady,
       retryAtMs: nowMs + waitMs,
     });
     return true;
@@ -57,9 +59,11 @@ function waitsForCheckpoints(s: CycleSession, job: QueuedJob, victims: readonly 
   if (unready.length === 0) return false;
   for (const x of unready) if (x.step === 'request') s.out.checkpointRequests.push({ victim: x.v, by: job.id, deadlineMs: nowMs + graceOf(s, x.v) });
   const deadline = Math.max(...unready.map((x) => (x.step === 'request' ? nowMs : (x.v.checkpointRequestedMs as number)) + graceOf(s, x.v)));
+  const steady = `preemption of ${unready.map((x) => x.v.id).join(', ')} waits for the checkpoint asked of them`;
   s.wait(job.id, {
     reason: 'checkpoint-victim',
-    message: `preemption of ${unready.map((x) => x.v.id).join(', ')} waits for the checkpoint asked of them (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)`,
+    message: `${steady} (evicted at the latest in ${Math.round((deadline - nowMs) / 1000)} s)`,
+    steadyMessage: steady,
     retryAtMs: deadline,
   });
   return true;

@@ -230,7 +230,13 @@ describe('queue cycle: per-queue preemption policy', () => {
     const g1 = start(s, job('g1', 'a', 1, 8), now - 3_600_000, { criticalUntilMs: now + 30_000 });
     const short = cycle(s, queues(makeQueue('a', { preemption: { criticalGraceMs: 10_000 } })), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
     expect(short.deferred).toEqual([]);
-    expect(short.waiting.get('urgent')?.reason).toBe('critical-victim');
+    expect(short.waiting.get('urgent')).toEqual({
+      reason: 'critical-victim',
+      message: 'preemption of g1 waits for their critical phase (checkpoint/all-reduce) to end in 30 s',
+      // What a host writes to the pods: no countdown, so the same wait is not rewritten every cycle.
+      steadyMessage: 'preemption of g1 waits for their critical phase (checkpoint/all-reduce) to end',
+      retryAtMs: now + 30_000,
+    });
     const long = cycle(s, queues(makeQueue('a', { preemption: { criticalGraceMs: 60_000 } })), [job('urgent', 'a', 1, 8, { priority: 100 })], [g1], now);
     expect(long.deferred.map((d) => d.victim.id)).toEqual(['g1']);
   });

@@ -92,8 +92,16 @@ export function delayFor(slowdown: number, waitedMs: number, runMs: number = GAN
 
 /** `waits for a better placement: 1.45× its best step here; expects 31 % shorter steps; waited 120 of 560 s`. */
 export function describeDelay(d: GangDelay): string {
-  return `waits for a better placement: the best free one now gives ${d.slowdown.toFixed(2)}× its best step time; expects ${Math.round(100 * d.expectedGain)} % shorter steps; waited ${Math.round(d.waitedMs / 1000)} of at most ${Math.round(d.capMs / 1000)} s`;
+  return `${delayReason(d)}; waited ${Math.round(d.waitedMs / 1000)} of at most ${Math.round(d.capMs / 1000)} s`;
 }
+
+/** The same without the count of seconds waited: `…; expects 31 % shorter steps; holds at most 560 s`. */
+export function describeDelaySteady(d: GangDelay): string {
+  return `${delayReason(d)}; holds at most ${Math.round(d.capMs / 1000)} s`;
+}
+
+const delayReason = (d: GangDelay): string =>
+  `waits for a better placement: the best free one now gives ${d.slowdown.toFixed(2)}× its best step time; expects ${Math.round(100 * d.expectedGain)} % shorter steps`;
 
 /**
  * The best step of `model` on `gpus` GPUs anywhere in a cluster of these nodes: whole empty nodes of one shape in

@@ -59,6 +59,12 @@ export interface Waiting {
   readonly reason: WaitReason;
   readonly message: string;
   /**
+   * The same wait without what counts down from cycle to cycle (`waited 60 of at most 1200 s`, `in 40 s`): what a
+   * host writes to the API (the pods' condition, Events), so a job retried every cycle is written once, not every
+   * cycle. Unset: `message` does not change by itself.
+   */
+  readonly steadyMessage?: string;
+  /**
    * When the wait can end with nothing else happening (a victim's grace or critical phase runs out): a host
    * that only runs cycles on events must run one then.
    */

@@ -269,6 +269,31 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     expect(at.started.map((s) => [...new Set(s.placements.map((p) => p.node))])).toEqual([['b-pcie']]);
   });
 
+  it('a held gang retried every cycle is written to the API once: the status and Events say the hold without the seconds waited', () => {
+    const { scheduler, job } = setup();
+    const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
+    const writes: { pods: readonly string[]; message: string }[] = [];
+    const events: SchedulingEvent[] = [];
+    const spine = new SchedulingSpine(queue, {
+      events: { emit: (e) => events.push(e) },
+      status: { unschedulable: (pods, message) => writes.push({ pods, message }), expectedStart: () => undefined },
+    });
+    queue.add(job, 0);
+    const messages: string[] = [];
+    for (let t = 0; t < 5_000; t += 1_000) {
+      const r = spine.cycle({ nowMs: t, scheduler, ...input });
+      expect(r.started).toEqual([]);
+      messages.push(r.waiting.get('g')?.message ?? '');
+    }
+    // The cycle's own message counts the seconds (explain and the simulator show it)...
+    expect(messages.map((m) => /waited (\d+) of/.exec(m)?.[1])).toEqual(['0', '1', '2', '3', '4']);
+    // ...the API gets one write per pod for the whole hold, in words that stay true while it lasts.
+    expect(writes).toHaveLength(1);
+    expect(writes[0]?.pods).toHaveLength(8);
+    expect(writes[0]?.message).toMatch(/^queue a holds g \(better-placement\): gang g \(8×1 GPU\) waits for a better placement: .*; holds at most \d+ s$/);
+    expect(events).toHaveLength(8);
+  });
+
   it('a host that tracks no hold times counts from arrival: the same gang, two hours old, is placed at once', () => {
     const { scheduler, job } = setup();
     const r = runCycle({ nowMs: 2 * H, scheduler, pending: [job], ...input });

@@ -94,7 +94,9 @@ export class SchedulingSpine {
       }
       queue.failed(id, w, reserved.has(id) ? undefined : hintsFor(w, opts, wakeAtMs), nowMs);
       // Without a Queue object for it, the job is in its queue label's default queue: the wait speaks for itself.
-      const message = input.queues.has(job.queue) ? heldMessage(job.queue, job.gang.name, w) : w.message;
+      // Written in its steady words: a wait retried every cycle whose message counts seconds is written once.
+      const steady = w.steadyMessage === undefined ? w : { ...w, message: w.steadyMessage };
+      const message = input.queues.has(job.queue) ? heldMessage(job.queue, job.gang.name, steady) : steady.message;
       if (this.reported.get(id) === message) continue;
       this.reported.set(id, message);
       const pods = job.gang.members.map((m) => m.id);
