@@ -127,6 +127,11 @@ export const ANNOTATION = {
   planSize: `${P}/plan-size`,
   /** Written on waiting pods: when the queue cycle run forward expects them to start (RFC 3339). */
   expectedStart: `${P}/expected-start`,
+  /**
+   * Written on a gang's waiting pods when it is first held for a better placement (RFC 3339): the hold's clock
+   * (ADR 0191), read back by a scheduler that takes over and by `sits explain` (ADR 0195).
+   */
+  heldSince: `${P}/held-since`,
   // Pods: what the TrainingJob controller writes.
   worldSize: `${P}/world-size`,
   // Checkpoints (docs/checkpoints.md, ADR 0090).

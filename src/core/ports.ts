@@ -86,6 +86,8 @@ export interface EventSink {
 export interface StatusWriter {
   unschedulable(podIds: readonly string[], message: string): void;
   expectedStart(podIds: readonly string[], atMs: number): void;
+  /** The job of these pods was first held for a better placement at `atMs` (a host that keeps it across restarts). */
+  heldSince?(podIds: readonly string[], atMs: number): void;
 }
 
 /** Every port a scheduling spine needs to reach a cluster. */

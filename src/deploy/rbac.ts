@@ -73,7 +73,7 @@ export const SCHEDULER_RULES: readonly PolicyRule[] = [
     apiGroups: [''],
     resources: ['pods/status'],
     verbs: ['patch'],
-    why: 'PodScheduled=False/Unschedulable with the explanation, status.nominatedNodeName, and by merge patch the annotations it records before or without a binding (gang plan, expected-start, checkpoint-requested), as system:kube-scheduler (ADR 0175).',
+    why: 'PodScheduled=False/Unschedulable with the explanation, status.nominatedNodeName, and by merge patch the annotations it records before or without a binding (gang plan, expected-start, held-since, checkpoint-requested), as system:kube-scheduler (ADR 0175).',
   },
   {
     apiGroups: [''],

@@ -274,9 +274,14 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
     const writes: { pods: readonly string[]; message: string }[] = [];
     const events: SchedulingEvent[] = [];
+    const holds: { pods: readonly string[]; atMs: number }[] = [];
     const spine = new SchedulingSpine(queue, {
       events: { emit: (e) => events.push(e) },
-      status: { unschedulable: (pods, message) => writes.push({ pods, message }), expectedStart: () => undefined },
+      status: {
+        unschedulable: (pods, message) => writes.push({ pods, message }),
+        expectedStart: () => undefined,
+        heldSince: (pods, atMs) => holds.push({ pods, atMs }),
+      },
     });
     queue.add(job, 0);
     const messages: string[] = [];
@@ -292,6 +297,38 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     expect(writes[0]?.pods).toHaveLength(8);
     expect(writes[0]?.message).toMatch(/^queue a holds g \(better-placement\): gang g \(8×1 GPU\) waits for a better placement: .*; holds at most \d+ s$/);
     expect(events).toHaveLength(8);
+    // The hold's clock is recorded once, at the first hold, for every member.
+    expect(holds).toEqual([{ pods: job.gang.members.map((m) => m.id), atMs: 0 }]);
+  });
+
+  it('a hold recorded by an earlier leader keeps its clock: the gang is placed when the cap from that first hold runs out', () => {
+    const { scheduler, job } = setup();
+    // The cap of this gang's hold, as a fresh spine reports it.
+    const probe = new SchedulingSpine(new SchedulingQueue(SIM_QUEUE_TIMING), {
+      events: { emit: () => undefined },
+      status: { unschedulable: () => undefined, expectedStart: () => undefined },
+    });
+    probe.queue.add(job, 0);
+    const capS = Number(/at most (\d+) s$/.exec(probe.cycle({ nowMs: 0, scheduler, ...input }).waiting.get('g')?.message ?? '')?.[1]);
+    expect(capS).toBeGreaterThan(10);
+    const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
+    const holds: number[] = [];
+    const spine = new SchedulingSpine(queue, {
+      events: { emit: () => undefined },
+      status: { unschedulable: () => undefined, expectedStart: () => undefined, heldSince: (_, atMs) => holds.push(atMs) },
+    });
+    const t0 = 5 * H;
+    queue.add(job, t0);
+    // Held since 10 s short of its cap (another leader's record), and a record for a job not in the queue (ignored).
+    const recordedHolds = new Map([
+      ['g', t0 - (capS - 10) * 1000],
+      ['gone', 0],
+    ]);
+    const before = spine.cycle({ nowMs: t0, scheduler, ...input, recordedHolds });
+    expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capS - 10} of at most ${capS} s$`));
+    expect(holds).toEqual([]);
+    const at = spine.cycle({ nowMs: t0 + 10_000, scheduler, ...input, recordedHolds });
+    expect(at.started.map((x) => x.job.id)).toEqual(['g']);
   });
 
   it('a host that tracks no hold times counts from arrival: the same gang, two hours old, is placed at once', () => {

@@ -30,6 +30,11 @@ export interface SpineCycleInput {
   readonly disruptionBudgets?: readonly DisruptionBudget[] | (() => readonly DisruptionBudget[]);
   /** Reservations the host holds across cycles (runCycle's `held`). */
   readonly held?: readonly Reservation[];
+  /**
+   * First-hold times the host read back for its waiting jobs (written through `StatusWriter.heldSince` by this or
+   * an earlier leader): a job held before a restart or failover keeps its clock instead of starting it again.
+   */
+  readonly recordedHolds?: ReadonlyMap<string, number>;
 }
 
 /** What the spine says about waiting and preempted pods; the placements go through the scheduler's commit target. */
@@ -55,6 +60,7 @@ export class SchedulingSpine {
     const queue = this.queue;
     queue.flush(nowMs);
     const { jobs, parked } = queue.forCycle();
+    for (const [id, ms] of input.recordedHolds ?? []) if (!this.heldSince.has(id) && queue.get(id) !== undefined) this.heldSince.set(id, ms);
     const res = runCycle({
       nowMs,
       scheduler: input.scheduler,
@@ -86,7 +92,13 @@ export class SchedulingSpine {
       const job = queue.get(id);
       // Not tried this cycle: it stays where it was, with what it was told.
       if (job === undefined || parked.get(id) === w) continue;
-      if (w.reason === 'better-placement' && !this.heldSince.has(id)) this.heldSince.set(id, nowMs);
+      if (w.reason === 'better-placement' && !this.heldSince.has(id)) {
+        this.heldSince.set(id, nowMs);
+        this.ports.status.heldSince?.(
+          job.gang.members.map((m) => m.id),
+          nowMs,
+        );
+      }
       // A job heading its queue with a reservation is looked at every cycle (its reservation must stand).
       if (!wakeKnown) {
         wakeAtMs = opts.preemption ? nextEligibleMs(input.running, input.queues, opts, nowMs) : undefined;

@@ -1,7 +1,8 @@
 /**
  * The live StatusWriter: a waiting pod gets `PodScheduled=False, reason Unschedulable` with the message
  * that says which queue holds it and why (controllers read it), and the annotation
- * `ai.sits2026.dev/expected-start` (RFC 3339) with the start the forward run expects. A pod that already
+ * `ai.sits2026.dev/expected-start` (RFC 3339) with the start the forward run expects; a gang first held for a
+ * better placement gets `ai.sits2026.dev/held-since` once (the hold's clock, read back after a failover). A pod that already
  * says the same is not written again; an expected start that moved by less than a minute is left alone.
  * The condition is written only onto the pod version the cycle saw unbound (its resourceVersion): a write that
  * lands after the pod's binding would otherwise leave a bound, running pod saying PodScheduled=False (the upstream
@@ -71,6 +72,17 @@ export class KubeStatusWriter implements StatusWriter {
       this.track(
         this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }),
         `expected-start ${id}`,
+      );
+    }
+  }
+
+  heldSince(podIds: readonly string[], atMs: number): void {
+    for (const id of podIds) {
+      const pod = this.cache.pod(id);
+      if (pod === undefined || (pod.spec?.nodeName ?? '') !== '' || pod.metadata?.annotations?.[ANNOTATION.heldSince] !== undefined) continue;
+      this.track(
+        this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.heldSince]: new Date(atMs).toISOString() } } }),
+        `held-since ${id}`,
       );
     }
   }

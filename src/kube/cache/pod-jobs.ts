@@ -49,6 +49,23 @@ export interface JobsView {
   readonly minRuntimeMs: number;
 }
 
+/**
+ * When each waiting job was first held for a better placement, as its pods' `held-since` annotation says (the
+ * earliest member's): the hold's clock a leader wrote (ADR 0195). Jobs whose pods say nothing are absent.
+ */
+export function recordedHolds(view: Pick<JobsView, 'podsOf'>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const [id, pods] of view.podsOf) {
+    let first = Number.POSITIVE_INFINITY;
+    for (const p of pods) {
+      const t = Date.parse(p.obj.metadata?.annotations?.[ANNOTATION.heldSince] ?? '');
+      if (Number.isFinite(t) && t < first) first = t;
+    }
+    if (Number.isFinite(first)) out.set(id, first);
+  }
+  return out;
+}
+
 /** Above this many waiting jobs the forward run is skipped (it would cost more than a cycle). */
 export const ETA_MAX_JOBS = 2000;
 

@@ -88,24 +88,29 @@ describe('sits explain: a waiting gang', () => {
 
   it('a gang that fits only where it would train far slower says it waits for a better placement and what it expects (ADR 0188)', () => {
     // The NVSwitch node is busy; a 2.7B GPT over 8 one-GPU pods fits the other node, where its ring crosses the sockets.
-    const withGang = (ageMs: number): ClusterCache => {
+    // Created `ageMs` ago; held since `heldMs` ago when the scheduler recorded a hold (ADR 0195).
+    const withGang = (ageMs: number, heldMs?: number): ClusterCache => {
       const cache = new ClusterCache();
       cache.upsertNode(node('a100-0', 'hgx-a100'));
       cache.upsertNode(node('two-0', 'nvlink-2x4'));
       runBlocker(cache, 600_000);
       for (let i = 0; i < 8; i++) {
-        const p = testPod('default', `big-${i}`, { gpus: 1, group: 'big', annotations: { [ANNOTATION.trainingModel]: 'gpt/2652000000/ddp' } });
+        const held = heldMs === undefined ? {} : { [ANNOTATION.heldSince]: new Date(NOW - heldMs).toISOString() };
+        const p = testPod('default', `big-${i}`, { gpus: 1, group: 'big', annotations: { [ANNOTATION.trainingModel]: 'gpt/2652000000/ddp', ...held } });
         cache.upsertPod({ ...p, metadata: { ...p.metadata, creationTimestamp: new Date(NOW - ageMs) } });
       }
       return cache;
     };
-    const r = explain(withGang(60_000), 'default/big');
+    const holds = (waitedS: number): string =>
+      `queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited ${waitedS} of at most 1200 s`;
+    const r = explain(withGang(120_000, 60_000), 'default/big');
     expect(r.lines[0], r.lines.join('\n')).toBe('fits now: two-0');
-    expect(r.lines[1]).toBe(
-      'queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited 60 of at most 1200 s',
-    );
-    // Waiting is bounded: created two hours ago, it takes the free node at the next cycle.
-    expect(explain(withGang(7_200_000), 'default/big').lines).toContain('queue default: admitted at the next cycle');
+    // Counted from the hold the scheduler recorded, not from the pods' creation.
+    expect(r.lines[1]).toBe(holds(60));
+    // Not held yet: the scheduler's next cycle starts the hold, however long the gang queued before (ADR 0191).
+    expect(explain(withGang(7_200_000), 'default/big').lines[1]).toBe(holds(0));
+    // Waiting is bounded: held for two hours, it takes the free node at the next cycle.
+    expect(explain(withGang(7_300_000, 7_200_000), 'default/big').lines).toContain('queue default: admitted at the next cycle');
   });
 
   it('a model the cluster has too few of: counted per model', () => {

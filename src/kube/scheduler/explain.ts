@@ -15,7 +15,7 @@ import type { ClusterCache } from '../cache/cluster-cache.ts';
 import { ANNOTATION, LABEL } from '../../api/wire.ts';
 import type { V1Pod } from '@kubernetes/client-node';
 import { DEFAULT_TRAINING_MODEL, idealShares, sharesOf, stepTime } from '../../core/estimate/step-time.ts';
-import type { PodJobs } from '../cache/pod-jobs.ts';
+import { recordedHolds, type PodJobs } from '../cache/pod-jobs.ts';
 import { ClusterState } from '../../core/snapshot/cluster-state.ts';
 import type { GangSpec } from '../../core/model/pod.ts';
 import type { RunningJob } from '../../core/actions/jobs.ts';
@@ -132,7 +132,9 @@ function explainUnit(
   }
   // 2. The queue's view: one cycle over that copy (every pod is in a queue: its label's default one without Queue objects).
   const options = { minRuntimeMs: view.minRuntimeMs };
-  const res = runCycle({ nowMs, scheduler: copy, queues: view.queues, pending: view.jobs, running: view.running, options });
+  // The hold clocks the leader recorded on the pods (ADR 0195): a gang it holds for a better placement is said to be
+  // held here too, counted from the same first hold.
+  const res = runCycle({ nowMs, scheduler: copy, queues: view.queues, pending: view.jobs, running: view.running, options, heldSince: recordedHolds(view) });
   const w = res.waiting.get(id);
   if (w !== undefined) lines.push(`queue ${job.queue} holds it (${w.reason}): ${w.message}`);
   else if (res.started.some((x) => x.job.id === id)) lines.push(`queue ${job.queue}: admitted at the next cycle`);

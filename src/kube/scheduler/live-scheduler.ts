@@ -37,7 +37,7 @@ import { explainTarget, type ExplainReport } from './explain.ts';
 import type { Informers } from '../cache/informers.ts';
 import type { LeaderElector } from './leader.ts';
 import type { LiveMetricsView, LiveObserver } from '../telemetry/live-observer.ts';
-import type { GangShort, JobsView, PodJobs } from '../cache/pod-jobs.ts';
+import { recordedHolds, type GangShort, type JobsView, type PodJobs } from '../cache/pod-jobs.ts';
 import type { PendingPod } from '../cache/cluster-cache.ts';
 import { queueFromObject, runningJobs } from '../cache/queues.ts';
 import type { ObjectStatusWriter } from '../adapters/object-status.ts';
@@ -459,6 +459,8 @@ export class LiveScheduler {
       ...(held.length === 0 ? {} : { held }),
       options: { minRuntimeMs: view.minRuntimeMs, ...(this.settings.checkpointAware ? { checkpointAware: true } : {}) },
       ...(budgets === undefined ? {} : { disruptionBudgets: budgets }),
+      // Holds an earlier leader (or this one before a restart) started: their clocks run on.
+      recordedHolds: recordedHolds(view),
     });
     this.record.counters.cycles++;
     this.record.counters.preemptions += res.preempted.length;
