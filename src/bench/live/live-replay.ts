@@ -34,6 +34,11 @@ export interface LiveReplayOptions {
 export interface LiveReplayResult extends ReplayTrace {
   /** Wall seconds: starting the cluster, and submissions that were late by more than 0.5 s (the submitter fell behind). */
   readonly wall: { readonly startupSec: number; readonly lateSubmissions: number };
+  /**
+   * Seconds after the replay starts that every pod of each job's first gang existed (the watch saw them): when the
+   * scheduler could first take the job, its submission delayed by the API server and the TrainingJob controller.
+   */
+  readonly arrivedSec: ReadonlyMap<string, number>;
   /** Σ (status.attempt − 1) over the TrainingJobs right after the window: a cross-check of `preemptions`. */
   readonly restarts: number;
 }
@@ -58,6 +63,13 @@ export function trainingJobFor(item: WorkloadItem, perNode: number, namespace: s
 
 const gpusOf = (p: V1Pod): number => (p.spec?.containers ?? []).reduce((s, c) => s + Number(c.resources?.limits?.[GPU] ?? c.resources?.requests?.[GPU] ?? 0), 0);
 const isRunning = (p: V1Pod): boolean => p.status?.phase === 'Running' && (p.spec?.nodeName ?? '') !== '' && p.metadata?.deletionTimestamp === undefined;
+const evicted = (p: V1Pod): boolean => p.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.reason === 'PreemptionByScheduler') === true;
+/**
+ * A pod holds its GPUs for its queue while Running, until the scheduler marks it a victim: from then on the
+ * scheduler counts them for the preemptor (kube/cache/queues.ts runningJobs), as the simulator does in the same step;
+ * the eviction's delete is the API server's and the fake kubelet's latency, not the scheduler's division.
+ */
+const holds = (p: V1Pod): boolean => isRunning(p) && !evicted(p);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 
 export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Promise<LiveReplayResult> {
@@ -74,7 +86,8 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
     const byId = new Map(w.jobs.map((j) => [j.id, j]));
     const replicasOf = new Map(w.jobs.map((j) => [j.id, gangShape(j.gpus, perNode).replicas]));
     const firstStartSec = new Map<string, number>();
-    const evicted = new Map<string, number>();
+    const arrivedSec = new Map<string, number>();
+    const evictedAt = new Map<string, number>();
     let t0 = 0;
     const since = (): number => (performance.now() - t0) / 1000;
     // Pods by job and attempt (`job/attempt` → name → pod), so that a pod event looks only at its own gang.
@@ -91,20 +104,50 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
       const members = gangs.get(gang) ?? new Map<string, V1Pod>();
       gangs.set(gang, members.set(p.metadata?.name ?? '', p));
       if (t0 === 0) return;
-      if (p.status?.conditions?.some((c) => c.type === 'DisruptionTarget' && c.reason === 'PreemptionByScheduler') === true && !evicted.has(gang) && since() <= w.horizonSec) evicted.set(gang, Math.round(since() * 100) / 100);
+      if (!arrivedSec.has(job) && members.size >= (replicasOf.get(job) ?? Infinity)) arrivedSec.set(job, since());
+      if (evicted(p) && !evictedAt.has(gang) && since() <= w.horizonSec) evictedAt.set(gang, Math.round(since() * 100) / 100);
       if (firstStartSec.has(job) || !isRunning(p)) return;
       if ([...members.values()].filter(isRunning).length >= (replicasOf.get(job) ?? Infinity)) firstStartSec.set(job, since());
     };
+    // Running GPUs per queue kept up to date on every pod event (O(queues) each: no scan of every pod), and
+    // each change recorded at the second the watch delivered it.
+    const runningPods = new Map<string, { readonly queue: string; readonly gpus: number }>();
+    const totals: Record<string, number> = Object.fromEntries(w.queues.map((q) => [q.name, 0]));
+    const changes: ReplaySample[] = [];
+    const track = (p: V1Pod, gone: boolean): void => {
+      const name = p.metadata?.name ?? '';
+      const job = byId.get(p.metadata?.labels?.[LABEL.trainingJob] ?? '');
+      const before = runningPods.get(name);
+      const now = !gone && job !== undefined && holds(p) ? { queue: job.queue, gpus: gpusOf(p) } : undefined;
+      if (before?.queue === now?.queue && before?.gpus === now?.gpus) return;
+      if (before !== undefined) totals[before.queue] = (totals[before.queue] ?? 0) - before.gpus;
+      if (now === undefined) runningPods.delete(name);
+      else {
+        runningPods.set(name, now);
+        totals[now.queue] = (totals[now.queue] ?? 0) + now.gpus;
+      }
+      if (t0 !== 0) changes.push({ t: since(), gpus: { ...totals } });
+    };
     const pods = new Reflector<V1Pod>(client, `/api/v1/namespaces/${o.namespace}/pods`, {
-      add: (p) => seen(p),
-      update: (p) => seen(p),
-      delete: (p) => gangs.get(gangOf(p) ?? '')?.delete(p.metadata?.name ?? ''),
+      add: (p) => {
+        seen(p);
+        track(p, false);
+      },
+      update: (p) => {
+        seen(p);
+        track(p, false);
+      },
+      delete: (p) => {
+        gangs.get(gangOf(p) ?? '')?.delete(p.metadata?.name ?? '');
+        track(p, true);
+      },
     });
     await pods.start();
     // The scheduler must know the queues before the first job comes.
     await sleep(1500);
     const startupSec = (performance.now() - t0Start) / 1000;
     t0 = performance.now();
+    changes.push({ t: 0, gpus: { ...totals } });
     let submitted = 0;
     let late = 0;
     const posts: Promise<unknown>[] = [];
@@ -122,7 +165,7 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
       const gpus: Record<string, number> = Object.fromEntries(w.queues.map((q) => [q.name, 0]));
       for (const p of pods.items.values()) {
         const job = byId.get(p.metadata?.labels?.[LABEL.trainingJob] ?? '');
-        if (job !== undefined && isRunning(p)) gpus[job.queue] = (gpus[job.queue] ?? 0) + gpusOf(p);
+        if (job !== undefined && holds(p)) gpus[job.queue] = (gpus[job.queue] ?? 0) + gpusOf(p);
       }
       samples.push({ t, gpus });
       o.onProgress?.(t, submitted, Object.values(gpus).reduce((a, b) => a + b, 0));
@@ -132,8 +175,8 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
     const jobs = await client.get<{ items: TrainingJobObject[] }>(`/apis/${API_GROUP_VERSION}/namespaces/${o.namespace}/trainingjobs`);
     const restarts = jobs.items.reduce((s, j) => s + Math.max(0, (j.status?.attempt ?? 1) - 1), 0);
     pods.stop();
-    const preemptionsAtSec = [...evicted.values()].sort((a, b) => a - b);
-    return { samples, firstStartSec, preemptions: preemptionsAtSec.length, preemptionsAtSec, wall: { startupSec: Math.round(startupSec * 10) / 10, lateSubmissions: late }, restarts };
+    const preemptionsAtSec = [...evictedAt.values()].sort((a, b) => a - b);
+    return { samples, firstStartSec, preemptions: preemptionsAtSec.length, preemptionsAtSec, changes, arrivedSec, wall: { startupSec: Math.round(startupSec * 10) / 10, lateSubmissions: late }, restarts };
   } finally {
     await cluster.stop();
   }

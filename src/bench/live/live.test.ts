@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { DEFAULT_TENANTS_TRACE } from '../tenants/bench-tenants.ts';
 import { parsePhilly } from '../tenants/philly-window.ts';
 import { oscillates } from './bench-live.ts';
-import { replayMetrics, replayQueueObjects, steadyFrom, swings, type ReplayTrace } from './replay.ts';
+import { gpuSeconds, gpusAt, replayMetrics, replayQueueObjects, sharesBetween, steadyFrom, swings, type ReplaySample, type ReplayTrace } from './replay.ts';
 import { replayNodes, simulateReplay } from './sim-replay.ts';
 import { gangShape, replayWorkload, type ReplayWorkload } from './workload.ts';
 import { queueFromObject } from '../../kube/cache/queues.ts';
@@ -95,6 +95,11 @@ describe('replay queues and metrics', () => {
       firstStartSec: new Map([['x', 0.5], ['y', 3]]),
       preemptions: 1,
       preemptionsAtSec: [2],
+      changes: [
+        { t: 0, gpus: { a: 0, b: 0 } },
+        { t: 1, gpus: { a: 2, b: 0 } },
+        { t: 3, gpus: { a: 2, b: 1 } },
+      ],
     };
     expect(steadyFrom(t, 3, 4)).toBe(3);
     const m = replayMetrics(w, t, 3, 3);
@@ -110,7 +115,41 @@ describe('replay queues and metrics', () => {
   });
 });
 
+describe('shares from the change points', () => {
+  // a: 2 GPUs from 1 s, 8 more from 2.5 s to 4.25 s; b: 1 GPU from 3 s.
+  const changes: ReplaySample[] = [
+    { t: 0, gpus: { a: 0, b: 0 } },
+    { t: 1, gpus: { a: 2, b: 0 } },
+    { t: 2.5, gpus: { a: 10, b: 0 } },
+    { t: 3, gpus: { a: 10, b: 1 } },
+    { t: 4.25, gpus: { a: 2, b: 1 } },
+  ];
+  it('reads the step function between and at change points', () => {
+    expect(gpusAt(changes, -1)).toEqual({});
+    expect(gpusAt(changes, 2.49)).toEqual({ a: 2, b: 0 });
+    expect(gpusAt(changes, 2.5)).toEqual({ a: 10, b: 0 });
+    expect(gpusAt(changes, 99)).toEqual({ a: 2, b: 1 });
+  });
+  it('integrates GPU-seconds exactly, whatever whole seconds a sample would fall on', () => {
+    // a: 2 × (2.5 − 2) + 10 × (4.25 − 2.5) + 2 × (5 − 4.25) = 1 + 17.5 + 1.5; b: 1 × (5 − 3).
+    expect(gpuSeconds(changes, ['a', 'b'], 2, 5)).toEqual({ a: 20, b: 2 });
+    expect(gpuSeconds(changes, ['a', 'b'], 5, 5)).toEqual({ a: 0, b: 0 });
+    expect(sharesBetween(changes, ['a', 'b'], 2, 5)).toEqual({ a: 90.91, b: 9.09 });
+    expect(sharesBetween(changes, ['a', 'b'], 0, 0.5)).toEqual({ a: 0, b: 0 });
+  });
+});
+
 describe('simulated replay', () => {
+  it('records every change of its running GPUs: each whole-second sample is the step function at that second', () => {
+    const w = replayWorkload(trace, tiny);
+    const a = simulateReplay(w, { nodes: 2, shape: 'dgx-h100', queues: replayQueueObjects(w, 16, 4), seed: 1, namespace: 'replay' });
+    expect(a.changes.length).toBeGreaterThan(2);
+    for (let i = 1; i < a.changes.length; i++) expect((a.changes[i] as ReplaySample).t).toBeGreaterThan((a.changes[i - 1] as ReplaySample).t);
+    for (const s of a.samples) expect(gpusAt(a.changes, s.t)).toEqual(s.gpus);
+    // Some change falls between two whole seconds (the simulator steps every 0.5 s), which samples alone would miss.
+    expect(a.changes.some((c) => !Number.isInteger(c.t))).toBe(true);
+  });
+
   it('runs on the dev cluster nodes, never above capacity, and is deterministic', () => {
     const w = replayWorkload(trace, tiny);
     const queues = replayQueueObjects(w, 16, 4);

@@ -39,6 +39,11 @@ export interface ReplayTrace {
   readonly preemptions: number;
   /** When each preemption happened (seconds into the replay), in order. */
   readonly preemptionsAtSec: readonly number[];
+  /**
+   * Every change of the running GPUs per queue, at the second (fractional) it happened, in order from t = 0: the
+   * step function the 1 s `samples` are taken from, for measures that must not depend on where a sample falls.
+   */
+  readonly changes: readonly ReplaySample[];
 }
 
 export interface QueueMetrics {
@@ -168,4 +173,35 @@ export function replayMetrics(w: ReplayWorkload, trace: ReplayTrace, clusterGpus
   const all = waits(submitted);
   const util = (ss: readonly ReplaySample[]): number => (ss.length === 0 ? 0 : round((100 * ss.reduce((a, s) => a + used(s), 0)) / (ss.length * clusterGpus)));
   return { queues, utilizationPct: util(inWindow), steadyUtilizationPct: util(steady), preemptions: trace.preemptions, preemptionsAtSec: trace.preemptionsAtSec, waitSec: { p50: pct(all, 50), p99: pct(all, 99) }, started: all.length, neverStarted: submitted.length - all.length };
+}
+
+/** The running GPUs per queue at `t` (the last change at or before it; none before the first). */
+export function gpusAt(changes: readonly ReplaySample[], t: number): Readonly<Record<string, number>> {
+  let lo = 0;
+  let hi = changes.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if ((changes[mid] as ReplaySample).t <= t) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo === 0 ? {} : (changes[lo - 1] as ReplaySample).gpus;
+}
+
+/** GPU-seconds per queue over [from, to] of a step function of changes (exact: integrated between change points). */
+export function gpuSeconds(changes: readonly ReplaySample[], queues: readonly string[], from: number, to: number): Record<string, number> {
+  const out: Record<string, number> = Object.fromEntries(queues.map((q) => [q, 0]));
+  if (!(to > from)) return out;
+  const cuts = [from, ...changes.map((c) => c.t).filter((t) => t > from && t < to), to];
+  for (let i = 0; i + 1 < cuts.length; i++) {
+    const g = gpusAt(changes, cuts[i] as number);
+    for (const q of queues) out[q] = (out[q] as number) + (g[q] ?? 0) * ((cuts[i + 1] as number) - (cuts[i] as number));
+  }
+  return out;
+}
+
+/** Each queue's share of the GPU-seconds in use over [from, to], in % (0 when none are in use). */
+export function sharesBetween(changes: readonly ReplaySample[], queues: readonly string[], from: number, to: number): Record<string, number> {
+  const g = gpuSeconds(changes, queues, from, to);
+  const total = queues.reduce((a, q) => a + (g[q] ?? 0), 0);
+  return Object.fromEntries(queues.map((q) => [q, total === 0 ? 0 : round((100 * (g[q] ?? 0)) / total)]));
 }

@@ -66,6 +66,7 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
   const endAt = new Map<string, number>();
   const firstStartSec = new Map<string, number>();
   const samples: ReplaySample[] = [];
+  const changes: ReplaySample[] = [];
   let next = 0;
   const preemptionsAtSec: number[] = [];
   const enqueue = (j: QueuedJob, now: number): void => {
@@ -95,11 +96,11 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
       endAt.set(job.id, now + job.estRuntimeMs);
       if (!firstStartSec.has(job.id)) firstStartSec.set(job.id, now / 1000);
     }
-    if (now % 1000 === 0) {
-      const gpus: Record<string, number> = Object.fromEntries(w.queues.map((q) => [q.name, 0]));
-      for (const r of running.values()) gpus[r.queue] = (gpus[r.queue] ?? 0) + r.resources.gpuMilli / 1000;
-      samples.push({ t: now / 1000, gpus });
-    }
+    const gpus: Record<string, number> = Object.fromEntries(w.queues.map((q) => [q.name, 0]));
+    for (const r of running.values()) gpus[r.queue] = (gpus[r.queue] ?? 0) + r.resources.gpuMilli / 1000;
+    const last = changes.at(-1)?.gpus;
+    if (last === undefined || w.queues.some((q) => last[q.name] !== gpus[q.name])) changes.push({ t: now / 1000, gpus });
+    if (now % 1000 === 0) samples.push({ t: now / 1000, gpus });
   }
-  return { samples, firstStartSec, preemptions: preemptionsAtSec.length, preemptionsAtSec };
+  return { samples, firstStartSec, preemptions: preemptionsAtSec.length, preemptionsAtSec, changes };
 }

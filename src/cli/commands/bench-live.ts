@@ -77,6 +77,7 @@ export function registerBenchLive(bench: Command): void {
             l?.sharePct ?? '-',
             s?.sharePct ?? '-',
             r.diff.sharePp[q.name] ?? '-',
+            r.diff.sharePpAsArrived[q.name] ?? '-',
             l?.waitSec.p50 ?? '-',
             s?.waitSec.p50 ?? '-',
             l?.oscillation.swings ?? '-',
@@ -85,7 +86,7 @@ export function registerBenchLive(bench: Command): void {
         });
         process.stdout.write(
           `${r.workload.jobs.length} jobs, ${r.workload.horizonSec} s (${r.workload.source.windowHours} h of trace ${r.workload.source.windowStartHoursIntoTrace} h in, /${r.workload.source.compress}) on ${r.workload.gpus} GPUs; steady from ${r.workload.steadyFromSec} s\n\n` +
-            `${table(['queue', 'weight', 'live share %', 'sim share %', 'diff pp', 'live wait p50 s', 'sim wait p50 s', 'live swings', 'sim swings'], rows)}\n\n` +
+            `${table(['queue', 'weight', 'live share %', 'sim share %', 'diff pp', 'diff pp as arrived', 'live wait p50 s', 'sim wait p50 s', 'live swings', 'sim swings'], rows)}\n\n` +
             `preemptions: live ${r.live.preemptions}, simulated ${r.simulated.preemptions}; utilisation: live ${r.live.utilizationPct} %, simulated ${r.simulated.utilizationPct} %\n` +
             (r.peer === null
               ? ''
