@@ -8,11 +8,11 @@ import { benchLive } from './bench-live.ts';
  * Live shares agree this closely with the simulator run on the jobs as they reached the live scheduler
  * (diff.sharePpAsArrived, ADR 0194). At 150× against the trace's submit times the largest |diff| of a queue reached
  * 15.6 and 25.7 pp on the shared 2-core machine under load: the TrainingJob controller delays arrivals by up to 3 s
- * and reorders them, a third of a 12 s window. At 100× and as arrived it was 2.0–9.5 pp over 10 runs at load 10–19
- * (bench/notes/live-replay.md); what remains is the scheduler's own cycle and eviction latency under load. A window
- * this small is divided by demand more than by weight: the bound catches gross divergences only (a queue starved, a
- * reclaim that never comes), not weights — equal live weights against the simulator's 4/2/1 measured 5.55 pp, 1/2/4
- * 2.16 pp.
+ * and reorders them, a third of a 12 s window. At 100× and as arrived it was 2.0–10.6 pp over 11 runs at load 10–19,
+ * one over the bound (bench/notes/live-replay.md): what remains is the scheduler's own latency to preempt under
+ * load. A window this small is divided by demand more than by weight: the bound catches gross divergences only (a
+ * queue starved, a reclaim that never comes), not weights — equal live weights against the simulator's 4/2/1
+ * measured 5.55 pp, 1/2/4 2.16 pp.
  */
 const SHARE_BOUND_PP = 10;
 
