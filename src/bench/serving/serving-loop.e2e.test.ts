@@ -62,7 +62,9 @@ describe('the serving loop on real engines', () => {
         },
       },
     });
-    await cluster.plane.startControllerManager({ controllers: ['endpointslice-controller'] });
+    // The endpointslice controller starts while the service's first replica does (nothing needs its slices before).
+    const kcm = cluster.plane.startControllerManager({ controllers: ['endpointslice-controller'] });
+    kcm.catch(() => undefined); // awaited below; not an unhandled rejection if the service cannot be created
     await createNs(cluster.client, NS);
     [port] = (await freePorts(1)) as [number];
     await cluster.client.post(`/apis/ai.sits2026.dev/v1/namespaces/${NS}/inferenceservices`, {
@@ -83,6 +85,7 @@ describe('the serving loop on real engines', () => {
         autoscaling: { tokensPerSecondPerReplica: 3000, scaleDownStabilizationSeconds: 6 },
       },
     });
+    await kcm;
   }, 180_000);
 
   afterAll(async () => {
