@@ -232,7 +232,7 @@ describe('BatchInferenceJob policies on real engines', () => {
       100,
     );
     // Sized so the contention window holds about ten turns (CI time); the bench measures the shares at length. Not
-    // smaller: half these inputs read gold 68.4–78.1 % in 4 runs at load 14–17 (the engine start-ups of a bronze
+    // smaller: half these inputs read gold 68.4–78.1 % in 5 runs at load 14–18 (the engine start-ups of a bronze
     // turn weigh more in a shorter window), too near the 15-point bound.
     const goldIds = e.writeInput('gold.jsonl', 1200, 'g');
     e.writeInput('bronze.jsonl', 600, 'b');
