@@ -1,7 +1,7 @@
 // Issue 13 live: kube-apiserver + etcd, the PV binder of kube-controller-manager, the SITS scheduler, the
 // BatchInferenceJob controller, and the fake kubelet running each worker pod's engine (the llama-server stand-in on
 // a tiny generated model) and its `sits batch-worker` container as processes, the claim being a local folder. A
-// job over a few thousand OpenAI batch requests finishes with every custom_id once; a worker killed mid-shard
+// job over hundreds of OpenAI batch requests finishes with every custom_id once; a worker killed mid-shard
 // together with a controller restart still ends complete with no duplicate; a malformed line fails the job
 // naming file:line, and the output's manifest says partial.
 import { appendFileSync, existsSync, writeFileSync } from 'node:fs';
@@ -49,8 +49,10 @@ describe('BatchInferenceJob on real engines', () => {
   const outputOf = (name: string): { ids: string[]; lines: OutputLine[] } => kit.outputOf(name);
   const manifestOf = (name: string): Manifest => kit.manifestOf(name);
 
-  it('runs a job over a few thousand records to a complete output with the counts in status', async () => {
-    const ids = [...writeInput('plain.jsonl', 2000, 'p'), 'p-long'];
+  it('runs a job over 500 records to a complete output with the counts in status', async () => {
+    // 500 records: the default sharding still makes 16 shards (the writes grow with shards, not records); the
+    // 2,000-record measurement the docs quote is `sits bench batch --control-plane` (its default size).
+    const ids = [...writeInput('plain.jsonl', 500, 'p'), 'p-long'];
     // One request whose prompt no engine context here holds: the workers' tokenise stage refuses it (ADR 0167).
     appendFileSync(
       join(root, 'data', 'in', 'plain.jsonl'),
@@ -66,8 +68,8 @@ describe('BatchInferenceJob on real engines', () => {
       ['server', 'batch-worker'],
     ]);
     expect(j.status?.phase).toBe('Succeeded');
-    expect(j.status?.progress).toMatchObject({ recordsTotal: 2001, recordsProcessed: 2001, recordsFailed: 1, percent: 100 });
-    expect(j.status?.progress?.tokensProcessed).toBeGreaterThan(2000);
+    expect(j.status?.progress).toMatchObject({ recordsTotal: 501, recordsProcessed: 501, recordsFailed: 1, percent: 100 });
+    expect(j.status?.progress?.tokensProcessed).toBeGreaterThan(500);
     expect(j.status?.conditions?.find((c) => c.type === 'Complete')).toMatchObject({ status: 'True', reason: 'OutputComplete' });
     expect(j.status?.completionTime).toBeDefined();
     const out = outputOf('plain');
@@ -89,7 +91,7 @@ describe('BatchInferenceJob on real engines', () => {
       ['infer', 'gpu'],
       ['postprocess', 'cpu'],
     ]);
-    for (const x of st) expect(x.records).toBeGreaterThanOrEqual(x.name === 'tokenise' ? 2001 : 2000);
+    for (const x of st) expect(x.records).toBeGreaterThanOrEqual(x.name === 'tokenise' ? 501 : 500);
     expect(st[0]).toMatchObject({ tokenizer: 'engine', refused: 1 });
     const usage = answered.reduce((a, l) => a + ((l.response?.body as { usage?: { prompt_tokens?: number } } | undefined)?.usage?.prompt_tokens ?? 0), 0);
     expect(st[0]?.promptTokens).toBeGreaterThanOrEqual(usage);
@@ -122,15 +124,15 @@ describe('BatchInferenceJob on real engines', () => {
     expect(free).toBeLessThan(1);
     logs.push(`requests during the job: ${JSON.stringify(m.requests)}`);
     // The naive design for comparison, measured the same way: a controller that writes status on every record.
-    const naive = await naiveWrites(kit, { name: 'naive-writer', records: 2000, pods: pods.length });
+    const naive = await naiveWrites(kit, { name: 'naive-writer', records: 500, pods: pods.length });
     const sits = m.writes;
     logs.push(
       `control-plane writes per job (apiserver_request_total): sits ${sits}, naive ${naive.writes} (${naive.statusWrites} status writes + ${2 * pods.length} pod creates/deletes); etcd writes on the job: sits ${m.etcdJobWrites}, naive ${naive.etcdJobWrites}`,
     );
     process.stderr.write(`control-plane writes per job: sits ${sits}, naive ${naive.writes}: ${(100 * (1 - sits / naive.writes)).toFixed(1)} % fewer\n`);
-    expect(naive.statusWrites).toBe(2000);
+    expect(naive.statusWrites).toBe(500);
     // Every status PATCH changed the object: at least one etcd update each (a conflict retry is one more).
-    expect(naive.etcdJobWrites).toBeGreaterThanOrEqual(2000);
+    expect(naive.etcdJobWrites).toBeGreaterThanOrEqual(500);
     expect(sits).toBeGreaterThan(2 * pods.length);
     expect(m.etcdJobWrites).toBeGreaterThan(0);
     // 004 §2.5: at least 70 % fewer writes than the per-record status writer.
@@ -139,7 +141,7 @@ describe('BatchInferenceJob on real engines', () => {
   }, 600_000);
 
   it('ends complete with no duplicate after a worker is killed mid-shard and the controller restarts', async () => {
-    const ids = writeInput('crash.jsonl', 1500, 'c');
+    const ids = writeInput('crash.jsonl', 800, 'c');
     // Two long shards, checkpointed every 100 records (ADR 0159).
     await createJob('crash', 'crash.jsonl', 2, { sharding: { shards: 2 }, checkpoint: { intervalRecords: 100 } });
     // A worker in the middle of a shard (its report says running, not all records done) whose checkpoint the
@@ -174,7 +176,7 @@ describe('BatchInferenceJob on real engines', () => {
     await kit.startControllers();
     const j = await finished('crash', 360_000);
     expect(j.status?.phase).toBe('Succeeded');
-    expect(j.status?.progress).toMatchObject({ recordsTotal: 1500, recordsProcessed: 1500 });
+    expect(j.status?.progress).toMatchObject({ recordsTotal: 800, recordsProcessed: 800 });
     const out = outputOf('crash');
     expect(new Set(out.ids).size).toBe(out.ids.length);
     expect(out.ids).toEqual(ids);
@@ -194,7 +196,7 @@ describe('BatchInferenceJob on real engines', () => {
   }, 600_000);
 
   it('suspends a running job (pods gone, phase Suspended, progress kept) and resumes it to a complete output, each custom_id once (ADR 0160)', async () => {
-    const ids = writeInput('susp.jsonl', 1500, 's');
+    const ids = writeInput('susp.jsonl', 300, 's');
     await createJob('susp', 'susp.jsonl', 2, { checkpoint: { intervalRecords: 100 } });
     const path = `${kit.jobsPath}/susp`;
     await waitFor(
@@ -216,7 +218,7 @@ describe('BatchInferenceJob on real engines', () => {
     expect(held.status?.conditions?.find((c) => c.type === 'Suspended')).toMatchObject({ status: 'True', reason: 'Suspended' });
     const done = held.status?.progress?.recordsProcessed ?? 0;
     expect(done).toBeGreaterThan(0);
-    expect(done).toBeLessThan(1500);
+    expect(done).toBeLessThan(300);
     // Not growing while suspended: no pod comes back, the count stays (polled for a while, not one sleep).
     const until = Date.now() + 5000;
     while (Date.now() < until) {
@@ -266,12 +268,12 @@ describe('BatchInferenceJob on real engines', () => {
     await kit.controllers?.stop();
     kit.controllers = undefined;
     await kit.startControllers({ batch: { volumes: claimsUnder(kit.claimsDir), tickMs: 500, fragmentation: () => 0.7 } });
-    const ids = writeInput('elastic.jsonl', 160, 'e');
-    // 16 shards of 10: 3 profile the job on the GPUs, the rest are left for the CPU workers. One CPU a worker (the
+    const ids = writeInput('elastic.jsonl', 120, 'e');
+    // 12 shards of 10: 3 profile the job on the GPUs, the rest are left for the CPU workers. One CPU a worker (the
     // CPU engine's threads follow it; this machine has 2 cores).
     await createJob('elastic', 'elastic.jsonl', 2, {
       sla: { class: 'P3', accuracyTolerance: 0.8 },
-      sharding: { shards: 16, reshardStragglers: false },
+      sharding: { shards: 12, reshardStragglers: false },
       resources: { cpu: '1' },
     });
     // Every pod of the job seen (by UID), its first sighting, its shape, and the ranges it was given.
@@ -327,7 +329,7 @@ describe('BatchInferenceJob on real engines', () => {
     });
     await watch;
     expect(j.status?.phase).toBe('Succeeded');
-    expect(j.status?.progress).toMatchObject({ recordsTotal: 160, recordsProcessed: 160, recordsFailed: 0 });
+    expect(j.status?.progress).toMatchObject({ recordsTotal: 120, recordsProcessed: 120, recordsFailed: 0 });
     const out = outputOf('elastic');
     expect(out.ids).toEqual(ids);
     expect(out.lines.every((l) => l.error === null && l.response?.status_code === 200)).toBe(true);
@@ -352,7 +354,7 @@ describe('BatchInferenceJob on real engines', () => {
     // shards the GPU workers could not have held (3 profiled, at most 2 more in flight, 1 given as the route came).
     const infer = j.status?.stages?.find((x) => x.name === 'infer');
     const onCpu = Number(/; (\d+) records on CPU workers/.exec(infer?.placement ?? '')?.[1] ?? '0');
-    expect(onCpu).toBeGreaterThanOrEqual(160 - 6 * 10);
+    expect(onCpu).toBeGreaterThanOrEqual(120 - 6 * 10);
     expect(manifestOf('elastic').state).toBe('complete');
     const routed = j.status?.conditions?.find((c) => c.type === 'Routed');
     expect(routed?.message).toMatch(/; workers now: /);
@@ -363,8 +365,8 @@ describe('BatchInferenceJob on real engines', () => {
     await kit.controllers?.stop();
     kit.controllers = undefined;
     await kit.startControllers({ batch: { volumes: claimsUnder(kit.claimsDir), tickMs: 500, fragmentation: () => 0.45 } });
-    const ids = writeInput('frag.jsonl', 160, 'g');
-    await createJob('frag', 'frag.jsonl', 2, { sla: { class: 'P3' }, sharding: { shards: 16, reshardStragglers: false } });
+    const ids = writeInput('frag.jsonl', 120, 'g');
+    await createJob('frag', 'frag.jsonl', 2, { sla: { class: 'P3' }, sharding: { shards: 12, reshardStragglers: false } });
     const seen = new Map<string, { name: string; pod: V1Pod; ranges: Set<string> }>();
     let watching = true;
     const watch = (async () => {
