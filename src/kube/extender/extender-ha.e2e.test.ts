@@ -86,6 +86,9 @@ describe('two sits extender replicas behind one Service', () => {
       60_000,
     );
 
+  /** Waits until `ext` has counted at least `n` binds (the count is checked exactly after). */
+  const binds = (ext: RunningExtender, n: number) => waitFor(`${n} binds counted`, async () => (ext.extender.stats.binds >= n ? true : undefined), 10_000);
+
   it('only the leader is Ready and answers; kube-scheduler through the Service binds with it', async () => {
     const leader = exts.find((e) => e.serving()) as RunningExtender;
     const standby = exts.find((e) => !e.serving()) as RunningExtender;
@@ -99,6 +102,8 @@ describe('two sits extender replicas behind one Service', () => {
     );
     const ps = await bound(4);
     gpuUsage(ps, 4);
+    // The extender counts a bind once it has read the pod back bound: a moment after the list above may see it.
+    await binds(leader, 4);
     expect(leader.extender.stats.binds).toBe(4);
     expect(standby.extender.stats.binds).toBe(0);
   });
@@ -116,6 +121,7 @@ describe('two sits extender replicas behind one Service', () => {
     const ps = await bound(8);
     const used = gpuUsage(ps, 4);
     for (const n of nodes) expect(used.get(n.name)).toEqual([1, 1, 1, 1]);
+    await binds(standby, 4);
     expect(standby.extender.stats.binds).toBe(4);
     // The cluster is full: a ninth pod waits instead of sharing a GPU.
     await createPods(client, [testPod('ha', 'ninth', { gpus: 1, schedulerName: KUBE_SCHEDULER_NAME })]);
