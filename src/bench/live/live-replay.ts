@@ -162,11 +162,8 @@ export async function runLiveReplay(w: ReplayWorkload, o: LiveReplayOptions): Pr
     const samples: ReplaySample[] = [];
     for (let t = 0; t <= w.horizonSec; t++) {
       await sleep(t * 1000 - (performance.now() - t0));
-      const gpus: Record<string, number> = Object.fromEntries(w.queues.map((q) => [q.name, 0]));
-      for (const p of pods.items.values()) {
-        const job = byId.get(p.metadata?.labels?.[LABEL.trainingJob] ?? '');
-        if (job !== undefined && holds(p)) gpus[job.queue] = (gpus[job.queue] ?? 0) + gpusOf(p);
-      }
+      // The running GPUs `track` keeps from every pod event (the Reflector's relist included), as of now.
+      const gpus = { ...totals };
       samples.push({ t, gpus });
       o.onProgress?.(t, submitted, Object.values(gpus).reduce((a, b) => a + b, 0));
     }

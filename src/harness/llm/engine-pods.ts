@@ -104,17 +104,19 @@ const bundles = new Map<string, string | undefined>();
  * e2e run starts tens of them. Undefined where esbuild is missing or fails (an installed image): tsx runs the source.
  */
 function bundled(source: string): string | undefined {
-  if (bundles.has(source)) return bundles.get(source);
-  let out: string | undefined = join(REPO, '.tmp', 'engines', `${basename(source, '.ts')}-${process.pid}.mjs`);
+  if (!bundles.has(source)) bundles.set(source, bundle(source));
+  return bundles.get(source);
+}
+
+function bundle(source: string): string | undefined {
+  const out = join(REPO, '.tmp', 'engines', `${basename(source, '.ts')}-${process.pid}.mjs`);
   try {
     const esbuild = createRequire(import.meta.url)('esbuild') as { buildSync: typeof buildSync };
     esbuild.buildSync({ entryPoints: [source], bundle: true, platform: 'node', format: 'esm', packages: 'external', outfile: out, logLevel: 'silent' });
-    const file = out;
-    process.once('exit', () => rmSync(file, { force: true }));
   } catch {
-    out = undefined;
+    return undefined;
   }
-  bundles.set(source, out);
+  process.once('exit', () => rmSync(out, { force: true }));
   return out;
 }
 

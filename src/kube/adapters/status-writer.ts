@@ -68,11 +68,7 @@ export class KubeStatusWriter implements StatusWriter {
       if (pod === undefined) continue;
       const prev = Date.parse(pod.metadata?.annotations?.[ANNOTATION.expectedStart] ?? '');
       if (Number.isFinite(prev) && Math.abs(prev - atMs) < 60_000) continue;
-      // Through pods/status, as the condition (ADR 0175: the scheduler may not patch pods).
-      this.track(
-        this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.expectedStart]: new Date(atMs).toISOString() } } }),
-        `expected-start ${id}`,
-      );
+      this.annotateTime(id, ANNOTATION.expectedStart, atMs);
     }
   }
 
@@ -80,11 +76,13 @@ export class KubeStatusWriter implements StatusWriter {
     for (const id of podIds) {
       const pod = this.cache.pod(id);
       if (pod === undefined || (pod.spec?.nodeName ?? '') !== '' || pod.metadata?.annotations?.[ANNOTATION.heldSince] !== undefined) continue;
-      this.track(
-        this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [ANNOTATION.heldSince]: new Date(atMs).toISOString() } } }),
-        `held-since ${id}`,
-      );
+      this.annotateTime(id, ANNOTATION.heldSince, atMs);
     }
+  }
+
+  /** Sets a time annotation (RFC 3339) through pods/status, as the condition (ADR 0175: the scheduler may not patch pods). */
+  private annotateTime(id: string, key: string, atMs: number): void {
+    this.track(this.client.mergePatch(podStatusPath(id), { metadata: { annotations: { [key]: new Date(atMs).toISOString() } } }), `${key} ${id}`);
   }
 
   async drain(): Promise<void> {
