@@ -25,7 +25,11 @@ describe('reserve: the head that cannot be placed gets nodes and a start time', 
     head.why = 'no room';
     expect(reserve(ses, head)).toBe(true);
     expect(ses.out.reservations).toEqual([{ jobId: 'head', startMs: now + 600_000, nodes: [soonNode], needs: { [soonNode]: 8000 } }]);
-    expect(ses.out.waiting.get('head')).toEqual({ reason: 'capacity', message: 'no room; reserved 1 nodes, expected start in 600 s' });
+    expect(ses.out.waiting.get('head')).toEqual({
+      reason: 'capacity',
+      message: 'no room; reserved 1 nodes, expected start in 600 s',
+      steadyMessage: 'no room; reserved 1 nodes',
+    });
     expect(ses.reservedNodes.has(soonNode)).toBe(true);
     expect(reserve(ses, ses.attemptFor(job('next', 'a', 1, 8)))).toBe(false);
     expect(ses.state.nodes.reduce((x, n) => x + n.gpuFreeMilli(), 0)).toBe(0); // planning changed nothing

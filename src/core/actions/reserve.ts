@@ -25,9 +25,13 @@ export function reserve(s: CycleSession, a: Attempt): boolean {
   s.out.reservations.push(r);
   for (const n of r.nodes) s.reservedNodes.add(n);
   // A deferred preemption says more than the reservation: keep its reason.
+  // A job holding a reservation is retried every cycle: the pods get the wait without the countdown (ADR 0195); the
+  // expected start itself is the `expected-start` annotation's.
+  const reserved = `${a.why}; reserved ${r.nodes.length} nodes`;
   s.waitUnlessSaid(job.id, {
     reason: a.reason,
-    message: `${a.why}; reserved ${r.nodes.length} nodes, expected start in ${Math.round((r.startMs - s.nowMs) / 1000)} s`,
+    message: `${reserved}, expected start in ${Math.round((r.startMs - s.nowMs) / 1000)} s`,
+    steadyMessage: reserved,
   });
   return true;
 }
