@@ -130,7 +130,8 @@ describe('KubeBinder settles a gang plan whose undo was refused (real kube-apise
         const planned = ps.filter((p) => planOf(p) !== undefined);
         return planned.length === 2 && planOf(planned[0] as V1Pod) === planOf(planned[1] as V1Pod) ? (planOf(planned[0] as V1Pod) as string) : undefined;
       });
-      expect(log.some((m) => m.includes('could not write the plan (1 failed); undoing it'))).toBe(true);
+      // The list can see the two written members before the binder has member-1's refusal back (under load): wait.
+      await waitFor('the binder logged the refused plan', async () => log.some((m) => m.includes('could not write the plan (1 failed); undoing it')));
       // Two ticks of refusals: the plan stays written and nothing is bound.
       await new Promise((r) => setTimeout(r, 2500));
       const during = await gang();
