@@ -354,6 +354,8 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
   // When each job was first held for a better placement: the hold's clock.
   const heldSince = new Map<string, number>();
   let passQueued = false;
+  // The instants a retry pass is already queued for.
+  const retryAt = new Set<number>();
   const env = new Environment<Ev>((e, en) => {
     advance(en.nowMs);
     const ev = e.payload;
@@ -375,7 +377,14 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
         if (!r.ok && r.delay !== undefined && since === undefined) heldSince.set(job.id, en.nowMs);
         if (!r.ok) {
           // Try again when its wait for a better placement runs out, if nothing else frees GPUs before.
-          if (r.delay !== undefined) en.schedule(Math.max(1, Math.ceil(r.delay.capMs - r.delay.waitedMs)), 9, { kind: 'pass' });
+          // One pass per instant: every held job of a pass would otherwise add its own, and each of those passes more.
+          if (r.delay !== undefined) {
+            const at = en.nowMs + Math.max(1, Math.ceil(r.delay.capMs - r.delay.waitedMs));
+            if (!retryAt.has(at)) {
+              retryAt.add(at);
+              en.schedule(at - en.nowMs, 9, { kind: 'pass' });
+            }
+          }
           i++;
           continue;
         }

@@ -7,10 +7,11 @@ import { makePod, type GangSpec } from '../model/pod.ts';
 import { ddpJob, type TrainingModel } from '../estimate/step-time.ts';
 import { seededRng } from '../ports.ts';
 import { nvswitchAndPcieNodes } from './gang-choice-testing.ts';
+import { NODE_SHAPES, nodeOfShape } from '../model/presets.ts';
 
 describe('chooseCandidate', () => {
   it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
-    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, placementSlowdown: slowdown, islandLoss, splits: 0 });
+    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, islandLoss, splits: 0 });
     // 0: fastest but breaks a whole NVSwitch island; 1: as fast within tolerance, a PCIe pair; 2: far slower.
     expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.01, 2), c(2, 1.5, 0)])).toBe(1);
     // Same island loss: best-fit order decides.
@@ -101,5 +102,40 @@ describe('sits gang choice (ADR 0188)', () => {
     // A trial attempt (no waited time) never waits.
     s.state.release('gpt-0');
     expect(scheduler({ gpt: ddpJob('gpt-3b', 2048, 4) }).scheduleGang(g).ok).toBe(true);
+  });
+
+  describe('on GPUs of different speeds (ADR 0196)', () => {
+    // Sixteen 4-GPU T4 nodes fill the first best-fit trials of a 4-GPU gang; the one H100 node comes after them.
+    const mixed = () => {
+      const at = { zone: 'z', block: 'b', rack: 'r' };
+      const t4 = Array.from({ length: 16 }, (_, i) =>
+        nodeOfShape(`t4-${String(i).padStart(2, '0')}`, NODE_SHAPES.t4x4 as NonNullable<(typeof NODE_SHAPES)['t4x4']>, at),
+      );
+      const h100 = nodeOfShape('z-h100', NODE_SHAPES['dgx-h100'] as NonNullable<(typeof NODE_SHAPES)['dgx-h100']>, at);
+      const p = buildProfile(PROFILES.sits as NonNullable<(typeof PROFILES)['sits']>, { typicalShapes: [] });
+      if (!p.ok) throw new Error('profile');
+      const profile = { ...p.value, stepTimeArgs: { modelOf: () => ddpJob('gpt-350m', 2048, 8) } };
+      return new Scheduler(profile, new ClusterState([...t4, h100]), seededRng(1));
+    };
+
+    it('takes the free fast node that best fit would not have offered, instead of waiting for it', () => {
+      const s = mixed();
+      const r = s.scheduleGang(gangOf('job', 4), { waitedMs: 0 });
+      expect(r.ok && new Set(r.placements.map((p) => p.node))).toEqual(new Set(['z-h100']));
+    });
+
+    it('waits a bounded time for the fast GPUs when only slow ones are free, then takes the slow ones', () => {
+      const s = mixed();
+      s.state.allocate({ podId: 'busy', node: 'z-h100', gpus: [0, 1, 2, 3, 4, 5, 6, 7], gpuMilli: 1000, cpuMilli: 0, memoryMiB: 0, priority: 0, queue: 'q' });
+      const g = gangOf('job', 4);
+      const first = s.scheduleGang(g, { waitedMs: 0 });
+      expect(first.ok).toBe(false);
+      if (first.ok) return;
+      // The T4s are several times slower than the H100 node: the wait is worth its cap.
+      expect(first.delay?.slowdown).toBeGreaterThan(3);
+      expect(first.delay?.capMs).toBe(GANG_CHOICE.maxDelayMs);
+      const later = s.scheduleGang(g, { waitedMs: GANG_CHOICE.maxDelayMs });
+      expect(later.ok && later.placements.every((p) => p.node.startsWith('t4-'))).toBe(true);
+    });
   });
 });

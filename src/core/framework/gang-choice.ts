@@ -13,11 +13,11 @@
  * twice: best fit (members fill holes) and packed (members on the emptiest nodes, fewer hops).
  *
  * Delay (Sharma et al. 2024, network-sensitive delay scheduling): a job whose best placement now is more than
- * `delayMinGain` slower than its best possible one on GPUs as fast waits for a better one while the wait is below what the
- * faster step would save over an expected run, and never longer than `maxDelayMs`: after that it takes what
- * there is, so no job starves for a better placement.
+ * `delayMinGain` slower than its best possible one anywhere (links or GPU model: ADR 0196) waits for a better one
+ * while the wait is below what the faster step would save over an expected run, and never longer than
+ * `maxDelayMs`: after that it takes what there is, so no job starves for a better placement.
  */
-import { computeSec, idealShares, stepTime, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
+import { idealShares, stepTime, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 
 /** The choice's constants (ADR 0188 says how they were set; tuned on seeds 1–2 of `sits bench training` only). */
@@ -39,11 +39,6 @@ export interface GangCandidate {
   readonly order: number;
   /** The job's predicted step over its best possible one anywhere (≥ 1 up to rounding). */
   readonly slowdown: number;
-  /**
-   * The same over its best possible one on GPUs as fast as its slowest one here: what placement alone
-   * costs it. Only this is worth waiting for; a faster GPU model is not (ADR 0188).
-   */
-  readonly placementSlowdown: number;
   /** What it takes from jobs that need good links: free NVLink island capacity lost (sum of squared sizes). */
   readonly islandLoss: number;
   /** Islands it leaves partly free (0: it fills whole islands, breaking none). */
@@ -112,18 +107,13 @@ export class BestStepCache {
   private likes: { gpuModel: string; topology: NodeSpec['topology']; location: NodeSpec['location'] }[] = [];
   private readonly memo = new Map<string, number>();
 
-  bestStepSec(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel, asFastAs?: string): number {
+  bestStepSec(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel): number {
     if (nodes !== this.nodes) this.reset(nodes);
-    const key = `${model.name}|${model.params}|${model.tokensPerGpuPerStep}|${model.parallelism}|${model.gradBytes}|${gpus}|${asFastAs ?? ''}`;
+    const key = `${model.name}|${model.params}|${model.tokensPerGpuPerStep}|${model.parallelism}|${model.gradBytes}|${gpus}`;
     let v = this.memo.get(key);
     if (v === undefined) {
       v = Number.POSITIVE_INFINITY;
-      // With asFastAs, only shapes whose GPUs compute as fast as that model (within 1 %: an A800 is an A100).
-      const speed = asFastAs === undefined ? 0 : computeSec(model, asFastAs);
-      for (const like of this.likes) {
-        if (asFastAs !== undefined && Math.abs(computeSec(model, like.gpuModel) / speed - 1) > 0.01) continue;
-        v = Math.min(v, stepTime(model, idealShares(like, gpus), net).stepSec);
-      }
+      for (const like of this.likes) v = Math.min(v, stepTime(model, idealShares(like, gpus), net).stepSec);
       this.memo.set(key, v);
     }
     return v;

@@ -2,9 +2,10 @@
  * One scheduling cycle for a pod or a gang over the cluster state, under one profile. Decisions are made
  * in a Statement; the caller commits (and binds) or discards. Nothing here does I/O.
  */
+import { nodeGpuModel } from '../model/node.ts';
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
-import { computeSec, DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
+import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
 import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, type GangCandidate, type GangDelay } from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
@@ -72,6 +73,16 @@ const MAX_STEP_TIME_TRIALS = 16;
 const MAX_AWARE_TRIALS = 8;
 /** Domains wider than this get no packed trial: finding the emptiest nodes scans the range (ADR 0188). */
 const MAX_PACKED_NODES = 64;
+
+/** The least slowdown among trial placements: what the gang gets now at best. */
+function leastSlowdown(trials: readonly { readonly cand: GangCandidate }[]): number {
+  let least = Number.POSITIVE_INFINITY;
+  for (const x of trials) least = Math.min(least, x.cand.slowdown);
+  return least;
+}
+
+/** Whether the best of these trials is slow enough to wait for a better placement (ADR 0188). */
+const wouldWait = (trials: readonly { readonly cand: GangCandidate }[]): boolean => leastSlowdown(trials) > 1 + GANG_CHOICE.delayMinGain;
 
 export class Scheduler {
   private readonly indices = new Map<string, ScoreIndex>();
@@ -344,8 +355,25 @@ export class Scheduler {
       const byStep = this.profile.gangChoice === 'step-time';
       let bestT = -1;
       let bestStep = Number.POSITIVE_INFINITY;
-      for (let t = 0; t < limit; t++) {
+      // The step-aware choice compares the first candidates in best-fit order. When the best of them would make the
+      // gang wait for a better placement, it also tries one domain of each kind of node not among them (ADR 0196):
+      // best fit alone offers a 4-GPU job sixteen 4-GPU L40S nodes and never the free H100 node, and the job would
+      // wait for what is already free.
+      const firstTrials = Math.min(limit, MAX_AWARE_TRIALS);
+      const kindsTried = new Set<string>();
+      let otherKinds = 0;
+      for (let t = 0; t < (aware ? nCand : limit); t++) {
         const d = domains[this.candidate(t, nCand, domains.length)] as Range;
+        if (aware) {
+          const kind = this.domainKind(d);
+          if (t >= limit || (t >= firstTrials && trials.length > 0)) {
+            if (trials.length === 0 || otherKinds >= MAX_AWARE_TRIALS) break;
+            if (otherKinds === 0 && !wouldWait(trials)) break;
+            if (kindsTried.has(kind)) continue;
+            otherKinds++;
+          }
+          kindsTried.add(kind);
+        }
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
         // at the node level as well as at the nvlink-domain level (both ranges are then that one node).
         const islandOnly = islandGang && this.state.nodes[d.start]?.spec.location.nvlinkDomain === undefined;
@@ -378,7 +406,6 @@ export class Scheduler {
           stmt.rollback(cp);
         }
         if (byStep && bestT >= 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
-        if (aware && trials.length > 0 && t + 1 >= Math.min(limit, MAX_AWARE_TRIALS)) break;
       }
       // The narrowest level with a placement decides, as in first fit (locality first).
       if (trials.length > 0) break;
@@ -395,9 +422,7 @@ export class Scheduler {
     }
     if (trials.length > 0) {
       const pick = trials[chooseCandidate(trials.map((x) => x.cand))];
-      let least = Number.POSITIVE_INFINITY;
-      for (const x of trials) least = Math.min(least, x.cand.placementSlowdown);
-      const delay = opts.waitedMs === undefined ? undefined : delayFor(least, opts.waitedMs, opts.runMs);
+      const delay = opts.waitedMs === undefined ? undefined : delayFor(leastSlowdown(trials), opts.waitedMs, opts.runMs);
       if (delay !== undefined) {
         // It fits: not a node problem, so no per-node reasons, only the wait and what it expects from it.
         const why = describeDelay(delay);
@@ -459,10 +484,6 @@ export class Scheduler {
     for (const s of shares) gpus += s.gpus.length;
     const step = stepTime(model, shares, net).stepSec;
     const own = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net);
-    // The GPU model the job runs at here: its slowest one.
-    let slowest = '';
-    for (const s of shares) if (slowest === '' || computeSec(model, s.gpuModel) > computeSec(model, slowest)) slowest = s.gpuModel;
-    const placementSlowdown = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net, slowest);
     // What the placement takes from others: whole free NVLink islands are what communication-heavy jobs need,
     // so breaking a large one costs more than taking from a small one (sum of squared free island sizes lost).
     let islandLoss = 0;
@@ -480,7 +501,19 @@ export class Scheduler {
         if (after > 0) splits++;
       }
     }
-    return { order, slowdown: own, placementSlowdown, islandLoss, splits };
+    return { order, slowdown: own, islandLoss, splits };
+  }
+
+  /** The kinds of node in a domain (shape, or GPU model and count): what a gang's step time there depends on, links aside. */
+  private domainKind(d: Range): string {
+    const kindOf = (i: number): string => {
+      const spec = this.state.nodes[i]?.spec;
+      return spec === undefined ? '' : (spec.shape ?? `${nodeGpuModel(spec)}×${spec.topology.gpuCount}`);
+    };
+    if (d.end - d.start === 1) return kindOf(d.start);
+    const kinds = new Set<string>();
+    for (let i = d.start; i < d.end; i++) kinds.add(kindOf(i));
+    return [...kinds].sort().join('+');
   }
 
   private readonly levelLists = new Map<string, readonly (TopologyLevel | 'cluster')[]>();
