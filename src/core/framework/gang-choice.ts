@@ -72,13 +72,16 @@ export interface GangDelay {
   readonly expectedGain: number;
 }
 
+/** Whether a best placement now at `slowdown` × the best possible step is worth waiting for at all. */
+export const slowEnoughToWait = (slowdown: number): boolean => slowdown > 1 + GANG_CHOICE.delayMinGain;
+
 /**
  * Whether a gang whose best placement now runs `slowdown` × its best possible step should wait, having waited
  * `waitedMs` of an expected run of `runMs`: the wait it may spend is what the better step would save over the
  * run, capped at `maxDelayMs`.
  */
 export function delayFor(slowdown: number, waitedMs: number, runMs: number = GANG_CHOICE.expectedRunMs): GangDelay | undefined {
-  if (!(slowdown > 1 + GANG_CHOICE.delayMinGain)) return undefined;
+  if (!slowEnoughToWait(slowdown)) return undefined;
   const gain = 1 - 1 / slowdown;
   const capMs = Math.round(Math.min(GANG_CHOICE.maxDelayMs, gain * runMs));
   if (waitedMs >= capMs) return undefined;

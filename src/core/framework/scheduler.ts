@@ -6,7 +6,7 @@ import { nodeGpuModel } from '../model/node.ts';
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
-import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, type GangCandidate, type GangDelay } from './gang-choice.ts';
+import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, slowEnoughToWait, type GangCandidate, type GangDelay } from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
@@ -80,9 +80,6 @@ function leastSlowdown(trials: readonly { readonly cand: GangCandidate }[]): num
   for (const x of trials) least = Math.min(least, x.cand.slowdown);
   return least;
 }
-
-/** Whether the best of these trials is slow enough to wait for a better placement (ADR 0188). */
-const wouldWait = (trials: readonly { readonly cand: GangCandidate }[]): boolean => leastSlowdown(trials) > 1 + GANG_CHOICE.delayMinGain;
 
 export class Scheduler {
   private readonly indices = new Map<string, ScoreIndex>();
@@ -360,19 +357,24 @@ export class Scheduler {
       // best fit alone offers a 4-GPU job sixteen 4-GPU L40S nodes and never the free H100 node, and the job would
       // wait for what is already free.
       const firstTrials = Math.min(limit, MAX_AWARE_TRIALS);
-      const kindsTried = new Set<string>();
+      // The first trials' domains; their kinds are worked out only if the search goes on past them.
+      const firstDomains: Range[] = [];
+      let kindsTried: Set<string> | undefined;
       let otherKinds = 0;
       for (let t = 0; t < (aware ? nCand : limit); t++) {
         const d = domains[this.candidate(t, nCand, domains.length)] as Range;
         if (aware) {
-          const kind = this.domainKind(d);
           if (t >= limit || (t >= firstTrials && trials.length > 0)) {
             if (trials.length === 0 || otherKinds >= MAX_AWARE_TRIALS) break;
-            if (otherKinds === 0 && !wouldWait(trials)) break;
+            if (kindsTried === undefined) {
+              if (!slowEnoughToWait(leastSlowdown(trials))) break;
+              kindsTried = new Set(firstDomains.map((f) => this.domainKind(f)));
+            }
+            const kind = this.domainKind(d);
             if (kindsTried.has(kind)) continue;
+            kindsTried.add(kind);
             otherKinds++;
-          }
-          kindsTried.add(kind);
+          } else firstDomains.push(d);
         }
         // A node outside any multi-node NVLink domain is its own domain: then "one NVLink domain" means one island,
         // at the node level as well as at the nvlink-domain level (both ranges are then that one node).
