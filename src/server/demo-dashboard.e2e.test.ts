@@ -36,38 +36,35 @@ const view = (): Promise<ClusterView> => page.evaluate(() => (window as unknown 
 
 /** Hovers the centre of a GPU's cell and returns the tooltip's text once it names that node. */
 async function hover(node: string, gpu: number): Promise<string> {
-  const at = await page.evaluate(
-    ([n, g]) => {
-      const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
-      const c = d.heatmap.cellCentre(
-        d.view.nodes.findIndex((x) => x.name === n),
-        g,
-      );
-      const r = document.getElementById('heatmap')?.getBoundingClientRect();
-      return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
-    },
-    [node, gpu] as const,
-  );
+  const at = await cellOnScreen(node, gpu);
   // Scrolled into view first: the mouse only reaches what is on screen.
   await page.evaluate((y) => window.scrollTo(0, Math.max(0, y + window.scrollY - 200)), at.y);
-  const moved = await page.evaluate(
-    ([n, g]) => {
-      const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
-      const c = d.heatmap.cellCentre(
-        d.view.nodes.findIndex((x) => x.name === n),
-        g,
-      );
-      const r = document.getElementById('heatmap')?.getBoundingClientRect();
-      return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
-    },
-    [node, gpu] as const,
-  );
+  const moved = await cellOnScreen(node, gpu);
   await page.mouse.move(moved.x, moved.y);
   return waitFor(`the tooltip of ${node} GPU ${gpu}`, async () => {
     const t = await page.locator('#tooltip').textContent();
-    return (await page.locator('#tooltip').isVisible()) && t !== null && t.startsWith(node) ? t : undefined;
+    if ((await page.locator('#tooltip').isVisible()) && t !== null && t.startsWith(node)) return t;
+    // The page may have laid out again since (it does 150 ms after a resize; late on a busy machine): aim again.
+    const again = await cellOnScreen(node, gpu);
+    await page.mouse.move(again.x, again.y);
+    return undefined;
   });
 }
+
+/** Where a GPU's cell is on screen now. */
+const cellOnScreen = (node: string, gpu: number): Promise<{ x: number; y: number }> =>
+  page.evaluate(
+    ([n, g]) => {
+      const d = (window as unknown as { sitsDashboard: Dash }).sitsDashboard;
+      const c = d.heatmap.cellCentre(
+        d.view.nodes.findIndex((x) => x.name === n),
+        g,
+      );
+      const r = document.getElementById('heatmap')?.getBoundingClientRect();
+      return { x: (r?.left ?? 0) + c.x, y: (r?.top ?? 0) + c.y };
+    },
+    [node, gpu] as const,
+  );
 
 /** The heatmap's drawn extent against the viewport: the canvas box and the rightmost rack. */
 const widths = (): Promise<{ viewport: number; canvas: number; racks: number }> =>
