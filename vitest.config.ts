@@ -14,6 +14,9 @@ const hangTimeout = (ms: number): number => Math.max(scaled(ms), MAX_SCALE * ms)
 // Two projects: fast unit tests, and e2e tests that start a real control plane (one at a time: 2 cores).
 export default defineConfig({
   test: {
+    // Vitest's default is one worker fewer than the CPUs: on a 2-core machine, one, and the unit files ran one at a
+    // time (about 1.1 cores busy). Both cores: the unit files are independent (temp dirs, port 0).
+    maxWorkers: 2,
     projects: [
       {
         test: {
