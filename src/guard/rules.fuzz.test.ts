@@ -94,8 +94,9 @@ describe('rules under fuzzed input', () => {
     };
     const t0 = performance.now();
     const findings = lintObjects([obj], RULES, { cluster: FIXTURE_CLUSTER });
-    // Quadratic mount × argument matching took 7.8 s here; by-path lookups take well under a second.
-    expect(performance.now() - t0).toBeLessThan(scaled(2000));
+    // Quadratic mount × argument matching took 7.8 s here; by-path lookups take about 1.2 s on an idle core of this
+    // machine (the bound leaves room for the unit files running on both cores).
+    expect(performance.now() - t0).toBeLessThan(scaled(4000));
     expect(findings.filter((f) => f.rule === 'shared-weights-without-local-cache')).toHaveLength(n);
     expect(findings.filter((f) => f.rule === 'checkpoint-on-pod-local-storage')).toHaveLength(1);
   });
