@@ -153,8 +153,10 @@ describe('the live view stream (issue 36: no subscriber cap, no backpressure)', 
     expect(sent).toBeGreaterThan(30 * 1024 * 1024);
     expect(stream?.dropped).toBe(1);
     expect(stream?.subscribers).toBe(1);
-    // What the server held for its pages never went past the bound and one event (the check is before a write).
-    expect(maxBuffered).toBeLessThanOrEqual(BOUND + biggest + 64 * 1024);
+    // What the server held for its pages never went past the bound and one event for the stalled page (the check is
+    // before a write), plus the event just written to the reading page (patches reach 170 kB here: a fixed slack of
+    // 64 kB for it failed when a demo change made the patches larger). Without the drop it would grow to 32 MB.
+    expect(maxBuffered).toBeLessThanOrEqual(BOUND + 2 * biggest);
     // The reading page got the updates to the end: its last event carries the server's current seq.
     const seq = stream?.view().seq;
     await expect

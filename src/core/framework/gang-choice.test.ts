@@ -31,6 +31,9 @@ describe('delayFor', () => {
     expect(d?.expectedGain).toBeCloseTo(1 / 3, 9);
     expect(delayFor(1.5, 10 * 60_000, 30 * 60_000)).toBeUndefined();
     expect(delayFor(4, 0, 100 * 60 * 60_000)?.capMs).toBe(GANG_CHOICE.maxDelayMs);
+    // The default run is an hour: at 4× its best step, three quarters of it (ADR 0197; 20 min before).
+    expect(delayFor(4, 0)?.capMs).toBe(45 * 60_000);
+    expect(GANG_CHOICE.maxDelayMs).toBe(60 * 60_000);
     expect(describeDelay(d as NonNullable<typeof d>)).toBe(
       'waits for a better placement: the best free one now gives 1.50× its best step time; expects 33 % shorter steps; waited 0 of at most 600 s',
     );
@@ -133,8 +136,10 @@ describe('sits gang choice (ADR 0188)', () => {
       if (first.ok) return;
       // The T4s are several times slower than the H100 node: the wait is worth its cap.
       expect(first.delay?.slowdown).toBeGreaterThan(3);
-      expect(first.delay?.capMs).toBe(GANG_CHOICE.maxDelayMs);
-      const later = s.scheduleGang(g, { waitedMs: GANG_CHOICE.maxDelayMs });
+      const cap = first.delay?.capMs ?? 0;
+      expect(cap).toBe(1000 * Math.round(((1 - 1 / (first.delay?.slowdown ?? 1)) * GANG_CHOICE.expectedRunMs) / 1000));
+      expect(s.scheduleGang(g, { waitedMs: cap - 1 }).ok).toBe(false);
+      const later = s.scheduleGang(g, { waitedMs: cap });
       expect(later.ok && later.placements.every((p) => p.node.startsWith('t4-'))).toBe(true);
     });
   });

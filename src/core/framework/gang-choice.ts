@@ -20,7 +20,7 @@
 import { idealShares, stepTime, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 
-/** The choice's constants (ADR 0188 says how they were set; tuned on seeds 1–2 of `sits bench training` only). */
+/** The choice's constants (ADR 0188 says how they were set, on seeds 1–2 of `sits bench training`; the cap, ADR 0197). */
 export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number }> = {
   /** Candidates whose predicted step is within this share of the job's best one count as equally fast. */
   tolerance: 0.05,
@@ -28,8 +28,8 @@ export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; ex
   delayMinGain: 0.15,
   /** The run a job is assumed to have left when it states none (the step-time saving is taken over it). */
   expectedRunMs: 60 * 60_000,
-  /** No job waits longer than this for a better placement. */
-  maxDelayMs: 20 * 60_000,
+  /** No job waits longer than this for a better placement: the default expected run (ADR 0197; was 20 min). */
+  maxDelayMs: 60 * 60_000,
 };
 const TOLERANCE = (): number => GANG_CHOICE.tolerance;
 
@@ -83,7 +83,8 @@ export const slowEnoughToWait = (slowdown: number): boolean => slowdown > 1 + GA
 export function delayFor(slowdown: number, waitedMs: number, runMs: number = GANG_CHOICE.expectedRunMs): GangDelay | undefined {
   if (!slowEnoughToWait(slowdown)) return undefined;
   const gain = 1 - 1 / slowdown;
-  const capMs = Math.round(Math.min(GANG_CHOICE.maxDelayMs, gain * runMs));
+  // Whole seconds: the bound users read (`holds at most 1601 s`) is when the hold ends.
+  const capMs = 1000 * Math.round(Math.min(GANG_CHOICE.maxDelayMs, gain * runMs) / 1000);
   if (waitedMs >= capMs) return undefined;
   return { slowdown, waitedMs, capMs, expectedGain: gain };
 }

@@ -102,7 +102,7 @@ describe('sits explain: a waiting gang', () => {
       return cache;
     };
     const holds = (waitedS: number): string =>
-      `queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited ${waitedS} of at most 1200 s`;
+      `queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited ${waitedS} of at most 1638 s`;
     const r = explain(withGang(120_000, 60_000), 'default/big');
     expect(r.lines[0], r.lines.join('\n')).toBe('fits now: two-0');
     // Counted from the hold the scheduler recorded, not from the pods' creation.
