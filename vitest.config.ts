@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 import { MAX_SCALE, scaled, TIMEOUT_SCALE, TIMEOUT_SCALE_ENV } from './src/testing/timeouts.ts';
 
@@ -15,8 +16,8 @@ const hangTimeout = (ms: number): number => Math.max(scaled(ms), MAX_SCALE * ms)
 export default defineConfig({
   test: {
     // Vitest's default is one worker fewer than the CPUs: on a 2-core machine, one, and the unit files ran one at a
-    // time (about 1.1 cores busy). Both cores: the unit files are independent (temp dirs, port 0).
-    maxWorkers: 2,
+    // time (about 1.1 cores busy). At least two: the unit files are independent (temp dirs, port 0).
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
         test: {
