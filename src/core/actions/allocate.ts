@@ -22,6 +22,8 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
       reason: 'better-placement',
       message: placed.explanation.message,
       steadyMessage: `${placed.explanation.subject} ${describeDelaySteady(placed.delay)}`,
+      // Nothing else happening, the hold runs out then: a host that runs cycles only on events must run one.
+      retryAtMs: s.nowMs + placed.delay.capMs - placed.delay.waitedMs,
     });
     return true;
   }

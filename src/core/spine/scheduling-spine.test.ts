@@ -260,10 +260,14 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     expect(w?.message).toMatch(/waited 0 of at most \d+ s$/);
     const capMs = 1000 * Number(/at most (\d+) s$/.exec(w?.message ?? '')?.[1]);
     expect(capMs).toBeGreaterThan(0);
+    // A host that runs cycles only on events (the simulator, `sits bench training`) learns when the hold runs out.
+    expect(w?.retryAtMs).toBe(t0 + capMs);
+    expect(queue.nextWakeMs()).toBe(t0 + capMs);
     // Just before the cap, counted from the first hold (not from arrival, two hours back), it still waits.
     const before = spine.cycle({ nowMs: t0 + capMs - 1000, scheduler, ...input });
     expect(before.started).toEqual([]);
     expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capMs / 1000 - 1} of at most ${capMs / 1000} s$`));
+    expect(queue.nextWakeMs()).toBe(t0 + capMs);
     // At the cap it takes the PCIe node: no gang starves for a better placement.
     const at = spine.cycle({ nowMs: t0 + capMs, scheduler, ...input });
     expect(at.started.map((s) => [...new Set(s.placements.map((p) => p.node))])).toEqual([['b-pcie']]);
