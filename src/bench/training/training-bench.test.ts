@@ -78,5 +78,16 @@ describe('sits bench training on a cluster and network of one’s own', () => {
     expect(slow.workload.ideal.tokensPerSec).toBeLessThan(fast.workload.ideal.tokensPerSec);
     expect(slow.network.nicGBps.rack).toBe(25 / 8);
   });
-});
 
+  it('runs each policy through the queue cycle the live scheduler runs: SITS reserves for a gang that does not fit, kube-default does not', () => {
+    const r = benchTraining({ seed: 1, hours: 2 });
+    const sits = r.details.sits?.waitedFor ?? {};
+    const kube = r.details['kube-default']?.waitedFor ?? {};
+    expect(sits.reservation ?? 0).toBeGreaterThan(0);
+    expect(kube.reservation ?? 0).toBe(0);
+    expect(kube.capacity ?? 0).toBeGreaterThan(0);
+    // The hold for a better placement is SITS's alone too (ADR 0188).
+    expect(sits['better-placement'] ?? 0).toBeGreaterThan(0);
+    expect(kube['better-placement'] ?? 0).toBe(0);
+  });
+});

@@ -21,6 +21,11 @@ import { seededRng, type Rng } from '../../core/ports.ts';
 import { nearestRank } from '../../core/stats.ts';
 import { Environment } from '../../sim/engine.ts';
 import { simAppOrThrow } from '../../app/sim-app.ts';
+import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
+import type { CycleOptions } from '../../core/actions/queue-cycle.ts';
+import { runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
+import { DEFAULT_RUNTIME_MODEL, RuntimeModel } from '../../core/estimate/runtime.ts';
+import type { QueueSpec } from '../../core/queue/model.ts';
 
 export const TRAINING_POLICIES = ['kube-default', 'round-robin', 'sits'] as const;
 
@@ -211,6 +216,8 @@ export interface TrainingPolicyDetails {
   readonly makespanHours: number;
   /** Jobs by the link class that limited their collective. */
   readonly bottlenecks: Readonly<Record<string, number>>;
+  /** Jobs that waited, at least once, by the reason the queue cycle gave (`reservation`, `better-placement`, …). */
+  readonly waitedFor: Readonly<Record<string, number>>;
 }
 
 export interface TrainingBenchResult {
@@ -311,7 +318,17 @@ function idealFigures(jobs: readonly TrainingJob[], ref: NodeSpec, network: Netw
   return { tokensPerSec: Math.round(tps / Math.max(1, jobs.length)), gpuUtilizationPct: r2(gpuSec === 0 ? 0 : (100 * computeSec) / gpuSec) };
 }
 
-type Ev = { kind: 'arrive'; job: TrainingJob } | { kind: 'finish'; job: TrainingJob } | { kind: 'pass' };
+type Ev = { kind: 'arrive'; job: TrainingJob } | { kind: 'finish'; job: TrainingJob } | { kind: 'cycle' };
+
+/**
+ * SITS's profiles run the queue cycle as the live scheduler does (DEFAULT_CYCLE_OPTIONS): the first job that does not
+ * fit gets a reservation and later jobs backfill around it. One queue and one priority, so neither fair share nor
+ * preemption has anything to decide; explanations are skipped.
+ */
+const SITS_CYCLE: Partial<CycleOptions> = { preemption: false, explain: false };
+/** kube-scheduler has no reservations: the baselines try every waiting job in arrival order, each on its own. */
+const BASELINE_CYCLE: Partial<CycleOptions> = { ...SITS_CYCLE, backfill: false };
+const NO_QUEUES: ReadonlyMap<string, QueueSpec> = new Map();
 
 interface PolicyRun {
   readonly jobs: readonly TrainingJob[];
@@ -321,6 +338,12 @@ interface PolicyRun {
   readonly ref: NodeSpec;
 }
 
+/**
+ * One policy over the job stream, through the same scheduling spine as the live scheduler: jobs join the scheduling
+ * queue as they arrive, a queue cycle runs at every arrival and completion and when a wait can end by itself (a
+ * hold for a better placement running out), and the runtimes the cycle plans reservations with are learned from
+ * the jobs that finished (as the live scheduler learns them; nothing is known of a job before it ends).
+ */
 function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { figures: TrainingPolicyFigures; details: TrainingPolicyDetails } {
   const { jobs, nodes, network, ref: refNode } = w;
   const typical = shapesOf(jobs.flatMap((j) => j.gang.members));
@@ -329,11 +352,11 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
   // A step-time profile knows each job's model (a TrainingJob declares it) and this cluster's network.
   const models = new Map(jobs.map((j) => [j.gang.name, j.model]));
   const profile = resolved.value.gangChoice !== undefined ? { ...resolved.value, stepTimeArgs: { network, modelOf: (g: GangSpec) => models.get(g.name) } } : resolved.value;
-  const { state, scheduler } = simAppOrThrow({ nodes, profile, rng: seededRng(seed + 1) });
+  const { state, scheduler, queue, spine, end } = simAppOrThrow({ nodes, profile, rng: seededRng(seed + 1) });
   const specOf = (n: string): NodeSpec | undefined => state.node(n)?.spec;
   const totalGpus = nodes.reduce((a, n) => a + n.gpus.length, 0);
   const horizonMs = hours * HOUR;
-  const pending: TrainingJob[] = [];
+  const byId = new Map(jobs.map((j) => [j.id, j]));
   const runs: { job: TrainingJob; startMs: number; durMs: number; tokensPerSec: number; util: number; oneIsland: boolean; slowdown: number; bottleneck: string }[] = [];
   // Time integrals over [0, horizon]: GPUs held, tokens/s of the cluster.
   let last = 0;
@@ -350,61 +373,88 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
       last = to;
     }
   };
-  const running = new Map<string, number>();
-  // When each job was first held for a better placement: the hold's clock.
-  const heldSince = new Map<string, number>();
-  let passQueued = false;
-  // The instants a retry pass is already queued for.
-  const retryAt = new Set<number>();
+  const running = new Map<string, RunningJob>();
+  const tpsOf = new Map<string, number>();
+  const runtimes = new RuntimeModel(DEFAULT_RUNTIME_MODEL);
+  const keysOf = (j: TrainingJob): string[] => runtimeKeys(j.gang.queue, j.gpus);
+  const queued = (j: TrainingJob, i: number): QueuedJob => ({
+    id: j.id,
+    queue: j.gang.queue,
+    priority: 0,
+    arrivalMs: j.arrivalMs,
+    seq: i,
+    gang: j.gang,
+    estRuntimeMs: runtimes.expectedTotal(keysOf(j), 0),
+  });
+  const seqOf = new Map(jobs.map((j, i) => [j.id, i]));
+  const waitedFor = new Map<string, Set<string>>();
+  // One cycle per instant: every event of an instant asks for the same one.
+  const cycleAt = new Set<number>();
+  const cycleOn = (en: Environment<Ev>, atMs: number): void => {
+    if (cycleAt.has(atMs)) return;
+    cycleAt.add(atMs);
+    en.at(atMs, 9, { kind: 'cycle' });
+  };
   const env = new Environment<Ev>((e, en) => {
     advance(en.nowMs);
     const ev = e.payload;
-    if (ev.kind === 'arrive') pending.push(ev.job);
-    else if (ev.kind === 'finish') {
-      for (const m of ev.job.gang.members) state.release(m.id);
-      gpusNow -= ev.job.gpus;
-      tpsNow -= running.get(ev.job.id) ?? 0;
+    if (ev.kind === 'arrive') {
+      queue.add(queued(ev.job, seqOf.get(ev.job.id) ?? 0), en.nowMs);
+      queue.onEvent({ kind: 'arrived', queue: ev.job.gang.queue }, en.nowMs);
+      cycleOn(en, en.nowMs);
+    } else if (ev.kind === 'finish') {
+      const r = running.get(ev.job.id);
+      if (r !== undefined) end(r.podIds);
       running.delete(ev.job.id);
+      runtimes.observeFinished(keysOf(ev.job), en.nowMs - (r?.startMs ?? en.nowMs));
+      gpusNow -= ev.job.gpus;
+      tpsNow -= tpsOf.get(ev.job.id) ?? 0;
+      tpsOf.delete(ev.job.id);
       endMs = Math.max(endMs, en.nowMs);
+      queue.onEvent({ kind: 'freed' }, en.nowMs);
+      cycleOn(en, en.nowMs);
     } else {
-      passQueued = false;
-      for (let i = 0; i < pending.length; ) {
-        const job = pending[i] as TrainingJob;
-        // The time since it was first held lets a step-aware choice hold it back for a better placement (ADR 0188):
-        // a gang that queued for capacity still gets its bounded wait once it fits, as the queue cycle does (ADR 0191).
-        const since = heldSince.get(job.id);
-        const r = scheduler.scheduleGang(job.gang, { waitedMs: since === undefined ? 0 : en.nowMs - since });
-        if (!r.ok && r.delay !== undefined && since === undefined) heldSince.set(job.id, en.nowMs);
-        if (!r.ok) {
-          // Try again when its wait for a better placement runs out, if nothing else frees GPUs before.
-          // One pass per instant: every held job of a pass would otherwise add its own, and each of those passes more.
-          if (r.delay !== undefined) {
-            const at = en.nowMs + Math.max(1, Math.ceil(r.delay.capMs - r.delay.waitedMs));
-            if (!retryAt.has(at)) {
-              retryAt.add(at);
-              en.schedule(at - en.nowMs, 9, { kind: 'pass' });
-            }
-          }
-          i++;
-          continue;
-        }
-        pending.splice(i, 1);
-        const shares = sharesOf(r.placements, specOf);
+      cycleAt.delete(en.nowMs);
+      // Running jobs' ends as the learned runtimes expect them, given how long they have run.
+      const ends = withLearnedEnds(runtimes, running, (r) => ({ keys: keysOf(byId.get(r.id) as TrainingJob), doneMs: en.nowMs - r.startMs }), en.nowMs);
+      for (const [id, r] of ends) running.set(id, r);
+      // Queued jobs' estimates as of now (the hold for a better placement weighs its wait against it).
+      for (const q of queue.forCycle().jobs) {
+        const j = byId.get(q.id) as TrainingJob;
+        queue.add({ ...q, estRuntimeMs: runtimes.expectedTotal(keysOf(j), 0) }, en.nowMs);
+      }
+      const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues: NO_QUEUES, running, options: name.startsWith('sits') ? SITS_CYCLE : BASELINE_CYCLE });
+      for (const [id, wt] of res.waiting) {
+        const ids = waitedFor.get(wt.reason) ?? new Set<string>();
+        ids.add(id);
+        waitedFor.set(wt.reason, ids);
+      }
+      for (const s of res.started) {
+        const job = byId.get(s.job.id) as TrainingJob;
+        const shares = sharesOf(s.placements, specOf);
         const st = stepTime(job.model, shares, network);
         const ideal = stepTime(job.model, idealShares(likeOf(refNode), job.gpus), network);
-        const islands = new Set(shares.flatMap((s) => s.gpus.map((g) => `${s.name}/${s.topology.islandOf[g]}`)));
+        const islands = new Set(shares.flatMap((x) => x.gpus.map((g) => `${x.name}/${x.topology.islandOf[g]}`)));
         const durMs = Math.max(1, Math.round(job.steps * st.stepSec * 1000));
         runs.push({ job, startMs: en.nowMs, durMs, tokensPerSec: st.tokensPerSec, util: st.gpuUtilization, oneIsland: islands.size === 1, slowdown: st.stepSec / ideal.stepSec, bottleneck: st.bottleneck });
         gpusNow += job.gpus;
         tpsNow += st.tokensPerSec;
-        running.set(job.id, st.tokensPerSec);
+        tpsOf.set(job.id, st.tokensPerSec);
+        running.set(job.id, {
+          id: job.id,
+          queue: s.job.queue,
+          priority: 0,
+          startMs: en.nowMs,
+          estEndMs: en.nowMs + s.job.estRuntimeMs,
+          podIds: s.placements.map((p) => p.podId),
+          resources: jobResources(s.job),
+          preemptible: true,
+        });
         en.schedule(durMs, 0, { kind: 'finish', job });
       }
-      return;
-    }
-    if (!passQueued) {
-      passQueued = true;
-      en.schedule(0, 9, { kind: 'pass' });
+      // A wait that ends by itself (a hold running out) needs a cycle then, if nothing else brings one before.
+      const wake = queue.nextWakeMs();
+      if (Number.isFinite(wake) && wake > en.nowMs) cycleOn(en, wake);
     }
   });
   for (const j of jobs) env.at(j.arrivalMs, 1, { kind: 'arrive', job: j });
@@ -438,6 +488,7 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
       },
       makespanHours: r2(endMs / HOUR),
       bottlenecks,
+      waitedFor: Object.fromEntries([...waitedFor].sort(([a], [b]) => (a < b ? -1 : 1)).map(([k, v]) => [k, v.size])),
     },
   };
 }
