@@ -37,8 +37,22 @@ const clusters =
           .map((f) => join(dir, f)),
       ];
 
+const known = (xs: readonly (number | null)[]): number[] => xs.filter((x): x is number => x !== null);
 const mean = (xs: readonly number[]): number => Math.round((1000 * xs.reduce((a, b) => a + b, 0)) / Math.max(1, xs.length)) / 1000;
-const runs: { cluster: string; seed: number; tokensPerSec: number; clusterTokensPerSec: number | null; meanJct: number | null; waitP50: number | null }[] = [];
+type Run = {
+  cluster: string;
+  seed: number;
+  tokensPerSec: number;
+  clusterTokensPerSec: number | null;
+  meanJct: number | null;
+  waitP50: number | null;
+  waitP99: number | null;
+  jctP99: number | null;
+};
+const runs: Run[] = [];
+// sits over kube-default, two decimals, null when kube-default's figure is 0.
+const ratio = (a: number | undefined, b: number | undefined): number | null =>
+  a === undefined || b === undefined || b === 0 ? null : Math.round((100 * a) / b) / 100;
 for (const c of clusters) {
   let nodes;
   if (c !== 'default') {
@@ -50,8 +64,20 @@ for (const c of clusters) {
     nodes = r.value;
   }
   for (const seed of seeds) {
-    const r = benchTraining({ seed, ...(nodes === undefined ? {} : { cluster: nodes }) }).ratios;
-    runs.push({ cluster: c, seed, tokensPerSec: r.tokensPerSec, clusterTokensPerSec: r.clusterTokensPerSec, meanJct: r.meanJct, waitP50: r.waitP50 });
+    const b = benchTraining({ seed, ...(nodes === undefined ? {} : { cluster: nodes }) });
+    const r = b.ratios;
+    const [s, k] = [b.details.sits, b.details['kube-default']];
+    runs.push({
+      cluster: c,
+      seed,
+      tokensPerSec: r.tokensPerSec,
+      clusterTokensPerSec: r.clusterTokensPerSec,
+      meanJct: r.meanJct,
+      waitP50: r.waitP50,
+      // The tails: what reservations are for.
+      waitP99: ratio(s?.waitSec.p99, k?.waitSec.p99),
+      jctP99: ratio(s?.jctSec.p99, k?.jctSec.p99),
+    });
   }
   const mine = runs.filter((x) => x.cluster === c);
   const tps = mine.map((x) => x.tokensPerSec);
@@ -66,6 +92,11 @@ const summary = {
   below1: tps.filter((x) => x < 1).length,
   below1_1: tps.filter((x) => x < 1.1).length,
   meanJctMean: mean(runs.map((x) => x.meanJct ?? Number.NaN)),
+  // Over the runs where kube-default's figure is not 0 (a wait p50 of 0 has no ratio).
+  clusterTokensPerSecMean: mean(known(runs.map((x) => x.clusterTokensPerSec))),
+  waitP50Mean: mean(known(runs.map((x) => x.waitP50))),
+  waitP99Mean: mean(known(runs.map((x) => x.waitP99))),
+  jctP99Mean: mean(known(runs.map((x) => x.jctP99))),
 };
 console.log(`all: ${JSON.stringify(summary)}`);
 if (out !== undefined) writeFileSync(out, `${JSON.stringify({ seeds, clusters, summary, runs }, null, 2)}\n`);
