@@ -152,6 +152,7 @@ export const EXAMPLE_QUEUE: Manifest = {
     ],
     priorityClasses: ['training-high', 'training-low'],
     defaultPriorityClassName: 'training-low',
+    reserveAfterSeconds: 3600,
   },
 };
 
@@ -496,6 +497,7 @@ export const INVALID_CASES: readonly InvalidCase[] = [
   invalid('Queue', 'borrowing without a cohort', 'spec.cohort', EXAMPLE_QUEUE, (s) => delete s.cohort),
   invalid('Queue', 'default priority class not allowed', 'spec.defaultPriorityClassName', EXAMPLE_QUEUE, (s) => (s.defaultPriorityClassName = 'batch-low')),
   invalid('Queue', 'negative quota', 'spec.resources[1].nominal', EXAMPLE_QUEUE, (s) => (list(s.resources)[1] = { name: 'cpu', nominal: -4 })),
+  invalid('Queue', 'negative wait before a reservation', 'spec.reserveAfterSeconds', EXAMPLE_QUEUE, (s) => (s.reserveAfterSeconds = -60)),
   invalid('PodGroup', 'minMember 0', 'spec.minMember', EXAMPLE_POD_GROUP, (s) => (s.minMember = 0)),
   invalid(
     'PodGroup',

@@ -167,6 +167,15 @@ export const QueueSpec = withRules(
         }),
       ),
       preemption: QueuePreemption,
+      // No apiserver default: objects written before it read back unchanged; unset means the scheduler's 4 h.
+      reserveAfterSeconds: Type.Optional(
+        Type.Integer({
+          description:
+            "A job at the head of this queue that does not fit gets nodes reserved once it has waited this long: later jobs may then use those nodes only where they cannot delay it. A guard against starvation (Volcano's sla-waiting-time); before it, jobs start wherever they fit. 0: at once. Unset: 14400 (4 h).",
+          minimum: 0,
+          maximum: 604800,
+        }),
+      ),
     },
     { description: 'Desired state of a Queue.' },
   ),

@@ -79,8 +79,8 @@ describe('sits bench training on a cluster and network of one’s own', () => {
     expect(slow.network.nicGBps.rack).toBe(25 / 8);
   });
 
-  it('runs each policy through the queue cycle the live scheduler runs: SITS reserves for a gang that does not fit, kube-default does not', () => {
-    const r = benchTraining({ seed: 1, hours: 2 });
+  it('runs each policy through the queue cycle the live scheduler runs: SITS reserves for a gang that waited 4 h, kube-default does not', () => {
+    const r = benchTraining({ seed: 1 });
     const sits = r.details.sits?.waitedFor ?? {};
     const kube = r.details['kube-default']?.waitedFor ?? {};
     expect(sits.reservation ?? 0).toBeGreaterThan(0);

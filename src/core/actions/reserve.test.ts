@@ -20,7 +20,7 @@ describe('reserve: the head that cannot be placed gets nodes and a start time', 
     const soon = start(s, job('soon', 'a', 1, 8), now - 1000, { estEndMs: now + 600_000 });
     const late = start(s, job('late', 'a', 1, 8), now - 1000, { estEndMs: now + 7_200_000 });
     const soonNode = s.state.nodeOfPod('soon-0')?.spec.name as string;
-    const ses = sessionOf(s, queues(makeQueue('a')), [], [soon, late], now);
+    const ses = sessionOf(s, queues(makeQueue('a', { reserveAfterMs: 0 })), [], [soon, late], now);
     const head = ses.attemptFor(job('head', 'a', 1, 8));
     head.why = 'no room';
     expect(reserve(ses, head)).toBe(true);
@@ -33,6 +33,28 @@ describe('reserve: the head that cannot be placed gets nodes and a start time', 
     expect(ses.reservedNodes.has(soonNode)).toBe(true);
     expect(reserve(ses, ses.attemptFor(job('next', 'a', 1, 8)))).toBe(false);
     expect(ses.state.nodes.reduce((x, n) => x + n.gpuFreeMilli(), 0)).toBe(0); // planning changed nothing
+  });
+
+  it('the head reserves only once it has waited reserveAfterMs (4 h by default, the queue’s own when it sets one); until then no job of its queue does', () => {
+    const now = 10 * 3_600_000;
+    const H = 3_600_000;
+    const setup = (q: ReturnType<typeof makeQueue>) => {
+      const s = cluster('dgx-h100', 1, 1);
+      const busy = start(s, job('busy', 'a', 1, 8), now - 1000, { estEndMs: now + 600_000 });
+      return sessionOf(s, queues(q), [], [busy], now);
+    };
+    // Waited 3 h 59 min: no reservation, and the queue's next job (waited longer still) does not take the head's turn.
+    const young = setup(makeQueue('a'));
+    expect(reserve(young, young.attemptFor(job('head', 'a', 1, 8, { arrivalMs: now - 4 * H + 60_000 })))).toBe(false);
+    expect(reserve(young, young.attemptFor(job('next', 'a', 1, 8, { arrivalMs: now - 9 * H })))).toBe(false);
+    expect(young.out.reservations).toEqual([]);
+    // Waited 4 h: it reserves.
+    const old = setup(makeQueue('a'));
+    expect(reserve(old, old.attemptFor(job('head', 'a', 1, 8, { arrivalMs: now - 4 * H })))).toBe(true);
+    expect(old.out.reservations.map((r) => [r.jobId, r.startMs])).toEqual([['head', now + 600_000]]);
+    // A queue that sets 30 min reserves for a head that waited 1 h.
+    const eager = setup(makeQueue('a', { reserveAfterMs: 30 * 60_000 }));
+    expect(reserve(eager, eager.attemptFor(job('head', 'a', 1, 8, { arrivalMs: now - H })))).toBe(true);
   });
 
   it('a gang that cannot fit even on an empty cluster gets no reservation', () => {

@@ -20,6 +20,9 @@ export function reserve(s: CycleSession, a: Attempt): boolean {
   const job = a.job;
   if (!s.mayReserve(job)) return false;
   s.headReserved.add(s.listOf(job));
+  // A guard against starvation, not a queue discipline: until the head has waited this long, the jobs behind it
+  // start wherever they fit (ADR 0199). Its slot stays used, so no later job of the list reserves ahead of it.
+  if (s.nowMs - job.arrivalMs < (a.queue.reserveAfterMs ?? s.opts.reserveAfterMs)) return false;
   const r = planReservation(s, job);
   if (r === undefined) return false;
   s.out.reservations.push(r);

@@ -64,6 +64,8 @@ export interface QueueSpec {
   /** Namespaces whose jobs may use the queue; unset or empty allows all. A job without one is in `default`. */
   readonly namespaces?: readonly string[];
   readonly preemption?: QueuePreemption;
+  /** Its head gets a reservation once it has waited this long; unset: the cycle's `reserveAfterMs`. */
+  readonly reserveAfterMs?: number;
 }
 
 /**
@@ -103,6 +105,7 @@ export function makeQueue(name: string, o: Partial<Omit<QueueSpec, 'name'>> = {}
     ...(o.defaultPriorityClass === undefined ? {} : { defaultPriorityClass: o.defaultPriorityClass }),
     ...(o.namespaces === undefined ? {} : { namespaces: o.namespaces }),
     ...(o.preemption === undefined ? {} : { preemption: o.preemption }),
+    ...(o.reserveAfterMs === undefined ? {} : { reserveAfterMs: o.reserveAfterMs }),
   };
 }
 

@@ -20,6 +20,11 @@ export interface CycleOptions {
   readonly criticalGraceMs: number;
   /** Reservations at most (one per queue head, in fair-share order). */
   readonly maxReservations: number;
+  /**
+   * A queue's head gets a reservation only once it has waited this long (Volcano's sla-waiting-time); before that,
+   * jobs behind it start wherever they fit, as in Kueue's BestEffortFIFO. A queue's own `reserveAfterMs` overrides it.
+   */
+  readonly reserveAfterMs: number;
   /** Explain why each waiting job did not fit (costs a pass over the nodes per failed job). */
   readonly explain: boolean;
   /**
@@ -39,6 +44,9 @@ export const DEFAULT_CYCLE_OPTIONS: CycleOptions = {
   minRuntimeMs: 5 * 60_000,
   criticalGraceMs: 10 * 60_000,
   maxReservations: 4,
+  // ADR 0199: reservations cost throughput and mean completion (jobs behind the head wait while its nodes drain);
+  // they are a guard against starvation, for the head that has waited hours.
+  reserveAfterMs: 4 * 3_600_000,
   explain: true,
   checkpointAware: false,
   checkpointGraceMs: DEFAULT_CHECKPOINT_GRACE_MS,

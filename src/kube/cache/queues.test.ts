@@ -40,6 +40,13 @@ describe('Queue objects as core queues', () => {
     expect(q.preemption).toEqual({ withinQueue: 'LowerPriority', reclaimWithinCohort: 'Any', cooldownMs: 60_000, criticalGraceMs: 300_000 });
     expect(q.priorityClasses).toBeUndefined();
     expect(q.namespaces).toBeUndefined();
+    // No reserveAfterSeconds: the cycle's default (4 h) applies.
+    expect(q.reserveAfterMs).toBeUndefined();
+  });
+
+  it('spec.reserveAfterSeconds becomes the wait before its head reserves, 0 included', () => {
+    expect(queueFromObject({ metadata: { name: 'q' }, spec: { reserveAfterSeconds: 1800 } }).reserveAfterMs).toBe(1_800_000);
+    expect(queueFromObject({ metadata: { name: 'q' }, spec: { reserveAfterSeconds: 0 } }).reserveAfterMs).toBe(0);
   });
 });
 

@@ -31,6 +31,7 @@ export interface QueueObject {
       checkpointGraceSeconds?: number;
       defragmentByMigration?: boolean;
     };
+    reserveAfterSeconds?: number;
   };
   /** Written by the scheduler (object-status.ts); read only to skip unchanged writes. */
   status?: unknown;
@@ -97,6 +98,7 @@ export function queueFromObject(o: QueueObject): QueueSpec {
     ...(s.defaultPriorityClassName === undefined ? {} : { defaultPriorityClass: s.defaultPriorityClassName }),
     ...(s.namespaces === undefined || s.namespaces.length === 0 ? {} : { namespaces: s.namespaces }),
     preemption,
+    ...(s.reserveAfterSeconds === undefined ? {} : { reserveAfterMs: s.reserveAfterSeconds * 1000 }),
   });
 }
 
