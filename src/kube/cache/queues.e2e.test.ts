@@ -50,6 +50,36 @@ const trainingJob = (name: string, queueName: string, priorityClassName: string)
 const bound = (ps: V1Pod[]): V1Pod[] => ps.filter((p) => (p.spec?.nodeName ?? '') !== '' && p.metadata?.deletionTimestamp === undefined);
 
 describe('queues on the live scheduler', () => {
+  it('a head that does not fit reserves nodes only once it has waited the Queue’s reserveAfterSeconds (ADR 0199)', async () => {
+    await client.post('/apis/ai.sits2026.dev/v1/queues', {
+      apiVersion: 'ai.sits2026.dev/v1',
+      kind: 'Queue',
+      metadata: { name: 'patient' },
+      spec: { tenant: 'patient' },
+    });
+    await createNs(client, 'res');
+    const labels = { 'ai.sits2026.dev/queue': 'patient' };
+    // 3 of the 4 GPUs of each node taken: a 4-GPU head fits nowhere until one of them ends.
+    await createPods(client, [testPod('res', 'fill-a', { gpus: 3, labels })]);
+    await waitFor('fill-a bound', async () => bound(await listPods(client, 'res')).length === 1, 30_000);
+    await createPods(client, [testPod('res', 'fill-b', { gpus: 3, labels })]);
+    await waitFor('fill-b bound', async () => bound(await listPods(client, 'res')).length === 2, 30_000);
+    await createPods(client, [testPod('res', 'head', { gpus: 4, labels })]);
+    const headWait = async (): Promise<string | undefined> =>
+      (await client.get<V1Pod>('/api/v1/namespaces/res/pods/head')).status?.conditions?.find((c) => c.type === 'PodScheduled' && c.status === 'False')?.message;
+    // The default: no reservation before the head has waited 4 h.
+    const waiting = await waitFor('the head waits', headWait, 30_000);
+    expect(waiting).toMatch(/^queue patient holds res\/head \(capacity\): 0\/2 nodes fit/);
+    expect(waiting).not.toContain('reserved');
+    // The queue's own bound, 0: the next cycles reserve the node that frees first for it.
+    await client.mergePatch('/apis/ai.sits2026.dev/v1/queues/patient', { spec: { reserveAfterSeconds: 0 } });
+    const reserved = await waitFor('the head reserves', async () => ((await headWait())?.includes('reserved') === true ? headWait() : undefined), 30_000);
+    expect(reserved).toMatch(/; reserved 1 nodes$/);
+    // Leave the cluster empty for the tests below.
+    for (const name of ['head', 'fill-a', 'fill-b']) await client.delete(`/api/v1/namespaces/res/pods/${name}`, { gracePeriodSeconds: 0 });
+    await waitFor('the pods gone', async () => (await listPods(client, 'res')).length === 0, 30_000);
+  });
+
   it('two queues, two TrainingJobs: the lower-priority borrower is preempted whole and requeued', async () => {
     for (const [name, value] of [
       ['research-low', 100],
