@@ -321,9 +321,9 @@ function idealFigures(jobs: readonly TrainingJob[], ref: NodeSpec, network: Netw
 type Ev = { kind: 'arrive'; job: TrainingJob } | { kind: 'finish'; job: TrainingJob } | { kind: 'cycle' };
 
 /**
- * SITS's profiles run the queue cycle as the live scheduler does (DEFAULT_CYCLE_OPTIONS): the first job that does not
- * fit gets a reservation and later jobs backfill around it. One queue and one priority, so neither fair share nor
- * preemption has anything to decide; explanations are skipped.
+ * SITS's profiles run the queue cycle as the live scheduler does (DEFAULT_CYCLE_OPTIONS): a job that heads the queue
+ * without fitting gets a reservation once it has waited 4 h (ADR 0199), and later jobs backfill around it. One queue
+ * and one priority, so neither fair share nor preemption has anything to decide; explanations are skipped.
  */
 const SITS_CYCLE: Partial<CycleOptions> = { preemption: false, explain: false };
 /** kube-scheduler has no reservations: the baselines try every waiting job in arrival order, each on its own. */
@@ -418,10 +418,11 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
       // Running jobs' ends as the learned runtimes expect them, given how long they have run.
       const ends = withLearnedEnds(runtimes, running, (r) => ({ keys: keysOf(byId.get(r.id) as TrainingJob), doneMs: en.nowMs - r.startMs }), en.nowMs);
       for (const [id, r] of ends) running.set(id, r);
-      // Queued jobs' estimates as of now (the hold for a better placement weighs its wait against it).
+      // Queued jobs' estimates as of now (the hold for a better placement weighs its wait against it). A new estimate
+      // is no change that wakes a parked job, as in the live scheduler's sync.
       for (const q of queue.forCycle().jobs) {
         const j = byId.get(q.id) as TrainingJob;
-        queue.add({ ...q, estRuntimeMs: runtimes.expectedTotal(keysOf(j), 0) }, en.nowMs);
+        queue.add({ ...q, estRuntimeMs: runtimes.expectedTotal(keysOf(j), 0) }, en.nowMs, false);
       }
       const res = spine.cycle({ nowMs: en.nowMs, scheduler, queues: NO_QUEUES, running, options: name.startsWith('sits') ? SITS_CYCLE : BASELINE_CYCLE });
       for (const [id, wt] of res.waiting) {
