@@ -4,7 +4,7 @@
  * expectations (queue-scenario-check.ts) read.
  */
 import { type Static } from '@sinclair/typebox';
-import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
+import { jobResources, startedJob, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
 import { disruptionsAllowed, type DisruptionBudget } from '../core/actions/disruption.ts';
 import { commitMigration, expectedStartMs, planMigration } from '../core/actions/migration.ts';
 import { DEFAULT_QUEUE, usageOf, type CycleOptions, type Reservation, type Waiting } from '../core/actions/queue-cycle.ts';
@@ -263,18 +263,7 @@ function recordStarts(s: SimRun, res: CycleResult, now: number): void {
     t.waiting.delete(job.id);
     if (!t.started.has(job.id)) t.started.set(job.id, { atMs: now, placements: st.placements });
     const model = s.app.state.node(st.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-    running.set(job.id, {
-      id: job.id,
-      queue: job.queue,
-      priority: job.priority,
-      startMs: now,
-      estEndMs: now + job.estRuntimeMs,
-      podIds: st.placements.map((p) => p.podId),
-      resources: jobResources(job),
-      ...(model === undefined ? {} : { gpuModel: model }),
-      preemptible: true,
-      ...(s.checkpointable.has(job.id) ? { checkpointable: true } : {}),
-    });
+    running.set(job.id, startedJob(job, st.placements, now, { gpuModel: model, checkpointable: s.checkpointable.has(job.id) }));
   }
   if (res.started.length > 0)
     t.log.push(`t=${sec(now)} started: ${names(res.started.map((x) => `${x.job.id} (${[...new Set(x.placements.map((p) => p.node))].join(',')})`))}`);
@@ -317,17 +306,7 @@ function migrateForWaiting(s: SimRun, res: CycleResult, now: number): void {
     t.waiting.delete(id);
     if (!t.started.has(id)) t.started.set(id, { atMs: now, placements });
     const model = state.node(placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-    running.set(id, {
-      id,
-      queue: job.queue,
-      priority: job.priority,
-      startMs: plan.startMs,
-      estEndMs: plan.startMs + job.estRuntimeMs,
-      podIds: placements.map((p) => p.podId),
-      resources: jobResources(job),
-      ...(model === undefined ? {} : { gpuModel: model }),
-      preemptible: true,
-    });
+    running.set(id, startedJob(job, placements, plan.startMs, { gpuModel: model }));
     t.log.push(
       `t=${sec(now)} started: ${id} (${[...new Set(placements.map((p) => p.node))].join(',')}) once the moved jobs have checkpointed (at ${sec(plan.startMs)}; gain ${Math.round(plan.gainGpuMs / 3.6e6)} GPU-h > cost ${Math.round((100 * plan.costGpuMs) / 3.6e6) / 100} GPU-h)`,
     );

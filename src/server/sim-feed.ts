@@ -6,7 +6,7 @@
  * `sits bench dashboard` steps it one event at a time. Deterministic for the same nodes, jobs and seed.
  */
 import { estimateStarts } from '../core/actions/eta.ts';
-import { jobResources, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
+import { startedJob, type QueuedJob, type RunningJob } from '../core/actions/jobs.ts';
 import type { Waiting } from '../core/actions/queue-cycle.ts';
 import { shapesOf } from '../core/estimate/expected-workload.ts';
 import type { NodeSpec } from '../core/model/node.ts';
@@ -173,17 +173,7 @@ export class SimFeed {
       this.eta.delete(s.job.id);
       this.stats.started++;
       const model = this.app.state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      this.running.set(s.job.id, {
-        id: s.job.id,
-        queue: s.job.queue,
-        priority: s.job.priority,
-        startMs: now,
-        estEndMs: now + s.job.estRuntimeMs,
-        podIds: s.placements.map((p) => p.podId),
-        resources: jobResources(s.job),
-        ...(model === undefined ? {} : { gpuModel: model }),
-        preemptible: true,
-      });
+      this.running.set(s.job.id, startedJob(s.job, s.placements, now, { gpuModel: model }));
       this.startedAt.set(s.job.id, now);
       const version = this.versions.get(s.job.id) ?? 0;
       this.versions.set(s.job.id, version);

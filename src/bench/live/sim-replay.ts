@@ -7,7 +7,7 @@
  * restarts a TrainingJob's replicas with their full run-seconds; there are no checkpoints).
  */
 import type { V1Node } from '@kubernetes/client-node';
-import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
+import { startedJob, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
 import type { NodeSpec } from '../../core/model/node.ts';
 import { makePod } from '../../core/model/pod.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
@@ -92,7 +92,7 @@ export function simulateReplay(w: ReplayWorkload, o: SimReplayOptions): ReplayTr
     }
     for (const s of res.started) {
       const job = s.job;
-      running.set(job.id, { id: job.id, queue: job.queue, priority: job.priority, startMs: now, estEndMs: now + job.estRuntimeMs, podIds: s.placements.map((p) => p.podId), resources: jobResources(job), preemptible: true });
+      running.set(job.id, startedJob(job, s.placements, now));
       endAt.set(job.id, now + job.estRuntimeMs);
       if (!firstStartSec.has(job.id)) firstStartSec.set(job.id, now / 1000);
     }

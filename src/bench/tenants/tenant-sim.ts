@@ -8,7 +8,7 @@ import { estimateStarts } from '../../core/actions/eta.ts';
 import { ArrivalHistory } from '../../core/estimate/arrivals.ts';
 import { RuntimeModel } from '../../core/estimate/runtime.ts';
 import { expectedRemaining, requeueAfterCheckpoint, runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
-import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
+import { jobResources, startedJob, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
 import { checkpointMs } from '../../core/actions/checkpoint.ts';
 import { makePod, type PodSpec } from '../../core/model/pod.ts';
 import { NODE_SHAPES } from '../../core/model/presets.ts';
@@ -259,7 +259,7 @@ export function runTenantSim(jobs: readonly TenantJob[], opts: TenantSimOptions)
         pending.delete(s.job.id);
         l.firstStartMs ??= en.nowMs;
         const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-        running.set(s.job.id, startedJob(s.job, s.placements, en.nowMs, model, aware));
+        running.set(s.job.id, startedJob(s.job, s.placements, en.nowMs, { gpuModel: model, lastCheckpointMs: en.nowMs, checkpointable: aware }));
         l.finishAtMs = en.nowMs + l.remainingMs;
         en.schedule(l.remainingMs, 0, { kind: 'finish', id: s.job.id, version: l.version });
         trueEndMs.set(s.job.id, en.nowMs + l.remainingMs);
@@ -357,23 +357,6 @@ function rollBack(l: Live, victim: RunningJob, nowMs: number, checkpointEveryMs:
   l.remainingMs = Math.max(1000, l.remainingMs - kept);
   l.version++;
   return redone;
-}
-
-/** A job the cycle started, as the running set holds it. */
-function startedJob(job: QueuedJob, placements: readonly { readonly podId: string }[], nowMs: number, model: string | undefined, aware: boolean): RunningJob {
-  return {
-    id: job.id,
-    queue: job.queue,
-    priority: 0,
-    startMs: nowMs,
-    estEndMs: nowMs + job.estRuntimeMs,
-    podIds: placements.map((p) => p.podId),
-    resources: jobResources(job),
-    ...(model === undefined ? {} : { gpuModel: model }),
-    preemptible: true,
-    lastCheckpointMs: nowMs,
-    ...(aware ? { checkpointable: true } : {}),
-  };
 }
 
 /** Checkpoint windows: a running job spends the first minute of every checkpoint period checkpointing. */

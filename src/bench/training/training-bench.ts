@@ -21,7 +21,7 @@ import { seededRng, type Rng } from '../../core/ports.ts';
 import { nearestRank } from '../../core/stats.ts';
 import { Environment } from '../../sim/engine.ts';
 import { simAppOrThrow } from '../../app/sim-app.ts';
-import { jobResources, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
+import { startedJob, type QueuedJob, type RunningJob } from '../../core/actions/jobs.ts';
 import type { CycleOptions } from '../../core/actions/queue-cycle.ts';
 import { runtimeKeys, withLearnedEnds } from '../../core/estimate/job-runtimes.ts';
 import { DEFAULT_RUNTIME_MODEL, RuntimeModel } from '../../core/estimate/runtime.ts';
@@ -318,7 +318,8 @@ function idealFigures(jobs: readonly TrainingJob[], ref: NodeSpec, network: Netw
   return { tokensPerSec: Math.round(tps / Math.max(1, jobs.length)), gpuUtilizationPct: r2(gpuSec === 0 ? 0 : (100 * computeSec) / gpuSec) };
 }
 
-type Ev = { kind: 'arrive'; job: TrainingJob } | { kind: 'finish'; job: TrainingJob } | { kind: 'cycle' };
+/** An arrival carries the job's submission order (the queue's tie-break among equal arrival times). */
+type Ev = { kind: 'arrive'; job: TrainingJob; seq: number } | { kind: 'finish'; job: TrainingJob } | { kind: 'cycle' };
 
 /**
  * SITS's profiles run the queue cycle as the live scheduler does (DEFAULT_CYCLE_OPTIONS): a job that heads the queue
@@ -386,7 +387,6 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
     gang: j.gang,
     estRuntimeMs: runtimes.expectedTotal(keysOf(j), 0),
   });
-  const seqOf = new Map(jobs.map((j, i) => [j.id, i]));
   const waitedFor = new Map<string, Set<string>>();
   // One cycle per instant: every event of an instant asks for the same one.
   const cycleAt = new Set<number>();
@@ -399,7 +399,7 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
     advance(en.nowMs);
     const ev = e.payload;
     if (ev.kind === 'arrive') {
-      queue.add(queued(ev.job, seqOf.get(ev.job.id) ?? 0), en.nowMs);
+      queue.add(queued(ev.job, ev.seq), en.nowMs);
       queue.onEvent({ kind: 'arrived', queue: ev.job.gang.queue }, en.nowMs);
       cycleOn(en, en.nowMs);
     } else if (ev.kind === 'finish') {
@@ -441,16 +441,7 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
         gpusNow += job.gpus;
         tpsNow += st.tokensPerSec;
         tpsOf.set(job.id, st.tokensPerSec);
-        running.set(job.id, {
-          id: job.id,
-          queue: s.job.queue,
-          priority: 0,
-          startMs: en.nowMs,
-          estEndMs: en.nowMs + s.job.estRuntimeMs,
-          podIds: s.placements.map((p) => p.podId),
-          resources: jobResources(s.job),
-          preemptible: true,
-        });
+        running.set(job.id, startedJob(s.job, s.placements, en.nowMs));
         en.schedule(durMs, 0, { kind: 'finish', job });
       }
       // A wait that ends by itself (a hold running out) needs a cycle then, if nothing else brings one before.
@@ -458,7 +449,7 @@ function runPolicy(name: string, w: PolicyRun, seed: number, hours: number): { f
       if (Number.isFinite(wake) && wake > en.nowMs) cycleOn(en, wake);
     }
   });
-  for (const j of jobs) env.at(j.arrivalMs, 1, { kind: 'arrive', job: j });
+  jobs.forEach((j, seq) => env.at(j.arrivalMs, 1, { kind: 'arrive', job: j, seq }));
   // Every job gets to run: the horizon only bounds the time averages.
   env.run(horizonMs * 50);
   advance(horizonMs);

@@ -10,7 +10,7 @@ import type { Profile } from '../framework/types.ts';
 import type { Rng } from '../ports.ts';
 import type { QueueSpec } from '../queue/model.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
-import { jobResources, type QueuedJob, type RunningJob } from './jobs.ts';
+import { startedJob, type QueuedJob, type RunningJob } from './jobs.ts';
 import { runCycle, type CycleOptions } from './queue-cycle.ts';
 
 export interface EtaInput {
@@ -128,18 +128,14 @@ export function estimateStarts(input: EtaInput): Map<string, number> {
     for (const s of r.started) {
       if (!forecast.has(s.job.id) && !eta.has(s.job.id)) eta.set(s.job.id, now);
       const model = state.node(s.placements[0]?.node ?? '')?.spec.gpus[0]?.model;
-      running.set(s.job.id, {
-        id: s.job.id,
-        queue: s.job.queue,
-        priority: s.job.priority,
-        startMs: now,
-        estEndMs: now + Math.max(1, input.runtimeOf?.(s.job) ?? s.job.estRuntimeMs),
-        podIds: s.placements.map((p) => p.podId),
-        resources: jobResources(s.job),
-        ...(model === undefined ? {} : { gpuModel: model }),
-        preemptible: true,
-        ...(input.checkpointable?.(s.job) === true ? { checkpointable: true } : {}),
-      });
+      running.set(
+        s.job.id,
+        startedJob(s.job, s.placements, now, {
+          estEndMs: now + Math.max(1, input.runtimeOf?.(s.job) ?? s.job.estRuntimeMs),
+          gpuModel: model,
+          checkpointable: input.checkpointable?.(s.job),
+        }),
+      );
     }
     if (input.untilStarted !== undefined && eta.has(input.untilStarted)) break;
     const startedIds = new Set(r.started.map((s) => s.job.id));

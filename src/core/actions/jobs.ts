@@ -56,6 +56,36 @@ export function jobResources(job: QueuedJob): Resources {
   return { gpuMilli, cpuMilli, memoryMiB };
 }
 
+/** What a host knows of a job it saw start, beyond the cycle's result. */
+export interface StartedJobFacts {
+  /** When it is expected to end (default: its start plus its runtime estimate). */
+  readonly estEndMs?: number | undefined;
+  /** The GPU model of the nodes it runs on. */
+  readonly gpuModel?: string | undefined;
+  readonly lastCheckpointMs?: number | undefined;
+  readonly checkpointable?: boolean | undefined;
+}
+
+/**
+ * The running-job record of a job a cycle started at `startMs` on `placements`: what every host (the live ETA
+ * publisher, the simulators, the benches) keeps of it for the next cycles. Preemptible, as SITS binds every job.
+ */
+export function startedJob(job: QueuedJob, placements: readonly { readonly podId: string }[], startMs: number, facts: StartedJobFacts = {}): RunningJob {
+  return {
+    id: job.id,
+    queue: job.queue,
+    priority: job.priority,
+    startMs,
+    estEndMs: facts.estEndMs ?? startMs + job.estRuntimeMs,
+    podIds: placements.map((p) => p.podId),
+    resources: jobResources(job),
+    ...(facts.gpuModel === undefined ? {} : { gpuModel: facts.gpuModel }),
+    preemptible: true,
+    ...(facts.lastCheckpointMs === undefined ? {} : { lastCheckpointMs: facts.lastCheckpointMs }),
+    ...(facts.checkpointable === true ? { checkpointable: true } : {}),
+  };
+}
+
 /** GPU-milliseconds of work a preemption would destroy: since the last checkpoint, or since start. */
 export function lostWork(job: RunningJob, nowMs: number): number {
   return Math.max(0, nowMs - Math.max(job.startMs, job.lastCheckpointMs ?? job.startMs)) * (job.resources.gpuMilli / 1000);

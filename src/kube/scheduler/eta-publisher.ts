@@ -7,7 +7,7 @@
  * to their queue if a controller recreates them, and later arrivals are forecast per queue. No cadence: the
  * live queue cycle runs on every change, which is the forward run's event-driven mode.
  */
-import { jobResources, type RunningJob } from '../../core/actions/jobs.ts';
+import { startedJob, type RunningJob } from '../../core/actions/jobs.ts';
 import { estimateStarts } from '../../core/actions/eta.ts';
 import type { CycleResult } from '../../core/actions/queue-cycle.ts';
 import type { Profile } from '../../core/framework/types.ts';
@@ -72,16 +72,7 @@ export class EtaPublisher {
     const stillRunning = new Map<string, RunningJob>(view.running);
     for (const p of res?.preempted ?? []) stillRunning.delete(p.victim.id);
     for (const x of res?.started ?? []) {
-      stillRunning.set(x.job.id, {
-        id: x.job.id,
-        queue: x.job.queue,
-        priority: x.job.priority,
-        startMs: nowMs,
-        estEndMs: nowMs + x.job.estRuntimeMs,
-        podIds: x.placements.map((pl) => pl.podId),
-        resources: jobResources(x.job),
-        preemptible: true,
-      });
+      stillRunning.set(x.job.id, startedJob(x.job, x.placements, nowMs));
     }
     const arrivals = this.jobs.forecast(nowMs, view.jobs.length);
     const eta = estimateStarts({
