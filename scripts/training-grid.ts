@@ -50,9 +50,6 @@ type Run = {
   jctP99: number | null;
 };
 const runs: Run[] = [];
-// sits over kube-default, two decimals, null when kube-default's figure is 0.
-const ratio = (a: number | undefined, b: number | undefined): number | null =>
-  a === undefined || b === undefined || b === 0 ? null : Math.round((100 * a) / b) / 100;
 for (const c of clusters) {
   let nodes;
   if (c !== 'default') {
@@ -66,7 +63,6 @@ for (const c of clusters) {
   for (const seed of seeds) {
     const b = benchTraining({ seed, ...(nodes === undefined ? {} : { cluster: nodes }) });
     const r = b.ratios;
-    const [s, k] = [b.details.sits, b.details['kube-default']];
     runs.push({
       cluster: c,
       seed,
@@ -74,9 +70,8 @@ for (const c of clusters) {
       clusterTokensPerSec: r.clusterTokensPerSec,
       meanJct: r.meanJct,
       waitP50: r.waitP50,
-      // The tails: what reservations are for.
-      waitP99: ratio(s?.waitSec.p99, k?.waitSec.p99),
-      jctP99: ratio(s?.jctSec.p99, k?.jctSec.p99),
+      waitP99: r.waitP99,
+      jctP99: r.jctP99,
     });
   }
   const mine = runs.filter((x) => x.cluster === c);

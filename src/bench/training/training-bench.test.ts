@@ -53,6 +53,11 @@ describe('sits bench training on a cluster and network of one’s own', () => {
     const k = r.details['kube-default'];
     const s = r.details.sits;
     expect(r.ratios.meanJct).toBeCloseTo((s?.jctSec.mean ?? 0) / (k?.jctSec.mean ?? 1), 1);
+    // The tails as well, which the grid summarises.
+    expect(r.ratios.jctP99).toBeCloseTo((s?.jctSec.p99 ?? 0) / (k?.jctSec.p99 ?? 1), 1);
+    // At this light load no job waits under either policy: no difference, not a missing ratio.
+    expect([s?.waitSec.p99, k?.waitSec.p99]).toEqual([0, 0]);
+    expect(r.ratios.waitP99).toBe(1);
     expect(r.network).toEqual(TRAINING_NETWORK);
   });
 

@@ -241,10 +241,15 @@ export interface TrainingBenchResult {
     readonly gpuUtilizationPp: number;
     readonly seedTokensPerSec: number;
     readonly seedGpuUtilizationPp: number;
-    /** sits over kube-default: cluster tokens/s (higher is better), mean JCT and wait p50 (lower is better). */
+    /**
+     * sits over kube-default: cluster tokens/s (higher is better), mean JCT and wait p50 (lower is better), and the
+     * tails reservations are for, wait p99 and JCT p99 (lower is better).
+     */
     readonly clusterTokensPerSec: number | null;
     readonly meanJct: number | null;
     readonly waitP50: number | null;
+    readonly waitP99: number | null;
+    readonly jctP99: number | null;
   };
   /** The network between nodes the step times were computed with. */
   readonly network: NetworkModel;
@@ -300,6 +305,8 @@ export function benchTraining(opts: TrainingBenchOptions): TrainingBenchResult {
       clusterTokensPerSec: ratio(sd.clusterTokensPerSec, kd.clusterTokensPerSec),
       meanJct: ratio(sd.jctSec.mean, kd.jctSec.mean),
       waitP50: ratio(sd.waitSec.p50, kd.waitSec.p50),
+      waitP99: ratio(sd.waitSec.p99, kd.waitSec.p99),
+      jctP99: ratio(sd.jctSec.p99, kd.jctSec.p99),
     },
     network,
   };
