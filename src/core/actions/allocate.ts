@@ -8,6 +8,7 @@ import { describeDelaySteady } from '../framework/gang-choice.ts';
 import type { Placement } from '../framework/scheduler.ts';
 import type { Attempt, CycleSession } from '../session/session.ts';
 import type { Reservation } from '../session/cycle-types.ts';
+import { planReservation } from './reserve.ts';
 
 export function allocate(s: CycleSession, a: Attempt): boolean {
   const job = a.job;
@@ -15,12 +16,22 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
   // Its wait so far and expected run let a step-aware choice hold it for a better placement (ADR 0188): the
   // wait since it was first held when the host tracks that (ADR 0191), else since it arrived.
   const since = s.input.heldSince === undefined ? job.arrivalMs : (s.input.heldSince.get(job.id) ?? s.nowMs);
-  const placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, waitedMs: Math.max(0, s.nowMs - since), runMs: job.estRuntimeMs });
+  const attempt = { waitedMs: Math.max(0, s.nowMs - since), runMs: job.estRuntimeMs };
+  let placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, ...attempt });
+  let expected = '';
+  if (!placed.ok && placed.delay?.linkBound === true) {
+    // Held for its layout to free (ADR 0200): only while the running jobs' expected ends free one before the hold's
+    // end; when none is expected in time, it takes the best placement there is now.
+    const holdEndsMs = s.nowMs + placed.delay.capMs - placed.delay.waitedMs;
+    const plan = planReservation(s, job, { waitedMs: 0, runMs: job.estRuntimeMs });
+    if (plan === undefined || plan.startMs > holdEndsMs) placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
+    else expected = `; a better one expected free in ${Math.round((plan.startMs - s.nowMs) / 1000)} s`;
+  }
   if (!placed.ok && placed.delay !== undefined) {
     stmt.discard();
     s.wait(job.id, {
       reason: 'better-placement',
-      message: placed.explanation.message,
+      message: placed.explanation.message + expected,
       steadyMessage: `${placed.explanation.subject} ${describeDelaySteady(placed.delay)}`,
       // Nothing else happening, the hold runs out then: a host that runs cycles only on events must run one.
       retryAtMs: s.nowMs + placed.delay.capMs - placed.delay.waitedMs,

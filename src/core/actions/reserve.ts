@@ -39,8 +39,16 @@ export function reserve(s: CycleSession, a: Attempt): boolean {
   return true;
 }
 
-/** Earliest start of `job` as running jobs end in estimated order; reserved nodes of earlier reservations are off limits. */
-function planReservation(s: CycleSession, job: QueuedJob): Reservation | undefined {
+/**
+ * Earliest start of `job` as running jobs end in estimated order; reserved nodes of earlier reservations are off
+ * limits. With `attempt` (a wait so far and an expected run), a placement the gang would hold out against does not
+ * count: the plan is then when a placement it takes at once frees (allocate.ts, ADR 0200).
+ */
+export function planReservation(
+  s: CycleSession,
+  job: QueuedJob,
+  attempt: { readonly waitedMs?: number; readonly runMs?: number } = {},
+): Reservation | undefined {
   const stmt = new Statement(s.state);
   blockNodes(s, stmt, s.reservedNodes);
   const order = [...s.running.values()].sort((a, b) => a.estEndMs - b.estEndMs || (a.id < b.id ? -1 : 1));
@@ -50,7 +58,7 @@ function planReservation(s: CycleSession, job: QueuedJob): Reservation | undefin
     stmt.rollback(base);
     for (let i = 0; i < k; i++) for (const pod of (order[i] as RunningJob).podIds) stmt.release(pod);
     const cp = stmt.checkpoint();
-    const r = s.scheduler.placeGang(job.gang, stmt, { explain: false });
+    const r = s.scheduler.placeGang(job.gang, stmt, { explain: false, ...attempt });
     stmt.rollback(cp);
     return r.ok ? [...r.placements] : undefined;
   };

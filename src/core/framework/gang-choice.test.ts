@@ -1,17 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { chooseCandidate, delayFor, describeDelay, GANG_CHOICE } from './gang-choice.ts';
+import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, linkDelayFor } from './gang-choice.ts';
 import { Scheduler } from './scheduler.ts';
 import { PROFILES, buildProfile } from '../plugins/registry.ts';
 import { ClusterState } from '../snapshot/cluster-state.ts';
 import { makePod, type GangSpec } from '../model/pod.ts';
-import { ddpJob, type TrainingModel } from '../estimate/step-time.ts';
+import { DEFAULT_NETWORK, ddpJob, type TrainingModel } from '../estimate/step-time.ts';
 import { seededRng } from '../ports.ts';
 import { nvswitchAndPcieNodes } from './gang-choice-testing.ts';
 import { NODE_SHAPES, nodeOfShape } from '../model/presets.ts';
 
 describe('chooseCandidate', () => {
   it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
-    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, islandLoss, splits: 0 });
+    const c = (order: number, slowdown: number, islandLoss: number) => ({ order, slowdown, islandLoss, splits: 0, linkSlowdown: slowdown });
     // 0: fastest but breaks a whole NVSwitch island; 1: as fast within tolerance, a PCIe pair; 2: far slower.
     expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.01, 2), c(2, 1.5, 0)])).toBe(1);
     // Same island loss: best-fit order decides.
@@ -19,6 +19,42 @@ describe('chooseCandidate', () => {
     // Out of tolerance the faster one wins whatever it breaks.
     expect(chooseCandidate([c(0, 1.0, 48), c(1, 1.2, 2)])).toBe(0);
     expect(chooseCandidate([])).toBe(-1);
+  });
+});
+
+describe('linkDelayFor (ADR 0200)', () => {
+  it('holds a gang slowed by its links for up to linkHoldMs; not one slowed by its GPU model', () => {
+    const d = linkDelayFor(1.8, 1.6, 0);
+    expect(d).toEqual({ slowdown: 1.8, waitedMs: 0, capMs: GANG_CHOICE.linkHoldMs, expectedGain: 1 - 1 / 1.8, linkBound: true });
+    expect(linkDelayFor(1.8, 1.6, GANG_CHOICE.linkHoldMs - 1)?.linkBound).toBe(true);
+    expect(linkDelayFor(1.8, 1.6, GANG_CHOICE.linkHoldMs)).toBeUndefined();
+    // 1.8× its best anywhere, but its own GPU models do no better than 1.1×: the model is the slowness.
+    expect(linkDelayFor(1.8, 1.1, 0)).toBeUndefined();
+  });
+});
+
+describe('BestStepCache: the best its own GPU models could give (ADR 0200)', () => {
+  const net = DEFAULT_NETWORK;
+  const gpt = ddpJob('gpt-1b', 2048, 8);
+  const hgx = NODE_SHAPES['hgx-a100'] as NonNullable<(typeof NODE_SHAPES)['hgx-a100']>;
+  const t4 = NODE_SHAPES.t4x4 as NonNullable<(typeof NODE_SHAPES)['t4x4']>;
+  const racks = (perRack: number, count: number) =>
+    Array.from({ length: count }, (_, i) => ({ spec: nodeOfShape(`n${i}`, hgx, { zone: 'z', block: 'b', rack: `r${Math.floor(i / perRack)}` }) }));
+
+  it('only as many nodes in one rack as the cluster has in one: four nodes in one rack beat two racks of two', () => {
+    const inOne = new BestStepCache().bestStepOnModels(racks(4, 4), gpt, 32, net, ['A100-80G']);
+    const inTwo = new BestStepCache().bestStepOnModels(racks(2, 4), gpt, 32, net, ['A100-80G']);
+    expect(inTwo).toBeGreaterThan(inOne);
+    // The best anywhere assumes one rack of any size: it is the four-in-one figure on both clusters.
+    expect(new BestStepCache().bestStepSec(racks(2, 4), gpt, 32, net)).toBeCloseTo(inOne, 9);
+  });
+
+  it('a gang over several GPU models runs at the pace of the slowest: its best is that model’s', () => {
+    const nodes = [...racks(4, 4), { spec: nodeOfShape('t', t4, { zone: 'z', block: 'b', rack: 'rt' }) }];
+    const cache = new BestStepCache();
+    const both = cache.bestStepOnModels(nodes, gpt, 4, net, ['A100-80G', 'T4']);
+    expect(both).toBeCloseTo(cache.bestStepOnModels(nodes, gpt, 4, net, ['T4']), 9);
+    expect(both).toBeGreaterThan(cache.bestStepOnModels(nodes, gpt, 4, net, ['A100-80G']));
   });
 });
 
@@ -97,6 +133,9 @@ describe('sits gang choice (ADR 0188)', () => {
     if (first.ok) return;
     expect(first.delay?.slowdown).toBeGreaterThan(1 + GANG_CHOICE.delayMinGain);
     expect(first.explanation.message).toContain('waits for a better placement');
+    // Both nodes have A100s: the slowness is the links, so it may hold until the NVSwitch node frees (ADR 0200).
+    expect(first.delay?.linkBound).toBe(true);
+    expect(first.delay?.capMs).toBe(GANG_CHOICE.linkHoldMs);
     // Nothing was taken while it waits.
     expect(s.state.node('b-pcie')?.gpuFree.every((f) => f === 1000)).toBe(true);
     // Past its cap it takes the PCIe node: no job starves for a better placement.
@@ -135,7 +174,9 @@ describe('sits gang choice (ADR 0188)', () => {
       expect(first.ok).toBe(false);
       if (first.ok) return;
       // The T4s are several times slower than the H100 node: it may wait most of its expected run (ADR 0197), not past it.
+      // Their slowness is the GPU model, not the links: no hold until a layout frees (ADR 0200).
       expect(first.delay?.slowdown).toBeGreaterThan(3);
+      expect(first.delay?.linkBound).toBeUndefined();
       const cap = first.delay?.capMs ?? 0;
       expect(cap).toBe(1000 * Math.round(((1 - 1 / (first.delay?.slowdown ?? 1)) * GANG_CHOICE.expectedRunMs) / 1000));
       expect(s.scheduleGang(g, { waitedMs: cap - 1 }).ok).toBe(false);

@@ -16,12 +16,17 @@
  * `delayMinGain` slower than its best possible one anywhere (links or GPU model: ADR 0196) waits for a better one
  * while the wait is below what the faster step would save over an expected run, and never longer than
  * `maxDelayMs`: after that it takes what there is, so no job starves for a better placement.
+ *
+ * When the slowness is the links, not the GPU model (even on its own GPU models the job's best placement now is
+ * more than `delayMinGain` slower than their best layout), the layout it waits for frees as the jobs on those nodes
+ * end: it holds as long as that layout is expected before `linkHoldMs` has passed (ADR 0200; the expectation is
+ * the caller's, from the running jobs' expected ends).
  */
 import { idealShares, stepTime, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 
 /** The choice's constants (ADR 0188 says how they were set, on seeds 1–2 of `sits bench training`; the cap, ADR 0197). */
-export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number }> = {
+export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number; linkHoldMs: number }> = {
   /** Candidates whose predicted step is within this share of the job's best one count as equally fast. */
   tolerance: 0.05,
   /** A job waits only when its best placement now is at least this much slower than its best possible one. */
@@ -30,6 +35,8 @@ export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; ex
   expectedRunMs: 60 * 60_000,
   /** No job waits longer than this for a better placement: the default expected run (ADR 0197; was 20 min). */
   maxDelayMs: 60 * 60_000,
+  /** No job slowed by its links holds longer than this for its layout to free (ADR 0200). */
+  linkHoldMs: 24 * 60 * 60_000,
 };
 const TOLERANCE = (): number => GANG_CHOICE.tolerance;
 
@@ -43,6 +50,8 @@ export interface GangCandidate {
   readonly islandLoss: number;
   /** Islands it leaves partly free (0: it fills whole islands, breaking none). */
   readonly splits: number;
+  /** Its predicted step over the best its own GPU models could give (≥ 1 up to rounding): the links' part of `slowdown`. */
+  readonly linkSlowdown: number;
 }
 
 /** The candidate to take (an index into `cands`), or -1 when there is none. */
@@ -70,6 +79,8 @@ export interface GangDelay {
   readonly capMs: number;
   /** Share of the step time a best placement would save. */
   readonly expectedGain: number;
+  /** Slow for its links, not its GPU model: it holds while its layout is expected to free in time (ADR 0200). */
+  readonly linkBound?: boolean;
 }
 
 /** Whether a best placement now at `slowdown` × the best possible step is worth waiting for at all. */
@@ -89,6 +100,16 @@ export function delayFor(slowdown: number, waitedMs: number, runMs: number = GAN
   return { slowdown, waitedMs, capMs, expectedGain: gain };
 }
 
+/**
+ * Whether a gang whose best placement now runs `slowdown` × its best possible step, `linkSlowdown` × the best its
+ * own GPU models could give, should hold for its layout to free, having held `waitedMs`: up to `linkHoldMs`, as long
+ * as the caller expects the layout in time.
+ */
+export function linkDelayFor(slowdown: number, linkSlowdown: number, waitedMs: number): GangDelay | undefined {
+  if (!slowEnoughToWait(linkSlowdown) || waitedMs >= GANG_CHOICE.linkHoldMs) return undefined;
+  return { slowdown, waitedMs, capMs: GANG_CHOICE.linkHoldMs, expectedGain: 1 - 1 / slowdown, linkBound: true };
+}
+
 /** `waits for a better placement: 1.45× its best step here; expects 31 % shorter steps; waited 120 of 560 s`. */
 export function describeDelay(d: GangDelay): string {
   return `${delayReason(d)}; waited ${Math.round(d.waitedMs / 1000)} of at most ${Math.round(d.capMs / 1000)} s`;
@@ -96,11 +117,26 @@ export function describeDelay(d: GangDelay): string {
 
 /** The same without the count of seconds waited: `…; expects 31 % shorter steps; holds at most 560 s`. */
 export function describeDelaySteady(d: GangDelay): string {
-  return `${delayReason(d)}; holds at most ${Math.round(d.capMs / 1000)} s`;
+  return `${delayReason(d)}; holds ${d.linkBound === true ? 'while a better one is expected to free, ' : ''}at most ${Math.round(d.capMs / 1000)} s`;
 }
 
 const delayReason = (d: GangDelay): string =>
   `waits for a better placement: the best free one now gives ${d.slowdown.toFixed(2)}× its best step time; expects ${Math.round(100 * d.expectedGain)} % shorter steps`;
+
+/** One kind of node: its GPU model and topology, where one of them is, and the most of them in one rack. */
+interface Like {
+  readonly gpuModel: string;
+  readonly topology: NodeSpec['topology'];
+  readonly location: NodeSpec['location'];
+  perRack: number;
+}
+
+/** Whole empty nodes of one kind, as many in one rack as the cluster has in one; the others one rack further each. */
+function attainableShares(like: Like, gpus: number): ReturnType<typeof idealShares> {
+  return idealShares(like, gpus).map((s, i) =>
+    i < like.perRack ? s : { ...s, location: { ...s.location, rack: `${s.location.rack}~${Math.floor(i / like.perRack)}` } },
+  );
+}
 
 /**
  * The best step of `model` on `gpus` GPUs anywhere in a cluster of these nodes: whole empty nodes of one shape in
@@ -108,7 +144,7 @@ const delayReason = (d: GangDelay): string =>
  */
 export class BestStepCache {
   private nodes: readonly { readonly spec: NodeSpec }[] | undefined;
-  private likes: { gpuModel: string; topology: NodeSpec['topology']; location: NodeSpec['location'] }[] = [];
+  private likes: Like[] = [];
   private readonly memo = new Map<string, number>();
 
   bestStepSec(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel): number {
@@ -123,19 +159,49 @@ export class BestStepCache {
     return v;
   }
 
+  /**
+   * The best step of `model` on `gpus` GPUs of these GPU models: each model's best on whole empty nodes of one kind,
+   * only as many in one rack as some rack has (a layout the cluster can give), and the slowest of those, the pace a
+   * gang over several models runs at.
+   */
+  bestStepOnModels(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel, gpuModels: readonly string[]): number {
+    if (nodes !== this.nodes) this.reset(nodes);
+    const key = `${model.name}|${model.params}|${model.tokensPerGpuPerStep}|${model.parallelism}|${model.gradBytes}|${gpus}|${gpuModels.join(',')}`;
+    let v = this.memo.get(key);
+    if (v === undefined) {
+      v = 0;
+      for (const m of gpuModels) {
+        let best = Number.POSITIVE_INFINITY;
+        for (const like of this.likes) if (like.gpuModel === m) best = Math.min(best, stepTime(model, attainableShares(like, gpus), net).stepSec);
+        v = Math.max(v, best);
+      }
+      this.memo.set(key, v);
+    }
+    return v;
+  }
+
   private reset(nodes: readonly { readonly spec: NodeSpec }[]): void {
     this.nodes = nodes;
     this.memo.clear();
-    const seen = new Set<string>();
+    const seen = new Map<string, Like>();
+    const inRack = new Map<string, number>();
     this.likes = [];
     for (const { spec: n } of nodes) {
       const gpuModel = nodeGpuModel(n);
       if (gpuModel === '') continue;
       // One representative per GPU model and topology: nodes of a shape share both.
       const key = `${gpuModel}|${n.topology.gpuCount}|${n.shape ?? JSON.stringify(n.topology)}`;
-      if (seen.has(key)) continue;
-      seen.add(key);
-      this.likes.push({ gpuModel, topology: n.topology, location: n.location });
+      const rackKey = `${key}|${n.location.zone}|${n.location.block}|${n.location.rack}`;
+      const here = (inRack.get(rackKey) ?? 0) + 1;
+      inRack.set(rackKey, here);
+      const like = seen.get(key);
+      if (like !== undefined) {
+        like.perRack = Math.max(like.perRack, here);
+        continue;
+      }
+      const first: Like = { gpuModel, topology: n.topology, location: n.location, perRack: here };
+      seen.set(key, first);
+      this.likes.push(first);
     }
   }
 }

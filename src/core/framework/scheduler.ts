@@ -6,7 +6,17 @@ import { nodeGpuModel } from '../model/node.ts';
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
-import { BestStepCache, chooseCandidate, delayFor, describeDelay, GANG_CHOICE, slowEnoughToWait, type GangCandidate, type GangDelay } from './gang-choice.ts';
+import {
+  BestStepCache,
+  chooseCandidate,
+  delayFor,
+  describeDelay,
+  GANG_CHOICE,
+  linkDelayFor,
+  slowEnoughToWait,
+  type GangCandidate,
+  type GangDelay,
+} from './gang-choice.ts';
 import { allocationFor, type ClusterState, type NodeState } from '../snapshot/cluster-state.ts';
 import { Statement, type CommitTarget } from '../statement/statement.ts';
 import { NO_TRACER, type Rng, type Tracer } from '../ports.ts';
@@ -75,10 +85,20 @@ const MAX_AWARE_TRIALS = 8;
 const MAX_PACKED_NODES = 64;
 
 /** The least slowdown among trial placements: what the gang gets now at best. */
-function leastSlowdown(trials: readonly { readonly cand: GangCandidate }[]): number {
+function leastSlowdown(trials: readonly { readonly cand: GangCandidate }[], of: 'slowdown' | 'linkSlowdown' = 'slowdown'): number {
   let least = Number.POSITIVE_INFINITY;
-  for (const x of trials) least = Math.min(least, x.cand.slowdown);
+  for (const x of trials) least = Math.min(least, x.cand[of]);
   return least;
+}
+
+/**
+ * The hold of a gang whose best trial placements are `trials`, having waited `waitedMs` of an expected run of
+ * `runMs`: for its layout to free when even its own GPU models' best layout is far (ADR 0200), else for a better
+ * placement anywhere (ADR 0188).
+ */
+function holdFor(trials: readonly { readonly cand: GangCandidate }[], waitedMs: number, runMs: number | undefined): GangDelay | undefined {
+  const least = leastSlowdown(trials);
+  return linkDelayFor(least, leastSlowdown(trials, 'linkSlowdown'), waitedMs) ?? delayFor(least, waitedMs, runMs);
 }
 
 export class Scheduler {
@@ -424,7 +444,7 @@ export class Scheduler {
     }
     if (trials.length > 0) {
       const pick = trials[chooseCandidate(trials.map((x) => x.cand))];
-      const delay = opts.waitedMs === undefined ? undefined : delayFor(leastSlowdown(trials), opts.waitedMs, opts.runMs);
+      const delay = opts.waitedMs === undefined ? undefined : holdFor(trials, opts.waitedMs, opts.runMs);
       if (delay !== undefined) {
         // It fits: not a node problem, so no per-node reasons, only the wait and what it expects from it.
         const why = describeDelay(delay);
@@ -486,6 +506,8 @@ export class Scheduler {
     for (const s of shares) gpus += s.gpus.length;
     const step = stepTime(model, shares, net).stepSec;
     const own = step / this.bestSteps.bestStepSec(this.state.nodes, model, gpus, net);
+    const gpuModels = [...new Set(shares.map((x) => x.gpuModel))].sort();
+    const linkSlowdown = step / this.bestSteps.bestStepOnModels(this.state.nodes, model, gpus, net, gpuModels);
     // What the placement takes from others: whole free NVLink islands are what communication-heavy jobs need,
     // so breaking a large one costs more than taking from a small one (sum of squared free island sizes lost).
     let islandLoss = 0;
@@ -503,7 +525,7 @@ export class Scheduler {
         if (after > 0) splits++;
       }
     }
-    return { order, slowdown: own, islandLoss, splits };
+    return { order, slowdown: own, islandLoss, splits, linkSlowdown };
   }
 
   /** The kinds of node in a domain (shape, or GPU model and count): what a gang's step time there depends on, links aside. */

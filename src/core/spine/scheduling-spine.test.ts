@@ -7,6 +7,7 @@ import type { NodeSpec } from '../model/node.ts';
 import { makePod } from '../model/pod.ts';
 import { ddpJob } from '../estimate/step-time.ts';
 import { nvswitchAndPcieNodes } from '../framework/gang-choice-testing.ts';
+import { GANG_CHOICE } from '../framework/gang-choice.ts';
 import { NODE_SHAPES } from '../model/presets.ts';
 import { seededRng, type BindBatch, type SchedulingEvent } from '../ports.ts';
 import { makeQueue, type QueueSpec } from '../queue/model.ts';
@@ -226,7 +227,11 @@ describe('SchedulingSpine reports', () => {
 });
 
 describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
-  /** One NVSwitch A100 node, busy, and one PCIe-only A100 node, free; a 2.7B GPT job of 8 GPUs that arrived at 0. */
+  /**
+   * One NVSwitch A100 node, busy with a job expected to end at 1 h, and one PCIe-only A100 node, free; a 2.7B GPT job
+   * of 8 GPUs that arrived at 0. Its slowness on the PCIe node is the links: it holds for the NVSwitch node to free
+   * for up to a day (ADR 0200), as long as that is expected in time (a job past its expected end is expected to end now).
+   */
   function setup(): { scheduler: Scheduler; job: QueuedJob } {
     const p = resolveProfile('sits', { typicalShapes: [] });
     if (!p.ok) throw new Error('profile');
@@ -245,7 +250,17 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     };
     return { scheduler, job };
   }
-  const input = { queues: QUEUES, running: new Map<string, RunningJob>(), options: { preemption: false } };
+  const busy: RunningJob = {
+    id: 'busy',
+    queue: 'a',
+    priority: 0,
+    startMs: 0,
+    estEndMs: H,
+    podIds: ['busy'],
+    resources: { gpuMilli: 8000, cpuMilli: 0, memoryMiB: 0 },
+    preemptible: true,
+  };
+  const input = { queues: QUEUES, running: new Map<string, RunningJob>([['busy', busy]]), options: { preemption: false } };
 
   it('a gang that queued longer than the cap is still held once it fits, and placed when the cap from then runs out', () => {
     const { scheduler, job } = setup();
@@ -257,16 +272,16 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     expect(first.started).toEqual([]);
     const w = first.waiting.get('g');
     expect(w?.reason).toBe('better-placement');
-    expect(w?.message).toMatch(/waited 0 of at most \d+ s$/);
-    const capMs = 1000 * Number(/at most (\d+) s$/.exec(w?.message ?? '')?.[1]);
-    expect(capMs).toBeGreaterThan(0);
+    expect(w?.message).toMatch(/waited 0 of at most \d+ s; a better one expected free in 0 s$/);
+    const capMs = 1000 * Number(/at most (\d+) s/.exec(w?.message ?? '')?.[1]);
+    expect(capMs).toBe(GANG_CHOICE.linkHoldMs);
     // A host that runs cycles only on events (the simulator, `sits bench training`) learns when the hold runs out.
     expect(w?.retryAtMs).toBe(t0 + capMs);
     expect(queue.nextWakeMs()).toBe(t0 + capMs);
     // Just before the cap, counted from the first hold (not from arrival, two hours back), it still waits.
     const before = spine.cycle({ nowMs: t0 + capMs - 1000, scheduler, ...input });
     expect(before.started).toEqual([]);
-    expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capMs / 1000 - 1} of at most ${capMs / 1000} s$`));
+    expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capMs / 1000 - 1} of at most ${capMs / 1000} s;`));
     expect(queue.nextWakeMs()).toBe(t0 + capMs);
     // At the cap it takes the PCIe node: no gang starves for a better placement.
     const at = spine.cycle({ nowMs: t0 + capMs, scheduler, ...input });
@@ -299,7 +314,9 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     // ...the API gets one write per pod for the whole hold, in words that stay true while it lasts.
     expect(writes).toHaveLength(1);
     expect(writes[0]?.pods).toHaveLength(8);
-    expect(writes[0]?.message).toMatch(/^queue a holds g \(better-placement\): gang g \(8×1 GPU\) waits for a better placement: .*; holds at most \d+ s$/);
+    expect(writes[0]?.message).toMatch(
+      /^queue a holds g \(better-placement\): gang g \(8×1 GPU\) waits for a better placement: .*; holds while a better one is expected to free, at most \d+ s$/,
+    );
     expect(events).toHaveLength(8);
     // The hold's clock is recorded once, at the first hold, for every member.
     expect(holds).toEqual([{ pods: job.gang.members.map((m) => m.id), atMs: 0 }]);
@@ -313,7 +330,7 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
       status: { unschedulable: () => undefined, expectedStart: () => undefined },
     });
     probe.queue.add(job, 0);
-    const capS = Number(/at most (\d+) s$/.exec(probe.cycle({ nowMs: 0, scheduler, ...input }).waiting.get('g')?.message ?? '')?.[1]);
+    const capS = Number(/at most (\d+) s/.exec(probe.cycle({ nowMs: 0, scheduler, ...input }).waiting.get('g')?.message ?? '')?.[1]);
     expect(capS).toBeGreaterThan(10);
     const queue = new SchedulingQueue(SIM_QUEUE_TIMING);
     const holds: number[] = [];
@@ -329,15 +346,23 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
       ['gone', 0],
     ]);
     const before = spine.cycle({ nowMs: t0, scheduler, ...input, recordedHolds });
-    expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capS - 10} of at most ${capS} s$`));
+    expect(before.waiting.get('g')?.message).toMatch(new RegExp(`waited ${capS - 10} of at most ${capS} s;`));
     expect(holds).toEqual([]);
     const at = spine.cycle({ nowMs: t0 + 10_000, scheduler, ...input, recordedHolds });
     expect(at.started.map((x) => x.job.id)).toEqual(['g']);
   });
 
-  it('a host that tracks no hold times counts from arrival: the same gang, two hours old, is placed at once', () => {
+  it('a host that tracks no hold times counts from arrival: the same gang, a day old, is placed at once', () => {
     const { scheduler, job } = setup();
-    const r = runCycle({ nowMs: 2 * H, scheduler, pending: [job], ...input });
+    expect(runCycle({ nowMs: 2 * H, scheduler, pending: [job], ...input }).started).toEqual([]);
+    const r = runCycle({ nowMs: GANG_CHOICE.linkHoldMs, scheduler, pending: [job], ...input });
     expect(r.started.map((s) => s.job.id)).toEqual(['g']);
+  });
+
+  it('holds only while its layout is expected to free in time: with the NVSwitch node busy past the hold, it takes the PCIe node at once', () => {
+    const { scheduler, job } = setup();
+    const running = new Map([['busy', { ...busy, estEndMs: 2 * GANG_CHOICE.linkHoldMs }]]);
+    const r = runCycle({ nowMs: 0, scheduler, pending: [job], ...input, running });
+    expect(r.started.map((s) => [...new Set(s.placements.map((p) => p.node))])).toEqual([['b-pcie']]);
   });
 });

@@ -86,7 +86,7 @@ describe('sits explain: a waiting gang', () => {
     expect(explain(cache, 'default/pair').overdueSinceMs).toBeUndefined();
   });
 
-  it('a gang that fits only where it would train far slower says it waits for a better placement and what it expects (ADR 0188)', () => {
+  it('a gang that fits only where it would train far slower says it waits for a better placement and what it expects (ADR 0188, 0200)', () => {
     // The NVSwitch node is busy; a 2.7B GPT over 8 one-GPU pods fits the other node, where its ring crosses the sockets.
     // Created `ageMs` ago; held since `heldMs` ago when the scheduler recorded a hold (ADR 0195).
     const withGang = (ageMs: number, heldMs?: number): ClusterCache => {
@@ -101,16 +101,18 @@ describe('sits explain: a waiting gang', () => {
       }
       return cache;
     };
+    // Both nodes have A100s: the slowness is the links, so it holds for as long as the NVSwitch node is expected to free
+    // within a day (ADR 0200): the blocker's expected end.
     const holds = (waitedS: number): string =>
-      `queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited ${waitedS} of at most 1638 s`;
+      `queue default holds it (better-placement): gang default/big (8×1 GPU) waits for a better placement: the best free one now gives 1.84× its best step time; expects 46 % shorter steps; waited ${waitedS} of at most 86400 s; a better one expected free in 600 s`;
     const r = explain(withGang(120_000, 60_000), 'default/big');
     expect(r.lines[0], r.lines.join('\n')).toBe('fits now: two-0');
     // Counted from the hold the scheduler recorded, not from the pods' creation.
     expect(r.lines[1]).toBe(holds(60));
     // Not held yet: the scheduler's next cycle starts the hold, however long the gang queued before (ADR 0191).
     expect(explain(withGang(7_200_000), 'default/big').lines[1]).toBe(holds(0));
-    // Waiting is bounded: held for two hours, it takes the free node at the next cycle.
-    expect(explain(withGang(7_300_000, 7_200_000), 'default/big').lines).toContain('queue default: admitted at the next cycle');
+    // Waiting is bounded: held for a day, it takes the free node at the next cycle.
+    expect(explain(withGang(90_000_000, 86_400_000), 'default/big').lines).toContain('queue default: admitted at the next cycle');
   });
 
   it('a model the cluster has too few of: counted per model', () => {
