@@ -23,9 +23,9 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
     // Held for its layout to free (ADR 0200): only while the running jobs' expected ends free one before the hold's
     // end; when none is expected in time, it takes the best placement there is now.
     const holdEndsMs = s.nowMs + placed.delay.capMs - placed.delay.waitedMs;
-    const plan = planReservation(s, job, { waitedMs: 0, runMs: job.estRuntimeMs });
-    if (plan === undefined || plan.startMs > holdEndsMs) placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
-    else expected = `; a better one expected free in ${Math.round((plan.startMs - s.nowMs) / 1000)} s`;
+    const startMs = expectedLayoutMs(s, a);
+    if (startMs === undefined || startMs > holdEndsMs) placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
+    else expected = `; a better one expected free in ${Math.round((startMs - s.nowMs) / 1000)} s`;
   }
   if (!placed.ok && placed.delay !== undefined) {
     stmt.discard();
@@ -59,6 +59,22 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
     steadyMessage: `would delay the reservation of ${blocking.jobId} (on ${blocking.nodes.length} nodes); ${runs}`,
   });
   return true;
+}
+
+/**
+ * When a placement the held gang of `a` would take at once is expected to free: its reservation plan run with its hold.
+ * The plan is a bisection over the running jobs with a trial placement at each step, so gangs alike share one per cycle.
+ */
+function expectedLayoutMs(s: CycleSession, a: Attempt): number | undefined {
+  const job = a.job;
+  const m = s.scheduler.trainingModelOf(job.gang);
+  const key = `${a.shape ?? job.id}|${m.name}|${m.params}|${m.tokensPerGpuPerStep}|${m.parallelism}|${m.gradBytes}|${job.estRuntimeMs}`;
+  const epoch = s.stateEpoch();
+  const known = s.layoutPlans.get(key);
+  if (known !== undefined && known.epoch === epoch) return known.startMs;
+  const startMs = planReservation(s, job, { waitedMs: 0, runMs: job.estRuntimeMs })?.startMs;
+  s.layoutPlans.set(key, { epoch, startMs });
+  return startMs;
 }
 
 /**

@@ -5,7 +5,7 @@
 import { nodeGpuModel } from '../model/node.ts';
 import type { GangSpec, PodSpec } from '../model/pod.ts';
 import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
-import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime } from '../estimate/step-time.ts';
+import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime, type TrainingModel } from '../estimate/step-time.ts';
 import {
   BestStepCache,
   chooseCandidate,
@@ -495,11 +495,16 @@ export class Scheduler {
     return chosen;
   }
 
+  /** The training job a gang runs, as the step-aware choice sees it: the host's knowledge, its pods' statement, the default job. */
+  trainingModelOf(gang: GangSpec): TrainingModel {
+    return this.profile.stepTimeArgs?.modelOf?.(gang) ?? gang.members[0]?.trainingModel ?? DEFAULT_TRAINING_MODEL;
+  }
+
   /** How a trial placement of the gang looks to the step-aware choice: its slowdown and a heavy job's (ADR 0188). */
   private candidateOf(gang: GangSpec, placements: readonly Placement[], order: number): GangCandidate {
     const args = this.profile.stepTimeArgs;
     // The host's knowledge first, then what the job's pods state (TrainingJob spec.model), then the default job.
-    const model = args?.modelOf?.(gang) ?? gang.members[0]?.trainingModel ?? DEFAULT_TRAINING_MODEL;
+    const model = this.trainingModelOf(gang);
     const net = args?.network ?? DEFAULT_NETWORK;
     const shares = sharesOf(placements, (n) => this.state.node(n)?.spec);
     let gpus = 0;

@@ -67,6 +67,11 @@ export class CycleSession {
    * Equivalence classes: a gang shape that failed (placement and preemption) fails again in this cycle
    * unless something was released since — the retry is skipped.
    */
+  /**
+   * When a held gang's better layout is expected to free (allocate.ts, ADR 0200), by gang shape, model and run, while
+   * the cluster state is as it was (`stateEpoch`): gangs alike need one plan per cycle, not one each.
+   */
+  readonly layoutPlans = new Map<string, { readonly epoch: string; readonly startMs: number | undefined }>();
   readonly failedShapes = new Map<string, { releases: number; waiting: Waiting; gang: string }>();
   /** Preemptions committed so far (each may change what fits). */
   releases = 0;
@@ -155,6 +160,11 @@ export class CycleSession {
   /** Whether `job` would get a reservation if it failed now (it heads its list and a slot is left). */
   mayReserve(job: QueuedJob): boolean {
     return this.opts.backfill && this.out.reservations.length < this.opts.maxReservations && !this.headReserved.has(this.listOf(job));
+  }
+
+  /** Changes whenever this cycle has changed what a placement or a plan sees: starts, preemptions, releases, reservations. */
+  stateEpoch(): string {
+    return `${this.out.started.length}|${this.out.preempted.length}|${this.releases}|${this.out.reservations.length}`;
   }
 
   wait(jobId: string, w: Waiting): void {

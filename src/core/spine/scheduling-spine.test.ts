@@ -359,6 +359,26 @@ describe('SchedulingSpine: the hold for a better placement (ADR 0191)', () => {
     expect(r.started.map((s) => s.job.id)).toEqual(['g']);
   });
 
+  it('gangs alike held in one cycle share one plan of when their layout frees', () => {
+    const trials = (n: number): { trials: number; messages: string[] } => {
+      const { scheduler, job } = setup();
+      const jobs = Array.from({ length: n }, (_, i) => {
+        const id = `g${i}`;
+        const members = job.gang.members.map((m, k) => ({ ...m, id: `${id}-${k}`, gang: id }));
+        return { ...job, id, seq: i, gang: { ...job.gang, name: id, members } };
+      });
+      const before = scheduler.counters.domainTrials;
+      const r = runCycle({ nowMs: 0, scheduler, pending: jobs, ...input });
+      return { trials: scheduler.counters.domainTrials - before, messages: jobs.map((j) => r.waiting.get(j.id)?.message ?? '') };
+    };
+    const [one, two, three] = [trials(1), trials(2), trials(3)];
+    expect(three.messages.every((m) => m.endsWith('; a better one expected free in 3600 s'))).toBe(true);
+    // Each gang tries its own placements; the plan's trial placements are made for the first gang only.
+    const own = three.trials - two.trials;
+    expect(two.trials - one.trials).toBe(own);
+    expect(own).toBeLessThan(one.trials / 2);
+  });
+
   it('holds only while its layout is expected to free in time: with the NVSwitch node busy past the hold, it takes the PCIe node at once', () => {
     const { scheduler, job } = setup();
     const running = new Map([['busy', { ...busy, estEndMs: 2 * GANG_CHOICE.linkHoldMs }]]);
