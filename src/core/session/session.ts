@@ -64,14 +64,14 @@ export class CycleSession {
   /** Lists (queues, or the one FIFO) whose head already got its chance at a reservation. */
   readonly headReserved = new Set<string>();
   /**
-   * Equivalence classes: a gang shape that failed (placement and preemption) fails again in this cycle
-   * unless something was released since — the retry is skipped.
-   */
-  /**
    * When a held gang's better layout is expected to free (allocate.ts, ADR 0200), by gang shape, model and run, while
    * the cluster state is as it was (`stateEpoch`): gangs alike need one plan per cycle, not one each.
    */
   readonly layoutPlans = new Map<string, { readonly epoch: string; readonly startMs: number | undefined }>();
+  /**
+   * Equivalence classes: a gang shape that failed (placement and preemption) fails again in this cycle
+   * unless something was released since — the retry is skipped.
+   */
   readonly failedShapes = new Map<string, { releases: number; waiting: Waiting; gang: string }>();
   /** Preemptions committed so far (each may change what fits). */
   releases = 0;
