@@ -4,7 +4,8 @@
  * GPUs the reserved job needs there; otherwise it waits for the reservation. A gang that does not fit is left
  * to the next action with the placement's explanation.
  */
-import { describeDelaySteady } from '../framework/gang-choice.ts';
+import { trainingModelKey } from '../estimate/step-time.ts';
+import { describeDelaySteady, type GangDelay } from '../framework/gang-choice.ts';
 import type { Placement } from '../framework/scheduler.ts';
 import type { Attempt, CycleSession } from '../session/session.ts';
 import type { Reservation } from '../session/cycle-types.ts';
@@ -16,15 +17,15 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
   // Its wait so far and expected run let a step-aware choice hold it for a better placement (ADR 0188): the
   // wait since it was first held when the host tracks that (ADR 0191), else since it arrived.
   const since = s.input.heldSince === undefined ? job.arrivalMs : (s.input.heldSince.get(job.id) ?? s.nowMs);
-  const attempt = { waitedMs: Math.max(0, s.nowMs - since), runMs: job.estRuntimeMs };
-  let placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, ...attempt });
+  let placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain, waitedMs: Math.max(0, s.nowMs - since), runMs: job.estRuntimeMs });
+  // Nothing else happening, a hold runs out then.
+  const holdEndsMs = (d: GangDelay): number => s.nowMs + d.capMs - d.waitedMs;
   let expected = '';
   if (!placed.ok && placed.delay?.linkBound === true) {
     // Held for its layout to free (ADR 0200): only while the running jobs' expected ends free one before the hold's
     // end; when none is expected in time, it takes the best placement there is now.
-    const holdEndsMs = s.nowMs + placed.delay.capMs - placed.delay.waitedMs;
     const startMs = expectedLayoutMs(s, a);
-    if (startMs === undefined || startMs > holdEndsMs) placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
+    if (startMs === undefined || startMs > holdEndsMs(placed.delay)) placed = s.scheduler.placeGang(job.gang, stmt, { explain: s.opts.explain });
     else expected = `; a better one expected free in ${Math.round((startMs - s.nowMs) / 1000)} s`;
   }
   if (!placed.ok && placed.delay !== undefined) {
@@ -33,8 +34,8 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
       reason: 'better-placement',
       message: placed.explanation.message + expected,
       steadyMessage: `${placed.explanation.subject} ${describeDelaySteady(placed.delay)}`,
-      // Nothing else happening, the hold runs out then: a host that runs cycles only on events must run one.
-      retryAtMs: s.nowMs + placed.delay.capMs - placed.delay.waitedMs,
+      // A host that runs cycles only on events must run one when the hold runs out.
+      retryAtMs: holdEndsMs(placed.delay),
     });
     return true;
   }
@@ -67,8 +68,7 @@ export function allocate(s: CycleSession, a: Attempt): boolean {
  */
 function expectedLayoutMs(s: CycleSession, a: Attempt): number | undefined {
   const job = a.job;
-  const m = s.scheduler.trainingModelOf(job.gang);
-  const key = `${a.shape ?? job.id}|${m.name}|${m.params}|${m.tokensPerGpuPerStep}|${m.parallelism}|${m.gradBytes}|${job.estRuntimeMs}`;
+  const key = `${a.shape ?? job.id}|${trainingModelKey(s.scheduler.trainingModelOf(job.gang))}|${job.estRuntimeMs}`;
   const epoch = s.stateEpoch();
   const known = s.layoutPlans.get(key);
   if (known !== undefined && known.epoch === epoch) return known.startMs;

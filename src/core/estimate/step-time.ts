@@ -288,6 +288,11 @@ export const REFERENCE_MODELS = {
 export type ReferenceModel = keyof typeof REFERENCE_MODELS;
 
 /** A DDP job of a reference model: `seqLen` tokens × `microBatch` sequences per GPU per step, FP32 gradients. */
+/** What a step time depends on of a training model: a key for memos of step times. */
+export function trainingModelKey(m: TrainingModel): string {
+  return `${m.name}|${m.params}|${m.tokensPerGpuPerStep}|${m.parallelism}|${m.gradBytes}`;
+}
+
 export function ddpJob(model: ReferenceModel, seqLen: number, microBatch: number): TrainingModel {
   const r = REFERENCE_MODELS[model];
   return {

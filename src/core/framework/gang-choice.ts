@@ -22,7 +22,7 @@
  * end: it holds as long as that layout is expected before `linkHoldMs` has passed (ADR 0200; the expectation is
  * the caller's, from the running jobs' expected ends).
  */
-import { idealShares, stepTime, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
+import { idealShares, stepTime, trainingModelKey, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
 
 /** The choice's constants (ADR 0188 says how they were set, on seeds 1–2 of `sits bench training`; the cap, ADR 0197). */
@@ -149,7 +149,7 @@ export class BestStepCache {
 
   bestStepSec(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel): number {
     if (nodes !== this.nodes) this.reset(nodes);
-    const key = `${model.name}|${model.params}|${model.tokensPerGpuPerStep}|${model.parallelism}|${model.gradBytes}|${gpus}`;
+    const key = `${trainingModelKey(model)}|${gpus}`;
     let v = this.memo.get(key);
     if (v === undefined) {
       v = Number.POSITIVE_INFINITY;
@@ -166,7 +166,7 @@ export class BestStepCache {
    */
   bestStepOnModels(nodes: readonly { readonly spec: NodeSpec }[], model: TrainingModel, gpus: number, net: NetworkModel, gpuModels: readonly string[]): number {
     if (nodes !== this.nodes) this.reset(nodes);
-    const key = `${model.name}|${model.params}|${model.tokensPerGpuPerStep}|${model.parallelism}|${model.gradBytes}|${gpus}|${gpuModels.join(',')}`;
+    const key = `${trainingModelKey(model)}|${gpus}|${gpuModels.join(',')}`;
     let v = this.memo.get(key);
     if (v === undefined) {
       v = 0;
