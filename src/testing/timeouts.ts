@@ -40,3 +40,13 @@ export function loadScaleNow(): number {
 export function scaled(ms: number): number {
   return Math.round(ms * TIMEOUT_SCALE);
 }
+
+/**
+ * CPU time this process has spent since `start` (a `process.cpuUsage()` reading), in ms. The bound a work test sets
+ * (linear, not quadratic) holds in CPU time whatever else runs: a busy machine, or the lower priority the unit files
+ * run at beside the e2e files (ADR 0201), stretches wall time, not this.
+ */
+export function cpuMsSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1000;
+}
