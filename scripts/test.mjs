@@ -27,18 +27,20 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
 if (run('build', 'node', ['scripts/build.mjs']) !== 0) failedSteps++;
 /**
  * What runs beside the e2e files yields the CPU to them: the e2e files wait on real control planes with budgets a
- * starved apiserver can miss (ADR 0201). Niceness 10 leaves this step about a tenth of a contended core, and all of
- * an idle one; its children (vitest's workers) inherit it.
+ * starved apiserver can miss (ADR 0201). Niceness 10 leaves a process about a tenth of a contended core, and all of
+ * an idle one.
  */
 const BESIDE_NICENESS = 10;
+/** Read by the unit project's setup file (src/testing/beside-priority.ts). */
+const NICENESS_ENV = 'SITS_TEST_NICENESS';
 /**
- * Starts a step beside the others (lint, type-check and the unit files need nothing the e2e files make), at a lower
- * priority, its output kept and printed under its label when it ends; resolves to its exit status.
+ * Starts a step beside the others (lint, type-check and the unit files need nothing the e2e files make), its output
+ * kept and printed under its label when it ends; resolves to its exit status. `lower` runs it at BESIDE_NICENESS.
  */
-function runBeside(label, cmd, cmdArgs, opts = {}) {
+function runBeside(label, cmd, cmdArgs, opts = {}, lower = true) {
   return new Promise((resolve) => {
     const child = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
-    if (child.pid !== undefined) {
+    if (lower && child.pid !== undefined) {
       try {
         setPriority(child.pid, BESIDE_NICENESS);
       } catch {
@@ -127,8 +129,10 @@ function vitest(project, beside) {
   const report = join(reports, `${project}.json`);
   const vitestArgs = ['vitest', 'run', '--project', project, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`];
   // Not spawnSync for the streamed one: the event loop must keep draining the output of what runs beside it.
+  // Beside, only vitest's workers run at the lower priority (src/testing/beside-priority.ts, a setup file): its main
+  // process serves their module transforms and RPCs, and starved it timed them out (60 s).
   const status = beside
-    ? runBeside(`${project} tests`, 'npx', vitestArgs, { env })
+    ? runBeside(`${project} tests`, 'npx', vitestArgs, { env: { ...env, [NICENESS_ENV]: String(BESIDE_NICENESS) } }, false)
     : new Promise((resolve) => {
         process.stderr.write(`\n── ${project} tests ──\n`);
         const child = spawn('npx', vitestArgs, { stdio: ['ignore', 'inherit', 'inherit'], env });
