@@ -25,10 +25,10 @@ export default defineConfig({
           name: 'unit',
           include: ['src/**/*.test.ts', 'web/**/*.test.ts', 'scripts/**/*.test.ts'],
           exclude: ['**/*.e2e.test.ts', 'node_modules/**'],
-          setupFiles: ['src/testing/beside-priority.ts'],
-          // Only a hang: `npm test` runs the unit files at a lower priority beside the e2e files (ADR 0201), where a
-          // heavy file gets what CPU the e2e files leave; work bounds are in CPU time (cpuMsSince).
+          // Only a hang: `npm test` runs the unit files beside the e2e files (ADR 0201), where a heavy file shares
+          // the CPU with them; work bounds are in CPU time (cpuMsSince).
           testTimeout: hangTimeout(60_000),
+          hookTimeout: hangTimeout(30_000),
         },
       },
       {

@@ -26,13 +26,11 @@ if (Number(process.versions.node.split('.')[0]) < 24) {
 // The CLI the tests run (bin/sits.mjs) is the compiled dist/.
 if (run('build', 'node', ['scripts/build.mjs']) !== 0) failedSteps++;
 /**
- * What runs beside the e2e files yields the CPU to them: the e2e files wait on real control planes with budgets a
- * starved apiserver can miss (ADR 0201). Niceness 10 leaves a process about a tenth of a contended core, and all of
- * an idle one.
+ * Lint and type-check yield the CPU to the tests they run beside (ADR 0201): niceness 10 leaves a process about a
+ * tenth of a contended core, and all of an idle one. Not the unit files': a starved vitest worker in a long
+ * synchronous test misses its 60 s RPC timeout.
  */
 const BESIDE_NICENESS = 10;
-/** Read by the unit project's setup file (src/testing/beside-priority.ts). */
-const NICENESS_ENV = 'SITS_TEST_NICENESS';
 /**
  * Starts a step beside the others (lint, type-check and the unit files need nothing the e2e files make), its output
  * kept and printed under its label when it ends; resolves to its exit status. `lower` runs it at BESIDE_NICENESS.
@@ -124,15 +122,14 @@ if (!unitOnly) {
 }
 
 const reports = mkdtempSync(join(tmpdir(), 'sits-test-'));
-/** vitest on one project, writing its JSON report; `beside` runs it at a lower priority with its output kept. */
+/** vitest on one project, writing its JSON report; `beside` runs it on one worker with its output kept. */
 function vitest(project, beside) {
   const report = join(reports, `${project}.json`);
   const vitestArgs = ['vitest', 'run', '--project', project, '--reporter=default', '--reporter=json', `--outputFile.json=${report}`];
   // Not spawnSync for the streamed one: the event loop must keep draining the output of what runs beside it.
-  // Beside, only vitest's workers run at the lower priority (src/testing/beside-priority.ts, a setup file): its main
-  // process serves their module transforms and RPCs, and starved it timed them out (60 s).
+  // Beside the e2e files, one worker: the e2e files keep the other core (ADR 0201).
   const status = beside
-    ? runBeside(`${project} tests`, 'npx', vitestArgs, { env: { ...env, [NICENESS_ENV]: String(BESIDE_NICENESS) } }, false)
+    ? runBeside(`${project} tests`, 'npx', [...vitestArgs, '--maxWorkers=1'], { env }, false)
     : new Promise((resolve) => {
         process.stderr.write(`\n── ${project} tests ──\n`);
         const child = spawn('npx', vitestArgs, { stdio: ['ignore', 'inherit', 'inherit'], env });
@@ -141,8 +138,8 @@ function vitest(project, beside) {
       });
   return status.then((code) => ({ code, report }));
 }
-// The e2e files run one at a time, mostly waiting on their control planes: the unit files run beside them, at the
-// lower priority (ADR 0201), instead of first (they took ~7 of CI's ~30 minutes alone).
+// The e2e files run one at a time, mostly waiting on their control planes: the unit files run beside them on one
+// worker (ADR 0201), instead of first (they took ~7 of CI's ~30 minutes alone).
 const runs = [];
 if (!unitOnly) runs.push(vitest('e2e', false));
 if (!e2eOnly) runs.push(vitest('unit', !unitOnly));
