@@ -8,6 +8,9 @@ import { DEFAULT_NETWORK, ddpJob, type TrainingModel } from '../estimate/step-ti
 import { seededRng } from '../ports.ts';
 import { nvswitchAndPcieNodes } from './gang-choice-testing.ts';
 import { NODE_SHAPES, nodeOfShape } from '../model/presets.ts';
+import { makeGpus } from '../model/gpu.ts';
+import { buildTopology, fastGroupsOf } from '../model/topology.ts';
+import { sharesOf, stepTime } from '../estimate/step-time.ts';
 
 describe('chooseCandidate', () => {
   it('among equally fast candidates takes the one breaking the least NVLink island, then best fit', () => {
@@ -144,6 +147,54 @@ describe('sits gang choice (ADR 0188)', () => {
     // A trial attempt (no waited time) never waits.
     s.state.release('gpt-0');
     expect(scheduler({ gpt: ddpJob('gpt-3b', 2048, 4) }).scheduleGang(g).ok).toBe(true);
+  });
+
+  describe('on PCIe-only nodes: one fast group per node (ADR 0202)', () => {
+    // Four 4-GPU PCIe nodes in one rack, two GPUs under each switch, one switch per socket (L40S servers).
+    const l40s = {
+      id: 'l40s-pcie',
+      cpuMilli: 96_000,
+      memoryMiB: 524_288,
+      maxPods: 110,
+      gpus: makeGpus(4, 'L40S'),
+      topology: buildTopology({ gpuCount: 4, numaOf: [0, 0, 1, 1], pcieSwitchOf: [0, 0, 1, 1] }),
+    };
+    const pcieCluster = (): Scheduler => {
+      const at = { zone: 'z', block: 'b', rack: 'r' };
+      const p = buildProfile(PROFILES.sits as NonNullable<(typeof PROFILES)['sits']>, { typicalShapes: [] });
+      if (!p.ok) throw new Error('profile');
+      const profile = { ...p.value, stepTimeArgs: { modelOf: () => ddpJob('gpt-3b', 2048, 4) } };
+      return new Scheduler(profile, new ClusterState(Array.from({ length: 4 }, (_, i) => nodeOfShape(`l40s-${i}`, l40s, at))), seededRng(1));
+    };
+    const step = (s: Scheduler, placements: readonly { node: string; gpus: readonly number[]; podId: string }[]): number =>
+      stepTime(
+        ddpJob('gpt-3b', 2048, 4),
+        sharesOf(placements, (n) => s.state.node(n)?.spec),
+        DEFAULT_NETWORK,
+      ).stepSec;
+
+    it('groups GPUs by NVLink island, else by PCIe switch', () => {
+      expect(fastGroupsOf(l40s.topology)).toEqual({ of: [4, 4, 5, 5], count: 2 });
+      const dgx = NODE_SHAPES['dgx-h100'] as NonNullable<(typeof NODE_SHAPES)['dgx-h100']>;
+      expect(fastGroupsOf(dgx.topology).count).toBe(1);
+    });
+
+    it('spreads an 8-GPU heavy job two GPUs per node under one switch, faster than packing two nodes across sockets', () => {
+      const s = pcieCluster();
+      const r = s.scheduleGang(gangOf('gpt', 8));
+      expect(r.ok).toBe(true);
+      if (!r.ok) return;
+      const byNode = new Map<string, number[]>();
+      for (const p of r.placements) byNode.set(p.node, [...(byNode.get(p.node) ?? []), ...p.gpus]);
+      expect(byNode.size).toBe(4);
+      for (const gpus of byNode.values()) {
+        expect(gpus).toHaveLength(2);
+        expect(new Set(gpus.map((g) => l40s.topology.pcieSwitchOf[g])).size).toBe(1);
+      }
+      // The packed layout it did not take: two whole nodes, each ring across the sockets.
+      const packed = ['l40s-0', 'l40s-1'].flatMap((node) => [0, 1, 2, 3].map((g) => ({ podId: `${node}-${g}`, node, gpus: [g] })));
+      expect(step(s, r.placements)).toBeLessThan(step(s, packed));
+    });
   });
 
   describe('on GPUs of different speeds (ADR 0196)', () => {

@@ -24,6 +24,7 @@
  */
 import { idealShares, stepTime, trainingModelKey, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
+import { fastGroupsOf } from '../model/topology.ts';
 
 /** The choice's constants (ADR 0188 says how they were set, on seeds 1–2 of `sits bench training`; the cap, ADR 0197). */
 export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number; linkHoldMs: number }> = {
@@ -131,11 +132,35 @@ interface Like {
   perRack: number;
 }
 
-/** Whole empty nodes of one kind, as many in one rack as the cluster has in one; the others one rack further each. */
-function attainableShares(like: Like, gpus: number): ReturnType<typeof idealShares> {
-  return idealShares(like, gpus).map((s, i) =>
-    i < like.perRack ? s : { ...s, location: { ...s.location, rack: `${s.location.rack}~${Math.floor(i / like.perRack)}` } },
-  );
+/**
+ * The layouts of `gpus` GPUs on empty nodes of one kind: whole nodes, and on nodes whose GPUs are in several fast
+ * groups (PCIe-only ones) also one widest group per node, as the spread trial places them (ADR 0202).
+ */
+function layoutsOn(like: Like, gpus: number): ReturnType<typeof idealShares>[] {
+  const whole = idealShares(like, gpus);
+  const groups = fastGroupsOf(like.topology);
+  if (groups.count <= 1) return [whole];
+  const size = new Map<number, number>();
+  for (const k of groups.of) size.set(k, (size.get(k) ?? 0) + 1);
+  let widest = -1;
+  let wide = 0;
+  for (const [k, c] of size) if (c > wide) [widest, wide] = [k, c];
+  const set = groups.of.flatMap((k, g) => (k === widest ? [g] : []));
+  const spread: ReturnType<typeof idealShares> = [];
+  for (let i = 0, left = gpus; left > 0; i++, left -= wide) {
+    spread.push({
+      ...like,
+      name: `spread-${i}`,
+      gpus: set.slice(0, Math.min(wide, left)),
+      location: { zone: like.location.zone, block: like.location.block, rack: like.location.rack },
+    });
+  }
+  return [whole, spread];
+}
+
+/** A layout's nodes, as many in one rack as the cluster has in one; the others one rack further each. */
+function inRacks(like: Like, shares: ReturnType<typeof idealShares>): ReturnType<typeof idealShares> {
+  return shares.map((s, i) => (i < like.perRack ? s : { ...s, location: { ...s.location, rack: `${s.location.rack}~${Math.floor(i / like.perRack)}` } }));
 }
 
 /**
@@ -153,7 +178,7 @@ export class BestStepCache {
     let v = this.memo.get(key);
     if (v === undefined) {
       v = Number.POSITIVE_INFINITY;
-      for (const like of this.likes) v = Math.min(v, stepTime(model, idealShares(like, gpus), net).stepSec);
+      for (const like of this.likes) for (const shares of layoutsOn(like, gpus)) v = Math.min(v, stepTime(model, shares, net).stepSec);
       this.memo.set(key, v);
     }
     return v;
@@ -172,7 +197,10 @@ export class BestStepCache {
       v = 0;
       for (const m of gpuModels) {
         let best = Number.POSITIVE_INFINITY;
-        for (const like of this.likes) if (like.gpuModel === m) best = Math.min(best, stepTime(model, attainableShares(like, gpus), net).stepSec);
+        for (const like of this.likes) {
+          if (like.gpuModel !== m) continue;
+          for (const shares of layoutsOn(like, gpus)) best = Math.min(best, stepTime(model, inRacks(like, shares), net).stepSec);
+        }
         v = Math.max(v, best);
       }
       this.memo.set(key, v);

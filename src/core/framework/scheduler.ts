@@ -4,7 +4,7 @@
  */
 import { nodeGpuModel } from '../model/node.ts';
 import type { GangSpec, PodSpec } from '../model/pod.ts';
-import { TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
+import { fastGroupsOf, TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
 import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime, type TrainingModel } from '../estimate/step-time.ts';
 import {
   BestStepCache,
@@ -81,6 +81,9 @@ const MAX_DOMAIN_TRIALS = 24;
 const MAX_STEP_TIME_TRIALS = 16;
 /** Candidate domains the step-aware choice compares at most (ADR 0188): it runs for every gang, so fewer. */
 const MAX_AWARE_TRIALS = 8;
+/** How a trial spreads the gang over a domain: best fit, packed onto the emptiest nodes, or one fast group per node. */
+type TrialLayout = 'fit' | 'packed' | 'spread';
+
 /** Domains wider than this get no packed trial: finding the emptiest nodes scans the range (ADR 0188). */
 const MAX_PACKED_NODES = 64;
 
@@ -357,7 +360,7 @@ export class Scheduler {
     const islandGang = required === 'nvlink-domain' && usesGpus(members);
     // The default choice (ADR 0188): every trial placement is kept and judged by step time and fit together.
     const aware = this.profile.gangChoice === 'step-aware' && members.length > 1 && usesGpus(members);
-    const trials: { level: TopologyLevel | 'cluster'; d: Range; islandOnly: boolean; packed: boolean; cand: GangCandidate }[] = [];
+    const trials: { level: TopologyLevel | 'cluster'; d: Range; islandOnly: boolean; how: TrialLayout; cand: GangCandidate }[] = [];
     for (let li = 0; li < levels.length; li++) {
       const level = levels[li] as TopologyLevel | 'cluster';
       if (level === 'nvlink-domain' && allNodeDomains && required !== 'nvlink-domain') continue;
@@ -410,7 +413,7 @@ export class Scheduler {
             // The best-fit domain, as fast as anywhere and filling whole islands (none left partly free): take it now.
             if (t === 0 && cand.slowdown <= 1 + GANG_CHOICE.tolerance && cand.splits === 0)
               return { ok: true, placements: placed.placements, level, pending: placed.pending };
-            trials.push({ level, d, islandOnly, packed: false, cand });
+            trials.push({ level, d, islandOnly, how: 'fit', cand });
           } else if (!byStep) return { ok: true, placements: placed.placements, level, pending: placed.pending };
           const step = byStep ? this.predictedStep(gang, placed.placements) : Number.POSITIVE_INFINITY;
           if (step < bestStep) {
@@ -424,8 +427,16 @@ export class Scheduler {
         if (aware && !islandOnly && d.end - d.start > 1 && d.end - d.start <= MAX_PACKED_NODES) {
           const packed = this.placeMembers(members, gang.minMember, stmt, d, undefined, true);
           if (packed !== undefined && this.permitted(gang, packed.placements.length))
-            trials.push({ level, d, islandOnly, packed: true, cand: this.candidateOf(gang, packed.placements, t + 0.5) });
+            trials.push({ level, d, islandOnly, how: 'packed', cand: this.candidateOf(gang, packed.placements, t + 0.5) });
           stmt.rollback(cp);
+          // And spread one fast group per node, where nodes have several (PCIe-only ones): packing puts the ring
+          // across sockets, often slower than the network between nodes (ADR 0202).
+          if (this.hasSplitNodes(d)) {
+            const spread = this.placeSpread(members, gang.minMember, stmt, d);
+            if (spread !== undefined && this.permitted(gang, spread.placements.length))
+              trials.push({ level, d, islandOnly, how: 'spread', cand: this.candidateOf(gang, spread.placements, t + 0.75) });
+            stmt.rollback(cp);
+          }
         }
         if (byStep && bestT >= 0 && t + 1 >= Math.min(limit, MAX_STEP_TIME_TRIALS)) break;
       }
@@ -458,7 +469,9 @@ export class Scheduler {
         const cp = stmt.checkpoint();
         const placed = pick.islandOnly
           ? this.placeInIsland(members, gang.minMember, stmt, pick.d.start, need)
-          : this.placeMembers(members, gang.minMember, stmt, pick.d, undefined, pick.packed);
+          : pick.how === 'spread'
+            ? this.placeSpread(members, gang.minMember, stmt, pick.d)
+            : this.placeMembers(members, gang.minMember, stmt, pick.d, undefined, pick.how === 'packed');
         if (placed !== undefined && this.permitted(gang, placed.placements.length))
           return { ok: true, placements: placed.placements, level: pick.level, pending: placed.pending };
         stmt.rollback(cp);
@@ -480,6 +493,72 @@ export class Scheduler {
   }
 
   private readonly bestSteps = new BestStepCache();
+
+  /** Whether some node of the range has its GPUs in several fast groups (a spread trial differs from packing there). */
+  private hasSplitNodes(d: Range): boolean {
+    for (let i = d.start; i < d.end; i++) if (fastGroupsOf((this.state.nodes[i] as NodeState).spec.topology).count > 1) return true;
+    return false;
+  }
+
+  /**
+   * The members spread over the range's nodes, each node's share inside one fast group (fastGroupsOf): the next node
+   * is the unused one whose widest fully free group is widest (then the earliest), and its members stay in that group.
+   */
+  private placeSpread(members: readonly PodSpec[], minMember: number, stmt: Statement, d: Range): { placements: Placement[]; pending: string[] } | undefined {
+    const placements: Placement[] = [];
+    const pending: string[] = [];
+    const used = new Set<number>();
+    let cur = -1;
+    let mask: Uint8Array | undefined;
+    for (let m = 0; m < members.length; m++) {
+      const v = this.withVolumes(members[m] as PodSpec);
+      const pod = v.ok ? v.pod : (members[m] as PodSpec);
+      const idx = this.index(pod);
+      let ok = v.ok && cur >= 0 && idx.best(cur, cur + 1) === cur && this.commitTo(pod, this.state.nodes[cur] as NodeState, stmt, mask);
+      if (!ok && v.ok) {
+        const next = this.widestGroup(idx, d, used, pod.request.gpuCount);
+        if (next !== undefined) {
+          cur = next.node;
+          mask = next.mask;
+          used.add(cur);
+          ok = this.commitTo(pod, this.state.nodes[cur] as NodeState, stmt, mask);
+        }
+      }
+      if (!ok) {
+        if (placements.length + (members.length - m - 1) < minMember) return undefined;
+        pending.push(pod.id);
+        continue;
+      }
+      placements.push(this.lastPlacement);
+    }
+    return placements.length >= minMember ? { placements, pending } : undefined;
+  }
+
+  /** The unused feasible node of the range whose widest fully free fast group is widest (at least `gpus`), and that group. */
+  private widestGroup(idx: ScoreIndex, d: Range, used: ReadonlySet<number>, gpus: number): { node: number; mask: Uint8Array } | undefined {
+    let node = -1;
+    let group = -1;
+    let most = Math.max(1, gpus) - 1;
+    for (let i = d.start; i < d.end; i++) {
+      if (used.has(i)) continue;
+      const n = this.state.nodes[i] as NodeState;
+      const groups = fastGroupsOf(n.spec.topology);
+      const free = new Map<number, number>();
+      for (let g = 0; g < n.gpuFree.length; g++)
+        if (n.gpuUsable[g] === 1 && n.gpuFree[g] === 1000) free.set(groups.of[g] as number, (free.get(groups.of[g] as number) ?? 0) + 1);
+      let widest = -1;
+      let wide = 0;
+      for (const [k, c] of free) if (c > wide || (c === wide && k < widest)) [widest, wide] = [k, c];
+      if (wide > most && idx.best(i, i + 1) === i) {
+        node = i;
+        group = widest;
+        most = wide;
+      }
+    }
+    if (node < 0) return undefined;
+    const groups = fastGroupsOf((this.state.nodes[node] as NodeState).spec.topology);
+    return { node, mask: Uint8Array.from(groups.of, (k) => (k === group ? 1 : 0)) };
+  }
 
   /** The feasible node of the range with the most whole free GPUs (then the earliest): a packed gang spans few nodes. */
   private emptiestFeasible(idx: ScoreIndex, d: Range): number {

@@ -191,3 +191,28 @@ export const DEFAULT_NETWORK_GBPS = {
   zone: 12.5,
   cluster: 3,
 } as const;
+
+/** GPUs grouped by the fastest path they share without the host bridge, and how many groups a node has. */
+export interface FastGroups {
+  /** Group of each GPU: its NVLink island when that holds more than one GPU, else its PCIe switch. */
+  readonly of: readonly number[];
+  readonly count: number;
+}
+
+const fastGroupMemo = new WeakMap<NodeGpuTopology, FastGroups>();
+
+/**
+ * The groups a ring can stay in on one node without crossing the host bridge or socket: NVLink islands, and on
+ * GPUs without NVLink their PCIe switches. A gang spread one group per node keeps each node's part of the ring
+ * there (ADR 0202).
+ */
+export function fastGroupsOf(t: NodeGpuTopology): FastGroups {
+  const known = fastGroupMemo.get(t);
+  if (known !== undefined) return known;
+  const islandSize = new Map<number, number>();
+  for (const k of t.islandOf) islandSize.set(k, (islandSize.get(k) ?? 0) + 1);
+  const of = t.islandOf.map((k, g) => ((islandSize.get(k) ?? 0) > 1 ? k : t.gpuCount + (t.pcieSwitchOf[g] ?? g)));
+  const groups: FastGroups = { of, count: new Set(of).size };
+  fastGroupMemo.set(t, groups);
+  return groups;
+}
