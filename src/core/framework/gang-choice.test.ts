@@ -9,7 +9,7 @@ import { seededRng } from '../ports.ts';
 import { nvswitchAndPcieNodes } from './gang-choice-testing.ts';
 import { NODE_SHAPES, nodeOfShape } from '../model/presets.ts';
 import { makeGpus } from '../model/gpu.ts';
-import { buildTopology, fastGroupsOf } from '../model/topology.ts';
+import { buildTopology, fastGroupsOf, flatTopology } from '../model/topology.ts';
 import { sharesOf, stepTime } from '../estimate/step-time.ts';
 
 describe('chooseCandidate', () => {
@@ -177,6 +177,10 @@ describe('sits gang choice (ADR 0188)', () => {
       expect(fastGroupsOf(l40s.topology)).toEqual({ of: [4, 4, 5, 5], count: 2 });
       const dgx = NODE_SHAPES['dgx-h100'] as NonNullable<(typeof NODE_SHAPES)['dgx-h100']>;
       expect(fastGroupsOf(dgx.topology).count).toBe(1);
+      const twoIslands = NODE_SHAPES['nvlink-2x4'] as NonNullable<(typeof NODE_SHAPES)['nvlink-2x4']>;
+      expect(fastGroupsOf(twoIslands.topology).count).toBe(2);
+      // A node without pair information (its GPUs each on their own switch): nothing to keep together, one group.
+      expect(fastGroupsOf(flatTopology(4)).count).toBe(1);
     });
 
     it('spreads an 8-GPU heavy job two GPUs per node under one switch, faster than packing two nodes across sockets', () => {

@@ -194,7 +194,10 @@ export const DEFAULT_NETWORK_GBPS = {
 
 /** GPUs grouped by the fastest path they share without the host bridge, and how many groups a node has. */
 export interface FastGroups {
-  /** Group of each GPU: its NVLink island when that holds more than one GPU, else its PCIe switch. */
+  /**
+   * Group of each GPU: its NVLink island when that holds more than one GPU, else its PCIe switch when that does, else
+   * one group of the node's other GPUs (a node without topology information is one group).
+   */
   readonly of: readonly number[];
   readonly count: number;
 }
@@ -204,14 +207,20 @@ const fastGroupMemo = new WeakMap<NodeGpuTopology, FastGroups>();
 /**
  * The groups a ring can stay in on one node without crossing the host bridge or socket: NVLink islands, and on
  * GPUs without NVLink their PCIe switches. A gang spread one group per node keeps each node's part of the ring
- * there (ADR 0202).
+ * there (ADR 0202). Without pair information (flatTopology) nothing tells GPUs apart: one group, no spread.
  */
 export function fastGroupsOf(t: NodeGpuTopology): FastGroups {
   const known = fastGroupMemo.get(t);
   if (known !== undefined) return known;
   const islandSize = new Map<number, number>();
   for (const k of t.islandOf) islandSize.set(k, (islandSize.get(k) ?? 0) + 1);
-  const of = t.islandOf.map((k, g) => ((islandSize.get(k) ?? 0) > 1 ? k : t.gpuCount + (t.pcieSwitchOf[g] ?? g)));
+  const switchSize = new Map<number, number>();
+  for (const k of t.pcieSwitchOf) switchSize.set(k, (switchSize.get(k) ?? 0) + 1);
+  const of = t.islandOf.map((k, g) => {
+    if ((islandSize.get(k) ?? 0) > 1) return k;
+    const sw = t.pcieSwitchOf[g] ?? -1;
+    return (switchSize.get(sw) ?? 0) > 1 ? t.gpuCount + sw : 2 * t.gpuCount;
+  });
   const groups: FastGroups = { of, count: new Set(of).size };
   fastGroupMemo.set(t, groups);
   return groups;
