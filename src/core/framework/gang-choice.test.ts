@@ -9,7 +9,7 @@ import { seededRng } from '../ports.ts';
 import { nvswitchAndPcieNodes } from './gang-choice-testing.ts';
 import { NODE_SHAPES, nodeOfShape } from '../model/presets.ts';
 import { makeGpus } from '../model/gpu.ts';
-import { buildTopology, fastGroupsOf, flatTopology } from '../model/topology.ts';
+import { buildTopology, fastGroupsOf, flatTopology, widestFastGroup } from '../model/topology.ts';
 import { sharesOf, stepTime } from '../estimate/step-time.ts';
 
 describe('chooseCandidate', () => {
@@ -181,6 +181,14 @@ describe('sits gang choice (ADR 0188)', () => {
       expect(fastGroupsOf(twoIslands.topology).count).toBe(2);
       // A node without pair information (its GPUs each on their own switch): nothing to keep together, one group.
       expect(fastGroupsOf(flatTopology(4)).count).toBe(1);
+    });
+
+    it('finds the widest group among the GPUs asked about, the lowest group on a tie', () => {
+      expect(widestFastGroup(l40s.topology)).toEqual({ group: 4, size: 2 });
+      // GPU 0 busy: the other switch is the only whole pair.
+      expect(widestFastGroup(l40s.topology, (g) => g !== 0)).toEqual({ group: 5, size: 2 });
+      expect(widestFastGroup(l40s.topology, (g) => g === 0 || g === 2)).toEqual({ group: 4, size: 1 });
+      expect(widestFastGroup(l40s.topology, () => false)).toEqual({ group: -1, size: 0 });
     });
 
     it('spreads an 8-GPU heavy job two GPUs per node under one switch, faster than packing two nodes across sockets', () => {

@@ -24,7 +24,7 @@
  */
 import { idealShares, stepTime, trainingModelKey, type NetworkModel, type TrainingModel } from '../estimate/step-time.ts';
 import { nodeGpuModel, type NodeSpec } from '../model/node.ts';
-import { fastGroupsOf } from '../model/topology.ts';
+import { fastGroupsOf, widestFastGroup } from '../model/topology.ts';
 
 /** The choice's constants (ADR 0188 says how they were set, on seeds 1–2 of `sits bench training`; the cap, ADR 0197). */
 export const GANG_CHOICE: Readonly<{ tolerance: number; delayMinGain: number; expectedRunMs: number; maxDelayMs: number; linkHoldMs: number }> = {
@@ -140,11 +140,7 @@ function layoutsOn(like: Like, gpus: number): ReturnType<typeof idealShares>[] {
   const whole = idealShares(like, gpus);
   const groups = fastGroupsOf(like.topology);
   if (groups.count <= 1) return [whole];
-  const size = new Map<number, number>();
-  for (const k of groups.of) size.set(k, (size.get(k) ?? 0) + 1);
-  let widest = -1;
-  let wide = 0;
-  for (const [k, c] of size) if (c > wide) [widest, wide] = [k, c];
+  const { group: widest, size: wide } = widestFastGroup(like.topology);
   const set = groups.of.flatMap((k, g) => (k === widest ? [g] : []));
   const spread: ReturnType<typeof idealShares> = [];
   for (let i = 0, left = gpus; left > 0; i++, left -= wide) {

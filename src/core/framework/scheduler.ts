@@ -4,7 +4,7 @@
  */
 import { nodeGpuModel } from '../model/node.ts';
 import type { GangSpec, PodSpec } from '../model/pod.ts';
-import { fastGroupsOf, TOPOLOGY_LEVELS, type TopologyLevel } from '../model/topology.ts';
+import { fastGroupsOf, TOPOLOGY_LEVELS, type TopologyLevel, widestFastGroup } from '../model/topology.ts';
 import { DEFAULT_NETWORK, DEFAULT_TRAINING_MODEL, sharesOf, stepTime, type TrainingModel } from '../estimate/step-time.ts';
 import {
   BestStepCache,
@@ -542,13 +542,7 @@ export class Scheduler {
     for (let i = d.start; i < d.end; i++) {
       if (used.has(i)) continue;
       const n = this.state.nodes[i] as NodeState;
-      const groups = fastGroupsOf(n.spec.topology);
-      const free = new Map<number, number>();
-      for (let g = 0; g < n.gpuFree.length; g++)
-        if (n.gpuUsable[g] === 1 && n.gpuFree[g] === 1000) free.set(groups.of[g] as number, (free.get(groups.of[g] as number) ?? 0) + 1);
-      let widest = -1;
-      let wide = 0;
-      for (const [k, c] of free) if (c > wide || (c === wide && k < widest)) [widest, wide] = [k, c];
+      const { group: widest, size: wide } = widestFastGroup(n.spec.topology, (g) => n.gpuUsable[g] === 1 && n.gpuFree[g] === 1000);
       if (wide > most && idx.best(i, i + 1) === i) {
         node = i;
         group = widest;

@@ -225,3 +225,18 @@ export function fastGroupsOf(t: NodeGpuTopology): FastGroups {
   fastGroupMemo.set(t, groups);
   return groups;
 }
+
+/**
+ * The widest fast group of a node counting only the GPUs `counts` keeps (all of them by default), ties to the lowest
+ * group key, and its size; group -1 and size 0 when it keeps none. The spread trial's next node (free GPUs) and the
+ * layouts its references measure (all GPUs) pick the group the same way.
+ */
+export function widestFastGroup(t: NodeGpuTopology, counts?: (gpu: number) => boolean): { group: number; size: number } {
+  const { of } = fastGroupsOf(t);
+  const size = new Map<number, number>();
+  for (let g = 0; g < of.length; g++) if (counts === undefined || counts(g)) size.set(of[g] as number, (size.get(of[g] as number) ?? 0) + 1);
+  let group = -1;
+  let wide = 0;
+  for (const [k, c] of size) if (c > wide || (c === wide && k < group)) [group, wide] = [k, c];
+  return { group, size: wide };
+}
