@@ -126,21 +126,27 @@ const reports = mkdtempSync(join(tmpdir(), 'sits-test-'));
 /**
  * The e2e files that run in the second lane, after the unit files (ADR 0203): the first lane's e2e files alone took
  * ~1,970 of a ~2,070 s run under load while the unit files ended after ~890 s. These need only a control plane and
- * the scheduler in the test process: no LLM engine, no browser, no registry, no leader-election timing.
+ * SITS in the test process: no LLM engine, no browser, no registry, no leader-election timing.
  */
 const SECOND_LANE_E2E = [
   'src/api/crds.e2e.test.ts',
   'src/api/path-fields.e2e.test.ts',
+  'src/app/nccl-topology.e2e.test.ts',
+  'src/cli/extender-rbac.e2e.test.ts',
+  'src/controllers/data-pipeline-runs.e2e.test.ts',
   'src/controllers/data-pipeline.e2e.test.ts',
+  'src/controllers/inference-service-groups.e2e.test.ts',
   'src/controllers/inference-service.e2e.test.ts',
   'src/controllers/training-job.e2e.test.ts',
+  'src/deploy/admission-policies.e2e.test.ts',
   'src/kube/adapters/binder-settle.e2e.test.ts',
   'src/kube/adapters/binder-stale-plan.e2e.test.ts',
   'src/kube/adapters/checkpoint-requester.e2e.test.ts',
   'src/kube/adapters/event-sink.e2e.test.ts',
   'src/kube/cache/queues.e2e.test.ts',
-  'src/kube/extender/extender.e2e.test.ts',
+  'src/kube/controllers/controller-runner.e2e.test.ts',
   'src/kube/extender/extender-ha.e2e.test.ts',
+  'src/kube/extender/extender.e2e.test.ts',
   'src/kube/scheduler/better-placement.e2e.test.ts',
   'src/kube/scheduler/eta.e2e.test.ts',
   'src/kube/scheduler/explain-step.e2e.test.ts',
