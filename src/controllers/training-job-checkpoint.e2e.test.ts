@@ -267,20 +267,23 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
   it('bad input: a checkpoint that never commits, a full volume and a VolumeSnapshotClass that does not exist get a condition naming it; the last good checkpoint is kept', async () => {
     const ns = 'ckpt-bad';
     const { volumeDir, tokenFile } = await setUp(ns);
-    // The good checkpoint gets a snapshot deadline a loaded machine cannot miss (the real snapshot chain can take
-    // longer than 6 s there); the short one is set with the missing class, where it is what the test waits for.
-    await client.post(jobsPath(ns), job('bad', { commitTimeoutSeconds: 3, snapshotTimeoutSeconds: 300 }));
+    // The good checkpoint gets deadlines a loaded machine cannot miss: the test's own request and commit (two Python
+    // helpers) took over 3 s under load, and the real snapshot chain over 6 s. The short ones are set where they are
+    // what the test waits for: the commit limit before the silent request, the snapshot limit with the missing class.
+    await client.post(jobsPath(ns), job('bad', { commitTimeoutSeconds: 300, snapshotTimeoutSeconds: 300 }));
     const first = await request(ns, 'bad', 'good', tokenFile);
     await commit(first.pod, volumeDir, tokenFile, 50, first.seq);
     await readyCheckpoint(ns, 'bad', 'bad-ckpt-1');
 
     // Asked, never committed.
-    await request(ns, 'bad', 'silent', tokenFile);
+    // Only the annotation: the cycle may fail before a helper could see its request (3 s), and then it is withdrawn.
+    await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { commitTimeoutSeconds: 3 } } });
+    await client.mergePatch(`${jobsPath(ns)}/bad`, { metadata: { annotations: { 'ai.sits2026.dev/request-checkpoint': 'Manual/silent' } } });
     const never = await waitFor(
       'NeverCommitted',
       async () => {
         const j = await getJob(ns, 'bad');
-        return j.status?.checkpoint?.cycle?.phase === 'Failed' ? j : undefined;
+        return j.status?.checkpoint?.cycle?.request === 'Manual/silent' && j.status.checkpoint.cycle.phase === 'Failed' ? j : undefined;
       },
       60_000,
     );
