@@ -11,6 +11,7 @@ import { formatJson, formatSarif, formatText } from './format.ts';
 import { INPUT_RULES, lintSources } from './lint-files.ts';
 import { DISABLE_ANNOTATION, type KubeObject, type Rule, type RuleHit } from './rule.ts';
 import { RULES } from './rules/index.ts';
+import { turnEventLoop } from '../testing/timeouts.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -221,11 +222,13 @@ describe('fuzz: lint never crashes on generated objects', () => {
     expect(objects).toBeGreaterThanOrEqual(10_000);
   });
 
-  it('the text path (YAML or JSON stream → parse → lint → text, JSON, SARIF): no throw, every finding at a line and column of its input (10,000+ objects)', () => {
+  it('the text path (YAML or JSON stream → parse → lint → text, JSON, SARIF): no throw, every finding at a line and column of its input (10,000+ objects)', async () => {
     let objects = 0;
     let findings = 0;
-    fc.assert(
-      fc.property(fc.array(anyObject, { minLength: 17, maxLength: 20 }), fc.constantFrom('yaml', 'json', 'helm'), (objs, style) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(anyObject, { minLength: 17, maxLength: 20 }), fc.constantFrom('yaml', 'json', 'helm'), async (objs, style) => {
+        // A minute of runs under load, one synchronous stretch: the worker's RPC would time out (turnEventLoop).
+        await turnEventLoop();
         objects += objs.length;
         // yaml's stringify recurses per level: the deepest values go out as JSON (still valid YAML).
         const text =

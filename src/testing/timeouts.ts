@@ -50,3 +50,10 @@ export function cpuMsSince(start: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(start);
   return (d.user + d.system) / 1000;
 }
+
+/**
+ * Lets the event loop turn (timers, I/O). A vitest worker answers its main process only between synchronous
+ * stretches, and a reply that waits past 60 s fails the run (ADR 0201, ADR 0203): a long property test awaits this
+ * between its runs, so no stretch is longer than one run however loaded the machine is.
+ */
+export const turnEventLoop = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
