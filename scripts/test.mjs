@@ -126,7 +126,8 @@ const reports = mkdtempSync(join(tmpdir(), 'sits-test-'));
 /**
  * The e2e files that run in the second lane, after the unit files (ADR 0203): the first lane's e2e files alone took
  * ~1,970 of a ~2,070 s run under load while the unit files ended after ~890 s. These need only a control plane and
- * SITS in the test process: no LLM engine, no browser, no registry, no leader-election timing.
+ * SITS in the test process: no LLM engine, no browser, no registry, no bench. Of the leader-election files only the
+ * extender's are here (it has passed there under load); the scheduler's stay in the first lane.
  */
 const SECOND_LANE_E2E = [
   'src/api/crds.e2e.test.ts',
