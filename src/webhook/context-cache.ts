@@ -49,6 +49,9 @@ const RELATED: readonly Source[] = [
   { kind: 'PriorityClass', apiVersion: 'scheduling.k8s.io/v1', path: '/apis/scheduling.k8s.io/v1/priorityclasses', namespaced: false },
 ];
 
+/** The kinds a webhook's cache holds, so a caller can wait until it has seen one it just created. */
+export const RELATED_KINDS: readonly string[] = RELATED.map((r) => r.kind);
+
 const RDMA_PREFIXES = ['rdma/', 'nvidia.com/hca', 'mellanox.com/'];
 
 export interface ContextCache {
