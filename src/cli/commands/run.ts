@@ -20,18 +20,25 @@ import { API_AUDIENCES_HELP, parseAudiences, reloadServingCert } from '../servin
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 let signalled: Promise<string> | undefined;
+/** How close two deliveries of one signal must be to count as one (the wrapper forwards within milliseconds). */
+const DUPLICATE_SIGNAL_MS = 500;
 
 /**
  * Resolves when SIGINT or SIGTERM arrives. A long-running command calls it first thing, before its start-up, so a
  * signal during start-up is kept and answered by a clean stop once start-up ends (it used to kill the process with
- * the default action). A second signal exits at once, for a start-up that hangs.
+ * the default action). A second signal exits at once, for a start-up that hangs; the same signal again within
+ * DUPLICATE_SIGNAL_MS is the first one twice: a terminal's Ctrl-C reaches both `bin/sits.mjs` run under an older Node
+ * and the Node 24 child it started, and the wrapper passes on what it gets.
  */
 export function untilSignal(): Promise<string> {
   signalled ??= new Promise((resolve) => {
-    let first: string | undefined;
+    let first: { signal: string; at: number } | undefined;
     const on = (s: NodeJS.Signals): void => {
-      if (first !== undefined) process.exit(s === 'SIGINT' ? 130 : 143);
-      first = s;
+      if (first !== undefined) {
+        if (s === first.signal && performance.now() - first.at < DUPLICATE_SIGNAL_MS) return;
+        process.exit(s === 'SIGINT' ? 130 : 143);
+      }
+      first = { signal: s, at: performance.now() };
       resolve(s);
     };
     process.on('SIGINT', on);
