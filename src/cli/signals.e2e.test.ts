@@ -59,7 +59,7 @@ describe('a signal during start-up', () => {
       detached: true,
     });
     const pid = child.pid ?? 0;
-    const send = (): void => (to === 'group' ? process.kill(-pid, signal) : process.kill(pid, signal));
+    const send = (): boolean => process.kill(to === 'group' ? -pid : pid, signal);
     let stderr = '';
     child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
     const exited = new Promise<number | string | null>((resolve) => child.on('close', (code, sig) => resolve(code ?? sig)));
