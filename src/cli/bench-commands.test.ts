@@ -145,6 +145,7 @@ describe('sits bench serving', () => {
     const r = await run(['serving', '--trace', trace, '--max-replicas', '6', '--json', a, '--details', details]);
     expect(r.error).toBeUndefined();
     expect(r.out).toMatch(/policy\s+within SLO %\s+GPU-h/);
+    expect(r.out).toMatch(/SITS as shipped \(an InferenceService's defaults, not tuned on the trace\): [\d.]+ % within SLO, [\d.]+× static GPU-h/);
     await run(['serving', '--trace', trace, '--max-replicas', '6', '--json', b]);
     expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
     const j = JSON.parse(readFileSync(a, 'utf8')) as { policies: Record<string, object>; sharing: object };
@@ -166,6 +167,7 @@ describe('sits bench serving', () => {
     const r = await run([...args, '--json', a]);
     expect(r.error).toBeUndefined();
     expect(r.out).toMatch(/variant\s+requests\s+static n/);
+    expect(r.out).toMatch(/reactive bound %\s+goal\s+defaults within SLO %\s+defaults × static\s+goal \(defaults\)/);
     await run([...args, '--json', b]);
     expect(readFileSync(a, 'utf8')).toBe(readFileSync(b, 'utf8'));
     const j = JSON.parse(readFileSync(a, 'utf8')) as { variants: { name: string; requests: number }[] };

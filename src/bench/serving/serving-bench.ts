@@ -68,6 +68,8 @@ export interface ServingBenchDetails {
     /** The best reactive peak-hold policy (oracle.ts peakHold) per hold time: reported part, and the tuning part. */
     readonly reactivePeakHold: readonly { readonly holdSec: number; readonly withinPct: number; readonly gpuHours: number; readonly vsStatic: number; readonly tunePartWithinPct: number }[];
   };
+  /** SITS with the settings it ships (TOKEN_AUTOSCALER_DEFAULTS, what an InferenceService gets), not tuned on the trace. */
+  readonly sitsDefaults: PolicyNumbers & { readonly vsStatic: number; readonly peakReplicas: number };
   readonly goal: { readonly sitsMeetsSlo: boolean; readonly sitsGpuHoursVsStatic: number; readonly sitsBeatsEachAutoscaler: Readonly<Record<string, boolean>>; readonly met: boolean };
 }
 
@@ -166,6 +168,7 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
     keda: run(trace, new KedaPolicy({ threshold: kedaThreshold, minReplicas: 1, maxReplicas: o.maxReplicas }), 1, split),
     concurrency: run(trace, new ConcurrencyPolicy({ targetConcurrency: concurrencyTarget, minReplicas: 1, maxReplicas: o.maxReplicas }), 1, split),
     sits: run(trace, sits(sitsChoice), 1, split),
+    sitsDefaults: run(trace, sits({}), 1, split),
   };
 
   // The bound: hindsight static on the reported part, and the clairvoyant oracle (oracle.ts).
@@ -239,6 +242,7 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
     peakReplicas: { static: results.static.maxReplicas, keda: results.keda.maxReplicas, concurrency: results.concurrency.maxReplicas, sits: results.sits.maxReplicas, sharing: shared.maxReplicas },
     sharing: { ...share, config: sharingCfg, gpuHours: round(shared.gpuHours, 3) },
     bound,
+    sitsDefaults: { ...numbers(results.sitsDefaults), vsStatic: vs(results.sitsDefaults.gpuHours), peakReplicas: results.sitsDefaults.maxReplicas },
     goal: {
       sitsMeetsSlo: p.sits.sloAttainmentPct >= 99,
       sitsGpuHoursVsStatic: vsStatic,

@@ -24,5 +24,22 @@ describe('serving trace variants', () => {
     expect(v?.sits.sloAttainmentPct).toBe(100);
     expect(v?.sitsGpuHoursVsStatic).toBeLessThanOrEqual(1);
     expect(v?.goalMet).toBe(true);
+    expect(v?.reactiveBoundWithinPct).toBe(100);
+    // As shipped, untuned: the same light load needs no more than static's replica either.
+    expect(v?.sitsDefaults.sloAttainmentPct).toBe(100);
+    expect(v?.sitsDefaultsVsStatic).toBeLessThanOrEqual(1);
+    expect(v?.defaultsGoalMet).toBe(true);
+  });
+  it('bounds what any reactive policy reaches: a burst past every earlier need keeps it under 99 %', () => {
+    const light: TraceRequest[] = Array.from({ length: 400 }, (_, i) => ({ arrivalSec: i * 2, promptTokens: 500 + ((i * 37) % 900), outputTokens: 10 }));
+    const burst: TraceRequest[] = Array.from({ length: 150 }, (_, i) => ({ arrivalSec: 700 + i * 0.02, promptTokens: 4000, outputTokens: 10 }));
+    const trace = [...light, ...burst].sort((a, b) => a.arrivalSec - b.arrivalSec);
+    const one = { historyWindowSec: 120, demandQuantile: 0.95, smoothingSec: 1, scaleDownDelaySec: 120 };
+    const v = runServingTraces(trace, { seed: 1, sloTtftSec: 1, tuneFraction: 0.4, maxReplicas: 8, only: ['as-is'], sitsGrid: [one] }).variants[0];
+    expect(v?.staticReplicas).toBeGreaterThan(1);
+    expect(v?.reactiveBoundWithinPct).toBeLessThan(99);
+    expect(v?.goalMet).toBe(false);
+    expect(v?.sitsDefaults.sloAttainmentPct).toBeLessThanOrEqual(v?.reactiveBoundWithinPct ?? 0);
+    expect(v?.defaultsGoalMet).toBe(false);
   });
 });

@@ -60,6 +60,7 @@ export function registerBenchServing(bench: Command): void {
           `shared with elastic training: ${s.sloAttainmentPct} % within SLO, training lent ${s.trainingGpuHoursLent} GPU-h, lost ${s.trainingGpuHoursLost} GPU-h\n` +
           `goal: SITS ≥ 99 % ${g.sitsMeetsSlo ? 'yes' : 'NO'}, ${g.sitsGpuHoursVsStatic}× static GPU-h (≤ 0.6 ${g.sitsGpuHoursVsStatic <= 0.6 ? 'yes' : 'NO'}), ` +
           `fewer GPU-h at equal or better SLO than keda ${g.sitsBeatsEachAutoscaler.keda ? 'yes' : 'NO'}, concurrency ${g.sitsBeatsEachAutoscaler.concurrency ? 'yes' : 'NO'}\n` +
+          `SITS as shipped (an InferenceService's defaults, not tuned on the trace): ${r.details.sitsDefaults.sloAttainmentPct} % within SLO, ${r.details.sitsDefaults.vsStatic}× static GPU-h\n` +
           `bound: static sized on the reported part alone ${b.hindsightStatic.replicas} replicas (${b.hindsightStatic.vsStatic}×), ` +
           `best reactive peak-hold ≥ 99 % ${hold === undefined ? 'none' : `${hold.vsStatic}× (hold ${hold.holdSec} s; ${hold.tunePartWithinPct} % on the tuning part)`}, ` +
           `oracle with foresight ${b.oracle.vsStatic}× (${b.oracle.sloAttainmentPct} %)\n`,

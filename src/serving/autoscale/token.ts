@@ -68,7 +68,8 @@ export const TOKEN_AUTOSCALER_DEFAULTS: Omit<TokenAutoscalerConfig, 'sloTtftSec'
   minThreshold: 500,
   maxThreshold: 100_000,
   initialThreshold: 10_000,
-  scaleDownDelaySec: 120,
+  // The CRD's default of autoscaling.scaleDownStabilizationSeconds, as the HPA's downscale stabilisation (ADR 0204).
+  scaleDownDelaySec: 300,
   scaleDownStepSec: 30,
   maxScaleUpRate: 2,
   idleToZeroSec: 300,
