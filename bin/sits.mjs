@@ -14,17 +14,28 @@ const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const MIN_NODE = 24;
 const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
 
+/** How long the wrapper waits before passing a signal on: a terminal's Ctrl-C has reached the child as well. */
+const FORWARD_AFTER_MS = 200;
+
 /**
  * Runs this file again under `node` and ends as it ends: its exit code, or its signal. A signal sent to this process
  * alone (kill PID, a supervisor) is passed on; without that the child ran on, orphaned. A terminal's Ctrl-C reaches
- * both processes; the child takes the same signal twice within a moment as one (untilSignal in src/cli/commands/run.ts).
+ * both processes: a child that ends within FORWARD_AFTER_MS gets it once (a second one could land while it exits and
+ * kill it), and one still stopping takes the second as the first (untilSignal in src/cli/commands/run.ts).
  */
 function runUnder(node) {
   const child = spawn(node, [...process.execArgv, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
     stdio: 'inherit',
     env: { ...process.env, SITS_NODE_REEXEC: '1' },
   });
-  const forward = (sig) => child.kill(sig);
+  const pending = new Set();
+  const forward = (sig) => {
+    const t = setTimeout(() => {
+      pending.delete(t);
+      if (child.exitCode === null && child.signalCode === null) child.kill(sig);
+    }, FORWARD_AFTER_MS);
+    pending.add(t);
+  };
   for (const sig of FORWARDED) process.on(sig, forward);
   return new Promise((resolve) => {
     child.on('error', (e) => {
@@ -33,6 +44,7 @@ function runUnder(node) {
     });
     child.on('exit', (code, signal) => resolve({ code, signal }));
   }).then(({ code, signal }) => {
+    for (const t of pending) clearTimeout(t);
     for (const sig of FORWARDED) process.off(sig, forward);
     if (signal) process.kill(process.pid, signal);
     process.exit(code ?? 1);

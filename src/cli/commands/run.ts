@@ -20,8 +20,8 @@ import { API_AUDIENCES_HELP, parseAudiences, reloadServingCert } from '../servin
 import { createLogger, logFormatOption, verbosityOption, type LogOptions } from '../logger.ts';
 
 let signalled: Promise<string> | undefined;
-/** How close two deliveries of one signal must be to count as one (the wrapper forwards within milliseconds). */
-const DUPLICATE_SIGNAL_MS = 500;
+/** How close two deliveries of one signal must be to count as one (bin/sits.mjs forwards after 200 ms). */
+const DUPLICATE_SIGNAL_MS = 1_000;
 
 /**
  * Resolves when SIGINT or SIGTERM arrives. A long-running command calls it first thing, before its start-up, so a

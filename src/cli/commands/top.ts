@@ -134,8 +134,10 @@ export function registerTop(program: Command): void {
         stopped = true;
         wake();
       };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
+      // Not once: run under an older Node, a terminal's Ctrl-C arrives twice (ADR 0171's wrapper passes on what it
+      // gets), and a second one with no listener would kill the process.
+      process.on('SIGINT', stop);
+      process.on('SIGTERM', stop);
       const tty = process.stdout.isTTY;
       for (let n = 0; !stopped; n++) {
         // A terminal is redrawn in place (cursor home, clear); a pipe gets each frame after a separator line.
@@ -153,7 +155,11 @@ export function registerTop(program: Command): void {
           process.stderr.write(`${reportError(e, 'top').lines.join('\n')} (retrying every ${o.interval}s)\n`);
         }
       }
-      process.off('SIGINT', stop);
-      process.off('SIGTERM', stop);
+      // A second delivery of that Ctrl-C may still be on its way: taken as the first until then (an unref'd timer
+      // keeps nothing alive).
+      setTimeout(() => {
+        process.off('SIGINT', stop);
+        process.off('SIGTERM', stop);
+      }, 1_000).unref();
     });
 }
