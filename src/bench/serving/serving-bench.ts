@@ -69,7 +69,7 @@ export interface ServingBenchDetails {
     readonly reactivePeakHold: readonly { readonly holdSec: number; readonly withinPct: number; readonly gpuHours: number; readonly vsStatic: number; readonly tunePartWithinPct: number }[];
   };
   /** SITS with the settings it ships (TOKEN_AUTOSCALER_DEFAULTS, what an InferenceService gets), not tuned on the trace. */
-  readonly sitsDefaults: PolicyNumbers & { readonly vsStatic: number; readonly peakReplicas: number };
+  readonly sitsDefaults: PolicyNumbers & { readonly vsStatic: number };
   readonly goal: { readonly sitsMeetsSlo: boolean; readonly sitsGpuHoursVsStatic: number; readonly sitsBeatsEachAutoscaler: Readonly<Record<string, boolean>>; readonly met: boolean };
 }
 
@@ -239,10 +239,10 @@ export function runServingBench(trace: readonly TraceRequest[], o: ServingBenchO
     reportedRequests: results.sits.requests,
     chosen: { static: staticN, kedaThreshold, concurrencyTarget, sits: sitsChoice },
     tuning,
-    peakReplicas: { static: results.static.maxReplicas, keda: results.keda.maxReplicas, concurrency: results.concurrency.maxReplicas, sits: results.sits.maxReplicas, sharing: shared.maxReplicas },
+    peakReplicas: { static: results.static.maxReplicas, keda: results.keda.maxReplicas, concurrency: results.concurrency.maxReplicas, sits: results.sits.maxReplicas, sitsDefaults: results.sitsDefaults.maxReplicas, sharing: shared.maxReplicas },
     sharing: { ...share, config: sharingCfg, gpuHours: round(shared.gpuHours, 3) },
     bound,
-    sitsDefaults: { ...numbers(results.sitsDefaults), vsStatic: vs(results.sitsDefaults.gpuHours), peakReplicas: results.sitsDefaults.maxReplicas },
+    sitsDefaults: { ...numbers(results.sitsDefaults), vsStatic: vs(results.sitsDefaults.gpuHours) },
     goal: {
       sitsMeetsSlo: p.sits.sloAttainmentPct >= 99,
       sitsGpuHoursVsStatic: vsStatic,
