@@ -128,21 +128,33 @@ describe('-o json|yaml, -n and --context', () => {
 });
 
 describe('sits top --watch', () => {
-  it('on a pipe: a separator line per frame, and Ctrl-C (SIGINT) ends it with exit 0', async () => {
-    const child = spawn(process.execPath, [join(ROOT, 'bin/sits.mjs'), 'top', 'queues', '--sim', '--watch', '--interval', '0.2'], {
+  /** Runs `sits top queues --watch` on a pipe and sends SIGINT after three frames, to the process or its whole group. */
+  async function interruptedWatch(node: string, to: 'process' | 'group'): Promise<{ code: number | string | null; out: string; err: string }> {
+    const child = spawn(node, [join(ROOT, 'bin/sits.mjs'), 'top', 'queues', '--sim', '--watch', '--interval', '0.2'], {
       cwd: ROOT,
       stdio: ['ignore', 'pipe', 'pipe'],
+      detached: to === 'group',
     });
     let out = '';
     let err = '';
+    let sent = false;
     child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    const code = await new Promise<number | null>((res) => {
+    const code = await new Promise<number | string | null>((res) => {
       child.stdout.setEncoding('utf8').on('data', (d: string) => {
         out += d;
-        if ((out.match(/^--- \S+ ---$/gm) ?? []).length >= 3 && !child.killed) child.kill('SIGINT');
+        if ((out.match(/^--- \S+ ---$/gm) ?? []).length >= 3 && !sent) {
+          sent = true;
+          if (to === 'group') process.kill(-(child.pid ?? 0), 'SIGINT');
+          else child.kill('SIGINT');
+        }
       });
-      child.on('close', (c) => res(c));
+      child.on('close', (c, sig) => res(c ?? sig));
     });
+    return { code, out, err };
+  }
+
+  it('on a pipe: a separator line per frame, and Ctrl-C (SIGINT) ends it with exit 0', async () => {
+    const { code, out, err } = await interruptedWatch(process.execPath, 'process');
     expect(code, err).toBe(0);
     expect(out.split(/^--- \S+ ---$/m).filter((f) => /^QUEUE\s+COHORT/m.test(f)).length).toBeGreaterThanOrEqual(3);
   });
@@ -152,25 +164,7 @@ describe('sits top --watch', () => {
   it.skipIf(OLD_NODE === undefined)(
     `through the wrapper under ${OLD_NODE ?? 'a Node older than 24 (none on PATH: skipped)'}: a Ctrl-C to the process group ends it with exit 0`,
     async () => {
-      const child = spawn(OLD_NODE ?? '', [join(ROOT, 'bin/sits.mjs'), 'top', 'queues', '--sim', '--watch', '--interval', '0.2'], {
-        cwd: ROOT,
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      });
-      let out = '';
-      let err = '';
-      let sent = false;
-      child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-      const code = await new Promise<number | string | null>((res) => {
-        child.stdout.setEncoding('utf8').on('data', (d: string) => {
-          out += d;
-          if ((out.match(/^--- \S+ ---$/gm) ?? []).length >= 3 && !sent) {
-            sent = true;
-            process.kill(-(child.pid ?? 0), 'SIGINT');
-          }
-        });
-        child.on('close', (c, sig) => res(c ?? sig));
-      });
+      const { code, err } = await interruptedWatch(OLD_NODE ?? '', 'group');
       expect(code, err).toBe(0);
     },
   );

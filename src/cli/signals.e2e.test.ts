@@ -4,6 +4,7 @@ import { createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { waitFor } from '../harness/e2e-kit.ts';
 import { olderNode } from '../testing/older-node.ts';
 
 const ROOT = join(import.meta.dirname, '../..');
@@ -67,9 +68,7 @@ describe('a signal during start-up', () => {
       expect(await exited, `after the second ${signal}; stderr:\n${stderr}`).toBe(signal === 'SIGINT' ? 130 : 143);
       // No process of the group is left (the Node 24 child of a wrapper included). A build of dist/ before the command
       // leaves esbuild's service process, which ends when it sees its parent's pipe close: hence the wait.
-      const deadline = performance.now() + 10_000;
-      while (groupAlive(pid) && performance.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
-      expect(groupAlive(pid), 'a process of the group is still running').toBe(false);
+      await waitFor('every process of the group to end', () => Promise.resolve(!groupAlive(pid)), 10_000);
     } finally {
       try {
         process.kill(-pid, 'SIGKILL');
