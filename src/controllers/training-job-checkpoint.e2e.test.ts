@@ -277,8 +277,11 @@ describe('TrainingJob checkpoints on the real snapshot stack', () => {
 
     // Asked, never committed.
     // Only the annotation: the cycle may fail before a helper could see its request (3 s), and then it is withdrawn.
-    await client.mergePatch(`${jobsPath(ns)}/bad`, { spec: { checkpoint: { commitTimeoutSeconds: 3 } } });
-    await client.mergePatch(`${jobsPath(ns)}/bad`, { metadata: { annotations: { 'ai.sits2026.dev/request-checkpoint': 'Manual/silent' } } });
+    // The 3 s limit comes in the same write, so the controller sees both at once.
+    await client.mergePatch(`${jobsPath(ns)}/bad`, {
+      metadata: { annotations: { 'ai.sits2026.dev/request-checkpoint': 'Manual/silent' } },
+      spec: { checkpoint: { commitTimeoutSeconds: 3 } },
+    });
     const never = await waitFor(
       'NeverCommitted',
       async () => {
