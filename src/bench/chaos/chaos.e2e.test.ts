@@ -37,7 +37,8 @@ describe('chaos: the short fault plan on a real control plane', () => {
       expect(r.observed.watch410).toBeGreaterThan(0);
       expect(r.observed.rejected429).toBeGreaterThan(0);
       expect(r.observed.nonLeaderPodDeletes).toBe(0);
-      expect(r.violations).toEqual([]);
+      // A violation is rare and seldom repeats: its pods' records (`evidence`) go into the failure message.
+      expect(r.violations, `evidence: ${JSON.stringify(r.evidence)}`).toEqual([]);
       expect(r.invariants).toEqual({ halfBoundGangs: 0, doubleBinds: 0, gpuDoubleAssigned: 0, lostPods: 0, nonLeaderBinds: 0, orphans: 0 });
       expect(r.pods.submitted).toBeGreaterThan(20);
       expect(r.pods.bound).toBe(r.pods.submitted);
